@@ -1,0 +1,119 @@
+//! The intermediate representation: what a `.flow` file or its JSON form declares.
+
+use anduin_types::Pos;
+
+use crate::Text;
+
+/// A whole query specification: stream types and operators, in file order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Spec {
+    /// `type name = "…" { column … }` blocks.
+    pub types: Vec<TypeDef>,
+    /// `operator name = "…", type = "…" { … }` blocks.
+    pub operators: Vec<OperatorDef>,
+}
+
+/// A stream type: an ordered list of typed columns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeDef {
+    /// The type's name, referenced by outputs.
+    pub name: Text,
+    /// Its columns, in order.
+    pub columns: Vec<ColumnDef>,
+    /// Where the block starts.
+    pub pos: Pos,
+}
+
+/// One column of a stream type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnDef {
+    /// Column name.
+    pub name: Text,
+    /// Column type name as written (`int`, `timestamp`, …), checked later.
+    pub ty: Text,
+}
+
+/// An operator: a node of the dataflow graph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OperatorDef {
+    /// The operator's name, unique in the query.
+    pub name: Text,
+    /// The operator type (`reader`, `filter`, …).
+    pub kind: Text,
+    /// Type-specific parameters, in file order.
+    pub params: Vec<Param>,
+    /// Names of the streams this operator consumes, in order.
+    pub inputs: Vec<Text>,
+    /// The streams this operator produces, in order.
+    pub outputs: Vec<OutputDef>,
+    /// Where the block starts.
+    pub pos: Pos,
+}
+
+impl OperatorDef {
+    /// The param named `name`, if present (the first one, if repeated).
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name.as_str() == name)
+    }
+}
+
+/// `param NAME = VALUE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    /// The parameter name.
+    pub name: Text,
+    /// Its value.
+    pub value: Value,
+}
+
+/// A parameter value. Strings keep their positions; numbers and booleans their start.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A quoted string.
+    String(Text),
+    /// An integer literal.
+    Int(i64, Pos),
+    /// A floating-point literal.
+    Float(f64, Pos),
+    /// `true` or `false`.
+    Bool(bool, Pos),
+}
+
+impl Value {
+    /// Where the value starts.
+    pub fn pos(&self) -> Pos {
+        match self {
+            Value::String(t) => t.pos(),
+            Value::Int(_, p) | Value::Float(_, p) | Value::Bool(_, p) => *p,
+        }
+    }
+
+    /// The value as text: strings as they are, numbers and booleans as written.
+    pub fn as_text(&self) -> Text {
+        match self {
+            Value::String(t) => t.clone(),
+            Value::Int(v, p) => Text::at(v.to_string(), *p),
+            Value::Float(v, p) => Text::at(v.to_string(), *p),
+            Value::Bool(v, p) => Text::at(v.to_string(), *p),
+        }
+    }
+
+    /// A short name of the value's kind, for messages.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Value::String(_) => "a string",
+            Value::Int(..) => "an integer",
+            Value::Float(..) => "a number",
+            Value::Bool(..) => "a boolean",
+        }
+    }
+}
+
+/// `output name = "…", type = "…"`; the type may be left out and is then inferred.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputDef {
+    /// Stream name, unique in the query.
+    pub name: Text,
+    /// The declared stream type, if any.
+    pub ty: Option<Text>,
+}

@@ -1,0 +1,21 @@
+//! The query specification: the `.flow` language (the paper's dataflow notation, §4.1), the
+//! same intermediate representation as JSON, and `${VAR}` substitution.
+//!
+//! A [`Spec`] is what a user wrote: stream types and operators with their params, inputs and
+//! outputs, each name and value with its position in the file. It is not yet checked: whether
+//! streams connect, types exist or expressions are valid is `anduin-graph`'s and the
+//! operators' business. This crate is pure (no I/O); it reads text and returns values or
+//! [`Diagnostics`](anduin_types::Diagnostics).
+
+mod ast;
+mod json;
+mod lexer;
+mod parser;
+mod text;
+mod vars;
+
+pub use ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
+pub use json::{from_json, to_json};
+pub use parser::parse_flow;
+pub use text::Text;
+pub use vars::substitute;

@@ -1,0 +1,138 @@
+//! Text that remembers where each of its characters came from in the query file.
+
+use anduin_types::Pos;
+
+/// A string value with the source position of each character, so that an error found inside
+/// a value (an unknown column in an expression) can point at the exact line and column.
+#[derive(Clone, Debug, Default)]
+pub struct Text {
+    value: String,
+    /// Position of each char of `value` in the file; empty when unknown (JSON input).
+    positions: Vec<Pos>,
+    /// Position of the token the text came from (the opening quote of a string).
+    start: Pos,
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+impl Eq for Text {}
+
+impl Text {
+    /// Text at a known position whose characters follow each other on one line.
+    pub fn at(value: impl Into<String>, start: Pos) -> Self {
+        let value = value.into();
+        let positions = (0..value.chars().count()).map(|i| start.right(i)).collect();
+        Self {
+            value,
+            positions,
+            start,
+        }
+    }
+
+    /// Text with a position for every character.
+    pub(crate) fn with_positions(value: String, positions: Vec<Pos>, start: Pos) -> Self {
+        debug_assert_eq!(value.chars().count(), positions.len());
+        Self {
+            value,
+            positions,
+            start,
+        }
+    }
+
+    /// Text whose position is unknown (read from JSON, or made by a program).
+    pub fn unplaced(value: impl Into<String>) -> Self {
+        Self {
+            value: value.into(),
+            positions: Vec::new(),
+            start: Pos::default(),
+        }
+    }
+
+    /// The text itself.
+    pub fn as_str(&self) -> &str {
+        &self.value
+    }
+
+    /// Where the text starts in the file (for a string, its opening quote).
+    pub fn pos(&self) -> Pos {
+        self.start
+    }
+
+    /// Where the character at byte `offset` of the text came from. Offsets past the end map
+    /// to just after the last character.
+    pub fn pos_at_byte(&self, offset: usize) -> Pos {
+        if self.positions.is_empty() {
+            return self.start;
+        }
+        let idx = self
+            .value
+            .char_indices()
+            .position(|(b, _)| b >= offset)
+            .unwrap_or(self.positions.len());
+        match self.positions.get(idx) {
+            Some(p) => *p,
+            None => self
+                .positions
+                .last()
+                .map(|p| p.right(1))
+                .unwrap_or(self.start),
+        }
+    }
+
+    /// Where the character at (1-based) `line`, `col` of the text came from, as a parser of
+    /// the text's own content reports it.
+    pub fn pos_at_line_col(&self, line: u64, col: u64) -> Pos {
+        let mut offset = 0usize;
+        let mut cur_line = 1u64;
+        for (b, c) in self.value.char_indices() {
+            if cur_line == line {
+                offset = b;
+                break;
+            }
+            if c == '\n' {
+                cur_line += 1;
+            }
+            offset = b + c.len_utf8();
+        }
+        let line_text = &self.value[offset..];
+        let in_line = line_text
+            .char_indices()
+            .nth(usize::try_from(col.saturating_sub(1)).unwrap_or(usize::MAX))
+            .map(|(b, _)| b)
+            .unwrap_or(line_text.len());
+        self.pos_at_byte(offset + in_line)
+    }
+
+    pub(crate) fn positions(&self) -> &[Pos] {
+        &self.positions
+    }
+}
+
+impl std::fmt::Display for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_map_to_columns_on_one_line() {
+        let t = Text::at("value < 42", Pos::new(7, 20));
+        assert_eq!(t.pos_at_byte(0), Pos::new(7, 20));
+        assert_eq!(t.pos_at_byte(8), Pos::new(7, 28));
+        assert_eq!(t.pos_at_line_col(1, 9), Pos::new(7, 28));
+        assert_eq!(t.pos_at_byte(100), Pos::new(7, 30));
+    }
+
+    #[test]
+    fn unplaced_text_has_no_position() {
+        assert!(!Text::unplaced("x").pos_at_byte(0).is_known());
+    }
+}

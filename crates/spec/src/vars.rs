@@ -1,0 +1,158 @@
+//! `${NAME}` substitution in string values, from `--var NAME=VALUE`.
+
+use std::collections::BTreeMap;
+
+use anduin_types::{Diagnostic, Diagnostics, Pos};
+
+use crate::ast::{Spec, Value};
+use crate::Text;
+
+/// Replaces every `${NAME}` (or `${NAME:-default}`) in the string values of `spec` by the
+/// variable's value. `$${` stands for a literal `${`. A variable that is not set and has no
+/// default is an error at its position, naming it.
+///
+/// Substituted characters take the position of the `${` they replace, so errors inside them
+/// still point at the right place in the file.
+///
+/// # Examples
+/// ```
+/// use std::collections::BTreeMap;
+/// let mut spec = anduin_spec::parse_flow(
+///     "operator name = \"r\", type = \"reader\" { param path = \"${IN}\" }",
+/// ).expect("parses");
+/// let vars = BTreeMap::from([("IN".to_string(), "data.csv".to_string())]);
+/// anduin_spec::substitute(&mut spec, &vars).expect("IN is set");
+/// assert_eq!(spec.operators[0].params[0].value.as_text().as_str(), "data.csv");
+/// ```
+pub fn substitute(spec: &mut Spec, vars: &BTreeMap<String, String>) -> Result<(), Diagnostics> {
+    let mut diags = Diagnostics::default();
+    let mut apply = |t: &mut Text| match substitute_text(t, vars) {
+        Ok(new) => *t = new,
+        Err(d) => diags.push(d),
+    };
+    for ty in &mut spec.types {
+        apply(&mut ty.name);
+        for c in &mut ty.columns {
+            apply(&mut c.name);
+            apply(&mut c.ty);
+        }
+    }
+    for op in &mut spec.operators {
+        apply(&mut op.name);
+        apply(&mut op.kind);
+        for p in &mut op.params {
+            if let Value::String(t) = &mut p.value {
+                apply(t);
+            }
+        }
+        op.inputs.iter_mut().for_each(&mut apply);
+        for o in &mut op.outputs {
+            apply(&mut o.name);
+            if let Some(t) = &mut o.ty {
+                apply(t);
+            }
+        }
+    }
+    if diags.0.is_empty() {
+        Ok(())
+    } else {
+        Err(diags)
+    }
+}
+
+fn substitute_text(t: &Text, vars: &BTreeMap<String, String>) -> Result<Text, Diagnostic> {
+    let src = t.as_str();
+    if !src.contains("${") {
+        return Ok(t.clone());
+    }
+    let chars: Vec<char> = src.chars().collect();
+    let pos_of = |i: usize| -> Pos { t.positions().get(i).copied().unwrap_or(t.pos()) };
+    let mut value = String::new();
+    let mut positions = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '$' && chars.get(i + 1) == Some(&'$') && chars.get(i + 2) == Some(&'{') {
+            value.push_str("${");
+            positions.extend([pos_of(i), pos_of(i + 2)]);
+            i += 3;
+            continue;
+        }
+        if c == '$' && chars.get(i + 1) == Some(&'{') {
+            let at = pos_of(i);
+            let Some(close) = chars[i + 2..].iter().position(|&c| c == '}') else {
+                return Err(Diagnostic::error(
+                    at,
+                    "unterminated variable: expected `}` after `${`",
+                ));
+            };
+            let body: String = chars[i + 2..i + 2 + close].iter().collect();
+            let (name, default) = match body.split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (body.as_str(), None),
+            };
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                return Err(Diagnostic::error(
+                    at,
+                    format!("malformed variable `${{{body}}}`: a name has letters, digits and `_`"),
+                ));
+            }
+            let replacement = match (vars.get(name), default) {
+                (Some(v), _) => v.as_str(),
+                (None, Some(d)) => d,
+                (None, None) => {
+                    return Err(Diagnostic::error(
+                        at,
+                        format!("variable `{name}` is not set: pass `--var {name}=VALUE`"),
+                    ))
+                }
+            };
+            for ch in replacement.chars() {
+                value.push(ch);
+                positions.push(at);
+            }
+            i += close + 3;
+            continue;
+        }
+        value.push(c);
+        positions.push(pos_of(i));
+        i += 1;
+    }
+    if t.positions().is_empty() {
+        return Ok(Text::unplaced(value));
+    }
+    Ok(Text::with_positions(value, positions, t.pos()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn substitutes_defaults_and_escapes_keeping_positions() {
+        let t = Text::at("${A}/x/${B:-def}/$${C}", Pos::new(3, 10));
+        let out = substitute_text(&t, &vars(&[("A", "aa")])).expect("ok");
+        assert_eq!(out.as_str(), "aa/x/def/${C}");
+        assert_eq!(out.pos_at_byte(1), Pos::new(3, 10));
+        assert_eq!(out.pos_at_byte(3), Pos::new(3, 15));
+    }
+
+    #[test]
+    fn a_missing_variable_is_named_at_its_position() {
+        let t = Text::at("in/${INPUT}", Pos::new(2, 5));
+        let d = substitute_text(&t, &vars(&[])).expect_err("must fail");
+        assert_eq!(d.pos, Pos::new(2, 8));
+        assert_eq!(d.message, "variable `INPUT` is not set: pass `--var INPUT=VALUE`");
+    }
+}

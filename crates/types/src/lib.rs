@@ -1,0 +1,16 @@
+//! Shared vocabulary of anduin: column types, positions and diagnostics, time, and the
+//! messages that travel on channels between tasks.
+//!
+//! This crate is pure: no I/O, no threads, no async. Every other anduin crate depends on it;
+//! it depends on nothing of anduin's. It is not where operators, plans or parsers live (see
+//! `anduin-operators`, `anduin-graph`, `anduin-spec`).
+
+mod column_type;
+mod diagnostic;
+mod message;
+mod time;
+
+pub use column_type::ColumnType;
+pub use diagnostic::{Diagnostic, Diagnostics, Pos, Severity};
+pub use message::{Barrier, BarrierKind, ControlUpdate, Epoch, Message};
+pub use time::{parse_duration_ms, Watermark};

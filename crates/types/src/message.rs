@@ -1,0 +1,59 @@
+//! What travels on a channel between tasks: data and control share one ordered stream.
+
+use arrow::record_batch::RecordBatch;
+use serde::{Deserialize, Serialize};
+
+use crate::Watermark;
+
+/// A checkpoint epoch: barriers of epoch `e` separate the rows before checkpoint `e` from the
+/// rows after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Epoch(pub u64);
+
+/// What a barrier asks of every task it passes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BarrierKind {
+    /// Snapshot state when this barrier has arrived on every input, then forward it.
+    Checkpoint,
+    /// Stop after this barrier: sources stop reading, operators flush, sinks commit.
+    Stop,
+}
+
+/// A barrier: a marker injected at the sources that every task aligns on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Barrier {
+    /// The epoch this barrier closes.
+    pub epoch: Epoch,
+    /// What the barrier asks for.
+    pub kind: BarrierKind,
+}
+
+/// A meta-query tuple `<query, operator, parameter, value>` (paper §4.5): a change to a
+/// running operator's parameter, applied between two batches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlUpdate {
+    /// The operator's name in the query.
+    pub operator: String,
+    /// The parameter to change.
+    pub param: String,
+    /// The new value, as it would be written in the `.flow` file.
+    pub value: String,
+}
+
+/// One message on a channel. Channels are FIFO, so a barrier or watermark separates the data
+/// before it from the data after it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Message {
+    /// A batch of rows, in the schema of the channel's stream.
+    Data(RecordBatch),
+    /// Event time has advanced to this watermark on this channel.
+    Watermark(Watermark),
+    /// A barrier (checkpoint, stop).
+    Barrier(Barrier),
+    /// A parameter change for an operator downstream.
+    Control(ControlUpdate),
+    /// The producer has finished: nothing more will come on this channel.
+    End,
+}
