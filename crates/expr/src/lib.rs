@@ -1,1 +1,16 @@
-//! placeholder
+//! Expressions over Arrow batches: SQL expression text (a filter `condition`, a map's
+//! `columns`) parsed, type-checked against a stream's schema, and compiled to a vectorized
+//! physical expression, all with DataFusion's machinery.
+//!
+//! This crate is a thin layer: it does not evaluate anything itself. It adds what anduin needs
+//! around DataFusion: errors that say where in the expression text the problem is (so that
+//! callers can point at a line and column of the query file), stream-qualified column names
+//! (`readings.value`), and a strict check of comparisons between numbers and text.
+
+mod compile;
+mod error;
+mod provider;
+
+pub use compile::{compile_expr, compile_predicate, compile_projection, CompiledExpr, Scope};
+pub use error::ExprError;
+pub use provider::FunctionProvider;

@@ -1,1 +1,25 @@
-//! placeholder
+//! The dataflow graph: a checked logical graph (operators connected by typed streams) and the
+//! physical plan that groups operators into tasks.
+//!
+//! [`check`] turns a [`Spec`](anduin_spec::Spec) into a [`LogicalGraph`]: names are unique,
+//! every consumed stream is produced, types exist, there are no cycles, every operator type
+//! and param is known, and each operator accepts its inputs (through a [`Catalog`], which the
+//! operators crate implements). [`PhysicalPlan::from_graph`] then fuses chains of operators
+//! into tasks (paper §3: the query task is the unit of distribution).
+//!
+//! This crate is pure: no I/O and no execution. It does not know how an operator works, only
+//! its [`OperatorSignature`] and what [`Catalog::bind`] says.
+
+mod catalog;
+mod check;
+mod explain;
+mod logical;
+mod physical;
+mod suggest;
+
+pub use catalog::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSpec};
+pub use check::{check, schema_of_type};
+pub use explain::{explain_dot, explain_text};
+pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
+pub use physical::{ChannelPlan, PhysicalPlan, TaskPlan};
+pub use suggest::did_you_mean;

@@ -1,0 +1,488 @@
+//! Expression text → DataFusion logical expression → type-coerced, simplified physical
+//! expression.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use datafusion_common::{DFSchema, DataFusionError, SchemaError};
+use datafusion_expr::execution_props::ExecutionProps;
+use datafusion_expr::simplify::SimplifyContext;
+use datafusion_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion_expr::{BinaryExpr, Expr, ExprSchemable, Operator};
+use datafusion_optimizer::simplify_expressions::ExprSimplifier;
+use datafusion_physical_expr::{create_physical_expr, PhysicalExpr};
+use datafusion_sql::planner::{ParserOptions, PlannerContext, SqlToRel};
+use sqlparser::ast::{Expr as SqlExpr, SelectItem, Spanned};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Location, Token};
+
+use crate::{ExprError, FunctionProvider};
+
+/// The columns an expression can see: one input stream's schema, whose name may qualify
+/// columns (`readings.value`).
+#[derive(Clone, Debug)]
+pub struct Scope {
+    /// The stream's name, usable as a qualifier.
+    pub qualifier: String,
+    /// The stream's schema.
+    pub schema: Arc<Schema>,
+}
+
+impl Scope {
+    /// A scope over one stream.
+    pub fn new(qualifier: impl Into<String>, schema: Arc<Schema>) -> Self {
+        Self {
+            qualifier: qualifier.into(),
+            schema,
+        }
+    }
+
+    fn df_schema(&self) -> Result<DFSchema, ExprError> {
+        DFSchema::try_from_qualified_schema(self.qualifier.as_str(), &self.schema)
+            .map_err(|e| ExprError::whole(format!("invalid input schema: {e}")))
+    }
+}
+
+/// A compiled expression, ready to evaluate on batches of its scope's schema.
+#[derive(Debug, Clone)]
+pub struct CompiledExpr {
+    /// The vectorized expression.
+    pub physical: Arc<dyn PhysicalExpr>,
+    /// The output column's name (the alias, the column name, or the expression as written).
+    pub name: String,
+    /// The result type.
+    pub data_type: DataType,
+    /// Whether the result may be null.
+    pub nullable: bool,
+}
+
+impl CompiledExpr {
+    /// Evaluates on `batch`, returning one value per row.
+    pub fn evaluate(&self, batch: &RecordBatch) -> Result<ArrayRef, ExprError> {
+        self.physical
+            .evaluate(batch)
+            .and_then(|v| v.into_array(batch.num_rows()))
+            .map_err(|e| ExprError::whole(clean_message(&e)))
+    }
+
+    /// Evaluates a boolean expression on `batch`.
+    pub fn evaluate_bool(&self, batch: &RecordBatch) -> Result<BooleanArray, ExprError> {
+        let arr = self.evaluate(batch)?;
+        arr.as_any()
+            .downcast_ref::<BooleanArray>()
+            .cloned()
+            .ok_or_else(|| ExprError::whole("expression did not evaluate to booleans"))
+    }
+
+    /// The output field.
+    pub fn field(&self) -> Field {
+        Field::new(&self.name, self.data_type.clone(), self.nullable)
+    }
+}
+
+/// Compiles one expression, such as `readings.value * 2 + 1`.
+///
+/// # Examples
+/// ```
+/// use std::sync::Arc;
+/// use arrow::datatypes::{DataType, Field, Schema};
+/// use anduin_expr::{compile_expr, Scope};
+/// let schema = Arc::new(Schema::new(vec![Field::new("value", DataType::Int64, true)]));
+/// let e = compile_expr("readings.value * 2 + 1", &Scope::new("readings", schema)).expect("valid");
+/// assert_eq!(e.data_type, DataType::Int64);
+/// ```
+pub fn compile_expr(text: &str, scope: &Scope) -> Result<CompiledExpr, ExprError> {
+    let sql = parse(text, |p| p.parse_expr())?;
+    let name = default_name(&sql);
+    compile_sql(sql, name, scope)
+}
+
+/// Compiles a condition, which must be boolean (`value < 42 AND sensor <> 3`).
+pub fn compile_predicate(text: &str, scope: &Scope) -> Result<CompiledExpr, ExprError> {
+    let e = compile_expr(text, scope)?;
+    match e.data_type {
+        DataType::Boolean | DataType::Null => Ok(e),
+        ref other => Err(ExprError::at(
+            1,
+            1,
+            format!("a condition must be true or false, but this expression is of type {other}"),
+        )),
+    }
+}
+
+/// Compiles a projection list: `ts, sensor, value * 2 AS doubled, readings.*`.
+pub fn compile_projection(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>, ExprError> {
+    let items = parse(text, |p| p.parse_comma_separated(Parser::parse_select_item))?;
+    let mut out = Vec::new();
+    for item in items {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                let name = default_name(&e);
+                out.push(compile_sql(e, name, scope)?);
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                out.push(compile_sql(expr, alias.value.clone(), scope)?);
+            }
+            SelectItem::Wildcard(_) => {
+                for f in scope.schema.fields() {
+                    let e = sqlparser::ast::Expr::Identifier(sqlparser::ast::Ident::with_quote(
+                        '"',
+                        f.name(),
+                    ));
+                    out.push(compile_sql(e, f.name().clone(), scope)?);
+                }
+            }
+            SelectItem::ExprWithAliases { expr, .. } => {
+                let loc = expr.span().start;
+                return Err(ExprError::at(
+                    loc.line,
+                    loc.column,
+                    "`AS (a, b, …)` is not supported: give each column its own `AS name`",
+                ));
+            }
+            SelectItem::QualifiedWildcard(kind, _) => {
+                let q = kind.to_string();
+                if q != scope.qualifier {
+                    let loc = kind.span().start;
+                    return Err(ExprError::at(
+                        loc.line,
+                        loc.column,
+                        format!("unknown stream `{q}` in `{q}.*`: expected `{}`", scope.qualifier),
+                    ));
+                }
+                for f in scope.schema.fields() {
+                    let e = sqlparser::ast::Expr::Identifier(sqlparser::ast::Ident::with_quote(
+                        '"',
+                        f.name(),
+                    ));
+                    out.push(compile_sql(e, f.name().clone(), scope)?);
+                }
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for e in &out {
+        if !seen.insert(e.name.as_str()) {
+            return Err(ExprError::whole(format!(
+                "column `{}` is produced twice: give one of them another name with `AS`",
+                e.name
+            )));
+        }
+    }
+    Ok(out)
+}
+
+fn parse<T>(
+    text: &str,
+    f: impl FnOnce(&mut Parser<'_>) -> Result<T, ParserError>,
+) -> Result<T, ExprError> {
+    let dialect = GenericDialect {};
+    let mut parser = Parser::new(&dialect)
+        .try_with_sql(text)
+        .map_err(parse_error)?;
+    let v = f(&mut parser).map_err(parse_error)?;
+    let next = parser.peek_token();
+    if next.token != Token::EOF {
+        let loc = next.span.start;
+        return Err(ExprError::at(
+            loc.line,
+            loc.column,
+            format!("unexpected `{}` after the end of the expression", next.token),
+        ));
+    }
+    Ok(v)
+}
+
+fn parse_error(e: ParserError) -> ExprError {
+    let msg = match e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
+        ParserError::RecursionLimitExceeded => "expression nested too deeply".into(),
+    };
+    // sqlparser appends " at Line: L, Column: C" to its messages.
+    if let Some((head, tail)) = msg.rsplit_once(" at Line: ") {
+        if let Some((l, c)) = tail.split_once(", Column: ") {
+            if let (Ok(l), Ok(c)) = (l.trim().parse(), c.trim().parse()) {
+                return ExprError::at(l, c, format!("syntax error: {head}"));
+            }
+        }
+    }
+    ExprError::whole(format!("syntax error: {msg}"))
+}
+
+fn default_name(e: &SqlExpr) -> String {
+    match e {
+        SqlExpr::Identifier(id) => id.value.clone(),
+        SqlExpr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone()).unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
+fn compile_sql(sql: SqlExpr, name: String, scope: &Scope) -> Result<CompiledExpr, ExprError> {
+    let start = sql.span().start;
+    let df_schema = scope.df_schema()?;
+    let options = ParserOptions {
+        enable_ident_normalization: false,
+        collect_spans: true,
+        ..ParserOptions::default()
+    };
+    let planner = SqlToRel::new_with_options(FunctionProvider::get(), options);
+    let logical = planner
+        .sql_to_expr(sql, &df_schema, &mut PlannerContext::new())
+        .map_err(|e| located(&e, start, scope))?;
+    check_comparisons(&logical, &df_schema, start)?;
+    let df_schema = Arc::new(df_schema);
+    let simplifier =
+        ExprSimplifier::new(SimplifyContext::builder().with_schema(Arc::clone(&df_schema)).build());
+    let coerced = simplifier
+        .coerce(logical, &df_schema)
+        .map_err(|e| located(&e, start, scope))?;
+    let simplified = simplifier
+        .simplify(coerced)
+        .map_err(|e| located(&e, start, scope))?;
+    let (_, field) = simplified
+        .to_field(&df_schema)
+        .map_err(|e| located(&e, start, scope))?;
+    let (data_type, nullable) = (field.data_type().clone(), field.is_nullable());
+    let physical = create_physical_expr(
+        &simplified,
+        &df_schema,
+        &ExecutionProps::new(),
+        &PhysicalPlanningContext::default(),
+    )
+    .map_err(|e| located(&e, start, scope))?;
+    Ok(CompiledExpr {
+        physical,
+        name,
+        data_type,
+        nullable,
+    })
+}
+
+/// Rejects comparisons and arithmetic between numbers and text, which DataFusion would
+/// coerce silently (comparing `value < 'abc'` as strings).
+fn check_comparisons(e: &Expr, schema: &DFSchema, start: Location) -> Result<(), ExprError> {
+    let mut err = None;
+    let _ = e.apply(|node| {
+        if let Expr::BinaryExpr(BinaryExpr { left, op, right }) = node {
+            if is_typed_op(*op) {
+                let (lt, rt) = (left.get_type(schema), right.get_type(schema));
+                if let (Ok(lt), Ok(rt)) = (lt, rt) {
+                    if (lt.is_numeric() && is_text(&rt)) || (is_text(&lt) && rt.is_numeric()) {
+                        let loc = first_span(node).unwrap_or(start);
+                        err = Some(ExprError::at(
+                            loc.line,
+                            loc.column,
+                            format!(
+                                "type mismatch: `{left}` is {} but `{right}` is {}; cast one of them, e.g. CAST(… AS BIGINT)",
+                                type_name(&lt),
+                                type_name(&rt)
+                            ),
+                        ));
+                        return Ok(datafusion_common::tree_node::TreeNodeRecursion::Stop);
+                    }
+                }
+            }
+        }
+        Ok(datafusion_common::tree_node::TreeNodeRecursion::Continue)
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+use datafusion_common::tree_node::TreeNode;
+
+fn is_typed_op(op: Operator) -> bool {
+    use Operator::*;
+    matches!(
+        op,
+        Eq | NotEq | Lt | LtEq | Gt | GtEq | Plus | Minus | Multiply | Divide | Modulo
+    )
+}
+
+fn is_text(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+fn type_name(t: &DataType) -> String {
+    anduin_types_name(t).unwrap_or_else(|| t.to_string())
+}
+
+fn anduin_types_name(t: &DataType) -> Option<String> {
+    Some(
+        match t {
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => "int",
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => "int",
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => "double",
+            DataType::Boolean => "bool",
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "string",
+            DataType::Timestamp(_, _) => "timestamp",
+            _ => return None,
+        }
+        .to_string(),
+    )
+}
+
+/// The start of the first column reference in `e` that carries a source span.
+fn first_span(e: &Expr) -> Option<Location> {
+    let mut found = None;
+    let _ = e.apply(|node| {
+        if let Expr::Column(c) = node {
+            if let Some(s) = c.spans().first() {
+                found = Some(Location::new(s.start.line, s.start.column));
+                return Ok(datafusion_common::tree_node::TreeNodeRecursion::Stop);
+            }
+        }
+        Ok(datafusion_common::tree_node::TreeNodeRecursion::Continue)
+    });
+    found
+}
+
+/// Turns a DataFusion error into one located in the expression text, with a message that
+/// names columns as the user wrote them.
+fn located(e: &DataFusionError, start: Location, scope: &Scope) -> ExprError {
+    let loc = e
+        .diagnostic()
+        .and_then(|d| d.span)
+        .map(|s| Location::new(s.start.line, s.start.column))
+        .unwrap_or(start);
+    let (line, col) = if loc.line == 0 {
+        (start.line, start.column)
+    } else {
+        (loc.line, loc.column)
+    };
+    {
+        if let DataFusionError::SchemaError(inner, _) = e.find_root() {
+            if let SchemaError::FieldNotFound { field, .. } = inner.as_ref() {
+                let cols: Vec<&str> = scope
+                    .schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect();
+                let what = match &field.relation {
+                    Some(r) if r.table() != scope.qualifier => {
+                        format!("unknown stream `{r}` in `{field}`: expected `{}`", scope.qualifier)
+                    }
+                    _ => format!(
+                        "unknown column `{}`: stream `{}` has {}",
+                        field.name,
+                        scope.qualifier,
+                        cols.join(", ")
+                    ),
+                };
+                return ExprError::at(line, col, what);
+            }
+        }
+    }
+    ExprError::at(line, col, clean_message(e))
+}
+
+/// DataFusion's message without its error-class prefix and backtrace.
+fn clean_message(e: &DataFusionError) -> String {
+    let root = e.find_root();
+    let msg = root.message().to_string();
+    let msg = msg.split("\n\nbacktrace").next().unwrap_or(&msg).to_string();
+    msg.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::datatypes::TimeUnit;
+
+    fn scope() -> Scope {
+        Scope::new(
+            "readings",
+            Arc::new(Schema::new(vec![
+                Field::new("ts", DataType::Timestamp(TimeUnit::Millisecond, None), true),
+                Field::new("sensor", DataType::Int64, true),
+                Field::new("value", DataType::Int64, true),
+                Field::new("name", DataType::Utf8, true),
+            ])),
+        )
+    }
+
+    fn batch() -> RecordBatch {
+        let s = scope().schema;
+        RecordBatch::try_new(
+            s,
+            vec![
+                Arc::new(
+                    arrow::array::TimestampMillisecondArray::from(vec![1, 2, 3]),
+                ),
+                Arc::new(Int64Array::from(vec![1, 2, 3])),
+                Arc::new(Int64Array::from(vec![10, 50, 41])),
+                Arc::new(StringArray::from(vec!["a", "bb", "ccc"])),
+            ],
+        )
+        .expect("valid batch")
+    }
+
+    #[test]
+    fn a_qualified_predicate_filters() {
+        let p = compile_predicate("readings.value < 42", &scope()).expect("valid");
+        let mask = p.evaluate_bool(&batch()).expect("evaluates");
+        assert_eq!(mask, BooleanArray::from(vec![true, false, true]));
+    }
+
+    #[test]
+    fn a_projection_names_its_columns() {
+        let cols = compile_projection(
+            "ts, readings.sensor, value * 2 + 1 AS v2, CASE WHEN value > 40 THEN 'hi' ELSE 'lo' END AS level, upper(name)",
+            &scope(),
+        )
+        .expect("valid");
+        let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, vec!["ts", "sensor", "v2", "level", "upper(name)"]);
+        let v2 = cols[2].evaluate(&batch()).expect("evaluates");
+        assert_eq!(
+            v2.as_any().downcast_ref::<Int64Array>(),
+            Some(&Int64Array::from(vec![21, 101, 83]))
+        );
+    }
+
+    #[test]
+    fn an_unknown_column_is_located_and_named() {
+        let e = compile_predicate("readings.valu < 42", &scope()).expect_err("must fail");
+        assert_eq!(
+            e.message,
+            "unknown column `valu`: stream `readings` has ts, sensor, value, name"
+        );
+        assert_eq!((e.line, e.col), (1, 1));
+        let e = compile_predicate("value > 1 AND sensr = 3", &scope()).expect_err("must fail");
+        assert_eq!((e.line, e.col), (1, 15));
+    }
+
+    #[test]
+    fn comparing_a_number_with_text_is_a_type_mismatch() {
+        let e = compile_predicate("sensor = 1 OR value < 'abc'", &scope()).expect_err("must fail");
+        assert_eq!((e.line, e.col), (1, 15));
+        assert!(e.message.starts_with("type mismatch: `readings.value` is int but `Utf8(\"abc\")` is string"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_syntax_error_is_located() {
+        let e = compile_predicate("value < < 3", &scope()).expect_err("must fail");
+        assert_eq!((e.line, e.col), (1, 9));
+        assert!(e.message.starts_with("syntax error"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_condition_must_be_boolean() {
+        let e = compile_predicate("value + 1", &scope()).expect_err("must fail");
+        assert!(e.message.starts_with("a condition must be true or false"));
+    }
+
+    #[test]
+    fn time_functions_work_on_timestamps() {
+        compile_predicate("ts >= TIMESTAMP '1970-01-01 00:00:00.002'", &scope()).expect("valid");
+        compile_projection("date_trunc('second', ts) AS sec, extract(year FROM ts) AS y", &scope())
+            .expect("valid");
+    }
+}

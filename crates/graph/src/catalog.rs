@@ -1,0 +1,123 @@
+//! What the graph needs to know of operators: their signatures, and a way to bind an operator
+//! to the schemas of its inputs.
+
+use anduin_spec::OperatorDef;
+use anduin_types::Diagnostics;
+use arrow::datatypes::SchemaRef;
+
+/// How many inputs or outputs an operator type takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arity {
+    /// Exactly this many.
+    Exactly(usize),
+    /// This many or more.
+    AtLeast(usize),
+}
+
+impl Arity {
+    /// Whether `n` is allowed.
+    pub fn allows(self, n: usize) -> bool {
+        match self {
+            Arity::Exactly(k) => n == k,
+            Arity::AtLeast(k) => n >= k,
+        }
+    }
+
+    /// "exactly 1", "at least 2", "no".
+    pub fn describe(self) -> String {
+        match self {
+            Arity::Exactly(0) => "no".into(),
+            Arity::Exactly(k) => format!("exactly {k}"),
+            Arity::AtLeast(k) => format!("at least {k}"),
+        }
+    }
+}
+
+/// The kind of value a param takes, for checking and for the language reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// Free text (a path, a format name, an expression).
+    Text,
+    /// A whole number (written bare or quoted).
+    Int,
+    /// A number.
+    Number,
+    /// `true` or `false`.
+    Bool,
+    /// A duration such as `"2s"` or `"250ms"`.
+    Duration,
+    /// One of the listed words.
+    OneOf(&'static [&'static str]),
+}
+
+/// One parameter an operator type accepts.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSpec {
+    /// Its name, as in `param NAME = …`.
+    pub name: &'static str,
+    /// Whether it must be given.
+    pub required: bool,
+    /// What kind of value it takes.
+    pub kind: ParamKind,
+    /// The default, as text, when not required.
+    pub default: Option<&'static str>,
+    /// One line for the reference and for `explain`.
+    pub doc: &'static str,
+}
+
+/// The shape of an operator type: what it is called, what it connects to, what it accepts.
+#[derive(Clone, Debug)]
+pub struct OperatorSignature {
+    /// The operator type, as in `type = "filter"`.
+    pub kind: &'static str,
+    /// One line: what the operator does.
+    pub doc: &'static str,
+    /// How many input streams it consumes.
+    pub inputs: Arity,
+    /// How many output streams it produces.
+    pub outputs: Arity,
+    /// The params it accepts.
+    pub params: &'static [ParamSpec],
+}
+
+impl OperatorSignature {
+    /// The spec of param `name`, if this operator type has one.
+    pub fn param(&self, name: &str) -> Option<&ParamSpec> {
+        self.params.iter().find(|p| p.name == name)
+    }
+}
+
+/// What binding an operator produced: something the runtime can build it from, and the
+/// schema of each of its outputs.
+#[derive(Debug)]
+pub struct Binding<B> {
+    /// The catalog's bound form of the operator (for the operators crate: a factory).
+    pub bound: B,
+    /// One schema per output, in declaration order.
+    pub outputs: Vec<SchemaRef>,
+    /// Warnings that do not stop the query.
+    pub warnings: Diagnostics,
+}
+
+/// The operator types a query may use. Implemented by the operators crate; tests of this
+/// crate implement a small one.
+pub trait Catalog {
+    /// The bound form of an operator (what [`Catalog::bind`] returns).
+    type Bound;
+
+    /// The signature of operator type `kind`, or `None` if there is no such type.
+    fn signature(&self, kind: &str) -> Option<&OperatorSignature>;
+
+    /// Every operator type, for suggestions and the reference.
+    fn kinds(&self) -> Vec<&'static str>;
+
+    /// Checks `op`'s params against the schemas of its inputs and the declared types of its
+    /// outputs (`None` where the output's type is to be inferred), and returns the bound
+    /// operator with the schema of each output. Errors point into `op`.
+    fn bind(
+        &self,
+        op: &OperatorDef,
+        inputs: &[(&str, SchemaRef)],
+        declared_outputs: &[Option<SchemaRef>],
+    ) -> Result<Binding<Self::Bound>, Diagnostics>;
+}

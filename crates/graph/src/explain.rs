@@ -1,0 +1,101 @@
+//! `anduin explain`: the logical graph and the physical plan as text or Graphviz.
+
+use std::fmt::Write;
+
+use crate::check::describe_schema;
+use crate::logical::LogicalGraph;
+use crate::physical::PhysicalPlan;
+
+/// The graph and plan as indented text.
+pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "logical graph: {} operators, {} streams",
+        graph.nodes.len(),
+        graph.streams.len()
+    );
+    for &id in &graph.topo {
+        let node = graph.node(id);
+        let _ = writeln!(out, "  {} [{}]", node.name(), node.kind());
+        for p in &node.def.params {
+            let _ = writeln!(out, "    param {} = {:?}", p.name, p.value.as_text().as_str());
+        }
+        for s in &node.inputs {
+            let _ = writeln!(out, "    in  {}", graph.stream(*s).name);
+        }
+        for s in &node.outputs {
+            let stream = graph.stream(*s);
+            let _ = writeln!(
+                out,
+                "    out {}: {}{}",
+                stream.name,
+                stream
+                    .type_name
+                    .as_deref()
+                    .map(|t| format!("{t} "))
+                    .unwrap_or_default(),
+                describe_schema(&stream.schema)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "physical plan: {} tasks, {} channels",
+        plan.tasks.len(),
+        plan.channels.len()
+    );
+    for t in &plan.tasks {
+        let names: Vec<&str> = t.chain.iter().map(|n| graph.node(*n).name()).collect();
+        let _ = writeln!(out, "  task {}: {}", t.id, names.join(" -> "));
+    }
+    for c in &plan.channels {
+        let _ = writeln!(
+            out,
+            "  channel {}: task {} -> task {} ({}, input {})",
+            c.id,
+            c.from_task,
+            c.to_task,
+            graph.stream(c.stream).name,
+            c.to_input
+        );
+    }
+    out
+}
+
+/// The graph as Graphviz `dot`: one cluster per task, one edge per stream consumer.
+pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
+    let mut out = String::from("digraph anduin {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
+    for t in &plan.tasks {
+        let _ = writeln!(out, "  subgraph cluster_task{} {{", t.id);
+        let _ = writeln!(out, "    label=\"task {}\"; style=dashed;", t.id);
+        for n in &t.chain {
+            let node = graph.node(*n);
+            let _ = writeln!(
+                out,
+                "    n{} [label=\"{}\\n[{}]\"];",
+                n.0,
+                escape(node.name()),
+                escape(node.kind())
+            );
+        }
+        let _ = writeln!(out, "  }}");
+    }
+    for s in &graph.streams {
+        for (consumer, _) in &s.consumers {
+            let _ = writeln!(
+                out,
+                "  n{} -> n{} [label=\"{}\"];",
+                s.producer.0 .0,
+                consumer.0,
+                escape(&s.name)
+            );
+        }
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}

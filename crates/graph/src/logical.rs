@@ -1,0 +1,95 @@
+//! The checked logical graph.
+
+use anduin_spec::OperatorDef;
+use arrow::datatypes::SchemaRef;
+
+/// Index of a node in [`LogicalGraph::nodes`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub usize);
+
+/// Index of a stream in [`LogicalGraph::streams`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamId(pub usize);
+
+/// An operator of the graph, bound to its inputs.
+#[derive(Debug)]
+pub struct Node<B> {
+    /// The operator as written.
+    pub def: OperatorDef,
+    /// The streams it consumes, in input order.
+    pub inputs: Vec<StreamId>,
+    /// The streams it produces, in output order.
+    pub outputs: Vec<StreamId>,
+    /// What the catalog made of it.
+    pub bound: B,
+}
+
+impl<B> Node<B> {
+    /// The operator's name.
+    pub fn name(&self) -> &str {
+        self.def.name.as_str()
+    }
+
+    /// The operator's type.
+    pub fn kind(&self) -> &str {
+        self.def.kind.as_str()
+    }
+}
+
+/// A typed stream: produced by one output of one node, consumed by any number of inputs.
+#[derive(Clone, Debug)]
+pub struct Stream {
+    /// The stream's name.
+    pub name: String,
+    /// The declared type's name, if the output declared one.
+    pub type_name: Option<String>,
+    /// Its schema.
+    pub schema: SchemaRef,
+    /// The node and output port that produce it.
+    pub producer: (NodeId, usize),
+    /// The nodes and input ports that consume it.
+    pub consumers: Vec<(NodeId, usize)>,
+}
+
+/// A checked dataflow graph: acyclic, every stream produced once, every node bound.
+#[derive(Debug)]
+pub struct LogicalGraph<B> {
+    /// Nodes in file order.
+    pub nodes: Vec<Node<B>>,
+    /// Streams in order of declaration.
+    pub streams: Vec<Stream>,
+    /// Node ids in a topological order (producers before consumers, file order otherwise).
+    pub topo: Vec<NodeId>,
+}
+
+impl<B> LogicalGraph<B> {
+    /// The node with this id.
+    pub fn node(&self, id: NodeId) -> &Node<B> {
+        self.nodes.get(id.0).expect("node ids come from this graph")
+    }
+
+    /// The stream with this id.
+    pub fn stream(&self, id: StreamId) -> &Stream {
+        self.streams
+            .get(id.0)
+            .expect("stream ids come from this graph")
+    }
+
+    /// Takes the bound operators out, leaving the structure.
+    pub fn map_bound<C>(self, mut f: impl FnMut(B) -> C) -> LogicalGraph<C> {
+        LogicalGraph {
+            nodes: self
+                .nodes
+                .into_iter()
+                .map(|n| Node {
+                    def: n.def,
+                    inputs: n.inputs,
+                    outputs: n.outputs,
+                    bound: f(n.bound),
+                })
+                .collect(),
+            streams: self.streams,
+            topo: self.topo,
+        }
+    }
+}
