@@ -1,1 +1,61 @@
-fn main() {}
+//! `anduin`: the command line of the anduin stream processor.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+mod load;
+
+/// anduin: continuous queries over streams, declared in .flow (or JSON) files.
+#[derive(Parser, Debug)]
+#[command(name = "anduin", version, about, long_about = None)]
+struct Cli {
+    /// More log output on stderr (repeat for more). RUST_LOG overrides it.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a query embedded in this process; a bounded query exits 0 when it is done.
+    Run(cmd::run::RunArgs),
+    /// Parse and type-check a query; print problems as FILE:LINE:COL: message.
+    Check(cmd::check::CheckArgs),
+    /// Show a query's logical graph and physical tasks.
+    Explain(cmd::explain::ExplainArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let result = match cli.command {
+        Command::Run(args) => cmd::run::run(args),
+        Command::Check(args) => cmd::check::check(args),
+        Command::Explain(args) => cmd::explain::explain(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -276,8 +276,10 @@ fn check_comparisons(e: &Expr, schema: &DFSchema, start: Location) -> Result<(),
                             loc.line,
                             loc.column,
                             format!(
-                                "type mismatch: `{left}` is {} but `{right}` is {}; cast one of them, e.g. CAST(… AS BIGINT)",
+                                "type mismatch: `{}` is {} but `{}` is {}; cast one of them, e.g. CAST(… AS BIGINT)",
+                                show(left),
                                 type_name(&lt),
+                                show(right),
                                 type_name(&rt)
                             ),
                         ));
@@ -295,6 +297,17 @@ fn check_comparisons(e: &Expr, schema: &DFSchema, start: Location) -> Result<(),
 }
 
 use datafusion_common::tree_node::TreeNode;
+
+/// An expression as a user would write it: `value`, `'abc'`, `value + 1`.
+fn show(e: &Expr) -> String {
+    match e {
+        Expr::Column(c) => c.name.clone(),
+        Expr::Literal(datafusion_common::ScalarValue::Utf8(Some(s)), _) => {
+            format!("'{}'", s.replace('\'', "''"))
+        }
+        other => other.human_display().to_string(),
+    }
+}
 
 fn is_typed_op(op: Operator) -> bool {
     use Operator::*;
@@ -463,7 +476,11 @@ mod tests {
     fn comparing_a_number_with_text_is_a_type_mismatch() {
         let e = compile_predicate("sensor = 1 OR value < 'abc'", &scope()).expect_err("must fail");
         assert_eq!((e.line, e.col), (1, 15));
-        assert!(e.message.starts_with("type mismatch: `readings.value` is int but `Utf8(\"abc\")` is string"), "{}", e.message);
+        assert!(
+            e.message.starts_with("type mismatch: `value` is int but `'abc'` is string"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -1,1 +1,22 @@
-//! placeholder
+//! anduin's operators and connectors: the `Operator` and `Source` traits, the built-in
+//! operator types (one per file), and the catalog through which the graph checker binds them.
+//!
+//! This crate knows how one operator instance processes batches. It does not schedule, connect
+//! or run them (that is `anduin-runtime`), and it does not parse queries (`anduin-spec`).
+
+pub mod catalog;
+mod codec;
+pub mod connectors;
+mod dead_letter;
+mod error;
+mod operator;
+pub mod ops;
+mod params;
+mod source;
+
+pub use catalog::{BuildContext, Bound, BuiltinCatalog, OperatorFactory, SourceFactory, SIGNATURES};
+pub use dead_letter::{DeadLetter, DeadLetterTarget, RejectedRecord};
+pub use error::{ControlError, OperatorError};
+pub use operator::{Collector, Operator};
+pub use params::Params;
+pub use source::{Source, SourcePoll};

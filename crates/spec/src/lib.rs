@@ -18,4 +18,4 @@ pub use ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
 pub use json::{from_json, to_json};
 pub use parser::parse_flow;
 pub use text::Text;
-pub use vars::substitute;
+pub use vars::{substitute, Missing};

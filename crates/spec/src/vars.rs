@@ -7,9 +7,19 @@ use anduin_types::{Diagnostic, Diagnostics, Pos};
 use crate::ast::{Spec, Value};
 use crate::Text;
 
+/// What to do about a variable that is not set and has no default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// It is an error (to run a query).
+    Error,
+    /// Keep `${NAME}` as written and warn (to check or explain a query without its variables).
+    Keep,
+}
+
 /// Replaces every `${NAME}` (or `${NAME:-default}`) in the string values of `spec` by the
 /// variable's value. `$${` stands for a literal `${`. A variable that is not set and has no
-/// default is an error at its position, naming it.
+/// default is an error at its position, naming it, or with [`Missing::Keep`] a warning.
+/// Returns the warnings.
 ///
 /// Substituted characters take the position of the `${` they replace, so errors inside them
 /// still point at the right place in the file.
@@ -21,13 +31,20 @@ use crate::Text;
 ///     "operator name = \"r\", type = \"reader\" { param path = \"${IN}\" }",
 /// ).expect("parses");
 /// let vars = BTreeMap::from([("IN".to_string(), "data.csv".to_string())]);
-/// anduin_spec::substitute(&mut spec, &vars).expect("IN is set");
+/// anduin_spec::substitute(&mut spec, &vars, anduin_spec::Missing::Error).expect("IN is set");
 /// assert_eq!(spec.operators[0].params[0].value.as_text().as_str(), "data.csv");
 /// ```
-pub fn substitute(spec: &mut Spec, vars: &BTreeMap<String, String>) -> Result<(), Diagnostics> {
+pub fn substitute(
+    spec: &mut Spec,
+    vars: &BTreeMap<String, String>,
+    missing: Missing,
+) -> Result<Diagnostics, Diagnostics> {
     let mut diags = Diagnostics::default();
-    let mut apply = |t: &mut Text| match substitute_text(t, vars) {
-        Ok(new) => *t = new,
+    let mut apply = |t: &mut Text| match substitute_text(t, vars, missing) {
+        Ok((new, warnings)) => {
+            *t = new;
+            diags.extend(warnings);
+        }
         Err(d) => diags.push(d),
     };
     for ty in &mut spec.types {
@@ -53,17 +70,22 @@ pub fn substitute(spec: &mut Spec, vars: &BTreeMap<String, String>) -> Result<()
             }
         }
     }
-    if diags.0.is_empty() {
-        Ok(())
-    } else {
+    if diags.has_errors() {
         Err(diags)
+    } else {
+        Ok(diags)
     }
 }
 
-fn substitute_text(t: &Text, vars: &BTreeMap<String, String>) -> Result<Text, Diagnostic> {
+fn substitute_text(
+    t: &Text,
+    vars: &BTreeMap<String, String>,
+    missing: Missing,
+) -> Result<(Text, Diagnostics), Diagnostic> {
     let src = t.as_str();
+    let mut warnings = Diagnostics::default();
     if !src.contains("${") {
-        return Ok(t.clone());
+        return Ok((t.clone(), warnings));
     }
     let chars: Vec<char> = src.chars().collect();
     let pos_of = |i: usize| -> Pos { t.positions().get(i).copied().unwrap_or(t.pos()) };
@@ -101,9 +123,18 @@ fn substitute_text(t: &Text, vars: &BTreeMap<String, String>) -> Result<Text, Di
                     format!("malformed variable `${{{body}}}`: a name has letters, digits and `_`"),
                 ));
             }
+            let kept: String;
             let replacement = match (vars.get(name), default) {
                 (Some(v), _) => v.as_str(),
                 (None, Some(d)) => d,
+                (None, None) if missing == Missing::Keep => {
+                    warnings.push(Diagnostic::warning(
+                        at,
+                        format!("variable `{name}` is not set (pass `--var {name}=VALUE`); checked as written"),
+                    ));
+                    kept = format!("${{{body}}}");
+                    &kept
+                }
                 (None, None) => {
                     return Err(Diagnostic::error(
                         at,
@@ -123,9 +154,9 @@ fn substitute_text(t: &Text, vars: &BTreeMap<String, String>) -> Result<Text, Di
         i += 1;
     }
     if t.positions().is_empty() {
-        return Ok(Text::unplaced(value));
+        return Ok((Text::unplaced(value), warnings));
     }
-    Ok(Text::with_positions(value, positions, t.pos()))
+    Ok((Text::with_positions(value, positions, t.pos()), warnings))
 }
 
 #[cfg(test)]
@@ -142,7 +173,7 @@ mod tests {
     #[test]
     fn substitutes_defaults_and_escapes_keeping_positions() {
         let t = Text::at("${A}/x/${B:-def}/$${C}", Pos::new(3, 10));
-        let out = substitute_text(&t, &vars(&[("A", "aa")])).expect("ok");
+        let (out, _) = substitute_text(&t, &vars(&[("A", "aa")]), Missing::Error).expect("ok");
         assert_eq!(out.as_str(), "aa/x/def/${C}");
         assert_eq!(out.pos_at_byte(1), Pos::new(3, 10));
         assert_eq!(out.pos_at_byte(3), Pos::new(3, 15));
@@ -151,8 +182,11 @@ mod tests {
     #[test]
     fn a_missing_variable_is_named_at_its_position() {
         let t = Text::at("in/${INPUT}", Pos::new(2, 5));
-        let d = substitute_text(&t, &vars(&[])).expect_err("must fail");
+        let d = substitute_text(&t, &vars(&[]), Missing::Error).expect_err("must fail");
         assert_eq!(d.pos, Pos::new(2, 8));
         assert_eq!(d.message, "variable `INPUT` is not set: pass `--var INPUT=VALUE`");
+        let (kept, warnings) = substitute_text(&t, &vars(&[]), Missing::Keep).expect("kept");
+        assert_eq!(kept.as_str(), "in/${INPUT}");
+        assert_eq!(warnings.0.len(), 1);
     }
 }

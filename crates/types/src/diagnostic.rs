@@ -138,6 +138,20 @@ impl Diagnostics {
     }
 }
 
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
 impl From<Diagnostic> for Diagnostics {
     fn from(d: Diagnostic) -> Self {
         Self(vec![d])

@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub mod check;
+pub mod explain;
+pub mod run;

@@ -1,0 +1,76 @@
+//! Reading a query file and checking it: the steps `run`, `check` and `explain` share.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anduin_graph::LogicalGraph;
+use anduin_operators::{Bound, BuiltinCatalog};
+use anduin_spec::{Missing, Spec};
+use anduin_types::Diagnostics;
+use anyhow::{bail, Context, Result};
+
+/// `--var NAME=VALUE`, parsed.
+pub fn parse_var(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected NAME=VALUE, found `{s}`")),
+    }
+}
+
+/// A query file, checked: its spec, its graph, and its warnings.
+pub struct Loaded {
+    pub spec: Spec,
+    pub graph: LogicalGraph<Bound>,
+    pub warnings: Diagnostics,
+}
+
+/// Why a query could not be loaded.
+pub enum LoadError {
+    /// The file has problems, each with a position.
+    Diagnostics(Diagnostics),
+    /// Something else (the file cannot be read, SQL is not supported yet).
+    Other(anyhow::Error),
+}
+
+/// Reads, substitutes variables in, and checks `path`.
+pub fn load(path: &Path, vars: &[(String, String)], missing: Missing) -> Result<Loaded, LoadError> {
+    let src = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read query file `{}`", path.display()))
+        .map_err(LoadError::Other)?;
+    let mut spec = parse(path, &src).map_err(|e| match e.downcast::<Diagnostics>() {
+        Ok(d) => LoadError::Diagnostics(d),
+        Err(e) => LoadError::Other(e),
+    })?;
+    let vars: BTreeMap<String, String> = vars.iter().cloned().collect();
+    let mut warnings =
+        anduin_spec::substitute(&mut spec, &vars, missing).map_err(LoadError::Diagnostics)?;
+    let (graph, more) = anduin_graph::check(&spec, &BuiltinCatalog).map_err(|mut d| {
+        d.0.splice(0..0, warnings.0.clone());
+        d.sort();
+        LoadError::Diagnostics(d)
+    })?;
+    warnings.extend(more);
+    warnings.sort();
+    Ok(Loaded {
+        spec,
+        graph,
+        warnings,
+    })
+}
+
+fn parse(path: &Path, src: &str) -> Result<Spec> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match ext {
+        "json" => anduin_spec::from_json(src).map_err(anyhow::Error::new),
+        "sql" => bail!(
+            "`{}`: SQL queries are not supported yet; write the query in the .flow language (see docs/flow-language.md)",
+            path.display()
+        ),
+        _ => anduin_spec::parse_flow(src).map_err(anyhow::Error::new),
+    }
+}
+
+/// Prints diagnostics to stderr as `FILE:LINE:COL: message`.
+pub fn print_diagnostics(path: &Path, d: &Diagnostics) {
+    eprint!("{}", d.render(&path.display().to_string()));
+}

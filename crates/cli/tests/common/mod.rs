@@ -1,0 +1,66 @@
+//! Helpers shared by the end-to-end tests: run the `anduin` binary, compare with golden files.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository exists")
+}
+
+/// The golden files' folder.
+pub fn golden() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+/// `anduin` with `args`, run in `dir`.
+pub fn anduin(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the anduin binary runs")
+}
+
+/// Exit code, stderr and stdout as one text, for golden comparison.
+pub fn transcript(out: &Output) -> String {
+    format!(
+        "exit: {}\n--- stderr\n{}--- stdout\n{}",
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    )
+}
+
+/// Compares `actual` with the golden file `path`; with `UPDATE_GOLDEN=1`, rewrites it.
+pub fn assert_golden(path: &Path, actual: &str) {
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(path, actual).expect("golden file writable");
+        return;
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_else(|_| {
+        panic!(
+            "missing golden file {}; run with UPDATE_GOLDEN=1 to create it, then review it",
+            path.display()
+        )
+    });
+    assert_eq!(
+        actual,
+        expected,
+        "output differs from {} (UPDATE_GOLDEN=1 rewrites it)",
+        path.display()
+    );
+}
+
+/// The rows of a CSV file after its header, sorted.
+pub fn sorted_rows(text: &str) -> Vec<String> {
+    let mut rows: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
+    rows.sort();
+    rows
+}

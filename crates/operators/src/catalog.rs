@@ -1,0 +1,116 @@
+//! The built-in operator types, as the graph checker sees them.
+
+use std::sync::Arc;
+
+use anduin_graph::{Binding, Catalog, OperatorSignature};
+use anduin_spec::OperatorDef;
+use anduin_types::{Diagnostic, Diagnostics};
+use arrow::datatypes::SchemaRef;
+
+use crate::connectors::{discard, generator, reader, writer};
+use crate::dead_letter::DeadLetter;
+use crate::ops::{filter, map, union};
+use crate::{Operator, OperatorError, Source};
+
+/// What an instance is built with.
+#[derive(Debug, Clone)]
+pub struct BuildContext {
+    /// Where sources send malformed records.
+    pub dead_letter: Arc<DeadLetter>,
+}
+
+/// Makes an instance of an operator.
+pub type OperatorFactory =
+    Arc<dyn Fn(&BuildContext) -> Result<Box<dyn Operator>, OperatorError> + Send + Sync>;
+
+/// Makes an instance of a source.
+pub type SourceFactory =
+    Arc<dyn Fn(&BuildContext) -> Result<Box<dyn Source>, OperatorError> + Send + Sync>;
+
+/// A checked operator, ready to be instantiated by the runtime.
+#[derive(Clone)]
+pub enum Bound {
+    /// A source: no inputs, runs on its own thread.
+    Source(SourceFactory),
+    /// An operator with inputs (including sinks, which have no outputs).
+    Operator(OperatorFactory),
+}
+
+impl std::fmt::Debug for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Bound::Source(_) => "Bound::Source",
+            Bound::Operator(_) => "Bound::Operator",
+        })
+    }
+}
+
+/// Every built-in operator type, in the order of the reference.
+pub static SIGNATURES: &[&OperatorSignature] = &[
+    &reader::SIGNATURE,
+    &generator::SIGNATURE,
+    &writer::SIGNATURE,
+    &discard::SIGNATURE,
+    &filter::SIGNATURE,
+    &map::SIGNATURE,
+    &union::SIGNATURE,
+];
+
+/// The catalog of built-in operators.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BuiltinCatalog;
+
+impl Catalog for BuiltinCatalog {
+    type Bound = Bound;
+
+    fn signature(&self, kind: &str) -> Option<&OperatorSignature> {
+        SIGNATURES.iter().copied().find(|s| s.kind == kind)
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        SIGNATURES.iter().map(|s| s.kind).collect()
+    }
+
+    fn bind(
+        &self,
+        op: &OperatorDef,
+        inputs: &[(&str, SchemaRef)],
+        declared_outputs: &[Option<SchemaRef>],
+    ) -> Result<Binding<Bound>, Diagnostics> {
+        match op.kind.as_str() {
+            "reader" => reader::bind(op, declared_outputs),
+            "generator" => generator::bind(op, declared_outputs),
+            "writer" => writer::bind(op, inputs),
+            "discard" => discard::bind(op),
+            "filter" => filter::bind(op, inputs),
+            "map" => map::bind(op, inputs),
+            "union" => union::bind(op, inputs),
+            other => Err(Diagnostic::error(
+                op.kind.pos(),
+                format!("unknown operator type `{other}`"),
+            )
+            .into()),
+        }
+    }
+}
+
+/// The schema of a source's single output, which must be declared.
+pub(crate) fn declared_source_schema(
+    op: &OperatorDef,
+    declared: &[Option<SchemaRef>],
+) -> Result<SchemaRef, Diagnostics> {
+    match declared.first() {
+        Some(Some(s)) => Ok(Arc::clone(s)),
+        _ => {
+            let pos = op.outputs.first().map(|o| o.name.pos()).unwrap_or(op.pos);
+            Err(Diagnostic::error(
+                pos,
+                format!(
+                    "the output of {} \"{}\" needs a type: `output name = \"…\", type = \"…\"`",
+                    op.kind, op.name
+                ),
+            )
+            .into())
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Bytes in: the files a reader's `path` names (one file, a glob, or `-` for stdin), read in
+//! chunks, one file after the other.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+
+/// How much a reader reads at a time.
+const CHUNK: usize = 1 << 20;
+
+/// What the next read produced.
+pub(crate) enum Chunk<'a> {
+    /// A new file starts; its name is for messages and dead letters.
+    FileStart(String),
+    /// The next bytes of the current file.
+    Data(&'a [u8]),
+    /// The current file has ended.
+    FileEnd,
+    /// Nothing arrived before the deadline (stdin only).
+    Idle,
+    /// Every file has been read.
+    Done,
+}
+
+/// The files of one reader, read in order.
+pub(crate) struct Input {
+    kind: Kind,
+    buf: Vec<u8>,
+}
+
+enum Kind {
+    Files {
+        pending: std::vec::IntoIter<PathBuf>,
+        current: Option<File>,
+    },
+    Stdin {
+        started: bool,
+        chunks: Option<Receiver<std::io::Result<Vec<u8>>>>,
+        last: Vec<u8>,
+    },
+}
+
+impl Input {
+    /// Resolves `path`: `-` is stdin; a pattern with `*`, `?` or `[` is a glob (sorted); anything
+    /// else is one file. Fails when no file exists, with a message saying what was looked for.
+    pub(crate) fn open(path: &str) -> Result<Self, String> {
+        if path == "-" {
+            return Ok(Self {
+                kind: Kind::Stdin {
+                    started: false,
+                    chunks: None,
+                    last: Vec::new(),
+                },
+                buf: Vec::new(),
+            });
+        }
+        let files: Vec<PathBuf> = if path.contains(['*', '?', '[']) {
+            let mut v: Vec<PathBuf> = glob::glob(path)
+                .map_err(|e| format!("malformed glob pattern `{path}`: {e}"))?
+                .filter_map(Result::ok)
+                .filter(|p| p.is_file())
+                .collect();
+            v.sort();
+            if v.is_empty() {
+                return Err(format!("no input file matches `{path}`"));
+            }
+            v
+        } else {
+            let p = PathBuf::from(path);
+            if !p.is_file() {
+                return Err(if p.exists() {
+                    format!("input `{path}` is not a file")
+                } else {
+                    format!("input file `{path}` does not exist")
+                });
+            }
+            vec![p]
+        };
+        for f in &files {
+            File::open(f).map_err(|e| format!("cannot open input file `{}`: {e}", f.display()))?;
+        }
+        Ok(Self {
+            kind: Kind::Files {
+                pending: files.into_iter(),
+                current: None,
+            },
+            buf: vec![0; CHUNK],
+        })
+    }
+
+    /// The next chunk, blocking at most until `deadline` (only stdin ever waits).
+    pub(crate) fn next(&mut self, deadline: Instant) -> std::io::Result<Chunk<'_>> {
+        match &mut self.kind {
+            Kind::Files { pending, current } => match current {
+                None => match pending.next() {
+                    None => Ok(Chunk::Done),
+                    Some(p) => {
+                        *current = Some(File::open(&p)?);
+                        Ok(Chunk::FileStart(p.display().to_string()))
+                    }
+                },
+                Some(f) => {
+                    let n = read_full(f, &mut self.buf)?;
+                    if n == 0 {
+                        *current = None;
+                        Ok(Chunk::FileEnd)
+                    } else {
+                        Ok(Chunk::Data(&self.buf[..n]))
+                    }
+                }
+            },
+            Kind::Stdin {
+                started,
+                chunks,
+                last,
+            } => {
+                if !*started {
+                    *started = true;
+                    *chunks = Some(spawn_stdin_reader());
+                    return Ok(Chunk::FileStart("-".into()));
+                }
+                let Some(rx) = chunks else {
+                    return Ok(Chunk::Done);
+                };
+                let wait = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(wait) {
+                    Ok(Ok(bytes)) => {
+                        *last = bytes;
+                        Ok(Chunk::Data(last))
+                    }
+                    Ok(Err(e)) => Err(e),
+                    Err(RecvTimeoutError::Timeout) => Ok(Chunk::Idle),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        *chunks = None;
+                        Ok(Chunk::FileEnd)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Fills `buf` as far as the file allows; 0 means end of file.
+fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Reads stdin on a thread of its own, so that a reader waiting for input can still flush
+/// what it has and notice a stop request. The channel closes at end of input.
+fn spawn_stdin_reader() -> Receiver<std::io::Result<Vec<u8>>> {
+    let (tx, rx) = crossbeam_channel::bounded(4);
+    std::thread::Builder::new()
+        .name("anduin-stdin".into())
+        .spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            loop {
+                let mut buf = vec![0u8; 64 * 1024];
+                match stdin.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        if tx.send(Ok(buf)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            }
+        })
+        .expect("spawning the stdin thread");
+    rx
+}

@@ -1,0 +1,7 @@
+//! Connectors: sources and sinks, one per file, and the byte-level input they share.
+
+pub mod discard;
+pub mod generator;
+mod input;
+pub mod reader;
+pub mod writer;

@@ -1,0 +1,236 @@
+//! `reader`: rows from CSV or JSON Lines files, a glob of files, or stdin.
+//!
+//! A malformed record never stops the query and is never lost: it goes to the dead-letter
+//! output with its file, line and reason (or, with `on_error = "fail"`, stops the query with
+//! that error).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
+use anduin_spec::OperatorDef;
+use anduin_types::Diagnostics;
+use arrow::datatypes::SchemaRef;
+
+use crate::catalog::{declared_source_schema, Bound};
+use crate::codec::{CsvDecoder, CsvOptions, Decoded, JsonDecoder};
+use crate::connectors::input::{Chunk, Input};
+use crate::dead_letter::{DeadLetter, RejectedRecord};
+use crate::params::Params;
+use crate::{OperatorError, Source, SourcePoll};
+
+/// The `reader` operator type.
+pub const SIGNATURE: OperatorSignature = OperatorSignature {
+    kind: "reader",
+    doc: "reads rows of its output type from CSV or JSON Lines files, or stdin",
+    inputs: Arity::Exactly(0),
+    outputs: Arity::Exactly(1),
+    params: &[
+        ParamSpec {
+            name: "path",
+            required: true,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "a file, a glob such as \"data/*.csv\" (files read in name order), or \"-\" for stdin",
+        },
+        ParamSpec {
+            name: "format",
+            required: false,
+            kind: ParamKind::OneOf(&["csv", "jsonl", "json"]),
+            default: Some("csv"),
+            doc: "`csv`, or `jsonl` (one JSON object per line; `json` is a synonym)",
+        },
+        ParamSpec {
+            name: "header",
+            required: false,
+            kind: ParamKind::Bool,
+            default: Some("true"),
+            doc: "csv: the first line of each file names the columns (matched to the type by name); with `false`, columns are taken in order",
+        },
+        ParamSpec {
+            name: "delimiter",
+            required: false,
+            kind: ParamKind::Text,
+            default: Some(","),
+            doc: "csv: the field separator, one character (\"\\t\" for tabs)",
+        },
+        ParamSpec {
+            name: "on_error",
+            required: false,
+            kind: ParamKind::OneOf(&["dead_letter", "fail"]),
+            default: Some("dead_letter"),
+            doc: "what a malformed record does: `dead_letter` sends it to the dead-letter file and goes on; `fail` stops the query",
+        },
+    ],
+};
+
+#[derive(Clone, Copy, Debug)]
+enum Format {
+    Csv(CsvOptions),
+    Json,
+}
+
+pub(crate) fn bind(
+    op: &OperatorDef,
+    declared: &[Option<SchemaRef>],
+) -> Result<Binding<Bound>, Diagnostics> {
+    let p = Params::new(op);
+    let schema = declared_source_schema(op, declared)?;
+    let format = match p.str_or("format", "csv").as_str() {
+        "jsonl" | "json" => Format::Json,
+        _ => {
+            let delim = p.str_or("delimiter", ",");
+            let delimiter = match delim.as_bytes() {
+                [b] if b.is_ascii() => *b,
+                _ => {
+                    return Err(p
+                        .error(
+                            "delimiter",
+                            format!("the delimiter must be one ASCII character, found \"{delim}\""),
+                        )
+                        .into())
+                }
+            };
+            Format::Csv(CsvOptions {
+                delimiter,
+                has_header: p.bool_or("header", true),
+            })
+        }
+    };
+    let fail_on_error = p.str_or("on_error", "dead_letter") == "fail";
+    let path = p.required("path").to_string();
+    let name = op.name.to_string();
+    let out = Arc::clone(&schema);
+    Ok(Binding {
+        bound: Bound::Source(Arc::new(move |ctx| {
+            let input = Input::open(&path).map_err(|message| OperatorError::Config {
+                operator: name.clone(),
+                message,
+            })?;
+            let decoder = match format {
+                Format::Csv(o) => Decoder::Csv(CsvDecoder::new(Arc::clone(&out), o)),
+                Format::Json => Decoder::Json(JsonDecoder::new(Arc::clone(&out))),
+            };
+            Ok(Box::new(Reader {
+                name: name.clone(),
+                input,
+                decoder,
+                dead_letter: Arc::clone(&ctx.dead_letter),
+                fail_on_error,
+            }))
+        })),
+        outputs: vec![schema],
+        warnings: Diagnostics::default(),
+    })
+}
+
+enum Decoder {
+    Csv(CsvDecoder),
+    Json(JsonDecoder),
+}
+
+impl Decoder {
+    fn start_file(&mut self, source: &str) {
+        match self {
+            Decoder::Csv(d) => d.start_file(source),
+            Decoder::Json(d) => d.start_file(source),
+        }
+    }
+
+    fn decode(&mut self, bytes: &[u8]) -> Result<Decoded, crate::codec::CodecError> {
+        match self {
+            Decoder::Csv(d) => d.decode(bytes),
+            Decoder::Json(d) => d.decode(bytes),
+        }
+    }
+
+    fn finish_file(&mut self) -> Result<Decoded, crate::codec::CodecError> {
+        match self {
+            Decoder::Csv(d) => d.finish_file(),
+            Decoder::Json(d) => d.finish_file(),
+        }
+    }
+}
+
+/// A running reader.
+struct Reader {
+    name: String,
+    input: Input,
+    decoder: Decoder,
+    dead_letter: Arc<DeadLetter>,
+    fail_on_error: bool,
+}
+
+impl Reader {
+    /// Sends rejects to the dead letter (or fails), and returns the good rows.
+    fn take(&mut self, decoded: Decoded) -> Result<Option<SourcePoll>, OperatorError> {
+        for r in decoded.rejected {
+            if self.fail_on_error {
+                return Err(OperatorError::BadRecord {
+                    operator: self.name.clone(),
+                    source_name: r.source,
+                    line: r.line,
+                    reason: r.reason,
+                });
+            }
+            let record = RejectedRecord {
+                source: r.source,
+                line: r.line,
+                reason: r.reason,
+                record: r.record,
+            };
+            self.dead_letter
+                .reject(&self.name, &record)
+                .map_err(|e| OperatorError::Io {
+                    operator: self.name.clone(),
+                    path: self
+                        .dead_letter
+                        .path()
+                        .map(|p| p.to_path_buf())
+                        .unwrap_or_else(|| "stderr".into()),
+                    source: e,
+                })?;
+        }
+        Ok(decoded
+            .batch
+            .filter(|b| b.num_rows() > 0)
+            .map(SourcePoll::Batch))
+    }
+
+    fn codec_error(&self, e: crate::codec::CodecError) -> OperatorError {
+        OperatorError::Config {
+            operator: self.name.clone(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl Source for Reader {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn poll(&mut self, _max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {
+        loop {
+            let chunk = self.input.next(deadline).map_err(|e| OperatorError::Io {
+                operator: self.name.clone(),
+                path: "input".into(),
+                source: e,
+            })?;
+            let decoded = match chunk {
+                Chunk::Done => return Ok(SourcePoll::Exhausted),
+                Chunk::Idle => return Ok(SourcePoll::Idle),
+                Chunk::FileStart(name) => {
+                    self.decoder.start_file(&name);
+                    continue;
+                }
+                Chunk::Data(bytes) => self.decoder.decode(bytes),
+                Chunk::FileEnd => self.decoder.finish_file(),
+            };
+            let decoded = decoded.map_err(|e| self.codec_error(e))?;
+            if let Some(poll) = self.take(decoded)? {
+                return Ok(poll);
+            }
+        }
+    }
+}

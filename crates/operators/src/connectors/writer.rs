@@ -1,0 +1,224 @@
+//! `writer`: rows to a CSV or JSON Lines file, or stdout.
+//!
+//! Writing to a file is buffered and flushed at the end of input. Stdout is at-least-once
+//! once checkpoints exist; files become transactional with checkpoints.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
+use anduin_spec::OperatorDef;
+use anduin_types::Diagnostics;
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+
+use crate::catalog::Bound;
+use crate::codec::{CsvEncoder, JsonLinesEncoder, TimestampFormat};
+use crate::params::Params;
+use crate::{Collector, Operator, OperatorError};
+
+/// The `writer` operator type.
+pub const SIGNATURE: OperatorSignature = OperatorSignature {
+    kind: "writer",
+    doc: "writes its input to a CSV or JSON Lines file, or stdout",
+    inputs: Arity::Exactly(1),
+    outputs: Arity::Exactly(0),
+    params: &[
+        ParamSpec {
+            name: "path",
+            required: true,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "the output file (created or truncated), or \"-\" for stdout",
+        },
+        ParamSpec {
+            name: "format",
+            required: false,
+            kind: ParamKind::OneOf(&["csv", "jsonl", "json"]),
+            default: Some("csv"),
+            doc: "`csv`, or `jsonl` (one JSON object per line; `json` is a synonym)",
+        },
+        ParamSpec {
+            name: "header",
+            required: false,
+            kind: ParamKind::Bool,
+            default: Some("true"),
+            doc: "csv: write a header line with the column names",
+        },
+        ParamSpec {
+            name: "delimiter",
+            required: false,
+            kind: ParamKind::Text,
+            default: Some(","),
+            doc: "csv: the field separator, one character",
+        },
+        ParamSpec {
+            name: "timestamp_format",
+            required: false,
+            kind: ParamKind::OneOf(&["epoch_ms", "rfc3339"]),
+            default: Some("epoch_ms"),
+            doc: "how timestamps are written: epoch milliseconds, or RFC 3339 text in UTC (2023-11-14T22:13:20.000Z)",
+        },
+    ],
+};
+
+/// How much encoded output is buffered before a write.
+const FLUSH_AT: usize = 1 << 20;
+
+#[derive(Clone, Copy)]
+enum Format {
+    Csv { delimiter: u8, header: bool },
+    Json,
+}
+
+pub(crate) fn bind(
+    op: &OperatorDef,
+    inputs: &[(&str, SchemaRef)],
+) -> Result<Binding<Bound>, Diagnostics> {
+    let p = Params::new(op);
+    let (_, schema) = inputs.first().expect("arity checked: one input");
+    let schema = Arc::clone(schema);
+    let format = match p.str_or("format", "csv").as_str() {
+        "jsonl" | "json" => Format::Json,
+        _ => {
+            let delim = p.str_or("delimiter", ",");
+            let delimiter = match delim.as_bytes() {
+                [b] if b.is_ascii() => *b,
+                _ => {
+                    return Err(p
+                        .error(
+                            "delimiter",
+                            format!("the delimiter must be one ASCII character, found \"{delim}\""),
+                        )
+                        .into())
+                }
+            };
+            Format::Csv {
+                delimiter,
+                header: p.bool_or("header", true),
+            }
+        }
+    };
+    let ts = match p.str_or("timestamp_format", "epoch_ms").as_str() {
+        "rfc3339" => TimestampFormat::Rfc3339,
+        _ => TimestampFormat::EpochMillis,
+    };
+    let path = p.required("path").to_string();
+    let name = op.name.to_string();
+    Ok(Binding {
+        bound: Bound::Operator(Arc::new(move |_| {
+            let out = if path == "-" {
+                Output::Stdout(std::io::stdout())
+            } else {
+                let file = File::create(&path).map_err(|e| OperatorError::Config {
+                    operator: name.clone(),
+                    message: format!("cannot create output file `{path}`: {e}"),
+                })?;
+                Output::File(file)
+            };
+            let encoder = match format {
+                Format::Csv { delimiter, header } => {
+                    Encoder::Csv(CsvEncoder::new(delimiter, header, ts))
+                }
+                Format::Json => Encoder::Json(JsonLinesEncoder::new(ts)),
+            };
+            Ok(Box::new(Writer {
+                name: name.clone(),
+                path: PathBuf::from(&path),
+                out,
+                encoder,
+                buf: Vec::with_capacity(FLUSH_AT + FLUSH_AT / 4),
+                schema: Arc::clone(&schema),
+                encoded_any: false,
+            }))
+        })),
+        outputs: vec![],
+        warnings: Diagnostics::default(),
+    })
+}
+
+/// Where a writer writes.
+enum Output {
+    File(File),
+    Stdout(std::io::Stdout),
+}
+
+enum Encoder {
+    Csv(CsvEncoder),
+    Json(JsonLinesEncoder),
+}
+
+/// A running writer.
+struct Writer {
+    name: String,
+    path: PathBuf,
+    out: Output,
+    encoder: Encoder,
+    buf: Vec<u8>,
+    schema: SchemaRef,
+    encoded_any: bool,
+}
+
+impl Writer {
+    fn encode(&mut self, batch: &RecordBatch) {
+        self.encoded_any = true;
+        match &mut self.encoder {
+            Encoder::Csv(e) => e.encode(batch, &mut self.buf),
+            Encoder::Json(e) => e.encode(batch, &mut self.buf),
+        }
+    }
+
+    fn write_out(&mut self) -> Result<(), OperatorError> {
+        let res = match &mut self.out {
+            Output::File(f) => f.write_all(&self.buf),
+            Output::Stdout(s) => {
+                let mut lock = s.lock();
+                lock.write_all(&self.buf).and_then(|()| lock.flush())
+            }
+        };
+        self.buf.clear();
+        res.map_err(|e| OperatorError::Io {
+            operator: self.name.clone(),
+            path: self.path.clone(),
+            source: e,
+        })
+    }
+}
+
+impl Operator for Writer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        self.encode(&batch);
+        // Stdout is for people watching: write each batch as it comes.
+        if self.buf.len() >= FLUSH_AT || matches!(self.out, Output::Stdout(_)) {
+            self.write_out()?;
+        }
+        Ok(())
+    }
+
+    fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
+        if !self.encoded_any {
+            // A query that produced nothing still writes its CSV header.
+            self.encode(&RecordBatch::new_empty(Arc::clone(&self.schema)));
+        }
+        self.write_out()?;
+        if let Output::File(f) = &mut self.out {
+            f.flush().map_err(|e| OperatorError::Io {
+                operator: self.name.clone(),
+                path: self.path.clone(),
+                source: e,
+            })?;
+        }
+        Ok(())
+    }
+}

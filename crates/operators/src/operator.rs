@@ -1,0 +1,102 @@
+//! The `Operator` trait: what every operator of a task's chain implements.
+
+use arrow::record_batch::RecordBatch;
+use anduin_types::{Epoch, Watermark};
+
+use crate::error::{ControlError, OperatorError};
+
+/// Where an operator sends its output batches.
+pub trait Collector {
+    /// Emits `batch` on output `port` (0 for operators with one output).
+    fn collect(&mut self, port: usize, batch: RecordBatch) -> Result<(), OperatorError>;
+}
+
+/// An operator of the dataflow: receives batches on its inputs, emits batches on its outputs.
+///
+/// Only [`Operator::name`] and [`Operator::process_batch`] are required. Every other hook has a
+/// safe default for a stateless operator: watermarks are forwarded, a snapshot is empty, a
+/// parameter cannot be changed at run time, nothing is buffered at the end of input.
+///
+/// # Examples
+/// ```
+/// use anduin_operators::{Collector, Operator, OperatorError};
+/// use arrow::record_batch::RecordBatch;
+///
+/// /// Passes every batch through.
+/// struct Identity;
+/// impl Operator for Identity {
+///     fn name(&self) -> &str { "identity" }
+///     fn process_batch(&mut self, _input: usize, batch: RecordBatch, out: &mut dyn Collector)
+///         -> Result<(), OperatorError> {
+///         out.collect(0, batch)
+///     }
+/// }
+/// ```
+pub trait Operator: Send {
+    /// The operator's name in the query.
+    fn name(&self) -> &str;
+
+    /// Processes one batch that arrived on input `input`.
+    fn process_batch(
+        &mut self,
+        input: usize,
+        batch: RecordBatch,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError>;
+
+    /// Event time advanced to `watermark` (the minimum over all inputs). Returns the watermark
+    /// to forward downstream, if any; the default forwards it unchanged.
+    fn handle_watermark(
+        &mut self,
+        watermark: Watermark,
+        _out: &mut dyn Collector,
+    ) -> Result<Option<Watermark>, OperatorError> {
+        Ok(Some(watermark))
+    }
+
+    /// A checkpoint barrier of `epoch` has arrived on every input: returns the operator's
+    /// state to store, or `None` for a stateless operator (the default).
+    fn snapshot(&mut self, _epoch: Epoch) -> Result<Option<Vec<u8>>, OperatorError> {
+        Ok(None)
+    }
+
+    /// Restores state written by [`Operator::snapshot`]. A stateless operator has none, and
+    /// the default rejects any.
+    fn restore(&mut self, _state: &[u8]) -> Result<(), OperatorError> {
+        Err(OperatorError::Execution {
+            operator: self.name().to_string(),
+            message: "this operator is stateless but a snapshot was given to restore".into(),
+        })
+    }
+
+    /// Checkpoint `epoch` is complete everywhere: a transactional sink commits what it wrote
+    /// before that epoch's barrier. The default does nothing.
+    fn handle_commit(&mut self, _epoch: Epoch) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// The params that [`Operator::set_param`] accepts while running.
+    fn adjustable_params(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Changes a parameter while running (a meta query, paper §4.5). Validates the value and
+    /// leaves the operator unchanged when it is rejected. The default accepts none.
+    fn set_param(&mut self, param: &str, _value: &str) -> Result<(), ControlError> {
+        Err(ControlError::NotAdjustable {
+            operator: self.name().to_string(),
+            param: param.to_string(),
+            adjustable: self.adjustable_params().join(", "),
+        })
+    }
+
+    /// Every input has ended: emit what is still buffered and flush. The default does nothing.
+    fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// Whether the operator keeps state between batches.
+    fn is_stateless(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,5 @@
+//! Operators with inputs and outputs, one per file.
+
+pub mod filter;
+pub mod map;
+pub mod union;

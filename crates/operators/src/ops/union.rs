@@ -1,0 +1,112 @@
+//! `union`: merges several streams of one type into one.
+
+use std::sync::Arc;
+
+use anduin_graph::{Arity, Binding, OperatorSignature};
+use anduin_spec::OperatorDef;
+use anduin_types::{ColumnType, Diagnostic, Diagnostics};
+use arrow::datatypes::{Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+
+use crate::catalog::Bound;
+use crate::{Collector, Operator, OperatorError};
+
+/// The `union` operator type.
+pub const SIGNATURE: OperatorSignature = OperatorSignature {
+    kind: "union",
+    doc: "merges its inputs, which must have the same columns, into one stream (no order between inputs)",
+    inputs: Arity::AtLeast(2),
+    outputs: Arity::Exactly(1),
+    params: &[],
+};
+
+pub(crate) fn bind(
+    op: &OperatorDef,
+    inputs: &[(&str, SchemaRef)],
+) -> Result<Binding<Bound>, Diagnostics> {
+    let (first_name, first) = inputs.first().expect("arity checked: at least two inputs");
+    let mut diags = Diagnostics::default();
+    for (i, (name, schema)) in inputs.iter().enumerate().skip(1) {
+        if !same_columns(first, schema) {
+            diags.push(Diagnostic::error(
+                op.inputs.get(i).map(|t| t.pos()).unwrap_or(op.pos),
+                format!(
+                    "input \"{name}\" of union \"{}\" has columns {} but input \"{first_name}\" has {}: all inputs of a union need the same columns",
+                    op.name,
+                    columns(schema),
+                    columns(first)
+                ),
+            ));
+        }
+    }
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    let name = op.name.to_string();
+    let schema = Arc::clone(first);
+    let out_schema = Arc::clone(first);
+    Ok(Binding {
+        bound: Bound::Operator(Arc::new(move |_| {
+            Ok(Box::new(Union {
+                name: name.clone(),
+                schema: Arc::clone(&schema),
+            }))
+        })),
+        outputs: vec![out_schema],
+        warnings: Diagnostics::default(),
+    })
+}
+
+fn same_columns(a: &Schema, b: &Schema) -> bool {
+    a.fields().len() == b.fields().len()
+        && a.fields().iter().zip(b.fields()).all(|(x, y)| {
+            x.name() == y.name()
+                && ColumnType::from_arrow(x.data_type()) == ColumnType::from_arrow(y.data_type())
+        })
+}
+
+fn columns(s: &Schema) -> String {
+    let names: Vec<String> = s
+        .fields()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {}",
+                f.name(),
+                ColumnType::from_arrow(f.data_type())
+                    .map(|t| t.name().to_string())
+                    .unwrap_or_else(|| f.data_type().to_string())
+            )
+        })
+        .collect();
+    format!("({})", names.join(", "))
+}
+
+/// A running union: batches pass through, relabelled with the union's schema.
+struct Union {
+    name: String,
+    schema: SchemaRef,
+}
+
+impl Operator for Union {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        if batch.schema() == self.schema {
+            return out.collect(0, batch);
+        }
+        let relabelled = RecordBatch::try_new(Arc::clone(&self.schema), batch.columns().to_vec())
+            .map_err(|e| OperatorError::Execution {
+                operator: self.name.clone(),
+                message: e.to_string(),
+            })?;
+        out.collect(0, relabelled)
+    }
+}

@@ -1,0 +1,167 @@
+//! A chain of fused operators: batches pass from one to the next by function call, and leave
+//! the chain through outlets to other tasks.
+
+use std::sync::Arc;
+
+use anduin_operators::{Collector, Operator, OperatorError};
+use anduin_types::{Message, Watermark};
+use arrow::record_batch::RecordBatch;
+
+use crate::channel::Outlet;
+use crate::stats::Counters;
+
+/// One operator of a chain with where its outputs go outside the chain.
+pub(crate) struct Link {
+    pub name: String,
+    pub op: Box<dyn Operator>,
+    /// `outlets[port]`: channels to other tasks for output `port`.
+    pub outlets: Vec<Vec<Outlet>>,
+    pub counters: Arc<Counters>,
+}
+
+/// Operators fused into one task. Output port 0 of each operator but the last feeds input 0
+/// of the next one.
+pub(crate) struct Chain {
+    links: Vec<Link>,
+}
+
+impl Chain {
+    pub(crate) fn new(links: Vec<Link>) -> Self {
+        Self { links }
+    }
+
+    /// Processes a batch that arrived on input `input` of the chain's head.
+    pub(crate) fn push(&mut self, input: usize, batch: RecordBatch) -> Result<(), OperatorError> {
+        push_at(&mut self.links, input, batch)
+    }
+
+    /// Emits a batch as output port 0 of a source at the head of the chain (the source is not
+    /// an operator of the chain; the chain's links come after it).
+    pub(crate) fn push_from_source(
+        &mut self,
+        source_outlets: &mut [Outlet],
+        source_counters: &Counters,
+        batch: RecordBatch,
+    ) -> Result<(), OperatorError> {
+        source_counters.add_out(batch.num_rows());
+        send_all(source_outlets, &batch, "source")?;
+        if self.links.is_empty() {
+            return Ok(());
+        }
+        push_at(&mut self.links, 0, batch)
+    }
+
+    /// Event time advanced to `wm` at the head: each operator may hold it back or forward it.
+    pub(crate) fn watermark(&mut self, wm: Watermark) -> Result<(), OperatorError> {
+        let mut current = Some(wm);
+        for i in 0..self.links.len() {
+            let Some(w) = current else {
+                return Ok(());
+            };
+            let (head, rest) = self.links.split_at_mut(i + 1);
+            let Link {
+                name,
+                op,
+                outlets,
+                counters,
+            } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
+            let mut emit = Emit {
+                outlets,
+                counters,
+                rest,
+                name,
+            };
+            current = op.handle_watermark(w, &mut emit)?;
+            if let Some(w) = current {
+                for o in outlets.iter_mut() {
+                    send_msg(o, Message::Watermark(w), name)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every input of the head has ended: each operator in turn flushes, then its outlets end.
+    pub(crate) fn end_of_input(&mut self) -> Result<(), OperatorError> {
+        for i in 0..self.links.len() {
+            let (head, rest) = self.links.split_at_mut(i + 1);
+            let Link {
+                name,
+                op,
+                outlets,
+                counters,
+            } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
+            let mut emit = Emit {
+                outlets,
+                counters,
+                rest,
+                name,
+            };
+            op.on_end_of_input(&mut emit)?;
+            for o in outlets.iter_mut() {
+                send_msg(o, Message::End, name)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Ends the outlets of a source (they are outside any chain link).
+pub(crate) fn end_outlets(outlets: &mut [Outlet], name: &str) -> Result<(), OperatorError> {
+    send_msg(outlets, Message::End, name)
+}
+
+fn push_at(links: &mut [Link], input: usize, batch: RecordBatch) -> Result<(), OperatorError> {
+    let Some((link, rest)) = links.split_first_mut() else {
+        return Ok(());
+    };
+    link.counters.add_in(batch.num_rows());
+    let Link {
+        name,
+        op,
+        outlets,
+        counters,
+    } = link;
+    let mut emit = Emit {
+        outlets,
+        counters,
+        rest,
+        name,
+    };
+    op.process_batch(input, batch, &mut emit)
+}
+
+/// The collector of one link: sends to its outlets and calls the next link.
+struct Emit<'a> {
+    outlets: &'a mut Vec<Vec<Outlet>>,
+    counters: &'a Counters,
+    rest: &'a mut [Link],
+    name: &'a str,
+}
+
+impl Collector for Emit<'_> {
+    fn collect(&mut self, port: usize, batch: RecordBatch) -> Result<(), OperatorError> {
+        self.counters.add_out(batch.num_rows());
+        if let Some(outlets) = self.outlets.get_mut(port) {
+            send_all(outlets, &batch, self.name)?;
+        }
+        if port == 0 && !self.rest.is_empty() {
+            push_at(self.rest, 0, batch)?;
+        }
+        Ok(())
+    }
+}
+
+fn send_all(outlets: &mut [Outlet], batch: &RecordBatch, name: &str) -> Result<(), OperatorError> {
+    send_msg(outlets, Message::Data(batch.clone()), name)
+}
+
+fn send_msg(outlets: &mut [Outlet], msg: Message, name: &str) -> Result<(), OperatorError> {
+    for o in outlets.iter_mut() {
+        o.send(msg.clone())
+            .map_err(|_| OperatorError::DownstreamGone {
+                operator: name.to_string(),
+            })?;
+    }
+    Ok(())
+}
