@@ -8,8 +8,8 @@ use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion_common::{DFSchema, DataFusionError, SchemaError};
 use datafusion_expr::execution_props::ExecutionProps;
-use datafusion_expr::simplify::SimplifyContext;
 use datafusion_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion_expr::simplify::SimplifyContext;
 use datafusion_expr::{BinaryExpr, Expr, ExprSchemable, Operator};
 use datafusion_optimizer::simplify_expressions::ExprSimplifier;
 use datafusion_physical_expr::{create_physical_expr, PhysicalExpr};
@@ -150,7 +150,10 @@ pub fn compile_projection(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>
                     return Err(ExprError::at(
                         loc.line,
                         loc.column,
-                        format!("unknown stream `{q}` in `{q}.*`: expected `{}`", scope.qualifier),
+                        format!(
+                            "unknown stream `{q}` in `{q}.*`: expected `{}`",
+                            scope.qualifier
+                        ),
                     ));
                 }
                 for f in scope.schema.fields() {
@@ -190,7 +193,10 @@ fn parse<T>(
         return Err(ExprError::at(
             loc.line,
             loc.column,
-            format!("unexpected `{}` after the end of the expression", next.token),
+            format!(
+                "unexpected `{}` after the end of the expression",
+                next.token
+            ),
         ));
     }
     Ok(v)
@@ -234,8 +240,11 @@ fn compile_sql(sql: SqlExpr, name: String, scope: &Scope) -> Result<CompiledExpr
         .map_err(|e| located(&e, start, scope))?;
     check_comparisons(&logical, &df_schema, start)?;
     let df_schema = Arc::new(df_schema);
-    let simplifier =
-        ExprSimplifier::new(SimplifyContext::builder().with_schema(Arc::clone(&df_schema)).build());
+    let simplifier = ExprSimplifier::new(
+        SimplifyContext::builder()
+            .with_schema(Arc::clone(&df_schema))
+            .build(),
+    );
     let coerced = simplifier
         .coerce(logical, &df_schema)
         .map_err(|e| located(&e, start, scope))?;
@@ -379,7 +388,10 @@ fn located(e: &DataFusionError, start: Location, scope: &Scope) -> ExprError {
                     .collect();
                 let what = match &field.relation {
                     Some(r) if r.table() != scope.qualifier => {
-                        format!("unknown stream `{r}` in `{field}`: expected `{}`", scope.qualifier)
+                        format!(
+                            "unknown stream `{r}` in `{field}`: expected `{}`",
+                            scope.qualifier
+                        )
                     }
                     _ => format!(
                         "unknown column `{}`: stream `{}` has {}",
@@ -399,7 +411,11 @@ fn located(e: &DataFusionError, start: Location, scope: &Scope) -> ExprError {
 fn clean_message(e: &DataFusionError) -> String {
     let root = e.find_root();
     let msg = root.message().to_string();
-    let msg = msg.split("\n\nbacktrace").next().unwrap_or(&msg).to_string();
+    let msg = msg
+        .split("\n\nbacktrace")
+        .next()
+        .unwrap_or(&msg)
+        .to_string();
     msg.trim().to_string()
 }
 
@@ -426,9 +442,7 @@ mod tests {
         RecordBatch::try_new(
             s,
             vec![
-                Arc::new(
-                    arrow::array::TimestampMillisecondArray::from(vec![1, 2, 3]),
-                ),
+                Arc::new(arrow::array::TimestampMillisecondArray::from(vec![1, 2, 3])),
                 Arc::new(Int64Array::from(vec![1, 2, 3])),
                 Arc::new(Int64Array::from(vec![10, 50, 41])),
                 Arc::new(StringArray::from(vec!["a", "bb", "ccc"])),
@@ -477,7 +491,8 @@ mod tests {
         let e = compile_predicate("sensor = 1 OR value < 'abc'", &scope()).expect_err("must fail");
         assert_eq!((e.line, e.col), (1, 15));
         assert!(
-            e.message.starts_with("type mismatch: `value` is int but `'abc'` is string"),
+            e.message
+                .starts_with("type mismatch: `value` is int but `'abc'` is string"),
             "{}",
             e.message
         );
@@ -499,7 +514,10 @@ mod tests {
     #[test]
     fn time_functions_work_on_timestamps() {
         compile_predicate("ts >= TIMESTAMP '1970-01-01 00:00:00.002'", &scope()).expect("valid");
-        compile_projection("date_trunc('second', ts) AS sec, extract(year FROM ts) AS y", &scope())
-            .expect("valid");
+        compile_projection(
+            "date_trunc('second', ts) AS sec, extract(year FROM ts) AS y",
+            &scope(),
+        )
+        .expect("valid");
     }
 }

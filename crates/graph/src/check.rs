@@ -23,8 +23,7 @@ pub fn schema_of_type(ty: &TypeDef) -> Result<SchemaRef, Diagnostics> {
                 c.name.pos(),
                 format!(
                     "column `{}` is declared twice in type \"{}\"",
-                    c.name,
-                    ty.name
+                    c.name, ty.name
                 ),
             ));
         }
@@ -43,7 +42,10 @@ pub fn schema_of_type(ty: &TypeDef) -> Result<SchemaRef, Diagnostics> {
     if ty.columns.is_empty() {
         diags.push(Diagnostic::error(
             ty.pos,
-            format!("type \"{}\" has no columns: add `column name = \"…\", type = \"…\"`", ty.name),
+            format!(
+                "type \"{}\" has no columns: add `column name = \"…\", type = \"…\"`",
+                ty.name
+            ),
         ));
     }
     if diags.has_errors() {

@@ -19,7 +19,12 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
         let node = graph.node(id);
         let _ = writeln!(out, "  {} [{}]", node.name(), node.kind());
         for p in &node.def.params {
-            let _ = writeln!(out, "    param {} = {:?}", p.name, p.value.as_text().as_str());
+            let _ = writeln!(
+                out,
+                "    param {} = {:?}",
+                p.name,
+                p.value.as_text().as_str()
+            );
         }
         for s in &node.inputs {
             let _ = writeln!(out, "    in  {}", graph.stream(*s).name);
@@ -65,7 +70,9 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
 
 /// The graph as Graphviz `dot`: one cluster per task, one edge per stream consumer.
 pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
-    let mut out = String::from("digraph anduin {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
+    let mut out = String::from(
+        "digraph anduin {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n",
+    );
     for t in &plan.tasks {
         let _ = writeln!(out, "  subgraph cluster_task{} {{", t.id);
         let _ = writeln!(out, "    label=\"task {}\"; style=dashed;", t.id);

@@ -14,7 +14,9 @@ pub mod ops;
 mod params;
 mod source;
 
-pub use catalog::{BuildContext, Bound, BuiltinCatalog, OperatorFactory, SourceFactory, SIGNATURES};
+pub use catalog::{
+    Bound, BuildContext, BuiltinCatalog, OperatorFactory, SourceFactory, SIGNATURES,
+};
 pub use dead_letter::{DeadLetter, DeadLetterTarget, RejectedRecord};
 pub use error::{ControlError, OperatorError};
 pub use operator::{Collector, Operator};

@@ -1,7 +1,7 @@
 //! The `Operator` trait: what every operator of a task's chain implements.
 
-use arrow::record_batch::RecordBatch;
 use anduin_types::{Epoch, Watermark};
+use arrow::record_batch::RecordBatch;
 
 use crate::error::{ControlError, OperatorError};
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anduin_graph::check;
 use anduin_operators::{
-    BuildContext, Bound, BuiltinCatalog, Collector, DeadLetter, DeadLetterTarget, Operator,
+    Bound, BuildContext, BuiltinCatalog, Collector, DeadLetter, DeadLetterTarget, Operator,
     OperatorError,
 };
 use arrow::array::{Array, Int64Array};

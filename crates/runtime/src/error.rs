@@ -14,7 +14,9 @@ pub enum RuntimeError {
     #[error("{0}")]
     Operator(#[source] OperatorError),
     /// A task panicked: a bug in anduin.
-    #[error("task {task} ({operators}) panicked: {message}; this is a bug in anduin, please report it")]
+    #[error(
+        "task {task} ({operators}) panicked: {message}; this is a bug in anduin, please report it"
+    )]
     Panicked {
         /// The task's index in the physical plan.
         task: usize,

@@ -67,25 +67,35 @@ pub fn run(
 
     let stop = Arc::clone(&config.stop);
     let abort = Arc::new(AtomicBool::new(false));
-    let mut tasks = Vec::new();
-    for (t, task_inlets) in plan.tasks.iter().zip(inlets) {
+
+    // Sources first: a missing input fails before any writer creates (and truncates) a file.
+    let mut sources = Vec::new();
+    for t in &plan.tasks {
         let head = graph.node(t.chain[0]);
+        sources.push(match &head.bound {
+            Bound::Source(factory) => Some(factory(ctx).map_err(RuntimeError::Start)?),
+            Bound::Operator(_) => None,
+        });
+    }
+
+    let mut tasks = Vec::new();
+    for ((t, task_inlets), source) in plan.tasks.iter().zip(inlets).zip(sources) {
         let task_name = t
             .chain
             .iter()
             .map(|n| graph.node(*n).name())
             .collect::<Vec<_>>()
             .join(" -> ");
-        let mut links = Vec::new();
-        let operators: &[NodeId] = match &head.bound {
-            Bound::Source(_) => &t.chain[1..],
-            Bound::Operator(_) => &t.chain,
+        let operators: &[NodeId] = if source.is_some() {
+            &t.chain[1..]
+        } else {
+            &t.chain
         };
+        let mut links = Vec::new();
         for &n in operators {
             let node = graph.node(n);
             let Bound::Operator(factory) = &node.bound else {
-                unreachable_source(node.name())?;
-                continue;
+                return Err(unreachable_source(node.name()));
             };
             let op = factory(ctx).map_err(RuntimeError::Start)?;
             links.push(Link {
@@ -96,26 +106,23 @@ pub fn run(
             });
         }
         let chain = Chain::new(links);
-        let task = match &head.bound {
-            Bound::Source(factory) => {
-                let source = factory(ctx).map_err(RuntimeError::Start)?;
-                let head_id = t.chain[0];
-                Task::Source(SourceTask {
-                    name: head.name().to_string(),
-                    source,
-                    counters: Arc::clone(&counters[head_id.0]),
-                    outlets: std::mem::take(&mut outlets[head_id.0])
-                        .into_iter()
-                        .flatten()
-                        .collect(),
-                    chain,
-                    batch_size: config.batch_size.max(1),
-                    linger: config.linger,
-                    stop: Arc::clone(&stop),
-                    abort: Arc::clone(&abort),
-                })
-            }
-            Bound::Operator(_) => Task::Operator(OperatorTask {
+        let head_id = t.chain[0];
+        let task = match source {
+            Some(source) => Task::Source(SourceTask {
+                name: graph.node(head_id).name().to_string(),
+                source,
+                counters: Arc::clone(&counters[head_id.0]),
+                outlets: std::mem::take(&mut outlets[head_id.0])
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+                chain,
+                batch_size: config.batch_size.max(1),
+                linger: config.linger,
+                stop: Arc::clone(&stop),
+                abort: Arc::clone(&abort),
+            }),
+            None => Task::Operator(OperatorTask {
                 name: task_name.clone(),
                 inlets: task_inlets,
                 chain,
@@ -209,9 +216,9 @@ pub fn run(
 }
 
 /// A source can only head a task: the planner never fuses one behind another operator.
-fn unreachable_source(name: &str) -> Result<(), RuntimeError> {
-    Err(RuntimeError::Start(OperatorError::Execution {
+fn unreachable_source(name: &str) -> RuntimeError {
+    RuntimeError::Start(OperatorError::Execution {
         operator: name.to_string(),
         message: "a source was planned inside a chain; this is a bug in anduin's planner".into(),
-    }))
+    })
 }

@@ -28,8 +28,7 @@ pub(crate) struct OperatorTask {
 impl OperatorTask {
     /// Runs until every input has ended (then flushes) or something fails.
     pub(crate) fn run(mut self) -> Result<(), OperatorError> {
-        let receivers: Vec<Receiver<Envelope>> =
-            self.inlets.iter().map(|i| i.rx.clone()).collect();
+        let receivers: Vec<Receiver<Envelope>> = self.inlets.iter().map(|i| i.rx.clone()).collect();
         let mut select = Select::new();
         for rx in &receivers {
             select.recv(rx);
@@ -52,7 +51,11 @@ impl OperatorTask {
                     });
                 }
             };
-            debug_assert_eq!(env.seq, inlet.last_seq + 1, "channel messages arrive in order");
+            debug_assert_eq!(
+                env.seq,
+                inlet.last_seq + 1,
+                "channel messages arrive in order"
+            );
             inlet.last_seq = env.seq;
             let port = inlet.port;
             match env.msg {
@@ -73,7 +76,9 @@ impl OperatorTask {
                 Message::Barrier(_) | Message::Control(_) => {
                     return Err(OperatorError::Execution {
                         operator: self.name.clone(),
-                        message: "barriers and control messages are not supported by this runtime yet".into(),
+                        message:
+                            "barriers and control messages are not supported by this runtime yet"
+                                .into(),
                     })
                 }
                 _ => {}
@@ -98,4 +103,3 @@ impl OperatorTask {
         }
     }
 }
-

@@ -35,9 +35,12 @@ fn generated_events_filtered_give_the_q1_row_count() {
     let ctx = BuildContext {
         dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr).expect("stderr")),
     };
-    for (batch_size, chaining, channel_capacity) in
-        [(8192, true, 16), (1000, false, 1), (100_000, false, 4), (7, true, 2)]
-    {
+    for (batch_size, chaining, channel_capacity) in [
+        (8192, true, 16),
+        (1000, false, 1),
+        (100_000, false, 4),
+        (7, true, 2),
+    ] {
         let config = RunConfig {
             batch_size,
             chaining,
@@ -53,9 +56,21 @@ fn generated_events_filtered_give_the_q1_row_count() {
                 .map(|o| (o.rows_in, o.rows_out))
                 .expect("operator in summary")
         };
-        assert_eq!(rows("events").1, 100_000, "batch {batch_size}, chaining {chaining}");
-        assert_eq!(rows("low"), (100_000, 24_578), "batch {batch_size}, chaining {chaining}");
-        assert_eq!(rows("drop").0, 24_578, "batch {batch_size}, chaining {chaining}");
+        assert_eq!(
+            rows("events").1,
+            100_000,
+            "batch {batch_size}, chaining {chaining}"
+        );
+        assert_eq!(
+            rows("low"),
+            (100_000, 24_578),
+            "batch {batch_size}, chaining {chaining}"
+        );
+        assert_eq!(
+            rows("drop").0,
+            24_578,
+            "batch {batch_size}, chaining {chaining}"
+        );
         assert!(!summary.stopped);
     }
 }

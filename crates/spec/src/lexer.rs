@@ -92,7 +92,9 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
                 TokenKind::RBrace
             }
             '"' => TokenKind::Str(lx.string(pos)?),
-            c if c.is_ascii_digit() || (c == '-' && lx.peek(1).is_some_and(|d| d.is_ascii_digit())) => {
+            c if c.is_ascii_digit()
+                || (c == '-' && lx.peek(1).is_some_and(|d| d.is_ascii_digit())) =>
+            {
                 lx.number(pos)?
             }
             c if c.is_alphabetic() || c == '_' => {
@@ -264,9 +266,9 @@ impl Lexer {
                 .map(TokenKind::Float)
                 .map_err(|_| Diagnostic::error(start, format!("malformed number `{s}`")))
         } else {
-            s.parse()
-                .map(TokenKind::Int)
-                .map_err(|_| Diagnostic::error(start, format!("integer `{s}` does not fit in 64 bits")))
+            s.parse().map(TokenKind::Int).map_err(|_| {
+                Diagnostic::error(start, format!("integer `{s}` does not fit in 64 bits"))
+            })
         }
     }
 }

@@ -386,7 +386,10 @@ operator name = "low", type = "filter" {
     #[test]
     fn unknown_and_missing_attributes_are_rejected() {
         let d = err("type nam = \"T\" {}");
-        assert_eq!(d.message, "unknown attribute `nam` in `type`: expected `name`");
+        assert_eq!(
+            d.message,
+            "unknown attribute `nam` in `type`: expected `name`"
+        );
         let d = err("operator name = \"x\" {}");
         assert_eq!(d.message, "`operator` needs `type = \"…\"`");
         assert_eq!(d.pos, Pos::new(1, 1));

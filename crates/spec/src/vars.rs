@@ -113,11 +113,7 @@ fn substitute_text(
                 Some((n, d)) => (n, Some(d)),
                 None => (body.as_str(), None),
             };
-            if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
-            {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(Diagnostic::error(
                     at,
                     format!("malformed variable `${{{body}}}`: a name has letters, digits and `_`"),
@@ -184,7 +180,10 @@ mod tests {
         let t = Text::at("in/${INPUT}", Pos::new(2, 5));
         let d = substitute_text(&t, &vars(&[]), Missing::Error).expect_err("must fail");
         assert_eq!(d.pos, Pos::new(2, 8));
-        assert_eq!(d.message, "variable `INPUT` is not set: pass `--var INPUT=VALUE`");
+        assert_eq!(
+            d.message,
+            "variable `INPUT` is not set: pass `--var INPUT=VALUE`"
+        );
         let (kept, warnings) = substitute_text(&t, &vars(&[]), Missing::Keep).expect("kept");
         assert_eq!(kept.as_str(), "in/${INPUT}");
         assert_eq!(warnings.0.len(), 1);

@@ -25,7 +25,9 @@ impl Pos {
         }
         Self {
             line: self.line,
-            col: self.col.saturating_add(u32::try_from(n).unwrap_or(u32::MAX)),
+            col: self
+                .col
+                .saturating_add(u32::try_from(n).unwrap_or(u32::MAX)),
         }
     }
 

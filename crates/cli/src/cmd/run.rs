@@ -65,7 +65,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             None => DeadLetterTarget::Stderr,
         },
     };
-    let dead_letter = Arc::new(DeadLetter::new(target).context("cannot prepare the dead-letter file")?);
+    let dead_letter =
+        Arc::new(DeadLetter::new(target).context("cannot prepare the dead-letter file")?);
     let ctx = BuildContext {
         dead_letter: Arc::clone(&dead_letter),
     };
@@ -80,7 +81,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         ..RunConfig::default()
     };
     let result = anduin_runtime::run(&loaded.graph, &config, &ctx);
-    dead_letter.flush().context("cannot write the dead-letter file")?;
+    dead_letter
+        .flush()
+        .context("cannot write the dead-letter file")?;
     let summary = result?;
     if !args.quiet {
         print_summary(&args, &summary, &dead_letter);

@@ -112,7 +112,11 @@ pub(crate) fn bind(
                 .collect();
             let ok = matches!(
                 kinds.as_slice(),
-                [Some(ColumnType::Timestamp | ColumnType::Int), Some(ColumnType::Int), Some(ColumnType::Int)]
+                [
+                    Some(ColumnType::Timestamp | ColumnType::Int),
+                    Some(ColumnType::Int),
+                    Some(ColumnType::Int)
+                ]
             );
             if !ok {
                 return Err(p
@@ -143,7 +147,9 @@ pub(crate) fn bind(
     };
     let rate = match p.number("rate") {
         Some(r) if !(r > 0.0 && r.is_finite()) => {
-            return Err(p.error("rate", "must be a positive number of rows per second").into())
+            return Err(p
+                .error("rate", "must be a positive number of rows per second")
+                .into())
         }
         r => r,
     };
@@ -265,9 +271,10 @@ impl Generator {
         let ncols = self.schema.fields().len() as u64;
         let first = self.produced;
         let draw = |row: u64, col: usize| -> u64 {
-            mix(self
-                .seed
-                .wrapping_add((row.wrapping_mul(ncols).wrapping_add(col as u64)).wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+            mix(self.seed.wrapping_add(
+                (row.wrapping_mul(ncols).wrapping_add(col as u64))
+                    .wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ))
         };
         self.schema
             .fields()
@@ -286,9 +293,9 @@ impl Generator {
                         rows.map(|r| draw(r, c) & 1 == 1).collect::<Vec<_>>(),
                     )),
                     Some(ColumnType::Timestamp) => {
-                        Arc::new(TimestampMillisecondArray::from_iter_values(
-                            rows.map(|r| start_ts.wrapping_add((r as i64).wrapping_mul(ts_step))),
-                        ))
+                        Arc::new(TimestampMillisecondArray::from_iter_values(rows.map(|r| {
+                            start_ts.wrapping_add((r as i64).wrapping_mul(ts_step))
+                        })))
                     }
                     _ => {
                         let mut b = StringBuilder::with_capacity(n, n * 3);
@@ -358,12 +365,32 @@ mod tests {
     #[test]
     fn the_events_profile_matches_gen_events_py() {
         // First rows of `python3 gen_events.py 5 -`.
-        let mut g = Generator::new("g".into(), events_schema(), Profile::Events, 42, Some(5), None);
+        let mut g = Generator::new(
+            "g".into(),
+            events_schema(),
+            Profile::Events,
+            42,
+            Some(5),
+            None,
+        );
         let b = arrow::compute::concat_batches(&events_schema(), &rows(&mut g, 2)).expect("concat");
-        let sensors = b.column(1).as_any().downcast_ref::<Int64Array>().expect("ints");
-        let values = b.column(2).as_any().downcast_ref::<Int64Array>().expect("ints");
+        let sensors = b
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ints");
+        let values = b
+            .column(2)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ints");
         let expected = python_rows(5);
-        let got: Vec<(i64, i64)> = sensors.values().iter().copied().zip(values.values().iter().copied()).collect();
+        let got: Vec<(i64, i64)> = sensors
+            .values()
+            .iter()
+            .copied()
+            .zip(values.values().iter().copied())
+            .collect();
         assert_eq!(got, expected);
     }
 
@@ -396,14 +423,22 @@ mod tests {
             Field::new("x", DataType::Float64, true),
             Field::new("n", DataType::Int64, true),
         ]));
-        let profile = Profile::Uniform { int_max: 10, start_ts: 0, ts_step: 1 };
+        let profile = Profile::Uniform {
+            int_max: 10,
+            start_ts: 0,
+            ts_step: 1,
+        };
         let mut a = Generator::new("g".into(), Arc::clone(&schema), profile, 7, Some(100), None);
         let mut b = Generator::new("g".into(), Arc::clone(&schema), profile, 7, Some(100), None);
         let a = arrow::compute::concat_batches(&schema, &rows(&mut a, 7)).expect("concat");
         let b = arrow::compute::concat_batches(&schema, &rows(&mut b, 64)).expect("concat");
         assert_eq!(a, b);
         assert_eq!(a.num_rows(), 100);
-        let n = a.column(2).as_any().downcast_ref::<Int64Array>().expect("ints");
+        let n = a
+            .column(2)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ints");
         assert!(n.values().iter().all(|v| (0..10).contains(v)));
     }
 }

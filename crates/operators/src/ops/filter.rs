@@ -37,8 +37,8 @@ pub(crate) fn bind(
     let (stream, schema) = inputs.first().expect("arity checked: one input");
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("condition");
-    let predicate =
-        compile_predicate(text.as_str(), &scope).map_err(|e| p.expr_error("condition", &text, e))?;
+    let predicate = compile_predicate(text.as_str(), &scope)
+        .map_err(|e| p.expr_error("condition", &text, e))?;
     let name = op.name.to_string();
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |_| {
@@ -85,10 +85,11 @@ impl Operator for Filter {
         if kept == batch.num_rows() {
             return out.collect(0, batch);
         }
-        let filtered = filter_record_batch(&batch, &mask).map_err(|e| OperatorError::Execution {
-            operator: self.name.clone(),
-            message: e.to_string(),
-        })?;
+        let filtered =
+            filter_record_batch(&batch, &mask).map_err(|e| OperatorError::Execution {
+                operator: self.name.clone(),
+                message: e.to_string(),
+            })?;
         out.collect(0, filtered)
     }
 
@@ -156,7 +157,9 @@ mod tests {
     #[test]
     fn the_condition_changes_while_running_and_a_bad_one_changes_nothing() {
         let mut f = filter("v < 3");
-        let err = f.set_param("condition", "w < 1").expect_err("unknown column");
+        let err = f
+            .set_param("condition", "w < 1")
+            .expect_err("unknown column");
         assert!(err.to_string().contains("unknown column `w`"), "{err}");
         f.set_param("condition", "v > 3").expect("valid");
         let mut out = Sink(vec![]);

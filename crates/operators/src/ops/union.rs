@@ -104,9 +104,9 @@ impl Operator for Union {
         }
         let relabelled = RecordBatch::try_new(Arc::clone(&self.schema), batch.columns().to_vec())
             .map_err(|e| OperatorError::Execution {
-                operator: self.name.clone(),
-                message: e.to_string(),
-            })?;
+            operator: self.name.clone(),
+            message: e.to_string(),
+        })?;
         out.collect(0, relabelled)
     }
 }

@@ -1,0 +1,106 @@
+//! A missing input file, an output that cannot be created, or a variable that is not set stop
+//! `anduin run` before anything runs, with a message that names the problem.
+
+mod common;
+
+use common::{anduin, repo};
+
+fn sensors() -> String {
+    repo()
+        .join("examples/sensors.flow")
+        .to_str()
+        .expect("utf-8 path")
+        .to_string()
+}
+
+#[test]
+fn a_missing_input_file_is_named_and_the_output_is_left_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("o.csv"), "keep me\n").expect("existing output");
+    let out = anduin(
+        dir.path(),
+        &[
+            "run",
+            &sensors(),
+            "--var",
+            "INPUT=nope.csv",
+            "--var",
+            "OUTPUT=o.csv",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: cannot start: operator \"source\": input file `nope.csv` does not exist\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("o.csv")).expect("output"),
+        "keep me\n"
+    );
+}
+
+#[test]
+fn a_glob_that_matches_nothing_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = anduin(
+        dir.path(),
+        &[
+            "run",
+            &sensors(),
+            "--var",
+            "INPUT=in/*.csv",
+            "--var",
+            "OUTPUT=o.csv",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no input file matches `in/*.csv`"));
+}
+
+#[test]
+fn an_output_that_cannot_be_created_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("in.csv"), "ts,sensor,value\n1,2,3\n").expect("input");
+    let out = anduin(
+        dir.path(),
+        &[
+            "run",
+            &sensors(),
+            "--var",
+            "INPUT=in.csv",
+            "--var",
+            "OUTPUT=no/such/dir/o.csv",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "error: cannot start: operator \"sink\": cannot create output file `no/such/dir/o.csv`"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_variable_that_is_not_set_is_named_with_its_position() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = anduin(dir.path(), &["run", &sensors(), "--var", "INPUT=in.csv"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.ends_with(
+            "sensors.flow:19:17: variable `OUTPUT` is not set: pass `--var OUTPUT=VALUE`\n"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sql_files_are_refused_with_a_clear_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("q.sql"), "SELECT 1").expect("query");
+    let out = anduin(dir.path(), &["run", "q.sql"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SQL queries are not supported yet"));
+}

@@ -1,0 +1,95 @@
+//! Q1 of the peer benchmark (`shared/bench/QUERIES.md`) over the first 100 000 benchmark
+//! events gives exactly the reference result computed by Flink 2.3 and the other engines:
+//! 24 578 rows, sha256 prefix a2da40b61775e12d (`shared/bench/REFERENCE.md`), with the
+//! checksum computed as `normalize.py` does (canonical lines, byte-sorted, sha256).
+
+mod common;
+
+use common::{anduin, repo};
+use sha2::{Digest, Sha256};
+
+const GENERATE: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "int"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 100000
+  output name = "events", type = "Event"
+}
+operator name = "out", type = "writer" {
+  input name = "events"
+  param path = "${OUTPUT}"
+}
+"#;
+
+/// Rows and sha256 prefix of a Q1 output, like `normalize.py Q1`.
+fn normalize(csv: &str) -> (usize, String) {
+    let mut lines: Vec<String> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split(',')
+                .map(|x| x.parse::<i64>().expect("ints").to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    lines.sort();
+    let mut h = Sha256::new();
+    for l in &lines {
+        h.update(l.as_bytes());
+        h.update(b"\n");
+    }
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    (lines.len(), hex[..16].to_string())
+}
+
+#[test]
+fn q1_over_the_benchmark_events_matches_the_reference() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("gen.flow"), GENERATE).expect("query");
+    let out = anduin(
+        dir.path(),
+        &["run", "gen.flow", "--var", "OUTPUT=events.csv"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = std::fs::read_to_string(dir.path().join("events.csv")).expect("events");
+    assert!(
+        events.starts_with("ts,sensor,value\n1700000000000,413,52\n"),
+        "same rows as gen_events.py"
+    );
+
+    let q1 = repo().join("examples/q1.flow");
+    for extra in [&[][..], &["--no-chaining", "--batch-size", "1000"][..]] {
+        let mut args = vec![
+            "run",
+            q1.to_str().expect("utf-8"),
+            "--var",
+            "INPUT=events.csv",
+            "--var",
+            "OUTPUT=q1.csv",
+        ];
+        args.extend_from_slice(extra);
+        let out = anduin(dir.path(), &args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let q1_out = std::fs::read_to_string(dir.path().join("q1.csv")).expect("q1 output");
+        assert_eq!(
+            normalize(&q1_out),
+            (24_578, "a2da40b61775e12d".to_string()),
+            "{extra:?}"
+        );
+    }
+}

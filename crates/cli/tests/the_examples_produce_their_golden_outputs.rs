@@ -1,0 +1,136 @@
+//! End-to-end: the shipped examples, run as a user runs them, give their golden outputs.
+
+mod common;
+
+use common::{anduin, assert_golden, golden, repo};
+
+#[test]
+fn the_sensors_example_keeps_the_readings_below_42() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_path = dir.path().join("low.csv");
+    let out = anduin(
+        &repo(),
+        &[
+            "run",
+            "examples/sensors.flow",
+            "--var",
+            "INPUT=data/readings.csv",
+            "--var",
+            &format!("OUTPUT={}", out_path.display()),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&out_path).expect("output");
+    assert_golden(&golden().join("outputs/sensors.csv"), &written);
+    // Independently of the golden file: exactly the input rows with value < 42, in order.
+    let input = std::fs::read_to_string(repo().join("data/readings.csv")).expect("input");
+    let expected: Vec<&str> = input
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            l.rsplit(',')
+                .next()
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v < 42)
+        })
+        .collect();
+    assert_eq!(written.lines().skip(1).collect::<Vec<_>>(), expected);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[reader] 10000 rows out"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("[writer] {} rows written", expected.len())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_union_example_merges_csv_and_json_lines() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_path = dir.path().join("all.jsonl");
+    let out = anduin(
+        &repo(),
+        &[
+            "run",
+            "examples/union.flow",
+            "--var",
+            "A=data/readings.csv",
+            "--var",
+            "B=data/more_readings.jsonl",
+            "--var",
+            &format!("OUTPUT={}", out_path.display()),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&out_path).expect("output");
+    assert_eq!(written.lines().count(), 10_020);
+    // The two inputs interleave in no fixed order: compare sorted.
+    let mut lines: Vec<&str> = written.lines().collect();
+    lines.sort_unstable();
+    assert_golden(
+        &golden().join("outputs/union.sorted.jsonl"),
+        &(lines.join("\n") + "\n"),
+    );
+}
+
+#[test]
+fn every_example_checks_clean() {
+    let mut examples: Vec<_> = std::fs::read_dir(repo().join("examples"))
+        .expect("examples/")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "flow"))
+        .collect();
+    examples.sort();
+    assert!(!examples.is_empty());
+    for e in examples {
+        let out = anduin(&repo(), &["check", e.to_str().expect("utf-8")]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            e.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_glob_reads_every_matching_file_in_name_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("in")).expect("mkdir");
+    std::fs::write(dir.path().join("in/b.csv"), "ts,sensor,value\n2,2,2\n").expect("b");
+    std::fs::write(dir.path().join("in/a.csv"), "value,ts,sensor\n1,1,1\n").expect("a");
+    std::fs::write(dir.path().join("in/c.txt"), "ignored").expect("c");
+    let flow = repo().join("examples/sensors.flow");
+    let out = anduin(
+        dir.path(),
+        &[
+            "run",
+            flow.to_str().expect("utf-8"),
+            "--var",
+            "INPUT=in/*.csv",
+            "--var",
+            "OUTPUT=o.csv",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("o.csv")).expect("output"),
+        "ts,sensor,value\n1,1,1\n2,2,2\n"
+    );
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The one command that checks everything, on a fresh machine as in CI:
+# installs what is missing, then runs rustfmt, clippy (warnings are errors), every test
+# (unit, scenario, end-to-end against golden outputs) and the doctests.
+#
+#   scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "scripts/test.sh: cargo is missing: install Rust with rustup (https://rustup.rs), then run this again" >&2
+  exit 1
+fi
+if command -v rustup >/dev/null 2>&1; then
+  for c in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c"
+  done
+fi
+if ! cargo nextest --version >/dev/null 2>&1; then
+  step "installing cargo-nextest"
+  cargo install cargo-nextest --locked
+fi
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo nextest run (every test)"
+cargo nextest run --workspace --locked
+
+step "cargo test --doc"
+cargo test --workspace --doc --locked
+
+step "all checks passed"
