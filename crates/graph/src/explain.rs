@@ -11,9 +11,9 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "logical graph: {} operators, {} streams",
-        graph.nodes.len(),
-        graph.streams.len()
+        "logical graph: {}, {}",
+        count(graph.nodes.len(), "operator"),
+        count(graph.streams.len(), "stream")
     );
     for &id in &graph.topo {
         let node = graph.node(id);
@@ -46,9 +46,9 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     }
     let _ = writeln!(
         out,
-        "physical plan: {} tasks, {} channels",
-        plan.tasks.len(),
-        plan.channels.len()
+        "physical plan: {}, {}",
+        count(plan.tasks.len(), "task"),
+        count(plan.channels.len(), "channel")
     );
     for t in &plan.tasks {
         let names: Vec<&str> = t.chain.iter().map(|n| graph.node(*n).name()).collect();
@@ -101,6 +101,15 @@ pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     }
     out.push_str("}\n");
     out
+}
+
+/// `1 task`, `3 tasks`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 fn escape(s: &str) -> String {

@@ -5,7 +5,7 @@
 //! or run them (that is `anduin-runtime`), and it does not parse queries (`anduin-spec`).
 
 pub mod catalog;
-mod codec;
+pub mod codec;
 pub mod connectors;
 mod dead_letter;
 mod error;

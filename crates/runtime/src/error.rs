@@ -9,10 +9,10 @@ pub enum RuntimeError {
     /// An operator could not be created (a missing input file, an unwritable output): nothing
     /// ran.
     #[error("cannot start: {0}")]
-    Start(#[source] OperatorError),
+    Start(OperatorError),
     /// An operator failed while running; the query stopped.
     #[error("{0}")]
-    Operator(#[source] OperatorError),
+    Operator(OperatorError),
     /// A task panicked: a bug in anduin.
     #[error(
         "task {task} ({operators}) panicked: {message}; this is a bug in anduin, please report it"
@@ -26,12 +26,11 @@ pub enum RuntimeError {
         message: String,
     },
     /// A thread could not be started.
-    #[error("cannot start a thread for task {task}: {source}")]
+    #[error("cannot start a thread for task {task}: {cause}")]
     Spawn {
         /// The task's index.
         task: usize,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }

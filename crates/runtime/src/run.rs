@@ -151,7 +151,7 @@ pub fn run(
                 }
                 (result, Instant::now())
             })
-            .map_err(|source| RuntimeError::Spawn { task: id, source })?;
+            .map_err(|cause| RuntimeError::Spawn { task: id, cause })?;
         handles.push((id, name, handle));
     }
 
