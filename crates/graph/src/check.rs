@@ -547,3 +547,81 @@ pub(crate) fn describe_schema(s: &Schema) -> String {
         .collect();
     format!("({})", cols.join(", "))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anduin_types::Pos;
+
+    fn stream(producer: usize) -> Stream {
+        Stream {
+            name: format!("s{producer}"),
+            type_name: None,
+            schema: Arc::new(Schema::empty()),
+            producer: (NodeId(producer), 0),
+            consumers: vec![],
+        }
+    }
+
+    #[test]
+    fn a_chain_is_ordered_producers_first() {
+        // 2 reads 1, 1 reads 0.
+        let streams = vec![stream(0), stream(1), stream(2)];
+        let inputs = vec![vec![], vec![StreamId(0)], vec![StreamId(1)]];
+        let order = topological_order(3, &inputs, &streams).expect("acyclic");
+        assert_eq!(order, vec![NodeId(0), NodeId(1), NodeId(2)]);
+    }
+
+    #[test]
+    fn a_cycle_is_reported_from_its_first_node() {
+        // 0 is a source; 1 reads 0 and 2; 2 reads 1.
+        let streams = vec![stream(0), stream(1), stream(2)];
+        let inputs = vec![vec![], vec![StreamId(0), StreamId(2)], vec![StreamId(1)]];
+        let cycle = topological_order(3, &inputs, &streams).expect_err("cyclic");
+        assert_eq!(cycle, vec![NodeId(1), NodeId(2)]);
+    }
+
+    #[test]
+    fn param_kinds_accept_quoted_and_bare_values() {
+        let p = Pos::new(1, 1);
+        assert_eq!(kind_problem(ParamKind::Int, &Value::Int(3, p)), None);
+        assert_eq!(
+            kind_problem(ParamKind::Int, &Value::String(Text::at("3", p))),
+            None
+        );
+        assert_eq!(
+            kind_problem(ParamKind::Duration, &Value::String(Text::at("2s", p))),
+            None
+        );
+        assert_eq!(
+            kind_problem(
+                ParamKind::Duration,
+                &Value::String(Text::at("2 parsecs", p))
+            )
+            .as_deref(),
+            Some("must be a duration such as \"2s\", \"250ms\" or \"5m\", found `2 parsecs`")
+        );
+        assert!(kind_problem(
+            ParamKind::OneOf(&["csv", "jsonl"]),
+            &Value::String(Text::at("jsnl", p))
+        )
+        .is_some_and(|m| m.ends_with("(did you mean `jsonl`?)")));
+    }
+
+    #[test]
+    fn a_declared_type_must_match_names_and_types_in_order() {
+        use arrow::datatypes::DataType;
+        let a = Schema::new(vec![Field::new("x", DataType::Int64, true)]);
+        let b = Schema::new(vec![Field::new("x", DataType::Int32, true)]);
+        let c = Schema::new(vec![Field::new("y", DataType::Int64, true)]);
+        assert_eq!(
+            schema_mismatch(&a, &b),
+            None,
+            "both are ints to the language"
+        );
+        assert_eq!(
+            schema_mismatch(&a, &c).as_deref(),
+            Some("column `x` is declared where `y` is produced")
+        );
+    }
+}

@@ -1,27 +1,28 @@
-//! JSON Lines decoding into Arrow batches with per-line error isolation.
+//! JSON Lines decoding into Arrow batches, one line at a time with serde_json, so that a bad
+//! line is rejected alone, with its line number and a reason naming the column.
 //!
 //! Each line holds one JSON object. Members are matched to schema columns by exact name;
-//! unknown members are ignored; a missing member or `null` is null. A line is rejected, with
-//! its line number and a reason, when it is not valid JSON, is not an object, or has a value
-//! of the wrong type for its column:
+//! unknown members are ignored; a missing member or `null` is null. Blank (whitespace-only)
+//! lines are skipped, `\r\n` endings are accepted, and a UTF-8 byte-order mark at the start of
+//! a file is skipped. Values must have their column's JSON type; nothing is coerced:
 //!
-//! * `Int64`: an integer number within `i64` (`1.0` and `"1"` are rejected).
+//! * `Int64`: a whole number within `i64` (`4.5`, `1e3` and `"3"` are rejected).
 //! * `Float64`: any number, parsed exactly (correctly rounded).
 //! * `Boolean`: `true` / `false`.
 //! * `Utf8`: a string.
-//! * Timestamps: an integer (epoch milliseconds) or an RFC 3339 / ISO 8601 string (see
+//! * Timestamps: a whole number (epoch milliseconds) or an RFC 3339 / ISO 8601 string (see
 //!   [`super::timestamp`]).
 //!
-//! Blank (whitespace-only) lines are skipped, `\r\n` endings are accepted, and a UTF-8
-//! byte-order mark at the start of a file is skipped. Lines are scanned by a small validating
-//! scanner ([`super::json_scan`]) that allocates nothing per line.
+//! A line is rejected when it is not valid UTF-8, not valid JSON (serde_json's strict
+//! grammar; nesting deeper than 128 levels included), not an object, has a value of the
+//! wrong type, or a null in a non-nullable column.
 
 use arrow::datatypes::SchemaRef;
+use serde_json::Value;
 
 use super::batch_builder::{BatchBuilder, ColumnBuilder};
 use super::bom::{BomSkipper, BomStep};
-use super::column::{excerpt, resolve_columns, ColumnInfo, ColumnKind};
-use super::json_scan::{scan_object, JsonValue};
+use super::column::{resolve_columns, ColumnInfo, ColumnKind};
 use super::timestamp::parse_datetime_ms;
 use super::{CodecError, Decoded, Rejected};
 
@@ -29,15 +30,12 @@ use super::{CodecError, Decoded, Rejected};
 #[derive(Debug)]
 pub struct JsonDecoder {
     columns: Vec<ColumnInfo>,
+    /// The output columns of the current call.
+    builder: BatchBuilder,
     /// Set when the schema has an unsupported type; returned by every call.
     schema_error: Option<CodecError>,
     source: String,
     file: FileState,
-    output: BatchBuilder,
-    /// Per column, the value found on the current line.
-    slots: Vec<JsonValue>,
-    /// Decoded text of escaped strings on the current line.
-    scratch: String,
 }
 
 /// Where the decoder stands within the current file.
@@ -52,6 +50,15 @@ struct FileState {
     lines: u64,
 }
 
+/// A non-blank line of the current call.
+#[derive(Debug, Clone, Copy)]
+struct Line<'a> {
+    /// 1-based line number in the file.
+    number: u64,
+    /// The line without its `\n` or `\r\n`.
+    text: &'a [u8],
+}
+
 impl JsonDecoder {
     /// A decoder for `schema`, positioned at the start of an unnamed file (see
     /// [`JsonDecoder::start_file`]). A schema column of an unsupported type makes every later
@@ -62,13 +69,11 @@ impl JsonDecoder {
             Err(err) => (Vec::new(), Some(err)),
         };
         JsonDecoder {
-            output: BatchBuilder::new(schema, &columns),
-            slots: vec![JsonValue::Absent; columns.len()],
+            builder: BatchBuilder::new(schema, &columns),
             columns,
             schema_error,
             source: String::new(),
             file: FileState::default(),
-            scratch: String::new(),
         }
     }
 
@@ -78,32 +83,26 @@ impl JsonDecoder {
     pub fn start_file(&mut self, source: &str) {
         source.clone_into(&mut self.source);
         self.file = FileState::default();
-        self.output.clear();
     }
 
     /// Feeds the next bytes of the current file. Decodes every complete line; an incomplete
     /// trailing line is kept internally and completed by later bytes.
     pub fn decode(&mut self, bytes: &[u8]) -> Result<Decoded, CodecError> {
         self.check()?;
-        let mut rejected = Vec::new();
-        self.feed(bytes, &mut rejected);
-        self.output_with(rejected)
+        match self.file.bom.feed(bytes) {
+            BomStep::Wait => Ok(Decoded::default()),
+            BomStep::Pass { bytes, skipped } => {
+                self.file.consumed += skipped;
+                self.decode_chunk(&bytes, false)
+            }
+        }
     }
 
     /// End of the current file: decodes a last line that has no trailing newline.
     pub fn finish_file(&mut self) -> Result<Decoded, CodecError> {
         self.check()?;
-        let mut rejected = Vec::new();
         let held = self.file.bom.finish();
-        if !held.is_empty() {
-            self.feed(&held, &mut rejected);
-        }
-        let last = std::mem::take(&mut self.file.carry);
-        if !last.is_empty() {
-            self.decode_line(&last, &mut rejected);
-            self.file.consumed += last.len() as u64;
-        }
-        self.output_with(rejected)
+        self.decode_chunk(&held, true)
     }
 
     /// Bytes of the current file consumed by complete lines so far (a resume position for
@@ -119,264 +118,203 @@ impl JsonDecoder {
         }
     }
 
-    fn output_with(&mut self, rejected: Vec<Rejected>) -> Result<Decoded, CodecError> {
-        let batch = self.output.finish(&self.source)?;
+    /// Decodes the complete lines that `chunk` ends, together with the carried start of the
+    /// first one; at the end of the file, also the unterminated last line.
+    fn decode_chunk(&mut self, chunk: &[u8], at_end: bool) -> Result<Decoded, CodecError> {
+        let mut rest = chunk;
+        let mut head = Vec::new();
+        if !self.file.carry.is_empty() {
+            let end = match memchr::memchr(b'\n', chunk) {
+                Some(newline) => newline + 1,
+                None if at_end => chunk.len(),
+                None => {
+                    self.file.carry.extend_from_slice(chunk);
+                    return Ok(Decoded::default());
+                }
+            };
+            head = std::mem::take(&mut self.file.carry);
+            head.extend_from_slice(&chunk[..end]);
+            rest = &chunk[end..];
+        }
+        let mut lines = Vec::new();
+        self.split_lines(&head, at_end, &mut lines);
+        let used = self.split_lines(rest, at_end, &mut lines);
+        self.file.carry.extend_from_slice(&rest[used..]);
+        self.decode_lines(&lines)
+    }
+
+    /// Appends the non-blank lines of `bytes` (which starts at a line start) to `lines`:
+    /// every `\n`-terminated one, and the unterminated rest too if `at_end`. Returns the
+    /// number of bytes consumed.
+    fn split_lines<'a>(
+        &mut self,
+        bytes: &'a [u8],
+        at_end: bool,
+        lines: &mut Vec<Line<'a>>,
+    ) -> usize {
+        let mut start = 0;
+        let mut push = |file: &mut FileState, raw: &'a [u8]| {
+            file.lines += 1;
+            let text = raw.strip_suffix(b"\r").unwrap_or(raw);
+            if !text.iter().all(u8::is_ascii_whitespace) {
+                lines.push(Line {
+                    number: file.lines,
+                    text,
+                });
+            }
+        };
+        for newline in memchr::memchr_iter(b'\n', bytes) {
+            push(&mut self.file, &bytes[start..newline]);
+            start = newline + 1;
+        }
+        if at_end && start < bytes.len() {
+            push(&mut self.file, &bytes[start..]);
+            start = bytes.len();
+        }
+        self.file.consumed += start as u64;
+        start
+    }
+
+    /// Decodes `lines` into one batch of the good ones plus a reject for each bad one.
+    fn decode_lines(&mut self, lines: &[Line<'_>]) -> Result<Decoded, CodecError> {
+        let mut rejected = Vec::new();
+        let mut cells = Vec::with_capacity(self.columns.len());
+        for line in lines {
+            cells.clear();
+            match self.decode_line(line.text, &mut cells) {
+                Ok(()) => {
+                    for (builder, cell) in self.builder.columns.iter_mut().zip(&cells) {
+                        cell.append_to(builder);
+                    }
+                    self.builder.push_keep(true);
+                }
+                Err(reason) => rejected.push(Rejected {
+                    source: self.source.clone(),
+                    line: line.number,
+                    reason,
+                    record: String::from_utf8_lossy(line.text).into_owned(),
+                }),
+            }
+        }
+        let batch = self.builder.finish(&self.source)?;
         Ok(Decoded { batch, rejected })
     }
 
-    fn feed(&mut self, bytes: &[u8], rejected: &mut Vec<Rejected>) {
-        let chunk = match self.file.bom.feed(bytes) {
-            BomStep::Wait => return,
-            BomStep::Pass { bytes, skipped } => {
-                self.file.consumed += skipped;
-                bytes
-            }
-        };
-        let mut rest = &chunk[..];
-        if !self.file.carry.is_empty() {
-            let Some(newline) = memchr::memchr(b'\n', rest) else {
-                self.file.carry.extend_from_slice(rest);
-                return;
-            };
-            let mut line = std::mem::take(&mut self.file.carry);
-            line.extend_from_slice(&rest[..newline]);
-            self.decode_line(&line, rejected);
-            self.file.consumed += line.len() as u64 + 1;
-            rest = &rest[newline + 1..];
-        }
-        let mut start = 0;
-        for newline in memchr::memchr_iter(b'\n', rest) {
-            self.decode_line(&rest[start..newline], rejected);
-            start = newline + 1;
-        }
-        self.file.consumed += start as u64;
-        self.file.carry.extend_from_slice(&rest[start..]);
-    }
-
-    /// Decodes one line (without its `\n`) into the output, or rejects it.
-    fn decode_line(&mut self, raw: &[u8], rejected: &mut Vec<Rejected>) {
-        self.file.lines += 1;
-        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        let mut reject = |reason: String| {
-            rejected.push(Rejected {
-                source: self.source.clone(),
-                line: self.file.lines,
-                reason,
-                record: String::from_utf8_lossy(line).into_owned(),
-            });
-        };
-        let text = match std::str::from_utf8(line) {
-            Ok(text) => text,
-            Err(err) => {
-                return reject(format!("invalid UTF-8 at byte {}", err.valid_up_to() + 1));
-            }
-        };
-        if !text.trim_start().starts_with('{') {
-            return reject(non_object_reason(text));
-        }
-        self.slots.fill(JsonValue::Absent);
-        self.scratch.clear();
-        let columns = &self.columns;
-        let lookup = |key: &str| columns.iter().position(|c| c.name == key);
-        if let Err(err) = scan_object(text, &mut self.slots, &mut self.scratch, lookup) {
-            return reject(format!(
-                "invalid JSON at column {}: {}",
-                err.at + 1,
-                err.message
-            ));
-        }
-        let mut first_error = None;
-        for ((column, builder), &value) in self
-            .columns
-            .iter()
-            .zip(&mut self.output.columns)
-            .zip(&self.slots)
-        {
-            let value = Value {
-                json: value,
-                line: text,
-                scratch: &self.scratch,
-            };
-            if let Err(reason) = append(builder, column, value) {
-                builder.append_null();
-                first_error.get_or_insert(reason);
-            }
-        }
-        self.output.push_keep(first_error.is_none());
-        if let Some(reason) = first_error {
-            reject(reason);
-        }
-    }
-}
-
-/// The reject reason for a line that does not start with `{`.
-fn non_object_reason(text: &str) -> String {
-    let found = match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Array(_)) => "an array",
-        Ok(serde_json::Value::String(_)) => "a string",
-        Ok(serde_json::Value::Number(_)) => "a number",
-        Ok(serde_json::Value::Bool(_)) => "a boolean",
-        Ok(serde_json::Value::Null) => "null",
-        Ok(serde_json::Value::Object(_)) | Err(_) => "invalid JSON",
-    };
-    format!("expected a JSON object, found {found}")
-}
-
-/// A scanned value with the buffers its ranges point into.
-#[derive(Clone, Copy)]
-struct Value<'a> {
-    json: JsonValue,
-    line: &'a str,
-    scratch: &'a str,
-}
-
-impl<'a> Value<'a> {
-    fn number_text(&self, start: usize, end: usize) -> &'a str {
-        &self.line[start..end]
-    }
-
-    fn str_text(&self, start: usize, end: usize, escaped: bool) -> &'a str {
-        if escaped {
-            &self.scratch[start..end]
-        } else {
-            &self.line[start..end]
-        }
-    }
-
-    /// Describes the value for a type-mismatch reason.
-    fn describe(&self) -> String {
-        match self.json {
-            JsonValue::Absent | JsonValue::Null => "null".to_owned(),
-            JsonValue::Bool(b) => format!("boolean `{b}`"),
-            JsonValue::Number { start, end, .. } => {
-                format!(
-                    "number `{}`",
-                    excerpt(self.number_text(start, end).as_bytes())
-                )
-            }
-            JsonValue::Str {
-                start,
-                end,
-                escaped,
-            } => {
-                let text = self.str_text(start, end, escaped);
-                format!("string {:?}", excerpt(text.as_bytes()))
-            }
-            JsonValue::Nested(kind) => kind.to_owned(),
-        }
-    }
-}
-
-/// Appends `value` to `builder` as `column`'s type; on a mismatch appends nothing and returns
-/// the reject reason.
-fn append(
-    builder: &mut ColumnBuilder,
-    column: &ColumnInfo,
-    value: Value<'_>,
-) -> Result<(), String> {
-    let mismatch = || {
-        format!(
-            "column `{}`: expected {}, found {}",
-            column.name,
-            column.kind.noun(),
-            value.describe()
-        )
-    };
-    let out_of_range = |text: &str| {
-        format!(
-            "column `{}`: `{}` is out of range for {}",
-            column.name,
-            excerpt(text.as_bytes()),
-            column.kind.noun()
-        )
-    };
-    if let JsonValue::Absent | JsonValue::Null = value.json {
-        if !column.nullable {
+    /// Parses one line into one cell per column, or says why the line is rejected.
+    fn decode_line(&self, text: &[u8], cells: &mut Vec<Cell>) -> Result<(), String> {
+        let text = std::str::from_utf8(text)
+            .map_err(|e| format!("invalid UTF-8 at byte {}", e.valid_up_to() + 1))?;
+        let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+        let Value::Object(object) = value else {
             return Err(format!(
-                "column `{}`: null in a non-nullable column",
-                column.name
+                "expected a JSON object, found {}",
+                json_kind(&value)
             ));
+        };
+        for column in &self.columns {
+            let cell = match object.get(&column.name) {
+                None | Some(Value::Null) => Cell::Null,
+                Some(v) => cell(column.kind, v)
+                    .map_err(|problem| format!("column `{}`: {problem}", column.name))?,
+            };
+            if matches!(cell, Cell::Null) && !column.nullable {
+                return Err(format!(
+                    "column `{}`: null or missing, but the column is not nullable",
+                    column.name
+                ));
+            }
+            cells.push(cell);
         }
-        builder.append_null();
-        return Ok(());
+        Ok(())
     }
-    match (builder, value.json) {
-        (
-            ColumnBuilder::Int64(b),
-            JsonValue::Number {
-                start,
-                end,
-                integer: true,
-            },
-        ) => {
-            let text = value.number_text(start, end);
-            let v = lexical_core::parse::<i64>(text.as_bytes()).map_err(|_| out_of_range(text))?;
-            b.append_value(v);
+}
+
+/// One decoded value, before it is appended to its column.
+#[derive(Debug, Clone)]
+enum Cell {
+    Null,
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+}
+
+impl Cell {
+    fn append_to(&self, builder: &mut ColumnBuilder) {
+        match (builder, self) {
+            (ColumnBuilder::Int64(b), Cell::Int(v)) => b.append_value(*v),
+            (ColumnBuilder::TimestampMs(b), Cell::Int(v)) => b.append_value(*v),
+            (ColumnBuilder::Float64(b), Cell::Float(v)) => b.append_value(*v),
+            (ColumnBuilder::Boolean(b), Cell::Bool(v)) => b.append_value(*v),
+            (ColumnBuilder::Utf8(b), Cell::Str(v)) => b.append_value(v),
+            (builder, _) => builder.append_null(),
         }
-        (ColumnBuilder::Float64(b), JsonValue::Number { start, end, .. }) => {
-            let text = value.number_text(start, end);
-            let v = lexical_core::parse::<f64>(text.as_bytes()).map_err(|_| out_of_range(text))?;
-            b.append_value(v);
-        }
-        (ColumnBuilder::Boolean(b), JsonValue::Bool(v)) => b.append_value(v),
-        (
-            ColumnBuilder::Utf8(b),
-            JsonValue::Str {
-                start,
-                end,
-                escaped,
-            },
-        ) => {
-            b.append_value(value.str_text(start, end, escaped));
-        }
-        (
-            ColumnBuilder::TimestampMs(b),
-            JsonValue::Number {
-                start,
-                end,
-                integer: true,
-            },
-        ) => {
-            let text = value.number_text(start, end);
-            let v = lexical_core::parse::<i64>(text.as_bytes()).map_err(|_| out_of_range(text))?;
-            b.append_value(v);
-        }
-        (
-            ColumnBuilder::TimestampMs(b),
-            JsonValue::Str {
-                start,
-                end,
-                escaped,
-            },
-        ) => {
-            let text = value.str_text(start, end, escaped);
-            let v = parse_datetime_ms(text).ok_or_else(|| {
-                format!(
-                    "column `{}`: `{}` is not {}",
-                    column.name,
-                    excerpt(text.as_bytes()),
-                    ColumnKind::TimestampMs.noun()
-                )
-            })?;
-            b.append_value(v);
-        }
-        _ => return Err(mismatch()),
     }
-    Ok(())
+}
+
+/// The cell of a column of `kind` for the JSON value `v`, or what is wrong with `v`.
+fn cell(kind: ColumnKind, v: &Value) -> Result<Cell, String> {
+    let wrong = || {
+        format!(
+            "expected {}, found {} {}",
+            kind.noun(),
+            json_kind(v),
+            excerpt(v)
+        )
+    };
+    match (kind, v) {
+        (ColumnKind::Int64 | ColumnKind::TimestampMs, Value::Number(n)) => match n.as_i64() {
+            Some(i) => Ok(Cell::Int(i)),
+            None if n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
+                Err(format!("{n} is out of range for {}", kind.noun()))
+            }
+            None => Err(format!(
+                "{n} is not a whole number, as {} must be",
+                kind.noun()
+            )),
+        },
+        (ColumnKind::TimestampMs, Value::String(s)) => parse_datetime_ms(s)
+            .map(Cell::Int)
+            .ok_or_else(|| format!("{} is not an RFC 3339 timestamp", excerpt(v))),
+        (ColumnKind::Float64, Value::Number(n)) => n.as_f64().map(Cell::Float).ok_or_else(wrong),
+        (ColumnKind::Boolean, Value::Bool(b)) => Ok(Cell::Bool(*b)),
+        (ColumnKind::Utf8, Value::String(s)) => Ok(Cell::Str(s.clone())),
+        _ => Err(wrong()),
+    }
+}
+
+/// "an array", "a string", … for messages.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The value as JSON, cut to a readable length.
+fn excerpt(v: &Value) -> String {
+    let text = v.to_string();
+    if text.chars().count() > 40 {
+        let head: String = text.chars().take(37).collect();
+        format!("{head}...")
+    } else {
+        text
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
+    use arrow::array::{Float64Array, Int64Array};
     use arrow::compute::concat_batches;
     use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
     use arrow::record_batch::RecordBatch;
     use arrow::util::pretty::pretty_format_batches;
-
     use proptest::prelude::*;
 
     use super::*;
@@ -414,6 +352,15 @@ mod tests {
         )
     }
 
+    fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
+        batch
+            .column_by_name(name)
+            .expect("schema column")
+            .as_any()
+            .downcast_ref::<T>()
+            .expect("column type")
+    }
+
     const INPUT: &[u8] =
         br#"{"ts": 1700000000000, "sensor": 1, "value": 0.5, "ok": true, "name": "a"}
 {"ts": "2023-11-14T22:13:20.123Z", "sensor": 2, "extra": {"x": [1, 2]}, "name": "b\"\u00e9"}
@@ -430,6 +377,8 @@ mod tests {
 {"sensor": 99999999999999999999}
 {"sensor": null, "value": null, "ok": false, "name": null, "ts": null}
 {"sensor": 7}
+{"sensor": 8} {"sensor": 9}
+{"sensor": 1, "value": 2,}
 nonsense
 "text""#;
 
@@ -443,22 +392,31 @@ nonsense
         assert_eq!(
             got,
             [
-                (3, "column `sensor`: expected an int, found string \"3\""),
-                (6, "column `sensor`: expected an int, found number `4.5`"),
-                (7, "expected a JSON object, found an array"),
-                (9, "invalid JSON at column 14: unexpected end of line"),
-                (10, "column `ts`: `yesterday` is not a timestamp"),
-                (11, "column `ok`: expected a boolean, found number `1`"),
-                (12, "column `name`: expected a string, found number `5`"),
+                (3, "column `sensor`: expected an int, found a string \"3\""),
                 (
-                    13,
-                    "column `sensor`: `99999999999999999999` is out of range for an int"
+                    6,
+                    "column `sensor`: 4.5 is not a whole number, as an int must be"
                 ),
-                (16, "expected a JSON object, found invalid JSON"),
-                (17, "expected a JSON object, found a string"),
+                (7, "expected a JSON object, found an array"),
+                (
+                    9,
+                    "invalid JSON: EOF while parsing a value at line 1 column 13"
+                ),
+                (
+                    10,
+                    "column `ts`: \"yesterday\" is not an RFC 3339 timestamp"
+                ),
+                (11, "column `ok`: expected a boolean, found a number 1"),
+                (12, "column `name`: expected a string, found a number 5"),
+                (13, "column `sensor`: 1e+20 is out of range for an int"),
+                (16, "invalid JSON: trailing characters at line 1 column 15"),
+                (17, "invalid JSON: trailing comma at line 1 column 26"),
+                (18, "invalid JSON: expected ident at line 1 column 2"),
+                (19, "expected a JSON object, found a string"),
             ]
         );
         assert_eq!(rejected[2].record, "[1, 2]");
+        assert!(rejected.iter().all(|r| r.source == "in.jsonl"));
         let expected = "\
 +-------------------------+--------+-------+-------+------+
 | ts                      | sensor | value | ok    | name |
@@ -490,6 +448,40 @@ nonsense
     }
 
     #[test]
+    fn each_bad_line_among_many_good_ones_is_found_and_the_good_ones_keep_their_order() {
+        let last = 3000u64;
+        let bad = [1, 2, 50, 51, 99, 137, 1024, 1025, 2049, last];
+        let input: String = (1..=last)
+            .map(|n| match n {
+                _ if !bad.contains(&n) => format!("{{\"sensor\": {n}}}\n"),
+                137 | 1025 => "{\"sensor\": 1,\n".to_owned(),
+                _ if n % 2 == 0 => format!("{{\"sensor\": {n}, \"ok\": \"yes\"}}\n"),
+                _ => format!("{{\"sensor\": {n}, \"ts\": 1e300}}\n"),
+            })
+            .collect();
+        let (batch, rejected) = run(&mut decoder(), &[input.as_bytes()]);
+        let lines: Vec<u64> = rejected.iter().map(|r| r.line).collect();
+        assert_eq!(lines, bad);
+        assert_eq!(
+            rejected[0].reason,
+            "column `ts`: 1e+300 is out of range for a timestamp"
+        );
+        assert_eq!(
+            rejected[1].reason,
+            "column `ok`: expected a boolean, found a string \"yes\""
+        );
+        let sensors: Vec<i64> = column::<Int64Array>(&batch, "sensor")
+            .iter()
+            .map(|v| v.expect("every good line has a sensor"))
+            .collect();
+        let good: Vec<i64> = (1..=last)
+            .filter(|n| !bad.contains(n))
+            .map(|n| i64::try_from(n).expect("small"))
+            .collect();
+        assert_eq!(sensors, good);
+    }
+
+    #[test]
     fn crlf_endings_and_a_last_line_without_newline_are_handled() {
         let mut d = decoder();
         let out = d
@@ -506,39 +498,158 @@ nonsense
     }
 
     #[test]
+    fn a_bom_at_the_start_of_a_file_is_skipped_and_counted_in_the_offset() {
+        let mut d = decoder();
+        let out = d.decode(b"\xef\xbb").expect("decode");
+        assert_eq!(out.num_rows(), 0);
+        let out = d.decode(b"\xbf{\"sensor\": 1}\n").expect("decode");
+        assert_eq!((out.num_rows(), out.rejected.len()), (1, 0));
+        assert_eq!(d.consumed_offset(), 17);
+    }
+
+    #[test]
     fn floats_are_parsed_exactly_and_accept_integers() {
         let (batch, rejected) = run(
             &mut decoder(),
-            &[b"{\"value\": 0.30000000000000004}\n{\"value\": 5}\n{\"value\": 2.2250738585072014e-308}\n"],
+            &[b"{\"value\": 0.30000000000000004}\n{\"value\": 5}\n{\"value\": 2.2250738585072014e-308}\n{\"value\": 9007199254740993}\n"],
         );
         assert!(rejected.is_empty());
-        let values = batch
-            .column(2)
-            .as_any()
-            .downcast_ref::<arrow::array::Float64Array>()
-            .expect("Float64");
+        let values = column::<Float64Array>(&batch, "value");
         assert_eq!(
             values.values().as_ref(),
-            [0.30000000000000004, 5.0, 2.2250738585072014e-308]
+            [
+                0.30000000000000004,
+                5.0,
+                2.2250738585072014e-308,
+                9007199254740992.0
+            ]
         );
+    }
+
+    #[test]
+    fn timestamps_are_epoch_milliseconds_or_rfc_3339_text() {
+        let (batch, rejected) = run(
+            &mut decoder(),
+            &[br#"{"ts": 1700000000000}
+{"ts": "2023-11-14T22:13:20.001Z"}
+{"ts": "2023-11-14 22:13:20.002"}
+{"ts": -1}
+{"ts": "1700000000000"}
+"#],
+        );
+        let ts: Vec<_> = batch
+            .column_by_name("ts")
+            .expect("ts")
+            .as_any()
+            .downcast_ref::<arrow::array::TimestampMillisecondArray>()
+            .expect("timestamps")
+            .iter()
+            .collect();
+        assert_eq!(
+            ts,
+            [
+                Some(1_700_000_000_000),
+                Some(1_700_000_000_001),
+                Some(1_700_000_000_002),
+                Some(-1)
+            ]
+        );
+        assert_eq!(
+            rejected.len(),
+            1,
+            "a number in a string is not a timestamp: {rejected:?}"
+        );
+        assert_eq!(rejected[0].line, 5);
     }
 
     #[test]
     fn a_null_in_a_non_nullable_column_rejects_the_line() {
-        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, false)]));
-        let mut d = JsonDecoder::new(schema);
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, false),
+            Field::new("b", DataType::Utf8, false),
+        ]));
+        let mut d = JsonDecoder::new(Arc::clone(&schema));
         let out = d
-            .decode(b"{\"a\": 1}\n{}\n{\"a\": null}\n")
+            .decode(b"{\"a\": 1, \"b\": \"x\"}\n{}\n{\"a\": null, \"b\": \"y\"}\n{\"a\": 4, \"b\": \"z\"}\n{\"a\": 5}\n")
             .expect("decode");
-        assert_eq!(out.num_rows(), 1);
-        let lines: Vec<_> = out.rejected.iter().map(|r| r.line).collect();
-        assert_eq!(lines, [2, 3]);
+        let batch = out.batch.expect("two good rows");
+        assert_eq!(batch.schema(), schema);
+        assert_eq!(batch.num_rows(), 2);
+        let got: Vec<_> = out.rejected.iter().map(|r| r.line).collect();
+        assert_eq!(got, [2, 3, 5]);
+        assert_eq!(
+            out.rejected[2].reason,
+            "column `b`: null or missing, but the column is not nullable"
+        );
     }
 
     #[test]
     fn invalid_utf8_rejects_the_line() {
-        let (_, rejected) = run(&mut decoder(), &[b"{\"name\": \"a\xffb\"}\n"]);
-        assert_eq!(rejected[0].reason, "invalid UTF-8 at byte 12");
+        let (_, rejected) = run(
+            &mut decoder(),
+            &[b"{\"name\": \"a\xffb\"}\n{\"sensor\": 1, \"x\": \"\xc3\"}\n\xff\n"],
+        );
+        let got: Vec<_> = rejected
+            .iter()
+            .map(|r| (r.line, r.reason.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, "invalid UTF-8 at byte 12"),
+                (2, "invalid UTF-8 at byte 21"),
+                (3, "invalid UTF-8 at byte 1"),
+            ]
+        );
+        assert_eq!(rejected[0].record, "{\"name\": \"a\u{fffd}b\"}");
+    }
+
+    #[test]
+    fn a_huge_value_is_cut_in_the_reason_but_kept_in_the_record() {
+        let line = format!("{{\"sensor\": [{}1]}}\n", "1, ".repeat(1000));
+        let (_, rejected) = run(&mut decoder(), &[line.as_bytes()]);
+        let reason = &rejected[0].reason;
+        assert!(
+            reason.starts_with("column `sensor`: expected an int, found an array [1,1,1,")
+                && reason.ends_with("...")
+                && reason.len() < 100,
+            "{reason}"
+        );
+        assert_eq!(rejected[0].record.len(), line.len() - 1);
+    }
+
+    #[test]
+    fn deep_nesting_is_rejected_without_overflowing_the_stack() {
+        let nest = |depth: usize| format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        let input = format!(
+            "{{\"sensor\": {}}}\n{{\"x\": {}, \"sensor\": 2}}\n",
+            nest(100_000),
+            nest(100),
+        );
+        let (batch, rejected) = run(&mut decoder(), &[input.as_bytes()]);
+        assert_eq!(rejected.len(), 1);
+        assert_eq!(rejected[0].line, 1);
+        assert!(
+            rejected[0].reason.contains("recursion limit exceeded"),
+            "{}",
+            rejected[0].reason
+        );
+        let sensors: Vec<_> = column::<Int64Array>(&batch, "sensor").iter().collect();
+        assert_eq!(sensors, [Some(2)]);
+    }
+
+    #[test]
+    fn an_unsupported_schema_type_fails_every_call() {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, true)]));
+        let mut d = JsonDecoder::new(schema);
+        assert!(matches!(
+            d.decode(b"{}\n"),
+            Err(CodecError::UnsupportedType { .. })
+        ));
+        assert!(matches!(
+            d.finish_file(),
+            Err(CodecError::UnsupportedType { .. })
+        ));
     }
 
     proptest! {
@@ -559,6 +670,16 @@ nonsense
             }
             chunks.push(&input[start..]);
             prop_assert_eq!(run(&mut decoder(), &chunks), whole);
+        }
+
+        #[test]
+        fn every_non_blank_line_is_either_a_row_or_a_reject(
+            input in r#"([{}\[\]:," \n]|"sensor"|"name"|"ts"|12|-3\.5|true|null){0,40}"#,
+        ) {
+            let (batch, rejected) = run(&mut decoder(), &[input.as_bytes()]);
+            let lines = input.lines().filter(|l| !l.trim().is_empty()).count();
+            prop_assert_eq!(batch.num_rows() + rejected.len(), lines);
+            prop_assert!(rejected.windows(2).all(|w| w[0].line < w[1].line));
         }
     }
 }

@@ -55,7 +55,6 @@ mod encode_cells;
 mod error;
 mod json_decode;
 mod json_encode;
-mod json_scan;
 #[cfg(test)]
 mod roundtrip_tests;
 mod text_value;

@@ -108,8 +108,8 @@ pub(crate) fn bind(
                 message,
             })?;
             let decoder = match format {
-                Format::Csv(o) => Decoder::Csv(CsvDecoder::new(Arc::clone(&out), o)),
-                Format::Json => Decoder::Json(JsonDecoder::new(Arc::clone(&out))),
+                Format::Csv(o) => Decoder::Csv(Box::new(CsvDecoder::new(Arc::clone(&out), o))),
+                Format::Json => Decoder::Json(Box::new(JsonDecoder::new(Arc::clone(&out)))),
             };
             Ok(Box::new(Reader {
                 name: name.clone(),
@@ -125,8 +125,8 @@ pub(crate) fn bind(
 }
 
 enum Decoder {
-    Csv(CsvDecoder),
-    Json(JsonDecoder),
+    Csv(Box<CsvDecoder>),
+    Json(Box<JsonDecoder>),
 }
 
 impl Decoder {
