@@ -497,8 +497,9 @@ fn topological_order(
     }
 }
 
-/// Why `actual` cannot be carried by a stream of type `declared`, if it cannot.
-fn schema_mismatch(declared: &Schema, actual: &Schema) -> Option<String> {
+/// Why `actual` cannot be carried by a stream of type `declared`, if it cannot: column names
+/// and language types (int, double, …) must match in order.
+pub fn schema_mismatch(declared: &Schema, actual: &Schema) -> Option<String> {
     if declared.fields().len() != actual.fields().len() {
         return Some(format!(
             "{} columns declared, {} produced",
@@ -530,8 +531,8 @@ fn schema_mismatch(declared: &Schema, actual: &Schema) -> Option<String> {
     None
 }
 
-/// `(ts timestamp, sensor int)`.
-pub(crate) fn describe_schema(s: &Schema) -> String {
+/// A schema as the language writes it: `(ts timestamp, sensor int)`.
+pub fn describe_schema(s: &Schema) -> String {
     let cols: Vec<String> = s
         .fields()
         .iter()

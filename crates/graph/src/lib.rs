@@ -18,7 +18,7 @@ mod physical;
 mod suggest;
 
 pub use catalog::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSpec};
-pub use check::{check, schema_of_type};
+pub use check::{check, describe_schema, schema_mismatch, schema_of_type};
 pub use explain::{explain_dot, explain_text};
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
 pub use physical::{ChannelPlan, PhysicalPlan, TaskPlan};

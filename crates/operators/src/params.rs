@@ -66,6 +66,20 @@ impl<'a> Params<'a> {
             .unwrap_or(default)
     }
 
+    /// The CSV `delimiter` param (default `,`): one ASCII character.
+    pub fn delimiter(&self) -> Result<u8, Diagnostics> {
+        let delim = self.str_or("delimiter", ",");
+        match delim.as_bytes() {
+            [b] if b.is_ascii() => Ok(*b),
+            _ => Err(self
+                .error(
+                    "delimiter",
+                    format!("the delimiter must be one ASCII character, found \"{delim}\""),
+                )
+                .into()),
+        }
+    }
+
     /// An error about param `name` (at its value), or about the operator if it is absent.
     pub fn error(&self, name: &str, message: impl std::fmt::Display) -> Diagnostic {
         let pos = self

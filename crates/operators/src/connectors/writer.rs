@@ -83,18 +83,7 @@ pub(crate) fn bind(
     let format = match p.str_or("format", "csv").as_str() {
         "jsonl" | "json" => Format::Json,
         _ => {
-            let delim = p.str_or("delimiter", ",");
-            let delimiter = match delim.as_bytes() {
-                [b] if b.is_ascii() => *b,
-                _ => {
-                    return Err(p
-                        .error(
-                            "delimiter",
-                            format!("the delimiter must be one ASCII character, found \"{delim}\""),
-                        )
-                        .into())
-                }
-            };
+            let delimiter = p.delimiter()?;
             Format::Csv {
                 delimiter,
                 header: p.bool_or("header", true),

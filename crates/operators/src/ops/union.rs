@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use anduin_graph::{Arity, Binding, OperatorSignature};
+use anduin_graph::{describe_schema, schema_mismatch, Arity, Binding, OperatorSignature};
 use anduin_spec::OperatorDef;
-use anduin_types::{ColumnType, Diagnostic, Diagnostics};
-use arrow::datatypes::{Schema, SchemaRef};
+use anduin_types::{Diagnostic, Diagnostics};
+use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Bound;
@@ -27,14 +27,14 @@ pub(crate) fn bind(
     let (first_name, first) = inputs.first().expect("arity checked: at least two inputs");
     let mut diags = Diagnostics::default();
     for (i, (name, schema)) in inputs.iter().enumerate().skip(1) {
-        if !same_columns(first, schema) {
+        if let Some(problem) = schema_mismatch(first, schema) {
             diags.push(Diagnostic::error(
                 op.inputs.get(i).map(|t| t.pos()).unwrap_or(op.pos),
                 format!(
-                    "input \"{name}\" of union \"{}\" has columns {} but input \"{first_name}\" has {}: all inputs of a union need the same columns",
+                    "input \"{name}\" of union \"{}\" has columns {} but input \"{first_name}\" has {} ({problem}): all inputs of a union need the same columns",
                     op.name,
-                    columns(schema),
-                    columns(first)
+                    describe_schema(schema),
+                    describe_schema(first)
                 ),
             ));
         }
@@ -55,31 +55,6 @@ pub(crate) fn bind(
         outputs: vec![out_schema],
         warnings: Diagnostics::default(),
     })
-}
-
-fn same_columns(a: &Schema, b: &Schema) -> bool {
-    a.fields().len() == b.fields().len()
-        && a.fields().iter().zip(b.fields()).all(|(x, y)| {
-            x.name() == y.name()
-                && ColumnType::from_arrow(x.data_type()) == ColumnType::from_arrow(y.data_type())
-        })
-}
-
-fn columns(s: &Schema) -> String {
-    let names: Vec<String> = s
-        .fields()
-        .iter()
-        .map(|f| {
-            format!(
-                "{} {}",
-                f.name(),
-                ColumnType::from_arrow(f.data_type())
-                    .map(|t| t.name().to_string())
-                    .unwrap_or_else(|| f.data_type().to_string())
-            )
-        })
-        .collect();
-    format!("({})", names.join(", "))
 }
 
 /// A running union: batches pass through, relabelled with the union's schema.
