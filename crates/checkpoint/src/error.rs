@@ -1,0 +1,48 @@
+//! Errors of checkpoint storage.
+
+use std::path::PathBuf;
+
+use anduin_types::Epoch;
+
+/// A checkpoint could not be written or read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckpointError {
+    /// A file operation failed (disk full, permissions, …).
+    #[error("checkpoint I/O on {path}: {cause}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        cause: std::io::Error,
+    },
+    /// A manifest is not valid JSON of the expected form.
+    #[error("checkpoint {epoch}: manifest {path} is malformed: {message}")]
+    BadManifest {
+        /// The checkpoint.
+        epoch: u64,
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A checkpoint file is missing, truncated or corrupt.
+    #[error("checkpoint {}: file {file}: {problem}", epoch.0)]
+    BadFile {
+        /// The checkpoint.
+        epoch: Epoch,
+        /// The file, relative to the checkpoint directory.
+        file: String,
+        /// What is wrong (missing, size, checksum).
+        problem: String,
+    },
+}
+
+impl CheckpointError {
+    pub(crate) fn io(path: impl Into<PathBuf>, cause: std::io::Error) -> Self {
+        CheckpointError::Io {
+            path: path.into(),
+            cause,
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Checkpoint storage and the decisions around it, in the HDFS manner: one directory per
+//! checkpoint, every file written under a temporary name, fsynced, checksummed and renamed,
+//! and a manifest written last, whose presence is what makes a checkpoint complete.
+//!
+//! The decisions (which checkpoint is complete, what may be deleted, which one to restore,
+//! whether a changed query may restore at all) are pure functions of facts, in [`decide`] and
+//! [`plan`], tested without any I/O. The I/O (writing files, reading and validating
+//! manifests, listing a directory) is a thin shell around them.
+//!
+//! This crate does not know what is in a snapshot file (that is `anduin-state`'s format or an
+//! operator's own), nor when a checkpoint is taken (the runtime's coordinator).
+
+pub mod decide;
+mod error;
+mod files;
+mod layout;
+mod manifest;
+pub mod plan;
+mod store;
+
+pub use error::CheckpointError;
+pub use files::{write_file_atomically, CrcWriter, PendingFile};
+pub use layout::CheckpointDir;
+pub use manifest::{FileEntry, Manifest, OperatorState, MANIFEST_FORMAT};
+pub use store::{CheckpointListing, CheckpointStatus, Store, Validated};

@@ -1,0 +1,77 @@
+//! The manifest: what a complete checkpoint holds. Written last; its presence (and validity)
+//! is what makes a checkpoint complete.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::PlanFingerprint;
+
+/// The manifest format this build writes and reads.
+pub const MANIFEST_FORMAT: u32 = 1;
+
+/// One file of a checkpoint directory, as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Name inside the checkpoint's directory.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// CRC32 of the whole file.
+    pub crc32: u32,
+}
+
+/// A state file an operator needs to restore: which checkpoint holds it, and its name there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateFileRef {
+    /// The checkpoint (epoch) whose directory holds the file.
+    pub epoch: u64,
+    /// The file's name in that directory.
+    pub file: String,
+}
+
+/// What one operator instance needs to resume.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OperatorState {
+    /// Small state kept in the manifest itself: a source's position, a sink's pending parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<serde_json::Value>,
+    /// State files to restore, oldest first: a full snapshot, then the changelogs after it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<StateFileRef>,
+}
+
+/// A complete checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`MANIFEST_FORMAT`].
+    pub format: u32,
+    /// The checkpoint's epoch.
+    pub epoch: u64,
+    /// When the checkpoint completed, in milliseconds since the Unix epoch.
+    pub created_unix_ms: u64,
+    /// Whether every source had ended: the query had nothing left to do.
+    #[serde(default)]
+    pub finished: bool,
+    /// The query the checkpoint was taken of.
+    pub plan: PlanFingerprint,
+    /// Every file in this checkpoint's directory besides the manifest.
+    pub files: Vec<FileEntry>,
+    /// Per operator (by name): what it needs to resume.
+    pub operators: BTreeMap<String, OperatorState>,
+}
+
+impl Manifest {
+    /// The epochs of other checkpoints whose files this one needs (changelog chains).
+    pub fn depends_on(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .operators
+            .values()
+            .flat_map(|o| o.files.iter().map(|f| f.epoch))
+            .filter(|e| *e != self.epoch)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}

@@ -1,0 +1,221 @@
+//! Whether a query may restore a checkpoint taken of another version of it.
+//!
+//! A checkpoint records a fingerprint of its query: per operator, its type, its params, the
+//! columns of its inputs and outputs, and whether it keeps state (sources keep positions,
+//! sinks keep pending output). A changed query may restore when every operator with state is
+//! still there, of the same type, with the same params and columns; stateless operators may
+//! change, appear or disappear.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What a checkpoint remembers of one operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorFingerprint {
+    /// The operator's name.
+    pub name: String,
+    /// Its type.
+    pub kind: String,
+    /// Whether it has state in checkpoints (a position, pending output, keyed state).
+    pub stateful: bool,
+    /// Its params as text.
+    pub params: BTreeMap<String, String>,
+    /// Its inputs' columns, e.g. `(ts timestamp, value int)`.
+    pub inputs: Vec<String>,
+    /// Its outputs' columns.
+    pub outputs: Vec<String>,
+}
+
+/// What a checkpoint remembers of its query.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanFingerprint {
+    /// Every operator, in the query's order.
+    pub operators: Vec<OperatorFingerprint>,
+}
+
+/// The verdict of [`compare`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Compatibility {
+    /// The same query.
+    Identical,
+    /// Changed only where no state is affected; each change described.
+    Compatible {
+        /// What changed, one sentence each.
+        changes: Vec<String>,
+    },
+    /// The checkpoint cannot be restored into this query.
+    Incompatible {
+        /// The operator at fault.
+        operator: String,
+        /// What changed.
+        what: String,
+    },
+}
+
+/// Compares the query of a checkpoint (`old`) with the query about to run (`new`).
+pub fn compare(old: &PlanFingerprint, new: &PlanFingerprint) -> Compatibility {
+    if old == new {
+        return Compatibility::Identical;
+    }
+    let old_ops: BTreeMap<&str, &OperatorFingerprint> =
+        old.operators.iter().map(|o| (o.name.as_str(), o)).collect();
+    let new_ops: BTreeMap<&str, &OperatorFingerprint> =
+        new.operators.iter().map(|o| (o.name.as_str(), o)).collect();
+    let mut changes = Vec::new();
+    for (name, o) in &old_ops {
+        match new_ops.get(name) {
+            None if o.stateful => {
+                return Compatibility::Incompatible {
+                    operator: name.to_string(),
+                    what: format!(
+                        "it has state in the checkpoint ({}), but the query no longer has it",
+                        o.kind
+                    ),
+                }
+            }
+            None => changes.push(format!("operator \"{name}\" was removed")),
+            Some(n) => {
+                if let Some(what) = difference(o, n) {
+                    if o.stateful || n.stateful {
+                        return Compatibility::Incompatible {
+                            operator: name.to_string(),
+                            what,
+                        };
+                    }
+                    changes.push(format!("operator \"{name}\": {what}"));
+                }
+            }
+        }
+    }
+    for (name, n) in &new_ops {
+        if !old_ops.contains_key(name) {
+            if n.stateful {
+                return Compatibility::Incompatible {
+                    operator: name.to_string(),
+                    what: format!(
+                        "it is new ({}) and has state, which the checkpoint does not have",
+                        n.kind
+                    ),
+                };
+            }
+            changes.push(format!("operator \"{name}\" was added"));
+        }
+    }
+    Compatibility::Compatible { changes }
+}
+
+/// How `new` differs from `old`, in one sentence, if it does.
+fn difference(old: &OperatorFingerprint, new: &OperatorFingerprint) -> Option<String> {
+    if old.kind != new.kind {
+        return Some(format!(
+            "its type changed from {} to {}",
+            old.kind, new.kind
+        ));
+    }
+    for (k, v) in &old.params {
+        match new.params.get(k) {
+            None => return Some(format!("param `{k}` was removed (it was \"{v}\")")),
+            Some(nv) if nv != v => {
+                return Some(format!("param `{k}` changed from \"{v}\" to \"{nv}\""))
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(k) = new.params.keys().find(|k| !old.params.contains_key(*k)) {
+        return Some(format!("param `{k}` was added"));
+    }
+    if old.inputs != new.inputs {
+        return Some(format!(
+            "its input columns changed from {} to {}",
+            old.inputs.join(" + "),
+            new.inputs.join(" + ")
+        ));
+    }
+    if old.outputs != new.outputs {
+        return Some(format!(
+            "its output columns changed from {} to {}",
+            old.outputs.join(" + "),
+            new.outputs.join(" + ")
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(name: &str, kind: &str, stateful: bool, params: &[(&str, &str)]) -> OperatorFingerprint {
+        OperatorFingerprint {
+            name: name.into(),
+            kind: kind.into(),
+            stateful,
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            inputs: vec![],
+            outputs: vec!["(value int)".into()],
+        }
+    }
+
+    fn plan(ops: Vec<OperatorFingerprint>) -> PlanFingerprint {
+        PlanFingerprint { operators: ops }
+    }
+
+    #[test]
+    fn the_same_query_is_identical() {
+        let p = plan(vec![op("src", "reader", true, &[("path", "a.csv")])]);
+        assert_eq!(compare(&p, &p.clone()), Compatibility::Identical);
+    }
+
+    #[test]
+    fn a_changed_stateless_operator_is_compatible_and_described() {
+        let old = plan(vec![
+            op("src", "reader", true, &[("path", "a.csv")]),
+            op("low", "filter", false, &[("condition", "value < 42")]),
+        ]);
+        let new = plan(vec![
+            op("src", "reader", true, &[("path", "a.csv")]),
+            op("low", "filter", false, &[("condition", "value < 40")]),
+            op("more", "map", false, &[]),
+        ]);
+        assert_eq!(
+            compare(&old, &new),
+            Compatibility::Compatible {
+                changes: vec![
+                    "operator \"low\": param `condition` changed from \"value < 42\" to \"value < 40\"".into(),
+                    "operator \"more\" was added".into()
+                ]
+            }
+        );
+    }
+
+    #[test]
+    fn a_changed_or_missing_stateful_operator_is_incompatible_and_named() {
+        let old = plan(vec![op("src", "reader", true, &[("path", "a.csv")])]);
+        let moved = plan(vec![op("src", "reader", true, &[("path", "b.csv")])]);
+        assert_eq!(
+            compare(&old, &moved),
+            Compatibility::Incompatible {
+                operator: "src".into(),
+                what: "param `path` changed from \"a.csv\" to \"b.csv\"".into()
+            }
+        );
+        let gone = plan(vec![op("other", "generator", true, &[])]);
+        assert!(matches!(
+            compare(&old, &gone),
+            Compatibility::Incompatible { operator, .. } if operator == "src"
+        ));
+        let retyped = plan(vec![op("src", "generator", true, &[("path", "a.csv")])]);
+        assert_eq!(
+            compare(&old, &retyped),
+            Compatibility::Incompatible {
+                operator: "src".into(),
+                what: "its type changed from reader to generator".into()
+            }
+        );
+    }
+}

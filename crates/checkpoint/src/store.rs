@@ -1,0 +1,457 @@
+//! The checkpoint directory as a store: begin a checkpoint, write its manifest, list, validate,
+//! delete. The I/O shell around [`crate::decide`].
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use anduin_types::Epoch;
+
+use crate::decide::{choose_restore, to_delete, CheckpointFacts, RestoreDecision};
+use crate::error::CheckpointError;
+use crate::files::write_file_atomically;
+use crate::layout::{CheckpointDir, MANIFEST_NAME};
+use crate::manifest::{Manifest, MANIFEST_FORMAT};
+
+/// The checkpoints of one query, in one directory.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: CheckpointDir,
+}
+
+/// A checkpoint's state as `anduin checkpoints list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckpointStatus {
+    /// The manifest is there and every file checks out.
+    Complete,
+    /// No manifest: in progress, abandoned, or failed.
+    Incomplete,
+    /// A manifest, but something is wrong: why.
+    Corrupt(String),
+}
+
+/// One line of a listing.
+#[derive(Debug, Clone)]
+pub struct CheckpointListing {
+    /// The epoch.
+    pub epoch: Epoch,
+    /// Complete, incomplete or corrupt.
+    pub status: CheckpointStatus,
+    /// Bytes of all its files.
+    pub size: u64,
+    /// When its directory was last modified.
+    pub modified: Option<SystemTime>,
+    /// Whether the query had finished at this checkpoint.
+    pub finished: bool,
+}
+
+/// A checkpoint that passed validation, with its manifest.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    /// The manifest.
+    pub manifest: Manifest,
+}
+
+impl Store {
+    /// The store under `root`, created if missing.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self, CheckpointError> {
+        let dir = CheckpointDir::new(root);
+        std::fs::create_dir_all(dir.root()).map_err(|e| CheckpointError::io(dir.root(), e))?;
+        Ok(Self { dir })
+    }
+
+    /// The layout.
+    pub fn dir(&self) -> &CheckpointDir {
+        &self.dir
+    }
+
+    /// Epochs of every checkpoint directory, ascending.
+    pub fn epochs(&self) -> Result<Vec<Epoch>, CheckpointError> {
+        let root = self.dir.root();
+        let mut out = Vec::new();
+        let entries = std::fs::read_dir(root).map_err(|e| CheckpointError::io(root, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| CheckpointError::io(root, e))?;
+            if let Some(epoch) = entry
+                .file_name()
+                .to_str()
+                .and_then(CheckpointDir::parse_epoch_dir)
+            {
+                out.push(epoch);
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Creates the directory of checkpoint `epoch`, empty (leftovers of an earlier attempt at
+    /// the same epoch are removed).
+    pub fn begin(&self, epoch: Epoch) -> Result<PathBuf, CheckpointError> {
+        let d = self.dir.epoch_dir(epoch);
+        if d.exists() {
+            std::fs::remove_dir_all(&d).map_err(|e| CheckpointError::io(&d, e))?;
+        }
+        std::fs::create_dir_all(&d).map_err(|e| CheckpointError::io(&d, e))?;
+        Ok(d)
+    }
+
+    /// Writes the manifest: from now on the checkpoint is complete.
+    pub fn complete(&self, manifest: &Manifest) -> Result<(), CheckpointError> {
+        let bytes =
+            serde_json::to_vec_pretty(manifest).map_err(|e| CheckpointError::BadManifest {
+                epoch: manifest.epoch,
+                path: self.dir.manifest(Epoch(manifest.epoch)),
+                message: e.to_string(),
+            })?;
+        write_file_atomically(&self.dir.manifest(Epoch(manifest.epoch)), &bytes).map(|_| ())
+    }
+
+    /// Reads checkpoint `epoch`'s manifest; `None` if there is none (incomplete).
+    pub fn manifest(&self, epoch: Epoch) -> Result<Option<Manifest>, CheckpointError> {
+        let path = self.dir.manifest(epoch);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(CheckpointError::io(&path, e)),
+        };
+        let m: Manifest =
+            serde_json::from_slice(&bytes).map_err(|e| CheckpointError::BadManifest {
+                epoch: epoch.0,
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        if m.format != MANIFEST_FORMAT || m.epoch != epoch.0 {
+            return Err(CheckpointError::BadManifest {
+                epoch: epoch.0,
+                path,
+                message: format!(
+                    "format {} epoch {} (expected format {MANIFEST_FORMAT} epoch {})",
+                    m.format, m.epoch, epoch.0
+                ),
+            });
+        }
+        Ok(Some(m))
+    }
+
+    /// Checks every file checkpoint `epoch` needs: its own (size and CRC32 as in its
+    /// manifest) and those of the checkpoints its changelog chains start in.
+    pub fn validate(&self, epoch: Epoch) -> Result<Validated, CheckpointError> {
+        let manifest = self
+            .manifest(epoch)?
+            .ok_or_else(|| CheckpointError::BadFile {
+                epoch,
+                file: MANIFEST_NAME.into(),
+                problem: "missing".into(),
+            })?;
+        self.check_files(&manifest)?;
+        for dep in manifest.depends_on() {
+            let dep_manifest =
+                self.manifest(Epoch(dep))?
+                    .ok_or_else(|| CheckpointError::BadFile {
+                        epoch: Epoch(dep),
+                        file: MANIFEST_NAME.into(),
+                        problem: format!("missing, but checkpoint {} needs its files", epoch.0),
+                    })?;
+            let needed: Vec<&str> = manifest
+                .operators
+                .values()
+                .flat_map(|o| o.files.iter())
+                .filter(|f| f.epoch == dep)
+                .map(|f| f.file.as_str())
+                .collect();
+            for name in needed {
+                let entry = dep_manifest
+                    .files
+                    .iter()
+                    .find(|f| f.name == name)
+                    .ok_or_else(|| CheckpointError::BadFile {
+                        epoch: Epoch(dep),
+                        file: name.to_string(),
+                        problem: "not listed in its manifest".into(),
+                    })?;
+                self.check_file(Epoch(dep), &entry.name, entry.size, entry.crc32)?;
+            }
+        }
+        Ok(Validated { manifest })
+    }
+
+    fn check_files(&self, m: &Manifest) -> Result<(), CheckpointError> {
+        for f in &m.files {
+            self.check_file(Epoch(m.epoch), &f.name, f.size, f.crc32)?;
+        }
+        Ok(())
+    }
+
+    fn check_file(
+        &self,
+        epoch: Epoch,
+        name: &str,
+        size: u64,
+        crc32: u32,
+    ) -> Result<(), CheckpointError> {
+        let path = self.dir.file(epoch, name);
+        let bad = |problem: String| CheckpointError::BadFile {
+            epoch,
+            file: name.to_string(),
+            problem,
+        };
+        let mut file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(bad("missing".into()))
+            }
+            Err(e) => return Err(CheckpointError::io(&path, e)),
+        };
+        let mut hasher = crc32fast::Hasher::new();
+        let mut len = 0u64;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = file
+                .read(&mut buf)
+                .map_err(|e| CheckpointError::io(&path, e))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            len += n as u64;
+        }
+        if len != size {
+            return Err(bad(format!(
+                "{len} bytes, the manifest says {size} (truncated?)"
+            )));
+        }
+        let actual = hasher.finalize();
+        if actual != crc32 {
+            return Err(bad(format!(
+                "checksum mismatch (crc32 {actual:08x}, the manifest says {crc32:08x})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Every checkpoint, ascending, with its status, size and age.
+    pub fn list(&self) -> Result<Vec<CheckpointListing>, CheckpointError> {
+        let mut out = Vec::new();
+        for epoch in self.epochs()? {
+            let d = self.dir.epoch_dir(epoch);
+            let (status, finished) = match self.validate(epoch) {
+                Ok(v) => (CheckpointStatus::Complete, v.manifest.finished),
+                Err(CheckpointError::BadFile { file, problem, .. })
+                    if file == MANIFEST_NAME
+                        && problem == "missing"
+                        && epoch_manifest_absent(&self.dir, epoch) =>
+                {
+                    (CheckpointStatus::Incomplete, false)
+                }
+                Err(e) => (CheckpointStatus::Corrupt(e.to_string()), false),
+            };
+            let mut size = 0;
+            if let Ok(entries) = std::fs::read_dir(&d) {
+                for e in entries.flatten() {
+                    size += e.metadata().map(|m| m.len()).unwrap_or(0);
+                }
+            }
+            let modified = std::fs::metadata(&d).and_then(|m| m.modified()).ok();
+            out.push(CheckpointListing {
+                epoch,
+                status,
+                size,
+                modified,
+                finished,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Decides which checkpoint to restore, validating the complete ones from the newest.
+    pub fn choose_restore(&self) -> Result<(RestoreDecision, Option<Validated>), CheckpointError> {
+        let mut candidates = Vec::new();
+        let mut chosen = None;
+        for epoch in self.epochs()?.into_iter().rev() {
+            if epoch_manifest_absent(&self.dir, epoch) {
+                continue;
+            }
+            match self.validate(epoch) {
+                Ok(v) => {
+                    candidates.push((epoch, Ok(())));
+                    chosen = Some(v);
+                    break;
+                }
+                Err(e) => candidates.push((epoch, Err(e.to_string()))),
+            }
+        }
+        Ok((choose_restore(&candidates), chosen))
+    }
+
+    /// Deletes checkpoint `epoch`'s directory.
+    pub fn delete(&self, epoch: Epoch) -> Result<(), CheckpointError> {
+        let d = self.dir.epoch_dir(epoch);
+        match std::fs::remove_dir_all(&d) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(CheckpointError::io(&d, e)),
+        }
+    }
+
+    /// Applies retention: deletes what [`to_delete`] allows, keeping the newest `keep`
+    /// complete checkpoints. Returns the deleted epochs.
+    pub fn retain(&self, keep: usize) -> Result<Vec<Epoch>, CheckpointError> {
+        let mut facts = Vec::new();
+        for epoch in self.epochs()? {
+            let manifest = self.manifest(epoch).ok().flatten();
+            facts.push(CheckpointFacts {
+                epoch,
+                complete: manifest.is_some(),
+                depends_on: manifest
+                    .map(|m| m.depends_on().into_iter().map(Epoch).collect())
+                    .unwrap_or_default(),
+            });
+        }
+        let doomed = to_delete(&facts, keep);
+        for e in &doomed {
+            self.delete(*e)?;
+        }
+        Ok(doomed)
+    }
+
+    /// Deletes every checkpoint (to start over).
+    pub fn clear(&self) -> Result<(), CheckpointError> {
+        for e in self.epochs()? {
+            self.delete(e)?;
+        }
+        Ok(())
+    }
+}
+
+fn epoch_manifest_absent(dir: &CheckpointDir, epoch: Epoch) -> bool {
+    !dir.manifest(epoch).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::manifest::{FileEntry, OperatorState, StateFileRef};
+    use crate::plan::PlanFingerprint;
+
+    fn complete(store: &Store, epoch: u64, files: &[(&str, &[u8])], chain: &[(u64, &str)]) {
+        store.begin(Epoch(epoch)).expect("begins");
+        let mut entries: Vec<FileEntry> = Vec::new();
+        for (name, bytes) in files {
+            entries.push(
+                write_file_atomically(&store.dir().file(Epoch(epoch), name), bytes)
+                    .expect("writes"),
+            );
+        }
+        let mut operators = BTreeMap::new();
+        operators.insert(
+            "op".to_string(),
+            OperatorState {
+                inline: Some(serde_json::json!({"offset": epoch * 10})),
+                files: chain
+                    .iter()
+                    .map(|(e, f)| StateFileRef {
+                        epoch: *e,
+                        file: f.to_string(),
+                    })
+                    .collect(),
+            },
+        );
+        store
+            .complete(&Manifest {
+                format: MANIFEST_FORMAT,
+                epoch,
+                created_unix_ms: 0,
+                finished: false,
+                plan: PlanFingerprint::default(),
+                files: entries,
+                operators,
+            })
+            .expect("completes");
+    }
+
+    #[test]
+    fn a_flipped_byte_a_truncation_or_a_missing_base_makes_restore_fall_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("opens");
+        complete(&store, 1, &[("op.full", b"full state")], &[(1, "op.full")]);
+        complete(
+            &store,
+            2,
+            &[("op.changes", b"delta")],
+            &[(1, "op.full"), (2, "op.changes")],
+        );
+        complete(&store, 3, &[("op.full", b"full again")], &[(3, "op.full")]);
+        store.begin(Epoch(4)).expect("an incomplete one");
+
+        let (d, v) = store.choose_restore().expect("lists");
+        assert_eq!(
+            d,
+            RestoreDecision::Restore {
+                epoch: Epoch(3),
+                skipped: vec![]
+            }
+        );
+        assert_eq!(
+            v.expect("validated").manifest.operators["op"].inline,
+            Some(serde_json::json!({"offset": 30}))
+        );
+
+        // Flip a byte in checkpoint 3: restore falls back to 2 (which needs 1's file).
+        let p = store.dir().file(Epoch(3), "op.full");
+        let mut bytes = std::fs::read(&p).expect("reads");
+        bytes[0] ^= 1;
+        std::fs::write(&p, bytes).expect("writes");
+        let (d, _) = store.choose_restore().expect("lists");
+        let RestoreDecision::Restore { epoch, skipped } = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(epoch, Epoch(2));
+        assert!(skipped[0].1.contains("checksum mismatch"), "{skipped:?}");
+
+        // Truncate the base that 2 needs: 2 is unusable too, and so is 1.
+        std::fs::write(store.dir().file(Epoch(1), "op.full"), b"full").expect("truncates");
+        let (d, _) = store.choose_restore().expect("lists");
+        let RestoreDecision::NothingUsable { problems } = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(problems.len(), 3);
+        assert!(problems[1].1.contains("truncated"), "{problems:?}");
+    }
+
+    #[test]
+    fn a_deleted_manifest_makes_a_checkpoint_incomplete() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("opens");
+        complete(&store, 1, &[("a", b"1")], &[]);
+        complete(&store, 2, &[("a", b"2")], &[]);
+        std::fs::remove_file(store.dir().manifest(Epoch(2))).expect("removes");
+        let listing = store.list().expect("lists");
+        assert_eq!(listing[0].status, CheckpointStatus::Complete);
+        assert_eq!(listing[1].status, CheckpointStatus::Incomplete);
+        let (d, _) = store.choose_restore().expect("lists");
+        assert_eq!(
+            d,
+            RestoreDecision::Restore {
+                epoch: Epoch(1),
+                skipped: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn retention_deletes_old_checkpoints_but_not_a_base_still_needed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("opens");
+        complete(&store, 1, &[("f", b"1")], &[(1, "f")]);
+        complete(&store, 2, &[("c", b"2")], &[(1, "f"), (2, "c")]);
+        complete(&store, 3, &[("c", b"3")], &[(1, "f"), (2, "c"), (3, "c")]);
+        complete(&store, 4, &[("f", b"4")], &[(4, "f")]);
+        assert_eq!(
+            store.retain(1).expect("retains"),
+            vec![Epoch(1), Epoch(2), Epoch(3)]
+        );
+        assert_eq!(store.epochs().expect("lists"), vec![Epoch(4)]);
+    }
+}
