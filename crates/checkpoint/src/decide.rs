@@ -4,17 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anduin_types::Epoch;
-
-/// Whether a snapshot holds all of an operator's state or only what changed since the last.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SnapshotKind {
-    /// Everything: restorable on its own (the fsimage).
-    Full,
-    /// The changes since the previous checkpoint (the edit log): restorable on top of the
-    /// chain that precedes it.
-    Changes,
-}
+use anduin_types::{Epoch, SnapshotKind};
 
 /// Which kind of snapshot checkpoint number `n` (counted from 0 in this run, or since the
 /// restored checkpoint) takes: a full one every `full_every` checkpoints and as the first of a

@@ -19,7 +19,7 @@ pub mod plan;
 mod store;
 
 pub use error::CheckpointError;
-pub use files::{write_file_atomically, CrcWriter, PendingFile};
+pub use files::{write_file_atomically, CrcWriter, FinishedFile, PendingFile};
 pub use layout::CheckpointDir;
-pub use manifest::{FileEntry, Manifest, OperatorState, MANIFEST_FORMAT};
+pub use manifest::{FileEntry, Manifest, OperatorState, StateFileRef, MANIFEST_FORMAT};
 pub use store::{CheckpointListing, CheckpointStatus, Store, Validated};

@@ -13,6 +13,9 @@ use crate::files::write_file_atomically;
 use crate::layout::{CheckpointDir, MANIFEST_NAME};
 use crate::manifest::{Manifest, MANIFEST_FORMAT};
 
+/// The start of a manifest's last line, which holds the CRC32 of the lines before it.
+const CRC_PREFIX: &str = "crc32 ";
+
 /// The checkpoints of one query, in one directory.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -97,12 +100,15 @@ impl Store {
 
     /// Writes the manifest: from now on the checkpoint is complete.
     pub fn complete(&self, manifest: &Manifest) -> Result<(), CheckpointError> {
-        let bytes =
+        let mut bytes =
             serde_json::to_vec_pretty(manifest).map_err(|e| CheckpointError::BadManifest {
                 epoch: manifest.epoch,
                 path: self.dir.manifest(Epoch(manifest.epoch)),
                 message: e.to_string(),
             })?;
+        // The manifest checks itself: its last line is the CRC32 of everything before it.
+        let crc = crc32fast::hash(&bytes);
+        bytes.extend_from_slice(format!("\n{CRC_PREFIX}{crc:08x}\n").as_bytes());
         write_file_atomically(&self.dir.manifest(Epoch(manifest.epoch)), &bytes).map(|_| ())
     }
 
@@ -114,12 +120,27 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(CheckpointError::io(&path, e)),
         };
-        let m: Manifest =
-            serde_json::from_slice(&bytes).map_err(|e| CheckpointError::BadManifest {
-                epoch: epoch.0,
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
+        let bad = |message: String| CheckpointError::BadManifest {
+            epoch: epoch.0,
+            path: path.clone(),
+            message,
+        };
+        let text = std::str::from_utf8(&bytes).map_err(|_| bad("not UTF-8".into()))?;
+        let (json, crc_line) = text
+            .trim_end_matches('\n')
+            .rsplit_once('\n')
+            .ok_or_else(|| bad("truncated: no checksum line".into()))?;
+        let expected = crc_line
+            .strip_prefix(CRC_PREFIX)
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .ok_or_else(|| bad("truncated: no checksum line".into()))?;
+        let actual = crc32fast::hash(json.as_bytes());
+        if actual != expected {
+            return Err(bad(format!(
+                "checksum mismatch (crc32 {actual:08x}, its last line says {expected:08x})"
+            )));
+        }
+        let m: Manifest = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
         if m.format != MANIFEST_FORMAT || m.epoch != epoch.0 {
             return Err(CheckpointError::BadManifest {
                 epoch: epoch.0,
@@ -418,6 +439,26 @@ mod tests {
         };
         assert_eq!(problems.len(), 3);
         assert!(problems[1].1.contains("truncated"), "{problems:?}");
+    }
+
+    #[test]
+    fn a_flipped_byte_in_a_manifest_is_detected() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("opens");
+        complete(&store, 1, &[("a", b"1")], &[]);
+        complete(&store, 2, &[("a", b"2")], &[]);
+        let path = store.dir().manifest(Epoch(2));
+        let text = std::fs::read_to_string(&path).expect("reads");
+        // Change a digit inside the JSON: still valid JSON, but not what was written.
+        std::fs::write(&path, text.replacen("\"offset\": 20", "\"offset\": 21", 1))
+            .expect("writes");
+        let err = store.validate(Epoch(2)).expect_err("detected");
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+        let (d, _) = store.choose_restore().expect("lists");
+        let RestoreDecision::Restore { epoch, skipped } = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!((epoch, skipped.len()), (Epoch(1), 1));
     }
 
     #[test]

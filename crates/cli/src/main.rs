@@ -26,6 +26,9 @@ enum Command {
     Check(cmd::check::CheckArgs),
     /// Show a query's logical graph and physical tasks.
     Explain(cmd::explain::ExplainArgs),
+    /// Inspect a checkpoint directory.
+    #[command(subcommand)]
+    Checkpoints(cmd::checkpoints::CheckpointsCommand),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args),
         Command::Check(args) => cmd::check::check(args),
         Command::Explain(args) => cmd::explain::explain(args),
+        Command::Checkpoints(c) => cmd::checkpoints::checkpoints(c),
     };
     match result {
         Ok(code) => code,
@@ -57,5 +61,6 @@ fn init_logging(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }

@@ -76,6 +76,9 @@ pub struct OperatorSignature {
     pub inputs: Arity,
     /// How many output streams it produces.
     pub outputs: Arity,
+    /// Whether it keeps state in checkpoints (a source's position, a sink's pending output,
+    /// keyed state): such an operator cannot change between a checkpoint and its restore.
+    pub stateful: bool,
     /// The params it accepts.
     pub params: &'static [ParamSpec],
 }

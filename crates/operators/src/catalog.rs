@@ -17,6 +17,11 @@ use crate::{Operator, OperatorError, Source};
 pub struct BuildContext {
     /// Where sources send malformed records.
     pub dead_letter: Arc<DeadLetter>,
+    /// Whether the query runs with checkpoints: sinks then write transactionally.
+    pub checkpointing: bool,
+    /// The checkpoint the query resumes from, if it does (sinks clean up what was written
+    /// after it); `None` for a fresh start.
+    pub restore_epoch: Option<anduin_types::Epoch>,
 }
 
 /// Makes an instance of an operator.

@@ -37,6 +37,8 @@ pub struct DeadLetter {
     target: DeadLetterTarget,
     writer: Mutex<Option<BufWriter<File>>>,
     count: AtomicU64,
+    /// Append to an existing file instead of creating it.
+    append: bool,
 }
 
 impl DeadLetter {
@@ -54,7 +56,20 @@ impl DeadLetter {
             target,
             writer: Mutex::new(None),
             count: AtomicU64::new(0),
+            append: false,
         })
+    }
+
+    /// A dead-letter output for a run that resumes from a checkpoint: rejects are appended to
+    /// what earlier runs wrote. (Records rejected between the checkpoint and a failure are
+    /// read again and reported again: the dead-letter file is at-least-once.)
+    pub fn resume(target: DeadLetterTarget) -> Self {
+        Self {
+            target,
+            writer: Mutex::new(None),
+            count: AtomicU64::new(0),
+            append: true,
+        }
     }
 
     /// Records a rejected record of operator `operator`.
@@ -79,7 +94,13 @@ impl DeadLetter {
                     .lock()
                     .map_err(|_| std::io::Error::other("dead-letter writer poisoned"))?;
                 if guard.is_none() {
-                    *guard = Some(BufWriter::new(File::create(path)?));
+                    let file = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(self.append)
+                        .write(true)
+                        .truncate(!self.append)
+                        .open(path)?;
+                    *guard = Some(BufWriter::new(file));
                 }
                 let w = guard.as_mut().expect("created just above");
                 w.write_all(line.as_bytes())?;

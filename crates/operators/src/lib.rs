@@ -5,6 +5,7 @@
 //! or run them (that is `anduin-runtime`), and it does not parse queries (`anduin-spec`).
 
 pub mod catalog;
+mod checkpointing;
 pub mod codec;
 pub mod connectors;
 mod dead_letter;
@@ -17,6 +18,7 @@ mod source;
 pub use catalog::{
     Bound, BuildContext, BuiltinCatalog, OperatorFactory, SourceFactory, SIGNATURES,
 };
+pub use checkpointing::{RestoreIn, SnapshotOut};
 pub use dead_letter::{DeadLetter, DeadLetterTarget, RejectedRecord};
 pub use error::{ControlError, OperatorError};
 pub use operator::{Collector, Operator};

@@ -3,6 +3,7 @@
 use anduin_types::{Epoch, Watermark};
 use arrow::record_batch::RecordBatch;
 
+use crate::checkpointing::{RestoreIn, SnapshotOut};
 use crate::error::{ControlError, OperatorError};
 
 /// Where an operator sends its output batches.
@@ -54,19 +55,25 @@ pub trait Operator: Send {
         Ok(Some(watermark))
     }
 
-    /// A checkpoint barrier of `epoch` has arrived on every input: returns the operator's
-    /// state to store, or `None` for a stateless operator (the default).
-    fn snapshot(&mut self, _epoch: Epoch) -> Result<Option<Vec<u8>>, OperatorError> {
-        Ok(None)
+    /// A checkpoint barrier has arrived on every input and everything before it has been
+    /// processed: put the state into `out`. A stateless operator (the default) puts nothing.
+    /// Runs on the data path: serialise, do not wait for I/O (the runtime makes the files
+    /// durable on another thread).
+    fn snapshot(&mut self, _out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        Ok(())
     }
 
-    /// Restores state written by [`Operator::snapshot`]. A stateless operator has none, and
-    /// the default rejects any.
-    fn restore(&mut self, _state: &[u8]) -> Result<(), OperatorError> {
-        Err(OperatorError::Execution {
-            operator: self.name().to_string(),
-            message: "this operator is stateless but a snapshot was given to restore".into(),
-        })
+    /// Resumes from what [`Operator::snapshot`] wrote at the checkpoint being restored. The
+    /// default (stateless) accepts only an empty state.
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        if state.is_empty() {
+            Ok(())
+        } else {
+            Err(OperatorError::Execution {
+                operator: self.name().to_string(),
+                message: "this operator is stateless but the checkpoint holds state for it".into(),
+            })
+        }
     }
 
     /// Checkpoint `epoch` is complete everywhere: a transactional sink commits what it wrote

@@ -4,6 +4,7 @@ use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
 
+use crate::checkpointing::{RestoreIn, SnapshotOut};
 use crate::error::OperatorError;
 
 /// What a poll of a source produced.
@@ -27,4 +28,28 @@ pub trait Source: Send {
 
     /// Produces the next rows, up to about `max_rows`, blocking at most until `deadline`.
     fn poll(&mut self, max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError>;
+
+    /// Whether the source can record a position and resume from it (a file can; stdin
+    /// cannot). Exactly-once recovery needs every source to say yes. The default says no.
+    fn can_resume(&self) -> Result<(), String> {
+        Err("this source cannot resume from a position".into())
+    }
+
+    /// A checkpoint barrier leaves the source: put its position (everything emitted so far)
+    /// into `out`.
+    fn snapshot(&mut self, _out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        Err(OperatorError::Execution {
+            operator: self.name().to_string(),
+            message: "this source cannot be checkpointed".into(),
+        })
+    }
+
+    /// Resumes from the position recorded by [`Source::snapshot`]: the next rows are the
+    /// first rows not emitted before the checkpoint.
+    fn restore(&mut self, _state: RestoreIn) -> Result<(), OperatorError> {
+        Err(OperatorError::Execution {
+            operator: self.name().to_string(),
+            message: "this source cannot resume from a checkpoint".into(),
+        })
+    }
 }

@@ -42,6 +42,8 @@ operator name = "d", type = "discard" {{ input name = "out" }}"#
     };
     let ctx = BuildContext {
         dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr).expect("stderr")),
+        checkpointing: false,
+        restore_epoch: None,
     };
     factory(&ctx).expect("builds")
 }

@@ -3,15 +3,20 @@
 
 use std::sync::Arc;
 
+use std::path::Path;
+
 use anduin_operators::{Collector, Operator, OperatorError};
-use anduin_types::{Message, Watermark};
+use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
 use arrow::record_batch::RecordBatch;
 
 use crate::channel::Outlet;
+use crate::snapshot::{OpSnapshot, Slot};
 use crate::stats::Counters;
 
 /// One operator of a chain with where its outputs go outside the chain.
 pub(crate) struct Link {
+    /// The operator's index in the query (names its snapshot files).
+    pub index: usize,
     pub name: String,
     pub op: Box<dyn Operator>,
     /// `outlets[port]`: channels to other tasks for output `port`.
@@ -64,6 +69,7 @@ impl Chain {
                 op,
                 outlets,
                 counters,
+                ..
             } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
             let mut emit = Emit {
                 outlets,
@@ -90,6 +96,7 @@ impl Chain {
                 op,
                 outlets,
                 counters,
+                ..
             } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
             let mut emit = Emit {
                 outlets,
@@ -104,6 +111,45 @@ impl Chain {
         }
         Ok(())
     }
+}
+
+impl Chain {
+    /// A checkpoint barrier reached the head: each operator in turn snapshots into `dir`
+    /// (appending to `out`), then the barrier leaves through its outlets.
+    pub(crate) fn barrier(
+        &mut self,
+        barrier: &Barrier,
+        dir: &Path,
+        out: &mut Vec<OpSnapshot>,
+    ) -> Result<(), OperatorError> {
+        let full = matches!(barrier.kind, BarrierKind::Checkpoint { full: true });
+        for link in &mut self.links {
+            let mut slot = Slot::new(barrier.epoch, full, dir, link.index, &link.name);
+            link.op.snapshot(&mut slot)?;
+            out.push(slot.finish()?);
+            for o in link.outlets.iter_mut() {
+                send_msg(o, Message::Barrier(barrier.clone()), &link.name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checkpoint `epoch` is complete: sinks commit.
+    pub(crate) fn commit(&mut self, epoch: Epoch) -> Result<(), OperatorError> {
+        for link in &mut self.links {
+            link.op.handle_commit(epoch)?;
+        }
+        Ok(())
+    }
+}
+
+/// Sends `msg` on every outlet of a source (they are outside any chain link).
+pub(crate) fn send_to_outlets(
+    outlets: &mut [Outlet],
+    msg: Message,
+    name: &str,
+) -> Result<(), OperatorError> {
+    send_msg(outlets, msg, name)
 }
 
 /// Ends the outlets of a source (they are outside any chain link).
@@ -121,6 +167,7 @@ fn push_at(links: &mut [Link], input: usize, batch: RecordBatch) -> Result<(), O
         op,
         outlets,
         counters,
+        ..
     } = link;
     let mut emit = Emit {
         outlets,

@@ -1,8 +1,41 @@
 //! How a query runs.
 
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
+
+use anduin_checkpoint::Validated;
+
+use crate::faults::Faults;
+
+/// How a query takes checkpoints.
+#[derive(Debug, Clone)]
+pub struct CheckpointSettings {
+    /// The checkpoint directory.
+    pub dir: PathBuf,
+    /// Take a checkpoint this often.
+    pub interval: Option<Duration>,
+    /// Take a checkpoint when a source has emitted this many rows since the last one.
+    pub every_rows: Option<u64>,
+    /// Keep this many complete checkpoints.
+    pub keep: usize,
+    /// A full snapshot every this many checkpoints; changelogs in between.
+    pub full_every: u64,
+    /// Warn when the last complete checkpoint is older than this.
+    pub warn_after: Duration,
+}
+
+/// Checkpointing of one run: the settings, and the checkpoint to resume from.
+#[derive(Debug, Clone)]
+pub struct Checkpointing {
+    /// How checkpoints are taken.
+    pub settings: CheckpointSettings,
+    /// The checkpoint to restore, already validated; `None` to start from the beginning.
+    pub restore: Option<Validated>,
+    /// Faults to inject (tests only).
+    pub faults: Faults,
+}
 
 /// Settings of one run.
 #[derive(Debug, Clone)]
@@ -18,6 +51,8 @@ pub struct RunConfig {
     /// Set to stop the query cleanly: sources stop reading, everything in flight is
     /// processed and flushed.
     pub stop: Arc<AtomicBool>,
+    /// Checkpoints, if the query takes them.
+    pub checkpointing: Option<Checkpointing>,
 }
 
 impl Default for RunConfig {
@@ -28,6 +63,7 @@ impl Default for RunConfig {
             channel_capacity: 16,
             chaining: true,
             stop: Arc::new(AtomicBool::new(false)),
+            checkpointing: None,
         }
     }
 }

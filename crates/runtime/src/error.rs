@@ -25,6 +25,35 @@ pub enum RuntimeError {
         /// The panic message.
         message: String,
     },
+    /// The checkpoint to restore was taken of a query that differs where state is kept.
+    #[error("cannot restore checkpoint {epoch}: operator \"{operator}\": {what}; run the query as it was, or start over with --from-scratch")]
+    IncompatibleCheckpoint {
+        /// The checkpoint.
+        epoch: u64,
+        /// The operator at fault.
+        operator: String,
+        /// What changed.
+        what: String,
+    },
+    /// The query cannot take checkpoints as asked.
+    #[error("cannot take checkpoints: operator \"{operator}\": {why}")]
+    NotCheckpointable {
+        /// The operator at fault.
+        operator: String,
+        /// Why.
+        why: String,
+    },
+    /// Restoring an operator's state failed.
+    #[error("cannot restore checkpoint {epoch}: {cause}")]
+    Restore {
+        /// The checkpoint.
+        epoch: u64,
+        /// What failed.
+        cause: OperatorError,
+    },
+    /// The checkpoint directory cannot be used.
+    #[error("checkpoint directory: {0}")]
+    Checkpoint(anduin_checkpoint::CheckpointError),
     /// A thread could not be started.
     #[error("cannot start a thread for task {task}: {cause}")]
     Spawn {

@@ -5,19 +5,32 @@
 //! producers down to the sources (backpressure) and memory stays bounded. Sources batch rows
 //! up to the batch size but never hold a row longer than the linger time.
 //!
+//! With checkpoints, a coordinator thread injects barriers at the sources, tasks align them
+//! and snapshot their operators, a committer thread makes the snapshot files durable, and
+//! the coordinator completes each checkpoint with its manifest and tells the sinks to commit.
+//!
 //! This crate does not parse or check queries, and does not know what an operator does; it
 //! connects instances made by the operators' factories and moves batches between them.
 
+mod align;
 mod chain;
 mod channel;
+mod committer;
 mod config;
+mod coordinator;
 mod error;
+mod faults;
+mod fingerprint;
+mod protocol;
 mod run;
+mod snapshot;
 mod source_task;
 mod stats;
 mod task;
 
-pub use config::RunConfig;
+pub use config::{CheckpointSettings, Checkpointing, RunConfig};
 pub use error::RuntimeError;
+pub use faults::Faults;
+pub use fingerprint::fingerprint;
 pub use run::run;
-pub use stats::{OperatorStats, RunSummary};
+pub use stats::{CheckpointSummary, OperatorStats, RunSummary};

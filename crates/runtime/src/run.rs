@@ -1,32 +1,60 @@
-//! Starting a query: instantiate every operator, connect the tasks, run them on threads, wait.
+//! Starting a query: instantiate every operator (restoring state when resuming), connect the
+//! tasks, start the checkpoint coordinator if any, run the tasks on threads, wait.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use anduin_checkpoint::plan::{compare, Compatibility};
+use anduin_checkpoint::{CheckpointDir, Store, Validated};
 use anduin_graph::{LogicalGraph, NodeId, PhysicalPlan};
-use anduin_operators::{Bound, BuildContext, OperatorError};
-use anduin_types::Watermark;
+use anduin_operators::{Bound, BuildContext, OperatorError, RestoreIn};
+use anduin_types::{Epoch, Watermark};
+use crossbeam_channel::{Receiver, Sender};
 use tracing::{debug, info};
 
 use crate::chain::{Chain, Link};
 use crate::channel::{channel, Outlet};
-use crate::config::RunConfig;
+use crate::committer::run_committer;
+use crate::config::{Checkpointing, RunConfig};
+use crate::coordinator::Coordinator;
 use crate::error::RuntimeError;
-use crate::source_task::SourceTask;
-use crate::stats::{Counters, OperatorStats, RunSummary};
-use crate::task::{Inlet, OperatorTask};
+use crate::fingerprint::fingerprint;
+use crate::protocol::{Command, Event, WriteJob};
+use crate::source_task::{SourceCheckpointing, SourceTask};
+use crate::stats::{CheckpointCounters, Counters, OperatorStats, RunSummary};
+use crate::task::{Inlet, OperatorTask, TaskCheckpointing};
 
 enum Task {
     Source(SourceTask),
     Operator(OperatorTask),
 }
 
+/// The channels of checkpointing, while tasks are being built.
+struct CheckpointWiring {
+    dir: CheckpointDir,
+    restore: Option<Validated>,
+    events: Sender<Event>,
+    jobs: Sender<WriteJob>,
+    commands: BTreeMap<usize, Sender<Command>>,
+    every_rows: Option<u64>,
+}
+
+impl CheckpointWiring {
+    fn commands_for(&mut self, task: usize) -> Receiver<Command> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        self.commands.insert(task, tx);
+        rx
+    }
+}
+
 /// Runs `graph` to completion (every source exhausted and every sink flushed), or until
 /// `config.stop` is set, or until an operator fails.
 ///
 /// Every operator instance is created before any runs, so that a missing input file or an
-/// unwritable output stops the query before it starts.
+/// unwritable output stops the query before it starts. With checkpoints, a checkpoint to
+/// restore is checked against the query first, and every operator resumes from it.
 pub fn run(
     graph: &LogicalGraph<Bound>,
     config: &RunConfig,
@@ -44,6 +72,14 @@ pub fn run(
         .iter()
         .map(|_| Arc::new(Counters::default()))
         .collect();
+    let plan_print = fingerprint(graph);
+    if let Some(r) = config
+        .checkpointing
+        .as_ref()
+        .and_then(|c| c.restore.as_ref())
+    {
+        check_compatible(r, &plan_print)?;
+    }
 
     // Channels: outlets are handed to the producing node, receivers to the consuming task.
     let mut outlets: Vec<Vec<Vec<Outlet>>> = graph
@@ -67,18 +103,47 @@ pub fn run(
 
     let stop = Arc::clone(&config.stop);
     let abort = Arc::new(AtomicBool::new(false));
+    let (event_tx, event_rx) = crossbeam_channel::unbounded();
+    let (job_tx, job_rx) = crossbeam_channel::unbounded();
+    let mut wiring = config.checkpointing.as_ref().map(|c| CheckpointWiring {
+        dir: CheckpointDir::new(&c.settings.dir),
+        restore: c.restore.clone(),
+        events: event_tx.clone(),
+        jobs: job_tx.clone(),
+        commands: BTreeMap::new(),
+        every_rows: c.settings.every_rows,
+    });
+    drop(event_tx);
+    drop(job_tx);
 
     // Sources first: a missing input fails before any writer creates (and truncates) a file.
     let mut sources = Vec::new();
     for t in &plan.tasks {
         let head = graph.node(t.chain[0]);
         sources.push(match &head.bound {
-            Bound::Source(factory) => Some(factory(ctx).map_err(RuntimeError::Start)?),
+            Bound::Source(factory) => {
+                let mut source = factory(ctx).map_err(RuntimeError::Start)?;
+                if let Some(w) = &wiring {
+                    source
+                        .can_resume()
+                        .map_err(|why| RuntimeError::NotCheckpointable {
+                            operator: head.name().to_string(),
+                            why,
+                        })?;
+                    if let Some(state) = restore_in(w, head.name())? {
+                        source
+                            .restore(state)
+                            .map_err(|cause| restore_error(w, cause))?;
+                    }
+                }
+                Some(source)
+            }
             Bound::Operator(_) => None,
         });
     }
 
     let mut tasks = Vec::new();
+    let mut source_tasks = BTreeSet::new();
     for ((t, task_inlets), source) in plan.tasks.iter().zip(inlets).zip(sources) {
         let task_name = t
             .chain
@@ -97,8 +162,14 @@ pub fn run(
             let Bound::Operator(factory) = &node.bound else {
                 return Err(unreachable_source(node.name()));
             };
-            let op = factory(ctx).map_err(RuntimeError::Start)?;
+            let mut op = factory(ctx).map_err(RuntimeError::Start)?;
+            if let Some(w) = &wiring {
+                if let Some(state) = restore_in(w, node.name())? {
+                    op.restore(state).map_err(|cause| restore_error(w, cause))?;
+                }
+            }
             links.push(Link {
+                index: n.0,
                 name: node.name().to_string(),
                 op,
                 outlets: std::mem::take(&mut outlets[n.0]),
@@ -108,27 +179,71 @@ pub fn run(
         let chain = Chain::new(links);
         let head_id = t.chain[0];
         let task = match source {
-            Some(source) => Task::Source(SourceTask {
-                name: graph.node(head_id).name().to_string(),
-                source,
-                counters: Arc::clone(&counters[head_id.0]),
-                outlets: std::mem::take(&mut outlets[head_id.0])
-                    .into_iter()
-                    .flatten()
-                    .collect(),
-                chain,
-                batch_size: config.batch_size.max(1),
-                linger: config.linger,
-                stop: Arc::clone(&stop),
-                abort: Arc::clone(&abort),
-            }),
+            Some(source) => {
+                source_tasks.insert(t.id);
+                Task::Source(SourceTask {
+                    name: graph.node(head_id).name().to_string(),
+                    source,
+                    counters: Arc::clone(&counters[head_id.0]),
+                    outlets: std::mem::take(&mut outlets[head_id.0])
+                        .into_iter()
+                        .flatten()
+                        .collect(),
+                    chain,
+                    batch_size: config.batch_size.max(1),
+                    linger: config.linger,
+                    stop: Arc::clone(&stop),
+                    abort: Arc::clone(&abort),
+                    checkpointing: wiring.as_mut().map(|w| SourceCheckpointing {
+                        task: t.id,
+                        index: head_id.0,
+                        dir: w.dir.clone(),
+                        commands: w.commands_for(t.id),
+                        events: w.events.clone(),
+                        jobs: w.jobs.clone(),
+                        every_rows: w.every_rows,
+                    }),
+                })
+            }
             None => Task::Operator(OperatorTask {
                 name: task_name.clone(),
                 inlets: task_inlets,
                 chain,
+                checkpointing: wiring.as_mut().map(|w| TaskCheckpointing {
+                    task: t.id,
+                    dir: w.dir.clone(),
+                    commands: w.commands_for(t.id),
+                    jobs: w.jobs.clone(),
+                }),
             }),
         };
         tasks.push((t.id, task_name, task));
+    }
+
+    // The checkpoint coordinator and the committer.
+    let checkpoint_counters = Arc::new(CheckpointCounters::default());
+    let mut helpers = Vec::new();
+    if let (Some(w), Some(c)) = (wiring, &config.checkpointing) {
+        let store = Store::open(&c.settings.dir).map_err(RuntimeError::Checkpoint)?;
+        let coordinator = coordinator(
+            store,
+            c,
+            w.commands,
+            source_tasks,
+            plan_print,
+            &checkpoint_counters,
+        );
+        let events = w.events;
+        let faults = c.faults.clone();
+        helpers.push(spawn("anduin-committer", move || {
+            run_committer(job_rx, events, faults)
+        })?);
+        helpers.push(spawn("anduin-coordinator", move || {
+            coordinator.run(event_rx)
+        })?);
+    } else {
+        drop(job_rx);
+        drop(event_rx);
     }
 
     // Run every task on its own thread.
@@ -155,6 +270,83 @@ pub fn run(
         handles.push((id, name, handle));
     }
 
+    let outcome = join_tasks(handles);
+    // With every task gone, the committer drains its last jobs and the coordinator its last
+    // acknowledgements (completing the last checkpoint), then both stop.
+    for h in helpers {
+        let _ = h.join();
+    }
+    let stopped = outcome?;
+    let operators = graph
+        .topo
+        .iter()
+        .map(|n| {
+            let node = graph.node(*n);
+            let c = &counters[n.0];
+            OperatorStats {
+                name: node.name().to_string(),
+                kind: node.kind().to_string(),
+                rows_in: c.rows_in.load(Ordering::Relaxed),
+                rows_out: c.rows_out.load(Ordering::Relaxed),
+            }
+        })
+        .collect();
+    Ok(RunSummary {
+        elapsed: started.elapsed(),
+        operators,
+        stopped,
+        checkpoints: config
+            .checkpointing
+            .as_ref()
+            .map(|_| checkpoint_counters.summary()),
+    })
+}
+
+fn coordinator(
+    store: Store,
+    c: &Checkpointing,
+    tasks: BTreeMap<usize, Sender<Command>>,
+    sources: BTreeSet<usize>,
+    plan: anduin_checkpoint::plan::PlanFingerprint,
+    counters: &Arc<CheckpointCounters>,
+) -> Coordinator {
+    let restored = c.restore.as_ref().map(|v| v.manifest.clone());
+    Coordinator {
+        store,
+        settings: c.settings.clone(),
+        plan,
+        tasks,
+        sources,
+        next_epoch: restored.as_ref().map_or(1, |m| m.epoch + 1),
+        last: restored,
+        counters: Arc::clone(counters),
+        faults: c.faults.clone(),
+    }
+}
+
+fn spawn(
+    name: &str,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<std::thread::JoinHandle<()>, RuntimeError> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(f)
+        .map_err(|cause| RuntimeError::Spawn {
+            task: usize::MAX,
+            cause,
+        })
+}
+
+/// A running task: its id, its operators, and its thread, which returns whether the run was
+/// stopped (or the task's error) and when the task ended.
+type TaskHandle = (
+    usize,
+    String,
+    std::thread::JoinHandle<(Result<bool, OperatorError>, Instant)>,
+);
+
+/// Waits for every task; returns whether the run was stopped, or its first real error.
+fn join_tasks(handles: Vec<TaskHandle>) -> Result<bool, RuntimeError> {
     let mut first_error: Option<(Instant, OperatorError)> = None;
     let mut secondary: Option<OperatorError> = None;
     let mut panicked = None;
@@ -162,9 +354,8 @@ pub fn run(
     for (id, name, h) in handles {
         match h.join() {
             Ok((Ok(s), _)) => stopped |= s,
-            Ok((Err(e), at)) if e.is_secondary() => {
+            Ok((Err(e), _)) if e.is_secondary() => {
                 secondary.get_or_insert(e);
-                let _ = at;
             }
             Ok((Err(e), at)) => {
                 if first_error.as_ref().is_none_or(|(t, _)| at < *t) {
@@ -194,25 +385,66 @@ pub fn run(
     if let Some(e) = secondary {
         return Err(RuntimeError::Operator(e));
     }
-    let operators = graph
-        .topo
-        .iter()
-        .map(|n| {
-            let node = graph.node(*n);
-            let c = &counters[n.0];
-            OperatorStats {
-                name: node.name().to_string(),
-                kind: node.kind().to_string(),
-                rows_in: c.rows_in.load(Ordering::Relaxed),
-                rows_out: c.rows_out.load(Ordering::Relaxed),
+    Ok(stopped)
+}
+
+/// Refuses a checkpoint of a query that changed where state is kept.
+fn check_compatible(
+    restore: &Validated,
+    current: &anduin_checkpoint::plan::PlanFingerprint,
+) -> Result<(), RuntimeError> {
+    match compare(&restore.manifest.plan, current) {
+        Compatibility::Identical => Ok(()),
+        Compatibility::Compatible { changes } => {
+            for change in changes {
+                info!(
+                    epoch = restore.manifest.epoch,
+                    change, "the query changed since the checkpoint (no state affected)"
+                );
             }
-        })
-        .collect();
-    Ok(RunSummary {
-        elapsed: started.elapsed(),
-        operators,
-        stopped,
-    })
+            Ok(())
+        }
+        Compatibility::Incompatible { operator, what } => {
+            Err(RuntimeError::IncompatibleCheckpoint {
+                epoch: restore.manifest.epoch,
+                operator,
+                what,
+            })
+        }
+    }
+}
+
+/// What operator `name` restores from, if the run resumes and the checkpoint has its state.
+fn restore_in(w: &CheckpointWiring, name: &str) -> Result<Option<RestoreIn>, RuntimeError> {
+    let Some(v) = &w.restore else {
+        return Ok(None);
+    };
+    let Some(state) = v.manifest.operators.get(name) else {
+        return Ok(None);
+    };
+    let mut files: Vec<Box<dyn std::io::Read + Send>> = Vec::new();
+    for f in &state.files {
+        let path = w.dir.file(Epoch(f.epoch), &f.file);
+        let file = std::fs::File::open(&path).map_err(|cause| {
+            RuntimeError::Checkpoint(anduin_checkpoint::CheckpointError::Io {
+                path: path.clone(),
+                cause,
+            })
+        })?;
+        files.push(Box::new(std::io::BufReader::new(file)));
+    }
+    Ok(Some(RestoreIn {
+        epoch: Epoch(v.manifest.epoch),
+        inline: state.inline.clone(),
+        files,
+    }))
+}
+
+fn restore_error(w: &CheckpointWiring, cause: OperatorError) -> RuntimeError {
+    RuntimeError::Restore {
+        epoch: w.restore.as_ref().map_or(0, |v| v.manifest.epoch),
+        cause,
+    }
 }
 
 /// A source can only head a task: the planner never fuses one behind another operator.

@@ -1,20 +1,38 @@
 //! The event loop of a task headed by a source: poll, batch up with a linger time, push
-//! through the chain.
+//! through the chain; with checkpoints, inject barriers when the coordinator says so and
+//! keep taking part in checkpoints after the input is exhausted, until the last barrier.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anduin_operators::{OperatorError, Source, SourcePoll};
+use anduin_types::{Barrier, BarrierKind, Epoch, Message};
 use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
-use crate::chain::{end_outlets, Chain};
+use crate::chain::{end_outlets, send_to_outlets, Chain};
 use crate::channel::Outlet;
+use crate::protocol::{Command, Event, WriteJob};
+use crate::snapshot::Slot;
 use crate::stats::Counters;
 
 /// How long a source waits for input at most before checking for a stop request.
 const IDLE_CHECK: Duration = Duration::from_millis(100);
+
+/// What a source task needs to take part in checkpoints.
+pub(crate) struct SourceCheckpointing {
+    pub task: usize,
+    /// The source's index in the query (names its snapshot files).
+    pub index: usize,
+    pub dir: anduin_checkpoint::CheckpointDir,
+    pub commands: Receiver<Command>,
+    pub events: Sender<Event>,
+    pub jobs: Sender<WriteJob>,
+    /// Ask for a checkpoint after this many rows since the last barrier.
+    pub every_rows: Option<u64>,
+}
 
 /// A source and the chain fused behind it.
 pub(crate) struct SourceTask {
@@ -30,27 +48,39 @@ pub(crate) struct SourceTask {
     pub stop: Arc<AtomicBool>,
     /// Another task failed: stop without finishing.
     pub abort: Arc<AtomicBool>,
+    pub checkpointing: Option<SourceCheckpointing>,
 }
 
 /// Rows waiting to be sent as one batch.
+#[derive(Default)]
 struct Pending {
     batches: Vec<RecordBatch>,
     rows: usize,
     since: Option<Instant>,
 }
 
+/// What the command loop decided.
+enum Next {
+    Continue,
+    /// The last barrier went out: end.
+    Finished,
+}
+
 impl SourceTask {
-    /// Runs until the source is exhausted, a stop is requested, or something fails.
-    /// Returns whether the run was stopped on request.
+    /// Runs until the source is exhausted (and, with checkpoints, the last barrier has gone
+    /// out), a stop is requested, or something fails. Returns whether the run was stopped.
     pub(crate) fn run(mut self) -> Result<bool, OperatorError> {
-        let mut pending = Pending {
-            batches: Vec::new(),
-            rows: 0,
-            since: None,
-        };
+        let mut pending = Pending::default();
         let mut stopped = false;
+        let mut rows_since_barrier: u64 = 0;
+        let mut asked = false;
         loop {
             if self.abort.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            if let Next::Finished =
+                self.handle_commands(&mut pending, &mut rows_since_barrier, &mut asked)?
+            {
                 return Ok(false);
             }
             if self.stop.load(Ordering::Relaxed) {
@@ -67,6 +97,7 @@ impl SourceTask {
                     if b.num_rows() == 0 {
                         continue;
                     }
+                    rows_since_barrier += b.num_rows() as u64;
                     pending.since.get_or_insert_with(Instant::now);
                     pending.rows += b.num_rows();
                     pending.batches.push(b);
@@ -80,11 +111,137 @@ impl SourceTask {
             if pending.since.is_some_and(|t| t.elapsed() >= self.linger) {
                 self.flush(&mut pending)?;
             }
+            if let Some(c) = &self.checkpointing {
+                if !asked && c.every_rows.is_some_and(|n| rows_since_barrier >= n) {
+                    asked = true;
+                    let _ = c.events.send(Event::WantCheckpoint);
+                }
+            }
         }
         self.flush(&mut pending)?;
-        end_outlets(&mut self.outlets, &self.name)?;
-        self.chain.end_of_input()?;
+        if self.checkpointing.is_some() {
+            // A last checkpoint records where the source stopped, so that a stopped query
+            // resumes there and an exhausted one knows it is done.
+            self.drain_checkpoints(&mut pending, stopped)?;
+            return Ok(stopped);
+        }
+        self.end()?;
         Ok(stopped)
+    }
+
+    /// The input is exhausted (or a stop was asked for): keep answering the coordinator
+    /// until the last barrier.
+    fn drain_checkpoints(
+        &mut self,
+        pending: &mut Pending,
+        stopped: bool,
+    ) -> Result<(), OperatorError> {
+        let c = self
+            .checkpointing
+            .as_ref()
+            .expect("called with checkpoints");
+        let _ = c.events.send(Event::SourceExhausted {
+            task: c.task,
+            stopped,
+        });
+        let commands = c.commands.clone();
+        loop {
+            if self.abort.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            match commands.recv_timeout(IDLE_CHECK) {
+                Ok(cmd) => {
+                    if let Next::Finished = self.command(cmd, pending)? {
+                        return Ok(());
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                // The coordinator is gone (the run is failing): end as without checkpoints.
+                Err(RecvTimeoutError::Disconnected) => return self.end(),
+            }
+        }
+    }
+
+    fn handle_commands(
+        &mut self,
+        pending: &mut Pending,
+        rows_since_barrier: &mut u64,
+        asked: &mut bool,
+    ) -> Result<Next, OperatorError> {
+        loop {
+            let Some(c) = &self.checkpointing else {
+                return Ok(Next::Continue);
+            };
+            let cmd = match c.commands.try_recv() {
+                Ok(cmd) => cmd,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return Ok(Next::Continue),
+            };
+            if matches!(cmd, Command::Inject { .. } | Command::Finish { .. }) {
+                *rows_since_barrier = 0;
+                *asked = false;
+            }
+            if let Next::Finished = self.command(cmd, pending)? {
+                return Ok(Next::Finished);
+            }
+        }
+    }
+
+    fn command(&mut self, cmd: Command, pending: &mut Pending) -> Result<Next, OperatorError> {
+        match cmd {
+            Command::Commit(epoch) => {
+                self.chain.commit(epoch)?;
+                Ok(Next::Continue)
+            }
+            Command::Inject { epoch, full } => {
+                self.flush(pending)?;
+                self.barrier(epoch, full)?;
+                Ok(Next::Continue)
+            }
+            Command::Finish { epoch, full } => {
+                self.flush(pending)?;
+                self.barrier(epoch, full)?;
+                self.end()?;
+                Ok(Next::Finished)
+            }
+        }
+    }
+
+    /// Records the source's position, sends the barrier through the chain and the outlets,
+    /// and hands the snapshots to the committer.
+    fn barrier(&mut self, epoch: Epoch, full: bool) -> Result<(), OperatorError> {
+        let c = self
+            .checkpointing
+            .as_ref()
+            .expect("barriers come only with checkpoints");
+        let dir = c.dir.epoch_dir(epoch);
+        let barrier = Barrier {
+            epoch,
+            kind: BarrierKind::Checkpoint { full },
+        };
+        let mut snapshots = Vec::new();
+        let mut slot = Slot::new(epoch, full, &dir, c.index, &self.name);
+        self.source.snapshot(&mut slot)?;
+        snapshots.push(slot.finish()?);
+        send_to_outlets(
+            &mut self.outlets,
+            Message::Barrier(barrier.clone()),
+            &self.name,
+        )?;
+        self.chain.barrier(&barrier, &dir, &mut snapshots)?;
+        let job = WriteJob {
+            epoch,
+            task: c.task,
+            snapshots,
+        };
+        c.jobs.send(job).map_err(|_| OperatorError::Execution {
+            operator: self.name.clone(),
+            message: "the checkpoint committer has stopped".into(),
+        })
+    }
+
+    fn end(&mut self) -> Result<(), OperatorError> {
+        end_outlets(&mut self.outlets, &self.name)?;
+        self.chain.end_of_input()
     }
 
     /// Sends what is pending in batches of at most `batch_size` rows.

@@ -20,6 +20,60 @@ impl Counters {
     }
 }
 
+/// Live counters of the checkpoints of a run.
+#[derive(Debug, Default)]
+pub(crate) struct CheckpointCounters {
+    started: AtomicU64,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    stale_warnings: AtomicU64,
+    last_epoch: AtomicU64,
+}
+
+impl CheckpointCounters {
+    pub(crate) fn started(&self) {
+        self.started.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn completed(&self, epoch: anduin_types::Epoch) {
+        self.completed.fetch_add(1, Ordering::Relaxed);
+        self.last_epoch.store(epoch.0, Ordering::Relaxed);
+    }
+
+    pub(crate) fn failed(&self) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn stale(&self) {
+        self.stale_warnings.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn summary(&self) -> CheckpointSummary {
+        CheckpointSummary {
+            started: self.started.load(Ordering::Relaxed),
+            completed: self.completed.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            stale_warnings: self.stale_warnings.load(Ordering::Relaxed),
+            last_epoch: Some(self.last_epoch.load(Ordering::Relaxed)).filter(|e| *e > 0),
+        }
+    }
+}
+
+/// The checkpoints a run took.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckpointSummary {
+    /// Checkpoints begun.
+    pub started: u64,
+    /// Checkpoints completed.
+    pub completed: u64,
+    /// Checkpoints that failed (the query went on).
+    pub failed: u64,
+    /// Warnings that the last complete checkpoint was older than the threshold.
+    pub stale_warnings: u64,
+    /// The epoch of the last complete checkpoint of this run.
+    pub last_epoch: Option<u64>,
+}
+
 /// Rows in and out of one operator over a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorStats {
@@ -42,4 +96,6 @@ pub struct RunSummary {
     pub operators: Vec<OperatorStats>,
     /// Whether the run ended because it was asked to stop, not because its input ended.
     pub stopped: bool,
+    /// The checkpoints taken, when the run took any.
+    pub checkpoints: Option<CheckpointSummary>,
 }

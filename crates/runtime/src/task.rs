@@ -1,12 +1,15 @@
-//! The event loop of a task with inputs: wait on every input channel, feed the chain, track
-//! the minimum watermark, finish when every input has ended.
+//! The event loop of a task with inputs: wait on every input channel (and the coordinator's
+//! commands), feed the chain, track the minimum watermark, align checkpoint barriers, finish
+//! when every input has ended.
 
 use anduin_operators::OperatorError;
 use anduin_types::{Message, Watermark};
-use crossbeam_channel::{Receiver, Select};
+use crossbeam_channel::{Receiver, Select, Sender};
 
+use crate::align::{Aligner, Alignment};
 use crate::chain::Chain;
 use crate::channel::Envelope;
+use crate::protocol::{Command, WriteJob};
 
 /// One input channel of a task and the head's input port it feeds.
 pub(crate) struct Inlet {
@@ -18,39 +21,58 @@ pub(crate) struct Inlet {
     pub ended: bool,
 }
 
+/// What a task needs to take part in checkpoints.
+pub(crate) struct TaskCheckpointing {
+    pub task: usize,
+    pub dir: anduin_checkpoint::CheckpointDir,
+    pub commands: Receiver<Command>,
+    pub jobs: Sender<WriteJob>,
+}
+
 /// A task whose head has inputs.
 pub(crate) struct OperatorTask {
     pub name: String,
     pub inlets: Vec<Inlet>,
     pub chain: Chain,
+    pub checkpointing: Option<TaskCheckpointing>,
+}
+
+/// Where the next message came from.
+enum From {
+    Inlet(usize),
+    Coordinator,
 }
 
 impl OperatorTask {
     /// Runs until every input has ended (then flushes) or something fails.
     pub(crate) fn run(mut self) -> Result<(), OperatorError> {
-        let receivers: Vec<Receiver<Envelope>> = self.inlets.iter().map(|i| i.rx.clone()).collect();
-        let mut select = Select::new();
-        for rx in &receivers {
-            select.recv(rx);
-        }
+        let mut aligner = Aligner::new(self.inlets.len());
         let mut open = self.inlets.len();
         let mut watermark = Watermark::MIN;
+        let mut coordinator_open = self.checkpointing.is_some();
         while open > 0 {
-            let op = select.select();
-            let idx = op.index();
+            let (from, msg) = self.next_message(&aligner, coordinator_open)?;
+            let idx = match from {
+                From::Coordinator => {
+                    match msg {
+                        Some(Got::Command(Command::Commit(epoch))) => self.chain.commit(epoch)?,
+                        Some(Got::Command(_)) => {}
+                        _ => coordinator_open = false,
+                    }
+                    continue;
+                }
+                From::Inlet(i) => i,
+            };
+            let Some(Got::Envelope(env)) = msg else {
+                // The producer stopped without an End: it failed, and says why itself.
+                return Err(OperatorError::DownstreamGone {
+                    operator: self.name.clone(),
+                });
+            };
             let inlet = self
                 .inlets
                 .get_mut(idx)
-                .expect("select indices follow the inlets");
-            let env = match op.recv(&receivers[idx]) {
-                Ok(env) => env,
-                Err(_) => {
-                    // The producer stopped without an End: it failed, and says why itself.
-                    return Err(OperatorError::DownstreamGone {
-                        operator: self.name.clone(),
-                    });
-                }
-            };
+                .expect("indices come from the inlets");
             debug_assert_eq!(
                 env.seq,
                 inlet.last_seq + 1,
@@ -64,27 +86,108 @@ impl OperatorTask {
                     inlet.watermark = inlet.watermark.max(w);
                     watermark = self.advance(watermark)?;
                 }
+                Message::Barrier(b) => {
+                    let outcome = aligner.on_barrier(idx, b).map_err(|m| OperatorError::Execution {
+                        operator: self.name.clone(),
+                        message: format!(
+                            "barrier of epoch {} arrived while aligning epoch {}; this is a bug in anduin",
+                            m.got.0, m.expected.0
+                        ),
+                    })?;
+                    self.aligned(outcome)?;
+                }
                 Message::End => {
                     inlet.ended = true;
                     inlet.watermark = Watermark::MAX;
                     open -= 1;
-                    select.remove(idx);
+                    let outcome = aligner.on_end(idx);
+                    self.aligned(outcome)?;
                     if open > 0 {
                         watermark = self.advance(watermark)?;
                     }
                 }
-                Message::Barrier(_) | Message::Control(_) => {
+                Message::Control(_) => {
                     return Err(OperatorError::Execution {
                         operator: self.name.clone(),
-                        message:
-                            "barriers and control messages are not supported by this runtime yet"
-                                .into(),
+                        message: "control messages are not supported by this runtime yet".into(),
                     })
                 }
                 _ => {}
             }
         }
+        // Commits that arrive after the last barrier are not waited for: the sinks commit
+        // everything at the end of their input.
         self.chain.end_of_input()
+    }
+
+    /// Waits for the next message from an input that is not held back by alignment, or a
+    /// command from the coordinator.
+    fn next_message(
+        &self,
+        aligner: &Aligner,
+        coordinator_open: bool,
+    ) -> Result<(From, Option<Got>), OperatorError> {
+        let mut select = Select::new();
+        let mut map = Vec::new();
+        for (i, inlet) in self.inlets.iter().enumerate() {
+            if !inlet.ended && !aligner.is_blocked(i) {
+                select.recv(&inlet.rx);
+                map.push(From::Inlet(i));
+            }
+        }
+        let commands = self.checkpointing.as_ref().map(|c| &c.commands);
+        if let (Some(rx), true) = (commands, coordinator_open) {
+            select.recv(rx);
+            map.push(From::Coordinator);
+        }
+        if map.is_empty() {
+            return Err(OperatorError::Execution {
+                operator: self.name.clone(),
+                message: "no input to wait for; this is a bug in anduin's barrier alignment".into(),
+            });
+        }
+        let op = select.select();
+        let k = op.index();
+        match map.get(k) {
+            Some(From::Inlet(i)) => {
+                let inlet = self.inlets.get(*i).expect("mapped from the inlets");
+                Ok((From::Inlet(*i), op.recv(&inlet.rx).ok().map(Got::Envelope)))
+            }
+            Some(From::Coordinator) => {
+                let rx = commands.expect("mapped only when present");
+                Ok((From::Coordinator, op.recv(rx).ok().map(Got::Command)))
+            }
+            None => Err(OperatorError::Execution {
+                operator: self.name.clone(),
+                message: "select returned an unknown index".into(),
+            }),
+        }
+    }
+
+    /// When a barrier is aligned: snapshot the chain and forward the barrier.
+    fn aligned(&mut self, outcome: Alignment) -> Result<(), OperatorError> {
+        let Alignment::Aligned(barrier) = outcome else {
+            return Ok(());
+        };
+        let Some(c) = &self.checkpointing else {
+            return Err(OperatorError::Execution {
+                operator: self.name.clone(),
+                message: "a checkpoint barrier arrived in a run without checkpoints".into(),
+            });
+        };
+        let dir = c.dir.epoch_dir(barrier.epoch);
+        let mut snapshots = Vec::new();
+        self.chain.barrier(&barrier, &dir, &mut snapshots)?;
+        c.jobs
+            .send(WriteJob {
+                epoch: barrier.epoch,
+                task: c.task,
+                snapshots,
+            })
+            .map_err(|_| OperatorError::Execution {
+                operator: self.name.clone(),
+                message: "the checkpoint committer has stopped".into(),
+            })
     }
 
     /// Forwards the minimum watermark over the inputs if it moved.
@@ -102,4 +205,10 @@ impl OperatorTask {
             Ok(current)
         }
     }
+}
+
+/// A received message.
+enum Got {
+    Envelope(Envelope),
+    Command(Command),
 }

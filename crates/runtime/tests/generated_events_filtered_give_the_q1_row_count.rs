@@ -34,6 +34,8 @@ fn generated_events_filtered_give_the_q1_row_count() {
     let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
     let ctx = BuildContext {
         dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr).expect("stderr")),
+        checkpointing: false,
+        restore_epoch: None,
     };
     for (batch_size, chaining, channel_capacity) in [
         (8192, true, 16),

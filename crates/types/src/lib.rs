@@ -12,5 +12,5 @@ mod time;
 
 pub use column_type::ColumnType;
 pub use diagnostic::{Diagnostic, Diagnostics, Pos, Severity};
-pub use message::{Barrier, BarrierKind, ControlUpdate, Epoch, Message};
+pub use message::{Barrier, BarrierKind, ControlUpdate, Epoch, Message, SnapshotKind};
 pub use time::{parse_duration_ms, Watermark};

@@ -10,12 +10,28 @@ use crate::Watermark;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Epoch(pub u64);
 
+/// Whether a snapshot holds all of an operator's state or only what changed since the
+/// previous checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SnapshotKind {
+    /// Everything: restorable on its own (the fsimage of HDFS).
+    Full,
+    /// The changes since the previous checkpoint (the edit log): restorable on top of the
+    /// snapshots before it.
+    Changes,
+}
+
 /// What a barrier asks of every task it passes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BarrierKind {
     /// Snapshot state when this barrier has arrived on every input, then forward it.
-    Checkpoint,
+    Checkpoint {
+        /// Whether operators write full snapshots (otherwise the changes since the previous
+        /// checkpoint).
+        full: bool,
+    },
     /// Stop after this barrier: sources stop reading, operators flush, sinks commit.
     Stop,
 }

@@ -6,10 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use anduin_checkpoint::decide::RestoreDecision;
+use anduin_checkpoint::{Store, Validated};
 use anduin_operators::{BuildContext, DeadLetter, DeadLetterTarget};
-use anduin_runtime::{RunConfig, RunSummary};
+use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunConfig, RunSummary};
 use anduin_spec::Missing;
-use anduin_types::parse_duration_ms;
+use anduin_types::{parse_duration_ms, Epoch};
 use anyhow::{Context, Result};
 use clap::Args;
 
@@ -39,6 +41,32 @@ pub struct RunArgs {
     /// Do not print the summary at the end.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Take checkpoints into this directory, and resume from its last complete checkpoint.
+    #[arg(long, value_name = "DIR")]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Take a checkpoint this often (default 10s when --checkpoint-dir is given and
+    /// --checkpoint-every is not).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub checkpoint_interval: Option<Duration>,
+    /// Take a checkpoint when a source has read this many rows since the last one.
+    #[arg(long, value_name = "ROWS")]
+    pub checkpoint_every: Option<u64>,
+    /// Keep this many complete checkpoints.
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    pub checkpoint_keep: usize,
+    /// A full snapshot every this many checkpoints, changelogs in between.
+    #[arg(long, default_value_t = 5, value_name = "M")]
+    pub checkpoint_full_every: u64,
+    /// Warn when the last complete checkpoint is older than this (default: 3 × the interval,
+    /// at least 60s).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub checkpoint_warn_after: Option<Duration>,
+    /// Ignore (and delete) the checkpoints in --checkpoint-dir and start from the beginning.
+    #[arg(long, requires = "checkpoint_dir")]
+    pub from_scratch: bool,
+    /// Testing: make the files of this checkpoint fail to write, as on a full disk.
+    #[arg(long, hide = true, value_name = "EPOCH")]
+    pub inject_checkpoint_failure: Option<u64>,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -65,10 +93,34 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             None => DeadLetterTarget::Stderr,
         },
     };
-    let dead_letter =
-        Arc::new(DeadLetter::new(target).context("cannot prepare the dead-letter file")?);
+    let checkpointing = match prepare_checkpoints(&args)? {
+        Prepared::None => None,
+        Prepared::Finished(epoch) => {
+            eprintln!(
+                "anduin: this query already finished (checkpoint {epoch} in {}): nothing to do; pass --from-scratch to run it again",
+                args.checkpoint_dir
+                    .as_ref()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        Prepared::Unusable => return Ok(ExitCode::FAILURE),
+        Prepared::Run(c) => Some(c),
+    };
+    let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
+    let dead_letter = Arc::new(if resuming {
+        DeadLetter::resume(target)
+    } else {
+        DeadLetter::new(target).context("cannot prepare the dead-letter file")?
+    });
     let ctx = BuildContext {
         dead_letter: Arc::clone(&dead_letter),
+        checkpointing: checkpointing.is_some(),
+        restore_epoch: checkpointing
+            .as_ref()
+            .and_then(|c: &Checkpointing| c.restore.as_ref())
+            .map(|v| Epoch(v.manifest.epoch)),
     };
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -78,6 +130,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         linger: args.linger,
         chaining: !args.no_chaining,
         stop,
+        checkpointing,
         ..RunConfig::default()
     };
     let result = anduin_runtime::run(&loaded.graph, &config, &ctx);
@@ -93,6 +146,106 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the checkpoint directory says about this run.
+enum Prepared {
+    /// No checkpoints.
+    None,
+    /// The query finished at this checkpoint already.
+    Finished(u64),
+    /// No checkpoint can be restored and --from-scratch was not given (reported).
+    Unusable,
+    /// Run with these checkpoint settings.
+    Run(Checkpointing),
+}
+
+fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
+    let Some(dir) = &args.checkpoint_dir else {
+        if args.checkpoint_interval.is_some() || args.checkpoint_every.is_some() {
+            anyhow::bail!("--checkpoint-interval and --checkpoint-every need --checkpoint-dir");
+        }
+        return Ok(Prepared::None);
+    };
+    let store = Store::open(dir)
+        .with_context(|| format!("cannot use the checkpoint directory `{}`", dir.display()))?;
+    let restore: Option<Validated> = if args.from_scratch {
+        store
+            .clear()
+            .context("cannot remove the earlier checkpoints")?;
+        eprintln!(
+            "anduin: starting from scratch: removed the earlier checkpoints in {}",
+            dir.display()
+        );
+        None
+    } else {
+        let (decision, validated) = store.choose_restore()?;
+        match decision {
+            RestoreDecision::Fresh => {
+                store
+                    .clear()
+                    .context("cannot remove incomplete checkpoints")?;
+                None
+            }
+            RestoreDecision::Restore { epoch, skipped } => {
+                for (e, why) in &skipped {
+                    eprintln!(
+                        "anduin: checkpoint {} is unusable ({why}); falling back to an earlier one",
+                        e.0
+                    );
+                }
+                for e in store.epochs()? {
+                    if e > epoch {
+                        store.delete(e)?;
+                    }
+                }
+                let v = validated.context("the chosen checkpoint was validated")?;
+                if v.manifest.finished {
+                    return Ok(Prepared::Finished(epoch.0));
+                }
+                eprintln!(
+                    "anduin: resuming from checkpoint {} in {}",
+                    epoch.0,
+                    dir.display()
+                );
+                Some(v)
+            }
+            RestoreDecision::NothingUsable { problems } => {
+                for (e, why) in &problems {
+                    eprintln!("anduin: checkpoint {} is unusable: {why}", e.0);
+                }
+                eprintln!(
+                    "error: no usable checkpoint in {}; to start over, reading the input from the beginning and rewriting the output, pass --from-scratch",
+                    dir.display()
+                );
+                return Ok(Prepared::Unusable);
+            }
+        }
+    };
+    let interval = match (args.checkpoint_interval, args.checkpoint_every) {
+        (Some(i), _) => Some(i),
+        (None, Some(_)) => None,
+        (None, None) => Some(Duration::from_secs(10)),
+    };
+    let warn_after = args.checkpoint_warn_after.unwrap_or_else(|| {
+        interval
+            .map(|i| (i * 3).max(Duration::from_secs(60)))
+            .unwrap_or(Duration::from_secs(60))
+    });
+    Ok(Prepared::Run(Checkpointing {
+        settings: CheckpointSettings {
+            dir: dir.clone(),
+            interval,
+            every_rows: args.checkpoint_every,
+            keep: args.checkpoint_keep.max(1),
+            full_every: args.checkpoint_full_every,
+            warn_after,
+        },
+        restore,
+        faults: Faults {
+            fail_checkpoint: args.inject_checkpoint_failure.map(Epoch),
+        },
+    }))
 }
 
 /// The path of the first writer that writes to a file.
@@ -132,6 +285,16 @@ fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {
             _ => format!("{} rows in, {} rows out", o.rows_in, o.rows_out),
         };
         eprintln!("  {:width$}  [{}] {line}", o.name, o.kind);
+    }
+    if let Some(c) = &s.checkpoints {
+        eprintln!(
+            "anduin: checkpoints: {} complete, {} failed{}",
+            c.completed,
+            c.failed,
+            c.last_epoch
+                .map(|e| format!(", last {e}"))
+                .unwrap_or_default()
+        );
     }
     let rejected = dead_letter.count();
     match (rejected, dead_letter.path()) {

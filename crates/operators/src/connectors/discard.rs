@@ -17,6 +17,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     doc: "drops every row it receives (a blackhole sink; the run summary still counts them)",
     inputs: Arity::Exactly(1),
     outputs: Arity::Exactly(0),
+    stateful: false,
     params: &[],
 };
 

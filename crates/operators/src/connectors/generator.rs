@@ -22,7 +22,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::catalog::{declared_source_schema, Bound};
 use crate::params::Params;
-use crate::{OperatorError, Source, SourcePoll};
+use crate::{OperatorError, RestoreIn, SnapshotOut, Source, SourcePoll};
 
 /// The `generator` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -30,6 +30,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     doc: "produces synthetic rows of its output type from a seed",
     inputs: Arity::Exactly(0),
     outputs: Arity::Exactly(1),
+    stateful: true,
     params: &[
         ParamSpec {
             name: "profile",
@@ -195,6 +196,8 @@ pub struct Generator {
     /// Rows produced so far (the offset of the next row).
     produced: u64,
     started: Option<Instant>,
+    /// Rows produced before `started` (a resumed run counts its rate from there).
+    rate_base: u64,
     /// `events` profile state: the RNG and each sensor's last value.
     rng: u64,
     last: Vec<i64>,
@@ -218,6 +221,7 @@ impl Generator {
             rate,
             produced: 0,
             started: None,
+            rate_base: 0,
             rng: seed,
             last: vec![50; EVENTS_SENSORS],
         }
@@ -324,9 +328,10 @@ impl Source for Generator {
         if let Some(rate) = self.rate {
             let started = *self.started.get_or_insert_with(Instant::now);
             let due = (started.elapsed().as_secs_f64() * rate).floor() as u64 + 1;
-            let available = due.saturating_sub(self.produced);
+            let done = self.produced - self.rate_base;
+            let available = due.saturating_sub(done);
             if available == 0 {
-                let next = started + Duration::from_secs_f64(self.produced as f64 / rate);
+                let next = started + Duration::from_secs_f64(done as f64 / rate);
                 std::thread::sleep(next.min(deadline).saturating_duration_since(Instant::now()));
                 return Ok(SourcePoll::Idle);
             }
@@ -334,6 +339,49 @@ impl Source for Generator {
         }
         let n = usize::try_from(n).expect("at most max_rows");
         self.make(n).map(SourcePoll::Batch)
+    }
+
+    fn can_resume(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        let mut position = serde_json::json!({ "produced": self.produced });
+        if matches!(self.profile, Profile::Events) {
+            position["rng"] = self.rng.into();
+            position["last"] = self.last.clone().into();
+        }
+        out.inline(position);
+        Ok(())
+    }
+
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        let bad = |what: &str| OperatorError::Execution {
+            operator: self.name.clone(),
+            message: format!("the checkpoint's position is malformed: {what}"),
+        };
+        let position = state.inline.ok_or_else(|| bad("missing"))?;
+        self.produced = position["produced"]
+            .as_u64()
+            .ok_or_else(|| bad("no `produced`"))?;
+        if matches!(self.profile, Profile::Events) {
+            self.rng = position["rng"].as_u64().ok_or_else(|| bad("no `rng`"))?;
+            let last: Vec<i64> = position["last"]
+                .as_array()
+                .ok_or_else(|| bad("no `last`"))?
+                .iter()
+                .map(|v| v.as_i64())
+                .collect::<Option<_>>()
+                .ok_or_else(|| bad("`last` holds a non-integer"))?;
+            if last.len() != EVENTS_SENSORS {
+                return Err(bad("`last` has the wrong length"));
+            }
+            self.last = last;
+        }
+        // A rate restarts from now: rows already produced are not owed again.
+        self.started = None;
+        self.rate_base = self.produced;
+        Ok(())
     }
 }
 

@@ -33,7 +33,9 @@ pub(crate) struct Input {
 
 enum Kind {
     Files {
-        pending: std::vec::IntoIter<PathBuf>,
+        files: Vec<PathBuf>,
+        /// The index in `files` of the next file to open.
+        next: usize,
         current: Option<File>,
     },
     Stdin {
@@ -84,26 +86,79 @@ impl Input {
         }
         Ok(Self {
             kind: Kind::Files {
-                pending: files.into_iter(),
+                files,
+                next: 0,
                 current: None,
             },
             buf: vec![0; CHUNK],
         })
     }
 
+    /// Whether the input can be read again from a position (files can, stdin cannot).
+    pub(crate) fn is_replayable(&self) -> bool {
+        matches!(self.kind, Kind::Files { .. })
+    }
+
+    /// The files, in reading order (empty for stdin).
+    pub(crate) fn files(&self) -> &[PathBuf] {
+        match &self.kind {
+            Kind::Files { files, .. } => files,
+            Kind::Stdin { .. } => &[],
+        }
+    }
+
+    /// The index of the file being read (or the next to be read, between files).
+    pub(crate) fn file_index(&self) -> usize {
+        match &self.kind {
+            Kind::Files { next, current, .. } => next - usize::from(current.is_some()),
+            Kind::Stdin { .. } => 0,
+        }
+    }
+
+    /// Whether a file is open (its `FileStart` was returned, its `FileEnd` not yet).
+    pub(crate) fn in_file(&self) -> bool {
+        match &self.kind {
+            Kind::Files { current, .. } => current.is_some(),
+            Kind::Stdin { chunks, .. } => chunks.is_some(),
+        }
+    }
+
+    /// Skips the files before `index`: the next chunk is the start of file `index`.
+    pub(crate) fn skip_to_file(&mut self, index: usize) {
+        if let Kind::Files { next, current, .. } = &mut self.kind {
+            *next = index;
+            *current = None;
+        }
+    }
+
     /// The next chunk, blocking at most until `deadline` (only stdin ever waits).
     pub(crate) fn next(&mut self, deadline: Instant) -> std::io::Result<Chunk<'_>> {
+        self.next_at_most(deadline, usize::MAX)
+    }
+
+    /// Like [`Input::next`], but a chunk of a file holds at most `max` bytes.
+    pub(crate) fn next_at_most(
+        &mut self,
+        deadline: Instant,
+        max: usize,
+    ) -> std::io::Result<Chunk<'_>> {
         match &mut self.kind {
-            Kind::Files { pending, current } => match current {
-                None => match pending.next() {
+            Kind::Files {
+                files,
+                next,
+                current,
+            } => match current {
+                None => match files.get(*next) {
                     None => Ok(Chunk::Done),
                     Some(p) => {
-                        *current = Some(File::open(&p)?);
+                        *current = Some(File::open(p)?);
+                        *next += 1;
                         Ok(Chunk::FileStart(p.display().to_string()))
                     }
                 },
                 Some(f) => {
-                    let n = read_full(f, &mut self.buf)?;
+                    let limit = max.min(self.buf.len());
+                    let n = read_full(f, &mut self.buf[..limit])?;
                     if n == 0 {
                         *current = None;
                         Ok(Chunk::FileEnd)

@@ -3,5 +3,6 @@
 pub mod discard;
 pub mod generator;
 mod input;
+mod parts;
 pub mod reader;
 pub mod writer;

@@ -17,7 +17,7 @@ use crate::codec::{CsvDecoder, CsvOptions, Decoded, JsonDecoder};
 use crate::connectors::input::{Chunk, Input};
 use crate::dead_letter::{DeadLetter, RejectedRecord};
 use crate::params::Params;
-use crate::{OperatorError, Source, SourcePoll};
+use crate::{OperatorError, RestoreIn, SnapshotOut, Source, SourcePoll};
 
 /// The `reader` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -25,6 +25,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     doc: "reads rows of its output type from CSV or JSON Lines files, or stdin",
     inputs: Arity::Exactly(0),
     outputs: Arity::Exactly(1),
+    stateful: true,
     params: &[
         ParamSpec {
             name: "path",
@@ -139,6 +140,13 @@ impl Decoder {
             Decoder::Json(d) => d.finish_file(),
         }
     }
+
+    fn consumed_offset(&self) -> u64 {
+        match self {
+            Decoder::Csv(d) => d.consumed_offset(),
+            Decoder::Json(d) => d.consumed_offset(),
+        }
+    }
 }
 
 /// A running reader.
@@ -192,11 +200,139 @@ impl Reader {
             message: e.to_string(),
         }
     }
+
+    fn io_error(&self, e: std::io::Error) -> OperatorError {
+        OperatorError::Io {
+            operator: self.name.clone(),
+            path: "input".into(),
+            source: e,
+        }
+    }
+
+    /// Skips the first `offset` bytes of the file just started, decoding and dropping them,
+    /// so that the header is known and line numbers stay exact. The records there were
+    /// emitted (and their malformed ones reported) before the checkpoint.
+    fn skip_prefix(&mut self, offset: u64) -> Result<(), OperatorError> {
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        let mut remaining = offset;
+        while remaining > 0 {
+            let max = usize::try_from(remaining).unwrap_or(usize::MAX);
+            let chunk = self.input.next_at_most(far, max);
+            let decoded = match chunk {
+                Ok(Chunk::Data(bytes)) => {
+                    remaining -= bytes.len() as u64;
+                    Some(self.decoder.decode(bytes))
+                }
+                Ok(_) => None,
+                Err(e) => {
+                    return Err(OperatorError::Io {
+                        operator: self.name.clone(),
+                        path: "input".into(),
+                        source: e,
+                    })
+                }
+            };
+            match decoded {
+                // The rows and rejects before the position were emitted before the checkpoint.
+                Some(result) => drop(result.map_err(|e| self.codec_error(e))?),
+                None => {
+                    return Err(self.changed_input(format!(
+                        "it ends before byte {offset}, where the checkpoint's position is"
+                    )))
+                }
+            }
+        }
+        let at = self.decoder.consumed_offset();
+        if at != offset {
+            return Err(self.changed_input(format!(
+                "byte {offset}, the checkpoint's position, is no longer the start of a record"
+            )));
+        }
+        Ok(())
+    }
+
+    fn changed_input(&self, what: String) -> OperatorError {
+        OperatorError::Config {
+            operator: self.name.clone(),
+            message: format!(
+                "the input changed since the checkpoint: {what}; restore cannot resume exactly where it stopped (start over with --from-scratch)"
+            ),
+        }
+    }
 }
 
 impl Source for Reader {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn can_resume(&self) -> Result<(), String> {
+        if self.input.is_replayable() {
+            Ok(())
+        } else {
+            Err("it reads stdin, which cannot be read again after a failure: exactly-once recovery needs files".into())
+        }
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        let file = self.input.file_index();
+        let in_file = self.input.in_file();
+        let offset = if in_file {
+            self.decoder.consumed_offset()
+        } else {
+            0
+        };
+        let path = self
+            .input
+            .files()
+            .get(file)
+            .map(|p| p.display().to_string());
+        out.inline(serde_json::json!({ "file": file, "path": path, "offset": offset }));
+        Ok(())
+    }
+
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        let position = state.inline.unwrap_or_default();
+        let (Some(file), Some(offset)) = (position["file"].as_u64(), position["offset"].as_u64())
+        else {
+            return Err(OperatorError::Execution {
+                operator: self.name.clone(),
+                message: format!("the checkpoint's position is malformed: {position}"),
+            });
+        };
+        let file = usize::try_from(file).unwrap_or(usize::MAX);
+        let files = self.input.files();
+        if file > files.len() {
+            return Err(self.changed_input(format!(
+                "the checkpoint was reading file {} of {}",
+                file + 1,
+                files.len()
+            )));
+        }
+        if let (Some(expected), Some(actual)) = (position["path"].as_str(), files.get(file)) {
+            if actual.display().to_string() != expected {
+                return Err(self.changed_input(format!(
+                    "file {} was `{expected}` and is now `{}`",
+                    file + 1,
+                    actual.display()
+                )));
+            }
+        }
+        self.input.skip_to_file(file);
+        if offset > 0 {
+            let far = Instant::now() + std::time::Duration::from_secs(3600);
+            let started = match self.input.next(far) {
+                Ok(Chunk::FileStart(name)) => Ok(Some(name)),
+                Ok(_) => Ok(None),
+                Err(e) => Err(e),
+            };
+            match started.map_err(|e| self.io_error(e))? {
+                Some(name) => self.decoder.start_file(&name),
+                None => return Err(self.changed_input(format!("file {} is missing", file + 1))),
+            }
+            self.skip_prefix(offset)?;
+        }
+        Ok(())
     }
 
     fn poll(&mut self, _max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {

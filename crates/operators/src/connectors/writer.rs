@@ -1,7 +1,9 @@
 //! `writer`: rows to a CSV or JSON Lines file, or stdout.
 //!
-//! Writing to a file is buffered and flushed at the end of input. Stdout is at-least-once
-//! once checkpoints exist; files become transactional with checkpoints.
+//! Without checkpoints, writing to a file is buffered and flushed at the end of input. With
+//! checkpoints, `path` is a directory of part files, committed when the checkpoint that
+//! covers them completes (see [`super::parts`]): exactly once. Stdout is at-least-once: rows
+//! printed after the last checkpoint are printed again after a restore.
 
 use std::fs::File;
 use std::io::Write;
@@ -10,14 +12,15 @@ use std::sync::Arc;
 
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
-use anduin_types::Diagnostics;
+use anduin_types::{Diagnostics, Epoch};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Bound;
 use crate::codec::{CsvEncoder, JsonLinesEncoder, TimestampFormat};
+use crate::connectors::parts::Parts;
 use crate::params::Params;
-use crate::{Collector, Operator, OperatorError};
+use crate::{Collector, Operator, OperatorError, SnapshotOut};
 
 /// The `writer` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -25,6 +28,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     doc: "writes its input to a CSV or JSON Lines file, or stdout",
     inputs: Arity::Exactly(1),
     outputs: Arity::Exactly(0),
+    stateful: true,
     params: &[
         ParamSpec {
             name: "path",
@@ -97,9 +101,20 @@ pub(crate) fn bind(
     let path = p.required("path").to_string();
     let name = op.name.to_string();
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |_| {
+        bound: Bound::Operator(Arc::new(move |ctx| {
             let out = if path == "-" {
                 Output::Stdout(std::io::stdout())
+            } else if ctx.checkpointing {
+                let ext = match format {
+                    Format::Csv { .. } => "csv",
+                    Format::Json => "jsonl",
+                };
+                let parts = Parts::open(std::path::Path::new(&path), ext, ctx.restore_epoch)
+                    .map_err(|e| OperatorError::Config {
+                        operator: name.clone(),
+                        message: format!("cannot prepare the output directory `{path}`: {e}"),
+                    })?;
+                Output::Parts(parts)
             } else {
                 let file = File::create(&path).map_err(|e| OperatorError::Config {
                     operator: name.clone(),
@@ -107,17 +122,13 @@ pub(crate) fn bind(
                 })?;
                 Output::File(file)
             };
-            let encoder = match format {
-                Format::Csv { delimiter, header } => {
-                    Encoder::Csv(CsvEncoder::new(delimiter, header, ts))
-                }
-                Format::Json => Encoder::Json(JsonLinesEncoder::new(ts)),
-            };
             Ok(Box::new(Writer {
                 name: name.clone(),
                 path: PathBuf::from(&path),
                 out,
-                encoder,
+                format,
+                ts,
+                encoder: new_encoder(format, ts),
                 buf: Vec::with_capacity(FLUSH_AT + FLUSH_AT / 4),
                 schema: Arc::clone(&schema),
                 encoded_any: false,
@@ -128,10 +139,19 @@ pub(crate) fn bind(
     })
 }
 
+fn new_encoder(format: Format, ts: TimestampFormat) -> Encoder {
+    match format {
+        Format::Csv { delimiter, header } => Encoder::Csv(CsvEncoder::new(delimiter, header, ts)),
+        Format::Json => Encoder::Json(JsonLinesEncoder::new(ts)),
+    }
+}
+
 /// Where a writer writes.
 enum Output {
     File(File),
     Stdout(std::io::Stdout),
+    /// Part files in a directory, committed with checkpoints.
+    Parts(Parts),
 }
 
 enum Encoder {
@@ -144,6 +164,8 @@ struct Writer {
     name: String,
     path: PathBuf,
     out: Output,
+    format: Format,
+    ts: TimestampFormat,
     encoder: Encoder,
     buf: Vec<u8>,
     schema: SchemaRef,
@@ -151,7 +173,21 @@ struct Writer {
 }
 
 impl Writer {
+    fn io_error(&self, e: std::io::Error) -> OperatorError {
+        OperatorError::Io {
+            operator: self.name.clone(),
+            path: self.path.clone(),
+            source: e,
+        }
+    }
+
     fn encode(&mut self, batch: &RecordBatch) {
+        if let Output::Parts(p) = &self.out {
+            // Each part is a whole file: a new part starts with its own header.
+            if !p.has_current() && self.buf.is_empty() {
+                self.encoder = new_encoder(self.format, self.ts);
+            }
+        }
         self.encoded_any = true;
         match &mut self.encoder {
             Encoder::Csv(e) => e.encode(batch, &mut self.buf),
@@ -160,12 +196,16 @@ impl Writer {
     }
 
     fn write_out(&mut self) -> Result<(), OperatorError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
         let res = match &mut self.out {
             Output::File(f) => f.write_all(&self.buf),
             Output::Stdout(s) => {
                 let mut lock = s.lock();
                 lock.write_all(&self.buf).and_then(|()| lock.flush())
             }
+            Output::Parts(p) => p.write(&self.buf),
         };
         self.buf.clear();
         res.map_err(|e| OperatorError::Io {
@@ -196,18 +236,49 @@ impl Operator for Writer {
     }
 
     fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
-        if !self.encoded_any {
+        if !self.encoded_any && !matches!(self.out, Output::Parts(_)) {
             // A query that produced nothing still writes its CSV header.
             self.encode(&RecordBatch::new_empty(Arc::clone(&self.schema)));
         }
         self.write_out()?;
-        if let Output::File(f) = &mut self.out {
-            f.flush().map_err(|e| OperatorError::Io {
+        let res = match &mut self.out {
+            Output::File(f) => f.flush(),
+            // The input ended after the last checkpoint's barrier, which closed the parts:
+            // the query succeeded, so what is pending is committed. (Should rows have come
+            // after that barrier, their part is named after no checkpoint and a restore
+            // removes it: the rows are produced again.)
+            Output::Parts(p) => p
+                .close_for(Epoch(u64::MAX))
+                .and_then(|_| p.commit(Epoch(u64::MAX))),
+            Output::Stdout(_) => Ok(()),
+        };
+        res.map_err(|e| self.io_error(e))
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        self.write_out()?;
+        let epoch = out.epoch();
+        if let Output::Parts(p) = &mut self.out {
+            let pending = p.close_for(epoch).map_err(|e| OperatorError::Io {
                 operator: self.name.clone(),
                 path: self.path.clone(),
                 source: e,
             })?;
+            out.inline(serde_json::json!({ "pending": pending }));
         }
         Ok(())
+    }
+
+    fn restore(&mut self, _state: crate::RestoreIn) -> Result<(), OperatorError> {
+        // The part files were brought back to the checkpoint when the writer was created.
+        Ok(())
+    }
+
+    fn handle_commit(&mut self, epoch: Epoch) -> Result<(), OperatorError> {
+        let res = match &mut self.out {
+            Output::Parts(p) => p.commit(epoch),
+            _ => Ok(()),
+        };
+        res.map_err(|e| self.io_error(e))
     }
 }

@@ -20,6 +20,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     doc: "keeps the rows for which `condition` is true (null counts as false)",
     inputs: Arity::Exactly(1),
     outputs: Arity::Exactly(1),
+    stateful: false,
     params: &[ParamSpec {
         name: "condition",
         required: true,

@@ -19,6 +19,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     doc: "computes new columns from each row (a projection): one output row per input row",
     inputs: Arity::Exactly(1),
     outputs: Arity::Exactly(1),
+    stateful: false,
     params: &[ParamSpec {
         name: "columns",
         required: true,

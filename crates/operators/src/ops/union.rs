@@ -17,6 +17,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     doc: "merges its inputs, which must have the same columns, into one stream (no order between inputs)",
     inputs: Arity::AtLeast(2),
     outputs: Arity::Exactly(1),
+    stateful: false,
     params: &[],
 };
 

@@ -1,0 +1,234 @@
+//! Exactly-once end to end: a query killed with SIGKILL at seeded random moments and resumed
+//! from its checkpoints writes exactly the rows an uninterrupted run writes, none lost and
+//! none twice. The query reads a CSV file and a rate-limited generator (so that it runs long
+//! enough to be killed mid-way), unions them (barrier alignment over two inputs), filters, and
+//! writes part files.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use common::anduin;
+
+const QUERY: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "file", type = "reader" {
+  param path = "events.csv"
+  output name = "fromFile", type = "Event"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param seed = 7
+  param count = 60000
+  param rate = 40000
+  output name = "generated", type = "Event"
+}
+operator name = "both", type = "union" {
+  input name = "fromFile"
+  input name = "generated"
+  output name = "all", type = "Event"
+}
+operator name = "low", type = "filter" {
+  input name = "all"
+  param condition = "value < 50"
+  output name = "low", type = "Event"
+}
+operator name = "out", type = "writer" {
+  input name = "low"
+  param path = "${OUTPUT}"
+}
+"#;
+
+const EVENTS: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "int"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 200000
+  output name = "events", type = "Event"
+}
+operator name = "out", type = "writer" {
+  input name = "events"
+  param path = "events.csv"
+}
+"#;
+
+/// The data rows of every file under `path` (a file or a directory of parts), sorted.
+fn rows(path: &Path) -> Vec<String> {
+    let mut files = vec![];
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).expect("output dir") {
+            let p = e.expect("entry").path();
+            let name = p.file_name().expect("name").to_string_lossy().to_string();
+            if !name.starts_with('.') {
+                files.push(p);
+            }
+        }
+    } else {
+        files.push(path.to_path_buf());
+    }
+    let mut out: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .expect("part")
+                .lines()
+                .filter(|l| !l.starts_with("ts,"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A small deterministic RNG (splitmix64), so that the kill points follow the seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % below
+    }
+}
+
+fn start(dir: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args([
+            "run",
+            "q.flow",
+            "--var",
+            "OUTPUT=out",
+            "--checkpoint-dir",
+            "ckpt",
+            "--checkpoint-every",
+            "5000",
+            "--batch-size",
+            "500",
+        ])
+        .current_dir(dir)
+        .env("RUST_LOG", "anduin_runtime::coordinator=info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts")
+}
+
+/// Lets the run complete `checkpoints` more checkpoints and go on for `delay_ms` (to land
+/// the kill anywhere in the checkpoint cycle: mid-batch, mid-barrier, between a checkpoint's
+/// completion and its commit), then kills it with SIGKILL. Returns false if the run ended
+/// first. The outcome must not depend on where the kill lands.
+fn kill_after(mut child: Child, checkpoints: u64, delay_ms: u64) -> bool {
+    let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut seen = 0;
+    for line in stderr.lines() {
+        let line = line.expect("a line");
+        if line.contains("checkpoint complete") {
+            seen += 1;
+            if seen >= checkpoints {
+                std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+                let _ = child.kill();
+                let _ = child.wait();
+                return true;
+            }
+        }
+    }
+    let _ = child.wait();
+    false
+}
+
+#[test]
+fn a_killed_run_resumes_to_the_output_of_an_uninterrupted_one() {
+    for seed in [1u64, 2, 3, 4] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("events.flow"), EVENTS).expect("query");
+        let out = anduin(dir.path(), &["run", "events.flow"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+
+        // The reference: one run without checkpoints, into a single file.
+        let out = anduin(
+            dir.path(),
+            &["run", "q.flow", "--var", "OUTPUT=reference.csv"],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let expected = rows(&dir.path().join("reference.csv"));
+        assert!(expected.len() > 100_000, "the query produces enough rows");
+
+        // Kill it two to four times, each time after a random number of checkpoints.
+        let mut rng = Rng(seed);
+        let kills = 2 + rng.next(3);
+        let mut killed = 0;
+        for _ in 0..kills {
+            let after = 1 + rng.next(4);
+            let delay_ms = rng.next(150);
+            if kill_after(start(dir.path()), after, delay_ms) {
+                killed += 1;
+            }
+        }
+        assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
+        let out = anduin(
+            dir.path(),
+            &[
+                "run",
+                "q.flow",
+                "--var",
+                "OUTPUT=out",
+                "--checkpoint-dir",
+                "ckpt",
+                "--checkpoint-every",
+                "5000",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
+        let got = rows(&dir.path().join("out"));
+        assert_eq!(
+            got.len(),
+            expected.len(),
+            "seed {seed}: rows lost or duplicated"
+        );
+        assert!(
+            got == expected,
+            "seed {seed}: the output differs from the uninterrupted run"
+        );
+
+        // Once finished, running again changes nothing.
+        let out = anduin(
+            dir.path(),
+            &[
+                "run",
+                "q.flow",
+                "--var",
+                "OUTPUT=out",
+                "--checkpoint-dir",
+                "ckpt",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("already finished"));
+        assert!(rows(&dir.path().join("out")) == expected);
+    }
+}

@@ -1,0 +1,161 @@
+//! Barrier alignment (the paper's checkpointing pattern, Flink's aligned checkpoints): a task
+//! with several inputs takes its snapshot when the barrier of an epoch has arrived on all of
+//! them. An input that delivered the barrier is not read again until then, so the snapshot
+//! reflects exactly the rows before the barrier on every input. Pure: no channels here.
+
+use anduin_types::{Barrier, Epoch};
+
+/// What a barrier or an end of input did to the alignment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum Alignment {
+    /// Wait for the other inputs; do not read this one meanwhile.
+    Waiting,
+    /// The barrier has arrived on every open input: snapshot, forward it, read everything.
+    Aligned(Barrier),
+}
+
+/// The alignment state of one task.
+#[derive(Debug)]
+pub(crate) struct Aligner {
+    /// Per input: the barrier has arrived in the current round.
+    arrived: Vec<bool>,
+    /// Per input: the input has ended (it no longer takes part).
+    ended: Vec<bool>,
+    current: Option<Barrier>,
+}
+
+/// A barrier arrived that the alignment cannot accept: a protocol violation upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MisalignedBarrier {
+    pub expected: Epoch,
+    pub got: Epoch,
+}
+
+impl Aligner {
+    pub(crate) fn new(inputs: usize) -> Self {
+        Self {
+            arrived: vec![false; inputs],
+            ended: vec![false; inputs],
+            current: None,
+        }
+    }
+
+    /// Whether input `i` is held back (its barrier came, others' have not).
+    pub(crate) fn is_blocked(&self, i: usize) -> bool {
+        self.current.is_some() && self.arrived.get(i).copied().unwrap_or(false)
+    }
+
+    /// The barrier `b` arrived on input `i`.
+    pub(crate) fn on_barrier(
+        &mut self,
+        i: usize,
+        b: Barrier,
+    ) -> Result<Alignment, MisalignedBarrier> {
+        if let Some(cur) = &self.current {
+            if cur.epoch != b.epoch {
+                return Err(MisalignedBarrier {
+                    expected: cur.epoch,
+                    got: b.epoch,
+                });
+            }
+        } else {
+            self.current = Some(b);
+        }
+        if let Some(a) = self.arrived.get_mut(i) {
+            *a = true;
+        }
+        Ok(self.check())
+    }
+
+    /// Input `i` ended: it no longer holds an alignment up.
+    pub(crate) fn on_end(&mut self, i: usize) -> Alignment {
+        if let Some(e) = self.ended.get_mut(i) {
+            *e = true;
+        }
+        if self.current.is_some() {
+            self.check()
+        } else {
+            Alignment::Waiting
+        }
+    }
+
+    fn check(&mut self) -> Alignment {
+        let all = self
+            .arrived
+            .iter()
+            .zip(&self.ended)
+            .all(|(arrived, ended)| *arrived || *ended);
+        if !all {
+            return Alignment::Waiting;
+        }
+        self.arrived.iter_mut().for_each(|a| *a = false);
+        match self.current.take() {
+            Some(b) => Alignment::Aligned(b),
+            None => Alignment::Waiting,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anduin_types::BarrierKind;
+
+    fn barrier(e: u64) -> Barrier {
+        Barrier {
+            epoch: Epoch(e),
+            kind: BarrierKind::Checkpoint { full: true },
+        }
+    }
+
+    #[test]
+    fn a_single_input_aligns_at_once() {
+        let mut a = Aligner::new(1);
+        assert_eq!(
+            a.on_barrier(0, barrier(1)),
+            Ok(Alignment::Aligned(barrier(1)))
+        );
+        assert!(!a.is_blocked(0));
+    }
+
+    #[test]
+    fn inputs_that_delivered_the_barrier_wait_for_the_others() {
+        let mut a = Aligner::new(3);
+        assert_eq!(a.on_barrier(1, barrier(4)), Ok(Alignment::Waiting));
+        assert!(a.is_blocked(1));
+        assert!(!a.is_blocked(0));
+        assert_eq!(a.on_barrier(0, barrier(4)), Ok(Alignment::Waiting));
+        assert_eq!(
+            a.on_barrier(2, barrier(4)),
+            Ok(Alignment::Aligned(barrier(4)))
+        );
+        assert!(!a.is_blocked(1));
+        // The next round starts clean.
+        assert_eq!(a.on_barrier(2, barrier(5)), Ok(Alignment::Waiting));
+    }
+
+    #[test]
+    fn an_ended_input_does_not_hold_alignment_up() {
+        let mut a = Aligner::new(2);
+        assert_eq!(a.on_barrier(0, barrier(2)), Ok(Alignment::Waiting));
+        assert_eq!(a.on_end(1), Alignment::Aligned(barrier(2)));
+        assert_eq!(
+            a.on_barrier(0, barrier(3)),
+            Ok(Alignment::Aligned(barrier(3)))
+        );
+    }
+
+    #[test]
+    fn a_barrier_of_another_epoch_mid_alignment_is_a_violation() {
+        let mut a = Aligner::new(2);
+        assert_eq!(a.on_barrier(0, barrier(2)), Ok(Alignment::Waiting));
+        assert_eq!(
+            a.on_barrier(1, barrier(3)),
+            Err(MisalignedBarrier {
+                expected: Epoch(2),
+                got: Epoch(3)
+            })
+        );
+    }
+}

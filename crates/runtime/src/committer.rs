@@ -1,0 +1,73 @@
+//! The committer: makes tasks' snapshot files durable (fsync, rename) off the data path, then
+//! acknowledges their share of the checkpoint to the coordinator.
+
+use crossbeam_channel::{Receiver, Sender};
+use tracing::debug;
+
+use crate::faults::Faults;
+use crate::protocol::{Event, OpState, WriteJob};
+
+/// Runs until every task has dropped its sender.
+pub(crate) fn run_committer(jobs: Receiver<WriteJob>, events: Sender<Event>, faults: Faults) {
+    for job in jobs {
+        let WriteJob {
+            epoch,
+            task,
+            snapshots,
+        } = job;
+        let mut states = Vec::with_capacity(snapshots.len());
+        let mut files = Vec::new();
+        let mut failure = None;
+        for s in snapshots {
+            let file = match s.file {
+                None => None,
+                Some((kind, f)) => {
+                    if failure.is_some() {
+                        f.abandon();
+                        continue;
+                    }
+                    let committed = match faults.checkpoint_write(epoch) {
+                        Err(e) => {
+                            f.abandon();
+                            Err(e.to_string())
+                        }
+                        Ok(()) => f.commit().map_err(|e| e.to_string()),
+                    };
+                    match committed {
+                        Ok(entry) => {
+                            let name = entry.name.clone();
+                            files.push(entry);
+                            Some((kind, name))
+                        }
+                        Err(e) => {
+                            failure = Some(format!("operator \"{}\": {e}", s.name));
+                            continue;
+                        }
+                    }
+                }
+            };
+            states.push(OpState {
+                name: s.name,
+                inline: s.inline,
+                file,
+            });
+        }
+        let event = match failure {
+            Some(reason) => Event::Failed {
+                epoch,
+                task,
+                reason,
+            },
+            None => Event::Ack {
+                epoch,
+                task,
+                states,
+                files,
+            },
+        };
+        debug!(epoch = epoch.0, task, "snapshot durable");
+        if events.send(event).is_err() {
+            return;
+        }
+    }
+}

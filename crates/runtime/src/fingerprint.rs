@@ -1,0 +1,39 @@
+//! A query's fingerprint for checkpoints: what a restore compares to decide whether the
+//! checkpoint still fits the query.
+
+use anduin_checkpoint::plan::{OperatorFingerprint, PlanFingerprint};
+use anduin_graph::{describe_schema, Catalog, LogicalGraph};
+use anduin_operators::{Bound, BuiltinCatalog};
+
+/// The fingerprint of `graph`.
+pub fn fingerprint(graph: &LogicalGraph<Bound>) -> PlanFingerprint {
+    let operators = graph
+        .topo
+        .iter()
+        .map(|id| {
+            let node = graph.node(*id);
+            let schemas = |ids: &[anduin_graph::StreamId]| -> Vec<String> {
+                ids.iter()
+                    .map(|s| describe_schema(&graph.stream(*s).schema))
+                    .collect()
+            };
+            OperatorFingerprint {
+                name: node.name().to_string(),
+                kind: node.kind().to_string(),
+                stateful: BuiltinCatalog
+                    .signature(node.kind())
+                    .map(|s| s.stateful)
+                    .unwrap_or(true),
+                params: node
+                    .def
+                    .params
+                    .iter()
+                    .map(|p| (p.name.to_string(), p.value.as_text().to_string()))
+                    .collect(),
+                inputs: schemas(&node.inputs),
+                outputs: schemas(&node.outputs),
+            }
+        })
+        .collect();
+    PlanFingerprint { operators }
+}
