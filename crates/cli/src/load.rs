@@ -70,6 +70,18 @@ fn parse(path: &Path, src: &str) -> Result<Spec> {
     }
 }
 
+/// Prints `text` to stdout. A closed stdout (`anduin explain … | head`) is not an error.
+pub fn print_out(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("cannot write to stdout"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Prints diagnostics to stderr as `FILE:LINE:COL: message`.
 pub fn print_diagnostics(path: &Path, d: &Diagnostics) {
     eprint!("{}", d.render(&path.display().to_string()));

@@ -104,3 +104,93 @@ fn sql_files_are_refused_with_a_clear_message() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("SQL queries are not supported yet"));
 }
+
+#[test]
+fn a_query_that_would_overwrite_its_input_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("in.csv"), "ts,sensor,value\n1,2,3\n").expect("input");
+    let out = anduin(
+        dir.path(),
+        &[
+            "run",
+            &sensors(),
+            "--var",
+            "INPUT=in.csv",
+            "--var",
+            "OUTPUT=./in.csv",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("operator \"source\" reads") && stderr.contains("operator \"sink\" writes"),
+        "{stderr}"
+    );
+    let out = anduin(
+        dir.path(),
+        &[
+            "run",
+            &sensors(),
+            "--var",
+            "INPUT=in.csv",
+            "--var",
+            "OUTPUT=o.csv",
+            "--dead-letter",
+            "in.csv",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the dead-letter file is"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("in.csv")).expect("input intact"),
+        "ts,sensor,value\n1,2,3\n"
+    );
+}
+
+#[test]
+fn a_writer_that_cannot_start_leaves_the_other_outputs_as_they_were() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("keep.csv"), "keep me\n").expect("existing output");
+    std::fs::write(
+        dir.path().join("q.flow"),
+        r#"type name = "T" { column name = "x", type = "int" }
+operator name = "g", type = "generator" { param count = 3 output name = "xs", type = "T" }
+operator name = "u", type = "union" { input name = "xs" input name = "xs" output name = "both", type = "T" }
+operator name = "w1", type = "writer" { input name = "both" param path = "keep.csv" }
+operator name = "w2", type = "writer" { input name = "xs" param path = "no/such/dir/x.csv" }"#,
+    )
+    .expect("query");
+    let out = anduin(dir.path(), &["run", "q.flow"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("operator \"w2\""));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("keep.csv")).expect("kept"),
+        "keep me\n"
+    );
+}
+
+#[test]
+fn a_dead_letter_file_in_a_missing_directory_is_an_error_before_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("in.csv"), "ts,sensor,value\n1,2,3\n").expect("input");
+    let out = anduin(
+        dir.path(),
+        &[
+            "run",
+            &sensors(),
+            "--var",
+            "INPUT=in.csv",
+            "--var",
+            "OUTPUT=o.csv",
+            "--dead-letter",
+            "nope/dl.jsonl",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot write the dead-letter file `nope/dl.jsonl`"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("o.csv").exists());
+}

@@ -134,3 +134,31 @@ fn a_glob_reads_every_matching_file_in_name_order() {
         "ts,sensor,value\n1,1,1\n2,2,2\n"
     );
 }
+
+#[test]
+fn computed_columns_are_written_as_the_five_stream_types() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("q.flow"),
+        r#"type name = "T" { column name = "v", type = "int" }
+operator name = "g", type = "generator" { param count = 1 param int_max = 1 output name = "xs", type = "T" }
+operator name = "m", type = "map" {
+  input name = "xs"
+  param columns = "CAST(v AS INT) AS i, CAST(v AS REAL) / 4 AS f, TIMESTAMP '2023-11-14 22:13:20.5' AS t, xs.*"
+  output name = "ys"
+}
+operator name = "w", type = "writer" { input name = "ys" param path = "-" param format = "jsonl" }"#,
+    )
+    .expect("query");
+    let out = anduin(dir.path(), &["run", "q.flow", "-q"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\"i\":0,\"f\":0.0,\"t\":1700000000500,\"v\":0}\n"
+    );
+}

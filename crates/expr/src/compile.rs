@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use anduin_types::ColumnType;
 use arrow::array::{ArrayRef, BooleanArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
@@ -12,6 +13,7 @@ use datafusion_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion_expr::simplify::SimplifyContext;
 use datafusion_expr::{BinaryExpr, Expr, ExprSchemable, Operator};
 use datafusion_optimizer::simplify_expressions::ExprSimplifier;
+use datafusion_physical_expr::expressions::CastExpr;
 use datafusion_physical_expr::{create_physical_expr, PhysicalExpr};
 use datafusion_sql::planner::{ParserOptions, PlannerContext, SqlToRel};
 use sqlparser::ast::{Expr as SqlExpr, SelectItem, Spanned};
@@ -81,6 +83,31 @@ impl CompiledExpr {
     pub fn field(&self) -> Field {
         Field::new(&self.name, self.data_type.clone(), self.nullable)
     }
+
+    /// The expression cast to the column type a stream carries (see
+    /// [`ColumnType::carrying`]), so that every stream holds only anduin's five types.
+    /// Fails, naming the column, for a result type a stream cannot carry.
+    pub fn into_stream_type(self) -> Result<Self, ExprError> {
+        let Some(target) = ColumnType::carrying(&self.data_type).map(ColumnType::arrow_type) else {
+            return Err(ExprError::whole(format!(
+                "column `{}` is of type {}, which a stream cannot carry: CAST it to BIGINT, DOUBLE, BOOLEAN, VARCHAR or TIMESTAMP",
+                self.name, self.data_type
+            )));
+        };
+        if target == self.data_type {
+            return Ok(self);
+        }
+        let options = arrow::compute::CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        Ok(Self {
+            physical: Arc::new(CastExpr::new(self.physical, target.clone(), Some(options))),
+            name: self.name,
+            data_type: target,
+            nullable: self.nullable,
+        })
+    }
 }
 
 /// Compiles one expression, such as `readings.value * 2 + 1`.
@@ -144,7 +171,10 @@ pub fn compile_projection(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>
                 ));
             }
             SelectItem::QualifiedWildcard(kind, _) => {
-                let q = kind.to_string();
+                let q = match &kind {
+                    sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(n) => n.to_string(),
+                    sqlparser::ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
+                };
                 if q != scope.qualifier {
                     let loc = kind.span().start;
                     return Err(ExprError::at(
@@ -239,6 +269,7 @@ fn compile_sql(sql: SqlExpr, name: String, scope: &Scope) -> Result<CompiledExpr
         .sql_to_expr(sql, &df_schema, &mut PlannerContext::new())
         .map_err(|e| located(&e, start, scope))?;
     check_comparisons(&logical, &df_schema, start)?;
+    check_functions(&logical, start)?;
     let df_schema = Arc::new(df_schema);
     let simplifier = ExprSimplifier::new(
         SimplifyContext::builder()
@@ -306,6 +337,43 @@ fn check_comparisons(e: &Expr, schema: &DFSchema, start: Location) -> Result<(),
 }
 
 use datafusion_common::tree_node::TreeNode;
+
+/// Rejects what a streaming expression cannot evaluate row by row: aggregates (they need a
+/// window) and functions fixed when a query starts (`now()`, `current_date`, …).
+fn check_functions(e: &Expr, start: Location) -> Result<(), ExprError> {
+    let mut err = None;
+    let _ = e.apply(|node| {
+        let problem = match node {
+            Expr::AggregateFunction(a) => Some(format!(
+                "aggregate function `{}` is not allowed here: aggregates need a window operator",
+                a.func.name()
+            )),
+            Expr::WindowFunction(_) => {
+                Some("window functions (`… OVER (…)`) are not supported in expressions".to_string())
+            }
+            Expr::ScalarFunction(f)
+                if f.func.signature().volatility == datafusion_expr::Volatility::Stable =>
+            {
+                Some(format!(
+                    "`{}()` would be fixed at the moment the query starts, which a continuous query cannot use: compare with an event-time column instead",
+                    f.func.name()
+                ))
+            }
+            _ => None,
+        };
+        match problem {
+            Some(p) => {
+                err = Some(ExprError::at(start.line, start.column, p));
+                Ok(datafusion_common::tree_node::TreeNodeRecursion::Stop)
+            }
+            None => Ok(datafusion_common::tree_node::TreeNodeRecursion::Continue),
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
 
 /// An expression as a user would write it: `value`, `'abc'`, `value + 1`.
 fn show(e: &Expr) -> String {
@@ -411,12 +479,12 @@ fn located(e: &DataFusionError, start: Location, scope: &Scope) -> ExprError {
 fn clean_message(e: &DataFusionError) -> String {
     let root = e.find_root();
     let msg = root.message().to_string();
-    let msg = msg
-        .split("\n\nbacktrace")
-        .next()
-        .unwrap_or(&msg)
-        .to_string();
-    msg.trim().to_string()
+    let msg = msg.split("\n\nbacktrace").next().unwrap_or(&msg);
+    msg.split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -509,6 +577,74 @@ mod tests {
     fn a_condition_must_be_boolean() {
         let e = compile_predicate("value + 1", &scope()).expect_err("must fail");
         assert!(e.message.starts_with("a condition must be true or false"));
+    }
+
+    #[test]
+    fn a_qualified_wildcard_expands_to_every_column() {
+        let cols = compile_projection("readings.*", &scope()).expect("valid");
+        assert_eq!(cols.len(), 4);
+        let e = compile_projection("other.*", &scope()).expect_err("unknown stream");
+        assert_eq!(
+            e.message,
+            "unknown stream `other` in `other.*`: expected `readings`"
+        );
+    }
+
+    #[test]
+    fn aggregates_and_start_time_functions_are_refused() {
+        let e = compile_projection("sum(value) AS s", &scope()).expect_err("aggregate");
+        assert!(
+            e.message
+                .starts_with("aggregate function `sum` is not allowed"),
+            "{}",
+            e.message
+        );
+        let e = compile_predicate("ts < now()", &scope()).expect_err("now");
+        assert!(
+            e.message.starts_with("`now()` would be fixed"),
+            "{}",
+            e.message
+        );
+        let e = compile_predicate("nosuchfn(value) > 1", &scope()).expect_err("unknown");
+        assert!(!e.message.contains('\n'), "{}", e.message);
+    }
+
+    #[test]
+    fn computed_columns_are_cast_to_the_types_streams_carry() {
+        let cols = compile_projection(
+            "CAST(value AS INT) AS i, CAST(value AS REAL) AS f, TIMESTAMP '2023-11-14 22:13:20' AS t, CAST(value AS DECIMAL(10, 2)) AS d",
+            &scope(),
+        )
+        .expect("valid")
+        .into_iter()
+        .map(|c| c.into_stream_type().expect("carried"))
+        .collect::<Vec<_>>();
+        let types: Vec<DataType> = cols.iter().map(|c| c.data_type.clone()).collect();
+        assert_eq!(
+            types,
+            vec![
+                DataType::Int64,
+                DataType::Float64,
+                DataType::Timestamp(TimeUnit::Millisecond, None),
+                DataType::Float64
+            ]
+        );
+        let t = cols[2].evaluate(&batch()).expect("evaluates");
+        assert_eq!(
+            t.data_type(),
+            &DataType::Timestamp(TimeUnit::Millisecond, None)
+        );
+        let e = compile_projection("NULL AS n", &scope())
+            .expect("valid")
+            .pop()
+            .expect("one")
+            .into_stream_type()
+            .expect_err("untyped");
+        assert!(
+            e.message.starts_with("column `n` is of type Null"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

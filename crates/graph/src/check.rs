@@ -71,6 +71,8 @@ pub fn check<C: Catalog>(
 
     // Types.
     let mut types: HashMap<&str, (SchemaRef, &TypeDef)> = HashMap::new();
+    // Types with errors of their own: their uses are not reported again as unknown.
+    let mut bad_types: BTreeSet<&str> = BTreeSet::new();
     for ty in &spec.types {
         if let Some((_, first)) = types.get(ty.name.as_str()) {
             diags.push(Diagnostic::error(
@@ -86,13 +88,19 @@ pub fn check<C: Catalog>(
             Ok(schema) => {
                 types.insert(ty.name.as_str(), (schema, ty));
             }
-            Err(d) => diags.extend(d),
+            Err(d) => {
+                bad_types.insert(ty.name.as_str());
+                diags.extend(d);
+            }
         }
     }
 
-    // Operators and their params.
+    // Operators and their params. An operator with an error of its own is not bound (its
+    // binding could only report consequences); the others still are.
+    let mut broken = vec![false; spec.operators.len()];
     let mut names: HashMap<&str, &OperatorDef> = HashMap::new();
-    for op in &spec.operators {
+    for (i, op) in spec.operators.iter().enumerate() {
+        let errors_before = diags.errors().count();
         if let Some(first) = names.get(op.name.as_str()) {
             diags.push(Diagnostic::error(
                 op.name.pos(),
@@ -116,6 +124,7 @@ pub fn check<C: Catalog>(
             )),
             Some(sig) => check_params(op, sig, &mut diags),
         }
+        broken[i] = diags.errors().count() > errors_before;
     }
 
     // Streams: each produced by exactly one output.
@@ -132,7 +141,10 @@ pub fn check<C: Catalog>(
                 Some(t) => match types.get(t.as_str()) {
                     Some((s, _)) => Some(Arc::clone(s)),
                     None => {
-                        diags.push(unknown_type(t, &types));
+                        broken[i] = true;
+                        if !bad_types.contains(t.as_str()) {
+                            diags.push(unknown_type(t, &out.name, op, &types));
+                        }
                         None
                     }
                 },
@@ -175,6 +187,7 @@ pub fn check<C: Catalog>(
                     ids.push(id);
                 }
                 None => {
+                    broken[i] = true;
                     let hint = if types.contains_key(input.as_str()) {
                         format!(
                             " (`{input}` is a type; an input names a stream, the `name` of some operator's `output`)"
@@ -228,7 +241,7 @@ pub fn check<C: Catalog>(
             Vec::new()
         }
     };
-    if diags.has_errors() {
+    if topo.is_empty() && !spec.operators.is_empty() {
         diags.sort();
         return Err(diags);
     }
@@ -239,7 +252,7 @@ pub fn check<C: Catalog>(
     for &id in &topo {
         let op = &spec.operators[id.0];
         let ins = &inputs_of[id.0];
-        if ins.iter().any(|s| failed[streams[s.0].producer.0 .0]) {
+        if broken[id.0] || ins.iter().any(|s| failed[streams[s.0].producer.0 .0]) {
             failed[id.0] = true;
             continue;
         }
@@ -307,7 +320,12 @@ pub fn check<C: Catalog>(
     ))
 }
 
-fn unknown_type(t: &Text, types: &HashMap<&str, (SchemaRef, &TypeDef)>) -> Diagnostic {
+fn unknown_type(
+    t: &Text,
+    output: &Text,
+    op: &OperatorDef,
+    types: &HashMap<&str, (SchemaRef, &TypeDef)>,
+) -> Diagnostic {
     let known: Vec<&str> = {
         let mut k: Vec<&str> = types.keys().copied().collect();
         k.sort_unstable();
@@ -316,7 +334,8 @@ fn unknown_type(t: &Text, types: &HashMap<&str, (SchemaRef, &TypeDef)>) -> Diagn
     Diagnostic::error(
         t.pos(),
         format!(
-            "unknown type \"{t}\"{}: declare it with `type name = \"{t}\" {{ … }}`{}",
+            "unknown type \"{t}\" of output \"{output}\" of operator \"{}\"{}: declare it with `type name = \"{t}\" {{ … }}`{}",
+            op.name,
             did_you_mean(t.as_str(), known.iter().copied()),
             if known.is_empty() {
                 String::new()

@@ -1,7 +1,8 @@
 //! The dead-letter output: where malformed input records go, so that none is lost silently.
 //!
 //! One JSON object per line: `{"operator":…,"source":…,"line":…,"reason":…,"record":…}`.
-//! The file is created on the first rejected record (a run without any leaves no file).
+//! The file is created (or truncated) on the first rejected record of a run; a run without
+//! any leaves an existing file alone.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -42,22 +43,23 @@ pub struct DeadLetter {
 }
 
 impl DeadLetter {
-    /// A dead-letter output writing to `target`. A stale file from an earlier run is removed
-    /// now, so that the file after this run holds exactly this run's rejects.
-    pub fn new(target: DeadLetterTarget) -> std::io::Result<Self> {
-        if let DeadLetterTarget::File(p) = &target {
-            match std::fs::remove_file(p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(Self {
+    /// A dead-letter output writing to `target`; the file is replaced by the first reject.
+    pub fn new(target: DeadLetterTarget) -> Self {
+        Self {
             target,
             writer: Mutex::new(None),
             count: AtomicU64::new(0),
             append: false,
-        })
+        }
+    }
+
+    /// Whether the file could be created (its directory exists and is writable), checked
+    /// without touching it, so that a query can refuse to start.
+    pub fn check_writable(&self) -> std::io::Result<()> {
+        match &self.target {
+            DeadLetterTarget::File(p) => crate::fs_check::check_creatable(p),
+            DeadLetterTarget::Stderr => Ok(()),
+        }
     }
 
     /// A dead-letter output for a run that resumes from a checkpoint: rejects are appended to
@@ -140,12 +142,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_file_appears_with_the_first_reject_and_holds_json_lines() {
+    fn the_file_is_replaced_by_the_first_reject_and_holds_json_lines() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("out.csv.rejected");
         std::fs::write(&path, "stale\n").expect("write");
-        let dl = DeadLetter::new(DeadLetterTarget::File(path.clone())).expect("opens");
-        assert!(!path.exists(), "a stale file is removed at start");
+        let dl = DeadLetter::new(DeadLetterTarget::File(path.clone()));
+        dl.check_writable().expect("writable");
+        assert!(path.exists(), "nothing is touched before a reject");
+        assert!(
+            DeadLetter::new(DeadLetterTarget::File(dir.path().join("no/such/dir/x")))
+                .check_writable()
+                .is_err()
+        );
         dl.reject(
             "source",
             &RejectedRecord {

@@ -10,6 +10,7 @@ pub mod codec;
 pub mod connectors;
 mod dead_letter;
 mod error;
+mod fs_check;
 mod operator;
 pub mod ops;
 mod params;

@@ -70,6 +70,12 @@ impl<'a> Params<'a> {
     pub fn delimiter(&self) -> Result<u8, Diagnostics> {
         let delim = self.str_or("delimiter", ",");
         match delim.as_bytes() {
+            [b'"' | b'\r' | b'\n'] => Err(self
+                .error(
+                    "delimiter",
+                    "the delimiter cannot be a quote or a line break: CSV uses those to quote fields and end records",
+                )
+                .into()),
             [b] if b.is_ascii() => Ok(*b),
             _ => Err(self
                 .error(

@@ -41,7 +41,7 @@ operator name = "d", type = "discard" {{ input name = "out" }}"#
         panic!("an operator")
     };
     let ctx = BuildContext {
-        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr).expect("stderr")),
+        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
         checkpointing: false,
         restore_epoch: None,
     };

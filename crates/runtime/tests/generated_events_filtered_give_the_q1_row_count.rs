@@ -33,7 +33,7 @@ fn generated_events_filtered_give_the_q1_row_count() {
     let spec = anduin_spec::parse_flow(QUERY).expect("parses");
     let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
     let ctx = BuildContext {
-        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr).expect("stderr")),
+        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
         checkpointing: false,
         restore_epoch: None,
     };

@@ -86,6 +86,31 @@ impl ColumnType {
         })
     }
 
+    /// The column type that carries values of Arrow type `dt` computed by an expression, after
+    /// a cast: narrower ints widen to `int`, floats and decimals become `double`, dates and
+    /// timestamps of any unit or zone become `timestamp` (milliseconds, UTC). `None` for types
+    /// a stream cannot carry (structs, lists, intervals, an untyped NULL).
+    ///
+    /// # Examples
+    /// ```
+    /// use arrow::datatypes::{DataType, TimeUnit};
+    /// use anduin_types::ColumnType;
+    /// assert_eq!(ColumnType::carrying(&DataType::Int32), Some(ColumnType::Int));
+    /// assert_eq!(ColumnType::carrying(&DataType::Timestamp(TimeUnit::Nanosecond, None)), Some(ColumnType::Timestamp));
+    /// assert_eq!(ColumnType::carrying(&DataType::Null), None);
+    /// ```
+    pub fn carrying(dt: &DataType) -> Option<Self> {
+        Some(match dt {
+            DataType::UInt64 => Self::Int,
+            DataType::Decimal32(..)
+            | DataType::Decimal64(..)
+            | DataType::Decimal128(..)
+            | DataType::Decimal256(..) => Self::Double,
+            DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64 => Self::Timestamp,
+            other => return Self::from_arrow(other),
+        })
+    }
+
     /// The canonical name, as `explain` prints it.
     pub fn name(self) -> &'static str {
         match self {

@@ -23,12 +23,12 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     match load(&args.file, &args.vars, Missing::Keep) {
         Ok(loaded) => {
             print_diagnostics(&args.file, &loaded.warnings);
-            println!(
-                "{}: ok ({} operators, {} streams)",
+            crate::load::print_out(&format!(
+                "{}: ok ({} operators, {} streams)\n",
                 args.file.display(),
                 loaded.graph.nodes.len(),
                 loaded.graph.streams.len()
-            );
+            ))?;
             Ok(ExitCode::SUCCESS)
         }
         Err(LoadError::Diagnostics(d)) => {

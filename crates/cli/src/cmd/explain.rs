@@ -53,6 +53,6 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         Format::Dot => explain_dot(&loaded.graph, &plan),
         Format::Json => anduin_spec::to_json(&loaded.spec) + "\n",
     };
-    print!("{out}");
+    crate::load::print_out(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -30,7 +30,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub dead_letter: Option<PathBuf>,
     /// Rows per batch.
-    #[arg(long, default_value_t = 8192, value_name = "N")]
+    #[arg(long, default_value_t = 8192, value_name = "N", value_parser = parse_batch_size)]
     pub batch_size: usize,
     /// The longest a source holds rows before sending a partial batch.
     #[arg(long, default_value = "100ms", value_parser = parse_duration, value_name = "DURATION")]
@@ -69,6 +69,15 @@ pub struct RunArgs {
     pub inject_checkpoint_failure: Option<u64>,
 }
 
+fn parse_batch_size(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "expected a number of rows of at least 1, found `{s}`"
+        )),
+    }
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
     parse_duration_ms(s)
         .map(Duration::from_millis)
@@ -93,6 +102,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             None => DeadLetterTarget::Stderr,
         },
     };
+    let dead_letter_path = match &target {
+        DeadLetterTarget::File(p) => Some(p.clone()),
+        _ => None,
+    };
+    crate::preflight::check_files(&loaded.spec, dead_letter_path.as_deref())?;
     let checkpointing = match prepare_checkpoints(&args)? {
         Prepared::None => None,
         Prepared::Finished(epoch) => {
@@ -112,8 +126,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let dead_letter = Arc::new(if resuming {
         DeadLetter::resume(target)
     } else {
-        DeadLetter::new(target).context("cannot prepare the dead-letter file")?
+        DeadLetter::new(target)
     });
+    if args.dead_letter.is_some() {
+        // A derived dead-letter file sits beside an output, whose writer checks the place.
+        dead_letter.check_writable().with_context(|| {
+            format!(
+                "cannot write the dead-letter file `{}`",
+                dead_letter_path
+                    .as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            )
+        })?;
+    }
     let ctx = BuildContext {
         dead_letter: Arc::clone(&dead_letter),
         checkpointing: checkpointing.is_some(),
@@ -137,7 +163,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     dead_letter
         .flush()
         .context("cannot write the dead-letter file")?;
-    let summary = result?;
+    let summary = match result {
+        Ok(s) => s,
+        Err(e) => {
+            report_rejects(&dead_letter);
+            return Err(e.into());
+        }
+    };
     if !args.quiet {
         print_summary(&args, &summary, &dead_letter);
     }
@@ -257,7 +289,7 @@ fn first_file_output(spec: &anduin_spec::Spec) -> Option<String> {
         .find(|p| p != "-")
 }
 
-/// The first Ctrl-C stops the query cleanly; a second one exits at once.
+/// The first Ctrl-C (or SIGTERM) stops the query cleanly; a second one exits at once.
 fn install_ctrl_c(stop: Arc<AtomicBool>) {
     let result = ctrlc::set_handler(move || {
         if stop.swap(true, Ordering::SeqCst) {
@@ -296,9 +328,16 @@ fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {
                 .unwrap_or_default()
         );
     }
-    let rejected = dead_letter.count();
-    match (rejected, dead_letter.path()) {
-        (0, _) => eprintln!("anduin: no malformed records"),
+    if dead_letter.count() == 0 {
+        eprintln!("anduin: no malformed records");
+    }
+    report_rejects(dead_letter);
+}
+
+/// The line that counts malformed records, when there were some.
+fn report_rejects(dead_letter: &DeadLetter) {
+    match (dead_letter.count(), dead_letter.path()) {
+        (0, _) => {}
         (n, Some(p)) => eprintln!("anduin: {n} malformed records went to {}", p.display()),
         (n, None) => eprintln!("anduin: {n} malformed records were printed to stderr"),
     }

@@ -292,13 +292,20 @@ impl CsvDecoder {
                 };
                 records = rest;
                 let layout = read_header(&self.block, buf, header, &self.columns).map_err(
-                    |(names, missing)| {
+                    |(names, problem)| {
                         let start = window.skip_terminators(header.raw_start, header.raw_end);
-                        CodecError::MissingColumn {
-                            file: self.source.clone(),
-                            line: self.file.lines.advance(window, start),
-                            header: names,
-                            missing,
+                        let file = self.source.clone();
+                        let line = self.file.lines.advance(window, start);
+                        match problem {
+                            HeaderProblem::Missing(missing) => CodecError::MissingColumn {
+                                file,
+                                line,
+                                header: names,
+                                missing,
+                            },
+                            HeaderProblem::Twice(column) => {
+                                CodecError::DuplicateColumn { file, line, column }
+                            }
                         }
                     },
                 );
@@ -372,14 +379,22 @@ fn plain_lines(input: &[u8]) -> Option<usize> {
     is_plain(region).then_some(last + 1)
 }
 
+/// Why a header cannot be mapped to the schema.
+enum HeaderProblem {
+    /// A schema column is not in the header.
+    Missing(String),
+    /// A schema column is in the header twice: which one is meant is unclear.
+    Twice(String),
+}
+
 /// Maps schema columns to header fields by trimmed name; on failure returns the header names
-/// and the first missing column.
+/// and the first problem.
 fn read_header(
     block: &Block,
     buf: &[u8],
     header: &RecordMeta,
     columns: &[ColumnInfo],
-) -> Result<Layout, (Vec<String>, String)> {
+) -> Result<Layout, (Vec<String>, HeaderProblem)> {
     let names: Vec<String> = (0..header.nfields)
         .map(|i| {
             String::from_utf8_lossy(block.field(buf, header, i))
@@ -390,8 +405,11 @@ fn read_header(
     let mut field_of = Vec::with_capacity(columns.len());
     for column in columns {
         match names.iter().position(|n| *n == column.name) {
+            Some(_) if names.iter().filter(|n| **n == column.name).count() > 1 => {
+                return Err((names, HeaderProblem::Twice(column.name.clone())));
+            }
             Some(i) => field_of.push(i),
-            None => return Err((names, column.name.clone())),
+            None => return Err((names, HeaderProblem::Missing(column.name.clone()))),
         }
     }
     Ok(Layout {
@@ -477,6 +495,19 @@ mod tests {
         2023-11-14 22:13:20,7,,,\n\
         1700000000008,8,8.5,maybe,\"multi\nline\nbad bool\"\n\
         1700000000009,9,9.5,false,last";
+
+    #[test]
+    fn a_schema_column_named_twice_in_the_header_is_an_error() {
+        let mut d = CsvDecoder::new(schema(), CsvOptions::default());
+        d.start_file("dup.csv");
+        let err = d
+            .decode(b"ts,sensor,value,value,ok,name\n1,2,3,4,true,x\n")
+            .expect_err("ambiguous");
+        assert_eq!(
+            err.to_string(),
+            "dup.csv: line 1: header has column `value` twice: which one to read is unclear"
+        );
+    }
 
     #[test]
     fn bad_records_are_rejected_with_exact_lines_after_multiline_fields_and_crlf() {

@@ -29,6 +29,19 @@ pub enum CodecError {
         missing: String,
     },
 
+    /// The header names a schema column twice.
+    #[error(
+        "{file}: line {line}: header has column `{column}` twice: which one to read is unclear"
+    )]
+    DuplicateColumn {
+        /// The file or stream name given to `start_file`.
+        file: String,
+        /// 1-based line of the header record.
+        line: u64,
+        /// The schema column named twice.
+        column: String,
+    },
+
     /// The schema has a column of a type the codecs do not handle.
     #[error(
         "column `{column}` has type {data_type}, but the codecs support only \

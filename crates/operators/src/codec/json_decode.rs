@@ -6,8 +6,9 @@
 //! lines are skipped, `\r\n` endings are accepted, and a UTF-8 byte-order mark at the start of
 //! a file is skipped. Values must have their column's JSON type; nothing is coerced:
 //!
-//! * `Int64`: a whole number within `i64` (`4.5`, `1e3` and `"3"` are rejected).
-//! * `Float64`: any number, parsed exactly (correctly rounded).
+//! * `Int64`: a whole number within `i64`, also written with an exponent (`1e3`); `4.5` and
+//!   `"3"` are rejected.
+//! * `Float64`: any number (integers included), parsed exactly (correctly rounded).
 //! * `Boolean`: `true` / `false`.
 //! * `Utf8`: a string.
 //! * Timestamps: a whole number (epoch milliseconds) or an RFC 3339 / ISO 8601 string (see
@@ -263,16 +264,23 @@ fn cell(kind: ColumnKind, v: &Value) -> Result<Cell, String> {
         )
     };
     match (kind, v) {
-        (ColumnKind::Int64 | ColumnKind::TimestampMs, Value::Number(n)) => match n.as_i64() {
-            Some(i) => Ok(Cell::Int(i)),
-            None if n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
-                Err(format!("{n} is out of range for {}", kind.noun()))
+        (ColumnKind::Int64 | ColumnKind::TimestampMs, Value::Number(n)) => {
+            // A whole number written with an exponent (`1.7e12`) is still a whole number.
+            const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+            match (n.as_i64(), n.as_f64()) {
+                (Some(i), _) => Ok(Cell::Int(i)),
+                (None, Some(f)) if f.fract() == 0.0 && (-LIMIT..LIMIT).contains(&f) => {
+                    Ok(Cell::Int(f as i64))
+                }
+                (None, Some(f)) if f.fract() == 0.0 => {
+                    Err(format!("{n} is out of range for {}", kind.noun()))
+                }
+                _ => Err(format!(
+                    "{n} is not a whole number, as {} must be",
+                    kind.noun()
+                )),
             }
-            None => Err(format!(
-                "{n} is not a whole number, as {} must be",
-                kind.noun()
-            )),
-        },
+        }
         (ColumnKind::TimestampMs, Value::String(s)) => parse_datetime_ms(s)
             .map(Cell::Int)
             .ok_or_else(|| format!("{} is not an RFC 3339 timestamp", excerpt(v))),
@@ -530,7 +538,7 @@ nonsense
     fn timestamps_are_epoch_milliseconds_or_rfc_3339_text() {
         let (batch, rejected) = run(
             &mut decoder(),
-            &[br#"{"ts": 1700000000000}
+            &[br#"{"ts": 1.7e12}
 {"ts": "2023-11-14T22:13:20.001Z"}
 {"ts": "2023-11-14 22:13:20.002"}
 {"ts": -1}

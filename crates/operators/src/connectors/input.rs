@@ -25,6 +25,33 @@ pub(crate) enum Chunk<'a> {
     Done,
 }
 
+/// The files a reader's `path` names: one file, or a glob's matches in name order (a path
+/// that exists as written is taken literally, even if it contains `*`, `?` or `[`).
+pub fn resolve(path: &str) -> Result<Vec<PathBuf>, String> {
+    let literal = PathBuf::from(path);
+    if literal.exists() || !path.contains(['*', '?', '[']) {
+        if literal.is_dir() {
+            return Err(format!(
+                "input `{path}` is a directory: name its files, e.g. `{path}/*.csv`"
+            ));
+        }
+        if !literal.exists() {
+            return Err(format!("input file `{path}` does not exist"));
+        }
+        return Ok(vec![literal]);
+    }
+    let mut v: Vec<PathBuf> = glob::glob(path)
+        .map_err(|e| format!("malformed glob pattern `{path}`: {e}"))?
+        .filter_map(Result::ok)
+        .filter(|p| !p.is_dir())
+        .collect();
+    v.sort();
+    if v.is_empty() {
+        return Err(format!("no input file matches `{path}`"));
+    }
+    Ok(v)
+}
+
 /// The files of one reader, read in order.
 pub(crate) struct Input {
     kind: Kind,
@@ -59,28 +86,7 @@ impl Input {
                 buf: Vec::new(),
             });
         }
-        let files: Vec<PathBuf> = if path.contains(['*', '?', '[']) {
-            let mut v: Vec<PathBuf> = glob::glob(path)
-                .map_err(|e| format!("malformed glob pattern `{path}`: {e}"))?
-                .filter_map(Result::ok)
-                .filter(|p| p.is_file())
-                .collect();
-            v.sort();
-            if v.is_empty() {
-                return Err(format!("no input file matches `{path}`"));
-            }
-            v
-        } else {
-            let p = PathBuf::from(path);
-            if !p.is_file() {
-                return Err(if p.exists() {
-                    format!("input `{path}` is not a file")
-                } else {
-                    format!("input file `{path}` does not exist")
-                });
-            }
-            vec![p]
-        };
+        let files = resolve(path)?;
         for f in &files {
             File::open(f).map_err(|e| format!("cannot open input file `{}`: {e}", f.display()))?;
         }
@@ -216,7 +222,8 @@ fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 /// what it has and notice a stop request. The channel closes at end of input.
 fn spawn_stdin_reader() -> Receiver<std::io::Result<Vec<u8>>> {
     let (tx, rx) = crossbeam_channel::bounded(4);
-    std::thread::Builder::new()
+    let failed = tx.clone();
+    let spawned = std::thread::Builder::new()
         .name("anduin-stdin".into())
         .spawn(move || {
             let mut stdin = std::io::stdin().lock();
@@ -237,7 +244,12 @@ fn spawn_stdin_reader() -> Receiver<std::io::Result<Vec<u8>>> {
                     }
                 }
             }
-        })
-        .expect("spawning the stdin thread");
+        });
+    if let Err(e) = spawned {
+        // The reader sees the error instead of an empty stdin.
+        let _ = failed.send(Err(std::io::Error::other(format!(
+            "cannot start the thread that reads stdin: {e}"
+        ))));
+    }
     rx
 }

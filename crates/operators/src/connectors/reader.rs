@@ -178,14 +178,15 @@ impl Reader {
             };
             self.dead_letter
                 .reject(&self.name, &record)
-                .map_err(|e| OperatorError::Io {
+                .map_err(|e| OperatorError::Execution {
                     operator: self.name.clone(),
-                    path: self
-                        .dead_letter
-                        .path()
-                        .map(|p| p.to_path_buf())
-                        .unwrap_or_else(|| "stderr".into()),
-                    source: e,
+                    message: format!(
+                        "cannot write the dead-letter file `{}`: {e}",
+                        self.dead_letter
+                            .path()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_else(|| "stderr".into())
+                    ),
                 })?;
         }
         Ok(decoded

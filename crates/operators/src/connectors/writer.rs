@@ -116,11 +116,15 @@ pub(crate) fn bind(
                     })?;
                 Output::Parts(parts)
             } else {
-                let file = File::create(&path).map_err(|e| OperatorError::Config {
-                    operator: name.clone(),
-                    message: format!("cannot create output file `{path}`: {e}"),
+                // Checked now, created (or truncated) by the first write: a query that fails
+                // to start leaves its outputs as they were.
+                crate::fs_check::check_creatable(std::path::Path::new(&path)).map_err(|e| {
+                    OperatorError::Config {
+                        operator: name.clone(),
+                        message: format!("cannot create output file `{path}`: {e}"),
+                    }
                 })?;
-                Output::File(file)
+                Output::File(None)
             };
             Ok(Box::new(Writer {
                 name: name.clone(),
@@ -148,7 +152,8 @@ fn new_encoder(format: Format, ts: TimestampFormat) -> Encoder {
 
 /// Where a writer writes.
 enum Output {
-    File(File),
+    /// A file, opened by the first write.
+    File(Option<File>),
     Stdout(std::io::Stdout),
     /// Part files in a directory, committed with checkpoints.
     Parts(Parts),
@@ -200,7 +205,14 @@ impl Writer {
             return Ok(());
         }
         let res = match &mut self.out {
-            Output::File(f) => f.write_all(&self.buf),
+            Output::File(f) => match f {
+                Some(f) => f.write_all(&self.buf),
+                None => File::create(&self.path).and_then(|mut created| {
+                    let res = created.write_all(&self.buf);
+                    *f = Some(created);
+                    res
+                }),
+            },
             Output::Stdout(s) => {
                 let mut lock = s.lock();
                 lock.write_all(&self.buf).and_then(|()| lock.flush())
@@ -242,7 +254,8 @@ impl Operator for Writer {
         }
         self.write_out()?;
         let res = match &mut self.out {
-            Output::File(f) => f.flush(),
+            Output::File(Some(f)) => f.flush(),
+            Output::File(None) => File::create(&self.path).map(|_| ()),
             // The input ended after the last checkpoint's barrier, which closed the parts:
             // the query succeeded, so what is pending is committed. (Should rows have come
             // after that barrier, their part is named after no checkpoint and a restore

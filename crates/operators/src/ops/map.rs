@@ -37,8 +37,14 @@ pub(crate) fn bind(
     let (stream, schema) = inputs.first().expect("arity checked: one input");
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("columns");
-    let exprs =
-        compile_projection(text.as_str(), &scope).map_err(|e| p.expr_error("columns", &text, e))?;
+    let exprs = compile_projection(text.as_str(), &scope)
+        .and_then(|exprs| {
+            exprs
+                .into_iter()
+                .map(CompiledExpr::into_stream_type)
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|e| p.expr_error("columns", &text, e))?;
     let out_schema: SchemaRef = Arc::new(Schema::new(
         exprs.iter().map(CompiledExpr::field).collect::<Vec<_>>(),
     ));
