@@ -7,11 +7,11 @@ use anduin_types::ColumnType;
 use arrow::array::{ArrayRef, BooleanArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
-use datafusion_common::{DFSchema, DataFusionError, SchemaError};
+use datafusion_common::DFSchema;
 use datafusion_expr::execution_props::ExecutionProps;
 use datafusion_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion_expr::simplify::SimplifyContext;
-use datafusion_expr::{BinaryExpr, Expr, ExprSchemable, Operator};
+use datafusion_expr::ExprSchemable;
 use datafusion_optimizer::simplify_expressions::ExprSimplifier;
 use datafusion_physical_expr::expressions::CastExpr;
 use datafusion_physical_expr::{create_physical_expr, PhysicalExpr};
@@ -19,8 +19,10 @@ use datafusion_sql::planner::{ParserOptions, PlannerContext, SqlToRel};
 use sqlparser::ast::{Expr as SqlExpr, SelectItem, Spanned};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Location, Token};
+use sqlparser::tokenizer::Token;
 
+use crate::locate::{clean_message, located};
+use crate::strict::{check_comparisons, check_functions};
 use crate::{ExprError, FunctionProvider};
 
 /// The columns an expression can see: one input stream's schema, whose name may qualify
@@ -299,192 +301,6 @@ fn compile_sql(sql: SqlExpr, name: String, scope: &Scope) -> Result<CompiledExpr
         data_type,
         nullable,
     })
-}
-
-/// Rejects comparisons and arithmetic between numbers and text, which DataFusion would
-/// coerce silently (comparing `value < 'abc'` as strings).
-fn check_comparisons(e: &Expr, schema: &DFSchema, start: Location) -> Result<(), ExprError> {
-    let mut err = None;
-    let _ = e.apply(|node| {
-        if let Expr::BinaryExpr(BinaryExpr { left, op, right }) = node {
-            if is_typed_op(*op) {
-                let (lt, rt) = (left.get_type(schema), right.get_type(schema));
-                if let (Ok(lt), Ok(rt)) = (lt, rt) {
-                    if (lt.is_numeric() && is_text(&rt)) || (is_text(&lt) && rt.is_numeric()) {
-                        let loc = first_span(node).unwrap_or(start);
-                        err = Some(ExprError::at(
-                            loc.line,
-                            loc.column,
-                            format!(
-                                "type mismatch: `{}` is {} but `{}` is {}; cast one of them, e.g. CAST(… AS BIGINT)",
-                                show(left),
-                                type_name(&lt),
-                                show(right),
-                                type_name(&rt)
-                            ),
-                        ));
-                        return Ok(datafusion_common::tree_node::TreeNodeRecursion::Stop);
-                    }
-                }
-            }
-        }
-        Ok(datafusion_common::tree_node::TreeNodeRecursion::Continue)
-    });
-    match err {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
-use datafusion_common::tree_node::TreeNode;
-
-/// Rejects what a streaming expression cannot evaluate row by row: aggregates (they need a
-/// window) and functions fixed when a query starts (`now()`, `current_date`, …).
-fn check_functions(e: &Expr, start: Location) -> Result<(), ExprError> {
-    let mut err = None;
-    let _ = e.apply(|node| {
-        let problem = match node {
-            Expr::AggregateFunction(a) => Some(format!(
-                "aggregate function `{}` is not allowed here: aggregates need a window operator",
-                a.func.name()
-            )),
-            Expr::WindowFunction(_) => {
-                Some("window functions (`… OVER (…)`) are not supported in expressions".to_string())
-            }
-            Expr::ScalarFunction(f)
-                if f.func.signature().volatility == datafusion_expr::Volatility::Stable =>
-            {
-                Some(format!(
-                    "`{}()` would be fixed at the moment the query starts, which a continuous query cannot use: compare with an event-time column instead",
-                    f.func.name()
-                ))
-            }
-            _ => None,
-        };
-        match problem {
-            Some(p) => {
-                err = Some(ExprError::at(start.line, start.column, p));
-                Ok(datafusion_common::tree_node::TreeNodeRecursion::Stop)
-            }
-            None => Ok(datafusion_common::tree_node::TreeNodeRecursion::Continue),
-        }
-    });
-    match err {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
-/// An expression as a user would write it: `value`, `'abc'`, `value + 1`.
-fn show(e: &Expr) -> String {
-    match e {
-        Expr::Column(c) => c.name.clone(),
-        Expr::Literal(datafusion_common::ScalarValue::Utf8(Some(s)), _) => {
-            format!("'{}'", s.replace('\'', "''"))
-        }
-        other => other.human_display().to_string(),
-    }
-}
-
-fn is_typed_op(op: Operator) -> bool {
-    use Operator::*;
-    matches!(
-        op,
-        Eq | NotEq | Lt | LtEq | Gt | GtEq | Plus | Minus | Multiply | Divide | Modulo
-    )
-}
-
-fn is_text(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
-}
-
-fn type_name(t: &DataType) -> String {
-    anduin_types_name(t).unwrap_or_else(|| t.to_string())
-}
-
-fn anduin_types_name(t: &DataType) -> Option<String> {
-    Some(
-        match t {
-            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => "int",
-            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => "int",
-            DataType::Float16 | DataType::Float32 | DataType::Float64 => "double",
-            DataType::Boolean => "bool",
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "string",
-            DataType::Timestamp(_, _) => "timestamp",
-            _ => return None,
-        }
-        .to_string(),
-    )
-}
-
-/// The start of the first column reference in `e` that carries a source span.
-fn first_span(e: &Expr) -> Option<Location> {
-    let mut found = None;
-    let _ = e.apply(|node| {
-        if let Expr::Column(c) = node {
-            if let Some(s) = c.spans().first() {
-                found = Some(Location::new(s.start.line, s.start.column));
-                return Ok(datafusion_common::tree_node::TreeNodeRecursion::Stop);
-            }
-        }
-        Ok(datafusion_common::tree_node::TreeNodeRecursion::Continue)
-    });
-    found
-}
-
-/// Turns a DataFusion error into one located in the expression text, with a message that
-/// names columns as the user wrote them.
-fn located(e: &DataFusionError, start: Location, scope: &Scope) -> ExprError {
-    let loc = e
-        .diagnostic()
-        .and_then(|d| d.span)
-        .map(|s| Location::new(s.start.line, s.start.column))
-        .unwrap_or(start);
-    let (line, col) = if loc.line == 0 {
-        (start.line, start.column)
-    } else {
-        (loc.line, loc.column)
-    };
-    {
-        if let DataFusionError::SchemaError(inner, _) = e.find_root() {
-            if let SchemaError::FieldNotFound { field, .. } = inner.as_ref() {
-                let cols: Vec<&str> = scope
-                    .schema
-                    .fields()
-                    .iter()
-                    .map(|f| f.name().as_str())
-                    .collect();
-                let what = match &field.relation {
-                    Some(r) if r.table() != scope.qualifier => {
-                        format!(
-                            "unknown stream `{r}` in `{field}`: expected `{}`",
-                            scope.qualifier
-                        )
-                    }
-                    _ => format!(
-                        "unknown column `{}`: stream `{}` has {}",
-                        field.name,
-                        scope.qualifier,
-                        cols.join(", ")
-                    ),
-                };
-                return ExprError::at(line, col, what);
-            }
-        }
-    }
-    ExprError::at(line, col, clean_message(e))
-}
-
-/// DataFusion's message without its error-class prefix and backtrace.
-fn clean_message(e: &DataFusionError) -> String {
-    let root = e.find_root();
-    let msg = root.message().to_string();
-    let msg = msg.split("\n\nbacktrace").next().unwrap_or(&msg);
-    msg.split('\n')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[cfg(test)]

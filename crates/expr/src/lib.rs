@@ -9,7 +9,9 @@
 
 mod compile;
 mod error;
+mod locate;
 mod provider;
+mod strict;
 
 pub use compile::{compile_expr, compile_predicate, compile_projection, CompiledExpr, Scope};
 pub use error::ExprError;

@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
-use crate::check::describe_schema;
 use crate::logical::LogicalGraph;
 use crate::physical::PhysicalPlan;
+use crate::schema::describe_schema;
 
 /// The graph and plan as indented text.
 pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {

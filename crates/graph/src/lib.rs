@@ -14,12 +14,16 @@ mod catalog;
 mod check;
 mod explain;
 mod logical;
+mod params;
 mod physical;
+mod schema;
 mod suggest;
+mod topo;
 
 pub use catalog::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSpec};
-pub use check::{check, describe_schema, schema_mismatch, schema_of_type};
+pub use check::{check, schema_of_type};
 pub use explain::{explain_dot, explain_text};
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
 pub use physical::{ChannelPlan, PhysicalPlan, TaskPlan};
+pub use schema::{describe_schema, schema_mismatch};
 pub use suggest::did_you_mean;
