@@ -22,6 +22,15 @@ pub enum SnapshotKind {
     Changes,
 }
 
+impl std::fmt::Display for SnapshotKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SnapshotKind::Full => "full",
+            SnapshotKind::Changes => "changes",
+        })
+    }
+}
+
 /// What a barrier asks of every task it passes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
