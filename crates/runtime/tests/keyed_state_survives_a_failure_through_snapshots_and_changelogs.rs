@@ -18,7 +18,9 @@ use anduin_operators::{
 };
 use anduin_runtime::{run, CheckpointSettings, Checkpointing, Faults, RunConfig};
 use anduin_spec::OperatorDef;
-use anduin_state::{key_group_for_key, open_backend, BackendKind, StateBackend, DEFAULT_MAX_KEY_GROUPS};
+use anduin_state::{
+    key_group_for_key, open_backend, BackendKind, StateBackend, DEFAULT_MAX_KEY_GROUPS,
+};
 use anduin_types::{Diagnostics, SnapshotKind};
 use arrow::array::{Array, Int64Array};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -55,7 +57,9 @@ impl Source for Numbers {
             });
         }
         let n = (max_rows as u64).min(ROWS - self.next).min(700);
-        let keys: Int64Array = (self.next..self.next + n).map(|i| Some(i as i64 % KEYS)).collect();
+        let keys: Int64Array = (self.next..self.next + n)
+            .map(|i| Some(i as i64 % KEYS))
+            .collect();
         self.next += n;
         let batch = RecordBatch::try_new(schema(), vec![Arc::new(keys)]).expect("valid");
         Ok(SourcePoll::Batch(batch))
@@ -71,7 +75,10 @@ impl Source for Numbers {
     }
 
     fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
-        self.next = state.inline.and_then(|v| v["next"].as_u64()).expect("a position");
+        self.next = state
+            .inline
+            .and_then(|v| v["next"].as_u64())
+            .expect("a position");
         Ok(())
     }
 }
@@ -93,8 +100,17 @@ impl Operator for Counter {
         "count"
     }
 
-    fn process_batch(&mut self, _input: usize, batch: RecordBatch, _out: &mut dyn Collector) -> Result<(), OperatorError> {
-        let keys = batch.column(0).as_any().downcast_ref::<Int64Array>().expect("ints");
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let keys = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ints");
         for k in keys.values() {
             let key = k.to_be_bytes();
             let kg = key_group_for_key(&key, DEFAULT_MAX_KEY_GROUPS);
@@ -102,20 +118,29 @@ impl Operator for Counter {
                 Some(v) => u64::from_be_bytes(v.as_slice().try_into().expect("8 bytes")),
                 None => 0,
             };
-            self.state.put(kg, &key, &(n + 1).to_be_bytes()).map_err(err)?;
+            self.state
+                .put(kg, &key, &(n + 1).to_be_bytes())
+                .map_err(err)?;
         }
         Ok(())
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
-        let kind = if out.full_due() { SnapshotKind::Full } else { SnapshotKind::Changes };
+        let kind = if out.full_due() {
+            SnapshotKind::Full
+        } else {
+            SnapshotKind::Changes
+        };
         let stream = out.stream(kind)?;
         self.state.snapshot(kind, stream).map_err(err).map(|_| ())
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
         let (first, rest) = state.files.split_first_mut().expect("a full snapshot");
-        let mut rest: Vec<&mut dyn std::io::Read> = rest.iter_mut().map(|r| r as &mut dyn std::io::Read).collect();
+        let mut rest: Vec<&mut dyn std::io::Read> = rest
+            .iter_mut()
+            .map(|r| r as &mut dyn std::io::Read)
+            .collect();
         self.state.restore(first, &mut rest).map_err(err)
     }
 
@@ -127,15 +152,23 @@ impl Operator for Counter {
             let kg = key_group_for_key(&key, DEFAULT_MAX_KEY_GROUPS);
             if let Some(v) = self.state.get(kg, &key).map_err(err)? {
                 keys.push(k);
-                counts.push(i64::from_be_bytes(v.as_slice().try_into().expect("8 bytes")));
+                counts.push(i64::from_be_bytes(
+                    v.as_slice().try_into().expect("8 bytes"),
+                ));
             }
         }
         let s = Arc::new(Schema::new(vec![
             Field::new("k", DataType::Int64, true),
             Field::new("n", DataType::Int64, true),
         ]));
-        let batch = RecordBatch::try_new(s, vec![Arc::new(Int64Array::from(keys)), Arc::new(Int64Array::from(counts))])
-            .expect("valid");
+        let batch = RecordBatch::try_new(
+            s,
+            vec![
+                Arc::new(Int64Array::from(keys)),
+                Arc::new(Int64Array::from(counts)),
+            ],
+        )
+        .expect("valid");
         out.collect(0, batch)
     }
 
@@ -152,9 +185,22 @@ impl Operator for Collect {
         "collect"
     }
 
-    fn process_batch(&mut self, _input: usize, batch: RecordBatch, _out: &mut dyn Collector) -> Result<(), OperatorError> {
-        let k = batch.column(0).as_any().downcast_ref::<Int64Array>().expect("ints");
-        let n = batch.column(1).as_any().downcast_ref::<Int64Array>().expect("ints");
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let k = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ints");
+        let n = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ints");
         let mut m = self.0.lock().expect("not poisoned");
         for i in 0..k.len() {
             m.insert(k.value(i), n.value(i));
@@ -170,15 +216,35 @@ struct TestCatalog {
 }
 
 const SIGS: [OperatorSignature; 3] = [
-    OperatorSignature { kind: "numbers", doc: "", inputs: Arity::Exactly(0), outputs: Arity::Exactly(1), stateful: true, params: &[] },
-    OperatorSignature { kind: "count", doc: "", inputs: Arity::Exactly(1), outputs: Arity::Exactly(1), stateful: true, params: &[] },
+    OperatorSignature {
+        kind: "numbers",
+        doc: "",
+        inputs: Arity::Exactly(0),
+        outputs: Arity::Exactly(1),
+        stateful: true,
+        params: &[],
+    },
+    OperatorSignature {
+        kind: "count",
+        doc: "",
+        inputs: Arity::Exactly(1),
+        outputs: Arity::Exactly(1),
+        stateful: true,
+        params: &[],
+    },
     OperatorSignature {
         kind: "collect",
         doc: "",
         inputs: Arity::Exactly(1),
         outputs: Arity::Exactly(0),
         stateful: false,
-        params: &[ParamSpec { name: "unused", required: false, kind: ParamKind::Text, default: None, doc: "" }],
+        params: &[ParamSpec {
+            name: "unused",
+            required: false,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "",
+        }],
     },
 ];
 
@@ -193,7 +259,12 @@ impl Catalog for TestCatalog {
         SIGS.iter().map(|s| s.kind).collect()
     }
 
-    fn bind(&self, op: &OperatorDef, _inputs: &[(&str, SchemaRef)], _declared: &[Option<SchemaRef>]) -> Result<Binding<Bound>, Diagnostics> {
+    fn bind(
+        &self,
+        op: &OperatorDef,
+        _inputs: &[(&str, SchemaRef)],
+        _declared: &[Option<SchemaRef>],
+    ) -> Result<Binding<Bound>, Diagnostics> {
         let counts = Arc::new(Schema::new(vec![
             Field::new("k", DataType::Int64, true),
             Field::new("n", DataType::Int64, true),
@@ -202,7 +273,12 @@ impl Catalog for TestCatalog {
             "numbers" => {
                 let fail_at = Arc::clone(&self.fail_at);
                 (
-                    Bound::Source(Arc::new(move |_| Ok(Box::new(Numbers { next: 0, fail_at: Arc::clone(&fail_at) })))),
+                    Bound::Source(Arc::new(move |_| {
+                        Ok(Box::new(Numbers {
+                            next: 0,
+                            fail_at: Arc::clone(&fail_at),
+                        }))
+                    })),
                     vec![schema()],
                 )
             }
@@ -210,17 +286,28 @@ impl Catalog for TestCatalog {
                 let backend = self.backend;
                 (
                     Bound::Operator(Arc::new(move |_| {
-                        Ok(Box::new(Counter { state: open_backend(backend, None).map_err(err)? }))
+                        Ok(Box::new(Counter {
+                            state: open_backend(backend, None).map_err(err)?,
+                        }))
                     })),
                     vec![counts],
                 )
             }
             _ => {
                 let results = Arc::clone(&self.results);
-                (Bound::Operator(Arc::new(move |_| Ok(Box::new(Collect(Arc::clone(&results)))))), vec![])
+                (
+                    Bound::Operator(Arc::new(move |_| {
+                        Ok(Box::new(Collect(Arc::clone(&results))))
+                    })),
+                    vec![],
+                )
             }
         };
-        Ok(Binding { bound, outputs, warnings: Diagnostics::default() })
+        Ok(Binding {
+            bound,
+            outputs,
+            warnings: Diagnostics::default(),
+        })
     }
 }
 
@@ -231,7 +318,11 @@ operator name = "count", type = "count" { input name = "ks" output name = "count
 operator name = "collect", type = "collect" { input name = "counts" }
 "#;
 
-fn run_once(catalog: &TestCatalog, dir: &std::path::Path, no_chaining: bool) -> Result<(), anduin_runtime::RuntimeError> {
+fn run_once(
+    catalog: &TestCatalog,
+    dir: &std::path::Path,
+    no_chaining: bool,
+) -> Result<(), anduin_runtime::RuntimeError> {
     let spec = anduin_spec::parse_flow(QUERY).expect("parses");
     let (graph, _) = anduin_graph::check(&spec, catalog).expect("checks");
     let store = Store::open(dir).expect("store");
@@ -239,7 +330,9 @@ fn run_once(catalog: &TestCatalog, dir: &std::path::Path, no_chaining: bool) -> 
     let ctx = BuildContext {
         dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
         checkpointing: true,
-        restore_epoch: restore.as_ref().map(|v| anduin_types::Epoch(v.manifest.epoch)),
+        restore_epoch: restore
+            .as_ref()
+            .map(|v| anduin_types::Epoch(v.manifest.epoch)),
     };
     let config = RunConfig {
         batch_size: 500,
@@ -283,7 +376,11 @@ fn keyed_state_survives_a_failure_through_snapshots_and_changelogs() {
             let chain = &manifest.operators["count"].files;
             assert!(!chain.is_empty(), "the counter's state is in files");
             run_once(&catalog, dir.path(), no_chaining).expect("the resumed run finishes");
-            assert_eq!(*catalog.results.lock().expect("ok"), expected, "{backend:?}, failure at row {fail_at}");
+            assert_eq!(
+                *catalog.results.lock().expect("ok"),
+                expected,
+                "{backend:?}, failure at row {fail_at}"
+            );
         }
     }
 }
