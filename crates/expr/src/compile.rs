@@ -11,7 +11,7 @@ use datafusion_common::DFSchema;
 use datafusion_expr::execution_props::ExecutionProps;
 use datafusion_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion_expr::simplify::SimplifyContext;
-use datafusion_expr::ExprSchemable;
+use datafusion_expr::{Expr, ExprSchemable};
 use datafusion_optimizer::simplify_expressions::ExprSimplifier;
 use datafusion_physical_expr::expressions::CastExpr;
 use datafusion_physical_expr::{create_physical_expr, PhysicalExpr};
@@ -210,7 +210,7 @@ pub fn compile_projection(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>
     Ok(out)
 }
 
-fn parse<T>(
+pub(crate) fn parse<T>(
     text: &str,
     f: impl FnOnce(&mut Parser<'_>) -> Result<T, ParserError>,
 ) -> Result<T, ExprError> {
@@ -250,7 +250,7 @@ fn parse_error(e: ParserError) -> ExprError {
     ExprError::whole(format!("syntax error: {msg}"))
 }
 
-fn default_name(e: &SqlExpr) -> String {
+pub(crate) fn default_name(e: &SqlExpr) -> String {
     match e {
         SqlExpr::Identifier(id) => id.value.clone(),
         SqlExpr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone()).unwrap_or_default(),
@@ -259,6 +259,28 @@ fn default_name(e: &SqlExpr) -> String {
 }
 
 fn compile_sql(sql: SqlExpr, name: String, scope: &Scope) -> Result<CompiledExpr, ExprError> {
+    let start = sql.span().start;
+    let (logical, df_schema) = to_logical(sql, scope, false)?;
+    let (_, field) = logical
+        .to_field(&df_schema)
+        .map_err(|e| located(&e, start, scope))?;
+    let (data_type, nullable) = (field.data_type().clone(), field.is_nullable());
+    let physical = physical_expr(&logical, &df_schema, start, scope)?;
+    Ok(CompiledExpr {
+        physical,
+        name,
+        data_type,
+        nullable,
+    })
+}
+
+/// SQL to a checked, type-coerced and simplified logical expression over `scope`. Aggregate
+/// calls are allowed at the top only when `aggregate` is set.
+pub(crate) fn to_logical(
+    sql: SqlExpr,
+    scope: &Scope,
+    aggregate: bool,
+) -> Result<(Expr, Arc<DFSchema>), ExprError> {
     let start = sql.span().start;
     let df_schema = scope.df_schema()?;
     let options = ParserOptions {
@@ -271,7 +293,24 @@ fn compile_sql(sql: SqlExpr, name: String, scope: &Scope) -> Result<CompiledExpr
         .sql_to_expr(sql, &df_schema, &mut PlannerContext::new())
         .map_err(|e| located(&e, start, scope))?;
     check_comparisons(&logical, &df_schema, start)?;
-    check_functions(&logical, start)?;
+    match (&logical, aggregate) {
+        (Expr::AggregateFunction(a), true) => {
+            for arg in &a.params.args {
+                check_functions(arg, start)?;
+            }
+        }
+        (other, true) => {
+            return Err(ExprError::at(
+                start.line,
+                start.column,
+                format!(
+                    "`{}` is not an aggregate: each column of a window is one aggregate call, such as `MAX(value)` (an expression over aggregates is not supported yet)",
+                    other.human_display()
+                ),
+            ))
+        }
+        (_, false) => check_functions(&logical, start)?,
+    }
     let df_schema = Arc::new(df_schema);
     let simplifier = ExprSimplifier::new(
         SimplifyContext::builder()
@@ -284,23 +323,23 @@ fn compile_sql(sql: SqlExpr, name: String, scope: &Scope) -> Result<CompiledExpr
     let simplified = simplifier
         .simplify(coerced)
         .map_err(|e| located(&e, start, scope))?;
-    let (_, field) = simplified
-        .to_field(&df_schema)
-        .map_err(|e| located(&e, start, scope))?;
-    let (data_type, nullable) = (field.data_type().clone(), field.is_nullable());
-    let physical = create_physical_expr(
-        &simplified,
-        &df_schema,
+    Ok((simplified, df_schema))
+}
+
+/// A logical expression to a physical one.
+pub(crate) fn physical_expr(
+    logical: &Expr,
+    df_schema: &DFSchema,
+    start: sqlparser::tokenizer::Location,
+    scope: &Scope,
+) -> Result<Arc<dyn PhysicalExpr>, ExprError> {
+    create_physical_expr(
+        logical,
+        df_schema,
         &ExecutionProps::new(),
         &PhysicalPlanningContext::default(),
     )
-    .map_err(|e| located(&e, start, scope))?;
-    Ok(CompiledExpr {
-        physical,
-        name,
-        data_type,
-        nullable,
-    })
+    .map_err(|e| located(&e, start, scope))
 }
 
 #[cfg(test)]

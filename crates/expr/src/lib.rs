@@ -7,12 +7,14 @@
 //! callers can point at a line and column of the query file), stream-qualified column names
 //! (`readings.value`), and a strict check of comparisons between numbers and text.
 
+mod aggregate;
 mod compile;
 mod error;
 mod locate;
 mod provider;
 mod strict;
 
+pub use aggregate::{compile_aggregates, CompiledAggregate};
 pub use compile::{compile_expr, compile_predicate, compile_projection, CompiledExpr, Scope};
 pub use error::ExprError;
 pub use provider::FunctionProvider;
