@@ -11,7 +11,9 @@ use datafusion_expr::{Expr, GroupsAccumulator};
 use datafusion_functions_aggregate_common::aggregate::groups_accumulator::GroupsAccumulatorAdapter;
 use datafusion_physical_expr::aggregate::{AggregateExprBuilder, AggregateFunctionExpr};
 use datafusion_physical_expr::PhysicalExpr;
-use sqlparser::ast::{Expr as SqlExpr, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, Spanned};
+use sqlparser::ast::{
+    Expr as SqlExpr, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, Spanned,
+};
 use sqlparser::parser::Parser;
 
 use crate::compile::{default_name, parse, physical_expr, to_logical};
@@ -211,7 +213,13 @@ mod tests {
             Arc::clone(&scope().schema),
             vec![
                 Arc::new(Int64Array::from(vec![1, 1, 2, 2, 2])),
-                Arc::new(Int64Array::from(vec![Some(10), Some(20), Some(5), None, Some(5)])),
+                Arc::new(Int64Array::from(vec![
+                    Some(10),
+                    Some(20),
+                    Some(5),
+                    None,
+                    Some(5),
+                ])),
             ],
         )
         .expect("valid")
@@ -226,7 +234,8 @@ mod tests {
                 let mut acc = a.groups_accumulator().expect("accumulator");
                 let args = a.arguments(&b).expect("arguments");
                 let filter = a.filter(&b).expect("filter");
-                acc.update_batch(&args, &groups, filter.as_ref(), 2).expect("updates");
+                acc.update_batch(&args, &groups, filter.as_ref(), 2)
+                    .expect("updates");
                 acc.evaluate(EmitTo::All).expect("evaluates")
             })
             .collect()
@@ -235,10 +244,19 @@ mod tests {
     #[test]
     fn count_avg_max_distinct_and_filter_per_group() {
         let out = run("COUNT(*) AS n, COUNT(value) AS nv, AVG(CAST(value AS DOUBLE)) AS avg, MAX(value) AS mx, COUNT(DISTINCT value) AS d, SUM(value) FILTER (WHERE value > 5) AS big");
-        let ints = |i: usize| out[i].as_any().downcast_ref::<Int64Array>().expect("ints").clone();
+        let ints = |i: usize| {
+            out[i]
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .expect("ints")
+                .clone()
+        };
         assert_eq!(ints(0), Int64Array::from(vec![2, 3]));
         assert_eq!(ints(1), Int64Array::from(vec![2, 2]));
-        let avg = out[2].as_any().downcast_ref::<Float64Array>().expect("doubles");
+        let avg = out[2]
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .expect("doubles");
         assert_eq!(avg, &Float64Array::from(vec![15.0, 5.0]));
         assert_eq!(ints(3), Int64Array::from(vec![20, 5]));
         assert_eq!(ints(4), Int64Array::from(vec![2, 1]));
@@ -249,7 +267,8 @@ mod tests {
     fn a_non_aggregate_column_is_refused() {
         let e = compile_aggregates("value + 1 AS v", &scope()).expect_err("not an aggregate");
         assert!(e.message.contains("is not an aggregate"), "{}", e.message);
-        let e = compile_aggregates("SUM(value) / COUNT(*) AS mean", &scope()).expect_err("expression over aggregates");
+        let e = compile_aggregates("SUM(value) / COUNT(*) AS mean", &scope())
+            .expect_err("expression over aggregates");
         assert!(e.message.contains("is not an aggregate"), "{}", e.message);
     }
 }

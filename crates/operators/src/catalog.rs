@@ -9,7 +9,7 @@ use arrow::datatypes::SchemaRef;
 
 use crate::connectors::{discard, generator, reader, writer};
 use crate::dead_letter::DeadLetter;
-use crate::ops::{filter, map, union};
+use crate::ops::{filter, map, union, window};
 use crate::{Operator, OperatorError, Source};
 
 /// What an instance is built with.
@@ -59,6 +59,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &filter::SIGNATURE,
     &map::SIGNATURE,
     &union::SIGNATURE,
+    &window::SIGNATURE,
 ];
 
 /// The catalog of built-in operators.
@@ -90,6 +91,7 @@ impl Catalog for BuiltinCatalog {
             "filter" => filter::bind(op, inputs),
             "map" => map::bind(op, inputs),
             "union" => union::bind(op, inputs),
+            "window" => window::bind(op, inputs),
             other => Err(Diagnostic::error(
                 op.kind.pos(),
                 format!("unknown operator type `{other}`"),

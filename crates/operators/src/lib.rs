@@ -10,6 +10,7 @@ pub mod codec;
 pub mod connectors;
 mod dead_letter;
 mod error;
+mod event_time;
 mod fs_check;
 mod operator;
 pub mod ops;
@@ -22,6 +23,7 @@ pub use catalog::{
 pub use checkpointing::{RestoreIn, SnapshotOut};
 pub use dead_letter::{DeadLetter, DeadLetterTarget, RejectedRecord};
 pub use error::{ControlError, OperatorError};
+pub use event_time::WatermarkSpec;
 pub use operator::{Collector, Operator};
 pub use params::Params;
 pub use source::{Source, SourcePoll};

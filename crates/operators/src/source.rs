@@ -29,6 +29,12 @@ pub trait Source: Send {
     /// Produces the next rows, up to about `max_rows`, blocking at most until `deadline`.
     fn poll(&mut self, max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError>;
 
+    /// How the source's rows carry event time, if they do: the runtime then emits watermarks
+    /// after the rows that justify them, and `+∞` at the end of input.
+    fn watermarks(&self) -> Option<crate::event_time::WatermarkSpec> {
+        None
+    }
+
     /// Whether the source can record a position and resume from it (a file can; stdin
     /// cannot). Exactly-once recovery needs every source to say yes. The default says no.
     fn can_resume(&self) -> Result<(), String> {

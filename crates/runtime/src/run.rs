@@ -194,6 +194,7 @@ pub fn run(
                     linger: config.linger,
                     stop: Arc::clone(&stop),
                     abort: Arc::clone(&abort),
+                    watermark: None,
                     checkpointing: wiring.as_mut().map(|w| SourceCheckpointing {
                         task: t.id,
                         index: head_id.0,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anduin_operators::{OperatorError, Source, SourcePoll};
-use anduin_types::{Barrier, BarrierKind, Epoch, Message};
+use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
 use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
@@ -49,6 +49,8 @@ pub(crate) struct SourceTask {
     /// Another task failed: stop without finishing.
     pub abort: Arc<AtomicBool>,
     pub checkpointing: Option<SourceCheckpointing>,
+    /// The last watermark emitted, when the source has event time.
+    pub watermark: Option<Watermark>,
 }
 
 /// Rows waiting to be sent as one batch.
@@ -240,8 +242,22 @@ impl SourceTask {
     }
 
     fn end(&mut self) -> Result<(), OperatorError> {
+        // At the end of a bounded input event time is complete: every window may fire.
+        if self.source.watermarks().is_some() {
+            self.emit_watermark(Watermark::MAX)?;
+        }
         end_outlets(&mut self.outlets, &self.name)?;
         self.chain.end_of_input()
+    }
+
+    /// Sends `wm` downstream if it is later than the last one sent.
+    fn emit_watermark(&mut self, wm: Watermark) -> Result<(), OperatorError> {
+        if self.watermark.is_some_and(|last| wm <= last) {
+            return Ok(());
+        }
+        self.watermark = Some(wm);
+        send_to_outlets(&mut self.outlets, Message::Watermark(wm), &self.name)?;
+        self.chain.watermark(wm)
     }
 
     /// Sends what is pending in batches of at most `batch_size` rows.
@@ -264,10 +280,29 @@ impl SourceTask {
         while offset < whole.num_rows() {
             let len = self.batch_size.min(whole.num_rows() - offset);
             let slice = whole.slice(offset, len);
+            let max_time = self
+                .source
+                .watermarks()
+                .and_then(|spec| max_event_time(&slice, spec.column).map(|t| (t, spec.delay_ms)));
             self.chain
                 .push_from_source(&mut self.outlets, &self.counters, slice)?;
+            if let Some((t, delay)) = max_time {
+                self.emit_watermark(Watermark(t.saturating_sub(delay)))?;
+            }
             offset += len;
         }
         Ok(())
     }
+}
+
+/// The largest value of column `column` (an int or a millisecond timestamp), if any.
+fn max_event_time(batch: &RecordBatch, column: usize) -> Option<i64> {
+    use arrow::array::{Int64Array, TimestampMillisecondArray};
+    let col = batch.columns().get(column)?;
+    if let Some(a) = col.as_any().downcast_ref::<TimestampMillisecondArray>() {
+        return arrow::compute::max(a);
+    }
+    col.as_any()
+        .downcast_ref::<Int64Array>()
+        .and_then(arrow::compute::max)
 }

@@ -32,6 +32,8 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     outputs: Arity::Exactly(1),
     stateful: true,
     params: &[
+        crate::event_time::EVENT_TIME_PARAMS[0],
+        crate::event_time::EVENT_TIME_PARAMS[1],
         ParamSpec {
             name: "profile",
             required: false,
@@ -104,6 +106,7 @@ pub(crate) fn bind(
 ) -> Result<Binding<Bound>, Diagnostics> {
     let p = Params::new(op);
     let schema = declared_source_schema(op, declared)?;
+    let watermarks = crate::event_time::watermark_spec(&p, &schema)?;
     let profile = match p.str_or("profile", "uniform").as_str() {
         "events" => {
             let kinds: Vec<Option<ColumnType>> = schema
@@ -159,14 +162,9 @@ pub(crate) fn bind(
     let out = Arc::clone(&schema);
     Ok(Binding {
         bound: Bound::Source(Arc::new(move |_| {
-            Ok(Box::new(Generator::new(
-                name.clone(),
-                Arc::clone(&out),
-                profile,
-                seed,
-                count,
-                rate,
-            )))
+            let mut g = Generator::new(name.clone(), Arc::clone(&out), profile, seed, count, rate);
+            g.watermarks = watermarks;
+            Ok(Box::new(g))
         })),
         outputs: vec![schema],
         warnings: Diagnostics::default(),
@@ -198,6 +196,7 @@ pub struct Generator {
     started: Option<Instant>,
     /// Rows produced before `started` (a resumed run counts its rate from there).
     rate_base: u64,
+    watermarks: Option<crate::WatermarkSpec>,
     /// `events` profile state: the RNG and each sensor's last value.
     rng: u64,
     last: Vec<i64>,
@@ -222,6 +221,7 @@ impl Generator {
             produced: 0,
             started: None,
             rate_base: 0,
+            watermarks: None,
             rng: seed,
             last: vec![50; EVENTS_SENSORS],
         }
@@ -343,6 +343,10 @@ impl Source for Generator {
 
     fn can_resume(&self) -> Result<(), String> {
         Ok(())
+    }
+
+    fn watermarks(&self) -> Option<crate::WatermarkSpec> {
+        self.watermarks
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {

@@ -27,6 +27,8 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     outputs: Arity::Exactly(1),
     stateful: true,
     params: &[
+        crate::event_time::EVENT_TIME_PARAMS[0],
+        crate::event_time::EVENT_TIME_PARAMS[1],
         ParamSpec {
             name: "path",
             required: true,
@@ -77,6 +79,7 @@ pub(crate) fn bind(
 ) -> Result<Binding<Bound>, Diagnostics> {
     let p = Params::new(op);
     let schema = declared_source_schema(op, declared)?;
+    let watermarks = crate::event_time::watermark_spec(&p, &schema)?;
     let format = match p.str_or("format", "csv").as_str() {
         "jsonl" | "json" => Format::Json,
         _ => {
@@ -107,6 +110,7 @@ pub(crate) fn bind(
                 decoder,
                 dead_letter: Arc::clone(&ctx.dead_letter),
                 fail_on_error,
+                watermarks,
             }))
         })),
         outputs: vec![schema],
@@ -156,6 +160,7 @@ struct Reader {
     decoder: Decoder,
     dead_letter: Arc<DeadLetter>,
     fail_on_error: bool,
+    watermarks: Option<crate::WatermarkSpec>,
 }
 
 impl Reader {
@@ -265,6 +270,10 @@ impl Reader {
 impl Source for Reader {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn watermarks(&self) -> Option<crate::WatermarkSpec> {
+        self.watermarks
     }
 
     fn can_resume(&self) -> Result<(), String> {

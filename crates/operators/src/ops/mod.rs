@@ -3,3 +3,4 @@
 pub mod filter;
 pub mod map;
 pub mod union;
+pub mod window;

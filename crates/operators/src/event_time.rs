@@ -1,0 +1,94 @@
+//! Event time of a source: which column holds it, and how far the watermark trails the
+//! largest event time seen (bounded out-of-orderness).
+
+use anduin_graph::{ParamKind, ParamSpec};
+use anduin_types::{parse_duration_ms, ColumnType, Diagnostics};
+use arrow::datatypes::Schema;
+
+use crate::params::Params;
+
+/// The params every source takes for event time.
+pub const EVENT_TIME_PARAMS: [ParamSpec; 2] = [
+    ParamSpec {
+        name: "event_time",
+        required: false,
+        kind: ParamKind::Text,
+        default: None,
+        doc: "the column that holds each row's event time (a timestamp, or an int of epoch milliseconds); the source then emits watermarks",
+    },
+    ParamSpec {
+        name: "watermark",
+        required: false,
+        kind: ParamKind::Text,
+        default: Some("0s"),
+        doc: "how far the watermark trails the largest event time seen: a duration (\"2s\") or \"ts - 2s\"; rows more out of order than that are late",
+    },
+];
+
+/// How a source derives watermarks from its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatermarkSpec {
+    /// The index of the event-time column.
+    pub column: usize,
+    /// The watermark is the largest event time seen minus this many milliseconds.
+    pub delay_ms: i64,
+}
+
+/// Reads `event_time` and `watermark` against the source's output schema.
+pub(crate) fn watermark_spec(
+    p: &Params<'_>,
+    schema: &Schema,
+) -> Result<Option<WatermarkSpec>, Diagnostics> {
+    let Some(col) = p.text("event_time") else {
+        if p.text("watermark").is_some() {
+            return Err(p
+                .error(
+                    "watermark",
+                    "a watermark needs `param event_time = \"…\"` (the event-time column)",
+                )
+                .into());
+        }
+        return Ok(None);
+    };
+    let col = col.to_string();
+    let Some((column, field)) = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .find(|(_, f)| *f.name() == col)
+    else {
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        return Err(p
+            .error(
+                "event_time",
+                format!("no column `{col}`: the output has {}", names.join(", ")),
+            )
+            .into());
+    };
+    if !matches!(
+        ColumnType::from_arrow(field.data_type()),
+        Some(ColumnType::Timestamp | ColumnType::Int)
+    ) {
+        return Err(p
+            .error("event_time", format!("column `{col}` is {}, but event time must be a timestamp or an int of epoch milliseconds", field.data_type()))
+            .into());
+    }
+    let text = p.str_or("watermark", "0s");
+    let delay = match text.split_once('-') {
+        Some((c, d)) if c.trim() == col => parse_duration_ms(d.trim()),
+        Some(_) => None,
+        None => parse_duration_ms(&text),
+    };
+    let Some(delay) = delay else {
+        return Err(p
+            .error(
+                "watermark",
+                format!("expected a duration such as \"2s\" or \"{col} - 2s\", found \"{text}\""),
+            )
+            .into());
+    };
+    Ok(Some(WatermarkSpec {
+        column,
+        delay_ms: i64::try_from(delay).unwrap_or(i64::MAX),
+    }))
+}
