@@ -127,7 +127,8 @@ impl SourceTask {
             self.drain_checkpoints(&mut pending, stopped)?;
             return Ok(stopped);
         }
-        self.end()?;
+        // Without checkpoints an end is final, also after Ctrl-C: every window fires.
+        self.end(true)?;
         Ok(stopped)
     }
 
@@ -159,7 +160,7 @@ impl SourceTask {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 // The coordinator is gone (the run is failing): end as without checkpoints.
-                Err(RecvTimeoutError::Disconnected) => return self.end(),
+                Err(RecvTimeoutError::Disconnected) => return self.end(true),
             }
         }
     }
@@ -201,8 +202,14 @@ impl SourceTask {
             }
             Command::Finish { epoch, full } => {
                 self.flush(pending)?;
+                // An exhausted input completes event time before the last checkpoint, so that
+                // the windows it fires are in that checkpoint's output; a stopped query keeps
+                // them open, to resume.
+                if !self.stop.load(Ordering::Relaxed) {
+                    self.complete_event_time()?;
+                }
                 self.barrier(epoch, full)?;
-                self.end()?;
+                self.end(false)?;
                 Ok(Next::Finished)
             }
         }
@@ -241,13 +248,20 @@ impl SourceTask {
         })
     }
 
-    fn end(&mut self) -> Result<(), OperatorError> {
-        // At the end of a bounded input event time is complete: every window may fire.
-        if self.source.watermarks().is_some() {
-            self.emit_watermark(Watermark::MAX)?;
+    /// Ends the outlets and the chain; with `drain`, event time is completed first (every
+    /// window fires).
+    fn end(&mut self, drain: bool) -> Result<(), OperatorError> {
+        if drain {
+            self.complete_event_time()?;
         }
         end_outlets(&mut self.outlets, &self.name)?;
         self.chain.end_of_input()
+    }
+
+    /// At the end of a bounded input event time is complete: the watermark goes to +∞ (also
+    /// for a source without event time, so that windows behind it fire).
+    fn complete_event_time(&mut self) -> Result<(), OperatorError> {
+        self.emit_watermark(Watermark::MAX)
     }
 
     /// Sends `wm` downstream if it is later than the last one sent.

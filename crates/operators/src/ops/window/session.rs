@@ -1,5 +1,5 @@
 //! Session windows: per key, rows whose windows `[ts, ts + gap)` overlap or touch form one
-//! session, `[first row, last row + gap)`; a session fires when the watermark passes its end.
+//! session, `[first row, last row + gap)`; a session fires when the watermark is past its end.
 
 use std::collections::HashMap;
 
@@ -80,7 +80,8 @@ impl Sessions {
         Ok(())
     }
 
-    /// Fires every session that ends at or before `watermark`.
+    /// Fires every session that ends before `watermark`. (A session ending exactly at the
+    /// watermark stays open: a row at that time, which is not late, still touches it.)
     pub(crate) fn fire(
         &mut self,
         watermark: i64,
@@ -91,7 +92,7 @@ impl Sessions {
         for (bytes, (key, sessions)) in self.by_key.iter_mut() {
             let mut k = 0;
             while k < sessions.len() {
-                if sessions[k].end <= watermark {
+                if sessions[k].end < watermark || watermark == i64::MAX {
                     let mut s = sessions.swap_remove(k);
                     let values = s.accs.evaluate(&setup.name)?;
                     let keys = setup.codec.columns([key.row()], &setup.name)?;

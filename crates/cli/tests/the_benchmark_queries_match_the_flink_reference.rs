@@ -1,7 +1,8 @@
-//! Q1 of the peer benchmark (`shared/bench/QUERIES.md`) over the first 100 000 benchmark
-//! events gives exactly the reference result computed by Flink 2.3 and the other engines:
-//! 24 578 rows, sha256 prefix a2da40b61775e12d (`shared/bench/REFERENCE.md`), with the
-//! checksum computed as `normalize.py` does (canonical lines, byte-sorted, sha256).
+//! Q1 (filter), Q2 (tumbling window) and Q4 (sliding window) of the peer benchmark
+//! (`shared/bench/QUERIES.md`) over the first 100 000 benchmark events give exactly the
+//! reference results computed by Flink 2.3 and the other engines (`shared/bench/REFERENCE.md`:
+//! rows and sha256 prefix), with the checksum computed as `normalize.py` does (canonical
+//! lines, doubles as `%.6f`, byte-sorted, sha256).
 
 mod common;
 
@@ -25,14 +26,19 @@ operator name = "out", type = "writer" {
 }
 "#;
 
-/// Rows and sha256 prefix of a Q1 output, like `normalize.py Q1`.
-fn normalize(csv: &str) -> (usize, String) {
+/// Rows and sha256 prefix of an output, like `normalize.py`: `kinds` says per column
+/// whether it is an int (`i`) or a double (`f`, printed with six decimals).
+fn normalize(csv: &str, kinds: &str) -> (usize, String) {
     let mut lines: Vec<String> = csv
         .lines()
         .skip(1)
         .map(|l| {
             l.split(',')
-                .map(|x| x.parse::<i64>().expect("ints").to_string())
+                .zip(kinds.chars())
+                .map(|(x, k)| match k {
+                    'i' => x.parse::<i64>().expect("ints").to_string(),
+                    _ => format!("{:.6}", x.parse::<f64>().expect("doubles")),
+                })
                 .collect::<Vec<_>>()
                 .join(",")
         })
@@ -48,7 +54,7 @@ fn normalize(csv: &str) -> (usize, String) {
 }
 
 #[test]
-fn q1_over_the_benchmark_events_matches_the_reference() {
+fn q1_q2_and_q4_over_the_benchmark_events_match_the_reference() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("gen.flow"), GENERATE).expect("query");
     let out = anduin(
@@ -87,9 +93,37 @@ fn q1_over_the_benchmark_events_matches_the_reference() {
         );
         let q1_out = std::fs::read_to_string(dir.path().join("q1.csv")).expect("q1 output");
         assert_eq!(
-            normalize(&q1_out),
+            normalize(&q1_out, "iii"),
             (24_578, "a2da40b61775e12d".to_string()),
             "{extra:?}"
         );
+    }
+
+    for (query, kinds, rows, sha) in [
+        ("q2", "iiifi", 63_276, "49ea6c22f760c13c"),
+        ("q4", "iif", 107_885, "9d92dac7a74ee050"),
+    ] {
+        let flow = repo().join(format!("examples/{query}.flow"));
+        let output = format!("OUTPUT={query}.csv");
+        let out = anduin(
+            dir.path(),
+            &[
+                "run",
+                flow.to_str().expect("utf-8"),
+                "--var",
+                "INPUT=events.csv",
+                "--var",
+                &output,
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text =
+            std::fs::read_to_string(dir.path().join(format!("{query}.csv"))).expect("output");
+        assert_eq!(normalize(&text, kinds), (rows, sha.to_string()), "{query}");
     }
 }

@@ -1,0 +1,319 @@
+//! Every kind of window, over seeded random rows that arrive out of order (some of them
+//! late), gives what a naive recomputation from the rows gives; and a window snapshotted and
+//! restored half-way gives the same results as one that ran straight through.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use anduin_operators::{
+    Bound, BuildContext, BuiltinCatalog, Collector, DeadLetter, DeadLetterTarget, Operator,
+    OperatorError, RestoreIn, SnapshotOut,
+};
+use anduin_types::{Epoch, SnapshotKind, Watermark};
+use arrow::array::{Array, Int64Array, TimestampMillisecondArray};
+use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use arrow::record_batch::RecordBatch;
+use proptest::prelude::*;
+
+/// (event time, key, value)
+type Row = (i64, i64, Option<i64>);
+
+/// (window start, window end, key, count(*), count(v), sum, min, max)
+type Out = (
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Sliding(i64, i64),
+    Session(i64),
+    Count(u64),
+}
+
+fn window(kind: Kind) -> Box<dyn Operator> {
+    let kind_params = match kind {
+        Kind::Sliding(size, slide) => {
+            format!(r#"param kind = "sliding" param size = "{size}ms" param slide = "{slide}ms""#)
+        }
+        Kind::Session(gap) => format!(r#"param kind = "session" param gap = "{gap}ms""#),
+        Kind::Count(n) => format!(r#"param kind = "count" param size = {n}"#),
+    };
+    let src = format!(
+        r#"type name = "T" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "v", type = "int" }}
+operator name = "g", type = "generator" {{ output name = "s", type = "T" }}
+operator name = "op", type = "window" {{
+  input name = "s" {kind_params} param time = "ts" param keys = "k"
+  param aggregates = "COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS total, MIN(v) AS lo, MAX(v) AS hi"
+  output name = "out" }}
+operator name = "d", type = "discard" {{ input name = "out" }}"#
+    );
+    let spec = anduin_spec::parse_flow(&src).expect("parses");
+    let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
+    let node = graph
+        .nodes
+        .iter()
+        .find(|n| n.name() == "op")
+        .expect("the window");
+    let Bound::Operator(factory) = &node.bound else {
+        panic!("an operator")
+    };
+    let ctx = BuildContext {
+        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
+        checkpointing: false,
+        restore_epoch: None,
+    };
+    factory(&ctx).expect("builds")
+}
+
+struct Collect(Vec<Out>);
+
+impl Collector for Collect {
+    fn collect(&mut self, port: usize, b: RecordBatch) -> Result<(), OperatorError> {
+        assert_eq!(port, 0);
+        let ts = |i: usize| {
+            b.column(i)
+                .as_any()
+                .downcast_ref::<TimestampMillisecondArray>()
+                .expect("ts")
+                .clone()
+        };
+        let int = |i: usize| {
+            b.column(i)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .expect("int")
+                .clone()
+        };
+        let (s, e, k, n, nv, sum, lo, hi) =
+            (ts(0), ts(1), int(2), int(3), int(4), int(5), int(6), int(7));
+        let opt = |a: &Int64Array, i: usize| a.is_valid(i).then(|| a.value(i));
+        for i in 0..b.num_rows() {
+            self.0.push((
+                s.value(i),
+                e.value(i),
+                k.value(i),
+                n.value(i),
+                nv.value(i),
+                opt(&sum, i),
+                opt(&lo, i),
+                opt(&hi, i),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn batch(rows: &[Row]) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("ts", DataType::Timestamp(TimeUnit::Millisecond, None), true),
+        Field::new("k", DataType::Int64, true),
+        Field::new("v", DataType::Int64, true),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(TimestampMillisecondArray::from(
+                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+            )),
+        ],
+    )
+    .expect("valid")
+}
+
+/// An in-memory checkpoint of one operator.
+#[derive(Default)]
+struct Memory {
+    inline: Option<serde_json::Value>,
+    bytes: Vec<u8>,
+}
+
+impl SnapshotOut for Memory {
+    fn epoch(&self) -> Epoch {
+        Epoch(1)
+    }
+    fn full_due(&self) -> bool {
+        true
+    }
+    fn inline(&mut self, value: serde_json::Value) {
+        self.inline = Some(value);
+    }
+    fn stream(&mut self, _kind: SnapshotKind) -> Result<&mut dyn Write, OperatorError> {
+        Ok(&mut self.bytes)
+    }
+}
+
+/// Feeds the batches with a watermark (largest time seen minus `delay`) after each one;
+/// snapshots and restores into a fresh instance before batch `restart_at`, if given.
+fn run(kind: Kind, batches: &[Vec<Row>], delay: i64, restart_at: Option<usize>) -> Vec<Out> {
+    let mut op = window(kind);
+    let mut out = Collect(vec![]);
+    let mut max = i64::MIN;
+    for (i, rows) in batches.iter().enumerate() {
+        if restart_at == Some(i) {
+            let mut mem = Memory::default();
+            op.snapshot(&mut mem).expect("snapshots");
+            op = window(kind);
+            op.restore(RestoreIn {
+                epoch: Epoch(1),
+                inline: mem.inline,
+                files: vec![Box::new(std::io::Cursor::new(mem.bytes))],
+            })
+            .expect("restores");
+        }
+        op.process_batch(0, batch(rows), &mut out)
+            .expect("processes");
+        if let Some(m) = rows.iter().map(|r| r.0).max() {
+            max = max.max(m);
+            op.handle_watermark(Watermark(max - delay), &mut out)
+                .expect("fires");
+        }
+    }
+    op.handle_watermark(Watermark::MAX, &mut out)
+        .expect("fires");
+    op.on_end_of_input(&mut out).expect("ends");
+    out.0.sort();
+    out.0
+}
+
+/// The rows that are not late, in arrival order, by the same watermark rule.
+fn on_time(batches: &[Vec<Row>], delay: i64) -> Vec<Row> {
+    let mut wm = i64::MIN;
+    let mut kept = vec![];
+    for rows in batches {
+        kept.extend(rows.iter().filter(|r| r.0 >= wm).copied());
+        if let Some(m) = rows.iter().map(|r| r.0).max() {
+            wm = wm.max(m - delay);
+        }
+    }
+    kept
+}
+
+fn aggregate(start: i64, end: i64, key: i64, rows: &[Row]) -> Out {
+    let vs: Vec<i64> = rows.iter().filter_map(|r| r.2).collect();
+    let opt = |x: Option<i64>| if vs.is_empty() { None } else { x };
+    (
+        start,
+        end,
+        key,
+        rows.len() as i64,
+        vs.len() as i64,
+        opt(Some(vs.iter().sum())),
+        opt(vs.iter().min().copied()),
+        opt(vs.iter().max().copied()),
+    )
+}
+
+fn naive(kind: Kind, rows: &[Row]) -> Vec<Out> {
+    let mut out = vec![];
+    match kind {
+        Kind::Sliding(size, slide) => {
+            let mut windows: BTreeMap<(i64, i64), Vec<Row>> = BTreeMap::new();
+            for r in rows {
+                // Every window start s (a multiple of slide) with s <= ts < s + size.
+                let mut s = r.0.div_euclid(slide) * slide;
+                while s > r.0 - size {
+                    windows.entry((s, r.1)).or_default().push(*r);
+                    s -= slide;
+                }
+            }
+            for ((s, k), rs) in windows {
+                out.push(aggregate(s, s + size, k, &rs));
+            }
+        }
+        Kind::Session(gap) => {
+            let mut by_key: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
+            for r in rows {
+                by_key.entry(r.1).or_default().push(*r);
+            }
+            for (k, mut rs) in by_key {
+                rs.sort_by_key(|r| r.0);
+                let mut current: Vec<Row> = vec![];
+                for r in rs {
+                    if let Some(last) = current.last() {
+                        if r.0 > last.0 + gap {
+                            let start = current[0].0;
+                            let end = current.iter().map(|r| r.0).max().unwrap_or(start) + gap;
+                            out.push(aggregate(start, end, k, &current));
+                            current.clear();
+                        }
+                    }
+                    current.push(r);
+                }
+                if !current.is_empty() {
+                    let start = current[0].0;
+                    let end = current.iter().map(|r| r.0).max().unwrap_or(start) + gap;
+                    out.push(aggregate(start, end, k, &current));
+                }
+            }
+        }
+        Kind::Count(n) => {
+            let mut by_key: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
+            for r in rows {
+                by_key.entry(r.1).or_default().push(*r);
+            }
+            for (k, rs) in by_key {
+                for chunk in rs.chunks_exact(n as usize) {
+                    out.push(aggregate(chunk[0].0, chunk[n as usize - 1].0 + 1, k, chunk));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn batches() -> impl Strategy<Value = Vec<Vec<Row>>> {
+    // Times drift forward with jitter (out of order), a few keys, some null values.
+    let row = (
+        0i64..40,
+        -30i64..30,
+        0i64..4,
+        prop::option::weighted(0.8, -20i64..20),
+    );
+    prop::collection::vec(prop::collection::vec(row, 1..30), 1..12).prop_map(|bs| {
+        let mut base = 1_700_000_000_000i64;
+        bs.into_iter()
+            .map(|rows| {
+                base += 25;
+                rows.into_iter()
+                    .map(|(step, jitter, k, v)| (base + step + jitter, k, v))
+                    .collect()
+            })
+            .collect()
+    })
+}
+
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        (1i64..60).prop_map(|s| Kind::Sliding(s, s)),
+        (1i64..6, 1i64..20).prop_map(|(m, slide)| Kind::Sliding(slide * m, slide)),
+        (1i64..40).prop_map(Kind::Session),
+        (1u64..6).prop_map(Kind::Count),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn every_window_kind_matches_the_naive_result(kind in kind(), bs in batches(), delay in 0i64..40, restart in any::<prop::sample::Index>()) {
+        let expected = naive(kind, &on_time(&bs, delay));
+        prop_assert_eq!(&run(kind, &bs, delay, None), &expected);
+        let at = restart.index(bs.len());
+        prop_assert_eq!(&run(kind, &bs, delay, Some(at)), &expected, "restored before batch {}", at);
+    }
+}
