@@ -7,7 +7,7 @@ use anduin_graph::LogicalGraph;
 use anduin_operators::{Bound, BuiltinCatalog};
 use anduin_spec::{Missing, Spec};
 use anduin_types::Diagnostics;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 /// `--var NAME=VALUE`, parsed.
 pub fn parse_var(s: &str) -> Result<(String, String), String> {
@@ -62,10 +62,7 @@ fn parse(path: &Path, src: &str) -> Result<Spec> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
         "json" => anduin_spec::from_json(src).map_err(anyhow::Error::new),
-        "sql" => bail!(
-            "`{}`: SQL queries are not supported yet; write the query in the .flow language (see docs/flow-language.md)",
-            path.display()
-        ),
+        "sql" => anduin_spec::parse_sql(src).map_err(anyhow::Error::new),
         _ => anduin_spec::parse_flow(src).map_err(anyhow::Error::new),
     }
 }

@@ -97,12 +97,15 @@ fn a_variable_that_is_not_set_is_named_with_its_position() {
 }
 
 #[test]
-fn sql_files_are_refused_with_a_clear_message() {
+fn a_sql_statement_other_than_create_table_and_insert_is_named() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("q.sql"), "SELECT 1").expect("query");
     let out = anduin(dir.path(), &["run", "q.sql"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("SQL queries are not supported yet"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "q.sql:1:1: `SELECT 1` is not supported: a script holds CREATE TABLE … WITH (…) and INSERT INTO … SELECT … statements\n"
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@ fn check_reports_every_error_with_its_position() {
         .expect("golden/errors exists")
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "flow"))
+        .filter(|p| p.extension().is_some_and(|e| e == "flow" || e == "sql"))
         .collect();
     files.sort();
     assert!(files.len() >= 10, "the error corpus is there");

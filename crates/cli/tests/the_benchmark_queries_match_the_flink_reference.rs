@@ -1,5 +1,6 @@
 //! Q1 (filter), Q2 (tumbling window) and Q4 (sliding window) of the peer benchmark
-//! (`shared/bench/QUERIES.md`) over the first 100 000 benchmark events give exactly the
+//! (`shared/bench/QUERIES.md`), as `.flow` and as SQL, over the first 100 000 benchmark
+//! events give exactly the
 //! reference results computed by Flink 2.3 and the other engines (`shared/bench/REFERENCE.md`:
 //! rows and sha256 prefix), with the checksum computed as `normalize.py` does (canonical
 //! lines, doubles as `%.6f`, byte-sorted, sha256).
@@ -100,10 +101,13 @@ fn q1_q2_and_q4_over_the_benchmark_events_match_the_reference() {
     }
 
     for (query, kinds, rows, sha) in [
-        ("q2", "iiifi", 63_276, "49ea6c22f760c13c"),
-        ("q4", "iif", 107_885, "9d92dac7a74ee050"),
+        ("q2.flow", "iiifi", 63_276, "49ea6c22f760c13c"),
+        ("q4.flow", "iif", 107_885, "9d92dac7a74ee050"),
+        ("q1.sql", "iii", 24_578, "a2da40b61775e12d"),
+        ("q2.sql", "iiifi", 63_276, "49ea6c22f760c13c"),
+        ("q4.sql", "iif", 107_885, "9d92dac7a74ee050"),
     ] {
-        let flow = repo().join(format!("examples/{query}.flow"));
+        let flow = repo().join(format!("examples/{query}"));
         let output = format!("OUTPUT={query}.csv");
         let out = anduin(
             dir.path(),

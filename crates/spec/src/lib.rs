@@ -1,5 +1,6 @@
-//! The query specification: the `.flow` language (the paper's dataflow notation, §4.1), the
-//! same intermediate representation as JSON, and `${VAR}` substitution.
+//! The query specification: the `.flow` language (the paper's dataflow notation, §4.1), a SQL
+//! frontend lowered to the same intermediate representation, that representation as JSON,
+//! and `${VAR}` substitution.
 //!
 //! A [`Spec`] is what a user wrote: stream types and operators with their params, inputs and
 //! outputs, each name and value with its position in the file. It is not yet checked: whether
@@ -11,11 +12,13 @@ mod ast;
 mod json;
 mod lexer;
 mod parser;
+mod sql;
 mod text;
 mod vars;
 
 pub use ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
 pub use json::{from_json, to_json};
 pub use parser::parse_flow;
+pub use sql::parse_sql;
 pub use text::Text;
 pub use vars::{substitute, Missing};

@@ -110,6 +110,52 @@ impl Text {
     pub(crate) fn positions(&self) -> &[Pos] {
         &self.positions
     }
+
+    /// Characters `from..to` of the text.
+    pub(crate) fn sub(&self, from: usize, to: usize) -> Text {
+        let value: String = self
+            .value
+            .chars()
+            .skip(from)
+            .take(to.saturating_sub(from))
+            .collect();
+        if self.positions.is_empty() {
+            return Text::unplaced(value);
+        }
+        let positions: Vec<Pos> = self
+            .positions
+            .iter()
+            .skip(from)
+            .take(to.saturating_sub(from))
+            .copied()
+            .collect();
+        let start = positions.first().copied().unwrap_or(self.start);
+        Text::with_positions(value, positions, start)
+    }
+
+    /// `parts` joined by `sep`; the separator's characters take the position of the part
+    /// after them.
+    pub(crate) fn join(parts: &[Text], sep: &str) -> Text {
+        let mut value = String::new();
+        let mut positions = Vec::new();
+        let placed = parts
+            .iter()
+            .all(|p| !p.positions.is_empty() || p.value.is_empty());
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                value.push_str(sep);
+                positions.extend(std::iter::repeat_n(p.start, sep.chars().count()));
+            }
+            value.push_str(&p.value);
+            positions.extend_from_slice(&p.positions);
+        }
+        let start = parts.first().map(|p| p.start).unwrap_or_default();
+        if placed {
+            Text::with_positions(value, positions, start)
+        } else {
+            Text::unplaced(value)
+        }
+    }
 }
 
 impl std::fmt::Display for Text {

@@ -1,0 +1,74 @@
+//! anduin's SQL dialect: sqlparser's generic dialect, plus Flink's `TABLE name` as an argument
+//! of a window table function (`TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND)`).
+
+use sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
+    ObjectName,
+};
+use sqlparser::dialect::{Dialect, GenericDialect};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+
+/// The name under which `TABLE name` appears in the syntax tree: a call `TABLE(name)`.
+pub(crate) const TABLE_ARGUMENT: &str = "TABLE";
+
+/// sqlparser's generic dialect with Flink's table arguments.
+#[derive(Debug, Default)]
+pub(crate) struct AnduinDialect {
+    generic: GenericDialect,
+}
+
+impl Dialect for AnduinDialect {
+    fn is_identifier_start(&self, ch: char) -> bool {
+        self.generic.is_identifier_start(ch)
+    }
+
+    fn is_identifier_part(&self, ch: char) -> bool {
+        self.generic.is_identifier_part(ch)
+    }
+
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        ch == '"' || ch == '`'
+    }
+
+    fn supports_filter_during_aggregation(&self) -> bool {
+        true
+    }
+
+    fn supports_match_recognize(&self) -> bool {
+        true
+    }
+
+    fn supports_group_by_expr(&self) -> bool {
+        true
+    }
+
+    fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        if !parser.parse_keyword(Keyword::TABLE) {
+            return None;
+        }
+        Some(parser.parse_object_name(false).map(|name| {
+            Expr::Function(Function {
+                name: ObjectName::from(vec![Ident::new(TABLE_ARGUMENT)]),
+                uses_odbc_syntax: false,
+                parameters: FunctionArguments::None,
+                args: FunctionArguments::List(FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                        Expr::CompoundIdentifier(
+                            name.0
+                                .iter()
+                                .filter_map(|p| p.as_ident().cloned())
+                                .collect(),
+                        ),
+                    ))],
+                    clauses: vec![],
+                }),
+                filter: None,
+                null_treatment: None,
+                over: None,
+                within_group: vec![],
+            })
+        }))
+    }
+}

@@ -1,0 +1,109 @@
+//! The SQL frontend: a script of `CREATE TABLE … WITH (…)` and `INSERT INTO … SELECT …`
+//! statements, lowered to the same [`Spec`] as a `.flow` file (tables become readers and
+//! writers, a `WHERE` a filter, a window table function with `GROUP BY` a window, the select
+//! list a map).
+//!
+//! ```sql
+//! CREATE TABLE events (ts TIMESTAMP, sensor BIGINT, value BIGINT)
+//! WITH (connector = 'file', path = '${INPUT}', format = 'csv', event_time = 'ts', watermark = '2 seconds');
+//! CREATE TABLE out WITH (connector = 'file', path = '${OUTPUT}', format = 'csv');
+//! INSERT INTO out
+//! SELECT window_start, sensor, COUNT(*) AS cnt, MAX(value) AS max
+//! FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND))
+//! GROUP BY window_start, window_end, sensor;
+//! ```
+//! What it does not support yet is an error naming the construct and its position.
+
+mod dialect;
+mod insert;
+mod source_text;
+mod tables;
+
+use anduin_types::{Diagnostic, Diagnostics, Pos};
+use sqlparser::ast::Spanned;
+use sqlparser::ast::Statement;
+use sqlparser::parser::{Parser, ParserError};
+
+use crate::ast::Spec;
+use dialect::AnduinDialect;
+use source_text::{pos, Source};
+use tables::Tables;
+
+/// Parses a SQL script into a spec.
+///
+/// # Examples
+/// ```
+/// let spec = anduin_spec::parse_sql(
+///     "CREATE TABLE t (x BIGINT) WITH (connector = 'file', path = 'in.csv');
+///      CREATE TABLE o WITH (connector = 'file', path = 'out.csv');
+///      INSERT INTO o SELECT x * 2 AS y FROM t WHERE x > 0;",
+/// ).expect("parses");
+/// let kinds: Vec<&str> = spec.operators.iter().map(|o| o.kind.as_str()).collect();
+/// assert_eq!(kinds, ["reader", "filter", "map", "writer"]);
+/// ```
+pub fn parse_sql(src: &str) -> Result<Spec, Diagnostics> {
+    let dialect = AnduinDialect::default();
+    let statements = Parser::new(&dialect)
+        .try_with_sql(src)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(|e| Diagnostics::from(syntax_error(e)))?;
+    let source = Source::new(src);
+    let mut tables = Tables::default();
+    let mut inserts = Vec::new();
+    let mut diags = Diagnostics::default();
+    for st in &statements {
+        match st {
+            Statement::CreateTable(ct) => {
+                if let Err(d) = tables.declare(ct, &source) {
+                    diags.push(d);
+                }
+            }
+            Statement::Insert(ins) => inserts.push(ins),
+            other => diags.push(Diagnostic::error(
+                pos(other.span().start),
+                format!(
+                    "`{}` is not supported: a script holds CREATE TABLE … WITH (…) and INSERT INTO … SELECT … statements",
+                    first_words(&other.to_string())
+                ),
+            )),
+        }
+    }
+    if inserts.is_empty() && diags.0.is_empty() {
+        diags.push(Diagnostic::error(
+            Pos::new(1, 1),
+            "the script has no INSERT INTO … SELECT …: nothing would run",
+        ));
+    }
+    let mut spec = Spec::default();
+    for (i, ins) in inserts.iter().enumerate() {
+        if let Err(d) = insert::lower(ins, i + 1, &mut tables, &source, &mut spec) {
+            diags.push(d);
+        }
+    }
+    if !diags.0.is_empty() {
+        diags.sort();
+        return Err(diags);
+    }
+    tables.finish(&mut spec);
+    Ok(spec)
+}
+
+fn first_words(s: &str) -> String {
+    s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+/// A parser error at the position sqlparser reports.
+fn syntax_error(e: ParserError) -> Diagnostic {
+    let msg = match e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
+        ParserError::RecursionLimitExceeded => "the statement is nested too deeply".into(),
+    };
+    if let Some((head, tail)) = msg.rsplit_once(" at Line: ") {
+        if let Some((l, c)) = tail.split_once(", Column: ") {
+            if let (Ok(l), Ok(c)) = (l.trim().parse(), c.trim().parse()) {
+                return Diagnostic::error(Pos::new(l, c), format!("syntax error: {head}"));
+            }
+        }
+    }
+    Diagnostic::error(Pos::new(1, 1), format!("syntax error: {msg}"))
+}

@@ -1,0 +1,305 @@
+//! `CREATE TABLE name [(columns)] WITH (connector = '…', …)`: tables as sources (readers,
+//! generators) and sinks (writers, discard).
+
+use anduin_types::{Diagnostic, Pos};
+use sqlparser::ast::Spanned;
+use sqlparser::ast::{
+    CreateTable, CreateTableOptions, DataType, Expr, ObjectName, SqlOption, Value as SqlValue,
+};
+
+use super::source_text::{pos, Source};
+use crate::ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
+use crate::Text;
+
+/// A declared table.
+#[derive(Debug)]
+pub(crate) struct Table {
+    pub name: String,
+    pub pos: Pos,
+    pub columns: Option<Vec<ColumnDef>>,
+    pub connector: Text,
+    pub options: Vec<Param>,
+    read: bool,
+    written: bool,
+}
+
+/// The tables of a script.
+#[derive(Debug, Default)]
+pub(crate) struct Tables {
+    tables: Vec<Table>,
+}
+
+fn name_of(n: &ObjectName) -> String {
+    n.0.iter()
+        .filter_map(|p| p.as_ident().map(|i| i.value.clone()))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+impl Tables {
+    /// Records a `CREATE TABLE`.
+    pub(crate) fn declare(
+        &mut self,
+        ct: &CreateTable,
+        source: &Source<'_>,
+    ) -> Result<(), Diagnostic> {
+        let name = name_of(&ct.name);
+        let at = pos(ct.name.span().start);
+        if let Some(t) = self.tables.iter().find(|t| t.name == name) {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "table `{name}` is created twice (first at {}:{})",
+                    t.pos.line, t.pos.col
+                ),
+            ));
+        }
+        if ct.query.is_some() {
+            return Err(Diagnostic::error(
+                at,
+                "CREATE TABLE … AS SELECT is not supported: create the table, then INSERT INTO it",
+            ));
+        }
+        let columns = if ct.columns.is_empty() {
+            None
+        } else {
+            let mut cols = Vec::new();
+            for c in &ct.columns {
+                let ty = column_type(&c.data_type).ok_or_else(|| {
+                    Diagnostic::error(
+                        pos(c.name.span.start),
+                        format!(
+                            "column `{}`: type {} is not supported: use BIGINT, DOUBLE, BOOLEAN, VARCHAR or TIMESTAMP",
+                            c.name.value, c.data_type
+                        ),
+                    )
+                })?;
+                cols.push(ColumnDef {
+                    name: Text::at(c.name.value.clone(), pos(c.name.span.start)),
+                    ty: Text::at(ty, pos(c.name.span.start)),
+                });
+            }
+            Some(cols)
+        };
+        let options = match &ct.table_options {
+            CreateTableOptions::With(o) => o.as_slice(),
+            CreateTableOptions::None => &[],
+            _ => {
+                return Err(Diagnostic::error(
+                    at,
+                    "table options go in `WITH (key = 'value', …)`",
+                ));
+            }
+        };
+        let mut connector = None;
+        let mut params = Vec::new();
+        for o in options {
+            let SqlOption::KeyValue { key, value } = o else {
+                return Err(Diagnostic::error(
+                    at,
+                    format!("expected `key = 'value'` in WITH (…), found `{o}`"),
+                ));
+            };
+            let key_text = Text::at(key.value.to_lowercase(), pos(key.span.start));
+            let value = option_value(value, source)?;
+            if key_text.as_str() == "connector" {
+                connector = Some(value.as_text());
+            } else {
+                params.push(Param {
+                    name: key_text,
+                    value,
+                });
+            }
+        }
+        let connector = connector.ok_or_else(|| {
+            Diagnostic::error(at, format!("table `{name}` needs a connector: WITH (connector = 'file', path = '…') (or 'generator', 'discard')"))
+        })?;
+        self.tables.push(Table {
+            name,
+            pos: at,
+            columns,
+            connector,
+            options: params,
+            read: false,
+            written: false,
+        });
+        Ok(())
+    }
+
+    fn find(&mut self, name: &ObjectName) -> Result<&mut Table, Diagnostic> {
+        let n = name_of(name);
+        let at = pos(name.span().start);
+        let known: Vec<String> = self.tables.iter().map(|t| t.name.clone()).collect();
+        self.tables.iter_mut().find(|t| t.name == n).ok_or_else(|| {
+            Diagnostic::error(
+                at,
+                format!(
+                    "unknown table `{n}`: create it with CREATE TABLE {n} (…) WITH (…){}",
+                    if known.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (tables: {})", known.join(", "))
+                    }
+                ),
+            )
+        })
+    }
+
+    /// A table read by a query: the name of its stream (the table's name).
+    pub(crate) fn read(&mut self, name: &ObjectName) -> Result<String, Diagnostic> {
+        let at = pos(name.span().start);
+        let t = self.find(name)?;
+        if t.columns.is_none() {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "table `{}` is read, so it needs its columns: CREATE TABLE {} (col TYPE, …)",
+                    t.name, t.name
+                ),
+            ));
+        }
+        if t.written {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "table `{}` is both written and read: not supported yet",
+                    t.name
+                ),
+            ));
+        }
+        t.read = true;
+        Ok(t.name.clone())
+    }
+
+    /// A table written by an INSERT: its writer operator, reading `stream`.
+    pub(crate) fn write(
+        &mut self,
+        name: &ObjectName,
+        stream: &str,
+        spec: &mut Spec,
+    ) -> Result<Option<String>, Diagnostic> {
+        let at = pos(name.span().start);
+        let t = self.find(name)?;
+        if t.read {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "table `{}` is both read and written: not supported yet",
+                    t.name
+                ),
+            ));
+        }
+        if t.written {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "table `{}` is written by two INSERTs: not supported yet; use two tables",
+                    t.name
+                ),
+            ));
+        }
+        t.written = true;
+        let kind = match t.connector.as_str() {
+            "file" => "writer",
+            "discard" | "blackhole" => "discard",
+            other => {
+                return Err(Diagnostic::error(
+                    t.connector.pos(),
+                    format!("connector '{other}' cannot be written to: use 'file' or 'discard'"),
+                ))
+            }
+        };
+        spec.operators.push(OperatorDef {
+            name: Text::at(t.name.clone(), t.pos),
+            kind: Text::at(kind, t.connector.pos()),
+            params: t.options.clone(),
+            inputs: vec![Text::at(stream, at)],
+            outputs: vec![],
+            pos: t.pos,
+        });
+        Ok(t.columns.as_ref().map(|_| t.name.clone()))
+    }
+
+    /// Adds the types of declared tables and the sources of the tables read, first.
+    pub(crate) fn finish(&self, spec: &mut Spec) {
+        let mut sources = Vec::new();
+        for t in &self.tables {
+            if let Some(cols) = &t.columns {
+                if t.read || t.written {
+                    spec.types.push(TypeDef {
+                        name: Text::at(t.name.clone(), t.pos),
+                        columns: cols.clone(),
+                        pos: t.pos,
+                    });
+                }
+            }
+            if !t.read {
+                continue;
+            }
+            let kind = match t.connector.as_str() {
+                "file" => "reader",
+                other => other,
+            };
+            sources.push(OperatorDef {
+                name: Text::at(t.name.clone(), t.pos),
+                kind: Text::at(kind, t.connector.pos()),
+                params: t.options.clone(),
+                inputs: vec![],
+                outputs: vec![OutputDef {
+                    name: Text::at(t.name.clone(), t.pos),
+                    ty: Some(Text::at(t.name.clone(), t.pos)),
+                }],
+                pos: t.pos,
+            });
+        }
+        spec.operators.splice(0..0, sources);
+    }
+}
+
+/// The anduin column type of a SQL type.
+fn column_type(t: &DataType) -> Option<&'static str> {
+    use DataType::*;
+    Some(match t {
+        Int(_) | Integer(_) | BigInt(_) | SmallInt(_) | TinyInt(_) | Int64 | Int32 => "int",
+        Double(_) | DoublePrecision | Float(_) | Real | Float64 | Float32 => "double",
+        Boolean | Bool => "bool",
+        Varchar(_) | String(_) | Text | Char(_) | CharacterVarying(_) => "string",
+        Timestamp(_, _) | Datetime(_) => "timestamp",
+        _ => return None,
+    })
+}
+
+/// An option's value: a string (with its position in the script), a number or a boolean.
+fn option_value(e: &Expr, source: &Source<'_>) -> Result<Value, Diagnostic> {
+    let at = pos(e.span().start);
+    let Expr::Value(v) = e else {
+        return Err(Diagnostic::error(
+            at,
+            format!("expected a quoted value, found `{e}`"),
+        ));
+    };
+    Ok(match &v.value {
+        SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => {
+            // The text between the quotes, with positions, unless escapes changed it.
+            let inner = source.text(e.span()).and_then(|t| {
+                let chars: Vec<char> = t.as_str().chars().collect();
+                (chars.len() >= 2).then(|| t.sub(1, chars.len() - 1))
+            });
+            match inner {
+                Some(t) if t.as_str() == s => Value::String(t),
+                _ => Value::String(Text::at(s.clone(), at.right(1))),
+            }
+        }
+        SqlValue::Number(n, _) => match n.parse::<i64>() {
+            Ok(i) => Value::Int(i, at),
+            Err(_) => Value::Float(n.parse().unwrap_or(f64::NAN), at),
+        },
+        SqlValue::Boolean(b) => Value::Bool(*b, at),
+        other => {
+            return Err(Diagnostic::error(
+                at,
+                format!("expected a quoted value, found `{other}`"),
+            ))
+        }
+    })
+}
