@@ -84,11 +84,12 @@ fn the_union_example_merges_csv_and_json_lines() {
 
 #[test]
 fn every_example_checks_clean() {
-    let mut examples: Vec<_> = std::fs::read_dir(repo().join("examples"))
-        .expect("examples/")
+    let mut examples: Vec<_> = ["examples", "benches"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(repo().join(d)).expect("the folder exists"))
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "flow"))
+        .filter(|p| p.extension().is_some_and(|e| e == "flow" || e == "sql"))
         .collect();
     examples.sort();
     assert!(!examples.is_empty());
