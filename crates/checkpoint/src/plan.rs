@@ -25,6 +25,13 @@ pub struct OperatorFingerprint {
     pub inputs: Vec<String>,
     /// Its outputs' columns.
     pub outputs: Vec<String>,
+    /// How many instances run it.
+    #[serde(default = "one")]
+    pub parallelism: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// What a checkpoint remembers of its query.
@@ -126,6 +133,12 @@ fn difference(old: &OperatorFingerprint, new: &OperatorFingerprint) -> Option<St
     if let Some(k) = new.params.keys().find(|k| !old.params.contains_key(*k)) {
         return Some(format!("param `{k}` was added"));
     }
+    if old.parallelism != new.parallelism {
+        return Some(format!(
+            "its parallelism changed from {} to {} (rescaling a query from a checkpoint is not supported yet)",
+            old.parallelism, new.parallelism
+        ));
+    }
     if old.inputs != new.inputs {
         return Some(format!(
             "its input columns changed from {} to {}",
@@ -158,6 +171,7 @@ mod tests {
                 .collect(),
             inputs: vec![],
             outputs: vec!["(value int)".into()],
+            parallelism: 1,
         }
     }
 

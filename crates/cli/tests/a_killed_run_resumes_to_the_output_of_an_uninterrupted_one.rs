@@ -136,7 +136,7 @@ impl Rng {
     }
 }
 
-fn start(dir: &Path) -> Child {
+fn start(dir: &Path, extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_anduin"))
         .args([
             "run",
@@ -150,6 +150,7 @@ fn start(dir: &Path) -> Child {
             "--batch-size",
             "500",
         ])
+        .args(extra)
         .current_dir(dir)
         .env("RUST_LOG", "anduin_runtime::coordinator=info")
         .stdout(Stdio::null())
@@ -183,15 +184,20 @@ fn kill_after(mut child: Child, checkpoints: u64, delay_ms: u64) -> bool {
 
 #[test]
 fn a_killed_run_resumes_to_the_output_of_an_uninterrupted_one() {
-    scenario(QUERY, &[1, 2, 3, 4]);
+    scenario(QUERY, &[1, 2, 3, 4], &[]);
 }
 
 #[test]
 fn a_killed_windowed_run_resumes_to_the_output_of_an_uninterrupted_one() {
-    scenario(WINDOWED, &[5, 6, 7]);
+    scenario(WINDOWED, &[5, 6, 7], &[]);
 }
 
-fn scenario(query: &str, seeds: &[u64]) {
+#[test]
+fn a_killed_parallel_windowed_run_resumes_to_the_output_of_an_uninterrupted_one() {
+    scenario(WINDOWED, &[8, 9], &["--parallelism", "3"]);
+}
+
+fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {
     for &seed in seeds {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("events.flow"), EVENTS).expect("query");
@@ -225,24 +231,23 @@ fn scenario(query: &str, seeds: &[u64]) {
         for _ in 0..kills {
             let after = 1 + rng.next(4);
             let delay_ms = rng.next(150);
-            if kill_after(start(dir.path()), after, delay_ms) {
+            if kill_after(start(dir.path(), extra), after, delay_ms) {
                 killed += 1;
             }
         }
         assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
-        let out = anduin(
-            dir.path(),
-            &[
-                "run",
-                "q.flow",
-                "--var",
-                "OUTPUT=out",
-                "--checkpoint-dir",
-                "ckpt",
-                "--checkpoint-every",
-                "5000",
-            ],
-        );
+        let mut args = vec![
+            "run",
+            "q.flow",
+            "--var",
+            "OUTPUT=out",
+            "--checkpoint-dir",
+            "ckpt",
+            "--checkpoint-every",
+            "5000",
+        ];
+        args.extend_from_slice(extra);
+        let out = anduin(dir.path(), &args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
         let got = rows(&dir.path().join("out"));
@@ -290,7 +295,7 @@ fn a_windowed_run_stopped_with_ctrl_c_resumes_to_the_output_of_an_uninterrupted_
     );
     let expected = rows(&dir.path().join("reference.csv"));
 
-    let mut child = start(dir.path());
+    let mut child = start(dir.path(), &[]);
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
     let mut line = String::new();
     while stderr.read_line(&mut line).expect("reads") > 0 && !line.contains("checkpoint complete") {

@@ -100,6 +100,10 @@ pub struct Binding<B> {
     pub outputs: Vec<SchemaRef>,
     /// Warnings that do not stop the query.
     pub warnings: Diagnostics,
+    /// Per input, the columns by which parallel instances of the operator split that input
+    /// (rows with equal values go to the same instance); empty when the operator does not run
+    /// in parallel.
+    pub partition_by: Vec<Option<Vec<usize>>>,
 }
 
 /// The operator types a query may use. Implemented by the operators crate; tests of this

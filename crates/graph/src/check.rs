@@ -251,6 +251,8 @@ pub fn check<C: Catalog>(
 
     // Bind each operator to its inputs, in topological order so input schemas are known.
     let mut bound: Vec<Option<C::Bound>> = spec.operators.iter().map(|_| None).collect();
+    let mut partitions: Vec<Vec<Option<Vec<usize>>>> =
+        spec.operators.iter().map(|_| Vec::new()).collect();
     let mut failed = vec![false; spec.operators.len()];
     for &id in &topo {
         let op = &spec.operators[id.0];
@@ -294,6 +296,7 @@ pub fn check<C: Catalog>(
                     streams[sid.0].schema = schema;
                 }
                 bound[id.0] = Some(b.bound);
+                partitions[id.0] = b.partition_by;
             }
         }
     }
@@ -306,11 +309,19 @@ pub fn check<C: Catalog>(
         .iter()
         .zip(bound)
         .zip(inputs_of.into_iter().zip(outputs_of))
-        .map(|((def, b), (inputs, outputs))| Node {
+        .zip(partitions)
+        .map(|(((def, b), (inputs, outputs)), partition_by)| Node {
+            parallelism: def
+                .param("parallelism")
+                .and_then(|p| p.value.as_text().as_str().parse().ok()),
+            parallelizable: catalog
+                .signature(def.kind.as_str())
+                .is_some_and(|s| s.param("parallelism").is_some()),
             def: def.clone(),
             inputs,
             outputs,
             bound: b.expect("every node bound when no errors"),
+            partition_by,
         })
         .collect();
     Ok((

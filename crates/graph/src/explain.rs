@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::logical::LogicalGraph;
-use crate::physical::PhysicalPlan;
+use crate::physical::{Partitioning, PhysicalPlan};
 use crate::schema::describe_schema;
 
 /// The graph and plan as indented text.
@@ -52,17 +52,29 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     );
     for t in &plan.tasks {
         let names: Vec<&str> = t.chain.iter().map(|n| graph.node(*n).name()).collect();
-        let _ = writeln!(out, "  task {}: {}", t.id, names.join(" -> "));
+        let instances = if t.parallelism > 1 {
+            format!(" ({} instances)", t.parallelism)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "  task {}: {}{instances}", t.id, names.join(" -> "));
     }
     for c in &plan.channels {
+        let stream = graph.stream(c.stream);
+        let how = match &c.partitioning {
+            Partitioning::Gather => String::new(),
+            Partitioning::Hash(keys) => {
+                let cols: Vec<&str> = keys
+                    .iter()
+                    .filter_map(|k| stream.schema.fields().get(*k).map(|f| f.name().as_str()))
+                    .collect();
+                format!(", by key ({})", cols.join(", "))
+            }
+        };
         let _ = writeln!(
             out,
-            "  channel {}: task {} -> task {} ({}, input {})",
-            c.id,
-            c.from_task,
-            c.to_task,
-            graph.stream(c.stream).name,
-            c.to_input
+            "  channel {}: task {} -> task {} ({}, input {}{how})",
+            c.id, c.from_task, c.to_task, stream.name, c.to_input
         );
     }
     out

@@ -24,6 +24,6 @@ pub use catalog::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSp
 pub use check::{check, schema_of_type};
 pub use explain::{explain_dot, explain_text};
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
-pub use physical::{ChannelPlan, PhysicalPlan, TaskPlan};
+pub use physical::{ChannelPlan, Partitioning, PhysicalPlan, PlanOptions, TaskPlan};
 pub use schema::{describe_schema, schema_mismatch};
 pub use suggest::did_you_mean;

@@ -22,6 +22,13 @@ pub struct Node<B> {
     pub outputs: Vec<StreamId>,
     /// What the catalog made of it.
     pub bound: B,
+    /// Per input, the columns its parallel instances split that input by (see
+    /// [`crate::Binding::partition_by`]).
+    pub partition_by: Vec<Option<Vec<usize>>>,
+    /// The parallelism the query asks of it (`param parallelism`), if any.
+    pub parallelism: Option<usize>,
+    /// Whether its type can run in parallel (its signature takes `parallelism`).
+    pub parallelizable: bool,
 }
 
 impl<B> Node<B> {
@@ -86,6 +93,9 @@ impl<B> LogicalGraph<B> {
                     inputs: n.inputs,
                     outputs: n.outputs,
                     bound: f(n.bound),
+                    partition_by: n.partition_by,
+                    parallelism: n.parallelism,
+                    parallelizable: n.parallelizable,
                 })
                 .collect(),
             streams: self.streams,

@@ -1,12 +1,16 @@
-//! The physical plan: operators fused into tasks, tasks connected by channels.
+//! The physical plan: operators fused into tasks, tasks connected by channels, each task run
+//! as one or more parallel instances.
 //!
 //! A chain of operators runs in one task when each link is a one-to-one edge: the downstream
-//! operator has a single input, the stream has a single consumer, and the upstream operator
-//! has a single output and ends its chain. Anything else is a channel between tasks.
+//! operator has a single input, the stream has a single consumer, the upstream operator has
+//! a single output and ends its chain, and both run with the same parallelism. Anything else
+//! is a channel between tasks. A channel into a parallel task is partitioned by the keys its
+//! head operator splits its input by (rows with equal keys reach the same instance); a
+//! channel into a single instance gathers from every instance of its producer.
 
 use crate::logical::{LogicalGraph, NodeId, StreamId};
 
-/// One task: a chain of operators run by one event loop.
+/// One task: a chain of operators run by one event loop per instance.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskPlan {
     /// Index in [`PhysicalPlan::tasks`].
@@ -15,6 +19,18 @@ pub struct TaskPlan {
     pub chain: Vec<NodeId>,
     /// The channels into the head, in no particular order.
     pub inputs: Vec<usize>,
+    /// How many instances run the task.
+    pub parallelism: usize,
+}
+
+/// How a channel's rows are spread over the consumer's instances.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Partitioning {
+    /// Every producer instance sends everything to the consumer's single instance.
+    Gather,
+    /// Each producer instance sends each row to the consumer instance that owns the row's key
+    /// (these columns) by its key group.
+    Hash(Vec<usize>),
 }
 
 /// A channel: carries one stream from one task to one input of another.
@@ -32,6 +48,8 @@ pub struct ChannelPlan {
     pub to_task: usize,
     /// The input port of the consuming task's head.
     pub to_input: usize,
+    /// How rows reach the consumer's instances.
+    pub partitioning: Partitioning,
 }
 
 /// Tasks and channels.
@@ -43,14 +61,57 @@ pub struct PhysicalPlan {
     pub channels: Vec<ChannelPlan>,
 }
 
+/// How the plan is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Fuse one-to-one chains into one task.
+    pub chaining: bool,
+    /// The parallelism of operators that can run in parallel and do not set their own.
+    pub default_parallelism: usize,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        Self {
+            chaining: true,
+            default_parallelism: 1,
+        }
+    }
+}
+
 impl PhysicalPlan {
-    /// Plans `graph`, fusing chains when `chaining` is on.
+    /// Plans `graph`, fusing chains when `chaining` is on, with every operator at its own
+    /// parallelism or 1.
     pub fn from_graph<B>(graph: &LogicalGraph<B>, chaining: bool) -> Self {
+        Self::plan(
+            graph,
+            PlanOptions {
+                chaining,
+                default_parallelism: 1,
+            },
+        )
+    }
+
+    /// The parallelism of node `n` under `options`.
+    pub fn parallelism_of<B>(graph: &LogicalGraph<B>, n: NodeId, options: PlanOptions) -> usize {
+        let node = graph.node(n);
+        match (node.parallelism, node.parallelizable) {
+            (Some(p), _) => p.max(1),
+            (None, true) => options.default_parallelism.max(1),
+            (None, false) => 1,
+        }
+    }
+
+    /// Plans `graph` under `options`.
+    pub fn plan<B>(graph: &LogicalGraph<B>, options: PlanOptions) -> Self {
+        let parallelism: Vec<usize> = (0..graph.nodes.len())
+            .map(|i| Self::parallelism_of(graph, NodeId(i), options))
+            .collect();
         let mut task_of: Vec<Option<usize>> = vec![None; graph.nodes.len()];
         let mut tasks: Vec<TaskPlan> = Vec::new();
         for &id in &graph.topo {
-            let fuse_into = if chaining {
-                fusable_predecessor(graph, id, &task_of, &tasks)
+            let fuse_into = if options.chaining {
+                fusable_predecessor(graph, id, &task_of, &tasks, &parallelism)
             } else {
                 None
             };
@@ -65,6 +126,7 @@ impl PhysicalPlan {
                         id: t,
                         chain: vec![id],
                         inputs: Vec::new(),
+                        parallelism: parallelism[id.0],
                     });
                     task_of[id.0] = Some(t);
                 }
@@ -78,6 +140,18 @@ impl PhysicalPlan {
                 if from_task == to_task {
                     continue;
                 }
+                let partitioning = if tasks[to_task].parallelism == 1 {
+                    Partitioning::Gather
+                } else {
+                    let keys = graph
+                        .node(consumer)
+                        .partition_by
+                        .get(port)
+                        .cloned()
+                        .flatten()
+                        .unwrap_or_default();
+                    Partitioning::Hash(keys)
+                };
                 let id = channels.len();
                 channels.push(ChannelPlan {
                     id,
@@ -86,6 +160,7 @@ impl PhysicalPlan {
                     from: stream.producer,
                     to_task,
                     to_input: port,
+                    partitioning,
                 });
                 tasks[to_task].inputs.push(id);
             }
@@ -100,12 +175,13 @@ impl PhysicalPlan {
 }
 
 /// The task `id` can join: its single input's producer ends that task's chain, has one
-/// output, and nobody else reads the stream.
+/// output, runs at the same parallelism, and nobody else reads the stream.
 fn fusable_predecessor<B>(
     graph: &LogicalGraph<B>,
     id: NodeId,
     task_of: &[Option<usize>],
     tasks: &[TaskPlan],
+    parallelism: &[usize],
 ) -> Option<usize> {
     let node = graph.node(id);
     let [input] = node.inputs.as_slice() else {
@@ -114,6 +190,13 @@ fn fusable_predecessor<B>(
     let stream = graph.stream(*input);
     let (producer, _) = stream.producer;
     if stream.consumers.len() != 1 || graph.node(producer).outputs.len() != 1 {
+        return None;
+    }
+    if parallelism[producer.0] != parallelism[id.0] {
+        return None;
+    }
+    // A parallel operator that splits its input by key must be fed by a partitioned channel.
+    if parallelism[id.0] > 1 && node.partition_by.first().is_some_and(Option::is_some) {
         return None;
     }
     let t = task_of[producer.0]?;
@@ -154,6 +237,9 @@ mod tests {
                     inputs: vec![],
                     outputs: vec![StreamId(i)],
                     bound: (),
+                    partition_by: vec![],
+                    parallelism: None,
+                    parallelizable: false,
                 })
                 .collect(),
             streams,
@@ -194,6 +280,41 @@ mod tests {
         assert_eq!(chains, vec![vec![0], vec![1], vec![2, 3]]);
         assert_eq!(plan.tasks[2].inputs.len(), 2);
         assert_eq!(plan.channels[1].to_input, 1);
+    }
+
+    #[test]
+    fn a_parallel_keyed_operator_gets_its_own_task_and_a_hashed_channel() {
+        // 0 source, 1 keyed at parallelism 4, 2 after it at 1.
+        let mut g = graph(3, &[(0, 1), (1, 2)]);
+        g.nodes[1].parallelism = Some(4);
+        g.nodes[1].partition_by = vec![Some(vec![1])];
+        let plan = PhysicalPlan::plan(&g, PlanOptions::default());
+        let shape: Vec<(Vec<usize>, usize)> = plan
+            .tasks
+            .iter()
+            .map(|t| (t.chain.iter().map(|n| n.0).collect(), t.parallelism))
+            .collect();
+        assert_eq!(shape, vec![(vec![0], 1), (vec![1], 4), (vec![2], 1)]);
+        assert_eq!(plan.channels[0].partitioning, Partitioning::Hash(vec![1]));
+        assert_eq!(plan.channels[1].partitioning, Partitioning::Gather);
+    }
+
+    #[test]
+    fn the_default_parallelism_applies_to_operators_that_can_run_in_parallel() {
+        let mut g = graph(2, &[(0, 1)]);
+        g.nodes[1].parallelizable = true;
+        g.nodes[1].partition_by = vec![Some(vec![0])];
+        let plan = PhysicalPlan::plan(
+            &g,
+            PlanOptions {
+                chaining: true,
+                default_parallelism: 2,
+            },
+        );
+        assert_eq!(
+            plan.tasks.iter().map(|t| t.parallelism).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use anduin_operators::{Collector, Operator, OperatorError};
 use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
 use arrow::record_batch::RecordBatch;
 
-use crate::channel::Outlet;
+use crate::channel::{Route, SendError};
 use crate::snapshot::{OpSnapshot, Slot};
 use crate::stats::Counters;
 
@@ -17,10 +17,13 @@ use crate::stats::Counters;
 pub(crate) struct Link {
     /// The operator's index in the query (names its snapshot files).
     pub index: usize,
+    /// Which instance of the operator this is, and of how many.
+    pub instance: usize,
+    pub parallelism: usize,
     pub name: String,
     pub op: Box<dyn Operator>,
     /// `outlets[port]`: channels to other tasks for output `port`.
-    pub outlets: Vec<Vec<Outlet>>,
+    pub outlets: Vec<Vec<Route>>,
     pub counters: Arc<Counters>,
 }
 
@@ -44,7 +47,7 @@ impl Chain {
     /// an operator of the chain; the chain's links come after it).
     pub(crate) fn push_from_source(
         &mut self,
-        source_outlets: &mut [Outlet],
+        source_outlets: &mut [Route],
         source_counters: &Counters,
         batch: RecordBatch,
     ) -> Result<(), OperatorError> {
@@ -124,7 +127,13 @@ impl Chain {
     ) -> Result<(), OperatorError> {
         let full = matches!(barrier.kind, BarrierKind::Checkpoint { full: true });
         for link in &mut self.links {
-            let mut slot = Slot::new(barrier.epoch, full, dir, link.index, &link.name);
+            let mut slot = Slot::new(
+                barrier.epoch,
+                full,
+                dir,
+                (link.index, link.instance, link.parallelism),
+                &link.name,
+            );
             link.op.snapshot(&mut slot)?;
             out.push(slot.finish()?);
             for o in link.outlets.iter_mut() {
@@ -145,7 +154,7 @@ impl Chain {
 
 /// Sends `msg` on every outlet of a source (they are outside any chain link).
 pub(crate) fn send_to_outlets(
-    outlets: &mut [Outlet],
+    outlets: &mut [Route],
     msg: Message,
     name: &str,
 ) -> Result<(), OperatorError> {
@@ -153,7 +162,7 @@ pub(crate) fn send_to_outlets(
 }
 
 /// Ends the outlets of a source (they are outside any chain link).
-pub(crate) fn end_outlets(outlets: &mut [Outlet], name: &str) -> Result<(), OperatorError> {
+pub(crate) fn end_outlets(outlets: &mut [Route], name: &str) -> Result<(), OperatorError> {
     send_msg(outlets, Message::End, name)
 }
 
@@ -180,7 +189,7 @@ fn push_at(links: &mut [Link], input: usize, batch: RecordBatch) -> Result<(), O
 
 /// The collector of one link: sends to its outlets and calls the next link.
 struct Emit<'a> {
-    outlets: &'a mut Vec<Vec<Outlet>>,
+    outlets: &'a mut Vec<Vec<Route>>,
     counters: &'a Counters,
     rest: &'a mut [Link],
     name: &'a str,
@@ -199,16 +208,24 @@ impl Collector for Emit<'_> {
     }
 }
 
-fn send_all(outlets: &mut [Outlet], batch: &RecordBatch, name: &str) -> Result<(), OperatorError> {
+fn send_all(outlets: &mut [Route], batch: &RecordBatch, name: &str) -> Result<(), OperatorError> {
+    if outlets.is_empty() {
+        return Ok(());
+    }
     send_msg(outlets, Message::Data(batch.clone()), name)
 }
 
-fn send_msg(outlets: &mut [Outlet], msg: Message, name: &str) -> Result<(), OperatorError> {
+fn send_msg(outlets: &mut [Route], msg: Message, name: &str) -> Result<(), OperatorError> {
     for o in outlets.iter_mut() {
-        o.send(msg.clone())
-            .map_err(|_| OperatorError::DownstreamGone {
+        o.send(&msg).map_err(|e| match e {
+            SendError::Disconnected => OperatorError::DownstreamGone {
                 operator: name.to_string(),
-            })?;
+            },
+            SendError::Partition(message) => OperatorError::Execution {
+                operator: name.to_string(),
+                message: format!("cannot split rows by key: {message}"),
+            },
+        })?;
     }
     Ok(())
 }

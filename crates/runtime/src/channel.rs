@@ -1,6 +1,13 @@
 //! Channels between tasks: bounded FIFO queues of sequenced messages.
 
+use std::num::NonZeroU16;
+use std::sync::Arc;
+
+use anduin_state::{instance_for, key_group_for_key, DEFAULT_MAX_KEY_GROUPS};
 use anduin_types::Message;
+use arrow::array::{ArrayRef, UInt32Array};
+use arrow::compute::take_record_batch;
+use arrow::record_batch::RecordBatch;
 use crossbeam_channel::{Receiver, Sender};
 
 /// A message with its sequence number on the channel (1, 2, 3, …), so that a consumer can
@@ -30,6 +37,122 @@ impl Outlet {
                 msg,
             })
             .map_err(|_| Disconnected)
+    }
+}
+
+/// Where one output of one operator instance goes: one channel, or one channel per instance
+/// of a parallel consumer, each row to the instance that owns its key.
+pub(crate) enum Route {
+    /// Everything to one channel.
+    One(Outlet),
+    /// Rows by key; everything else (watermarks, barriers, the end) to every channel.
+    Hashed(HashRoute),
+}
+
+impl Route {
+    /// Sends `msg` along the route.
+    pub(crate) fn send(&mut self, msg: &Message) -> Result<(), SendError> {
+        match self {
+            Route::One(o) => o.send(msg.clone()).map_err(|_| SendError::Disconnected),
+            Route::Hashed(h) => h.send(msg),
+        }
+    }
+}
+
+/// Why a send failed.
+#[derive(Debug)]
+pub(crate) enum SendError {
+    /// The consumer has gone away.
+    Disconnected,
+    /// The rows could not be split by key.
+    Partition(String),
+}
+
+/// Splits batches by the key group of their key columns.
+pub(crate) struct HashRoute {
+    keys: Vec<usize>,
+    outlets: Vec<Outlet>,
+    converter: Option<arrow::row::RowConverter>,
+}
+
+impl HashRoute {
+    pub(crate) fn new(keys: Vec<usize>, outlets: Vec<Outlet>) -> Self {
+        Self {
+            keys,
+            outlets,
+            converter: None,
+        }
+    }
+
+    fn send(&mut self, msg: &Message) -> Result<(), SendError> {
+        let Message::Data(batch) = msg else {
+            for o in &mut self.outlets {
+                o.send(msg.clone()).map_err(|_| SendError::Disconnected)?;
+            }
+            return Ok(());
+        };
+        let parts = self
+            .split(batch)
+            .map_err(|e| SendError::Partition(e.to_string()))?;
+        for (o, part) in self.outlets.iter_mut().zip(parts) {
+            if let Some(part) = part {
+                o.send(Message::Data(part))
+                    .map_err(|_| SendError::Disconnected)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One batch per consumer instance (or none, when no row goes there).
+    fn split(
+        &mut self,
+        batch: &RecordBatch,
+    ) -> Result<Vec<Option<RecordBatch>>, arrow::error::ArrowError> {
+        let n = self.outlets.len();
+        if self.keys.is_empty() {
+            // No key (a global operator): everything to the first instance.
+            let mut out = vec![None; n];
+            if let Some(first) = out.first_mut() {
+                *first = Some(batch.clone());
+            }
+            return Ok(out);
+        }
+        let columns: Vec<ArrayRef> = self
+            .keys
+            .iter()
+            .map(|i| Arc::clone(batch.column(*i)))
+            .collect();
+        if self.converter.is_none() {
+            let fields = columns
+                .iter()
+                .map(|c| arrow::row::SortField::new(c.data_type().clone()))
+                .collect();
+            self.converter = Some(arrow::row::RowConverter::new(fields)?);
+        }
+        let converter = self.converter.as_ref().expect("created just above");
+        let rows = converter.convert_columns(&columns)?;
+        let parallelism =
+            NonZeroU16::new(u16::try_from(n).unwrap_or(u16::MAX)).expect("at least one instance");
+        let mut indices: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (i, row) in rows.iter().enumerate() {
+            let kg = key_group_for_key(row.as_ref(), DEFAULT_MAX_KEY_GROUPS);
+            let instance = usize::from(instance_for(kg, DEFAULT_MAX_KEY_GROUPS, parallelism));
+            if let Some(list) = indices.get_mut(instance) {
+                list.push(u32::try_from(i).unwrap_or(u32::MAX));
+            }
+        }
+        indices
+            .into_iter()
+            .map(|idx| {
+                if idx.is_empty() {
+                    Ok(None)
+                } else if idx.len() == batch.num_rows() {
+                    Ok(Some(batch.clone()))
+                } else {
+                    take_record_batch(batch, &UInt32Array::from(idx)).map(Some)
+                }
+            })
+            .collect()
     }
 }
 

@@ -48,6 +48,8 @@ pub struct RunConfig {
     pub channel_capacity: usize,
     /// Whether one-to-one chains of operators are fused into one task.
     pub chaining: bool,
+    /// The parallelism of operators that can run in parallel and do not set their own.
+    pub parallelism: usize,
     /// Set to stop the query cleanly: sources stop reading, everything in flight is
     /// processed and flushed.
     pub stop: Arc<AtomicBool>,
@@ -62,6 +64,7 @@ impl Default for RunConfig {
             linger: Duration::from_millis(100),
             channel_capacity: 16,
             chaining: true,
+            parallelism: 1,
             stop: Arc::new(AtomicBool::new(false)),
             checkpointing: None,
         }

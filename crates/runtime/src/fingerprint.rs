@@ -2,11 +2,11 @@
 //! checkpoint still fits the query.
 
 use anduin_checkpoint::plan::{OperatorFingerprint, PlanFingerprint};
-use anduin_graph::{describe_schema, Catalog, LogicalGraph};
+use anduin_graph::{describe_schema, Catalog, LogicalGraph, PhysicalPlan, PlanOptions};
 use anduin_operators::{Bound, BuiltinCatalog};
 
-/// The fingerprint of `graph`.
-pub fn fingerprint(graph: &LogicalGraph<Bound>) -> PlanFingerprint {
+/// The fingerprint of `graph` planned with `options`.
+pub fn fingerprint(graph: &LogicalGraph<Bound>, options: PlanOptions) -> PlanFingerprint {
     let operators = graph
         .topo
         .iter()
@@ -32,6 +32,7 @@ pub fn fingerprint(graph: &LogicalGraph<Bound>) -> PlanFingerprint {
                     .collect(),
                 inputs: schemas(&node.inputs),
                 outputs: schemas(&node.outputs),
+                parallelism: PhysicalPlan::parallelism_of(graph, *id, options),
             }
         })
         .collect();

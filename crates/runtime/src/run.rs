@@ -8,14 +8,14 @@ use std::time::Instant;
 
 use anduin_checkpoint::plan::{compare, Compatibility};
 use anduin_checkpoint::{CheckpointDir, Store, Validated};
-use anduin_graph::{LogicalGraph, NodeId, PhysicalPlan};
+use anduin_graph::{LogicalGraph, NodeId, Partitioning, PhysicalPlan, PlanOptions};
 use anduin_operators::{Bound, BuildContext, OperatorError, RestoreIn};
 use anduin_types::{Epoch, Watermark};
 use crossbeam_channel::{Receiver, Sender};
 use tracing::{debug, info};
 
 use crate::chain::{Chain, Link};
-use crate::channel::{channel, Outlet};
+use crate::channel::{channel, HashRoute, Route};
 use crate::committer::run_committer;
 use crate::config::{Checkpointing, RunConfig};
 use crate::coordinator::Coordinator;
@@ -61,7 +61,11 @@ pub fn run(
     ctx: &BuildContext,
 ) -> Result<RunSummary, RuntimeError> {
     let started = Instant::now();
-    let plan = PhysicalPlan::from_graph(graph, config.chaining);
+    let options = PlanOptions {
+        chaining: config.chaining,
+        default_parallelism: config.parallelism,
+    };
+    let plan = PhysicalPlan::plan(graph, options);
     info!(
         tasks = plan.tasks.len(),
         channels = plan.channels.len(),
@@ -72,7 +76,7 @@ pub fn run(
         .iter()
         .map(|_| Arc::new(Counters::default()))
         .collect();
-    let plan_print = fingerprint(graph);
+    let plan_print = fingerprint(graph, options);
     if let Some(r) = config
         .checkpointing
         .as_ref()
@@ -81,24 +85,56 @@ pub fn run(
         check_compatible(r, &plan_print)?;
     }
 
-    // Channels: outlets are handed to the producing node, receivers to the consuming task.
-    let mut outlets: Vec<Vec<Vec<Outlet>>> = graph
+    // Instances: every task runs `parallelism` instances, each with an id of its own.
+    let mut instance_ids: Vec<Vec<usize>> = Vec::new();
+    let mut next_id = 0;
+    for t in &plan.tasks {
+        instance_ids.push((next_id..next_id + t.parallelism).collect());
+        next_id += t.parallelism;
+    }
+
+    // Channels: per producer instance, a route for each output of each node (one channel, or
+    // one per consumer instance when rows go by key); receivers to the consuming instances.
+    let mut routes: Vec<Vec<Vec<Vec<Route>>>> = graph
         .nodes
         .iter()
-        .map(|n| n.outputs.iter().map(|_| Vec::new()).collect())
+        .enumerate()
+        .map(|(i, n)| {
+            let p = plan.tasks[task_of(&plan, NodeId(i))].parallelism;
+            (0..p)
+                .map(|_| n.outputs.iter().map(|_| Vec::new()).collect())
+                .collect()
+        })
         .collect();
-    let mut inlets: Vec<Vec<Inlet>> = plan.tasks.iter().map(|_| Vec::new()).collect();
+    let mut inlets: Vec<Vec<Vec<Inlet>>> = plan
+        .tasks
+        .iter()
+        .map(|t| (0..t.parallelism).map(|_| Vec::new()).collect())
+        .collect();
     for c in &plan.channels {
-        let (tx, rx) = channel(config.channel_capacity);
         let (node, port) = c.from;
-        outlets[node.0][port].push(tx);
-        inlets[c.to_task].push(Inlet {
-            rx,
-            port: c.to_input,
-            last_seq: 0,
-            watermark: Watermark::MIN,
-            ended: false,
-        });
+        let consumers = &mut inlets[c.to_task];
+        for producer in routes[node.0].iter_mut() {
+            let route = match &c.partitioning {
+                Partitioning::Gather => {
+                    let (tx, rx) = channel(config.channel_capacity);
+                    if let Some(first) = consumers.first_mut() {
+                        first.push(inlet(rx, c.to_input));
+                    }
+                    Route::One(tx)
+                }
+                Partitioning::Hash(keys) => {
+                    let mut txs = Vec::with_capacity(consumers.len());
+                    for consumer in consumers.iter_mut() {
+                        let (tx, rx) = channel(config.channel_capacity);
+                        consumer.push(inlet(rx, c.to_input));
+                        txs.push(tx);
+                    }
+                    Route::Hashed(HashRoute::new(keys.clone(), txs))
+                }
+            };
+            producer[port].push(route);
+        }
     }
 
     let stop = Arc::clone(&config.stop);
@@ -144,81 +180,89 @@ pub fn run(
 
     let mut tasks = Vec::new();
     let mut source_tasks = BTreeSet::new();
-    for ((t, task_inlets), source) in plan.tasks.iter().zip(inlets).zip(sources) {
-        let task_name = t
+    for ((t, mut task_inlets), mut source) in plan.tasks.iter().zip(inlets).zip(sources) {
+        let chain_name = t
             .chain
             .iter()
             .map(|n| graph.node(*n).name())
             .collect::<Vec<_>>()
             .join(" -> ");
-        let operators: &[NodeId] = if source.is_some() {
-            &t.chain[1..]
-        } else {
-            &t.chain
-        };
-        let mut links = Vec::new();
-        for &n in operators {
-            let node = graph.node(n);
-            let Bound::Operator(factory) = &node.bound else {
-                return Err(unreachable_source(node.name()));
+        let is_source = source.is_some();
+        let operators: &[NodeId] = if is_source { &t.chain[1..] } else { &t.chain };
+        for instance in 0..t.parallelism {
+            let id = instance_ids[t.id][instance];
+            let task_name = if t.parallelism > 1 {
+                format!("{chain_name} #{instance}")
+            } else {
+                chain_name.clone()
             };
-            let mut op = factory(ctx).map_err(RuntimeError::Start)?;
-            if let Some(w) = &wiring {
-                if let Some(state) = restore_in(w, node.name())? {
-                    op.restore(state).map_err(|cause| restore_error(w, cause))?;
+            let mut links = Vec::new();
+            for &n in operators {
+                let node = graph.node(n);
+                let Bound::Operator(factory) = &node.bound else {
+                    return Err(unreachable_source(node.name()));
+                };
+                let mut op = factory(ctx).map_err(RuntimeError::Start)?;
+                if let Some(w) = &wiring {
+                    let key = state_key(node.name(), instance, t.parallelism);
+                    if let Some(state) = restore_in(w, &key)? {
+                        op.restore(state).map_err(|cause| restore_error(w, cause))?;
+                    }
                 }
+                links.push(Link {
+                    index: n.0,
+                    instance,
+                    parallelism: t.parallelism,
+                    name: node.name().to_string(),
+                    op,
+                    outlets: std::mem::take(&mut routes[n.0][instance]),
+                    counters: Arc::clone(&counters[n.0]),
+                });
             }
-            links.push(Link {
-                index: n.0,
-                name: node.name().to_string(),
-                op,
-                outlets: std::mem::take(&mut outlets[n.0]),
-                counters: Arc::clone(&counters[n.0]),
-            });
-        }
-        let chain = Chain::new(links);
-        let head_id = t.chain[0];
-        let task = match source {
-            Some(source) => {
-                source_tasks.insert(t.id);
-                Task::Source(SourceTask {
-                    name: graph.node(head_id).name().to_string(),
-                    source,
-                    counters: Arc::clone(&counters[head_id.0]),
-                    outlets: std::mem::take(&mut outlets[head_id.0])
-                        .into_iter()
-                        .flatten()
-                        .collect(),
+            let chain = Chain::new(links);
+            let head_id = t.chain[0];
+            let task = match source.take() {
+                Some(source) => {
+                    source_tasks.insert(id);
+                    Task::Source(SourceTask {
+                        name: graph.node(head_id).name().to_string(),
+                        source,
+                        counters: Arc::clone(&counters[head_id.0]),
+                        outlets: std::mem::take(&mut routes[head_id.0][0])
+                            .into_iter()
+                            .flatten()
+                            .collect(),
+                        chain,
+                        batch_size: config.batch_size.max(1),
+                        linger: config.linger,
+                        stop: Arc::clone(&stop),
+                        abort: Arc::clone(&abort),
+                        watermark: None,
+                        checkpointing: wiring.as_mut().map(|w| SourceCheckpointing {
+                            task: id,
+                            index: head_id.0,
+                            dir: w.dir.clone(),
+                            commands: w.commands_for(id),
+                            events: w.events.clone(),
+                            jobs: w.jobs.clone(),
+                            every_rows: w.every_rows,
+                        }),
+                    })
+                }
+                None => Task::Operator(OperatorTask {
+                    name: task_name.clone(),
+                    inlets: std::mem::take(&mut task_inlets[instance]),
                     chain,
-                    batch_size: config.batch_size.max(1),
-                    linger: config.linger,
-                    stop: Arc::clone(&stop),
-                    abort: Arc::clone(&abort),
-                    watermark: None,
-                    checkpointing: wiring.as_mut().map(|w| SourceCheckpointing {
-                        task: t.id,
-                        index: head_id.0,
+                    checkpointing: wiring.as_mut().map(|w| TaskCheckpointing {
+                        task: id,
                         dir: w.dir.clone(),
-                        commands: w.commands_for(t.id),
-                        events: w.events.clone(),
+                        commands: w.commands_for(id),
                         jobs: w.jobs.clone(),
-                        every_rows: w.every_rows,
                     }),
-                })
-            }
-            None => Task::Operator(OperatorTask {
-                name: task_name.clone(),
-                inlets: task_inlets,
-                chain,
-                checkpointing: wiring.as_mut().map(|w| TaskCheckpointing {
-                    task: t.id,
-                    dir: w.dir.clone(),
-                    commands: w.commands_for(t.id),
-                    jobs: w.jobs.clone(),
                 }),
-            }),
-        };
-        tasks.push((t.id, task_name, task));
+            };
+            tasks.push((id, task_name, task));
+        }
     }
 
     // The checkpoint coordinator and the committer.
@@ -445,6 +489,33 @@ fn restore_error(w: &CheckpointWiring, cause: OperatorError) -> RuntimeError {
     RuntimeError::Restore {
         epoch: w.restore.as_ref().map_or(0, |v| v.manifest.epoch),
         cause,
+    }
+}
+
+/// The task that runs node `n`.
+fn task_of(plan: &PhysicalPlan, n: NodeId) -> usize {
+    plan.tasks
+        .iter()
+        .position(|t| t.chain.contains(&n))
+        .expect("the plan places every node")
+}
+
+fn inlet(rx: Receiver<crate::channel::Envelope>, port: usize) -> Inlet {
+    Inlet {
+        rx,
+        port,
+        last_seq: 0,
+        watermark: Watermark::MIN,
+        ended: false,
+    }
+}
+
+/// An operator instance's key in a checkpoint's manifest.
+fn state_key(name: &str, instance: usize, parallelism: usize) -> String {
+    if parallelism > 1 {
+        format!("{name}#{instance}")
+    } else {
+        name.to_string()
     }
 }
 

@@ -12,7 +12,8 @@ use anduin_types::{Epoch, SnapshotKind};
 /// One operator's share of a checkpoint, not yet durable.
 #[derive(Debug)]
 pub(crate) struct OpSnapshot {
-    /// The operator's name.
+    /// The operator instance's key in the manifest (its name, `name#i` for instance `i` of a
+    /// parallel operator).
     pub name: String,
     /// Its inline state.
     pub inline: Option<serde_json::Value>,
@@ -26,18 +27,20 @@ pub(crate) struct Slot<'a> {
     full: bool,
     dir: &'a Path,
     name: &'a str,
+    key: String,
     stem: String,
     inline: Option<serde_json::Value>,
     file: Option<(SnapshotKind, PendingFile)>,
 }
 
 impl<'a> Slot<'a> {
-    /// A slot for operator `name` (the `index`-th of the query) in checkpoint directory `dir`.
+    /// A slot for instance `instance` (of `parallelism`) of operator `name`, the `index`-th
+    /// of the query, in checkpoint directory `dir`.
     pub(crate) fn new(
         epoch: Epoch,
         full: bool,
         dir: &'a Path,
-        index: usize,
+        (index, instance, parallelism): (usize, usize, usize),
         name: &'a str,
     ) -> Self {
         let clean: String = name
@@ -50,12 +53,21 @@ impl<'a> Slot<'a> {
                 }
             })
             .collect();
+        let (key, stem) = if parallelism > 1 {
+            (
+                format!("{name}#{instance}"),
+                format!("{index:03}-{clean}-{instance}"),
+            )
+        } else {
+            (name.to_string(), format!("{index:03}-{clean}"))
+        };
         Self {
             epoch,
             full,
             dir,
             name,
-            stem: format!("{index:03}-{clean}"),
+            key,
+            stem,
             inline: None,
             file: None,
         }
@@ -71,7 +83,7 @@ impl<'a> Slot<'a> {
             )),
         };
         Ok(OpSnapshot {
-            name: self.name.to_string(),
+            name: self.key,
             inline: self.inline,
             file,
         })

@@ -13,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 use crate::chain::{end_outlets, send_to_outlets, Chain};
-use crate::channel::Outlet;
+use crate::channel::Route;
 use crate::protocol::{Command, Event, WriteJob};
 use crate::snapshot::Slot;
 use crate::stats::Counters;
@@ -40,7 +40,7 @@ pub(crate) struct SourceTask {
     pub source: Box<dyn Source>,
     pub counters: Arc<Counters>,
     /// Channels for the source's output when it is not fused with the chain.
-    pub outlets: Vec<Outlet>,
+    pub outlets: Vec<Route>,
     pub chain: Chain,
     pub batch_size: usize,
     pub linger: Duration,
@@ -228,7 +228,7 @@ impl SourceTask {
             kind: BarrierKind::Checkpoint { full },
         };
         let mut snapshots = Vec::new();
-        let mut slot = Slot::new(epoch, full, &dir, c.index, &self.name);
+        let mut slot = Slot::new(epoch, full, &dir, (c.index, 0, 1), &self.name);
         self.source.snapshot(&mut slot)?;
         snapshots.push(slot.finish()?);
         send_to_outlets(

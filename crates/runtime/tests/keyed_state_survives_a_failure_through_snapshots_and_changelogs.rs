@@ -307,6 +307,7 @@ impl Catalog for TestCatalog {
             bound,
             outputs,
             warnings: Diagnostics::default(),
+            partition_by: Vec::new(),
         })
     }
 }

@@ -35,6 +35,9 @@ pub struct ExplainArgs {
     /// Plan every operator as its own task (no chaining).
     #[arg(long)]
     pub no_chaining: bool,
+    /// Instances of each operator that can run in parallel and sets no parallelism of its own.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub parallelism: usize,
 }
 
 pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
@@ -47,7 +50,13 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         Err(LoadError::Other(e)) => return Err(e),
     };
     print_diagnostics(&args.file, &loaded.warnings);
-    let plan = PhysicalPlan::from_graph(&loaded.graph, !args.no_chaining);
+    let plan = PhysicalPlan::plan(
+        &loaded.graph,
+        anduin_graph::PlanOptions {
+            chaining: !args.no_chaining,
+            default_parallelism: args.parallelism.max(1),
+        },
+    );
     let out = match args.format {
         Format::Text => explain_text(&loaded.graph, &plan),
         Format::Dot => explain_dot(&loaded.graph, &plan),

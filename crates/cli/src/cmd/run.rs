@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// Run every operator as its own task (no chaining): uses more threads.
     #[arg(long)]
     pub no_chaining: bool,
+    /// Instances of each operator that can run in parallel (keyed windows) and sets no
+    /// `parallelism` of its own.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = parse_batch_size)]
+    pub parallelism: usize,
     /// Do not print the summary at the end.
     #[arg(short, long)]
     pub quiet: bool,
@@ -155,6 +159,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         batch_size: args.batch_size,
         linger: args.linger,
         chaining: !args.no_chaining,
+        parallelism: args.parallelism,
         stop,
         checkpointing,
         ..RunConfig::default()

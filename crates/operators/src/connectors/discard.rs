@@ -29,6 +29,7 @@ pub(crate) fn bind(op: &OperatorDef) -> Result<Binding<Bound>, Diagnostics> {
         })),
         outputs: vec![],
         warnings: Diagnostics::default(),
+        partition_by: Vec::new(),
     })
 }
 

@@ -168,6 +168,7 @@ pub(crate) fn bind(
         })),
         outputs: vec![schema],
         warnings: Diagnostics::default(),
+        partition_by: Vec::new(),
     })
 }
 

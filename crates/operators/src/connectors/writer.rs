@@ -140,6 +140,7 @@ pub(crate) fn bind(
         })),
         outputs: vec![],
         warnings: Diagnostics::default(),
+        partition_by: Vec::new(),
     })
 }
 

@@ -51,6 +51,7 @@ pub(crate) fn bind(
         })),
         outputs: vec![Arc::clone(schema)],
         warnings: Diagnostics::default(),
+        partition_by: Vec::new(),
     })
 }
 

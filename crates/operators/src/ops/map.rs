@@ -60,6 +60,7 @@ pub(crate) fn bind(
         })),
         outputs: vec![out_schema],
         warnings: Diagnostics::default(),
+        partition_by: Vec::new(),
     })
 }
 

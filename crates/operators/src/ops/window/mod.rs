@@ -89,6 +89,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             doc: "aggregate columns: \"COUNT(*) AS cnt, AVG(CAST(value AS DOUBLE)) AS avg, MAX(value) AS max\"; any DataFusion aggregate, DISTINCT and FILTER (WHERE …) included",
         },
         ParamSpec {
+            name: "parallelism",
+            required: false,
+            kind: ParamKind::Int,
+            default: Some("1"),
+            doc: "how many instances run the window, each owning a share of the keys (default: the query's --parallelism)",
+        },
+        ParamSpec {
             name: "late_output",
             required: false,
             kind: ParamKind::Text,
@@ -233,10 +240,25 @@ pub(crate) fn bind(
             )
             .into());
     }
+    if let Some(n) = p.int("parallelism") {
+        if n < 1 {
+            return Err(p.error("parallelism", "must be at least 1").into());
+        }
+        if n > 1 && setup_keys_empty(&p) {
+            return Err(p
+                .error("parallelism", "a global window (without `keys`) cannot run in parallel: give it keys, or parallelism 1")
+                .into());
+        }
+    }
     let mut outputs = vec![Arc::clone(&schema)];
     if late_port.is_some() {
         outputs.push(Arc::clone(input));
     }
+    let partition_by = if key_columns.is_empty() {
+        vec![None]
+    } else {
+        vec![Some(key_columns.clone())]
+    };
     let setup = WindowSetup {
         name: op.name.to_string(),
         kind,
@@ -251,7 +273,13 @@ pub(crate) fn bind(
         bound: Bound::Operator(Arc::new(move |_| Ok(Box::new(Window::new(setup.clone())?)))),
         outputs,
         warnings: Diagnostics::default(),
+        partition_by,
     })
+}
+
+fn setup_keys_empty(p: &Params<'_>) -> bool {
+    p.text("keys")
+        .is_none_or(|k| k.as_str().split(',').all(|c| c.trim().is_empty()))
 }
 
 fn window_kind(p: &Params<'_>) -> Result<WindowKind, Diagnostics> {
