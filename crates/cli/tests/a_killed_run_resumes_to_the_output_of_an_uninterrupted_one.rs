@@ -3,7 +3,9 @@
 //! none twice. Two queries: a stateless one reads a CSV file and a rate-limited generator (so
 //! that it runs long enough to be killed mid-way), unions them (barrier alignment over two
 //! inputs), filters, and writes part files; a windowed one aggregates the generator's rows per
-//! key over sliding windows (open panes and sealed panes in every checkpoint).
+//! key over sliding windows (open panes and sealed panes in every checkpoint); a joined one
+//! pairs the rows of two generators by key and time (both sides' buffered rows, and which
+//! left rows found a partner, in every checkpoint).
 
 mod common;
 
@@ -72,6 +74,46 @@ operator name = "w", type = "window" {
 }
 operator name = "out", type = "writer" {
   input name = "counts"
+  param path = "${OUTPUT}"
+}
+"#;
+
+const JOINED: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "a", type = "generator" {
+  param profile = "events"
+  param seed = 11
+  param count = 60000
+  param rate = 40000
+  param event_time = "ts"
+  output name = "lefts", type = "Event"
+}
+operator name = "b", type = "generator" {
+  param profile = "events"
+  param seed = 12
+  param count = 60000
+  param rate = 40000
+  param event_time = "ts"
+  output name = "rights", type = "Event"
+}
+operator name = "j", type = "join" {
+  input name = "lefts"
+  input name = "rights"
+  param kind = "interval"
+  param how = "left"
+  param on = "lefts.sensor = rights.sensor"
+  param left_time = "ts"
+  param right_time = "ts"
+  param lower = "-1s"
+  param upper = "1s"
+  output name = "pairs"
+}
+operator name = "out", type = "writer" {
+  input name = "pairs"
   param path = "${OUTPUT}"
 }
 "#;
@@ -195,6 +237,16 @@ fn a_killed_windowed_run_resumes_to_the_output_of_an_uninterrupted_one() {
 #[test]
 fn a_killed_parallel_windowed_run_resumes_to_the_output_of_an_uninterrupted_one() {
     scenario(WINDOWED, &[8, 9], &["--parallelism", "3"]);
+}
+
+#[test]
+fn a_killed_join_resumes_to_the_output_of_an_uninterrupted_one() {
+    scenario(JOINED, &[13, 14], &[]);
+}
+
+#[test]
+fn a_killed_parallel_join_resumes_to_the_output_of_an_uninterrupted_one() {
+    scenario(JOINED, &[15], &["--parallelism", "2"]);
 }
 
 fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {

@@ -9,7 +9,7 @@ use arrow::datatypes::SchemaRef;
 
 use crate::connectors::{discard, generator, reader, writer};
 use crate::dead_letter::DeadLetter;
-use crate::ops::{filter, map, union, window};
+use crate::ops::{filter, join, map, union, window};
 use crate::{Operator, OperatorError, Source};
 
 /// What an instance is built with.
@@ -60,6 +60,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &map::SIGNATURE,
     &union::SIGNATURE,
     &window::SIGNATURE,
+    &join::SIGNATURE,
 ];
 
 /// The catalog of built-in operators.
@@ -92,6 +93,7 @@ impl Catalog for BuiltinCatalog {
             "map" => map::bind(op, inputs),
             "union" => union::bind(op, inputs),
             "window" => window::bind(op, inputs),
+            "join" => join::bind(op, inputs),
             other => Err(Diagnostic::error(
                 op.kind.pos(),
                 format!("unknown operator type `{other}`"),

@@ -1,6 +1,7 @@
 //! Operators with inputs and outputs, one per file.
 
 pub mod filter;
+pub mod join;
 pub mod map;
 pub mod union;
 pub mod window;

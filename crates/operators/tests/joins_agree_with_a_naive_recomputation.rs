@@ -1,0 +1,363 @@
+//! Interval and window joins, inner and left outer, over seeded random rows of two streams
+//! that arrive out of order (some of them late), give what a naive recomputation from the
+//! on-time rows gives; a join snapshotted and restored half-way gives the same results as
+//! one that ran straight through; and four instances, each fed the keys it owns, together
+//! give the result of one.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anduin_operators::{
+    Bound, BuildContext, BuiltinCatalog, Collector, DeadLetter, DeadLetterTarget, Operator,
+    OperatorError, RestoreIn, SnapshotOut,
+};
+use anduin_types::{Epoch, SnapshotKind, Watermark};
+use arrow::array::{Array, Int64Array, TimestampMillisecondArray};
+use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use arrow::record_batch::RecordBatch;
+use proptest::prelude::*;
+
+/// (event time, key, value)
+type Row = (i64, i64, i64);
+
+/// (window start, left time, key, left value, right time, right value)
+type Out = (Option<i64>, i64, i64, i64, Option<i64>, Option<i64>);
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Interval(i64, i64),
+    Window(i64),
+}
+
+fn join(kind: Kind, left_outer: bool) -> Box<dyn Operator> {
+    let kind_params = match kind {
+        Kind::Interval(lower, upper) => format!(
+            r#"param kind = "interval" param lower = "{}{}ms" param upper = "{}{}ms""#,
+            if lower < 0 { "-" } else { "" },
+            lower.abs(),
+            if upper < 0 { "-" } else { "" },
+            upper.abs()
+        ),
+        Kind::Window(size) => format!(r#"param kind = "window" param size = "{size}ms""#),
+    };
+    let how = if left_outer { "left" } else { "inner" };
+    let src = format!(
+        r#"type name = "L" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "v", type = "int" }}
+type name = "R" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "w", type = "int" }}
+operator name = "gl", type = "generator" {{ output name = "l", type = "L" }}
+operator name = "gr", type = "generator" {{ output name = "r", type = "R" }}
+operator name = "op", type = "join" {{
+  input name = "l" input name = "r" {kind_params} param how = "{how}"
+  param on = "l.k = r.k" param left_time = "ts" param right_time = "ts"
+  output name = "out" }}
+operator name = "d", type = "discard" {{ input name = "out" }}"#
+    );
+    let spec = anduin_spec::parse_flow(&src).expect("parses");
+    let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
+    let node = graph
+        .nodes
+        .iter()
+        .find(|n| n.name() == "op")
+        .expect("the join");
+    let Bound::Operator(factory) = &node.bound else {
+        panic!("an operator")
+    };
+    let ctx = BuildContext {
+        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
+        checkpointing: false,
+        restore_epoch: None,
+    };
+    factory(&ctx).expect("builds")
+}
+
+struct Collect {
+    window: bool,
+    rows: Vec<Out>,
+}
+
+impl Collector for Collect {
+    fn collect(&mut self, port: usize, b: RecordBatch) -> Result<(), OperatorError> {
+        assert_eq!(port, 0);
+        let first = if self.window { 2 } else { 0 };
+        let int = |i: usize| -> Vec<Option<i64>> {
+            let c = b.column(i);
+            if let Some(a) = c.as_any().downcast_ref::<TimestampMillisecondArray>() {
+                return a.iter().collect();
+            }
+            let a = c.as_any().downcast_ref::<Int64Array>().expect("int");
+            a.iter().collect()
+        };
+        let ws = if self.window {
+            int(0)
+        } else {
+            vec![None; b.num_rows()]
+        };
+        let (lt, k, v, rt, rk, w) = (
+            int(first),
+            int(first + 1),
+            int(first + 2),
+            int(first + 3),
+            int(first + 4),
+            int(first + 5),
+        );
+        if self.window {
+            let we = int(1);
+            for i in 0..b.num_rows() {
+                assert!(we[i] > ws[i], "a window ends after it starts");
+            }
+        }
+        for i in 0..b.num_rows() {
+            assert!(rk[i].is_none() || rk[i] == k[i], "a pair has equal keys");
+            self.rows.push((
+                ws[i],
+                lt[i].expect("left time"),
+                k[i].expect("key"),
+                v[i].expect("value"),
+                rt[i],
+                w[i],
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn batch(rows: &[Row]) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("ts", DataType::Timestamp(TimeUnit::Millisecond, None), true),
+        Field::new("k", DataType::Int64, true),
+        Field::new("v", DataType::Int64, true),
+    ]));
+    let col = |f: fn(&Row) -> i64| rows.iter().map(f).collect::<Vec<_>>();
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(TimestampMillisecondArray::from(col(|r| r.0))),
+            Arc::new(Int64Array::from(col(|r| r.1))),
+            Arc::new(Int64Array::from(col(|r| r.2))),
+        ],
+    )
+    .expect("valid")
+}
+
+/// An in-memory checkpoint of one operator.
+#[derive(Default)]
+struct Memory {
+    inline: Option<serde_json::Value>,
+    bytes: Vec<u8>,
+}
+
+impl SnapshotOut for Memory {
+    fn epoch(&self) -> Epoch {
+        Epoch(1)
+    }
+    fn full_due(&self) -> bool {
+        true
+    }
+    fn inline(&mut self, value: serde_json::Value) {
+        self.inline = Some(value);
+    }
+    fn stream(&mut self, _kind: SnapshotKind) -> Result<&mut dyn Write, OperatorError> {
+        Ok(&mut self.bytes)
+    }
+}
+
+/// One arrival: a batch of one side (0 left, 1 right).
+type Arrival = (usize, Vec<Row>);
+
+/// The watermark after each arrival: the smaller of both sides' largest time minus `delay`.
+fn watermarks(arrivals: &[Arrival], delay: i64) -> Vec<Option<i64>> {
+    let mut max = [None::<i64>; 2];
+    arrivals
+        .iter()
+        .map(|(side, rows)| {
+            if let Some(m) = rows.iter().map(|r| r.0).max() {
+                max[*side] = Some(max[*side].map_or(m, |x| x.max(m)));
+            }
+            Some(max[0]?.min(max[1]?) - delay)
+        })
+        .collect()
+}
+
+/// Feeds the arrivals with the watermarks; snapshots and restores into a fresh instance
+/// before arrival `restart_at`, if given.
+fn run(
+    kind: Kind,
+    left_outer: bool,
+    arrivals: &[Arrival],
+    delay: i64,
+    restart_at: Option<usize>,
+) -> Vec<Out> {
+    let mut op = join(kind, left_outer);
+    let mut out = Collect {
+        window: matches!(kind, Kind::Window(_)),
+        rows: vec![],
+    };
+    for (i, ((side, rows), wm)) in arrivals.iter().zip(watermarks(arrivals, delay)).enumerate() {
+        if restart_at == Some(i) {
+            let mut mem = Memory::default();
+            op.snapshot(&mut mem).expect("snapshots");
+            op = join(kind, left_outer);
+            op.restore(RestoreIn {
+                epoch: Epoch(1),
+                inline: mem.inline,
+                files: vec![Box::new(std::io::Cursor::new(mem.bytes))],
+            })
+            .expect("restores");
+        }
+        op.process_batch(*side, batch(rows), &mut out)
+            .expect("processes");
+        if let Some(wm) = wm {
+            op.handle_watermark(Watermark(wm), &mut out)
+                .expect("advances");
+        }
+    }
+    op.handle_watermark(Watermark::MAX, &mut out)
+        .expect("advances");
+    op.on_end_of_input(&mut out).expect("ends");
+    out.rows.sort();
+    out.rows
+}
+
+/// Four instances, each fed the rows of the keys it owns (key mod 4) and every watermark.
+fn run_split(kind: Kind, left_outer: bool, arrivals: &[Arrival], delay: i64) -> Vec<Out> {
+    let wms = watermarks(arrivals, delay);
+    let mut all = vec![];
+    for part in 0..4 {
+        let mut op = join(kind, left_outer);
+        let mut out = Collect {
+            window: matches!(kind, Kind::Window(_)),
+            rows: vec![],
+        };
+        for ((side, rows), wm) in arrivals.iter().zip(&wms) {
+            let mine: Vec<Row> = rows
+                .iter()
+                .filter(|r| r.1.rem_euclid(4) == part)
+                .copied()
+                .collect();
+            op.process_batch(*side, batch(&mine), &mut out)
+                .expect("processes");
+            if let Some(wm) = wm {
+                op.handle_watermark(Watermark(*wm), &mut out)
+                    .expect("advances");
+            }
+        }
+        op.handle_watermark(Watermark::MAX, &mut out)
+            .expect("advances");
+        all.extend(out.rows);
+    }
+    all.sort();
+    all
+}
+
+/// The rows of each side that are not late (time before the watermark when they arrive).
+fn on_time(arrivals: &[Arrival], delay: i64) -> [Vec<Row>; 2] {
+    let mut kept: [Vec<Row>; 2] = [vec![], vec![]];
+    let mut wm = i64::MIN;
+    for ((side, rows), next) in arrivals.iter().zip(watermarks(arrivals, delay)) {
+        kept[*side].extend(rows.iter().filter(|r| r.0 >= wm).copied());
+        if let Some(next) = next {
+            wm = wm.max(next);
+        }
+    }
+    kept
+}
+
+fn naive(kind: Kind, left_outer: bool, [left, right]: &[Vec<Row>; 2]) -> Vec<Out> {
+    let mut out = vec![];
+    for l in left {
+        let mut matched = false;
+        let window = |t: i64, size: i64| t.div_euclid(size) * size;
+        for r in right.iter().filter(|r| r.1 == l.1) {
+            let (pairs, ws) = match kind {
+                Kind::Interval(lower, upper) => ((lower..=upper).contains(&(r.0 - l.0)), None),
+                Kind::Window(size) => (
+                    window(l.0, size) == window(r.0, size),
+                    Some(window(l.0, size)),
+                ),
+            };
+            if pairs {
+                matched = true;
+                out.push((ws, l.0, l.1, l.2, Some(r.0), Some(r.2)));
+            }
+        }
+        if left_outer && !matched {
+            let ws = match kind {
+                Kind::Interval(..) => None,
+                Kind::Window(size) => Some(window(l.0, size)),
+            };
+            out.push((ws, l.0, l.1, l.2, None, None));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn arrivals() -> impl Strategy<Value = Vec<Arrival>> {
+    // Times drift forward with jitter (out of order), a few keys, both sides interleaved.
+    let row = (0i64..40, -30i64..30, 0i64..6, -1000i64..1000);
+    let arrival = (0usize..2, prop::collection::vec(row, 1..20));
+    prop::collection::vec(arrival, 1..16).prop_map(|arrivals| {
+        let mut base = 1_700_000_000_000i64;
+        arrivals
+            .into_iter()
+            .map(|(side, rows)| {
+                base += 20;
+                let rows = rows
+                    .into_iter()
+                    .map(|(step, jitter, k, v)| (base + step + jitter, k, v))
+                    .collect();
+                (side, rows)
+            })
+            .collect()
+    })
+}
+
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        (-40i64..40, 0i64..40).prop_map(|(lower, width)| Kind::Interval(lower, lower + width)),
+        (1i64..60).prop_map(Kind::Window),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn every_join_kind_matches_the_naive_result(
+        kind in kind(),
+        left_outer in any::<bool>(),
+        arrivals in arrivals(),
+        delay in 0i64..40,
+        restart in any::<prop::sample::Index>(),
+    ) {
+        let expected = naive(kind, left_outer, &on_time(&arrivals, delay));
+        prop_assert_eq!(&run(kind, left_outer, &arrivals, delay, None), &expected);
+        let at = restart.index(arrivals.len());
+        prop_assert_eq!(
+            &run(kind, left_outer, &arrivals, delay, Some(at)),
+            &expected,
+            "restored before arrival {}",
+            at
+        );
+        prop_assert_eq!(&run_split(kind, left_outer, &arrivals, delay), &expected, "four instances");
+    }
+}
+
+#[test]
+fn a_join_on_columns_of_different_types_is_refused() {
+    let src = r#"type name = "L" { column name = "ts", type = "timestamp" column name = "k", type = "int" }
+type name = "R" { column name = "ts", type = "timestamp" column name = "k", type = "string" }
+operator name = "gl", type = "generator" { output name = "l", type = "L" }
+operator name = "gr", type = "generator" { output name = "r", type = "R" }
+operator name = "op", type = "join" {
+  input name = "l" input name = "r" param kind = "window" param size = "1s"
+  param on = "l.k = r.k" param left_time = "ts" param right_time = "ts"
+  output name = "out" }
+operator name = "d", type = "discard" { input name = "out" }"#;
+    let spec = anduin_spec::parse_flow(src).expect("parses");
+    let Err(err) = anduin_graph::check(&spec, &BuiltinCatalog) else {
+        panic!("a join on an int and a string must be refused")
+    };
+    let text = err.to_string();
+    assert!(text.contains("join keys must have the same type"), "{text}");
+}
