@@ -1,5 +1,6 @@
-//! Interval and window joins, inner and left, of two files read as two event-time streams,
-//! give the same rows at parallelism 1 and 4, and as many rows as a naive join of the files
+//! Interval and window joins, inner and left, of two files read as two event-time streams
+//! (as `.flow` and as SQL), give the same rows at parallelism 1 and 4, and as many rows as a
+//! naive join of the files
 //! (the watermark delay exceeds the files' disorder, so no row is late whatever the order in
 //! which the two sources interleave).
 
@@ -136,40 +137,77 @@ fn joins_give_the_same_results_at_parallelism_1_and_4() {
             naive_count(&left, &right, window, true),
         ),
     ] {
-        std::fs::write(dir.path().join("q.flow"), query(kind, how)).expect("query");
-        let mut results = Vec::new();
-        for p in ["1", "4"] {
-            let output = format!("OUTPUT=out{p}.csv");
-            let out = anduin(
-                dir.path(),
-                &[
-                    "run",
-                    "q.flow",
-                    "--var",
-                    &output,
-                    "--parallelism",
-                    p,
-                    "--batch-size",
-                    "200",
-                ],
-            );
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{kind} {how}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            results.push(sorted(&dir.path().join(format!("out{p}.csv"))));
-        }
-        assert!(expected > 500, "{kind} {how}: the data pairs up");
-        assert_eq!(
-            results[0].len(),
+        check(
+            dir.path(),
+            "q.flow",
+            &query(kind, how),
             expected,
-            "{kind} {how}: rows at parallelism 1"
-        );
-        assert!(
-            results[0] == results[1],
-            "{kind} {how}: parallelism 4 differs from parallelism 1"
+            &format!("{kind} {how}"),
         );
     }
+    let sql = |how: &str, on: &str| {
+        format!(
+            "CREATE TABLE lefts (ts TIMESTAMP, k BIGINT, v BIGINT) WITH (connector = 'file', path = 'left.csv', event_time = 'ts', watermark = '300ms');
+CREATE TABLE rights (ts TIMESTAMP, k BIGINT, v BIGINT) WITH (connector = 'file', path = 'right.csv', event_time = 'ts', watermark = '300ms');
+CREATE TABLE out WITH (connector = 'file', path = '${{OUTPUT}}');
+INSERT INTO out {on} {how} JOIN"
+        )
+    };
+    let interval = sql(
+        "LEFT",
+        "SELECT l.ts, l.k, l.v, r.ts AS rts, r.v AS rv FROM lefts l",
+    ) + " rights r ON l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL '30' MILLISECOND AND l.ts + INTERVAL '50' MILLISECOND;";
+    check(
+        dir.path(),
+        "interval.sql",
+        &interval,
+        naive_count(&left, &right, |l, r| (-30..=50).contains(&(r - l)), true),
+        "SQL interval left join",
+    );
+    let window_sql = sql(
+        "",
+        "SELECT l.window_start, l.k, l.v, r.v AS rv FROM (SELECT * FROM TABLE(TUMBLE(TABLE lefts, DESCRIPTOR(ts), INTERVAL '100' MILLISECOND))) l",
+    ) + " (SELECT * FROM TABLE(TUMBLE(TABLE rights, DESCRIPTOR(ts), INTERVAL '100' MILLISECOND))) r ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end;";
+    check(
+        dir.path(),
+        "window.sql",
+        &window_sql,
+        naive_count(&left, &right, window, false),
+        "SQL window join",
+    );
+}
+
+/// Runs `query` at parallelism 1 and 4: `expected` rows, the same at both.
+fn check(dir: &std::path::Path, file: &str, query: &str, expected: usize, what: &str) {
+    std::fs::write(dir.join(file), query).expect("query");
+    let mut results = Vec::new();
+    for p in ["1", "4"] {
+        let output = format!("OUTPUT=out{p}.csv");
+        let out = anduin(
+            dir,
+            &[
+                "run",
+                file,
+                "--var",
+                &output,
+                "--parallelism",
+                p,
+                "--batch-size",
+                "200",
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        results.push(sorted(&dir.join(format!("out{p}.csv"))));
+    }
+    assert!(expected > 500, "{what}: the data pairs up");
+    assert_eq!(results[0].len(), expected, "{what}: rows at parallelism 1");
+    assert!(
+        results[0] == results[1],
+        "{what}: parallelism 4 differs from parallelism 1"
+    );
 }

@@ -84,13 +84,19 @@ fn the_union_example_merges_csv_and_json_lines() {
 
 #[test]
 fn the_join_example_pairs_each_alert_with_the_readings_before_it() {
+    for example in ["examples/join.flow", "examples/join.sql"] {
+        join_example(example);
+    }
+}
+
+fn join_example(example: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_path = dir.path().join("alerts.csv");
     let out = anduin(
         &repo(),
         &[
             "run",
-            "examples/join.flow",
+            example,
             "--var",
             "ALERTS=data/alerts.csv",
             "--var",
@@ -102,7 +108,7 @@ fn the_join_example_pairs_each_alert_with_the_readings_before_it() {
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}",
+        "{example}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let written = std::fs::read_to_string(&out_path).expect("output");

@@ -5,24 +5,15 @@
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{
-    DateTimeField, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Insert,
-    ObjectName, Query, Select, SelectItem, SetExpr, TableFactor, TableObject, Value as SqlValue,
+    Expr, GroupByExpr, Insert, Query, Select, SelectItem, SetExpr, TableFactor, TableObject,
 };
 
-use super::dialect::TABLE_ARGUMENT;
 use super::source_text::{pos, Source};
 use super::tables::Tables;
 use crate::ast::{OperatorDef, OutputDef, Param, Spec, Value};
 use crate::Text;
 
-/// A window table function, as the window operator's params.
-struct WindowTvf {
-    params: Vec<(&'static str, String)>,
-    time: String,
-    at: Pos,
-}
-
-fn unsupported(at: Pos, what: impl std::fmt::Display) -> Diagnostic {
+pub(super) fn unsupported(at: Pos, what: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::error(at, format!("{what} is not supported yet"))
 }
 
@@ -61,7 +52,7 @@ pub(crate) fn lower(
     Ok(())
 }
 
-fn plain_select(q: &Query) -> Result<&Select, Diagnostic> {
+pub(super) fn plain_select(q: &Query) -> Result<&Select, Diagnostic> {
     let at = pos(q.span().start);
     if q.with.is_some() {
         return Err(unsupported(at, "WITH (common table expressions)"));
@@ -81,7 +72,7 @@ fn plain_select(q: &Query) -> Result<&Select, Diagnostic> {
     }
 }
 
-fn name_of(e: &Expr) -> Option<String> {
+pub(super) fn name_of(e: &Expr) -> Option<String> {
     match e {
         Expr::Identifier(i) => Some(i.value.clone()),
         Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone()),
@@ -89,14 +80,18 @@ fn name_of(e: &Expr) -> Option<String> {
     }
 }
 
-fn text(source: &Source<'_>, node: &impl Spanned, fallback: impl std::fmt::Display) -> Text {
+pub(super) fn text(
+    source: &Source<'_>,
+    node: &impl Spanned,
+    fallback: impl std::fmt::Display,
+) -> Text {
     let span = node.span();
     source
         .text(span)
         .unwrap_or_else(|| Text::at(fallback.to_string(), pos(span.start)))
 }
 
-fn operator(
+pub(super) fn operator(
     name: String,
     kind: &str,
     at: Pos,
@@ -143,15 +138,15 @@ fn lower_select(
     let [from] = s.from.as_slice() else {
         return Err(unsupported(at, "a SELECT from several tables (or none)"));
     };
-    if let Some(j) = from.joins.first() {
-        return Err(unsupported(pos(j.relation.span().start), "JOIN"));
+    if !from.joins.is_empty() {
+        return super::join::lower(s, from, &format!("insert{n}"), tables, spec);
     }
     let (mut stream, window) = match &from.relation {
         TableFactor::Table {
             name, args: None, ..
         } => (tables.read(name)?, None),
         TableFactor::TableFunction { expr, .. } => {
-            let (table, tvf) = window_tvf(expr)?;
+            let (table, tvf) = super::window_tvf::window_tvf(expr)?;
             (tables.read(&table)?, Some(tvf))
         }
         other => {
@@ -274,151 +269,4 @@ fn lower_select(
         vec![("columns", Text::join(&columns, ", "))],
     ));
     Ok((name, Some(spec.operators.len() - 1)))
-}
-
-/// `TUMBLE(TABLE t, DESCRIPTOR(ts), size)`, `HOP(TABLE t, DESCRIPTOR(ts), slide, size)`,
-/// `SESSION(TABLE t, DESCRIPTOR(ts), gap)`.
-fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic> {
-    let at = pos(e.span().start);
-    let Expr::Function(f) = e else {
-        return Err(unsupported(at, format!("FROM TABLE({e})")));
-    };
-    let fname = f.name.to_string().to_uppercase();
-    let FunctionArguments::List(list) = &f.args else {
-        return Err(Diagnostic::error(
-            at,
-            format!("{fname} needs arguments: {fname}(TABLE t, DESCRIPTOR(ts), …)"),
-        ));
-    };
-    let args: Vec<&Expr> = list
-        .args
-        .iter()
-        .map(|a| match a {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
-            other => Err(unsupported(
-                at,
-                format!("the argument `{other}` (named arguments)"),
-            )),
-        })
-        .collect::<Result<_, _>>()?;
-    let table = match args.first() {
-        Some(Expr::Function(t)) if t.name.to_string() == TABLE_ARGUMENT => match &t.args {
-            FunctionArguments::List(l) => match l.args.first() {
-                Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(
-                    ids,
-                )))) => ObjectName::from(ids.clone()),
-                _ => {
-                    return Err(Diagnostic::error(
-                        at,
-                        "expected `TABLE name` as the first argument",
-                    ))
-                }
-            },
-            _ => {
-                return Err(Diagnostic::error(
-                    at,
-                    "expected `TABLE name` as the first argument",
-                ))
-            }
-        },
-        _ => {
-            return Err(Diagnostic::error(
-                at,
-                format!("expected `TABLE name` as the first argument of {fname}"),
-            ))
-        }
-    };
-    let time = match args.get(1) {
-        Some(Expr::Function(d)) if d.name.to_string().eq_ignore_ascii_case("DESCRIPTOR") => {
-            match &d.args {
-                FunctionArguments::List(l) => match l.args.as_slice() {
-                    [FunctionArg::Unnamed(FunctionArgExpr::Expr(c))] => name_of(c),
-                    _ => None,
-                },
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-    .ok_or_else(|| {
-        Diagnostic::error(
-            at,
-            format!("expected DESCRIPTOR(time_column) as the second argument of {fname}"),
-        )
-    })?;
-    let duration = |i: usize, what: &str| -> Result<String, Diagnostic> {
-        let e = args.get(i).ok_or_else(|| {
-            Diagnostic::error(at, format!("{fname} needs its {what}: an INTERVAL"))
-        })?;
-        interval_ms(e).map(|ms| format!("{ms}ms"))
-    };
-    let params = match fname.as_str() {
-        "TUMBLE" => {
-            if args.len() > 3 {
-                return Err(unsupported(at, "the offset argument of TUMBLE"));
-            }
-            vec![
-                ("kind", "tumbling".to_string()),
-                ("size", duration(2, "size")?),
-            ]
-        }
-        "HOP" => {
-            if args.len() > 4 {
-                return Err(unsupported(at, "the offset argument of HOP"));
-            }
-            vec![
-                ("kind", "sliding".to_string()),
-                ("slide", duration(2, "slide")?),
-                ("size", duration(3, "size")?),
-            ]
-        }
-        "SESSION" => vec![
-            ("kind", "session".to_string()),
-            ("gap", duration(2, "gap")?),
-        ],
-        "CUMULATE" => return Err(unsupported(at, "CUMULATE")),
-        _ => {
-            return Err(Diagnostic::error(
-                at,
-                format!("unknown window table function {fname}: expected TUMBLE, HOP or SESSION"),
-            ))
-        }
-    };
-    Ok((table, WindowTvf { params, time, at }))
-}
-
-/// The milliseconds of an `INTERVAL '1' SECOND` (or `INTERVAL '1.5 seconds'`).
-fn interval_ms(e: &Expr) -> Result<u64, Diagnostic> {
-    let at = pos(e.span().start);
-    let bad = || {
-        Diagnostic::error(
-            at,
-            format!("expected an interval such as INTERVAL '1' SECOND, found `{e}`"),
-        )
-    };
-    let Expr::Interval(iv) = e else {
-        return Err(bad());
-    };
-    let value = match iv.value.as_ref() {
-        Expr::Value(v) => match &v.value {
-            SqlValue::SingleQuotedString(s) | SqlValue::Number(s, _) => s.clone(),
-            _ => return Err(bad()),
-        },
-        _ => return Err(bad()),
-    };
-    let unit_ms: f64 = match &iv.leading_field {
-        None => return anduin_types::parse_duration_ms(&value).ok_or_else(bad),
-        Some(DateTimeField::Millisecond | DateTimeField::Milliseconds) => 1.0,
-        Some(DateTimeField::Second | DateTimeField::Seconds) => 1_000.0,
-        Some(DateTimeField::Minute | DateTimeField::Minutes) => 60_000.0,
-        Some(DateTimeField::Hour | DateTimeField::Hours) => 3_600_000.0,
-        Some(DateTimeField::Day | DateTimeField::Days) => 86_400_000.0,
-        Some(other) => return Err(Diagnostic::error(at, format!("interval unit {other} is not supported: use MILLISECOND, SECOND, MINUTE, HOUR or DAY"))),
-    };
-    let v: f64 = value.trim().parse().map_err(|_| bad())?;
-    let ms = v * unit_ms;
-    if !(ms.is_finite() && ms > 0.0) {
-        return Err(bad());
-    }
-    Ok(ms.round() as u64)
 }

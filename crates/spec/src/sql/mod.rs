@@ -1,7 +1,7 @@
 //! The SQL frontend: a script of `CREATE TABLE … WITH (…)` and `INSERT INTO … SELECT …`
 //! statements, lowered to the same [`Spec`] as a `.flow` file (tables become readers and
-//! writers, a `WHERE` a filter, a window table function with `GROUP BY` a window, the select
-//! list a map).
+//! writers, a `WHERE` a filter, a window table function with `GROUP BY` a window, a `JOIN`
+//! with a time bound a join, the select list a map).
 //!
 //! ```sql
 //! CREATE TABLE events (ts TIMESTAMP, sensor BIGINT, value BIGINT)
@@ -16,8 +16,10 @@
 
 mod dialect;
 mod insert;
+mod join;
 mod source_text;
 mod tables;
+mod window_tvf;
 
 use anduin_types::{Diagnostic, Diagnostics, Pos};
 use sqlparser::ast::Spanned;

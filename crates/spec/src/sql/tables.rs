@@ -171,6 +171,36 @@ impl Tables {
         Ok(t.name.clone())
     }
 
+    /// The column names of a declared table (empty if it declares none).
+    pub(crate) fn columns(&self, name: &str) -> Vec<String> {
+        self.tables
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.columns.as_ref())
+            .map(|cols| cols.iter().map(|c| c.name.as_str().to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The columns of a declared table that can be its event time: its `event_time` option
+    /// and its TIMESTAMP columns.
+    pub(crate) fn time_columns(&self, name: &str) -> Vec<String> {
+        let Some(t) = self.tables.iter().find(|t| t.name == name) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = t
+            .options
+            .iter()
+            .filter(|o| o.name.as_str() == "event_time")
+            .map(|o| o.value.as_text().as_str().to_string())
+            .collect();
+        for c in t.columns.iter().flatten() {
+            if c.ty.as_str() == "timestamp" && !out.iter().any(|x| x == c.name.as_str()) {
+                out.push(c.name.as_str().to_string());
+            }
+        }
+        out
+    }
+
     /// A table written by an INSERT: its writer operator, reading `stream`.
     pub(crate) fn write(
         &mut self,

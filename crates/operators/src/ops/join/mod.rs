@@ -153,15 +153,14 @@ pub(crate) fn bind(
             false,
         ));
     }
-    for f in left.fields() {
-        fields.push(f.as_ref().clone().with_nullable(true));
-    }
-    for f in right.fields() {
-        let mut name = f.name().clone();
-        while fields.iter().any(|x| *x.name() == name) {
-            name = format!("{rname}_{name}");
+    for (stream, schema) in [(lname, left), (rname, right)] {
+        for f in schema.fields() {
+            let mut name = f.name().clone();
+            while fields.iter().any(|x| *x.name() == name) {
+                name = format!("{stream}_{name}");
+            }
+            fields.push(f.as_ref().clone().with_name(name).with_nullable(true));
         }
-        fields.push(f.as_ref().clone().with_name(name).with_nullable(true));
     }
     let schema: SchemaRef = Arc::new(Schema::new(fields));
     let setup = JoinSetup {

@@ -1,0 +1,230 @@
+//! `FROM a [LEFT] JOIN b ON …`, lowered to the join operator. Two forms, as in Flink:
+//!
+//! - an interval join: `ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts +
+//!   INTERVAL '5' SECOND` (or the same bounds as `>=`, `<=`, `>`, `<`, `=` comparisons);
+//! - a window join of two `TUMBLE`s of one size: `FROM (SELECT * FROM TABLE(TUMBLE(TABLE a,
+//!   DESCRIPTOR(ts), INTERVAL '1' SECOND))) l JOIN (…) r ON l.k = r.k AND l.window_start =
+//!   r.window_start AND l.window_end = r.window_end`.
+//!
+//! `WHERE` becomes a filter after the join and the select list a map; their column references
+//! (`a.ts`, `b.ts`, `value`) are rewritten to the names of the join's output columns.
+
+mod names;
+mod on;
+
+use anduin_types::Diagnostic;
+use sqlparser::ast::Spanned;
+use sqlparser::ast::{
+    Expr, GroupByExpr, JoinConstraint, JoinOperator, Select, SelectItem, SetExpr, TableAlias,
+    TableFactor, TableWithJoins,
+};
+
+use super::insert::{operator, plain_select, unsupported};
+use super::source_text::pos;
+use super::tables::Tables;
+use super::window_tvf::window_tvf;
+use crate::ast::{OperatorDef, OutputDef, Param, Spec, Value};
+use crate::Text;
+use names::{Joined, Side};
+
+/// Lowers a SELECT over a join; returns the stream it produces and the index of its map.
+pub(super) fn lower(
+    s: &Select,
+    from: &TableWithJoins,
+    prefix: &str,
+    tables: &mut Tables,
+    spec: &mut Spec,
+) -> Result<(String, Option<usize>), Diagnostic> {
+    let [join] = from.joins.as_slice() else {
+        let extra = &from.joins[2.min(from.joins.len() - 1)];
+        return Err(unsupported(
+            pos(extra.relation.span().start),
+            "a join of more than two tables",
+        ));
+    };
+    let join_at = pos(join.relation.span().start);
+    let (left_outer, constraint) = match &join.join_operator {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) => (false, c),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (true, c),
+        JoinOperator::Right(_) | JoinOperator::RightOuter(_) => {
+            return Err(unsupported(
+                join_at,
+                "RIGHT JOIN (swap the tables and use LEFT JOIN)",
+            ))
+        }
+        JoinOperator::FullOuter(_) => return Err(unsupported(join_at, "FULL JOIN")),
+        other => {
+            let words = format!("{other:?}");
+            let kind = words.split('(').next().unwrap_or("this");
+            return Err(unsupported(join_at, format!("a {kind} join")));
+        }
+    };
+    let JoinConstraint::On(on) = constraint else {
+        return Err(Diagnostic::error(
+            join_at,
+            "a join needs ON with equal keys and a time condition: ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND",
+        ));
+    };
+    let left = side(&from.relation, tables)?;
+    let right = side(&join.relation, tables)?;
+    if left.stream == right.stream {
+        return Err(unsupported(join_at, "a join of a table with itself"));
+    }
+    if left.alias == right.alias {
+        return Err(Diagnostic::error(
+            join_at,
+            format!(
+                "both joined tables are called `{}`: give one an alias (`… AS r`)",
+                left.alias
+            ),
+        ));
+    }
+    let windowed = match (&left.window, &right.window) {
+        (None, None) => false,
+        (Some((a, _, _)), Some((b, _, at))) if a != b => {
+            return Err(Diagnostic::error(
+                *at,
+                format!("a window join takes TUMBLE windows of one size, found {a} ms and {b} ms"),
+            ))
+        }
+        (Some(_), Some(_)) => true,
+        (Some((_, _, at)), None) | (None, Some((_, _, at))) => {
+            return Err(unsupported(
+                *at,
+                "a join of a windowed table with a plain one (window both sides with TUMBLE, or neither for an interval join)",
+            ))
+        }
+    };
+    let mut joined = Joined {
+        sides: [left, right],
+        windowed,
+    };
+    joined.name_outputs();
+    let on_at = pos(on.span().start);
+    let params = joined.condition(on, on_at)?;
+    let name = format!("{prefix}_join");
+    let mut params: Vec<Param> = params
+        .into_iter()
+        .map(|(k, v)| Param {
+            name: Text::at(k, on_at),
+            value: Value::String(Text::at(v, on_at)),
+        })
+        .collect();
+    params.push(Param {
+        name: Text::at("how", join_at),
+        value: Value::String(Text::at(if left_outer { "left" } else { "inner" }, join_at)),
+    });
+    spec.operators.push(OperatorDef {
+        name: Text::at(name.clone(), join_at),
+        kind: Text::at("join", join_at),
+        params,
+        inputs: joined
+            .sides
+            .iter()
+            .map(|s| Text::at(s.stream.clone(), join_at))
+            .collect(),
+        outputs: vec![OutputDef {
+            name: Text::at(name.clone(), join_at),
+            ty: None,
+        }],
+        pos: join_at,
+    });
+    let mut stream = name;
+    if let Some(cond) = &s.selection {
+        let at = pos(cond.span().start);
+        let filter = format!("{prefix}_where");
+        let text = Text::at(joined.rewrite(cond)?.to_string(), at);
+        spec.operators.push(operator(
+            filter.clone(),
+            "filter",
+            at,
+            &stream,
+            vec![("condition", text)],
+        ));
+        stream = filter;
+    }
+    match &s.group_by {
+        GroupByExpr::Expressions(exprs, _) if exprs.is_empty() => {}
+        _ => {
+            return Err(unsupported(
+                pos(s.select_token.0.span.start),
+                "GROUP BY over a join",
+            ))
+        }
+    }
+    let at = pos(s.select_token.0.span.start);
+    let mut items = Vec::new();
+    for item in &s.projection {
+        items.push(joined.item(item)?);
+    }
+    let map = format!("{prefix}_select");
+    spec.operators.push(operator(
+        map.clone(),
+        "map",
+        at,
+        &stream,
+        vec![("columns", Text::at(items.join(", "), at))],
+    ));
+    Ok((map, Some(spec.operators.len() - 1)))
+}
+
+/// A joined table: `t [AS a]`, `TABLE(TUMBLE(…)) [AS a]` or `(SELECT * FROM TABLE(TUMBLE(…))) a`.
+fn side(rel: &TableFactor, tables: &mut Tables) -> Result<Side, Diagnostic> {
+    let at = pos(rel.span().start);
+    let new = |stream: String, alias: &Option<TableAlias>, window, tables: &Tables| Side {
+        alias: alias
+            .as_ref()
+            .map_or_else(|| stream.clone(), |a| a.name.value.clone()),
+        columns: tables.columns(&stream),
+        time_columns: tables.time_columns(&stream),
+        out: Vec::new(),
+        stream,
+        window,
+    };
+    let windowed = |expr: &Expr, alias: &Option<TableAlias>, tables: &mut Tables| {
+        let (table, tvf) = window_tvf(expr)?;
+        let Some(size) = tvf.tumble_ms else {
+            return Err(unsupported(
+                tvf.at,
+                "a join of HOP or SESSION windows (a window join takes TUMBLE windows)",
+            ));
+        };
+        let stream = tables.read(&table)?;
+        Ok(new(stream, alias, Some((size, tvf.time, tvf.at)), tables))
+    };
+    match rel {
+        TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } => {
+            let stream = tables.read(name)?;
+            Ok(new(stream, alias, None, tables))
+        }
+        TableFactor::TableFunction { expr, alias } => windowed(expr, alias, tables),
+        TableFactor::Derived {
+            lateral: false,
+            subquery,
+            alias,
+            ..
+        } => {
+            let inner = plain_select(subquery)?;
+            let only_star = matches!(inner.projection.as_slice(), [SelectItem::Wildcard(_)]);
+            let plain = inner.selection.is_none()
+                && matches!(&inner.group_by, GroupByExpr::Expressions(g, _) if g.is_empty())
+                && matches!(subquery.body.as_ref(), SetExpr::Select(_));
+            match inner.from.as_slice() {
+                [TableWithJoins {
+                    relation: TableFactor::TableFunction { expr, .. },
+                    joins,
+                }] if only_star && plain && joins.is_empty() => windowed(expr, alias, tables),
+                _ => Err(unsupported(
+                    at,
+                    "a subquery in FROM other than (SELECT * FROM TABLE(TUMBLE(…)))",
+                )),
+            }
+        }
+        other => Err(unsupported(at, format!("joining `{other}`"))),
+    }
+}

@@ -1,0 +1,228 @@
+//! The two joined tables, their columns, and the names of those columns in the join's
+//! output: column references of the select list and WHERE are rewritten to them.
+
+use std::ops::ControlFlow;
+
+use anduin_types::{Diagnostic, Pos};
+use sqlparser::ast::Spanned;
+use sqlparser::ast::{
+    visit_expressions_mut, Expr, Ident, SelectItem, SelectItemQualifiedWildcardKind,
+};
+
+use super::super::insert::unsupported;
+use super::super::source_text::pos;
+
+/// One joined table.
+pub(super) struct Side {
+    pub(super) stream: String,
+    pub(super) alias: String,
+    pub(super) columns: Vec<String>,
+    /// Columns that can be the event time (the `event_time` option, TIMESTAMP columns).
+    pub(super) time_columns: Vec<String>,
+    /// The output name of each column.
+    pub(super) out: Vec<String>,
+    /// A `TUMBLE` side: its size (ms) and time column.
+    pub(super) window: Option<(u64, String, Pos)>,
+}
+
+/// A column reference resolved to a side (0 left, 1 right) and column, or a window bound.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Col {
+    Of(usize, String),
+    WindowStart,
+    WindowEnd,
+}
+
+/// Both sides and the names of the join's output columns.
+pub(super) struct Joined {
+    pub(super) sides: [Side; 2],
+    pub(super) windowed: bool,
+}
+
+impl Joined {
+    /// Output names as the join operator gives them: window bounds, left columns, right
+    /// columns (renamed `{right table}_{name}` where the name is taken).
+    pub(super) fn name_outputs(&mut self) {
+        let mut taken: Vec<String> = Vec::new();
+        if self.windowed {
+            taken.extend(["window_start".to_string(), "window_end".to_string()]);
+        }
+        for side in &mut self.sides {
+            side.out.clear();
+            for c in &side.columns {
+                let mut n = c.clone();
+                while taken.contains(&n) {
+                    n = format!("{}_{n}", side.stream);
+                }
+                taken.push(n.clone());
+                side.out.push(n);
+            }
+        }
+    }
+
+    pub(super) fn out_name(&self, col: &Col) -> String {
+        match col {
+            Col::Of(side, c) => {
+                let s = &self.sides[*side];
+                let i = s.columns.iter().position(|x| x == c).unwrap_or(0);
+                s.out.get(i).cloned().unwrap_or_else(|| c.clone())
+            }
+            Col::WindowStart => "window_start".into(),
+            Col::WindowEnd => "window_end".into(),
+        }
+    }
+
+    pub(super) fn tables_text(&self) -> String {
+        let [a, b] = &self.sides;
+        let one = |s: &Side| {
+            if s.alias == s.stream {
+                format!("`{}`", s.stream)
+            } else {
+                format!("`{}` (table `{}`)", s.alias, s.stream)
+            }
+        };
+        format!("{} and {}", one(a), one(b))
+    }
+
+    /// `q.c` or `c`, to a side's column.
+    pub(super) fn resolve(
+        &self,
+        qualifier: Option<&Ident>,
+        col: &Ident,
+    ) -> Result<Col, Diagnostic> {
+        let at = pos(qualifier.unwrap_or(col).span.start);
+        let side = match qualifier {
+            Some(q) => Some(
+                self.sides
+                    .iter()
+                    .position(|s| s.alias == q.value)
+                    .or_else(|| {
+                        self.sides
+                            .iter()
+                            .position(|s| s.alias.eq_ignore_ascii_case(&q.value))
+                    })
+                    .ok_or_else(|| {
+                        Diagnostic::error(
+                            at,
+                            format!(
+                                "unknown table `{}`: the joined tables are {}",
+                                q.value,
+                                self.tables_text()
+                            ),
+                        )
+                    })?,
+            ),
+            None => None,
+        };
+        let name = col.value.as_str();
+        if self.windowed && (name == "window_start" || name == "window_end") {
+            return Ok(if name == "window_start" {
+                Col::WindowStart
+            } else {
+                Col::WindowEnd
+            });
+        }
+        let has = |i: usize| self.sides[i].columns.iter().any(|c| c == name);
+        match side {
+            Some(i) if has(i) => Ok(Col::Of(i, name.to_string())),
+            Some(i) => Err(Diagnostic::error(
+                at,
+                format!(
+                    "unknown column `{}.{name}`: `{}` has {}",
+                    self.sides[i].alias,
+                    self.sides[i].alias,
+                    self.sides[i].columns.join(", ")
+                ),
+            )),
+            None => match (has(0), has(1)) {
+                (true, false) => Ok(Col::Of(0, name.to_string())),
+                (false, true) => Ok(Col::Of(1, name.to_string())),
+                (true, true) => Err(Diagnostic::error(
+                    at,
+                    format!(
+                        "column `{name}` is in both joined tables: write `{}.{name}` or `{}.{name}`",
+                        self.sides[0].alias, self.sides[1].alias
+                    ),
+                )),
+                (false, false) => Err(Diagnostic::error(
+                    at,
+                    format!(
+                        "unknown column `{name}`: the joined tables are {}",
+                        self.tables_text()
+                    ),
+                )),
+            },
+        }
+    }
+
+    /// A column reference, if `e` is one.
+    pub(super) fn column(&self, e: &Expr) -> Option<Result<Col, Diagnostic>> {
+        match e {
+            Expr::Identifier(id) => Some(self.resolve(None, id)),
+            Expr::CompoundIdentifier(ids) if ids.len() == 2 => {
+                Some(self.resolve(Some(&ids[0]), &ids[1]))
+            }
+            Expr::Nested(inner) => self.column(inner),
+            _ => None,
+        }
+    }
+
+    /// `e` with every column reference replaced by the join output's column name.
+    pub(super) fn rewrite(&self, e: &Expr) -> Result<Expr, Diagnostic> {
+        let mut e = e.clone();
+        let mut error = None;
+        let _ = visit_expressions_mut(&mut e, |x| {
+            if let Some(col) = match x {
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.column(x),
+                _ => None,
+            } {
+                match col {
+                    Ok(col) => *x = Expr::Identifier(Ident::with_quote('"', self.out_name(&col))),
+                    Err(d) => {
+                        error = Some(d);
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        match error {
+            Some(d) => Err(d),
+            None => Ok(e),
+        }
+    }
+
+    /// One item of the select list, over the join output.
+    pub(super) fn item(&self, item: &SelectItem) -> Result<String, Diagnostic> {
+        let at = pos(item.span().start);
+        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        Ok(match item {
+            SelectItem::UnnamedExpr(e) => self.rewrite(e)?.to_string(),
+            SelectItem::ExprWithAlias { expr, alias } => {
+                format!("{} AS {alias}", self.rewrite(expr)?)
+            }
+            SelectItem::Wildcard(_) if item.to_string() == "*" => "*".to_string(),
+            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(q), _)
+                if item.to_string().ends_with(".*") =>
+            {
+                let q = q.to_string();
+                let side = self.sides.iter().find(|s| s.alias == q).ok_or_else(|| {
+                    Diagnostic::error(
+                        at,
+                        format!(
+                            "unknown table `{q}`: the joined tables are {}",
+                            self.tables_text()
+                        ),
+                    )
+                })?;
+                let mut cols: Vec<String> = Vec::new();
+                if side.window.is_some() {
+                    cols.extend(["window_start", "window_end"].map(quote));
+                }
+                cols.extend(side.out.iter().map(|c| quote(c)));
+                cols.join(", ")
+            }
+            other => return Err(unsupported(at, format!("`{other}` in a join's SELECT"))),
+        })
+    }
+}

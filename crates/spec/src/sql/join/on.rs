@@ -1,0 +1,289 @@
+//! The ON condition of a join: equal keys, and either a time interval (`a.ts BETWEEN b.ts -
+//! INTERVAL … AND b.ts + INTERVAL …`, or comparisons) or equal window bounds, as the join
+//! operator's params.
+
+use anduin_types::{Diagnostic, Pos};
+use sqlparser::ast::Spanned;
+use sqlparser::ast::{BinaryOperator, Expr};
+
+use super::super::insert::unsupported;
+use super::super::source_text::pos;
+use super::super::window_tvf::signed_interval_ms;
+use super::names::{Col, Joined};
+
+/// `d = right time - left time` compared with a constant.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    AtLeast(i64),
+    AtMost(i64),
+    Exactly(i64),
+}
+
+impl Joined {
+    /// `col`, `col + INTERVAL …`, `col - INTERVAL …`: a time column and an offset (ms).
+    fn time_term(&self, e: &Expr) -> Result<Option<(Col, i64)>, Diagnostic> {
+        if let Some(c) = self.column(e) {
+            return Ok(Some((c?, 0)));
+        }
+        match e {
+            Expr::Nested(inner) => self.time_term(inner),
+            Expr::BinaryOp { left, op, right } => {
+                let (term, iv, sign) = match op {
+                    BinaryOperator::Plus => match (self.time_term(left)?, self.time_term(right)?) {
+                        (Some(t), None) => (t, right, 1),
+                        (None, Some(t)) => (t, left, 1),
+                        _ => return Ok(None),
+                    },
+                    BinaryOperator::Minus => match self.time_term(left)? {
+                        Some(t) => (t, right, -1),
+                        None => return Ok(None),
+                    },
+                    _ => return Ok(None),
+                };
+                if !matches!(iv.as_ref(), Expr::Interval(_)) {
+                    return Ok(None);
+                }
+                Ok(Some((term.0, term.1 + sign * signed_interval_ms(iv)?)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The join operator's params from the ON condition.
+    pub(super) fn condition(
+        &self,
+        on: &Expr,
+        at: Pos,
+    ) -> Result<Vec<(&'static str, String)>, Diagnostic> {
+        let mut conjuncts = Vec::new();
+        flatten_and(on, &mut conjuncts);
+        let mut equalities: Vec<(String, String, Pos)> = Vec::new();
+        let (mut saw_start, mut saw_end) = (false, false);
+        // (left time column, right time column, bound on right - left, position)
+        let mut times: Vec<(String, String, Bound, Pos)> = Vec::new();
+        for c in conjuncts {
+            let c_at = pos(c.span().start);
+            let not_a_join_condition = || {
+                unsupported(
+                    c_at,
+                    format!("the join condition `{c}` (a join takes equal keys AND a time interval, or equal window bounds)"),
+                )
+            };
+            let comparisons: Vec<(&Expr, BinaryOperator, &Expr)> = match c {
+                Expr::Between {
+                    expr,
+                    negated: false,
+                    low,
+                    high,
+                } => vec![
+                    (expr, BinaryOperator::GtEq, low),
+                    (expr, BinaryOperator::LtEq, high),
+                ],
+                Expr::BinaryOp { left, op, right } => vec![(left, op.clone(), right)],
+                _ => return Err(not_a_join_condition()),
+            };
+            for (a, op, b) in comparisons {
+                let (Some((ca, oa)), Some((cb, ob))) = (self.time_term(a)?, self.time_term(b)?)
+                else {
+                    return Err(not_a_join_condition());
+                };
+                match (&ca, &cb, &op) {
+                    (Col::WindowStart, Col::WindowStart, BinaryOperator::Eq) if oa == ob => {
+                        saw_start = true;
+                        continue;
+                    }
+                    (Col::WindowEnd, Col::WindowEnd, BinaryOperator::Eq) if oa == ob => {
+                        saw_end = true;
+                        continue;
+                    }
+                    (Col::Of(sa, x), Col::Of(sb, y), BinaryOperator::Eq)
+                        if sa != sb && oa == 0 && ob == 0 =>
+                    {
+                        let (l, r) = if *sa == 0 { (x, y) } else { (y, x) };
+                        equalities.push((l.clone(), r.clone(), c_at));
+                        continue;
+                    }
+                    _ => {}
+                }
+                let (Col::Of(sa, x), Col::Of(sb, y)) = (&ca, &cb) else {
+                    return Err(not_a_join_condition());
+                };
+                if sa == sb {
+                    return Err(unsupported(
+                        c_at,
+                        format!("the join condition `{c}` compares two columns of one table"),
+                    ));
+                }
+                // x + oa  op  y + ob. With l the left time and r the right one:
+                // left on the left:  l - r op ob - oa, so  d = r - l  (flipped op)  oa - ob;
+                // right on the left: r - l op ob - oa.
+                let (l, r, k, flip) = if *sa == 0 {
+                    (x, y, oa - ob, true)
+                } else {
+                    (y, x, ob - oa, false)
+                };
+                let op = if flip { flipped(&op) } else { Some(op.clone()) };
+                let bound = match op {
+                    Some(BinaryOperator::GtEq) => Bound::AtLeast(k),
+                    Some(BinaryOperator::Gt) => Bound::AtLeast(k + 1),
+                    Some(BinaryOperator::LtEq) => Bound::AtMost(k),
+                    Some(BinaryOperator::Lt) => Bound::AtMost(k - 1),
+                    Some(BinaryOperator::Eq) => Bound::Exactly(k),
+                    _ => return Err(not_a_join_condition()),
+                };
+                times.push((l.clone(), r.clone(), bound, c_at));
+            }
+        }
+        let mut params = Vec::new();
+        let (left_time, right_time) = if self.windowed {
+            if let Some((_, _, _, t_at)) = times.first() {
+                return Err(unsupported(
+                    *t_at,
+                    "a time condition in a window join (rows pair up by window)",
+                ));
+            }
+            if !saw_start {
+                return Err(Diagnostic::error(
+                    at,
+                    format!(
+                        "a window join pairs rows of the same window: add `AND {a}.window_start = {b}.window_start AND {a}.window_end = {b}.window_end`",
+                        a = self.sides[0].alias,
+                        b = self.sides[1].alias
+                    ),
+                ));
+            }
+            let _ = saw_end;
+            let time = |i: usize| {
+                self.sides[i]
+                    .window
+                    .as_ref()
+                    .map(|w| w.1.clone())
+                    .unwrap_or_default()
+            };
+            let size = self.sides[0].window.as_ref().map_or(0, |w| w.0);
+            params.push(("kind", "window".to_string()));
+            params.push(("size", format!("{size}ms")));
+            (time(0), time(1))
+        } else {
+            if times.is_empty() {
+                // `a.ts = b.ts` alone: an equality of time columns is the time condition.
+                let is_time =
+                    |side: usize, c: &str| self.sides[side].time_columns.iter().any(|t| t == c);
+                if let Some(i) = equalities
+                    .iter()
+                    .position(|(l, r, _)| is_time(0, l) && is_time(1, r))
+                {
+                    let (l, r, e_at) = equalities.remove(i);
+                    times.push((l, r, Bound::Exactly(0), e_at));
+                }
+            }
+            let Some((lt, rt, _, _)) = times.first().cloned() else {
+                return Err(Diagnostic::error(
+                    at,
+                    format!(
+                        "a join of streams needs a time condition, so that its state stays bounded: add `AND {a}.ts BETWEEN {b}.ts - INTERVAL '5' SECOND AND {b}.ts + INTERVAL '5' SECOND` (with your time columns), or join TUMBLE windows",
+                        a = self.sides[0].alias,
+                        b = self.sides[1].alias
+                    ),
+                ));
+            };
+            if let Some((_, _, _, other_at)) =
+                times.iter().find(|(l, r, _, _)| *l != lt || *r != rt)
+            {
+                return Err(unsupported(
+                    *other_at,
+                    format!(
+                        "time conditions on two pairs of columns (the first compares `{}.{lt}` with `{}.{rt}`)",
+                        self.sides[0].alias, self.sides[1].alias
+                    ),
+                ));
+            }
+            // An equality of the time columns themselves is a bound, not a key.
+            let mut bounds: Vec<Bound> = times.iter().map(|t| t.2).collect();
+            equalities.retain(|(l, r, _)| {
+                let is_time = *l == lt && *r == rt;
+                if is_time {
+                    bounds.push(Bound::Exactly(0));
+                }
+                !is_time
+            });
+            let (mut lower, mut upper) = (None::<i64>, None::<i64>);
+            for b in bounds {
+                let (lo, hi) = match b {
+                    Bound::AtLeast(k) => (Some(k), None),
+                    Bound::AtMost(k) => (None, Some(k)),
+                    Bound::Exactly(k) => (Some(k), Some(k)),
+                };
+                lower = lower.max(lo);
+                upper = match (upper, hi) {
+                    (Some(u), Some(h)) => Some(u.min(h)),
+                    (u, h) => u.or(h),
+                };
+            }
+            let (Some(lower), Some(upper)) = (lower, upper) else {
+                return Err(Diagnostic::error(
+                    at,
+                    format!(
+                        "an interval join needs both a lower and an upper bound on time, e.g. `{a}.{lt} BETWEEN {b}.{rt} - INTERVAL '5' SECOND AND {b}.{rt} + INTERVAL '5' SECOND`",
+                        a = self.sides[0].alias,
+                        b = self.sides[1].alias
+                    ),
+                ));
+            };
+            params.push(("kind", "interval".to_string()));
+            params.push(("lower", format!("{lower}ms")));
+            params.push(("upper", format!("{upper}ms")));
+            (lt, rt)
+        };
+        if equalities.is_empty() {
+            return Err(unsupported(
+                at,
+                "a join without equal keys (add `AND a.key = b.key`)",
+            ));
+        }
+        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        let on = equalities
+            .iter()
+            .map(|(l, r, _)| {
+                format!(
+                    "{}.{} = {}.{}",
+                    quote(&self.sides[0].stream),
+                    quote(l),
+                    quote(&self.sides[1].stream),
+                    quote(r)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        params.push(("on", on));
+        params.push(("left_time", left_time));
+        params.push(("right_time", right_time));
+        Ok(params)
+    }
+}
+
+fn flipped(op: &BinaryOperator) -> Option<BinaryOperator> {
+    Some(match op {
+        BinaryOperator::GtEq => BinaryOperator::LtEq,
+        BinaryOperator::Gt => BinaryOperator::Lt,
+        BinaryOperator::LtEq => BinaryOperator::GtEq,
+        BinaryOperator::Lt => BinaryOperator::Gt,
+        BinaryOperator::Eq => BinaryOperator::Eq,
+        _ => return None,
+    })
+}
+
+fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            flatten_and(left, out);
+            flatten_and(right, out);
+        }
+        Expr::Nested(inner) => flatten_and(inner, out),
+        other => out.push(other),
+    }
+}

@@ -1,0 +1,201 @@
+//! Window table functions (`TUMBLE`, `HOP`, `SESSION`) and SQL intervals.
+
+use anduin_types::{Diagnostic, Pos};
+use sqlparser::ast::Spanned;
+use sqlparser::ast::{
+    DateTimeField, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectName,
+    Value as SqlValue,
+};
+
+use super::dialect::TABLE_ARGUMENT;
+use super::insert::{name_of, unsupported};
+use super::source_text::pos;
+
+/// A window table function, as the window operator's params.
+pub(super) struct WindowTvf {
+    pub params: Vec<(&'static str, String)>,
+    pub time: String,
+    pub at: Pos,
+    /// The size of a `TUMBLE`, in milliseconds.
+    pub tumble_ms: Option<u64>,
+}
+
+/// `TUMBLE(TABLE t, DESCRIPTOR(ts), size)`, `HOP(TABLE t, DESCRIPTOR(ts), slide, size)`,
+/// `SESSION(TABLE t, DESCRIPTOR(ts), gap)`.
+pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic> {
+    let at = pos(e.span().start);
+    let Expr::Function(f) = e else {
+        return Err(unsupported(at, format!("FROM TABLE({e})")));
+    };
+    let fname = f.name.to_string().to_uppercase();
+    let FunctionArguments::List(list) = &f.args else {
+        return Err(Diagnostic::error(
+            at,
+            format!("{fname} needs arguments: {fname}(TABLE t, DESCRIPTOR(ts), …)"),
+        ));
+    };
+    let args: Vec<&Expr> = list
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
+            other => Err(unsupported(
+                at,
+                format!("the argument `{other}` (named arguments)"),
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    let table = match args.first() {
+        Some(Expr::Function(t)) if t.name.to_string() == TABLE_ARGUMENT => match &t.args {
+            FunctionArguments::List(l) => match l.args.first() {
+                Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(
+                    ids,
+                )))) => ObjectName::from(ids.clone()),
+                _ => {
+                    return Err(Diagnostic::error(
+                        at,
+                        "expected `TABLE name` as the first argument",
+                    ))
+                }
+            },
+            _ => {
+                return Err(Diagnostic::error(
+                    at,
+                    "expected `TABLE name` as the first argument",
+                ))
+            }
+        },
+        _ => {
+            return Err(Diagnostic::error(
+                at,
+                format!("expected `TABLE name` as the first argument of {fname}"),
+            ))
+        }
+    };
+    let time = match args.get(1) {
+        Some(Expr::Function(d)) if d.name.to_string().eq_ignore_ascii_case("DESCRIPTOR") => {
+            match &d.args {
+                FunctionArguments::List(l) => match l.args.as_slice() {
+                    [FunctionArg::Unnamed(FunctionArgExpr::Expr(c))] => name_of(c),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+    .ok_or_else(|| {
+        Diagnostic::error(
+            at,
+            format!("expected DESCRIPTOR(time_column) as the second argument of {fname}"),
+        )
+    })?;
+    let duration = |i: usize, what: &str| -> Result<String, Diagnostic> {
+        let e = args.get(i).ok_or_else(|| {
+            Diagnostic::error(at, format!("{fname} needs its {what}: an INTERVAL"))
+        })?;
+        interval_ms(e).map(|ms| format!("{ms}ms"))
+    };
+    let mut tumble_ms = None;
+    let params = match fname.as_str() {
+        "TUMBLE" => {
+            if args.len() > 3 {
+                return Err(unsupported(at, "the offset argument of TUMBLE"));
+            }
+            let size = args
+                .get(2)
+                .ok_or_else(|| Diagnostic::error(at, "TUMBLE needs its size: an INTERVAL"))?;
+            tumble_ms = Some(interval_ms(size)?);
+            vec![
+                ("kind", "tumbling".to_string()),
+                ("size", duration(2, "size")?),
+            ]
+        }
+        "HOP" => {
+            if args.len() > 4 {
+                return Err(unsupported(at, "the offset argument of HOP"));
+            }
+            vec![
+                ("kind", "sliding".to_string()),
+                ("slide", duration(2, "slide")?),
+                ("size", duration(3, "size")?),
+            ]
+        }
+        "SESSION" => vec![
+            ("kind", "session".to_string()),
+            ("gap", duration(2, "gap")?),
+        ],
+        "CUMULATE" => return Err(unsupported(at, "CUMULATE")),
+        _ => {
+            return Err(Diagnostic::error(
+                at,
+                format!("unknown window table function {fname}: expected TUMBLE, HOP or SESSION"),
+            ))
+        }
+    };
+    Ok((
+        table,
+        WindowTvf {
+            params,
+            time,
+            at,
+            tumble_ms,
+        },
+    ))
+}
+
+/// The milliseconds of an `INTERVAL '1' SECOND` (or `INTERVAL '1.5 seconds'`), positive.
+pub(super) fn interval_ms(e: &Expr) -> Result<u64, Diagnostic> {
+    let ms = signed_interval_ms(e)?;
+    u64::try_from(ms).ok().filter(|ms| *ms > 0).ok_or_else(|| {
+        Diagnostic::error(
+            pos(e.span().start),
+            format!("expected a positive interval such as INTERVAL '1' SECOND, found `{e}`"),
+        )
+    })
+}
+
+/// The milliseconds of an interval, which may be zero or negative (`INTERVAL '-5' SECOND`).
+pub(super) fn signed_interval_ms(e: &Expr) -> Result<i64, Diagnostic> {
+    let at = pos(e.span().start);
+    let bad = || {
+        Diagnostic::error(
+            at,
+            format!("expected an interval such as INTERVAL '1' SECOND, found `{e}`"),
+        )
+    };
+    let Expr::Interval(iv) = e else {
+        return Err(bad());
+    };
+    let value = match iv.value.as_ref() {
+        Expr::Value(v) => match &v.value {
+            SqlValue::SingleQuotedString(s) | SqlValue::Number(s, _) => s.clone(),
+            _ => return Err(bad()),
+        },
+        _ => return Err(bad()),
+    };
+    let unit_ms: f64 = match &iv.leading_field {
+        None => {
+            let (sign, rest) = match value.trim().strip_prefix('-') {
+                Some(rest) => (-1, rest),
+                None => (1, value.trim()),
+            };
+            return anduin_types::parse_duration_ms(rest)
+                .and_then(|ms| i64::try_from(ms).ok())
+                .map(|ms| sign * ms)
+                .ok_or_else(bad);
+        }
+        Some(DateTimeField::Millisecond | DateTimeField::Milliseconds) => 1.0,
+        Some(DateTimeField::Second | DateTimeField::Seconds) => 1_000.0,
+        Some(DateTimeField::Minute | DateTimeField::Minutes) => 60_000.0,
+        Some(DateTimeField::Hour | DateTimeField::Hours) => 3_600_000.0,
+        Some(DateTimeField::Day | DateTimeField::Days) => 86_400_000.0,
+        Some(other) => return Err(Diagnostic::error(at, format!("interval unit {other} is not supported: use MILLISECOND, SECOND, MINUTE, HOUR or DAY"))),
+    };
+    let v: f64 = value.trim().parse().map_err(|_| bad())?;
+    let ms = (v * unit_ms).round();
+    if !ms.is_finite() || ms.abs() > 1e15 {
+        return Err(bad());
+    }
+    Ok(ms as i64)
+}

@@ -1,0 +1,125 @@
+//! A SQL join lowers to one join operator whose params say what the condition says, whichever
+//! way round the condition is written; the select list and WHERE refer to the join's output.
+
+use anduin_spec::{parse_sql, Value};
+
+const TABLES: &str = "
+CREATE TABLE o (ts TIMESTAMP, item BIGINT, qty BIGINT) WITH (connector = 'file', path = 'o.csv');
+CREATE TABLE s (ts TIMESTAMP, item BIGINT, level BIGINT) WITH (connector = 'file', path = 's.csv');
+CREATE TABLE out WITH (connector = 'discard');
+";
+
+/// The params of the operator of `kind`, as (name, value) text.
+fn params(sql: &str, kind: &str) -> Vec<(String, String)> {
+    let spec = parse_sql(&format!("{TABLES}{sql}")).unwrap_or_else(|d| panic!("{sql}: {d}"));
+    let op = spec
+        .operators
+        .iter()
+        .find(|o| o.kind.as_str() == kind)
+        .unwrap_or_else(|| panic!("{sql}: no {kind}"));
+    op.params
+        .iter()
+        .map(|p| {
+            let v = match &p.value {
+                Value::String(t) => t.as_str().to_string(),
+                other => format!("{other:?}"),
+            };
+            (p.name.as_str().to_string(), v)
+        })
+        .collect()
+}
+
+fn param(ps: &[(String, String)], name: &str) -> String {
+    ps.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| panic!("no param {name} in {ps:?}"))
+}
+
+/// (lower, upper) of `right time - left time` for an ON time condition.
+fn bounds(time: &str) -> (String, String) {
+    let ps = params(
+        &format!("INSERT INTO out SELECT o.qty FROM o JOIN s ON o.item = s.item AND {time};"),
+        "join",
+    );
+    assert_eq!(param(&ps, "kind"), "interval");
+    (param(&ps, "lower"), param(&ps, "upper"))
+}
+
+#[test]
+fn every_way_of_writing_the_interval_gives_the_same_bounds() {
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    for (time, expected) in [
+        (
+            "o.ts BETWEEN s.ts - INTERVAL '5' SECOND AND s.ts + INTERVAL '2' SECOND",
+            pair("-2000ms", "5000ms"),
+        ),
+        (
+            "s.ts BETWEEN o.ts - INTERVAL '5' SECOND AND o.ts + INTERVAL '2' SECOND",
+            pair("-5000ms", "2000ms"),
+        ),
+        (
+            "o.ts >= s.ts - INTERVAL '5' SECOND AND o.ts <= s.ts + INTERVAL '2' SECOND",
+            pair("-2000ms", "5000ms"),
+        ),
+        (
+            "s.ts - INTERVAL '5' SECOND <= o.ts AND s.ts + INTERVAL '2' SECOND >= o.ts",
+            pair("-2000ms", "5000ms"),
+        ),
+        ("o.ts > s.ts - INTERVAL '5' SECOND AND o.ts < s.ts", pair("1ms", "4999ms")),
+        ("o.ts = s.ts", pair("0ms", "0ms")),
+        ("s.ts = o.ts + INTERVAL '1' MINUTE", pair("60000ms", "60000ms")),
+        (
+            "s.ts BETWEEN o.ts AND o.ts + INTERVAL '10' SECOND AND s.ts < o.ts + INTERVAL '3' SECOND",
+            pair("0ms", "2999ms"),
+        ),
+    ] {
+        assert_eq!(bounds(time), expected, "{time}");
+    }
+}
+
+#[test]
+fn keys_times_and_the_kind_of_join_come_from_the_statement() {
+    let ps = params(
+        "INSERT INTO out SELECT * FROM o AS a LEFT OUTER JOIN s AS b
+           ON b.item = a.item AND a.qty = b.level AND a.ts BETWEEN b.ts AND b.ts + INTERVAL '1' SECOND;",
+        "join",
+    );
+    assert_eq!(
+        param(&ps, "on"),
+        r#""o"."item" = "s"."item" AND "o"."qty" = "s"."level""#
+    );
+    assert_eq!(param(&ps, "how"), "left");
+    assert_eq!(param(&ps, "left_time"), "ts");
+    assert_eq!(param(&ps, "right_time"), "ts");
+}
+
+#[test]
+fn columns_are_renamed_to_the_join_outputs() {
+    let sql = "INSERT INTO out SELECT o.ts, s.ts AS stock_time, qty + level AS total, s.*
+      FROM o JOIN s ON o.item = s.item AND o.ts = s.ts WHERE s.item > 3 AND qty < 10;";
+    let map = params(sql, "map");
+    assert_eq!(
+        param(&map, "columns"),
+        r#""ts", "s_ts" AS stock_time, "qty" + "level" AS total, "s_ts", "s_item", "level""#
+    );
+    let filter = params(sql, "filter");
+    assert_eq!(
+        param(&filter, "condition"),
+        r#""s_item" > 3 AND "qty" < 10"#
+    );
+}
+
+#[test]
+fn a_window_join_takes_its_size_and_times_from_the_tumble_windows() {
+    let ps = params(
+        "INSERT INTO out SELECT l.window_start, l.item, l.qty, r.level
+         FROM (SELECT * FROM TABLE(TUMBLE(TABLE o, DESCRIPTOR(ts), INTERVAL '2' SECOND))) l
+         JOIN (SELECT * FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '2' SECOND))) r
+         ON l.item = r.item AND l.window_start = r.window_start AND l.window_end = r.window_end;",
+        "join",
+    );
+    assert_eq!(param(&ps, "kind"), "window");
+    assert_eq!(param(&ps, "size"), "2000ms");
+    assert_eq!(param(&ps, "how"), "inner");
+}
