@@ -8,7 +8,7 @@ use arrow::datatypes::Schema;
 use crate::params::Params;
 
 /// The params every source takes for event time.
-pub const EVENT_TIME_PARAMS: [ParamSpec; 2] = [
+pub const EVENT_TIME_PARAMS: [ParamSpec; 3] = [
     ParamSpec {
         name: "event_time",
         required: false,
@@ -23,6 +23,13 @@ pub const EVENT_TIME_PARAMS: [ParamSpec; 2] = [
         default: Some("0s"),
         doc: "how far the watermark trails the largest event time seen: a duration (\"2s\") or \"ts - 2s\"; rows more out of order than that are late",
     },
+    ParamSpec {
+        name: "idle_timeout",
+        required: false,
+        kind: ParamKind::Duration,
+        default: None,
+        doc: "after this long (wall-clock time) without a row, the source is idle: operators downstream leave it out of their watermark until its next row",
+    },
 ];
 
 /// How a source derives watermarks from its rows.
@@ -32,6 +39,8 @@ pub struct WatermarkSpec {
     pub column: usize,
     /// The watermark is the largest event time seen minus this many milliseconds.
     pub delay_ms: i64,
+    /// After this many milliseconds of wall-clock time without a row, the source is idle.
+    pub idle_timeout_ms: Option<u64>,
 }
 
 /// Reads `event_time` and `watermark` against the source's output schema.
@@ -40,13 +49,17 @@ pub(crate) fn watermark_spec(
     schema: &Schema,
 ) -> Result<Option<WatermarkSpec>, Diagnostics> {
     let Some(col) = p.text("event_time") else {
-        if p.text("watermark").is_some() {
-            return Err(p
-                .error(
-                    "watermark",
-                    "a watermark needs `param event_time = \"…\"` (the event-time column)",
-                )
-                .into());
+        for param in ["watermark", "idle_timeout"] {
+            if p.text(param).is_some() {
+                return Err(p
+                    .error(
+                        param,
+                        format!(
+                            "`{param}` needs `param event_time = \"…\"` (the event-time column)"
+                        ),
+                    )
+                    .into());
+            }
         }
         return Ok(None);
     };
@@ -87,8 +100,23 @@ pub(crate) fn watermark_spec(
             )
             .into());
     };
+    let idle_timeout_ms = match p.text("idle_timeout") {
+        None => None,
+        Some(t) => match parse_duration_ms(t.as_str()) {
+            Some(ms) if ms > 0 => Some(ms),
+            _ => {
+                return Err(p
+                    .error(
+                        "idle_timeout",
+                        format!("expected a positive duration such as \"5s\", found \"{t}\""),
+                    )
+                    .into())
+            }
+        },
+    };
     Ok(Some(WatermarkSpec {
         column,
         delay_ms: i64::try_from(delay).unwrap_or(i64::MAX),
+        idle_timeout_ms,
     }))
 }

@@ -90,6 +90,17 @@ impl Chain {
         Ok(())
     }
 
+    /// The task's event time became idle (`true`) or active again (`false`): every operator's
+    /// consumers in other tasks are told.
+    pub(crate) fn idle(&mut self, idle: bool) -> Result<(), OperatorError> {
+        for link in &mut self.links {
+            for o in link.outlets.iter_mut() {
+                send_msg(o, Message::Idle(idle), &link.name)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Every input of the head has ended: each operator in turn flushes, then its outlets end.
     pub(crate) fn end_of_input(&mut self) -> Result<(), OperatorError> {
         for i in 0..self.links.len() {

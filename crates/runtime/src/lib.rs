@@ -19,6 +19,7 @@ mod committer;
 mod config;
 mod coordinator;
 mod error;
+mod event_time;
 mod faults;
 mod fingerprint;
 mod protocol;

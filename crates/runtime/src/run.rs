@@ -238,6 +238,7 @@ pub fn run(
                         stop: Arc::clone(&stop),
                         abort: Arc::clone(&abort),
                         watermark: None,
+                        idle: false,
                         checkpointing: wiring.as_mut().map(|w| SourceCheckpointing {
                             task: id,
                             index: head_id.0,
@@ -506,6 +507,7 @@ fn inlet(rx: Receiver<crate::channel::Envelope>, port: usize) -> Inlet {
         port,
         last_seq: 0,
         watermark: Watermark::MIN,
+        idle: false,
         ended: false,
     }
 }

@@ -51,6 +51,8 @@ pub(crate) struct SourceTask {
     pub checkpointing: Option<SourceCheckpointing>,
     /// The last watermark emitted, when the source has event time.
     pub watermark: Option<Watermark>,
+    /// The consumers were told that this source is idle (no row for its idle timeout).
+    pub idle: bool,
 }
 
 /// Rows waiting to be sent as one batch.
@@ -76,6 +78,12 @@ impl SourceTask {
         let mut stopped = false;
         let mut rows_since_barrier: u64 = 0;
         let mut asked = false;
+        let idle_after = self
+            .source
+            .watermarks()
+            .and_then(|spec| spec.idle_timeout_ms)
+            .map(Duration::from_millis);
+        let mut last_row = Instant::now();
         loop {
             if self.abort.load(Ordering::Relaxed) {
                 return Ok(false);
@@ -99,6 +107,8 @@ impl SourceTask {
                     if b.num_rows() == 0 {
                         continue;
                     }
+                    last_row = Instant::now();
+                    self.set_idle(false)?;
                     rows_since_barrier += b.num_rows() as u64;
                     pending.since.get_or_insert_with(Instant::now);
                     pending.rows += b.num_rows();
@@ -112,6 +122,9 @@ impl SourceTask {
             }
             if pending.since.is_some_and(|t| t.elapsed() >= self.linger) {
                 self.flush(&mut pending)?;
+            }
+            if pending.rows == 0 && idle_after.is_some_and(|t| last_row.elapsed() >= t) {
+                self.set_idle(true)?;
             }
             if let Some(c) = &self.checkpointing {
                 if !asked && c.every_rows.is_some_and(|n| rows_since_barrier >= n) {
@@ -264,11 +277,24 @@ impl SourceTask {
         self.emit_watermark(Watermark::MAX)
     }
 
-    /// Sends `wm` downstream if it is later than the last one sent.
+    /// Tells the consumers that the source became idle or active again, if it changed.
+    fn set_idle(&mut self, idle: bool) -> Result<(), OperatorError> {
+        if self.idle == idle {
+            return Ok(());
+        }
+        self.idle = idle;
+        tracing::debug!(source = %self.name, idle, "source event time idleness changed");
+        send_to_outlets(&mut self.outlets, Message::Idle(idle), &self.name)?;
+        self.chain.idle(idle)
+    }
+
+    /// Sends `wm` downstream if it is later than the last one sent (an idle source becomes
+    /// active again).
     fn emit_watermark(&mut self, wm: Watermark) -> Result<(), OperatorError> {
         if self.watermark.is_some_and(|last| wm <= last) {
             return Ok(());
         }
+        self.set_idle(false)?;
         self.watermark = Some(wm);
         send_to_outlets(&mut self.outlets, Message::Watermark(wm), &self.name)?;
         self.chain.watermark(wm)

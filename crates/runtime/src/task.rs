@@ -9,6 +9,7 @@ use crossbeam_channel::{Receiver, Select, Sender};
 use crate::align::{Aligner, Alignment};
 use crate::chain::Chain;
 use crate::channel::Envelope;
+use crate::event_time::{task_time, InputTime, TaskTime};
 use crate::protocol::{Command, WriteJob};
 
 /// One input channel of a task and the head's input port it feeds.
@@ -18,6 +19,8 @@ pub(crate) struct Inlet {
     /// The last sequence number seen (messages arrive in order, each exactly once).
     pub last_seq: u64,
     pub watermark: Watermark,
+    /// Its producer's event time is idle.
+    pub idle: bool,
     pub ended: bool,
 }
 
@@ -48,7 +51,10 @@ impl OperatorTask {
     pub(crate) fn run(mut self) -> Result<(), OperatorError> {
         let mut aligner = Aligner::new(self.inlets.len());
         let mut open = self.inlets.len();
-        let mut watermark = Watermark::MIN;
+        let mut time = Time {
+            watermark: Watermark::MIN,
+            idle: false,
+        };
         let mut coordinator_open = self.checkpointing.is_some();
         while open > 0 {
             let (from, msg) = self.next_message(&aligner, coordinator_open)?;
@@ -84,7 +90,11 @@ impl OperatorTask {
                 Message::Data(batch) => self.chain.push(port, batch)?,
                 Message::Watermark(w) => {
                     inlet.watermark = inlet.watermark.max(w);
-                    watermark = self.advance(watermark)?;
+                    self.advance(&mut time)?;
+                }
+                Message::Idle(idle) => {
+                    inlet.idle = idle;
+                    self.advance(&mut time)?;
                 }
                 Message::Barrier(b) => {
                     let outcome = aligner.on_barrier(idx, b).map_err(|m| OperatorError::Execution {
@@ -98,12 +108,13 @@ impl OperatorTask {
                 }
                 Message::End => {
                     inlet.ended = true;
+                    inlet.idle = false;
                     inlet.watermark = Watermark::MAX;
                     open -= 1;
                     let outcome = aligner.on_end(idx);
                     self.aligned(outcome)?;
                     if open > 0 {
-                        watermark = self.advance(watermark)?;
+                        self.advance(&mut time)?;
                     }
                 }
                 Message::Control(_) => {
@@ -190,21 +201,45 @@ impl OperatorTask {
             })
     }
 
-    /// Forwards the minimum watermark over the inputs if it moved.
-    fn advance(&mut self, current: Watermark) -> Result<Watermark, OperatorError> {
-        let min = self
+    /// Forwards the minimum watermark over the inputs that are not idle if it moved, and
+    /// tells the consumers when the task becomes idle or active.
+    fn advance(&mut self, time: &mut Time) -> Result<(), OperatorError> {
+        let inputs: Vec<InputTime> = self
             .inlets
             .iter()
-            .map(|i| i.watermark)
-            .min()
-            .unwrap_or(Watermark::MAX);
-        if min > current {
-            self.chain.watermark(min)?;
-            Ok(min)
-        } else {
-            Ok(current)
+            .map(|i| InputTime {
+                watermark: i.watermark,
+                idle: i.idle,
+                ended: i.ended,
+            })
+            .collect();
+        match task_time(&inputs) {
+            TaskTime::Idle => {
+                if !time.idle {
+                    time.idle = true;
+                    self.chain.idle(true)?;
+                }
+            }
+            TaskTime::At(w) => {
+                if time.idle {
+                    time.idle = false;
+                    self.chain.idle(false)?;
+                }
+                if w > time.watermark {
+                    time.watermark = w;
+                    self.chain.watermark(w)?;
+                }
+            }
         }
+        Ok(())
     }
+}
+
+/// The event time a task has forwarded.
+struct Time {
+    watermark: Watermark,
+    /// The consumers were told that this task is idle.
+    idle: bool,
 }
 
 /// A received message.

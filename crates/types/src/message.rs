@@ -75,6 +75,10 @@ pub enum Message {
     Data(RecordBatch),
     /// Event time has advanced to this watermark on this channel.
     Watermark(Watermark),
+    /// `true`: the producer's event time is idle (its sources sent no row for their idle
+    /// timeout), so consumers leave this channel out of their minimum watermark; `false`:
+    /// it is active again.
+    Idle(bool),
     /// A barrier (checkpoint, stop).
     Barrier(Barrier),
     /// A parameter change for an operator downstream.

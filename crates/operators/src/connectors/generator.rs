@@ -34,6 +34,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     params: &[
         crate::event_time::EVENT_TIME_PARAMS[0],
         crate::event_time::EVENT_TIME_PARAMS[1],
+        crate::event_time::EVENT_TIME_PARAMS[2],
         ParamSpec {
             name: "profile",
             required: false,

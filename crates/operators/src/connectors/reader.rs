@@ -29,6 +29,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     params: &[
         crate::event_time::EVENT_TIME_PARAMS[0],
         crate::event_time::EVENT_TIME_PARAMS[1],
+        crate::event_time::EVENT_TIME_PARAMS[2],
         ParamSpec {
             name: "path",
             required: true,
