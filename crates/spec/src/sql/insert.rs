@@ -1,6 +1,7 @@
 //! `INSERT INTO sink SELECT …`: one pipeline per statement. `WHERE` becomes a filter; a
 //! window table function (`TUMBLE`, `HOP`, `SESSION`) with its `GROUP BY` becomes a window;
-//! the select list becomes a map; the sink table's connector a writer.
+//! `MATCH_RECOGNIZE` a pattern; the select list becomes a map; the sink table's connector a
+//! writer.
 
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::Spanned;
@@ -8,6 +9,7 @@ use sqlparser::ast::{
     Expr, GroupByExpr, Insert, Query, Select, SelectItem, SetExpr, TableFactor, TableObject,
 };
 
+use super::match_recognize::{self, RawMatch};
 use super::source_text::{pos, Source};
 use super::tables::Tables;
 use crate::ast::{OperatorDef, OutputDef, Param, Spec, Value};
@@ -23,6 +25,7 @@ pub(crate) fn lower(
     n: usize,
     tables: &mut Tables,
     source: &Source<'_>,
+    matches: &[RawMatch],
     spec: &mut Spec,
 ) -> Result<(), Diagnostic> {
     let at = pos(ins.span().start);
@@ -40,7 +43,7 @@ pub(crate) fn lower(
         .as_deref()
         .ok_or_else(|| unsupported(at, "INSERT without SELECT"))?;
     let select = plain_select(query)?;
-    let (stream, last_map) = lower_select(select, n, tables, source, spec)?;
+    let (stream, last_map) = lower_select(select, n, tables, source, matches, spec)?;
     if let Some(ty) = tables.write(target, &stream, spec)? {
         // A sink with declared columns: the select list must produce exactly them.
         if let Some(map) = last_map.and_then(|i| spec.operators.get_mut(i)) {
@@ -123,6 +126,7 @@ fn lower_select(
     n: usize,
     tables: &mut Tables,
     source: &Source<'_>,
+    matches: &[RawMatch],
     spec: &mut Spec,
 ) -> Result<(String, Option<usize>), Diagnostic> {
     let at = pos(s.select_token.0.span.start);
@@ -138,8 +142,17 @@ fn lower_select(
     let [from] = s.from.as_slice() else {
         return Err(unsupported(at, "a SELECT from several tables (or none)"));
     };
+    let prefix = format!("insert{n}");
     if !from.joins.is_empty() {
-        return super::join::lower(s, from, &format!("insert{n}"), tables, spec);
+        let relations =
+            std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation));
+        if let Some(p) = relations
+            .filter_map(|r| match_recognize::position(r, matches))
+            .next()
+        {
+            return Err(unsupported(p, "a join with MATCH_RECOGNIZE"));
+        }
+        return super::join::lower(s, from, &prefix, tables, spec);
     }
     let (mut stream, window) = match &from.relation {
         TableFactor::Table {
@@ -149,6 +162,10 @@ fn lower_select(
             let (table, tvf) = super::window_tvf::window_tvf(expr)?;
             (tables.read(&table)?, Some(tvf))
         }
+        rel @ TableFactor::MatchRecognize { .. } => (
+            match_recognize::lower(rel, &prefix, matches, tables, source, spec)?,
+            None,
+        ),
         other => {
             return Err(unsupported(
                 pos(other.span().start),
@@ -156,7 +173,6 @@ fn lower_select(
             ))
         }
     };
-    let prefix = format!("insert{n}");
     if let Some(cond) = &s.selection {
         let name = format!("{prefix}_where");
         spec.operators.push(operator(
@@ -164,7 +180,10 @@ fn lower_select(
             "filter",
             pos(cond.span().start),
             &stream,
-            vec![("condition", text(source, cond, cond))],
+            vec![(
+                "condition",
+                match_recognize::unqualified(&from.relation, text(source, cond, cond)),
+            )],
         ));
         stream = name;
     }
@@ -179,7 +198,11 @@ fn lower_select(
                 "a GROUP BY on a stream needs a window: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND)) … GROUP BY window_start, window_end, …",
             ));
         }
-        let items: Vec<Text> = s.projection.iter().map(|i| text(source, i, i)).collect();
+        let items: Vec<Text> = s
+            .projection
+            .iter()
+            .map(|i| match_recognize::unqualified(&from.relation, text(source, i, i)))
+            .collect();
         let name = format!("{prefix}_select");
         spec.operators.push(operator(
             name.clone(),

@@ -1,7 +1,7 @@
 //! The SQL frontend: a script of `CREATE TABLE … WITH (…)` and `INSERT INTO … SELECT …`
 //! statements, lowered to the same [`Spec`] as a `.flow` file (tables become readers and
 //! writers, a `WHERE` a filter, a window table function with `GROUP BY` a window, a `JOIN`
-//! with a time bound a join, the select list a map).
+//! with a time bound a join, a `MATCH_RECOGNIZE` a pattern, the select list a map).
 //!
 //! ```sql
 //! CREATE TABLE events (ts TIMESTAMP, sensor BIGINT, value BIGINT)
@@ -17,6 +17,7 @@
 mod dialect;
 mod insert;
 mod join;
+mod match_recognize;
 mod source_text;
 mod tables;
 mod window_tvf;
@@ -45,8 +46,10 @@ use tables::Tables;
 /// ```
 pub fn parse_sql(src: &str) -> Result<Spec, Diagnostics> {
     let dialect = AnduinDialect::default();
+    // What sqlparser does not parse of MATCH_RECOGNIZE, taken out with its positions kept.
+    let prepared = match_recognize::prepare(src, &dialect)?;
     let statements = Parser::new(&dialect)
-        .try_with_sql(src)
+        .try_with_sql(&prepared.sql)
         .and_then(|mut p| p.parse_statements())
         .map_err(|e| Diagnostics::from(syntax_error(e)))?;
     let source = Source::new(src);
@@ -78,7 +81,14 @@ pub fn parse_sql(src: &str) -> Result<Spec, Diagnostics> {
     }
     let mut spec = Spec::default();
     for (i, ins) in inserts.iter().enumerate() {
-        if let Err(d) = insert::lower(ins, i + 1, &mut tables, &source, &mut spec) {
+        if let Err(d) = insert::lower(
+            ins,
+            i + 1,
+            &mut tables,
+            &source,
+            &prepared.matches,
+            &mut spec,
+        ) {
             diags.push(d);
         }
     }

@@ -181,6 +181,17 @@ impl Tables {
             .unwrap_or_default()
     }
 
+    /// The `event_time` option of a declared table.
+    pub(crate) fn event_time(&self, name: &str) -> Option<String> {
+        self.tables
+            .iter()
+            .find(|t| t.name == name)?
+            .options
+            .iter()
+            .find(|o| o.name.as_str() == "event_time")
+            .map(|o| o.value.as_text().as_str().to_string())
+    }
+
     /// The columns of a declared table that can be its event time: its `event_time` option
     /// and its TIMESTAMP columns.
     pub(crate) fn time_columns(&self, name: &str) -> Vec<String> {

@@ -1,0 +1,263 @@
+//! `FROM t MATCH_RECOGNIZE (…) [AS m]`, lowered to the `pattern` operator, whose params are
+//! the clauses as text:
+//!
+//! | clause | param |
+//! |---|---|
+//! | `PARTITION BY sensor, site` | `partition_by = "sensor, site"` |
+//! | `ORDER BY ts` (the event time, ascending) | `order_by = "ts"` |
+//! | `MEASURES A.ts AS a_ts, …` | `measures = "A.ts AS a_ts, …"` |
+//! | `ONE ROW PER MATCH` / `ALL ROWS PER MATCH` | `rows_per_match = "one"` / `"all"` |
+//! | `AFTER MATCH SKIP PAST LAST ROW`, `… TO NEXT ROW`, `… TO FIRST B`, `… TO LAST B`, `… TO B` | `after_match = "skip past last row"`, … |
+//! | `PATTERN (A B+ C D+?)` | `pattern = "A B+ C D+?"` |
+//! | `WITHIN INTERVAL '10' SECOND` (Flink's, after the pattern) | `within = "10s"` |
+//! | `DEFINE B AS B.v < PREV(B.v), …` | `define = "B AS B.v < PREV(B.v), …"` |
+//!
+//! Expressions go to the operator as written, each character with its position in the
+//! script, so that the operator's errors point into the `.sql` file. sqlparser parses the
+//! clauses, except for what [`prepare`] takes out first. The output of the operator is, for
+//! one row per match, the `PARTITION BY` columns and the measures; for all rows per match,
+//! the input's columns and the measures. The SELECT over it is lowered as over a table.
+
+mod clauses;
+mod pattern;
+mod prepare;
+
+pub(crate) use prepare::{prepare, RawMatch};
+
+use anduin_types::{Diagnostic, Pos};
+use sqlparser::ast::{Expr, RowsPerMatch, Spanned, SymbolDefinition, TableFactor};
+use sqlparser::tokenizer::{Location, Token, Tokenizer};
+
+use super::dialect::AnduinDialect;
+use super::insert::{name_of, operator, unsupported};
+use super::source_text::{pos, Source};
+use super::tables::Tables;
+use crate::ast::Spec;
+use crate::Text;
+use clauses::{after_match, define, measures_of, order, within, Measured};
+
+/// The pre-pass record of a parsed `MATCH_RECOGNIZE` (found by its first DEFINE).
+fn raw_of<'r>(symbols: &[SymbolDefinition], raws: &'r [RawMatch]) -> Option<&'r RawMatch> {
+    let first = symbols.first()?.symbol.span.start;
+    raws.iter().find(|r| r.contains(first))
+}
+
+/// Where the `MATCH_RECOGNIZE` keyword of `rel` is, if `rel` is one.
+pub(super) fn position(rel: &TableFactor, raws: &[RawMatch]) -> Option<Pos> {
+    let TableFactor::MatchRecognize { symbols, .. } = rel else {
+        return None;
+    };
+    Some(raw_of(symbols, raws).map_or_else(|| pos(rel.span().start), |r| pos(r.at)))
+}
+
+fn internal(at: Pos, what: &str) -> Diagnostic {
+    Diagnostic::error(
+        at,
+        format!("internal error in the SQL frontend: {what} of MATCH_RECOGNIZE not found"),
+    )
+}
+
+/// Lowers `rel`, a `MATCH_RECOGNIZE`, to a pattern operator named `{prefix}_pattern`;
+/// returns the name of its output stream.
+pub(super) fn lower(
+    rel: &TableFactor,
+    prefix: &str,
+    raws: &[RawMatch],
+    tables: &mut Tables,
+    source: &Source<'_>,
+    spec: &mut Spec,
+) -> Result<String, Diagnostic> {
+    let TableFactor::MatchRecognize {
+        table,
+        partition_by,
+        order_by,
+        measures,
+        rows_per_match,
+        after_match_skip,
+        pattern: _,
+        symbols,
+        alias: _,
+    } = rel
+    else {
+        return Err(internal(pos(rel.span().start), "the clauses"));
+    };
+    let raw = raw_of(symbols, raws).ok_or_else(|| internal(pos(rel.span().start), "PATTERN"))?;
+    let at = pos(raw.at);
+    let stream = match table.as_ref() {
+        TableFactor::Table {
+            name, args: None, ..
+        } => tables.read(name)?,
+        other => {
+            let p = other.span().start;
+            return Err(unsupported(
+                if p.line == 0 { at } else { pos(p) },
+                prepare::OVER_TABLE_ONLY,
+            ));
+        }
+    };
+    let columns = tables.columns(&stream);
+    let col = |e: &Expr, clause: &str| -> Result<Text, Diagnostic> {
+        let p = pos(e.span().start);
+        let Some(c) = name_of(e) else {
+            return Err(unsupported(
+                p,
+                format!("the expression `{e}` in {clause} (name a column)"),
+            ));
+        };
+        if !columns.contains(&c) {
+            return Err(Diagnostic::error(
+                p,
+                format!(
+                    "{clause}: table `{stream}` has no column `{c}` (columns: {})",
+                    columns.join(", ")
+                ),
+            ));
+        }
+        Ok(Text::at(c, p))
+    };
+    let mut params = Vec::new();
+    let keys = partition_by
+        .iter()
+        .map(|e| col(e, "PARTITION BY"))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !keys.is_empty() {
+        params.push(("partition_by", Text::join(&keys, ", ")));
+    }
+    let time = order(order_by, raw, at)?;
+    let time = col(time, "ORDER BY")?;
+    if let Some(et) = tables.event_time(&stream) {
+        if time.as_str() != et {
+            return Err(Diagnostic::error(
+                time.pos(),
+                format!(
+                    "MATCH_RECOGNIZE orders rows by event time: ORDER BY {et} (the event_time of table `{stream}`), not `{}`",
+                    time.as_str()
+                ),
+            ));
+        }
+    }
+    params.push(("order_by", time));
+    let pattern = source
+        .text(raw.pattern)
+        .ok_or_else(|| internal(at, "the text of PATTERN"))?;
+    params.push(("pattern", pattern));
+    params.push(("define", define(symbols, raw, source)?));
+    let all_rows = match rows_per_match {
+        None => None,
+        Some(RowsPerMatch::OneRow) => Some(false),
+        Some(RowsPerMatch::AllRows(None)) => Some(true),
+        Some(RowsPerMatch::AllRows(Some(mode))) => {
+            let p = raw.keyword("ALL").and_then(|i| raw.tok(i));
+            return Err(unsupported(
+                p.map_or(at, |t| pos(t.span.start)),
+                format!("ALL ROWS PER MATCH {mode}"),
+            ));
+        }
+    };
+    let measured = measures_of(measures, raw, source, all_rows == Some(true))?;
+    if !measured.is_empty() {
+        let texts: Vec<Text> = measured.iter().map(|m| m.text.clone()).collect();
+        params.push(("measures", Text::join(&texts, ", ")));
+    }
+    if let Some(all) = all_rows {
+        let p = raw.keyword(if all { "ALL" } else { "ONE" });
+        let p = p.and_then(|i| raw.tok(i)).map_or(at, |t| pos(t.span.start));
+        params.push((
+            "rows_per_match",
+            Text::at(if all { "all" } else { "one" }, p),
+        ));
+    }
+    if let Some(skip) = after_match(after_match_skip.as_ref(), raw, at)? {
+        params.push(("after_match", skip));
+    }
+    if let Some(within) = within(raw)? {
+        params.push(("within", within));
+    }
+    // The output columns, which the SELECT over the match refers to.
+    let mut out: Vec<String> = if all_rows == Some(true) {
+        columns.clone()
+    } else {
+        keys.iter().map(|k| k.as_str().to_string()).collect()
+    };
+    for Measured { name: n, at: p, .. } in measured {
+        if out.contains(&n) {
+            return Err(Diagnostic::error(
+                p,
+                format!(
+                    "MATCH_RECOGNIZE would output two columns named `{n}` ({}): rename the measure",
+                    if all_rows == Some(true) {
+                        "all rows per match outputs the input's columns and the measures"
+                    } else {
+                        "one row per match outputs the PARTITION BY columns and the measures"
+                    }
+                ),
+            ));
+        }
+        out.push(n);
+    }
+    let name = format!("{prefix}_pattern");
+    spec.operators
+        .push(operator(name.clone(), "pattern", at, &stream, params));
+    Ok(name)
+}
+
+/// `text`, a select item or the WHERE over `rel`, without the qualifier `m.` in `m.column`
+/// when `rel` is `MATCH_RECOGNIZE (…) AS m`: the operators after the pattern know its output
+/// columns by their names alone.
+pub(super) fn unqualified(rel: &TableFactor, text: Text) -> Text {
+    let TableFactor::MatchRecognize {
+        alias: Some(alias), ..
+    } = rel
+    else {
+        return text;
+    };
+    let dialect = AnduinDialect::default();
+    let Ok(toks) = Tokenizer::new(&dialect, text.as_str()).tokenize_with_location() else {
+        return text;
+    };
+    let toks: Vec<_> = toks
+        .into_iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .collect();
+    // The char index of a location in `text`.
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            text.as_str()
+                .chars()
+                .enumerate()
+                .filter(|(_, c)| *c == '\n')
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    let index = |l: Location| {
+        let line = usize::try_from(l.line).ok()?.checked_sub(1)?;
+        let col = usize::try_from(l.column).ok()?.checked_sub(1)?;
+        Some(line_starts.get(line)? + col)
+    };
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for (k, t) in toks.iter().enumerate() {
+        let Token::Word(w) = &t.token else {
+            continue;
+        };
+        let qualifies = w.value.eq_ignore_ascii_case(&alias.name.value)
+            && toks.get(k + 1).is_some_and(|n| n.token == Token::Period)
+            && toks
+                .get(k + 2)
+                .is_some_and(|n| matches!(n.token, Token::Word(_) | Token::Mul))
+            && !(k > 0 && toks.get(k - 1).is_some_and(|p| p.token == Token::Period));
+        let cut = toks
+            .get(k + 1)
+            .and_then(|period| Some((index(t.span.start)?, index(period.span.end)?)));
+        if let (true, Some((start, end))) = (qualifies, cut) {
+            pieces.push(text.sub(from, start));
+            from = end;
+        }
+    }
+    if pieces.is_empty() {
+        return text;
+    }
+    pieces.push(text.sub(from, text.as_str().chars().count()));
+    pieces.retain(|p| !p.as_str().is_empty());
+    Text::join(&pieces, "")
+}

@@ -1,0 +1,67 @@
+//! The tokens of `PATTERN ( … )`: what anduin's pattern operator takes (variables, `( )`,
+//! `|`, and the quantifiers `* + ? {n} {n,} {,m} {n,m}`, each optionally followed by `?` to
+//! be reluctant) and errors for the rest of the SQL standard's row pattern syntax.
+
+use anduin_types::Diagnostic;
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
+
+use crate::sql::insert::unsupported;
+use crate::sql::source_text::pos;
+
+/// Checks the tokens between the parentheses of `PATTERN` (at `at`); returns the variables
+/// in order of first appearance.
+pub(super) fn check(toks: &[TokenWithSpan], at: Location) -> Result<Vec<String>, Diagnostic> {
+    let mut vars: Vec<String> = Vec::new();
+    let mut in_braces = false;
+    for (i, t) in toks.iter().enumerate() {
+        let here = pos(t.span.start);
+        let next = toks.get(i + 1).map(|n| &n.token);
+        match &t.token {
+            Token::Word(w)
+                if w.quote_style.is_none()
+                    && w.value.eq_ignore_ascii_case("PERMUTE")
+                    && next == Some(&Token::LParen) =>
+            {
+                return Err(unsupported(here, "PERMUTE (rows in any order)"));
+            }
+            Token::Word(w) if !in_braces => {
+                if !vars.contains(&w.value) {
+                    vars.push(w.value.clone());
+                }
+            }
+            Token::Caret => {
+                return Err(unsupported(here, "the anchor `^` (start of the partition)"));
+            }
+            Token::Placeholder(p) if p == "$" => {
+                return Err(unsupported(here, "the anchor `$` (end of the partition)"));
+            }
+            Token::LBrace if !in_braces && next == Some(&Token::Minus) => {
+                return Err(unsupported(
+                    here,
+                    "`{- … -}` (excluding rows from the output)",
+                ));
+            }
+            Token::LBrace if !in_braces => in_braces = true,
+            Token::RBrace if in_braces => in_braces = false,
+            Token::Number(..) | Token::Comma if in_braces => {}
+            Token::LParen | Token::RParen | Token::Pipe | Token::Plus | Token::Mul
+                if !in_braces => {}
+            Token::Placeholder(p) if p == "?" && !in_braces => {}
+            other => {
+                return Err(Diagnostic::error(
+                    here,
+                    format!(
+                        "unexpected `{other}` in PATTERN: a pattern holds variables, ( ), |, and the quantifiers * + ? {{n,m}}, each of which may end with ? to be reluctant"
+                    ),
+                ));
+            }
+        }
+    }
+    if vars.is_empty() {
+        return Err(Diagnostic::error(
+            pos(at),
+            "PATTERN ( ) names no variable: write one such as PATTERN (A B+ C)",
+        ));
+    }
+    Ok(vars)
+}
