@@ -5,7 +5,8 @@
 //! inputs), filters, and writes part files; a windowed one aggregates the generator's rows per
 //! key over sliding windows (open panes and sealed panes in every checkpoint); a joined one
 //! pairs the rows of two generators by key and time (both sides' buffered rows, and which
-//! left rows found a partner, in every checkpoint).
+//! left rows found a partner, in every checkpoint); a CEP one finds falling-then-rising runs
+//! per sensor (rows kept for partial matches and the next match number in every checkpoint).
 
 mod common;
 
@@ -114,6 +115,38 @@ operator name = "j", type = "join" {
 }
 operator name = "out", type = "writer" {
   input name = "pairs"
+  param path = "${OUTPUT}"
+}
+"#;
+
+const CEP: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param seed = 21
+  param count = 60000
+  param rate = 40000
+  param event_time = "ts"
+  output name = "events", type = "Event"
+}
+operator name = "p", type = "pattern" {
+  input name = "events"
+  param partition_by = "sensor"
+  param order_by = "ts"
+  param pattern = "A B+ C+"
+  param define = "B AS value < PREV(value), C AS value > PREV(value)"
+  param measures = "MATCH_NUMBER() AS n, A.ts AS a_ts, LAST(C.ts) AS c_ts, COUNT(B.*) AS falls, MIN(B.value) AS low"
+  param within = "1500ms"
+  param after_match = "skip to next row"
+  param rows_per_match = "all"
+  output name = "runs"
+}
+operator name = "out", type = "writer" {
+  input name = "runs"
   param path = "${OUTPUT}"
 }
 "#;
@@ -247,6 +280,16 @@ fn a_killed_join_resumes_to_the_output_of_an_uninterrupted_one() {
 #[test]
 fn a_killed_parallel_join_resumes_to_the_output_of_an_uninterrupted_one() {
     scenario(JOINED, &[15], &["--parallelism", "2"]);
+}
+
+#[test]
+fn a_killed_cep_query_resumes_to_the_output_of_an_uninterrupted_one() {
+    scenario(CEP, &[16, 17], &[]);
+}
+
+#[test]
+fn a_killed_parallel_cep_query_resumes_to_the_output_of_an_uninterrupted_one() {
+    scenario(CEP, &[18], &["--parallelism", "2"]);
 }
 
 fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {

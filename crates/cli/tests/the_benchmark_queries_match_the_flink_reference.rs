@@ -7,52 +7,7 @@
 
 mod common;
 
-use common::{anduin, repo};
-use sha2::{Digest, Sha256};
-
-const GENERATE: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "int"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param count = 100000
-  output name = "events", type = "Event"
-}
-operator name = "out", type = "writer" {
-  input name = "events"
-  param path = "${OUTPUT}"
-}
-"#;
-
-/// Rows and sha256 prefix of an output, like `normalize.py`: `kinds` says per column
-/// whether it is an int (`i`) or a double (`f`, printed with six decimals).
-fn normalize(csv: &str, kinds: &str) -> (usize, String) {
-    let mut lines: Vec<String> = csv
-        .lines()
-        .skip(1)
-        .map(|l| {
-            l.split(',')
-                .zip(kinds.chars())
-                .map(|(x, k)| match k {
-                    'i' => x.parse::<i64>().expect("ints").to_string(),
-                    _ => format!("{:.6}", x.parse::<f64>().expect("doubles")),
-                })
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect();
-    lines.sort();
-    let mut h = Sha256::new();
-    for l in &lines {
-        h.update(l.as_bytes());
-        h.update(b"\n");
-    }
-    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    (lines.len(), hex[..16].to_string())
-}
+use common::{anduin, normalize, repo, GENERATE_100K as GENERATE};
 
 #[test]
 fn q1_q2_and_q4_over_the_benchmark_events_match_the_reference() {

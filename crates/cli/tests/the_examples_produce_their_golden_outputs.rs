@@ -208,3 +208,33 @@ operator name = "w", type = "writer" { input name = "ys" param path = "-" param 
         "{\"i\":0,\"f\":0.0,\"t\":1700000000500,\"v\":0}\n"
     );
 }
+
+#[test]
+fn the_paper_cep_example_finds_the_two_dips_worked_out_by_hand() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_path = dir.path().join("dips.csv");
+    let out = anduin(
+        &repo(),
+        &[
+            "run",
+            "examples/cep_paper.flow",
+            "--var",
+            "INPUT=data/ticks.csv",
+            "--var",
+            &format!("OUTPUT={}", out_path.display()),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // ACME: 10 | 8 7 | 9 | 11 12 13 (then 9 does not rise), and 9 | 8 7 6 | 8 | 10 11 (then
+    // 5). INIT: 52 | 51 50 | 51 | 53 would match, but 53 comes 12 s after 52, past `within`.
+    let written = std::fs::read_to_string(&out_path).expect("output");
+    assert_eq!(
+        written,
+        "symbol,a_ts,last_ts,b_cnt,top\nACME,1000,7000,2,13\nACME,8000,14000,3,11\n"
+    );
+}

@@ -16,7 +16,7 @@ use sqlparser::ast::{
 };
 use sqlparser::parser::Parser;
 
-use crate::compile::{default_name, parse, physical_expr, to_logical};
+use crate::compile::{default_name, parse_text, physical_expr, to_logical};
 use crate::locate::{clean_message, located};
 use crate::{ExprError, Scope};
 
@@ -97,7 +97,7 @@ impl CompiledAggregate {
 /// `COUNT(*) AS cnt, AVG(CAST(value AS DOUBLE)) AS avg, COUNT(DISTINCT sensor),
 /// SUM(value) FILTER (WHERE value > 0) AS positive`.
 pub fn compile_aggregates(text: &str, scope: &Scope) -> Result<Vec<CompiledAggregate>, ExprError> {
-    let items = parse(text, |p| p.parse_comma_separated(Parser::parse_select_item))?;
+    let items = parse_text(text, |p| p.parse_comma_separated(Parser::parse_select_item))?;
     let mut out: Vec<CompiledAggregate> = Vec::new();
     for item in items {
         let (sql, name) = match item {

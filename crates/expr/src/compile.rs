@@ -124,7 +124,7 @@ impl CompiledExpr {
 /// assert_eq!(e.data_type, DataType::Int64);
 /// ```
 pub fn compile_expr(text: &str, scope: &Scope) -> Result<CompiledExpr, ExprError> {
-    let sql = parse(text, |p| p.parse_expr())?;
+    let sql = parse_text(text, |p| p.parse_expr())?;
     let name = default_name(&sql);
     compile_sql(sql, name, scope)
 }
@@ -144,7 +144,7 @@ pub fn compile_predicate(text: &str, scope: &Scope) -> Result<CompiledExpr, Expr
 
 /// Compiles a projection list: `ts, sensor, value * 2 AS doubled, readings.*`.
 pub fn compile_projection(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>, ExprError> {
-    let items = parse(text, |p| p.parse_comma_separated(Parser::parse_select_item))?;
+    let items = parse_text(text, |p| p.parse_comma_separated(Parser::parse_select_item))?;
     let mut out = Vec::new();
     for item in items {
         match item {
@@ -210,7 +210,9 @@ pub fn compile_projection(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>
     Ok(out)
 }
 
-pub(crate) fn parse<T>(
+/// Parses `text` with `f` (a sqlparser entry point) and refuses anything left after it; errors
+/// carry their line and column in `text`.
+pub fn parse_text<T>(
     text: &str,
     f: impl FnOnce(&mut Parser<'_>) -> Result<T, ParserError>,
 ) -> Result<T, ExprError> {

@@ -15,6 +15,8 @@ mod provider;
 mod strict;
 
 pub use aggregate::{compile_aggregates, CompiledAggregate};
-pub use compile::{compile_expr, compile_predicate, compile_projection, CompiledExpr, Scope};
+pub use compile::{
+    compile_expr, compile_predicate, compile_projection, parse_text, CompiledExpr, Scope,
+};
 pub use error::ExprError;
 pub use provider::FunctionProvider;

@@ -38,6 +38,8 @@ impl Arity {
 pub enum ParamKind {
     /// Free text (a path, a format name, an expression).
     Text,
+    /// Text that may be given several times, one item each (a pattern's `define`).
+    Repeated,
     /// A whole number (written bare or quoted).
     Int,
     /// A number.

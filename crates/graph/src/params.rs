@@ -13,7 +13,10 @@ pub(crate) fn check_params(op: &OperatorDef, sig: &OperatorSignature, diags: &mu
     let mut seen: BTreeMap<&str, &anduin_spec::Param> = BTreeMap::new();
     for p in &op.params {
         let name = p.name.as_str();
-        if let Some(first) = seen.insert(name, p) {
+        let repeated = sig
+            .param(name)
+            .is_some_and(|s| matches!(s.kind, ParamKind::Repeated));
+        if let Some(first) = seen.insert(name, p).filter(|_| !repeated) {
             let fp = first.name.pos();
             diags.push(Diagnostic::error(
                 p.name.pos(),
@@ -90,7 +93,7 @@ fn kind_problem(kind: ParamKind, v: &Value) -> Option<String> {
     let text = v.as_text();
     let s = text.as_str();
     let ok = match kind {
-        ParamKind::Text => matches!(v, Value::String(_)) || !s.is_empty(),
+        ParamKind::Text | ParamKind::Repeated => matches!(v, Value::String(_)) || !s.is_empty(),
         ParamKind::Int => s.parse::<i64>().is_ok(),
         ParamKind::Number => s.parse::<f64>().is_ok(),
         ParamKind::Bool => s == "true" || s == "false",
@@ -101,7 +104,7 @@ fn kind_problem(kind: ParamKind, v: &Value) -> Option<String> {
         return None;
     }
     Some(match kind {
-        ParamKind::Text => "must be text".into(),
+        ParamKind::Text | ParamKind::Repeated => "must be text".into(),
         ParamKind::Int => format!("must be a whole number, found `{s}`"),
         ParamKind::Number => format!("must be a number, found `{s}`"),
         ParamKind::Bool => format!("must be `true` or `false`, found `{s}`"),

@@ -9,7 +9,7 @@ use arrow::datatypes::SchemaRef;
 
 use crate::connectors::{discard, generator, reader, writer};
 use crate::dead_letter::DeadLetter;
-use crate::ops::{filter, join, map, union, window};
+use crate::ops::{filter, join, map, pattern, union, window};
 use crate::{Operator, OperatorError, Source};
 
 /// What an instance is built with.
@@ -61,6 +61,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &union::SIGNATURE,
     &window::SIGNATURE,
     &join::SIGNATURE,
+    &pattern::SIGNATURE,
 ];
 
 /// The catalog of built-in operators.
@@ -94,6 +95,7 @@ impl Catalog for BuiltinCatalog {
             "union" => union::bind(op, inputs),
             "window" => window::bind(op, inputs),
             "join" => join::bind(op, inputs),
+            "pattern" => pattern::bind(op, inputs),
             other => Err(Diagnostic::error(
                 op.kind.pos(),
                 format!("unknown operator type `{other}`"),

@@ -55,6 +55,11 @@ impl OperatorDef {
     pub fn param(&self, name: &str) -> Option<&Param> {
         self.params.iter().find(|p| p.name.as_str() == name)
     }
+
+    /// Every param named `name`, in file order (for params that may be repeated).
+    pub fn params_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Param> + 'a {
+        self.params.iter().filter(move |p| p.name.as_str() == name)
+    }
 }
 
 /// `param NAME = VALUE`.

@@ -190,7 +190,7 @@ fn each_character_of_the_clauses_keeps_its_place_in_the_script() {
 
 #[test]
 fn the_example_script_is_q3() {
-    let example = include_str!("../../../examples/cep_q3.sql");
+    let example = include_str!("../../../examples/q3.sql");
     let spec = parse_sql(example).unwrap_or_else(|d| panic!("{d}"));
     let ours = spec_params(&spec);
     assert_eq!(ours, spec_params(&self::spec(Q3)));

@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use sha2::{Digest, Sha256};
+
 /// The repository's root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -63,4 +65,49 @@ pub fn sorted_rows(text: &str) -> Vec<String> {
     let mut rows: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
     rows.sort();
     rows
+}
+
+/// A query that writes the first 100 000 benchmark events (as `gen_events.py`) to `${OUTPUT}`.
+pub const GENERATE_100K: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "int"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 100000
+  output name = "events", type = "Event"
+}
+operator name = "out", type = "writer" {
+  input name = "events"
+  param path = "${OUTPUT}"
+}
+"#;
+
+/// Rows and sha256 prefix of an output, like `normalize.py`: `kinds` says per column
+/// whether it is an int (`i`) or a double (`f`, printed with six decimals).
+pub fn normalize(csv: &str, kinds: &str) -> (usize, String) {
+    let mut lines: Vec<String> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split(',')
+                .zip(kinds.chars())
+                .map(|(x, k)| match k {
+                    'i' => x.parse::<i64>().expect("ints").to_string(),
+                    _ => format!("{:.6}", x.parse::<f64>().expect("doubles")),
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    lines.sort();
+    let mut h = Sha256::new();
+    for l in &lines {
+        h.update(l.as_bytes());
+        h.update(b"\n");
+    }
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    (lines.len(), hex[..16].to_string())
 }

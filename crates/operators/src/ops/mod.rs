@@ -3,5 +3,6 @@
 pub mod filter;
 pub mod join;
 pub mod map;
+pub mod pattern;
 pub mod union;
 pub mod window;

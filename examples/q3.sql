@@ -1,7 +1,7 @@
 -- Q3 of the peer benchmark: per sensor, a drop (B+), a partial recovery (C) and a rise above
 -- the start (D+, closed by the first row E that does not continue it), within 10 seconds of
 -- the start. As in Flink, LAST(B.`value`, 1) stands for the previous row's value.
---   anduin run examples/cep_q3.sql --var INPUT=events.csv --var OUTPUT=/tmp/q3.csv
+--   anduin run examples/q3.sql --var INPUT=events.csv --var OUTPUT=/tmp/q3.csv
 CREATE TABLE ev (ts TIMESTAMP, sensor BIGINT, value BIGINT)
 WITH (connector = 'file', path = '${INPUT}', format = 'csv', event_time = 'ts', watermark = '2 seconds');
 CREATE TABLE out WITH (connector = 'file', path = '${OUTPUT}', format = 'csv');

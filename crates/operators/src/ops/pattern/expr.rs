@@ -1,0 +1,682 @@
+//! DEFINE conditions and MEASURES compiled to small expression trees over a match in progress.
+//!
+//! Column references name a row through the match: `V.x` is the last row mapped to `V`, `x`
+//! the last row of the match (in a DEFINE, the row being classified, which is mapped to the
+//! variable being defined); `FIRST(V.x, n)` / `LAST(V.x, n)` count `n` rows from the first /
+//! last row mapped to `V`; `PREV(ref, n)` goes `n` rows back in the partition from the row
+//! `ref` names. Aggregates (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`) run over the rows mapped to
+//! a variable (all rows, unqualified) so far. `CLASSIFIER()` and `MATCH_NUMBER()` as in SQL.
+
+use anduin_expr::{parse_text, ExprError};
+use anduin_types::ColumnType;
+use sqlparser::ast::{
+    BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
+    ObjectNamePart, Spanned, UnaryOperator, Value as SqlValue,
+};
+use sqlparser::keywords::Keyword;
+use sqlparser::tokenizer::Span;
+use sqlparser::tokenizer::Token;
+
+use super::value::{BinOp, Value};
+
+/// Which row of the match a reference starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Base {
+    /// The `n`-th row from the last mapped to `var` (any variable: `None`).
+    Last { var: Option<usize>, n: usize },
+    /// The `n`-th row from the first mapped to `var`.
+    First { var: Option<usize>, n: usize },
+}
+
+/// A row named by an expression: a row of the match, then `back` rows back in the partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RowRef {
+    pub base: Base,
+    pub back: usize,
+}
+
+/// An aggregate over the rows mapped to a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AggFn {
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+/// A compiled expression.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum E {
+    Lit(Value),
+    Col(RowRef, usize),
+    Classifier(RowRef),
+    MatchNumber,
+    /// `col: None` is `COUNT(*)` / `COUNT(V.*)`.
+    Agg {
+        f: AggFn,
+        var: Option<usize>,
+        col: Option<usize>,
+    },
+    Bin(BinOp, Box<E>, Box<E>),
+    And(Box<E>, Box<E>),
+    Or(Box<E>, Box<E>),
+    Not(Box<E>),
+    Neg(Box<E>),
+    IsNull(Box<E>, bool),
+    Cast(Box<E>, ColumnType),
+}
+
+/// An expression with its type (`None` for a bare NULL).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Typed {
+    pub e: E,
+    pub ty: Option<ColumnType>,
+}
+
+/// What names mean: the input's columns and the pattern's variables.
+pub(crate) struct Scope<'a> {
+    pub columns: &'a [(String, ColumnType)],
+    pub vars: &'a [String],
+}
+
+/// `V AS condition, …` (DEFINE): each variable's number with its condition.
+pub(crate) fn compile_defines(
+    text: &str,
+    scope: &Scope<'_>,
+) -> Result<Vec<(usize, Typed)>, ExprError> {
+    let items = parse_text(text, |p| {
+        let mut items: Vec<(Ident, Expr)> = Vec::new();
+        loop {
+            let var = p.parse_identifier()?;
+            p.expect_keyword_is(Keyword::AS)?;
+            items.push((var, p.parse_expr()?));
+            if !p.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+        Ok(items)
+    })?;
+    let mut out = Vec::new();
+    for (var, cond) in items {
+        let Some(v) = scope.vars.iter().position(|n| *n == var.value) else {
+            return Err(at(
+                var.span,
+                format!(
+                    "`{}` is not a variable of the pattern, which has {}",
+                    var.value,
+                    scope.vars.join(", ")
+                ),
+            ));
+        };
+        if out.iter().any(|(w, _)| *w == v) {
+            return Err(at(var.span, format!("`{}` is defined twice", var.value)));
+        }
+        let typed = compile(&cond, scope)?;
+        if !matches!(typed.ty, Some(ColumnType::Bool) | None) {
+            return Err(at(
+                cond.span(),
+                format!(
+                    "the condition of `{}` is {}, not a boolean",
+                    var.value,
+                    type_name(typed.ty)
+                ),
+            ));
+        }
+        out.push((v, typed));
+    }
+    Ok(out)
+}
+
+/// `expression AS name, …` (MEASURES).
+pub(crate) fn compile_measures(
+    text: &str,
+    scope: &Scope<'_>,
+) -> Result<Vec<(String, Typed)>, ExprError> {
+    let items = parse_text(text, |p| {
+        let mut items: Vec<(Expr, Ident)> = Vec::new();
+        loop {
+            let e = p.parse_expr()?;
+            p.expect_keyword_is(Keyword::AS)?;
+            items.push((e, p.parse_identifier()?));
+            if !p.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+        Ok(items)
+    })?;
+    let mut out: Vec<(String, Typed)> = Vec::new();
+    for (e, name) in items {
+        if out.iter().any(|(n, _)| *n == name.value) {
+            return Err(at(
+                name.span,
+                format!("measure `{}` is named twice", name.value),
+            ));
+        }
+        out.push((name.value.clone(), compile(&e, scope)?));
+    }
+    Ok(out)
+}
+
+fn at(span: Span, message: impl Into<String>) -> ExprError {
+    let s = span.start;
+    ExprError::at(s.line, s.column, message)
+}
+
+fn type_name(t: Option<ColumnType>) -> &'static str {
+    t.map_or("NULL", |t| t.name())
+}
+
+fn compile(e: &Expr, s: &Scope<'_>) -> Result<Typed, ExprError> {
+    let typed = |e: E, ty: ColumnType| Ok(Typed { e, ty: Some(ty) });
+    match e {
+        Expr::Nested(inner) => compile(inner, s),
+        Expr::Value(v) => literal(&v.value)
+            .ok_or_else(|| at(e.span(), format!("the literal `{e}` is not supported here"))),
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+            let (var, col, ty) = column(e, s)?;
+            typed(
+                E::Col(
+                    RowRef {
+                        base: Base::Last { var, n: 0 },
+                        back: 0,
+                    },
+                    col,
+                ),
+                ty,
+            )
+        }
+        Expr::BinaryOp { left, op, right } => {
+            let (l, r) = (compile(left, s)?, compile(right, s)?);
+            binary(e, op, l, r)
+        }
+        Expr::UnaryOp { op, expr } => {
+            let inner = compile(expr, s)?;
+            match op {
+                UnaryOperator::Not => {
+                    want(expr, &inner, |t| t == ColumnType::Bool, "a boolean")?;
+                    typed(E::Not(Box::new(inner.e)), ColumnType::Bool)
+                }
+                UnaryOperator::Minus => {
+                    want(expr, &inner, numeric, "a number")?;
+                    Ok(Typed {
+                        e: E::Neg(Box::new(inner.e)),
+                        ty: inner.ty,
+                    })
+                }
+                UnaryOperator::Plus => Ok(inner),
+                other => Err(at(
+                    e.span(),
+                    format!("the operator `{other}` is not supported here"),
+                )),
+            }
+        }
+        Expr::IsNull(inner) | Expr::IsNotNull(inner) => {
+            let c = compile(inner, s)?;
+            typed(
+                E::IsNull(Box::new(c.e), matches!(e, Expr::IsNotNull(_))),
+                ColumnType::Bool,
+            )
+        }
+        Expr::Between {
+            expr,
+            negated,
+            low,
+            high,
+        } => {
+            let x = compile(expr, s)?;
+            let lo = binary(e, &BinaryOperator::GtEq, x.clone(), compile(low, s)?)?;
+            let hi = binary(e, &BinaryOperator::LtEq, x, compile(high, s)?)?;
+            let both = E::And(Box::new(lo.e), Box::new(hi.e));
+            typed(
+                if *negated {
+                    E::Not(Box::new(both))
+                } else {
+                    both
+                },
+                ColumnType::Bool,
+            )
+        }
+        Expr::Cast {
+            kind: CastKind::Cast | CastKind::DoubleColon,
+            expr,
+            data_type,
+            ..
+        } => {
+            let inner = compile(expr, s)?;
+            let name = data_type.to_string().to_lowercase();
+            let to = ColumnType::parse(&name).ok_or_else(|| {
+                at(e.span(), format!("cannot CAST to `{data_type}`: the types are bigint, double, boolean, varchar and timestamp"))
+            })?;
+            typed(E::Cast(Box::new(inner.e), to), to)
+        }
+        Expr::Function(f) => function(e, f, s),
+        other => Err(at(
+            other.span(),
+            format!("`{other}` is not supported in a pattern's DEFINE or MEASURES yet"),
+        )),
+    }
+}
+
+fn numeric(t: ColumnType) -> bool {
+    matches!(t, ColumnType::Int | ColumnType::Double)
+}
+
+fn want(
+    node: &Expr,
+    t: &Typed,
+    ok: impl Fn(ColumnType) -> bool,
+    what: &str,
+) -> Result<(), ExprError> {
+    match t.ty {
+        None => Ok(()),
+        Some(ty) if ok(ty) => Ok(()),
+        Some(ty) => Err(at(
+            node.span(),
+            format!("expected {what}, found {}", ty.name()),
+        )),
+    }
+}
+
+fn literal(v: &SqlValue) -> Option<Typed> {
+    let t = |e: Value, ty: ColumnType| {
+        Some(Typed {
+            e: E::Lit(e),
+            ty: Some(ty),
+        })
+    };
+    match v {
+        SqlValue::Number(n, _) => match n.parse::<i64>() {
+            Ok(i) => t(Value::Int(i), ColumnType::Int),
+            Err(_) => t(Value::Float(n.parse().ok()?), ColumnType::Double),
+        },
+        SqlValue::SingleQuotedString(s) => t(Value::Str(s.as_str().into()), ColumnType::String),
+        SqlValue::Boolean(b) => t(Value::Bool(*b), ColumnType::Bool),
+        SqlValue::Null => Some(Typed {
+            e: E::Lit(Value::Null),
+            ty: None,
+        }),
+        _ => None,
+    }
+}
+
+/// `x` or `V.x`: the variable (if qualified), the column and its type.
+fn column(e: &Expr, s: &Scope<'_>) -> Result<(Option<usize>, usize, ColumnType), ExprError> {
+    let (var, name) = match e {
+        Expr::Identifier(id) => (None, id),
+        Expr::CompoundIdentifier(ids) if ids.len() == 2 => (Some(&ids[0]), &ids[1]),
+        other => {
+            return Err(at(
+                other.span(),
+                format!("expected a column (`x`) or a variable's column (`A.x`), found `{other}`"),
+            ))
+        }
+    };
+    let var = var.map(|v| variable(v, s)).transpose()?;
+    let col = s
+        .columns
+        .iter()
+        .position(|(n, _)| *n == name.value)
+        .ok_or_else(|| {
+            let names: Vec<&str> = s.columns.iter().map(|(n, _)| n.as_str()).collect();
+            at(
+                name.span,
+                format!(
+                    "unknown column `{}`: the input has {}",
+                    name.value,
+                    names.join(", ")
+                ),
+            )
+        })?;
+    Ok((var, col, s.columns[col].1))
+}
+
+fn variable(v: &Ident, s: &Scope<'_>) -> Result<usize, ExprError> {
+    s.vars.iter().position(|n| *n == v.value).ok_or_else(|| {
+        at(
+            v.span,
+            format!(
+                "`{}` is not a variable of the pattern, which has {}",
+                v.value,
+                s.vars.join(", ")
+            ),
+        )
+    })
+}
+
+fn binary(node: &Expr, op: &BinaryOperator, l: Typed, r: Typed) -> Result<Typed, ExprError> {
+    use ColumnType::*;
+    let bool_op = |make: fn(Box<E>, Box<E>) -> E| -> Result<Typed, ExprError> {
+        want(node, &l, |t| t == Bool, "a boolean")?;
+        want(node, &r, |t| t == Bool, "a boolean")?;
+        Ok(Typed {
+            e: make(Box::new(l.e.clone()), Box::new(r.e.clone())),
+            ty: Some(Bool),
+        })
+    };
+    let op = match op {
+        BinaryOperator::And => return bool_op(E::And),
+        BinaryOperator::Or => return bool_op(E::Or),
+        BinaryOperator::Plus => BinOp::Add,
+        BinaryOperator::Minus => BinOp::Sub,
+        BinaryOperator::Multiply => BinOp::Mul,
+        BinaryOperator::Divide => BinOp::Div,
+        BinaryOperator::Modulo => BinOp::Mod,
+        BinaryOperator::Eq => BinOp::Eq,
+        BinaryOperator::NotEq => BinOp::NotEq,
+        BinaryOperator::Lt => BinOp::Lt,
+        BinaryOperator::LtEq => BinOp::LtEq,
+        BinaryOperator::Gt => BinOp::Gt,
+        BinaryOperator::GtEq => BinOp::GtEq,
+        other => {
+            return Err(at(
+                node.span(),
+                format!("the operator `{other}` is not supported here"),
+            ))
+        }
+    };
+    let ty = match (op, l.ty, r.ty) {
+        (_, None, t) | (_, t, None) => match op {
+            BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq => {
+                Some(Bool)
+            }
+            _ => t,
+        },
+        (
+            BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq,
+            Some(a),
+            Some(b),
+        ) => {
+            if a == b || (numeric(a) && numeric(b)) {
+                Some(Bool)
+            } else {
+                return Err(at(
+                    node.span(),
+                    format!(
+                        "`{node}` compares {} with {}: CAST one side",
+                        a.name(),
+                        b.name()
+                    ),
+                ));
+            }
+        }
+        (BinOp::Sub, Some(Timestamp), Some(Timestamp)) => Some(Int),
+        (BinOp::Add | BinOp::Sub, Some(Timestamp), Some(Int)) => Some(Timestamp),
+        (BinOp::Add, Some(Int), Some(Timestamp)) => Some(Timestamp),
+        (_, Some(a), Some(b)) if numeric(a) && numeric(b) => {
+            Some(if a == Int && b == Int { Int } else { Double })
+        }
+        (_, Some(a), Some(b)) => {
+            return Err(at(
+                node.span(),
+                format!(
+                    "`{node}`: cannot compute with {} and {}",
+                    a.name(),
+                    b.name()
+                ),
+            ))
+        }
+    };
+    Ok(Typed {
+        e: E::Bin(op, Box::new(l.e), Box::new(r.e)),
+        ty,
+    })
+}
+
+/// The arguments of a call, as expressions; `*` and `V.*` as `Err(variable)`.
+enum Arg<'a> {
+    Expr(&'a Expr),
+    Star(Option<&'a Ident>),
+}
+
+fn function(node: &Expr, f: &sqlparser::ast::Function, s: &Scope<'_>) -> Result<Typed, ExprError> {
+    let name = match f.name.0.as_slice() {
+        [ObjectNamePart::Identifier(id)] => id.value.to_uppercase(),
+        _ => return Err(at(node.span(), format!("unknown function `{}`", f.name))),
+    };
+    let args: Vec<Arg<'_>> = match &f.args {
+        FunctionArguments::None => Vec::new(),
+        FunctionArguments::List(list) => {
+            if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+                return Err(at(
+                    node.span(),
+                    format!("`{node}` is not supported in a pattern yet"),
+                ));
+            }
+            list.args
+                .iter()
+                .map(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(Arg::Expr(e)),
+                    FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => Ok(Arg::Star(None)),
+                    FunctionArg::Unnamed(FunctionArgExpr::QualifiedWildcard(o)) => {
+                        match o.0.as_slice() {
+                            [ObjectNamePart::Identifier(v)] => Ok(Arg::Star(Some(v))),
+                            _ => Err(at(node.span(), format!("expected `V.*`, found `{o}.*`"))),
+                        }
+                    }
+                    _ => Err(at(node.span(), format!("unsupported argument in `{node}`"))),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        FunctionArguments::Subquery(_) => {
+            return Err(at(node.span(), "a subquery is not supported in a pattern"))
+        }
+    };
+    if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+        return Err(at(
+            node.span(),
+            format!("`{node}` is not supported in a pattern yet"),
+        ));
+    }
+    let typed = |e: E, ty: ColumnType| Ok(Typed { e, ty: Some(ty) });
+    match (name.as_str(), args.as_slice()) {
+        ("PREV", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)]) => {
+            let n = offset(node, &args)?;
+            let (mut row, col, ty) = navigation(r, s)?;
+            row.back += n;
+            typed(E::Col(row, col), ty)
+        }
+        ("NEXT", _) => Err(at(
+            node.span(),
+            "NEXT looks at rows that have not arrived: it is not supported in a stream (use PREV on a later variable)",
+        )),
+        ("FIRST" | "LAST", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)]) => {
+            let n = offset(node, &args)?;
+            let (var, col, ty) = column(r, s)?;
+            let base = if name == "FIRST" {
+                Base::First { var, n }
+            } else {
+                Base::Last { var, n }
+            };
+            typed(E::Col(RowRef { base, back: 0 }, col), ty)
+        }
+        ("CLASSIFIER", []) => typed(
+            E::Classifier(RowRef {
+                base: Base::Last { var: None, n: 0 },
+                back: 0,
+            }),
+            ColumnType::String,
+        ),
+        ("MATCH_NUMBER", []) => typed(E::MatchNumber, ColumnType::Int),
+        ("COUNT", [Arg::Star(v)]) => typed(
+            E::Agg {
+                f: AggFn::Count,
+                var: v.map(|v| variable(v, s)).transpose()?,
+                col: None,
+            },
+            ColumnType::Int,
+        ),
+        ("COUNT" | "SUM" | "AVG" | "MIN" | "MAX", [Arg::Expr(c)]) => {
+            let (var, col, ty) = column(c, s)?;
+            let f = match name.as_str() {
+                "COUNT" => AggFn::Count,
+                "SUM" => AggFn::Sum,
+                "AVG" => AggFn::Avg,
+                "MIN" => AggFn::Min,
+                _ => AggFn::Max,
+            };
+            if matches!(f, AggFn::Sum | AggFn::Avg) && !numeric(ty) {
+                return Err(at(c.span(), format!("{name} needs a number, `{c}` is {}", ty.name())));
+            }
+            let out = match f {
+                AggFn::Count => ColumnType::Int,
+                AggFn::Avg => ColumnType::Double,
+                _ => ty,
+            };
+            typed(E::Agg { f, var, col: Some(col) }, out)
+        }
+        ("PREV" | "FIRST" | "LAST" | "COUNT" | "SUM" | "AVG" | "MIN" | "MAX" | "CLASSIFIER" | "MATCH_NUMBER", _) => {
+            Err(at(node.span(), format!("wrong arguments for {name} in `{node}`")))
+        }
+        _ => Err(at(
+            node.span(),
+            format!("the function `{}` is not supported in a pattern yet: PREV, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, CLASSIFIER and MATCH_NUMBER are", f.name),
+        )),
+    }
+}
+
+/// The optional second argument of PREV/FIRST/LAST: a non-negative whole number (default
+/// 1 for PREV, 0 for FIRST/LAST).
+fn offset(node: &Expr, args: &[Arg<'_>]) -> Result<usize, ExprError> {
+    let is_prev =
+        matches!(node, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("PREV"));
+    match args.get(1) {
+        None => Ok(usize::from(is_prev)),
+        Some(Arg::Expr(Expr::Value(v))) => match &v.value {
+            SqlValue::Number(n, _) => n.parse().map_err(|_| {
+                at(
+                    node.span(),
+                    format!("the offset `{n}` must be a whole number ≥ 0"),
+                )
+            }),
+            other => Err(at(
+                node.span(),
+                format!("the offset `{other}` must be a whole number ≥ 0"),
+            )),
+        },
+        Some(_) => Err(at(node.span(), "the offset must be a whole number ≥ 0")),
+    }
+}
+
+/// The argument of PREV: a column reference or FIRST/LAST of one.
+fn navigation(r: &Expr, s: &Scope<'_>) -> Result<(RowRef, usize, ColumnType), ExprError> {
+    match compile(r, s)? {
+        Typed {
+            e: E::Col(row, col),
+            ty: Some(ty),
+        } => Ok((row, col, ty)),
+        _ => Err(at(
+            r.span(),
+            format!("PREV takes a column (`x`, `A.x`) or FIRST/LAST of one, found `{r}`"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope_cols() -> Vec<(String, ColumnType)> {
+        vec![
+            ("ts".into(), ColumnType::Timestamp),
+            ("value".into(), ColumnType::Int),
+            ("name".into(), ColumnType::String),
+        ]
+    }
+
+    #[test]
+    fn the_q3_defines_compile() {
+        let cols = scope_cols();
+        let vars: Vec<String> = ["A", "B", "C", "D"].map(String::from).to_vec();
+        let s = Scope {
+            columns: &cols,
+            vars: &vars,
+        };
+        let d = compile_defines(
+            "B AS (LAST(B.`value`, 1) IS NULL AND B.`value` < A.`value`) OR B.`value` < LAST(B.`value`, 1),
+             C AS C.value > LAST(B.value) AND C.value < A.value,
+             D AS D.value > PREV(value, 2)",
+            &s,
+        )
+        .expect("compiles");
+        assert_eq!(d.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1, 2, 3]);
+        let Typed {
+            e: E::Bin(BinOp::Gt, _, r),
+            ..
+        } = &d[2].1
+        else {
+            panic!("a comparison: {:?}", d[2].1)
+        };
+        assert_eq!(
+            **r,
+            E::Col(
+                RowRef {
+                    base: Base::Last { var: None, n: 0 },
+                    back: 2
+                },
+                1
+            )
+        );
+    }
+
+    #[test]
+    fn measures_have_types() {
+        let cols = scope_cols();
+        let vars: Vec<String> = ["A", "B"].map(String::from).to_vec();
+        let s = Scope {
+            columns: &cols,
+            vars: &vars,
+        };
+        let m = compile_measures(
+            "A.ts AS a_ts, COUNT(B.*) AS n, AVG(B.value) AS avg, CLASSIFIER() AS c, LAST(B.ts) - FIRST(A.ts) AS span",
+            &s,
+        )
+        .expect("compiles");
+        let types: Vec<_> = m.iter().map(|(n, t)| (n.as_str(), t.ty)).collect();
+        assert_eq!(
+            types,
+            [
+                ("a_ts", Some(ColumnType::Timestamp)),
+                ("n", Some(ColumnType::Int)),
+                ("avg", Some(ColumnType::Double)),
+                ("c", Some(ColumnType::String)),
+                ("span", Some(ColumnType::Int)),
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_name_the_problem_and_its_place() {
+        let cols = scope_cols();
+        let vars: Vec<String> = ["A", "B"].map(String::from).to_vec();
+        let s = Scope {
+            columns: &cols,
+            vars: &vars,
+        };
+        let e = compile_defines("B AS B.value < X.value", &s).expect_err("unknown var");
+        assert_eq!((e.line, e.col), (1, 16));
+        assert!(e.message.contains("not a variable"), "{}", e.message);
+        let e = compile_defines("B AS B.price < 3", &s).expect_err("unknown column");
+        assert!(
+            e.message.contains("unknown column `price`"),
+            "{}",
+            e.message
+        );
+        let e = compile_defines("B AS B.value < 'x'", &s).expect_err("type mismatch");
+        assert!(
+            e.message.contains("compares int with string"),
+            "{}",
+            e.message
+        );
+        let e = compile_defines("B AS B.value + 1", &s).expect_err("not boolean");
+        assert!(e.message.contains("not a boolean"), "{}", e.message);
+        let e = compile_defines("B AS NEXT(value) > 1", &s).expect_err("NEXT");
+        assert!(
+            e.message.contains("not supported in a stream"),
+            "{}",
+            e.message
+        );
+        let e = compile_defines("Z AS true", &s).expect_err("undefined var");
+        assert!(e.message.contains("not a variable"), "{}", e.message);
+    }
+}

@@ -1,0 +1,345 @@
+//! The row pattern language of `pattern = "…"` and SQL `PATTERN (…)`: variables, concatenation,
+//! alternation `|`, groups `( … )`, and the quantifiers `* + ? {n} {n,} {,m} {n,m}`, each
+//! greedy or, followed by `?`, reluctant.
+
+/// A parsed row pattern. Variables are numbered in order of first appearance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Pat {
+    /// Matches nothing (the empty group `()`).
+    Empty,
+    /// One row mapped to the variable.
+    Var(usize),
+    /// The parts one after another.
+    Concat(Vec<Pat>),
+    /// The first alternative that leads to a match is preferred.
+    Alt(Vec<Pat>),
+    /// `inner` between `min` and `max` (unbounded: `None`) times; greedy prefers more.
+    Repeat {
+        inner: Box<Pat>,
+        min: u32,
+        max: Option<u32>,
+        greedy: bool,
+    },
+}
+
+/// A pattern with its variable names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Parsed {
+    pub pat: Pat,
+    /// Variable names by number.
+    pub vars: Vec<String>,
+}
+
+/// A syntax error at a 1-based character column of the pattern text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SyntaxError {
+    pub col: usize,
+    pub message: String,
+}
+
+/// The largest bound a quantifier may have (bounded repetitions are unrolled).
+pub(crate) const MAX_BOUND: u32 = 1000;
+
+/// Parses a pattern such as `A B+? (C | D){2,3}`.
+pub(crate) fn parse(text: &str) -> Result<Parsed, SyntaxError> {
+    let mut p = P {
+        chars: text.chars().collect(),
+        at: 0,
+        vars: Vec::new(),
+    };
+    p.skip_ws();
+    if p.at == p.chars.len() {
+        return Err(p.error("the pattern is empty: name at least one variable, e.g. \"A B+\""));
+    }
+    let pat = p.alternation()?;
+    p.skip_ws();
+    if let Some(c) = p.peek() {
+        return Err(p.error(match c {
+            ')' => "unbalanced `)`".to_string(),
+            _ => format!("unexpected `{c}`"),
+        }));
+    }
+    Ok(Parsed { pat, vars: p.vars })
+}
+
+struct P {
+    chars: Vec<char>,
+    at: usize,
+    vars: Vec<String>,
+}
+
+impl P {
+    fn error(&self, message: impl Into<String>) -> SyntaxError {
+        SyntaxError {
+            col: self.at + 1,
+            message: message.into(),
+        }
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.at).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while self.peek().is_some_and(char::is_whitespace) {
+            self.at += 1;
+        }
+    }
+
+    fn alternation(&mut self) -> Result<Pat, SyntaxError> {
+        let mut alts = vec![self.concatenation()?];
+        loop {
+            self.skip_ws();
+            if self.peek() != Some('|') {
+                break;
+            }
+            self.at += 1;
+            alts.push(self.concatenation()?);
+        }
+        Ok(if alts.len() == 1 {
+            alts.pop().expect("one alternative")
+        } else {
+            Pat::Alt(alts)
+        })
+    }
+
+    fn concatenation(&mut self) -> Result<Pat, SyntaxError> {
+        let mut parts = Vec::new();
+        loop {
+            self.skip_ws();
+            match self.peek() {
+                None | Some('|' | ')') => break,
+                _ => parts.push(self.quantified()?),
+            }
+        }
+        match parts.len() {
+            0 => Err(self.error("expected a variable or `(` here: an alternative is empty")),
+            1 => Ok(parts.pop().expect("one part")),
+            _ => Ok(Pat::Concat(parts)),
+        }
+    }
+
+    fn quantified(&mut self) -> Result<Pat, SyntaxError> {
+        let mut pat = self.primary()?;
+        let mut quantified = false;
+        loop {
+            self.skip_ws();
+            let start = self.at;
+            let (min, max) = match self.peek() {
+                Some('*') => (0, None),
+                Some('+') => (1, None),
+                Some('?') => (0, Some(1)),
+                Some('{') => self.braces()?,
+                _ => break,
+            };
+            if quantified {
+                self.at = start;
+                return Err(self.error(
+                    "a second quantifier: put the quantified part in parentheses, e.g. \"(A+)*\"",
+                ));
+            }
+            if !matches!(self.chars[start], '{') {
+                self.at += 1;
+            }
+            let greedy = if self.peek() == Some('?') {
+                self.at += 1;
+                false
+            } else {
+                true
+            };
+            pat = Pat::Repeat {
+                inner: Box::new(pat),
+                min,
+                max,
+                greedy,
+            };
+            quantified = true;
+        }
+        Ok(pat)
+    }
+
+    /// `{n}`, `{n,}`, `{,m}`, `{n,m}`; leaves `at` after the `}`.
+    fn braces(&mut self) -> Result<(u32, Option<u32>), SyntaxError> {
+        let open = self.at;
+        self.at += 1;
+        let n = self.number()?;
+        self.skip_ws();
+        let (min, max) = if self.peek() == Some(',') {
+            self.at += 1;
+            let m = self.number()?;
+            (n.unwrap_or(0), m)
+        } else {
+            let Some(n) = n else {
+                return Err(self.error("expected a number in `{…}`, e.g. \"{2}\" or \"{1,3}\""));
+            };
+            (n, Some(n))
+        };
+        self.skip_ws();
+        if self.peek() != Some('}') {
+            return Err(self.error("expected `}` to close the quantifier"));
+        }
+        self.at += 1;
+        if let Some(max) = max {
+            if max < min {
+                self.at = open;
+                return Err(self.error(format!(
+                    "the quantifier's maximum {max} is below its minimum {min}"
+                )));
+            }
+            if max == 0 {
+                self.at = open;
+                return Err(self.error("`{0}` matches nothing: remove the part"));
+            }
+        }
+        if min.max(max.unwrap_or(0)) > MAX_BOUND {
+            self.at = open;
+            return Err(self.error(format!("bounds above {MAX_BOUND} are not supported yet")));
+        }
+        Ok((min, max))
+    }
+
+    fn number(&mut self) -> Result<Option<u32>, SyntaxError> {
+        self.skip_ws();
+        let start = self.at;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.at += 1;
+        }
+        if start == self.at {
+            return Ok(None);
+        }
+        let digits: String = self.chars[start..self.at].iter().collect();
+        digits
+            .parse()
+            .map(Some)
+            .map_err(|_| self.error(format!("`{digits}` is too large for a quantifier")))
+    }
+
+    fn primary(&mut self) -> Result<Pat, SyntaxError> {
+        match self.peek() {
+            Some('(') => {
+                let open = self.at;
+                self.at += 1;
+                self.skip_ws();
+                if self.peek() == Some(')') {
+                    self.at += 1;
+                    return Ok(Pat::Empty);
+                }
+                let inner = self.alternation()?;
+                self.skip_ws();
+                if self.peek() != Some(')') {
+                    self.at = open;
+                    return Err(self.error("this `(` is never closed"));
+                }
+                self.at += 1;
+                Ok(inner)
+            }
+            Some(c) if c.is_alphabetic() || c == '_' => {
+                let start = self.at;
+                while self
+                    .peek()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+                {
+                    self.at += 1;
+                }
+                let name: String = self.chars[start..self.at].iter().collect();
+                let id = match self.vars.iter().position(|v| *v == name) {
+                    Some(i) => i,
+                    None => {
+                        self.vars.push(name);
+                        self.vars.len() - 1
+                    }
+                };
+                Ok(Pat::Var(id))
+            }
+            Some('^' | '$') => Err(self.error("anchors `^` and `$` are not supported yet")),
+            Some('{') if self.chars.get(self.at + 1) == Some(&'-') => {
+                Err(self.error("exclusion `{- … -}` is not supported yet"))
+            }
+            Some(c @ ('*' | '+' | '?' | '{')) => Err(self.error(format!(
+                "`{c}` quantifies nothing: put a variable or a group before it"
+            ))),
+            Some(c) => Err(self.error(format!(
+                "unexpected `{c}`: a pattern holds variables (A, B1, price_up), `( )`, `|` and quantifiers"
+            ))),
+            None => Err(self.error("the pattern ends too early")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rep(inner: Pat, min: u32, max: Option<u32>, greedy: bool) -> Pat {
+        Pat::Repeat {
+            inner: Box::new(inner),
+            min,
+            max,
+            greedy,
+        }
+    }
+
+    #[test]
+    fn the_paper_pattern_parses_with_its_quantifiers() {
+        let p = parse("A B+ C D+?").expect("parses");
+        assert_eq!(p.vars, ["A", "B", "C", "D"]);
+        assert_eq!(
+            p.pat,
+            Pat::Concat(vec![
+                Pat::Var(0),
+                rep(Pat::Var(1), 1, None, true),
+                Pat::Var(2),
+                rep(Pat::Var(3), 1, None, false),
+            ])
+        );
+    }
+
+    #[test]
+    fn groups_alternation_and_bounds_parse() {
+        let p = parse("(A | B C)*? D{2,} E{,3} F{4}").expect("parses");
+        assert_eq!(p.vars, ["A", "B", "C", "D", "E", "F"]);
+        let Pat::Concat(parts) = p.pat else {
+            panic!("a concatenation")
+        };
+        assert_eq!(
+            parts[0],
+            rep(
+                Pat::Alt(vec![
+                    Pat::Var(0),
+                    Pat::Concat(vec![Pat::Var(1), Pat::Var(2)])
+                ]),
+                0,
+                None,
+                false
+            )
+        );
+        assert_eq!(parts[1], rep(Pat::Var(3), 2, None, true));
+        assert_eq!(parts[2], rep(Pat::Var(4), 0, Some(3), true));
+        assert_eq!(parts[3], rep(Pat::Var(5), 4, Some(4), true));
+    }
+
+    #[test]
+    fn a_repeated_variable_keeps_one_number() {
+        let p = parse("A B A").expect("parses");
+        assert_eq!(p.vars, ["A", "B"]);
+    }
+
+    #[test]
+    fn errors_point_at_the_column() {
+        let e = parse("A (B C").expect_err("unclosed");
+        assert_eq!(e.col, 3);
+        assert!(e.message.contains("never closed"));
+        let e = parse("A+* B").expect_err("two quantifiers");
+        assert_eq!(e.col, 3);
+        assert!(e.message.contains("second quantifier"), "{e:?}");
+        let e = parse("A{3,2}").expect_err("bad bounds");
+        assert!(e.message.contains("below its minimum"));
+        let e = parse("A | ").expect_err("empty alternative");
+        assert!(e.message.contains("empty"));
+        let e = parse("^A").expect_err("anchor");
+        assert!(e.message.contains("not supported yet"));
+        let e = parse("*").expect_err("nothing to quantify");
+        assert_eq!(e.col, 1);
+        assert!(parse("").is_err());
+    }
+}
