@@ -34,6 +34,17 @@ pub enum LoadError {
 
 /// Reads, substitutes variables in, and checks `path`.
 pub fn load(path: &Path, vars: &[(String, String)], missing: Missing) -> Result<Loaded, LoadError> {
+    load_with(path, vars, missing, &[])
+}
+
+/// [`load`], with `defaults`: `(param, value)` given to every operator whose type accepts
+/// that param and that does not set it (`--state-backend`).
+pub fn load_with(
+    path: &Path,
+    vars: &[(String, String)],
+    missing: Missing,
+    defaults: &[(&str, &str)],
+) -> Result<Loaded, LoadError> {
     let src = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read query file `{}`", path.display()))
         .map_err(LoadError::Other)?;
@@ -44,6 +55,19 @@ pub fn load(path: &Path, vars: &[(String, String)], missing: Missing) -> Result<
     let vars: BTreeMap<String, String> = vars.iter().cloned().collect();
     let mut warnings =
         anduin_spec::substitute(&mut spec, &vars, missing).map_err(LoadError::Diagnostics)?;
+    for op in &mut spec.operators {
+        let Some(sig) = anduin_graph::Catalog::signature(&BuiltinCatalog, op.kind.as_str()) else {
+            continue;
+        };
+        for (name, value) in defaults {
+            if sig.param(name).is_some() && op.param(name).is_none() {
+                op.params.push(anduin_spec::Param {
+                    name: anduin_spec::Text::unplaced(*name),
+                    value: anduin_spec::Value::String(anduin_spec::Text::unplaced(*value)),
+                });
+            }
+        }
+    }
     let (graph, more) = anduin_graph::check(&spec, &BuiltinCatalog).map_err(|mut d| {
         d.0.splice(0..0, warnings.0.clone());
         d.sort();

@@ -288,6 +288,12 @@ fn a_killed_cep_query_resumes_to_the_output_of_an_uninterrupted_one() {
 }
 
 #[test]
+fn a_killed_cep_query_with_its_state_in_the_lsm_backend_resumes_to_the_output_of_an_uninterrupted_one(
+) {
+    scenario(CEP, &[19], &["--state-backend", "lsm"]);
+}
+
+#[test]
 fn a_killed_parallel_cep_query_resumes_to_the_output_of_an_uninterrupted_one() {
     scenario(CEP, &[18], &["--parallelism", "2"]);
 }

@@ -102,6 +102,14 @@ pub trait Operator: Send {
         Ok(())
     }
 
+    /// Figures about the operator's state over the run, reported at the end of input (after
+    /// [`Operator::on_end_of_input`]): `(name, value)`. Names starting with `peak_` are
+    /// maxima (the largest over parallel instances is reported), others are totals (summed).
+    /// The default reports nothing.
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
     /// Whether the operator keeps state between batches.
     fn is_stateless(&self) -> bool {
         true

@@ -5,8 +5,10 @@
 //! {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
 //! MAX), every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
 //! match with its MATCH_NUMBER and CLASSIFIER, so the comparison pins down every mapping. An
-//! operator snapshotted and restored half-way gives the same rows as one that ran straight
-//! through, and four instances, each fed the keys it owns, together give the rows of one.
+//! operator snapshotted (a full snapshot, then a changelog) and restored half-way, keeping its
+//! state in the heap or in the LSM backend (with one partition in memory, so that idle ones
+//! go to the LSM tree and come back), gives the same rows as one that ran straight through,
+//! and four instances, each fed the keys it owns, together give the rows of one.
 //! Hand-written cases check greedy against reluctant, alternation preference, an empty
 //! prefix and empty matches, and overlapping matches with `skip to next row`.
 
@@ -333,8 +335,18 @@ operator name = "d", type = "discard" {{ input name = "out" }}"#
 // ---------------------------------------------------------------------------------------------
 // The operator, driven through the Operator trait.
 
-fn pattern_op(case: &Case) -> Box<dyn Operator> {
-    let src = case.flow();
+/// The operator of `case`; with `lsm`, its state in the LSM backend with one partition in
+/// memory (every idle partition goes to the LSM tree and is read back when a row comes).
+fn pattern_op(case: &Case, lsm: bool) -> Box<dyn Operator> {
+    let mut src = case.flow();
+    if lsm {
+        src = src.replacen(
+            "param order_by",
+            "param state_backend = \"lsm\"\n  param cache_partitions = 1\n  param order_by",
+            1,
+        );
+        assert!(src.contains("cache_partitions"), "{src}");
+    }
     let spec = anduin_spec::parse_flow(&src).unwrap_or_else(|e| panic!("{src}\n{e}"));
     let (graph, _) =
         anduin_graph::check(&spec, &BuiltinCatalog).unwrap_or_else(|e| panic!("{src}\n{e}"));
@@ -407,11 +419,12 @@ fn batch(rows: &[Row]) -> RecordBatch {
     .expect("valid")
 }
 
-/// An in-memory checkpoint of one operator.
+/// An in-memory checkpoint of one operator: a full snapshot or the changes since the last.
 #[derive(Default)]
 struct Memory {
     inline: Option<serde_json::Value>,
     bytes: Vec<u8>,
+    changes: bool,
 }
 
 impl SnapshotOut for Memory {
@@ -419,7 +432,7 @@ impl SnapshotOut for Memory {
         Epoch(1)
     }
     fn full_due(&self) -> bool {
-        true
+        !self.changes
     }
     fn inline(&mut self, value: serde_json::Value) {
         self.inline = Some(value);
@@ -456,28 +469,46 @@ fn check(r: Result<impl Sized, OperatorError>) -> Result<(), TooAmbiguous> {
 }
 
 /// Feeds the batches in order of arrival of only the keys with `k mod 4 == part` (all keys:
-/// `None`), each followed by its watermark; snapshots and restores into a fresh instance
-/// before batch `restart_at`, if given.
+/// `None`), each followed by its watermark; with `restart_at`, takes a full snapshot before
+/// batch `restart_at / 2` and a changelog before batch `restart_at`, and restores both into
+/// a fresh instance (with `lsm`, one keeping its state in the LSM backend) there.
 fn run(
     case: &Case,
     batches: &[Vec<Row>],
     delay: i64,
-    restart_at: Option<usize>,
+    restart_at: Option<(usize, bool)>,
     part: Option<i64>,
 ) -> Result<Vec<Out>, TooAmbiguous> {
-    let mut op = pattern_op(case);
+    let lsm = restart_at.is_some_and(|(_, lsm)| lsm);
+    let mut op = pattern_op(case, lsm);
     let mut out = Collect::default();
+    let mut full: Option<Memory> = None;
     for (i, (rows, wm)) in batches.iter().zip(watermarks(batches, delay)).enumerate() {
-        if restart_at == Some(i) {
-            let mut mem = Memory::default();
-            op.snapshot(&mut mem).expect("snapshots");
-            op = pattern_op(case);
-            op.restore(RestoreIn {
-                epoch: Epoch(1),
-                inline: mem.inline,
-                files: vec![Box::new(std::io::Cursor::new(mem.bytes))],
-            })
-            .expect("restores");
+        if let Some((at, _)) = restart_at {
+            if i == at / 2 && i < at {
+                let mut mem = Memory::default();
+                op.snapshot(&mut mem).expect("snapshots");
+                full = Some(mem);
+            }
+            if i == at {
+                let mut mem = Memory {
+                    changes: full.is_some(),
+                    ..Memory::default()
+                };
+                op.snapshot(&mut mem).expect("snapshots");
+                let mut files: Vec<Box<dyn std::io::Read + Send>> = Vec::new();
+                if let Some(f) = full.take() {
+                    files.push(Box::new(std::io::Cursor::new(f.bytes)));
+                }
+                files.push(Box::new(std::io::Cursor::new(mem.bytes)));
+                op = pattern_op(case, lsm);
+                op.restore(RestoreIn {
+                    epoch: Epoch(1),
+                    inline: mem.inline,
+                    files,
+                })
+                .expect("restores");
+            }
         }
         let mine: Vec<Row> = rows
             .iter()
@@ -850,6 +881,7 @@ proptest! {
         batches in batches(),
         delay in 0i64..12,
         restart in any::<prop::sample::Index>(),
+        lsm in any::<bool>(),
     ) {
         let Ok(expected) = brute_force(&case, &on_time(&batches, delay)) else {
             return Err(TestCaseError::reject("too ambiguous for brute force"));
@@ -860,7 +892,7 @@ proptest! {
         let flow = case.flow();
         prop_assert_eq!(&got, &expected, "{}", flow);
         let at = restart.index(batches.len());
-        let restored = run(&case, &batches, delay, Some(at), None).expect("as ambiguous as before");
+        let restored = run(&case, &batches, delay, Some((at, lsm)), None).expect("as ambiguous as before");
         prop_assert_eq!(&restored, &expected, "restored before batch {}\n{}", at, flow);
         let split = run_split(&case, &batches, delay).expect("as ambiguous as before");
         prop_assert_eq!(&split, &expected, "four instances\n{}", flow);

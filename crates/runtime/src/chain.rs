@@ -119,6 +119,7 @@ impl Chain {
                 name,
             };
             op.on_end_of_input(&mut emit)?;
+            counters.add_metrics(op.metrics());
             for o in outlets.iter_mut() {
                 send_msg(o, Message::End, name)?;
             }

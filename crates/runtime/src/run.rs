@@ -334,6 +334,7 @@ pub fn run(
                 kind: node.kind().to_string(),
                 rows_in: c.rows_in.load(Ordering::Relaxed),
                 rows_out: c.rows_out.load(Ordering::Relaxed),
+                metrics: c.metrics(),
             }
         })
         .collect();

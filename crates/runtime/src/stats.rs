@@ -1,6 +1,8 @@
 //! What a run did: rows in and out of each operator.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Live counters of one operator instance.
@@ -8,6 +10,8 @@ use std::time::Duration;
 pub(crate) struct Counters {
     pub rows_in: AtomicU64,
     pub rows_out: AtomicU64,
+    /// What the operator's instances reported with `Operator::metrics`, merged.
+    pub metrics: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl Counters {
@@ -17,6 +21,32 @@ impl Counters {
 
     pub(crate) fn add_out(&self, n: usize) {
         self.rows_out.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Merges one instance's metrics: the maximum of `peak_*`, the sum of the others.
+    pub(crate) fn add_metrics(&self, metrics: Vec<(&'static str, u64)>) {
+        let mut all = self
+            .metrics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (name, v) in metrics {
+            let slot = all.entry(name).or_insert(0);
+            *slot = if name.starts_with("peak_") {
+                (*slot).max(v)
+            } else {
+                slot.saturating_add(v)
+            };
+        }
+    }
+
+    /// The merged metrics.
+    pub(crate) fn metrics(&self) -> Vec<(String, u64)> {
+        self.metrics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect()
     }
 }
 
@@ -85,6 +115,8 @@ pub struct OperatorStats {
     pub rows_in: u64,
     /// Rows it emitted (for a sink, rows written).
     pub rows_out: u64,
+    /// What it reported about its state (`Operator::metrics`), merged over its instances.
+    pub metrics: Vec<(String, u64)>,
 }
 
 /// The outcome of a successful run.

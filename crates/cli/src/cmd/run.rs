@@ -15,7 +15,7 @@ use anduin_types::{parse_duration_ms, Epoch};
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::load::{load, parse_var, print_diagnostics, LoadError};
+use crate::load::{load_with, parse_var, print_diagnostics, LoadError};
 
 /// Arguments of `anduin run`.
 #[derive(Args, Debug)]
@@ -42,6 +42,10 @@ pub struct RunArgs {
     /// `parallelism` of its own.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = parse_batch_size)]
     pub parallelism: usize,
+    /// Where stateful operators that set no `state_backend` of their own keep their state:
+    /// `heap` (memory) or `lsm` (an LSM tree on local disk, for state larger than memory).
+    #[arg(long, value_name = "heap|lsm", value_parser = ["heap", "lsm"])]
+    pub state_backend: Option<String>,
     /// Do not print the summary at the end.
     #[arg(short, long)]
     pub quiet: bool,
@@ -89,7 +93,13 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let loaded = match load(&args.file, &args.vars, Missing::Error) {
+    let defaults: Vec<(&str, &str)> = args
+        .state_backend
+        .as_deref()
+        .map(|b| ("state_backend", b))
+        .into_iter()
+        .collect();
+    let loaded = match load_with(&args.file, &args.vars, Missing::Error, &defaults) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
             print_diagnostics(&args.file, &d);
@@ -320,6 +330,12 @@ fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {
             "reader" | "generator" => format!("{} rows out", o.rows_out),
             "writer" => format!("{} rows written", o.rows_in),
             _ => format!("{} rows in, {} rows out", o.rows_in, o.rows_out),
+        };
+        let metrics: Vec<String> = o.metrics.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let line = if metrics.is_empty() {
+            line
+        } else {
+            format!("{line}; {}", metrics.join(", "))
         };
         eprintln!("  {:width$}  [{}] {line}", o.name, o.kind);
     }

@@ -120,11 +120,42 @@ pub(crate) struct Partition {
 }
 
 /// Which (instruction, fresh loops) states one closure has visited, so that each is followed
-/// once (a later visit has the same history and a lower preference).
+/// once (a later visit has the same history and a lower preference). A stamp per instruction
+/// makes clearing one increment; the rare second mask at one instruction goes to `extra`.
 #[derive(Debug, Default)]
 struct Seen {
-    states: std::collections::HashSet<(usize, u64)>,
+    stamps: Vec<u32>,
+    masks: Vec<u64>,
+    extra: Vec<(usize, u64)>,
+    now: u32,
     stack: Vec<(usize, u64)>,
+}
+
+impl Seen {
+    fn clear(&mut self, len: usize) {
+        if self.stamps.len() != len || self.now == u32::MAX {
+            self.stamps = vec![0; len];
+            self.masks = vec![0; len];
+            self.now = 0;
+        }
+        self.now += 1;
+        self.extra.clear();
+        self.stack.clear();
+    }
+
+    /// Marks `(pc, mask)`; false if it was marked already.
+    fn mark(&mut self, pc: usize, mask: u64) -> bool {
+        if self.stamps[pc] != self.now {
+            self.stamps[pc] = self.now;
+            self.masks[pc] = mask;
+            return true;
+        }
+        if self.masks[pc] == mask || self.extra.contains(&(pc, mask)) {
+            return false;
+        }
+        self.extra.push((pc, mask));
+        true
+    }
 }
 
 struct HistView<'a> {
@@ -343,15 +374,28 @@ impl Partition {
         }
     }
 
-    /// Drops rows no attempt and no PREV can reach any more. Call after the outcomes have
-    /// been turned into output.
-    pub(crate) fn trim(&mut self, p: &Pattern) {
+    /// Drops rows no attempt and no PREV can reach any more, and says how many. Call after
+    /// the outcomes have been turned into output.
+    pub(crate) fn trim(&mut self, p: &Pattern) -> usize {
         let first = self.attempts.front().map_or(self.next, |a| a.start);
         let keep_from = first.saturating_sub(p.max_back as u64);
+        let mut dropped = 0;
         while self.base < keep_from && !self.rows.is_empty() {
             self.rows.pop_front();
             self.base += 1;
+            dropped += 1;
         }
+        dropped
+    }
+
+    /// Whether no partial match is in flight (only rows PREV may reach are kept).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.attempts.is_empty()
+    }
+
+    /// How many rows the partition keeps.
+    pub(crate) fn rows_kept(&self) -> usize {
+        self.rows.len()
     }
 
     /// What a snapshot holds: the rows kept, the index of the first, the first row of the
@@ -412,11 +456,10 @@ fn closure(
     hist: Option<Arc<Step>>,
     out: &mut Vec<Thread>,
 ) -> bool {
-    seen.states.clear();
-    seen.stack.clear();
+    seen.clear(p.prog.len());
     seen.stack.push((pc, 0));
     while let Some((pc, fresh)) = seen.stack.pop() {
-        if !seen.states.insert((pc, fresh)) {
+        if !seen.mark(pc, fresh) {
             continue;
         }
         match p.prog[pc] {

@@ -16,6 +16,7 @@ mod expr;
 mod matcher;
 mod program;
 mod running;
+mod store;
 mod syntax;
 mod value;
 
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
+use anduin_state::BackendKind;
 use anduin_types::{parse_duration_ms, ColumnType, Diagnostics};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 
@@ -50,6 +52,8 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "within", required: false, kind: ParamKind::Duration, default: None, doc: "a row belongs to a match only while row time - first row time < within; bounds the state" },
         ParamSpec { name: "timeout_output", required: false, kind: ParamKind::Text, default: None, doc: "the name of an output of this operator that receives partial matches the `within` bound ended (same columns as the matches)" },
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the pattern, each owning a share of the partitions (default: the query's --parallelism)" },
+        ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where partitions are kept between checkpoints: heap (memory) or lsm (an LSM tree on local disk, for state larger than memory; default: the query's --state-backend)" },
+        ParamSpec { name: "cache_partitions", required: false, kind: ParamKind::Int, default: Some("4096"), doc: "lsm: how many partitions stay in memory; idle ones beyond are kept only in the LSM tree" },
     ],
 };
 
@@ -71,6 +75,9 @@ pub(crate) struct Setup {
     pub out_types: Vec<ColumnType>,
     /// The output port of timed-out partial matches.
     pub timeout_port: Option<usize>,
+    /// Where partitions are kept, and (LSM) how many stay in memory.
+    pub backend: BackendKind,
+    pub cache: usize,
 }
 
 /// The most threads (partial matches in flight) one start row may have.
@@ -274,6 +281,18 @@ pub(crate) fn bind(
         schema: Arc::clone(&schema),
         out_types,
         timeout_port,
+        backend: if p.str_or("state_backend", "heap") == "lsm" {
+            BackendKind::Lsm
+        } else {
+            BackendKind::Heap
+        },
+        cache: match p.int("cache_partitions") {
+            Some(n) if n < 1 => {
+                return Err(p.error("cache_partitions", "must be at least 1").into())
+            }
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => 4096,
+        },
     });
     let outputs = vec![Arc::clone(&schema); expected_outputs];
     Ok(Binding {

@@ -1,19 +1,17 @@
 //! The running pattern operator: rows wait until the watermark passes them, then go in
 //! event-time order to their partition's matcher; matches become output rows.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use anduin_types::{SnapshotKind, Watermark};
-use arrow::array::{Array, ArrayRef, BinaryArray, Int64Array, RecordBatch, UInt64Array};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::{ArrayRef, RecordBatch};
+
 use arrow::row::{RowConverter, SortField};
-use arrow_ipc::reader::StreamReader;
-use arrow_ipc::writer::StreamWriter;
 
 use super::cells::{cells_to_column, columns_to_cells};
 use super::eval::eval;
 use super::matcher::{MatchView, Outcome, Partition, Row, TooManyThreads};
+use super::store::{Store, StoreError};
 use super::value::Value;
 use super::Setup;
 use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
@@ -37,7 +35,7 @@ pub(crate) struct PatternOp {
     setup: Arc<Setup>,
     /// Partition keys as bytes (`None`: one partition).
     keys: Option<RowConverter>,
-    parts: HashMap<Box<[u8]>, Partition>,
+    store: Store,
     pending: Vec<Pending>,
     seq: u64,
     watermark: i64,
@@ -45,12 +43,57 @@ pub(crate) struct PatternOp {
     outcomes: Vec<Outcome>,
     main: Vec<Vec<Value>>,
     timeouts: Vec<Vec<Value>>,
+    figures: Figures,
+}
+
+/// What [`Operator::metrics`] reports.
+#[derive(Debug, Default)]
+struct Figures {
+    /// Rows kept by all partitions now, and at most.
+    kept: usize,
+    peak_kept: usize,
+    /// The most rows one partition kept.
+    peak_partition: usize,
+    /// The most rows waiting for the watermark.
+    peak_pending: usize,
+    matches: u64,
+    timed_out: u64,
+}
+
+impl Figures {
+    fn kept(&mut self, part: &Partition, added: usize, dropped: usize) {
+        self.kept = (self.kept + added).saturating_sub(dropped);
+        self.peak_kept = self.peak_kept.max(self.kept);
+        self.peak_partition = self.peak_partition.max(part.rows_kept());
+    }
+
+    fn outcomes(&mut self, outcomes: &[Outcome]) {
+        for o in outcomes {
+            match o {
+                Outcome::Match { .. } => self.matches += 1,
+                Outcome::TimedOut { .. } => self.timed_out += 1,
+            }
+        }
+    }
 }
 
 fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
     OperatorError::Execution {
         operator: operator.to_string(),
         message: e.to_string(),
+    }
+}
+
+fn store_error(operator: &str, e: StoreError) -> OperatorError {
+    match e {
+        StoreError::State(e) => err(operator, format!("state backend: {e}")),
+        StoreError::Corrupt(what) => err(
+            operator,
+            format!(
+                "the checkpoint's state holds a corrupt {what}: restore from an earlier checkpoint"
+            ),
+        ),
+        StoreError::Replay(e) => too_many(operator, e),
     }
 }
 
@@ -76,10 +119,12 @@ impl PatternOp {
                 .collect();
             Some(RowConverter::new(fields).map_err(|e| err(&setup.name, e))?)
         };
+        let store =
+            Store::open(setup.backend, setup.cache).map_err(|e| store_error(&setup.name, e))?;
         Ok(Self {
             setup,
             keys,
-            parts: HashMap::new(),
+            store,
             pending: Vec::new(),
             seq: 0,
             watermark: i64::MIN,
@@ -87,6 +132,7 @@ impl PatternOp {
             outcomes: Vec::new(),
             main: Vec::new(),
             timeouts: Vec::new(),
+            figures: Figures::default(),
         })
     }
 
@@ -146,6 +192,7 @@ impl PatternOp {
                 _ => self.late += 1,
             }
         }
+        self.figures.peak_pending = self.figures.peak_pending.max(self.pending.len());
         Ok(())
     }
 
@@ -168,13 +215,14 @@ impl PatternOp {
         ready.sort_by_key(|p| (p.ts, p.seq));
         let setup = Arc::clone(&self.setup);
         for p in ready {
-            let part = match self.parts.get_mut(&p.key) {
-                Some(part) => part,
-                None => self.parts.entry(p.key).or_default(),
-            };
+            let part = self
+                .store
+                .get_mut(&setup.pattern, &p.key)
+                .map_err(|e| store_error(&setup.name, e))?;
             part.push(&setup.pattern, p.row, &mut self.outcomes)
                 .map_err(|e| too_many(&setup.name, e))?;
             if !self.outcomes.is_empty() {
+                self.figures.outcomes(&self.outcomes);
                 render(
                     &setup,
                     part,
@@ -183,7 +231,8 @@ impl PatternOp {
                     &mut self.timeouts,
                 );
             }
-            part.trim(&setup.pattern);
+            let dropped = part.trim(&setup.pattern);
+            self.figures.kept(part, 1, dropped);
         }
         Ok(())
     }
@@ -194,9 +243,15 @@ impl PatternOp {
         if setup.pattern.within.is_none() {
             return;
         }
-        for part in self.parts.values_mut() {
+        let mut changed = Vec::new();
+        for (key, part) in self.store.live.iter_mut() {
+            if part.is_idle() {
+                continue;
+            }
+            changed.push(key.clone());
             part.advance(&setup.pattern, watermark, &mut self.outcomes);
             if !self.outcomes.is_empty() {
+                self.figures.outcomes(&self.outcomes);
                 render(
                     &setup,
                     part,
@@ -204,8 +259,12 @@ impl PatternOp {
                     &mut self.main,
                     &mut self.timeouts,
                 );
-                part.trim(&setup.pattern);
+                let dropped = part.trim(&setup.pattern);
+                self.figures.kept(part, 0, dropped);
             }
+        }
+        for key in changed {
+            self.store.touched(&key);
         }
     }
 
@@ -238,26 +297,6 @@ impl PatternOp {
             out.collect(port, batch)?;
         }
         Ok(())
-    }
-
-    fn rows_batch(&self, rows: &[&Row]) -> Result<RecordBatch, OperatorError> {
-        let columns: Vec<ArrayRef> = self
-            .setup
-            .types
-            .iter()
-            .enumerate()
-            .map(|(c, t)| cells_to_column(rows.iter().map(|r| &r.cells[c]), *t))
-            .collect();
-        let schema = Arc::new(Schema::new(
-            self.setup
-                .input
-                .fields()
-                .iter()
-                .zip(&self.setup.types)
-                .map(|(f, t)| Field::new(f.name(), t.arrow_type(), true))
-                .collect::<Vec<_>>(),
-        ));
-        RecordBatch::try_new(schema, columns).map_err(|e| err(&self.setup.name, e))
     }
 }
 
@@ -344,6 +383,9 @@ impl Operator for PatternOp {
             self.release(Some(watermark.0))?;
             self.advance(watermark.0);
             self.flush(out)?;
+            self.store
+                .spill()
+                .map_err(|e| store_error(&self.setup.name, e))?;
         }
         // A match is emitted up to `within` after its first row: hold the watermark back by
         // that much so that downstream event-time operators do not see its times as late.
@@ -359,8 +401,9 @@ impl Operator for PatternOp {
         self.release(None)?;
         self.advance(i64::MAX);
         let setup = Arc::clone(&self.setup);
-        for part in self.parts.values_mut() {
+        for part in self.store.live.values_mut() {
             part.finish(&setup.pattern, &mut self.outcomes);
+            self.figures.outcomes(&self.outcomes);
             render(
                 &setup,
                 part,
@@ -368,7 +411,8 @@ impl Operator for PatternOp {
                 &mut self.main,
                 &mut self.timeouts,
             );
-            part.trim(&setup.pattern);
+            let dropped = part.trim(&setup.pattern);
+            self.figures.kept(part, 0, dropped);
         }
         self.flush(out)?;
         if self.late > 0 {
@@ -378,58 +422,22 @@ impl Operator for PatternOp {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
-        let name = self.setup.name.clone();
-        let mut keys: Vec<&[u8]> = Vec::new();
-        let (mut base, mut replay, mut resume, mut matches, mut counts) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut rows: Vec<&Row> = Vec::new();
-        for (key, part) in &self.parts {
-            let (kept, b, r, s, m) = part.parts();
-            keys.push(key);
-            base.push(b);
-            replay.push(r);
-            resume.push(s);
-            matches.push(m);
-            counts.push(kept.len() as u64);
-            rows.extend(kept.iter());
-        }
-        let meta_schema = Arc::new(Schema::new(vec![
-            Field::new("key", DataType::Binary, false),
-            Field::new("base", DataType::UInt64, false),
-            Field::new("replay", DataType::UInt64, false),
-            Field::new("resume", DataType::UInt64, false),
-            Field::new("matches", DataType::Int64, false),
-            Field::new("rows", DataType::UInt64, false),
-        ]));
-        let meta = RecordBatch::try_new(
-            meta_schema,
-            vec![
-                Arc::new(BinaryArray::from(keys)),
-                Arc::new(UInt64Array::from(base)),
-                Arc::new(UInt64Array::from(replay)),
-                Arc::new(UInt64Array::from(resume)),
-                Arc::new(Int64Array::from(matches)),
-                Arc::new(UInt64Array::from(counts)),
-            ],
-        )
-        .map_err(|e| err(&name, e))?;
-        let kept = self.rows_batch(&rows)?;
-        let pending_rows: Vec<&Row> = self.pending.iter().map(|p| &p.row).collect();
-        let pending = self.rows_batch(&pending_rows)?;
         out.inline(serde_json::json!({
             "watermark": self.watermark,
             "late": self.late,
             "seq": self.seq,
-            "rows_kept": rows.len(),
         }));
-        let stream = out.stream(SnapshotKind::Full)?;
-        for batch in [meta, kept, pending] {
-            let mut w =
-                StreamWriter::try_new(&mut *stream, &batch.schema()).map_err(|e| err(&name, e))?;
-            w.write(&batch).map_err(|e| err(&name, e))?;
-            w.finish().map_err(|e| err(&name, e))?;
-        }
-        Ok(())
+        let kind = if out.full_due() {
+            SnapshotKind::Full
+        } else {
+            SnapshotKind::Changes
+        };
+        let waiting: Vec<(&[u8], &Row)> =
+            self.pending.iter().map(|p| (&p.key[..], &p.row)).collect();
+        let stream = out.stream(kind)?;
+        self.store
+            .snapshot(&waiting, kind, stream)
+            .map_err(|e| store_error(&self.setup.name, e))
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
@@ -437,73 +445,59 @@ impl Operator for PatternOp {
         let inline = state.inline.take().unwrap_or_default();
         self.watermark = inline["watermark"].as_i64().unwrap_or(i64::MIN);
         self.late = inline["late"].as_u64().unwrap_or(0);
-        let Some(file) = state.files.last_mut() else {
+        let Some((full, changes)) = state.files.split_first_mut() else {
             return Err(err(
                 &name,
                 "the checkpoint has no state file for this pattern",
             ));
         };
-        let mut batches = Vec::new();
-        for _ in 0..3 {
-            let reader = StreamReader::try_new(&mut *file, None).map_err(|e| err(&name, e))?;
-            let mut all = Vec::new();
-            for b in reader {
-                all.push(b.map_err(|e| err(&name, e))?);
-            }
-            let schema = all
-                .first()
-                .map(|b| b.schema())
-                .ok_or_else(|| err(&name, "an empty state stream"))?;
-            batches.push(arrow::compute::concat_batches(&schema, &all).map_err(|e| err(&name, e))?);
-        }
-        let [meta, kept, pending] = <[RecordBatch; 3]>::try_from(batches)
-            .map_err(|_| err(&name, "expected three state streams"))?;
-        let col = |b: &RecordBatch, i: usize| Arc::clone(b.column(i));
-        let bad = || err(&name, "the pattern state has unexpected columns");
-        let key = col(&meta, 0);
-        let key = key.as_any().downcast_ref::<BinaryArray>().ok_or_else(bad)?;
-        let u64s = |i: usize| -> Result<Vec<u64>, OperatorError> {
-            Ok(col(&meta, i)
-                .as_any()
-                .downcast_ref::<UInt64Array>()
-                .ok_or_else(bad)?
-                .values()
-                .to_vec())
-        };
-        let (base, replay, resume, counts) = (u64s(1)?, u64s(2)?, u64s(3)?, u64s(5)?);
-        let matches = col(&meta, 4);
-        let matches = matches
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .ok_or_else(bad)?;
+        let mut changes: Vec<&mut dyn std::io::Read> = changes
+            .iter_mut()
+            .map(|f| f as &mut dyn std::io::Read)
+            .collect();
         let setup = Arc::clone(&self.setup);
-        let mut all_rows = self
-            .rows_of(&kept)?
-            .into_iter()
-            .map(|r| r.map(|(_, row)| row).ok_or_else(bad))
-            .collect::<Result<Vec<Row>, _>>()?
-            .into_iter();
-        self.parts.clear();
-        for i in 0..meta.num_rows() {
-            let rows: Vec<Row> = all_rows.by_ref().take(counts[i] as usize).collect();
-            let mut part = Partition::rebuild(
-                &setup.pattern,
-                rows,
-                base[i],
-                replay[i],
-                resume[i],
-                matches.value(i),
-            )
-            .map_err(|e| too_many(&name, e))?;
+        let waiting = self
+            .store
+            .restore(&setup.pattern, full, &mut changes)
+            .map_err(|e| store_error(&name, e))?;
+        for part in self.store.live.values_mut() {
             part.advance(&setup.pattern, self.watermark, &mut self.outcomes);
             debug_assert!(self.outcomes.is_empty(), "a restore reports nothing again");
             self.outcomes.clear();
-            self.parts.insert(key.value(i).into(), part);
+            self.figures.kept(part, part.rows_kept(), 0);
         }
         self.pending.clear();
         self.seq = 0;
-        self.accept(&pending, false)?;
+        for (key, row) in waiting {
+            self.seq += 1;
+            self.pending.push(Pending {
+                ts: row.ts,
+                seq: self.seq,
+                key,
+                row,
+            });
+        }
         Ok(())
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        let f = &self.figures;
+        let row_bytes =
+            std::mem::size_of::<Row>() + self.setup.types.len() * std::mem::size_of::<Value>();
+        vec![
+            ("matches", f.matches),
+            ("timed_out", f.timed_out),
+            ("late_rows", self.late),
+            ("partitions", self.store.partitions() as u64),
+            ("state_backend_bytes", self.store.backend_bytes()),
+            ("peak_rows_kept", f.peak_kept as u64),
+            ("peak_partition_rows", f.peak_partition as u64),
+            (
+                "peak_state_bytes",
+                ((f.peak_kept + f.peak_pending) * row_bytes) as u64,
+            ),
+            ("peak_waiting_rows", f.peak_pending as u64),
+        ]
     }
 
     fn is_stateless(&self) -> bool {
