@@ -10,6 +10,7 @@ use sqlparser::ast::{
 };
 
 use super::match_recognize::{self, RawMatch};
+use super::select_text::written;
 use super::source_text::{pos, Source};
 use super::tables::Tables;
 use crate::ast::{OperatorDef, OutputDef, Param, Spec, Value};
@@ -75,23 +76,20 @@ pub(super) fn plain_select(q: &Query) -> Result<&Select, Diagnostic> {
     }
 }
 
+/// `e` without the parentheses around it: `(x)` as `x`.
+pub(super) fn unnested(mut e: &Expr) -> &Expr {
+    while let Expr::Nested(inner) = e {
+        e = inner;
+    }
+    e
+}
+
 pub(super) fn name_of(e: &Expr) -> Option<String> {
     match e {
         Expr::Identifier(i) => Some(i.value.clone()),
         Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone()),
         _ => None,
     }
-}
-
-pub(super) fn text(
-    source: &Source<'_>,
-    node: &impl Spanned,
-    fallback: impl std::fmt::Display,
-) -> Text {
-    let span = node.span();
-    source
-        .text(span)
-        .unwrap_or_else(|| Text::at(fallback.to_string(), pos(span.start)))
 }
 
 pub(super) fn operator(
@@ -173,16 +171,17 @@ fn lower_select(
             ))
         }
     };
-    if let Some(cond) = &s.selection {
+    let written = written(source, s);
+    if let Some(cond) = written.condition {
         let name = format!("{prefix}_where");
         spec.operators.push(operator(
             name.clone(),
             "filter",
-            pos(cond.span().start),
+            cond.pos(),
             &stream,
             vec![(
                 "condition",
-                match_recognize::unqualified(&from.relation, text(source, cond, cond)),
+                match_recognize::unqualified(&from.relation, cond),
             )],
         ));
         stream = name;
@@ -198,10 +197,10 @@ fn lower_select(
                 "a GROUP BY on a stream needs a window: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND)) … GROUP BY window_start, window_end, …",
             ));
         }
-        let items: Vec<Text> = s
-            .projection
-            .iter()
-            .map(|i| match_recognize::unqualified(&from.relation, text(source, i, i)))
+        let items: Vec<Text> = written
+            .items
+            .into_iter()
+            .map(|i| match_recognize::unqualified(&from.relation, i))
             .collect();
         let name = format!("{prefix}_select");
         spec.operators.push(operator(
@@ -217,7 +216,7 @@ fn lower_select(
     let mut keys = Vec::new();
     let (mut has_start, mut has_end) = (false, false);
     for g in &group {
-        match name_of(g).as_deref() {
+        match name_of(unnested(g)).as_deref() {
             Some("window_start") => has_start = true,
             Some("window_end") => has_end = true,
             Some(k) => keys.push(k.to_string()),
@@ -237,7 +236,7 @@ fn lower_select(
     }
     let mut aggregates = Vec::new();
     let mut columns = Vec::new();
-    for item in &s.projection {
+    for (item, item_text) in s.projection.iter().zip(written.items) {
         let (expr, alias) = match item {
             SelectItem::UnnamedExpr(e) => (e, None),
             SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
@@ -250,7 +249,7 @@ fn lower_select(
         };
         let item_at = pos(item.span().start);
         match name_of(expr) {
-            Some(c) if c == "window_start" || c == "window_end" || keys.contains(&c) => columns.push(text(source, item, item)),
+            Some(c) if c == "window_start" || c == "window_end" || keys.contains(&c) => columns.push(item_text),
             Some(c) => {
                 return Err(Diagnostic::error(
                     item_at,
@@ -259,7 +258,7 @@ fn lower_select(
             }
             None => {
                 let out = alias.unwrap_or_else(|| expr.to_string());
-                aggregates.push(text(source, item, item));
+                aggregates.push(item_text);
                 columns.push(Text::at(format!("\"{}\"", out.replace('"', "\"\"")), item_at));
             }
         }

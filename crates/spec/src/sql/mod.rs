@@ -18,6 +18,7 @@ mod dialect;
 mod insert;
 mod join;
 mod match_recognize;
+mod select_text;
 mod source_text;
 mod tables;
 mod window_tvf;
@@ -52,7 +53,7 @@ pub fn parse_sql(src: &str) -> Result<Spec, Diagnostics> {
         .try_with_sql(&prepared.sql)
         .and_then(|mut p| p.parse_statements())
         .map_err(|e| Diagnostics::from(syntax_error(e)))?;
-    let source = Source::new(src);
+    let source = Source::new(src, prepared.tokens);
     let mut tables = Tables::default();
     let mut inserts = Vec::new();
     let mut diags = Diagnostics::default();

@@ -8,7 +8,7 @@ use sqlparser::ast::{
 };
 
 use super::dialect::TABLE_ARGUMENT;
-use super::insert::{name_of, unsupported};
+use super::insert::{name_of, unnested, unsupported};
 use super::source_text::pos;
 
 /// A window table function, as the window operator's params.
@@ -76,7 +76,7 @@ pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic
         Some(Expr::Function(d)) if d.name.to_string().eq_ignore_ascii_case("DESCRIPTOR") => {
             match &d.args {
                 FunctionArguments::List(l) => match l.args.as_slice() {
-                    [FunctionArg::Unnamed(FunctionArgExpr::Expr(c))] => name_of(c),
+                    [FunctionArg::Unnamed(FunctionArgExpr::Expr(c))] => name_of(unnested(c)),
                     _ => None,
                 },
                 _ => None,
@@ -164,7 +164,7 @@ pub(super) fn signed_interval_ms(e: &Expr) -> Result<i64, Diagnostic> {
             format!("expected an interval such as INTERVAL '1' SECOND, found `{e}`"),
         )
     };
-    let Expr::Interval(iv) = e else {
+    let Expr::Interval(iv) = unnested(e) else {
         return Err(bad());
     };
     let value = match iv.value.as_ref() {

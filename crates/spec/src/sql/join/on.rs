@@ -6,7 +6,7 @@ use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{BinaryOperator, Expr};
 
-use super::super::insert::unsupported;
+use super::super::insert::{unnested, unsupported};
 use super::super::source_text::pos;
 use super::super::window_tvf::signed_interval_ms;
 use super::names::{Col, Joined};
@@ -40,7 +40,7 @@ impl Joined {
                     },
                     _ => return Ok(None),
                 };
-                if !matches!(iv.as_ref(), Expr::Interval(_)) {
+                if !matches!(unnested(iv), Expr::Interval(_)) {
                     return Ok(None);
                 }
                 Ok(Some((term.0, term.1 + sign * signed_interval_ms(iv)?)))

@@ -63,31 +63,19 @@ fn expression(
     to: usize,
     no_final: Option<&str>,
 ) -> Result<Text, Diagnostic> {
-    let loc = |i: usize, end: bool| {
-        raw.tok(i)
-            .map(|t| if end { t.span.end } else { t.span.start })
-    };
-    let fallback = loc(from, false).map_or(Pos::default(), pos);
-    let mut pieces = Vec::new();
-    let mut start = loc(from, false);
-    for k in from..=to {
-        if !prepare::is_modifier(&raw.body, k) {
-            continue;
+    let fallback = raw.tok(from).map_or(Pos::default(), |t| pos(t.span.start));
+    let modifiers = (from..=to).filter(|&k| prepare::is_modifier(&raw.body, k));
+    if let Some(why) = no_final {
+        if let Some(t) = modifiers
+            .filter(|&k| raw.is_word(k, "FINAL"))
+            .find_map(|k| raw.tok(k))
+        {
+            return Err(Diagnostic::error(pos(t.span.start), why));
         }
-        let here = loc(k, false).ok_or_else(|| internal(fallback, "an expression"))?;
-        if let Some(why) = no_final.filter(|_| raw.is_word(k, "FINAL")) {
-            return Err(Diagnostic::error(pos(here), why));
-        }
-        if let Some(s) = start.filter(|s| *s != here) {
-            pieces.push(span_text(source, s, here, fallback)?);
-        }
-        start = loc(k + 1, false);
     }
-    let end = loc(to, true).ok_or_else(|| internal(fallback, "an expression"))?;
-    if let Some(s) = start {
-        pieces.push(span_text(source, s, end, fallback)?);
-    }
-    Ok(Text::join(&pieces, ""))
+    source
+        .tokens_text(&raw.body, from, to, |k| prepare::is_modifier(&raw.body, k))
+        .ok_or_else(|| internal(fallback, "an expression"))
 }
 
 fn span_text(

@@ -17,20 +17,14 @@ use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan, Tokenizer};
 
 use super::pattern;
 use crate::sql::insert::unsupported;
-use crate::sql::source_text::pos;
+use crate::sql::source_text::{is_word, pos, with_depths, DepthToken};
 
 /// The script as the parser gets it, and what was taken out of each `MATCH_RECOGNIZE`.
 pub(crate) struct Prepared {
     pub sql: String,
     pub matches: Vec<RawMatch>,
-}
-
-/// A token between the parentheses of a `MATCH_RECOGNIZE`, with its nesting depth there
-/// (0: a clause keyword such as `DEFINE`).
-#[derive(Debug)]
-pub(crate) struct BodyToken {
-    pub depth: usize,
-    pub tok: TokenWithSpan,
+    /// The tokens of the script as written, whitespace and comments included.
+    pub tokens: Vec<TokenWithSpan>,
 }
 
 /// What the pass found in one `MATCH_RECOGNIZE (…)`.
@@ -41,8 +35,9 @@ pub(crate) struct RawMatch {
     /// Its parentheses.
     pub open: Location,
     pub close: Location,
-    /// The tokens between them, without whitespace and comments, as in the original script.
-    pub body: Vec<BodyToken>,
+    /// The tokens between them, without whitespace and comments, as in the original script,
+    /// with their depth there (0: a clause keyword such as `DEFINE`).
+    pub body: Vec<DepthToken>,
     /// The pattern between the parentheses of `PATTERN`, trimmed.
     pub pattern: Span,
     /// The pattern's variables, in order of first appearance.
@@ -70,10 +65,6 @@ const CLAUSES: [&str; 9] = [
     "ORDER",
 ];
 
-fn is_word(t: &TokenWithSpan, w: &str) -> bool {
-    matches!(&t.token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case(w))
-}
-
 /// Finds each `MATCH_RECOGNIZE (…)` in `src` and prepares the SQL for the parser. A script
 /// that does not tokenize is handed on unchanged: the parser reports the error.
 pub(crate) fn prepare(src: &str, dialect: &dyn Dialect) -> Result<Prepared, Diagnostics> {
@@ -81,11 +72,13 @@ pub(crate) fn prepare(src: &str, dialect: &dyn Dialect) -> Result<Prepared, Diag
         return Ok(Prepared {
             sql: src.to_string(),
             matches: Vec::new(),
+            tokens: Vec::new(),
         });
     };
     let toks: Vec<TokenWithSpan> = all
-        .into_iter()
+        .iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .cloned()
         .collect();
     let mut blanks = Vec::new();
     let mut matches = Vec::new();
@@ -129,6 +122,7 @@ pub(crate) fn prepare(src: &str, dialect: &dyn Dialect) -> Result<Prepared, Diag
     Ok(Prepared {
         sql: blank(src, &blanks),
         matches,
+        tokens: all,
     })
 }
 
@@ -169,20 +163,7 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
         return Ok(None);
     };
     let inner = toks.get(2..toks.len() - 1).unwrap_or_default();
-    let mut body = Vec::with_capacity(inner.len());
-    let mut depth = 0usize;
-    for t in inner {
-        if t.token == Token::RParen {
-            depth = depth.saturating_sub(1);
-        }
-        body.push(BodyToken {
-            depth,
-            tok: t.clone(),
-        });
-        if t.token == Token::LParen {
-            depth += 1;
-        }
-    }
+    let body = with_depths(inner.iter().cloned());
     let top = |j: usize, w: &str| {
         body.get(j)
             .is_some_and(|b| b.depth == 0 && is_word(&b.tok, w))
@@ -287,7 +268,7 @@ const MODIFIED: [&str; 11] = [
 ];
 
 /// `RUNNING` / `FINAL` before a function call (`FINAL LAST(D.ts)`), at any depth.
-pub(crate) fn is_modifier(body: &[BodyToken], j: usize) -> bool {
+pub(crate) fn is_modifier(body: &[DepthToken], j: usize) -> bool {
     body.get(j)
         .is_some_and(|b| is_word(&b.tok, "RUNNING") || is_word(&b.tok, "FINAL"))
         && body
