@@ -117,6 +117,8 @@ pub(crate) struct Partition {
     attempts: VecDeque<Attempt>,
     /// Scratch space of [`closure`].
     seen: Seen,
+    /// An empty thread list whose allocation the next step reuses.
+    spare: Vec<Thread>,
 }
 
 /// Which (instruction, fresh loops) states one closure has visited, so that each is followed
@@ -261,8 +263,8 @@ impl Partition {
                 time_out(a);
                 continue;
             }
-            let threads = std::mem::take(&mut self.attempts[i].threads);
-            let mut next = Vec::new();
+            let mut threads = std::mem::take(&mut self.attempts[i].threads);
+            let mut next = std::mem::take(&mut self.spare);
             let mut found = None;
             for t in &threads {
                 let Inst::Label(var) = p.prog[t.pc] else {
@@ -299,6 +301,8 @@ impl Partition {
                     });
                 }
             }
+            threads.clear();
+            self.spare = threads;
             let a = &mut self.attempts[i];
             if let Some(h) = found {
                 a.best = Some(h);
@@ -428,6 +432,7 @@ impl Partition {
             matches,
             attempts: VecDeque::new(),
             seen: Seen::default(),
+            spare: Vec::new(),
         };
         let mut out = Vec::new();
         for row in again {

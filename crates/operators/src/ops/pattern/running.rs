@@ -243,12 +243,7 @@ impl PatternOp {
         if setup.pattern.within.is_none() {
             return;
         }
-        let mut changed = Vec::new();
-        for (key, part) in self.store.live.iter_mut() {
-            if part.is_idle() {
-                continue;
-            }
-            changed.push(key.clone());
+        for part in self.store.busy() {
             part.advance(&setup.pattern, watermark, &mut self.outcomes);
             if !self.outcomes.is_empty() {
                 self.figures.outcomes(&self.outcomes);
@@ -262,9 +257,6 @@ impl PatternOp {
                 let dropped = part.trim(&setup.pattern);
                 self.figures.kept(part, 0, dropped);
             }
-        }
-        for key in changed {
-            self.store.touched(&key);
         }
     }
 
@@ -401,7 +393,7 @@ impl Operator for PatternOp {
         self.release(None)?;
         self.advance(i64::MAX);
         let setup = Arc::clone(&self.setup);
-        for part in self.store.live.values_mut() {
+        for part in self.store.all_live() {
             part.finish(&setup.pattern, &mut self.outcomes);
             self.figures.outcomes(&self.outcomes);
             render(
@@ -460,7 +452,7 @@ impl Operator for PatternOp {
             .store
             .restore(&setup.pattern, full, &mut changes)
             .map_err(|e| store_error(&name, e))?;
-        for part in self.store.live.values_mut() {
+        for part in self.store.all_live() {
             part.advance(&setup.pattern, self.watermark, &mut self.outcomes);
             debug_assert!(self.outcomes.is_empty(), "a restore reports nothing again");
             self.outcomes.clear();

@@ -5,7 +5,9 @@
 //! LSM backend, idle partitions (no partial match, no row waiting) beyond `cache` are dropped
 //! from memory and read back when a row for them arrives: state larger than memory.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use ahash::RandomState;
 use std::io::{Read, Write};
 
 use anduin_state::{
@@ -42,9 +44,8 @@ const WAITING: &[u8] = b"w";
 pub(crate) struct Store {
     kind: BackendKind,
     backend: Box<dyn StateBackend>,
-    pub(crate) live: HashMap<Box<[u8]>, Partition>,
-    /// Live partitions changed since the last snapshot.
-    dirty: HashSet<Box<[u8]>>,
+    /// Partitions in memory, each with whether it changed since the last snapshot.
+    live: HashMap<Box<[u8]>, (Partition, bool), RandomState>,
     /// LSM: how many partitions stay in memory before idle ones are dropped.
     cache: usize,
     /// Partitions only in the backend.
@@ -67,8 +68,7 @@ impl Store {
         Ok(Self {
             kind,
             backend: open_backend(kind, None)?,
-            live: HashMap::new(),
-            dirty: HashSet::new(),
+            live: HashMap::default(),
             cache: cache.max(1),
             spilled: 0,
         })
@@ -99,19 +99,30 @@ impl Store {
                 }
                 None => Partition::default(),
             };
-            self.live.insert(key.into(), part);
+            self.live.insert(key.into(), (part, true));
         }
-        if !self.dirty.contains(key) {
-            self.dirty.insert(key.into());
-        }
-        Ok(self.live.get_mut(key).expect("inserted above if absent"))
+        let (part, changed) = self.live.get_mut(key).expect("inserted above if absent");
+        *changed = true;
+        Ok(part)
     }
 
-    /// Marks a live partition as changed.
-    pub(crate) fn touched(&mut self, key: &[u8]) {
-        if !self.dirty.contains(key) {
-            self.dirty.insert(key.into());
-        }
+    /// Every partition in memory with a partial match in flight, marked as changed.
+    pub(crate) fn busy(&mut self) -> impl Iterator<Item = &mut Partition> {
+        self.live
+            .values_mut()
+            .filter(|(p, _)| !p.is_idle())
+            .map(|(p, changed)| {
+                *changed = true;
+                p
+            })
+    }
+
+    /// Every partition in memory, marked as changed.
+    pub(crate) fn all_live(&mut self) -> impl Iterator<Item = &mut Partition> {
+        self.live.values_mut().map(|(p, changed)| {
+            *changed = true;
+            p
+        })
     }
 
     /// LSM: drops idle partitions from memory (their copy goes to the backend) while more than
@@ -123,13 +134,13 @@ impl Store {
         let idle: Vec<Box<[u8]>> = self
             .live
             .iter()
-            .filter(|(_, part)| part.is_idle())
+            .filter(|(_, (part, _))| part.is_idle())
             .map(|(k, _)| k.clone())
             .take(self.live.len() - self.cache)
             .collect();
         for key in idle {
-            if let Some(part) = self.live.remove(&key) {
-                if self.dirty.remove(&key) {
+            if let Some((part, changed)) = self.live.remove(&key) {
+                if changed {
                     self.backend.put(kg(&key), &entry(&key), &encode(&part))?;
                 }
                 self.spilled += 1;
@@ -146,9 +157,9 @@ impl Store {
         kind: SnapshotKind,
         out: &mut dyn Write,
     ) -> Result<(), StoreError> {
-        for key in self.dirty.drain() {
-            if let Some(part) = self.live.get(&key) {
-                self.backend.put(kg(&key), &entry(&key), &encode(part))?;
+        for (key, (part, changed)) in self.live.iter_mut() {
+            if std::mem::take(changed) {
+                self.backend.put(kg(key), &entry(key), &encode(part))?;
             }
         }
         let mut bytes = Vec::new();
@@ -174,7 +185,6 @@ impl Store {
     ) -> Result<Vec<Waiting>, StoreError> {
         self.backend.restore(full, changes)?;
         self.live.clear();
-        self.dirty.clear();
         self.spilled = 0;
         let mut waiting = Vec::new();
         let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -194,7 +204,7 @@ impl Store {
                 };
                 let part = decode(p, &v)?;
                 if self.kind == BackendKind::Heap || !part.is_idle() {
-                    self.live.insert(key.into(), part);
+                    self.live.insert(key.into(), (part, false));
                 } else {
                     self.spilled += 1;
                 }
