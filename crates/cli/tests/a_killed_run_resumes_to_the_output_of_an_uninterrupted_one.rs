@@ -283,6 +283,11 @@ fn a_killed_parallel_join_resumes_to_the_output_of_an_uninterrupted_one() {
 }
 
 #[test]
+fn a_killed_join_with_its_state_in_the_lsm_backend_resumes_to_the_output_of_an_uninterrupted_one() {
+    scenario(JOINED, &[20], &["--state-backend", "lsm"]);
+}
+
+#[test]
 fn a_killed_cep_query_resumes_to_the_output_of_an_uninterrupted_one() {
     scenario(CEP, &[16, 17], &[]);
 }

@@ -1,7 +1,8 @@
 //! Interval and window joins, inner and left outer, over seeded random rows of two streams
 //! that arrive out of order (some of them late), give what a naive recomputation from the
-//! on-time rows gives; a join snapshotted and restored half-way gives the same results as
-//! one that ran straight through; and four instances, each fed the keys it owns, together
+//! on-time rows gives; a join that takes a full snapshot and later a changelog, and is
+//! restored from both (with its state in the heap or in the LSM backend), gives the same
+//! results as one that ran straight through; and four instances, each fed the keys it owns, together
 //! give the result of one.
 
 use std::io::Write;
@@ -29,7 +30,8 @@ enum Kind {
     Window(i64),
 }
 
-fn join(kind: Kind, left_outer: bool) -> Box<dyn Operator> {
+/// The join; with `lsm`, its checkpointed state in the LSM backend.
+fn join(kind: Kind, left_outer: bool, lsm: bool) -> Box<dyn Operator> {
     let kind_params = match kind {
         Kind::Interval(lower, upper) => format!(
             r#"param kind = "interval" param lower = "{}{}ms" param upper = "{}{}ms""#,
@@ -41,6 +43,7 @@ fn join(kind: Kind, left_outer: bool) -> Box<dyn Operator> {
         Kind::Window(size) => format!(r#"param kind = "window" param size = "{size}ms""#),
     };
     let how = if left_outer { "left" } else { "inner" };
+    let backend = if lsm { "lsm" } else { "heap" };
     let src = format!(
         r#"type name = "L" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "v", type = "int" }}
 type name = "R" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "w", type = "int" }}
@@ -48,6 +51,7 @@ operator name = "gl", type = "generator" {{ output name = "l", type = "L" }}
 operator name = "gr", type = "generator" {{ output name = "r", type = "R" }}
 operator name = "op", type = "join" {{
   input name = "l" input name = "r" {kind_params} param how = "{how}"
+  param state_backend = "{backend}"
   param on = "l.k = r.k" param left_time = "ts" param right_time = "ts"
   output name = "out" }}
 operator name = "d", type = "discard" {{ input name = "out" }}"#
@@ -139,11 +143,12 @@ fn batch(rows: &[Row]) -> RecordBatch {
     .expect("valid")
 }
 
-/// An in-memory checkpoint of one operator.
+/// An in-memory checkpoint of one operator: a full snapshot or the changes since the last.
 #[derive(Default)]
 struct Memory {
     inline: Option<serde_json::Value>,
     bytes: Vec<u8>,
+    changes: bool,
 }
 
 impl SnapshotOut for Memory {
@@ -151,7 +156,7 @@ impl SnapshotOut for Memory {
         Epoch(1)
     }
     fn full_due(&self) -> bool {
-        true
+        !self.changes
     }
     fn inline(&mut self, value: serde_json::Value) {
         self.inline = Some(value);
@@ -178,31 +183,49 @@ fn watermarks(arrivals: &[Arrival], delay: i64) -> Vec<Option<i64>> {
         .collect()
 }
 
-/// Feeds the arrivals with the watermarks; snapshots and restores into a fresh instance
-/// before arrival `restart_at`, if given.
+/// Feeds the arrivals with the watermarks; with `restart_at`, takes a full snapshot before
+/// arrival `restart_at / 2` and a changelog before arrival `restart_at`, and restores both
+/// into a fresh instance (with `lsm`, one keeping its state in the LSM backend) there.
 fn run(
     kind: Kind,
     left_outer: bool,
     arrivals: &[Arrival],
     delay: i64,
-    restart_at: Option<usize>,
+    restart_at: Option<(usize, bool)>,
 ) -> Vec<Out> {
-    let mut op = join(kind, left_outer);
+    let lsm = restart_at.is_some_and(|(_, lsm)| lsm);
+    let mut op = join(kind, left_outer, lsm);
     let mut out = Collect {
         window: matches!(kind, Kind::Window(_)),
         rows: vec![],
     };
+    let mut full: Option<Memory> = None;
     for (i, ((side, rows), wm)) in arrivals.iter().zip(watermarks(arrivals, delay)).enumerate() {
-        if restart_at == Some(i) {
-            let mut mem = Memory::default();
-            op.snapshot(&mut mem).expect("snapshots");
-            op = join(kind, left_outer);
-            op.restore(RestoreIn {
-                epoch: Epoch(1),
-                inline: mem.inline,
-                files: vec![Box::new(std::io::Cursor::new(mem.bytes))],
-            })
-            .expect("restores");
+        if let Some((at, _)) = restart_at {
+            if i == at / 2 && i < at {
+                let mut mem = Memory::default();
+                op.snapshot(&mut mem).expect("snapshots");
+                full = Some(mem);
+            }
+            if i == at {
+                let mut mem = Memory {
+                    changes: full.is_some(),
+                    ..Memory::default()
+                };
+                op.snapshot(&mut mem).expect("snapshots");
+                let mut files: Vec<Box<dyn std::io::Read + Send>> = Vec::new();
+                if let Some(f) = full.take() {
+                    files.push(Box::new(std::io::Cursor::new(f.bytes)));
+                }
+                files.push(Box::new(std::io::Cursor::new(mem.bytes)));
+                op = join(kind, left_outer, lsm);
+                op.restore(RestoreIn {
+                    epoch: Epoch(1),
+                    inline: mem.inline,
+                    files,
+                })
+                .expect("restores");
+            }
         }
         op.process_batch(*side, batch(rows), &mut out)
             .expect("processes");
@@ -223,7 +246,7 @@ fn run_split(kind: Kind, left_outer: bool, arrivals: &[Arrival], delay: i64) -> 
     let wms = watermarks(arrivals, delay);
     let mut all = vec![];
     for part in 0..4 {
-        let mut op = join(kind, left_outer);
+        let mut op = join(kind, left_outer, false);
         let mut out = Collect {
             window: matches!(kind, Kind::Window(_)),
             rows: vec![],
@@ -329,15 +352,18 @@ proptest! {
         arrivals in arrivals(),
         delay in 0i64..40,
         restart in any::<prop::sample::Index>(),
+        lsm in any::<bool>(),
     ) {
         let expected = naive(kind, left_outer, &on_time(&arrivals, delay));
         prop_assert_eq!(&run(kind, left_outer, &arrivals, delay, None), &expected);
         let at = restart.index(arrivals.len());
         prop_assert_eq!(
-            &run(kind, left_outer, &arrivals, delay, Some(at)),
+            &run(kind, left_outer, &arrivals, delay, Some((at, lsm))),
             &expected,
-            "restored before arrival {}",
-            at
+            "restored from a full snapshot before arrival {} and a changelog before arrival {} (lsm: {})",
+            at / 2,
+            at,
+            lsm
         );
         prop_assert_eq!(&run_split(kind, left_outer, &arrivals, delay), &expected, "four instances");
     }
@@ -360,4 +386,71 @@ operator name = "d", type = "discard" { input name = "out" }"#;
     };
     let text = err.to_string();
     assert!(text.contains("join keys must have the same type"), "{text}");
+}
+
+#[test]
+fn a_changelog_holds_only_the_keys_whose_rows_changed() {
+    for lsm in [false, true] {
+        let kind = Kind::Interval(-1_000, 1_000);
+        let t0 = 1_700_000_000_000i64;
+        let mut op = join(kind, true, lsm);
+        let mut out = Collect {
+            window: false,
+            rows: vec![],
+        };
+        // 200 keys with a left row each, the even ones with a partner, then a full snapshot.
+        let left: Vec<Row> = (0..200).map(|k| (t0 + k, k, k)).collect();
+        let right: Vec<Row> = (0..200).step_by(2).map(|k| (t0 + k + 1, k, -k)).collect();
+        op.process_batch(0, batch(&left), &mut out)
+            .expect("processes");
+        op.process_batch(1, batch(&right), &mut out)
+            .expect("processes");
+        let mut full = Memory::default();
+        op.snapshot(&mut full).expect("snapshots");
+        // One more row of one key, then a changelog.
+        op.process_batch(0, batch(&[(t0 + 500, 7, 77)]), &mut out)
+            .expect("processes");
+        let mut changes = Memory {
+            changes: true,
+            ..Memory::default()
+        };
+        op.snapshot(&mut changes).expect("snapshots");
+        assert!(
+            changes.bytes.len() * 20 < full.bytes.len(),
+            "lsm {lsm}: a changelog of one key takes {} bytes, the full snapshot of 200 keys {}",
+            changes.bytes.len(),
+            full.bytes.len()
+        );
+        // Restored from both, it ends like the join that goes on.
+        let mut restored = join(kind, true, !lsm);
+        restored
+            .restore(RestoreIn {
+                epoch: Epoch(2),
+                inline: changes.inline,
+                files: vec![
+                    Box::new(std::io::Cursor::new(full.bytes)),
+                    Box::new(std::io::Cursor::new(changes.bytes)),
+                ],
+            })
+            .expect("restores");
+        let mut tails = vec![];
+        for op in [&mut op, &mut restored] {
+            let mut tail = Collect {
+                window: false,
+                rows: vec![],
+            };
+            op.process_batch(1, batch(&[(t0 + 400, 7, 70), (t0 + 900, 3, 30)]), &mut tail)
+                .expect("processes");
+            op.handle_watermark(Watermark::MAX, &mut tail)
+                .expect("advances");
+            tail.rows.sort();
+            tails.push(tail.rows);
+        }
+        assert_eq!(
+            tails[0].len(),
+            3 + 98,
+            "three pairs, and the odd keys' left rows but 3 and 7 without a partner"
+        );
+        assert_eq!(tails[0], tails[1], "lsm {lsm}");
+    }
 }

@@ -2,8 +2,12 @@
 //! pairs rows whose times are within bounds of each other (`right.time - left.time` in
 //! `[lower, upper]`); a window join pairs rows of the same tumbling window. Inner or left
 //! outer. Buffered rows are dropped as soon as the watermark says no partner can come, so
-//! the state is bounded by the watermark.
+//! the state is bounded by the watermark. The rows live in memory; checkpoints keep a copy
+//! in the state backend (heap or LSM), one entry per key under its key group, written for
+//! the keys that changed since the previous checkpoint.
 
+mod checkpoint;
+mod codec;
 mod output;
 mod running;
 mod store;
@@ -12,6 +16,7 @@ use std::sync::Arc;
 
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
+use anduin_state::BackendKind;
 use anduin_types::{parse_duration_ms, ColumnType, Diagnostics};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use sqlparser::ast::{BinaryOperator, Expr};
@@ -39,6 +44,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "upper", required: false, kind: ParamKind::Text, default: None, doc: "interval: the largest `right time - left time` that matches, e.g. \"5s\"" },
         ParamSpec { name: "size", required: false, kind: ParamKind::Duration, default: None, doc: "window: the tumbling window's length" },
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the join, each owning a share of the keys (default: the query's --parallelism)" },
+        ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where the checkpointed copy of the rows is kept: heap (memory) or lsm (an LSM tree on local disk); live rows stay in memory either way (default: the query's --state-backend)" },
     ],
 };
 
@@ -66,6 +72,8 @@ pub(crate) struct JoinSetup {
     pub right_schema: SchemaRef,
     /// The result: [window_start, window_end,] left columns, right columns.
     pub schema: SchemaRef,
+    /// Where the checkpointed copy of the rows is kept.
+    pub backend: BackendKind,
 }
 
 pub(crate) fn bind(
@@ -174,6 +182,11 @@ pub(crate) fn bind(
         left_schema: Arc::clone(left),
         right_schema: Arc::clone(right),
         schema: Arc::clone(&schema),
+        backend: if p.str_or("state_backend", "heap") == "lsm" {
+            BackendKind::Lsm
+        } else {
+            BackendKind::Heap
+        },
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |_| Ok(Box::new(Join::new(setup.clone())?)))),

@@ -8,7 +8,7 @@ use arrow::compute::interleave;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 
-use super::store::Store;
+use super::store::Chunks;
 use crate::OperatorError;
 
 /// One result row: where its left row is, and where its right row is (if any).
@@ -23,12 +23,12 @@ fn err(operator: &str, e: arrow::error::ArrowError) -> OperatorError {
 
 /// The columns of one side for the rows at `at` (`None`: a null row).
 fn gather(
-    store: &Store,
+    store: &Chunks,
     at: &[Option<(usize, usize)>],
     operator: &str,
 ) -> Result<Vec<ArrayRef>, OperatorError> {
     let Some(width) = store
-        .chunks
+        .batches
         .iter()
         .flatten()
         .next()
@@ -43,9 +43,9 @@ fn gather(
     for c in 0..width {
         // Every live batch's column, then a one-row null array for missing rows.
         let mut arrays: Vec<ArrayRef> = Vec::new();
-        let mut index_of = vec![usize::MAX; store.chunks.len()];
+        let mut index_of = vec![usize::MAX; store.batches.len()];
         let mut dtype = None;
-        for (i, chunk) in store.chunks.iter().enumerate() {
+        for (i, chunk) in store.batches.iter().enumerate() {
             if let Some(b) = chunk {
                 index_of[i] = arrays.len();
                 dtype.get_or_insert_with(|| b.column(c).data_type().clone());
@@ -72,8 +72,8 @@ fn gather(
 /// The result batch of `pairs`, with `windows` (start, end per row) first for window joins.
 pub(crate) fn joined(
     schema: &SchemaRef,
-    left: &Store,
-    right: &Store,
+    left: &Chunks,
+    right: &Chunks,
     pairs: &[Pair],
     windows: Option<(Vec<i64>, Vec<i64>)>,
     operator: &str,
@@ -86,7 +86,7 @@ pub(crate) fn joined(
         columns.push(Arc::new(TimestampMillisecondArray::from(ends)));
     }
     columns.extend(gather(left, &lefts, operator)?);
-    if right.chunks.iter().flatten().next().is_some() {
+    if right.batches.iter().flatten().next().is_some() {
         columns.extend(gather(right, &rights, operator)?);
     } else {
         // Nothing buffered on the right: an outer join's rows are all null there.

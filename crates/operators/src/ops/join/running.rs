@@ -6,13 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anduin_types::{SnapshotKind, Watermark};
-use arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, TimestampMillisecondArray};
-use arrow::compute::interleave;
+use arrow::array::{Array, ArrayRef, Int64Array, TimestampMillisecondArray};
 use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, SortField};
-use arrow_ipc::reader::StreamReader;
-use arrow_ipc::writer::StreamWriter;
 
+use super::checkpoint::Checkpointed;
 use super::output::{joined, Pair};
 use super::store::{Entry, Store};
 use super::{JoinKind, JoinSetup};
@@ -21,8 +19,10 @@ use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
 /// A running join.
 pub(crate) struct Join {
     setup: JoinSetup,
-    left: Store,
-    right: Store,
+    /// The rows in memory.
+    store: Store,
+    /// Their checkpointed copy.
+    checkpointed: Checkpointed,
     keys: RowConverter,
     watermark: i64,
     late: u64,
@@ -55,10 +55,18 @@ impl Join {
             .map(|i| SortField::new(setup.left_schema.field(*i).data_type().clone()))
             .collect();
         let keys = RowConverter::new(fields).map_err(|e| err(&setup.name, e))?;
+        let checkpointed = Checkpointed::open(
+            setup.backend,
+            [
+                Arc::clone(&setup.left_schema),
+                Arc::clone(&setup.right_schema),
+            ],
+        )
+        .map_err(|e| err(&setup.name, e))?;
         Ok(Self {
             setup,
-            left: Store::default(),
-            right: Store::default(),
+            store: Store::default(),
+            checkpointed,
             keys,
             watermark: i64::MIN,
             late: 0,
@@ -67,13 +75,7 @@ impl Join {
 
     /// Buffers the rows of `batch` from `side` (0 left, 1 right) and returns the pairs they
     /// complete (interval join).
-    fn add(
-        &mut self,
-        side: usize,
-        batch: RecordBatch,
-        matched: Option<&BooleanArray>,
-    ) -> Result<Vec<Pair>, OperatorError> {
-        let name = self.setup.name.clone();
+    fn add(&mut self, side: usize, batch: RecordBatch) -> Result<Vec<Pair>, OperatorError> {
         let (key_cols, time_col) = if side == 0 {
             (&self.setup.left_keys, self.setup.left_time)
         } else {
@@ -86,50 +88,44 @@ impl Join {
         let rows = self
             .keys
             .convert_columns(&columns)
-            .map_err(|e| err(&name, e))?;
+            .map_err(|e| err(&self.setup.name, e))?;
         let ts = times(&batch, time_col);
-        let restoring = matched.is_some();
-        let (own, other) = if side == 0 {
-            (&mut self.left, &mut self.right)
-        } else {
-            (&mut self.right, &mut self.left)
-        };
-        let chunk = own.add_chunk(batch);
+        let Store { chunks, keys } = &mut self.store;
+        let [left_chunks, right_chunks] = chunks;
+        let chunks = if side == 0 { left_chunks } else { right_chunks };
+        let chunk = chunks.add(batch);
         let mut pairs = Vec::new();
         for (i, t) in ts.iter().enumerate() {
-            let Some(t) = *t else {
+            let Some(t) = (*t).filter(|t| *t >= self.watermark) else {
                 self.late += 1;
                 continue;
             };
-            if !restoring && t < self.watermark {
-                self.late += 1;
-                continue;
-            }
-            let key = rows.row(i);
+            let k = keys.key_mut(rows.row(i).as_ref());
+            let (own, other) = k.own_and_other(side);
             let mut entry = Entry {
                 time: t,
                 at: (chunk, i),
-                matched: matched.is_some_and(|m| m.value(i)),
+                matched: false,
             };
-            if let (JoinKind::Interval { lower, upper }, false) = (self.setup.kind, restoring) {
-                if let Some(list) = other.by_key.get_mut(key.as_ref()) {
-                    for o in list.iter_mut() {
-                        let (l, r) = if side == 0 { (t, o.time) } else { (o.time, t) };
-                        let d = r.saturating_sub(l);
-                        if d >= lower && d <= upper {
-                            if side == 0 {
-                                pairs.push((entry.at, Some(o.at)));
-                                entry.matched = true;
-                            } else {
-                                pairs.push((o.at, Some(entry.at)));
-                                o.matched = true;
-                            }
+            if let JoinKind::Interval { lower, upper } = self.setup.kind {
+                for o in other.iter_mut() {
+                    let (l, r) = if side == 0 { (t, o.time) } else { (o.time, t) };
+                    let d = r.saturating_sub(l);
+                    if d >= lower && d <= upper {
+                        if side == 0 {
+                            pairs.push((entry.at, Some(o.at)));
+                            entry.matched = true;
+                        } else {
+                            pairs.push((o.at, Some(entry.at)));
+                            o.matched = true;
                         }
                     }
                 }
             }
-            own.insert(key.as_ref(), entry);
+            chunks.hold(chunk);
+            own.push(entry);
         }
+        chunks.drop_if_unused(chunk);
         Ok(pairs)
     }
 
@@ -144,8 +140,8 @@ impl Join {
         }
         let batch = joined(
             &self.setup.schema,
-            &self.left,
-            &self.right,
+            &self.store.chunks[0],
+            &self.store.chunks[1],
             pairs,
             windows,
             &self.setup.name,
@@ -158,8 +154,12 @@ impl Join {
         match self.setup.kind {
             JoinKind::Interval { lower, upper } => {
                 // No right row still to come (time >= wm) matches a left row with time + upper < wm.
-                let gone_left = self.left.prune(|e| e.time.saturating_add(upper) < wm);
-                let gone_right = self.right.prune(|e| e.time.saturating_sub(lower) < wm);
+                let [gone_left, gone_right] = self
+                    .store
+                    .keys
+                    .prune([&|e| e.time.saturating_add(upper) < wm, &|e| {
+                        e.time.saturating_sub(lower) < wm
+                    }]);
                 if self.setup.left_outer {
                     let pairs: Vec<Pair> = gone_left
                         .iter()
@@ -168,13 +168,15 @@ impl Join {
                         .collect();
                     self.emit(&pairs, None, out)?;
                 }
-                self.left.release(&gone_left);
-                self.right.release(&gone_right);
+                self.store.chunks[0].release(&gone_left);
+                self.store.chunks[1].release(&gone_right);
             }
             JoinKind::Window { size } => {
                 let end = |t: i64| t.div_euclid(size) * size + size;
-                let gone_left = self.left.prune(|e| end(e.time) <= wm);
-                let gone_right = self.right.prune(|e| end(e.time) <= wm);
+                let [gone_left, gone_right] = self
+                    .store
+                    .keys
+                    .prune([&|e| end(e.time) <= wm, &|e| end(e.time) <= wm]);
                 // Group by window and key.
                 type Sides = (Vec<Entry>, Vec<Entry>);
                 let mut groups: BTreeMap<(i64, Box<[u8]>), Sides> = BTreeMap::new();
@@ -212,53 +214,11 @@ impl Join {
                     }
                 }
                 self.emit(&pairs, Some((starts, ends)), out)?;
-                self.left.release(&gone_left);
-                self.right.release(&gone_right);
+                self.store.chunks[0].release(&gone_left);
+                self.store.chunks[1].release(&gone_right);
             }
         }
         Ok(())
-    }
-
-    /// The buffered rows of one side as one batch, with their `matched` flags.
-    fn live(
-        &self,
-        store: &Store,
-        schema: &arrow::datatypes::SchemaRef,
-    ) -> Result<RecordBatch, OperatorError> {
-        let name = &self.setup.name;
-        let entries = store.entries();
-        let mut slot = vec![usize::MAX; store.chunks.len()];
-        let mut batches: Vec<&RecordBatch> = Vec::new();
-        for (i, c) in store.chunks.iter().enumerate() {
-            if let Some(b) = c {
-                slot[i] = batches.len();
-                batches.push(b);
-            }
-        }
-        let indices: Vec<(usize, usize)> = entries
-            .iter()
-            .map(|(_, e)| (slot[e.at.0], e.at.1))
-            .collect();
-        let mut columns = Vec::new();
-        for c in 0..schema.fields().len() {
-            let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
-            columns.push(if arrays.is_empty() {
-                arrow::array::new_empty_array(schema.field(c).data_type())
-            } else {
-                interleave(&arrays, &indices).map_err(|e| err(name, e))?
-            });
-        }
-        columns.push(Arc::new(BooleanArray::from(
-            entries.iter().map(|(_, e)| e.matched).collect::<Vec<_>>(),
-        )));
-        let mut fields: Vec<arrow::datatypes::FieldRef> = schema.fields().iter().cloned().collect();
-        fields.push(Arc::new(arrow::datatypes::Field::new(
-            "__matched",
-            arrow::datatypes::DataType::Boolean,
-            false,
-        )));
-        RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns)
-            .map_err(|e| err(name, e))
     }
 }
 
@@ -273,7 +233,7 @@ impl Operator for Join {
         batch: RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
-        let pairs = self.add(input, batch, None)?;
+        let pairs = self.add(input, batch)?;
         self.emit(&pairs, None, out)
     }
 
@@ -304,53 +264,34 @@ impl Operator for Join {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
-        let name = self.setup.name.clone();
-        let left = self.live(&self.left, &self.setup.left_schema)?;
-        let right = self.live(&self.right, &self.setup.right_schema)?;
         out.inline(serde_json::json!({ "watermark": self.watermark, "late": self.late }));
-        let stream = out.stream(SnapshotKind::Full)?;
-        for batch in [left, right] {
-            let mut w =
-                StreamWriter::try_new(&mut *stream, &batch.schema()).map_err(|e| err(&name, e))?;
-            w.write(&batch).map_err(|e| err(&name, e))?;
-            w.finish().map_err(|e| err(&name, e))?;
-        }
-        Ok(())
+        let kind = if out.full_due() {
+            SnapshotKind::Full
+        } else {
+            SnapshotKind::Changes
+        };
+        let stream = out.stream(kind)?;
+        self.checkpointed
+            .snapshot(&mut self.store, kind, stream)
+            .map_err(|e| err(&self.setup.name, e))
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
-        let name = self.setup.name.clone();
+        let name = &self.setup.name;
         let inline = state.inline.take().unwrap_or_default();
         self.watermark = inline["watermark"].as_i64().unwrap_or(i64::MIN);
         self.late = inline["late"].as_u64().unwrap_or(0);
-        let Some(file) = state.files.last_mut() else {
-            return Err(err(&name, "the checkpoint has no state file for this join"));
+        let Some((full, changes)) = state.files.split_first_mut() else {
+            return Err(err(name, "the checkpoint has no state file for this join"));
         };
-        for side in 0..2 {
-            let reader = StreamReader::try_new(&mut *file, None)
-                .map_err(|e| err(&name, format!("unreadable join state: {e}")))?;
-            for batch in reader {
-                let batch = batch.map_err(|e| err(&name, format!("unreadable join state: {e}")))?;
-                let n = batch.num_columns();
-                let matched = batch
-                    .column(n - 1)
-                    .as_any()
-                    .downcast_ref::<BooleanArray>()
-                    .cloned()
-                    .ok_or_else(|| err(&name, "unreadable join state: no matched flags"))?;
-                let schema = if side == 0 {
-                    &self.setup.left_schema
-                } else {
-                    &self.setup.right_schema
-                };
-                let rows =
-                    RecordBatch::try_new(Arc::clone(schema), batch.columns()[..n - 1].to_vec())
-                        .map_err(|e| err(&name, e))?;
-                if rows.num_rows() > 0 {
-                    self.add(side, rows, Some(&matched))?;
-                }
-            }
-        }
+        let mut changes: Vec<&mut dyn std::io::Read> = changes
+            .iter_mut()
+            .map(|f| f as &mut dyn std::io::Read)
+            .collect();
+        self.store = self
+            .checkpointed
+            .restore(full, &mut changes)
+            .map_err(|e| err(name, e))?;
         Ok(())
     }
 

@@ -1,5 +1,6 @@
-//! Buffered rows of one side of a join: the batches they came in, and per key the rows still
-//! waiting for partners.
+//! The rows a join holds in memory: per side the batches they came in, and per key both
+//! sides' rows still waiting for partners, with a mark saying how they relate to the key's
+//! checkpointed copy in the state backend (see `checkpoint.rs`).
 
 use std::collections::HashMap;
 
@@ -11,64 +12,95 @@ use arrow::record_batch::RecordBatch;
 pub(crate) struct Entry {
     /// Its event time.
     pub time: i64,
-    /// Where it is: batch and row.
+    /// Where it is in its side's [`Chunks`]: batch and row.
     pub at: (usize, usize),
     /// Whether it found a partner (for outer joins).
     pub matched: bool,
 }
 
-/// The rows of one side, by key.
-#[derive(Debug, Default)]
-pub(crate) struct Store {
-    /// The batches rows came in; a batch whose rows are all gone is dropped (`None`).
-    pub chunks: Vec<Option<RecordBatch>>,
-    /// Rows still buffered per batch.
-    live: Vec<usize>,
-    /// Rows by key.
-    pub by_key: HashMap<Box<[u8]>, Vec<Entry>, RandomState>,
+/// How a key's rows in memory relate to its entry in the state backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// The backend has no entry for the key: it came after the last snapshot.
+    New,
+    /// The backend's entry is out of date (or, if both sides are empty, to be deleted).
+    Changed,
+    /// The backend's entry holds exactly these rows.
+    Saved,
 }
 
-impl Store {
-    /// Adds a batch; returns its index for entries.
-    pub(crate) fn add_chunk(&mut self, batch: RecordBatch) -> usize {
-        self.chunks.push(Some(batch));
-        self.live.push(0);
-        self.chunks.len() - 1
+/// Both sides' rows of one key, each in arrival order.
+#[derive(Debug)]
+pub(crate) struct Key {
+    /// Left rows, then right rows.
+    pub sides: [Vec<Entry>; 2],
+    pub mark: Mark,
+}
+
+impl Key {
+    fn touch(&mut self) {
+        if self.mark == Mark::Saved {
+            self.mark = Mark::Changed;
+        }
     }
 
-    /// Buffers row `at` under `key`.
-    pub(crate) fn insert(&mut self, key: &[u8], entry: Entry) {
-        if let Some(n) = self.live.get_mut(entry.at.0) {
+    /// Whether neither side has a row.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sides.iter().all(Vec::is_empty)
+    }
+
+    /// The rows of `side` (0 left, 1 right) and those of the other side.
+    pub(crate) fn own_and_other(&mut self, side: usize) -> (&mut Vec<Entry>, &mut Vec<Entry>) {
+        let [left, right] = &mut self.sides;
+        if side == 0 {
+            (left, right)
+        } else {
+            (right, left)
+        }
+    }
+}
+
+/// The batches one side's rows came in.
+#[derive(Debug, Default)]
+pub(crate) struct Chunks {
+    /// A batch none of whose rows is buffered anymore is dropped (`None`).
+    pub batches: Vec<Option<RecordBatch>>,
+    /// Rows still buffered per batch.
+    live: Vec<usize>,
+}
+
+impl Chunks {
+    /// Adds a batch; returns its index for entries.
+    pub(crate) fn add(&mut self, batch: RecordBatch) -> usize {
+        self.batches.push(Some(batch));
+        self.live.push(0);
+        self.batches.len() - 1
+    }
+
+    /// Adds a batch all of whose rows are buffered (rebuilt by a restore).
+    pub(crate) fn add_restored(&mut self, batch: RecordBatch) -> usize {
+        let rows = batch.num_rows();
+        let chunk = self.add(batch);
+        if let Some(n) = self.live.get_mut(chunk) {
+            *n = rows;
+        }
+        chunk
+    }
+
+    /// Counts a row of batch `chunk` as buffered.
+    pub(crate) fn hold(&mut self, chunk: usize) {
+        if let Some(n) = self.live.get_mut(chunk) {
             *n += 1;
         }
-        match self.by_key.get_mut(key) {
-            Some(list) => list.push(entry),
-            None => {
-                self.by_key.insert(key.into(), vec![entry]);
-            }
-        }
     }
 
-    /// Removes the rows `expired` says are done and returns them, in arrival order. Their
-    /// batches stay until [`Store::release`].
-    pub(crate) fn prune(
-        &mut self,
-        mut expired: impl FnMut(&Entry) -> bool,
-    ) -> Vec<(Box<[u8]>, Entry)> {
-        let mut gone = Vec::new();
-        self.by_key.retain(|key, list| {
-            list.retain(|e| {
-                if expired(e) {
-                    gone.push((key.clone(), *e));
-                    false
-                } else {
-                    true
-                }
-            });
-            !list.is_empty()
-        });
-        gone.sort_by_key(|(_, e)| e.at);
-        gone
+    /// Drops batch `chunk` if none of its rows is buffered (all late, or none at all).
+    pub(crate) fn drop_if_unused(&mut self, chunk: usize) {
+        if self.live.get(chunk) == Some(&0) {
+            if let Some(c) = self.batches.get_mut(chunk) {
+                *c = None;
+            }
+        }
     }
 
     /// Forgets rows pruned earlier: a batch none of whose rows is buffered is dropped.
@@ -77,22 +109,75 @@ impl Store {
             if let Some(n) = self.live.get_mut(e.at.0) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
-                    if let Some(c) = self.chunks.get_mut(e.at.0) {
+                    if let Some(c) = self.batches.get_mut(e.at.0) {
                         *c = None;
                     }
                 }
             }
         }
     }
+}
 
-    /// Every buffered row, in arrival order.
-    pub(crate) fn entries(&self) -> Vec<(Box<[u8]>, Entry)> {
-        let mut all: Vec<(Box<[u8]>, Entry)> = self
-            .by_key
-            .iter()
-            .flat_map(|(k, list)| list.iter().map(move |e| (k.clone(), *e)))
-            .collect();
-        all.sort_by_key(|(_, e)| e.at);
-        all
+/// The rows of both sides: their batches, and the rows by key.
+#[derive(Debug, Default)]
+pub(crate) struct Store {
+    /// The batches of the left and of the right side.
+    pub chunks: [Chunks; 2],
+    pub keys: Keys,
+}
+
+/// Both sides' rows by key (the Arrow row-format bytes of the key columns). A key whose rows
+/// are all gone stays, empty and [`Mark::Changed`], until the next snapshot deletes its entry
+/// from the backend, unless the backend never saw it.
+#[derive(Debug, Default)]
+pub(crate) struct Keys(pub HashMap<Box<[u8]>, Key, RandomState>);
+
+impl Keys {
+    /// The rows of `key` (new and empty if there are none), marked as changed.
+    pub(crate) fn key_mut(&mut self, key: &[u8]) -> &mut Key {
+        if !self.0.contains_key(key) {
+            self.0.insert(
+                key.into(),
+                Key {
+                    sides: [Vec::new(), Vec::new()],
+                    mark: Mark::New,
+                },
+            );
+        }
+        let k = self.0.get_mut(key).expect("inserted above if absent");
+        k.touch();
+        k
+    }
+
+    /// Removes the rows of each side that `expired` says are done and returns them per side,
+    /// in arrival order. Their batches stay until [`Chunks::release`].
+    pub(crate) fn prune(
+        &mut self,
+        expired: [&dyn Fn(&Entry) -> bool; 2],
+    ) -> [Vec<(Box<[u8]>, Entry)>; 2] {
+        let mut gone: [Vec<(Box<[u8]>, Entry)>; 2] = [Vec::new(), Vec::new()];
+        self.0.retain(|key, k| {
+            let mut removed = false;
+            for ((list, expired), gone) in k.sides.iter_mut().zip(expired).zip(&mut gone) {
+                list.retain(|e| {
+                    if expired(e) {
+                        gone.push((key.clone(), *e));
+                        removed = true;
+                        false
+                    } else {
+                        true
+                    }
+                });
+            }
+            if removed {
+                k.touch();
+            }
+            // A key the backend never saw needs no delete.
+            !(k.mark == Mark::New && k.is_empty())
+        });
+        for g in &mut gone {
+            g.sort_by_key(|(_, e)| e.at);
+        }
+        gone
     }
 }

@@ -1,0 +1,212 @@
+//! The join's checkpointed copy of its rows, in the state backend (anduin-state: heap or LSM,
+//! chosen per operator). Live rows stay in memory ([`Store`]); a snapshot writes one backend
+//! entry per key changed since the last one, under the key's key group (the key bytes are the
+//! ones the runtime's hash exchange routes by), deletes the entries of keys whose rows are
+//! all gone, and takes the backend's full snapshot or changelog. A restore reads a full
+//! snapshot and the changelogs after it back into the backend and rebuilds the rows in
+//! memory from its entries. With the LSM backend, checkpoints are incremental and nothing
+//! leaves memory.
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+
+use anduin_state::{
+    key_group_for_key, open_backend, BackendKind, KeyGroup, SnapshotKind, StateBackend, StateError,
+    DEFAULT_MAX_KEY_GROUPS,
+};
+use arrow::array::{Array, ArrayRef};
+use arrow::compute::interleave;
+use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
+use arrow::record_batch::RecordBatch;
+use arrow::row::{RowConverter, Rows, SortField};
+
+use super::codec::{get_sides, put_side, StoredRow};
+use super::store::{Chunks, Entry, Key, Mark, Store};
+
+/// Why a snapshot or restore of the join's state failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CheckpointError {
+    #[error("state backend: {0}")]
+    State(#[from] StateError),
+    #[error("{0}")]
+    Arrow(#[from] ArrowError),
+    #[error(
+        "the checkpoint's state holds a corrupt entry in {0}: restore from an earlier checkpoint"
+    )]
+    Corrupt(KeyGroup),
+    #[error("a buffered row's batch is gone; this is a bug in anduin's join")]
+    Lost,
+}
+
+/// The backend and how rows of each side become bytes and back.
+pub(crate) struct Checkpointed {
+    backend: Box<dyn StateBackend>,
+    /// The left and the right side's columns, as Arrow row-format bytes.
+    values: [RowConverter; 2],
+    schemas: [SchemaRef; 2],
+}
+
+fn kg(key: &[u8]) -> KeyGroup {
+    key_group_for_key(key, DEFAULT_MAX_KEY_GROUPS)
+}
+
+impl Checkpointed {
+    pub(crate) fn open(
+        kind: BackendKind,
+        schemas: [SchemaRef; 2],
+    ) -> Result<Self, CheckpointError> {
+        let converter = |s: &SchemaRef| {
+            RowConverter::new(
+                s.fields()
+                    .iter()
+                    .map(|f| SortField::new(f.data_type().clone()))
+                    .collect(),
+            )
+        };
+        Ok(Self {
+            backend: open_backend(kind, None)?,
+            values: [converter(&schemas[0])?, converter(&schemas[1])?],
+            schemas,
+        })
+    }
+
+    /// Writes the keys of `store` changed since the last snapshot to the backend (and deletes
+    /// the entries of keys whose rows are all gone), then the backend's snapshot of `kind` to
+    /// `out`.
+    pub(crate) fn snapshot(
+        &mut self,
+        store: &mut Store,
+        kind: SnapshotKind,
+        out: &mut dyn Write,
+    ) -> Result<(), CheckpointError> {
+        let changed: Vec<(&[u8], &Key)> = store
+            .keys
+            .0
+            .iter()
+            .filter(|(_, k)| k.mark != Mark::Saved)
+            .map(|(key, k)| (&key[..], k))
+            .collect();
+        // The changed keys' rows of each side as row-format bytes, in one conversion per side.
+        let mut values = Vec::with_capacity(2);
+        for side in 0..2 {
+            let at: Vec<(usize, usize)> = changed
+                .iter()
+                .flat_map(|(_, k)| k.sides[side].iter().map(|e| e.at))
+                .collect();
+            values.push(self.rows_at(side, &store.chunks[side], &at)?);
+        }
+        let mut next = [0usize; 2];
+        let mut bytes = Vec::new();
+        for (key, k) in &changed {
+            if k.is_empty() {
+                self.backend.delete(kg(key), key)?;
+                continue;
+            }
+            bytes.clear();
+            for side in 0..2 {
+                let first = next[side];
+                next[side] += k.sides[side].len();
+                let rows = k.sides[side].iter().enumerate().map(|(i, e)| StoredRow {
+                    time: e.time,
+                    matched: e.matched,
+                    values: values[side].row(first + i).data(),
+                });
+                put_side(&mut bytes, rows);
+            }
+            self.backend.put(kg(key), key, &bytes)?;
+        }
+        store.keys.0.retain(|_, k| {
+            k.mark = Mark::Saved;
+            !k.is_empty()
+        });
+        let _stats = self.backend.snapshot(kind, out)?;
+        Ok(())
+    }
+
+    /// The values of the rows `at` of one side, in that order.
+    fn rows_at(
+        &self,
+        side: usize,
+        chunks: &Chunks,
+        at: &[(usize, usize)],
+    ) -> Result<Rows, CheckpointError> {
+        let converter = &self.values[side];
+        if at.is_empty() {
+            return Ok(converter.empty_rows(0, 0));
+        }
+        let mut slot = vec![usize::MAX; chunks.batches.len()];
+        let mut batches: Vec<&RecordBatch> = Vec::new();
+        for (i, b) in chunks.batches.iter().enumerate() {
+            if let Some(b) = b {
+                slot[i] = batches.len();
+                batches.push(b);
+            }
+        }
+        let indices = at
+            .iter()
+            .map(|(chunk, row)| match slot.get(*chunk) {
+                Some(&s) if s != usize::MAX => Ok((s, *row)),
+                _ => Err(CheckpointError::Lost),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        for c in 0..self.schemas[side].fields().len() {
+            let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
+            columns.push(interleave(&arrays, &indices)?);
+        }
+        Ok(converter.convert_columns(&columns)?)
+    }
+
+    /// Replaces the backend's state with a full snapshot and the changelogs after it, and
+    /// returns the rows it holds, rebuilt in memory (one batch per side).
+    pub(crate) fn restore(
+        &mut self,
+        full: &mut dyn Read,
+        changes: &mut [&mut dyn Read],
+    ) -> Result<Store, CheckpointError> {
+        self.backend.restore(full, changes)?;
+        let mut store = Store::default();
+        let parsers = [self.values[0].parser(), self.values[1].parser()];
+        let mut values = [
+            self.values[0].empty_rows(0, 0),
+            self.values[1].empty_rows(0, 0),
+        ];
+        let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for g in 0..DEFAULT_MAX_KEY_GROUPS.get() {
+            self.backend.scan(KeyGroup(g), &mut |k, v| {
+                found.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })?;
+            for (key, v) in found.drain(..) {
+                let sides = get_sides(&v).ok_or(CheckpointError::Corrupt(KeyGroup(g)))?;
+                let mut k = Key {
+                    sides: [Vec::new(), Vec::new()],
+                    mark: Mark::Saved,
+                };
+                for (side, rows) in sides.iter().enumerate() {
+                    for r in rows {
+                        // The stream's checksum vouches for the bytes the converter reads.
+                        values[side].push(parsers[side].parse(r.values));
+                        k.sides[side].push(Entry {
+                            time: r.time,
+                            at: (0, values[side].num_rows() - 1),
+                            matched: r.matched,
+                        });
+                    }
+                }
+                if !k.is_empty() {
+                    store.keys.0.insert(key.into(), k);
+                }
+            }
+        }
+        for (side, rows) in values.iter().enumerate() {
+            if rows.num_rows() > 0 {
+                let columns = self.values[side].convert_rows(rows)?;
+                let batch = RecordBatch::try_new(Arc::clone(&self.schemas[side]), columns)?;
+                store.chunks[side].add_restored(batch);
+            }
+        }
+        Ok(store)
+    }
+}
