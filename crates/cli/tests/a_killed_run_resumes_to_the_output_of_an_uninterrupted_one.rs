@@ -273,6 +273,12 @@ fn a_killed_parallel_windowed_run_resumes_to_the_output_of_an_uninterrupted_one(
 }
 
 #[test]
+fn a_killed_windowed_run_with_its_state_in_the_lsm_backend_resumes_to_the_output_of_an_uninterrupted_one(
+) {
+    scenario(WINDOWED, &[22], &["--state-backend", "lsm"]);
+}
+
+#[test]
 fn a_killed_join_resumes_to_the_output_of_an_uninterrupted_one() {
     scenario(JOINED, &[13, 14], &[]);
 }

@@ -1,7 +1,9 @@
 //! Every kind of window, over seeded random rows that arrive out of order (some of them
-//! late), gives what a naive recomputation from the rows gives; a window snapshotted and
-//! restored half-way gives the same results as one that ran straight through; and four
-//! instances, each fed the keys it owns, together give the result of one.
+//! late), gives what a naive recomputation from the rows gives; a window checkpointed twice
+//! (a full snapshot, then the changes since) and restored from both, with its state in the
+//! heap and in the LSM backend, gives the same results as one that ran straight through; and
+//! four instances, each fed the keys it owns, together give the result of one. A changelog
+//! holds only what changed; a global window restores too.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -39,7 +41,13 @@ enum Kind {
     Count(u64),
 }
 
-fn window(kind: Kind) -> Box<dyn Operator> {
+/// The window operator of `kind`, keyed by `k`; with `lsm`, its state in the LSM backend.
+fn window(kind: Kind, lsm: bool) -> Box<dyn Operator> {
+    window_by(kind, lsm, "param keys = \"k\"")
+}
+
+/// The window operator of `kind` with `keys` (a `param keys = …` or nothing).
+fn window_by(kind: Kind, lsm: bool, keys: &str) -> Box<dyn Operator> {
     let kind_params = match kind {
         Kind::Sliding(size, slide) => {
             format!(r#"param kind = "sliding" param size = "{size}ms" param slide = "{slide}ms""#)
@@ -47,11 +55,12 @@ fn window(kind: Kind) -> Box<dyn Operator> {
         Kind::Session(gap) => format!(r#"param kind = "session" param gap = "{gap}ms""#),
         Kind::Count(n) => format!(r#"param kind = "count" param size = {n}"#),
     };
+    let backend = if lsm { "lsm" } else { "heap" };
     let src = format!(
         r#"type name = "T" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "v", type = "int" }}
 operator name = "g", type = "generator" {{ output name = "s", type = "T" }}
 operator name = "op", type = "window" {{
-  input name = "s" {kind_params} param time = "ts" param keys = "k"
+  input name = "s" {kind_params} param time = "ts" {keys} param state_backend = "{backend}"
   param aggregates = "COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS total, MIN(v) AS lo, MAX(v) AS hi"
   output name = "out" }}
 operator name = "d", type = "discard" {{ input name = "out" }}"#
@@ -93,14 +102,24 @@ impl Collector for Collect {
                 .expect("int")
                 .clone()
         };
-        let (s, e, k, n, nv, sum, lo, hi) =
-            (ts(0), ts(1), int(2), int(3), int(4), int(5), int(6), int(7));
+        // A global window has no key column: its rows count as key 0.
+        let keyed = usize::from(b.num_columns() == 8);
+        let k = (keyed == 1).then(|| int(2));
+        let (s, e, n, nv, sum, lo, hi) = (
+            ts(0),
+            ts(1),
+            int(2 + keyed),
+            int(3 + keyed),
+            int(4 + keyed),
+            int(5 + keyed),
+            int(6 + keyed),
+        );
         let opt = |a: &Int64Array, i: usize| a.is_valid(i).then(|| a.value(i));
         for i in 0..b.num_rows() {
             self.0.push((
                 s.value(i),
                 e.value(i),
-                k.value(i),
+                k.as_ref().map_or(0, |k| k.value(i)),
                 n.value(i),
                 nv.value(i),
                 opt(&sum, i),
@@ -135,11 +154,12 @@ fn batch(rows: &[Row]) -> RecordBatch {
     .expect("valid")
 }
 
-/// An in-memory checkpoint of one operator.
+/// An in-memory checkpoint of one operator: a full snapshot or the changes since the last.
 #[derive(Default)]
 struct Memory {
     inline: Option<serde_json::Value>,
     bytes: Vec<u8>,
+    changes: bool,
 }
 
 impl SnapshotOut for Memory {
@@ -147,7 +167,7 @@ impl SnapshotOut for Memory {
         Epoch(1)
     }
     fn full_due(&self) -> bool {
-        true
+        !self.changes
     }
     fn inline(&mut self, value: serde_json::Value) {
         self.inline = Some(value);
@@ -157,23 +177,67 @@ impl SnapshotOut for Memory {
     }
 }
 
-/// Feeds the batches with a watermark (largest time seen minus `delay`) after each one;
-/// snapshots and restores into a fresh instance before batch `restart_at`, if given.
-fn run(kind: Kind, batches: &[Vec<Row>], delay: i64, restart_at: Option<usize>) -> Vec<Out> {
-    let mut op = window(kind);
+/// A checkpoint of `op`: full, or the changes since its previous one.
+fn checkpoint(op: &mut Box<dyn Operator>, changes: bool) -> Memory {
+    let mut mem = Memory {
+        changes,
+        ..Memory::default()
+    };
+    op.snapshot(&mut mem).expect("snapshots");
+    mem
+}
+
+/// A fresh `make()` restored from a full checkpoint and the changelogs after it.
+fn restored(make: impl Fn() -> Box<dyn Operator>, checkpoints: Vec<Memory>) -> Box<dyn Operator> {
+    let mut op = make();
+    let inline = checkpoints.last().and_then(|m| m.inline.clone());
+    let files: Vec<Box<dyn std::io::Read + Send>> = checkpoints
+        .into_iter()
+        .map(|m| Box::new(std::io::Cursor::new(m.bytes)) as Box<dyn std::io::Read + Send>)
+        .collect();
+    op.restore(RestoreIn {
+        epoch: Epoch(1),
+        inline,
+        files,
+    })
+    .expect("restores");
+    op
+}
+
+/// Feeds the batches with a watermark (largest time seen minus `delay`) after each one; with
+/// `restart_at`, takes a full checkpoint before batch `restart_at / 2` and a changelog before
+/// batch `restart_at`, and restores both into a fresh instance (with `lsm`, one keeping its
+/// state in the LSM backend) there.
+/// With `global`, the window has no keys.
+fn run(
+    kind: Kind,
+    batches: &[Vec<Row>],
+    delay: i64,
+    restart_at: Option<(usize, bool)>,
+    global: bool,
+) -> Vec<Out> {
+    let lsm = restart_at.is_some_and(|(_, lsm)| lsm);
+    let make = || {
+        if global {
+            window_by(kind, lsm, "")
+        } else {
+            window(kind, lsm)
+        }
+    };
+    let mut op = make();
     let mut out = Collect(vec![]);
     let mut max = i64::MIN;
+    let mut full = None;
     for (i, rows) in batches.iter().enumerate() {
-        if restart_at == Some(i) {
-            let mut mem = Memory::default();
-            op.snapshot(&mut mem).expect("snapshots");
-            op = window(kind);
-            op.restore(RestoreIn {
-                epoch: Epoch(1),
-                inline: mem.inline,
-                files: vec![Box::new(std::io::Cursor::new(mem.bytes))],
-            })
-            .expect("restores");
+        if let Some((at, _)) = restart_at {
+            if i == at / 2 && i < at {
+                full = Some(checkpoint(&mut op, false));
+            }
+            if i == at {
+                let mut checkpoints: Vec<Memory> = full.take().into_iter().collect();
+                checkpoints.push(checkpoint(&mut op, !checkpoints.is_empty()));
+                op = restored(make, checkpoints);
+            }
         }
         op.process_batch(0, batch(rows), &mut out)
             .expect("processes");
@@ -194,7 +258,7 @@ fn run(kind: Kind, batches: &[Vec<Row>], delay: i64, restart_at: Option<usize>) 
 fn run_split(kind: Kind, batches: &[Vec<Row>], delay: i64) -> Vec<Out> {
     let mut all = vec![];
     for part in 0..4 {
-        let mut op = window(kind);
+        let mut op = window(kind, false);
         let mut out = Collect(vec![]);
         let mut max = i64::MIN;
         for rows in batches {
@@ -338,9 +402,59 @@ proptest! {
     #[test]
     fn every_window_kind_matches_the_naive_result(kind in kind(), bs in batches(), delay in 0i64..40, restart in any::<prop::sample::Index>()) {
         let expected = naive(kind, &on_time(&bs, delay));
-        prop_assert_eq!(&run(kind, &bs, delay, None), &expected);
+        prop_assert_eq!(&run(kind, &bs, delay, None, false), &expected);
         let at = restart.index(bs.len());
-        prop_assert_eq!(&run(kind, &bs, delay, Some(at)), &expected, "restored before batch {}", at);
+        for lsm in [false, true] {
+            prop_assert_eq!(&run(kind, &bs, delay, Some((at, lsm)), false), &expected, "restored before batch {} (lsm: {})", at, lsm);
+        }
+        // A global window: every row of key 0.
+        let bs: Vec<Vec<Row>> = bs.iter().map(|rows| rows.iter().map(|r| (r.0, 0, r.2)).collect()).collect();
+        let expected = naive(kind, &on_time(&bs, delay));
+        for lsm in [false, true] {
+            prop_assert_eq!(&run(kind, &bs, delay, Some((at, lsm)), true), &expected, "global, restored before batch {} (lsm: {})", at, lsm);
+        }
         prop_assert_eq!(&run_split(kind, &bs, delay), &expected, "four instances");
+    }
+}
+
+/// 200 keys with three rows each in one pane (session, count window), then one more row of
+/// key 0: the changelog after a full checkpoint holds that one key's entry, and restoring from
+/// both finishes as a run straight through does.
+#[test]
+fn a_changelog_holds_only_the_keys_that_changed() {
+    let base = 1_700_000_000_000i64;
+    let first: Vec<Row> = (0..200)
+        .flat_map(|k| (0..3).map(move |j| (base + j, k, Some(k + j))))
+        .collect();
+    let more: Vec<Row> = vec![(base + 3, 0, Some(5))];
+    for kind in [
+        Kind::Sliding(1000, 1000),
+        Kind::Sliding(2000, 500),
+        Kind::Session(100),
+        Kind::Count(5),
+    ] {
+        for lsm in [false, true] {
+            let mut out = Collect(vec![]);
+            let mut op = window(kind, lsm);
+            op.process_batch(0, batch(&first), &mut out)
+                .expect("processes");
+            let full = checkpoint(&mut op, false);
+            op.process_batch(0, batch(&more), &mut out)
+                .expect("processes");
+            let changes = checkpoint(&mut op, true);
+            assert!(
+                changes.bytes.len() * 20 < full.bytes.len(),
+                "{kind:?} (lsm: {lsm}): a changelog of {} bytes after a full snapshot of {}",
+                changes.bytes.len(),
+                full.bytes.len()
+            );
+            let mut op = restored(|| window(kind, lsm), vec![full, changes]);
+            op.handle_watermark(Watermark::MAX, &mut out)
+                .expect("fires");
+            out.0.sort();
+            let mut all = first.clone();
+            all.extend(&more);
+            assert_eq!(out.0, naive(kind, &all), "{kind:?} (lsm: {lsm})");
+        }
     }
 }

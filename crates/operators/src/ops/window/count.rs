@@ -1,6 +1,8 @@
 //! Count windows: every `size` rows of a key (in arrival order) form a window, emitted at
 //! once. Its start is the event time of its first row and its end one millisecond after its
 //! last. A window still short of `size` rows at the end of input is not emitted.
+//! A checkpoint writes each open window that changed since the previous one as a backend entry
+//! (under its key and start) and deletes the entries of windows that fired.
 
 use std::collections::HashMap;
 
@@ -8,8 +10,11 @@ use ahash::RandomState;
 use arrow::row::OwnedRow;
 
 use super::accs::Accs;
+use super::entries::{split_value, value, COUNT};
 use super::input::Prepared;
 use super::output::Results;
+use super::session::{corrupt, one_row};
+use super::store::{Restored, Store};
 use super::WindowSetup;
 use crate::OperatorError;
 
@@ -21,6 +26,10 @@ pub(crate) struct Counted {
     pub last: i64,
     /// One group (id 0).
     pub accs: Accs,
+    /// The start it has an entry in the backend under, if any.
+    stored: Option<i64>,
+    /// Whether it changed since the last checkpoint.
+    changed: bool,
 }
 
 /// The open windows, per key.
@@ -57,6 +66,8 @@ impl Counting {
                         first: ts,
                         last: ts,
                         accs: Accs::new(&setup.aggs, &setup.name)?,
+                        stored: None,
+                        changed: true,
                     },
                 )),
             };
@@ -66,6 +77,7 @@ impl Counting {
             }
             w.last = ts;
             w.rows += 1;
+            w.changed = true;
             w.accs.update(&p.inputs.slice(i, 1), &[0], 1, &setup.name)?;
             if w.rows == self.size {
                 let values = w.accs.evaluate(&setup.name)?;
@@ -76,5 +88,73 @@ impl Counting {
             }
         }
         Ok(results)
+    }
+    /// Writes the windows that changed since the last checkpoint to the backend, deleting the
+    /// entries of those that fired.
+    pub(crate) fn save(
+        &mut self,
+        store: &mut Store,
+        setup: &WindowSetup,
+    ) -> Result<(), OperatorError> {
+        let name = &setup.name;
+        for (key, w) in self.by_key.values_mut().filter(|(_, w)| w.changed) {
+            let key = setup.codec.stored(key.row());
+            if let Some(old) = w.stored.filter(|old| w.rows == 0 || *old != w.first) {
+                store.delete(key, COUNT, old)?;
+                w.stored = None;
+            }
+            if w.rows > 0 {
+                // Taking the state empties the accumulator: merge it straight back.
+                let states = w.accs.take_state(name)?;
+                w.accs.merge(&states, &[0], 1, name)?;
+                let rows = store.states.encode(&states, 1, name)?;
+                let v = value(&[w.rows, w.last as u64], rows.row(0).data());
+                store.put(key, COUNT, w.first, &v)?;
+                w.stored = Some(w.first);
+            }
+            w.changed = false;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the open windows from the checkpointed entries.
+    pub(crate) fn restore(
+        &mut self,
+        entries: Vec<Restored>,
+        store: &Store,
+        setup: &WindowSetup,
+    ) -> Result<(), OperatorError> {
+        let name = &setup.name;
+        let mut fixed = Vec::with_capacity(entries.len());
+        let mut states = Vec::with_capacity(entries.len());
+        for e in &entries {
+            let (numbers, state) = split_value::<2>(&e.value).ok_or_else(|| corrupt(name))?;
+            fixed.push(numbers);
+            states.push(state);
+        }
+        let states = store.states.decode(states, name)?;
+        let keys = setup
+            .codec
+            .rows_of_stored(entries.iter().map(|e| &e.key[..]), name)?;
+        for (i, (e, [rows, last])) in entries.iter().zip(fixed).enumerate() {
+            let row = keys.row(i);
+            let mut accs = Accs::new(&setup.aggs, name)?;
+            accs.merge(&one_row(&states, i), &[0], 1, name)?;
+            self.by_key.insert(
+                row.as_ref().into(),
+                (
+                    row.owned(),
+                    Counted {
+                        rows,
+                        first: e.start,
+                        last: last as i64,
+                        accs,
+                        stored: Some(e.start),
+                        changed: false,
+                    },
+                ),
+            );
+        }
+        Ok(())
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ahash::RandomState;
 use arrow::array::{ArrayRef, BooleanArray};
 use arrow::datatypes::{DataType, SchemaRef};
-use arrow::row::{RowConverter, Rows, SortField};
+use arrow::row::{Row, RowConverter, Rows, SortField};
 use std::collections::HashMap;
 
 use crate::OperatorError;
@@ -76,14 +76,32 @@ impl KeyCodec {
             .map_err(|e| arrow_error(operator, &e))
     }
 
-    /// Key rows from key columns as [`KeyCodec::columns`] gave them (for restoring).
-    pub(crate) fn rows_from_columns(
+    /// The bytes a key is checkpointed under, whose key group is the one the hash exchange
+    /// routes its rows by: its row bytes; empty for a global window.
+    pub(crate) fn stored<'a>(&self, row: Row<'a>) -> &'a [u8] {
+        if self.is_global() {
+            &[]
+        } else {
+            row.data()
+        }
+    }
+
+    /// The key rows of keys as [`KeyCodec::stored`] gave them.
+    pub(crate) fn rows_of_stored<'a>(
         &self,
-        columns: &[ArrayRef],
-        rows: usize,
+        stored: impl IntoIterator<Item = &'a [u8]>,
         operator: &str,
     ) -> Result<Rows, OperatorError> {
-        self.rows(columns, rows, operator)
+        if self.is_global() {
+            let n = stored.into_iter().count();
+            return self.rows(&[], n, operator);
+        }
+        let parser = self.converter.parser();
+        let mut rows = self.empty_rows();
+        for bytes in stored {
+            rows.push(parser.parse(bytes));
+        }
+        Ok(rows)
     }
 
     /// Whether there are no key columns (a global window).
@@ -168,5 +186,63 @@ pub(crate) fn arrow_error(operator: &str, e: &arrow::error::ArrowError) -> Opera
     OperatorError::Execution {
         operator: operator.to_string(),
         message: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::datatypes::{Field, Schema};
+
+    /// Checkpointed entries live in the key group of their key's bytes, which must be the
+    /// bytes the hash exchange (anduin-runtime's `channel.rs`) routes the key's rows by: a
+    /// row converter over the key columns' types, in the order of `keys`.
+    #[test]
+    fn stored_keys_are_the_bytes_the_hash_exchange_routes_by() {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(vec![
+                Some("a"),
+                None,
+                Some("héllo"),
+                Some(""),
+            ])),
+            Arc::new(Int64Array::from(vec![
+                Some(-1),
+                Some(7),
+                None,
+                Some(i64::MAX),
+            ])),
+        ];
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("name", DataType::Utf8, true),
+            Field::new("id", DataType::Int64, false),
+        ]));
+        let codec = KeyCodec::new(schema).expect("a codec");
+        let rows = codec.rows(&columns, 4, "w").expect("rows");
+        let exchange = RowConverter::new(
+            columns
+                .iter()
+                .map(|c| SortField::new(c.data_type().clone()))
+                .collect(),
+        )
+        .expect("a converter");
+        let routed = exchange.convert_columns(&columns).expect("rows");
+        for i in 0..4 {
+            assert_eq!(codec.stored(rows.row(i)), routed.row(i).as_ref());
+        }
+        let back = codec
+            .rows_of_stored((0..4).map(|i| codec.stored(rows.row(i))), "w")
+            .expect("parses");
+        assert_eq!(codec.columns(back.iter(), "w").expect("columns"), columns);
+    }
+
+    #[test]
+    fn a_global_window_stores_its_one_key_as_no_bytes() {
+        let codec = KeyCodec::new(Arc::new(Schema::empty())).expect("a codec");
+        let rows = codec.rows(&[], 2, "w").expect("rows");
+        assert_eq!(codec.stored(rows.row(1)), b"");
+        let back = codec.rows_of_stored([&b""[..]], "w").expect("rows");
+        assert_eq!(back.row(0), rows.row(0));
     }
 }

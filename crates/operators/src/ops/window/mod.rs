@@ -6,23 +6,29 @@
 //! late: counted and dropped, or sent to the output named by `late_output`. Sliding windows
 //! are built from panes (`gcd(size, slide)` long): each row is accumulated once, into its
 //! pane, and a window merges the intermediate states of its panes.
+//!
+//! The open windows live in memory; checkpoints go through the state backend (heap or LSM,
+//! `state_backend`), one entry per key and pane, session or count window under the key's key
+//! group, written when changed (`store.rs`, `entries.rs`).
 
 mod accs;
 mod assign;
 mod count;
+mod entries;
 mod input;
 mod keys;
 mod output;
 mod panes;
 mod running;
 mod session;
-mod snapshot;
+mod store;
 
 use std::sync::Arc;
 
 use anduin_expr::{compile_aggregates, CompiledAggregate, Scope};
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
+use anduin_state::BackendKind;
 use anduin_types::{ColumnType, Diagnostics};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
@@ -102,6 +108,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             default: None,
             doc: "the name of an output of this operator that receives late rows (with the input's columns); without it late rows are counted and dropped",
         },
+        ParamSpec {
+            name: "state_backend",
+            required: false,
+            kind: ParamKind::OneOf(&["heap", "lsm"]),
+            default: Some("heap"),
+            doc: "where the checkpointed copy of the open windows is kept: heap (memory) or lsm (an LSM tree on local disk); either way checkpoints write only what changed (default: the query's --state-backend)",
+        },
     ],
 };
 
@@ -129,6 +142,8 @@ pub(crate) struct WindowSetup {
     pub schema: SchemaRef,
     /// The output port of late rows, if any.
     pub late_port: Option<usize>,
+    /// Where checkpointed state is kept.
+    pub backend: BackendKind,
 }
 
 pub(crate) fn bind(
@@ -268,6 +283,11 @@ pub(crate) fn bind(
         aggs,
         schema,
         late_port,
+        backend: if p.str_or("state_backend", "heap") == "lsm" {
+            BackendKind::Lsm
+        } else {
+            BackendKind::Heap
+        },
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |_| Ok(Box::new(Window::new(setup.clone())?)))),

@@ -1,18 +1,16 @@
 //! The running window operator: late rows split off, rows assigned to windows, windows fired
-//! by the watermark, state snapshotted and restored.
+//! by the watermark, state checkpointed through the state backend and restored from it.
 
 use anduin_types::{SnapshotKind, Watermark};
-use arrow::array::ArrayRef;
 use arrow::record_batch::RecordBatch;
 
-use super::accs::Accs;
-use super::count::{Counted, Counting};
+use super::count::Counting;
+use super::entries::{StateRows, COUNT, PANE, SESSION};
 use super::input::{prepare, split_late};
-use super::keys::KeyMap;
 use super::output::Results;
-use super::panes::{Panes, Sealed, Slice};
-use super::session::{Session, Sessions};
-use super::snapshot::{self, Section, COUNT, LIVE_PANE, SEALED_PANE, SESSION};
+use super::panes::Panes;
+use super::session::Sessions;
+use super::store::Store;
 use super::{WindowKind, WindowSetup};
 use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
 
@@ -29,6 +27,8 @@ enum Open {
 pub(crate) struct Window {
     setup: WindowSetup,
     open: Open,
+    /// The checkpointed copy of the open windows.
+    store: Store,
     /// The watermark of the input: rows before it are late.
     watermark: i64,
     /// Late rows dropped so far.
@@ -42,9 +42,15 @@ impl Window {
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
             WindowKind::Count { size } => Open::Count(Counting::new(size)),
         };
+        let store = Store::new(
+            setup.backend,
+            StateRows::new(&setup.aggs, &setup.name)?,
+            &setup.name,
+        );
         Ok(Self {
             setup,
             open,
+            store,
             watermark: i64::MIN,
             late: 0,
         })
@@ -133,183 +139,70 @@ impl Operator for Window {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        let kind = if out.full_due() {
+            SnapshotKind::Full
+        } else {
+            SnapshotKind::Changes
+        };
         let setup = &self.setup;
-        let name = &setup.name;
-        let mut sections = Vec::new();
         let mut fired_up_to = None;
         match &mut self.open {
             Open::Panes(p) => {
                 fired_up_to = Some(p.fired_up_to);
-                for (start, slice) in p.live.iter_mut() {
-                    // Taking the state empties the accumulators: merge it straight back.
-                    let states = slice.accs.take_state(name)?;
-                    let ids: Vec<usize> = (0..slice.keys.len()).collect();
-                    slice.accs.merge(&states, &ids, ids.len(), name)?;
-                    let keys = setup.codec.columns(slice.keys.keys().iter(), name)?;
-                    sections.push(section(
-                        LIVE_PANE,
-                        *start,
-                        0,
-                        0,
-                        slice.keys.len(),
-                        keys,
-                        states,
-                    ));
-                }
-                for (start, sealed) in &p.sealed {
-                    let keys = setup.codec.columns(sealed.keys.iter(), name)?;
-                    sections.push(section(
-                        SEALED_PANE,
-                        *start,
-                        0,
-                        0,
-                        sealed.keys.num_rows(),
-                        keys,
-                        sealed.states.clone(),
-                    ));
-                }
+                p.save(&mut self.store, setup)?;
             }
-            Open::Sessions(s) => {
-                for (key, sessions) in s.by_key.values_mut() {
-                    for session in sessions.iter_mut() {
-                        let states = session.accs.take_state(name)?;
-                        session.accs.merge(&states, &[0], 1, name)?;
-                        let keys = setup.codec.columns([key.row()], name)?;
-                        sections.push(section(
-                            SESSION,
-                            session.start,
-                            session.end,
-                            0,
-                            1,
-                            keys,
-                            states,
-                        ));
-                    }
-                }
-            }
-            Open::Count(c) => {
-                for (key, w) in c.by_key.values_mut() {
-                    if w.rows == 0 {
-                        continue;
-                    }
-                    let states = w.accs.take_state(name)?;
-                    w.accs.merge(&states, &[0], 1, name)?;
-                    let keys = setup.codec.columns([key.row()], name)?;
-                    sections.push(section(COUNT, w.first, w.last, w.rows, 1, keys, states));
-                }
-            }
+            Open::Sessions(s) => s.save(&mut self.store, setup)?,
+            Open::Count(c) => c.save(&mut self.store, setup)?,
         }
         out.inline(serde_json::json!({
             "watermark": self.watermark,
             "fired_up_to": fired_up_to,
             "late": self.late,
         }));
-        let stream = out.stream(SnapshotKind::Full)?;
-        snapshot::write(setup, sections, stream)
+        let stream = out.stream(kind)?;
+        self.store.snapshot(kind, stream)
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
         let inline = state.inline.take().unwrap_or_default();
         self.watermark = inline["watermark"].as_i64().unwrap_or(i64::MIN);
         self.late = inline["late"].as_u64().unwrap_or(0);
-        let Some(file) = state.files.last_mut() else {
+        let Some((full, changes)) = state.files.split_first_mut() else {
             return Err(self.error("the checkpoint has no state file for this window"));
         };
-        let sections = snapshot::read(&self.setup, file.as_mut())?;
-        let setup = &self.setup;
-        let name = &setup.name;
-        for s in sections {
-            let key_rows = setup.codec.rows_from_columns(&s.keys, s.rows, name)?;
-            match (&mut self.open, s.section) {
-                (Open::Panes(p), LIVE_PANE | SEALED_PANE) => {
-                    let start = s.t0.first().copied().unwrap_or(0);
-                    if s.section == SEALED_PANE {
-                        p.sealed.insert(
-                            start,
-                            Sealed {
-                                keys: key_rows,
-                                states: s.states,
-                            },
-                        );
-                    } else {
-                        let keys = KeyMap::from_keys(&setup.codec, &key_rows);
-                        let mut accs = Accs::new(&setup.aggs, name)?;
-                        let ids: Vec<usize> = (0..keys.len()).collect();
-                        accs.merge(&s.states, &ids, ids.len(), name)?;
-                        p.live.insert(start, Slice { keys, accs });
-                    }
-                    p.fired_up_to = inline["fired_up_to"].as_i64().unwrap_or(i64::MIN);
-                }
-                (Open::Sessions(sessions), SESSION) => {
-                    for i in 0..s.rows {
-                        let row = key_rows.row(i);
-                        let mut accs = Accs::new(&setup.aggs, name)?;
-                        accs.merge(&slice_states(&s.states, i), &[0], 1, name)?;
-                        sessions
-                            .by_key
-                            .entry(row.as_ref().into())
-                            .or_insert_with(|| (row.owned(), Vec::new()))
-                            .1
-                            .push(Session {
-                                start: s.t0[i],
-                                end: s.t1[i],
-                                accs,
-                            });
-                    }
-                }
-                (Open::Count(c), COUNT) => {
-                    for i in 0..s.rows {
-                        let row = key_rows.row(i);
-                        let mut accs = Accs::new(&setup.aggs, name)?;
-                        accs.merge(&slice_states(&s.states, i), &[0], 1, name)?;
-                        c.by_key.insert(
-                            row.as_ref().into(),
-                            (
-                                row.owned(),
-                                Counted {
-                                    rows: s.n[i],
-                                    first: s.t0[i],
-                                    last: s.t1[i],
-                                    accs,
-                                },
-                            ),
-                        );
-                    }
-                }
-                _ => return Err(self.error("the checkpoint holds state of another kind of window")),
-            }
+        let mut changes: Vec<&mut dyn std::io::Read> = changes
+            .iter_mut()
+            .map(|f| f as &mut dyn std::io::Read)
+            .collect();
+        let entries = self.store.restore(full, &mut changes)?;
+        let tag = match self.setup.kind {
+            WindowKind::Sliding { .. } => PANE,
+            WindowKind::Session { .. } => SESSION,
+            WindowKind::Count { .. } => COUNT,
+        };
+        if entries.iter().any(|e| e.tag != tag) {
+            return Err(self.error("the checkpoint holds state of another kind of window"));
         }
-        Ok(())
+        let (setup, store) = (&self.setup, &self.store);
+        match &mut self.open {
+            Open::Panes(p) => {
+                p.fired_up_to = inline["fired_up_to"].as_i64().unwrap_or(i64::MIN);
+                p.restore(entries, store, setup, self.watermark)
+            }
+            Open::Sessions(s) => s.restore(entries, store, setup),
+            Open::Count(c) => c.restore(entries, store, setup),
+        }
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        self.store
+            .bytes()
+            .map(|b| ("state_backend_bytes", b))
+            .into_iter()
+            .collect()
     }
 
     fn is_stateless(&self) -> bool {
         false
-    }
-}
-
-/// One row of per-aggregate state columns.
-fn slice_states(states: &[Vec<ArrayRef>], row: usize) -> Vec<Vec<ArrayRef>> {
-    states
-        .iter()
-        .map(|cols| cols.iter().map(|c| c.slice(row, 1)).collect())
-        .collect()
-}
-
-fn section(
-    kind: i8,
-    t0: i64,
-    t1: i64,
-    n: u64,
-    rows: usize,
-    keys: Vec<ArrayRef>,
-    states: Vec<Vec<ArrayRef>>,
-) -> Section {
-    Section {
-        section: kind,
-        t0: vec![t0; rows],
-        t1: vec![t1; rows],
-        n: vec![n; rows],
-        keys,
-        states,
     }
 }
