@@ -10,10 +10,12 @@
 //! Rows are buffered until the watermark passes them and then fed in event-time order (ties
 //! in arrival order); rows behind the watermark are late: counted and dropped.
 
+mod calls;
 mod cells;
 mod eval;
 mod expr;
 mod matcher;
+mod output;
 mod program;
 mod running;
 mod store;

@@ -9,8 +9,8 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::row::{RowConverter, SortField};
 
 use super::cells::{cells_to_column, columns_to_cells};
-use super::eval::eval;
-use super::matcher::{MatchView, Outcome, Partition, Row, TooManyThreads};
+use super::matcher::{Outcome, Row, TooManyThreads};
+use super::output::{render, Figures};
 use super::store::{Store, StoreError};
 use super::value::Value;
 use super::Setup;
@@ -44,37 +44,6 @@ pub(crate) struct PatternOp {
     main: Vec<Vec<Value>>,
     timeouts: Vec<Vec<Value>>,
     figures: Figures,
-}
-
-/// What [`Operator::metrics`] reports.
-#[derive(Debug, Default)]
-struct Figures {
-    /// Rows kept by all partitions now, and at most.
-    kept: usize,
-    peak_kept: usize,
-    /// The most rows one partition kept.
-    peak_partition: usize,
-    /// The most rows waiting for the watermark.
-    peak_pending: usize,
-    matches: u64,
-    timed_out: u64,
-}
-
-impl Figures {
-    fn kept(&mut self, part: &Partition, added: usize, dropped: usize) {
-        self.kept = (self.kept + added).saturating_sub(dropped);
-        self.peak_kept = self.peak_kept.max(self.kept);
-        self.peak_partition = self.peak_partition.max(part.rows_kept());
-    }
-
-    fn outcomes(&mut self, outcomes: &[Outcome]) {
-        for o in outcomes {
-            match o {
-                Outcome::Match { .. } => self.matches += 1,
-                Outcome::TimedOut { .. } => self.timed_out += 1,
-            }
-        }
-    }
 }
 
 fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
@@ -289,65 +258,6 @@ impl PatternOp {
             out.collect(port, batch)?;
         }
         Ok(())
-    }
-}
-
-/// Output rows of `outcomes` (drained), from the rows of `part`.
-fn render(
-    setup: &Setup,
-    part: &Partition,
-    outcomes: &mut Vec<Outcome>,
-    main: &mut Vec<Vec<Value>>,
-    timeouts: &mut Vec<Vec<Value>>,
-) {
-    for o in outcomes.drain(..) {
-        let (start, steps, number, out) = match o {
-            Outcome::Match {
-                start,
-                steps,
-                number,
-            } => (start, steps, number, &mut *main),
-            Outcome::TimedOut { start, steps } => {
-                if setup.timeout_port.is_none() {
-                    continue;
-                }
-                (start, steps, 0, &mut *timeouts)
-            }
-        };
-        let measures = |upto: usize| {
-            let view = MatchView {
-                part,
-                steps: &steps[..upto],
-                number,
-            };
-            setup
-                .measures
-                .iter()
-                .map(|(_, e)| eval(e, &view, &setup.pattern.vars))
-                .collect::<Vec<_>>()
-        };
-        let cells = |row: u64| -> Vec<Value> {
-            part.row(row)
-                .map(|r| r.cells.to_vec())
-                .unwrap_or_else(|| vec![Value::Null; setup.types.len()])
-        };
-        if setup.all_rows {
-            if steps.is_empty() {
-                let mut row = cells(start);
-                row.extend(measures(0));
-                out.push(row);
-            }
-            for (i, (r, _)) in steps.iter().enumerate() {
-                let mut row = cells(*r);
-                row.extend(measures(i + 1));
-                out.push(row);
-            }
-        } else {
-            let first = cells(steps.first().map_or(start, |(r, _)| *r));
-            let mut row: Vec<Value> = setup.partition.iter().map(|c| first[*c].clone()).collect();
-            row.extend(measures(steps.len()));
-            out.push(row);
-        }
     }
 }
 
