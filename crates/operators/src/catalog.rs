@@ -7,7 +7,7 @@ use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
 
-use crate::connectors::{discard, generator, reader, writer};
+use crate::connectors::{discard, generator, nexmark, reader, writer};
 use crate::dead_letter::DeadLetter;
 use crate::ops::{filter, join, map, pattern, union, window};
 use crate::{Operator, OperatorError, Source};
@@ -54,6 +54,7 @@ impl std::fmt::Debug for Bound {
 pub static SIGNATURES: &[&OperatorSignature] = &[
     &reader::SIGNATURE,
     &generator::SIGNATURE,
+    &nexmark::SIGNATURE,
     &writer::SIGNATURE,
     &discard::SIGNATURE,
     &filter::SIGNATURE,
@@ -88,6 +89,7 @@ impl Catalog for BuiltinCatalog {
         match op.kind.as_str() {
             "reader" => reader::bind(op, declared_outputs),
             "generator" => generator::bind(op, declared_outputs),
+            "nexmark" => nexmark::bind(op, declared_outputs),
             "writer" => writer::bind(op, inputs),
             "discard" => discard::bind(op),
             "filter" => filter::bind(op, inputs),

@@ -3,6 +3,7 @@
 pub mod discard;
 pub mod generator;
 mod input;
+pub mod nexmark;
 pub use input::resolve as resolve_input_paths;
 mod parts;
 pub mod reader;

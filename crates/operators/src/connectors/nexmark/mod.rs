@@ -1,0 +1,387 @@
+//! `nexmark`: the events of the Nexmark benchmark (people, auctions, bids), generated as the
+//! nexmark-flink generator does, from a seed.
+//!
+//! Event `id` is a pure function of the seed and `id`: its kind is `id % 50` (person,
+//! auction or bid in proportions 1:3:46), its event time comes from the rate, and its random
+//! fields from an RNG seeded with the seed and `id`. So a run can resume at any position, and
+//! instances could split the id space between them (the runtime runs a source as one
+//! instance for now).
+//!
+//! - [`ids`]: the configuration, the kinds and the id arithmetic;
+//! - [`person`], [`auction`], [`bid`]: the columns of each kind;
+//! - [`strings`]: the RNG, random strings, the `extra` padding and prices.
+//!
+//! The source has one output, named after the kind it carries: `person`, `auction` or `bid`.
+//! Every instance walks the same event sequence and keeps the events of its kind, so three
+//! `nexmark` operators with the same params give the three streams of one benchmark run.
+
+pub mod auction;
+pub mod bid;
+pub mod ids;
+pub mod person;
+pub mod strings;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
+use anduin_spec::OperatorDef;
+use anduin_types::{ColumnType, Diagnostic, Diagnostics};
+use arrow::array::ArrayRef;
+use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+
+use crate::catalog::Bound;
+use crate::params::Params;
+use crate::{OperatorError, RestoreIn, SnapshotOut, Source, SourcePoll};
+
+pub use ids::{Config, Kind};
+
+/// The `nexmark` operator type.
+pub const SIGNATURE: OperatorSignature = OperatorSignature {
+    kind: "nexmark",
+    doc: "produces the Nexmark benchmark's people, auctions or bids (the output named `person`, `auction` or `bid`)",
+    inputs: Arity::Exactly(0),
+    outputs: Arity::Exactly(1),
+    stateful: true,
+    params: &[
+        crate::event_time::EVENT_TIME_PARAMS[0],
+        crate::event_time::EVENT_TIME_PARAMS[1],
+        crate::event_time::EVENT_TIME_PARAMS[2],
+        ParamSpec {
+            name: "events",
+            required: false,
+            kind: ParamKind::Int,
+            default: None,
+            doc: "how many events (of all three kinds) to generate; without it the source runs forever",
+        },
+        ParamSpec {
+            name: "rate",
+            required: false,
+            kind: ParamKind::Number,
+            default: Some("10000"),
+            doc: "events per second of event time (all kinds together)",
+        },
+        ParamSpec {
+            name: "throttle",
+            required: false,
+            kind: ParamKind::Bool,
+            default: Some("false"),
+            doc: "emit events at `rate` in wall-clock time too; otherwise as fast as possible",
+        },
+        ParamSpec {
+            name: "seed",
+            required: false,
+            kind: ParamKind::Int,
+            default: Some("42"),
+            doc: "the random seed",
+        },
+        ParamSpec {
+            name: "first_event_id",
+            required: false,
+            kind: ParamKind::Int,
+            default: Some("0"),
+            doc: "the id of the first event",
+        },
+        ParamSpec {
+            name: "first_event_time",
+            required: false,
+            kind: ParamKind::Int,
+            default: Some("1704067200000"),
+            doc: "the event time of the first event, in epoch milliseconds (2024-01-01T00:00:00Z)",
+        },
+        ParamSpec {
+            name: "out_of_order_group_size",
+            required: false,
+            kind: ParamKind::Int,
+            default: Some("1"),
+            doc: "events are shuffled within consecutive groups of this many (1: in order)",
+        },
+    ],
+};
+
+/// Rows of one kind being built.
+pub trait Columns: Send {
+    /// Adds event `id` (of this kind).
+    fn push(&mut self, config: &Config, id: u64);
+    /// The columns of the rows added since the last call.
+    fn finish(&mut self) -> Vec<ArrayRef>;
+}
+
+/// The columns of `kind`, in output order.
+pub fn fields(kind: Kind) -> &'static [(&'static str, ColumnType)] {
+    match kind {
+        Kind::Person => person::FIELDS,
+        Kind::Auction => auction::FIELDS,
+        Kind::Bid => bid::FIELDS,
+    }
+}
+
+/// The output schema of `kind`.
+pub fn schema(kind: Kind) -> SchemaRef {
+    Arc::new(Schema::new(
+        fields(kind)
+            .iter()
+            .map(|(name, t)| Field::new(*name, t.arrow_type(), true))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+fn columns(kind: Kind) -> Box<dyn Columns> {
+    match kind {
+        Kind::Person => Box::<person::People>::default(),
+        Kind::Auction => Box::<auction::Auctions>::default(),
+        Kind::Bid => Box::<bid::Bids>::default(),
+    }
+}
+
+pub(crate) fn bind(
+    op: &OperatorDef,
+    declared: &[Option<SchemaRef>],
+) -> Result<Binding<Bound>, Diagnostics> {
+    let p = Params::new(op);
+    let Some(output) = op.outputs.first() else {
+        return Err(Diagnostic::error(op.pos, "nexmark needs an output").into());
+    };
+    let Some(kind) = Kind::from_output(output.name.as_str()) else {
+        return Err(Diagnostic::error(
+            output.name.pos(),
+            format!(
+                "the output of nexmark \"{}\" names the kind it carries: `person`, `auction` or `bid`, not `{}`",
+                op.name,
+                output.name.as_str()
+            ),
+        )
+        .into());
+    };
+    let schema = schema(kind);
+    if let Some(Some(d)) = declared.first() {
+        let same = d.fields().len() == schema.fields().len()
+            && d.fields()
+                .iter()
+                .zip(schema.fields())
+                .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+        if !same {
+            let want: Vec<String> = fields(kind)
+                .iter()
+                .map(|(n, t)| format!("{n} {}", t.name()))
+                .collect();
+            return Err(Diagnostic::error(
+                output.name.pos(),
+                format!(
+                    "the `{}` output of nexmark has the columns ({}): declare that type or none",
+                    output.name.as_str(),
+                    want.join(", ")
+                ),
+            )
+            .into());
+        }
+    }
+    let watermarks = crate::event_time::watermark_spec(&p, &schema)?;
+    let non_negative = |name: &str, default: i64| match p.int(name) {
+        Some(v) if v < 0 => Err(Diagnostics::from(p.error(name, "must not be negative"))),
+        v => Ok(v.unwrap_or(default).unsigned_abs()),
+    };
+    let events = match p.int("events") {
+        Some(_) => Some(non_negative("events", 0)?),
+        None => None,
+    };
+    let rate = p.number("rate").unwrap_or(ids::DEFAULT_RATE);
+    if !(rate > 0.0 && rate.is_finite()) {
+        return Err(p
+            .error("rate", "must be a positive number of events per second")
+            .into());
+    }
+    let group = non_negative("out_of_order_group_size", 1)?;
+    if group == 0 || group % 953 == 0 {
+        return Err(p
+            .error(
+                "out_of_order_group_size",
+                "must be at least 1 and not a multiple of 953 (the shuffle's stride)",
+            )
+            .into());
+    }
+    let config = Config {
+        seed: p.int("seed").unwrap_or(42) as u64,
+        rate,
+        first_event_time: p
+            .int("first_event_time")
+            .unwrap_or(ids::DEFAULT_FIRST_EVENT_TIME),
+        first_event_id: non_negative("first_event_id", 0)?,
+        out_of_order_group_size: group,
+    };
+    let throttle = p.bool_or("throttle", false);
+    let name = op.name.to_string();
+    Ok(Binding {
+        bound: Bound::Source(Arc::new(move |_| {
+            let mut source = Nexmark::new(name.clone(), kind, config, events);
+            source.throttle = throttle;
+            source.watermarks = watermarks;
+            Ok(Box::new(source))
+        })),
+        outputs: vec![schema],
+        warnings: Diagnostics::default(),
+        partition_by: Vec::new(),
+    })
+}
+
+/// A running `nexmark` source.
+pub struct Nexmark {
+    name: String,
+    kind: Kind,
+    schema: SchemaRef,
+    config: Config,
+    /// How many events (positions of the stream) in all.
+    events: Option<u64>,
+    /// The position of the next event (events of every kind count).
+    position: u64,
+    throttle: bool,
+    started: Option<Instant>,
+    /// The position when `started` was set (a resumed run counts its rate from there).
+    rate_base: u64,
+    watermarks: Option<crate::WatermarkSpec>,
+    columns: Box<dyn Columns>,
+}
+
+impl Nexmark {
+    /// A source of the events of `kind`, unthrottled and without watermarks.
+    pub fn new(name: String, kind: Kind, config: Config, events: Option<u64>) -> Self {
+        Self {
+            name,
+            kind,
+            schema: schema(kind),
+            config,
+            events,
+            position: 0,
+            throttle: false,
+            started: None,
+            rate_base: 0,
+            watermarks: None,
+            columns: columns(kind),
+        }
+    }
+
+    /// The position of the next event.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Up to `max_rows` rows of this kind from positions `position..end`.
+    fn make(&mut self, max_rows: usize, end: u64) -> Result<RecordBatch, OperatorError> {
+        let mut rows = 0;
+        while self.position < end && rows < max_rows {
+            let id = self.config.event_id(self.position);
+            self.position += 1;
+            if Kind::of(id) == self.kind {
+                self.columns.push(&self.config, id);
+                rows += 1;
+            }
+        }
+        RecordBatch::try_new(Arc::clone(&self.schema), self.columns.finish()).map_err(|e| {
+            OperatorError::Execution {
+                operator: self.name.clone(),
+                message: e.to_string(),
+            }
+        })
+    }
+}
+
+impl Source for Nexmark {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn poll(&mut self, max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {
+        let mut end = self.events.unwrap_or(u64::MAX);
+        if self.position >= end {
+            return Ok(SourcePoll::Exhausted);
+        }
+        if self.throttle {
+            let rate = self.config.rate;
+            let started = *self.started.get_or_insert_with(Instant::now);
+            let due = self.rate_base + (started.elapsed().as_secs_f64() * rate).floor() as u64 + 1;
+            if due <= self.position {
+                let next = started
+                    + Duration::from_secs_f64((self.position - self.rate_base) as f64 / rate);
+                std::thread::sleep(next.min(deadline).saturating_duration_since(Instant::now()));
+                return Ok(SourcePoll::Idle);
+            }
+            end = end.min(due);
+        }
+        self.make(max_rows.max(1), end).map(SourcePoll::Batch)
+    }
+
+    fn can_resume(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn watermarks(&self) -> Option<crate::WatermarkSpec> {
+        self.watermarks
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        // Every event's randomness comes from the seed and its id: the position is all the
+        // state there is.
+        out.inline(serde_json::json!({ "position": self.position }));
+        Ok(())
+    }
+
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        self.position = state
+            .inline
+            .as_ref()
+            .and_then(|p| p["position"].as_u64())
+            .ok_or_else(|| OperatorError::Execution {
+                operator: self.name.clone(),
+                message: "the checkpoint's position is malformed: no `position`".into(),
+            })?;
+        // A throttled run restarts its clock: events already produced are not owed again.
+        self.started = None;
+        self.rate_base = self.position;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        Config {
+            seed: 42,
+            rate: 10_000.0,
+            first_event_time: 0,
+            first_event_id: 0,
+            out_of_order_group_size: 1,
+        }
+    }
+
+    #[test]
+    fn each_kind_keeps_its_share_of_the_events() {
+        let far = Instant::now() + Duration::from_secs(60);
+        for (kind, share) in [(Kind::Person, 1), (Kind::Auction, 3), (Kind::Bid, 46)] {
+            let mut s = Nexmark::new("n".into(), kind, config(), Some(5000));
+            let mut rows = 0;
+            while let SourcePoll::Batch(b) = s.poll(64, far).expect("polls") {
+                assert!(b.num_rows() <= 64);
+                rows += b.num_rows();
+            }
+            assert_eq!(rows, 100 * share, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_throttled_source_waits_for_its_rate() {
+        let mut s = Nexmark::new("n".into(), Kind::Bid, config(), None);
+        s.throttle = true;
+        s.config.rate = 1.0;
+        let soon = Instant::now() + Duration::from_millis(20);
+        let first = s.poll(1000, soon).expect("polls");
+        assert!(matches!(first, SourcePoll::Batch(_)));
+        assert_eq!(s.position(), 1);
+        assert!(matches!(
+            s.poll(1000, soon).expect("polls"),
+            SourcePoll::Idle
+        ));
+    }
+}
