@@ -18,7 +18,12 @@ fn nexmark_q2_over_a_sql_table_keeps_exactly_the_bids_of_every_123rd_auction() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("q2.sql"), Q2).expect("script");
     let out = anduin(dir.path(), &["run", "q2.sql", "-q"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let flow = repo().join("examples/nexmark_bids.flow");
     let out = anduin(
         dir.path(),
@@ -32,7 +37,12 @@ fn nexmark_q2_over_a_sql_table_keeps_exactly_the_bids_of_every_123rd_auction() {
             "-q",
         ],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bids = std::fs::read_to_string(dir.path().join("bids.csv")).expect("bids");
     let mut lines = bids.lines();
     let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
