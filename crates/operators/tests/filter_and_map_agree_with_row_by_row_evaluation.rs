@@ -1,13 +1,11 @@
 //! Property test: `filter` and `map` over random batches give what a naive row-by-row
 //! evaluation of the same SQL gives (three-valued logic, nulls included).
 
+mod common;
+
 use std::sync::Arc;
 
-use anduin_graph::check;
-use anduin_operators::{
-    Bound, BuildContext, BuiltinCatalog, Collector, DeadLetter, DeadLetterTarget, Operator,
-    OperatorError,
-};
+use anduin_operators::{Collector, Operator, OperatorError};
 use arrow::array::{Array, Int64Array};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
@@ -30,22 +28,7 @@ operator name = "g", type = "generator" {{ output name = "s", type = "T" }}
 {op_block}
 operator name = "d", type = "discard" {{ input name = "out" }}"#
     );
-    let spec = anduin_spec::parse_flow(&src).expect("parses");
-    let (graph, _) = check(&spec, &BuiltinCatalog).expect("checks");
-    let node = graph
-        .nodes
-        .iter()
-        .find(|n| n.name() == "op")
-        .expect("the operator under test");
-    let Bound::Operator(factory) = &node.bound else {
-        panic!("an operator")
-    };
-    let ctx = BuildContext {
-        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
-        checkpointing: false,
-        restore_epoch: None,
-    };
-    factory(&ctx).expect("builds")
+    common::operator(&src)
 }
 
 fn batch(rows: &[(Option<i64>, Option<i64>)]) -> RecordBatch {

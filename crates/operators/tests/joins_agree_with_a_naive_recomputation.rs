@@ -5,14 +5,14 @@
 //! results as one that ran straight through; and four instances, each fed the keys it owns, together
 //! give the result of one.
 
-use std::io::Write;
+mod common;
+
+use common::{checkpoint, restored, Memory};
+
 use std::sync::Arc;
 
-use anduin_operators::{
-    Bound, BuildContext, BuiltinCatalog, Collector, DeadLetter, DeadLetterTarget, Operator,
-    OperatorError, RestoreIn, SnapshotOut,
-};
-use anduin_types::{Epoch, SnapshotKind, Watermark};
+use anduin_operators::{BuiltinCatalog, Collector, Operator, OperatorError};
+use anduin_types::Watermark;
 use arrow::array::{Array, Int64Array, TimestampMillisecondArray};
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
@@ -56,22 +56,7 @@ operator name = "op", type = "join" {{
   output name = "out" }}
 operator name = "d", type = "discard" {{ input name = "out" }}"#
     );
-    let spec = anduin_spec::parse_flow(&src).expect("parses");
-    let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
-    let node = graph
-        .nodes
-        .iter()
-        .find(|n| n.name() == "op")
-        .expect("the join");
-    let Bound::Operator(factory) = &node.bound else {
-        panic!("an operator")
-    };
-    let ctx = BuildContext {
-        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
-        checkpointing: false,
-        restore_epoch: None,
-    };
-    factory(&ctx).expect("builds")
+    common::operator(&src)
 }
 
 struct Collect {
@@ -143,29 +128,6 @@ fn batch(rows: &[Row]) -> RecordBatch {
     .expect("valid")
 }
 
-/// An in-memory checkpoint of one operator: a full snapshot or the changes since the last.
-#[derive(Default)]
-struct Memory {
-    inline: Option<serde_json::Value>,
-    bytes: Vec<u8>,
-    changes: bool,
-}
-
-impl SnapshotOut for Memory {
-    fn epoch(&self) -> Epoch {
-        Epoch(1)
-    }
-    fn full_due(&self) -> bool {
-        !self.changes
-    }
-    fn inline(&mut self, value: serde_json::Value) {
-        self.inline = Some(value);
-    }
-    fn stream(&mut self, _kind: SnapshotKind) -> Result<&mut dyn Write, OperatorError> {
-        Ok(&mut self.bytes)
-    }
-}
-
 /// One arrival: a batch of one side (0 left, 1 right).
 type Arrival = (usize, Vec<Row>);
 
@@ -202,29 +164,9 @@ fn run(
     let mut full: Option<Memory> = None;
     for (i, ((side, rows), wm)) in arrivals.iter().zip(watermarks(arrivals, delay)).enumerate() {
         if let Some((at, _)) = restart_at {
-            if i == at / 2 && i < at {
-                let mut mem = Memory::default();
-                op.snapshot(&mut mem).expect("snapshots");
-                full = Some(mem);
-            }
-            if i == at {
-                let mut mem = Memory {
-                    changes: full.is_some(),
-                    ..Memory::default()
-                };
-                op.snapshot(&mut mem).expect("snapshots");
-                let mut files: Vec<Box<dyn std::io::Read + Send>> = Vec::new();
-                if let Some(f) = full.take() {
-                    files.push(Box::new(std::io::Cursor::new(f.bytes)));
-                }
-                files.push(Box::new(std::io::Cursor::new(mem.bytes)));
-                op = join(kind, left_outer, lsm);
-                op.restore(RestoreIn {
-                    epoch: Epoch(1),
-                    inline: mem.inline,
-                    files,
-                })
-                .expect("restores");
+            let make = || join(kind, left_outer, lsm);
+            if let Some(fresh) = common::restart_point(i, at, &mut op, &mut full, make) {
+                op = fresh;
             }
         }
         op.process_batch(*side, batch(rows), &mut out)
@@ -405,16 +347,11 @@ fn a_changelog_holds_only_the_keys_whose_rows_changed() {
             .expect("processes");
         op.process_batch(1, batch(&right), &mut out)
             .expect("processes");
-        let mut full = Memory::default();
-        op.snapshot(&mut full).expect("snapshots");
+        let full = checkpoint(&mut op, false);
         // One more row of one key, then a changelog.
         op.process_batch(0, batch(&[(t0 + 500, 7, 77)]), &mut out)
             .expect("processes");
-        let mut changes = Memory {
-            changes: true,
-            ..Memory::default()
-        };
-        op.snapshot(&mut changes).expect("snapshots");
+        let changes = checkpoint(&mut op, true);
         assert!(
             changes.bytes.len() * 20 < full.bytes.len(),
             "lsm {lsm}: a changelog of one key takes {} bytes, the full snapshot of 200 keys {}",
@@ -422,17 +359,7 @@ fn a_changelog_holds_only_the_keys_whose_rows_changed() {
             full.bytes.len()
         );
         // Restored from both, it ends like the join that goes on.
-        let mut restored = join(kind, true, !lsm);
-        restored
-            .restore(RestoreIn {
-                epoch: Epoch(2),
-                inline: changes.inline,
-                files: vec![
-                    Box::new(std::io::Cursor::new(full.bytes)),
-                    Box::new(std::io::Cursor::new(changes.bytes)),
-                ],
-            })
-            .expect("restores");
+        let mut restored = restored(|| join(kind, true, !lsm), vec![full, changes]);
         let mut tails = vec![];
         for op in [&mut op, &mut restored] {
             let mut tail = Collect {

@@ -12,14 +12,14 @@
 //! Hand-written cases check greedy against reluctant, alternation preference, an empty
 //! prefix and empty matches, and overlapping matches with `skip to next row`.
 
-use std::io::Write;
+mod common;
+
+use common::Memory;
+
 use std::sync::Arc;
 
-use anduin_operators::{
-    Bound, BuildContext, BuiltinCatalog, Collector, DeadLetter, DeadLetterTarget, Operator,
-    OperatorError, RestoreIn, SnapshotOut,
-};
-use anduin_types::{Epoch, SnapshotKind, Watermark};
+use anduin_operators::{Collector, Operator, OperatorError};
+use anduin_types::Watermark;
 use arrow::array::{Array, Int64Array, StringArray, TimestampMillisecondArray};
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
@@ -347,23 +347,7 @@ fn pattern_op(case: &Case, lsm: bool) -> Box<dyn Operator> {
         );
         assert!(src.contains("cache_partitions"), "{src}");
     }
-    let spec = anduin_spec::parse_flow(&src).unwrap_or_else(|e| panic!("{src}\n{e}"));
-    let (graph, _) =
-        anduin_graph::check(&spec, &BuiltinCatalog).unwrap_or_else(|e| panic!("{src}\n{e}"));
-    let node = graph
-        .nodes
-        .iter()
-        .find(|n| n.name() == "op")
-        .expect("the pattern");
-    let Bound::Operator(factory) = &node.bound else {
-        panic!("an operator")
-    };
-    let ctx = BuildContext {
-        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
-        checkpointing: false,
-        restore_epoch: None,
-    };
-    factory(&ctx).expect("builds")
+    common::operator(&src)
 }
 
 #[derive(Default)]
@@ -419,29 +403,6 @@ fn batch(rows: &[Row]) -> RecordBatch {
     .expect("valid")
 }
 
-/// An in-memory checkpoint of one operator: a full snapshot or the changes since the last.
-#[derive(Default)]
-struct Memory {
-    inline: Option<serde_json::Value>,
-    bytes: Vec<u8>,
-    changes: bool,
-}
-
-impl SnapshotOut for Memory {
-    fn epoch(&self) -> Epoch {
-        Epoch(1)
-    }
-    fn full_due(&self) -> bool {
-        !self.changes
-    }
-    fn inline(&mut self, value: serde_json::Value) {
-        self.inline = Some(value);
-    }
-    fn stream(&mut self, _kind: SnapshotKind) -> Result<&mut dyn Write, OperatorError> {
-        Ok(&mut self.bytes)
-    }
-}
-
 /// The watermark after each batch: the largest time so far minus `delay`.
 fn watermarks(batches: &[Vec<Row>], delay: i64) -> Vec<Option<i64>> {
     let mut max = None::<i64>;
@@ -485,29 +446,9 @@ fn run(
     let mut full: Option<Memory> = None;
     for (i, (rows, wm)) in batches.iter().zip(watermarks(batches, delay)).enumerate() {
         if let Some((at, _)) = restart_at {
-            if i == at / 2 && i < at {
-                let mut mem = Memory::default();
-                op.snapshot(&mut mem).expect("snapshots");
-                full = Some(mem);
-            }
-            if i == at {
-                let mut mem = Memory {
-                    changes: full.is_some(),
-                    ..Memory::default()
-                };
-                op.snapshot(&mut mem).expect("snapshots");
-                let mut files: Vec<Box<dyn std::io::Read + Send>> = Vec::new();
-                if let Some(f) = full.take() {
-                    files.push(Box::new(std::io::Cursor::new(f.bytes)));
-                }
-                files.push(Box::new(std::io::Cursor::new(mem.bytes)));
-                op = pattern_op(case, lsm);
-                op.restore(RestoreIn {
-                    epoch: Epoch(1),
-                    inline: mem.inline,
-                    files,
-                })
-                .expect("restores");
+            let make = || pattern_op(case, lsm);
+            if let Some(fresh) = common::restart_point(i, at, &mut op, &mut full, make) {
+                op = fresh;
             }
         }
         let mine: Vec<Row> = rows

@@ -3,16 +3,14 @@
 //! people and auctions, prices, hot channels, average sizes, event times; and it is
 //! deterministic and resumes from a checkpoint exactly where it stopped.
 
+mod common;
+
 use std::io::Write;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anduin_graph::check;
 use anduin_operators::connectors::nexmark::ids;
-use anduin_operators::{
-    Bound, BuildContext, BuiltinCatalog, DeadLetter, DeadLetterTarget, OperatorError, RestoreIn,
-    SnapshotOut, Source, SourcePoll,
-};
+use anduin_operators::{BuiltinCatalog, OperatorError, RestoreIn, SnapshotOut, Source, SourcePoll};
 use anduin_types::{Epoch, SnapshotKind};
 use arrow::array::{Array, Int64Array, StringArray, TimestampMillisecondArray};
 use arrow::record_batch::RecordBatch;
@@ -26,17 +24,7 @@ fn source(kind: &str, params: &str) -> Box<dyn Source> {
 }}
 operator name = "d", type = "discard" {{ input name = "{kind}" }}"#
     );
-    let spec = anduin_spec::parse_flow(&src).expect("parses");
-    let (graph, _) = check(&spec, &BuiltinCatalog).expect("checks");
-    let Bound::Source(factory) = &graph.nodes[0].bound else {
-        panic!("a source")
-    };
-    let ctx = BuildContext {
-        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
-        checkpointing: false,
-        restore_epoch: None,
-    };
-    factory(&ctx).expect("builds")
+    common::source(&src, "nx")
 }
 
 /// Polls `s` in batches of `max` rows until it is exhausted or `limit` batches came.

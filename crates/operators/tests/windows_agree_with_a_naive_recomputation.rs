@@ -5,15 +5,15 @@
 //! four instances, each fed the keys it owns, together give the result of one. A changelog
 //! holds only what changed; a global window restores too.
 
+mod common;
+
+use common::{checkpoint, restored};
+
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::Arc;
 
-use anduin_operators::{
-    Bound, BuildContext, BuiltinCatalog, Collector, DeadLetter, DeadLetterTarget, Operator,
-    OperatorError, RestoreIn, SnapshotOut,
-};
-use anduin_types::{Epoch, SnapshotKind, Watermark};
+use anduin_operators::{Collector, Operator, OperatorError};
+use anduin_types::Watermark;
 use arrow::array::{Array, Int64Array, TimestampMillisecondArray};
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
@@ -65,22 +65,7 @@ operator name = "op", type = "window" {{
   output name = "out" }}
 operator name = "d", type = "discard" {{ input name = "out" }}"#
     );
-    let spec = anduin_spec::parse_flow(&src).expect("parses");
-    let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
-    let node = graph
-        .nodes
-        .iter()
-        .find(|n| n.name() == "op")
-        .expect("the window");
-    let Bound::Operator(factory) = &node.bound else {
-        panic!("an operator")
-    };
-    let ctx = BuildContext {
-        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
-        checkpointing: false,
-        restore_epoch: None,
-    };
-    factory(&ctx).expect("builds")
+    common::operator(&src)
 }
 
 struct Collect(Vec<Out>);
@@ -154,56 +139,6 @@ fn batch(rows: &[Row]) -> RecordBatch {
     .expect("valid")
 }
 
-/// An in-memory checkpoint of one operator: a full snapshot or the changes since the last.
-#[derive(Default)]
-struct Memory {
-    inline: Option<serde_json::Value>,
-    bytes: Vec<u8>,
-    changes: bool,
-}
-
-impl SnapshotOut for Memory {
-    fn epoch(&self) -> Epoch {
-        Epoch(1)
-    }
-    fn full_due(&self) -> bool {
-        !self.changes
-    }
-    fn inline(&mut self, value: serde_json::Value) {
-        self.inline = Some(value);
-    }
-    fn stream(&mut self, _kind: SnapshotKind) -> Result<&mut dyn Write, OperatorError> {
-        Ok(&mut self.bytes)
-    }
-}
-
-/// A checkpoint of `op`: full, or the changes since its previous one.
-fn checkpoint(op: &mut Box<dyn Operator>, changes: bool) -> Memory {
-    let mut mem = Memory {
-        changes,
-        ..Memory::default()
-    };
-    op.snapshot(&mut mem).expect("snapshots");
-    mem
-}
-
-/// A fresh `make()` restored from a full checkpoint and the changelogs after it.
-fn restored(make: impl Fn() -> Box<dyn Operator>, checkpoints: Vec<Memory>) -> Box<dyn Operator> {
-    let mut op = make();
-    let inline = checkpoints.last().and_then(|m| m.inline.clone());
-    let files: Vec<Box<dyn std::io::Read + Send>> = checkpoints
-        .into_iter()
-        .map(|m| Box::new(std::io::Cursor::new(m.bytes)) as Box<dyn std::io::Read + Send>)
-        .collect();
-    op.restore(RestoreIn {
-        epoch: Epoch(1),
-        inline,
-        files,
-    })
-    .expect("restores");
-    op
-}
-
 /// Feeds the batches with a watermark (largest time seen minus `delay`) after each one; with
 /// `restart_at`, takes a full checkpoint before batch `restart_at / 2` and a changelog before
 /// batch `restart_at`, and restores both into a fresh instance (with `lsm`, one keeping its
@@ -230,13 +165,8 @@ fn run(
     let mut full = None;
     for (i, rows) in batches.iter().enumerate() {
         if let Some((at, _)) = restart_at {
-            if i == at / 2 && i < at {
-                full = Some(checkpoint(&mut op, false));
-            }
-            if i == at {
-                let mut checkpoints: Vec<Memory> = full.take().into_iter().collect();
-                checkpoints.push(checkpoint(&mut op, !checkpoints.is_empty()));
-                op = restored(make, checkpoints);
+            if let Some(fresh) = common::restart_point(i, at, &mut op, &mut full, make) {
+                op = fresh;
             }
         }
         op.process_batch(0, batch(rows), &mut out)
