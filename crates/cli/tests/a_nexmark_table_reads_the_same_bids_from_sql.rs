@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{anduin, repo};
+use common::{anduin_ok, repo};
 
 const Q2: &str = "
 CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR)
@@ -17,15 +17,9 @@ INSERT INTO out SELECT auction, price FROM bid WHERE auction % 123 = 0;
 fn nexmark_q2_over_a_sql_table_keeps_exactly_the_bids_of_every_123rd_auction() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("q2.sql"), Q2).expect("script");
-    let out = anduin(dir.path(), &["run", "q2.sql", "-q"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    anduin_ok(dir.path(), &["run", "q2.sql", "-q"]);
     let flow = repo().join("examples/nexmark_bids.flow");
-    let out = anduin(
+    anduin_ok(
         dir.path(),
         &[
             "run",
@@ -36,12 +30,6 @@ fn nexmark_q2_over_a_sql_table_keeps_exactly_the_bids_of_every_123rd_auction() {
             "OUTPUT=bids.csv",
             "-q",
         ],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let bids = std::fs::read_to_string(dir.path().join("bids.csv")).expect("bids");
     let mut lines = bids.lines();

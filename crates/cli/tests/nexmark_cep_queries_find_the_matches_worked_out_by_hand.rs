@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::anduin;
+use common::anduin_ok;
 
 const BID: &str = r#"
 type name = "Bid" {
@@ -36,13 +36,7 @@ fn run(pattern: &str, extra: &str, bids: &str) -> Vec<String> {
     )
     .expect("bids");
     std::fs::write(dir.path().join("q.flow"), format!("{BID}{pattern}{extra}")).expect("query");
-    let out = anduin(dir.path(), &["run", "q.flow", "-q"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    anduin_ok(dir.path(), &["run", "q.flow", "-q"]);
     lines(&dir.path().join("out.csv"))
 }
 
@@ -166,13 +160,7 @@ operator name = "outExpired", type = "writer" {
     )
     .expect("bids");
     std::fs::write(dir.path().join("q.flow"), format!("{BID}{q3}{expired}")).expect("query");
-    let out = anduin(dir.path(), &["run", "q.flow", "-q"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    anduin_ok(dir.path(), &["run", "q.flow", "-q"]);
     assert_eq!(lines(&dir.path().join("out.csv")), ["3,7000,9000,1"]);
     assert_eq!(
         lines(&dir.path().join("expired.csv")),

@@ -7,21 +7,15 @@
 
 mod common;
 
-use common::{anduin, normalize, repo, GENERATE_100K as GENERATE};
+use common::{anduin_ok, normalize, repo, GENERATE_100K as GENERATE};
 
 #[test]
 fn q1_q2_and_q4_over_the_benchmark_events_match_the_reference() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("gen.flow"), GENERATE).expect("query");
-    let out = anduin(
+    anduin_ok(
         dir.path(),
         &["run", "gen.flow", "--var", "OUTPUT=events.csv"],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let events = std::fs::read_to_string(dir.path().join("events.csv")).expect("events");
     assert!(
@@ -40,13 +34,7 @@ fn q1_q2_and_q4_over_the_benchmark_events_match_the_reference() {
             "OUTPUT=q1.csv",
         ];
         args.extend_from_slice(extra);
-        let out = anduin(dir.path(), &args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        anduin_ok(dir.path(), &args);
         let q1_out = std::fs::read_to_string(dir.path().join("q1.csv")).expect("q1 output");
         assert_eq!(
             normalize(&q1_out, "iii"),
@@ -64,7 +52,7 @@ fn q1_q2_and_q4_over_the_benchmark_events_match_the_reference() {
     ] {
         let flow = repo().join(format!("examples/{query}"));
         let output = format!("OUTPUT={query}.csv");
-        let out = anduin(
+        anduin_ok(
             dir.path(),
             &[
                 "run",
@@ -74,12 +62,6 @@ fn q1_q2_and_q4_over_the_benchmark_events_match_the_reference() {
                 "--var",
                 &output,
             ],
-        );
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
         );
         let text =
             std::fs::read_to_string(dir.path().join(format!("{query}.csv"))).expect("output");

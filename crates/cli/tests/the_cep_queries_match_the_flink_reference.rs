@@ -6,21 +6,15 @@
 
 mod common;
 
-use common::{anduin, normalize, repo, GENERATE_100K};
+use common::{anduin_ok, normalize, repo, GENERATE_100K};
 
 #[test]
 fn q3_q3r_and_q3g_match_the_references_at_parallelism_1_and_4() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("gen.flow"), GENERATE_100K).expect("query");
-    let out = anduin(
+    anduin_ok(
         dir.path(),
         &["run", "gen.flow", "--var", "OUTPUT=events.csv"],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let q3 = repo().join("examples/q3.flow");
     for (variant, vars, rows, sha) in [
@@ -52,13 +46,7 @@ fn q3_q3r_and_q3g_match_the_references_at_parallelism_1_and_4() {
             for v in vars {
                 args.extend(["--var", v]);
             }
-            let out = anduin(dir.path(), &args);
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{variant} p={parallelism}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            anduin_ok(dir.path(), &args);
             let text = std::fs::read_to_string(dir.path().join("out.csv")).expect("output");
             assert_eq!(
                 normalize(&text, "iiiiii"),
@@ -68,7 +56,7 @@ fn q3_q3r_and_q3g_match_the_references_at_parallelism_1_and_4() {
         }
     }
     let sql = repo().join("examples/q3.sql");
-    let out = anduin(
+    anduin_ok(
         dir.path(),
         &[
             "run",
@@ -78,12 +66,6 @@ fn q3_q3r_and_q3g_match_the_references_at_parallelism_1_and_4() {
             "--var",
             "OUTPUT=sql.csv",
         ],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let text = std::fs::read_to_string(dir.path().join("sql.csv")).expect("output");
     assert_eq!(

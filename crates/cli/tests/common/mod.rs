@@ -30,6 +30,20 @@ pub fn anduin(dir: &Path, args: &[&str]) -> Output {
         .expect("the anduin binary runs")
 }
 
+/// `anduin` with `args`, run in `dir`, which must succeed (exit 0); a failure shows the
+/// arguments and stderr.
+pub fn anduin_ok(dir: &Path, args: &[&str]) -> Output {
+    let out = anduin(dir, args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "anduin {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Exit code, stderr and stdout as one text, for golden comparison.
 pub fn transcript(out: &Output) -> String {
     format!(

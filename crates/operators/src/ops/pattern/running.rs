@@ -21,7 +21,6 @@ const OUT_BATCH: usize = 8192;
 
 /// A row waiting for the watermark.
 struct Pending {
-    ts: i64,
     seq: u64,
     key: Box<[u8]>,
     row: Row,
@@ -152,7 +151,6 @@ impl PatternOp {
                 Some((key, row)) if !check_late || row.ts >= self.watermark => {
                     self.seq += 1;
                     self.pending.push(Pending {
-                        ts: row.ts,
                         seq: self.seq,
                         key,
                         row,
@@ -171,17 +169,17 @@ impl PatternOp {
         match watermark {
             None => ready = std::mem::take(&mut self.pending),
             Some(w) => {
-                if !self.pending.iter().any(|p| p.ts < w) {
+                if !self.pending.iter().any(|p| p.row.ts < w) {
                     return Ok(());
                 }
                 let (r, keep) = std::mem::take(&mut self.pending)
                     .into_iter()
-                    .partition(|p| p.ts < w);
+                    .partition(|p| p.row.ts < w);
                 ready = r;
                 self.pending = keep;
             }
         }
-        ready.sort_by_key(|p| (p.ts, p.seq));
+        ready.sort_by_key(|p| (p.row.ts, p.seq));
         let setup = Arc::clone(&self.setup);
         for p in ready {
             let part = self
@@ -373,7 +371,6 @@ impl Operator for PatternOp {
         for (key, row) in waiting {
             self.seq += 1;
             self.pending.push(Pending {
-                ts: row.ts,
                 seq: self.seq,
                 key,
                 row,
