@@ -141,7 +141,7 @@ WHERE (u.z > ABS(t.y))",
     // The bounds on u.ts - t.ts.
     assert_eq!(text(&spec, "join", "lower"), "-2000ms");
     assert_eq!(text(&spec, "join", "upper"), "1000ms");
-    assert_eq!(text(&spec, "filter", "condition"), r#"("z" > ABS("y"))"#);
+    assert_eq!(text(&spec, "filter", "condition"), r#""z" > ABS("y")"#);
     assert_eq!(text(&spec, "map", "columns"), r#""x", ABS("z")"#);
 }
 

@@ -106,7 +106,7 @@ fn columns_are_renamed_to_the_join_outputs() {
     let filter = params(sql, "filter");
     assert_eq!(
         param(&filter, "condition"),
-        r#""s_item" > 3 AND "qty" < 10"#
+        r#"("s_item" > 3) AND ("qty" < 10)"#
     );
 }
 

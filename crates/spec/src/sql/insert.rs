@@ -6,11 +6,14 @@
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{
-    Expr, GroupByExpr, Insert, Query, Select, SelectItem, SetExpr, TableFactor, TableObject,
+    Expr, GroupByExpr, Insert, Query, Select, SelectItem, SetExpr, TableAlias, TableFactor,
+    TableObject,
 };
 
+use super::derived::{item_column, Attr, Derived};
+use super::group::Grouping;
 use super::match_recognize::{self, RawMatch};
-use super::select_text::written;
+use super::select_text::{unqualified, written};
 use super::source_text::{pos, Source};
 use super::tables::Tables;
 use crate::ast::{OperatorDef, OutputDef, Param, Spec, Value};
@@ -44,10 +47,35 @@ pub(crate) fn lower(
         .as_deref()
         .ok_or_else(|| unsupported(at, "INSERT without SELECT"))?;
     let select = plain_select(query)?;
-    let (stream, last_map) = lower_select(select, n, tables, source, matches, spec)?;
-    if let Some(ty) = tables.write(target, &stream, spec)? {
+    let script = Script { source, matches };
+    let prefix = format!("insert{n}");
+    let mut lowered = lower_select(select, &prefix, &script, tables, spec)?;
+    let sink = tables.declared(target);
+    let names: Vec<&str> = lowered.columns.iter().map(|(c, _)| c.as_str()).collect();
+    if !sink.is_empty() && sink.len() == names.len() && sink.iter().zip(&names).any(|(a, b)| a != b)
+    {
+        // INSERT is positional: the selected columns take the table's names.
+        let quoted = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        let renamed: Vec<String> = names
+            .iter()
+            .zip(&sink)
+            .map(|(from, to)| format!("{} AS {}", quoted(from), quoted(to)))
+            .collect();
+        let name = format!("{prefix}_insert");
+        let t_at = pos(target.span().start);
+        spec.operators.push(operator(
+            name.clone(),
+            "map",
+            t_at,
+            &lowered.stream,
+            vec![("columns", Text::at(renamed.join(", "), t_at))],
+        ));
+        lowered.stream = name;
+        lowered.map = Some(spec.operators.len() - 1);
+    }
+    if let Some(ty) = tables.write(target, &lowered.stream, spec)? {
         // A sink with declared columns: the select list must produce exactly them.
-        if let Some(map) = last_map.and_then(|i| spec.operators.get_mut(i)) {
+        if let Some(map) = lowered.map.and_then(|i| spec.operators.get_mut(i)) {
             if let Some(out) = map.outputs.first_mut() {
                 out.ty = Some(Text::at(ty, pos(target.span().start)));
             }
@@ -118,15 +146,75 @@ pub(super) fn operator(
     }
 }
 
-/// Lowers a SELECT; returns the stream it produces and the index of its map, if any.
-fn lower_select(
-    s: &Select,
-    n: usize,
+/// What the SELECTs of one script are lowered with.
+pub(super) struct Script<'a, 's> {
+    pub source: &'a Source<'s>,
+    pub matches: &'a [RawMatch],
+}
+
+/// A lowered SELECT: the stream it produces, the index of its map, and its columns.
+pub(super) struct Lowered {
+    pub stream: String,
+    pub map: Option<usize>,
+    pub columns: Vec<(String, Attr)>,
+}
+
+/// Lowers `(SELECT …) [AS alias]` to operators named after `prefix` and the alias (or
+/// `subquery1`, …); records its stream's columns and returns the stream's name.
+pub(super) fn lower_subquery(
+    q: &Query,
+    alias: Option<&TableAlias>,
+    prefix: &str,
+    script: &Script<'_, '_>,
     tables: &mut Tables,
-    source: &Source<'_>,
-    matches: &[RawMatch],
     spec: &mut Spec,
-) -> Result<(String, Option<usize>), Diagnostic> {
+) -> Result<String, Diagnostic> {
+    let taken = |name: &str| {
+        spec.operators
+            .iter()
+            .any(|o| o.name.as_str().starts_with(&format!("{name}_")))
+    };
+    let name = match alias {
+        Some(alias) => {
+            if !alias.columns.is_empty() {
+                return Err(unsupported(
+                    pos(alias.name.span.start),
+                    "column names after a subquery's alias (name the columns with AS inside it)",
+                ));
+            }
+            let name = format!("{prefix}_{}", alias.name.value);
+            if taken(&name) {
+                return Err(Diagnostic::error(
+                    pos(alias.name.span.start),
+                    format!(
+                        "two subqueries are called `{}`: rename one",
+                        alias.name.value
+                    ),
+                ));
+            }
+            name
+        }
+        None => (1..)
+            .map(|k| format!("{prefix}_subquery{k}"))
+            .find(|n| !taken(n))
+            .expect("some name is free"),
+    };
+    let lowered = lower_select(plain_select(q)?, &name, script, tables, spec)?;
+    tables.derive(Derived {
+        stream: lowered.stream.clone(),
+        columns: lowered.columns,
+    });
+    Ok(lowered.stream)
+}
+
+/// Lowers a SELECT to operators named after `prefix`.
+pub(super) fn lower_select(
+    s: &Select,
+    prefix: &str,
+    script: &Script<'_, '_>,
+    tables: &mut Tables,
+    spec: &mut Spec,
+) -> Result<Lowered, Diagnostic> {
     let at = pos(s.select_token.0.span.start);
     if s.distinct.is_some() {
         return Err(unsupported(at, "SELECT DISTINCT"));
@@ -138,21 +226,23 @@ fn lower_select(
         return Err(unsupported(pos(q.span().start), "QUALIFY"));
     }
     let [from] = s.from.as_slice() else {
-        return Err(unsupported(at, "a SELECT from several tables (or none)"));
+        return Err(Diagnostic::error(
+            at,
+            "a SELECT from several tables (`FROM a, b`), or from none, is not supported yet: join tables with `a JOIN b ON …` (an interval or window join)",
+        ));
     };
-    let prefix = format!("insert{n}");
     if !from.joins.is_empty() {
         let relations =
             std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation));
         if let Some(p) = relations
-            .filter_map(|r| match_recognize::position(r, matches))
+            .filter_map(|r| match_recognize::position(r, script.matches))
             .next()
         {
             return Err(unsupported(p, "a join with MATCH_RECOGNIZE"));
         }
-        return super::join::lower(s, from, &prefix, tables, spec);
+        return super::join::lower(s, from, prefix, script, tables, spec);
     }
-    let (mut stream, window) = match &from.relation {
+    let (input, window) = match &from.relation {
         TableFactor::Table {
             name, args: None, ..
         } => (tables.read(name)?, None),
@@ -160,8 +250,17 @@ fn lower_select(
             let (table, tvf) = super::window_tvf::window_tvf(expr)?;
             (tables.read(&table)?, Some(tvf))
         }
+        TableFactor::Derived {
+            lateral: false,
+            subquery,
+            alias,
+            ..
+        } => (
+            lower_subquery(subquery, alias.as_ref(), prefix, script, tables, spec)?,
+            None,
+        ),
         rel @ TableFactor::MatchRecognize { .. } => (
-            match_recognize::lower(rel, &prefix, matches, tables, source, spec)?,
+            match_recognize::lower(rel, prefix, script.matches, tables, script.source, spec)?,
             None,
         ),
         other => {
@@ -171,7 +270,8 @@ fn lower_select(
             ))
         }
     };
-    let written = written(source, s);
+    let mut stream = input.clone();
+    let written = written(script.source, s);
     if let Some(cond) = written.condition {
         let name = format!("{prefix}_where");
         spec.operators.push(operator(
@@ -179,116 +279,62 @@ fn lower_select(
             "filter",
             cond.pos(),
             &stream,
-            vec![(
-                "condition",
-                match_recognize::unqualified(&from.relation, cond),
-            )],
+            vec![("condition", unqualified(&from.relation, cond))],
         ));
         stream = name;
     }
+    let items: Vec<Text> = written
+        .items
+        .into_iter()
+        .map(|i| unqualified(&from.relation, i))
+        .collect();
     let group: Vec<&Expr> = match &s.group_by {
         GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => exprs.iter().collect(),
         other => return Err(unsupported(at, format!("GROUP BY {other}"))),
     };
-    let Some(tvf) = window else {
-        if let Some(g) = group.first() {
-            return Err(Diagnostic::error(
-                pos(g.span().start),
-                "a GROUP BY on a stream needs a window: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND)) … GROUP BY window_start, window_end, …",
-            ));
-        }
-        let items: Vec<Text> = written
-            .items
-            .into_iter()
-            .map(|i| match_recognize::unqualified(&from.relation, i))
-            .collect();
-        let name = format!("{prefix}_select");
-        spec.operators.push(operator(
-            name.clone(),
-            "map",
-            at,
-            &stream,
-            vec![("columns", Text::join(&items, ", "))],
-        ));
-        return Ok((name, Some(spec.operators.len() - 1)));
-    };
-    // A window: GROUP BY window_start, window_end and the keys.
-    let mut keys = Vec::new();
-    let (mut has_start, mut has_end) = (false, false);
-    for g in &group {
-        match name_of(unnested(g)).as_deref() {
-            Some("window_start") => has_start = true,
-            Some("window_end") => has_end = true,
-            Some(k) => keys.push(k.to_string()),
-            None => {
-                return Err(unsupported(
-                    pos(g.span().start),
-                    format!("grouping by the expression `{g}` (group by columns)"),
-                ))
-            }
-        }
-    }
-    if !(has_start && has_end) {
-        return Err(Diagnostic::error(
-            tvf.at,
-            "a window table function needs GROUP BY window_start, window_end (and the key columns)",
-        ));
-    }
-    let mut aggregates = Vec::new();
-    let mut columns = Vec::new();
-    for (item, item_text) in s.projection.iter().zip(written.items) {
-        let (expr, alias) = match item {
-            SelectItem::UnnamedExpr(e) => (e, None),
-            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
-            other => {
-                return Err(unsupported(
-                    pos(other.span().start),
-                    format!("`{other}` in a windowed SELECT"),
-                ))
-            }
-        };
-        let item_at = pos(item.span().start);
-        match name_of(expr) {
-            Some(c) if c == "window_start" || c == "window_end" || keys.contains(&c) => columns.push(item_text),
-            Some(c) => {
-                return Err(Diagnostic::error(
-                    item_at,
-                    format!("column `{c}` is neither grouped by nor aggregated: add it to GROUP BY, or aggregate it"),
-                ))
-            }
-            None => {
-                let out = alias.unwrap_or_else(|| expr.to_string());
-                aggregates.push(item_text);
-                columns.push(Text::at(format!("\"{}\"", out.replace('"', "\"\"")), item_at));
-            }
-        }
-    }
-    if aggregates.is_empty() {
-        return Err(Diagnostic::error(
-            at,
-            "a windowed SELECT needs at least one aggregate, such as COUNT(*)",
-        ));
-    }
-    let window = format!("{prefix}_window");
-    let mut params: Vec<(&str, Text)> = tvf
-        .params
+    let attr_of = |c: &str| tables.attr(&input, c);
+    let columns: Vec<(String, Attr)> = if s
+        .projection
         .iter()
-        .map(|(k, v)| (*k, Text::at(v.clone(), tvf.at)))
-        .collect();
-    params.push(("time", Text::at(tvf.time.clone(), tvf.at)));
-    if !keys.is_empty() {
-        params.push(("keys", Text::at(keys.join(", "), tvf.at)));
-    }
-    params.push(("aggregates", Text::join(&aggregates, ", ")));
-    spec.operators
-        .push(operator(window.clone(), "window", tvf.at, &stream, params));
-    let name = format!("{prefix}_select");
-    spec.operators.push(operator(
-        name.clone(),
-        "map",
-        at,
-        &window,
-        vec![("columns", Text::join(&columns, ", "))],
-    ));
-    Ok((name, Some(spec.operators.len() - 1)))
+        .any(|i| matches!(i, SelectItem::Wildcard(_)))
+    {
+        tables
+            .columns(&input)
+            .into_iter()
+            .map(|c| {
+                let a = attr_of(&c);
+                (c, a)
+            })
+            .collect()
+    } else {
+        s.projection
+            .iter()
+            .filter_map(|i| item_column(i, &attr_of, window.is_some()))
+            .collect()
+    };
+    let grouping = match window {
+        Some(tvf) => Grouping::Tvf(tvf),
+        None if group.is_empty() => {
+            let name = format!("{prefix}_select");
+            spec.operators.push(operator(
+                name.clone(),
+                "map",
+                at,
+                &stream,
+                vec![("columns", Text::join(&items, ", "))],
+            ));
+            return Ok(Lowered {
+                stream: name,
+                map: Some(spec.operators.len() - 1),
+                columns,
+            });
+        }
+        None => Grouping::Bounds(tables.derived(&input).cloned()),
+    };
+    let map = super::group::lower(s, &group, items, grouping, &stream, prefix, spec)?;
+    Ok(Lowered {
+        stream: format!("{prefix}_select"),
+        map: Some(map),
+        columns,
+    })
 }

@@ -14,7 +14,9 @@
 //! ```
 //! What it does not support yet is an error naming the construct and its position.
 
+mod derived;
 mod dialect;
+mod group;
 mod insert;
 mod join;
 mod match_recognize;

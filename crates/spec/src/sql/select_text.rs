@@ -5,9 +5,9 @@
 //! the token it stops at (a comma, `FROM`, `GROUP`, `;`). The text between is cut from the
 //! script with [`Source::tokens_text`], so each character keeps its line and column.
 
-use sqlparser::ast::{Select, SelectItem, Spanned};
+use sqlparser::ast::{Select, SelectItem, Spanned, TableFactor};
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan};
+use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan, Tokenizer};
 
 use super::dialect::AnduinDialect;
 use super::source_text::{is_word, pos, DepthToken, Source};
@@ -151,4 +151,74 @@ fn agrees(toks: &[DepthToken], (from, to): (usize, usize), span: Span) -> bool {
         return false;
     };
     key(a.tok.span.start) <= key(span.start) && key(span.end) <= key(b.tok.span.end)
+}
+
+/// `text`, a select item or the WHERE over `rel`, without the qualifier `m.` in `m.column`
+/// when `rel` has the alias `m` (`MATCH_RECOGNIZE (…) AS m`, `(SELECT …) AS m`, `bid AS m`):
+/// the operators after it know its columns by their names alone.
+pub(super) fn unqualified(rel: &TableFactor, text: Text) -> Text {
+    let (TableFactor::MatchRecognize {
+        alias: Some(alias), ..
+    }
+    | TableFactor::Derived {
+        alias: Some(alias), ..
+    }
+    | TableFactor::Table {
+        alias: Some(alias), ..
+    }
+    | TableFactor::TableFunction {
+        alias: Some(alias), ..
+    }) = rel
+    else {
+        return text;
+    };
+    let dialect = AnduinDialect::default();
+    let Ok(toks) = Tokenizer::new(&dialect, text.as_str()).tokenize_with_location() else {
+        return text;
+    };
+    let toks: Vec<_> = toks
+        .into_iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .collect();
+    // The char index of a location in `text`.
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            text.as_str()
+                .chars()
+                .enumerate()
+                .filter(|(_, c)| *c == '\n')
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    let index = |l: Location| {
+        let line = usize::try_from(l.line).ok()?.checked_sub(1)?;
+        let col = usize::try_from(l.column).ok()?.checked_sub(1)?;
+        Some(line_starts.get(line)? + col)
+    };
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for (k, t) in toks.iter().enumerate() {
+        let Token::Word(w) = &t.token else {
+            continue;
+        };
+        let qualifies = w.value.eq_ignore_ascii_case(&alias.name.value)
+            && toks.get(k + 1).is_some_and(|n| n.token == Token::Period)
+            && toks
+                .get(k + 2)
+                .is_some_and(|n| matches!(n.token, Token::Word(_) | Token::Mul))
+            && !(k > 0 && toks.get(k - 1).is_some_and(|p| p.token == Token::Period));
+        let cut = toks
+            .get(k + 1)
+            .and_then(|period| Some((index(t.span.start)?, index(period.span.end)?)));
+        if let (true, Some((start, end))) = (qualifies, cut) {
+            pieces.push(text.sub(from, start));
+            from = end;
+        }
+    }
+    if pieces.is_empty() {
+        return text;
+    }
+    pieces.push(text.sub(from, text.as_str().chars().count()));
+    pieces.retain(|p| !p.as_str().is_empty());
+    Text::join(&pieces, "")
 }

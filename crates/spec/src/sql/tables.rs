@@ -7,6 +7,7 @@ use sqlparser::ast::{
     CreateTable, CreateTableOptions, DataType, Expr, ObjectName, SqlOption, Value as SqlValue,
 };
 
+use super::derived::{Attr, Derived};
 use super::source_text::{pos, Source};
 use crate::ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
 use crate::Text;
@@ -27,6 +28,8 @@ pub(crate) struct Table {
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
     tables: Vec<Table>,
+    /// Streams made by subqueries in FROM.
+    derived: Vec<Derived>,
 }
 
 fn name_of(n: &ObjectName) -> String {
@@ -171,8 +174,37 @@ impl Tables {
         Ok(t.name.clone())
     }
 
-    /// The column names of a declared table (empty if it declares none).
+    /// Records the stream of a subquery.
+    pub(crate) fn derive(&mut self, d: Derived) {
+        self.derived.push(d);
+    }
+
+    /// The stream of a subquery, if `name` is one.
+    pub(crate) fn derived(&self, name: &str) -> Option<&Derived> {
+        self.derived.iter().find(|d| d.stream == name)
+    }
+
+    /// What column `column` of stream `name` is: a window bound, a time, or plain.
+    pub(crate) fn attr(&self, name: &str, column: &str) -> Attr {
+        if let Some(d) = self.derived(name) {
+            return d
+                .columns
+                .iter()
+                .find(|(c, _)| c == column)
+                .map_or(Attr::Plain, |(_, a)| *a);
+        }
+        if self.time_columns(name).iter().any(|c| c == column) {
+            Attr::Time
+        } else {
+            Attr::Plain
+        }
+    }
+
+    /// The column names of a declared table (empty if it declares none) or of a subquery.
     pub(crate) fn columns(&self, name: &str) -> Vec<String> {
+        if let Some(d) = self.derived(name) {
+            return d.columns.iter().map(|(c, _)| c.clone()).collect();
+        }
         self.tables
             .iter()
             .find(|t| t.name == name)
@@ -181,8 +213,11 @@ impl Tables {
             .unwrap_or_default()
     }
 
-    /// The `event_time` option of a declared table.
+    /// The `event_time` option of a declared table, or the event time of a subquery.
     pub(crate) fn event_time(&self, name: &str) -> Option<String> {
+        if let Some(d) = self.derived(name) {
+            return d.event_time().map(str::to_string);
+        }
         self.tables
             .iter()
             .find(|t| t.name == name)?
@@ -195,6 +230,15 @@ impl Tables {
     /// The columns of a declared table that can be its event time: its `event_time` option
     /// and its TIMESTAMP columns.
     pub(crate) fn time_columns(&self, name: &str) -> Vec<String> {
+        if let Some(d) = self.derived(name) {
+            let mut out: Vec<String> = d.event_time().map(str::to_string).into_iter().collect();
+            for (c, a) in &d.columns {
+                if a.is_time() && !out.contains(c) {
+                    out.push(c.clone());
+                }
+            }
+            return out;
+        }
         let Some(t) = self.tables.iter().find(|t| t.name == name) else {
             return Vec::new();
         };
@@ -210,6 +254,11 @@ impl Tables {
             }
         }
         out
+    }
+
+    /// The declared columns of table `name` (empty when it declares none or is unknown).
+    pub(crate) fn declared(&self, name: &ObjectName) -> Vec<String> {
+        self.columns(&name_of(name))
     }
 
     /// A table written by an INSERT: its writer operator, reading `stream`.

@@ -19,7 +19,7 @@ use sqlparser::ast::{
     TableFactor, TableWithJoins,
 };
 
-use super::insert::{operator, plain_select, unsupported};
+use super::insert::{lower_subquery, operator, plain_select, unsupported, Lowered, Script};
 use super::source_text::pos;
 use super::tables::Tables;
 use super::window_tvf::window_tvf;
@@ -32,9 +32,10 @@ pub(super) fn lower(
     s: &Select,
     from: &TableWithJoins,
     prefix: &str,
+    script: &Script<'_, '_>,
     tables: &mut Tables,
     spec: &mut Spec,
-) -> Result<(String, Option<usize>), Diagnostic> {
+) -> Result<Lowered, Diagnostic> {
     let [join] = from.joins.as_slice() else {
         let extra = &from.joins[2.min(from.joins.len() - 1)];
         return Err(unsupported(
@@ -65,8 +66,8 @@ pub(super) fn lower(
             "a join needs ON with equal keys and a time condition: ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND",
         ));
     };
-    let left = side(&from.relation, tables)?;
-    let right = side(&join.relation, tables)?;
+    let left = side(&from.relation, prefix, script, tables, spec)?;
+    let right = side(&join.relation, prefix, script, tables, spec)?;
     if left.stream == right.stream {
         return Err(unsupported(join_at, "a join of a table with itself"));
     }
@@ -101,7 +102,24 @@ pub(super) fn lower(
     };
     joined.name_outputs();
     let on_at = pos(on.span().start);
-    let params = joined.condition(on, on_at)?;
+    // An inner join's WHERE is part of its condition: its time bounds and keys are the
+    // join's (as in Nexmark's q7), the rest filters the joined rows.
+    let mut conjuncts = Vec::new();
+    on::flatten_and(on, &mut conjuncts);
+    if !left_outer {
+        if let Some(w) = &s.selection {
+            on::flatten_and(w, &mut conjuncts);
+        }
+    }
+    let (params, residual) = joined.condition(&conjuncts, on_at)?;
+    if left_outer {
+        if let Some(c) = residual.first() {
+            return Err(unsupported(
+                pos(c.span().start),
+                format!("the condition `{c}` in the ON of a LEFT JOIN (a join takes equal keys AND a time interval, or equal window bounds; filter in WHERE)"),
+            ));
+        }
+    }
     let name = format!("{prefix}_join");
     let mut params: Vec<Param> = params
         .into_iter()
@@ -130,10 +148,24 @@ pub(super) fn lower(
         pos: join_at,
     });
     let mut stream = name;
-    if let Some(cond) = &s.selection {
-        let at = pos(cond.span().start);
+    let after: Vec<&Expr> = if left_outer {
+        s.selection.iter().collect()
+    } else {
+        residual
+    };
+    if let Some(first) = after.first() {
+        let at = pos(first.span().start);
         let filter = format!("{prefix}_where");
-        let text = Text::at(joined.rewrite(cond)?.to_string(), at);
+        let mut texts = Vec::new();
+        for c in &after {
+            let c = joined.rewrite(c)?;
+            texts.push(if after.len() > 1 {
+                format!("({c})")
+            } else {
+                c.to_string()
+            });
+        }
+        let text = Text::at(texts.join(" AND "), at);
         spec.operators.push(operator(
             filter.clone(),
             "filter",
@@ -154,8 +186,10 @@ pub(super) fn lower(
     }
     let at = pos(s.select_token.0.span.start);
     let mut items = Vec::new();
+    let mut columns = Vec::new();
     for item in &s.projection {
         items.push(joined.item(item)?);
+        columns.extend(joined.item_columns(item, tables));
     }
     let map = format!("{prefix}_select");
     spec.operators.push(operator(
@@ -165,11 +199,22 @@ pub(super) fn lower(
         &stream,
         vec![("columns", Text::at(items.join(", "), at))],
     ));
-    Ok((map, Some(spec.operators.len() - 1)))
+    Ok(Lowered {
+        stream: map,
+        map: Some(spec.operators.len() - 1),
+        columns,
+    })
 }
 
-/// A joined table: `t [AS a]`, `TABLE(TUMBLE(…)) [AS a]` or `(SELECT * FROM TABLE(TUMBLE(…))) a`.
-fn side(rel: &TableFactor, tables: &mut Tables) -> Result<Side, Diagnostic> {
+/// A joined table: `t [AS a]`, `TABLE(TUMBLE(…)) [AS a]`, `(SELECT * FROM TABLE(TUMBLE(…)))
+/// a` (a window join's side), or any other subquery `(SELECT …) a`.
+fn side(
+    rel: &TableFactor,
+    prefix: &str,
+    script: &Script<'_, '_>,
+    tables: &mut Tables,
+    spec: &mut Spec,
+) -> Result<Side, Diagnostic> {
     let at = pos(rel.span().start);
     let new = |stream: String, alias: &Option<TableAlias>, window, tables: &Tables| Side {
         alias: alias
@@ -177,6 +222,7 @@ fn side(rel: &TableFactor, tables: &mut Tables) -> Result<Side, Diagnostic> {
             .map_or_else(|| stream.clone(), |a| a.name.value.clone()),
         columns: tables.columns(&stream),
         time_columns: tables.time_columns(&stream),
+        event_time: tables.event_time(&stream),
         out: Vec::new(),
         stream,
         window,
@@ -219,10 +265,11 @@ fn side(rel: &TableFactor, tables: &mut Tables) -> Result<Side, Diagnostic> {
                     relation: TableFactor::TableFunction { expr, .. },
                     joins,
                 }] if only_star && plain && joins.is_empty() => windowed(expr, alias, tables),
-                _ => Err(unsupported(
-                    at,
-                    "a subquery in FROM other than (SELECT * FROM TABLE(TUMBLE(…)))",
-                )),
+                _ => {
+                    let stream =
+                        lower_subquery(subquery, alias.as_ref(), prefix, script, tables, spec)?;
+                    Ok(new(stream, alias, None, tables))
+                }
             }
         }
         other => Err(unsupported(at, format!("joining `{other}`"))),

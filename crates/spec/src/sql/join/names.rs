@@ -9,8 +9,10 @@ use sqlparser::ast::{
     visit_expressions_mut, Expr, Ident, SelectItem, SelectItemQualifiedWildcardKind,
 };
 
+use super::super::derived::{item_column, Attr};
 use super::super::insert::unsupported;
 use super::super::source_text::pos;
+use super::super::tables::Tables;
 
 /// One joined table.
 pub(super) struct Side {
@@ -19,6 +21,8 @@ pub(super) struct Side {
     pub(super) columns: Vec<String>,
     /// Columns that can be the event time (the `event_time` option, TIMESTAMP columns).
     pub(super) time_columns: Vec<String>,
+    /// The column that is its event time, if known.
+    pub(super) event_time: Option<String>,
     /// The output name of each column.
     pub(super) out: Vec<String>,
     /// A `TUMBLE` side: its size (ms) and time column.
@@ -189,6 +193,45 @@ impl Joined {
         match error {
             Some(d) => Err(d),
             None => Ok(e),
+        }
+    }
+
+    /// The columns one item of the select list gives, and what they are (a time column of a
+    /// side stays a time; the window bounds of a window join stay window bounds).
+    pub(super) fn item_columns(&self, item: &SelectItem, tables: &Tables) -> Vec<(String, Attr)> {
+        let attr_of = |c: &str| -> Attr {
+            if self.windowed && (c == "window_start" || c == "window_end") {
+                return if c == "window_start" {
+                    Attr::WindowStart
+                } else {
+                    Attr::WindowEnd
+                };
+            }
+            let of = |s: &Side| {
+                s.columns
+                    .iter()
+                    .any(|x| x == c)
+                    .then(|| tables.attr(&s.stream, c))
+            };
+            of(&self.sides[0])
+                .or_else(|| of(&self.sides[1]))
+                .unwrap_or(Attr::Plain)
+        };
+        match item {
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                let mut cols = Vec::new();
+                if self.windowed {
+                    cols.push(("window_start".to_string(), Attr::WindowStart));
+                    cols.push(("window_end".to_string(), Attr::WindowEnd));
+                }
+                for side in &self.sides {
+                    for (c, o) in side.columns.iter().zip(&side.out) {
+                        cols.push((o.clone(), tables.attr(&side.stream, c)));
+                    }
+                }
+                cols
+            }
+            other => item_column(other, &attr_of, false).into_iter().collect(),
         }
     }
 

@@ -11,6 +11,9 @@ use super::super::source_text::pos;
 use super::super::window_tvf::signed_interval_ms;
 use super::names::{Col, Joined};
 
+/// The join operator's params.
+type Params = Vec<(&'static str, String)>;
+
 /// `d = right time - left time` compared with a constant.
 #[derive(Debug, Clone, Copy)]
 enum Bound {
@@ -49,26 +52,21 @@ impl Joined {
         }
     }
 
-    /// The join operator's params from the ON condition.
-    pub(super) fn condition(
+    /// The join operator's params from the conjuncts of its condition, and the conjuncts
+    /// that are neither equal keys nor time bounds nor equal window bounds (they filter the
+    /// joined rows).
+    pub(super) fn condition<'e>(
         &self,
-        on: &Expr,
+        conjuncts: &[&'e Expr],
         at: Pos,
-    ) -> Result<Vec<(&'static str, String)>, Diagnostic> {
-        let mut conjuncts = Vec::new();
-        flatten_and(on, &mut conjuncts);
+    ) -> Result<(Params, Vec<&'e Expr>), Diagnostic> {
+        let mut residual = Vec::new();
         let mut equalities: Vec<(String, String, Pos)> = Vec::new();
         let (mut saw_start, mut saw_end) = (false, false);
         // (left time column, right time column, bound on right - left, position)
         let mut times: Vec<(String, String, Bound, Pos)> = Vec::new();
-        for c in conjuncts {
+        for &c in conjuncts {
             let c_at = pos(c.span().start);
-            let not_a_join_condition = || {
-                unsupported(
-                    c_at,
-                    format!("the join condition `{c}` (a join takes equal keys AND a time interval, or equal window bounds)"),
-                )
-            };
             let comparisons: Vec<(&Expr, BinaryOperator, &Expr)> = match c {
                 Expr::Between {
                     expr,
@@ -80,58 +78,35 @@ impl Joined {
                     (expr, BinaryOperator::LtEq, high),
                 ],
                 Expr::BinaryOp { left, op, right } => vec![(left, op.clone(), right)],
-                _ => return Err(not_a_join_condition()),
+                _ => {
+                    residual.push(c);
+                    continue;
+                }
             };
+            let mut parts = Vec::new();
             for (a, op, b) in comparisons {
-                let (Some((ca, oa)), Some((cb, ob))) = (self.time_term(a)?, self.time_term(b)?)
-                else {
-                    return Err(not_a_join_condition());
-                };
-                match (&ca, &cb, &op) {
-                    (Col::WindowStart, Col::WindowStart, BinaryOperator::Eq) if oa == ob => {
-                        saw_start = true;
-                        continue;
-                    }
-                    (Col::WindowEnd, Col::WindowEnd, BinaryOperator::Eq) if oa == ob => {
-                        saw_end = true;
-                        continue;
-                    }
-                    (Col::Of(sa, x), Col::Of(sb, y), BinaryOperator::Eq)
-                        if sa != sb && oa == 0 && ob == 0 =>
-                    {
-                        let (l, r) = if *sa == 0 { (x, y) } else { (y, x) };
-                        equalities.push((l.clone(), r.clone(), c_at));
-                        continue;
-                    }
-                    _ => {}
+                match self.classify(a, &op, b)? {
+                    Some(p) => parts.push(p),
+                    None => break,
                 }
-                let (Col::Of(sa, x), Col::Of(sb, y)) = (&ca, &cb) else {
-                    return Err(not_a_join_condition());
-                };
-                if sa == sb {
-                    return Err(unsupported(
-                        c_at,
-                        format!("the join condition `{c}` compares two columns of one table"),
-                    ));
-                }
-                // x + oa  op  y + ob. With l the left time and r the right one:
-                // left on the left:  l - r op ob - oa, so  d = r - l  (flipped op)  oa - ob;
-                // right on the left: r - l op ob - oa.
-                let (l, r, k, flip) = if *sa == 0 {
-                    (x, y, oa - ob, true)
+            }
+            if parts.len()
+                != if matches!(c, Expr::Between { .. }) {
+                    2
                 } else {
-                    (y, x, ob - oa, false)
-                };
-                let op = if flip { flipped(&op) } else { Some(op.clone()) };
-                let bound = match op {
-                    Some(BinaryOperator::GtEq) => Bound::AtLeast(k),
-                    Some(BinaryOperator::Gt) => Bound::AtLeast(k + 1),
-                    Some(BinaryOperator::LtEq) => Bound::AtMost(k),
-                    Some(BinaryOperator::Lt) => Bound::AtMost(k - 1),
-                    Some(BinaryOperator::Eq) => Bound::Exactly(k),
-                    _ => return Err(not_a_join_condition()),
-                };
-                times.push((l.clone(), r.clone(), bound, c_at));
+                    1
+                }
+            {
+                residual.push(c);
+                continue;
+            }
+            for p in parts {
+                match p {
+                    Part::Start => saw_start = true,
+                    Part::End => saw_end = true,
+                    Part::Key(l, r) => equalities.push((l, r, c_at)),
+                    Part::Time(l, r, b) => times.push((l, r, b, c_at)),
+                }
             }
         }
         let mut params = Vec::new();
@@ -167,11 +142,19 @@ impl Joined {
         } else {
             if times.is_empty() {
                 // `a.ts = b.ts` alone: an equality of time columns is the time condition.
+                // The sides' event times if they are equal, else any two time columns.
                 let is_time =
                     |side: usize, c: &str| self.sides[side].time_columns.iter().any(|t| t == c);
+                let is_event_time =
+                    |side: usize, c: &str| self.sides[side].event_time.as_deref() == Some(c);
                 if let Some(i) = equalities
                     .iter()
-                    .position(|(l, r, _)| is_time(0, l) && is_time(1, r))
+                    .position(|(l, r, _)| is_event_time(0, l) && is_event_time(1, r))
+                    .or_else(|| {
+                        equalities
+                            .iter()
+                            .position(|(l, r, _)| is_time(0, l) && is_time(1, r))
+                    })
                 {
                     let (l, r, e_at) = equalities.remove(i);
                     times.push((l, r, Bound::Exactly(0), e_at));
@@ -181,7 +164,7 @@ impl Joined {
                 return Err(Diagnostic::error(
                     at,
                     format!(
-                        "a join of streams needs a time condition, so that its state stays bounded: add `AND {a}.ts BETWEEN {b}.ts - INTERVAL '5' SECOND AND {b}.ts + INTERVAL '5' SECOND` (with your time columns), or join TUMBLE windows",
+                        "a regular join (without a time condition, its state would grow without bound) is not supported yet: add `AND {a}.ts BETWEEN {b}.ts - INTERVAL '5' SECOND AND {b}.ts + INTERVAL '5' SECOND` (with your time columns), or join TUMBLE windows",
                         a = self.sides[0].alias,
                         b = self.sides[1].alias
                     ),
@@ -258,8 +241,69 @@ impl Joined {
         params.push(("on", on));
         params.push(("left_time", left_time));
         params.push(("right_time", right_time));
-        Ok(params)
+        Ok((params, residual))
     }
+
+    /// One comparison `a op b` of the condition, if it is an equal key, a time bound or
+    /// equal window bounds.
+    fn classify(
+        &self,
+        a: &Expr,
+        op: &BinaryOperator,
+        b: &Expr,
+    ) -> Result<Option<Part>, Diagnostic> {
+        let (Some((ca, oa)), Some((cb, ob))) = (self.time_term(a)?, self.time_term(b)?) else {
+            return Ok(None);
+        };
+        match (&ca, &cb, op) {
+            (Col::WindowStart, Col::WindowStart, BinaryOperator::Eq) if oa == ob => {
+                return Ok(Some(Part::Start))
+            }
+            (Col::WindowEnd, Col::WindowEnd, BinaryOperator::Eq) if oa == ob => {
+                return Ok(Some(Part::End))
+            }
+            (Col::Of(sa, x), Col::Of(sb, y), BinaryOperator::Eq)
+                if sa != sb && oa == 0 && ob == 0 =>
+            {
+                let (l, r) = if *sa == 0 { (x, y) } else { (y, x) };
+                return Ok(Some(Part::Key(l.clone(), r.clone())));
+            }
+            _ => {}
+        }
+        let (Col::Of(sa, x), Col::Of(sb, y)) = (&ca, &cb) else {
+            return Ok(None);
+        };
+        let is_time = |side: usize, c: &str| self.sides[side].time_columns.iter().any(|t| t == c);
+        if sa == sb || !is_time(*sa, x) || !is_time(*sb, y) {
+            return Ok(None);
+        }
+        // x + oa  op  y + ob. With l the left time and r the right one:
+        // left on the left:  l - r op ob - oa, so  d = r - l  (flipped op)  oa - ob;
+        // right on the left: r - l op ob - oa.
+        let (l, r, k, flip) = if *sa == 0 {
+            (x, y, oa - ob, true)
+        } else {
+            (y, x, ob - oa, false)
+        };
+        let op = if flip { flipped(op) } else { Some(op.clone()) };
+        let bound = match op {
+            Some(BinaryOperator::GtEq) => Bound::AtLeast(k),
+            Some(BinaryOperator::Gt) => Bound::AtLeast(k + 1),
+            Some(BinaryOperator::LtEq) => Bound::AtMost(k),
+            Some(BinaryOperator::Lt) => Bound::AtMost(k - 1),
+            Some(BinaryOperator::Eq) => Bound::Exactly(k),
+            _ => return Ok(None),
+        };
+        Ok(Some(Part::Time(l.clone(), r.clone(), bound)))
+    }
+}
+
+/// What one comparison of a join condition is.
+enum Part {
+    Start,
+    End,
+    Key(String, String),
+    Time(String, String, Bound),
 }
 
 fn flipped(op: &BinaryOperator) -> Option<BinaryOperator> {
@@ -273,7 +317,7 @@ fn flipped(op: &BinaryOperator) -> Option<BinaryOperator> {
     })
 }
 
-fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+pub(super) fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     match e {
         Expr::BinaryOp {
             left,

@@ -26,9 +26,7 @@ pub(crate) use prepare::{prepare, RawMatch};
 
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::{Expr, RowsPerMatch, Spanned, SymbolDefinition, TableFactor};
-use sqlparser::tokenizer::{Location, Token, Tokenizer};
 
-use super::dialect::AnduinDialect;
 use super::insert::{name_of, operator, unsupported};
 use super::source_text::{pos, Source};
 use super::tables::Tables;
@@ -199,65 +197,4 @@ pub(super) fn lower(
     spec.operators
         .push(operator(name.clone(), "pattern", at, &stream, params));
     Ok(name)
-}
-
-/// `text`, a select item or the WHERE over `rel`, without the qualifier `m.` in `m.column`
-/// when `rel` is `MATCH_RECOGNIZE (…) AS m`: the operators after the pattern know its output
-/// columns by their names alone.
-pub(super) fn unqualified(rel: &TableFactor, text: Text) -> Text {
-    let TableFactor::MatchRecognize {
-        alias: Some(alias), ..
-    } = rel
-    else {
-        return text;
-    };
-    let dialect = AnduinDialect::default();
-    let Ok(toks) = Tokenizer::new(&dialect, text.as_str()).tokenize_with_location() else {
-        return text;
-    };
-    let toks: Vec<_> = toks
-        .into_iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
-        .collect();
-    // The char index of a location in `text`.
-    let line_starts: Vec<usize> = std::iter::once(0)
-        .chain(
-            text.as_str()
-                .chars()
-                .enumerate()
-                .filter(|(_, c)| *c == '\n')
-                .map(|(i, _)| i + 1),
-        )
-        .collect();
-    let index = |l: Location| {
-        let line = usize::try_from(l.line).ok()?.checked_sub(1)?;
-        let col = usize::try_from(l.column).ok()?.checked_sub(1)?;
-        Some(line_starts.get(line)? + col)
-    };
-    let mut pieces = Vec::new();
-    let mut from = 0;
-    for (k, t) in toks.iter().enumerate() {
-        let Token::Word(w) = &t.token else {
-            continue;
-        };
-        let qualifies = w.value.eq_ignore_ascii_case(&alias.name.value)
-            && toks.get(k + 1).is_some_and(|n| n.token == Token::Period)
-            && toks
-                .get(k + 2)
-                .is_some_and(|n| matches!(n.token, Token::Word(_) | Token::Mul))
-            && !(k > 0 && toks.get(k - 1).is_some_and(|p| p.token == Token::Period));
-        let cut = toks
-            .get(k + 1)
-            .and_then(|period| Some((index(t.span.start)?, index(period.span.end)?)));
-        if let (true, Some((start, end))) = (qualifies, cut) {
-            pieces.push(text.sub(from, start));
-            from = end;
-        }
-    }
-    if pieces.is_empty() {
-        return text;
-    }
-    pieces.push(text.sub(from, text.as_str().chars().count()));
-    pieces.retain(|p| !p.as_str().is_empty());
-    Text::join(&pieces, "")
 }

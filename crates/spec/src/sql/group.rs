@@ -1,0 +1,222 @@
+//! `GROUP BY` on a stream, lowered to a window operator and a map. Two forms, as in Flink:
+//!
+//! - over a window table function: `FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), …)) GROUP BY
+//!   window_start, window_end, k`;
+//! - over the windows of a subquery: `FROM (SELECT k, window_start AS s, window_end AS e …
+//!   GROUP BY k, window_start, window_end) q GROUP BY q.s, q.e`. The rows of one window of
+//!   the subquery all carry its end, which is their event time; the groups are keyed by the
+//!   grouped columns and close when the watermark passes that end (a tumbling window of
+//!   1 ms over it), as Flink's window aggregation over window bounds does.
+//!
+//! A GROUP BY without aggregates (`GROUP BY id, name, window_start, window_end`) gives each
+//! group once.
+
+use anduin_types::Diagnostic;
+use sqlparser::ast::Spanned;
+use sqlparser::ast::{Expr, Select, SelectItem};
+
+use super::derived::{Attr, Derived};
+use super::insert::{name_of, operator, unnested, unsupported};
+use super::source_text::pos;
+use super::window_tvf::WindowTvf;
+use crate::ast::Spec;
+use crate::Text;
+
+/// What the rows are grouped by besides the GROUP BY columns.
+pub(super) enum Grouping {
+    /// The windows of a window table function.
+    Tvf(WindowTvf),
+    /// The windows a subquery's rows belong to (`None`: the input is not a subquery).
+    Bounds(Option<Derived>),
+}
+
+/// The name a key column has in the window operator: its own, unless that is one of the
+/// window's own columns.
+fn internal(c: &str) -> String {
+    if c == "window_start" || c == "window_end" {
+        format!("__{c}")
+    } else {
+        c.to_string()
+    }
+}
+
+fn quoted(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// Lowers the GROUP BY of `s` (its select items written as `items`) over `stream`; returns
+/// the index of the map that ends it, named `{prefix}_select`.
+pub(super) fn lower(
+    s: &Select,
+    group: &[&Expr],
+    items: Vec<Text>,
+    grouping: Grouping,
+    stream: &str,
+    prefix: &str,
+    spec: &mut Spec,
+) -> Result<usize, Diagnostic> {
+    let at = pos(s.select_token.0.span.start);
+    let tvf = matches!(grouping, Grouping::Tvf(_));
+    let mut keys = Vec::new();
+    let (mut has_start, mut has_end) = (false, false);
+    for g in group {
+        match name_of(unnested(g)).as_deref() {
+            Some("window_start") if tvf => has_start = true,
+            Some("window_end") if tvf => has_end = true,
+            Some(k) => keys.push(k.to_string()),
+            None => {
+                return Err(unsupported(
+                    pos(g.span().start),
+                    format!("grouping by the expression `{g}` (group by columns)"),
+                ))
+            }
+        }
+    }
+    let mut stream = stream.to_string();
+    let (window_at, mut params) = match grouping {
+        Grouping::Tvf(tvf) => {
+            if !(has_start && has_end) {
+                return Err(Diagnostic::error(
+                    tvf.at,
+                    "a window table function needs GROUP BY window_start, window_end (and the key columns)",
+                ));
+            }
+            let mut params: Vec<(&str, Text)> = tvf
+                .params
+                .iter()
+                .map(|(k, v)| (*k, Text::at(v.clone(), tvf.at)))
+                .collect();
+            params.push(("time", Text::at(tvf.time.clone(), tvf.at)));
+            (tvf.at, params)
+        }
+        Grouping::Bounds(None) => {
+            let g_at = group.first().map_or(at, |g| pos(g.span().start));
+            return Err(Diagnostic::error(
+                g_at,
+                "a GROUP BY on a stream needs a window: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND)) … GROUP BY window_start, window_end, …",
+            ));
+        }
+        Grouping::Bounds(Some(d)) => {
+            let g_at = group.first().map_or(at, |g| pos(g.span().start));
+            let attr = |c: &str| {
+                d.columns
+                    .iter()
+                    .find(|(x, _)| x == c)
+                    .map_or(Attr::Plain, |(_, a)| *a)
+            };
+            let Some(end) = keys.iter().find(|k| attr(k) == Attr::WindowEnd).cloned() else {
+                let ends: Vec<&str> = d
+                    .columns
+                    .iter()
+                    .filter(|(_, a)| *a == Attr::WindowEnd)
+                    .map(|(c, _)| c.as_str())
+                    .collect();
+                return Err(Diagnostic::error(
+                    g_at,
+                    if ends.is_empty() {
+                        "a GROUP BY over a subquery needs windows: the subquery must select the window_end of a window table function, and the GROUP BY that column".to_string()
+                    } else {
+                        format!(
+                            "a GROUP BY over a subquery groups its windows: add its window end `{}` (and start) to the GROUP BY",
+                            ends.join("` or `")
+                        )
+                    },
+                ));
+            };
+            if d.columns.iter().any(|(c, _)| internal(c) != *c) {
+                // Columns named like the window's own: renamed on the way in.
+                let renamed: Vec<String> = d
+                    .columns
+                    .iter()
+                    .map(|(c, _)| {
+                        if internal(c) == *c {
+                            quoted(c)
+                        } else {
+                            format!("{} AS {}", quoted(c), quoted(&internal(c)))
+                        }
+                    })
+                    .collect();
+                let name = format!("{prefix}_rename");
+                spec.operators.push(operator(
+                    name.clone(),
+                    "map",
+                    g_at,
+                    &stream,
+                    vec![("columns", Text::at(renamed.join(", "), g_at))],
+                ));
+                stream = name;
+            }
+            let params = vec![
+                ("kind", Text::at("tumbling", g_at)),
+                ("size", Text::at("1ms", g_at)),
+                ("time", Text::at(internal(&end), g_at)),
+            ];
+            (g_at, params)
+        }
+    };
+    let mut aggregates = Vec::new();
+    let mut columns = Vec::new();
+    for (item, item_text) in s.projection.iter().zip(items) {
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+            other => {
+                return Err(unsupported(
+                    pos(other.span().start),
+                    format!("`{other}` in a grouped SELECT"),
+                ))
+            }
+        };
+        let item_at = pos(item.span().start);
+        match name_of(unnested(expr)) {
+            Some(c) if tvf && (c == "window_start" || c == "window_end") => columns.push(item_text),
+            Some(c) if keys.contains(&c) => {
+                if internal(&c) == c {
+                    columns.push(item_text);
+                } else {
+                    let out = alias.unwrap_or_else(|| c.clone());
+                    columns.push(Text::at(
+                        format!("{} AS {}", quoted(&internal(&c)), quoted(&out)),
+                        item_at,
+                    ));
+                }
+            }
+            Some(c) => {
+                return Err(Diagnostic::error(
+                    item_at,
+                    format!("column `{c}` is neither grouped by nor aggregated: add it to GROUP BY, or aggregate it"),
+                ))
+            }
+            None => {
+                let out = alias.unwrap_or_else(|| expr.to_string());
+                aggregates.push(item_text);
+                columns.push(Text::at(quoted(&out), item_at));
+            }
+        }
+    }
+    if aggregates.is_empty() {
+        // Each group once: the window needs an aggregate, which the map then drops.
+        aggregates.push(Text::at("COUNT(*) AS \"__rows\"", at));
+    }
+    if !keys.is_empty() {
+        let keys: Vec<String> = keys.iter().map(|k| internal(k)).collect();
+        params.push(("keys", Text::at(keys.join(", "), window_at)));
+    }
+    params.push(("aggregates", Text::join(&aggregates, ", ")));
+    let window = format!("{prefix}_window");
+    spec.operators.push(operator(
+        window.clone(),
+        "window",
+        window_at,
+        &stream,
+        params,
+    ));
+    spec.operators.push(operator(
+        format!("{prefix}_select"),
+        "map",
+        at,
+        &window,
+        vec![("columns", Text::join(&columns, ", "))],
+    ));
+    Ok(spec.operators.len() - 1)
+}
