@@ -1,0 +1,340 @@
+//! The setup of `the_nexmark_queries_agree_with_a_naive_reference`: generate the Nexmark
+//! streams with anduin into CSV files and read them back (or take hand-made bids), run a
+//! query of `benches/nexmark/` over the same events, and compare its rows with a
+//! reference's as normalized multisets.
+//! The references themselves are in [`sql`] and [`cep`].
+
+pub mod cep;
+mod csv;
+pub mod sql;
+
+use std::cmp::Ordering;
+use std::path::Path;
+
+use crate::common::{anduin_ok, repo};
+use csv::{double, int, timestamp, Table};
+
+/// Events of all three kinds together: 1 000 people, 3 000 auctions, 46 000 bids.
+pub const EVENTS: u32 = 50_000;
+/// Events per second of event time: event *n* is `n × 2` ms after 2024-01-01T00:00:00Z, so the
+/// input spans 100 s (ten 10-second windows, 54 hops of 2 s) and no two events share a time.
+pub const RATE: u32 = 500;
+/// The generator's seed.
+pub const SEED: u32 = 42;
+
+/// The three Nexmark streams of one run, each to a CSV file.
+const GENERATE: &str = r#"
+operator name = "people", type = "nexmark" {
+  param events = "${EVENTS}"
+  param rate = "${RATE}"
+  param seed = "${SEED}"
+  param event_time = "dateTime"
+  output name = "person"
+}
+operator name = "auctions", type = "nexmark" {
+  param events = "${EVENTS}"
+  param rate = "${RATE}"
+  param seed = "${SEED}"
+  param event_time = "dateTime"
+  output name = "auction"
+}
+operator name = "bids", type = "nexmark" {
+  param events = "${EVENTS}"
+  param rate = "${RATE}"
+  param seed = "${SEED}"
+  param event_time = "dateTime"
+  output name = "bid"
+}
+operator name = "person_csv", type = "writer" {
+  input name = "person"
+  param path = "person.csv"
+}
+operator name = "auction_csv", type = "writer" {
+  input name = "auction"
+  param path = "auction.csv"
+}
+operator name = "bid_csv", type = "writer" {
+  input name = "bid"
+  param path = "bid.csv"
+}
+"#;
+
+/// A person: `id`, `name`, `dateTime` (epoch ms).
+pub struct Person {
+    pub id: i64,
+    pub name: String,
+    pub date_time: i64,
+}
+
+/// An auction: `seller`, `dateTime` (epoch ms).
+pub struct Auction {
+    pub seller: i64,
+    pub date_time: i64,
+}
+
+/// A bid: `auction`, `bidder`, `price`, `dateTime` (epoch ms), `extra`.
+pub struct Bid {
+    pub auction: i64,
+    pub bidder: i64,
+    pub price: i64,
+    pub date_time: i64,
+    pub extra: String,
+}
+
+/// The events, in generation order, and the temporary folder that holds their files, where
+/// the query runs too.
+pub struct Input {
+    dir: tempfile::TempDir,
+    /// Whether the bids are a hand-made `bid.csv`, which the query then reads instead of the
+    /// generator.
+    hand_made: bool,
+    pub people: Vec<Person>,
+    pub auctions: Vec<Auction>,
+    pub bids: Vec<Bid>,
+}
+
+/// `anduin` with `args` followed by the `--var`s of `EVENTS`, `RATE`, `SEED` and `extra`,
+/// and `-q`, run in `dir`; it must succeed.
+fn anduin_with_vars(dir: &Path, args: &[&str], extra: &[String]) {
+    let vars = [
+        format!("EVENTS={EVENTS}"),
+        format!("RATE={RATE}"),
+        format!("SEED={SEED}"),
+    ];
+    let mut all: Vec<&str> = args.to_vec();
+    for v in vars.iter().chain(extra) {
+        all.extend(["--var", v]);
+    }
+    all.push("-q");
+    anduin_ok(dir, &all);
+}
+
+/// Generates the three streams with anduin's `nexmark` operator and reads them back.
+pub fn input() -> Input {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("generate.flow"), GENERATE).expect("generator query");
+    anduin_with_vars(dir.path(), &["run", "generate.flow"], &[]);
+    let people = read_people(&dir.path().join("person.csv"));
+    let auctions = read_auctions(&dir.path().join("auction.csv"));
+    let bids = read_bids(&dir.path().join("bid.csv"));
+    Input {
+        dir,
+        hand_made: false,
+        people,
+        auctions,
+        bids,
+    }
+}
+
+/// Bids from a hand-made `bid.csv` (`auction,bidder,price,channel,url,dateTime,extra`, times
+/// in epoch ms), read by the query in place of the generator; no people, no auctions.
+pub fn hand_made_bids(csv: &str) -> Input {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("bid.csv"), csv).expect("bids");
+    let bids = read_bids(&dir.path().join("bid.csv"));
+    Input {
+        dir,
+        hand_made: true,
+        people: Vec::new(),
+        auctions: Vec::new(),
+        bids,
+    }
+}
+
+fn read_people(path: &Path) -> Vec<Person> {
+    let t = Table::read(path);
+    let (id, name, time) = (t.col("id"), t.col("name"), t.col("dateTime"));
+    (t.rows.iter())
+        .map(|r| Person {
+            id: int(&r[id]),
+            name: r[name].clone(),
+            date_time: timestamp(&r[time]),
+        })
+        .collect()
+}
+
+fn read_auctions(path: &Path) -> Vec<Auction> {
+    let t = Table::read(path);
+    let (seller, time) = (t.col("seller"), t.col("dateTime"));
+    (t.rows.iter())
+        .map(|r| Auction {
+            seller: int(&r[seller]),
+            date_time: timestamp(&r[time]),
+        })
+        .collect()
+}
+
+fn read_bids(path: &Path) -> Vec<Bid> {
+    let t = Table::read(path);
+    let (auction, bidder, price) = (t.col("auction"), t.col("bidder"), t.col("price"));
+    let (time, extra) = (t.col("dateTime"), t.col("extra"));
+    (t.rows.iter())
+        .map(|r| Bid {
+            auction: int(&r[auction]),
+            bidder: int(&r[bidder]),
+            price: int(&r[price]),
+            date_time: timestamp(&r[time]),
+            extra: r[extra].clone(),
+        })
+        .collect()
+}
+
+/// `query` (a `.sql` text) with its `bid` table read from `bid.csv` instead of the
+/// generator: its `connector = 'nexmark'` becomes a file, and its `events`, `rate` and `seed`
+/// lines go.
+fn reading_bid_csv(query: &str) -> String {
+    let generator_option = |l: &&str| {
+        let l = l.trim_start();
+        ["events =", "rate =", "seed ="]
+            .iter()
+            .any(|o| l.starts_with(o))
+    };
+    let text: String = (query.lines())
+        .filter(|l| !generator_option(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let file = "connector = 'file', path = 'bid.csv', format = 'csv'";
+    let replaced = text.replacen("connector = 'nexmark'", file, 1);
+    assert!(
+        replaced != text && !replaced.contains("'nexmark'"),
+        "one nexmark table, the bids, in {query}"
+    );
+    replaced
+}
+
+/// A normalized output value.
+#[derive(Clone, Debug)]
+pub enum V {
+    /// An integer, or a timestamp in epoch milliseconds.
+    I(i64),
+    /// A double, compared with a relative tolerance.
+    F(f64),
+    /// Text.
+    S(String),
+}
+
+impl V {
+    fn exact(&self, other: &V) -> Ordering {
+        match (self, other) {
+            (V::I(a), V::I(b)) => a.cmp(b),
+            (V::F(a), V::F(b)) => a.total_cmp(b),
+            (V::S(a), V::S(b)) => a.cmp(b),
+            _ => panic!("{self:?} and {other:?} are of different kinds"),
+        }
+    }
+
+    /// As [`V::exact`], but doubles within 1e-9 of each other (relative) are equal.
+    fn approx(&self, other: &V) -> Ordering {
+        match (self, other) {
+            (V::F(a), V::F(b)) if (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0) => {
+                Ordering::Equal
+            }
+            _ => self.exact(other),
+        }
+    }
+}
+
+/// An output row.
+pub type Row = Vec<V>;
+
+fn cmp_rows(a: &Row, b: &Row, by: fn(&V, &V) -> Ordering) -> Ordering {
+    (a.iter().zip(b))
+        .map(|(x, y)| by(x, y))
+        .find(|o| o.is_ne())
+        .unwrap_or(a.len().cmp(&b.len()))
+}
+
+/// Runs `benches/nexmark/{query}.sql` over the input's events (same `EVENTS`, `RATE` and
+/// `SEED`) and returns its rows, each column parsed as `kinds` says: `i` integer, `t`
+/// timestamp, `f` double, `s` text.
+pub fn run_query(input: &Input, query: &str, kinds: &str) -> Vec<Row> {
+    let path = repo().join(format!("benches/nexmark/{query}.sql"));
+    assert!(path.exists(), "{} is not in the repository", path.display());
+    let output = format!("{query}.csv");
+    let path = if input.hand_made {
+        let text = std::fs::read_to_string(&path).expect("the query is readable");
+        let local = input.dir.path().join(format!("{query}.sql"));
+        std::fs::write(&local, reading_bid_csv(&text)).expect("the query, reading bid.csv");
+        local
+    } else {
+        path
+    };
+    let path = path.to_str().expect("a UTF-8 path");
+    anduin_with_vars(
+        input.dir.path(),
+        &["run", path],
+        &[format!("OUTPUT={output}")],
+    );
+    let table = Table::read(&input.dir.path().join(&output));
+    assert_eq!(
+        table.header.len(),
+        kinds.len(),
+        "{query}: columns {:?}",
+        table.header
+    );
+    (table.rows.iter())
+        .map(|r| {
+            assert_eq!(r.len(), kinds.len(), "{query}: a row {r:?}");
+            (r.iter().zip(kinds.chars()))
+                .map(|(x, k)| match k {
+                    'i' => V::I(int(x)),
+                    't' => V::I(timestamp(x)),
+                    'f' => V::F(double(x)),
+                    _ => V::S(x.clone()),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Asserts that `got` and `expected` are the same multiset of rows (doubles within a
+/// tolerance), and that there are at least `at_least` (so that the test cannot pass on an
+/// empty output); a difference lists the rows only one side has.
+pub fn assert_same_rows(query: &str, mut got: Vec<Row>, mut expected: Vec<Row>, at_least: usize) {
+    got.sort_by(|a, b| cmp_rows(a, b, V::exact));
+    expected.sort_by(|a, b| cmp_rows(a, b, V::exact));
+    let (mut only_got, mut only_expected) = (Vec::new(), Vec::new());
+    let (mut g, mut e) = (0, 0);
+    while g < got.len() || e < expected.len() {
+        let order = match (got.get(g), expected.get(e)) {
+            (Some(a), Some(b)) => cmp_rows(a, b, V::approx),
+            (Some(_), None) => Ordering::Less,
+            _ => Ordering::Greater,
+        };
+        match order {
+            Ordering::Less => {
+                only_got.push(&got[g]);
+                g += 1;
+            }
+            Ordering::Greater => {
+                only_expected.push(&expected[e]);
+                e += 1;
+            }
+            Ordering::Equal => {
+                g += 1;
+                e += 1;
+            }
+        }
+    }
+    let show = |rows: &[&Row]| {
+        (rows.iter().take(10))
+            .map(|r| format!("  {r:?}\n"))
+            .collect::<String>()
+    };
+    assert!(
+        only_got.is_empty() && only_expected.is_empty(),
+        "{query} (EVENTS={EVENTS} RATE={RATE} SEED={SEED}): {} rows, the reference {}\n\
+         {} rows only in the output (first 10):\n{}{} rows only in the reference (first 10):\n{}",
+        got.len(),
+        expected.len(),
+        only_got.len(),
+        show(&only_got),
+        only_expected.len(),
+        show(&only_expected),
+    );
+    assert!(
+        expected.len() >= at_least,
+        "{query}: the reference has {} rows, fewer than {at_least}: the input is too small to test it",
+        expected.len()
+    );
+}
