@@ -158,3 +158,22 @@ fn a_left_join_refuses_a_condition_it_cannot_use_for_pairing() {
     assert!(e.contains("b.price > 10"), "{e}");
     assert!(e.contains("LEFT JOIN"), "{e}");
 }
+
+#[test]
+fn a_comparison_of_another_pair_of_times_filters_an_inner_join() {
+    let spec = parse_sql(&format!(
+        "{BIDS}CREATE TABLE auction (id BIGINT, dateTime TIMESTAMP, expires TIMESTAMP)
+WITH (connector = 'file', path = 'a.csv', event_time = 'dateTime', watermark = '1 second');
+INSERT INTO out SELECT B.price FROM auction A JOIN bid B ON A.id = B.auction
+AND B.dateTime BETWEEN A.dateTime AND A.dateTime + INTERVAL '10' SECOND
+WHERE B.dateTime <= A.expires;"
+    ))
+    .unwrap_or_else(|d| panic!("{d}"));
+    let join = op(&spec, "insert1_join");
+    assert_eq!(param(join, "left_time").as_deref(), Some("dateTime"));
+    assert_eq!(param(join, "upper").as_deref(), Some("10000ms"));
+    assert_eq!(
+        param(op(&spec, "insert1_where"), "condition").as_deref(),
+        Some("\"bid_dateTime\" <= \"expires\"")
+    );
+}

@@ -64,7 +64,7 @@ impl Joined {
         let mut equalities: Vec<(String, String, Pos)> = Vec::new();
         let (mut saw_start, mut saw_end) = (false, false);
         // (left time column, right time column, bound on right - left, position)
-        let mut times: Vec<(String, String, Bound, Pos)> = Vec::new();
+        let mut times: Vec<(String, String, Bound, Pos, Option<&'e Expr>)> = Vec::new();
         for &c in conjuncts {
             let c_at = pos(c.span().start);
             let comparisons: Vec<(&Expr, BinaryOperator, &Expr)> = match c {
@@ -105,13 +105,13 @@ impl Joined {
                     Part::Start => saw_start = true,
                     Part::End => saw_end = true,
                     Part::Key(l, r) => equalities.push((l, r, c_at)),
-                    Part::Time(l, r, b) => times.push((l, r, b, c_at)),
+                    Part::Time(l, r, b) => times.push((l, r, b, c_at, Some(c))),
                 }
             }
         }
         let mut params = Vec::new();
         let (left_time, right_time) = if self.windowed {
-            if let Some((_, _, _, t_at)) = times.first() {
+            if let Some((_, _, _, t_at, _)) = times.first() {
                 return Err(unsupported(
                     *t_at,
                     "a time condition in a window join (rows pair up by window)",
@@ -157,10 +157,10 @@ impl Joined {
                     })
                 {
                     let (l, r, e_at) = equalities.remove(i);
-                    times.push((l, r, Bound::Exactly(0), e_at));
+                    times.push((l, r, Bound::Exactly(0), e_at, None));
                 }
             }
-            let Some((lt, rt, _, _)) = times.first().cloned() else {
+            let Some((lt, rt, _, _, _)) = times.first().cloned() else {
                 return Err(Diagnostic::error(
                     at,
                     format!(
@@ -170,17 +170,16 @@ impl Joined {
                     ),
                 ));
             };
-            if let Some((_, _, _, other_at)) =
-                times.iter().find(|(l, r, _, _)| *l != lt || *r != rt)
-            {
-                return Err(unsupported(
-                    *other_at,
-                    format!(
-                        "time conditions on two pairs of columns (the first compares `{}.{lt}` with `{}.{rt}`)",
-                        self.sides[0].alias, self.sides[1].alias
-                    ),
-                ));
-            }
+            // Comparisons of another pair of time columns filter the joined rows.
+            times.retain(|(l, r, _, _, c)| {
+                let same = *l == lt && *r == rt;
+                if let (false, Some(c)) = (same, c) {
+                    if !residual.iter().any(|x| std::ptr::eq(*x, *c)) {
+                        residual.push(c);
+                    }
+                }
+                same
+            });
             // An equality of the time columns themselves is a bound, not a key.
             let mut bounds: Vec<Bound> = times.iter().map(|t| t.2).collect();
             equalities.retain(|(l, r, _)| {
