@@ -52,12 +52,13 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     );
     for t in &plan.tasks {
         let names: Vec<&str> = t.chain.iter().map(|n| graph.node(*n).name()).collect();
-        let instances = if t.parallelism > 1 {
-            format!(" ({} instances)", t.parallelism)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(out, "  task {}: {}{instances}", t.id, names.join(" -> "));
+        let _ = writeln!(
+            out,
+            "  task {}: {}{}",
+            t.id,
+            names.join(" -> "),
+            instances(t.parallelism)
+        );
     }
     for c in &plan.channels {
         let stream = graph.stream(c.stream);
@@ -87,7 +88,12 @@ pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     );
     for t in &plan.tasks {
         let _ = writeln!(out, "  subgraph cluster_task{} {{", t.id);
-        let _ = writeln!(out, "    label=\"task {}\"; style=dashed;", t.id);
+        let _ = writeln!(
+            out,
+            "    label=\"task {}{}\"; style=dashed;",
+            t.id,
+            instances(t.parallelism)
+        );
         for n in &t.chain {
             let node = graph.node(*n);
             let _ = writeln!(
@@ -115,6 +121,15 @@ pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     out
 }
 
+/// ` (3 instances)` for a task run in parallel, nothing for one instance.
+fn instances(parallelism: usize) -> String {
+    if parallelism > 1 {
+        format!(" ({parallelism} instances)")
+    } else {
+        String::new()
+    }
+}
+
 /// `1 task`, `3 tasks`.
 fn count(n: usize, what: &str) -> String {
     if n == 1 {
@@ -126,4 +141,29 @@ fn count(n: usize, what: &str) -> String {
 
 fn escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::physical::tests::graph;
+    use crate::PlanOptions;
+
+    #[test]
+    fn a_source_run_in_parallel_shows_its_instances() {
+        let mut g = graph(2, &[(0, 1)]);
+        g.nodes[0].parallelizable = true;
+        let plan = PhysicalPlan::plan(
+            &g,
+            PlanOptions {
+                chaining: true,
+                default_parallelism: 2,
+            },
+        );
+        let text = explain_text(&g, &plan);
+        assert!(text.contains("  task 0: n0 (2 instances)\n"), "{text}");
+        assert!(text.contains("  task 1: n1\n"), "{text}");
+        let dot = explain_dot(&g, &plan);
+        assert!(dot.contains("label=\"task 0 (2 instances)\""), "{dot}");
+    }
 }

@@ -204,7 +204,7 @@ fn fusable_predecessor<B>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::logical::{Node, Stream};
     use anduin_spec::{OperatorDef, Text};
@@ -213,7 +213,7 @@ mod tests {
     use std::sync::Arc;
 
     /// A graph from edges `(producer, consumer)`, one stream per producer.
-    fn graph(n: usize, edges: &[(usize, usize)]) -> LogicalGraph<()> {
+    pub(crate) fn graph(n: usize, edges: &[(usize, usize)]) -> LogicalGraph<()> {
         let streams: Vec<Stream> = (0..n)
             .map(|p| Stream {
                 name: format!("s{p}"),
@@ -315,6 +315,48 @@ mod tests {
             plan.tasks.iter().map(|t| t.parallelism).collect::<Vec<_>>(),
             vec![1, 2]
         );
+    }
+
+    /// The chains of `plan` with their parallelism.
+    fn shape(plan: &PhysicalPlan) -> Vec<(Vec<usize>, usize)> {
+        plan.tasks
+            .iter()
+            .map(|t| (t.chain.iter().map(|n| n.0).collect(), t.parallelism))
+            .collect()
+    }
+
+    #[test]
+    fn a_parallel_source_gathers_into_a_single_instance_and_hashes_into_a_keyed_one() {
+        // 0 a source that can run in parallel; 1 keyed (parallel too); 2 a single instance.
+        let mut g = graph(3, &[(0, 1), (1, 2)]);
+        g.nodes[0].parallelizable = true;
+        g.nodes[1].parallelizable = true;
+        g.nodes[1].partition_by = vec![Some(vec![0])];
+        let options = PlanOptions {
+            chaining: true,
+            default_parallelism: 3,
+        };
+        let plan = PhysicalPlan::plan(&g, options);
+        assert_eq!(shape(&plan), vec![(vec![0], 3), (vec![1], 3), (vec![2], 1)]);
+        assert_eq!(plan.channels[0].partitioning, Partitioning::Hash(vec![0]));
+        assert_eq!(plan.channels[1].partitioning, Partitioning::Gather);
+
+        // Straight into a single instance: every source instance feeds it.
+        let mut g = graph(2, &[(0, 1)]);
+        g.nodes[0].parallelizable = true;
+        let plan = PhysicalPlan::plan(&g, options);
+        assert_eq!(shape(&plan), vec![(vec![0], 3), (vec![1], 1)]);
+        assert_eq!(plan.channels[0].partitioning, Partitioning::Gather);
+    }
+
+    #[test]
+    fn a_parallel_source_fuses_with_an_unkeyed_operator_of_its_parallelism() {
+        let mut g = graph(3, &[(0, 1), (1, 2)]);
+        g.nodes[0].parallelism = Some(2);
+        g.nodes[1].parallelism = Some(2);
+        let plan = PhysicalPlan::plan(&g, PlanOptions::default());
+        assert_eq!(shape(&plan), vec![(vec![0, 1], 2), (vec![2], 1)]);
+        assert_eq!(plan.channels.len(), 1);
     }
 
     #[test]

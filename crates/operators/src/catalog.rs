@@ -22,6 +22,23 @@ pub struct BuildContext {
     /// The checkpoint the query resumes from, if it does (sinks clean up what was written
     /// after it); `None` for a fresh start.
     pub restore_epoch: Option<anduin_types::Epoch>,
+    /// Which instance the factory builds, from 0 (`instance < parallelism`). The runtime sets
+    /// it for each instance it builds; made elsewhere, a context says 0.
+    pub instance: usize,
+    /// How many instances of the operator run (1 when it does not run in parallel). A source
+    /// that splits its input between its instances reads its share from `instance` and this.
+    pub parallelism: usize,
+}
+
+impl BuildContext {
+    /// This context for instance `instance` of `parallelism`.
+    pub fn for_instance(&self, instance: usize, parallelism: usize) -> Self {
+        Self {
+            instance,
+            parallelism,
+            ..self.clone()
+        }
+    }
 }
 
 /// Makes an instance of an operator.

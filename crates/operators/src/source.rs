@@ -35,6 +35,17 @@ pub trait Source: Send {
         None
     }
 
+    /// The largest event time the source has passed over, whether or not it emitted a row
+    /// for it: a source that skips what it does not emit (a `nexmark` instance keeps one kind
+    /// of event, and its share of them) says how far its input has gone, so that its watermark
+    /// advances without rows. The runtime treats it as the event time of a row: once every
+    /// row polled so far has been sent, the watermark moves to it minus the watermark delay.
+    /// Only asked of a source with [`Source::watermarks`]; the default, `None`, leaves the
+    /// watermark to the rows.
+    fn event_time_progress(&self) -> Option<i64> {
+        None
+    }
+
     /// Whether the source can record a position and resume from it (a file can; stdin
     /// cannot). Exactly-once recovery needs every source to say yes. The default says no.
     fn can_resume(&self) -> Result<(), String> {

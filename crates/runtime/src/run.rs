@@ -153,41 +153,48 @@ pub fn run(
     drop(job_tx);
 
     // Sources first: a missing input fails before any writer creates (and truncates) a file.
-    let mut sources = Vec::new();
+    // A source task runs as many source instances as the task has, each restored from its own
+    // position; an operator task has none.
+    let mut sources: Vec<Vec<Option<Box<dyn anduin_operators::Source>>>> = Vec::new();
     for t in &plan.tasks {
         let head = graph.node(t.chain[0]);
-        sources.push(match &head.bound {
-            Bound::Source(factory) => {
-                let mut source = factory(ctx).map_err(RuntimeError::Start)?;
-                if let Some(w) = &wiring {
+        let Bound::Source(factory) = &head.bound else {
+            sources.push(Vec::new());
+            continue;
+        };
+        let mut instances = Vec::with_capacity(t.parallelism);
+        for instance in 0..t.parallelism {
+            let mut source =
+                factory(&ctx.for_instance(instance, t.parallelism)).map_err(RuntimeError::Start)?;
+            if let Some(w) = &wiring {
+                source
+                    .can_resume()
+                    .map_err(|why| RuntimeError::NotCheckpointable {
+                        operator: head.name().to_string(),
+                        why,
+                    })?;
+                let key = state_key(head.name(), instance, t.parallelism);
+                if let Some(state) = restore_in(w, &key)? {
                     source
-                        .can_resume()
-                        .map_err(|why| RuntimeError::NotCheckpointable {
-                            operator: head.name().to_string(),
-                            why,
-                        })?;
-                    if let Some(state) = restore_in(w, head.name())? {
-                        source
-                            .restore(state)
-                            .map_err(|cause| restore_error(w, cause))?;
-                    }
+                        .restore(state)
+                        .map_err(|cause| restore_error(w, cause))?;
                 }
-                Some(source)
             }
-            Bound::Operator(_) => None,
-        });
+            instances.push(Some(source));
+        }
+        sources.push(instances);
     }
 
     let mut tasks = Vec::new();
     let mut source_tasks = BTreeSet::new();
-    for ((t, mut task_inlets), mut source) in plan.tasks.iter().zip(inlets).zip(sources) {
+    for ((t, mut task_inlets), mut task_sources) in plan.tasks.iter().zip(inlets).zip(sources) {
         let chain_name = t
             .chain
             .iter()
             .map(|n| graph.node(*n).name())
             .collect::<Vec<_>>()
             .join(" -> ");
-        let is_source = source.is_some();
+        let is_source = !task_sources.is_empty();
         let operators: &[NodeId] = if is_source { &t.chain[1..] } else { &t.chain };
         for instance in 0..t.parallelism {
             let id = instance_ids[t.id][instance];
@@ -202,7 +209,8 @@ pub fn run(
                 let Bound::Operator(factory) = &node.bound else {
                     return Err(unreachable_source(node.name()));
                 };
-                let mut op = factory(ctx).map_err(RuntimeError::Start)?;
+                let mut op = factory(&ctx.for_instance(instance, t.parallelism))
+                    .map_err(RuntimeError::Start)?;
                 if let Some(w) = &wiring {
                     let key = state_key(node.name(), instance, t.parallelism);
                     if let Some(state) = restore_in(w, &key)? {
@@ -221,14 +229,14 @@ pub fn run(
             }
             let chain = Chain::new(links);
             let head_id = t.chain[0];
-            let task = match source.take() {
+            let task = match task_sources.get_mut(instance).and_then(Option::take) {
                 Some(source) => {
                     source_tasks.insert(id);
                     Task::Source(SourceTask {
                         name: graph.node(head_id).name().to_string(),
                         source,
                         counters: Arc::clone(&counters[head_id.0]),
-                        outlets: std::mem::take(&mut routes[head_id.0][0])
+                        outlets: std::mem::take(&mut routes[head_id.0][instance])
                             .into_iter()
                             .flatten()
                             .collect(),
@@ -242,6 +250,8 @@ pub fn run(
                         checkpointing: wiring.as_mut().map(|w| SourceCheckpointing {
                             task: id,
                             index: head_id.0,
+                            instance,
+                            parallelism: t.parallelism,
                             dir: w.dir.clone(),
                             commands: w.commands_for(id),
                             events: w.events.clone(),

@@ -26,6 +26,10 @@ pub(crate) struct SourceCheckpointing {
     pub task: usize,
     /// The source's index in the query (names its snapshot files).
     pub index: usize,
+    /// Which instance of the source this is, and of how many (names its position's key in
+    /// the manifest, as for operators).
+    pub instance: usize,
+    pub parallelism: usize,
     pub dir: anduin_checkpoint::CheckpointDir,
     pub commands: Receiver<Command>,
     pub events: Sender<Event>,
@@ -103,10 +107,7 @@ impl SourceTask {
             };
             let want = self.batch_size.saturating_sub(pending.rows).max(1);
             match self.source.poll(want, deadline)? {
-                SourcePoll::Batch(b) => {
-                    if b.num_rows() == 0 {
-                        continue;
-                    }
+                SourcePoll::Batch(b) if b.num_rows() > 0 => {
                     last_row = Instant::now();
                     self.set_idle(false)?;
                     rows_since_barrier += b.num_rows() as u64;
@@ -117,11 +118,15 @@ impl SourceTask {
                         self.flush(&mut pending)?;
                     }
                 }
-                SourcePoll::Idle => {}
+                SourcePoll::Batch(_) | SourcePoll::Idle => {}
                 SourcePoll::Exhausted => break,
             }
             if pending.since.is_some_and(|t| t.elapsed() >= self.linger) {
                 self.flush(&mut pending)?;
+            }
+            // With every polled row sent, event time may move on over what the source skipped.
+            if pending.rows == 0 && self.emit_progress()? {
+                last_row = Instant::now();
             }
             if pending.rows == 0 && idle_after.is_some_and(|t| last_row.elapsed() >= t) {
                 self.set_idle(true)?;
@@ -241,7 +246,13 @@ impl SourceTask {
             kind: BarrierKind::Checkpoint { full },
         };
         let mut snapshots = Vec::new();
-        let mut slot = Slot::new(epoch, full, &dir, (c.index, 0, 1), &self.name);
+        let mut slot = Slot::new(
+            epoch,
+            full,
+            &dir,
+            (c.index, c.instance, c.parallelism),
+            &self.name,
+        );
         self.source.snapshot(&mut slot)?;
         snapshots.push(slot.finish()?);
         send_to_outlets(
@@ -286,6 +297,24 @@ impl SourceTask {
         tracing::debug!(source = %self.name, idle, "source event time idleness changed");
         send_to_outlets(&mut self.outlets, Message::Idle(idle), &self.name)?;
         self.chain.idle(idle)
+    }
+
+    /// Moves the watermark to the source's event-time progress (minus the delay), if it
+    /// reports one and that is later than the last watermark. Only called with no row
+    /// pending, so that no row sent later is behind it. Returns whether it moved.
+    fn emit_progress(&mut self) -> Result<bool, OperatorError> {
+        let Some(spec) = self.source.watermarks() else {
+            return Ok(false);
+        };
+        let Some(t) = self.source.event_time_progress() else {
+            return Ok(false);
+        };
+        let wm = Watermark(t.saturating_sub(spec.delay_ms));
+        if self.watermark.is_some_and(|last| wm <= last) {
+            return Ok(false);
+        }
+        self.emit_watermark(wm)?;
+        Ok(true)
     }
 
     /// Sends `wm` downstream if it is later than the last one sent (an idle source becomes

@@ -161,6 +161,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             .as_ref()
             .and_then(|c: &Checkpointing| c.restore.as_ref())
             .map(|v| Epoch(v.manifest.epoch)),
+        // The runtime sets these for each instance it builds.
+        instance: 0,
+        parallelism: 1,
     };
 
     let stop = Arc::new(AtomicBool::new(false));

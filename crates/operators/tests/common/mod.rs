@@ -17,6 +17,8 @@ fn context() -> BuildContext {
         dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
         checkpointing: false,
         restore_epoch: None,
+        instance: 0,
+        parallelism: 1,
     }
 }
 

@@ -4,10 +4,20 @@
 //! Event `id` is a pure function of the seed and `id`: its kind is `id % 50` (person,
 //! auction or bid in proportions 1:3:46), its event time comes from the rate, and its random
 //! fields from an RNG seeded with the seed and `id`. So a run can resume at any position, and
-//! instances could split the id space between them (the runtime runs a source as one
-//! instance for now).
+//! parallel instances split the sequence between them without talking to each other.
+//!
+//! With `parallelism` N (or `anduin run --parallelism N`), instance `i` generates the events
+//! whose number `n` (0-based position, before the `first_event_id` offset) has `n % N == i`:
+//! interleaved, not contiguous ranges as nexmark-flink's `GeneratorConfig.split`, so that all
+//! instances advance through event time together and the watermark downstream (the minimum
+//! over the instances) stays tight; see [`split`]. An instance also advances its watermark
+//! over the events it walks past without emitting (other kinds, or none of its kind: with
+//! N = 2, every person is an even event), so that one without rows does not hold event time
+//! back. Each instance checkpoints its own position; a checkpoint restores only at the
+//! parallelism it was taken with (the checkpoint check refuses a change, naming the source).
 //!
 //! - [`ids`]: the configuration, the kinds and the id arithmetic;
+//! - [`split`]: which event numbers each parallel instance generates;
 //! - [`person`], [`auction`], [`bid`]: the columns of each kind;
 //! - [`strings`]: the RNG, random strings, the `extra` padding and prices.
 //!
@@ -19,6 +29,7 @@ pub mod auction;
 pub mod bid;
 pub mod ids;
 pub mod person;
+pub mod split;
 pub mod strings;
 
 use std::sync::Arc;
@@ -36,6 +47,7 @@ use crate::params::Params;
 use crate::{OperatorError, RestoreIn, SnapshotOut, Source, SourcePoll};
 
 pub use ids::{Config, Kind};
+pub use split::Split;
 
 /// The `nexmark` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -96,6 +108,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             kind: ParamKind::Int,
             default: Some("1"),
             doc: "events are shuffled within consecutive groups of this many (1: in order)",
+        },
+        ParamSpec {
+            name: "parallelism",
+            required: false,
+            kind: ParamKind::Int,
+            default: Some("1"),
+            doc: "how many instances generate the events, instance i of N the event numbers n with n % N = i (default: the query's --parallelism)",
         },
     ],
 };
@@ -210,11 +229,15 @@ pub(crate) fn bind(
         first_event_id: non_negative("first_event_id", 0)?,
         out_of_order_group_size: group,
     };
+    if p.int("parallelism").is_some_and(|n| n < 1) {
+        return Err(p.error("parallelism", "must be at least 1").into());
+    }
     let throttle = p.bool_or("throttle", false);
     let name = op.name.to_string();
     Ok(Binding {
-        bound: Bound::Source(Arc::new(move |_| {
-            let mut source = Nexmark::new(name.clone(), kind, config, events);
+        bound: Bound::Source(Arc::new(move |ctx| {
+            let mut source = Nexmark::new(name.clone(), kind, config, events)
+                .split(Split::new(ctx.instance, ctx.parallelism));
             source.throttle = throttle;
             source.watermarks = watermarks;
             Ok(Box::new(source))
@@ -231,10 +254,15 @@ pub struct Nexmark {
     kind: Kind,
     schema: SchemaRef,
     config: Config,
-    /// How many events (positions of the stream) in all.
+    /// How many events (positions of the stream) in all, over every instance.
     events: Option<u64>,
-    /// The position of the next event (events of every kind count).
+    /// The event numbers this instance generates.
+    split: Split,
+    /// The position of this instance's next event (events of every kind count): a number of
+    /// its split.
     position: u64,
+    /// The largest event time of the positions walked so far (emitted or not).
+    walked_time: Option<i64>,
     throttle: bool,
     started: Option<Instant>,
     /// The position when `started` was set (a resumed run counts its rate from there).
@@ -244,7 +272,8 @@ pub struct Nexmark {
 }
 
 impl Nexmark {
-    /// A source of the events of `kind`, unthrottled and without watermarks.
+    /// A source of the events of `kind`, unthrottled and without watermarks, that generates
+    /// the whole sequence (see [`Nexmark::split`]).
     pub fn new(name: String, kind: Kind, config: Config, events: Option<u64>) -> Self {
         Self {
             name,
@@ -252,7 +281,9 @@ impl Nexmark {
             schema: schema(kind),
             config,
             events,
+            split: Split::whole(),
             position: 0,
+            walked_time: None,
             throttle: false,
             started: None,
             rate_base: 0,
@@ -261,17 +292,31 @@ impl Nexmark {
         }
     }
 
+    /// This source as the instance that generates the event numbers of `split` only.
+    pub fn split(mut self, split: Split) -> Self {
+        self.split = split;
+        self.position = split.first();
+        self.rate_base = 0;
+        self
+    }
+
     /// The position of the next event.
     pub fn position(&self) -> u64 {
         self.position
     }
 
-    /// Up to `max_rows` rows of this kind from positions `position..end`.
+    /// Up to `max_rows` rows of this kind from this instance's positions in `position..end`.
+    /// Walks at most `max_rows` × 50 positions, so that an instance that has few or no events
+    /// of its kind returns (with fewer rows) and its event time still advances.
     fn make(&mut self, max_rows: usize, end: u64) -> Result<RecordBatch, OperatorError> {
         let mut rows = 0;
-        while self.position < end && rows < max_rows {
+        let mut steps = (max_rows as u64).saturating_mul(ids::PROPORTION_DENOMINATOR);
+        while self.position < end && rows < max_rows && steps > 0 {
             let id = self.config.event_id(self.position);
-            self.position += 1;
+            self.position = self.split.after(self.position);
+            steps -= 1;
+            let time = self.config.timestamp_of_id(id);
+            self.walked_time = Some(self.walked_time.map_or(time, |t| t.max(time)));
             if Kind::of(id) == self.kind {
                 self.columns.push(&self.config, id);
                 rows += 1;
@@ -319,27 +364,59 @@ impl Source for Nexmark {
         self.watermarks
     }
 
+    fn event_time_progress(&self) -> Option<i64> {
+        self.walked_time
+    }
+
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
         // Every event's randomness comes from the seed and its id: the position is all the
-        // state there is.
-        out.inline(serde_json::json!({ "position": self.position }));
+        // state there is. The split says which instance's position it is.
+        out.inline(serde_json::json!({
+            "position": self.position,
+            "instance": self.split.instance,
+            "parallelism": self.split.instances,
+        }));
         Ok(())
     }
 
     fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
-        self.position = state
-            .inline
-            .as_ref()
-            .and_then(|p| p["position"].as_u64())
-            .ok_or_else(|| OperatorError::Execution {
+        let inline = state.inline.as_ref();
+        let position = inline.and_then(|p| p["position"].as_u64()).ok_or_else(|| {
+            OperatorError::Execution {
                 operator: self.name.clone(),
                 message: "the checkpoint's position is malformed: no `position`".into(),
-            })?;
+            }
+        })?;
+        // A checkpoint from before parallel sources has no split: it is the whole sequence's.
+        let field = |name: &str, default: u64| {
+            inline
+                .and_then(|p| p.get(name))
+                .map_or(Some(default), serde_json::Value::as_u64)
+        };
+        let taken = (field("instance", 0), field("parallelism", 1));
+        let mine = (Some(self.split.instance), Some(self.split.instances));
+        if taken != mine || !self.split.owns(position) {
+            return Err(OperatorError::Execution {
+                operator: self.name.clone(),
+                message: format!(
+                    "the checkpoint holds the position of instance {} of {} (at event {position}), but this is instance {} of {}: a nexmark source resumes only at the parallelism it was checkpointed with",
+                    fmt_field(taken.0),
+                    fmt_field(taken.1),
+                    self.split.instance,
+                    self.split.instances
+                ),
+            });
+        }
+        self.position = position;
         // A throttled run restarts its clock: events already produced are not owed again.
         self.started = None;
         self.rate_base = self.position;
         Ok(())
     }
+}
+
+fn fmt_field(v: Option<u64>) -> String {
+    v.map_or_else(|| "?".into(), |v| v.to_string())
 }
 
 #[cfg(test)]
@@ -368,6 +445,93 @@ mod tests {
             }
             assert_eq!(rows, 100 * share, "{kind:?}");
         }
+    }
+
+    /// Every row `s` generates, each as its values joined by commas.
+    fn rows_of(mut s: Nexmark) -> Vec<String> {
+        use arrow::util::display::{ArrayFormatter, FormatOptions};
+        let far = Instant::now() + Duration::from_secs(60);
+        let mut rows = vec![];
+        while let SourcePoll::Batch(b) = s.poll(100, far).expect("polls") {
+            let options = FormatOptions::default();
+            let formatters: Vec<ArrayFormatter> = b
+                .columns()
+                .iter()
+                .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).expect("formats"))
+                .collect();
+            for r in 0..b.num_rows() {
+                let values: Vec<String> =
+                    formatters.iter().map(|f| f.value(r).to_string()).collect();
+                rows.push(values.join(","));
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn parallel_instances_together_generate_exactly_the_serial_events() {
+        let mut c = config();
+        c.out_of_order_group_size = 7;
+        c.first_event_id = 30;
+        for kind in [Kind::Person, Kind::Auction, Kind::Bid] {
+            let mut serial = rows_of(Nexmark::new("n".into(), kind, c, Some(3001)));
+            serial.sort();
+            assert!(!serial.is_empty());
+            for n in 1..=4 {
+                let mut all: Vec<String> = (0..n)
+                    .flat_map(|i| {
+                        rows_of(
+                            Nexmark::new("n".into(), kind, c, Some(3001)).split(Split::new(i, n)),
+                        )
+                    })
+                    .collect();
+                all.sort();
+                assert_eq!(all, serial, "{kind:?} over {n} instances");
+            }
+        }
+    }
+
+    #[test]
+    fn an_instance_without_events_of_its_kind_still_advances_event_time() {
+        // With two instances every person (event id 50k) is an even event: instance 1 has none.
+        let mut s = Nexmark::new("n".into(), Kind::Person, config(), None).split(Split::new(1, 2));
+        let far = Instant::now() + Duration::from_secs(60);
+        let mut last = None;
+        for _ in 0..3 {
+            let SourcePoll::Batch(b) = s.poll(10, far).expect("polls") else {
+                panic!("an endless source has a batch, empty or not");
+            };
+            assert_eq!(b.num_rows(), 0);
+            let progress = s.event_time_progress().expect("it walked some events");
+            assert!(last.is_none_or(|l| progress > l));
+            last = Some(progress);
+        }
+        assert_eq!(s.position() % 2, 1);
+    }
+
+    #[test]
+    fn an_instance_refuses_a_position_checkpointed_at_another_parallelism() {
+        let restore = |inline: serde_json::Value, split: Split| {
+            Nexmark::new("bids".into(), Kind::Bid, config(), None)
+                .split(split)
+                .restore(RestoreIn {
+                    epoch: anduin_types::Epoch(3),
+                    inline: Some(inline),
+                    files: vec![],
+                })
+        };
+        let two = serde_json::json!({ "position": 41, "instance": 1, "parallelism": 2 });
+        assert!(restore(two.clone(), Split::new(1, 2)).is_ok());
+        let err = restore(two, Split::new(1, 3)).expect_err("refused");
+        assert!(
+            err.to_string().contains("bids")
+                && err.to_string().contains("instance 1 of 2")
+                && err.to_string().contains("instance 1 of 3"),
+            "{err}"
+        );
+        // A checkpoint of the serial source (no split recorded) restores the whole sequence.
+        assert!(restore(serde_json::json!({ "position": 40 }), Split::whole()).is_ok());
+        assert!(restore(serde_json::json!({ "position": 40 }), Split::new(0, 2)).is_err());
     }
 
     #[test]
