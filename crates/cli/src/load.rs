@@ -45,6 +45,18 @@ pub fn load_with(
     missing: Missing,
     defaults: &[(&str, &str)],
 ) -> Result<Loaded, LoadError> {
+    load_edited(path, vars, missing, defaults, |_| {})
+}
+
+/// [`load_with`], with `edit` applied to the spec after variables are substituted and before
+/// it is checked (`bench` replaces the writers by `discard` sinks).
+pub fn load_edited(
+    path: &Path,
+    vars: &[(String, String)],
+    missing: Missing,
+    defaults: &[(&str, &str)],
+    edit: impl FnOnce(&mut Spec),
+) -> Result<Loaded, LoadError> {
     let src = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read query file `{}`", path.display()))
         .map_err(LoadError::Other)?;
@@ -55,6 +67,7 @@ pub fn load_with(
     let vars: BTreeMap<String, String> = vars.iter().cloned().collect();
     let mut warnings =
         anduin_spec::substitute(&mut spec, &vars, missing).map_err(LoadError::Diagnostics)?;
+    edit(&mut spec);
     for op in &mut spec.operators {
         let Some(sig) = anduin_graph::Catalog::signature(&BuiltinCatalog, op.kind.as_str()) else {
             continue;

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cmd;
+mod embedded;
 mod load;
 mod preflight;
 
@@ -37,6 +38,9 @@ enum Command {
     /// Inspect a checkpoint directory.
     #[command(subcommand)]
     Checkpoints(cmd::checkpoints::CheckpointsCommand),
+    /// Run a benchmark suite and report its throughput (sinks replaced by discard).
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
         Command::Check(args) => cmd::check::check(args),
         Command::Explain(args) => cmd::explain::explain(args),
         Command::Checkpoints(c) => cmd::checkpoints::checkpoints(c),
+        Command::Bench(c) => cmd::bench::bench(c),
     };
     match result {
         Ok(code) => code,

@@ -8,13 +8,16 @@ use std::time::Duration;
 
 use anduin_checkpoint::decide::RestoreDecision;
 use anduin_checkpoint::{Store, Validated};
-use anduin_operators::{BuildContext, DeadLetter, DeadLetterTarget};
-use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunConfig, RunSummary};
+use anduin_operators::DeadLetter;
+use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunSummary};
 use anduin_spec::Missing;
-use anduin_types::{parse_duration_ms, Epoch};
+use anduin_types::Epoch;
 use anyhow::{Context, Result};
 use clap::Args;
 
+use crate::embedded::{
+    execute, parse_duration, prepare_outputs, report_rejects, EngineArgs, Executed, Execution,
+};
 use crate::load::{load_with, parse_var, print_diagnostics, LoadError};
 
 /// Arguments of `anduin run`.
@@ -29,23 +32,8 @@ pub struct RunArgs {
     /// first file writer's output, or stderr when there is none.
     #[arg(long, value_name = "PATH")]
     pub dead_letter: Option<PathBuf>,
-    /// Rows per batch.
-    #[arg(long, default_value_t = 8192, value_name = "N", value_parser = parse_batch_size)]
-    pub batch_size: usize,
-    /// The longest a source holds rows before sending a partial batch.
-    #[arg(long, default_value = "100ms", value_parser = parse_duration, value_name = "DURATION")]
-    pub linger: Duration,
-    /// Run every operator as its own task (no chaining): uses more threads.
-    #[arg(long)]
-    pub no_chaining: bool,
-    /// Instances of each operator that can run in parallel (keyed windows) and sets no
-    /// `parallelism` of its own.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = parse_batch_size)]
-    pub parallelism: usize,
-    /// Where stateful operators that set no `state_backend` of their own keep their state:
-    /// `heap` (memory) or `lsm` (an LSM tree on local disk, for state larger than memory).
-    #[arg(long, value_name = "heap|lsm", value_parser = ["heap", "lsm"])]
-    pub state_backend: Option<String>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// Do not print the summary at the end.
     #[arg(short, long)]
     pub quiet: bool,
@@ -77,28 +65,8 @@ pub struct RunArgs {
     pub inject_checkpoint_failure: Option<u64>,
 }
 
-fn parse_batch_size(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "expected a number of rows of at least 1, found `{s}`"
-        )),
-    }
-}
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    parse_duration_ms(s)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("expected a duration such as 100ms or 2s, found `{s}`"))
-}
-
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let defaults: Vec<(&str, &str)> = args
-        .state_backend
-        .as_deref()
-        .map(|b| ("state_backend", b))
-        .into_iter()
-        .collect();
+    let defaults = args.engine.defaults();
     let loaded = match load_with(&args.file, &args.vars, Missing::Error, &defaults) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
@@ -109,18 +77,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     print_diagnostics(&args.file, &loaded.warnings);
 
-    let target = match &args.dead_letter {
-        Some(p) => DeadLetterTarget::File(p.clone()),
-        None => match first_file_output(&loaded.spec) {
-            Some(out) => DeadLetterTarget::File(PathBuf::from(format!("{out}.rejected"))),
-            None => DeadLetterTarget::Stderr,
-        },
-    };
-    let dead_letter_path = match &target {
-        DeadLetterTarget::File(p) => Some(p.clone()),
-        _ => None,
-    };
-    crate::preflight::check_files(&loaded.spec, dead_letter_path.as_deref())?;
+    let dead_letter = prepare_outputs(&loaded.spec, args.dead_letter.as_deref())?;
     let checkpointing = match prepare_checkpoints(&args)? {
         Prepared::None => None,
         Prepared::Finished(epoch) => {
@@ -136,58 +93,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Prepared::Unusable => return Ok(ExitCode::FAILURE),
         Prepared::Run(c) => Some(c),
     };
-    let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
-    let dead_letter = Arc::new(if resuming {
-        DeadLetter::resume(target)
-    } else {
-        DeadLetter::new(target)
-    });
-    if args.dead_letter.is_some() {
-        // A derived dead-letter file sits beside an output, whose writer checks the place.
-        dead_letter.check_writable().with_context(|| {
-            format!(
-                "cannot write the dead-letter file `{}`",
-                dead_letter_path
-                    .as_deref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
-            )
-        })?;
-    }
-    let ctx = BuildContext {
-        dead_letter: Arc::clone(&dead_letter),
-        checkpointing: checkpointing.is_some(),
-        restore_epoch: checkpointing
-            .as_ref()
-            .and_then(|c: &Checkpointing| c.restore.as_ref())
-            .map(|v| Epoch(v.manifest.epoch)),
-        // The runtime sets these for each instance it builds.
-        instance: 0,
-        parallelism: 1,
-    };
-
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrl_c(Arc::clone(&stop));
-    let config = RunConfig {
-        batch_size: args.batch_size,
-        linger: args.linger,
-        chaining: !args.no_chaining,
-        parallelism: args.parallelism,
-        stop,
-        checkpointing,
-        ..RunConfig::default()
-    };
-    let result = anduin_runtime::run(&loaded.graph, &config, &ctx);
-    dead_letter
-        .flush()
-        .context("cannot write the dead-letter file")?;
-    let summary = match result {
-        Ok(s) => s,
-        Err(e) => {
-            report_rejects(&dead_letter);
-            return Err(e.into());
-        }
-    };
+    let Executed {
+        summary,
+        dead_letter,
+    } = execute(
+        &loaded,
+        &args.engine,
+        Execution {
+            dead_letter,
+            dead_letter_named: args.dead_letter.is_some(),
+            checkpointing,
+            stop,
+        },
+    )?;
     if !args.quiet {
         print_summary(&args, &summary, &dead_letter);
     }
@@ -298,15 +218,6 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
     }))
 }
 
-/// The path of the first writer that writes to a file.
-fn first_file_output(spec: &anduin_spec::Spec) -> Option<String> {
-    spec.operators
-        .iter()
-        .filter(|o| o.kind.as_str() == "writer")
-        .filter_map(|o| o.param("path").map(|p| p.value.as_text().to_string()))
-        .find(|p| p != "-")
-}
-
 /// The first Ctrl-C (or SIGTERM) stops the query cleanly; a second one exits at once.
 fn install_ctrl_c(stop: Arc<AtomicBool>) {
     let result = ctrlc::set_handler(move || {
@@ -356,13 +267,4 @@ fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {
         eprintln!("anduin: no malformed records");
     }
     report_rejects(dead_letter);
-}
-
-/// The line that counts malformed records, when there were some.
-fn report_rejects(dead_letter: &DeadLetter) {
-    match (dead_letter.count(), dead_letter.path()) {
-        (0, _) => {}
-        (n, Some(p)) => eprintln!("anduin: {n} malformed records went to {}", p.display()),
-        (n, None) => eprintln!("anduin: {n} malformed records were printed to stderr"),
-    }
 }

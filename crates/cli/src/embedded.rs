@@ -1,0 +1,193 @@
+//! Running a checked query embedded in this process: the engine's options, the dead-letter
+//! file, the checks made before anything starts, and the run itself. `anduin run` and
+//! `anduin bench` both go through here, so a benchmark runs a query exactly as `run` does.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anduin_operators::{BuildContext, DeadLetter, DeadLetterTarget};
+use anduin_runtime::{Checkpointing, RunConfig, RunSummary};
+use anduin_spec::Spec;
+use anduin_types::{parse_duration_ms, Epoch};
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::load::Loaded;
+
+/// How the engine runs a query: the options `run` and `bench` share.
+#[derive(Args, Debug, Clone)]
+pub struct EngineArgs {
+    /// Rows per batch.
+    #[arg(long, default_value_t = 8192, value_name = "N", value_parser = parse_count)]
+    pub batch_size: usize,
+    /// The longest a source holds rows before sending a partial batch.
+    #[arg(long, default_value = "100ms", value_parser = parse_duration, value_name = "DURATION")]
+    pub linger: Duration,
+    /// Run every operator as its own task (no chaining): uses more threads.
+    #[arg(long)]
+    pub no_chaining: bool,
+    /// Instances of each operator that can run in parallel (keyed windows) and sets no
+    /// `parallelism` of its own.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = parse_count)]
+    pub parallelism: usize,
+    /// Where stateful operators that set no `state_backend` of their own keep their state:
+    /// `heap` (memory) or `lsm` (an LSM tree on local disk, for state larger than memory).
+    #[arg(long, value_name = "heap|lsm", value_parser = ["heap", "lsm"])]
+    pub state_backend: Option<String>,
+}
+
+impl EngineArgs {
+    /// The params given to every operator that takes them and sets none (see
+    /// [`crate::load::load_with`]).
+    pub fn defaults(&self) -> Vec<(&str, &str)> {
+        self.state_backend
+            .as_deref()
+            .map(|b| ("state_backend", b))
+            .into_iter()
+            .collect()
+    }
+}
+
+/// A count of at least 1 (`--batch-size`, `--parallelism`, `--repeat`).
+pub fn parse_count(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "expected a whole number of at least 1, found `{s}`"
+        )),
+    }
+}
+
+/// A duration such as `100ms` or `2s`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    parse_duration_ms(s)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("expected a duration such as 100ms or 2s, found `{s}`"))
+}
+
+/// Where malformed records go: `flag` (`--dead-letter`), else `<output>.rejected` beside the
+/// first file writer's output, else stderr. Refuses the query (before anything runs) if one
+/// of its outputs, or the dead-letter file, is also one of its inputs or another output.
+pub fn prepare_outputs(spec: &Spec, flag: Option<&Path>) -> Result<DeadLetterTarget> {
+    let target = match flag {
+        Some(p) => DeadLetterTarget::File(p.to_path_buf()),
+        None => match first_file_output(spec) {
+            Some(out) => DeadLetterTarget::File(PathBuf::from(format!("{out}.rejected"))),
+            None => DeadLetterTarget::Stderr,
+        },
+    };
+    let path = match &target {
+        DeadLetterTarget::File(p) => Some(p.as_path()),
+        _ => None,
+    };
+    crate::preflight::check_files(spec, path)?;
+    Ok(target)
+}
+
+/// The path of the first writer that writes to a file.
+fn first_file_output(spec: &Spec) -> Option<String> {
+    spec.operators
+        .iter()
+        .filter(|o| o.kind.as_str() == "writer")
+        .filter_map(|o| o.param("path").map(|p| p.value.as_text().to_string()))
+        .find(|p| p != "-")
+}
+
+/// What [`execute`] needs besides the query and the engine's options.
+pub struct Execution {
+    /// Where malformed records go (from [`prepare_outputs`]).
+    pub dead_letter: DeadLetterTarget,
+    /// Whether the dead-letter file was named by the user (`--dead-letter`): it is then
+    /// checked to be writable before anything runs (a derived one sits beside an output,
+    /// whose writer checks the place).
+    pub dead_letter_named: bool,
+    /// Checkpoints, if the run takes them.
+    pub checkpointing: Option<Checkpointing>,
+    /// Set to stop the run cleanly.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// A finished run.
+pub struct Executed {
+    /// What the engine reports.
+    pub summary: RunSummary,
+    /// The malformed records it met.
+    pub dead_letter: Arc<DeadLetter>,
+}
+
+/// Runs `loaded` embedded in this process with `engine`'s options, until its input ends (or
+/// `execution.stop` is set), and flushes the dead-letter file. On failure, the count of
+/// malformed records met so far is printed before the error is returned.
+pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Result<Executed> {
+    let Execution {
+        dead_letter: target,
+        dead_letter_named,
+        checkpointing,
+        stop,
+    } = execution;
+    let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
+    let path = match &target {
+        DeadLetterTarget::File(p) => Some(p.clone()),
+        _ => None,
+    };
+    let dead_letter = Arc::new(if resuming {
+        DeadLetter::resume(target)
+    } else {
+        DeadLetter::new(target)
+    });
+    if dead_letter_named {
+        dead_letter.check_writable().with_context(|| {
+            format!(
+                "cannot write the dead-letter file `{}`",
+                path.as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            )
+        })?;
+    }
+    let ctx = BuildContext {
+        dead_letter: Arc::clone(&dead_letter),
+        checkpointing: checkpointing.is_some(),
+        restore_epoch: checkpointing
+            .as_ref()
+            .and_then(|c: &Checkpointing| c.restore.as_ref())
+            .map(|v| Epoch(v.manifest.epoch)),
+        // The runtime sets these for each instance it builds.
+        instance: 0,
+        parallelism: 1,
+    };
+    let config = RunConfig {
+        batch_size: engine.batch_size,
+        linger: engine.linger,
+        chaining: !engine.no_chaining,
+        parallelism: engine.parallelism,
+        stop,
+        checkpointing,
+        ..RunConfig::default()
+    };
+    let result = anduin_runtime::run(&loaded.graph, &config, &ctx);
+    dead_letter
+        .flush()
+        .context("cannot write the dead-letter file")?;
+    match result {
+        Ok(summary) => Ok(Executed {
+            summary,
+            dead_letter,
+        }),
+        Err(e) => {
+            report_rejects(&dead_letter);
+            Err(e.into())
+        }
+    }
+}
+
+/// The line that counts malformed records, when there were some.
+pub fn report_rejects(dead_letter: &DeadLetter) {
+    match (dead_letter.count(), dead_letter.path()) {
+        (0, _) => {}
+        (n, Some(p)) => eprintln!("anduin: {n} malformed records went to {}", p.display()),
+        (n, None) => eprintln!("anduin: {n} malformed records were printed to stderr"),
+    }
+}
