@@ -16,7 +16,7 @@ use super::ids::{
     Config, AVG_BID_BYTES, FIRST_AUCTION_ID, FIRST_PERSON_ID, HOT_AUCTION_RATIO, HOT_BATCH,
     HOT_BIDDER_RATIO,
 };
-use super::strings::{next_extra, next_price, next_string, Rng};
+use super::strings::{next_price, next_string, push_extra, Rng};
 use super::Columns;
 
 /// The columns of the `bid` output.
@@ -84,6 +84,10 @@ pub struct Bids {
     extra: StringBuilder,
     /// The hot channels' urls, once computed.
     hot_urls: Vec<String>,
+    /// The other channels' names and urls, computed when first used.
+    channels: Vec<Option<(String, String)>>,
+    /// The `extra` of the bid being built.
+    scratch: String,
 }
 
 impl Columns for Bids {
@@ -116,15 +120,24 @@ impl Columns for Bids {
                 .append_value(self.hot_urls.get(i).map(String::as_str).unwrap_or_default());
         } else {
             let n = rng.below(CHANNELS);
-            self.channel.append_value(format!("channel-{n}"));
-            self.url.append_value(channel_url(config.seed, n));
+            if self.channels.is_empty() {
+                self.channels.resize(CHANNELS as usize, None);
+            }
+            let (name, url) = self
+                .channels
+                .get_mut(n as usize)
+                .expect("n < CHANNELS, the cache's length")
+                .get_or_insert_with(|| (format!("channel-{n}"), channel_url(config.seed, n)));
+            self.channel.append_value(name.as_str());
+            self.url.append_value(url.as_str());
         }
-        let extra = next_extra(&mut rng, 8 + 8 + 8 + 8, AVG_BID_BYTES);
+        self.scratch.clear();
+        push_extra(&mut rng, 8 + 8 + 8 + 8, AVG_BID_BYTES, &mut self.scratch);
         self.auction.push(auction as i64 + FIRST_AUCTION_ID);
         self.bidder.push(bidder as i64 + FIRST_PERSON_ID);
         self.price.push(price);
         self.date_time.push(config.timestamp_of_id(id));
-        self.extra.append_value(extra);
+        self.extra.append_value(self.scratch.as_str());
     }
 
     fn finish(&mut self) -> Vec<ArrayRef> {

@@ -60,22 +60,49 @@ pub fn next_string(rng: &mut Rng, max_len: usize, special: char) -> String {
 
 /// A string of exactly `len` characters, as [`next_string`].
 pub fn exact_string(rng: &mut Rng, len: usize, special: char) -> String {
-    (0..len)
-        .map(|_| {
-            if rng.below(13) == 0 {
-                special
-            } else {
-                char::from(b'a' + rng.below(26) as u8)
-            }
-        })
-        .collect()
+    let mut out = String::with_capacity(len);
+    push_string(rng, len, special, &mut out);
+    out
+}
+
+/// Characters drawn from one 64-bit random number (169^6 < 2^45).
+const CHARS_PER_DRAW: u32 = 6;
+
+/// Appends `len` characters to `out`: each `special` with probability 1/13, else a lowercase
+/// letter, uniformly (one draw from 169 values: 13 for `special`, 6 per letter). Several
+/// characters come from one random number, each from the high part of its product with 169.
+pub fn push_string(rng: &mut Rng, len: usize, special: char, out: &mut String) {
+    let mut bits = 0u64;
+    let mut left = 0;
+    for _ in 0..len {
+        if left == 0 {
+            bits = rng.next_u64();
+            left = CHARS_PER_DRAW;
+        }
+        let m = u128::from(bits) * 169;
+        let v = (m >> 64) as u8;
+        bits = m as u64;
+        left -= 1;
+        out.push(if v < 13 {
+            special
+        } else {
+            char::from(b'a' + (v - 13) / 6)
+        });
+    }
 }
 
 /// The `extra` field of an event whose other fields count `current` bytes: on average it
 /// brings the event to `average` bytes (uniform within ±20 % of the missing size).
 pub fn next_extra(rng: &mut Rng, current: usize, average: usize) -> String {
+    let mut out = String::new();
+    push_extra(rng, current, average, &mut out);
+    out
+}
+
+/// [`next_extra`], appended to `out`.
+pub fn push_extra(rng: &mut Rng, current: usize, average: usize, out: &mut String) {
     if current > average {
-        return String::new();
+        return;
     }
     let wanted = average - current;
     let delta = (wanted as f64 * 0.2).round() as usize;
@@ -85,7 +112,7 @@ pub fn next_extra(rng: &mut Rng, current: usize, average: usize) -> String {
     } else {
         min + rng.below(2 * delta as u64 + 1) as usize
     };
-    exact_string(rng, len, ' ')
+    push_string(rng, len, ' ', out);
 }
 
 /// A price in cents: `round(10^(U·6) · 100)` for `U` uniform in `[0, 1)`, so between 100 and
@@ -106,6 +133,22 @@ mod tests {
             assert!((1..20).contains(&s.len()), "{s:?}");
         }
         assert_eq!(exact_string(&mut rng, 17, '_').len(), 17);
+    }
+
+    #[test]
+    fn characters_are_special_one_time_in_13_and_letters_uniformly_otherwise() {
+        let mut rng = Rng::for_event(3, 9);
+        let mut s = String::new();
+        for _ in 0..10_000 {
+            push_string(&mut rng, 34, '_', &mut s);
+        }
+        let n = s.len() as f64;
+        let share = |c: char| s.chars().filter(|x| *x == c).count() as f64 / n;
+        assert!((share('_') - 1.0 / 13.0).abs() < 0.003, "{}", share('_'));
+        for c in 'a'..='z' {
+            let expected = 12.0 / 13.0 / 26.0;
+            assert!((share(c) - expected).abs() < 0.002, "{c}: {}", share(c));
+        }
     }
 
     #[test]

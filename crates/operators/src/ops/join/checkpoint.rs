@@ -82,7 +82,7 @@ impl Checkpointed {
     ) -> Result<(), CheckpointError> {
         let changed: Vec<(&[u8], &Key)> = store
             .keys
-            .0
+            .map
             .iter()
             .filter(|(_, k)| k.mark != Mark::Saved)
             .map(|(key, k)| (&key[..], k))
@@ -116,7 +116,7 @@ impl Checkpointed {
             }
             self.backend.put(kg(key), key, &bytes)?;
         }
-        store.keys.0.retain(|_, k| {
+        store.keys.map.retain(|_, k| {
             k.mark = Mark::Saved;
             !k.is_empty()
         });
@@ -181,22 +181,26 @@ impl Checkpointed {
             for (key, v) in found.drain(..) {
                 let sides = get_sides(&v).ok_or(CheckpointError::Corrupt(KeyGroup(g)))?;
                 let mut k = Key {
-                    sides: [Vec::new(), Vec::new()],
+                    sides: Default::default(),
                     mark: Mark::Saved,
+                    in_order: [true, true],
                 };
                 for (side, rows) in sides.iter().enumerate() {
                     for r in rows {
                         // The stream's checksum vouches for the bytes the converter reads.
                         values[side].push(parsers[side].parse(r.values));
-                        k.sides[side].push(Entry {
-                            time: r.time,
-                            at: (0, values[side].num_rows() - 1),
-                            matched: r.matched,
-                        });
+                        k.push(
+                            side,
+                            Entry {
+                                time: r.time,
+                                at: (0, values[side].num_rows() - 1),
+                                matched: r.matched,
+                            },
+                        );
                     }
                 }
                 if !k.is_empty() {
-                    store.keys.0.insert(key.into(), k);
+                    store.keys.map.insert(key.into(), k);
                 }
             }
         }
@@ -207,6 +211,7 @@ impl Checkpointed {
                 store.chunks[side].add_restored(batch);
             }
         }
+        store.keys.reindex();
         Ok(store)
     }
 }

@@ -12,7 +12,7 @@ use arrow::row::{RowConverter, SortField};
 
 use super::checkpoint::Checkpointed;
 use super::output::{joined, Pair};
-use super::store::{Entry, Store};
+use super::store::{Entry, KeyBytes, Store};
 use super::{JoinKind, JoinSetup};
 use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
 
@@ -100,8 +100,8 @@ impl Join {
                 self.late += 1;
                 continue;
             };
-            let k = keys.key_mut(rows.row(i).as_ref());
-            let (own, other) = k.own_and_other(side);
+            let (key, k) = keys.key_mut(rows.row(i).as_ref());
+            let (_, other) = k.own_and_other(side);
             let mut entry = Entry {
                 time: t,
                 at: (chunk, i),
@@ -123,7 +123,8 @@ impl Join {
                 }
             }
             chunks.hold(chunk);
-            own.push(entry);
+            k.push(side, entry);
+            keys.due(side, t, key);
         }
         chunks.drop_if_unused(chunk);
         Ok(pairs)
@@ -157,8 +158,8 @@ impl Join {
                 let [gone_left, gone_right] = self
                     .store
                     .keys
-                    .prune([&|e| e.time.saturating_add(upper) < wm, &|e| {
-                        e.time.saturating_sub(lower) < wm
+                    .prune([&|t| t.saturating_add(upper) < wm, &|t| {
+                        t.saturating_sub(lower) < wm
                     }]);
                 if self.setup.left_outer {
                     let pairs: Vec<Pair> = gone_left
@@ -176,20 +177,20 @@ impl Join {
                 let [gone_left, gone_right] = self
                     .store
                     .keys
-                    .prune([&|e| end(e.time) <= wm, &|e| end(e.time) <= wm]);
+                    .prune([&|t| end(t) <= wm, &|t| end(t) <= wm]);
                 // Group by window and key.
                 type Sides = (Vec<Entry>, Vec<Entry>);
-                let mut groups: BTreeMap<(i64, Box<[u8]>), Sides> = BTreeMap::new();
+                let mut groups: BTreeMap<(i64, KeyBytes), Sides> = BTreeMap::new();
                 for (k, e) in &gone_left {
                     groups
-                        .entry((e.time.div_euclid(size), k.clone()))
+                        .entry((e.time.div_euclid(size), Arc::clone(k)))
                         .or_default()
                         .0
                         .push(*e);
                 }
                 for (k, e) in &gone_right {
                     groups
-                        .entry((e.time.div_euclid(size), k.clone()))
+                        .entry((e.time.div_euclid(size), Arc::clone(k)))
                         .or_default()
                         .1
                         .push(*e);

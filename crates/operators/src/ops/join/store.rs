@@ -2,10 +2,18 @@
 //! sides' rows still waiting for partners, with a mark saying how they relate to the key's
 //! checkpointed copy in the state backend (see `checkpoint.rs`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, VecDeque};
+
+use std::sync::Arc;
+
+use hashbrown::hash_map::EntryRef;
+use hashbrown::HashMap;
 
 use ahash::RandomState;
 use arrow::record_batch::RecordBatch;
+
+/// A key's bytes (Arrow row format), shared by the map and the expiry index.
+pub(crate) type KeyBytes = Arc<[u8]>;
 
 /// A buffered row.
 #[derive(Debug, Clone, Copy)]
@@ -33,8 +41,11 @@ pub(crate) enum Mark {
 #[derive(Debug)]
 pub(crate) struct Key {
     /// Left rows, then right rows.
-    pub sides: [Vec<Entry>; 2],
+    pub sides: [VecDeque<Entry>; 2],
     pub mark: Mark,
+    /// Per side, whether its rows' times ascend (the usual case: then the rows a watermark
+    /// expires are a prefix).
+    pub in_order: [bool; 2],
 }
 
 impl Key {
@@ -46,17 +57,33 @@ impl Key {
 
     /// Whether neither side has a row.
     pub(crate) fn is_empty(&self) -> bool {
-        self.sides.iter().all(Vec::is_empty)
+        self.sides.iter().all(VecDeque::is_empty)
     }
 
     /// The rows of `side` (0 left, 1 right) and those of the other side.
-    pub(crate) fn own_and_other(&mut self, side: usize) -> (&mut Vec<Entry>, &mut Vec<Entry>) {
+    pub(crate) fn own_and_other(
+        &mut self,
+        side: usize,
+    ) -> (&mut VecDeque<Entry>, &mut VecDeque<Entry>) {
         let [left, right] = &mut self.sides;
         if side == 0 {
             (left, right)
         } else {
             (right, left)
         }
+    }
+
+    /// Adds a row of `side`, after the others.
+    pub(crate) fn push(&mut self, side: usize, e: Entry) {
+        let list = &mut self.sides[side];
+        if list.back().is_some_and(|last| last.time > e.time) {
+            self.in_order[side] = false;
+        }
+        if list.capacity() == 0 {
+            // Most keys hold one row: no room for four.
+            list.reserve_exact(1);
+        }
+        list.push_back(e);
     }
 }
 
@@ -104,7 +131,7 @@ impl Chunks {
     }
 
     /// Forgets rows pruned earlier: a batch none of whose rows is buffered is dropped.
-    pub(crate) fn release(&mut self, gone: &[(Box<[u8]>, Entry)]) {
+    pub(crate) fn release(&mut self, gone: &[(KeyBytes, Entry)]) {
         for (_, e) in gone {
             if let Some(n) = self.live.get_mut(e.at.0) {
                 *n = n.saturating_sub(1);
@@ -129,52 +156,110 @@ pub(crate) struct Store {
 /// Both sides' rows by key (the Arrow row-format bytes of the key columns). A key whose rows
 /// are all gone stays, empty and [`Mark::Changed`], until the next snapshot deletes its entry
 /// from the backend, unless the backend never saw it.
+///
+/// Which keys hold rows of which time is kept per side (time → keys, in arrival order), so
+/// that a watermark visits only the keys with rows it expires, not every key.
 #[derive(Debug, Default)]
-pub(crate) struct Keys(pub HashMap<Box<[u8]>, Key, RandomState>);
+pub(crate) struct Keys {
+    pub map: HashMap<KeyBytes, Key, RandomState>,
+    due: [BTreeMap<i64, Vec<KeyBytes>>; 2],
+}
 
 impl Keys {
     /// The rows of `key` (new and empty if there are none), marked as changed.
-    pub(crate) fn key_mut(&mut self, key: &[u8]) -> &mut Key {
-        if !self.0.contains_key(key) {
-            self.0.insert(
-                key.into(),
-                Key {
-                    sides: [Vec::new(), Vec::new()],
-                    mark: Mark::New,
-                },
-            );
-        }
-        let k = self.0.get_mut(key).expect("inserted above if absent");
+    pub(crate) fn key_mut(&mut self, key: &[u8]) -> (KeyBytes, &mut Key) {
+        let o = match self.map.entry_ref(key) {
+            EntryRef::Occupied(o) => o,
+            EntryRef::Vacant(v) => v.insert_entry(Key {
+                sides: [VecDeque::new(), VecDeque::new()],
+                mark: Mark::New,
+                in_order: [true, true],
+            }),
+        };
+        let bytes = Arc::clone(o.key());
+        let k = o.into_mut();
         k.touch();
-        k
+        (bytes, k)
     }
 
-    /// Removes the rows of each side that `expired` says are done and returns them per side,
-    /// in arrival order. Their batches stay until [`Chunks::release`].
+    /// Records that `key` holds a row of `side` with time `time` (after pushing it).
+    pub(crate) fn due(&mut self, side: usize, time: i64, key: KeyBytes) {
+        if let Some(due) = self.due.get_mut(side) {
+            due.entry(time).or_default().push(key);
+        }
+    }
+
+    /// Rebuilds the heaps from the rows in the map (after a restore).
+    pub(crate) fn reindex(&mut self) {
+        let mut due: [BTreeMap<i64, Vec<KeyBytes>>; 2] = Default::default();
+        for (key, k) in &self.map {
+            for (side, list) in k.sides.iter().enumerate() {
+                for e in list {
+                    due[side].entry(e.time).or_default().push(Arc::clone(key));
+                }
+            }
+        }
+        self.due = due;
+    }
+
+    /// Removes the rows of each side whose time `expired` says is done (a predicate that,
+    /// once true for a time, is true for every earlier time) and returns them per side, in
+    /// arrival order. Their batches stay until [`Chunks::release`].
     pub(crate) fn prune(
         &mut self,
-        expired: [&dyn Fn(&Entry) -> bool; 2],
-    ) -> [Vec<(Box<[u8]>, Entry)>; 2] {
-        let mut gone: [Vec<(Box<[u8]>, Entry)>; 2] = [Vec::new(), Vec::new()];
-        self.0.retain(|key, k| {
+        expired: [&dyn Fn(i64) -> bool; 2],
+    ) -> [Vec<(KeyBytes, Entry)>; 2] {
+        // A key listed twice is visited twice; the second visit finds nothing to remove.
+        let mut visit: Vec<KeyBytes> = Vec::new();
+        for (due, expired) in self.due.iter_mut().zip(expired) {
+            while due.first_key_value().is_some_and(|(t, _)| expired(*t)) {
+                if let Some((_, keys)) = due.pop_first() {
+                    visit.extend(keys);
+                }
+            }
+        }
+        let mut gone: [Vec<(KeyBytes, Entry)>; 2] = [Vec::new(), Vec::new()];
+        for key in visit {
+            let Some(k) = self.map.get_mut(&key) else {
+                continue;
+            };
             let mut removed = false;
-            for ((list, expired), gone) in k.sides.iter_mut().zip(expired).zip(&mut gone) {
-                list.retain(|e| {
-                    if expired(e) {
-                        gone.push((key.clone(), *e));
-                        removed = true;
-                        false
-                    } else {
-                        true
-                    }
-                });
+            for (((list, in_order), expired), gone) in k
+                .sides
+                .iter_mut()
+                .zip(&mut k.in_order)
+                .zip(expired)
+                .zip(&mut gone)
+            {
+                if *in_order {
+                    // Times ascend: the expired rows are a prefix.
+                    let n = list.partition_point(|e| expired(e.time));
+                    removed |= n > 0;
+                    gone.extend(list.drain(..n).map(|e| (Arc::clone(&key), e)));
+                } else {
+                    list.retain(|e| {
+                        if expired(e.time) {
+                            gone.push((Arc::clone(&key), *e));
+                            removed = true;
+                            false
+                        } else {
+                            true
+                        }
+                    });
+                    *in_order = list
+                        .iter()
+                        .zip(list.iter().skip(1))
+                        .all(|(a, b)| a.time <= b.time);
+                }
             }
             if removed {
                 k.touch();
             }
             // A key the backend never saw needs no delete.
-            !(k.mark == Mark::New && k.is_empty())
-        });
+            if k.mark == Mark::New && k.is_empty() {
+                self.map.remove(&key);
+            }
+        }
         for g in &mut gone {
             g.sort_by_key(|(_, e)| e.at);
         }
