@@ -82,7 +82,6 @@ impl Checkpointed {
     ) -> Result<(), CheckpointError> {
         let changed: Vec<(&[u8], &Key)> = store
             .keys
-            .map
             .iter()
             .filter(|(_, k)| k.mark != Mark::Saved)
             .map(|(key, k)| (&key[..], k))
@@ -116,10 +115,7 @@ impl Checkpointed {
             }
             self.backend.put(kg(key), key, &bytes)?;
         }
-        store.keys.map.retain(|_, k| {
-            k.mark = Mark::Saved;
-            !k.is_empty()
-        });
+        store.keys.saved();
         let _stats = self.backend.snapshot(kind, out)?;
         Ok(())
     }
@@ -200,7 +196,7 @@ impl Checkpointed {
                     }
                 }
                 if !k.is_empty() {
-                    store.keys.map.insert(key.into(), k);
+                    store.keys.insert(&key, k);
                 }
             }
         }

@@ -157,45 +157,95 @@ pub(crate) struct Store {
 /// are all gone stays, empty and [`Mark::Changed`], until the next snapshot deletes its entry
 /// from the backend, unless the backend never saw it.
 ///
-/// Which keys hold rows of which time is kept per side (time → keys, in arrival order), so
-/// that a watermark visits only the keys with rows it expires, not every key.
+/// The keys live in a slab, found through a hash index of small slots (key → slab slot), so
+/// that the index of millions of keys stays compact. Which keys hold rows of which time is
+/// kept per side (time → slots, in arrival order), so that a watermark visits only the keys
+/// with rows it expires, not every key. A slot freed and reused meanwhile is visited for
+/// nothing: a visit only removes rows the watermark expires.
 #[derive(Debug, Default)]
 pub(crate) struct Keys {
-    pub map: HashMap<KeyBytes, Key, RandomState>,
-    due: [BTreeMap<i64, Vec<KeyBytes>>; 2],
+    index: HashMap<KeyBytes, u32, RandomState>,
+    slab: Vec<Option<(KeyBytes, Key)>>,
+    free: Vec<u32>,
+    due: [BTreeMap<i64, Vec<u32>>; 2],
 }
 
 impl Keys {
-    /// The rows of `key` (new and empty if there are none), marked as changed.
-    pub(crate) fn key_mut(&mut self, key: &[u8]) -> (KeyBytes, &mut Key) {
-        let o = match self.map.entry_ref(key) {
-            EntryRef::Occupied(o) => o,
-            EntryRef::Vacant(v) => v.insert_entry(Key {
-                sides: [VecDeque::new(), VecDeque::new()],
-                mark: Mark::New,
-                in_order: [true, true],
-            }),
+    /// The rows of `key` (new and empty if there are none), marked as changed, and its slot.
+    pub(crate) fn key_mut(&mut self, key: &[u8]) -> (u32, &mut Key) {
+        let slot = match self.index.entry_ref(key) {
+            EntryRef::Occupied(o) => *o.get(),
+            EntryRef::Vacant(v) => {
+                let slot = self.free.pop().unwrap_or_else(|| {
+                    self.slab.push(None);
+                    u32::try_from(self.slab.len() - 1).expect("fewer than 2^32 keys")
+                });
+                let o = v.insert_entry(slot);
+                self.slab[slot as usize] = Some((
+                    Arc::clone(o.key()),
+                    Key {
+                        sides: [VecDeque::new(), VecDeque::new()],
+                        mark: Mark::New,
+                        in_order: [true, true],
+                    },
+                ));
+                slot
+            }
         };
-        let bytes = Arc::clone(o.key());
-        let k = o.into_mut();
+        let (_, k) = self.slab[slot as usize]
+            .as_mut()
+            .expect("an indexed slot holds its key");
         k.touch();
-        (bytes, k)
+        (slot, k)
     }
 
-    /// Records that `key` holds a row of `side` with time `time` (after pushing it).
-    pub(crate) fn due(&mut self, side: usize, time: i64, key: KeyBytes) {
+    /// Records that the key in `slot` holds a row of `side` with time `time`.
+    pub(crate) fn due(&mut self, side: usize, time: i64, slot: u32) {
         if let Some(due) = self.due.get_mut(side) {
-            due.entry(time).or_default().push(key);
+            due.entry(time).or_default().push(slot);
         }
     }
 
-    /// Rebuilds the heaps from the rows in the map (after a restore).
+    /// Every key and its rows.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&KeyBytes, &Key)> {
+        self.slab.iter().flatten().map(|(b, k)| (b, k))
+    }
+
+    /// Adds a key restored from a checkpoint (its rows pushed already); call
+    /// [`Keys::reindex`] after the last.
+    pub(crate) fn insert(&mut self, key: &[u8], k: Key) {
+        let bytes: KeyBytes = key.into();
+        let slot = u32::try_from(self.slab.len()).expect("fewer than 2^32 keys");
+        self.slab.push(Some((Arc::clone(&bytes), k)));
+        self.index.insert(bytes, slot);
+    }
+
+    /// Marks every key as saved, forgetting the empty ones (after a snapshot wrote them).
+    pub(crate) fn saved(&mut self) {
+        for slot in 0..self.slab.len() {
+            let Some((bytes, k)) = self.slab[slot].as_mut() else {
+                continue;
+            };
+            k.mark = Mark::Saved;
+            if k.is_empty() {
+                self.index.remove(bytes);
+                self.slab[slot] = None;
+                self.free.push(u32::try_from(slot).expect("fewer than 2^32 keys"));
+            }
+        }
+    }
+
+    /// Rebuilds the time index from the rows (after a restore).
     pub(crate) fn reindex(&mut self) {
-        let mut due: [BTreeMap<i64, Vec<KeyBytes>>; 2] = Default::default();
-        for (key, k) in &self.map {
+        let mut due: [BTreeMap<i64, Vec<u32>>; 2] = Default::default();
+        for (slot, entry) in self.slab.iter().enumerate() {
+            let Some((_, k)) = entry else {
+                continue;
+            };
+            let slot = u32::try_from(slot).expect("fewer than 2^32 keys");
             for (side, list) in k.sides.iter().enumerate() {
                 for e in list {
-                    due[side].entry(e.time).or_default().push(Arc::clone(key));
+                    due[side].entry(e.time).or_default().push(slot);
                 }
             }
         }
@@ -209,18 +259,18 @@ impl Keys {
         &mut self,
         expired: [&dyn Fn(i64) -> bool; 2],
     ) -> [Vec<(KeyBytes, Entry)>; 2] {
-        // A key listed twice is visited twice; the second visit finds nothing to remove.
-        let mut visit: Vec<KeyBytes> = Vec::new();
+        // A slot listed twice is visited twice; the second visit finds nothing to remove.
+        let mut visit: Vec<u32> = Vec::new();
         for (due, expired) in self.due.iter_mut().zip(expired) {
             while due.first_key_value().is_some_and(|(t, _)| expired(*t)) {
-                if let Some((_, keys)) = due.pop_first() {
-                    visit.extend(keys);
+                if let Some((_, slots)) = due.pop_first() {
+                    visit.extend(slots);
                 }
             }
         }
         let mut gone: [Vec<(KeyBytes, Entry)>; 2] = [Vec::new(), Vec::new()];
-        for key in visit {
-            let Some(k) = self.map.get_mut(&key) else {
+        for slot in visit {
+            let Some(Some((key, k))) = self.slab.get_mut(slot as usize) else {
                 continue;
             };
             let mut removed = false;
@@ -235,11 +285,11 @@ impl Keys {
                     // Times ascend: the expired rows are a prefix.
                     let n = list.partition_point(|e| expired(e.time));
                     removed |= n > 0;
-                    gone.extend(list.drain(..n).map(|e| (Arc::clone(&key), e)));
+                    gone.extend(list.drain(..n).map(|e| (Arc::clone(key), e)));
                 } else {
                     list.retain(|e| {
                         if expired(e.time) {
-                            gone.push((Arc::clone(&key), *e));
+                            gone.push((Arc::clone(key), *e));
                             removed = true;
                             false
                         } else {
@@ -257,7 +307,9 @@ impl Keys {
             }
             // A key the backend never saw needs no delete.
             if k.mark == Mark::New && k.is_empty() {
-                self.map.remove(&key);
+                self.index.remove(key);
+                self.slab[slot as usize] = None;
+                self.free.push(slot);
             }
         }
         for g in &mut gone {
