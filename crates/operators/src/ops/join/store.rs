@@ -230,7 +230,8 @@ impl Keys {
             if k.is_empty() {
                 self.index.remove(bytes);
                 self.slab[slot] = None;
-                self.free.push(u32::try_from(slot).expect("fewer than 2^32 keys"));
+                self.free
+                    .push(u32::try_from(slot).expect("fewer than 2^32 keys"));
             }
         }
     }
