@@ -13,6 +13,11 @@ pub(crate) trait View {
     fn cell(&self, row: u64, col: usize) -> Option<&Value>;
     /// The number of this match in its partition (1 for the first).
     fn match_number(&self) -> i64;
+    /// The last row mapped to `var` when the view knows it without walking the rows
+    /// (`Some(None)`: no row is), else `None`.
+    fn last_of(&self, _var: usize) -> Option<Option<u64>> {
+        None
+    }
 }
 
 /// The value of `e` for the match `view`; `vars` are the variable names (for CLASSIFIER).
@@ -63,13 +68,20 @@ pub(crate) fn eval(e: &E, view: &impl View, vars: &[Arc<str>]) -> Value {
 /// The row (and its variable) a reference names.
 fn resolve(r: RowRef, view: &impl View) -> Option<(u64, usize)> {
     let of = |v: Option<usize>, var: usize| v.is_none_or(|v| v == var);
-    let (row, var) = match r.base {
-        Base::Last { var, n } => view.steps().filter(|(_, v)| of(var, *v)).nth(n)?,
-        Base::First { var, n } => {
-            let count = view.steps().filter(|(_, v)| of(var, *v)).count();
-            let from_newest = count.checked_sub(n + 1)?;
-            view.steps().filter(|(_, v)| of(var, *v)).nth(from_newest)?
-        }
+    let known = match r.base {
+        Base::Last { var: Some(v), n: 0 } => view.last_of(v).map(|row| row.map(|row| (row, v))),
+        _ => None,
+    };
+    let (row, var) = match (known, r.base) {
+        (Some(found), _) => found?,
+        (None, base) => match base {
+            Base::Last { var, n } => view.steps().filter(|(_, v)| of(var, *v)).nth(n)?,
+            Base::First { var, n } => {
+                let count = view.steps().filter(|(_, v)| of(var, *v)).count();
+                let from_newest = count.checked_sub(n + 1)?;
+                view.steps().filter(|(_, v)| of(var, *v)).nth(from_newest)?
+            }
+        },
     };
     Some((row.checked_sub(r.back as u64)?, var))
 }

@@ -76,6 +76,29 @@ struct Step {
     row: u64,
     var: usize,
     prev: Option<Arc<Step>>,
+    /// The last row mapped to each of the first [`TRACKED`] variables up to this step
+    /// ([`NO_ROW`]: none), so that `A.price` in a later condition needs no walk back to A.
+    last: [u64; TRACKED],
+}
+
+/// How many variables a step remembers the last rows of (a pattern with more walks the
+/// history for the others).
+const TRACKED: usize = 4;
+const NO_ROW: u64 = u64::MAX;
+
+impl Step {
+    fn after(row: u64, var: usize, prev: Option<Arc<Step>>) -> Arc<Step> {
+        let mut last = prev.as_ref().map_or([NO_ROW; TRACKED], |p| p.last);
+        if let Some(l) = last.get_mut(var) {
+            *l = row;
+        }
+        Arc::new(Step {
+            row,
+            var,
+            prev,
+            last,
+        })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -182,6 +205,19 @@ impl View for HistView<'_> {
     fn match_number(&self) -> i64 {
         self.number
     }
+    fn last_of(&self, var: usize) -> Option<Option<u64>> {
+        if self.head.1 == var {
+            return Some(Some(self.head.0));
+        }
+        if var >= TRACKED {
+            return None;
+        }
+        Some(
+            self.hist
+                .and_then(|s| s.last.get(var).copied())
+                .filter(|r| *r != NO_ROW),
+        )
+    }
 }
 
 /// A finished match (or partial one) as expressions see it.
@@ -285,11 +321,7 @@ impl Partition {
                 if !ok {
                     continue;
                 }
-                let hist = Some(Arc::new(Step {
-                    row: idx,
-                    var,
-                    prev: t.hist.clone(),
-                }));
+                let hist = Some(Step::after(idx, var, t.hist.clone()));
                 if closure(p, &mut self.seen, t.pc + 1, hist.clone(), &mut next) {
                     found = Some(hist);
                     break;
