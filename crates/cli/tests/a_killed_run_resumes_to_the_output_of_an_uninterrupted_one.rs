@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use common::anduin;
+use common::{anduin, kill_after, output_rows};
 
 const QUERY: &str = r#"
 type name = "Event" {
@@ -168,36 +168,6 @@ operator name = "out", type = "writer" {
 }
 "#;
 
-/// The data rows of every file under `path` (a file or a directory of parts), sorted.
-fn rows(path: &Path) -> Vec<String> {
-    let mut files = vec![];
-    if path.is_dir() {
-        for e in std::fs::read_dir(path).expect("output dir") {
-            let p = e.expect("entry").path();
-            let name = p.file_name().expect("name").to_string_lossy().to_string();
-            if !name.starts_with('.') {
-                files.push(p);
-            }
-        }
-    } else {
-        files.push(path.to_path_buf());
-    }
-    let mut out: Vec<String> = files
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .expect("part")
-                .lines()
-                // Each part, like the reference file, starts with a header line.
-                .filter(|l| !l.starts_with(|c: char| c.is_ascii_alphabetic()))
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 /// A small deterministic RNG (splitmix64), so that the kill points follow the seed.
 struct Rng(u64);
 
@@ -232,29 +202,6 @@ fn start(dir: &Path, extra: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("starts")
-}
-
-/// Lets the run complete `checkpoints` more checkpoints and go on for `delay_ms` (to land
-/// the kill anywhere in the checkpoint cycle: mid-batch, mid-barrier, between a checkpoint's
-/// completion and its commit), then kills it with SIGKILL. Returns false if the run ended
-/// first. The outcome must not depend on where the kill lands.
-fn kill_after(mut child: Child, checkpoints: u64, delay_ms: u64) -> bool {
-    let stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut seen = 0;
-    for line in stderr.lines() {
-        let line = line.expect("a line");
-        if line.contains("checkpoint complete") {
-            seen += 1;
-            if seen >= checkpoints {
-                std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-                let _ = child.kill();
-                let _ = child.wait();
-                return true;
-            }
-        }
-    }
-    let _ = child.wait();
-    false
 }
 
 #[test]
@@ -333,7 +280,7 @@ fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let expected = rows(&dir.path().join("reference.csv"));
+        let expected = output_rows(&dir.path().join("reference.csv"));
         assert!(expected.len() > 10_000, "the query produces enough rows");
 
         // Kill it two to four times, each time after a random number of checkpoints.
@@ -362,7 +309,7 @@ fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {
         let out = anduin(dir.path(), &args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
-        let got = rows(&dir.path().join("out"));
+        let got = output_rows(&dir.path().join("out"));
         assert_eq!(
             got.len(),
             expected.len(),
@@ -387,7 +334,7 @@ fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {
         );
         assert_eq!(out.status.code(), Some(0));
         assert!(String::from_utf8_lossy(&out.stderr).contains("already finished"));
-        assert!(rows(&dir.path().join("out")) == expected);
+        assert!(output_rows(&dir.path().join("out")) == expected);
     }
 }
 
@@ -405,7 +352,7 @@ fn a_windowed_run_stopped_with_ctrl_c_resumes_to_the_output_of_an_uninterrupted_
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let expected = rows(&dir.path().join("reference.csv"));
+    let expected = output_rows(&dir.path().join("reference.csv"));
 
     let mut child = start(dir.path(), &[]);
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
@@ -441,5 +388,5 @@ fn a_windowed_run_stopped_with_ctrl_c_resumes_to_the_output_of_an_uninterrupted_
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(rows(&dir.path().join("out")) == expected);
+    assert!(output_rows(&dir.path().join("out")) == expected);
 }

@@ -5,11 +5,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use common::{anduin, anduin_ok};
+use common::{anduin, anduin_ok, kill_after, output_rows};
 
 const QUERY: &str = r#"
 operator name = "bids", type = "nexmark" {
@@ -33,37 +32,6 @@ operator name = "out", type = "writer" {
   param path = "${OUTPUT}"
 }
 "#;
-
-/// The data rows of every part file under `path` (a file or a directory of parts), sorted.
-fn rows(path: &Path) -> Vec<String> {
-    let files: Vec<std::path::PathBuf> = if path.is_dir() {
-        std::fs::read_dir(path)
-            .expect("output dir")
-            .map(|e| e.expect("entry").path())
-            .filter(|p| {
-                !p.file_name()
-                    .expect("name")
-                    .to_string_lossy()
-                    .starts_with('.')
-            })
-            .collect()
-    } else {
-        vec![path.to_path_buf()]
-    };
-    let mut out: Vec<String> = files
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .expect("part")
-                .lines()
-                .skip(1)
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 const CHECKPOINTED: [&str; 10] = [
     "run",
@@ -91,25 +59,6 @@ fn start(dir: &Path) -> Child {
         .expect("starts")
 }
 
-/// Kills the run with SIGKILL as soon as it has completed `checkpoints` more checkpoints.
-/// Returns false if it ended first.
-fn kill_after(mut child: Child, checkpoints: usize) -> bool {
-    let stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut seen = 0;
-    for line in stderr.lines() {
-        if line.expect("a line").contains("checkpoint complete") {
-            seen += 1;
-            if seen >= checkpoints {
-                let _ = child.kill();
-                let _ = child.wait();
-                return true;
-            }
-        }
-    }
-    let _ = child.wait();
-    false
-}
-
 #[test]
 fn a_killed_run_with_a_parallel_nexmark_source_resumes_to_the_uninterrupted_output() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -126,12 +75,12 @@ fn a_killed_run_with_a_parallel_nexmark_source_resumes_to_the_uninterrupted_outp
             "THROTTLE=false",
         ],
     );
-    let expected = rows(&dir.path().join("reference.csv"));
+    let expected = output_rows(&dir.path().join("reference.csv"));
     assert!(expected.len() > 5000, "{} rows", expected.len());
 
     let mut killed = 0;
     for after in [2, 3] {
-        if kill_after(start(dir.path()), after) {
+        if kill_after(start(dir.path()), after, 0) {
             killed += 1;
         }
     }
@@ -153,7 +102,7 @@ fn a_killed_run_with_a_parallel_nexmark_source_resumes_to_the_uninterrupted_outp
     );
 
     anduin_ok(dir.path(), &CHECKPOINTED);
-    let got = rows(&dir.path().join("out"));
+    let got = output_rows(&dir.path().join("out"));
     assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
     assert!(
         got == expected,

@@ -2,8 +2,9 @@
 
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 use sha2::{Digest, Sha256};
 
@@ -124,4 +125,57 @@ pub fn normalize(csv: &str, kinds: &str) -> (usize, String) {
     }
     let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     (lines.len(), hex[..16].to_string())
+}
+
+/// The data rows of every file under `path` (a file or a directory of parts), sorted.
+pub fn output_rows(path: &Path) -> Vec<String> {
+    let mut files = vec![];
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).expect("output dir") {
+            let p = e.expect("entry").path();
+            let name = p.file_name().expect("name").to_string_lossy().to_string();
+            if !name.starts_with('.') {
+                files.push(p);
+            }
+        }
+    } else {
+        files.push(path.to_path_buf());
+    }
+    let mut out: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .expect("part")
+                .lines()
+                // Each part, like the reference file, starts with a header line.
+                .filter(|l| !l.starts_with(|c: char| c.is_ascii_alphabetic()))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Lets the run complete `checkpoints` more checkpoints and go on for `delay_ms` (to land
+/// the kill anywhere in the checkpoint cycle: mid-batch, mid-barrier, between a checkpoint's
+/// completion and its commit), then kills it with SIGKILL. Returns false if the run ended
+/// first. The outcome must not depend on where the kill lands.
+pub fn kill_after(mut child: Child, checkpoints: u64, delay_ms: u64) -> bool {
+    let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut seen = 0;
+    for line in stderr.lines() {
+        let line = line.expect("a line");
+        if line.contains("checkpoint complete") {
+            seen += 1;
+            if seen >= checkpoints {
+                std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+                let _ = child.kill();
+                let _ = child.wait();
+                return true;
+            }
+        }
+    }
+    let _ = child.wait();
+    false
 }

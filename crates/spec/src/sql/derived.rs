@@ -38,6 +38,14 @@ pub(crate) struct Derived {
 }
 
 impl Derived {
+    /// What column `column` is (`Plain` if the stream has no such column).
+    pub(crate) fn attr(&self, column: &str) -> Attr {
+        self.columns
+            .iter()
+            .find(|(c, _)| c == column)
+            .map_or(Attr::Plain, |(_, a)| *a)
+    }
+
     /// The column that is the stream's event time: its window end, else its only time.
     pub(crate) fn event_time(&self) -> Option<&str> {
         let pick = |a: Attr| {

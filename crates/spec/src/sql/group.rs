@@ -16,7 +16,7 @@ use sqlparser::ast::Spanned;
 use sqlparser::ast::{Expr, Select, SelectItem};
 
 use super::derived::{Attr, Derived};
-use super::insert::{name_of, operator, unnested, unsupported};
+use super::insert::{name_of, operator, quoted, unnested, unsupported};
 use super::source_text::pos;
 use super::window_tvf::WindowTvf;
 use crate::ast::Spec;
@@ -38,10 +38,6 @@ fn internal(c: &str) -> String {
     } else {
         c.to_string()
     }
-}
-
-fn quoted(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
 }
 
 /// Lowers the GROUP BY of `s` (its select items written as `items`) over `stream`; returns
@@ -98,13 +94,7 @@ pub(super) fn lower(
         }
         Grouping::Bounds(Some(d)) => {
             let g_at = group.first().map_or(at, |g| pos(g.span().start));
-            let attr = |c: &str| {
-                d.columns
-                    .iter()
-                    .find(|(x, _)| x == c)
-                    .map_or(Attr::Plain, |(_, a)| *a)
-            };
-            let Some(end) = keys.iter().find(|k| attr(k) == Attr::WindowEnd).cloned() else {
+            let Some(end) = keys.iter().find(|k| d.attr(k) == Attr::WindowEnd).cloned() else {
                 let ends: Vec<&str> = d
                     .columns
                     .iter()

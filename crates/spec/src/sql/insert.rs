@@ -55,7 +55,6 @@ pub(crate) fn lower(
     if !sink.is_empty() && sink.len() == names.len() && sink.iter().zip(&names).any(|(a, b)| a != b)
     {
         // INSERT is positional: the selected columns take the table's names.
-        let quoted = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
         let renamed: Vec<String> = names
             .iter()
             .zip(&sink)
@@ -110,6 +109,11 @@ pub(super) fn unnested(mut e: &Expr) -> &Expr {
         e = inner;
     }
     e
+}
+
+/// `s` as a double-quoted SQL identifier.
+pub(super) fn quoted(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
 }
 
 pub(super) fn name_of(e: &Expr) -> Option<String> {

@@ -187,11 +187,7 @@ impl Tables {
     /// What column `column` of stream `name` is: a window bound, a time, or plain.
     pub(crate) fn attr(&self, name: &str, column: &str) -> Attr {
         if let Some(d) = self.derived(name) {
-            return d
-                .columns
-                .iter()
-                .find(|(c, _)| c == column)
-                .map_or(Attr::Plain, |(_, a)| *a);
+            return d.attr(column);
         }
         if self.time_columns(name).iter().any(|c| c == column) {
             Attr::Time

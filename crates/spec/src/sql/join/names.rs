@@ -10,7 +10,7 @@ use sqlparser::ast::{
 };
 
 use super::super::derived::{item_column, Attr};
-use super::super::insert::unsupported;
+use super::super::insert::{quoted, unsupported};
 use super::super::source_text::pos;
 use super::super::tables::Tables;
 
@@ -238,7 +238,6 @@ impl Joined {
     /// One item of the select list, over the join output.
     pub(super) fn item(&self, item: &SelectItem) -> Result<String, Diagnostic> {
         let at = pos(item.span().start);
-        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
         Ok(match item {
             SelectItem::UnnamedExpr(e) => self.rewrite(e)?.to_string(),
             SelectItem::ExprWithAlias { expr, alias } => {
@@ -260,9 +259,9 @@ impl Joined {
                 })?;
                 let mut cols: Vec<String> = Vec::new();
                 if side.window.is_some() {
-                    cols.extend(["window_start", "window_end"].map(quote));
+                    cols.extend(["window_start", "window_end"].map(quoted));
                 }
-                cols.extend(side.out.iter().map(|c| quote(c)));
+                cols.extend(side.out.iter().map(|c| quoted(c)));
                 cols.join(", ")
             }
             other => return Err(unsupported(at, format!("`{other}` in a join's SELECT"))),

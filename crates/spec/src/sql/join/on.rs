@@ -6,7 +6,7 @@ use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{BinaryOperator, Expr};
 
-use super::super::insert::{unnested, unsupported};
+use super::super::insert::{quoted, unnested, unsupported};
 use super::super::source_text::pos;
 use super::super::window_tvf::signed_interval_ms;
 use super::names::{Col, Joined};
@@ -223,16 +223,15 @@ impl Joined {
                 "a join without equal keys (add `AND a.key = b.key`)",
             ));
         }
-        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
         let on = equalities
             .iter()
             .map(|(l, r, _)| {
                 format!(
                     "{}.{} = {}.{}",
-                    quote(&self.sides[0].stream),
-                    quote(l),
-                    quote(&self.sides[1].stream),
-                    quote(r)
+                    quoted(&self.sides[0].stream),
+                    quoted(l),
+                    quoted(&self.sides[1].stream),
+                    quoted(r)
                 )
             })
             .collect::<Vec<_>>()
