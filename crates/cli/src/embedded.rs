@@ -183,11 +183,18 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
     }
 }
 
-/// The line that counts malformed records, when there were some.
+/// The line that counts malformed records and rejected rows, when there were some.
 pub fn report_rejects(dead_letter: &DeadLetter) {
-    match (dead_letter.count(), dead_letter.path()) {
-        (0, _) => {}
-        (n, Some(p)) => eprintln!("anduin: {n} malformed records went to {}", p.display()),
-        (n, None) => eprintln!("anduin: {n} malformed records were printed to stderr"),
+    let rows = dead_letter.rejected_rows();
+    let records = dead_letter.count() - rows;
+    let what = match (records, rows) {
+        (0, 0) => return,
+        (n, 0) => format!("{n} malformed records"),
+        (0, r) => format!("{r} rejected rows"),
+        (n, r) => format!("{n} malformed records and {r} rejected rows"),
+    };
+    match dead_letter.path() {
+        Some(p) => eprintln!("anduin: {what} went to {}", p.display()),
+        None => eprintln!("anduin: {what} were printed to stderr"),
     }
 }

@@ -1,8 +1,14 @@
-//! The dead-letter output: where malformed input records go, so that none is lost silently.
+//! The dead-letter output: where malformed input records and rows an operator cannot process
+//! go, so that none is lost silently.
 //!
-//! One JSON object per line: `{"operator":…,"source":…,"line":…,"reason":…,"record":…}`.
-//! The file is created (or truncated) on the first rejected record of a run; a run without
-//! any leaves an existing file alone.
+//! One JSON object per line. A malformed input record (from a source):
+//! `{"operator":…,"source":…,"line":…,"reason":…,"record":…}`. A rejected row (from an
+//! operator: an expression failed on it, its event time is missing or out of range):
+//! `{"operator":…,"reason":…,"expression":…,"at":…,"row":{…},"source":…,"line":…}`, where
+//! `expression`, `at` (the expression's `FILE:LINE:COL` in the query), `source` and `line`
+//! (where the row was read, when known) are left out when unknown.
+//! The file is created (or truncated) on the first reject of a run; a run without any leaves
+//! an existing file alone.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -23,6 +29,52 @@ pub struct RejectedRecord {
     pub record: String,
 }
 
+/// One row that an operator could not process and sent to the dead letters instead of
+/// stopping the query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RejectedRow {
+    /// Why it was rejected (the expression's error, "event time is null", …).
+    pub reason: String,
+    /// The expression that failed on the row, if one did.
+    pub expression: Option<String>,
+    /// Where that expression stands in the query, `FILE:LINE:COL`, when known.
+    pub at: Option<String>,
+    /// The row's values as a JSON object (column name -> value); see [`row_as_json`].
+    pub row: serde_json::Value,
+    /// The input file and 1-based line the row was read from, when known.
+    pub origin: Option<(String, u64)>,
+}
+
+/// Row `row` of `batch` as a JSON object, column name -> value (nulls included), for a
+/// [`RejectedRow`]. A value JSON cannot hold (a NaN) is written as its text.
+pub fn row_as_json(batch: &arrow::record_batch::RecordBatch, row: usize) -> serde_json::Value {
+    let mut object = serde_json::Map::new();
+    if row >= batch.num_rows() {
+        return serde_json::Value::Object(object);
+    }
+    let options = arrow::util::display::FormatOptions::default().with_null("null");
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        let value = if column.is_null(row) {
+            serde_json::Value::Null
+        } else {
+            let text = arrow::util::display::ArrayFormatter::try_new(column.as_ref(), &options)
+                .map(|f| f.value(row).to_string())
+                .unwrap_or_else(|e| format!("<{e}>"));
+            match field.data_type() {
+                d if d.is_integer() || d.is_floating() => {
+                    serde_json::from_str::<serde_json::Number>(&text)
+                        .map(serde_json::Value::Number)
+                        .unwrap_or(serde_json::Value::String(text))
+                }
+                arrow::datatypes::DataType::Boolean => serde_json::Value::Bool(text == "true"),
+                _ => serde_json::Value::String(text),
+            }
+        };
+        object.insert(field.name().clone(), value);
+    }
+    serde_json::Value::Object(object)
+}
+
 /// Where rejected records go.
 #[derive(Debug)]
 pub enum DeadLetterTarget {
@@ -38,6 +90,7 @@ pub struct DeadLetter {
     target: DeadLetterTarget,
     writer: Mutex<Option<BufWriter<File>>>,
     count: AtomicU64,
+    rows: AtomicU64,
     /// Append to an existing file instead of creating it.
     append: bool,
 }
@@ -49,6 +102,7 @@ impl DeadLetter {
             target,
             writer: Mutex::new(None),
             count: AtomicU64::new(0),
+            rows: AtomicU64::new(0),
             append: false,
         }
     }
@@ -70,11 +124,12 @@ impl DeadLetter {
             target,
             writer: Mutex::new(None),
             count: AtomicU64::new(0),
+            rows: AtomicU64::new(0),
             append: true,
         }
     }
 
-    /// Records a rejected record of operator `operator`.
+    /// Records a malformed input record of source `operator`.
     pub fn reject(&self, operator: &str, r: &RejectedRecord) -> std::io::Result<()> {
         self.count.fetch_add(1, Ordering::Relaxed);
         let line = serde_json::json!({
@@ -83,8 +138,33 @@ impl DeadLetter {
             "line": r.line,
             "reason": r.reason,
             "record": r.record,
-        })
-        .to_string();
+        });
+        self.write(&line)
+    }
+
+    /// Records a row that operator `operator` could not process.
+    pub fn reject_row(&self, operator: &str, r: &RejectedRow) -> std::io::Result<()> {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.rows.fetch_add(1, Ordering::Relaxed);
+        let mut object = serde_json::Map::new();
+        object.insert("operator".into(), operator.into());
+        object.insert("reason".into(), r.reason.clone().into());
+        if let Some(e) = &r.expression {
+            object.insert("expression".into(), e.clone().into());
+        }
+        if let Some(at) = &r.at {
+            object.insert("at".into(), at.clone().into());
+        }
+        object.insert("row".into(), r.row.clone());
+        if let Some((source, line)) = &r.origin {
+            object.insert("source".into(), source.clone().into());
+            object.insert("line".into(), (*line).into());
+        }
+        self.write(&serde_json::Value::Object(object))
+    }
+
+    fn write(&self, value: &serde_json::Value) -> std::io::Result<()> {
+        let line = value.to_string();
         match &self.target {
             DeadLetterTarget::Stderr => {
                 eprintln!("rejected: {line}");
@@ -111,9 +191,15 @@ impl DeadLetter {
         }
     }
 
-    /// How many records were rejected so far.
+    /// How many records and rows were rejected so far, of both kinds.
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// How many of [`DeadLetter::count`] are rows an operator rejected (the rest are
+    /// malformed input records).
+    pub fn rejected_rows(&self) -> u64 {
+        self.rows.load(Ordering::Relaxed)
     }
 
     /// The file, if rejects go to one.
@@ -170,5 +256,56 @@ mod tests {
         assert_eq!(v["line"], 7);
         assert_eq!(v["record"], "1,2,x");
         assert_eq!(dl.count(), 1);
+    }
+
+    #[test]
+    fn a_rejected_row_names_its_expression_position_values_and_origin() {
+        use arrow::array::{Float64Array, Int64Array, StringArray};
+        use arrow::datatypes::{DataType, Field, Schema};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out.rejected");
+        let dl = DeadLetter::new(DeadLetterTarget::File(path.clone()));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("b", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("f", DataType::Float64, true),
+        ]));
+        let batch = arrow::record_batch::RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int64Array::from(vec![Some(1), Some(7)])),
+                Arc::new(Int64Array::from(vec![Some(2), Some(0)])),
+                Arc::new(StringArray::from(vec![Some("x"), None])),
+                Arc::new(Float64Array::from(vec![1.5, f64::NAN])),
+            ],
+        )
+        .expect("batch");
+        let row = row_as_json(&batch, 1);
+        assert_eq!(row["a"], 7);
+        assert_eq!(row["s"], serde_json::Value::Null);
+        assert_eq!(row["f"], "NaN");
+        dl.reject_row(
+            "m",
+            &RejectedRow {
+                reason: "Divide by zero error".into(),
+                expression: Some("a / b".into()),
+                at: Some("q.flow:9:21".into()),
+                row,
+                origin: Some(("in.csv".into(), 3)),
+            },
+        )
+        .expect("writes");
+        dl.flush().expect("flushes");
+        let v: serde_json::Value =
+            serde_json::from_str(std::fs::read_to_string(&path).expect("reads").trim())
+                .expect("json");
+        assert_eq!(v["operator"], "m");
+        assert_eq!(v["expression"], "a / b");
+        assert_eq!(v["at"], "q.flow:9:21");
+        assert_eq!(v["row"]["b"], 0);
+        assert_eq!(v["line"], 3);
+        assert_eq!((dl.count(), dl.rejected_rows()), (1, 1));
     }
 }

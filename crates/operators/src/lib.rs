@@ -21,7 +21,7 @@ pub use catalog::{
     Bound, BuildContext, BuiltinCatalog, OperatorFactory, SourceFactory, SIGNATURES,
 };
 pub use checkpointing::{RestoreIn, SnapshotOut};
-pub use dead_letter::{DeadLetter, DeadLetterTarget, RejectedRecord};
+pub use dead_letter::{row_as_json, DeadLetter, DeadLetterTarget, RejectedRecord, RejectedRow};
 pub use error::{ControlError, OperatorError};
 pub use event_time::WatermarkSpec;
 pub use operator::{Collector, Operator};
