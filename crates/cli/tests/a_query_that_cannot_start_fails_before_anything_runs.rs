@@ -197,3 +197,32 @@ fn a_dead_letter_file_in_a_missing_directory_is_an_error_before_start() {
     );
     assert!(!dir.path().join("o.csv").exists());
 }
+
+/// Issue 22, point 2: the same file under two names (a hard link) was overwritten while it
+/// was read.
+#[test]
+fn an_output_or_dead_letter_file_hard_linked_to_the_input_is_refused_and_the_input_survives() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = "ts,sensor,value\n1,2,3\n4,5,60\n";
+    std::fs::write(dir.path().join("in.csv"), input).expect("input");
+    std::fs::hard_link(dir.path().join("in.csv"), dir.path().join("hard.csv")).expect("link");
+    for extra in [
+        &["--var", "OUTPUT=hard.csv"][..],
+        &["--var", "OUTPUT=o.csv", "--dead-letter", "hard.csv"][..],
+    ] {
+        let query = sensors();
+        let mut args = vec!["run", query.as_str(), "--var", "INPUT=in.csv"];
+        args.extend_from_slice(extra);
+        let out = anduin(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("operator \"source\" reads") && stderr.contains("hard.csv"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("in.csv")).expect("input intact"),
+            input
+        );
+    }
+}
