@@ -14,6 +14,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod cmd;
 mod embedded;
 mod load;
+mod locks;
 mod preflight;
 
 /// anduin: continuous queries over streams, declared in .flow (or JSON) files.

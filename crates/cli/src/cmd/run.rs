@@ -19,6 +19,7 @@ use crate::embedded::{
     execute, parse_duration, prepare_outputs, report_rejects, EngineArgs, Executed, Execution,
 };
 use crate::load::{load_with, parse_var, print_diagnostics, LoadError};
+use crate::locks::lock_run;
 
 /// Arguments of `anduin run`.
 #[derive(Args, Debug)]
@@ -78,6 +79,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     print_diagnostics(&args.file, &loaded.warnings);
 
     let dead_letter = prepare_outputs(&loaded.spec, args.dead_letter.as_deref())?;
+    // Held until the run ends: nothing below reads or writes before another run is refused.
+    let _locks = lock_run(&loaded.spec, &dead_letter, args.checkpoint_dir.as_deref())?;
     let checkpointing = match prepare_checkpoints(&args)? {
         Prepared::None => None,
         Prepared::Finished(epoch) => {

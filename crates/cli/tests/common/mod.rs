@@ -179,3 +179,35 @@ pub fn kill_after(mut child: Child, checkpoints: u64, delay_ms: u64) -> bool {
     let _ = child.wait();
     false
 }
+
+/// A child process that is killed (by its PID, SIGKILL) and reaped when the guard drops, so
+/// that a failing test leaves nothing running.
+pub struct ChildGuard(pub Child);
+
+impl ChildGuard {
+    /// The child's PID.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Polls `condition` until it holds, for at most a minute (a generous bound for a slow,
+/// shared machine: reaching it means the awaited event never came). Waits on an observable
+/// fact, never on time alone.
+pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

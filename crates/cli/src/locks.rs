@@ -1,0 +1,47 @@
+//! One owner at a time for what a run writes: its checkpoint directory and its output files
+//! (writers' paths and the dead-letter file) are locked before anything is read or written,
+//! and stay locked until the run ends. A second run on any of them is refused, naming the PID
+//! of the run that holds it (see `anduin_checkpoint::OwnerLock`).
+
+use std::path::{Path, PathBuf};
+
+use anduin_checkpoint::{output_locks_dir, OwnerLock};
+use anduin_operators::DeadLetterTarget;
+use anduin_spec::Spec;
+use anyhow::Result;
+
+/// The locks a run holds; dropping it releases them.
+#[derive(Debug)]
+#[must_use = "the run's files are unlocked when this is dropped"]
+pub struct RunLocks {
+    _held: Vec<OwnerLock>,
+}
+
+/// Locks `checkpoint_dir` (if any), then every file output of `spec` and the dead-letter
+/// file: refused if another run holds any of them.
+pub fn lock_run(
+    spec: &Spec,
+    dead_letter: &DeadLetterTarget,
+    checkpoint_dir: Option<&Path>,
+) -> Result<RunLocks> {
+    let mut held = Vec::new();
+    if let Some(dir) = checkpoint_dir {
+        held.push(OwnerLock::checkpoint_dir(dir)?);
+    }
+    let mut outputs: Vec<PathBuf> = spec
+        .operators
+        .iter()
+        .filter(|o| o.kind.as_str() == "writer")
+        .filter_map(|o| o.param("path").map(|p| p.value.as_text().to_string()))
+        .filter(|p| p != "-")
+        .map(PathBuf::from)
+        .collect();
+    if let DeadLetterTarget::File(p) = dead_letter {
+        outputs.push(p.clone());
+    }
+    let locks = output_locks_dir();
+    for path in outputs {
+        held.push(OwnerLock::output(&locks, &path)?);
+    }
+    Ok(RunLocks { _held: held })
+}
