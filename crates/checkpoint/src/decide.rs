@@ -10,7 +10,7 @@ use anduin_types::{Epoch, SnapshotKind};
 /// restored checkpoint) takes: a full one every `full_every` checkpoints and as the first of a
 /// run, changes otherwise. `full_every` of 0 or 1 means always full.
 pub fn snapshot_kind(n: u64, full_every: u64) -> SnapshotKind {
-    if full_every <= 1 || n % full_every == 0 {
+    if full_every <= 1 || n.is_multiple_of(full_every) {
         SnapshotKind::Full
     } else {
         SnapshotKind::Changes

@@ -51,13 +51,34 @@ impl<W: Write> Write for CrcWriter<W> {
     }
 }
 
+/// The temporary name of a file not yet committed: removed when dropped, so that a
+/// checkpoint file abandoned on any path (a failed write, a failed checkpoint, an error in
+/// between) leaves nothing behind. Committing renames the file away first.
+#[derive(Debug)]
+struct TempName(PathBuf);
+
+impl Drop for TempName {
+    fn drop(&mut self) {
+        match std::fs::remove_file(&self.0) {
+            Ok(()) => {
+                tracing::debug!(path = %self.0.display(), "removed an uncommitted checkpoint file")
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(path = %self.0.display(), error = %e, "cannot remove an uncommitted checkpoint file")
+            }
+        }
+    }
+}
+
 /// A checkpoint file being written under its temporary name. [`PendingFile::writer`] gives
 /// the bytes a place to go; [`PendingFile::finish`] flushes and returns the data needed to
-/// make it durable later ([`PendingFile::commit`]), possibly on another thread.
+/// make it durable later ([`PendingFile::commit`]), possibly on another thread. Dropped
+/// before it is committed, it removes its temporary file.
 #[derive(Debug)]
 pub struct PendingFile {
     path: PathBuf,
-    temp: PathBuf,
+    temp: TempName,
     writer: CrcWriter<BufWriter<File>>,
 }
 
@@ -68,7 +89,7 @@ impl PendingFile {
         let file = File::create(&temp).map_err(|e| CheckpointError::io(&temp, e))?;
         Ok(Self {
             path: path.to_path_buf(),
-            temp,
+            temp: TempName(temp),
             writer: CrcWriter::new(BufWriter::with_capacity(1 << 16, file)),
         })
     }
@@ -86,7 +107,7 @@ impl PendingFile {
             .writer
             .into_inner()
             .into_inner()
-            .map_err(|e| CheckpointError::io(&self.temp, e.into_error()))?;
+            .map_err(|e| CheckpointError::io(&self.temp.0, e.into_error()))?;
         Ok(FinishedFile {
             path: self.path,
             temp: self.temp,
@@ -102,11 +123,12 @@ impl PendingFile {
     }
 }
 
-/// A checkpoint file fully written under its temporary name, not yet durable.
+/// A checkpoint file fully written under its temporary name, not yet durable. Dropped before
+/// it is committed, it removes its temporary file.
 #[derive(Debug)]
 pub struct FinishedFile {
     path: PathBuf,
-    temp: PathBuf,
+    temp: TempName,
     file: File,
     size: u64,
     crc32: u32,
@@ -118,9 +140,10 @@ impl FinishedFile {
     pub fn commit(self) -> Result<FileEntry, CheckpointError> {
         self.file
             .sync_all()
-            .map_err(|e| CheckpointError::io(&self.temp, e))?;
+            .map_err(|e| CheckpointError::io(&self.temp.0, e))?;
         drop(self.file);
-        std::fs::rename(&self.temp, &self.path).map_err(|e| CheckpointError::io(&self.path, e))?;
+        std::fs::rename(&self.temp.0, &self.path)
+            .map_err(|e| CheckpointError::io(&self.path, e))?;
         sync_dir(&self.path)?;
         Ok(FileEntry {
             name: self
@@ -133,10 +156,8 @@ impl FinishedFile {
         })
     }
 
-    /// Drops the temporary file (the checkpoint failed).
-    pub fn abandon(self) {
-        let _ = std::fs::remove_file(&self.temp);
-    }
+    /// Drops the temporary file (the checkpoint failed); dropping does the same.
+    pub fn abandon(self) {}
 }
 
 /// Writes `bytes` to `path` atomically (temporary name, fsync, rename, directory fsync).
@@ -175,5 +196,22 @@ mod tests {
         assert_eq!(entry.size, 5);
         assert_eq!(entry.crc32, crc32fast::hash(b"hello"));
         assert!(!dir.path().join(".state.bin.tmp").exists());
+    }
+
+    #[test]
+    fn a_file_dropped_before_its_commit_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("state.bin");
+        let mut f = PendingFile::create(&path).expect("creates");
+        f.writer().write_all(b"half").expect("writes");
+        drop(f);
+        let finished = PendingFile::create(&path)
+            .expect("creates")
+            .finish()
+            .expect("finishes");
+        assert!(dir.path().join(".state.bin.tmp").exists());
+        drop(finished);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).expect("lists").collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 }

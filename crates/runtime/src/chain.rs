@@ -10,7 +10,7 @@ use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
 use arrow::record_batch::RecordBatch;
 
 use crate::channel::{Route, SendError};
-use crate::snapshot::{OpSnapshot, Slot};
+use crate::snapshot::{take, OpSnapshot, Slot, Taken};
 use crate::stats::Counters;
 
 /// One operator of a chain with where its outputs go outside the chain.
@@ -130,29 +130,37 @@ impl Chain {
 
 impl Chain {
     /// A checkpoint barrier reached the head: each operator in turn snapshots into `dir`
-    /// (appending to `out`), then the barrier leaves through its outlets.
+    /// (appending to `out`), then the barrier leaves through its outlets. Returns why the
+    /// checkpoint could not be written, if it could not (a full disk): the operators after
+    /// the one that failed still snapshot and the barrier still goes on, so that every task
+    /// stays aligned and the query goes on; the checkpoint fails.
     pub(crate) fn barrier(
         &mut self,
         barrier: &Barrier,
         dir: &Path,
         out: &mut Vec<OpSnapshot>,
-    ) -> Result<(), OperatorError> {
+    ) -> Result<Option<String>, OperatorError> {
         let full = matches!(barrier.kind, BarrierKind::Checkpoint { full: true });
+        let mut failure = None;
         for link in &mut self.links {
-            let mut slot = Slot::new(
+            let slot = Slot::new(
                 barrier.epoch,
                 full,
                 dir,
                 (link.index, link.instance, link.parallelism),
                 &link.name,
             );
-            link.op.snapshot(&mut slot)?;
-            out.push(slot.finish()?);
+            match take(slot, |slot| link.op.snapshot(slot))? {
+                Taken::Done(s) => out.push(s),
+                Taken::Failed(why) => {
+                    failure.get_or_insert(why);
+                }
+            }
             for o in link.outlets.iter_mut() {
                 send_msg(o, Message::Barrier(barrier.clone()), &link.name)?;
             }
         }
-        Ok(())
+        Ok(failure)
     }
 
     /// Checkpoint `epoch` is complete: sinks commit.

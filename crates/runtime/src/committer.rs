@@ -14,7 +14,23 @@ pub(crate) fn run_committer(jobs: Receiver<WriteJob>, events: Sender<Event>, fau
             epoch,
             task,
             snapshots,
+            failure,
         } = job;
+        if let Some(reason) = failure {
+            // Dropping the snapshots removes their files.
+            drop(snapshots);
+            if events
+                .send(Event::Failed {
+                    epoch,
+                    task,
+                    reason,
+                })
+                .is_err()
+            {
+                return;
+            }
+            continue;
+        }
         let mut states = Vec::with_capacity(snapshots.len());
         let mut files = Vec::new();
         let mut failure = None;

@@ -22,6 +22,9 @@ pub(crate) struct WriteJob {
     pub epoch: Epoch,
     pub task: usize,
     pub snapshots: Vec<OpSnapshot>,
+    /// Why the task could not write its share (a full disk), if it could not: the
+    /// checkpoint fails and `snapshots` are dropped (their files removed).
+    pub failure: Option<String>,
 }
 
 /// What one operator contributed to a checkpoint, once durable.

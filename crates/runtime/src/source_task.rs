@@ -15,7 +15,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use crate::chain::{end_outlets, send_to_outlets, Chain};
 use crate::channel::Route;
 use crate::protocol::{Command, Event, WriteJob};
-use crate::snapshot::Slot;
+use crate::snapshot::{take, Slot, Taken};
 use crate::stats::Counters;
 
 /// How long a source waits for input at most before checking for a stop request.
@@ -246,25 +246,32 @@ impl SourceTask {
             kind: BarrierKind::Checkpoint { full },
         };
         let mut snapshots = Vec::new();
-        let mut slot = Slot::new(
+        let slot = Slot::new(
             epoch,
             full,
             &dir,
             (c.index, c.instance, c.parallelism),
             &self.name,
         );
-        self.source.snapshot(&mut slot)?;
-        snapshots.push(slot.finish()?);
+        let mut failure = match take(slot, |slot| self.source.snapshot(slot))? {
+            Taken::Done(s) => {
+                snapshots.push(s);
+                None
+            }
+            Taken::Failed(why) => Some(why),
+        };
         send_to_outlets(
             &mut self.outlets,
             Message::Barrier(barrier.clone()),
             &self.name,
         )?;
-        self.chain.barrier(&barrier, &dir, &mut snapshots)?;
+        let chain_failure = self.chain.barrier(&barrier, &dir, &mut snapshots)?;
+        failure = failure.or(chain_failure);
         let job = WriteJob {
             epoch,
             task: c.task,
             snapshots,
+            failure,
         };
         c.jobs.send(job).map_err(|_| OperatorError::Execution {
             operator: self.name.clone(),

@@ -188,12 +188,13 @@ impl OperatorTask {
         };
         let dir = c.dir.epoch_dir(barrier.epoch);
         let mut snapshots = Vec::new();
-        self.chain.barrier(&barrier, &dir, &mut snapshots)?;
+        let failure = self.chain.barrier(&barrier, &dir, &mut snapshots)?;
         c.jobs
             .send(WriteJob {
                 epoch: barrier.epoch,
                 task: c.task,
                 snapshots,
+                failure,
             })
             .map_err(|_| OperatorError::Execution {
                 operator: self.name.clone(),
