@@ -10,6 +10,7 @@ use std::time::Duration;
 use anduin_operators::{BuildContext, DeadLetter, DeadLetterTarget};
 use anduin_runtime::{Checkpointing, RunConfig, RunSummary};
 use anduin_spec::Spec;
+use anduin_state::RunStateDir;
 use anduin_types::{parse_duration_ms, Epoch};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -36,6 +37,11 @@ pub struct EngineArgs {
     /// `heap` (memory) or `lsm` (an LSM tree on local disk, for state larger than memory).
     #[arg(long, value_name = "heap|lsm", value_parser = ["heap", "lsm"])]
     pub state_backend: Option<String>,
+    /// Where LSM backends keep their working files: a directory of this run's, locked while
+    /// it runs and removed when it ends; one left by a killed run is removed by the next run
+    /// (default: `anduin-state` in the system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 impl EngineArgs {
@@ -147,7 +153,19 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
             )
         })?;
     }
+    let state_dir = if uses_lsm(loaded, engine) {
+        let root = engine
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("anduin-state"));
+        let dir = RunStateDir::create(&root)
+            .with_context(|| format!("cannot use the state directory `{}`", root.display()))?;
+        Some(Arc::new(dir))
+    } else {
+        None
+    };
     let ctx = BuildContext {
+        state_dir,
         dead_letter: Arc::clone(&dead_letter),
         checkpointing: checkpointing.is_some(),
         restore_epoch: checkpointing
@@ -181,6 +199,16 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
             Err(e.into())
         }
     }
+}
+
+/// Whether an operator of the query keeps its state in an LSM tree (by its own param or the
+/// query's `--state-backend`).
+fn uses_lsm(loaded: &Loaded, engine: &EngineArgs) -> bool {
+    engine.state_backend.as_deref() == Some("lsm")
+        || loaded.spec.operators.iter().any(|o| {
+            o.param("state_backend")
+                .is_some_and(|p| p.value.as_text().as_str() == "lsm")
+        })
 }
 
 /// The line that counts malformed records and rejected rows, when there were some.

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use anduin_graph::{Binding, Catalog, OperatorSignature};
 use anduin_spec::OperatorDef;
+use anduin_state::RunStateDir;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
 
@@ -28,9 +29,20 @@ pub struct BuildContext {
     /// How many instances of the operator run (1 when it does not run in parallel). A source
     /// that splits its input between its instances reads its share from `instance` and this.
     pub parallelism: usize,
+    /// The run's state directory, where LSM backends keep their working files (each in
+    /// [`BuildContext::backend_dir`]); `None`: each in a temporary directory of its own.
+    pub state_dir: Option<Arc<RunStateDir>>,
 }
 
 impl BuildContext {
+    /// Where the LSM backend of this instance of operator `operator` works, if the run has a
+    /// state directory.
+    pub fn backend_dir(&self, operator: &str) -> Option<std::path::PathBuf> {
+        self.state_dir
+            .as_ref()
+            .map(|d| d.backend_dir(operator, self.instance))
+    }
+
     /// This context for instance `instance` of `parallelism`.
     pub fn for_instance(&self, instance: usize, parallelism: usize) -> Self {
         Self {

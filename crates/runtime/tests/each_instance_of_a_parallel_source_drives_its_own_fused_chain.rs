@@ -245,6 +245,7 @@ fn run_query(chaining: bool, checkpoints: Option<&std::path::Path>) -> BTreeMap<
         restore_epoch: None,
         instance: 0,
         parallelism: 1,
+        state_dir: None,
     };
     let config = RunConfig {
         batch_size: 200,

@@ -336,6 +336,7 @@ fn run_once(
             .map(|v| anduin_types::Epoch(v.manifest.epoch)),
         instance: 0,
         parallelism: 1,
+        state_dir: None,
     };
     let config = RunConfig {
         batch_size: 500,

@@ -39,8 +39,10 @@ pub enum StateError {
         source: fjall::Error,
     },
     /// Creating the backend's working directory failed.
-    #[error("creating a working directory for LSM state: {source}")]
+    #[error("creating a working directory for LSM state in {}: {source}", dir.display())]
     WorkDir {
+        /// The directory (or the one it was to be made in).
+        dir: PathBuf,
         /// The I/O error.
         #[source]
         source: std::io::Error,

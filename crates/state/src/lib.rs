@@ -25,6 +25,7 @@ mod key_group;
 mod lsm;
 mod restore;
 mod storage_key;
+mod work_dir;
 
 pub use backend::{open_backend, BackendKind, ScanCallback, StateBackend};
 pub use error::{StateError, StreamIndex, StreamProblem};
@@ -35,3 +36,4 @@ pub use key_group::{
     KeyGroupRange, DEFAULT_MAX_KEY_GROUPS,
 };
 pub use lsm::{LsmBackend, LsmOptions};
+pub use work_dir::{remove_stale, RunStateDir};

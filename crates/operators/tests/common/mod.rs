@@ -19,6 +19,7 @@ fn context() -> BuildContext {
         restore_epoch: None,
         instance: 0,
         parallelism: 1,
+        state_dir: None,
     }
 }
 

@@ -85,7 +85,10 @@ impl LsmBackend {
                 let temp = tempfile::Builder::new()
                     .prefix("anduin-state-")
                     .tempdir()
-                    .map_err(|source| StateError::WorkDir { source })?;
+                    .map_err(|source| StateError::WorkDir {
+                        dir: std::env::temp_dir(),
+                        source,
+                    })?;
                 (temp.keep(), true)
             }
         };

@@ -54,6 +54,7 @@ fn kg(key: &[u8]) -> KeyGroup {
 impl Checkpointed {
     pub(crate) fn open(
         kind: BackendKind,
+        dir: Option<&std::path::Path>,
         schemas: [SchemaRef; 2],
     ) -> Result<Self, CheckpointError> {
         let converter = |s: &SchemaRef| {
@@ -65,7 +66,7 @@ impl Checkpointed {
             )
         };
         Ok(Self {
-            backend: open_backend(kind, None)?,
+            backend: open_backend(kind, dir)?,
             values: [converter(&schemas[0])?, converter(&schemas[1])?],
             schemas,
         })

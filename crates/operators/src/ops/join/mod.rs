@@ -189,7 +189,10 @@ pub(crate) fn bind(
         },
     };
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |_| Ok(Box::new(Join::new(setup.clone())?)))),
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            let dir = ctx.backend_dir(&setup.name);
+            Ok(Box::new(Join::new(setup.clone(), dir)?))
+        })),
         outputs: vec![schema],
         warnings: Diagnostics::default(),
         partition_by: vec![Some(left_keys), Some(right_keys)],

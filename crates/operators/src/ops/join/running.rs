@@ -3,6 +3,7 @@
 //! rows dropped when the watermark says no partner can come.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anduin_types::{SnapshotKind, Watermark};
@@ -48,7 +49,9 @@ fn times(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
 }
 
 impl Join {
-    pub(crate) fn new(setup: JoinSetup) -> Result<Self, OperatorError> {
+    /// A join of `setup`; with the LSM backend, its working files go in `dir` (a temporary
+    /// directory if `None`).
+    pub(crate) fn new(setup: JoinSetup, dir: Option<PathBuf>) -> Result<Self, OperatorError> {
         let fields = setup
             .left_keys
             .iter()
@@ -57,6 +60,7 @@ impl Join {
         let keys = RowConverter::new(fields).map_err(|e| err(&setup.name, e))?;
         let checkpointed = Checkpointed::open(
             setup.backend,
+            dir.as_deref(),
             [
                 Arc::clone(&setup.left_schema),
                 Arc::clone(&setup.right_schema),

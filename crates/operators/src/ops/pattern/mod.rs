@@ -298,8 +298,9 @@ pub(crate) fn bind(
     });
     let outputs = vec![Arc::clone(&schema); expected_outputs];
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |_| {
-            Ok(Box::new(PatternOp::new(Arc::clone(&setup))?))
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            let dir = ctx.backend_dir(&setup.name);
+            Ok(Box::new(PatternOp::new(Arc::clone(&setup), dir)?))
         })),
         outputs,
         warnings: Diagnostics::default(),

@@ -1,6 +1,7 @@
 //! The running pattern operator: rows wait until the watermark passes them, then go in
 //! event-time order to their partition's matcher; matches become output rows.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anduin_types::{SnapshotKind, Watermark};
@@ -76,7 +77,9 @@ fn too_many(operator: &str, e: TooManyThreads) -> OperatorError {
 }
 
 impl PatternOp {
-    pub(crate) fn new(setup: Arc<Setup>) -> Result<Self, OperatorError> {
+    /// A pattern operator of `setup`; with the LSM backend, its working files go in `dir` (a
+    /// temporary directory if `None`).
+    pub(crate) fn new(setup: Arc<Setup>, dir: Option<PathBuf>) -> Result<Self, OperatorError> {
         let keys = if setup.partition.is_empty() {
             None
         } else {
@@ -87,8 +90,8 @@ impl PatternOp {
                 .collect();
             Some(RowConverter::new(fields).map_err(|e| err(&setup.name, e))?)
         };
-        let store =
-            Store::open(setup.backend, setup.cache).map_err(|e| store_error(&setup.name, e))?;
+        let store = Store::open(setup.backend, dir.as_deref(), setup.cache)
+            .map_err(|e| store_error(&setup.name, e))?;
         Ok(Self {
             setup,
             keys,

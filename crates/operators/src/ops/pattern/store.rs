@@ -64,10 +64,14 @@ fn entry(key: &[u8]) -> Vec<u8> {
 }
 
 impl Store {
-    pub(crate) fn open(kind: BackendKind, cache: usize) -> Result<Self, StoreError> {
+    pub(crate) fn open(
+        kind: BackendKind,
+        dir: Option<&std::path::Path>,
+        cache: usize,
+    ) -> Result<Self, StoreError> {
         Ok(Self {
             kind,
-            backend: open_backend(kind, None)?,
+            backend: open_backend(kind, dir)?,
             live: HashMap::default(),
             cache: cache.max(1),
             spilled: 0,

@@ -290,7 +290,10 @@ pub(crate) fn bind(
         },
     };
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |_| Ok(Box::new(Window::new(setup.clone())?)))),
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            let dir = ctx.backend_dir(&setup.name);
+            Ok(Box::new(Window::new(setup.clone(), dir)?))
+        })),
         outputs,
         warnings: Diagnostics::default(),
         partition_by,

@@ -1,6 +1,8 @@
 //! The running window operator: late rows split off, rows assigned to windows, windows fired
 //! by the watermark, state checkpointed through the state backend and restored from it.
 
+use std::path::PathBuf;
+
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::record_batch::RecordBatch;
 
@@ -36,7 +38,9 @@ pub(crate) struct Window {
 }
 
 impl Window {
-    pub(crate) fn new(setup: WindowSetup) -> Result<Self, OperatorError> {
+    /// A window of `setup`; with the LSM backend, its working files go in `dir` (a temporary
+    /// directory if `None`).
+    pub(crate) fn new(setup: WindowSetup, dir: Option<PathBuf>) -> Result<Self, OperatorError> {
         let open = match setup.kind {
             WindowKind::Sliding { size, slide } => Open::Panes(Panes::new(size, slide)),
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
@@ -46,6 +50,7 @@ impl Window {
             setup.backend,
             StateRows::new(&setup.aggs, &setup.name)?,
             &setup.name,
+            dir,
         );
         Ok(Self {
             setup,

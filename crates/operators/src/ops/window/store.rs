@@ -6,6 +6,7 @@
 //! that fired, then takes the backend's snapshot: full, or the changes since the previous one.
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 
 use anduin_state::{
     key_group_for_key, open_backend, BackendKind, KeyGroup, SnapshotKind, StateBackend, StateError,
@@ -29,6 +30,8 @@ pub(crate) struct Restored {
 /// checkpoints never opens one).
 pub(crate) struct Store {
     kind: BackendKind,
+    /// Where an LSM backend works (a temporary directory if `None`).
+    dir: Option<PathBuf>,
     backend: Option<Box<dyn StateBackend>>,
     /// The encoding of the aggregates' states.
     pub states: StateRows,
@@ -42,9 +45,15 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    pub(crate) fn new(kind: BackendKind, states: StateRows, operator: &str) -> Self {
+    pub(crate) fn new(
+        kind: BackendKind,
+        states: StateRows,
+        operator: &str,
+        dir: Option<PathBuf>,
+    ) -> Self {
         Self {
             kind,
+            dir,
             backend: None,
             states,
             operator: operator.to_string(),
@@ -60,7 +69,8 @@ impl Store {
 
     fn backend(&mut self) -> Result<&mut Box<dyn StateBackend>, OperatorError> {
         if self.backend.is_none() {
-            let backend = open_backend(self.kind, None).map_err(|e| self.error(e))?;
+            let backend =
+                open_backend(self.kind, self.dir.as_deref()).map_err(|e| self.error(e))?;
             self.backend = Some(backend);
         }
         Ok(self.backend.as_mut().expect("opened just above"))
