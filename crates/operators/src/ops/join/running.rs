@@ -14,7 +14,8 @@ use super::checkpoint::Checkpointed;
 use super::output::{joined, Pair};
 use super::store::{Entry, KeyBytes, Store};
 use super::{JoinKind, JoinSetup};
-use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
+use crate::ops::null_time::reject_null_times;
+use crate::{Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut};
 
 /// A running join.
 pub(crate) struct Join {
@@ -26,6 +27,8 @@ pub(crate) struct Join {
     keys: RowConverter,
     watermark: i64,
     late: u64,
+    /// Where rows without an event time go.
+    dead_letter: Arc<DeadLetter>,
 }
 
 fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
@@ -48,7 +51,10 @@ fn times(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
 }
 
 impl Join {
-    pub(crate) fn new(setup: JoinSetup) -> Result<Self, OperatorError> {
+    pub(crate) fn new(
+        setup: JoinSetup,
+        dead_letter: Arc<DeadLetter>,
+    ) -> Result<Self, OperatorError> {
         let fields = setup
             .left_keys
             .iter()
@@ -70,6 +76,7 @@ impl Join {
             keys,
             watermark: i64::MIN,
             late: 0,
+            dead_letter,
         })
     }
 
@@ -234,6 +241,12 @@ impl Operator for Join {
         batch: RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
+        let time = if input == 0 {
+            self.setup.left_time
+        } else {
+            self.setup.right_time
+        };
+        let batch = reject_null_times(batch, time, &self.setup.name, &self.dead_letter)?;
         let pairs = self.add(input, batch)?;
         self.emit(&pairs, None, out)
     }
@@ -294,6 +307,10 @@ impl Operator for Join {
             .restore(full, &mut changes)
             .map_err(|e| err(name, e))?;
         Ok(())
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        vec![("late_rows", self.late)]
     }
 
     fn is_stateless(&self) -> bool {

@@ -298,8 +298,11 @@ pub(crate) fn bind(
     });
     let outputs = vec![Arc::clone(&schema); expected_outputs];
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |_| {
-            Ok(Box::new(PatternOp::new(Arc::clone(&setup))?))
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            Ok(Box::new(PatternOp::new(
+                Arc::clone(&setup),
+                Arc::clone(&ctx.dead_letter),
+            )?))
         })),
         outputs,
         warnings: Diagnostics::default(),

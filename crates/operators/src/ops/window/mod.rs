@@ -290,7 +290,12 @@ pub(crate) fn bind(
         },
     };
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |_| Ok(Box::new(Window::new(setup.clone())?)))),
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            Ok(Box::new(Window::new(
+                setup.clone(),
+                Arc::clone(&ctx.dead_letter),
+            )?))
+        })),
         outputs,
         warnings: Diagnostics::default(),
         partition_by,

@@ -12,7 +12,8 @@ use super::panes::Panes;
 use super::session::Sessions;
 use super::store::Store;
 use super::{WindowKind, WindowSetup};
-use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
+use crate::ops::null_time::reject_null_times;
+use crate::{Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut};
 
 /// The open windows, by kind.
 #[derive(Debug)]
@@ -33,10 +34,15 @@ pub(crate) struct Window {
     watermark: i64,
     /// Late rows dropped so far.
     late: u64,
+    /// Where rows without an event time go.
+    dead_letter: std::sync::Arc<DeadLetter>,
 }
 
 impl Window {
-    pub(crate) fn new(setup: WindowSetup) -> Result<Self, OperatorError> {
+    pub(crate) fn new(
+        setup: WindowSetup,
+        dead_letter: std::sync::Arc<DeadLetter>,
+    ) -> Result<Self, OperatorError> {
         let open = match setup.kind {
             WindowKind::Sliding { size, slide } => Open::Panes(Panes::new(size, slide)),
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
@@ -53,6 +59,7 @@ impl Window {
             store,
             watermark: i64::MIN,
             late: 0,
+            dead_letter,
         })
     }
 
@@ -94,6 +101,12 @@ impl Operator for Window {
         batch: RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
+        let batch = reject_null_times(
+            batch,
+            self.setup.time_column,
+            &self.setup.name,
+            &self.dead_letter,
+        )?;
         let (batch, late) = split_late(batch, &self.setup, self.watermark)?;
         if let Some(late) = late {
             match self.setup.late_port {
@@ -195,11 +208,9 @@ impl Operator for Window {
     }
 
     fn metrics(&self) -> Vec<(&'static str, u64)> {
-        self.store
-            .bytes()
-            .map(|b| ("state_backend_bytes", b))
-            .into_iter()
-            .collect()
+        let mut metrics = vec![("late_rows", self.late)];
+        metrics.extend(self.store.bytes().map(|b| ("state_backend_bytes", b)));
+        metrics
     }
 
     fn is_stateless(&self) -> bool {
