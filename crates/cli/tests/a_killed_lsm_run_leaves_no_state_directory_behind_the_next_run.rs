@@ -27,7 +27,10 @@ fn the_next_run_removes_what_a_killed_lsm_run_left_and_a_clean_run_leaves_nothin
     let tmp = root.join("tmp");
     std::fs::create_dir(&tmp).expect("tmp");
     std::fs::write(root.join("gen.flow"), GENERATE_100K).expect("query");
-    anduin_ok(root, &["run", "gen.flow", "--var", "OUTPUT=in.csv", "--quiet"]);
+    anduin_ok(
+        root,
+        &["run", "gen.flow", "--var", "OUTPUT=in.csv", "--quiet"],
+    );
     let q2 = common::repo().join("examples/q2.sql");
     let q2 = q2.to_str().expect("utf-8 path");
     let args = [
@@ -80,12 +83,26 @@ fn the_next_run_removes_what_a_killed_lsm_run_left_and_a_clean_run_leaves_nothin
         .map(|e| e.expect("entry").file_name().to_string_lossy().to_string())
         .filter(|n| n.starts_with("anduin-state-"))
         .collect();
-    assert!(leaked.is_empty(), "no temporary state directory: {leaked:?}");
+    assert!(
+        leaked.is_empty(),
+        "no temporary state directory: {leaked:?}"
+    );
 
     // The resumed run's output is the uninterrupted one's.
     anduin_ok(
         root,
-        &["run", q2, "--var", "INPUT=in.csv", "--var", "OUTPUT=ref.csv", "--quiet"],
+        &[
+            "run",
+            q2,
+            "--var",
+            "INPUT=in.csv",
+            "--var",
+            "OUTPUT=ref.csv",
+            "--quiet",
+        ],
     );
-    assert_eq!(output_rows(&root.join("out")), output_rows(&root.join("ref.csv")));
+    assert_eq!(
+        output_rows(&root.join("out")),
+        output_rows(&root.join("ref.csv"))
+    );
 }

@@ -66,6 +66,22 @@ impl<'a> Params<'a> {
             .unwrap_or(default)
     }
 
+    /// A size in bytes (`"1MB"`, `"64KiB"`, `"4096"`), or `default` when absent.
+    pub fn byte_size_or(&self, name: &str, default: usize) -> Result<usize, Diagnostics> {
+        let Some(text) = self.text(name) else {
+            return Ok(default);
+        };
+        match parse_byte_size(text.as_str()).and_then(|n| usize::try_from(n).ok()) {
+            Some(n) if n > 0 => Ok(n),
+            _ => Err(self
+                .error(
+                    name,
+                    format!("expected a positive size such as \"1MB\", \"64KB\" or \"4096\" (bytes), found \"{text}\""),
+                )
+                .into()),
+        }
+    }
+
     /// The CSV `delimiter` param (default `,`): one ASCII character.
     pub fn delimiter(&self) -> Result<u8, Diagnostics> {
         let delim = self.str_or("delimiter", ",");
@@ -117,5 +133,48 @@ impl<'a> Params<'a> {
             ),
         )
         .into()
+    }
+}
+
+/// A size in bytes: a whole number, then optionally `B`, `KB`, `MB`, `GB` or `KiB`, `MiB`,
+/// `GiB` (any case, powers of 1024 both ways).
+fn parse_byte_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "kb" | "kib" => 10,
+        "mb" | "mib" => 20,
+        "gb" | "gib" => 30,
+        _ => return None,
+    };
+    number.parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_byte_size;
+
+    #[test]
+    fn byte_sizes_take_binary_units_in_any_case() {
+        assert_eq!(parse_byte_size("4096"), Some(4096));
+        assert_eq!(parse_byte_size("1MB"), Some(1 << 20));
+        assert_eq!(parse_byte_size("1 MiB"), Some(1 << 20));
+        assert_eq!(parse_byte_size("64kb"), Some(64 << 10));
+        assert_eq!(parse_byte_size("2GiB"), Some(2 << 30));
+        for bad in [
+            "",
+            "MB",
+            "1.5MB",
+            "-1",
+            "1TB",
+            "1 M",
+            "99999999999999999999GB",
+        ] {
+            assert_eq!(parse_byte_size(bad), None, "{bad}");
+        }
     }
 }

@@ -46,6 +46,13 @@ pub trait Source: Send {
         None
     }
 
+    /// Figures about the source over the run (rows it dropped, …), reported at its end as
+    /// [`crate::Operator::metrics`] are: `(name, value)`, summed over parallel instances. The
+    /// default reports nothing.
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
     /// Whether the source can record a position and resume from it (a file can; stdin
     /// cannot). Exactly-once recovery needs every source to say yes. The default says no.
     fn can_resume(&self) -> Result<(), String> {

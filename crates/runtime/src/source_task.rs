@@ -285,6 +285,7 @@ impl SourceTask {
         if drain {
             self.complete_event_time()?;
         }
+        self.counters.add_metrics(self.source.metrics());
         end_outlets(&mut self.outlets, &self.name)?;
         self.chain.end_of_input()
     }

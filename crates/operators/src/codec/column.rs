@@ -53,6 +53,9 @@ pub(crate) struct ColumnInfo {
     pub(crate) kind: ColumnKind,
     /// Whether nulls are allowed; a null in a non-nullable column rejects the record.
     pub(crate) nullable: bool,
+    /// Whether it is the source's event time: a null rejects the record, whatever
+    /// `nullable` says, with a reason that says so.
+    pub(crate) event_time: bool,
 }
 
 /// Resolves every schema field, failing on the first unsupported type.
@@ -65,6 +68,7 @@ pub(crate) fn resolve_columns(schema: &Schema) -> Result<Vec<ColumnInfo>, CodecE
                 name: f.name().clone(),
                 kind,
                 nullable: f.is_nullable(),
+                event_time: false,
             }),
             None => Err(CodecError::UnsupportedType {
                 column: f.name().clone(),

@@ -8,7 +8,7 @@
 use super::batch_builder::ColumnBuilder;
 use super::column::{excerpt, ColumnInfo, ColumnKind};
 use super::csv_split::{Block, RecordMeta};
-use super::text_value::{parse_bool, parse_float, parse_int};
+use super::text_value::{float_overflows, parse_bool, parse_float, parse_int};
 use super::timestamp::parse_timestamp_ms;
 
 /// The records of a block to decode, and the buffer their field ranges index.
@@ -88,7 +88,9 @@ fn decode_with<'b, T>(
         }
         let text = rows.block.field(rows.buf, record, field);
         if text.is_empty() && empty_is_null {
-            if !column.nullable {
+            if column.event_time {
+                verdicts.reject(row, format!("event-time column `{}` is empty", column.name));
+            } else if !column.nullable {
                 verdicts.reject(
                     row,
                     format!("column `{}`: null in a non-nullable column", column.name),
@@ -109,6 +111,11 @@ fn decode_with<'b, T>(
 
 fn bad_value_reason(column: &ColumnInfo, text: &[u8]) -> String {
     match column.kind {
+        ColumnKind::Float64 if float_overflows(text) => format!(
+            "column `{}`: `{}` is out of range for a float (beyond ±1.8e308)",
+            column.name,
+            excerpt(text)
+        ),
         ColumnKind::Utf8 => format!(
             "column `{}`: `{}` is not valid UTF-8",
             column.name,

@@ -19,6 +19,11 @@
 //!   (no trimming). Timestamps: see [`super::timestamp`].
 //! * `\n`, `\r\n` and `\r` end records; empty lines are skipped; `"` quotes, `""` escapes a
 //!   quote inside quotes. A UTF-8 byte-order mark at the start of a file is skipped.
+//! * A record longer than the bound ([`CsvDecoder::with_max_record_bytes`], 1 MiB by
+//!   default), and a record that the end of its file cuts inside a quoted field, are rejected
+//!   from their first line on: decoding resumes on the line after their start, so that a
+//!   quote that is never closed costs one line, not the rest of the file (see
+//!   [`super::long_record`]). The decoder never buffers much more than the bound.
 //!
 //! # How it is fast
 //!
@@ -27,15 +32,20 @@
 //! csv-core. Each block is then parsed column by column into Arrow builders, and bad rows are
 //! only marked; if any row of a call was bad, one filter pass drops them all at the end.
 
+use std::borrow::Cow;
+
 use arrow::datatypes::SchemaRef;
 
 use super::batch_builder::BatchBuilder;
 use super::bom::{BomSkipper, BomStep};
 use super::column::{resolve_columns, ColumnInfo};
 use super::csv_columns::{decode_column, Rows, Verdicts};
-use super::csv_split::{is_plain, split_plain, Block, CoreSplitter, RecordMeta};
+use super::csv_split::{is_plain, split_plain, Block, CoreSplitter, Finished, RecordMeta};
+use super::long_record::{cut_text, line_too_long, Skipping, DEFAULT_MAX_RECORD_BYTES};
 use super::window::{LineCursor, Window};
 use super::{CodecError, Decoded, Rejected};
+
+mod long_records;
 
 /// Input bytes handled per block (a cache-friendly unit; not a limit on record size).
 const BLOCK_BYTES: usize = 64 * 1024;
@@ -71,6 +81,8 @@ pub struct CsvDecoder {
     block: Block,
     output: BatchBuilder,
     verdicts: Verdicts,
+    /// The longest record kept, in bytes.
+    max_record: usize,
 }
 
 /// Where the decoder stands within the current file.
@@ -86,6 +98,9 @@ struct FileState {
     layout: Option<Layout>,
     /// A fatal error for this file, repeated by every later call.
     failed: Option<CodecError>,
+    /// A line too long to keep, being dropped up to its end (the decoder stands at its
+    /// start: `consumed` is where it begins).
+    skipping: Option<Skipping>,
 }
 
 /// The field layout of a file.
@@ -123,9 +138,28 @@ impl CsvDecoder {
             block: Block::default(),
             output,
             verdicts: Verdicts::default(),
+            max_record: DEFAULT_MAX_RECORD_BYTES,
         };
         decoder.start_file("");
         decoder
+    }
+
+    /// Bounds a record to `max` bytes (at least 1): a longer one is rejected from its first
+    /// line on and decoding resumes on the next line. The default is 1 MiB.
+    #[must_use]
+    pub fn with_max_record_bytes(mut self, max: usize) -> Self {
+        self.max_record = max.max(1);
+        self
+    }
+
+    /// Makes schema column `column` the event time: a record where it is empty is rejected
+    /// ("event-time column `ts` is empty"), even if the column is nullable.
+    #[must_use]
+    pub fn with_event_time(mut self, column: usize) -> Self {
+        if let Some(c) = self.columns.get_mut(column) {
+            c.event_time = true;
+        }
+        self
     }
 
     /// Starts a new file/stream named `source` (used in rejects and errors); resets header
@@ -153,26 +187,47 @@ impl CsvDecoder {
         self.output_with(rejected)
     }
 
-    /// End of the current file: decodes a last record that has no trailing newline.
+    /// End of the current file: decodes a last record that has no trailing newline. A record
+    /// that the end cuts inside a quoted field is rejected from its first line on, and the
+    /// lines after that are decoded again.
     pub fn finish_file(&mut self) -> Result<Decoded, CodecError> {
         self.check()?;
         let mut rejected = Vec::new();
         let held = self.file.bom.finish();
         if !held.is_empty() {
-            self.feed(&held, &mut rejected)?;
+            self.feed_text(Cow::Owned(held), &mut rejected)?;
         }
-        let carry = std::mem::take(&mut self.file.carry);
-        let window = Window {
-            carry: &carry,
-            start: self.file.consumed,
-            chunk: &[],
-        };
-        self.block.clear();
-        if self.splitter.finish(window.end(), &mut self.block) {
-            self.decode_block(BlockSource::Splitter, &window, &mut rejected)?;
+        loop {
+            if let Some(skip) = self.file.skipping.take() {
+                // The line too long to keep runs to the end of the file.
+                rejected.push(skip.reject(&self.source, self.max_record));
+                self.file.consumed = skip.pos;
+                self.file.lines.jump(skip.pos, skip.line);
+                self.splitter.reset(skip.pos);
+                break;
+            }
+            let carry = std::mem::take(&mut self.file.carry);
+            let window = Window {
+                carry: &carry,
+                start: self.file.consumed,
+                chunk: &[],
+            };
+            self.block.clear();
+            match self.splitter.finish(window.end(), &mut self.block) {
+                Finished::Nothing => {}
+                Finished::Record => {
+                    self.decode_block(BlockSource::Splitter, &window, &mut rejected)?;
+                }
+                Finished::UnclosedQuote => {
+                    let rest = self.cut_unclosed_quote(&window, &mut rejected);
+                    self.feed_text(Cow::Owned(rest), &mut rejected)?;
+                    continue;
+                }
+            }
+            self.file.consumed = window.end();
+            self.splitter.reset(self.file.consumed);
+            break;
         }
-        self.file.consumed = window.end();
-        self.splitter.reset(self.file.consumed);
         self.output_with(rejected)
     }
 
@@ -183,6 +238,13 @@ impl CsvDecoder {
     /// `the_consumed_offset_is_a_resume_point`).
     pub fn consumed_offset(&self) -> u64 {
         self.file.consumed
+    }
+
+    /// The bytes the decoder holds for records in progress (its carried input and the
+    /// splitter's field buffer), to test that they stay bounded.
+    #[cfg(test)]
+    pub(crate) fn buffered_bytes(&self) -> usize {
+        self.file.carry.capacity() + self.splitter.out.capacity()
     }
 
     fn check(&self) -> Result<(), CodecError> {
@@ -209,14 +271,25 @@ impl CsvDecoder {
                 bytes
             }
         };
+        self.feed_text(chunk, rejected)
+    }
+
+    /// Splits and decodes every complete record of `chunk`, carrying the rest; returns the
+    /// bytes to decode again when a record grew too long.
+    fn split_and_decode(
+        &mut self,
+        chunk: &[u8],
+        rejected: &mut Vec<Rejected>,
+    ) -> Result<Option<Vec<u8>>, CodecError> {
         let carry = std::mem::take(&mut self.file.carry);
         let window = Window {
             carry: &carry,
             start: self.file.consumed,
-            chunk: &chunk,
+            chunk,
         };
         let base = window.chunk_start();
         let mut pos = 0;
+        let mut too_long_at = None;
         while pos < chunk.len() {
             self.block.clear();
             if !self.splitter.in_record() {
@@ -239,6 +312,7 @@ impl CsvDecoder {
                 &chunk[pos..],
                 base + pos as u64,
                 BLOCK_BYTES,
+                self.max_record as u64,
                 &mut self.block,
             );
             self.decode_block(BlockSource::Splitter, &window, rejected)?;
@@ -247,9 +321,16 @@ impl CsvDecoder {
             if let Some(end) = progress.record_end {
                 self.file.consumed = end;
             }
+            if progress.too_long {
+                too_long_at = Some(base + pos as u64);
+                break;
+            }
             if progress.consumed == 0 {
                 break;
             }
+        }
+        if let Some(scanned) = too_long_at {
+            return Ok(Some(self.cut_long_record(&window, scanned, rejected)));
         }
         self.file.lines.advance(&window, self.file.consumed);
         let carry_start = window.start;
@@ -260,7 +341,7 @@ impl CsvDecoder {
             Ok(0) => {
                 let done = usize::try_from(self.file.consumed - carry_start).unwrap_or(0);
                 carry.drain(..done.min(carry.len()));
-                carry.extend_from_slice(&chunk);
+                carry.extend_from_slice(chunk);
             }
             Ok(done) => {
                 carry.clear();
@@ -269,7 +350,7 @@ impl CsvDecoder {
             Err(_) => carry.clear(),
         }
         self.file.carry = carry;
-        Ok(())
+        Ok(None)
     }
 
     /// Decodes the records of `self.block` into the output builders.
@@ -284,6 +365,24 @@ impl CsvDecoder {
             BlockSource::Splitter => &self.splitter.out[..],
         };
         let mut records = &self.block.records[..];
+        let max = self.max_record as u64;
+        if self.file.layout.is_none() {
+            // A header line longer than the bound is a record like any other (as it is when
+            // the splitter sees it): rejected, and the next line is the header.
+            while let Some((long, rest)) = records
+                .split_first()
+                .filter(|(r, _)| r.raw_end - r.raw_start > max)
+            {
+                let start = window.skip_terminators(long.raw_start, long.raw_end);
+                rejected.push(Rejected {
+                    source: self.source.clone(),
+                    line: self.file.lines.advance(window, start),
+                    reason: line_too_long(self.max_record),
+                    record: cut_text(&window.bytes(start, long.raw_end)),
+                });
+                records = rest;
+            }
+        }
         let layout = match &self.file.layout {
             Some(layout) => layout,
             None => {
@@ -322,15 +421,19 @@ impl CsvDecoder {
         verdicts.ok.clear();
         verdicts.reasons.clear();
         for (row, record) in records.iter().enumerate() {
-            let ok = record.nfields == layout.fields;
-            verdicts.ok.push(ok);
-            if !ok {
-                let reason = format!(
+            // Only a line of a plain block can be too long here: the splitter stops before.
+            let reason = if record.raw_end - record.raw_start > max {
+                Some(line_too_long(self.max_record))
+            } else if record.nfields != layout.fields {
+                Some(format!(
                     "expected {} fields, found {}",
                     layout.fields, record.nfields
-                );
-                verdicts.reasons.push((row, reason));
-            }
+                ))
+            } else {
+                None
+            };
+            verdicts.ok.push(reason.is_none());
+            verdicts.reasons.extend(reason.map(|r| (row, r)));
         }
         let rows = Rows {
             block: &self.block,
@@ -349,11 +452,16 @@ impl CsvDecoder {
         for (row, reason) in verdicts.reasons.drain(..) {
             let record = &records[row];
             let start = window.skip_terminators(record.raw_start, record.raw_end);
+            let text = window.bytes(start, record.raw_end);
             rejected.push(Rejected {
                 source: self.source.clone(),
                 line: self.file.lines.advance(window, start),
                 reason,
-                record: String::from_utf8_lossy(&window.bytes(start, record.raw_end)).into_owned(),
+                record: if text.len() > self.max_record {
+                    cut_text(&text)
+                } else {
+                    String::from_utf8_lossy(&text).into_owned()
+                },
             });
         }
         self.output.extend_keep(&verdicts.ok);
@@ -745,7 +853,8 @@ mod tests {
             big.replace('"', "\"\"")
         );
         let chunks: Vec<&[u8]> = input.as_bytes().chunks(997).collect();
-        let (batch, rejected) = run(&mut decoder(false), &chunks);
+        let mut d = decoder(false).with_max_record_bytes(4 << 20);
+        let (batch, rejected) = run(&mut d, &chunks);
         let names = batch
             .column(4)
             .as_any()

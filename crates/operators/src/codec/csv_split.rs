@@ -114,6 +114,20 @@ pub(crate) struct SplitProgress {
     /// File offset just past the last complete record (its terminator included), if any
     /// record was completed.
     pub(crate) record_end: Option<u64>,
+    /// The record in progress grew longer than the bound before it ended: the split stopped
+    /// there, and the splitter must be [`CoreSplitter::reset`] before it splits again.
+    pub(crate) too_long: bool,
+}
+
+/// How the input of a [`CoreSplitter`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Finished {
+    /// No record was in progress.
+    Nothing,
+    /// The record in progress was completed and added to the block.
+    Record,
+    /// The input ended inside a quoted field: a quote that is never closed.
+    UnclosedQuote,
 }
 
 impl CoreSplitter {
@@ -162,18 +176,32 @@ impl CoreSplitter {
     }
 
     /// Splits records from `input` (file offset `base`) into `block` until a record ends at
-    /// or after input position `stop`, or the input runs out. Field ranges index
-    /// [`CoreSplitter::out`].
+    /// or after input position `stop`, the input runs out, or the record in progress grows
+    /// longer than `max_record` bytes (counted from where scanning for it began), which it
+    /// sees after at most one byte past that bound. Field ranges index [`CoreSplitter::out`].
     pub(crate) fn split(
         &mut self,
         input: &[u8],
         base: u64,
         stop: usize,
+        max_record: u64,
         block: &mut Block,
     ) -> SplitProgress {
         let mut pos = 0;
         let mut record_end = None;
         loop {
+            let used = (base + pos as u64).saturating_sub(self.record_raw_start);
+            if used > max_record {
+                return SplitProgress {
+                    consumed: pos,
+                    record_end,
+                    too_long: true,
+                };
+            }
+            // Hand csv-core at most one byte past the bound, so that the record cannot grow
+            // (nor its unescaped bytes be buffered) much beyond it.
+            let room = usize::try_from((max_record - used).saturating_add(1)).unwrap_or(usize::MAX);
+            let end = input.len().min(pos.saturating_add(room));
             if self.out.len() - self.out_len < 256 {
                 let grown = (self.out.len() * 2).max(1 << 16);
                 self.out.resize(grown, 0);
@@ -183,7 +211,7 @@ impl CoreSplitter {
                 self.ends.resize(grown, 0);
             }
             let (result, nin, nout, nend) = self.reader.read_record(
-                &input[pos..],
+                &input[pos..end],
                 &mut self.out[self.out_len..],
                 &mut self.ends[self.ends_len..],
             );
@@ -193,7 +221,9 @@ impl CoreSplitter {
             match result {
                 ReadRecordResult::InputEmpty => {
                     self.in_record |= nin > 0;
-                    break;
+                    if end == input.len() {
+                        break;
+                    }
                 }
                 ReadRecordResult::OutputFull | ReadRecordResult::OutputEndsFull => {
                     self.in_record |= nin > 0;
@@ -214,31 +244,42 @@ impl CoreSplitter {
         SplitProgress {
             consumed: pos,
             record_end,
+            too_long: false,
         }
     }
 
-    /// End of input: completes a final record that has no terminator. `end` is the file
-    /// offset of the end of the input. Returns whether a record was added.
-    pub(crate) fn finish(&mut self, end: u64, block: &mut Block) -> bool {
+    /// End of input: completes a final record that has no terminator, unless the input
+    /// ends inside a quoted field (then the splitter must be [`CoreSplitter::reset`]). `end`
+    /// is the file offset of the end of the input.
+    pub(crate) fn finish(&mut self, end: u64, block: &mut Block) -> Finished {
         if !self.in_record {
-            return false;
+            return Finished::Nothing;
+        }
+        if self.out_len == self.out.len() {
+            self.out.push(0);
         }
         if self.ends_len == self.ends.len() {
             self.ends.push(0);
         }
-        let (result, _, _, nend) = self.reader.read_record(
-            &[],
+        // A line end completes the record, but inside a quoted field it is more of the field
+        // (and after blank lines only, one more blank line).
+        let (result, _, nout, nend) = self.reader.read_record(
+            b"\n",
             &mut self.out[self.out_len..],
             &mut self.ends[self.ends_len..],
         );
         self.ends_len += nend;
-        if result == ReadRecordResult::Record {
-            self.push_record(block, end);
-            self.record_raw_start = end;
-            true
-        } else {
-            self.in_record = false;
-            false
+        match result {
+            ReadRecordResult::Record => {
+                self.push_record(block, end);
+                self.record_raw_start = end;
+                Finished::Record
+            }
+            _ if nout > 0 => Finished::UnclosedQuote,
+            _ => {
+                self.in_record = false;
+                Finished::Nothing
+            }
         }
     }
 
@@ -303,7 +344,7 @@ mod tests {
         split_plain(data, 0, b',', &mut plain);
         let mut core = Block::default();
         let mut splitter = CoreSplitter::new(b',');
-        let progress = splitter.split(data, 0, data.len(), &mut core);
+        let progress = splitter.split(data, 0, data.len(), u64::MAX, &mut core);
         assert_eq!(progress.consumed, data.len());
         assert_eq!(fields_of(&core, &splitter.out), fields_of(&plain, data));
         let ends = |b: &Block| b.records.iter().map(|r| r.raw_end).collect::<Vec<_>>();
@@ -314,18 +355,59 @@ mod tests {
     fn core_split_keeps_a_partial_record_for_the_next_chunk() {
         let mut splitter = CoreSplitter::new(b',');
         let mut block = Block::default();
-        let p = splitter.split(b"x,\"multi\nli", 0, usize::MAX, &mut block);
+        let p = splitter.split(b"x,\"multi\nli", 0, usize::MAX, u64::MAX, &mut block);
         assert_eq!(p.record_end, None);
         assert!(splitter.in_record());
         splitter.compact();
-        let p = splitter.split(b"ne\",y\nz", 11, usize::MAX, &mut block);
+        let p = splitter.split(b"ne\",y\nz", 11, usize::MAX, u64::MAX, &mut block);
         assert_eq!(p.record_end, Some(17));
-        assert!(splitter.finish(18, &mut block));
+        assert_eq!(splitter.finish(18, &mut block), Finished::Record);
         assert_eq!(
             fields_of(&block, &splitter.out),
             [vec!["x", "multi\nline", "y"], vec!["z"]]
         );
         assert_eq!(block.records[1].raw_start, 17);
         assert_eq!(block.records[1].raw_end, 18);
+    }
+
+    #[test]
+    fn a_record_longer_than_the_bound_stops_the_split_with_a_bounded_buffer() {
+        let max = 1000;
+        let mut splitter = CoreSplitter::new(b',');
+        let mut block = Block::default();
+        let mut input = b"1,2\n3,\"stray\n".to_vec();
+        input.extend(b"4,5\n".repeat(100_000));
+        let p = splitter.split(&input, 0, usize::MAX, max, &mut block);
+        assert!(p.too_long);
+        assert_eq!(
+            p.record_end,
+            Some(4),
+            "the record before the long one is whole"
+        );
+        assert_eq!(p.consumed, 4 + max as usize + 1, "one byte past the bound");
+        assert_eq!(block.records.len(), 1);
+        assert!(splitter.out.len() <= 1 << 16, "{}", splitter.out.len());
+    }
+
+    #[test]
+    fn an_input_that_ends_inside_quotes_is_told_from_one_that_does_not() {
+        for (input, finished, fields) in [
+            (&b"1,\"ab"[..], Finished::UnclosedQuote, 0),
+            (b"1,\"a\"\"b\nc", Finished::UnclosedQuote, 0),
+            (b"1,\"ab\"", Finished::Record, 2),
+            (b"1,ab\"", Finished::Record, 2),
+            (b"1,ab", Finished::Record, 2),
+            (b"1,", Finished::Record, 2),
+            (b"\n\n", Finished::Nothing, 0),
+        ] {
+            let mut block = Block::default();
+            let mut splitter = CoreSplitter::new(b',');
+            let _ = splitter.split(input, 0, usize::MAX, u64::MAX, &mut block);
+            let end = input.len() as u64;
+            let text = String::from_utf8_lossy(input);
+            assert_eq!(splitter.finish(end, &mut block), finished, "{text:?}");
+            let got = block.records.first().map_or(0, |r| r.nfields);
+            assert_eq!(got, fields, "{text:?}");
+        }
     }
 }

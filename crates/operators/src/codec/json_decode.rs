@@ -15,8 +15,11 @@
 //!   [`super::timestamp`]).
 //!
 //! A line is rejected when it is not valid UTF-8, not valid JSON (serde_json's strict
-//! grammar; nesting deeper than 128 levels included), not an object, has a value of the
-//! wrong type, or a null in a non-nullable column.
+//! grammar; nesting deeper than 128 levels included; `NaN`, `Infinity` and numbers too large
+//! for a float, such as `1e400`, included), not an object, has a value of the wrong type, or
+//! a null in a non-nullable column or the event-time column. A line longer than the bound
+//! ([`JsonDecoder::with_max_record_bytes`], 1 MiB by default) is rejected without being
+//! buffered whole: only its start is kept, for the reject.
 
 use arrow::datatypes::SchemaRef;
 use serde_json::Value;
@@ -24,6 +27,7 @@ use serde_json::Value;
 use super::batch_builder::{BatchBuilder, ColumnBuilder};
 use super::bom::{BomSkipper, BomStep};
 use super::column::{resolve_columns, ColumnInfo, ColumnKind};
+use super::long_record::{cut_text, line_too_long, Skipping, DEFAULT_MAX_RECORD_BYTES, TEXT_MAX};
 use super::timestamp::parse_datetime_ms;
 use super::{CodecError, Decoded, Rejected};
 
@@ -37,6 +41,8 @@ pub struct JsonDecoder {
     schema_error: Option<CodecError>,
     source: String,
     file: FileState,
+    /// The longest line kept, in bytes.
+    max_line: usize,
 }
 
 /// Where the decoder stands within the current file.
@@ -49,6 +55,8 @@ struct FileState {
     carry: Vec<u8>,
     /// Number of complete lines seen.
     lines: u64,
+    /// A line too long to keep, being dropped up to its end (it starts at `consumed`).
+    skipping: Option<Skipping>,
 }
 
 /// A non-blank line of the current call.
@@ -75,7 +83,26 @@ impl JsonDecoder {
             schema_error,
             source: String::new(),
             file: FileState::default(),
+            max_line: DEFAULT_MAX_RECORD_BYTES,
         }
+    }
+
+    /// Bounds a line to `max` bytes (at least 1, without its terminator): a longer one is
+    /// rejected, and never buffered whole. The default is 1 MiB.
+    #[must_use]
+    pub fn with_max_record_bytes(mut self, max: usize) -> Self {
+        self.max_line = max.max(1);
+        self
+    }
+
+    /// Makes schema column `column` the event time: a line where it is null or missing is
+    /// rejected ("event-time column `ts` is null or missing"), even if the column is nullable.
+    #[must_use]
+    pub fn with_event_time(mut self, column: usize) -> Self {
+        if let Some(c) = self.columns.get_mut(column) {
+            c.event_time = true;
+        }
+        self
     }
 
     /// Starts a new file/stream named `source` (used in rejects); resets the line counter and
@@ -112,6 +139,12 @@ impl JsonDecoder {
         self.file.consumed
     }
 
+    /// The bytes the decoder holds for a line in progress, to test that they stay bounded.
+    #[cfg(test)]
+    pub(crate) fn buffered_bytes(&self) -> usize {
+        self.file.carry.capacity()
+    }
+
     fn check(&self) -> Result<(), CodecError> {
         match &self.schema_error {
             Some(err) => Err(err.clone()),
@@ -122,26 +155,79 @@ impl JsonDecoder {
     /// Decodes the complete lines that `chunk` ends, together with the carried start of the
     /// first one; at the end of the file, also the unterminated last line.
     fn decode_chunk(&mut self, chunk: &[u8], at_end: bool) -> Result<Decoded, CodecError> {
+        let mut rejected = Vec::new();
         let mut rest = chunk;
+        if let Some(skip) = self.file.skipping.as_mut() {
+            let (after, terminated) = match skip.scan(rest, false) {
+                Some(i) => (i + 1, true),
+                None if at_end => (rest.len(), false),
+                None => return Ok(Decoded::default()),
+            };
+            rest = &rest[after..];
+            rejected.push(self.end_skip(terminated));
+        }
         let mut head = Vec::new();
         if !self.file.carry.is_empty() {
-            let end = match memchr::memchr(b'\n', chunk) {
+            let end = match memchr::memchr(b'\n', rest) {
                 Some(newline) => newline + 1,
-                None if at_end => chunk.len(),
+                None if at_end => rest.len(),
                 None => {
-                    self.file.carry.extend_from_slice(chunk);
-                    return Ok(Decoded::default());
+                    self.carry_or_skip(rest);
+                    return Ok(Decoded {
+                        batch: None,
+                        rejected,
+                    });
                 }
             };
             head = std::mem::take(&mut self.file.carry);
-            head.extend_from_slice(&chunk[..end]);
-            rest = &chunk[end..];
+            head.extend_from_slice(&rest[..end]);
+            rest = &rest[end..];
         }
         let mut lines = Vec::new();
         self.split_lines(&head, at_end, &mut lines);
         let used = self.split_lines(rest, at_end, &mut lines);
-        self.file.carry.extend_from_slice(&rest[used..]);
-        self.decode_lines(&lines)
+        self.carry_or_skip(&rest[used..]);
+        let mut decoded = self.decode_lines(&lines)?;
+        rejected.append(&mut decoded.rejected);
+        decoded.rejected = rejected;
+        Ok(decoded)
+    }
+
+    /// Keeps `tail`, the start of a line, after the carried start; or, when that makes the
+    /// line longer than the bound, starts dropping it.
+    fn carry_or_skip(&mut self, tail: &[u8]) {
+        let carry = &mut self.file.carry;
+        if carry.len() + tail.len() <= self.max_line {
+            carry.extend_from_slice(tail);
+            return;
+        }
+        let seen = (carry.len() + tail.len()) as u64;
+        let mut prefix = std::mem::take(carry);
+        prefix.truncate(TEXT_MAX);
+        let room = TEXT_MAX - prefix.len();
+        prefix.extend_from_slice(tail.get(..room).unwrap_or(tail));
+        self.file.skipping = Some(Skipping::new(
+            self.file.lines + 1,
+            self.file.consumed,
+            &prefix,
+            self.file.consumed + seen,
+        ));
+    }
+
+    /// The line too long to keep has ended (at its `\n` if `terminated`, else at the end of
+    /// the file): its reject.
+    fn end_skip(&mut self, terminated: bool) -> Rejected {
+        let mut skip = self
+            .file
+            .skipping
+            .take()
+            .expect("called while skipping a line");
+        if terminated {
+            skip.drop_cr();
+        }
+        self.file.lines += 1;
+        self.file.consumed = skip.pos + u64::from(terminated);
+        skip.reject(&self.source, self.max_line)
     }
 
     /// Appends the non-blank lines of `bytes` (which starts at a line start) to `lines`:
@@ -182,6 +268,15 @@ impl JsonDecoder {
         let mut cells = Vec::with_capacity(self.columns.len());
         for line in lines {
             cells.clear();
+            if line.text.len() > self.max_line {
+                rejected.push(Rejected {
+                    source: self.source.clone(),
+                    line: line.number,
+                    reason: line_too_long(self.max_line),
+                    record: cut_text(line.text),
+                });
+                continue;
+            }
             match self.decode_line(line.text, &mut cells) {
                 Ok(()) => {
                     for (builder, cell) in self.builder.columns.iter_mut().zip(&cells) {
@@ -218,6 +313,12 @@ impl JsonDecoder {
                 Some(v) => cell(column.kind, v)
                     .map_err(|problem| format!("column `{}`: {problem}", column.name))?,
             };
+            if matches!(cell, Cell::Null) && column.event_time {
+                return Err(format!(
+                    "event-time column `{}` is null or missing",
+                    column.name
+                ));
+            }
             if matches!(cell, Cell::Null) && !column.nullable {
                 return Err(format!(
                     "column `{}`: null or missing, but the column is not nullable",

@@ -55,6 +55,9 @@ mod encode_cells;
 mod error;
 mod json_decode;
 mod json_encode;
+mod long_record;
+#[cfg(test)]
+mod long_record_tests;
 #[cfg(test)]
 mod roundtrip_tests;
 mod text_value;
@@ -67,4 +70,5 @@ pub use decoded::{Decoded, Rejected};
 pub use error::CodecError;
 pub use json_decode::JsonDecoder;
 pub use json_encode::JsonLinesEncoder;
+pub use long_record::DEFAULT_MAX_RECORD_BYTES;
 pub use timestamp::TimestampFormat;

@@ -8,10 +8,20 @@ pub(crate) fn parse_int(text: &[u8]) -> Option<i64> {
 }
 
 /// `Float64`: decimal or exponent notation, plus `NaN` / `inf` / `infinity` in any case;
-/// correctly rounded.
+/// correctly rounded. A number too large for a float (`1e400`) is not one: it would read as
+/// infinity, which only the words `inf` and `infinity` mean (as in JSON Lines, which rejects
+/// such a number).
 #[inline]
 pub(crate) fn parse_float(text: &[u8]) -> Option<f64> {
-    lexical_core::parse::<f64>(text).ok()
+    lexical_core::parse::<f64>(text)
+        .ok()
+        .filter(|v| v.is_finite() || !float_overflows(text))
+}
+
+/// Whether `text` is a number written with digits that is too large for a float.
+pub(crate) fn float_overflows(text: &[u8]) -> bool {
+    text.iter().any(u8::is_ascii_digit)
+        && lexical_core::parse::<f64>(text).is_ok_and(f64::is_infinite)
 }
 
 /// `Boolean`: `true` / `false` / `1` / `0`, ASCII case-insensitive.
@@ -57,6 +67,27 @@ mod tests {
         assert!(parse_float(b"NaN").is_some_and(f64::is_nan));
         assert_eq!(parse_float(b"abc"), None);
         assert_eq!(parse_float(b""), None);
+    }
+
+    #[test]
+    fn a_number_too_large_for_a_float_is_not_read_as_infinity() {
+        for text in [&b"1e400"[..], b"-1e400", b"1e309", b"17976931348623159e292"] {
+            assert_eq!(
+                parse_float(text),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(text)
+            );
+            assert!(float_overflows(text));
+        }
+        assert_eq!(parse_float(b"1.7976931348623157e308"), Some(f64::MAX));
+        assert_eq!(
+            parse_float(b"1e-400"),
+            Some(0.0),
+            "underflow rounds to zero"
+        );
+        assert_eq!(parse_float(b"Infinity"), Some(f64::INFINITY));
+        assert!(!float_overflows(b"inf"));
     }
 
     #[test]

@@ -57,6 +57,14 @@ impl<'a> Window<'a> {
             as u64
     }
 
+    /// The first `\n` or `\r` in `[from, to)`, as a file offset.
+    pub(crate) fn find_terminator(&self, from: u64, to: u64) -> Option<u64> {
+        let (carry, chunk) = self.pieces(from, to);
+        memchr::memchr2(b'\n', b'\r', carry)
+            .or_else(|| memchr::memchr2(b'\n', b'\r', chunk).map(|i| carry.len() + i))
+            .map(|i| from + i as u64)
+    }
+
     /// First offset at or after `from` (and before `to`) that is not `\r` or `\n`.
     pub(crate) fn skip_terminators(&self, from: u64, to: u64) -> u64 {
         let (carry, chunk) = self.pieces(from, to);
@@ -95,6 +103,13 @@ impl LineCursor {
         }
         self.line
     }
+
+    /// Moves to `pos`, which is on line `line`: after bytes that left the window without
+    /// being counted (a line too long to keep, whose newlines the caller counted).
+    pub(crate) fn jump(&mut self, pos: u64, line: u64) {
+        debug_assert!(pos >= self.pos, "line cursor moved backwards");
+        *self = LineCursor { pos, line };
+    }
 }
 
 #[cfg(test)]
@@ -114,6 +129,19 @@ mod tests {
         assert_eq!(&*W.bytes(16, 20), b"\nfg\n");
         assert_eq!(&*W.bytes(15, 15), b"");
         assert_eq!(W.end(), 20);
+    }
+
+    #[test]
+    fn terminators_are_found_across_carry_and_chunk() {
+        assert_eq!(W.find_terminator(10, 20), Some(12));
+        assert_eq!(W.find_terminator(13, 20), Some(16));
+        assert_eq!(W.find_terminator(17, 19), None);
+        let w = Window {
+            carry: b"ab",
+            start: 0,
+            chunk: b"c\rd",
+        };
+        assert_eq!(w.find_terminator(1, 5), Some(3));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! A malformed record never stops the query and is never lost: it goes to the dead-letter
 //! output with its file, line and reason (or, with `on_error = "fail"`, stops the query with
-//! that error).
+//! that error). With `event_time`, a record whose event time is empty is malformed, unless
+//! `on_null_event_time = "drop"` says to drop it (counted in the run's summary). A record
+//! longer than `max_record_bytes` is malformed too, and costs its first line only.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,7 +12,9 @@ use std::time::Instant;
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
 use anduin_types::Diagnostics;
+use arrow::array::Array;
 use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
 
 use crate::catalog::{declared_source_schema, Bound};
 use crate::codec::{CsvDecoder, CsvOptions, Decoded, JsonDecoder};
@@ -65,8 +69,31 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             default: Some("dead_letter"),
             doc: "what a malformed record does: `dead_letter` sends it to the dead-letter file and goes on; `fail` stops the query",
         },
+        ParamSpec {
+            name: "max_record_bytes",
+            required: false,
+            kind: ParamKind::Text,
+            default: Some("1MB"),
+            doc: "the longest record read (\"1MB\", \"64KB\", \"4096\"; powers of 1024): a longer one, such as a quote that is never closed, is malformed from its first line on and reading goes on with the next line",
+        },
+        ParamSpec {
+            name: "on_null_event_time",
+            required: false,
+            kind: ParamKind::OneOf(&["malformed", "drop"]),
+            default: Some("malformed"),
+            doc: "with `event_time`, what a record whose event time is empty (or null) does: `malformed` makes it a malformed record (see `on_error`); `drop` drops it, counted as `null_event_time_rows` in the run's summary",
+        },
     ],
 };
+
+/// What the reader does with a row whose event time is null.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NullEventTime {
+    /// The record is malformed: the decoder rejects it.
+    Malformed,
+    /// The row is dropped and counted.
+    Drop,
+}
 
 #[derive(Clone, Copy, Debug)]
 enum Format {
@@ -92,6 +119,26 @@ pub(crate) fn bind(
         }
     };
     let fail_on_error = p.str_or("on_error", "dead_letter") == "fail";
+    let max_record = p.byte_size_or("max_record_bytes", crate::codec::DEFAULT_MAX_RECORD_BYTES)?;
+    let null_event_time = match p.str_or("on_null_event_time", "malformed").as_str() {
+        "drop" => NullEventTime::Drop,
+        _ => NullEventTime::Malformed,
+    };
+    if p.text("on_null_event_time").is_some() && watermarks.is_none() {
+        return Err(p
+            .error(
+                "on_null_event_time",
+                "`on_null_event_time` needs `param event_time = \"…\"` (the event-time column)",
+            )
+            .into());
+    }
+    // The decoder rejects a record without event time; with `drop`, the reader drops its row.
+    let required_time = watermarks
+        .filter(|_| null_event_time == NullEventTime::Malformed)
+        .map(|w| w.column);
+    let dropped_time = watermarks
+        .filter(|_| null_event_time == NullEventTime::Drop)
+        .map(|w| w.column);
     let path = p.required("path").to_string();
     let name = op.name.to_string();
     let out = Arc::clone(&schema);
@@ -102,8 +149,20 @@ pub(crate) fn bind(
                 message,
             })?;
             let decoder = match format {
-                Format::Csv(o) => Decoder::Csv(Box::new(CsvDecoder::new(Arc::clone(&out), o))),
-                Format::Json => Decoder::Json(Box::new(JsonDecoder::new(Arc::clone(&out)))),
+                Format::Csv(o) => {
+                    let d = CsvDecoder::new(Arc::clone(&out), o).with_max_record_bytes(max_record);
+                    Decoder::Csv(Box::new(match required_time {
+                        Some(column) => d.with_event_time(column),
+                        None => d,
+                    }))
+                }
+                Format::Json => {
+                    let d = JsonDecoder::new(Arc::clone(&out)).with_max_record_bytes(max_record);
+                    Decoder::Json(Box::new(match required_time {
+                        Some(column) => d.with_event_time(column),
+                        None => d,
+                    }))
+                }
             };
             Ok(Box::new(Reader {
                 name: name.clone(),
@@ -112,6 +171,8 @@ pub(crate) fn bind(
                 dead_letter: Arc::clone(&ctx.dead_letter),
                 fail_on_error,
                 watermarks,
+                dropped_time,
+                null_time_rows: 0,
             }))
         })),
         outputs: vec![schema],
@@ -153,6 +214,16 @@ impl Decoder {
             Decoder::Json(d) => d.consumed_offset(),
         }
     }
+
+    /// Stands at `offset` after the bytes before it were decoded again; whether it could
+    /// (see [`CsvDecoder::resume_at`]: CSV may have to forget a record that the earlier run
+    /// cut as too long).
+    fn resume_at(&mut self, offset: u64) -> bool {
+        match self {
+            Decoder::Csv(d) => d.resume_at(offset),
+            Decoder::Json(d) => d.consumed_offset() == offset,
+        }
+    }
 }
 
 /// A running reader.
@@ -163,6 +234,10 @@ struct Reader {
     dead_letter: Arc<DeadLetter>,
     fail_on_error: bool,
     watermarks: Option<crate::WatermarkSpec>,
+    /// With `on_null_event_time = "drop"`: the event-time column, whose null rows are dropped.
+    dropped_time: Option<usize>,
+    /// Rows dropped for a null event time (over every run, as checkpointed).
+    null_time_rows: u64,
 }
 
 impl Reader {
@@ -196,10 +271,30 @@ impl Reader {
                     ),
                 })?;
         }
-        Ok(decoded
-            .batch
-            .filter(|b| b.num_rows() > 0)
-            .map(SourcePoll::Batch))
+        let batch = match (decoded.batch, self.dropped_time) {
+            (Some(b), Some(column)) => Some(self.drop_null_times(b, column)?),
+            (batch, _) => batch,
+        };
+        Ok(batch.filter(|b| b.num_rows() > 0).map(SourcePoll::Batch))
+    }
+
+    /// `batch` without its rows whose event time (column `column`) is null, counted.
+    fn drop_null_times(
+        &mut self,
+        batch: RecordBatch,
+        column: usize,
+    ) -> Result<RecordBatch, OperatorError> {
+        let times = batch.column(column);
+        if times.null_count() == 0 {
+            return Ok(batch);
+        }
+        self.null_time_rows += times.null_count() as u64;
+        let keep = arrow::compute::is_not_null(times.as_ref())
+            .and_then(|keep| arrow::compute::filter_record_batch(&batch, &keep));
+        keep.map_err(|e| OperatorError::Execution {
+            operator: self.name.clone(),
+            message: format!("dropping the rows without an event time: {e}"),
+        })
     }
 
     fn codec_error(&self, e: crate::codec::CodecError) -> OperatorError {
@@ -250,8 +345,7 @@ impl Reader {
                 }
             }
         }
-        let at = self.decoder.consumed_offset();
-        if at != offset {
+        if !self.decoder.resume_at(offset) {
             return Err(self.changed_input(format!(
                 "byte {offset}, the checkpoint's position, is no longer the start of a record"
             )));
@@ -278,6 +372,13 @@ impl Source for Reader {
         self.watermarks
     }
 
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        match self.dropped_time {
+            Some(_) => vec![("null_event_time_rows", self.null_time_rows)],
+            None => Vec::new(),
+        }
+    }
+
     fn can_resume(&self) -> Result<(), String> {
         if self.input.is_replayable() {
             Ok(())
@@ -299,7 +400,12 @@ impl Source for Reader {
             .files()
             .get(file)
             .map(|p| p.display().to_string());
-        out.inline(serde_json::json!({ "file": file, "path": path, "offset": offset }));
+        out.inline(serde_json::json!({
+            "file": file,
+            "path": path,
+            "offset": offset,
+            "null_event_time_rows": self.null_time_rows,
+        }));
         Ok(())
     }
 
@@ -312,6 +418,7 @@ impl Source for Reader {
                 message: format!("the checkpoint's position is malformed: {position}"),
             });
         };
+        self.null_time_rows = position["null_event_time_rows"].as_u64().unwrap_or(0);
         let file = usize::try_from(file).unwrap_or(usize::MAX);
         let files = self.input.files();
         if file > files.len() {

@@ -3,6 +3,7 @@
 pub mod filter;
 pub mod join;
 pub mod map;
+mod null_time;
 pub mod pattern;
 pub mod union;
 pub mod window;

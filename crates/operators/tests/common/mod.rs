@@ -38,10 +38,18 @@ fn bound(src: &str, name: &str) -> Bound {
 
 /// An instance of the operator named `op` in the query `src`.
 pub fn operator(src: &str) -> Box<dyn Operator> {
+    operator_and_dead_letters(src).0
+}
+
+/// An instance of the operator named `op` in the query `src`, and the dead letters it
+/// rejects rows to (printed on stderr, counted).
+pub fn operator_and_dead_letters(src: &str) -> (Box<dyn Operator>, Arc<DeadLetter>) {
     let Bound::Operator(factory) = bound(src, "op") else {
         panic!("`op` is not an operator with inputs")
     };
-    factory(&context()).expect("builds")
+    let ctx = context();
+    let op = factory(&ctx).expect("builds");
+    (op, ctx.dead_letter)
 }
 
 /// An instance of the source named `name` in the query `src`.

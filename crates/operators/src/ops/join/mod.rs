@@ -190,8 +190,7 @@ pub(crate) fn bind(
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {
-            let dir = ctx.backend_dir(&setup.name);
-            Ok(Box::new(Join::new(setup.clone(), dir)?))
+            Ok(Box::new(Join::new(setup.clone(), ctx)?))
         })),
         outputs: vec![schema],
         warnings: Diagnostics::default(),

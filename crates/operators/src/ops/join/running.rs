@@ -3,7 +3,6 @@
 //! rows dropped when the watermark says no partner can come.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anduin_types::{SnapshotKind, Watermark};
@@ -15,7 +14,8 @@ use super::checkpoint::Checkpointed;
 use super::output::{joined, Pair};
 use super::store::{Entry, KeyBytes, Store};
 use super::{JoinKind, JoinSetup};
-use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
+use crate::ops::null_time::reject_null_times;
+use crate::{BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut};
 
 /// A running join.
 pub(crate) struct Join {
@@ -27,6 +27,8 @@ pub(crate) struct Join {
     keys: RowConverter,
     watermark: i64,
     late: u64,
+    /// Where rows without an event time go.
+    dead_letter: Arc<DeadLetter>,
 }
 
 fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
@@ -49,9 +51,11 @@ fn times(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
 }
 
 impl Join {
-    /// A join of `setup`; with the LSM backend, its working files go in `dir` (a temporary
-    /// directory if `None`).
-    pub(crate) fn new(setup: JoinSetup, dir: Option<PathBuf>) -> Result<Self, OperatorError> {
+    /// A join of `setup`, built with `ctx`: rejected rows go to its dead letters; with the LSM
+    /// backend, its working files go in its backend directory (a temporary one if none).
+    pub(crate) fn new(setup: JoinSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
+        let dir = ctx.backend_dir(&setup.name);
+        let dead_letter = Arc::clone(&ctx.dead_letter);
         let fields = setup
             .left_keys
             .iter()
@@ -74,6 +78,7 @@ impl Join {
             keys,
             watermark: i64::MIN,
             late: 0,
+            dead_letter,
         })
     }
 
@@ -238,6 +243,12 @@ impl Operator for Join {
         batch: RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
+        let time = if input == 0 {
+            self.setup.left_time
+        } else {
+            self.setup.right_time
+        };
+        let batch = reject_null_times(batch, time, &self.setup.name, &self.dead_letter)?;
         let pairs = self.add(input, batch)?;
         self.emit(&pairs, None, out)
     }
@@ -298,6 +309,10 @@ impl Operator for Join {
             .restore(full, &mut changes)
             .map_err(|e| err(name, e))?;
         Ok(())
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        vec![("late_rows", self.late)]
     }
 
     fn is_stateless(&self) -> bool {

@@ -299,8 +299,7 @@ pub(crate) fn bind(
     let outputs = vec![Arc::clone(&schema); expected_outputs];
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {
-            let dir = ctx.backend_dir(&setup.name);
-            Ok(Box::new(PatternOp::new(Arc::clone(&setup), dir)?))
+            Ok(Box::new(PatternOp::new(Arc::clone(&setup), ctx)?))
         })),
         outputs,
         warnings: Diagnostics::default(),

@@ -1,7 +1,6 @@
 //! The running pattern operator: rows wait until the watermark passes them, then go in
 //! event-time order to their partition's matcher; matches become output rows.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anduin_types::{SnapshotKind, Watermark};
@@ -15,7 +14,8 @@ use super::output::{render, Figures};
 use super::store::{Store, StoreError};
 use super::value::Value;
 use super::Setup;
-use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
+use crate::ops::null_time::reject_null_times;
+use crate::{BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut};
 
 /// Output rows are sent in batches of at most this many.
 const OUT_BATCH: usize = 8192;
@@ -27,7 +27,8 @@ struct Pending {
     row: Row,
 }
 
-/// A row with its partition key, or `None` for a row without an event time.
+/// A row with its partition key, or `None` for a row without an event time (none is left:
+/// such rows go to the dead letters first).
 type Keyed = Option<(Box<[u8]>, Row)>;
 
 /// A running `pattern` operator.
@@ -40,6 +41,8 @@ pub(crate) struct PatternOp {
     seq: u64,
     watermark: i64,
     late: u64,
+    /// Where rows without an event time go.
+    dead_letter: Arc<DeadLetter>,
     outcomes: Vec<Outcome>,
     main: Vec<Vec<Value>>,
     timeouts: Vec<Vec<Value>>,
@@ -77,9 +80,12 @@ fn too_many(operator: &str, e: TooManyThreads) -> OperatorError {
 }
 
 impl PatternOp {
-    /// A pattern operator of `setup`; with the LSM backend, its working files go in `dir` (a
-    /// temporary directory if `None`).
-    pub(crate) fn new(setup: Arc<Setup>, dir: Option<PathBuf>) -> Result<Self, OperatorError> {
+    /// A pattern operator of `setup`, built with `ctx`: rejected rows go to its dead letters;
+    /// with the LSM backend, its working files go in its backend directory (a temporary one if
+    /// none).
+    pub(crate) fn new(setup: Arc<Setup>, ctx: &BuildContext) -> Result<Self, OperatorError> {
+        let dir = ctx.backend_dir(&setup.name);
+        let dead_letter = Arc::clone(&ctx.dead_letter);
         let keys = if setup.partition.is_empty() {
             None
         } else {
@@ -100,6 +106,7 @@ impl PatternOp {
             seq: 0,
             watermark: i64::MIN,
             late: 0,
+            dead_letter,
             outcomes: Vec::new(),
             main: Vec::new(),
             timeouts: Vec::new(),
@@ -273,6 +280,8 @@ impl Operator for PatternOp {
         batch: RecordBatch,
         _out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
+        let batch =
+            reject_null_times(batch, self.setup.order, &self.setup.name, &self.dead_letter)?;
         self.accept(&batch, true)
     }
 
@@ -319,7 +328,7 @@ impl Operator for PatternOp {
         }
         self.flush(out)?;
         if self.late > 0 {
-            tracing::info!(operator = %self.setup.name, late_rows = self.late, "late rows dropped (behind the watermark or without an event time)");
+            tracing::info!(operator = %self.setup.name, late_rows = self.late, "late rows dropped (behind the watermark)");
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ use crate::OperatorError;
 
 /// The rows of a batch, ready to be assigned to windows.
 pub(crate) struct Prepared {
-    /// Event time of each row (none is null: null times are late).
+    /// Event time of each row (none is null: rows without one went to the dead letters).
     pub times: Vec<i64>,
     /// The key of each row.
     pub keys: Rows,
@@ -33,7 +33,8 @@ fn times_of(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
     vec![None; batch.num_rows()]
 }
 
-/// Splits `batch` into rows on time and late rows (event time null or before `watermark`).
+/// Splits `batch` into rows on time and late rows (event time before `watermark`; rows without
+/// one went to the dead letters before, and would count as late here).
 pub(crate) fn split_late(
     batch: RecordBatch,
     setup: &WindowSetup,

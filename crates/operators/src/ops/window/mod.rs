@@ -291,8 +291,7 @@ pub(crate) fn bind(
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {
-            let dir = ctx.backend_dir(&setup.name);
-            Ok(Box::new(Window::new(setup.clone(), dir)?))
+            Ok(Box::new(Window::new(setup.clone(), ctx)?))
         })),
         outputs,
         warnings: Diagnostics::default(),

@@ -1,8 +1,6 @@
 //! The running window operator: late rows split off, rows assigned to windows, windows fired
 //! by the watermark, state checkpointed through the state backend and restored from it.
 
-use std::path::PathBuf;
-
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::record_batch::RecordBatch;
 
@@ -14,7 +12,8 @@ use super::panes::Panes;
 use super::session::Sessions;
 use super::store::Store;
 use super::{WindowKind, WindowSetup};
-use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
+use crate::ops::null_time::reject_null_times;
+use crate::{BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut};
 
 /// The open windows, by kind.
 #[derive(Debug)]
@@ -35,12 +34,16 @@ pub(crate) struct Window {
     watermark: i64,
     /// Late rows dropped so far.
     late: u64,
+    /// Where rows without an event time go.
+    dead_letter: std::sync::Arc<DeadLetter>,
 }
 
 impl Window {
-    /// A window of `setup`; with the LSM backend, its working files go in `dir` (a temporary
-    /// directory if `None`).
-    pub(crate) fn new(setup: WindowSetup, dir: Option<PathBuf>) -> Result<Self, OperatorError> {
+    /// A window of `setup`, built with `ctx`: rejected rows go to its dead letters; with the LSM
+    /// backend, its working files go in its backend directory (a temporary one if none).
+    pub(crate) fn new(setup: WindowSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
+        let dir = ctx.backend_dir(&setup.name);
+        let dead_letter = std::sync::Arc::clone(&ctx.dead_letter);
         let open = match setup.kind {
             WindowKind::Sliding { size, slide } => Open::Panes(Panes::new(size, slide)),
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
@@ -58,6 +61,7 @@ impl Window {
             store,
             watermark: i64::MIN,
             late: 0,
+            dead_letter,
         })
     }
 
@@ -99,6 +103,12 @@ impl Operator for Window {
         batch: RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
+        let batch = reject_null_times(
+            batch,
+            self.setup.time_column,
+            &self.setup.name,
+            &self.dead_letter,
+        )?;
         let (batch, late) = split_late(batch, &self.setup, self.watermark)?;
         if let Some(late) = late {
             match self.setup.late_port {
@@ -200,11 +210,9 @@ impl Operator for Window {
     }
 
     fn metrics(&self) -> Vec<(&'static str, u64)> {
-        self.store
-            .bytes()
-            .map(|b| ("state_backend_bytes", b))
-            .into_iter()
-            .collect()
+        let mut metrics = vec![("late_rows", self.late)];
+        metrics.extend(self.store.bytes().map(|b| ("state_backend_bytes", b)));
+        metrics
     }
 
     fn is_stateless(&self) -> bool {
