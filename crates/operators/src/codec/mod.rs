@@ -67,4 +67,5 @@ pub use decoded::{Decoded, Rejected};
 pub use error::CodecError;
 pub use json_decode::JsonDecoder;
 pub use json_encode::JsonLinesEncoder;
+pub(crate) use timestamp::instant_text;
 pub use timestamp::TimestampFormat;

@@ -13,8 +13,12 @@ use anduin_operators::{
 use anduin_types::{Epoch, SnapshotKind};
 
 fn context() -> BuildContext {
+    context_rejecting_to(Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)))
+}
+
+fn context_rejecting_to(dead_letter: Arc<DeadLetter>) -> BuildContext {
     BuildContext {
-        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
+        dead_letter,
         checkpointing: false,
         restore_epoch: None,
         instance: 0,
@@ -41,6 +45,15 @@ pub fn operator(src: &str) -> Box<dyn Operator> {
         panic!("`op` is not an operator with inputs")
     };
     factory(&context()).expect("builds")
+}
+
+/// An instance of the operator named `op` in the query `src` that sends the rows it rejects
+/// to `dead_letter`.
+pub fn operator_rejecting_to(src: &str, dead_letter: &Arc<DeadLetter>) -> Box<dyn Operator> {
+    let Bound::Operator(factory) = bound(src, "op") else {
+        panic!("`op` is not an operator with inputs")
+    };
+    factory(&context_rejecting_to(Arc::clone(dead_letter))).expect("builds")
 }
 
 /// An instance of the source named `name` in the query `src`.

@@ -12,13 +12,14 @@
 //! group, written when changed (`store.rs`, `entries.rs`).
 
 mod accs;
-mod assign;
+pub(crate) mod assign;
 mod count;
 mod entries;
 mod input;
 mod keys;
 mod output;
 mod panes;
+pub(crate) mod reject;
 mod running;
 mod session;
 mod store;
@@ -290,7 +291,12 @@ pub(crate) fn bind(
         },
     };
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |_| Ok(Box::new(Window::new(setup.clone())?)))),
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            Ok(Box::new(Window::new(
+                setup.clone(),
+                Arc::clone(&ctx.dead_letter),
+            )?))
+        })),
         outputs,
         warnings: Diagnostics::default(),
         partition_by,

@@ -1,18 +1,22 @@
 //! The running window operator: late rows split off, rows assigned to windows, windows fired
 //! by the watermark, state checkpointed through the state backend and restored from it.
 
+use std::sync::Arc;
+
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::record_batch::RecordBatch;
 
+use super::assign::fits;
 use super::count::Counting;
 use super::entries::{StateRows, COUNT, PANE, SESSION};
-use super::input::{prepare, split_late};
+use super::input::{prepare, split_late, times_of};
 use super::output::Results;
 use super::panes::Panes;
+use super::reject::keep_fitting;
 use super::session::Sessions;
 use super::store::Store;
 use super::{WindowKind, WindowSetup};
-use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
+use crate::{Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut};
 
 /// The open windows, by kind.
 #[derive(Debug)]
@@ -33,10 +37,15 @@ pub(crate) struct Window {
     watermark: i64,
     /// Late rows dropped so far.
     late: u64,
+    /// Where rows in no window go (their window would not fit in a timestamp).
+    dead_letter: Arc<DeadLetter>,
 }
 
 impl Window {
-    pub(crate) fn new(setup: WindowSetup) -> Result<Self, OperatorError> {
+    pub(crate) fn new(
+        setup: WindowSetup,
+        dead_letter: Arc<DeadLetter>,
+    ) -> Result<Self, OperatorError> {
         let open = match setup.kind {
             WindowKind::Sliding { size, slide } => Open::Panes(Panes::new(size, slide)),
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
@@ -53,6 +62,7 @@ impl Window {
             store,
             watermark: i64::MIN,
             late: 0,
+            dead_letter,
         })
     }
 
@@ -101,6 +111,11 @@ impl Operator for Window {
                 None => self.late += late.num_rows() as u64,
             }
         }
+        let kind = self.setup.kind;
+        let times = times_of(&batch, self.setup.time_column);
+        let batch = keep_fitting(batch, &times, &self.setup.name, &self.dead_letter, |t| {
+            fits(kind, t)
+        })?;
         if batch.num_rows() == 0 {
             return Ok(());
         }
