@@ -189,7 +189,12 @@ pub(crate) fn bind(
         },
     };
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |_| Ok(Box::new(Join::new(setup.clone())?)))),
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            Ok(Box::new(Join::new(
+                setup.clone(),
+                Arc::clone(&ctx.dead_letter),
+            )?))
+        })),
         outputs: vec![schema],
         warnings: Diagnostics::default(),
         partition_by: vec![Some(left_keys), Some(right_keys)],

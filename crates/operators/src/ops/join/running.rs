@@ -14,7 +14,9 @@ use super::checkpoint::Checkpointed;
 use super::output::{joined, Pair};
 use super::store::{Entry, KeyBytes, Store};
 use super::{JoinKind, JoinSetup};
-use crate::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
+use crate::ops::window::assign::sliding_fits;
+use crate::ops::window::reject::keep_fitting;
+use crate::{Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut};
 
 /// A running join.
 pub(crate) struct Join {
@@ -26,6 +28,8 @@ pub(crate) struct Join {
     keys: RowConverter,
     watermark: i64,
     late: u64,
+    /// Where rows in no window go (a window join's window that would not fit in a timestamp).
+    dead_letter: Arc<DeadLetter>,
 }
 
 fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
@@ -48,7 +52,10 @@ fn times(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
 }
 
 impl Join {
-    pub(crate) fn new(setup: JoinSetup) -> Result<Self, OperatorError> {
+    pub(crate) fn new(
+        setup: JoinSetup,
+        dead_letter: Arc<DeadLetter>,
+    ) -> Result<Self, OperatorError> {
         let fields = setup
             .left_keys
             .iter()
@@ -70,6 +77,7 @@ impl Join {
             keys,
             watermark: i64::MIN,
             late: 0,
+            dead_letter,
         })
     }
 
@@ -110,8 +118,8 @@ impl Join {
             if let JoinKind::Interval { lower, upper } = self.setup.kind {
                 for o in other.iter_mut() {
                     let (l, r) = if side == 0 { (t, o.time) } else { (o.time, t) };
-                    let d = r.saturating_sub(l);
-                    if d >= lower && d <= upper {
+                    let d = i128::from(r) - i128::from(l);
+                    if d >= i128::from(lower) && d <= i128::from(upper) {
                         if side == 0 {
                             pairs.push((entry.at, Some(o.at)));
                             entry.matched = true;
@@ -154,12 +162,16 @@ impl Join {
     fn advance(&mut self, wm: i64, out: &mut dyn Collector) -> Result<(), OperatorError> {
         match self.setup.kind {
             JoinKind::Interval { lower, upper } => {
-                // No right row still to come (time >= wm) matches a left row with time + upper < wm.
+                // No right row still to come (time >= wm) matches a left row with time + upper < wm,
+                // nor a left row to come a right row with time - lower < wm; after the end of
+                // input (+∞) none at all.
+                let (wm, lower, upper) = (i128::from(wm), i128::from(lower), i128::from(upper));
+                let end = wm == i128::from(i64::MAX);
                 let [gone_left, gone_right] = self
                     .store
                     .keys
-                    .prune([&|t| t.saturating_add(upper) < wm, &|t| {
-                        t.saturating_sub(lower) < wm
+                    .prune([&|t| end || i128::from(t) + upper < wm, &|t| {
+                        end || i128::from(t) - lower < wm
                     }]);
                 if self.setup.left_outer {
                     let pairs: Vec<Pair> = gone_left
@@ -234,6 +246,28 @@ impl Operator for Join {
         batch: RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
+        let batch = match self.setup.kind {
+            JoinKind::Window { size } => {
+                // A row whose window would not fit in a timestamp goes to the dead letters
+                // (a late one is counted as late by `add`).
+                let column = if input == 0 {
+                    self.setup.left_time
+                } else {
+                    self.setup.right_time
+                };
+                let wm = self.watermark;
+                let fits = |t: i64| {
+                    if t < wm {
+                        Ok(())
+                    } else {
+                        sliding_fits(t, size, size)
+                    }
+                };
+                let ts = times(&batch, column);
+                keep_fitting(batch, &ts, &self.setup.name, &self.dead_letter, fits)?
+            }
+            JoinKind::Interval { .. } => batch,
+        };
         let pairs = self.add(input, batch)?;
         self.emit(&pairs, None, out)
     }
