@@ -32,8 +32,15 @@ pub struct CompiledAggregate {
 
 impl CompiledAggregate {
     /// A fresh accumulator for any number of groups (vectorized where DataFusion has one for
-    /// this function, an adapter over the row-wise accumulator otherwise).
+    /// this function, an adapter over the row-wise accumulator otherwise). `MIN` and `MAX`
+    /// of floats order NaN above every number and -0 below +0, whatever the rows' order
+    /// (see [`crate::SqlFloat`]).
     pub fn groups_accumulator(&self) -> Result<Box<dyn GroupsAccumulator>, ExprError> {
+        if let Some(acc) =
+            crate::float_order::min_max_accumulator(self.expr.fun().name(), &self.data_type())
+        {
+            return Ok(acc);
+        }
         if self.expr.groups_accumulator_supported() {
             return self
                 .expr

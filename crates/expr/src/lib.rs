@@ -10,6 +10,7 @@
 mod aggregate;
 mod compile;
 mod error;
+mod float_order;
 mod locate;
 mod provider;
 mod strict;
@@ -19,4 +20,5 @@ pub use compile::{
     compile_expr, compile_predicate, compile_projection, parse_text, CompiledExpr, Scope,
 };
 pub use error::ExprError;
+pub use float_order::SqlFloat;
 pub use provider::FunctionProvider;

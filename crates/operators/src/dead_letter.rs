@@ -46,7 +46,9 @@ pub struct RejectedRow {
 }
 
 /// Row `row` of `batch` as a JSON object, column name -> value (nulls included), for a
-/// [`RejectedRow`]. A value JSON cannot hold (a NaN) is written as its text.
+/// [`RejectedRow`]. A value JSON cannot hold (a NaN) is written as its text; a timestamp
+/// too far from 1970 for a calendar date (beyond about ±262 000 years), as its epoch
+/// milliseconds.
 pub fn row_as_json(batch: &arrow::record_batch::RecordBatch, row: usize) -> serde_json::Value {
     let mut object = serde_json::Map::new();
     if row >= batch.num_rows() {
@@ -56,6 +58,8 @@ pub fn row_as_json(batch: &arrow::record_batch::RecordBatch, row: usize) -> serd
     for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
         let value = if column.is_null(row) {
             serde_json::Value::Null
+        } else if let Some(ms) = beyond_the_calendar(column.as_ref(), row) {
+            ms.into()
         } else {
             let text = arrow::util::display::ArrayFormatter::try_new(column.as_ref(), &options)
                 .map(|f| f.value(row).to_string())
@@ -73,6 +77,19 @@ pub fn row_as_json(batch: &arrow::record_batch::RecordBatch, row: usize) -> serd
         object.insert(field.name().clone(), value);
     }
     serde_json::Value::Object(object)
+}
+
+/// The epoch milliseconds of a millisecond timestamp that has no calendar date.
+fn beyond_the_calendar(column: &dyn arrow::array::Array, row: usize) -> Option<i64> {
+    use arrow::array::TimestampMillisecondArray;
+    use arrow::datatypes::TimestampMillisecondType;
+    let ms = column
+        .as_any()
+        .downcast_ref::<TimestampMillisecondArray>()?
+        .value(row);
+    arrow::temporal_conversions::as_datetime::<TimestampMillisecondType>(ms)
+        .is_none()
+        .then_some(ms)
 }
 
 /// Where rejected records go.
@@ -307,5 +324,29 @@ mod tests {
         assert_eq!(v["row"]["b"], 0);
         assert_eq!(v["line"], 3);
         assert_eq!((dl.count(), dl.rejected_rows()), (1, 1));
+    }
+
+    #[test]
+    fn a_timestamp_without_a_calendar_date_is_written_as_its_milliseconds() {
+        use arrow::array::TimestampMillisecondArray;
+        use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+        use std::sync::Arc;
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "ts",
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            false,
+        )]));
+        let batch = arrow::record_batch::RecordBatch::try_new(
+            schema,
+            vec![Arc::new(TimestampMillisecondArray::from(vec![
+                i64::MAX,
+                i64::MIN,
+                0,
+            ]))],
+        )
+        .expect("batch");
+        assert_eq!(row_as_json(&batch, 0)["ts"], i64::MAX);
+        assert_eq!(row_as_json(&batch, 1)["ts"], i64::MIN);
+        assert_eq!(row_as_json(&batch, 2)["ts"], "1970-01-01T00:00:00");
     }
 }

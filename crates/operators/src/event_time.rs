@@ -2,7 +2,7 @@
 //! largest event time seen (bounded out-of-orderness).
 
 use anduin_graph::{ParamKind, ParamSpec};
-use anduin_types::{parse_duration_ms, ColumnType, Diagnostics};
+use anduin_types::{parse_duration_ms, ColumnType, Diagnostics, Watermark};
 use arrow::datatypes::Schema;
 
 use crate::params::Params;
@@ -41,6 +41,30 @@ pub struct WatermarkSpec {
     pub delay_ms: i64,
     /// After this many milliseconds of wall-clock time without a row, the source is idle.
     pub idle_timeout_ms: Option<u64>,
+}
+
+impl WatermarkSpec {
+    /// The watermark once rows up to `max_event_time` were seen: that minus the delay, down
+    /// to `i64::MIN`, and below +∞ (`i64::MAX`, which only the end of the input reaches: a
+    /// row at `i64::MAX` may still follow one).
+    ///
+    /// # Examples
+    /// ```
+    /// use anduin_operators::WatermarkSpec;
+    /// use anduin_types::Watermark;
+    /// let spec = WatermarkSpec { column: 0, delay_ms: 2000, idle_timeout_ms: None };
+    /// assert_eq!(spec.watermark_after(10_000), Watermark(8000));
+    /// assert_eq!(spec.watermark_after(i64::MIN + 5), Watermark::MIN);
+    /// let no_delay = WatermarkSpec { delay_ms: 0, ..spec };
+    /// assert_eq!(no_delay.watermark_after(i64::MAX), Watermark(i64::MAX - 1));
+    /// ```
+    pub fn watermark_after(&self, max_event_time: i64) -> Watermark {
+        Watermark(
+            max_event_time
+                .saturating_sub(self.delay_ms)
+                .min(Watermark::MAX.0 - 1),
+        )
+    }
 }
 
 /// Reads `event_time` and `watermark` against the source's output schema.

@@ -287,7 +287,10 @@ fn naive(kind: Kind, rows: &[Row]) -> Vec<Out> {
             }
             for (k, rs) in by_key {
                 for chunk in rs.chunks_exact(n as usize) {
-                    out.push(aggregate(chunk[0].0, chunk[n as usize - 1].0 + 1, k, chunk));
+                    // From the earliest row's time to one millisecond after the latest's.
+                    let earliest = chunk.iter().map(|r| r.0).min().unwrap_or(0);
+                    let latest = chunk.iter().map(|r| r.0).max().unwrap_or(0);
+                    out.push(aggregate(earliest, latest + 1, k, chunk));
                 }
             }
         }

@@ -317,7 +317,7 @@ impl SourceTask {
         let Some(t) = self.source.event_time_progress() else {
             return Ok(false);
         };
-        let wm = Watermark(t.saturating_sub(spec.delay_ms));
+        let wm = spec.watermark_after(t);
         if self.watermark.is_some_and(|last| wm <= last) {
             return Ok(false);
         }
@@ -357,14 +357,13 @@ impl SourceTask {
         while offset < whole.num_rows() {
             let len = self.batch_size.min(whole.num_rows() - offset);
             let slice = whole.slice(offset, len);
-            let max_time = self
-                .source
-                .watermarks()
-                .and_then(|spec| max_event_time(&slice, spec.column).map(|t| (t, spec.delay_ms)));
+            let watermark = self.source.watermarks().and_then(|spec| {
+                max_event_time(&slice, spec.column).map(|t| spec.watermark_after(t))
+            });
             self.chain
                 .push_from_source(&mut self.outlets, &self.counters, slice)?;
-            if let Some((t, delay)) = max_time {
-                self.emit_watermark(Watermark(t.saturating_sub(delay)))?;
+            if let Some(wm) = watermark {
+                self.emit_watermark(wm)?;
             }
             offset += len;
         }

@@ -71,4 +71,5 @@ pub use error::CodecError;
 pub use json_decode::JsonDecoder;
 pub use json_encode::JsonLinesEncoder;
 pub use long_record::DEFAULT_MAX_RECORD_BYTES;
+pub(crate) use timestamp::instant_text;
 pub use timestamp::TimestampFormat;

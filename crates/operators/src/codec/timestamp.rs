@@ -134,6 +134,22 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year, month, day)
 }
 
+/// `ms` as `YYYY-MM-DDTHH:MM:SS.mmmZ` for any `i64`, with as many year digits (and a minus
+/// sign) as the year needs: `292278994-08-17T07:12:55.807Z` for `i64::MAX`. For messages;
+/// the decoders do not read years beyond four digits back.
+pub(crate) fn instant_text(ms: i64) -> String {
+    let (year, month, day) = civil_from_days(ms.div_euclid(MS_PER_DAY));
+    let ms_of_day = ms.rem_euclid(MS_PER_DAY);
+    let secs = ms_of_day / 1000;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        ms_of_day % 1000
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,6 +182,21 @@ mod tests {
         assert_eq!(fmt(-62_167_219_200_001), None);
         assert_eq!(fmt(i64::MIN), None);
         assert_eq!(fmt(i64::MAX), None);
+    }
+
+    #[test]
+    fn instants_of_every_year_have_a_text_for_messages() {
+        assert_eq!(instant_text(i64::MAX), "292278994-08-17T07:12:55.807Z");
+        assert_eq!(instant_text(i64::MIN), "-292275055-05-16T16:47:04.192Z");
+        for ms in [
+            0,
+            -1,
+            1_700_000_000_123,
+            253_402_300_799_999,
+            -62_167_219_200_000,
+        ] {
+            assert_eq!(Some(instant_text(ms)), fmt(ms));
+        }
     }
 
     #[test]

@@ -13,8 +13,12 @@ use anduin_operators::{
 use anduin_types::{Epoch, SnapshotKind};
 
 fn context() -> BuildContext {
+    context_rejecting_to(Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)))
+}
+
+fn context_rejecting_to(dead_letter: Arc<DeadLetter>) -> BuildContext {
     BuildContext {
-        dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
+        dead_letter,
         checkpointing: false,
         restore_epoch: None,
         instance: 0,
@@ -50,6 +54,15 @@ pub fn operator_and_dead_letters(src: &str) -> (Box<dyn Operator>, Arc<DeadLette
     let ctx = context();
     let op = factory(&ctx).expect("builds");
     (op, ctx.dead_letter)
+}
+
+/// An instance of the operator named `op` in the query `src` that sends the rows it rejects
+/// to `dead_letter`.
+pub fn operator_rejecting_to(src: &str, dead_letter: &Arc<DeadLetter>) -> Box<dyn Operator> {
+    let Bound::Operator(factory) = bound(src, "op") else {
+        panic!("`op` is not an operator with inputs")
+    };
+    factory(&context_rejecting_to(Arc::clone(dead_letter))).expect("builds")
 }
 
 /// An instance of the source named `name` in the query `src`.

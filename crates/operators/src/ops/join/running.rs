@@ -15,6 +15,8 @@ use super::output::{joined, Pair};
 use super::store::{Entry, KeyBytes, Store};
 use super::{JoinKind, JoinSetup};
 use crate::ops::null_time::reject_null_times;
+use crate::ops::window::assign::sliding_fits;
+use crate::ops::window::reject::keep_fitting;
 use crate::{BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut};
 
 /// A running join.
@@ -27,7 +29,8 @@ pub(crate) struct Join {
     keys: RowConverter,
     watermark: i64,
     late: u64,
-    /// Where rows without an event time go.
+    /// Where rejected rows go: rows without an event time, and a window join's rows whose
+    /// window would not fit in a timestamp.
     dead_letter: Arc<DeadLetter>,
 }
 
@@ -119,8 +122,8 @@ impl Join {
             if let JoinKind::Interval { lower, upper } = self.setup.kind {
                 for o in other.iter_mut() {
                     let (l, r) = if side == 0 { (t, o.time) } else { (o.time, t) };
-                    let d = r.saturating_sub(l);
-                    if d >= lower && d <= upper {
+                    let d = i128::from(r) - i128::from(l);
+                    if d >= i128::from(lower) && d <= i128::from(upper) {
                         if side == 0 {
                             pairs.push((entry.at, Some(o.at)));
                             entry.matched = true;
@@ -163,12 +166,16 @@ impl Join {
     fn advance(&mut self, wm: i64, out: &mut dyn Collector) -> Result<(), OperatorError> {
         match self.setup.kind {
             JoinKind::Interval { lower, upper } => {
-                // No right row still to come (time >= wm) matches a left row with time + upper < wm.
+                // No right row still to come (time >= wm) matches a left row with time + upper < wm,
+                // nor a left row to come a right row with time - lower < wm; after the end of
+                // input (+∞) none at all.
+                let (wm, lower, upper) = (i128::from(wm), i128::from(lower), i128::from(upper));
+                let end = wm == i128::from(i64::MAX);
                 let [gone_left, gone_right] = self
                     .store
                     .keys
-                    .prune([&|t| t.saturating_add(upper) < wm, &|t| {
-                        t.saturating_sub(lower) < wm
+                    .prune([&|t| end || i128::from(t) + upper < wm, &|t| {
+                        end || i128::from(t) - lower < wm
                     }]);
                 if self.setup.left_outer {
                     let pairs: Vec<Pair> = gone_left
@@ -249,6 +256,23 @@ impl Operator for Join {
             self.setup.right_time
         };
         let batch = reject_null_times(batch, time, &self.setup.name, &self.dead_letter)?;
+        let batch = match self.setup.kind {
+            JoinKind::Window { size } => {
+                // A row whose window would not fit in a timestamp goes to the dead letters
+                // (a late one is counted as late by `add`).
+                let wm = self.watermark;
+                let fits = |t: i64| {
+                    if t < wm {
+                        Ok(())
+                    } else {
+                        sliding_fits(t, size, size)
+                    }
+                };
+                let ts = times(&batch, time);
+                keep_fitting(batch, &ts, &self.setup.name, &self.dead_letter, fits)?
+            }
+            JoinKind::Interval { .. } => batch,
+        };
         let pairs = self.add(input, batch)?;
         self.emit(&pairs, None, out)
     }

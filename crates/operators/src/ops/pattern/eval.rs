@@ -111,20 +111,27 @@ fn aggregate(f: AggFn, var: Option<usize>, col: Option<usize>, view: &impl View)
                 Value::Float(sum / n as f64)
             }
         }
-        AggFn::Min | AggFn::Max => values.fold(Value::Null, |acc, v| {
-            let better = match acc.compare(v) {
-                None => true,
-                Some(o) => {
-                    (o == std::cmp::Ordering::Greater) == (f == AggFn::Min)
-                        && o != std::cmp::Ordering::Equal
+        AggFn::Min | AggFn::Max => {
+            let best = values.fold(Value::Null, |acc, v| {
+                let better = match acc.order(v) {
+                    None => true,
+                    Some(o) => {
+                        (o == std::cmp::Ordering::Greater) == (f == AggFn::Min)
+                            && o != std::cmp::Ordering::Equal
+                    }
+                };
+                if better {
+                    v.clone()
+                } else {
+                    acc
                 }
-            };
-            if better {
-                v.clone()
-            } else {
-                acc
+            });
+            // Every NaN is the same value: the result is the canonical one.
+            match best {
+                Value::Float(x) => Value::Float(anduin_expr::SqlFloat::canonical(x)),
+                other => other,
             }
-        }),
+        }
     }
 }
 

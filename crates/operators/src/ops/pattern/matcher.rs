@@ -293,7 +293,7 @@ impl Partition {
                 continue;
             }
             if p.within
-                .is_some_and(|w| ts - self.attempts[i].start_ts >= w)
+                .is_some_and(|w| ts.saturating_sub(self.attempts[i].start_ts) >= w)
             {
                 let a = &mut self.attempts[i];
                 time_out(a);

@@ -292,7 +292,9 @@ impl Operator for PatternOp {
     ) -> Result<Option<Watermark>, OperatorError> {
         if watermark.0 > self.watermark {
             self.watermark = watermark.0;
-            self.release(Some(watermark.0))?;
+            // At +∞ (the end of input) every row is released, also one at i64::MAX, before
+            // the time bounds end the attempts it may still extend.
+            self.release((watermark != Watermark::MAX).then_some(watermark.0))?;
             self.advance(watermark.0);
             self.flush(out)?;
             self.store

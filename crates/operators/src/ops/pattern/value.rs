@@ -55,6 +55,19 @@ impl Value {
         }
     }
 
+    /// The order `MIN` and `MAX` use: SQL comparison, but with floats in SQL's total order
+    /// (`-∞ < … < -0 < +0 < … < +∞ < NaN`, see [`anduin_expr::SqlFloat`]); `None` when
+    /// either side is NULL.
+    pub(crate) fn order(&self, other: &Value) -> Option<Ordering> {
+        use anduin_expr::SqlFloat;
+        match (self, other) {
+            (Value::Float(_), _) | (_, Value::Float(_)) => {
+                Some(self.as_f64()?.sql_cmp(other.as_f64()?))
+            }
+            _ => self.compare(other),
+        }
+    }
+
     /// `self op other`. Integer division truncates; division by zero is NULL.
     pub(crate) fn binary(&self, op: BinOp, other: &Value) -> Value {
         use BinOp::*;

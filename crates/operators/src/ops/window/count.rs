@@ -1,6 +1,7 @@
 //! Count windows: every `size` rows of a key (in arrival order) form a window, emitted at
-//! once. Its start is the event time of its first row and its end one millisecond after its
-//! last. A window still short of `size` rows at the end of input is not emitted.
+//! once. Its start is the earliest event time of its rows and its end one millisecond after
+//! the latest (rows may arrive out of order), so that every row of it is in `[start, end)`.
+//! A window still short of `size` rows at the end of input is not emitted.
 //! A checkpoint writes each open window that changed since the previous one as a backend entry
 //! (under its key and start) and deletes the entries of windows that fired.
 
@@ -22,8 +23,10 @@ use crate::OperatorError;
 #[derive(Debug)]
 pub(crate) struct Counted {
     pub rows: u64,
-    pub first: i64,
-    pub last: i64,
+    /// The earliest event time of its rows (the start it is stored under).
+    pub earliest: i64,
+    /// The latest event time of its rows.
+    pub latest: i64,
     /// One group (id 0).
     pub accs: Accs,
     /// The start it has an entry in the backend under, if any.
@@ -63,8 +66,8 @@ impl Counting {
                     row.owned(),
                     Counted {
                         rows: 0,
-                        first: ts,
-                        last: ts,
+                        earliest: ts,
+                        latest: ts,
                         accs: Accs::new(&setup.aggs, &setup.name)?,
                         stored: None,
                         changed: true,
@@ -73,16 +76,18 @@ impl Counting {
             };
             let (key, w) = entry;
             if w.rows == 0 {
-                w.first = ts;
+                (w.earliest, w.latest) = (ts, ts);
             }
-            w.last = ts;
+            w.earliest = w.earliest.min(ts);
+            w.latest = w.latest.max(ts);
             w.rows += 1;
             w.changed = true;
             w.accs.update(&p.inputs.slice(i, 1), &[0], 1, &setup.name)?;
             if w.rows == self.size {
                 let values = w.accs.evaluate(&setup.name)?;
                 let keys = setup.codec.columns([key.row()], &setup.name)?;
-                results.add(w.first, w.last + 1, keys, values);
+                // The latest time is below i64::MAX: a row at i64::MAX is in no window.
+                results.add(w.earliest, w.latest + 1, keys, values);
                 w.rows = 0;
                 w.accs = Accs::new(&setup.aggs, &setup.name)?;
             }
@@ -99,7 +104,7 @@ impl Counting {
         let name = &setup.name;
         for (key, w) in self.by_key.values_mut().filter(|(_, w)| w.changed) {
             let key = setup.codec.stored(key.row());
-            if let Some(old) = w.stored.filter(|old| w.rows == 0 || *old != w.first) {
+            if let Some(old) = w.stored.filter(|old| w.rows == 0 || *old != w.earliest) {
                 store.delete(key, COUNT, old)?;
                 w.stored = None;
             }
@@ -108,9 +113,9 @@ impl Counting {
                 let states = w.accs.take_state(name)?;
                 w.accs.merge(&states, &[0], 1, name)?;
                 let rows = store.states.encode(&states, 1, name)?;
-                let v = value(&[w.rows, w.last as u64], rows.row(0).data());
-                store.put(key, COUNT, w.first, &v)?;
-                w.stored = Some(w.first);
+                let v = value(&[w.rows, w.latest as u64], rows.row(0).data());
+                store.put(key, COUNT, w.earliest, &v)?;
+                w.stored = Some(w.earliest);
             }
             w.changed = false;
         }
@@ -136,7 +141,7 @@ impl Counting {
         let keys = setup
             .codec
             .rows_of_stored(entries.iter().map(|e| &e.key[..]), name)?;
-        for (i, (e, [rows, last])) in entries.iter().zip(fixed).enumerate() {
+        for (i, (e, [rows, latest])) in entries.iter().zip(fixed).enumerate() {
             let row = keys.row(i);
             let mut accs = Accs::new(&setup.aggs, name)?;
             accs.merge(&one_row(&states, i), &[0], 1, name)?;
@@ -146,8 +151,8 @@ impl Counting {
                     row.owned(),
                     Counted {
                         rows,
-                        first: e.start,
-                        last: last as i64,
+                        earliest: e.start,
+                        latest: latest as i64,
                         accs,
                         stored: Some(e.start),
                         changed: false,

@@ -12,7 +12,7 @@
 //! |-----|---------------------------|-------------|
 //! | `p` | none                      | the state   |
 //! | `s` | the session's end         | the state   |
-//! | `c` | rows so far, last row time| the state   |
+//! | `c` | rows so far, latest time  | the state   |
 
 use std::sync::Arc;
 

@@ -22,7 +22,7 @@ pub(crate) struct Prepared {
 }
 
 /// The event times of `batch`, nulls as `None`.
-fn times_of(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
+pub(crate) fn times_of(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
     let col = batch.column(column);
     if let Some(a) = col.as_any().downcast_ref::<TimestampMillisecondArray>() {
         return a.iter().collect();

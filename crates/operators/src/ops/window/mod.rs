@@ -3,22 +3,25 @@
 //!
 //! A window's result is emitted when the watermark passes its end (at the end of a bounded
 //! input, the watermark goes to +∞ and every window fires). Rows behind the watermark are
-//! late: counted and dropped, or sent to the output named by `late_output`. Sliding windows
-//! are built from panes (`gcd(size, slide)` long): each row is accumulated once, into its
-//! pane, and a window merges the intermediate states of its panes.
+//! late: counted and dropped, or sent to the output named by `late_output`. A row whose
+//! window would not fit in a timestamp (an event time within a window length of either end
+//! of the `i64` range) goes to the dead letters with the reason (`assign.rs`, `reject.rs`).
+//! Sliding windows are built from panes (`gcd(size, slide)` long): each row is accumulated
+//! once, into its pane, and a window merges the intermediate states of its panes.
 //!
 //! The open windows live in memory; checkpoints go through the state backend (heap or LSM,
 //! `state_backend`), one entry per key and pane, session or count window under the key's key
 //! group, written when changed (`store.rs`, `entries.rs`).
 
 mod accs;
-mod assign;
+pub(crate) mod assign;
 mod count;
 mod entries;
 mod input;
 mod keys;
 mod output;
 mod panes;
+pub(crate) mod reject;
 mod running;
 mod session;
 mod store;

@@ -192,8 +192,9 @@ impl Panes {
             let key_columns = setup.codec.columns(keys.keys().iter(), &setup.name)?;
             results.add(start, end, key_columns, values);
             self.fired_up_to = end;
-            // Panes before the next window's start are in no window to come.
-            let next_start = end + self.slide - self.size;
+            // Panes before the next window's start are in no window to come (written so
+            // that it stays a timestamp when `end + slide` would not be).
+            let next_start = end - (self.size - self.slide);
             let kept = self.sealed.split_off(&next_start);
             for (start, pane) in std::mem::replace(&mut self.sealed, kept) {
                 pane.changed

@@ -1,14 +1,18 @@
 //! The running window operator: late rows split off, rows assigned to windows, windows fired
 //! by the watermark, state checkpointed through the state backend and restored from it.
 
+use std::sync::Arc;
+
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::record_batch::RecordBatch;
 
+use super::assign::fits;
 use super::count::Counting;
 use super::entries::{StateRows, COUNT, PANE, SESSION};
-use super::input::{prepare, split_late};
+use super::input::{prepare, split_late, times_of};
 use super::output::Results;
 use super::panes::Panes;
+use super::reject::keep_fitting;
 use super::session::Sessions;
 use super::store::Store;
 use super::{WindowKind, WindowSetup};
@@ -34,8 +38,9 @@ pub(crate) struct Window {
     watermark: i64,
     /// Late rows dropped so far.
     late: u64,
-    /// Where rows without an event time go.
-    dead_letter: std::sync::Arc<DeadLetter>,
+    /// Where rejected rows go: rows without an event time, and rows whose window would not
+    /// fit in a timestamp.
+    dead_letter: Arc<DeadLetter>,
 }
 
 impl Window {
@@ -43,7 +48,7 @@ impl Window {
     /// backend, its working files go in its backend directory (a temporary one if none).
     pub(crate) fn new(setup: WindowSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
         let dir = ctx.backend_dir(&setup.name);
-        let dead_letter = std::sync::Arc::clone(&ctx.dead_letter);
+        let dead_letter = Arc::clone(&ctx.dead_letter);
         let open = match setup.kind {
             WindowKind::Sliding { size, slide } => Open::Panes(Panes::new(size, slide)),
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
@@ -116,6 +121,11 @@ impl Operator for Window {
                 None => self.late += late.num_rows() as u64,
             }
         }
+        let kind = self.setup.kind;
+        let times = times_of(&batch, self.setup.time_column);
+        let batch = keep_fitting(batch, &times, &self.setup.name, &self.dead_letter, |t| {
+            fits(kind, t)
+        })?;
         if batch.num_rows() == 0 {
             return Ok(());
         }
