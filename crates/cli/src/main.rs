@@ -15,6 +15,7 @@ mod cmd;
 mod embedded;
 mod load;
 mod preflight;
+mod signals;
 
 /// anduin: continuous queries over streams, declared in .flow (or JSON) files.
 #[derive(Parser, Debug)]

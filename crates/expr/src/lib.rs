@@ -8,15 +8,16 @@
 //! (`readings.value`), and a strict check of comparisons between numbers and text.
 
 mod aggregate;
+mod coerce;
 mod compile;
 mod error;
 mod locate;
+mod parse;
 mod provider;
 mod strict;
 
 pub use aggregate::{compile_aggregates, CompiledAggregate};
-pub use compile::{
-    compile_expr, compile_predicate, compile_projection, parse_text, CompiledExpr, Scope,
-};
+pub use compile::{compile_expr, compile_predicate, compile_projection, CompiledExpr, Scope};
 pub use error::ExprError;
+pub use parse::parse_text;
 pub use provider::FunctionProvider;

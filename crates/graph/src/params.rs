@@ -6,7 +6,7 @@ use anduin_spec::{OperatorDef, Value};
 use anduin_types::{parse_duration_ms, Diagnostic, Diagnostics};
 
 use crate::catalog::{OperatorSignature, ParamKind};
-use crate::suggest::did_you_mean;
+use anduin_types::did_you_mean;
 
 /// Checks each param of `op` against the operator type's signature.
 pub(crate) fn check_params(op: &OperatorDef, sig: &OperatorSignature, diags: &mut Diagnostics) {

@@ -5,8 +5,8 @@
 ///
 /// # Examples
 /// ```
-/// assert_eq!(anduin_graph::did_you_mean("filtr", ["filter", "map"]), " (did you mean `filter`?)");
-/// assert_eq!(anduin_graph::did_you_mean("zzz", ["filter", "map"]), "");
+/// assert_eq!(anduin_types::did_you_mean("filtr", ["filter", "map"]), " (did you mean `filter`?)");
+/// assert_eq!(anduin_types::did_you_mean("zzz", ["filter", "map"]), "");
 /// ```
 pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
     candidates
