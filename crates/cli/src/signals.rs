@@ -106,7 +106,9 @@ pub fn install(stop: Arc<AtomicBool>) -> Signals {
             let n = unsafe { libc::read(read_end, std::ptr::from_mut(&mut byte).cast(), 1) };
             if n == 1 {
                 received(Stop::of(i32::from(byte)), i32::from(byte), &stop, &first);
-            } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            } else if n < 0
+                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+            {
                 continue;
             } else {
                 return;

@@ -140,7 +140,12 @@ fn aggregates(
                 "aggregate column `{name}` is given twice: give one of them another name with `AS`"
             )));
         }
-        out.push(compile_one(count_star_as_count_one(sql), name, scope, depth)?);
+        out.push(compile_one(
+            count_star_as_count_one(sql),
+            name,
+            scope,
+            depth,
+        )?);
     }
     if out.is_empty() {
         return Err(ExprError::whole("expected at least one aggregate"));

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use anduin_spec::nesting::with_stack;
 use anduin_types::ColumnType;
 use arrow::array::{ArrayRef, BooleanArray};
 use arrow::datatypes::{DataType, Field, Schema};
@@ -16,7 +17,6 @@ use datafusion_optimizer::simplify_expressions::ExprSimplifier;
 use datafusion_physical_expr::expressions::CastExpr;
 use datafusion_physical_expr::{create_physical_expr, PhysicalExpr};
 use datafusion_sql::planner::{ParserOptions, PlannerContext, SqlToRel};
-use anduin_spec::nesting::with_stack;
 use sqlparser::ast::{Expr as SqlExpr, SelectItem, Spanned};
 use sqlparser::parser::Parser;
 
@@ -250,7 +250,12 @@ fn compile_sql(
     let start = sql.span().start;
     let (logical, df_schema) = to_logical(sql, scope, false)?;
     // Not `to_field`, which names every subexpression on the way (quadratic in a chain).
-    let typed = |l: &Expr| Ok::<_, datafusion_common::DataFusionError>((l.get_type(&df_schema)?, l.nullable(&df_schema)?));
+    let typed = |l: &Expr| {
+        Ok::<_, datafusion_common::DataFusionError>((
+            l.get_type(&df_schema)?,
+            l.nullable(&df_schema)?,
+        ))
+    };
     let (data_type, nullable) = typed(&logical).map_err(|e| located(&e, start, scope))?;
     let physical = physical_expr(&logical, &df_schema, start, scope)?;
     Ok(CompiledExpr {
@@ -498,4 +503,3 @@ mod tests {
         .expect("valid");
     }
 }
-

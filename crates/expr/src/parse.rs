@@ -22,7 +22,8 @@ pub(crate) fn tokenize(text: &str) -> Result<Tokens, ExprError> {
     let tokens = Tokenizer::new(&dialect, text)
         .tokenize_with_location()
         .map_err(|e| parse_error(ParserError::TokenizerError(e.to_string())))?;
-    let depth = depth_bound(&tokens).map_err(|e| ExprError::at(e.at.line, e.at.column, e.message))?;
+    let depth =
+        depth_bound(&tokens).map_err(|e| ExprError::at(e.at.line, e.at.column, e.message))?;
     Ok(Tokens { tokens, depth })
 }
 
@@ -97,8 +98,9 @@ mod tests {
         let e = parse_text(&text, |p| p.parse_expr()).expect_err("too long");
         assert_eq!((e.line, e.col), (1, 8 * 1001 - 1));
         assert!(
-            e.message
-                .starts_with("the expression has 3000 operators in a row; anduin accepts at most 1000"),
+            e.message.starts_with(
+                "the expression has 3000 operators in a row; anduin accepts at most 1000"
+            ),
             "{}",
             e.message
         );

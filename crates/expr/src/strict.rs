@@ -68,9 +68,7 @@ impl<'n> TreeNodeVisitor<'n> for Comparisons<'_> {
                             self.err = Some(mismatch(b, node, &lt, &rt, self.start));
                             return Ok(TreeNodeRecursion::Stop);
                         }
-                        BinaryTypeCoercer::new(&lt, op, &rt)
-                            .get_result_type()
-                            .ok()
+                        BinaryTypeCoercer::new(&lt, op, &rt).get_result_type().ok()
                     }
                     _ => None,
                 }
@@ -91,7 +89,13 @@ fn mismatched(lt: &DataType, rt: &DataType) -> bool {
     (lt.is_numeric() && is_text(rt)) || (is_text(lt) && rt.is_numeric())
 }
 
-fn mismatch(b: &BinaryExpr, node: &Expr, lt: &DataType, rt: &DataType, start: Location) -> ExprError {
+fn mismatch(
+    b: &BinaryExpr,
+    node: &Expr,
+    lt: &DataType,
+    rt: &DataType,
+    start: Location,
+) -> ExprError {
     let loc = first_span(node).unwrap_or(start);
     ExprError::at(
         loc.line,

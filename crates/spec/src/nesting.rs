@@ -158,9 +158,7 @@ impl Measure {
                 }
             }
             Token::Comma | Token::SemiColon => self.end_segment(),
-            Token::Word(w) if w.quote_style.is_none() && separates(w.keyword) => {
-                self.end_segment()
-            }
+            Token::Word(w) if w.quote_style.is_none() && separates(w.keyword) => self.end_segment(),
             Token::Word(w) if w.quote_style.is_none() && is_operator(w.keyword) => {
                 self.operator(at)
             }
@@ -391,8 +389,9 @@ mod tests {
         // The 1001st `+` is after 1001 values of 5 characters and 1000 ` + `.
         assert_eq!((e.at.line, e.at.column), (1, 1001 * 5 + 1000 * 3 + 2));
         assert!(
-            e.message
-                .starts_with("the expression has 2999 operators in a row; anduin accepts at most 1000"),
+            e.message.starts_with(
+                "the expression has 2999 operators in a row; anduin accepts at most 1000"
+            ),
             "{}",
             e.message
         );
@@ -418,7 +417,8 @@ mod tests {
         let e = depth(&text).expect_err("too deep");
         assert_eq!(e.at.column, MAX_NESTING as u64 + 1);
         assert!(
-            e.message.starts_with("the expression nests more than 200 parentheses"),
+            e.message
+                .starts_with("the expression nests more than 200 parentheses"),
             "{}",
             e.message
         );

@@ -54,8 +54,14 @@ mod tests {
 
     #[test]
     fn a_truncated_character_at_the_end_is_reported_where_it_starts() {
-        let e = decode("é\nabé".as_bytes().split_last().map(|(_, b)| b).expect("bytes"))
-            .expect_err("cut in the middle of é");
+        let e = decode(
+            "é\nabé"
+                .as_bytes()
+                .split_last()
+                .map(|(_, b)| b)
+                .expect("bytes"),
+        )
+        .expect_err("cut in the middle of é");
         assert_eq!((e.pos.line, e.pos.col), (2, 3));
     }
 
@@ -63,6 +69,8 @@ mod tests {
     fn a_bom_takes_no_column_before_an_invalid_byte() {
         let e = decode(b"\xef\xbb\xbfab\xc3(").expect_err("not UTF-8");
         assert_eq!((e.pos.line, e.pos.col), (1, 3));
-        assert!(e.message.starts_with("the file is not UTF-8 text: byte 0xc3"));
+        assert!(e
+            .message
+            .starts_with("the file is not UTF-8 text: byte 0xc3"));
     }
 }

@@ -12,7 +12,7 @@ mod suggest;
 mod time;
 
 pub use column_type::ColumnType;
-pub use diagnostic::{Diagnostic, Diagnostics, Pos, Severity};
-pub use suggest::did_you_mean;
+pub use diagnostic::{abbreviate, Diagnostic, Diagnostics, Pos, Severity, QUOTED_MAX};
 pub use message::{Barrier, BarrierKind, ControlUpdate, Epoch, Message, SnapshotKind};
-pub use time::{parse_duration_ms, Watermark};
+pub use suggest::did_you_mean;
+pub use time::{duration_ms, parse_duration_ms, Watermark};

@@ -303,6 +303,8 @@ impl Tables {
         let kind = match t.connector.as_str() {
             "file" => "writer",
             "discard" | "blackhole" => "discard",
+            // Reported where the table is declared.
+            unknown if !CONNECTORS.contains(&unknown) => return Ok(None),
             other => {
                 return Err(Diagnostic::error(
                     t.connector.pos(),
