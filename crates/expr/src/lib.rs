@@ -19,5 +19,5 @@ mod strict;
 pub use aggregate::{compile_aggregates, CompiledAggregate};
 pub use compile::{compile_expr, compile_predicate, compile_projection, CompiledExpr, Scope};
 pub use error::ExprError;
-pub use parse::parse_text;
+pub use parse::{parse_text, parse_then};
 pub use provider::FunctionProvider;

@@ -66,6 +66,18 @@ pub fn parse_text<T>(
     with_stack(tokens.depth, || tokens.parse(f))
 }
 
+/// [`parse_text`], then `then` on what it parsed, both with the stack the text's depth needs:
+/// for a caller that walks the syntax tree itself (the pattern operator compiles its
+/// conditions so).
+pub fn parse_then<T, R>(
+    text: &str,
+    parse: impl FnOnce(&mut Parser<'_>) -> Result<T, ParserError>,
+    then: impl FnOnce(T) -> Result<R, ExprError>,
+) -> Result<R, ExprError> {
+    let tokens = tokenize(text)?;
+    with_stack(tokens.depth, || then(tokens.parse(parse)?))
+}
+
 fn parse_error(e: ParserError) -> ExprError {
     let msg = match e {
         ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
