@@ -11,7 +11,7 @@ use anduin_operators::{BuildContext, DeadLetter, DeadLetterTarget};
 use anduin_runtime::{Checkpointing, RunConfig, RunSummary};
 use anduin_spec::Spec;
 use anduin_state::RunStateDir;
-use anduin_types::{parse_duration_ms, Epoch};
+use anduin_types::{duration_ms, Epoch};
 use anyhow::{Context, Result};
 use clap::Args;
 
@@ -68,9 +68,7 @@ pub fn parse_count(s: &str) -> Result<usize, String> {
 
 /// A duration such as `100ms` or `2s`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    parse_duration_ms(s)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("expected a duration such as 100ms or 2s, found `{s}`"))
+    duration_ms(s).map(Duration::from_millis)
 }
 
 /// Where malformed records go: `flag` (`--dead-letter`), else `<output>.rejected` beside the

@@ -57,10 +57,11 @@ pub fn load_edited(
     defaults: &[(&str, &str)],
     edit: impl FnOnce(&mut Spec),
 ) -> Result<Loaded, LoadError> {
-    let src = std::fs::read_to_string(path)
+    let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read query file `{}`", path.display()))
         .map_err(LoadError::Other)?;
-    let mut spec = parse(path, &src).map_err(|e| match e.downcast::<Diagnostics>() {
+    let src = anduin_spec::decode(&bytes).map_err(|d| LoadError::Diagnostics(d.into()))?;
+    let mut spec = parse(path, src).map_err(|e| match e.downcast::<Diagnostics>() {
         Ok(d) => LoadError::Diagnostics(d),
         Err(e) => LoadError::Other(e),
     })?;

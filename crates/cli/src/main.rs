@@ -16,6 +16,7 @@ mod embedded;
 mod load;
 mod locks;
 mod preflight;
+mod signals;
 
 /// anduin: continuous queries over streams, declared in .flow (or JSON) files.
 #[derive(Parser, Debug)]

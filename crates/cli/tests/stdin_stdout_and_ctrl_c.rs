@@ -1,4 +1,5 @@
-//! Reading stdin, writing stdout, and stopping a query that would run forever with Ctrl-C.
+//! Reading stdin, writing stdout, and stopping a query that would run forever with Ctrl-C or
+//! SIGTERM, each named.
 
 mod common;
 
@@ -90,4 +91,31 @@ fn ctrl_c_stops_an_unbounded_query_cleanly() {
     for line in rest.lines() {
         serde_json::from_str::<serde_json::Value>(line).expect("whole JSON lines");
     }
+}
+
+#[test]
+fn sigterm_stops_an_unbounded_query_cleanly_and_is_named() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(["run", "examples/generate.flow", "--var", "COUNT=100000000"])
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("a first line");
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("reads the rest");
+    let out = child.wait_with_output().expect("exits");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("stopping on SIGTERM"), "{stderr}");
+    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    assert!(!stderr.contains("Ctrl-C ("), "{stderr}");
 }

@@ -16,8 +16,11 @@ use sqlparser::ast::{
 };
 use sqlparser::parser::Parser;
 
-use crate::compile::{default_name, parse_text, physical_expr, to_logical};
+use anduin_spec::nesting::with_stack;
+
+use crate::compile::{default_name, physical_expr, to_logical};
 use crate::locate::{clean_message, located};
+use crate::parse::tokenize;
 use crate::{ExprError, Scope};
 
 /// One aggregate column, ready to accumulate batches of its scope's schema.
@@ -28,6 +31,8 @@ pub struct CompiledAggregate {
     expr: Arc<AggregateFunctionExpr>,
     args: Vec<Arc<dyn PhysicalExpr>>,
     filter: Option<Arc<dyn PhysicalExpr>>,
+    /// At most how many levels deep the arguments and the filter are.
+    depth: usize,
 }
 
 impl CompiledAggregate {
@@ -55,14 +60,16 @@ impl CompiledAggregate {
 
     /// The argument columns of `batch` that the accumulator takes.
     pub fn arguments(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>, ExprError> {
-        self.args
-            .iter()
-            .map(|a| {
-                a.evaluate(batch)
-                    .and_then(|v| v.into_array(batch.num_rows()))
-                    .map_err(|e| ExprError::whole(clean_message(&e)))
-            })
-            .collect()
+        with_stack(self.depth, || {
+            self.args
+                .iter()
+                .map(|a| {
+                    a.evaluate(batch)
+                        .and_then(|v| v.into_array(batch.num_rows()))
+                        .map_err(|e| ExprError::whole(clean_message(&e)))
+                })
+                .collect()
+        })
     }
 
     /// The rows a `FILTER (WHERE …)` clause keeps, if there is one.
@@ -70,10 +77,11 @@ impl CompiledAggregate {
         let Some(f) = &self.filter else {
             return Ok(None);
         };
-        let v = f
-            .evaluate(batch)
-            .and_then(|v| v.into_array(batch.num_rows()))
-            .map_err(|e| ExprError::whole(clean_message(&e)))?;
+        let v = with_stack(self.depth, || {
+            f.evaluate(batch)
+                .and_then(|v| v.into_array(batch.num_rows()))
+        })
+        .map_err(|e| ExprError::whole(clean_message(&e)))?;
         v.as_any()
             .downcast_ref::<BooleanArray>()
             .cloned()
@@ -104,7 +112,19 @@ impl CompiledAggregate {
 /// `COUNT(*) AS cnt, AVG(CAST(value AS DOUBLE)) AS avg, COUNT(DISTINCT sensor),
 /// SUM(value) FILTER (WHERE value > 0) AS positive`.
 pub fn compile_aggregates(text: &str, scope: &Scope) -> Result<Vec<CompiledAggregate>, ExprError> {
-    let items = parse_text(text, |p| p.parse_comma_separated(Parser::parse_select_item))?;
+    let tokens = tokenize(text)?;
+    let depth = tokens.depth;
+    with_stack(depth, || {
+        let items = tokens.parse(|p| p.parse_comma_separated(Parser::parse_select_item))?;
+        aggregates(items, scope, depth)
+    })
+}
+
+fn aggregates(
+    items: Vec<SelectItem>,
+    scope: &Scope,
+    depth: usize,
+) -> Result<Vec<CompiledAggregate>, ExprError> {
     let mut out: Vec<CompiledAggregate> = Vec::new();
     for item in items {
         let (sql, name) = match item {
@@ -127,7 +147,12 @@ pub fn compile_aggregates(text: &str, scope: &Scope) -> Result<Vec<CompiledAggre
                 "aggregate column `{name}` is given twice: give one of them another name with `AS`"
             )));
         }
-        out.push(compile_one(count_star_as_count_one(sql), name, scope)?);
+        out.push(compile_one(
+            count_star_as_count_one(sql),
+            name,
+            scope,
+            depth,
+        )?);
     }
     if out.is_empty() {
         return Err(ExprError::whole("expected at least one aggregate"));
@@ -152,7 +177,12 @@ fn count_star_as_count_one(mut sql: SqlExpr) -> SqlExpr {
     sql
 }
 
-fn compile_one(sql: SqlExpr, name: String, scope: &Scope) -> Result<CompiledAggregate, ExprError> {
+fn compile_one(
+    sql: SqlExpr,
+    name: String,
+    scope: &Scope,
+    depth: usize,
+) -> Result<CompiledAggregate, ExprError> {
     let start = sql.span().start;
     let (logical, df_schema) = to_logical(sql, scope, true)?;
     let Expr::AggregateFunction(agg) = &logical else {
@@ -194,6 +224,7 @@ fn compile_one(sql: SqlExpr, name: String, scope: &Scope) -> Result<CompiledAggr
         expr: Arc::new(expr),
         args,
         filter,
+        depth,
     })
 }
 

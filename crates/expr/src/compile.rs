@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use anduin_spec::nesting::with_stack;
 use anduin_types::ColumnType;
 use arrow::array::{ArrayRef, BooleanArray};
 use arrow::datatypes::{DataType, Field, Schema};
@@ -17,11 +18,11 @@ use datafusion_physical_expr::expressions::CastExpr;
 use datafusion_physical_expr::{create_physical_expr, PhysicalExpr};
 use datafusion_sql::planner::{ParserOptions, PlannerContext, SqlToRel};
 use sqlparser::ast::{Expr as SqlExpr, SelectItem, Spanned};
-use sqlparser::dialect::GenericDialect;
-use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::Token;
+use sqlparser::parser::Parser;
 
+use crate::coerce::coerce;
 use crate::locate::{clean_message, located};
+use crate::parse::tokenize;
 use crate::strict::{check_comparisons, check_functions};
 use crate::{ExprError, FunctionProvider};
 
@@ -61,15 +62,20 @@ pub struct CompiledExpr {
     pub data_type: DataType,
     /// Whether the result may be null.
     pub nullable: bool,
+    /// At most how many levels deep the expression's tree is: evaluating it takes a stack
+    /// for that many.
+    pub depth: usize,
 }
 
 impl CompiledExpr {
     /// Evaluates on `batch`, returning one value per row.
     pub fn evaluate(&self, batch: &RecordBatch) -> Result<ArrayRef, ExprError> {
-        self.physical
-            .evaluate(batch)
-            .and_then(|v| v.into_array(batch.num_rows()))
-            .map_err(|e| ExprError::whole(clean_message(&e)))
+        with_stack(self.depth, || {
+            self.physical
+                .evaluate(batch)
+                .and_then(|v| v.into_array(batch.num_rows()))
+        })
+        .map_err(|e| ExprError::whole(clean_message(&e)))
     }
 
     /// Evaluates a boolean expression on `batch`.
@@ -108,6 +114,7 @@ impl CompiledExpr {
             name: self.name,
             data_type: target,
             nullable: self.nullable,
+            depth: self.depth + 1,
         })
     }
 }
@@ -124,9 +131,13 @@ impl CompiledExpr {
 /// assert_eq!(e.data_type, DataType::Int64);
 /// ```
 pub fn compile_expr(text: &str, scope: &Scope) -> Result<CompiledExpr, ExprError> {
-    let sql = parse_text(text, |p| p.parse_expr())?;
-    let name = default_name(&sql);
-    compile_sql(sql, name, scope)
+    let tokens = tokenize(text)?;
+    let depth = tokens.depth;
+    with_stack(depth, || {
+        let sql = tokens.parse(|p| p.parse_expr())?;
+        let name = default_name(&sql);
+        compile_sql(sql, name, scope, depth)
+    })
 }
 
 /// Compiles a condition, which must be boolean (`value < 42 AND sensor <> 3`).
@@ -144,16 +155,28 @@ pub fn compile_predicate(text: &str, scope: &Scope) -> Result<CompiledExpr, Expr
 
 /// Compiles a projection list: `ts, sensor, value * 2 AS doubled, readings.*`.
 pub fn compile_projection(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>, ExprError> {
-    let items = parse_text(text, |p| p.parse_comma_separated(Parser::parse_select_item))?;
+    let tokens = tokenize(text)?;
+    let depth = tokens.depth;
+    with_stack(depth, || {
+        let items = tokens.parse(|p| p.parse_comma_separated(Parser::parse_select_item))?;
+        projection(items, scope, depth)
+    })
+}
+
+fn projection(
+    items: Vec<SelectItem>,
+    scope: &Scope,
+    depth: usize,
+) -> Result<Vec<CompiledExpr>, ExprError> {
     let mut out = Vec::new();
     for item in items {
         match item {
             SelectItem::UnnamedExpr(e) => {
                 let name = default_name(&e);
-                out.push(compile_sql(e, name, scope)?);
+                out.push(compile_sql(e, name, scope, depth)?);
             }
             SelectItem::ExprWithAlias { expr, alias } => {
-                out.push(compile_sql(expr, alias.value.clone(), scope)?);
+                out.push(compile_sql(expr, alias.value.clone(), scope, depth)?);
             }
             SelectItem::Wildcard(_) => {
                 for f in scope.schema.fields() {
@@ -161,7 +184,7 @@ pub fn compile_projection(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>
                         '"',
                         f.name(),
                     ));
-                    out.push(compile_sql(e, f.name().clone(), scope)?);
+                    out.push(compile_sql(e, f.name().clone(), scope, 1)?);
                 }
             }
             SelectItem::ExprWithAliases { expr, .. } => {
@@ -193,7 +216,7 @@ pub fn compile_projection(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>
                         '"',
                         f.name(),
                     ));
-                    out.push(compile_sql(e, f.name().clone(), scope)?);
+                    out.push(compile_sql(e, f.name().clone(), scope, 1)?);
                 }
             }
         }
@@ -210,48 +233,6 @@ pub fn compile_projection(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>
     Ok(out)
 }
 
-/// Parses `text` with `f` (a sqlparser entry point) and refuses anything left after it; errors
-/// carry their line and column in `text`.
-pub fn parse_text<T>(
-    text: &str,
-    f: impl FnOnce(&mut Parser<'_>) -> Result<T, ParserError>,
-) -> Result<T, ExprError> {
-    let dialect = GenericDialect {};
-    let mut parser = Parser::new(&dialect)
-        .try_with_sql(text)
-        .map_err(parse_error)?;
-    let v = f(&mut parser).map_err(parse_error)?;
-    let next = parser.peek_token();
-    if next.token != Token::EOF {
-        let loc = next.span.start;
-        return Err(ExprError::at(
-            loc.line,
-            loc.column,
-            format!(
-                "unexpected `{}` after the end of the expression",
-                next.token
-            ),
-        ));
-    }
-    Ok(v)
-}
-
-fn parse_error(e: ParserError) -> ExprError {
-    let msg = match e {
-        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
-        ParserError::RecursionLimitExceeded => "expression nested too deeply".into(),
-    };
-    // sqlparser appends " at Line: L, Column: C" to its messages.
-    if let Some((head, tail)) = msg.rsplit_once(" at Line: ") {
-        if let Some((l, c)) = tail.split_once(", Column: ") {
-            if let (Ok(l), Ok(c)) = (l.trim().parse(), c.trim().parse()) {
-                return ExprError::at(l, c, format!("syntax error: {head}"));
-            }
-        }
-    }
-    ExprError::whole(format!("syntax error: {msg}"))
-}
-
 pub(crate) fn default_name(e: &SqlExpr) -> String {
     match e {
         SqlExpr::Identifier(id) => id.value.clone(),
@@ -260,19 +241,29 @@ pub(crate) fn default_name(e: &SqlExpr) -> String {
     }
 }
 
-fn compile_sql(sql: SqlExpr, name: String, scope: &Scope) -> Result<CompiledExpr, ExprError> {
+fn compile_sql(
+    sql: SqlExpr,
+    name: String,
+    scope: &Scope,
+    depth: usize,
+) -> Result<CompiledExpr, ExprError> {
     let start = sql.span().start;
     let (logical, df_schema) = to_logical(sql, scope, false)?;
-    let (_, field) = logical
-        .to_field(&df_schema)
-        .map_err(|e| located(&e, start, scope))?;
-    let (data_type, nullable) = (field.data_type().clone(), field.is_nullable());
+    // Not `to_field`, which names every subexpression on the way (quadratic in a chain).
+    let typed = |l: &Expr| {
+        Ok::<_, datafusion_common::DataFusionError>((
+            l.get_type(&df_schema)?,
+            l.nullable(&df_schema)?,
+        ))
+    };
+    let (data_type, nullable) = typed(&logical).map_err(|e| located(&e, start, scope))?;
     let physical = physical_expr(&logical, &df_schema, start, scope)?;
     Ok(CompiledExpr {
         physical,
         name,
         data_type,
         nullable,
+        depth,
     })
 }
 
@@ -319,9 +310,7 @@ pub(crate) fn to_logical(
             .with_schema(Arc::clone(&df_schema))
             .build(),
     );
-    let coerced = simplifier
-        .coerce(logical, &df_schema)
-        .map_err(|e| located(&e, start, scope))?;
+    let coerced = coerce(logical, &df_schema).map_err(|e| located(&e, start, scope))?;
     let simplified = simplifier
         .simplify(coerced)
         .map_err(|e| located(&e, start, scope))?;

@@ -8,17 +8,18 @@
 //! (`readings.value`), and a strict check of comparisons between numbers and text.
 
 mod aggregate;
+mod coerce;
 mod compile;
 mod error;
 mod float_order;
 mod locate;
+mod parse;
 mod provider;
 mod strict;
 
 pub use aggregate::{compile_aggregates, CompiledAggregate};
-pub use compile::{
-    compile_expr, compile_predicate, compile_projection, parse_text, CompiledExpr, Scope,
-};
+pub use compile::{compile_expr, compile_predicate, compile_projection, CompiledExpr, Scope};
 pub use error::ExprError;
 pub use float_order::SqlFloat;
+pub use parse::{parse_text, parse_then};
 pub use provider::FunctionProvider;

@@ -2,8 +2,9 @@
 //! outside windows, no functions fixed at the moment a query starts.
 
 use arrow::datatypes::DataType;
-use datafusion_common::tree_node::TreeNode;
+use datafusion_common::tree_node::{TreeNode, TreeNodeRecursion, TreeNodeVisitor};
 use datafusion_common::DFSchema;
+use datafusion_expr::type_coercion::binary::BinaryTypeCoercer;
 use datafusion_expr::{BinaryExpr, Expr, ExprSchemable, Operator};
 use sqlparser::tokenizer::Location;
 
@@ -11,41 +12,102 @@ use crate::ExprError;
 
 /// Rejects comparisons and arithmetic between numbers and text, which DataFusion would
 /// coerce silently (comparing `value < 'abc'` as strings).
+///
+/// One pass from the leaves up: the type of an operation is worked out from its operands'
+/// (asking DataFusion for the whole subtree at each operation would be quadratic in a chain).
 pub(crate) fn check_comparisons(
     e: &Expr,
     schema: &DFSchema,
     start: Location,
 ) -> Result<(), ExprError> {
-    let mut err = None;
-    let _ = e.apply(|node| {
-        if let Expr::BinaryExpr(BinaryExpr { left, op, right }) = node {
-            if is_typed_op(*op) {
-                let (lt, rt) = (left.get_type(schema), right.get_type(schema));
-                if let (Ok(lt), Ok(rt)) = (lt, rt) {
-                    if (lt.is_numeric() && is_text(&rt)) || (is_text(&lt) && rt.is_numeric()) {
-                        let loc = first_span(node).unwrap_or(start);
-                        err = Some(ExprError::at(
-                            loc.line,
-                            loc.column,
-                            format!(
-                                "type mismatch: `{}` is {} but `{}` is {}; cast one of them, e.g. CAST(… AS BIGINT)",
-                                show(left),
-                                type_name(&lt),
-                                show(right),
-                                type_name(&rt)
-                            ),
-                        ));
-                        return Ok(datafusion_common::tree_node::TreeNodeRecursion::Stop);
-                    }
-                }
-            }
-        }
-        Ok(datafusion_common::tree_node::TreeNodeRecursion::Continue)
-    });
-    match err {
+    let mut check = Comparisons {
+        schema,
+        start,
+        types: vec![Vec::new()],
+        err: None,
+    };
+    let _ = e.visit(&mut check);
+    match check.err {
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// The types of the operands of the operations being visited.
+struct Comparisons<'a> {
+    schema: &'a DFSchema,
+    start: Location,
+    /// Per node being visited, the types of its children visited so far (`None`: not
+    /// worked out, as for a function's result).
+    types: Vec<Vec<Option<DataType>>>,
+    err: Option<ExprError>,
+}
+
+impl<'n> TreeNodeVisitor<'n> for Comparisons<'_> {
+    type Node = Expr;
+
+    fn f_down(&mut self, _node: &'n Expr) -> datafusion_common::Result<TreeNodeRecursion> {
+        self.types.push(Vec::new());
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn f_up(&mut self, node: &'n Expr) -> datafusion_common::Result<TreeNodeRecursion> {
+        let children = self.types.pop().unwrap_or_default();
+        let ty = match node {
+            Expr::BinaryExpr(b @ BinaryExpr { left, op, right }) => {
+                let known = |i: usize, e: &Expr| {
+                    children
+                        .get(i)
+                        .cloned()
+                        .flatten()
+                        .or_else(|| e.get_type(self.schema).ok())
+                };
+                match (known(0, left), known(1, right)) {
+                    (Some(lt), Some(rt)) => {
+                        if is_typed_op(*op) && mismatched(&lt, &rt) {
+                            self.err = Some(mismatch(b, node, &lt, &rt, self.start));
+                            return Ok(TreeNodeRecursion::Stop);
+                        }
+                        BinaryTypeCoercer::new(&lt, op, &rt).get_result_type().ok()
+                    }
+                    _ => None,
+                }
+            }
+            Expr::Column(_) | Expr::Literal(..) | Expr::Cast(_) | Expr::TryCast(_) => {
+                node.get_type(self.schema).ok()
+            }
+            _ => None,
+        };
+        if let Some(parent) = self.types.last_mut() {
+            parent.push(ty);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
+}
+
+fn mismatched(lt: &DataType, rt: &DataType) -> bool {
+    (lt.is_numeric() && is_text(rt)) || (is_text(lt) && rt.is_numeric())
+}
+
+fn mismatch(
+    b: &BinaryExpr,
+    node: &Expr,
+    lt: &DataType,
+    rt: &DataType,
+    start: Location,
+) -> ExprError {
+    let loc = first_span(node).unwrap_or(start);
+    ExprError::at(
+        loc.line,
+        loc.column,
+        format!(
+            "type mismatch: `{}` is {} but `{}` is {}; cast one of them, e.g. CAST(… AS BIGINT)",
+            show(&b.left),
+            type_name(lt),
+            show(&b.right),
+            type_name(rt)
+        ),
+    )
 }
 
 /// Rejects what a streaming expression cannot evaluate row by row: aggregates (they need a
@@ -74,9 +136,9 @@ pub(crate) fn check_functions(e: &Expr, start: Location) -> Result<(), ExprError
         match problem {
             Some(p) => {
                 err = Some(ExprError::at(start.line, start.column, p));
-                Ok(datafusion_common::tree_node::TreeNodeRecursion::Stop)
+                Ok(TreeNodeRecursion::Stop)
             }
-            None => Ok(datafusion_common::tree_node::TreeNodeRecursion::Continue),
+            None => Ok(TreeNodeRecursion::Continue),
         }
     });
     match err {
@@ -134,10 +196,10 @@ fn first_span(e: &Expr) -> Option<Location> {
         if let Expr::Column(c) = node {
             if let Some(s) = c.spans().first() {
                 found = Some(Location::new(s.start.line, s.start.column));
-                return Ok(datafusion_common::tree_node::TreeNodeRecursion::Stop);
+                return Ok(TreeNodeRecursion::Stop);
             }
         }
-        Ok(datafusion_common::tree_node::TreeNodeRecursion::Continue)
+        Ok(TreeNodeRecursion::Continue)
     });
     found
 }

@@ -4,14 +4,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use anduin_spec::{OperatorDef, Spec, Text, TypeDef};
-use anduin_types::{ColumnType, Diagnostic, Diagnostics};
+use anduin_types::{did_you_mean, ColumnType, Diagnostic, Diagnostics, Pos};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 
 use crate::catalog::Catalog;
 use crate::logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
 use crate::params::check_params;
 use crate::schema::{describe_schema, schema_mismatch};
-use crate::suggest::did_you_mean;
 use crate::topo::topological_order;
 
 /// The Arrow schema of a declared stream type. Columns are nullable (an empty CSV field is
@@ -96,6 +95,13 @@ pub fn check<C: Catalog>(
                 diags.extend(d);
             }
         }
+    }
+
+    if spec.operators.is_empty() {
+        diags.push(Diagnostic::error(
+            spec.types.first().map_or(Pos::new(1, 1), |t| t.pos),
+            "the query has no operators: nothing would run; declare at least a source and what reads it, e.g. operator name = \"events\", type = \"reader\" { … }",
+        ));
     }
 
     // Operators and their params. An operator with an error of its own is not bound (its

@@ -17,13 +17,12 @@ mod logical;
 mod params;
 mod physical;
 mod schema;
-mod suggest;
 mod topo;
 
+pub use anduin_types::did_you_mean;
 pub use catalog::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSpec};
 pub use check::{check, schema_of_type};
 pub use explain::{explain_dot, explain_text};
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
 pub use physical::{ChannelPlan, Partitioning, PhysicalPlan, PlanOptions, TaskPlan};
 pub use schema::{describe_schema, schema_mismatch};
-pub use suggest::did_you_mean;

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use anduin_spec::{OperatorDef, Value};
-use anduin_types::{parse_duration_ms, Diagnostic, Diagnostics};
+use anduin_types::{duration_ms, parse_duration_ms, Diagnostic, Diagnostics};
 
 use crate::catalog::{OperatorSignature, ParamKind};
-use crate::suggest::did_you_mean;
+use anduin_types::did_you_mean;
 
 /// Checks each param of `op` against the operator type's signature.
 pub(crate) fn check_params(op: &OperatorDef, sig: &OperatorSignature, diags: &mut Diagnostics) {
@@ -108,9 +108,10 @@ fn kind_problem(kind: ParamKind, v: &Value) -> Option<String> {
         ParamKind::Int => format!("must be a whole number, found `{s}`"),
         ParamKind::Number => format!("must be a number, found `{s}`"),
         ParamKind::Bool => format!("must be `true` or `false`, found `{s}`"),
-        ParamKind::Duration => {
-            format!("must be a duration such as \"2s\", \"250ms\" or \"5m\", found `{s}`")
-        }
+        ParamKind::Duration => format!(
+            "must be a duration such as \"2s\", \"250ms\" or \"5m\": {}",
+            duration_ms(s).err().unwrap_or_default()
+        ),
         ParamKind::OneOf(words) => format!(
             "must be one of {}, found `{s}`{}",
             words
@@ -147,7 +148,11 @@ mod tests {
                 &Value::String(Text::at("2 parsecs", p))
             )
             .as_deref(),
-            Some("must be a duration such as \"2s\", \"250ms\" or \"5m\", found `2 parsecs`")
+            Some("must be a duration such as \"2s\", \"250ms\" or \"5m\": unknown unit `parsecs` in `2 parsecs`: use ms, s, m, h or d")
+        );
+        assert_eq!(
+            kind_problem(ParamKind::Duration, &Value::Float(12.5, p)).as_deref(),
+            Some("must be a duration such as \"2s\", \"250ms\" or \"5m\": `12.5` has no unit: add one, e.g. \"12.5s\" (ms, s, m, h or d)")
         );
         assert!(kind_problem(
             ParamKind::OneOf(&["csv", "jsonl"]),

@@ -2,7 +2,7 @@
 //! largest event time seen (bounded out-of-orderness).
 
 use anduin_graph::{ParamKind, ParamSpec};
-use anduin_types::{parse_duration_ms, ColumnType, Diagnostics, Watermark};
+use anduin_types::{duration_ms, parse_duration_ms, ColumnType, Diagnostics, Watermark};
 use arrow::datatypes::Schema;
 
 use crate::params::Params;
@@ -112,17 +112,20 @@ pub(crate) fn watermark_spec(
     }
     let text = p.str_or("watermark", "0s");
     let delay = match text.split_once('-') {
-        Some((c, d)) if c.trim() == col => parse_duration_ms(d.trim()),
-        Some(_) => None,
-        None => parse_duration_ms(&text),
+        Some((c, d)) if c.trim() == col => duration_ms(d.trim()),
+        Some(_) => Err(format!("`{text}` is not `{col} - DURATION`")),
+        None => duration_ms(&text),
     };
-    let Some(delay) = delay else {
-        return Err(p
-            .error(
-                "watermark",
-                format!("expected a duration such as \"2s\" or \"{col} - 2s\", found \"{text}\""),
-            )
-            .into());
+    let delay = match delay {
+        Ok(ms) => ms,
+        Err(why) => {
+            return Err(p
+                .error(
+                    "watermark",
+                    format!("expected a duration such as \"2s\" or \"{col} - 2s\": {why}"),
+                )
+                .into())
+        }
     };
     let idle_timeout_ms = match p.text("idle_timeout") {
         None => None,

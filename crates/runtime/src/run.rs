@@ -309,6 +309,7 @@ pub fn run(
         let thread_name = format!("anduin-task-{id}");
         let handle = std::thread::Builder::new()
             .name(thread_name)
+            .stack_size(TASK_STACK)
             .spawn(move || {
                 let result = match task {
                     Task::Source(s) => s.run(),
@@ -380,6 +381,11 @@ fn coordinator(
         faults: c.faults.clone(),
     }
 }
+
+/// The stack of a task's thread: room for expressions a few hundred levels deep to evaluate in
+/// place (deeper ones get a larger stack for the call: `anduin_spec::nesting::with_stack`).
+/// Reserved, not used: the pages a thread does not touch cost no memory.
+const TASK_STACK: usize = 16 << 20;
 
 fn spawn(
     name: &str,

@@ -115,7 +115,7 @@ fn value_to_json(v: &Value) -> serde_json::Value {
 
 /// Reads a spec from its JSON form. Positions are unknown; messages name the operator instead.
 pub fn from_json(src: &str) -> Result<Spec, Diagnostics> {
-    let js: JsonSpec = serde_json::from_str(src).map_err(|e| {
+    let js: JsonSpec = serde_json::from_str(crate::without_bom(src)).map_err(|e| {
         Diagnostic::error(
             Pos::new(
                 u32::try_from(e.line()).unwrap_or(u32::MAX),

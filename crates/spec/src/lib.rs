@@ -7,11 +7,16 @@
 //! streams connect, types exist or expressions are valid is `anduin-graph`'s and the
 //! operators' business. This crate is pure (no I/O); it reads text and returns values or
 //! [`Diagnostics`](anduin_types::Diagnostics).
+//!
+//! Every piece of SQL anduin reads is measured by [`nesting`] before a tree is built of it, so
+//! that no input overflows a stack or takes time out of proportion to its length.
 
 mod ast;
 mod json;
 mod lexer;
+pub mod nesting;
 mod parser;
+mod source;
 mod sql;
 mod text;
 mod vars;
@@ -19,6 +24,7 @@ mod vars;
 pub use ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
 pub use json::{from_json, to_json};
 pub use parser::parse_flow;
+pub use source::{decode, without_bom};
 pub use sql::parse_sql;
 pub use text::Text;
 pub use vars::{substitute, Missing};

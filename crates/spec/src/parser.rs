@@ -20,7 +20,8 @@ use crate::ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value}
 use crate::lexer::{lex, Token, TokenKind};
 use crate::Text;
 
-/// Parses a `.flow` file. Variables (`${NAME}`) are left in place; see [`crate::substitute`].
+/// Parses a `.flow` file. Variables (`${NAME}`) are left in place; see [`crate::substitute`]. A
+/// byte order mark at the start is skipped.
 ///
 /// Stops at the first syntax error, which says where and what was expected.
 ///
@@ -32,7 +33,7 @@ use crate::Text;
 /// assert_eq!(spec.types[0].columns[0].name.as_str(), "x");
 /// ```
 pub fn parse_flow(src: &str) -> Result<Spec, Diagnostics> {
-    let tokens = lex(src)?;
+    let tokens = lex(crate::without_bom(src))?;
     let mut p = Parser { tokens, i: 0 };
     p.file().map_err(Diagnostics::from)
 }

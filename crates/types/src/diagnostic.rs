@@ -58,25 +58,26 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    /// An error at `pos`.
+    /// An error at `pos`. User text quoted in `message` is abbreviated (see [`abbreviate`]).
     pub fn error(pos: Pos, message: impl Into<String>) -> Self {
         Self {
             severity: Severity::Error,
             pos,
-            message: message.into(),
+            message: abbreviate(&message.into()),
         }
     }
 
-    /// A warning at `pos`.
+    /// A warning at `pos`. User text quoted in `message` is abbreviated (see [`abbreviate`]).
     pub fn warning(pos: Pos, message: impl Into<String>) -> Self {
         Self {
             severity: Severity::Warning,
             pos,
-            message: message.into(),
+            message: abbreviate(&message.into()),
         }
     }
 
     /// Renders as `FILE:LINE:COL: message` (errors) or `FILE:LINE:COL: warning: message`.
+    /// Long quoted text in the message is abbreviated, even if the message was set directly.
     pub fn render(&self, file: &str) -> String {
         let warn = match self.severity {
             Severity::Error => "",
@@ -85,10 +86,12 @@ impl Diagnostic {
         if self.pos.is_known() {
             format!(
                 "{file}:{}:{}: {warn}{}",
-                self.pos.line, self.pos.col, self.message
+                self.pos.line,
+                self.pos.col,
+                abbreviate(&self.message)
             )
         } else {
-            format!("{file}: {warn}{}", self.message)
+            format!("{file}: {warn}{}", abbreviate(&self.message))
         }
     }
 }
@@ -97,6 +100,62 @@ impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}: {}", self.pos.line, self.pos.col, self.message)
     }
+}
+
+/// The most characters of one piece of quoted text (between `` ` `` or `"`), or of one word,
+/// that a message repeats.
+pub const QUOTED_MAX: usize = 80;
+
+/// `message` with each piece of quoted text, and each word, longer than [`QUOTED_MAX`]
+/// characters cut to its start, `…` and its length: a query can hold a 10 MB identifier, and
+/// a message should not repeat it whole.
+///
+/// # Examples
+/// ```
+/// let long = "x".repeat(1000);
+/// let m = anduin_types::abbreviate(&format!("unknown column `{long}`: stream `s` has a"));
+/// assert_eq!(m, format!("unknown column `{}…` (1000 characters): stream `s` has a", "x".repeat(79)));
+/// assert_eq!(anduin_types::abbreviate(&m), m);
+/// ```
+pub fn abbreviate(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(4 * QUOTED_MAX));
+    let mut rest = message;
+    while let Some(c) = rest.chars().next() {
+        let quoted = (c == '`' || c == '"')
+            .then(|| rest.get(1..).and_then(|r| r.find(c)).map(|end| end + 1))
+            .flatten();
+        let (piece, after) = match quoted {
+            // A quoted piece, quotes included.
+            Some(end) => rest.split_at(end + 1),
+            // A word: up to the next whitespace or quote.
+            None if c.is_whitespace() => rest.split_at(c.len_utf8()),
+            None => {
+                let end = rest
+                    .char_indices()
+                    .skip(1)
+                    .find(|(_, ch)| ch.is_whitespace() || *ch == '`' || *ch == '"')
+                    .map_or(rest.len(), |(i, _)| i);
+                rest.split_at(end)
+            }
+        };
+        let inner = match quoted {
+            Some(_) => piece.get(1..piece.len() - 1).unwrap_or_default(),
+            None => piece,
+        };
+        let chars = inner.chars().count();
+        if chars > QUOTED_MAX {
+            // With `…`, QUOTED_MAX characters: abbreviating again changes nothing.
+            let head: String = inner.chars().take(QUOTED_MAX - 1).collect();
+            match quoted {
+                Some(_) => out.push_str(&format!("{c}{head}…{c} ({chars} characters)")),
+                None => out.push_str(&format!("{head}… ({chars} characters)")),
+            }
+        } else {
+            out.push_str(piece);
+        }
+        rest = after;
+    }
+    out
 }
 
 /// The diagnostics of one check, in file order.
@@ -157,5 +216,30 @@ impl std::error::Error for Diagnostics {}
 impl From<Diagnostic> for Diagnostics {
     fn from(d: Diagnostic) -> Self {
         Self(vec![d])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_words_and_quotes_are_cut_and_short_ones_kept() {
+        let long = "é".repeat(200);
+        let m = abbreviate(&format!(
+            "syntax error: found: {long} here, `ok` and \"{long}\""
+        ));
+        let head = "é".repeat(QUOTED_MAX - 1);
+        assert_eq!(
+            m,
+            format!("syntax error: found: {head}… (200 characters) here, `ok` and \"{head}…\" (200 characters)")
+        );
+        assert_eq!(
+            abbreviate("expected a closing `\"` here"),
+            "expected a closing `\"` here"
+        );
+        let d = Diagnostic::error(Pos::new(1, 2), format!("unknown type `{long}`"));
+        assert!(d.render("q.flow").len() < 300);
+        assert_eq!(abbreviate(&m), m, "abbreviating twice changes nothing");
     }
 }

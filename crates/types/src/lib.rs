@@ -1,5 +1,5 @@
-//! Shared vocabulary of anduin: column types, positions and diagnostics, time, and the
-//! messages that travel on channels between tasks.
+//! Shared vocabulary of anduin: column types, positions and diagnostics (and "did you mean"
+//! for them), time, and the messages that travel on channels between tasks.
 //!
 //! This crate is pure: no I/O, no threads, no async. Every other anduin crate depends on it;
 //! it depends on nothing of anduin's. It is not where operators, plans or parsers live (see
@@ -8,9 +8,11 @@
 mod column_type;
 mod diagnostic;
 mod message;
+mod suggest;
 mod time;
 
 pub use column_type::ColumnType;
-pub use diagnostic::{Diagnostic, Diagnostics, Pos, Severity};
+pub use diagnostic::{abbreviate, Diagnostic, Diagnostics, Pos, Severity, QUOTED_MAX};
 pub use message::{Barrier, BarrierKind, ControlUpdate, Epoch, Message, SnapshotKind};
-pub use time::{parse_duration_ms, Watermark};
+pub use suggest::did_you_mean;
+pub use time::{duration_ms, parse_duration_ms, Watermark};

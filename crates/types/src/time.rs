@@ -13,32 +13,117 @@ impl Watermark {
     pub const MIN: Watermark = Watermark(i64::MIN);
 }
 
-/// Parses a duration such as `250ms`, `2s`, `1.5s`, `10m`, `1h` or `3d` into milliseconds.
-///
-/// A bare number is milliseconds.
+/// Parses a duration such as `250ms`, `2s`, `1.5s`, `10m`, `1h` or `3d` into milliseconds; see
+/// [`duration_ms`] for why one does not parse.
 ///
 /// # Examples
 /// ```
 /// assert_eq!(anduin_types::parse_duration_ms("2s"), Some(2000));
 /// assert_eq!(anduin_types::parse_duration_ms("1.5s"), Some(1500));
-/// assert_eq!(anduin_types::parse_duration_ms("100"), Some(100));
+/// assert_eq!(anduin_types::parse_duration_ms("100"), None);
 /// assert_eq!(anduin_types::parse_duration_ms("2 parsecs"), None);
 /// ```
 pub fn parse_duration_ms(text: &str) -> Option<u64> {
+    duration_ms(text).ok()
+}
+
+/// A duration in milliseconds: a number and a unit (`ms`, `s`, `m`, `h`, `d`, or their words
+/// `seconds`, `minutes` …). A fraction is taken exactly (`1.5s` is 1500 ms) and must come to
+/// whole milliseconds; a number without a unit is refused, as it could mean any. The error
+/// says what is wrong and what to write.
+///
+/// # Examples
+/// ```
+/// use anduin_types::duration_ms;
+/// assert_eq!(duration_ms("2 seconds"), Ok(2000));
+/// assert_eq!(duration_ms("0.25s"), Ok(250));
+/// assert!(duration_ms("12.5").unwrap_err().contains("has no unit"));
+/// assert!(duration_ms("1.5ms").unwrap_err().contains("whole number of milliseconds"));
+/// ```
+pub fn duration_ms(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().ok()?;
-    let factor = match unit.trim() {
-        "" | "ms" => 1.0,
-        "s" | "sec" | "secs" | "second" | "seconds" => 1_000.0,
-        "m" | "min" | "mins" | "minute" | "minutes" => 60_000.0,
-        "h" | "hour" | "hours" => 3_600_000.0,
-        "d" | "day" | "days" => 86_400_000.0,
-        _ => return None,
+    let (whole, fraction) = num.split_once('.').unwrap_or((num, ""));
+    let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+    if num.is_empty() || (whole.is_empty() && fraction.is_empty()) || !digits(fraction) {
+        return Err(format!(
+            "expected a number and a unit such as \"2s\" or \"250ms\", found `{t}`"
+        ));
+    }
+    let factor: u64 = match unit.trim() {
+        "ms" | "millis" | "millisecond" | "milliseconds" => 1,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1_000,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60_000,
+        "h" | "hour" | "hours" => 3_600_000,
+        "d" | "day" | "days" => 86_400_000,
+        "" => {
+            return Err(format!(
+                "`{t}` has no unit: add one, e.g. \"{t}s\" (ms, s, m, h or d)"
+            ))
+        }
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{t}`: use ms, s, m, h or d"
+            ))
+        }
     };
-    let ms = value * factor;
-    (ms.is_finite() && ms >= 0.0 && ms < u64::MAX as f64).then_some(ms.round() as u64)
+    let too_long = || format!("`{t}` is too long a duration");
+    let parse = |s: &str| -> Result<u64, String> {
+        if s.is_empty() {
+            Ok(0)
+        } else {
+            s.parse::<u64>().map_err(|_| too_long())
+        }
+    };
+    let whole_ms = parse(whole)?.checked_mul(factor).ok_or_else(too_long)?;
+    // The fraction's digits, exactly: 0.125s is 125/1000 of 1000 ms.
+    let fraction = fraction.trim_end_matches('0');
+    let scale = u32::try_from(fraction.len())
+        .ok()
+        .and_then(|n| 10u64.checked_pow(n))
+        .ok_or_else(too_long)?;
+    let part = u128::from(parse(fraction)?) * u128::from(factor);
+    if part % u128::from(scale) != 0 {
+        return Err(format!(
+            "`{t}` is not a whole number of milliseconds: anduin counts time in milliseconds"
+        ));
+    }
+    let part = u64::try_from(part / u128::from(scale)).map_err(|_| too_long())?;
+    whole_ms.checked_add(part).ok_or_else(too_long)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fractions_are_exact_or_refused() {
+        assert_eq!(duration_ms("1.5s"), Ok(1500));
+        assert_eq!(duration_ms("1.500s"), Ok(1500));
+        assert_eq!(duration_ms(".5m"), Ok(30_000));
+        assert_eq!(duration_ms("0.001s"), Ok(1));
+        assert!(duration_ms("0.0001s").is_err());
+        assert!(duration_ms("12.5ms").is_err());
+    }
+
+    #[test]
+    fn a_unit_is_required_and_known() {
+        assert!(duration_ms("1").expect_err("bare").contains("has no unit"));
+        assert!(duration_ms("12.5")
+            .expect_err("bare")
+            .contains("has no unit"));
+        assert!(duration_ms("2 parsecs")
+            .expect_err("unit")
+            .contains("unknown unit `parsecs`"));
+        assert!(duration_ms("s").is_err());
+        assert!(duration_ms(".s").is_err());
+        assert!(duration_ms("1.2.3s").is_err());
+        assert!(duration_ms("99999999999999999999d")
+            .expect_err("long")
+            .contains("too long"));
+        assert_eq!(duration_ms(" 10 minutes "), Ok(600_000));
+    }
 }

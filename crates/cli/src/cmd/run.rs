@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +16,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::embedded::{
-    execute, parse_duration, prepare_outputs, report_rejects, EngineArgs, Executed, Execution,
+    execute, parse_count, parse_duration, prepare_outputs, report_rejects, EngineArgs, Executed,
+    Execution,
 };
 use crate::load::{load_with, parse_var, print_diagnostics, LoadError};
 use crate::locks::lock_run;
@@ -48,8 +49,8 @@ pub struct RunArgs {
     /// Take a checkpoint when a source has read this many rows since the last one.
     #[arg(long, value_name = "ROWS")]
     pub checkpoint_every: Option<u64>,
-    /// Keep this many complete checkpoints.
-    #[arg(long, default_value_t = 3, value_name = "K")]
+    /// Keep this many complete checkpoints (at least 1).
+    #[arg(long, default_value_t = 3, value_name = "K", value_parser = parse_count)]
     pub checkpoint_keep: usize,
     /// A full snapshot every this many checkpoints, changelogs in between.
     #[arg(long, default_value_t = 5, value_name = "M")]
@@ -97,7 +98,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Prepared::Run(c) => Some(c),
     };
     let stop = Arc::new(AtomicBool::new(false));
-    install_ctrl_c(Arc::clone(&stop));
+    let signals = crate::signals::install(Arc::clone(&stop));
     let Executed {
         summary,
         dead_letter,
@@ -115,8 +116,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         print_summary(&args, &summary, &dead_letter);
     }
     if summary.stopped {
-        eprintln!("anduin: stopped by Ctrl-C; everything read so far was processed and written");
-        return Ok(ExitCode::from(130));
+        let by = signals.received();
+        eprintln!(
+            "anduin: stopped by {}; everything read so far was processed and written",
+            by.describe()
+        );
+        return Ok(ExitCode::from(by.exit_code()));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -210,7 +215,7 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
             dir: dir.clone(),
             interval,
             every_rows: args.checkpoint_every,
-            keep: args.checkpoint_keep.max(1),
+            keep: args.checkpoint_keep,
             full_every: args.checkpoint_full_every,
             warn_after,
         },
@@ -219,20 +224,6 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
             fail_checkpoint: args.inject_checkpoint_failure.map(Epoch),
         },
     }))
-}
-
-/// The first Ctrl-C (or SIGTERM) stops the query cleanly; a second one exits at once.
-fn install_ctrl_c(stop: Arc<AtomicBool>) {
-    let result = ctrlc::set_handler(move || {
-        if stop.swap(true, Ordering::SeqCst) {
-            eprintln!("anduin: stopped at once by a second Ctrl-C; output may be incomplete");
-            std::process::exit(130);
-        }
-        eprintln!("anduin: stopping (Ctrl-C again to stop at once)…");
-    });
-    if let Err(e) = result {
-        tracing::warn!(error = %e, "cannot install the Ctrl-C handler");
-    }
 }
 
 fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {

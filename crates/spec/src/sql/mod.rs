@@ -29,8 +29,10 @@ use anduin_types::{Diagnostic, Diagnostics, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::Statement;
 use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use crate::ast::Spec;
+use crate::nesting;
 use dialect::AnduinDialect;
 use source_text::{pos, Source};
 use tables::Tables;
@@ -48,13 +50,27 @@ use tables::Tables;
 /// assert_eq!(kinds, ["reader", "filter", "map", "writer"]);
 /// ```
 pub fn parse_sql(src: &str) -> Result<Spec, Diagnostics> {
+    let src = crate::source::without_bom(src);
     let dialect = AnduinDialect::default();
     // What sqlparser does not parse of MATCH_RECOGNIZE, taken out with its positions kept.
     let prepared = match_recognize::prepare(src, &dialect)?;
-    let statements = Parser::new(&dialect)
+    let depth = nesting::depth_bound(&prepared.tokens)
+        .map_err(|e| Diagnostics::from(Diagnostic::error(pos(e.at), e.message)))?;
+    nesting::with_stack(depth, || lower_script(src, &dialect, prepared))
+}
+
+/// Parses and lowers a script whose nesting is measured.
+fn lower_script(
+    src: &str,
+    dialect: &AnduinDialect,
+    prepared: match_recognize::Prepared,
+) -> Result<Spec, Diagnostics> {
+    let end = end_of(&prepared.tokens);
+    let statements = Parser::new(dialect)
+        .with_recursion_limit(nesting::PARSER_RECURSION_LIMIT)
         .try_with_sql(&prepared.sql)
         .and_then(|mut p| p.parse_statements())
-        .map_err(|e| Diagnostics::from(syntax_error(e)))?;
+        .map_err(|e| Diagnostics::from(syntax_error(e, end)))?;
     let source = Source::new(src, prepared.tokens);
     let mut tables = Tables::default();
     let mut inserts = Vec::new();
@@ -103,12 +119,23 @@ pub fn parse_sql(src: &str) -> Result<Spec, Diagnostics> {
     Ok(spec)
 }
 
+/// Where the text of `tokens` ends: just after its last token that is not whitespace (1:1
+/// for none).
+pub(crate) fn end_of(tokens: &[TokenWithSpan]) -> Pos {
+    tokens
+        .iter()
+        .rev()
+        .find(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .map_or(Pos::new(1, 1), |t| pos(t.span.end))
+}
+
 fn first_words(s: &str) -> String {
     s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
-/// A parser error at the position sqlparser reports.
-fn syntax_error(e: ParserError) -> Diagnostic {
+/// A parser error at the position sqlparser reports; at `end`, the end of the text, when the
+/// text ended too early (sqlparser gives no position then).
+pub(crate) fn syntax_error(e: ParserError, end: Pos) -> Diagnostic {
     let msg = match e {
         ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
         ParserError::RecursionLimitExceeded => "the statement is nested too deeply".into(),
@@ -120,5 +147,11 @@ fn syntax_error(e: ParserError) -> Diagnostic {
             }
         }
     }
-    Diagnostic::error(Pos::new(1, 1), format!("syntax error: {msg}"))
+    match msg.strip_suffix("found: EOF") {
+        Some(head) => Diagnostic::error(
+            end,
+            format!("syntax error: {head}found the end of the text"),
+        ),
+        None => Diagnostic::error(Pos::new(1, 1), format!("syntax error: {msg}")),
+    }
 }

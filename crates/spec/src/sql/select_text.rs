@@ -68,7 +68,9 @@ fn cut(toks: &[DepthToken], s: &Select) -> Option<Cut> {
     let dialect = AnduinDialect::default();
     let parser = |from: usize| {
         let tokens: Vec<TokenWithSpan> = toks[from..end].iter().map(|t| t.tok.clone()).collect();
-        Parser::new(&dialect).with_tokens_with_locations(tokens)
+        Parser::new(&dialect)
+            .with_recursion_limit(crate::nesting::PARSER_RECURSION_LIMIT)
+            .with_tokens_with_locations(tokens)
     };
     let mut p = parser(select + 1);
     let mut items = Vec::new();

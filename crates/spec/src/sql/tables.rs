@@ -1,7 +1,7 @@
 //! `CREATE TABLE name [(columns)] WITH (connector = '…', …)`: tables as sources (readers,
 //! generators) and sinks (writers, discard).
 
-use anduin_types::{Diagnostic, Pos};
+use anduin_types::{did_you_mean, Diagnostic, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{
     CreateTable, CreateTableOptions, DataType, Expr, ObjectName, SqlOption, Value as SqlValue,
@@ -11,6 +11,10 @@ use super::derived::{Attr, Derived};
 use super::source_text::{pos, Source};
 use crate::ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
 use crate::Text;
+
+/// The connectors a table may name: `file` (read by a reader, written by a writer), the
+/// sources `generator` and `nexmark`, and the sinks `discard` (or `blackhole`, Flink's name).
+const CONNECTORS: [&str; 5] = ["file", "generator", "nexmark", "discard", "blackhole"];
 
 /// A declared table.
 #[derive(Debug)]
@@ -117,6 +121,17 @@ impl Tables {
         let connector = connector.ok_or_else(|| {
             Diagnostic::error(at, format!("table `{name}` needs a connector: WITH (connector = 'file', path = '…') (or 'generator', 'discard')"))
         })?;
+        // A table with an unknown connector is still declared: its uses are not reported again.
+        let unknown = (!CONNECTORS.contains(&connector.as_str())).then(|| {
+            Diagnostic::error(
+                connector.pos(),
+                format!(
+                    "unknown connector `{connector}`{}: the connectors are {}",
+                    did_you_mean(connector.as_str(), CONNECTORS),
+                    CONNECTORS.join(", ")
+                ),
+            )
+        });
         self.tables.push(Table {
             name,
             pos: at,
@@ -126,7 +141,7 @@ impl Tables {
             read: false,
             written: false,
         });
-        Ok(())
+        unknown.map_or(Ok(()), Err)
     }
 
     fn find(&mut self, name: &ObjectName) -> Result<&mut Table, Diagnostic> {
@@ -288,6 +303,8 @@ impl Tables {
         let kind = match t.connector.as_str() {
             "file" => "writer",
             "discard" | "blackhole" => "discard",
+            // Reported where the table is declared.
+            unknown if !CONNECTORS.contains(&unknown) => return Ok(None),
             other => {
                 return Err(Diagnostic::error(
                     t.connector.pos(),

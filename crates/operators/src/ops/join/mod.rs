@@ -20,8 +20,6 @@ use anduin_state::BackendKind;
 use anduin_types::{parse_duration_ms, ColumnType, Diagnostics};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use sqlparser::ast::{BinaryOperator, Expr};
-use sqlparser::dialect::GenericDialect;
-use sqlparser::parser::Parser;
 
 use crate::catalog::Bound;
 use crate::params::Params;
@@ -218,11 +216,9 @@ fn keys(
 ) -> Result<(Vec<usize>, Vec<usize>), Diagnostics> {
     let text = p.required("on");
     let bad = |m: String| Diagnostics::from(p.error("on", m));
-    let dialect = GenericDialect {};
-    let expr = Parser::new(&dialect)
-        .try_with_sql(text.as_str())
-        .and_then(|mut parser| parser.parse_expr())
-        .map_err(|e| bad(format!("syntax error: {e}")))?;
+    // Measured first: a chain of thousands of ANDs is refused, not walked.
+    let expr = anduin_expr::parse_text(text.as_str(), |parser| parser.parse_expr())
+        .map_err(|e| p.expr_error("on", &text, e))?;
     let mut conjuncts = Vec::new();
     flatten_and(&expr, &mut conjuncts);
     let mut lk = Vec::new();

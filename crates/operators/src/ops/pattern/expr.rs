@@ -7,12 +7,13 @@
 //! `ref` names. Aggregates (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`) run over the rows mapped to
 //! a variable (all rows, unqualified) so far. `CLASSIFIER()` and `MATCH_NUMBER()` as in SQL.
 
-use anduin_expr::{parse_text, ExprError};
+use anduin_expr::{parse_then, ExprError};
 use anduin_types::ColumnType;
 use sqlparser::ast::{
     BinaryOperator, CastKind, Expr, Ident, Spanned, UnaryOperator, Value as SqlValue,
 };
 use sqlparser::keywords::Keyword;
+use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Span;
 use sqlparser::tokenizer::Token;
 
@@ -85,7 +86,7 @@ pub(crate) fn compile_defines(
     text: &str,
     scope: &Scope<'_>,
 ) -> Result<Vec<(usize, Typed)>, ExprError> {
-    let items = parse_text(text, |p| {
+    let parse = |p: &mut Parser<'_>| {
         let mut items: Vec<(Ident, Expr)> = Vec::new();
         loop {
             let var = p.parse_identifier()?;
@@ -96,7 +97,12 @@ pub(crate) fn compile_defines(
             }
         }
         Ok(items)
-    })?;
+    };
+    // Compiled with the stack the conditions' depth needs: `compile` walks them recursively.
+    parse_then(text, parse, |items| defines(items, scope))
+}
+
+fn defines(items: Vec<(Ident, Expr)>, scope: &Scope<'_>) -> Result<Vec<(usize, Typed)>, ExprError> {
     let mut out = Vec::new();
     for (var, cond) in items {
         let Some(v) = scope.vars.iter().position(|n| *n == var.value) else {
@@ -133,7 +139,7 @@ pub(crate) fn compile_measures(
     text: &str,
     scope: &Scope<'_>,
 ) -> Result<Vec<(String, Typed)>, ExprError> {
-    let items = parse_text(text, |p| {
+    let parse = |p: &mut Parser<'_>| {
         let mut items: Vec<(Expr, Ident)> = Vec::new();
         loop {
             let e = p.parse_expr()?;
@@ -144,7 +150,14 @@ pub(crate) fn compile_measures(
             }
         }
         Ok(items)
-    })?;
+    };
+    parse_then(text, parse, |items| measures(items, scope))
+}
+
+fn measures(
+    items: Vec<(Expr, Ident)>,
+    scope: &Scope<'_>,
+) -> Result<Vec<(String, Typed)>, ExprError> {
     let mut out: Vec<(String, Typed)> = Vec::new();
     for (e, name) in items {
         if out.iter().any(|(n, _)| *n == name.value) {

@@ -2,6 +2,8 @@
 //! alternation `|`, groups `( … )`, and the quantifiers `* + ? {n} {n,} {,m} {n,m}`, each
 //! greedy or, followed by `?`, reluctant.
 
+use std::collections::HashMap;
+
 /// A parsed row pattern. Variables are numbered in order of first appearance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Pat {
@@ -37,6 +39,9 @@ pub(crate) struct SyntaxError {
     pub message: String,
 }
 
+/// The most groups `( … )` a pattern may nest inside each other, as for expressions.
+pub(crate) const MAX_NESTING: usize = anduin_spec::nesting::MAX_NESTING;
+
 /// The largest bound a quantifier may have (bounded repetitions are unrolled).
 pub(crate) const MAX_BOUND: u32 = 1000;
 
@@ -46,6 +51,8 @@ pub(crate) fn parse(text: &str) -> Result<Parsed, SyntaxError> {
         chars: text.chars().collect(),
         at: 0,
         vars: Vec::new(),
+        numbers: HashMap::new(),
+        depth: 0,
     };
     p.skip_ws();
     if p.at == p.chars.len() {
@@ -66,6 +73,10 @@ struct P {
     chars: Vec<char>,
     at: usize,
     vars: Vec<String>,
+    /// The number of each variable in `vars`.
+    numbers: HashMap<String, usize>,
+    /// Groups open around the current place.
+    depth: usize,
 }
 
 impl P {
@@ -218,13 +229,21 @@ impl P {
         match self.peek() {
             Some('(') => {
                 let open = self.at;
+                if self.depth >= MAX_NESTING {
+                    return Err(self.error(format!(
+                        "the pattern nests more than {MAX_NESTING} groups inside each other: split it"
+                    )));
+                }
                 self.at += 1;
                 self.skip_ws();
                 if self.peek() == Some(')') {
                     self.at += 1;
                     return Ok(Pat::Empty);
                 }
-                let inner = self.alternation()?;
+                self.depth += 1;
+                let inner = self.alternation();
+                self.depth -= 1;
+                let inner = inner?;
                 self.skip_ws();
                 if self.peek() != Some(')') {
                     self.at = open;
@@ -242,13 +261,11 @@ impl P {
                     self.at += 1;
                 }
                 let name: String = self.chars[start..self.at].iter().collect();
-                let id = match self.vars.iter().position(|v| *v == name) {
-                    Some(i) => i,
-                    None => {
-                        self.vars.push(name);
-                        self.vars.len() - 1
-                    }
-                };
+                let next = self.vars.len();
+                let id = *self.numbers.entry(name.clone()).or_insert(next);
+                if id == next {
+                    self.vars.push(name);
+                }
                 Ok(Pat::Var(id))
             }
             Some('^' | '$') => Err(self.error("anchors `^` and `$` are not supported yet")),
@@ -322,6 +339,18 @@ mod tests {
     fn a_repeated_variable_keeps_one_number() {
         let p = parse("A B A").expect("parses");
         assert_eq!(p.vars, ["A", "B"]);
+    }
+
+    #[test]
+    fn deep_groups_are_refused_at_the_group_past_the_limit() {
+        let text = format!("{}A{}", "(".repeat(100_000), ")".repeat(100_000));
+        let e = parse(&text).expect_err("too deep");
+        assert_eq!(e.col, MAX_NESTING + 1);
+        assert!(e
+            .message
+            .starts_with("the pattern nests more than 200 groups"));
+        let text = format!("{}A{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+        parse(&text).expect("at the limit");
     }
 
     #[test]

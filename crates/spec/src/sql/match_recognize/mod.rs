@@ -22,7 +22,7 @@ mod clauses;
 mod pattern;
 mod prepare;
 
-pub(crate) use prepare::{prepare, RawMatch};
+pub(crate) use prepare::{prepare, Prepared, RawMatch};
 
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::{Expr, RowsPerMatch, Spanned, SymbolDefinition, TableFactor};

@@ -2,6 +2,8 @@
 //! `|`, and the quantifiers `* + ? {n} {n,} {,m} {n,m}`, each optionally followed by `?` to
 //! be reluctant) and errors for the rest of the SQL standard's row pattern syntax.
 
+use std::collections::HashSet;
+
 use anduin_types::Diagnostic;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
@@ -12,6 +14,7 @@ use crate::sql::source_text::pos;
 /// in order of first appearance.
 pub(super) fn check(toks: &[TokenWithSpan], at: Location) -> Result<Vec<String>, Diagnostic> {
     let mut vars: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut in_braces = false;
     for (i, t) in toks.iter().enumerate() {
         let here = pos(t.span.start);
@@ -25,7 +28,7 @@ pub(super) fn check(toks: &[TokenWithSpan], at: Location) -> Result<Vec<String>,
                 return Err(unsupported(here, "PERMUTE (rows in any order)"));
             }
             Token::Word(w) if !in_braces => {
-                if !vars.contains(&w.value) {
+                if seen.insert(w.value.clone()) {
                     vars.push(w.value.clone());
                 }
             }
