@@ -42,17 +42,20 @@ pub struct EngineArgs {
     /// (default: `anduin-state` in the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// What a malformed record or a row on which an expression fails (a division by zero,
+    /// an overflow) does, in every operator that sets no `on_error` of its own: `dead_letter`
+    /// sends it to the dead-letter file and goes on; `fail` stops the query, naming it.
+    #[arg(long, value_name = "dead_letter|fail", value_parser = ["dead_letter", "fail"])]
+    pub on_error: Option<String>,
 }
 
 impl EngineArgs {
     /// The params given to every operator that takes them and sets none (see
     /// [`crate::load::load_with`]).
     pub fn defaults(&self) -> Vec<(&str, &str)> {
-        self.state_backend
-            .as_deref()
-            .map(|b| ("state_backend", b))
-            .into_iter()
-            .collect()
+        let backend = self.state_backend.as_deref().map(|b| ("state_backend", b));
+        let on_error = self.on_error.as_deref().map(|e| ("on_error", e));
+        backend.into_iter().chain(on_error).collect()
     }
 }
 
@@ -111,6 +114,8 @@ pub struct Execution {
     pub checkpointing: Option<Checkpointing>,
     /// Set to stop the run cleanly.
     pub stop: Arc<AtomicBool>,
+    /// The query file, as rejected rows name where their expression is.
+    pub query_file: Option<String>,
 }
 
 /// A finished run.
@@ -130,6 +135,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         dead_letter_named,
         checkpointing,
         stop,
+        query_file,
     } = execution;
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {
@@ -170,6 +176,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
             .as_ref()
             .and_then(|c: &Checkpointing| c.restore.as_ref())
             .map(|v| Epoch(v.manifest.epoch)),
+        query_file: query_file.map(Arc::from),
         // The runtime sets these for each instance it builds.
         instance: 0,
         parallelism: 1,

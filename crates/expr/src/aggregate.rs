@@ -33,6 +33,8 @@ pub struct CompiledAggregate {
     filter: Option<Arc<dyn PhysicalExpr>>,
     /// At most how many levels deep the arguments and the filter are.
     depth: usize,
+    /// The aggregate call as written and where it starts, for an error on a row.
+    pub site: crate::ExprSite,
 }
 
 impl CompiledAggregate {
@@ -184,6 +186,7 @@ fn compile_one(
     depth: usize,
 ) -> Result<CompiledAggregate, ExprError> {
     let start = sql.span().start;
+    let site = crate::ExprSite::of(&sql);
     let (logical, df_schema) = to_logical(sql, scope, true)?;
     let Expr::AggregateFunction(agg) = &logical else {
         return Err(ExprError::at(
@@ -225,6 +228,7 @@ fn compile_one(
         args,
         filter,
         depth,
+        site,
     })
 }
 

@@ -65,6 +65,32 @@ pub struct CompiledExpr {
     /// At most how many levels deep the expression's tree is: evaluating it takes a stack
     /// for that many.
     pub depth: usize,
+    /// The expression as written and where it starts in the text it was compiled from, for
+    /// an error on a row.
+    pub site: ExprSite,
+}
+
+/// An expression as written (normalised by the SQL printer: `a / b`) and where it starts in
+/// the text it was compiled from: what a rejected row names as its cause.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExprSite {
+    /// The expression's SQL text.
+    pub text: String,
+    /// 1-based line of its start in the compiled text (0 when unknown).
+    pub line: u64,
+    /// 1-based column of its start in the compiled text (0 when unknown).
+    pub col: u64,
+}
+
+impl ExprSite {
+    pub(crate) fn of(sql: &SqlExpr) -> Self {
+        let start = sql.span().start;
+        Self {
+            text: sql.to_string(),
+            line: start.line,
+            col: start.column,
+        }
+    }
 }
 
 impl CompiledExpr {
@@ -115,6 +141,7 @@ impl CompiledExpr {
             data_type: target,
             nullable: self.nullable,
             depth: self.depth + 1,
+            site: self.site,
         })
     }
 }
@@ -248,6 +275,7 @@ fn compile_sql(
     depth: usize,
 ) -> Result<CompiledExpr, ExprError> {
     let start = sql.span().start;
+    let site = ExprSite::of(&sql);
     let (logical, df_schema) = to_logical(sql, scope, false)?;
     // Not `to_field`, which names every subexpression on the way (quadratic in a chain).
     let typed = |l: &Expr| {
@@ -264,6 +292,7 @@ fn compile_sql(
         data_type,
         nullable,
         depth,
+        site,
     })
 }
 
@@ -317,7 +346,8 @@ pub(crate) fn to_logical(
     Ok((simplified, df_schema))
 }
 
-/// A logical expression to a physical one.
+/// A logical expression to a physical one, with checked integer arithmetic (see
+/// [`crate::checked`]).
 pub(crate) fn physical_expr(
     logical: &Expr,
     df_schema: &DFSchema,
@@ -330,6 +360,7 @@ pub(crate) fn physical_expr(
         &ExecutionProps::new(),
         &PhysicalPlanningContext::default(),
     )
+    .and_then(|e| crate::checked::checked(e, df_schema.as_arrow()))
     .map_err(|e| located(&e, start, scope))
 }
 

@@ -8,6 +8,7 @@
 //! (`readings.value`), and a strict check of comparisons between numbers and text.
 
 mod aggregate;
+mod checked;
 mod coerce;
 mod compile;
 mod error;
@@ -18,7 +19,9 @@ mod provider;
 mod strict;
 
 pub use aggregate::{compile_aggregates, CompiledAggregate};
-pub use compile::{compile_expr, compile_predicate, compile_projection, CompiledExpr, Scope};
+pub use compile::{
+    compile_expr, compile_predicate, compile_projection, CompiledExpr, ExprSite, Scope,
+};
 pub use error::ExprError;
 pub use float_order::SqlFloat;
 pub use parse::{parse_text, parse_then};

@@ -32,6 +32,23 @@ pub struct BuildContext {
     /// The run's state directory, where LSM backends keep their working files (each in
     /// [`BuildContext::backend_dir`]); `None`: each in a temporary directory of its own.
     pub state_dir: Option<Arc<RunStateDir>>,
+    /// The query file, as rejected rows name the place of an expression (`FILE:LINE:COL`).
+    pub query_file: Option<Arc<str>>,
+}
+
+impl Default for BuildContext {
+    /// A context for one instance without checkpoints, rejects on stderr: for tests and tools.
+    fn default() -> Self {
+        Self {
+            dead_letter: Arc::new(DeadLetter::new(crate::DeadLetterTarget::Stderr)),
+            checkpointing: false,
+            restore_epoch: None,
+            instance: 0,
+            parallelism: 1,
+            state_dir: None,
+            query_file: None,
+        }
+    }
 }
 
 impl BuildContext {

@@ -227,6 +227,23 @@ impl DeadLetter {
         }
     }
 
+    /// Makes what was written so far durable (flushed and synced to disk): a checkpoint
+    /// calls it before it completes, so that rejects before the checkpoint, which a resumed
+    /// run does not read again, are not lost with the process.
+    pub fn sync(&self) -> std::io::Result<()> {
+        let mut guard = self
+            .writer
+            .lock()
+            .map_err(|_| std::io::Error::other("dead-letter writer poisoned"))?;
+        match guard.as_mut() {
+            Some(w) => {
+                w.flush()?;
+                w.get_ref().sync_data()
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Writes out what is buffered.
     pub fn flush(&self) -> std::io::Result<()> {
         let mut guard = self

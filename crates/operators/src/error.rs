@@ -37,7 +37,10 @@ pub enum OperatorError {
         /// Why it was rejected.
         reason: String,
     },
-    /// Processing failed (an expression error on some row, a schema problem).
+    /// An expression failed on a row, with `on_error = "fail"`.
+    #[error("{0}")]
+    BadRow(Box<BadRow>),
+    /// Processing failed (a schema problem, a bug).
     #[error("operator \"{operator}\": {message}")]
     Execution {
         /// The operator's name.
@@ -84,4 +87,23 @@ pub enum ControlError {
         /// Why the value is rejected.
         message: String,
     },
+}
+
+/// A row on which an expression failed, stopping the query (`on_error = "fail"`).
+#[derive(Debug, thiserror::Error)]
+#[error("operator \"{operator}\": {} failed{}{}: {reason} (the query stops because of `on_error = \"fail\"`; without it the row would go to the dead letters and the query would go on)",
+    expression.as_deref().unwrap_or("an expression"),
+    at.as_ref().map(|a| format!(" at {a}")).unwrap_or_default(),
+    origin.as_ref().map(|(s, l)| format!(" on the row read from {s}:{l}")).unwrap_or_else(|| " on a row".into()))]
+pub struct BadRow {
+    /// The operator's name.
+    pub operator: String,
+    /// The expression, with its role ("column `q` `a / b`").
+    pub expression: Option<String>,
+    /// Where the expression is in the query, `FILE:LINE:COL`.
+    pub at: Option<String>,
+    /// The input file and line the row was read from, when known.
+    pub origin: Option<(String, u64)>,
+    /// The expression's error.
+    pub reason: String,
 }

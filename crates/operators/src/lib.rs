@@ -14,7 +14,9 @@ mod event_time;
 mod fs_check;
 mod operator;
 pub mod ops;
+mod origins;
 mod params;
+mod row_errors;
 mod source;
 
 pub use catalog::{
@@ -22,8 +24,12 @@ pub use catalog::{
 };
 pub use checkpointing::{RestoreIn, SnapshotOut};
 pub use dead_letter::{row_as_json, DeadLetter, DeadLetterTarget, RejectedRecord, RejectedRow};
-pub use error::{ControlError, OperatorError};
+pub use error::{BadRow, ControlError, OperatorError};
 pub use event_time::WatermarkSpec;
 pub use operator::{Collector, Operator};
+pub use origins::RowOrigins;
 pub use params::Params;
+pub use row_errors::{
+    evaluate_rows, failures, kept_rows, ExprAt, OnError, Piece, RowErrors, RowFailure,
+};
 pub use source::{Source, SourcePoll};

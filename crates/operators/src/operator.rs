@@ -5,11 +5,23 @@ use arrow::record_batch::RecordBatch;
 
 use crate::checkpointing::{RestoreIn, SnapshotOut};
 use crate::error::{ControlError, OperatorError};
+use crate::origins::RowOrigins;
 
 /// Where an operator sends its output batches.
 pub trait Collector {
     /// Emits `batch` on output `port` (0 for operators with one output).
     fn collect(&mut self, port: usize, batch: RecordBatch) -> Result<(), OperatorError>;
+
+    /// Emits `batch` on output `port` with where its rows were read (see [`RowOrigins`]), so
+    /// that an operator fused after this one can name them. The default forgets them.
+    fn collect_from(
+        &mut self,
+        port: usize,
+        batch: RecordBatch,
+        _origins: Option<RowOrigins>,
+    ) -> Result<(), OperatorError> {
+        self.collect(port, batch)
+    }
 }
 
 /// An operator of the dataflow: receives batches on its inputs, emits batches on its outputs.
@@ -44,6 +56,26 @@ pub trait Operator: Send {
         batch: RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError>;
+
+    /// Processes one batch whose rows were read where `origins` says (when the source before
+    /// it in the same task knows): an operator that rejects rows names their input lines with
+    /// them, and one that keeps rows in order hands them on with
+    /// [`Collector::collect_from`]. The default ignores them.
+    fn process_batch_from(
+        &mut self,
+        input: usize,
+        batch: RecordBatch,
+        _origins: Option<RowOrigins>,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        self.process_batch(input, batch, out)
+    }
+
+    /// Whether the operator uses the origins of its rows ([`Operator::process_batch_from`]):
+    /// a source fused before it then records them. The default does not.
+    fn wants_origins(&self) -> bool {
+        false
+    }
 
     /// Event time advanced to `watermark` (the minimum over all inputs). Returns the watermark
     /// to forward downstream, if any; the default forwards it unchanged.

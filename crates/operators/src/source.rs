@@ -53,6 +53,17 @@ pub trait Source: Send {
         Vec::new()
     }
 
+    /// An operator fused after the source uses the origins of rows (see
+    /// [`crate::Operator::wants_origins`]): record them from now on, for
+    /// [`Source::take_origins`]. The default records nothing.
+    fn want_origins(&mut self) {}
+
+    /// Where the rows of the batch just polled were read, if the source records that (after
+    /// [`Source::want_origins`]). The default knows nothing.
+    fn take_origins(&mut self) -> Option<crate::RowOrigins> {
+        None
+    }
+
     /// Whether the source can record a position and resume from it (a file can; stdin
     /// cannot). Exactly-once recovery needs every source to say yes. The default says no.
     fn can_resume(&self) -> Result<(), String> {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use std::path::Path;
 
-use anduin_operators::{Collector, Operator, OperatorError};
+use anduin_operators::{Collector, Operator, OperatorError, RowOrigins};
 use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
 use arrow::record_batch::RecordBatch;
 
@@ -40,7 +40,13 @@ impl Chain {
 
     /// Processes a batch that arrived on input `input` of the chain's head.
     pub(crate) fn push(&mut self, input: usize, batch: RecordBatch) -> Result<(), OperatorError> {
-        push_at(&mut self.links, input, batch)
+        push_at(&mut self.links, input, batch, None)
+    }
+
+    /// Whether an operator of the chain names the input lines of rows it rejects: the source
+    /// before it then records them.
+    pub(crate) fn wants_origins(&self) -> bool {
+        self.links.iter().any(|l| l.op.wants_origins())
     }
 
     /// Emits a batch as output port 0 of a source at the head of the chain (the source is not
@@ -50,13 +56,14 @@ impl Chain {
         source_outlets: &mut [Route],
         source_counters: &Counters,
         batch: RecordBatch,
+        origins: Option<RowOrigins>,
     ) -> Result<(), OperatorError> {
         source_counters.add_out(batch.num_rows());
         send_all(source_outlets, &batch, "source")?;
         if self.links.is_empty() {
             return Ok(());
         }
-        push_at(&mut self.links, 0, batch)
+        push_at(&mut self.links, 0, batch, origins)
     }
 
     /// Event time advanced to `wm` at the head: each operator may hold it back or forward it.
@@ -186,7 +193,12 @@ pub(crate) fn end_outlets(outlets: &mut [Route], name: &str) -> Result<(), Opera
     send_msg(outlets, Message::End, name)
 }
 
-fn push_at(links: &mut [Link], input: usize, batch: RecordBatch) -> Result<(), OperatorError> {
+fn push_at(
+    links: &mut [Link],
+    input: usize,
+    batch: RecordBatch,
+    origins: Option<RowOrigins>,
+) -> Result<(), OperatorError> {
     let Some((link, rest)) = links.split_first_mut() else {
         return Ok(());
     };
@@ -204,7 +216,7 @@ fn push_at(links: &mut [Link], input: usize, batch: RecordBatch) -> Result<(), O
         rest,
         name,
     };
-    op.process_batch(input, batch, &mut emit)
+    op.process_batch_from(input, batch, origins, &mut emit)
 }
 
 /// The collector of one link: sends to its outlets and calls the next link.
@@ -217,12 +229,21 @@ struct Emit<'a> {
 
 impl Collector for Emit<'_> {
     fn collect(&mut self, port: usize, batch: RecordBatch) -> Result<(), OperatorError> {
+        self.collect_from(port, batch, None)
+    }
+
+    fn collect_from(
+        &mut self,
+        port: usize,
+        batch: RecordBatch,
+        origins: Option<RowOrigins>,
+    ) -> Result<(), OperatorError> {
         self.counters.add_out(batch.num_rows());
         if let Some(outlets) = self.outlets.get_mut(port) {
             send_all(outlets, &batch, self.name)?;
         }
         if port == 0 && !self.rest.is_empty() {
-            push_at(self.rest, 0, batch)?;
+            push_at(self.rest, 0, batch, origins)?;
         }
         Ok(())
     }

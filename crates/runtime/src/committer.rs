@@ -1,6 +1,9 @@
 //! The committer: makes tasks' snapshot files durable (fsync, rename) off the data path, then
 //! acknowledges their share of the checkpoint to the coordinator.
 
+use std::sync::Arc;
+
+use anduin_operators::DeadLetter;
 use crossbeam_channel::{Receiver, Sender};
 use tracing::debug;
 
@@ -8,7 +11,14 @@ use crate::faults::Faults;
 use crate::protocol::{Event, OpState, WriteJob};
 
 /// Runs until every task has dropped its sender.
-pub(crate) fn run_committer(jobs: Receiver<WriteJob>, events: Sender<Event>, faults: Faults) {
+/// Rejects (malformed records, rejected rows) are made durable before each acknowledgement:
+/// those written before the task's barrier are in `dead_letter` by then.
+pub(crate) fn run_committer(
+    jobs: Receiver<WriteJob>,
+    events: Sender<Event>,
+    faults: Faults,
+    dead_letter: Arc<DeadLetter>,
+) {
     for job in jobs {
         let WriteJob {
             epoch,
@@ -67,6 +77,11 @@ pub(crate) fn run_committer(jobs: Receiver<WriteJob>, events: Sender<Event>, fau
                 inline: s.inline,
                 file,
             });
+        }
+        if failure.is_none() && dead_letter.count() > 0 {
+            if let Err(e) = dead_letter.sync() {
+                failure = Some(format!("cannot make the dead-letter file durable: {e}"));
+            }
         }
         let event = match failure {
             Some(reason) => Event::Failed {

@@ -232,7 +232,9 @@ pub fn run(
             let task = match task_sources.get_mut(instance).and_then(Option::take) {
                 Some(source) => {
                     source_tasks.insert(id);
+                    let origins = chain.wants_origins();
                     Task::Source(SourceTask {
+                        origins,
                         name: graph.node(head_id).name().to_string(),
                         source,
                         counters: Arc::clone(&counters[head_id.0]),
@@ -291,8 +293,9 @@ pub fn run(
         );
         let events = w.events;
         let faults = c.faults.clone();
+        let dead_letter = Arc::clone(&ctx.dead_letter);
         helpers.push(spawn("anduin-committer", move || {
-            run_committer(job_rx, events, faults)
+            run_committer(job_rx, events, faults, dead_letter)
         })?);
         helpers.push(spawn("anduin-coordinator", move || {
             coordinator.run(event_rx)

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anduin_operators::{OperatorError, Source, SourcePoll};
+use anduin_operators::{OperatorError, RowOrigins, Source, SourcePoll};
 use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
 use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
@@ -53,6 +53,8 @@ pub(crate) struct SourceTask {
     /// Another task failed: stop without finishing.
     pub abort: Arc<AtomicBool>,
     pub checkpointing: Option<SourceCheckpointing>,
+    /// Whether the chain wants the origins of rows (see [`Chain::wants_origins`]).
+    pub origins: bool,
     /// The last watermark emitted, when the source has event time.
     pub watermark: Option<Watermark>,
     /// The consumers were told that this source is idle (no row for its idle timeout).
@@ -63,6 +65,8 @@ pub(crate) struct SourceTask {
 #[derive(Default)]
 struct Pending {
     batches: Vec<RecordBatch>,
+    /// Where the rows of `batches` were read, when the chain wants to know.
+    origins: Option<RowOrigins>,
     rows: usize,
     since: Option<Instant>,
 }
@@ -79,6 +83,9 @@ impl SourceTask {
     /// out), a stop is requested, or something fails. Returns whether the run was stopped.
     pub(crate) fn run(mut self) -> Result<bool, OperatorError> {
         let mut pending = Pending::default();
+        if self.origins {
+            self.source.want_origins();
+        }
         let mut stopped = false;
         let mut rows_since_barrier: u64 = 0;
         let mut asked = false;
@@ -113,6 +120,21 @@ impl SourceTask {
                     rows_since_barrier += b.num_rows() as u64;
                     pending.since.get_or_insert_with(Instant::now);
                     pending.rows += b.num_rows();
+                    if self.origins {
+                        let o = self
+                            .source
+                            .take_origins()
+                            .filter(|o| o.len() == b.num_rows());
+                        pending.origins = match (pending.origins.take(), o) {
+                            // Known for every row so far, and for these.
+                            (Some(mut all), Some(o)) => {
+                                all.append(o);
+                                Some(all)
+                            }
+                            (None, o) if pending.batches.is_empty() => o,
+                            _ => None,
+                        };
+                    }
                     pending.batches.push(b);
                     if pending.rows >= self.batch_size {
                         self.flush(&mut pending)?;
@@ -342,6 +364,7 @@ impl SourceTask {
         pending.since = None;
         pending.rows = 0;
         let batches = std::mem::take(&mut pending.batches);
+        let origins = pending.origins.take();
         let Some(first) = batches.first() else {
             return Ok(());
         };
@@ -360,8 +383,9 @@ impl SourceTask {
             let watermark = self.source.watermarks().and_then(|spec| {
                 max_event_time(&slice, spec.column).map(|t| spec.watermark_after(t))
             });
+            let slice_origins = origins.as_ref().map(|o| o.slice(offset, len));
             self.chain
-                .push_from_source(&mut self.outlets, &self.counters, slice)?;
+                .push_from_source(&mut self.outlets, &self.counters, slice, slice_origins)?;
             if let Some(wm) = watermark {
                 self.emit_watermark(wm)?;
             }

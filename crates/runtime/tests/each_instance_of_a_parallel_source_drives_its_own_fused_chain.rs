@@ -243,9 +243,7 @@ fn run_query(chaining: bool, checkpoints: Option<&std::path::Path>) -> BTreeMap<
         dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
         checkpointing: checkpoints.is_some(),
         restore_epoch: None,
-        instance: 0,
-        parallelism: 1,
-        state_dir: None,
+        ..BuildContext::default()
     };
     let config = RunConfig {
         batch_size: 200,

@@ -36,9 +36,7 @@ fn generated_events_filtered_give_the_q1_row_count() {
         dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
         checkpointing: false,
         restore_epoch: None,
-        instance: 0,
-        parallelism: 1,
-        state_dir: None,
+        ..BuildContext::default()
     };
     for (batch_size, chaining, channel_capacity) in [
         (8192, true, 16),

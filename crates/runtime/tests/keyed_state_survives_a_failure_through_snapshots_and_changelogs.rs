@@ -334,9 +334,7 @@ fn run_once(
         restore_epoch: restore
             .as_ref()
             .map(|v| anduin_types::Epoch(v.manifest.epoch)),
-        instance: 0,
-        parallelism: 1,
-        state_dir: None,
+        ..BuildContext::default()
     };
     let config = RunConfig {
         batch_size: 500,

@@ -110,6 +110,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             dead_letter_named: args.dead_letter.is_some(),
             checkpointing,
             stop,
+            query_file: Some(args.file.display().to_string()),
         },
     )?;
     if !args.quiet {

@@ -35,6 +35,7 @@
 use std::borrow::Cow;
 
 use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
 
 use super::batch_builder::BatchBuilder;
 use super::bom::{BomSkipper, BomStep};
@@ -83,6 +84,17 @@ pub struct CsvDecoder {
     verdicts: Verdicts,
     /// The longest record kept, in bytes.
     max_record: usize,
+    /// The lines of decoded rows, when asked for ([`CsvDecoder::record_lines`]).
+    lines: Option<RowLines>,
+}
+
+/// Lines of rows, for [`CsvDecoder::record_lines`].
+#[derive(Debug, Default)]
+struct RowLines {
+    /// The line of each kept row since the last output.
+    kept: Vec<u64>,
+    /// The line of each record of the block being decoded.
+    of_block: Vec<u64>,
 }
 
 /// Where the decoder stands within the current file.
@@ -139,6 +151,7 @@ impl CsvDecoder {
             output,
             verdicts: Verdicts::default(),
             max_record: DEFAULT_MAX_RECORD_BYTES,
+            lines: None,
         };
         decoder.start_file("");
         decoder
@@ -150,6 +163,13 @@ impl CsvDecoder {
     pub fn with_max_record_bytes(mut self, max: usize) -> Self {
         self.max_record = max.max(1);
         self
+    }
+
+    /// Records the line each decoded row starts on ([`Decoded::lines`]), so that a row an
+    /// operator rejects later names its input line. Costs a count of the newlines between
+    /// records, which the decoder otherwise makes only for rejected records.
+    pub fn record_lines(&mut self) {
+        self.lines.get_or_insert_with(RowLines::default);
     }
 
     /// Makes schema column `column` the event time: a record where it is empty is rejected
@@ -176,6 +196,9 @@ impl CsvDecoder {
         }
         self.splitter.reset(0);
         self.output.clear();
+        if let Some(lines) = &mut self.lines {
+            lines.kept.clear();
+        }
     }
 
     /// Feeds the next bytes of the current file. Decodes every complete record; an
@@ -256,7 +279,20 @@ impl CsvDecoder {
 
     fn output_with(&mut self, rejected: Vec<Rejected>) -> Result<Decoded, CodecError> {
         let batch = self.output.finish(&self.source)?;
-        Ok(Decoded { batch, rejected })
+        let mut lines = self
+            .lines
+            .as_mut()
+            .map(|l| std::mem::take(&mut l.kept))
+            .unwrap_or_default();
+        if lines.len() != batch.as_ref().map_or(0, RecordBatch::num_rows) {
+            // Not every row's line is known (a bug): better none than wrong ones.
+            lines.clear();
+        }
+        Ok(Decoded {
+            batch,
+            rejected,
+            lines,
+        })
     }
 
     /// Splits and decodes every complete record of `bytes`, carrying the rest.
@@ -448,14 +484,29 @@ impl CsvDecoder {
         {
             decode_column(rows, field, column, builder, verdicts);
         }
+        if let Some(lines) = &mut self.lines {
+            lines.of_block.clear();
+            for (record, ok) in records.iter().zip(&verdicts.ok) {
+                let start = window.skip_terminators(record.raw_start, record.raw_end);
+                let line = self.file.lines.advance(window, start);
+                lines.of_block.push(line);
+                if *ok {
+                    lines.kept.push(line);
+                }
+            }
+        }
         verdicts.reasons.sort_by_key(|(row, _)| *row);
         for (row, reason) in verdicts.reasons.drain(..) {
             let record = &records[row];
             let start = window.skip_terminators(record.raw_start, record.raw_end);
             let text = window.bytes(start, record.raw_end);
+            let line = match &self.lines {
+                Some(lines) => lines.of_block[row],
+                None => self.file.lines.advance(window, start),
+            };
             rejected.push(Rejected {
                 source: self.source.clone(),
-                line: self.file.lines.advance(window, start),
+                line,
                 reason,
                 record: if text.len() > self.max_record {
                     cut_text(&text)

@@ -11,6 +11,9 @@ pub struct Decoded {
     pub batch: Option<RecordBatch>,
     /// Every record rejected by this call, in input order.
     pub rejected: Vec<Rejected>,
+    /// The 1-based line each row of [`Decoded::batch`] starts on, when the decoder records
+    /// them (a CSV decoder after `record_lines`); otherwise empty.
+    pub lines: Vec<u64>,
 }
 
 impl Decoded {

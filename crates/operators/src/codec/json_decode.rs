@@ -176,6 +176,7 @@ impl JsonDecoder {
                     return Ok(Decoded {
                         batch: None,
                         rejected,
+                        lines: Vec::new(),
                     });
                 }
             };
@@ -265,6 +266,7 @@ impl JsonDecoder {
     /// Decodes `lines` into one batch of the good ones plus a reject for each bad one.
     fn decode_lines(&mut self, lines: &[Line<'_>]) -> Result<Decoded, CodecError> {
         let mut rejected = Vec::new();
+        let mut kept = Vec::new();
         let mut cells = Vec::with_capacity(self.columns.len());
         for line in lines {
             cells.clear();
@@ -283,6 +285,7 @@ impl JsonDecoder {
                         cell.append_to(builder);
                     }
                     self.builder.push_keep(true);
+                    kept.push(line.number);
                 }
                 Err(reason) => rejected.push(Rejected {
                     source: self.source.clone(),
@@ -293,7 +296,11 @@ impl JsonDecoder {
             }
         }
         let batch = self.builder.finish(&self.source)?;
-        Ok(Decoded { batch, rejected })
+        Ok(Decoded {
+            batch,
+            rejected,
+            lines: kept,
+        })
     }
 
     /// Parses one line into one cell per column, or says why the line is rejected.

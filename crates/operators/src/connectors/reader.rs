@@ -21,7 +21,7 @@ use crate::codec::{CsvDecoder, CsvOptions, Decoded, JsonDecoder};
 use crate::connectors::input::{Chunk, Input};
 use crate::dead_letter::{DeadLetter, RejectedRecord};
 use crate::params::Params;
-use crate::{OperatorError, RestoreIn, SnapshotOut, Source, SourcePoll};
+use crate::{OperatorError, RestoreIn, RowOrigins, SnapshotOut, Source, SourcePoll};
 
 /// The `reader` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -173,6 +173,9 @@ pub(crate) fn bind(
                 watermarks,
                 dropped_time,
                 null_time_rows: 0,
+                origins: None,
+                want_origins: false,
+                file: Arc::from(""),
             }))
         })),
         outputs: vec![schema],
@@ -238,9 +241,21 @@ struct Reader {
     dropped_time: Option<usize>,
     /// Rows dropped for a null event time (over every run, as checkpointed).
     null_time_rows: u64,
+    /// With [`Source::want_origins`]: the origins of the rows of the last batch polled.
+    origins: Option<RowOrigins>,
+    /// Whether [`Source::want_origins`] was called.
+    want_origins: bool,
+    /// The name of the file being read.
+    file: Arc<str>,
 }
 
 impl Reader {
+    /// The next file starts.
+    fn start_file(&mut self, name: &str) {
+        self.decoder.start_file(name);
+        self.file = Arc::from(name);
+    }
+
     /// Sends rejects to the dead letter (or fails), and returns the good rows.
     fn take(&mut self, decoded: Decoded) -> Result<Option<SourcePoll>, OperatorError> {
         for r in decoded.rejected {
@@ -271,30 +286,42 @@ impl Reader {
                     ),
                 })?;
         }
+        let mut origins = match decoded.batch.as_ref() {
+            Some(b) if self.want_origins && decoded.lines.len() == b.num_rows() => {
+                Some(RowOrigins::new(Arc::clone(&self.file), decoded.lines))
+            }
+            _ => None,
+        };
         let batch = match (decoded.batch, self.dropped_time) {
-            (Some(b), Some(column)) => Some(self.drop_null_times(b, column)?),
+            (Some(b), Some(column)) => Some(self.drop_null_times(b, column, &mut origins)?),
             (batch, _) => batch,
         };
+        self.origins = origins;
         Ok(batch.filter(|b| b.num_rows() > 0).map(SourcePoll::Batch))
     }
 
-    /// `batch` without its rows whose event time (column `column`) is null, counted.
+    /// `batch` without its rows whose event time (column `column`) is null, counted; their
+    /// origins go too.
     fn drop_null_times(
         &mut self,
         batch: RecordBatch,
         column: usize,
+        origins: &mut Option<RowOrigins>,
     ) -> Result<RecordBatch, OperatorError> {
         let times = batch.column(column);
         if times.null_count() == 0 {
             return Ok(batch);
         }
         self.null_time_rows += times.null_count() as u64;
-        let keep = arrow::compute::is_not_null(times.as_ref())
-            .and_then(|keep| arrow::compute::filter_record_batch(&batch, &keep));
-        keep.map_err(|e| OperatorError::Execution {
+        let error = |e: arrow::error::ArrowError| OperatorError::Execution {
             operator: self.name.clone(),
             message: format!("dropping the rows without an event time: {e}"),
-        })
+        };
+        let keep = arrow::compute::is_not_null(times.as_ref()).map_err(error)?;
+        if let Some(o) = origins.as_mut() {
+            *o = o.filter(&keep);
+        }
+        arrow::compute::filter_record_batch(&batch, &keep).map_err(error)
     }
 
     fn codec_error(&self, e: crate::codec::CodecError) -> OperatorError {
@@ -379,6 +406,17 @@ impl Source for Reader {
         }
     }
 
+    fn want_origins(&mut self) {
+        if let Decoder::Csv(d) = &mut self.decoder {
+            d.record_lines();
+        }
+        self.want_origins = true;
+    }
+
+    fn take_origins(&mut self) -> Option<RowOrigins> {
+        self.origins.take()
+    }
+
     fn can_resume(&self) -> Result<(), String> {
         if self.input.is_replayable() {
             Ok(())
@@ -446,7 +484,7 @@ impl Source for Reader {
                 Err(e) => Err(e),
             };
             match started.map_err(|e| self.io_error(e))? {
-                Some(name) => self.decoder.start_file(&name),
+                Some(name) => self.start_file(&name),
                 None => return Err(self.changed_input(format!("file {} is missing", file + 1))),
             }
             self.skip_prefix(offset)?;
@@ -465,7 +503,7 @@ impl Source for Reader {
                 Chunk::Done => return Ok(SourcePoll::Exhausted),
                 Chunk::Idle => return Ok(SourcePoll::Idle),
                 Chunk::FileStart(name) => {
-                    self.decoder.start_file(&name);
+                    self.start_file(&name);
                     continue;
                 }
                 Chunk::Data(bytes) => self.decoder.decode(bytes),

@@ -229,6 +229,19 @@ impl Writer {
     }
 }
 
+impl Drop for Writer {
+    /// A query that fails leaves what it produced until then in a plain output file (as a
+    /// Unix filter does), not a file short of the rows still in the buffer. Part files are
+    /// left to the checkpoints: a pending part is committed only by one.
+    fn drop(&mut self) {
+        if matches!(self.out, Output::File(_) | Output::Stdout(_)) && !self.buf.is_empty() {
+            if let Err(e) = self.write_out() {
+                tracing::warn!(operator = %self.name, error = %e, "could not write the last rows of a failed run");
+            }
+        }
+    }
+}
+
 impl Operator for Writer {
     fn name(&self) -> &str {
         &self.name

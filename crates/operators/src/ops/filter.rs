@@ -6,13 +6,17 @@ use anduin_expr::{compile_predicate, CompiledExpr, Scope};
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
 use anduin_types::Diagnostics;
+use arrow::array::{BooleanArray, BooleanBuilder};
 use arrow::compute::filter_record_batch;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Bound;
 use crate::params::Params;
-use crate::{Collector, ControlError, Operator, OperatorError};
+use crate::{
+    evaluate_rows, Collector, ControlError, ExprAt, OnError, Operator, OperatorError, Piece,
+    RowErrors, RowFailure, RowOrigins,
+};
 
 /// The `filter` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -21,13 +25,16 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     inputs: Arity::Exactly(1),
     outputs: Arity::Exactly(1),
     stateful: false,
-    params: &[ParamSpec {
-        name: "condition",
-        required: true,
-        kind: ParamKind::Text,
-        default: None,
-        doc: "a SQL boolean expression over the input's columns, e.g. \"readings.value < 42\"; adjustable while running",
-    }],
+    params: &[
+        ParamSpec {
+            name: "condition",
+            required: true,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "a SQL boolean expression over the input's columns, e.g. \"readings.value < 42\"; adjustable while running",
+        },
+        crate::row_errors::ON_ERROR,
+    ],
 };
 
 pub(crate) fn bind(
@@ -41,12 +48,15 @@ pub(crate) fn bind(
     let predicate = compile_predicate(text.as_str(), &scope)
         .map_err(|e| p.expr_error("condition", &text, e))?;
     let name = op.name.to_string();
+    let site = ExprAt::new("condition", &text, &predicate.site);
+    let on_error = OnError::param(&p);
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |_| {
+        bound: Bound::Operator(Arc::new(move |ctx| {
             Ok(Box::new(Filter {
                 name: name.clone(),
                 predicate: predicate.clone(),
                 scope: scope.clone(),
+                errors: RowErrors::new(&name, vec![site.clone()], on_error, ctx),
             }))
         })),
         outputs: vec![Arc::clone(schema)],
@@ -60,6 +70,36 @@ struct Filter {
     name: String,
     predicate: CompiledExpr,
     scope: Scope,
+    errors: RowErrors,
+}
+
+impl Filter {
+    /// Which rows of `batch` the condition keeps (false where it fails), and the rows it
+    /// failed on.
+    fn mask(&self, batch: &RecordBatch) -> (BooleanArray, Vec<RowFailure>) {
+        let mut eval =
+            |b: &RecordBatch| self.predicate.evaluate_bool(b).map_err(|e| (0, e.message));
+        let mut pieces = evaluate_rows(batch, &mut eval);
+        if pieces.len() == 1 {
+            if let Some(Piece::Good { value, .. }) = pieces.pop() {
+                return (value, Vec::new());
+            }
+        }
+        let mut mask = BooleanBuilder::with_capacity(batch.num_rows());
+        let mut failed = Vec::new();
+        for piece in pieces {
+            match piece {
+                Piece::Good { value, .. } => {
+                    mask.extend(value.iter().map(|v| Some(v.unwrap_or(false))));
+                }
+                Piece::Bad(f) => {
+                    mask.append_value(false);
+                    failed.push(f);
+                }
+            }
+        }
+        (mask.finish(), failed)
+    }
 }
 
 impl Operator for Filter {
@@ -69,30 +109,39 @@ impl Operator for Filter {
 
     fn process_batch(
         &mut self,
-        _input: usize,
+        input: usize,
         batch: RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
-        let mask = self
-            .predicate
-            .evaluate_bool(&batch)
-            .map_err(|e| OperatorError::Execution {
-                operator: self.name.clone(),
-                message: format!("condition failed: {e}"),
-            })?;
+        self.process_batch_from(input, batch, None, out)
+    }
+
+    fn process_batch_from(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        origins: Option<RowOrigins>,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let (mask, failed) = self.mask(&batch);
+        self.errors.reject(&batch, &failed, origins.as_ref())?;
         let kept = mask.true_count();
         if kept == 0 {
             return Ok(());
         }
         if kept == batch.num_rows() {
-            return out.collect(0, batch);
+            return out.collect_from(0, batch, origins);
         }
         let filtered =
             filter_record_batch(&batch, &mask).map_err(|e| OperatorError::Execution {
                 operator: self.name.clone(),
                 message: e.to_string(),
             })?;
-        out.collect(0, filtered)
+        out.collect_from(0, filtered, origins.map(|o| o.filter(&mask)))
+    }
+
+    fn wants_origins(&self) -> bool {
+        true
     }
 
     fn adjustable_params(&self) -> &'static [&'static str] {
@@ -134,10 +183,22 @@ mod tests {
     fn filter(cond: &str) -> Filter {
         let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, true)]));
         let scope = Scope::new("s", schema);
+        let predicate = compile_predicate(cond, &scope).expect("valid");
+        let site = ExprAt::new(
+            "condition",
+            &anduin_spec::Text::unplaced(cond),
+            &predicate.site,
+        );
         Filter {
             name: "f".into(),
-            predicate: compile_predicate(cond, &scope).expect("valid"),
+            predicate,
             scope,
+            errors: RowErrors::new(
+                "f",
+                vec![site],
+                Some(OnError::Fail),
+                &crate::BuildContext::default(),
+            ),
         }
     }
 

@@ -6,12 +6,16 @@ use anduin_expr::{compile_projection, CompiledExpr, Scope};
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
 use anduin_types::Diagnostics;
+use arrow::array::{Array, ArrayRef};
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Bound;
 use crate::params::Params;
-use crate::{Collector, Operator, OperatorError};
+use crate::{
+    evaluate_rows, failures, kept_rows, Collector, ExprAt, OnError, Operator, OperatorError, Piece,
+    RowErrors, RowFailure, RowOrigins,
+};
 
 /// The `map` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -20,13 +24,16 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     inputs: Arity::Exactly(1),
     outputs: Arity::Exactly(1),
     stateful: false,
-    params: &[ParamSpec {
-        name: "columns",
-        required: true,
-        kind: ParamKind::Text,
-        default: None,
-        doc: "comma-separated SQL expressions, each optionally `AS name`, e.g. \"ts, sensor, value * 2 AS doubled\"; `*` keeps every input column",
-    }],
+    params: &[
+        ParamSpec {
+            name: "columns",
+            required: true,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "comma-separated SQL expressions, each optionally `AS name`, e.g. \"ts, sensor, value * 2 AS doubled\"; `*` keeps every input column",
+        },
+        crate::row_errors::ON_ERROR,
+    ],
 };
 
 pub(crate) fn bind(
@@ -50,12 +57,18 @@ pub(crate) fn bind(
     ));
     let name = op.name.to_string();
     let schema_for_factory = Arc::clone(&out_schema);
+    let sites: Vec<ExprAt> = exprs
+        .iter()
+        .map(|e| ExprAt::new(format!("column `{}`", e.name), &text, &e.site))
+        .collect();
+    let on_error = OnError::param(&p);
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |_| {
+        bound: Bound::Operator(Arc::new(move |ctx| {
             Ok(Box::new(Map {
                 name: name.clone(),
                 exprs: exprs.clone(),
                 schema: Arc::clone(&schema_for_factory),
+                errors: RowErrors::new(&name, sites.clone(), on_error, ctx),
             }))
         })),
         outputs: vec![out_schema],
@@ -69,6 +82,54 @@ struct Map {
     name: String,
     exprs: Vec<CompiledExpr>,
     schema: SchemaRef,
+    errors: RowErrors,
+}
+
+impl Map {
+    /// Every column on `rows`, or the first expression that fails and its error.
+    fn columns(&self, rows: &RecordBatch) -> Result<Vec<ArrayRef>, (usize, String)> {
+        self.exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| e.evaluate(rows).map_err(|err| (i, err.message)))
+            .collect()
+    }
+
+    /// The columns of the rows of `batch` no expression fails on, and the rows that fail.
+    fn evaluate(
+        &self,
+        batch: &RecordBatch,
+    ) -> Result<(Vec<ArrayRef>, Vec<RowFailure>), OperatorError> {
+        let mut pieces = evaluate_rows(batch, &mut |b: &RecordBatch| self.columns(b));
+        if pieces.len() == 1 {
+            if let Some(Piece::Good { value, .. }) = pieces.pop() {
+                return Ok((value, Vec::new()));
+            }
+        }
+        let failed = failures(&pieces);
+        let good: Vec<Vec<ArrayRef>> = pieces
+            .into_iter()
+            .filter_map(|p| match p {
+                Piece::Good { value, .. } => Some(value),
+                Piece::Bad(_) => None,
+            })
+            .collect();
+        let columns = (0..self.exprs.len())
+            .map(|c| {
+                if good.is_empty() {
+                    return Ok(arrow::array::new_empty_array(
+                        self.schema.field(c).data_type(),
+                    ));
+                }
+                let parts: Vec<&dyn Array> = good.iter().map(|cols| cols[c].as_ref()).collect();
+                arrow::compute::concat(&parts).map_err(|e| OperatorError::Execution {
+                    operator: self.name.clone(),
+                    message: format!("joining the rows that evaluated: {e}"),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((columns, failed))
+    }
 }
 
 impl Operator for Map {
@@ -78,26 +139,40 @@ impl Operator for Map {
 
     fn process_batch(
         &mut self,
-        _input: usize,
+        input: usize,
         batch: RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
-        let columns = self
-            .exprs
-            .iter()
-            .map(|e| {
-                e.evaluate(&batch).map_err(|err| OperatorError::Execution {
-                    operator: self.name.clone(),
-                    message: format!("column `{}` failed: {err}", e.name),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let result = RecordBatch::try_new(Arc::clone(&self.schema), columns).map_err(|e| {
-            OperatorError::Execution {
+        self.process_batch_from(input, batch, None, out)
+    }
+
+    fn process_batch_from(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        origins: Option<RowOrigins>,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let (columns, failed) = self.evaluate(&batch)?;
+        self.errors.reject(&batch, &failed, origins.as_ref())?;
+        let rows = batch.num_rows() - failed.len();
+        if rows == 0 {
+            return Ok(());
+        }
+        let options = arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows));
+        let result = RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)
+            .map_err(|e| OperatorError::Execution {
                 operator: self.name.clone(),
                 message: e.to_string(),
-            }
-        })?;
-        out.collect(0, result)
+            })?;
+        let origins = match origins {
+            Some(o) if !failed.is_empty() => Some(o.filter(&kept_rows(batch.num_rows(), &failed))),
+            other => other,
+        };
+        out.collect_from(0, result, origins)
+    }
+
+    fn wants_origins(&self) -> bool {
+        true
     }
 }

@@ -21,9 +21,7 @@ fn context_rejecting_to(dead_letter: Arc<DeadLetter>) -> BuildContext {
         dead_letter,
         checkpointing: false,
         restore_epoch: None,
-        instance: 0,
-        parallelism: 1,
-        state_dir: None,
+        ..BuildContext::default()
     }
 }
 

@@ -198,6 +198,7 @@ fn measure(loaded: &Loaded, args: &NexmarkArgs) -> Result<Measurement> {
                     dead_letter_named: false,
                     checkpointing: None,
                     stop: Arc::new(AtomicBool::new(false)),
+                    query_file: None,
                 },
             )
         })

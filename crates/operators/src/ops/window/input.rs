@@ -54,8 +54,27 @@ pub(crate) fn split_late(
     Ok((kept, Some(late_rows)))
 }
 
-/// Prepares rows that are all on time.
-pub(crate) fn prepare(batch: &RecordBatch, setup: &WindowSetup) -> Result<Prepared, OperatorError> {
+/// The aggregates' inputs on `batch`, or the first aggregate whose argument or filter fails
+/// and its error.
+pub(crate) fn aggregate_inputs(
+    batch: &RecordBatch,
+    setup: &WindowSetup,
+) -> Result<Inputs, (usize, String)> {
+    let mut args = Vec::with_capacity(setup.aggs.len());
+    let mut filters = Vec::with_capacity(setup.aggs.len());
+    for (i, a) in setup.aggs.iter().enumerate() {
+        args.push(a.arguments(batch).map_err(|e| (i, e.message))?);
+        filters.push(a.filter(batch).map_err(|e| (i, e.message))?);
+    }
+    Ok(Inputs { args, filters })
+}
+
+/// Prepares rows that are all on time, whose aggregate inputs are `inputs`.
+pub(crate) fn prepare(
+    batch: &RecordBatch,
+    setup: &WindowSetup,
+    inputs: Inputs,
+) -> Result<Prepared, OperatorError> {
     let times = times_of(batch, setup.time_column)
         .into_iter()
         .map(|t| t.unwrap_or(i64::MIN))
@@ -68,19 +87,9 @@ pub(crate) fn prepare(batch: &RecordBatch, setup: &WindowSetup) -> Result<Prepar
     let keys = setup
         .codec
         .rows(&key_columns, batch.num_rows(), &setup.name)?;
-    let mut args = Vec::with_capacity(setup.aggs.len());
-    let mut filters = Vec::with_capacity(setup.aggs.len());
-    for a in &setup.aggs {
-        let expr_error = |e: anduin_expr::ExprError| OperatorError::Execution {
-            operator: setup.name.clone(),
-            message: format!("aggregate `{}` failed: {e}", a.name),
-        };
-        args.push(a.arguments(batch).map_err(expr_error)?);
-        filters.push(a.filter(batch).map_err(expr_error)?);
-    }
     Ok(Prepared {
         times,
         keys,
-        inputs: Inputs { args, filters },
+        inputs,
     })
 }

@@ -118,6 +118,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             default: Some("heap"),
             doc: "where the checkpointed copy of the open windows is kept: heap (memory) or lsm (an LSM tree on local disk); either way checkpoints write only what changed (default: the query's --state-backend)",
         },
+        crate::row_errors::ON_ERROR,
     ],
 };
 
@@ -147,6 +148,10 @@ pub(crate) struct WindowSetup {
     pub late_port: Option<usize>,
     /// Where checkpointed state is kept.
     pub backend: BackendKind,
+    /// Each aggregate's place in the query, for a row its arguments fail on.
+    pub sites: Vec<crate::ExprAt>,
+    /// The `on_error` param, if set.
+    pub on_error: Option<crate::OnError>,
 }
 
 pub(crate) fn bind(
@@ -202,6 +207,10 @@ pub(crate) fn bind(
     let text = p.required("aggregates");
     let aggs = compile_aggregates(text.as_str(), &Scope::new(*stream, Arc::clone(input)))
         .map_err(|e| p.expr_error("aggregates", &text, e))?;
+    let sites = aggs
+        .iter()
+        .map(|a| crate::ExprAt::new(format!("aggregate `{}`", a.name), &text, &a.site))
+        .collect();
     let mut fields = vec![
         Field::new(
             "window_start",
@@ -291,6 +300,8 @@ pub(crate) fn bind(
         } else {
             BackendKind::Heap
         },
+        sites,
+        on_error: crate::OnError::param(&p),
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::record_batch::RecordBatch;
 
+use super::accs::Inputs;
 use super::assign::fits;
 use super::count::Counting;
 use super::entries::{StateRows, COUNT, PANE, SESSION};
-use super::input::{prepare, split_late, times_of};
+use super::input::{aggregate_inputs, prepare, split_late, times_of};
 use super::output::Results;
 use super::panes::Panes;
 use super::reject::keep_fitting;
@@ -41,6 +42,8 @@ pub(crate) struct Window {
     /// Where rejected rows go: rows without an event time, and rows whose window would not
     /// fit in a timestamp.
     dead_letter: Arc<DeadLetter>,
+    /// What a row whose aggregate arguments fail does.
+    errors: crate::RowErrors,
 }
 
 impl Window {
@@ -49,6 +52,8 @@ impl Window {
     pub(crate) fn new(setup: WindowSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
         let dir = ctx.backend_dir(&setup.name);
         let dead_letter = Arc::clone(&ctx.dead_letter);
+        let (setup_name, sites, on_error) =
+            (setup.name.clone(), setup.sites.clone(), setup.on_error);
         let open = match setup.kind {
             WindowKind::Sliding { size, slide } => Open::Panes(Panes::new(size, slide)),
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
@@ -67,7 +72,43 @@ impl Window {
             watermark: i64::MIN,
             late: 0,
             dead_letter,
+            errors: crate::RowErrors::new(&setup_name, sites, on_error, ctx),
         })
+    }
+
+    /// The aggregates' inputs on `batch`, after the rows they fail on went to the dead letters
+    /// (or stopped the query): the rows kept and their inputs.
+    fn evaluate(
+        &self,
+        batch: RecordBatch,
+        origins: Option<&crate::RowOrigins>,
+    ) -> Result<(RecordBatch, Inputs), OperatorError> {
+        let mut pieces = crate::evaluate_rows(&batch, &mut |b: &RecordBatch| {
+            aggregate_inputs(b, &self.setup)
+        });
+        if pieces.len() == 1 {
+            if let Some(crate::Piece::Good { value, .. }) = pieces.pop() {
+                return Ok((batch, value));
+            }
+        }
+        let failed = crate::failures(&pieces);
+        self.errors.reject(&batch, &failed, origins)?;
+        let keep = crate::kept_rows(batch.num_rows(), &failed);
+        let kept = arrow::compute::filter_record_batch(&batch, &keep).map_err(|e| {
+            OperatorError::Execution {
+                operator: self.setup.name.clone(),
+                message: format!("dropping the rows an aggregate failed on: {e}"),
+            }
+        })?;
+        let inputs = aggregate_inputs(&kept, &self.setup).map_err(|(agg, message)| {
+            OperatorError::Execution {
+                operator: self.setup.name.clone(),
+                message: format!(
+                    "aggregate {agg} failed on rows it evaluated before (a bug in anduin): {message}"
+                ),
+            }
+        })?;
+        Ok((kept, inputs))
     }
 
     fn emit(&self, results: Results, out: &mut dyn Collector) -> Result<(), OperatorError> {
@@ -104,10 +145,25 @@ impl Operator for Window {
 
     fn process_batch(
         &mut self,
-        _input: usize,
+        input: usize,
         batch: RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
+        self.process_batch_from(input, batch, None, out)
+    }
+
+    fn wants_origins(&self) -> bool {
+        true
+    }
+
+    fn process_batch_from(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        origins: Option<crate::RowOrigins>,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let rows_in = batch.num_rows();
         let batch = reject_null_times(
             batch,
             self.setup.time_column,
@@ -129,7 +185,13 @@ impl Operator for Window {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let prepared = prepare(&batch, &self.setup)?;
+        // The origins still name the rows if none went before.
+        let origins = origins.filter(|_| batch.num_rows() == rows_in);
+        let (batch, inputs) = self.evaluate(batch, origins.as_ref())?;
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let prepared = prepare(&batch, &self.setup, inputs)?;
         let results = match &mut self.open {
             Open::Panes(p) => {
                 p.add(&prepared, &self.setup)?;
