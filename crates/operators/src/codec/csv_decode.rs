@@ -486,9 +486,23 @@ impl CsvDecoder {
         }
         if let Some(lines) = &mut self.lines {
             lines.of_block.clear();
+            let mut plain: Option<(u64, u32)> = None;
             for (record, ok) in records.iter().zip(&verdicts.ok) {
-                let start = window.skip_terminators(record.raw_start, record.raw_end);
-                let line = self.file.lines.advance(window, start);
+                let line = match plain {
+                    // A plain block's records are single lines: the line follows from the
+                    // newlines between them, counted by the split.
+                    Some((line, newlines)) if record.newlines_before != u32::MAX => {
+                        line + u64::from(record.newlines_before - newlines)
+                    }
+                    _ => {
+                        let start = window.skip_terminators(record.raw_start, record.raw_end);
+                        let line = self.file.lines.advance(window, start);
+                        if record.newlines_before != u32::MAX {
+                            plain = Some((line, record.newlines_before));
+                        }
+                        line
+                    }
+                };
                 lines.of_block.push(line);
                 if *ok {
                     lines.kept.push(line);
@@ -715,6 +729,58 @@ mod tests {
 +-------------------------+--------+-------+-------+";
         let batch = batch.project(&[0, 1, 2, 3]).expect("columns exist");
         assert_eq!(table(&batch), expected);
+    }
+
+    /// Rows whose `sensor` is the line they start on, among blank lines, CRLF, quoted fields
+    /// over several lines, bad records and a record too long to keep.
+    fn self_numbered(rows: u64) -> Vec<u8> {
+        let mut text = String::from("ts,sensor,value,ok,name\n");
+        let mut line = 2;
+        for i in 0..rows {
+            let (record, lines) = match i % 11 {
+                0 => (format!("1,{line},1.5,true,\"two\nlines\""), 2),
+                3 => (format!("1,{line},1.5,true,crlf\r\n"), 1),
+                5 => ("\n\n".to_string(), 2),
+                7 => (format!("1,{line},oops,true,bad"), 1),
+                9 => (format!("1,{line},1.5,true,\"{}\"", "x".repeat(300)), 1),
+                _ => (format!("1,{line},1.5,true,plain"), 1),
+            };
+            text.push_str(&record);
+            if !record.ends_with('\n') {
+                text.push('\n');
+            }
+            line += lines;
+        }
+        text.into_bytes()
+    }
+
+    #[test]
+    fn recorded_lines_are_the_lines_rows_start_on_however_the_input_is_cut() {
+        let input = self_numbered(500);
+        for chunk in [1, 7, 64, 1000, input.len()] {
+            let mut d = decoder(true).with_max_record_bytes(200);
+            d.record_lines();
+            let mut lines = Vec::new();
+            let mut sensors = Vec::new();
+            let mut take = |out: Decoded| {
+                if let Some(b) = &out.batch {
+                    let s = b
+                        .column(1)
+                        .as_any()
+                        .downcast_ref::<arrow::array::Int64Array>()
+                        .expect("ints");
+                    sensors.extend(s.values().iter().map(|v| *v as u64));
+                    assert_eq!(out.lines.len(), b.num_rows());
+                }
+                lines.extend(out.lines);
+            };
+            for piece in input.chunks(chunk) {
+                take(d.decode(piece).expect("decode"));
+            }
+            take(d.finish_file().expect("finish"));
+            assert!(sensors.len() > 300, "{}", sensors.len());
+            assert_eq!(lines, sensors, "chunks of {chunk}");
+        }
     }
 
     #[test]

@@ -28,6 +28,10 @@ pub(crate) struct RecordMeta {
     pub(crate) raw_start: u64,
     /// File offset just past the record's last byte, excluding its line terminator.
     pub(crate) raw_end: u64,
+    /// For a record of [`split_plain`]: how many `\n` precede it in the data split, so that
+    /// the lines of records follow from the line of one without counting again; `u32::MAX`
+    /// for a record of the csv-core splitter, which may span lines.
+    pub(crate) newlines_before: u32,
 }
 
 /// Records and their field byte ranges; the ranges index a buffer owned by the splitter that
@@ -59,6 +63,7 @@ pub(crate) fn split_plain(data: &[u8], base: u64, delimiter: u8, block: &mut Blo
     let mut record_start = 0;
     let mut field_start = 0;
     let mut first = block.fields.len();
+    let mut newlines = 0u32;
     for (i, &b) in data.iter().enumerate() {
         if b == delimiter {
             block.fields.push(field_start..i);
@@ -71,9 +76,11 @@ pub(crate) fn split_plain(data: &[u8], base: u64, delimiter: u8, block: &mut Blo
                     nfields: block.fields.len() - first,
                     raw_start: base + record_start as u64,
                     raw_end: base + i as u64,
+                    newlines_before: newlines,
                 });
                 first = block.fields.len();
             }
+            newlines += u32::from(b == b'\n');
             record_start = i + 1;
             field_start = i + 1;
         }
@@ -297,6 +304,7 @@ impl CoreSplitter {
             nfields: self.ends_len,
             raw_start: self.record_raw_start,
             raw_end,
+            newlines_before: u32::MAX,
         });
         self.ends_len = 0;
         self.record_out = self.out_len;
