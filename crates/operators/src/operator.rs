@@ -22,6 +22,12 @@ pub trait Collector {
     ) -> Result<(), OperatorError> {
         self.collect(port, batch)
     }
+
+    /// Whether what follows on port 0 uses the origins of rows: an operator need not work
+    /// them out for [`Collector::collect_from`] otherwise. The default says no.
+    fn wants_origins(&self) -> bool {
+        false
+    }
 }
 
 /// An operator of the dataflow: receives batches on its inputs, emits batches on its outputs.

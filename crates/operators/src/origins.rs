@@ -6,13 +6,14 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array as _, BooleanArray};
+use arrow::array::{Array as _, BooleanArray, UInt64Array};
+use arrow::buffer::ScalarBuffer;
 
 /// The origin of every row of one batch.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RowOrigins {
-    /// 1-based line of each row.
-    lines: Vec<u64>,
+    /// 1-based line of each row (sliced without copying, filtered with Arrow's kernel).
+    lines: ScalarBuffer<u64>,
     /// `(first row, input name)` of each run of rows read from one input, in row order.
     inputs: Vec<(usize, Arc<str>)>,
 }
@@ -25,7 +26,10 @@ impl RowOrigins {
         } else {
             vec![(0, input)]
         };
-        Self { lines, inputs }
+        Self {
+            lines: ScalarBuffer::from(lines),
+            inputs,
+        }
     }
 
     /// How many rows.
@@ -55,51 +59,61 @@ impl RowOrigins {
             }
             self.inputs.push((base + first, input));
         }
-        self.lines.extend(other.lines);
+        if base == 0 {
+            self.lines = other.lines;
+        } else {
+            let mut lines = Vec::with_capacity(base + other.lines.len());
+            lines.extend_from_slice(&self.lines);
+            lines.extend_from_slice(&other.lines);
+            self.lines = ScalarBuffer::from(lines);
+        }
     }
 
-    /// The origins of rows `offset..offset + len`.
+    /// The origins of rows `offset..offset + len` (without copying).
     pub fn slice(&self, offset: usize, len: usize) -> RowOrigins {
-        let end = (offset + len).min(self.lines.len());
+        let end = offset.saturating_add(len).min(self.lines.len());
         let offset = offset.min(end);
-        self.select((offset..end).map(|row| (row, true)))
+        let mut inputs = Vec::new();
+        for (i, (first, input)) in self.inputs.iter().enumerate() {
+            let next = self.inputs.get(i + 1).map_or(usize::MAX, |(f, _)| *f);
+            if next > offset && *first < end {
+                inputs.push((first.saturating_sub(offset), Arc::clone(input)));
+            }
+        }
+        RowOrigins {
+            lines: self.lines.slice(offset, end - offset),
+            inputs,
+        }
     }
 
     /// The origins of the rows that `keep` keeps (a null keeps nothing), as
     /// [`arrow::compute::filter`] keeps them.
     pub fn filter(&self, keep: &BooleanArray) -> RowOrigins {
-        self.select(
-            (0..self.lines.len().min(keep.len()))
-                .map(|row| (row, keep.is_valid(row) && keep.value(row))),
-        )
-    }
-
-    fn select(&self, rows: impl Iterator<Item = (usize, bool)>) -> RowOrigins {
-        let mut out = RowOrigins::default();
-        let mut run = 0;
-        for (row, kept) in rows {
-            if !kept {
-                continue;
-            }
-            while self
-                .inputs
-                .get(run + 1)
-                .is_some_and(|(first, _)| *first <= row)
-            {
-                run += 1;
-            }
-            if let Some((_, input)) = self.inputs.get(run) {
-                if out
-                    .inputs
-                    .last()
-                    .is_none_or(|(_, last)| !Arc::ptr_eq(last, input))
-                {
-                    out.inputs.push((out.lines.len(), Arc::clone(input)));
-                }
-            }
-            out.lines.push(self.lines[row]);
+        if keep.len() != self.lines.len() {
+            // Not the rows of this batch (a bug): better no origins than wrong ones.
+            return RowOrigins::default();
         }
-        out
+        let lines = UInt64Array::new(self.lines.clone(), None);
+        let Ok(kept) = arrow::compute::filter(&lines, keep) else {
+            return RowOrigins::default();
+        };
+        let kept = kept
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .map(|a| a.values().clone())
+            .unwrap_or_default();
+        let mut inputs: Vec<(usize, Arc<str>)> = Vec::new();
+        for (i, (first, input)) in self.inputs.iter().enumerate() {
+            let end = self.inputs.get(i + 1).map_or(keep.len(), |(f, _)| *f);
+            if keep.slice(*first, end - first).true_count() > 0 {
+                let before = keep.slice(0, *first).true_count();
+                inputs.push((before, Arc::clone(input)));
+            }
+        }
+        RowOrigins {
+            lines: kept,
+            inputs,
+        }
     }
 }
 

@@ -282,7 +282,10 @@ impl CsvDecoder {
         let mut lines = self
             .lines
             .as_mut()
-            .map(|l| std::mem::take(&mut l.kept))
+            .map(|l| {
+                let capacity = l.kept.capacity();
+                std::mem::replace(&mut l.kept, Vec::with_capacity(capacity))
+            })
             .unwrap_or_default();
         if lines.len() != batch.as_ref().map_or(0, RecordBatch::num_rows) {
             // Not every row's line is known (a bug): better none than wrong ones.

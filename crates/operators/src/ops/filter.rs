@@ -129,6 +129,7 @@ impl Operator for Filter {
         if kept == 0 {
             return Ok(());
         }
+        let origins = origins.filter(|_| out.wants_origins());
         if kept == batch.num_rows() {
             return out.collect_from(0, batch, origins);
         }

@@ -165,7 +165,7 @@ impl Operator for Map {
                 operator: self.name.clone(),
                 message: e.to_string(),
             })?;
-        let origins = match origins {
+        let origins = match origins.filter(|_| out.wants_origins()) {
             Some(o) if !failed.is_empty() => Some(o.filter(&kept_rows(batch.num_rows(), &failed))),
             other => other,
         };
