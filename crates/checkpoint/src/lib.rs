@@ -8,7 +8,8 @@
 //! manifests, listing a directory) is a thin shell around them.
 //!
 //! This crate does not know what is in a snapshot file (that is `anduin-state`'s format or an
-//! operator's own), nor when a checkpoint is taken (the runtime's coordinator).
+//! operator's own), nor how a checkpoint is taken (the runtime's coordinator); when one is
+//! taken is decided here, in [`schedule`].
 
 pub mod decide;
 mod error;
@@ -17,6 +18,7 @@ mod layout;
 mod lock;
 mod manifest;
 pub mod plan;
+pub mod schedule;
 mod store;
 
 pub use error::CheckpointError;

@@ -25,6 +25,8 @@ pub(crate) struct Link {
     /// `outlets[port]`: channels to other tasks for output `port`.
     pub outlets: Vec<Vec<Route>>,
     pub counters: Arc<Counters>,
+    /// Whether a link after this one uses the origins of rows (set by [`Chain::new`]).
+    pub origins_after: bool,
 }
 
 /// Operators fused into one task. Output port 0 of each operator but the last feeds input 0
@@ -34,7 +36,12 @@ pub(crate) struct Chain {
 }
 
 impl Chain {
-    pub(crate) fn new(links: Vec<Link>) -> Self {
+    pub(crate) fn new(mut links: Vec<Link>) -> Self {
+        let mut after = false;
+        for link in links.iter_mut().rev() {
+            link.origins_after = after;
+            after |= link.op.wants_origins();
+        }
         Self { links }
     }
 
@@ -79,6 +86,7 @@ impl Chain {
                 op,
                 outlets,
                 counters,
+                origins_after,
                 ..
             } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
             let mut emit = Emit {
@@ -86,6 +94,7 @@ impl Chain {
                 counters,
                 rest,
                 name,
+                origins_after: *origins_after,
             };
             current = op.handle_watermark(w, &mut emit)?;
             if let Some(w) = current {
@@ -117,6 +126,7 @@ impl Chain {
                 op,
                 outlets,
                 counters,
+                origins_after,
                 ..
             } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
             let mut emit = Emit {
@@ -124,6 +134,7 @@ impl Chain {
                 counters,
                 rest,
                 name,
+                origins_after: *origins_after,
             };
             op.on_end_of_input(&mut emit)?;
             counters.add_metrics(op.metrics());
@@ -208,6 +219,7 @@ fn push_at(
         op,
         outlets,
         counters,
+        origins_after,
         ..
     } = link;
     let mut emit = Emit {
@@ -215,6 +227,7 @@ fn push_at(
         counters,
         rest,
         name,
+        origins_after: *origins_after,
     };
     op.process_batch_from(input, batch, origins, &mut emit)
 }
@@ -225,6 +238,7 @@ struct Emit<'a> {
     counters: &'a Counters,
     rest: &'a mut [Link],
     name: &'a str,
+    origins_after: bool,
 }
 
 impl Collector for Emit<'_> {
@@ -246,6 +260,10 @@ impl Collector for Emit<'_> {
             push_at(self.rest, 0, batch, origins)?;
         }
         Ok(())
+    }
+
+    fn wants_origins(&self) -> bool {
+        self.origins_after
     }
 }
 

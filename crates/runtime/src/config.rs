@@ -55,6 +55,9 @@ pub struct RunConfig {
     pub stop: Arc<AtomicBool>,
     /// Checkpoints, if the query takes them.
     pub checkpointing: Option<Checkpointing>,
+    /// Where the run reads the time for its decisions (checkpoint intervals, linger, idle
+    /// inputs, staleness): the real time, or a test's [`anduin_types::ManualClock`].
+    pub clock: anduin_types::SharedClock,
 }
 
 impl Default for RunConfig {
@@ -67,6 +70,7 @@ impl Default for RunConfig {
             parallelism: 1,
             stop: Arc::new(AtomicBool::new(false)),
             checkpointing: None,
+            clock: Arc::new(anduin_types::SystemClock),
         }
     }
 }

@@ -3,14 +3,14 @@
 //! completes a checkpoint, tells the sinks to commit, applies retention, and warns when the
 //! last complete checkpoint gets old. One checkpoint is in flight at a time.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anduin_checkpoint::decide::{is_stale, snapshot_kind, AckOutcome, AckTracker};
 use anduin_checkpoint::plan::PlanFingerprint;
+use anduin_checkpoint::schedule::{Action, Fact, ScheduleSettings, Scheduler};
 use anduin_checkpoint::{FileEntry, Manifest, OperatorState, StateFileRef, Store, MANIFEST_FORMAT};
-use anduin_types::{Epoch, SnapshotKind};
+use anduin_types::{elapsed_ms, Epoch, SharedClock, SnapshotKind};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use tracing::{info, warn};
 
@@ -19,7 +19,7 @@ use crate::faults::Faults;
 use crate::protocol::{Command, Event, OpState};
 use crate::stats::CheckpointCounters;
 
-/// A checkpoint in flight.
+/// What a checkpoint in flight has gathered for its manifest.
 struct InFlight {
     epoch: Epoch,
     full: bool,
@@ -31,44 +31,48 @@ struct InFlight {
     files: Vec<FileEntry>,
 }
 
-/// The coordinator's state.
+/// The coordinator's state: what it needs to carry out the scheduler's decisions.
 pub(crate) struct Coordinator {
     pub store: Store,
     pub settings: CheckpointSettings,
     pub plan: PlanFingerprint,
     /// Every task's command channel, by task id.
     pub tasks: BTreeMap<usize, Sender<Command>>,
-    /// The tasks headed by a source.
-    pub sources: BTreeSet<usize>,
-    pub next_epoch: u64,
+    /// When to take, complete and abandon checkpoints.
+    pub scheduler: Scheduler,
     /// The manifest of the last complete checkpoint (restored or taken in this run).
     pub last: Option<Manifest>,
     pub counters: Arc<CheckpointCounters>,
     pub faults: Faults,
+    /// Where the time comes from.
+    pub clock: SharedClock,
+}
+
+/// The scheduler's settings from a run's checkpoint settings.
+pub(crate) fn schedule_settings(s: &CheckpointSettings) -> ScheduleSettings {
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    ScheduleSettings {
+        interval_ms: s.interval.map(ms),
+        full_every: s.full_every,
+        warn_after_ms: ms(s.warn_after),
+    }
 }
 
 impl Coordinator {
-    /// Runs until every task, and the committer, have dropped their event senders.
+    /// Runs until every task, and the committer, have dropped their event senders: each
+    /// event becomes a fact for the scheduler, and the coordinator does what it decides.
     pub(crate) fn run(mut self, events: Receiver<Event>) {
-        let started = Instant::now();
-        let mut tracker = AckTracker::default();
+        let clock = Arc::clone(&self.clock);
+        let started = clock.now();
+        let now_ms = || elapsed_ms(clock.as_ref(), started);
         let mut in_flight: Option<InFlight> = None;
-        let mut exhausted: BTreeSet<usize> = BTreeSet::new();
-        let mut any_stopped = false;
-        let mut finishing = false;
-        let mut wanted = false;
-        let mut force_full = true;
-        let mut since_full: u64 = 0;
-        let mut next_tick = self.settings.interval.map(|i| started + i);
-        let mut last_complete: Option<Instant> = None;
-        let mut last_warning: Option<Instant> = None;
         loop {
-            let now = Instant::now();
-            let wait = next_tick
-                .map(|t| t.saturating_duration_since(now))
-                .unwrap_or(Duration::from_secs(1))
-                .min(Duration::from_secs(1));
-            match events.recv_timeout(wait) {
+            let wait = self
+                .scheduler
+                .next_wake_ms()
+                .map_or(1000, |t| t.saturating_sub(now_ms()))
+                .min(1000);
+            let fact = match events.recv_timeout(Duration::from_millis(wait)) {
                 Ok(Event::Ack {
                     epoch,
                     task,
@@ -78,68 +82,83 @@ impl Coordinator {
                     if let Some(f) = in_flight.as_mut().filter(|f| f.epoch == epoch) {
                         f.files.extend(files);
                         for s in states {
-                            let entry = self.operator_state(s, epoch);
-                            f.operators.insert(entry.0, entry.1);
+                            let (name, state) = self.operator_state(s, epoch);
+                            f.operators.insert(name, state);
                         }
                     }
-                    if let AckOutcome::Complete(epoch) = tracker.ack(epoch, task) {
-                        let f = in_flight
-                            .take()
-                            .expect("the completed checkpoint was in flight");
-                        match self.complete(f) {
-                            Ok(()) => {
-                                last_complete = Some(Instant::now());
-                                force_full = false;
-                            }
-                            Err(reason) => {
-                                self.failed(epoch, &reason);
-                                force_full = true;
-                            }
-                        }
-                    }
+                    Fact::Acked { epoch, task }
                 }
                 Ok(Event::Failed {
                     epoch,
                     task,
                     reason,
-                }) => {
-                    if let AckOutcome::Failed { epoch, reason } = tracker.fail(epoch, reason) {
-                        in_flight = None;
-                        self.failed(epoch, &format!("task {task}: {reason}"));
-                        force_full = true;
-                    }
-                }
-                Ok(Event::SourceExhausted { task, stopped }) => {
-                    exhausted.insert(task);
-                    any_stopped |= stopped;
-                }
-                Ok(Event::WantCheckpoint) => wanted = true,
-                Err(RecvTimeoutError::Timeout) => {}
+                }) => Fact::TaskFailed {
+                    epoch,
+                    task,
+                    reason,
+                },
+                Ok(Event::SourceExhausted { task, stopped }) => Fact::SourceEnded { task, stopped },
+                Ok(Event::WantCheckpoint) => Fact::Wanted,
+                Err(RecvTimeoutError::Timeout) => Fact::Tick,
                 Err(RecvTimeoutError::Disconnected) => return,
-            }
-            let now = Instant::now();
-            if let (Some(t), Some(i)) = (next_tick, self.settings.interval) {
-                if now >= t {
-                    wanted = true;
-                    next_tick = Some(now + i);
+            };
+            let mut actions: VecDeque<Action> = self.scheduler.on(fact, now_ms()).into();
+            while let Some(action) = actions.pop_front() {
+                if let Some(outcome) = self.act(action, &mut in_flight) {
+                    actions.extend(self.scheduler.on(outcome, now_ms()));
                 }
             }
-            if in_flight.is_none() && !finishing {
-                let last = !self.sources.is_empty() && exhausted == self.sources;
-                if wanted || last {
-                    let full = force_full
-                        || snapshot_kind(since_full, self.settings.full_every)
-                            == SnapshotKind::Full;
-                    since_full = if full { 1 } else { since_full + 1 };
-                    in_flight = self.trigger(&mut tracker, full, last, last && !any_stopped);
-                    wanted = false;
-                    finishing = last && in_flight.is_some();
-                    if in_flight.is_none() {
-                        force_full = true;
-                    }
+        }
+    }
+
+    /// Carries out `action`; returns its outcome when the scheduler must know it.
+    fn act(&mut self, action: Action, in_flight: &mut Option<InFlight>) -> Option<Fact> {
+        match action {
+            Action::Trigger {
+                epoch,
+                full,
+                last,
+                finished,
+            } => match self.trigger(epoch, full, last) {
+                Ok(()) => {
+                    *in_flight = Some(InFlight {
+                        epoch,
+                        full,
+                        last,
+                        finished,
+                        operators: BTreeMap::new(),
+                        files: Vec::new(),
+                    });
+                    None
                 }
+                Err(reason) => Some(Fact::TriggerFailed { epoch, reason }),
+            },
+            Action::Complete { epoch } => {
+                let f = in_flight
+                    .take()
+                    .filter(|f| f.epoch == epoch)
+                    .expect("the scheduler completes only the checkpoint in flight");
+                Some(match self.complete(f) {
+                    Ok(()) => Fact::Completed { epoch },
+                    Err(reason) => Fact::CompleteFailed { epoch, reason },
+                })
             }
-            self.warn_if_stale(started, last_complete, &mut last_warning);
+            Action::Abandon { epoch, reason } => {
+                if in_flight.as_ref().is_some_and(|f| f.epoch == epoch) {
+                    *in_flight = None;
+                }
+                self.failed(epoch, &reason);
+                None
+            }
+            Action::WarnStale { age_ms } => {
+                self.counters.stale();
+                warn!(
+                    age_s = age_ms / 1000,
+                    threshold_s = self.settings.warn_after.as_secs(),
+                    "the last complete checkpoint is older than the threshold: a failure now would replay that much input"
+                );
+                None
+            }
         }
     }
 
@@ -173,25 +192,13 @@ impl Coordinator {
         )
     }
 
-    /// Starts checkpoint `next_epoch`: creates its directory and injects its barrier at
-    /// every source. `None` if it could not start (reported, and the next one is full).
-    fn trigger(
-        &mut self,
-        tracker: &mut AckTracker,
-        full: bool,
-        last: bool,
-        finished: bool,
-    ) -> Option<InFlight> {
-        let epoch = Epoch(self.next_epoch);
-        self.next_epoch += 1;
-        if let Err(e) = self.store.begin(epoch) {
-            self.failed(epoch, &e.to_string());
-            return None;
-        }
-        tracker.begin(epoch, self.tasks.keys().copied());
+    /// Starts checkpoint `epoch`: creates its directory and injects its barrier at every
+    /// source.
+    fn trigger(&mut self, epoch: Epoch, full: bool, last: bool) -> Result<(), String> {
+        self.store.begin(epoch).map_err(|e| e.to_string())?;
         self.counters.started();
-        for t in &self.sources {
-            if let Some(tx) = self.tasks.get(t) {
+        for t in self.scheduler.sources() {
+            if let Some(tx) = self.tasks.get(&t) {
                 let cmd = if last {
                     Command::Finish { epoch, full }
                 } else {
@@ -202,14 +209,7 @@ impl Coordinator {
             }
         }
         info!(epoch = epoch.0, full, last, "checkpoint started");
-        Some(InFlight {
-            epoch,
-            full,
-            last,
-            finished,
-            operators: BTreeMap::new(),
-            files: Vec::new(),
-        })
+        Ok(())
     }
 
     /// Every task acknowledged: writes the manifest, commits the sinks, applies retention.
@@ -256,29 +256,6 @@ impl Coordinator {
         );
         if let Err(e) = self.store.delete(epoch) {
             warn!(epoch = epoch.0, error = %e, "cannot remove the failed checkpoint's files");
-        }
-    }
-
-    fn warn_if_stale(
-        &self,
-        started: Instant,
-        last: Option<Instant>,
-        last_warning: &mut Option<Instant>,
-    ) {
-        let threshold = self.settings.warn_after;
-        let now = Instant::now();
-        let ms = |i: Instant| i.duration_since(started).as_millis() as u64;
-        if is_stale(ms(now), last.map(ms), 0, threshold.as_millis() as u64)
-            && last_warning.is_none_or(|w| now.duration_since(w) >= threshold)
-        {
-            let age = now.duration_since(last.unwrap_or(started));
-            self.counters.stale();
-            warn!(
-                age_s = age.as_secs(),
-                threshold_s = threshold.as_secs(),
-                "the last complete checkpoint is older than the threshold: a failure now would replay that much input"
-            );
-            *last_warning = Some(now);
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anduin_checkpoint::plan::{compare, Compatibility};
+use anduin_checkpoint::schedule::Scheduler;
 use anduin_checkpoint::{CheckpointDir, Store, Validated};
 use anduin_graph::{LogicalGraph, NodeId, Partitioning, PhysicalPlan, PlanOptions};
 use anduin_operators::{Bound, BuildContext, OperatorError, RestoreIn};
@@ -18,7 +19,7 @@ use crate::chain::{Chain, Link};
 use crate::channel::{channel, HashRoute, Route};
 use crate::committer::run_committer;
 use crate::config::{Checkpointing, RunConfig};
-use crate::coordinator::Coordinator;
+use crate::coordinator::{schedule_settings, Coordinator};
 use crate::error::RuntimeError;
 use crate::fingerprint::fingerprint;
 use crate::protocol::{Command, Event, WriteJob};
@@ -225,6 +226,7 @@ pub fn run(
                     op,
                     outlets: std::mem::take(&mut routes[n.0][instance]),
                     counters: Arc::clone(&counters[n.0]),
+                    origins_after: false,
                 });
             }
             let chain = Chain::new(links);
@@ -235,6 +237,7 @@ pub fn run(
                     let origins = chain.wants_origins();
                     Task::Source(SourceTask {
                         origins,
+                        clock: Arc::clone(&config.clock),
                         name: graph.node(head_id).name().to_string(),
                         source,
                         counters: Arc::clone(&counters[head_id.0]),
@@ -290,6 +293,7 @@ pub fn run(
             source_tasks,
             plan_print,
             &checkpoint_counters,
+            Arc::clone(&config.clock),
         );
         let events = w.events;
         let faults = c.faults.clone();
@@ -370,18 +374,25 @@ fn coordinator(
     sources: BTreeSet<usize>,
     plan: anduin_checkpoint::plan::PlanFingerprint,
     counters: &Arc<CheckpointCounters>,
+    clock: anduin_types::SharedClock,
 ) -> Coordinator {
     let restored = c.restore.as_ref().map(|v| v.manifest.clone());
+    let scheduler = Scheduler::new(
+        schedule_settings(&c.settings),
+        tasks.keys().copied(),
+        sources,
+        restored.as_ref().map_or(1, |m| m.epoch + 1),
+    );
     Coordinator {
         store,
         settings: c.settings.clone(),
         plan,
         tasks,
-        sources,
-        next_epoch: restored.as_ref().map_or(1, |m| m.epoch + 1),
+        scheduler,
         last: restored,
         counters: Arc::clone(counters),
         faults: c.faults.clone(),
+        clock,
     }
 }
 

@@ -53,6 +53,8 @@ pub(crate) struct SourceTask {
     /// Another task failed: stop without finishing.
     pub abort: Arc<AtomicBool>,
     pub checkpointing: Option<SourceCheckpointing>,
+    /// Where linger and idle timeouts read the time.
+    pub clock: anduin_types::SharedClock,
     /// Whether the chain wants the origins of rows (see [`Chain::wants_origins`]).
     pub origins: bool,
     /// The last watermark emitted, when the source has event time.
@@ -94,7 +96,8 @@ impl SourceTask {
             .watermarks()
             .and_then(|spec| spec.idle_timeout_ms)
             .map(Duration::from_millis);
-        let mut last_row = Instant::now();
+        let clock = Arc::clone(&self.clock);
+        let mut last_row = clock.now();
         loop {
             if self.abort.load(Ordering::Relaxed) {
                 return Ok(false);
@@ -108,17 +111,22 @@ impl SourceTask {
                 stopped = true;
                 break;
             }
-            let deadline = match pending.since {
-                Some(t) => t + self.linger,
-                None => Instant::now() + IDLE_CHECK,
+            // The source waits on real time; how long is the clock's to say.
+            let wait = match pending.since {
+                Some(t) => self
+                    .linger
+                    .saturating_sub(clock.now().saturating_duration_since(t))
+                    .min(IDLE_CHECK),
+                None => IDLE_CHECK,
             };
+            let deadline = Instant::now() + wait;
             let want = self.batch_size.saturating_sub(pending.rows).max(1);
             match self.source.poll(want, deadline)? {
                 SourcePoll::Batch(b) if b.num_rows() > 0 => {
-                    last_row = Instant::now();
+                    last_row = clock.now();
                     self.set_idle(false)?;
                     rows_since_barrier += b.num_rows() as u64;
-                    pending.since.get_or_insert_with(Instant::now);
+                    pending.since.get_or_insert_with(|| clock.now());
                     pending.rows += b.num_rows();
                     if self.origins {
                         let o = self
@@ -143,14 +151,15 @@ impl SourceTask {
                 SourcePoll::Batch(_) | SourcePoll::Idle => {}
                 SourcePoll::Exhausted => break,
             }
-            if pending.since.is_some_and(|t| t.elapsed() >= self.linger) {
+            let elapsed = |t: Instant| clock.now().saturating_duration_since(t);
+            if pending.since.is_some_and(|t| elapsed(t) >= self.linger) {
                 self.flush(&mut pending)?;
             }
             // With every polled row sent, event time may move on over what the source skipped.
             if pending.rows == 0 && self.emit_progress()? {
-                last_row = Instant::now();
+                last_row = clock.now();
             }
-            if pending.rows == 0 && idle_after.is_some_and(|t| last_row.elapsed() >= t) {
+            if pending.rows == 0 && idle_after.is_some_and(|t| elapsed(last_row) >= t) {
                 self.set_idle(true)?;
             }
             if let Some(c) = &self.checkpointing {
@@ -383,7 +392,11 @@ impl SourceTask {
             let watermark = self.source.watermarks().and_then(|spec| {
                 max_event_time(&slice, spec.column).map(|t| spec.watermark_after(t))
             });
-            let slice_origins = origins.as_ref().map(|o| o.slice(offset, len));
+            let slice_origins = match &origins {
+                Some(o) if offset == 0 && len == o.len() => Some(o.clone()),
+                Some(o) => Some(o.slice(offset, len)),
+                None => None,
+            };
             self.chain
                 .push_from_source(&mut self.outlets, &self.counters, slice, slice_origins)?;
             if let Some(wm) = watermark {

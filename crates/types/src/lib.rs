@@ -1,16 +1,18 @@
 //! Shared vocabulary of anduin: column types, positions and diagnostics (and "did you mean"
 //! for them), time, and the messages that travel on channels between tasks.
 //!
-//! This crate is pure: no I/O, no threads, no async. Every other anduin crate depends on it;
+//! This crate is pure: no I/O, no threads, no async (a [`Clock`] reads the time). Every other anduin crate depends on it;
 //! it depends on nothing of anduin's. It is not where operators, plans or parsers live (see
 //! `anduin-operators`, `anduin-graph`, `anduin-spec`).
 
+mod clock;
 mod column_type;
 mod diagnostic;
 mod message;
 mod suggest;
 mod time;
 
+pub use clock::{elapsed_ms, Clock, ManualClock, SharedClock, SystemClock};
 pub use column_type::ColumnType;
 pub use diagnostic::{abbreviate, Diagnostic, Diagnostics, Pos, Severity, QUOTED_MAX};
 pub use message::{Barrier, BarrierKind, ControlUpdate, Epoch, Message, SnapshotKind};

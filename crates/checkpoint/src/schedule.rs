@@ -1,0 +1,506 @@
+//! When to take, complete and abandon checkpoints, as a pure state machine: the coordinator
+//! feeds it what happened ([`Fact`]) with the time, and does what it answers ([`Action`]).
+//! No I/O, no clock, no threads: time is milliseconds since the run started, so that every
+//! decision is tested by feeding facts.
+//!
+//! The rules: one checkpoint in flight at a time; one is due every `interval` and when a
+//! source asks (it has emitted N rows since the last barrier); when every source has ended,
+//! the last one is taken (its barrier ends the sources), and nothing after it. The first
+//! checkpoint of a run, and the one after a failure, is full; in between, one in `full_every`.
+
+use std::collections::BTreeSet;
+
+use anduin_types::{Epoch, SnapshotKind};
+
+use crate::decide::{is_stale, snapshot_kind, AckOutcome, AckTracker};
+
+/// How checkpoints are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScheduleSettings {
+    /// A checkpoint is due this often (ms), if set.
+    pub interval_ms: Option<u64>,
+    /// A full snapshot every this many checkpoints (0 or 1: always).
+    pub full_every: u64,
+    /// Warn when the last complete checkpoint is older than this (ms).
+    pub warn_after_ms: u64,
+}
+
+/// What happened, as the coordinator learned it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fact {
+    /// Time passed (the coordinator woke up).
+    Tick,
+    /// Task `task` made its share of `epoch` durable.
+    Acked {
+        /// The checkpoint.
+        epoch: Epoch,
+        /// The task.
+        task: usize,
+    },
+    /// Task `task` could not take or store its share of `epoch`.
+    TaskFailed {
+        /// The checkpoint.
+        epoch: Epoch,
+        /// The task.
+        task: usize,
+        /// Why.
+        reason: String,
+    },
+    /// A source task has no more input (`stopped`: because a stop was asked for).
+    SourceEnded {
+        /// The source's task.
+        task: usize,
+        /// It stopped on request rather than at the end of its input.
+        stopped: bool,
+    },
+    /// A source asked for a checkpoint (N rows since the last barrier).
+    Wanted,
+    /// [`Action::Trigger`] could not start the checkpoint (its directory).
+    TriggerFailed {
+        /// The checkpoint.
+        epoch: Epoch,
+        /// Why.
+        reason: String,
+    },
+    /// [`Action::Complete`] wrote the manifest: the checkpoint is complete.
+    Completed {
+        /// The checkpoint.
+        epoch: Epoch,
+    },
+    /// [`Action::Complete`] could not write the manifest.
+    CompleteFailed {
+        /// The checkpoint.
+        epoch: Epoch,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What the coordinator does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Action {
+    /// Start checkpoint `epoch`: make its directory, inject its barrier at every source (the
+    /// last barrier, after which they end, if `last`).
+    Trigger {
+        /// The checkpoint.
+        epoch: Epoch,
+        /// Full snapshots, or changes since the previous checkpoint.
+        full: bool,
+        /// The sources end after this barrier.
+        last: bool,
+        /// Every source ended at the end of its input (not on a stop request): the manifest
+        /// says the query finished.
+        finished: bool,
+    },
+    /// Every task acknowledged `epoch`: write its manifest, then tell the sinks to commit.
+    Complete {
+        /// The checkpoint.
+        epoch: Epoch,
+    },
+    /// Checkpoint `epoch` failed: remove its files; the query goes on.
+    Abandon {
+        /// The checkpoint.
+        epoch: Epoch,
+        /// Why.
+        reason: String,
+    },
+    /// The last complete checkpoint is older than the threshold.
+    WarnStale {
+        /// Its age (or the run's, before the first one), ms.
+        age_ms: u64,
+    },
+}
+
+/// A checkpoint in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InFlight {
+    epoch: Epoch,
+    last: bool,
+}
+
+/// The scheduler of one run.
+#[derive(Debug)]
+pub struct Scheduler {
+    settings: ScheduleSettings,
+    /// Every task, each of which acknowledges every checkpoint.
+    tasks: Vec<usize>,
+    /// The tasks headed by a source.
+    sources: BTreeSet<usize>,
+    acks: AckTracker,
+    next_epoch: u64,
+    in_flight: Option<InFlight>,
+    ended: BTreeSet<usize>,
+    any_stopped: bool,
+    /// The last checkpoint has been triggered: no other follows.
+    finishing: bool,
+    wanted: bool,
+    force_full: bool,
+    since_full: u64,
+    next_tick: Option<u64>,
+    last_complete: Option<u64>,
+    last_warning: Option<u64>,
+}
+
+impl Scheduler {
+    /// A scheduler for `tasks` (of which `sources` head a source), whose first checkpoint is
+    /// `next_epoch`; the run starts at time 0.
+    pub fn new(
+        settings: ScheduleSettings,
+        tasks: impl IntoIterator<Item = usize>,
+        sources: impl IntoIterator<Item = usize>,
+        next_epoch: u64,
+    ) -> Self {
+        Self {
+            settings,
+            tasks: tasks.into_iter().collect(),
+            sources: sources.into_iter().collect(),
+            acks: AckTracker::default(),
+            next_epoch,
+            in_flight: None,
+            ended: BTreeSet::new(),
+            any_stopped: false,
+            finishing: false,
+            wanted: false,
+            force_full: true,
+            since_full: 0,
+            next_tick: settings.interval_ms,
+            last_complete: None,
+            last_warning: None,
+        }
+    }
+
+    /// What to do after `fact`, at time `now_ms`.
+    pub fn on(&mut self, fact: Fact, now_ms: u64) -> Vec<Action> {
+        let mut actions = Vec::new();
+        match fact {
+            Fact::Tick => {}
+            Fact::Acked { epoch, task } => {
+                if let AckOutcome::Complete(epoch) = self.acks.ack(epoch, task) {
+                    actions.push(Action::Complete { epoch });
+                }
+            }
+            Fact::TaskFailed {
+                epoch,
+                task,
+                reason,
+            } => {
+                if let AckOutcome::Failed { epoch, reason } = self.acks.fail(epoch, reason) {
+                    self.ended_badly(epoch);
+                    actions.push(Action::Abandon {
+                        epoch,
+                        reason: format!("task {task}: {reason}"),
+                    });
+                }
+            }
+            Fact::SourceEnded { task, stopped } => {
+                self.ended.insert(task);
+                self.any_stopped |= stopped;
+            }
+            Fact::Wanted => self.wanted = true,
+            Fact::TriggerFailed { epoch, reason } | Fact::CompleteFailed { epoch, reason } => {
+                self.ended_badly(epoch);
+                actions.push(Action::Abandon { epoch, reason });
+            }
+            Fact::Completed { epoch } => {
+                if self.in_flight.is_some_and(|f| f.epoch == epoch) {
+                    self.in_flight = None;
+                }
+                self.last_complete = Some(now_ms);
+                self.force_full = false;
+            }
+        }
+        self.due(now_ms, &mut actions);
+        self.stale(now_ms, &mut actions);
+        actions
+    }
+
+    /// When the scheduler next has something to do without a fact: the next interval tick.
+    pub fn next_wake_ms(&self) -> Option<u64> {
+        self.next_tick
+    }
+
+    /// The tasks headed by a source, where barriers are injected.
+    pub fn sources(&self) -> impl Iterator<Item = usize> + '_ {
+        self.sources.iter().copied()
+    }
+
+    /// Whether a checkpoint is in flight.
+    pub fn in_flight(&self) -> Option<Epoch> {
+        self.in_flight.map(|f| f.epoch)
+    }
+
+    /// Checkpoint `epoch` did not complete: the next one is full. (A last checkpoint that
+    /// fails is not taken again: the sources have ended.)
+    fn ended_badly(&mut self, epoch: Epoch) {
+        if self.in_flight.is_some_and(|f| f.epoch == epoch) {
+            self.in_flight = None;
+        }
+        self.force_full = true;
+    }
+
+    /// Triggers a checkpoint if one is due and none is in flight.
+    fn due(&mut self, now_ms: u64, actions: &mut Vec<Action>) {
+        if let (Some(t), Some(i)) = (self.next_tick, self.settings.interval_ms) {
+            if now_ms >= t {
+                self.wanted = true;
+                self.next_tick = Some(now_ms + i.max(1));
+            }
+        }
+        if self.in_flight.is_some() || self.finishing {
+            return;
+        }
+        let last = !self.sources.is_empty() && self.ended == self.sources;
+        if !(self.wanted || last) {
+            return;
+        }
+        let full = self.force_full
+            || snapshot_kind(self.since_full, self.settings.full_every) == SnapshotKind::Full;
+        self.since_full = if full { 1 } else { self.since_full + 1 };
+        let epoch = Epoch(self.next_epoch);
+        self.next_epoch += 1;
+        self.acks.begin(epoch, self.tasks.iter().copied());
+        self.in_flight = Some(InFlight { epoch, last });
+        self.wanted = false;
+        self.finishing = last;
+        actions.push(Action::Trigger {
+            epoch,
+            full,
+            last,
+            finished: last && !self.any_stopped,
+        });
+    }
+
+    fn stale(&mut self, now_ms: u64, actions: &mut Vec<Action>) {
+        let threshold = self.settings.warn_after_ms;
+        if is_stale(now_ms, self.last_complete, 0, threshold)
+            && self
+                .last_warning
+                .is_none_or(|w| now_ms.saturating_sub(w) >= threshold)
+        {
+            actions.push(Action::WarnStale {
+                age_ms: now_ms.saturating_sub(self.last_complete.unwrap_or(0)),
+            });
+            self.last_warning = Some(now_ms);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(interval_ms: Option<u64>) -> ScheduleSettings {
+        ScheduleSettings {
+            interval_ms,
+            full_every: 3,
+            warn_after_ms: 60_000,
+        }
+    }
+
+    /// Tasks 0 and 1 are sources, 2 is not.
+    fn scheduler(interval_ms: Option<u64>) -> Scheduler {
+        Scheduler::new(settings(interval_ms), [0, 1, 2], [0, 1], 1)
+    }
+
+    fn trigger(epoch: u64, full: bool, last: bool, finished: bool) -> Action {
+        Action::Trigger {
+            epoch: Epoch(epoch),
+            full,
+            last,
+            finished,
+        }
+    }
+
+    fn ack_all(s: &mut Scheduler, epoch: u64, now: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        for task in [0, 1, 2] {
+            out.extend(s.on(
+                Fact::Acked {
+                    epoch: Epoch(epoch),
+                    task,
+                },
+                now,
+            ));
+        }
+        out
+    }
+
+    #[test]
+    fn a_checkpoint_is_due_every_interval_one_at_a_time() {
+        let mut s = scheduler(Some(1000));
+        assert_eq!(s.on(Fact::Tick, 999), vec![]);
+        assert_eq!(s.on(Fact::Tick, 1000), vec![trigger(1, true, false, false)]);
+        // The next interval passes while 1 is in flight: 2 waits for 1 to end.
+        assert_eq!(s.on(Fact::Tick, 2100), vec![]);
+        assert_eq!(
+            ack_all(&mut s, 1, 2200),
+            vec![Action::Complete { epoch: Epoch(1) }]
+        );
+        assert_eq!(
+            s.on(Fact::Completed { epoch: Epoch(1) }, 2200),
+            vec![trigger(2, false, false, false)]
+        );
+        assert_eq!(s.next_wake_ms(), Some(3100));
+    }
+
+    #[test]
+    fn full_snapshots_come_first_after_a_failure_and_every_m() {
+        let mut s = scheduler(None);
+        let mut kinds = Vec::new();
+        for epoch in 1..=8u64 {
+            let a = s.on(Fact::Wanted, epoch * 10);
+            let Some(Action::Trigger { full, .. }) = a.first() else {
+                panic!("{a:?}");
+            };
+            kinds.push(*full);
+            if epoch == 4 {
+                let a = s.on(
+                    Fact::TaskFailed {
+                        epoch: Epoch(epoch),
+                        task: 2,
+                        reason: "disk full".into(),
+                    },
+                    epoch * 10,
+                );
+                assert_eq!(
+                    a,
+                    vec![Action::Abandon {
+                        epoch: Epoch(4),
+                        reason: "task 2: disk full".into()
+                    }]
+                );
+                continue;
+            }
+            let _ = ack_all(&mut s, epoch, epoch * 10);
+            let _ = s.on(
+                Fact::Completed {
+                    epoch: Epoch(epoch),
+                },
+                epoch * 10,
+            );
+        }
+        // 1 full, 2 3 changes, 4 full (fails), 5 full again, 6 7 changes, 8 full.
+        assert_eq!(
+            kinds,
+            vec![true, false, false, true, true, false, false, true]
+        );
+    }
+
+    #[test]
+    fn the_last_checkpoint_follows_the_end_of_every_source_and_nothing_after_it() {
+        let mut s = scheduler(Some(1000));
+        assert_eq!(
+            s.on(
+                Fact::SourceEnded {
+                    task: 0,
+                    stopped: false
+                },
+                10
+            ),
+            vec![]
+        );
+        assert_eq!(
+            s.on(
+                Fact::SourceEnded {
+                    task: 1,
+                    stopped: false
+                },
+                20
+            ),
+            vec![trigger(1, true, true, true)]
+        );
+        assert_eq!(s.on(Fact::Wanted, 30), vec![]);
+        let _ = ack_all(&mut s, 1, 40);
+        assert_eq!(s.on(Fact::Completed { epoch: Epoch(1) }, 40), vec![]);
+        assert_eq!(s.on(Fact::Tick, 5000), vec![]);
+    }
+
+    #[test]
+    fn a_stop_request_makes_the_last_checkpoint_unfinished() {
+        let mut s = scheduler(None);
+        let _ = s.on(
+            Fact::SourceEnded {
+                task: 0,
+                stopped: true,
+            },
+            1,
+        );
+        let a = s.on(
+            Fact::SourceEnded {
+                task: 1,
+                stopped: false,
+            },
+            2,
+        );
+        assert_eq!(a, vec![trigger(1, true, true, false)]);
+    }
+
+    #[test]
+    fn a_failed_trigger_or_manifest_makes_the_next_checkpoint_full() {
+        let mut s = scheduler(None);
+        let _ = s.on(Fact::Wanted, 1);
+        let _ = ack_all(&mut s, 1, 2);
+        let _ = s.on(Fact::Completed { epoch: Epoch(1) }, 2);
+        let a = s.on(Fact::Wanted, 3);
+        assert_eq!(a, vec![trigger(2, false, false, false)]);
+        let failed = |epoch: u64| Action::Abandon {
+            epoch: Epoch(epoch),
+            reason: "disk full".into(),
+        };
+        assert_eq!(
+            s.on(
+                Fact::TriggerFailed {
+                    epoch: Epoch(2),
+                    reason: "disk full".into()
+                },
+                4
+            ),
+            vec![failed(2)],
+            "and not again until asked"
+        );
+        assert_eq!(s.on(Fact::Wanted, 5), vec![trigger(3, true, false, false)]);
+        let _ = ack_all(&mut s, 3, 6);
+        assert_eq!(
+            s.on(
+                Fact::CompleteFailed {
+                    epoch: Epoch(3),
+                    reason: "disk full".into()
+                },
+                6
+            ),
+            vec![failed(3)]
+        );
+        assert_eq!(s.on(Fact::Wanted, 7), vec![trigger(4, true, false, false)]);
+    }
+
+    #[test]
+    fn an_old_last_checkpoint_is_warned_about_once_per_threshold() {
+        let mut s = scheduler(None);
+        assert_eq!(s.on(Fact::Tick, 60_000), vec![]);
+        assert_eq!(
+            s.on(Fact::Tick, 60_001),
+            vec![Action::WarnStale { age_ms: 60_001 }]
+        );
+        assert_eq!(s.on(Fact::Tick, 100_000), vec![]);
+        assert_eq!(
+            s.on(Fact::Tick, 120_001),
+            vec![Action::WarnStale { age_ms: 120_001 }]
+        );
+    }
+
+    #[test]
+    fn an_ack_for_a_checkpoint_not_in_flight_is_ignored() {
+        let mut s = scheduler(None);
+        assert_eq!(
+            s.on(
+                Fact::Acked {
+                    epoch: Epoch(9),
+                    task: 0
+                },
+                1
+            ),
+            vec![]
+        );
+    }
+}
