@@ -141,6 +141,33 @@ pub(crate) fn cells_to_column<'a>(
     }
 }
 
+/// A row of cells of the columns `schema` (of the stream types `types`) as a JSON object, as
+/// a rejected row shows it (see [`crate::row_as_json`]).
+pub(crate) fn row_json(
+    schema: &arrow::datatypes::Schema,
+    types: &[ColumnType],
+    cells: &[Value],
+) -> serde_json::Value {
+    let fields: Vec<arrow::datatypes::Field> = schema
+        .fields()
+        .iter()
+        .zip(types)
+        .map(|(f, t)| arrow::datatypes::Field::new(f.name(), t.arrow_type(), true))
+        .collect();
+    let columns: Vec<ArrayRef> = types
+        .iter()
+        .zip(cells)
+        .map(|(t, v)| cells_to_column(std::iter::once(v), *t))
+        .collect();
+    match arrow::record_batch::RecordBatch::try_new(
+        Arc::new(arrow::datatypes::Schema::new(fields)),
+        columns,
+    ) {
+        Ok(batch) => crate::row_as_json(&batch, 0),
+        Err(e) => serde_json::Value::String(format!("<{e}>")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::expr::{AggFn, Base, RowRef, E};
-use super::value::Value;
+use super::value::{Eval, EvalError, Value};
 
 /// A match in progress, as expressions see it.
 pub(crate) trait View {
@@ -20,9 +20,11 @@ pub(crate) trait View {
     }
 }
 
-/// The value of `e` for the match `view`; `vars` are the variable names (for CLASSIFIER).
-pub(crate) fn eval(e: &E, view: &impl View, vars: &[Arc<str>]) -> Value {
-    match e {
+/// The value of `e` for the match `view`; `vars` are the variable names (for CLASSIFIER). An
+/// operation without a value on its operands (integer division by zero, integer overflow, a
+/// CAST that does not fit) is an error, as in a `map` (see [`super::value`]).
+pub(crate) fn eval(e: &E, view: &impl View, vars: &[Arc<str>]) -> Eval {
+    Ok(match e {
         E::Lit(v) => v.clone(),
         E::Col(r, col) => match resolve(*r, view) {
             Some((row, _)) => view.cell(row, *col).cloned().unwrap_or(Value::Null),
@@ -33,36 +35,40 @@ pub(crate) fn eval(e: &E, view: &impl View, vars: &[Arc<str>]) -> Value {
             None => Value::Null,
         },
         E::MatchNumber => Value::Int(view.match_number()),
-        E::Agg { f, var, col } => aggregate(*f, *var, *col, view),
-        E::Bin(op, l, r) => eval(l, view, vars).binary(*op, &eval(r, view, vars)),
-        E::And(l, r) => match eval(l, view, vars) {
+        E::Agg { f, var, col } => aggregate(*f, *var, *col, view)?,
+        E::Bin(op, l, r) => eval(l, view, vars)?.binary(*op, &eval(r, view, vars)?)?,
+        E::And(l, r) => match eval(l, view, vars)? {
             Value::Bool(false) => Value::Bool(false),
-            a => match (a, eval(r, view, vars)) {
+            a => match (a, eval(r, view, vars)?) {
                 (_, Value::Bool(false)) => Value::Bool(false),
                 (Value::Bool(true), Value::Bool(true)) => Value::Bool(true),
                 _ => Value::Null,
             },
         },
-        E::Or(l, r) => match eval(l, view, vars) {
+        E::Or(l, r) => match eval(l, view, vars)? {
             Value::Bool(true) => Value::Bool(true),
-            a => match (a, eval(r, view, vars)) {
+            a => match (a, eval(r, view, vars)?) {
                 (_, Value::Bool(true)) => Value::Bool(true),
                 (Value::Bool(false), Value::Bool(false)) => Value::Bool(false),
                 _ => Value::Null,
             },
         },
-        E::Not(x) => match eval(x, view, vars) {
+        E::Not(x) => match eval(x, view, vars)? {
             Value::Bool(b) => Value::Bool(!b),
             _ => Value::Null,
         },
-        E::Neg(x) => match eval(x, view, vars) {
-            Value::Int(i) => Value::Int(i.wrapping_neg()),
+        // As the `map` computes `-x` of an integer: `0 - x`, which fails for the smallest.
+        E::Neg(x) => match eval(x, view, vars)? {
+            Value::Int(i) => Value::Int(
+                0i64.checked_sub(i)
+                    .ok_or_else(|| EvalError::overflow(0, "-", i))?,
+            ),
             Value::Float(f) => Value::Float(-f),
             _ => Value::Null,
         },
-        E::IsNull(x, negated) => Value::Bool(eval(x, view, vars).is_null() != *negated),
-        E::Cast(x, to) => cast(eval(x, view, vars), *to),
-    }
+        E::IsNull(x, negated) => Value::Bool(eval(x, view, vars)?.is_null() != *negated),
+        E::Cast(x, to) => cast(eval(x, view, vars)?, *to)?,
+    })
 }
 
 /// The row (and its variable) a reference names.
@@ -86,21 +92,47 @@ fn resolve(r: RowRef, view: &impl View) -> Option<(u64, usize)> {
     Some((row.checked_sub(r.back as u64)?, var))
 }
 
-fn aggregate(f: AggFn, var: Option<usize>, col: Option<usize>, view: &impl View) -> Value {
+/// A running aggregate; a `SUM` of integers that overflows is an error.
+fn aggregate(f: AggFn, var: Option<usize>, col: Option<usize>, view: &impl View) -> Eval {
     let rows = view
         .steps()
         .filter(|(_, v)| var.is_none_or(|w| w == *v))
         .map(|(row, _)| row);
     let Some(col) = col else {
-        return Value::Int(rows.count() as i64);
+        return Ok(Value::Int(rows.count() as i64));
     };
-    let values = rows.filter_map(|row| view.cell(row, col).filter(|v| !v.is_null()));
-    match f {
+    let mut values = rows.filter_map(|row| view.cell(row, col).filter(|v| !v.is_null()));
+    Ok(match f {
         AggFn::Count => Value::Int(values.count() as i64),
-        AggFn::Sum => values.fold(Value::Null, |acc, v| match acc {
-            Value::Null => v.clone(),
-            acc => acc.binary(super::value::BinOp::Add, v),
-        }),
+        // Integers add up in 128 bits: the SUM fails only when its total does not fit in an
+        // `int`, whatever the order of the rows (a running sum of 64 bits could overflow
+        // midway in one order and not in another).
+        AggFn::Sum => {
+            match values.next() {
+                None => Value::Null,
+                Some(Value::Int(first)) => {
+                    let mut total = i128::from(*first);
+                    for v in values {
+                        if let Value::Int(i) = v {
+                            total += i128::from(*i);
+                        }
+                    }
+                    Value::Int(i64::try_from(total).map_err(|_| {
+                    EvalError(
+                        format!("Arithmetic overflow: the SUM is {total}, beyond the range of Int64")
+                            .into(),
+                    )
+                })?)
+                }
+                Some(first) => {
+                    let mut total = first.as_f64().unwrap_or(0.0);
+                    for v in values {
+                        total += v.as_f64().unwrap_or(0.0);
+                    }
+                    Value::Float(total)
+                }
+            }
+        }
         AggFn::Avg => {
             let (n, sum) = values.fold((0u64, 0.0), |(n, s), v| {
                 (n + 1, s + v.as_f64().unwrap_or(0.0))
@@ -132,20 +164,34 @@ fn aggregate(f: AggFn, var: Option<usize>, col: Option<usize>, view: &impl View)
                 other => other,
             }
         }
-    }
+    })
 }
 
-fn cast(v: Value, to: anduin_types::ColumnType) -> Value {
+/// `CAST(v AS to)`, as DataFusion casts (arrow's cast, not "safe"): a float that is not finite
+/// or out of range of an `int`, or a string that does not parse, is an error with arrow's
+/// message.
+fn cast(v: Value, to: anduin_types::ColumnType) -> Eval {
     use anduin_types::ColumnType as T;
-    match (v, to) {
+    let cannot_parse = |s: &str, ty: &str| {
+        EvalError(format!("Cast error: Cannot cast string '{s}' to value of {ty} type").into())
+    };
+    Ok(match (v, to) {
         (Value::Null, _) => Value::Null,
         (Value::Int(i), T::Int | T::Timestamp) => Value::Int(i),
         (Value::Int(i), T::Double) => Value::Float(i as f64),
         (Value::Float(f), T::Int | T::Timestamp) => {
-            if f.is_finite() && f.abs() < 9.2e18 {
+            // The range arrow (num-traits) accepts: [-2^63, 2^63), truncated toward zero.
+            if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
                 Value::Int(f.trunc() as i64)
             } else {
-                Value::Null
+                let ty = if to == T::Int {
+                    "Int64"
+                } else {
+                    "Timestamp(ms)"
+                };
+                return Err(EvalError(
+                    format!("Cast error: Can't cast value {f:?} to type {ty}").into(),
+                ));
             }
         }
         (Value::Float(f), T::Double) => Value::Float(f),
@@ -153,19 +199,155 @@ fn cast(v: Value, to: anduin_types::ColumnType) -> Value {
         (Value::Bool(b), T::Bool) => Value::Bool(b),
         (Value::Int(i), T::Bool) => Value::Bool(i != 0),
         (Value::Str(s), T::String) => Value::Str(s),
-        (Value::Str(s), T::Int) => s.trim().parse().map_or(Value::Null, Value::Int),
-        (Value::Str(s), T::Double) => s.trim().parse().map_or(Value::Null, Value::Float),
+        (Value::Str(s), T::Int) => Value::Int(
+            s.trim_ascii()
+                .parse()
+                .map_err(|_| cannot_parse(&s, "Int64"))?,
+        ),
+        (Value::Str(s), T::Double) => Value::Float(
+            s.trim_ascii()
+                .parse()
+                .map_err(|_| cannot_parse(&s, "Float64"))?,
+        ),
         (Value::Str(s), T::Bool) => match s.trim().to_ascii_lowercase().as_str() {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            _ => Value::Null,
+            "t" | "tr" | "tru" | "true" | "y" | "ye" | "yes" | "on" | "1" => Value::Bool(true),
+            "f" | "fa" | "fal" | "fals" | "false" | "n" | "no" | "of" | "off" | "0" => {
+                Value::Bool(false)
+            }
+            other => {
+                return Err(EvalError(
+                    format!("Cast error: Cannot cast value '{other}' to value of Boolean type")
+                        .into(),
+                ))
+            }
         },
         (v, T::String) => Value::Str(match v {
             Value::Int(i) => i.to_string().into(),
             Value::Float(f) => f.to_string().into(),
             Value::Bool(b) => b.to_string().into(),
-            _ => return Value::Null,
+            _ => return Ok(Value::Null),
         }),
         _ => Value::Null,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::expr::{compile_measures, Scope};
+    use super::*;
+    use anduin_types::ColumnType;
+
+    /// A match over rows of (`x` int, `f` float, `s` string), every row mapped to `A`.
+    struct Rows(Vec<[Value; 3]>);
+
+    impl View for Rows {
+        fn steps(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+            (0..self.0.len() as u64).rev().map(|r| (r, 0))
+        }
+        fn cell(&self, row: u64, col: usize) -> Option<&Value> {
+            self.0.get(row as usize)?.get(col)
+        }
+        fn match_number(&self) -> i64 {
+            1
+        }
+    }
+
+    fn measure(text: &str, rows: &Rows) -> Eval {
+        let columns: Vec<(String, ColumnType)> = vec![
+            ("x".into(), ColumnType::Int),
+            ("f".into(), ColumnType::Double),
+            ("s".into(), ColumnType::String),
+        ];
+        let vars = vec!["A".to_string()];
+        let scope = Scope {
+            columns: &columns,
+            vars: &vars,
+        };
+        let m = compile_measures(&format!("{text} AS m"), &scope).expect("compiles");
+        eval(&m[0].1.e, rows, &[Arc::from("A")])
+    }
+
+    fn row(x: i64, f: f64, s: &str) -> [Value; 3] {
+        [Value::Int(x), Value::Float(f), Value::Str(s.into())]
+    }
+
+    fn message(r: Eval) -> String {
+        r.expect_err("fails").message().to_string()
+    }
+
+    #[test]
+    fn casts_that_do_not_fit_are_errors_with_arrows_messages() {
+        let rows = |f: f64, s: &str| Rows(vec![row(1, f, s)]);
+        assert_eq!(
+            measure("CAST(f AS BIGINT)", &rows(-2.9, "")),
+            Ok(Value::Int(-2))
+        );
+        assert_eq!(
+            measure("CAST(f AS BIGINT)", &rows(-9_223_372_036_854_775_808.0, "")),
+            Ok(Value::Int(i64::MIN))
+        );
+        for (f, shown) in [
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "inf"),
+            (9_223_372_036_854_775_808.0, "9.223372036854776e18"),
+            (1e30, "1e30"),
+        ] {
+            assert_eq!(
+                message(measure("CAST(f AS BIGINT)", &rows(f, ""))),
+                format!("Cast error: Can't cast value {shown} to type Int64")
+            );
+        }
+        assert_eq!(
+            measure("CAST(s AS BIGINT)", &rows(0.0, " 7 ")),
+            Ok(Value::Int(7))
+        );
+        assert_eq!(
+            message(measure("CAST(s AS BIGINT)", &rows(0.0, "1.5"))),
+            "Cast error: Cannot cast string '1.5' to value of Int64 type"
+        );
+        assert_eq!(
+            message(measure("CAST(s AS DOUBLE)", &rows(0.0, "x"))),
+            "Cast error: Cannot cast string 'x' to value of Float64 type"
+        );
+        assert_eq!(
+            measure("CAST(s AS BOOLEAN)", &rows(0.0, "Yes")),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            message(measure("CAST(s AS BOOLEAN)", &rows(0.0, "maybe"))),
+            "Cast error: Cannot cast value 'maybe' to value of Boolean type"
+        );
+    }
+
+    #[test]
+    fn negation_and_a_running_sum_fail_on_overflow_only() {
+        let min = Rows(vec![row(i64::MIN, 0.0, "")]);
+        assert_eq!(
+            message(measure("-x", &min)),
+            "Arithmetic overflow: Overflow happened on: 0 - -9223372036854775808"
+        );
+        assert_eq!(measure("-f", &min), Ok(Value::Float(-0.0)));
+        // MAX + 1 - 1 fits whatever the order of the rows; MAX + 1 does not.
+        let rows = Rows(vec![
+            row(i64::MAX, 0.0, ""),
+            row(1, 0.0, ""),
+            row(-1, 0.0, ""),
+        ]);
+        assert_eq!(measure("SUM(x)", &rows), Ok(Value::Int(i64::MAX)));
+        let rows = Rows(vec![row(i64::MAX, 0.0, ""), row(1, 0.0, "")]);
+        assert_eq!(
+            message(measure("SUM(A.x)", &rows)),
+            "Arithmetic overflow: the SUM is 9223372036854775808, beyond the range of Int64"
+        );
+        // An error inside a short-circuited side is not computed.
+        let zero = Rows(vec![row(0, 0.0, "")]);
+        assert_eq!(
+            measure("x <> 0 AND 10 / x > 1", &zero),
+            Ok(Value::Bool(false))
+        );
+        assert_eq!(
+            message(measure("10 / x > 1 AND x <> 0", &zero)),
+            "Divide by zero error"
+        );
     }
 }

@@ -75,17 +75,29 @@ pub(crate) struct Typed {
     pub ty: Option<ColumnType>,
 }
 
+/// Where a DEFINE condition or a measure is in the text it was compiled from, as written: what
+/// a row it fails on names.
+pub(crate) fn site_of(e: &Expr) -> anduin_expr::ExprSite {
+    let start = e.span().start;
+    anduin_expr::ExprSite {
+        text: e.to_string(),
+        line: start.line,
+        col: start.column,
+    }
+}
+
 /// What names mean: the input's columns and the pattern's variables.
 pub(crate) struct Scope<'a> {
     pub columns: &'a [(String, ColumnType)],
     pub vars: &'a [String],
 }
 
-/// `V AS condition, …` (DEFINE): each variable's number with its condition.
+/// `V AS condition, …` (DEFINE): each variable's number with its condition and where the
+/// condition is.
 pub(crate) fn compile_defines(
     text: &str,
     scope: &Scope<'_>,
-) -> Result<Vec<(usize, Typed)>, ExprError> {
+) -> Result<Vec<(usize, Typed, anduin_expr::ExprSite)>, ExprError> {
     let parse = |p: &mut Parser<'_>| {
         let mut items: Vec<(Ident, Expr)> = Vec::new();
         loop {
@@ -102,8 +114,11 @@ pub(crate) fn compile_defines(
     parse_then(text, parse, |items| defines(items, scope))
 }
 
-fn defines(items: Vec<(Ident, Expr)>, scope: &Scope<'_>) -> Result<Vec<(usize, Typed)>, ExprError> {
-    let mut out = Vec::new();
+fn defines(
+    items: Vec<(Ident, Expr)>,
+    scope: &Scope<'_>,
+) -> Result<Vec<(usize, Typed, anduin_expr::ExprSite)>, ExprError> {
+    let mut out: Vec<(usize, Typed, anduin_expr::ExprSite)> = Vec::new();
     for (var, cond) in items {
         let Some(v) = scope.vars.iter().position(|n| *n == var.value) else {
             return Err(at(
@@ -115,7 +130,7 @@ fn defines(items: Vec<(Ident, Expr)>, scope: &Scope<'_>) -> Result<Vec<(usize, T
                 ),
             ));
         };
-        if out.iter().any(|(w, _)| *w == v) {
+        if out.iter().any(|(w, _, _)| *w == v) {
             return Err(at(var.span, format!("`{}` is defined twice", var.value)));
         }
         let typed = compile(&cond, scope)?;
@@ -129,16 +144,16 @@ fn defines(items: Vec<(Ident, Expr)>, scope: &Scope<'_>) -> Result<Vec<(usize, T
                 ),
             ));
         }
-        out.push((v, typed));
+        out.push((v, typed, site_of(&cond)));
     }
     Ok(out)
 }
 
-/// `expression AS name, …` (MEASURES).
+/// `expression AS name, …` (MEASURES): each measure's name, expression and where it is.
 pub(crate) fn compile_measures(
     text: &str,
     scope: &Scope<'_>,
-) -> Result<Vec<(String, Typed)>, ExprError> {
+) -> Result<Vec<(String, Typed, anduin_expr::ExprSite)>, ExprError> {
     let parse = |p: &mut Parser<'_>| {
         let mut items: Vec<(Expr, Ident)> = Vec::new();
         loop {
@@ -157,16 +172,16 @@ pub(crate) fn compile_measures(
 fn measures(
     items: Vec<(Expr, Ident)>,
     scope: &Scope<'_>,
-) -> Result<Vec<(String, Typed)>, ExprError> {
-    let mut out: Vec<(String, Typed)> = Vec::new();
+) -> Result<Vec<(String, Typed, anduin_expr::ExprSite)>, ExprError> {
+    let mut out: Vec<(String, Typed, anduin_expr::ExprSite)> = Vec::new();
     for (e, name) in items {
-        if out.iter().any(|(n, _)| *n == name.value) {
+        if out.iter().any(|(n, _, _)| *n == name.value) {
             return Err(at(
                 name.span,
                 format!("measure `{}` is named twice", name.value),
             ));
         }
-        out.push((name.value.clone(), compile(&e, scope)?));
+        out.push((name.value.clone(), compile(&e, scope)?, site_of(&e)));
     }
     Ok(out)
 }
@@ -466,7 +481,17 @@ mod tests {
             &s,
         )
         .expect("compiles");
-        assert_eq!(d.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(d.iter().map(|(v, _, _)| *v).collect::<Vec<_>>(), [1, 2, 3]);
+        // Each condition's text and start (line, column) in the param, for a failing row.
+        let sites: Vec<(&str, u64, u64)> = d
+            .iter()
+            .map(|(_, _, s)| (s.text.as_str(), s.line, s.col))
+            .collect();
+        assert_eq!(
+            sites[1],
+            ("C.value > LAST(B.value) AND C.value < A.value", 2, 19)
+        );
+        assert_eq!(sites[2], ("D.value > PREV(value, 2)", 3, 19));
         let Typed {
             e: E::Bin(BinOp::Gt, _, r),
             ..
@@ -499,7 +524,11 @@ mod tests {
             &s,
         )
         .expect("compiles");
-        let types: Vec<_> = m.iter().map(|(n, t)| (n.as_str(), t.ty)).collect();
+        let types: Vec<_> = m.iter().map(|(n, t, _)| (n.as_str(), t.ty)).collect();
+        assert_eq!(
+            (m[4].2.text.as_str(), m[4].2.col),
+            ("LAST(B.ts) - FIRST(A.ts)", 72)
+        );
         assert_eq!(
             types,
             [

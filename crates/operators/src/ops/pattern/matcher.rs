@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::eval::{eval, View};
 use super::expr::E;
 use super::program::Inst;
-use super::value::Value;
+use super::value::{EvalError, Value};
 
 /// What follows a match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +71,19 @@ pub(crate) struct TooManyThreads {
     pub threads: usize,
 }
 
+/// Why a row was not taken; the partition is as it was before the row.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The condition of variable `var` failed on the row (it goes to the dead letters).
+    Condition {
+        row: Row,
+        var: usize,
+        error: EvalError,
+    },
+    /// The pattern is too ambiguous to follow (the query stops).
+    TooManyThreads(TooManyThreads),
+}
+
 #[derive(Debug)]
 struct Step {
     row: u64,
@@ -125,6 +138,21 @@ impl Attempt {
     }
 }
 
+/// An attempt's `best` (or `timed_out`) match.
+type Best = Option<Option<Arc<Step>>>;
+
+/// What a row changed in one attempt, kept until the row is taken so that a condition that
+/// fails on it can undo everything: the attempt's threads before the row (their vector is
+/// reused once the row is taken) and, if the row changed it, its `best` before.
+#[derive(Debug)]
+struct Undo {
+    attempt: usize,
+    threads: Vec<Thread>,
+    best: Option<Best>,
+    /// The row timed the attempt out.
+    timed_out: bool,
+}
+
 /// One partition's rows and attempts.
 #[derive(Debug, Default)]
 pub(crate) struct Partition {
@@ -140,8 +168,10 @@ pub(crate) struct Partition {
     attempts: VecDeque<Attempt>,
     /// Scratch space of [`closure`].
     seen: Seen,
-    /// An empty thread list whose allocation the next step reuses.
-    spare: Vec<Thread>,
+    /// Empty thread lists whose allocations the next steps reuse.
+    spare: Vec<Vec<Thread>>,
+    /// What the row being pushed changed (empty between rows).
+    undo: Vec<Undo>,
 }
 
 /// Which (instruction, fresh loops) states one closure has visited, so that each is followed
@@ -262,32 +292,50 @@ impl Partition {
     }
 
     /// Feeds the next row (rows arrive in event-time order) and reports the attempts that
-    /// ended, in order.
+    /// ended, in order. A row a condition fails on is refused and changes nothing: the
+    /// partition is as if it had never arrived (its rows, attempts, their threads and best
+    /// matches), and `out` is untouched.
     pub(crate) fn push(
         &mut self,
         p: &Pattern,
         row: Row,
         out: &mut Vec<Outcome>,
-    ) -> Result<(), TooManyThreads> {
+    ) -> Result<(), Refused> {
         let idx = self.next;
-        self.next += 1;
         let ts = row.ts;
+        self.next += 1;
         self.rows.push_back(row);
-        if idx >= self.resume {
-            let mut a = Attempt {
+        let started = idx >= self.resume;
+        if started {
+            let mut threads = self.spare.pop().unwrap_or_default();
+            let best = closure(p, &mut self.seen, 0, None, &mut threads).then_some(None);
+            self.attempts.push_back(Attempt {
                 start: idx,
                 start_ts: ts,
-                threads: Vec::new(),
-                best: None,
+                threads,
+                best,
                 timed_out: None,
-            };
-            let mut threads = Vec::new();
-            if closure(p, &mut self.seen, 0, None, &mut threads) {
-                a.best = Some(None);
-            }
-            a.threads = threads;
-            self.attempts.push_back(a);
+            });
         }
+        if let Err(failed) = self.step(p, idx, ts) {
+            return Err(self.roll_back(started, failed));
+        }
+        // The row is taken: the threads before it go.
+        for u in self.undo.drain(..) {
+            let mut old = u.threads;
+            old.clear();
+            self.spare.push(old);
+        }
+        // Keep about as many spare lists as the next row may need.
+        self.spare.truncate(self.attempts.len() + 2);
+        self.settle(p, out);
+        Ok(())
+    }
+
+    /// Advances every attempt by row `idx` (the last row, at time `ts`), recording in
+    /// `self.undo` what it changed. On an error, the attempt being advanced is as it was and
+    /// the earlier ones are advanced, with their old state in `self.undo`.
+    fn step(&mut self, p: &Pattern, idx: u64, ts: i64) -> Result<(), StepFailed> {
         for i in 0..self.attempts.len() {
             if self.attempts[i].ended() {
                 continue;
@@ -296,12 +344,22 @@ impl Partition {
                 .is_some_and(|w| ts.saturating_sub(self.attempts[i].start_ts) >= w)
             {
                 let a = &mut self.attempts[i];
-                time_out(a);
+                let threads = std::mem::take(&mut a.threads);
+                if a.best.is_none() {
+                    a.timed_out = Some(threads.first().and_then(|t| t.hist.clone()));
+                }
+                self.undo.push(Undo {
+                    attempt: i,
+                    threads,
+                    best: None,
+                    timed_out: true,
+                });
                 continue;
             }
-            let mut threads = std::mem::take(&mut self.attempts[i].threads);
-            let mut next = std::mem::take(&mut self.spare);
+            let threads = std::mem::take(&mut self.attempts[i].threads);
+            let mut next = self.spare.pop().unwrap_or_default();
             let mut found = None;
+            let mut failed = None;
             for t in &threads {
                 let Inst::Label(var) = p.prog[t.pc] else {
                     continue;
@@ -315,7 +373,13 @@ impl Partition {
                             hist: t.hist.as_ref(),
                             number: self.matches + 1,
                         };
-                        eval(cond, &view, &p.vars) == Value::Bool(true)
+                        match eval(cond, &view, &p.vars) {
+                            Ok(v) => v == Value::Bool(true),
+                            Err(error) => {
+                                failed = Some(StepFailed::Condition { var, error });
+                                break;
+                            }
+                        }
                     }
                 };
                 if !ok {
@@ -327,22 +391,62 @@ impl Partition {
                     break;
                 }
                 if next.len() > p.max_threads {
-                    return Err(TooManyThreads {
+                    failed = Some(StepFailed::TooManyThreads(TooManyThreads {
                         start: self.attempts[i].start,
                         threads: next.len(),
-                    });
+                    }));
+                    break;
                 }
             }
-            threads.clear();
-            self.spare = threads;
             let a = &mut self.attempts[i];
-            if let Some(h) = found {
-                a.best = Some(h);
+            if let Some(failed) = failed {
+                a.threads = threads;
+                next.clear();
+                self.spare.push(next);
+                return Err(failed);
             }
             a.threads = next;
+            let best = found.map(|h| a.best.replace(h));
+            self.undo.push(Undo {
+                attempt: i,
+                threads,
+                best,
+                timed_out: false,
+            });
         }
-        self.settle(p, out);
         Ok(())
+    }
+
+    /// Undoes row `self.next - 1` after `failed`: its attempt (if it `started` one) goes, the
+    /// other attempts get back what `self.undo` kept, and the row is handed back.
+    fn roll_back(&mut self, started: bool, failed: StepFailed) -> Refused {
+        for u in self.undo.drain(..).rev() {
+            let a = &mut self.attempts[u.attempt];
+            let mut new = std::mem::replace(&mut a.threads, u.threads);
+            new.clear();
+            self.spare.push(new);
+            if let Some(best) = u.best {
+                a.best = best;
+            }
+            if u.timed_out {
+                a.timed_out = None;
+            }
+        }
+        if started {
+            let a = self
+                .attempts
+                .pop_back()
+                .expect("the row's own attempt is the last");
+            let mut threads = a.threads;
+            threads.clear();
+            self.spare.push(threads);
+        }
+        self.next -= 1;
+        let row = self.rows.pop_back().expect("the row was pushed");
+        match failed {
+            StepFailed::Condition { var, error } => Refused::Condition { row, var, error },
+            StepFailed::TooManyThreads(e) => Refused::TooManyThreads(e),
+        }
     }
 
     /// Event time has passed `watermark`: every row still to come has `ts >= watermark`, so
@@ -450,7 +554,7 @@ impl Partition {
         replay: u64,
         resume: u64,
         matches: i64,
-    ) -> Result<Partition, TooManyThreads> {
+    ) -> Result<Partition, Refused> {
         let split = usize::try_from(replay.saturating_sub(base))
             .unwrap_or(usize::MAX)
             .min(rows.len());
@@ -465,6 +569,7 @@ impl Partition {
             attempts: VecDeque::new(),
             seen: Seen::default(),
             spare: Vec::new(),
+            undo: Vec::new(),
         };
         let mut out = Vec::new();
         for row in again {
@@ -473,6 +578,12 @@ impl Partition {
         debug_assert!(out.is_empty(), "a replay re-reports nothing: {out:?}");
         Ok(part)
     }
+}
+
+/// Why advancing the attempts by a row failed.
+enum StepFailed {
+    Condition { var: usize, error: EvalError },
+    TooManyThreads(TooManyThreads),
 }
 
 fn time_out(a: &mut Attempt) {
@@ -519,4 +630,261 @@ fn closure(
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::expr::{compile_defines, Scope};
+    use super::super::{deepest_prev, program, syntax};
+    use super::*;
+    use anduin_types::ColumnType;
+
+    /// splitmix64: the seeded randomness of these tests.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+
+        fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+            &items[self.below(items.len() as u64) as usize]
+        }
+    }
+
+    const PATTERNS: &[&str] = &[
+        "A B+ C",
+        "A B* C?",
+        "(A | B) C+",
+        "A{2,3} B+?",
+        "A B+",
+        "A+? B",
+        "A (B C)* D",
+        "(A B | C)+? D?",
+    ];
+
+    /// Conditions over columns `value` and `d`; `W` becomes a variable of the pattern.
+    const CONDITIONS: &[&str] = &[
+        "true",
+        "value > PREV(value)",
+        "value < 50",
+        "value % 3 = 0",
+        "value > LAST(W.value)",
+        "SUM(W.value) < 200",
+        "COUNT(W.*) <= 3",
+        "LAST(W.value, 1) IS NULL OR value < LAST(W.value, 1)",
+        "PREV(value, 2) IS NOT NULL AND value <> PREV(value, 2)",
+    ];
+
+    /// A pattern some of whose conditions compute `100 / d`, which fails where `d = 0`: first,
+    /// so that it fails on every such row that any attempt tries for the variable, or after
+    /// the rest of the condition (`AND` evaluates its right side only when the left is true).
+    fn pattern(rng: &mut Rng) -> (Pattern, String) {
+        let text = *rng.pick(PATTERNS);
+        let parsed = syntax::parse(text).expect("parses");
+        let prog = program::compile(&parsed.pat).expect("compiles");
+        let columns: Vec<(String, ColumnType)> = vec![
+            ("ts".into(), ColumnType::Timestamp),
+            ("value".into(), ColumnType::Int),
+            ("d".into(), ColumnType::Int),
+        ];
+        let defines_text = parsed
+            .vars
+            .iter()
+            .map(|v| {
+                let w = rng.pick(&parsed.vars).clone();
+                let cond = rng.pick(CONDITIONS).replace('W', &w);
+                match rng.below(3) {
+                    0 => format!("{v} AS 100 / d < 1000 AND ({cond})"),
+                    1 => format!("{v} AS ({cond}) AND 100 / d < 1000"),
+                    _ => format!("{v} AS {cond}"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let scope = Scope {
+            columns: &columns,
+            vars: &parsed.vars,
+        };
+        let mut defines = vec![None; parsed.vars.len()];
+        let mut max_back = 0;
+        for (v, t, _) in compile_defines(&defines_text, &scope).expect("compiles") {
+            max_back = max_back.max(deepest_prev(&t.e));
+            defines[v] = Some(t.e);
+        }
+        let skip = match rng.below(4) {
+            0 => Skip::PastLastRow,
+            1 => Skip::ToNextRow,
+            2 => Skip::ToFirst(parsed.vars.len() - 1),
+            _ => Skip::ToLast(0),
+        };
+        let within = (rng.below(2) == 0).then(|| 1 + rng.below(8) as i64);
+        let p = Pattern {
+            prog,
+            defines,
+            vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
+            within,
+            skip,
+            max_back,
+            max_threads: 100_000,
+        };
+        let what = format!("pattern {text}, define {defines_text}, {skip:?}, within {within:?}");
+        (p, what)
+    }
+
+    /// A partition's state as [`Partition::parts`] tells it.
+    type State = (Vec<Row>, u64, u64, u64, i64);
+
+    fn row(ts: i64, value: i64, d: i64) -> Row {
+        Row {
+            ts,
+            cells: vec![Value::Int(ts), Value::Int(value), Value::Int(d)].into(),
+        }
+    }
+
+    /// Feeds `rows` as the operator does (trimming after each row, then the end of input; the
+    /// watermark at each good row's time first, the same in a run with bad rows as without):
+    /// the outcomes, the state after each row taken, and which rows were refused.
+    fn run(p: &Pattern, rows: &[Row]) -> (Vec<Outcome>, Vec<State>, Vec<usize>) {
+        let mut part = Partition::default();
+        let mut out = Vec::new();
+        let mut states = Vec::new();
+        let mut refused = Vec::new();
+        for (i, r) in rows.iter().enumerate() {
+            if r.cells[2] != Value::Int(0) {
+                part.advance(p, r.ts, &mut out);
+            }
+            match part.push(p, r.clone(), &mut out) {
+                Ok(()) => {
+                    part.trim(p);
+                    let (rows, base, replay, resume, matches) = part.parts();
+                    states.push((
+                        rows.iter().cloned().collect(),
+                        base,
+                        replay,
+                        resume,
+                        matches,
+                    ));
+                }
+                Err(Refused::Condition { row, error, .. }) => {
+                    assert_eq!(&row, r, "the refused row is handed back");
+                    assert_eq!(error.message(), "Divide by zero error");
+                    refused.push(i);
+                }
+                Err(Refused::TooManyThreads(e)) => panic!("{e:?}"),
+            }
+        }
+        part.finish(p, &mut out);
+        (out, states, refused)
+    }
+
+    #[test]
+    fn a_row_a_condition_fails_on_leaves_the_partition_as_if_it_had_never_arrived() {
+        let mut refusals = 0;
+        let mut after_changes = 0;
+        for seed in 0..600u64 {
+            let mut rng = Rng(seed);
+            let (p, what) = pattern(&mut rng);
+            let n = 5 + rng.below(60) as usize;
+            let mut ts = 0;
+            let rows: Vec<Row> = (0..n)
+                .map(|_| {
+                    ts += rng.below(3) as i64;
+                    let d = if rng.below(5) == 0 {
+                        0
+                    } else {
+                        1 + rng.below(4) as i64
+                    };
+                    row(ts, rng.below(100) as i64, d)
+                })
+                .collect();
+            let (with, states_with, refused) = run(&p, &rows);
+            assert!(
+                refused.iter().all(|i| rows[*i].cells[2] == Value::Int(0)),
+                "seed {seed}: only rows with d = 0 fail"
+            );
+            let taken: Vec<Row> = (0..n)
+                .filter(|i| !refused.contains(i))
+                .map(|i| rows[i].clone())
+                .collect();
+            let (without, states_without, none) = run(&p, &taken);
+            assert!(none.is_empty());
+            assert_eq!(with, without, "seed {seed}: {what}");
+            assert_eq!(states_with, states_without, "seed {seed}: {what}");
+            refusals += refused.len();
+            after_changes += usize::from(what.contains(") AND 100 / d") && !refused.is_empty());
+        }
+        assert!(refusals > 1000, "the test refuses rows: {refusals}");
+        assert!(
+            after_changes > 50,
+            "and some after other attempts changed: {after_changes}"
+        );
+    }
+
+    #[test]
+    fn a_refused_row_keeps_partial_matches_best_matches_and_time_outs() {
+        // `A B+` greedy: after A B B the attempt has a best match and a live thread; a bad row
+        // must leave both, and a bad row at the time bound must not time the attempt out
+        // (the row's own attempt fails on it after the bound ended the first one).
+        let parsed = syntax::parse("A B+").expect("parses");
+        let columns: Vec<(String, ColumnType)> = vec![
+            ("ts".into(), ColumnType::Timestamp),
+            ("value".into(), ColumnType::Int),
+            ("d".into(), ColumnType::Int),
+        ];
+        let scope = Scope {
+            columns: &columns,
+            vars: &parsed.vars,
+        };
+        let mut defines = vec![None; 2];
+        for (v, t, _) in compile_defines(
+            "A AS 10 / d > 0 AND value = 0, B AS 10 / d > 0 AND value > 0",
+            &scope,
+        )
+        .expect("compiles")
+        {
+            defines[v] = Some(t.e);
+        }
+        let p = Pattern {
+            prog: program::compile(&parsed.pat).expect("compiles"),
+            defines,
+            vars: vec![Arc::from("A"), Arc::from("B")],
+            within: Some(10),
+            skip: Skip::PastLastRow,
+            max_back: 0,
+            max_threads: 100,
+        };
+        let mut part = Partition::default();
+        let mut out = Vec::new();
+        for r in [row(0, 0, 1), row(1, 1, 1), row(2, 1, 1)] {
+            part.push(&p, r, &mut out).expect("taken");
+        }
+        assert!(out.is_empty(), "the greedy B+ may still grow");
+        for (r, var) in [(row(3, 1, 0), 1), (row(10, 1, 0), 0)] {
+            let refused = part.push(&p, r, &mut out).expect_err("10 / 0 fails");
+            assert!(
+                matches!(refused, Refused::Condition { var: v, .. } if v == var),
+                "{refused:?}"
+            );
+        }
+        assert!(out.is_empty());
+        part.push(&p, row(4, 1, 1), &mut out).expect("taken");
+        part.push(&p, row(5, 0, 1), &mut out).expect("taken");
+        assert_eq!(
+            out,
+            vec![Outcome::Match {
+                start: 0,
+                steps: vec![(0, 0), (1, 1), (2, 1), (3, 1)],
+                number: 1
+            }]
+        );
+    }
 }

@@ -32,6 +32,7 @@ use arrow::datatypes::{Field, Schema, SchemaRef};
 
 use crate::catalog::Bound;
 use crate::params::Params;
+use crate::{ExprAt, OnError};
 use expr::{Scope, Typed, E};
 use matcher::{Pattern, Skip};
 pub(crate) use running::PatternOp;
@@ -56,6 +57,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the pattern, each owning a share of the partitions (default: the query's --parallelism)" },
         ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where partitions are kept between checkpoints: heap (memory) or lsm (an LSM tree on local disk, for state larger than memory; default: the query's --state-backend)" },
         ParamSpec { name: "cache_partitions", required: false, kind: ParamKind::Int, default: Some("4096"), doc: "lsm: how many partitions stay in memory; idle ones beyond are kept only in the LSM tree" },
+        crate::row_errors::ON_ERROR,
     ],
 };
 
@@ -70,6 +72,13 @@ pub(crate) struct Setup {
     pub partition: Vec<usize>,
     pub order: usize,
     pub measures: Vec<(String, E)>,
+    /// The DEFINE conditions and then the measures, as a row they fail on names them: the
+    /// condition of variable `v` is `sites[define_site[v]]`, measure `m` is
+    /// `sites[measure_sites + m]`.
+    pub sites: Vec<ExprAt>,
+    pub define_site: Vec<Option<usize>>,
+    pub measure_sites: usize,
+    pub on_error: Option<OnError>,
     pub all_rows: bool,
     /// The result's columns: partition columns (one row per match) or every input column
     /// (all rows), then the measures.
@@ -164,6 +173,8 @@ pub(crate) fn bind(
         vars: &parsed.vars,
     };
     let mut defines: Vec<Option<E>> = vec![None; parsed.vars.len()];
+    let mut sites: Vec<ExprAt> = Vec::new();
+    let mut define_site: Vec<Option<usize>> = vec![None; parsed.vars.len()];
     for param in op.params_named("define") {
         let text = param.value.as_text();
         if text.as_str().trim().is_empty() {
@@ -171,19 +182,32 @@ pub(crate) fn bind(
         }
         let list = expr::compile_defines(text.as_str(), &scope)
             .map_err(|e| p.expr_error("define", &text, e))?;
-        for (v, Typed { e, .. }) in list {
+        for (v, Typed { e, .. }, site) in list {
             if defines[v].is_some() {
                 return Err(p
                     .error("define", format!("`{}` is defined twice", parsed.vars[v]))
                     .into());
             }
             defines[v] = Some(e);
+            define_site[v] = Some(sites.len());
+            sites.push(ExprAt::new(
+                format!("condition of `{}`", parsed.vars[v]),
+                &text,
+                &site,
+            ));
         }
     }
+    let measure_sites = sites.len();
     let measures: Vec<(String, Typed)> = match p.text("measures") {
         None => Vec::new(),
         Some(text) => expr::compile_measures(text.as_str(), &scope)
-            .map_err(|e| p.expr_error("measures", &text, e))?,
+            .map_err(|e| p.expr_error("measures", &text, e))?
+            .into_iter()
+            .map(|(name, t, site)| {
+                sites.push(ExprAt::new(format!("measure `{name}`"), &text, &site));
+                (name, t)
+            })
+            .collect(),
     };
     let all_rows = p.str_or("rows_per_match", "one") == "all";
     let skip = skip(&p, &parsed.vars)?;
@@ -279,6 +303,10 @@ pub(crate) fn bind(
         partition: partition.clone(),
         order,
         measures: measures.into_iter().map(|(n, t)| (n, t.e)).collect(),
+        sites,
+        define_site,
+        measure_sites,
+        on_error: OnError::param(&p),
         all_rows,
         schema: Arc::clone(&schema),
         out_types,

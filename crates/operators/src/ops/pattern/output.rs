@@ -2,10 +2,12 @@
 //! the match with running measures) and of timed-out partial matches, and the figures the run
 //! summary reports.
 
+use super::cells::row_json;
 use super::eval::eval;
 use super::matcher::{MatchView, Outcome, Partition};
 use super::value::Value;
 use super::Setup;
+use crate::{OperatorError, RowErrors};
 
 /// What [`Operator::metrics`] reports.
 #[derive(Debug, Default)]
@@ -38,14 +40,18 @@ impl Figures {
     }
 }
 
-/// Output rows of `outcomes` (drained), from the rows of `part`.
+/// Output rows of `outcomes` (drained), from the rows of `part`. An output row whose measure
+/// fails goes to `errors` (the dead letters, or with `on_error = "fail"` the error returned),
+/// shown as the match's last row (with ROWS PER MATCH ALL, the row of the match it is the
+/// output of; for an empty match, its start row); the other rows are emitted.
 pub(crate) fn render(
     setup: &Setup,
     part: &Partition,
     outcomes: &mut Vec<Outcome>,
     main: &mut Vec<Vec<Value>>,
     timeouts: &mut Vec<Vec<Value>>,
-) {
+    errors: &RowErrors,
+) -> Result<(), OperatorError> {
     for o in outcomes.drain(..) {
         let (start, steps, number, out) = match o {
             Outcome::Match {
@@ -60,39 +66,56 @@ pub(crate) fn render(
                 (start, steps, 0, &mut *timeouts)
             }
         };
-        let measures = |upto: usize| {
-            let view = MatchView {
-                part,
-                steps: &steps[..upto],
-                number,
-            };
-            setup
-                .measures
-                .iter()
-                .map(|(_, e)| eval(e, &view, &setup.pattern.vars))
-                .collect::<Vec<_>>()
-        };
         let cells = |row: u64| -> Vec<Value> {
             part.row(row)
                 .map(|r| r.cells.to_vec())
                 .unwrap_or_else(|| vec![Value::Null; setup.types.len()])
         };
+        // The measures over the first `upto` rows of the match, appended to `row`; false if
+        // one failed (the row went to `errors`).
+        let measures = |upto: usize, row: &mut Vec<Value>| -> Result<bool, OperatorError> {
+            let view = MatchView {
+                part,
+                steps: &steps[..upto],
+                number,
+            };
+            for (m, (_, e)) in setup.measures.iter().enumerate() {
+                match eval(e, &view, &setup.pattern.vars) {
+                    Ok(v) => row.push(v),
+                    Err(error) => {
+                        let last = steps[..upto].last().map_or(start, |(r, _)| *r);
+                        errors.reject_row(
+                            || row_json(&setup.input, &setup.types, &cells(last)),
+                            setup.measure_sites + m,
+                            error.message(),
+                            None,
+                        )?;
+                        return Ok(false);
+                    }
+                }
+            }
+            Ok(true)
+        };
         if setup.all_rows {
             if steps.is_empty() {
                 let mut row = cells(start);
-                row.extend(measures(0));
-                out.push(row);
+                if measures(0, &mut row)? {
+                    out.push(row);
+                }
             }
             for (i, (r, _)) in steps.iter().enumerate() {
                 let mut row = cells(*r);
-                row.extend(measures(i + 1));
-                out.push(row);
+                if measures(i + 1, &mut row)? {
+                    out.push(row);
+                }
             }
         } else {
             let first = cells(steps.first().map_or(start, |(r, _)| *r));
             let mut row: Vec<Value> = setup.partition.iter().map(|c| first[*c].clone()).collect();
-            row.extend(measures(steps.len()));
-            out.push(row);
+            if measures(steps.len(), &mut row)? {
+                out.push(row);
+            }
         }
     }
+    Ok(())
 }

@@ -8,14 +8,16 @@ use arrow::array::{ArrayRef, RecordBatch};
 
 use arrow::row::{RowConverter, SortField};
 
-use super::cells::{cells_to_column, columns_to_cells};
-use super::matcher::{Outcome, Row, TooManyThreads};
+use super::cells::{cells_to_column, columns_to_cells, row_json};
+use super::matcher::{Outcome, Refused, Row, TooManyThreads};
 use super::output::{render, Figures};
 use super::store::{Store, StoreError};
 use super::value::Value;
 use super::Setup;
 use crate::ops::null_time::reject_null_times;
-use crate::{BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut};
+use crate::{
+    BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, RowErrors, SnapshotOut,
+};
 
 /// Output rows are sent in batches of at most this many.
 const OUT_BATCH: usize = 8192;
@@ -43,6 +45,8 @@ pub(crate) struct PatternOp {
     late: u64,
     /// Where rows without an event time go.
     dead_letter: Arc<DeadLetter>,
+    /// What rows a condition fails on, and output rows a measure fails on, do.
+    errors: RowErrors,
     outcomes: Vec<Outcome>,
     main: Vec<Vec<Value>>,
     timeouts: Vec<Vec<Value>>,
@@ -65,7 +69,14 @@ fn store_error(operator: &str, e: StoreError) -> OperatorError {
                 "the checkpoint's state holds a corrupt {what}: restore from an earlier checkpoint"
             ),
         ),
-        StoreError::Replay(e) => too_many(operator, e),
+        StoreError::Replay(Refused::TooManyThreads(e)) => too_many(operator, e),
+        StoreError::Replay(Refused::Condition { var, error, .. }) => err(
+            operator,
+            format!(
+                "replaying a partition of the checkpoint, the condition of variable {var} failed on a row it had taken before: {}; restore from an earlier checkpoint",
+                error.message()
+            ),
+        ),
     }
 }
 
@@ -86,6 +97,7 @@ impl PatternOp {
     pub(crate) fn new(setup: Arc<Setup>, ctx: &BuildContext) -> Result<Self, OperatorError> {
         let dir = ctx.backend_dir(&setup.name);
         let dead_letter = Arc::clone(&ctx.dead_letter);
+        let errors = RowErrors::new(&setup.name, setup.sites.clone(), setup.on_error, ctx);
         let keys = if setup.partition.is_empty() {
             None
         } else {
@@ -107,6 +119,7 @@ impl PatternOp {
             watermark: i64::MIN,
             late: 0,
             dead_letter,
+            errors,
             outcomes: Vec::new(),
             main: Vec::new(),
             timeouts: Vec::new(),
@@ -196,8 +209,21 @@ impl PatternOp {
                 .store
                 .get_mut(&setup.pattern, &p.key)
                 .map_err(|e| store_error(&setup.name, e))?;
-            part.push(&setup.pattern, p.row, &mut self.outcomes)
-                .map_err(|e| too_many(&setup.name, e))?;
+            match part.push(&setup.pattern, p.row, &mut self.outcomes) {
+                Ok(()) => {}
+                Err(Refused::TooManyThreads(e)) => return Err(too_many(&setup.name, e)),
+                // The partition is as if the row had never arrived.
+                Err(Refused::Condition { row, var, error }) => {
+                    let site = setup.define_site.get(var).copied().flatten();
+                    self.errors.reject_row(
+                        || row_json(&setup.input, &setup.types, &row.cells),
+                        site.unwrap_or(usize::MAX),
+                        error.message(),
+                        None,
+                    )?;
+                    continue;
+                }
+            }
             if !self.outcomes.is_empty() {
                 self.figures.outcomes(&self.outcomes);
                 render(
@@ -206,7 +232,8 @@ impl PatternOp {
                     &mut self.outcomes,
                     &mut self.main,
                     &mut self.timeouts,
-                );
+                    &self.errors,
+                )?;
             }
             let dropped = part.trim(&setup.pattern);
             self.figures.kept(part, 1, dropped);
@@ -215,10 +242,10 @@ impl PatternOp {
     }
 
     /// Ends the attempts whose time bound has passed.
-    fn advance(&mut self, watermark: i64) {
+    fn advance(&mut self, watermark: i64) -> Result<(), OperatorError> {
         let setup = Arc::clone(&self.setup);
         if setup.pattern.within.is_none() {
-            return;
+            return Ok(());
         }
         for part in self.store.busy() {
             part.advance(&setup.pattern, watermark, &mut self.outcomes);
@@ -230,11 +257,13 @@ impl PatternOp {
                     &mut self.outcomes,
                     &mut self.main,
                     &mut self.timeouts,
-                );
+                    &self.errors,
+                )?;
                 let dropped = part.trim(&setup.pattern);
                 self.figures.kept(part, 0, dropped);
             }
         }
+        Ok(())
     }
 
     fn flush(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
@@ -295,7 +324,7 @@ impl Operator for PatternOp {
             // At +∞ (the end of input) every row is released, also one at i64::MAX, before
             // the time bounds end the attempts it may still extend.
             self.release((watermark != Watermark::MAX).then_some(watermark.0))?;
-            self.advance(watermark.0);
+            self.advance(watermark.0)?;
             self.flush(out)?;
             self.store
                 .spill()
@@ -313,7 +342,7 @@ impl Operator for PatternOp {
 
     fn on_end_of_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
         self.release(None)?;
-        self.advance(i64::MAX);
+        self.advance(i64::MAX)?;
         let setup = Arc::clone(&self.setup);
         for part in self.store.all_live() {
             part.finish(&setup.pattern, &mut self.outcomes);
@@ -324,7 +353,8 @@ impl Operator for PatternOp {
                 &mut self.outcomes,
                 &mut self.main,
                 &mut self.timeouts,
-            );
+                &self.errors,
+            )?;
             let dropped = part.trim(&setup.pattern);
             self.figures.kept(part, 0, dropped);
         }

@@ -15,7 +15,7 @@ use anduin_state::{
     DEFAULT_MAX_KEY_GROUPS,
 };
 
-use super::matcher::{Partition, Pattern, Row, TooManyThreads};
+use super::matcher::{Partition, Pattern, Refused, Row};
 use super::value::Value;
 
 /// Why the store failed.
@@ -23,7 +23,8 @@ use super::value::Value;
 pub(crate) enum StoreError {
     State(StateError),
     Corrupt(&'static str),
-    Replay(TooManyThreads),
+    /// Replaying a partition's rows refused one (it cannot: each was taken before).
+    Replay(Refused),
 }
 
 impl From<StateError> for StoreError {
