@@ -116,6 +116,8 @@ pub struct Execution {
     pub stop: Arc<AtomicBool>,
     /// The query file, as rejected rows name where their expression is.
     pub query_file: Option<String>,
+    /// Who hears of checkpoints and tasks.
+    pub events: anduin_runtime::Events,
 }
 
 /// A finished run.
@@ -136,6 +138,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         checkpointing,
         stop,
         query_file,
+        events,
     } = execution;
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {
@@ -188,6 +191,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         parallelism: engine.parallelism,
         stop,
         checkpointing,
+        events,
         ..RunConfig::default()
     };
     let result = anduin_runtime::run(&loaded.graph, &config, &ctx);

@@ -13,6 +13,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cmd;
 mod embedded;
+mod events;
 mod load;
 mod locks;
 mod preflight;

@@ -55,7 +55,8 @@ fn the_next_run_removes_what_a_killed_lsm_run_left_and_a_clean_run_leaves_nothin
         .current_dir(root)
         // The default state directory is under the system's temporary directory.
         .env("TMPDIR", &tmp)
-        .env("RUST_LOG", "anduin_runtime::coordinator=info")
+        .args(["--events", "-"])
+        .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

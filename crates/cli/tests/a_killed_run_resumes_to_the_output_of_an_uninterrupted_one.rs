@@ -197,7 +197,8 @@ fn start(dir: &Path, extra: &[&str]) -> Child {
         ])
         .args(extra)
         .current_dir(dir)
-        .env("RUST_LOG", "anduin_runtime::coordinator=info")
+        .args(["--events", "-"])
+        .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -357,7 +358,9 @@ fn a_windowed_run_stopped_with_ctrl_c_resumes_to_the_output_of_an_uninterrupted_
     let mut child = start(dir.path(), &[]);
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
     let mut line = String::new();
-    while stderr.read_line(&mut line).expect("reads") > 0 && !line.contains("checkpoint complete") {
+    while stderr.read_line(&mut line).expect("reads") > 0
+        && !line.contains(common::CHECKPOINT_COMPLETED)
+    {
         line.clear();
     }
     let interrupted = Command::new("kill")

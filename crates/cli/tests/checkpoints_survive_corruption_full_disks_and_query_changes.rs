@@ -56,7 +56,8 @@ fn run_and_kill_after(dir: &Path, n: usize) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_anduin"))
         .args(ARGS)
         .current_dir(dir)
-        .env("RUST_LOG", "anduin_runtime::coordinator=info")
+        .args(["--events", "-"])
+        .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -64,7 +65,7 @@ fn run_and_kill_after(dir: &Path, n: usize) {
     let stderr = BufReader::new(child.stderr.take().expect("stderr"));
     let mut seen = 0;
     for line in stderr.lines() {
-        if line.expect("line").contains("checkpoint complete") {
+        if line.expect("line").contains(common::CHECKPOINT_COMPLETED) {
             seen += 1;
             if seen == n {
                 break;
@@ -250,14 +251,17 @@ fn ctrl_c_takes_a_last_checkpoint_that_the_next_run_resumes() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_anduin"))
         .args(ARGS)
         .current_dir(dir.path())
-        .env("RUST_LOG", "anduin_runtime::coordinator=info")
+        .args(["--events", "-"])
+        .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("starts");
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
     let mut line = String::new();
-    while stderr.read_line(&mut line).expect("reads") > 0 && !line.contains("checkpoint complete") {
+    while stderr.read_line(&mut line).expect("reads") > 0
+        && !line.contains(common::CHECKPOINT_COMPLETED)
+    {
         line.clear();
     }
     assert!(Command::new("kill")
@@ -270,7 +274,7 @@ fn ctrl_c_takes_a_last_checkpoint_that_the_next_run_resumes() {
     let status = child.wait().expect("exits");
     assert_eq!(status.code(), Some(130), "{rest}");
     assert!(
-        rest.contains("last=true") && rest.contains("finished=false"),
+        rest.contains(r#""last":true}"#) && rest.contains(r#""finished":false}"#),
         "{rest}"
     );
     let out = anduin(dir.path(), ARGS);

@@ -58,6 +58,8 @@ pub struct RunConfig {
     /// Where the run reads the time for its decisions (checkpoint intervals, linger, idle
     /// inputs, staleness): the real time, or a test's [`anduin_types::ManualClock`].
     pub clock: anduin_types::SharedClock,
+    /// Who hears of checkpoints and tasks (the log, by default).
+    pub events: crate::Events,
 }
 
 impl Default for RunConfig {
@@ -71,6 +73,7 @@ impl Default for RunConfig {
             stop: Arc::new(AtomicBool::new(false)),
             checkpointing: None,
             clock: Arc::new(anduin_types::SystemClock),
+            events: crate::Events::logged(),
         }
     }
 }

@@ -12,9 +12,10 @@ use anduin_checkpoint::schedule::{Action, Fact, ScheduleSettings, Scheduler};
 use anduin_checkpoint::{FileEntry, Manifest, OperatorState, StateFileRef, Store, MANIFEST_FORMAT};
 use anduin_types::{elapsed_ms, Epoch, SharedClock, SnapshotKind};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use tracing::{info, warn};
+use tracing::warn;
 
 use crate::config::CheckpointSettings;
+use crate::events::{EngineEvent, Events};
 use crate::faults::Faults;
 use crate::protocol::{Command, Event, OpState};
 use crate::stats::CheckpointCounters;
@@ -22,9 +23,6 @@ use crate::stats::CheckpointCounters;
 /// What a checkpoint in flight has gathered for its manifest.
 struct InFlight {
     epoch: Epoch,
-    full: bool,
-    /// The sources end after this checkpoint's barrier.
-    last: bool,
     /// Every source ended because its input did (not because of a stop request).
     finished: bool,
     operators: BTreeMap<String, OperatorState>,
@@ -46,6 +44,8 @@ pub(crate) struct Coordinator {
     pub faults: Faults,
     /// Where the time comes from.
     pub clock: SharedClock,
+    /// Who hears of checkpoints.
+    pub events: Events,
 }
 
 /// The scheduler's settings from a run's checkpoint settings.
@@ -123,8 +123,6 @@ impl Coordinator {
                 Ok(()) => {
                     *in_flight = Some(InFlight {
                         epoch,
-                        full,
-                        last,
                         finished,
                         operators: BTreeMap::new(),
                         files: Vec::new(),
@@ -152,11 +150,7 @@ impl Coordinator {
             }
             Action::WarnStale { age_ms } => {
                 self.counters.stale();
-                warn!(
-                    age_s = age_ms / 1000,
-                    threshold_s = self.settings.warn_after.as_secs(),
-                    "the last complete checkpoint is older than the threshold: a failure now would replay that much input"
-                );
+                self.events.publish(EngineEvent::CheckpointStale { age_ms });
                 None
             }
         }
@@ -208,7 +202,11 @@ impl Coordinator {
                 let _ = tx.send(cmd);
             }
         }
-        info!(epoch = epoch.0, full, last, "checkpoint started");
+        self.events.publish(EngineEvent::CheckpointStarted {
+            epoch: epoch.0,
+            full,
+            last,
+        });
         Ok(())
     }
 
@@ -231,13 +229,10 @@ impl Coordinator {
         };
         self.store.complete(&manifest).map_err(|e| e.to_string())?;
         self.counters.completed(f.epoch);
-        info!(
-            epoch = f.epoch.0,
-            full = f.full,
-            last = f.last,
-            finished = f.finished,
-            "checkpoint complete"
-        );
+        self.events.publish(EngineEvent::CheckpointCompleted {
+            epoch: f.epoch.0,
+            finished: f.finished,
+        });
         for tx in self.tasks.values() {
             let _ = tx.send(Command::Commit(f.epoch));
         }
@@ -250,10 +245,10 @@ impl Coordinator {
 
     fn failed(&mut self, epoch: Epoch, reason: &str) {
         self.counters.failed();
-        warn!(
-            epoch = epoch.0,
-            reason, "checkpoint failed; the query goes on and the previous checkpoint stays intact"
-        );
+        self.events.publish(EngineEvent::CheckpointFailed {
+            epoch: epoch.0,
+            reason: reason.to_string(),
+        });
         if let Err(e) = self.store.delete(epoch) {
             warn!(epoch = epoch.0, error = %e, "cannot remove the failed checkpoint's files");
         }

@@ -20,6 +20,7 @@ mod config;
 mod coordinator;
 mod error;
 mod event_time;
+mod events;
 mod faults;
 mod fingerprint;
 mod protocol;
@@ -31,6 +32,7 @@ mod task;
 
 pub use config::{CheckpointSettings, Checkpointing, RunConfig};
 pub use error::RuntimeError;
+pub use events::{EngineEvent, Events, LogEvents, Recorded, Subscriber};
 pub use faults::Faults;
 pub use fingerprint::fingerprint;
 pub use run::run;

@@ -13,7 +13,7 @@ use anduin_graph::{LogicalGraph, NodeId, Partitioning, PhysicalPlan, PlanOptions
 use anduin_operators::{Bound, BuildContext, OperatorError, RestoreIn};
 use anduin_types::{Epoch, Watermark};
 use crossbeam_channel::{Receiver, Sender};
-use tracing::{debug, info};
+use tracing::info;
 
 use crate::chain::{Chain, Link};
 use crate::channel::{channel, HashRoute, Route};
@@ -21,6 +21,7 @@ use crate::committer::run_committer;
 use crate::config::{Checkpointing, RunConfig};
 use crate::coordinator::{schedule_settings, Coordinator};
 use crate::error::RuntimeError;
+use crate::events::EngineEvent;
 use crate::fingerprint::fingerprint;
 use crate::protocol::{Command, Event, WriteJob};
 use crate::source_task::{SourceCheckpointing, SourceTask};
@@ -293,7 +294,7 @@ pub fn run(
             source_tasks,
             plan_print,
             &checkpoint_counters,
-            Arc::clone(&config.clock),
+            config,
         );
         let events = w.events;
         let faults = c.faults.clone();
@@ -313,20 +314,36 @@ pub fn run(
     let mut handles = Vec::new();
     for (id, name, task) in tasks {
         let abort = Arc::clone(&abort);
+        let events = config.events.clone();
+        let task_name = name.clone();
         let thread_name = format!("anduin-task-{id}");
         let handle = std::thread::Builder::new()
             .name(thread_name)
             .stack_size(TASK_STACK)
             .spawn(move || {
+                events.publish(EngineEvent::TaskStarted {
+                    task: id,
+                    name: task_name.clone(),
+                });
                 let result = match task {
                     Task::Source(s) => s.run(),
                     Task::Operator(o) => o.run().map(|()| false),
                 };
-                if let Err(e) = &result {
-                    if !e.is_secondary() {
-                        abort.store(true, Ordering::Relaxed);
+                match &result {
+                    Err(e) => {
+                        if !e.is_secondary() {
+                            abort.store(true, Ordering::Relaxed);
+                        }
+                        events.publish(EngineEvent::TaskFailed {
+                            task: id,
+                            name: task_name,
+                            error: e.to_string(),
+                        });
                     }
-                    debug!(task = id, error = %e, "task failed");
+                    Ok(_) => events.publish(EngineEvent::TaskFinished {
+                        task: id,
+                        name: task_name,
+                    }),
                 }
                 (result, Instant::now())
             })
@@ -374,7 +391,7 @@ fn coordinator(
     sources: BTreeSet<usize>,
     plan: anduin_checkpoint::plan::PlanFingerprint,
     counters: &Arc<CheckpointCounters>,
-    clock: anduin_types::SharedClock,
+    config: &RunConfig,
 ) -> Coordinator {
     let restored = c.restore.as_ref().map(|v| v.manifest.clone());
     let scheduler = Scheduler::new(
@@ -392,7 +409,8 @@ fn coordinator(
         last: restored,
         counters: Arc::clone(counters),
         faults: c.faults.clone(),
-        clock,
+        clock: Arc::clone(&config.clock),
+        events: config.events.clone(),
     }
 }
 

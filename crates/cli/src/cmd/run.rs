@@ -39,6 +39,10 @@ pub struct RunArgs {
     /// Do not print the summary at the end.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Write the run's events (checkpoints started, completed, failed; tasks started,
+    /// finished, failed) to this file as JSON lines, each as it happens (`-`: stderr).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
     /// Take checkpoints into this directory, and resume from its last complete checkpoint.
     #[arg(long, value_name = "DIR")]
     pub checkpoint_dir: Option<PathBuf>,
@@ -111,6 +115,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             checkpointing,
             stop,
             query_file: Some(args.file.display().to_string()),
+            events: crate::events::events(args.events.as_deref())?,
         },
     )?;
     if !args.quiet {

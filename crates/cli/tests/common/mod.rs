@@ -157,7 +157,10 @@ pub fn output_rows(path: &Path) -> Vec<String> {
     out
 }
 
-/// Lets the run complete `checkpoints` more checkpoints and go on for `delay_ms` (to land
+/// How a completed checkpoint reads in the events of `anduin run --events -` (on stderr).
+pub const CHECKPOINT_COMPLETED: &str = r#"{"event":"checkpoint_completed""#;
+
+/// Lets the run (started with `--events -`) complete `checkpoints` more checkpoints and go on for `delay_ms` (to land
 /// the kill anywhere in the checkpoint cycle: mid-batch, mid-barrier, between a checkpoint's
 /// completion and its commit), then kills it with SIGKILL. Returns false if the run ended
 /// first. The outcome must not depend on where the kill lands.
@@ -166,7 +169,7 @@ pub fn kill_after(mut child: Child, checkpoints: u64, delay_ms: u64) -> bool {
     let mut seen = 0;
     for line in stderr.lines() {
         let line = line.expect("a line");
-        if line.contains("checkpoint complete") {
+        if line.contains(CHECKPOINT_COMPLETED) {
             seen += 1;
             if seen >= checkpoints {
                 std::thread::sleep(std::time::Duration::from_millis(delay_ms));

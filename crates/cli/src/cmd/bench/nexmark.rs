@@ -199,6 +199,7 @@ fn measure(loaded: &Loaded, args: &NexmarkArgs) -> Result<Measurement> {
                     checkpointing: None,
                     stop: Arc::new(AtomicBool::new(false)),
                     query_file: None,
+                    events: anduin_runtime::Events::logged(),
                 },
             )
         })

@@ -1,0 +1,154 @@
+//! What happens in a run, as typed values published to subscribers: checkpoints started,
+//! completed, failed or getting old, tasks started, finished and failed. The log is one
+//! subscriber ([`LogEvents`]); `anduin run --events FILE` writes them as JSON lines; tests
+//! subscribe instead of reading log lines (and an HTTP API will be another subscriber).
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+/// Something that happened in a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EngineEvent {
+    /// Checkpoint `epoch` began: its barrier is on its way from every source.
+    CheckpointStarted {
+        /// The checkpoint.
+        epoch: u64,
+        /// Full snapshots, or changes since the previous checkpoint.
+        full: bool,
+        /// The sources end after it.
+        last: bool,
+    },
+    /// Checkpoint `epoch` is complete (its manifest is written): a restart resumes from it.
+    CheckpointCompleted {
+        /// The checkpoint.
+        epoch: u64,
+        /// The query's input had ended everywhere.
+        finished: bool,
+    },
+    /// Checkpoint `epoch` failed; the query goes on and the previous one stays intact.
+    CheckpointFailed {
+        /// The checkpoint.
+        epoch: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The last complete checkpoint is older than the threshold.
+    CheckpointStale {
+        /// Its age in milliseconds (or the run's, before the first).
+        age_ms: u64,
+    },
+    /// Task `task` (operators `name`) started.
+    TaskStarted {
+        /// The task.
+        task: usize,
+        /// Its operators.
+        name: String,
+    },
+    /// Task `task` finished: its input ended, or the run was stopped.
+    TaskFinished {
+        /// The task.
+        task: usize,
+        /// Its operators.
+        name: String,
+    },
+    /// Task `task` failed.
+    TaskFailed {
+        /// The task.
+        task: usize,
+        /// Its operators.
+        name: String,
+        /// The error.
+        error: String,
+    },
+}
+
+/// Receives the events of a run, on the thread that publishes them: it must not block.
+pub trait Subscriber: Send + Sync {
+    /// `event` happened.
+    fn event(&self, event: &EngineEvent);
+}
+
+/// The subscribers of a run.
+#[derive(Clone, Default)]
+pub struct Events {
+    subscribers: Vec<Arc<dyn Subscriber>>,
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Events({} subscribers)", self.subscribers.len())
+    }
+}
+
+impl Events {
+    /// Events that go to the log, as a run's do by default.
+    pub fn logged() -> Self {
+        Self::default().with(Arc::new(LogEvents))
+    }
+
+    /// These subscribers and `subscriber`.
+    pub fn with(mut self, subscriber: Arc<dyn Subscriber>) -> Self {
+        self.subscribers.push(subscriber);
+        self
+    }
+
+    /// Tells every subscriber.
+    pub fn publish(&self, event: EngineEvent) {
+        for s in &self.subscribers {
+            s.event(&event);
+        }
+    }
+}
+
+/// Writes events to the log (`tracing`), with structured fields.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LogEvents;
+
+impl Subscriber for LogEvents {
+    fn event(&self, event: &EngineEvent) {
+        use tracing::{debug, info, warn};
+        match event {
+            EngineEvent::CheckpointStarted { epoch, full, last } => {
+                info!(epoch, full, last, "checkpoint started");
+            }
+            EngineEvent::CheckpointCompleted { epoch, finished } => {
+                info!(epoch, finished, "checkpoint complete");
+            }
+            EngineEvent::CheckpointFailed { epoch, reason } => warn!(
+                epoch,
+                reason, "checkpoint failed; the query goes on and the previous checkpoint stays intact"
+            ),
+            EngineEvent::CheckpointStale { age_ms } => warn!(
+                age_s = age_ms / 1000,
+                "the last complete checkpoint is older than the threshold: a failure now would replay that much input"
+            ),
+            EngineEvent::TaskStarted { task, name } => debug!(task, name, "task started"),
+            EngineEvent::TaskFinished { task, name } => debug!(task, name, "task finished"),
+            EngineEvent::TaskFailed { task, name, error } => {
+                debug!(task, name, error, "task failed");
+            }
+        }
+    }
+}
+
+/// Collects events in memory (for tests and tools).
+#[derive(Debug, Default)]
+pub struct Recorded(std::sync::Mutex<Vec<EngineEvent>>);
+
+impl Recorded {
+    /// Every event so far.
+    pub fn events(&self) -> Vec<EngineEvent> {
+        self.0.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
+
+impl Subscriber for Recorded {
+    fn event(&self, event: &EngineEvent) {
+        if let Ok(mut e) = self.0.lock() {
+            e.push(event.clone());
+        }
+    }
+}
