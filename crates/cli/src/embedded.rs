@@ -181,9 +181,10 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         ..RunConfig::default()
     };
     let result = anduin_runtime::run(&loaded.graph, &config, &ctx);
-    dead_letter
-        .flush()
-        .context("cannot write the dead-letter file")?;
+    dead_letter.flush().with_context(|| match &path {
+        Some(p) => format!("cannot write the dead-letter file `{}`", p.display()),
+        None => "cannot write the dead letters to stderr".to_string(),
+    })?;
     match result {
         Ok(summary) => Ok(Executed {
             summary,

@@ -48,6 +48,11 @@ pub fn lock_run(
     let locks = output_locks_dir();
     let writers = outputs.len() - usize::from(matches!(dead_letter, DeadLetterTarget::File(_)));
     for (i, path) in outputs.iter().enumerate() {
+        if is_device(path) {
+            // `/dev/null` and the like: nothing to lose, and runs that discard their output
+            // (benchmarks) may run side by side.
+            continue;
+        }
         held.push(OwnerLock::output(&locks, path)?);
         if checkpoint_dir.is_some() && i < writers && !path.exists() {
             // The writer would make it as it starts; made now, it is locked from the start.
@@ -57,4 +62,26 @@ pub fn lock_run(
         held.extend(OwnerLock::output_itself(path)?);
     }
     Ok(RunLocks { _held: held })
+}
+
+/// Whether `path` is a character or block device (`/dev/null`, `/dev/stdout` on a terminal).
+fn is_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| {
+        let t = m.file_type();
+        t.is_char_device() || t.is_block_device()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_are_not_outputs_to_lock_and_files_are() {
+        assert!(is_device(Path::new("/dev/null")));
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(!is_device(dir.path()));
+        assert!(!is_device(&dir.path().join("missing.csv")));
+    }
 }

@@ -146,3 +146,53 @@ fn a_second_run_on_an_output_under_another_name_or_tmpdir_is_refused() {
         "the refused run took no checkpoint"
     );
 }
+
+/// Locking every output made two runs that discard their output into `/dev/null` (as
+/// benchmarks do) refuse each other: a device is not an output to own.
+#[test]
+fn two_runs_may_write_to_dev_null_side_by_side() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::write(root.join("slow.flow"), SLOW).expect("query");
+    std::fs::write(root.join("quick.flow"), quick()).expect("query");
+    let first = spawn(
+        root,
+        "t1",
+        &[
+            "run",
+            "slow.flow",
+            "--var",
+            "OUTPUT=/dev/null",
+            "--dead-letter",
+            "rejected.jsonl",
+        ],
+    );
+    let pid = first.pid().to_string();
+    let locks = root.join("t1/anduin-locks");
+    wait_until("the first run to lock its dead-letter file", || {
+        std::fs::read_dir(&locks).is_ok_and(|d| {
+            d.flatten().any(|e| {
+                e.file_name().to_string_lossy().contains("rejected.jsonl")
+                    && std::fs::read_to_string(e.path()).is_ok_and(|t| t.trim() == pid)
+            })
+        })
+    });
+    let second = run(
+        root,
+        "t1",
+        &[
+            "run",
+            "quick.flow",
+            "--var",
+            "OUTPUT=/dev/null",
+            "--dead-letter",
+            "rejected2.jsonl",
+        ],
+    );
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+}
