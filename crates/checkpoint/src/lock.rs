@@ -8,7 +8,10 @@
 //!
 //! A query's checkpoint directory is locked through `<dir>/LOCK`; its output files, which may
 //! sit anywhere, through a file named after the output's absolute path in a shared directory
-//! of locks (`$TMPDIR/anduin-locks`), so that nothing is added beside the user's files. Once
+//! of locks (`$TMPDIR/anduin-locks`), so that nothing is added beside the user's files, and,
+//! when the output exists, through the output itself (see [`OwnerLock::output_itself`]): that
+//! one lock is seen whatever the name the output is reached by (a hard link, a bind mount) and
+//! whatever `$TMPDIR` each run has. Once
 //! queries run on several processes, the fencing epochs of the coordinator take over this
 //! role for what they write; this lock is what keeps two local runs apart.
 
@@ -134,10 +137,84 @@ impl OwnerLock {
         OwnerLock::acquire(&locks.join(lock_file_name(&key)), &what)
     }
 
+    /// Locks the output `path` itself, if it exists as a file or a directory (an `flock` on
+    /// the file or directory, opened for reading: nothing in it changes). Since the lock is on
+    /// the file, not on a name, it is seen by a run that reaches the same file under another
+    /// name (a hard link, a bind mount) or that keeps its output locks under another
+    /// `$TMPDIR`. The holder's PID is found in `/proc/locks` (Linux). Anything else (a named
+    /// pipe, a device such as `/dev/null`, a path that does not exist yet) is not locked:
+    /// `Ok(None)`.
+    pub fn output_itself(path: &Path) -> Result<Option<OwnerLock>, LockError> {
+        use std::os::unix::fs::MetadataExt;
+        let what = format!("the output `{}`", path.display());
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Ok(None);
+        };
+        if !meta.is_file() && !meta.is_dir() {
+            return Ok(None);
+        }
+        let file = match File::open(path) {
+            Ok(f) => f,
+            // Not readable by this user: its path lock is all there is.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(None),
+            Err(cause) => {
+                return Err(LockError::Io {
+                    what,
+                    path: path.to_path_buf(),
+                    cause,
+                })
+            }
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(Some(OwnerLock {
+                _file: file,
+                path: path.to_path_buf(),
+            })),
+            Err(TryLockError::WouldBlock) => Err(LockError::Held {
+                what,
+                pid: flock_holder(meta.dev(), meta.ino()),
+            }),
+            Err(TryLockError::Error(cause)) => Err(LockError::Io {
+                what,
+                path: path.to_path_buf(),
+                cause,
+            }),
+        }
+    }
+
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// The PID of the process holding an `flock` on the file with device `dev` and inode `ino`,
+/// from `/proc/locks` (lines such as `1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF`), if
+/// it can be read.
+fn flock_holder(dev: u64, ino: u64) -> Option<u32> {
+    // The kernel prints the device as major:minor in hex; st_dev encodes them as glibc's
+    // `major()` and `minor()` decode them.
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let text = std::fs::read_to_string("/proc/locks").ok()?;
+    parse_flock_holder(&text, major, minor, ino)
+}
+
+fn parse_flock_holder(text: &str, major: u64, minor: u64, ino: u64) -> Option<u32> {
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // Blocked waiters are listed as `1: -> FLOCK …`: skip them.
+        if fields.get(1) != Some(&"FLOCK") {
+            return None;
+        }
+        let mut id = fields.get(5)?.split(':');
+        let hex = |s: Option<&str>| s.and_then(|s| u64::from_str_radix(s, 16).ok());
+        let (ma, mi) = (hex(id.next())?, hex(id.next())?);
+        let i: u64 = id.next()?.parse().ok()?;
+        (ma == major && mi == minor && i == ino)
+            .then(|| fields.get(4)?.parse().ok())
+            .flatten()
+    })
 }
 
 /// The shared directory of output locks: `$TMPDIR/anduin-locks`.
@@ -225,6 +302,59 @@ mod tests {
         let _b = OwnerLock::output(&locks, &dir.path().join("out/y.csv")).expect("another");
         drop(a);
         let _c = OwnerLock::output(&locks, &same).expect("free again");
+    }
+
+    #[test]
+    fn an_existing_output_is_locked_itself_so_a_hard_link_or_another_lock_directory_sees_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("out.csv");
+        std::fs::write(&out, "a\n").expect("output");
+        let link = dir.path().join("link.csv");
+        std::fs::hard_link(&out, &link).expect("hard link");
+        let first = OwnerLock::output_itself(&out)
+            .expect("free")
+            .expect("a file is locked");
+        // A hard link is another name: the path locks differ, the file's lock is the same.
+        match OwnerLock::output_itself(&link) {
+            Err(LockError::Held { what, pid }) => {
+                assert!(what.contains("link.csv"), "{what}");
+                if Path::new("/proc/locks").exists() {
+                    assert_eq!(pid, Some(std::process::id()));
+                }
+            }
+            other => panic!("expected Held, got {other:?}"),
+        }
+        drop(first);
+        let _again = OwnerLock::output_itself(&link)
+            .expect("free again")
+            .expect("locked");
+        // A directory of part files is locked too; what does not exist yet, or is not a
+        // file or a directory, is not.
+        let _parts = OwnerLock::output_itself(dir.path())
+            .expect("free")
+            .expect("dir");
+        assert!(OwnerLock::output_itself(&dir.path().join("none"))
+            .expect("nothing to lock")
+            .is_none());
+        assert!(OwnerLock::output_itself(Path::new("/dev/null"))
+            .expect("a device")
+            .is_none());
+    }
+
+    #[test]
+    fn the_holder_of_a_flock_is_read_from_proc_locks() {
+        let text = "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF\n\
+                    1: -> FLOCK  ADVISORY  WRITE 77 08:01:99 0 EOF\n\
+                    2: FLOCK  ADVISORY  WRITE 99 00:2d:99 0 EOF\n\
+                    3: POSIX  ADVISORY  WRITE 5 00:2d:7 0 EOF\n";
+        assert_eq!(parse_flock_holder(text, 8, 1, 1234), Some(4242));
+        assert_eq!(parse_flock_holder(text, 0, 0x2d, 99), Some(99));
+        assert_eq!(parse_flock_holder(text, 0, 0x2d, 7), None, "not an flock");
+        assert_eq!(
+            parse_flock_holder(text, 8, 1, 99),
+            None,
+            "a waiter, not the holder"
+        );
     }
 
     #[test]

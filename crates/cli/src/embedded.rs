@@ -161,10 +161,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         })?;
     }
     let state_dir = if uses_lsm(loaded, engine) {
-        let root = engine
-            .state_dir
-            .clone()
-            .unwrap_or_else(|| std::env::temp_dir().join("anduin-state"));
+        let root = state_root(engine);
         let dir = RunStateDir::create(&root)
             .with_context(|| format!("cannot use the state directory `{}`", root.display()))?;
         Some(Arc::new(dir))
@@ -195,9 +192,10 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         ..RunConfig::default()
     };
     let result = anduin_runtime::run(&loaded.graph, &config, &ctx);
-    dead_letter
-        .flush()
-        .context("cannot write the dead-letter file")?;
+    dead_letter.flush().with_context(|| match &path {
+        Some(p) => format!("cannot write the dead-letter file `{}`", p.display()),
+        None => "cannot write the dead letters to stderr".to_string(),
+    })?;
     match result {
         Ok(summary) => Ok(Executed {
             summary,
@@ -207,6 +205,27 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
             report_rejects(&dead_letter);
             Err(e.into())
         }
+    }
+}
+
+/// Where the LSM backends' run directories go: `--state-dir`, else `$TMPDIR/anduin-state`.
+fn state_root(engine: &EngineArgs) -> PathBuf {
+    engine
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("anduin-state"))
+}
+
+/// For a run that ends before it runs anything (its query already finished, or no checkpoint
+/// can be restored): removes the state directories of killed runs under the state root, as a
+/// run that starts does. A run killed as its last checkpoint completed leaves a directory
+/// that no later run of the query would otherwise remove.
+pub fn remove_stale_state_dirs(loaded: &Loaded, engine: &EngineArgs) {
+    if !uses_lsm(loaded, engine) {
+        return;
+    }
+    for stale in anduin_state::remove_stale(&state_root(engine)) {
+        tracing::info!(dir = %stale.display(), "removed the state directory of a run that is gone");
     }
 }
 

@@ -2,6 +2,12 @@
 //! (writers' paths and the dead-letter file) are locked before anything is read or written,
 //! and stay locked until the run ends. A second run on any of them is refused, naming the PID
 //! of the run that holds it (see `anduin_checkpoint::OwnerLock`).
+//!
+//! Each output is locked twice: by its path (a lock file in `$TMPDIR/anduin-locks`, which
+//! covers an output that does not exist yet) and, once it exists, by the file or directory
+//! itself, which a run sees whatever name it reaches the output by (a hard link) and whatever
+//! its `$TMPDIR`. A writer with checkpoints writes a directory of part files: that directory
+//! is made here, before it is locked, so that it is locked from the start.
 
 use std::path::{Path, PathBuf};
 
@@ -40,8 +46,42 @@ pub fn lock_run(
         outputs.push(p.clone());
     }
     let locks = output_locks_dir();
-    for path in outputs {
-        held.push(OwnerLock::output(&locks, &path)?);
+    let writers = outputs.len() - usize::from(matches!(dead_letter, DeadLetterTarget::File(_)));
+    for (i, path) in outputs.iter().enumerate() {
+        if is_device(path) {
+            // `/dev/null` and the like: nothing to lose, and runs that discard their output
+            // (benchmarks) may run side by side.
+            continue;
+        }
+        held.push(OwnerLock::output(&locks, path)?);
+        if checkpoint_dir.is_some() && i < writers && !path.exists() {
+            // The writer would make it as it starts; made now, it is locked from the start.
+            // (If this fails, the writer reports why.)
+            let _ = std::fs::create_dir_all(path);
+        }
+        held.extend(OwnerLock::output_itself(path)?);
     }
     Ok(RunLocks { _held: held })
+}
+
+/// Whether `path` is a character or block device (`/dev/null`, `/dev/stdout` on a terminal).
+fn is_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| {
+        let t = m.file_type();
+        t.is_char_device() || t.is_block_device()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_are_not_outputs_to_lock_and_files_are() {
+        assert!(is_device(Path::new("/dev/null")));
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(!is_device(dir.path()));
+        assert!(!is_device(&dir.path().join("missing.csv")));
+    }
 }

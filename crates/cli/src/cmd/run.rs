@@ -16,8 +16,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::embedded::{
-    execute, parse_count, parse_duration, prepare_outputs, report_rejects, EngineArgs, Executed,
-    Execution,
+    execute, parse_count, parse_duration, prepare_outputs, remove_stale_state_dirs, report_rejects,
+    EngineArgs, Executed, Execution,
 };
 use crate::load::{load_with, parse_var, print_diagnostics, LoadError};
 use crate::locks::lock_run;
@@ -48,20 +48,20 @@ pub struct RunArgs {
     pub checkpoint_dir: Option<PathBuf>,
     /// Take a checkpoint this often (default 10s when --checkpoint-dir is given and
     /// --checkpoint-every is not).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = parse_positive_duration, value_name = "DURATION")]
     pub checkpoint_interval: Option<Duration>,
     /// Take a checkpoint when a source has read this many rows since the last one.
-    #[arg(long, value_name = "ROWS")]
-    pub checkpoint_every: Option<u64>,
+    #[arg(long, value_name = "ROWS", value_parser = parse_count)]
+    pub checkpoint_every: Option<usize>,
     /// Keep this many complete checkpoints (at least 1).
     #[arg(long, default_value_t = 3, value_name = "K", value_parser = parse_count)]
     pub checkpoint_keep: usize,
     /// A full snapshot every this many checkpoints, changelogs in between.
-    #[arg(long, default_value_t = 5, value_name = "M")]
-    pub checkpoint_full_every: u64,
+    #[arg(long, default_value_t = 5, value_name = "M", value_parser = parse_count)]
+    pub checkpoint_full_every: usize,
     /// Warn when the last complete checkpoint is older than this (default: 3 × the interval,
     /// at least 60s).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = parse_positive_duration, value_name = "DURATION")]
     pub checkpoint_warn_after: Option<Duration>,
     /// Ignore (and delete) the checkpoints in --checkpoint-dir and start from the beginning.
     #[arg(long, requires = "checkpoint_dir")]
@@ -69,6 +69,14 @@ pub struct RunArgs {
     /// Testing: make the files of this checkpoint fail to write, as on a full disk.
     #[arg(long, hide = true, value_name = "EPOCH")]
     pub inject_checkpoint_failure: Option<u64>,
+}
+
+/// A duration of at least 1 ms (`--checkpoint-interval`, `--checkpoint-warn-after`).
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("expected a duration of at least 1ms, found `{s}`")),
+        d => Ok(d),
+    }
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -89,6 +97,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let checkpointing = match prepare_checkpoints(&args)? {
         Prepared::None => None,
         Prepared::Finished(epoch) => {
+            remove_stale_state_dirs(&loaded, &args.engine);
             eprintln!(
                 "anduin: this query already finished (checkpoint {epoch} in {}): nothing to do; pass --from-scratch to run it again",
                 args.checkpoint_dir
@@ -98,7 +107,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             );
             return Ok(ExitCode::SUCCESS);
         }
-        Prepared::Unusable => return Ok(ExitCode::FAILURE),
+        Prepared::Unusable => {
+            remove_stale_state_dirs(&loaded, &args.engine);
+            return Ok(ExitCode::FAILURE);
+        }
         Prepared::Run(c) => Some(c),
     };
     let stop = Arc::new(AtomicBool::new(false));
@@ -220,9 +232,9 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
         settings: CheckpointSettings {
             dir: dir.clone(),
             interval,
-            every_rows: args.checkpoint_every,
+            every_rows: args.checkpoint_every.map(|n| n as u64),
             keep: args.checkpoint_keep,
-            full_every: args.checkpoint_full_every,
+            full_every: args.checkpoint_full_every as u64,
             warn_after,
         },
         restore,
