@@ -93,13 +93,14 @@ pub fn prepare_outputs(spec: &Spec, flag: Option<&Path>) -> Result<DeadLetterTar
     Ok(target)
 }
 
-/// The path of the first writer that writes to a file.
+/// The path of the first writer that writes to a file (not stdout, nor a device or a pipe
+/// such as `/dev/null`, beside which no `.rejected` file belongs).
 fn first_file_output(spec: &Spec) -> Option<String> {
     spec.operators
         .iter()
         .filter(|o| o.kind.as_str() == "writer")
         .filter_map(|o| o.param("path").map(|p| p.value.as_text().to_string()))
-        .find(|p| p != "-")
+        .find(|p| p != "-" && std::fs::metadata(p).map_or(true, |m| m.is_file() || m.is_dir()))
 }
 
 /// What [`execute`] needs besides the query and the engine's options.

@@ -6,8 +6,9 @@
 //! Each output is locked twice: by its path (a lock file in `$TMPDIR/anduin-locks`, which
 //! covers an output that does not exist yet) and, once it exists, by the file or directory
 //! itself, which a run sees whatever name it reaches the output by (a hard link) and whatever
-//! its `$TMPDIR`. A writer with checkpoints writes a directory of part files: that directory
-//! is made here, before it is locked, so that it is locked from the start.
+//! its `$TMPDIR`. An output that does not exist yet (a writer's file, or with checkpoints its
+//! directory of part files) is made here, empty, before it is locked, so that it is locked
+//! from the start.
 
 use std::path::{Path, PathBuf};
 
@@ -54,10 +55,20 @@ pub fn lock_run(
             continue;
         }
         held.push(OwnerLock::output(&locks, path)?);
-        if checkpoint_dir.is_some() && i < writers && !path.exists() {
-            // The writer would make it as it starts; made now, it is locked from the start.
-            // (If this fails, the writer reports why.)
-            let _ = std::fs::create_dir_all(path);
+        if i < writers && !path.exists() {
+            // The writer would make it (a directory of parts with checkpoints, a file without)
+            // as it starts or at its first write; made now, empty, it is locked from the start,
+            // so that a run under another name or $TMPDIR that makes it too is refused. (If
+            // this fails, the writer reports why.)
+            let _ = if checkpoint_dir.is_some() {
+                std::fs::create_dir_all(path)
+            } else {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(path)
+                    .map(drop)
+            };
         }
         held.extend(OwnerLock::output_itself(path)?);
     }

@@ -106,6 +106,34 @@ fn a_second_run_on_an_output_under_another_name_or_tmpdir_is_refused() {
     assert_refused(&other_tmp, "out.csv", pid);
     drop(first);
 
+    // Without checkpoints, an output that does not exist yet: made and locked as the first
+    // run starts, before its first write, so a run under another $TMPDIR is refused too.
+    let first = spawn(root, "t1", &["run", "slow.flow", "--var", "OUTPUT=new.csv"]);
+    let pid = first.pid();
+    wait_until("the first run to make and lock its output", || {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::metadata(root.join("new.csv")) else {
+            return false;
+        };
+        // `/proc/locks`: `1: FLOCK  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF`.
+        std::fs::read_to_string("/proc/locks").is_ok_and(|locks| {
+            locks.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.get(1) == Some(&"FLOCK")
+                    && f.get(4) == Some(&pid.to_string().as_str())
+                    && f.get(5)
+                        .is_some_and(|id| id.ends_with(&format!(":{}", meta.ino())))
+            })
+        })
+    });
+    let other_tmp = run(
+        root,
+        "t2",
+        &["run", "quick.flow", "--var", "OUTPUT=new.csv"],
+    );
+    assert_refused(&other_tmp, "new.csv", pid);
+    drop(first);
+
     // With checkpoints: the output is a directory of parts, made (and locked) as the run
     // starts, so that a run under another $TMPDIR and another checkpoint directory that
     // comes a moment later is refused too.

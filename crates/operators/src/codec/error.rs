@@ -16,7 +16,7 @@ pub enum CodecError {
     /// The header of a CSV file does not name a column the schema requires.
     #[error(
         "{file}: line {line}: header has no column `{missing}` (header columns: {})",
-        header.join(", ")
+        header_names(header)
     )]
     MissingColumn {
         /// The file or stream name given to `start_file`.
@@ -82,6 +82,28 @@ impl CodecError {
     }
 }
 
+/// The names of a header for a message: each with control characters escaped and cut to 80
+/// characters, at most 20 of them (a binary file's "header" can be a megabyte of anything).
+fn header_names(header: &[String]) -> String {
+    const NAMES: usize = 20;
+    let mut names: Vec<String> = header
+        .iter()
+        .take(NAMES)
+        .map(|n| {
+            let escaped: String = n.escape_debug().collect();
+            if escaped.chars().count() > 80 {
+                format!("{}…", escaped.chars().take(80).collect::<String>())
+            } else {
+                escaped
+            }
+        })
+        .collect();
+    if header.len() > NAMES {
+        names.push(format!("… and {} more", header.len() - NAMES));
+    }
+    names.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +129,23 @@ mod tests {
             err.to_string(),
             "events.csv: line 1: header has no column `value` (header columns: ts, sensor)"
         );
+    }
+
+    #[test]
+    fn a_huge_header_is_named_in_part_with_control_characters_escaped() {
+        let mut header: Vec<String> = (0..1000).map(|i| format!("c{i}")).collect();
+        header[0] = "\u{1b}]0;title\u{7}".into();
+        header[1] = "x".repeat(10_000);
+        let err = CodecError::MissingColumn {
+            file: "bin.csv".into(),
+            line: 1,
+            header,
+            missing: "ts".into(),
+        };
+        let text = err.to_string();
+        assert!(text.len() < 600, "{}", text.len());
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert!(text.contains("\\u{1b}]0;title\\u{7}"), "{text}");
+        assert!(text.ends_with(", … and 980 more)"), "{text}");
     }
 }

@@ -377,7 +377,9 @@ fn cell(kind: ColumnKind, v: &Value) -> Result<Cell, String> {
             const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
             match (n.as_i64(), n.as_f64()) {
                 (Some(i), _) => Ok(Cell::Int(i)),
-                (None, Some(f)) if f.fract() == 0.0 && (-LIMIT..LIMIT).contains(&f) => {
+                // Exclusive at -2^63 too: a whole number below the range that is not an i64
+                // reaches here rounded, and the numbers just below -2^63 round to it.
+                (None, Some(f)) if f.fract() == 0.0 && f > -LIMIT && f < LIMIT => {
                     Ok(Cell::Int(f as i64))
                 }
                 (None, Some(f)) if f.fract() == 0.0 => {
@@ -497,6 +499,26 @@ mod tests {
 {"sensor": 1, "value": 2,}
 nonsense
 "text""#;
+
+    #[test]
+    fn a_whole_number_just_below_the_int_range_is_out_of_range_not_clamped() {
+        let input = "{\"sensor\": -9223372036854775808}\n\
+            {\"sensor\": -9223372036854775809}\n\
+            {\"sensor\": -9223372036854776808}\n\
+            {\"sensor\": 9223372036854775808}\n";
+        let (batch, rejected) = run(&mut decoder(), &[input.as_bytes()]);
+        let sensors: Vec<i64> = column::<Int64Array>(&batch, "sensor")
+            .iter()
+            .map(|v| v.expect("a value"))
+            .collect();
+        assert_eq!(sensors, vec![i64::MIN]);
+        let lines: Vec<u64> = rejected.iter().map(|r| r.line).collect();
+        assert_eq!(lines, vec![2, 3, 4]);
+        assert!(
+            rejected.iter().all(|r| r.reason.contains("out of range")),
+            "{rejected:?}"
+        );
+    }
 
     #[test]
     fn bad_lines_are_rejected_with_line_numbers_and_reasons_naming_the_column() {

@@ -513,6 +513,11 @@ impl Source for Reader {
             if let Some(poll) = self.take(decoded)? {
                 return Ok(poll);
             }
+            // Input without rows (a line too long to keep, being skipped; blank lines) must
+            // not hold the source past its deadline: the runtime checks for a stop then.
+            if Instant::now() >= deadline {
+                return Ok(SourcePoll::Idle);
+            }
         }
     }
 }

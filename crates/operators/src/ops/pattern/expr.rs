@@ -68,6 +68,27 @@ pub(crate) enum E {
     Cast(Box<E>, ColumnType),
 }
 
+impl E {
+    /// Whether evaluating can fail on some row: arithmetic (`+ - * / %`), a negation, a
+    /// CAST, a SUM. Comparisons, logic, columns and counts cannot.
+    pub(crate) fn can_fail(&self) -> bool {
+        match self {
+            E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber => false,
+            E::Agg { f, .. } => *f == AggFn::Sum,
+            E::Bin(op, l, r) => {
+                matches!(
+                    op,
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod
+                ) || l.can_fail()
+                    || r.can_fail()
+            }
+            E::And(l, r) | E::Or(l, r) => l.can_fail() || r.can_fail(),
+            E::Not(x) | E::IsNull(x, _) => x.can_fail(),
+            E::Neg(_) | E::Cast(..) => true,
+        }
+    }
+}
+
 /// An expression with its type (`None` for a bare NULL).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Typed {

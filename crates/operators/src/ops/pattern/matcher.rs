@@ -38,6 +38,14 @@ pub(crate) struct Pattern {
     pub max_back: usize,
     /// The most threads one attempt may have at once.
     pub max_threads: usize,
+    /// Whether a condition can fail on a row ([`E::can_fail`]): only then does a row's
+    /// step keep what it changed, to undo it if a condition fails.
+    pub fallible: bool,
+}
+
+/// Whether any of `defines` can fail on a row (for [`Pattern::fallible`]).
+pub(crate) fn fallible(defines: &[Option<E>]) -> bool {
+    defines.iter().flatten().any(E::can_fail)
 }
 
 /// A row of the partition.
@@ -344,16 +352,22 @@ impl Partition {
                 .is_some_and(|w| ts.saturating_sub(self.attempts[i].start_ts) >= w)
             {
                 let a = &mut self.attempts[i];
-                let threads = std::mem::take(&mut a.threads);
+                let mut threads = std::mem::take(&mut a.threads);
                 if a.best.is_none() {
                     a.timed_out = Some(threads.first().and_then(|t| t.hist.clone()));
                 }
-                self.undo.push(Undo {
-                    attempt: i,
-                    threads,
-                    best: None,
-                    timed_out: true,
-                });
+                if p.fallible {
+                    self.undo.push(Undo {
+                        attempt: i,
+                        threads,
+                        best: None,
+                        timed_out: true,
+                    });
+                } else {
+                    // No condition can fail: nothing will be undone.
+                    threads.clear();
+                    self.spare.push(threads);
+                }
                 continue;
             }
             let threads = std::mem::take(&mut self.attempts[i].threads);
@@ -407,12 +421,18 @@ impl Partition {
             }
             a.threads = next;
             let best = found.map(|h| a.best.replace(h));
-            self.undo.push(Undo {
-                attempt: i,
-                threads,
-                best,
-                timed_out: false,
-            });
+            if p.fallible {
+                self.undo.push(Undo {
+                    attempt: i,
+                    threads,
+                    best,
+                    timed_out: false,
+                });
+            } else {
+                let mut old = threads;
+                old.clear();
+                self.spare.push(old);
+            }
         }
         Ok(())
     }
@@ -729,6 +749,7 @@ mod tests {
         let within = (rng.below(2) == 0).then(|| 1 + rng.below(8) as i64);
         let p = Pattern {
             prog,
+            fallible: fallible(&defines),
             defines,
             vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
             within,
@@ -855,6 +876,7 @@ mod tests {
         }
         let p = Pattern {
             prog: program::compile(&parsed.pat).expect("compiles"),
+            fallible: fallible(&defines),
             defines,
             vars: vec![Arc::from("A"), Arc::from("B")],
             within: Some(10),

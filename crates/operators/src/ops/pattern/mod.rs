@@ -291,6 +291,7 @@ pub(crate) fn bind(
         name: op.name.to_string(),
         pattern: Pattern {
             prog,
+            fallible: matcher::fallible(&defines),
             defines,
             vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
             within,
