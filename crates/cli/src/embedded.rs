@@ -90,6 +90,13 @@ pub fn prepare_outputs(spec: &Spec, flag: Option<&Path>) -> Result<DeadLetterTar
         _ => None,
     };
     crate::preflight::check_files(spec, path)?;
+    if let Some(p) = flag {
+        // A derived one sits beside an output, whose writer checks the place; a named one is
+        // checked here, before anything (an output) is made.
+        DeadLetter::new(DeadLetterTarget::File(p.to_path_buf()))
+            .check_writable()
+            .with_context(|| format!("cannot write the dead-letter file `{}`", p.display()))?;
+    }
     Ok(target)
 }
 
@@ -107,10 +114,6 @@ fn first_file_output(spec: &Spec) -> Option<String> {
 pub struct Execution {
     /// Where malformed records go (from [`prepare_outputs`]).
     pub dead_letter: DeadLetterTarget,
-    /// Whether the dead-letter file was named by the user (`--dead-letter`): it is then
-    /// checked to be writable before anything runs (a derived one sits beside an output,
-    /// whose writer checks the place).
-    pub dead_letter_named: bool,
     /// Checkpoints, if the run takes them.
     pub checkpointing: Option<Checkpointing>,
     /// Set to stop the run cleanly.
@@ -135,7 +138,6 @@ pub struct Executed {
 pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Result<Executed> {
     let Execution {
         dead_letter: target,
-        dead_letter_named,
         checkpointing,
         stop,
         query_file,
@@ -151,16 +153,6 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
     } else {
         DeadLetter::new(target)
     });
-    if dead_letter_named {
-        dead_letter.check_writable().with_context(|| {
-            format!(
-                "cannot write the dead-letter file `{}`",
-                path.as_deref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
-            )
-        })?;
-    }
     let state_dir = if uses_lsm(loaded, engine) {
         let root = state_root(engine);
         let dir = RunStateDir::create(&root)

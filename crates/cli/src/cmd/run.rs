@@ -123,7 +123,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         &args.engine,
         Execution {
             dead_letter,
-            dead_letter_named: args.dead_letter.is_some(),
             checkpointing,
             stop,
             query_file: Some(args.file.display().to_string()),

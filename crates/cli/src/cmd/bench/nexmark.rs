@@ -195,7 +195,6 @@ fn measure(loaded: &Loaded, args: &NexmarkArgs) -> Result<Measurement> {
                 &args.engine,
                 Execution {
                     dead_letter,
-                    dead_letter_named: false,
                     checkpointing: None,
                     stop: Arc::new(AtomicBool::new(false)),
                     query_file: None,
