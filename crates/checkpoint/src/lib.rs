@@ -18,6 +18,7 @@ mod layout;
 mod lock;
 mod manifest;
 pub mod plan;
+pub mod recovery;
 pub mod schedule;
 mod store;
 

@@ -12,6 +12,7 @@ use crate::error::CheckpointError;
 use crate::files::write_file_atomically;
 use crate::layout::{CheckpointDir, MANIFEST_NAME};
 use crate::manifest::{Manifest, MANIFEST_FORMAT};
+use crate::recovery::{plan_recovery, RecoveryFacts, RecoveryPlan};
 
 /// The start of a manifest's last line, which holds the CRC32 of the lines before it.
 const CRC_PREFIX: &str = "crc32 ";
@@ -286,22 +287,53 @@ impl Store {
 
     /// Decides which checkpoint to restore, validating the complete ones from the newest.
     pub fn choose_restore(&self) -> Result<(RestoreDecision, Option<Validated>), CheckpointError> {
+        let (candidates, chosen) = self.validate_newest(&self.epochs()?);
+        Ok((choose_restore(&candidates), chosen))
+    }
+
+    /// Validates the complete checkpoints among `epochs`, newest first, down to the first
+    /// valid one: each outcome, and that one.
+    fn validate_newest(&self, epochs: &[Epoch]) -> (Vec<Validation>, Option<Validated>) {
         let mut candidates = Vec::new();
-        let mut chosen = None;
-        for epoch in self.epochs()?.into_iter().rev() {
+        for epoch in epochs.iter().rev().copied() {
             if epoch_manifest_absent(&self.dir, epoch) {
                 continue;
             }
             match self.validate(epoch) {
                 Ok(v) => {
                     candidates.push((epoch, Ok(())));
-                    chosen = Some(v);
-                    break;
+                    return (candidates, Some(v));
                 }
                 Err(e) => candidates.push((epoch, Err(e.to_string()))),
             }
         }
-        Ok((choose_restore(&candidates), chosen))
+        (candidates, None)
+    }
+
+    /// The facts of the directory for [`crate::recovery::plan_recovery`], and its plan, with
+    /// the checkpoint to restore (validated) if the plan restores or finds the query finished.
+    pub fn recovery(
+        &self,
+        from_scratch: bool,
+    ) -> Result<(RecoveryPlan, Option<Validated>), CheckpointError> {
+        let epochs = self.epochs()?;
+        let (validated, chosen) = if from_scratch {
+            (Vec::new(), None)
+        } else {
+            self.validate_newest(&epochs)
+        };
+        let facts = RecoveryFacts {
+            epochs,
+            validated,
+            finished: chosen.as_ref().is_some_and(|v| v.manifest.finished),
+            from_scratch,
+        };
+        Ok((plan_recovery(&facts), chosen))
+    }
+
+    /// Deletes the directories of checkpoints `epochs`.
+    pub fn remove(&self, epochs: &[Epoch]) -> Result<(), CheckpointError> {
+        epochs.iter().try_for_each(|e| self.delete(*e))
     }
 
     /// Deletes checkpoint `epoch`'s directory.
@@ -343,6 +375,9 @@ impl Store {
         Ok(())
     }
 }
+
+/// A checkpoint and the outcome of its validation (why it is unusable).
+type Validation = (Epoch, Result<(), String>);
 
 fn epoch_manifest_absent(dir: &CheckpointDir, epoch: Epoch) -> bool {
     !dir.manifest(epoch).exists()

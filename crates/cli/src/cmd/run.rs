@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anduin_checkpoint::decide::RestoreDecision;
+use anduin_checkpoint::recovery::RecoveryPlan;
 use anduin_checkpoint::{Store, Validated};
 use anduin_operators::DeadLetter;
 use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunSummary};
@@ -164,57 +164,54 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
     };
     let store = Store::open(dir)
         .with_context(|| format!("cannot use the checkpoint directory `{}`", dir.display()))?;
-    let restore: Option<Validated> = if args.from_scratch {
-        store
-            .clear()
-            .context("cannot remove the earlier checkpoints")?;
-        eprintln!(
-            "anduin: starting from scratch: removed the earlier checkpoints in {}",
-            dir.display()
-        );
-        None
-    } else {
-        let (decision, validated) = store.choose_restore()?;
-        match decision {
-            RestoreDecision::Fresh => {
-                store
-                    .clear()
-                    .context("cannot remove incomplete checkpoints")?;
-                None
-            }
-            RestoreDecision::Restore { epoch, skipped } => {
-                for (e, why) in &skipped {
-                    eprintln!(
-                        "anduin: checkpoint {} is unusable ({why}); falling back to an earlier one",
-                        e.0
-                    );
-                }
-                for e in store.epochs()? {
-                    if e > epoch {
-                        store.delete(e)?;
-                    }
-                }
-                let v = validated.context("the chosen checkpoint was validated")?;
-                if v.manifest.finished {
-                    return Ok(Prepared::Finished(epoch.0));
-                }
+    let (plan, validated) = store.recovery(args.from_scratch)?;
+    let restore: Option<Validated> = match plan {
+        RecoveryPlan::Fresh { remove, asked } => {
+            store.remove(&remove).context(if asked {
+                "cannot remove the earlier checkpoints"
+            } else {
+                "cannot remove incomplete checkpoints"
+            })?;
+            if asked {
                 eprintln!(
-                    "anduin: resuming from checkpoint {} in {}",
-                    epoch.0,
+                    "anduin: starting from scratch: removed the earlier checkpoints in {}",
                     dir.display()
                 );
-                Some(v)
             }
-            RestoreDecision::NothingUsable { problems } => {
-                for (e, why) in &problems {
-                    eprintln!("anduin: checkpoint {} is unusable: {why}", e.0);
-                }
+            None
+        }
+        RecoveryPlan::Finished { epoch, remove } => {
+            store.remove(&remove)?;
+            return Ok(Prepared::Finished(epoch.0));
+        }
+        RecoveryPlan::Restore {
+            epoch,
+            skipped,
+            remove,
+        } => {
+            for (e, why) in &skipped {
                 eprintln!(
-                    "error: no usable checkpoint in {}; to start over, reading the input from the beginning and rewriting the output, pass --from-scratch",
-                    dir.display()
+                    "anduin: checkpoint {} is unusable ({why}); falling back to an earlier one",
+                    e.0
                 );
-                return Ok(Prepared::Unusable);
             }
+            store.remove(&remove)?;
+            eprintln!(
+                "anduin: resuming from checkpoint {} in {}",
+                epoch.0,
+                dir.display()
+            );
+            Some(validated.context("the chosen checkpoint was validated")?)
+        }
+        RecoveryPlan::Unusable { problems } => {
+            for (e, why) in &problems {
+                eprintln!("anduin: checkpoint {} is unusable: {why}", e.0);
+            }
+            eprintln!(
+                "error: no usable checkpoint in {}; to start over, reading the input from the beginning and rewriting the output, pass --from-scratch",
+                dir.display()
+            );
+            return Ok(Prepared::Unusable);
         }
     };
     let interval = match (args.checkpoint_interval, args.checkpoint_every) {
