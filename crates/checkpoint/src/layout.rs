@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! <root>/chk-00000007/MANIFEST.json        written last: the checkpoint is complete
-//! <root>/chk-00000007/<file>               snapshot and changelog files named by the runtime
+//! <root>/chk-00000007/003-count-1.full     a snapshot ([`state_file`]: operator 3 of the
+//!                                          query, `count`, instance 1; `.changes` for a changelog)
 //! <root>/chk-00000007/.<file>.tmp          a file being written (never read)
 //! ```
 
@@ -54,6 +55,48 @@ impl CheckpointDir {
     }
 }
 
+/// An operator instance's key in a checkpoint's manifest: the operator's name, and `#i` for
+/// instance `i` of an operator that runs as several.
+pub fn instance_key(operator: &str, instance: usize, parallelism: usize) -> String {
+    if parallelism > 1 {
+        format!("{operator}#{instance}")
+    } else {
+        operator.to_string()
+    }
+}
+
+/// The name of an operator instance's state file in a checkpoint: the operator's index in
+/// the query, its name (characters other than letters, digits, `-` and `_` as `_`), the
+/// instance when it runs as several, and `full` (a full snapshot) or `changes` (a changelog)
+/// as extension: `003-count-1.full`.
+pub fn state_file(
+    index: usize,
+    operator: &str,
+    instance: usize,
+    parallelism: usize,
+    kind: anduin_types::SnapshotKind,
+) -> String {
+    let clean: String = operator
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let suffix = match kind {
+        anduin_types::SnapshotKind::Full => "full",
+        anduin_types::SnapshotKind::Changes => "changes",
+    };
+    if parallelism > 1 {
+        format!("{index:03}-{clean}-{instance}.{suffix}")
+    } else {
+        format!("{index:03}-{clean}.{suffix}")
+    }
+}
+
 /// The temporary name a file is written under before it is renamed to `path`.
 pub(crate) fn temp_path(path: &Path) -> PathBuf {
     let name = path
@@ -66,6 +109,16 @@ pub(crate) fn temp_path(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instance_keys_and_state_files_keep_the_names_existing_checkpoints_use() {
+        use anduin_types::SnapshotKind::{Changes, Full};
+        assert_eq!(instance_key("count", 0, 1), "count");
+        assert_eq!(instance_key("count", 1, 4), "count#1");
+        assert_eq!(state_file(3, "count", 0, 1, Full), "003-count.full");
+        assert_eq!(state_file(3, "count", 1, 4, Changes), "003-count-1.changes");
+        assert_eq!(state_file(12, "a b/é", 0, 1, Full), "012-a_b__.full");
+    }
 
     #[test]
     fn epoch_directories_round_trip_through_their_names() {

@@ -24,7 +24,7 @@ mod store;
 
 pub use error::CheckpointError;
 pub use files::{write_file_atomically, CrcWriter, FinishedFile, PendingFile};
-pub use layout::CheckpointDir;
+pub use layout::{instance_key, state_file, CheckpointDir};
 pub use lock::{output_locks_dir, LockError, OwnerLock, LOCK_NAME};
 pub use manifest::{FileEntry, Manifest, OperatorState, StateFileRef, MANIFEST_FORMAT};
 pub use store::{CheckpointListing, CheckpointStatus, Store, Validated};

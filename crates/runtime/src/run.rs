@@ -175,7 +175,7 @@ pub fn run(
                         operator: head.name().to_string(),
                         why,
                     })?;
-                let key = state_key(head.name(), instance, t.parallelism);
+                let key = anduin_checkpoint::instance_key(head.name(), instance, t.parallelism);
                 if let Some(state) = restore_in(w, &key)? {
                     source
                         .restore(state)
@@ -214,7 +214,7 @@ pub fn run(
                 let mut op = factory(&ctx.for_instance(instance, t.parallelism))
                     .map_err(RuntimeError::Start)?;
                 if let Some(w) = &wiring {
-                    let key = state_key(node.name(), instance, t.parallelism);
+                    let key = anduin_checkpoint::instance_key(node.name(), instance, t.parallelism);
                     if let Some(state) = restore_in(w, &key)? {
                         op.restore(state).map_err(|cause| restore_error(w, cause))?;
                     }
@@ -558,15 +558,6 @@ fn inlet(rx: Receiver<crate::channel::Envelope>, port: usize) -> Inlet {
         watermark: Watermark::MIN,
         idle: false,
         ended: false,
-    }
-}
-
-/// An operator instance's key in a checkpoint's manifest.
-fn state_key(name: &str, instance: usize, parallelism: usize) -> String {
-    if parallelism > 1 {
-        format!("{name}#{instance}")
-    } else {
-        name.to_string()
     }
 }
 

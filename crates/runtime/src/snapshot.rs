@@ -33,7 +33,9 @@ pub(crate) struct Slot<'a> {
     dir: &'a Path,
     name: &'a str,
     key: String,
-    stem: String,
+    /// The operator's index in the query, the instance, and how many there are: what names
+    /// its file (`anduin_checkpoint::state_file`).
+    slot: (usize, usize, usize),
     inline: Option<serde_json::Value>,
     file: Option<(SnapshotKind, Recording)>,
     /// The first I/O error of the slot's file (creating, writing or flushing it).
@@ -110,31 +112,15 @@ impl<'a> Slot<'a> {
         (index, instance, parallelism): (usize, usize, usize),
         name: &'a str,
     ) -> Self {
-        let clean: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let (key, stem) = if parallelism > 1 {
-            (
-                format!("{name}#{instance}"),
-                format!("{index:03}-{clean}-{instance}"),
-            )
-        } else {
-            (name.to_string(), format!("{index:03}-{clean}"))
-        };
+        let key = anduin_checkpoint::instance_key(name, instance, parallelism);
+        let slot = (index, instance, parallelism);
         Self {
             epoch,
             full,
             dir,
             name,
             key,
-            stem,
+            slot,
             inline: None,
             file: None,
             io_failure: None,
@@ -177,11 +163,14 @@ impl SnapshotOut for Slot<'_> {
             });
         }
         if self.file.is_none() {
-            let suffix = match kind {
-                SnapshotKind::Full => "full",
-                SnapshotKind::Changes => "changes",
-            };
-            let path: PathBuf = self.dir.join(format!("{}.{suffix}", self.stem));
+            let (index, instance, parallelism) = self.slot;
+            let path: PathBuf = self.dir.join(anduin_checkpoint::state_file(
+                index,
+                self.name,
+                instance,
+                parallelism,
+                kind,
+            ));
             let file = PendingFile::create(&path).map_err(|e| {
                 self.io_failure = Some(e.to_string());
                 OperatorError::Execution {
