@@ -48,6 +48,14 @@ pub enum OperatorError {
         /// What failed.
         message: String,
     },
+    /// Something anduin itself got wrong (a broken invariant), not the user's query or data.
+    #[error("operator \"{operator}\": {message}; this is a bug in anduin, please report it")]
+    Internal {
+        /// The operator's name.
+        operator: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The next task stopped: there is nobody to send to. Not a cause of its own.
     #[error("downstream of operator \"{operator}\" has stopped")]
     DownstreamGone {
@@ -57,6 +65,19 @@ pub enum OperatorError {
 }
 
 impl OperatorError {
+    /// A bug in anduin, found in operator `operator`.
+    pub fn internal(operator: impl Into<String>, message: impl Into<String>) -> Self {
+        OperatorError::Internal {
+            operator: operator.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Whether this error is a bug in anduin rather than a problem of the query or its data.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, OperatorError::Internal { .. })
+    }
+
     /// Whether this error is only a consequence of another task's failure.
     pub fn is_secondary(&self) -> bool {
         matches!(self, OperatorError::DownstreamGone { .. })
@@ -106,4 +127,24 @@ pub struct BadRow {
     pub origin: Option<(String, u64)>,
     /// The expression's error.
     pub reason: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bug_in_anduin_says_so_and_is_told_apart_from_bad_input() {
+        let e = OperatorError::internal("w", "the join has no buffered rows to gather from");
+        assert!(e.is_internal());
+        assert_eq!(
+            e.to_string(),
+            "operator \"w\": the join has no buffered rows to gather from; this is a bug in anduin, please report it"
+        );
+        let bad = OperatorError::Execution {
+            operator: "w".into(),
+            message: "x".into(),
+        };
+        assert!(!bad.is_internal());
+    }
 }

@@ -563,8 +563,8 @@ fn inlet(rx: Receiver<crate::channel::Envelope>, port: usize) -> Inlet {
 
 /// A source can only head a task: the planner never fuses one behind another operator.
 fn unreachable_source(name: &str) -> RuntimeError {
-    RuntimeError::Start(OperatorError::Execution {
-        operator: name.to_string(),
-        message: "a source was planned inside a chain; this is a bug in anduin's planner".into(),
-    })
+    RuntimeError::Start(OperatorError::internal(
+        name,
+        "the planner put a source inside a chain",
+    ))
 }

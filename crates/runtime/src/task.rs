@@ -97,12 +97,14 @@ impl OperatorTask {
                     self.advance(&mut time)?;
                 }
                 Message::Barrier(b) => {
-                    let outcome = aligner.on_barrier(idx, b).map_err(|m| OperatorError::Execution {
-                        operator: self.name.clone(),
-                        message: format!(
-                            "barrier of epoch {} arrived while aligning epoch {}; this is a bug in anduin",
-                            m.got.0, m.expected.0
-                        ),
+                    let outcome = aligner.on_barrier(idx, b).map_err(|m| {
+                        OperatorError::internal(
+                            &self.name,
+                            format!(
+                                "barrier of epoch {} arrived while aligning epoch {}",
+                                m.got.0, m.expected.0
+                            ),
+                        )
                     })?;
                     self.aligned(outcome)?;
                 }
@@ -152,10 +154,10 @@ impl OperatorTask {
             map.push(From::Coordinator);
         }
         if map.is_empty() {
-            return Err(OperatorError::Execution {
-                operator: self.name.clone(),
-                message: "no input to wait for; this is a bug in anduin's barrier alignment".into(),
-            });
+            return Err(OperatorError::internal(
+                &self.name,
+                "no input to wait for (barrier alignment)",
+            ));
         }
         let op = select.select();
         let k = op.index();

@@ -122,9 +122,11 @@ impl Map {
                     ));
                 }
                 let parts: Vec<&dyn Array> = good.iter().map(|cols| cols[c].as_ref()).collect();
-                arrow::compute::concat(&parts).map_err(|e| OperatorError::Execution {
-                    operator: self.name.clone(),
-                    message: format!("joining the rows that evaluated: {e}"),
+                arrow::compute::concat(&parts).map_err(|e| {
+                    OperatorError::internal(
+                        &self.name,
+                        format!("joining the rows that evaluated: {e}"),
+                    )
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -34,10 +34,10 @@ fn gather(
         .next()
         .map(|b| b.num_columns())
     else {
-        return Err(OperatorError::Execution {
-            operator: operator.to_string(),
-            message: "no buffered rows to gather from; this is a bug in anduin's join".into(),
-        });
+        return Err(OperatorError::internal(
+            operator,
+            "the join has no buffered rows to gather from",
+        ));
     };
     let mut columns = Vec::with_capacity(width);
     for c in 0..width {

@@ -101,12 +101,10 @@ impl Window {
             }
         })?;
         let inputs = aggregate_inputs(&kept, &self.setup).map_err(|(agg, message)| {
-            OperatorError::Execution {
-                operator: self.setup.name.clone(),
-                message: format!(
-                    "aggregate {agg} failed on rows it evaluated before (a bug in anduin): {message}"
-                ),
-            }
+            OperatorError::internal(
+                &self.setup.name,
+                format!("aggregate {agg} failed on rows it evaluated before: {message}"),
+            )
         })?;
         Ok((kept, inputs))
     }
