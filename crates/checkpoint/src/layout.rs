@@ -76,16 +76,7 @@ pub fn state_file(
     parallelism: usize,
     kind: anduin_types::SnapshotKind,
 ) -> String {
-    let clean: String = operator
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let clean = anduin_types::file_safe(operator);
     let suffix = match kind {
         anduin_types::SnapshotKind::Full => "full",
         anduin_types::SnapshotKind::Changes => "changes",

@@ -225,11 +225,6 @@ impl Scheduler {
         self.sources.iter().copied()
     }
 
-    /// Whether a checkpoint is in flight.
-    pub fn in_flight(&self) -> Option<Epoch> {
-        self.in_flight.map(|f| f.epoch)
-    }
-
     /// Checkpoint `epoch` did not complete: the next one is full. (A last checkpoint that
     /// fails is not taken again: the sources have ended.)
     fn ended_badly(&mut self, epoch: Epoch) {

@@ -10,9 +10,7 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{anduin, anduin_ok, output_rows};
+use common::{anduin, anduin_ok, dead_letters, output_rows};
 
 /// Two sensors. Sensor 1: A (t0), B (t1), a row on which B's condition divides by zero (t2,
 /// `d = 0`), B (t3), C (t4): one match, A B B C, as if t2 had never come. Sensor 2: A B C
@@ -92,14 +90,6 @@ fn place(file: &str, text: &str, needle: &str) -> String {
     let line = before.matches('\n').count() + 1;
     let col = before.chars().rev().take_while(|c| *c != '\n').count() + 1;
     format!("{file}:{line}:{col}")
-}
-
-fn dead_letters(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .expect("the dead-letter file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect()
 }
 
 fn setup(file: &str, query: &str) -> tempfile::TempDir {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{anduin_ok, repo};
+use common::{anduin_ok, dead_letters, repo};
 
 /// Eleven rows, the fifth without its event time.
 const INPUT: &str = "ts,sensor,value
@@ -22,14 +22,6 @@ const INPUT: &str = "ts,sensor,value
 1700000000009,47,53
 1700000000010,872,51
 ";
-
-fn dead_letters(path: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .expect("the dead-letter file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect()
-}
 
 #[test]
 fn a_row_with_an_empty_event_time_goes_to_the_dead_letters() {

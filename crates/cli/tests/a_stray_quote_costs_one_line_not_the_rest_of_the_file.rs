@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::anduin_ok;
+use common::{anduin_ok, dead_letters};
 
 const PASS_THROUGH: &str = r#"
 type name = "Event" {
@@ -23,14 +23,6 @@ operator name = "out", type = "writer" {
   param path = "${OUTPUT}"
 }
 "#;
-
-fn dead_letters(path: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .expect("the dead-letter file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect()
-}
 
 #[test]
 fn a_stray_quote_costs_one_line_not_the_rest_of_the_file() {

@@ -231,29 +231,41 @@ impl DeadLetter {
     /// calls it before it completes, so that rejects before the checkpoint, which a resumed
     /// run does not read again, are not lost with the process.
     pub fn sync(&self) -> std::io::Result<()> {
-        let mut guard = self
-            .writer
-            .lock()
-            .map_err(|_| std::io::Error::other("dead-letter writer poisoned"))?;
-        match guard.as_mut() {
-            Some(w) => {
-                w.flush()?;
-                w.get_ref().sync_data()
-            }
-            None => Ok(()),
+        self.with_writer(|w| {
+            w.flush()?;
+            w.get_ref().sync_data()
+        })
+    }
+
+    /// The error of operator `operator` whose reject could not be written (`e`), naming the
+    /// dead-letter file.
+    pub fn write_error(&self, operator: &str, e: std::io::Error) -> crate::OperatorError {
+        crate::OperatorError::Execution {
+            operator: operator.to_string(),
+            message: format!(
+                "cannot write the dead-letter file `{}`: {e}",
+                self.path()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "stderr".into())
+            ),
         }
     }
 
     /// Writes out what is buffered.
     pub fn flush(&self) -> std::io::Result<()> {
+        self.with_writer(BufWriter::flush)
+    }
+
+    /// `f` on the file's writer, if the file was created.
+    fn with_writer(
+        &self,
+        f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         let mut guard = self
             .writer
             .lock()
             .map_err(|_| std::io::Error::other("dead-letter writer poisoned"))?;
-        match guard.as_mut() {
-            Some(w) => w.flush(),
-            None => Ok(()),
-        }
+        guard.as_mut().map_or(Ok(()), f)
     }
 }
 

@@ -30,6 +30,6 @@ pub use operator::{Collector, Operator};
 pub use origins::RowOrigins;
 pub use params::Params;
 pub use row_errors::{
-    evaluate_rows, failures, kept_rows, ExprAt, OnError, Piece, RowErrors, RowFailure,
+    evaluate_rows, failures, kept_rows, Evaluated, ExprAt, OnError, Piece, RowErrors, RowFailure,
 };
 pub use source::{Source, SourcePoll};

@@ -114,39 +114,60 @@ pub enum Piece<T> {
     Bad(RowFailure),
 }
 
+/// What [`evaluate_rows`] found.
+#[derive(Debug)]
+pub enum Evaluated<T> {
+    /// It held on every row: the result on the whole batch (the one evaluation).
+    Whole(T),
+    /// It failed on some row: the pieces cover every row once, in order.
+    Split(Vec<Piece<T>>),
+}
+
 /// Evaluates `eval` on `batch` and, where it fails, on halves, down to the single rows that
-/// fail. The pieces cover every row once, in order. `eval` reports a failure as the index of
-/// the expression that failed and its message.
+/// fail. `eval` reports a failure as the index of the expression that failed and its message.
 pub fn evaluate_rows<T>(
     batch: &RecordBatch,
     eval: &mut impl FnMut(&RecordBatch) -> Result<T, (usize, String)>,
-) -> Vec<Piece<T>> {
-    let mut pieces = Vec::new();
-    bisect(batch, 0, eval, &mut pieces);
-    pieces
+) -> Evaluated<T> {
+    match eval(batch) {
+        Ok(value) => Evaluated::Whole(value),
+        Err(failure) => {
+            let mut pieces = Vec::new();
+            split(batch, 0, failure, eval, &mut pieces);
+            Evaluated::Split(pieces)
+        }
+    }
 }
 
-fn bisect<T>(
+/// `batch` (rows from `offset` on), on which `eval` failed with `failure`, in halves.
+fn split<T>(
     batch: &RecordBatch,
     offset: usize,
+    (expr, message): (usize, String),
     eval: &mut impl FnMut(&RecordBatch) -> Result<T, (usize, String)>,
     out: &mut Vec<Piece<T>>,
 ) {
     let len = batch.num_rows();
-    if len == 0 {
+    if len <= 1 {
+        out.extend((len == 1).then(|| {
+            Piece::Bad(RowFailure {
+                row: offset,
+                expr,
+                message,
+            })
+        }));
         return;
     }
-    match eval(batch) {
-        Ok(value) => out.push(Piece::Good { offset, len, value }),
-        Err((expr, message)) if len == 1 => out.push(Piece::Bad(RowFailure {
-            row: offset,
-            expr,
-            message,
-        })),
-        Err(_) => {
-            let half = len / 2;
-            bisect(&batch.slice(0, half), offset, eval, out);
-            bisect(&batch.slice(half, len - half), offset + half, eval, out);
+    let half = len / 2;
+    for (start, n) in [(0, half), (half, len - half)] {
+        let part = batch.slice(start, n);
+        match eval(&part) {
+            Ok(value) => out.push(Piece::Good {
+                offset: offset + start,
+                len: n,
+                value,
+            }),
+            Err(failure) => split(&part, offset + start, failure, eval, out),
         }
     }
 }
@@ -247,16 +268,7 @@ impl RowErrors {
         };
         self.dead_letter
             .reject_row(&self.operator, &rejected)
-            .map_err(|e| OperatorError::Execution {
-                operator: self.operator.clone(),
-                message: format!(
-                    "cannot write the dead-letter file `{}`: {e}",
-                    self.dead_letter
-                        .path()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_else(|| "stderr".into())
-                ),
-            })
+            .map_err(|e| self.dead_letter.write_error(&self.operator, e))
     }
 }
 
@@ -293,9 +305,16 @@ mod tests {
             divide(b)
         });
         assert_eq!(calls, 1);
-        assert!(
-            matches!(&pieces[..], [Piece::Good { offset: 0, len: 3, value }] if value == &[100, 50, 25])
-        );
+        assert!(matches!(&pieces, Evaluated::Whole(value) if value == &[100, 50, 25]));
+    }
+
+    #[test]
+    fn a_batch_of_one_failing_row_is_that_row() {
+        let Evaluated::Split(pieces) = evaluate_rows(&batch(&[0]), &mut divide) else {
+            panic!("the row fails");
+        };
+        assert_eq!(pieces.len(), 1);
+        assert_eq!(failures(&pieces).len(), 1);
     }
 
     #[test]
@@ -305,7 +324,14 @@ mod tests {
             let values: Vec<i64> = (0..n as u64)
                 .map(|i| ((i * 7919 + seed * 104_729) % 23) as i64)
                 .collect();
-            let pieces = evaluate_rows(&batch(&values), &mut divide);
+            let pieces = match evaluate_rows(&batch(&values), &mut divide) {
+                Evaluated::Whole(value) => vec![Piece::Good {
+                    offset: 0,
+                    len: n,
+                    value,
+                }],
+                Evaluated::Split(pieces) => pieces,
+            };
             let mut row = 0;
             let mut results = Vec::new();
             for p in &pieces {

@@ -76,16 +76,7 @@ impl RunStateDir {
 
     /// The working directory of instance `instance` of operator `operator` (not created).
     pub fn backend_dir(&self, operator: &str, instance: usize) -> PathBuf {
-        let clean: String = operator
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let clean = anduin_types::file_safe(operator);
         self.dir.join(format!("{clean}-{instance}"))
     }
 }

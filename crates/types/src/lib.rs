@@ -9,6 +9,7 @@ mod clock;
 mod column_type;
 mod diagnostic;
 mod message;
+mod names;
 mod suggest;
 mod time;
 
@@ -16,5 +17,6 @@ pub use clock::{elapsed_ms, Clock, ManualClock, SharedClock, SystemClock};
 pub use column_type::ColumnType;
 pub use diagnostic::{abbreviate, Diagnostic, Diagnostics, Pos, Severity, QUOTED_MAX};
 pub use message::{Barrier, BarrierKind, ControlUpdate, Epoch, Message, SnapshotKind};
+pub use names::file_safe;
 pub use suggest::did_you_mean;
 pub use time::{duration_ms, parse_duration_ms, Watermark};

@@ -127,6 +127,15 @@ pub fn normalize(csv: &str, kinds: &str) -> (usize, String) {
     (lines.len(), hex[..16].to_string())
 }
 
+/// The entries of the dead-letter file `path`, one JSON object per line.
+pub fn dead_letters(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("the dead-letter file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
 /// The data rows of every file under `path` (a file or a directory of parts), sorted.
 pub fn output_rows(path: &Path) -> Vec<String> {
     let mut files = vec![];

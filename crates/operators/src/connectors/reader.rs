@@ -275,16 +275,7 @@ impl Reader {
             };
             self.dead_letter
                 .reject(&self.name, &record)
-                .map_err(|e| OperatorError::Execution {
-                    operator: self.name.clone(),
-                    message: format!(
-                        "cannot write the dead-letter file `{}`: {e}",
-                        self.dead_letter
-                            .path()
-                            .map(|p| p.display().to_string())
-                            .unwrap_or_else(|| "stderr".into())
-                    ),
-                })?;
+                .map_err(|e| self.dead_letter.write_error(&self.name, e))?;
         }
         let mut origins = match decoded.batch.as_ref() {
             Some(b) if self.want_origins && decoded.lines.len() == b.num_rows() => {

@@ -14,8 +14,8 @@ use arrow::record_batch::RecordBatch;
 use crate::catalog::Bound;
 use crate::params::Params;
 use crate::{
-    evaluate_rows, Collector, ControlError, ExprAt, OnError, Operator, OperatorError, Piece,
-    RowErrors, RowFailure, RowOrigins,
+    evaluate_rows, Collector, ControlError, Evaluated, ExprAt, OnError, Operator, OperatorError,
+    Piece, RowErrors, RowFailure, RowOrigins,
 };
 
 /// The `filter` operator type.
@@ -79,12 +79,10 @@ impl Filter {
     fn mask(&self, batch: &RecordBatch) -> (BooleanArray, Vec<RowFailure>) {
         let mut eval =
             |b: &RecordBatch| self.predicate.evaluate_bool(b).map_err(|e| (0, e.message));
-        let mut pieces = evaluate_rows(batch, &mut eval);
-        if pieces.len() == 1 {
-            if let Some(Piece::Good { value, .. }) = pieces.pop() {
-                return (value, Vec::new());
-            }
-        }
+        let pieces = match evaluate_rows(batch, &mut eval) {
+            Evaluated::Whole(mask) => return (mask, Vec::new()),
+            Evaluated::Split(pieces) => pieces,
+        };
         let mut mask = BooleanBuilder::with_capacity(batch.num_rows());
         let mut failed = Vec::new();
         for piece in pieces {

@@ -13,8 +13,8 @@ use arrow::record_batch::RecordBatch;
 use crate::catalog::Bound;
 use crate::params::Params;
 use crate::{
-    evaluate_rows, failures, kept_rows, Collector, ExprAt, OnError, Operator, OperatorError, Piece,
-    RowErrors, RowFailure, RowOrigins,
+    evaluate_rows, failures, kept_rows, Collector, Evaluated, ExprAt, OnError, Operator,
+    OperatorError, Piece, RowErrors, RowFailure, RowOrigins,
 };
 
 /// The `map` operator type.
@@ -100,12 +100,10 @@ impl Map {
         &self,
         batch: &RecordBatch,
     ) -> Result<(Vec<ArrayRef>, Vec<RowFailure>), OperatorError> {
-        let mut pieces = evaluate_rows(batch, &mut |b: &RecordBatch| self.columns(b));
-        if pieces.len() == 1 {
-            if let Some(Piece::Good { value, .. }) = pieces.pop() {
-                return Ok((value, Vec::new()));
-            }
-        }
+        let pieces = match evaluate_rows(batch, &mut |b: &RecordBatch| self.columns(b)) {
+            Evaluated::Whole(columns) => return Ok((columns, Vec::new())),
+            Evaluated::Split(pieces) => pieces,
+        };
         let failed = failures(&pieces);
         let good: Vec<Vec<ArrayRef>> = pieces
             .into_iter()

@@ -38,16 +38,7 @@ pub(crate) fn reject_null_times(
         };
         dead_letter
             .reject_row(operator, &rejected)
-            .map_err(|e| OperatorError::Execution {
-                operator: operator.to_string(),
-                message: format!(
-                    "cannot write the dead-letter file `{}`: {e}",
-                    dead_letter
-                        .path()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_else(|| "stderr".into())
-                ),
-            })?;
+            .map_err(|e| dead_letter.write_error(operator, e))?;
     }
     let keep = is_not_null(times.as_ref()).map_err(|e| arrow_error(operator, &e))?;
     filter_record_batch(&batch, &keep).map_err(|e| arrow_error(operator, &e))

@@ -3,8 +3,6 @@
 //! dead letters with the reason, instead of being dropped silently or given wrapped bounds.
 //! The window operator and the window join both use it.
 
-use std::path::Path;
-
 use arrow::array::BooleanArray;
 use arrow::compute::filter_record_batch;
 use arrow::record_batch::RecordBatch;
@@ -45,13 +43,7 @@ pub(crate) fn keep_fitting(
         };
         dead_letter
             .reject_row(operator, &row)
-            .map_err(|e| OperatorError::Io {
-                operator: operator.to_string(),
-                path: dead_letter
-                    .path()
-                    .map_or_else(|| "stderr".into(), Path::to_path_buf),
-                source: e,
-            })?;
+            .map_err(|e| dead_letter.write_error(operator, e))?;
         tracing::debug!(
             operator,
             event_time = ts,

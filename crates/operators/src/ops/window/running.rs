@@ -83,14 +83,13 @@ impl Window {
         batch: RecordBatch,
         origins: Option<&crate::RowOrigins>,
     ) -> Result<(RecordBatch, Inputs), OperatorError> {
-        let mut pieces = crate::evaluate_rows(&batch, &mut |b: &RecordBatch| {
+        let evaluated = crate::evaluate_rows(&batch, &mut |b: &RecordBatch| {
             aggregate_inputs(b, &self.setup)
         });
-        if pieces.len() == 1 {
-            if let Some(crate::Piece::Good { value, .. }) = pieces.pop() {
-                return Ok((batch, value));
-            }
-        }
+        let pieces = match evaluated {
+            crate::Evaluated::Whole(inputs) => return Ok((batch, inputs)),
+            crate::Evaluated::Split(pieces) => pieces,
+        };
         let failed = crate::failures(&pieces);
         self.errors.reject(&batch, &failed, origins)?;
         let keep = crate::kept_rows(batch.num_rows(), &failed);
