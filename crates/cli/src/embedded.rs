@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anduin_operators::{BuildContext, DeadLetter, DeadLetterTarget};
+use anduin_operator_api::{BuildContext, DeadLetter, DeadLetterTarget};
 use anduin_runtime::{Checkpointing, RunConfig, RunSummary};
 use anduin_spec::Spec;
 use anduin_state::RunStateDir;

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anduin_graph::LogicalGraph;
-use anduin_operators::{Bound, BuiltinCatalog};
+use anduin_operator_api::Bound;
+use anduin_registry::BuiltinCatalog;
 use anduin_spec::{Missing, Spec};
 use anduin_types::Diagnostics;
 use anyhow::{Context, Result};

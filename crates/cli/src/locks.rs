@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use anduin_checkpoint::{output_locks_dir, OwnerLock};
-use anduin_operators::DeadLetterTarget;
+use anduin_operator_api::DeadLetterTarget;
 use anduin_spec::Spec;
 use anyhow::Result;
 

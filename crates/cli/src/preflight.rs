@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anduin_operators::connectors::resolve_input_paths;
+use anduin_connectors::resolve_input_paths;
 use anduin_spec::Spec;
 use anyhow::{bail, Result};
 

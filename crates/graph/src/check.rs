@@ -323,6 +323,9 @@ pub fn check<C: Catalog>(
             parallelizable: catalog
                 .signature(def.kind.as_str())
                 .is_some_and(|s| s.param("parallelism").is_some()),
+            stateful: catalog
+                .signature(def.kind.as_str())
+                .is_none_or(|s| s.stateful),
             def: def.clone(),
             inputs,
             outputs,

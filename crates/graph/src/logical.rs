@@ -29,6 +29,9 @@ pub struct Node<B> {
     pub parallelism: Option<usize>,
     /// Whether its type can run in parallel (its signature takes `parallelism`).
     pub parallelizable: bool,
+    /// Whether its type keeps state across batches (its signature says so; an unknown type
+    /// counts as stateful).
+    pub stateful: bool,
 }
 
 impl<B> Node<B> {
@@ -96,6 +99,7 @@ impl<B> LogicalGraph<B> {
                     partition_by: n.partition_by,
                     parallelism: n.parallelism,
                     parallelizable: n.parallelizable,
+                    stateful: n.stateful,
                 })
                 .collect(),
             streams: self.streams,

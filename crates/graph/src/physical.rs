@@ -240,6 +240,7 @@ pub(crate) mod tests {
                     partition_by: vec![],
                     parallelism: None,
                     parallelizable: false,
+                    stateful: false,
                 })
                 .collect(),
             streams,

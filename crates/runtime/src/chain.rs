@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use std::path::Path;
 
-use anduin_operators::{Collector, Operator, OperatorError, RowOrigins};
+use anduin_operator_api::{Collector, Operator, OperatorError, RowOrigins};
 use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
 use arrow::record_batch::RecordBatch;
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use anduin_operators::DeadLetter;
+use anduin_operator_api::DeadLetter;
 use crossbeam_channel::{Receiver, Sender};
 use tracing::debug;
 

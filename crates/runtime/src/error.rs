@@ -1,6 +1,6 @@
 //! Why a run failed.
 
-use anduin_operators::OperatorError;
+use anduin_operator_api::OperatorError;
 
 /// A run failed to start or stopped with an error.
 #[derive(Debug, thiserror::Error)]

@@ -2,8 +2,8 @@
 //! checkpoint still fits the query.
 
 use anduin_checkpoint::plan::{OperatorFingerprint, PlanFingerprint};
-use anduin_graph::{describe_schema, Catalog, LogicalGraph, PhysicalPlan, PlanOptions};
-use anduin_operators::{Bound, BuiltinCatalog};
+use anduin_graph::{describe_schema, LogicalGraph, PhysicalPlan, PlanOptions};
+use anduin_operator_api::Bound;
 
 /// The fingerprint of `graph` planned with `options`.
 pub fn fingerprint(graph: &LogicalGraph<Bound>, options: PlanOptions) -> PlanFingerprint {
@@ -20,10 +20,7 @@ pub fn fingerprint(graph: &LogicalGraph<Bound>, options: PlanOptions) -> PlanFin
             OperatorFingerprint {
                 name: node.name().to_string(),
                 kind: node.kind().to_string(),
-                stateful: BuiltinCatalog
-                    .signature(node.kind())
-                    .map(|s| s.stateful)
-                    .unwrap_or(true),
+                stateful: node.stateful,
                 params: node
                     .def
                     .params

@@ -10,7 +10,7 @@ use anduin_checkpoint::plan::{compare, Compatibility};
 use anduin_checkpoint::schedule::Scheduler;
 use anduin_checkpoint::{CheckpointDir, Store, Validated};
 use anduin_graph::{LogicalGraph, NodeId, Partitioning, PhysicalPlan, PlanOptions};
-use anduin_operators::{Bound, BuildContext, OperatorError, RestoreIn};
+use anduin_operator_api::{Bound, BuildContext, OperatorError, RestoreIn};
 use anduin_types::{Epoch, Watermark};
 use crossbeam_channel::{Receiver, Sender};
 use tracing::info;
@@ -157,7 +157,7 @@ pub fn run(
     // Sources first: a missing input fails before any writer creates (and truncates) a file.
     // A source task runs as many source instances as the task has, each restored from its own
     // position; an operator task has none.
-    let mut sources: Vec<Vec<Option<Box<dyn anduin_operators::Source>>>> = Vec::new();
+    let mut sources: Vec<Vec<Option<Box<dyn anduin_operator_api::Source>>>> = Vec::new();
     for t in &plan.tasks {
         let head = graph.node(t.chain[0]);
         let Bound::Source(factory) = &head.bound else {

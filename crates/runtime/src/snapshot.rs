@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anduin_checkpoint::{FinishedFile, PendingFile};
-use anduin_operators::{OperatorError, SnapshotOut};
+use anduin_operator_api::{OperatorError, SnapshotOut};
 use anduin_types::{Epoch, SnapshotKind};
 
 /// One operator's share of a checkpoint, not yet durable.

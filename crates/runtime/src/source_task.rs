@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anduin_operators::{OperatorError, RowOrigins, Source, SourcePoll};
+use anduin_operator_api::{OperatorError, RowOrigins, Source, SourcePoll};
 use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
 use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;

@@ -2,7 +2,7 @@
 //! commands), feed the chain, track the minimum watermark, align checkpoint barriers, finish
 //! when every input has ended.
 
-use anduin_operators::OperatorError;
+use anduin_operator_api::OperatorError;
 use anduin_types::{Message, Watermark};
 use crossbeam_channel::{Receiver, Select, Sender};
 

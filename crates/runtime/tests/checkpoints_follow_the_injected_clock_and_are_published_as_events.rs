@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anduin_checkpoint::Store;
-use anduin_operators::{BuildContext, BuiltinCatalog};
+use anduin_operator_api::BuildContext;
+use anduin_registry::BuiltinCatalog;
 use anduin_runtime::{
     run, CheckpointSettings, Checkpointing, EngineEvent, Events, Faults, Recorded, RunConfig,
 };

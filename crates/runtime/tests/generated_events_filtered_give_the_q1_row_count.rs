@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use anduin_operators::{BuildContext, BuiltinCatalog, DeadLetter, DeadLetterTarget};
+use anduin_operator_api::{BuildContext, DeadLetter, DeadLetterTarget};
+use anduin_registry::BuiltinCatalog;
 use anduin_runtime::{run, RunConfig};
 
 const QUERY: &str = r#"

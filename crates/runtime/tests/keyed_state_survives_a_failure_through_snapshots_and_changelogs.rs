@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anduin_checkpoint::Store;
 use anduin_graph::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSpec};
-use anduin_operators::{
+use anduin_operator_api::{
     Bound, BuildContext, Collector, DeadLetter, DeadLetterTarget, Operator, OperatorError,
     RestoreIn, SnapshotOut, Source, SourcePoll,
 };

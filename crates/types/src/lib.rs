@@ -19,4 +19,6 @@ pub use diagnostic::{abbreviate, Diagnostic, Diagnostics, Pos, Severity, QUOTED_
 pub use message::{Barrier, BarrierKind, ControlUpdate, Epoch, Message, SnapshotKind};
 pub use names::file_safe;
 pub use suggest::did_you_mean;
-pub use time::{duration_ms, parse_duration_ms, Watermark};
+pub use time::{
+    civil_from_days, duration_ms, instant_text, parse_duration_ms, Watermark, MS_PER_DAY,
+};

@@ -95,6 +95,40 @@ pub fn duration_ms(text: &str) -> Result<u64, String> {
     whole_ms.checked_add(part).ok_or_else(too_long)
 }
 
+/// Milliseconds in a day.
+pub const MS_PER_DAY: i64 = 86_400_000;
+
+/// Proleptic Gregorian (year, month, day) of a day count since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`). Exact for every `i64` millisecond timestamp's day count.
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// `ms` as `YYYY-MM-DDTHH:MM:SS.mmmZ` for any `i64`, with as many year digits (and a minus
+/// sign) as the year needs: `292278994-08-17T07:12:55.807Z` for `i64::MAX`. For messages;
+/// the decoders do not read years beyond four digits back.
+pub fn instant_text(ms: i64) -> String {
+    let (year, month, day) = civil_from_days(ms.div_euclid(MS_PER_DAY));
+    let ms_of_day = ms.rem_euclid(MS_PER_DAY);
+    let secs = ms_of_day / 1000;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        ms_of_day % 1000
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

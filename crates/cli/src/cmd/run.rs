@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anduin_checkpoint::recovery::RecoveryPlan;
 use anduin_checkpoint::{Store, Validated};
-use anduin_operators::DeadLetter;
+use anduin_operator_api::DeadLetter;
 use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunSummary};
 use anduin_spec::Missing;
 use anduin_types::Epoch;

@@ -1,0 +1,189 @@
+//! Rows of Arrow batches as cells for the matcher, and cells back to Arrow columns.
+
+use std::sync::Arc;
+
+use anduin_types::ColumnType;
+use arrow::array::{
+    Array, ArrayRef, BooleanArray, BooleanBuilder, Float64Array, Float64Builder, Int64Array,
+    Int64Builder, StringArray, StringBuilder, TimestampMillisecondArray,
+    TimestampMillisecondBuilder,
+};
+use arrow::compute::cast;
+
+use super::value::Value;
+
+/// Each column of `columns` (of the stream types `types`) as cells, column-major.
+pub(crate) fn columns_to_cells(
+    columns: &[ArrayRef],
+    types: &[ColumnType],
+) -> Result<Vec<Vec<Value>>, String> {
+    columns
+        .iter()
+        .zip(types)
+        .map(|(c, t)| column_to_cells(c, *t))
+        .collect()
+}
+
+fn column_to_cells(c: &ArrayRef, t: ColumnType) -> Result<Vec<Value>, String> {
+    fn collect<A: Array, T>(
+        a: &A,
+        get: impl Fn(&A, usize) -> T,
+        wrap: impl Fn(T) -> Value,
+    ) -> Vec<Value> {
+        (0..a.len())
+            .map(|i| {
+                if a.is_null(i) {
+                    Value::Null
+                } else {
+                    wrap(get(a, i))
+                }
+            })
+            .collect()
+    }
+    if *c.data_type() != t.arrow_type() {
+        let c = cast(c, &t.arrow_type()).map_err(|e| e.to_string())?;
+        return column_to_cells(&c, t);
+    }
+    let wrong = || format!("a column of type {} holds {}", t.name(), c.data_type());
+    Ok(match t {
+        ColumnType::Int => {
+            let a = c.as_any().downcast_ref::<Int64Array>().ok_or_else(wrong)?;
+            collect(a, |a, i| a.value(i), Value::Int)
+        }
+        ColumnType::Timestamp => {
+            let a = c
+                .as_any()
+                .downcast_ref::<TimestampMillisecondArray>()
+                .ok_or_else(wrong)?;
+            collect(a, |a, i| a.value(i), Value::Int)
+        }
+        ColumnType::Double => {
+            let a = c
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .ok_or_else(wrong)?;
+            collect(a, |a, i| a.value(i), Value::Float)
+        }
+        ColumnType::Bool => {
+            let a = c
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(wrong)?;
+            collect(a, |a, i| a.value(i), Value::Bool)
+        }
+        ColumnType::String => {
+            let a = c.as_any().downcast_ref::<StringArray>().ok_or_else(wrong)?;
+            collect(a, |a, i| Arc::<str>::from(a.value(i)), Value::Str)
+        }
+        _ => {
+            return Err(format!(
+                "the column type {} is not supported by `pattern`",
+                t.name()
+            ))
+        }
+    })
+}
+
+/// One column of type `t` from `values`.
+pub(crate) fn cells_to_column<'a>(
+    values: impl Iterator<Item = &'a Value>,
+    t: ColumnType,
+) -> ArrayRef {
+    match t {
+        ColumnType::Int => {
+            let mut b = Int64Builder::new();
+            for v in values {
+                b.append_option(match v {
+                    Value::Int(i) => Some(*i),
+                    _ => None,
+                });
+            }
+            Arc::new(b.finish())
+        }
+        ColumnType::Timestamp => {
+            let mut b = TimestampMillisecondBuilder::new();
+            for v in values {
+                b.append_option(match v {
+                    Value::Int(i) => Some(*i),
+                    _ => None,
+                });
+            }
+            Arc::new(b.finish())
+        }
+        ColumnType::Double => {
+            let mut b = Float64Builder::new();
+            for v in values {
+                b.append_option(v.as_f64());
+            }
+            Arc::new(b.finish())
+        }
+        ColumnType::Bool => {
+            let mut b = BooleanBuilder::new();
+            for v in values {
+                b.append_option(match v {
+                    Value::Bool(x) => Some(*x),
+                    _ => None,
+                });
+            }
+            Arc::new(b.finish())
+        }
+        ColumnType::String => {
+            let mut b = StringBuilder::new();
+            for v in values {
+                match v {
+                    Value::Str(s) => b.append_value(s),
+                    _ => b.append_null(),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        _ => arrow::array::new_null_array(&t.arrow_type(), values.count()),
+    }
+}
+
+/// A row of cells of the columns `schema` (of the stream types `types`) as a JSON object, as
+/// a rejected row shows it (see [`anduin_operator_api::row_as_json`]).
+pub(crate) fn row_json(
+    schema: &arrow::datatypes::Schema,
+    types: &[ColumnType],
+    cells: &[Value],
+) -> serde_json::Value {
+    let fields: Vec<arrow::datatypes::Field> = schema
+        .fields()
+        .iter()
+        .zip(types)
+        .map(|(f, t)| arrow::datatypes::Field::new(f.name(), t.arrow_type(), true))
+        .collect();
+    let columns: Vec<ArrayRef> = types
+        .iter()
+        .zip(cells)
+        .map(|(t, v)| cells_to_column(std::iter::once(v), *t))
+        .collect();
+    match arrow::record_batch::RecordBatch::try_new(
+        Arc::new(arrow::datatypes::Schema::new(fields)),
+        columns,
+    ) {
+        Ok(batch) => anduin_operator_api::row_as_json(&batch, 0),
+        Err(e) => serde_json::Value::String(format!("<{e}>")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_round_trip_through_arrow() {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![Some(1), None])),
+            Arc::new(TimestampMillisecondArray::from(vec![Some(5), Some(6)])),
+            Arc::new(StringArray::from(vec![Some("x"), None])),
+        ];
+        let types = [ColumnType::Int, ColumnType::Timestamp, ColumnType::String];
+        let cells = columns_to_cells(&cols, &types).expect("converts");
+        for (i, t) in types.iter().enumerate() {
+            let back = cells_to_column(cells[i].iter(), *t);
+            assert_eq!(back.as_ref(), cols[i].as_ref());
+        }
+    }
+}

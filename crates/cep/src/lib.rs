@@ -1,0 +1,387 @@
+//! anduin's complex event processing: the `pattern` operator, written against
+//! `anduin-operator-api`. It finds sequences of rows that match a row pattern
+//! (`A B+ C D+`, with `*`, `+`, `?`, `{n,m}`, reluctant `+?`, groups and `|`), per partition,
+//! in event-time order, with SQL MATCH_RECOGNIZE's semantics: every variable's DEFINE
+//! condition may look at the row, at earlier rows of the match (`A.x`, `FIRST`, `LAST`,
+//! running `COUNT`/`SUM`/`AVG`/`MIN`/`MAX`) and at earlier rows of the partition (`PREV`);
+//! the most preferred match from a start row wins; after a match, the skip strategy says
+//! where the next one may start. `within` bounds a match's duration and the state; partial
+//! matches that run out of time can go to a second output.
+//!
+//! Rows are buffered until the watermark passes them and then fed in event-time order (ties
+//! in arrival order); rows behind the watermark are late: counted and dropped.
+
+mod calls;
+mod cells;
+mod eval;
+mod expr;
+mod matcher;
+mod output;
+mod program;
+mod running;
+mod store;
+mod syntax;
+mod value;
+
+use std::sync::Arc;
+
+use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
+use anduin_spec::OperatorDef;
+use anduin_state::BackendKind;
+use anduin_types::{parse_duration_ms, ColumnType, Diagnostics};
+use arrow::datatypes::{Field, Schema, SchemaRef};
+
+use anduin_operator_api::Bound;
+use anduin_operator_api::Params;
+use anduin_operator_api::{ExprAt, OnError};
+use expr::{Scope, Typed, E};
+use matcher::{Pattern, Skip};
+pub(crate) use running::PatternOp;
+
+/// The `pattern` operator type.
+pub const SIGNATURE: OperatorSignature = OperatorSignature {
+    kind: "pattern",
+    doc: "finds sequences of rows matching a row pattern per partition (CEP, as SQL MATCH_RECOGNIZE)",
+    inputs: Arity::Exactly(1),
+    outputs: Arity::AtLeast(1),
+    stateful: true,
+    params: &[
+        ParamSpec { name: "partition_by", required: false, kind: ParamKind::Text, default: None, doc: "columns whose rows are matched separately, e.g. \"sensor\" (without it: one partition)" },
+        ParamSpec { name: "order_by", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column (timestamp, or int of epoch milliseconds); rows are matched in its order" },
+        ParamSpec { name: "pattern", required: true, kind: ParamKind::Text, default: None, doc: "the row pattern, e.g. \"A B+ C D+?\": variables, ( ), |, and * + ? {n} {n,} {n,m}, reluctant with a trailing ?" },
+        ParamSpec { name: "define", required: false, kind: ParamKind::Repeated, default: None, doc: "\"B AS B.value < PREV(B.value)\": a variable's condition (several, comma-separated or one per `param define`); a variable without one matches any row" },
+        ParamSpec { name: "measures", required: false, kind: ParamKind::Text, default: None, doc: "output columns computed from a match: \"A.ts AS start, LAST(D.ts) AS end, COUNT(B.*) AS drops\"" },
+        ParamSpec { name: "rows_per_match", required: false, kind: ParamKind::OneOf(&["one", "all"]), default: Some("one"), doc: "one: a row per match (partition columns, then measures); all: every row of the match (its columns, then running measures)" },
+        ParamSpec { name: "after_match", required: false, kind: ParamKind::Text, default: Some("skip past last row"), doc: "where the next match may start: \"skip past last row\", \"skip to next row\", \"skip to first V\", \"skip to last V\" (\"skip to V\" = last)" },
+        ParamSpec { name: "within", required: false, kind: ParamKind::Duration, default: None, doc: "a row belongs to a match only while row time - first row time < within; bounds the state" },
+        ParamSpec { name: "timeout_output", required: false, kind: ParamKind::Text, default: None, doc: "the name of an output of this operator that receives partial matches the `within` bound ended (same columns as the matches)" },
+        ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the pattern, each owning a share of the partitions (default: the query's --parallelism)" },
+        ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where partitions are kept between checkpoints: heap (memory) or lsm (an LSM tree on local disk, for state larger than memory; default: the query's --state-backend)" },
+        ParamSpec { name: "cache_partitions", required: false, kind: ParamKind::Int, default: Some("4096"), doc: "lsm: how many partitions stay in memory; idle ones beyond are kept only in the LSM tree" },
+        anduin_operator_api::ON_ERROR,
+    ],
+};
+
+/// What a running pattern operator is built from.
+#[derive(Debug)]
+pub(crate) struct Setup {
+    pub name: String,
+    pub pattern: Pattern,
+    /// The input's columns and their types.
+    pub input: SchemaRef,
+    pub types: Vec<ColumnType>,
+    pub partition: Vec<usize>,
+    pub order: usize,
+    pub measures: Vec<(String, E)>,
+    /// The DEFINE conditions and then the measures, as a row they fail on names them: the
+    /// condition of variable `v` is `sites[define_site[v]]`, measure `m` is
+    /// `sites[measure_sites + m]`.
+    pub sites: Vec<ExprAt>,
+    pub define_site: Vec<Option<usize>>,
+    pub measure_sites: usize,
+    pub on_error: Option<OnError>,
+    pub all_rows: bool,
+    /// The result's columns: partition columns (one row per match) or every input column
+    /// (all rows), then the measures.
+    pub schema: SchemaRef,
+    pub out_types: Vec<ColumnType>,
+    /// The output port of timed-out partial matches.
+    pub timeout_port: Option<usize>,
+    /// Where partitions are kept, and (LSM) how many stay in memory.
+    pub backend: BackendKind,
+    pub cache: usize,
+}
+
+/// The most threads (partial matches in flight) one start row may have.
+const MAX_THREADS: usize = 100_000;
+
+/// Checks this operator's params and inputs as the query declares them, and binds it to a
+/// factory of instances (called by the registry's catalog).
+pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
+    let p = Params::new(op);
+    let [(_, input)] = inputs else {
+        return Err(p
+            .error("pattern", "a pattern takes exactly one input")
+            .into());
+    };
+    let mut columns = Vec::new();
+    for f in input.fields() {
+        let t = ColumnType::from_arrow(f.data_type()).ok_or_else(|| {
+            Diagnostics::from(p.error(
+                "pattern",
+                format!(
+                    "column `{}` has the unsupported type {}",
+                    f.name(),
+                    f.data_type()
+                ),
+            ))
+        })?;
+        columns.push((f.name().clone(), t));
+    }
+    let column = |param: &str, name: &str| -> Result<usize, Diagnostics> {
+        columns.iter().position(|(n, _)| n == name).ok_or_else(|| {
+            let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
+            p.error(
+                param,
+                format!(
+                    "unknown column `{name}`: the input has {}",
+                    names.join(", ")
+                ),
+            )
+            .into()
+        })
+    };
+    let partition: Vec<usize> = match p.text("partition_by") {
+        None => Vec::new(),
+        Some(t) => t
+            .as_str()
+            .split(',')
+            .map(|c| column("partition_by", c.trim()))
+            .collect::<Result<_, _>>()?,
+    };
+    let order_text = p.required("order_by");
+    let order = column("order_by", order_text.as_str().trim())?;
+    if !matches!(columns[order].1, ColumnType::Timestamp | ColumnType::Int) {
+        return Err(p
+            .error(
+                "order_by",
+                "must be the event-time column: a timestamp, or an int of epoch milliseconds",
+            )
+            .into());
+    }
+    let pattern_text = p.required("pattern");
+    let parsed = syntax::parse(pattern_text.as_str()).map_err(|e| {
+        Diagnostics::from(anduin_types::Diagnostic::error(
+            pattern_text.pos_at_line_col(1, e.col as u64),
+            format!(
+                "{} (in param `pattern` of operator \"{}\")",
+                e.message, op.name
+            ),
+        ))
+    })?;
+    let prog = program::compile(&parsed.pat).map_err(|e| {
+        Diagnostics::from(p.error(
+            "pattern",
+            match e {
+                program::TooBig::Steps => "the pattern unrolls to more than 100000 steps: use smaller bounds in {n,m}",
+                program::TooBig::Loops => "the pattern has more than 64 unbounded quantifiers once {n,m} are unrolled: use fewer",
+            },
+        ))
+    })?;
+    let scope = Scope {
+        columns: &columns,
+        vars: &parsed.vars,
+    };
+    let mut defines: Vec<Option<E>> = vec![None; parsed.vars.len()];
+    let mut sites: Vec<ExprAt> = Vec::new();
+    let mut define_site: Vec<Option<usize>> = vec![None; parsed.vars.len()];
+    for param in op.params_named("define") {
+        let text = param.value.as_text();
+        if text.as_str().trim().is_empty() {
+            continue;
+        }
+        let list = expr::compile_defines(text.as_str(), &scope)
+            .map_err(|e| p.expr_error("define", &text, e))?;
+        for (v, Typed { e, .. }, site) in list {
+            if defines[v].is_some() {
+                return Err(p
+                    .error("define", format!("`{}` is defined twice", parsed.vars[v]))
+                    .into());
+            }
+            defines[v] = Some(e);
+            define_site[v] = Some(sites.len());
+            sites.push(ExprAt::new(
+                format!("condition of `{}`", parsed.vars[v]),
+                &text,
+                &site,
+            ));
+        }
+    }
+    let measure_sites = sites.len();
+    let measures: Vec<(String, Typed)> = match p.text("measures") {
+        None => Vec::new(),
+        Some(text) => expr::compile_measures(text.as_str(), &scope)
+            .map_err(|e| p.expr_error("measures", &text, e))?
+            .into_iter()
+            .map(|(name, t, site)| {
+                sites.push(ExprAt::new(format!("measure `{name}`"), &text, &site));
+                (name, t)
+            })
+            .collect(),
+    };
+    let all_rows = p.str_or("rows_per_match", "one") == "all";
+    let skip = skip(&p, &parsed.vars)?;
+    let within = match p.text("within") {
+        None => None,
+        Some(t) => Some(
+            parse_duration_ms(t.as_str())
+                .filter(|ms| *ms > 0)
+                .and_then(|ms| i64::try_from(ms).ok())
+                .ok_or_else(|| {
+                    Diagnostics::from(
+                        p.error("within", "must be a positive duration, e.g. \"10s\""),
+                    )
+                })?,
+        ),
+    };
+    let mut fields: Vec<Field> = Vec::new();
+    let mut out_types = Vec::new();
+    let shown: Vec<usize> = if all_rows {
+        (0..columns.len()).collect()
+    } else {
+        partition.clone()
+    };
+    for c in shown {
+        fields.push(input.field(c).as_ref().clone().with_nullable(true));
+        out_types.push(columns[c].1);
+    }
+    for (name, t) in &measures {
+        if fields.iter().any(|f| f.name() == name) {
+            return Err(p
+                .error(
+                    "measures",
+                    format!("measure `{name}` has the name of an output column of the input: name it otherwise with AS"),
+                )
+                .into());
+        }
+        let ty = t.ty.unwrap_or(ColumnType::Int);
+        fields.push(Field::new(name, ty.arrow_type(), true));
+        out_types.push(ty);
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let timeout_port = match p.text("timeout_output") {
+        None => None,
+        Some(name) => match op.outputs.iter().position(|o| o.name.as_str() == name.as_str()) {
+            Some(0) | None => {
+                return Err(p
+                    .error("timeout_output", format!("name one of this operator's outputs other than the first (the matches), e.g. add `output name = \"{name}\"`"))
+                    .into())
+            }
+            Some(i) => Some(i),
+        },
+    };
+    let expected_outputs = 1 + usize::from(timeout_port.is_some());
+    if op.outputs.len() != expected_outputs {
+        return Err(p
+            .error(
+                "timeout_output",
+                format!("a pattern has one output (its matches), and a second one only for `timeout_output`; found {}", op.outputs.len()),
+            )
+            .into());
+    }
+    if let Some(n) = p.int("parallelism") {
+        if n < 1 {
+            return Err(p.error("parallelism", "must be at least 1").into());
+        }
+        if n > 1 && partition.is_empty() {
+            return Err(p
+                .error("parallelism", "a pattern without `partition_by` sees every row in one partition and cannot run in parallel: give it partition_by, or parallelism 1")
+                .into());
+        }
+    }
+    let mut max_back = 0;
+    for e in defines
+        .iter()
+        .flatten()
+        .chain(measures.iter().map(|(_, t)| &t.e))
+    {
+        max_back = max_back.max(deepest_prev(e));
+    }
+    let setup = Arc::new(Setup {
+        name: op.name.to_string(),
+        pattern: Pattern {
+            prog,
+            fallible: matcher::fallible(&defines),
+            defines,
+            vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
+            within,
+            skip,
+            max_back,
+            max_threads: MAX_THREADS,
+        },
+        input: Arc::clone(input),
+        types: columns.iter().map(|(_, t)| *t).collect(),
+        partition: partition.clone(),
+        order,
+        measures: measures.into_iter().map(|(n, t)| (n, t.e)).collect(),
+        sites,
+        define_site,
+        measure_sites,
+        on_error: OnError::param(&p),
+        all_rows,
+        schema: Arc::clone(&schema),
+        out_types,
+        timeout_port,
+        backend: if p.str_or("state_backend", "heap") == "lsm" {
+            BackendKind::Lsm
+        } else {
+            BackendKind::Heap
+        },
+        cache: match p.int("cache_partitions") {
+            Some(n) if n < 1 => {
+                return Err(p.error("cache_partitions", "must be at least 1").into())
+            }
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => 4096,
+        },
+    });
+    let outputs = vec![Arc::clone(&schema); expected_outputs];
+    Ok(Binding {
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            Ok(Box::new(PatternOp::new(Arc::clone(&setup), ctx)?))
+        })),
+        outputs,
+        warnings: Diagnostics::default(),
+        partition_by: vec![if partition.is_empty() {
+            None
+        } else {
+            Some(partition)
+        }],
+    })
+}
+
+/// `after_match`: "skip past last row", "skip to next row", "skip to first V", "skip to last
+/// V", "skip to V".
+fn skip(p: &Params<'_>, vars: &[String]) -> Result<Skip, Diagnostics> {
+    let Some(text) = p.text("after_match") else {
+        return Ok(Skip::PastLastRow);
+    };
+    let words: Vec<&str> = text.as_str().split_whitespace().collect();
+    let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
+    let var = |name: &str| -> Result<usize, Diagnostics> {
+        vars.iter().position(|v| v == name).ok_or_else(|| {
+            p.error(
+                "after_match",
+                format!(
+                    "`{name}` is not a variable of the pattern, which has {}",
+                    vars.join(", ")
+                ),
+            )
+            .into()
+        })
+    };
+    match lower.as_slice() {
+        ["skip", "past", "last", "row"] => Ok(Skip::PastLastRow),
+        ["skip", "to", "next", "row"] => Ok(Skip::ToNextRow),
+        ["skip", "to", "first", _] => Ok(Skip::ToFirst(var(words[3])?)),
+        ["skip", "to", "last", _] => Ok(Skip::ToLast(var(words[3])?)),
+        ["skip", "to", _] => Ok(Skip::ToLast(var(words[2])?)),
+        _ => Err(p
+            .error(
+                "after_match",
+                format!("expected \"skip past last row\", \"skip to next row\", \"skip to first V\" or \"skip to last V\", found \"{text}\""),
+            )
+            .into()),
+    }
+}
+
+/// The largest PREV offset in `e`.
+fn deepest_prev(e: &E) -> usize {
+    match e {
+        E::Col(r, _) | E::Classifier(r) => r.back,
+        E::Lit(_) | E::MatchNumber | E::Agg { .. } => 0,
+        E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => deepest_prev(a).max(deepest_prev(b)),
+        E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => deepest_prev(a),
+    }
+}

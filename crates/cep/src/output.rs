@@ -1,0 +1,121 @@
+//! What a pattern operator emits: output rows of matches (one row per match, or every row of
+//! the match with running measures) and of timed-out partial matches, and the figures the run
+//! summary reports.
+
+use super::cells::row_json;
+use super::eval::eval;
+use super::matcher::{MatchView, Outcome, Partition};
+use super::value::Value;
+use super::Setup;
+use anduin_operator_api::{OperatorError, RowErrors};
+
+/// What [`Operator::metrics`] reports.
+#[derive(Debug, Default)]
+pub(crate) struct Figures {
+    /// Rows kept by all partitions now, and at most.
+    pub kept: usize,
+    pub peak_kept: usize,
+    /// The most rows one partition kept.
+    pub peak_partition: usize,
+    /// The most rows waiting for the watermark.
+    pub peak_pending: usize,
+    pub matches: u64,
+    pub timed_out: u64,
+}
+
+impl Figures {
+    pub(crate) fn kept(&mut self, part: &Partition, added: usize, dropped: usize) {
+        self.kept = (self.kept + added).saturating_sub(dropped);
+        self.peak_kept = self.peak_kept.max(self.kept);
+        self.peak_partition = self.peak_partition.max(part.rows_kept());
+    }
+
+    pub(crate) fn outcomes(&mut self, outcomes: &[Outcome]) {
+        for o in outcomes {
+            match o {
+                Outcome::Match { .. } => self.matches += 1,
+                Outcome::TimedOut { .. } => self.timed_out += 1,
+            }
+        }
+    }
+}
+
+/// Output rows of `outcomes` (drained), from the rows of `part`. An output row whose measure
+/// fails goes to `errors` (the dead letters, or with `on_error = "fail"` the error returned),
+/// shown as the match's last row (with ROWS PER MATCH ALL, the row of the match it is the
+/// output of; for an empty match, its start row); the other rows are emitted.
+pub(crate) fn render(
+    setup: &Setup,
+    part: &Partition,
+    outcomes: &mut Vec<Outcome>,
+    main: &mut Vec<Vec<Value>>,
+    timeouts: &mut Vec<Vec<Value>>,
+    errors: &RowErrors,
+) -> Result<(), OperatorError> {
+    for o in outcomes.drain(..) {
+        let (start, steps, number, out) = match o {
+            Outcome::Match {
+                start,
+                steps,
+                number,
+            } => (start, steps, number, &mut *main),
+            Outcome::TimedOut { start, steps } => {
+                if setup.timeout_port.is_none() {
+                    continue;
+                }
+                (start, steps, 0, &mut *timeouts)
+            }
+        };
+        let cells = |row: u64| -> Vec<Value> {
+            part.row(row)
+                .map(|r| r.cells.to_vec())
+                .unwrap_or_else(|| vec![Value::Null; setup.types.len()])
+        };
+        // The measures over the first `upto` rows of the match, appended to `row`; false if
+        // one failed (the row went to `errors`).
+        let measures = |upto: usize, row: &mut Vec<Value>| -> Result<bool, OperatorError> {
+            let view = MatchView {
+                part,
+                steps: &steps[..upto],
+                number,
+            };
+            for (m, (_, e)) in setup.measures.iter().enumerate() {
+                match eval(e, &view, &setup.pattern.vars) {
+                    Ok(v) => row.push(v),
+                    Err(error) => {
+                        let last = steps[..upto].last().map_or(start, |(r, _)| *r);
+                        errors.reject_row(
+                            || row_json(&setup.input, &setup.types, &cells(last)),
+                            setup.measure_sites + m,
+                            error.message(),
+                            None,
+                        )?;
+                        return Ok(false);
+                    }
+                }
+            }
+            Ok(true)
+        };
+        if setup.all_rows {
+            if steps.is_empty() {
+                let mut row = cells(start);
+                if measures(0, &mut row)? {
+                    out.push(row);
+                }
+            }
+            for (i, (r, _)) in steps.iter().enumerate() {
+                let mut row = cells(*r);
+                if measures(i + 1, &mut row)? {
+                    out.push(row);
+                }
+            }
+        } else {
+            let first = cells(steps.first().map_or(start, |(r, _)| *r));
+            let mut row: Vec<Value> = setup.partition.iter().map(|c| first[*c].clone()).collect();
+            if measures(steps.len(), &mut row)? {
+                out.push(row);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,449 @@
+//! The running pattern operator: rows wait until the watermark passes them, then go in
+//! event-time order to their partition's matcher; matches become output rows.
+
+use std::sync::Arc;
+
+use anduin_types::{SnapshotKind, Watermark};
+use arrow::array::{ArrayRef, RecordBatch};
+
+use arrow::row::{RowConverter, SortField};
+
+use super::cells::{cells_to_column, columns_to_cells, row_json};
+use super::matcher::{Outcome, Refused, Row, TooManyThreads};
+use super::output::{render, Figures};
+use super::store::{Store, StoreError};
+use super::value::Value;
+use super::Setup;
+use anduin_operator_api::null_time::reject_null_times;
+use anduin_operator_api::{
+    BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, RowErrors, SnapshotOut,
+};
+
+/// Output rows are sent in batches of at most this many.
+const OUT_BATCH: usize = 8192;
+
+/// A row waiting for the watermark.
+struct Pending {
+    seq: u64,
+    key: Box<[u8]>,
+    row: Row,
+}
+
+/// A row with its partition key, or `None` for a row without an event time (none is left:
+/// such rows go to the dead letters first).
+type Keyed = Option<(Box<[u8]>, Row)>;
+
+/// A running `pattern` operator.
+pub(crate) struct PatternOp {
+    setup: Arc<Setup>,
+    /// Partition keys as bytes (`None`: one partition).
+    keys: Option<RowConverter>,
+    store: Store,
+    pending: Vec<Pending>,
+    seq: u64,
+    watermark: i64,
+    late: u64,
+    /// Where rows without an event time go.
+    dead_letter: Arc<DeadLetter>,
+    /// What rows a condition fails on, and output rows a measure fails on, do.
+    errors: RowErrors,
+    outcomes: Vec<Outcome>,
+    main: Vec<Vec<Value>>,
+    timeouts: Vec<Vec<Value>>,
+    figures: Figures,
+}
+
+fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
+    OperatorError::Execution {
+        operator: operator.to_string(),
+        message: e.to_string(),
+    }
+}
+
+fn store_error(operator: &str, e: StoreError) -> OperatorError {
+    match e {
+        StoreError::State(e) => err(operator, format!("state backend: {e}")),
+        StoreError::Corrupt(what) => err(
+            operator,
+            format!(
+                "the checkpoint's state holds a corrupt {what}: restore from an earlier checkpoint"
+            ),
+        ),
+        StoreError::Replay(Refused::TooManyThreads(e)) => too_many(operator, e),
+        StoreError::Replay(Refused::Condition { var, error, .. }) => err(
+            operator,
+            format!(
+                "replaying a partition of the checkpoint, the condition of variable {var} failed on a row it had taken before: {}; restore from an earlier checkpoint",
+                error.message()
+            ),
+        ),
+    }
+}
+
+fn too_many(operator: &str, e: TooManyThreads) -> OperatorError {
+    err(
+        operator,
+        format!(
+            "the pattern is too ambiguous: a match starting at row {} of its partition has {} partial matches in flight; make the variables' conditions exclude each other or add `within`",
+            e.start, e.threads
+        ),
+    )
+}
+
+impl PatternOp {
+    /// A pattern operator of `setup`, built with `ctx`: rejected rows go to its dead letters;
+    /// with the LSM backend, its working files go in its backend directory (a temporary one if
+    /// none).
+    pub(crate) fn new(setup: Arc<Setup>, ctx: &BuildContext) -> Result<Self, OperatorError> {
+        let dir = ctx.backend_dir(&setup.name);
+        let dead_letter = Arc::clone(&ctx.dead_letter);
+        let errors = RowErrors::new(&setup.name, setup.sites.clone(), setup.on_error, ctx);
+        let keys = if setup.partition.is_empty() {
+            None
+        } else {
+            let fields = setup
+                .partition
+                .iter()
+                .map(|c| SortField::new(setup.input.field(*c).data_type().clone()))
+                .collect();
+            Some(RowConverter::new(fields).map_err(|e| err(&setup.name, e))?)
+        };
+        let store = Store::open(setup.backend, dir.as_deref(), setup.cache)
+            .map_err(|e| store_error(&setup.name, e))?;
+        Ok(Self {
+            setup,
+            keys,
+            store,
+            pending: Vec::new(),
+            seq: 0,
+            watermark: i64::MIN,
+            late: 0,
+            dead_letter,
+            errors,
+            outcomes: Vec::new(),
+            main: Vec::new(),
+            timeouts: Vec::new(),
+            figures: Figures::default(),
+        })
+    }
+
+    /// The rows of `batch` as keys and rows (`None` for a row without an event time).
+    fn rows_of(&self, batch: &RecordBatch) -> Result<Vec<Keyed>, OperatorError> {
+        let name = &self.setup.name;
+        let n = batch.num_rows();
+        let mut columns =
+            columns_to_cells(batch.columns(), &self.setup.types).map_err(|e| err(name, e))?;
+        let keys = match &self.keys {
+            None => None,
+            Some(conv) => {
+                let cols: Vec<ArrayRef> = self
+                    .setup
+                    .partition
+                    .iter()
+                    .map(|c| Arc::clone(batch.column(*c)))
+                    .collect();
+                Some(conv.convert_columns(&cols).map_err(|e| err(name, e))?)
+            }
+        };
+        let mut iters: Vec<_> = columns
+            .iter_mut()
+            .map(|c| std::mem::take(c).into_iter())
+            .collect();
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let cells: Box<[Value]> = iters
+                .iter_mut()
+                .map(|it| it.next().unwrap_or(Value::Null))
+                .collect();
+            let Value::Int(ts) = cells[self.setup.order] else {
+                out.push(None);
+                continue;
+            };
+            let key: Box<[u8]> = match &keys {
+                None => Box::new([]),
+                Some(k) => k.row(i).as_ref().into(),
+            };
+            out.push(Some((key, Row { ts, cells })));
+        }
+        Ok(out)
+    }
+
+    fn accept(&mut self, batch: &RecordBatch, check_late: bool) -> Result<(), OperatorError> {
+        for r in self.rows_of(batch)? {
+            match r {
+                Some((key, row)) if !check_late || row.ts >= self.watermark => {
+                    self.seq += 1;
+                    self.pending.push(Pending {
+                        seq: self.seq,
+                        key,
+                        row,
+                    });
+                }
+                _ => self.late += 1,
+            }
+        }
+        self.figures.peak_pending = self.figures.peak_pending.max(self.pending.len());
+        Ok(())
+    }
+
+    /// Feeds the rows before `watermark` (all rows: `None`) to their partitions in order.
+    fn release(&mut self, watermark: Option<i64>) -> Result<(), OperatorError> {
+        let mut ready: Vec<Pending>;
+        match watermark {
+            None => ready = std::mem::take(&mut self.pending),
+            Some(w) => {
+                if !self.pending.iter().any(|p| p.row.ts < w) {
+                    return Ok(());
+                }
+                let (r, keep) = std::mem::take(&mut self.pending)
+                    .into_iter()
+                    .partition(|p| p.row.ts < w);
+                ready = r;
+                self.pending = keep;
+            }
+        }
+        ready.sort_by_key(|p| (p.row.ts, p.seq));
+        let setup = Arc::clone(&self.setup);
+        for p in ready {
+            let part = self
+                .store
+                .get_mut(&setup.pattern, &p.key)
+                .map_err(|e| store_error(&setup.name, e))?;
+            match part.push(&setup.pattern, p.row, &mut self.outcomes) {
+                Ok(()) => {}
+                Err(Refused::TooManyThreads(e)) => return Err(too_many(&setup.name, e)),
+                // The partition is as if the row had never arrived.
+                Err(Refused::Condition { row, var, error }) => {
+                    let site = setup.define_site.get(var).copied().flatten();
+                    self.errors.reject_row(
+                        || row_json(&setup.input, &setup.types, &row.cells),
+                        site.unwrap_or(usize::MAX),
+                        error.message(),
+                        None,
+                    )?;
+                    continue;
+                }
+            }
+            if !self.outcomes.is_empty() {
+                self.figures.outcomes(&self.outcomes);
+                render(
+                    &setup,
+                    part,
+                    &mut self.outcomes,
+                    &mut self.main,
+                    &mut self.timeouts,
+                    &self.errors,
+                )?;
+            }
+            let dropped = part.trim(&setup.pattern);
+            self.figures.kept(part, 1, dropped);
+        }
+        Ok(())
+    }
+
+    /// Ends the attempts whose time bound has passed.
+    fn advance(&mut self, watermark: i64) -> Result<(), OperatorError> {
+        let setup = Arc::clone(&self.setup);
+        if setup.pattern.within.is_none() {
+            return Ok(());
+        }
+        for part in self.store.busy() {
+            part.advance(&setup.pattern, watermark, &mut self.outcomes);
+            if !self.outcomes.is_empty() {
+                self.figures.outcomes(&self.outcomes);
+                render(
+                    &setup,
+                    part,
+                    &mut self.outcomes,
+                    &mut self.main,
+                    &mut self.timeouts,
+                    &self.errors,
+                )?;
+                let dropped = part.trim(&setup.pattern);
+                self.figures.kept(part, 0, dropped);
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        let rows = std::mem::take(&mut self.main);
+        self.emit(0, rows, out)?;
+        let rows = std::mem::take(&mut self.timeouts);
+        if let Some(port) = self.setup.timeout_port {
+            self.emit(port, rows, out)?;
+        }
+        Ok(())
+    }
+
+    fn emit(
+        &self,
+        port: usize,
+        rows: Vec<Vec<Value>>,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        for chunk in rows.chunks(OUT_BATCH) {
+            let columns: Vec<ArrayRef> = self
+                .setup
+                .out_types
+                .iter()
+                .enumerate()
+                .map(|(c, t)| cells_to_column(chunk.iter().map(|r| &r[c]), *t))
+                .collect();
+            let batch = RecordBatch::try_new(Arc::clone(&self.setup.schema), columns)
+                .map_err(|e| err(&self.setup.name, e))?;
+            out.collect(port, batch)?;
+        }
+        Ok(())
+    }
+}
+
+impl Operator for PatternOp {
+    fn name(&self) -> &str {
+        &self.setup.name
+    }
+
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let batch =
+            reject_null_times(batch, self.setup.order, &self.setup.name, &self.dead_letter)?;
+        self.accept(&batch, true)
+    }
+
+    fn handle_watermark(
+        &mut self,
+        watermark: Watermark,
+        out: &mut dyn Collector,
+    ) -> Result<Option<Watermark>, OperatorError> {
+        if watermark.0 > self.watermark {
+            self.watermark = watermark.0;
+            // At +∞ (the end of input) every row is released, also one at i64::MAX, before
+            // the time bounds end the attempts it may still extend.
+            self.release((watermark != Watermark::MAX).then_some(watermark.0))?;
+            self.advance(watermark.0)?;
+            self.flush(out)?;
+            self.store
+                .spill()
+                .map_err(|e| store_error(&self.setup.name, e))?;
+        }
+        // A match is emitted up to `within` after its first row: hold the watermark back by
+        // that much so that downstream event-time operators do not see its times as late.
+        match self.setup.pattern.within {
+            Some(w) if watermark != Watermark::MAX => {
+                Ok(Some(Watermark(watermark.0.saturating_sub(w))))
+            }
+            _ => Ok(Some(watermark)),
+        }
+    }
+
+    fn on_end_of_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        self.release(None)?;
+        self.advance(i64::MAX)?;
+        let setup = Arc::clone(&self.setup);
+        for part in self.store.all_live() {
+            part.finish(&setup.pattern, &mut self.outcomes);
+            self.figures.outcomes(&self.outcomes);
+            render(
+                &setup,
+                part,
+                &mut self.outcomes,
+                &mut self.main,
+                &mut self.timeouts,
+                &self.errors,
+            )?;
+            let dropped = part.trim(&setup.pattern);
+            self.figures.kept(part, 0, dropped);
+        }
+        self.flush(out)?;
+        if self.late > 0 {
+            tracing::info!(operator = %self.setup.name, late_rows = self.late, "late rows dropped (behind the watermark)");
+        }
+        Ok(())
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        out.inline(serde_json::json!({
+            "watermark": self.watermark,
+            "late": self.late,
+            "seq": self.seq,
+        }));
+        let kind = if out.full_due() {
+            SnapshotKind::Full
+        } else {
+            SnapshotKind::Changes
+        };
+        let waiting: Vec<(&[u8], &Row)> =
+            self.pending.iter().map(|p| (&p.key[..], &p.row)).collect();
+        let stream = out.stream(kind)?;
+        self.store
+            .snapshot(&waiting, kind, stream)
+            .map_err(|e| store_error(&self.setup.name, e))
+    }
+
+    fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
+        let name = self.setup.name.clone();
+        let inline = state.inline.take().unwrap_or_default();
+        self.watermark = inline["watermark"].as_i64().unwrap_or(i64::MIN);
+        self.late = inline["late"].as_u64().unwrap_or(0);
+        let Some((full, changes)) = state.files.split_first_mut() else {
+            return Err(err(
+                &name,
+                "the checkpoint has no state file for this pattern",
+            ));
+        };
+        let mut changes: Vec<&mut dyn std::io::Read> = changes
+            .iter_mut()
+            .map(|f| f as &mut dyn std::io::Read)
+            .collect();
+        let setup = Arc::clone(&self.setup);
+        let waiting = self
+            .store
+            .restore(&setup.pattern, full, &mut changes)
+            .map_err(|e| store_error(&name, e))?;
+        for part in self.store.all_live() {
+            part.advance(&setup.pattern, self.watermark, &mut self.outcomes);
+            debug_assert!(self.outcomes.is_empty(), "a restore reports nothing again");
+            self.outcomes.clear();
+            self.figures.kept(part, part.rows_kept(), 0);
+        }
+        self.pending.clear();
+        self.seq = 0;
+        for (key, row) in waiting {
+            self.seq += 1;
+            self.pending.push(Pending {
+                seq: self.seq,
+                key,
+                row,
+            });
+        }
+        Ok(())
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        let f = &self.figures;
+        let row_bytes =
+            std::mem::size_of::<Row>() + self.setup.types.len() * std::mem::size_of::<Value>();
+        vec![
+            ("matches", f.matches),
+            ("timed_out", f.timed_out),
+            ("late_rows", self.late),
+            ("partitions", self.store.partitions() as u64),
+            ("state_backend_bytes", self.store.backend_bytes()),
+            ("peak_rows_kept", f.peak_kept as u64),
+            ("peak_partition_rows", f.peak_partition as u64),
+            (
+                "peak_state_bytes",
+                ((f.peak_kept + f.peak_pending) * row_bytes) as u64,
+            ),
+            ("peak_waiting_rows", f.peak_pending as u64),
+        ]
+    }
+
+    fn is_stateless(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,19 @@
+//! anduin's connectors: the sources (reader, generator, nexmark) and sinks (writer, discard),
+//! one per file, the CSV and JSON Lines codecs they share ([`codec`]), the byte-level input
+//! of files, and the part files of transactional sinks.
+//!
+//! Each connector is written against `anduin-operator-api`. This crate does not run them
+//! (`anduin-runtime`) and does not name them to the graph checker (`anduin-registry`).
+
+pub mod codec;
+pub mod discard;
+pub mod generator;
+mod input;
+pub mod nexmark;
+mod parts;
+pub mod reader;
+mod source_schema;
+pub mod writer;
+
+pub use input::resolve as resolve_input_paths;
+pub(crate) use source_schema::declared_source_schema;

@@ -1,0 +1,517 @@
+//! `reader`: rows from CSV or JSON Lines files, a glob of files, or stdin.
+//!
+//! A malformed record never stops the query and is never lost: it goes to the dead-letter
+//! output with its file, line and reason (or, with `on_error = "fail"`, stops the query with
+//! that error). With `event_time`, a record whose event time is empty is malformed, unless
+//! `on_null_event_time = "drop"` says to drop it (counted in the run's summary). A record
+//! longer than `max_record_bytes` is malformed too, and costs its first line only.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
+use anduin_spec::OperatorDef;
+use anduin_types::Diagnostics;
+use arrow::array::Array;
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+
+use crate::codec::{CsvDecoder, CsvOptions, Decoded, JsonDecoder};
+use crate::declared_source_schema;
+use crate::input::{Chunk, Input};
+use anduin_operator_api::Bound;
+use anduin_operator_api::Params;
+use anduin_operator_api::{DeadLetter, RejectedRecord};
+use anduin_operator_api::{OperatorError, RestoreIn, RowOrigins, SnapshotOut, Source, SourcePoll};
+
+/// The `reader` operator type.
+pub const SIGNATURE: OperatorSignature = OperatorSignature {
+    kind: "reader",
+    doc: "reads rows of its output type from CSV or JSON Lines files, or stdin",
+    inputs: Arity::Exactly(0),
+    outputs: Arity::Exactly(1),
+    stateful: true,
+    params: &[
+        anduin_operator_api::event_time::EVENT_TIME_PARAMS[0],
+        anduin_operator_api::event_time::EVENT_TIME_PARAMS[1],
+        anduin_operator_api::event_time::EVENT_TIME_PARAMS[2],
+        ParamSpec {
+            name: "path",
+            required: true,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "a file, a glob such as \"data/*.csv\" (files read in name order), or \"-\" for stdin",
+        },
+        ParamSpec {
+            name: "format",
+            required: false,
+            kind: ParamKind::OneOf(&["csv", "jsonl", "json"]),
+            default: Some("csv"),
+            doc: "`csv`, or `jsonl` (one JSON object per line; `json` is a synonym)",
+        },
+        ParamSpec {
+            name: "header",
+            required: false,
+            kind: ParamKind::Bool,
+            default: Some("true"),
+            doc: "csv: the first line of each file names the columns (matched to the type by name); with `false`, columns are taken in order",
+        },
+        ParamSpec {
+            name: "delimiter",
+            required: false,
+            kind: ParamKind::Text,
+            default: Some(","),
+            doc: "csv: the field separator, one character (\"\\t\" for tabs)",
+        },
+        ParamSpec {
+            name: "on_error",
+            required: false,
+            kind: ParamKind::OneOf(&["dead_letter", "fail"]),
+            default: Some("dead_letter"),
+            doc: "what a malformed record does: `dead_letter` sends it to the dead-letter file and goes on; `fail` stops the query",
+        },
+        ParamSpec {
+            name: "max_record_bytes",
+            required: false,
+            kind: ParamKind::Text,
+            default: Some("1MB"),
+            doc: "the longest record read (\"1MB\", \"64KB\", \"4096\"; powers of 1024): a longer one, such as a quote that is never closed, is malformed from its first line on and reading goes on with the next line",
+        },
+        ParamSpec {
+            name: "on_null_event_time",
+            required: false,
+            kind: ParamKind::OneOf(&["malformed", "drop"]),
+            default: Some("malformed"),
+            doc: "with `event_time`, what a record whose event time is empty (or null) does: `malformed` makes it a malformed record (see `on_error`); `drop` drops it, counted as `null_event_time_rows` in the run's summary",
+        },
+    ],
+};
+
+/// What the reader does with a row whose event time is null.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NullEventTime {
+    /// The record is malformed: the decoder rejects it.
+    Malformed,
+    /// The row is dropped and counted.
+    Drop,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Format {
+    Csv(CsvOptions),
+    Json,
+}
+
+/// Checks this operator's params and inputs as the query declares them, and binds it to a
+/// factory of instances (called by the registry's catalog).
+pub fn bind(
+    op: &OperatorDef,
+    declared: &[Option<SchemaRef>],
+) -> Result<Binding<Bound>, Diagnostics> {
+    let p = Params::new(op);
+    let schema = declared_source_schema(op, declared)?;
+    let watermarks = anduin_operator_api::event_time::watermark_spec(&p, &schema)?;
+    let format = match p.str_or("format", "csv").as_str() {
+        "jsonl" | "json" => Format::Json,
+        _ => {
+            let delimiter = p.delimiter()?;
+            Format::Csv(CsvOptions {
+                delimiter,
+                has_header: p.bool_or("header", true),
+            })
+        }
+    };
+    let fail_on_error = p.str_or("on_error", "dead_letter") == "fail";
+    let max_record = p.byte_size_or("max_record_bytes", crate::codec::DEFAULT_MAX_RECORD_BYTES)?;
+    let null_event_time = match p.str_or("on_null_event_time", "malformed").as_str() {
+        "drop" => NullEventTime::Drop,
+        _ => NullEventTime::Malformed,
+    };
+    if p.text("on_null_event_time").is_some() && watermarks.is_none() {
+        return Err(p
+            .error(
+                "on_null_event_time",
+                "`on_null_event_time` needs `param event_time = \"…\"` (the event-time column)",
+            )
+            .into());
+    }
+    // The decoder rejects a record without event time; with `drop`, the reader drops its row.
+    let required_time = watermarks
+        .filter(|_| null_event_time == NullEventTime::Malformed)
+        .map(|w| w.column);
+    let dropped_time = watermarks
+        .filter(|_| null_event_time == NullEventTime::Drop)
+        .map(|w| w.column);
+    let path = p.required("path").to_string();
+    let name = op.name.to_string();
+    let out = Arc::clone(&schema);
+    Ok(Binding {
+        bound: Bound::Source(Arc::new(move |ctx| {
+            let input = Input::open(&path).map_err(|message| OperatorError::Config {
+                operator: name.clone(),
+                message,
+            })?;
+            let decoder = match format {
+                Format::Csv(o) => {
+                    let d = CsvDecoder::new(Arc::clone(&out), o).with_max_record_bytes(max_record);
+                    Decoder::Csv(Box::new(match required_time {
+                        Some(column) => d.with_event_time(column),
+                        None => d,
+                    }))
+                }
+                Format::Json => {
+                    let d = JsonDecoder::new(Arc::clone(&out)).with_max_record_bytes(max_record);
+                    Decoder::Json(Box::new(match required_time {
+                        Some(column) => d.with_event_time(column),
+                        None => d,
+                    }))
+                }
+            };
+            Ok(Box::new(Reader {
+                name: name.clone(),
+                input,
+                decoder,
+                dead_letter: Arc::clone(&ctx.dead_letter),
+                fail_on_error,
+                watermarks,
+                dropped_time,
+                null_time_rows: 0,
+                origins: None,
+                want_origins: false,
+                file: Arc::from(""),
+            }))
+        })),
+        outputs: vec![schema],
+        warnings: Diagnostics::default(),
+        partition_by: Vec::new(),
+    })
+}
+
+enum Decoder {
+    Csv(Box<CsvDecoder>),
+    Json(Box<JsonDecoder>),
+}
+
+impl Decoder {
+    fn start_file(&mut self, source: &str) {
+        match self {
+            Decoder::Csv(d) => d.start_file(source),
+            Decoder::Json(d) => d.start_file(source),
+        }
+    }
+
+    fn decode(&mut self, bytes: &[u8]) -> Result<Decoded, crate::codec::CodecError> {
+        match self {
+            Decoder::Csv(d) => d.decode(bytes),
+            Decoder::Json(d) => d.decode(bytes),
+        }
+    }
+
+    fn finish_file(&mut self) -> Result<Decoded, crate::codec::CodecError> {
+        match self {
+            Decoder::Csv(d) => d.finish_file(),
+            Decoder::Json(d) => d.finish_file(),
+        }
+    }
+
+    fn consumed_offset(&self) -> u64 {
+        match self {
+            Decoder::Csv(d) => d.consumed_offset(),
+            Decoder::Json(d) => d.consumed_offset(),
+        }
+    }
+
+    /// Stands at `offset` after the bytes before it were decoded again; whether it could
+    /// (see [`CsvDecoder::resume_at`]: CSV may have to forget a record that the earlier run
+    /// cut as too long).
+    fn resume_at(&mut self, offset: u64) -> bool {
+        match self {
+            Decoder::Csv(d) => d.resume_at(offset),
+            Decoder::Json(d) => d.consumed_offset() == offset,
+        }
+    }
+}
+
+/// A running reader.
+struct Reader {
+    name: String,
+    input: Input,
+    decoder: Decoder,
+    dead_letter: Arc<DeadLetter>,
+    fail_on_error: bool,
+    watermarks: Option<anduin_operator_api::WatermarkSpec>,
+    /// With `on_null_event_time = "drop"`: the event-time column, whose null rows are dropped.
+    dropped_time: Option<usize>,
+    /// Rows dropped for a null event time (over every run, as checkpointed).
+    null_time_rows: u64,
+    /// With [`Source::want_origins`]: the origins of the rows of the last batch polled.
+    origins: Option<RowOrigins>,
+    /// Whether [`Source::want_origins`] was called.
+    want_origins: bool,
+    /// The name of the file being read.
+    file: Arc<str>,
+}
+
+impl Reader {
+    /// The next file starts.
+    fn start_file(&mut self, name: &str) {
+        self.decoder.start_file(name);
+        self.file = Arc::from(name);
+    }
+
+    /// Sends rejects to the dead letter (or fails), and returns the good rows.
+    fn take(&mut self, decoded: Decoded) -> Result<Option<SourcePoll>, OperatorError> {
+        for r in decoded.rejected {
+            if self.fail_on_error {
+                return Err(OperatorError::BadRecord {
+                    operator: self.name.clone(),
+                    source_name: r.source,
+                    line: r.line,
+                    reason: r.reason,
+                });
+            }
+            let record = RejectedRecord {
+                source: r.source,
+                line: r.line,
+                reason: r.reason,
+                record: r.record,
+            };
+            self.dead_letter
+                .reject(&self.name, &record)
+                .map_err(|e| self.dead_letter.write_error(&self.name, e))?;
+        }
+        let mut origins = match decoded.batch.as_ref() {
+            Some(b) if self.want_origins && decoded.lines.len() == b.num_rows() => {
+                Some(RowOrigins::new(Arc::clone(&self.file), decoded.lines))
+            }
+            _ => None,
+        };
+        let batch = match (decoded.batch, self.dropped_time) {
+            (Some(b), Some(column)) => Some(self.drop_null_times(b, column, &mut origins)?),
+            (batch, _) => batch,
+        };
+        self.origins = origins;
+        Ok(batch.filter(|b| b.num_rows() > 0).map(SourcePoll::Batch))
+    }
+
+    /// `batch` without its rows whose event time (column `column`) is null, counted; their
+    /// origins go too.
+    fn drop_null_times(
+        &mut self,
+        batch: RecordBatch,
+        column: usize,
+        origins: &mut Option<RowOrigins>,
+    ) -> Result<RecordBatch, OperatorError> {
+        let times = batch.column(column);
+        if times.null_count() == 0 {
+            return Ok(batch);
+        }
+        self.null_time_rows += times.null_count() as u64;
+        let error = |e: arrow::error::ArrowError| OperatorError::Execution {
+            operator: self.name.clone(),
+            message: format!("dropping the rows without an event time: {e}"),
+        };
+        let keep = arrow::compute::is_not_null(times.as_ref()).map_err(error)?;
+        if let Some(o) = origins.as_mut() {
+            *o = o.filter(&keep);
+        }
+        arrow::compute::filter_record_batch(&batch, &keep).map_err(error)
+    }
+
+    fn codec_error(&self, e: crate::codec::CodecError) -> OperatorError {
+        OperatorError::Config {
+            operator: self.name.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    fn io_error(&self, e: std::io::Error) -> OperatorError {
+        OperatorError::Io {
+            operator: self.name.clone(),
+            path: "input".into(),
+            source: e,
+        }
+    }
+
+    /// Skips the first `offset` bytes of the file just started, decoding and dropping them,
+    /// so that the header is known and line numbers stay exact. The records there were
+    /// emitted (and their malformed ones reported) before the checkpoint.
+    fn skip_prefix(&mut self, offset: u64) -> Result<(), OperatorError> {
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        let mut remaining = offset;
+        while remaining > 0 {
+            let max = usize::try_from(remaining).unwrap_or(usize::MAX);
+            let chunk = self.input.next_at_most(far, max);
+            let decoded = match chunk {
+                Ok(Chunk::Data(bytes)) => {
+                    remaining -= bytes.len() as u64;
+                    Some(self.decoder.decode(bytes))
+                }
+                Ok(_) => None,
+                Err(e) => {
+                    return Err(OperatorError::Io {
+                        operator: self.name.clone(),
+                        path: "input".into(),
+                        source: e,
+                    })
+                }
+            };
+            match decoded {
+                // The rows and rejects before the position were emitted before the checkpoint.
+                Some(result) => drop(result.map_err(|e| self.codec_error(e))?),
+                None => {
+                    return Err(self.changed_input(format!(
+                        "it ends before byte {offset}, where the checkpoint's position is"
+                    )))
+                }
+            }
+        }
+        if !self.decoder.resume_at(offset) {
+            return Err(self.changed_input(format!(
+                "byte {offset}, the checkpoint's position, is no longer the start of a record"
+            )));
+        }
+        Ok(())
+    }
+
+    fn changed_input(&self, what: String) -> OperatorError {
+        OperatorError::Config {
+            operator: self.name.clone(),
+            message: format!(
+                "the input changed since the checkpoint: {what}; restore cannot resume exactly where it stopped (start over with --from-scratch)"
+            ),
+        }
+    }
+}
+
+impl Source for Reader {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn watermarks(&self) -> Option<anduin_operator_api::WatermarkSpec> {
+        self.watermarks
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        match self.dropped_time {
+            Some(_) => vec![("null_event_time_rows", self.null_time_rows)],
+            None => Vec::new(),
+        }
+    }
+
+    fn want_origins(&mut self) {
+        if let Decoder::Csv(d) = &mut self.decoder {
+            d.record_lines();
+        }
+        self.want_origins = true;
+    }
+
+    fn take_origins(&mut self) -> Option<RowOrigins> {
+        self.origins.take()
+    }
+
+    fn can_resume(&self) -> Result<(), String> {
+        if self.input.is_replayable() {
+            Ok(())
+        } else {
+            Err("it reads stdin, which cannot be read again after a failure: exactly-once recovery needs files".into())
+        }
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        let file = self.input.file_index();
+        let in_file = self.input.in_file();
+        let offset = if in_file {
+            self.decoder.consumed_offset()
+        } else {
+            0
+        };
+        let path = self
+            .input
+            .files()
+            .get(file)
+            .map(|p| p.display().to_string());
+        out.inline(serde_json::json!({
+            "file": file,
+            "path": path,
+            "offset": offset,
+            "null_event_time_rows": self.null_time_rows,
+        }));
+        Ok(())
+    }
+
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        let position = state.inline.unwrap_or_default();
+        let (Some(file), Some(offset)) = (position["file"].as_u64(), position["offset"].as_u64())
+        else {
+            return Err(OperatorError::Execution {
+                operator: self.name.clone(),
+                message: format!("the checkpoint's position is malformed: {position}"),
+            });
+        };
+        self.null_time_rows = position["null_event_time_rows"].as_u64().unwrap_or(0);
+        let file = usize::try_from(file).unwrap_or(usize::MAX);
+        let files = self.input.files();
+        if file > files.len() {
+            return Err(self.changed_input(format!(
+                "the checkpoint was reading file {} of {}",
+                file + 1,
+                files.len()
+            )));
+        }
+        if let (Some(expected), Some(actual)) = (position["path"].as_str(), files.get(file)) {
+            if actual.display().to_string() != expected {
+                return Err(self.changed_input(format!(
+                    "file {} was `{expected}` and is now `{}`",
+                    file + 1,
+                    actual.display()
+                )));
+            }
+        }
+        self.input.skip_to_file(file);
+        if offset > 0 {
+            let far = Instant::now() + std::time::Duration::from_secs(3600);
+            let started = match self.input.next(far) {
+                Ok(Chunk::FileStart(name)) => Ok(Some(name)),
+                Ok(_) => Ok(None),
+                Err(e) => Err(e),
+            };
+            match started.map_err(|e| self.io_error(e))? {
+                Some(name) => self.start_file(&name),
+                None => return Err(self.changed_input(format!("file {} is missing", file + 1))),
+            }
+            self.skip_prefix(offset)?;
+        }
+        Ok(())
+    }
+
+    fn poll(&mut self, _max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {
+        loop {
+            let chunk = self.input.next(deadline).map_err(|e| OperatorError::Io {
+                operator: self.name.clone(),
+                path: "input".into(),
+                source: e,
+            })?;
+            let decoded = match chunk {
+                Chunk::Done => return Ok(SourcePoll::Exhausted),
+                Chunk::Idle => return Ok(SourcePoll::Idle),
+                Chunk::FileStart(name) => {
+                    self.start_file(&name);
+                    continue;
+                }
+                Chunk::Data(bytes) => self.decoder.decode(bytes),
+                Chunk::FileEnd => self.decoder.finish_file(),
+            };
+            let decoded = decoded.map_err(|e| self.codec_error(e))?;
+            if let Some(poll) = self.take(decoded)? {
+                return Ok(poll);
+            }
+            // Input without rows (a line too long to keep, being skipped; blank lines) must
+            // not hold the source past its deadline: the runtime checks for a stop then.
+            if Instant::now() >= deadline {
+                return Ok(SourcePoll::Idle);
+            }
+        }
+    }
+}

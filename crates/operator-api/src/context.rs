@@ -1,0 +1,92 @@
+//! What an operator instance is built with ([`BuildContext`]), and what the graph checker
+//! hands the runtime for each operator ([`Bound`]): a factory of instances.
+
+use std::sync::Arc;
+
+use anduin_state::RunStateDir;
+
+use crate::dead_letter::DeadLetter;
+use crate::{Operator, OperatorError, Source};
+
+/// What an instance is built with.
+#[derive(Debug, Clone)]
+pub struct BuildContext {
+    /// Where sources send malformed records.
+    pub dead_letter: Arc<DeadLetter>,
+    /// Whether the query runs with checkpoints: sinks then write transactionally.
+    pub checkpointing: bool,
+    /// The checkpoint the query resumes from, if it does (sinks clean up what was written
+    /// after it); `None` for a fresh start.
+    pub restore_epoch: Option<anduin_types::Epoch>,
+    /// Which instance the factory builds, from 0 (`instance < parallelism`). The runtime sets
+    /// it for each instance it builds; made elsewhere, a context says 0.
+    pub instance: usize,
+    /// How many instances of the operator run (1 when it does not run in parallel). A source
+    /// that splits its input between its instances reads its share from `instance` and this.
+    pub parallelism: usize,
+    /// The run's state directory, where LSM backends keep their working files (each in
+    /// [`BuildContext::backend_dir`]); `None`: each in a temporary directory of its own.
+    pub state_dir: Option<Arc<RunStateDir>>,
+    /// The query file, as rejected rows name the place of an expression (`FILE:LINE:COL`).
+    pub query_file: Option<Arc<str>>,
+}
+
+impl Default for BuildContext {
+    /// A context for one instance without checkpoints, rejects on stderr: for tests and tools.
+    fn default() -> Self {
+        Self {
+            dead_letter: Arc::new(DeadLetter::new(crate::DeadLetterTarget::Stderr)),
+            checkpointing: false,
+            restore_epoch: None,
+            instance: 0,
+            parallelism: 1,
+            state_dir: None,
+            query_file: None,
+        }
+    }
+}
+
+impl BuildContext {
+    /// Where the LSM backend of this instance of operator `operator` works, if the run has a
+    /// state directory.
+    pub fn backend_dir(&self, operator: &str) -> Option<std::path::PathBuf> {
+        self.state_dir
+            .as_ref()
+            .map(|d| d.backend_dir(operator, self.instance))
+    }
+
+    /// This context for instance `instance` of `parallelism`.
+    pub fn for_instance(&self, instance: usize, parallelism: usize) -> Self {
+        Self {
+            instance,
+            parallelism,
+            ..self.clone()
+        }
+    }
+}
+
+/// Makes an instance of an operator.
+pub type OperatorFactory =
+    Arc<dyn Fn(&BuildContext) -> Result<Box<dyn Operator>, OperatorError> + Send + Sync>;
+
+/// Makes an instance of a source.
+pub type SourceFactory =
+    Arc<dyn Fn(&BuildContext) -> Result<Box<dyn Source>, OperatorError> + Send + Sync>;
+
+/// A checked operator, ready to be instantiated by the runtime.
+#[derive(Clone)]
+pub enum Bound {
+    /// A source: no inputs, runs on its own thread.
+    Source(SourceFactory),
+    /// An operator with inputs (including sinks, which have no outputs).
+    Operator(OperatorFactory),
+}
+
+impl std::fmt::Debug for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Bound::Source(_) => "Bound::Source",
+            Bound::Operator(_) => "Bound::Operator",
+        })
+    }
+}

@@ -1,0 +1,36 @@
+//! The operator API of anduin: what an operator or a source is to the runtime ([`Operator`],
+//! [`Source`], [`Collector`]), what it is built with ([`BuildContext`]) and bound as
+//! ([`Bound`]), its params, its errors, how it checkpoints ([`SnapshotOut`], [`RestoreIn`]),
+//! and how it rejects a bad row ([`DeadLetter`], [`RowErrors`]).
+//!
+//! Every operator crate (`anduin-relational`, `anduin-cep`, `anduin-connectors`) is written
+//! against this crate, and the runtime depends on it alone. It holds no operator: the registry
+//! of operator types (`anduin-registry`) is assembled above them. It does not schedule,
+//! connect or run instances (`anduin-runtime`).
+
+mod checkpointing;
+mod context;
+mod dead_letter;
+mod error;
+pub mod event_time;
+pub mod fs_check;
+pub mod null_time;
+mod operator;
+mod origins;
+mod params;
+mod row_errors;
+mod source;
+
+pub use checkpointing::{RestoreIn, SnapshotOut};
+pub use context::{Bound, BuildContext, OperatorFactory, SourceFactory};
+pub use dead_letter::{row_as_json, DeadLetter, DeadLetterTarget, RejectedRecord, RejectedRow};
+pub use error::{BadRow, ControlError, OperatorError};
+pub use event_time::WatermarkSpec;
+pub use operator::{Collector, Operator};
+pub use origins::RowOrigins;
+pub use params::Params;
+pub use row_errors::{
+    evaluate_rows, failures, kept_rows, Evaluated, ExprAt, OnError, Piece, RowErrors, RowFailure,
+    ON_ERROR,
+};
+pub use source::{Source, SourcePoll};

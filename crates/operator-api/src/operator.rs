@@ -1,0 +1,155 @@
+//! The `Operator` trait: what every operator of a task's chain implements.
+
+use anduin_types::{Epoch, Watermark};
+use arrow::record_batch::RecordBatch;
+
+use crate::checkpointing::{RestoreIn, SnapshotOut};
+use crate::error::{ControlError, OperatorError};
+use crate::origins::RowOrigins;
+
+/// Where an operator sends its output batches.
+pub trait Collector {
+    /// Emits `batch` on output `port` (0 for operators with one output).
+    fn collect(&mut self, port: usize, batch: RecordBatch) -> Result<(), OperatorError>;
+
+    /// Emits `batch` on output `port` with where its rows were read (see [`RowOrigins`]), so
+    /// that an operator fused after this one can name them. The default forgets them.
+    fn collect_from(
+        &mut self,
+        port: usize,
+        batch: RecordBatch,
+        _origins: Option<RowOrigins>,
+    ) -> Result<(), OperatorError> {
+        self.collect(port, batch)
+    }
+
+    /// Whether what follows on port 0 uses the origins of rows: an operator need not work
+    /// them out for [`Collector::collect_from`] otherwise. The default says no.
+    fn wants_origins(&self) -> bool {
+        false
+    }
+}
+
+/// An operator of the dataflow: receives batches on its inputs, emits batches on its outputs.
+///
+/// Only [`Operator::name`] and [`Operator::process_batch`] are required. Every other hook has a
+/// safe default for a stateless operator: watermarks are forwarded, a snapshot is empty, a
+/// parameter cannot be changed at run time, nothing is buffered at the end of input.
+///
+/// # Examples
+/// ```
+/// use anduin_operator_api::{Collector, Operator, OperatorError};
+/// use arrow::record_batch::RecordBatch;
+///
+/// /// Passes every batch through.
+/// struct Identity;
+/// impl Operator for Identity {
+///     fn name(&self) -> &str { "identity" }
+///     fn process_batch(&mut self, _input: usize, batch: RecordBatch, out: &mut dyn Collector)
+///         -> Result<(), OperatorError> {
+///         out.collect(0, batch)
+///     }
+/// }
+/// ```
+pub trait Operator: Send {
+    /// The operator's name in the query.
+    fn name(&self) -> &str;
+
+    /// Processes one batch that arrived on input `input`.
+    fn process_batch(
+        &mut self,
+        input: usize,
+        batch: RecordBatch,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError>;
+
+    /// Processes one batch whose rows were read where `origins` says (when the source before
+    /// it in the same task knows): an operator that rejects rows names their input lines with
+    /// them, and one that keeps rows in order hands them on with
+    /// [`Collector::collect_from`]. The default ignores them.
+    fn process_batch_from(
+        &mut self,
+        input: usize,
+        batch: RecordBatch,
+        _origins: Option<RowOrigins>,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        self.process_batch(input, batch, out)
+    }
+
+    /// Whether the operator uses the origins of its rows ([`Operator::process_batch_from`]):
+    /// a source fused before it then records them. The default does not.
+    fn wants_origins(&self) -> bool {
+        false
+    }
+
+    /// Event time advanced to `watermark` (the minimum over all inputs). Returns the watermark
+    /// to forward downstream, if any; the default forwards it unchanged.
+    fn handle_watermark(
+        &mut self,
+        watermark: Watermark,
+        _out: &mut dyn Collector,
+    ) -> Result<Option<Watermark>, OperatorError> {
+        Ok(Some(watermark))
+    }
+
+    /// A checkpoint barrier has arrived on every input and everything before it has been
+    /// processed: put the state into `out`. A stateless operator (the default) puts nothing.
+    /// Runs on the data path: serialise, do not wait for I/O (the runtime makes the files
+    /// durable on another thread).
+    fn snapshot(&mut self, _out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// Resumes from what [`Operator::snapshot`] wrote at the checkpoint being restored. The
+    /// default (stateless) accepts only an empty state.
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        if state.is_empty() {
+            Ok(())
+        } else {
+            Err(OperatorError::Execution {
+                operator: self.name().to_string(),
+                message: "this operator is stateless but the checkpoint holds state for it".into(),
+            })
+        }
+    }
+
+    /// Checkpoint `epoch` is complete everywhere: a transactional sink commits what it wrote
+    /// before that epoch's barrier. The default does nothing.
+    fn handle_commit(&mut self, _epoch: Epoch) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// The params that [`Operator::set_param`] accepts while running.
+    fn adjustable_params(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Changes a parameter while running (a meta query, paper §4.5). Validates the value and
+    /// leaves the operator unchanged when it is rejected. The default accepts none.
+    fn set_param(&mut self, param: &str, _value: &str) -> Result<(), ControlError> {
+        Err(ControlError::NotAdjustable {
+            operator: self.name().to_string(),
+            param: param.to_string(),
+            adjustable: self.adjustable_params().join(", "),
+        })
+    }
+
+    /// Every input has ended: emit what is still buffered and flush. The default does nothing.
+    fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// Figures about the operator's state over the run, reported at the end of input (after
+    /// [`Operator::on_end_of_input`]): `(name, value)`. Names starting with `peak_` are
+    /// maxima (the largest over parallel instances is reported), others are totals (summed).
+    /// The default reports nothing.
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
+    /// Whether the operator keeps state between batches.
+    fn is_stateless(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,71 @@
+//! anduin's registry of operator types: every built-in operator and connector, as the graph
+//! checker sees them ([`BuiltinCatalog`], [`SIGNATURES`]), bound to factories of instances.
+//!
+//! This crate only assembles: the operators live in `anduin-relational` (filter, map, union,
+//! window, join), `anduin-cep` (pattern) and `anduin-connectors` (sources and sinks), all
+//! written against `anduin-operator-api`. No operator imports this crate.
+
+use anduin_connectors::{discard, generator, nexmark, reader, writer};
+use anduin_graph::{Binding, Catalog, OperatorSignature};
+use anduin_operator_api::Bound;
+use anduin_relational::{filter, join, map, union, window};
+use anduin_spec::OperatorDef;
+use anduin_types::{Diagnostic, Diagnostics};
+use arrow::datatypes::SchemaRef;
+
+/// Every built-in operator type, in the order of the reference.
+pub static SIGNATURES: &[&OperatorSignature] = &[
+    &reader::SIGNATURE,
+    &generator::SIGNATURE,
+    &nexmark::SIGNATURE,
+    &writer::SIGNATURE,
+    &discard::SIGNATURE,
+    &filter::SIGNATURE,
+    &map::SIGNATURE,
+    &union::SIGNATURE,
+    &window::SIGNATURE,
+    &join::SIGNATURE,
+    &anduin_cep::SIGNATURE,
+];
+
+/// The catalog of built-in operators.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BuiltinCatalog;
+
+impl Catalog for BuiltinCatalog {
+    type Bound = Bound;
+
+    fn signature(&self, kind: &str) -> Option<&OperatorSignature> {
+        SIGNATURES.iter().copied().find(|s| s.kind == kind)
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        SIGNATURES.iter().map(|s| s.kind).collect()
+    }
+
+    fn bind(
+        &self,
+        op: &OperatorDef,
+        inputs: &[(&str, SchemaRef)],
+        declared_outputs: &[Option<SchemaRef>],
+    ) -> Result<Binding<Bound>, Diagnostics> {
+        match op.kind.as_str() {
+            "reader" => reader::bind(op, declared_outputs),
+            "generator" => generator::bind(op, declared_outputs),
+            "nexmark" => nexmark::bind(op, declared_outputs),
+            "writer" => writer::bind(op, inputs),
+            "discard" => discard::bind(op),
+            "filter" => filter::bind(op, inputs),
+            "map" => map::bind(op, inputs),
+            "union" => union::bind(op, inputs),
+            "window" => window::bind(op, inputs),
+            "join" => join::bind(op, inputs),
+            "pattern" => anduin_cep::bind(op, inputs),
+            other => Err(Diagnostic::error(
+                op.kind.pos(),
+                format!("unknown operator type `{other}`"),
+            )
+            .into()),
+        }
+    }
+}

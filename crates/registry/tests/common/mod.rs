@@ -1,0 +1,146 @@
+//! Helpers shared by the operator tests: build an operator from a `.flow` text, and take and
+//! restore in-memory checkpoints (a full snapshot, then changelogs).
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anduin_operator_api::{
+    Bound, BuildContext, DeadLetter, DeadLetterTarget, Operator, OperatorError, RestoreIn,
+    SnapshotOut, Source,
+};
+use anduin_registry::BuiltinCatalog;
+use anduin_types::{Epoch, SnapshotKind};
+
+fn context() -> BuildContext {
+    context_rejecting_to(Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)))
+}
+
+fn context_rejecting_to(dead_letter: Arc<DeadLetter>) -> BuildContext {
+    BuildContext {
+        dead_letter,
+        checkpointing: false,
+        restore_epoch: None,
+        ..BuildContext::default()
+    }
+}
+
+fn bound(src: &str, name: &str) -> Bound {
+    let spec = anduin_spec::parse_flow(src).unwrap_or_else(|e| panic!("{src}\n{e}"));
+    let (graph, _) =
+        anduin_graph::check(&spec, &BuiltinCatalog).unwrap_or_else(|e| panic!("{src}\n{e}"));
+    graph
+        .nodes
+        .iter()
+        .find(|n| n.name() == name)
+        .unwrap_or_else(|| panic!("no operator `{name}` in\n{src}"))
+        .bound
+        .clone()
+}
+
+/// An instance of the operator named `op` in the query `src`.
+pub fn operator(src: &str) -> Box<dyn Operator> {
+    operator_and_dead_letters(src).0
+}
+
+/// An instance of the operator named `op` in the query `src`, and the dead letters it
+/// rejects rows to (printed on stderr, counted).
+pub fn operator_and_dead_letters(src: &str) -> (Box<dyn Operator>, Arc<DeadLetter>) {
+    let Bound::Operator(factory) = bound(src, "op") else {
+        panic!("`op` is not an operator with inputs")
+    };
+    let ctx = context();
+    let op = factory(&ctx).expect("builds");
+    (op, ctx.dead_letter)
+}
+
+/// An instance of the operator named `op` in the query `src` that sends the rows it rejects
+/// to `dead_letter`.
+pub fn operator_rejecting_to(src: &str, dead_letter: &Arc<DeadLetter>) -> Box<dyn Operator> {
+    let Bound::Operator(factory) = bound(src, "op") else {
+        panic!("`op` is not an operator with inputs")
+    };
+    factory(&context_rejecting_to(Arc::clone(dead_letter))).expect("builds")
+}
+
+/// An instance of the source named `name` in the query `src`.
+pub fn source(src: &str, name: &str) -> Box<dyn Source> {
+    let Bound::Source(factory) = bound(src, name) else {
+        panic!("`{name}` is not a source")
+    };
+    factory(&context()).expect("builds")
+}
+
+/// An in-memory checkpoint of one operator: a full snapshot or the changes since the last.
+#[derive(Default)]
+pub struct Memory {
+    pub inline: Option<serde_json::Value>,
+    pub bytes: Vec<u8>,
+    pub changes: bool,
+}
+
+impl SnapshotOut for Memory {
+    fn epoch(&self) -> Epoch {
+        Epoch(1)
+    }
+    fn full_due(&self) -> bool {
+        !self.changes
+    }
+    fn inline(&mut self, value: serde_json::Value) {
+        self.inline = Some(value);
+    }
+    fn stream(&mut self, _kind: SnapshotKind) -> Result<&mut dyn Write, OperatorError> {
+        Ok(&mut self.bytes)
+    }
+}
+
+/// A checkpoint of `op`: full, or the changes since its previous one.
+pub fn checkpoint(op: &mut Box<dyn Operator>, changes: bool) -> Memory {
+    let mut mem = Memory {
+        changes,
+        ..Memory::default()
+    };
+    op.snapshot(&mut mem).expect("snapshots");
+    mem
+}
+
+/// A fresh `make()` restored from a full checkpoint and the changelogs after it.
+pub fn restored(
+    make: impl Fn() -> Box<dyn Operator>,
+    checkpoints: Vec<Memory>,
+) -> Box<dyn Operator> {
+    let mut op = make();
+    let inline = checkpoints.last().and_then(|m| m.inline.clone());
+    let files: Vec<Box<dyn std::io::Read + Send>> = checkpoints
+        .into_iter()
+        .map(|m| Box::new(std::io::Cursor::new(m.bytes)) as Box<dyn std::io::Read + Send>)
+        .collect();
+    op.restore(RestoreIn {
+        epoch: Epoch(1),
+        inline,
+        files,
+    })
+    .expect("restores");
+    op
+}
+
+/// Before arrival `i` of a run restarted at `at`: takes a full checkpoint at `at / 2` (into
+/// `full`), and at `at` a changelog after it (or a full one) and returns `make()` restored
+/// from both; `None` elsewhere.
+pub fn restart_point(
+    i: usize,
+    at: usize,
+    op: &mut Box<dyn Operator>,
+    full: &mut Option<Memory>,
+    make: impl Fn() -> Box<dyn Operator>,
+) -> Option<Box<dyn Operator>> {
+    if i == at / 2 && i < at {
+        *full = Some(checkpoint(op, false));
+    }
+    (i == at).then(|| {
+        let mut checkpoints: Vec<Memory> = full.take().into_iter().collect();
+        checkpoints.push(checkpoint(op, !checkpoints.is_empty()));
+        restored(make, checkpoints)
+    })
+}

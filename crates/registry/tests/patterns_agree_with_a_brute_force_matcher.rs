@@ -1,0 +1,1033 @@
+//! The `pattern` operator (CEP, SQL MATCH_RECOGNIZE semantics) with ALL ROWS PER MATCH finds
+//! exactly the matches a brute-force backtracking matcher written here finds: on seeded random
+//! rows of a few keys that arrive out of order in small batches (the late ones dropped), for
+//! generated patterns (concatenation, `|`, groups, greedy and reluctant `* + ? {n} {n,}
+//! {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
+//! MAX), every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
+//! match with its MATCH_NUMBER and CLASSIFIER, so the comparison pins down every mapping. An
+//! operator snapshotted (a full snapshot, then a changelog) and restored half-way, keeping its
+//! state in the heap or in the LSM backend (with one partition in memory, so that idle ones
+//! go to the LSM tree and come back), gives the same rows as one that ran straight through,
+//! and four instances, each fed the keys it owns, together give the rows of one.
+//! Hand-written cases check greedy against reluctant, alternation preference, an empty
+//! prefix and empty matches, and overlapping matches with `skip to next row`.
+
+mod common;
+
+use common::Memory;
+
+use std::sync::Arc;
+
+use anduin_operator_api::{Collector, Operator, OperatorError};
+use anduin_types::Watermark;
+use arrow::array::{Array, Int64Array, StringArray, TimestampMillisecondArray};
+use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use arrow::record_batch::RecordBatch;
+use proptest::prelude::*;
+
+/// (event time, key, value)
+type Row = (i64, i64, i64);
+
+/// An output row: (event time, key, value, MATCH_NUMBER, CLASSIFIER).
+type Out = (i64, i64, i64, i64, Option<String>);
+
+const VARS: [&str; 3] = ["A", "B", "C"];
+
+// ---------------------------------------------------------------------------------------------
+// What is tested: patterns, conditions, skips.
+
+/// A row pattern over the variables A, B, C (by number).
+#[derive(Debug, Clone)]
+enum Pat {
+    Var(usize),
+    Concat(Vec<Pat>),
+    Alt(Vec<Pat>),
+    Rep {
+        inner: Box<Pat>,
+        q: Quant,
+        greedy: bool,
+    },
+}
+
+/// A quantifier as written.
+#[derive(Debug, Clone, Copy)]
+enum Quant {
+    Star,
+    Plus,
+    Opt,
+    Exact(u32),
+    AtLeast(u32),
+    Range(u32, u32),
+}
+
+impl Quant {
+    /// (minimum, maximum) iterations.
+    fn bounds(self) -> (u32, Option<u32>) {
+        match self {
+            Quant::Star => (0, None),
+            Quant::Plus => (1, None),
+            Quant::Opt => (0, Some(1)),
+            Quant::Exact(n) => (n, Some(n)),
+            Quant::AtLeast(n) => (n, None),
+            Quant::Range(n, m) => (n, Some(m)),
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Quant::Star => "*".into(),
+            Quant::Plus => "+".into(),
+            Quant::Opt => "?".into(),
+            Quant::Exact(n) => format!("{{{n}}}"),
+            Quant::AtLeast(n) => format!("{{{n},}}"),
+            Quant::Range(n, m) => format!("{{{n},{m}}}"),
+        }
+    }
+}
+
+impl Pat {
+    fn text(&self) -> String {
+        match self {
+            Pat::Var(v) => VARS[*v].to_string(),
+            Pat::Concat(parts) => parts
+                .iter()
+                .map(|p| match p {
+                    Pat::Alt(_) => format!("({})", p.text()),
+                    _ => p.text(),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            Pat::Alt(alts) => alts.iter().map(Pat::text).collect::<Vec<_>>().join(" | "),
+            Pat::Rep { inner, q, greedy } => {
+                let body = match **inner {
+                    Pat::Var(_) => inner.text(),
+                    _ => format!("({})", inner.text()),
+                };
+                format!("{body}{}{}", q.text(), if *greedy { "" } else { "?" })
+            }
+        }
+    }
+
+    fn mentions(&self, v: usize) -> bool {
+        match self {
+            Pat::Var(w) => *w == v,
+            Pat::Concat(ps) | Pat::Alt(ps) => ps.iter().any(|p| p.mentions(v)),
+            Pat::Rep { inner, .. } => inner.mentions(v),
+        }
+    }
+}
+
+/// A DEFINE condition from a fixed table, as text for the operator and as a function of the
+/// match so far for the brute-force matcher. `W` is another (or the same) variable.
+#[derive(Debug, Clone, Copy)]
+enum Cond {
+    /// No DEFINE: any row.
+    Any,
+    /// `V.value < c` (the row itself, qualified with its own variable)
+    Below(i64),
+    /// `value % 2 = 0`
+    Even,
+    /// `value > PREV(value)`
+    Rising,
+    /// `PREV(value, 2) IS NOT NULL AND value <> PREV(value, 2)`
+    DiffersTwoBack,
+    /// `value > LAST(W.value)`
+    AboveLast(usize),
+    /// `value <= W.value + 1`
+    NearQualified(usize),
+    /// `LAST(W.value, 1) IS NULL OR value < LAST(W.value, 1)`
+    BelowOneBefore(usize),
+    /// `COUNT(W.*) <= n`
+    CountAtMost(usize, i64),
+    /// `SUM(W.value) < c`
+    SumBelow(usize, i64),
+    /// `AVG(W.value) >= 1.5`
+    AvgAtLeast(usize),
+    /// `value >= FIRST(W.value)`
+    AtLeastFirst(usize),
+    /// `FIRST(W.value, 1) IS NULL OR value <> FIRST(W.value, 1)`
+    NotSecond(usize),
+    /// `MAX(W.value) > value`
+    MaxAbove(usize),
+}
+
+impl Cond {
+    /// The variable it looks at besides the row itself.
+    fn other(self) -> Option<usize> {
+        match self {
+            Cond::AboveLast(w)
+            | Cond::NearQualified(w)
+            | Cond::BelowOneBefore(w)
+            | Cond::CountAtMost(w, _)
+            | Cond::SumBelow(w, _)
+            | Cond::AvgAtLeast(w)
+            | Cond::AtLeastFirst(w)
+            | Cond::NotSecond(w)
+            | Cond::MaxAbove(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// The same condition looking at `w` instead.
+    fn with_other(self, w: usize) -> Cond {
+        match self {
+            Cond::AboveLast(_) => Cond::AboveLast(w),
+            Cond::NearQualified(_) => Cond::NearQualified(w),
+            Cond::BelowOneBefore(_) => Cond::BelowOneBefore(w),
+            Cond::CountAtMost(_, n) => Cond::CountAtMost(w, n),
+            Cond::SumBelow(_, c) => Cond::SumBelow(w, c),
+            Cond::AvgAtLeast(_) => Cond::AvgAtLeast(w),
+            Cond::AtLeastFirst(_) => Cond::AtLeastFirst(w),
+            Cond::NotSecond(_) => Cond::NotSecond(w),
+            Cond::MaxAbove(_) => Cond::MaxAbove(w),
+            other => other,
+        }
+    }
+
+    /// The DEFINE of variable `own`, if any.
+    fn text(self, own: usize) -> Option<String> {
+        let v = VARS[own];
+        let name = |w: usize| VARS[w];
+        Some(match self {
+            Cond::Any => return None,
+            Cond::Below(c) => format!("{v}.value < {c}"),
+            Cond::Even => "value % 2 = 0".into(),
+            Cond::Rising => "value > PREV(value)".into(),
+            Cond::DiffersTwoBack => "PREV(value, 2) IS NOT NULL AND value <> PREV(value, 2)".into(),
+            Cond::AboveLast(w) => format!("value > LAST({}.value)", name(w)),
+            Cond::NearQualified(w) => format!("value <= {}.value + 1", name(w)),
+            Cond::BelowOneBefore(w) => format!(
+                "LAST({w}.value, 1) IS NULL OR value < LAST({w}.value, 1)",
+                w = name(w)
+            ),
+            Cond::CountAtMost(w, n) => format!("COUNT({}.*) <= {n}", name(w)),
+            Cond::SumBelow(w, c) => format!("SUM({}.value) < {c}", name(w)),
+            Cond::AvgAtLeast(w) => format!("AVG({}.value) >= 1.5", name(w)),
+            Cond::AtLeastFirst(w) => format!("value >= FIRST({}.value)", name(w)),
+            Cond::NotSecond(w) => format!(
+                "FIRST({w}.value, 1) IS NULL OR value <> FIRST({w}.value, 1)",
+                w = name(w)
+            ),
+            Cond::MaxAbove(w) => format!("MAX({}.value) > value", name(w)),
+        })
+    }
+
+    /// Whether the condition is true for the last row of `mapping` (the row being
+    /// classified, already mapped to its variable). NULL is not true.
+    fn holds(self, rows: &[Row], mapping: &[(usize, usize)]) -> bool {
+        let &(cur, _) = mapping.last().expect("the current row is mapped");
+        let value = rows[cur].2;
+        let prev = |n: usize| cur.checked_sub(n).map(|r| rows[r].2);
+        let of = |w: usize| {
+            mapping
+                .iter()
+                .filter(move |(_, v)| *v == w)
+                .map(|(r, _)| rows[*r].2)
+        };
+        let last = |w: usize, n: usize| of(w).rev().nth(n);
+        let first = |w: usize, n: usize| of(w).nth(n);
+        let sum = |w: usize| of(w).reduce(|a, b| a + b);
+        match self {
+            Cond::Any => true,
+            Cond::Below(c) => value < c,
+            Cond::Even => value % 2 == 0,
+            Cond::Rising => prev(1).is_some_and(|p| value > p),
+            Cond::DiffersTwoBack => prev(2).is_some_and(|p| value != p),
+            Cond::AboveLast(w) => last(w, 0).is_some_and(|x| value > x),
+            Cond::NearQualified(w) => last(w, 0).is_some_and(|x| value <= x + 1),
+            Cond::BelowOneBefore(w) => last(w, 1).is_none_or(|x| value < x),
+            Cond::CountAtMost(w, n) => (of(w).count() as i64) <= n,
+            Cond::SumBelow(w, c) => sum(w).is_some_and(|s| s < c),
+            Cond::AvgAtLeast(w) => {
+                let n = of(w).count();
+                n > 0 && sum(w).unwrap_or(0) as f64 / n as f64 >= 1.5
+            }
+            Cond::AtLeastFirst(w) => first(w, 0).is_some_and(|f| value >= f),
+            Cond::NotSecond(w) => first(w, 1).is_none_or(|f| value != f),
+            Cond::MaxAbove(w) => of(w).max().is_some_and(|m| m > value),
+        }
+    }
+}
+
+/// AFTER MATCH SKIP …
+#[derive(Debug, Clone, Copy)]
+enum Skip {
+    PastLastRow,
+    ToNextRow,
+    ToFirst(usize),
+    ToLast(usize),
+}
+
+impl Skip {
+    fn text(self) -> String {
+        match self {
+            Skip::PastLastRow => "skip past last row".into(),
+            Skip::ToNextRow => "skip to next row".into(),
+            Skip::ToFirst(v) => format!("skip to first {}", VARS[v]),
+            Skip::ToLast(v) => format!("skip to last {}", VARS[v]),
+        }
+    }
+}
+
+/// One configuration of the operator.
+#[derive(Debug, Clone)]
+struct Case {
+    pattern: Pat,
+    /// The condition of A, B and C.
+    defines: [Cond; 3],
+    skip: Skip,
+    /// Milliseconds.
+    within: Option<i64>,
+}
+
+impl Case {
+    /// Makes every name refer to a variable of the pattern (the operator refuses others):
+    /// a condition on a missing variable looks at its own variable instead, a skip to a
+    /// missing variable skips to the pattern's first variable.
+    fn normalized(mut self) -> Case {
+        let present: Vec<usize> = (0..3).filter(|v| self.pattern.mentions(*v)).collect();
+        for (own, d) in self.defines.iter_mut().enumerate() {
+            if let Some(w) = d.other() {
+                if !present.contains(&w) {
+                    *d = d.with_other(own);
+                }
+            }
+        }
+        let fix = |v: usize| if present.contains(&v) { v } else { present[0] };
+        self.skip = match self.skip {
+            Skip::ToFirst(v) => Skip::ToFirst(fix(v)),
+            Skip::ToLast(v) => Skip::ToLast(fix(v)),
+            other => other,
+        };
+        self
+    }
+
+    fn flow(&self) -> String {
+        let mut params = format!(
+            "param partition_by = \"k\" param order_by = \"ts\" param pattern = \"{}\"\n",
+            self.pattern.text()
+        );
+        for (v, d) in self.defines.iter().enumerate() {
+            if !self.pattern.mentions(v) {
+                continue;
+            }
+            if let Some(t) = d.text(v) {
+                params += &format!("  param define = \"{} AS {t}\"\n", VARS[v]);
+            }
+        }
+        params += "  param rows_per_match = \"all\"\n";
+        params += "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() AS cls\"\n";
+        params += &format!("  param after_match = \"{}\"\n", self.skip.text());
+        if let Some(w) = self.within {
+            params += &format!("  param within = \"{w}ms\"\n");
+        }
+        format!(
+            r#"type name = "T" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "value", type = "int" }}
+operator name = "g", type = "generator" {{ output name = "in", type = "T" }}
+operator name = "op", type = "pattern" {{
+  input name = "in"
+  {params}  output name = "out" }}
+operator name = "d", type = "discard" {{ input name = "out" }}"#
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operator, driven through the Operator trait.
+
+/// The operator of `case`; with `lsm`, its state in the LSM backend with one partition in
+/// memory (every idle partition goes to the LSM tree and is read back when a row comes).
+fn pattern_op(case: &Case, lsm: bool) -> Box<dyn Operator> {
+    let mut src = case.flow();
+    if lsm {
+        src = src.replacen(
+            "param order_by",
+            "param state_backend = \"lsm\"\n  param cache_partitions = 1\n  param order_by",
+            1,
+        );
+        assert!(src.contains("cache_partitions"), "{src}");
+    }
+    common::operator(&src)
+}
+
+#[derive(Default)]
+struct Collect {
+    rows: Vec<Out>,
+}
+
+impl Collector for Collect {
+    fn collect(&mut self, port: usize, b: RecordBatch) -> Result<(), OperatorError> {
+        assert_eq!(port, 0, "no timeout output is configured");
+        let int = |i: usize| -> Vec<Option<i64>> {
+            let c = b.column(i);
+            if let Some(a) = c.as_any().downcast_ref::<TimestampMillisecondArray>() {
+                return a.iter().collect();
+            }
+            let a = c.as_any().downcast_ref::<Int64Array>().expect("int");
+            a.iter().collect()
+        };
+        let (ts, k, v, m) = (int(0), int(1), int(2), int(3));
+        let cls = b
+            .column(4)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .expect("string");
+        for i in 0..b.num_rows() {
+            self.rows.push((
+                ts[i].expect("ts"),
+                k[i].expect("k"),
+                v[i].expect("value"),
+                m[i].expect("match number"),
+                cls.is_valid(i).then(|| cls.value(i).to_string()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn batch(rows: &[Row]) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("ts", DataType::Timestamp(TimeUnit::Millisecond, None), true),
+        Field::new("k", DataType::Int64, true),
+        Field::new("value", DataType::Int64, true),
+    ]));
+    let col = |f: fn(&Row) -> i64| rows.iter().map(f).collect::<Vec<_>>();
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(TimestampMillisecondArray::from(col(|r| r.0))),
+            Arc::new(Int64Array::from(col(|r| r.1))),
+            Arc::new(Int64Array::from(col(|r| r.2))),
+        ],
+    )
+    .expect("valid")
+}
+
+/// The watermark after each batch: the largest time so far minus `delay`.
+fn watermarks(batches: &[Vec<Row>], delay: i64) -> Vec<Option<i64>> {
+    let mut max = None::<i64>;
+    batches
+        .iter()
+        .map(|rows| {
+            if let Some(m) = rows.iter().map(|r| r.0).max() {
+                max = Some(max.map_or(m, |x| x.max(m)));
+            }
+            max.map(|m| m - delay)
+        })
+        .collect()
+}
+
+/// The operator refused the input as too ambiguous (too many partial matches at once).
+#[derive(Debug)]
+struct TooAmbiguous;
+
+fn check(r: Result<impl Sized, OperatorError>) -> Result<(), TooAmbiguous> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if e.to_string().contains("too ambiguous") => Err(TooAmbiguous),
+        Err(e) => panic!("the operator failed: {e}"),
+    }
+}
+
+/// Feeds the batches in order of arrival of only the keys with `k mod 4 == part` (all keys:
+/// `None`), each followed by its watermark; with `restart_at`, takes a full snapshot before
+/// batch `restart_at / 2` and a changelog before batch `restart_at`, and restores both into
+/// a fresh instance (with `lsm`, one keeping its state in the LSM backend) there.
+fn run(
+    case: &Case,
+    batches: &[Vec<Row>],
+    delay: i64,
+    restart_at: Option<(usize, bool)>,
+    part: Option<i64>,
+) -> Result<Vec<Out>, TooAmbiguous> {
+    let lsm = restart_at.is_some_and(|(_, lsm)| lsm);
+    let mut op = pattern_op(case, lsm);
+    let mut out = Collect::default();
+    let mut full: Option<Memory> = None;
+    for (i, (rows, wm)) in batches.iter().zip(watermarks(batches, delay)).enumerate() {
+        if let Some((at, _)) = restart_at {
+            let make = || pattern_op(case, lsm);
+            if let Some(fresh) = common::restart_point(i, at, &mut op, &mut full, make) {
+                op = fresh;
+            }
+        }
+        let mine: Vec<Row> = rows
+            .iter()
+            .filter(|r| part.is_none_or(|p| r.1.rem_euclid(4) == p))
+            .copied()
+            .collect();
+        check(op.process_batch(0, batch(&mine), &mut out))?;
+        if let Some(wm) = wm {
+            check(op.handle_watermark(Watermark(wm), &mut out))?;
+        }
+    }
+    check(op.handle_watermark(Watermark::MAX, &mut out))?;
+    check(op.on_end_of_input(&mut out))?;
+    out.rows.sort();
+    Ok(out.rows)
+}
+
+/// Four instances, each fed the rows of the keys it owns (key mod 4) and every watermark.
+fn run_split(case: &Case, batches: &[Vec<Row>], delay: i64) -> Result<Vec<Out>, TooAmbiguous> {
+    let mut all = vec![];
+    for part in 0..4 {
+        all.extend(run(case, batches, delay, None, Some(part))?);
+    }
+    all.sort();
+    Ok(all)
+}
+
+/// The rows that are not late (time before the watermark when they arrive), in arrival order.
+fn on_time(batches: &[Vec<Row>], delay: i64) -> Vec<Row> {
+    let mut kept = vec![];
+    let mut wm = i64::MIN;
+    for (rows, next) in batches.iter().zip(watermarks(batches, delay)) {
+        kept.extend(rows.iter().filter(|r| r.0 >= wm).copied());
+        if let Some(next) = next {
+            wm = wm.max(next);
+        }
+    }
+    kept
+}
+
+// ---------------------------------------------------------------------------------------------
+// The brute-force matcher: backtracking over the pattern in preference order.
+
+/// The search gave up: the pattern is too ambiguous for brute force on this input.
+#[derive(Debug)]
+struct OutOfBudget;
+
+/// What is left to match after the current element.
+enum Cont<'a> {
+    Done,
+    /// The remaining parts of a concatenation, then `next`.
+    Rest {
+        rest: &'a [Pat],
+        next: &'a Cont<'a>,
+    },
+    /// Iteration `count` of the quantified `rep`, begun at row `began`, has ended.
+    Iterated {
+        rep: &'a Pat,
+        count: u32,
+        began: usize,
+        next: &'a Cont<'a>,
+    },
+}
+
+struct Search<'a> {
+    rows: &'a [Row],
+    case: &'a Case,
+    start: usize,
+    /// (row, variable) of the match so far.
+    mapping: Vec<(usize, usize)>,
+    /// Rows still to classify before giving up.
+    budget: &'a mut u64,
+}
+
+impl Search<'_> {
+    /// Matches `p` from row `pos`, then `k`; true when a complete match was found (it is in
+    /// `mapping`), trying alternatives in preference order.
+    fn go(&mut self, p: &Pat, pos: usize, k: &Cont<'_>) -> Result<bool, OutOfBudget> {
+        match p {
+            Pat::Var(v) => {
+                let Some(row) = self.rows.get(pos) else {
+                    return Ok(false);
+                };
+                if self
+                    .case
+                    .within
+                    .is_some_and(|w| row.0 - self.rows[self.start].0 >= w)
+                {
+                    return Ok(false);
+                }
+                *self.budget = self.budget.checked_sub(1).ok_or(OutOfBudget)?;
+                self.mapping.push((pos, *v));
+                if self.case.defines[*v].holds(self.rows, &self.mapping) && self.cont(k, pos + 1)? {
+                    return Ok(true);
+                }
+                self.mapping.pop();
+                Ok(false)
+            }
+            Pat::Concat(parts) => self.cont(
+                &Cont::Rest {
+                    rest: parts,
+                    next: k,
+                },
+                pos,
+            ),
+            Pat::Alt(alts) => {
+                for a in alts {
+                    if self.go(a, pos, k)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Pat::Rep { .. } => self.repeat(p, 0, pos, k),
+        }
+    }
+
+    fn cont(&mut self, k: &Cont<'_>, pos: usize) -> Result<bool, OutOfBudget> {
+        match k {
+            Cont::Done => Ok(true),
+            Cont::Rest { rest, next } => match rest.split_first() {
+                None => self.cont(next, pos),
+                Some((first, rest)) => self.go(first, pos, &Cont::Rest { rest, next }),
+            },
+            Cont::Iterated {
+                rep,
+                count,
+                began,
+                next,
+            } => {
+                let Pat::Rep { q, .. } = rep else {
+                    unreachable!("only a quantified pattern iterates")
+                };
+                let (min, max) = q.bounds();
+                // An iteration of an unbounded loop beyond its minimum must consume a row.
+                if max.is_none() && *count > min && pos == *began {
+                    return Ok(false);
+                }
+                self.repeat(rep, *count, pos, next)
+            }
+        }
+    }
+
+    /// `count` iterations of `rep` are done, the next row is `pos`.
+    fn repeat(
+        &mut self,
+        rep: &Pat,
+        count: u32,
+        pos: usize,
+        k: &Cont<'_>,
+    ) -> Result<bool, OutOfBudget> {
+        let Pat::Rep { inner, q, greedy } = rep else {
+            unreachable!("a quantified pattern")
+        };
+        let (min, max) = q.bounds();
+        let more = max.is_none_or(|m| count < m);
+        let stop = count >= min;
+        for another in if *greedy {
+            [true, false]
+        } else {
+            [false, true]
+        } {
+            let found = if another {
+                more && self.go(
+                    inner,
+                    pos,
+                    &Cont::Iterated {
+                        rep,
+                        count: count + 1,
+                        began: pos,
+                        next: k,
+                    },
+                )?
+            } else {
+                stop && self.cont(k, pos)?
+            };
+            if found {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Every output row of `case` over `rows` (in arrival order), found by brute force.
+fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBudget> {
+    let mut keys: Vec<i64> = rows.iter().map(|r| r.1).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut budget = 400_000u64;
+    let mut out = vec![];
+    for key in keys {
+        let mut part: Vec<Row> = rows.iter().filter(|r| r.1 == key).copied().collect();
+        // Event-time order, ties in arrival order (the sort is stable).
+        part.sort_by_key(|r| r.0);
+        let mut matches = 0;
+        let mut i = 0;
+        while i < part.len() {
+            let mut s = Search {
+                rows: &part,
+                case,
+                start: i,
+                mapping: vec![],
+                budget: &mut budget,
+            };
+            if !s.go(&case.pattern, i, &Cont::Done)? {
+                i += 1;
+                continue;
+            }
+            let mapping = s.mapping;
+            matches += 1;
+            let cells = |r: usize| (part[r].0, part[r].1, part[r].2);
+            if mapping.is_empty() {
+                let (t, k, v) = cells(i);
+                out.push((t, k, v, matches, None));
+            }
+            for &(r, var) in &mapping {
+                let (t, k, v) = cells(r);
+                out.push((t, k, v, matches, Some(VARS[var].to_string())));
+            }
+            let rows_of = |v: usize| {
+                mapping
+                    .iter()
+                    .filter(move |(_, w)| *w == v)
+                    .map(|(r, _)| *r)
+            };
+            let after = |r: Option<usize>| r.filter(|r| *r > i).unwrap_or(i + 1);
+            i = match case.skip {
+                Skip::PastLastRow => mapping.last().map_or(i + 1, |(r, _)| r + 1),
+                Skip::ToNextRow => i + 1,
+                Skip::ToFirst(v) => after(rows_of(v).next()),
+                Skip::ToLast(v) => after(rows_of(v).next_back()),
+            };
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated cases.
+
+fn quant() -> impl Strategy<Value = Quant> {
+    prop_oneof![
+        Just(Quant::Star),
+        Just(Quant::Plus),
+        Just(Quant::Opt),
+        (1u32..=3).prop_map(Quant::Exact),
+        (0u32..=2).prop_map(Quant::AtLeast),
+        (0u32..=2, 1u32..=3).prop_map(|(n, w)| Quant::Range(n, (n + w - 1).max(1))),
+    ]
+}
+
+fn pat() -> impl Strategy<Value = Pat> {
+    let leaf = (0usize..3).prop_map(Pat::Var);
+    let element = leaf.prop_recursive(2, 6, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Concat),
+            prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Alt),
+            (inner, quant(), any::<bool>()).prop_map(|(p, q, greedy)| Pat::Rep {
+                inner: Box::new(p),
+                q,
+                greedy
+            }),
+        ]
+    });
+    // A concatenation whose last element is often quantified.
+    (
+        prop::collection::vec(element, 1..=3),
+        prop::option::of((quant(), any::<bool>())),
+    )
+        .prop_map(|(mut parts, last)| {
+            if let Some((q, greedy)) = last {
+                let p = parts.pop().expect("one part at least");
+                parts.push(Pat::Rep {
+                    inner: Box::new(p),
+                    q,
+                    greedy,
+                });
+            }
+            if parts.len() == 1 {
+                parts.pop().expect("one part")
+            } else {
+                Pat::Concat(parts)
+            }
+        })
+}
+
+fn cond() -> impl Strategy<Value = Cond> {
+    let w = 0usize..3;
+    prop_oneof![
+        3 => Just(Cond::Any),
+        1 => (1i64..5).prop_map(Cond::Below),
+        1 => Just(Cond::Even),
+        1 => Just(Cond::Rising),
+        1 => Just(Cond::DiffersTwoBack),
+        1 => w.clone().prop_map(Cond::AboveLast),
+        1 => w.clone().prop_map(Cond::NearQualified),
+        1 => w.clone().prop_map(Cond::BelowOneBefore),
+        1 => (w.clone(), 1i64..=3).prop_map(|(w, n)| Cond::CountAtMost(w, n)),
+        1 => (w.clone(), 3i64..10).prop_map(|(w, c)| Cond::SumBelow(w, c)),
+        1 => w.clone().prop_map(Cond::AvgAtLeast),
+        1 => w.clone().prop_map(Cond::AtLeastFirst),
+        1 => w.clone().prop_map(Cond::NotSecond),
+        1 => w.prop_map(Cond::MaxAbove),
+    ]
+}
+
+fn skip() -> impl Strategy<Value = Skip> {
+    prop_oneof![
+        Just(Skip::PastLastRow),
+        Just(Skip::ToNextRow),
+        (0usize..3).prop_map(Skip::ToFirst),
+        (0usize..3).prop_map(Skip::ToLast),
+    ]
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        pat(),
+        [cond(), cond(), cond()],
+        skip(),
+        prop::option::weighted(0.3, 1i64..40),
+    )
+        .prop_map(|(pattern, defines, skip, within)| {
+            Case {
+                pattern,
+                defines,
+                skip,
+                within,
+            }
+            .normalized()
+        })
+}
+
+/// Batches in arrival order: times move forward (ties, small steps, occasional gaps), rows
+/// arrive a little out of order, values are small, a few keys.
+fn batches() -> impl Strategy<Value = Vec<Vec<Row>>> {
+    let step = prop_oneof![2 => Just(0i64), 6 => 1i64..4, 1 => 10i64..30];
+    let row = (step, 0i64..4, 0i64..6, 0usize..6, prop::bool::weighted(0.3));
+    (1i64..=4, prop::collection::vec(row, 1..=40)).prop_map(|(keys, rows)| {
+        let mut ts = 1_700_000_000_000i64;
+        let mut arriving: Vec<(usize, Row, bool)> = rows
+            .into_iter()
+            .enumerate()
+            .map(|(i, (step, k, v, jitter, cut))| {
+                ts += step;
+                (i + jitter, (ts, k % keys, v), cut)
+            })
+            .collect();
+        arriving.sort_by_key(|a| a.0);
+        let mut batches = vec![vec![]];
+        for (_, row, cut) in arriving {
+            batches.last_mut().expect("a batch").push(row);
+            if cut {
+                batches.push(vec![]);
+            }
+        }
+        batches.retain(|b| !b.is_empty());
+        batches
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn every_generated_pattern_matches_what_brute_force_finds(
+        case in case(),
+        batches in batches(),
+        delay in 0i64..12,
+        restart in any::<prop::sample::Index>(),
+        lsm in any::<bool>(),
+    ) {
+        let Ok(expected) = brute_force(&case, &on_time(&batches, delay)) else {
+            return Err(TestCaseError::reject("too ambiguous for brute force"));
+        };
+        let Ok(got) = run(&case, &batches, delay, None, None) else {
+            return Err(TestCaseError::reject("too ambiguous for the operator"));
+        };
+        let flow = case.flow();
+        prop_assert_eq!(&got, &expected, "{}", flow);
+        let at = restart.index(batches.len());
+        let restored = run(&case, &batches, delay, Some((at, lsm)), None).expect("as ambiguous as before");
+        prop_assert_eq!(&restored, &expected, "restored before batch {}\n{}", at, flow);
+        let split = run_split(&case, &batches, delay).expect("as ambiguous as before");
+        prop_assert_eq!(&split, &expected, "four instances\n{}", flow);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-written cases with exact outputs.
+
+fn var(v: &str) -> Pat {
+    Pat::Var(VARS.iter().position(|n| *n == v).expect("A, B or C"))
+}
+
+fn rep(inner: Pat, q: Quant, greedy: bool) -> Pat {
+    Pat::Rep {
+        inner: Box::new(inner),
+        q,
+        greedy,
+    }
+}
+
+/// Rows of key 0, one millisecond apart, with these values.
+fn rows(values: &[i64]) -> Vec<Row> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (1000 + i as i64, 0, *v))
+        .collect()
+}
+
+/// Output rows of key 0 as (row number, value, MATCH_NUMBER, CLASSIFIER).
+fn expect(rows: &[(i64, i64, i64, Option<&str>)]) -> Vec<Out> {
+    let mut out: Vec<Out> = rows
+        .iter()
+        .map(|(i, v, m, c)| (1000 + i, 0, *v, *m, c.map(str::to_string)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The operator's output on `rows` in one batch, checked against brute force as well.
+fn outputs(case: &Case, rows: &[Row]) -> Vec<Out> {
+    let got = run(case, &[rows.to_vec()], 0, None, None).expect("not too ambiguous");
+    let brute = brute_force(case, rows).expect("small");
+    assert_eq!(got, brute, "the brute force agrees\n{}", case.flow());
+    got
+}
+
+#[test]
+fn greedy_plus_takes_the_longest_run_and_reluctant_the_shortest() {
+    let defines = [Cond::Below(1), Cond::Any, Cond::AboveLast(1)];
+    let data = rows(&[0, 1, 3, 1, 3]);
+    let greedy = Case {
+        pattern: Pat::Concat(vec![var("A"), rep(var("B"), Quant::Plus, true), var("C")]),
+        defines,
+        skip: Skip::PastLastRow,
+        within: None,
+    };
+    assert_eq!(greedy.pattern.text(), "A B+ C");
+    // B+ runs to the end, gives back one row for C (3 > LAST(B.value) = 1).
+    assert_eq!(
+        outputs(&greedy, &data),
+        expect(&[
+            (0, 0, 1, Some("A")),
+            (1, 1, 1, Some("B")),
+            (2, 3, 1, Some("B")),
+            (3, 1, 1, Some("B")),
+            (4, 3, 1, Some("C")),
+        ])
+    );
+    let reluctant = Case {
+        pattern: Pat::Concat(vec![var("A"), rep(var("B"), Quant::Plus, false), var("C")]),
+        ..greedy
+    };
+    assert_eq!(reluctant.pattern.text(), "A B+? C");
+    // B+? stops after one row as soon as C can follow; nothing starts with A later.
+    assert_eq!(
+        outputs(&reluctant, &data),
+        expect(&[
+            (0, 0, 1, Some("A")),
+            (1, 1, 1, Some("B")),
+            (2, 3, 1, Some("C")),
+        ])
+    );
+}
+
+#[test]
+fn alternation_in_a_loop_prefers_its_left_branch_row_by_row() {
+    let case = Case {
+        pattern: Pat::Concat(vec![
+            rep(Pat::Alt(vec![var("A"), var("B")]), Quant::Plus, true),
+            var("C"),
+        ]),
+        defines: [Cond::Below(2), Cond::Below(4), Cond::Any],
+        skip: Skip::PastLastRow,
+        within: None,
+    };
+    assert_eq!(case.pattern.text(), "(A | B)+ C");
+    // 1 is both A and B: A wins. 5 is neither, so the loop stops and C takes it; the loop
+    // then runs again from the next row, and at the end gives a row back to C.
+    assert_eq!(
+        outputs(&case, &rows(&[1, 3, 1, 5, 0, 2])),
+        expect(&[
+            (0, 1, 1, Some("A")),
+            (1, 3, 1, Some("B")),
+            (2, 1, 1, Some("A")),
+            (3, 5, 1, Some("C")),
+            (4, 0, 2, Some("A")),
+            (5, 2, 2, Some("C")),
+        ])
+    );
+}
+
+#[test]
+fn a_star_prefix_may_match_no_row_and_a_lone_star_matches_the_empty_sequence() {
+    // A AS value < 3, B AS value % 2 = 0.
+    let case = Case {
+        pattern: Pat::Concat(vec![rep(var("A"), Quant::Star, true), var("B")]),
+        defines: [Cond::Below(3), Cond::Even, Cond::Any],
+        skip: Skip::PastLastRow,
+        within: None,
+    };
+    assert_eq!(case.pattern.text(), "A* B");
+    // From row 0 (2): A* takes 2, then 5 is no B; it backtracks to no A at all, and B
+    // takes 2 alone. Row 1 (5) starts nothing. From row 2: A takes 1 and 2, then the input
+    // ends: A* gives 2 back to B.
+    assert_eq!(
+        outputs(&case, &rows(&[2, 5, 1, 2])),
+        expect(&[
+            (0, 2, 1, Some("B")),
+            (2, 1, 2, Some("A")),
+            (3, 2, 2, Some("B")),
+        ])
+    );
+    // `A*` alone: at 5 it matches no row, which is a match too: one row with no classifier
+    // (and the next attempt starts at the next row).
+    let alone = Case {
+        pattern: rep(var("A"), Quant::Star, true),
+        ..case
+    };
+    assert_eq!(
+        outputs(&alone, &rows(&[0, 5, 1, 2, 7])),
+        expect(&[
+            (0, 0, 1, Some("A")),
+            (1, 5, 2, None),
+            (2, 1, 3, Some("A")),
+            (3, 2, 3, Some("A")),
+            (4, 7, 4, None),
+        ])
+    );
+}
+
+#[test]
+fn skip_to_next_row_lets_matches_overlap() {
+    let case = Case {
+        pattern: Pat::Concat(vec![var("A"), rep(var("B"), Quant::Plus, true)]),
+        defines: [Cond::Any, Cond::Rising, Cond::Any],
+        skip: Skip::ToNextRow,
+        within: None,
+    };
+    assert_eq!(case.pattern.text(), "A B+");
+    // 1 and 2 each start a rising run up to 3; 3 starts none (0 is no rise); 0 starts 0 4;
+    // 4 has no row after it.
+    assert_eq!(
+        outputs(&case, &rows(&[1, 2, 3, 0, 4])),
+        expect(&[
+            (0, 1, 1, Some("A")),
+            (1, 2, 1, Some("B")),
+            (2, 3, 1, Some("B")),
+            (1, 2, 2, Some("A")),
+            (2, 3, 2, Some("B")),
+            (3, 0, 3, Some("A")),
+            (4, 4, 3, Some("B")),
+        ])
+    );
+}
+
+// `(B*?)*` over two rows, B any row. In preference order, the outer greedy loop's first
+// iteration is the inner reluctant loop's shortest non-empty run, `B`; then the outer loop
+// prefers another iteration, `B` again: one match of both rows. (A matcher that follows each
+// instruction once per row, rather than once per loop iteration, meets the inner loop a second
+// time at the start of the outer loop's new iteration, drops that visit, and ends the match
+// after one row.)
+#[test]
+fn a_reluctant_loop_spanning_the_body_of_a_greedy_loop_lets_it_take_another_iteration() {
+    let case = Case {
+        pattern: rep(rep(var("B"), Quant::Star, false), Quant::Star, true),
+        defines: [Cond::Any, Cond::Any, Cond::Any],
+        skip: Skip::PastLastRow,
+        within: None,
+    };
+    assert_eq!(case.pattern.text(), "(B*?)*");
+    assert_eq!(
+        outputs(&case, &rows(&[0, 0])),
+        expect(&[(0, 0, 1, Some("B")), (1, 0, 1, Some("B"))])
+    );
+}

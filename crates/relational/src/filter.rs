@@ -1,0 +1,231 @@
+//! `filter`: keeps the rows for which a condition holds.
+
+use std::sync::Arc;
+
+use anduin_expr::{compile_predicate, CompiledExpr, Scope};
+use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
+use anduin_spec::OperatorDef;
+use anduin_types::Diagnostics;
+use arrow::array::{BooleanArray, BooleanBuilder};
+use arrow::compute::filter_record_batch;
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+
+use anduin_operator_api::Bound;
+use anduin_operator_api::Params;
+use anduin_operator_api::{
+    evaluate_rows, Collector, ControlError, Evaluated, ExprAt, OnError, Operator, OperatorError,
+    Piece, RowErrors, RowFailure, RowOrigins,
+};
+
+/// The `filter` operator type.
+pub const SIGNATURE: OperatorSignature = OperatorSignature {
+    kind: "filter",
+    doc: "keeps the rows for which `condition` is true (null counts as false)",
+    inputs: Arity::Exactly(1),
+    outputs: Arity::Exactly(1),
+    stateful: false,
+    params: &[
+        ParamSpec {
+            name: "condition",
+            required: true,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "a SQL boolean expression over the input's columns, e.g. \"readings.value < 42\"; adjustable while running",
+        },
+        anduin_operator_api::ON_ERROR,
+    ],
+};
+
+/// Checks this operator's params and inputs as the query declares them, and binds it to a
+/// factory of instances (called by the registry's catalog).
+pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
+    let p = Params::new(op);
+    let (stream, schema) = inputs.first().expect("arity checked: one input");
+    let scope = Scope::new(*stream, Arc::clone(schema));
+    let text = p.required("condition");
+    let predicate = compile_predicate(text.as_str(), &scope)
+        .map_err(|e| p.expr_error("condition", &text, e))?;
+    let name = op.name.to_string();
+    let site = ExprAt::new("condition", &text, &predicate.site);
+    let on_error = OnError::param(&p);
+    Ok(Binding {
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            Ok(Box::new(Filter {
+                name: name.clone(),
+                predicate: predicate.clone(),
+                scope: scope.clone(),
+                errors: RowErrors::new(&name, vec![site.clone()], on_error, ctx),
+            }))
+        })),
+        outputs: vec![Arc::clone(schema)],
+        warnings: Diagnostics::default(),
+        partition_by: Vec::new(),
+    })
+}
+
+/// A running filter.
+struct Filter {
+    name: String,
+    predicate: CompiledExpr,
+    scope: Scope,
+    errors: RowErrors,
+}
+
+impl Filter {
+    /// Which rows of `batch` the condition keeps (false where it fails), and the rows it
+    /// failed on.
+    fn mask(&self, batch: &RecordBatch) -> (BooleanArray, Vec<RowFailure>) {
+        let mut eval =
+            |b: &RecordBatch| self.predicate.evaluate_bool(b).map_err(|e| (0, e.message));
+        let pieces = match evaluate_rows(batch, &mut eval) {
+            Evaluated::Whole(mask) => return (mask, Vec::new()),
+            Evaluated::Split(pieces) => pieces,
+        };
+        let mut mask = BooleanBuilder::with_capacity(batch.num_rows());
+        let mut failed = Vec::new();
+        for piece in pieces {
+            match piece {
+                Piece::Good { value, .. } => {
+                    mask.extend(value.iter().map(|v| Some(v.unwrap_or(false))));
+                }
+                Piece::Bad(f) => {
+                    mask.append_value(false);
+                    failed.push(f);
+                }
+            }
+        }
+        (mask.finish(), failed)
+    }
+}
+
+impl Operator for Filter {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn process_batch(
+        &mut self,
+        input: usize,
+        batch: RecordBatch,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        self.process_batch_from(input, batch, None, out)
+    }
+
+    fn process_batch_from(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        origins: Option<RowOrigins>,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let (mask, failed) = self.mask(&batch);
+        self.errors.reject(&batch, &failed, origins.as_ref())?;
+        let kept = mask.true_count();
+        if kept == 0 {
+            return Ok(());
+        }
+        let origins = origins.filter(|_| out.wants_origins());
+        if kept == batch.num_rows() {
+            return out.collect_from(0, batch, origins);
+        }
+        let filtered =
+            filter_record_batch(&batch, &mask).map_err(|e| OperatorError::Execution {
+                operator: self.name.clone(),
+                message: e.to_string(),
+            })?;
+        out.collect_from(0, filtered, origins.map(|o| o.filter(&mask)))
+    }
+
+    fn wants_origins(&self) -> bool {
+        true
+    }
+
+    fn adjustable_params(&self) -> &'static [&'static str] {
+        &["condition"]
+    }
+
+    fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
+        if param != "condition" {
+            return Err(ControlError::NotAdjustable {
+                operator: self.name.clone(),
+                param: param.to_string(),
+                adjustable: "condition".into(),
+            });
+        }
+        self.predicate =
+            compile_predicate(value, &self.scope).map_err(|e| ControlError::Invalid {
+                operator: self.name.clone(),
+                param: param.to_string(),
+                message: e.message,
+            })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    struct Sink(Vec<RecordBatch>);
+    impl Collector for Sink {
+        fn collect(&mut self, _port: usize, batch: RecordBatch) -> Result<(), OperatorError> {
+            self.0.push(batch);
+            Ok(())
+        }
+    }
+
+    fn filter(cond: &str) -> Filter {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, true)]));
+        let scope = Scope::new("s", schema);
+        let predicate = compile_predicate(cond, &scope).expect("valid");
+        let site = ExprAt::new(
+            "condition",
+            &anduin_spec::Text::unplaced(cond),
+            &predicate.site,
+        );
+        Filter {
+            name: "f".into(),
+            predicate,
+            scope,
+            errors: RowErrors::new(
+                "f",
+                vec![site],
+                Some(OnError::Fail),
+                &anduin_operator_api::BuildContext::default(),
+            ),
+        }
+    }
+
+    fn batch(values: Vec<Option<i64>>) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, true)]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(values))]).expect("valid")
+    }
+
+    #[test]
+    fn keeps_matching_rows_and_drops_nulls() {
+        let mut f = filter("v < 3");
+        let mut out = Sink(vec![]);
+        f.process_batch(0, batch(vec![Some(1), None, Some(5), Some(2)]), &mut out)
+            .expect("runs");
+        assert_eq!(out.0.len(), 1);
+        assert_eq!(out.0[0].num_rows(), 2);
+    }
+
+    #[test]
+    fn the_condition_changes_while_running_and_a_bad_one_changes_nothing() {
+        let mut f = filter("v < 3");
+        let err = f
+            .set_param("condition", "w < 1")
+            .expect_err("unknown column");
+        assert!(err.to_string().contains("unknown column `w`"), "{err}");
+        f.set_param("condition", "v > 3").expect("valid");
+        let mut out = Sink(vec![]);
+        f.process_batch(0, batch(vec![Some(1), Some(5)]), &mut out)
+            .expect("runs");
+        assert_eq!(out.0[0].num_rows(), 1);
+    }
+}

@@ -1,0 +1,347 @@
+//! The running join: rows buffered per side and key, pairs emitted as soon as both rows are
+//! there (interval join) or when the watermark closes their window (window join), buffered
+//! rows dropped when the watermark says no partner can come.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anduin_types::{SnapshotKind, Watermark};
+use arrow::array::{Array, ArrayRef, Int64Array, TimestampMillisecondArray};
+use arrow::record_batch::RecordBatch;
+use arrow::row::{RowConverter, SortField};
+
+use super::checkpoint::Checkpointed;
+use super::output::{joined, Pair};
+use super::store::{Entry, KeyBytes, Store};
+use super::{JoinKind, JoinSetup};
+use crate::window::assign::sliding_fits;
+use crate::window::reject::keep_fitting;
+use anduin_operator_api::null_time::reject_null_times;
+use anduin_operator_api::{
+    BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut,
+};
+
+/// A running join.
+pub(crate) struct Join {
+    setup: JoinSetup,
+    /// The rows in memory.
+    store: Store,
+    /// Their checkpointed copy.
+    checkpointed: Checkpointed,
+    keys: RowConverter,
+    watermark: i64,
+    late: u64,
+    /// Where rejected rows go: rows without an event time, and a window join's rows whose
+    /// window would not fit in a timestamp.
+    dead_letter: Arc<DeadLetter>,
+}
+
+fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
+    OperatorError::Execution {
+        operator: operator.to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Event times of `column` (an int or a millisecond timestamp); null as `None`.
+fn times(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
+    let col = batch.column(column);
+    if let Some(a) = col.as_any().downcast_ref::<TimestampMillisecondArray>() {
+        return a.iter().collect();
+    }
+    if let Some(a) = col.as_any().downcast_ref::<Int64Array>() {
+        return a.iter().collect();
+    }
+    vec![None; batch.num_rows()]
+}
+
+impl Join {
+    /// A join of `setup`, built with `ctx`: rejected rows go to its dead letters; with the LSM
+    /// backend, its working files go in its backend directory (a temporary one if none).
+    pub(crate) fn new(setup: JoinSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
+        let dir = ctx.backend_dir(&setup.name);
+        let dead_letter = Arc::clone(&ctx.dead_letter);
+        let fields = setup
+            .left_keys
+            .iter()
+            .map(|i| SortField::new(setup.left_schema.field(*i).data_type().clone()))
+            .collect();
+        let keys = RowConverter::new(fields).map_err(|e| err(&setup.name, e))?;
+        let checkpointed = Checkpointed::open(
+            setup.backend,
+            dir.as_deref(),
+            [
+                Arc::clone(&setup.left_schema),
+                Arc::clone(&setup.right_schema),
+            ],
+        )
+        .map_err(|e| err(&setup.name, e))?;
+        Ok(Self {
+            setup,
+            store: Store::default(),
+            checkpointed,
+            keys,
+            watermark: i64::MIN,
+            late: 0,
+            dead_letter,
+        })
+    }
+
+    /// Buffers the rows of `batch` from `side` (0 left, 1 right) and returns the pairs they
+    /// complete (interval join).
+    fn add(&mut self, side: usize, batch: RecordBatch) -> Result<Vec<Pair>, OperatorError> {
+        let (key_cols, time_col) = if side == 0 {
+            (&self.setup.left_keys, self.setup.left_time)
+        } else {
+            (&self.setup.right_keys, self.setup.right_time)
+        };
+        let columns: Vec<ArrayRef> = key_cols
+            .iter()
+            .map(|i| Arc::clone(batch.column(*i)))
+            .collect();
+        let rows = self
+            .keys
+            .convert_columns(&columns)
+            .map_err(|e| err(&self.setup.name, e))?;
+        let ts = times(&batch, time_col);
+        let Store { chunks, keys } = &mut self.store;
+        let [left_chunks, right_chunks] = chunks;
+        let chunks = if side == 0 { left_chunks } else { right_chunks };
+        let chunk = chunks.add(batch);
+        let mut pairs = Vec::new();
+        for (i, t) in ts.iter().enumerate() {
+            let Some(t) = (*t).filter(|t| *t >= self.watermark) else {
+                self.late += 1;
+                continue;
+            };
+            let (key, k) = keys.key_mut(rows.row(i).as_ref());
+            let (_, other) = k.own_and_other(side);
+            let mut entry = Entry {
+                time: t,
+                at: (chunk, i),
+                matched: false,
+            };
+            if let JoinKind::Interval { lower, upper } = self.setup.kind {
+                for o in other.iter_mut() {
+                    let (l, r) = if side == 0 { (t, o.time) } else { (o.time, t) };
+                    let d = i128::from(r) - i128::from(l);
+                    if d >= i128::from(lower) && d <= i128::from(upper) {
+                        if side == 0 {
+                            pairs.push((entry.at, Some(o.at)));
+                            entry.matched = true;
+                        } else {
+                            pairs.push((o.at, Some(entry.at)));
+                            o.matched = true;
+                        }
+                    }
+                }
+            }
+            chunks.hold(chunk);
+            k.push(side, entry);
+            keys.due(side, t, key);
+        }
+        chunks.drop_if_unused(chunk);
+        Ok(pairs)
+    }
+
+    fn emit(
+        &self,
+        pairs: &[Pair],
+        windows: Option<(Vec<i64>, Vec<i64>)>,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        if pairs.is_empty() {
+            return Ok(());
+        }
+        let batch = joined(
+            &self.setup.schema,
+            &self.store.chunks[0],
+            &self.store.chunks[1],
+            pairs,
+            windows,
+            &self.setup.name,
+        )?;
+        out.collect(0, batch)
+    }
+
+    /// Emits and drops what the watermark `wm` closes.
+    fn advance(&mut self, wm: i64, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        match self.setup.kind {
+            JoinKind::Interval { lower, upper } => {
+                // No right row still to come (time >= wm) matches a left row with time + upper < wm,
+                // nor a left row to come a right row with time - lower < wm; after the end of
+                // input (+∞) none at all.
+                let (wm, lower, upper) = (i128::from(wm), i128::from(lower), i128::from(upper));
+                let end = wm == i128::from(i64::MAX);
+                let [gone_left, gone_right] = self
+                    .store
+                    .keys
+                    .prune([&|t| end || i128::from(t) + upper < wm, &|t| {
+                        end || i128::from(t) - lower < wm
+                    }]);
+                if self.setup.left_outer {
+                    let pairs: Vec<Pair> = gone_left
+                        .iter()
+                        .filter(|(_, e)| !e.matched)
+                        .map(|(_, e)| (e.at, None))
+                        .collect();
+                    self.emit(&pairs, None, out)?;
+                }
+                self.store.chunks[0].release(&gone_left);
+                self.store.chunks[1].release(&gone_right);
+            }
+            JoinKind::Window { size } => {
+                let end = |t: i64| t.div_euclid(size) * size + size;
+                let [gone_left, gone_right] = self
+                    .store
+                    .keys
+                    .prune([&|t| end(t) <= wm, &|t| end(t) <= wm]);
+                // Group by window and key.
+                type Sides = (Vec<Entry>, Vec<Entry>);
+                let mut groups: BTreeMap<(i64, KeyBytes), Sides> = BTreeMap::new();
+                for (k, e) in &gone_left {
+                    groups
+                        .entry((e.time.div_euclid(size), Arc::clone(k)))
+                        .or_default()
+                        .0
+                        .push(*e);
+                }
+                for (k, e) in &gone_right {
+                    groups
+                        .entry((e.time.div_euclid(size), Arc::clone(k)))
+                        .or_default()
+                        .1
+                        .push(*e);
+                }
+                let mut pairs = Vec::new();
+                let (mut starts, mut ends) = (Vec::new(), Vec::new());
+                for ((w, _), (ls, rs)) in &groups {
+                    for l in ls {
+                        if rs.is_empty() {
+                            if self.setup.left_outer {
+                                pairs.push((l.at, None));
+                                starts.push(w * size);
+                                ends.push(w * size + size);
+                            }
+                            continue;
+                        }
+                        for r in rs {
+                            pairs.push((l.at, Some(r.at)));
+                            starts.push(w * size);
+                            ends.push(w * size + size);
+                        }
+                    }
+                }
+                self.emit(&pairs, Some((starts, ends)), out)?;
+                self.store.chunks[0].release(&gone_left);
+                self.store.chunks[1].release(&gone_right);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Operator for Join {
+    fn name(&self) -> &str {
+        &self.setup.name
+    }
+
+    fn process_batch(
+        &mut self,
+        input: usize,
+        batch: RecordBatch,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let time = if input == 0 {
+            self.setup.left_time
+        } else {
+            self.setup.right_time
+        };
+        let batch = reject_null_times(batch, time, &self.setup.name, &self.dead_letter)?;
+        let batch = match self.setup.kind {
+            JoinKind::Window { size } => {
+                // A row whose window would not fit in a timestamp goes to the dead letters
+                // (a late one is counted as late by `add`).
+                let wm = self.watermark;
+                let fits = |t: i64| {
+                    if t < wm {
+                        Ok(())
+                    } else {
+                        sliding_fits(t, size, size)
+                    }
+                };
+                let ts = times(&batch, time);
+                keep_fitting(batch, &ts, &self.setup.name, &self.dead_letter, fits)?
+            }
+            JoinKind::Interval { .. } => batch,
+        };
+        let pairs = self.add(input, batch)?;
+        self.emit(&pairs, None, out)
+    }
+
+    fn handle_watermark(
+        &mut self,
+        watermark: Watermark,
+        out: &mut dyn Collector,
+    ) -> Result<Option<Watermark>, OperatorError> {
+        self.watermark = self.watermark.max(watermark.0);
+        self.advance(watermark.0, out)?;
+        // Hold the watermark back by how far behind it a row can be when it leaves the
+        // join, so that downstream event-time operators do not see joined rows as late.
+        let behind = match self.setup.kind {
+            JoinKind::Interval { lower, upper } => upper.max(lower.saturating_neg()).max(0),
+            JoinKind::Window { size } => size,
+        };
+        if watermark == Watermark::MAX {
+            return Ok(Some(watermark));
+        }
+        Ok(Some(Watermark(watermark.0.saturating_sub(behind))))
+    }
+
+    fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
+        if self.late > 0 {
+            tracing::info!(operator = %self.setup.name, late_rows = self.late, "late rows dropped");
+        }
+        Ok(())
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        out.inline(serde_json::json!({ "watermark": self.watermark, "late": self.late }));
+        let kind = if out.full_due() {
+            SnapshotKind::Full
+        } else {
+            SnapshotKind::Changes
+        };
+        let stream = out.stream(kind)?;
+        self.checkpointed
+            .snapshot(&mut self.store, kind, stream)
+            .map_err(|e| err(&self.setup.name, e))
+    }
+
+    fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
+        let name = &self.setup.name;
+        let inline = state.inline.take().unwrap_or_default();
+        self.watermark = inline["watermark"].as_i64().unwrap_or(i64::MIN);
+        self.late = inline["late"].as_u64().unwrap_or(0);
+        let Some((full, changes)) = state.files.split_first_mut() else {
+            return Err(err(name, "the checkpoint has no state file for this join"));
+        };
+        let mut changes: Vec<&mut dyn std::io::Read> = changes
+            .iter_mut()
+            .map(|f| f as &mut dyn std::io::Read)
+            .collect();
+        self.store = self
+            .checkpointed
+            .restore(full, &mut changes)
+            .map_err(|e| err(name, e))?;
+        Ok(())
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        vec![("late_rows", self.late)]
+    }
+
+    fn is_stateless(&self) -> bool {
+        false
+    }
+}

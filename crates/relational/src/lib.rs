@@ -1,0 +1,12 @@
+//! anduin's relational operators, one per file or directory: filter, map, union, window and
+//! join, written against `anduin-operator-api`.
+//!
+//! This crate knows how one instance of each processes batches and checkpoints its state. It
+//! does not run them (`anduin-runtime`), parse queries (`anduin-spec`), or name them to the
+//! graph checker (`anduin-registry`). Row patterns are in `anduin-cep`.
+
+pub mod filter;
+pub mod join;
+pub mod map;
+pub mod union;
+pub mod window;

@@ -1,0 +1,177 @@
+//! `map`: computed columns and projection.
+
+use std::sync::Arc;
+
+use anduin_expr::{compile_projection, CompiledExpr, Scope};
+use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
+use anduin_spec::OperatorDef;
+use anduin_types::Diagnostics;
+use arrow::array::{Array, ArrayRef};
+use arrow::datatypes::{Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+
+use anduin_operator_api::Bound;
+use anduin_operator_api::Params;
+use anduin_operator_api::{
+    evaluate_rows, failures, kept_rows, Collector, Evaluated, ExprAt, OnError, Operator,
+    OperatorError, Piece, RowErrors, RowFailure, RowOrigins,
+};
+
+/// The `map` operator type.
+pub const SIGNATURE: OperatorSignature = OperatorSignature {
+    kind: "map",
+    doc: "computes new columns from each row (a projection): one output row per input row",
+    inputs: Arity::Exactly(1),
+    outputs: Arity::Exactly(1),
+    stateful: false,
+    params: &[
+        ParamSpec {
+            name: "columns",
+            required: true,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "comma-separated SQL expressions, each optionally `AS name`, e.g. \"ts, sensor, value * 2 AS doubled\"; `*` keeps every input column",
+        },
+        anduin_operator_api::ON_ERROR,
+    ],
+};
+
+/// Checks this operator's params and inputs as the query declares them, and binds it to a
+/// factory of instances (called by the registry's catalog).
+pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
+    let p = Params::new(op);
+    let (stream, schema) = inputs.first().expect("arity checked: one input");
+    let scope = Scope::new(*stream, Arc::clone(schema));
+    let text = p.required("columns");
+    let exprs = compile_projection(text.as_str(), &scope)
+        .and_then(|exprs| {
+            exprs
+                .into_iter()
+                .map(CompiledExpr::into_stream_type)
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|e| p.expr_error("columns", &text, e))?;
+    let out_schema: SchemaRef = Arc::new(Schema::new(
+        exprs.iter().map(CompiledExpr::field).collect::<Vec<_>>(),
+    ));
+    let name = op.name.to_string();
+    let schema_for_factory = Arc::clone(&out_schema);
+    let sites: Vec<ExprAt> = exprs
+        .iter()
+        .map(|e| ExprAt::new(format!("column `{}`", e.name), &text, &e.site))
+        .collect();
+    let on_error = OnError::param(&p);
+    Ok(Binding {
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            Ok(Box::new(Map {
+                name: name.clone(),
+                exprs: exprs.clone(),
+                schema: Arc::clone(&schema_for_factory),
+                errors: RowErrors::new(&name, sites.clone(), on_error, ctx),
+            }))
+        })),
+        outputs: vec![out_schema],
+        warnings: Diagnostics::default(),
+        partition_by: Vec::new(),
+    })
+}
+
+/// A running map.
+struct Map {
+    name: String,
+    exprs: Vec<CompiledExpr>,
+    schema: SchemaRef,
+    errors: RowErrors,
+}
+
+impl Map {
+    /// Every column on `rows`, or the first expression that fails and its error.
+    fn columns(&self, rows: &RecordBatch) -> Result<Vec<ArrayRef>, (usize, String)> {
+        self.exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| e.evaluate(rows).map_err(|err| (i, err.message)))
+            .collect()
+    }
+
+    /// The columns of the rows of `batch` no expression fails on, and the rows that fail.
+    fn evaluate(
+        &self,
+        batch: &RecordBatch,
+    ) -> Result<(Vec<ArrayRef>, Vec<RowFailure>), OperatorError> {
+        let pieces = match evaluate_rows(batch, &mut |b: &RecordBatch| self.columns(b)) {
+            Evaluated::Whole(columns) => return Ok((columns, Vec::new())),
+            Evaluated::Split(pieces) => pieces,
+        };
+        let failed = failures(&pieces);
+        let good: Vec<Vec<ArrayRef>> = pieces
+            .into_iter()
+            .filter_map(|p| match p {
+                Piece::Good { value, .. } => Some(value),
+                Piece::Bad(_) => None,
+            })
+            .collect();
+        let columns = (0..self.exprs.len())
+            .map(|c| {
+                if good.is_empty() {
+                    return Ok(arrow::array::new_empty_array(
+                        self.schema.field(c).data_type(),
+                    ));
+                }
+                let parts: Vec<&dyn Array> = good.iter().map(|cols| cols[c].as_ref()).collect();
+                arrow::compute::concat(&parts).map_err(|e| {
+                    OperatorError::internal(
+                        &self.name,
+                        format!("joining the rows that evaluated: {e}"),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((columns, failed))
+    }
+}
+
+impl Operator for Map {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn process_batch(
+        &mut self,
+        input: usize,
+        batch: RecordBatch,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        self.process_batch_from(input, batch, None, out)
+    }
+
+    fn process_batch_from(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        origins: Option<RowOrigins>,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let (columns, failed) = self.evaluate(&batch)?;
+        self.errors.reject(&batch, &failed, origins.as_ref())?;
+        let rows = batch.num_rows() - failed.len();
+        if rows == 0 {
+            return Ok(());
+        }
+        let options = arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows));
+        let result = RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)
+            .map_err(|e| OperatorError::Execution {
+                operator: self.name.clone(),
+                message: e.to_string(),
+            })?;
+        let origins = match origins.filter(|_| out.wants_origins()) {
+            Some(o) if !failed.is_empty() => Some(o.filter(&kept_rows(batch.num_rows(), &failed))),
+            other => other,
+        };
+        out.collect_from(0, result, origins)
+    }
+
+    fn wants_origins(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,333 @@
+//! Tumbling and sliding windows, from panes. A row is accumulated once, into the pane
+//! (`gcd(size, slide)` long) that holds its event time. A tumbling window is one pane and
+//! fires from it directly; a pane of sliding windows is sealed (its intermediate state
+//! taken) when the watermark passes its end, and each window merges the sealed states of
+//! its `size / pane` panes when the watermark passes the window's end.
+//!
+//! A checkpoint writes each key's state in each pane as a backend entry, only for the groups
+//! that changed since the previous checkpoint (a sealed pane changes no more); the entries of
+//! panes that fired or were dropped are deleted at the next checkpoint.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use arrow::array::ArrayRef;
+use arrow::row::Rows;
+
+use super::accs::Accs;
+use super::assign::{gcd, slice_start, window_ends_of_pane};
+use super::entries::{value, PANE};
+use super::input::Prepared;
+use super::keys::{KeyCodec, KeyMap};
+use super::output::Results;
+use super::store::{Restored, Store};
+use super::WindowSetup;
+use anduin_operator_api::OperatorError;
+
+/// Which groups of a pane changed since the last checkpoint, and which the backend holds.
+#[derive(Debug, Default)]
+pub(crate) struct Changed {
+    /// Groups `0..stored` have an entry in the backend (group ids only grow).
+    stored: usize,
+    /// Per group id: changed since the last checkpoint (empty: none did).
+    flags: Vec<bool>,
+}
+
+impl Changed {
+    /// All `groups` groups in the backend as they are.
+    fn stored(groups: usize) -> Self {
+        Self {
+            stored: groups,
+            flags: Vec::new(),
+        }
+    }
+
+    fn mark(&mut self, ids: &[usize]) {
+        for id in ids {
+            if *id >= self.flags.len() {
+                self.flags.resize(id + 1, false);
+            }
+            if let Some(f) = self.flags.get_mut(*id) {
+                *f = true;
+            }
+        }
+    }
+
+    fn changed(&self) -> impl Iterator<Item = usize> + '_ {
+        self.flags
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| **f)
+            .map(|(id, _)| id)
+    }
+
+    /// The entries of the pane's stored groups, to delete when it is dropped.
+    fn forget(&self, codec: &KeyCodec, keys: &Rows, start: i64, gone: &mut Vec<(Box<[u8]>, i64)>) {
+        for id in 0..self.stored.min(keys.num_rows()) {
+            gone.push((codec.stored(keys.row(id)).into(), start));
+        }
+    }
+}
+
+/// A pane being accumulated.
+#[derive(Debug)]
+pub(crate) struct Slice {
+    pub keys: KeyMap,
+    pub accs: Accs,
+    changed: Changed,
+}
+
+/// A pane whose rows are all in: its keys and the intermediate state of each group.
+#[derive(Debug)]
+pub(crate) struct Sealed {
+    pub keys: Rows,
+    pub states: Vec<Vec<ArrayRef>>,
+    changed: Changed,
+}
+
+/// The panes of a tumbling or sliding window operator.
+#[derive(Debug)]
+pub(crate) struct Panes {
+    pub size: i64,
+    pub slide: i64,
+    pub pane: i64,
+    pub live: BTreeMap<i64, Slice>,
+    pub sealed: BTreeMap<i64, Sealed>,
+    /// Every window ending at or before this has fired.
+    pub fired_up_to: i64,
+    ids: Vec<usize>,
+    /// The checkpointed entries (key, pane start) of panes dropped since the last checkpoint.
+    gone: Vec<(Box<[u8]>, i64)>,
+}
+
+impl Panes {
+    pub(crate) fn new(size: i64, slide: i64) -> Self {
+        Self {
+            size,
+            slide,
+            pane: gcd(size, slide),
+            live: BTreeMap::new(),
+            sealed: BTreeMap::new(),
+            fired_up_to: i64::MIN,
+            ids: Vec::new(),
+            gone: Vec::new(),
+        }
+    }
+
+    fn tumbling(&self) -> bool {
+        self.size == self.slide
+    }
+
+    /// Accumulates on-time rows into their panes.
+    pub(crate) fn add(&mut self, p: &Prepared, setup: &WindowSetup) -> Result<(), OperatorError> {
+        let n = p.times.len();
+        let mut i = 0;
+        while i < n {
+            let start = slice_start(p.times[i], self.pane);
+            let mut j = i + 1;
+            while j < n && slice_start(p.times[j], self.pane) == start {
+                j += 1;
+            }
+            let slice = match self.live.entry(start) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => e.insert(Slice {
+                    keys: KeyMap::new(&setup.codec),
+                    accs: Accs::new(&setup.aggs, &setup.name)?,
+                    changed: Changed::default(),
+                }),
+            };
+            slice.keys.group_ids(&p.keys, i, j, &mut self.ids);
+            slice.changed.mark(&self.ids);
+            let inputs = p.inputs.slice(i, j - i);
+            slice
+                .accs
+                .update(&inputs, &self.ids, slice.keys.len(), &setup.name)?;
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// Fires every window that ends at or before `watermark`.
+    pub(crate) fn fire(
+        &mut self,
+        watermark: i64,
+        setup: &WindowSetup,
+    ) -> Result<Results, OperatorError> {
+        let mut results = Results::default();
+        if self.tumbling() {
+            while let Some(entry) = self.live.first_entry() {
+                let start = *entry.key();
+                if start.saturating_add(self.size) > watermark {
+                    break;
+                }
+                let mut slice = entry.remove();
+                slice
+                    .changed
+                    .forget(&setup.codec, slice.keys.keys(), start, &mut self.gone);
+                let values = slice.accs.evaluate(&setup.name)?;
+                let keys = setup.codec.columns(slice.keys.keys().iter(), &setup.name)?;
+                results.add(start, start + self.size, keys, values);
+            }
+            return Ok(results);
+        }
+        self.seal(watermark, setup)?;
+        // Fire the windows that hold sealed panes and end by the watermark, in order.
+        let ends: BTreeSet<i64> = self
+            .sealed
+            .keys()
+            .flat_map(|s| window_ends_of_pane(*s, self.pane, self.size, self.slide))
+            .filter(|e| *e <= watermark && *e > self.fired_up_to)
+            .collect();
+        for end in ends {
+            let start = end - self.size;
+            let mut keys = KeyMap::new(&setup.codec);
+            let mut accs = Accs::new(&setup.aggs, &setup.name)?;
+            for (_, pane) in self.sealed.range(start..end) {
+                self.ids.clear();
+                for row in pane.keys.iter() {
+                    self.ids.push(keys.group_of(row));
+                }
+                accs.merge(&pane.states, &self.ids, keys.len(), &setup.name)?;
+            }
+            let values = accs.evaluate(&setup.name)?;
+            let key_columns = setup.codec.columns(keys.keys().iter(), &setup.name)?;
+            results.add(start, end, key_columns, values);
+            self.fired_up_to = end;
+            // Panes before the next window's start are in no window to come (written so
+            // that it stays a timestamp when `end + slide` would not be).
+            let next_start = end - (self.size - self.slide);
+            let kept = self.sealed.split_off(&next_start);
+            for (start, pane) in std::mem::replace(&mut self.sealed, kept) {
+                pane.changed
+                    .forget(&setup.codec, &pane.keys, start, &mut self.gone);
+            }
+        }
+        Ok(results)
+    }
+
+    /// Seals the panes that end by `watermark` (sliding windows only).
+    fn seal(&mut self, watermark: i64, setup: &WindowSetup) -> Result<(), OperatorError> {
+        while let Some(entry) = self.live.first_entry() {
+            let start = *entry.key();
+            if start.saturating_add(self.pane) > watermark {
+                break;
+            }
+            let mut slice = entry.remove();
+            let states = slice.accs.take_state(&setup.name)?;
+            self.sealed.insert(
+                start,
+                Sealed {
+                    keys: slice.keys.into_keys(),
+                    states,
+                    changed: slice.changed,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Writes the groups that changed since the last checkpoint to the backend, and deletes
+    /// the entries of dropped panes.
+    pub(crate) fn save(
+        &mut self,
+        store: &mut Store,
+        setup: &WindowSetup,
+    ) -> Result<(), OperatorError> {
+        let name = &setup.name;
+        for (key, start) in self.gone.drain(..) {
+            store.delete(&key, PANE, start)?;
+        }
+        for (start, slice) in self.live.iter_mut() {
+            if slice.changed.flags.is_empty() {
+                continue;
+            }
+            // Taking the state empties the accumulators: merge it straight back.
+            let states = slice.accs.take_state(name)?;
+            let groups = slice.keys.len();
+            let ids: Vec<usize> = (0..groups).collect();
+            slice.accs.merge(&states, &ids, groups, name)?;
+            write(
+                store,
+                setup,
+                *start,
+                slice.keys.keys(),
+                &states,
+                &slice.changed,
+            )?;
+            slice.changed = Changed::stored(groups);
+        }
+        for (start, pane) in self.sealed.iter_mut() {
+            if pane.changed.flags.is_empty() {
+                continue;
+            }
+            write(
+                store,
+                setup,
+                *start,
+                &pane.keys,
+                &pane.states,
+                &pane.changed,
+            )?;
+            pane.changed = Changed::stored(pane.keys.num_rows());
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the panes from the checkpointed entries: the panes that end by `watermark`
+    /// sealed (sliding windows), the others live.
+    pub(crate) fn restore(
+        &mut self,
+        entries: Vec<Restored>,
+        store: &Store,
+        setup: &WindowSetup,
+        watermark: i64,
+    ) -> Result<(), OperatorError> {
+        let name = &setup.name;
+        let mut panes: BTreeMap<i64, Vec<Restored>> = BTreeMap::new();
+        for e in entries {
+            panes.entry(e.start).or_default().push(e);
+        }
+        for (start, entries) in panes {
+            let rows = setup
+                .codec
+                .rows_of_stored(entries.iter().map(|e| &e.key[..]), name)?;
+            let keys = KeyMap::from_keys(&setup.codec, &rows);
+            let states = store
+                .states
+                .decode(entries.iter().map(|e| &e.value[..]), name)?;
+            let groups = keys.len();
+            let mut accs = Accs::new(&setup.aggs, name)?;
+            let ids: Vec<usize> = (0..groups).collect();
+            accs.merge(&states, &ids, groups, name)?;
+            self.live.insert(
+                start,
+                Slice {
+                    keys,
+                    accs,
+                    changed: Changed::stored(groups),
+                },
+            );
+        }
+        if !self.tumbling() {
+            self.seal(watermark, setup)?;
+        }
+        Ok(())
+    }
+}
+
+/// Puts the changed groups of the pane at `start`.
+fn write(
+    store: &mut Store,
+    setup: &WindowSetup,
+    start: i64,
+    keys: &Rows,
+    states: &[Vec<ArrayRef>],
+    changed: &Changed,
+) -> Result<(), OperatorError> {
+    let groups = keys.num_rows();
+    let rows = store.states.encode(states, groups, &setup.name)?;
+    for id in changed.changed().filter(|id| *id < groups) {
+        let key = setup.codec.stored(keys.row(id));
+        store.put(key, PANE, start, &value(&[], rows.row(id).data()))?;
+    }
+    Ok(())
+}
