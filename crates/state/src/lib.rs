@@ -8,6 +8,11 @@
 //! snapshots are portable between backends. `extract` hands a range of key groups over for
 //! rescaling.
 //!
+//! Operators use the backend through a [`KeyedTable`]: entries `(group key, sub-key) → value`
+//! stored under the key group of their group key, computed by [`key_group_for_key`], the
+//! function the hash exchange routes rows by; restores hand every entry back checked, and
+//! [`KeyedTable::export`] / [`KeyedTable::import`] move a range of key groups between tables.
+//!
 //! This crate is synchronous and starts no threads of its own (fjall runs its own flush and
 //! compaction workers). It does not decide when to snapshot, where snapshots are stored,
 //! which checkpoint is complete, or how rescaling moves ranges: that is the checkpoint
@@ -18,13 +23,16 @@
 #![deny(clippy::indexing_slicing)]
 
 mod backend;
+mod entry_key;
 mod error;
 pub mod format;
 mod heap;
 mod key_group;
+mod keyed_table;
 mod lsm;
 mod restore;
 mod storage_key;
+mod table_error;
 mod work_dir;
 
 pub use backend::{open_backend, BackendKind, ScanCallback, StateBackend};
@@ -35,5 +43,7 @@ pub use key_group::{
     assign_ranges, instance_for, key_group_for_hash, key_group_for_key, key_hash, KeyGroup,
     KeyGroupRange, DEFAULT_MAX_KEY_GROUPS,
 };
+pub use keyed_table::{KeyedTable, TableEntry};
 pub use lsm::{LsmBackend, LsmOptions};
+pub use table_error::{TableError, TableProblem};
 pub use work_dir::{remove_stale, RunStateDir};
