@@ -170,9 +170,9 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
             .and_then(|c: &Checkpointing| c.restore.as_ref())
             .map(|v| Epoch(v.manifest.epoch)),
         query_file: query_file.map(Arc::from),
-        // The runtime sets these for each instance it builds.
-        instance: 0,
-        parallelism: 1,
+        // The runtime sets the instance, the parallelism and the run's clock for each
+        // instance it builds.
+        ..BuildContext::default()
     };
     let config = RunConfig {
         batch_size: engine.batch_size,

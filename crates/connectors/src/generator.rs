@@ -9,7 +9,7 @@
 //!   benchmark file, generated in memory.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
@@ -21,6 +21,7 @@ use arrow::datatypes::{DataType, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
 use crate::declared_source_schema;
+use crate::pace::Pace;
 use anduin_operator_api::Bound;
 use anduin_operator_api::Params;
 use anduin_operator_api::{OperatorError, RestoreIn, SnapshotOut, Source, SourcePoll};
@@ -165,9 +166,10 @@ pub fn bind(
     let name = op.name.to_string();
     let out = Arc::clone(&schema);
     Ok(Binding {
-        bound: Bound::Source(Arc::new(move |_| {
+        bound: Bound::Source(Arc::new(move |ctx| {
             let mut g = Generator::new(name.clone(), Arc::clone(&out), profile, seed, count, rate);
             g.watermarks = watermarks;
+            g.pace.set_clock(Arc::clone(&ctx.clock));
             Ok(Box::new(g))
         })),
         outputs: vec![schema],
@@ -198,9 +200,8 @@ pub struct Generator {
     rate: Option<f64>,
     /// Rows produced so far (the offset of the next row).
     produced: u64,
-    started: Option<Instant>,
-    /// Rows produced before `started` (a resumed run counts its rate from there).
-    rate_base: u64,
+    /// When rows are due, with `rate`.
+    pace: Pace,
     watermarks: Option<anduin_operator_api::WatermarkSpec>,
     /// `events` profile state: the RNG and each sensor's last value.
     rng: u64,
@@ -224,8 +225,7 @@ impl Generator {
             count,
             rate,
             produced: 0,
-            started: None,
-            rate_base: 0,
+            pace: Pace::default(),
             watermarks: None,
             rng: seed,
             last: vec![50; EVENTS_SENSORS],
@@ -331,15 +331,10 @@ impl Source for Generator {
         }
         let mut n = remaining.min(max_rows.max(1) as u64);
         if let Some(rate) = self.rate {
-            let started = *self.started.get_or_insert_with(Instant::now);
-            let due = (started.elapsed().as_secs_f64() * rate).floor() as u64 + 1;
-            let done = self.produced - self.rate_base;
-            let available = due.saturating_sub(done);
-            if available == 0 {
-                let next = started + Duration::from_secs_f64(done as f64 / rate);
-                std::thread::sleep(next.min(deadline).saturating_duration_since(Instant::now()));
+            let Some(due) = self.pace.due_before(rate, self.produced, deadline) else {
                 return Ok(SourcePoll::Idle);
-            }
+            };
+            let available = due - self.produced;
             n = n.min(available);
         }
         let n = usize::try_from(n).expect("at most max_rows");
@@ -388,8 +383,7 @@ impl Source for Generator {
             self.last = last;
         }
         // A rate restarts from now: rows already produced are not owed again.
-        self.started = None;
-        self.rate_base = self.produced;
+        self.pace.restart(self.produced);
         Ok(())
     }
 }
@@ -398,6 +392,7 @@ impl Source for Generator {
 mod tests {
     use super::*;
     use arrow::datatypes::{Field, Schema, TimeUnit};
+    use std::time::Duration;
 
     fn events_schema() -> SchemaRef {
         Arc::new(Schema::new(vec![
@@ -417,6 +412,34 @@ mod tests {
                 SourcePoll::Exhausted => return out,
             }
         }
+    }
+
+    #[test]
+    fn a_rate_on_a_manual_clock_produces_exactly_the_rows_its_time_allows() {
+        let clock = Arc::new(anduin_types::ManualClock::new());
+        let mut g = Generator::new(
+            "g".into(),
+            events_schema(),
+            Profile::Events,
+            42,
+            None,
+            Some(1000.0),
+        );
+        g.pace.set_clock(Arc::clone(&clock) as anduin_types::SharedClock);
+        let now = Instant::now();
+        let mut produced = |g: &mut Generator| -> usize {
+            let mut n = 0;
+            while let SourcePoll::Batch(b) = g.poll(10_000, now).expect("polls") {
+                n += b.num_rows();
+            }
+            n
+        };
+        assert_eq!(produced(&mut g), 1, "the first row is due at once");
+        clock.advance(Duration::from_millis(250));
+        assert_eq!(produced(&mut g), 250);
+        clock.advance(Duration::from_secs(2));
+        assert_eq!(produced(&mut g), 2000);
+        assert_eq!(produced(&mut g), 0, "the clock stands still");
     }
 
     #[test]

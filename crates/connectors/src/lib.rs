@@ -10,6 +10,7 @@ pub mod discard;
 pub mod generator;
 mod input;
 pub mod nexmark;
+mod pace;
 mod parts;
 pub mod reader;
 mod source_schema;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use anduin_state::RunStateDir;
+use anduin_types::{SharedClock, SystemClock};
 
 use crate::dead_letter::DeadLetter;
 use crate::{Operator, OperatorError, Source};
@@ -29,6 +30,9 @@ pub struct BuildContext {
     pub state_dir: Option<Arc<RunStateDir>>,
     /// The query file, as rejected rows name the place of an expression (`FILE:LINE:COL`).
     pub query_file: Option<Arc<str>>,
+    /// The run's clock: a source paced to a rate reads the time from it (the runtime sets
+    /// its `RunConfig::clock`).
+    pub clock: SharedClock,
 }
 
 impl Default for BuildContext {
@@ -42,6 +46,7 @@ impl Default for BuildContext {
             parallelism: 1,
             state_dir: None,
             query_file: None,
+            clock: Arc::new(SystemClock),
         }
     }
 }

@@ -32,8 +32,9 @@ pub mod person;
 pub mod split;
 pub mod strings;
 
+use crate::pace::Pace;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
@@ -242,6 +243,7 @@ pub fn bind(
                 .split(Split::new(ctx.instance, ctx.parallelism));
             source.throttle = throttle;
             source.watermarks = watermarks;
+            source.pace.set_clock(Arc::clone(&ctx.clock));
             Ok(Box::new(source))
         })),
         outputs: vec![schema],
@@ -266,9 +268,8 @@ pub struct Nexmark {
     /// The largest event time of the positions walked so far (emitted or not).
     walked_time: Option<i64>,
     throttle: bool,
-    started: Option<Instant>,
-    /// The position when `started` was set (a resumed run counts its rate from there).
-    rate_base: u64,
+    /// When events are due, when throttled.
+    pace: Pace,
     watermarks: Option<anduin_operator_api::WatermarkSpec>,
     columns: Box<dyn Columns>,
 }
@@ -287,8 +288,7 @@ impl Nexmark {
             position: 0,
             walked_time: None,
             throttle: false,
-            started: None,
-            rate_base: 0,
+            pace: Pace::default(),
             watermarks: None,
             columns: columns(kind),
         }
@@ -298,7 +298,7 @@ impl Nexmark {
     pub fn split(mut self, split: Split) -> Self {
         self.split = split;
         self.position = split.first();
-        self.rate_base = 0;
+        self.pace.restart(0);
         self
     }
 
@@ -345,14 +345,9 @@ impl Source for Nexmark {
         }
         if self.throttle {
             let rate = self.config.rate;
-            let started = *self.started.get_or_insert_with(Instant::now);
-            let due = self.rate_base + (started.elapsed().as_secs_f64() * rate).floor() as u64 + 1;
-            if due <= self.position {
-                let next = started
-                    + Duration::from_secs_f64((self.position - self.rate_base) as f64 / rate);
-                std::thread::sleep(next.min(deadline).saturating_duration_since(Instant::now()));
+            let Some(due) = self.pace.due_before(rate, self.position, deadline) else {
                 return Ok(SourcePoll::Idle);
-            }
+            };
             end = end.min(due);
         }
         self.make(max_rows.max(1), end).map(SourcePoll::Batch)
@@ -411,8 +406,7 @@ impl Source for Nexmark {
         }
         self.position = position;
         // A throttled run restarts its clock: events already produced are not owed again.
-        self.started = None;
-        self.rate_base = self.position;
+        self.pace.restart(self.position);
         Ok(())
     }
 }
@@ -424,6 +418,7 @@ fn fmt_field(v: Option<u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn config() -> Config {
         Config {
