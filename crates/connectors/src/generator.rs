@@ -427,7 +427,7 @@ mod tests {
         );
         g.pace.set_clock(Arc::clone(&clock) as anduin_types::SharedClock);
         let now = Instant::now();
-        let mut produced = |g: &mut Generator| -> usize {
+        let produced = |g: &mut Generator| -> usize {
             let mut n = 0;
             while let SourcePoll::Batch(b) = g.poll(10_000, now).expect("polls") {
                 n += b.num_rows();
