@@ -29,6 +29,7 @@ mod snapshot;
 mod source_task;
 mod stats;
 mod task;
+mod topology;
 
 pub use config::{CheckpointSettings, Checkpointing, RunConfig};
 pub use error::RuntimeError;
@@ -37,3 +38,7 @@ pub use faults::Faults;
 pub use fingerprint::fingerprint;
 pub use run::run;
 pub use stats::{CheckpointSummary, OperatorStats, RunSummary};
+pub use topology::{
+    Channel, ChannelId, Exchange, Inbound, InstanceRef, Outbound, TaskInstance, TaskTopology,
+    Topology, WorkerId,
+};
