@@ -32,7 +32,7 @@ mod task;
 mod topology;
 
 pub use config::{CheckpointSettings, Checkpointing, RunConfig};
-pub use error::RuntimeError;
+pub use error::{RuntimeError, TaskError, TaskFailure};
 pub use events::{EngineEvent, Events, LogEvents, Recorded, Subscriber};
 pub use faults::Faults;
 pub use fingerprint::fingerprint;

@@ -11,6 +11,7 @@ use anduin_checkpoint::schedule::Scheduler;
 use anduin_checkpoint::{CheckpointDir, Store, Validated};
 use anduin_graph::{LogicalGraph, NodeId, Partitioning, PhysicalPlan, PlanOptions};
 use anduin_operators::{Bound, BuildContext, OperatorError, RestoreIn};
+
 use anduin_types::{Epoch, Watermark};
 use crossbeam_channel::{Receiver, Sender};
 use tracing::info;
@@ -20,13 +21,14 @@ use crate::channel::{channel, HashRoute, Route};
 use crate::committer::run_committer;
 use crate::config::{Checkpointing, RunConfig};
 use crate::coordinator::{schedule_settings, Coordinator};
-use crate::error::RuntimeError;
+use crate::error::{RuntimeError, TaskError, TaskFailure};
 use crate::events::EngineEvent;
 use crate::fingerprint::fingerprint;
 use crate::protocol::{Command, Event, WriteJob};
 use crate::source_task::{SourceCheckpointing, SourceTask};
 use crate::stats::{CheckpointCounters, Counters, OperatorStats, RunSummary};
 use crate::task::{Inlet, OperatorTask, TaskCheckpointing};
+use crate::topology::InstanceRef;
 
 enum Task {
     Source(SourceTask),
@@ -278,7 +280,11 @@ pub fn run(
                     }),
                 }),
             };
-            tasks.push((id, task_name, task));
+            let at = InstanceRef {
+                task: t.id,
+                instance,
+            };
+            tasks.push((id, at, task_name, task));
         }
     }
 
@@ -312,7 +318,7 @@ pub fn run(
 
     // Run every task on its own thread.
     let mut handles = Vec::new();
-    for (id, name, task) in tasks {
+    for (id, at, name, task) in tasks {
         let abort = Arc::clone(&abort);
         let events = config.events.clone();
         let task_name = name.clone();
@@ -329,11 +335,14 @@ pub fn run(
                     Task::Source(s) => s.run(),
                     Task::Operator(o) => o.run().map(|()| false),
                 };
+                let result = result.map_err(|cause| {
+                    if !cause.is_secondary() {
+                        abort.store(true, Ordering::Relaxed);
+                    }
+                    TaskError::new(id, at, task_name.clone(), cause)
+                });
                 match &result {
                     Err(e) => {
-                        if !e.is_secondary() {
-                            abort.store(true, Ordering::Relaxed);
-                        }
                         events.publish(EngineEvent::TaskFailed {
                             task: id,
                             name: task_name,
@@ -348,7 +357,7 @@ pub fn run(
                 (result, Instant::now())
             })
             .map_err(|cause| RuntimeError::Spawn { task: id, cause })?;
-        handles.push((id, name, handle));
+        handles.push((id, at, name, handle));
     }
 
     let outcome = join_tasks(handles);
@@ -420,14 +429,14 @@ fn coordinator(
 const TASK_STACK: usize = 16 << 20;
 
 fn spawn(
-    name: &str,
+    name: &'static str,
     f: impl FnOnce() + Send + 'static,
 ) -> Result<std::thread::JoinHandle<()>, RuntimeError> {
     std::thread::Builder::new()
         .name(name.to_string())
         .spawn(f)
-        .map_err(|cause| RuntimeError::Spawn {
-            task: usize::MAX,
+        .map_err(|cause| RuntimeError::SpawnHelper {
+            thread: name,
             cause,
         })
 }
@@ -436,17 +445,18 @@ fn spawn(
 /// stopped (or the task's error) and when the task ended.
 type TaskHandle = (
     usize,
+    InstanceRef,
     String,
-    std::thread::JoinHandle<(Result<bool, OperatorError>, Instant)>,
+    std::thread::JoinHandle<(Result<bool, TaskError>, Instant)>,
 );
 
 /// Waits for every task; returns whether the run was stopped, or its first real error.
 fn join_tasks(handles: Vec<TaskHandle>) -> Result<bool, RuntimeError> {
-    let mut first_error: Option<(Instant, OperatorError)> = None;
-    let mut secondary: Option<OperatorError> = None;
+    let mut first_error: Option<(Instant, TaskError)> = None;
+    let mut secondary: Option<TaskError> = None;
     let mut panicked = None;
     let mut stopped = false;
-    for (id, name, h) in handles {
+    for (id, at, name, h) in handles {
         match h.join() {
             Ok((Ok(s), _)) => stopped |= s,
             Ok((Err(e), _)) if e.is_secondary() => {
@@ -463,22 +473,13 @@ fn join_tasks(handles: Vec<TaskHandle>) -> Result<bool, RuntimeError> {
                     .map(|s| s.to_string())
                     .or_else(|| p.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
-                panicked.get_or_insert(RuntimeError::Panicked {
-                    task: id,
-                    operators: name,
-                    message,
-                });
+                let cause = TaskFailure::Panicked { message };
+                panicked.get_or_insert(TaskError::new(id, at, name, cause));
             }
         }
     }
-    if let Some(p) = panicked {
-        return Err(p);
-    }
-    if let Some((_, e)) = first_error {
-        return Err(RuntimeError::Operator(e));
-    }
-    if let Some(e) = secondary {
-        return Err(RuntimeError::Operator(e));
+    if let Some(e) = panicked.or(first_error.map(|(_, e)| e)).or(secondary) {
+        return Err(RuntimeError::Task(Box::new(e)));
     }
     Ok(stopped)
 }
