@@ -21,6 +21,7 @@ use crate::committer::run_committer;
 use crate::config::{Checkpointing, RunConfig};
 use crate::coordinator::{schedule_settings, Coordinator};
 use crate::error::RuntimeError;
+use crate::events::EngineEvent;
 use crate::fingerprint::fingerprint;
 use crate::instantiate::{instantiate, CheckpointWiring, Shared};
 use crate::protocol::{Event, WriteJob};
@@ -88,6 +89,7 @@ pub fn run(
     for h in helpers {
         let _ = h.join();
     }
+    publish_row_counts(graph, &counters, ctx, config);
     let stopped = outcome?;
     Ok(RunSummary {
         elapsed: started.elapsed(),
@@ -101,7 +103,7 @@ pub fn run(
 }
 
 /// When the run resumes from a checkpoint: refuses one of a query that changed where state
-/// is kept.
+/// is kept, and tells the subscribers which it resumes from.
 fn choose_restore(config: &RunConfig, plan: &PlanFingerprint) -> Result<(), RuntimeError> {
     let Some(restore) = config
         .checkpointing
@@ -110,7 +112,12 @@ fn choose_restore(config: &RunConfig, plan: &PlanFingerprint) -> Result<(), Runt
     else {
         return Ok(());
     };
-    check_compatible(restore, plan)
+    check_compatible(restore, plan)?;
+    config.events.publish(EngineEvent::RestoreChosen {
+        epoch: restore.manifest.epoch,
+        states: restore.manifest.operators.len(),
+    });
+    Ok(())
 }
 
 /// The ends of the checkpoint channels that the coordinator and the committer keep.
@@ -206,6 +213,37 @@ fn source_instances(topology: &Topology) -> Vec<usize> {
         .filter(|t| t.source.is_some())
         .flat_map(|t| t.instances.iter().map(|i| i.id))
         .collect()
+}
+
+/// Tells the subscribers how many rows each operator dropped as late, and how many records
+/// and rows went to the dead letters, once the run has ended (counted as the run went, not
+/// per row on the way).
+fn publish_row_counts(
+    graph: &LogicalGraph<Bound>,
+    counters: &[Arc<Counters>],
+    ctx: &BuildContext,
+    config: &RunConfig,
+) {
+    for n in &graph.topo {
+        let late = counters[n.0]
+            .metrics()
+            .into_iter()
+            .find_map(|(name, v)| (name == "late_rows").then_some(v))
+            .unwrap_or(0);
+        if late > 0 {
+            config.events.publish(EngineEvent::LateRows {
+                operator: graph.node(*n).name().to_string(),
+                rows: late,
+            });
+        }
+    }
+    let (all, rows) = (ctx.dead_letter.count(), ctx.dead_letter.rejected_rows());
+    if all > 0 {
+        config.events.publish(EngineEvent::Rejected {
+            records: all - rows,
+            rows,
+        });
+    }
 }
 
 /// Rows in and out of every operator, in topological order.
