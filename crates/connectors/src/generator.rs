@@ -425,7 +425,8 @@ mod tests {
             None,
             Some(1000.0),
         );
-        g.pace.set_clock(Arc::clone(&clock) as anduin_types::SharedClock);
+        g.pace
+            .set_clock(Arc::clone(&clock) as anduin_types::SharedClock);
         let now = Instant::now();
         let produced = |g: &mut Generator| -> usize {
             let mut n = 0;

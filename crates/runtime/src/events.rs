@@ -1,5 +1,6 @@
-//! What happens in a run, as typed values published to subscribers: checkpoints started,
-//! completed, failed or getting old, tasks started, finished and failed. The log is one
+//! What happens in a run, as typed values published to subscribers: the checkpoint a run
+//! resumes from, checkpoints started, completed, failed or getting old, tasks started,
+//! finished and failed, rows dropped as late or rejected. The log is one
 //! subscriber ([`LogEvents`]); `anduin run --events FILE` writes them as JSON lines; tests
 //! subscribe instead of reading log lines (and an HTTP API will be another subscriber).
 
@@ -40,6 +41,13 @@ pub enum EngineEvent {
         /// Its age in milliseconds (or the run's, before the first).
         age_ms: u64,
     },
+    /// The run resumes from checkpoint `epoch` (published before any operator is restored).
+    RestoreChosen {
+        /// The checkpoint.
+        epoch: u64,
+        /// How many operator instances' states it holds (sources' positions included).
+        states: usize,
+    },
     /// Task `task` (operators `name`) started.
     TaskStarted {
         /// The task.
@@ -62,6 +70,23 @@ pub enum EngineEvent {
         name: String,
         /// The error.
         error: String,
+    },
+    /// Operator `operator` dropped `rows` rows that came after the watermark had passed
+    /// their time, over the whole run (published once, when the run ends; none when it
+    /// dropped none).
+    LateRows {
+        /// The operator.
+        operator: String,
+        /// The rows, over every instance.
+        rows: u64,
+    },
+    /// Malformed records and rows an operator could not process went to the dead letters
+    /// (published once, when the run ends; none when nothing was rejected).
+    Rejected {
+        /// Input records that could not be read.
+        records: u64,
+        /// Rows an expression failed on.
+        rows: u64,
     },
 }
 
@@ -125,10 +150,19 @@ impl Subscriber for LogEvents {
                 age_s = age_ms / 1000,
                 "the last complete checkpoint is older than the threshold: a failure now would replay that much input"
             ),
+            EngineEvent::RestoreChosen { epoch, states } => {
+                debug!(epoch, states, "resuming from a checkpoint");
+            }
             EngineEvent::TaskStarted { task, name } => debug!(task, name, "task started"),
             EngineEvent::TaskFinished { task, name } => debug!(task, name, "task finished"),
             EngineEvent::TaskFailed { task, name, error } => {
                 debug!(task, name, error, "task failed");
+            }
+            EngineEvent::LateRows { operator, rows } => {
+                debug!(operator, rows, "rows dropped as late");
+            }
+            EngineEvent::Rejected { records, rows } => {
+                debug!(records, rows, "records and rows went to the dead letters");
             }
         }
     }

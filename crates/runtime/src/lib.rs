@@ -23,17 +23,25 @@ mod event_time;
 mod events;
 mod faults;
 mod fingerprint;
+mod instantiate;
 mod protocol;
+mod restore;
 mod run;
 mod snapshot;
 mod source_task;
+mod spawn;
 mod stats;
 mod task;
+mod topology;
 
 pub use config::{CheckpointSettings, Checkpointing, RunConfig};
-pub use error::RuntimeError;
+pub use error::{RuntimeError, TaskError, TaskFailure};
 pub use events::{EngineEvent, Events, LogEvents, Recorded, Subscriber};
 pub use faults::Faults;
 pub use fingerprint::fingerprint;
 pub use run::run;
 pub use stats::{CheckpointSummary, OperatorStats, RunSummary};
+pub use topology::{
+    Channel, ChannelId, Exchange, Inbound, InstanceRef, Outbound, TaskInstance, TaskTopology,
+    Topology, WorkerId,
+};

@@ -14,6 +14,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 use crate::chain::{end_outlets, send_to_outlets, Chain};
 use crate::channel::Route;
+use crate::error::TaskFailure;
 use crate::protocol::{Command, Event, WriteJob};
 use crate::snapshot::{take, Slot, Taken};
 use crate::stats::Counters;
@@ -83,7 +84,7 @@ enum Next {
 impl SourceTask {
     /// Runs until the source is exhausted (and, with checkpoints, the last barrier has gone
     /// out), a stop is requested, or something fails. Returns whether the run was stopped.
-    pub(crate) fn run(mut self) -> Result<bool, OperatorError> {
+    pub(crate) fn run(mut self) -> Result<bool, TaskFailure> {
         let mut pending = Pending::default();
         if self.origins {
             self.source.want_origins();
@@ -187,7 +188,7 @@ impl SourceTask {
         &mut self,
         pending: &mut Pending,
         stopped: bool,
-    ) -> Result<(), OperatorError> {
+    ) -> Result<(), TaskFailure> {
         let c = self
             .checkpointing
             .as_ref()
@@ -209,7 +210,7 @@ impl SourceTask {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 // The coordinator is gone (the run is failing): end as without checkpoints.
-                Err(RecvTimeoutError::Disconnected) => return self.end(true),
+                Err(RecvTimeoutError::Disconnected) => return Ok(self.end(true)?),
             }
         }
     }
@@ -219,7 +220,7 @@ impl SourceTask {
         pending: &mut Pending,
         rows_since_barrier: &mut u64,
         asked: &mut bool,
-    ) -> Result<Next, OperatorError> {
+    ) -> Result<Next, TaskFailure> {
         loop {
             let Some(c) = &self.checkpointing else {
                 return Ok(Next::Continue);
@@ -238,7 +239,7 @@ impl SourceTask {
         }
     }
 
-    fn command(&mut self, cmd: Command, pending: &mut Pending) -> Result<Next, OperatorError> {
+    fn command(&mut self, cmd: Command, pending: &mut Pending) -> Result<Next, TaskFailure> {
         match cmd {
             Command::Commit(epoch) => {
                 self.chain.commit(epoch)?;
@@ -266,7 +267,7 @@ impl SourceTask {
 
     /// Records the source's position, sends the barrier through the chain and the outlets,
     /// and hands the snapshots to the committer.
-    fn barrier(&mut self, epoch: Epoch, full: bool) -> Result<(), OperatorError> {
+    fn barrier(&mut self, epoch: Epoch, full: bool) -> Result<(), TaskFailure> {
         let c = self
             .checkpointing
             .as_ref()
@@ -304,10 +305,9 @@ impl SourceTask {
             snapshots,
             failure,
         };
-        c.jobs.send(job).map_err(|_| OperatorError::Execution {
-            operator: self.name.clone(),
-            message: "the checkpoint committer has stopped".into(),
-        })
+        c.jobs
+            .send(job)
+            .map_err(|_| TaskFailure::CommitterGone { epoch: epoch.0 })
     }
 
     /// Ends the outlets and the chain; with `drain`, event time is completed first (every

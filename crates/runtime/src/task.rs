@@ -9,6 +9,7 @@ use crossbeam_channel::{Receiver, Select, Sender};
 use crate::align::{Aligner, Alignment};
 use crate::chain::Chain;
 use crate::channel::Envelope;
+use crate::error::TaskFailure;
 use crate::event_time::{task_time, InputTime, TaskTime};
 use crate::protocol::{Command, WriteJob};
 
@@ -48,7 +49,7 @@ enum From {
 
 impl OperatorTask {
     /// Runs until every input has ended (then flushes) or something fails.
-    pub(crate) fn run(mut self) -> Result<(), OperatorError> {
+    pub(crate) fn run(mut self) -> Result<(), TaskFailure> {
         let mut aligner = Aligner::new(self.inlets.len());
         let mut open = self.inlets.len();
         let mut time = Time {
@@ -71,9 +72,8 @@ impl OperatorTask {
             };
             let Some(Got::Envelope(env)) = msg else {
                 // The producer stopped without an End: it failed, and says why itself.
-                return Err(OperatorError::DownstreamGone {
-                    operator: self.name.clone(),
-                });
+                let port = self.inlets.get(idx).map_or(0, |i| i.port);
+                return Err(TaskFailure::UpstreamGone { port });
             };
             let inlet = self
                 .inlets
@@ -123,14 +123,15 @@ impl OperatorTask {
                     return Err(OperatorError::Execution {
                         operator: self.name.clone(),
                         message: "control messages are not supported by this runtime yet".into(),
-                    })
+                    }
+                    .into())
                 }
                 _ => {}
             }
         }
         // Commits that arrive after the last barrier are not waited for: the sinks commit
         // everything at the end of their input.
-        self.chain.end_of_input()
+        Ok(self.chain.end_of_input()?)
     }
 
     /// Waits for the next message from an input that is not held back by alignment, or a
@@ -178,7 +179,7 @@ impl OperatorTask {
     }
 
     /// When a barrier is aligned: snapshot the chain and forward the barrier.
-    fn aligned(&mut self, outcome: Alignment) -> Result<(), OperatorError> {
+    fn aligned(&mut self, outcome: Alignment) -> Result<(), TaskFailure> {
         let Alignment::Aligned(barrier) = outcome else {
             return Ok(());
         };
@@ -186,7 +187,8 @@ impl OperatorTask {
             return Err(OperatorError::Execution {
                 operator: self.name.clone(),
                 message: "a checkpoint barrier arrived in a run without checkpoints".into(),
-            });
+            }
+            .into());
         };
         let dir = c.dir.epoch_dir(barrier.epoch);
         let mut snapshots = Vec::new();
@@ -198,9 +200,8 @@ impl OperatorTask {
                 snapshots,
                 failure,
             })
-            .map_err(|_| OperatorError::Execution {
-                operator: self.name.clone(),
-                message: "the checkpoint committer has stopped".into(),
+            .map_err(|_| TaskFailure::CommitterGone {
+                epoch: barrier.epoch.0,
             })
     }
 

@@ -1,0 +1,362 @@
+//! Instantiating a topology: every source and operator instance is built by its factory and
+//! restored when the run resumes, every channel of the topology becomes a bounded queue, and
+//! each task instance is assembled (its chain, its outlets, its inlets, its part in
+//! checkpoints), ready to run on a thread. Nothing runs yet.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anduin_checkpoint::{instance_key, CheckpointDir};
+use anduin_graph::{LogicalGraph, NodeId};
+use anduin_types::Watermark;
+use crossbeam_channel::{Receiver, Sender};
+
+// Operator types, in one group.
+use anduin_operator_api::{Bound, BuildContext, OperatorError, Source};
+
+use crate::chain::{Chain, Link};
+use crate::channel::{channel, Envelope, HashRoute, Outlet, Route};
+use crate::config::RunConfig;
+use crate::error::RuntimeError;
+use crate::protocol::{Command, Event, WriteJob};
+use crate::restore::Resume;
+use crate::source_task::{SourceCheckpointing, SourceTask};
+use crate::stats::Counters;
+use crate::task::{Inlet, OperatorTask, TaskCheckpointing};
+use crate::topology::{Exchange, InstanceRef, TaskInstance, TaskTopology, Topology};
+
+/// A task instance's event loop.
+pub(crate) enum Task {
+    /// Headed by a source: polls it.
+    Source(SourceTask),
+    /// Headed by an operator: waits on its inlets.
+    Operator(OperatorTask),
+}
+
+/// A task instance, built and restored, ready to run on a thread of its own.
+pub(crate) struct ReadyTask {
+    /// The instance's number in the run.
+    pub id: usize,
+    /// Which task and instance.
+    pub at: InstanceRef,
+    /// The task's operators (and ` #i`).
+    pub name: String,
+    pub task: Task,
+}
+
+/// What every task instance of a run shares.
+pub(crate) struct Shared<'a> {
+    pub config: &'a RunConfig,
+    pub ctx: &'a BuildContext,
+    /// Per node of the graph, the counters its instances add to.
+    pub counters: &'a [Arc<Counters>],
+    /// Set when a task fails: the sources stop without finishing.
+    pub abort: &'a Arc<AtomicBool>,
+}
+
+/// The channels of checkpointing, while tasks are being built.
+pub(crate) struct CheckpointWiring {
+    pub dir: CheckpointDir,
+    pub restore: Option<anduin_checkpoint::Validated>,
+    /// To the coordinator.
+    pub events: Sender<Event>,
+    /// To the committer.
+    pub jobs: Sender<WriteJob>,
+    /// From the coordinator to each task instance, by its number in the run.
+    pub commands: BTreeMap<usize, Sender<Command>>,
+    pub every_rows: Option<u64>,
+}
+
+impl CheckpointWiring {
+    fn commands_for(&mut self, id: usize) -> Receiver<Command> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        self.commands.insert(id, tx);
+        rx
+    }
+
+    /// The checkpoint to resume from, if any.
+    fn resume(&self) -> Option<Resume<'_>> {
+        self.restore.as_ref().map(|from| Resume {
+            dir: &self.dir,
+            from,
+        })
+    }
+}
+
+/// Builds every task instance of `topology`: the sources first (a missing input fails before
+/// any writer creates, and truncates, a file), then the operators, each restored when the
+/// run resumes.
+pub(crate) fn instantiate(
+    graph: &LogicalGraph<Bound>,
+    topology: &Topology,
+    shared: &Shared<'_>,
+    mut wiring: Option<&mut CheckpointWiring>,
+) -> Result<Vec<ReadyTask>, RuntimeError> {
+    let mut sources = build_sources(graph, topology, shared.ctx, wiring.as_deref())?;
+    let mut wires = Wires::new(topology, shared.config.channel_capacity);
+    let mut tasks = Vec::new();
+    for task in &topology.tasks {
+        for instance in &task.instances {
+            let mut outlets = wires.outlets(graph, task, instance);
+            let links = build_links(graph, task, instance, &mut outlets, shared, &wiring)?;
+            let chain = Chain::new(links);
+            let inlets = wires.inlets(instance);
+            let built = match (task.source, sources.remove(&instance.at)) {
+                (Some(head), Some(source)) => {
+                    let outlets = outlets.remove(&head).unwrap_or_default();
+                    let parts = SourceParts {
+                        head,
+                        parallelism: task.parallelism,
+                        source,
+                        outlets,
+                        chain,
+                    };
+                    Task::Source(source_task(graph, instance, parts, shared, &mut wiring))
+                }
+                _ => Task::Operator(OperatorTask {
+                    name: instance.name.clone(),
+                    inlets,
+                    chain,
+                    checkpointing: wiring.as_deref_mut().map(|w| TaskCheckpointing {
+                        task: instance.id,
+                        dir: w.dir.clone(),
+                        commands: w.commands_for(instance.id),
+                        jobs: w.jobs.clone(),
+                    }),
+                }),
+            };
+            tasks.push(ReadyTask {
+                id: instance.id,
+                at: instance.at,
+                name: instance.name.clone(),
+                task: built,
+            });
+        }
+    }
+    Ok(tasks)
+}
+
+/// Every source instance, built and restored, by instance.
+fn build_sources(
+    graph: &LogicalGraph<Bound>,
+    topology: &Topology,
+    ctx: &BuildContext,
+    wiring: Option<&CheckpointWiring>,
+) -> Result<HashMap<InstanceRef, Box<dyn Source>>, RuntimeError> {
+    let mut sources = HashMap::new();
+    for task in &topology.tasks {
+        let Some(head) = task.source else {
+            continue;
+        };
+        let node = graph.node(head);
+        let Bound::Source(factory) = &node.bound else {
+            return Err(not_a_source(node.name()));
+        };
+        for instance in &task.instances {
+            let at = instance.at;
+            let mut source = factory(&ctx.for_instance(at.instance, task.parallelism))
+                .map_err(RuntimeError::Start)?;
+            if let Some(w) = wiring {
+                source
+                    .can_resume()
+                    .map_err(|why| RuntimeError::NotCheckpointable {
+                        operator: node.name().to_string(),
+                        why,
+                    })?;
+                if let Some(resume) = w.resume() {
+                    let key = instance_key(node.name(), at.instance, task.parallelism);
+                    if let Some(state) = resume.state_of(&key)? {
+                        source.restore(state).map_err(|e| resume.error(e))?;
+                    }
+                }
+            }
+            sources.insert(at, source);
+        }
+    }
+    Ok(sources)
+}
+
+/// The chained operators of one task instance, built and restored, with their outlets.
+fn build_links(
+    graph: &LogicalGraph<Bound>,
+    task: &TaskTopology,
+    instance: &TaskInstance,
+    outlets: &mut BTreeMap<NodeId, Vec<Vec<Route>>>,
+    shared: &Shared<'_>,
+    wiring: &Option<&mut CheckpointWiring>,
+) -> Result<Vec<Link>, RuntimeError> {
+    let (i, parallelism) = (instance.at.instance, task.parallelism);
+    let resume = wiring.as_deref().and_then(CheckpointWiring::resume);
+    let mut links = Vec::with_capacity(task.operators.len());
+    for &n in &task.operators {
+        let node = graph.node(n);
+        let Bound::Operator(factory) = &node.bound else {
+            return Err(unreachable_source(node.name()));
+        };
+        let mut op =
+            factory(&shared.ctx.for_instance(i, parallelism)).map_err(RuntimeError::Start)?;
+        if let Some(resume) = &resume {
+            let key = instance_key(node.name(), i, parallelism);
+            if let Some(state) = resume.state_of(&key)? {
+                op.restore(state).map_err(|e| resume.error(e))?;
+            }
+        }
+        links.push(Link {
+            index: n.0,
+            instance: i,
+            parallelism,
+            name: node.name().to_string(),
+            op,
+            outlets: outlets.remove(&n).unwrap_or_default(),
+            counters: Arc::clone(&shared.counters[n.0]),
+            origins_after: false,
+        });
+    }
+    Ok(links)
+}
+
+/// What a source task is made of.
+struct SourceParts {
+    head: NodeId,
+    /// The task's parallelism.
+    parallelism: usize,
+    source: Box<dyn Source>,
+    /// The source's own outlets (when it is not fused with what reads it), every port's.
+    outlets: Vec<Vec<Route>>,
+    chain: Chain,
+}
+
+fn source_task(
+    graph: &LogicalGraph<Bound>,
+    instance: &TaskInstance,
+    parts: SourceParts,
+    shared: &Shared<'_>,
+    wiring: &mut Option<&mut CheckpointWiring>,
+) -> SourceTask {
+    let SourceParts {
+        head,
+        parallelism,
+        source,
+        outlets,
+        chain,
+    } = parts;
+    let config = shared.config;
+    SourceTask {
+        origins: chain.wants_origins(),
+        clock: Arc::clone(&config.clock),
+        name: graph.node(head).name().to_string(),
+        source,
+        counters: Arc::clone(&shared.counters[head.0]),
+        outlets: outlets.into_iter().flatten().collect(),
+        chain,
+        batch_size: config.batch_size.max(1),
+        linger: config.linger,
+        stop: Arc::clone(&config.stop),
+        abort: Arc::clone(shared.abort),
+        watermark: None,
+        idle: false,
+        checkpointing: wiring.as_deref_mut().map(|w| SourceCheckpointing {
+            task: instance.id,
+            index: head.0,
+            instance: instance.at.instance,
+            parallelism,
+            dir: w.dir.clone(),
+            commands: w.commands_for(instance.id),
+            events: w.events.clone(),
+            jobs: w.jobs.clone(),
+            every_rows: w.every_rows,
+        }),
+    }
+}
+
+/// Both ends of every channel of a topology, until handed to the instances at them.
+struct Wires {
+    senders: Vec<Option<Outlet>>,
+    receivers: Vec<Option<Receiver<Envelope>>>,
+}
+
+impl Wires {
+    /// A bounded queue of `capacity` messages for every channel of `topology`.
+    fn new(topology: &Topology, capacity: usize) -> Self {
+        let (senders, receivers) = topology
+            .channels
+            .iter()
+            .map(|_| {
+                let (tx, rx) = channel(capacity);
+                (Some(tx), Some(rx))
+            })
+            .unzip();
+        Self { senders, receivers }
+    }
+
+    /// The routes of `instance`, per node of its task and output port.
+    fn outlets(
+        &mut self,
+        graph: &LogicalGraph<Bound>,
+        task: &TaskTopology,
+        instance: &TaskInstance,
+    ) -> BTreeMap<NodeId, Vec<Vec<Route>>> {
+        let mut outlets: BTreeMap<NodeId, Vec<Vec<Route>>> = task
+            .nodes()
+            .map(|n| {
+                (
+                    n,
+                    graph.node(n).outputs.iter().map(|_| Vec::new()).collect(),
+                )
+            })
+            .collect();
+        for route in &instance.routes {
+            let mut senders = route.channels.iter().map(|c| {
+                self.senders[c.0]
+                    .take()
+                    .expect("a channel has one producer instance")
+            });
+            let built = match &route.exchange {
+                Exchange::Gather => Route::One(senders.next().expect("a gather has a channel")),
+                Exchange::Hash { keys } => {
+                    Route::Hashed(HashRoute::new(keys.clone(), senders.collect()))
+                }
+            };
+            let (node, port) = route.from;
+            if let Some(ports) = outlets.get_mut(&node).and_then(|p| p.get_mut(port)) {
+                ports.push(built);
+            }
+        }
+        outlets
+    }
+
+    /// The inlets of `instance`, in the topology's order.
+    fn inlets(&mut self, instance: &TaskInstance) -> Vec<Inlet> {
+        instance
+            .inlets
+            .iter()
+            .map(|i| Inlet {
+                rx: self.receivers[i.channel.0]
+                    .take()
+                    .expect("a channel has one consumer instance"),
+                port: i.port,
+                last_seq: 0,
+                watermark: Watermark::MIN,
+                idle: false,
+                ended: false,
+            })
+            .collect()
+    }
+}
+
+/// The planner put a node that is not a source at the head of a source's task.
+fn not_a_source(name: &str) -> RuntimeError {
+    RuntimeError::Start(OperatorError::internal(
+        name,
+        "the topology took an operator for a source",
+    ))
+}
+
+/// A source can only head a task: the planner never fuses one behind another operator.
+fn unreachable_source(name: &str) -> RuntimeError {
+    RuntimeError::Start(OperatorError::internal(
+        name,
+        "the planner put a source inside a chain",
+    ))
+}

@@ -1,0 +1,139 @@
+//! Running task instances on threads, and waiting for them: each instance on a thread of its
+//! own, publishing when it starts, finishes or fails; the run's outcome is its first real
+//! error (a panic before anything else, then the error that happened first, a consequence of
+//! another task's failure only when nothing else failed).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crate::error::{RuntimeError, TaskError, TaskFailure};
+use crate::events::{EngineEvent, Events};
+use crate::instantiate::{ReadyTask, Task};
+use crate::topology::InstanceRef;
+
+/// The stack of a task's thread: room for expressions a few hundred levels deep to evaluate in
+/// place (deeper ones get a larger stack for the call: `anduin_spec::nesting::with_stack`).
+/// Reserved, not used: the pages a thread does not touch cost no memory.
+const TASK_STACK: usize = 16 << 20;
+
+/// A task instance running on its thread, which returns whether the run was stopped (or the
+/// instance's error) and when the instance ended.
+pub(crate) struct Running {
+    id: usize,
+    at: InstanceRef,
+    name: String,
+    handle: JoinHandle<(Result<bool, TaskError>, Instant)>,
+}
+
+/// Starts every task instance on a thread of its own. The first that fails for a reason of
+/// its own sets `abort`, which stops the sources.
+pub(crate) fn spawn_tasks(
+    tasks: Vec<ReadyTask>,
+    events: &Events,
+    abort: &Arc<AtomicBool>,
+) -> Result<Vec<Running>, RuntimeError> {
+    let mut running = Vec::with_capacity(tasks.len());
+    for ready in tasks {
+        let (id, at, name) = (ready.id, ready.at, ready.name.clone());
+        let abort = Arc::clone(abort);
+        let events = events.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("anduin-task-{id}"))
+            .stack_size(TASK_STACK)
+            .spawn(move || run_task(ready, &events, &abort))
+            .map_err(|cause| RuntimeError::Spawn { task: id, cause })?;
+        running.push(Running {
+            id,
+            at,
+            name,
+            handle,
+        });
+    }
+    Ok(running)
+}
+
+/// The body of a task instance's thread.
+fn run_task(
+    ready: ReadyTask,
+    events: &Events,
+    abort: &AtomicBool,
+) -> (Result<bool, TaskError>, Instant) {
+    let ReadyTask { id, at, name, task } = ready;
+    events.publish(EngineEvent::TaskStarted {
+        task: id,
+        name: name.clone(),
+    });
+    let result = match task {
+        Task::Source(s) => s.run(),
+        Task::Operator(o) => o.run().map(|()| false),
+    };
+    let result = match result {
+        Ok(stopped) => {
+            events.publish(EngineEvent::TaskFinished { task: id, name });
+            Ok(stopped)
+        }
+        Err(cause) => {
+            if !cause.is_secondary() {
+                abort.store(true, Ordering::Relaxed);
+            }
+            let error = TaskError::new(id, at, name, cause);
+            events.publish(EngineEvent::TaskFailed {
+                task: id,
+                name: error.name.clone(),
+                error: error.to_string(),
+            });
+            Err(error)
+        }
+    };
+    (result, Instant::now())
+}
+
+/// Starts a thread of the runtime itself (the coordinator, the committer).
+pub(crate) fn spawn_helper(
+    thread: &'static str,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>, RuntimeError> {
+    std::thread::Builder::new()
+        .name(thread.to_string())
+        .spawn(f)
+        .map_err(|cause| RuntimeError::SpawnHelper { thread, cause })
+}
+
+/// Waits for every task instance; returns whether the run was stopped, or its first real
+/// error.
+pub(crate) fn join_tasks(running: Vec<Running>) -> Result<bool, RuntimeError> {
+    let mut first_error: Option<(Instant, TaskError)> = None;
+    let mut secondary: Option<TaskError> = None;
+    let mut panicked: Option<TaskError> = None;
+    let mut stopped = false;
+    for r in running {
+        match r.handle.join() {
+            Ok((Ok(s), _)) => stopped |= s,
+            Ok((Err(e), _)) if e.is_secondary() => {
+                secondary.get_or_insert(e);
+            }
+            Ok((Err(e), at)) => {
+                if first_error.as_ref().is_none_or(|(t, _)| at < *t) {
+                    first_error = Some((at, e));
+                }
+            }
+            Err(p) => {
+                let message = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                let cause = TaskFailure::Panicked { message };
+                panicked.get_or_insert(TaskError::new(r.id, r.at, r.name, cause));
+            }
+        }
+    }
+    match (panicked, first_error, secondary) {
+        (Some(e), _, _) | (None, Some((_, e)), _) | (None, None, Some(e)) => {
+            Err(RuntimeError::Task(Box::new(e)))
+        }
+        (None, None, None) => Ok(stopped),
+    }
+}
