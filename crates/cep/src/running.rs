@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{ArrayRef, RecordBatch};
-
-use arrow::row::{RowConverter, SortField};
+use serde::{Deserialize, Serialize};
 
 use super::cells::{cells_to_column, columns_to_cells, row_json};
 use super::matcher::{Outcome, Refused, Row, TooManyThreads};
@@ -14,6 +13,7 @@ use super::output::{render, Figures};
 use super::store::{Store, StoreError};
 use super::value::Value;
 use super::Setup;
+use anduin_operator_api::keys::KeyEncoder;
 use anduin_operator_api::null_time::reject_null_times;
 use anduin_operator_api::{
     BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, RowErrors, SnapshotOut,
@@ -21,6 +21,18 @@ use anduin_operator_api::{
 
 /// Output rows are sent in batches of at most this many.
 const OUT_BATCH: usize = 8192;
+
+/// What a pattern operator keeps in a checkpoint's manifest.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Meta {
+    /// The watermark of the input.
+    watermark: i64,
+    /// Late rows dropped so far.
+    late: u64,
+    /// The sequence number of the last row accepted.
+    seq: u64,
+}
 
 /// A row waiting for the watermark.
 struct Pending {
@@ -36,11 +48,14 @@ type Keyed = Option<(Box<[u8]>, Row)>;
 /// A running `pattern` operator.
 pub(crate) struct PatternOp {
     setup: Arc<Setup>,
-    /// Partition keys as bytes (`None`: one partition).
-    keys: Option<RowConverter>,
+    /// Partition keys as bytes, as the exchange routes by (`None`: one partition).
+    keys: Option<KeyEncoder>,
     store: Store,
     pending: Vec<Pending>,
     seq: u64,
+    /// The pending rows numbered up to this have an entry in the store (a snapshot wrote
+    /// them); the others do not.
+    stored_up_to: u64,
     watermark: i64,
     late: u64,
     /// Where rows without an event time go.
@@ -62,11 +77,19 @@ fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
 
 fn store_error(operator: &str, e: StoreError) -> OperatorError {
     match e {
-        StoreError::State(e) => err(operator, format!("state backend: {e}")),
-        StoreError::Corrupt(what) => err(
+        StoreError::Table(e) => e.into(),
+        StoreError::Corrupt(what, kg) => err(
             operator,
             format!(
-                "the checkpoint's state holds a corrupt {what}: restore from an earlier checkpoint"
+                "the checkpoint's state holds a corrupt {what} in {kg}: restore from an earlier checkpoint"
+            ),
+        ),
+        StoreError::UnknownEntry(kg, sub_key) => err(
+            operator,
+            format!(
+                "the checkpoint's state holds an entry in {kg} with sub-key {sub_key:02x?}, neither \
+                 a partition's (`p`) nor a waiting row's (`w` and a sequence number): the state \
+                 is corrupt; restore from an earlier checkpoint"
             ),
         ),
         StoreError::Replay(Refused::TooManyThreads(e)) => too_many(operator, e),
@@ -101,21 +124,20 @@ impl PatternOp {
         let keys = if setup.partition.is_empty() {
             None
         } else {
-            let fields = setup
+            let types = setup
                 .partition
                 .iter()
-                .map(|c| SortField::new(setup.input.field(*c).data_type().clone()))
-                .collect();
-            Some(RowConverter::new(fields).map_err(|e| err(&setup.name, e))?)
+                .map(|c| setup.input.field(*c).data_type().clone());
+            Some(KeyEncoder::new(types).map_err(|e| err(&setup.name, e))?)
         };
-        let store = Store::open(setup.backend, dir.as_deref(), setup.cache)
-            .map_err(|e| store_error(&setup.name, e))?;
+        let store = Store::new(&setup.name, setup.backend, dir, setup.cache);
         Ok(Self {
             setup,
             keys,
             store,
             pending: Vec::new(),
             seq: 0,
+            stored_up_to: 0,
             watermark: i64::MIN,
             late: 0,
             dead_letter,
@@ -142,7 +164,7 @@ impl PatternOp {
                     .iter()
                     .map(|c| Arc::clone(batch.column(*c)))
                     .collect();
-                Some(conv.convert_columns(&cols).map_err(|e| err(name, e))?)
+                Some(conv.encode(&cols).map_err(|e| err(name, e))?)
             }
         };
         let mut iters: Vec<_> = columns
@@ -205,6 +227,11 @@ impl PatternOp {
         ready.sort_by_key(|p| (p.row.ts, p.seq));
         let setup = Arc::clone(&self.setup);
         for p in ready {
+            if p.seq <= self.stored_up_to {
+                self.store
+                    .forget_waiting(&p.key, p.seq)
+                    .map_err(|e| store_error(&setup.name, e))?;
+            }
             let part = self
                 .store
                 .get_mut(&setup.pattern, &p.key)
@@ -366,29 +393,37 @@ impl Operator for PatternOp {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
-        out.inline(serde_json::json!({
-            "watermark": self.watermark,
-            "late": self.late,
-            "seq": self.seq,
-        }));
+        let meta = Meta {
+            watermark: self.watermark,
+            late: self.late,
+            seq: self.seq,
+        };
+        out.inline_typed(&self.setup.name, &meta)?;
         let kind = if out.full_due() {
             SnapshotKind::Full
         } else {
             SnapshotKind::Changes
         };
-        let waiting: Vec<(&[u8], &Row)> =
-            self.pending.iter().map(|p| (&p.key[..], &p.row)).collect();
+        // Only the rows that arrived since the last snapshot: the others are in the store.
+        let stored_up_to = self.stored_up_to;
+        let new_waiting = self
+            .pending
+            .iter()
+            .filter(|p| p.seq > stored_up_to)
+            .map(|p| (p.seq, &p.key[..], &p.row));
         let stream = out.stream(kind)?;
         self.store
-            .snapshot(&waiting, kind, stream)
-            .map_err(|e| store_error(&self.setup.name, e))
+            .snapshot(new_waiting, kind, stream)
+            .map_err(|e| store_error(&self.setup.name, e))?;
+        self.stored_up_to = self.seq;
+        Ok(())
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
         let name = self.setup.name.clone();
-        let inline = state.inline.take().unwrap_or_default();
-        self.watermark = inline["watermark"].as_i64().unwrap_or(i64::MIN);
-        self.late = inline["late"].as_u64().unwrap_or(0);
+        let meta: Meta = state.inline_as(&name)?;
+        self.watermark = meta.watermark;
+        self.late = meta.late;
         let Some((full, changes)) = state.files.split_first_mut() else {
             return Err(err(
                 &name,
@@ -410,16 +445,15 @@ impl Operator for PatternOp {
             self.outcomes.clear();
             self.figures.kept(part, part.rows_kept(), 0);
         }
+        // The waiting rows keep their numbers (their entries are stored under them); rows to
+        // come are numbered after the last.
+        self.seq = meta.seq;
         self.pending.clear();
-        self.seq = 0;
-        for (key, row) in waiting {
-            self.seq += 1;
-            self.pending.push(Pending {
-                seq: self.seq,
-                key,
-                row,
-            });
+        for (seq, key, row) in waiting {
+            self.seq = self.seq.max(seq);
+            self.pending.push(Pending { seq, key, row });
         }
+        self.stored_up_to = self.seq;
         Ok(())
     }
 

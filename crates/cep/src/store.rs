@@ -1,19 +1,29 @@
-//! Where a pattern operator keeps its partitions. Partitions in use live in memory; the state
-//! backend (anduin-state: heap or LSM, chosen per operator) holds each partition's durable
-//! copy under its key group, so that a checkpoint is a backend snapshot (full, or the changes
-//! since the last one) and a range of key groups can later move between instances. With the
-//! LSM backend, idle partitions (no partial match, no row waiting) beyond `cache` are dropped
-//! from memory and read back when a row for them arrives: state larger than memory.
+//! Where a pattern operator keeps its partitions and the rows waiting for the watermark.
+//! Partitions in use live in memory; a keyed table (`anduin_state::KeyedTable`: heap or LSM,
+//! chosen per operator) holds each partition's durable copy under its partition key, so that a
+//! checkpoint is the table's snapshot (full, or the changes since the last one) and a range of
+//! key groups can later move between instances. With the LSM backend, idle partitions (no
+//! partial match, no row waiting) beyond `cache` are dropped from memory and read back when a
+//! row for them arrives: state larger than memory.
+//!
+//! Entries, under a partition key (the bytes the exchange routes by; empty without
+//! `partition_by`):
+//!
+//! | sub-key                          | value                                     |
+//! |----------------------------------|-------------------------------------------|
+//! | `p`                              | the partition (its rows and counters)     |
+//! | `w` + sequence number (8 bytes BE) | a row of it waiting for the watermark   |
+//!
+//! A waiting row is written by the first snapshot after it arrived and deleted when the
+//! watermark releases it, so that every row moves with its partition's key group.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use ahash::RandomState;
 use std::io::{Read, Write};
 
-use anduin_state::{
-    key_group_for_key, open_backend, BackendKind, KeyGroup, SnapshotKind, StateBackend, StateError,
-    DEFAULT_MAX_KEY_GROUPS,
-};
+use anduin_state::{BackendKind, KeyGroup, KeyedTable, SnapshotKind, TableEntry, TableError};
 
 use super::matcher::{Partition, Pattern, Refused, Row};
 use super::value::Value;
@@ -21,75 +31,88 @@ use super::value::Value;
 /// Why the store failed.
 #[derive(Debug)]
 pub(crate) enum StoreError {
-    State(StateError),
-    Corrupt(&'static str),
+    Table(TableError),
+    /// An entry that does not decode: what it is and where it is stored.
+    Corrupt(&'static str, KeyGroup),
+    /// An entry whose sub-key is neither a partition's nor a waiting row's.
+    UnknownEntry(KeyGroup, Vec<u8>),
     /// Replaying a partition's rows refused one (it cannot: each was taken before).
     Replay(Refused),
 }
 
-impl From<StateError> for StoreError {
-    fn from(e: StateError) -> Self {
-        StoreError::State(e)
+impl From<TableError> for StoreError {
+    fn from(e: TableError) -> Self {
+        StoreError::Table(e)
     }
 }
 
-/// A row waiting for the watermark, with its partition key.
-pub(crate) type Waiting = (Box<[u8]>, Row);
+/// A row waiting for the watermark: its sequence number, its partition key and the row.
+pub(crate) type Waiting = (u64, Box<[u8]>, Row);
 
-/// Entries are `b'p' + partition key` (a partition) and `b'w'` in key group 0 (the rows
-/// waiting for the watermark).
-const PARTITION: u8 = b'p';
-const WAITING: &[u8] = b"w";
+/// The sub-key of a partition.
+const PARTITION: &[u8] = b"p";
+/// The first byte of the sub-key of a waiting row.
+const WAITING: u8 = b'w';
+
+/// The sub-key of the waiting row numbered `seq` (on the stack: no allocation).
+fn waiting_sub_key(seq: u64) -> [u8; 9] {
+    let mut k = [WAITING; 9];
+    let (_, n) = k.split_at_mut(1);
+    n.copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// The sequence number of a waiting row's sub-key; `None` for another sub-key.
+fn split_waiting_sub_key(sub_key: &[u8]) -> Option<u64> {
+    let (tag, seq) = sub_key.split_first()?;
+    let seq: [u8; 8] = seq.try_into().ok()?;
+    (*tag == WAITING).then(|| u64::from_be_bytes(seq))
+}
 
 /// The partitions of one operator instance.
 pub(crate) struct Store {
     kind: BackendKind,
-    backend: Box<dyn StateBackend>,
+    table: KeyedTable,
     /// Partitions in memory, each with whether it changed since the last snapshot.
     live: HashMap<Box<[u8]>, (Partition, bool), RandomState>,
     /// LSM: how many partitions stay in memory before idle ones are dropped.
     cache: usize,
-    /// Partitions only in the backend.
+    /// Partitions only in the table.
     spilled: usize,
-}
-
-fn kg(key: &[u8]) -> KeyGroup {
-    key_group_for_key(key, DEFAULT_MAX_KEY_GROUPS)
-}
-
-fn entry(key: &[u8]) -> Vec<u8> {
-    let mut e = Vec::with_capacity(key.len() + 1);
-    e.push(PARTITION);
-    e.extend_from_slice(key);
-    e
+    /// A reused buffer for a waiting row's bytes.
+    row_bytes: Vec<u8>,
 }
 
 impl Store {
-    pub(crate) fn open(
+    /// The (empty) store of pattern `operator`, in a backend of `kind` working in `dir` (LSM;
+    /// a temporary directory if `None`), keeping `cache` partitions in memory (LSM).
+    pub(crate) fn new(
+        operator: &str,
         kind: BackendKind,
-        dir: Option<&std::path::Path>,
+        dir: Option<PathBuf>,
         cache: usize,
-    ) -> Result<Self, StoreError> {
-        Ok(Self {
+    ) -> Self {
+        Self {
             kind,
-            backend: open_backend(kind, dir)?,
+            table: KeyedTable::new(operator, kind, dir),
             live: HashMap::default(),
             cache: cache.max(1),
             spilled: 0,
-        })
+            row_bytes: Vec::new(),
+        }
     }
 
-    /// How many partitions there are (in memory and only in the backend).
+    /// How many partitions there are (in memory and only in the table).
     pub(crate) fn partitions(&self) -> usize {
         self.live.len() + self.spilled
     }
 
-    /// The backend's bytes (a metric).
+    /// The table's bytes (a metric; 0 before it is opened).
     pub(crate) fn backend_bytes(&self) -> u64 {
-        self.backend.size_bytes()
+        self.table.size_bytes().unwrap_or(0)
     }
 
-    /// The partition of `key`, read back from the backend if it was dropped from memory, or a
+    /// The partition of `key`, read back from the table if it was dropped from memory, or a
     /// new one; marked as changed.
     pub(crate) fn get_mut(
         &mut self,
@@ -97,10 +120,10 @@ impl Store {
         key: &[u8],
     ) -> Result<&mut Partition, StoreError> {
         if !self.live.contains_key(key) {
-            let part = match self.backend.get(kg(key), &entry(key))? {
+            let part = match self.table.get(key, PARTITION)? {
                 Some(bytes) => {
                     self.spilled = self.spilled.saturating_sub(1);
-                    decode(p, &bytes)?
+                    decode(p, &bytes, self.table.key_group(key))?
                 }
                 None => Partition::default(),
             };
@@ -130,7 +153,7 @@ impl Store {
         })
     }
 
-    /// LSM: drops idle partitions from memory (their copy goes to the backend) while more than
+    /// LSM: drops idle partitions from memory (their copy goes to the table) while more than
     /// `cache` are live.
     pub(crate) fn spill(&mut self) -> Result<(), StoreError> {
         if self.kind != BackendKind::Lsm || self.live.len() <= self.cache {
@@ -146,7 +169,7 @@ impl Store {
         for key in idle {
             if let Some((part, changed)) = self.live.remove(&key) {
                 if changed {
-                    self.backend.put(kg(&key), &entry(&key), &encode(&part))?;
+                    self.table.put(&key, PARTITION, &encode(&part))?;
                 }
                 self.spilled += 1;
             }
@@ -154,67 +177,78 @@ impl Store {
         Ok(())
     }
 
-    /// Writes the changed partitions and the waiting rows to the backend, then its snapshot
-    /// of `kind` to `out`.
-    pub(crate) fn snapshot(
+    /// Forgets the entry of the waiting row `seq` of partition `key` (released by the
+    /// watermark after a snapshot wrote it).
+    pub(crate) fn forget_waiting(&mut self, key: &[u8], seq: u64) -> Result<(), StoreError> {
+        Ok(self.table.delete(key, &waiting_sub_key(seq))?)
+    }
+
+    /// Writes the changed partitions and the rows that started waiting since the last
+    /// snapshot (`new_waiting`: sequence number, partition key, row) to the table, then its
+    /// snapshot of `kind` to `out`.
+    pub(crate) fn snapshot<'a>(
         &mut self,
-        waiting: &[(&[u8], &Row)],
+        new_waiting: impl Iterator<Item = (u64, &'a [u8], &'a Row)>,
         kind: SnapshotKind,
         out: &mut dyn Write,
     ) -> Result<(), StoreError> {
         for (key, (part, changed)) in self.live.iter_mut() {
             if std::mem::take(changed) {
-                self.backend.put(kg(key), &entry(key), &encode(part))?;
+                self.table.put(key, PARTITION, &encode(part))?;
             }
         }
-        let mut bytes = Vec::new();
-        bytes.extend_from_slice(&(waiting.len() as u64).to_le_bytes());
-        for (key, row) in waiting {
-            bytes.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            bytes.extend_from_slice(key);
-            put_row(&mut bytes, row);
+        for (seq, key, row) in new_waiting {
+            self.row_bytes.clear();
+            put_row(&mut self.row_bytes, row);
+            self.table
+                .put(key, &waiting_sub_key(seq), &self.row_bytes)?;
         }
-        self.backend.put(KeyGroup(0), WAITING, &bytes)?;
-        let _stats = self.backend.snapshot(kind, out)?;
+        let _stats = self.table.snapshot(kind, out)?;
         Ok(())
     }
 
     /// Replaces everything with a full snapshot and the changelogs after it; returns the rows
-    /// that were waiting for the watermark. Partitions with partial matches (and, with the
-    /// heap backend, all of them) are rebuilt in memory.
+    /// that were waiting for the watermark, by sequence number. Partitions with partial
+    /// matches (and, with the heap backend, all of them) are rebuilt in memory.
     pub(crate) fn restore(
         &mut self,
         p: &Pattern,
         full: &mut dyn Read,
         changes: &mut [&mut dyn Read],
     ) -> Result<Vec<Waiting>, StoreError> {
-        self.backend.restore(full, changes)?;
-        self.live.clear();
-        self.spilled = 0;
+        let Store {
+            kind,
+            table,
+            live,
+            spilled,
+            ..
+        } = self;
+        live.clear();
+        *spilled = 0;
         let mut waiting = Vec::new();
-        let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        for g in 0..DEFAULT_MAX_KEY_GROUPS.get() {
-            self.backend.scan(KeyGroup(g), &mut |k, v| {
-                found.push((k.to_vec(), v.to_vec()));
-                Ok(())
-            })?;
-            for (k, v) in found.drain(..) {
-                if k == WAITING {
-                    waiting =
-                        get_waiting(&mut &v[..]).ok_or(StoreError::Corrupt("waiting rows"))?;
-                    continue;
-                }
-                let Some(key) = k.strip_prefix(&[PARTITION]) else {
-                    return Err(StoreError::Corrupt("an entry of an unknown kind"));
-                };
-                let part = decode(p, &v)?;
-                if self.kind == BackendKind::Heap || !part.is_idle() {
-                    self.live.insert(key.into(), (part, false));
+        table.restore(full, changes, |e: TableEntry<'_>| {
+            if e.sub_key == PARTITION {
+                let part = decode(p, e.value, e.kg)?;
+                if *kind == BackendKind::Heap || !part.is_idle() {
+                    live.insert(e.group_key.into(), (part, false));
                 } else {
-                    self.spilled += 1;
+                    *spilled += 1;
                 }
+            } else if let Some(seq) = split_waiting_sub_key(e.sub_key) {
+                let mut r = e.value;
+                let row = get_row(&mut r)
+                    .filter(|_| r.is_empty())
+                    .ok_or(StoreError::Corrupt("waiting row", e.kg))?;
+                waiting.push((seq, e.group_key.into(), row));
+            } else {
+                return Err(StoreError::UnknownEntry(
+                    e.kg,
+                    e.sub_key.iter().take(16).copied().collect(),
+                ));
             }
-        }
+            Ok(())
+        })?;
+        waiting.sort_by_key(|(seq, _, _)| *seq);
         Ok(waiting)
     }
 }
@@ -230,15 +264,15 @@ fn encode(part: &Partition) -> Vec<u8> {
     out
 }
 
-fn decode(p: &Pattern, bytes: &[u8]) -> Result<Partition, StoreError> {
-    let bad = StoreError::Corrupt("a partition");
+fn decode(p: &Pattern, bytes: &[u8], kg: KeyGroup) -> Result<Partition, StoreError> {
+    let bad = || StoreError::Corrupt("partition", kg);
     let mut r = bytes;
     let mut u64s = [0u64; 3];
     for n in &mut u64s {
-        *n = get_u64(&mut r).ok_or(StoreError::Corrupt("a partition"))?;
+        *n = get_u64(&mut r).ok_or_else(bad)?;
     }
-    let matches = get_u64(&mut r).ok_or(StoreError::Corrupt("a partition"))? as i64;
-    let rows = get_rows(&mut r).ok_or(bad)?;
+    let matches = get_u64(&mut r).ok_or_else(bad)? as i64;
+    let rows = get_rows(&mut r).filter(|_| r.is_empty()).ok_or_else(bad)?;
     Partition::rebuild(p, rows, u64s[0], u64s[1], u64s[2], matches).map_err(StoreError::Replay)
 }
 
@@ -293,17 +327,6 @@ fn get_u32(r: &mut &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes(take(r, 4)?.try_into().ok()?))
 }
 
-fn get_waiting(r: &mut &[u8]) -> Option<Vec<Waiting>> {
-    let n = usize::try_from(get_u64(r)?).ok()?;
-    let mut out = Vec::with_capacity(n.min(1 << 20));
-    for _ in 0..n {
-        let len = get_u32(r)? as usize;
-        let key: Box<[u8]> = take(r, len)?.into();
-        out.push((key, get_row(r)?));
-    }
-    Some(out)
-}
-
 fn get_rows(r: &mut &[u8]) -> Option<Vec<Row>> {
     let n = usize::try_from(get_u64(r)?).ok()?;
     let mut rows = Vec::with_capacity(n.min(1 << 20));
@@ -343,6 +366,21 @@ fn get_row(r: &mut &[u8]) -> Option<Row> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiting_sub_keys_sort_by_sequence_number_and_split_back() {
+        let seqs = [0, 1, 255, 256, u64::MAX];
+        let keys: Vec<[u8; 9]> = seqs.iter().map(|s| waiting_sub_key(*s)).collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(sorted, keys);
+        for (k, s) in keys.iter().zip(seqs) {
+            assert_eq!(split_waiting_sub_key(k), Some(s));
+        }
+        assert_eq!(split_waiting_sub_key(PARTITION), None);
+        assert_eq!(split_waiting_sub_key(b"x12345678"), None);
+        assert_eq!(split_waiting_sub_key(b"w1234567"), None);
+    }
 
     #[test]
     fn rows_round_trip_through_bytes() {

@@ -26,6 +26,24 @@ pub enum CheckpointError {
         /// What is wrong.
         message: String,
     },
+    /// A manifest of another format than this build's [`crate::MANIFEST_FORMAT`]: written by
+    /// an older (or newer) anduin, whose state this build cannot read.
+    #[error(
+        "checkpoint {epoch}: manifest {path} has format {found}, written by {} anduin; this \
+         anduin reads format {expected} only: resume it with the anduin that wrote it, or \
+         start over with --from-scratch",
+        if found < expected { "an older" } else { "a newer" }
+    )]
+    OtherFormat {
+        /// The checkpoint.
+        epoch: u64,
+        /// The manifest file.
+        path: PathBuf,
+        /// Its format.
+        found: u32,
+        /// This build's format.
+        expected: u32,
+    },
     /// A checkpoint file is missing, truncated or corrupt.
     #[error("checkpoint {}: file {file}: {problem}", epoch.0)]
     BadFile {

@@ -7,8 +7,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::PlanFingerprint;
 
-/// The manifest format this build writes and reads.
-pub const MANIFEST_FORMAT: u32 = 1;
+/// The manifest format this build writes and reads. A checkpoint of another format is
+/// refused by name ([`crate::CheckpointError::OtherFormat`]), never misread.
+///
+/// - 1: the first.
+/// - 2: keyed state (window, join, pattern) in `anduin_state::KeyedTable` entries (group key
+///   length, group key, sub-key), a pattern's waiting rows under their partitions, and typed
+///   operator metadata.
+pub const MANIFEST_FORMAT: u32 = 2;
 
 /// One file of a checkpoint directory, as written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

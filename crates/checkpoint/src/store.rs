@@ -141,6 +141,20 @@ impl Store {
                 "checksum mismatch (crc32 {actual:08x}, its last line says {expected:08x})"
             )));
         }
+        // The format first: a manifest of another format may not even parse as this one.
+        #[derive(serde::Deserialize)]
+        struct Format {
+            format: u32,
+        }
+        let format: Format = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
+        if format.format != MANIFEST_FORMAT {
+            return Err(CheckpointError::OtherFormat {
+                epoch: epoch.0,
+                path,
+                found: format.format,
+                expected: MANIFEST_FORMAT,
+            });
+        }
         let m: Manifest = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
         if m.format != MANIFEST_FORMAT || m.epoch != epoch.0 {
             return Err(CheckpointError::BadManifest {

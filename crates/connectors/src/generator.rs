@@ -319,6 +319,20 @@ impl Generator {
     }
 }
 
+/// Where a generator is, as a checkpoint's manifest keeps it.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Position {
+    /// Rows produced so far.
+    produced: u64,
+    /// The `events` profile: its random generator's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rng: Option<u64>,
+    /// The `events` profile: each sensor's last value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last: Option<Vec<i64>>,
+}
+
 impl Source for Generator {
     fn name(&self) -> &str {
         &self.name
@@ -350,33 +364,30 @@ impl Source for Generator {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
-        let mut position = serde_json::json!({ "produced": self.produced });
-        if matches!(self.profile, Profile::Events) {
-            position["rng"] = self.rng.into();
-            position["last"] = self.last.clone().into();
-        }
-        out.inline(position);
-        Ok(())
+        let events = matches!(self.profile, Profile::Events);
+        let position = Position {
+            produced: self.produced,
+            rng: events.then_some(self.rng),
+            last: events.then(|| self.last.clone()),
+        };
+        out.inline_typed(&self.name, &position)
     }
 
     fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
-        let bad = |what: &str| OperatorError::Execution {
+        let bad = |what: &str| {
+            OperatorError::Execution {
             operator: self.name.clone(),
-            message: format!("the checkpoint's position is malformed: {what}"),
+            message: format!(
+                "the manifest of checkpoint {} holds a malformed position: {what}; restore from an earlier checkpoint",
+                state.epoch.0
+            ),
+        }
         };
-        let position = state.inline.ok_or_else(|| bad("missing"))?;
-        self.produced = position["produced"]
-            .as_u64()
-            .ok_or_else(|| bad("no `produced`"))?;
+        let position: Position = state.inline_as(&self.name)?;
+        self.produced = position.produced;
         if matches!(self.profile, Profile::Events) {
-            self.rng = position["rng"].as_u64().ok_or_else(|| bad("no `rng`"))?;
-            let last: Vec<i64> = position["last"]
-                .as_array()
-                .ok_or_else(|| bad("no `last`"))?
-                .iter()
-                .map(|v| v.as_i64())
-                .collect::<Option<_>>()
-                .ok_or_else(|| bad("`last` holds a non-integer"))?;
+            self.rng = position.rng.ok_or_else(|| bad("no `rng`"))?;
+            let last = position.last.ok_or_else(|| bad("no `last`"))?;
             if last.len() != EVENTS_SENSORS {
                 return Err(bad("`last` has the wrong length"));
             }

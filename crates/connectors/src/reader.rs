@@ -233,6 +233,20 @@ impl Decoder {
 }
 
 /// A running reader.
+/// Where a reader is, as a checkpoint's manifest keeps it.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Position {
+    /// The index of the file being read.
+    file: u64,
+    /// Its path (none past the last file), checked on restore: the input must not change.
+    path: Option<String>,
+    /// The bytes of it consumed.
+    offset: u64,
+    /// Rows without an event time so far.
+    null_event_time_rows: u64,
+}
+
 struct Reader {
     name: String,
     input: Input,
@@ -432,25 +446,19 @@ impl Source for Reader {
             .files()
             .get(file)
             .map(|p| p.display().to_string());
-        out.inline(serde_json::json!({
-            "file": file,
-            "path": path,
-            "offset": offset,
-            "null_event_time_rows": self.null_time_rows,
-        }));
-        Ok(())
+        let position = Position {
+            file: file as u64,
+            path,
+            offset,
+            null_event_time_rows: self.null_time_rows,
+        };
+        out.inline_typed(&self.name, &position)
     }
 
     fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
-        let position = state.inline.unwrap_or_default();
-        let (Some(file), Some(offset)) = (position["file"].as_u64(), position["offset"].as_u64())
-        else {
-            return Err(OperatorError::Execution {
-                operator: self.name.clone(),
-                message: format!("the checkpoint's position is malformed: {position}"),
-            });
-        };
-        self.null_time_rows = position["null_event_time_rows"].as_u64().unwrap_or(0);
+        let position: Position = state.inline_as(&self.name)?;
+        let (file, offset) = (position.file, position.offset);
+        self.null_time_rows = position.null_event_time_rows;
         let file = usize::try_from(file).unwrap_or(usize::MAX);
         let files = self.input.files();
         if file > files.len() {
@@ -460,7 +468,7 @@ impl Source for Reader {
                 files.len()
             )));
         }
-        if let (Some(expected), Some(actual)) = (position["path"].as_str(), files.get(file)) {
+        if let (Some(expected), Some(actual)) = (position.path.as_deref(), files.get(file)) {
             if actual.display().to_string() != expected {
                 return Err(self.changed_input(format!(
                     "file {} was `{expected}` and is now `{}`",

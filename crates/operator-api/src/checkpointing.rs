@@ -4,6 +4,8 @@
 use std::io::{Read, Write};
 
 use anduin_types::{Epoch, SnapshotKind};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::OperatorError;
 
@@ -28,6 +30,22 @@ pub trait SnapshotOut {
     fn stream(&mut self, kind: SnapshotKind) -> Result<&mut dyn Write, OperatorError>;
 }
 
+impl dyn SnapshotOut + '_ {
+    /// Keeps `value`, an operator's typed metadata (a serde struct; its restore reads it back
+    /// with [`RestoreIn::inline_as`]), in the manifest.
+    pub fn inline_typed<T: Serialize>(
+        &mut self,
+        operator: &str,
+        value: &T,
+    ) -> Result<(), OperatorError> {
+        let json = serde_json::to_value(value).map_err(|e| {
+            OperatorError::internal(operator, format!("its checkpoint metadata: {e}"))
+        })?;
+        self.inline(json);
+        Ok(())
+    }
+}
+
 /// The state an operator resumes from.
 pub struct RestoreIn {
     /// The epoch of the restored checkpoint.
@@ -39,6 +57,29 @@ pub struct RestoreIn {
 }
 
 impl RestoreIn {
+    /// What operator `operator` kept inline as a `T` ([`SnapshotOut::inline_typed`]). Missing
+    /// or corrupt metadata is an error naming the checkpoint and the operator, never a
+    /// default.
+    pub fn inline_as<T: DeserializeOwned>(&self, operator: &str) -> Result<T, OperatorError> {
+        let epoch = self.epoch.0;
+        let corrupt = |what: String| OperatorError::Execution {
+            operator: operator.to_string(),
+            message: format!(
+                "the manifest of checkpoint {epoch} {what}: the checkpoint is corrupt or was \
+                 written by another version of anduin; restore from an earlier checkpoint or \
+                 start over with --from-scratch"
+            ),
+        };
+        let Some(inline) = &self.inline else {
+            return Err(corrupt("holds no metadata of this operator".into()));
+        };
+        T::deserialize(inline).map_err(|e| {
+            corrupt(format!(
+                "holds metadata of this operator that is not valid ({e})"
+            ))
+        })
+    }
+
     /// Whether there is nothing to restore.
     pub fn is_empty(&self) -> bool {
         self.inline.is_none() && self.files.is_empty()

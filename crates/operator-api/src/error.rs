@@ -84,6 +84,17 @@ impl OperatorError {
     }
 }
 
+/// A keyed table's error names the operator already: it becomes an execution error of that
+/// operator, its message the table's problem (which says what to do).
+impl From<anduin_state::TableError> for OperatorError {
+    fn from(e: anduin_state::TableError) -> Self {
+        OperatorError::Execution {
+            operator: e.operator,
+            message: e.problem.to_string(),
+        }
+    }
+}
+
 /// A run-time parameter change was rejected; the operator is unchanged.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

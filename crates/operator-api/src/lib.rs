@@ -14,6 +14,7 @@ mod dead_letter;
 mod error;
 pub mod event_time;
 pub mod fs_check;
+pub mod keys;
 pub mod null_time;
 mod operator;
 mod origins;

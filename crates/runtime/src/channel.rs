@@ -3,7 +3,7 @@
 use std::num::NonZeroU16;
 use std::sync::Arc;
 
-use anduin_state::{instance_for, key_group_for_key, DEFAULT_MAX_KEY_GROUPS};
+use anduin_operator_api::keys::KeyEncoder;
 use anduin_types::Message;
 use arrow::array::{ArrayRef, UInt32Array};
 use arrow::compute::take_record_batch;
@@ -68,11 +68,12 @@ pub(crate) enum SendError {
     Partition(String),
 }
 
-/// Splits batches by the key group of their key columns.
+/// Splits batches by the key group of their key columns, encoded as the keyed operators
+/// encode the keys they store state under ([`KeyEncoder`]).
 pub(crate) struct HashRoute {
     keys: Vec<usize>,
     outlets: Vec<Outlet>,
-    converter: Option<arrow::row::RowConverter>,
+    encoder: Option<KeyEncoder>,
 }
 
 impl HashRoute {
@@ -80,7 +81,7 @@ impl HashRoute {
         Self {
             keys,
             outlets,
-            converter: None,
+            encoder: None,
         }
     }
 
@@ -122,21 +123,17 @@ impl HashRoute {
             .iter()
             .map(|i| Arc::clone(batch.column(*i)))
             .collect();
-        if self.converter.is_none() {
-            let fields = columns
-                .iter()
-                .map(|c| arrow::row::SortField::new(c.data_type().clone()))
-                .collect();
-            self.converter = Some(arrow::row::RowConverter::new(fields)?);
+        if self.encoder.is_none() {
+            let types = columns.iter().map(|c| c.data_type().clone());
+            self.encoder = Some(KeyEncoder::new(types)?);
         }
-        let converter = self.converter.as_ref().expect("created just above");
-        let rows = converter.convert_columns(&columns)?;
+        let encoder = self.encoder.as_ref().expect("created just above");
+        let rows = encoder.encode(&columns)?;
         let parallelism =
             NonZeroU16::new(u16::try_from(n).unwrap_or(u16::MAX)).expect("at least one instance");
         let mut indices: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (i, row) in rows.iter().enumerate() {
-            let kg = key_group_for_key(row.as_ref(), DEFAULT_MAX_KEY_GROUPS);
-            let instance = usize::from(instance_for(kg, DEFAULT_MAX_KEY_GROUPS, parallelism));
+            let instance = KeyEncoder::instance(row.as_ref(), parallelism);
             if let Some(list) = indices.get_mut(instance) {
                 list.push(u32::try_from(i).unwrap_or(u32::MAX));
             }

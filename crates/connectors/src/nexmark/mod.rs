@@ -252,6 +252,21 @@ pub fn bind(
     })
 }
 
+/// Where a nexmark source is, as a checkpoint's manifest keeps it: its position and whose
+/// share of the sequence it is (absent: the whole sequence's).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Position {
+    /// The next event of its share.
+    position: u64,
+    /// The instance, from 0.
+    #[serde(default)]
+    instance: Option<u64>,
+    /// How many instances share the sequence.
+    #[serde(default)]
+    parallelism: Option<u64>,
+}
+
 /// A running `nexmark` source.
 pub struct Nexmark {
     name: String,
@@ -368,29 +383,22 @@ impl Source for Nexmark {
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
         // Every event's randomness comes from the seed and its id: the position is all the
         // state there is. The split says which instance's position it is.
-        out.inline(serde_json::json!({
-            "position": self.position,
-            "instance": self.split.instance,
-            "parallelism": self.split.instances,
-        }));
-        Ok(())
+        let position = Position {
+            position: self.position,
+            instance: Some(self.split.instance),
+            parallelism: Some(self.split.instances),
+        };
+        out.inline_typed(&self.name, &position)
     }
 
     fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
-        let inline = state.inline.as_ref();
-        let position = inline.and_then(|p| p["position"].as_u64()).ok_or_else(|| {
-            OperatorError::Execution {
-                operator: self.name.clone(),
-                message: "the checkpoint's position is malformed: no `position`".into(),
-            }
-        })?;
-        // A checkpoint from before parallel sources has no split: it is the whole sequence's.
-        let field = |name: &str, default: u64| {
-            inline
-                .and_then(|p| p.get(name))
-                .map_or(Some(default), serde_json::Value::as_u64)
-        };
-        let taken = (field("instance", 0), field("parallelism", 1));
+        let Position {
+            position,
+            instance,
+            parallelism,
+        } = state.inline_as(&self.name)?;
+        // A position without a split is the whole sequence's.
+        let taken = (Some(instance.unwrap_or(0)), Some(parallelism.unwrap_or(1)));
         let mine = (Some(self.split.instance), Some(self.split.instances));
         if taken != mine || !self.split.owns(position) {
             return Err(OperatorError::Execution {

@@ -1,19 +1,17 @@
-//! The join's checkpointed copy of its rows, in the state backend (anduin-state: heap or LSM,
-//! chosen per operator). Live rows stay in memory ([`Store`]); a snapshot writes one backend
-//! entry per key changed since the last one, under the key's key group (the key bytes are the
-//! ones the runtime's hash exchange routes by), deletes the entries of keys whose rows are
-//! all gone, and takes the backend's full snapshot or changelog. A restore reads a full
-//! snapshot and the changelogs after it back into the backend and rebuilds the rows in
+//! The join's checkpointed copy of its rows, in a keyed table (`anduin_state::KeyedTable`,
+//! heap or LSM, chosen per operator). Live rows stay in memory ([`Store`]); a snapshot writes
+//! one entry per key changed since the last one (its group key the bytes the runtime's hash
+//! exchange routes by, its sub-key empty, its value in `codec.rs`), deletes the entries of keys
+//! whose rows are all gone, and takes the table's full snapshot or changelog. A restore reads
+//! a full snapshot and the changelogs after it back into the table and rebuilds the rows in
 //! memory from its entries. With the LSM backend, checkpoints are incremental and nothing
 //! leaves memory.
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use anduin_state::{
-    key_group_for_key, open_backend, BackendKind, KeyGroup, SnapshotKind, StateBackend, StateError,
-    DEFAULT_MAX_KEY_GROUPS,
-};
+use anduin_state::{BackendKind, KeyGroup, KeyedTable, SnapshotKind, TableEntry, TableError};
 use arrow::array::{Array, ArrayRef};
 use arrow::compute::interleave;
 use arrow::datatypes::SchemaRef;
@@ -27,34 +25,39 @@ use super::store::{Chunks, Entry, Key, Mark, Store};
 /// Why a snapshot or restore of the join's state failed.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CheckpointError {
-    #[error("state backend: {0}")]
-    State(#[from] StateError),
+    #[error("{0}")]
+    Table(#[from] TableError),
     #[error("{0}")]
     Arrow(#[from] ArrowError),
     #[error(
         "the checkpoint's state holds a corrupt entry in {0}: restore from an earlier checkpoint"
     )]
     Corrupt(KeyGroup),
+    #[error(
+        "the checkpoint's state holds an entry in {0} with a sub-key of {1} bytes, where a join \
+         stores none: the state is corrupt; restore from an earlier checkpoint"
+    )]
+    SubKey(KeyGroup, usize),
     #[error("a buffered row's batch is gone; this is a bug in anduin's join")]
     Lost,
 }
 
-/// The backend and how rows of each side become bytes and back.
+/// The table and how rows of each side become bytes and back.
 pub(crate) struct Checkpointed {
-    backend: Box<dyn StateBackend>,
+    /// One entry per key (sub-key empty), opened on first use.
+    table: KeyedTable,
     /// The left and the right side's columns, as Arrow row-format bytes.
     values: [RowConverter; 2],
     schemas: [SchemaRef; 2],
 }
 
-fn kg(key: &[u8]) -> KeyGroup {
-    key_group_for_key(key, DEFAULT_MAX_KEY_GROUPS)
-}
-
 impl Checkpointed {
-    pub(crate) fn open(
+    /// The (not yet opened) checkpointed copy of join `operator`'s rows, in a backend of `kind`
+    /// working in `dir` (LSM; a temporary directory if `None`).
+    pub(crate) fn new(
+        operator: &str,
         kind: BackendKind,
-        dir: Option<&std::path::Path>,
+        dir: Option<PathBuf>,
         schemas: [SchemaRef; 2],
     ) -> Result<Self, CheckpointError> {
         let converter = |s: &SchemaRef| {
@@ -66,7 +69,7 @@ impl Checkpointed {
             )
         };
         Ok(Self {
-            backend: open_backend(kind, dir)?,
+            table: KeyedTable::new(operator, kind, dir),
             values: [converter(&schemas[0])?, converter(&schemas[1])?],
             schemas,
         })
@@ -100,7 +103,7 @@ impl Checkpointed {
         let mut bytes = Vec::new();
         for (key, k) in &changed {
             if k.is_empty() {
-                self.backend.delete(kg(key), key)?;
+                self.table.delete(key, b"")?;
                 continue;
             }
             bytes.clear();
@@ -114,10 +117,10 @@ impl Checkpointed {
                 });
                 put_side(&mut bytes, rows);
             }
-            self.backend.put(kg(key), key, &bytes)?;
+            self.table.put(key, b"", &bytes)?;
         }
         store.keys.saved();
-        let _stats = self.backend.snapshot(kind, out)?;
+        let _stats = self.table.snapshot(kind, out)?;
         Ok(())
     }
 
@@ -155,52 +158,48 @@ impl Checkpointed {
         Ok(converter.convert_columns(&columns)?)
     }
 
-    /// Replaces the backend's state with a full snapshot and the changelogs after it, and
+    /// Replaces the table's entries with a full snapshot and the changelogs after it, and
     /// returns the rows it holds, rebuilt in memory (one batch per side).
     pub(crate) fn restore(
         &mut self,
         full: &mut dyn Read,
         changes: &mut [&mut dyn Read],
     ) -> Result<Store, CheckpointError> {
-        self.backend.restore(full, changes)?;
         let mut store = Store::default();
         let parsers = [self.values[0].parser(), self.values[1].parser()];
         let mut values = [
             self.values[0].empty_rows(0, 0),
             self.values[1].empty_rows(0, 0),
         ];
-        let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        for g in 0..DEFAULT_MAX_KEY_GROUPS.get() {
-            self.backend.scan(KeyGroup(g), &mut |k, v| {
-                found.push((k.to_vec(), v.to_vec()));
-                Ok(())
-            })?;
-            for (key, v) in found.drain(..) {
-                let sides = get_sides(&v).ok_or(CheckpointError::Corrupt(KeyGroup(g)))?;
-                let mut k = Key {
-                    sides: Default::default(),
-                    mark: Mark::Saved,
-                    in_order: [true, true],
-                };
-                for (side, rows) in sides.iter().enumerate() {
-                    for r in rows {
-                        // The stream's checksum vouches for the bytes the converter reads.
-                        values[side].push(parsers[side].parse(r.values));
-                        k.push(
-                            side,
-                            Entry {
-                                time: r.time,
-                                at: (0, values[side].num_rows() - 1),
-                                matched: r.matched,
-                            },
-                        );
-                    }
-                }
-                if !k.is_empty() {
-                    store.keys.insert(&key, k);
+        self.table.restore(full, changes, |e: TableEntry<'_>| {
+            if !e.sub_key.is_empty() {
+                return Err(CheckpointError::SubKey(e.kg, e.sub_key.len()));
+            }
+            let sides = get_sides(e.value).ok_or(CheckpointError::Corrupt(e.kg))?;
+            let mut k = Key {
+                sides: Default::default(),
+                mark: Mark::Saved,
+                in_order: [true, true],
+            };
+            for (side, rows) in sides.iter().enumerate() {
+                for r in rows {
+                    // The stream's checksum vouches for the bytes the converter reads.
+                    values[side].push(parsers[side].parse(r.values));
+                    k.push(
+                        side,
+                        Entry {
+                            time: r.time,
+                            at: (0, values[side].num_rows() - 1),
+                            matched: r.matched,
+                        },
+                    );
                 }
             }
-        }
+            if !k.is_empty() {
+                store.keys.insert(e.group_key, k);
+            }
+            Ok(())
+        })?;
         for (side, rows) in values.iter().enumerate() {
             if rows.num_rows() > 0 {
                 let columns = self.values[side].convert_rows(rows)?;

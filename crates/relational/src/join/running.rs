@@ -8,14 +8,15 @@ use std::sync::Arc;
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{Array, ArrayRef, Int64Array, TimestampMillisecondArray};
 use arrow::record_batch::RecordBatch;
-use arrow::row::{RowConverter, SortField};
+use serde::{Deserialize, Serialize};
 
-use super::checkpoint::Checkpointed;
+use super::checkpoint::{CheckpointError, Checkpointed};
 use super::output::{joined, Pair};
 use super::store::{Entry, KeyBytes, Store};
 use super::{JoinKind, JoinSetup};
 use crate::window::assign::sliding_fits;
 use crate::window::reject::keep_fitting;
+use anduin_operator_api::keys::KeyEncoder;
 use anduin_operator_api::null_time::reject_null_times;
 use anduin_operator_api::{
     BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut,
@@ -28,7 +29,8 @@ pub(crate) struct Join {
     store: Store,
     /// Their checkpointed copy.
     checkpointed: Checkpointed,
-    keys: RowConverter,
+    /// The keys' bytes, as the exchange routes by (both sides' key columns have the same types).
+    keys: KeyEncoder,
     watermark: i64,
     late: u64,
     /// Where rejected rows go: rows without an event time, and a window join's rows whose
@@ -36,10 +38,28 @@ pub(crate) struct Join {
     dead_letter: Arc<DeadLetter>,
 }
 
+/// What a join keeps in a checkpoint's manifest.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Meta {
+    /// The watermark of the inputs.
+    watermark: i64,
+    /// Late rows dropped so far.
+    late: u64,
+}
+
 fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
     OperatorError::Execution {
         operator: operator.to_string(),
         message: e.to_string(),
+    }
+}
+
+/// A table's error names the operator itself; the others are named here.
+fn checkpoint_error(operator: &str, e: CheckpointError) -> OperatorError {
+    match e {
+        CheckpointError::Table(e) => e.into(),
+        e => err(operator, e),
     }
 }
 
@@ -61,15 +81,15 @@ impl Join {
     pub(crate) fn new(setup: JoinSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
         let dir = ctx.backend_dir(&setup.name);
         let dead_letter = Arc::clone(&ctx.dead_letter);
-        let fields = setup
+        let types = setup
             .left_keys
             .iter()
-            .map(|i| SortField::new(setup.left_schema.field(*i).data_type().clone()))
-            .collect();
-        let keys = RowConverter::new(fields).map_err(|e| err(&setup.name, e))?;
-        let checkpointed = Checkpointed::open(
+            .map(|i| setup.left_schema.field(*i).data_type().clone());
+        let keys = KeyEncoder::new(types).map_err(|e| err(&setup.name, e))?;
+        let checkpointed = Checkpointed::new(
+            &setup.name,
             setup.backend,
-            dir.as_deref(),
+            dir,
             [
                 Arc::clone(&setup.left_schema),
                 Arc::clone(&setup.right_schema),
@@ -101,7 +121,7 @@ impl Join {
             .collect();
         let rows = self
             .keys
-            .convert_columns(&columns)
+            .encode(&columns)
             .map_err(|e| err(&self.setup.name, e))?;
         let ts = times(&batch, time_col);
         let Store { chunks, keys } = &mut self.store;
@@ -306,7 +326,11 @@ impl Operator for Join {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
-        out.inline(serde_json::json!({ "watermark": self.watermark, "late": self.late }));
+        let meta = Meta {
+            watermark: self.watermark,
+            late: self.late,
+        };
+        out.inline_typed(&self.setup.name, &meta)?;
         let kind = if out.full_due() {
             SnapshotKind::Full
         } else {
@@ -315,14 +339,14 @@ impl Operator for Join {
         let stream = out.stream(kind)?;
         self.checkpointed
             .snapshot(&mut self.store, kind, stream)
-            .map_err(|e| err(&self.setup.name, e))
+            .map_err(|e| checkpoint_error(&self.setup.name, e))
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
         let name = &self.setup.name;
-        let inline = state.inline.take().unwrap_or_default();
-        self.watermark = inline["watermark"].as_i64().unwrap_or(i64::MIN);
-        self.late = inline["late"].as_u64().unwrap_or(0);
+        let meta: Meta = state.inline_as(name)?;
+        self.watermark = meta.watermark;
+        self.late = meta.late;
         let Some((full, changes)) = state.files.split_first_mut() else {
             return Err(err(name, "the checkpoint has no state file for this join"));
         };
@@ -333,7 +357,7 @@ impl Operator for Join {
         self.store = self
             .checkpointed
             .restore(full, &mut changes)
-            .map_err(|e| err(name, e))?;
+            .map_err(|e| checkpoint_error(name, e))?;
         Ok(())
     }
 

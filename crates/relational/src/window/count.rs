@@ -11,13 +11,13 @@ use ahash::RandomState;
 use arrow::row::OwnedRow;
 
 use super::accs::Accs;
-use super::entries::{split_value, value, COUNT};
+use super::entries::{split_value, sub_key, value, Restored, StateRows, COUNT};
 use super::input::Prepared;
 use super::output::Results;
 use super::session::{corrupt, one_row};
-use super::store::{Restored, Store};
 use super::WindowSetup;
 use anduin_operator_api::OperatorError;
+use anduin_state::KeyedTable;
 
 /// The open window of one key.
 #[derive(Debug)]
@@ -94,27 +94,28 @@ impl Counting {
         }
         Ok(results)
     }
-    /// Writes the windows that changed since the last checkpoint to the backend, deleting the
+    /// Writes the windows that changed since the last checkpoint to the table, deleting the
     /// entries of those that fired.
     pub(crate) fn save(
         &mut self,
-        store: &mut Store,
+        table: &mut KeyedTable,
+        state_rows: &StateRows,
         setup: &WindowSetup,
     ) -> Result<(), OperatorError> {
         let name = &setup.name;
         for (key, w) in self.by_key.values_mut().filter(|(_, w)| w.changed) {
             let key = setup.codec.stored(key.row());
             if let Some(old) = w.stored.filter(|old| w.rows == 0 || *old != w.earliest) {
-                store.delete(key, COUNT, old)?;
+                table.delete(key, &sub_key(COUNT, old))?;
                 w.stored = None;
             }
             if w.rows > 0 {
                 // Taking the state empties the accumulator: merge it straight back.
                 let states = w.accs.take_state(name)?;
                 w.accs.merge(&states, &[0], 1, name)?;
-                let rows = store.states.encode(&states, 1, name)?;
+                let rows = state_rows.encode(&states, 1, name)?;
                 let v = value(&[w.rows, w.latest as u64], rows.row(0).data());
-                store.put(key, COUNT, w.earliest, &v)?;
+                table.put(key, &sub_key(COUNT, w.earliest), &v)?;
                 w.stored = Some(w.earliest);
             }
             w.changed = false;
@@ -126,7 +127,7 @@ impl Counting {
     pub(crate) fn restore(
         &mut self,
         entries: Vec<Restored>,
-        store: &Store,
+        state_rows: &StateRows,
         setup: &WindowSetup,
     ) -> Result<(), OperatorError> {
         let name = &setup.name;
@@ -137,7 +138,7 @@ impl Counting {
             fixed.push(numbers);
             states.push(state);
         }
-        let states = store.states.decode(states, name)?;
+        let states = state_rows.decode(states, name)?;
         let keys = setup
             .codec
             .rows_of_stored(entries.iter().map(|e| &e.key[..]), name)?;

@@ -1,12 +1,13 @@
-//! How a window's checkpointed state is laid out in the state backend: one entry per key and
-//! pane, session or count window, stored under the key's key group.
+//! How a window's checkpointed state is laid out in its `anduin_state::KeyedTable`: one entry
+//! per key and pane, session or count window, under the key's group key (the bytes the hash
+//! exchange routes by, made by `anduin_operator_api::keys::KeyEncoder`; empty for a global
+//! window).
 //!
-//! An entry's key is the group key (the Arrow row-format bytes of the key columns, as the hash
-//! exchange computes them; empty for a global window), a tag (`p` pane, `s` session, `c` count
-//! window), then the pane's, session's or count window's start as 8 big-endian bytes with the
-//! sign bit flipped, so that the entries of a key sort by time. Its value is a few fixed
-//! numbers (little-endian) followed by the aggregates' intermediate state of that one group,
-//! in Arrow's row format over the state fields of every aggregate:
+//! An entry's sub-key is a tag (`p` pane, `s` session, `c` count window), then the pane's,
+//! session's or count window's start as 8 big-endian bytes with the sign bit flipped, so that
+//! the entries of a key sort by time. Its value is a few fixed numbers (little-endian)
+//! followed by the aggregates' intermediate state of that one group, in Arrow's row format
+//! over the state fields of every aggregate:
 //!
 //! | tag | fixed numbers             | then        |
 //! |-----|---------------------------|-------------|
@@ -31,24 +32,34 @@ pub(crate) const SESSION: u8 = b's';
 /// A count window.
 pub(crate) const COUNT: u8 = b'c';
 
-/// The tag and the start after the group key.
-const SUFFIX: usize = 9;
+/// The length of a sub-key: the tag and the start.
+pub(crate) const SUB_KEY_LEN: usize = 9;
 
-/// The entry key of `key`'s pane, session or count window (`tag`) starting at `start`.
-pub(crate) fn entry_key(key: &[u8], tag: u8, start: i64) -> Vec<u8> {
-    let mut e = Vec::with_capacity(key.len() + SUFFIX);
-    e.extend_from_slice(key);
-    e.push(tag);
-    e.extend_from_slice(&((start as u64) ^ (1 << 63)).to_be_bytes());
-    e
+/// The sub-key of a pane, session or count window (`tag`) starting at `start` (on the stack:
+/// no allocation).
+pub(crate) fn sub_key(tag: u8, start: i64) -> [u8; SUB_KEY_LEN] {
+    let mut k = [0u8; SUB_KEY_LEN];
+    let (t, s) = k.split_at_mut(1);
+    t[0] = tag;
+    s.copy_from_slice(&((start as u64) ^ (1 << 63)).to_be_bytes());
+    k
 }
 
-/// The group key, tag and start of an entry key; `None` for one too short.
-pub(crate) fn split_entry_key(entry: &[u8]) -> Option<(&[u8], u8, i64)> {
-    let (key, suffix) = entry.split_at_checked(entry.len().checked_sub(SUFFIX)?)?;
-    let (tag, start) = suffix.split_first()?;
-    let start = u64::from_be_bytes(start.try_into().ok()?) ^ (1 << 63);
-    Some((key, *tag, start as i64))
+/// The tag and start of a sub-key; `None` for one that is not [`SUB_KEY_LEN`] bytes.
+pub(crate) fn split_sub_key(sub_key: &[u8]) -> Option<(u8, i64)> {
+    let (tag, start) = sub_key.split_first()?;
+    let start: [u8; 8] = start.try_into().ok()?;
+    Some((*tag, (u64::from_be_bytes(start) ^ (1 << 63)) as i64))
+}
+
+/// An entry read back from a checkpoint.
+#[derive(Debug)]
+pub(crate) struct Restored {
+    /// The group key's bytes (empty for a global window).
+    pub key: Box<[u8]>,
+    pub tag: u8,
+    pub start: i64,
+    pub value: Vec<u8>,
 }
 
 /// An entry's value: `fixed` numbers, then one group's state bytes.
@@ -168,20 +179,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn entry_keys_of_a_key_sort_by_start_and_split_back() {
+    fn sub_keys_sort_by_start_and_split_back() {
         let starts = [i64::MIN, -5, -1, 0, 1, 7, i64::MAX];
-        let keys: Vec<Vec<u8>> = starts.iter().map(|s| entry_key(b"key", PANE, *s)).collect();
+        let keys: Vec<[u8; SUB_KEY_LEN]> = starts.iter().map(|s| sub_key(PANE, *s)).collect();
         let mut sorted = keys.clone();
         sorted.sort();
         assert_eq!(sorted, keys);
         for (k, s) in keys.iter().zip(starts) {
-            assert_eq!(split_entry_key(k), Some((&b"key"[..], PANE, s)));
+            assert_eq!(split_sub_key(k), Some((PANE, s)));
         }
-        assert_eq!(
-            split_entry_key(&entry_key(b"", COUNT, 3)),
-            Some((&b""[..], COUNT, 3))
-        );
-        assert_eq!(split_entry_key(b"short"), None);
+        assert_eq!(split_sub_key(&sub_key(COUNT, 3)), Some((COUNT, 3)));
+        assert_eq!(split_sub_key(b"short"), None);
+        assert_eq!(split_sub_key(b""), None);
+        assert_eq!(split_sub_key(&[b'p'; 10]), None);
     }
 
     #[test]

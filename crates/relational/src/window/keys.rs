@@ -6,36 +6,35 @@ use std::sync::Arc;
 use ahash::RandomState;
 use arrow::array::{ArrayRef, BooleanArray};
 use arrow::datatypes::{DataType, SchemaRef};
-use arrow::row::{Row, RowConverter, Rows, SortField};
+use arrow::row::{Row, Rows};
 use std::collections::HashMap;
 
+use anduin_operator_api::keys::KeyEncoder;
 use anduin_operator_api::OperatorError;
 
-/// Converts key columns to comparable bytes (Arrow's row format) and back. A global window
-/// (no key columns) gives every row the same key.
+/// Converts key columns to comparable bytes (the exchange's [`KeyEncoder`]) and back. A
+/// global window (no key columns) gives every row the same key: in memory a constant
+/// `true` column, stored as no bytes.
 #[derive(Debug, Clone)]
 pub(crate) struct KeyCodec {
-    converter: Arc<RowConverter>,
+    encoder: KeyEncoder,
     /// The key columns' schema (empty for a global window).
     pub schema: SchemaRef,
 }
 
 impl KeyCodec {
     pub(crate) fn new(schema: SchemaRef) -> Result<Self, String> {
-        let fields = if schema.fields().is_empty() {
-            vec![SortField::new(DataType::Boolean)]
+        let types: Vec<DataType> = if schema.fields().is_empty() {
+            vec![DataType::Boolean]
         } else {
             schema
                 .fields()
                 .iter()
-                .map(|f| SortField::new(f.data_type().clone()))
+                .map(|f| f.data_type().clone())
                 .collect()
         };
-        let converter = RowConverter::new(fields).map_err(|e| e.to_string())?;
-        Ok(Self {
-            converter: Arc::new(converter),
-            schema,
-        })
+        let encoder = KeyEncoder::new(types).map_err(|e| e.to_string())?;
+        Ok(Self { encoder, schema })
     }
 
     /// The key of each of `rows` rows, from `columns` (the key columns of a batch).
@@ -52,14 +51,14 @@ impl KeyCodec {
         } else {
             columns
         };
-        self.converter
-            .convert_columns(columns)
+        self.encoder
+            .encode(columns)
             .map_err(|e| arrow_error(operator, &e))
     }
 
     /// An empty set of rows to append to.
     pub(crate) fn empty_rows(&self) -> Rows {
-        self.converter.empty_rows(0, 0)
+        self.encoder.empty_rows()
     }
 
     /// Key columns from rows (none for a global window).
@@ -71,8 +70,8 @@ impl KeyCodec {
         if self.is_global() {
             return Ok(Vec::new());
         }
-        self.converter
-            .convert_rows(rows)
+        self.encoder
+            .decode(rows)
             .map_err(|e| arrow_error(operator, &e))
     }
 
@@ -96,7 +95,7 @@ impl KeyCodec {
             let n = stored.into_iter().count();
             return self.rows(&[], n, operator);
         }
-        let parser = self.converter.parser();
+        let parser = self.encoder.parser();
         let mut rows = self.empty_rows();
         for bytes in stored {
             rows.push(parser.parse(bytes));
@@ -194,6 +193,7 @@ mod tests {
     use super::*;
     use arrow::array::{Int64Array, StringArray};
     use arrow::datatypes::{Field, Schema};
+    use arrow::row::{RowConverter, SortField};
 
     /// Checkpointed entries live in the key group of their key's bytes, which must be the
     /// bytes the hash exchange (anduin-runtime's `channel.rs`) routes the key's rows by: a

@@ -9,9 +9,9 @@
 //! Sliding windows are built from panes (`gcd(size, slide)` long): each row is accumulated
 //! once, into its pane, and a window merges the intermediate states of its panes.
 //!
-//! The open windows live in memory; checkpoints go through the state backend (heap or LSM,
-//! `state_backend`), one entry per key and pane, session or count window under the key's key
-//! group, written when changed (`store.rs`, `entries.rs`).
+//! The open windows live in memory; checkpoints go through a keyed table
+//! (`anduin_state::KeyedTable`, heap or LSM, `state_backend`), one entry per key and pane,
+//! session or count window under the key's key group, written when changed (`entries.rs`).
 
 mod accs;
 pub(crate) mod assign;
@@ -24,7 +24,6 @@ mod panes;
 pub(crate) mod reject;
 mod running;
 mod session;
-mod store;
 
 use std::sync::Arc;
 

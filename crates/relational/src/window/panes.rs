@@ -15,13 +15,13 @@ use arrow::row::Rows;
 
 use super::accs::Accs;
 use super::assign::{gcd, slice_start, window_ends_of_pane};
-use super::entries::{value, PANE};
+use super::entries::{sub_key, Restored, StateRows, PANE};
 use super::input::Prepared;
 use super::keys::{KeyCodec, KeyMap};
 use super::output::Results;
-use super::store::{Restored, Store};
 use super::WindowSetup;
 use anduin_operator_api::OperatorError;
+use anduin_state::KeyedTable;
 
 /// Which groups of a pane changed since the last checkpoint, and which the backend holds.
 #[derive(Debug, Default)]
@@ -225,32 +225,34 @@ impl Panes {
         Ok(())
     }
 
-    /// Writes the groups that changed since the last checkpoint to the backend, and deletes
+    /// Writes the groups that changed since the last checkpoint to the table, and deletes
     /// the entries of dropped panes.
     pub(crate) fn save(
         &mut self,
-        store: &mut Store,
+        table: &mut KeyedTable,
+        states: &StateRows,
         setup: &WindowSetup,
     ) -> Result<(), OperatorError> {
         let name = &setup.name;
         for (key, start) in self.gone.drain(..) {
-            store.delete(&key, PANE, start)?;
+            table.delete(&key, &sub_key(PANE, start))?;
         }
         for (start, slice) in self.live.iter_mut() {
             if slice.changed.flags.is_empty() {
                 continue;
             }
             // Taking the state empties the accumulators: merge it straight back.
-            let states = slice.accs.take_state(name)?;
+            let taken = slice.accs.take_state(name)?;
             let groups = slice.keys.len();
             let ids: Vec<usize> = (0..groups).collect();
-            slice.accs.merge(&states, &ids, groups, name)?;
+            slice.accs.merge(&taken, &ids, groups, name)?;
             write(
-                store,
+                table,
+                states,
                 setup,
                 *start,
                 slice.keys.keys(),
-                &states,
+                &taken,
                 &slice.changed,
             )?;
             slice.changed = Changed::stored(groups);
@@ -260,7 +262,8 @@ impl Panes {
                 continue;
             }
             write(
-                store,
+                table,
+                states,
                 setup,
                 *start,
                 &pane.keys,
@@ -277,7 +280,7 @@ impl Panes {
     pub(crate) fn restore(
         &mut self,
         entries: Vec<Restored>,
-        store: &Store,
+        states: &StateRows,
         setup: &WindowSetup,
         watermark: i64,
     ) -> Result<(), OperatorError> {
@@ -291,9 +294,7 @@ impl Panes {
                 .codec
                 .rows_of_stored(entries.iter().map(|e| &e.key[..]), name)?;
             let keys = KeyMap::from_keys(&setup.codec, &rows);
-            let states = store
-                .states
-                .decode(entries.iter().map(|e| &e.value[..]), name)?;
+            let states = states.decode(entries.iter().map(|e| &e.value[..]), name)?;
             let groups = keys.len();
             let mut accs = Accs::new(&setup.aggs, name)?;
             let ids: Vec<usize> = (0..groups).collect();
@@ -314,9 +315,10 @@ impl Panes {
     }
 }
 
-/// Puts the changed groups of the pane at `start`.
+/// Puts the changed groups of the pane at `start` (a pane's value is its state alone).
 fn write(
-    store: &mut Store,
+    table: &mut KeyedTable,
+    state_rows: &StateRows,
     setup: &WindowSetup,
     start: i64,
     keys: &Rows,
@@ -324,10 +326,11 @@ fn write(
     changed: &Changed,
 ) -> Result<(), OperatorError> {
     let groups = keys.num_rows();
-    let rows = store.states.encode(states, groups, &setup.name)?;
+    let rows = state_rows.encode(states, groups, &setup.name)?;
+    let sub = sub_key(PANE, start);
     for id in changed.changed().filter(|id| *id < groups) {
         let key = setup.codec.stored(keys.row(id));
-        store.put(key, PANE, start, &value(&[], rows.row(id).data()))?;
+        table.put(key, &sub, rows.row(id).data())?;
     }
     Ok(())
 }

@@ -1,21 +1,22 @@
 //! The running window operator: late rows split off, rows assigned to windows, windows fired
-//! by the watermark, state checkpointed through the state backend and restored from it.
+//! by the watermark, state checkpointed through a keyed table and restored from it.
 
 use std::sync::Arc;
 
+use anduin_state::{KeyedTable, TableEntry};
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::record_batch::RecordBatch;
+use serde::{Deserialize, Serialize};
 
 use super::accs::Inputs;
 use super::assign::fits;
 use super::count::Counting;
-use super::entries::{StateRows, COUNT, PANE, SESSION};
+use super::entries::{split_sub_key, Restored, StateRows, COUNT, PANE, SESSION, SUB_KEY_LEN};
 use super::input::{aggregate_inputs, prepare, split_late, times_of};
 use super::output::Results;
 use super::panes::Panes;
 use super::reject::keep_fitting;
 use super::session::Sessions;
-use super::store::Store;
 use super::{WindowKind, WindowSetup};
 use anduin_operator_api::null_time::reject_null_times;
 use anduin_operator_api::{
@@ -30,13 +31,27 @@ enum Open {
     Count(Counting),
 }
 
+/// What a window keeps in a checkpoint's manifest.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Meta {
+    /// The watermark of the input.
+    watermark: i64,
+    /// Tumbling and sliding windows: every window ending at or before this has fired.
+    fired_up_to: Option<i64>,
+    /// Late rows dropped so far.
+    late: u64,
+}
+
 /// A running window operator.
 #[derive(Debug)]
 pub(crate) struct Window {
     setup: WindowSetup,
     open: Open,
-    /// The checkpointed copy of the open windows.
-    store: Store,
+    /// The checkpointed copy of the open windows (layout in `entries.rs`).
+    table: KeyedTable,
+    /// The encoding of the aggregates' states.
+    states: StateRows,
     /// The watermark of the input: rows before it are late.
     watermark: i64,
     /// Late rows dropped so far.
@@ -61,16 +76,13 @@ impl Window {
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
             WindowKind::Count { size } => Open::Count(Counting::new(size)),
         };
-        let store = Store::new(
-            setup.backend,
-            StateRows::new(&setup.aggs, &setup.name)?,
-            &setup.name,
-            dir,
-        );
+        let table = KeyedTable::new(&setup.name, setup.backend, dir);
+        let states = StateRows::new(&setup.aggs, &setup.name)?;
         Ok(Self {
             setup,
             open,
-            store,
+            table,
+            states,
             watermark: i64::MIN,
             late: 0,
             dead_letter,
@@ -235,24 +247,26 @@ impl Operator for Window {
         match &mut self.open {
             Open::Panes(p) => {
                 fired_up_to = Some(p.fired_up_to);
-                p.save(&mut self.store, setup)?;
+                p.save(&mut self.table, &self.states, setup)?;
             }
-            Open::Sessions(s) => s.save(&mut self.store, setup)?,
-            Open::Count(c) => c.save(&mut self.store, setup)?,
+            Open::Sessions(s) => s.save(&mut self.table, &self.states, setup)?,
+            Open::Count(c) => c.save(&mut self.table, &self.states, setup)?,
         }
-        out.inline(serde_json::json!({
-            "watermark": self.watermark,
-            "fired_up_to": fired_up_to,
-            "late": self.late,
-        }));
+        let meta = Meta {
+            watermark: self.watermark,
+            fired_up_to,
+            late: self.late,
+        };
+        out.inline_typed(&self.setup.name, &meta)?;
         let stream = out.stream(kind)?;
-        self.store.snapshot(kind, stream)
+        let _stats = self.table.snapshot(kind, stream)?;
+        Ok(())
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
-        let inline = state.inline.take().unwrap_or_default();
-        self.watermark = inline["watermark"].as_i64().unwrap_or(i64::MIN);
-        self.late = inline["late"].as_u64().unwrap_or(0);
+        let meta: Meta = state.inline_as(&self.setup.name)?;
+        self.watermark = meta.watermark;
+        self.late = meta.late;
         let Some((full, changes)) = state.files.split_first_mut() else {
             return Err(self.error("the checkpoint has no state file for this window"));
         };
@@ -260,7 +274,29 @@ impl Operator for Window {
             .iter_mut()
             .map(|f| f as &mut dyn std::io::Read)
             .collect();
-        let entries = self.store.restore(full, &mut changes)?;
+        let name = &self.setup.name;
+        let mut entries = Vec::new();
+        self.table
+            .restore(full, &mut changes, |e: TableEntry<'_>| {
+                let (tag, start) =
+                    split_sub_key(e.sub_key).ok_or_else(|| OperatorError::Execution {
+                        operator: name.clone(),
+                        message: format!(
+                    "the checkpoint's window state holds an entry in {} whose sub-key is {} bytes, \
+                     not {SUB_KEY_LEN} (a tag and a start): the state is corrupt; restore from \
+                     an earlier checkpoint",
+                    e.kg,
+                    e.sub_key.len()
+                ),
+                    })?;
+                entries.push(Restored {
+                    key: e.group_key.into(),
+                    tag,
+                    start,
+                    value: e.value.to_vec(),
+                });
+                Ok::<(), OperatorError>(())
+            })?;
         let tag = match self.setup.kind {
             WindowKind::Sliding { .. } => PANE,
             WindowKind::Session { .. } => SESSION,
@@ -269,20 +305,28 @@ impl Operator for Window {
         if entries.iter().any(|e| e.tag != tag) {
             return Err(self.error("the checkpoint holds state of another kind of window"));
         }
-        let (setup, store) = (&self.setup, &self.store);
+        let (setup, states) = (&self.setup, &self.states);
         match &mut self.open {
             Open::Panes(p) => {
-                p.fired_up_to = inline["fired_up_to"].as_i64().unwrap_or(i64::MIN);
-                p.restore(entries, store, setup, self.watermark)
+                p.fired_up_to = meta.fired_up_to.ok_or_else(|| OperatorError::Execution {
+                    operator: setup.name.clone(),
+                    message: format!(
+                        "the manifest of checkpoint {} holds no `fired_up_to` for this tumbling \
+                         or sliding window: the checkpoint is corrupt; restore from an earlier \
+                         checkpoint",
+                        state.epoch.0
+                    ),
+                })?;
+                p.restore(entries, states, setup, self.watermark)
             }
-            Open::Sessions(s) => s.restore(entries, store, setup),
-            Open::Count(c) => c.restore(entries, store, setup),
+            Open::Sessions(s) => s.restore(entries, states, setup),
+            Open::Count(c) => c.restore(entries, states, setup),
         }
     }
 
     fn metrics(&self) -> Vec<(&'static str, u64)> {
         let mut metrics = vec![("late_rows", self.late)];
-        metrics.extend(self.store.bytes().map(|b| ("state_backend_bytes", b)));
+        metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
         metrics
     }
 

@@ -10,12 +10,12 @@ use arrow::array::ArrayRef;
 use arrow::row::OwnedRow;
 
 use super::accs::Accs;
-use super::entries::{split_value, value, SESSION};
+use super::entries::{split_value, sub_key, value, Restored, StateRows, SESSION};
 use super::input::Prepared;
 use super::output::Results;
-use super::store::{Restored, Store};
 use super::WindowSetup;
 use anduin_operator_api::OperatorError;
+use anduin_state::KeyedTable;
 
 /// One open session of a key.
 #[derive(Debug)]
@@ -132,29 +132,30 @@ impl Sessions {
         }
         Ok(results)
     }
-    /// Writes the sessions that changed since the last checkpoint to the backend, and
+    /// Writes the sessions that changed since the last checkpoint to the table, and
     /// deletes the entries of the sessions gone.
     pub(crate) fn save(
         &mut self,
-        store: &mut Store,
+        table: &mut KeyedTable,
+        state_rows: &StateRows,
         setup: &WindowSetup,
     ) -> Result<(), OperatorError> {
         let name = &setup.name;
         for (key, start) in self.gone.drain(..) {
-            store.delete(&key, SESSION, start)?;
+            table.delete(&key, &sub_key(SESSION, start))?;
         }
         for (key, sessions) in self.by_key.values_mut() {
             let key = setup.codec.stored(key.row());
             for s in sessions.iter_mut().filter(|s| s.changed) {
                 if let Some(old) = s.stored.filter(|old| *old != s.start) {
-                    store.delete(key, SESSION, old)?;
+                    table.delete(key, &sub_key(SESSION, old))?;
                 }
                 // Taking the state empties the accumulator: merge it straight back.
                 let states = s.accs.take_state(name)?;
                 s.accs.merge(&states, &[0], 1, name)?;
-                let rows = store.states.encode(&states, 1, name)?;
+                let rows = state_rows.encode(&states, 1, name)?;
                 let v = value(&[s.end as u64], rows.row(0).data());
-                store.put(key, SESSION, s.start, &v)?;
+                table.put(key, &sub_key(SESSION, s.start), &v)?;
                 s.stored = Some(s.start);
                 s.changed = false;
             }
@@ -166,7 +167,7 @@ impl Sessions {
     pub(crate) fn restore(
         &mut self,
         entries: Vec<Restored>,
-        store: &Store,
+        state_rows: &StateRows,
         setup: &WindowSetup,
     ) -> Result<(), OperatorError> {
         let name = &setup.name;
@@ -177,7 +178,7 @@ impl Sessions {
             ends.push(end as i64);
             states.push(state);
         }
-        let states = store.states.decode(states, name)?;
+        let states = state_rows.decode(states, name)?;
         let keys = setup
             .codec
             .rows_of_stored(entries.iter().map(|e| &e.key[..]), name)?;
