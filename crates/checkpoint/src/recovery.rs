@@ -16,6 +16,9 @@ pub struct RecoveryFacts {
     pub validated: Vec<(Epoch, Result<(), String>)>,
     /// Whether the newest valid checkpoint says the query finished.
     pub finished: bool,
+    /// The newest complete checkpoint was written by a newer anduin (and why it cannot be
+    /// read): nothing older may be restored, nothing removed.
+    pub newer: Option<(Epoch, String)>,
     /// The user asked to start over (`--from-scratch`).
     pub from_scratch: bool,
 }
@@ -65,6 +68,11 @@ pub fn plan_recovery(facts: &RecoveryFacts) -> RecoveryPlan {
             asked: true,
         };
     }
+    if let Some(newer) = &facts.newer {
+        return RecoveryPlan::Unusable {
+            problems: vec![newer.clone()],
+        };
+    }
     match choose_restore(&facts.validated) {
         RestoreDecision::Fresh => RecoveryPlan::Fresh {
             remove: facts.epochs.clone(),
@@ -110,6 +118,7 @@ mod tests {
                 })
                 .collect(),
             finished,
+            newer: None,
             from_scratch: false,
         }
     }

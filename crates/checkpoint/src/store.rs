@@ -301,27 +301,43 @@ impl Store {
 
     /// Decides which checkpoint to restore, validating the complete ones from the newest.
     pub fn choose_restore(&self) -> Result<(RestoreDecision, Option<Validated>), CheckpointError> {
-        let (candidates, chosen) = self.validate_newest(&self.epochs()?);
-        Ok((choose_restore(&candidates), chosen))
+        let examined = self.validate_newest(&self.epochs()?);
+        if let Some(newer) = examined.newer {
+            let problems = vec![newer];
+            return Ok((RestoreDecision::NothingUsable { problems }, None));
+        }
+        Ok((choose_restore(&examined.validated), examined.chosen))
     }
 
     /// Validates the complete checkpoints among `epochs`, newest first, down to the first
     /// valid one: each outcome, and that one.
-    fn validate_newest(&self, epochs: &[Epoch]) -> (Vec<Validation>, Option<Validated>) {
-        let mut candidates = Vec::new();
+    fn validate_newest(&self, epochs: &[Epoch]) -> Examined {
+        let mut examined = Examined::default();
         for epoch in epochs.iter().rev().copied() {
             if epoch_manifest_absent(&self.dir, epoch) {
                 continue;
             }
             match self.validate(epoch) {
                 Ok(v) => {
-                    candidates.push((epoch, Ok(())));
-                    return (candidates, Some(v));
+                    examined.validated.push((epoch, Ok(())));
+                    examined.chosen = Some(v);
+                    return examined;
                 }
-                Err(e) => candidates.push((epoch, Err(e.to_string()))),
+                Err(
+                    e @ CheckpointError::OtherFormat {
+                        found, expected, ..
+                    },
+                ) if found > expected => {
+                    // A newer anduin's checkpoint: the older ones may be usable, but falling
+                    // back would drop what the newer one holds.
+                    examined.newer = Some((epoch, e.to_string()));
+                    examined.validated.push((epoch, Err(e.to_string())));
+                    return examined;
+                }
+                Err(e) => examined.validated.push((epoch, Err(e.to_string()))),
             }
         }
-        (candidates, None)
+        examined
     }
 
     /// The facts of the directory for [`crate::recovery::plan_recovery`], and its plan, with
@@ -331,18 +347,22 @@ impl Store {
         from_scratch: bool,
     ) -> Result<(RecoveryPlan, Option<Validated>), CheckpointError> {
         let epochs = self.epochs()?;
-        let (validated, chosen) = if from_scratch {
-            (Vec::new(), None)
+        let examined = if from_scratch {
+            Examined::default()
         } else {
             self.validate_newest(&epochs)
         };
         let facts = RecoveryFacts {
             epochs,
-            validated,
-            finished: chosen.as_ref().is_some_and(|v| v.manifest.finished),
+            validated: examined.validated,
+            finished: examined
+                .chosen
+                .as_ref()
+                .is_some_and(|v| v.manifest.finished),
+            newer: examined.newer,
             from_scratch,
         };
-        Ok((plan_recovery(&facts), chosen))
+        Ok((plan_recovery(&facts), examined.chosen))
     }
 
     /// Deletes the directories of checkpoints `epochs`.
@@ -392,6 +412,16 @@ impl Store {
 
 /// A checkpoint and the outcome of its validation (why it is unusable).
 type Validation = (Epoch, Result<(), String>);
+
+/// What [`Store::validate_newest`] found, newest checkpoint first.
+#[derive(Default)]
+struct Examined {
+    validated: Vec<Validation>,
+    /// The checkpoint to restore.
+    chosen: Option<Validated>,
+    /// A checkpoint written by a newer anduin, and why this one cannot read it.
+    newer: Option<(Epoch, String)>,
+}
 
 fn epoch_manifest_absent(dir: &CheckpointDir, epoch: Epoch) -> bool {
     !dir.manifest(epoch).exists()

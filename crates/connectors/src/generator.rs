@@ -56,7 +56,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: false,
             kind: ParamKind::Number,
             default: None,
-            doc: "rows per second; without it, as fast as possible",
+            doc: "rows per second (0.001 to 1e12); without it, as fast as possible",
         },
         ParamSpec {
             name: "seed",
@@ -155,9 +155,12 @@ pub fn bind(
         None => None,
     };
     let rate = match p.number("rate") {
-        Some(r) if !(r > 0.0 && r.is_finite()) => {
+        Some(r) if !crate::pace::valid_rate(r) => {
             return Err(p
-                .error("rate", "must be a positive number of rows per second")
+                .error(
+                    "rate",
+                    "must be a number of rows per second from 0.001 to 1e12",
+                )
                 .into())
         }
         r => r,

@@ -1,5 +1,17 @@
 //! Paces a source to a rate of rows (or events) per second, on the run's [`Clock`]: a test on
 //! a `ManualClock` gets exactly the rows its time allows.
+//!
+//! [`Clock`]: anduin_types::Clock
+
+/// The rates a source may be paced to, per second (bounds of param `rate`): from one row in
+/// 1000 seconds to a trillion, so that the time of any row (and an event time derived from
+/// it) stays within `i64` milliseconds over any count of rows.
+pub(crate) const RATES: std::ops::RangeInclusive<f64> = 1e-3..=1e12;
+
+/// Whether `rate` is one a source may be paced to.
+pub(crate) fn valid_rate(rate: f64) -> bool {
+    RATES.contains(&rate)
+}
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,14 +57,20 @@ impl Pace {
         let now = self.clock.now();
         let started = *self.started.get_or_insert(now);
         let elapsed = now.saturating_duration_since(started).as_secs_f64();
-        let due = self.base + (elapsed * rate).floor() as u64 + 1;
+        // `as` saturates: a rate far above what a source can produce allows everything.
+        let due = self
+            .base
+            .saturating_add((elapsed * rate).floor() as u64)
+            .saturating_add(1);
         if due > at {
             return Some(due);
         }
-        let next = started + Duration::from_secs_f64(at.saturating_sub(self.base) as f64 / rate);
-        let wait = next
-            .saturating_duration_since(now)
-            .min(deadline.saturating_duration_since(Instant::now()));
+        let until_deadline = deadline.saturating_duration_since(Instant::now());
+        let ahead = Duration::try_from_secs_f64(at.saturating_sub(self.base) as f64 / rate)
+            .unwrap_or(Duration::MAX);
+        let wait = started.checked_add(ahead).map_or(until_deadline, |next| {
+            next.saturating_duration_since(now).min(until_deadline)
+        });
         std::thread::sleep(wait);
         None
     }
@@ -78,5 +96,20 @@ mod tests {
         assert_eq!(pace.due_before(100.0, 51, now), Some(52));
         clock.advance(Duration::from_secs(1));
         assert_eq!(pace.due_before(100.0, 52, now), Some(152));
+    }
+
+    #[test]
+    fn the_extreme_rates_neither_panic_nor_wait_past_the_deadline() {
+        let clock = Arc::new(ManualClock::new());
+        for rate in [*RATES.start(), *RATES.end(), 1e-300, 1e300] {
+            let mut pace = Pace::default();
+            pace.set_clock(Arc::clone(&clock) as SharedClock);
+            let now = Instant::now();
+            assert!(pace.due_before(rate, 0, now).is_some());
+            let _ = pace.due_before(rate, u64::MAX - 1, now);
+            pace.restart(u64::MAX - 1);
+            assert!(pace.due_before(rate, u64::MAX - 1, now).is_some());
+        }
+        assert!(valid_rate(1.0) && !valid_rate(1e-4) && !valid_rate(1e13));
     }
 }

@@ -166,8 +166,8 @@ fn build_sources(
                     })?;
                 if let Some(resume) = w.resume() {
                     let key = instance_key(node.name(), at.instance, task.parallelism);
-                    if let Some(state) = resume.state_of(&key)? {
-                        source.restore(state).map_err(|e| resume.error(e))?;
+                    if let Some(state) = resume.state_of(node.name(), &key)? {
+                        resume.restore(node.name(), || source.restore(state))?;
                     }
                 }
             }
@@ -198,8 +198,8 @@ fn build_links(
             factory(&shared.ctx.for_instance(i, parallelism)).map_err(RuntimeError::Start)?;
         if let Some(resume) = &resume {
             let key = instance_key(node.name(), i, parallelism);
-            if let Some(state) = resume.state_of(&key)? {
-                op.restore(state).map_err(|e| resume.error(e))?;
+            if let Some(state) = resume.state_of(node.name(), &key)? {
+                resume.restore(node.name(), || op.restore(state))?;
             }
         }
         links.push(Link {

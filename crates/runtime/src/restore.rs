@@ -42,10 +42,29 @@ pub(crate) struct Resume<'a> {
 }
 
 impl Resume<'_> {
-    /// What the operator instance with state key `key` restores from, if the checkpoint has
-    /// its state.
-    pub(crate) fn state_of(&self, key: &str) -> Result<Option<RestoreIn>, RuntimeError> {
-        let Some(state) = self.from.manifest.operators.get(key) else {
+    /// What instance `key` of operator `operator` restores from: `None` for an operator the
+    /// checkpoint's query did not have (it starts empty). Every instance of an operator the
+    /// checkpoint's query had took part in it, so a manifest without its entry is damaged.
+    pub(crate) fn state_of(
+        &self,
+        operator: &str,
+        key: &str,
+    ) -> Result<Option<RestoreIn>, RuntimeError> {
+        let manifest = &self.from.manifest;
+        let Some(state) = manifest.operators.get(key) else {
+            if manifest.plan.operators.iter().any(|o| o.name == operator) {
+                return Err(RuntimeError::Checkpoint(
+                    anduin_checkpoint::CheckpointError::BadManifest {
+                        epoch: manifest.epoch,
+                        path: self.dir.manifest(Epoch(manifest.epoch)),
+                        message: format!(
+                            "it has no state of operator instance \"{key}\", which took part \
+                             in the checkpoint: restore from an earlier checkpoint (remove this \
+                             one) or start over with --from-scratch"
+                        ),
+                    },
+                ));
+            }
             return Ok(None);
         };
         let mut files: Vec<Box<dyn std::io::Read + Send>> = Vec::new();
@@ -66,11 +85,73 @@ impl Resume<'_> {
         }))
     }
 
+    /// Runs `restore`, operator `operator`'s restore from this checkpoint (see
+    /// [`unpanicked`]).
+    pub(crate) fn restore(
+        &self,
+        operator: &str,
+        restore: impl FnOnce() -> Result<(), OperatorError>,
+    ) -> Result<(), RuntimeError> {
+        unpanicked(operator, restore).map_err(|e| self.error(e))
+    }
+
     /// Restoring an operator failed with `cause`.
     pub(crate) fn error(&self, cause: OperatorError) -> RuntimeError {
         RuntimeError::Restore {
             epoch: self.from.manifest.epoch,
             cause,
         }
+    }
+}
+
+/// Runs `restore`, operator `operator`'s restore. Decoding state goes through libraries
+/// (Arrow's row format, DataFusion's accumulators) that panic on bytes they did not write; as
+/// a checkpoint's checksums hold, such bytes are a damaged or forged file, which must be a
+/// refusal naming the operator, not a crash.
+fn unpanicked(
+    operator: &str,
+    restore: impl FnOnce() -> Result<(), OperatorError>,
+) -> Result<(), OperatorError> {
+    let panic = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(restore)) {
+        Ok(result) => return result,
+        Err(panic) => panic,
+    };
+    let why = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into());
+    Err(OperatorError::Execution {
+        operator: operator.to_string(),
+        message: format!(
+            "its state in the checkpoint cannot be decoded ({why}): the checkpoint is \
+             damaged; restore from an earlier checkpoint (remove this one) or start over with \
+             --from-scratch"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restore_that_panics_on_its_state_is_an_error_naming_the_operator() {
+        let e = unpanicked("w", || {
+            let bytes: &[u8] = &[1, 2];
+            let _ = bytes[..9].len();
+            Ok(())
+        })
+        .expect_err("the panic is caught");
+        let message = e.to_string();
+        for part in [
+            "\"w\"",
+            "cannot be decoded",
+            "range end index 9",
+            "--from-scratch",
+        ] {
+            assert!(message.contains(part), "{part:?} not in: {message}");
+        }
+        assert!(unpanicked("w", || Ok(())).is_ok());
     }
 }

@@ -116,7 +116,9 @@ impl Config {
     /// The event time of event number `number` (not shuffled), in epoch milliseconds.
     pub fn timestamp_of_number(&self, number: u64) -> i64 {
         let delay_us = 1_000_000.0 / self.rate;
-        self.first_event_time + ((number as f64 * delay_us) / 1000.0).floor() as i64
+        // `as` saturates; the sum too, at the end of time.
+        self.first_event_time
+            .saturating_add(((number as f64 * delay_us) / 1000.0).floor() as i64)
     }
 
     /// The event time of event `id`.

@@ -73,7 +73,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: false,
             kind: ParamKind::Number,
             default: Some("10000"),
-            doc: "events per second of event time (all kinds together)",
+            doc: "events per second of event time (all kinds together), 0.001 to 1e12",
         },
         ParamSpec {
             name: "throttle",
@@ -209,9 +209,12 @@ pub fn bind(
         None => None,
     };
     let rate = p.number("rate").unwrap_or(ids::DEFAULT_RATE);
-    if !(rate > 0.0 && rate.is_finite()) {
+    if !crate::pace::valid_rate(rate) {
         return Err(p
-            .error("rate", "must be a positive number of events per second")
+            .error(
+                "rate",
+                "must be a number of events per second from 0.001 to 1e12",
+            )
             .into());
     }
     let group = non_negative("out_of_order_group_size", 1)?;
