@@ -120,7 +120,13 @@ impl OwnerLock {
     /// exists. `locks` is created if missing, writable by everyone (as `/tmp` is), since other
     /// users' runs lock their outputs there too.
     pub fn output(locks: &Path, path: &Path) -> Result<OwnerLock, LockError> {
-        let what = format!("the output `{}`", path.display());
+        Self::output_named(locks, path, &format!("the output `{}`", path.display()))
+    }
+
+    /// [`OwnerLock::output`] for a file of the run that errors name `what` (`the events
+    /// file `ev.jsonl``).
+    pub fn output_named(locks: &Path, path: &Path, what: &str) -> Result<OwnerLock, LockError> {
+        let what = what.to_string();
         let io = |cause| LockError::Io {
             what: what.clone(),
             path: locks.to_path_buf(),
@@ -145,8 +151,13 @@ impl OwnerLock {
     /// pipe, a device such as `/dev/null`, a path that does not exist yet) is not locked:
     /// `Ok(None)`.
     pub fn output_itself(path: &Path) -> Result<Option<OwnerLock>, LockError> {
+        Self::output_itself_named(path, &format!("the output `{}`", path.display()))
+    }
+
+    /// [`OwnerLock::output_itself`] for a file of the run that errors name `what`.
+    pub fn output_itself_named(path: &Path, what: &str) -> Result<Option<OwnerLock>, LockError> {
         use std::os::unix::fs::MetadataExt;
-        let what = format!("the output `{}`", path.display());
+        let what = what.to_string();
         let Ok(meta) = std::fs::metadata(path) else {
             return Ok(None);
         };

@@ -202,7 +202,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
 }
 
 /// Where the LSM backends' run directories go: `--state-dir`, else `$TMPDIR/anduin-state`.
-fn state_root(engine: &EngineArgs) -> PathBuf {
+pub fn state_root(engine: &EngineArgs) -> PathBuf {
     engine
         .state_dir
         .clone()
@@ -224,7 +224,7 @@ pub fn remove_stale_state_dirs(loaded: &Loaded, engine: &EngineArgs) {
 
 /// Whether an operator of the query keeps its state in an LSM tree (by its own param or the
 /// query's `--state-backend`).
-fn uses_lsm(loaded: &Loaded, engine: &EngineArgs) -> bool {
+pub fn uses_lsm(loaded: &Loaded, engine: &EngineArgs) -> bool {
     engine.state_backend.as_deref() == Some("lsm")
         || loaded.spec.operators.iter().any(|o| {
             o.param("state_backend")

@@ -1,5 +1,5 @@
 //! One owner at a time for what a run writes: its checkpoint directory and its output files
-//! (writers' paths and the dead-letter file) are locked before anything is read or written,
+//! (writers' paths, the dead-letter file and the events file) are locked before anything is read or written,
 //! and stay locked until the run ends. A second run on any of them is refused, naming the PID
 //! of the run that holds it (see `anduin_checkpoint::OwnerLock`).
 //!
@@ -24,12 +24,13 @@ pub struct RunLocks {
     _held: Vec<OwnerLock>,
 }
 
-/// Locks `checkpoint_dir` (if any), then every file output of `spec` and the dead-letter
-/// file: refused if another run holds any of them.
+/// Locks `checkpoint_dir` (if any), then every file output of `spec`, the dead-letter file
+/// and the events file (`--events`, unless `-`): refused if another run holds any of them.
 pub fn lock_run(
     spec: &Spec,
     dead_letter: &DeadLetterTarget,
     checkpoint_dir: Option<&Path>,
+    events: Option<&Path>,
 ) -> Result<RunLocks> {
     let mut held = Vec::new();
     if let Some(dir) = checkpoint_dir {
@@ -71,6 +72,20 @@ pub fn lock_run(
             };
         }
         held.extend(OwnerLock::output_itself(path)?);
+    }
+    if let Some(path) = events.filter(|p| *p != Path::new("-") && !is_device(p)) {
+        // Made (not truncated: it may be another run's, which the locks are to find out)
+        // and locked as an output is; the run empties it once it is its own.
+        let what = format!("the events file `{}`", path.display());
+        held.push(OwnerLock::output_named(&locks, path, &what)?);
+        if !path.exists() {
+            // If this fails, opening it reports why.
+            let _ = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path);
+        }
+        held.extend(OwnerLock::output_itself_named(path, &what)?);
     }
     Ok(RunLocks { _held: held })
 }

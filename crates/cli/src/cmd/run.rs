@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anduin_checkpoint::recovery::RecoveryPlan;
 use anduin_checkpoint::{Store, Validated};
-use anduin_operator_api::DeadLetter;
+use anduin_operator_api::{DeadLetter, DeadLetterTarget};
 use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunSummary};
 use anduin_spec::Missing;
 use anduin_types::Epoch;
@@ -17,10 +17,11 @@ use clap::Args;
 
 use crate::embedded::{
     execute, parse_count, parse_duration, prepare_outputs, remove_stale_state_dirs, report_rejects,
-    EngineArgs, Executed, Execution,
+    state_root, uses_lsm, EngineArgs, Executed, Execution,
 };
 use crate::load::{load_with, parse_var, print_diagnostics, LoadError};
 use crate::locks::lock_run;
+use crate::preflight::{check_events_file, RunFiles};
 
 /// Arguments of `anduin run`.
 #[derive(Args, Debug)]
@@ -39,8 +40,10 @@ pub struct RunArgs {
     /// Do not print the summary at the end.
     #[arg(short, long)]
     pub quiet: bool,
-    /// Write the run's events (checkpoints started, completed, failed; tasks started,
-    /// finished, failed) to this file as JSON lines, each as it happens (`-`: stderr).
+    /// Write the run's events (the checkpoint resumed from; checkpoints started, completed,
+    /// failed; tasks started, finished, failed; as the run ends, late and rejected rows) to
+    /// this file as JSON lines (`-`: stderr). It must be none of the run's other files; a
+    /// failed write stops the run.
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
     /// Take checkpoints into this directory, and resume from its last complete checkpoint.
@@ -92,8 +95,32 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     print_diagnostics(&args.file, &loaded.warnings);
 
     let dead_letter = prepare_outputs(&loaded.spec, args.dead_letter.as_deref())?;
+    if let Some(events) = &args.events {
+        let state_dir = uses_lsm(&loaded, &args.engine).then(|| state_root(&args.engine));
+        check_events_file(
+            &loaded.spec,
+            events,
+            &RunFiles {
+                query_file: &args.file,
+                dead_letter: match &dead_letter {
+                    DeadLetterTarget::File(p) => Some(p),
+                    _ => None,
+                },
+                checkpoint_dir: args.checkpoint_dir.as_deref(),
+                state_dir: state_dir.as_deref(),
+            },
+        )?;
+    }
     // Held until the run ends: nothing below reads or writes before another run is refused.
-    let _locks = lock_run(&loaded.spec, &dead_letter, args.checkpoint_dir.as_deref())?;
+    let _locks = lock_run(
+        &loaded.spec,
+        &dead_letter,
+        args.checkpoint_dir.as_deref(),
+        args.events.as_deref(),
+    )?;
+    let stop = Arc::new(AtomicBool::new(false));
+    // Emptied now that it is this run's alone.
+    let events = crate::events::open(args.events.as_deref(), Arc::clone(&stop))?;
     let checkpointing = match prepare_checkpoints(&args)? {
         Prepared::None => None,
         Prepared::Finished(epoch) => {
@@ -113,12 +140,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
         Prepared::Run(c) => Some(c),
     };
-    let stop = Arc::new(AtomicBool::new(false));
     let signals = crate::signals::install(Arc::clone(&stop));
-    let Executed {
-        summary,
-        dead_letter,
-    } = execute(
+    let executed = execute(
         &loaded,
         &args.engine,
         Execution {
@@ -126,11 +149,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             checkpointing,
             stop,
             query_file: Some(args.file.display().to_string()),
-            events: crate::events::events(args.events.as_deref())?,
+            events: events.events.clone(),
         },
-    )?;
+    );
+    let Executed {
+        summary,
+        dead_letter,
+    } = match (executed, events.failure()) {
+        (Ok(e), _) => e,
+        (Err(e), None) => return Err(e),
+        (Err(e), Some(failure)) => {
+            eprintln!("anduin: {failure:#}");
+            return Err(e);
+        }
+    };
     if !args.quiet {
         print_summary(&args, &summary, &dead_letter);
+    }
+    if let Some(failure) = events.failure() {
+        return Err(failure);
     }
     if summary.stopped {
         let by = signals.received();
