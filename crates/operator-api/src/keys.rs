@@ -12,6 +12,13 @@
 //! An operator without key columns (a global window, an unpartitioned pattern) has one key,
 //! the empty bytes, runs one instance, and the exchange sends it every row.
 //!
+//! Two floats are one key when they are the same value in the order `MIN` and `MAX` use
+//! (`anduin_expr`'s `float_order`): every NaN is one key, whatever its sign and payload (`0.0 /
+//! 0.0` is a negative NaN on x86, `'NaN'` parsed a positive one), so [`KeyEncoder::encode`]
+//! makes each NaN the canonical one before encoding; `-0.0` and `0.0` are two keys. A key
+//! with a null column is a key like any other here (a window's group of nulls): a join, for
+//! which it equals nothing, looks at the key columns' nulls itself.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use anduin_operator_api::keys::KeyEncoder;
@@ -34,8 +41,8 @@ use std::num::NonZeroU16;
 use std::sync::Arc;
 
 use anduin_state::{instance_for, key_group_for_key, KeyGroup, DEFAULT_MAX_KEY_GROUPS};
-use arrow::array::ArrayRef;
-use arrow::datatypes::DataType;
+use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Float16Type, Float32Type, Float64Type};
 use arrow::error::ArrowError;
 use arrow::row::{Row, RowConverter, RowParser, Rows, SortField};
 
@@ -60,9 +67,20 @@ impl KeyEncoder {
         })
     }
 
-    /// The key of every row of `columns` (the key columns of a batch, in the encoder's order).
+    /// The key of every row of `columns` (the key columns of a batch, in the encoder's order),
+    /// every NaN of a float column encoded as the canonical NaN (a column with another NaN is
+    /// copied with it replaced; the others are encoded as they are).
     pub fn encode(&self, columns: &[ArrayRef]) -> Result<Rows, ArrowError> {
-        self.converter.convert_columns(columns)
+        let canonical: Vec<Option<ArrayRef>> = columns.iter().map(canonical_nans).collect();
+        if canonical.iter().all(Option::is_none) {
+            return self.converter.convert_columns(columns);
+        }
+        let columns: Vec<ArrayRef> = canonical
+            .into_iter()
+            .zip(columns)
+            .map(|(c, original)| c.unwrap_or_else(|| Arc::clone(original)))
+            .collect();
+        self.converter.convert_columns(&columns)
     }
 
     /// The key columns of `keys`.
@@ -96,5 +114,73 @@ impl KeyEncoder {
             DEFAULT_MAX_KEY_GROUPS,
             parallelism,
         ))
+    }
+}
+
+/// `column` with every NaN made the canonical NaN of its type, if it is a float column with
+/// a NaN that is not (a negative one, or one with a payload); `None` otherwise.
+fn canonical_nans(column: &ArrayRef) -> Option<ArrayRef> {
+    macro_rules! canonical {
+        ($arrow:ty) => {{
+            type Native = <$arrow as ArrowPrimitiveType>::Native;
+            let array = column.as_primitive::<$arrow>();
+            let nan = Native::NAN.to_bits();
+            // Null slots count too: a copy for nothing at worst, never a wrong key.
+            if !array
+                .values()
+                .iter()
+                .any(|v| v.is_nan() && v.to_bits() != nan)
+            {
+                return None;
+            }
+            let canonical = array.unary::<_, $arrow>(|v| if v.is_nan() { Native::NAN } else { v });
+            Some(Arc::new(canonical) as ArrayRef)
+        }};
+    }
+    match column.data_type() {
+        DataType::Float64 => canonical!(Float64Type),
+        DataType::Float32 => canonical!(Float32Type),
+        DataType::Float16 => canonical!(Float16Type),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Float32Array, Float64Array};
+
+    #[test]
+    fn every_nan_is_the_canonical_nan_and_the_zeros_stay_two() {
+        let negative = f64::from_bits(f64::NAN.to_bits() | (1 << 63));
+        let payload = f64::from_bits(f64::NAN.to_bits() | 1);
+        let column: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(f64::NAN),
+            Some(negative),
+            Some(payload),
+            None,
+            Some(0.0),
+            Some(-0.0),
+        ]));
+        let encoder = KeyEncoder::new([DataType::Float64]).expect("an encoder");
+        let keys = encoder.encode(&[column]).expect("encodes");
+        assert_eq!(keys.row(0), keys.row(1));
+        assert_eq!(keys.row(0), keys.row(2));
+        assert_ne!(keys.row(0), keys.row(3), "null is not NaN");
+        assert_ne!(keys.row(4), keys.row(5), "-0.0 and 0.0 are two keys");
+
+        let column: ArrayRef = Arc::new(Float32Array::from(vec![
+            f32::NAN,
+            f32::from_bits(f32::NAN.to_bits() | (1 << 31)),
+        ]));
+        let encoder = KeyEncoder::new([DataType::Float32]).expect("an encoder");
+        let keys = encoder.encode(&[column]).expect("encodes");
+        assert_eq!(keys.row(0), keys.row(1));
+    }
+
+    #[test]
+    fn a_column_without_another_nan_is_not_copied() {
+        let column: ArrayRef = Arc::new(Float64Array::from(vec![1.0, f64::NAN, -0.0]));
+        assert!(canonical_nans(&column).is_none());
     }
 }

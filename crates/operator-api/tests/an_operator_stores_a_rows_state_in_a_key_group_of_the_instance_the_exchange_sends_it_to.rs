@@ -8,6 +8,10 @@
 //! (window, join, pattern) builds its encoder from the key columns' declared types, encodes
 //! the rows it receives (the exchange's share of the batch) and stores their state in a
 //! [`KeyedTable`] under those bytes.
+//!
+//! Every NaN is one key (a negative NaN, as `0.0 / 0.0` gives on x86, and a NaN with a payload
+//! are the NaN `'NaN'` parses to), so that a window groups them, a join pairs them and the
+//! exchange sends them to one instance; `-0.0` and `0.0` are two keys.
 
 use std::num::NonZeroU16;
 use std::sync::Arc;
@@ -15,8 +19,8 @@ use std::sync::Arc;
 use anduin_operator_api::keys::KeyEncoder;
 use anduin_state::{assign_ranges, BackendKind, KeyedTable, TableError, DEFAULT_MAX_KEY_GROUPS};
 use arrow::array::{
-    ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray, TimestampMillisecondArray,
-    UInt32Array,
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray,
+    TimestampMillisecondArray, UInt32Array,
 };
 use arrow::compute::take;
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
@@ -57,13 +61,32 @@ fn int64(rng: &mut Rng) -> ArrayRef {
     })))
 }
 
+/// A NaN with the sign bit set: what `0.0 / 0.0` gives on x86.
+fn negative_nan() -> f64 {
+    f64::from_bits(f64::NAN.to_bits() | (1 << 63))
+}
+
+/// A quiet NaN with a payload.
+fn payload_nan() -> f64 {
+    f64::from_bits(f64::NAN.to_bits() | 0x2a)
+}
+
 fn float64(rng: &mut Rng) -> ArrayRef {
-    let edge = [0.0, -0.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.5];
+    let edge = [
+        0.0,
+        -0.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1.5,
+        negative_nan(),
+        payload_nan(),
+    ];
     Arc::new(Float64Array::from_iter((0..ROWS).map(|_| {
         if rng.null_one_in(7) {
             None
         } else if rng.null_one_in(3) {
-            Some(edge[rng.below(6) as usize])
+            Some(edge[rng.below(edge.len() as u64) as usize])
         } else {
             Some((rng.next() as i64 % 1000) as f64 / 8.0)
         }
@@ -229,6 +252,57 @@ fn every_row_is_stored_in_a_key_group_of_the_instance_it_is_routed_to() -> Resul
         );
     }
     Ok(())
+}
+
+#[test]
+fn every_nan_is_one_key_and_the_zeros_are_two() {
+    let nans = [
+        f64::NAN,
+        negative_nan(),
+        payload_nan(),
+        -f64::NAN,
+        // Computed at run time, by the hardware: negative on x86.
+        std::hint::black_box(0.0f64) / std::hint::black_box(0.0f64),
+    ];
+    let float: ArrayRef = Arc::new(Float64Array::from(
+        nans.iter().copied().chain([0.0, -0.0]).collect::<Vec<_>>(),
+    ));
+    let text: ArrayRef = Arc::new(StringArray::from(vec!["k"; nans.len() + 2]));
+    let encoder = KeyEncoder::new([DataType::Utf8, DataType::Float64]).expect("an encoder");
+    let keys = encoder
+        .encode(&[Arc::clone(&text), Arc::clone(&float)])
+        .expect("encodes");
+    for (i, nan) in nans.iter().enumerate().skip(1) {
+        assert_eq!(
+            keys.row(i).as_ref(),
+            keys.row(0).as_ref(),
+            "NaN {:#x} is a key of its own",
+            nan.to_bits()
+        );
+        for p in [2u16, 3, 4, 16] {
+            let p = NonZeroU16::new(p).expect("not zero");
+            assert_eq!(
+                KeyEncoder::instance(keys.row(i).as_ref(), p),
+                KeyEncoder::instance(keys.row(0).as_ref(), p)
+            );
+        }
+    }
+    let (zero, negative_zero) = (nans.len(), nans.len() + 1);
+    assert_ne!(
+        keys.row(zero).as_ref(),
+        keys.row(negative_zero).as_ref(),
+        "-0.0 and 0.0 are two keys"
+    );
+    // Decoded, every NaN is the canonical one.
+    let back = encoder.decode(keys.iter()).expect("decodes");
+    let back = back[1]
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .expect("a float column");
+    for i in 0..nans.len() {
+        assert_eq!(back.value(i).to_bits(), f64::NAN.to_bits());
+    }
+    assert_eq!(back.value(negative_zero).to_bits(), (-0.0f64).to_bits());
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! on-time rows gives; a join that takes a full snapshot and later a changelog, and is
 //! restored from both (with its state in the heap or in the LSM backend), gives the same
 //! results as one that ran straight through; and four instances, each fed the keys it owns, together
-//! give the result of one.
+//! give the result of one. Some keys are null: as in SQL, a null key equals no key (not even
+//! another null), so its row pairs with nothing and a left join gives its left row alone.
 
 mod common;
 
@@ -20,10 +21,10 @@ use arrow::record_batch::RecordBatch;
 use proptest::prelude::*;
 
 /// (event time, key, value)
-type Row = (i64, i64, i64);
+type Row = (i64, Option<i64>, i64);
 
 /// (window start, left time, key, left value, right time, right value)
-type Out = (Option<i64>, i64, i64, i64, Option<i64>, Option<i64>);
+type Out = (Option<i64>, i64, Option<i64>, i64, Option<i64>, Option<i64>);
 
 #[derive(Debug, Clone, Copy)]
 enum Kind {
@@ -97,11 +98,14 @@ impl Collector for Collect {
             }
         }
         for i in 0..b.num_rows() {
-            assert!(rk[i].is_none() || rk[i] == k[i], "a pair has equal keys");
+            assert!(
+                rt[i].is_none() || (k[i].is_some() && rk[i] == k[i]),
+                "a pair has equal keys, not null"
+            );
             self.rows.push((
                 ws[i],
                 lt[i].expect("left time"),
-                k[i].expect("key"),
+                k[i],
                 v[i].expect("value"),
                 rt[i],
                 w[i],
@@ -118,11 +122,12 @@ fn batch(rows: &[Row]) -> RecordBatch {
         Field::new("v", DataType::Int64, true),
     ]));
     let col = |f: fn(&Row) -> i64| rows.iter().map(f).collect::<Vec<_>>();
+    let keys: Vec<Option<i64>> = rows.iter().map(|r| r.1).collect();
     RecordBatch::try_new(
         schema,
         vec![
             Arc::new(TimestampMillisecondArray::from(col(|r| r.0))),
-            Arc::new(Int64Array::from(col(|r| r.1))),
+            Arc::new(Int64Array::from(keys)),
             Arc::new(Int64Array::from(col(|r| r.2))),
         ],
     )
@@ -184,7 +189,8 @@ fn run(
     out.rows
 }
 
-/// Four instances, each fed the rows of the keys it owns (key mod 4) and every watermark.
+/// Four instances, each fed the rows of the keys it owns (key mod 4, a null key to the
+/// first) and every watermark.
 fn run_split(kind: Kind, left_outer: bool, arrivals: &[Arrival], delay: i64) -> Vec<Out> {
     let wms = watermarks(arrivals, delay);
     let mut all = vec![];
@@ -197,7 +203,7 @@ fn run_split(kind: Kind, left_outer: bool, arrivals: &[Arrival], delay: i64) -> 
         for ((side, rows), wm) in arrivals.iter().zip(&wms) {
             let mine: Vec<Row> = rows
                 .iter()
-                .filter(|r| r.1.rem_euclid(4) == part)
+                .filter(|r| r.1.map_or(0, |k| k.rem_euclid(4)) == part)
                 .copied()
                 .collect();
             op.process_batch(*side, batch(&mine), &mut out)
@@ -233,7 +239,8 @@ fn naive(kind: Kind, left_outer: bool, [left, right]: &[Vec<Row>; 2]) -> Vec<Out
     for l in left {
         let mut matched = false;
         let window = |t: i64, size: i64| t.div_euclid(size) * size;
-        for r in right.iter().filter(|r| r.1 == l.1) {
+        // SQL's `=`: a null key equals nothing.
+        for r in right.iter().filter(|r| l.1.is_some() && r.1 == l.1) {
             let (pairs, ws) = match kind {
                 Kind::Interval(lower, upper) => ((lower..=upper).contains(&(r.0 - l.0)), None),
                 Kind::Window(size) => (
@@ -260,7 +267,9 @@ fn naive(kind: Kind, left_outer: bool, [left, right]: &[Vec<Row>; 2]) -> Vec<Out
 
 fn arrivals() -> impl Strategy<Value = Vec<Arrival>> {
     // Times drift forward with jitter (out of order), a few keys, both sides interleaved.
-    let row = (0i64..40, -30i64..30, 0i64..6, -1000i64..1000);
+    // One key in seven is null.
+    let key = prop_oneof![1 => Just(None), 6 => (0i64..6).prop_map(Some)];
+    let row = (0i64..40, -30i64..30, key, -1000i64..1000);
     let arrival = (0usize..2, prop::collection::vec(row, 1..20));
     prop::collection::vec(arrival, 1..16).prop_map(|arrivals| {
         let mut base = 1_700_000_000_000i64;
@@ -342,15 +351,18 @@ fn a_changelog_holds_only_the_keys_whose_rows_changed() {
             rows: vec![],
         };
         // 200 keys with a left row each, the even ones with a partner, then a full snapshot.
-        let left: Vec<Row> = (0..200).map(|k| (t0 + k, k, k)).collect();
-        let right: Vec<Row> = (0..200).step_by(2).map(|k| (t0 + k + 1, k, -k)).collect();
+        let left: Vec<Row> = (0..200).map(|k| (t0 + k, Some(k), k)).collect();
+        let right: Vec<Row> = (0..200)
+            .step_by(2)
+            .map(|k| (t0 + k + 1, Some(k), -k))
+            .collect();
         op.process_batch(0, batch(&left), &mut out)
             .expect("processes");
         op.process_batch(1, batch(&right), &mut out)
             .expect("processes");
         let full = checkpoint(&mut op, false);
         // One more row of one key, then a changelog.
-        op.process_batch(0, batch(&[(t0 + 500, 7, 77)]), &mut out)
+        op.process_batch(0, batch(&[(t0 + 500, Some(7), 77)]), &mut out)
             .expect("processes");
         let changes = checkpoint(&mut op, true);
         assert!(
@@ -367,8 +379,12 @@ fn a_changelog_holds_only_the_keys_whose_rows_changed() {
                 window: false,
                 rows: vec![],
             };
-            op.process_batch(1, batch(&[(t0 + 400, 7, 70), (t0 + 900, 3, 30)]), &mut tail)
-                .expect("processes");
+            op.process_batch(
+                1,
+                batch(&[(t0 + 400, Some(7), 70), (t0 + 900, Some(3), 30)]),
+                &mut tail,
+            )
+            .expect("processes");
             op.handle_watermark(Watermark::MAX, &mut tail)
                 .expect("advances");
             tail.rows.sort();

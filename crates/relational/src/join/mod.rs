@@ -1,7 +1,9 @@
 //! `join`: joins two keyed streams on equal keys and close event times. An interval join
 //! pairs rows whose times are within bounds of each other (`right.time - left.time` in
 //! `[lower, upper]`); a window join pairs rows of the same tumbling window. Inner or left
-//! outer. Buffered rows are dropped as soon as the watermark says no partner can come, so
+//! outer. A row with a null key column pairs with no row (SQL's `NULL = NULL` is not true):
+//! it is not buffered, and a left join emits such a left row at once, with nulls on the right.
+//! Buffered rows are dropped as soon as the watermark says no partner can come, so
 //! the state is bounded by the watermark. The rows live in memory; checkpoints keep a copy
 //! in the state backend (heap or LSM), one entry per key under its key group, written for
 //! the keys that changed since the previous checkpoint.

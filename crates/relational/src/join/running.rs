@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{Array, ArrayRef, Int64Array, TimestampMillisecondArray};
+use arrow::buffer::NullBuffer;
 use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +64,24 @@ fn checkpoint_error(operator: &str, e: CheckpointError) -> OperatorError {
     }
 }
 
+/// What [`Join::add`] did with a batch.
+struct Added {
+    /// Where the batch is in its side's chunks.
+    chunk: usize,
+    /// The pairs its rows complete (interval join).
+    pairs: Vec<Pair>,
+    /// Left rows of a left join with a null key column, and their times: each is a result
+    /// row of its own, with nulls on the right.
+    unpaired: Vec<((usize, usize), i64)>,
+}
+
+/// Which rows of the key `columns` have a null in some column (`None`: none has).
+fn null_keys(columns: &[ArrayRef]) -> Option<NullBuffer> {
+    columns.iter().fold(None, |acc, c| {
+        NullBuffer::union(acc.as_ref(), c.logical_nulls().as_ref())
+    })
+}
+
 /// Event times of `column` (an int or a millisecond timestamp); null as `None`.
 fn times(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
     let col = batch.column(column);
@@ -107,9 +126,12 @@ impl Join {
         })
     }
 
-    /// Buffers the rows of `batch` from `side` (0 left, 1 right) and returns the pairs they
-    /// complete (interval join).
-    fn add(&mut self, side: usize, batch: RecordBatch) -> Result<Vec<Pair>, OperatorError> {
+    /// Buffers the rows of `batch` from `side` (0 left, 1 right): the pairs they complete
+    /// (interval join), and the left rows of a left join that can have no partner because a
+    /// key column is null (SQL's `NULL = NULL` is not true), which are not buffered. The
+    /// batch stays in its side's chunks, at the index returned, until `drop_if_unused` after
+    /// the result is emitted.
+    fn add(&mut self, side: usize, batch: RecordBatch) -> Result<Added, OperatorError> {
         let (key_cols, time_col) = if side == 0 {
             (&self.setup.left_keys, self.setup.left_time)
         } else {
@@ -123,17 +145,29 @@ impl Join {
             .keys
             .encode(&columns)
             .map_err(|e| err(&self.setup.name, e))?;
+        let null_key = null_keys(&columns);
         let ts = times(&batch, time_col);
         let Store { chunks, keys } = &mut self.store;
         let [left_chunks, right_chunks] = chunks;
         let chunks = if side == 0 { left_chunks } else { right_chunks };
         let chunk = chunks.add(batch);
-        let mut pairs = Vec::new();
+        let mut added = Added {
+            chunk,
+            pairs: Vec::new(),
+            unpaired: Vec::new(),
+        };
         for (i, t) in ts.iter().enumerate() {
             let Some(t) = (*t).filter(|t| *t >= self.watermark) else {
                 self.late += 1;
                 continue;
             };
+            if null_key.as_ref().is_some_and(|n| n.is_null(i)) {
+                // Equal to no key: never buffered; a left join's left row is emitted alone.
+                if side == 0 && self.setup.left_outer {
+                    added.unpaired.push(((chunk, i), t));
+                }
+                continue;
+            }
             let (key, k) = keys.key_mut(rows.row(i).as_ref());
             let (_, other) = k.own_and_other(side);
             let mut entry = Entry {
@@ -147,10 +181,10 @@ impl Join {
                     let d = i128::from(r) - i128::from(l);
                     if d >= i128::from(lower) && d <= i128::from(upper) {
                         if side == 0 {
-                            pairs.push((entry.at, Some(o.at)));
+                            added.pairs.push((entry.at, Some(o.at)));
                             entry.matched = true;
                         } else {
-                            pairs.push((o.at, Some(entry.at)));
+                            added.pairs.push((o.at, Some(entry.at)));
                             o.matched = true;
                         }
                     }
@@ -160,8 +194,7 @@ impl Join {
             k.push(side, entry);
             keys.due(side, t, key);
         }
-        chunks.drop_if_unused(chunk);
-        Ok(pairs)
+        Ok(added)
     }
 
     fn emit(
@@ -295,8 +328,31 @@ impl Operator for Join {
             }
             JoinKind::Interval { .. } => batch,
         };
-        let pairs = self.add(input, batch)?;
-        self.emit(&pairs, None, out)
+        let Added {
+            chunk,
+            mut pairs,
+            unpaired,
+        } = self.add(input, batch)?;
+        match self.setup.kind {
+            JoinKind::Interval { .. } => {
+                pairs.extend(unpaired.iter().map(|(at, _)| (*at, None)));
+                self.emit(&pairs, None, out)?;
+            }
+            JoinKind::Window { size } => {
+                // Pairs come when the watermark closes a window; a left row that cannot
+                // have a partner comes now, in its window.
+                let starts: Vec<i64> = unpaired
+                    .iter()
+                    .map(|(_, t)| t.div_euclid(size) * size)
+                    .collect();
+                let ends = starts.iter().map(|s| s + size).collect();
+                let alone: Vec<Pair> = unpaired.iter().map(|(at, _)| (*at, None)).collect();
+                self.emit(&alone, Some((starts, ends)), out)?;
+            }
+        }
+        let [left, right] = &mut self.store.chunks;
+        if input == 0 { left } else { right }.drop_if_unused(chunk);
+        Ok(())
     }
 
     fn handle_watermark(
