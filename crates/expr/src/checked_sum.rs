@@ -192,8 +192,8 @@ impl AggregateUDFImpl for CheckedSum {
     }
 
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        // A checked sum cannot take rows back out (retracting would need the same check):
-        // DataFusion recomputes a frame with the plain accumulator instead.
+        // Only SQL window functions (`OVER`) slide, and expressions refuse them: should one
+        // come, it gets the checked accumulator, which cannot take rows back out.
         on_integer!(args, plain, self.inner.create_sliding_accumulator(args))
     }
 
@@ -240,7 +240,8 @@ impl<T: CheckedInt> GroupsAccumulator for SumGroups<T> {
         };
         self.sums.resize(total_num_groups, T::Native::default());
         let sums = &mut self.sums;
-        let mut failed: Option<SumOverflow> = None;
+        // The first addition that overflows (the accumulator is then useless: the query stops).
+        let mut first: Option<(usize, T::Native)> = None;
         self.nulls.accumulate(
             group_indices,
             values,
@@ -252,16 +253,16 @@ impl<T: CheckedInt> GroupsAccumulator for SumGroups<T> {
                     match T::checked_add(*sum, value) {
                         Some(s) => *sum = s,
                         None => {
-                            failed.get_or_insert_with(|| overflow::<T>(group, T::upward(value)));
+                            first.get_or_insert((group, value));
                         }
                     }
                 }
             },
         );
-        match failed {
-            None => Ok(()),
-            Some(o) => Err(o.error()),
+        if let Some((group, value)) = first {
+            return Err(overflow::<T>(group, T::upward(value)).error());
         }
+        Ok(())
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
