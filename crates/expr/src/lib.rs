@@ -9,6 +9,7 @@
 
 mod aggregate;
 mod checked;
+mod checked_sum;
 mod coerce;
 mod compile;
 mod error;
@@ -19,6 +20,7 @@ mod provider;
 mod strict;
 
 pub use aggregate::{compile_aggregates, CompiledAggregate};
+pub use checked_sum::SumOverflow;
 pub use compile::{
     compile_expr, compile_predicate, compile_projection, CompiledExpr, ExprSite, Scope,
 };

@@ -40,6 +40,11 @@ impl FunctionProvider {
             }
             aggregates.insert(f.name().to_lowercase(), f);
         }
+        // An integer SUM fails on overflow instead of wrapping (`checked_sum.rs`).
+        aggregates.insert(
+            "sum".to_string(),
+            Arc::new(AggregateUDF::from(crate::checked_sum::CheckedSum::default())),
+        );
         let planners: Vec<Arc<dyn ExprPlanner>> = vec![
             Arc::new(datafusion_functions::core::planner::CoreFunctionPlanner::default()),
             Arc::new(datafusion_functions::unicode::planner::UnicodeFunctionPlanner),

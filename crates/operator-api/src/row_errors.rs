@@ -76,7 +76,7 @@ impl ExprAt {
     }
 
     /// `FILE:LINE:COL` (or `LINE:COL` without a file name), if the place is known.
-    fn at(&self, query_file: Option<&str>) -> Option<String> {
+    pub fn at(&self, query_file: Option<&str>) -> Option<String> {
         if !self.pos.is_known() {
             return None;
         }

@@ -82,9 +82,13 @@ impl Counting {
             w.latest = w.latest.max(ts);
             w.rows += 1;
             w.changed = true;
-            w.accs.update(&p.inputs.slice(i, 1), &[0], 1, &setup.name)?;
+            w.accs
+                .update(&p.inputs.slice(i, 1), &[0], 1, &setup.name)
+                .map_err(|e| e.in_window(setup, "count window", w.earliest, |_| Some(key.row())))?;
             if w.rows == self.size {
-                let values = w.accs.evaluate(&setup.name)?;
+                let values = w.accs.evaluate(&setup.name).map_err(|e| {
+                    e.in_window(setup, "count window", w.earliest, |_| Some(key.row()))
+                })?;
                 let keys = setup.codec.columns([key.row()], &setup.name)?;
                 // The latest time is below i64::MAX: a row at i64::MAX is in no window.
                 results.add(w.earliest, w.latest + 1, keys, values);
@@ -103,8 +107,8 @@ impl Counting {
         setup: &WindowSetup,
     ) -> Result<(), OperatorError> {
         let name = &setup.name;
-        for (key, w) in self.by_key.values_mut().filter(|(_, w)| w.changed) {
-            let key = setup.codec.stored(key.row());
+        for (row, w) in self.by_key.values_mut().filter(|(_, w)| w.changed) {
+            let key = setup.codec.stored(row.row());
             if let Some(old) = w.stored.filter(|old| w.rows == 0 || *old != w.earliest) {
                 table.delete(key, &sub_key(COUNT, old))?;
                 w.stored = None;
@@ -112,7 +116,9 @@ impl Counting {
             if w.rows > 0 {
                 // Taking the state empties the accumulator: merge it straight back.
                 let states = w.accs.take_state(name)?;
-                w.accs.merge(&states, &[0], 1, name)?;
+                w.accs.merge(&states, &[0], 1, name).map_err(|e| {
+                    e.in_window(setup, "count window", w.earliest, |_| Some(row.row()))
+                })?;
                 let rows = state_rows.encode(&states, 1, name)?;
                 let v = value(&[w.rows, w.latest as u64], rows.row(0).data());
                 table.put(key, &sub_key(COUNT, w.earliest), &v)?;
@@ -145,7 +151,8 @@ impl Counting {
         for (i, (e, [rows, latest])) in entries.iter().zip(fixed).enumerate() {
             let row = keys.row(i);
             let mut accs = Accs::new(&setup.aggs, name)?;
-            accs.merge(&one_row(&states, i), &[0], 1, name)?;
+            accs.merge(&one_row(&states, i), &[0], 1, name)
+                .map_err(|err| err.in_window(setup, "count window", e.start, |_| Some(row)))?;
             self.by_key.insert(
                 row.as_ref().into(),
                 (

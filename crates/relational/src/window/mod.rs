@@ -151,6 +151,8 @@ pub(crate) struct WindowSetup {
     pub sites: Vec<anduin_operator_api::ExprAt>,
     /// The `on_error` param, if set.
     pub on_error: Option<anduin_operator_api::OnError>,
+    /// The query file, for the place of an aggregate in an error (set as an instance is built).
+    pub query_file: Option<Arc<str>>,
 }
 
 /// Checks this operator's params and inputs as the query declares them, and binds it to a
@@ -302,10 +304,15 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         },
         sites,
         on_error: anduin_operator_api::OnError::param(&p),
+        query_file: None,
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {
-            Ok(Box::new(Window::new(setup.clone(), ctx)?))
+            let setup = WindowSetup {
+                query_file: ctx.query_file.clone(),
+                ..setup.clone()
+            };
+            Ok(Box::new(Window::new(setup, ctx)?))
         })),
         outputs,
         warnings: Diagnostics::default(),

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use arrow::array::ArrayRef;
 use arrow::row::Rows;
 
-use super::accs::Accs;
+use super::accs::{group_key, Accs};
 use super::assign::{gcd, slice_start, window_ends_of_pane};
 use super::entries::{sub_key, Restored, StateRows, PANE};
 use super::input::Prepared;
@@ -138,9 +138,17 @@ impl Panes {
             slice.keys.group_ids(&p.keys, i, j, &mut self.ids);
             slice.changed.mark(&self.ids);
             let inputs = p.inputs.slice(i, j - i);
+            let window = if self.size == self.slide {
+                "window"
+            } else {
+                "pane (of the sliding windows)"
+            };
             slice
                 .accs
-                .update(&inputs, &self.ids, slice.keys.len(), &setup.name)?;
+                .update(&inputs, &self.ids, slice.keys.len(), &setup.name)
+                .map_err(|e| {
+                    e.in_window(setup, window, start, |g| group_key(slice.keys.keys(), g))
+                })?;
             i = j;
         }
         Ok(())
@@ -163,7 +171,9 @@ impl Panes {
                 slice
                     .changed
                     .forget(&setup.codec, slice.keys.keys(), start, &mut self.gone);
-                let values = slice.accs.evaluate(&setup.name)?;
+                let values = slice.accs.evaluate(&setup.name).map_err(|e| {
+                    e.in_window(setup, "window", start, |g| group_key(slice.keys.keys(), g))
+                })?;
                 let keys = setup.codec.columns(slice.keys.keys().iter(), &setup.name)?;
                 results.add(start, start + self.size, keys, values);
             }
@@ -186,9 +196,14 @@ impl Panes {
                 for row in pane.keys.iter() {
                     self.ids.push(keys.group_of(row));
                 }
-                accs.merge(&pane.states, &self.ids, keys.len(), &setup.name)?;
+                accs.merge(&pane.states, &self.ids, keys.len(), &setup.name)
+                    .map_err(|e| {
+                        e.in_window(setup, "window", start, |g| group_key(keys.keys(), g))
+                    })?;
             }
-            let values = accs.evaluate(&setup.name)?;
+            let values = accs
+                .evaluate(&setup.name)
+                .map_err(|e| e.in_window(setup, "window", start, |g| group_key(keys.keys(), g)))?;
             let key_columns = setup.codec.columns(keys.keys().iter(), &setup.name)?;
             results.add(start, end, key_columns, values);
             self.fired_up_to = end;
@@ -245,7 +260,9 @@ impl Panes {
             let taken = slice.accs.take_state(name)?;
             let groups = slice.keys.len();
             let ids: Vec<usize> = (0..groups).collect();
-            slice.accs.merge(&taken, &ids, groups, name)?;
+            slice.accs.merge(&taken, &ids, groups, name).map_err(|e| {
+                e.in_window(setup, "pane", *start, |g| group_key(slice.keys.keys(), g))
+            })?;
             write(
                 table,
                 states,
@@ -298,7 +315,8 @@ impl Panes {
             let groups = keys.len();
             let mut accs = Accs::new(&setup.aggs, name)?;
             let ids: Vec<usize> = (0..groups).collect();
-            accs.merge(&states, &ids, groups, name)?;
+            accs.merge(&states, &ids, groups, name)
+                .map_err(|e| e.in_window(setup, "pane", start, |g| group_key(keys.keys(), g)))?;
             self.live.insert(
                 start,
                 Slice {

@@ -83,7 +83,14 @@ impl Sessions {
                     self.gone.push((setup.codec.stored(row).into(), start));
                 }
                 let state = other.accs.take_state(&setup.name)?;
-                target.accs.merge(&state, &[0], 1, &setup.name)?;
+                target
+                    .accs
+                    .merge(&state, &[0], 1, &setup.name)
+                    .map_err(|e| {
+                        e.in_window(setup, "session", target.start.min(other.start), |_| {
+                            Some(row)
+                        })
+                    })?;
                 target.start = target.start.min(other.start);
                 target.end = target.end.max(other.end);
             }
@@ -92,7 +99,8 @@ impl Sessions {
             target.changed = true;
             target
                 .accs
-                .update(&p.inputs.slice(i, 1), &[0], 1, &setup.name)?;
+                .update(&p.inputs.slice(i, 1), &[0], 1, &setup.name)
+                .map_err(|e| e.in_window(setup, "session", target.start, |_| Some(row)))?;
             sessions.push(target);
         }
         Ok(())
@@ -116,7 +124,10 @@ impl Sessions {
                         self.gone
                             .push((setup.codec.stored(key.row()).into(), start));
                     }
-                    let values = s.accs.evaluate(&setup.name)?;
+                    let values = s
+                        .accs
+                        .evaluate(&setup.name)
+                        .map_err(|e| e.in_window(setup, "session", s.start, |_| Some(key.row())))?;
                     let keys = setup.codec.columns([key.row()], &setup.name)?;
                     results.add(s.start, s.end, keys, values);
                 } else {
@@ -144,15 +155,17 @@ impl Sessions {
         for (key, start) in self.gone.drain(..) {
             table.delete(&key, &sub_key(SESSION, start))?;
         }
-        for (key, sessions) in self.by_key.values_mut() {
-            let key = setup.codec.stored(key.row());
+        for (row, sessions) in self.by_key.values_mut() {
+            let key = setup.codec.stored(row.row());
             for s in sessions.iter_mut().filter(|s| s.changed) {
                 if let Some(old) = s.stored.filter(|old| *old != s.start) {
                     table.delete(key, &sub_key(SESSION, old))?;
                 }
                 // Taking the state empties the accumulator: merge it straight back.
                 let states = s.accs.take_state(name)?;
-                s.accs.merge(&states, &[0], 1, name)?;
+                s.accs
+                    .merge(&states, &[0], 1, name)
+                    .map_err(|e| e.in_window(setup, "session", s.start, |_| Some(row.row())))?;
                 let rows = state_rows.encode(&states, 1, name)?;
                 let v = value(&[s.end as u64], rows.row(0).data());
                 table.put(key, &sub_key(SESSION, s.start), &v)?;
@@ -185,7 +198,8 @@ impl Sessions {
         for (i, (e, end)) in entries.iter().zip(ends).enumerate() {
             let row = keys.row(i);
             let mut accs = Accs::new(&setup.aggs, name)?;
-            accs.merge(&one_row(&states, i), &[0], 1, name)?;
+            accs.merge(&one_row(&states, i), &[0], 1, name)
+                .map_err(|err| err.in_window(setup, "session", e.start, |_| Some(row)))?;
             self.by_key
                 .entry(row.as_ref().into())
                 .or_insert_with(|| (row.owned(), Vec::new()))
