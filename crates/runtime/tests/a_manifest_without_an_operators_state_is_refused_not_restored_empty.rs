@@ -5,56 +5,23 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anduin_checkpoint::{Store, Validated};
-use anduin_operator_api::BuildContext;
-use anduin_registry::BuiltinCatalog;
-use anduin_runtime::{run, CheckpointSettings, Checkpointing, Faults, RunConfig, RunSummary};
-use anduin_types::Epoch;
 
-const QUERY: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "events", type = "generator" {
-  param profile = "events"
-  param rate = 2000
-  output name = "events", type = "Event"
-}
-operator name = "low", type = "filter" {
-  input name = "events"
-  param condition = "value < 42"
-  output name = "low", type = "Event"
-}
-operator name = "drop", type = "discard" {
-  input name = "low"
-}
-"#;
+mod common;
+use anduin_operator_api::BuildContext;
+use anduin_runtime::{run, RunConfig, RunSummary};
+use anduin_types::Epoch;
 
 /// Runs the query, asked to stop from the start, from `restore` if given.
 fn stopped_run(
     dir: &std::path::Path,
     restore: Option<Validated>,
 ) -> Result<RunSummary, anduin_runtime::RuntimeError> {
-    let spec = anduin_spec::parse_flow(QUERY).expect("parses");
-    let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
+    let graph = common::graph(common::SLOW_EVENTS);
     let config = RunConfig {
         stop: Arc::new(AtomicBool::new(true)),
-        checkpointing: Some(Checkpointing {
-            settings: CheckpointSettings {
-                dir: dir.to_path_buf(),
-                interval: None,
-                every_rows: None,
-                keep: 3,
-                full_every: 5,
-                warn_after: Duration::from_secs(3600),
-            },
-            restore,
-            faults: Faults::default(),
-        }),
+        checkpointing: Some(common::checkpointing(dir, None, restore)),
         ..RunConfig::default()
     };
     let ctx = BuildContext {

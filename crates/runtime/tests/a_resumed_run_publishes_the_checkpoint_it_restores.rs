@@ -5,58 +5,23 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anduin_checkpoint::{Store, Validated};
 use anduin_operator_api::BuildContext;
-use anduin_registry::BuiltinCatalog;
-use anduin_runtime::{
-    run, CheckpointSettings, Checkpointing, EngineEvent, Events, Faults, Recorded, RunConfig,
-};
+use anduin_runtime::{run, EngineEvent, Events, Recorded, RunConfig};
 
-/// Rows forever, through a filter.
-const QUERY: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "events", type = "generator" {
-  param profile = "events"
-  param rate = 2000
-  output name = "events", type = "Event"
-}
-operator name = "low", type = "filter" {
-  input name = "events"
-  param condition = "value < 42"
-  output name = "low", type = "Event"
-}
-operator name = "drop", type = "discard" {
-  input name = "low"
-}
-"#;
+mod common;
+use common::completed;
 
 /// Runs the query, asked to stop from the start, from `restore` if given; returns its events.
 fn stopped_run(dir: &std::path::Path, restore: Option<Validated>) -> Vec<EngineEvent> {
-    let spec = anduin_spec::parse_flow(QUERY).expect("parses");
-    let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
+    let graph = common::graph(common::SLOW_EVENTS);
     let recorded = Arc::new(Recorded::default());
     let config = RunConfig {
         stop: Arc::new(AtomicBool::new(true)),
         events: Events::default()
             .with(Arc::clone(&recorded) as Arc<dyn anduin_runtime::Subscriber>),
-        checkpointing: Some(Checkpointing {
-            settings: CheckpointSettings {
-                dir: dir.to_path_buf(),
-                interval: None,
-                every_rows: None,
-                keep: 3,
-                full_every: 5,
-                warn_after: Duration::from_secs(3600),
-            },
-            restore,
-            faults: Faults::default(),
-        }),
+        checkpointing: Some(common::checkpointing(dir, None, restore)),
         ..RunConfig::default()
     };
     let ctx = BuildContext {
@@ -73,16 +38,6 @@ fn restores(events: &[EngineEvent]) -> Vec<(u64, usize)> {
         .iter()
         .filter_map(|e| match e {
             EngineEvent::RestoreChosen { epoch, states } => Some((*epoch, *states)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn completed(events: &[EngineEvent]) -> Vec<u64> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            EngineEvent::CheckpointCompleted { epoch, .. } => Some(*epoch),
             _ => None,
         })
         .collect()

@@ -10,33 +10,11 @@ use std::time::Duration;
 
 use anduin_checkpoint::Store;
 use anduin_operator_api::BuildContext;
-use anduin_registry::BuiltinCatalog;
-use anduin_runtime::{
-    run, CheckpointSettings, Checkpointing, EngineEvent, Events, Faults, Recorded, RunConfig,
-};
+use anduin_runtime::{run, EngineEvent, Events, Recorded, RunConfig};
 use anduin_types::ManualClock;
 
-/// Rows forever, slowly (2 000 a second), through a filter.
-const QUERY: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "events", type = "generator" {
-  param profile = "events"
-  param rate = 2000
-  output name = "events", type = "Event"
-}
-operator name = "low", type = "filter" {
-  input name = "events"
-  param condition = "value < 42"
-  output name = "low", type = "Event"
-}
-operator name = "drop", type = "discard" {
-  input name = "low"
-}
-"#;
+mod common;
+use common::completed;
 
 /// Polls until `what` holds; gives up after a minute (the awaited event never came).
 fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
@@ -50,20 +28,9 @@ fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
-fn completed(events: &[EngineEvent]) -> Vec<u64> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            EngineEvent::CheckpointCompleted { epoch, .. } => Some(*epoch),
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn checkpoints_follow_the_injected_clock_and_are_published_as_events() {
-    let spec = anduin_spec::parse_flow(QUERY).expect("parses");
-    let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
+    let graph = common::graph(common::SLOW_EVENTS);
     let dir = tempfile::tempdir().expect("tempdir");
     let clock = Arc::new(ManualClock::new());
     let recorded = Arc::new(Recorded::default());
@@ -73,18 +40,11 @@ fn checkpoints_follow_the_injected_clock_and_are_published_as_events() {
         clock: Arc::clone(&clock) as anduin_types::SharedClock,
         events: Events::default()
             .with(Arc::clone(&recorded) as Arc<dyn anduin_runtime::Subscriber>),
-        checkpointing: Some(Checkpointing {
-            settings: CheckpointSettings {
-                dir: dir.path().to_path_buf(),
-                interval: Some(Duration::from_secs(10)),
-                every_rows: None,
-                keep: 3,
-                full_every: 5,
-                warn_after: Duration::from_secs(3600),
-            },
-            restore: None,
-            faults: Faults::default(),
-        }),
+        checkpointing: Some(common::checkpointing(
+            dir.path(),
+            Some(Duration::from_secs(10)),
+            None,
+        )),
         ..RunConfig::default()
     };
     let ctx = BuildContext {
