@@ -7,48 +7,19 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-use common::{wait_until, ChildGuard};
-
-/// Synthetic readings at 50 rows a second, forever: a run that holds its locks until killed.
-const SLOW: &str = r#"
-type name = "R" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param rate = 50
-  output name = "raw", type = "R"
-}
-operator name = "out", type = "writer" {
-  input name = "raw"
-  param path = "${OUTPUT}"
-}
-"#;
+use common::{anduin_in_tmpdir, wait_until, ChildGuard, SLOW_GENERATOR};
 
 /// Ten rows, then the end: a second run that is not refused ends at once (and the test fails
 /// rather than waits).
 fn quick() -> String {
-    SLOW.replace("param rate = 50", "param count = 10")
-}
-
-fn command(dir: &Path, tmp: &str, args: &[&str]) -> Command {
-    let tmp = dir.join(tmp);
-    std::fs::create_dir_all(&tmp).expect("tmpdir");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_anduin"));
-    c.args(args)
-        .current_dir(dir)
-        .env("TMPDIR", tmp)
-        .env_remove("RUST_LOG");
-    c
+    SLOW_GENERATOR.replace("param rate = 50", "param count = 10")
 }
 
 fn spawn(dir: &Path, tmp: &str, args: &[&str]) -> ChildGuard {
     ChildGuard(
-        command(dir, tmp, args)
+        anduin_in_tmpdir(dir, tmp, args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -57,7 +28,9 @@ fn spawn(dir: &Path, tmp: &str, args: &[&str]) -> ChildGuard {
 }
 
 fn run(dir: &Path, tmp: &str, args: &[&str]) -> Output {
-    command(dir, tmp, args).output().expect("anduin runs")
+    anduin_in_tmpdir(dir, tmp, args)
+        .output()
+        .expect("anduin runs")
 }
 
 fn assert_refused(out: &Output, what: &str, pid: u32) {
@@ -75,7 +48,7 @@ fn assert_refused(out: &Output, what: &str, pid: u32) {
 fn a_second_run_on_an_output_under_another_name_or_tmpdir_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    std::fs::write(root.join("slow.flow"), SLOW).expect("query");
+    std::fs::write(root.join("slow.flow"), SLOW_GENERATOR).expect("query");
     std::fs::write(root.join("quick.flow"), quick()).expect("query");
 
     // Without checkpoints: the first run writes out.csv, which exists already (a rerun).
@@ -181,7 +154,7 @@ fn a_second_run_on_an_output_under_another_name_or_tmpdir_is_refused() {
 fn two_runs_may_write_to_dev_null_side_by_side() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    std::fs::write(root.join("slow.flow"), SLOW).expect("query");
+    std::fs::write(root.join("slow.flow"), SLOW_GENERATOR).expect("query");
     std::fs::write(root.join("quick.flow"), quick()).expect("query");
     let first = spawn(
         root,

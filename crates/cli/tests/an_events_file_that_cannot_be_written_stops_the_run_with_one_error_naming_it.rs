@@ -7,25 +7,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-use common::{anduin, wait_until, ChildGuard};
-
-/// Synthetic readings at 50 rows a second, forever: only a stop ends it.
-const ENDLESS: &str = r#"
-type name = "R" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param rate = 50
-  output name = "raw", type = "R"
-}
-operator name = "out", type = "writer" {
-  input name = "raw"
-  param path = "${OUTPUT}"
-}
-"#;
+use common::{anduin, wait_until, ChildGuard, SLOW_GENERATOR};
 
 fn assert_one_error(stderr: &str) {
     let error = "error: cannot write the events file `/dev/full`: No space left on device";
@@ -38,10 +20,10 @@ fn assert_one_error(stderr: &str) {
 fn an_events_file_that_cannot_be_written_stops_the_run_with_one_error_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    std::fs::write(root.join("endless.flow"), ENDLESS).expect("query");
+    std::fs::write(root.join("endless.flow"), SLOW_GENERATOR).expect("query");
     std::fs::write(
         root.join("bounded.flow"),
-        ENDLESS.replace("param rate = 50", "param count = 1000"),
+        SLOW_GENERATOR.replace("param rate = 50", "param count = 1000"),
     )
     .expect("query");
 

@@ -6,58 +6,31 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-use common::{wait_until, ChildGuard};
-
-/// Synthetic readings at 50 rows a second, forever: a run that holds its locks until killed.
-const SLOW: &str = r#"
-type name = "R" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param rate = 50
-  output name = "raw", type = "R"
-}
-operator name = "out", type = "writer" {
-  input name = "raw"
-  param path = "${OUTPUT}"
-}
-"#;
-
-fn command(dir: &Path, tmp: &str, args: &[&str]) -> Command {
-    let tmp = dir.join(tmp);
-    std::fs::create_dir_all(&tmp).expect("tmpdir");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_anduin"));
-    c.args(args)
-        .current_dir(dir)
-        .env("TMPDIR", tmp)
-        .env_remove("RUST_LOG");
-    c
-}
+use common::{anduin_in_tmpdir, wait_until, ChildGuard, SLOW_GENERATOR};
 
 fn run(dir: &Path, tmp: &str, args: &[&str]) -> Output {
-    command(dir, tmp, args).output().expect("anduin runs")
+    anduin_in_tmpdir(dir, tmp, args)
+        .output()
+        .expect("anduin runs")
 }
 
 #[test]
 fn two_runs_given_one_events_file_do_not_both_write_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    std::fs::write(root.join("slow.flow"), SLOW).expect("query");
+    std::fs::write(root.join("slow.flow"), SLOW_GENERATOR).expect("query");
     // Ten rows, then the end: a second run that is not refused ends at once (and the test
     // fails rather than waits).
     std::fs::write(
         root.join("quick.flow"),
-        SLOW.replace("param rate = 50", "param count = 10"),
+        SLOW_GENERATOR.replace("param rate = 50", "param count = 10"),
     )
     .expect("query");
 
     let first = ChildGuard(
-        command(
+        anduin_in_tmpdir(
             root,
             "t1",
             &[

@@ -6,25 +6,9 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-use common::{anduin, anduin_ok, output_rows, wait_until, ChildGuard, GENERATE_100K};
-
-/// Synthetic readings at 50 rows a second, forever: a run that holds its locks until killed.
-const SLOW: &str = r#"
-type name = "R" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param rate = 50
-  output name = "raw", type = "R"
-}
-operator name = "out", type = "writer" {
-  input name = "raw"
-  param path = "${OUTPUT}"
-}
-"#;
+use common::{
+    anduin, anduin_ok, output_rows, wait_until, ChildGuard, GENERATE_100K, SLOW_GENERATOR,
+};
 
 fn spawn(dir: &std::path::Path, args: &[&str]) -> ChildGuard {
     ChildGuard(
@@ -42,7 +26,7 @@ fn spawn(dir: &std::path::Path, args: &[&str]) -> ChildGuard {
 #[test]
 fn a_second_run_on_a_held_checkpoint_directory_or_output_is_refused_with_the_holders_pid() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("slow.flow"), SLOW).expect("query");
+    std::fs::write(dir.path().join("slow.flow"), SLOW_GENERATOR).expect("query");
     let first = spawn(
         dir.path(),
         &[

@@ -223,3 +223,34 @@ pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Synthetic readings at 50 rows a second, forever, into `${OUTPUT}`: a run that holds its
+/// locks until it is stopped.
+pub const SLOW_GENERATOR: &str = r#"
+type name = "R" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param rate = 50
+  output name = "raw", type = "R"
+}
+operator name = "out", type = "writer" {
+  input name = "raw"
+  param path = "${OUTPUT}"
+}
+"#;
+
+/// `anduin ARGS` in `dir`, with `$TMPDIR` (where output locks live) at `dir/tmp`.
+pub fn anduin_in_tmpdir(dir: &Path, tmp: &str, args: &[&str]) -> Command {
+    let tmp = dir.join(tmp);
+    std::fs::create_dir_all(&tmp).expect("tmpdir");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_anduin"));
+    c.args(args)
+        .current_dir(dir)
+        .env("TMPDIR", tmp)
+        .env_remove("RUST_LOG");
+    c
+}
