@@ -17,6 +17,7 @@ mod chain;
 mod channel;
 mod committer;
 mod config;
+pub mod control;
 mod coordinator;
 mod error;
 mod event_time;

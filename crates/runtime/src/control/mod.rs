@@ -1,0 +1,9 @@
+//! The control plane of a running query: meta queries (paper §4.5) that change an operator's
+//! params at a consistent point, the history of changes, live figures.
+
+mod types;
+
+pub use types::{
+    ChangeRecord, ChangeRequest, CheckpointInfo, CheckpointMetrics, ControlFailure, FailureKind,
+    InstanceMetrics, OperatorInfo, ParamInfo, QueryInfo, QueryMetrics, QueryState, TaskInfo,
+};

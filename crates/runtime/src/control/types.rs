@@ -1,0 +1,284 @@
+//! What the control plane says about a running query, as plain serialisable values: its
+//! operators and tasks, the adjustable params and their values, the changes made, live
+//! figures, and why a request was refused. The HTTP API serves these as JSON.
+
+use serde::{Deserialize, Serialize};
+
+/// A request to change one param of one operator of a running query (a meta-query tuple
+/// `<query, operator, parameter, value>`, paper §4.5; the query is the handle's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeRequest {
+    /// The operator's name in the query.
+    pub operator: String,
+    /// The param to change.
+    pub param: String,
+    /// The new value, as it would be written in the query (`"value < 30"`, `"5s"`, `1000`).
+    pub value: String,
+    /// Who asks (`ctl` with the user's name, `api`, a control stream): kept in the history.
+    #[serde(default = "unknown_origin")]
+    pub from: String,
+}
+
+fn unknown_origin() -> String {
+    "api".to_string()
+}
+
+/// A change that was applied, as the history keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeRecord {
+    /// Its number in the query's history, from 1.
+    pub seq: u64,
+    /// When it was applied everywhere, in milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    /// The epoch of the barrier that carried it: every instance switched at that barrier,
+    /// so the rows before it were processed with the old value and the rows after it with
+    /// the new one. With checkpoints, the checkpoint of that epoch is taken at the same
+    /// point and records the change.
+    pub epoch: u64,
+    /// The operator.
+    pub operator: String,
+    /// The param.
+    pub param: String,
+    /// The value before.
+    pub old: String,
+    /// The value after.
+    pub new: String,
+    /// Who asked.
+    pub from: String,
+}
+
+/// An adjustable param of an operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamInfo {
+    /// The param's name.
+    pub name: String,
+    /// Its type (`expression`, `duration`, `number`, `text`, …).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its current value, as it would be written in the query.
+    pub value: String,
+    /// What it does.
+    pub doc: String,
+}
+
+/// The lifecycle of a query run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryState {
+    /// Its operators are being built (or restored).
+    Starting,
+    /// Processing.
+    Running,
+    /// Asked to stop: taking its last checkpoint, flushing.
+    Stopping,
+    /// Its input ended, or it stopped, and everything is flushed.
+    Finished,
+    /// An operator failed.
+    Failed,
+}
+
+/// One operator of a query.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorInfo {
+    /// Its name.
+    pub name: String,
+    /// Its type (`reader`, `filter`, …).
+    pub kind: String,
+    /// The streams it reads, in input order.
+    pub inputs: Vec<String>,
+    /// The streams it writes, in output order.
+    pub outputs: Vec<String>,
+    /// How many instances run.
+    pub parallelism: usize,
+    /// The task it runs in (operators fused into one chain share a task).
+    pub task: usize,
+    /// Whether it keeps state across batches.
+    pub stateful: bool,
+    /// The params that can be changed while it runs.
+    pub adjustable: Vec<String>,
+}
+
+/// One task of the physical plan: a chain of fused operators, run by its instances.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskInfo {
+    /// The task's number.
+    pub id: usize,
+    /// Its operators, head first.
+    pub operators: Vec<String>,
+    /// How many instances run it.
+    pub instances: usize,
+}
+
+/// A running query: what it is and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryInfo {
+    /// Its name (the query file's stem unless `--name` says otherwise).
+    pub name: String,
+    /// The query file, if it came from one.
+    pub file: Option<String>,
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_ms: i64,
+    /// Where it stands.
+    pub state: QueryState,
+    /// Whether it takes checkpoints.
+    pub checkpointing: bool,
+    /// Its operators, in topological order (the logical graph).
+    pub operators: Vec<OperatorInfo>,
+    /// Its tasks (the physical graph).
+    pub tasks: Vec<TaskInfo>,
+}
+
+/// Live figures of one operator instance. A figure the runtime does not measure is `None`
+/// and is not exported.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceMetrics {
+    /// The operator.
+    pub operator: String,
+    /// The instance, from 0.
+    pub instance: usize,
+    /// Rows received.
+    pub rows_in: u64,
+    /// Rows emitted (for a sink, rows written).
+    pub rows_out: u64,
+    /// Batches received.
+    pub batches_in: Option<u64>,
+    /// Time spent processing, in nanoseconds.
+    pub busy_ns: Option<u64>,
+    /// Time spent waiting for room on a full output channel (backpressure), in nanoseconds.
+    pub blocked_ns: Option<u64>,
+    /// Messages waiting in its input channels.
+    pub queue_len: Option<u64>,
+    /// The last watermark it forwarded, in milliseconds of event time.
+    pub watermark_ms: Option<i64>,
+    /// Rows dropped as late.
+    pub late_rows: Option<u64>,
+    /// Bytes of state, as far as the operator knows.
+    pub state_bytes: Option<u64>,
+}
+
+/// Live figures of a query's checkpoints.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointMetrics {
+    /// Checkpoints begun.
+    pub started: u64,
+    /// Checkpoints completed.
+    pub completed: u64,
+    /// Checkpoints that failed.
+    pub failed: u64,
+    /// The epoch of the last complete checkpoint.
+    pub last_epoch: Option<u64>,
+    /// How long the last complete checkpoint took, barrier to manifest, in milliseconds.
+    pub last_duration_ms: Option<u64>,
+    /// The bytes of state files the last complete checkpoint wrote.
+    pub last_size_bytes: Option<u64>,
+    /// When the last checkpoint completed, in milliseconds since the Unix epoch.
+    pub last_completed_ms: Option<i64>,
+}
+
+/// Every live figure of a query at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryMetrics {
+    /// Per operator instance.
+    pub instances: Vec<InstanceMetrics>,
+    /// Checkpoints, when the query takes them.
+    pub checkpoints: Option<CheckpointMetrics>,
+    /// Param changes applied.
+    pub control_changes: u64,
+    /// Records and rows sent to the dead letters.
+    pub dead_letters: u64,
+}
+
+/// One complete checkpoint, as the checkpoint directory holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointInfo {
+    /// Its epoch.
+    pub epoch: u64,
+    /// When it completed, in milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    /// Whether the query's input had ended everywhere.
+    pub finished: bool,
+}
+
+/// Why the control plane refused a request. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ControlFailure {
+    /// No operator of that name.
+    #[error("query \"{query}\" has no operator \"{operator}\"{hint}")]
+    UnknownOperator {
+        /// The query.
+        query: String,
+        /// The name asked for.
+        operator: String,
+        /// ` (did you mean …?)` and the operators, or empty.
+        hint: String,
+    },
+    /// The operator has no param of that name, or it cannot be changed while running.
+    #[error(
+        "param `{param}` of operator \"{operator}\" cannot be changed while running ({adjustable})"
+    )]
+    NotAdjustable {
+        /// The operator.
+        operator: String,
+        /// The param asked for.
+        param: String,
+        /// Which params can, in words.
+        adjustable: String,
+    },
+    /// The value is not valid for the param: the message is `anduin check`'s, located in
+    /// the value (`<value>:1:COL: …`).
+    #[error("{message}")]
+    Invalid {
+        /// The operator.
+        operator: String,
+        /// The param.
+        param: String,
+        /// What is wrong, where in the value, and what to do.
+        message: String,
+    },
+    /// The query cannot take the request in its current state.
+    #[error("query \"{query}\" is {state}: {what}")]
+    NotRunning {
+        /// The query.
+        query: String,
+        /// Its state, in words.
+        state: String,
+        /// What could not be done.
+        what: String,
+    },
+    /// The query runs without checkpoints (`--checkpoint-dir` is needed).
+    #[error(
+        "query \"{query}\" runs without checkpoints: start it with --checkpoint-dir to take them"
+    )]
+    NoCheckpoints {
+        /// The query.
+        query: String,
+    },
+}
+
+/// How a refusal maps to a protocol's kinds of error (HTTP status codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// Something named does not exist (404).
+    NotFound,
+    /// The request is malformed or its value invalid (400).
+    Invalid,
+    /// The query's state does not allow it now (409).
+    Conflict,
+}
+
+impl ControlFailure {
+    /// Its kind, for a protocol's status.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            ControlFailure::UnknownOperator { .. } => FailureKind::NotFound,
+            ControlFailure::NotAdjustable { .. } | ControlFailure::Invalid { .. } => {
+                FailureKind::Invalid
+            }
+            ControlFailure::NotRunning { .. } | ControlFailure::NoCheckpoints { .. } => {
+                FailureKind::Conflict
+            }
+        }
+    }
+}
