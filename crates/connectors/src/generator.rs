@@ -24,7 +24,9 @@ use crate::declared_source_schema;
 use crate::pace::Pace;
 use anduin_operator_api::Bound;
 use anduin_operator_api::Params;
-use anduin_operator_api::{OperatorError, RestoreIn, SnapshotOut, Source, SourcePoll};
+use anduin_operator_api::{
+    ControlError, OperatorError, RestoreIn, SnapshotOut, Source, SourcePoll,
+};
 
 /// The `generator` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -180,6 +182,9 @@ pub fn bind(
         partition_by: Vec::new(),
     })
 }
+
+/// The params a running generator can change.
+pub const ADJUSTABLE: &[&str] = &["rate"];
 
 /// The splitmix64 step of `gen_events.py`.
 fn splitmix64(state: &mut u64) -> u64 {
@@ -339,6 +344,36 @@ struct Position {
 impl Source for Generator {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn adjustable_params(&self) -> &'static [&'static str] {
+        ADJUSTABLE
+    }
+
+    /// A new rate counts from now: the rows produced so far are not owed again, nor are the
+    /// ones the old rate had not allowed yet.
+    fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
+        if param != "rate" {
+            return Err(ControlError::NotAdjustable {
+                operator: self.name.clone(),
+                param: param.to_string(),
+                adjustable: ADJUSTABLE.join(", "),
+            });
+        }
+        match value.trim().parse::<f64>() {
+            Ok(rate) if crate::pace::valid_rate(rate) => {
+                self.rate = Some(rate);
+                self.pace.restart(self.produced);
+                Ok(())
+            }
+            _ => Err(ControlError::Invalid {
+                operator: self.name.clone(),
+                param: param.to_string(),
+                message: format!(
+                    "must be a number of rows per second from 0.001 to 1e12, found {value:?}"
+                ),
+            }),
+        }
     }
 
     fn poll(&mut self, max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {

@@ -120,6 +120,12 @@ pub trait Catalog {
     /// Every operator type, for suggestions and the reference.
     fn kinds(&self) -> Vec<&'static str>;
 
+    /// The params of operator type `kind` that can change while it runs (a meta query,
+    /// paper §4.5), checked by [`crate::check_change`]. The default: none.
+    fn adjustable(&self, _kind: &str) -> Vec<&'static str> {
+        Vec::new()
+    }
+
     /// Checks `op`'s params against the schemas of its inputs and the declared types of its
     /// outputs (`None` where the output's type is to be inferred), and returns the bound
     /// operator with the schema of each output. Errors point into `op`.

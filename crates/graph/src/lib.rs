@@ -11,6 +11,7 @@
 //! its [`OperatorSignature`] and what [`Catalog::bind`] says.
 
 mod catalog;
+mod change;
 mod check;
 mod explain;
 mod logical;
@@ -21,6 +22,7 @@ mod topo;
 
 pub use anduin_types::did_you_mean;
 pub use catalog::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSpec};
+pub use change::{check_change, ChangeRejected};
 pub use check::{check, schema_of_type};
 pub use explain::{explain_dot, explain_text};
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};

@@ -222,6 +222,12 @@ impl RowErrors {
         }
     }
 
+    /// The operator's expressions changed while running (a meta query): rejected rows name
+    /// these from now on.
+    pub fn set_exprs(&mut self, exprs: Vec<ExprAt>) {
+        self.exprs = exprs;
+    }
+
     /// Reports rows `failed` of `batch` (whose rows came from `origins`, if known): each goes
     /// to the dead letters, or, with `on_error = "fail"`, the first stops the query.
     pub fn reject(

@@ -43,6 +43,15 @@ impl Catalog for BuiltinCatalog {
         SIGNATURES.iter().map(|s| s.kind).collect()
     }
 
+    fn adjustable(&self, kind: &str) -> Vec<&'static str> {
+        match kind {
+            "filter" => filter::ADJUSTABLE.to_vec(),
+            "map" => map::ADJUSTABLE.to_vec(),
+            "generator" => generator::ADJUSTABLE.to_vec(),
+            _ => Vec::new(),
+        }
+    }
+
     fn bind(
         &self,
         op: &OperatorDef,

@@ -37,6 +37,9 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     ],
 };
 
+/// The params a running filter can change.
+pub const ADJUSTABLE: &[&str] = &["condition"];
+
 /// Checks this operator's params and inputs as the query declares them, and binds it to a
 /// factory of instances (called by the registry's catalog).
 pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
@@ -143,7 +146,7 @@ impl Operator for Filter {
     }
 
     fn adjustable_params(&self) -> &'static [&'static str] {
-        &["condition"]
+        ADJUSTABLE
     }
 
     fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
@@ -151,15 +154,23 @@ impl Operator for Filter {
             return Err(ControlError::NotAdjustable {
                 operator: self.name.clone(),
                 param: param.to_string(),
-                adjustable: "condition".into(),
+                adjustable: ADJUSTABLE.join(", "),
             });
         }
-        self.predicate =
+        let predicate =
             compile_predicate(value, &self.scope).map_err(|e| ControlError::Invalid {
                 operator: self.name.clone(),
                 param: param.to_string(),
                 message: e.message,
             })?;
+        // The new condition is not in the query file: rejected rows name it by its text.
+        let site = ExprAt::new(
+            "condition",
+            &anduin_spec::Text::unplaced(value),
+            &predicate.site,
+        );
+        self.errors.set_exprs(vec![site]);
+        self.predicate = predicate;
         Ok(())
     }
 }

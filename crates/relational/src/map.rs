@@ -13,8 +13,8 @@ use arrow::record_batch::RecordBatch;
 use anduin_operator_api::Bound;
 use anduin_operator_api::Params;
 use anduin_operator_api::{
-    evaluate_rows, failures, kept_rows, Collector, Evaluated, ExprAt, OnError, Operator,
-    OperatorError, Piece, RowErrors, RowFailure, RowOrigins,
+    evaluate_rows, failures, kept_rows, Collector, ControlError, Evaluated, ExprAt, OnError,
+    Operator, OperatorError, Piece, RowErrors, RowFailure, RowOrigins,
 };
 
 /// The `map` operator type.
@@ -36,6 +36,19 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     ],
 };
 
+/// The params a running map can change.
+pub const ADJUSTABLE: &[&str] = &["columns"];
+
+/// Compiles `columns` over `scope`: the expressions, each as a stream column.
+fn compile_columns(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>, anduin_expr::ExprError> {
+    compile_projection(text, scope).and_then(|exprs| {
+        exprs
+            .into_iter()
+            .map(CompiledExpr::into_stream_type)
+            .collect::<Result<Vec<_>, _>>()
+    })
+}
+
 /// Checks this operator's params and inputs as the query declares them, and binds it to a
 /// factory of instances (called by the registry's catalog).
 pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
@@ -43,14 +56,8 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let (stream, schema) = inputs.first().expect("arity checked: one input");
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("columns");
-    let exprs = compile_projection(text.as_str(), &scope)
-        .and_then(|exprs| {
-            exprs
-                .into_iter()
-                .map(CompiledExpr::into_stream_type)
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .map_err(|e| p.expr_error("columns", &text, e))?;
+    let exprs =
+        compile_columns(text.as_str(), &scope).map_err(|e| p.expr_error("columns", &text, e))?;
     let out_schema: SchemaRef = Arc::new(Schema::new(
         exprs.iter().map(CompiledExpr::field).collect::<Vec<_>>(),
     ));
@@ -67,6 +74,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
                 name: name.clone(),
                 exprs: exprs.clone(),
                 schema: Arc::clone(&schema_for_factory),
+                scope: scope.clone(),
                 errors: RowErrors::new(&name, sites.clone(), on_error, ctx),
             }))
         })),
@@ -81,6 +89,8 @@ struct Map {
     name: String,
     exprs: Vec<CompiledExpr>,
     schema: SchemaRef,
+    /// The input, for expressions changed while running.
+    scope: Scope,
     errors: RowErrors,
 }
 
@@ -173,5 +183,41 @@ impl Operator for Map {
 
     fn wants_origins(&self) -> bool {
         true
+    }
+
+    fn adjustable_params(&self) -> &'static [&'static str] {
+        ADJUSTABLE
+    }
+
+    /// New expressions for the same output columns (names and types): what the map emits
+    /// cannot change under the operators that read it.
+    fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
+        let invalid = |message: String| ControlError::Invalid {
+            operator: self.name.clone(),
+            param: param.to_string(),
+            message,
+        };
+        if param != "columns" {
+            return Err(ControlError::NotAdjustable {
+                operator: self.name.clone(),
+                param: param.to_string(),
+                adjustable: ADJUSTABLE.join(", "),
+            });
+        }
+        let exprs = compile_columns(value, &self.scope).map_err(|e| invalid(e.message))?;
+        let schema = Schema::new(exprs.iter().map(CompiledExpr::field).collect::<Vec<_>>());
+        if let Some(m) = anduin_graph::schema_mismatch(&self.schema, &schema) {
+            return Err(invalid(format!(
+                "the new columns differ from the running ones ({m}); a running map must keep its output columns"
+            )));
+        }
+        let text = anduin_spec::Text::unplaced(value);
+        let sites = exprs
+            .iter()
+            .map(|e| ExprAt::new(format!("column `{}`", e.name), &text, &e.site))
+            .collect();
+        self.errors.set_exprs(sites);
+        self.exprs = exprs;
+        Ok(())
     }
 }

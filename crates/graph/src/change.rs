@@ -1,0 +1,104 @@
+//! Checking a change to a param of a running operator (a meta query, paper §4.5) before it is
+//! applied: the param must be one its type can change while running, and the operator must
+//! accept the new value as `anduin check` would accept it in the query — bound again against
+//! the same inputs, with the same output columns (what it emits cannot change under the
+//! operators that read it). Errors point into the value: `OPERATOR.PARAM:1:COL: …`.
+
+use anduin_spec::{Param, Text, Value};
+use anduin_types::{Diagnostic, Diagnostics, Pos};
+
+use crate::catalog::Catalog;
+use crate::logical::LogicalGraph;
+use crate::params::check_params;
+use crate::schema::schema_mismatch;
+
+/// Why a change is refused. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChangeRejected {
+    /// The query has no operator of that name.
+    UnknownOperator,
+    /// The param cannot be changed while the operator runs.
+    NotAdjustable {
+        /// The params of the operator's type that can, in the catalog's order.
+        adjustable: Vec<&'static str>,
+        /// Whether the type has a param of that name at all.
+        exists: bool,
+    },
+    /// The value is not valid for the param: the diagnostics, rendered with the value as
+    /// their file (`OPERATOR.PARAM:1:COL: …`).
+    Invalid(String),
+}
+
+/// Checks that `param` of `operator` in `graph` may become `value` (see the module's
+/// documentation).
+pub fn check_change<C: Catalog>(
+    graph: &LogicalGraph<C::Bound>,
+    catalog: &C,
+    operator: &str,
+    param: &str,
+    value: &str,
+) -> Result<(), ChangeRejected> {
+    let node = graph
+        .nodes
+        .iter()
+        .find(|n| n.name() == operator)
+        .ok_or(ChangeRejected::UnknownOperator)?;
+    let adjustable = catalog.adjustable(node.kind());
+    if !adjustable.contains(&param) {
+        let exists = catalog
+            .signature(node.kind())
+            .is_some_and(|s| s.param(param).is_some());
+        return Err(ChangeRejected::NotAdjustable { adjustable, exists });
+    }
+    let file = format!("{operator}.{param}");
+    let invalid = |d: Diagnostics| ChangeRejected::Invalid(d.render(&file));
+    let mut def = node.def.clone();
+    def.params.retain(|p| p.name.as_str() != param);
+    def.params.push(Param {
+        name: Text::unplaced(param),
+        value: Value::String(Text::at(value, Pos::new(1, 1))),
+    });
+    if let Some(sig) = catalog.signature(node.kind()) {
+        let mut diags = Diagnostics::default();
+        check_params(&def, sig, &mut diags);
+        if diags.has_errors() {
+            return Err(invalid(diags));
+        }
+    }
+    let inputs: Vec<(&str, arrow::datatypes::SchemaRef)> = node
+        .inputs
+        .iter()
+        .map(|s| {
+            let stream = graph.stream(*s);
+            (stream.name.as_str(), std::sync::Arc::clone(&stream.schema))
+        })
+        .collect();
+    let declared: Vec<Option<arrow::datatypes::SchemaRef>> = node
+        .outputs
+        .iter()
+        .map(|s| {
+            let stream = graph.stream(*s);
+            stream
+                .type_name
+                .as_ref()
+                .map(|_| std::sync::Arc::clone(&stream.schema))
+        })
+        .collect();
+    let binding = catalog.bind(&def, &inputs, &declared).map_err(invalid)?;
+    for (s, new) in node.outputs.iter().zip(&binding.outputs) {
+        let stream = graph.stream(*s);
+        if let Some(mismatch) = schema_mismatch(&stream.schema, new.as_ref()) {
+            return Err(invalid(
+                Diagnostic::error(
+                    Pos::new(1, 1),
+                    format!(
+                        "the new value changes the columns of output \"{}\" ({mismatch}); a running operator must keep emitting the same columns — change the query and restart it instead",
+                        stream.name
+                    ),
+                )
+                .into(),
+            ));
+        }
+    }
+    Ok(())
+}

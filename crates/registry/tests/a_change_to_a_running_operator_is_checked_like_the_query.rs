@@ -1,0 +1,117 @@
+//! A change to a running operator's param is checked as `anduin check` checks the query:
+//! the param must be one its type can change while running, an expression must compile and
+//! type-check against the operator's input (errors located in the value, `OPERATOR.PARAM:1:COL`),
+//! a number must be in range, and a map must keep its output columns. A valid change passes.
+
+use anduin_graph::{check_change, ChangeRejected, LogicalGraph};
+use anduin_operator_api::Bound;
+use anduin_registry::BuiltinCatalog;
+
+const QUERY: &str = r#"
+type name = "Reading" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param rate = 100
+  output name = "readings", type = "Reading"
+}
+operator name = "low", type = "filter" {
+  input name = "readings"
+  param condition = "readings.value < 42"
+  output name = "lowReadings", type = "Reading"
+}
+operator name = "twice", type = "map" {
+  input name = "lowReadings"
+  param columns = "ts, sensor, value * 2 AS doubled"
+  output name = "doubled"
+}
+operator name = "drop", type = "discard" {
+  input name = "doubled"
+}
+"#;
+
+fn graph() -> LogicalGraph<Bound> {
+    let spec = anduin_spec::parse_flow(QUERY).expect("parses");
+    anduin_graph::check(&spec, &BuiltinCatalog)
+        .expect("checks")
+        .0
+}
+
+fn invalid(operator: &str, param: &str, value: &str) -> String {
+    match check_change(&graph(), &BuiltinCatalog, operator, param, value) {
+        Err(ChangeRejected::Invalid(message)) => message,
+        other => panic!("{operator}.{param} = {value:?} must be invalid: {other:?}"),
+    }
+}
+
+#[test]
+fn valid_changes_pass() {
+    let g = graph();
+    for (op, param, value) in [
+        ("low", "condition", "value < 30"),
+        ("low", "condition", "readings.sensor = 3 AND value >= 10"),
+        ("twice", "columns", "ts, sensor, value * 3 AS doubled"),
+        ("gen", "rate", "5000"),
+        ("gen", "rate", "0.5"),
+    ] {
+        check_change(&g, &BuiltinCatalog, op, param, value)
+            .unwrap_or_else(|e| panic!("{op}.{param} = {value:?}: {e:?}"));
+    }
+}
+
+#[test]
+fn an_expression_error_is_located_in_the_value() {
+    let m = invalid("low", "condition", "value < 30 AND colour = 'red'");
+    assert!(m.starts_with("low.condition:1:16: "), "{m}");
+    assert!(m.contains("colour"), "{m}");
+    let m = invalid("low", "condition", "value + 1");
+    assert!(m.starts_with("low.condition:1:"), "{m}");
+    assert!(m.contains("must be true or false"), "{m}");
+    let m = invalid("low", "condition", "value <");
+    assert!(m.starts_with("low.condition:1:"), "{m}");
+}
+
+#[test]
+fn a_map_must_keep_its_output_columns() {
+    let m = invalid("twice", "columns", "ts, sensor, value * 2 AS tripled");
+    assert!(m.contains("same columns"), "{m}");
+    let m = invalid("twice", "columns", "ts, sensor");
+    assert!(m.contains("same columns"), "{m}");
+    let m = invalid("twice", "columns", "ts, sensor, value * 2.5 AS doubled");
+    assert!(m.contains("same columns"), "{m}");
+}
+
+#[test]
+fn a_rate_out_of_range_or_not_a_number_is_refused() {
+    for bad in ["0", "-5", "fast", "1e13"] {
+        let m = invalid("gen", "rate", bad);
+        assert!(m.starts_with("gen.rate:"), "{m}");
+    }
+}
+
+#[test]
+fn a_param_that_cannot_change_while_running_is_named_with_those_that_can() {
+    let g = graph();
+    match check_change(&g, &BuiltinCatalog, "low", "on_error", "fail") {
+        Err(ChangeRejected::NotAdjustable { adjustable, exists }) => {
+            assert_eq!(adjustable, vec!["condition"]);
+            assert!(exists);
+        }
+        other => panic!("{other:?}"),
+    }
+    match check_change(&g, &BuiltinCatalog, "low", "colour", "x") {
+        Err(ChangeRejected::NotAdjustable { exists, .. }) => assert!(!exists),
+        other => panic!("{other:?}"),
+    }
+    match check_change(&g, &BuiltinCatalog, "drop", "anything", "x") {
+        Err(ChangeRejected::NotAdjustable { adjustable, .. }) => assert!(adjustable.is_empty()),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        check_change(&g, &BuiltinCatalog, "nobody", "condition", "x"),
+        Err(ChangeRejected::UnknownOperator)
+    );
+}
