@@ -122,6 +122,8 @@ pub struct Execution {
     pub query_file: Option<String>,
     /// Who hears of checkpoints and tasks.
     pub events: anduin_runtime::Events,
+    /// The control plane's handle of the query, if its params may change while it runs.
+    pub control: Option<Arc<anduin_runtime::control::Control>>,
 }
 
 /// A finished run.
@@ -142,6 +144,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         stop,
         query_file,
         events,
+        control,
     } = execution;
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {
@@ -182,6 +185,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         stop,
         checkpointing,
         events,
+        control,
         ..RunConfig::default()
     };
     let result = anduin_runtime::run(&loaded.graph, &config, &ctx);

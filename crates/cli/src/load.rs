@@ -21,7 +21,7 @@ pub fn parse_var(s: &str) -> Result<(String, String), String> {
 /// A query file, checked: its spec, its graph, and its warnings.
 pub struct Loaded {
     pub spec: Spec,
-    pub graph: LogicalGraph<Bound>,
+    pub graph: std::sync::Arc<LogicalGraph<Bound>>,
     pub warnings: Diagnostics,
 }
 
@@ -92,7 +92,7 @@ pub fn load_edited(
     warnings.sort();
     Ok(Loaded {
         spec,
-        graph,
+        graph: std::sync::Arc::new(graph),
         warnings,
     })
 }

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cmd;
+mod control;
 mod embedded;
 mod events;
 mod load;

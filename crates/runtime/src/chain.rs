@@ -1,9 +1,9 @@
 //! A chain of fused operators: batches pass from one to the next by function call, and leave
 //! the chain through outlets to other tasks.
 
-use std::sync::Arc;
-
 use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anduin_operator_api::{Collector, Operator, OperatorError, RowOrigins};
 use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
@@ -45,13 +45,23 @@ impl Chain {
         for link in links.iter_mut().rev() {
             link.origins_after = after;
             after |= link.op.wants_origins();
+            for routes in &mut link.outlets {
+                for r in routes.iter_mut() {
+                    r.charge_to(&link.counters);
+                }
+            }
         }
         Self { links, control }
     }
 
     /// Processes a batch that arrived on input `input` of the chain's head.
     pub(crate) fn push(&mut self, input: usize, batch: RecordBatch) -> Result<(), OperatorError> {
-        push_at(&mut self.links, input, batch, None)
+        push_at(&mut self.links, input, batch, None).map(|_| ())
+    }
+
+    /// The counters of the chain's head, if it has operators.
+    pub(crate) fn head_counters(&self) -> Option<&Counters> {
+        self.links.first().map(|l| l.counters.as_ref())
     }
 
     /// Whether an operator of the chain names the input lines of rows it rejects: the source
@@ -74,7 +84,7 @@ impl Chain {
         if self.links.is_empty() {
             return Ok(());
         }
-        push_at(&mut self.links, 0, batch, origins)
+        push_at(&mut self.links, 0, batch, origins).map(|_| ())
     }
 
     /// Event time advanced to `wm` at the head: each operator may hold it back or forward it.
@@ -99,9 +109,11 @@ impl Chain {
                 rest,
                 name,
                 origins_after: *origins_after,
+                downstream: Duration::ZERO,
             };
             current = op.handle_watermark(w, &mut emit)?;
             if let Some(w) = current {
+                counters.set_watermark(w.0);
                 for o in outlets.iter_mut() {
                     send_msg(o, Message::Watermark(w), name)?;
                 }
@@ -140,6 +152,7 @@ impl Chain {
                 rest,
                 name,
                 origins_after: *origins_after,
+                downstream: Duration::ZERO,
             };
             op.on_end_of_input(&mut emit)?;
             counters.add_metrics(op.metrics());
@@ -242,16 +255,22 @@ pub(crate) fn end_outlets(outlets: &mut [Route], name: &str) -> Result<(), Opera
     send_msg(outlets, Message::End, name)
 }
 
+/// Feeds `batch` to the first of `links` (and, through its collector, to those after it).
+/// Returns how long it took, all included; the operator's busy time is that without the
+/// operators after it and without waiting for room on its outputs.
 fn push_at(
     links: &mut [Link],
     input: usize,
     batch: RecordBatch,
     origins: Option<RowOrigins>,
-) -> Result<(), OperatorError> {
+) -> Result<Duration, OperatorError> {
     let Some((link, rest)) = links.split_first_mut() else {
-        return Ok(());
+        return Ok(Duration::ZERO);
     };
+    let started = Instant::now();
     link.counters.add_in(batch.num_rows());
+    link.counters.add_batch();
+    let blocked_before = link.counters.blocked();
     let Link {
         name,
         op,
@@ -266,8 +285,14 @@ fn push_at(
         rest,
         name,
         origins_after: *origins_after,
+        downstream: Duration::ZERO,
     };
-    op.process_batch_from(input, batch, origins, &mut emit)
+    op.process_batch_from(input, batch, origins, &mut emit)?;
+    let all = started.elapsed();
+    let blocked = Duration::from_nanos(counters.blocked().saturating_sub(blocked_before));
+    let downstream = emit.downstream;
+    counters.add_busy(all.saturating_sub(downstream).saturating_sub(blocked));
+    Ok(all)
 }
 
 /// The collector of one link: sends to its outlets and calls the next link.
@@ -277,6 +302,8 @@ struct Emit<'a> {
     rest: &'a mut [Link],
     name: &'a str,
     origins_after: bool,
+    /// Time spent in the operators after this one.
+    downstream: Duration,
 }
 
 impl Collector for Emit<'_> {
@@ -295,7 +322,7 @@ impl Collector for Emit<'_> {
             send_all(outlets, &batch, self.name)?;
         }
         if port == 0 && !self.rest.is_empty() {
-            push_at(self.rest, 0, batch, origins)?;
+            self.downstream += push_at(self.rest, 0, batch, origins)?;
         }
         Ok(())
     }

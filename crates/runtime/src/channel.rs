@@ -8,7 +8,9 @@ use anduin_types::Message;
 use arrow::array::{ArrayRef, UInt32Array};
 use arrow::compute::take_record_batch;
 use arrow::record_batch::RecordBatch;
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+
+use crate::stats::Counters;
 
 /// A message with its sequence number on the channel (1, 2, 3, …), so that a consumer can
 /// later recognise a message it has already seen when a producer replays.
@@ -22,6 +24,8 @@ pub(crate) struct Envelope {
 pub(crate) struct Outlet {
     tx: Sender<Envelope>,
     next_seq: u64,
+    /// Where the time spent waiting for room on the full channel is counted.
+    blocked: Option<Arc<Counters>>,
 }
 
 /// The consumer has gone away.
@@ -29,14 +33,30 @@ pub(crate) struct Outlet {
 pub(crate) struct Disconnected;
 
 impl Outlet {
+    /// Counts the time this outlet waits on a full channel into `counters`.
+    pub(crate) fn charge_to(&mut self, counters: Arc<Counters>) {
+        self.blocked = Some(counters);
+    }
+
     pub(crate) fn send(&mut self, msg: Message) -> Result<(), Disconnected> {
         self.next_seq += 1;
-        self.tx
-            .send(Envelope {
-                seq: self.next_seq,
-                msg,
-            })
-            .map_err(|_| Disconnected)
+        let envelope = Envelope {
+            seq: self.next_seq,
+            msg,
+        };
+        match self.tx.try_send(envelope) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Disconnected(_)) => Err(Disconnected),
+            Err(TrySendError::Full(envelope)) => {
+                // Backpressure: the consumer is behind.
+                let started = std::time::Instant::now();
+                let sent = self.tx.send(envelope).map_err(|_| Disconnected);
+                if let Some(c) = &self.blocked {
+                    c.add_blocked(started.elapsed());
+                }
+                sent
+            }
+        }
     }
 }
 
@@ -50,6 +70,18 @@ pub(crate) enum Route {
 }
 
 impl Route {
+    /// Counts the time the route waits on full channels into `counters`.
+    pub(crate) fn charge_to(&mut self, counters: &Arc<Counters>) {
+        match self {
+            Route::One(o) => o.charge_to(Arc::clone(counters)),
+            Route::Hashed(h) => {
+                for o in &mut h.outlets {
+                    o.charge_to(Arc::clone(counters));
+                }
+            }
+        }
+    }
+
     /// Sends `msg` along the route.
     pub(crate) fn send(&mut self, msg: &Message) -> Result<(), SendError> {
         match self {
@@ -156,5 +188,12 @@ impl HashRoute {
 /// A new bounded channel.
 pub(crate) fn channel(capacity: usize) -> (Outlet, Receiver<Envelope>) {
     let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
-    (Outlet { tx, next_seq: 0 }, rx)
+    (
+        Outlet {
+            tx,
+            next_seq: 0,
+            blocked: None,
+        },
+        rx,
+    )
 }

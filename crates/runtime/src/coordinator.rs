@@ -24,6 +24,8 @@ use crate::stats::CheckpointCounters;
 /// What a checkpoint in flight has gathered for its manifest.
 struct InFlight {
     epoch: Epoch,
+    /// When its barrier was injected.
+    started: std::time::Instant,
     /// Every source ended because its input did (not because of a stop request).
     finished: bool,
     operators: BTreeMap<String, OperatorState>,
@@ -132,6 +134,7 @@ impl Coordinator {
                 Ok(()) => {
                     *in_flight = Some(InFlight {
                         epoch,
+                        started: self.clock.now(),
                         finished,
                         operators: BTreeMap::new(),
                         files: Vec::new(),
@@ -200,6 +203,9 @@ impl Coordinator {
     fn trigger(&mut self, epoch: Epoch, full: bool, last: bool) -> Result<(), String> {
         self.store.begin(epoch).map_err(|e| e.to_string())?;
         self.counters.started();
+        if let Some(c) = &self.control {
+            c.checkpoint_started(epoch);
+        }
         let control = std::mem::take(&mut self.pending_controls);
         for t in self.scheduler.sources() {
             if let Some(tx) = self.tasks.get(&t) {
@@ -252,7 +258,16 @@ impl Coordinator {
                 .unwrap_or_default(),
         };
         self.store.complete(&manifest).map_err(|e| e.to_string())?;
-        self.counters.completed(f.epoch);
+        let duration = self.clock.now().saturating_duration_since(f.started);
+        let size = manifest.files.iter().map(|e| e.size).sum();
+        self.counters.completed(
+            f.epoch,
+            u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            size,
+        );
+        if let Some(c) = &self.control {
+            c.checkpoint_ended(f.epoch, Ok(()));
+        }
         self.events.publish(EngineEvent::CheckpointCompleted {
             epoch: f.epoch.0,
             finished: f.finished,
@@ -269,6 +284,9 @@ impl Coordinator {
 
     fn failed(&mut self, epoch: Epoch, reason: &str) {
         self.counters.failed();
+        if let Some(c) = &self.control {
+            c.checkpoint_ended(epoch, Err(reason.to_string()));
+        }
         self.events.publish(EngineEvent::CheckpointFailed {
             epoch: epoch.0,
             reason: reason.to_string(),

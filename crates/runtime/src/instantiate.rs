@@ -23,7 +23,7 @@ use crate::error::RuntimeError;
 use crate::protocol::{Command, Event, WriteJob};
 use crate::restore::Resume;
 use crate::source_task::{SourceCheckpointing, SourceTask};
-use crate::stats::Counters;
+use crate::stats::NodeCounters;
 use crate::task::{Inlet, OperatorTask, TaskCheckpointing};
 use crate::topology::{Exchange, InstanceRef, TaskInstance, TaskTopology, Topology};
 
@@ -50,8 +50,8 @@ pub(crate) struct ReadyTask {
 pub(crate) struct Shared<'a> {
     pub config: &'a RunConfig,
     pub ctx: &'a BuildContext,
-    /// Per node of the graph, the counters its instances add to.
-    pub counters: &'a [Arc<Counters>],
+    /// Per node of the graph, the counters of each of its instances.
+    pub counters: &'a [NodeCounters],
     /// Set when a task fails: the sources stop without finishing.
     pub abort: &'a Arc<AtomicBool>,
     /// The query's control plane, if it has one.
@@ -237,7 +237,7 @@ fn build_links(
             name: node.name().to_string(),
             op,
             outlets: outlets.remove(&n).unwrap_or_default(),
-            counters: Arc::clone(&shared.counters[n.0]),
+            counters: shared.counters[n.0].instance(i),
             origins_after: false,
         });
     }
@@ -270,13 +270,18 @@ fn source_task(
         chain,
     } = parts;
     let config = shared.config;
+    let counters = shared.counters[head.0].instance(instance.at.instance);
+    let mut outlets: Vec<Route> = outlets.into_iter().flatten().collect();
+    for r in &mut outlets {
+        r.charge_to(&counters);
+    }
     SourceTask {
         origins: chain.wants_origins(),
         clock: Arc::clone(&config.clock),
         name: graph.node(head).name().to_string(),
         source,
-        counters: Arc::clone(&shared.counters[head.0]),
-        outlets: outlets.into_iter().flatten().collect(),
+        counters,
+        outlets,
         chain,
         batch_size: config.batch_size.max(1),
         linger: config.linger,

@@ -3,7 +3,7 @@
 //! instances on threads, wait, and sum up.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -19,7 +19,7 @@ use anduin_operator_api::{Bound, BuildContext};
 
 use crate::committer::run_committer;
 use crate::config::{Checkpointing, RunConfig};
-use crate::control::{Control, Injector};
+use crate::control::{Control, Injector, Probe};
 use crate::coordinator::{schedule_settings, Coordinator};
 use crate::error::RuntimeError;
 use crate::events::EngineEvent;
@@ -28,7 +28,7 @@ use crate::instantiate::{instantiate, CheckpointWiring, Instantiated, Shared};
 use crate::protocol::{Event, WriteJob};
 use crate::restore::check_compatible;
 use crate::spawn::{join_tasks, spawn_helper, spawn_tasks};
-use crate::stats::{CheckpointCounters, Counters, OperatorStats, RunSummary};
+use crate::stats::{CheckpointCounters, NodeCounters, OperatorStats, RunSummary};
 use crate::topology::Topology;
 
 /// Runs `graph` to completion (every source exhausted and every sink flushed), or until
@@ -57,7 +57,7 @@ pub fn run(
     );
     let plan_print = fingerprint(graph, options);
     choose_restore(config, &plan_print)?;
-    let counters: Vec<Arc<Counters>> = graph.nodes.iter().map(|_| Arc::default()).collect();
+    let counters = node_counters(graph, &topology);
     let abort = Arc::new(AtomicBool::new(false));
     let (mut wiring, receivers) = match checkpoint_wiring(config) {
         Some((w, r)) => (Some(w), Some(r)),
@@ -100,6 +100,7 @@ pub fn run(
         _ => Vec::new(),
     };
     if let Some(control) = &config.control {
+        control.probe(probe(graph, &counters, &checkpoint_counters, config, &ctx));
         attach_control(
             control,
             graph,
@@ -131,6 +132,39 @@ pub fn run(
             .as_ref()
             .map(|_| checkpoint_counters.summary()),
     })
+}
+
+/// Where the control plane reads the run's live figures.
+fn probe(
+    graph: &LogicalGraph<Bound>,
+    counters: &[NodeCounters],
+    checkpoints: &Arc<CheckpointCounters>,
+    config: &RunConfig,
+    ctx: &BuildContext,
+) -> Probe {
+    Probe {
+        instances: graph
+            .topo
+            .iter()
+            .flat_map(|n| {
+                let name = graph.node(*n).name();
+                counters[n.0]
+                    .instances
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, c)| (name.to_string(), i, Arc::clone(c)))
+            })
+            .collect(),
+        checkpoints: config
+            .checkpointing
+            .as_ref()
+            .map(|_| Arc::clone(checkpoints)),
+        checkpoint_dir: config
+            .checkpointing
+            .as_ref()
+            .map(|c| c.settings.dir.clone()),
+        dead_letter: Arc::clone(&ctx.dead_letter),
+    }
 }
 
 /// Tells the control plane what runs and how its changes reach the sources: through the
@@ -286,7 +320,7 @@ fn source_instances(topology: &Topology) -> Vec<usize> {
 /// per row on the way).
 fn publish_row_counts(
     graph: &LogicalGraph<Bound>,
-    counters: &[Arc<Counters>],
+    counters: &[NodeCounters],
     ctx: &BuildContext,
     config: &RunConfig,
 ) {
@@ -312,8 +346,22 @@ fn publish_row_counts(
     }
 }
 
+/// The counters of every instance of every node, by node.
+fn node_counters(graph: &LogicalGraph<Bound>, topology: &Topology) -> Vec<NodeCounters> {
+    (0..graph.nodes.len())
+        .map(|n| {
+            let parallelism = topology
+                .tasks
+                .iter()
+                .find(|t| t.nodes().any(|id| id.0 == n))
+                .map_or(1, |t| t.parallelism);
+            NodeCounters::new(parallelism)
+        })
+        .collect()
+}
+
 /// Rows in and out of every operator, in topological order.
-fn operator_stats(graph: &LogicalGraph<Bound>, counters: &[Arc<Counters>]) -> Vec<OperatorStats> {
+fn operator_stats(graph: &LogicalGraph<Bound>, counters: &[NodeCounters]) -> Vec<OperatorStats> {
     graph
         .topo
         .iter()
@@ -323,8 +371,8 @@ fn operator_stats(graph: &LogicalGraph<Bound>, counters: &[Arc<Counters>]) -> Ve
             OperatorStats {
                 name: node.name().to_string(),
                 kind: node.kind().to_string(),
-                rows_in: c.rows_in.load(Ordering::Relaxed),
-                rows_out: c.rows_out.load(Ordering::Relaxed),
+                rows_in: c.rows_in(),
+                rows_out: c.rows_out(),
                 metrics: c.metrics(),
             }
         })

@@ -427,6 +427,7 @@ impl SourceTask {
         }
         self.set_idle(false)?;
         self.watermark = Some(wm);
+        self.counters.set_watermark(wm.0);
         send_to_outlets(&mut self.outlets, Message::Watermark(wm), &self.name)?;
         self.chain.watermark(wm)
     }

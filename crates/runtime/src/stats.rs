@@ -1,20 +1,130 @@
 //! What a run did: rows in and out of each operator.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Live counters of one operator instance.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Counters {
     pub rows_in: AtomicU64,
     pub rows_out: AtomicU64,
-    /// What the operator's instances reported with `Operator::metrics`, merged.
+    pub batches_in: AtomicU64,
+    /// Time in the operator's own processing of batches (not in the operators fused after
+    /// it, nor waiting for room on its outputs).
+    pub busy_ns: AtomicU64,
+    /// Time waiting for room on a full output channel (backpressure).
+    pub blocked_ns: AtomicU64,
+    /// Messages waiting in the instance's input channels when it last took one.
+    pub queue_len: AtomicU64,
+    /// The last watermark it forwarded (`i64::MIN`: none yet).
+    pub watermark: AtomicI64,
+    /// What the operator reported with `Operator::metrics` at its end, merged.
     pub metrics: Mutex<BTreeMap<&'static str, u64>>,
 }
 
+impl Default for Counters {
+    fn default() -> Self {
+        Self {
+            rows_in: AtomicU64::new(0),
+            rows_out: AtomicU64::new(0),
+            batches_in: AtomicU64::new(0),
+            busy_ns: AtomicU64::new(0),
+            blocked_ns: AtomicU64::new(0),
+            queue_len: AtomicU64::new(0),
+            watermark: AtomicI64::new(i64::MIN),
+            metrics: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+/// The counters of every instance of one operator.
+#[derive(Debug)]
+pub(crate) struct NodeCounters {
+    pub instances: Vec<Arc<Counters>>,
+}
+
+impl NodeCounters {
+    /// Counters for `parallelism` instances.
+    pub(crate) fn new(parallelism: usize) -> Self {
+        Self {
+            instances: (0..parallelism.max(1)).map(|_| Arc::default()).collect(),
+        }
+    }
+
+    /// Instance `i`'s (the first's, if there is no such instance).
+    pub(crate) fn instance(&self, i: usize) -> Arc<Counters> {
+        Arc::clone(
+            self.instances
+                .get(i)
+                .or_else(|| self.instances.first())
+                .expect("at least one instance"),
+        )
+    }
+
+    pub(crate) fn rows_in(&self) -> u64 {
+        self.instances
+            .iter()
+            .map(|c| c.rows_in.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    pub(crate) fn rows_out(&self) -> u64 {
+        self.instances
+            .iter()
+            .map(|c| c.rows_out.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// The instances' metrics merged: the maximum of `peak_*`, the sum of the others.
+    pub(crate) fn metrics(&self) -> Vec<(String, u64)> {
+        let all = Counters::default();
+        for c in &self.instances {
+            let mine = c
+                .metrics
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .map(|(k, v)| (*k, *v))
+                .collect();
+            all.add_metrics(mine);
+        }
+        all.metrics()
+    }
+}
+
 impl Counters {
+    pub(crate) fn add_batch(&self) {
+        self.batches_in.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_busy(&self, d: Duration) {
+        self.busy_ns.fetch_add(
+            u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    pub(crate) fn add_blocked(&self, d: Duration) {
+        self.blocked_ns.fetch_add(
+            u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    pub(crate) fn blocked(&self) -> u64 {
+        self.blocked_ns.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_watermark(&self, ms: i64) {
+        self.watermark.store(ms, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_queue_len(&self, n: usize) {
+        self.queue_len.store(n as u64, Ordering::Relaxed);
+    }
+
     pub(crate) fn add_in(&self, n: usize) {
         self.rows_in.fetch_add(n as u64, Ordering::Relaxed);
     }
@@ -23,7 +133,7 @@ impl Counters {
         self.rows_out.fetch_add(n as u64, Ordering::Relaxed);
     }
 
-    /// Merges one instance's metrics: the maximum of `peak_*`, the sum of the others.
+    /// Merges metrics into these: the maximum of `peak_*`, the sum of the others.
     pub(crate) fn add_metrics(&self, metrics: Vec<(&'static str, u64)>) {
         let mut all = self
             .metrics
@@ -58,6 +168,12 @@ pub(crate) struct CheckpointCounters {
     failed: AtomicU64,
     stale_warnings: AtomicU64,
     last_epoch: AtomicU64,
+    /// Of the last complete checkpoint: barrier to manifest, in milliseconds.
+    last_duration_ms: AtomicU64,
+    /// Of the last complete checkpoint: the bytes of the files it wrote.
+    last_size_bytes: AtomicU64,
+    /// When the last checkpoint completed, in milliseconds since the Unix epoch (0: none).
+    last_completed_ms: AtomicI64,
 }
 
 impl CheckpointCounters {
@@ -65,9 +181,31 @@ impl CheckpointCounters {
         self.started.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn completed(&self, epoch: anduin_types::Epoch) {
+    pub(crate) fn completed(&self, epoch: anduin_types::Epoch, duration_ms: u64, size: u64) {
         self.completed.fetch_add(1, Ordering::Relaxed);
         self.last_epoch.store(epoch.0, Ordering::Relaxed);
+        self.last_duration_ms.store(duration_ms, Ordering::Relaxed);
+        self.last_size_bytes.store(size, Ordering::Relaxed);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        self.last_completed_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// The live figures, for the control plane.
+    pub(crate) fn live(&self) -> crate::control::CheckpointMetrics {
+        let completed = self.completed.load(Ordering::Relaxed);
+        let last = |v: u64| (completed > 0).then_some(v);
+        crate::control::CheckpointMetrics {
+            started: self.started.load(Ordering::Relaxed),
+            completed,
+            failed: self.failed.load(Ordering::Relaxed),
+            last_epoch: last(self.last_epoch.load(Ordering::Relaxed)),
+            last_duration_ms: last(self.last_duration_ms.load(Ordering::Relaxed)),
+            last_size_bytes: last(self.last_size_bytes.load(Ordering::Relaxed)),
+            last_completed_ms: (completed > 0)
+                .then(|| self.last_completed_ms.load(Ordering::Relaxed)),
+        }
     }
 
     pub(crate) fn failed(&self) {

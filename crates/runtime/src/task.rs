@@ -86,6 +86,9 @@ impl OperatorTask {
             );
             inlet.last_seq = env.seq;
             let port = inlet.port;
+            if let Some(c) = self.chain.head_counters() {
+                c.set_queue_len(inlet.rx.len());
+            }
             match env.msg {
                 Message::Data(batch) => self.chain.push(port, batch)?,
                 Message::Watermark(w) => {

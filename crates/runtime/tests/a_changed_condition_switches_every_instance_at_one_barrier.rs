@@ -237,6 +237,7 @@ struct Outcome {
     seen: BTreeMap<i64, usize>,
     change: Result<anduin_runtime::control::ChangeRecord, ControlFailure>,
     history: usize,
+    metrics: anduin_runtime::control::QueryMetrics,
 }
 
 /// Runs the query with `parallelism` source instances; once every instance waits at the
@@ -246,6 +247,23 @@ fn run_with_change(
     parallelism: usize,
     value: &str,
     checkpoints: Option<&std::path::Path>,
+) -> Outcome {
+    run_with(parallelism, checkpoints, |control| {
+        control.set(ChangeRequest {
+            operator: "even".into(),
+            param: "condition".into(),
+            value: value.into(),
+            from: "test".into(),
+        })
+    })
+}
+
+/// Runs the query with `parallelism` source instances; once every instance waits at the
+/// gate, does `act` with the query's control handle, then opens the gate.
+fn run_with(
+    parallelism: usize,
+    checkpoints: Option<&std::path::Path>,
+    act: impl FnOnce(&Control) -> Result<anduin_runtime::control::ChangeRecord, ControlFailure>,
 ) -> Outcome {
     let (reached_tx, reached_rx) = crossbeam_channel::unbounded();
     let (open_tx, open_rx) = crossbeam_channel::unbounded();
@@ -297,12 +315,7 @@ fn run_with_change(
         for _ in 0..parallelism {
             reached_rx.recv().expect("every instance reaches the gate");
         }
-        let change = control.set(ChangeRequest {
-            operator: "even".into(),
-            param: "condition".into(),
-            value: value.into(),
-            from: "test".into(),
-        });
+        let change = act(&control);
         for _ in 0..parallelism {
             open_tx.send(()).expect("the sources listen");
         }
@@ -314,6 +327,7 @@ fn run_with_change(
         seen,
         change: outcome,
         history: control.history().len(),
+        metrics: control.metrics(),
     }
 }
 
@@ -371,4 +385,47 @@ fn a_refused_change_changes_nothing() {
     );
     assert_eq!(o.history, 0);
     assert_eq!(o.seen, expected(|n| n % 2 == 0));
+}
+
+#[test]
+fn a_checkpoint_asked_for_completes_and_the_live_figures_count_every_row() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut epoch = None;
+    let o = run_with(4, Some(dir.path()), |control| {
+        epoch = Some(control.checkpoint().expect("completes"));
+        let list = control.checkpoints().expect("lists");
+        assert_eq!(list.last().map(|c| c.epoch), epoch);
+        control.set(ChangeRequest {
+            operator: "even".into(),
+            param: "condition".into(),
+            value: "n % 3 = 0".into(),
+            from: "test".into(),
+        })
+    });
+    let record = o.change.expect("applied");
+    assert!(
+        record.epoch > epoch.expect("taken"),
+        "the change comes after the checkpoint"
+    );
+    assert_eq!(o.seen, expected(|n| n % 3 == 0));
+    let filtered: Vec<_> = o
+        .metrics
+        .instances
+        .iter()
+        .filter(|m| m.operator == "even")
+        .collect();
+    assert_eq!(filtered.len(), 1, "the filter runs once");
+    assert_eq!(filtered[0].rows_in, ROWS as u64);
+    assert_eq!(filtered[0].rows_out, expected(|n| n % 3 == 0).len() as u64);
+    let sources: u64 = o
+        .metrics
+        .instances
+        .iter()
+        .filter(|m| m.operator == "numbers")
+        .map(|m| m.rows_out)
+        .sum();
+    assert_eq!(sources, ROWS as u64);
+    assert_eq!(o.metrics.control_changes, 1);
+    let c = o.metrics.checkpoints.expect("the run takes checkpoints");
+    assert!(c.completed >= 2, "{c:?}");
 }

@@ -138,9 +138,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             remove_stale_state_dirs(&loaded, &args.engine);
             return Ok(ExitCode::FAILURE);
         }
-        Prepared::Run(c) => Some(c),
+        Prepared::Run(c) => Some(*c),
     };
     let signals = crate::signals::install(Arc::clone(&stop));
+    let control = Arc::new(crate::control::control_of(
+        &crate::control::query_name(&args.file),
+        Some(args.file.display().to_string()),
+        Arc::clone(&loaded.graph),
+    ));
     let executed = execute(
         &loaded,
         &args.engine,
@@ -150,6 +155,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             stop,
             query_file: Some(args.file.display().to_string()),
             events: events.events.clone(),
+            control: Some(control),
         },
     );
     let Executed {
@@ -189,7 +195,7 @@ enum Prepared {
     /// No checkpoint can be restored and --from-scratch was not given (reported).
     Unusable,
     /// Run with these checkpoint settings.
-    Run(Checkpointing),
+    Run(Box<Checkpointing>),
 }
 
 fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
@@ -261,7 +267,7 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
             .map(|i| (i * 3).max(Duration::from_secs(60)))
             .unwrap_or(Duration::from_secs(60))
     });
-    Ok(Prepared::Run(Checkpointing {
+    Ok(Prepared::Run(Box::new(Checkpointing {
         settings: CheckpointSettings {
             dir: dir.clone(),
             interval,
@@ -274,7 +280,7 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
         faults: Faults {
             fail_checkpoint: args.inject_checkpoint_failure.map(Epoch),
         },
-    }))
+    })))
 }
 
 fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {

@@ -14,10 +14,11 @@ use anduin_types::{ControlUpdate, Epoch};
 use crossbeam_channel::Sender;
 
 use super::types::{
-    ChangeRecord, ChangeRequest, ControlFailure, OperatorInfo, ParamInfo, QueryInfo, QueryState,
-    TaskInfo,
+    ChangeRecord, ChangeRequest, CheckpointInfo, ControlFailure, InstanceMetrics, OperatorInfo,
+    ParamInfo, QueryInfo, QueryMetrics, QueryState, TaskInfo,
 };
 use crate::protocol::{Command, Event};
+use crate::stats::{CheckpointCounters, Counters};
 
 /// Checks a change before it is applied: the param must be adjustable and the value valid
 /// for it (an expression that type-checks against the operator's input, a duration, …).
@@ -58,6 +59,24 @@ struct Inner {
     pending: BTreeMap<u64, Pending>,
     /// Operator instances whose input has ended: no barrier reaches them any more.
     ended: BTreeSet<(String, usize)>,
+    /// The last checkpoint begun (0: none yet).
+    last_started: u64,
+    /// How recent checkpoints ended: completed, or failed and why.
+    checkpoints_ended: BTreeMap<u64, Result<(), String>>,
+    /// Where the live figures come from.
+    probe: Option<Probe>,
+}
+
+/// Where the live figures of a run come from.
+pub(crate) struct Probe {
+    /// Every operator instance's counters: operator, instance, counters.
+    pub instances: Vec<(String, usize, Arc<Counters>)>,
+    /// The checkpoints' counters, when the run takes checkpoints.
+    pub checkpoints: Option<Arc<CheckpointCounters>>,
+    /// The checkpoint directory, when the run takes checkpoints.
+    pub checkpoint_dir: Option<std::path::PathBuf>,
+    /// The dead letters.
+    pub dead_letter: Arc<anduin_operator_api::DeadLetter>,
 }
 
 /// The control plane's handle of one running query (see the module's documentation).
@@ -105,6 +124,9 @@ impl Control {
                 history: Vec::new(),
                 pending: BTreeMap::new(),
                 ended: BTreeSet::new(),
+                last_started: 0,
+                checkpoints_ended: BTreeMap::new(),
+                probe: None,
             }),
             changed: Condvar::new(),
             one_at_a_time: Mutex::new(()),
@@ -176,6 +198,105 @@ impl Control {
                 Ok(())
             }
             None => Err(self.not_running(state, "it cannot be stopped yet")),
+        }
+    }
+
+    /// Takes a checkpoint now (one begun after this call); returns its epoch once it is
+    /// complete.
+    pub fn checkpoint(&self) -> Result<u64, ControlFailure> {
+        let mut inner = self.lock();
+        if !inner.checkpointing {
+            return Err(ControlFailure::NoCheckpoints {
+                query: self.name.clone(),
+            });
+        }
+        if inner.state != QueryState::Running {
+            let state = inner.state;
+            return Err(self.not_running(state, "it cannot take a checkpoint now"));
+        }
+        let after = inner.last_started;
+        let asked = match &inner.injector {
+            Some(Injector::Coordinator(events)) => events.send(Event::WantCheckpoint).is_ok(),
+            _ => false,
+        };
+        if !asked {
+            return Err(self.not_running(QueryState::Running, "its checkpoints have ended"));
+        }
+        loop {
+            if let Some((epoch, outcome)) = inner.checkpoints_ended.range(after + 1..).next() {
+                return match outcome {
+                    Ok(()) => Ok(*epoch),
+                    Err(reason) => Err(ControlFailure::CheckpointFailed {
+                        query: self.name.clone(),
+                        epoch: *epoch,
+                        reason: reason.clone(),
+                    }),
+                };
+            }
+            if matches!(inner.state, QueryState::Finished | QueryState::Failed) {
+                let state = inner.state;
+                return Err(self.not_running(state, "it ended before the checkpoint completed"));
+            }
+            inner = self
+                .changed
+                .wait(inner)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// The complete checkpoints in the query's checkpoint directory, oldest first.
+    pub fn checkpoints(&self) -> Result<Vec<CheckpointInfo>, ControlFailure> {
+        let dir = {
+            let inner = self.lock();
+            if !inner.checkpointing {
+                return Err(ControlFailure::NoCheckpoints {
+                    query: self.name.clone(),
+                });
+            }
+            inner.probe.as_ref().and_then(|p| p.checkpoint_dir.clone())
+        };
+        let Some(dir) = dir else {
+            return Ok(Vec::new());
+        };
+        let listing = anduin_checkpoint::Store::open(&dir)
+            .and_then(|s| s.list())
+            .map_err(|e| {
+                self.not_running(
+                    QueryState::Running,
+                    &format!("its checkpoints cannot be listed: {e}"),
+                )
+            })?;
+        Ok(listing
+            .into_iter()
+            .filter(|l| l.status == anduin_checkpoint::CheckpointStatus::Complete)
+            .map(|l| CheckpointInfo {
+                epoch: l.epoch.0,
+                time_ms: l.modified.map_or(0, system_ms),
+                finished: l.finished,
+                size_bytes: l.size,
+            })
+            .collect())
+    }
+
+    /// Every live figure, now.
+    pub fn metrics(&self) -> QueryMetrics {
+        let inner = self.lock();
+        let Some(probe) = &inner.probe else {
+            return QueryMetrics {
+                control_changes: inner.history.len() as u64,
+                ..QueryMetrics::default()
+            };
+        };
+        let instances = probe
+            .instances
+            .iter()
+            .map(|(operator, instance, c)| instance_metrics(operator, *instance, c))
+            .collect();
+        QueryMetrics {
+            instances,
+            checkpoints: probe.checkpoints.as_ref().map(|c| c.live()),
+            control_changes: inner.history.len() as u64,
+            dead_letters: probe.dead_letter.count(),
         }
     }
 
@@ -344,6 +465,29 @@ impl Control {
         inner.state = QueryState::Running;
     }
 
+    /// Where the run's live figures come from.
+    pub(crate) fn probe(&self, probe: Probe) {
+        self.lock().probe = Some(probe);
+    }
+
+    /// Checkpoint `epoch` began.
+    pub(crate) fn checkpoint_started(&self, epoch: Epoch) {
+        let mut inner = self.lock();
+        inner.last_started = inner.last_started.max(epoch.0);
+    }
+
+    /// Checkpoint `epoch` completed, or failed.
+    pub(crate) fn checkpoint_ended(&self, epoch: Epoch, outcome: Result<(), String>) {
+        let mut inner = self.lock();
+        inner.checkpoints_ended.insert(epoch.0, outcome);
+        // Only the recent ones matter: a request waits for one begun after it.
+        while inner.checkpoints_ended.len() > 64 {
+            inner.checkpoints_ended.pop_first();
+        }
+        drop(inner);
+        self.changed.notify_all();
+    }
+
     /// The run resumes from a checkpoint that recorded `records`: they are the history, and
     /// the params' current values.
     pub(crate) fn restored(&self, records: &[ChangeRecord]) {
@@ -463,6 +607,38 @@ fn set_current(
     {
         p.value = value.to_string();
     }
+}
+
+/// The live figures of one operator instance.
+fn instance_metrics(operator: &str, instance: usize, c: &Counters) -> InstanceMetrics {
+    use std::sync::atomic::Ordering::Relaxed;
+    let metric = |name: &str| {
+        c.metrics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .copied()
+    };
+    let watermark = c.watermark.load(Relaxed);
+    InstanceMetrics {
+        operator: operator.to_string(),
+        instance,
+        rows_in: c.rows_in.load(Relaxed),
+        rows_out: c.rows_out.load(Relaxed),
+        batches_in: Some(c.batches_in.load(Relaxed)),
+        busy_ns: Some(c.busy_ns.load(Relaxed)),
+        blocked_ns: Some(c.blocked_ns.load(Relaxed)),
+        queue_len: Some(c.queue_len.load(Relaxed)),
+        watermark_ms: (watermark != i64::MIN).then_some(watermark),
+        // Operators report these when their input ends.
+        late_rows: metric("late_rows"),
+        state_bytes: None,
+    }
+}
+
+fn system_ms(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn state_words(state: QueryState) -> &'static str {

@@ -6,8 +6,8 @@ mod handle;
 mod types;
 
 pub(crate) use describe::{operators, tasks};
-pub(crate) use handle::Injector;
 pub use handle::{Control, Validator};
+pub(crate) use handle::{Injector, Probe};
 
 pub use types::{
     ChangeRecord, ChangeRequest, CheckpointInfo, CheckpointMetrics, ControlFailure, FailureKind,

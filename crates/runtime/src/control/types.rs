@@ -175,6 +175,8 @@ pub struct CheckpointInfo {
     pub time_ms: i64,
     /// Whether the query's input had ended everywhere.
     pub finished: bool,
+    /// The bytes of its files.
+    pub size_bytes: u64,
 }
 
 /// Why the control plane refused a request. Nothing was changed.
@@ -225,6 +227,16 @@ pub enum ControlFailure {
         /// What could not be done.
         what: String,
     },
+    /// The checkpoint asked for failed; the query goes on.
+    #[error("query \"{query}\": checkpoint {epoch} failed: {reason}; the query goes on and the previous checkpoint stays intact")]
+    CheckpointFailed {
+        /// The query.
+        query: String,
+        /// The checkpoint.
+        epoch: u64,
+        /// Why.
+        reason: String,
+    },
     /// The query runs without checkpoints (`--checkpoint-dir` is needed).
     #[error(
         "query \"{query}\" runs without checkpoints: start it with --checkpoint-dir to take them"
@@ -254,9 +266,9 @@ impl ControlFailure {
             ControlFailure::NotAdjustable { .. } | ControlFailure::Invalid { .. } => {
                 FailureKind::Invalid
             }
-            ControlFailure::NotRunning { .. } | ControlFailure::NoCheckpoints { .. } => {
-                FailureKind::Conflict
-            }
+            ControlFailure::NotRunning { .. }
+            | ControlFailure::NoCheckpoints { .. }
+            | ControlFailure::CheckpointFailed { .. } => FailureKind::Conflict,
         }
     }
 }

@@ -199,6 +199,7 @@ fn measure(loaded: &Loaded, args: &NexmarkArgs) -> Result<Measurement> {
                     stop: Arc::new(AtomicBool::new(false)),
                     query_file: None,
                     events: anduin_runtime::Events::logged(),
+                    control: None,
                 },
             )
         })
