@@ -333,10 +333,9 @@ pub(crate) async fn no_route(uri: Uri) -> Problem {
 
 /// The path exists, not with this method.
 pub(crate) async fn wrong_method(method: Method, uri: Uri) -> Problem {
-    let allowed: Vec<String> = crate::routes::served()
-        .into_iter()
-        .filter(|r| crate::openapi::path_matches(r.path, uri.path()))
-        .map(|r| r.method.to_string())
+    let allowed: Vec<String> = crate::routes::methods_of(uri.path())
+        .iter()
+        .map(Method::to_string)
         .collect();
     Problem::new(
         StatusCode::METHOD_NOT_ALLOWED,
@@ -349,24 +348,83 @@ pub(crate) async fn wrong_method(method: Method, uri: Uri) -> Problem {
     )
 }
 
-/// With a token set, every request must carry it as `Authorization: Bearer <token>`.
-pub(crate) async fn require_token(State(s): State<AppState>, req: Request, next: Next) -> Response {
-    if let Some(token) = &s.token {
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        match given {
-            None => return Problem::unauthorized(false).into_response(),
-            // Constant time over the token's bytes: the time taken does not tell how much of
-            // a guess was right (a length mismatch is told at once; the length is no secret).
-            Some(g) if !bool::from(g.trim().as_bytes().ct_eq(token.as_bytes())) => {
-                tracing::warn!(path = %req.uri().path(), "API request with a wrong token refused");
-                return Problem::unauthorized(true).into_response();
+/// Whether `host` (a `Host` header: `NAME[:PORT]`) names this machine by address or as
+/// `localhost`: what a local tool sends, and what a web page rebinding its own name to
+/// 127.0.0.1 (DNS rebinding) cannot.
+fn local_host(host: &str) -> bool {
+    let name = match host.rsplit_once(':') {
+        Some((n, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !n.ends_with(':') => n,
+        _ => host,
+    };
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok()
+}
+
+/// Who may call. With a token, every request must carry it as `Authorization: Bearer
+/// <token>` (401). Without one (a loopback listener), a request from a web page is refused
+/// (403): it carries an `Origin` header (a page posting to `/stop` across origins), or a
+/// `Host` that is a name other than `localhost` (a page whose name was rebound to 127.0.0.1).
+pub(crate) async fn guard(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    match &s.token {
+        Some(token) => {
+            let given = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            match given {
+                None => return Problem::unauthorized(false).into_response(),
+                // Constant time over the token's bytes: the time taken does not tell how much
+                // of a guess was right (a length mismatch is told at once; the length is no
+                // secret).
+                Some(g) if !bool::from(g.trim().as_bytes().ct_eq(token.as_bytes())) => {
+                    tracing::warn!(path = %req.uri().path(), "API request with a wrong token refused");
+                    return Problem::unauthorized(true).into_response();
+                }
+                Some(_) => {}
             }
-            Some(_) => {}
+        }
+        None => {
+            let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+            if headers.contains_key(header::ORIGIN) || host.is_some_and(|h| !local_host(h)) {
+                tracing::warn!(path = %req.uri().path(), host, "API request from a web page refused");
+                return Problem::new(
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    "requests from web pages (with an Origin header, or a Host other than an \
+                     address or localhost) are refused by an API without a token; start the \
+                     run with a token (--api-token-file) to call it from elsewhere",
+                )
+                .into_response();
+            }
         }
     }
     next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::local_host;
+
+    #[test]
+    fn local_hosts_are_addresses_and_localhost() {
+        for h in [
+            "127.0.0.1:8080",
+            "127.0.0.1",
+            "[::1]:80",
+            "[::1]",
+            "LOCALHOST:1",
+            "10.0.0.2:9",
+        ] {
+            assert!(local_host(h), "{h}");
+        }
+        for h in [
+            "evil.example:8080",
+            "evil.example",
+            "localhost.evil.example",
+            "127.0.0.1.nip.io:80",
+        ] {
+            assert!(!local_host(h), "{h}");
+        }
+    }
 }

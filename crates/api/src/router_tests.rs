@@ -475,6 +475,75 @@ async fn without_a_token_every_route_is_served() {
     }
 }
 
+/// A request with `headers`: its status and error code.
+async fn with_headers(
+    app: &Router,
+    method: Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let mut req = Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = app
+        .clone()
+        .oneshot(req.body(Body::empty()).expect("a request"))
+        .await
+        .expect("answers");
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.expect("a body").to_bytes();
+    let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, v["error"].as_str().unwrap_or_default().to_string())
+}
+
+#[tokio::test]
+async fn without_a_token_requests_from_web_pages_are_refused_and_local_tools_served() {
+    let f = fixture(None);
+    let stop = "/api/v1/queries/sensors/stop";
+    // A page elsewhere posting to /stop (a "simple" request, sent without a preflight).
+    let (s, e) = with_headers(
+        &f.app,
+        Method::POST,
+        stop,
+        &[("origin", "https://evil.example")],
+    )
+    .await;
+    assert_eq!((s, e.as_str()), (StatusCode::FORBIDDEN, "forbidden"));
+    // A page whose name was rebound to 127.0.0.1, reading the queries.
+    let (s, e) = with_headers(
+        &f.app,
+        Method::GET,
+        "/api/v1/queries",
+        &[("host", "evil.example:4000")],
+    )
+    .await;
+    assert_eq!((s, e.as_str()), (StatusCode::FORBIDDEN, "forbidden"));
+    assert_eq!(
+        f.sensors.state(),
+        anduin_runtime::control::QueryState::Running
+    );
+    for host in ["127.0.0.1:4000", "localhost:4000", "[::1]:4000"] {
+        let (s, _) = with_headers(&f.app, Method::GET, "/api/v1/queries", &[("host", host)]).await;
+        assert_eq!(s, StatusCode::OK, "{host}");
+    }
+    // With a token, the token decides.
+    let f = fixture(Some(TOKEN));
+    let bearer = format!("Bearer {TOKEN}");
+    let (s, _) = with_headers(
+        &f.app,
+        Method::POST,
+        stop,
+        &[
+            ("origin", "https://ops.example"),
+            ("host", "anduin.example"),
+            ("authorization", &bearer),
+        ],
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+}
+
 /// The next SSE frame's text.
 async fn next_frame(body: &mut Body) -> String {
     loop {

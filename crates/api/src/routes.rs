@@ -17,7 +17,7 @@
 //! | GET | `/metrics` | every query's figures in the Prometheus (OpenMetrics) text format |
 //! | GET | `/openapi.json` | the OpenAPI 3 document of these routes |
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
@@ -118,9 +118,22 @@ pub fn served() -> Vec<Route> {
     build().served
 }
 
+/// The methods the routes of `path` (a concrete path) take.
+pub(crate) fn methods_of(path: &str) -> Vec<Method> {
+    static SERVED: OnceLock<Vec<Route>> = OnceLock::new();
+    SERVED
+        .get_or_init(served)
+        .iter()
+        .filter(|r| crate::openapi::path_matches(r.path, path))
+        .map(|r| r.method.clone())
+        .collect()
+}
+
 /// The router of the API over `registry`: every route of [`served`], JSON errors for
 /// unknown paths (404) and methods (405), bodies up to `body_limit` bytes (413 beyond), and,
-/// with a `token`, `Authorization: Bearer <token>` required on every request (401).
+/// with a `token`, `Authorization: Bearer <token>` required on every request (401); without
+/// one, requests from web pages refused (403: an `Origin` header, or a `Host` that is a
+/// name other than `localhost`).
 /// `shutdown` turning true ends the event streams. [`crate::ApiServer`] serves it; a test
 /// or another server can mount it.
 pub fn router(
@@ -142,7 +155,7 @@ pub fn router(
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            handlers::require_token,
+            handlers::guard,
         ))
         .with_state(state)
 }
