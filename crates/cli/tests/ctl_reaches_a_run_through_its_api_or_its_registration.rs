@@ -175,6 +175,11 @@ fn ctl_prints_the_server_s_refusal_and_exits_non_zero() {
         failed(&run(&["params", "sensors", "high"])),
         "error: query \"sensors\" has no operator \"high\" (its operators: source, low, out)\n"
     );
+    // A value that starts with `-` is a value, not an option.
+    assert_eq!(
+        failed(&run(&["set", "sensors", "low", "condition", "-1"])),
+        "error: <value>:1:1: expected a condition such as `value < 30`, found `-1`\n"
+    );
     assert!(s.sensors.history().is_empty());
     drop(s);
     let e = failed(&run(&["queries"]));

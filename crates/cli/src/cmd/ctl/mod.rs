@@ -52,7 +52,9 @@ pub enum CtlCommand {
         operator: String,
         /// The param.
         param: String,
-        /// The new value, as it would be written in the query (quote it: "value < 30").
+        /// The new value, as it would be written in the query (quote it: "value < 30"; a
+        /// value starting with `-` is taken as a value).
+        #[arg(allow_hyphen_values = true)]
         value: String,
         /// Who asks, as the history keeps it (default: ctl:$USER).
         #[arg(long, value_name = "WHO")]
