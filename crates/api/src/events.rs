@@ -67,6 +67,9 @@ impl EventFeed {
 
 impl Subscriber for EventFeed {
     fn event(&self, event: &EngineEvent) {
+        if self.tx.receiver_count() == 0 {
+            return; // nobody listens: no copy to make
+        }
         // `send` never waits: with no reader it fails (nobody listens, nothing to do), and a
         // full channel drops its oldest event for the readers that have not seen it.
         let _ = self.tx.send(Arc::new(FeedEvent {
@@ -81,7 +84,8 @@ impl Subscriber for EventFeed {
 pub(crate) enum FeedItem {
     /// An event.
     Event(Arc<FeedEvent>),
-    /// The client fell behind and missed this many events.
+    /// The client fell behind and missed this many events (of every query: a client of one
+    /// query's events is told of the others' it missed too).
     Lagged(u64),
 }
 

@@ -63,21 +63,44 @@ impl ApiServer {
     /// Binds `config.listen` and serves the queries of `registry` on a thread of its own.
     /// Refuses a non-loopback address without a token, and an empty token.
     pub fn start(config: ApiConfig, registry: Registry) -> Result<Self, ApiError> {
-        let token = match config.token {
-            Some(t) if t.trim().is_empty() => return Err(ApiError::EmptyToken),
-            Some(t) => Some(t.trim().to_string()),
-            None => None,
-        };
+        let token = checked_token(&config)?;
         let listen = config.listen;
-        if token.is_none() && !listen.ip().is_loopback() {
-            return Err(ApiError::NonLoopbackWithoutToken { listen });
-        }
-        let bind = |source| ApiError::Bind { listen, source };
-        let listener = std::net::TcpListener::bind(listen).map_err(bind)?;
-        listener.set_nonblocking(true).map_err(bind)?;
-        let addr = listener.local_addr().map_err(bind)?;
+        let listener = std::net::TcpListener::bind(listen)
+            .map_err(|source| ApiError::Bind { listen, source })?;
+        Self::serve(listener, token, config.body_limit, registry)
+    }
+
+    /// Serves on `listener`, already bound (a test's, or one handed down by a supervisor),
+    /// as [`ApiServer::start`] would on its address; `config.listen` is ignored.
+    pub fn start_on(
+        listener: std::net::TcpListener,
+        config: ApiConfig,
+        registry: Registry,
+    ) -> Result<Self, ApiError> {
+        let listen = listener.local_addr().map_err(|source| ApiError::Bind {
+            listen: config.listen,
+            source,
+        })?;
+        let token = checked_token(&ApiConfig {
+            listen,
+            ..config.clone()
+        })?;
+        Self::serve(listener, token, config.body_limit, registry)
+    }
+
+    fn serve(
+        listener: std::net::TcpListener,
+        token: Option<String>,
+        body_limit: usize,
+        registry: Registry,
+    ) -> Result<Self, ApiError> {
+        let bind = |listen, source| ApiError::Bind { listen, source };
+        let addr = listener
+            .local_addr()
+            .map_err(|e| bind(SocketAddr::from(([0, 0, 0, 0], 0)), e))?;
+        listener.set_nonblocking(true).map_err(|e| bind(addr, e))?;
         let (stop, stopped) = watch::channel(false);
-        let app = crate::routes::router(registry, token, config.body_limit, stopped.clone());
+        let app = crate::routes::router(registry, token, body_limit, stopped.clone());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_name("anduin-api-call")
@@ -122,6 +145,21 @@ impl Drop for ApiServer {
             }
         }
     }
+}
+
+/// The token of `config`, trimmed; refused when empty, or absent on a non-loopback address.
+fn checked_token(config: &ApiConfig) -> Result<Option<String>, ApiError> {
+    let token = match &config.token {
+        Some(t) if t.trim().is_empty() => return Err(ApiError::EmptyToken),
+        Some(t) => Some(t.trim().to_string()),
+        None => None,
+    };
+    if token.is_none() && !config.listen.ip().is_loopback() {
+        return Err(ApiError::NonLoopbackWithoutToken {
+            listen: config.listen,
+        });
+    }
+    Ok(token)
 }
 
 /// The server's thread: serves until `stop` turns true, then lets requests in flight finish
@@ -187,6 +225,20 @@ mod tests {
         };
         let e = ApiServer::start(config, Registry::new()).expect_err("refused");
         assert!(matches!(e, ApiError::EmptyToken), "{e}");
+    }
+
+    #[test]
+    fn a_listener_handed_over_is_served() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let addr = listener.local_addr().expect("bound");
+        let server =
+            ApiServer::start_on(listener, ApiConfig::loopback(), Registry::new()).expect("serves");
+        assert_eq!(server.local_addr(), addr);
+        let queries = crate::Client::new(&server.url(), None)
+            .expect("a URL")
+            .queries()
+            .expect("answers");
+        assert!(queries.is_empty());
     }
 
     #[test]
