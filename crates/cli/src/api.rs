@@ -215,6 +215,34 @@ mod tests {
     }
 
     #[test]
+    fn the_api_flags_sit_beside_those_of_anduin_run_without_a_clash() {
+        #[derive(Parser, Debug)]
+        struct Run {
+            #[command(flatten)]
+            run: crate::cmd::run::RunArgs,
+            #[command(flatten)]
+            api: ApiArgs,
+        }
+        let r = Run::try_parse_from([
+            "run",
+            "q.flow",
+            "--api",
+            "127.0.0.1:9",
+            "--name",
+            "s",
+            "-q",
+            "--checkpoint-dir",
+            "c",
+        ])
+        .expect("parses");
+        assert_eq!(
+            (r.api.api.port(), r.api.query_name(&r.run.file)),
+            (9, "s".to_string())
+        );
+        assert!(r.run.quiet);
+    }
+
+    #[test]
     fn the_name_is_the_file_stem_unless_given() {
         let c = Cli::try_parse_from(["x"]).expect("parses");
         assert_eq!(
