@@ -26,5 +26,7 @@ pub use error::CheckpointError;
 pub use files::{write_file_atomically, CrcWriter, FinishedFile, PendingFile};
 pub use layout::{instance_key, state_file, CheckpointDir};
 pub use lock::{output_locks_dir, LockError, OwnerLock, LOCK_NAME};
-pub use manifest::{FileEntry, Manifest, OperatorState, StateFileRef, MANIFEST_FORMAT};
+pub use manifest::{
+    ChangeRecord, FileEntry, Manifest, OperatorState, StateFileRef, MANIFEST_FORMAT, READ_FORMATS,
+};
 pub use store::{CheckpointListing, CheckpointStatus, Store, Validated};

@@ -14,7 +14,36 @@ use crate::plan::PlanFingerprint;
 /// - 2: keyed state (window, join, pattern) in `anduin_state::KeyedTable` entries (group key
 ///   length, group key, sub-key), a pattern's waiting rows under their partitions, and typed
 ///   operator metadata.
-pub const MANIFEST_FORMAT: u32 = 2;
+/// - 3: the param changes applied to the running query (`controls`).
+pub const MANIFEST_FORMAT: u32 = 3;
+
+/// The formats this build reads: 2 is 3 without param changes.
+pub const READ_FORMATS: &[u32] = &[2, 3];
+
+/// A param change applied to a running query (a meta query, paper §4.5), as the history and
+/// the manifests keep it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeRecord {
+    /// Its number in the query's history, from 1.
+    pub seq: u64,
+    /// When it was applied everywhere, in milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    /// The epoch of the barrier that carried it: every instance switched at that barrier,
+    /// so the rows before it were processed with the old value and the rows after it with
+    /// the new one. With checkpoints, the checkpoint of that epoch is taken at the same
+    /// point (its state is from before the change) and records the change.
+    pub epoch: u64,
+    /// The operator.
+    pub operator: String,
+    /// The param.
+    pub param: String,
+    /// The value before.
+    pub old: String,
+    /// The value after.
+    pub new: String,
+    /// Who asked.
+    pub from: String,
+}
 
 /// One file of a checkpoint directory, as written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +94,11 @@ pub struct Manifest {
     pub files: Vec<FileEntry>,
     /// Per operator (by name): what it needs to resume.
     pub operators: BTreeMap<String, OperatorState>,
+    /// Every param change applied to the query up to this checkpoint, oldest first: a
+    /// restore applies them (those of this epoch after restoring the state, which is from
+    /// before them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<ChangeRecord>,
 }
 
 impl Manifest {

@@ -11,7 +11,7 @@ use crate::decide::{choose_restore, to_delete, CheckpointFacts, RestoreDecision}
 use crate::error::CheckpointError;
 use crate::files::write_file_atomically;
 use crate::layout::{CheckpointDir, MANIFEST_NAME};
-use crate::manifest::{Manifest, MANIFEST_FORMAT};
+use crate::manifest::{Manifest, MANIFEST_FORMAT, READ_FORMATS};
 use crate::recovery::{plan_recovery, RecoveryFacts, RecoveryPlan};
 
 /// The start of a manifest's last line, which holds the CRC32 of the lines before it.
@@ -147,7 +147,7 @@ impl Store {
             format: u32,
         }
         let format: Format = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
-        if format.format != MANIFEST_FORMAT {
+        if !READ_FORMATS.contains(&format.format) {
             return Err(CheckpointError::OtherFormat {
                 epoch: epoch.0,
                 path,
@@ -156,14 +156,11 @@ impl Store {
             });
         }
         let m: Manifest = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
-        if m.format != MANIFEST_FORMAT || m.epoch != epoch.0 {
+        if m.epoch != epoch.0 {
             return Err(CheckpointError::BadManifest {
                 epoch: epoch.0,
                 path,
-                message: format!(
-                    "format {} epoch {} (expected format {MANIFEST_FORMAT} epoch {})",
-                    m.format, m.epoch, epoch.0
-                ),
+                message: format!("epoch {} (expected epoch {})", m.epoch, epoch.0),
             });
         }
         Ok(Some(m))
@@ -467,6 +464,7 @@ mod tests {
                 plan: PlanFingerprint::default(),
                 files: entries,
                 operators,
+                controls: Vec::new(),
             })
             .expect("completes");
     }

@@ -21,6 +21,7 @@ fn complete(store: &Store, epoch: u64, format: u32) {
             plan: PlanFingerprint::default(),
             files: Vec::new(),
             operators: BTreeMap::new(),
+            controls: Vec::new(),
         })
         .expect("completes");
 }

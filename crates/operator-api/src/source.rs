@@ -5,7 +5,7 @@ use std::time::Instant;
 use arrow::record_batch::RecordBatch;
 
 use crate::checkpointing::{RestoreIn, SnapshotOut};
-use crate::error::OperatorError;
+use crate::error::{ControlError, OperatorError};
 
 /// What a poll of a source produced.
 #[derive(Debug)]
@@ -76,6 +76,22 @@ pub trait Source: Send {
         Err(OperatorError::Execution {
             operator: self.name().to_string(),
             message: "this source cannot be checkpointed".into(),
+        })
+    }
+
+    /// The params that [`Source::set_param`] accepts while running.
+    fn adjustable_params(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Changes a parameter while running (a meta query, paper §4.5): the next rows are read
+    /// with the new value. Validates it and leaves the source unchanged when it is rejected.
+    /// The default accepts none.
+    fn set_param(&mut self, param: &str, _value: &str) -> Result<(), ControlError> {
+        Err(ControlError::NotAdjustable {
+            operator: self.name().to_string(),
+            param: param.to_string(),
+            adjustable: self.adjustable_params().join(", "),
         })
     }
 

@@ -100,13 +100,9 @@ impl Aligner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anduin_types::BarrierKind;
 
     fn barrier(e: u64) -> Barrier {
-        Barrier {
-            epoch: Epoch(e),
-            kind: BarrierKind::Checkpoint { full: true },
-        }
+        Barrier::checkpoint(Epoch(e), true)
     }
 
     #[test]

@@ -10,7 +10,9 @@ use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
 use arrow::record_batch::RecordBatch;
 
 use crate::channel::{Route, SendError};
+use crate::control::Control;
 use crate::snapshot::{take, OpSnapshot, Slot, Taken};
+use crate::source_task::refused_after_validation;
 use crate::stats::Counters;
 
 /// One operator of a chain with where its outputs go outside the chain.
@@ -33,16 +35,18 @@ pub(crate) struct Link {
 /// of the next one.
 pub(crate) struct Chain {
     links: Vec<Link>,
+    /// The control plane, told of the changes applied and of the end of the input.
+    control: Option<Arc<Control>>,
 }
 
 impl Chain {
-    pub(crate) fn new(mut links: Vec<Link>) -> Self {
+    pub(crate) fn new(mut links: Vec<Link>, control: Option<Arc<Control>>) -> Self {
         let mut after = false;
         for link in links.iter_mut().rev() {
             link.origins_after = after;
             after |= link.op.wants_origins();
         }
-        Self { links }
+        Self { links, control }
     }
 
     /// Processes a batch that arrived on input `input` of the chain's head.
@@ -127,6 +131,7 @@ impl Chain {
                 outlets,
                 counters,
                 origins_after,
+                instance,
                 ..
             } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
             let mut emit = Emit {
@@ -138,6 +143,9 @@ impl Chain {
             };
             op.on_end_of_input(&mut emit)?;
             counters.add_metrics(op.metrics());
+            if let Some(control) = &self.control {
+                control.ended(name, *instance);
+            }
             for o in outlets.iter_mut() {
                 send_msg(o, Message::End, name)?;
             }
@@ -174,11 +182,24 @@ impl Chain {
                     failure.get_or_insert(why);
                 }
             }
+            apply_control(link, barrier, self.control.as_deref())?;
             for o in link.outlets.iter_mut() {
                 send_msg(o, Message::Barrier(barrier.clone()), &link.name)?;
             }
         }
         Ok(failure)
+    }
+
+    /// A barrier that only carries param changes reached the head: each operator in turn
+    /// applies those meant for it, then the barrier leaves through its outlets.
+    pub(crate) fn control(&mut self, barrier: &Barrier) -> Result<(), OperatorError> {
+        for link in &mut self.links {
+            apply_control(link, barrier, self.control.as_deref())?;
+            for o in link.outlets.iter_mut() {
+                send_msg(o, Message::Barrier(barrier.clone()), &link.name)?;
+            }
+        }
+        Ok(())
     }
 
     /// Checkpoint `epoch` is complete: sinks commit.
@@ -188,6 +209,23 @@ impl Chain {
         }
         Ok(())
     }
+}
+
+/// Applies the changes of `barrier` meant for `link`'s operator, and says so.
+fn apply_control(
+    link: &mut Link,
+    barrier: &Barrier,
+    control: Option<&Control>,
+) -> Result<(), OperatorError> {
+    for u in barrier.control.iter().filter(|u| u.operator == link.name) {
+        link.op
+            .set_param(&u.param, &u.value)
+            .map_err(|e| refused_after_validation(&link.name, u, &e))?;
+        if let Some(control) = control {
+            control.applied(u.seq, link.instance, barrier.epoch);
+        }
+    }
+    Ok(())
 }
 
 /// Sends `msg` on every outlet of a source (they are outside any chain link).

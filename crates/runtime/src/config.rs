@@ -60,6 +60,9 @@ pub struct RunConfig {
     pub clock: anduin_types::SharedClock,
     /// Who hears of checkpoints and tasks (the log, by default).
     pub events: crate::Events,
+    /// The control plane's handle of the query, through which its params change while it
+    /// runs; `None`: they cannot.
+    pub control: Option<Arc<crate::control::Control>>,
 }
 
 impl Default for RunConfig {
@@ -74,6 +77,7 @@ impl Default for RunConfig {
             checkpointing: None,
             clock: Arc::new(anduin_types::SystemClock),
             events: crate::Events::logged(),
+            control: None,
         }
     }
 }

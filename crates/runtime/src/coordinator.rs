@@ -10,11 +10,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anduin_checkpoint::plan::PlanFingerprint;
 use anduin_checkpoint::schedule::{Action, Fact, ScheduleSettings, Scheduler};
 use anduin_checkpoint::{FileEntry, Manifest, OperatorState, StateFileRef, Store, MANIFEST_FORMAT};
-use anduin_types::{elapsed_ms, Epoch, SharedClock, SnapshotKind};
+use anduin_types::{elapsed_ms, ControlUpdate, Epoch, SharedClock, SnapshotKind};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use tracing::warn;
 
 use crate::config::CheckpointSettings;
+use crate::control::Control;
 use crate::events::{EngineEvent, Events};
 use crate::faults::Faults;
 use crate::protocol::{Command, Event, OpState};
@@ -46,6 +47,10 @@ pub(crate) struct Coordinator {
     pub clock: SharedClock,
     /// Who hears of checkpoints.
     pub events: Events,
+    /// The query's control plane, whose changes the manifests record.
+    pub control: Option<Arc<Control>>,
+    /// Param changes waiting for the next checkpoint's barrier.
+    pub pending_controls: Vec<ControlUpdate>,
 }
 
 /// The scheduler's settings from a run's checkpoint settings.
@@ -99,6 +104,10 @@ impl Coordinator {
                 },
                 Ok(Event::SourceExhausted { task, stopped }) => Fact::SourceEnded { task, stopped },
                 Ok(Event::WantCheckpoint) => Fact::Wanted,
+                Ok(Event::Control(updates)) => {
+                    self.pending_controls.extend(updates);
+                    Fact::Wanted
+                }
                 Err(RecvTimeoutError::Timeout) => Fact::Tick,
                 Err(RecvTimeoutError::Disconnected) => return,
             };
@@ -191,12 +200,22 @@ impl Coordinator {
     fn trigger(&mut self, epoch: Epoch, full: bool, last: bool) -> Result<(), String> {
         self.store.begin(epoch).map_err(|e| e.to_string())?;
         self.counters.started();
+        let control = std::mem::take(&mut self.pending_controls);
         for t in self.scheduler.sources() {
             if let Some(tx) = self.tasks.get(&t) {
+                let control = control.clone();
                 let cmd = if last {
-                    Command::Finish { epoch, full }
+                    Command::Finish {
+                        epoch,
+                        full,
+                        control,
+                    }
                 } else {
-                    Command::Inject { epoch, full }
+                    Command::Inject {
+                        epoch,
+                        full,
+                        control,
+                    }
                 };
                 // A source that has stopped (the query is failing) no longer listens.
                 let _ = tx.send(cmd);
@@ -226,6 +245,11 @@ impl Coordinator {
             plan: self.plan.clone(),
             files: f.files,
             operators: f.operators,
+            controls: self
+                .control
+                .as_ref()
+                .map(|c| c.records_through(f.epoch))
+                .unwrap_or_default(),
         };
         self.store.complete(&manifest).map_err(|e| e.to_string())?;
         self.counters.completed(f.epoch);

@@ -18,6 +18,7 @@ use anduin_operator_api::{Bound, BuildContext, OperatorError, Source};
 use crate::chain::{Chain, Link};
 use crate::channel::{channel, Envelope, HashRoute, Outlet, Route};
 use crate::config::RunConfig;
+use crate::control::Control;
 use crate::error::RuntimeError;
 use crate::protocol::{Command, Event, WriteJob};
 use crate::restore::Resume;
@@ -53,6 +54,8 @@ pub(crate) struct Shared<'a> {
     pub counters: &'a [Arc<Counters>],
     /// Set when a task fails: the sources stop without finishing.
     pub abort: &'a Arc<AtomicBool>,
+    /// The query's control plane, if it has one.
+    pub control: Option<&'a Arc<Control>>,
 }
 
 /// The channels of checkpointing, while tasks are being built.
@@ -84,6 +87,14 @@ impl CheckpointWiring {
     }
 }
 
+/// The task instances of a run, ready to start.
+pub(crate) struct Instantiated {
+    pub tasks: Vec<ReadyTask>,
+    /// In a run with a control plane and without checkpoints, the command channel of every
+    /// source instance (with checkpoints the coordinator holds them).
+    pub source_commands: Vec<Sender<Command>>,
+}
+
 /// Builds every task instance of `topology`: the sources first (a missing input fails before
 /// any writer creates, and truncates, a file), then the operators, each restored when the
 /// run resumes.
@@ -92,15 +103,16 @@ pub(crate) fn instantiate(
     topology: &Topology,
     shared: &Shared<'_>,
     mut wiring: Option<&mut CheckpointWiring>,
-) -> Result<Vec<ReadyTask>, RuntimeError> {
+) -> Result<Instantiated, RuntimeError> {
     let mut sources = build_sources(graph, topology, shared.ctx, wiring.as_deref())?;
     let mut wires = Wires::new(topology, shared.config.channel_capacity);
     let mut tasks = Vec::new();
+    let mut source_commands = Vec::new();
     for task in &topology.tasks {
         for instance in &task.instances {
             let mut outlets = wires.outlets(graph, task, instance);
             let links = build_links(graph, task, instance, &mut outlets, shared, &wiring)?;
-            let chain = Chain::new(links);
+            let chain = Chain::new(links, shared.control.cloned());
             let inlets = wires.inlets(instance);
             let built = match (task.source, sources.remove(&instance.at)) {
                 (Some(head), Some(source)) => {
@@ -112,7 +124,18 @@ pub(crate) fn instantiate(
                         outlets,
                         chain,
                     };
-                    Task::Source(source_task(graph, instance, parts, shared, &mut wiring))
+                    let commands = match wiring.as_deref_mut() {
+                        Some(w) => Some(w.commands_for(instance.id)),
+                        None if shared.control.is_some() => {
+                            let (tx, rx) = crossbeam_channel::unbounded();
+                            source_commands.push(tx);
+                            Some(rx)
+                        }
+                        None => None,
+                    };
+                    let mut built = source_task(graph, instance, parts, shared, &mut wiring);
+                    built.commands = commands;
+                    Task::Source(built)
                 }
                 _ => Task::Operator(OperatorTask {
                     name: instance.name.clone(),
@@ -134,7 +157,10 @@ pub(crate) fn instantiate(
             });
         }
     }
-    Ok(tasks)
+    Ok(Instantiated {
+        tasks,
+        source_commands,
+    })
 }
 
 /// Every source instance, built and restored, by instance.
@@ -169,6 +195,7 @@ fn build_sources(
                     if let Some(state) = resume.state_of(node.name(), &key)? {
                         resume.restore(node.name(), || source.restore(state))?;
                     }
+                    resume.reapply(node.name(), |p, v| source.set_param(p, v))?;
                 }
             }
             sources.insert(at, source);
@@ -201,6 +228,7 @@ fn build_links(
             if let Some(state) = resume.state_of(node.name(), &key)? {
                 resume.restore(node.name(), || op.restore(state))?;
             }
+            resume.reapply(node.name(), |p, v| op.set_param(p, v))?;
         }
         links.push(Link {
             index: n.0,
@@ -256,13 +284,15 @@ fn source_task(
         abort: Arc::clone(shared.abort),
         watermark: None,
         idle: false,
+        commands: None,
+        instance: instance.at.instance,
+        control: shared.control.cloned(),
         checkpointing: wiring.as_deref_mut().map(|w| SourceCheckpointing {
             task: instance.id,
             index: head.0,
             instance: instance.at.instance,
             parallelism,
             dir: w.dir.clone(),
-            commands: w.commands_for(instance.id),
             events: w.events.clone(),
             jobs: w.jobs.clone(),
             every_rows: w.every_rows,

@@ -1,17 +1,31 @@
 //! The messages between tasks, the committer and the checkpoint coordinator.
 
 use anduin_checkpoint::FileEntry;
-use anduin_types::{Epoch, SnapshotKind};
+use anduin_types::{ControlUpdate, Epoch, SnapshotKind};
 
 use crate::snapshot::OpSnapshot;
 
 /// From the coordinator to a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Command {
-    /// Sources: inject the barrier of `epoch` (full snapshots or changes).
-    Inject { epoch: Epoch, full: bool },
-    /// Sources: inject the last barrier, then end.
-    Finish { epoch: Epoch, full: bool },
+    /// Sources: inject the barrier of `epoch` (full snapshots or changes), carrying
+    /// `control`.
+    Inject {
+        epoch: Epoch,
+        full: bool,
+        control: Vec<ControlUpdate>,
+    },
+    /// Sources: inject the last barrier, carrying `control`, then end.
+    Finish {
+        epoch: Epoch,
+        full: bool,
+        control: Vec<ControlUpdate>,
+    },
+    /// Sources (in a run without checkpoints): inject a barrier that only carries `control`.
+    Control {
+        epoch: Epoch,
+        control: Vec<ControlUpdate>,
+    },
     /// Everyone: checkpoint `epoch` is complete; sinks commit what it covers.
     Commit(Epoch),
 }
@@ -56,4 +70,6 @@ pub(crate) enum Event {
     SourceExhausted { task: usize, stopped: bool },
     /// A source has emitted the configured number of rows since the last barrier.
     WantCheckpoint,
+    /// Param changes to carry on the next checkpoint's barrier (taken at once).
+    Control(Vec<ControlUpdate>),
 }

@@ -42,6 +42,27 @@ pub(crate) struct Resume<'a> {
 }
 
 impl Resume<'_> {
+    /// Applies to a restored instance of `operator` the param changes the checkpoint
+    /// recorded for it, oldest first, through `set` (its `set_param`).
+    pub(crate) fn reapply(
+        &self,
+        operator: &str,
+        mut set: impl FnMut(&str, &str) -> Result<(), anduin_operator_api::ControlError>,
+    ) -> Result<(), RuntimeError> {
+        let manifest = &self.from.manifest;
+        for r in manifest.controls.iter().filter(|r| r.operator == operator) {
+            set(&r.param, &r.new).map_err(|e| RuntimeError::IncompatibleCheckpoint {
+                epoch: manifest.epoch,
+                operator: operator.to_string(),
+                what: format!(
+                    "it recorded change #{} (param `{}` = {:?}), which the query as it is now refuses: {e}",
+                    r.seq, r.param, r.new
+                ),
+            })?;
+        }
+        Ok(())
+    }
+
     /// What instance `key` of operator `operator` restores from: `None` for an operator the
     /// checkpoint's query did not have (it starts empty). Every instance of an operator the
     /// checkpoint's query had took part in it, so a manifest without its entry is damaged.

@@ -19,11 +19,12 @@ use anduin_operator_api::{Bound, BuildContext};
 
 use crate::committer::run_committer;
 use crate::config::{Checkpointing, RunConfig};
+use crate::control::{Control, Injector};
 use crate::coordinator::{schedule_settings, Coordinator};
 use crate::error::RuntimeError;
 use crate::events::EngineEvent;
 use crate::fingerprint::fingerprint;
-use crate::instantiate::{instantiate, CheckpointWiring, Shared};
+use crate::instantiate::{instantiate, CheckpointWiring, Instantiated, Shared};
 use crate::protocol::{Event, WriteJob};
 use crate::restore::check_compatible;
 use crate::spawn::{join_tasks, spawn_helper, spawn_tasks};
@@ -72,8 +73,18 @@ pub fn run(
         ctx: &ctx,
         counters: &counters,
         abort: &abort,
+        control: config.control.as_ref(),
     };
-    let tasks = instantiate(graph, &topology, &shared, wiring.as_mut())?;
+    // The control plane's changes go through the coordinator, when there is one (which runs
+    // until every sender of its events is gone: only the control plane keeps one).
+    let control_events = wiring
+        .as_ref()
+        .filter(|_| config.control.is_some())
+        .map(|w| w.events.clone());
+    let Instantiated {
+        tasks,
+        source_commands,
+    } = instantiate(graph, &topology, &shared, wiring.as_mut())?;
     let checkpoint_counters = Arc::new(CheckpointCounters::default());
     let helpers = match (wiring, receivers, &config.checkpointing) {
         (Some(w), Some(r), Some(c)) => {
@@ -88,7 +99,22 @@ pub fn run(
         }
         _ => Vec::new(),
     };
+    if let Some(control) = &config.control {
+        attach_control(
+            control,
+            graph,
+            &topology,
+            config,
+            control_events,
+            source_commands,
+        );
+    } else {
+        drop(source_commands);
+    }
     let outcome = join_tasks(spawn_tasks(tasks, &config.events, &abort)?);
+    if let Some(control) = &config.control {
+        control.detach(outcome.is_err());
+    }
     // With every task gone, the committer drains its last jobs and the coordinator its last
     // acknowledgements (completing the last checkpoint), then both stop.
     for h in helpers {
@@ -105,6 +131,39 @@ pub fn run(
             .as_ref()
             .map(|_| checkpoint_counters.summary()),
     })
+}
+
+/// Tells the control plane what runs and how its changes reach the sources: through the
+/// checkpoint coordinator's events when there is one, straight to the sources otherwise.
+fn attach_control(
+    control: &Control,
+    graph: &LogicalGraph<Bound>,
+    topology: &Topology,
+    config: &RunConfig,
+    coordinator: Option<crossbeam_channel::Sender<Event>>,
+    sources: Vec<crossbeam_channel::Sender<crate::protocol::Command>>,
+) {
+    let restored = config
+        .checkpointing
+        .as_ref()
+        .and_then(|c| c.restore.as_ref());
+    if let Some(r) = restored {
+        control.restored(&r.manifest.controls);
+    }
+    let injector = match coordinator {
+        Some(events) => Injector::Coordinator(events),
+        None => Injector::Direct {
+            sources,
+            next_epoch: 1,
+        },
+    };
+    control.attach(
+        crate::control::operators(graph, topology),
+        crate::control::tasks(graph, topology),
+        injector,
+        config.checkpointing.is_some(),
+        Arc::clone(&config.stop),
+    );
 }
 
 /// When the run resumes from a checkpoint: refuses one of a query that changed where state
@@ -194,6 +253,8 @@ fn start_checkpointing(
         faults: c.faults.clone(),
         clock: Arc::clone(&config.clock),
         events: config.events.clone(),
+        control: config.control.clone(),
+        pending_controls: Vec::new(),
     };
     // The tasks hold the only senders of jobs: the committer ends when the last task does.
     drop(wiring.jobs);

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anduin_operator_api::{OperatorError, RowOrigins, Source, SourcePoll};
-use anduin_types::{Barrier, BarrierKind, Epoch, Message, Watermark};
+use anduin_types::{Barrier, BarrierKind, ControlUpdate, Epoch, Message, Watermark};
 use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 use crate::chain::{end_outlets, send_to_outlets, Chain};
 use crate::channel::Route;
+use crate::control::Control;
 use crate::error::TaskFailure;
 use crate::protocol::{Command, Event, WriteJob};
 use crate::snapshot::{take, Slot, Taken};
@@ -32,7 +33,6 @@ pub(crate) struct SourceCheckpointing {
     pub instance: usize,
     pub parallelism: usize,
     pub dir: anduin_checkpoint::CheckpointDir,
-    pub commands: Receiver<Command>,
     pub events: Sender<Event>,
     pub jobs: Sender<WriteJob>,
     /// Ask for a checkpoint after this many rows since the last barrier.
@@ -54,6 +54,13 @@ pub(crate) struct SourceTask {
     /// Another task failed: stop without finishing.
     pub abort: Arc<AtomicBool>,
     pub checkpointing: Option<SourceCheckpointing>,
+    /// Barriers to inject and commits, from the checkpoint coordinator or the control plane
+    /// (with neither, `None`).
+    pub commands: Option<Receiver<Command>>,
+    /// Which instance of the source this is (names it to the control plane).
+    pub instance: usize,
+    /// The control plane, told of the changes applied and of the end of the input.
+    pub control: Option<Arc<Control>>,
     /// Where linger and idle timeouts read the time.
     pub clock: anduin_types::SharedClock,
     /// Whether the chain wants the origins of rows (see [`Chain::wants_origins`]).
@@ -197,7 +204,13 @@ impl SourceTask {
             task: c.task,
             stopped,
         });
-        let commands = c.commands.clone();
+        let Some(commands) = self.commands.clone() else {
+            return Err(OperatorError::internal(
+                &self.name,
+                "a source taking part in checkpoints has no command channel",
+            )
+            .into());
+        };
         loop {
             if self.abort.load(Ordering::Relaxed) {
                 return Ok(());
@@ -222,10 +235,10 @@ impl SourceTask {
         asked: &mut bool,
     ) -> Result<Next, TaskFailure> {
         loop {
-            let Some(c) = &self.checkpointing else {
+            let Some(commands) = &self.commands else {
                 return Ok(Next::Continue);
             };
-            let cmd = match c.commands.try_recv() {
+            let cmd = match commands.try_recv() {
                 Ok(cmd) => cmd,
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => return Ok(Next::Continue),
             };
@@ -245,12 +258,25 @@ impl SourceTask {
                 self.chain.commit(epoch)?;
                 Ok(Next::Continue)
             }
-            Command::Inject { epoch, full } => {
+            Command::Inject {
+                epoch,
+                full,
+                control,
+            } => {
                 self.flush(pending)?;
-                self.barrier(epoch, full)?;
+                self.barrier(epoch, BarrierKind::Checkpoint { full }, control)?;
                 Ok(Next::Continue)
             }
-            Command::Finish { epoch, full } => {
+            Command::Control { epoch, control } => {
+                self.flush(pending)?;
+                self.barrier(epoch, BarrierKind::Control, control)?;
+                Ok(Next::Continue)
+            }
+            Command::Finish {
+                epoch,
+                full,
+                control,
+            } => {
                 self.flush(pending)?;
                 // An exhausted input completes event time before the last checkpoint, so that
                 // the windows it fires are in that checkpoint's output; a stopped query keeps
@@ -258,25 +284,41 @@ impl SourceTask {
                 if !self.stop.load(Ordering::Relaxed) {
                     self.complete_event_time()?;
                 }
-                self.barrier(epoch, full)?;
+                self.barrier(epoch, BarrierKind::Checkpoint { full }, control)?;
                 self.end(false)?;
                 Ok(Next::Finished)
             }
         }
     }
 
-    /// Records the source's position, sends the barrier through the chain and the outlets,
-    /// and hands the snapshots to the committer.
-    fn barrier(&mut self, epoch: Epoch, full: bool) -> Result<(), TaskFailure> {
+    /// Sends a barrier through the chain and the outlets. A checkpoint's records the
+    /// source's position first and hands the snapshots to the committer; then the source
+    /// applies the changes meant for it, and the barrier carries them on.
+    fn barrier(
+        &mut self,
+        epoch: Epoch,
+        kind: BarrierKind,
+        control: Vec<ControlUpdate>,
+    ) -> Result<(), TaskFailure> {
+        let barrier = Barrier {
+            epoch,
+            kind,
+            control,
+        };
+        let BarrierKind::Checkpoint { full } = barrier.kind else {
+            self.apply_control(&barrier)?;
+            send_to_outlets(
+                &mut self.outlets,
+                Message::Barrier(barrier.clone()),
+                &self.name,
+            )?;
+            return Ok(self.chain.control(&barrier)?);
+        };
         let c = self
             .checkpointing
             .as_ref()
-            .expect("barriers come only with checkpoints");
+            .expect("checkpoint barriers come only with checkpoints");
         let dir = c.dir.epoch_dir(epoch);
-        let barrier = Barrier {
-            epoch,
-            kind: BarrierKind::Checkpoint { full },
-        };
         let mut snapshots = Vec::new();
         let slot = Slot::new(
             epoch,
@@ -292,6 +334,7 @@ impl SourceTask {
             }
             Taken::Failed(why) => Some(why),
         };
+        self.apply_control(&barrier)?;
         send_to_outlets(
             &mut self.outlets,
             Message::Barrier(barrier.clone()),
@@ -299,6 +342,10 @@ impl SourceTask {
         )?;
         let chain_failure = self.chain.barrier(&barrier, &dir, &mut snapshots)?;
         failure = failure.or(chain_failure);
+        let c = self
+            .checkpointing
+            .as_ref()
+            .expect("checkpoint barriers come only with checkpoints");
         let job = WriteJob {
             epoch,
             task: c.task,
@@ -310,6 +357,19 @@ impl SourceTask {
             .map_err(|_| TaskFailure::CommitterGone { epoch: epoch.0 })
     }
 
+    /// Applies the changes of `barrier` meant for the source.
+    fn apply_control(&mut self, barrier: &Barrier) -> Result<(), OperatorError> {
+        for u in barrier.control.iter().filter(|u| u.operator == self.name) {
+            self.source
+                .set_param(&u.param, &u.value)
+                .map_err(|e| refused_after_validation(&self.name, u, &e))?;
+            if let Some(control) = &self.control {
+                control.applied(u.seq, self.instance, barrier.epoch);
+            }
+        }
+        Ok(())
+    }
+
     /// Ends the outlets and the chain; with `drain`, event time is completed first (every
     /// window fires).
     fn end(&mut self, drain: bool) -> Result<(), OperatorError> {
@@ -317,6 +377,9 @@ impl SourceTask {
             self.complete_event_time()?;
         }
         self.counters.add_metrics(self.source.metrics());
+        if let Some(control) = &self.control {
+            control.ended(&self.name, self.instance);
+        }
         end_outlets(&mut self.outlets, &self.name)?;
         self.chain.end_of_input()
     }
@@ -406,6 +469,22 @@ impl SourceTask {
         }
         Ok(())
     }
+}
+
+/// An instance refused a change that the control plane had validated: the validation and
+/// the operator disagree, a bug.
+pub(crate) fn refused_after_validation(
+    operator: &str,
+    update: &ControlUpdate,
+    e: &anduin_operator_api::ControlError,
+) -> OperatorError {
+    OperatorError::internal(
+        operator,
+        format!(
+            "change #{} (param `{}` = {:?}) passed validation but the running instance refused it: {e}",
+            update.seq, update.param, update.value
+        ),
+    )
 }
 
 /// The largest value of column `column` (an int or a millisecond timestamp), if any.

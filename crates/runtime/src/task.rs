@@ -3,7 +3,7 @@
 //! when every input has ended.
 
 use anduin_operator_api::OperatorError;
-use anduin_types::{Message, Watermark};
+use anduin_types::{BarrierKind, Message, Watermark};
 use crossbeam_channel::{Receiver, Select, Sender};
 
 use crate::align::{Aligner, Alignment};
@@ -119,13 +119,6 @@ impl OperatorTask {
                         self.advance(&mut time)?;
                     }
                 }
-                Message::Control(_) => {
-                    return Err(OperatorError::Execution {
-                        operator: self.name.clone(),
-                        message: "control messages are not supported by this runtime yet".into(),
-                    }
-                    .into())
-                }
                 _ => {}
             }
         }
@@ -178,11 +171,15 @@ impl OperatorTask {
         }
     }
 
-    /// When a barrier is aligned: snapshot the chain and forward the barrier.
+    /// When a barrier is aligned: snapshot the chain (a checkpoint's), apply the changes it
+    /// carries, and forward it.
     fn aligned(&mut self, outcome: Alignment) -> Result<(), TaskFailure> {
         let Alignment::Aligned(barrier) = outcome else {
             return Ok(());
         };
+        if barrier.kind == BarrierKind::Control {
+            return Ok(self.chain.control(&barrier)?);
+        }
         let Some(c) = &self.checkpointing else {
             return Err(OperatorError::Execution {
                 operator: self.name.clone(),

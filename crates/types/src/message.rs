@@ -43,6 +43,9 @@ pub enum BarrierKind {
     },
     /// Stop after this barrier: sources stop reading, operators flush, sinks commit.
     Stop,
+    /// Only carries control updates ([`Barrier::control`]): no snapshot (a run without
+    /// checkpoints changes params at these).
+    Control,
 }
 
 /// A barrier: a marker injected at the sources that every task aligns on.
@@ -52,12 +55,30 @@ pub struct Barrier {
     pub epoch: Epoch,
     /// What the barrier asks for.
     pub kind: BarrierKind,
+    /// Param changes that every operator instance applies when the barrier has arrived on
+    /// all its inputs (after its snapshot, if the barrier takes one), so that every instance
+    /// switches between the same input positions: a consistent point (paper §4.5). Usually
+    /// empty.
+    pub control: Vec<ControlUpdate>,
+}
+
+impl Barrier {
+    /// A checkpoint barrier of `epoch` that changes nothing.
+    pub fn checkpoint(epoch: Epoch, full: bool) -> Self {
+        Self {
+            epoch,
+            kind: BarrierKind::Checkpoint { full },
+            control: Vec::new(),
+        }
+    }
 }
 
 /// A meta-query tuple `<query, operator, parameter, value>` (paper §4.5): a change to a
-/// running operator's parameter, applied between two batches.
+/// running operator's parameter, applied at a barrier (see [`Barrier::control`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ControlUpdate {
+    /// The change's number in the query's history, from 1.
+    pub seq: u64,
     /// The operator's name in the query.
     pub operator: String,
     /// The parameter to change.
@@ -79,10 +100,8 @@ pub enum Message {
     /// timeout), so consumers leave this channel out of their minimum watermark; `false`:
     /// it is active again.
     Idle(bool),
-    /// A barrier (checkpoint, stop).
+    /// A barrier (checkpoint, stop, control), which may carry param changes.
     Barrier(Barrier),
-    /// A parameter change for an operator downstream.
-    Control(ControlUpdate),
     /// The producer has finished: nothing more will come on this channel.
     End,
 }

@@ -1,7 +1,13 @@
 //! The control plane of a running query: meta queries (paper §4.5) that change an operator's
 //! params at a consistent point, the history of changes, live figures.
 
+mod describe;
+mod handle;
 mod types;
+
+pub(crate) use describe::{operators, tasks};
+pub(crate) use handle::Injector;
+pub use handle::{Control, Validator};
 
 pub use types::{
     ChangeRecord, ChangeRequest, CheckpointInfo, CheckpointMetrics, ControlFailure, FailureKind,

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use anduin_checkpoint::ChangeRecord;
+
 /// A request to change one param of one operator of a running query (a meta-query tuple
 /// `<query, operator, parameter, value>`, paper §4.5; the query is the handle's).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,30 +23,6 @@ pub struct ChangeRequest {
 
 fn unknown_origin() -> String {
     "api".to_string()
-}
-
-/// A change that was applied, as the history keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChangeRecord {
-    /// Its number in the query's history, from 1.
-    pub seq: u64,
-    /// When it was applied everywhere, in milliseconds since the Unix epoch.
-    pub time_ms: i64,
-    /// The epoch of the barrier that carried it: every instance switched at that barrier,
-    /// so the rows before it were processed with the old value and the rows after it with
-    /// the new one. With checkpoints, the checkpoint of that epoch is taken at the same
-    /// point and records the change.
-    pub epoch: u64,
-    /// The operator.
-    pub operator: String,
-    /// The param.
-    pub param: String,
-    /// The value before.
-    pub old: String,
-    /// The value after.
-    pub new: String,
-    /// Who asked.
-    pub from: String,
 }
 
 /// An adjustable param of an operator.

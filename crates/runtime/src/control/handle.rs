@@ -1,0 +1,482 @@
+//! [`Control`]: the handle of one running query that the control plane (the HTTP API, `anduin
+//! ctl`) acts through. A change is validated first (by the checker the caller gives, which
+//! knows the query's language), then carried by a barrier injected at every source — by the
+//! checkpoint coordinator when the query takes checkpoints (the change then rides on a
+//! checkpoint's barrier), directly otherwise — and applied by every instance of the operator
+//! when the barrier has arrived on all its inputs. `set` returns when every instance has
+//! switched (or ended before the barrier reached it).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use anduin_types::{ControlUpdate, Epoch};
+use crossbeam_channel::Sender;
+
+use super::types::{
+    ChangeRecord, ChangeRequest, ControlFailure, OperatorInfo, ParamInfo, QueryInfo, QueryState,
+    TaskInfo,
+};
+use crate::protocol::{Command, Event};
+
+/// Checks a change before it is applied: the param must be adjustable and the value valid
+/// for it (an expression that type-checks against the operator's input, a duration, …).
+pub type Validator = Box<dyn Fn(&ChangeRequest) -> Result<(), ControlFailure> + Send + Sync>;
+
+/// How barriers carrying changes reach the sources.
+pub(crate) enum Injector {
+    /// Through the checkpoint coordinator, which puts them on its next checkpoint's barrier.
+    Coordinator(Sender<Event>),
+    /// Straight to every source instance (a run without checkpoints), each barrier with the
+    /// next epoch of the run's own count.
+    Direct {
+        sources: Vec<Sender<Command>>,
+        next_epoch: u64,
+    },
+}
+
+/// A change on its way through the query.
+struct Pending {
+    record: ChangeRecord,
+    /// The instances that have not switched yet.
+    waiting: BTreeSet<usize>,
+    /// Set by the first instance that switched.
+    epoch: Option<u64>,
+}
+
+/// What changes while the query runs.
+struct Inner {
+    state: QueryState,
+    injector: Option<Injector>,
+    operators: Vec<OperatorInfo>,
+    tasks: Vec<TaskInfo>,
+    checkpointing: bool,
+    /// Per adjustable operator, its params' current values.
+    params: BTreeMap<String, Vec<ParamInfo>>,
+    next_seq: u64,
+    history: Vec<ChangeRecord>,
+    pending: BTreeMap<u64, Pending>,
+    /// Operator instances whose input has ended: no barrier reaches them any more.
+    ended: BTreeSet<(String, usize)>,
+}
+
+/// The control plane's handle of one running query (see the module's documentation).
+pub struct Control {
+    name: String,
+    file: Option<String>,
+    started_ms: i64,
+    validate: Validator,
+    stop: Mutex<Option<Arc<AtomicBool>>>,
+    inner: Mutex<Inner>,
+    changed: Condvar,
+    /// One change at a time: its old value is the current one until it is applied.
+    one_at_a_time: Mutex<()>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control").field("name", &self.name).finish()
+    }
+}
+
+impl Control {
+    /// The handle of query `name` (read from `file`), whose adjustable params start at
+    /// `params` (per operator), checked by `validate`.
+    pub fn new(
+        name: impl Into<String>,
+        file: Option<String>,
+        params: BTreeMap<String, Vec<ParamInfo>>,
+        validate: Validator,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            file,
+            started_ms: now_ms(),
+            validate,
+            stop: Mutex::new(None),
+            inner: Mutex::new(Inner {
+                state: QueryState::Starting,
+                injector: None,
+                operators: Vec::new(),
+                tasks: Vec::new(),
+                checkpointing: false,
+                params,
+                next_seq: 1,
+                history: Vec::new(),
+                pending: BTreeMap::new(),
+                ended: BTreeSet::new(),
+            }),
+            changed: Condvar::new(),
+            one_at_a_time: Mutex::new(()),
+        }
+    }
+
+    /// The query's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What the query is and where it stands.
+    pub fn info(&self) -> QueryInfo {
+        let inner = self.lock();
+        QueryInfo {
+            name: self.name.clone(),
+            file: self.file.clone(),
+            started_ms: self.started_ms,
+            state: inner.state,
+            checkpointing: inner.checkpointing,
+            operators: inner.operators.clone(),
+            tasks: inner.tasks.clone(),
+        }
+    }
+
+    /// The adjustable params of `operator` with their current values.
+    pub fn params(&self, operator: &str) -> Result<Vec<ParamInfo>, ControlFailure> {
+        let inner = self.lock();
+        if let Some(p) = inner.params.get(operator) {
+            return Ok(p.clone());
+        }
+        if inner.operators.iter().any(|o| o.name == operator) {
+            return Ok(Vec::new());
+        }
+        Err(self.unknown_operator(&inner, operator))
+    }
+
+    /// Every change applied so far (restored ones included), oldest first.
+    pub fn history(&self) -> Vec<ChangeRecord> {
+        self.lock().history.clone()
+    }
+
+    /// How many changes were applied in this run or restored.
+    pub fn changes(&self) -> u64 {
+        self.lock().history.len() as u64
+    }
+
+    /// Asks the query to stop (as Ctrl-C does): with checkpoints, a last one is taken so that
+    /// it resumes there.
+    pub fn stop(&self) -> Result<(), ControlFailure> {
+        let state = self.lock().state;
+        if matches!(state, QueryState::Finished | QueryState::Failed) {
+            return Err(self.not_running(state, "it cannot be stopped"));
+        }
+        let stop = self
+            .stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match stop.as_ref() {
+            Some(flag) => {
+                flag.store(true, Ordering::SeqCst);
+                self.lock().state = QueryState::Stopping;
+                Ok(())
+            }
+            None => Err(self.not_running(state, "it cannot be stopped yet")),
+        }
+    }
+
+    /// Validates `request` and applies it at a consistent point; returns the change as the
+    /// history records it once every instance of the operator has switched.
+    pub fn set(&self, request: ChangeRequest) -> Result<ChangeRecord, ControlFailure> {
+        let _one = self
+            .one_at_a_time
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        {
+            let inner = self.lock();
+            if !inner.operators.iter().any(|o| o.name == request.operator) {
+                return Err(self.unknown_operator(&inner, &request.operator));
+            }
+        }
+        (self.validate)(&request)?;
+        let seq = self.inject(&request)?;
+        let mut inner = self.lock();
+        loop {
+            if let Some(record) = inner.history.iter().find(|r| r.seq == seq) {
+                return Ok(record.clone());
+            }
+            if matches!(inner.state, QueryState::Finished | QueryState::Failed) {
+                let state = inner.state;
+                inner.pending.remove(&seq);
+                return Err(self.not_running(
+                    state,
+                    "it ended before the change reached every instance of the operator",
+                ));
+            }
+            inner = self
+                .changed
+                .wait(inner)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Registers `request` as pending and sends it towards the sources.
+    fn inject(&self, request: &ChangeRequest) -> Result<u64, ControlFailure> {
+        let mut inner = self.lock();
+        if inner.state != QueryState::Running {
+            let state = inner.state;
+            return Err(self.not_running(state, "its params cannot be changed now"));
+        }
+        let parallelism = inner
+            .operators
+            .iter()
+            .find(|o| o.name == request.operator)
+            .map_or(1, |o| o.parallelism);
+        let waiting: BTreeSet<usize> = (0..parallelism)
+            .filter(|i| !inner.ended.contains(&(request.operator.clone(), *i)))
+            .collect();
+        if waiting.is_empty() {
+            return Err(self.not_running(
+                QueryState::Running,
+                &format!(
+                    "every instance of operator \"{}\" has ended its input; nothing is left to change",
+                    request.operator
+                ),
+            ));
+        }
+        let seq = inner.next_seq;
+        let old = current_value(&inner.params, &request.operator, &request.param);
+        let update = ControlUpdate {
+            seq,
+            operator: request.operator.clone(),
+            param: request.param.clone(),
+            value: request.value.clone(),
+        };
+        let sent = match inner.injector.as_mut() {
+            Some(Injector::Coordinator(events)) => {
+                events.send(Event::Control(vec![update])).is_ok()
+            }
+            Some(Injector::Direct {
+                sources,
+                next_epoch,
+            }) => {
+                let epoch = Epoch(*next_epoch);
+                *next_epoch += 1;
+                let mut any = false;
+                for s in sources.iter() {
+                    let cmd = Command::Control {
+                        epoch,
+                        control: vec![update.clone()],
+                    };
+                    any |= s.send(cmd).is_ok();
+                }
+                any
+            }
+            None => false,
+        };
+        if !sent {
+            return Err(self.not_running(
+                QueryState::Running,
+                "its sources have ended; nothing is left to change",
+            ));
+        }
+        inner.next_seq += 1;
+        inner.pending.insert(
+            seq,
+            Pending {
+                record: ChangeRecord {
+                    seq,
+                    time_ms: 0,
+                    epoch: 0,
+                    operator: request.operator.clone(),
+                    param: request.param.clone(),
+                    old,
+                    new: request.value.clone(),
+                    from: request.from.clone(),
+                },
+                waiting,
+                epoch: None,
+            },
+        );
+        Ok(seq)
+    }
+
+    fn unknown_operator(&self, inner: &Inner, operator: &str) -> ControlFailure {
+        let names: Vec<&str> = inner.operators.iter().map(|o| o.name.as_str()).collect();
+        let suggestion = anduin_types::did_you_mean(operator, names.iter().copied());
+        ControlFailure::UnknownOperator {
+            query: self.name.clone(),
+            operator: operator.to_string(),
+            hint: format!("{suggestion}; its operators are {}", names.join(", ")),
+        }
+    }
+
+    fn not_running(&self, state: QueryState, what: &str) -> ControlFailure {
+        ControlFailure::NotRunning {
+            query: self.name.clone(),
+            state: state_words(state).to_string(),
+            what: what.to_string(),
+        }
+    }
+}
+
+/// What the runtime tells the handle.
+impl Control {
+    /// The run is about to start: its graph, how changes reach its sources, and the flag that
+    /// stops it.
+    pub(crate) fn attach(
+        &self,
+        operators: Vec<OperatorInfo>,
+        tasks: Vec<TaskInfo>,
+        injector: Injector,
+        checkpointing: bool,
+        stop: Arc<AtomicBool>,
+    ) {
+        *self
+            .stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(stop);
+        let mut inner = self.lock();
+        let mut operators = operators;
+        for o in &mut operators {
+            if let Some(params) = inner.params.get(&o.name) {
+                o.adjustable = params.iter().map(|p| p.name.clone()).collect();
+            }
+        }
+        inner.operators = operators;
+        inner.tasks = tasks;
+        inner.injector = Some(injector);
+        inner.checkpointing = checkpointing;
+        inner.state = QueryState::Running;
+    }
+
+    /// The run resumes from a checkpoint that recorded `records`: they are the history, and
+    /// the params' current values.
+    pub(crate) fn restored(&self, records: &[ChangeRecord]) {
+        let mut inner = self.lock();
+        for r in records {
+            set_current(&mut inner.params, &r.operator, &r.param, &r.new);
+        }
+        inner.next_seq = records.iter().map(|r| r.seq).max().unwrap_or(0) + 1;
+        inner.history = records.to_vec();
+    }
+
+    /// Instance `instance` of the changed operator applied change `seq` at the barrier of
+    /// `epoch`.
+    pub(crate) fn applied(&self, seq: u64, instance: usize, epoch: Epoch) {
+        let mut inner = self.lock();
+        if let Some(p) = inner.pending.get_mut(&seq) {
+            p.epoch.get_or_insert(epoch.0);
+            p.waiting.remove(&instance);
+        }
+        self.settle(&mut inner);
+    }
+
+    /// Instance `instance` of `operator` has ended its input: no change reaches it any more.
+    pub(crate) fn ended(&self, operator: &str, instance: usize) {
+        let mut inner = self.lock();
+        inner.ended.insert((operator.to_string(), instance));
+        for p in inner.pending.values_mut() {
+            if p.record.operator == operator {
+                p.waiting.remove(&instance);
+            }
+        }
+        self.settle(&mut inner);
+    }
+
+    /// The run has ended (`failed` or not): no change is applied any more.
+    pub(crate) fn detach(&self, failed: bool) {
+        let mut inner = self.lock();
+        inner.injector = None;
+        inner.state = if failed {
+            QueryState::Failed
+        } else {
+            QueryState::Finished
+        };
+        drop(inner);
+        self.changed.notify_all();
+    }
+
+    /// The changes applied at barriers up to `epoch`, for its checkpoint's manifest.
+    pub(crate) fn records_through(&self, epoch: Epoch) -> Vec<ChangeRecord> {
+        self.lock()
+            .history
+            .iter()
+            .filter(|r| r.epoch <= epoch.0)
+            .cloned()
+            .collect()
+    }
+
+    /// Moves every change that no instance waits for any more into the history.
+    fn settle(&self, inner: &mut Inner) {
+        let done: Vec<u64> = inner
+            .pending
+            .iter()
+            .filter(|(_, p)| p.waiting.is_empty())
+            .map(|(seq, _)| *seq)
+            .collect();
+        if done.is_empty() {
+            return;
+        }
+        for seq in done {
+            let Some(p) = inner.pending.remove(&seq) else {
+                continue;
+            };
+            let mut record = p.record;
+            record.time_ms = now_ms();
+            // Every instance ended before the barrier reached it: the change took effect
+            // nowhere, at the end of the input.
+            record.epoch = p.epoch.unwrap_or(0);
+            set_current(
+                &mut inner.params,
+                &record.operator,
+                &record.param,
+                &record.new,
+            );
+            tracing::info!(
+                query = %self.name,
+                seq = record.seq,
+                epoch = record.epoch,
+                operator = %record.operator,
+                param = %record.param,
+                new = %record.new,
+                "param changed"
+            );
+            inner.history.push(record);
+        }
+        inner.history.sort_by_key(|r| r.seq);
+        self.changed.notify_all();
+    }
+}
+
+fn current_value(params: &BTreeMap<String, Vec<ParamInfo>>, operator: &str, param: &str) -> String {
+    params
+        .get(operator)
+        .and_then(|ps| ps.iter().find(|p| p.name == param))
+        .map(|p| p.value.clone())
+        .unwrap_or_default()
+}
+
+fn set_current(
+    params: &mut BTreeMap<String, Vec<ParamInfo>>,
+    operator: &str,
+    param: &str,
+    value: &str,
+) {
+    if let Some(p) = params
+        .get_mut(operator)
+        .and_then(|ps| ps.iter_mut().find(|p| p.name == param))
+    {
+        p.value = value.to_string();
+    }
+}
+
+fn state_words(state: QueryState) -> &'static str {
+    match state {
+        QueryState::Starting => "starting",
+        QueryState::Running => "running",
+        QueryState::Stopping => "stopping",
+        QueryState::Finished => "finished",
+        QueryState::Failed => "failed",
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
