@@ -3,12 +3,61 @@
 //! and the client `anduin ctl` uses.
 //!
 //! This crate does not run queries: the embedded runtime (and, later, the coordinator)
-//! implements [`QueryControl`] and hands it to the server.
+//! implements [`QueryControl`] and hands it to the server through a [`Registry`].
+//! It is not on the data path either: the server runs on a tokio runtime of its own thread,
+//! and calls into a query through the blocking trait methods on tokio's blocking pool.
+//!
+//! The pieces:
+//! - [`ApiServer::start`] binds a listener (loopback, or any address with a bearer token)
+//!   and serves the routes of [`routes`] until it is shut down or dropped;
+//! - [`Registry`] holds the served queries by name (they come and go while it runs) and the
+//!   [`EventFeed`]s that carry their engine events to `GET /api/v1/events`;
+//! - [`registration`] lets `anduin ctl` find the runs of this user on this machine;
+//! - [`Client`] is the blocking client of the routes.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::sync::Arc;
+//! use anduin_api::{ApiConfig, ApiServer, Client, Registry, fake::FakeQuery};
+//!
+//! let registry = Registry::new();
+//! registry.add(Arc::new(FakeQuery::new("sensors"))).expect("a new name");
+//! let server = ApiServer::start(ApiConfig::loopback(), registry).expect("binds 127.0.0.1:0");
+//! let client = Client::new(&server.url(), None).expect("a valid URL");
+//! let queries = client.queries().expect("the server answers");
+//! assert_eq!(queries[0].name, "sensors");
+//! server.shutdown();
+//! ```
+
+#![deny(missing_docs)]
+
+mod client;
+mod error;
+mod events;
+pub mod fake;
+mod handlers;
+mod metrics;
+mod openapi;
+mod problem;
+pub mod registration;
+mod registry;
+#[cfg(test)]
+mod router_tests;
+pub mod routes;
+mod server;
 
 pub use anduin_runtime::control::{
     ChangeRecord, ChangeRequest, CheckpointInfo, ControlFailure, FailureKind, ParamInfo, QueryInfo,
     QueryMetrics,
 };
+pub use client::{Client, ClientError, EventStream, SseMessage};
+pub use error::ApiError;
+pub use events::{EventFeed, FeedEvent};
+pub use metrics::render_prometheus;
+pub use problem::ErrorBody;
+pub use registry::{Registry, RegistryError};
+pub use server::{ApiConfig, ApiServer, DEFAULT_BODY_LIMIT};
 
 /// What the API can ask of one running query. Implemented by the runtime's handle of an
 /// embedded run; the server calls the blocking methods off its async threads.

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod api;
 mod cmd;
 mod control;
 mod embedded;
@@ -45,6 +46,9 @@ enum Command {
     /// Run a benchmark suite and report its throughput (sinks replaced by discard).
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
+    /// Control running queries through their HTTP API: list, params, set, history,
+    /// checkpoint, stop.
+    Ctl(cmd::ctl::CtlArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => cmd::explain::explain(args),
         Command::Checkpoints(c) => cmd::checkpoints::checkpoints(c),
         Command::Bench(c) => cmd::bench::bench(c),
+        Command::Ctl(args) => cmd::ctl::ctl(args),
     };
     match result {
         Ok(code) => code,

@@ -3,5 +3,6 @@
 pub mod bench;
 pub mod check;
 pub mod checkpoints;
+pub mod ctl;
 pub mod explain;
 pub mod run;

@@ -1,0 +1,256 @@
+//! `anduin ctl`: the control plane of running queries, through their HTTP API. Every
+//! subcommand is one HTTP call (see docs/operations.md, "HTTP API").
+
+mod table;
+mod target;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anduin_api::{ChangeRecord, Client, ParamInfo, QueryInfo};
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use crate::api::read_token;
+
+/// Arguments of `anduin ctl`.
+#[derive(Args, Debug)]
+pub struct CtlArgs {
+    /// The API to call (HOST:PORT or http://HOST:PORT). Default: the run of the query on this
+    /// machine, found in the runtime directory ($XDG_RUNTIME_DIR/anduin or
+    /// $TMPDIR/anduin-UID).
+    #[arg(long, global = true, value_name = "ADDR")]
+    pub api: Option<String>,
+    /// Send the bearer token in this file's first line (default: ANDUIN_API_TOKEN, if set).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub api_token_file: Option<PathBuf>,
+    /// Print the server's answer as JSON instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: CtlCommand,
+}
+
+/// The subcommands of `anduin ctl`.
+#[derive(Subcommand, Debug)]
+pub enum CtlCommand {
+    /// The running queries: on this machine, or at --api.
+    Queries,
+    /// An operator's adjustable params: name, type, current value.
+    Params {
+        /// The query's name.
+        query: String,
+        /// The operator's name.
+        operator: String,
+    },
+    /// Change a param at a consistent point; prints the epoch it was applied at.
+    Set {
+        /// The query's name.
+        query: String,
+        /// The operator's name.
+        operator: String,
+        /// The param.
+        param: String,
+        /// The new value, as it would be written in the query (quote it: "value < 30"; a
+        /// value starting with `-` is taken as a value).
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+        /// Who asks, as the history keeps it (default: ctl:$USER).
+        #[arg(long, value_name = "WHO")]
+        from: Option<String>,
+    },
+    /// Every change made to a query: time, epoch, operator, param, old, new, from whom.
+    History {
+        /// The query's name.
+        query: String,
+    },
+    /// Take a checkpoint now (the run needs --checkpoint-dir); prints its epoch.
+    Checkpoint {
+        /// The query's name.
+        query: String,
+    },
+    /// Stop a query: a last checkpoint (with --checkpoint-dir), then it ends, resumable.
+    Stop {
+        /// The query's name.
+        query: String,
+    },
+}
+
+/// Runs `anduin ctl`.
+pub fn ctl(args: CtlArgs) -> Result<ExitCode> {
+    let token = read_token(args.api_token_file.as_deref())?;
+    let api = args.api.as_deref();
+    let client = |query: &str| target::client_for(api, token.clone(), query);
+    let out = match args.command {
+        CtlCommand::Queries => queries(api, token.clone(), args.json)?,
+        CtlCommand::Params { query, operator } => {
+            let params = client(&query)?.params(&query, &operator)?;
+            show(args.json, &params, || {
+                params_table(&query, &operator, &params)
+            })?
+        }
+        CtlCommand::Set {
+            query,
+            operator,
+            param,
+            value,
+            from,
+        } => {
+            let from = from.unwrap_or_else(default_from);
+            let r = client(&query)?.set(&query, &operator, &param, &value, &from)?;
+            show(args.json, &r, || {
+                format!(
+                    "applied at epoch {}: {}.{} = {} (was {})\n",
+                    r.epoch, r.operator, r.param, r.new, r.old
+                )
+            })?
+        }
+        CtlCommand::History { query } => {
+            let h = client(&query)?.history(&query)?;
+            show(args.json, &h, || history_table(&query, &h))?
+        }
+        CtlCommand::Checkpoint { query } => {
+            let epoch = client(&query)?.checkpoint(&query)?;
+            show(args.json, &serde_json::json!({"epoch": epoch}), || {
+                format!("checkpoint {epoch} of \"{query}\" is complete\n")
+            })?
+        }
+        CtlCommand::Stop { query } => {
+            client(&query)?.stop(&query)?;
+            show(
+                args.json,
+                &serde_json::json!({"query": query, "state": "stopping"}),
+                || {
+                    format!(
+                        "\"{query}\" is stopping (after a last checkpoint, when it takes them)\n"
+                    )
+                },
+            )?
+        }
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// JSON (pretty, one value) or the human form.
+fn show<T: Serialize>(json: bool, value: &T, human: impl FnOnce() -> String) -> Result<String> {
+    if json {
+        Ok(format!("{}\n", serde_json::to_string_pretty(value)?))
+    } else {
+        Ok(human())
+    }
+}
+
+/// Who asks: `ctl:$USER`.
+fn default_from() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".to_string());
+    format!("ctl:{user}")
+}
+
+/// A query served at `api`.
+#[derive(Serialize)]
+struct Served {
+    #[serde(flatten)]
+    info: QueryInfo,
+    api: String,
+}
+
+/// `ctl queries`: those at `--api`, or those of every local run (an unreachable run is a
+/// warning on stderr).
+fn queries(api: Option<&str>, token: Option<String>, json: bool) -> Result<String> {
+    let mut served = Vec::new();
+    match api {
+        Some(addr) => {
+            let c = Client::new(addr, token)?;
+            served.extend(c.queries()?.into_iter().map(|info| Served {
+                info,
+                api: c.url().to_string(),
+            }));
+        }
+        None => {
+            let (runs, _) = target::local_runs()?;
+            for run in &runs {
+                let answer = target::client_of(run, token.clone())
+                    .and_then(|c| Ok((c.queries()?, c.url().to_string())));
+                match answer {
+                    Ok((infos, url)) => served.extend(infos.into_iter().map(|info| Served {
+                        info,
+                        api: url.clone(),
+                    })),
+                    Err(e) => eprintln!("warning: run {} (pid {}): {e:#}", run.name, run.pid),
+                }
+            }
+        }
+    }
+    show(json, &served, || {
+        if served.is_empty() {
+            return "no queries running\n".to_string();
+        }
+        let rows: Vec<Vec<String>> = served
+            .iter()
+            .map(|s| {
+                vec![
+                    s.info.name.clone(),
+                    serde_json::to_value(s.info.state)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    table::time(s.info.started_ms),
+                    if s.info.checkpointing { "yes" } else { "no" }.to_string(),
+                    s.api.clone(),
+                ]
+            })
+            .collect();
+        table::render(&["NAME", "STATE", "STARTED", "CHECKPOINTS", "API"], &rows)
+    })
+}
+
+fn params_table(query: &str, operator: &str, params: &[ParamInfo]) -> String {
+    if params.is_empty() {
+        return format!(
+            "operator \"{operator}\" of \"{query}\" has no params that can change while it runs\n"
+        );
+    }
+    let rows: Vec<Vec<String>> = params
+        .iter()
+        .map(|p| {
+            vec![
+                p.name.clone(),
+                p.kind.clone(),
+                p.value.clone(),
+                p.doc.clone(),
+            ]
+        })
+        .collect();
+    table::render(&["PARAM", "TYPE", "VALUE", "DOC"], &rows)
+}
+
+fn history_table(query: &str, history: &[ChangeRecord]) -> String {
+    if history.is_empty() {
+        return format!("no changes made to \"{query}\"\n");
+    }
+    let rows: Vec<Vec<String>> = history
+        .iter()
+        .map(|r| {
+            vec![
+                r.seq.to_string(),
+                table::time(r.time_ms),
+                r.epoch.to_string(),
+                r.operator.clone(),
+                r.param.clone(),
+                r.old.clone(),
+                r.new.clone(),
+                r.from.clone(),
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            "SEQ", "TIME", "EPOCH", "OPERATOR", "PARAM", "OLD", "NEW", "FROM",
+        ],
+        &rows,
+    )
+}
