@@ -200,6 +200,7 @@ impl QueryControl for FakeQuery {
             epoch: inner.epoch,
             time_ms: STARTED_MS + 1000 * inner.epoch as i64,
             finished: false,
+            size_bytes: 1024,
         };
         inner.checkpoints.push(c);
         Ok(inner.epoch)

@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 
 mod client;
+mod embedded;
 mod error;
 mod events;
 pub mod fake;

@@ -8,9 +8,6 @@
 //! 3. once the run's [`QueryControl`] exists: `api.serve(control)?`;
 //! 4. keep `api` alive until the run ends; dropping it unregisters, then stops the server.
 
-// Until `anduin run` serves the API, only the tests call these.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -115,6 +112,12 @@ impl ServedApi {
         Arc::new(self.registry.event_feed(&self.name))
     }
 
+    /// `http://ADDR`.
+    #[cfg(test)]
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
     /// Serves `query` (whose `info().name` must be the name the API was started with).
     pub fn serve(&self, query: Arc<dyn QueryControl>) -> Result<()> {
         let name = self.registry.add(query)?;
@@ -126,11 +129,6 @@ impl ServedApi {
             );
         }
         Ok(())
-    }
-
-    /// `http://ADDR`.
-    pub fn url(&self) -> String {
-        self.server.url()
     }
 }
 
@@ -220,8 +218,6 @@ mod tests {
         struct Run {
             #[command(flatten)]
             run: crate::cmd::run::RunArgs,
-            #[command(flatten)]
-            api: ApiArgs,
         }
         let r = Run::try_parse_from([
             "run",
@@ -236,7 +232,7 @@ mod tests {
         ])
         .expect("parses");
         assert_eq!(
-            (r.api.api.port(), r.api.query_name(&r.run.file)),
+            (r.run.api.api.port(), r.run.api.query_name(&r.run.file)),
             (9, "s".to_string())
         );
         assert!(r.run.quiet);

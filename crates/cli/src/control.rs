@@ -3,21 +3,12 @@
 //! a change as `anduin check` checks the query ([`anduin_graph::check_change`]).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use anduin_graph::{check_change, Catalog, ChangeRejected, LogicalGraph, ParamKind};
 use anduin_operator_api::Bound;
 use anduin_registry::BuiltinCatalog;
 use anduin_runtime::control::{ChangeRequest, Control, ControlFailure, ParamInfo};
-
-/// The name of a query read from `file`: its stem (`sensors` for `examples/sensors.flow`).
-pub fn query_name(file: &Path) -> String {
-    file.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "query".to_string())
-}
 
 /// The handle of query `name` (read from `file`), running `graph`.
 pub fn control_of(name: &str, file: Option<String>, graph: Arc<LogicalGraph<Bound>>) -> Control {

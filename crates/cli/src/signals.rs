@@ -50,10 +50,13 @@ pub struct Signals {
 }
 
 impl Signals {
-    /// The signal that stopped the run (Ctrl-C if none was seen, which a stopped run
-    /// cannot be).
-    pub fn received(&self) -> Stop {
-        Stop::of(self.first.load(Ordering::SeqCst))
+    /// The signal that stopped the run, if one did (a run stopped through the API, `anduin
+    /// ctl stop`, saw none).
+    pub fn received(&self) -> Option<Stop> {
+        match self.first.load(Ordering::SeqCst) {
+            0 => None,
+            signal => Some(Stop::of(signal)),
+        }
     }
 }
 

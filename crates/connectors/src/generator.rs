@@ -350,8 +350,8 @@ impl Source for Generator {
         ADJUSTABLE
     }
 
-    /// A new rate counts from now: the rows produced so far are not owed again, nor are the
-    /// ones the old rate had not allowed yet.
+    /// A new rate counts from now: the next row comes one interval of the new rate after
+    /// the change (the rows the old rate had not allowed yet are not owed).
     fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
         if param != "rate" {
             return Err(ControlError::NotAdjustable {
@@ -363,7 +363,7 @@ impl Source for Generator {
         match value.trim().parse::<f64>() {
             Ok(rate) if crate::pace::valid_rate(rate) => {
                 self.rate = Some(rate);
-                self.pace.restart(self.produced);
+                self.pace.change(self.produced);
                 Ok(())
             }
             _ => Err(ControlError::Invalid {

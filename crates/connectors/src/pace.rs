@@ -50,6 +50,13 @@ impl Pace {
         self.base = at;
     }
 
+    /// The rate changes after position `at` (a meta query): the next row is due one interval
+    /// of the new rate from now, not at once.
+    pub(crate) fn change(&mut self, at: u64) {
+        self.started = Some(self.clock.now());
+        self.base = at.saturating_sub(1);
+    }
+
     /// The first position not yet due at `rate` per second (the first one is due at once),
     /// or `None` when position `at` is not due yet: then it has waited for it, but not past
     /// `deadline`.
@@ -96,6 +103,23 @@ mod tests {
         assert_eq!(pace.due_before(100.0, 51, now), Some(52));
         clock.advance(Duration::from_secs(1));
         assert_eq!(pace.due_before(100.0, 52, now), Some(152));
+    }
+
+    #[test]
+    fn after_a_change_of_rate_the_next_row_waits_one_interval_of_the_new_rate() {
+        let clock = Arc::new(ManualClock::new());
+        let mut pace = Pace::default();
+        pace.set_clock(Arc::clone(&clock) as SharedClock);
+        let now = Instant::now();
+        assert_eq!(pace.due_before(100.0, 0, now), Some(1));
+        pace.change(1);
+        assert_eq!(pace.due_before(10.0, 1, now), None);
+        clock.advance(Duration::from_millis(99));
+        assert_eq!(pace.due_before(10.0, 1, now), None);
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(pace.due_before(10.0, 1, now), Some(2));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(pace.due_before(10.0, 2, now), Some(12));
     }
 
     #[test]

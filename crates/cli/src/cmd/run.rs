@@ -69,6 +69,8 @@ pub struct RunArgs {
     /// Ignore (and delete) the checkpoints in --checkpoint-dir and start from the beginning.
     #[arg(long, requires = "checkpoint_dir")]
     pub from_scratch: bool,
+    #[command(flatten)]
+    pub api: crate::api::ApiArgs,
     /// Testing: make the files of this checkpoint fail to write, as on a full disk.
     #[arg(long, hide = true, value_name = "EPOCH")]
     pub inject_checkpoint_failure: Option<u64>,
@@ -141,11 +143,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Prepared::Run(c) => Some(*c),
     };
     let signals = crate::signals::install(Arc::clone(&stop));
+    let name = args.api.query_name(&args.file);
     let control = Arc::new(crate::control::control_of(
-        &crate::control::query_name(&args.file),
+        &name,
         Some(args.file.display().to_string()),
         Arc::clone(&loaded.graph),
     ));
+    // Served until the run ends (dropped at the end of this function).
+    let api = crate::api::start_api(&args.api, &name)?;
+    let mut run_events = events.events.clone();
+    if let Some(api) = &api {
+        run_events = run_events.with(api.events());
+        api.serve(Arc::clone(&control) as Arc<dyn anduin_api::QueryControl>)?;
+    }
     let executed = execute(
         &loaded,
         &args.engine,
@@ -154,7 +164,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             checkpointing,
             stop,
             query_file: Some(args.file.display().to_string()),
-            events: events.events.clone(),
+            events: run_events,
             control: Some(control),
         },
     );
@@ -176,7 +186,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         return Err(failure);
     }
     if summary.stopped {
-        let by = signals.received();
+        let Some(by) = signals.received() else {
+            eprintln!(
+                "anduin: stopped through the API (anduin ctl stop); everything read so far was processed and written{}",
+                if args.checkpoint_dir.is_some() {
+                    "; run it again with the same --checkpoint-dir to resume"
+                } else {
+                    ""
+                }
+            );
+            return Ok(ExitCode::SUCCESS);
+        };
         eprintln!(
             "anduin: stopped by {}; everything read so far was processed and written",
             by.describe()
