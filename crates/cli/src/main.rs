@@ -19,6 +19,7 @@ mod events;
 mod load;
 mod locks;
 mod preflight;
+mod progress;
 mod signals;
 
 /// anduin: continuous queries over streams, declared in .flow (or JSON) files.

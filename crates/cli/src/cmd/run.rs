@@ -156,6 +156,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         run_events = run_events.with(api.events());
         api.serve(Arc::clone(&control) as Arc<dyn anduin_api::QueryControl>)?;
     }
+    let progress = crate::progress::show(Arc::clone(&control), args.quiet);
     let executed = execute(
         &loaded,
         &args.engine,
@@ -168,6 +169,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             control: Some(control),
         },
     );
+    drop(progress);
     let Executed {
         summary,
         dead_letter,
