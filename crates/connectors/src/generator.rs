@@ -58,7 +58,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: false,
             kind: ParamKind::Number,
             default: None,
-            doc: "rows per second (0.001 to 1e12); without it, as fast as possible",
+            doc: "rows per second (0.001 to 1e12); without it, as fast as possible; adjustable while running",
         },
         ParamSpec {
             name: "seed",

@@ -30,7 +30,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: true,
             kind: ParamKind::Text,
             default: None,
-            doc: "comma-separated SQL expressions, each optionally `AS name`, e.g. \"ts, sensor, value * 2 AS doubled\"; `*` keeps every input column",
+            doc: "comma-separated SQL expressions, each optionally `AS name`, e.g. \"ts, sensor, value * 2 AS doubled\"; `*` keeps every input column; adjustable while running (same output columns)",
         },
         anduin_operator_api::ON_ERROR,
     ],

@@ -147,12 +147,13 @@ fn probe(
             .topo
             .iter()
             .flat_map(|n| {
-                let name = graph.node(*n).name();
+                let node = graph.node(*n);
+                let (name, source) = (node.name(), matches!(node.bound, Bound::Source(_)));
                 counters[n.0]
                     .instances
                     .iter()
                     .enumerate()
-                    .map(move |(i, c)| (name.to_string(), i, Arc::clone(c)))
+                    .map(move |(i, c)| (name.to_string(), i, source, Arc::clone(c)))
             })
             .collect(),
         checkpoints: config

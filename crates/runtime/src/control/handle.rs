@@ -69,8 +69,9 @@ struct Inner {
 
 /// Where the live figures of a run come from.
 pub(crate) struct Probe {
-    /// Every operator instance's counters: operator, instance, counters.
-    pub instances: Vec<(String, usize, Arc<Counters>)>,
+    /// Every operator instance's counters: operator, instance, whether it is a source (whose
+    /// busy time is not measured: it waits for input inside its poll), counters.
+    pub instances: Vec<(String, usize, bool, Arc<Counters>)>,
     /// The checkpoints' counters, when the run takes checkpoints.
     pub checkpoints: Option<Arc<CheckpointCounters>>,
     /// The checkpoint directory, when the run takes checkpoints.
@@ -290,7 +291,9 @@ impl Control {
         let instances = probe
             .instances
             .iter()
-            .map(|(operator, instance, c)| instance_metrics(operator, *instance, c))
+            .map(|(operator, instance, source, c)| {
+                instance_metrics(operator, *instance, *source, c)
+            })
             .collect();
         QueryMetrics {
             instances,
@@ -610,7 +613,12 @@ fn set_current(
 }
 
 /// The live figures of one operator instance.
-fn instance_metrics(operator: &str, instance: usize, c: &Counters) -> InstanceMetrics {
+fn instance_metrics(
+    operator: &str,
+    instance: usize,
+    source: bool,
+    c: &Counters,
+) -> InstanceMetrics {
     use std::sync::atomic::Ordering::Relaxed;
     let metric = |name: &str| {
         c.metrics
@@ -625,10 +633,10 @@ fn instance_metrics(operator: &str, instance: usize, c: &Counters) -> InstanceMe
         instance,
         rows_in: c.rows_in.load(Relaxed),
         rows_out: c.rows_out.load(Relaxed),
-        batches_in: Some(c.batches_in.load(Relaxed)),
-        busy_ns: Some(c.busy_ns.load(Relaxed)),
+        batches_in: (!source).then(|| c.batches_in.load(Relaxed)),
+        busy_ns: (!source).then(|| c.busy_ns.load(Relaxed)),
         blocked_ns: Some(c.blocked_ns.load(Relaxed)),
-        queue_len: Some(c.queue_len.load(Relaxed)),
+        queue_len: (!source).then(|| c.queue_len.load(Relaxed)),
         watermark_ms: (watermark != i64::MIN).then_some(watermark),
         // Operators report these when their input ends.
         late_rows: metric("late_rows"),
