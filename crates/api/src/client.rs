@@ -181,11 +181,12 @@ impl Client {
         format!("/api/v1/queries/{}", segment(query))
     }
 
-    fn answer<T: DeserializeOwned>(
+    /// The body of a successful answer, or the server's refusal.
+    fn text(
         &self,
         url: &str,
         r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-    ) -> Result<T, ClientError> {
+    ) -> Result<String, ClientError> {
         let mut resp = r.map_err(|e| ClientError::Unreachable {
             url: url.to_string(),
             reason: e.to_string(),
@@ -212,6 +213,15 @@ impl Client {
                 },
             });
         }
+        Ok(text)
+    }
+
+    fn answer<T: DeserializeOwned>(
+        &self,
+        url: &str,
+        r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<T, ClientError> {
+        let text = self.text(url, r)?;
         serde_json::from_str(&text).map_err(|e| ClientError::Decode {
             url: url.to_string(),
             reason: e.to_string(),
@@ -319,30 +329,7 @@ impl Client {
     pub fn prometheus(&self) -> Result<String, ClientError> {
         let url = format!("{}/metrics", self.base);
         let r = self.auth(self.agent.get(&url)).call();
-        let mut resp = r.map_err(|e| ClientError::Unreachable {
-            url: url.clone(),
-            reason: e.to_string(),
-        })?;
-        let status = resp.status().as_u16();
-        let text = resp
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| ClientError::Unreachable {
-                url: url.clone(),
-                reason: e.to_string(),
-            })?;
-        if status >= 400 {
-            let b: ErrorBody = serde_json::from_str(&text).map_err(|e| ClientError::Decode {
-                url,
-                reason: e.to_string(),
-            })?;
-            return Err(ClientError::Refused {
-                status,
-                error: b.error,
-                message: b.message,
-            });
-        }
-        Ok(text)
+        self.text(&url, r)
     }
 
     /// `GET /api/v1/events` (of `query` only, if given): returns once the server has

@@ -8,35 +8,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use anduin_checkpoint::Store;
 use anduin_types::Epoch;
-use common::ChildGuard;
-
-const QUERY: &str = r#"
-type name = "R" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param rate = 3000
-  output name = "raw", type = "R"
-}
-operator name = "low", type = "filter" {
-  input name = "raw"
-  param condition = "value < 42"
-  output name = "low", type = "R"
-}
-operator name = "out", type = "writer" {
-  input name = "low"
-  param path = "out.csv"
-}
-"#;
+use common::{stdout_ok, ChildGuard};
 
 /// Every row of the generator above, `${COUNT}` of them, unfiltered.
 const ALL: &str = r#"
@@ -69,39 +47,16 @@ fn ctl(dir: &Path, api: &str, args: &[&str]) -> Output {
         .expect("anduin runs")
 }
 
-fn stdout_ok(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Starts the query (resuming from `ck` if it holds a checkpoint) and returns it with the
 /// address its API serves, read from the `api:` line it prints.
 fn start(dir: &Path) -> (ChildGuard, String, BufReader<std::process::ChildStderr>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .args(["run", "q.flow", "--checkpoint-dir", "ck", "-q"])
+    let mut c = Command::new(env!("CARGO_BIN_EXE_anduin"));
+    c.args(["run", "q.flow", "--checkpoint-dir", "ck", "-q"])
         .args(["--checkpoint-interval", "1h"])
         .current_dir(dir)
         .env("XDG_RUNTIME_DIR", dir.join("rt"))
-        .env_remove("RUST_LOG")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("anduin runs");
-    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
-    let guard = ChildGuard(child);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = stderr.read_line(&mut line).expect("reads stderr");
-        assert!(n > 0, "the run ended before serving its API");
-        if let Some(url) = line.trim().strip_prefix("api: http://") {
-            return (guard, url.to_string(), stderr);
-        }
-    }
+        .env_remove("RUST_LOG");
+    common::start_with_api(c)
 }
 
 /// How many rows the generator had produced at checkpoint `epoch`.
@@ -157,7 +112,11 @@ fn value_of(line: &str) -> i64 {
 fn switch_and_check(kill: bool) {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    std::fs::write(d.join("q.flow"), QUERY).expect("writes");
+    std::fs::write(
+        d.join("q.flow"),
+        common::generated_filtered(3000, "value < 42"),
+    )
+    .expect("writes");
     std::fs::create_dir(d.join("rt")).expect("a runtime dir");
     let (run, api, _stderr) = start(d);
 

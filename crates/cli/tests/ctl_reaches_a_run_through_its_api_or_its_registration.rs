@@ -2,6 +2,8 @@
 //! `--json`, errors with the server's message and a non-zero exit, finding the run through
 //! the runtime directory, and tokens.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -9,6 +11,7 @@ use std::sync::Arc;
 use anduin_api::fake::FakeQuery;
 use anduin_api::registration::{Registration, RegistrationGuard, RuntimeDir};
 use anduin_api::{ApiConfig, ApiServer, QueryControl, Registry};
+use common::stdout_ok;
 
 /// `anduin ctl ARGS` with `runtime` as XDG_RUNTIME_DIR, no token in the environment unless
 /// `token` is given, and a fixed user name.
@@ -24,16 +27,6 @@ fn ctl(runtime: &Path, token: Option<&str>, args: &[&str]) -> Output {
         c.env("ANDUIN_API_TOKEN", t);
     }
     c.output().expect("the anduin binary runs")
-}
-
-fn ok(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn failed(out: &Output) -> String {
@@ -91,28 +84,28 @@ fn ctl_with_an_address_prints_tables_json_and_the_epoch_of_a_change() {
     let api = ["--api", url.as_str()];
     let run = |args: &[&str]| ctl(tmp.path(), None, &[&api[..], args].concat());
 
-    let out = ok(&run(&["queries"]));
+    let out = stdout_ok(&run(&["queries"]));
     assert_eq!(
         out,
         format!("NAME     STATE    STARTED                  CHECKPOINTS  API\nsensors  running  2026-01-01 00:00:00 UTC  yes          {url}\n")
     );
     assert_eq!(
-        ok(&run(&["params", "sensors", "low"])),
+        stdout_ok(&run(&["params", "sensors", "low"])),
         "PARAM      TYPE        VALUE       DOC\ncondition  expression  value < 40  The rows that pass.\n"
     );
     assert_eq!(
-        ok(&run(&["params", "sensors", "source"])),
+        stdout_ok(&run(&["params", "sensors", "source"])),
         "operator \"source\" of \"sensors\" has no params that can change while it runs\n"
     );
     assert_eq!(
-        ok(&run(&["history", "sensors"])),
+        stdout_ok(&run(&["history", "sensors"])),
         "no changes made to \"sensors\"\n"
     );
     assert_eq!(
-        ok(&run(&["set", "sensors", "low", "condition", "value < 30"])),
+        stdout_ok(&run(&["set", "sensors", "low", "condition", "value < 30"])),
         "applied at epoch 1: low.condition = value < 30 (was value < 40)\n"
     );
-    let json: serde_json::Value = serde_json::from_str(&ok(&run(&[
+    let json: serde_json::Value = serde_json::from_str(&stdout_ok(&run(&[
         "set",
         "sensors",
         "low",
@@ -128,21 +121,21 @@ fn ctl_with_an_address_prints_tables_json_and_the_epoch_of_a_change() {
         (Some(2), Some("ops"))
     );
     assert_eq!(
-        ok(&run(&["history", "sensors"])),
+        stdout_ok(&run(&["history", "sensors"])),
         "SEQ  TIME                     EPOCH  OPERATOR  PARAM      OLD         NEW         FROM\n\
          1    2026-01-01 00:00:01 UTC  1      low       condition  value < 40  value < 30  ctl:tester\n\
          2    2026-01-01 00:00:02 UTC  2      low       condition  value < 30  value < 20  ops\n"
     );
     assert_eq!(
-        ok(&run(&["checkpoint", "sensors"])),
+        stdout_ok(&run(&["checkpoint", "sensors"])),
         "checkpoint 3 of \"sensors\" is complete\n"
     );
     let json: serde_json::Value =
-        serde_json::from_str(&ok(&run(&["--json", "queries"]))).expect("JSON");
+        serde_json::from_str(&stdout_ok(&run(&["--json", "queries"]))).expect("JSON");
     assert_eq!(json[0]["name"], "sensors");
     assert_eq!(json[0]["api"], url.as_str());
     assert_eq!(
-        ok(&run(&["stop", "sensors"])),
+        stdout_ok(&run(&["stop", "sensors"])),
         "\"sensors\" is stopping (after a last checkpoint, when it takes them)\n"
     );
     assert_eq!(
@@ -206,10 +199,10 @@ fn ctl_finds_a_local_run_by_its_registration_and_the_query_name_picks_among_seve
     // This process's pid for a live run, and its parent's for another (both alive).
     let parent = std::os::unix::process::parent_id();
     let _sensors = register(tmp.path(), "sensors", me, &a, false);
-    let out = ok(&ctl(tmp.path(), None, &["params", "sensors", "low"]));
+    let out = stdout_ok(&ctl(tmp.path(), None, &["params", "sensors", "low"]));
     assert!(out.contains("value < 40"), "{out}");
     assert_eq!(
-        ok(&ctl(
+        stdout_ok(&ctl(
             tmp.path(),
             None,
             &["set", "sensors", "low", "condition", "value < 1"]
@@ -230,7 +223,7 @@ fn ctl_finds_a_local_run_by_its_registration_and_the_query_name_picks_among_seve
         "{e}"
     );
     // `queries` lists every local run's queries.
-    let out = ok(&ctl(tmp.path(), None, &["queries"]));
+    let out = stdout_ok(&ctl(tmp.path(), None, &["queries"]));
     assert_eq!(out.lines().count(), 3, "{out}");
     assert!(
         out.contains(&a.server.url()) && out.contains(&b.server.url()),
@@ -249,7 +242,7 @@ fn ctl_sends_the_token_from_the_environment_or_a_file_and_says_when_one_is_missi
         "{e}"
     );
     assert_eq!(
-        ok(&ctl(tmp.path(), Some("tok-123"), &["history", "sensors"])),
+        stdout_ok(&ctl(tmp.path(), Some("tok-123"), &["history", "sensors"])),
         "no changes made to \"sensors\"\n"
     );
     let file = tmp.path().join("token");

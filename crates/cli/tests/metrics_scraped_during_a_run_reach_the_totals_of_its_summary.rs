@@ -6,32 +6,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
+use std::io::Read;
+use std::process::Command;
 
-use common::{wait_until, ChildGuard};
-
-const QUERY: &str = r#"
-type name = "R" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param rate = 5000
-  output name = "raw", type = "R"
-}
-operator name = "low", type = "filter" {
-  input name = "raw"
-  param condition = "value % 2 = 0"
-  output name = "low", type = "R"
-}
-operator name = "out", type = "writer" {
-  input name = "low"
-  param path = "out.csv"
-}
-"#;
+use common::wait_until;
 
 /// `(metric, operator) -> value` of the samples of `text` with an `operator` label.
 fn samples(text: &str) -> BTreeMap<(String, String), f64> {
@@ -57,29 +35,18 @@ fn samples(text: &str) -> BTreeMap<(String, String), f64> {
 fn scraped_row_counters_reach_the_totals_of_the_run_summary() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    std::fs::write(d.join("q.flow"), QUERY).expect("writes");
+    std::fs::write(
+        d.join("q.flow"),
+        common::generated_filtered(5000, "value % 2 = 0"),
+    )
+    .expect("writes");
     std::fs::create_dir(d.join("rt")).expect("a runtime dir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .args(["run", "q.flow"])
+    let mut c = Command::new(env!("CARGO_BIN_EXE_anduin"));
+    c.args(["run", "q.flow"])
         .current_dir(d)
         .env("XDG_RUNTIME_DIR", d.join("rt"))
-        .env_remove("RUST_LOG")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("anduin runs");
-    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
-    let mut run = ChildGuard(child);
-    let mut line = String::new();
-    let api = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).expect("reads") > 0,
-            "no api line"
-        );
-        if let Some(a) = line.trim().strip_prefix("api: http://") {
-            break a.to_string();
-        }
-    };
+        .env_remove("RUST_LOG");
+    let (mut run, api, mut stderr) = common::start_with_api(c);
     let client = anduin_api::Client::new(&api, None).expect("an address");
     let rows = |name: &str, of: &str| -> f64 {
         let all = samples(&client.prometheus().expect("scrapes"));

@@ -254,3 +254,64 @@ pub fn anduin_in_tmpdir(dir: &Path, tmp: &str, args: &[&str]) -> Command {
         .env_remove("RUST_LOG");
     c
 }
+
+/// The stdout of a command that must have succeeded (its stderr in the failure).
+pub fn stdout_ok(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Starts `anduin run` as `command` says (its stderr piped) and reads its stderr up to the
+/// `api: http://ADDR` line: the run, guarded, with `ADDR` and the rest of its stderr.
+pub fn start_with_api(
+    mut command: Command,
+) -> (ChildGuard, String, BufReader<std::process::ChildStderr>) {
+    let mut child = command
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("anduin runs");
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+    let guard = ChildGuard(child);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = stderr.read_line(&mut line).expect("reads stderr");
+        assert!(n > 0, "the run ended before serving its API");
+        if let Some(addr) = line.trim().strip_prefix("api: http://") {
+            return (guard, addr.to_string(), stderr);
+        }
+    }
+}
+
+/// A generated stream of readings (`ts`, `sensor`, `value`) at `rate` rows a second,
+/// filtered by `condition` into `out.csv`: a query whose filter changes while it runs.
+pub fn generated_filtered(rate: u32, condition: &str) -> String {
+    format!(
+        r#"
+type name = "R" {{
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}}
+operator name = "gen", type = "generator" {{
+  param profile = "events"
+  param rate = {rate}
+  output name = "raw", type = "R"
+}}
+operator name = "low", type = "filter" {{
+  input name = "raw"
+  param condition = "{condition}"
+  output name = "low", type = "R"
+}}
+operator name = "out", type = "writer" {{
+  input name = "low"
+  param path = "out.csv"
+}}
+"#
+    )
+}
