@@ -1,24 +1,237 @@
 //! The control plane of an embedded run: the query's [`Control`] handle, with the adjustable
 //! params of its operators (their current values from the query) and a validator that checks
 //! a change as `anduin check` checks the query ([`anduin_graph::check_change`]).
+//!
+//! A writer's new `path` is also checked as `anduin run` checks an output before it starts
+//! ([`crate::preflight::check_new_output`]: not an input, another output or an earlier one of
+//! this run, nor another file of the run; a place that can be written) and locked as
+//! [`crate::locks`] locks the outputs, before the change is sent: a path that another run
+//! writes is refused. The locks are held until the run ends. A resumed run locks the paths
+//! that the changes recorded by its checkpoint gave its writers, before anything is written.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
+use anduin_checkpoint::{output_locks_dir, OwnerLock};
 use anduin_graph::{check_change, Catalog, ChangeRejected, LogicalGraph, ParamKind};
 use anduin_operator_api::Bound;
 use anduin_registry::BuiltinCatalog;
-use anduin_runtime::control::{ChangeRequest, Control, ControlFailure, ParamInfo};
+use anduin_runtime::control::{ChangeRecord, ChangeRequest, Control, ControlFailure, ParamInfo};
+use anduin_spec::Spec;
+use anyhow::{Context, Result};
 
-/// The handle of query `name` (read from `file`), running `graph`.
-pub fn control_of(name: &str, file: Option<String>, graph: Arc<LogicalGraph<Bound>>) -> Control {
+use crate::locks::is_device;
+use crate::preflight::{absolute, check_new_output, is_stdout, InUse};
+
+/// What a run uses besides its operators' params, for checking a writer's new path.
+#[derive(Debug, Clone, Default)]
+pub struct RunPlaces {
+    /// Whether the run takes checkpoints (a writer's output is then a directory of parts).
+    pub checkpointing: bool,
+    /// The dead-letter file, unless the dead letters go to stderr.
+    pub dead_letter: Option<PathBuf>,
+    /// The events file (`--events`), unless `-` or none.
+    pub events: Option<PathBuf>,
+    /// `--checkpoint-dir`.
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Where the LSM backends keep their run directories, when the query keeps state there.
+    pub state_dir: Option<PathBuf>,
+    /// The query file.
+    pub query_file: Option<PathBuf>,
+    /// The changes recorded by the checkpoint the run resumes from (applied again).
+    pub restored: Vec<ChangeRecord>,
+}
+
+/// The handle of query `name` (read from `file`), running `graph`, in a run that uses
+/// `places`. Fails when a path the resumed run's writers write (after the changes its
+/// checkpoint recorded) is held by another run.
+pub fn control_of(
+    name: &str,
+    file: Option<String>,
+    graph: Arc<LogicalGraph<Bound>>,
+    places: RunPlaces,
+) -> Result<Control> {
     let params = adjustable_params(&graph);
     let query = name.to_string();
+    let outputs = Mutex::new(Outputs::new(&graph, places)?);
     let validate = move |r: &ChangeRequest| {
         check_change(&graph, &BuiltinCatalog, &r.operator, &r.param, &r.value)
-            .map_err(|e| refusal(&query, r, e))
+            .map_err(|e| refusal(&query, r, e))?;
+        let writer = graph
+            .nodes
+            .iter()
+            .any(|n| n.name() == r.operator && n.kind() == "writer");
+        if writer && r.param == "path" {
+            outputs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .retarget(&r.operator, &r.value)
+                .map_err(|e| ControlFailure::Invalid {
+                    operator: r.operator.clone(),
+                    param: r.param.clone(),
+                    message: format!("{}.{}: {e:#}", r.operator, r.param),
+                })?;
+        }
+        Ok(())
     };
-    Control::new(name, file, params, Box::new(validate))
+    Ok(Control::new(name, file, params, Box::new(validate)))
+}
+
+/// The outputs of a run's writers, over the changes of their paths, and the locks taken on
+/// the new ones.
+struct Outputs {
+    /// The query's operators, as written (the readers' inputs).
+    spec: Spec,
+    places: RunPlaces,
+    /// Per writer, every path it was given in this run, the current one last.
+    paths: BTreeMap<String, Vec<String>>,
+    /// The outputs locked (by [`crate::locks::lock_run`] for the query's own paths, or
+    /// here), resolved.
+    locked: BTreeSet<PathBuf>,
+    /// The locks taken here, held for the run.
+    held: Vec<OwnerLock>,
+}
+
+impl Outputs {
+    fn new(graph: &LogicalGraph<Bound>, places: RunPlaces) -> Result<Self> {
+        let spec = Spec {
+            types: Vec::new(),
+            operators: graph.nodes.iter().map(|n| n.def.clone()).collect(),
+        };
+        let mut paths: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for op in spec
+            .operators
+            .iter()
+            .filter(|o| o.kind.as_str() == "writer")
+        {
+            if let Some(p) = op.param("path") {
+                paths.insert(op.name.to_string(), vec![p.value.as_text().to_string()]);
+            }
+        }
+        let locked = paths
+            .values()
+            .flatten()
+            .filter(|p| p.as_str() != "-")
+            .map(|p| absolute(Path::new(p)))
+            .collect();
+        let mut outputs = Self {
+            spec,
+            places,
+            paths,
+            locked,
+            held: Vec::new(),
+        };
+        let restored = std::mem::take(&mut outputs.places.restored);
+        for r in restored.iter().filter(|r| r.param == "path") {
+            if let Some(p) = outputs.paths.get_mut(&r.operator) {
+                p.push(r.new.clone());
+            }
+        }
+        let current: Vec<String> = outputs
+            .paths
+            .values()
+            .filter(|p| p.len() > 1)
+            .filter_map(|p| p.last().cloned())
+            .collect();
+        for path in current.iter().filter(|p| p.as_str() != "-") {
+            outputs.lock(Path::new(path)).with_context(|| {
+                format!("the checkpoint resumed from changed a writer's path to `{path}`")
+            })?;
+        }
+        Ok(outputs)
+    }
+
+    /// Checks `new` as the next path of `writer`, locks it, and counts it as the writer's.
+    fn retarget(&mut self, writer: &str, new: &str) -> Result<()> {
+        if new == "-" {
+            if let Some(events) = self.places.events.as_deref().filter(|e| is_stdout(e)) {
+                anyhow::bail!(
+                    "the events file `{}` is this run's standard output: the output of operator \"{writer}\" would be mixed into it; choose a file",
+                    events.display()
+                );
+            }
+        } else {
+            let path = Path::new(new);
+            anduin_connectors::writer::check_output_place(path, self.places.checkpointing)
+                .map_err(|e| anyhow::anyhow!("cannot write to `{new}`: {e}"))?;
+            check_new_output(&self.spec, writer, path, &self.others(writer))?;
+            self.lock(path)?;
+        }
+        self.paths
+            .entry(writer.to_string())
+            .or_default()
+            .push(new.to_string());
+        Ok(())
+    }
+
+    /// What a new output of `writer` must not be.
+    fn others(&self, writer: &str) -> Vec<InUse> {
+        let dirs = self.places.checkpointing;
+        let mut others = Vec::new();
+        for (w, paths) in &self.paths {
+            for p in paths.iter().filter(|p| p.as_str() != "-") {
+                let what = if w == writer {
+                    "an output this operator was given in this run".to_string()
+                } else {
+                    format!("an output of operator \"{w}\"")
+                };
+                others.push(InUse {
+                    what,
+                    path: PathBuf::from(p),
+                    directory: dirs,
+                });
+            }
+        }
+        let files = [
+            ("the dead-letter file", &self.places.dead_letter, false),
+            ("the events file", &self.places.events, false),
+            ("the query file", &self.places.query_file, false),
+            (
+                "the checkpoint directory",
+                &self.places.checkpoint_dir,
+                true,
+            ),
+            ("the state directory", &self.places.state_dir, true),
+        ];
+        for (what, path, directory) in files {
+            if let Some(p) = path {
+                others.push(InUse {
+                    what: what.to_string(),
+                    path: p.clone(),
+                    directory,
+                });
+            }
+        }
+        others
+    }
+
+    /// Locks the output `path` as [`crate::locks::lock_run`] does (made empty first if
+    /// missing, so that it is locked from the start), unless this run holds it already.
+    fn lock(&mut self, path: &Path) -> Result<()> {
+        let key = absolute(path);
+        if is_device(path) || self.locked.contains(&key) {
+            return Ok(());
+        }
+        let by_path = OwnerLock::output(&output_locks_dir(), path)?;
+        if !path.exists() {
+            // If this fails, the writer reports why when it opens it.
+            let _ = if self.places.checkpointing {
+                std::fs::create_dir_all(path)
+            } else {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(path)
+                    .map(drop)
+            };
+        }
+        let itself = OwnerLock::output_itself(path)?;
+        self.held.push(by_path);
+        self.held.extend(itself);
+        self.locked.insert(key);
+        Ok(())
+    }
 }
 
 /// Per operator with params that can change while running, those params as the query sets

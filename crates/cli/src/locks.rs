@@ -91,7 +91,7 @@ pub fn lock_run(
 }
 
 /// Whether `path` is a character or block device (`/dev/null`, `/dev/stdout` on a terminal).
-fn is_device(path: &Path) -> bool {
+pub(crate) fn is_device(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::metadata(path).is_ok_and(|m| {
         let t = m.file_type();

@@ -107,7 +107,7 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
 
 /// `path` made absolute and resolved as far as it exists (symbolic links included), so that
 /// two names of one file compare equal.
-fn absolute(path: &Path) -> PathBuf {
+pub(crate) fn absolute(path: &Path) -> PathBuf {
     if let Ok(p) = path.canonicalize() {
         return p;
     }
@@ -271,4 +271,76 @@ fn stdout_identity() -> Option<(u64, u64)> {
         .metadata()
         .ok()
         .map(|m| (m.dev(), m.ino()))
+}
+
+/// Something a running query reads or writes besides its readers' inputs, for
+/// [`check_new_output`].
+#[derive(Debug, Clone)]
+pub struct InUse {
+    /// What it is, for the message (`the output of operator "out"`).
+    pub what: String,
+    /// Where it is.
+    pub path: PathBuf,
+    /// Whether a new output must not be inside it either (the checkpoint directory).
+    pub directory: bool,
+}
+
+/// Refuses `new` as the new output of writer `writer` of the running query `spec` (a change
+/// of its `path`) when `anduin run` would refuse it as an output before the query starts:
+/// it is one of the query's inputs, or a file one of their globs would match; it is one of
+/// `others` (the other outputs, the earlier outputs of this run, the dead-letter and events
+/// files, the query file), or inside one that is a directory; or it is this process's
+/// stdout (`/dev/stdout`) while an events file is too. `-` (stdout) is checked by the caller.
+pub fn check_new_output(spec: &Spec, writer: &str, new: &Path, others: &[InUse]) -> Result<()> {
+    let place = absolute(new);
+    let own = identity(new);
+    let parents: Vec<(u64, u64)> = place.ancestors().skip(1).filter_map(identity).collect();
+    let refuse = |what: &str, other: &Path, inside: bool| -> anyhow::Error {
+        let relation = if inside { "is inside" } else { "is" };
+        anyhow::anyhow!(
+            "operator \"{writer}\" cannot write to `{}`: it {relation} {what} (`{}`); a query must not overwrite what it reads or writes elsewhere: choose another path",
+            new.display(),
+            other.display()
+        )
+    };
+    for op in spec
+        .operators
+        .iter()
+        .filter(|o| o.kind.as_str() == "reader")
+    {
+        let Some(pattern) = op.param("path").map(|p| p.value.as_text().to_string()) else {
+            continue;
+        };
+        if pattern == "-" {
+            continue;
+        }
+        let what = format!("an input of operator \"{}\"", op.name);
+        if matches_glob(&pattern, new) {
+            return Err(refuse(&what, Path::new(&pattern), false));
+        }
+        for f in resolve_input_paths(&pattern).unwrap_or_default() {
+            if place == absolute(&f) || (own.is_some() && own == identity(&f)) {
+                return Err(refuse(&what, &f, false));
+            }
+        }
+    }
+    for other in others {
+        let theirs = identity(&other.path);
+        if place == absolute(&other.path) || (own.is_some() && own == theirs) {
+            return Err(refuse(&other.what, &other.path, false));
+        }
+        let inside = place.starts_with(absolute(&other.path))
+            || theirs.is_some_and(|t| parents.contains(&t));
+        if other.directory && inside {
+            return Err(refuse(&other.what, &other.path, true));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `path` is this process's standard output (`/dev/stdout`, or the file it was
+/// redirected to).
+pub fn is_stdout(path: &Path) -> bool {
+    let own = identity(path);
+    own.is_some() && own == stdout_identity()
 }

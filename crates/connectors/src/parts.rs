@@ -122,6 +122,24 @@ impl Parts {
         self.current.is_some()
     }
 
+    /// Whether closed parts wait for their checkpoint to be committed.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The pending parts, with their directory.
+    pub(crate) fn pending_paths(&self) -> Vec<String> {
+        self.pending
+            .iter()
+            .map(|(e, s)| {
+                self.dir
+                    .join(pending_name(*e, *s, self.ext))
+                    .display()
+                    .to_string()
+            })
+            .collect()
+    }
+
     /// Appends to the in-progress part, opening one if needed.
     pub(crate) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         if self.current.is_none() {

@@ -5,6 +5,12 @@
 //! that error). With `event_time`, a record whose event time is empty is malformed, unless
 //! `on_null_event_time = "drop"` says to drop it (counted in the run's summary). A record
 //! longer than `max_record_bytes` is malformed too, and costs its first line only.
+//!
+//! With `rate`, the reader is a throttled source: it reads no faster than that many rows per
+//! second (on the run's clock), reading before each batch only about as many bytes as the
+//! rows then due take (from the average length of the rows read so far), so that a row is
+//! never held back after it was read: a checkpoint's position stays exact. `rate` can change
+//! while the query runs.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,10 +25,13 @@ use arrow::record_batch::RecordBatch;
 use crate::codec::{CsvDecoder, CsvOptions, Decoded, JsonDecoder};
 use crate::declared_source_schema;
 use crate::input::{Chunk, Input};
+use crate::pace::Pace;
 use anduin_operator_api::Bound;
 use anduin_operator_api::Params;
+use anduin_operator_api::{
+    ControlError, OperatorError, RestoreIn, RowOrigins, SnapshotOut, Source, SourcePoll,
+};
 use anduin_operator_api::{DeadLetter, RejectedRecord};
-use anduin_operator_api::{OperatorError, RestoreIn, RowOrigins, SnapshotOut, Source, SourcePoll};
 
 /// The `reader` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -84,8 +93,24 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             default: Some("malformed"),
             doc: "with `event_time`, what a record whose event time is empty (or null) does: `malformed` makes it a malformed record (see `on_error`); `drop` drops it, counted as `null_event_time_rows` in the run's summary",
         },
+        ParamSpec {
+            name: "rate",
+            required: false,
+            kind: ParamKind::Number,
+            default: None,
+            doc: "read at most this many rows per second (0.001 to 1e12), on average, in bursts of about one read; without it, as fast as possible. Adjustable while running",
+        },
     ],
 };
+
+/// The params a running reader can change.
+pub const ADJUSTABLE: &[&str] = &["rate"];
+
+/// What `rate` must be, in words.
+const RATE_RANGE: &str = "must be a number of rows per second from 0.001 to 1e12";
+
+/// The bytes read for each row due, before any row was read (a guess; then the average).
+const FIRST_ROW_BYTES: u64 = 64;
 
 /// What the reader does with a row whose event time is null.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,11 +167,17 @@ pub fn bind(
     let dropped_time = watermarks
         .filter(|_| null_event_time == NullEventTime::Drop)
         .map(|w| w.column);
+    let rate = match p.number("rate") {
+        Some(r) if !crate::pace::valid_rate(r) => return Err(p.error("rate", RATE_RANGE).into()),
+        r => r,
+    };
     let path = p.required("path").to_string();
     let name = op.name.to_string();
     let out = Arc::clone(&schema);
     Ok(Binding {
         bound: Bound::Source(Arc::new(move |ctx| {
+            let mut pace = Pace::default();
+            pace.set_clock(Arc::clone(&ctx.clock));
             let input = Input::open(&path).map_err(|message| OperatorError::Config {
                 operator: name.clone(),
                 message,
@@ -179,6 +210,10 @@ pub fn bind(
                 origins: None,
                 want_origins: false,
                 file: Arc::from(""),
+                rate,
+                pace,
+                rows: 0,
+                bytes: 0,
             }))
         })),
         outputs: vec![schema],
@@ -264,9 +299,33 @@ struct Reader {
     want_origins: bool,
     /// The name of the file being read.
     file: Arc<str>,
+    /// Rows per second at most, if throttled.
+    rate: Option<f64>,
+    /// When rows are due, with `rate`.
+    pace: Pace,
+    /// Rows emitted by this run.
+    rows: u64,
+    /// Bytes of whole records read by this run (for the average length of a row).
+    bytes: u64,
 }
 
 impl Reader {
+    /// With `rate`, how many bytes the next read may take: about what the rows due take
+    /// (at least one byte), or `None` when no row is due before `deadline`. Without it, any.
+    fn read_budget(&mut self, deadline: Instant) -> Option<usize> {
+        let Some(rate) = self.rate else {
+            return Some(usize::MAX);
+        };
+        let due = self.pace.due_before(rate, self.rows, deadline)?;
+        let per_row = if self.rows == 0 {
+            FIRST_ROW_BYTES
+        } else {
+            (self.bytes / self.rows).max(1)
+        };
+        let bytes = (due - self.rows).saturating_mul(per_row).max(1);
+        Some(usize::try_from(bytes).unwrap_or(usize::MAX))
+    }
+
     /// The next file starts.
     fn start_file(&mut self, name: &str) {
         self.decoder.start_file(name);
@@ -496,11 +555,17 @@ impl Source for Reader {
 
     fn poll(&mut self, _max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {
         loop {
-            let chunk = self.input.next(deadline).map_err(|e| OperatorError::Io {
-                operator: self.name.clone(),
-                path: "input".into(),
-                source: e,
-            })?;
+            let Some(budget) = self.read_budget(deadline) else {
+                return Ok(SourcePoll::Idle);
+            };
+            let chunk =
+                self.input
+                    .next_at_most(deadline, budget)
+                    .map_err(|e| OperatorError::Io {
+                        operator: self.name.clone(),
+                        path: "input".into(),
+                        source: e,
+                    })?;
             let decoded = match chunk {
                 Chunk::Done => return Ok(SourcePoll::Exhausted),
                 Chunk::Idle => return Ok(SourcePoll::Idle),
@@ -508,11 +573,21 @@ impl Source for Reader {
                     self.start_file(&name);
                     continue;
                 }
-                Chunk::Data(bytes) => self.decoder.decode(bytes),
+                Chunk::Data(bytes) => {
+                    let before = self.decoder.consumed_offset();
+                    let decoded = self.decoder.decode(bytes);
+                    // The bytes of whole records (a record cut by the read is counted
+                    // once complete), for the average length of a row.
+                    self.bytes += self.decoder.consumed_offset().saturating_sub(before);
+                    decoded
+                }
                 Chunk::FileEnd => self.decoder.finish_file(),
             };
             let decoded = decoded.map_err(|e| self.codec_error(e))?;
             if let Some(poll) = self.take(decoded)? {
+                if let SourcePoll::Batch(b) = &poll {
+                    self.rows += b.num_rows() as u64;
+                }
                 return Ok(poll);
             }
             // Input without rows (a line too long to keep, being skipped; blank lines) must
@@ -520,6 +595,34 @@ impl Source for Reader {
             if Instant::now() >= deadline {
                 return Ok(SourcePoll::Idle);
             }
+        }
+    }
+
+    fn adjustable_params(&self) -> &'static [&'static str] {
+        ADJUSTABLE
+    }
+
+    /// A new rate counts from now: the next row comes one interval of the new rate after
+    /// the change (rows the old rate had not allowed yet are not owed).
+    fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
+        if param != "rate" {
+            return Err(ControlError::NotAdjustable {
+                operator: self.name.clone(),
+                param: param.to_string(),
+                adjustable: ADJUSTABLE.join(", "),
+            });
+        }
+        match value.trim().parse::<f64>() {
+            Ok(rate) if crate::pace::valid_rate(rate) => {
+                self.rate = Some(rate);
+                self.pace.change(self.rows);
+                Ok(())
+            }
+            _ => Err(ControlError::Invalid {
+                operator: self.name.clone(),
+                param: param.to_string(),
+                message: format!("{RATE_RANGE}, found {value:?}"),
+            }),
         }
     }
 }

@@ -4,10 +4,19 @@
 //! checkpoints, `path` is a directory of part files, committed when the checkpoint that
 //! covers them completes (see [`super::parts`]): exactly once. Stdout is at-least-once: rows
 //! printed after the last checkpoint are printed again after a restore.
+//!
+//! `path` can change while the query runs (a meta query, paper §4.5: the re-targeted
+//! writer): at the barrier that carries the change, the old output is completed — a file is
+//! written out and flushed (with its CSV header even if no row came); with checkpoints the
+//! barrier's snapshot has already closed the old directory's part for that epoch, and the old
+//! directory's pending parts are still committed by the checkpoints that cover them — and the
+//! rows after the barrier go to the new output, created (or emptied) as at the start. Every
+//! row is written once, in the old output or in the new one. After a restore, a change the
+//! checkpoint recorded reopens the new output as it was at that checkpoint.
 
 use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
@@ -20,7 +29,7 @@ use crate::codec::{CsvEncoder, JsonLinesEncoder, TimestampFormat};
 use crate::parts::Parts;
 use anduin_operator_api::Bound;
 use anduin_operator_api::Params;
-use anduin_operator_api::{Collector, Operator, OperatorError, SnapshotOut};
+use anduin_operator_api::{Collector, ControlError, Operator, OperatorError, SnapshotOut};
 
 /// The `writer` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -35,7 +44,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: true,
             kind: ParamKind::Text,
             default: None,
-            doc: "the output file (created or truncated), or \"-\" for stdout",
+            doc: "the output file (created or truncated), or \"-\" for stdout; with checkpoints, a directory of part files. Adjustable while running: the rows after the change go to the new path",
         },
         ParamSpec {
             name: "format",
@@ -67,6 +76,9 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         },
     ],
 };
+
+/// The params a running writer can change.
+pub const ADJUSTABLE: &[&str] = &["path"];
 
 /// How much encoded output is buffered before a write.
 const FLUSH_AT: usize = 1 << 20;
@@ -101,29 +113,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let name = op.name.to_string();
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {
-            let out = if path == "-" {
-                Output::Stdout(std::io::stdout())
-            } else if ctx.checkpointing {
-                let ext = match format {
-                    Format::Csv { .. } => "csv",
-                    Format::Json => "jsonl",
-                };
-                let parts = Parts::open(std::path::Path::new(&path), ext, ctx.restore_epoch)
-                    .map_err(|e| OperatorError::Config {
-                        operator: name.clone(),
-                        message: format!("cannot prepare the output directory `{path}`: {e}"),
-                    })?;
-                Output::Parts(parts)
-            } else {
-                // Checked now, created (or truncated) by the first write: a query that fails
-                // to start leaves its outputs as they were.
-                anduin_operator_api::fs_check::check_creatable(std::path::Path::new(&path))
-                    .map_err(|e| OperatorError::Config {
-                        operator: name.clone(),
-                        message: format!("cannot create output file `{path}`: {e}"),
-                    })?;
-                Output::File(None)
-            };
+            let out = open_output(&name, &path, format, ctx.checkpointing, ctx.restore_epoch)?;
             Ok(Box::new(Writer {
                 name: name.clone(),
                 path: PathBuf::from(&path),
@@ -134,12 +124,99 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
                 buf: Vec::with_capacity(FLUSH_AT + FLUSH_AT / 4),
                 schema: Arc::clone(&schema),
                 encoded_any: false,
+                checkpointing: ctx.checkpointing,
+                restore_epoch: ctx.restore_epoch,
+                snapshotted: false,
+                retired: Vec::new(),
             }))
         })),
         outputs: vec![],
         warnings: Diagnostics::default(),
         partition_by: Vec::new(),
     })
+}
+
+/// The output at `path` of writer `name`, prepared: part files in a directory brought back to
+/// checkpoint `restore` (or emptied for a fresh start) with checkpoints, a file checked to be
+/// creatable (made, or truncated, by the first write) without, or stdout for `-`.
+fn open_output(
+    name: &str,
+    path: &str,
+    format: Format,
+    checkpointing: bool,
+    restore: Option<Epoch>,
+) -> Result<Output, OperatorError> {
+    let config = |message: String| OperatorError::Config {
+        operator: name.to_string(),
+        message,
+    };
+    if path == "-" {
+        return Ok(Output::Stdout(std::io::stdout()));
+    }
+    if checkpointing {
+        let parts = Parts::open(Path::new(path), extension(format), restore)
+            .map_err(|e| config(format!("cannot prepare the output directory `{path}`: {e}")))?;
+        return Ok(Output::Parts(parts));
+    }
+    // Checked now, created (or truncated) by the first write: a query that fails to start
+    // leaves its outputs as they were.
+    anduin_operator_api::fs_check::check_creatable(Path::new(path))
+        .map_err(|e| config(format!("cannot create output file `{path}`: {e}")))?;
+    Ok(Output::File(None))
+}
+
+/// The extension of part files in `format`.
+fn extension(format: Format) -> &'static str {
+    match format {
+        Format::Csv { .. } => "csv",
+        Format::Json => "jsonl",
+    }
+}
+
+/// Checks, without changing anything, that a writer could write to `path` (as `anduin run`
+/// checks an output before it starts, and the control plane a new path before it sends it):
+/// a file that can be created or replaced, or with checkpoints a directory of part files
+/// that exists or can be made. `-` (stdout) always can.
+pub fn check_output_place(path: &Path, checkpointing: bool) -> Result<(), String> {
+    if path == Path::new("-") {
+        return Ok(());
+    }
+    if path.as_os_str().is_empty() {
+        return Err("the path is empty".into());
+    }
+    if !checkpointing {
+        return anduin_operator_api::fs_check::check_creatable(path).map_err(|e| e.to_string());
+    }
+    if path.is_file() {
+        return Err(format!(
+            "`{}` is a file, but with checkpoints a writer writes part files into a directory of that name",
+            path.display()
+        ));
+    }
+    // The directory, or the nearest existing one above it, must be writable.
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?
+            .join(path)
+    };
+    let existing = absolute
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    match std::fs::metadata(existing) {
+        Ok(m) if m.is_dir() && !m.permissions().readonly() => Ok(()),
+        Ok(m) if m.is_dir() => Err(format!(
+            "the directory `{}` is not writable",
+            existing.display()
+        )),
+        Ok(_) => Err(format!(
+            "`{}` is not a directory, so no directory can be made under it",
+            existing.display()
+        )),
+        Err(e) => Err(format!("`{}`: {e}", existing.display())),
+    }
 }
 
 fn new_encoder(format: Format, ts: TimestampFormat) -> Encoder {
@@ -174,6 +251,16 @@ struct Writer {
     buf: Vec<u8>,
     schema: SchemaRef,
     encoded_any: bool,
+    /// Whether the query takes checkpoints (a new path is then a directory of parts).
+    checkpointing: bool,
+    /// The checkpoint the run resumed from: a change it recorded, applied again before the
+    /// first barrier, reopens the new directory as it was at that checkpoint.
+    restore_epoch: Option<Epoch>,
+    /// Whether a barrier's snapshot was taken in this run (a change after it is a new one).
+    snapshotted: bool,
+    /// Directories of parts written before a change of `path`, until their pending parts
+    /// are committed.
+    retired: Vec<Parts>,
 }
 
 impl Writer {
@@ -225,6 +312,78 @@ impl Writer {
             source: e,
         })
     }
+
+    /// Completes a file or stdout output as the end of input does: what is buffered is
+    /// written and flushed, and a file that got no row still gets its header. (Part files
+    /// were closed by the barrier's snapshot and wait for their commit.)
+    fn finish_plain(&mut self) -> Result<(), OperatorError> {
+        if !self.encoded_any && !matches!(self.out, Output::Parts(_)) {
+            // A query that produced nothing still writes its CSV header.
+            self.encode(&RecordBatch::new_empty(Arc::clone(&self.schema)));
+        }
+        self.write_out()?;
+        let res = match &mut self.out {
+            Output::File(Some(f)) => f.flush(),
+            Output::File(None) => File::create(&self.path).map(|_| ()),
+            Output::Stdout(s) => s.flush(),
+            Output::Parts(_) => Ok(()),
+        };
+        res.map_err(|e| self.io_error(e))
+    }
+
+    /// `path` changes to `new` at a barrier (see the module's documentation).
+    fn retarget(&mut self, new: &str) -> Result<(), ControlError> {
+        let name = self.name.clone();
+        let invalid = |message: String| ControlError::Invalid {
+            operator: name.clone(),
+            param: "path".into(),
+            message,
+        };
+        if new.is_empty() {
+            return Err(invalid("the path is empty".into()));
+        }
+        if Path::new(new) == self.path {
+            return Ok(());
+        }
+        // A change applied again after a restore comes before the first barrier: its
+        // directory is brought back to the checkpoint; a new change starts it afresh.
+        let restore = if self.snapshotted {
+            None
+        } else {
+            self.restore_epoch
+        };
+        let out = open_output(&self.name, new, self.format, self.checkpointing, restore)
+            .map_err(|e| invalid(e.to_string()))?;
+        self.finish_plain().map_err(|e| invalid(e.to_string()))?;
+        let old = std::mem::replace(&mut self.out, out);
+        if let Output::Parts(p) = old {
+            if p.has_current() {
+                // Rows came after the barrier's snapshot: cannot happen, since a change
+                // rides on the barrier that closed the part.
+                tracing::warn!(operator = %self.name, "a part was open at a change of path; its rows will be written again after a restore");
+            }
+            self.retired.push(p);
+        }
+        tracing::info!(operator = %self.name, old = %self.path.display(), new, "the writer writes to a new path");
+        self.path = PathBuf::from(new);
+        self.encoder = new_encoder(self.format, self.ts);
+        self.encoded_any = false;
+        Ok(())
+    }
+
+    /// Commits the parts pending for checkpoint `epoch` (and earlier) in the current
+    /// directory and in those written before a change of path.
+    fn commit(&mut self, epoch: Epoch) -> Result<(), OperatorError> {
+        let mut res = Ok(());
+        if let Output::Parts(p) = &mut self.out {
+            res = p.commit(epoch);
+        }
+        for p in &mut self.retired {
+            res = res.and_then(|()| p.commit(epoch));
+        }
+        self.retired.retain(Parts::has_pending);
+        res.map_err(|e| self.io_error(e))
+    }
 }
 
 impl Drop for Writer {
@@ -260,35 +419,48 @@ impl Operator for Writer {
     }
 
     fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
-        if !self.encoded_any && !matches!(self.out, Output::Parts(_)) {
-            // A query that produced nothing still writes its CSV header.
-            self.encode(&RecordBatch::new_empty(Arc::clone(&self.schema)));
+        self.finish_plain()?;
+        // The input ended after the last checkpoint's barrier, which closed the parts: the
+        // query succeeded, so what is pending is committed. (Should rows have come after
+        // that barrier, their part is named after no checkpoint and a restore removes it:
+        // the rows are produced again.)
+        if let Output::Parts(p) = &mut self.out {
+            let closed = p.close_for(Epoch(u64::MAX)).map(drop);
+            closed.map_err(|e| self.io_error(e))?;
         }
-        self.write_out()?;
-        let res = match &mut self.out {
-            Output::File(Some(f)) => f.flush(),
-            Output::File(None) => File::create(&self.path).map(|_| ()),
-            // The input ended after the last checkpoint's barrier, which closed the parts:
-            // the query succeeded, so what is pending is committed. (Should rows have come
-            // after that barrier, their part is named after no checkpoint and a restore
-            // removes it: the rows are produced again.)
-            Output::Parts(p) => p
-                .close_for(Epoch(u64::MAX))
-                .and_then(|_| p.commit(Epoch(u64::MAX))),
-            Output::Stdout(_) => Ok(()),
-        };
-        res.map_err(|e| self.io_error(e))
+        self.commit(Epoch(u64::MAX))
+    }
+
+    fn adjustable_params(&self) -> &'static [&'static str] {
+        ADJUSTABLE
+    }
+
+    fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
+        if param != "path" {
+            return Err(ControlError::NotAdjustable {
+                operator: self.name.clone(),
+                param: param.to_string(),
+                adjustable: ADJUSTABLE.join(", "),
+            });
+        }
+        self.retarget(value)
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        self.snapshotted = true;
         self.write_out()?;
         let epoch = out.epoch();
         if let Output::Parts(p) = &mut self.out {
-            let pending = p.close_for(epoch).map_err(|e| OperatorError::Io {
+            let mut pending = p.close_for(epoch).map_err(|e| OperatorError::Io {
                 operator: self.name.clone(),
                 path: self.path.clone(),
                 source: e,
             })?;
+            // The parts of earlier paths still waiting for their checkpoint, with their
+            // directory (for whoever reads the manifest; a restore does not need them).
+            for r in &self.retired {
+                pending.extend(r.pending_paths());
+            }
             out.inline(serde_json::json!({ "pending": pending }));
         }
         Ok(())
@@ -300,10 +472,6 @@ impl Operator for Writer {
     }
 
     fn handle_commit(&mut self, epoch: Epoch) -> Result<(), OperatorError> {
-        let res = match &mut self.out {
-            Output::Parts(p) => p.commit(epoch),
-            _ => Ok(()),
-        };
-        res.map_err(|e| self.io_error(e))
+        self.commit(epoch)
     }
 }

@@ -48,6 +48,8 @@ impl Catalog for BuiltinCatalog {
             "filter" => filter::ADJUSTABLE.to_vec(),
             "map" => map::ADJUSTABLE.to_vec(),
             "generator" => generator::ADJUSTABLE.to_vec(),
+            "reader" => reader::ADJUSTABLE.to_vec(),
+            "writer" => writer::ADJUSTABLE.to_vec(),
             _ => Vec::new(),
         }
     }

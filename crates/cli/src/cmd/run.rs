@@ -144,11 +144,28 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let signals = crate::signals::install(Arc::clone(&stop));
     let name = args.api.query_name(&args.file);
+    let places = crate::control::RunPlaces {
+        checkpointing: checkpointing.is_some(),
+        dead_letter: match &dead_letter {
+            DeadLetterTarget::File(p) => Some(p.clone()),
+            _ => None,
+        },
+        events: args.events.clone().filter(|e| e.as_os_str() != "-"),
+        checkpoint_dir: args.checkpoint_dir.clone(),
+        state_dir: uses_lsm(&loaded, &args.engine).then(|| state_root(&args.engine)),
+        query_file: Some(args.file.clone()),
+        restored: checkpointing
+            .as_ref()
+            .and_then(|c| c.restore.as_ref())
+            .map(|v| v.manifest.controls.clone())
+            .unwrap_or_default(),
+    };
     let control = Arc::new(crate::control::control_of(
         &name,
         Some(args.file.display().to_string()),
         Arc::clone(&loaded.graph),
-    ));
+        places,
+    )?);
     // Served until the run ends (dropped at the end of this function).
     let api = crate::api::start_api(&args.api, &name)?;
     let mut run_events = events.events.clone();
