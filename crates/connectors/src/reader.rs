@@ -317,11 +317,10 @@ impl Reader {
             return Some(usize::MAX);
         };
         let due = self.pace.due_before(rate, self.rows, deadline)?;
-        let per_row = if self.rows == 0 {
-            FIRST_ROW_BYTES
-        } else {
-            (self.bytes / self.rows).max(1)
-        };
+        let per_row = self
+            .bytes
+            .checked_div(self.rows)
+            .map_or(FIRST_ROW_BYTES, |b| b.max(1));
         let bytes = (due - self.rows).saturating_mul(per_row).max(1);
         Some(usize::try_from(bytes).unwrap_or(usize::MAX))
     }

@@ -44,7 +44,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: true,
             kind: ParamKind::Text,
             default: None,
-            doc: "the output file (created or truncated), or \"-\" for stdout; with checkpoints, a directory of part files. Adjustable while running: the rows after the change go to the new path",
+            doc: "the output file (created or truncated), or \"-\" for stdout; adjustable while running",
         },
         ParamSpec {
             name: "format",
@@ -473,5 +473,202 @@ impl Operator for Writer {
 
     fn handle_commit(&mut self, epoch: Epoch) -> Result<(), OperatorError> {
         self.commit(epoch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anduin_operator_api::BuildContext;
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    struct Nowhere;
+
+    impl Collector for Nowhere {
+        fn collect(&mut self, _port: usize, _batch: RecordBatch) -> Result<(), OperatorError> {
+            Ok(())
+        }
+    }
+
+    struct At(u64);
+
+    impl SnapshotOut for At {
+        fn epoch(&self) -> Epoch {
+            Epoch(self.0)
+        }
+        fn full_due(&self) -> bool {
+            true
+        }
+        fn inline(&mut self, _value: serde_json::Value) {}
+        fn stream(
+            &mut self,
+            _kind: anduin_types::SnapshotKind,
+        ) -> Result<&mut dyn std::io::Write, OperatorError> {
+            Err(OperatorError::Execution {
+                operator: "test".into(),
+                message: "no stream".into(),
+            })
+        }
+    }
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, true)]))
+    }
+
+    fn batch(rows: std::ops::Range<i64>) -> RecordBatch {
+        RecordBatch::try_new(schema(), vec![Arc::new(Int64Array::from_iter_values(rows))])
+            .expect("a batch")
+    }
+
+    /// A writer of `path`, with checkpoints resumed from `restore` if `checkpointing`.
+    fn writer(path: &Path, checkpointing: bool, restore: Option<Epoch>) -> Box<dyn Operator> {
+        let src = format!(
+            "operator name = \"out\", type = \"writer\" {{\n  input name = \"s\"\n  param path = \"{}\"\n}}\n",
+            path.display()
+        );
+        let spec = anduin_spec::parse_flow(&src).expect("parses");
+        let op = spec.operators.first().expect("one operator");
+        let binding = bind(op, &[("s", schema())]).expect("binds");
+        let Bound::Operator(factory) = binding.bound else {
+            panic!("an operator")
+        };
+        factory(&BuildContext {
+            checkpointing,
+            restore_epoch: restore,
+            ..BuildContext::default()
+        })
+        .expect("builds")
+    }
+
+    fn write(w: &mut Box<dyn Operator>, rows: std::ops::Range<i64>) {
+        w.process_batch(0, batch(rows), &mut Nowhere)
+            .expect("writes");
+    }
+
+    /// The rows of a file, or of the committed parts of a directory in name order.
+    fn rows(path: &Path) -> Vec<String> {
+        let mut files = vec![path.to_path_buf()];
+        if path.is_dir() {
+            files = std::fs::read_dir(path)
+                .expect("lists")
+                .map(|e| e.expect("entry").path())
+                .filter(|p| {
+                    !p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                })
+                .collect();
+            files.sort();
+        }
+        files
+            .iter()
+            .flat_map(|f| {
+                let text = std::fs::read_to_string(f).expect("reads");
+                let mut lines = text.lines().map(str::to_string);
+                assert_eq!(lines.next().as_deref(), Some("n"), "a header in {f:?}");
+                lines.collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn numbers(range: std::ops::Range<i64>) -> Vec<String> {
+        range.map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn a_new_file_gets_the_rows_after_the_change_and_the_old_one_is_complete() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (old, new, empty) = (
+            tmp.path().join("old.csv"),
+            tmp.path().join("new.csv"),
+            tmp.path().join("empty.csv"),
+        );
+        let mut w = writer(&old, false, None);
+        assert_eq!(w.adjustable_params(), ["path"]);
+        write(&mut w, 0..3);
+        w.set_param("path", &new.display().to_string())
+            .expect("a new file");
+        assert_eq!(rows(&old), numbers(0..3), "written out at the change");
+        write(&mut w, 3..5);
+        // A file that gets no row still gets its header.
+        w.set_param("path", &empty.display().to_string())
+            .expect("another");
+        w.set_param("path", &new.display().to_string().replace("new", "last"))
+            .expect("and another");
+        w.on_end_of_input(&mut Nowhere).expect("ends");
+        assert_eq!(rows(&new), numbers(3..5));
+        assert!(rows(&empty).is_empty());
+        assert!(rows(&tmp.path().join("last.csv")).is_empty());
+    }
+
+    #[test]
+    fn a_place_that_cannot_be_written_is_refused_and_the_writer_goes_on() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let old = tmp.path().join("old.csv");
+        let mut w = writer(&old, false, None);
+        write(&mut w, 0..2);
+        for bad in [
+            tmp.path().join("missing/new.csv").display().to_string(),
+            tmp.path().display().to_string(),
+            String::new(),
+        ] {
+            let e = w.set_param("path", &bad).expect_err("refused");
+            assert!(matches!(e, ControlError::Invalid { .. }), "{e}");
+        }
+        assert!(
+            w.set_param("format", "json").is_err(),
+            "only the path changes"
+        );
+        write(&mut w, 2..4);
+        w.on_end_of_input(&mut Nowhere).expect("ends");
+        assert_eq!(rows(&old), numbers(0..4));
+        assert_eq!(
+            check_output_place(&tmp.path().join("missing/x"), true),
+            Ok(()),
+            "a directory of parts is made with its parents"
+        );
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "x").expect("writes");
+        assert!(check_output_place(&file, true).is_err());
+        assert!(check_output_place(&file.join("below"), true).is_err());
+        assert!(check_output_place(&file.join("below"), false).is_err());
+        assert_eq!(check_output_place(Path::new("-"), true), Ok(()));
+    }
+
+    #[test]
+    fn with_checkpoints_the_old_directory_is_committed_by_its_checkpoint_and_the_new_one_restored()
+    {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (old, new) = (tmp.path().join("old"), tmp.path().join("new"));
+        let mut w = writer(&old, true, None);
+        write(&mut w, 0..3);
+        w.snapshot(&mut At(1)).expect("snapshots");
+        // The change rides on barrier 1: snapshot first, then the new path.
+        w.set_param("path", &new.display().to_string())
+            .expect("a new directory");
+        write(&mut w, 3..5);
+        assert!(
+            rows(&old).is_empty(),
+            "pending until checkpoint 1 completes"
+        );
+        w.handle_commit(Epoch(1)).expect("commits");
+        assert_eq!(rows(&old), numbers(0..3));
+        w.snapshot(&mut At(2)).expect("snapshots");
+        w.handle_commit(Epoch(2)).expect("commits");
+        assert_eq!(rows(&new), numbers(3..5));
+        write(&mut w, 5..7);
+        w.snapshot(&mut At(3)).expect("snapshots");
+        // Killed before checkpoint 3 completes: resumed from 2, the change applied again
+        // before the first barrier brings the new directory back to checkpoint 2.
+        drop(w);
+        let mut w = writer(&old, true, Some(Epoch(2)));
+        w.set_param("path", &new.display().to_string())
+            .expect("applied again");
+        assert_eq!(rows(&old), numbers(0..3));
+        assert_eq!(rows(&new), numbers(3..5));
+        write(&mut w, 5..7);
+        w.on_end_of_input(&mut Nowhere).expect("ends");
+        assert_eq!(rows(&new), numbers(3..7));
+        assert_eq!(rows(&old), numbers(0..3));
     }
 }
