@@ -13,13 +13,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use anduin_checkpoint::Store;
 use anduin_types::Epoch;
-use common::{wait_until, ChildGuard, SLOW_GENERATOR};
+use common::{start_with_api, stdout_ok, wait_until, ChildGuard, SLOW_GENERATOR};
 
 const QUERY: &str = r#"
 type name = "R" {
@@ -79,16 +79,6 @@ fn ctl(dir: &Path, api: &str, args: &[&str]) -> Output {
         .expect("anduin runs")
 }
 
-fn stdout_ok(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// A running query, its API's address, its stderr (kept open) and, if piped, its stdout
 /// read to the end on a thread.
 struct Run {
@@ -100,7 +90,8 @@ struct Run {
 
 /// Starts `anduin run FILE ARGS` in `dir` and waits for the address of its API.
 fn start(dir: &Path, file: &str, args: &[&str], pipe_stdout: bool) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_anduin"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_anduin"));
+    command
         .args(["run", file, "-q"])
         .args(args)
         .current_dir(dir)
@@ -110,32 +101,20 @@ fn start(dir: &Path, file: &str, args: &[&str], pipe_stdout: bool) -> Run {
             Stdio::piped()
         } else {
             Stdio::null()
-        })
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("anduin runs");
-    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
-    let stdout = child.stdout.take().map(|mut s| {
+        });
+    let (mut guard, api, stderr) = start_with_api(command);
+    let stdout = guard.0.stdout.take().map(|mut s| {
         std::thread::spawn(move || {
             let mut all = Vec::new();
             s.read_to_end(&mut all).expect("reads stdout");
             all
         })
     });
-    let guard = ChildGuard(child);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = stderr.read_line(&mut line).expect("reads stderr");
-        assert!(n > 0, "the run ended before serving its API");
-        if let Some(url) = line.trim().strip_prefix("api: http://") {
-            return Run {
-                guard,
-                api: url.to_string(),
-                _stderr: stderr,
-                stdout,
-            };
-        }
+    Run {
+        guard,
+        api,
+        _stderr: stderr,
+        stdout,
     }
 }
 
