@@ -118,6 +118,11 @@ impl ServedApi {
         self.server.url()
     }
 
+    /// The line `anduin run` prints once the query runs: `api: http://ADDR`.
+    pub fn announcement(&self) -> String {
+        format!("api: {}", self.server.url())
+    }
+
     /// Serves `query` (whose `info().name` must be the name the API was started with).
     pub fn serve(&self, query: Arc<dyn QueryControl>) -> Result<()> {
         let name = self.registry.add(query)?;
@@ -167,7 +172,6 @@ fn start_api_in(
         body_limit: DEFAULT_BODY_LIMIT,
     };
     let server = ApiServer::start(config, registry.clone())?;
-    eprintln!("api: {}", server.url());
     let entry = Registration {
         name: name.to_string(),
         pid: std::process::id(),

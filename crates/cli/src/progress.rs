@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anduin_runtime::control::{Control, QueryInfo, QueryMetrics};
+use anduin_runtime::control::{Control, QueryInfo, QueryMetrics, QueryState};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How often the line is redrawn.
@@ -47,6 +47,11 @@ pub fn show(control: Arc<Control>, quiet: bool) -> Option<Progress> {
             let mut last: Option<(Instant, u64, u64)> = None;
             while !flag.load(Ordering::SeqCst) {
                 let (info, metrics) = (control.info(), control.metrics());
+                if info.state == QueryState::Starting {
+                    // Nothing runs yet (and the API line is still to come).
+                    std::thread::sleep(EVERY / 5);
+                    continue;
+                }
                 let (rows_in, rows_out) = ends(&info, &metrics);
                 let now = Instant::now();
                 let rates = last.map(|(t, i, o)| {

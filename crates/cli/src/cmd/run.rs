@@ -172,6 +172,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(api) = &api {
         run_events = run_events.with(api.events());
         api.serve(Arc::clone(&control) as Arc<dyn anduin_api::QueryControl>)?;
+        let line = api.announcement();
+        control.when_running(move || eprintln!("{line}"));
     }
     let progress = crate::progress::show(Arc::clone(&control), args.quiet);
     let executed = execute(

@@ -83,6 +83,8 @@ pub(crate) struct Probe {
 /// The control plane's handle of one running query (see the module's documentation).
 pub struct Control {
     name: String,
+    /// Called once, when the query starts running.
+    on_running: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     file: Option<String>,
     started_ms: i64,
     validate: Validator,
@@ -110,6 +112,7 @@ impl Control {
     ) -> Self {
         Self {
             name: name.into(),
+            on_running: Mutex::new(None),
             file,
             started_ms: now_ms(),
             validate,
@@ -132,6 +135,15 @@ impl Control {
             changed: Condvar::new(),
             one_at_a_time: Mutex::new(()),
         }
+    }
+
+    /// Calls `f` once, when the query starts running (every operator built and restored):
+    /// `anduin run` announces its API then, so that a query that cannot start says only why.
+    pub fn when_running(&self, f: impl FnOnce() + Send + 'static) {
+        *self
+            .on_running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Box::new(f));
     }
 
     /// The query's name.
@@ -466,6 +478,15 @@ impl Control {
         inner.injector = Some(injector);
         inner.checkpointing = checkpointing;
         inner.state = QueryState::Running;
+        drop(inner);
+        let announce = self
+            .on_running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(f) = announce {
+            f();
+        }
     }
 
     /// Where the run's live figures come from.
