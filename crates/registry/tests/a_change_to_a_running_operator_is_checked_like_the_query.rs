@@ -115,3 +115,35 @@ fn a_param_that_cannot_change_while_running_is_named_with_those_that_can() {
         Err(ChangeRejected::UnknownOperator)
     );
 }
+
+/// A CASE of `n` WHEN branches over `value`.
+fn case(n: usize) -> String {
+    let whens: Vec<String> = (0..n)
+        .map(|i| format!("WHEN value = {i} THEN true"))
+        .collect();
+    format!("CASE {} ELSE false END", whens.join(" "))
+}
+
+#[test]
+fn a_long_case_is_checked_on_a_small_stack_or_refused_past_the_limit() {
+    // The API checks changes on threads with 2 MiB of stack, as tokio's blocking pool has.
+    let checked = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let g = graph();
+            let ok = check_change(&g, &BuiltinCatalog, "low", "condition", &case(128));
+            let refused = check_change(&g, &BuiltinCatalog, "low", "condition", &case(129));
+            (ok, refused)
+        })
+        .expect("a thread")
+        .join()
+        .expect("no stack overflow");
+    checked.0.expect("128 branches are accepted");
+    match checked.1 {
+        Err(ChangeRejected::Invalid(m)) => {
+            assert!(m.starts_with("low.condition:1:"), "{m}");
+            assert!(m.contains("more than 128 WHEN branches"), "{m}");
+        }
+        other => panic!("129 branches must be refused: {other:?}"),
+    }
+}

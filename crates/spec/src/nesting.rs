@@ -28,6 +28,9 @@ pub const MAX_DEPTH: usize = 1_000;
 /// expression (sqlparser alone stops at 50).
 pub const MAX_NESTING: usize = 200;
 
+/// The most `WHEN` branches one `CASE` may have.
+pub const MAX_CASE_BRANCHES: usize = 128;
+
 /// sqlparser's own limit on its recursion (set it with `Parser::with_recursion_limit`): above
 /// anything the measure lets through (a level of the measure may take sqlparser two calls), so
 /// that the measure, which says where and why, is what refuses text.
@@ -96,6 +99,9 @@ pub fn with_stack<T>(depth: usize, f: impl FnOnce() -> T) -> T {
 struct Group {
     /// Whether `END` closes it.
     case: bool,
+    /// A `CASE`'s `WHEN` branches so far: each may be a level of the tree the engine builds
+    /// of it (a chain of if-else).
+    branches: usize,
     /// Operators in the current segment.
     ops: usize,
     /// Deepest group closed in the current segment.
@@ -112,7 +118,7 @@ impl Group {
     }
 
     fn depth(&self) -> usize {
-        1 + self.best.max(self.segment())
+        1 + self.branches + self.best.max(self.segment())
     }
 }
 
@@ -157,6 +163,14 @@ impl Measure {
                     Ok(())
                 }
             }
+            Token::Word(w)
+                if w.quote_style.is_none()
+                    && w.keyword == Keyword::WHEN
+                    && self.open.last().is_some_and(|g| g.case) =>
+            {
+                self.branch(at)?;
+                self.end_segment()
+            }
             Token::Comma | Token::SemiColon => self.end_segment(),
             Token::Word(w) if w.quote_style.is_none() && separates(w.keyword) => self.end_segment(),
             Token::Word(w) if w.quote_style.is_none() && is_operator(w.keyword) => {
@@ -192,6 +206,21 @@ impl Measure {
         }
         if g.crossed.is_none() && g.segment() > MAX_DEPTH {
             return Err(nested(at, g.segment()));
+        }
+        Ok(())
+    }
+
+    /// A `WHEN` of the innermost `CASE`.
+    fn branch(&mut self, at: Location) -> Result<(), TooDeep> {
+        let g = self.top();
+        g.branches += 1;
+        if g.branches > MAX_CASE_BRANCHES {
+            return Err(TooDeep {
+                at,
+                message: format!(
+                    "the CASE has more than {MAX_CASE_BRANCHES} WHEN branches; anduin accepts at most {MAX_CASE_BRANCHES} (checking and running a longer one takes time and stack that grow faster than its length): split it, write a set of alternatives as `x IN (…)`, or look values up with a join"
+                ),
+            });
         }
         Ok(())
     }
@@ -378,8 +407,24 @@ mod tests {
         assert_eq!(depth("NOT NOT NOT x").expect("ok"), 4);
         assert_eq!(
             depth("CASE WHEN a > 1 THEN b + 1 + 2 ELSE c END").expect("ok"),
-            4
+            5
         );
+    }
+
+    #[test]
+    fn each_when_of_a_case_is_a_level_and_too_many_are_refused_at_the_one_past_the_limit() {
+        let case = |n: usize| {
+            let whens: Vec<String> = (0..n).map(|i| format!("WHEN x = {i} THEN true")).collect();
+            format!("CASE {} ELSE false END", whens.join(" "))
+        };
+        // The text, the CASE, its 3 branches, the `=` of a branch.
+        assert_eq!(depth(&case(3)).expect("ok"), 1 + 1 + 3 + 1);
+        assert!(depth(&case(MAX_CASE_BRANCHES)).is_ok());
+        let e = depth(&case(MAX_CASE_BRANCHES + 1)).expect_err("too many");
+        assert!(e.message.contains("WHEN branches"), "{}", e.message);
+        let past = case(MAX_CASE_BRANCHES + 1);
+        let at = past.rfind("WHEN").expect("a WHEN") + 1;
+        assert_eq!((e.at.line, e.at.column), (1, at as u64));
     }
 
     #[test]
@@ -404,11 +449,9 @@ mod tests {
     }
 
     #[test]
-    fn lists_and_case_branches_do_not_add_up() {
+    fn the_items_of_a_list_do_not_add_up() {
         let list = vec!["x + 1"; 5_000].join(", ");
         assert_eq!(depth(&format!("x IN ({list})")).expect("a list"), 4);
-        let whens = vec!["WHEN x = 1 THEN 2"; 5_000].join(" ");
-        assert_eq!(depth(&format!("CASE {whens} END")).expect("branches"), 3);
     }
 
     #[test]

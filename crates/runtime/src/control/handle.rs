@@ -20,6 +20,9 @@ use super::types::{
 use crate::protocol::{Command, Event};
 use crate::stats::{CheckpointCounters, Counters};
 
+/// How long `set` waits for a change to reach every instance, by default.
+pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Checks a change before it is applied: the param must be adjustable and the value valid
 /// for it (an expression that type-checks against the operator's input, a duration, …).
 pub type Validator = Box<dyn Fn(&ChangeRequest) -> Result<(), ControlFailure> + Send + Sync>;
@@ -65,6 +68,8 @@ struct Inner {
     checkpoints_ended: BTreeMap<u64, Result<(), String>>,
     /// Where the live figures come from.
     probe: Option<Probe>,
+    /// Per operator and param, the value of the last change sent (applied or on its way).
+    requested: BTreeMap<(String, String), String>,
 }
 
 /// Where the live figures of a run come from.
@@ -91,8 +96,9 @@ pub struct Control {
     stop: Mutex<Option<Arc<AtomicBool>>>,
     inner: Mutex<Inner>,
     changed: Condvar,
-    /// One change at a time: its old value is the current one until it is applied.
-    one_at_a_time: Mutex<()>,
+    /// How long `set` waits for a change to reach every instance before it answers that
+    /// the change is still on its way.
+    deadline: std::time::Duration,
 }
 
 impl std::fmt::Debug for Control {
@@ -131,9 +137,10 @@ impl Control {
                 last_started: 0,
                 checkpoints_ended: BTreeMap::new(),
                 probe: None,
+                requested: BTreeMap::new(),
             }),
             changed: Condvar::new(),
-            one_at_a_time: Mutex::new(()),
+            deadline: DEFAULT_DEADLINE,
         }
     }
 
@@ -144,6 +151,12 @@ impl Control {
             .on_running
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Box::new(f));
+    }
+
+    /// This handle, with `set` waiting at most `deadline` for a change to be applied.
+    pub fn with_deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// The query's name.
@@ -318,10 +331,6 @@ impl Control {
     /// Validates `request` and applies it at a consistent point; returns the change as the
     /// history records it once every instance of the operator has switched.
     pub fn set(&self, request: ChangeRequest) -> Result<ChangeRecord, ControlFailure> {
-        let _one = self
-            .one_at_a_time
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         {
             let inner = self.lock();
             if !inner.operators.iter().any(|o| o.name == request.operator) {
@@ -330,10 +339,20 @@ impl Control {
         }
         (self.validate)(&request)?;
         let seq = self.inject(&request)?;
+        let until = std::time::Instant::now() + self.deadline;
         let mut inner = self.lock();
         loop {
             if let Some(record) = inner.history.iter().find(|r| r.seq == seq) {
                 return Ok(record.clone());
+            }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(ControlFailure::NotYetApplied {
+                    query: self.name.clone(),
+                    seq,
+                    operator: request.operator.clone(),
+                    waited_s: self.deadline.as_secs_f64(),
+                });
             }
             if matches!(inner.state, QueryState::Finished | QueryState::Failed) {
                 let state = inner.state;
@@ -345,8 +364,9 @@ impl Control {
             }
             inner = self
                 .changed
-                .wait(inner)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                .wait_timeout(inner, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
         }
     }
 
@@ -375,7 +395,14 @@ impl Control {
             ));
         }
         let seq = inner.next_seq;
-        let old = current_value(&inner.params, &request.operator, &request.param);
+        // Changes of one param are applied in the order they are sent: this one's old value
+        // is the last one asked for.
+        let key = (request.operator.clone(), request.param.clone());
+        let old = inner
+            .requested
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| current_value(&inner.params, &request.operator, &request.param));
         let update = ControlUpdate {
             seq,
             operator: request.operator.clone(),
@@ -411,6 +438,7 @@ impl Control {
             ));
         }
         inner.next_seq += 1;
+        inner.requested.insert(key, request.value.clone());
         inner.pending.insert(
             seq,
             Pending {

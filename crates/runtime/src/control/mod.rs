@@ -6,7 +6,7 @@ mod handle;
 mod types;
 
 pub(crate) use describe::{operators, tasks};
-pub use handle::{Control, Validator};
+pub use handle::{Control, Validator, DEFAULT_DEADLINE};
 pub(crate) use handle::{Injector, Probe};
 
 pub use types::{

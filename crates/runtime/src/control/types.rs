@@ -180,7 +180,7 @@ pub struct CheckpointInfo {
 }
 
 /// Why the control plane refused a request. Nothing was changed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 #[serde(tag = "error", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ControlFailure {
@@ -227,6 +227,19 @@ pub enum ControlFailure {
         /// What could not be done.
         what: String,
     },
+    /// The change was sent but has not reached every instance within the deadline (the
+    /// query is held back, by a slow output for instance): it stays on its way.
+    #[error("query \"{query}\": change #{seq} was sent but has not reached every instance of operator \"{operator}\" after {waited_s} s (the query is held back, for instance by a slow output); it stays on its way and applies when its barrier gets through: `anduin ctl history {query}` shows it then")]
+    NotYetApplied {
+        /// The query.
+        query: String,
+        /// The change.
+        seq: u64,
+        /// The operator.
+        operator: String,
+        /// How long the request waited, in seconds.
+        waited_s: f64,
+    },
     /// The checkpoint asked for failed; the query goes on.
     #[error("query \"{query}\": checkpoint {epoch} failed: {reason}; the query goes on and the previous checkpoint stays intact")]
     CheckpointFailed {
@@ -268,7 +281,8 @@ impl ControlFailure {
             }
             ControlFailure::NotRunning { .. }
             | ControlFailure::NoCheckpoints { .. }
-            | ControlFailure::CheckpointFailed { .. } => FailureKind::Conflict,
+            | ControlFailure::CheckpointFailed { .. }
+            | ControlFailure::NotYetApplied { .. } => FailureKind::Conflict,
         }
     }
 }
