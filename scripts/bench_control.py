@@ -130,7 +130,7 @@ def cost(binary, rows, repeat, work):
     for _ in range(repeat):
         without.append(one_run(binary, flow, False))
         with_api.append(one_run(binary, flow, True))
-    return statistics.median(without), statistics.median(with_api)
+    return without, with_api
 
 
 def main():
@@ -148,8 +148,10 @@ def main():
                   f"{'with' if checkpoints else 'without'} checkpoints: "
                   f"median {med:.2f} ms, p99 {p99:.2f} ms")
         without, with_api = cost(args.binary, args.rows, args.repeat, work)
-        print(f"{args.rows} rows: --no-api {without:.2f} s, API served and /metrics scraped "
-              f"every 100 ms {with_api:.2f} s (median of {args.repeat})")
+        show = lambda xs: " ".join(f"{x:.2f}" for x in xs)
+        print(f"{args.rows} rows: --no-api median {statistics.median(without):.2f} s "
+              f"({show(without)}), API served and /metrics scraped every 100 ms median "
+              f"{statistics.median(with_api):.2f} s ({show(with_api)}), alternated")
 
 
 if __name__ == "__main__":
