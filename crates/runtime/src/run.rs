@@ -212,6 +212,23 @@ fn choose_restore(config: &RunConfig, plan: &PlanFingerprint) -> Result<(), Runt
         return Ok(());
     };
     check_compatible(restore, plan)?;
+    // A change recorded for an operator the query no longer has cannot be applied: resuming
+    // without it would silently run the query with values nobody chose.
+    if let Some(r) = restore
+        .manifest
+        .controls
+        .iter()
+        .find(|r| !plan.operators.iter().any(|o| o.name == r.operator))
+    {
+        return Err(RuntimeError::IncompatibleCheckpoint {
+            epoch: restore.manifest.epoch,
+            operator: r.operator.clone(),
+            what: format!(
+                "it recorded change #{} (param `{}` = {:?}) to this operator, which the query no longer has",
+                r.seq, r.param, r.new
+            ),
+        });
+    }
     config.events.publish(EngineEvent::RestoreChosen {
         epoch: restore.manifest.epoch,
         states: restore.manifest.operators.len(),

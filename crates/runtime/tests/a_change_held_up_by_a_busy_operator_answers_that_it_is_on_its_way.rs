@@ -193,7 +193,9 @@ fn a_change_held_up_answers_that_it_is_on_its_way_and_applies_once_it_gets_throu
     let ctx = BuildContext::default();
     std::thread::scope(|s| {
         let runner = s.spawn(|| run(&graph, &config, &ctx));
-        busy_rx.recv().expect("the operator is busy with its first batch");
+        busy_rx
+            .recv()
+            .expect("the operator is busy with its first batch");
         // The barrier waits behind the batch the operator is busy with.
         match control.set(change("b")) {
             Err(ControlFailure::NotYetApplied { seq, operator, .. }) => {

@@ -429,3 +429,47 @@ fn a_checkpoint_asked_for_completes_and_the_live_figures_count_every_row() {
     let c = o.metrics.checkpoints.expect("the run takes checkpoints");
     assert!(c.completed >= 2, "{c:?}");
 }
+
+#[test]
+fn a_resume_of_a_query_without_the_changed_operator_is_refused_naming_the_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_with_change(1, "n % 3 = 0", Some(dir.path()))
+        .change
+        .expect("applied");
+    let store = anduin_checkpoint::Store::open(dir.path()).expect("opens");
+    let last = store
+        .epochs()
+        .expect("lists")
+        .into_iter()
+        .max()
+        .expect("one");
+    let restore = store.validate(last).expect("valid");
+    // The same source and sink, without the filter.
+    let (reached, _) = crossbeam_channel::unbounded();
+    let (_, open) = crossbeam_channel::unbounded();
+    let catalog = TestCatalog {
+        seen: Arc::new(Mutex::new(BTreeMap::new())),
+        reached,
+        open,
+    };
+    let query = r#"
+operator name = "numbers", type = "gated" { param parallelism = 1 output name = "numbers" }
+operator name = "collect", type = "collect" { input name = "numbers" }
+"#;
+    let spec = anduin_spec::parse_flow(query).expect("parses");
+    let (graph, _) = anduin_graph::check(&spec, &catalog).expect("checks");
+    let config = RunConfig {
+        checkpointing: Some(common::checkpointing(dir.path(), None, Some(restore))),
+        ..RunConfig::default()
+    };
+    let ctx = BuildContext {
+        checkpointing: true,
+        ..BuildContext::default()
+    };
+    let e = run(&graph, &config, &ctx).expect_err("refused");
+    let message = e.to_string();
+    assert!(
+        message.contains("\"even\"") && message.contains("no longer has"),
+        "{message}"
+    );
+}
