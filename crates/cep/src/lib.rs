@@ -13,6 +13,7 @@
 
 mod calls;
 mod cells;
+mod equivalence;
 mod eval;
 mod expr;
 mod matcher;
@@ -292,6 +293,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         pattern: Pattern {
             prog,
             fallible: matcher::fallible(&defines),
+            needs: equivalence::Needs::of(&defines),
             defines,
             vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
             within,

@@ -8,6 +8,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::equivalence::{Needs, Pruner, Steps};
 use super::eval::{eval, View};
 use super::expr::E;
 use super::program::Inst;
@@ -41,6 +42,9 @@ pub(crate) struct Pattern {
     /// Whether a condition can fail on a row ([`E::can_fail`]): only then does a row's
     /// step keep what it changed, to undo it if a condition fails.
     pub fallible: bool,
+    /// What the conditions read of a partial match's history: threads at one instruction
+    /// that show them the same are equivalent, and only the preferred one is kept.
+    pub needs: Needs,
 }
 
 /// Whether any of `defines` can fail on a row (for [`Pattern::fallible`]).
@@ -92,23 +96,24 @@ pub(crate) enum Refused {
     TooManyThreads(TooManyThreads),
 }
 
+/// A row of a partial match, mapped to a variable, after the rows before it.
 #[derive(Debug)]
-struct Step {
-    row: u64,
-    var: usize,
-    prev: Option<Arc<Step>>,
+pub(crate) struct Step {
+    pub row: u64,
+    pub var: usize,
+    pub prev: Option<Arc<Step>>,
     /// The last row mapped to each of the first [`TRACKED`] variables up to this step
     /// ([`NO_ROW`]: none), so that `A.price` in a later condition needs no walk back to A.
-    last: [u64; TRACKED],
+    pub last: [u64; TRACKED],
 }
 
 /// How many variables a step remembers the last rows of (a pattern with more walks the
 /// history for the others).
-const TRACKED: usize = 4;
-const NO_ROW: u64 = u64::MAX;
+pub(crate) const TRACKED: usize = 4;
+pub(crate) const NO_ROW: u64 = u64::MAX;
 
 impl Step {
-    fn after(row: u64, var: usize, prev: Option<Arc<Step>>) -> Arc<Step> {
+    pub(crate) fn after(row: u64, var: usize, prev: Option<Arc<Step>>) -> Arc<Step> {
         let mut last = prev.as_ref().map_or([NO_ROW; TRACKED], |p| p.last);
         if let Some(l) = last.get_mut(var) {
             *l = row;
@@ -122,10 +127,11 @@ impl Step {
     }
 }
 
+/// A partial match waiting at an instruction.
 #[derive(Debug, Clone)]
-struct Thread {
-    pc: usize,
-    hist: Option<Arc<Step>>,
+pub(crate) struct Thread {
+    pub pc: usize,
+    pub hist: Option<Arc<Step>>,
 }
 
 #[derive(Debug)]
@@ -176,6 +182,9 @@ pub(crate) struct Partition {
     attempts: VecDeque<Attempt>,
     /// Scratch space of [`closure`].
     seen: Seen,
+    /// Scratch space of an attempt's row: which threads are equivalent, which steps exist.
+    prune: Pruner,
+    steps: Steps,
     /// Empty thread lists whose allocations the next steps reuse.
     spare: Vec<Vec<Thread>>,
     /// What the row being pushed changed (empty between rows).
@@ -316,7 +325,9 @@ impl Partition {
         let started = idx >= self.resume;
         if started {
             let mut threads = self.spare.pop().unwrap_or_default();
-            let best = closure(p, &mut self.seen, 0, None, &mut threads).then_some(None);
+            self.prune.clear(p.prog.len());
+            let best =
+                closure(p, &mut self.seen, &mut self.prune, 0, None, &mut threads).then_some(None);
             self.attempts.push_back(Attempt {
                 start: idx,
                 start_ts: ts,
@@ -374,6 +385,9 @@ impl Partition {
             let mut next = self.spare.pop().unwrap_or_default();
             let mut found = None;
             let mut failed = None;
+            self.prune.clear(p.prog.len());
+            // Equal histories are one allocation only where equivalence looks at them.
+            let share = !p.needs.nothing() && threads.len() > 1;
             for t in &threads {
                 let Inst::Label(var) = p.prog[t.pc] else {
                     continue;
@@ -399,8 +413,20 @@ impl Partition {
                 if !ok {
                     continue;
                 }
-                let hist = Some(Step::after(idx, var, t.hist.clone()));
-                if closure(p, &mut self.seen, t.pc + 1, hist.clone(), &mut next) {
+                let hist = Some(if share {
+                    self.steps.after(idx, var, t.hist.as_ref())
+                } else {
+                    Step::after(idx, var, t.hist.clone())
+                });
+                let done = closure(
+                    p,
+                    &mut self.seen,
+                    &mut self.prune,
+                    t.pc + 1,
+                    hist.clone(),
+                    &mut next,
+                );
+                if done {
                     found = Some(hist);
                     break;
                 }
@@ -412,6 +438,7 @@ impl Partition {
                     break;
                 }
             }
+            self.steps.clear();
             let a = &mut self.attempts[i];
             if let Some(failed) = failed {
                 a.threads = threads;
@@ -553,6 +580,16 @@ impl Partition {
         self.attempts.is_empty()
     }
 
+    /// The most threads an attempt in flight has.
+    #[cfg(test)]
+    fn most_threads(&self) -> usize {
+        self.attempts
+            .iter()
+            .map(|a| a.threads.len())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// How many rows the partition keeps.
     pub(crate) fn rows_kept(&self) -> usize {
         self.rows.len()
@@ -588,6 +625,8 @@ impl Partition {
             matches,
             attempts: VecDeque::new(),
             seen: Seen::default(),
+            prune: Pruner::default(),
+            steps: Steps::default(),
             spare: Vec::new(),
             undo: Vec::new(),
         };
@@ -614,12 +653,14 @@ fn time_out(a: &mut Attempt) {
 }
 
 /// Follows the moves that consume no row from `pc`, in preference order, adding a thread at
-/// every `Label` reached; returns true when `Done` is reached (the threads after it in
-/// preference order are not added: the match is preferred to them). `fresh` has a bit per
-/// loop whose current iteration began in this closure: its `Check` ends the path.
+/// every `Label` reached unless `prune` finds an equivalent one in `out` already; returns
+/// true when `Done` is reached (the threads after it in preference order are not added: the
+/// match is preferred to them). `fresh` has a bit per loop whose current iteration began in
+/// this closure: its `Check` ends the path.
 fn closure(
     p: &Pattern,
     seen: &mut Seen,
+    prune: &mut Pruner,
     pc: usize,
     hist: Option<Arc<Step>>,
     out: &mut Vec<Thread>,
@@ -631,10 +672,14 @@ fn closure(
             continue;
         }
         match p.prog[pc] {
-            Inst::Label(_) => out.push(Thread {
-                pc,
-                hist: hist.clone(),
-            }),
+            Inst::Label(_) => {
+                if prune.admit(&p.needs, pc, hist.as_ref(), out) {
+                    out.push(Thread {
+                        pc,
+                        hist: hist.clone(),
+                    });
+                }
+            }
             Inst::Split(a, b) => {
                 seen.stack.push((b, fresh));
                 seen.stack.push((a, fresh));
@@ -750,6 +795,7 @@ mod tests {
         let p = Pattern {
             prog,
             fallible: fallible(&defines),
+            needs: Needs::of(&defines),
             defines,
             vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
             within,
@@ -877,6 +923,7 @@ mod tests {
         let p = Pattern {
             prog: program::compile(&parsed.pat).expect("compiles"),
             fallible: fallible(&defines),
+            needs: Needs::of(&defines),
             defines,
             vars: vec![Arc::from("A"), Arc::from("B")],
             within: Some(10),
@@ -908,5 +955,92 @@ mod tests {
                 number: 1
             }]
         );
+    }
+
+    /// `pattern` with `defines` over columns `ts` and `value`, without a time bound.
+    fn compiled(pattern: &str, defines: &str) -> Pattern {
+        let parsed = syntax::parse(pattern).expect("parses");
+        let columns: Vec<(String, ColumnType)> = vec![
+            ("ts".into(), ColumnType::Timestamp),
+            ("value".into(), ColumnType::Int),
+        ];
+        let scope = Scope {
+            columns: &columns,
+            vars: &parsed.vars,
+        };
+        let mut defines_of = vec![None; parsed.vars.len()];
+        for (v, t, _) in compile_defines(defines, &scope).expect("compiles") {
+            defines_of[v] = Some(t.e);
+        }
+        Pattern {
+            prog: program::compile(&parsed.pat).expect("compiles"),
+            fallible: fallible(&defines_of),
+            needs: Needs::of(&defines_of),
+            defines: defines_of,
+            vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
+            within: None,
+            skip: Skip::PastLastRow,
+            max_back: 1,
+            max_threads: 100_000,
+        }
+    }
+
+    // Issue 18. Without pruning, `(A+)+ B` has a thread for every way of splitting the rows so
+    // far among the iterations (2^n), `(A | B)* C` one for every mapping of them to A or B:
+    // the guard of 100 000 threads stopped them after about 17 rows. Pruned, an attempt keeps at
+    // most one thread per `Label` when the conditions read no earlier row, or when they do
+    // but every thread maps the rows alike; when threads differ in what the conditions read
+    // (here the first A row: none, or one of the rows so far), one per `Label` and value.
+    // (Every row starts an attempt that lives to the end: the work grows with the square of
+    // the rows, and with the fourth power in the last case, which runs on fewer.)
+    #[test]
+    fn equivalent_partial_matches_are_pruned_so_nested_loops_keep_a_few_threads() {
+        for (pattern, defines, rows, values) in [
+            ("(A+)+ B", "B AS value < 0", 200, 1),
+            ("(A*)* B", "B AS value < 0", 200, 1),
+            ("(A | B)* C", "C AS value < 0", 200, 1),
+            ("((A | B)+)+? C", "C AS value < 0", 200, 1),
+            (
+                "(A+)+ B",
+                "A AS SUM(A.value) > 0, B AS value < LAST(A.value)",
+                200,
+                1,
+            ),
+            (
+                "(A+ | B+)* C",
+                "A AS value > PREV(value), C AS CLASSIFIER() = 'A'",
+                200,
+                1,
+            ),
+            ("(A | B)* C", "C AS value < FIRST(A.value)", 30, 31),
+        ] {
+            let p = compiled(pattern, defines);
+            let mut part = Partition::default();
+            let mut out = Vec::new();
+            let mut seen = 0;
+            for i in 0..rows {
+                if let Err(e) = part.push(&p, row_of(i, i + 1), &mut out) {
+                    panic!("{pattern} with {defines}, row {i}: {e:?}");
+                }
+                seen = seen.max(part.most_threads());
+            }
+            assert!(out.is_empty(), "no match: B and C never hold");
+            let labels = p
+                .prog
+                .iter()
+                .filter(|i| matches!(i, Inst::Label(_)))
+                .count();
+            assert!(
+                seen <= labels * values,
+                "{pattern} with {defines}: {seen} threads at once, {labels} labels"
+            );
+        }
+    }
+
+    fn row_of(ts: i64, value: i64) -> Row {
+        Row {
+            ts,
+            cells: vec![Value::Int(ts), Value::Int(value)].into(),
+        }
     }
 }
