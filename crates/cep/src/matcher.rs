@@ -180,9 +180,16 @@ pub(crate) struct Partition {
     /// Matches emitted so far.
     matches: i64,
     attempts: VecDeque<Attempt>,
-    /// Scratch space of [`closure`].
+}
+
+/// The working space of [`Partition::push`], shared by the partitions of an operator (a
+/// Nexmark run has millions of partitions of a row or two: space of their own would be most
+/// of their memory).
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// Of [`closure`].
     seen: Seen,
-    /// Scratch space of an attempt's row: which threads are equivalent, which steps exist.
+    /// Of an attempt's row: which threads are equivalent, which steps exist.
     prune: Pruner,
     steps: Steps,
     /// Empty thread lists whose allocations the next steps reuse.
@@ -315,6 +322,7 @@ impl Partition {
     pub(crate) fn push(
         &mut self,
         p: &Pattern,
+        s: &mut Scratch,
         row: Row,
         out: &mut Vec<Outcome>,
     ) -> Result<(), Refused> {
@@ -324,10 +332,9 @@ impl Partition {
         self.rows.push_back(row);
         let started = idx >= self.resume;
         if started {
-            let mut threads = self.spare.pop().unwrap_or_default();
-            self.prune.clear(p.prog.len());
-            let best =
-                closure(p, &mut self.seen, &mut self.prune, 0, None, &mut threads).then_some(None);
+            let mut threads = s.spare.pop().unwrap_or_default();
+            s.prune.clear(p.prog.len());
+            let best = closure(p, &mut s.seen, &mut s.prune, 0, None, &mut threads).then_some(None);
             self.attempts.push_back(Attempt {
                 start: idx,
                 start_ts: ts,
@@ -336,25 +343,25 @@ impl Partition {
                 timed_out: None,
             });
         }
-        if let Err(failed) = self.step(p, idx, ts) {
-            return Err(self.roll_back(started, failed));
+        if let Err(failed) = self.step(p, s, idx, ts) {
+            return Err(self.roll_back(s, started, failed));
         }
         // The row is taken: the threads before it go.
-        for u in self.undo.drain(..) {
+        for u in s.undo.drain(..) {
             let mut old = u.threads;
             old.clear();
-            self.spare.push(old);
+            s.spare.push(old);
         }
         // Keep about as many spare lists as the next row may need.
-        self.spare.truncate(self.attempts.len() + 2);
+        s.spare.truncate(self.attempts.len() + 2);
         self.settle(p, out);
         Ok(())
     }
 
     /// Advances every attempt by row `idx` (the last row, at time `ts`), recording in
-    /// `self.undo` what it changed. On an error, the attempt being advanced is as it was and
-    /// the earlier ones are advanced, with their old state in `self.undo`.
-    fn step(&mut self, p: &Pattern, idx: u64, ts: i64) -> Result<(), StepFailed> {
+    /// `s.undo` what it changed. On an error, the attempt being advanced is as it was and
+    /// the earlier ones are advanced, with their old state in `s.undo`.
+    fn step(&mut self, p: &Pattern, s: &mut Scratch, idx: u64, ts: i64) -> Result<(), StepFailed> {
         for i in 0..self.attempts.len() {
             if self.attempts[i].ended() {
                 continue;
@@ -368,7 +375,7 @@ impl Partition {
                     a.timed_out = Some(threads.first().and_then(|t| t.hist.clone()));
                 }
                 if p.fallible {
-                    self.undo.push(Undo {
+                    s.undo.push(Undo {
                         attempt: i,
                         threads,
                         best: None,
@@ -377,15 +384,15 @@ impl Partition {
                 } else {
                     // No condition can fail: nothing will be undone.
                     threads.clear();
-                    self.spare.push(threads);
+                    s.spare.push(threads);
                 }
                 continue;
             }
             let threads = std::mem::take(&mut self.attempts[i].threads);
-            let mut next = self.spare.pop().unwrap_or_default();
+            let mut next = s.spare.pop().unwrap_or_default();
             let mut found = None;
             let mut failed = None;
-            self.prune.clear(p.prog.len());
+            s.prune.clear(p.prog.len());
             // Equal histories are one allocation only where equivalence looks at them.
             let share = !p.needs.nothing() && threads.len() > 1;
             for t in &threads {
@@ -414,14 +421,14 @@ impl Partition {
                     continue;
                 }
                 let hist = Some(if share {
-                    self.steps.after(idx, var, t.hist.as_ref())
+                    s.steps.after(idx, var, t.hist.as_ref())
                 } else {
                     Step::after(idx, var, t.hist.clone())
                 });
                 let done = closure(
                     p,
-                    &mut self.seen,
-                    &mut self.prune,
+                    &mut s.seen,
+                    &mut s.prune,
                     t.pc + 1,
                     hist.clone(),
                     &mut next,
@@ -438,18 +445,18 @@ impl Partition {
                     break;
                 }
             }
-            self.steps.clear();
+            s.steps.clear();
             let a = &mut self.attempts[i];
             if let Some(failed) = failed {
                 a.threads = threads;
                 next.clear();
-                self.spare.push(next);
+                s.spare.push(next);
                 return Err(failed);
             }
             a.threads = next;
             let best = found.map(|h| a.best.replace(h));
             if p.fallible {
-                self.undo.push(Undo {
+                s.undo.push(Undo {
                     attempt: i,
                     threads,
                     best,
@@ -458,20 +465,20 @@ impl Partition {
             } else {
                 let mut old = threads;
                 old.clear();
-                self.spare.push(old);
+                s.spare.push(old);
             }
         }
         Ok(())
     }
 
     /// Undoes row `self.next - 1` after `failed`: its attempt (if it `started` one) goes, the
-    /// other attempts get back what `self.undo` kept, and the row is handed back.
-    fn roll_back(&mut self, started: bool, failed: StepFailed) -> Refused {
-        for u in self.undo.drain(..).rev() {
+    /// other attempts get back what `s.undo` kept, and the row is handed back.
+    fn roll_back(&mut self, s: &mut Scratch, started: bool, failed: StepFailed) -> Refused {
+        for u in s.undo.drain(..).rev() {
             let a = &mut self.attempts[u.attempt];
             let mut new = std::mem::replace(&mut a.threads, u.threads);
             new.clear();
-            self.spare.push(new);
+            s.spare.push(new);
             if let Some(best) = u.best {
                 a.best = best;
             }
@@ -486,7 +493,7 @@ impl Partition {
                 .expect("the row's own attempt is the last");
             let mut threads = a.threads;
             threads.clear();
-            self.spare.push(threads);
+            s.spare.push(threads);
         }
         self.next -= 1;
         let row = self.rows.pop_back().expect("the row was pushed");
@@ -580,6 +587,12 @@ impl Partition {
         self.attempts.is_empty()
     }
 
+    /// Whether the partition is as good as a new one: no partial match, no row kept, no
+    /// match numbered yet (the row indices differ, but only their differences matter).
+    pub(crate) fn is_blank(&self) -> bool {
+        self.attempts.is_empty() && self.rows.is_empty() && self.matches == 0
+    }
+
     /// The most threads an attempt in flight has.
     #[cfg(test)]
     fn most_threads(&self) -> usize {
@@ -624,15 +637,11 @@ impl Partition {
             resume,
             matches,
             attempts: VecDeque::new(),
-            seen: Seen::default(),
-            prune: Pruner::default(),
-            steps: Steps::default(),
-            spare: Vec::new(),
-            undo: Vec::new(),
         };
         let mut out = Vec::new();
+        let mut scratch = Scratch::default();
         for row in again {
-            part.push(p, row, &mut out)?;
+            part.push(p, &mut scratch, row, &mut out)?;
         }
         debug_assert!(out.is_empty(), "a replay re-reports nothing: {out:?}");
         Ok(part)
@@ -822,6 +831,7 @@ mod tests {
     /// the outcomes, the state after each row taken, and which rows were refused.
     fn run(p: &Pattern, rows: &[Row]) -> (Vec<Outcome>, Vec<State>, Vec<usize>) {
         let mut part = Partition::default();
+        let mut scratch = Scratch::default();
         let mut out = Vec::new();
         let mut states = Vec::new();
         let mut refused = Vec::new();
@@ -829,7 +839,7 @@ mod tests {
             if r.cells[2] != Value::Int(0) {
                 part.advance(p, r.ts, &mut out);
             }
-            match part.push(p, r.clone(), &mut out) {
+            match part.push(p, &mut scratch, r.clone(), &mut out) {
                 Ok(()) => {
                     part.trim(p);
                     let (rows, base, replay, resume, matches) = part.parts();
@@ -932,21 +942,26 @@ mod tests {
             max_threads: 100,
         };
         let mut part = Partition::default();
+        let mut scratch = Scratch::default();
         let mut out = Vec::new();
         for r in [row(0, 0, 1), row(1, 1, 1), row(2, 1, 1)] {
-            part.push(&p, r, &mut out).expect("taken");
+            part.push(&p, &mut scratch, r, &mut out).expect("taken");
         }
         assert!(out.is_empty(), "the greedy B+ may still grow");
         for (r, var) in [(row(3, 1, 0), 1), (row(10, 1, 0), 0)] {
-            let refused = part.push(&p, r, &mut out).expect_err("10 / 0 fails");
+            let refused = part
+                .push(&p, &mut scratch, r, &mut out)
+                .expect_err("10 / 0 fails");
             assert!(
                 matches!(refused, Refused::Condition { var: v, .. } if v == var),
                 "{refused:?}"
             );
         }
         assert!(out.is_empty());
-        part.push(&p, row(4, 1, 1), &mut out).expect("taken");
-        part.push(&p, row(5, 0, 1), &mut out).expect("taken");
+        part.push(&p, &mut scratch, row(4, 1, 1), &mut out)
+            .expect("taken");
+        part.push(&p, &mut scratch, row(5, 0, 1), &mut out)
+            .expect("taken");
         assert_eq!(
             out,
             vec![Outcome::Match {
@@ -1016,10 +1031,11 @@ mod tests {
         ] {
             let p = compiled(pattern, defines);
             let mut part = Partition::default();
+            let mut scratch = Scratch::default();
             let mut out = Vec::new();
             let mut seen = 0;
             for i in 0..rows {
-                if let Err(e) = part.push(&p, row_of(i, i + 1), &mut out) {
+                if let Err(e) = part.push(&p, &mut scratch, row_of(i, i + 1), &mut out) {
                     panic!("{pattern} with {defines}, row {i}: {e:?}");
                 }
                 seen = seen.max(part.most_threads());
