@@ -370,8 +370,13 @@ fn skip(p: &Params<'_>, vars: &[String]) -> Result<Skip, Diagnostics> {
     let words: Vec<&str> = text.as_str().split_whitespace().collect();
     let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
     let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
-    let var = |name: &str| -> Result<usize, Diagnostics> {
-        vars.iter().position(|v| v == name).ok_or_else(|| {
+    let var = |written: &str| -> Result<usize, Diagnostics> {
+        // As in the pattern: unquoted, case-insensitive; double-quoted, as written.
+        let name = match written.strip_prefix('"').and_then(|w| w.strip_suffix('"')) {
+            Some(quoted) if !quoted.is_empty() => quoted.replace("\"\"", "\""),
+            _ => syntax::unquoted(written),
+        };
+        vars.iter().position(|v| *v == name).ok_or_else(|| {
             p.error(
                 "after_match",
                 format!(
