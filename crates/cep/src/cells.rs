@@ -12,15 +12,24 @@ use arrow::compute::cast;
 
 use super::value::Value;
 
-/// Each column of `columns` (of the stream types `types`) as cells, column-major.
+/// Each column of `columns` (of the stream types `types`) as cells, column-major; the
+/// columns not `kept` as nulls (no string is copied for a column nothing reads).
 pub(crate) fn columns_to_cells(
     columns: &[ArrayRef],
     types: &[ColumnType],
+    kept: &[bool],
 ) -> Result<Vec<Vec<Value>>, String> {
     columns
         .iter()
         .zip(types)
-        .map(|(c, t)| column_to_cells(c, *t))
+        .zip(kept)
+        .map(|((c, t), kept)| {
+            if *kept {
+                column_to_cells(c, *t)
+            } else {
+                Ok(vec![Value::Null; c.len()])
+            }
+        })
         .collect()
 }
 
@@ -180,7 +189,7 @@ mod tests {
             Arc::new(StringArray::from(vec![Some("x"), None])),
         ];
         let types = [ColumnType::Int, ColumnType::Timestamp, ColumnType::String];
-        let cells = columns_to_cells(&cols, &types).expect("converts");
+        let cells = columns_to_cells(&cols, &types, &vec![true; types.len()]).expect("converts");
         for (i, t) in types.iter().enumerate() {
             let back = cells_to_column(cells[i].iter(), *t);
             assert_eq!(back.as_ref(), cols[i].as_ref());

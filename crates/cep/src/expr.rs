@@ -141,7 +141,7 @@ fn defines(
 ) -> Result<Vec<(usize, Typed, anduin_expr::ExprSite)>, ExprError> {
     let mut out: Vec<(usize, Typed, anduin_expr::ExprSite)> = Vec::new();
     for (var, cond) in items {
-        let Some(v) = scope.vars.iter().position(|n| *n == var.value) else {
+        let Some(v) = scope.vars.iter().position(|n| *n == var_name(&var)) else {
             return Err(at(
                 var.span,
                 format!(
@@ -383,8 +383,18 @@ pub(super) fn column(
     Ok((var, col, s.columns[col].1))
 }
 
+/// The name of the variable `v` names: unquoted, case-insensitive (upper case), quoted, as
+/// written (see [`super::syntax`]).
+pub(super) fn var_name(v: &Ident) -> String {
+    match v.quote_style {
+        None => super::syntax::unquoted(&v.value),
+        Some(_) => v.value.clone(),
+    }
+}
+
 pub(super) fn variable(v: &Ident, s: &Scope<'_>) -> Result<usize, ExprError> {
-    s.vars.iter().position(|n| *n == v.value).ok_or_else(|| {
+    let name = var_name(v);
+    s.vars.iter().position(|n| *n == name).ok_or_else(|| {
         at(
             v.span,
             format!(
@@ -595,5 +605,21 @@ mod tests {
         );
         let e = compile_defines("Z AS true", &s).expect_err("undefined var");
         assert!(e.message.contains("not a variable"), "{}", e.message);
+    }
+
+    #[test]
+    fn unquoted_variables_in_defines_and_measures_are_case_insensitive() {
+        let columns: Vec<(String, ColumnType)> = vec![("value".into(), ColumnType::Int)];
+        let vars: Vec<String> = ["A", "b"].map(String::from).to_vec();
+        let scope = Scope {
+            columns: &columns,
+            vars: &vars,
+        };
+        let d = compile_defines("a AS a.value > 0, \"b\" AS value > A.value", &scope)
+            .expect("compiles");
+        assert_eq!(d.iter().map(|(v, _, _)| *v).collect::<Vec<_>>(), [0, 1]);
+        let e = compile_defines("B AS value > 0", &scope).expect_err("`B` is not `b`");
+        assert!(e.to_string().contains("`B` is not a variable"), "{e}");
+        assert!(compile_measures("COUNT(a.*) AS n, LAST(\"b\".value) AS x", &scope).is_ok());
     }
 }

@@ -13,6 +13,7 @@
 
 mod calls;
 mod cells;
+mod equivalence;
 mod eval;
 mod expr;
 mod matcher;
@@ -70,6 +71,10 @@ pub(crate) struct Setup {
     /// The input's columns and their types.
     pub input: SchemaRef,
     pub types: Vec<ColumnType>,
+    /// The input columns rows keep (the others become nulls as they arrive): all of them
+    /// when a row may be shown whole (ALL ROWS PER MATCH; the dead letters of a condition or
+    /// measure that can fail), else those the order, the partition and the expressions read.
+    pub kept: Vec<bool>,
     pub partition: Vec<usize>,
     pub order: usize,
     pub measures: Vec<(String, E)>,
@@ -279,6 +284,20 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
                 .into());
         }
     }
+    let whole =
+        all_rows || matcher::fallible(&defines) || measures.iter().any(|(_, t)| t.e.can_fail());
+    let mut kept = vec![whole; columns.len()];
+    kept[order] = true;
+    for c in &partition {
+        kept[*c] = true;
+    }
+    for e in defines
+        .iter()
+        .flatten()
+        .chain(measures.iter().map(|(_, t)| &t.e))
+    {
+        read_columns(e, &mut kept);
+    }
     let mut max_back = 0;
     for e in defines
         .iter()
@@ -292,6 +311,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         pattern: Pattern {
             prog,
             fallible: matcher::fallible(&defines),
+            needs: equivalence::Needs::of(&defines),
             defines,
             vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
             within,
@@ -301,6 +321,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         },
         input: Arc::clone(input),
         types: columns.iter().map(|(_, t)| *t).collect(),
+        kept,
         partition: partition.clone(),
         order,
         measures: measures.into_iter().map(|(n, t)| (n, t.e)).collect(),
@@ -349,8 +370,13 @@ fn skip(p: &Params<'_>, vars: &[String]) -> Result<Skip, Diagnostics> {
     let words: Vec<&str> = text.as_str().split_whitespace().collect();
     let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
     let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
-    let var = |name: &str| -> Result<usize, Diagnostics> {
-        vars.iter().position(|v| v == name).ok_or_else(|| {
+    let var = |written: &str| -> Result<usize, Diagnostics> {
+        // As in the pattern: unquoted, case-insensitive; double-quoted, as written.
+        let name = match written.strip_prefix('"').and_then(|w| w.strip_suffix('"')) {
+            Some(quoted) if !quoted.is_empty() => quoted.replace("\"\"", "\""),
+            _ => syntax::unquoted(written),
+        };
+        vars.iter().position(|v| *v == name).ok_or_else(|| {
             p.error(
                 "after_match",
                 format!(
@@ -383,5 +409,22 @@ fn deepest_prev(e: &E) -> usize {
         E::Lit(_) | E::MatchNumber | E::Agg { .. } => 0,
         E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => deepest_prev(a).max(deepest_prev(b)),
         E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => deepest_prev(a),
+    }
+}
+
+/// Marks the columns `e` reads in `kept`.
+fn read_columns(e: &E, kept: &mut [bool]) {
+    match e {
+        E::Col(_, c) | E::Agg { col: Some(c), .. } => {
+            if let Some(k) = kept.get_mut(*c) {
+                *k = true;
+            }
+        }
+        E::Lit(_) | E::MatchNumber | E::Classifier(_) | E::Agg { col: None, .. } => {}
+        E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => {
+            read_columns(a, kept);
+            read_columns(b, kept);
+        }
+        E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => read_columns(a, kept),
     }
 }

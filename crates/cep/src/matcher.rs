@@ -8,6 +8,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::equivalence::{Needs, Pruner, Steps};
 use super::eval::{eval, View};
 use super::expr::E;
 use super::program::Inst;
@@ -41,6 +42,9 @@ pub(crate) struct Pattern {
     /// Whether a condition can fail on a row ([`E::can_fail`]): only then does a row's
     /// step keep what it changed, to undo it if a condition fails.
     pub fallible: bool,
+    /// What the conditions read of a partial match's history: threads at one instruction
+    /// that show them the same are equivalent, and only the preferred one is kept.
+    pub needs: Needs,
 }
 
 /// Whether any of `defines` can fail on a row (for [`Pattern::fallible`]).
@@ -92,23 +96,24 @@ pub(crate) enum Refused {
     TooManyThreads(TooManyThreads),
 }
 
+/// A row of a partial match, mapped to a variable, after the rows before it.
 #[derive(Debug)]
-struct Step {
-    row: u64,
-    var: usize,
-    prev: Option<Arc<Step>>,
+pub(crate) struct Step {
+    pub row: u64,
+    pub var: usize,
+    pub prev: Option<Arc<Step>>,
     /// The last row mapped to each of the first [`TRACKED`] variables up to this step
     /// ([`NO_ROW`]: none), so that `A.price` in a later condition needs no walk back to A.
-    last: [u64; TRACKED],
+    pub last: [u64; TRACKED],
 }
 
 /// How many variables a step remembers the last rows of (a pattern with more walks the
 /// history for the others).
-const TRACKED: usize = 4;
-const NO_ROW: u64 = u64::MAX;
+pub(crate) const TRACKED: usize = 4;
+pub(crate) const NO_ROW: u64 = u64::MAX;
 
 impl Step {
-    fn after(row: u64, var: usize, prev: Option<Arc<Step>>) -> Arc<Step> {
+    pub(crate) fn after(row: u64, var: usize, prev: Option<Arc<Step>>) -> Arc<Step> {
         let mut last = prev.as_ref().map_or([NO_ROW; TRACKED], |p| p.last);
         if let Some(l) = last.get_mut(var) {
             *l = row;
@@ -122,10 +127,11 @@ impl Step {
     }
 }
 
+/// A partial match waiting at an instruction.
 #[derive(Debug, Clone)]
-struct Thread {
-    pc: usize,
-    hist: Option<Arc<Step>>,
+pub(crate) struct Thread {
+    pub pc: usize,
+    pub hist: Option<Arc<Step>>,
 }
 
 #[derive(Debug)]
@@ -174,8 +180,18 @@ pub(crate) struct Partition {
     /// Matches emitted so far.
     matches: i64,
     attempts: VecDeque<Attempt>,
-    /// Scratch space of [`closure`].
+}
+
+/// The working space of [`Partition::push`], shared by the partitions of an operator (a
+/// Nexmark run has millions of partitions of a row or two: space of their own would be most
+/// of their memory).
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// Of [`closure`].
     seen: Seen,
+    /// Of an attempt's row: which threads are equivalent, which steps exist.
+    prune: Pruner,
+    steps: Steps,
     /// Empty thread lists whose allocations the next steps reuse.
     spare: Vec<Vec<Thread>>,
     /// What the row being pushed changed (empty between rows).
@@ -306,6 +322,7 @@ impl Partition {
     pub(crate) fn push(
         &mut self,
         p: &Pattern,
+        s: &mut Scratch,
         row: Row,
         out: &mut Vec<Outcome>,
     ) -> Result<(), Refused> {
@@ -315,8 +332,9 @@ impl Partition {
         self.rows.push_back(row);
         let started = idx >= self.resume;
         if started {
-            let mut threads = self.spare.pop().unwrap_or_default();
-            let best = closure(p, &mut self.seen, 0, None, &mut threads).then_some(None);
+            let mut threads = s.spare.pop().unwrap_or_default();
+            s.prune.clear(p.prog.len());
+            let best = closure(p, &mut s.seen, &mut s.prune, 0, None, &mut threads).then_some(None);
             self.attempts.push_back(Attempt {
                 start: idx,
                 start_ts: ts,
@@ -325,25 +343,25 @@ impl Partition {
                 timed_out: None,
             });
         }
-        if let Err(failed) = self.step(p, idx, ts) {
-            return Err(self.roll_back(started, failed));
+        if let Err(failed) = self.step(p, s, idx, ts) {
+            return Err(self.roll_back(s, started, failed));
         }
         // The row is taken: the threads before it go.
-        for u in self.undo.drain(..) {
+        for u in s.undo.drain(..) {
             let mut old = u.threads;
             old.clear();
-            self.spare.push(old);
+            s.spare.push(old);
         }
         // Keep about as many spare lists as the next row may need.
-        self.spare.truncate(self.attempts.len() + 2);
+        s.spare.truncate(self.attempts.len() + 2);
         self.settle(p, out);
         Ok(())
     }
 
     /// Advances every attempt by row `idx` (the last row, at time `ts`), recording in
-    /// `self.undo` what it changed. On an error, the attempt being advanced is as it was and
-    /// the earlier ones are advanced, with their old state in `self.undo`.
-    fn step(&mut self, p: &Pattern, idx: u64, ts: i64) -> Result<(), StepFailed> {
+    /// `s.undo` what it changed. On an error, the attempt being advanced is as it was and
+    /// the earlier ones are advanced, with their old state in `s.undo`.
+    fn step(&mut self, p: &Pattern, s: &mut Scratch, idx: u64, ts: i64) -> Result<(), StepFailed> {
         for i in 0..self.attempts.len() {
             if self.attempts[i].ended() {
                 continue;
@@ -357,7 +375,7 @@ impl Partition {
                     a.timed_out = Some(threads.first().and_then(|t| t.hist.clone()));
                 }
                 if p.fallible {
-                    self.undo.push(Undo {
+                    s.undo.push(Undo {
                         attempt: i,
                         threads,
                         best: None,
@@ -366,14 +384,17 @@ impl Partition {
                 } else {
                     // No condition can fail: nothing will be undone.
                     threads.clear();
-                    self.spare.push(threads);
+                    s.spare.push(threads);
                 }
                 continue;
             }
             let threads = std::mem::take(&mut self.attempts[i].threads);
-            let mut next = self.spare.pop().unwrap_or_default();
+            let mut next = s.spare.pop().unwrap_or_default();
             let mut found = None;
             let mut failed = None;
+            s.prune.clear(p.prog.len());
+            // Equal histories are one allocation only where equivalence looks at them.
+            let share = !p.needs.nothing() && threads.len() > 1;
             for t in &threads {
                 let Inst::Label(var) = p.prog[t.pc] else {
                     continue;
@@ -399,8 +420,20 @@ impl Partition {
                 if !ok {
                     continue;
                 }
-                let hist = Some(Step::after(idx, var, t.hist.clone()));
-                if closure(p, &mut self.seen, t.pc + 1, hist.clone(), &mut next) {
+                let hist = Some(if share {
+                    s.steps.after(idx, var, t.hist.as_ref())
+                } else {
+                    Step::after(idx, var, t.hist.clone())
+                });
+                let done = closure(
+                    p,
+                    &mut s.seen,
+                    &mut s.prune,
+                    t.pc + 1,
+                    hist.clone(),
+                    &mut next,
+                );
+                if done {
                     found = Some(hist);
                     break;
                 }
@@ -412,17 +445,18 @@ impl Partition {
                     break;
                 }
             }
+            s.steps.clear();
             let a = &mut self.attempts[i];
             if let Some(failed) = failed {
                 a.threads = threads;
                 next.clear();
-                self.spare.push(next);
+                s.spare.push(next);
                 return Err(failed);
             }
             a.threads = next;
             let best = found.map(|h| a.best.replace(h));
             if p.fallible {
-                self.undo.push(Undo {
+                s.undo.push(Undo {
                     attempt: i,
                     threads,
                     best,
@@ -431,20 +465,20 @@ impl Partition {
             } else {
                 let mut old = threads;
                 old.clear();
-                self.spare.push(old);
+                s.spare.push(old);
             }
         }
         Ok(())
     }
 
     /// Undoes row `self.next - 1` after `failed`: its attempt (if it `started` one) goes, the
-    /// other attempts get back what `self.undo` kept, and the row is handed back.
-    fn roll_back(&mut self, started: bool, failed: StepFailed) -> Refused {
-        for u in self.undo.drain(..).rev() {
+    /// other attempts get back what `s.undo` kept, and the row is handed back.
+    fn roll_back(&mut self, s: &mut Scratch, started: bool, failed: StepFailed) -> Refused {
+        for u in s.undo.drain(..).rev() {
             let a = &mut self.attempts[u.attempt];
             let mut new = std::mem::replace(&mut a.threads, u.threads);
             new.clear();
-            self.spare.push(new);
+            s.spare.push(new);
             if let Some(best) = u.best {
                 a.best = best;
             }
@@ -459,7 +493,7 @@ impl Partition {
                 .expect("the row's own attempt is the last");
             let mut threads = a.threads;
             threads.clear();
-            self.spare.push(threads);
+            s.spare.push(threads);
         }
         self.next -= 1;
         let row = self.rows.pop_back().expect("the row was pushed");
@@ -553,6 +587,22 @@ impl Partition {
         self.attempts.is_empty()
     }
 
+    /// Whether the partition is as good as a new one: no partial match, no row kept, no
+    /// match numbered yet (the row indices differ, but only their differences matter).
+    pub(crate) fn is_blank(&self) -> bool {
+        self.attempts.is_empty() && self.rows.is_empty() && self.matches == 0
+    }
+
+    /// The most threads an attempt in flight has.
+    #[cfg(test)]
+    fn most_threads(&self) -> usize {
+        self.attempts
+            .iter()
+            .map(|a| a.threads.len())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// How many rows the partition keeps.
     pub(crate) fn rows_kept(&self) -> usize {
         self.rows.len()
@@ -587,13 +637,11 @@ impl Partition {
             resume,
             matches,
             attempts: VecDeque::new(),
-            seen: Seen::default(),
-            spare: Vec::new(),
-            undo: Vec::new(),
         };
         let mut out = Vec::new();
+        let mut scratch = Scratch::default();
         for row in again {
-            part.push(p, row, &mut out)?;
+            part.push(p, &mut scratch, row, &mut out)?;
         }
         debug_assert!(out.is_empty(), "a replay re-reports nothing: {out:?}");
         Ok(part)
@@ -614,12 +662,14 @@ fn time_out(a: &mut Attempt) {
 }
 
 /// Follows the moves that consume no row from `pc`, in preference order, adding a thread at
-/// every `Label` reached; returns true when `Done` is reached (the threads after it in
-/// preference order are not added: the match is preferred to them). `fresh` has a bit per
-/// loop whose current iteration began in this closure: its `Check` ends the path.
+/// every `Label` reached unless `prune` finds an equivalent one in `out` already; returns
+/// true when `Done` is reached (the threads after it in preference order are not added: the
+/// match is preferred to them). `fresh` has a bit per loop whose current iteration began in
+/// this closure: its `Check` ends the path.
 fn closure(
     p: &Pattern,
     seen: &mut Seen,
+    prune: &mut Pruner,
     pc: usize,
     hist: Option<Arc<Step>>,
     out: &mut Vec<Thread>,
@@ -631,10 +681,14 @@ fn closure(
             continue;
         }
         match p.prog[pc] {
-            Inst::Label(_) => out.push(Thread {
-                pc,
-                hist: hist.clone(),
-            }),
+            Inst::Label(_) => {
+                if prune.admit(&p.needs, pc, hist.as_ref(), out) {
+                    out.push(Thread {
+                        pc,
+                        hist: hist.clone(),
+                    });
+                }
+            }
             Inst::Split(a, b) => {
                 seen.stack.push((b, fresh));
                 seen.stack.push((a, fresh));
@@ -750,6 +804,7 @@ mod tests {
         let p = Pattern {
             prog,
             fallible: fallible(&defines),
+            needs: Needs::of(&defines),
             defines,
             vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
             within,
@@ -776,6 +831,7 @@ mod tests {
     /// the outcomes, the state after each row taken, and which rows were refused.
     fn run(p: &Pattern, rows: &[Row]) -> (Vec<Outcome>, Vec<State>, Vec<usize>) {
         let mut part = Partition::default();
+        let mut scratch = Scratch::default();
         let mut out = Vec::new();
         let mut states = Vec::new();
         let mut refused = Vec::new();
@@ -783,7 +839,7 @@ mod tests {
             if r.cells[2] != Value::Int(0) {
                 part.advance(p, r.ts, &mut out);
             }
-            match part.push(p, r.clone(), &mut out) {
+            match part.push(p, &mut scratch, r.clone(), &mut out) {
                 Ok(()) => {
                     part.trim(p);
                     let (rows, base, replay, resume, matches) = part.parts();
@@ -877,6 +933,7 @@ mod tests {
         let p = Pattern {
             prog: program::compile(&parsed.pat).expect("compiles"),
             fallible: fallible(&defines),
+            needs: Needs::of(&defines),
             defines,
             vars: vec![Arc::from("A"), Arc::from("B")],
             within: Some(10),
@@ -885,21 +942,26 @@ mod tests {
             max_threads: 100,
         };
         let mut part = Partition::default();
+        let mut scratch = Scratch::default();
         let mut out = Vec::new();
         for r in [row(0, 0, 1), row(1, 1, 1), row(2, 1, 1)] {
-            part.push(&p, r, &mut out).expect("taken");
+            part.push(&p, &mut scratch, r, &mut out).expect("taken");
         }
         assert!(out.is_empty(), "the greedy B+ may still grow");
         for (r, var) in [(row(3, 1, 0), 1), (row(10, 1, 0), 0)] {
-            let refused = part.push(&p, r, &mut out).expect_err("10 / 0 fails");
+            let refused = part
+                .push(&p, &mut scratch, r, &mut out)
+                .expect_err("10 / 0 fails");
             assert!(
                 matches!(refused, Refused::Condition { var: v, .. } if v == var),
                 "{refused:?}"
             );
         }
         assert!(out.is_empty());
-        part.push(&p, row(4, 1, 1), &mut out).expect("taken");
-        part.push(&p, row(5, 0, 1), &mut out).expect("taken");
+        part.push(&p, &mut scratch, row(4, 1, 1), &mut out)
+            .expect("taken");
+        part.push(&p, &mut scratch, row(5, 0, 1), &mut out)
+            .expect("taken");
         assert_eq!(
             out,
             vec![Outcome::Match {
@@ -908,5 +970,93 @@ mod tests {
                 number: 1
             }]
         );
+    }
+
+    /// `pattern` with `defines` over columns `ts` and `value`, without a time bound.
+    fn compiled(pattern: &str, defines: &str) -> Pattern {
+        let parsed = syntax::parse(pattern).expect("parses");
+        let columns: Vec<(String, ColumnType)> = vec![
+            ("ts".into(), ColumnType::Timestamp),
+            ("value".into(), ColumnType::Int),
+        ];
+        let scope = Scope {
+            columns: &columns,
+            vars: &parsed.vars,
+        };
+        let mut defines_of = vec![None; parsed.vars.len()];
+        for (v, t, _) in compile_defines(defines, &scope).expect("compiles") {
+            defines_of[v] = Some(t.e);
+        }
+        Pattern {
+            prog: program::compile(&parsed.pat).expect("compiles"),
+            fallible: fallible(&defines_of),
+            needs: Needs::of(&defines_of),
+            defines: defines_of,
+            vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
+            within: None,
+            skip: Skip::PastLastRow,
+            max_back: 1,
+            max_threads: 100_000,
+        }
+    }
+
+    // Issue 18. Without pruning, `(A+)+ B` has a thread for every way of splitting the rows so
+    // far among the iterations (2^n), `(A | B)* C` one for every mapping of them to A or B:
+    // the guard of 100 000 threads stopped them after about 17 rows. Pruned, an attempt keeps at
+    // most one thread per `Label` when the conditions read no earlier row, or when they do
+    // but every thread maps the rows alike; when threads differ in what the conditions read
+    // (here the first A row: none, or one of the rows so far), one per `Label` and value.
+    // (Every row starts an attempt that lives to the end: the work grows with the square of
+    // the rows, and with the fourth power in the last case, which runs on fewer.)
+    #[test]
+    fn equivalent_partial_matches_are_pruned_so_nested_loops_keep_a_few_threads() {
+        for (pattern, defines, rows, values) in [
+            ("(A+)+ B", "B AS value < 0", 200, 1),
+            ("(A*)* B", "B AS value < 0", 200, 1),
+            ("(A | B)* C", "C AS value < 0", 200, 1),
+            ("((A | B)+)+? C", "C AS value < 0", 200, 1),
+            (
+                "(A+)+ B",
+                "A AS SUM(A.value) > 0, B AS value < LAST(A.value)",
+                200,
+                1,
+            ),
+            (
+                "(A+ | B+)* C",
+                "A AS value > PREV(value), C AS CLASSIFIER() = 'A'",
+                200,
+                1,
+            ),
+            ("(A | B)* C", "C AS value < FIRST(A.value)", 30, 31),
+        ] {
+            let p = compiled(pattern, defines);
+            let mut part = Partition::default();
+            let mut scratch = Scratch::default();
+            let mut out = Vec::new();
+            let mut seen = 0;
+            for i in 0..rows {
+                if let Err(e) = part.push(&p, &mut scratch, row_of(i, i + 1), &mut out) {
+                    panic!("{pattern} with {defines}, row {i}: {e:?}");
+                }
+                seen = seen.max(part.most_threads());
+            }
+            assert!(out.is_empty(), "no match: B and C never hold");
+            let labels = p
+                .prog
+                .iter()
+                .filter(|i| matches!(i, Inst::Label(_)))
+                .count();
+            assert!(
+                seen <= labels * values,
+                "{pattern} with {defines}: {seen} threads at once, {labels} labels"
+            );
+        }
+    }
+
+    fn row_of(ts: i64, value: i64) -> Row {
+        Row {
+            ts,
+            cells: vec![Value::Int(ts), Value::Int(value)].into(),
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The running pattern operator: rows wait until the watermark passes them, then go in
 //! event-time order to their partition's matcher; matches become output rows.
 
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use anduin_types::{SnapshotKind, Watermark};
@@ -8,7 +9,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use serde::{Deserialize, Serialize};
 
 use super::cells::{cells_to_column, columns_to_cells, row_json};
-use super::matcher::{Outcome, Refused, Row, TooManyThreads};
+use super::matcher::{Outcome, Refused, Row, Scratch, TooManyThreads};
 use super::output::{render, Figures};
 use super::store::{Store, StoreError};
 use super::value::Value;
@@ -41,6 +42,28 @@ struct Pending {
     row: Row,
 }
 
+/// Pending rows are ordered as they are released: by event time, ties in arrival order. In a
+/// [`BinaryHeap`] (a max-heap), the row released first must be the greatest.
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (other.row.ts, other.seq).cmp(&(self.row.ts, self.seq))
+    }
+}
+
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+
+impl Eq for Pending {}
+
 /// A row with its partition key, or `None` for a row without an event time (none is left:
 /// such rows go to the dead letters first).
 type Keyed = Option<(Box<[u8]>, Row)>;
@@ -51,7 +74,9 @@ pub(crate) struct PatternOp {
     /// Partition keys as bytes, as the exchange routes by (`None`: one partition).
     keys: Option<KeyEncoder>,
     store: Store,
-    pending: Vec<Pending>,
+    /// Rows waiting for the watermark, the next to release on top: a watermark costs the
+    /// rows it releases, not the rows that wait (4 s of events in a Nexmark run).
+    pending: BinaryHeap<Pending>,
     seq: u64,
     /// The pending rows numbered up to this have an entry in the store (a snapshot wrote
     /// them); the others do not.
@@ -63,6 +88,8 @@ pub(crate) struct PatternOp {
     /// What rows a condition fails on, and output rows a measure fails on, do.
     errors: RowErrors,
     outcomes: Vec<Outcome>,
+    /// The matcher's working space, shared by the partitions.
+    scratch: Scratch,
     main: Vec<Vec<Value>>,
     timeouts: Vec<Vec<Value>>,
     figures: Figures,
@@ -135,7 +162,7 @@ impl PatternOp {
             setup,
             keys,
             store,
-            pending: Vec::new(),
+            pending: BinaryHeap::new(),
             seq: 0,
             stored_up_to: 0,
             watermark: i64::MIN,
@@ -143,6 +170,7 @@ impl PatternOp {
             dead_letter,
             errors,
             outcomes: Vec::new(),
+            scratch: Scratch::default(),
             main: Vec::new(),
             timeouts: Vec::new(),
             figures: Figures::default(),
@@ -153,8 +181,8 @@ impl PatternOp {
     fn rows_of(&self, batch: &RecordBatch) -> Result<Vec<Keyed>, OperatorError> {
         let name = &self.setup.name;
         let n = batch.num_rows();
-        let mut columns =
-            columns_to_cells(batch.columns(), &self.setup.types).map_err(|e| err(name, e))?;
+        let mut columns = columns_to_cells(batch.columns(), &self.setup.types, &self.setup.kept)
+            .map_err(|e| err(name, e))?;
         let keys = match &self.keys {
             None => None,
             Some(conv) => {
@@ -210,23 +238,12 @@ impl PatternOp {
 
     /// Feeds the rows before `watermark` (all rows: `None`) to their partitions in order.
     fn release(&mut self, watermark: Option<i64>) -> Result<(), OperatorError> {
-        let mut ready: Vec<Pending>;
-        match watermark {
-            None => ready = std::mem::take(&mut self.pending),
-            Some(w) => {
-                if !self.pending.iter().any(|p| p.row.ts < w) {
-                    return Ok(());
-                }
-                let (r, keep) = std::mem::take(&mut self.pending)
-                    .into_iter()
-                    .partition(|p| p.row.ts < w);
-                ready = r;
-                self.pending = keep;
-            }
-        }
-        ready.sort_by_key(|p| (p.row.ts, p.seq));
         let setup = Arc::clone(&self.setup);
-        for p in ready {
+        while let Some(p) = self.pending.peek() {
+            if watermark.is_some_and(|w| p.row.ts >= w) {
+                break;
+            }
+            let p = self.pending.pop().expect("peeked");
             if p.seq <= self.stored_up_to {
                 self.store
                     .forget_waiting(&p.key, p.seq)
@@ -236,11 +253,16 @@ impl PatternOp {
                 .store
                 .get_mut(&setup.pattern, &p.key)
                 .map_err(|e| store_error(&setup.name, e))?;
-            match part.push(&setup.pattern, p.row, &mut self.outcomes) {
+            match part.push(&setup.pattern, &mut self.scratch, p.row, &mut self.outcomes) {
                 Ok(()) => {}
                 Err(Refused::TooManyThreads(e)) => return Err(too_many(&setup.name, e)),
                 // The partition is as if the row had never arrived.
                 Err(Refused::Condition { row, var, error }) => {
+                    if part.is_blank() {
+                        self.store
+                            .forget(&p.key)
+                            .map_err(|e| store_error(&setup.name, e))?;
+                    }
                     let site = setup.define_site.get(var).copied().flatten();
                     self.errors.reject_row(
                         || row_json(&setup.input, &setup.types, &row.cells),
@@ -264,6 +286,11 @@ impl PatternOp {
             }
             let dropped = part.trim(&setup.pattern);
             self.figures.kept(part, 1, dropped);
+            if part.is_blank() {
+                self.store
+                    .forget(&p.key)
+                    .map_err(|e| store_error(&setup.name, e))?;
+            }
         }
         Ok(())
     }
@@ -290,7 +317,9 @@ impl PatternOp {
                 self.figures.kept(part, 0, dropped);
             }
         }
-        Ok(())
+        self.store
+            .forget_blank()
+            .map_err(|e| store_error(&setup.name, e))
     }
 
     fn flush(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {

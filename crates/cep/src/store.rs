@@ -73,8 +73,9 @@ fn split_waiting_sub_key(sub_key: &[u8]) -> Option<u64> {
 pub(crate) struct Store {
     kind: BackendKind,
     table: KeyedTable,
-    /// Partitions in memory, each with whether it changed since the last snapshot.
-    live: HashMap<Box<[u8]>, (Partition, bool), RandomState>,
+    /// Partitions in memory, each with whether it changed since the last snapshot and
+    /// whether the table has an entry of it.
+    live: HashMap<Box<[u8]>, (Partition, bool, bool), RandomState>,
     /// LSM: how many partitions stay in memory before idle ones are dropped.
     cache: usize,
     /// Partitions only in the table.
@@ -120,26 +121,58 @@ impl Store {
         key: &[u8],
     ) -> Result<&mut Partition, StoreError> {
         if !self.live.contains_key(key) {
-            let part = match self.table.get(key, PARTITION)? {
+            let (part, stored) = match self.table.get(key, PARTITION)? {
                 Some(bytes) => {
                     self.spilled = self.spilled.saturating_sub(1);
-                    decode(p, &bytes, self.table.key_group(key))?
+                    (decode(p, &bytes, self.table.key_group(key))?, true)
                 }
-                None => Partition::default(),
+                None => (Partition::default(), false),
             };
-            self.live.insert(key.into(), (part, true));
+            self.live.insert(key.into(), (part, true, stored));
         }
-        let (part, changed) = self.live.get_mut(key).expect("inserted above if absent");
+        let (part, changed, _) = self.live.get_mut(key).expect("inserted above if absent");
         *changed = true;
         Ok(part)
+    }
+
+    /// Forgets the partition of `key` (in memory and in the table), which is
+    /// [`Partition::is_blank`]: a new one is the same. Partitions whose rows all ended
+    /// without a match (most of a Nexmark run's millions) take no memory.
+    pub(crate) fn forget(&mut self, key: &[u8]) -> Result<(), StoreError> {
+        if let Some((part, _, stored)) = self.live.remove(key) {
+            debug_assert!(part.is_blank(), "only a blank partition is forgotten");
+            if stored {
+                self.table.delete(key, PARTITION)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets every partition in memory that is [`Partition::is_blank`] (see
+    /// [`Store::forget`]).
+    pub(crate) fn forget_blank(&mut self) -> Result<(), StoreError> {
+        let Store { live, table, .. } = self;
+        let mut failed = None;
+        live.retain(|key, (part, _, stored)| {
+            if !part.is_blank() {
+                return true;
+            }
+            if *stored {
+                if let Err(e) = table.delete(key, PARTITION) {
+                    failed.get_or_insert(e);
+                }
+            }
+            false
+        });
+        failed.map_or(Ok(()), |e| Err(e.into()))
     }
 
     /// Every partition in memory with a partial match in flight, marked as changed.
     pub(crate) fn busy(&mut self) -> impl Iterator<Item = &mut Partition> {
         self.live
             .values_mut()
-            .filter(|(p, _)| !p.is_idle())
-            .map(|(p, changed)| {
+            .filter(|(p, _, _)| !p.is_idle())
+            .map(|(p, changed, _)| {
                 *changed = true;
                 p
             })
@@ -147,7 +180,7 @@ impl Store {
 
     /// Every partition in memory, marked as changed.
     pub(crate) fn all_live(&mut self) -> impl Iterator<Item = &mut Partition> {
-        self.live.values_mut().map(|(p, changed)| {
+        self.live.values_mut().map(|(p, changed, _)| {
             *changed = true;
             p
         })
@@ -162,12 +195,12 @@ impl Store {
         let idle: Vec<Box<[u8]>> = self
             .live
             .iter()
-            .filter(|(_, (part, _))| part.is_idle())
+            .filter(|(_, (part, _, _))| part.is_idle())
             .map(|(k, _)| k.clone())
             .take(self.live.len() - self.cache)
             .collect();
         for key in idle {
-            if let Some((part, changed)) = self.live.remove(&key) {
+            if let Some((part, changed, _)) = self.live.remove(&key) {
                 if changed {
                     self.table.put(&key, PARTITION, &encode(&part))?;
                 }
@@ -192,9 +225,10 @@ impl Store {
         kind: SnapshotKind,
         out: &mut dyn Write,
     ) -> Result<(), StoreError> {
-        for (key, (part, changed)) in self.live.iter_mut() {
+        for (key, (part, changed, stored)) in self.live.iter_mut() {
             if std::mem::take(changed) {
                 self.table.put(key, PARTITION, &encode(part))?;
+                *stored = true;
             }
         }
         for (seq, key, row) in new_waiting {
@@ -230,7 +264,7 @@ impl Store {
             if e.sub_key == PARTITION {
                 let part = decode(p, e.value, e.kg)?;
                 if *kind == BackendKind::Heap || !part.is_idle() {
-                    live.insert(e.group_key.into(), (part, false));
+                    live.insert(e.group_key.into(), (part, false, true));
                 } else {
                     *spilled += 1;
                 }

@@ -1,6 +1,10 @@
 //! The row pattern language of `pattern = "…"` and SQL `PATTERN (…)`: variables, concatenation,
 //! alternation `|`, groups `( … )`, and the quantifiers `* + ? {n} {n,} {,m} {n,m}`, each
 //! greedy or, followed by `?`, reluctant.
+//!
+//! Variables are identifiers as in SQL: unquoted ones are case-insensitive and named in upper
+//! case (`a` is `A`, and `CLASSIFIER()` says `'A'`), double-quoted ones (`"a"`, `""` for a
+//! quote inside) keep their case.
 
 use std::collections::HashMap;
 
@@ -79,7 +83,22 @@ struct P {
     depth: usize,
 }
 
+/// The name of an unquoted identifier: SQL folds it to upper case.
+pub(crate) fn unquoted(name: &str) -> String {
+    name.to_uppercase()
+}
+
 impl P {
+    /// The variable named `name` (as folded or quoted), numbered at its first appearance.
+    fn var(&mut self, name: String) -> Pat {
+        let next = self.vars.len();
+        let id = *self.numbers.entry(name.clone()).or_insert(next);
+        if id == next {
+            self.vars.push(name);
+        }
+        Pat::Var(id)
+    }
+
     fn error(&self, message: impl Into<String>) -> SyntaxError {
         SyntaxError {
             col: self.at + 1,
@@ -261,12 +280,37 @@ impl P {
                     self.at += 1;
                 }
                 let name: String = self.chars[start..self.at].iter().collect();
-                let next = self.vars.len();
-                let id = *self.numbers.entry(name.clone()).or_insert(next);
-                if id == next {
-                    self.vars.push(name);
+                Ok(self.var(unquoted(&name)))
+            }
+            Some('"') => {
+                let open = self.at;
+                self.at += 1;
+                let mut name = String::new();
+                loop {
+                    match self.peek() {
+                        None => {
+                            self.at = open;
+                            return Err(self.error("this `\"` is never closed"));
+                        }
+                        Some('"') if self.chars.get(self.at + 1) == Some(&'"') => {
+                            name.push('"');
+                            self.at += 2;
+                        }
+                        Some('"') => {
+                            self.at += 1;
+                            break;
+                        }
+                        Some(c) => {
+                            name.push(c);
+                            self.at += 1;
+                        }
+                    }
                 }
-                Ok(Pat::Var(id))
+                if name.is_empty() {
+                    self.at = open;
+                    return Err(self.error("a quoted variable needs a name: `\"\"` is empty"));
+                }
+                Ok(self.var(name))
             }
             Some('^' | '$') => Err(self.error("anchors `^` and `$` are not supported yet")),
             Some('{') if self.chars.get(self.at + 1) == Some(&'-') => {
@@ -370,5 +414,27 @@ mod tests {
         let e = parse("*").expect_err("nothing to quantify");
         assert_eq!(e.col, 1);
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn unquoted_variables_fold_to_upper_case_and_quoted_ones_keep_theirs() {
+        let p = parse("a B+ \"a\" b? \"x\"\"y\"").expect("parses");
+        assert_eq!(p.vars, ["A", "B", "a", "x\"y"]);
+        assert_eq!(
+            p.pat,
+            Pat::Concat(vec![
+                Pat::Var(0),
+                rep(Pat::Var(1), 1, None, true),
+                Pat::Var(2),
+                rep(Pat::Var(1), 0, Some(1), true),
+                Pat::Var(3),
+            ])
+        );
+        let e = parse("A \"b").expect_err("unclosed");
+        assert_eq!(
+            (e.col, e.message.as_str()),
+            (3, "this `\"` is never closed")
+        );
+        assert_eq!(parse("\"\"").expect_err("empty").col, 1);
     }
 }

@@ -244,6 +244,9 @@ fn all_rows_per_match_skip_forms_and_partitions_become_params() {
         ("AFTER MATCH SKIP TO FIRST B", "skip to first B"),
         ("after match skip to last C", "skip to last C"),
         ("AFTER MATCH SKIP TO B", "skip to B"),
+        // Unquoted variables are case-insensitive (issue 18): the operator folds them.
+        ("AFTER MATCH SKIP TO LAST c", "skip to last c"),
+        ("AFTER MATCH SKIP TO b", "skip to b"),
     ] {
         let sql = over(&format!("{clause} PATTERN (A B+ C)"));
         assert_eq!(
@@ -252,6 +255,14 @@ fn all_rows_per_match_skip_forms_and_partitions_become_params() {
             "{clause}"
         );
     }
+    // Quoted ones keep their case: `"c"` is not `C`.
+    let quoted = over(r#"AFTER MATCH SKIP TO LAST "c" PATTERN (A B+ "c")"#);
+    assert_eq!(
+        param(&quoted, "after_match").as_deref(),
+        Some(r#"skip to last "c""#)
+    );
+    let err = error(&over(r#"AFTER MATCH SKIP TO LAST "c" PATTERN (A B+ C)"#));
+    assert!(err.contains("is not a variable of the pattern"), "{err}");
     let two = over("PATTERN (A B+ C)").replace("PARTITION BY sensor", "PARTITION BY sensor, site");
     assert_eq!(param(&two, "partition_by").as_deref(), Some("sensor, site"));
     let none = over("PATTERN (A B+ C)").replace("PARTITION BY sensor", "");

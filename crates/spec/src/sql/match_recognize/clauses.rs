@@ -7,6 +7,7 @@ use sqlparser::ast::{AfterMatchSkip, Expr, Measure, OrderByExpr, Spanned, Symbol
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Location, Span, Token};
 
+use super::pattern::{name_of_text, var_text};
 use super::{internal, prepare, RawMatch};
 use crate::sql::dialect::AnduinDialect;
 use crate::sql::insert::unsupported;
@@ -182,17 +183,19 @@ pub(super) fn after_match(
         (None, None) => return Ok(None),
         (None, Some(AfterMatchSkip::PastLastRow)) => ("skip past last row", None),
         (None, Some(AfterMatchSkip::ToNextRow)) => ("skip to next row", None),
-        (None, Some(AfterMatchSkip::ToFirst(v))) => {
-            ("skip to first", Some((v.value.clone(), pos(v.span.start))))
-        }
-        (None, Some(AfterMatchSkip::ToLast(v))) => {
-            ("skip to last", Some((v.value.clone(), pos(v.span.start))))
-        }
+        (None, Some(AfterMatchSkip::ToFirst(v))) => (
+            "skip to first",
+            Some((var_text(&v.value, v.quote_style), pos(v.span.start))),
+        ),
+        (None, Some(AfterMatchSkip::ToLast(v))) => (
+            "skip to last",
+            Some((var_text(&v.value, v.quote_style), pos(v.span.start))),
+        ),
     };
     let Some((v, p)) = var else {
         return Ok(Some(Text::at(words, kw)));
     };
-    if !raw.variables.contains(&v) {
+    if !raw.variables.contains(&name_of_text(&v)) {
         return Err(Diagnostic::error(
             p,
             format!(

@@ -10,8 +10,33 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 use crate::sql::insert::unsupported;
 use crate::sql::source_text::pos;
 
+/// A pattern variable's name as the pattern operator knows it: unquoted, in upper case (SQL
+/// identifiers are case-insensitive: `a` is `A`); quoted, as written.
+pub(super) fn var_name(value: &str, quote_style: Option<char>) -> String {
+    match quote_style {
+        None => value.to_uppercase(),
+        Some(_) => value.to_string(),
+    }
+}
+
+/// A pattern variable as the pattern operator's params write it: quoted again if it was.
+pub(super) fn var_text(value: &str, quote_style: Option<char>) -> String {
+    match quote_style {
+        None => value.to_string(),
+        Some(_) => format!("\"{}\"", value.replace('"', "\"\"")),
+    }
+}
+
+/// The name of a variable written as [`var_text`] writes it.
+pub(super) fn name_of_text(text: &str) -> String {
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => text.to_uppercase(),
+    }
+}
+
 /// Checks the tokens between the parentheses of `PATTERN` (at `at`); returns the variables
-/// in order of first appearance.
+/// in order of first appearance, named as [`var_name`] names them.
 pub(super) fn check(toks: &[TokenWithSpan], at: Location) -> Result<Vec<String>, Diagnostic> {
     let mut vars: Vec<String> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
@@ -28,8 +53,9 @@ pub(super) fn check(toks: &[TokenWithSpan], at: Location) -> Result<Vec<String>,
                 return Err(unsupported(here, "PERMUTE (rows in any order)"));
             }
             Token::Word(w) if !in_braces => {
-                if seen.insert(w.value.clone()) {
-                    vars.push(w.value.clone());
+                let name = var_name(&w.value, w.quote_style);
+                if seen.insert(name.clone()) {
+                    vars.push(name);
                 }
             }
             Token::Caret => {

@@ -186,7 +186,10 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
                     .iter()
                     .any(|k| w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k));
                 if !named {
-                    skip_to = Some((b.tok.span.start, w.value.clone()));
+                    skip_to = Some((
+                        b.tok.span.start,
+                        super::pattern::var_text(&w.value, w.quote_style),
+                    ));
                     blanks.push(Span::new(b.tok.span.start, body[j + 4].tok.span.end));
                     j += 5;
                     continue;
