@@ -58,7 +58,10 @@ pub use events::{EventFeed, FeedEvent};
 pub use metrics::render_prometheus;
 pub use problem::ErrorBody;
 pub use registry::{Registry, RegistryError};
-pub use server::{ApiConfig, ApiServer, DEFAULT_BODY_LIMIT};
+pub use server::{
+    ApiConfig, ApiServer, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+};
 
 /// What the API can ask of one running query. Implemented by the runtime's handle of an
 /// embedded run; the server calls the blocking methods off its async threads.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anduin_api::registration::{Registration, RegistrationError, RegistrationGuard, RuntimeDir};
-use anduin_api::{ApiConfig, ApiServer, QueryControl, Registry, DEFAULT_BODY_LIMIT};
+use anduin_api::{ApiConfig, ApiServer, QueryControl, Registry};
 use anduin_runtime::Subscriber;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -169,7 +169,7 @@ fn start_api_in(
     let config = ApiConfig {
         listen: args.api,
         token: token.clone(),
-        body_limit: DEFAULT_BODY_LIMIT,
+        ..ApiConfig::loopback()
     };
     let server = ApiServer::start(config, registry.clone())?;
     let entry = Registration {
