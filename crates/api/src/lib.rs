@@ -52,7 +52,7 @@ pub use anduin_runtime::control::{
     ChangeRecord, ChangeRequest, CheckpointInfo, ControlFailure, FailureKind, ParamInfo, QueryInfo,
     QueryMetrics,
 };
-pub use client::{Client, ClientError, EventStream, SseMessage};
+pub use client::{Client, ClientError, ClientTimeouts, EventStream, SseMessage};
 pub use error::ApiError;
 pub use events::{EventFeed, FeedEvent};
 pub use metrics::render_prometheus;
