@@ -57,7 +57,7 @@ pub use error::ApiError;
 pub use events::{EventFeed, FeedEvent};
 pub use metrics::render_prometheus;
 pub use problem::ErrorBody;
-pub use registry::{Registry, RegistryError};
+pub use registry::{check_name, usable_name, Registry, RegistryError, MAX_NAME_LEN, NAME_RULE};
 pub use server::{
     ApiConfig, ApiServer, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
