@@ -95,7 +95,7 @@ impl ApiServer {
         let token = checked_token(&config)?;
         let listen = config.listen;
         let listener = std::net::TcpListener::bind(listen)
-            .map_err(|source| ApiError::Bind { listen, source })?;
+            .map_err(|reason| ApiError::Bind { listen, reason })?;
         Self::serve(listener, token, &config, registry)
     }
 
@@ -106,9 +106,9 @@ impl ApiServer {
         config: ApiConfig,
         registry: Registry,
     ) -> Result<Self, ApiError> {
-        let listen = listener.local_addr().map_err(|source| ApiError::Bind {
+        let listen = listener.local_addr().map_err(|reason| ApiError::Bind {
             listen: config.listen,
-            source,
+            reason,
         })?;
         let token = checked_token(&ApiConfig {
             listen,
@@ -123,7 +123,7 @@ impl ApiServer {
         config: &ApiConfig,
         registry: Registry,
     ) -> Result<Self, ApiError> {
-        let bind = |listen, source| ApiError::Bind { listen, source };
+        let bind = |listen, reason| ApiError::Bind { listen, reason };
         let addr = listener
             .local_addr()
             .map_err(|e| bind(SocketAddr::from(([0, 0, 0, 0], 0)), e))?;
@@ -145,11 +145,11 @@ impl ApiServer {
             .thread_name("anduin-api-call")
             .max_blocking_threads(16)
             .build()
-            .map_err(|source| ApiError::Thread { source })?;
+            .map_err(|reason| ApiError::Thread { reason })?;
         let thread = std::thread::Builder::new()
             .name("anduin-api".into())
             .spawn(move || serve(runtime, listener, app, limits, stopped))
-            .map_err(|source| ApiError::Thread { source })?;
+            .map_err(|reason| ApiError::Thread { reason })?;
         tracing::info!(%addr, "API listening");
         Ok(Self {
             addr,
@@ -232,7 +232,7 @@ async fn read_body_in_time(
             return close(problem.into_response());
         }
         Err(_) => {
-            tracing::warn!(path = %parts.uri.path(), ?timeout, "API request whose body did not arrive in time: closed");
+            tracing::debug!(path = %parts.uri.path(), ?timeout, "API request whose body did not arrive in time: closed");
             return close(
                 Problem::new(
                     axum::http::StatusCode::REQUEST_TIMEOUT,
@@ -263,6 +263,12 @@ fn close(mut response: axum::response::Response) -> axum::response::Response {
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
 content-type: application/json\r\nconnection: close\r\ncontent-length: 83\r\n\r\n\
 {\"error\":\"busy\",\"message\":\"the API serves too many connections at once; try again\"}";
+
+/// How long the server pauses after a failed accept (out of descriptors).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// How long a refused connection is kept for the client to read the 503 at most.
+const REFUSAL_LINGER: Duration = Duration::from_secs(1);
 
 /// Answers `stream` 503 ([`BUSY`]) and closes it once the client has closed its side, or
 /// after `linger`.
@@ -317,14 +323,14 @@ fn serve(
                 Ok((stream, _)) => stream,
                 Err(e) => {
                     // Out of descriptors, or a connection reset before it was taken: the
-                    // next one may do; do not spin on a persistent error.
+                    // next one may do; a pause, so as not to spin on a persistent error.
                     tracing::warn!(error = %e, "the API could not accept a connection");
-                    tokio::task::yield_now().await;
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
                     continue;
                 }
             };
             let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-                tracing::warn!(
+                tracing::debug!(
                     max = limits.max_connections,
                     "API connection refused: too many at once"
                 );
@@ -332,7 +338,8 @@ fn serve(
                 // its request unread would reset the connection before it reads the 503).
                 // As many refusals as connections at most; beyond that, closed at once.
                 if let Ok(refusal) = Arc::clone(&refusals).try_acquire_owned() {
-                    tokio::spawn(refuse(stream, limits.header_timeout, refusal));
+                    let linger = limits.header_timeout.min(REFUSAL_LINGER);
+                    tokio::spawn(refuse(stream, linger, refusal));
                 }
                 continue;
             };
@@ -394,6 +401,20 @@ mod tests {
         };
         let e = ApiServer::start(config, Registry::new()).expect_err("refused");
         assert!(matches!(e, ApiError::EmptyToken), "{e}");
+    }
+
+    #[test]
+    fn a_port_in_use_is_told_once_with_the_system_s_reason() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let config = ApiConfig {
+            listen: taken.local_addr().expect("bound"),
+            ..ApiConfig::loopback()
+        };
+        let e = ApiServer::start(config, Registry::new()).expect_err("in use");
+        assert!(matches!(e, ApiError::Bind { .. }), "{e}");
+        // As `anduin run` prints it: the error and its causes.
+        let chain = format!("{:#}", anyhow::Error::from(e));
+        assert_eq!(chain.matches("(os error").count(), 1, "{chain}");
     }
 
     #[test]

@@ -27,7 +27,8 @@ pub const TOKEN_ENV: &str = "ANDUIN_API_TOKEN";
 pub struct ApiArgs {
     /// Serve the HTTP API (and `anduin ctl`) on this address; port 0 picks a free port. An
     /// address other than loopback needs a token (--api-token-file or ANDUIN_API_TOKEN).
-    #[arg(long = "api", value_name = "ADDR", default_value = "127.0.0.1:0")]
+    /// Also `localhost:PORT` and `http://HOST:PORT`, as `anduin ctl --api` takes them.
+    #[arg(long = "api", value_name = "ADDR", default_value = "127.0.0.1:0", value_parser = parse_listen)]
     pub api: SocketAddr,
     /// Serve no HTTP API: `anduin ctl` cannot reach this run.
     #[arg(long, conflicts_with_all = ["api", "api_token_file"])]
@@ -40,6 +41,29 @@ pub struct ApiArgs {
     /// 1 to 100 bytes, not starting with a dot, no slash, backslash or control character.
     #[arg(long, value_name = "NAME", value_parser = parse_name)]
     pub name: Option<String>,
+}
+
+/// `--api ADDR` of `anduin run`: `IP:PORT`, `localhost:PORT` (127.0.0.1), with or without
+/// `http://` and a trailing `/`: the forms `anduin ctl --api` takes.
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    let bare = s.trim();
+    if bare.starts_with("https://") {
+        return Err("the API serves plain HTTP: give IP:PORT or http://IP:PORT".into());
+    }
+    let bare = bare.strip_prefix("http://").unwrap_or(bare);
+    let bare = bare.strip_suffix('/').unwrap_or(bare);
+    if let Some((host, port)) = bare.rsplit_once(':') {
+        if host.eq_ignore_ascii_case("localhost") {
+            if let Ok(port) = port.parse::<u16>() {
+                return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+            }
+        }
+    }
+    bare.parse().map_err(|_| {
+        format!(
+            "expected IP:PORT, localhost:PORT or http://IP:PORT (port 0: a free port), found `{s}`"
+        )
+    })
 }
 
 /// `--name`: refused (exit 2, by clap) unless usable, with the rule.
@@ -269,6 +293,29 @@ mod tests {
             (9, Ok("s".to_string()))
         );
         assert!(r.run.quiet);
+    }
+
+    #[test]
+    fn the_run_takes_the_address_forms_ctl_takes() {
+        let at = |a: &str| Cli::try_parse_from(["x", "--api", a]).map(|c| c.api.api);
+        let local = |port| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        assert_eq!(at("127.0.0.1:0").expect("ip:port"), local(0));
+        assert_eq!(at("localhost:0").expect("localhost"), local(0));
+        assert_eq!(at("http://127.0.0.1:0").expect("a URL"), local(0));
+        assert_eq!(at("http://localhost:9/").expect("a URL"), local(9));
+        assert_eq!(
+            at("http://[::1]:7").expect("v6"),
+            "[::1]:7".parse::<SocketAddr>().expect("addr")
+        );
+        for bad in [
+            "https://127.0.0.1:1",
+            "127.0.0.1",
+            "evil.example:1",
+            "http://h:1/x",
+        ] {
+            let e = at(bad).expect_err("refused");
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
     }
 
     #[test]
