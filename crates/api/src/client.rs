@@ -30,6 +30,18 @@ pub enum ClientError {
         /// The system's reason.
         reason: String,
     },
+    /// The server took the connection (or the connection was being made) but did not answer
+    /// in time: the run is stopped (`kill -STOP`), stuck or overloaded.
+    #[error(
+        "the run at {url} did not answer within {after:?} (is it stopped with SIGSTOP, stuck or \
+         overloaded? its log may say; `anduin ctl queries` lists the local runs)"
+    )]
+    NoAnswer {
+        /// The URL called.
+        url: String,
+        /// How long the client waited.
+        after: Duration,
+    },
     /// The server refused the request; `message` is its explanation.
     #[error("{message}")]
     Refused {
@@ -50,12 +62,36 @@ pub enum ClientError {
     },
 }
 
+/// How long a [`Client`] waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientTimeouts {
+    /// For the connection to be made.
+    pub connect: Duration,
+    /// For a whole call, answer included; above the server's own deadline for a change
+    /// (a `PUT` waits for its consistent point). The event stream has no such limit.
+    pub answer: Duration,
+}
+
+impl Default for ClientTimeouts {
+    /// 5 s to connect, 60 s for an answer.
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(5),
+            answer: Duration::from_secs(60),
+        }
+    }
+}
+
 /// A client of one server.
 #[derive(Debug, Clone)]
 pub struct Client {
     base: String,
     token: Option<String>,
+    timeouts: ClientTimeouts,
+    /// For calls: bounded by `timeouts.answer`.
     agent: ureq::Agent,
+    /// For the event stream, which lasts as long as the run: only the connect timeout.
+    streams: ureq::Agent,
 }
 
 /// One server-sent event of `GET /api/v1/events`.
@@ -140,8 +176,17 @@ fn segment(s: &str) -> String {
 
 impl Client {
     /// A client of the server at `addr` (`HOST:PORT` or `http://HOST:PORT`), sending `token`
-    /// as a bearer token if given.
+    /// as a bearer token if given, with the default [`ClientTimeouts`].
     pub fn new(addr: &str, token: Option<String>) -> Result<Self, ClientError> {
+        Self::with_timeouts(addr, token, ClientTimeouts::default())
+    }
+
+    /// As [`Client::new`], waiting as long as `timeouts` say.
+    pub fn with_timeouts(
+        addr: &str,
+        token: Option<String>,
+        timeouts: ClientTimeouts,
+    ) -> Result<Self, ClientError> {
         let bad = |reason: &str| ClientError::BadAddress {
             addr: addr.to_string(),
             reason: reason.to_string(),
@@ -166,10 +211,22 @@ impl Client {
         }
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(10)))
+            .timeout_connect(Some(timeouts.connect))
+            .timeout_global(Some(timeouts.answer))
             .build()
             .new_agent();
-        Ok(Self { base, token, agent })
+        let streams = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(timeouts.connect))
+            .build()
+            .new_agent();
+        Ok(Self {
+            base,
+            token,
+            timeouts,
+            agent,
+            streams,
+        })
     }
 
     /// The server's URL, `http://HOST:PORT`.
@@ -187,18 +244,12 @@ impl Client {
         url: &str,
         r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> Result<String, ClientError> {
-        let mut resp = r.map_err(|e| ClientError::Unreachable {
-            url: url.to_string(),
-            reason: e.to_string(),
-        })?;
+        let mut resp = r.map_err(|e| self.failed(url, e))?;
         let status = resp.status().as_u16();
         let text = resp
             .body_mut()
             .read_to_string()
-            .map_err(|e| ClientError::Unreachable {
-                url: url.to_string(),
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| self.failed(url, e))?;
         if status >= 400 {
             return Err(match serde_json::from_str::<ErrorBody>(&text) {
                 Ok(b) => ClientError::Refused {
@@ -214,6 +265,24 @@ impl Client {
             });
         }
         Ok(text)
+    }
+
+    /// Why a call to `url` got no answer.
+    fn failed(&self, url: &str, e: ureq::Error) -> ClientError {
+        match e {
+            ureq::Error::Timeout(ureq::Timeout::Connect) => ClientError::NoAnswer {
+                url: url.to_string(),
+                after: self.timeouts.connect,
+            },
+            ureq::Error::Timeout(_) => ClientError::NoAnswer {
+                url: url.to_string(),
+                after: self.timeouts.answer,
+            },
+            e => ClientError::Unreachable {
+                url: url.to_string(),
+                reason: e.to_string(),
+            },
+        }
     }
 
     fn answer<T: DeserializeOwned>(
@@ -339,11 +408,8 @@ impl Client {
             Some(q) => format!("{}/api/v1/events?query={}", self.base, segment(q)),
             None => format!("{}/api/v1/events", self.base),
         };
-        let r = self.auth(self.agent.get(&url)).call();
-        let resp = r.map_err(|e| ClientError::Unreachable {
-            url: url.clone(),
-            reason: e.to_string(),
-        })?;
+        let r = self.auth(self.streams.get(&url)).call();
+        let resp = r.map_err(|e| self.failed(&url, e))?;
         let status = resp.status().as_u16();
         if status >= 400 {
             let r: Result<(), ClientError> = self.answer(&url, Ok(resp));
@@ -377,6 +443,30 @@ mod tests {
         for bad in ["https://h:1", "127.0.0.1", "http://h:1/x", ":::"] {
             assert!(Client::new(bad, None).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn a_server_that_takes_the_connection_but_never_answers_is_given_up_on() {
+        // Bound and listening, never accepting: the system completes the connection and
+        // takes the request; nothing answers, as with a run stopped by SIGSTOP.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let addr = silent.local_addr().expect("bound").to_string();
+        let client = Client::with_timeouts(
+            &addr,
+            None,
+            ClientTimeouts {
+                connect: Duration::from_secs(5),
+                answer: Duration::from_millis(50),
+            },
+        )
+        .expect("a valid address");
+        let e = client.queries().expect_err("no answer");
+        assert!(matches!(e, ClientError::NoAnswer { .. }), "{e:?}");
+        assert!(e.to_string().contains("did not answer"), "{e}");
+        let e = client
+            .set("q", "low", "condition", "value < 3", "me")
+            .expect_err("no answer");
+        assert!(matches!(e, ClientError::NoAnswer { .. }), "{e:?}");
     }
 
     #[test]

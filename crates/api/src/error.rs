@@ -4,6 +4,8 @@ use std::net::SocketAddr;
 
 /// Why [`crate::ApiServer::start`] refused or failed. Nothing is listening.
 #[derive(Debug, thiserror::Error)]
+/// The system's reason is part of each message (and not a `source`, so that a chain of
+/// causes prints it once).
 #[non_exhaustive]
 pub enum ApiError {
     /// A non-loopback address without a bearer token would let anyone on the network
@@ -21,17 +23,17 @@ pub enum ApiError {
     #[error("the API token is empty: put a secret of at least one visible character in it")]
     EmptyToken,
     /// The address could not be bound.
-    #[error("cannot listen on {listen} for the API: {source} (is the port taken? --api 127.0.0.1:0 lets the system choose one)")]
+    #[error("cannot listen on {listen} for the API: {reason} (is the port taken? --api 127.0.0.1:0 lets the system choose one)")]
     Bind {
         /// The address asked for.
         listen: SocketAddr,
         /// The system's reason.
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     /// The server's thread or runtime could not be made.
-    #[error("cannot start the API server's thread: {source}")]
+    #[error("cannot start the API server's thread: {reason}")]
     Thread {
         /// The system's reason.
-        source: std::io::Error,
+        reason: std::io::Error,
     },
 }

@@ -138,15 +138,42 @@ pub(crate) struct SetBody {
     from: Option<String>,
 }
 
-/// A value given as a JSON string or number.
-#[derive(Debug, Deserialize)]
-#[serde(
-    untagged,
-    expecting = "a string (the value as written in the query) or a number"
-)]
+/// A value given as a JSON string or number; anything else is refused with serde's
+/// `invalid type: null, expected …`.
+#[derive(Debug)]
 enum TextOrNumber {
     Text(String),
     Number(serde_json::Number),
+}
+
+impl<'de> Deserialize<'de> for TextOrNumber {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = TextOrNumber;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string (the value as written in the query) or a number")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(TextOrNumber::Text(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(TextOrNumber::Text(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(TextOrNumber::Number(v.into()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(TextOrNumber::Number(v.into()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                serde_json::Number::from_f64(v)
+                    .map(TextOrNumber::Number)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Float(v), &self))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// `PUT /api/v1/queries/{query}/operators/{operator}/params/{param}`.
@@ -385,8 +412,13 @@ pub(crate) async fn guard(State(s): State<AppState>, req: Request, next: Next) -
             }
         }
         None => {
-            let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-            if headers.contains_key(header::ORIGIN) || host.is_some_and(|h| !local_host(h)) {
+            // Every Host header: a second one (or one that is not text) must not slip by.
+            let foreign = headers
+                .get_all(header::HOST)
+                .iter()
+                .find(|v| v.to_str().map_or(true, |h| !local_host(h)));
+            if headers.contains_key(header::ORIGIN) || foreign.is_some() {
+                let host = foreign.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
                 tracing::warn!(path = %req.uri().path(), host, "API request from a web page refused");
                 return Problem::new(
                     StatusCode::FORBIDDEN,

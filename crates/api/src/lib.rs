@@ -52,13 +52,16 @@ pub use anduin_runtime::control::{
     ChangeRecord, ChangeRequest, CheckpointInfo, ControlFailure, FailureKind, ParamInfo, QueryInfo,
     QueryMetrics,
 };
-pub use client::{Client, ClientError, EventStream, SseMessage};
+pub use client::{Client, ClientError, ClientTimeouts, EventStream, SseMessage};
 pub use error::ApiError;
 pub use events::{EventFeed, FeedEvent};
 pub use metrics::render_prometheus;
 pub use problem::ErrorBody;
-pub use registry::{Registry, RegistryError};
-pub use server::{ApiConfig, ApiServer, DEFAULT_BODY_LIMIT};
+pub use registry::{check_name, usable_name, Registry, RegistryError, MAX_NAME_LEN, NAME_RULE};
+pub use server::{
+    ApiConfig, ApiServer, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+};
 
 /// What the API can ask of one running query. Implemented by the runtime's handle of an
 /// embedded run; the server calls the blocking methods off its async threads.

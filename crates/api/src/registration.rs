@@ -6,7 +6,8 @@
 //! file holds the query's name, the process id, the API's URL and whether a token is needed
 //! (never the token). A [`RegistrationGuard`] removes it when the run ends; a run killed
 //! with `kill -9` leaves it behind, and [`RuntimeDir::list`] removes the entries whose
-//! process is gone.
+//! process is gone. Entries that are not regular files named after what they hold (symbolic
+//! links, FIFOs, junk) are skipped: never followed, never removed.
 
 use std::ffi::OsString;
 use std::fs;
@@ -34,12 +35,12 @@ pub struct Registration {
 #[non_exhaustive]
 pub enum RegistrationError {
     /// The directory could not be made or read.
-    #[error("cannot use the runtime directory {dir}: {source}")]
+    #[error("cannot use the runtime directory {dir}: {reason}")]
     Io {
         /// The directory.
         dir: PathBuf,
         /// The system's reason.
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     /// The directory (or a symbolic link there) belongs to someone else: its entries
     /// could point `anduin ctl` at another user's server.
@@ -62,12 +63,12 @@ pub enum RegistrationError {
         dir: PathBuf,
     },
     /// The registration file could not be written.
-    #[error("cannot write the registration {file}: {source}")]
+    #[error("cannot write the registration {file}: {reason}")]
     Write {
         /// The file.
         file: PathBuf,
         /// The system's reason.
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     /// The query's name cannot be part of a file name.
     #[error(transparent)]
@@ -75,21 +76,42 @@ pub enum RegistrationError {
 }
 
 /// Where the runtime directory is, from the environment's `XDG_RUNTIME_DIR` and `TMPDIR` and
-/// the user's id.
+/// the user's id. A relative (or empty) `XDG_RUNTIME_DIR` is ignored, as the XDG Base
+/// Directory specification says; so is a relative `TMPDIR`: the directory would depend on
+/// where a command is started.
 pub fn runtime_dir_path(
     xdg_runtime_dir: Option<OsString>,
     tmpdir: Option<OsString>,
     uid: u32,
 ) -> PathBuf {
-    match xdg_runtime_dir.filter(|d| !d.is_empty()) {
+    let absolute = |d: &OsString| Path::new(d).is_absolute();
+    match xdg_runtime_dir.filter(absolute) {
         Some(xdg) => PathBuf::from(xdg).join("anduin"),
-        None => PathBuf::from(
-            tmpdir
-                .filter(|d| !d.is_empty())
-                .unwrap_or_else(|| "/tmp".into()),
-        )
-        .join(format!("anduin-{uid}")),
+        None => PathBuf::from(tmpdir.filter(absolute).unwrap_or_else(|| "/tmp".into()))
+            .join(format!("anduin-{uid}")),
     }
+}
+
+/// The largest registration file read: ours are a few hundred bytes.
+const MAX_REGISTRATION_BYTES: u64 = 64 * 1024;
+
+/// The registration in `path`, if it is a regular file (never through a symbolic link, never
+/// a FIFO that would block) that parses.
+fn read_registration(path: &Path) -> Option<Registration> {
+    use std::io::Read;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_REGISTRATION_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// This process's user id.
@@ -131,9 +153,9 @@ impl RuntimeDir {
     /// symbolic link) owned by this user. A directory of this user's that others can read is
     /// made private.
     pub fn open(path: PathBuf) -> Result<Self, RegistrationError> {
-        let io = |source| RegistrationError::Io {
+        let io = |reason| RegistrationError::Io {
             dir: path.clone(),
-            source,
+            reason,
         };
         match fs::DirBuilder::new().mode(0o700).create(&path) {
             Ok(()) => {}
@@ -171,9 +193,9 @@ impl RuntimeDir {
         let tmp = self
             .path
             .join(format!(".{}.{}.json.tmp", entry.name, entry.pid));
-        let write = |source| RegistrationError::Write {
+        let write = |reason| RegistrationError::Write {
             file: file.clone(),
-            source,
+            reason,
         };
         let json = serde_json::to_vec_pretty(entry).map_err(|e| write(std::io::Error::other(e)))?;
         let mut f = fs::OpenOptions::new()
@@ -193,9 +215,9 @@ impl RuntimeDir {
     /// The runs registered, sorted by name and pid. Entries whose process is gone are
     /// removed; unreadable ones are skipped.
     pub fn list(&self) -> Result<Vec<Registration>, RegistrationError> {
-        let entries = fs::read_dir(&self.path).map_err(|source| RegistrationError::Io {
+        let entries = fs::read_dir(&self.path).map_err(|reason| RegistrationError::Io {
             dir: self.path.clone(),
-            source,
+            reason,
         })?;
         let mut out = Vec::new();
         for entry in entries.flatten() {
@@ -205,13 +227,22 @@ impl RuntimeDir {
             if name.starts_with('.') || !name.ends_with(".json") {
                 continue;
             }
-            let parsed = fs::read(&path)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<Registration>(&b).ok());
-            let Some(r) = parsed else {
+            // Only regular files: a symbolic link (to anywhere) or anything else is skipped,
+            // never followed, and left alone, as is a file that does not parse (it is not
+            // ours: ours are written whole, by a rename).
+            if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                tracing::debug!(file = %path.display(), "skipping a registration that is not a regular file");
+                continue;
+            }
+            let Some(r) = read_registration(&path) else {
                 tracing::debug!(file = %path.display(), "skipping an unreadable registration");
                 continue;
             };
+            // A file we wrote is named after what it holds.
+            if name != format!("{}.{}.json", r.name, r.pid) {
+                tracing::debug!(file = %path.display(), "skipping a registration whose name does not match its content");
+                continue;
+            }
             if alive(r.pid) {
                 out.push(r);
             } else {
@@ -276,6 +307,15 @@ mod tests {
             runtime_dir_path(Some("".into()), None, 7),
             PathBuf::from("/tmp/anduin-7")
         );
+        // Relative: ignored (the XDG specification), whatever the working directory.
+        assert_eq!(
+            runtime_dir_path(Some("run/user/7".into()), Some("/t".into()), 7),
+            PathBuf::from("/t/anduin-7")
+        );
+        assert_eq!(
+            runtime_dir_path(Some(".".into()), Some("tmp".into()), 7),
+            PathBuf::from("/tmp/anduin-7")
+        );
     }
 
     #[test]
@@ -315,6 +355,36 @@ mod tests {
             dir.path().join("junk.json").exists(),
             "an unreadable file is only skipped"
         );
+    }
+
+    #[test]
+    fn symbolic_links_fifos_and_misnamed_entries_are_skipped_never_followed_nor_removed() {
+        let tmp = tempfile::tempdir().expect("a temporary directory");
+        let dir = RuntimeDir::open(tmp.path().join("anduin")).expect("made");
+        let me = std::process::id();
+        // A live registration elsewhere, linked in under the name it would have.
+        let elsewhere = tmp.path().join("elsewhere.json");
+        fs::write(
+            &elsewhere,
+            serde_json::to_vec(&entry("linked", me)).expect("JSON"),
+        )
+        .expect("written");
+        let link = dir.path().join(format!("linked.{me}.json"));
+        std::os::unix::fs::symlink(&elsewhere, &link).expect("a link");
+        // A FIFO would block a plain read forever.
+        let fifo = dir.path().join(format!("fifo.{me}.json"));
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("no NUL");
+        // SAFETY: a valid C string; mkfifo has no other precondition.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        // A regular file whose name does not match what it says.
+        fs::write(
+            dir.path().join("other.json"),
+            serde_json::to_vec(&entry("sensors", me)).expect("JSON"),
+        )
+        .expect("written");
+        assert_eq!(dir.list().expect("listed"), vec![]);
+        assert!(link.symlink_metadata().is_ok(), "the link is left alone");
+        assert!(fifo.exists() && elsewhere.exists());
     }
 
     #[test]

@@ -126,11 +126,22 @@ impl Registry {
     }
 }
 
-/// A name is a URL path segment and part of a file name: no `/`, no control characters, not
-/// empty, not starting with a dot.
-pub(crate) fn check_name(name: &str) -> Result<(), RegistryError> {
+/// The longest query name, in bytes: it is part of the registration's file name
+/// (`NAME.PID.json`), which the system limits to 255 bytes.
+pub const MAX_NAME_LEN: usize = 100;
+
+/// The rule for a query name, as [`check_name`] applies it.
+pub const NAME_RULE: &str = "a query name is 1 to 100 bytes, does not start with a dot, and \
+                             has no slash, backslash or control character";
+
+/// Whether `name` can be a query's name: a URL path segment and part of a file name. Not
+/// empty, at most [`MAX_NAME_LEN`] bytes, not starting with a dot (nor `.` or `..`), no `/`
+/// or `\\`, no control characters ([`NAME_RULE`]).
+pub fn check_name(name: &str) -> Result<(), RegistryError> {
     let why = if name.is_empty() {
         Some("it is empty")
+    } else if name.len() > MAX_NAME_LEN {
+        Some("it is longer than 100 bytes")
     } else if name.starts_with('.') {
         Some("it starts with a dot")
     } else if name.contains(['/', '\\']) {
@@ -142,11 +153,36 @@ pub(crate) fn check_name(name: &str) -> Result<(), RegistryError> {
     };
     match why {
         Some(why) => Err(RegistryError::BadName {
-            name: name.to_string(),
+            name: name.escape_debug().to_string(),
             why,
         }),
         None => Ok(()),
     }
+}
+
+/// A usable name made from `stem` (a query file's stem): leading dots dropped, slashes,
+/// backslashes and control characters replaced by `_`, cut to [`MAX_NAME_LEN`] bytes (at a
+/// character boundary); `None` when nothing usable is left.
+pub fn usable_name(stem: &str) -> Option<String> {
+    let mut name: String = stem
+        .trim_start_matches('.')
+        .chars()
+        .map(|c| {
+            if c == '/' || c == '\\' || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if name.len() > MAX_NAME_LEN {
+        let mut end = MAX_NAME_LEN;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+    }
+    check_name(&name).ok().map(|()| name)
 }
 
 #[cfg(test)]
@@ -176,9 +212,32 @@ mod tests {
 
     #[test]
     fn names_that_cannot_be_a_path_segment_or_a_file_name_are_refused() {
-        for bad in ["", ".hidden", "a/b", "a\\b", "a\nb"] {
+        let long = "x".repeat(MAX_NAME_LEN + 1);
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "a\\b",
+            "a\nb",
+            long.as_str(),
+        ] {
             assert!(check_name(bad).is_err(), "{bad:?} accepted");
         }
         assert!(check_name("sensors-2.v1").is_ok());
+        assert!(check_name(&"x".repeat(MAX_NAME_LEN)).is_ok());
+    }
+
+    #[test]
+    fn a_file_stem_is_made_usable_or_found_unusable() {
+        assert_eq!(usable_name("sensors").as_deref(), Some("sensors"));
+        assert_eq!(usable_name(".hidden").as_deref(), Some("hidden"));
+        assert_eq!(usable_name("a\nb\u{1b}").as_deref(), Some("a_b_"));
+        assert_eq!(usable_name("..."), None);
+        assert_eq!(usable_name(""), None);
+        let long = usable_name(&"é".repeat(80)).expect("cut");
+        assert_eq!(long.len(), MAX_NAME_LEN);
+        assert!(check_name(&long).is_ok());
     }
 }

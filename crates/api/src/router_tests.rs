@@ -272,6 +272,11 @@ async fn malformed_bodies_are_400_with_the_reason_and_change_nothing() {
             "a string (the value as written in the query) or a number",
         ),
         (r#"{"value": "a < 1""#, "EOF while parsing"),
+        (
+            r#"{"value": null}"#,
+            "invalid type: null, expected a string",
+        ),
+        (r#"{"value": true}"#, "invalid type: boolean `true`"),
     ] {
         let (s, v) = call(&f.app, Method::PUT, SET, Some(body), None).await;
         assert_eq!(
@@ -519,6 +524,18 @@ async fn without_a_token_requests_from_web_pages_are_refused_and_local_tools_ser
     )
     .await;
     assert_eq!((s, e.as_str()), (StatusCode::FORBIDDEN, "forbidden"));
+    assert_eq!(
+        f.sensors.state(),
+        anduin_runtime::control::QueryState::Running
+    );
+    // A second Host header: every one is checked, in either order.
+    for hosts in [
+        [("host", "localhost:4000"), ("host", "evil.example")],
+        [("host", "evil.example"), ("host", "localhost:4000")],
+    ] {
+        let (s, e) = with_headers(&f.app, Method::POST, stop, &hosts).await;
+        assert_eq!((s, e.as_str()), (StatusCode::FORBIDDEN, "forbidden"));
+    }
     assert_eq!(
         f.sensors.state(),
         anduin_runtime::control::QueryState::Running

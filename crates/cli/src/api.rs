@@ -2,8 +2,8 @@
 //! registering it so that `anduin ctl` finds it without an address.
 //!
 //! How `anduin run` uses it (see [`start_api`]):
-//! 1. before the run: `let api = start_api(&args.api, &args.api.query_name(&args.file))?;`
-//!    (prints `api: http://ADDR` to stderr; `None` with `--no-api`);
+//! 1. before the run: `let api = start_api(&args.api, &name)?;` with `name` from
+//!    [`ApiArgs::query_name`] (`None` with `--no-api`);
 //! 2. add `api.events()` to the run's `Events` so the engine events reach `GET /api/v1/events`;
 //! 3. once the run's [`QueryControl`] exists: `api.serve(control)?`;
 //! 4. keep `api` alive until the run ends; dropping it unregisters, then stops the server.
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anduin_api::registration::{Registration, RegistrationError, RegistrationGuard, RuntimeDir};
-use anduin_api::{ApiConfig, ApiServer, QueryControl, Registry, DEFAULT_BODY_LIMIT};
+use anduin_api::{ApiConfig, ApiServer, QueryControl, Registry};
 use anduin_runtime::Subscriber;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -27,7 +27,8 @@ pub const TOKEN_ENV: &str = "ANDUIN_API_TOKEN";
 pub struct ApiArgs {
     /// Serve the HTTP API (and `anduin ctl`) on this address; port 0 picks a free port. An
     /// address other than loopback needs a token (--api-token-file or ANDUIN_API_TOKEN).
-    #[arg(long = "api", value_name = "ADDR", default_value = "127.0.0.1:0")]
+    /// Also `localhost:PORT` and `http://HOST:PORT`, as `anduin ctl --api` takes them.
+    #[arg(long = "api", value_name = "ADDR", default_value = "127.0.0.1:0", value_parser = parse_listen)]
     pub api: SocketAddr,
     /// Serve no HTTP API: `anduin ctl` cannot reach this run.
     #[arg(long, conflicts_with_all = ["api", "api_token_file"])]
@@ -36,19 +37,71 @@ pub struct ApiArgs {
     /// ANDUIN_API_TOKEN is read.
     #[arg(long, value_name = "FILE")]
     pub api_token_file: Option<PathBuf>,
-    /// The query's name in the API and for `anduin ctl` (default: the query file's stem).
-    #[arg(long, value_name = "NAME")]
+    /// The query's name in the API and for `anduin ctl` (default: the query file's stem):
+    /// 1 to 100 bytes, not starting with a dot, no slash, backslash or control character.
+    #[arg(long, value_name = "NAME", value_parser = parse_name)]
     pub name: Option<String>,
 }
 
+/// `--api ADDR` of `anduin run`: `IP:PORT`, `localhost:PORT` (127.0.0.1), with or without
+/// `http://` and a trailing `/`: the forms `anduin ctl --api` takes.
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    let bare = s.trim();
+    if bare.starts_with("https://") {
+        return Err("the API serves plain HTTP: give IP:PORT or http://IP:PORT".into());
+    }
+    let bare = bare.strip_prefix("http://").unwrap_or(bare);
+    let bare = bare.strip_suffix('/').unwrap_or(bare);
+    if let Some((host, port)) = bare.rsplit_once(':') {
+        if host.eq_ignore_ascii_case("localhost") {
+            if let Ok(port) = port.parse::<u16>() {
+                return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+            }
+        }
+    }
+    bare.parse().map_err(|_| {
+        format!(
+            "expected IP:PORT, localhost:PORT or http://IP:PORT (port 0: a free port), found `{s}`"
+        )
+    })
+}
+
+/// `--name`: refused (exit 2, by clap) unless usable, with the rule.
+fn parse_name(s: &str) -> Result<String, String> {
+    anduin_api::check_name(s)
+        .map(|()| s.to_string())
+        .map_err(|e| format!("{e} ({})", anduin_api::NAME_RULE))
+}
+
 impl ApiArgs {
-    /// `--name`, or the stem of the query file (`sensors` for `examples/sensors.flow`).
-    pub fn query_name(&self, file: &Path) -> String {
-        self.name.clone().unwrap_or_else(|| {
-            file.file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "query".to_string())
-        })
+    /// `--name`, or the stem of the query file (`sensors` for `examples/sensors.flow`) made
+    /// usable ([`anduin_api::usable_name`]: `.hidden.flow` runs as `hidden`, with a warning).
+    /// A stem with nothing usable in it is an error that says to pass `--name`.
+    pub fn query_name(&self, file: &Path) -> Result<String, String> {
+        if let Some(n) = &self.name {
+            return Ok(n.clone());
+        }
+        let stem = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match anduin_api::usable_name(&stem) {
+            Some(name) if name == stem => Ok(name),
+            Some(name) => {
+                tracing::warn!(
+                    file = %file.display(),
+                    query = %name,
+                    "the file's stem is not a usable query name; the query is named \"{name}\" \
+                     (pass --name NAME to choose)"
+                );
+                Ok(name)
+            }
+            None => Err(format!(
+                "the query file {} gives no usable query name: pass --name NAME ({})",
+                file.display(),
+                anduin_api::NAME_RULE
+            )),
+        }
     }
 }
 
@@ -169,7 +222,7 @@ fn start_api_in(
     let config = ApiConfig {
         listen: args.api,
         token: token.clone(),
-        body_limit: DEFAULT_BODY_LIMIT,
+        ..ApiConfig::loopback()
     };
     let server = ApiServer::start(config, registry.clone())?;
     let entry = Registration {
@@ -237,9 +290,32 @@ mod tests {
         .expect("parses");
         assert_eq!(
             (r.run.api.api.port(), r.run.api.query_name(&r.run.file)),
-            (9, "s".to_string())
+            (9, Ok("s".to_string()))
         );
         assert!(r.run.quiet);
+    }
+
+    #[test]
+    fn the_run_takes_the_address_forms_ctl_takes() {
+        let at = |a: &str| Cli::try_parse_from(["x", "--api", a]).map(|c| c.api.api);
+        let local = |port| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        assert_eq!(at("127.0.0.1:0").expect("ip:port"), local(0));
+        assert_eq!(at("localhost:0").expect("localhost"), local(0));
+        assert_eq!(at("http://127.0.0.1:0").expect("a URL"), local(0));
+        assert_eq!(at("http://localhost:9/").expect("a URL"), local(9));
+        assert_eq!(
+            at("http://[::1]:7").expect("v6"),
+            "[::1]:7".parse::<SocketAddr>().expect("addr")
+        );
+        for bad in [
+            "https://127.0.0.1:1",
+            "127.0.0.1",
+            "evil.example:1",
+            "http://h:1/x",
+        ] {
+            let e = at(bad).expect_err("refused");
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
     }
 
     #[test]
@@ -247,10 +323,39 @@ mod tests {
         let c = Cli::try_parse_from(["x"]).expect("parses");
         assert_eq!(
             c.api.query_name(Path::new("examples/sensors.flow")),
-            "sensors"
+            Ok("sensors".to_string())
         );
         let c = Cli::try_parse_from(["x", "--name", "s2"]).expect("parses");
-        assert_eq!(c.api.query_name(Path::new("examples/sensors.flow")), "s2");
+        assert_eq!(
+            c.api.query_name(Path::new("examples/sensors.flow")),
+            Ok("s2".to_string())
+        );
+    }
+
+    #[test]
+    fn a_bad_name_is_refused_up_front_and_a_bad_stem_made_usable_or_refused() {
+        let long = "n".repeat(300);
+        for bad in ["a/b", "", ".", "..", "a\nb", long.as_str()] {
+            let e = Cli::try_parse_from(["x", "--name", bad]).expect_err("refused");
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+            assert!(e.to_string().contains("1 to 100 bytes"), "{e}");
+        }
+        let c = Cli::try_parse_from(["x"]).expect("parses");
+        assert_eq!(
+            c.api.query_name(Path::new("q/.hidden.flow")),
+            Ok("hidden".to_string())
+        );
+        assert_eq!(
+            c.api
+                .query_name(Path::new(&format!("{long}.flow")))
+                .map(|n| n.len()),
+            Ok(100)
+        );
+        let e = c
+            .api
+            .query_name(Path::new("q/....flow"))
+            .expect_err("nothing usable");
+        assert!(e.contains("pass --name"), "{e}");
     }
 
     #[test]

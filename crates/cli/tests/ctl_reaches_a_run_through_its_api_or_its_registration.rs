@@ -259,3 +259,44 @@ fn ctl_sends_the_token_from_the_environment_or_a_file_and_says_when_one_is_missi
     let e = failed(&ctl(tmp.path(), None, &["--api", &url, "queries"]));
     assert!(e.contains("this API needs a bearer token"), "{e}");
 }
+
+#[test]
+fn ctl_shows_control_characters_of_values_and_from_escaped_and_json_keeps_them() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let s = serve(None);
+    let url = s.server.url();
+    let api = ["--api", url.as_str()];
+    let run = |args: &[&str]| ctl(tmp.path(), None, &[&api[..], args].concat());
+    let value = "value < 7 -- \u{1b}]0;pwned\u{7}";
+    let from = "x\u{1b}[31my\r\nfake";
+    let raw = |out: &str| out.chars().any(|c| c.is_control() && c != '\n');
+
+    let set = stdout_ok(&run(&[
+        "set",
+        "sensors",
+        "low",
+        "condition",
+        value,
+        "--from",
+        from,
+    ]));
+    assert!(!raw(&set), "{set:?}");
+    assert!(set.contains(r"value < 7 -- \u{1b}]0;pwned\u{7}"), "{set}");
+    // A NUL cannot be an argument; through the API it can.
+    anduin_api::Client::new(&url, None)
+        .expect("a URL")
+        .set("sensors", "low", "condition", "value < 2 -- a\u{0}b", "api")
+        .expect("applied");
+    let history = stdout_ok(&run(&["history", "sensors"]));
+    assert!(!raw(&history), "{history:?}");
+    assert_eq!(history.lines().count(), 3, "{history}");
+    assert!(history.contains(r"x\u{1b}[31my\u{d}\u{a}fake"), "{history}");
+    assert!(history.contains(r"a\u{0}b"), "{history}");
+    let params = stdout_ok(&run(&["params", "sensors", "low"]));
+    assert!(!raw(&params), "{params:?}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout_ok(&run(&["--json", "history", "sensors"]))).expect("JSON");
+    assert_eq!(json[0]["new"], value);
+    assert_eq!(json[0]["from"], from);
+}

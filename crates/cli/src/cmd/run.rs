@@ -85,6 +85,13 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let name = match args.api.query_name(&args.file) {
+        Ok(n) => n,
+        Err(usage) => {
+            eprintln!("error: {usage}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let defaults = args.engine.defaults();
     let loaded = match load_with(&args.file, &args.vars, Missing::Error, &defaults) {
         Ok(l) => l,
@@ -143,7 +150,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Prepared::Run(c) => Some(*c),
     };
     let signals = crate::signals::install(Arc::clone(&stop));
-    let name = args.api.query_name(&args.file);
     let places = crate::control::RunPlaces {
         checkpointing: checkpointing.is_some(),
         dead_letter: match &dead_letter {

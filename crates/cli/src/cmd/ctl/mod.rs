@@ -77,8 +77,13 @@ pub enum CtlCommand {
     },
 }
 
-/// Runs `anduin ctl`.
+/// Runs `anduin ctl`. Its errors carry what the server said, with control characters
+/// escaped (a refusal may quote the value asked for).
 pub fn ctl(args: CtlArgs) -> Result<ExitCode> {
+    run(args).map_err(|e| anyhow::anyhow!(table::escape_controls(&format!("{e:#}"), true)))
+}
+
+fn run(args: CtlArgs) -> Result<ExitCode> {
     let token = read_token(args.api_token_file.as_deref())?;
     let api = args.api.as_deref();
     let client = |query: &str| target::client_for(api, token.clone(), query);
@@ -100,9 +105,14 @@ pub fn ctl(args: CtlArgs) -> Result<ExitCode> {
             let from = from.unwrap_or_else(default_from);
             let r = client(&query)?.set(&query, &operator, &param, &value, &from)?;
             show(args.json, &r, || {
+                let e = |s: &str| table::escape_controls(s, false);
                 format!(
                     "applied at epoch {}: {}.{} = {} (was {})\n",
-                    r.epoch, r.operator, r.param, r.new, r.old
+                    r.epoch,
+                    e(&r.operator),
+                    e(&r.param),
+                    e(&r.new),
+                    e(&r.old)
                 )
             })?
         }
@@ -113,6 +123,7 @@ pub fn ctl(args: CtlArgs) -> Result<ExitCode> {
         CtlCommand::Checkpoint { query } => {
             let epoch = client(&query)?.checkpoint(&query)?;
             show(args.json, &serde_json::json!({"epoch": epoch}), || {
+                let query = table::escape_controls(&query, false);
                 format!("checkpoint {epoch} of \"{query}\" is complete\n")
             })?
         }
@@ -122,6 +133,7 @@ pub fn ctl(args: CtlArgs) -> Result<ExitCode> {
                 args.json,
                 &serde_json::json!({"query": query, "state": "stopping"}),
                 || {
+                    let query = table::escape_controls(&query, false);
                     format!(
                         "\"{query}\" is stopping (after a last checkpoint, when it takes them)\n"
                     )
@@ -180,7 +192,12 @@ fn queries(api: Option<&str>, token: Option<String>, json: bool) -> Result<Strin
                         info,
                         api: url.clone(),
                     })),
-                    Err(e) => eprintln!("warning: run {} (pid {}): {e:#}", run.name, run.pid),
+                    Err(e) => eprintln!(
+                        "warning: run {} (pid {}): {}",
+                        table::escape_controls(&run.name, false),
+                        run.pid,
+                        table::escape_controls(&format!("{e:#}"), true)
+                    ),
                 }
             }
         }
@@ -210,6 +227,8 @@ fn queries(api: Option<&str>, token: Option<String>, json: bool) -> Result<Strin
 
 fn params_table(query: &str, operator: &str, params: &[ParamInfo]) -> String {
     if params.is_empty() {
+        let query = table::escape_controls(query, false);
+        let operator = table::escape_controls(operator, false);
         return format!(
             "operator \"{operator}\" of \"{query}\" has no params that can change while it runs\n"
         );
@@ -230,6 +249,7 @@ fn params_table(query: &str, operator: &str, params: &[ParamInfo]) -> String {
 
 fn history_table(query: &str, history: &[ChangeRecord]) -> String {
     if history.is_empty() {
+        let query = table::escape_controls(query, false);
         return format!("no changes made to \"{query}\"\n");
     }
     let rows: Vec<Vec<String>> = history
