@@ -158,12 +158,7 @@ pub fn bind(
     };
     let rate = match p.number("rate") {
         Some(r) if !crate::pace::valid_rate(r) => {
-            return Err(p
-                .error(
-                    "rate",
-                    "must be a number of rows per second from 0.001 to 1e12",
-                )
-                .into())
+            return Err(p.error("rate", crate::pace::RATE_RANGE).into())
         }
         r => r,
     };
@@ -353,27 +348,10 @@ impl Source for Generator {
     /// A new rate counts from now: the next row comes one interval of the new rate after
     /// the change (the rows the old rate had not allowed yet are not owed).
     fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
-        if param != "rate" {
-            return Err(ControlError::NotAdjustable {
-                operator: self.name.clone(),
-                param: param.to_string(),
-                adjustable: ADJUSTABLE.join(", "),
-            });
-        }
-        match value.trim().parse::<f64>() {
-            Ok(rate) if crate::pace::valid_rate(rate) => {
-                self.rate = Some(rate);
-                self.pace.change(self.produced);
-                Ok(())
-            }
-            _ => Err(ControlError::Invalid {
-                operator: self.name.clone(),
-                param: param.to_string(),
-                message: format!(
-                    "must be a number of rows per second from 0.001 to 1e12, found {value:?}"
-                ),
-            }),
-        }
+        let rate = crate::pace::changed_rate(&self.name, param, value, ADJUSTABLE)?;
+        self.rate = Some(rate);
+        self.pace.change(self.produced);
+        Ok(())
     }
 
     fn poll(&mut self, max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {

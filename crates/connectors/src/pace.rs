@@ -8,6 +8,35 @@
 /// it) stays within `i64` milliseconds over any count of rows.
 pub(crate) const RATES: std::ops::RangeInclusive<f64> = 1e-3..=1e12;
 
+/// What a rate out of [`RATES`] is told.
+pub(crate) const RATE_RANGE: &str = "must be a number of rows per second from 0.001 to 1e12";
+
+/// The new rate of a paced source `operator` whose param `param` is changed to `value` while
+/// running: the only param it can change is `rate` (its `adjustable` list).
+pub(crate) fn changed_rate(
+    operator: &str,
+    param: &str,
+    value: &str,
+    adjustable: &[&str],
+) -> Result<f64, anduin_operator_api::ControlError> {
+    use anduin_operator_api::ControlError;
+    if param != "rate" {
+        return Err(ControlError::NotAdjustable {
+            operator: operator.to_string(),
+            param: param.to_string(),
+            adjustable: adjustable.join(", "),
+        });
+    }
+    match value.trim().parse::<f64>() {
+        Ok(rate) if valid_rate(rate) => Ok(rate),
+        _ => Err(ControlError::Invalid {
+            operator: operator.to_string(),
+            param: param.to_string(),
+            message: format!("{RATE_RANGE}, found {value:?}"),
+        }),
+    }
+}
+
 /// Whether `rate` is one a source may be paced to.
 pub(crate) fn valid_rate(rate: f64) -> bool {
     RATES.contains(&rate)

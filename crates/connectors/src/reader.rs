@@ -106,9 +106,6 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
 /// The params a running reader can change.
 pub const ADJUSTABLE: &[&str] = &["rate"];
 
-/// What `rate` must be, in words.
-const RATE_RANGE: &str = "must be a number of rows per second from 0.001 to 1e12";
-
 /// The bytes read for each row due, before any row was read (a guess; then the average).
 const FIRST_ROW_BYTES: u64 = 64;
 
@@ -168,7 +165,9 @@ pub fn bind(
         .filter(|_| null_event_time == NullEventTime::Drop)
         .map(|w| w.column);
     let rate = match p.number("rate") {
-        Some(r) if !crate::pace::valid_rate(r) => return Err(p.error("rate", RATE_RANGE).into()),
+        Some(r) if !crate::pace::valid_rate(r) => {
+            return Err(p.error("rate", crate::pace::RATE_RANGE).into())
+        }
         r => r,
     };
     let path = p.required("path").to_string();
@@ -604,24 +603,9 @@ impl Source for Reader {
     /// A new rate counts from now: the next row comes one interval of the new rate after
     /// the change (rows the old rate had not allowed yet are not owed).
     fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
-        if param != "rate" {
-            return Err(ControlError::NotAdjustable {
-                operator: self.name.clone(),
-                param: param.to_string(),
-                adjustable: ADJUSTABLE.join(", "),
-            });
-        }
-        match value.trim().parse::<f64>() {
-            Ok(rate) if crate::pace::valid_rate(rate) => {
-                self.rate = Some(rate);
-                self.pace.change(self.rows);
-                Ok(())
-            }
-            _ => Err(ControlError::Invalid {
-                operator: self.name.clone(),
-                param: param.to_string(),
-                message: format!("{RATE_RANGE}, found {value:?}"),
-            }),
-        }
+        let rate = crate::pace::changed_rate(&self.name, param, value, ADJUSTABLE)?;
+        self.rate = Some(rate);
+        self.pace.change(self.rows);
+        Ok(())
     }
 }
