@@ -10,11 +10,10 @@ mod common;
 
 use std::io::BufReader;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use anduin_checkpoint::Store;
-use anduin_types::Epoch;
-use common::{stdout_ok, ChildGuard};
+use common::{ctl, stdout_ok, ChildGuard};
 
 /// Every row of the generator above, `${COUNT}` of them, unfiltered.
 const ALL: &str = r#"
@@ -34,19 +33,6 @@ operator name = "out", type = "writer" {
 }
 "#;
 
-/// `anduin ctl ARGS` against the run at `api`.
-fn ctl(dir: &Path, api: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .arg("ctl")
-        .args(["--api", api])
-        .args(args)
-        .current_dir(dir)
-        .env("USER", "tester")
-        .env_remove("ANDUIN_API_TOKEN")
-        .output()
-        .expect("anduin runs")
-}
-
 /// Starts the query (resuming from `ck` if it holds a checkpoint) and returns it with the
 /// address its API serves, read from the `api:` line it prints.
 fn start(dir: &Path) -> (ChildGuard, String, BufReader<std::process::ChildStderr>) {
@@ -57,21 +43,6 @@ fn start(dir: &Path) -> (ChildGuard, String, BufReader<std::process::ChildStderr
         .env("XDG_RUNTIME_DIR", dir.join("rt"))
         .env_remove("RUST_LOG");
     common::start_with_api(c)
-}
-
-/// How many rows the generator had produced at checkpoint `epoch`.
-fn produced(dir: &Path, epoch: u64) -> u64 {
-    let store = Store::open(dir.join("ck")).expect("opens");
-    let manifest = store
-        .manifest(Epoch(epoch))
-        .expect("reads")
-        .unwrap_or_else(|| panic!("checkpoint {epoch} is complete"));
-    manifest.operators["gen"]
-        .inline
-        .as_ref()
-        .expect("a position")["produced"]
-        .as_u64()
-        .expect("a count")
 }
 
 /// The data rows of `path`, in order: a file, or a directory of parts (as a run with
@@ -121,11 +92,11 @@ fn switch_and_check(kill: bool) {
     let (run, api, _stderr) = start(d);
 
     // Refused changes change nothing.
-    let bad = ctl(d, &api, &["set", "q", "low", "condition", "value <"]);
+    let bad = common::ctl(d, &api, &["set", "q", "low", "condition", "value <"]);
     assert_ne!(bad.status.code(), Some(0));
     let message = String::from_utf8_lossy(&bad.stderr);
     assert!(message.contains("low.condition:1:"), "{message}");
-    let bad = ctl(d, &api, &["set", "q", "low", "on_error", "fail"]);
+    let bad = common::ctl(d, &api, &["set", "q", "low", "on_error", "fail"]);
     assert_ne!(bad.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("can change: condition"));
 
@@ -143,7 +114,7 @@ fn switch_and_check(kill: bool) {
 
     // A checkpoint after the change (so the change's own is complete), and rows after it.
     stdout_ok(&ctl(d, &api, &["checkpoint", "q"]));
-    let switch = produced(d, epoch);
+    let switch = common::produced(d, epoch);
     let client = anduin_api::Client::new(&api, None).expect("an address");
     common::wait_until("rows after the switch", || {
         let m = client.metrics("q").expect("metrics");
@@ -182,7 +153,7 @@ fn switch_and_check(kill: bool) {
         .into_iter()
         .max()
         .expect("a checkpoint");
-    let total = produced(d, last.0);
+    let total = common::produced(d, last.0);
     assert!(
         switch > 0 && switch + 300 <= total,
         "switch {switch} of {total}"

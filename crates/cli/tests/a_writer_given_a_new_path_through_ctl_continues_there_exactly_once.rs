@@ -15,10 +15,9 @@ mod common;
 
 use std::io::{BufReader, Read};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use anduin_checkpoint::Store;
-use anduin_types::Epoch;
 use common::{start_with_api, stdout_ok, wait_until, ChildGuard, SLOW_GENERATOR};
 
 const QUERY: &str = r#"
@@ -66,18 +65,6 @@ operator name = "side", type = "writer" {
 
 /// The first timestamp of the `events` profile: row `i` has `TS0 + i`.
 const TS0: u64 = 1_700_000_000_000;
-
-fn ctl(dir: &Path, api: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .arg("ctl")
-        .args(["--api", api])
-        .args(args)
-        .current_dir(dir)
-        .env("USER", "tester")
-        .env_remove("ANDUIN_API_TOKEN")
-        .output()
-        .expect("anduin runs")
-}
 
 /// A running query, its API's address, its stderr (kept open) and, if piped, its stdout
 /// read to the end on a thread.
@@ -146,7 +133,7 @@ fn wait_for_rows(api: &str, more: u64) {
 
 /// Sets `out.path` to `path`; returns the epoch of the barrier that carried the change.
 fn set_path(dir: &Path, api: &str, path: &str) -> u64 {
-    let applied = stdout_ok(&ctl(dir, api, &["set", "q", "out", "path", path]));
+    let applied = stdout_ok(&common::ctl(dir, api, &["set", "q", "out", "path", path]));
     applied
         .split("applied at epoch ")
         .nth(1)
@@ -157,7 +144,7 @@ fn set_path(dir: &Path, api: &str, path: &str) -> u64 {
 
 /// Sets `out.path` to `path`, which must be refused with a message containing `why`.
 fn refused(dir: &Path, api: &str, path: &str, why: &str) {
-    let out = ctl(dir, api, &["set", "q", "out", "path", path]);
+    let out = common::ctl(dir, api, &["set", "q", "out", "path", path]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{path} must be refused");
     assert!(stderr.contains("out.path: "), "{path}: {stderr}");
@@ -166,7 +153,7 @@ fn refused(dir: &Path, api: &str, path: &str, why: &str) {
 
 /// Stops the run through the API and waits for it to end with success.
 fn stop(dir: &Path, run: Run) -> Vec<u8> {
-    stdout_ok(&ctl(dir, &run.api, &["stop", "q"]));
+    stdout_ok(&common::ctl(dir, &run.api, &["stop", "q"]));
     let mut guard = run.guard;
     let status = guard.0.wait().expect("the run ends");
     assert_eq!(status.code(), Some(0), "stopped through the API: success");
@@ -235,21 +222,6 @@ fn assert_consecutive(outputs: &[(&str, Vec<String>)]) -> (Vec<u64>, u64) {
     (starts, next)
 }
 
-/// How many rows the generator had produced at checkpoint `epoch`.
-fn produced(dir: &Path, epoch: u64) -> u64 {
-    let store = Store::open(dir.join("ck")).expect("opens");
-    let manifest = store
-        .manifest(Epoch(epoch))
-        .expect("reads")
-        .unwrap_or_else(|| panic!("checkpoint {epoch} is complete"));
-    manifest.operators["gen"]
-        .inline
-        .as_ref()
-        .expect("a position")["produced"]
-        .as_u64()
-        .expect("a count")
-}
-
 fn setup(query: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("q.flow"), query).expect("writes");
@@ -267,7 +239,7 @@ fn without_checkpoints_a_file_then_stdout_then_another_file_hold_every_row_once(
     wait_for_rows(&run.api, 300);
     set_path(d, &run.api, "new.csv");
     wait_for_rows(&run.api, 300);
-    let params = stdout_ok(&ctl(d, &run.api, &["params", "q", "out"]));
+    let params = stdout_ok(&common::ctl(d, &run.api, &["params", "q", "out"]));
     assert!(params.contains("new.csv"), "{params}");
     let stdout = stop(d, run);
     let printed = rows_of_text(&String::from_utf8(stdout).expect("text"));
@@ -295,15 +267,15 @@ fn with_checkpoints(kill: bool) {
     refused(d, &run.api, "a-file", "is a file");
     let epoch = set_path(d, &run.api, "new");
     // A checkpoint after the change, so that the change's own checkpoint is complete.
-    stdout_ok(&ctl(d, &run.api, &["checkpoint", "q"]));
-    let switch = produced(d, epoch);
+    stdout_ok(&common::ctl(d, &run.api, &["checkpoint", "q"]));
+    let switch = common::produced(d, epoch);
     wait_for_rows(&run.api, 300);
     let run = if kill {
         // SIGKILL; the resumed run writes on in the new directory.
         drop(run);
         let run = start(d, "q.flow", &args, false);
         wait_for_rows(&run.api, 300);
-        let params = stdout_ok(&ctl(d, &run.api, &["params", "q", "out"]));
+        let params = stdout_ok(&common::ctl(d, &run.api, &["params", "q", "out"]));
         assert!(params.contains("new"), "{params}");
         run
     } else {
@@ -325,7 +297,11 @@ fn with_checkpoints(kill: bool) {
         .into_iter()
         .max()
         .expect("a checkpoint");
-    assert_eq!(total, produced(d, last.0), "every row produced is written");
+    assert_eq!(
+        total,
+        common::produced(d, last.0),
+        "every row produced is written"
+    );
 }
 
 #[test]

@@ -315,3 +315,31 @@ operator name = "out", type = "writer" {{
 "#
     )
 }
+
+/// `anduin ctl ARGS` against the run whose API is at `api`, in `dir`.
+pub fn ctl(dir: &Path, api: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .arg("ctl")
+        .args(["--api", api])
+        .args(args)
+        .current_dir(dir)
+        .env("USER", "tester")
+        .env_remove("ANDUIN_API_TOKEN")
+        .output()
+        .expect("anduin runs")
+}
+
+/// How many rows the generator `gen` had produced at checkpoint `epoch` of `dir/ck`.
+pub fn produced(dir: &Path, epoch: u64) -> u64 {
+    let store = anduin_checkpoint::Store::open(dir.join("ck")).expect("opens");
+    let manifest = store
+        .manifest(anduin_types::Epoch(epoch))
+        .expect("reads")
+        .unwrap_or_else(|| panic!("checkpoint {epoch} is complete"));
+    manifest.operators["gen"]
+        .inline
+        .as_ref()
+        .expect("a position")["produced"]
+        .as_u64()
+        .expect("a count")
+}
