@@ -14,11 +14,14 @@ use anduin_types::{ControlUpdate, Epoch};
 use crossbeam_channel::Sender;
 
 use super::types::{
-    ChangeRecord, ChangeRequest, CheckpointInfo, ControlFailure, InstanceMetrics, OperatorInfo,
-    ParamInfo, QueryInfo, QueryMetrics, QueryState, TaskInfo,
+    ChangeRecord, ChangeRequest, ControlFailure, OperatorInfo, ParamInfo, QueryInfo, QueryState,
+    TaskInfo,
 };
 use crate::protocol::{Command, Event};
 use crate::stats::{CheckpointCounters, Counters};
+
+mod engine;
+mod figures;
 
 /// How long `set` waits for a change to reach every instance, by default.
 pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
@@ -227,107 +230,6 @@ impl Control {
         }
     }
 
-    /// Takes a checkpoint now (one begun after this call); returns its epoch once it is
-    /// complete.
-    pub fn checkpoint(&self) -> Result<u64, ControlFailure> {
-        let mut inner = self.lock();
-        if !inner.checkpointing {
-            return Err(ControlFailure::NoCheckpoints {
-                query: self.name.clone(),
-            });
-        }
-        if inner.state != QueryState::Running {
-            let state = inner.state;
-            return Err(self.not_running(state, "it cannot take a checkpoint now"));
-        }
-        let after = inner.last_started;
-        let asked = match &inner.injector {
-            Some(Injector::Coordinator(events)) => events.send(Event::WantCheckpoint).is_ok(),
-            _ => false,
-        };
-        if !asked {
-            return Err(self.not_running(QueryState::Running, "its checkpoints have ended"));
-        }
-        loop {
-            if let Some((epoch, outcome)) = inner.checkpoints_ended.range(after + 1..).next() {
-                return match outcome {
-                    Ok(()) => Ok(*epoch),
-                    Err(reason) => Err(ControlFailure::CheckpointFailed {
-                        query: self.name.clone(),
-                        epoch: *epoch,
-                        reason: reason.clone(),
-                    }),
-                };
-            }
-            if matches!(inner.state, QueryState::Finished | QueryState::Failed) {
-                let state = inner.state;
-                return Err(self.not_running(state, "it ended before the checkpoint completed"));
-            }
-            inner = self
-                .changed
-                .wait(inner)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-    }
-
-    /// The complete checkpoints in the query's checkpoint directory, oldest first.
-    pub fn checkpoints(&self) -> Result<Vec<CheckpointInfo>, ControlFailure> {
-        let dir = {
-            let inner = self.lock();
-            if !inner.checkpointing {
-                return Err(ControlFailure::NoCheckpoints {
-                    query: self.name.clone(),
-                });
-            }
-            inner.probe.as_ref().and_then(|p| p.checkpoint_dir.clone())
-        };
-        let Some(dir) = dir else {
-            return Ok(Vec::new());
-        };
-        let listing = anduin_checkpoint::Store::open(&dir)
-            .and_then(|s| s.list())
-            .map_err(|e| {
-                self.not_running(
-                    QueryState::Running,
-                    &format!("its checkpoints cannot be listed: {e}"),
-                )
-            })?;
-        Ok(listing
-            .into_iter()
-            .filter(|l| l.status == anduin_checkpoint::CheckpointStatus::Complete)
-            .map(|l| CheckpointInfo {
-                epoch: l.epoch.0,
-                time_ms: l.modified.map_or(0, system_ms),
-                finished: l.finished,
-                size_bytes: l.size,
-            })
-            .collect())
-    }
-
-    /// Every live figure, now.
-    pub fn metrics(&self) -> QueryMetrics {
-        let inner = self.lock();
-        let Some(probe) = &inner.probe else {
-            return QueryMetrics {
-                control_changes: inner.history.len() as u64,
-                ..QueryMetrics::default()
-            };
-        };
-        let instances = probe
-            .instances
-            .iter()
-            .map(|(operator, instance, source, c)| {
-                instance_metrics(operator, *instance, *source, c)
-            })
-            .collect();
-        QueryMetrics {
-            instances,
-            checkpoints: probe.checkpoints.as_ref().map(|c| c.live()),
-            control_changes: inner.history.len() as u64,
-            dead_letters: probe.dead_letter.count(),
-        }
-    }
-
     /// Validates `request` and applies it at a consistent point; returns the change as the
     /// history records it once every instance of the operator has switched.
     pub fn set(&self, request: ChangeRequest) -> Result<ChangeRecord, ControlFailure> {
@@ -478,167 +380,6 @@ impl Control {
     }
 }
 
-/// What the runtime tells the handle.
-impl Control {
-    /// The run is about to start: its graph, how changes reach its sources, and the flag that
-    /// stops it.
-    pub(crate) fn attach(
-        &self,
-        operators: Vec<OperatorInfo>,
-        tasks: Vec<TaskInfo>,
-        injector: Injector,
-        checkpointing: bool,
-        stop: Arc<AtomicBool>,
-    ) {
-        *self
-            .stop
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(stop);
-        let mut inner = self.lock();
-        let mut operators = operators;
-        for o in &mut operators {
-            if let Some(params) = inner.params.get(&o.name) {
-                o.adjustable = params.iter().map(|p| p.name.clone()).collect();
-            }
-        }
-        inner.operators = operators;
-        inner.tasks = tasks;
-        inner.injector = Some(injector);
-        inner.checkpointing = checkpointing;
-        inner.state = QueryState::Running;
-        drop(inner);
-        let announce = self
-            .on_running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(f) = announce {
-            f();
-        }
-    }
-
-    /// Where the run's live figures come from.
-    pub(crate) fn probe(&self, probe: Probe) {
-        self.lock().probe = Some(probe);
-    }
-
-    /// Checkpoint `epoch` began.
-    pub(crate) fn checkpoint_started(&self, epoch: Epoch) {
-        let mut inner = self.lock();
-        inner.last_started = inner.last_started.max(epoch.0);
-    }
-
-    /// Checkpoint `epoch` completed, or failed.
-    pub(crate) fn checkpoint_ended(&self, epoch: Epoch, outcome: Result<(), String>) {
-        let mut inner = self.lock();
-        inner.checkpoints_ended.insert(epoch.0, outcome);
-        // Only the recent ones matter: a request waits for one begun after it.
-        while inner.checkpoints_ended.len() > 64 {
-            inner.checkpoints_ended.pop_first();
-        }
-        drop(inner);
-        self.changed.notify_all();
-    }
-
-    /// The run resumes from a checkpoint that recorded `records`: they are the history, and
-    /// the params' current values.
-    pub(crate) fn restored(&self, records: &[ChangeRecord]) {
-        let mut inner = self.lock();
-        for r in records {
-            set_current(&mut inner.params, &r.operator, &r.param, &r.new);
-        }
-        inner.next_seq = records.iter().map(|r| r.seq).max().unwrap_or(0) + 1;
-        inner.history = records.to_vec();
-    }
-
-    /// Instance `instance` of the changed operator applied change `seq` at the barrier of
-    /// `epoch`.
-    pub(crate) fn applied(&self, seq: u64, instance: usize, epoch: Epoch) {
-        let mut inner = self.lock();
-        if let Some(p) = inner.pending.get_mut(&seq) {
-            p.epoch.get_or_insert(epoch.0);
-            p.waiting.remove(&instance);
-        }
-        self.settle(&mut inner);
-    }
-
-    /// Instance `instance` of `operator` has ended its input: no change reaches it any more.
-    pub(crate) fn ended(&self, operator: &str, instance: usize) {
-        let mut inner = self.lock();
-        inner.ended.insert((operator.to_string(), instance));
-        for p in inner.pending.values_mut() {
-            if p.record.operator == operator {
-                p.waiting.remove(&instance);
-            }
-        }
-        self.settle(&mut inner);
-    }
-
-    /// The run has ended (`failed` or not): no change is applied any more.
-    pub(crate) fn detach(&self, failed: bool) {
-        let mut inner = self.lock();
-        inner.injector = None;
-        inner.state = if failed {
-            QueryState::Failed
-        } else {
-            QueryState::Finished
-        };
-        drop(inner);
-        self.changed.notify_all();
-    }
-
-    /// The changes applied at barriers up to `epoch`, for its checkpoint's manifest.
-    pub(crate) fn records_through(&self, epoch: Epoch) -> Vec<ChangeRecord> {
-        self.lock()
-            .history
-            .iter()
-            .filter(|r| r.epoch <= epoch.0)
-            .cloned()
-            .collect()
-    }
-
-    /// Moves every change that no instance waits for any more into the history.
-    fn settle(&self, inner: &mut Inner) {
-        let done: Vec<u64> = inner
-            .pending
-            .iter()
-            .filter(|(_, p)| p.waiting.is_empty())
-            .map(|(seq, _)| *seq)
-            .collect();
-        if done.is_empty() {
-            return;
-        }
-        for seq in done {
-            let Some(p) = inner.pending.remove(&seq) else {
-                continue;
-            };
-            let mut record = p.record;
-            record.time_ms = now_ms();
-            // Every instance ended before the barrier reached it: the change took effect
-            // nowhere, at the end of the input.
-            record.epoch = p.epoch.unwrap_or(0);
-            set_current(
-                &mut inner.params,
-                &record.operator,
-                &record.param,
-                &record.new,
-            );
-            tracing::info!(
-                query = %self.name,
-                seq = record.seq,
-                epoch = record.epoch,
-                operator = %record.operator,
-                param = %record.param,
-                new = %record.new,
-                "param changed"
-            );
-            inner.history.push(record);
-        }
-        inner.history.sort_by_key(|r| r.seq);
-        self.changed.notify_all();
-    }
-}
-
 fn current_value(params: &BTreeMap<String, Vec<ParamInfo>>, operator: &str, param: &str) -> String {
     params
         .get(operator)
@@ -659,43 +400,6 @@ fn set_current(
     {
         p.value = value.to_string();
     }
-}
-
-/// The live figures of one operator instance.
-fn instance_metrics(
-    operator: &str,
-    instance: usize,
-    source: bool,
-    c: &Counters,
-) -> InstanceMetrics {
-    use std::sync::atomic::Ordering::Relaxed;
-    let metric = |name: &str| {
-        c.metrics
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(name)
-            .copied()
-    };
-    let watermark = c.watermark.load(Relaxed);
-    InstanceMetrics {
-        operator: operator.to_string(),
-        instance,
-        rows_in: c.rows_in.load(Relaxed),
-        rows_out: c.rows_out.load(Relaxed),
-        batches_in: (!source).then(|| c.batches_in.load(Relaxed)),
-        busy_ns: (!source).then(|| c.busy_ns.load(Relaxed)),
-        blocked_ns: Some(c.blocked_ns.load(Relaxed)),
-        queue_len: (!source).then(|| c.queue_len.load(Relaxed)),
-        watermark_ms: (watermark != i64::MIN).then_some(watermark),
-        // Operators report these when their input ends.
-        late_rows: metric("late_rows"),
-        state_bytes: None,
-    }
-}
-
-fn system_ms(t: std::time::SystemTime) -> i64 {
-    t.duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn state_words(state: QueryState) -> &'static str {

@@ -1,0 +1,148 @@
+//! The query's live figures and its checkpoints, as the control plane asks for them.
+
+use super::{Control, Injector};
+use crate::control::types::{
+    CheckpointInfo, ControlFailure, InstanceMetrics, QueryMetrics, QueryState,
+};
+use crate::protocol::Event;
+use crate::stats::Counters;
+
+impl Control {
+    /// Takes a checkpoint now (one begun after this call); returns its epoch once it is
+    /// complete.
+    pub fn checkpoint(&self) -> Result<u64, ControlFailure> {
+        let mut inner = self.lock();
+        if !inner.checkpointing {
+            return Err(ControlFailure::NoCheckpoints {
+                query: self.name.clone(),
+            });
+        }
+        if inner.state != QueryState::Running {
+            let state = inner.state;
+            return Err(self.not_running(state, "it cannot take a checkpoint now"));
+        }
+        let after = inner.last_started;
+        let asked = match &inner.injector {
+            Some(Injector::Coordinator(events)) => events.send(Event::WantCheckpoint).is_ok(),
+            _ => false,
+        };
+        if !asked {
+            return Err(self.not_running(QueryState::Running, "its checkpoints have ended"));
+        }
+        loop {
+            if let Some((epoch, outcome)) = inner.checkpoints_ended.range(after + 1..).next() {
+                return match outcome {
+                    Ok(()) => Ok(*epoch),
+                    Err(reason) => Err(ControlFailure::CheckpointFailed {
+                        query: self.name.clone(),
+                        epoch: *epoch,
+                        reason: reason.clone(),
+                    }),
+                };
+            }
+            if matches!(inner.state, QueryState::Finished | QueryState::Failed) {
+                let state = inner.state;
+                return Err(self.not_running(state, "it ended before the checkpoint completed"));
+            }
+            inner = self
+                .changed
+                .wait(inner)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// The complete checkpoints in the query's checkpoint directory, oldest first.
+    pub fn checkpoints(&self) -> Result<Vec<CheckpointInfo>, ControlFailure> {
+        let dir = {
+            let inner = self.lock();
+            if !inner.checkpointing {
+                return Err(ControlFailure::NoCheckpoints {
+                    query: self.name.clone(),
+                });
+            }
+            inner.probe.as_ref().and_then(|p| p.checkpoint_dir.clone())
+        };
+        let Some(dir) = dir else {
+            return Ok(Vec::new());
+        };
+        let listing = anduin_checkpoint::Store::open(&dir)
+            .and_then(|s| s.list())
+            .map_err(|e| {
+                self.not_running(
+                    QueryState::Running,
+                    &format!("its checkpoints cannot be listed: {e}"),
+                )
+            })?;
+        Ok(listing
+            .into_iter()
+            .filter(|l| l.status == anduin_checkpoint::CheckpointStatus::Complete)
+            .map(|l| CheckpointInfo {
+                epoch: l.epoch.0,
+                time_ms: l.modified.map_or(0, system_ms),
+                finished: l.finished,
+                size_bytes: l.size,
+            })
+            .collect())
+    }
+
+    /// Every live figure, now.
+    pub fn metrics(&self) -> QueryMetrics {
+        let inner = self.lock();
+        let Some(probe) = &inner.probe else {
+            return QueryMetrics {
+                control_changes: inner.history.len() as u64,
+                ..QueryMetrics::default()
+            };
+        };
+        let instances = probe
+            .instances
+            .iter()
+            .map(|(operator, instance, source, c)| {
+                instance_metrics(operator, *instance, *source, c)
+            })
+            .collect();
+        QueryMetrics {
+            instances,
+            checkpoints: probe.checkpoints.as_ref().map(|c| c.live()),
+            control_changes: inner.history.len() as u64,
+            dead_letters: probe.dead_letter.count(),
+        }
+    }
+}
+
+/// The live figures of one operator instance.
+fn instance_metrics(
+    operator: &str,
+    instance: usize,
+    source: bool,
+    c: &Counters,
+) -> InstanceMetrics {
+    use std::sync::atomic::Ordering::Relaxed;
+    let metric = |name: &str| {
+        c.metrics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .copied()
+    };
+    let watermark = c.watermark.load(Relaxed);
+    InstanceMetrics {
+        operator: operator.to_string(),
+        instance,
+        rows_in: c.rows_in.load(Relaxed),
+        rows_out: c.rows_out.load(Relaxed),
+        batches_in: (!source).then(|| c.batches_in.load(Relaxed)),
+        busy_ns: (!source).then(|| c.busy_ns.load(Relaxed)),
+        blocked_ns: Some(c.blocked_ns.load(Relaxed)),
+        queue_len: (!source).then(|| c.queue_len.load(Relaxed)),
+        watermark_ms: (watermark != i64::MIN).then_some(watermark),
+        // Operators report these when their input ends.
+        late_rows: metric("late_rows"),
+        state_bytes: None,
+    }
+}
+
+fn system_ms(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
