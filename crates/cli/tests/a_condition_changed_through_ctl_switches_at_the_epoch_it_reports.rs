@@ -45,34 +45,6 @@ fn start(dir: &Path) -> (ChildGuard, String, BufReader<std::process::ChildStderr
     common::start_with_api(c)
 }
 
-/// The data rows of `path`, in order: a file, or a directory of parts (as a run with
-/// checkpoints writes them), in the order of their names, each with a header line.
-fn data_lines(path: &Path) -> Vec<String> {
-    let mut files = vec![path.to_path_buf()];
-    if path.is_dir() {
-        files = std::fs::read_dir(path)
-            .expect("a directory")
-            .map(|e| e.expect("an entry").path())
-            .filter(|p| {
-                !p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-            })
-            .collect();
-        files.sort();
-    }
-    files
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .expect("an output")
-                .lines()
-                .skip(1)
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 fn value_of(line: &str) -> i64 {
     line.rsplit(',')
         .next()
@@ -171,7 +143,7 @@ fn switch_and_check(kill: bool) {
         "{}",
         String::from_utf8_lossy(&all.stderr)
     );
-    let every = data_lines(&d.join("all.csv"));
+    let every = common::rows_in_order(&d.join("all.csv"));
     assert_eq!(every.len() as u64, total);
     let expected: Vec<String> = every
         .iter()
@@ -185,7 +157,7 @@ fn switch_and_check(kill: bool) {
         })
         .map(|(_, l)| l.clone())
         .collect();
-    assert_eq!(data_lines(&d.join("out.csv")), expected);
+    assert_eq!(common::rows_in_order(&d.join("out.csv")), expected);
 }
 
 #[test]

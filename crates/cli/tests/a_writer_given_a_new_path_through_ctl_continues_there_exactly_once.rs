@@ -167,27 +167,6 @@ fn rows_of_text(text: &str) -> Vec<String> {
     text.lines().skip(1).map(str::to_string).collect()
 }
 
-/// The data rows of `path`, in order: a file, or a directory of parts in name order (each
-/// part with its header), without uncommitted (hidden) parts.
-fn rows_of(path: &Path) -> Vec<String> {
-    if !path.is_dir() {
-        return rows_of_text(&std::fs::read_to_string(path).expect("an output"));
-    }
-    let mut files: Vec<_> = std::fs::read_dir(path)
-        .expect("a directory")
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| {
-            !p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-        })
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .flat_map(|f| rows_of_text(&std::fs::read_to_string(f).expect("a part")))
-        .collect()
-}
-
 /// The row numbers (from the timestamps) of `rows`.
 fn numbers(rows: &[String]) -> Vec<u64> {
     rows.iter()
@@ -244,9 +223,9 @@ fn without_checkpoints_a_file_then_stdout_then_another_file_hold_every_row_once(
     let stdout = stop(d, run);
     let printed = rows_of_text(&String::from_utf8(stdout).expect("text"));
     assert_consecutive(&[
-        ("old.csv", rows_of(&d.join("old.csv"))),
+        ("old.csv", common::rows_in_order(&d.join("old.csv"))),
         ("stdout", printed),
-        ("new.csv", rows_of(&d.join("new.csv"))),
+        ("new.csv", common::rows_in_order(&d.join("new.csv"))),
     ]);
 }
 
@@ -283,8 +262,8 @@ fn with_checkpoints(kill: bool) {
     };
     stop(d, run);
     let (starts, total) = assert_consecutive(&[
-        ("old", rows_of(&d.join("old"))),
-        ("new", rows_of(&d.join("new"))),
+        ("old", common::rows_in_order(&d.join("old"))),
+        ("new", common::rows_in_order(&d.join("new"))),
     ]);
     assert_eq!(
         starts[1], switch,
@@ -376,8 +355,8 @@ fn a_path_that_run_would_refuse_or_that_another_run_holds_is_refused_and_changes
     refused(d, &run.api, "new.csv", "an output this operator was given");
     stop(d, run);
     assert_consecutive(&[
-        ("old.csv", rows_of(&d.join("old.csv"))),
-        ("new.csv", rows_of(&d.join("new.csv"))),
+        ("old.csv", common::rows_in_order(&d.join("old.csv"))),
+        ("new.csv", common::rows_in_order(&d.join("new.csv"))),
     ]);
-    assert_eq!(rows_of(&d.join("side.csv")).len(), 2);
+    assert_eq!(common::rows_in_order(&d.join("side.csv")).len(), 2);
 }

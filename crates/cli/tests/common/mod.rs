@@ -343,3 +343,32 @@ pub fn produced(dir: &Path, epoch: u64) -> u64 {
         .as_u64()
         .expect("a count")
 }
+
+/// The data rows of `path` in order: a file, or a directory of parts (as a run with
+/// checkpoints writes them) in the order of their names, without uncommitted (hidden) parts;
+/// each file starts with a header line.
+pub fn rows_in_order(path: &Path) -> Vec<String> {
+    let mut files = vec![path.to_path_buf()];
+    if path.is_dir() {
+        files = std::fs::read_dir(path)
+            .expect("a directory")
+            .map(|e| e.expect("an entry").path())
+            .filter(|p| {
+                !p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            })
+            .collect();
+        files.sort();
+    }
+    files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .expect("an output")
+                .lines()
+                .skip(1)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
