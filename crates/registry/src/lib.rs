@@ -53,6 +53,7 @@ impl Catalog for BuiltinCatalog {
             "generator" => generator::ADJUSTABLE.to_vec(),
             "reader" => reader::ADJUSTABLE.to_vec(),
             "writer" => writer::ADJUSTABLE.to_vec(),
+            "window" => window::ADJUSTABLE.to_vec(),
             _ => Vec::new(),
         }
     }

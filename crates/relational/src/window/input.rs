@@ -33,17 +33,18 @@ pub(crate) fn times_of(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
     vec![None; batch.num_rows()]
 }
 
-/// Splits `batch` into rows on time and late rows (event time before `watermark`; rows without
-/// one went to the dead letters before, and would count as late here).
+/// Splits `batch` into rows on time and late rows (event time before `cutoff`, the watermark
+/// less the allowed lateness; rows without one went to the dead letters before, and would
+/// count as late here).
 pub(crate) fn split_late(
     batch: RecordBatch,
     setup: &WindowSetup,
-    watermark: i64,
+    cutoff: i64,
 ) -> Result<(RecordBatch, Option<RecordBatch>), OperatorError> {
     let times = times_of(&batch, setup.time_column);
     let late: BooleanArray = times
         .iter()
-        .map(|t| Some(t.is_none_or(|t| t < watermark)))
+        .map(|t| Some(t.is_none_or(|t| t < cutoff)))
         .collect();
     if late.true_count() == 0 {
         return Ok((batch, None));
