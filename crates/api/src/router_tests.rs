@@ -223,11 +223,7 @@ async fn a_param_is_listed_changed_and_the_change_is_in_the_history() {
         )
     );
     // `from` is a short name.
-    for from in [
-        String::new(),
-        "x".repeat(101),
-        "a\u{7}b".to_string(),
-    ] {
+    for from in [String::new(), "x".repeat(101), "a\u{7}b".to_string()] {
         let body = json!({"value": "value < 30", "from": from}).to_string();
         let (s, v) = call(&f.app, Method::PUT, SET, Some(&body), None).await;
         assert_eq!(

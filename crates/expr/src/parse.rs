@@ -51,7 +51,8 @@ impl Tokens {
                 Some(end) if e.line == 0 && e.message.ends_with("found: EOF") => ExprError::at(
                     end.line,
                     end.column,
-                    e.message.replace("found: EOF", "found the end of the expression"),
+                    e.message
+                        .replace("found: EOF", "found the end of the expression"),
                 ),
                 _ => e,
             }
@@ -119,7 +120,10 @@ mod tests {
     fn an_expression_cut_short_is_reported_where_it_ends() {
         let e = parse_text("value <", |p| p.parse_expr()).expect_err("cut short");
         assert_eq!((e.line, e.col), (1, 8), "{e:?}");
-        assert!(e.message.contains("found the end of the expression"), "{e:?}");
+        assert!(
+            e.message.contains("found the end of the expression"),
+            "{e:?}"
+        );
     }
 
     #[test]
