@@ -22,7 +22,7 @@ mod topo;
 
 pub use anduin_types::did_you_mean;
 pub use catalog::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSpec};
-pub use change::{check_change, ChangeRejected};
+pub use change::{check_change, check_change_after, ChangeRejected};
 pub use check::{check, schema_of_type};
 pub use explain::{explain_dot, explain_text};
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
