@@ -172,7 +172,9 @@ impl Chain {
     /// (appending to `out`), then the barrier leaves through its outlets. Returns why the
     /// checkpoint could not be written, if it could not (a full disk): the operators after
     /// the one that failed still snapshot and the barrier still goes on, so that every task
-    /// stays aligned and the query goes on; the checkpoint fails.
+    /// stays aligned and the query goes on; the checkpoint fails. Changes still to take
+    /// effect do before a snapshot; those the barrier carries, after it has left the chain
+    /// (see [`Operator::handle_param_changes`]).
     pub(crate) fn barrier(
         &mut self,
         barrier: &Barrier,
@@ -181,7 +183,9 @@ impl Chain {
     ) -> Result<Option<String>, OperatorError> {
         let full = matches!(barrier.kind, BarrierKind::Checkpoint { full: true });
         let mut failure = None;
-        for link in &mut self.links {
+        for i in 0..self.links.len() {
+            param_changes_at(&mut self.links, i)?;
+            let link = &mut self.links[i];
             let slot = Slot::new(
                 barrier.epoch,
                 full,
@@ -200,16 +204,33 @@ impl Chain {
                 send_msg(o, Message::Barrier(barrier.clone()), &link.name)?;
             }
         }
+        self.changes_take_effect(barrier)?;
         Ok(failure)
     }
 
     /// A barrier that only carries param changes reached the head: each operator in turn
-    /// applies those meant for it, then the barrier leaves through its outlets.
+    /// applies those meant for it, then the barrier leaves through its outlets; then the
+    /// changes take effect (see [`Operator::handle_param_changes`]).
     pub(crate) fn control(&mut self, barrier: &Barrier) -> Result<(), OperatorError> {
         for link in &mut self.links {
             apply_control(link, barrier, self.control.as_deref())?;
             for o in link.outlets.iter_mut() {
                 send_msg(o, Message::Barrier(barrier.clone()), &link.name)?;
+            }
+        }
+        self.changes_take_effect(barrier)
+    }
+
+    /// The changes `barrier` carried take effect in the operators they were meant for, now
+    /// that it has left the chain: what they emit follows it.
+    fn changes_take_effect(&mut self, barrier: &Barrier) -> Result<(), OperatorError> {
+        for i in 0..self.links.len() {
+            if barrier
+                .control
+                .iter()
+                .any(|u| u.operator == self.links[i].name)
+            {
+                param_changes_at(&mut self.links, i)?;
             }
         }
         Ok(())
@@ -222,6 +243,29 @@ impl Chain {
         }
         Ok(())
     }
+}
+
+/// Lets the changed params of the operator of `links[i]` take effect, what it emits going
+/// to its outlets and through the links after it (see [`Operator::handle_param_changes`]).
+fn param_changes_at(links: &mut [Link], i: usize) -> Result<(), OperatorError> {
+    let (head, rest) = links.split_at_mut(i + 1);
+    let Link {
+        name,
+        op,
+        outlets,
+        counters,
+        origins_after,
+        ..
+    } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
+    let mut emit = Emit {
+        outlets,
+        counters,
+        rest,
+        name,
+        origins_after: *origins_after,
+        downstream: Duration::ZERO,
+    };
+    op.handle_param_changes(&mut emit)
 }
 
 /// Applies the changes of `barrier` meant for `link`'s operator, and says so.

@@ -2,7 +2,7 @@
 //! opening what each operator instance restores from.
 
 use anduin_checkpoint::plan::{compare, Compatibility, PlanFingerprint};
-use anduin_checkpoint::{CheckpointDir, Validated};
+use anduin_checkpoint::{ChangeRecord, CheckpointDir, Validated};
 use anduin_operator_api::{OperatorError, RestoreIn};
 use anduin_types::Epoch;
 use tracing::info;
@@ -42,15 +42,54 @@ pub(crate) struct Resume<'a> {
 }
 
 impl Resume<'_> {
-    /// Applies to a restored instance of `operator` the param changes the checkpoint
-    /// recorded for it, oldest first, through `set` (its `set_param`).
-    pub(crate) fn reapply(
+    /// Applies to a new instance of `operator`, before its state is restored, the param
+    /// changes the checkpoint recorded for it at epochs before its own, oldest first,
+    /// through `set` (its `set_param`): those were applied before the checkpoint's snapshot
+    /// was taken, so the state is that of the new values (a pattern replays its partitions
+    /// under its new definition). See [`Resume::reapply_after_restore`] for the others.
+    pub(crate) fn reapply_before_restore(
         &self,
         operator: &str,
+        set: impl FnMut(&str, &str) -> Result<(), anduin_operator_api::ControlError>,
+    ) -> Result<(), RuntimeError> {
+        let epoch = self.from.manifest.epoch;
+        self.reapply(operator, |r| r.epoch < epoch, set)
+    }
+
+    /// Applies to a restored instance of `operator` the param changes the checkpoint
+    /// recorded for it at its own epoch, oldest first: they rode on the checkpoint's barrier,
+    /// after the snapshot was taken, and take effect on the restored state as they did in the
+    /// run that took it (a pattern ends its old definition's partial matches then).
+    pub(crate) fn reapply_after_restore(
+        &self,
+        operator: &str,
+        set: impl FnMut(&str, &str) -> Result<(), anduin_operator_api::ControlError>,
+    ) -> Result<(), RuntimeError> {
+        let epoch = self.from.manifest.epoch;
+        self.reapply(operator, |r| r.epoch >= epoch, set)
+    }
+
+    /// Applies to an instance of `operator` every param change the checkpoint recorded for
+    /// it, oldest first: to a source after its restore (a source's position does not depend
+    /// on its params).
+    pub(crate) fn reapply_all(
+        &self,
+        operator: &str,
+        set: impl FnMut(&str, &str) -> Result<(), anduin_operator_api::ControlError>,
+    ) -> Result<(), RuntimeError> {
+        self.reapply(operator, |_| true, set)
+    }
+
+    /// Applies the changes to `operator` that `which` picks, oldest first, through `set`.
+    fn reapply(
+        &self,
+        operator: &str,
+        which: impl Fn(&ChangeRecord) -> bool,
         mut set: impl FnMut(&str, &str) -> Result<(), anduin_operator_api::ControlError>,
     ) -> Result<(), RuntimeError> {
         let manifest = &self.from.manifest;
-        for r in manifest.controls.iter().filter(|r| r.operator == operator) {
+        let records = manifest.controls.iter();
+        for r in records.filter(|r| r.operator == operator && which(r)) {
             set(&r.param, &r.new).map_err(|e| RuntimeError::IncompatibleCheckpoint {
                 epoch: manifest.epoch,
                 operator: operator.to_string(),
