@@ -50,6 +50,7 @@ impl Catalog for BuiltinCatalog {
             "generator" => generator::ADJUSTABLE.to_vec(),
             "reader" => reader::ADJUSTABLE.to_vec(),
             "writer" => writer::ADJUSTABLE.to_vec(),
+            "pattern" => anduin_cep::ADJUSTABLE.to_vec(),
             _ => Vec::new(),
         }
     }
