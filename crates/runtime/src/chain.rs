@@ -397,3 +397,130 @@ fn send_msg(outlets: &mut [Route], msg: Message, name: &str) -> Result<(), Opera
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use anduin_operator_api::{ControlError, SnapshotOut};
+    use anduin_types::ControlUpdate;
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    type Log = Arc<Mutex<Vec<String>>>;
+
+    /// Logs what the chain asks of it; a change (or a start with one pending, as after a
+    /// restore and the changes of its epoch) emits one row when it takes effect.
+    struct Logged {
+        name: &'static str,
+        log: Log,
+        pending: bool,
+    }
+
+    impl Logged {
+        fn note(&self, what: &str) {
+            let entry = format!("{} {what}", self.name);
+            self.log.lock().expect("not poisoned").push(entry);
+        }
+    }
+
+    impl Operator for Logged {
+        fn name(&self) -> &str {
+            self.name
+        }
+
+        fn process_batch(
+            &mut self,
+            _input: usize,
+            _batch: RecordBatch,
+            _out: &mut dyn Collector,
+        ) -> Result<(), OperatorError> {
+            self.note("batch");
+            Ok(())
+        }
+
+        fn snapshot(&mut self, _out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+            self.note("snapshot");
+            Ok(())
+        }
+
+        fn set_param(&mut self, _param: &str, _value: &str) -> Result<(), ControlError> {
+            self.note("set");
+            self.pending = true;
+            Ok(())
+        }
+
+        fn handle_param_changes(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+            if std::mem::take(&mut self.pending) {
+                self.note("emits");
+                let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, true)]));
+                let rows = Arc::new(Int64Array::from(vec![1]));
+                let batch = RecordBatch::try_new(schema, vec![rows]).expect("valid");
+                out.collect(0, batch)?;
+            }
+            Ok(())
+        }
+    }
+
+    fn link(index: usize, op: Logged) -> Link {
+        Link {
+            index,
+            instance: 0,
+            parallelism: 1,
+            name: op.name.to_string(),
+            op: Box::new(op),
+            outlets: Vec::new(),
+            counters: Arc::new(Counters::default()),
+            origins_after: false,
+        }
+    }
+
+    #[test]
+    fn changes_take_effect_before_each_snapshot_and_after_the_barrier_has_left_the_chain() {
+        let log: Log = Arc::default();
+        let a = Logged {
+            name: "a",
+            log: Arc::clone(&log),
+            // A change applied again after a restore, still to take effect.
+            pending: true,
+        };
+        let b = Logged {
+            name: "b",
+            log: Arc::clone(&log),
+            pending: false,
+        };
+        let mut chain = Chain::new(vec![link(0, a), link(1, b)], None);
+        let barrier = Barrier {
+            epoch: Epoch(3),
+            kind: BarrierKind::Checkpoint { full: true },
+            control: vec![ControlUpdate {
+                seq: 1,
+                operator: "a".into(),
+                param: "x".into(),
+                value: "1".into(),
+            }],
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut snapshots = Vec::new();
+        let failure = chain
+            .barrier(&barrier, dir.path(), &mut snapshots)
+            .expect("the barrier passes");
+        assert_eq!(failure, None);
+        assert_eq!(
+            *log.lock().expect("not poisoned"),
+            vec![
+                // The pending change's row goes before the barrier, through b too.
+                "a emits",
+                "b batch",
+                "a snapshot",
+                "a set",
+                "b snapshot",
+                // The barrier's change takes effect once b has passed the barrier.
+                "a emits",
+                "b batch",
+            ]
+        );
+    }
+}
