@@ -176,6 +176,9 @@ impl<'de> Deserialize<'de> for TextOrNumber {
     }
 }
 
+/// The longest `from` of a change (it is kept in the history and in checkpoints).
+const MAX_FROM_LEN: usize = 100;
+
 /// `PUT /api/v1/queries/{query}/operators/{operator}/params/{param}`.
 pub(crate) async fn set_param(
     State(s): State<AppState>,
@@ -187,11 +190,18 @@ pub(crate) async fn set_param(
         TextOrNumber::Text(t) => t,
         TextOrNumber::Number(n) => n.to_string(),
     };
+    let from = body.from.unwrap_or_else(|| "api".to_string());
+    if from.is_empty() || from.len() > MAX_FROM_LEN || from.chars().any(char::is_control) {
+        return Err(Problem::bad_body(format!(
+            "`from` names who asks in the history: 1 to {MAX_FROM_LEN} bytes without control characters, not {:?}",
+            from.chars().take(40).collect::<String>()
+        )));
+    }
     let request = ChangeRequest {
         operator,
         param,
         value,
-        from: body.from.unwrap_or_else(|| "api".to_string()),
+        from,
     };
     tracing::info!(%query, operator = %request.operator, param = %request.param, value = %request.value, from = %request.from, "param change asked");
     Ok(Json(blocking(move || q.set(request)).await??))

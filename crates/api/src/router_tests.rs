@@ -222,6 +222,16 @@ async fn a_param_is_listed_changed_and_the_change_is_in_the_history() {
             Some("ctl:alice")
         )
     );
+    // `from` is a short name.
+    for from in [String::new(), "x".repeat(101), "a\u{7}b".to_string()] {
+        let body = json!({"value": "value < 30", "from": from}).to_string();
+        let (s, v) = call(&f.app, Method::PUT, SET, Some(&body), None).await;
+        assert_eq!(
+            (s, error_of(&v)),
+            (StatusCode::BAD_REQUEST, "bad_request"),
+            "{from:?}: {v}"
+        );
+    }
     // A number is taken as its text (which the fake refuses: no comparison); `from`
     // defaults to `api`.
     let (s, v) = call(&f.app, Method::PUT, SET, Some(r#"{"value": 5}"#), None).await;

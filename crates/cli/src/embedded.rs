@@ -173,6 +173,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
             .and_then(|c: &Checkpointing| c.restore.as_ref())
             .map(|v| Epoch(v.manifest.epoch)),
         query_file: query_file.map(Arc::from),
+        query: control.as_ref().map(|c| Arc::from(c.name())),
         // The runtime sets the instance, the parallelism and the run's clock for each
         // instance it builds.
         ..BuildContext::default()

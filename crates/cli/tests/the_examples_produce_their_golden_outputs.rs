@@ -49,6 +49,53 @@ fn the_sensors_example_keeps_the_readings_below_42() {
 }
 
 #[test]
+fn the_controlled_sensors_example_follows_its_threshold_changes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_path = dir.path().join("low.csv");
+    let out = anduin(
+        &repo(),
+        &[
+            "run",
+            "examples/sensors_controlled.flow",
+            "--var",
+            "INPUT=data/readings.csv",
+            "--var",
+            "CHANGES=data/threshold_changes.csv",
+            "--var",
+            &format!("OUTPUT={}", out_path.display()),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&out_path).expect("output");
+    assert_golden(&golden().join("outputs/sensors_controlled.csv"), &written);
+    // Independently of the golden file: the rows each threshold keeps from its time on.
+    let input = std::fs::read_to_string(repo().join("data/readings.csv")).expect("input");
+    let expected: Vec<&str> = input
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let cols: Vec<i64> = l.split(',').filter_map(|c| c.parse().ok()).collect();
+            match cols.as_slice() {
+                [ts, _, v] if *ts < 1_700_000_003_000 => *v < 42,
+                [ts, _, v] if *ts < 1_700_000_006_000 => *v < 20,
+                [_, _, v] => *v >= 60,
+                _ => false,
+            }
+        })
+        .collect();
+    let mut got: Vec<&str> = written.lines().skip(1).collect();
+    got.sort_unstable();
+    let mut expected = expected;
+    expected.sort_unstable();
+    assert_eq!(got, expected);
+}
+
+#[test]
 fn the_union_example_merges_csv_and_json_lines() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_path = dir.path().join("all.jsonl");

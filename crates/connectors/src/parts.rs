@@ -117,6 +117,11 @@ impl Parts {
         })
     }
 
+    /// The directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Whether a part is open; the writer starts a new encoder (and header) for a new part.
     pub(crate) fn has_current(&self) -> bool {
         self.current.is_some()

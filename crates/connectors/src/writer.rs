@@ -457,17 +457,45 @@ impl Operator for Writer {
                 source: e,
             })?;
             // The parts of earlier paths still waiting for their checkpoint, with their
-            // directory (for whoever reads the manifest; a restore does not need them).
+            // directory, and every directory that holds some: a restore brings them back to
+            // the checkpoint (the manifest keeps only the latest path, not every one between).
+            let mut dirs = vec![self.path.display().to_string()];
             for r in &self.retired {
                 pending.extend(r.pending_paths());
+                if r.has_pending() {
+                    dirs.push(r.dir().display().to_string());
+                }
             }
-            out.inline(serde_json::json!({ "pending": pending }));
+            out.inline(serde_json::json!({ "pending": pending, "dirs": dirs }));
         }
         Ok(())
     }
 
-    fn restore(&mut self, _state: anduin_operator_api::RestoreIn) -> Result<(), OperatorError> {
-        // The part files were brought back to the checkpoint when the writer was created.
+    fn restore(&mut self, state: anduin_operator_api::RestoreIn) -> Result<(), OperatorError> {
+        // The current directory was brought back to the checkpoint when the writer was
+        // created (and one given by a change, when the change is applied again); the other
+        // directories the checkpoint's parts wait in are brought back here.
+        let dirs: Vec<PathBuf> = state
+            .inline
+            .as_ref()
+            .and_then(|v| v.get("dirs"))
+            .and_then(|d| d.as_array())
+            .map(|d| {
+                d.iter()
+                    .filter_map(|p| p.as_str())
+                    .map(PathBuf::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for dir in dirs.iter().filter(|d| **d != self.path) {
+            Parts::open(dir, extension(self.format), Some(state.epoch)).map_err(|e| {
+                OperatorError::Io {
+                    operator: self.name.clone(),
+                    path: dir.clone(),
+                    source: e,
+                }
+            })?;
+        }
         Ok(())
     }
 
@@ -501,6 +529,30 @@ mod tests {
             true
         }
         fn inline(&mut self, _value: serde_json::Value) {}
+        fn stream(
+            &mut self,
+            _kind: anduin_types::SnapshotKind,
+        ) -> Result<&mut dyn std::io::Write, OperatorError> {
+            Err(OperatorError::Execution {
+                operator: "test".into(),
+                message: "no stream".into(),
+            })
+        }
+    }
+
+    /// A checkpoint that keeps what the writer puts inline.
+    struct Kept(u64, Option<serde_json::Value>);
+
+    impl SnapshotOut for Kept {
+        fn epoch(&self) -> Epoch {
+            Epoch(self.0)
+        }
+        fn full_due(&self) -> bool {
+            true
+        }
+        fn inline(&mut self, value: serde_json::Value) {
+            self.1 = Some(value);
+        }
         fn stream(
             &mut self,
             _kind: anduin_types::SnapshotKind,
@@ -670,5 +722,42 @@ mod tests {
         w.on_end_of_input(&mut Nowhere).expect("ends");
         assert_eq!(rows(&new), numbers(3..7));
         assert_eq!(rows(&old), numbers(0..3));
+    }
+
+    #[test]
+    fn a_restore_commits_the_parts_waiting_in_a_directory_the_manifest_no_longer_names() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (a, b, c) = (
+            tmp.path().join("a"),
+            tmp.path().join("b"),
+            tmp.path().join("c"),
+        );
+        let mut w = writer(&a, true, None);
+        w.set_param("path", &b.display().to_string()).expect("to b");
+        write(&mut w, 0..3);
+        // Barrier 1 closes b's part; the change to c rides on it.
+        let mut kept = Kept(1, None);
+        w.snapshot(&mut kept).expect("snapshots");
+        w.set_param("path", &c.display().to_string()).expect("to c");
+        write(&mut w, 3..5);
+        // Killed after checkpoint 1 completed, before its commit: b's part is pending.
+        drop(w);
+        assert!(rows(&b).is_empty());
+        // The manifest keeps only the latest path (c, applied after the snapshot of 1): the
+        // resumed writer starts at a, restores, then goes to c; b is brought back from the
+        // snapshot's list of directories.
+        let mut w = writer(&a, true, Some(Epoch(1)));
+        w.restore(anduin_operator_api::RestoreIn {
+            epoch: Epoch(1),
+            inline: kept.1,
+            files: Vec::new(),
+        })
+        .expect("restores");
+        w.set_param("path", &c.display().to_string())
+            .expect("applied again");
+        assert_eq!(rows(&b), numbers(0..3), "committed by the restore");
+        write(&mut w, 3..5);
+        w.on_end_of_input(&mut Nowhere).expect("ends");
+        assert_eq!(rows(&c), numbers(3..5));
     }
 }

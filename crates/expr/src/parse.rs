@@ -35,10 +35,28 @@ impl Tokens {
         f: impl FnOnce(&mut Parser<'_>) -> Result<T, ParserError>,
     ) -> Result<T, ExprError> {
         let dialect = GenericDialect {};
+        // Where the text ends: an expression cut short is reported there.
+        let end = self
+            .tokens
+            .iter()
+            .rev()
+            .find(|t| !matches!(t.token, Token::EOF | Token::Whitespace(_)))
+            .map(|t| t.span.end);
         let mut parser = Parser::new(&dialect)
             .with_recursion_limit(PARSER_RECURSION_LIMIT)
             .with_tokens_with_locations(self.tokens);
-        let v = f(&mut parser).map_err(parse_error)?;
+        let v = f(&mut parser).map_err(|e| {
+            let e = parse_error(e);
+            match end {
+                Some(end) if e.line == 0 && e.message.ends_with("found: EOF") => ExprError::at(
+                    end.line,
+                    end.column,
+                    e.message
+                        .replace("found: EOF", "found the end of the expression"),
+                ),
+                _ => e,
+            }
+        })?;
         let next = parser.peek_token();
         if next.token != Token::EOF {
             let loc = next.span.start;
@@ -97,6 +115,16 @@ fn parse_error(e: ParserError) -> ExprError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expression_cut_short_is_reported_where_it_ends() {
+        let e = parse_text("value <", |p| p.parse_expr()).expect_err("cut short");
+        assert_eq!((e.line, e.col), (1, 8), "{e:?}");
+        assert!(
+            e.message.contains("found the end of the expression"),
+            "{e:?}"
+        );
+    }
 
     #[test]
     fn sixty_nots_parse() {

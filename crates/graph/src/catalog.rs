@@ -126,6 +126,26 @@ pub trait Catalog {
         Vec::new()
     }
 
+    /// Wraps `bound`, the binding of `op` (a type that [`Catalog::adjustable`] names params of)
+    /// whose data input has schema `_data`, so that it follows the control stream `control`
+    /// (see [`crate::ControlInput`]). The default refuses: the catalog has no such operators.
+    fn with_control(
+        &self,
+        op: &OperatorDef,
+        _bound: Self::Bound,
+        _data: &SchemaRef,
+        control: &crate::ControlInput,
+    ) -> Result<Self::Bound, Diagnostics> {
+        Err(anduin_types::Diagnostic::error(
+            op.pos,
+            format!(
+                "operator \"{}\" cannot follow control stream \"{}\": this catalog has no operators that take a control input",
+                op.name, control.stream
+            ),
+        )
+        .into())
+    }
+
     /// Checks `op`'s params against the schemas of its inputs and the declared types of its
     /// outputs (`None` where the output's type is to be inferred), and returns the bound
     /// operator with the schema of each output. Errors point into `op`.

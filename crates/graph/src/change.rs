@@ -65,6 +65,12 @@ pub fn check_change_after<C: Catalog>(
         .iter()
         .find(|n| n.name() == operator)
         .ok_or(ChangeRejected::UnknownOperator)?;
+    if let Some(control) = &node.control {
+        return Err(ChangeRejected::Invalid(format!(
+            "operator \"{operator}\" takes its changes from control stream \"{}\": send the change there (a row with operator, param and value), so that a replay applies it at the same point",
+            control.stream
+        )));
+    }
     let adjustable = catalog.adjustable(node.kind());
     if !adjustable.contains(&param) {
         let exists = catalog
@@ -87,7 +93,7 @@ pub fn check_change_after<C: Catalog>(
         }
     }
     let inputs: Vec<(&str, arrow::datatypes::SchemaRef)> = node
-        .inputs
+        .data_inputs()
         .iter()
         .map(|s| {
             let stream = graph.stream(*s);

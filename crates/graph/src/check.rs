@@ -7,7 +7,8 @@ use anduin_spec::{OperatorDef, Spec, Text, TypeDef};
 use anduin_types::{did_you_mean, ColumnType, Diagnostic, Diagnostics, Pos};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Binding, Catalog};
+use crate::control_input::{check_control, ControlInput};
 use crate::logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
 use crate::params::check_params;
 use crate::schema::{describe_schema, schema_mismatch};
@@ -214,6 +215,26 @@ pub fn check<C: Catalog>(
                 }
             }
         }
+        if let Some(control) = &op.control {
+            match stream_ids.get(control.stream.as_str()) {
+                Some(&id) => {
+                    streams[id.0].consumers.push((NodeId(i), op.inputs.len()));
+                    ids.push(id);
+                }
+                None => {
+                    broken[i] = true;
+                    diags.push(Diagnostic::error(
+                        control.stream.pos(),
+                        format!(
+                            "control stream \"{}\" of operator \"{}\" is not produced by any operator{}",
+                            control.stream,
+                            op.name,
+                            did_you_mean(control.stream.as_str(), stream_ids.keys().map(String::as_str))
+                        ),
+                    ));
+                }
+            }
+        }
         inputs_of.push(ids);
     }
     for s in &streams {
@@ -260,6 +281,7 @@ pub fn check<C: Catalog>(
     let mut partitions: Vec<Vec<Option<Vec<usize>>>> =
         spec.operators.iter().map(|_| Vec::new()).collect();
     let mut failed = vec![false; spec.operators.len()];
+    let mut controls: Vec<Option<ControlInput>> = spec.operators.iter().map(|_| None).collect();
     for &id in &topo {
         let op = &spec.operators[id.0];
         let ins = &inputs_of[id.0];
@@ -267,11 +289,28 @@ pub fn check<C: Catalog>(
             failed[id.0] = true;
             continue;
         }
-        let inputs: Vec<(&str, SchemaRef)> = ins
+        let mut inputs: Vec<(&str, SchemaRef)> = ins
             .iter()
             .map(|s| (streams[s.0].name.as_str(), Arc::clone(&streams[s.0].schema)))
             .collect();
-        match catalog.bind(op, &inputs, &declared[id.0]) {
+        let control_schema = match op.control {
+            Some(_) => inputs.pop().map(|(_, schema)| schema),
+            None => None,
+        };
+        let bound_op = catalog.bind(op, &inputs, &declared[id.0]).and_then(|b| {
+            match (&op.control, control_schema) {
+                (Some(def), Some(schema)) => {
+                    let data: Vec<&arrow::datatypes::Schema> =
+                        inputs.iter().map(|(_, s)| s.as_ref()).collect();
+                    let input = check_control(op, def, inputs.len(), &data, &schema, catalog)?;
+                    let bound = catalog.with_control(op, b.bound, &inputs[0].1, &input)?;
+                    controls[id.0] = Some(input);
+                    Ok(Binding { bound, ..b })
+                }
+                _ => Ok(b),
+            }
+        });
+        match bound_op {
             Err(d) => {
                 failed[id.0] = true;
                 diags.extend(d);
@@ -315,23 +354,26 @@ pub fn check<C: Catalog>(
         .iter()
         .zip(bound)
         .zip(inputs_of.into_iter().zip(outputs_of))
-        .zip(partitions)
-        .map(|(((def, b), (inputs, outputs)), partition_by)| Node {
-            parallelism: def
-                .param("parallelism")
-                .and_then(|p| p.value.as_text().as_str().parse().ok()),
-            parallelizable: catalog
-                .signature(def.kind.as_str())
-                .is_some_and(|s| s.param("parallelism").is_some()),
-            stateful: catalog
-                .signature(def.kind.as_str())
-                .is_none_or(|s| s.stateful),
-            def: def.clone(),
-            inputs,
-            outputs,
-            bound: b.expect("every node bound when no errors"),
-            partition_by,
-        })
+        .zip(partitions.into_iter().zip(controls))
+        .map(
+            |(((def, b), (inputs, outputs)), (partition_by, control))| Node {
+                control,
+                parallelism: def
+                    .param("parallelism")
+                    .and_then(|p| p.value.as_text().as_str().parse().ok()),
+                parallelizable: catalog
+                    .signature(def.kind.as_str())
+                    .is_some_and(|s| s.param("parallelism").is_some()),
+                stateful: catalog
+                    .signature(def.kind.as_str())
+                    .is_none_or(|s| s.stateful),
+                def: def.clone(),
+                inputs,
+                outputs,
+                bound: b.expect("every node bound when no errors"),
+                partition_by,
+            },
+        )
         .collect();
     Ok((
         LogicalGraph {

@@ -26,8 +26,17 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
                 p.value.as_text().as_str()
             );
         }
-        for s in &node.inputs {
+        for s in node.data_inputs() {
             let _ = writeln!(out, "    in  {}", graph.stream(*s).name);
+        }
+        if let Some(c) = &node.control {
+            let time = c
+                .time
+                .as_ref()
+                .map_or(" (changes apply on arrival)".to_string(), |t| {
+                    format!(" (changes apply by event time `{}`)", t.name)
+                });
+            let _ = writeln!(out, "    control {}{time}", c.stream);
         }
         for s in &node.outputs {
             let stream = graph.stream(*s);
@@ -71,6 +80,7 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
                     .collect();
                 format!(", by key ({})", cols.join(", "))
             }
+            Partitioning::Broadcast => ", to every instance".into(),
         };
         let _ = writeln!(
             out,
@@ -107,13 +117,19 @@ pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
         let _ = writeln!(out, "  }}");
     }
     for s in &graph.streams {
-        for (consumer, _) in &s.consumers {
+        for (consumer, port) in &s.consumers {
+            let control = graph
+                .node(*consumer)
+                .control
+                .as_ref()
+                .is_some_and(|c| c.port == *port);
             let _ = writeln!(
                 out,
-                "  n{} -> n{} [label=\"{}\"];",
+                "  n{} -> n{} [label=\"{}\"{}];",
                 s.producer.0 .0,
                 consumer.0,
-                escape(&s.name)
+                escape(&s.name),
+                if control { ", style=dashed" } else { "" }
             );
         }
     }

@@ -13,6 +13,7 @@
 mod catalog;
 mod change;
 mod check;
+mod control_input;
 mod explain;
 mod logical;
 mod params;
@@ -24,6 +25,7 @@ pub use anduin_types::did_you_mean;
 pub use catalog::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSpec};
 pub use change::{check_change, check_change_after, ChangeRejected};
 pub use check::{check, schema_of_type};
+pub use control_input::{ControlInput, ControlTime};
 pub use explain::{explain_dot, explain_text};
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
 pub use physical::{ChannelPlan, Partitioning, PhysicalPlan, PlanOptions, TaskPlan};

@@ -1,6 +1,8 @@
 //! The checked logical graph.
 
 use anduin_spec::OperatorDef;
+
+use crate::control_input::ControlInput;
 use arrow::datatypes::SchemaRef;
 
 /// Index of a node in [`LogicalGraph::nodes`].
@@ -16,7 +18,8 @@ pub struct StreamId(pub usize);
 pub struct Node<B> {
     /// The operator as written.
     pub def: OperatorDef,
-    /// The streams it consumes, in input order.
+    /// The streams it consumes, in input order: the data inputs, then its control stream if it
+    /// has one (at [`ControlInput::port`]).
     pub inputs: Vec<StreamId>,
     /// The streams it produces, in output order.
     pub outputs: Vec<StreamId>,
@@ -32,6 +35,8 @@ pub struct Node<B> {
     /// Whether its type keeps state across batches (its signature says so; an unknown type
     /// counts as stateful).
     pub stateful: bool,
+    /// Its control input (`control name = …`), if it has one.
+    pub control: Option<ControlInput>,
 }
 
 impl<B> Node<B> {
@@ -43,6 +48,14 @@ impl<B> Node<B> {
     /// The operator's type.
     pub fn kind(&self) -> &str {
         self.def.kind.as_str()
+    }
+
+    /// The streams it consumes as data: its inputs without the control stream.
+    pub fn data_inputs(&self) -> &[StreamId] {
+        match &self.control {
+            Some(c) => self.inputs.get(..c.port).unwrap_or(&self.inputs),
+            None => &self.inputs,
+        }
     }
 }
 
@@ -100,6 +113,7 @@ impl<B> LogicalGraph<B> {
                     parallelism: n.parallelism,
                     parallelizable: n.parallelizable,
                     stateful: n.stateful,
+                    control: n.control,
                 })
                 .collect(),
             streams: self.streams,

@@ -31,6 +31,9 @@ pub enum Partitioning {
     /// Each producer instance sends each row to the consumer instance that owns the row's key
     /// (these columns) by its key group.
     Hash(Vec<usize>),
+    /// Each producer instance sends everything to every consumer instance (a control stream:
+    /// every instance of the operator it drives sees every change).
+    Broadcast,
 }
 
 /// A channel: carries one stream from one task to one input of another.
@@ -140,7 +143,10 @@ impl PhysicalPlan {
                 if from_task == to_task {
                     continue;
                 }
-                let partitioning = if tasks[to_task].parallelism == 1 {
+                let control = graph.node(consumer).control.as_ref();
+                let partitioning = if control.is_some_and(|c| c.port == port) {
+                    Partitioning::Broadcast
+                } else if tasks[to_task].parallelism == 1 {
                     Partitioning::Gather
                 } else {
                     let keys = graph
@@ -232,6 +238,7 @@ pub(crate) mod tests {
                         params: vec![],
                         inputs: vec![],
                         outputs: vec![],
+                        control: None,
                         pos: Pos::default(),
                     },
                     inputs: vec![],
@@ -241,6 +248,7 @@ pub(crate) mod tests {
                     parallelism: None,
                     parallelizable: false,
                     stateful: false,
+                    control: None,
                 })
                 .collect(),
             streams,

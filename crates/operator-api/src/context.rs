@@ -30,6 +30,9 @@ pub struct BuildContext {
     pub state_dir: Option<Arc<RunStateDir>>,
     /// The query file, as rejected rows name the place of an expression (`FILE:LINE:COL`).
     pub query_file: Option<Arc<str>>,
+    /// The query's name (`anduin run --name`, or its file's stem), if known: an operator
+    /// following a control stream ignores rows that name another query.
+    pub query: Option<Arc<str>>,
     /// The run's clock: a source paced to a rate reads the time from it (the runtime sets
     /// its `RunConfig::clock`).
     pub clock: SharedClock,
@@ -46,6 +49,7 @@ impl Default for BuildContext {
             parallelism: 1,
             state_dir: None,
             query_file: None,
+            query: None,
             clock: Arc::new(SystemClock),
         }
     }

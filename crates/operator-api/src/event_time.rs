@@ -67,6 +67,22 @@ impl WatermarkSpec {
     }
 }
 
+/// The event times of column `column` of `batch` (an int of epoch milliseconds or a
+/// millisecond timestamp), nulls and other types as `None`.
+pub fn event_times(batch: &arrow::record_batch::RecordBatch, column: usize) -> Vec<Option<i64>> {
+    use arrow::array::{Int64Array, TimestampMillisecondArray};
+    let Some(col) = batch.columns().get(column) else {
+        return vec![None; batch.num_rows()];
+    };
+    if let Some(a) = col.as_any().downcast_ref::<TimestampMillisecondArray>() {
+        return a.iter().collect();
+    }
+    if let Some(a) = col.as_any().downcast_ref::<Int64Array>() {
+        return a.iter().collect();
+    }
+    vec![None; batch.num_rows()]
+}
+
 /// Reads `event_time` and `watermark` against the source's output schema.
 pub fn watermark_spec(
     p: &Params<'_>,

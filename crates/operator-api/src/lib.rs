@@ -10,6 +10,7 @@
 
 mod checkpointing;
 mod context;
+pub mod controlled;
 mod dead_letter;
 mod error;
 pub mod event_time;

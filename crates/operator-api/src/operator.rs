@@ -93,6 +93,19 @@ pub trait Operator: Send {
         Ok(Some(watermark))
     }
 
+    /// Event time on input `input` alone is now `watermark` (+∞ once that input has ended, and
+    /// while every producer of it is idle), told before [`Operator::handle_watermark`] gets
+    /// the minimum over all inputs. For an operator that treats one input apart (a control
+    /// input); the default ignores it.
+    fn handle_input_watermark(
+        &mut self,
+        _input: usize,
+        _watermark: Watermark,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
     /// A checkpoint barrier has arrived on every input and everything before it has been
     /// processed: put the state into `out`. A stateless operator (the default) puts nothing.
     /// Runs on the data path: serialise, do not wait for I/O (the runtime makes the files

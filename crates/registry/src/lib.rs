@@ -6,7 +6,10 @@
 //! written against `anduin-operator-api`. No operator imports this crate.
 
 use anduin_connectors::{discard, generator, nexmark, reader, writer};
-use anduin_graph::{Binding, Catalog, OperatorSignature};
+use std::sync::Arc;
+
+use anduin_graph::{Binding, Catalog, ControlInput, OperatorSignature};
+use anduin_operator_api::controlled::controlled;
 use anduin_operator_api::Bound;
 use anduin_relational::{filter, join, map, union, window};
 use anduin_spec::OperatorDef;
@@ -50,9 +53,44 @@ impl Catalog for BuiltinCatalog {
             "generator" => generator::ADJUSTABLE.to_vec(),
             "reader" => reader::ADJUSTABLE.to_vec(),
             "writer" => writer::ADJUSTABLE.to_vec(),
+            "window" => window::ADJUSTABLE.to_vec(),
             "pattern" => anduin_cep::ADJUSTABLE.to_vec(),
             _ => Vec::new(),
         }
+    }
+
+    fn with_control(
+        &self,
+        op: &OperatorDef,
+        bound: Bound,
+        data: &SchemaRef,
+        control: &ControlInput,
+    ) -> Result<Bound, Diagnostics> {
+        let Bound::Operator(inner) = bound else {
+            return Err(Diagnostic::error(
+                op.pos,
+                format!(
+                    "source \"{}\" cannot take a control input: a control stream drives a filter or a map",
+                    op.name
+                ),
+            )
+            .into());
+        };
+        let initial = control
+            .adjustable
+            .iter()
+            .filter_map(|p| {
+                op.param(p)
+                    .map(|v| (p.to_string(), v.value.as_text().to_string()))
+            })
+            .collect();
+        Ok(Bound::Operator(controlled(
+            op.name.as_str(),
+            inner,
+            control.clone(),
+            Arc::clone(data),
+            initial,
+        )))
     }
 
     fn bind(

@@ -1,7 +1,8 @@
 //! A change to a running operator's param is checked as `anduin check` checks the query:
 //! the param must be one its type can change while running, an expression must compile and
 //! type-check against the operator's input (errors located in the value, `OPERATOR.PARAM:1:COL`),
-//! a number must be in range, and a map must keep its output columns. A valid change passes.
+//! a number must be in range, a window's lateness a duration, and a map must keep its output
+//! columns. A valid change passes.
 
 use anduin_graph::{check_change, ChangeRejected, LogicalGraph};
 use anduin_operator_api::Bound;
@@ -31,6 +32,18 @@ operator name = "twice", type = "map" {
 operator name = "drop", type = "discard" {
   input name = "doubled"
 }
+operator name = "per_sensor", type = "window" {
+  input name = "readings"
+  param kind = "tumbling"
+  param size = "1s"
+  param time = "ts"
+  param keys = "sensor"
+  param aggregates = "COUNT(*) AS n"
+  output name = "counts"
+}
+operator name = "drop_counts", type = "discard" {
+  input name = "counts"
+}
 "#;
 
 fn graph() -> LogicalGraph<Bound> {
@@ -56,6 +69,9 @@ fn valid_changes_pass() {
         ("twice", "columns", "ts, sensor, value * 3 AS doubled"),
         ("gen", "rate", "5000"),
         ("gen", "rate", "0.5"),
+        ("per_sensor", "allowed_lateness", "5s"),
+        ("per_sensor", "allowed_lateness", "0s"),
+        ("per_sensor", "allowed_lateness", "1.5 minutes"),
     ] {
         check_change(&g, &BuiltinCatalog, op, param, value)
             .unwrap_or_else(|e| panic!("{op}.{param} = {value:?}: {e:?}"));
@@ -93,11 +109,27 @@ fn a_rate_out_of_range_or_not_a_number_is_refused() {
 }
 
 #[test]
+fn a_lateness_that_is_not_a_duration_is_refused() {
+    for bad in ["soon", "5", "-1s", "2 parsecs", ""] {
+        let m = invalid("per_sensor", "allowed_lateness", bad);
+        assert!(m.starts_with("per_sensor.allowed_lateness:1:"), "{m}");
+        assert!(m.contains("duration"), "{m}");
+    }
+}
+
+#[test]
 fn a_param_that_cannot_change_while_running_is_named_with_those_that_can() {
     let g = graph();
     match check_change(&g, &BuiltinCatalog, "low", "on_error", "fail") {
         Err(ChangeRejected::NotAdjustable { adjustable, exists }) => {
             assert_eq!(adjustable, vec!["condition"]);
+            assert!(exists);
+        }
+        other => panic!("{other:?}"),
+    }
+    match check_change(&g, &BuiltinCatalog, "per_sensor", "size", "2s") {
+        Err(ChangeRejected::NotAdjustable { adjustable, exists }) => {
+            assert_eq!(adjustable, vec!["allowed_lateness"]);
             assert!(exists);
         }
         other => panic!("{other:?}"),
@@ -145,5 +177,35 @@ fn a_long_case_is_checked_on_a_small_stack_or_refused_past_the_limit() {
             assert!(m.contains("more than 128 WHEN branches"), "{m}");
         }
         other => panic!("129 branches must be refused: {other:?}"),
+    }
+}
+
+#[test]
+fn a_window_lowered_from_sql_takes_a_lateness_too() {
+    let sql = "CREATE TABLE events (ts TIMESTAMP, sensor BIGINT, value BIGINT)
+WITH (connector = 'file', path = 'in.csv', format = 'csv', event_time = 'ts', watermark = '2 seconds');
+CREATE TABLE out WITH (connector = 'file', path = 'out.csv', format = 'csv');
+INSERT INTO out
+SELECT window_start, sensor, COUNT(*) AS cnt
+FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND))
+GROUP BY window_start, window_end, sensor;";
+    let spec = anduin_spec::parse_sql(sql).expect("parses");
+    let (g, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
+    let window = g
+        .nodes
+        .iter()
+        .find(|n| n.kind() == "window")
+        .expect("the TUMBLE is a window")
+        .name()
+        .to_string();
+    check_change(&g, &BuiltinCatalog, &window, "allowed_lateness", "3s").expect("a duration");
+    match check_change(&g, &BuiltinCatalog, &window, "allowed_lateness", "3") {
+        Err(ChangeRejected::Invalid(m)) => {
+            assert!(
+                m.starts_with(&format!("{window}.allowed_lateness:1:")),
+                "{m}"
+            );
+        }
+        other => panic!("{other:?}"),
     }
 }

@@ -1,9 +1,21 @@
 //! Every kind of window, over seeded random rows that arrive out of order (some of them
-//! late), gives what a naive recomputation from the rows gives; a window checkpointed twice
-//! (a full snapshot, then the changes since) and restored from both, with its state in the
-//! heap and in the LSM backend, gives the same results as one that ran straight through; and
-//! four instances, each fed the keys it owns, together give the result of one. A changelog
-//! holds only what changed; a global window restores too.
+//! late), with a random `allowed_lateness` that changes while it runs, gives what a naive
+//! recomputation from the rows gives, each result when the naive model says it is due; a
+//! window checkpointed twice (a full snapshot, then the changes since) and restored from
+//! both, with its state in the heap and in the LSM backend, the lateness changes recorded so
+//! far applied again after the restore (as a resume does), gives the same results as one
+//! that ran straight through; and four instances, each fed the keys it owns, together give
+//! the result of one. A changelog holds only what changed; a global window restores too.
+//!
+//! The model: batch `i` arrives, then the watermark `w_i` (the largest time seen less a
+//! delay). The lateness in force at `w_i` is the last one set before batch `i` (the query's,
+//! then each change). The cutoff after `w_i` is `c_i = max(c_{i-1}, w_i - lateness)` if `w_i`
+//! is later than `w_{i-1}` (else `c_{i-1}`: a watermark sent again moves nothing), from
+//! `i64::MIN`, and `+∞` at the end of input. A row of batch `i` counts iff its time is at or
+//! after `c_{i-1}`; the rows that count are grouped into windows as without lateness. A
+//! tumbling or sliding window is emitted at the first watermark whose cutoff reaches its
+//! end, a session at the first whose cutoff is past its end (its last row + gap), a count
+//! window in the batch of its last row.
 
 mod common;
 
@@ -41,13 +53,32 @@ enum Kind {
     Count(u64),
 }
 
-/// The window operator of `kind`, keyed by `k`; with `lsm`, its state in the LSM backend.
-fn window(kind: Kind, lsm: bool) -> Box<dyn Operator> {
-    window_by(kind, lsm, "param keys = \"k\"")
+/// A result and when it came: `2 i` while batch `i` was processed, `2 i + 1` at the watermark
+/// after it, `2 n` at the end of the `n` batches.
+type Timed = (usize, Out);
+
+/// The lateness the query sets (ms), and the changes while running: `changes[i]` is set
+/// before batch `i`.
+#[derive(Debug, Clone)]
+struct Lateness {
+    initial: i64,
+    changes: Vec<Option<i64>>,
+}
+
+impl Lateness {
+    fn change_before(&self, batch: usize) -> Option<i64> {
+        self.changes.get(batch).copied().flatten()
+    }
+}
+
+/// The window operator of `kind`, keyed by `k`, with `lateness` ms; with `lsm`, its state in
+/// the LSM backend.
+fn window(kind: Kind, lsm: bool, lateness: i64) -> Box<dyn Operator> {
+    window_by(kind, lsm, "param keys = \"k\"", lateness)
 }
 
 /// The window operator of `kind` with `keys` (a `param keys = …` or nothing).
-fn window_by(kind: Kind, lsm: bool, keys: &str) -> Box<dyn Operator> {
+fn window_by(kind: Kind, lsm: bool, keys: &str, lateness: i64) -> Box<dyn Operator> {
     let kind_params = match kind {
         Kind::Sliding(size, slide) => {
             format!(r#"param kind = "sliding" param size = "{size}ms" param slide = "{slide}ms""#)
@@ -61,6 +92,7 @@ fn window_by(kind: Kind, lsm: bool, keys: &str) -> Box<dyn Operator> {
 operator name = "g", type = "generator" {{ output name = "s", type = "T" }}
 operator name = "op", type = "window" {{
   input name = "s" {kind_params} param time = "ts" {keys} param state_backend = "{backend}"
+  param allowed_lateness = "{lateness}ms"
   param aggregates = "COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS total, MIN(v) AS lo, MAX(v) AS hi"
   output name = "out" }}
 operator name = "d", type = "discard" {{ input name = "out" }}"#
@@ -68,7 +100,20 @@ operator name = "d", type = "discard" {{ input name = "out" }}"#
     common::operator(&src)
 }
 
-struct Collect(Vec<Out>);
+/// The results, each with the step it came at (see [`Timed`]).
+struct Collect {
+    step: usize,
+    out: Vec<Timed>,
+}
+
+impl Collect {
+    fn new() -> Self {
+        Self {
+            step: 0,
+            out: Vec::new(),
+        }
+    }
+}
 
 impl Collector for Collect {
     fn collect(&mut self, port: usize, b: RecordBatch) -> Result<(), OperatorError> {
@@ -101,15 +146,18 @@ impl Collector for Collect {
         );
         let opt = |a: &Int64Array, i: usize| a.is_valid(i).then(|| a.value(i));
         for i in 0..b.num_rows() {
-            self.0.push((
-                s.value(i),
-                e.value(i),
-                k.as_ref().map_or(0, |k| k.value(i)),
-                n.value(i),
-                nv.value(i),
-                opt(&sum, i),
-                opt(&lo, i),
-                opt(&hi, i),
+            self.out.push((
+                self.step,
+                (
+                    s.value(i),
+                    e.value(i),
+                    k.as_ref().map_or(0, |k| k.value(i)),
+                    n.value(i),
+                    nv.value(i),
+                    opt(&sum, i),
+                    opt(&lo, i),
+                    opt(&hi, i),
+                ),
             ));
         }
         Ok(())
@@ -139,93 +187,165 @@ fn batch(rows: &[Row]) -> RecordBatch {
     .expect("valid")
 }
 
-/// Feeds the batches with a watermark (largest time seen minus `delay`) after each one; with
-/// `restart_at`, takes a full checkpoint before batch `restart_at / 2` and a changelog before
-/// batch `restart_at`, and restores both into a fresh instance (with `lsm`, one keeping its
-/// state in the LSM backend) there.
+/// Sets `ms` as the allowed lateness of `op`, as a change while running does.
+fn set_lateness(op: &mut Box<dyn Operator>, ms: i64) {
+    op.set_param("allowed_lateness", &format!("{ms}ms"))
+        .expect("a duration");
+}
+
+/// Feeds the batches with a watermark (largest time seen minus `delay`) after each one, the
+/// changes of `lateness` before theirs; with `restart_at`, takes a full checkpoint before
+/// batch `restart_at / 2` and a changelog before batch `restart_at`, and restores both into a
+/// fresh instance (with `lsm`, one keeping its state in the LSM backend) there, then applies
+/// the changes made so far again, oldest first.
 /// With `global`, the window has no keys.
 fn run(
     kind: Kind,
     batches: &[Vec<Row>],
     delay: i64,
+    lateness: &Lateness,
     restart_at: Option<(usize, bool)>,
     global: bool,
-) -> Vec<Out> {
+) -> Vec<Timed> {
     let lsm = restart_at.is_some_and(|(_, lsm)| lsm);
     let make = || {
         if global {
-            window_by(kind, lsm, "")
+            window_by(kind, lsm, "", lateness.initial)
         } else {
-            window(kind, lsm)
+            window(kind, lsm, lateness.initial)
         }
     };
     let mut op = make();
-    let mut out = Collect(vec![]);
+    let mut out = Collect::new();
     let mut max = i64::MIN;
     let mut full = None;
+    let mut applied = vec![];
     for (i, rows) in batches.iter().enumerate() {
         if let Some((at, _)) = restart_at {
             if let Some(fresh) = common::restart_point(i, at, &mut op, &mut full, make) {
                 op = fresh;
+                for ms in &applied {
+                    set_lateness(&mut op, *ms);
+                }
             }
         }
+        if let Some(ms) = lateness.change_before(i) {
+            set_lateness(&mut op, ms);
+            applied.push(ms);
+        }
+        out.step = 2 * i;
         op.process_batch(0, batch(rows), &mut out)
             .expect("processes");
         if let Some(m) = rows.iter().map(|r| r.0).max() {
             max = max.max(m);
+            out.step = 2 * i + 1;
             op.handle_watermark(Watermark(max - delay), &mut out)
                 .expect("fires");
         }
     }
+    out.step = 2 * batches.len();
     op.handle_watermark(Watermark::MAX, &mut out)
         .expect("fires");
     op.on_end_of_input(&mut out).expect("ends");
-    out.0.sort();
-    out.0
+    out.out.sort();
+    out.out
 }
 
-/// Four instances, each fed the rows of the keys it owns (key mod 4) and every watermark.
-fn run_split(kind: Kind, batches: &[Vec<Row>], delay: i64) -> Vec<Out> {
+/// Four instances, each fed the rows of the keys it owns (key mod 4), every watermark and
+/// every change.
+fn run_split(kind: Kind, batches: &[Vec<Row>], delay: i64, lateness: &Lateness) -> Vec<Timed> {
     let mut all = vec![];
     for part in 0..4 {
-        let mut op = window(kind, false);
-        let mut out = Collect(vec![]);
+        let mut op = window(kind, false, lateness.initial);
+        let mut out = Collect::new();
         let mut max = i64::MIN;
-        for rows in batches {
+        for (i, rows) in batches.iter().enumerate() {
+            if let Some(ms) = lateness.change_before(i) {
+                set_lateness(&mut op, ms);
+            }
             let mine: Vec<Row> = rows.iter().filter(|r| r.1 % 4 == part).copied().collect();
+            out.step = 2 * i;
             op.process_batch(0, batch(&mine), &mut out)
                 .expect("processes");
             if let Some(m) = rows.iter().map(|r| r.0).max() {
                 max = max.max(m);
+                out.step = 2 * i + 1;
                 op.handle_watermark(Watermark(max - delay), &mut out)
                     .expect("fires");
             }
         }
+        out.step = 2 * batches.len();
         op.handle_watermark(Watermark::MAX, &mut out)
             .expect("fires");
-        all.extend(out.0);
+        all.extend(out.out);
     }
     all.sort();
     all
 }
 
-/// The rows that are not late, in arrival order, by the same watermark rule.
-fn on_time(batches: &[Vec<Row>], delay: i64) -> Vec<Row> {
-    let mut wm = i64::MIN;
+/// What the model of the module's documentation admits: the rows that count, in arrival
+/// order, each with its batch; and the cutoff after each batch's watermark.
+fn admitted(
+    batches: &[Vec<Row>],
+    delay: i64,
+    lateness: &Lateness,
+) -> (Vec<(Row, usize)>, Vec<i64>) {
+    let mut max = i64::MIN;
+    let mut cutoff = i64::MIN;
+    let mut allowed = lateness.initial;
     let mut kept = vec![];
-    for rows in batches {
-        kept.extend(rows.iter().filter(|r| r.0 >= wm).copied());
+    let mut cutoffs = vec![];
+    for (i, rows) in batches.iter().enumerate() {
+        allowed = lateness.change_before(i).unwrap_or(allowed);
+        kept.extend(rows.iter().filter(|r| r.0 >= cutoff).map(|r| (*r, i)));
         if let Some(m) = rows.iter().map(|r| r.0).max() {
-            wm = wm.max(m - delay);
+            // Only a watermark later than the last moves the cutoff.
+            if m > max {
+                max = m;
+                cutoff = cutoff.max((max - delay).saturating_sub(allowed));
+            }
         }
+        cutoffs.push(cutoff);
     }
-    kept
+    (kept, cutoffs)
 }
 
-fn aggregate(start: i64, end: i64, key: i64, rows: &[Row]) -> Out {
-    let vs: Vec<i64> = rows.iter().filter_map(|r| r.2).collect();
+/// When each of the naive `windows` is due (see [`Timed`]), given the cutoffs after each
+/// batch's watermark.
+fn timed(kind: Kind, windows: Vec<(Out, usize)>, cutoffs: &[i64]) -> Vec<Timed> {
+    let at_watermark = |closed: &dyn Fn(i64) -> bool| {
+        cutoffs
+            .iter()
+            .position(|c| closed(*c))
+            .map_or(2 * cutoffs.len(), |i| 2 * i + 1)
+    };
+    let mut out: Vec<Timed> = windows
+        .into_iter()
+        .map(|(w, last_batch)| {
+            let end = w.1;
+            let step = match kind {
+                Kind::Sliding(..) => at_watermark(&|c| c >= end),
+                Kind::Session(_) => at_watermark(&|c| c > end),
+                Kind::Count(_) => 2 * last_batch,
+            };
+            (step, w)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The naive results and when they are due, from the batches as the model admits them.
+fn expected(kind: Kind, batches: &[Vec<Row>], delay: i64, lateness: &Lateness) -> Vec<Timed> {
+    let (rows, cutoffs) = admitted(batches, delay, lateness);
+    timed(kind, naive(kind, &rows), &cutoffs)
+}
+
+/// The window's result over `rows`, with the batch the last of them arrived in.
+fn aggregate(start: i64, end: i64, key: i64, rows: &[(Row, usize)]) -> (Out, usize) {
+    let vs: Vec<i64> = rows.iter().filter_map(|(r, _)| r.2).collect();
     let opt = |x: Option<i64>| if vs.is_empty() { None } else { x };
-    (
+    let out = (
         start,
         end,
         key,
@@ -234,19 +354,27 @@ fn aggregate(start: i64, end: i64, key: i64, rows: &[Row]) -> Out {
         opt(Some(vs.iter().sum())),
         opt(vs.iter().min().copied()),
         opt(vs.iter().max().copied()),
-    )
+    );
+    (out, rows.iter().map(|(_, b)| *b).max().unwrap_or(0))
 }
 
-fn naive(kind: Kind, rows: &[Row]) -> Vec<Out> {
+/// The windows of `rows` (in arrival order, each with its batch), computed from scratch,
+/// each with the batch its last row arrived in.
+fn naive(kind: Kind, rows: &[(Row, usize)]) -> Vec<(Out, usize)> {
     let mut out = vec![];
+    let mut by_key: BTreeMap<i64, Vec<(Row, usize)>> = BTreeMap::new();
+    for r in rows {
+        by_key.entry(r.0 .1).or_default().push(*r);
+    }
     match kind {
         Kind::Sliding(size, slide) => {
-            let mut windows: BTreeMap<(i64, i64), Vec<Row>> = BTreeMap::new();
+            let mut windows: BTreeMap<(i64, i64), Vec<(Row, usize)>> = BTreeMap::new();
             for r in rows {
+                let ts = r.0 .0;
                 // Every window start s (a multiple of slide) with s <= ts < s + size.
-                let mut s = r.0.div_euclid(slide) * slide;
-                while s > r.0 - size {
-                    windows.entry((s, r.1)).or_default().push(*r);
+                let mut s = ts.div_euclid(slide) * slide;
+                while s > ts - size {
+                    windows.entry((s, r.0 .1)).or_default().push(*r);
                     s -= slide;
                 }
             }
@@ -255,41 +383,29 @@ fn naive(kind: Kind, rows: &[Row]) -> Vec<Out> {
             }
         }
         Kind::Session(gap) => {
-            let mut by_key: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
-            for r in rows {
-                by_key.entry(r.1).or_default().push(*r);
-            }
             for (k, mut rs) in by_key {
-                rs.sort_by_key(|r| r.0);
-                let mut current: Vec<Row> = vec![];
+                rs.sort_by_key(|(r, _)| r.0);
+                let mut current: Vec<(Row, usize)> = vec![];
                 for r in rs {
                     if let Some(last) = current.last() {
-                        if r.0 > last.0 + gap {
-                            let start = current[0].0;
-                            let end = current.iter().map(|r| r.0).max().unwrap_or(start) + gap;
-                            out.push(aggregate(start, end, k, &current));
+                        if r.0 .0 > last.0 .0 + gap {
+                            out.push(session(k, &current, gap));
                             current.clear();
                         }
                     }
                     current.push(r);
                 }
                 if !current.is_empty() {
-                    let start = current[0].0;
-                    let end = current.iter().map(|r| r.0).max().unwrap_or(start) + gap;
-                    out.push(aggregate(start, end, k, &current));
+                    out.push(session(k, &current, gap));
                 }
             }
         }
         Kind::Count(n) => {
-            let mut by_key: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
-            for r in rows {
-                by_key.entry(r.1).or_default().push(*r);
-            }
             for (k, rs) in by_key {
                 for chunk in rs.chunks_exact(n as usize) {
                     // From the earliest row's time to one millisecond after the latest's.
-                    let earliest = chunk.iter().map(|r| r.0).min().unwrap_or(0);
-                    let latest = chunk.iter().map(|r| r.0).max().unwrap_or(0);
+                    let earliest = chunk.iter().map(|(r, _)| r.0).min().unwrap_or(0);
+                    let latest = chunk.iter().map(|(r, _)| r.0).max().unwrap_or(0);
                     out.push(aggregate(earliest, latest + 1, k, chunk));
                 }
             }
@@ -297,6 +413,13 @@ fn naive(kind: Kind, rows: &[Row]) -> Vec<Out> {
     }
     out.sort();
     out
+}
+
+/// The session of `rows` (sorted by time): from the first row to the last plus `gap`.
+fn session(key: i64, rows: &[(Row, usize)], gap: i64) -> (Out, usize) {
+    let start = rows.first().map_or(0, |(r, _)| r.0);
+    let end = rows.iter().map(|(r, _)| r.0).max().unwrap_or(start) + gap;
+    aggregate(start, end, key, rows)
 }
 
 fn batches() -> impl Strategy<Value = Vec<Vec<Row>>> {
@@ -332,25 +455,64 @@ fn kind() -> impl Strategy<Value = Kind> {
     ]
 }
 
+/// A lateness of 0 to 60 ms (as often 0 as not), at the start and changed before a batch
+/// now and then.
+fn lateness() -> impl Strategy<Value = Lateness> {
+    let ms = || prop_oneof![Just(0i64), 1i64..60];
+    (
+        ms(),
+        prop::collection::vec(prop::option::weighted(0.2, ms()), 12),
+    )
+        .prop_map(|(initial, changes)| Lateness { initial, changes })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     #[test]
-    fn every_window_kind_matches_the_naive_result(kind in kind(), bs in batches(), delay in 0i64..40, restart in any::<prop::sample::Index>()) {
-        let expected = naive(kind, &on_time(&bs, delay));
-        prop_assert_eq!(&run(kind, &bs, delay, None, false), &expected);
+    fn every_window_kind_matches_the_naive_result(kind in kind(), bs in batches(), delay in 0i64..40, lateness in lateness(), restart in any::<prop::sample::Index>()) {
+        let want = expected(kind, &bs, delay, &lateness);
+        prop_assert_eq!(&run(kind, &bs, delay, &lateness, None, false), &want);
         let at = restart.index(bs.len());
         for lsm in [false, true] {
-            prop_assert_eq!(&run(kind, &bs, delay, Some((at, lsm)), false), &expected, "restored before batch {} (lsm: {})", at, lsm);
+            prop_assert_eq!(&run(kind, &bs, delay, &lateness, Some((at, lsm)), false), &want, "restored before batch {} (lsm: {})", at, lsm);
         }
         // A global window: every row of key 0.
         let bs: Vec<Vec<Row>> = bs.iter().map(|rows| rows.iter().map(|r| (r.0, 0, r.2)).collect()).collect();
-        let expected = naive(kind, &on_time(&bs, delay));
+        let want = expected(kind, &bs, delay, &lateness);
         for lsm in [false, true] {
-            prop_assert_eq!(&run(kind, &bs, delay, Some((at, lsm)), true), &expected, "global, restored before batch {} (lsm: {})", at, lsm);
+            prop_assert_eq!(&run(kind, &bs, delay, &lateness, Some((at, lsm)), true), &want, "global, restored before batch {} (lsm: {})", at, lsm);
         }
-        prop_assert_eq!(&run_split(kind, &bs, delay), &expected, "four instances");
+        prop_assert_eq!(&run_split(kind, &bs, delay, &lateness), &want, "four instances");
     }
+}
+
+/// Rows 10 ms apart, one per batch, a watermark 30 ms behind the latest, a lateness of 25 ms
+/// changed to 0 before batch 2, a restore before batch 6: the restored window gives the
+/// results due, and one that forgot to apply the change again (as if the lateness went back
+/// to 25 ms there) would give others, so the proptest above would see a missing reapply.
+#[test]
+fn a_restore_applies_the_recorded_changes_again() {
+    let base = 1_700_000_000_000i64;
+    let bs: Vec<Vec<Row>> = (0..12).map(|i| vec![(base + 10 * i, 0, Some(i))]).collect();
+    let lateness = Lateness {
+        initial: 25,
+        changes: vec![None, None, Some(0)],
+    };
+    let kind = Kind::Sliding(10, 10);
+    let want = expected(kind, &bs, 30, &lateness);
+    for lsm in [false, true] {
+        assert_eq!(run(kind, &bs, 30, &lateness, Some((6, lsm)), false), want);
+    }
+    let forgotten = Lateness {
+        initial: 25,
+        changes: vec![None, None, Some(0), None, None, None, Some(25)],
+    };
+    assert_ne!(expected(kind, &bs, 30, &forgotten), want);
+    assert_eq!(
+        run(kind, &bs, 30, &forgotten, None, false),
+        expected(kind, &bs, 30, &forgotten)
+    );
 }
 
 /// 200 keys with three rows each in one pane (session, count window), then one more row of
@@ -370,8 +532,8 @@ fn a_changelog_holds_only_the_keys_that_changed() {
         Kind::Count(5),
     ] {
         for lsm in [false, true] {
-            let mut out = Collect(vec![]);
-            let mut op = window(kind, lsm);
+            let mut out = Collect::new();
+            let mut op = window(kind, lsm, 0);
             op.process_batch(0, batch(&first), &mut out)
                 .expect("processes");
             let full = checkpoint(&mut op, false);
@@ -384,13 +546,14 @@ fn a_changelog_holds_only_the_keys_that_changed() {
                 changes.bytes.len(),
                 full.bytes.len()
             );
-            let mut op = restored(|| window(kind, lsm), vec![full, changes]);
+            let mut op = restored(|| window(kind, lsm, 0), vec![full, changes]);
             op.handle_watermark(Watermark::MAX, &mut out)
                 .expect("fires");
-            out.0.sort();
-            let mut all = first.clone();
-            all.extend(&more);
-            assert_eq!(out.0, naive(kind, &all), "{kind:?} (lsm: {lsm})");
+            let mut got: Vec<Out> = out.out.into_iter().map(|(_, o)| o).collect();
+            got.sort();
+            let all: Vec<(Row, usize)> = first.iter().chain(&more).map(|r| (*r, 0)).collect();
+            let want: Vec<Out> = naive(kind, &all).into_iter().map(|(o, _)| o).collect();
+            assert_eq!(got, want, "{kind:?} (lsm: {lsm})");
         }
     }
 }

@@ -122,6 +122,36 @@ impl Chain {
         Ok(())
     }
 
+    /// Event time on input `port` of the head alone is now `wm` (+∞ while that input is idle
+    /// or after it ended): told to the head before [`Chain::watermark`] gets the minimum.
+    pub(crate) fn input_watermark(
+        &mut self,
+        port: usize,
+        wm: Watermark,
+    ) -> Result<(), OperatorError> {
+        if self.links.is_empty() {
+            return Ok(());
+        }
+        let (head, rest) = self.links.split_at_mut(1);
+        let Link {
+            name,
+            op,
+            outlets,
+            counters,
+            origins_after,
+            ..
+        } = head.last_mut().expect("the chain has a head");
+        let mut emit = Emit {
+            outlets,
+            counters,
+            rest,
+            name,
+            origins_after: *origins_after,
+            downstream: Duration::ZERO,
+        };
+        op.handle_input_watermark(port, wm, &mut emit)
+    }
+
     /// The task's event time became idle (`true`) or active again (`false`): every operator's
     /// consumers in other tasks are told.
     pub(crate) fn idle(&mut self, idle: bool) -> Result<(), OperatorError> {

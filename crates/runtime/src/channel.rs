@@ -67,6 +67,8 @@ pub(crate) enum Route {
     One(Outlet),
     /// Rows by key; everything else (watermarks, barriers, the end) to every channel.
     Hashed(HashRoute),
+    /// Everything to every channel.
+    All(Vec<Outlet>),
 }
 
 impl Route {
@@ -79,6 +81,11 @@ impl Route {
                     o.charge_to(Arc::clone(counters));
                 }
             }
+            Route::All(outlets) => {
+                for o in outlets {
+                    o.charge_to(Arc::clone(counters));
+                }
+            }
         }
     }
 
@@ -87,6 +94,12 @@ impl Route {
         match self {
             Route::One(o) => o.send(msg.clone()).map_err(|_| SendError::Disconnected),
             Route::Hashed(h) => h.send(msg),
+            Route::All(outlets) => {
+                for o in outlets {
+                    o.send(msg.clone()).map_err(|_| SendError::Disconnected)?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -352,6 +352,7 @@ impl Wires {
             });
             let built = match &route.exchange {
                 Exchange::Gather => Route::One(senders.next().expect("a gather has a channel")),
+                Exchange::Broadcast => Route::All(senders.collect()),
                 Exchange::Hash { keys } => {
                     Route::Hashed(HashRoute::new(keys.clone(), senders.collect()))
                 }

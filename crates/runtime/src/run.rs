@@ -183,7 +183,7 @@ fn attach_control(
         .as_ref()
         .and_then(|c| c.restore.as_ref());
     if let Some(r) = restored {
-        control.restored(&r.manifest.controls);
+        control.restored(r.manifest.epoch, &r.manifest.controls);
     }
     let injector = match coordinator {
         Some(events) => Injector::Coordinator(events),

@@ -54,6 +54,7 @@ impl OperatorTask {
         let mut open = self.inlets.len();
         let mut time = Time {
             watermark: Watermark::MIN,
+            ports: Vec::new(),
             idle: false,
         };
         let mut coordinator_open = self.checkpointing.is_some();
@@ -217,6 +218,32 @@ impl OperatorTask {
                 ended: i.ended,
             })
             .collect();
+        // Each input port's own event time first (an operator with a control input releases
+        // the rows its control stream has caught up with), then the minimum.
+        let ports = self
+            .inlets
+            .iter()
+            .map(|i| i.port)
+            .max()
+            .map_or(0, |p| p + 1);
+        time.ports.resize(ports, Watermark::MIN);
+        for port in 0..ports {
+            let of_port: Vec<InputTime> = self
+                .inlets
+                .iter()
+                .zip(&inputs)
+                .filter(|(i, _)| i.port == port)
+                .map(|(_, t)| *t)
+                .collect();
+            let w = match task_time(&of_port) {
+                TaskTime::At(w) => w,
+                TaskTime::Idle => Watermark::MAX,
+            };
+            if time.ports[port] != w {
+                time.ports[port] = w;
+                self.chain.input_watermark(port, w)?;
+            }
+        }
         match task_time(&inputs) {
             TaskTime::Idle => {
                 if !time.idle {
@@ -242,6 +269,8 @@ impl OperatorTask {
 /// The event time a task has forwarded.
 struct Time {
     watermark: Watermark,
+    /// Per input port of the head, the event time it was last told of.
+    ports: Vec<Watermark>,
     /// The consumers were told that this task is idle.
     idle: bool,
 }

@@ -122,6 +122,8 @@ pub enum Exchange {
         /// The key columns, by index in the stream's schema.
         keys: Vec<usize>,
     },
+    /// Everything to every instance of the consumer (a control stream).
+    Broadcast,
 }
 
 /// One output of one operator of a task instance, to one input of another task.
@@ -190,12 +192,13 @@ impl Topology {
             let exchange = match &c.partitioning {
                 Partitioning::Gather => Exchange::Gather,
                 Partitioning::Hash(keys) => Exchange::Hash { keys: keys.clone() },
-            };
-            let receivers = match exchange {
-                Exchange::Gather => 0..consumers.min(1),
-                Exchange::Hash { .. } => 0..consumers,
+                Partitioning::Broadcast => Exchange::Broadcast,
             };
             for producer in 0..tasks[c.from_task].parallelism {
+                let receivers = match exchange {
+                    Exchange::Gather => 0..consumers.min(1),
+                    Exchange::Hash { .. } | Exchange::Broadcast => 0..consumers,
+                };
                 let from = InstanceRef {
                     task: c.from_task,
                     instance: producer,
@@ -207,7 +210,7 @@ impl Topology {
                     exchange: exchange.clone(),
                     channels: Vec::with_capacity(receivers.len()),
                 };
-                for consumer in receivers.clone() {
+                for consumer in receivers {
                     let to = InstanceRef {
                         task: c.to_task,
                         instance: consumer,

@@ -46,6 +46,8 @@ pub struct OperatorDef {
     pub inputs: Vec<Text>,
     /// The streams this operator produces, in order.
     pub outputs: Vec<OutputDef>,
+    /// The stream of changes to its params it takes as a control input, if any.
+    pub control: Option<ControlDef>,
     /// Where the block starts.
     pub pos: Pos,
 }
@@ -107,6 +109,20 @@ impl OperatorDef {
             pos: Pos::default(),
         }
     }
+}
+
+/// `control name = "…", time = "…"`: a stream of `<operator, param, value>` rows that change
+/// the operator's params while it runs (the paper's meta query over a control stream).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlDef {
+    /// The control stream's name.
+    pub stream: Text,
+    /// The event-time column, present both in the operator's input and in the control stream:
+    /// a change at time t applies to the rows with event time ≥ t. Without it, a change
+    /// applies from its arrival on.
+    pub time: Option<Text>,
+    /// Where the `control` line starts.
+    pub pos: Pos,
 }
 
 /// `param NAME = VALUE`.

@@ -50,6 +50,16 @@ struct JsonOperator {
     params: serde_json::Map<String, serde_json::Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     outputs: Vec<JsonOutput>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    control: Option<JsonControl>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonControl {
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    time: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -98,6 +108,10 @@ pub fn to_json(spec: &Spec) -> String {
                         ty: out.ty.as_ref().map(Text::to_string),
                     })
                     .collect(),
+                control: o.control.as_ref().map(|c| JsonControl {
+                    name: c.stream.to_string(),
+                    time: c.time.as_ref().map(Text::to_string),
+                }),
             })
             .collect(),
     };
@@ -180,6 +194,11 @@ pub fn from_json(src: &str) -> Result<Spec, Diagnostics> {
                     ty: out.ty.map(Text::unplaced),
                 })
                 .collect(),
+            control: o.control.map(|c| crate::ast::ControlDef {
+                stream: Text::unplaced(c.name),
+                time: c.time.map(Text::unplaced),
+                pos: Pos::default(),
+            }),
             pos: Pos::default(),
         });
     }

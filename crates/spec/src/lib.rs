@@ -21,7 +21,7 @@ mod sql;
 mod text;
 mod vars;
 
-pub use ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
+pub use ast::{ColumnDef, ControlDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
 pub use json::{from_json, to_json};
 pub use parser::parse_flow;
 pub use source::{decode, without_bom};

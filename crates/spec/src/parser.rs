@@ -3,9 +3,10 @@
 //! ```text
 //! file      := block*
 //! block     := "type" attrs "{" column* "}"
-//!            | "operator" attrs "{" (param | input | output)* "}"
+//!            | "operator" attrs "{" (param | input | control | output)* "}"
 //! column    := "column" attrs            (name, type)
 //! input     := "input" attrs             (name)
+//! control   := "control" attrs           (name, time?)
 //! output    := "output" attrs            (name, type?)
 //! param     := "param" IDENT "=" value
 //! attrs     := IDENT "=" value ("," IDENT "=" value)*
@@ -16,7 +17,7 @@
 
 use anduin_types::{Diagnostic, Diagnostics, Pos};
 
-use crate::ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
+use crate::ast::{ColumnDef, ControlDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
 use crate::lexer::{lex, Token, TokenKind};
 use crate::Text;
 
@@ -143,6 +144,7 @@ impl Parser {
             params: Vec::new(),
             inputs: Vec::new(),
             outputs: Vec::new(),
+            control: None,
             pos,
         };
         self.open(&what)?;
@@ -164,6 +166,27 @@ impl Parser {
                     op.inputs
                         .push(expect_string(name.expect("required"), "input", "name")?);
                 }
+                TokenKind::Ident(w) if w == "control" => {
+                    self.next();
+                    let attrs = self.attrs("control")?;
+                    let [name, time] = take_attrs(attrs, "control", tok.pos, &["name"], &["time"])?;
+                    if let Some(first) = &op.control {
+                        return Err(Diagnostic::error(
+                            tok.pos,
+                            format!(
+                                "{what} has a second `control` (the first at {}:{}): one control stream per operator; merge the changes into one stream with a union",
+                                first.pos.line, first.pos.col
+                            ),
+                        ));
+                    }
+                    op.control = Some(ControlDef {
+                        stream: expect_string(name.expect("required"), "control", "name")?,
+                        time: time
+                            .map(|v| expect_string(v, "control", "time"))
+                            .transpose()?,
+                        pos: tok.pos,
+                    });
+                }
                 TokenKind::Ident(w) if w == "output" => {
                     self.next();
                     let attrs = self.attrs("output")?;
@@ -175,9 +198,9 @@ impl Parser {
                 }
                 _ => {
                     return Err(self.unexpected(&format!(
-                        "`param`, `input`, `output` or `}}` to close {what} opened at {}:{}",
-                        pos.line, pos.col
-                    )))
+                    "`param`, `input`, `control`, `output` or `}}` to close {what} opened at {}:{}",
+                    pos.line, pos.col
+                )))
                 }
             }
         }

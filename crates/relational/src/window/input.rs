@@ -1,7 +1,7 @@
 //! A batch made ready for windows: event times, key rows, aggregate inputs; late rows split
 //! off first.
 
-use arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, TimestampMillisecondArray};
+use arrow::array::{ArrayRef, BooleanArray};
 use arrow::compute::{filter_record_batch, not};
 use arrow::record_batch::RecordBatch;
 use arrow::row::Rows;
@@ -9,6 +9,7 @@ use arrow::row::Rows;
 use super::accs::Inputs;
 use super::keys::arrow_error;
 use super::WindowSetup;
+pub(crate) use anduin_operator_api::event_time::event_times as times_of;
 use anduin_operator_api::OperatorError;
 
 /// The rows of a batch, ready to be assigned to windows.
@@ -21,29 +22,18 @@ pub(crate) struct Prepared {
     pub inputs: Inputs,
 }
 
-/// The event times of `batch`, nulls as `None`.
-pub(crate) fn times_of(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
-    let col = batch.column(column);
-    if let Some(a) = col.as_any().downcast_ref::<TimestampMillisecondArray>() {
-        return a.iter().collect();
-    }
-    if let Some(a) = col.as_any().downcast_ref::<Int64Array>() {
-        return a.iter().collect();
-    }
-    vec![None; batch.num_rows()]
-}
-
-/// Splits `batch` into rows on time and late rows (event time before `watermark`; rows without
-/// one went to the dead letters before, and would count as late here).
+/// Splits `batch` into rows on time and late rows (event time before `cutoff`, the watermark
+/// less the allowed lateness; rows without one went to the dead letters before, and would
+/// count as late here).
 pub(crate) fn split_late(
     batch: RecordBatch,
     setup: &WindowSetup,
-    watermark: i64,
+    cutoff: i64,
 ) -> Result<(RecordBatch, Option<RecordBatch>), OperatorError> {
     let times = times_of(&batch, setup.time_column);
     let late: BooleanArray = times
         .iter()
-        .map(|t| Some(t.is_none_or(|t| t < watermark)))
+        .map(|t| Some(t.is_none_or(|t| t < cutoff)))
         .collect();
     if late.true_count() == 0 {
         return Ok((batch, None));

@@ -1,11 +1,15 @@
 //! `window`: aggregates over event-time windows: tumbling, sliding (hop), session, and
 //! count windows, keyed or global, with DataFusion's aggregate functions.
 //!
-//! A window's result is emitted when the watermark passes its end (at the end of a bounded
-//! input, the watermark goes to +∞ and every window fires). Rows behind the watermark are
-//! late: counted and dropped, or sent to the output named by `late_output`. A row whose
-//! window would not fit in a timestamp (an event time within a window length of either end
-//! of the `i64` range) goes to the dead letters with the reason (`assign.rs`, `reject.rs`).
+//! A window's result is emitted when the watermark passes its end plus `allowed_lateness` (at
+//! the end of a bounded input, the watermark goes to +∞ and every window fires). Rows behind
+//! that point, the window's cutoff (`running.rs`), are late: counted and dropped, or sent to
+//! the output named by `late_output`. The output is append-only: a window fires once, so the
+//! lateness delays its result instead of revising it (Spark's watermark delay, not Flink's
+//! allowed lateness, which fires again for each late row). `allowed_lateness` can change
+//! while the query runs ([`ADJUSTABLE`]). A row whose window would not fit in a timestamp
+//! (an event time within a window length of either end of the `i64` range) goes to the dead
+//! letters with the reason (`assign.rs`, `reject.rs`).
 //! Sliding windows are built from panes (`gcd(size, slide)` long): each row is accumulated
 //! once, into its pane, and a window merges the intermediate states of its panes.
 //!
@@ -19,6 +23,8 @@ mod count;
 mod entries;
 mod input;
 mod keys;
+#[cfg(test)]
+mod lateness_tests;
 mod output;
 mod panes;
 pub(crate) mod reject;
@@ -111,6 +117,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             doc: "the name of an output of this operator that receives late rows (with the input's columns); without it late rows are counted and dropped",
         },
         ParamSpec {
+            name: "allowed_lateness",
+            required: false,
+            kind: ParamKind::Duration,
+            default: Some("0s"),
+            doc: "how far behind the watermark a row may be and still count in its window: a window fires (once) when the watermark passes its end plus this, and the watermark it forwards is held back by as much; adjustable while running",
+        },
+        ParamSpec {
             name: "state_backend",
             required: false,
             kind: ParamKind::OneOf(&["heap", "lsm"]),
@@ -120,6 +133,9 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         anduin_operator_api::ON_ERROR,
     ],
 };
+
+/// The params a running window can change.
+pub const ADJUSTABLE: &[&str] = &["allowed_lateness"];
 
 /// Which windows, with lengths in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +161,8 @@ pub(crate) struct WindowSetup {
     pub schema: SchemaRef,
     /// The output port of late rows, if any.
     pub late_port: Option<usize>,
+    /// `allowed_lateness` as the query sets it, in milliseconds.
+    pub allowed_lateness: i64,
     /// Where checkpointed state is kept.
     pub backend: BackendKind,
     /// Each aggregate's place in the query, for a row its arguments fail on.
@@ -260,6 +278,10 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             Some(i) => Some(i),
         },
     };
+    let allowed_lateness = match p.text("allowed_lateness") {
+        None => 0,
+        Some(text) => lateness_ms(text.as_str()).map_err(|e| p.error("allowed_lateness", e))?,
+    };
     let expected_outputs = 1 + usize::from(late_port.is_some());
     if op.outputs.len() != expected_outputs {
         return Err(p
@@ -297,6 +319,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         aggs,
         schema,
         late_port,
+        allowed_lateness,
         backend: if p.str_or("state_backend", "heap") == "lsm" {
             BackendKind::Lsm
         } else {
@@ -318,6 +341,14 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         warnings: Diagnostics::default(),
         partition_by,
     })
+}
+
+/// An `allowed_lateness` in milliseconds: a duration, zero or more ("0s", "500ms", "2m"). One
+/// too long for a timestamp counts as the longest (`i64::MAX` ms, about 292 million years).
+pub(crate) fn lateness_ms(text: &str) -> Result<i64, String> {
+    let ms = anduin_types::duration_ms(text)
+        .map_err(|e| format!("expected a duration such as \"5s\" or \"0s\": {e}"))?;
+    Ok(i64::try_from(ms).unwrap_or(i64::MAX))
 }
 
 fn setup_keys_empty(p: &Params<'_>) -> bool {

@@ -1,8 +1,9 @@
 //! Tumbling and sliding windows, from panes. A row is accumulated once, into the pane
 //! (`gcd(size, slide)` long) that holds its event time. A tumbling window is one pane and
 //! fires from it directly; a pane of sliding windows is sealed (its intermediate state
-//! taken) when the watermark passes its end, and each window merges the sealed states of
-//! its `size / pane` panes when the watermark passes the window's end.
+//! taken) when the cutoff (the watermark less the allowed lateness, `running.rs`) passes its
+//! end, and each window merges the sealed states of its `size / pane` panes when the cutoff
+//! passes the window's end.
 //!
 //! A checkpoint writes each key's state in each pane as a backend entry, only for the groups
 //! that changed since the previous checkpoint (a sealed pane changes no more); the entries of
@@ -154,17 +155,17 @@ impl Panes {
         Ok(())
     }
 
-    /// Fires every window that ends at or before `watermark`.
+    /// Fires every window that ends at or before `cutoff`.
     pub(crate) fn fire(
         &mut self,
-        watermark: i64,
+        cutoff: i64,
         setup: &WindowSetup,
     ) -> Result<Results, OperatorError> {
         let mut results = Results::default();
         if self.tumbling() {
             while let Some(entry) = self.live.first_entry() {
                 let start = *entry.key();
-                if start.saturating_add(self.size) > watermark {
+                if start.saturating_add(self.size) > cutoff {
                     break;
                 }
                 let mut slice = entry.remove();
@@ -179,13 +180,13 @@ impl Panes {
             }
             return Ok(results);
         }
-        self.seal(watermark, setup)?;
-        // Fire the windows that hold sealed panes and end by the watermark, in order.
+        self.seal(cutoff, setup)?;
+        // Fire the windows that hold sealed panes and end by the cutoff, in order.
         let ends: BTreeSet<i64> = self
             .sealed
             .keys()
             .flat_map(|s| window_ends_of_pane(*s, self.pane, self.size, self.slide))
-            .filter(|e| *e <= watermark && *e > self.fired_up_to)
+            .filter(|e| *e <= cutoff && *e > self.fired_up_to)
             .collect();
         for end in ends {
             let start = end - self.size;
@@ -219,11 +220,11 @@ impl Panes {
         Ok(results)
     }
 
-    /// Seals the panes that end by `watermark` (sliding windows only).
-    fn seal(&mut self, watermark: i64, setup: &WindowSetup) -> Result<(), OperatorError> {
+    /// Seals the panes that end by `cutoff` (sliding windows only).
+    fn seal(&mut self, cutoff: i64, setup: &WindowSetup) -> Result<(), OperatorError> {
         while let Some(entry) = self.live.first_entry() {
             let start = *entry.key();
-            if start.saturating_add(self.pane) > watermark {
+            if start.saturating_add(self.pane) > cutoff {
                 break;
             }
             let mut slice = entry.remove();
@@ -292,14 +293,14 @@ impl Panes {
         Ok(())
     }
 
-    /// Rebuilds the panes from the checkpointed entries: the panes that end by `watermark`
+    /// Rebuilds the panes from the checkpointed entries: the panes that end by `cutoff`
     /// sealed (sliding windows), the others live.
     pub(crate) fn restore(
         &mut self,
         entries: Vec<Restored>,
         states: &StateRows,
         setup: &WindowSetup,
-        watermark: i64,
+        cutoff: i64,
     ) -> Result<(), OperatorError> {
         let name = &setup.name;
         let mut panes: BTreeMap<i64, Vec<Restored>> = BTreeMap::new();
@@ -327,7 +328,7 @@ impl Panes {
             );
         }
         if !self.tumbling() {
-            self.seal(watermark, setup)?;
+            self.seal(cutoff, setup)?;
         }
         Ok(())
     }

@@ -1,5 +1,21 @@
 //! The running window operator: late rows split off, rows assigned to windows, windows fired
 //! by the watermark, state checkpointed through a keyed table and restored from it.
+//!
+//! **Allowed lateness.** The window works to a *cutoff* rather than to the watermark itself:
+//! at each watermark `w` later than those before it, the cutoff becomes `max(cutoff, w -
+//! allowed_lateness)` (`+∞` at the end of input). A row before the cutoff is late; a tumbling
+//! or sliding window fires when the cutoff reaches its end, a session when the cutoff is past
+//! its end; the watermark forwarded is the cutoff, so that the results are not late for the
+//! operators after the window. With no lateness the cutoff is the watermark. The cutoff never
+//! goes back: a larger lateness set while running applies to the windows still open, and
+//! rows before the cutoff already reached stay late (their windows may have fired, and the
+//! output is append-only).
+//!
+//! A change of `allowed_lateness` ([`Operator::set_param`]) only sets the value: the cutoff
+//! moves with the next watermark later than the last, so rows that arrive before it are
+//! judged, and windows fired, as before the change. That keeps the change a pure function of
+//! the value, as a restore needs: it applies every change the checkpoint recorded, oldest
+//! first, to the state restored from before them, which holds the cutoff and the watermark.
 
 use std::sync::Arc;
 
@@ -17,11 +33,22 @@ use super::output::Results;
 use super::panes::Panes;
 use super::reject::keep_fitting;
 use super::session::Sessions;
-use super::{WindowKind, WindowSetup};
+use super::{lateness_ms, WindowKind, WindowSetup};
 use anduin_operator_api::null_time::reject_null_times;
 use anduin_operator_api::{
-    BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut,
+    BuildContext, Collector, ControlError, DeadLetter, Operator, OperatorError, RestoreIn,
+    SnapshotOut,
 };
+
+/// The cutoff a watermark `watermark` gives with `lateness` (milliseconds): the watermark
+/// less the lateness, down to `i64::MIN`; the end of input (`+∞`) closes every window.
+pub(crate) fn cutoff(watermark: i64, lateness: i64) -> i64 {
+    if watermark == Watermark::MAX.0 {
+        watermark
+    } else {
+        watermark.saturating_sub(lateness)
+    }
+}
 
 /// The open windows, by kind.
 #[derive(Debug)]
@@ -37,6 +64,10 @@ enum Open {
 struct Meta {
     /// The watermark of the input.
     watermark: i64,
+    /// The cutoff (see the module's documentation); absent in checkpoints from before
+    /// `allowed_lateness`, where it was the watermark.
+    #[serde(default)]
+    cutoff: Option<i64>,
     /// Tumbling and sliding windows: every window ending at or before this has fired.
     fired_up_to: Option<i64>,
     /// Late rows dropped so far.
@@ -52,8 +83,13 @@ pub(crate) struct Window {
     table: KeyedTable,
     /// The encoding of the aggregates' states.
     states: StateRows,
-    /// The watermark of the input: rows before it are late.
+    /// The watermark of the input.
     watermark: i64,
+    /// How far behind the watermark a row may be and still count, in milliseconds.
+    lateness: i64,
+    /// The largest `watermark - lateness` so far: rows before it are late, the windows that
+    /// end by it have fired (see the module's documentation).
+    cutoff: i64,
     /// Late rows dropped so far.
     late: u64,
     /// Where rejected rows go: rows without an event time, and rows whose window would not
@@ -71,6 +107,7 @@ impl Window {
         let dead_letter = Arc::clone(&ctx.dead_letter);
         let (setup_name, sites, on_error) =
             (setup.name.clone(), setup.sites.clone(), setup.on_error);
+        let lateness = setup.allowed_lateness;
         let open = match setup.kind {
             WindowKind::Sliding { size, slide } => Open::Panes(Panes::new(size, slide)),
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
@@ -84,6 +121,8 @@ impl Window {
             table,
             states,
             watermark: i64::MIN,
+            lateness,
+            cutoff: i64::MIN,
             late: 0,
             dead_letter,
             errors: anduin_operator_api::RowErrors::new(&setup_name, sites, on_error, ctx),
@@ -132,10 +171,11 @@ impl Window {
         Ok(())
     }
 
-    fn fire(&mut self, watermark: i64, out: &mut dyn Collector) -> Result<(), OperatorError> {
+    /// Fires the windows that close by the cutoff.
+    fn fire(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
         let results = match &mut self.open {
-            Open::Panes(p) => p.fire(watermark, &self.setup)?,
-            Open::Sessions(s) => s.fire(watermark, &self.setup)?,
+            Open::Panes(p) => p.fire(self.cutoff, &self.setup)?,
+            Open::Sessions(s) => s.fire(self.cutoff, &self.setup)?,
             Open::Count(_) => Results::default(),
         };
         self.emit(results, out)
@@ -181,7 +221,7 @@ impl Operator for Window {
             &self.setup.name,
             &self.dead_letter,
         )?;
-        let (batch, late) = split_late(batch, &self.setup, self.watermark)?;
+        let (batch, late) = split_late(batch, &self.setup, self.cutoff)?;
         if let Some(late) = late {
             match self.setup.late_port {
                 Some(port) => out.collect(port, late)?,
@@ -222,9 +262,42 @@ impl Operator for Window {
         watermark: Watermark,
         out: &mut dyn Collector,
     ) -> Result<Option<Watermark>, OperatorError> {
-        self.watermark = self.watermark.max(watermark.0);
-        self.fire(watermark.0, out)?;
-        Ok(Some(watermark))
+        // Only a watermark that moves event time on moves the cutoff: one sent again (as after
+        // a restore, where the sources start from no watermark) must not apply a changed
+        // lateness earlier than the run before the restore did.
+        if watermark.0 <= self.watermark {
+            return Ok(None);
+        }
+        self.watermark = watermark.0;
+        let before = self.cutoff;
+        self.cutoff = self.cutoff.max(cutoff(watermark.0, self.lateness));
+        if self.cutoff == before {
+            return Ok(None);
+        }
+        self.fire(out)?;
+        // The results fired are at or after the cutoff: forwarding it keeps them on time.
+        Ok(Some(Watermark(self.cutoff)))
+    }
+
+    fn adjustable_params(&self) -> &'static [&'static str] {
+        super::ADJUSTABLE
+    }
+
+    fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
+        if param != "allowed_lateness" {
+            return Err(ControlError::NotAdjustable {
+                operator: self.setup.name.clone(),
+                param: param.to_string(),
+                adjustable: super::ADJUSTABLE.join(", "),
+            });
+        }
+        self.lateness = lateness_ms(value).map_err(|message| ControlError::Invalid {
+            operator: self.setup.name.clone(),
+            param: param.to_string(),
+            message,
+        })?;
+        tracing::debug!(operator = %self.setup.name, lateness_ms = self.lateness, "allowed lateness changed: applies from the next watermark");
+        Ok(())
     }
 
     fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
@@ -254,6 +327,7 @@ impl Operator for Window {
         }
         let meta = Meta {
             watermark: self.watermark,
+            cutoff: Some(self.cutoff),
             fired_up_to,
             late: self.late,
         };
@@ -266,6 +340,7 @@ impl Operator for Window {
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
         let meta: Meta = state.inline_as(&self.setup.name)?;
         self.watermark = meta.watermark;
+        self.cutoff = meta.cutoff.unwrap_or(meta.watermark);
         self.late = meta.late;
         let Some((full, changes)) = state.files.split_first_mut() else {
             return Err(self.error("the checkpoint has no state file for this window"));
@@ -317,7 +392,7 @@ impl Operator for Window {
                         state.epoch.0
                     ),
                 })?;
-                p.restore(entries, states, setup, self.watermark)
+                p.restore(entries, states, setup, self.cutoff)
             }
             Open::Sessions(s) => s.restore(entries, states, setup),
             Open::Count(c) => c.restore(entries, states, setup),

@@ -1,5 +1,6 @@
 //! Session windows: per key, rows whose windows `[ts, ts + gap)` overlap or touch form one
-//! session, `[first row, last row + gap)`; a session fires when the watermark is past its end.
+//! session, `[first row, last row + gap)`; a session fires when the cutoff (the watermark less
+//! the allowed lateness, `running.rs`) is past its end.
 //! A checkpoint writes each session that changed since the previous one as a backend entry
 //! (under its key and start) and deletes the entries of sessions that fired or merged away.
 
@@ -106,11 +107,11 @@ impl Sessions {
         Ok(())
     }
 
-    /// Fires every session that ends before `watermark`. (A session ending exactly at the
-    /// watermark stays open: a row at that time, which is not late, still touches it.)
+    /// Fires every session that ends before `cutoff`. (A session ending exactly at the
+    /// cutoff stays open: a row at that time, which is not late, still touches it.)
     pub(crate) fn fire(
         &mut self,
-        watermark: i64,
+        cutoff: i64,
         setup: &WindowSetup,
     ) -> Result<Results, OperatorError> {
         let mut results = Results::default();
@@ -118,7 +119,7 @@ impl Sessions {
         for (bytes, (key, sessions)) in self.by_key.iter_mut() {
             let mut k = 0;
             while k < sessions.len() {
-                if sessions[k].end < watermark || watermark == i64::MAX {
+                if sessions[k].end < cutoff || cutoff == i64::MAX {
                     let mut s = sessions.swap_remove(k);
                     if let Some(start) = s.stored {
                         self.gone

@@ -13,6 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use anduin_types::{ControlUpdate, Epoch};
 use crossbeam_channel::Sender;
 
+use super::history::{History, HISTORY_KEPT};
 use super::types::{
     ChangeRecord, ChangeRequest, ControlFailure, OperatorInfo, ParamInfo, QueryInfo, QueryState,
     TaskInfo,
@@ -66,7 +67,7 @@ struct Inner {
     /// Per adjustable operator, its params' current values.
     params: BTreeMap<String, Vec<ParamInfo>>,
     next_seq: u64,
-    history: Vec<ChangeRecord>,
+    history: History,
     pending: BTreeMap<u64, Pending>,
     /// Operator instances whose input has ended: no barrier reaches them any more.
     ended: BTreeSet<(String, usize)>,
@@ -143,7 +144,7 @@ impl Control {
                 checkpointing: false,
                 params,
                 next_seq: 1,
-                history: Vec::new(),
+                history: History::new(HISTORY_KEPT),
                 pending: BTreeMap::new(),
                 ended: BTreeSet::new(),
                 last_started: 0,
@@ -208,14 +209,16 @@ impl Control {
         Err(self.unknown_operator(&inner, operator))
     }
 
-    /// Every change applied so far (restored ones included), oldest first.
+    /// The changes applied so far (restored ones included), oldest first: the last
+    /// thousand; a resumed run's history starts with the latest change of each param that its
+    /// checkpoint recorded.
     pub fn history(&self) -> Vec<ChangeRecord> {
-        self.lock().history.clone()
+        self.lock().history.recent().to_vec()
     }
 
     /// How many changes were applied in this run or restored.
     pub fn changes(&self) -> u64 {
-        self.lock().history.len() as u64
+        self.lock().history.total()
     }
 
     /// Asks the query to stop (as Ctrl-C does): with checkpoints, a last one is taken so that
@@ -260,7 +263,7 @@ impl Control {
         let until = std::time::Instant::now() + self.deadline;
         let mut inner = self.lock();
         loop {
-            if let Some(record) = inner.history.iter().find(|r| r.seq == seq) {
+            if let Some(record) = inner.history.find(seq) {
                 return Ok(record.clone());
             }
             let left = until.saturating_duration_since(std::time::Instant::now());

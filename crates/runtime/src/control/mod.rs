@@ -3,6 +3,7 @@
 
 mod describe;
 mod handle;
+mod history;
 mod types;
 
 pub(crate) use describe::{operators, tasks};

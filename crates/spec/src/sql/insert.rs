@@ -146,6 +146,7 @@ pub(super) fn operator(
             name: Text::at(name, at),
             ty: None,
         }],
+        control: None,
         pos: at,
     }
 }

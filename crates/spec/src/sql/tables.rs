@@ -318,6 +318,7 @@ impl Tables {
             params: t.options.clone(),
             inputs: vec![Text::at(stream, at)],
             outputs: vec![],
+            control: None,
             pos: t.pos,
         });
         Ok(t.columns.as_ref().map(|_| t.name.clone()))
@@ -352,6 +353,7 @@ impl Tables {
                     name: Text::at(t.name.clone(), t.pos),
                     ty: Some(Text::at(t.name.clone(), t.pos)),
                 }],
+                control: None,
                 pos: t.pos,
             });
         }

@@ -37,6 +37,9 @@ impl Control {
         inner.tasks = tasks;
         inner.injector = Some(injector);
         inner.checkpointing = checkpointing;
+        if checkpointing {
+            inner.history.checkpointed();
+        }
         inner.state = QueryState::Running;
         drop(inner);
         let announce = self
@@ -74,7 +77,7 @@ impl Control {
 
     /// The run resumes from a checkpoint that recorded `records`: they are the history, and
     /// the params' current values.
-    pub(crate) fn restored(&self, records: &[ChangeRecord]) {
+    pub(crate) fn restored(&self, epoch: u64, records: &[ChangeRecord]) {
         let mut inner = self.lock();
         for r in records {
             set_current(&mut inner.params, &r.operator, &r.param, &r.new);
@@ -83,7 +86,7 @@ impl Control {
                 .insert((r.operator.clone(), r.param.clone()), r.new.clone());
         }
         inner.next_seq = records.iter().map(|r| r.seq).max().unwrap_or(0) + 1;
-        inner.history = records.to_vec();
+        inner.history.restore(epoch, records);
     }
 
     /// Instance `instance` of the changed operator applied change `seq` at the barrier of
@@ -122,14 +125,10 @@ impl Control {
         self.changed.notify_all();
     }
 
-    /// The changes applied at barriers up to `epoch`, for its checkpoint's manifest.
+    /// Per operator and param, the latest change applied at a barrier up to `epoch`, for its
+    /// checkpoint's manifest.
     pub(crate) fn records_through(&self, epoch: Epoch) -> Vec<ChangeRecord> {
-        self.lock()
-            .history
-            .iter()
-            .filter(|r| r.epoch <= epoch.0)
-            .cloned()
-            .collect()
+        self.lock().history.through(epoch.0)
     }
 
     /// Moves every change that no instance waits for any more into the history.
@@ -169,7 +168,6 @@ impl Control {
             );
             inner.history.push(record);
         }
-        inner.history.sort_by_key(|r| r.seq);
         self.changed.notify_all();
     }
 }

@@ -90,7 +90,7 @@ impl Control {
         let inner = self.lock();
         let Some(probe) = &inner.probe else {
             return QueryMetrics {
-                control_changes: inner.history.len() as u64,
+                control_changes: inner.history.total(),
                 ..QueryMetrics::default()
             };
         };
@@ -104,7 +104,7 @@ impl Control {
         QueryMetrics {
             instances,
             checkpoints: probe.checkpoints.as_ref().map(|c| c.live()),
-            control_changes: inner.history.len() as u64,
+            control_changes: inner.history.total(),
             dead_letters: probe.dead_letter.count(),
         }
     }

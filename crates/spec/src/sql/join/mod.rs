@@ -145,6 +145,7 @@ pub(super) fn lower(
             name: Text::at(name.clone(), join_at),
             ty: None,
         }],
+        control: None,
         pos: join_at,
     });
     let mut stream = name;
