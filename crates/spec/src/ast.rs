@@ -106,6 +106,11 @@ impl OperatorDef {
                     ty: o.ty.as_ref().map(text),
                 })
                 .collect(),
+            control: self.control.as_ref().map(|c| ControlDef {
+                stream: text(&c.stream),
+                time: c.time.as_ref().map(text),
+                pos: Pos::default(),
+            }),
             pos: Pos::default(),
         }
     }
