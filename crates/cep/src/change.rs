@@ -16,32 +16,44 @@ use anduin_types::Pos;
 
 use super::{compile, Setup, ADJUSTABLE};
 
-/// The program of `setup`'s operator with `param` set to `value`, or why it is refused.
-pub(crate) fn changed(setup: &Setup, param: &str, value: &str) -> Result<Setup, ControlError> {
+/// The program of `setup`'s operator with each `(param, value)` of `changes` set (one
+/// change of several params, checked together), or why it is refused.
+pub(crate) fn changed(setup: &Setup, changes: &[(&str, &str)]) -> Result<Setup, ControlError> {
     let operator = setup.name.clone();
-    if !ADJUSTABLE.contains(&param) {
+    let params: Vec<&str> = changes.iter().map(|(p, _)| *p).collect();
+    let param = params.join(", ");
+    if let Some(p) = params.iter().find(|p| !ADJUSTABLE.contains(p)) {
         return Err(ControlError::NotAdjustable {
             operator,
-            param: param.to_string(),
+            param: p.to_string(),
             adjustable: ADJUSTABLE.join(", "),
         });
     }
     let invalid = |message: String| ControlError::Invalid {
         operator: setup.name.clone(),
-        param: param.to_string(),
+        param: param.clone(),
         message,
     };
     let input = [(setup.stream.as_str(), std::sync::Arc::clone(&setup.input))];
     // Rows a new condition fails on name it by its text, not by a place in the query file.
-    let def = setup.def.with_param(param, Text::unplaced(value));
-    let file = format!("{operator}.{param}");
+    let mut def = setup.def.clone();
+    for (p, v) in changes {
+        def = def.with_param(p, Text::unplaced(*v));
+    }
+    let file = format!("{operator}.{}", params.first().copied().unwrap_or("?"));
     let new = compile(&def, &input).map_err(|unplaced| {
-        // Again, with only the value placed, for a message that points inside it.
-        let placed = setup
-            .def
-            .unplaced()
-            .with_param(param, Text::at(value, Pos::new(1, 1)));
-        let diags = compile(&placed, &input).err().unwrap_or(unplaced);
+        // Again, with only the value placed, for a message that points inside it (of one
+        // change; the values of several cannot share one place).
+        let diags = match changes {
+            [(p, v)] => {
+                let placed = setup
+                    .def
+                    .unplaced()
+                    .with_param(p, Text::at(*v, Pos::new(1, 1)));
+                compile(&placed, &input).err().unwrap_or(unplaced)
+            }
+            _ => unplaced,
+        };
         invalid(diags.render(&file).trim_end().to_string())
     })?;
     if let Some(m) = anduin_graph::schema_mismatch(&setup.schema, &new.schema) {
@@ -242,6 +254,39 @@ mod tests {
         );
         op.on_end_of_input(&mut out).expect("ends");
         assert_eq!(out.0, vec![vec![Some(1), Some(4), Some(6)]]);
+    }
+
+    #[test]
+    fn changes_made_together_are_checked_together_in_any_order() {
+        let mut op = running(&up_down());
+        let define = "UP AS value > 50, FLAT AS value = 30, DOWN AS value < 10";
+        // Alone, the conditions name a variable the pattern does not have.
+        assert!(op.set_param("define", define).is_err());
+        // With the pattern that has it (as a restore applies the latest value of each
+        // param, the define's change may come first), they are one valid definition.
+        op.set_params(&[("define", define), ("pattern", "UP FLAT DOWN")])
+            .expect("valid together");
+        let mut out = Sink::default();
+        feed(
+            &mut op,
+            &[
+                (1, 1, 60),
+                (2, 1, 31),
+                (3, 1, 5),
+                (4, 1, 60),
+                (5, 1, 30),
+                (6, 1, 5),
+            ],
+            &mut out,
+        );
+        op.on_end_of_input(&mut out).expect("ends");
+        assert_eq!(out.0, vec![vec![Some(1), Some(4), Some(6)]]);
+        let mut op = running(&up_down());
+        let refused = op
+            .set_params(&[("pattern", "UP FLAT DOWN"), ("measures", "UP.ts AS t")])
+            .expect_err("measures cannot change");
+        assert!(refused.to_string().contains("`measures`"), "{refused}");
+        assert!(!op.switching(), "nothing of a refused change is kept");
     }
 
     #[test]

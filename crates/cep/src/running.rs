@@ -587,8 +587,14 @@ impl Operator for PatternOp {
     /// switches to it at [`Operator::handle_param_changes`] (or its next batch, watermark or
     /// end of input). A refused value changes nothing.
     fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
+        self.set_params(&[(param, value)])
+    }
+
+    /// Checks the new values together (a define may name a variable only the new pattern
+    /// has) and records the new definition, as [`Operator::set_param`] does.
+    fn set_params(&mut self, changes: &[(&str, &str)]) -> Result<(), ControlError> {
         let current = self.next.as_ref().unwrap_or(&self.setup);
-        let new = super::change::changed(current, param, value)?;
+        let new = super::change::changed(current, changes)?;
         self.next = Some(Arc::new(new));
         Ok(())
     }

@@ -227,11 +227,11 @@ fn build_links(
             // The changes applied before the checkpoint's snapshot, then its state, then
             // the changes its own barrier carried (applied after the snapshot).
             let key = instance_key(node.name(), i, parallelism);
-            resume.reapply_before_restore(node.name(), |p, v| op.set_param(p, v))?;
+            resume.reapply_before_restore(node.name(), |changes| op.set_params(changes))?;
             if let Some(state) = resume.state_of(node.name(), &key)? {
                 resume.restore(node.name(), || op.restore(state))?;
             }
-            resume.reapply_after_restore(node.name(), |p, v| op.set_param(p, v))?;
+            resume.reapply_after_restore(node.name(), |changes| op.set_params(changes))?;
         }
         links.push(Link {
             index: n.0,
