@@ -54,6 +54,12 @@ pub fn control_of(
     places: RunPlaces,
 ) -> Result<Control> {
     let params = adjustable_params(&graph);
+    let writers: Vec<String> = graph
+        .nodes
+        .iter()
+        .filter(|n| n.kind() == "writer")
+        .map(|n| n.name().to_string())
+        .collect();
     let query = name.to_string();
     let outputs = Mutex::new(Outputs::new(&graph, places)?);
     let validate = move |r: &ChangeRequest, earlier: &BTreeMap<String, String>| {
@@ -83,7 +89,12 @@ pub fn control_of(
         }
         Ok(())
     };
-    Ok(Control::new(name, file, params, Box::new(validate)))
+    let control = Control::new(name, file, params, Box::new(validate));
+    // A resumed run refuses a path a writer had before: it must know them all.
+    for writer in writers {
+        control.keep_every_change(&writer, "path");
+    }
+    Ok(control)
 }
 
 /// The outputs of a run's writers, over the changes of their paths, and the locks taken on
@@ -251,6 +262,10 @@ fn adjustable_params(graph: &LogicalGraph<Bound>) -> BTreeMap<String, Vec<ParamI
         let Some(sig) = BuiltinCatalog.signature(node.kind()) else {
             continue;
         };
+        // An operator following a control stream takes its changes from there only.
+        if node.control.is_some() {
+            continue;
+        }
         let params: Vec<ParamInfo> = BuiltinCatalog
             .adjustable(node.kind())
             .into_iter()

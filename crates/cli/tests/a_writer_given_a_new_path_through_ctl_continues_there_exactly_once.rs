@@ -284,6 +284,40 @@ fn with_checkpoints(kill: bool) {
 }
 
 #[test]
+fn a_resumed_run_refuses_every_path_the_writer_had_before_the_kill() {
+    let dir = setup(QUERY);
+    let d = dir.path();
+    let args = [
+        "--var",
+        "OUT=old",
+        "--checkpoint-dir",
+        "ck",
+        "--checkpoint-interval",
+        "1h",
+    ];
+    let run = start(d, "q.flow", &args, false);
+    wait_for_rows(&run.api, 100);
+    set_path(d, &run.api, "mid");
+    wait_for_rows(&run.api, 100);
+    set_path(d, &run.api, "new");
+    stdout_ok(&common::ctl(d, &run.api, &["checkpoint", "q"]));
+    // SIGKILL; the manifest must still know `mid`, not only the latest path.
+    drop(run);
+    let run = start(d, "q.flow", &args, false);
+    wait_for_rows(&run.api, 100);
+    for earlier in ["old", "mid", "new"] {
+        refused(d, &run.api, earlier, "an output this operator was given");
+    }
+    stop(d, run);
+    let (_, total) = assert_consecutive(&[
+        ("old", common::rows_in_order(&d.join("old"))),
+        ("mid", common::rows_in_order(&d.join("mid"))),
+        ("new", common::rows_in_order(&d.join("new"))),
+    ]);
+    assert!(total > 0);
+}
+
+#[test]
 fn with_checkpoints_the_directories_split_at_the_changes_checkpoint() {
     with_checkpoints(false);
 }

@@ -33,6 +33,22 @@ impl Held {
         self.batches.iter().map(|(b, _)| b.num_rows()).sum()
     }
 
+    /// How much memory the held rows take.
+    pub(crate) fn bytes(&self) -> usize {
+        self.batches
+            .iter()
+            .map(|(b, _)| b.get_array_memory_size())
+            .sum()
+    }
+
+    /// Takes out every held row, in arrival order.
+    pub(crate) fn take_all(&mut self) -> Vec<RecordBatch> {
+        std::mem::take(&mut self.batches)
+            .into_iter()
+            .map(|(b, _)| b)
+            .collect()
+    }
+
     /// Holds `batch` (the next [`Held::take_before`] looks at its event times).
     pub(crate) fn push(&mut self, batch: RecordBatch) {
         if batch.num_rows() > 0 {

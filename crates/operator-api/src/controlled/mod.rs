@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::checkpointing::{RestoreIn, SnapshotOut};
 use crate::event_time::event_times;
 use crate::{BuildContext, Collector, ControlError, Operator, OperatorError, OperatorFactory};
-use changes::{Change, Changes, Values};
+use changes::{Change, Changes, Inserted, Values};
 use held::Held;
 
 /// Wraps `inner`, a factory of a stateless operator named `name` with one data input of
@@ -58,6 +58,8 @@ pub fn controlled(
             control_watermark: Watermark::MIN,
             made: 0,
             refused: 0,
+            late_changes: 0,
+            late_rows: 0,
         }) as Box<dyn Operator>)
     })
 }
@@ -79,7 +81,15 @@ struct Controlled {
     /// Changes taken, and control rows refused.
     made: u64,
     refused: u64,
+    /// Changes behind their own stream's watermark, and data rows behind the watermark the
+    /// changes were folded through (evaluated under the values in force there).
+    late_changes: u64,
+    late_rows: u64,
 }
+
+/// The most memory the rows waiting for a control stream may take: past it the query stops
+/// with an error that says why, rather than running out of memory.
+pub const MAX_HELD_BYTES: usize = 1 << 30;
 
 /// What a checkpoint keeps inline.
 #[derive(Serialize, Deserialize)]
@@ -117,8 +127,9 @@ impl Controlled {
             if named(operators).as_deref() != Some(self.name.as_str()) {
                 continue;
             }
+            // A row naming no query (null or empty) is for every query.
             if let (Some(q), Some(query)) = (queries.and_then(named), &self.query) {
-                if q != **query {
+                if !q.is_empty() && q != **query {
                     continue;
                 }
             }
@@ -130,27 +141,44 @@ impl Controlled {
                         param.expect("checked: present"),
                         value.expect("checked: present"),
                     );
-                    tracing::info!(operator = %self.name, %param, %value, at = ?at.flatten(), "change from the control stream");
+                    tracing::info!(operator = %self.name, %param, value = %value.escape_debug(), at = ?at.flatten(), "change from the control stream");
                     self.made += 1;
-                    match at {
-                        Some(at) => self.changes.insert(Change {
-                            at: at.expect("checked: present"),
-                            param,
-                            value,
-                        }),
-                        None => {
-                            self.changes.base.insert(param, value);
-                        }
+                    let Some(at) = at else {
+                        self.changes.base.insert(param, value);
+                        continue;
+                    };
+                    let at = at.expect("checked: present");
+                    let inserted = self.changes.insert(Change {
+                        at,
+                        param: param.clone(),
+                        value,
+                    });
+                    // Behind its own stream's watermark: rows after its time may have been
+                    // evaluated already.
+                    if at < self.control_watermark.0 || inserted != Inserted::InTime {
+                        let superseded = inserted == (Inserted::Behind { superseded: true });
+                        self.late_changes += 1;
+                        tracing::warn!(
+                            operator = %self.name,
+                            stream = %self.control.stream,
+                            %param,
+                            at,
+                            superseded,
+                            "a change behind its control stream's watermark applies only to the rows not evaluated yet{}",
+                            if superseded { " (a later change of this param applies to them: it changes nothing)" } else { "" }
+                        );
                     }
                 }
                 Err(why) => {
                     self.refused += 1;
+                    // Shown quoted and escaped, and cut: a value may be anything.
+                    let short = |s: &str| s.chars().take(200).collect::<String>();
                     tracing::warn!(
                         operator = %self.name,
                         stream = %self.control.stream,
-                        param = param.as_deref().unwrap_or(""),
-                        value = value.as_deref().unwrap_or(""),
-                        reason = %why,
+                        param = ?short(param.as_deref().unwrap_or("")),
+                        value = ?short(value.as_deref().unwrap_or("")),
+                        reason = ?short(&why),
                         "control row refused; the operator keeps its params"
                     );
                 }
@@ -199,7 +227,9 @@ impl Controlled {
             self.switch_to(&values)?;
             return self.inner.process_batch(0, batch, out);
         };
-        let versions: Vec<usize> = event_times(&batch, time.data)
+        let times = event_times(&batch, time.data);
+        self.late_rows += times.iter().filter(|t| self.changes.is_behind(**t)).count() as u64;
+        let versions: Vec<usize> = times
             .into_iter()
             .map(|t| self.changes.version_at(t))
             .collect();
@@ -207,7 +237,7 @@ impl Controlled {
         while start < versions.len() {
             let v = versions[start];
             let len = versions[start..].iter().take_while(|x| **x == v).count();
-            let values = self.changes.values(v);
+            let values = self.changes.values(v).clone();
             self.switch_to(&values)?;
             let run = if start == 0 && len == batch.num_rows() {
                 batch.clone()
@@ -272,6 +302,18 @@ impl Operator for Controlled {
         };
         let column = time.data;
         self.held.push(batch);
+        if self.held.bytes() > MAX_HELD_BYTES {
+            return Err(OperatorError::Execution {
+                operator: self.name.clone(),
+                message: format!(
+                    "{} rows ({} MiB) wait for control stream \"{}\", whose event time is at {}: its watermark does not advance (give its source `param event_time`, and `param idle_timeout` if it may stay silent) or lags far behind the data",
+                    self.held.rows(),
+                    self.held.bytes() >> 20,
+                    self.control.stream,
+                    self.control_watermark.0
+                ),
+            });
+        }
         let ready = self
             .held
             .take_before(self.control_watermark, column)
@@ -362,8 +404,11 @@ impl Operator for Controlled {
     }
 
     fn on_end_of_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        // Every change has come: every row waiting goes (one at +∞ too).
         self.control_watermark = Watermark::MAX;
-        self.release(out)?;
+        for batch in self.held.take_all() {
+            self.evaluate(batch, out)?;
+        }
         self.inner.on_end_of_input(out)
     }
 
@@ -371,6 +416,8 @@ impl Operator for Controlled {
         let mut m = self.inner.metrics();
         m.push(("control_changes", self.made));
         m.push(("control_rows_refused", self.refused));
+        m.push(("control_changes_late", self.late_changes));
+        m.push(("late_rows", self.late_rows));
         m
     }
 

@@ -216,6 +216,12 @@ impl Control {
         self.lock().history.recent().to_vec()
     }
 
+    /// Keeps every change of `param` of `operator` in manifests (a writer's paths: a resumed
+    /// run must still know every output the writer had), not only the latest.
+    pub fn keep_every_change(&self, operator: &str, param: &str) {
+        self.lock().history.keep_every_change(operator, param);
+    }
+
     /// How many changes were applied in this run or restored.
     pub fn changes(&self) -> u64 {
         self.lock().history.total()

@@ -3,10 +3,11 @@
 //! checkpoint's manifest records, per operator and param, the latest change applied before its
 //! epoch (in force when its snapshot was taken) and the latest applied at its epoch (after
 //! the snapshot, on its barrier): all a restore needs to put the values back in the right
-//! order around the state, however many changes a long-running query has seen. Pure, tested
-//! without threads.
+//! order around the state, however many changes a long-running query has seen. Params whose
+//! every earlier value matters (a writer's paths: an output it had may not be reused) keep
+//! every change. Pure, tested without threads.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::types::ChangeRecord;
 
@@ -21,6 +22,10 @@ pub(crate) struct History {
     recent: Vec<ChangeRecord>,
     /// Of the changes that left `recent`, the latest per operator and param.
     older: BTreeMap<(String, String), ChangeRecord>,
+    /// The operators and params whose every change is kept.
+    keep_all: BTreeSet<(String, String)>,
+    /// Of those, the changes that left `recent`.
+    older_all: Vec<ChangeRecord>,
     /// How many changes were applied or restored in all.
     total: u64,
     /// With checkpoints, the epoch of the last manifest written ([`History::through`]): a
@@ -36,15 +41,24 @@ impl History {
             limit: limit.max(1),
             recent: Vec::new(),
             older: BTreeMap::new(),
+            keep_all: BTreeSet::new(),
+            older_all: Vec::new(),
             total: 0,
             recorded: None,
         }
+    }
+
+    /// Keeps every change of `param` of `operator`, in the history and in manifests.
+    pub(crate) fn keep_every_change(&mut self, operator: &str, param: &str) {
+        self.keep_all
+            .insert((operator.to_string(), param.to_string()));
     }
 
     /// A history starting from the records of the checkpoint of `epoch`.
     pub(crate) fn restore(&mut self, epoch: u64, records: &[ChangeRecord]) {
         self.recent.clear();
         self.older.clear();
+        self.older_all.clear();
         self.total = 0;
         self.recorded = Some(epoch);
         for r in records {
@@ -75,7 +89,9 @@ impl History {
             }
             let old = self.recent.remove(0);
             let key = (old.operator.clone(), old.param.clone());
-            if self.older.get(&key).is_none_or(|r| r.seq < old.seq) {
+            if self.keep_all.contains(&key) {
+                self.older_all.push(old);
+            } else if self.older.get(&key).is_none_or(|r| r.seq < old.seq) {
                 self.older.insert(key, old);
             }
         }
@@ -111,16 +127,32 @@ impl History {
     fn latest_through(&self, epoch: u64) -> Vec<ChangeRecord> {
         // Keyed by (operator, param, whether applied at `epoch` itself).
         let mut latest: BTreeMap<(&str, &str, bool), &ChangeRecord> = BTreeMap::new();
-        for r in self.older.values().chain(&self.recent) {
+        let mut every = Vec::new();
+        for r in self
+            .older
+            .values()
+            .chain(&self.older_all)
+            .chain(&self.recent)
+        {
             if r.epoch > epoch {
                 continue;
             }
-            let key = (r.operator.as_str(), r.param.as_str(), r.epoch == epoch);
+            let (operator, param) = (r.operator.as_str(), r.param.as_str());
+            if self
+                .keep_all
+                .iter()
+                .any(|(o, p)| (o.as_str(), p.as_str()) == (operator, param))
+            {
+                every.push(r.clone());
+                continue;
+            }
+            let key = (operator, param, r.epoch == epoch);
             if latest.get(&key).is_none_or(|l| l.seq < r.seq) {
                 latest.insert(key, r);
             }
         }
         let mut out: Vec<ChangeRecord> = latest.into_values().cloned().collect();
+        out.extend(every);
         out.sort_by_key(|r| r.seq);
         out
     }
@@ -199,6 +231,19 @@ mod tests {
         assert_eq!(h.recent().len(), 3);
         assert_eq!(last(h.through(15)).as_deref(), Some("v5"));
         assert_eq!(h.recent().len(), 2);
+    }
+
+    #[test]
+    fn every_change_of_a_param_that_keeps_them_all_is_recorded() {
+        let mut h = History::new(2);
+        h.keep_every_change("low", "path");
+        for seq in 1..=5 {
+            h.push(record(seq, seq, "path", &format!("p{seq}")));
+            h.push(record(seq + 100, seq, "condition", &format!("c{seq}")));
+        }
+        let kept: Vec<String> = h.through(5).into_iter().map(|r| r.new).collect();
+        // c4 was in force when the snapshot of 5 was taken, c5 came after it.
+        assert_eq!(kept, vec!["p1", "p2", "p3", "p4", "p5", "c4", "c5"]);
     }
 
     #[test]
