@@ -13,6 +13,7 @@
 
 mod calls;
 mod cells;
+mod change;
 mod equivalence;
 mod eval;
 mod expr;
@@ -49,12 +50,12 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     params: &[
         ParamSpec { name: "partition_by", required: false, kind: ParamKind::Text, default: None, doc: "columns whose rows are matched separately, e.g. \"sensor\" (without it: one partition)" },
         ParamSpec { name: "order_by", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column (timestamp, or int of epoch milliseconds); rows are matched in its order" },
-        ParamSpec { name: "pattern", required: true, kind: ParamKind::Text, default: None, doc: "the row pattern, e.g. \"A B+ C D+?\": variables, ( ), |, and * + ? {n} {n,} {n,m}, reluctant with a trailing ?" },
-        ParamSpec { name: "define", required: false, kind: ParamKind::Repeated, default: None, doc: "\"B AS B.value < PREV(B.value)\": a variable's condition (several, comma-separated or one per `param define`); a variable without one matches any row" },
+        ParamSpec { name: "pattern", required: true, kind: ParamKind::Text, default: None, doc: "the row pattern, e.g. \"A B+ C D+?\": variables, ( ), |, and * + ? {n} {n,} {n,m}, reluctant with a trailing ?; adjustable while running" },
+        ParamSpec { name: "define", required: false, kind: ParamKind::Repeated, default: None, doc: "\"B AS B.value < PREV(B.value)\": a variable's condition (several, comma-separated or one per `param define`); a variable without one matches any row; adjustable while running (a new value replaces every condition)" },
         ParamSpec { name: "measures", required: false, kind: ParamKind::Text, default: None, doc: "output columns computed from a match: \"A.ts AS start, LAST(D.ts) AS end, COUNT(B.*) AS drops\"" },
         ParamSpec { name: "rows_per_match", required: false, kind: ParamKind::OneOf(&["one", "all"]), default: Some("one"), doc: "one: a row per match (partition columns, then measures); all: every row of the match (its columns, then running measures)" },
         ParamSpec { name: "after_match", required: false, kind: ParamKind::Text, default: Some("skip past last row"), doc: "where the next match may start: \"skip past last row\", \"skip to next row\", \"skip to first V\", \"skip to last V\" (\"skip to V\" = last)" },
-        ParamSpec { name: "within", required: false, kind: ParamKind::Duration, default: None, doc: "a row belongs to a match only while row time - first row time < within; bounds the state" },
+        ParamSpec { name: "within", required: false, kind: ParamKind::Duration, default: None, doc: "a row belongs to a match only while row time - first row time < within; bounds the state; adjustable while running" },
         ParamSpec { name: "timeout_output", required: false, kind: ParamKind::Text, default: None, doc: "the name of an output of this operator that receives partial matches the `within` bound ended (same columns as the matches)" },
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the pattern, each owning a share of the partitions (default: the query's --parallelism)" },
         ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where partitions are kept between checkpoints: heap (memory) or lsm (an LSM tree on local disk, for state larger than memory; default: the query's --state-backend)" },
@@ -67,6 +68,10 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
 #[derive(Debug)]
 pub(crate) struct Setup {
     pub name: String,
+    /// The definition it was compiled from (with the changes made while running), and the
+    /// name of its input stream: what a change compiles again.
+    pub def: OperatorDef,
+    pub stream: String,
     pub pattern: Pattern,
     /// The input's columns and their types.
     pub input: SchemaRef,
@@ -100,11 +105,43 @@ pub(crate) struct Setup {
 /// The most threads (partial matches in flight) one start row may have.
 const MAX_THREADS: usize = 100_000;
 
+/// The params a running pattern can change ([`Operator::set_param`]): at the switch, every
+/// row that arrived before it is matched under the old definition and the partial matches
+/// still open are dropped (the matches they held back are emitted); from the switch on, every
+/// partition starts afresh under the new one (see `change.rs`).
+///
+/// [`Operator::set_param`]: anduin_operator_api::Operator::set_param
+pub const ADJUSTABLE: &[&str] = &["pattern", "define", "within"];
+
 /// Checks this operator's params and inputs as the query declares them, and binds it to a
 /// factory of instances (called by the registry's catalog).
 pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
+    let setup = Arc::new(compile(op, inputs)?);
+    let outputs = vec![Arc::clone(&setup.schema); 1 + usize::from(setup.timeout_port.is_some())];
+    let partition_by = vec![if setup.partition.is_empty() {
+        None
+    } else {
+        Some(setup.partition.clone())
+    }];
+    Ok(Binding {
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            Ok(Box::new(PatternOp::new(Arc::clone(&setup), ctx)?))
+        })),
+        outputs,
+        warnings: Diagnostics::default(),
+        partition_by,
+    })
+}
+
+/// The program of pattern operator `op` over `inputs` (one: its stream's name and columns),
+/// checked as `anduin check` checks it. A running pattern compiles its definition again,
+/// with a param changed, to switch to it.
+pub(crate) fn compile(
+    op: &OperatorDef,
+    inputs: &[(&str, SchemaRef)],
+) -> Result<Setup, Diagnostics> {
     let p = Params::new(op);
-    let [(_, input)] = inputs else {
+    let [(stream, input)] = inputs else {
         return Err(p
             .error("pattern", "a pattern takes exactly one input")
             .into());
@@ -306,8 +343,10 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     {
         max_back = max_back.max(deepest_prev(e));
     }
-    let setup = Arc::new(Setup {
+    Ok(Setup {
         name: op.name.to_string(),
+        def: op.clone(),
+        stream: stream.to_string(),
         pattern: Pattern {
             prog,
             fallible: matcher::fallible(&defines),
@@ -322,7 +361,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         input: Arc::clone(input),
         types: columns.iter().map(|(_, t)| *t).collect(),
         kept,
-        partition: partition.clone(),
+        partition,
         order,
         measures: measures.into_iter().map(|(n, t)| (n, t.e)).collect(),
         sites,
@@ -345,19 +384,6 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
             None => 4096,
         },
-    });
-    let outputs = vec![Arc::clone(&schema); expected_outputs];
-    Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |ctx| {
-            Ok(Box::new(PatternOp::new(Arc::clone(&setup), ctx)?))
-        })),
-        outputs,
-        warnings: Diagnostics::default(),
-        partition_by: vec![if partition.is_empty() {
-            None
-        } else {
-            Some(partition)
-        }],
     })
 }
 

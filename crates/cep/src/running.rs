@@ -1,5 +1,19 @@
 //! The running pattern operator: rows wait until the watermark passes them, then go in
 //! event-time order to their partition's matcher; matches become output rows.
+//!
+//! A change of `pattern`, `define` or `within` ([`Operator::set_param`], checked in
+//! `change.rs`) is a switch between two definitions at one input position (the barrier that
+//! carried it): every row that arrived before the switch is matched under the old
+//! definition, also those the watermark has not released yet, as if the input ended there —
+//! partial matches still open are dropped (not reported as timed out: the time bound did not
+//! end them), and the matches they held back are emitted. From the switch on, every
+//! partition starts afresh under the new definition: `PREV` does not reach rows before the
+//! switch, `MATCH_NUMBER()` counts from 1 again. The output is that of the old definition
+//! over the input before the switch followed by that of the new one over the input after it.
+//! `set_param` only checks and records the new definition; the switch, which emits rows and
+//! can fail as a row can, happens at the next point with an output
+//! ([`Operator::handle_param_changes`], which the runtime calls right after the barrier, or
+//! the next batch, watermark or end of input).
 
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -17,7 +31,8 @@ use super::Setup;
 use anduin_operator_api::keys::KeyEncoder;
 use anduin_operator_api::null_time::reject_null_times;
 use anduin_operator_api::{
-    BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, RowErrors, SnapshotOut,
+    BuildContext, Collector, ControlError, DeadLetter, Operator, OperatorError, RestoreIn,
+    RowErrors, SnapshotOut,
 };
 
 /// Output rows are sent in batches of at most this many.
@@ -33,6 +48,9 @@ struct Meta {
     late: u64,
     /// The sequence number of the last row accepted.
     seq: u64,
+    /// The last watermark forwarded (absent in checkpoints written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    forwarded: Option<i64>,
 }
 
 /// A row waiting for the watermark.
@@ -71,6 +89,12 @@ type Keyed = Option<(Box<[u8]>, Row)>;
 /// A running `pattern` operator.
 pub(crate) struct PatternOp {
     setup: Arc<Setup>,
+    /// The definition a change asked for, which the operator switches to at its next point
+    /// with an output (see the module's documentation).
+    next: Option<Arc<Setup>>,
+    /// The last watermark forwarded: a change of `within` moves the hold-back, never the
+    /// watermark back.
+    forwarded: i64,
     /// Partition keys as bytes, as the exchange routes by (`None`: one partition).
     keys: Option<KeyEncoder>,
     store: Store,
@@ -160,6 +184,8 @@ impl PatternOp {
         let store = Store::new(&setup.name, setup.backend, dir, setup.cache);
         Ok(Self {
             setup,
+            next: None,
+            forwarded: i64::MIN,
             keys,
             store,
             pending: BinaryHeap::new(),
@@ -322,6 +348,53 @@ impl PatternOp {
             .map_err(|e| store_error(&setup.name, e))
     }
 
+    /// Whether a change is still to take effect.
+    #[cfg(test)]
+    pub(crate) fn switching(&self) -> bool {
+        self.next.is_some()
+    }
+
+    /// Switches to the definition a change asked for, if one did (see the module's
+    /// documentation), and emits what the old one still had.
+    fn take_effect(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        if self.next.is_some() {
+            self.switch()?;
+            self.flush(out)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the current definition as the end of the input would, without reporting time
+    /// outs (the partial matches are dropped), forgets every partition and waiting row, and
+    /// starts [`PatternOp::next`]. The old definition's output is left in `main` and
+    /// `timeouts`, for the caller to flush.
+    fn switch(&mut self) -> Result<(), OperatorError> {
+        let Some(next) = self.next.take() else {
+            return Ok(());
+        };
+        self.release(None)?;
+        let old = Arc::clone(&self.setup);
+        for part in self.store.all_live() {
+            part.finish(&old.pattern, &mut self.outcomes);
+            self.figures.outcomes(&self.outcomes);
+            render(
+                &old,
+                part,
+                &mut self.outcomes,
+                &mut self.main,
+                &mut self.timeouts,
+                &self.errors,
+            )?;
+        }
+        self.store.clear().map_err(|e| store_error(&old.name, e))?;
+        self.figures.kept = 0;
+        self.stored_up_to = self.seq;
+        self.errors.set_exprs(next.sites.clone());
+        tracing::info!(operator = %old.name, "the pattern switched to its new definition");
+        self.setup = next;
+        Ok(())
+    }
+
     fn flush(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
         let rows = std::mem::take(&mut self.main);
         self.emit(0, rows, out)?;
@@ -363,8 +436,9 @@ impl Operator for PatternOp {
         &mut self,
         _input: usize,
         batch: RecordBatch,
-        _out: &mut dyn Collector,
+        out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
+        self.take_effect(out)?;
         let batch =
             reject_null_times(batch, self.setup.order, &self.setup.name, &self.dead_letter)?;
         self.accept(&batch, true)
@@ -375,6 +449,7 @@ impl Operator for PatternOp {
         watermark: Watermark,
         out: &mut dyn Collector,
     ) -> Result<Option<Watermark>, OperatorError> {
+        self.take_effect(out)?;
         if watermark.0 > self.watermark {
             self.watermark = watermark.0;
             // At +∞ (the end of input) every row is released, also one at i64::MAX, before
@@ -388,15 +463,19 @@ impl Operator for PatternOp {
         }
         // A match is emitted up to `within` after its first row: hold the watermark back by
         // that much so that downstream event-time operators do not see its times as late.
-        match self.setup.pattern.within {
-            Some(w) if watermark != Watermark::MAX => {
-                Ok(Some(Watermark(watermark.0.saturating_sub(w))))
-            }
-            _ => Ok(Some(watermark)),
-        }
+        // (After a change of `within` to a longer one, the watermark waits where it is: the
+        // matches of the new definition start at rows after the switch, none of them behind
+        // the watermark the operator had then.)
+        let held = match self.setup.pattern.within {
+            Some(w) if watermark != Watermark::MAX => watermark.0.saturating_sub(w),
+            _ => watermark.0,
+        };
+        self.forwarded = self.forwarded.max(held);
+        Ok(Some(Watermark(self.forwarded)))
     }
 
     fn on_end_of_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        self.take_effect(out)?;
         self.release(None)?;
         self.advance(i64::MAX)?;
         let setup = Arc::clone(&self.setup);
@@ -422,10 +501,17 @@ impl Operator for PatternOp {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        if self.next.is_some() {
+            return Err(OperatorError::internal(
+                &self.setup.name,
+                "a snapshot was asked for while a change of the pattern was still to take effect (the runtime lets changes take effect before every snapshot)",
+            ));
+        }
         let meta = Meta {
             watermark: self.watermark,
             late: self.late,
             seq: self.seq,
+            forwarded: Some(self.forwarded),
         };
         out.inline_typed(&self.setup.name, &meta)?;
         let kind = if out.full_due() {
@@ -448,11 +534,18 @@ impl Operator for PatternOp {
         Ok(())
     }
 
+    /// Changes applied before the checkpoint's snapshot was taken come before the restore
+    /// (the runtime applies them first): the state is then that of the new definition, and
+    /// its partitions replay under it.
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
         let name = self.setup.name.clone();
+        // On a new instance, with nothing to end or emit.
+        self.switch()?;
+        debug_assert!(self.main.is_empty() && self.timeouts.is_empty());
         let meta: Meta = state.inline_as(&name)?;
         self.watermark = meta.watermark;
         self.late = meta.late;
+        self.forwarded = meta.forwarded.unwrap_or(i64::MIN);
         let Some((full, changes)) = state.files.split_first_mut() else {
             return Err(err(
                 &name,
@@ -484,6 +577,30 @@ impl Operator for PatternOp {
         }
         self.stored_up_to = self.seq;
         Ok(())
+    }
+
+    fn adjustable_params(&self) -> &'static [&'static str] {
+        super::ADJUSTABLE
+    }
+
+    /// Checks the new value (see `change.rs`) and records the new definition; the operator
+    /// switches to it at [`Operator::handle_param_changes`] (or its next batch, watermark or
+    /// end of input). A refused value changes nothing.
+    fn set_param(&mut self, param: &str, value: &str) -> Result<(), ControlError> {
+        self.set_params(&[(param, value)])
+    }
+
+    /// Checks the new values together (a define may name a variable only the new pattern
+    /// has) and records the new definition, as [`Operator::set_param`] does.
+    fn set_params(&mut self, changes: &[(&str, &str)]) -> Result<(), ControlError> {
+        let current = self.next.as_ref().unwrap_or(&self.setup);
+        let new = super::change::changed(current, changes)?;
+        self.next = Some(Arc::new(new));
+        Ok(())
+    }
+
+    fn handle_param_changes(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        self.take_effect(out)
     }
 
     fn metrics(&self) -> Vec<(&'static str, u64)> {

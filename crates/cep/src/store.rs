@@ -210,6 +210,17 @@ impl Store {
         Ok(())
     }
 
+    /// Forgets every partition and waiting row, in memory and in the table (recorded as
+    /// deletes for the next changelog, so that a restore of a later checkpoint finds none of
+    /// them): a pattern that switched to a new definition starts afresh.
+    pub(crate) fn clear(&mut self) -> Result<(), StoreError> {
+        self.live.clear();
+        self.spilled = 0;
+        let all = self.table.all_key_groups();
+        let _removed = self.table.export(all, &mut std::io::sink())?;
+        Ok(())
+    }
+
     /// Forgets the entry of the waiting row `seq` of partition `key` (released by the
     /// watermark after a snapshot wrote it).
     pub(crate) fn forget_waiting(&mut self, key: &[u8], seq: u64) -> Result<(), StoreError> {

@@ -1,6 +1,7 @@
 //! The control plane of an embedded run: the query's [`Control`] handle, with the adjustable
 //! params of its operators (their current values from the query) and a validator that checks
-//! a change as `anduin check` checks the query ([`anduin_graph::check_change`]).
+//! a change as `anduin check` checks the query ([`anduin_graph::check_change_after`], with
+//! the values earlier changes gave the operator's other params).
 //!
 //! A writer's new `path` is also checked as `anduin run` checks an output before it starts
 //! ([`crate::preflight::check_new_output`]: not an input, another output or an earlier one of
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anduin_checkpoint::{output_locks_dir, OwnerLock};
-use anduin_graph::{check_change, Catalog, ChangeRejected, LogicalGraph, ParamKind};
+use anduin_graph::{check_change_after, Catalog, ChangeRejected, LogicalGraph, ParamKind};
 use anduin_operator_api::Bound;
 use anduin_registry::BuiltinCatalog;
 use anduin_runtime::control::{ChangeRecord, ChangeRequest, Control, ControlFailure, ParamInfo};
@@ -61,9 +62,16 @@ pub fn control_of(
         .collect();
     let query = name.to_string();
     let outputs = Mutex::new(Outputs::new(&graph, places)?);
-    let validate = move |r: &ChangeRequest| {
-        check_change(&graph, &BuiltinCatalog, &r.operator, &r.param, &r.value)
-            .map_err(|e| refusal(&query, r, e))?;
+    let validate = move |r: &ChangeRequest, earlier: &BTreeMap<String, String>| {
+        check_change_after(
+            &graph,
+            &BuiltinCatalog,
+            &r.operator,
+            earlier,
+            &r.param,
+            &r.value,
+        )
+        .map_err(|e| refusal(&query, r, e))?;
         let writer = graph
             .nodes
             .iter()
@@ -265,10 +273,7 @@ fn adjustable_params(graph: &LogicalGraph<Bound>) -> BTreeMap<String, Vec<ParamI
             .map(|spec| ParamInfo {
                 name: spec.name.to_string(),
                 kind: kind_name(spec.name, spec.kind).to_string(),
-                value: node
-                    .def
-                    .param(spec.name)
-                    .map(|p| p.value.as_text().to_string())
+                value: declared_value(&node.def, spec.name)
                     .or_else(|| spec.default.map(str::to_string))
                     .unwrap_or_default(),
                 doc: spec.doc.to_string(),
@@ -281,11 +286,23 @@ fn adjustable_params(graph: &LogicalGraph<Bound>) -> BTreeMap<String, Vec<ParamI
     all
 }
 
+/// The value the query gives param `name` of `def`: a repeated one's values joined by `, `
+/// (a pattern's `define`, one condition per `param define`, is one list of them).
+fn declared_value(def: &anduin_spec::OperatorDef, name: &str) -> Option<String> {
+    let values: Vec<String> = def
+        .params_named(name)
+        .map(|p| p.value.as_text().to_string())
+        .collect();
+    (!values.is_empty()).then(|| values.join(", "))
+}
+
 /// A param's type, in words.
 fn kind_name(param: &str, kind: ParamKind) -> &'static str {
     match (param, kind) {
         ("condition", _) => "expression",
         ("columns", _) => "expressions",
+        ("pattern", _) => "row pattern",
+        ("define", _) => "conditions",
         (_, ParamKind::Text | ParamKind::Repeated) => "text",
         (_, ParamKind::Int) => "integer",
         (_, ParamKind::Number) => "number",

@@ -2,9 +2,17 @@
 //! applied: the param must be one its type can change while running, and the operator must
 //! accept the new value as `anduin check` would accept it in the query — bound again against
 //! the same inputs, with the same output columns (what it emits cannot change under the
-//! operators that read it). Errors point into the value: `OPERATOR.PARAM:1:COL: …`.
+//! operators that read it). Errors point into the value: `OPERATOR.PARAM:1:COL: …`; an error
+//! that another param of the operator causes with the new value (a pattern that drops a
+//! variable its measures read) names that param and no place.
+//!
+//! Params of one operator can depend on each other (a pattern's `define` names the variables
+//! of its `pattern`): a change is checked with the values the earlier changes gave the
+//! operator's other params, as the running operator has them.
 
-use anduin_spec::{Param, Text, Value};
+use std::collections::BTreeMap;
+
+use anduin_spec::Text;
 use anduin_types::{Diagnostic, Diagnostics, Pos};
 
 use crate::catalog::Catalog;
@@ -29,12 +37,26 @@ pub enum ChangeRejected {
     Invalid(String),
 }
 
-/// Checks that `param` of `operator` in `graph` may become `value` (see the module's
-/// documentation).
+/// Checks that `param` of `operator` in `graph` may become `value`, the operator's other
+/// params being as the query declares them (see the module's documentation).
 pub fn check_change<C: Catalog>(
     graph: &LogicalGraph<C::Bound>,
     catalog: &C,
     operator: &str,
+    param: &str,
+    value: &str,
+) -> Result<(), ChangeRejected> {
+    check_change_after(graph, catalog, operator, &BTreeMap::new(), param, value)
+}
+
+/// Checks that `param` of `operator` in `graph` may become `value` after the changes that
+/// gave the operator's params the values of `earlier` (param → its last new value); see the
+/// module's documentation.
+pub fn check_change_after<C: Catalog>(
+    graph: &LogicalGraph<C::Bound>,
+    catalog: &C,
+    operator: &str,
+    earlier: &BTreeMap<String, String>,
     param: &str,
     value: &str,
 ) -> Result<(), ChangeRejected> {
@@ -58,12 +80,11 @@ pub fn check_change<C: Catalog>(
     }
     let file = format!("{operator}.{param}");
     let invalid = |d: Diagnostics| ChangeRejected::Invalid(d.render(&file));
-    let mut def = node.def.clone();
-    def.params.retain(|p| p.name.as_str() != param);
-    def.params.push(Param {
-        name: Text::unplaced(param),
-        value: Value::String(Text::at(value, Pos::new(1, 1))),
-    });
+    let mut def = node.def.unplaced();
+    for (p, v) in earlier.iter().filter(|(p, _)| p.as_str() != param) {
+        def = def.with_param(p, Text::unplaced(v.as_str()));
+    }
+    let def = def.with_param(param, Text::at(value, Pos::new(1, 1)));
     if let Some(sig) = catalog.signature(node.kind()) {
         let mut diags = Diagnostics::default();
         check_params(&def, sig, &mut diags);

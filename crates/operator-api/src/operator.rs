@@ -148,6 +148,30 @@ pub trait Operator: Send {
         })
     }
 
+    /// Changes several params as one change, `(param, value)` each: a restore applies the
+    /// changes its checkpoint recorded so (the latest value of each param), as params that
+    /// depend on each other (a pattern's `define` names the variables of its `pattern`) may
+    /// be valid only together. An operator whose params depend on each other checks them
+    /// together and changes nothing if they are refused; the default applies them one by one,
+    /// in order, and stops at the first refused.
+    fn set_params(&mut self, changes: &[(&str, &str)]) -> Result<(), ControlError> {
+        for (param, value) in changes {
+            self.set_param(param, value)?;
+        }
+        Ok(())
+    }
+
+    /// Params changed by [`Operator::set_param`] take effect, where the change has work to
+    /// do that emits rows or may fail: a pattern given a new definition ends the old one's
+    /// partial matches here (its `set_param` only checks and records the new one). The
+    /// runtime calls it after a barrier that carried changes has left every operator of the
+    /// task, so that what it emits follows the barrier as the change does, and before every
+    /// snapshot, so that no change is left to take effect across a checkpoint. The default
+    /// does nothing.
+    fn handle_param_changes(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
     /// Every input has ended: emit what is still buffered and flush. The default does nothing.
     fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
         Ok(())

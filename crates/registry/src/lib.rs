@@ -54,6 +54,7 @@ impl Catalog for BuiltinCatalog {
             "reader" => reader::ADJUSTABLE.to_vec(),
             "writer" => writer::ADJUSTABLE.to_vec(),
             "window" => window::ADJUSTABLE.to_vec(),
+            "pattern" => anduin_cep::ADJUSTABLE.to_vec(),
             _ => Vec::new(),
         }
     }

@@ -202,7 +202,9 @@ impl Chain {
     /// (appending to `out`), then the barrier leaves through its outlets. Returns why the
     /// checkpoint could not be written, if it could not (a full disk): the operators after
     /// the one that failed still snapshot and the barrier still goes on, so that every task
-    /// stays aligned and the query goes on; the checkpoint fails.
+    /// stays aligned and the query goes on; the checkpoint fails. Changes still to take
+    /// effect do before a snapshot; those the barrier carries, after it has left the chain
+    /// (see [`Operator::handle_param_changes`]).
     pub(crate) fn barrier(
         &mut self,
         barrier: &Barrier,
@@ -211,7 +213,9 @@ impl Chain {
     ) -> Result<Option<String>, OperatorError> {
         let full = matches!(barrier.kind, BarrierKind::Checkpoint { full: true });
         let mut failure = None;
-        for link in &mut self.links {
+        for i in 0..self.links.len() {
+            param_changes_at(&mut self.links, i)?;
+            let link = &mut self.links[i];
             let slot = Slot::new(
                 barrier.epoch,
                 full,
@@ -230,16 +234,33 @@ impl Chain {
                 send_msg(o, Message::Barrier(barrier.clone()), &link.name)?;
             }
         }
+        self.changes_take_effect(barrier)?;
         Ok(failure)
     }
 
     /// A barrier that only carries param changes reached the head: each operator in turn
-    /// applies those meant for it, then the barrier leaves through its outlets.
+    /// applies those meant for it, then the barrier leaves through its outlets; then the
+    /// changes take effect (see [`Operator::handle_param_changes`]).
     pub(crate) fn control(&mut self, barrier: &Barrier) -> Result<(), OperatorError> {
         for link in &mut self.links {
             apply_control(link, barrier, self.control.as_deref())?;
             for o in link.outlets.iter_mut() {
                 send_msg(o, Message::Barrier(barrier.clone()), &link.name)?;
+            }
+        }
+        self.changes_take_effect(barrier)
+    }
+
+    /// The changes `barrier` carried take effect in the operators they were meant for, now
+    /// that it has left the chain: what they emit follows it.
+    fn changes_take_effect(&mut self, barrier: &Barrier) -> Result<(), OperatorError> {
+        for i in 0..self.links.len() {
+            if barrier
+                .control
+                .iter()
+                .any(|u| u.operator == self.links[i].name)
+            {
+                param_changes_at(&mut self.links, i)?;
             }
         }
         Ok(())
@@ -252,6 +273,29 @@ impl Chain {
         }
         Ok(())
     }
+}
+
+/// Lets the changed params of the operator of `links[i]` take effect, what it emits going
+/// to its outlets and through the links after it (see [`Operator::handle_param_changes`]).
+fn param_changes_at(links: &mut [Link], i: usize) -> Result<(), OperatorError> {
+    let (head, rest) = links.split_at_mut(i + 1);
+    let Link {
+        name,
+        op,
+        outlets,
+        counters,
+        origins_after,
+        ..
+    } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
+    let mut emit = Emit {
+        outlets,
+        counters,
+        rest,
+        name,
+        origins_after: *origins_after,
+        downstream: Duration::ZERO,
+    };
+    op.handle_param_changes(&mut emit)
 }
 
 /// Applies the changes of `barrier` meant for `link`'s operator, and says so.
@@ -382,4 +426,131 @@ fn send_msg(outlets: &mut [Route], msg: Message, name: &str) -> Result<(), Opera
         })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use anduin_operator_api::{ControlError, SnapshotOut};
+    use anduin_types::ControlUpdate;
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    type Log = Arc<Mutex<Vec<String>>>;
+
+    /// Logs what the chain asks of it; a change (or a start with one pending, as after a
+    /// restore and the changes of its epoch) emits one row when it takes effect.
+    struct Logged {
+        name: &'static str,
+        log: Log,
+        pending: bool,
+    }
+
+    impl Logged {
+        fn note(&self, what: &str) {
+            let entry = format!("{} {what}", self.name);
+            self.log.lock().expect("not poisoned").push(entry);
+        }
+    }
+
+    impl Operator for Logged {
+        fn name(&self) -> &str {
+            self.name
+        }
+
+        fn process_batch(
+            &mut self,
+            _input: usize,
+            _batch: RecordBatch,
+            _out: &mut dyn Collector,
+        ) -> Result<(), OperatorError> {
+            self.note("batch");
+            Ok(())
+        }
+
+        fn snapshot(&mut self, _out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+            self.note("snapshot");
+            Ok(())
+        }
+
+        fn set_param(&mut self, _param: &str, _value: &str) -> Result<(), ControlError> {
+            self.note("set");
+            self.pending = true;
+            Ok(())
+        }
+
+        fn handle_param_changes(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+            if std::mem::take(&mut self.pending) {
+                self.note("emits");
+                let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, true)]));
+                let rows = Arc::new(Int64Array::from(vec![1]));
+                let batch = RecordBatch::try_new(schema, vec![rows]).expect("valid");
+                out.collect(0, batch)?;
+            }
+            Ok(())
+        }
+    }
+
+    fn link(index: usize, op: Logged) -> Link {
+        Link {
+            index,
+            instance: 0,
+            parallelism: 1,
+            name: op.name.to_string(),
+            op: Box::new(op),
+            outlets: Vec::new(),
+            counters: Arc::new(Counters::default()),
+            origins_after: false,
+        }
+    }
+
+    #[test]
+    fn changes_take_effect_before_each_snapshot_and_after_the_barrier_has_left_the_chain() {
+        let log: Log = Arc::default();
+        let a = Logged {
+            name: "a",
+            log: Arc::clone(&log),
+            // A change applied again after a restore, still to take effect.
+            pending: true,
+        };
+        let b = Logged {
+            name: "b",
+            log: Arc::clone(&log),
+            pending: false,
+        };
+        let mut chain = Chain::new(vec![link(0, a), link(1, b)], None);
+        let barrier = Barrier {
+            epoch: Epoch(3),
+            kind: BarrierKind::Checkpoint { full: true },
+            control: vec![ControlUpdate {
+                seq: 1,
+                operator: "a".into(),
+                param: "x".into(),
+                value: "1".into(),
+            }],
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut snapshots = Vec::new();
+        let failure = chain
+            .barrier(&barrier, dir.path(), &mut snapshots)
+            .expect("the barrier passes");
+        assert_eq!(failure, None);
+        assert_eq!(
+            *log.lock().expect("not poisoned"),
+            vec![
+                // The pending change's row goes before the barrier, through b too.
+                "a emits",
+                "b batch",
+                "a snapshot",
+                "a set",
+                "b snapshot",
+                // The barrier's change takes effect once b has passed the barrier.
+                "a emits",
+                "b batch",
+            ]
+        );
+    }
 }

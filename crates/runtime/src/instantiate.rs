@@ -195,7 +195,7 @@ fn build_sources(
                     if let Some(state) = resume.state_of(node.name(), &key)? {
                         resume.restore(node.name(), || source.restore(state))?;
                     }
-                    resume.reapply(node.name(), |p, v| source.set_param(p, v))?;
+                    resume.reapply_all(node.name(), |p, v| source.set_param(p, v))?;
                 }
             }
             sources.insert(at, source);
@@ -224,11 +224,14 @@ fn build_links(
         let mut op =
             factory(&shared.ctx.for_instance(i, parallelism)).map_err(RuntimeError::Start)?;
         if let Some(resume) = &resume {
+            // The changes applied before the checkpoint's snapshot, then its state, then
+            // the changes its own barrier carried (applied after the snapshot).
             let key = instance_key(node.name(), i, parallelism);
+            resume.reapply_before_restore(node.name(), |changes| op.set_params(changes))?;
             if let Some(state) = resume.state_of(node.name(), &key)? {
                 resume.restore(node.name(), || op.restore(state))?;
             }
-            resume.reapply(node.name(), |p, v| op.set_param(p, v))?;
+            resume.reapply_after_restore(node.name(), |changes| op.set_params(changes))?;
         }
         links.push(Link {
             index: n.0,

@@ -2,7 +2,7 @@
 //! opening what each operator instance restores from.
 
 use anduin_checkpoint::plan::{compare, Compatibility, PlanFingerprint};
-use anduin_checkpoint::{CheckpointDir, Validated};
+use anduin_checkpoint::{ChangeRecord, CheckpointDir, Validated};
 use anduin_operator_api::{OperatorError, RestoreIn};
 use anduin_types::Epoch;
 use tracing::info;
@@ -42,25 +42,99 @@ pub(crate) struct Resume<'a> {
 }
 
 impl Resume<'_> {
+    /// Applies to a new instance of `operator`, before its state is restored, the param
+    /// changes the checkpoint recorded for it at epochs before its own (the latest of each
+    /// param), as one change through `set` (its `set_params`): those were applied before the
+    /// checkpoint's snapshot was taken, so the state is that of the new values (a pattern
+    /// replays its partitions under its new definition). See
+    /// [`Resume::reapply_after_restore`] for the others.
+    pub(crate) fn reapply_before_restore(
+        &self,
+        operator: &str,
+        set: impl FnOnce(&[(&str, &str)]) -> Result<(), anduin_operator_api::ControlError>,
+    ) -> Result<(), RuntimeError> {
+        let epoch = self.from.manifest.epoch;
+        self.reapply_together(operator, |r| r.epoch < epoch, set)
+    }
+
     /// Applies to a restored instance of `operator` the param changes the checkpoint
-    /// recorded for it, oldest first, through `set` (its `set_param`).
-    pub(crate) fn reapply(
+    /// recorded for it at its own epoch, as one change: they rode on the checkpoint's
+    /// barrier, after the snapshot was taken, and take effect on the restored state as they
+    /// did in the run that took it (a pattern ends its old definition's partial matches then).
+    pub(crate) fn reapply_after_restore(
+        &self,
+        operator: &str,
+        set: impl FnOnce(&[(&str, &str)]) -> Result<(), anduin_operator_api::ControlError>,
+    ) -> Result<(), RuntimeError> {
+        let epoch = self.from.manifest.epoch;
+        self.reapply_together(operator, |r| r.epoch >= epoch, set)
+    }
+
+    /// Applies to an instance of `operator` every param change the checkpoint recorded for
+    /// it, oldest first, through `set` (its `set_param`): to a source after its restore (a
+    /// source's position does not depend on its params).
+    pub(crate) fn reapply_all(
         &self,
         operator: &str,
         mut set: impl FnMut(&str, &str) -> Result<(), anduin_operator_api::ControlError>,
     ) -> Result<(), RuntimeError> {
-        let manifest = &self.from.manifest;
-        for r in manifest.controls.iter().filter(|r| r.operator == operator) {
-            set(&r.param, &r.new).map_err(|e| RuntimeError::IncompatibleCheckpoint {
-                epoch: manifest.epoch,
-                operator: operator.to_string(),
-                what: format!(
-                    "it recorded change #{} (param `{}` = {:?}), which the query as it is now refuses: {e}",
-                    r.seq, r.param, r.new
-                ),
-            })?;
+        let records: Vec<&ChangeRecord> = self.records(operator, |_| true).collect();
+        for r in records {
+            set(&r.param, &r.new).map_err(|e| self.refused(operator, &[r], &e))?;
         }
         Ok(())
+    }
+
+    /// Applies the changes to `operator` that `which` picks, as one change, through `set`.
+    fn reapply_together(
+        &self,
+        operator: &str,
+        which: impl Fn(&ChangeRecord) -> bool,
+        set: impl FnOnce(&[(&str, &str)]) -> Result<(), anduin_operator_api::ControlError>,
+    ) -> Result<(), RuntimeError> {
+        let records: Vec<&ChangeRecord> = self.records(operator, which).collect();
+        if records.is_empty() {
+            return Ok(());
+        }
+        let changes: Vec<(&str, &str)> = records
+            .iter()
+            .map(|r| (r.param.as_str(), r.new.as_str()))
+            .collect();
+        set(&changes).map_err(|e| self.refused(operator, &records, &e))
+    }
+
+    /// The changes to `operator` that `which` picks, oldest first.
+    fn records<'r>(
+        &'r self,
+        operator: &'r str,
+        which: impl Fn(&ChangeRecord) -> bool + 'r,
+    ) -> impl Iterator<Item = &'r ChangeRecord> + 'r {
+        self.from
+            .manifest
+            .controls
+            .iter()
+            .filter(move |r| r.operator == operator && which(r))
+    }
+
+    /// The query as it is now refuses the `records` of `operator` (`e`).
+    fn refused(
+        &self,
+        operator: &str,
+        records: &[&ChangeRecord],
+        e: &anduin_operator_api::ControlError,
+    ) -> RuntimeError {
+        let changes: Vec<String> = records
+            .iter()
+            .map(|r| format!("change #{} (param `{}` = {:?})", r.seq, r.param, r.new))
+            .collect();
+        RuntimeError::IncompatibleCheckpoint {
+            epoch: self.from.manifest.epoch,
+            operator: operator.to_string(),
+            what: format!(
+                "it recorded {}, which the query as it is now refuses: {e}",
+                changes.join(", ")
+            ),
+        }
     }
 
     /// What instance `key` of operator `operator` restores from: `None` for an operator the

@@ -182,8 +182,13 @@ fn a_change_held_up_answers_that_it_is_on_its_way_and_applies_once_it_gets_throu
         }],
     )]);
     let control = Arc::new(
-        Control::new("busy", None, params, Box::new(|_: &ChangeRequest| Ok(())))
-            .with_deadline(Duration::from_millis(20)),
+        Control::new(
+            "busy",
+            None,
+            params,
+            Box::new(|_: &ChangeRequest, _: &_| Ok(())),
+        )
+        .with_deadline(Duration::from_millis(20)),
     );
     let config = RunConfig {
         control: Some(Arc::clone(&control)),

@@ -287,7 +287,7 @@ fn run_with(
         "gated",
         None,
         params,
-        Box::new(|r: &ChangeRequest| {
+        Box::new(|r: &ChangeRequest, _: &_| {
             if r.value.contains("nope") {
                 Err(ControlFailure::Invalid {
                     operator: r.operator.clone(),

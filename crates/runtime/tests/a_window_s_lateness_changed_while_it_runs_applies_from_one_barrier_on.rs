@@ -398,7 +398,7 @@ fn run_with_change(
     let graph = graph(&src, &catalog);
     // The change is checked as `anduin ctl set` checks it, against the query as checked.
     let checked = Mutex::new(self::graph(&src, &TestCatalog::ungated()));
-    let validate = move |r: &ChangeRequest| {
+    let validate = move |r: &ChangeRequest, _: &BTreeMap<String, String>| {
         let g = checked.lock().expect("not poisoned");
         check_change(&g, &TestCatalog::ungated(), &r.operator, &r.param, &r.value).map_err(|e| {
             ControlFailure::Invalid {

@@ -62,6 +62,58 @@ impl OperatorDef {
     pub fn params_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Param> + 'a {
         self.params.iter().filter(move |p| p.name.as_str() == name)
     }
+
+    /// This operator with every param named `name` (a repeated one too) replaced by one
+    /// param of value `value`, after the others: a param changed while the query runs.
+    pub fn with_param(&self, name: &str, value: Text) -> OperatorDef {
+        let mut def = self.clone();
+        def.params.retain(|p| p.name.as_str() != name);
+        def.params.push(Param {
+            name: Text::unplaced(name),
+            value: Value::String(value),
+        });
+        def
+    }
+
+    /// This operator with every position forgotten: what a check of it reports names no
+    /// place in the query file. A changed param is checked so, with only its new value
+    /// placed (at line 1, column 1 of the value), so that every position in an error is one
+    /// inside the value.
+    pub fn unplaced(&self) -> OperatorDef {
+        let text = |t: &Text| Text::unplaced(t.as_str());
+        OperatorDef {
+            name: text(&self.name),
+            kind: text(&self.kind),
+            params: self
+                .params
+                .iter()
+                .map(|p| Param {
+                    name: text(&p.name),
+                    value: match &p.value {
+                        Value::String(t) => Value::String(text(t)),
+                        Value::Int(v, _) => Value::Int(*v, Pos::default()),
+                        Value::Float(v, _) => Value::Float(*v, Pos::default()),
+                        Value::Bool(v, _) => Value::Bool(*v, Pos::default()),
+                    },
+                })
+                .collect(),
+            inputs: self.inputs.iter().map(text).collect(),
+            outputs: self
+                .outputs
+                .iter()
+                .map(|o| OutputDef {
+                    name: text(&o.name),
+                    ty: o.ty.as_ref().map(text),
+                })
+                .collect(),
+            control: self.control.as_ref().map(|c| ControlDef {
+                stream: text(&c.stream),
+                time: c.time.as_ref().map(text),
+                pos: Pos::default(),
+            }),
+            pos: Pos::default(),
+        }
+    }
 }
 
 /// `control name = "…", time = "…"`: a stream of `<operator, param, value>` rows that change

@@ -28,8 +28,13 @@ mod figures;
 pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Checks a change before it is applied: the param must be adjustable and the value valid
-/// for it (an expression that type-checks against the operator's input, a duration, …).
-pub type Validator = Box<dyn Fn(&ChangeRequest) -> Result<(), ControlFailure> + Send + Sync>;
+/// for it (an expression that type-checks against the operator's input, a duration, …),
+/// given the values that the changes sent before it gave the operator's params (param → its
+/// last new value; params of one operator may depend on each other, as a pattern's `define`
+/// on its `pattern`).
+pub type Validator = Box<
+    dyn Fn(&ChangeRequest, &BTreeMap<String, String>) -> Result<(), ControlFailure> + Send + Sync,
+>;
 
 /// How barriers carrying changes reach the sources.
 pub(crate) enum Injector {
@@ -97,6 +102,9 @@ pub struct Control {
     file: Option<String>,
     started_ms: i64,
     validate: Validator,
+    /// Held while a change is validated and sent, so that changes are validated in the
+    /// order they are applied, each after the ones before it.
+    sending: Mutex<()>,
     stop: Mutex<Option<Arc<AtomicBool>>>,
     inner: Mutex<Inner>,
     changed: Condvar,
@@ -126,6 +134,7 @@ impl Control {
             file,
             started_ms: now_ms(),
             validate,
+            sending: Mutex::new(()),
             stop: Mutex::new(None),
             inner: Mutex::new(Inner {
                 state: QueryState::Starting,
@@ -248,8 +257,15 @@ impl Control {
                 return Err(self.unknown_operator(&inner, &request.operator));
             }
         }
-        (self.validate)(&request)?;
-        let seq = self.inject(&request)?;
+        let seq = {
+            let _sending = self
+                .sending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let earlier = self.requested_of(&request.operator);
+            (self.validate)(&request, &earlier)?;
+            self.inject(&request)?
+        };
         let until = std::time::Instant::now() + self.deadline;
         let mut inner = self.lock();
         loop {
@@ -279,6 +295,18 @@ impl Control {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
+    }
+
+    /// The values that the changes sent so far (in this run, or recorded by the checkpoint it
+    /// resumed from) gave the params of `operator`: param → the last one.
+    fn requested_of(&self, operator: &str) -> BTreeMap<String, String> {
+        let inner = self.lock();
+        inner
+            .requested
+            .iter()
+            .filter(|((o, _), _)| o == operator)
+            .map(|((_, p), v)| (p.clone(), v.clone()))
+            .collect()
     }
 
     /// Registers `request` as pending and sends it towards the sources.

@@ -1,9 +1,11 @@
 //! The history of a query's param changes, bounded: the most recent changes in full (what
 //! `ctl history` shows), and of older ones only the latest per operator and param. A
-//! checkpoint's manifest records, per operator and param, the latest change applied up to its
-//! epoch: all a restore needs to put the values back, however many changes a long-running
-//! query has seen. Params whose every earlier value matters (a writer's paths: an output it
-//! had may not be reused) keep every change. Pure, tested without threads.
+//! checkpoint's manifest records, per operator and param, the latest change applied before its
+//! epoch (in force when its snapshot was taken) and the latest applied at its epoch (after
+//! the snapshot, on its barrier): all a restore needs to put the values back in the right
+//! order around the state, however many changes a long-running query has seen. Params whose
+//! every earlier value matters (a writer's paths: an output it had may not be reused) keep
+//! every change. Pure, tested without threads.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -110,9 +112,11 @@ impl History {
         self.recent.iter().find(|r| r.seq == seq)
     }
 
-    /// Per operator and param, the latest change applied at a barrier up to `epoch`, by
-    /// number: what the checkpoint of `epoch` records (checkpoints complete in order of
-    /// their epochs).
+    /// Per operator and param, the latest change applied at a barrier before `epoch` and the
+    /// latest applied at `epoch`, by number: what the checkpoint of `epoch` records
+    /// (checkpoints complete in order of their epochs). A restore applies the first before
+    /// the state (the snapshot was taken under it) and the second after (it came after the
+    /// snapshot).
     pub(crate) fn through(&mut self, epoch: u64) -> Vec<ChangeRecord> {
         self.recorded = Some(self.recorded.map_or(epoch, |e| e.max(epoch)));
         let out = self.latest_through(epoch);
@@ -121,7 +125,8 @@ impl History {
     }
 
     fn latest_through(&self, epoch: u64) -> Vec<ChangeRecord> {
-        let mut latest: BTreeMap<(&str, &str), &ChangeRecord> = BTreeMap::new();
+        // Keyed by (operator, param, whether applied at `epoch` itself).
+        let mut latest: BTreeMap<(&str, &str, bool), &ChangeRecord> = BTreeMap::new();
         let mut every = Vec::new();
         for r in self
             .older
@@ -132,14 +137,17 @@ impl History {
             if r.epoch > epoch {
                 continue;
             }
-            let key = (r.operator.as_str(), r.param.as_str());
+            let (operator, param) = (r.operator.as_str(), r.param.as_str());
             if self
                 .keep_all
                 .iter()
-                .any(|(o, p)| (o.as_str(), p.as_str()) == key)
+                .any(|(o, p)| (o.as_str(), p.as_str()) == (operator, param))
             {
                 every.push(r.clone());
-            } else if latest.get(&key).is_none_or(|l| l.seq < r.seq) {
+                continue;
+            }
+            let key = (operator, param, r.epoch == epoch);
+            if latest.get(&key).is_none_or(|l| l.seq < r.seq) {
                 latest.insert(key, r);
             }
         }
@@ -178,7 +186,12 @@ mod tests {
             h.through(e).into_iter().map(|r| (r.seq, r.new)).collect()
         };
         assert_eq!(through(4), vec![(2, "5".into()), (3, "b".into())]);
-        assert_eq!(through(5), vec![(2, "5".into()), (4, "c".into())]);
+        // `b` was in force when the snapshot of 5 was taken, `c` came after it.
+        assert_eq!(
+            through(5),
+            vec![(2, "5".into()), (3, "b".into()), (4, "c".into())]
+        );
+        assert_eq!(through(6), vec![(2, "5".into()), (4, "c".into())]);
         assert_eq!(through(0), vec![]);
     }
 
@@ -196,7 +209,11 @@ mod tests {
         );
         assert!(h.find(1).is_none());
         let kept: Vec<(u64, String)> = h.through(100).into_iter().map(|r| (r.seq, r.new)).collect();
-        assert_eq!(kept, vec![(1, "1".into()), (100, "v100".into())]);
+        // v99 was in force when the snapshot of 100 was taken, v100 came after it.
+        assert_eq!(
+            kept,
+            vec![(1, "1".into()), (99, "v99".into()), (100, "v100".into())]
+        );
     }
 
     #[test]
@@ -209,9 +226,10 @@ mod tests {
         // No manifest past epoch 0 yet: nothing may leave, or a checkpoint of epoch 12
         // would find only a later change of `condition`.
         assert_eq!(h.recent().len(), 5);
-        assert_eq!(h.through(12)[0].new, "v2");
+        let last = |records: Vec<ChangeRecord>| records.last().map(|r| r.new.clone());
+        assert_eq!(last(h.through(12)).as_deref(), Some("v2"));
         assert_eq!(h.recent().len(), 3);
-        assert_eq!(h.through(15)[0].new, "v5");
+        assert_eq!(last(h.through(15)).as_deref(), Some("v5"));
         assert_eq!(h.recent().len(), 2);
     }
 
@@ -224,7 +242,8 @@ mod tests {
             h.push(record(seq + 100, seq, "condition", &format!("c{seq}")));
         }
         let kept: Vec<String> = h.through(5).into_iter().map(|r| r.new).collect();
-        assert_eq!(kept, vec!["p1", "p2", "p3", "p4", "p5", "c5"]);
+        // c4 was in force when the snapshot of 5 was taken, c5 came after it.
+        assert_eq!(kept, vec!["p1", "p2", "p3", "p4", "p5", "c4", "c5"]);
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! What the runtime's scenario tests share: a slow generated query and its checkpoint
-//! settings. Each test uses a part of it.
+//! settings; gated sensor readings and a committing sink (`readings`). Each test uses a part
+//! of it.
 #![allow(dead_code)]
+
+pub mod readings;
 
 use std::path::Path;
 use std::time::Duration;

@@ -81,6 +81,9 @@ impl Control {
         let mut inner = self.lock();
         for r in records {
             set_current(&mut inner.params, &r.operator, &r.param, &r.new);
+            inner
+                .requested
+                .insert((r.operator.clone(), r.param.clone()), r.new.clone());
         }
         inner.next_seq = records.iter().map(|r| r.seq).max().unwrap_or(0) + 1;
         inner.history.restore(epoch, records);
