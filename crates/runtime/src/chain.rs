@@ -94,28 +94,12 @@ impl Chain {
             let Some(w) = current else {
                 return Ok(());
             };
-            let (head, rest) = self.links.split_at_mut(i + 1);
-            let Link {
-                name,
-                op,
-                outlets,
-                counters,
-                origins_after,
-                ..
-            } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
-            let mut emit = Emit {
-                outlets,
-                counters,
-                rest,
-                name,
-                origins_after: *origins_after,
-                downstream: Duration::ZERO,
-            };
-            current = op.handle_watermark(w, &mut emit)?;
+            current = at_link(&mut self.links, i, |op, emit| op.handle_watermark(w, emit))?;
             if let Some(w) = current {
-                counters.set_watermark(w.0);
-                for o in outlets.iter_mut() {
-                    send_msg(o, Message::Watermark(w), name)?;
+                let link = &mut self.links[i];
+                link.counters.set_watermark(w.0);
+                for o in link.outlets.iter_mut() {
+                    send_msg(o, Message::Watermark(w), &link.name)?;
                 }
             }
         }
@@ -132,24 +116,9 @@ impl Chain {
         if self.links.is_empty() {
             return Ok(());
         }
-        let (head, rest) = self.links.split_at_mut(1);
-        let Link {
-            name,
-            op,
-            outlets,
-            counters,
-            origins_after,
-            ..
-        } = head.last_mut().expect("the chain has a head");
-        let mut emit = Emit {
-            outlets,
-            counters,
-            rest,
-            name,
-            origins_after: *origins_after,
-            downstream: Duration::ZERO,
-        };
-        op.handle_input_watermark(port, wm, &mut emit)
+        at_link(&mut self.links, 0, |op, emit| {
+            op.handle_input_watermark(port, wm, emit)
+        })
     }
 
     /// The task's event time became idle (`true`) or active again (`false`): every operator's
@@ -166,31 +135,14 @@ impl Chain {
     /// Every input of the head has ended: each operator in turn flushes, then its outlets end.
     pub(crate) fn end_of_input(&mut self) -> Result<(), OperatorError> {
         for i in 0..self.links.len() {
-            let (head, rest) = self.links.split_at_mut(i + 1);
-            let Link {
-                name,
-                op,
-                outlets,
-                counters,
-                origins_after,
-                instance,
-                ..
-            } = head.last_mut().expect("split at i + 1 leaves i + 1 links");
-            let mut emit = Emit {
-                outlets,
-                counters,
-                rest,
-                name,
-                origins_after: *origins_after,
-                downstream: Duration::ZERO,
-            };
-            op.on_end_of_input(&mut emit)?;
-            counters.add_metrics(op.metrics());
+            at_link(&mut self.links, i, |op, emit| op.on_end_of_input(emit))?;
+            let link = &mut self.links[i];
+            link.counters.add_metrics(link.op.metrics());
             if let Some(control) = &self.control {
-                control.ended(name, *instance);
+                control.ended(&link.name, link.instance);
             }
-            for o in outlets.iter_mut() {
-                send_msg(o, Message::End, name)?;
+            for o in link.outlets.iter_mut() {
+                send_msg(o, Message::End, &link.name)?;
             }
         }
         Ok(())
@@ -278,6 +230,16 @@ impl Chain {
 /// Lets the changed params of the operator of `links[i]` take effect, what it emits going
 /// to its outlets and through the links after it (see [`Operator::handle_param_changes`]).
 fn param_changes_at(links: &mut [Link], i: usize) -> Result<(), OperatorError> {
+    at_link(links, i, |op, emit| op.handle_param_changes(emit))
+}
+
+/// Runs `f` on the operator of `links[i]` with the collector that sends what it emits to the
+/// link's outlets and through the links after it.
+fn at_link<R>(
+    links: &mut [Link],
+    i: usize,
+    f: impl FnOnce(&mut dyn Operator, &mut Emit<'_>) -> R,
+) -> R {
     let (head, rest) = links.split_at_mut(i + 1);
     let Link {
         name,
@@ -295,7 +257,7 @@ fn param_changes_at(links: &mut [Link], i: usize) -> Result<(), OperatorError> {
         origins_after: *origins_after,
         downstream: Duration::ZERO,
     };
-    op.handle_param_changes(&mut emit)
+    f(op.as_mut(), &mut emit)
 }
 
 /// Applies the changes of `barrier` meant for `link`'s operator, and says so.
