@@ -1,0 +1,89 @@
+//! The frames of an edge. A producer sends `Hello`, then the messages of its channel, each
+//! numbered (`seq`, 1, 2, … per edge, so that a consumer restored from a checkpoint can tell
+//! what it has already seen when a producer replays); the consumer answers `Hello` and grants
+//! room with `Credit`. Either side may close with `Refused`, saying why.
+
+use anduin_types::Barrier;
+
+use crate::hello::Hello;
+
+/// One frame of an edge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// Opens the edge (each way): who is speaking, about which edge.
+    Hello(Hello),
+    /// A batch of rows: one Arrow IPC message (the runtime encodes and decodes it).
+    Data {
+        /// The message's number on the edge.
+        seq: u64,
+        /// The IPC bytes.
+        ipc: Vec<u8>,
+    },
+    /// Event time advanced to `ms` on the edge.
+    Watermark {
+        /// The message's number on the edge.
+        seq: u64,
+        /// The watermark, in milliseconds.
+        ms: i64,
+    },
+    /// The producer's event time became idle (`true`) or active again.
+    Idle {
+        /// The message's number on the edge.
+        seq: u64,
+        /// Idle or not.
+        idle: bool,
+    },
+    /// A barrier, with the param changes it carries.
+    Barrier {
+        /// The message's number on the edge.
+        seq: u64,
+        /// The barrier.
+        barrier: Barrier,
+    },
+    /// The producer has finished.
+    End {
+        /// The message's number on the edge.
+        seq: u64,
+    },
+    /// The consumer has room for this many more messages (credit-based flow control).
+    Credit {
+        /// How many.
+        messages: u32,
+    },
+    /// The sender closes the edge, and says why.
+    Refused {
+        /// Why, for the other side's log and error.
+        reason: String,
+    },
+}
+
+impl Frame {
+    /// The kind byte of the frame on the wire.
+    pub(crate) fn kind(&self) -> u8 {
+        match self {
+            Frame::Hello(_) => 1,
+            Frame::Data { .. } => 2,
+            Frame::Watermark { .. } => 3,
+            Frame::Idle { .. } => 4,
+            Frame::Barrier { .. } => 5,
+            Frame::End { .. } => 6,
+            Frame::Credit { .. } => 7,
+            Frame::Refused { .. } => 8,
+        }
+    }
+
+    /// The name of a kind byte, for messages.
+    pub(crate) fn kind_name(kind: u8) -> &'static str {
+        match kind {
+            1 => "hello",
+            2 => "data",
+            3 => "watermark",
+            4 => "idle",
+            5 => "barrier",
+            6 => "end",
+            7 => "credit",
+            8 => "refused",
+            _ => "unknown",
+        }
+    }
+}
