@@ -13,7 +13,7 @@ use crate::channel::{Route, SendError};
 use crate::control::Control;
 use crate::snapshot::{take, OpSnapshot, Slot, Taken};
 use crate::source_task::refused_after_validation;
-use crate::stats::Counters;
+use crate::stats::{Counters, LIVE_EVERY};
 
 /// One operator of a chain with where its outputs go outside the chain.
 pub(crate) struct Link {
@@ -29,6 +29,8 @@ pub(crate) struct Link {
     pub counters: Arc<Counters>,
     /// Whether a link after this one uses the origins of rows (set by [`Chain::new`]).
     pub origins_after: bool,
+    /// When its live figures were last asked for.
+    pub live_at: Option<Instant>,
 }
 
 /// Operators fused into one task. Output port 0 of each operator but the last feeds input 0
@@ -95,8 +97,12 @@ impl Chain {
                 return Ok(());
             };
             current = at_link(&mut self.links, i, |op, emit| op.handle_watermark(w, emit))?;
+            let link = &mut self.links[i];
+            if link.live_at.is_none_or(|t| t.elapsed() >= LIVE_EVERY) {
+                link.live_at = Some(Instant::now());
+                link.counters.set_live(link.op.metrics());
+            }
             if let Some(w) = current {
-                let link = &mut self.links[i];
                 link.counters.set_watermark(w.0);
                 for o in link.outlets.iter_mut() {
                     send_msg(o, Message::Watermark(w), &link.name)?;
@@ -444,6 +450,13 @@ mod tests {
             Ok(())
         }
 
+        fn metrics(&self) -> Vec<(&'static str, u64)> {
+            vec![(
+                "late_rows",
+                self.log.lock().expect("not poisoned").len() as u64,
+            )]
+        }
+
         fn handle_param_changes(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
             if std::mem::take(&mut self.pending) {
                 self.note("emits");
@@ -466,7 +479,28 @@ mod tests {
             outlets: Vec::new(),
             counters: Arc::new(Counters::default()),
             origins_after: false,
+            live_at: None,
         }
+    }
+
+    #[test]
+    fn an_operator_s_figures_are_read_while_it_runs_as_event_time_advances() {
+        let log: Log = Arc::default();
+        log.lock().expect("not poisoned").push("before".into());
+        let a = Logged {
+            name: "a",
+            log: Arc::clone(&log),
+            pending: false,
+        };
+        let mut chain = Chain::new(vec![link(0, a)], None);
+        let counters = Arc::clone(&chain.links[0].counters);
+        assert!(counters.live.lock().expect("not poisoned").is_empty());
+        chain.watermark(anduin_types::Watermark(5)).expect("passes");
+        assert_eq!(
+            counters.live.lock().expect("not poisoned").get("late_rows"),
+            Some(&1),
+            "what `metrics` says, before the end of the input"
+        );
     }
 
     #[test]

@@ -242,6 +242,7 @@ fn build_links(
             outlets: outlets.remove(&n).unwrap_or_default(),
             counters: shared.counters[n.0].instance(i),
             origins_after: false,
+            live_at: None,
         });
     }
     Ok(links)

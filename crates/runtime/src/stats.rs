@@ -22,7 +22,13 @@ pub(crate) struct Counters {
     pub watermark: AtomicI64,
     /// What the operator reported with `Operator::metrics` at its end, merged.
     pub metrics: Mutex<BTreeMap<&'static str, u64>>,
+    /// What it reported while running (refreshed as event time advances, at most every
+    /// [`LIVE_EVERY`]): late rows and the size of its state so far.
+    pub live: Mutex<BTreeMap<&'static str, u64>>,
 }
+
+/// How often, at most, an operator's live figures are asked for.
+pub(crate) const LIVE_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl Default for Counters {
     fn default() -> Self {
@@ -35,6 +41,7 @@ impl Default for Counters {
             queue_len: AtomicU64::new(0),
             watermark: AtomicI64::new(i64::MIN),
             metrics: Mutex::new(BTreeMap::new()),
+            live: Mutex::new(BTreeMap::new()),
         }
     }
 }
@@ -134,6 +141,16 @@ impl Counters {
     }
 
     /// Merges metrics into these: the maximum of `peak_*`, the sum of the others.
+    /// The operator's figures while running (`Operator::metrics`): they replace the last.
+    pub(crate) fn set_live(&self, metrics: Vec<(&'static str, u64)>) {
+        let mut live = self
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        live.clear();
+        live.extend(metrics);
+    }
+
     pub(crate) fn add_metrics(&self, metrics: Vec<(&'static str, u64)>) {
         let mut all = self
             .metrics

@@ -418,6 +418,11 @@ impl Operator for Controlled {
         m.push(("control_rows_refused", self.refused));
         m.push(("control_changes_late", self.late_changes));
         m.push(("late_rows", self.late_rows));
+        // The rows waiting are its state (none once the input has ended).
+        let held = self.held.bytes() as u64;
+        if held > 0 {
+            m.push(("state_bytes", held));
+        }
         m
     }
 

@@ -118,12 +118,21 @@ fn instance_metrics(
     c: &Counters,
 ) -> InstanceMetrics {
     use std::sync::atomic::Ordering::Relaxed;
+    // What the operator reported at its end, else while running.
     let metric = |name: &str| {
-        c.metrics
+        let at_end = c
+            .metrics
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(name)
-            .copied()
+            .copied();
+        at_end.or_else(|| {
+            c.live
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(name)
+                .copied()
+        })
     };
     let watermark = c.watermark.load(Relaxed);
     InstanceMetrics {
@@ -136,9 +145,9 @@ fn instance_metrics(
         blocked_ns: Some(c.blocked_ns.load(Relaxed)),
         queue_len: (!source).then(|| c.queue_len.load(Relaxed)),
         watermark_ms: (watermark != i64::MIN).then_some(watermark),
-        // Operators report these when their input ends.
+        // Refreshed as event time advances, and at the end of the input.
         late_rows: metric("late_rows"),
-        state_bytes: None,
+        state_bytes: metric("state_bytes").or_else(|| metric("state_backend_bytes")),
     }
 }
 
