@@ -239,6 +239,7 @@ impl QueryControl for FakeQuery {
             }),
             control_changes: inner.history.len() as u64,
             dead_letters: 0,
+            dead_letters_by_operator: Default::default(),
         }
     }
 }

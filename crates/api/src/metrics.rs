@@ -9,7 +9,7 @@
 //! `anduin_operator_input_queue_messages`, `anduin_operator_watermark_seconds` (event time,
 //! Unix seconds), `anduin_operator_watermark_lag_seconds` (wall time minus watermark),
 //! `anduin_operator_late_rows_total`, `anduin_operator_state_bytes`. Per query (label
-//! `query`): `anduin_query_dead_letters_total`, `anduin_query_control_changes_total`, and
+//! `query`; per operator also `operator`): `anduin_operator_dead_letters_total`, `anduin_query_dead_letters_total`, `anduin_query_control_changes_total`, and
 //! with checkpoints `anduin_checkpoints_started_total`, `anduin_checkpoints_completed_total`,
 //! `anduin_checkpoints_failed_total`, `anduin_checkpoint_last_epoch`,
 //! `anduin_checkpoint_last_duration_seconds`, `anduin_checkpoint_last_size_bytes`,
@@ -149,6 +149,11 @@ fn families(queries: &[(String, QueryMetrics)], now_ms: i64) -> Vec<Family> {
         "Records and rows a query sent to the dead letters.",
         None,
     );
+    let mut dead_by = Family::counter(
+        "anduin_operator_dead_letters",
+        "Records and rows an operator sent to the dead letters.",
+        None,
+    );
     let mut changes = Family::counter(
         "anduin_query_control_changes",
         "Param changes applied to a query.",
@@ -192,6 +197,10 @@ fn families(queries: &[(String, QueryMetrics)], now_ms: i64) -> Vec<Family> {
     for (query, m) in queries {
         let q: Labels = vec![("query", query.clone())];
         dead.add(&q, Some(Count(m.dead_letters)));
+        for (operator, n) in &m.dead_letters_by_operator {
+            let l: Labels = vec![("query", query.clone()), ("operator", operator.clone())];
+            dead_by.add(&l, Some(Count(*n)));
+        }
         changes.add(&q, Some(Count(m.control_changes)));
         if let Some(c) = &m.checkpoints {
             started.add(&q, Some(Count(c.started)));
@@ -240,6 +249,7 @@ fn families(queries: &[(String, QueryMetrics)], now_ms: i64) -> Vec<Family> {
         lag,
         late,
         state,
+        dead_by,
         dead,
         changes,
         started,
@@ -344,7 +354,8 @@ mod tests {
                 last_completed_ms: Some(1_004_000),
             }),
             control_changes: 1,
-            dead_letters: 0,
+            dead_letters: 3,
+            dead_letters_by_operator: [("low".to_string(), 2), ("source".to_string(), 1)].into(),
         };
         let text = render_prometheus(&[("sensors".to_string(), m)], 1_010_000).expect("renders");
         let s = parse(&text);
@@ -394,6 +405,14 @@ mod tests {
         assert_eq!(
             value(&s, "anduin_query_control_changes_total", &q),
             Some(1.0)
+        );
+        assert_eq!(
+            value(
+                &s,
+                "anduin_operator_dead_letters_total",
+                &[("query", "sensors"), ("operator", "low")]
+            ),
+            Some(2.0)
         );
         // Never measured by anyone: not even described.
         assert!(!text.contains("anduin_operator_state_bytes"), "{text}");

@@ -108,6 +108,8 @@ pub struct DeadLetter {
     writer: Mutex<Option<BufWriter<File>>>,
     count: AtomicU64,
     rows: AtomicU64,
+    /// Per operator, how many it rejected.
+    by_operator: Mutex<std::collections::BTreeMap<String, u64>>,
     /// Append to an existing file instead of creating it.
     append: bool,
 }
@@ -120,6 +122,7 @@ impl DeadLetter {
             writer: Mutex::new(None),
             count: AtomicU64::new(0),
             rows: AtomicU64::new(0),
+            by_operator: Mutex::default(),
             append: false,
         }
     }
@@ -142,6 +145,7 @@ impl DeadLetter {
             writer: Mutex::new(None),
             count: AtomicU64::new(0),
             rows: AtomicU64::new(0),
+            by_operator: Mutex::default(),
             append: true,
         }
     }
@@ -149,6 +153,7 @@ impl DeadLetter {
     /// Records a malformed input record of source `operator`.
     pub fn reject(&self, operator: &str, r: &RejectedRecord) -> std::io::Result<()> {
         self.count.fetch_add(1, Ordering::Relaxed);
+        self.count_for(operator);
         let line = serde_json::json!({
             "operator": operator,
             "source": r.source,
@@ -162,6 +167,7 @@ impl DeadLetter {
     /// Records a row that operator `operator` could not process.
     pub fn reject_row(&self, operator: &str, r: &RejectedRow) -> std::io::Result<()> {
         self.count.fetch_add(1, Ordering::Relaxed);
+        self.count_for(operator);
         self.rows.fetch_add(1, Ordering::Relaxed);
         let mut object = serde_json::Map::new();
         object.insert("operator".into(), operator.into());
@@ -206,6 +212,27 @@ impl DeadLetter {
                 w.write_all(b"\n")
             }
         }
+    }
+
+    fn count_for(&self, operator: &str) {
+        let mut by = self
+            .by_operator
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match by.get_mut(operator) {
+            Some(n) => *n += 1,
+            None => {
+                by.insert(operator.to_string(), 1);
+            }
+        }
+    }
+
+    /// Per operator, how many records and rows it rejected so far.
+    pub fn by_operator(&self) -> std::collections::BTreeMap<String, u64> {
+        self.by_operator
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// How many records and rows were rejected so far, of both kinds.

@@ -164,6 +164,9 @@ pub struct QueryMetrics {
     pub control_changes: u64,
     /// Records and rows sent to the dead letters.
     pub dead_letters: u64,
+    /// Of those, per operator that rejected them.
+    #[serde(default)]
+    pub dead_letters_by_operator: std::collections::BTreeMap<String, u64>,
 }
 
 /// One complete checkpoint, as the checkpoint directory holds it.

@@ -106,6 +106,7 @@ impl Control {
             checkpoints: probe.checkpoints.as_ref().map(|c| c.live()),
             control_changes: inner.history.total(),
             dead_letters: probe.dead_letter.count(),
+            dead_letters_by_operator: probe.dead_letter.by_operator(),
         }
     }
 }
