@@ -306,11 +306,15 @@ impl Operator for Controlled {
             return Err(OperatorError::Execution {
                 operator: self.name.clone(),
                 message: format!(
-                    "{} rows ({} MiB) wait for control stream \"{}\", whose event time is at {}: its watermark does not advance (give its source `param event_time`, and `param idle_timeout` if it may stay silent) or lags far behind the data",
+                    "{} rows ({} MiB) wait for control stream \"{}\", {}: its watermark does not advance (give its source `param event_time`, and `param idle_timeout` if it may stay silent) or lags far behind the data",
                     self.held.rows(),
                     self.held.bytes() >> 20,
                     self.control.stream,
-                    self.control_watermark.0
+                    if self.control_watermark == Watermark::MIN {
+                        "which has no watermark yet".to_string()
+                    } else {
+                        format!("whose watermark is at {} ms", self.control_watermark.0)
+                    }
                 ),
             });
         }
