@@ -239,9 +239,15 @@ mod tests {
             "UP AS value > 50, FLAT AS value = 30, DOWN AS value < 10",
         )
         .expect("checked with the new pattern");
+        finds_only_the_flat_run(&mut op);
+    }
+
+    /// Feeds rows of which only 4-5-6 run up, flat at 30, down: the match `UP FLAT DOWN`
+    /// with `FLAT AS value = 30` finds (1-2-3 has 31 in the middle).
+    fn finds_only_the_flat_run(op: &mut PatternOp) {
         let mut out = Sink::default();
         feed(
-            &mut op,
+            op,
             &[
                 (1, 1, 60),
                 (2, 1, 31),
@@ -266,21 +272,7 @@ mod tests {
         // param, the define's change may come first), they are one valid definition.
         op.set_params(&[("define", define), ("pattern", "UP FLAT DOWN")])
             .expect("valid together");
-        let mut out = Sink::default();
-        feed(
-            &mut op,
-            &[
-                (1, 1, 60),
-                (2, 1, 31),
-                (3, 1, 5),
-                (4, 1, 60),
-                (5, 1, 30),
-                (6, 1, 5),
-            ],
-            &mut out,
-        );
-        op.on_end_of_input(&mut out).expect("ends");
-        assert_eq!(out.0, vec![vec![Some(1), Some(4), Some(6)]]);
+        finds_only_the_flat_run(&mut op);
         let mut op = running(&up_down());
         let refused = op
             .set_params(&[("pattern", "UP FLAT DOWN"), ("measures", "UP.ts AS t")])

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{anduin, assert_golden, golden, repo};
+use common::{anduin, anduin_ok, assert_golden, golden, repo};
 
 #[test]
 fn the_sensors_example_keeps_the_readings_below_42() {
@@ -52,7 +52,7 @@ fn the_sensors_example_keeps_the_readings_below_42() {
 fn the_controlled_sensors_example_follows_its_threshold_changes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_path = dir.path().join("low.csv");
-    let out = anduin(
+    anduin_ok(
         &repo(),
         &[
             "run",
@@ -64,12 +64,6 @@ fn the_controlled_sensors_example_follows_its_threshold_changes() {
             "--var",
             &format!("OUTPUT={}", out_path.display()),
         ],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let written = std::fs::read_to_string(&out_path).expect("output");
     assert_golden(&golden().join("outputs/sensors_controlled.csv"), &written);
