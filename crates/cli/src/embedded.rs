@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anduin_operator_api::{BuildContext, DeadLetter, DeadLetterTarget};
-use anduin_runtime::{Checkpointing, RunConfig, RunSummary};
+use anduin_runtime::{Checkpointing, NetworkSettings, Placement, RunConfig, RunSummary};
 use anduin_spec::Spec;
 use anduin_state::RunStateDir;
 use anduin_types::{duration_ms, Epoch};
@@ -47,6 +47,11 @@ pub struct EngineArgs {
     /// sends it to the dead-letter file and goes on; `fail` stops the query, naming it.
     #[arg(long, value_name = "dead_letter|fail", value_parser = ["dead_letter", "fail"])]
     pub on_error: Option<String>,
+    /// Spread the query's task instances over N workers inside this process, whose channels
+    /// to one another cross loopback TCP (Arrow IPC frames, credit-based flow control): the
+    /// network data plane of a cluster, tried and measured in one process.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub loopback_workers: Option<usize>,
 }
 
 impl EngineArgs {
@@ -186,6 +191,14 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         stop,
         checkpointing,
         events,
+        network: engine.loopback_workers.map(|workers| NetworkSettings {
+            query: ctx.query.as_deref().unwrap_or("query").to_string(),
+            placement: Placement::Loopback {
+                workers: u32::try_from(workers).unwrap_or(u32::MAX),
+            },
+            // As many messages in flight on the network as each end's queue holds.
+            window: 16,
+        }),
         control,
         ..RunConfig::default()
     };

@@ -257,6 +257,32 @@ fn a_killed_parallel_cep_query_resumes_to_the_output_of_an_uninterrupted_one() {
     scenario(CEP, &[18], &["--parallelism", "2"]);
 }
 
+/// Every operator a task, spread over three workers in the process whose channels cross
+/// loopback TCP: barriers, watermarks and the end cross the network.
+const OVER_TCP: &[&str] = &[
+    "--no-chaining",
+    "--parallelism",
+    "3",
+    "--loopback-workers",
+    "3",
+];
+
+#[test]
+fn a_killed_run_with_its_channels_over_tcp_resumes_to_the_output_of_an_uninterrupted_one() {
+    scenario(QUERY, &[23], OVER_TCP);
+}
+
+#[test]
+fn a_killed_windowed_run_with_its_channels_over_tcp_resumes_to_the_output_of_an_uninterrupted_one()
+{
+    scenario(WINDOWED, &[24, 25], OVER_TCP);
+}
+
+#[test]
+fn a_killed_join_with_its_channels_over_tcp_resumes_to_the_output_of_an_uninterrupted_one() {
+    scenario(JOINED, &[26], OVER_TCP);
+}
+
 fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {
     for &seed in seeds {
         let dir = tempfile::tempdir().expect("tempdir");

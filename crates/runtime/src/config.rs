@@ -37,6 +37,29 @@ pub struct Checkpointing {
     pub faults: Faults,
 }
 
+/// Channels between workers, when a run's instances are spread over several.
+#[derive(Debug, Clone)]
+pub struct NetworkSettings {
+    /// The query's name in every edge's handshake.
+    pub query: String,
+    /// Where the instances run.
+    pub placement: Placement,
+    /// Messages an edge may have in flight beyond the queues at its two ends (its credit
+    /// window).
+    pub window: u32,
+}
+
+/// Where a run's instances run.
+#[derive(Debug, Clone)]
+pub enum Placement {
+    /// Every instance in this process, spread round-robin over `workers` workers whose
+    /// channels to one another cross loopback TCP: the network data plane, in one process.
+    Loopback {
+        /// How many workers.
+        workers: u32,
+    },
+}
+
 /// Settings of one run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -63,6 +86,8 @@ pub struct RunConfig {
     /// The control plane's handle of the query, through which its params change while it
     /// runs; `None`: they cannot.
     pub control: Option<Arc<crate::control::Control>>,
+    /// Channels between workers over the network; `None`: every channel is in-process.
+    pub network: Option<NetworkSettings>,
 }
 
 impl Default for RunConfig {
@@ -78,6 +103,7 @@ impl Default for RunConfig {
             clock: Arc::new(anduin_types::SystemClock),
             events: crate::Events::logged(),
             control: None,
+            network: None,
         }
     }
 }

@@ -61,6 +61,14 @@ pub enum RuntimeError {
         /// The OS error.
         cause: std::io::Error,
     },
+    /// A channel between two processes failed.
+    #[error("{edge}: {message}")]
+    Network {
+        /// The channel.
+        edge: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// One task instance failed: which one, and why.

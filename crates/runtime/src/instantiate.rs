@@ -20,6 +20,7 @@ use crate::channel::{channel, Envelope, HashRoute, Outlet, Route};
 use crate::config::RunConfig;
 use crate::control::Control;
 use crate::error::RuntimeError;
+use crate::net::{edge_name, NetWiring};
 use crate::protocol::{Command, Event, WriteJob};
 use crate::restore::Resume;
 use crate::source_task::{SourceCheckpointing, SourceTask};
@@ -103,9 +104,10 @@ pub(crate) fn instantiate(
     topology: &Topology,
     shared: &Shared<'_>,
     mut wiring: Option<&mut CheckpointWiring>,
+    net: Option<&mut NetWiring>,
 ) -> Result<Instantiated, RuntimeError> {
     let mut sources = build_sources(graph, topology, shared.ctx, wiring.as_deref())?;
-    let mut wires = Wires::new(topology, shared.config.channel_capacity);
+    let mut wires = Wires::new(topology, shared.config.channel_capacity, net)?;
     let mut tasks = Vec::new();
     let mut source_commands = Vec::new();
     for task in &topology.tasks {
@@ -316,17 +318,38 @@ struct Wires {
 }
 
 impl Wires {
-    /// A bounded queue of `capacity` messages for every channel of `topology`.
-    fn new(topology: &Topology, capacity: usize) -> Self {
-        let (senders, receivers) = topology
-            .channels
-            .iter()
-            .map(|_| {
-                let (tx, rx) = channel(capacity);
-                (Some(tx), Some(rx))
-            })
-            .unzip();
-        Self { senders, receivers }
+    /// A bounded queue of `capacity` messages for every channel of `topology`; for a channel
+    /// between two workers, one at each end with the network between them.
+    fn new(
+        topology: &Topology,
+        capacity: usize,
+        mut net: Option<&mut NetWiring>,
+    ) -> Result<Self, RuntimeError> {
+        let mut senders = Vec::with_capacity(topology.channels.len());
+        let mut receivers = Vec::with_capacity(topology.channels.len());
+        for c in &topology.channels {
+            match net.as_deref_mut() {
+                Some(net) if topology.crosses(c) => {
+                    let name = edge_name(
+                        c,
+                        topology.instance(c.from).map_or("?", |i| &i.name),
+                        topology.instance(c.to).map_or("?", |i| &i.name),
+                    );
+                    let (outlet, to_network) = channel(capacity);
+                    net.producer_end(c, topology.worker_of(c.to), to_network, name.clone())?;
+                    let (from_network, inlet) = crossbeam_channel::bounded(capacity.max(1));
+                    net.consumer_end(c, from_network, name);
+                    senders.push(Some(outlet));
+                    receivers.push(Some(inlet));
+                }
+                _ => {
+                    let (tx, rx) = channel(capacity);
+                    senders.push(Some(tx));
+                    receivers.push(Some(rx));
+                }
+            }
+        }
+        Ok(Self { senders, receivers })
     }
 
     /// The routes of `instance`, per node of its task and output port.

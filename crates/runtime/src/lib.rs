@@ -9,6 +9,10 @@
 //! and snapshot their operators, a committer thread makes the snapshot files durable, and
 //! the coordinator completes each checkpoint with its manifest and tells the sinks to commit.
 //!
+//! A run's instances may be spread over workers: a channel between two workers then crosses
+//! the network (TCP, Arrow IPC frames, credit-based flow control; see the `net` module), and
+//! the tasks at its ends do not know it.
+//!
 //! This crate does not parse or check queries, and does not know what an operator does; it
 //! connects instances made by the operators' factories and moves batches between them.
 
@@ -25,6 +29,7 @@ mod events;
 mod faults;
 mod fingerprint;
 mod instantiate;
+mod net;
 mod protocol;
 mod restore;
 mod run;
@@ -35,13 +40,14 @@ mod stats;
 mod task;
 mod topology;
 
-pub use config::{CheckpointSettings, Checkpointing, RunConfig};
+pub use config::{CheckpointSettings, Checkpointing, NetworkSettings, Placement, RunConfig};
 pub use error::{RuntimeError, TaskError, TaskFailure};
 pub use events::{EngineEvent, Events, LogEvents, Recorded, Subscriber};
 pub use faults::Faults;
 pub use fingerprint::fingerprint;
+pub use net::EdgeListener;
 pub use run::run;
-pub use stats::{CheckpointSummary, OperatorStats, RunSummary};
+pub use stats::{ChannelCount, CheckpointSummary, OperatorStats, RunSummary};
 pub use topology::{
     Channel, ChannelId, Exchange, Inbound, InstanceRef, Outbound, TaskInstance, TaskTopology,
     Topology, WorkerId,

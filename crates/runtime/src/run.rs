@@ -18,18 +18,19 @@ use tracing::info;
 use anduin_operator_api::{Bound, BuildContext};
 
 use crate::committer::run_committer;
-use crate::config::{Checkpointing, RunConfig};
+use crate::config::{Checkpointing, NetworkSettings, Placement, RunConfig};
 use crate::control::{Control, Injector, Probe};
 use crate::coordinator::{schedule_settings, Coordinator};
 use crate::error::RuntimeError;
 use crate::events::EngineEvent;
 use crate::fingerprint::fingerprint;
 use crate::instantiate::{instantiate, CheckpointWiring, Instantiated, Shared};
+use crate::net::{EdgeListener, Failures, NetWiring};
 use crate::protocol::{Event, WriteJob};
 use crate::restore::check_compatible;
 use crate::spawn::{join_tasks, spawn_helper, spawn_tasks};
-use crate::stats::{CheckpointCounters, NodeCounters, OperatorStats, RunSummary};
-use crate::topology::Topology;
+use crate::stats::{ChannelCount, CheckpointCounters, NodeCounters, OperatorStats, RunSummary};
+use crate::topology::{Topology, WorkerId};
 
 /// Runs `graph` to completion (every source exhausted and every sink flushed), or until
 /// `config.stop` is set, or until an operator fails.
@@ -48,7 +49,13 @@ pub fn run(
         default_parallelism: config.parallelism,
     };
     let plan = PhysicalPlan::plan(graph, options);
-    let topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
+    let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
+    let abort = Arc::new(AtomicBool::new(false));
+    let mut net = config
+        .network
+        .as_ref()
+        .map(|n| start_network(n, &mut topology, &abort))
+        .transpose()?;
     info!(
         tasks = plan.tasks.len(),
         instances = topology.instances().count(),
@@ -57,8 +64,19 @@ pub fn run(
     );
     let plan_print = fingerprint(graph, options);
     choose_restore(config, &plan_print)?;
+    let channels = ChannelCount {
+        all: topology.channels.len(),
+        network: if net.is_some() {
+            topology
+                .channels
+                .iter()
+                .filter(|c| topology.crosses(c))
+                .count()
+        } else {
+            0
+        },
+    };
     let counters = node_counters(graph, &topology);
-    let abort = Arc::new(AtomicBool::new(false));
     let (mut wiring, receivers) = match checkpoint_wiring(config) {
         Some((w, r)) => (Some(w), Some(r)),
         None => (None, None),
@@ -84,7 +102,10 @@ pub fn run(
     let Instantiated {
         tasks,
         source_commands,
-    } = instantiate(graph, &topology, &shared, wiring.as_mut())?;
+    } = instantiate(graph, &topology, &shared, wiring.as_mut(), net.as_mut())?;
+    if let Some(net) = &mut net {
+        net.connect()?;
+    }
     let checkpoint_counters = Arc::new(CheckpointCounters::default());
     let helpers = match (wiring, receivers, &config.checkpointing) {
         (Some(w), Some(r), Some(c)) => {
@@ -112,7 +133,19 @@ pub fn run(
     } else {
         drop(source_commands);
     }
-    let outcome = join_tasks(spawn_tasks(tasks, &config.events, &abort)?);
+    let mut outcome = join_tasks(spawn_tasks(tasks, &config.events, &abort)?);
+    if let Some(net) = &mut net {
+        net.join();
+        // A task that failed because its channel's connection did is not the cause.
+        if let Some(e) = net.failures.take() {
+            let secondary =
+                |e: &RuntimeError| matches!(e, RuntimeError::Task(t) if t.is_secondary());
+            if outcome.as_ref().err().is_none_or(secondary) {
+                outcome = Err(e);
+            }
+        }
+    }
+    drop(net);
     if let Some(control) = &config.control {
         control.detach(outcome.is_err());
     }
@@ -131,6 +164,7 @@ pub fn run(
             .checkpointing
             .as_ref()
             .map(|_| checkpoint_counters.summary()),
+        channels,
     })
 }
 
@@ -165,6 +199,35 @@ fn probe(
             .as_ref()
             .map(|c| c.settings.dir.clone()),
         dead_letter: Arc::clone(&ctx.dead_letter),
+    }
+}
+
+/// Places the instances and starts listening for the channels that cross workers.
+fn start_network(
+    settings: &NetworkSettings,
+    topology: &mut Topology,
+    abort: &Arc<AtomicBool>,
+) -> Result<NetWiring, RuntimeError> {
+    match settings.placement {
+        Placement::Loopback { workers } => {
+            topology.spread(workers);
+            let at = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+            let listener =
+                EdgeListener::bind(at, settings.window).map_err(|e| RuntimeError::Network {
+                    edge: "the channel listener".into(),
+                    message: format!("cannot listen on {at}: {e}"),
+                })?;
+            let addresses = (0..workers.max(1))
+                .map(|w| (WorkerId(w), listener.local_addr()))
+                .collect();
+            info!(workers, listen = %listener.local_addr(), "channels between workers cross loopback TCP");
+            Ok(NetWiring::new(
+                settings.query.clone(),
+                listener,
+                addresses,
+                Failures::new(Arc::clone(abort)),
+            ))
+        }
     }
 }
 

@@ -285,4 +285,15 @@ pub struct RunSummary {
     pub stopped: bool,
     /// The checkpoints taken, when the run took any.
     pub checkpoints: Option<CheckpointSummary>,
+    /// Channels between instances, and how many of them crossed the network.
+    pub channels: ChannelCount,
+}
+
+/// How many channels a run had, and how many of them crossed the network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChannelCount {
+    /// Every channel between two task instances.
+    pub all: usize,
+    /// Those between instances on different workers.
+    pub network: usize,
 }

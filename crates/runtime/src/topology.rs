@@ -25,8 +25,9 @@
 
 use anduin_graph::{LogicalGraph, Node, NodeId, Partitioning, PhysicalPlan};
 
-/// The process an instance runs in. Today every instance runs in this one
-/// ([`WorkerId::LOCAL`]); a topology cut across processes gives each its worker.
+/// The worker an instance runs on. In an embedded run every instance runs in this process
+/// ([`WorkerId::LOCAL`]); a topology spread over workers gives each instance its own, and a
+/// channel between two workers crosses the network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct WorkerId(pub u32);
 
@@ -244,6 +245,26 @@ impl Topology {
     /// The task instance `at`, if the topology has it.
     pub fn instance(&self, at: InstanceRef) -> Option<&TaskInstance> {
         self.tasks.get(at.task)?.instances.get(at.instance)
+    }
+
+    /// Spreads the instances over `workers` workers, round-robin by their number in the run.
+    pub fn spread(&mut self, workers: u32) {
+        let workers = workers.max(1);
+        for t in &mut self.tasks {
+            for i in &mut t.instances {
+                i.worker = WorkerId(u32::try_from(i.id).unwrap_or(u32::MAX) % workers);
+            }
+        }
+    }
+
+    /// The worker of instance `at` ([`WorkerId::LOCAL`] for an instance the topology lacks).
+    pub fn worker_of(&self, at: InstanceRef) -> WorkerId {
+        self.instance(at).map_or(WorkerId::LOCAL, |i| i.worker)
+    }
+
+    /// Whether channel `c`'s producer and consumer run on different workers.
+    pub fn crosses(&self, c: &Channel) -> bool {
+        self.worker_of(c.from) != self.worker_of(c.to)
     }
 }
 

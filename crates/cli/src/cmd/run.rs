@@ -336,6 +336,12 @@ fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {
         args.file.display(),
         s.elapsed.as_secs_f64()
     );
+    if s.channels.network > 0 {
+        eprintln!(
+            "  channels: {} between instances, {} of them across workers over the network",
+            s.channels.all, s.channels.network
+        );
+    }
     let width = s.operators.iter().map(|o| o.name.len()).max().unwrap_or(0);
     for o in &s.operators {
         let line = match o.kind.as_str() {

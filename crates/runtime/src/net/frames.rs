@@ -1,0 +1,151 @@
+//! Frames over a byte stream: read whole frames from a socket (however its reads split them),
+//! write one frame at a time.
+
+use std::io::{ErrorKind, Read, Write};
+
+use anduin_wire::{Frame, WireError};
+
+/// Why a frame could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FrameError {
+    /// The socket failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The bytes are not a frame.
+    #[error("{0}")]
+    Wire(#[from] WireError),
+    /// The peer closed the connection in the middle of a frame.
+    #[error("the peer closed the connection in the middle of a frame ({0} bytes of it read)")]
+    Truncated(usize),
+}
+
+/// Reads the frames of a byte stream.
+pub(crate) struct FrameReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Where the unread part of `buf` starts.
+    start: usize,
+}
+
+/// How much is read at a time.
+const READ_CHUNK: usize = 64 << 10;
+
+impl<R: Read> FrameReader<R> {
+    pub(crate) fn new(inner: R) -> Self {
+        Self {
+            inner,
+            buf: Vec::new(),
+            start: 0,
+        }
+    }
+
+    /// The next frame; `None` when the peer closed the connection between two frames.
+    pub(crate) fn next(&mut self) -> Result<Option<Frame>, FrameError> {
+        loop {
+            if let Some((frame, used)) = anduin_wire::decode(&self.buf[self.start..])? {
+                self.start += used;
+                if self.start == self.buf.len() {
+                    self.buf.clear();
+                    self.start = 0;
+                }
+                return Ok(Some(frame));
+            }
+            // Not a whole frame yet: make room and read more.
+            if self.start > 0 {
+                self.buf.drain(..self.start);
+                self.start = 0;
+            }
+            let have = self.buf.len();
+            self.buf.resize(have + READ_CHUNK, 0);
+            let n = loop {
+                match self.inner.read(&mut self.buf[have..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        self.buf.truncate(have);
+                        return Err(e.into());
+                    }
+                }
+            };
+            self.buf.truncate(have + n);
+            if n == 0 {
+                return if have == 0 {
+                    Ok(None)
+                } else {
+                    Err(FrameError::Truncated(have))
+                };
+            }
+        }
+    }
+}
+
+/// Writes `frame` (into the writer's buffer: flush to send).
+pub(crate) fn write_frame(w: &mut impl Write, frame: &Frame) -> Result<(), FrameError> {
+    let bytes = anduin_wire::encode(frame)?;
+    w.write_all(&bytes)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hands out its bytes a few at a time, as a socket may.
+    struct Dribble(Vec<u8>, usize);
+
+    impl Read for Dribble {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(out.len()).min(self.0.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0.drain(..n);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn frames_split_across_reads_come_out_whole_and_in_order() {
+        let mut bytes = Vec::new();
+        for seq in 1..=50 {
+            write_frame(
+                &mut bytes,
+                &Frame::Watermark {
+                    seq,
+                    ms: seq as i64,
+                },
+            )
+            .expect("writes");
+        }
+        for chunk in [1, 3, 7, 1000] {
+            let mut r = FrameReader::new(Dribble(bytes.clone(), chunk));
+            for seq in 1..=50 {
+                let f = r.next().expect("reads").expect("a frame");
+                assert_eq!(
+                    f,
+                    Frame::Watermark {
+                        seq,
+                        ms: seq as i64
+                    }
+                );
+            }
+            assert!(r.next().expect("a clean end").is_none());
+        }
+    }
+
+    #[test]
+    fn a_connection_closed_inside_a_frame_is_an_error() {
+        let mut bytes = Vec::new();
+        write_frame(&mut bytes, &Frame::End { seq: 9 }).expect("writes");
+        bytes.pop();
+        let mut r = FrameReader::new(Dribble(bytes, 4));
+        assert!(matches!(r.next(), Err(FrameError::Truncated(_))));
+    }
+
+    #[test]
+    fn bytes_of_another_protocol_are_refused() {
+        let mut r = FrameReader::new(Dribble(b"GET / HTTP/1.1\r\n\r\n".to_vec(), 64));
+        assert!(matches!(
+            r.next(),
+            Err(FrameError::Wire(WireError::BadMagic(_)))
+        ));
+    }
+}

@@ -1,0 +1,251 @@
+//! The consumer side's listening socket: accepts connections from producers on other workers,
+//! checks each one's handshake against the channel ends this process expects, and hands an
+//! accepted connection to an inbound bridge. A handshake it cannot accept (another protocol
+//! version, an unknown query or edge, a stale attempt, bytes that are not a frame) is refused
+//! with a `Refused` frame saying why, and the connection closed; nothing else is affected.
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anduin_wire::{check_hello, Expected, Frame, Hello, Refusal, PROTOCOL_VERSION};
+use crossbeam_channel::Sender;
+
+use super::frames::{write_frame, FrameReader};
+use super::{inbound, Failures, NetError};
+use crate::channel::Envelope;
+
+/// How long a new connection has to send its handshake.
+const HELLO_WITHIN: Duration = Duration::from_secs(10);
+
+/// Identifies one channel end: query, plan channel, producer and consumer instance.
+type EdgeKey = (String, u32, u32, u32);
+
+fn key(h: &Hello) -> EdgeKey {
+    (h.query.clone(), h.edge, h.from_instance, h.to_instance)
+}
+
+/// A consumer end waiting for its producer.
+pub(crate) struct Expecting {
+    /// The consumer task's queue.
+    pub tx: Sender<Envelope>,
+    /// The channel's name, for errors.
+    pub name: String,
+    pub failures: Failures,
+}
+
+struct Ends {
+    /// Attempt and end of every channel end not yet connected.
+    waiting: HashMap<EdgeKey, (u64, Expecting)>,
+    /// Queries this process has ever expected an edge of.
+    queries: BTreeSet<String>,
+}
+
+/// A listening socket for the channels into this process.
+pub struct EdgeListener {
+    addr: SocketAddr,
+    ends: Arc<Mutex<Ends>>,
+    stop: Arc<AtomicBool>,
+    window: u32,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for EdgeListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EdgeListener")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EdgeListener {
+    /// Listens on `addr` (port 0: one the system chooses), granting each edge `window`
+    /// messages of credit.
+    pub fn bind(addr: SocketAddr, window: u32) -> std::io::Result<Arc<Self>> {
+        let socket = TcpListener::bind(addr)?;
+        let addr = socket.local_addr()?;
+        let ends = Arc::new(Mutex::new(Ends {
+            waiting: HashMap::new(),
+            queries: BTreeSet::new(),
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let window = window.max(1);
+        let thread = {
+            let (ends, stop) = (Arc::clone(&ends), Arc::clone(&stop));
+            std::thread::Builder::new()
+                .name("anduin-net-accept".into())
+                .spawn(move || accept_loop(&socket, &ends, &stop, window))?
+        };
+        tracing::debug!(%addr, "listening for channels");
+        Ok(Arc::new(Self {
+            addr,
+            ends,
+            stop,
+            window,
+            thread: Mutex::new(Some(thread)),
+        }))
+    }
+
+    /// The address producers connect to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The credit window granted to each edge.
+    pub fn window(&self) -> u32 {
+        self.window
+    }
+
+    /// Expects the producer of the edge `hello` names (at its attempt).
+    pub(crate) fn expect(&self, hello: &Hello, end: Expecting) {
+        let mut ends = self.ends.lock().unwrap_or_else(|p| p.into_inner());
+        ends.queries.insert(hello.query.clone());
+        ends.waiting.insert(key(hello), (hello.attempt, end));
+    }
+
+    /// Stops accepting (connections already accepted run to their end).
+    pub fn shutdown(&self) {
+        if self.stop.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // Wake the accept loop up with a connection of our own.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for EdgeListener {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn accept_loop(socket: &TcpListener, ends: &Arc<Mutex<Ends>>, stop: &AtomicBool, window: u32) {
+    for conn in socket.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let stream = match conn {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "accepting a channel connection failed");
+                continue;
+            }
+        };
+        let ends = Arc::clone(ends);
+        let spawned = std::thread::Builder::new()
+            .name("anduin-net-in".into())
+            .spawn(move || serve(stream, &ends, window));
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start a thread for a channel connection");
+        }
+    }
+}
+
+/// One accepted connection: its handshake, then its messages.
+fn serve(stream: TcpStream, ends: &Mutex<Ends>, window: u32) {
+    let peer = stream
+        .peer_addr()
+        .map_or_else(|_| "?".to_string(), |a| a.to_string());
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(HELLO_WITHIN));
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = FrameReader::new(read_half);
+    let mut writer = stream;
+    let hello = match reader.next() {
+        Ok(Some(Frame::Hello(h))) => h,
+        Ok(Some(other)) => {
+            let reason = format!("expected a hello frame first, got {}", kind_name(&other));
+            refuse(&mut writer, &peer, &reason);
+            return;
+        }
+        Ok(None) => return,
+        Err(e) => {
+            refuse(&mut writer, &peer, &e.to_string());
+            return;
+        }
+    };
+    let end = match accept(&hello, ends) {
+        Ok(end) => end,
+        Err(refusal) => {
+            refuse(&mut writer, &peer, &refusal.to_string());
+            return;
+        }
+    };
+    let reply = Hello {
+        version: PROTOCOL_VERSION,
+        ..hello.clone()
+    };
+    if let Err(e) = write_frame(&mut writer, &Frame::Hello(reply)) {
+        end.failures.record(&end.name, &NetError::Frame(e));
+        return;
+    }
+    let _ = writer.set_read_timeout(None);
+    tracing::debug!(edge = %end.name, %peer, "channel connected");
+    if let Err(e) = inbound::run(reader, writer, &end.tx, window) {
+        end.failures.record(&end.name, &e);
+    }
+}
+
+/// The waiting end `hello` names, taken; or why the edge is refused.
+fn accept(hello: &Hello, ends: &Mutex<Ends>) -> Result<Expecting, Refusal> {
+    let mut ends = ends.lock().unwrap_or_else(|p| p.into_inner());
+    let k = key(hello);
+    let queries: Vec<String> = ends.queries.iter().cloned().collect();
+    let Some((attempt, _)) = ends.waiting.get(&k) else {
+        // Version first, then which query or edge is unknown.
+        check_hello(
+            hello,
+            &Expected {
+                queries: &queries,
+                edges: &[],
+                attempt: hello.attempt,
+            },
+        )?;
+        return Err(Refusal::UnknownEdge {
+            query: hello.query.clone(),
+            edge: hello.edge,
+        });
+    };
+    check_hello(
+        hello,
+        &Expected {
+            queries: &queries,
+            edges: &[hello.edge],
+            attempt: *attempt,
+        },
+    )?;
+    let (_, end) = ends.waiting.remove(&k).expect("looked up just above");
+    Ok(end)
+}
+
+fn refuse(writer: &mut TcpStream, peer: &str, reason: &str) {
+    tracing::warn!(%peer, reason, "refused a channel connection");
+    let _ = write_frame(
+        writer,
+        &Frame::Refused {
+            reason: reason.to_string(),
+        },
+    );
+}
+
+pub(super) fn kind_name(f: &Frame) -> &'static str {
+    match f {
+        Frame::Hello(_) => "hello",
+        Frame::Data { .. } => "data",
+        Frame::Watermark { .. } => "watermark",
+        Frame::Idle { .. } => "idle",
+        Frame::Barrier { .. } => "barrier",
+        Frame::End { .. } => "end",
+        Frame::Credit { .. } => "credit",
+        Frame::Refused { .. } => "refused",
+    }
+}
