@@ -129,6 +129,9 @@ pub struct Execution {
     pub events: anduin_runtime::Events,
     /// The control plane's handle of the query, if its params may change while it runs.
     pub control: Option<Arc<anduin_runtime::control::Control>>,
+    /// Where the instances run, when not all in this process with in-process channels
+    /// (overrides `--loopback-workers`).
+    pub network: Option<NetworkSettings>,
 }
 
 /// A finished run.
@@ -150,6 +153,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         query_file,
         events,
         control,
+        network,
     } = execution;
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {
@@ -191,14 +195,14 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         stop,
         checkpointing,
         events,
-        network: engine.loopback_workers.map(|workers| NetworkSettings {
+        network: network.or_else(|| engine.loopback_workers.map(|workers| NetworkSettings {
             query: ctx.query.as_deref().unwrap_or("query").to_string(),
             placement: Placement::Loopback {
                 workers: u32::try_from(workers).unwrap_or(u32::MAX),
             },
             // As many messages in flight on the network as each end's queue holds.
             window: 16,
-        }),
+        })),
         control,
         ..RunConfig::default()
     };

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod api;
+mod cluster;
 mod cmd;
 mod control;
 mod embedded;
@@ -50,6 +51,18 @@ enum Command {
     /// Control running queries through their HTTP API: list, params, set, history,
     /// checkpoint, stop.
     Ctl(cmd::ctl::CtlArgs),
+    /// Run a cluster's coordinator: workers register with it, clients submit queries to it.
+    Coordinator(cluster::coordinator::CoordinatorArgs),
+    /// Run a worker: offer slots to a coordinator and run the parts of queries it places here.
+    Worker(cluster::worker::WorkerArgs),
+    /// Submit a query to a coordinator.
+    Submit(cluster::client::SubmitArgs),
+    /// Show the queries of a coordinator: state, attempt, tasks on workers, last checkpoint.
+    Status(cluster::client::StatusArgs),
+    /// Cancel a query on a coordinator.
+    Cancel(cluster::client::CancelArgs),
+    /// Start a coordinator and N workers on this machine, run a query on them, and stop.
+    Cluster(cluster::local::ClusterArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +75,12 @@ fn main() -> ExitCode {
         Command::Checkpoints(c) => cmd::checkpoints::checkpoints(c),
         Command::Bench(c) => cmd::bench::bench(c),
         Command::Ctl(args) => cmd::ctl::ctl(args),
+        Command::Coordinator(args) => cluster::coordinator::coordinator(args),
+        Command::Worker(args) => cluster::worker::worker(args),
+        Command::Submit(args) => cluster::client::submit(args),
+        Command::Status(args) => cluster::client::status(args),
+        Command::Cancel(args) => cluster::client::cancel(args),
+        Command::Cluster(args) => cluster::local::cluster(args),
     };
     match result {
         Ok(code) => code,

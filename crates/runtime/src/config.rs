@@ -35,6 +35,20 @@ pub struct Checkpointing {
     pub restore: Option<Validated>,
     /// Faults to inject (tests only).
     pub faults: Faults,
+    /// When the checkpoint coordinator runs in another process (a cluster's coordinator):
+    /// how this run's tasks reach it. `None`: it runs in this run.
+    pub remote: Option<RemoteCoordinator>,
+}
+
+/// How the tasks of a run reach a checkpoint coordinator in another process: their events go
+/// out on `events`, and the run hands each local task instance's command channel to
+/// `register`, for the caller to deliver the coordinator's commands on.
+#[derive(Debug, Clone)]
+pub struct RemoteCoordinator {
+    /// Where the tasks' and the committer's events go.
+    pub events: crossbeam_channel::Sender<crate::Event>,
+    /// Each local task instance's command channel, by its number in the run.
+    pub register: crossbeam_channel::Sender<(usize, crossbeam_channel::Sender<crate::Command>)>,
 }
 
 /// Channels between workers, when a run's instances are spread over several.
@@ -57,6 +71,18 @@ pub enum Placement {
     Loopback {
         /// How many workers.
         workers: u32,
+    },
+    /// This process is worker `here` and runs only the instances placed on it; the others
+    /// run in other processes, reached at their workers' addresses.
+    Assigned {
+        /// The worker of every instance, by its number in the run.
+        workers: Vec<u32>,
+        /// This process's worker.
+        here: u32,
+        /// Where each worker listens for channels.
+        addresses: std::collections::BTreeMap<u32, std::net::SocketAddr>,
+        /// This process's listener (already bound: its address is in `addresses`).
+        listener: Arc<crate::EdgeListener>,
     },
 }
 

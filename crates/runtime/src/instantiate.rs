@@ -106,12 +106,14 @@ pub(crate) fn instantiate(
     mut wiring: Option<&mut CheckpointWiring>,
     net: Option<&mut NetWiring>,
 ) -> Result<Instantiated, RuntimeError> {
-    let mut sources = build_sources(graph, topology, shared.ctx, wiring.as_deref())?;
+    let here = net.as_deref().and_then(|n| n.here);
+    let runs_here = |i: &TaskInstance| here.is_none_or(|h| h == i.worker);
+    let mut sources = build_sources(graph, topology, shared.ctx, wiring.as_deref(), &runs_here)?;
     let mut wires = Wires::new(topology, shared.config.channel_capacity, net)?;
     let mut tasks = Vec::new();
     let mut source_commands = Vec::new();
     for task in &topology.tasks {
-        for instance in &task.instances {
+        for instance in task.instances.iter().filter(|i| runs_here(i)) {
             let mut outlets = wires.outlets(graph, task, instance);
             let links = build_links(graph, task, instance, &mut outlets, shared, &wiring)?;
             let chain = Chain::new(links, shared.control.cloned());
@@ -171,6 +173,7 @@ fn build_sources(
     topology: &Topology,
     ctx: &BuildContext,
     wiring: Option<&CheckpointWiring>,
+    runs_here: &dyn Fn(&TaskInstance) -> bool,
 ) -> Result<HashMap<InstanceRef, Box<dyn Source>>, RuntimeError> {
     let mut sources = HashMap::new();
     for task in &topology.tasks {
@@ -181,7 +184,7 @@ fn build_sources(
         let Bound::Source(factory) = &node.bound else {
             return Err(not_a_source(node.name()));
         };
-        for instance in &task.instances {
+        for instance in task.instances.iter().filter(|i| runs_here(i)) {
             let at = instance.at;
             let mut source = factory(&ctx.for_instance(at.instance, task.parallelism))
                 .map_err(RuntimeError::Start)?;
@@ -328,25 +331,31 @@ impl Wires {
         let mut senders = Vec::with_capacity(topology.channels.len());
         let mut receivers = Vec::with_capacity(topology.channels.len());
         for c in &topology.channels {
-            match net.as_deref_mut() {
-                Some(net) if topology.crosses(c) => {
-                    let name = edge_name(
-                        c,
-                        topology.instance(c.from).map_or("?", |i| &i.name),
-                        topology.instance(c.to).map_or("?", |i| &i.name),
-                    );
-                    let (outlet, to_network) = channel(capacity);
-                    net.producer_end(c, topology.worker_of(c.to), to_network, name.clone())?;
-                    let (from_network, inlet) = crossbeam_channel::bounded(capacity.max(1));
-                    net.consumer_end(c, from_network, name);
-                    senders.push(Some(outlet));
-                    receivers.push(Some(inlet));
-                }
-                _ => {
-                    let (tx, rx) = channel(capacity);
-                    senders.push(Some(tx));
-                    receivers.push(Some(rx));
-                }
+            let Some(net) = net.as_deref_mut().filter(|_| topology.crosses(c)) else {
+                let (tx, rx) = channel(capacity);
+                senders.push(Some(tx));
+                receivers.push(Some(rx));
+                continue;
+            };
+            let name = edge_name(
+                c,
+                topology.instance(c.from).map_or("?", |i| &i.name),
+                topology.instance(c.to).map_or("?", |i| &i.name),
+            );
+            let (from, to) = (topology.worker_of(c.from), topology.worker_of(c.to));
+            if net.runs(from) {
+                let (outlet, to_network) = channel(capacity);
+                net.producer_end(c, to, to_network, name.clone())?;
+                senders.push(Some(outlet));
+            } else {
+                senders.push(None);
+            }
+            if net.runs(to) {
+                let (from_network, inlet) = crossbeam_channel::bounded(capacity.max(1));
+                net.consumer_end(c, from_network, name);
+                receivers.push(Some(inlet));
+            } else {
+                receivers.push(None);
             }
         }
         Ok(Self { senders, receivers })

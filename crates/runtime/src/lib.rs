@@ -40,12 +40,16 @@ mod stats;
 mod task;
 mod topology;
 
-pub use config::{CheckpointSettings, Checkpointing, NetworkSettings, Placement, RunConfig};
+pub use config::{
+    CheckpointSettings, Checkpointing, NetworkSettings, Placement, RemoteCoordinator, RunConfig,
+};
 pub use error::{RuntimeError, TaskError, TaskFailure};
 pub use events::{EngineEvent, Events, LogEvents, Recorded, Subscriber};
 pub use faults::Faults;
 pub use fingerprint::fingerprint;
 pub use net::EdgeListener;
+pub use protocol::{Command, Event, OpState};
+pub use run::coordinate;
 pub use run::run;
 pub use stats::{ChannelCount, CheckpointSummary, OperatorStats, RunSummary};
 pub use topology::{

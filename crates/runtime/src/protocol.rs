@@ -1,29 +1,41 @@
-//! The messages between tasks, the committer and the checkpoint coordinator.
+//! The messages between tasks, the committer and the checkpoint coordinator. Public and
+//! serialisable because, in a cluster, the coordinator runs in another process than the tasks
+//! and these messages cross the network.
 
 use anduin_checkpoint::FileEntry;
 use anduin_types::{ControlUpdate, Epoch, SnapshotKind};
 
+use serde::{Deserialize, Serialize};
+
 use crate::snapshot::OpSnapshot;
 
 /// From the coordinator to a task.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Command {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Command {
     /// Sources: inject the barrier of `epoch` (full snapshots or changes), carrying
     /// `control`.
     Inject {
+        /// The checkpoint.
         epoch: Epoch,
+        /// A full snapshot (or changes since the last).
         full: bool,
+        /// Param changes the barrier carries.
         control: Vec<ControlUpdate>,
     },
     /// Sources: inject the last barrier, carrying `control`, then end.
     Finish {
+        /// The checkpoint.
         epoch: Epoch,
+        /// A full snapshot (or changes since the last).
         full: bool,
+        /// Param changes the barrier carries.
         control: Vec<ControlUpdate>,
     },
     /// Sources (in a run without checkpoints): inject a barrier that only carries `control`.
     Control {
+        /// The barrier's epoch.
         epoch: Epoch,
+        /// Param changes the barrier carries.
         control: Vec<ControlUpdate>,
     },
     /// Everyone: checkpoint `epoch` is complete; sinks commit what it covers.
@@ -42,32 +54,47 @@ pub(crate) struct WriteJob {
 }
 
 /// What one operator contributed to a checkpoint, once durable.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct OpState {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpState {
+    /// The operator.
     pub name: String,
+    /// Its state inline in the manifest, if small.
     pub inline: Option<serde_json::Value>,
+    /// Its snapshot file, and whether it is full or changes.
     pub file: Option<(SnapshotKind, String)>,
 }
 
 /// To the coordinator.
-#[derive(Debug)]
-pub(crate) enum Event {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Event {
     /// A task's share of `epoch` is durable.
     Ack {
+        /// The checkpoint.
         epoch: Epoch,
+        /// The task instance, by its number in the run.
         task: usize,
+        /// What each of its operators contributed.
         states: Vec<OpState>,
+        /// Its files, with their sizes and checksums.
         files: Vec<FileEntry>,
     },
     /// A task could not take or store its share of `epoch`.
     Failed {
+        /// The checkpoint.
         epoch: Epoch,
+        /// The task instance.
         task: usize,
+        /// Why.
         reason: String,
     },
     /// A source task has no more input, or stopped reading on request (it still takes part
     /// in checkpoints until the last barrier).
-    SourceExhausted { task: usize, stopped: bool },
+    SourceExhausted {
+        /// The task instance.
+        task: usize,
+        /// It stopped on request rather than at the end of its input.
+        stopped: bool,
+    },
     /// A source has emitted the configured number of rows since the last barrier.
     WantCheckpoint,
     /// Param changes to carry on the next checkpoint's barrier (taken at once).

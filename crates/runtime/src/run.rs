@@ -226,6 +226,23 @@ fn start_network(
                 listener,
                 addresses,
                 Failures::new(Arc::clone(abort)),
+                None,
+            ))
+        }
+        Placement::Assigned {
+            ref workers,
+            here,
+            ref addresses,
+            ref listener,
+        } => {
+            topology.assign(|id| WorkerId(workers.get(id).copied().unwrap_or(u32::MAX)));
+            let addresses = addresses.iter().map(|(w, a)| (WorkerId(*w), *a)).collect();
+            Ok(NetWiring::new(
+                settings.query.clone(),
+                Arc::clone(listener),
+                addresses,
+                Failures::new(Arc::clone(abort)),
+                Some(WorkerId(here)),
             ))
         }
     }
@@ -301,14 +318,21 @@ fn choose_restore(config: &RunConfig, plan: &PlanFingerprint) -> Result<(), Runt
 
 /// The ends of the checkpoint channels that the coordinator and the committer keep.
 struct CheckpointReceivers {
-    events: Receiver<Event>,
+    /// `None` when the coordinator runs in another process.
+    events: Option<Receiver<Event>>,
     jobs: Receiver<WriteJob>,
 }
 
 /// The checkpoint channels, when the run takes checkpoints.
 fn checkpoint_wiring(config: &RunConfig) -> Option<(CheckpointWiring, CheckpointReceivers)> {
     let c = config.checkpointing.as_ref()?;
-    let (event_tx, event_rx) = crossbeam_channel::unbounded();
+    let (event_tx, event_rx) = match &c.remote {
+        Some(remote) => (remote.events.clone(), None),
+        None => {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            (tx, Some(rx))
+        }
+    };
     let (job_tx, job_rx) = crossbeam_channel::unbounded();
     let wiring = CheckpointWiring {
         dir: CheckpointDir::new(&c.settings.dir),
@@ -349,28 +373,23 @@ fn start_checkpointing(
         sources,
         plan,
     } = start;
-    let store = Store::open(&c.settings.dir).map_err(RuntimeError::Checkpoint)?;
-    let restored = c.restore.as_ref().map(|v| v.manifest.clone());
-    let scheduler = Scheduler::new(
-        schedule_settings(&c.settings),
-        wiring.commands.keys().copied(),
-        sources,
-        restored.as_ref().map_or(1, |m| m.epoch + 1),
-    );
-    let coordinator = Coordinator {
-        store,
-        settings: c.settings.clone(),
-        plan,
-        tasks: wiring.commands,
-        scheduler,
-        last: restored,
-        counters: Arc::clone(counters),
-        faults: c.faults.clone(),
-        clock: Arc::clone(&config.clock),
-        events: config.events.clone(),
-        control: config.control.clone(),
-        pending_controls: Vec::new(),
+    let Some(to_coordinator) = receivers.events else {
+        // The coordinator runs in another process: it gets the events and sends the commands
+        // through the caller; only the committer runs here.
+        if let Some(remote) = &c.remote {
+            for (task, tx) in wiring.commands {
+                let _ = remote.register.send((task, tx));
+            }
+        }
+        drop(wiring.jobs);
+        let (jobs, events, faults) = (receivers.jobs, wiring.events, c.faults.clone());
+        let dead_letter = Arc::clone(&ctx.dead_letter);
+        let committer = spawn_helper("anduin-committer", move || {
+            run_committer(jobs, events, faults, dead_letter);
+        })?;
+        return Ok(vec![committer]);
     };
+    let coordinator = checkpoint_coordinator(c, wiring.commands, sources, plan, counters, config)?;
     // The tasks hold the only senders of jobs: the committer ends when the last task does.
     drop(wiring.jobs);
     let (jobs, events) = (receivers.jobs, wiring.events);
@@ -379,11 +398,83 @@ fn start_checkpointing(
     let committer = spawn_helper("anduin-committer", move || {
         run_committer(jobs, events, faults, dead_letter);
     })?;
-    let to_coordinator = receivers.events;
     let coordinator = spawn_helper("anduin-coordinator", move || {
         coordinator.run(to_coordinator);
     })?;
     Ok(vec![committer, coordinator])
+}
+
+/// The checkpoint coordinator of a run: it sends commands on `tasks` (every task instance's,
+/// by its number in the run), injects barriers at the `sources` instances, and completes
+/// checkpoints in the run's checkpoint directory.
+fn checkpoint_coordinator(
+    c: &Checkpointing,
+    tasks: BTreeMap<usize, crossbeam_channel::Sender<crate::protocol::Command>>,
+    sources: Vec<usize>,
+    plan: PlanFingerprint,
+    counters: &Arc<CheckpointCounters>,
+    config: &RunConfig,
+) -> Result<Coordinator, RuntimeError> {
+    let store = Store::open(&c.settings.dir).map_err(RuntimeError::Checkpoint)?;
+    let restored = c.restore.as_ref().map(|v| v.manifest.clone());
+    let scheduler = Scheduler::new(
+        schedule_settings(&c.settings),
+        tasks.keys().copied(),
+        sources,
+        restored.as_ref().map_or(1, |m| m.epoch + 1),
+    );
+    Ok(Coordinator {
+        store,
+        settings: c.settings.clone(),
+        plan,
+        tasks,
+        scheduler,
+        last: restored,
+        counters: Arc::clone(counters),
+        faults: c.faults.clone(),
+        clock: Arc::clone(&config.clock),
+        events: config.events.clone(),
+        control: config.control.clone(),
+        pending_controls: Vec::new(),
+    })
+}
+
+/// Runs the checkpoint coordinator of a run of `graph` whose tasks run in other processes
+/// (a cluster's workers): it sends each task instance's commands on `tasks` (by the
+/// instance's number in the run; every instance of the query must be there) and reads the
+/// tasks' events from `events`, until every sender of `events` is gone. Checkpoints complete
+/// in `config`'s checkpoint directory, which the tasks write into as well; the checkpoint to
+/// resume from is `config`'s. Returns the coordinator's thread.
+pub fn coordinate(
+    graph: &LogicalGraph<Bound>,
+    config: &RunConfig,
+    tasks: BTreeMap<usize, crossbeam_channel::Sender<crate::protocol::Command>>,
+    events: Receiver<Event>,
+) -> Result<std::thread::JoinHandle<()>, RuntimeError> {
+    let Some(c) = &config.checkpointing else {
+        return Err(RuntimeError::Network {
+            edge: "the checkpoint coordinator".into(),
+            message: "a run without checkpoints has no checkpoint coordinator".into(),
+        });
+    };
+    let options = PlanOptions {
+        chaining: config.chaining,
+        default_parallelism: config.parallelism,
+    };
+    let plan = PhysicalPlan::plan(graph, options);
+    let topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
+    let plan_print = fingerprint(graph, options);
+    choose_restore(config, &plan_print)?;
+    let counters = Arc::new(CheckpointCounters::default());
+    let coordinator = checkpoint_coordinator(
+        c,
+        tasks,
+        source_instances(&topology),
+        plan_print,
+        &counters,
+        config,
+    )?;
+    spawn_helper("anduin-coordinator", move || coordinator.run(events))
 }
 
 /// The instances headed by a source, by their number in the run.

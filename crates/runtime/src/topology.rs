@@ -257,6 +257,15 @@ impl Topology {
         }
     }
 
+    /// Places every instance on the worker `worker_of` gives for its number in the run.
+    pub fn assign(&mut self, worker_of: impl Fn(usize) -> WorkerId) {
+        for t in &mut self.tasks {
+            for i in &mut t.instances {
+                i.worker = worker_of(i.id);
+            }
+        }
+    }
+
     /// The worker of instance `at` ([`WorkerId::LOCAL`] for an instance the topology lacks).
     pub fn worker_of(&self, at: InstanceRef) -> WorkerId {
         self.instance(at).map_or(WorkerId::LOCAL, |i| i.worker)

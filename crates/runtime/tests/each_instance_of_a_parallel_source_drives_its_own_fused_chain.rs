@@ -260,6 +260,7 @@ fn run_query(chaining: bool, checkpoints: Option<&std::path::Path>) -> BTreeMap<
             },
             restore: None,
             faults: Faults::default(),
+            remote: None,
         }),
         ..RunConfig::default()
     };

@@ -350,6 +350,7 @@ fn run_once(
             },
             restore,
             faults: Faults::default(),
+            remote: None,
         }),
         ..RunConfig::default()
     };

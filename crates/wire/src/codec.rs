@@ -88,6 +88,7 @@ pub fn encode(frame: &Frame) -> Result<Vec<u8>, WireError> {
         Frame::End { seq } => put_u64(&mut body, *seq),
         Frame::Credit { messages } => put_u32(&mut body, *messages),
         Frame::Refused { reason } => put_str(&mut body, reason),
+        Frame::Message { body: m } => body.extend_from_slice(m),
     }
     if body.len() > MAX_BODY {
         return Err(WireError::TooLarge {
@@ -200,7 +201,10 @@ fn read_body(kind: u8, r: &mut Reader<'_>) -> Result<Frame, Short> {
         },
         6 => Frame::End { seq: r.u64()? },
         7 => Frame::Credit { messages: r.u32()? },
-        _ => Frame::Refused { reason: r.str()? },
+        8 => Frame::Refused { reason: r.str()? },
+        _ => Frame::Message {
+            body: r.rest().to_vec(),
+        },
     })
 }
 

@@ -55,6 +55,12 @@ pub enum Frame {
         /// Why, for the other side's log and error.
         reason: String,
     },
+    /// A message of the cluster's control protocol (between the coordinator, workers,
+    /// executors and clients): a serialised message, opaque to this crate.
+    Message {
+        /// Its bytes (JSON).
+        body: Vec<u8>,
+    },
 }
 
 impl Frame {
@@ -69,6 +75,7 @@ impl Frame {
             Frame::End { .. } => 6,
             Frame::Credit { .. } => 7,
             Frame::Refused { .. } => 8,
+            Frame::Message { .. } => 9,
         }
     }
 
@@ -83,6 +90,7 @@ impl Frame {
             6 => "end",
             7 => "credit",
             8 => "refused",
+            9 => "message",
             _ => "unknown",
         }
     }

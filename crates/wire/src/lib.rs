@@ -9,13 +9,16 @@
 //! [`WireError`] naming what is wrong — it never panics and never allocates more than the
 //! frame's declared, bounded size.
 //!
-//! This crate is not the network: no sockets, no flow control, no Arrow (a data frame carries
-//! an Arrow IPC message as opaque bytes, encoded and decoded by the runtime).
+//! [`FrameReader`] and [`write_frame`] carry frames over any byte stream. This crate is not the
+//! network: no sockets, no flow control, no Arrow (a data frame carries an Arrow IPC message as
+//! opaque bytes, encoded and decoded by the runtime).
 
 mod codec;
 mod frame;
 mod hello;
+mod io;
 
 pub use codec::{decode, encode, WireError, MAX_BODY};
 pub use frame::Frame;
 pub use hello::{check_hello, Expected, Hello, Refusal, PROTOCOL_VERSION};
+pub use io::{write_frame, FrameError, FrameReader};

@@ -74,6 +74,10 @@ pub struct RunArgs {
     /// Testing: make the files of this checkpoint fail to write, as on a full disk.
     #[arg(long, hide = true, value_name = "EPOCH")]
     pub inject_checkpoint_failure: Option<u64>,
+    /// Run as a cluster's executor: the worker's part of the query that this deployment
+    /// (written by the worker) describes.
+    #[arg(long, hide = true, value_name = "FILE")]
+    pub cluster_part: Option<PathBuf>,
 }
 
 /// A duration of at least 1 ms (`--checkpoint-interval`, `--checkpoint-warn-after`).
@@ -85,6 +89,9 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
+    if let Some(deployment) = &args.cluster_part {
+        return crate::cluster::executor::run_part(&args, deployment);
+    }
     let name = match args.api.query_name(&args.file) {
         Ok(n) => n,
         Err(usage) => {
@@ -192,6 +199,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             query_file: Some(args.file.display().to_string()),
             events: run_events,
             control: Some(control),
+            network: None,
         },
     );
     drop(progress);
@@ -231,6 +239,28 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(by.exit_code()));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How checkpoints are taken into `dir`, from the run's flags.
+pub fn checkpoint_settings(args: &RunArgs, dir: &std::path::Path) -> CheckpointSettings {
+    let interval = match (args.checkpoint_interval, args.checkpoint_every) {
+        (Some(i), _) => Some(i),
+        (None, Some(_)) => None,
+        (None, None) => Some(Duration::from_secs(10)),
+    };
+    let warn_after = args.checkpoint_warn_after.unwrap_or_else(|| {
+        interval
+            .map(|i| (i * 3).max(Duration::from_secs(60)))
+            .unwrap_or(Duration::from_secs(60))
+    });
+    CheckpointSettings {
+        dir: dir.to_path_buf(),
+        interval,
+        every_rows: args.checkpoint_every.map(|n| n as u64),
+        keep: args.checkpoint_keep,
+        full_every: args.checkpoint_full_every as u64,
+        warn_after,
+    }
 }
 
 /// What the checkpoint directory says about this run.
@@ -304,29 +334,13 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
             return Ok(Prepared::Unusable);
         }
     };
-    let interval = match (args.checkpoint_interval, args.checkpoint_every) {
-        (Some(i), _) => Some(i),
-        (None, Some(_)) => None,
-        (None, None) => Some(Duration::from_secs(10)),
-    };
-    let warn_after = args.checkpoint_warn_after.unwrap_or_else(|| {
-        interval
-            .map(|i| (i * 3).max(Duration::from_secs(60)))
-            .unwrap_or(Duration::from_secs(60))
-    });
     Ok(Prepared::Run(Box::new(Checkpointing {
-        settings: CheckpointSettings {
-            dir: dir.clone(),
-            interval,
-            every_rows: args.checkpoint_every.map(|n| n as u64),
-            keep: args.checkpoint_keep,
-            full_every: args.checkpoint_full_every as u64,
-            warn_after,
-        },
+        settings: checkpoint_settings(args, dir),
         restore,
         faults: Faults {
             fail_checkpoint: args.inject_checkpoint_failure.map(Epoch),
         },
+        remote: None,
     })))
 }
 

@@ -8,6 +8,8 @@ use std::process::{Child, Command, Output};
 
 use sha2::{Digest, Sha256};
 
+pub mod cluster;
+
 /// The repository's root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -200,6 +202,21 @@ impl ChildGuard {
     /// The child's PID.
     pub fn pid(&self) -> u32 {
         self.0.id()
+    }
+
+    /// Waits for the child to end; what it wrote to stderr (piped) and how it ended.
+    pub fn wait_output(mut self) -> Output {
+        use std::io::Read;
+        let mut stderr = Vec::new();
+        if let Some(mut e) = self.0.stderr.take() {
+            let _ = e.read_to_end(&mut stderr);
+        }
+        let status = self.0.wait().expect("waits");
+        Output {
+            status,
+            stdout: Vec::new(),
+            stderr,
+        }
     }
 }
 

@@ -66,6 +66,7 @@ pub(crate) fn from_frame(frame: Frame) -> Result<Envelope, CodecError> {
         Frame::Hello(_) => return Err(CodecError::NotAMessage("hello")),
         Frame::Credit { .. } => return Err(CodecError::NotAMessage("credit")),
         Frame::Refused { .. } => return Err(CodecError::NotAMessage("refused")),
+        Frame::Message { .. } => return Err(CodecError::NotAMessage("message")),
     };
     Ok(Envelope { seq, msg })
 }

@@ -9,7 +9,7 @@ use anduin_wire::Frame;
 use crossbeam_channel::Sender;
 
 use super::codec::from_frame;
-use super::frames::{write_frame, FrameReader};
+use anduin_wire::{write_frame, FrameReader};
 use super::listener::kind_name;
 use super::{NetError, CONSUMER_STOPPED};
 use crate::channel::Envelope;
@@ -22,7 +22,7 @@ pub(super) fn run(
     window: u32,
 ) -> Result<(), NetError> {
     write_frame(&mut writer, &Frame::Credit { messages: window })?;
-    writer.flush().map_err(super::frames::FrameError::from)?;
+    writer.flush().map_err(anduin_wire::FrameError::from)?;
     // Credit goes back in handfuls, not one frame per message.
     let handful = (window / 2).max(1);
     let mut owed = 0;
@@ -30,7 +30,7 @@ pub(super) fn run(
     loop {
         let frame = match reader.next()? {
             Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
-            Some(f @ (Frame::Hello(_) | Frame::Credit { .. })) => {
+            Some(f @ (Frame::Hello(_) | Frame::Credit { .. } | Frame::Message { .. })) => {
                 return Err(NetError::Unexpected(kind_name(&f)))
             }
             Some(f) => f,

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anduin_wire::{check_hello, Expected, Frame, Hello, Refusal, PROTOCOL_VERSION};
 use crossbeam_channel::Sender;
 
-use super::frames::{write_frame, FrameReader};
+use anduin_wire::{write_frame, FrameReader};
 use super::{inbound, Failures, NetError};
 use crate::channel::Envelope;
 
@@ -247,5 +247,6 @@ pub(super) fn kind_name(f: &Frame) -> &'static str {
         Frame::End { .. } => "end",
         Frame::Credit { .. } => "credit",
         Frame::Refused { .. } => "refused",
+        Frame::Message { .. } => "message",
     }
 }

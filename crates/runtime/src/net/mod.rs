@@ -19,7 +19,6 @@
 //! loopback unless the cluster has a secret).
 
 mod codec;
-mod frames;
 mod inbound;
 pub mod listener;
 mod outbound;
@@ -46,7 +45,7 @@ const CONSUMER_STOPPED: &str = "the consuming task has stopped";
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum NetError {
     #[error("{0}")]
-    Frame(#[from] frames::FrameError),
+    Frame(#[from] anduin_wire::FrameError),
     #[error("{0}")]
     Codec(#[from] codec::CodecError),
     #[error("cannot connect to {to}: {cause}")]
@@ -125,6 +124,9 @@ pub(crate) struct NetWiring {
     /// The data address of every worker.
     pub addresses: BTreeMap<WorkerId, SocketAddr>,
     pub failures: Failures,
+    /// The worker this process is, when it runs only part of the instances; `None`: it runs
+    /// every worker's.
+    pub here: Option<WorkerId>,
     /// Producer ends built and waiting to connect.
     pending: Vec<(Receiver<Envelope>, Hello, SocketAddr, String)>,
     running: Vec<JoinHandle<()>>,
@@ -136,12 +138,14 @@ impl NetWiring {
         listener: Arc<EdgeListener>,
         addresses: BTreeMap<WorkerId, SocketAddr>,
         failures: Failures,
+        here: Option<WorkerId>,
     ) -> Self {
         Self {
             query,
             listener,
             addresses,
             failures,
+            here,
             pending: Vec::new(),
             running: Vec::new(),
         }
@@ -156,6 +160,11 @@ impl NetWiring {
             to_instance: u32::try_from(c.to.instance).unwrap_or(u32::MAX),
             attempt,
         }
+    }
+
+    /// Whether this process runs the instances of `worker`.
+    pub(crate) fn runs(&self, worker: WorkerId) -> bool {
+        self.here.is_none_or(|h| h == worker)
     }
 
     /// The producer's end of channel `c`, whose consumer runs on worker `to`: the bridge

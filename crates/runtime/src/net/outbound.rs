@@ -11,7 +11,7 @@ use anduin_wire::{Frame, Hello};
 use crossbeam_channel::{Receiver, TryRecvError};
 
 use super::codec::to_frame;
-use super::frames::{write_frame, FrameError, FrameReader};
+use anduin_wire::{write_frame, FrameError, FrameReader};
 use super::listener::kind_name;
 use super::{NetError, CONSUMER_STOPPED};
 use crate::channel::Envelope;

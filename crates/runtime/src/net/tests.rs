@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anduin_types::{Message, Watermark};
 use anduin_wire::{Frame, Hello, PROTOCOL_VERSION};
 
-use super::frames::{write_frame, FrameReader};
+use anduin_wire::{write_frame, FrameReader};
 use super::listener::Expecting;
 use super::{outbound, EdgeListener, Failures};
 use crate::channel::Envelope;

@@ -62,6 +62,7 @@ pub fn checkpointing(
         },
         restore,
         faults: Faults::default(),
+        remote: None,
     }
 }
 

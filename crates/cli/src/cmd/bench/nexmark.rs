@@ -200,6 +200,7 @@ fn measure(loaded: &Loaded, args: &NexmarkArgs) -> Result<Measurement> {
                     query_file: None,
                     events: anduin_runtime::Events::logged(),
                     control: None,
+                    network: None,
                 },
             )
         })

@@ -1,14 +1,15 @@
-//! Frames over a byte stream: read whole frames from a socket (however its reads split them),
-//! write one frame at a time.
+//! Frames over a byte stream (a socket, or anything that reads and writes): read whole frames
+//! however the stream's reads split them, write one frame at a time.
 
 use std::io::{ErrorKind, Read, Write};
 
-use anduin_wire::{Frame, WireError};
+use crate::codec::WireError;
+use crate::frame::Frame;
 
 /// Why a frame could not be read or written.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum FrameError {
-    /// The socket failed.
+pub enum FrameError {
+    /// The stream failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
     /// The bytes are not a frame.
@@ -20,7 +21,7 @@ pub(crate) enum FrameError {
 }
 
 /// Reads the frames of a byte stream.
-pub(crate) struct FrameReader<R> {
+pub struct FrameReader<R> {
     inner: R,
     buf: Vec<u8>,
     /// Where the unread part of `buf` starts.
@@ -31,7 +32,8 @@ pub(crate) struct FrameReader<R> {
 const READ_CHUNK: usize = 64 << 10;
 
 impl<R: Read> FrameReader<R> {
-    pub(crate) fn new(inner: R) -> Self {
+    /// Reads frames from `inner`.
+    pub fn new(inner: R) -> Self {
         Self {
             inner,
             buf: Vec::new(),
@@ -40,9 +42,9 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// The next frame; `None` when the peer closed the connection between two frames.
-    pub(crate) fn next(&mut self) -> Result<Option<Frame>, FrameError> {
+    pub fn next(&mut self) -> Result<Option<Frame>, FrameError> {
         loop {
-            if let Some((frame, used)) = anduin_wire::decode(&self.buf[self.start..])? {
+            if let Some((frame, used)) = crate::codec::decode(&self.buf[self.start..])? {
                 self.start += used;
                 if self.start == self.buf.len() {
                     self.buf.clear();
@@ -80,8 +82,8 @@ impl<R: Read> FrameReader<R> {
 }
 
 /// Writes `frame` (into the writer's buffer: flush to send).
-pub(crate) fn write_frame(w: &mut impl Write, frame: &Frame) -> Result<(), FrameError> {
-    let bytes = anduin_wire::encode(frame)?;
+pub fn write_frame(w: &mut impl Write, frame: &Frame) -> Result<(), FrameError> {
+    let bytes = crate::codec::encode(frame)?;
     w.write_all(&bytes)?;
     Ok(())
 }

@@ -1,0 +1,187 @@
+//! `anduin submit`, `anduin status` and `anduin cancel`: one request to the coordinator each
+//! (`submit --wait` then asks for the query's status until it is over).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator};
+
+/// Arguments of `anduin submit`.
+#[derive(Args, Debug)]
+pub struct SubmitArgs {
+    /// The query file (.flow, .sql or .json).
+    pub file: PathBuf,
+    /// The coordinator's address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub coordinator: SocketAddr,
+    /// The query's name (default: the file's stem).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Wait until the query finishes, fails or is cancelled; exit 0 only if it finished.
+    #[arg(long)]
+    pub wait: bool,
+    /// The flags of `anduin run` that concern the query: `--var NAME=VALUE`, `--parallelism`,
+    /// `--checkpoint-interval`, `--checkpoint-every`, `--state-backend`, `--batch-size`…
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "RUN FLAGS")]
+    pub run_args: Vec<String>,
+}
+
+/// Arguments of `anduin status`.
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// One query (default: every query).
+    pub query: Option<String>,
+    /// The coordinator's address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub coordinator: SocketAddr,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `anduin cancel`.
+#[derive(Args, Debug)]
+pub struct CancelArgs {
+    /// The query.
+    pub query: String,
+    /// The coordinator's address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub coordinator: SocketAddr,
+}
+
+/// One request and its reply.
+fn ask(coordinator: SocketAddr, msg: &ToCoordinator) -> Result<Reply> {
+    let (to, mut from) = proto::connect(coordinator)?;
+    to.send(msg)?;
+    from.recv::<Reply>()?
+        .context("the coordinator closed the connection without answering")
+}
+
+pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
+    let source = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read `{}`", args.file.display()))?;
+    let name = match &args.name {
+        Some(n) => n.clone(),
+        None => args
+            .file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let file_name = args
+        .file
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .context("the query file has no name")?;
+    let submission = Submission {
+        name,
+        file_name,
+        source,
+        args: args.run_args.clone(),
+        cwd: std::env::current_dir().context("cannot read the working directory")?,
+    };
+    let query = match ask(args.coordinator, &ToCoordinator::Submit(submission))? {
+        Reply::Submitted { query } => query,
+        Reply::Refused(why) => bail!("the coordinator refused the query: {why}"),
+        other => bail!("the coordinator answered {other:?}"),
+    };
+    eprintln!("anduin: submitted query {query} to {}", args.coordinator);
+    if !args.wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut last_state = String::new();
+    loop {
+        let status = match ask(
+            args.coordinator,
+            &ToCoordinator::Status {
+                query: Some(query.clone()),
+            },
+        )? {
+            Reply::Status { mut queries, .. } if !queries.is_empty() => queries.remove(0),
+            other => bail!("the coordinator answered {other:?}"),
+        };
+        if status.state != last_state {
+            eprintln!("anduin: query {query}: {}", describe(&status));
+            last_state = status.state.clone();
+        }
+        if status.is_over() {
+            return Ok(if status.state == "finished" {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
+        }
+        // A client's poll, not a synchronisation: the coordinator's answer is the truth.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn describe(s: &QueryStatus) -> String {
+    let mut out = format!("{} (attempt {})", s.state, s.attempt);
+    if !s.placement.is_empty() {
+        let parts: Vec<String> = s
+            .placement
+            .iter()
+            .map(|(w, n)| format!("{w}: {n}"))
+            .collect();
+        out.push_str(&format!(", tasks on {}", parts.join(", ")));
+    }
+    if let Some(e) = s.last_checkpoint {
+        out.push_str(&format!(", last checkpoint {e}"));
+    }
+    if let Some(e) = &s.error {
+        out.push_str(&format!(", {e}"));
+    }
+    out
+}
+
+pub fn status(args: StatusArgs) -> Result<ExitCode> {
+    let one = args.query.is_some();
+    match ask(args.coordinator, &ToCoordinator::Status { query: args.query })? {
+        Reply::Status { workers, queries } => {
+            if args.json && one {
+                println!("{}", serde_json::to_string_pretty(&queries[0])?);
+            } else if args.json {
+                let all = serde_json::json!({ "workers": workers, "queries": queries });
+                println!("{}", serde_json::to_string_pretty(&all)?);
+            } else {
+                if !one {
+                    for w in &workers {
+                        let state = if w.alive { "alive" } else { "dead" };
+                        println!("worker {}\t{} slots, {state}", w.name, w.slots);
+                    }
+                    if queries.is_empty() {
+                        println!("no queries");
+                    }
+                }
+                for s in &queries {
+                    println!("{}\t{}", s.name, describe(s));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Reply::Refused(why) => bail!("{why}"),
+        other => bail!("the coordinator answered {other:?}"),
+    }
+}
+
+pub fn cancel(args: CancelArgs) -> Result<ExitCode> {
+    match ask(
+        args.coordinator,
+        &ToCoordinator::Cancel {
+            query: args.query.clone(),
+        },
+    )? {
+        Reply::Cancelling => {
+            eprintln!("anduin: cancelling query {}", args.query);
+            Ok(ExitCode::SUCCESS)
+        }
+        Reply::Refused(why) => bail!("{why}"),
+        other => bail!("the coordinator answered {other:?}"),
+    }
+}

@@ -1,0 +1,200 @@
+//! An executor: one worker's part of one attempt of a query, in a process of its own (the
+//! paper's executors on Mesos slaves). Its worker starts it as `anduin run FILE … --cluster-part
+//! DEPLOYMENT` and cancels it by killing it; it ends at once when its worker goes away (its
+//! stdin closes), so that a killed worker leaves no half of a query running.
+//!
+//! It runs only the task instances placed on its worker; channels to instances on other
+//! workers cross the network; its tasks' checkpoint events go to the coordinator and the
+//! coordinator's commands come back, over one connection.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anduin_checkpoint::Store;
+use anduin_runtime::{
+    Checkpointing, Command, Event, NetworkSettings, Placement, RemoteCoordinator,
+};
+use anduin_spec::Missing;
+use anduin_types::Epoch;
+use anyhow::{bail, Context, Result};
+use crossbeam_channel::{Receiver, Sender};
+
+use super::proto::{self, Deployment, ToCoordinator, ToExecutor};
+use crate::cmd::run::{checkpoint_settings, RunArgs};
+use crate::embedded::{execute, prepare_outputs, Execution};
+use crate::load::{load_with, print_diagnostics, LoadError};
+
+/// Exit code of an executor whose worker went away.
+const ORPHANED: u8 = 3;
+
+/// Runs the part of the query `deployment` describes.
+pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
+    let d: Deployment = serde_json::from_slice(
+        &std::fs::read(deployment)
+            .with_context(|| format!("cannot read the deployment `{}`", deployment.display()))?,
+    )
+    .context("a malformed deployment")?;
+    exit_with_worker();
+    let span = tracing::info_span!("executor", query = %d.query, attempt = d.attempt, worker = d.worker);
+    let _entered = span.enter();
+    let loaded = match load_with(&args.file, &args.vars, Missing::Error, &args.engine.defaults()) {
+        Ok(l) => l,
+        Err(LoadError::Diagnostics(diags)) => {
+            print_diagnostics(&args.file, &diags);
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(LoadError::Other(e)) => return Err(e),
+    };
+
+    let listener = anduin_runtime::EdgeListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)), 16)
+        .context("cannot listen for channels")?;
+    let (to_coordinator, mut from_coordinator) = proto::connect(d.coordinator)?;
+    to_coordinator.send(&ToCoordinator::Executor {
+        query: d.query.clone(),
+        attempt: d.attempt,
+        worker: d.worker,
+        data: listener.local_addr(),
+    })?;
+    let addresses = match from_coordinator.recv::<ToExecutor>()? {
+        Some(ToExecutor::Start { addresses }) => addresses,
+        Some(other) => bail!("the coordinator sent {other:?} before starting the executor"),
+        None => bail!("the coordinator closed the connection before starting the executor"),
+    };
+
+    let (events_tx, events_rx) = crossbeam_channel::unbounded::<Event>();
+    let (register_tx, register_rx) = crossbeam_channel::unbounded();
+    let forwarder = {
+        let to_coordinator = to_coordinator.clone();
+        std::thread::Builder::new()
+            .name("anduin-events-out".into())
+            .spawn(move || forward_events(&events_rx, &to_coordinator))?
+    };
+    std::thread::Builder::new()
+        .name("anduin-commands-in".into())
+        .spawn(move || dispatch_commands(&mut from_coordinator, &register_rx))?;
+
+    let restore = match d.restore {
+        None => None,
+        Some(epoch) => Some(
+            Store::open(&d.checkpoint_dir)
+                .and_then(|s| s.validate(Epoch(epoch)))
+                .with_context(|| format!("cannot restore checkpoint {epoch}"))?,
+        ),
+    };
+    let checkpointing = Checkpointing {
+        settings: checkpoint_settings(args, &d.checkpoint_dir),
+        restore,
+        faults: anduin_runtime::Faults::default(),
+        remote: Some(RemoteCoordinator {
+            events: events_tx,
+            register: register_tx,
+        }),
+    };
+    // Each worker's malformed records in a file of its own.
+    let dead_letter = match prepare_outputs(&loaded.spec, args.dead_letter.as_deref())? {
+        anduin_operator_api::DeadLetterTarget::File(p) => anduin_operator_api::DeadLetterTarget::File(
+            p.with_file_name(format!(
+                "{}.worker-{}",
+                p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+                d.worker
+            )),
+        ),
+        other => other,
+    };
+    let executed = execute(
+        &loaded,
+        &args.engine,
+        Execution {
+            dead_letter,
+            checkpointing: Some(checkpointing),
+            stop: Arc::new(AtomicBool::new(false)),
+            query_file: Some(args.file.display().to_string()),
+            events: anduin_runtime::Events::logged(),
+            control: None,
+            network: Some(NetworkSettings {
+                query: d.query.clone(),
+                placement: Placement::Assigned {
+                    workers: d.placement.clone(),
+                    here: d.worker,
+                    addresses,
+                    listener,
+                },
+                window: 16,
+            }),
+        },
+    );
+    // Every event sent before the process reports its end.
+    let _ = forwarder.join();
+    let executed = executed?;
+    tracing::info!(elapsed_ms = executed.summary.elapsed.as_millis() as u64, "part finished");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ends the process when its stdin closes: the worker that started it has gone.
+fn exit_with_worker() {
+    let spawned = std::thread::Builder::new()
+        .name("anduin-worker-watch".into())
+        .spawn(|| {
+            let mut sink = [0u8; 64];
+            let mut stdin = std::io::stdin();
+            while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+            eprintln!("anduin: the worker of this executor has gone: stopping at once");
+            std::process::exit(i32::from(ORPHANED));
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot watch the worker");
+    }
+}
+
+/// Sends the tasks' checkpoint events to the coordinator until every task has ended.
+fn forward_events(events: &Receiver<Event>, to: &proto::Sender) {
+    let mut reachable = true;
+    for e in events {
+        if reachable {
+            if let Err(err) = to.send(&ToCoordinator::Event(e)) {
+                // The tasks keep running; checkpoints wait for a coordinator.
+                tracing::warn!(error = %err, "cannot reach the coordinator");
+                reachable = false;
+            }
+        }
+    }
+}
+
+/// Delivers the coordinator's commands to the task instances they are for.
+fn dispatch_commands(
+    from: &mut proto::Receiver,
+    registered: &Receiver<(usize, Sender<Command>)>,
+) {
+    let mut tasks: HashMap<usize, Sender<Command>> = HashMap::new();
+    loop {
+        let (task, command) = match from.recv::<ToExecutor>() {
+            Ok(Some(ToExecutor::Command { task, command })) => (task, command),
+            Ok(Some(other)) => {
+                tracing::warn!(?other, "an unexpected message from the coordinator");
+                continue;
+            }
+            Ok(None) | Err(_) => {
+                tracing::warn!("the coordinator's connection closed: checkpoints wait");
+                return;
+            }
+        };
+        tasks.extend(registered.try_iter());
+        while !tasks.contains_key(&task) {
+            // The run registers its tasks before they start: wait for this one.
+            match registered.recv() {
+                Ok((t, tx)) => {
+                    tasks.insert(t, tx);
+                }
+                Err(_) => break,
+            }
+        }
+        if let Some(tx) = tasks.get(&task) {
+            let _ = tx.send(command);
+        }
+    }
+}

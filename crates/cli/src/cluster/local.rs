@@ -1,0 +1,140 @@
+//! `anduin cluster --workers N FILE …`: a coordinator and N worker processes on this machine,
+//! the query submitted to them and waited for, and everything stopped at the end — for trying
+//! the cluster out, and for tests.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use super::client::{self, SubmitArgs};
+
+/// Arguments of `anduin cluster`.
+#[derive(Args, Debug)]
+pub struct ClusterArgs {
+    /// The query file (.flow, .sql or .json).
+    pub file: PathBuf,
+    /// How many worker processes.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub workers: u32,
+    /// Slots of each worker.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub slots: u32,
+    /// Where the coordinator keeps its state and the query's checkpoints (default: a new
+    /// temporary directory, removed at the end).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The query's name (default: the file's stem).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The flags of `anduin run` that concern the query.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "RUN FLAGS")]
+    pub run_args: Vec<String>,
+}
+
+/// A child process, killed (by its PID) and reaped when dropped.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn cluster(args: ClusterArgs) -> Result<ExitCode> {
+    let temp;
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None => {
+            temp = TempDir::new()?;
+            temp.0.clone()
+        }
+    };
+    std::fs::create_dir_all(&dir)?;
+    let exe = std::env::current_exe().context("cannot find the anduin executable")?;
+    let address_file = dir.join("coordinator.addr");
+    let _ = std::fs::remove_file(&address_file);
+    let mut coordinator = Guard(
+        Command::new(&exe)
+            .args(["coordinator", "--listen", "127.0.0.1:0"])
+            .arg("--state-dir")
+            .arg(dir.join("coordinator"))
+            .arg("--checkpoint-store")
+            .arg(dir.join("checkpoints"))
+            .arg("--address-file")
+            .arg(&address_file)
+            .stdin(Stdio::null())
+            .spawn()
+            .context("cannot start the coordinator")?,
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let addr = loop {
+        if let Ok(a) = std::fs::read_to_string(&address_file) {
+            break a.trim().parse().context("the coordinator's address")?;
+        }
+        if let Some(status) = coordinator.0.try_wait()? {
+            bail!("the coordinator stopped at once ({status})");
+        }
+        if Instant::now() > deadline {
+            bail!("the coordinator did not start listening within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut workers = Vec::new();
+    for i in 0..args.workers {
+        workers.push(Guard(
+            Command::new(&exe)
+                .arg("worker")
+                .arg("--coordinator")
+                .arg(addr_string(addr))
+                .args(["--slots", &args.slots.to_string()])
+                .args(["--name", &format!("worker-{i}")])
+                .arg("--work-dir")
+                .arg(dir.join(format!("worker-{i}")))
+                .stdin(Stdio::null())
+                .spawn()
+                .context("cannot start a worker")?,
+        ));
+    }
+    let code = client::submit(SubmitArgs {
+        file: args.file.clone(),
+        coordinator: addr,
+        name: args.name.clone(),
+        wait: true,
+        run_args: args.run_args.clone(),
+    });
+    drop(workers);
+    drop(coordinator);
+    code
+}
+
+fn addr_string(a: std::net::SocketAddr) -> String {
+    a.to_string()
+}
+
+/// A temporary directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<Self> {
+        let p = std::env::temp_dir().join(format!(
+            "anduin-cluster-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        std::fs::create_dir_all(&p)?;
+        Ok(Self(p))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

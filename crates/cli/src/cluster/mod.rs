@@ -1,0 +1,21 @@
+//! Running queries on a cluster of processes: a coordinator ([`coordinator`]), workers that
+//! offer it their slots ([`worker`]), one executor process per worker and query attempt
+//! ([`executor`]: `anduin run` on the worker's share of the task instances), and the clients
+//! `anduin submit | status | cancel` ([`client`]) and `anduin cluster` ([`local`]), which
+//! starts a coordinator and workers on this machine.
+//!
+//! Between executors, channels cross the network (the runtime's `net`); between the processes
+//! and the coordinator, the control protocol of [`proto`]. A query's checkpoints go to a
+//! directory every process reaches at the same path.
+//!
+//! Not here yet: the coordinator's durable catalog (a restarted coordinator forgets its
+//! queries), per-task recovery (a failure rolls the whole query back to its last checkpoint),
+//! object-store checkpoints, and a cluster secret (every listener binds to loopback).
+
+pub mod client;
+pub mod coordinator;
+mod driver;
+pub mod executor;
+pub mod local;
+pub mod proto;
+pub mod worker;

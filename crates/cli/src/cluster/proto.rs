@@ -1,0 +1,224 @@
+//! The cluster's control protocol: the messages between the coordinator, workers, executors
+//! and clients, each a JSON document in a `message` frame of the wire format (checksummed,
+//! bounded), over one TCP connection per peer.
+
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anduin_wire::{write_frame, Frame, FrameReader};
+use anyhow::{bail, Context, Result};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// What opens a connection to the coordinator, and what follows on it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ToCoordinator {
+    /// A worker offers its slots (opens a worker's connection).
+    Worker {
+        /// Its name, for status and logs.
+        name: String,
+        /// How many task instances it runs at once.
+        slots: u32,
+    },
+    /// A worker is alive.
+    Heartbeat,
+    /// An executor of one attempt of a query starts (opens an executor's connection).
+    Executor {
+        query: String,
+        attempt: u64,
+        worker: u32,
+        /// Where it listens for channels from other workers.
+        data: SocketAddr,
+    },
+    /// Checkpoint events of an executor's tasks.
+    Event(anduin_runtime::Event),
+    /// An executor's process has ended (sent by its worker).
+    PartEnded {
+        query: String,
+        attempt: u64,
+        /// `None`: it finished its part; otherwise why not.
+        error: Option<String>,
+    },
+    /// A client submits a query (opens a client's connection, answered with a [`Reply`]).
+    Submit(Submission),
+    /// A client asks for the state of one query or of all.
+    Status { query: Option<String> },
+    /// A client cancels a query.
+    Cancel { query: String },
+}
+
+/// A query as a client submits it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Submission {
+    /// The query's name (unique among the coordinator's queries).
+    pub name: String,
+    /// The query file's name (its extension says .flow, .sql or .json).
+    pub file_name: String,
+    /// The query file's text.
+    pub source: String,
+    /// The flags of `anduin run` that concern the query (`--var`, `--parallelism`,
+    /// `--checkpoint-interval`…).
+    pub args: Vec<String>,
+    /// The client's working directory: relative paths in the query are resolved there.
+    pub cwd: PathBuf,
+}
+
+/// From the coordinator to a worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// Registered as this worker.
+    Welcome { worker: u32 },
+    /// Start an executor for part of a query.
+    Deploy(Deployment),
+    /// Stop (kill) the executor of this attempt, if it runs.
+    Cancel { query: String, attempt: u64 },
+}
+
+/// One worker's part of one attempt of a query.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Deployment {
+    pub query: String,
+    pub attempt: u64,
+    /// The worker that runs this part.
+    pub worker: u32,
+    pub submission: Submission,
+    /// The worker of every task instance, by its number in the run.
+    pub placement: Vec<u32>,
+    /// The query's checkpoint directory (shared by every worker and the coordinator).
+    pub checkpoint_dir: PathBuf,
+    /// The checkpoint to resume from.
+    pub restore: Option<u64>,
+    /// Where the executor reaches the coordinator.
+    pub coordinator: SocketAddr,
+}
+
+/// From the coordinator to an executor.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ToExecutor {
+    /// Every executor of the attempt listens: where. Start running.
+    Start { addresses: BTreeMap<u32, SocketAddr> },
+    /// A checkpoint command for one of its task instances.
+    Command {
+        task: usize,
+        command: anduin_runtime::Command,
+    },
+}
+
+/// The coordinator's answer to a client.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Reply {
+    /// The query was accepted under this name.
+    Submitted { query: String },
+    /// The workers, and the queries asked for.
+    Status {
+        workers: Vec<WorkerStatus>,
+        queries: Vec<QueryStatus>,
+    },
+    /// The query is being cancelled.
+    Cancelling,
+    /// The request was refused: why.
+    Refused(String),
+}
+
+/// What `anduin status` shows of a worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerStatus {
+    pub id: u32,
+    pub name: String,
+    pub slots: u32,
+    /// Whether it is alive (heard from within the heartbeat timeout).
+    pub alive: bool,
+}
+
+/// What `anduin status` shows of a query.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QueryStatus {
+    pub name: String,
+    /// submitted, scheduling, running, recovering, finished, failed, cancelled.
+    pub state: String,
+    pub attempt: u64,
+    /// Task instances per worker (name), in the current attempt.
+    pub placement: BTreeMap<String, usize>,
+    /// The last complete checkpoint.
+    pub last_checkpoint: Option<u64>,
+    /// Why it failed, or the last attempt's failure it recovered from.
+    pub error: Option<String>,
+}
+
+impl QueryStatus {
+    /// Whether the query will not change any more.
+    pub fn is_over(&self) -> bool {
+        matches!(self.state.as_str(), "finished" | "failed" | "cancelled")
+    }
+}
+
+/// The writing half of a connection, shared by the threads that send on it.
+#[derive(Clone)]
+pub struct Sender {
+    inner: Arc<Mutex<BufWriter<TcpStream>>>,
+}
+
+impl Sender {
+    pub fn new(stream: TcpStream) -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(BufWriter::new(stream))),
+        }
+    }
+
+    /// Sends `msg` now.
+    pub fn send<T: Serialize>(&self, msg: &T) -> Result<()> {
+        let body = serde_json::to_vec(msg).context("encoding a cluster message")?;
+        let mut w = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        write_frame(&mut *w, &Frame::Message { body })?;
+        w.flush()?;
+        Ok(())
+    }
+
+    /// Closes both directions (the peer's reads end).
+    pub fn close(&self) {
+        let w = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = w.get_ref().shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// The reading half of a connection.
+pub struct Receiver {
+    inner: FrameReader<TcpStream>,
+}
+
+impl Receiver {
+    pub fn new(stream: TcpStream) -> Self {
+        Self {
+            inner: FrameReader::new(stream),
+        }
+    }
+
+    /// The next message; `None` when the peer closed the connection.
+    pub fn recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>> {
+        match self.inner.next()? {
+            None => Ok(None),
+            Some(Frame::Message { body }) => Ok(Some(
+                serde_json::from_slice(&body).context("a malformed cluster message")?,
+            )),
+            Some(Frame::Refused { reason }) => bail!("refused: {reason}"),
+            Some(_) => bail!("a frame of the data plane on a control connection"),
+        }
+    }
+}
+
+/// Both halves of a new connection to `addr`.
+pub fn connect(addr: SocketAddr) -> Result<(Sender, Receiver)> {
+    let stream = TcpStream::connect(addr)
+        .with_context(|| format!("cannot reach the coordinator at {addr}"))?;
+    split(stream)
+}
+
+/// Both halves of `stream`.
+pub fn split(stream: TcpStream) -> Result<(Sender, Receiver)> {
+    let _ = stream.set_nodelay(true);
+    let read = stream.try_clone().context("cloning a socket")?;
+    Ok((Sender::new(stream), Receiver::new(read)))
+}

@@ -1,0 +1,186 @@
+//! A worker: offers its slots to the coordinator, heartbeats, and runs each part of a query
+//! it is given as an executor process of its own (killed when the coordinator cancels the
+//! attempt). When the coordinator goes away, the worker's executors keep running while it
+//! tries to reach the coordinator again.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use super::proto::{self, Deployment, ToCoordinator, ToWorker};
+use crate::embedded::parse_duration;
+
+/// Arguments of `anduin worker`.
+#[derive(Args, Debug)]
+pub struct WorkerArgs {
+    /// The coordinator's address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub coordinator: SocketAddr,
+    /// How many task instances this worker runs at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub slots: u32,
+    /// The worker's name in `anduin status` (default: worker-PID).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Where the worker keeps the files of the parts it runs (default: a directory in the
+    /// system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// How often the worker tells the coordinator it is alive.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
+    pub heartbeat_interval: Duration,
+}
+
+/// The executors this worker runs, by query and attempt.
+type Executors = Arc<Mutex<HashMap<(String, u64), Child>>>;
+
+pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("worker-{}", std::process::id()));
+    let work_dir = args
+        .work_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("anduin-{name}")));
+    std::fs::create_dir_all(&work_dir)
+        .with_context(|| format!("cannot create the work directory `{}`", work_dir.display()))?;
+    let executors: Executors = Arc::default();
+    let (to, mut from) = proto::connect(args.coordinator)?;
+    to.send(&ToCoordinator::Worker {
+        name: name.clone(),
+        slots: args.slots,
+    })?;
+    let id = match from.recv::<ToWorker>()? {
+        Some(ToWorker::Welcome { worker }) => worker,
+        other => anyhow::bail!("the coordinator answered {other:?} to this worker's registration"),
+    };
+    eprintln!("anduin: worker {name} (id {id}) registered with the coordinator at {}", args.coordinator);
+    {
+        let to = to.clone();
+        let every = args.heartbeat_interval;
+        std::thread::Builder::new()
+            .name("anduin-heartbeat".into())
+            .spawn(move || {
+                while to.send(&ToCoordinator::Heartbeat).is_ok() {
+                    std::thread::sleep(every);
+                }
+            })?;
+    }
+    loop {
+        match from.recv::<ToWorker>() {
+            Ok(Some(ToWorker::Deploy(d))) => {
+                let key = (d.query.clone(), d.attempt);
+                match start_executor(&d, &work_dir) {
+                    Ok(child) => {
+                        let pid = child.id();
+                        executors
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(key.clone(), child);
+                        tracing::info!(query = %d.query, attempt = d.attempt, pid, "executor started");
+                        watch(key, Arc::clone(&executors), to.clone());
+                    }
+                    Err(e) => {
+                        let _ = to.send(&ToCoordinator::PartEnded {
+                            query: d.query.clone(),
+                            attempt: d.attempt,
+                            error: Some(format!("worker {name} cannot start an executor: {e:#}")),
+                        });
+                    }
+                }
+            }
+            Ok(Some(ToWorker::Cancel { query, attempt })) => {
+                let mut running = executors.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(child) = running.get_mut(&(query.clone(), attempt)) {
+                    tracing::info!(%query, attempt, pid = child.id(), "cancelling an executor");
+                    let _ = child.kill();
+                }
+            }
+            Ok(Some(ToWorker::Welcome { .. })) => {}
+            Ok(None) | Err(_) => {
+                eprintln!("anduin: the coordinator closed the connection; stopping this worker and its executors");
+                let mut running = executors.lock().unwrap_or_else(|p| p.into_inner());
+                for child in running.values_mut() {
+                    let _ = child.kill();
+                }
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+}
+
+/// Starts the executor of `d`: `anduin run` on the query's file with its flags, as a part.
+fn start_executor(d: &Deployment, work_dir: &Path) -> Result<Child> {
+    let dir = work_dir.join(format!("{}-{}", d.query, d.attempt));
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join(&d.submission.file_name);
+    std::fs::write(&file, &d.submission.source)?;
+    let deployment = dir.join("deployment.json");
+    std::fs::write(&deployment, serde_json::to_vec_pretty(d)?)?;
+    let exe = std::env::current_exe().context("cannot find the anduin executable")?;
+    let cwd = if d.submission.cwd.is_dir() {
+        d.submission.cwd.clone()
+    } else {
+        dir.clone()
+    };
+    let child = Command::new(exe)
+        .arg("run")
+        .arg(&file)
+        .args(&d.submission.args)
+        .arg("--cluster-part")
+        .arg(&deployment)
+        .args(["--no-api", "--quiet"])
+        .current_dir(cwd)
+        // Closed when this worker dies: the executor then stops at once.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("cannot start the executor")?;
+    Ok(child)
+}
+
+/// Reports to the coordinator when the executor of `key` ends.
+fn watch(key: (String, u64), executors: Executors, to: proto::Sender) {
+    let spawned = std::thread::Builder::new()
+        .name("anduin-executor-watch".into())
+        .spawn(move || loop {
+            let status = {
+                let mut running = executors.lock().unwrap_or_else(|p| p.into_inner());
+                let Some(child) = running.get_mut(&key) else {
+                    return;
+                };
+                match child.try_wait() {
+                    Ok(Some(status)) => {
+                        running.remove(&key);
+                        Some(status)
+                    }
+                    Ok(None) => None,
+                    Err(_) => {
+                        running.remove(&key);
+                        None
+                    }
+                }
+            };
+            if let Some(status) = status {
+                let error = (!status.success()).then(|| format!("its executor ended with {status}"));
+                let _ = to.send(&ToCoordinator::PartEnded {
+                    query: key.0.clone(),
+                    attempt: key.1,
+                    error,
+                });
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot watch an executor");
+    }
+}

@@ -1,0 +1,118 @@
+//! A coordinator and workers on loopback for the cluster tests, every process killed by its
+//! PID when the test ends.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::{wait_until, ChildGuard};
+
+/// A coordinator and its workers, with their directories.
+pub struct LocalCluster {
+    pub dir: tempfile::TempDir,
+    pub addr: String,
+    // Dropped last: the workers first, then the coordinator.
+    pub workers: Vec<ChildGuard>,
+    pub coordinator: ChildGuard,
+}
+
+impl LocalCluster {
+    /// A coordinator on a port the system chooses and `workers` workers of `slots` slots.
+    pub fn start(workers: usize, slots: u32) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let addr_file = dir.path().join("addr");
+        let coordinator = ChildGuard(
+            Command::new(env!("CARGO_BIN_EXE_anduin"))
+                .args(["coordinator", "--listen", "127.0.0.1:0"])
+                .arg("--state-dir")
+                .arg(dir.path().join("coordinator"))
+                .arg("--checkpoint-store")
+                .arg(dir.path().join("checkpoints"))
+                .arg("--address-file")
+                .arg(&addr_file)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("the coordinator starts"),
+        );
+        wait_until("the coordinator's address", || addr_file.exists());
+        let addr = std::fs::read_to_string(&addr_file)
+            .expect("address")
+            .trim()
+            .to_string();
+        let mut cluster = Self {
+            dir,
+            addr,
+            workers: Vec::new(),
+            coordinator,
+        };
+        for i in 0..workers {
+            cluster.add_worker(&format!("w{i}"), slots);
+        }
+        let n = workers;
+        wait_until("every worker registered", || cluster.workers_joined() == n);
+        cluster
+    }
+
+    /// Starts one more worker.
+    pub fn add_worker(&mut self, name: &str, slots: u32) {
+        let worker = Command::new(env!("CARGO_BIN_EXE_anduin"))
+            .args(["worker", "--coordinator", &self.addr, "--name", name])
+            .args(["--slots", &slots.to_string()])
+            .arg("--work-dir")
+            .arg(self.dir.path().join(name))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("a worker starts");
+        self.workers.push(ChildGuard(worker));
+    }
+
+    /// How many live workers the coordinator has.
+    pub fn workers_joined(&self) -> usize {
+        let all = self.all();
+        all["workers"]
+            .as_array()
+            .map_or(0, |w| w.iter().filter(|w| w["alive"] == true).count())
+    }
+
+    /// `anduin status --json`: workers and queries.
+    pub fn all(&self) -> serde_json::Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_anduin"))
+            .args(["status", "--coordinator", &self.addr, "--json"])
+            .output()
+            .expect("status runs");
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// `anduin submit … --wait` of `file` with `args`, run from `cwd`, as a child process.
+    pub fn submit(&self, cwd: &Path, file: &str, args: &[&str]) -> ChildGuard {
+        ChildGuard(
+            Command::new(env!("CARGO_BIN_EXE_anduin"))
+                .args(["submit", file, "--coordinator", &self.addr, "--wait"])
+                .args(args)
+                .current_dir(cwd)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("submit starts"),
+        )
+    }
+
+    /// The status of `query` as `anduin status --json` gives it (null while the coordinator
+    /// does not know it).
+    pub fn status(&self, query: &str) -> serde_json::Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_anduin"))
+            .args(["status", query, "--coordinator", &self.addr, "--json"])
+            .output()
+            .expect("status runs");
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The query's checkpoint directory.
+    pub fn checkpoints(&self, query: &str) -> PathBuf {
+        self.dir.path().join("checkpoints").join(query)
+    }
+}
