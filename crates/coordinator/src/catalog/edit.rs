@@ -1,0 +1,114 @@
+//! The edits of the catalog: every change to it is one of these, appended to the edit log
+//! before it is acknowledged, and applied by [`CatalogState::apply`](super::CatalogState::apply)
+//! both live and when the log is replayed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anduin_types::Epoch;
+use serde::{Deserialize, Serialize};
+
+use super::model::{CheckpointPointer, QuerySettings, QuerySource};
+use crate::ids::{QueryId, TaskRef, WorkerId};
+use crate::life::QueryState;
+
+/// One change to the catalog.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "edit", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Edit {
+    /// A query was submitted (in [`QueryState::Submitted`]). Refused if the name is taken.
+    QuerySubmitted {
+        /// Its name.
+        query: QueryId,
+        /// Its source text.
+        source: QuerySource,
+        /// Its settings.
+        settings: QuerySettings,
+        /// When, in milliseconds since the Unix epoch (for display only).
+        at_ms: u64,
+    },
+    /// The query's physical plan was made: its fingerprint and its task instances.
+    PlanFixed {
+        /// The query.
+        query: QueryId,
+        /// A fingerprint of the plan, compared with a checkpoint's before restoring it.
+        fingerprint: String,
+        /// Its task instances.
+        tasks: BTreeSet<TaskRef>,
+    },
+    /// The query's life moved to another state. Refused once the query is in a terminal
+    /// state.
+    StateChanged {
+        /// The query.
+        query: QueryId,
+        /// The new state.
+        state: QueryState,
+    },
+    /// Task instances were given slots (each a new attempt); the others keep theirs.
+    TasksPlaced {
+        /// The query.
+        query: QueryId,
+        /// Where each goes.
+        placement: BTreeMap<TaskRef, WorkerId>,
+    },
+    /// A checkpoint of the query completed: the pointer a restore starts from.
+    CheckpointCompleted {
+        /// The query.
+        query: QueryId,
+        /// The checkpoint (after the last one recorded).
+        pointer: CheckpointPointer,
+    },
+    /// An operator's parameter was set (a control update, through the API, `anduin ctl` or a
+    /// control stream): its value now, and a line of the query's control history.
+    ParameterSet {
+        /// The query.
+        query: QueryId,
+        /// The operator.
+        operator: String,
+        /// The parameter.
+        param: String,
+        /// The value, as given.
+        value: String,
+        /// Who set it (`api`, `ctl`, `control stream alerts`).
+        origin: String,
+        /// The epoch it applied at, when known.
+        epoch: Option<Epoch>,
+        /// When, in milliseconds since the Unix epoch (for display only).
+        at_ms: u64,
+    },
+    /// A query in a terminal state is dropped from the catalog (its name may be used again).
+    QueryForgotten {
+        /// The query.
+        query: QueryId,
+    },
+    /// A worker registered (or re-attached to a restarted coordinator, under its number).
+    WorkerRegistered {
+        /// Its number: a new one must be above every number given before.
+        worker: WorkerId,
+        /// Where it listens for its peers and the coordinator.
+        address: String,
+        /// Its slots.
+        slots: u32,
+    },
+    /// A worker left or was declared dead; its number is never given again.
+    WorkerLeft {
+        /// The worker.
+        worker: WorkerId,
+    },
+}
+
+impl Edit {
+    /// The query the edit is about, if any.
+    pub fn query(&self) -> Option<&QueryId> {
+        match self {
+            Edit::QuerySubmitted { query, .. }
+            | Edit::PlanFixed { query, .. }
+            | Edit::StateChanged { query, .. }
+            | Edit::TasksPlaced { query, .. }
+            | Edit::CheckpointCompleted { query, .. }
+            | Edit::ParameterSet { query, .. }
+            | Edit::QueryForgotten { query } => Some(query),
+            Edit::WorkerRegistered { .. } | Edit::WorkerLeft { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! The coordinator's durable catalog: what it must not forget (queries with their source and
+//! settings, plans, placements, checkpoint pointers, parameter values, control history,
+//! workers), kept in a state directory as HDFS keeps its namespace, as a snapshot (the
+//! fsimage) plus an edit log:
+//!
+//! ```text
+//! <state-dir>/LOCK                                  held while a coordinator has the catalog open
+//! <state-dir>/snapshot-00000000000000000040.img     the catalog after edits 1..=40
+//! <state-dir>/edits-00000000000000000001.log        edits 1..=40 (kept until a newer snapshot exists)
+//! <state-dir>/edits-00000000000000000041.log        edits 41.. (appended to now)
+//! ```
+//!
+//! Every change is an [`Edit`]; [`Catalog::append`] checks it against the catalog, appends it
+//! as a length-prefixed, CRC32-checked record, fsyncs the segment, and only then applies it
+//! and returns: the caller acknowledges after. After [`CatalogOptions::snapshot_every_edits`]
+//! edits or [`CatalogOptions::snapshot_every`], a new snapshot is written under a temporary
+//! name, fsynced, renamed, the directory fsynced, and the edit log rolled to a new segment
+//! numbered after the snapshot's last edit. The last [`CatalogOptions::keep_snapshots`]
+//! snapshots are kept, and every segment holding an edit after the oldest of them.
+//!
+//! [`Catalog::open`] recovers: it loads the newest valid snapshot (a damaged one is set aside
+//! as `*.corrupt`, and the one before it is used), then replays the edits after it, through
+//! the same [`CatalogState::apply`] as live edits. Edits the snapshot holds are skipped, so a
+//! crash between a snapshot's rename and the roll of the log is harmless. A record cut or
+//! zeroed at the end of the last segment (a crash in the middle of an append, so never
+//! acknowledged) is truncated away and reported; damage anywhere else is an error naming the
+//! file and byte offset — edits are never silently skipped. An `flock` on `LOCK` keeps a
+//! second coordinator out (and dies with its holder).
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Instant;
+//! use anduin_coordinator::catalog::{Catalog, CatalogOptions, Edit};
+//! use anduin_coordinator::WorkerId;
+//!
+//! let dir = tempfile::tempdir().expect("a temporary directory");
+//! let register = Edit::WorkerRegistered { worker: WorkerId(1), address: "127.0.0.1:7401".into(), slots: 4 };
+//! let mut catalog = Catalog::open(dir.path(), CatalogOptions::default(), Instant::now())?;
+//! let txid = catalog.append(register, Instant::now())?; // durable once this returns
+//! drop(catalog);
+//!
+//! let catalog = Catalog::open(dir.path(), CatalogOptions::default(), Instant::now())?;
+//! assert_eq!(catalog.last_txid(), txid);
+//! assert_eq!(catalog.state().workers[&WorkerId(1)].slots, 4);
+//! # Ok::<(), anduin_coordinator::catalog::CatalogError>(())
+//! ```
+
+mod edit;
+mod error;
+mod files;
+pub mod format;
+mod model;
+mod recover;
+mod segment;
+
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anduin_checkpoint::OwnerLock;
+use tracing::{debug, info, warn};
+
+pub use edit::Edit;
+pub use error::CatalogError;
+pub use files::{corrupt_path, segment_path, snapshot_path, temp_path, LOCK_FILE};
+pub use model::{
+    CatalogState, CheckpointPointer, ControlRecord, EditRefused, QueryEntry, QuerySettings,
+    QuerySource, WorkerEntry, CONTROL_HISTORY_KEPT,
+};
+
+use crate::ids::Txid;
+use format::{encode_record, encode_snapshot};
+use segment::{create_segment, Segment};
+
+/// When snapshots are written and how many are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CatalogOptions {
+    /// A snapshot after this many edits (HDFS' `dfs.namenode.checkpoint.txns`).
+    pub snapshot_every_edits: u64,
+    /// A snapshot at the latest this long after the first edit no snapshot holds (HDFS'
+    /// `dfs.namenode.checkpoint.period`; an idle catalog writes none).
+    pub snapshot_every: Duration,
+    /// Snapshots kept (at least 1): with 2, a damaged newest snapshot falls back to the one
+    /// before, whose later edits are kept for that.
+    pub keep_snapshots: usize,
+}
+
+impl Default for CatalogOptions {
+    fn default() -> Self {
+        CatalogOptions {
+            snapshot_every_edits: 1000,
+            snapshot_every: Duration::from_secs(600),
+            keep_snapshots: 2,
+        }
+    }
+}
+
+/// Whether a snapshot is due with `edits` edits since the last one, the first of them
+/// `elapsed` ago.
+pub fn snapshot_due(options: &CatalogOptions, edits: u64, elapsed: Duration) -> bool {
+    edits > 0 && (edits >= options.snapshot_every_edits || elapsed >= options.snapshot_every)
+}
+
+/// What [`Catalog::open`] found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// The snapshot loaded, by the last edit it holds (`None`: none, replayed from edit 1).
+    pub snapshot: Option<Txid>,
+    /// Damaged snapshots set aside (renamed `*.corrupt`).
+    pub set_aside: Vec<PathBuf>,
+    /// Edits replayed after the snapshot.
+    pub replayed: u64,
+    /// The last edit in the catalog.
+    pub last_txid: Txid,
+    /// The end of the log a crash cut, dropped.
+    pub torn_tail: Option<TornTail>,
+    /// Half-written snapshots removed.
+    pub removed_temporary: Vec<PathBuf>,
+}
+
+/// The end of an edit-log segment that a crash in the middle of an append left, dropped on
+/// recovery (it was never acknowledged).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// The segment.
+    pub path: PathBuf,
+    /// Where the dropped bytes started.
+    pub offset: u64,
+    /// How many bytes were dropped.
+    pub bytes: u64,
+}
+
+/// The catalog, open in its state directory (and locked there until dropped).
+#[derive(Debug)]
+pub struct Catalog {
+    dir: PathBuf,
+    options: CatalogOptions,
+    state: CatalogState,
+    last_txid: Txid,
+    snapshot_txid: Txid,
+    log: Segment,
+    /// The segments before the current one, oldest first, with their last edit (`None`: empty).
+    older: Vec<(PathBuf, Option<Txid>)>,
+    /// When the oldest edit no snapshot holds yet was appended (or found, on open).
+    unsnapshotted_since: Option<Instant>,
+    poisoned: Option<String>,
+    recovered: Recovered,
+    // Held for its lock: released when the catalog is dropped.
+    _lock: OwnerLock,
+}
+
+impl Catalog {
+    /// Opens (creating if missing) and recovers the catalog in `dir`, locking it; `now` starts
+    /// the clock of time-based snapshots for the edits found after the newest snapshot.
+    /// Refused with [`CatalogError::Locked`] while another process holds it; see the module's
+    /// documentation for what recovery does with damaged files.
+    pub fn open(
+        dir: &Path,
+        options: CatalogOptions,
+        now: Instant,
+    ) -> Result<Catalog, CatalogError> {
+        if !dir.is_dir() {
+            std::fs::create_dir_all(dir).map_err(|e| CatalogError::io("create", dir, e))?;
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                files::sync_dir(parent)?;
+            }
+        }
+        let lock = OwnerLock::acquire(
+            &dir.join(LOCK_FILE),
+            &format!("the coordinator state directory `{}`", dir.display()),
+        )?;
+        let found = recover::recover(dir)?;
+        let (last, base) = (found.recovered.last_txid, found.snapshot_txid);
+        Ok(Catalog {
+            dir: dir.to_path_buf(),
+            options,
+            state: found.state,
+            last_txid: last,
+            snapshot_txid: base,
+            log: found.log,
+            older: found.older,
+            unsnapshotted_since: (last > base).then_some(now),
+            poisoned: None,
+            recovered: found.recovered,
+            _lock: lock,
+        })
+    }
+
+    /// The catalog now.
+    pub fn state(&self) -> &CatalogState {
+        &self.state
+    }
+
+    /// The last edit appended.
+    pub fn last_txid(&self) -> Txid {
+        self.last_txid
+    }
+
+    /// The last edit the newest snapshot holds.
+    pub fn snapshot_txid(&self) -> Txid {
+        self.snapshot_txid
+    }
+
+    /// What opening it found and did.
+    pub fn recovered(&self) -> &Recovered {
+        &self.recovered
+    }
+
+    /// The state directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Checks `edit`, appends it, fsyncs the log, applies it and returns its txid: once this
+    /// returns the edit survives a crash, so acknowledge after it. A refused edit is not
+    /// written ([`CatalogError::Refused`]). If the write or fsync fails the catalog takes no
+    /// more edits ([`CatalogError::Poisoned`]): whether that edit is on disk is then unknown,
+    /// and reopening the catalog tells. A snapshot due after the edit is written too; if that
+    /// fails it is logged and tried again later (every edit stays in the log meanwhile).
+    pub fn append(&mut self, edit: Edit, now: Instant) -> Result<Txid, CatalogError> {
+        self.check_poisoned()?;
+        self.state.check(&edit)?;
+        let txid = self.last_txid.next();
+        let bytes = encode_record(txid, &edit).map_err(|e| CatalogError::Encode {
+            what: "an edit",
+            cause: e.to_string(),
+        })?;
+        let written = self
+            .log
+            .file
+            .write_all_at(&bytes, self.log.len)
+            .and_then(|()| self.log.file.sync_data());
+        if let Err(cause) = written {
+            self.poisoned = Some(cause.to_string());
+            return Err(CatalogError::io("append to", &self.log.path, cause));
+        }
+        self.log.len += bytes.len() as u64;
+        self.log.last = Some(txid);
+        self.state.apply(&edit)?;
+        self.last_txid = txid;
+        self.unsnapshotted_since.get_or_insert(now);
+        debug!(txid = txid.0, query = ?edit.query().map(|q| &q.0), "catalog edit appended");
+        if let Err(error) = self.snapshot_if_due(now) {
+            warn!(%error, "the catalog snapshot failed; every edit stays in the edit log, and the snapshot is tried again after the next edit");
+        }
+        Ok(txid)
+    }
+
+    /// Writes a snapshot if one is due at `now` (call it now and then: a time-based snapshot
+    /// is otherwise only written at the next append); the txid it holds edits up to, if
+    /// written.
+    pub fn snapshot_if_due(&mut self, now: Instant) -> Result<Option<Txid>, CatalogError> {
+        let edits = self.last_txid.0 - self.snapshot_txid.0;
+        let elapsed = self
+            .unsnapshotted_since
+            .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
+        if snapshot_due(&self.options, edits, elapsed) {
+            self.snapshot().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Writes a snapshot of every edit so far (temporary name, fsync, rename, directory fsync),
+    /// rolls the edit log to a new segment, and removes the snapshots and segments no longer
+    /// kept. Nothing is written when no edit came since the last snapshot.
+    pub fn snapshot(&mut self) -> Result<Txid, CatalogError> {
+        self.check_poisoned()?;
+        let txid = self.last_txid;
+        if txid == self.snapshot_txid {
+            return Ok(txid);
+        }
+        let bytes = encode_snapshot(txid, &self.state).map_err(|e| CatalogError::Encode {
+            what: "the catalog snapshot",
+            cause: e.to_string(),
+        })?;
+        let path = snapshot_path(&self.dir, txid);
+        let temp = temp_path(&path);
+        let written =
+            File::create(&temp).and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()));
+        if let Err(cause) = written {
+            let _ = std::fs::remove_file(&temp);
+            return Err(CatalogError::io("write", &temp, cause));
+        }
+        std::fs::rename(&temp, &path).map_err(|e| CatalogError::io("rename", &temp, e))?;
+        files::sync_dir(&self.dir)?;
+        self.snapshot_txid = txid;
+        self.unsnapshotted_since = None;
+        info!(file = %path.display(), txid = txid.0, bytes = bytes.len(), "catalog snapshot written");
+
+        // Roll the log. A crash before this is harmless: the old segment goes on, and replay
+        // skips what the snapshot holds. So does a failure.
+        match create_segment(&self.dir, txid.next()) {
+            Ok(segment) => {
+                let old = std::mem::replace(&mut self.log, segment);
+                self.older.push((old.path, old.last));
+            }
+            Err(error) => {
+                let _ = std::fs::remove_file(segment_path(&self.dir, txid.next()));
+                warn!(%error, "could not roll the catalog's edit log after a snapshot; edits go on in the current segment");
+            }
+        }
+        if let Err(error) = self.retire() {
+            warn!(%error, "could not remove old catalog files; tried again after the next snapshot");
+        }
+        Ok(txid)
+    }
+
+    /// Removes the snapshots beyond the kept ones, and the segments whose every edit the
+    /// oldest kept snapshot holds.
+    fn retire(&mut self) -> Result<(), CatalogError> {
+        let listing = files::list(&self.dir)?;
+        let keep = self.options.keep_snapshots.max(1);
+        let snapshots = &listing.snapshots;
+        // With fewer snapshots than kept, the empty catalog counts as the oldest kept.
+        let (oldest_kept, retired) = match snapshots.len().checked_sub(keep) {
+            Some(over) => (
+                snapshots.get(over).map(|(t, _)| *t).unwrap_or_default(),
+                snapshots.get(..over).unwrap_or_default(),
+            ),
+            None => (Txid(0), &[][..]),
+        };
+        let mut removed = false;
+        for (_, path) in retired {
+            std::fs::remove_file(path).map_err(|e| CatalogError::io("remove", path, e))?;
+            removed = true;
+        }
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.older)
+            .into_iter()
+            .partition(|(_, last)| last.is_none_or(|last| last <= oldest_kept));
+        self.older = kept;
+        let mut failed = None;
+        for (path, last) in gone {
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed = true,
+                Err(cause) => {
+                    failed.get_or_insert(CatalogError::io("remove", &path, cause));
+                    self.older.push((path, last));
+                }
+            }
+        }
+        self.older.sort();
+        if removed {
+            files::sync_dir(&self.dir)?;
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    fn check_poisoned(&self) -> Result<(), CatalogError> {
+        match &self.poisoned {
+            Some(cause) => Err(CatalogError::Poisoned {
+                dir: self.dir.clone(),
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_is_due_after_n_edits_or_t_seconds_and_never_without_edits() {
+        let o = CatalogOptions {
+            snapshot_every_edits: 10,
+            snapshot_every: Duration::from_secs(60),
+            keep_snapshots: 2,
+        };
+        assert!(!snapshot_due(&o, 0, Duration::from_secs(3600)));
+        assert!(!snapshot_due(&o, 9, Duration::from_secs(59)));
+        assert!(snapshot_due(&o, 10, Duration::ZERO));
+        assert!(snapshot_due(&o, 1, Duration::from_secs(60)));
+    }
+}

@@ -1,0 +1,546 @@
+//! The catalog in memory, and [`CatalogState::apply`]: the one function through which every
+//! edit changes it, live and on replay. It is pure: the same edits from the same state give
+//! the same state, which is what makes replaying the log recover the catalog.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anduin_types::Epoch;
+use serde::{Deserialize, Serialize};
+
+use super::edit::Edit;
+use crate::ids::{QueryId, TaskRef, WorkerId};
+use crate::life::QueryState;
+
+/// How many lines of control history a query keeps (the oldest go first).
+pub const CONTROL_HISTORY_KEPT: usize = 1000;
+
+/// Everything the coordinator must not forget.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogState {
+    /// The queries, by name.
+    pub queries: BTreeMap<QueryId, QueryEntry>,
+    /// The registered workers.
+    pub workers: BTreeMap<WorkerId, WorkerEntry>,
+    /// The highest worker number ever given: numbers are never reused.
+    pub highest_worker: Option<WorkerId>,
+}
+
+/// A registered worker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerEntry {
+    /// Where it listens.
+    pub address: String,
+    /// Its slots.
+    pub slots: u32,
+}
+
+/// A query's source text.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuerySource {
+    /// The file it was read from, as the user named it (`q2.sql`): its extension says the
+    /// language.
+    pub file: String,
+    /// The text.
+    pub text: String,
+}
+
+/// The settings a query was submitted with (the flags of `anduin run` that concern it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct QuerySettings {
+    /// `--parallelism`.
+    pub parallelism: Option<u32>,
+    /// `--checkpoint-interval`, in milliseconds.
+    pub checkpoint_interval_ms: Option<u64>,
+    /// `--state-backend`.
+    pub state_backend: Option<String>,
+    /// `--var NAME=VALUE`.
+    pub vars: BTreeMap<String, String>,
+}
+
+/// Where a completed checkpoint is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointPointer {
+    /// Its epoch.
+    pub epoch: Epoch,
+    /// Where its manifest is (a path or an object-store URL).
+    pub location: String,
+}
+
+/// One line of a query's control history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlRecord {
+    /// Its number in the query's history, from 1.
+    pub seq: u64,
+    /// The operator.
+    pub operator: String,
+    /// The parameter.
+    pub param: String,
+    /// The value.
+    pub value: String,
+    /// Who set it.
+    pub origin: String,
+    /// The epoch it applied at, when known.
+    pub epoch: Option<Epoch>,
+    /// When, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+}
+
+/// What the catalog knows of one query.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryEntry {
+    /// Its source text.
+    pub source: QuerySource,
+    /// Its settings.
+    pub settings: QuerySettings,
+    /// When it was submitted, in milliseconds since the Unix epoch.
+    pub submitted_at_ms: u64,
+    /// Its plan's fingerprint, once planned.
+    pub plan_fingerprint: Option<String>,
+    /// Its task instances, once planned.
+    pub tasks: BTreeSet<TaskRef>,
+    /// Where it is in its life.
+    pub state: QueryState,
+    /// Where each placed task instance runs (emptied when the query ends).
+    pub placement: BTreeMap<TaskRef, WorkerId>,
+    /// Each task instance's current attempt (one more each time it is placed): frames of an
+    /// earlier attempt are stale.
+    pub attempts: BTreeMap<TaskRef, u64>,
+    /// Its last completed checkpoint.
+    pub last_checkpoint: Option<CheckpointPointer>,
+    /// The current value of each parameter set at run time, by operator then parameter.
+    pub params: BTreeMap<String, BTreeMap<String, String>>,
+    /// Its control history, the last [`CONTROL_HISTORY_KEPT`] lines.
+    pub control_history: Vec<ControlRecord>,
+    /// The number of the last line of control history.
+    pub control_seq: u64,
+}
+
+/// Why an edit does not apply: it would make the catalog inconsistent. A refused edit is
+/// never written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EditRefused {
+    /// A query of that name exists.
+    #[error(
+        "a query named `{0}` exists already: cancel or forget it first, or choose another name"
+    )]
+    QueryExists(QueryId),
+    /// No query of that name.
+    #[error("no query named `{0}`")]
+    UnknownQuery(QueryId),
+    /// The query is over.
+    #[error("query `{query}` is {state} for good: it changes no more")]
+    QueryOver {
+        /// The query.
+        query: QueryId,
+        /// Its final state.
+        state: QueryState,
+    },
+    /// Only a query that is over can be forgotten.
+    #[error(
+        "query `{query}` is {state}: only a query that is over can be forgotten; cancel it first"
+    )]
+    QueryNotOver {
+        /// The query.
+        query: QueryId,
+        /// Its state.
+        state: QueryState,
+    },
+    /// A checkpoint not after the last one recorded.
+    #[error("query `{query}`: checkpoint {} does not come after checkpoint {}, the last recorded", got.0, last.0)]
+    CheckpointNotAfter {
+        /// The query.
+        query: QueryId,
+        /// The last recorded.
+        last: Epoch,
+        /// The one given.
+        got: Epoch,
+    },
+    /// A task instance not in the query's plan.
+    #[error("query `{query}` has no task instance {task} in its plan")]
+    UnknownTask {
+        /// The query.
+        query: QueryId,
+        /// The instance.
+        task: TaskRef,
+    },
+    /// A worker not registered.
+    #[error("{0} is not registered")]
+    UnknownWorker(WorkerId),
+    /// A worker number given before.
+    #[error("{worker} was given before (the highest given is {}): a returning worker registers under a new number", highest.0)]
+    WorkerNumberReused {
+        /// The number.
+        worker: WorkerId,
+        /// The highest given.
+        highest: WorkerId,
+    },
+}
+
+impl CatalogState {
+    /// Applies `edit`, or refuses it and changes nothing.
+    pub fn apply(&mut self, edit: &Edit) -> Result<(), EditRefused> {
+        self.check(edit)?;
+        self.apply_checked(edit);
+        Ok(())
+    }
+
+    /// Whether `edit` applies, without applying it.
+    pub fn check(&self, edit: &Edit) -> Result<(), EditRefused> {
+        match edit {
+            Edit::QuerySubmitted { query, .. } => {
+                if self.queries.contains_key(query) {
+                    return Err(EditRefused::QueryExists(query.clone()));
+                }
+                Ok(())
+            }
+            Edit::QueryForgotten { query } => {
+                let entry = self.query(query)?;
+                if !entry.state.is_terminal() {
+                    return Err(EditRefused::QueryNotOver {
+                        query: query.clone(),
+                        state: entry.state.clone(),
+                    });
+                }
+                Ok(())
+            }
+            Edit::PlanFixed { query, .. }
+            | Edit::StateChanged { query, .. }
+            | Edit::ParameterSet { query, .. } => self.live_query(query).map(|_| ()),
+            Edit::TasksPlaced { query, placement } => {
+                let entry = self.live_query(query)?;
+                for (task, worker) in placement {
+                    if !entry.tasks.contains(task) {
+                        return Err(EditRefused::UnknownTask {
+                            query: query.clone(),
+                            task: *task,
+                        });
+                    }
+                    if !self.workers.contains_key(worker) {
+                        return Err(EditRefused::UnknownWorker(*worker));
+                    }
+                }
+                Ok(())
+            }
+            Edit::CheckpointCompleted { query, pointer } => {
+                let entry = self.live_query(query)?;
+                match &entry.last_checkpoint {
+                    Some(last) if pointer.epoch <= last.epoch => {
+                        Err(EditRefused::CheckpointNotAfter {
+                            query: query.clone(),
+                            last: last.epoch,
+                            got: pointer.epoch,
+                        })
+                    }
+                    _ => Ok(()),
+                }
+            }
+            Edit::WorkerRegistered { worker, .. } => match self.highest_worker {
+                Some(highest) if *worker <= highest && !self.workers.contains_key(worker) => {
+                    Err(EditRefused::WorkerNumberReused {
+                        worker: *worker,
+                        highest,
+                    })
+                }
+                _ => Ok(()),
+            },
+            Edit::WorkerLeft { worker } => {
+                if !self.workers.contains_key(worker) {
+                    return Err(EditRefused::UnknownWorker(*worker));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn query(&self, query: &QueryId) -> Result<&QueryEntry, EditRefused> {
+        self.queries
+            .get(query)
+            .ok_or_else(|| EditRefused::UnknownQuery(query.clone()))
+    }
+
+    fn live_query(&self, query: &QueryId) -> Result<&QueryEntry, EditRefused> {
+        let entry = self.query(query)?;
+        if entry.state.is_terminal() {
+            return Err(EditRefused::QueryOver {
+                query: query.clone(),
+                state: entry.state.clone(),
+            });
+        }
+        Ok(entry)
+    }
+
+    /// Applies an edit [`check`](Self::check) accepted.
+    fn apply_checked(&mut self, edit: &Edit) {
+        match edit {
+            Edit::QuerySubmitted {
+                query,
+                source,
+                settings,
+                at_ms,
+            } => {
+                self.queries.insert(
+                    query.clone(),
+                    QueryEntry {
+                        source: source.clone(),
+                        settings: settings.clone(),
+                        submitted_at_ms: *at_ms,
+                        plan_fingerprint: None,
+                        tasks: BTreeSet::new(),
+                        state: QueryState::Submitted,
+                        placement: BTreeMap::new(),
+                        attempts: BTreeMap::new(),
+                        last_checkpoint: None,
+                        params: BTreeMap::new(),
+                        control_history: Vec::new(),
+                        control_seq: 0,
+                    },
+                );
+            }
+            Edit::QueryForgotten { query } => {
+                self.queries.remove(query);
+            }
+            Edit::PlanFixed {
+                query,
+                fingerprint,
+                tasks,
+            } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    q.plan_fingerprint = Some(fingerprint.clone());
+                    q.tasks = tasks.clone();
+                    q.placement.retain(|t, _| tasks.contains(t));
+                    q.attempts.retain(|t, _| tasks.contains(t));
+                }
+            }
+            Edit::StateChanged { query, state } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    q.state = state.clone();
+                    if state.is_terminal() {
+                        q.placement.clear();
+                    }
+                }
+            }
+            Edit::TasksPlaced { query, placement } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    for (task, worker) in placement {
+                        q.placement.insert(*task, *worker);
+                        *q.attempts.entry(*task).or_insert(0) += 1;
+                    }
+                }
+            }
+            Edit::CheckpointCompleted { query, pointer } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    q.last_checkpoint = Some(pointer.clone());
+                }
+            }
+            Edit::ParameterSet {
+                query,
+                operator,
+                param,
+                value,
+                origin,
+                epoch,
+                at_ms,
+            } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    q.params
+                        .entry(operator.clone())
+                        .or_default()
+                        .insert(param.clone(), value.clone());
+                    q.control_seq += 1;
+                    q.control_history.push(ControlRecord {
+                        seq: q.control_seq,
+                        operator: operator.clone(),
+                        param: param.clone(),
+                        value: value.clone(),
+                        origin: origin.clone(),
+                        epoch: *epoch,
+                        at_ms: *at_ms,
+                    });
+                    let over = q.control_history.len().saturating_sub(CONTROL_HISTORY_KEPT);
+                    q.control_history.drain(..over);
+                }
+            }
+            Edit::WorkerRegistered {
+                worker,
+                address,
+                slots,
+            } => {
+                self.workers.insert(
+                    *worker,
+                    WorkerEntry {
+                        address: address.clone(),
+                        slots: *slots,
+                    },
+                );
+                self.highest_worker = self.highest_worker.max(Some(*worker));
+            }
+            Edit::WorkerLeft { worker } => {
+                self.workers.remove(worker);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q() -> QueryId {
+        QueryId::new("q2")
+    }
+
+    fn submit() -> Edit {
+        Edit::QuerySubmitted {
+            query: q(),
+            source: QuerySource {
+                file: "q2.sql".into(),
+                text: "SELECT 1".into(),
+            },
+            settings: QuerySettings::default(),
+            at_ms: 1,
+        }
+    }
+
+    fn applied(edits: &[Edit]) -> CatalogState {
+        let mut s = CatalogState::default();
+        for e in edits {
+            s.apply(e).unwrap_or_else(|err| panic!("{e:?}: {err}"));
+        }
+        s
+    }
+
+    #[test]
+    fn a_query_is_submitted_planned_placed_checkpointed_and_forgotten_once_over() {
+        let (t0, t1) = (TaskRef::new(0, 0), TaskRef::new(1, 0));
+        let mut s = applied(&[
+            Edit::WorkerRegistered {
+                worker: WorkerId(1),
+                address: "a:1".into(),
+                slots: 2,
+            },
+            submit(),
+            Edit::PlanFixed {
+                query: q(),
+                fingerprint: "f1".into(),
+                tasks: [t0, t1].into(),
+            },
+            Edit::TasksPlaced {
+                query: q(),
+                placement: [(t0, WorkerId(1)), (t1, WorkerId(1))].into(),
+            },
+            Edit::TasksPlaced {
+                query: q(),
+                placement: [(t1, WorkerId(1))].into(),
+            },
+            Edit::CheckpointCompleted {
+                query: q(),
+                pointer: CheckpointPointer {
+                    epoch: Epoch(3),
+                    location: "file:///ck/3".into(),
+                },
+            },
+        ]);
+        let entry = &s.queries[&q()];
+        assert_eq!(entry.attempts[&t1], 2);
+        assert_eq!(entry.attempts[&t0], 1);
+        let older = Edit::CheckpointCompleted {
+            query: q(),
+            pointer: CheckpointPointer {
+                epoch: Epoch(3),
+                location: "x".into(),
+            },
+        };
+        assert!(matches!(
+            s.apply(&older),
+            Err(EditRefused::CheckpointNotAfter { .. })
+        ));
+        let forget = Edit::QueryForgotten { query: q() };
+        assert!(matches!(
+            s.apply(&forget),
+            Err(EditRefused::QueryNotOver { .. })
+        ));
+        s.apply(&Edit::StateChanged {
+            query: q(),
+            state: QueryState::Cancelled,
+        })
+        .expect("cancel");
+        assert!(s.queries[&q()].placement.is_empty());
+        let more = Edit::StateChanged {
+            query: q(),
+            state: QueryState::Running,
+        };
+        assert!(matches!(s.apply(&more), Err(EditRefused::QueryOver { .. })));
+        s.apply(&forget).expect("over");
+        assert!(s.queries.is_empty());
+        s.apply(&submit()).expect("the name is free again");
+    }
+
+    #[test]
+    fn a_refused_edit_changes_nothing() {
+        let mut s = applied(&[submit()]);
+        let before = s.clone();
+        let bad = Edit::TasksPlaced {
+            query: q(),
+            placement: [(TaskRef::new(0, 0), WorkerId(1))].into(),
+        };
+        assert!(matches!(
+            s.apply(&bad),
+            Err(EditRefused::UnknownTask { .. })
+        ));
+        assert!(s.apply(&submit()).is_err());
+        assert_eq!(s, before);
+    }
+
+    #[test]
+    fn worker_numbers_are_never_given_twice_but_a_worker_may_re_attach() {
+        let reg = |n| Edit::WorkerRegistered {
+            worker: WorkerId(n),
+            address: format!("h:{n}"),
+            slots: 1,
+        };
+        let mut s = applied(&[
+            reg(1),
+            reg(2),
+            reg(2),
+            Edit::WorkerLeft {
+                worker: WorkerId(1),
+            },
+        ]);
+        assert_eq!(
+            s.apply(&reg(1)),
+            Err(EditRefused::WorkerNumberReused {
+                worker: WorkerId(1),
+                highest: WorkerId(2)
+            })
+        );
+        s.apply(&reg(3)).expect("a new number");
+        assert_eq!(s.workers.len(), 2);
+    }
+
+    #[test]
+    fn parameters_keep_their_last_value_and_the_history_its_last_lines() {
+        let mut s = applied(&[submit()]);
+        for i in 0..(CONTROL_HISTORY_KEPT as u64 + 5) {
+            s.apply(&Edit::ParameterSet {
+                query: q(),
+                operator: "f".into(),
+                param: "threshold".into(),
+                value: i.to_string(),
+                origin: "ctl".into(),
+                epoch: None,
+                at_ms: i,
+            })
+            .expect("set");
+        }
+        let entry = &s.queries[&q()];
+        assert_eq!(
+            entry.params["f"]["threshold"],
+            (CONTROL_HISTORY_KEPT + 4).to_string()
+        );
+        assert_eq!(entry.control_history.len(), CONTROL_HISTORY_KEPT);
+        assert_eq!(entry.control_history[0].seq, 6);
+        assert_eq!(entry.control_seq, CONTROL_HISTORY_KEPT as u64 + 5);
+    }
+}

@@ -1,0 +1,33 @@
+//! The coordinator's pure core and its durable catalog: the decisions of the paper's query
+//! scheduler, and the record of what it decided that survives its crash.
+//!
+//! What is here:
+//! - [`life`]: a query's life as a typed state machine ([`life::step`]: state + input → next
+//!   state, actions to carry out, events to log; illegal inputs refused, never a panic).
+//! - [`place`]: which worker slot each task instance takes, spread over workers, honouring
+//!   "distinct workers" rules, moving only what a dead worker held.
+//! - [`FailureDetector`]: heartbeat bookkeeping, with the time passed in.
+//! - [`catalog`]: queries, plans, placements, checkpoint pointers, parameters and control
+//!   history, kept durable in a state directory as HDFS keeps its namespace: a snapshot (the
+//!   fsimage) plus an edit log of checksummed records, each fsynced before it is acknowledged.
+//!
+//! What is not here: no network, no threads, no async runtime, no process spawning, no tasks.
+//! The first three parts are pure functions of facts; the catalog does file I/O and nothing
+//! else. The coordinator and worker processes (in `anduin-runtime` and the CLI) feed these
+//! facts, carry out the actions and write the edits. Leadership (fencing epochs) and an
+//! object-store catalog come with the high-availability issue.
+//!
+//! Where it sits: above `anduin-types` and `anduin-checkpoint` (whose owner lock keeps two
+//! coordinators off one state directory); the runtime and the CLI depend on it.
+
+#![deny(missing_docs)]
+
+pub mod catalog;
+mod heartbeat;
+mod ids;
+pub mod life;
+mod placement;
+
+pub use heartbeat::{FailureDetector, Heartbeat, HeartbeatSettings, HeartbeatSettingsError};
+pub use ids::{QueryId, TaskRef, Txid, WorkerId};
+pub use placement::{place, Constraint, Placement, PlacementError, TaskNeed, WorkerFacts};
