@@ -170,6 +170,13 @@ impl Scheduler {
         }
     }
 
+    /// The next checkpoint is `epoch` or later (a coordinator taking over from another skips
+    /// the epochs that one may have begun); it is full.
+    pub fn skip_to(&mut self, epoch: u64) {
+        self.next_epoch = self.next_epoch.max(epoch);
+        self.force_full = true;
+    }
+
     /// What to do after `fact`, at time `now_ms`.
     pub fn on(&mut self, fact: Fact, now_ms: u64) -> Vec<Action> {
         let mut actions = Vec::new();
@@ -429,6 +436,17 @@ mod tests {
             2,
         );
         assert_eq!(a, vec![trigger(1, true, true, false)]);
+    }
+
+    #[test]
+    fn a_scheduler_taking_over_skips_the_epochs_begun_before_and_starts_full() {
+        let mut s = Scheduler::new(settings(Some(100)), [1, 2], [1], 4);
+        s.skip_to(7);
+        let a = s.on(Fact::Tick, 100);
+        assert_eq!(a, vec![trigger(7, true, false, false)]);
+        // Skipping back changes nothing.
+        s.skip_to(2);
+        assert_eq!(s.next_epoch, 8);
     }
 
     #[test]

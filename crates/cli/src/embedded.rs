@@ -195,14 +195,16 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         stop,
         checkpointing,
         events,
-        network: network.or_else(|| engine.loopback_workers.map(|workers| NetworkSettings {
-            query: ctx.query.as_deref().unwrap_or("query").to_string(),
-            placement: Placement::Loopback {
-                workers: u32::try_from(workers).unwrap_or(u32::MAX),
-            },
-            // As many messages in flight on the network as each end's queue holds.
-            window: 16,
-        })),
+        network: network.or_else(|| {
+            engine.loopback_workers.map(|workers| NetworkSettings {
+                query: ctx.query.as_deref().unwrap_or("query").to_string(),
+                placement: Placement::Loopback {
+                    workers: u32::try_from(workers).unwrap_or(u32::MAX),
+                },
+                // As many messages in flight on the network as each end's queue holds.
+                window: 16,
+            })
+        }),
         control,
         ..RunConfig::default()
     };

@@ -92,8 +92,15 @@ fn scenario(seed: u64) -> bool {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "seed {seed}: {stderr}");
     let got = output_rows(&work.path().join("out"));
-    assert_eq!(got.len(), expected.len(), "seed {seed}: rows lost or duplicated");
-    assert!(got == expected, "seed {seed}: the output differs from the uninterrupted run");
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "seed {seed}: rows lost or duplicated"
+    );
+    assert!(
+        got == expected,
+        "seed {seed}: the output differs from the uninterrupted run"
+    );
     if !finished_before {
         let status = cluster.status("q");
         assert!(
@@ -107,5 +114,8 @@ fn scenario(seed: u64) -> bool {
 #[test]
 fn a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output() {
     let recovered = [1, 2, 3].into_iter().filter(|s| scenario(*s)).count();
-    assert!(recovered >= 2, "only {recovered} of 3 kills came before the end");
+    assert!(
+        recovered >= 2,
+        "only {recovered} of 3 kills came before the end"
+    );
 }

@@ -26,7 +26,7 @@ use crate::restore::Resume;
 use crate::source_task::{SourceCheckpointing, SourceTask};
 use crate::stats::NodeCounters;
 use crate::task::{Inlet, OperatorTask, TaskCheckpointing};
-use crate::topology::{Exchange, InstanceRef, TaskInstance, TaskTopology, Topology};
+use crate::topology::{Channel, Exchange, InstanceRef, TaskInstance, TaskTopology, Topology};
 
 /// A task instance's event loop.
 pub(crate) enum Task {
@@ -109,7 +109,17 @@ pub(crate) fn instantiate(
     let here = net.as_deref().and_then(|n| n.here);
     let runs_here = |i: &TaskInstance| here.is_none_or(|h| h == i.worker);
     let mut sources = build_sources(graph, topology, shared.ctx, wiring.as_deref(), &runs_here)?;
-    let mut wires = Wires::new(topology, shared.config.channel_capacity, net)?;
+    let schema_of = |c: &Channel| {
+        let (node, port) = topology
+            .instance(c.from)?
+            .routes
+            .iter()
+            .find(|r| r.channels.contains(&c.id))?
+            .from;
+        let stream = *graph.node(node).outputs.get(port)?;
+        Some(Arc::clone(&graph.stream(stream).schema))
+    };
+    let mut wires = Wires::new(topology, shared.config.channel_capacity, net, &schema_of)?;
     let mut tasks = Vec::new();
     let mut source_commands = Vec::new();
     for task in &topology.tasks {
@@ -298,6 +308,7 @@ fn source_task(
         abort: Arc::clone(shared.abort),
         watermark: None,
         idle: false,
+        last_injected: None,
         commands: None,
         instance: instance.at.instance,
         control: shared.control.cloned(),
@@ -327,6 +338,7 @@ impl Wires {
         topology: &Topology,
         capacity: usize,
         mut net: Option<&mut NetWiring>,
+        schema_of: &dyn Fn(&Channel) -> Option<arrow::datatypes::SchemaRef>,
     ) -> Result<Self, RuntimeError> {
         let mut senders = Vec::with_capacity(topology.channels.len());
         let mut receivers = Vec::with_capacity(topology.channels.len());
@@ -352,7 +364,7 @@ impl Wires {
             }
             if net.runs(to) {
                 let (from_network, inlet) = crossbeam_channel::bounded(capacity.max(1));
-                net.consumer_end(c, from_network, name);
+                net.consumer_end(c, from_network, name, schema_of(c));
                 receivers.push(Some(inlet));
             } else {
                 receivers.push(None);

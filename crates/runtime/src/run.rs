@@ -444,12 +444,19 @@ fn checkpoint_coordinator(
 /// instance's number in the run; every instance of the query must be there) and reads the
 /// tasks' events from `events`, until every sender of `events` is gone. Checkpoints complete
 /// in `config`'s checkpoint directory, which the tasks write into as well; the checkpoint to
-/// resume from is `config`'s. Returns the coordinator's thread.
+/// resume from is `config`'s.
+///
+/// `taking_over`: this coordinator takes over tasks that are already running (another
+/// coordinator, now gone, started them), and checkpoint `taking_over` may have been begun by
+/// it: its barrier is asked of every source again (a source that injected it already does not
+/// inject it twice, so that no task waits forever aligning it), it is not completed, and the
+/// next checkpoint comes after it and is full. Returns the coordinator's thread.
 pub fn coordinate(
     graph: &LogicalGraph<Bound>,
     config: &RunConfig,
     tasks: BTreeMap<usize, crossbeam_channel::Sender<crate::protocol::Command>>,
     events: Receiver<Event>,
+    taking_over: Option<anduin_types::Epoch>,
 ) -> Result<std::thread::JoinHandle<()>, RuntimeError> {
     let Some(c) = &config.checkpointing else {
         return Err(RuntimeError::Network {
@@ -466,14 +473,22 @@ pub fn coordinate(
     let plan_print = fingerprint(graph, options);
     choose_restore(config, &plan_print)?;
     let counters = Arc::new(CheckpointCounters::default());
-    let coordinator = checkpoint_coordinator(
-        c,
-        tasks,
-        source_instances(&topology),
-        plan_print,
-        &counters,
-        config,
-    )?;
+    let sources = source_instances(&topology);
+    if let Some(epoch) = taking_over {
+        for s in &sources {
+            if let Some(tx) = tasks.get(s) {
+                let _ = tx.send(crate::protocol::Command::Inject {
+                    epoch,
+                    full: true,
+                    control: Vec::new(),
+                });
+            }
+        }
+    }
+    let mut coordinator = checkpoint_coordinator(c, tasks, sources, plan_print, &counters, config)?;
+    if let Some(epoch) = taking_over {
+        coordinator.scheduler.skip_to(epoch.0 + 1);
+    }
     spawn_helper("anduin-coordinator", move || coordinator.run(events))
 }
 

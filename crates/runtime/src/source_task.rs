@@ -69,6 +69,9 @@ pub(crate) struct SourceTask {
     pub watermark: Option<Watermark>,
     /// The consumers were told that this source is idle (no row for its idle timeout).
     pub idle: bool,
+    /// The last checkpoint barrier this source injected: a coordinator that took over from
+    /// another may ask again for one already injected, which is then not injected twice.
+    pub last_injected: Option<Epoch>,
 }
 
 /// Rows waiting to be sent as one batch.
@@ -253,6 +256,13 @@ impl SourceTask {
     }
 
     fn command(&mut self, cmd: Command, pending: &mut Pending) -> Result<Next, TaskFailure> {
+        if let Command::Inject { epoch, .. } = &cmd {
+            if self.last_injected.is_some_and(|last| *epoch <= last) {
+                tracing::debug!(source = %self.name, epoch = epoch.0, "barrier already injected");
+                return Ok(Next::Continue);
+            }
+            self.last_injected = Some(*epoch);
+        }
         match cmd {
             Command::Commit(epoch) => {
                 self.chain.commit(epoch)?;

@@ -42,7 +42,7 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// The next frame; `None` when the peer closed the connection between two frames.
-    pub fn next(&mut self) -> Result<Option<Frame>, FrameError> {
+    pub fn read_frame(&mut self) -> Result<Option<Frame>, FrameError> {
         loop {
             if let Some((frame, used)) = crate::codec::decode(&self.buf[self.start..])? {
                 self.start += used;
@@ -120,7 +120,7 @@ mod tests {
         for chunk in [1, 3, 7, 1000] {
             let mut r = FrameReader::new(Dribble(bytes.clone(), chunk));
             for seq in 1..=50 {
-                let f = r.next().expect("reads").expect("a frame");
+                let f = r.read_frame().expect("reads").expect("a frame");
                 assert_eq!(
                     f,
                     Frame::Watermark {
@@ -129,7 +129,7 @@ mod tests {
                     }
                 );
             }
-            assert!(r.next().expect("a clean end").is_none());
+            assert!(r.read_frame().expect("a clean end").is_none());
         }
     }
 
@@ -139,14 +139,14 @@ mod tests {
         write_frame(&mut bytes, &Frame::End { seq: 9 }).expect("writes");
         bytes.pop();
         let mut r = FrameReader::new(Dribble(bytes, 4));
-        assert!(matches!(r.next(), Err(FrameError::Truncated(_))));
+        assert!(matches!(r.read_frame(), Err(FrameError::Truncated(_))));
     }
 
     #[test]
     fn bytes_of_another_protocol_are_refused() {
         let mut r = FrameReader::new(Dribble(b"GET / HTTP/1.1\r\n\r\n".to_vec(), 64));
         assert!(matches!(
-            r.next(),
+            r.read_frame(),
             Err(FrameError::Wire(WireError::BadMagic(_)))
         ));
     }

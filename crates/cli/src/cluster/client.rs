@@ -27,7 +27,11 @@ pub struct SubmitArgs {
     pub wait: bool,
     /// The flags of `anduin run` that concern the query: `--var NAME=VALUE`, `--parallelism`,
     /// `--checkpoint-interval`, `--checkpoint-every`, `--state-backend`, `--batch-size`…
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "RUN FLAGS")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "RUN FLAGS"
+    )]
     pub run_args: Vec<String>,
 }
 
@@ -53,6 +57,9 @@ pub struct CancelArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub coordinator: SocketAddr,
 }
+
+/// How long `submit --wait` waits for a coordinator it cannot reach.
+const UNREACHABLE_FOR: Duration = Duration::from_secs(120);
 
 /// One request and its reply.
 fn ask(coordinator: SocketAddr, msg: &ToCoordinator) -> Result<Reply> {
@@ -95,16 +102,31 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut last_state = String::new();
+    let mut unreachable_since: Option<std::time::Instant> = None;
     loop {
-        let status = match ask(
+        let asked = ask(
             args.coordinator,
             &ToCoordinator::Status {
                 query: Some(query.clone()),
             },
-        )? {
-            Reply::Status { mut queries, .. } if !queries.is_empty() => queries.remove(0),
-            other => bail!("the coordinator answered {other:?}"),
+        );
+        let status = match asked {
+            Ok(Reply::Status { mut queries, .. }) if !queries.is_empty() => queries.remove(0),
+            Ok(other) => bail!("the coordinator answered {other:?}"),
+            Err(e) => {
+                // A coordinator that restarts comes back with the query: keep asking, for a while.
+                let since = *unreachable_since.get_or_insert_with(|| {
+                    eprintln!("anduin: the coordinator is unreachable ({e:#}); waiting for it");
+                    std::time::Instant::now()
+                });
+                if since.elapsed() > UNREACHABLE_FOR {
+                    bail!("the coordinator has been unreachable for {UNREACHABLE_FOR:?}: {e:#}");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
         };
+        unreachable_since = None;
         if status.state != last_state {
             eprintln!("anduin: query {query}: {}", describe(&status));
             last_state = status.state.clone();
@@ -142,7 +164,10 @@ fn describe(s: &QueryStatus) -> String {
 
 pub fn status(args: StatusArgs) -> Result<ExitCode> {
     let one = args.query.is_some();
-    match ask(args.coordinator, &ToCoordinator::Status { query: args.query })? {
+    match ask(
+        args.coordinator,
+        &ToCoordinator::Status { query: args.query },
+    )? {
         Reply::Status { workers, queries } => {
             if args.json && one {
                 println!("{}", serde_json::to_string_pretty(&queries[0])?);

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use anduin_coordinator::catalog::{Catalog, CatalogOptions, Edit, QuerySettings, QuerySource};
+use anduin_coordinator::life::QueryState;
+use anduin_coordinator::{QueryId, WorkerId};
+
 use super::driver::{self, Attempt};
 use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator, ToWorker};
 use crate::embedded::parse_duration;
@@ -43,9 +47,35 @@ pub struct CoordinatorArgs {
 pub struct WorkerEntry {
     pub name: String,
     pub slots: u32,
-    pub to: proto::Sender,
+    /// Its connection, while it has one.
+    pub to: Option<proto::Sender>,
     pub last_seen: Instant,
-    pub alive: bool,
+    pub link: Link,
+}
+
+/// Whether a worker is there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Connected and heartbeating.
+    Alive,
+    /// Known from the catalog of a coordinator that restarted: it may reconnect (its parts
+    /// keep running meanwhile) until the heartbeat timeout passes.
+    Awaited,
+    /// Gone: its parts are lost.
+    Dead,
+}
+
+impl WorkerEntry {
+    pub fn alive(&self) -> bool {
+        self.link == Link::Alive
+    }
+
+    /// Sends `msg` if connected.
+    pub fn send<T: serde::Serialize>(&self, msg: &T) {
+        if let Some(to) = &self.to {
+            let _ = to.send(msg);
+        }
+    }
 }
 
 /// A query the coordinator knows.
@@ -65,13 +95,31 @@ pub struct Cluster {
     pub heartbeat_timeout: Duration,
     state: Mutex<State>,
     pub changed: Condvar,
+    /// When this coordinator started: workers known from its catalog may reconnect until
+    /// a heartbeat timeout after it.
+    pub started: Instant,
 }
 
-#[derive(Default)]
 pub struct State {
     pub workers: BTreeMap<u32, WorkerEntry>,
     pub queries: BTreeMap<String, QueryEntry>,
     next_worker: u32,
+    /// The durable catalog: what a restarted coordinator starts from.
+    pub catalog: Catalog,
+}
+
+impl State {
+    /// Appends `edit` to the catalog (fsynced before this returns). A refused or failed edit
+    /// is logged: the coordinator goes on, and says so.
+    pub fn record(&mut self, edit: Edit) {
+        if let Err(e) = self.catalog.append(edit, Instant::now()) {
+            tracing::error!(error = %e, "the coordinator's catalog did not take an edit");
+            eprintln!("anduin: the coordinator's catalog did not take an edit: {e}");
+        }
+        if let Err(e) = self.catalog.snapshot_if_due(Instant::now()) {
+            tracing::warn!(error = %e, "cannot snapshot the catalog");
+        }
+    }
 }
 
 impl Cluster {
@@ -80,7 +128,11 @@ impl Cluster {
     }
 
     /// Waits on `changed` for at most `timeout`.
-    pub fn wait<'a>(&self, guard: MutexGuard<'a, State>, timeout: Duration) -> MutexGuard<'a, State> {
+    pub fn wait<'a>(
+        &self,
+        guard: MutexGuard<'a, State>,
+        timeout: Duration,
+    ) -> MutexGuard<'a, State> {
         self.changed
             .wait_timeout(guard, timeout)
             .map(|(g, _)| g)
@@ -110,17 +162,28 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create `{}`", dir.display()))?;
     }
+    let catalog = Catalog::open(
+        &args.state_dir.join("catalog"),
+        CatalogOptions::default(),
+        Instant::now(),
+    )
+    .context("cannot open the coordinator's catalog")?;
     let socket = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = socket.local_addr()?;
+    let (state, resumed) = from_catalog(catalog);
     let cluster = Arc::new(Cluster {
         addr,
         state_dir: args.state_dir.clone(),
         checkpoints,
         heartbeat_timeout: args.heartbeat_timeout,
-        state: Mutex::default(),
+        state: Mutex::new(state),
         changed: Condvar::new(),
+        started: Instant::now(),
     });
+    for (name, submission) in resumed {
+        start_driver(&cluster, &name, &submission, true)?;
+    }
     if let Some(f) = &args.address_file {
         let tmp = f.with_extension("tmp");
         std::fs::write(&tmp, addr.to_string())?;
@@ -153,24 +216,127 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Declares dead the workers not heard from within the timeout.
+/// What the catalog of a restarted coordinator says: its workers (awaited until they
+/// reconnect) and the queries it was running, to re-attach to.
+fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
+    let c = catalog.state();
+    let now = Instant::now();
+    let workers: BTreeMap<u32, WorkerEntry> = c
+        .workers
+        .iter()
+        .map(|(id, w)| {
+            (
+                id.0,
+                WorkerEntry {
+                    name: w.address.clone(),
+                    slots: w.slots,
+                    to: None,
+                    last_seen: now,
+                    link: Link::Awaited,
+                },
+            )
+        })
+        .collect();
+    let next_worker = c.highest_worker.map_or(1, |w| w.0 + 1);
+    let mut queries = BTreeMap::new();
+    let mut resumed = Vec::new();
+    for (id, q) in &c.queries {
+        let submission = Submission {
+            name: id.0.clone(),
+            file_name: q.source.file.clone(),
+            source: q.source.text.clone(),
+            args: q.settings.run_args.clone(),
+            cwd: q
+                .settings
+                .cwd
+                .clone()
+                .map(PathBuf::from)
+                .unwrap_or_default(),
+        };
+        let over = q.state.is_terminal();
+        let attempt = q.attempts.values().copied().max().unwrap_or(0);
+        queries.insert(
+            id.0.clone(),
+            QueryEntry {
+                submission: submission.clone(),
+                status: QueryStatus {
+                    name: id.0.clone(),
+                    state: state_name(&q.state).into(),
+                    attempt,
+                    placement: BTreeMap::new(),
+                    last_checkpoint: q.last_checkpoint.as_ref().map(|p| p.epoch.0),
+                    error: None,
+                },
+                cancel: false,
+                attempt: None,
+            },
+        );
+        if !over {
+            resumed.push((id.0.clone(), submission));
+        }
+    }
+    if !resumed.is_empty() || !workers.is_empty() {
+        eprintln!(
+            "anduin: the catalog holds {} workers and {} running queries: waiting for them to reconnect",
+            c.workers.len(),
+            resumed.len()
+        );
+    }
+    let state = State {
+        workers,
+        queries,
+        next_worker,
+        catalog,
+    };
+    (state, resumed)
+}
+
+/// The name `anduin status` gives a state of the catalog.
+pub fn state_name(s: &QueryState) -> &'static str {
+    match s {
+        QueryState::Submitted => "submitted",
+        QueryState::Scheduling => "scheduling",
+        QueryState::Running | QueryState::Checkpointing { .. } => "running",
+        QueryState::Recovering { .. } => "recovering",
+        QueryState::Stopping => "stopping",
+        QueryState::Finished => "finished",
+        QueryState::Failed { .. } => "failed",
+        QueryState::Cancelled => "cancelled",
+        _ => "unknown",
+    }
+}
+
+/// Declares dead the workers not heard from within the timeout, and those a restarted
+/// coordinator awaited that did not come back within it.
 fn watch_liveness(cluster: &Cluster) {
     loop {
         std::thread::sleep(cluster.heartbeat_timeout / 5);
         let mut state = cluster.lock();
-        let mut died = false;
+        let mut died = Vec::new();
         for (id, w) in state.workers.iter_mut() {
-            if w.alive && w.last_seen.elapsed() > cluster.heartbeat_timeout {
+            let late = match w.link {
+                Link::Alive => w.last_seen.elapsed() > cluster.heartbeat_timeout,
+                Link::Awaited => cluster.started.elapsed() > cluster.heartbeat_timeout,
+                Link::Dead => false,
+            };
+            if late {
                 eprintln!(
-                    "anduin: worker {} (id {id}) missed its heartbeats for {:?}: declared dead",
+                    "anduin: worker {} (id {id}) not heard from for {:?}: declared dead",
                     w.name, cluster.heartbeat_timeout
                 );
-                w.alive = false;
-                w.to.close();
-                died = true;
+                w.link = Link::Dead;
+                if let Some(to) = w.to.take() {
+                    to.close();
+                }
+                died.push(*id);
             }
         }
-        if died {
+        for id in &died {
+            state.record(Edit::WorkerLeft {
+                worker: WorkerId(*id),
+            });
+        }
+        if !died.is_empty() {
             cluster.changed.notify_all();
         }
     }
@@ -183,7 +349,11 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
         return Ok(());
     };
     match first {
-        ToCoordinator::Worker { name, slots } => serve_worker(cluster, name, slots, to, from),
+        ToCoordinator::Worker {
+            name,
+            slots,
+            previous,
+        } => serve_worker(cluster, name, slots, previous, to, from),
         ToCoordinator::Executor {
             query,
             attempt,
@@ -209,7 +379,7 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
                     id: *id,
                     name: w.name.clone(),
                     slots: w.slots,
-                    alive: w.alive,
+                    alive: w.alive(),
                 })
                 .collect();
             drop(state);
@@ -245,27 +415,42 @@ fn serve_worker(
     cluster: &Arc<Cluster>,
     name: String,
     slots: u32,
+    previous: Option<u32>,
     to: proto::Sender,
     mut from: proto::Receiver,
 ) -> Result<()> {
     let id = {
         let mut state = cluster.lock();
-        let id = state.next_worker;
-        state.next_worker += 1;
+        // A worker the catalog knows, not declared dead, gets its number back.
+        let id =
+            match previous.filter(|p| state.workers.get(p).is_some_and(|w| w.link != Link::Dead)) {
+                Some(p) => p,
+                None => {
+                    let id = state.next_worker;
+                    state.next_worker += 1;
+                    id
+                }
+            };
         state.workers.insert(
             id,
             WorkerEntry {
                 name: name.clone(),
                 slots,
-                to: to.clone(),
+                to: Some(to.clone()),
                 last_seen: Instant::now(),
-                alive: true,
+                link: Link::Alive,
             },
         );
+        state.record(Edit::WorkerRegistered {
+            worker: WorkerId(id),
+            address: name.clone(),
+            slots,
+        });
         id
     };
     to.send(&ToWorker::Welcome { worker: id })?;
-    eprintln!("anduin: worker {name} (id {id}) joined with {slots} slots");
+    let again = if previous == Some(id) { " again" } else { "" };
+    eprintln!("anduin: worker {name} (id {id}) joined{again} with {slots} slots");
     cluster.changed.notify_all();
     loop {
         let msg = from.recv::<ToCoordinator>();
@@ -293,11 +478,21 @@ fn serve_worker(
             }
             Ok(Some(other)) => tracing::warn!(?other, worker = id, "unexpected from a worker"),
             Ok(None) | Err(_) => {
+                let mut left = false;
                 if let Some(w) = state.workers.get_mut(&id) {
-                    if w.alive {
-                        eprintln!("anduin: worker {name} (id {id}) closed its connection: declared dead");
+                    if w.alive() {
+                        eprintln!(
+                            "anduin: worker {name} (id {id}) closed its connection: declared dead"
+                        );
+                        w.link = Link::Dead;
+                        w.to = None;
+                        left = true;
                     }
-                    w.alive = false;
+                }
+                if left {
+                    state.record(Edit::WorkerLeft {
+                        worker: WorkerId(id),
+                    });
                 }
                 cluster.changed.notify_all();
                 return Ok(());
@@ -306,7 +501,7 @@ fn serve_worker(
     }
 }
 
-/// Accepts a submission: checks it compiles, keeps its file, starts its driver.
+/// Accepts a submission: checks it compiles, records it in the catalog, starts its driver.
 fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
     if anduin_api::usable_name(&s.name).as_deref() != Some(s.name.as_str()) {
         return Reply::Refused(format!(
@@ -315,7 +510,9 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         ));
     }
     let dir = cluster.state_dir.join("queries").join(&s.name);
-    let prepared = driver::prepare(&dir, &s);
+    if let Err(e) = driver::prepare(&dir, &s) {
+        return Reply::Refused(format!("{e:#}"));
+    }
     let mut state = cluster.lock();
     if let Some(q) = state.queries.get(&s.name) {
         if !q.status.is_over() {
@@ -324,16 +521,34 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
                 s.name, q.status.state
             ));
         }
+        // Its name is free again: the catalog forgets the old one.
+        state.record(Edit::QueryForgotten {
+            query: QueryId(s.name.clone()),
+        });
     }
-    let compiled = match prepared {
-        Ok(c) => c,
-        Err(e) => return Reply::Refused(format!("{e:#}")),
+    let edit = Edit::QuerySubmitted {
+        query: QueryId(s.name.clone()),
+        source: QuerySource {
+            file: s.file_name.clone(),
+            text: s.source.clone(),
+        },
+        settings: QuerySettings {
+            run_args: s.args.clone(),
+            cwd: Some(s.cwd.display().to_string()),
+            ..QuerySettings::default()
+        },
+        at_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
     };
+    if let Err(e) = state.catalog.append(edit, Instant::now()) {
+        return Reply::Refused(format!("the coordinator cannot record the query: {e}"));
+    }
     let name = s.name.clone();
     state.queries.insert(
         name.clone(),
         QueryEntry {
-            submission: s,
+            submission: s.clone(),
             status: QueryStatus {
                 name: name.clone(),
                 state: "submitted".into(),
@@ -347,13 +562,21 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         },
     );
     drop(state);
-    let cluster2 = Arc::clone(cluster);
-    let query = name.clone();
-    let spawned = std::thread::Builder::new()
-        .name(format!("anduin-driver-{name}"))
-        .spawn(move || driver::drive(&cluster2, &query, compiled));
-    match spawned {
-        Ok(_) => Reply::Submitted { query: name },
-        Err(e) => Reply::Refused(format!("cannot start the query's driver: {e}")),
+    match start_driver(cluster, &name, &s, false) {
+        Ok(()) => Reply::Submitted { query: name },
+        Err(e) => Reply::Refused(format!("cannot start the query: {e:#}")),
     }
+}
+
+/// Compiles the query and starts its driver; `reattach`: its parts may still run, started by
+/// a coordinator before this one.
+fn start_driver(cluster: &Arc<Cluster>, name: &str, s: &Submission, reattach: bool) -> Result<()> {
+    let dir = cluster.state_dir.join("queries").join(name);
+    let compiled = driver::prepare(&dir, s)?;
+    let cluster2 = Arc::clone(cluster);
+    let query = name.to_string();
+    std::thread::Builder::new()
+        .name(format!("anduin-driver-{name}"))
+        .spawn(move || driver::drive(&cluster2, &query, compiled, reattach))?;
+    Ok(())
 }

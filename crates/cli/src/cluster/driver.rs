@@ -19,7 +19,11 @@ use anduin_spec::Missing;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
-use super::coordinator::{Cluster, State};
+use anduin_coordinator::catalog::{CheckpointPointer, Edit};
+use anduin_coordinator::life::{FailureReason, QueryState, RecoveryReason};
+use anduin_coordinator::{QueryId, TaskRef, WorkerId};
+
+use super::coordinator::{Cluster, Link, State};
 use super::proto::{self, Deployment, Submission, ToExecutor, ToWorker};
 use crate::cmd::run::{checkpoint_settings, RunArgs};
 use crate::load::{load_with, LoadError, Loaded};
@@ -43,8 +47,8 @@ struct AsRun {
 pub struct Compiled {
     pub args: RunArgs,
     pub loaded: Loaded,
-    /// The task instances of its plan, and which of them a source heads.
-    pub instances: usize,
+    /// Each task instance of its plan as the catalog names it, by its number in the run.
+    pub tasks: Vec<TaskRef>,
 }
 
 /// The state of one attempt of a query.
@@ -56,9 +60,12 @@ pub struct Attempt {
     pub executors: BTreeMap<u32, (proto::Sender, SocketAddr)>,
     /// The parts that have ended, by worker: `None` when they finished.
     pub ended: BTreeMap<u32, Option<String>>,
-    /// Where executors' events go; taken by each executor's connection, dropped by the driver
-    /// once every executor has reported.
+    /// Where executors' events go (each executor's connection takes a sender, also when it
+    /// reports again after losing the coordinator); dropped by the driver when the attempt
+    /// ends, so that its checkpoint coordinator ends once the executors' connections have.
     pub events: Option<crossbeam_channel::Sender<Event>>,
+    /// The checkpoint coordinator's end of `events`.
+    pub events_rx: crossbeam_channel::Receiver<Event>,
 }
 
 /// Keeps a submission's file in `dir` and compiles it as its workers will.
@@ -71,7 +78,10 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         "--events",
         "--api",
     ] {
-        if s.args.iter().any(|a| a == refused || a.starts_with(&format!("{refused}="))) {
+        if s.args
+            .iter()
+            .any(|a| a == refused || a.starts_with(&format!("{refused}=")))
+        {
             bail!("`anduin submit` does not take {refused}: the coordinator chooses it");
         }
     }
@@ -88,26 +98,30 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     let loaded = match load_with(&file, &args.vars, Missing::Error, &args.engine.defaults()) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
-            let lines: Vec<String> = d
-                .0
-                .iter()
-                .map(|x| format!("{}:{x}", s.file_name))
-                .collect();
+            let lines: Vec<String> = d.0.iter().map(|x| format!("{}:{x}", s.file_name)).collect();
             bail!("the query has problems:\n{}", lines.join("\n"))
         }
         Err(LoadError::Other(e)) => return Err(e),
     };
-    let instances = topology(&loaded, &args).instances().count();
+    let tasks = topology(&loaded, &args)
+        .instances()
+        .map(|i| TaskRef {
+            task: u32::try_from(i.at.task).unwrap_or(u32::MAX),
+            instance: u32::try_from(i.at.instance).unwrap_or(u32::MAX),
+        })
+        .collect();
     Ok(Compiled {
         args,
         loaded,
-        instances,
+        tasks,
     })
 }
 
 fn topology(loaded: &Loaded, args: &RunArgs) -> Topology {
     let plan = PhysicalPlan::plan(&loaded.graph, plan_options(args));
-    Topology::new(&loaded.graph, &plan, |n| matches!(n.bound, Bound::Source(_)))
+    Topology::new(&loaded.graph, &plan, |n| {
+        matches!(n.bound, Bound::Source(_))
+    })
 }
 
 fn plan_options(args: &RunArgs) -> PlanOptions {
@@ -121,46 +135,120 @@ fn plan_options(args: &RunArgs) -> PlanOptions {
 enum Outcome {
     Finished,
     Cancelled,
-    Failed(String),
+    /// Why, and the worker it happened on (and whether that worker died).
+    Failed {
+        why: String,
+        worker: Option<(u32, bool)>,
+    },
 }
 
-/// Drives query `name` until it finishes, fails or is cancelled.
-pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled) {
+impl Outcome {
+    fn failed(why: impl Into<String>) -> Self {
+        Outcome::Failed {
+            why: why.into(),
+            worker: None,
+        }
+    }
+}
+
+/// Drives query `name` until it finishes, fails or is cancelled; `reattach`: its parts may
+/// still run, started by a coordinator before this one, and are taken over if they all
+/// report again.
+pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: bool) {
     let dir = cluster.checkpoints.join(name);
-    let mut number = 0;
+    let mut number = cluster
+        .lock()
+        .queries
+        .get(name)
+        .map_or(0, |q| q.status.attempt);
+    let mut reattach = reattach && number > 0;
+    if !reattach {
+        let mut state = cluster.lock();
+        state.record(Edit::PlanFixed {
+            query: QueryId(name.to_string()),
+            fingerprint: serde_json::to_string(&anduin_runtime::fingerprint(
+                &compiled.loaded.graph,
+                plan_options(&compiled.args),
+            ))
+            .unwrap_or_default(),
+            tasks: compiled.tasks.iter().copied().collect(),
+        });
+    }
     loop {
-        number += 1;
-        let outcome = match attempt(cluster, name, &compiled, &dir, number) {
-            Ok(o) => o,
-            Err(e) => Outcome::Failed(format!("{e:#}")),
+        let outcome = if reattach {
+            reattach = false;
+            match take_over(cluster, name, &compiled, &dir, number) {
+                Ok(o) => o,
+                Err(e) => Outcome::failed(format!("{e:#}")),
+            }
+        } else {
+            number += 1;
+            match attempt(cluster, name, &compiled, &dir, number) {
+                Ok(o) => o,
+                Err(e) => Outcome::failed(format!("{e:#}")),
+            }
         };
         let mut state = cluster.lock();
         let Some(q) = state.queries.get_mut(name) else {
             return;
         };
         q.attempt = None;
-        match outcome {
+        let cancelled = q.cancel;
+        let (label, edit_state, over) = match outcome {
             Outcome::Finished => {
-                q.status.state = "finished".into();
                 eprintln!("anduin: query {name} finished");
-                break;
+                ("finished".to_string(), QueryState::Finished, true)
             }
             Outcome::Cancelled => {
-                q.status.state = "cancelled".into();
                 eprintln!("anduin: query {name} cancelled");
-                break;
+                ("cancelled".to_string(), QueryState::Cancelled, true)
             }
-            Outcome::Failed(why) if number >= MAX_ATTEMPTS || q.cancel => {
-                q.status.state = if q.cancel { "cancelled" } else { "failed" }.into();
+            Outcome::Failed { why, .. } if cancelled => {
+                eprintln!("anduin: query {name} cancelled ({why})");
+                ("cancelled".to_string(), QueryState::Cancelled, true)
+            }
+            Outcome::Failed { why, .. } if number >= MAX_ATTEMPTS => {
                 eprintln!("anduin: query {name} failed after {number} attempts: {why}");
-                q.status.error = Some(why);
-                break;
+                q.status.error = Some(why.clone());
+                (
+                    "failed".to_string(),
+                    QueryState::Failed {
+                        reason: FailureReason::RecoveryFailed { why },
+                    },
+                    true,
+                )
             }
-            Outcome::Failed(why) => {
+            Outcome::Failed { why, worker } => {
                 eprintln!("anduin: query {name}, attempt {number} failed: {why}; recovering from the last checkpoint");
-                q.status.state = "recovering".into();
-                q.status.error = Some(why);
+                q.status.error = Some(why.clone());
+                let reason = match worker {
+                    Some((w, true)) => RecoveryReason::WorkerDead {
+                        worker: WorkerId(w),
+                    },
+                    other => RecoveryReason::TaskFailed {
+                        task: compiled.tasks.first().copied().unwrap_or(TaskRef {
+                            task: 0,
+                            instance: 0,
+                        }),
+                        worker: WorkerId(other.map_or(0, |(w, _)| w)),
+                        cause: why,
+                    },
+                };
+                (
+                    "recovering".to_string(),
+                    QueryState::Recovering { reason },
+                    false,
+                )
             }
+        };
+        q.status.state = label;
+        state.record(Edit::StateChanged {
+            query: QueryId(name.to_string()),
+            state: edit_state,
+        });
+        cluster.changed.notify_all();
+        if over {
+            break;
         }
     }
     cluster.changed.notify_all();
@@ -174,7 +262,7 @@ fn attempt(
     dir: &Path,
     number: u64,
 ) -> Result<Outcome> {
-    let Some(placement) = place(cluster, name, compiled.instances)? else {
+    let Some(placement) = place(cluster, name, compiled.tasks.len())? else {
         return Ok(Outcome::Cancelled);
     };
     let restore = match recovery(dir)? {
@@ -186,15 +274,7 @@ fn attempt(
     let workers: BTreeSet<u32> = placement.iter().copied().collect();
     {
         let mut state = cluster.lock();
-        let names: BTreeMap<String, usize> =
-            placement.iter().fold(BTreeMap::new(), |mut m, w| {
-                let n = state
-                    .workers
-                    .get(w)
-                    .map_or_else(|| w.to_string(), |e| e.name.clone());
-                *m.entry(n).or_default() += 1;
-                m
-            });
+        let names = placement_names(&state, &placement);
         let q = state.queries.get_mut(name).context("the query is gone")?;
         q.status.state = "scheduling".into();
         q.status.attempt = number;
@@ -205,8 +285,23 @@ fn attempt(
             executors: BTreeMap::new(),
             ended: BTreeMap::new(),
             events: Some(events_tx),
+            events_rx,
         });
         let submission = q.submission.clone();
+        // Every task instance placed again: one more attempt of each.
+        state.record(Edit::TasksPlaced {
+            query: QueryId(name.to_string()),
+            placement: compiled
+                .tasks
+                .iter()
+                .zip(&placement)
+                .map(|(t, w)| (*t, WorkerId(*w)))
+                .collect(),
+        });
+        state.record(Edit::StateChanged {
+            query: QueryId(name.to_string()),
+            state: QueryState::Scheduling,
+        });
         for w in &workers {
             let d = Deployment {
                 query: name.to_string(),
@@ -219,7 +314,7 @@ fn attempt(
                 coordinator: cluster.addr,
             };
             if let Some(entry) = state.workers.get(w) {
-                let _ = entry.to.send(&ToWorker::Deploy(d));
+                entry.send(&ToWorker::Deploy(Box::new(d)));
             }
         }
     }
@@ -241,21 +336,50 @@ fn attempt(
                 let why = format!(
                     "the executors of attempt {number} did not all start within {EXECUTORS_WITHIN:?}"
                 );
-                return Ok(wind_down(cluster, name, number, Outcome::Failed(why)));
+                return Ok(wind_down(cluster, name, number, Outcome::failed(why)));
             }
             state = cluster.wait(state, Duration::from_millis(200));
         }
     };
-    if let Some(a) = cluster
-        .lock()
-        .queries
-        .get_mut(name)
-        .and_then(|q| q.attempt.as_mut())
-    {
-        a.events = None;
-    }
     let addresses: BTreeMap<u32, SocketAddr> =
         executors.iter().map(|(w, (_, addr))| (*w, *addr)).collect();
+    let checkpointer = start_checkpointer(
+        cluster, name, compiled, dir, &placement, &executors, restore, None,
+    )?;
+    for (to, _) in executors.values() {
+        let _ = to.send(&ToExecutor::Start {
+            addresses: addresses.clone(),
+        });
+    }
+    eprintln!(
+        "anduin: query {name}, attempt {number}: running on {} workers",
+        workers.len()
+    );
+    run_to_end(cluster, name, dir, number, checkpointer)
+}
+
+/// Starts the checkpoint coordinator of an attempt whose executors have all reported: each
+/// task instance's commands go to its worker's executor.
+#[allow(clippy::too_many_arguments)]
+fn start_checkpointer(
+    cluster: &Arc<Cluster>,
+    name: &str,
+    compiled: &Compiled,
+    dir: &Path,
+    placement: &[u32],
+    executors: &BTreeMap<u32, (proto::Sender, SocketAddr)>,
+    restore: Option<Validated>,
+    taking_over: Option<anduin_types::Epoch>,
+) -> Result<std::thread::JoinHandle<()>> {
+    let events_rx = {
+        let state = cluster.lock();
+        let a = state
+            .queries
+            .get(name)
+            .and_then(|q| q.attempt.as_ref())
+            .context("the attempt is gone")?;
+        a.events_rx.clone()
+    };
     let mut tasks = BTreeMap::new();
     for (instance, worker) in placement.iter().enumerate() {
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -290,15 +414,34 @@ fn attempt(
         })),
         ..RunConfig::default()
     };
-    let checkpointer = anduin_runtime::coordinate(&compiled.loaded.graph, &config, tasks, events_rx)
-        .context("cannot start the checkpoint coordinator")?;
-    for (to, _) in executors.values() {
-        let _ = to.send(&ToExecutor::Start {
-            addresses: addresses.clone(),
+    anduin_runtime::coordinate(
+        &compiled.loaded.graph,
+        &config,
+        tasks,
+        events_rx,
+        taking_over,
+    )
+    .context("cannot start the checkpoint coordinator")
+}
+
+/// Runs an attempt whose executors have started until it ends, and winds it down.
+fn run_to_end(
+    cluster: &Arc<Cluster>,
+    name: &str,
+    dir: &Path,
+    number: u64,
+    checkpointer: std::thread::JoinHandle<()>,
+) -> Result<Outcome> {
+    {
+        let mut state = cluster.lock();
+        if let Some(q) = state.queries.get_mut(name) {
+            q.status.state = "running".into();
+        }
+        state.record(Edit::StateChanged {
+            query: QueryId(name.to_string()),
+            state: QueryState::Running,
         });
     }
-    set_state(cluster, name, "running");
-    eprintln!("anduin: query {name}, attempt {number}: running on {} workers", workers.len());
     let outcome = {
         let mut state = cluster.lock();
         loop {
@@ -306,29 +449,145 @@ fn attempt(
                 break outcome;
             }
             let a = current(&state, name, number).context("the attempt is gone")?;
-            if a.workers.iter().all(|w| matches!(a.ended.get(w), Some(None))) {
+            if a.workers
+                .iter()
+                .all(|w| matches!(a.ended.get(w), Some(None)))
+            {
                 break Outcome::Finished;
             }
             state = cluster.wait(state, Duration::from_millis(500));
         }
     };
     let outcome = match outcome {
-        Outcome::Finished => outcome,
+        Outcome::Finished => {
+            end_events(cluster, name, number);
+            outcome
+        }
         other => wind_down(cluster, name, number, other),
     };
-    // Its event senders are gone with the executors' connections: it has completed what it
-    // could.
+    // Its event senders are gone with the attempt: it has completed what it could.
     let _ = checkpointer.join();
     Ok(match outcome {
         // The last checkpoint says whether the query got to its end.
         Outcome::Finished => match recovery(dir)? {
             Recovery::Finished => Outcome::Finished,
-            Recovery::From(_) => Outcome::Failed(
-                "every part ended, but the last checkpoint does not cover the end of the input".into(),
+            Recovery::From(_) => Outcome::failed(
+                "every part ended, but the last checkpoint does not cover the end of the input",
             ),
         },
         other => other,
     })
+}
+
+/// Takes over the attempt a coordinator before this one started: waits for each of its
+/// executors to report again (they keep running meanwhile), then coordinates its checkpoints
+/// from the last complete one, without restarting anything. An executor that does not come
+/// back (its worker went while no coordinator ran) makes it a failed attempt: the query then
+/// recovers as from any failure.
+fn take_over(
+    cluster: &Arc<Cluster>,
+    name: &str,
+    compiled: &Compiled,
+    dir: &Path,
+    number: u64,
+) -> Result<Outcome> {
+    let placement: Vec<u32> = {
+        let state = cluster.lock();
+        let q = state
+            .catalog
+            .state()
+            .queries
+            .get(&QueryId(name.to_string()))
+            .context("the catalog lost the query")?;
+        compiled
+            .tasks
+            .iter()
+            .map(|t| q.placement.get(t).map_or(u32::MAX, |w| w.0))
+            .collect()
+    };
+    let workers: BTreeSet<u32> = placement.iter().copied().collect();
+    {
+        let mut state = cluster.lock();
+        let names = placement_names(&state, &placement);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let q = state.queries.get_mut(name).context("the query is gone")?;
+        q.status.state = "recovering".into();
+        q.status.placement = names;
+        q.attempt = Some(Attempt {
+            number,
+            workers: workers.clone(),
+            executors: BTreeMap::new(),
+            ended: BTreeMap::new(),
+            events: Some(tx),
+            events_rx: rx,
+        });
+    }
+    eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
+    let deadline = Instant::now() + cluster.heartbeat_timeout * 2;
+    let executors = {
+        let mut state = cluster.lock();
+        loop {
+            if let Some(outcome) = trouble(&state, name, number) {
+                drop(state);
+                return Ok(wind_down(cluster, name, number, outcome));
+            }
+            let a = current(&state, name, number).context("the attempt is gone")?;
+            if a.executors.len() == a.workers.len() {
+                break a.executors.clone();
+            }
+            if Instant::now() > deadline {
+                drop(state);
+                let why = format!(
+                    "not every executor of attempt {number} reported to the restarted coordinator"
+                );
+                return Ok(wind_down(cluster, name, number, Outcome::failed(why)));
+            }
+            state = cluster.wait(state, Duration::from_millis(200));
+        }
+    };
+    let store = Store::open(dir)?;
+    let (_, restore) = store.choose_restore()?;
+    let last = restore.as_ref().map_or(0, |v| v.manifest.epoch);
+    let begun = store.epochs()?.into_iter().map(|e| e.0).max().unwrap_or(0);
+    let taking_over = anduin_types::Epoch(begun.max(last));
+    let checkpointer = start_checkpointer(
+        cluster,
+        name,
+        compiled,
+        dir,
+        &placement,
+        &executors,
+        restore,
+        Some(taking_over),
+    )?;
+    eprintln!("anduin: query {name}, attempt {number}: taken over, nothing restarted");
+    run_to_end(cluster, name, dir, number, checkpointer)
+}
+
+/// How many task instances each worker (by name) runs.
+fn placement_names(state: &State, placement: &[u32]) -> BTreeMap<String, usize> {
+    placement.iter().fold(BTreeMap::new(), |mut m, w| {
+        let n = state
+            .workers
+            .get(w)
+            .map_or_else(|| w.to_string(), |e| e.name.clone());
+        *m.entry(n).or_default() += 1;
+        m
+    })
+}
+
+/// Drops the attempt's own sender of events: its checkpoint coordinator ends once the
+/// executors' connections have.
+fn end_events(cluster: &Cluster, name: &str, number: u64) {
+    if let Some(a) = cluster
+        .lock()
+        .queries
+        .get_mut(name)
+        .and_then(|q| q.attempt.as_mut())
+        .filter(|a| a.number == number)
+    {
+        a.events = None;
+    }
 }
 
 /// Waits until `instances` slots are free on live workers (or the query is cancelled), and
@@ -343,7 +602,7 @@ fn place(cluster: &Cluster, name: &str, instances: usize) -> Result<Option<Vec<u
         let mut free: BTreeMap<u32, u32> = state
             .workers
             .iter()
-            .filter(|(_, w)| w.alive)
+            .filter(|(_, w)| w.alive())
             .map(|(id, w)| (*id, w.slots))
             .collect();
         for (q, entry) in &state.queries {
@@ -375,7 +634,9 @@ fn place(cluster: &Cluster, name: &str, instances: usize) -> Result<Option<Vec<u
             return Ok(Some(placement));
         }
         if !told {
-            let why = format!("needs {instances} slots; {total} are free on live workers: waiting for workers");
+            let why = format!(
+                "needs {instances} slots; {total} are free on live workers: waiting for workers"
+            );
             eprintln!("anduin: query {name} {why}");
             if let Some(q) = state.queries.get_mut(name) {
                 q.status.state = "scheduling".into();
@@ -415,7 +676,11 @@ fn recovery(dir: &Path) -> Result<Recovery> {
                 .iter()
                 .map(|(e, why)| format!("checkpoint {}: {why}", e.0))
                 .collect();
-            bail!("no usable checkpoint in {}: {}", dir.display(), list.join("; "))
+            bail!(
+                "no usable checkpoint in {}: {}",
+                dir.display(),
+                list.join("; ")
+            )
         }
     })
 }
@@ -437,13 +702,18 @@ fn trouble(state: &State, name: &str, number: u64) -> Option<Outcome> {
     }
     let a = current(state, name, number)?;
     for w in &a.workers {
+        let worker = state.workers.get(w).map_or("?", |e| e.name.as_str());
         if let Some(Some(why)) = a.ended.get(w) {
-            let worker = state.workers.get(w).map_or("?", |e| e.name.as_str());
-            return Some(Outcome::Failed(format!("the part on worker {worker}: {why}")));
+            return Some(Outcome::Failed {
+                why: format!("the part on worker {worker}: {why}"),
+                worker: Some((*w, false)),
+            });
         }
-        if !state.workers.get(w).is_some_and(|e| e.alive) {
-            let worker = state.workers.get(w).map_or("?", |e| e.name.as_str());
-            return Some(Outcome::Failed(format!("worker {worker} died")));
+        if state.workers.get(w).is_none_or(|e| e.link == Link::Dead) {
+            return Some(Outcome::Failed {
+                why: format!("worker {worker} died"),
+                worker: Some((*w, true)),
+            });
         }
     }
     None
@@ -454,8 +724,8 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
     let mut state = cluster.lock();
     if let Some(a) = current(&state, name, number) {
         for w in &a.workers {
-            if let Some(entry) = state.workers.get(w).filter(|e| e.alive) {
-                let _ = entry.to.send(&ToWorker::Cancel {
+            if let Some(entry) = state.workers.get(w).filter(|e| e.alive()) {
+                entry.send(&ToWorker::Cancel {
                     query: name.to_string(),
                     attempt: number,
                 });
@@ -463,13 +733,11 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
         }
     }
     let deadline = Instant::now() + CANCEL_WITHIN;
-    loop {
-        let Some(a) = current(&state, name, number) else {
-            break;
-        };
-        let done = a.workers.iter().all(|w| {
-            a.ended.contains_key(w) || !state.workers.get(w).is_some_and(|e| e.alive)
-        });
+    while let Some(a) = current(&state, name, number) {
+        let done = a
+            .workers
+            .iter()
+            .all(|w| a.ended.contains_key(w) || !state.workers.get(w).is_some_and(|e| e.alive()));
         if done || Instant::now() > deadline {
             break;
         }
@@ -487,12 +755,6 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
         a.events = None;
     }
     outcome
-}
-
-fn set_state(cluster: &Cluster, name: &str, to: &str) {
-    if let Some(q) = cluster.lock().queries.get_mut(name) {
-        q.status.state = to.into();
-    }
 }
 
 /// An executor's connection: registered with its attempt, then its events go to the
@@ -521,11 +783,16 @@ pub fn serve_executor(
             to.close();
             bail!("an executor of query {query}, attempt {attempt} reported too late");
         };
-        a.executors.insert(worker, (to, data));
+        if let Some((old, _)) = a.executors.insert(worker, (to, data)) {
+            old.close();
+            tracing::info!(query, attempt, worker, "an executor reported again");
+        }
         cluster.changed.notify_all();
         events
     };
-    while let Some(msg) = from.recv::<proto::ToCoordinator>()? {
+    // Until the executor closes its connection (or it breaks): either way it has sent what
+    // it will send on this one.
+    while let Ok(Some(msg)) = from.recv::<proto::ToCoordinator>() {
         match msg {
             proto::ToCoordinator::Event(e) => {
                 let _ = events.send(e);
@@ -545,10 +812,18 @@ struct LastCheckpoint {
 impl Subscriber for LastCheckpoint {
     fn event(&self, event: &EngineEvent) {
         if let EngineEvent::CheckpointCompleted { epoch, .. } = event {
-            if let Some(q) = self.cluster.lock().queries.get_mut(&self.query) {
+            let mut state = self.cluster.lock();
+            if let Some(q) = state.queries.get_mut(&self.query) {
                 q.status.last_checkpoint = Some(*epoch);
             }
+            let dir = self.cluster.checkpoints.join(&self.query);
+            state.record(Edit::CheckpointCompleted {
+                query: QueryId(self.query.clone()),
+                pointer: CheckpointPointer {
+                    epoch: anduin_types::Epoch(*epoch),
+                    location: dir.display().to_string(),
+                },
+            });
         }
     }
 }
-

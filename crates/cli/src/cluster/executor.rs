@@ -5,15 +5,18 @@
 //!
 //! It runs only the task instances placed on its worker; channels to instances on other
 //! workers cross the network; its tasks' checkpoint events go to the coordinator and the
-//! coordinator's commands come back, over one connection.
+//! coordinator's commands come back, over one connection. When the coordinator goes away the
+//! tasks keep running (checkpoints wait); the executor reports again to the coordinator that
+//! comes back, and tells it once more which of its sources have ended.
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anduin_checkpoint::Store;
 use anduin_runtime::{
@@ -40,9 +43,15 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     )
     .context("a malformed deployment")?;
     exit_with_worker();
-    let span = tracing::info_span!("executor", query = %d.query, attempt = d.attempt, worker = d.worker);
+    let span =
+        tracing::info_span!("executor", query = %d.query, attempt = d.attempt, worker = d.worker);
     let _entered = span.enter();
-    let loaded = match load_with(&args.file, &args.vars, Missing::Error, &args.engine.defaults()) {
+    let loaded = match load_with(
+        &args.file,
+        &args.vars,
+        Missing::Error,
+        &args.engine.defaults(),
+    ) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(diags)) => {
             print_diagnostics(&args.file, &diags);
@@ -68,16 +77,30 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
 
     let (events_tx, events_rx) = crossbeam_channel::unbounded::<Event>();
     let (register_tx, register_rx) = crossbeam_channel::unbounded();
+    let link = Arc::new(Link {
+        coordinator: d.coordinator,
+        hello: ToCoordinator::Executor {
+            query: d.query.clone(),
+            attempt: d.attempt,
+            worker: d.worker,
+            data: listener.local_addr(),
+        },
+        to: Mutex::new(Some(to_coordinator)),
+        facts: Mutex::default(),
+        done: AtomicBool::new(false),
+    });
     let forwarder = {
-        let to_coordinator = to_coordinator.clone();
+        let link = Arc::clone(&link);
         std::thread::Builder::new()
             .name("anduin-events-out".into())
-            .spawn(move || forward_events(&events_rx, &to_coordinator))?
+            .spawn(move || link.forward_events(&events_rx))?
     };
-    std::thread::Builder::new()
-        .name("anduin-commands-in".into())
-        .spawn(move || dispatch_commands(&mut from_coordinator, &register_rx))?;
-
+    {
+        let link = Arc::clone(&link);
+        std::thread::Builder::new()
+            .name("anduin-commands-in".into())
+            .spawn(move || link.keep(from_coordinator, &register_rx))?;
+    }
     let restore = match d.restore {
         None => None,
         Some(epoch) => Some(
@@ -97,13 +120,13 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     };
     // Each worker's malformed records in a file of its own.
     let dead_letter = match prepare_outputs(&loaded.spec, args.dead_letter.as_deref())? {
-        anduin_operator_api::DeadLetterTarget::File(p) => anduin_operator_api::DeadLetterTarget::File(
-            p.with_file_name(format!(
+        anduin_operator_api::DeadLetterTarget::File(p) => {
+            anduin_operator_api::DeadLetterTarget::File(p.with_file_name(format!(
                 "{}.worker-{}",
                 p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
                 d.worker
-            )),
-        ),
+            )))
+        }
         other => other,
     };
     let executed = execute(
@@ -131,7 +154,10 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     // Every event sent before the process reports its end.
     let _ = forwarder.join();
     let executed = executed?;
-    tracing::info!(elapsed_ms = executed.summary.elapsed.as_millis() as u64, "part finished");
+    tracing::info!(
+        elapsed_ms = executed.summary.elapsed.as_millis() as u64,
+        "part finished"
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -151,33 +177,95 @@ fn exit_with_worker() {
     }
 }
 
-/// Sends the tasks' checkpoint events to the coordinator until every task has ended.
-fn forward_events(events: &Receiver<Event>, to: &proto::Sender) {
-    let mut reachable = true;
-    for e in events {
-        if reachable {
-            if let Err(err) = to.send(&ToCoordinator::Event(e)) {
+/// The executor's connection to the coordinator, kept up while the part runs.
+struct Link {
+    coordinator: SocketAddr,
+    /// What the executor says when it (re)connects.
+    hello: ToCoordinator,
+    /// The connection, while there is one.
+    to: Mutex<Option<proto::Sender>>,
+    /// The sources that have ended: told again to a coordinator that comes back.
+    facts: Mutex<Vec<Event>>,
+    /// The part has ended: no more reconnecting.
+    done: AtomicBool,
+}
+
+impl Link {
+    /// Sends `e` on the connection if there is one; a broken connection is dropped.
+    fn send(&self, e: &Event) {
+        let mut to = self.to.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = to.as_ref() {
+            if s.send(&ToCoordinator::Event(e.clone())).is_err() {
                 // The tasks keep running; checkpoints wait for a coordinator.
-                tracing::warn!(error = %err, "cannot reach the coordinator");
-                reachable = false;
+                tracing::warn!("cannot reach the coordinator");
+                *to = None;
             }
         }
     }
+
+    /// Sends the tasks' checkpoint events to the coordinator until every task has ended.
+    fn forward_events(&self, events: &Receiver<Event>) {
+        for e in events {
+            if matches!(e, Event::SourceExhausted { .. }) {
+                self.facts
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(e.clone());
+            }
+            self.send(&e);
+        }
+        self.done.store(true, Ordering::SeqCst);
+    }
+
+    /// Delivers the coordinator's commands; when the connection ends, reconnects (until the
+    /// part is over) and reports again.
+    fn keep(&self, mut from: proto::Receiver, registered: &Receiver<(usize, Sender<Command>)>) {
+        let mut tasks: HashMap<usize, Sender<Command>> = HashMap::new();
+        loop {
+            dispatch_commands(&mut from, registered, &mut tasks);
+            *self.to.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            let mut pause = Duration::from_millis(50);
+            from = loop {
+                if self.done.load(Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(1));
+                match self.reconnect() {
+                    Ok(r) => break r,
+                    Err(e) => {
+                        tracing::debug!(error = %format!("{e:#}"), "the coordinator is still away")
+                    }
+                }
+            };
+            eprintln!("anduin: executor reported again to the coordinator");
+        }
+    }
+
+    /// A new connection to the coordinator, on which the executor has reported again and told
+    /// which of its sources have ended.
+    fn reconnect(&self) -> Result<proto::Receiver> {
+        let (to, from) = proto::connect(self.coordinator)?;
+        to.send(&self.hello)?;
+        for fact in self.facts.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            to.send(&ToCoordinator::Event(fact.clone()))?;
+        }
+        *self.to.lock().unwrap_or_else(|p| p.into_inner()) = Some(to);
+        Ok(from)
+    }
 }
 
-/// Delivers the coordinator's commands to the task instances they are for.
+/// Delivers the coordinator's commands to the task instances they are for, until the
+/// connection ends.
 fn dispatch_commands(
     from: &mut proto::Receiver,
     registered: &Receiver<(usize, Sender<Command>)>,
+    tasks: &mut HashMap<usize, Sender<Command>>,
 ) {
-    let mut tasks: HashMap<usize, Sender<Command>> = HashMap::new();
     loop {
         let (task, command) = match from.recv::<ToExecutor>() {
             Ok(Some(ToExecutor::Command { task, command })) => (task, command),
-            Ok(Some(other)) => {
-                tracing::warn!(?other, "an unexpected message from the coordinator");
-                continue;
-            }
+            Ok(Some(ToExecutor::Start { .. })) => continue,
             Ok(None) | Err(_) => {
                 tracing::warn!("the coordinator's connection closed: checkpoints wait");
                 return;

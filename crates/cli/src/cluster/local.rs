@@ -30,7 +30,11 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// The flags of `anduin run` that concern the query.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "RUN FLAGS")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "RUN FLAGS"
+    )]
     pub run_args: Vec<String>,
 }
 

@@ -22,6 +22,9 @@ pub enum ToCoordinator {
         name: String,
         /// How many task instances it runs at once.
         slots: u32,
+        /// The number it had before it lost the coordinator (a restarted coordinator gives it
+        /// back, so that the parts it still runs stay its own).
+        previous: Option<u32>,
     },
     /// A worker is alive.
     Heartbeat,
@@ -72,7 +75,7 @@ pub enum ToWorker {
     /// Registered as this worker.
     Welcome { worker: u32 },
     /// Start an executor for part of a query.
-    Deploy(Deployment),
+    Deploy(Box<Deployment>),
     /// Stop (kill) the executor of this attempt, if it runs.
     Cancel { query: String, attempt: u64 },
 }
@@ -99,7 +102,9 @@ pub struct Deployment {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ToExecutor {
     /// Every executor of the attempt listens: where. Start running.
-    Start { addresses: BTreeMap<u32, SocketAddr> },
+    Start {
+        addresses: BTreeMap<u32, SocketAddr>,
+    },
     /// A checkpoint command for one of its task instances.
     Command {
         task: usize,
@@ -198,7 +203,7 @@ impl Receiver {
 
     /// The next message; `None` when the peer closed the connection.
     pub fn recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>> {
-        match self.inner.next()? {
+        match self.inner.read_frame()? {
             None => Ok(None),
             Some(Frame::Message { body }) => Ok(Some(
                 serde_json::from_slice(&body).context("a malformed cluster message")?,

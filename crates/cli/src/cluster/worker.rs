@@ -1,7 +1,8 @@
 //! A worker: offers its slots to the coordinator, heartbeats, and runs each part of a query
 //! it is given as an executor process of its own (killed when the coordinator cancels the
 //! attempt). When the coordinator goes away, the worker's executors keep running while it
-//! tries to reach the coordinator again.
+//! tries to reach the coordinator again; it then registers under its old number, and reports
+//! the parts that ended meanwhile.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -40,6 +41,26 @@ pub struct WorkerArgs {
 /// The executors this worker runs, by query and attempt.
 type Executors = Arc<Mutex<HashMap<(String, u64), Child>>>;
 
+/// The connection to the coordinator, while there is one, and the reports waiting for it.
+#[derive(Default)]
+struct Link {
+    to: Option<proto::Sender>,
+    /// Parts that ended while the coordinator could not be told.
+    unsent: Vec<ToCoordinator>,
+}
+
+type SharedLink = Arc<Mutex<Link>>;
+
+/// Sends `msg` to the coordinator, or keeps it for when it is back.
+fn report(link: &SharedLink, msg: ToCoordinator) {
+    let mut l = link.lock().unwrap_or_else(|p| p.into_inner());
+    let sent = l.to.as_ref().is_some_and(|to| to.send(&msg).is_ok());
+    if !sent {
+        l.to = None;
+        l.unsent.push(msg);
+    }
+}
+
 pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
     let name = args
         .name
@@ -52,32 +73,95 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&work_dir)
         .with_context(|| format!("cannot create the work directory `{}`", work_dir.display()))?;
     let executors: Executors = Arc::default();
-    let (to, mut from) = proto::connect(args.coordinator)?;
-    to.send(&ToCoordinator::Worker {
-        name: name.clone(),
-        slots: args.slots,
-    })?;
-    let id = match from.recv::<ToWorker>()? {
-        Some(ToWorker::Welcome { worker }) => worker,
-        other => anyhow::bail!("the coordinator answered {other:?} to this worker's registration"),
-    };
-    eprintln!("anduin: worker {name} (id {id}) registered with the coordinator at {}", args.coordinator);
+    let link: SharedLink = Arc::default();
     {
-        let to = to.clone();
+        let link = Arc::clone(&link);
         let every = args.heartbeat_interval;
         std::thread::Builder::new()
             .name("anduin-heartbeat".into())
-            .spawn(move || {
-                while to.send(&ToCoordinator::Heartbeat).is_ok() {
-                    std::thread::sleep(every);
+            .spawn(move || loop {
+                {
+                    let mut l = link.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(to) = &l.to {
+                        if to.send(&ToCoordinator::Heartbeat).is_err() {
+                            l.to = None;
+                        }
+                    }
                 }
+                std::thread::sleep(every);
             })?;
     }
+    let mut id: Option<u32> = None;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let (to, mut from) = match register(&args, &name, id) {
+            Ok(Some((worker, to, from))) => {
+                if id.is_none() {
+                    eprintln!(
+                        "anduin: worker {name} (id {worker}) registered with the coordinator at {}",
+                        args.coordinator
+                    );
+                } else {
+                    eprintln!("anduin: worker {name} (id {worker}) registered again");
+                }
+                id = Some(worker);
+                pause = Duration::from_millis(50);
+                (to, from)
+            }
+            Ok(None) | Err(_) if id.is_some() => {
+                // The coordinator is away: the executors go on; try again.
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(1));
+                continue;
+            }
+            Ok(None) => anyhow::bail!("the coordinator refused this worker"),
+            Err(e) => return Err(e),
+        };
+        {
+            let mut l = link.lock().unwrap_or_else(|p| p.into_inner());
+            for msg in std::mem::take(&mut l.unsent) {
+                let _ = to.send(&msg);
+            }
+            l.to = Some(to.clone());
+        }
+        serve(&mut from, &executors, &link, &work_dir, &name);
+        link.lock().unwrap_or_else(|p| p.into_inner()).to = None;
+        eprintln!("anduin: worker {name} lost the coordinator; its executors keep running while it reconnects");
+    }
+}
+
+/// Registers with the coordinator (under `previous` if it had a number): the worker's number
+/// and the connection.
+fn register(
+    args: &WorkerArgs,
+    name: &str,
+    previous: Option<u32>,
+) -> Result<Option<(u32, proto::Sender, proto::Receiver)>> {
+    let (to, mut from) = proto::connect(args.coordinator)?;
+    to.send(&ToCoordinator::Worker {
+        name: name.to_string(),
+        slots: args.slots,
+        previous,
+    })?;
+    Ok(match from.recv::<ToWorker>()? {
+        Some(ToWorker::Welcome { worker }) => Some((worker, to, from)),
+        _ => None,
+    })
+}
+
+/// Carries out the coordinator's requests until the connection ends.
+fn serve(
+    from: &mut proto::Receiver,
+    executors: &Executors,
+    link: &SharedLink,
+    work_dir: &Path,
+    name: &str,
+) {
     loop {
         match from.recv::<ToWorker>() {
             Ok(Some(ToWorker::Deploy(d))) => {
                 let key = (d.query.clone(), d.attempt);
-                match start_executor(&d, &work_dir) {
+                match start_executor(&d, work_dir) {
                     Ok(child) => {
                         let pid = child.id();
                         executors
@@ -85,15 +169,16 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                             .unwrap_or_else(|p| p.into_inner())
                             .insert(key.clone(), child);
                         tracing::info!(query = %d.query, attempt = d.attempt, pid, "executor started");
-                        watch(key, Arc::clone(&executors), to.clone());
+                        watch(key, Arc::clone(executors), Arc::clone(link));
                     }
-                    Err(e) => {
-                        let _ = to.send(&ToCoordinator::PartEnded {
+                    Err(e) => report(
+                        link,
+                        ToCoordinator::PartEnded {
                             query: d.query.clone(),
                             attempt: d.attempt,
                             error: Some(format!("worker {name} cannot start an executor: {e:#}")),
-                        });
-                    }
+                        },
+                    ),
                 }
             }
             Ok(Some(ToWorker::Cancel { query, attempt })) => {
@@ -104,14 +189,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                 }
             }
             Ok(Some(ToWorker::Welcome { .. })) => {}
-            Ok(None) | Err(_) => {
-                eprintln!("anduin: the coordinator closed the connection; stopping this worker and its executors");
-                let mut running = executors.lock().unwrap_or_else(|p| p.into_inner());
-                for child in running.values_mut() {
-                    let _ = child.kill();
-                }
-                return Ok(ExitCode::FAILURE);
-            }
+            Ok(None) | Err(_) => return,
         }
     }
 }
@@ -148,7 +226,7 @@ fn start_executor(d: &Deployment, work_dir: &Path) -> Result<Child> {
 }
 
 /// Reports to the coordinator when the executor of `key` ends.
-fn watch(key: (String, u64), executors: Executors, to: proto::Sender) {
+fn watch(key: (String, u64), executors: Executors, link: SharedLink) {
     let spawned = std::thread::Builder::new()
         .name("anduin-executor-watch".into())
         .spawn(move || loop {
@@ -170,12 +248,16 @@ fn watch(key: (String, u64), executors: Executors, to: proto::Sender) {
                 }
             };
             if let Some(status) = status {
-                let error = (!status.success()).then(|| format!("its executor ended with {status}"));
-                let _ = to.send(&ToCoordinator::PartEnded {
-                    query: key.0.clone(),
-                    attempt: key.1,
-                    error,
-                });
+                let error =
+                    (!status.success()).then(|| format!("its executor ended with {status}"));
+                report(
+                    &link,
+                    ToCoordinator::PartEnded {
+                        query: key.0.clone(),
+                        attempt: key.1,
+                        error,
+                    },
+                );
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));

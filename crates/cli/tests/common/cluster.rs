@@ -15,27 +15,42 @@ pub struct LocalCluster {
     pub coordinator: ChildGuard,
 }
 
+/// A coordinator listening on `listen`, its state in `dir`.
+fn coordinator(dir: &Path, listen: &str) -> ChildGuard {
+    let addr_file = dir.join("addr");
+    let _ = std::fs::remove_file(&addr_file);
+    let child = ChildGuard(
+        Command::new(env!("CARGO_BIN_EXE_anduin"))
+            .args(["coordinator", "--listen", listen])
+            .arg("--state-dir")
+            .arg(dir.join("coordinator"))
+            .arg("--checkpoint-store")
+            .arg(dir.join("checkpoints"))
+            .arg("--address-file")
+            .arg(&addr_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the coordinator starts"),
+    );
+    wait_until("the coordinator's address", || addr_file.exists());
+    child
+}
+
 impl LocalCluster {
+    /// Kills the coordinator with SIGKILL and starts it again on the same address and state.
+    pub fn restart_coordinator(&mut self) {
+        let _ = self.coordinator.0.kill();
+        let _ = self.coordinator.0.wait();
+        self.coordinator = coordinator(self.dir.path(), &self.addr);
+    }
+
     /// A coordinator on a port the system chooses and `workers` workers of `slots` slots.
     pub fn start(workers: usize, slots: u32) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let addr_file = dir.path().join("addr");
-        let coordinator = ChildGuard(
-            Command::new(env!("CARGO_BIN_EXE_anduin"))
-                .args(["coordinator", "--listen", "127.0.0.1:0"])
-                .arg("--state-dir")
-                .arg(dir.path().join("coordinator"))
-                .arg("--checkpoint-store")
-                .arg(dir.path().join("checkpoints"))
-                .arg("--address-file")
-                .arg(&addr_file)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("the coordinator starts"),
-        );
-        wait_until("the coordinator's address", || addr_file.exists());
+        let coordinator = coordinator(dir.path(), "127.0.0.1:0");
         let addr = std::fs::read_to_string(&addr_file)
             .expect("address")
             .trim()

@@ -56,6 +56,11 @@ pub struct QuerySettings {
     pub state_backend: Option<String>,
     /// `--var NAME=VALUE`.
     pub vars: BTreeMap<String, String>,
+    /// Every flag of `anduin run` the query was submitted with, as given (the typed fields
+    /// above are read from them, for display).
+    pub run_args: Vec<String>,
+    /// The submitter's working directory: relative paths in the query are resolved there.
+    pub cwd: Option<String>,
 }
 
 /// Where a completed checkpoint is.

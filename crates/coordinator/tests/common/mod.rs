@@ -39,6 +39,7 @@ pub fn edits(n: usize) -> Vec<Edit> {
                 checkpoint_interval_ms: Some(1000),
                 state_backend: None,
                 vars: [("MIN".to_string(), "10".to_string())].into(),
+                ..QuerySettings::default()
             },
             at_ms: 1_700_000_000_000,
         },

@@ -9,10 +9,10 @@ use anduin_wire::Frame;
 use crossbeam_channel::Sender;
 
 use super::codec::from_frame;
-use anduin_wire::{write_frame, FrameReader};
 use super::listener::kind_name;
 use super::{NetError, CONSUMER_STOPPED};
 use crate::channel::Envelope;
+use anduin_wire::{write_frame, FrameReader};
 
 /// Runs the edge until its end message (`Ok`) or a failure.
 pub(super) fn run(
@@ -20,6 +20,7 @@ pub(super) fn run(
     mut writer: TcpStream,
     tx: &Sender<Envelope>,
     window: u32,
+    schema: Option<&arrow::datatypes::SchemaRef>,
 ) -> Result<(), NetError> {
     write_frame(&mut writer, &Frame::Credit { messages: window })?;
     writer.flush().map_err(anduin_wire::FrameError::from)?;
@@ -28,7 +29,7 @@ pub(super) fn run(
     let mut owed = 0;
     let mut last = 0;
     loop {
-        let frame = match reader.next()? {
+        let frame = match reader.read_frame()? {
             Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
             Some(f @ (Frame::Hello(_) | Frame::Credit { .. } | Frame::Message { .. })) => {
                 return Err(NetError::Unexpected(kind_name(&f)))
@@ -41,6 +42,9 @@ pub(super) fn run(
             return Err(NetError::OutOfOrder { got: env.seq, last });
         }
         last = env.seq;
+        if let (Message::Data(batch), Some(schema)) = (&env.msg, schema) {
+            check_schema(env.seq, batch, schema)?;
+        }
         let end = matches!(env.msg, Message::End);
         if tx.send(env).is_err() {
             let _ = write_frame(
@@ -60,4 +64,38 @@ pub(super) fn run(
             owed = 0;
         }
     }
+}
+
+/// Whether `batch` has the channel's columns, of the channel's types.
+fn check_schema(
+    seq: u64,
+    batch: &arrow::record_batch::RecordBatch,
+    schema: &arrow::datatypes::SchemaRef,
+) -> Result<(), NetError> {
+    let (got, want) = (batch.schema(), schema);
+    if got.fields().len() != want.fields().len() {
+        return Err(NetError::Schema {
+            seq,
+            why: format!(
+                "{} columns where the channel has {}",
+                got.fields().len(),
+                want.fields().len()
+            ),
+        });
+    }
+    for (g, w) in got.fields().iter().zip(want.fields()) {
+        if g.data_type() != w.data_type() {
+            return Err(NetError::Schema {
+                seq,
+                why: format!(
+                    "column `{}` is {} where the channel's `{}` is {}",
+                    g.name(),
+                    g.data_type(),
+                    w.name(),
+                    w.data_type()
+                ),
+            });
+        }
+    }
+    Ok(())
 }

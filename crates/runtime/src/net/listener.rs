@@ -14,9 +14,9 @@ use std::time::Duration;
 use anduin_wire::{check_hello, Expected, Frame, Hello, Refusal, PROTOCOL_VERSION};
 use crossbeam_channel::Sender;
 
-use anduin_wire::{write_frame, FrameReader};
 use super::{inbound, Failures, NetError};
 use crate::channel::Envelope;
+use anduin_wire::{write_frame, FrameReader};
 
 /// How long a new connection has to send its handshake.
 const HELLO_WITHIN: Duration = Duration::from_secs(10);
@@ -35,6 +35,8 @@ pub(crate) struct Expecting {
     /// The channel's name, for errors.
     pub name: String,
     pub failures: Failures,
+    /// The rows' type, checked on every batch that arrives (`None`: not checked).
+    pub schema: Option<arrow::datatypes::SchemaRef>,
 }
 
 struct Ends {
@@ -160,7 +162,7 @@ fn serve(stream: TcpStream, ends: &Mutex<Ends>, window: u32) {
     };
     let mut reader = FrameReader::new(read_half);
     let mut writer = stream;
-    let hello = match reader.next() {
+    let hello = match reader.read_frame() {
         Ok(Some(Frame::Hello(h))) => h,
         Ok(Some(other)) => {
             let reason = format!("expected a hello frame first, got {}", kind_name(&other));
@@ -190,7 +192,7 @@ fn serve(stream: TcpStream, ends: &Mutex<Ends>, window: u32) {
     }
     let _ = writer.set_read_timeout(None);
     tracing::debug!(edge = %end.name, %peer, "channel connected");
-    if let Err(e) = inbound::run(reader, writer, &end.tx, window) {
+    if let Err(e) = inbound::run(reader, writer, &end.tx, window, end.schema.as_ref()) {
         end.failures.record(&end.name, &e);
     }
 }

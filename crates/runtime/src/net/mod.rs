@@ -59,6 +59,8 @@ pub(crate) enum NetError {
     Unexpected(&'static str),
     #[error("message {got} arrived after message {last}: messages were lost or reordered")]
     OutOfOrder { got: u64, last: u64 },
+    #[error("message {seq} holds rows of another type than the channel's: {why} (is every process of the cluster running the same query and anduin version?)")]
+    Schema { seq: u64, why: String },
     /// The producer closed the connection before the end of the channel (its task failed or
     /// its process went away; its own error says why).
     #[error("the producer closed the connection before the end of the channel")]
@@ -194,6 +196,7 @@ impl NetWiring {
         c: &Channel,
         tx: crossbeam_channel::Sender<Envelope>,
         name: String,
+        schema: Option<arrow::datatypes::SchemaRef>,
     ) {
         let hello = self.hello(c, 0);
         self.listener.expect(
@@ -202,6 +205,7 @@ impl NetWiring {
                 tx,
                 name,
                 failures: self.failures.clone(),
+                schema,
             },
         );
     }

@@ -11,10 +11,10 @@ use anduin_wire::{Frame, Hello};
 use crossbeam_channel::{Receiver, TryRecvError};
 
 use super::codec::to_frame;
-use anduin_wire::{write_frame, FrameError, FrameReader};
 use super::listener::kind_name;
 use super::{NetError, CONSUMER_STOPPED};
 use crate::channel::Envelope;
+use anduin_wire::{write_frame, FrameError, FrameReader};
 
 /// How long a producer keeps trying to reach a consumer's worker that does not listen yet.
 const CONNECT_FOR: Duration = Duration::from_secs(30);
@@ -32,7 +32,7 @@ pub(super) fn run(rx: Receiver<Envelope>, to: SocketAddr, hello: &Hello) -> Resu
         .get_ref()
         .set_read_timeout(Some(ANSWER_WITHIN))
         .map_err(FrameError::from)?;
-    match reader.next()? {
+    match reader.read_frame()? {
         Some(Frame::Hello(_)) => {}
         Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
         Some(other) => return Err(NetError::Unexpected(kind_name(&other))),
@@ -55,7 +55,7 @@ pub(super) fn run(rx: Receiver<Envelope>, to: SocketAddr, hello: &Hello) -> Resu
         };
         while credit == 0 {
             writer.flush().map_err(FrameError::from)?;
-            match reader.next()? {
+            match reader.read_frame()? {
                 Some(Frame::Credit { messages }) => credit += u64::from(messages),
                 Some(Frame::Refused { reason }) if reason == CONSUMER_STOPPED => {
                     return Err(NetError::ConsumerGone)
@@ -75,7 +75,7 @@ pub(super) fn run(rx: Receiver<Envelope>, to: SocketAddr, hello: &Hello) -> Resu
             let stream = writer.get_ref();
             let _ = stream.shutdown(Shutdown::Write);
             // Wait for the consumer to close: it has taken everything.
-            while let Ok(Some(_)) = reader.next() {}
+            while let Ok(Some(_)) = reader.read_frame() {}
             return Ok(());
         }
     }
@@ -86,7 +86,7 @@ pub(super) fn run(rx: Receiver<Envelope>, to: SocketAddr, hello: &Hello) -> Resu
 fn why_closed(reader: &mut FrameReader<TcpStream>, stream: &TcpStream, e: FrameError) -> NetError {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
     loop {
-        match reader.next() {
+        match reader.read_frame() {
             Ok(Some(Frame::Refused { reason })) if reason == CONSUMER_STOPPED => {
                 return NetError::ConsumerGone
             }

@@ -8,11 +8,14 @@ use std::sync::Arc;
 
 use anduin_types::{Message, Watermark};
 use anduin_wire::{Frame, Hello, PROTOCOL_VERSION};
+use arrow::array::StringArray;
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
 
-use anduin_wire::{write_frame, FrameReader};
 use super::listener::Expecting;
 use super::{outbound, EdgeListener, Failures};
 use crate::channel::Envelope;
+use anduin_wire::{write_frame, FrameReader};
 
 fn hello(query: &str, edge: u32) -> Hello {
     Hello {
@@ -40,6 +43,11 @@ fn listening() -> (
             tx,
             name: "edge 7".into(),
             failures: failures.clone(),
+            schema: Some(Arc::new(Schema::new(vec![Field::new(
+                "v",
+                DataType::Int64,
+                false,
+            )]))),
         },
     );
     (listener, rx, failures)
@@ -49,7 +57,7 @@ fn listening() -> (
 fn answer_to(listener: &EdgeListener, bytes: &[u8]) -> Option<Frame> {
     let mut s = TcpStream::connect(listener.local_addr()).expect("connects");
     s.write_all(bytes).expect("writes");
-    FrameReader::new(s).next().ok().flatten()
+    FrameReader::new(s).read_frame().ok().flatten()
 }
 
 fn frame(f: &Frame) -> Vec<u8> {
@@ -111,11 +119,13 @@ fn a_producer_sends_no_more_than_its_credit() {
     let (stream, _) = server.accept().expect("accepts");
     let mut reader = FrameReader::new(stream.try_clone().expect("clones"));
     let mut writer = stream;
-    assert!(matches!(reader.next(), Ok(Some(Frame::Hello(_)))));
+    assert!(matches!(reader.read_frame(), Ok(Some(Frame::Hello(_)))));
     write_frame(&mut writer, &Frame::Hello(hello("q", 7))).expect("answers");
     write_frame(&mut writer, &Frame::Credit { messages: 2 }).expect("grants");
     for seq in 1..=2 {
-        assert!(matches!(reader.next(), Ok(Some(Frame::Watermark { seq: s, .. })) if s == seq));
+        assert!(
+            matches!(reader.read_frame(), Ok(Some(Frame::Watermark { seq: s, .. })) if s == seq)
+        );
     }
     // Had it sent a third message without credit, it would arrive before the end.
     write_frame(
@@ -125,7 +135,7 @@ fn a_producer_sends_no_more_than_its_credit() {
         },
     )
     .expect("refuses");
-    assert!(matches!(reader.next(), Ok(None) | Err(_)));
+    assert!(matches!(reader.read_frame(), Ok(None) | Err(_)));
     let result = producer.join().expect("no panic");
     assert!(matches!(result, Err(super::NetError::Refused(r)) if r == "enough"));
     drop(to_bridge);
@@ -166,4 +176,22 @@ fn a_damaged_frame_fails_the_edge_and_nothing_of_it_is_delivered() {
     );
     let failure = failures.take().expect("recorded").to_string();
     assert!(failure.contains("damaged"), "{failure}");
+}
+
+#[test]
+fn rows_of_another_type_fail_the_edge_and_do_not_reach_the_task() {
+    let (listener, rx, failures) = listening();
+    let mut s = TcpStream::connect(listener.local_addr()).expect("connects");
+    let strings = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("v", DataType::Utf8, false)])),
+        vec![Arc::new(StringArray::from(vec!["x"]))],
+    )
+    .expect("a batch");
+    let data = super::codec::to_frame(1, &Message::Data(strings)).expect("encodes");
+    let mut bytes = frame(&Frame::Hello(hello("q", 7)));
+    bytes.extend(frame(&data));
+    s.write_all(&bytes).expect("writes");
+    assert!(rx.recv().is_err(), "the rows never reach the task");
+    let failure = failures.take().expect("recorded").to_string();
+    assert!(failure.contains("column `v` is Utf8"), "{failure}");
 }
