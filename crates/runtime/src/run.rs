@@ -212,11 +212,12 @@ fn start_network(
         Placement::Loopback { workers } => {
             topology.spread(workers);
             let at = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-            let listener =
-                EdgeListener::bind(at, settings.window).map_err(|e| RuntimeError::Network {
+            let listener = EdgeListener::bind(at, settings.window, None).map_err(|e| {
+                RuntimeError::Network {
                     edge: "the channel listener".into(),
                     message: format!("cannot listen on {at}: {e}"),
-                })?;
+                }
+            })?;
             let addresses = (0..workers.max(1))
                 .map(|w| (WorkerId(w), listener.local_addr()))
                 .collect();

@@ -13,6 +13,7 @@
 //! network: no sockets, no flow control, no Arrow (a data frame carries an Arrow IPC message as
 //! opaque bytes, encoded and decoded by the runtime).
 
+pub mod auth;
 mod codec;
 mod frame;
 mod hello;

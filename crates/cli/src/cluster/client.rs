@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator};
+use super::secret::SecretArgs;
 
 /// Arguments of `anduin submit`.
 #[derive(Args, Debug)]
@@ -25,6 +26,8 @@ pub struct SubmitArgs {
     /// Wait until the query finishes, fails or is cancelled; exit 0 only if it finished.
     #[arg(long)]
     pub wait: bool,
+    #[command(flatten)]
+    pub secret: SecretArgs,
     /// The flags of `anduin run` that concern the query: `--var NAME=VALUE`, `--parallelism`,
     /// `--checkpoint-interval`, `--checkpoint-every`, `--state-backend`, `--batch-size`…
     #[arg(
@@ -46,6 +49,8 @@ pub struct StatusArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub secret: SecretArgs,
 }
 
 /// Arguments of `anduin cancel`.
@@ -56,20 +61,23 @@ pub struct CancelArgs {
     /// The coordinator's address.
     #[arg(long, value_name = "HOST:PORT")]
     pub coordinator: SocketAddr,
+    #[command(flatten)]
+    pub secret: SecretArgs,
 }
 
 /// How long `submit --wait` waits for a coordinator it cannot reach.
 const UNREACHABLE_FOR: Duration = Duration::from_secs(120);
 
 /// One request and its reply.
-fn ask(coordinator: SocketAddr, msg: &ToCoordinator) -> Result<Reply> {
-    let (to, mut from) = proto::connect(coordinator)?;
+fn ask(coordinator: SocketAddr, secret: Option<&[u8]>, msg: &ToCoordinator) -> Result<Reply> {
+    let (to, mut from) = proto::connect(coordinator, secret)?;
     to.send(msg)?;
     from.recv::<Reply>()?
         .context("the coordinator closed the connection without answering")
 }
 
 pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
+    let secret = args.secret.load()?;
     let source = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read `{}`", args.file.display()))?;
     let name = match &args.name {
@@ -92,7 +100,11 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         args: args.run_args.clone(),
         cwd: std::env::current_dir().context("cannot read the working directory")?,
     };
-    let query = match ask(args.coordinator, &ToCoordinator::Submit(submission))? {
+    let query = match ask(
+        args.coordinator,
+        secret.as_deref(),
+        &ToCoordinator::Submit(submission),
+    )? {
         Reply::Submitted { query } => query,
         Reply::Refused(why) => bail!("the coordinator refused the query: {why}"),
         other => bail!("the coordinator answered {other:?}"),
@@ -106,6 +118,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
     loop {
         let asked = ask(
             args.coordinator,
+            secret.as_deref(),
             &ToCoordinator::Status {
                 query: Some(query.clone()),
             },
@@ -164,8 +177,10 @@ fn describe(s: &QueryStatus) -> String {
 
 pub fn status(args: StatusArgs) -> Result<ExitCode> {
     let one = args.query.is_some();
+    let secret = args.secret.load()?;
     match ask(
         args.coordinator,
+        secret.as_deref(),
         &ToCoordinator::Status { query: args.query },
     )? {
         Reply::Status { workers, queries } => {
@@ -196,8 +211,10 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
 }
 
 pub fn cancel(args: CancelArgs) -> Result<ExitCode> {
+    let secret = args.secret.load()?;
     match ask(
         args.coordinator,
+        secret.as_deref(),
         &ToCoordinator::Cancel {
             query: args.query.clone(),
         },

@@ -18,6 +18,7 @@ use anduin_coordinator::{QueryId, WorkerId};
 
 use super::driver::{self, Attempt};
 use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator, ToWorker};
+use super::secret::{check_listen, SecretArgs};
 use crate::embedded::parse_duration;
 
 /// Arguments of `anduin coordinator`.
@@ -41,6 +42,8 @@ pub struct CoordinatorArgs {
     /// scripts and `anduin cluster`, with `--listen 127.0.0.1:0`).
     #[arg(long, value_name = "FILE")]
     pub address_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub secret: SecretArgs,
 }
 
 /// A registered worker.
@@ -98,6 +101,8 @@ pub struct Cluster {
     /// When this coordinator started: workers known from its catalog may reconnect until
     /// a heartbeat timeout after it.
     pub started: Instant,
+    /// The cluster's secret, which every peer proves it knows.
+    pub secret: Option<Arc<[u8]>>,
 }
 
 pub struct State {
@@ -141,12 +146,8 @@ impl Cluster {
 }
 
 pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
-    if !args.listen.ip().is_loopback() {
-        bail!(
-            "not supported yet: a coordinator listening beyond loopback ({}) needs a cluster secret, which anduin does not have yet; listen on 127.0.0.1",
-            args.listen
-        );
-    }
+    let secret = args.secret.load()?;
+    check_listen("a coordinator listening", args.listen.ip(), &secret)?;
     let checkpoints = PathBuf::from(
         args.checkpoint_store
             .strip_prefix("file://")
@@ -180,6 +181,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         state: Mutex::new(state),
         changed: Condvar::new(),
         started: Instant::now(),
+        secret,
     });
     for (name, submission) in resumed {
         start_driver(&cluster, &name, &submission, true)?;
@@ -344,10 +346,22 @@ fn watch_liveness(cluster: &Cluster) {
 
 /// One connection: what its first message says it is.
 fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
-    let (to, mut from) = proto::split(stream)?;
+    let peer = stream
+        .peer_addr()
+        .map_or_else(|_| "?".into(), |a| a.to_string());
+    // A peer's first word is never longer in coming than this (a silent one holds a thread).
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let (to, mut from) = proto::split(stream.try_clone()?)?;
+    if !proto::challenge(&to, &mut from, cluster.secret.as_deref())? {
+        let why = "the peer does not know the cluster's secret: give every process the same --cluster-secret-file";
+        eprintln!("anduin: refused a connection from {peer}: {why}");
+        to.refuse(why);
+        return Ok(());
+    }
     let Some(first) = from.recv::<ToCoordinator>()? else {
         return Ok(());
     };
+    stream.set_read_timeout(None)?;
     match first {
         ToCoordinator::Worker {
             name,

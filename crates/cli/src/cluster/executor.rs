@@ -60,9 +60,15 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         Err(LoadError::Other(e)) => return Err(e),
     };
 
-    let listener = anduin_runtime::EdgeListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)), 16)
-        .context("cannot listen for channels")?;
-    let (to_coordinator, mut from_coordinator) = proto::connect(d.coordinator)?;
+    let secret = super::secret::load(None)?;
+    let host: std::net::IpAddr = std::env::var(super::worker::DATA_HOST_ENV)
+        .ok()
+        .and_then(|h| h.parse().ok())
+        .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+    super::secret::check_listen("an executor listening", host, &secret)?;
+    let listener = anduin_runtime::EdgeListener::bind(SocketAddr::new(host, 0), 16, secret.clone())
+        .with_context(|| format!("cannot listen for channels on {host}"))?;
+    let (to_coordinator, mut from_coordinator) = proto::connect(d.coordinator, secret.as_deref())?;
     to_coordinator.send(&ToCoordinator::Executor {
         query: d.query.clone(),
         attempt: d.attempt,
@@ -88,6 +94,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         to: Mutex::new(Some(to_coordinator)),
         facts: Mutex::default(),
         done: AtomicBool::new(false),
+        secret,
     });
     let forwarder = {
         let link = Arc::clone(&link);
@@ -188,6 +195,8 @@ struct Link {
     facts: Mutex<Vec<Event>>,
     /// The part has ended: no more reconnecting.
     done: AtomicBool,
+    /// The cluster's secret.
+    secret: Option<Arc<[u8]>>,
 }
 
 impl Link {
@@ -245,7 +254,7 @@ impl Link {
     /// A new connection to the coordinator, on which the executor has reported again and told
     /// which of its sources have ended.
     fn reconnect(&self) -> Result<proto::Receiver> {
-        let (to, from) = proto::connect(self.coordinator)?;
+        let (to, from) = proto::connect(self.coordinator, self.secret.as_deref())?;
         to.send(&self.hello)?;
         for fact in self.facts.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             to.send(&ToCoordinator::Event(fact.clone()))?;

@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::client::{self, SubmitArgs};
+use super::secret::SecretArgs;
 
 /// Arguments of `anduin cluster`.
 #[derive(Args, Debug)]
@@ -36,6 +37,8 @@ pub struct ClusterArgs {
         value_name = "RUN FLAGS"
     )]
     pub run_args: Vec<String>,
+    #[command(flatten)]
+    pub secret: SecretArgs,
 }
 
 /// A child process, killed (by its PID) and reaped when dropped.
@@ -64,6 +67,7 @@ pub fn cluster(args: ClusterArgs) -> Result<ExitCode> {
     let mut coordinator = Guard(
         Command::new(&exe)
             .args(["coordinator", "--listen", "127.0.0.1:0"])
+            .args(secret_flag(&args.secret))
             .arg("--state-dir")
             .arg(dir.join("coordinator"))
             .arg("--checkpoint-store")
@@ -92,6 +96,7 @@ pub fn cluster(args: ClusterArgs) -> Result<ExitCode> {
         workers.push(Guard(
             Command::new(&exe)
                 .arg("worker")
+                .args(secret_flag(&args.secret))
                 .arg("--coordinator")
                 .arg(addr_string(addr))
                 .args(["--slots", &args.slots.to_string()])
@@ -108,11 +113,20 @@ pub fn cluster(args: ClusterArgs) -> Result<ExitCode> {
         coordinator: addr,
         name: args.name.clone(),
         wait: true,
+        secret: args.secret.clone(),
         run_args: args.run_args.clone(),
     });
     drop(workers);
     drop(coordinator);
     code
+}
+
+/// The secret's flag, for the processes this starts.
+fn secret_flag(s: &SecretArgs) -> Vec<std::ffi::OsString> {
+    match &s.cluster_secret_file {
+        Some(f) => vec!["--cluster-secret-file".into(), f.clone().into_os_string()],
+        None => Vec::new(),
+    }
 }
 
 fn addr_string(a: std::net::SocketAddr) -> String {

@@ -8,9 +8,11 @@
 //! and the coordinator, the control protocol of [`proto`]. A query's checkpoints go to a
 //! directory every process reaches at the same path.
 //!
-//! Not here yet: the coordinator's durable catalog (a restarted coordinator forgets its
-//! queries), per-task recovery (a failure rolls the whole query back to its last checkpoint),
-//! object-store checkpoints, and a cluster secret (every listener binds to loopback).
+//! Every connection starts with the connecting side proving it knows the cluster's secret
+//! ([`secret`]); without one, every listener binds to loopback only.
+//!
+//! Not here yet: per-task recovery (a failure rolls the whole query back to its last
+//! checkpoint) and object-store checkpoints.
 
 pub mod client;
 pub mod coordinator;
@@ -18,4 +20,5 @@ mod driver;
 pub mod executor;
 pub mod local;
 pub mod proto;
+pub mod secret;
 pub mod worker;

@@ -182,6 +182,18 @@ impl Sender {
         Ok(())
     }
 
+    /// Refuses the connection, saying why (the peer's next read fails with it).
+    pub fn refuse(&self, reason: &str) {
+        let mut w = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = write_frame(
+            &mut *w,
+            &Frame::Refused {
+                reason: reason.to_string(),
+            },
+        );
+        let _ = w.flush();
+    }
+
     /// Closes both directions (the peer's reads end).
     pub fn close(&self) {
         let w = self.inner.lock().unwrap_or_else(|p| p.into_inner());
@@ -208,17 +220,51 @@ impl Receiver {
             Some(Frame::Message { body }) => Ok(Some(
                 serde_json::from_slice(&body).context("a malformed cluster message")?,
             )),
-            Some(Frame::Refused { reason }) => bail!("refused: {reason}"),
+            Some(Frame::Refused { reason }) => bail!("the coordinator refused: {reason}"),
             Some(_) => bail!("a frame of the data plane on a control connection"),
         }
     }
 }
 
-/// Both halves of a new connection to `addr`.
-pub fn connect(addr: SocketAddr) -> Result<(Sender, Receiver)> {
+/// The coordinator's first message on every connection: prove the cluster's secret.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Challenge {
+    pub nonce: Vec<u8>,
+}
+
+/// The answer to a [`Challenge`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Proof {
+    pub proof: Vec<u8>,
+}
+
+/// Both halves of a new connection to the coordinator at `addr`, once this process has proved
+/// it knows `secret`.
+pub fn connect(addr: SocketAddr, secret: Option<&[u8]>) -> Result<(Sender, Receiver)> {
     let stream = TcpStream::connect(addr)
         .with_context(|| format!("cannot reach the coordinator at {addr}"))?;
-    split(stream)
+    let (to, mut from) = split(stream)?;
+    let Some(Challenge { nonce }) = from.recv::<Challenge>()? else {
+        bail!("the coordinator at {addr} closed the connection at once");
+    };
+    to.send(&Proof {
+        proof: anduin_wire::auth::proof(secret, &nonce),
+    })?;
+    Ok((to, from))
+}
+
+/// The accepting side of [`connect`]: challenges the peer; `false` if it does not know
+/// `secret`.
+pub fn challenge(to: &Sender, from: &mut Receiver, secret: Option<&[u8]>) -> Result<bool> {
+    let mut nonce = [0u8; anduin_wire::auth::NONCE_LEN];
+    getrandom::fill(&mut nonce).map_err(|e| anyhow::anyhow!("cannot draw a challenge: {e}"))?;
+    to.send(&Challenge {
+        nonce: nonce.to_vec(),
+    })?;
+    let Some(Proof { proof }) = from.recv::<Proof>()? else {
+        return Ok(false);
+    };
+    Ok(anduin_wire::auth::verify(secret, &nonce, &proof))
 }
 
 /// Both halves of `stream`.

@@ -15,6 +15,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::proto::{self, Deployment, ToCoordinator, ToWorker};
+use super::secret::{check_listen, SecretArgs};
 use crate::embedded::parse_duration;
 
 /// Arguments of `anduin worker`.
@@ -36,7 +37,16 @@ pub struct WorkerArgs {
     /// How often the worker tells the coordinator it is alive.
     #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
     pub heartbeat_interval: Duration,
+    /// The address this worker's executors listen on for channels from other workers (a
+    /// port the system chooses): one the other workers reach.
+    #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
+    pub data_host: std::net::IpAddr,
+    #[command(flatten)]
+    pub secret: SecretArgs,
 }
+
+/// The environment variable through which a worker tells its executors where to listen.
+pub const DATA_HOST_ENV: &str = "ANDUIN_CLUSTER_DATA_HOST";
 
 /// The executors this worker runs, by query and attempt.
 type Executors = Arc<Mutex<HashMap<(String, u64), Child>>>;
@@ -62,6 +72,8 @@ fn report(link: &SharedLink, msg: ToCoordinator) {
 }
 
 pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
+    let secret = args.secret.load()?;
+    check_listen("a worker's executors listening", args.data_host, &secret)?;
     let name = args
         .name
         .clone()
@@ -94,7 +106,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
     let mut id: Option<u32> = None;
     let mut pause = Duration::from_millis(50);
     loop {
-        let (to, mut from) = match register(&args, &name, id) {
+        let (to, mut from) = match register(&args, &name, id, secret.as_deref()) {
             Ok(Some((worker, to, from))) => {
                 if id.is_none() {
                     eprintln!(
@@ -124,7 +136,11 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
             }
             l.to = Some(to.clone());
         }
-        serve(&mut from, &executors, &link, &work_dir, &name);
+        let env = Env {
+            secret: secret.clone(),
+            data_host: args.data_host,
+        };
+        serve(&mut from, &executors, &link, &work_dir, &name, &env);
         link.lock().unwrap_or_else(|p| p.into_inner()).to = None;
         eprintln!("anduin: worker {name} lost the coordinator; its executors keep running while it reconnects");
     }
@@ -136,8 +152,9 @@ fn register(
     args: &WorkerArgs,
     name: &str,
     previous: Option<u32>,
+    secret: Option<&[u8]>,
 ) -> Result<Option<(u32, proto::Sender, proto::Receiver)>> {
-    let (to, mut from) = proto::connect(args.coordinator)?;
+    let (to, mut from) = proto::connect(args.coordinator, secret)?;
     to.send(&ToCoordinator::Worker {
         name: name.to_string(),
         slots: args.slots,
@@ -150,18 +167,25 @@ fn register(
 }
 
 /// Carries out the coordinator's requests until the connection ends.
+/// What a worker hands its executors.
+struct Env {
+    secret: Option<Arc<[u8]>>,
+    data_host: std::net::IpAddr,
+}
+
 fn serve(
     from: &mut proto::Receiver,
     executors: &Executors,
     link: &SharedLink,
     work_dir: &Path,
     name: &str,
+    env: &Env,
 ) {
     loop {
         match from.recv::<ToWorker>() {
             Ok(Some(ToWorker::Deploy(d))) => {
                 let key = (d.query.clone(), d.attempt);
-                match start_executor(&d, work_dir) {
+                match start_executor(&d, work_dir, env) {
                     Ok(child) => {
                         let pid = child.id();
                         executors
@@ -195,7 +219,7 @@ fn serve(
 }
 
 /// Starts the executor of `d`: `anduin run` on the query's file with its flags, as a part.
-fn start_executor(d: &Deployment, work_dir: &Path) -> Result<Child> {
+fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
     let dir = work_dir.join(format!("{}-{}", d.query, d.attempt));
     std::fs::create_dir_all(&dir)?;
     let file = dir.join(&d.submission.file_name);
@@ -208,7 +232,13 @@ fn start_executor(d: &Deployment, work_dir: &Path) -> Result<Child> {
     } else {
         dir.clone()
     };
-    let child = Command::new(exe)
+    let mut command = Command::new(exe);
+    command.env(DATA_HOST_ENV, env.data_host.to_string());
+    match &env.secret {
+        Some(s) => command.env(super::secret::ENV, String::from_utf8_lossy(s).as_ref()),
+        None => command.env_remove(super::secret::ENV),
+    };
+    let child = command
         .arg("run")
         .arg(&file)
         .args(&d.submission.args)

@@ -50,6 +50,8 @@ struct Ends {
 pub struct EdgeListener {
     addr: SocketAddr,
     ends: Arc<Mutex<Ends>>,
+    /// The cluster's secret, which every producer must prove it knows.
+    secret: Option<Arc<[u8]>>,
     stop: Arc<AtomicBool>,
     window: u32,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -65,8 +67,12 @@ impl std::fmt::Debug for EdgeListener {
 
 impl EdgeListener {
     /// Listens on `addr` (port 0: one the system chooses), granting each edge `window`
-    /// messages of credit.
-    pub fn bind(addr: SocketAddr, window: u32) -> std::io::Result<Arc<Self>> {
+    /// messages of credit, and accepting only producers that prove they know `secret`.
+    pub fn bind(
+        addr: SocketAddr,
+        window: u32,
+        secret: Option<Arc<[u8]>>,
+    ) -> std::io::Result<Arc<Self>> {
         let socket = TcpListener::bind(addr)?;
         let addr = socket.local_addr()?;
         let ends = Arc::new(Mutex::new(Ends {
@@ -76,15 +82,16 @@ impl EdgeListener {
         let stop = Arc::new(AtomicBool::new(false));
         let window = window.max(1);
         let thread = {
-            let (ends, stop) = (Arc::clone(&ends), Arc::clone(&stop));
+            let (ends, stop, key) = (Arc::clone(&ends), Arc::clone(&stop), secret.clone());
             std::thread::Builder::new()
                 .name("anduin-net-accept".into())
-                .spawn(move || accept_loop(&socket, &ends, &stop, window))?
+                .spawn(move || accept_loop(&socket, &ends, &stop, window, key))?
         };
         tracing::debug!(%addr, "listening for channels");
         Ok(Arc::new(Self {
             addr,
             ends,
+            secret,
             stop,
             window,
             thread: Mutex::new(Some(thread)),
@@ -94,6 +101,11 @@ impl EdgeListener {
     /// The address producers connect to.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The cluster's secret, if it has one.
+    pub fn secret(&self) -> Option<Arc<[u8]>> {
+        self.secret.clone()
     }
 
     /// The credit window granted to each edge.
@@ -128,7 +140,13 @@ impl Drop for EdgeListener {
     }
 }
 
-fn accept_loop(socket: &TcpListener, ends: &Arc<Mutex<Ends>>, stop: &AtomicBool, window: u32) {
+fn accept_loop(
+    socket: &TcpListener,
+    ends: &Arc<Mutex<Ends>>,
+    stop: &AtomicBool,
+    window: u32,
+    secret: Option<Arc<[u8]>>,
+) {
     for conn in socket.incoming() {
         if stop.load(Ordering::SeqCst) {
             break;
@@ -141,9 +159,10 @@ fn accept_loop(socket: &TcpListener, ends: &Arc<Mutex<Ends>>, stop: &AtomicBool,
             }
         };
         let ends = Arc::clone(ends);
+        let secret = secret.clone();
         let spawned = std::thread::Builder::new()
             .name("anduin-net-in".into())
-            .spawn(move || serve(stream, &ends, window));
+            .spawn(move || serve(stream, &ends, window, secret.as_deref()));
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "cannot start a thread for a channel connection");
         }
@@ -151,7 +170,7 @@ fn accept_loop(socket: &TcpListener, ends: &Arc<Mutex<Ends>>, stop: &AtomicBool,
 }
 
 /// One accepted connection: its handshake, then its messages.
-fn serve(stream: TcpStream, ends: &Mutex<Ends>, window: u32) {
+fn serve(stream: TcpStream, ends: &Mutex<Ends>, window: u32, secret: Option<&[u8]>) {
     let peer = stream
         .peer_addr()
         .map_or_else(|_| "?".to_string(), |a| a.to_string());
@@ -175,6 +194,34 @@ fn serve(stream: TcpStream, ends: &Mutex<Ends>, window: u32) {
             return;
         }
     };
+    // The producer proves it knows the cluster's secret before anything about the edge is
+    // said to it.
+    let mut nonce = [0u8; anduin_wire::auth::NONCE_LEN];
+    if getrandom::fill(&mut nonce).is_err() {
+        refuse(&mut writer, &peer, "cannot draw a random challenge");
+        return;
+    }
+    let challenged = write_frame(
+        &mut writer,
+        &Frame::Message {
+            body: nonce.to_vec(),
+        },
+    );
+    let proof = match (challenged, reader.read_frame()) {
+        (Ok(()), Ok(Some(Frame::Message { body }))) => body,
+        _ => {
+            refuse(&mut writer, &peer, "no answer to the challenge");
+            return;
+        }
+    };
+    if !anduin_wire::auth::verify(secret, &nonce, &proof) {
+        refuse(
+            &mut writer,
+            &peer,
+            "the peer does not know the cluster's secret: give every process the same --cluster-secret-file",
+        );
+        return;
+    }
     let end = match accept(&hello, ends) {
         Ok(end) => end,
         Err(refusal) => {

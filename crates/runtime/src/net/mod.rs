@@ -214,11 +214,12 @@ impl NetWiring {
     pub(crate) fn connect(&mut self) -> Result<(), RuntimeError> {
         for (rx, hello, addr, name) in self.pending.drain(..) {
             let failures = self.failures.clone();
+            let secret = self.listener.secret();
             let thread = format!("anduin-net-out-{}", hello.edge);
             let handle = std::thread::Builder::new()
                 .name(thread)
                 .spawn(move || {
-                    if let Err(e) = outbound::run(rx, addr, &hello) {
+                    if let Err(e) = outbound::run(rx, addr, &hello, secret.as_deref()) {
                         failures.record(&name, &e);
                     }
                 })

@@ -22,7 +22,12 @@ const CONNECT_FOR: Duration = Duration::from_secs(30);
 const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 
 /// Runs the edge until the producer's end message is sent (`Ok`) or a failure.
-pub(super) fn run(rx: Receiver<Envelope>, to: SocketAddr, hello: &Hello) -> Result<(), NetError> {
+pub(super) fn run(
+    rx: Receiver<Envelope>,
+    to: SocketAddr,
+    hello: &Hello,
+    secret: Option<&[u8]>,
+) -> Result<(), NetError> {
     let stream = connect(to)?;
     let mut reader = FrameReader::new(stream.try_clone().map_err(FrameError::from)?);
     let mut writer = BufWriter::with_capacity(256 << 10, stream);
@@ -32,6 +37,17 @@ pub(super) fn run(rx: Receiver<Envelope>, to: SocketAddr, hello: &Hello) -> Resu
         .get_ref()
         .set_read_timeout(Some(ANSWER_WITHIN))
         .map_err(FrameError::from)?;
+    // The consumer's challenge: prove the cluster's secret.
+    match reader.read_frame()? {
+        Some(Frame::Message { body: nonce }) => {
+            let proof = anduin_wire::auth::proof(secret, &nonce);
+            write_frame(&mut writer, &Frame::Message { body: proof })?;
+            writer.flush().map_err(FrameError::from)?;
+        }
+        Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
+        Some(other) => return Err(NetError::Unexpected(kind_name(&other))),
+        None => return Err(NetError::Refused("closed without an answer".into())),
+    }
     match reader.read_frame()? {
         Some(Frame::Hello(_)) => {}
         Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),

@@ -34,7 +34,23 @@ fn listening() -> (
     crossbeam_channel::Receiver<Envelope>,
     Failures,
 ) {
-    let listener = EdgeListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)), 4).expect("binds");
+    listening_with(None)
+}
+
+/// [`listening`], with a cluster secret.
+fn listening_with(
+    secret: Option<&[u8]>,
+) -> (
+    Arc<EdgeListener>,
+    crossbeam_channel::Receiver<Envelope>,
+    Failures,
+) {
+    let listener = EdgeListener::bind(
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        4,
+        secret.map(Arc::from),
+    )
+    .expect("binds");
     let (tx, rx) = crossbeam_channel::bounded(4);
     let failures = Failures::new(Arc::new(AtomicBool::new(false)));
     listener.expect(
@@ -60,6 +76,27 @@ fn answer_to(listener: &EdgeListener, bytes: &[u8]) -> Option<Frame> {
     FrameReader::new(s).read_frame().ok().flatten()
 }
 
+/// Opens an edge with `hello`, answers the challenge as a process with `secret` would, and
+/// returns the connection, with the listener's answer to the handshake.
+fn open_edge(
+    listener: &EdgeListener,
+    hello: Hello,
+    secret: Option<&[u8]>,
+) -> (TcpStream, Option<Frame>) {
+    let mut s = TcpStream::connect(listener.local_addr()).expect("connects");
+    s.write_all(&frame(&Frame::Hello(hello))).expect("writes");
+    let mut r = FrameReader::new(s.try_clone().expect("clones"));
+    let nonce = match r.read_frame() {
+        Ok(Some(Frame::Message { body })) => body,
+        other => return (s, other.ok().flatten()),
+    };
+    let proof = anduin_wire::auth::proof(secret, &nonce);
+    s.write_all(&frame(&Frame::Message { body: proof }))
+        .expect("answers");
+    let answer = r.read_frame().ok().flatten();
+    (s, answer)
+}
+
 fn frame(f: &Frame) -> Vec<u8> {
     anduin_wire::encode(f).expect("encodes")
 }
@@ -80,14 +117,11 @@ fn a_listener_refuses_strangers_and_still_accepts_its_edge() {
         version: PROTOCOL_VERSION + 1,
         ..hello("q", 7)
     };
-    let why = refusal(answer_to(&listener, &frame(&Frame::Hello(old))));
+    let why = refusal(open_edge(&listener, old, None).1);
     assert!(why.contains("protocol version"), "{why}");
-    let why = refusal(answer_to(
-        &listener,
-        &frame(&Frame::Hello(hello("other", 7))),
-    ));
+    let why = refusal(open_edge(&listener, hello("other", 7), None).1);
     assert!(why.contains("no query \"other\""), "{why}");
-    let why = refusal(answer_to(&listener, &frame(&Frame::Hello(hello("q", 8)))));
+    let why = refusal(open_edge(&listener, hello("q", 8), None).1);
     assert!(why.contains("no edge 8"), "{why}");
     let why = refusal(answer_to(&listener, &frame(&Frame::End { seq: 1 })));
     assert!(why.contains("hello frame first"), "{why}");
@@ -97,12 +131,25 @@ fn a_listener_refuses_strangers_and_still_accepts_its_edge() {
     for (seq, msg) in [(1, Message::Watermark(Watermark(5))), (2, Message::End)] {
         to_bridge.send(Envelope { seq, msg }).expect("queued");
     }
-    outbound::run(from_producer, listener.local_addr(), &hello("q", 7)).expect("sends");
+    outbound::run(from_producer, listener.local_addr(), &hello("q", 7), None).expect("sends");
     let got: Vec<u64> = rx.iter().map(|e| e.seq).collect();
     assert_eq!(got, vec![1, 2]);
     // A second producer for the same edge is refused: it is connected already.
-    let why = refusal(answer_to(&listener, &frame(&Frame::Hello(hello("q", 7)))));
+    let why = refusal(open_edge(&listener, hello("q", 7), None).1);
     assert!(why.contains("no edge 7"), "{why}");
+}
+
+#[test]
+fn a_producer_without_the_cluster_secret_is_refused_before_it_learns_anything() {
+    let (listener, rx, _) = listening_with(Some(b"s3cret"));
+    for secret in [None, Some(&b"guess"[..])] {
+        let why = refusal(open_edge(&listener, hello("q", 7), secret).1);
+        assert!(why.contains("cluster's secret"), "{why}");
+    }
+    // The one that knows it gets the edge.
+    let (_s, answer) = open_edge(&listener, hello("q", 7), Some(b"s3cret"));
+    assert!(matches!(answer, Some(Frame::Hello(_))), "{answer:?}");
+    drop(rx);
 }
 
 #[test]
@@ -115,11 +162,17 @@ fn a_producer_sends_no_more_than_its_credit() {
         let msg = Message::Watermark(Watermark(seq as i64));
         to_bridge.send(Envelope { seq, msg }).expect("queued");
     }
-    let producer = std::thread::spawn(move || outbound::run(from_producer, addr, &hello("q", 7)));
+    let producer =
+        std::thread::spawn(move || outbound::run(from_producer, addr, &hello("q", 7), None));
     let (stream, _) = server.accept().expect("accepts");
     let mut reader = FrameReader::new(stream.try_clone().expect("clones"));
     let mut writer = stream;
     assert!(matches!(reader.read_frame(), Ok(Some(Frame::Hello(_)))));
+    write_frame(&mut writer, &Frame::Message { body: vec![1; 32] }).expect("challenges");
+    assert!(matches!(
+        reader.read_frame(),
+        Ok(Some(Frame::Message { .. }))
+    ));
     write_frame(&mut writer, &Frame::Hello(hello("q", 7))).expect("answers");
     write_frame(&mut writer, &Frame::Credit { messages: 2 }).expect("grants");
     for seq in 1..=2 {
@@ -144,9 +197,9 @@ fn a_producer_sends_no_more_than_its_credit() {
 #[test]
 fn a_gap_in_the_sequence_fails_the_edge_naming_it() {
     let (listener, rx, failures) = listening();
-    let mut s = TcpStream::connect(listener.local_addr()).expect("connects");
-    let mut bytes = frame(&Frame::Hello(hello("q", 7)));
-    bytes.extend(frame(&Frame::Watermark { seq: 1, ms: 1 }));
+    let (mut s, answer) = open_edge(&listener, hello("q", 7), None);
+    assert!(matches!(answer, Some(Frame::Hello(_))));
+    let mut bytes = frame(&Frame::Watermark { seq: 1, ms: 1 });
     bytes.extend(frame(&Frame::Watermark { seq: 3, ms: 3 }));
     s.write_all(&bytes).expect("writes");
     assert_eq!(rx.recv().expect("the first arrives").seq, 1);
@@ -163,12 +216,12 @@ fn a_gap_in_the_sequence_fails_the_edge_naming_it() {
 #[test]
 fn a_damaged_frame_fails_the_edge_and_nothing_of_it_is_delivered() {
     let (listener, rx, failures) = listening();
-    let mut s = TcpStream::connect(listener.local_addr()).expect("connects");
-    let mut bytes = frame(&Frame::Hello(hello("q", 7)));
+    let (mut s, answer) = open_edge(&listener, hello("q", 7), None);
+    assert!(matches!(answer, Some(Frame::Hello(_))));
     let mut damaged = frame(&Frame::Watermark { seq: 1, ms: 1 });
     let mid = damaged.len() / 2;
     damaged[mid] ^= 0x55;
-    bytes.extend(damaged);
+    let bytes = damaged;
     s.write_all(&bytes).expect("writes");
     assert!(
         rx.recv().is_err(),
@@ -181,15 +234,15 @@ fn a_damaged_frame_fails_the_edge_and_nothing_of_it_is_delivered() {
 #[test]
 fn rows_of_another_type_fail_the_edge_and_do_not_reach_the_task() {
     let (listener, rx, failures) = listening();
-    let mut s = TcpStream::connect(listener.local_addr()).expect("connects");
+    let (mut s, answer) = open_edge(&listener, hello("q", 7), None);
+    assert!(matches!(answer, Some(Frame::Hello(_))));
     let strings = RecordBatch::try_new(
         Arc::new(Schema::new(vec![Field::new("v", DataType::Utf8, false)])),
         vec![Arc::new(StringArray::from(vec!["x"]))],
     )
     .expect("a batch");
     let data = super::codec::to_frame(1, &Message::Data(strings)).expect("encodes");
-    let mut bytes = frame(&Frame::Hello(hello("q", 7)));
-    bytes.extend(frame(&data));
+    let bytes = frame(&data);
     s.write_all(&bytes).expect("writes");
     assert!(rx.recv().is_err(), "the rows never reach the task");
     let failure = failures.take().expect("recorded").to_string();
