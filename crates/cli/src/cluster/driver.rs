@@ -21,7 +21,7 @@ use clap::Parser;
 
 use anduin_coordinator::catalog::{CheckpointPointer, Edit};
 use anduin_coordinator::life::{FailureReason, QueryState, RecoveryReason};
-use anduin_coordinator::{QueryId, TaskRef, WorkerId};
+use anduin_coordinator::{QueryId, TaskNeed, TaskRef, WorkerFacts, WorkerId};
 
 use super::coordinator::{Cluster, Link, State};
 use super::proto::{self, Deployment, Submission, ToExecutor, ToWorker};
@@ -54,6 +54,8 @@ pub struct Compiled {
 /// The state of one attempt of a query.
 pub struct Attempt {
     pub number: u64,
+    /// The worker of every task instance, by its number in the run.
+    pub placement: Vec<u32>,
     /// The workers given a part.
     pub workers: BTreeSet<u32>,
     /// The executors that have reported, by worker: how to reach them and where they listen.
@@ -262,7 +264,7 @@ fn attempt(
     dir: &Path,
     number: u64,
 ) -> Result<Outcome> {
-    let Some(placement) = place(cluster, name, compiled.tasks.len())? else {
+    let Some(placement) = place(cluster, name, &compiled.tasks)? else {
         return Ok(Outcome::Cancelled);
     };
     let restore = match recovery(dir)? {
@@ -281,6 +283,7 @@ fn attempt(
         q.status.placement = names;
         q.attempt = Some(Attempt {
             number,
+            placement: placement.clone(),
             workers: workers.clone(),
             executors: BTreeMap::new(),
             ended: BTreeMap::new(),
@@ -515,6 +518,7 @@ fn take_over(
         q.status.placement = names;
         q.attempt = Some(Attempt {
             number,
+            placement: placement.clone(),
             workers: workers.clone(),
             executors: BTreeMap::new(),
             ended: BTreeMap::new(),
@@ -590,59 +594,52 @@ fn end_events(cluster: &Cluster, name: &str, number: u64) {
     }
 }
 
-/// Waits until `instances` slots are free on live workers (or the query is cancelled), and
-/// places the instances over the workers, least used first.
-fn place(cluster: &Cluster, name: &str, instances: usize) -> Result<Option<Vec<u32>>> {
+/// Waits until the live workers have a free slot for every task instance (or the query is
+/// cancelled), and places the instances over them, the least used worker first (the pure
+/// `anduin_coordinator::place`).
+fn place(cluster: &Cluster, name: &str, tasks: &[TaskRef]) -> Result<Option<Vec<u32>>> {
+    let needs: Vec<TaskNeed> = tasks.iter().map(|t| TaskNeed::new(*t)).collect();
     let mut state = cluster.lock();
     let mut told = false;
     loop {
         if state.queries.get(name).is_none_or(|q| q.cancel) {
             return Ok(None);
         }
-        let mut free: BTreeMap<u32, u32> = state
-            .workers
-            .iter()
-            .filter(|(_, w)| w.alive())
-            .map(|(id, w)| (*id, w.slots))
-            .collect();
+        let mut used: BTreeMap<u32, u32> = BTreeMap::new();
         for (q, entry) in &state.queries {
-            if q == name {
-                continue;
-            }
-            if let Some(a) = &entry.attempt {
-                for w in &a.workers {
-                    if let Some(f) = free.get_mut(w) {
-                        *f = f.saturating_sub(1);
-                    }
+            if let Some(a) = entry.attempt.as_ref().filter(|_| q != name) {
+                for w in &a.placement {
+                    *used.entry(*w).or_default() += 1;
                 }
             }
         }
-        let total: u64 = free.values().map(|f| u64::from(*f)).sum();
-        if total >= instances as u64 {
-            let mut placement = Vec::with_capacity(instances);
-            let mut used: BTreeMap<u32, u32> = free.keys().map(|w| (*w, 0)).collect();
-            for _ in 0..instances {
-                let w = *used
-                    .iter()
-                    .filter(|(w, n)| **n < free[*w])
-                    .min_by_key(|(w, n)| (**n, **w))
-                    .map(|(w, _)| w)
-                    .expect("enough free slots in total");
-                *used.get_mut(&w).expect("a live worker") += 1;
-                placement.push(w);
+        let workers: Vec<WorkerFacts> = state
+            .workers
+            .iter()
+            .filter(|(_, w)| w.alive())
+            .map(|(id, w)| {
+                WorkerFacts::new(WorkerId(*id), w.slots, used.get(id).copied().unwrap_or(0))
+            })
+            .collect();
+        match anduin_coordinator::place(&needs, &workers, &[]) {
+            Ok(p) => {
+                return Ok(Some(
+                    tasks
+                        .iter()
+                        .map(|t| p.assignment.get(t).map_or(u32::MAX, |w| w.0))
+                        .collect(),
+                ))
             }
-            return Ok(Some(placement));
-        }
-        if !told {
-            let why = format!(
-                "needs {instances} slots; {total} are free on live workers: waiting for workers"
-            );
-            eprintln!("anduin: query {name} {why}");
-            if let Some(q) = state.queries.get_mut(name) {
-                q.status.state = "scheduling".into();
-                q.status.error = Some(why);
+            Err(e) if !told => {
+                let why = format!("{e}: waiting for workers");
+                eprintln!("anduin: query {name}: {why}");
+                if let Some(q) = state.queries.get_mut(name) {
+                    q.status.state = "scheduling".into();
+                    q.status.error = Some(why);
+                }
+                told = true;
             }
-            told = true;
+            Err(_) => {}
         }
         state = cluster.wait(state, Duration::from_secs(1));
     }
