@@ -6,41 +6,21 @@
 
 mod common;
 
-use common::cluster::LocalCluster;
+use common::cluster::{windowed_generator, LocalCluster};
 use common::{anduin_ok, output_rows, wait_until};
-
-const WINDOWED: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param seed = 5
-  param count = 60000
-  param rate = 20000
-  param event_time = "ts"
-  output name = "events", type = "Event"
-}
-operator name = "w", type = "window" {
-  input name = "events"
-  param kind = "tumbling"
-  param size = "100ms"
-  param time = "ts"
-  param keys = "sensor"
-  param aggregates = "COUNT(*) AS n, SUM(value) AS total"
-  output name = "counts"
-}
-operator name = "out", type = "writer" {
-  input name = "counts"
-  param path = "${OUTPUT}"
-}
-"#;
 
 fn scenario(after: u64) {
     let work = tempfile::tempdir().expect("tempdir");
-    std::fs::write(work.path().join("q.flow"), WINDOWED).expect("query");
+    std::fs::write(
+        work.path().join("q.flow"),
+        windowed_generator(
+            5,
+            60_000,
+            20_000,
+            r#"param kind = "tumbling" param size = "100ms""#,
+        ),
+    )
+    .expect("query");
     anduin_ok(
         work.path(),
         &["run", "q.flow", "--var", "OUTPUT=reference.csv"],

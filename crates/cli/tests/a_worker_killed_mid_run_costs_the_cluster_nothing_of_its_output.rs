@@ -10,38 +10,8 @@
 
 mod common;
 
-use common::cluster::LocalCluster;
+use common::cluster::{windowed_generator, LocalCluster};
 use common::{anduin_ok, output_rows, wait_until};
-
-const WINDOWED: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param seed = 11
-  param count = 40000
-  param rate = 20000
-  param event_time = "ts"
-  output name = "events", type = "Event"
-}
-operator name = "w", type = "window" {
-  input name = "events"
-  param kind = "sliding"
-  param size = "200ms"
-  param slide = "50ms"
-  param time = "ts"
-  param keys = "sensor"
-  param aggregates = "COUNT(*) AS n, SUM(value) AS total, MAX(value) AS hi"
-  output name = "counts"
-}
-operator name = "out", type = "writer" {
-  input name = "counts"
-  param path = "${OUTPUT}"
-}
-"#;
 
 /// splitmix64, so that the moments follow the seed.
 fn pick(seed: u64, salt: u64, below: u64) -> u64 {
@@ -56,7 +26,16 @@ fn pick(seed: u64, salt: u64, below: u64) -> u64 {
 /// Runs seed `seed`; whether the kill came before the query finished (it recovered).
 fn scenario(seed: u64) -> bool {
     let work = tempfile::tempdir().expect("tempdir");
-    std::fs::write(work.path().join("q.flow"), WINDOWED).expect("query");
+    std::fs::write(
+        work.path().join("q.flow"),
+        windowed_generator(
+            11,
+            40_000,
+            20_000,
+            r#"param kind = "sliding" param size = "200ms" param slide = "50ms""#,
+        ),
+    )
+    .expect("query");
     anduin_ok(
         work.path(),
         &["run", "q.flow", "--var", "OUTPUT=reference.csv"],

@@ -11,36 +11,8 @@ mod common;
 
 use std::process::{Command, Stdio};
 
+use common::cluster::windowed_generator;
 use common::{anduin_ok, output_rows, wait_until, ChildGuard};
-
-const QUERY: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param seed = 3
-  param count = 80000
-  param rate = 20000
-  param event_time = "ts"
-  output name = "events", type = "Event"
-}
-operator name = "w", type = "window" {
-  input name = "events"
-  param kind = "tumbling"
-  param size = "100ms"
-  param time = "ts"
-  param keys = "sensor"
-  param aggregates = "COUNT(*) AS n, SUM(value) AS total"
-  output name = "counts"
-}
-operator name = "out", type = "writer" {
-  input name = "counts"
-  param path = "${OUTPUT}"
-}
-"#;
 
 /// Two namespaces and the veth pair between them, removed when dropped.
 struct Hosts {
@@ -119,7 +91,16 @@ fn two_hosts_in_network_namespaces_run_a_query_and_survive_a_cut_link() {
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    std::fs::write(d.join("q.flow"), QUERY).expect("query");
+    std::fs::write(
+        d.join("q.flow"),
+        windowed_generator(
+            3,
+            80_000,
+            20_000,
+            r#"param kind = "tumbling" param size = "100ms""#,
+        ),
+    )
+    .expect("query");
     std::fs::write(d.join("secret"), "two hosts\n").expect("secret");
     anduin_ok(d, &["run", "q.flow", "--var", "OUTPUT=reference.csv"]);
     let expected = output_rows(&d.join("reference.csv"));

@@ -59,7 +59,7 @@ pub struct Attempt {
     /// The workers given a part.
     pub workers: BTreeSet<u32>,
     /// The executors that have reported, by worker: how to reach them and where they listen.
-    pub executors: BTreeMap<u32, (proto::Sender, SocketAddr)>,
+    pub executors: Executors,
     /// The parts that have ended, by worker: `None` when they finished.
     pub ended: BTreeMap<u32, Option<String>>,
     /// Where executors' events go (each executor's connection takes a sender, also when it
@@ -322,27 +322,11 @@ fn attempt(
         }
     }
     // Every executor reports where it listens; then all start.
-    let deadline = Instant::now() + EXECUTORS_WITHIN;
-    let executors = {
-        let mut state = cluster.lock();
-        loop {
-            if let Some(outcome) = trouble(&state, name, number) {
-                drop(state);
-                return Ok(wind_down(cluster, name, number, outcome));
-            }
-            let a = current(&state, name, number).context("the attempt is gone")?;
-            if a.executors.len() == a.workers.len() {
-                break a.executors.clone();
-            }
-            if Instant::now() > deadline {
-                drop(state);
-                let why = format!(
-                    "the executors of attempt {number} did not all start within {EXECUTORS_WITHIN:?}"
-                );
-                return Ok(wind_down(cluster, name, number, Outcome::failed(why)));
-            }
-            state = cluster.wait(state, Duration::from_millis(200));
-        }
+    let late =
+        format!("the executors of attempt {number} did not all start within {EXECUTORS_WITHIN:?}");
+    let executors = match await_executors(cluster, name, number, EXECUTORS_WITHIN, late)? {
+        Ok(e) => e,
+        Err(outcome) => return Ok(outcome),
     };
     let addresses: BTreeMap<u32, SocketAddr> =
         executors.iter().map(|(w, (_, addr))| (*w, *addr)).collect();
@@ -370,7 +354,7 @@ fn start_checkpointer(
     compiled: &Compiled,
     dir: &Path,
     placement: &[u32],
-    executors: &BTreeMap<u32, (proto::Sender, SocketAddr)>,
+    executors: &Executors,
     restore: Option<Validated>,
     taking_over: Option<anduin_types::Epoch>,
 ) -> Result<std::thread::JoinHandle<()>> {
@@ -527,28 +511,13 @@ fn take_over(
         });
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
-    let deadline = Instant::now() + cluster.heartbeat_timeout * 2;
-    let executors = {
-        let mut state = cluster.lock();
-        loop {
-            if let Some(outcome) = trouble(&state, name, number) {
-                drop(state);
-                return Ok(wind_down(cluster, name, number, outcome));
-            }
-            let a = current(&state, name, number).context("the attempt is gone")?;
-            if a.executors.len() == a.workers.len() {
-                break a.executors.clone();
-            }
-            if Instant::now() > deadline {
-                drop(state);
-                let why = format!(
-                    "not every executor of attempt {number} reported to the restarted coordinator"
-                );
-                return Ok(wind_down(cluster, name, number, Outcome::failed(why)));
-            }
-            state = cluster.wait(state, Duration::from_millis(200));
-        }
-    };
+    let late =
+        format!("not every executor of attempt {number} reported to the restarted coordinator");
+    let executors =
+        match await_executors(cluster, name, number, cluster.heartbeat_timeout * 2, late)? {
+            Ok(e) => e,
+            Err(outcome) => return Ok(outcome),
+        };
     let store = Store::open(dir)?;
     let (_, restore) = store.choose_restore()?;
     let last = restore.as_ref().map_or(0, |v| v.manifest.epoch);
@@ -567,6 +536,38 @@ fn take_over(
     eprintln!("anduin: query {name}, attempt {number}: taken over, nothing restarted");
     run_to_end(cluster, name, dir, number, checkpointer)
 }
+
+/// The executors of every worker of the attempt, once all have reported; or, when something
+/// goes wrong first (or they are not all there within `within`: `late` says so), the
+/// attempt wound down and its outcome.
+fn await_executors(
+    cluster: &Cluster,
+    name: &str,
+    number: u64,
+    within: Duration,
+    late: String,
+) -> Result<Result<Executors, Outcome>> {
+    let deadline = Instant::now() + within;
+    let mut state = cluster.lock();
+    loop {
+        if let Some(outcome) = trouble(&state, name, number) {
+            drop(state);
+            return Ok(Err(wind_down(cluster, name, number, outcome)));
+        }
+        let a = current(&state, name, number).context("the attempt is gone")?;
+        if a.executors.len() == a.workers.len() {
+            return Ok(Ok(a.executors.clone()));
+        }
+        if Instant::now() > deadline {
+            drop(state);
+            return Ok(Err(wind_down(cluster, name, number, Outcome::failed(late))));
+        }
+        state = cluster.wait(state, Duration::from_millis(200));
+    }
+}
+
+/// The executors of an attempt, by worker: how to reach each and where it listens.
+type Executors = BTreeMap<u32, (proto::Sender, SocketAddr)>;
 
 /// How many task instances each worker (by name) runs.
 fn placement_names(state: &State, placement: &[u32]) -> BTreeMap<String, usize> {

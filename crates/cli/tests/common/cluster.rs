@@ -131,3 +131,39 @@ impl LocalCluster {
         self.dir.path().join("checkpoints").join(query)
     }
 }
+
+/// A keyed window over a rate-limited generator of readings, into `${OUTPUT}`: a query that
+/// runs long enough (`count` rows at `rate` a second) to be hit mid-run, with state in every
+/// checkpoint. `window` holds the window's kind params (`param kind = "tumbling"
+/// param size = "100ms"`).
+pub fn windowed_generator(seed: u64, count: u64, rate: u64, window: &str) -> String {
+    format!(
+        r#"
+type name = "Event" {{
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}}
+operator name = "gen", type = "generator" {{
+  param profile = "events"
+  param seed = {seed}
+  param count = {count}
+  param rate = {rate}
+  param event_time = "ts"
+  output name = "events", type = "Event"
+}}
+operator name = "w", type = "window" {{
+  input name = "events"
+  {window}
+  param time = "ts"
+  param keys = "sensor"
+  param aggregates = "COUNT(*) AS n, SUM(value) AS total, MAX(value) AS hi"
+  output name = "counts"
+}}
+operator name = "out", type = "writer" {{
+  input name = "counts"
+  param path = "${{OUTPUT}}"
+}}
+"#
+    )
+}
