@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use anduin_coordinator::catalog::{Catalog, CatalogOptions, Edit, QuerySettings, QuerySource};
-use anduin_coordinator::life::QueryState;
+use anduin_coordinator::life::{step, Action, Input, LifeEvent, QueryLife, QueryState};
 use anduin_coordinator::{QueryId, WorkerId};
 
 use super::driver::{self, Attempt};
@@ -84,6 +84,8 @@ impl WorkerEntry {
 /// A query the coordinator knows.
 pub struct QueryEntry {
     pub submission: Submission,
+    /// Where it is in its life: the pure state machine every fact about it goes through.
+    pub life: QueryLife,
     pub status: QueryStatus,
     pub cancel: bool,
     /// The current attempt's state, while one runs.
@@ -114,6 +116,41 @@ pub struct State {
 }
 
 impl State {
+    /// Tells query `name`'s life of `input`: its state moves (and the catalog records the new
+    /// one), its events are logged; the actions it answers are returned for the driver. An
+    /// input the life refuses changes nothing and is logged.
+    pub fn feed(&mut self, name: &str, input: &Input) -> Vec<Action> {
+        let Some(q) = self.queries.get_mut(name) else {
+            return Vec::new();
+        };
+        let next = match step(&q.life, input) {
+            Ok(next) => next,
+            Err(refused) => {
+                tracing::warn!(query = name, %refused, "the query's life refused an input");
+                return Vec::new();
+            }
+        };
+        let moved = next.life.state() != q.life.state();
+        q.life = next.life;
+        q.status.state = state_name(q.life.state()).into();
+        for e in &next.events {
+            tracing::info!(query = name, event = ?e, "query life");
+            if let LifeEvent::WholeQueryRollback { to, why } = e {
+                let to =
+                    to.map_or_else(|| "the beginning".into(), |e| format!("checkpoint {}", e.0));
+                eprintln!("anduin: query {name}: the whole query rolls back to {to} ({why})");
+            }
+        }
+        if moved {
+            let state = q.life.state().clone();
+            self.record(Edit::StateChanged {
+                query: QueryId(name.to_string()),
+                state,
+            });
+        }
+        next.actions
+    }
+
     /// Appends `edit` to the catalog (fsynced before this returns). A refused or failed edit
     /// is logged: the coordinator goes on, and says so.
     pub fn record(&mut self, edit: Edit) {
@@ -257,10 +294,17 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
         };
         let over = q.state.is_terminal();
         let attempt = q.attempts.values().copied().max().unwrap_or(0);
+        let life = QueryLife::reattached(
+            id.clone(),
+            q.tasks.iter().copied(),
+            q.placement.clone(),
+            q.last_checkpoint.as_ref().map(|p| p.epoch),
+        );
         queries.insert(
             id.0.clone(),
             QueryEntry {
                 submission: submission.clone(),
+                life,
                 status: QueryStatus {
                     name: id.0.clone(),
                     state: state_name(&q.state).into(),
@@ -524,9 +568,10 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         ));
     }
     let dir = cluster.state_dir.join("queries").join(&s.name);
-    if let Err(e) = driver::prepare(&dir, &s) {
-        return Reply::Refused(format!("{e:#}"));
-    }
+    let compiled = match driver::prepare(&dir, &s) {
+        Ok(c) => c,
+        Err(e) => return Reply::Refused(format!("{e:#}")),
+    };
     let mut state = cluster.lock();
     if let Some(q) = state.queries.get(&s.name) {
         if !q.status.is_over() {
@@ -563,6 +608,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         name.clone(),
         QueryEntry {
             submission: s.clone(),
+            life: QueryLife::new(QueryId(name.clone()), compiled.tasks.iter().copied()),
             status: QueryStatus {
                 name: name.clone(),
                 state: "submitted".into(),
@@ -575,8 +621,9 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
             attempt: None,
         },
     );
+    state.feed(&name, &Input::Submitted);
     drop(state);
-    match start_driver(cluster, &name, &s, false) {
+    match spawn_driver(cluster, &name, compiled, false) {
         Ok(()) => Reply::Submitted { query: name },
         Err(e) => Reply::Refused(format!("cannot start the query: {e:#}")),
     }
@@ -587,6 +634,15 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
 fn start_driver(cluster: &Arc<Cluster>, name: &str, s: &Submission, reattach: bool) -> Result<()> {
     let dir = cluster.state_dir.join("queries").join(name);
     let compiled = driver::prepare(&dir, s)?;
+    spawn_driver(cluster, name, compiled, reattach)
+}
+
+fn spawn_driver(
+    cluster: &Arc<Cluster>,
+    name: &str,
+    compiled: driver::Compiled,
+    reattach: bool,
+) -> Result<()> {
     let cluster2 = Arc::clone(cluster);
     let query = name.to_string();
     std::thread::Builder::new()

@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 
 use anduin_coordinator::catalog::{CheckpointPointer, Edit};
-use anduin_coordinator::life::{FailureReason, QueryState, RecoveryReason};
+use anduin_coordinator::life::{Input, QueryState};
 use anduin_coordinator::{QueryId, TaskNeed, TaskRef, WorkerFacts, WorkerId};
 
 use super::coordinator::{Cluster, Link, State};
@@ -196,64 +196,84 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         };
         q.attempt = None;
         let cancelled = q.cancel;
-        let (label, edit_state, over) = match outcome {
+        let over = match outcome {
             Outcome::Finished => {
                 eprintln!("anduin: query {name} finished");
-                ("finished".to_string(), QueryState::Finished, true)
+                state.feed(name, &Input::AllTasksFinished);
+                true
             }
             Outcome::Cancelled => {
                 eprintln!("anduin: query {name} cancelled");
-                ("cancelled".to_string(), QueryState::Cancelled, true)
+                state.feed(name, &Input::CancelRequested);
+                true
             }
             Outcome::Failed { why, .. } if cancelled => {
                 eprintln!("anduin: query {name} cancelled ({why})");
-                ("cancelled".to_string(), QueryState::Cancelled, true)
-            }
-            Outcome::Failed { why, .. } if number >= MAX_ATTEMPTS => {
-                eprintln!("anduin: query {name} failed after {number} attempts: {why}");
-                q.status.error = Some(why.clone());
-                (
-                    "failed".to_string(),
-                    QueryState::Failed {
-                        reason: FailureReason::RecoveryFailed { why },
-                    },
-                    true,
-                )
+                state.feed(name, &Input::CancelRequested);
+                true
             }
             Outcome::Failed { why, worker } => {
-                eprintln!("anduin: query {name}, attempt {number} failed: {why}; recovering from the last checkpoint");
-                q.status.error = Some(why.clone());
-                let reason = match worker {
-                    Some((w, true)) => RecoveryReason::WorkerDead {
-                        worker: WorkerId(w),
-                    },
-                    other => RecoveryReason::TaskFailed {
-                        task: compiled.tasks.first().copied().unwrap_or(TaskRef {
-                            task: 0,
-                            instance: 0,
-                        }),
-                        worker: WorkerId(other.map_or(0, |(w, _)| w)),
-                        cause: why,
-                    },
-                };
-                (
-                    "recovering".to_string(),
-                    QueryState::Recovering { reason },
-                    false,
-                )
+                if let Some(q) = state.queries.get_mut(name) {
+                    q.status.error = Some(why.clone());
+                }
+                for input in lost(&state, name, &why, worker) {
+                    state.feed(name, &input);
+                }
+                if number >= MAX_ATTEMPTS {
+                    eprintln!("anduin: query {name} failed after {number} attempts: {why}");
+                    state.feed(name, &Input::RecoveryFailed { why });
+                    true
+                } else {
+                    eprintln!("anduin: query {name}, attempt {number} failed: {why}; recovering from the last checkpoint");
+                    state.feed(
+                        name,
+                        &Input::PerTaskRecoveryImpossible {
+                            why: "per-task recovery is not built yet".into(),
+                        },
+                    );
+                    false
+                }
             }
         };
-        q.status.state = label;
-        state.record(Edit::StateChanged {
-            query: QueryId(name.to_string()),
-            state: edit_state,
-        });
         cluster.changed.notify_all();
         if over {
             break;
         }
     }
     cluster.changed.notify_all();
+}
+
+/// What the query's life is told of a failure: the worker that died, the task that failed
+/// (the first of those on the worker its part failed on), or — a failure of no one worker —
+/// every placed task.
+fn lost(state: &State, name: &str, why: &str, worker: Option<(u32, bool)>) -> Vec<Input> {
+    let Some(q) = state.queries.get(name) else {
+        return Vec::new();
+    };
+    let placement = q.life.placement();
+    match worker {
+        Some((w, true)) => vec![Input::WorkerDead {
+            worker: WorkerId(w),
+        }],
+        Some((w, false)) => placement
+            .iter()
+            .find(|(_, on)| on.0 == w)
+            .map(|(t, on)| Input::TaskFailed {
+                task: *t,
+                worker: *on,
+                cause: why.to_string(),
+            })
+            .into_iter()
+            .collect(),
+        None => placement
+            .iter()
+            .map(|(t, on)| Input::TaskFailed {
+                task: *t,
+                worker: *on,
+                cause: why.to_string(),
+            })
+            .collect(),
+    }
 }
 
 /// One attempt: place, deploy, start, run, and wind down.
@@ -267,6 +287,27 @@ fn attempt(
     let Some(placement) = place(cluster, name, &compiled.tasks)? else {
         return Ok(Outcome::Cancelled);
     };
+    {
+        // The life places what awaits a slot: every task at first, the lost ones after a
+        // failure (the others keep the workers they had, if alive).
+        let mut state = cluster.lock();
+        let awaiting: BTreeSet<TaskRef> = state
+            .queries
+            .get(name)
+            .map(|q| match q.life.state() {
+                QueryState::Scheduling => q.life.tasks().clone(),
+                _ => q.life.awaiting().clone(),
+            })
+            .unwrap_or_default();
+        let placed = compiled
+            .tasks
+            .iter()
+            .zip(&placement)
+            .filter(|(t, _)| awaiting.contains(t))
+            .map(|(t, w)| (*t, WorkerId(*w)))
+            .collect();
+        state.feed(name, &Input::Placed { placement: placed });
+    }
     let restore = match recovery(dir)? {
         Recovery::Finished => return Ok(Outcome::Finished),
         Recovery::From(v) => v,
@@ -278,7 +319,6 @@ fn attempt(
         let mut state = cluster.lock();
         let names = placement_names(&state, &placement);
         let q = state.queries.get_mut(name).context("the query is gone")?;
-        q.status.state = "scheduling".into();
         q.status.attempt = number;
         q.status.placement = names;
         q.attempt = Some(Attempt {
@@ -301,10 +341,7 @@ fn attempt(
                 .map(|(t, w)| (*t, WorkerId(*w)))
                 .collect(),
         });
-        state.record(Edit::StateChanged {
-            query: QueryId(name.to_string()),
-            state: QueryState::Scheduling,
-        });
+
         for w in &workers {
             let d = Deployment {
                 query: name.to_string(),
@@ -421,13 +458,13 @@ fn run_to_end(
 ) -> Result<Outcome> {
     {
         let mut state = cluster.lock();
-        if let Some(q) = state.queries.get_mut(name) {
-            q.status.state = "running".into();
+        let recovering = state
+            .queries
+            .get(name)
+            .is_some_and(|q| matches!(q.life.state(), QueryState::Recovering { .. }));
+        if recovering {
+            state.feed(name, &Input::RecoveryDone);
         }
-        state.record(Edit::StateChanged {
-            query: QueryId(name.to_string()),
-            state: QueryState::Running,
-        });
     }
     let outcome = {
         let mut state = cluster.lock();
@@ -498,7 +535,6 @@ fn take_over(
         let names = placement_names(&state, &placement);
         let (tx, rx) = crossbeam_channel::unbounded();
         let q = state.queries.get_mut(name).context("the query is gone")?;
-        q.status.state = "recovering".into();
         q.status.placement = names;
         q.attempt = Some(Attempt {
             number,
@@ -599,8 +635,23 @@ fn end_events(cluster: &Cluster, name: &str, number: u64) {
 /// cancelled), and places the instances over them, the least used worker first (the pure
 /// `anduin_coordinator::place`).
 fn place(cluster: &Cluster, name: &str, tasks: &[TaskRef]) -> Result<Option<Vec<u32>>> {
-    let needs: Vec<TaskNeed> = tasks.iter().map(|t| TaskNeed::new(*t)).collect();
     let mut state = cluster.lock();
+    // A task keeps the worker its life has it on (if that worker is live); the others are
+    // placed anew.
+    let needs: Vec<TaskNeed> = {
+        let on = state
+            .queries
+            .get(name)
+            .map(|q| q.life.placement().clone())
+            .unwrap_or_default();
+        tasks
+            .iter()
+            .map(|t| TaskNeed {
+                task: *t,
+                now_on: on.get(t).copied(),
+            })
+            .collect()
+    };
     let mut told = false;
     loop {
         if state.queries.get(name).is_none_or(|q| q.cancel) {
@@ -612,6 +663,12 @@ fn place(cluster: &Cluster, name: &str, tasks: &[TaskRef]) -> Result<Option<Vec<
                 for w in &a.placement {
                     *used.entry(*w).or_default() += 1;
                 }
+            }
+        }
+        // A worker's slots in use: other queries' instances, and this query's that keep it.
+        for n in &needs {
+            if let Some(w) = n.now_on {
+                *used.entry(w.0).or_default() += 1;
             }
         }
         let workers: Vec<WorkerFacts> = state
@@ -635,7 +692,6 @@ fn place(cluster: &Cluster, name: &str, tasks: &[TaskRef]) -> Result<Option<Vec<
                 let why = format!("{e}: waiting for workers");
                 eprintln!("anduin: query {name}: {why}");
                 if let Some(q) = state.queries.get_mut(name) {
-                    q.status.state = "scheduling".into();
                     q.status.error = Some(why);
                 }
                 told = true;
