@@ -45,7 +45,7 @@ pub struct ApiArgs {
 
 /// `--api ADDR` of `anduin run`: `IP:PORT`, `localhost:PORT` (127.0.0.1), with or without
 /// `http://` and a trailing `/`: the forms `anduin ctl --api` takes.
-fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     let bare = s.trim();
     if bare.starts_with("https://") {
         return Err("the API serves plain HTTP: give IP:PORT or http://IP:PORT".into());

@@ -110,6 +110,23 @@ impl Coordinator {
                     self.pending_controls.extend(updates);
                     Fact::Wanted
                 }
+                // An executor's instances report to the control plane here (a cluster).
+                Ok(Event::Applied {
+                    seq,
+                    instance,
+                    epoch,
+                }) => {
+                    if let Some(c) = &self.control {
+                        c.applied(seq, instance, epoch);
+                    }
+                    Fact::Tick
+                }
+                Ok(Event::InputEnded { operator, instance }) => {
+                    if let Some(c) = &self.control {
+                        c.ended(&operator, instance);
+                    }
+                    Fact::Tick
+                }
                 Err(RecvTimeoutError::Timeout) => Fact::Tick,
                 Err(RecvTimeoutError::Disconnected) => return,
             };

@@ -49,8 +49,8 @@ pub use faults::Faults;
 pub use fingerprint::fingerprint;
 pub use net::EdgeListener;
 pub use protocol::{Command, Event, OpState};
-pub use run::coordinate;
 pub use run::run;
+pub use run::{coordinate, Coordinated};
 pub use stats::{ChannelCount, CheckpointSummary, OperatorStats, RunSummary};
 pub use topology::{
     Channel, ChannelId, Exchange, Inbound, InstanceRef, Outbound, TaskInstance, TaskTopology,

@@ -99,4 +99,22 @@ pub enum Event {
     WantCheckpoint,
     /// Param changes to carry on the next checkpoint's barrier (taken at once).
     Control(Vec<ControlUpdate>),
+    /// An instance of a changed operator applied change `seq` at the barrier of `epoch` (from
+    /// an executor, for the control plane at the coordinator).
+    Applied {
+        /// The change.
+        seq: u64,
+        /// The operator's instance.
+        instance: usize,
+        /// The barrier's epoch.
+        epoch: Epoch,
+    },
+    /// An instance of `operator` has ended its input: no change reaches it any more (from an
+    /// executor, for the control plane at the coordinator).
+    InputEnded {
+        /// The operator.
+        operator: String,
+        /// Its instance.
+        instance: usize,
+    },
 }

@@ -440,25 +440,41 @@ fn checkpoint_coordinator(
     })
 }
 
+/// What the checkpoint coordinator of a run whose tasks run in other processes talks to.
+pub struct Coordinated {
+    /// Each task instance's commands, by the instance's number in the run: every instance of
+    /// the query must be there.
+    pub tasks: BTreeMap<usize, crossbeam_channel::Sender<crate::protocol::Command>>,
+    /// The tasks' events.
+    pub events: Receiver<Event>,
+    /// With the run's control plane (`RunConfig::control`): a sender of `events`, through
+    /// which its param changes reach the next barrier. The control plane holds it until it is
+    /// detached ([`crate::control::Control::detach`]), and the coordinator runs until then.
+    pub control_events: Option<crossbeam_channel::Sender<Event>>,
+    /// This coordinator takes over tasks that are already running (another coordinator, now
+    /// gone, started them), and checkpoint `taking_over` may have been begun by it: its
+    /// barrier is asked of every source again (a source that injected it already does not
+    /// inject it twice, so that no task waits forever aligning it), it is not completed, and
+    /// the next checkpoint comes after it and is full.
+    pub taking_over: Option<anduin_types::Epoch>,
+}
+
 /// Runs the checkpoint coordinator of a run of `graph` whose tasks run in other processes
-/// (a cluster's workers): it sends each task instance's commands on `tasks` (by the
-/// instance's number in the run; every instance of the query must be there) and reads the
-/// tasks' events from `events`, until every sender of `events` is gone. Checkpoints complete
-/// in `config`'s checkpoint directory, which the tasks write into as well; the checkpoint to
-/// resume from is `config`'s.
-///
-/// `taking_over`: this coordinator takes over tasks that are already running (another
-/// coordinator, now gone, started them), and checkpoint `taking_over` may have been begun by
-/// it: its barrier is asked of every source again (a source that injected it already does not
-/// inject it twice, so that no task waits forever aligning it), it is not completed, and the
-/// next checkpoint comes after it and is full. Returns the coordinator's thread.
+/// (a cluster's workers): it sends each task instance's commands and reads the tasks'
+/// events (see [`Coordinated`]) until every sender of the events is gone. Checkpoints
+/// complete in `config`'s checkpoint directory, which the tasks write into as well; the
+/// checkpoint to resume from is `config`'s. Returns the coordinator's thread.
 pub fn coordinate(
     graph: &LogicalGraph<Bound>,
     config: &RunConfig,
-    tasks: BTreeMap<usize, crossbeam_channel::Sender<crate::protocol::Command>>,
-    events: Receiver<Event>,
-    taking_over: Option<anduin_types::Epoch>,
+    remote: Coordinated,
 ) -> Result<std::thread::JoinHandle<()>, RuntimeError> {
+    let Coordinated {
+        tasks,
+        events,
+        control_events,
+        taking_over,
+    } = remote;
     let Some(c) = &config.checkpointing else {
         return Err(RuntimeError::Network {
             edge: "the checkpoint coordinator".into(),
@@ -489,6 +505,18 @@ pub fn coordinate(
     let mut coordinator = checkpoint_coordinator(c, tasks, sources, plan_print, &counters, config)?;
     if let Some(epoch) = taking_over {
         coordinator.scheduler.skip_to(epoch.0 + 1);
+    }
+    if let (Some(control), Some(tx)) = (&config.control, control_events) {
+        if let Some(r) = &c.restore {
+            control.restored(r.manifest.epoch, &r.manifest.controls);
+        }
+        control.attach(
+            crate::control::operators(graph, &topology),
+            crate::control::tasks(graph, &topology),
+            Injector::Coordinator(tx),
+            true,
+            Arc::clone(&config.stop),
+        );
     }
     spawn_helper("anduin-coordinator", move || coordinator.run(events))
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use anduin_api::{ApiConfig, ApiServer, Registry};
 use anduin_coordinator::catalog::{Catalog, CatalogOptions, Edit, QuerySettings, QuerySource};
 use anduin_coordinator::life::{step, Action, Input, LifeEvent, QueryLife, QueryState};
 use anduin_coordinator::{QueryId, WorkerId};
@@ -42,6 +43,15 @@ pub struct CoordinatorArgs {
     /// scripts and `anduin cluster`, with `--listen 127.0.0.1:0`).
     #[arg(long, value_name = "FILE")]
     pub address_file: Option<PathBuf>,
+    /// Serve the HTTP API of the coordinator's queries (`anduin ctl --api URL …`: params,
+    /// changes, history, checkpoint now) on this address; port 0: a free one. Its URL is
+    /// printed and written to `STATE_DIR/api.url`. Beyond loopback it needs a token.
+    #[arg(long, default_value = "127.0.0.1:0", value_parser = crate::api::parse_listen, value_name = "ADDR")]
+    pub api: SocketAddr,
+    /// Require this bearer token (the file's first line) on every API request (or
+    /// ANDUIN_API_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub api_token_file: Option<PathBuf>,
     #[command(flatten)]
     pub secret: SecretArgs,
 }
@@ -105,6 +115,8 @@ pub struct Cluster {
     pub started: Instant,
     /// The cluster's secret, which every peer proves it knows.
     pub secret: Option<Arc<[u8]>>,
+    /// The queries the HTTP API serves (each attempt's control plane).
+    pub api: Registry,
 }
 
 pub struct State {
@@ -210,6 +222,18 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = socket.local_addr()?;
     let (state, resumed) = from_catalog(catalog);
+    let registry = Registry::new();
+    let api = ApiServer::start(
+        ApiConfig {
+            listen: args.api,
+            token: crate::api::read_token(args.api_token_file.as_deref())?,
+            ..ApiConfig::loopback()
+        },
+        registry.clone(),
+    )?;
+    std::fs::write(args.state_dir.join("api.url"), api.url())
+        .context("cannot write the API's URL into the state directory")?;
+    eprintln!("anduin: coordinator api: {}", api.url());
     let cluster = Arc::new(Cluster {
         addr,
         state_dir: args.state_dir.clone(),
@@ -219,6 +243,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         changed: Condvar::new(),
         started: Instant::now(),
         secret,
+        api: registry,
     });
     for (name, submission) in resumed {
         start_driver(&cluster, &name, &submission, true)?;
@@ -235,6 +260,8 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
             .name("anduin-liveness".into())
             .spawn(move || watch_liveness(&cluster))?;
     }
+    // Served as long as the coordinator runs.
+    let _api = api;
     for conn in socket.incoming() {
         let stream = match conn {
             Ok(s) => s,

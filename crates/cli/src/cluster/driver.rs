@@ -14,6 +14,7 @@ use anduin_checkpoint::recovery::RecoveryPlan;
 use anduin_checkpoint::{Store, Validated};
 use anduin_graph::{PhysicalPlan, PlanOptions};
 use anduin_operator_api::Bound;
+use anduin_runtime::control::Control;
 use anduin_runtime::{Checkpointing, EngineEvent, Event, RunConfig, Subscriber, Topology};
 use anduin_spec::Missing;
 use anyhow::{bail, Context, Result};
@@ -45,6 +46,8 @@ struct AsRun {
 
 /// A submitted query, compiled.
 pub struct Compiled {
+    /// The query's file, as kept in the coordinator's state directory.
+    pub file: std::path::PathBuf,
     pub args: RunArgs,
     pub loaded: Loaded,
     /// Each task instance of its plan as the catalog names it, by its number in the run.
@@ -68,6 +71,8 @@ pub struct Attempt {
     pub events: Option<crossbeam_channel::Sender<Event>>,
     /// The checkpoint coordinator's end of `events`.
     pub events_rx: crossbeam_channel::Receiver<Event>,
+    /// The attempt's control plane (served by the coordinator's API), once it runs.
+    pub control: Option<Arc<Control>>,
 }
 
 /// Keeps a submission's file in `dir` and compiles it as its workers will.
@@ -113,6 +118,7 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         })
         .collect();
     Ok(Compiled {
+        file,
         args,
         loaded,
         tasks,
@@ -329,6 +335,7 @@ fn attempt(
             ended: BTreeMap::new(),
             events: Some(events_tx),
             events_rx,
+            control: None,
         });
         let submission = q.submission.clone();
         // Every task instance placed again: one more attempt of each.
@@ -395,15 +402,44 @@ fn start_checkpointer(
     restore: Option<Validated>,
     taking_over: Option<anduin_types::Epoch>,
 ) -> Result<std::thread::JoinHandle<()>> {
-    let events_rx = {
+    let (events_rx, control_events) = {
         let state = cluster.lock();
         let a = state
             .queries
             .get(name)
             .and_then(|q| q.attempt.as_ref())
             .context("the attempt is gone")?;
-        a.events_rx.clone()
+        (a.events_rx.clone(), a.events.clone())
     };
+    // The attempt's control plane, served by the coordinator's API: its changes go on the
+    // barriers this coordinator injects.
+    let control = Arc::new(crate::control::control_of(
+        name,
+        Some(compiled.file.display().to_string()),
+        Arc::clone(&compiled.loaded.graph),
+        crate::control::RunPlaces {
+            checkpointing: true,
+            checkpoint_dir: Some(dir.to_path_buf()),
+            query_file: Some(compiled.file.clone()),
+            restored: restore
+                .as_ref()
+                .map(|v| v.manifest.controls.clone())
+                .unwrap_or_default(),
+            ..crate::control::RunPlaces::default()
+        },
+    )?);
+    cluster.api.remove(name);
+    cluster
+        .api
+        .add(Arc::clone(&control) as Arc<dyn anduin_api::QueryControl>)?;
+    if let Some(a) = cluster
+        .lock()
+        .queries
+        .get_mut(name)
+        .and_then(|q| q.attempt.as_mut())
+    {
+        a.control = Some(Arc::clone(&control));
+    }
     let mut tasks = BTreeMap::new();
     for (instance, worker) in placement.iter().enumerate() {
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -432,20 +468,23 @@ fn start_checkpointer(
             faults: anduin_runtime::Faults::default(),
             remote: None,
         }),
-        events: anduin_runtime::Events::logged().with(Arc::new(LastCheckpoint {
-            cluster: Arc::clone(cluster),
-            query: name.to_string(),
-        })),
+        events: anduin_runtime::Events::logged()
+            .with(Arc::new(LastCheckpoint {
+                cluster: Arc::clone(cluster),
+                query: name.to_string(),
+            }))
+            .with(Arc::new(cluster.api.event_feed(name))),
+        control: Some(control),
         ..RunConfig::default()
     };
-    anduin_runtime::coordinate(
-        &compiled.loaded.graph,
-        &config,
+    let remote = anduin_runtime::Coordinated {
         tasks,
-        events_rx,
+        events: events_rx,
+        control_events,
         taking_over,
-    )
-    .context("cannot start the checkpoint coordinator")
+    };
+    anduin_runtime::coordinate(&compiled.loaded.graph, &config, remote)
+        .context("cannot start the checkpoint coordinator")
 }
 
 /// Runs an attempt whose executors have started until it ends, and winds it down.
@@ -484,7 +523,7 @@ fn run_to_end(
     };
     let outcome = match outcome {
         Outcome::Finished => {
-            end_events(cluster, name, number);
+            end_events(cluster, name, number, false);
             outcome
         }
         other => wind_down(cluster, name, number, other),
@@ -544,6 +583,7 @@ fn take_over(
             ended: BTreeMap::new(),
             events: Some(tx),
             events_rx: rx,
+            control: None,
         });
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
@@ -619,7 +659,7 @@ fn placement_names(state: &State, placement: &[u32]) -> BTreeMap<String, usize> 
 
 /// Drops the attempt's own sender of events: its checkpoint coordinator ends once the
 /// executors' connections have.
-fn end_events(cluster: &Cluster, name: &str, number: u64) {
+fn end_events(cluster: &Cluster, name: &str, number: u64, failed: bool) {
     if let Some(a) = cluster
         .lock()
         .queries
@@ -628,6 +668,10 @@ fn end_events(cluster: &Cluster, name: &str, number: u64) {
         .filter(|a| a.number == number)
     {
         a.events = None;
+        // The control plane holds a sender of the events too, until detached.
+        if let Some(c) = &a.control {
+            c.detach(failed);
+        }
     }
 }
 
@@ -807,6 +851,9 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
             to.close();
         }
         a.events = None;
+        if let Some(c) = &a.control {
+            c.detach(true);
+        }
     }
     outcome
 }

@@ -136,6 +136,27 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         }
         other => other,
     };
+    // The instances report the changes they apply (and the ends of their inputs) to the
+    // control plane at the coordinator, through the checkpoint events.
+    let control = crate::control::control_of(
+        &d.query,
+        Some(args.file.display().to_string()),
+        Arc::clone(&loaded.graph),
+        crate::control::RunPlaces {
+            checkpointing: true,
+            checkpoint_dir: Some(d.checkpoint_dir.clone()),
+            query_file: Some(args.file.clone()),
+            restored: checkpointing
+                .restore
+                .as_ref()
+                .map(|v| v.manifest.controls.clone())
+                .unwrap_or_default(),
+            ..crate::control::RunPlaces::default()
+        },
+    )?;
+    if let Some(remote) = &checkpointing.remote {
+        control.forward_reports(remote.events.clone());
+    }
     let executed = execute(
         &loaded,
         &args.engine,
@@ -145,7 +166,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
             stop: Arc::new(AtomicBool::new(false)),
             query_file: Some(args.file.display().to_string()),
             events: anduin_runtime::Events::logged(),
-            control: None,
+            control: Some(Arc::new(control)),
             network: Some(NetworkSettings {
                 query: d.query.clone(),
                 placement: Placement::Assigned {

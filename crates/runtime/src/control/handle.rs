@@ -111,6 +111,9 @@ pub struct Control {
     /// How long `set` waits for a change to reach every instance before it answers that
     /// the change is still on its way.
     deadline: std::time::Duration,
+    /// In a cluster's executor: where the instances' reports (a change applied, an input
+    /// ended) also go, for the control plane at the coordinator.
+    forward: Mutex<Option<crossbeam_channel::Sender<crate::protocol::Event>>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -154,6 +157,27 @@ impl Control {
             }),
             changed: Condvar::new(),
             deadline: DEFAULT_DEADLINE,
+            forward: Mutex::new(None),
+        }
+    }
+
+    /// Also sends the instances' reports (a change applied at a barrier, an operator's input
+    /// ended) on `to`: an executor's part of a cluster's query tells the control plane at the
+    /// coordinator through its checkpoint events.
+    pub fn forward_reports(&self, to: crossbeam_channel::Sender<crate::protocol::Event>) {
+        *self
+            .forward
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(to);
+    }
+
+    fn report(&self, event: crate::protocol::Event) {
+        let forward = self
+            .forward
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(tx) = forward.as_ref() {
+            let _ = tx.send(event);
         }
     }
 

@@ -92,6 +92,11 @@ impl Control {
     /// Instance `instance` of the changed operator applied change `seq` at the barrier of
     /// `epoch`.
     pub(crate) fn applied(&self, seq: u64, instance: usize, epoch: Epoch) {
+        self.report(crate::protocol::Event::Applied {
+            seq,
+            instance,
+            epoch,
+        });
         let mut inner = self.lock();
         if let Some(p) = inner.pending.get_mut(&seq) {
             p.epoch.get_or_insert(epoch.0);
@@ -102,6 +107,10 @@ impl Control {
 
     /// Instance `instance` of `operator` has ended its input: no change reaches it any more.
     pub(crate) fn ended(&self, operator: &str, instance: usize) {
+        self.report(crate::protocol::Event::InputEnded {
+            operator: operator.to_string(),
+            instance,
+        });
         let mut inner = self.lock();
         inner.ended.insert((operator.to_string(), instance));
         for p in inner.pending.values_mut() {
@@ -112,8 +121,13 @@ impl Control {
         self.settle(&mut inner);
     }
 
-    /// The run has ended (`failed` or not): no change is applied any more.
-    pub(crate) fn detach(&self, failed: bool) {
+    /// The run has ended (`failed` or not): no change is applied any more, and the control
+    /// plane lets go of its way to the run's coordinator.
+    pub fn detach(&self, failed: bool) {
+        *self
+            .forward
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let mut inner = self.lock();
         inner.injector = None;
         inner.state = if failed {
