@@ -61,6 +61,9 @@ pub struct NetworkSettings {
     /// Messages an edge may have in flight beyond the queues at its two ends (its credit
     /// window).
     pub window: u32,
+    /// The attempt of the query these channels belong to (a cluster's): in every edge's
+    /// handshake, so that a producer of an earlier attempt is refused as stale.
+    pub attempt: u64,
 }
 
 /// Where a run's instances run.

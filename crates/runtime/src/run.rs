@@ -228,6 +228,7 @@ fn start_network(
                 addresses,
                 Failures::new(Arc::clone(abort)),
                 None,
+                settings.attempt,
             ))
         }
         Placement::Assigned {
@@ -244,6 +245,7 @@ fn start_network(
                 addresses,
                 Failures::new(Arc::clone(abort)),
                 Some(WorkerId(here)),
+                settings.attempt,
             ))
         }
     }

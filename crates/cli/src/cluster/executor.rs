@@ -176,6 +176,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
                     listener,
                 },
                 window: 16,
+                attempt: d.attempt,
             }),
         },
     );

@@ -129,6 +129,8 @@ pub(crate) struct NetWiring {
     /// The worker this process is, when it runs only part of the instances; `None`: it runs
     /// every worker's.
     pub here: Option<WorkerId>,
+    /// The query's attempt, in every handshake.
+    pub attempt: u64,
     /// Producer ends built and waiting to connect.
     pending: Vec<(Receiver<Envelope>, Hello, SocketAddr, String)>,
     running: Vec<JoinHandle<()>>,
@@ -141,6 +143,7 @@ impl NetWiring {
         addresses: BTreeMap<WorkerId, SocketAddr>,
         failures: Failures,
         here: Option<WorkerId>,
+        attempt: u64,
     ) -> Self {
         Self {
             query,
@@ -148,6 +151,7 @@ impl NetWiring {
             addresses,
             failures,
             here,
+            attempt,
             pending: Vec::new(),
             running: Vec::new(),
         }
@@ -185,7 +189,7 @@ impl NetWiring {
                 edge: name.clone(),
                 message: format!("no address for worker {}", to.0),
             })?;
-        let hello = self.hello(c, 0);
+        let hello = self.hello(c, self.attempt);
         self.pending.push((rx, hello, addr, name));
         Ok(())
     }
@@ -198,7 +202,7 @@ impl NetWiring {
         name: String,
         schema: Option<arrow::datatypes::SchemaRef>,
     ) {
-        let hello = self.hello(c, 0);
+        let hello = self.hello(c, self.attempt);
         self.listener.expect(
             &hello,
             listener::Expecting {
