@@ -22,6 +22,7 @@ mod locks;
 mod preflight;
 mod progress;
 mod signals;
+mod store;
 
 /// anduin: continuous queries over streams, declared in .flow (or JSON) files.
 #[derive(Parser, Debug)]
@@ -42,7 +43,7 @@ enum Command {
     Check(cmd::check::CheckArgs),
     /// Show a query's logical graph and physical tasks.
     Explain(cmd::explain::ExplainArgs),
-    /// Inspect a checkpoint directory.
+    /// Inspect a checkpoint store (a directory or s3://bucket/prefix).
     #[command(subcommand)]
     Checkpoints(cmd::checkpoints::CheckpointsCommand),
     /// Run a benchmark suite and report its throughput (sinks replaced by discard).
