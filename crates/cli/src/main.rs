@@ -38,7 +38,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a query embedded in this process; a bounded query exits 0 when it is done.
-    Run(cmd::run::RunArgs),
+    Run(Box<cmd::run::RunArgs>),
     /// Parse and type-check a query; print problems as FILE:LINE:COL: message.
     Check(cmd::check::CheckArgs),
     /// Show a query's logical graph and physical tasks.
@@ -70,7 +70,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
-        Command::Run(args) => cmd::run::run(args),
+        Command::Run(args) => cmd::run::run(*args),
         Command::Check(args) => cmd::check::check(args),
         Command::Explain(args) => cmd::explain::explain(args),
         Command::Checkpoints(c) => cmd::checkpoints::checkpoints(c),

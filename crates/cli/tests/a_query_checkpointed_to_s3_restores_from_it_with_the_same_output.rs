@@ -127,7 +127,7 @@ fn scenario(seeds: &[u64], extra: &[&str]) {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
         assert!(
-            stderr.contains(&format!("resuming from checkpoint")) && stderr.contains(&store),
+            stderr.contains("resuming from checkpoint") && stderr.contains(&store),
             "seed {seed}: the last run resumed from the object store: {stderr}"
         );
         let got = output_rows(&dir.path().join("out"));
