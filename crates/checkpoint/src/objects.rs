@@ -407,45 +407,45 @@ impl Objects {
         if self.has_manifest(epoch) {
             return Err(self.fence(epoch, self.show(&self.layout.manifest(epoch))));
         }
-        let mut uploads = Vec::with_capacity(files.len());
-        for (name, size, crc32) in files {
-            let path = dir.file(epoch, name);
-            let bytes = std::fs::read(&path).map_err(|e| CheckpointError::io(&path, e))?;
-            if bytes.len() as u64 != *size || crc32fast::hash(&bytes) != *crc32 {
-                return Err(CheckpointError::BadFile {
-                    epoch,
-                    file: name.clone(),
-                    problem: format!(
-                        "changed in the staging directory {} before its upload",
-                        dir.epoch_dir(epoch).display()
-                    ),
-                });
-            }
-            uploads.push((self.layout.file(epoch, name), bytes));
-        }
+        // At most UPLOADS_AT_ONCE files are read into memory at a time, each read (off the
+        // runtime's worker) and checked against its entry just before its upload.
+        let uploads: Vec<Upload> = files
+            .iter()
+            .map(|(name, size, crc32)| Upload {
+                name: name.clone(),
+                path: dir.file(epoch, name),
+                key: self.layout.file(epoch, name),
+                expected: (*size, *crc32),
+            })
+            .collect();
         let store = Arc::clone(&self.store);
         let outcome = self.block(async move {
             futures_util::stream::iter(uploads)
-                .map(|(key, bytes)| {
-                    let store = Arc::clone(&store);
-                    async move {
-                        store
-                            .put_opts(&key, PutPayload::from(bytes), create())
-                            .await
-                            .map_err(|e| (key, e))
-                    }
-                })
+                .map(|u| upload(Arc::clone(&store), u))
                 .buffer_unordered(UPLOADS_AT_ONCE)
-                .try_collect::<Vec<_>>()
+                .try_collect::<Vec<()>>()
                 .await
                 .map(drop)
         })?;
         match outcome {
             Ok(()) => {}
-            Err((key, object_store::Error::AlreadyExists { .. })) => {
+            Err(UploadError::Read(path, e)) => return Err(CheckpointError::io(path, e)),
+            Err(UploadError::Changed(name)) => {
+                return Err(CheckpointError::BadFile {
+                    epoch,
+                    file: name,
+                    problem: format!(
+                        "changed in the staging directory {} before its upload",
+                        dir.epoch_dir(epoch).display()
+                    ),
+                })
+            }
+            Err(UploadError::Put(key, object_store::Error::AlreadyExists { .. })) => {
                 return Err(self.fence(epoch, self.show(&key)))
             }
-            Err((key, e)) => return Err(self.failed(format!("upload {}", self.show(&key)), e)),
+            Err(UploadError::Put(key, e)) => {
+                return Err(self.failed(format!("upload {}", self.show(&key)), e))
+            }
         }
         let key = self.layout.manifest(epoch);
         let store = Arc::clone(&self.store);
@@ -514,6 +514,45 @@ impl Objects {
     }
 }
 
+/// One file of a checkpoint to upload.
+struct Upload {
+    /// Its name in the checkpoint.
+    name: String,
+    /// Where it is staged.
+    path: std::path::PathBuf,
+    /// Where it goes.
+    key: Key,
+    /// Its size and CRC32, as its manifest entry says.
+    expected: (u64, u32),
+}
+
+/// Why an upload failed.
+enum UploadError {
+    /// The staged file could not be read.
+    Read(std::path::PathBuf, std::io::Error),
+    /// The staged file is no longer what the manifest says (its name).
+    Changed(String),
+    /// The store refused it.
+    Put(Key, object_store::Error),
+}
+
+/// Reads `u`'s staged file, checks it, and creates its object (only if absent).
+async fn upload(store: Arc<dyn ObjectStore>, u: Upload) -> Result<(), UploadError> {
+    let path = u.path.clone();
+    let bytes = tokio::task::spawn_blocking(move || std::fs::read(&path))
+        .await
+        .map_err(|e| UploadError::Read(u.path.clone(), std::io::Error::other(e)))?
+        .map_err(|e| UploadError::Read(u.path.clone(), e))?;
+    if (bytes.len() as u64, crc32fast::hash(&bytes)) != u.expected {
+        return Err(UploadError::Changed(u.name));
+    }
+    store
+        .put_opts(&u.key, PutPayload::from(bytes), create())
+        .await
+        .map(drop)
+        .map_err(|e| UploadError::Put(u.key, e))
+}
+
 /// Options of a put that creates an object only if it is absent.
 fn create() -> PutOptions {
     PutOptions {
@@ -522,7 +561,24 @@ fn create() -> PutOptions {
     }
 }
 
-/// Whether `path` is a file of the cache whose size and CRC32 are `expected`.
+/// Whether `path` is a file of the cache whose size and CRC32 are `expected` (read in
+/// blocks, not at once).
 pub(crate) fn cached(path: &Path, expected: (u64, u32)) -> bool {
-    std::fs::read(path).is_ok_and(|b| (b.len() as u64, crc32fast::hash(&b)) == expected)
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut hasher = crc32fast::Hasher::new();
+    let mut len = 0u64;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match std::io::Read::read(&mut file, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                hasher.update(buf.get(..n).unwrap_or_default());
+                len += n as u64;
+            }
+            Err(_) => return false,
+        }
+    }
+    (len, hasher.finalize()) == expected
 }
