@@ -207,8 +207,10 @@ impl Objects {
     pub(crate) fn preflight(&self, write: bool) -> Result<(), CheckpointError> {
         let store = Arc::clone(&self.store);
         let root = self.layout.root().clone();
+        let hint = "check the bucket, the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), \
+                    the region (AWS_REGION) and, for another store than AWS's, AWS_ENDPOINT_URL";
         self.block(async move { store.list_with_delimiter(Some(&root)).await })?
-            .map_err(|e| self.failed("list its checkpoints", e))?;
+            .map_err(|e| self.failed("list its checkpoints", format!("{e}; {hint}")))?;
         if write {
             let tag = format!(
                 "{}-{}",
@@ -226,7 +228,9 @@ impl Objects {
                     .await?;
                 store.delete(&probe).await
             })?
-            .map_err(|e| self.failed(format!("write and remove {shown}"), e))?;
+            .map_err(|e| {
+                self.failed(format!("write and remove {shown}"), format!("{e}; {hint}"))
+            })?;
         }
         Ok(())
     }
