@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one command that checks everything, on a fresh machine as in CI:
-# installs what is missing, then runs rustfmt, clippy (warnings are errors), every test
-# (unit, scenario, end-to-end against golden outputs) and the doctests.
+# installs what is missing (cargo-nextest, the moto S3 test server), then runs rustfmt,
+# clippy (warnings are errors), every test (unit, scenario, end-to-end against golden
+# outputs) and the doctests.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -22,6 +23,22 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   step "installing cargo-nextest"
   cargo install cargo-nextest --locked
 fi
+# The S3-compatible server that the tests of checkpoints in an object store start on
+# loopback: moto, from PyPI. Those tests fail (never skip) without it. A Python whose
+# packages the OS manages (Debian's) refuses a plain pip install: then it is installed with
+# --break-system-packages. ANDUIN_TEST_PYTHON picks another Python (the tests use it too).
+python="${ANDUIN_TEST_PYTHON:-python3}"
+if ! command -v "$python" >/dev/null 2>&1; then
+  echo "scripts/test.sh: $python is missing: install Python 3 with pip (the S3 tests run moto on it), then run this again" >&2
+  exit 1
+fi
+if ! "$python" -c 'import moto.server' >/dev/null 2>&1; then
+  step "installing moto[server] (the S3-compatible test server) with pip"
+  "$python" -m pip install --quiet 'moto[server]' \
+    || "$python" -m pip install --quiet --break-system-packages 'moto[server]'
+  "$python" -c 'import moto.server'
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -129,7 +129,7 @@ mod tests {
         assert_eq!(p.status, StatusCode::CONFLICT);
         assert_eq!(p.body.error, "no_checkpoints");
         assert!(
-            p.body.message.contains("--checkpoint-dir"),
+            p.body.message.contains("--checkpoint-store"),
             "{}",
             p.body.message
         );

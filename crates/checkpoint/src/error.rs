@@ -54,6 +54,40 @@ pub enum CheckpointError {
         /// What is wrong (missing, size, checksum).
         problem: String,
     },
+    /// `--checkpoint-store` names nothing this build can store checkpoints in.
+    #[error("checkpoint store `{given}`: {problem}")]
+    BadLocation {
+        /// What was given.
+        given: String,
+        /// What is wrong, and what is supported.
+        problem: String,
+    },
+    /// An object store could not be reached or refused a request (credentials, bucket,
+    /// network).
+    #[error("checkpoint store {url}: cannot {operation}: {cause}")]
+    Remote {
+        /// The store (`s3://bucket/prefix`).
+        url: String,
+        /// What was being done (`list the checkpoints`, `upload chk-00000003/001-w.full`).
+        operation: String,
+        /// The store's or the network's error.
+        cause: String,
+    },
+    /// Checkpoint `epoch` is already complete in the store: another run writes to the same
+    /// store. Nothing was overwritten; this run takes no more checkpoints there.
+    #[error(
+        "checkpoint {epoch} in {url} was committed by another run ({what} already exists): \
+         two runs write to one checkpoint store; nothing was overwritten, and this run takes \
+         no more checkpoints there (give each run a store of its own)"
+    )]
+    AlreadyCommitted {
+        /// The checkpoint.
+        epoch: u64,
+        /// The store.
+        url: String,
+        /// The object that exists (its key under the store).
+        what: String,
+    },
 }
 
 impl CheckpointError {

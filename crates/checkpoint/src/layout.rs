@@ -6,6 +6,10 @@
 //!                                          query, `count`, instance 1; `.changes` for a changelog)
 //! <root>/chk-00000007/.<file>.tmp          a file being written (never read)
 //! ```
+//!
+//! In an object store the same names sit under the store's prefix
+//! ([`ObjectLayout`]): `<prefix>/chk-00000007/MANIFEST.json`, `<prefix>/chk-00000007/003-count-1.full`;
+//! a local directory stages and caches them under the layout above.
 
 use std::path::{Path, PathBuf};
 
@@ -33,7 +37,7 @@ impl CheckpointDir {
 
     /// The directory of checkpoint `epoch`.
     pub fn epoch_dir(&self, epoch: Epoch) -> PathBuf {
-        self.root.join(format!("chk-{:08}", epoch.0))
+        self.root.join(epoch_dir_name(epoch))
     }
 
     /// The manifest of checkpoint `epoch`.
@@ -52,6 +56,52 @@ impl CheckpointDir {
         (digits.len() == 8 && digits.bytes().all(|b| b.is_ascii_digit()))
             .then(|| digits.parse().ok().map(Epoch))
             .flatten()
+    }
+}
+
+/// The name of checkpoint `epoch`'s directory (or key prefix): `chk-00000007`.
+fn epoch_dir_name(epoch: Epoch) -> String {
+    format!("chk-{:08}", epoch.0)
+}
+
+/// Where everything of a checkpoint store lives in an object store: the names of
+/// [`CheckpointDir`] under a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectLayout {
+    prefix: object_store::path::Path,
+}
+
+impl ObjectLayout {
+    /// Checkpoints under `prefix` (`/`-separated, possibly empty).
+    pub(crate) fn new(prefix: &str) -> Self {
+        Self {
+            prefix: object_store::path::Path::from(prefix),
+        }
+    }
+
+    /// The prefix.
+    pub(crate) fn root(&self) -> &object_store::path::Path {
+        &self.prefix
+    }
+
+    /// The prefix of checkpoint `epoch`'s objects.
+    pub(crate) fn epoch_dir(&self, epoch: Epoch) -> object_store::path::Path {
+        self.prefix.clone().join(epoch_dir_name(epoch))
+    }
+
+    /// The manifest of checkpoint `epoch`.
+    pub(crate) fn manifest(&self, epoch: Epoch) -> object_store::path::Path {
+        self.file(epoch, MANIFEST_NAME)
+    }
+
+    /// A file of checkpoint `epoch`.
+    pub(crate) fn file(&self, epoch: Epoch, name: &str) -> object_store::path::Path {
+        self.epoch_dir(epoch).join(name)
+    }
+
+    /// The object a store's preflight writes and removes (`tag` makes it this process's).
+    pub(crate) fn probe(&self, tag: &str) -> object_store::path::Path {
+        self.prefix.clone().join(format!(".anduin-probe-{tag}"))
     }
 }
 
@@ -123,6 +173,23 @@ mod tests {
         assert_eq!(
             temp_path(&d.manifest(Epoch(7))),
             PathBuf::from("/ck/chk-00000007/.MANIFEST.json.tmp")
+        );
+    }
+
+    #[test]
+    fn object_keys_use_the_directory_names_under_the_prefix() {
+        let o = ObjectLayout::new("team/q2");
+        assert_eq!(
+            o.manifest(Epoch(7)).as_ref(),
+            "team/q2/chk-00000007/MANIFEST.json"
+        );
+        assert_eq!(
+            o.file(Epoch(7), "003-count.full").as_ref(),
+            "team/q2/chk-00000007/003-count.full"
+        );
+        assert_eq!(
+            ObjectLayout::new("").epoch_dir(Epoch(1)).as_ref(),
+            "chk-00000001"
         );
     }
 }

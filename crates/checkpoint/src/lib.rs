@@ -7,6 +7,10 @@
 //! [`plan`], tested without any I/O. The I/O (writing files, reading and validating
 //! manifests, listing a directory) is a thin shell around them.
 //!
+//! The store is a local directory or an object store (`s3://bucket/prefix`, through the
+//! `object_store` crate) with a local directory that stages and caches it: the same layout,
+//! checksums and commit protocol in both ([`Store`], [`StoreLocation`]).
+//!
 //! This crate does not know what is in a snapshot file (that is `anduin-state`'s format or an
 //! operator's own), nor how a checkpoint is taken (the runtime's coordinator); when one is
 //! taken is decided here, in [`schedule`].
@@ -15,8 +19,10 @@ pub mod decide;
 mod error;
 mod files;
 mod layout;
+mod location;
 mod lock;
 mod manifest;
+mod objects;
 pub mod plan;
 pub mod recovery;
 pub mod schedule;
@@ -25,6 +31,7 @@ mod store;
 pub use error::CheckpointError;
 pub use files::{write_file_atomically, CrcWriter, FinishedFile, PendingFile};
 pub use layout::{instance_key, state_file, CheckpointDir};
+pub use location::{S3Settings, StoreLocation, SUPPORTED};
 pub use lock::{output_locks_dir, LockError, OwnerLock, LOCK_NAME};
 pub use manifest::{
     ChangeRecord, FileEntry, Manifest, OperatorState, StateFileRef, MANIFEST_FORMAT, READ_FORMATS,

@@ -1,8 +1,15 @@
 //! The checkpoint directory as a store: begin a checkpoint, write its manifest, list, validate,
 //! delete. The I/O shell around [`crate::decide`].
+//!
+//! A store is a local directory, or an object store with a local directory that stages and
+//! caches its files (as Flink does with RocksDB's): a checkpoint's files are written to the
+//! directory, uploaded once every task has written its own, and the manifest is created in
+//! the object store last, only if absent. A restore fetches the chosen checkpoint's files into
+//! the directory, checking each file's size and CRC32 as it arrives, and restores from there.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use anduin_types::Epoch;
@@ -11,16 +18,22 @@ use crate::decide::{choose_restore, to_delete, CheckpointFacts, RestoreDecision}
 use crate::error::CheckpointError;
 use crate::files::write_file_atomically;
 use crate::layout::{CheckpointDir, MANIFEST_NAME};
+use crate::location::{S3Settings, StoreLocation};
 use crate::manifest::{Manifest, MANIFEST_FORMAT, READ_FORMATS};
+use crate::objects::{cached, Fetch, Objects};
 use crate::recovery::{plan_recovery, RecoveryFacts, RecoveryPlan};
 
 /// The start of a manifest's last line, which holds the CRC32 of the lines before it.
 const CRC_PREFIX: &str = "crc32 ";
 
-/// The checkpoints of one query, in one directory.
+/// The checkpoints of one query, in one directory or in an object store.
 #[derive(Debug, Clone)]
 pub struct Store {
+    /// The store itself, or the staging and cache directory of `remote`.
     dir: CheckpointDir,
+    /// `None`: the directory is the store. Otherwise the object store, which holds the
+    /// checkpoints (the directory stages and caches them).
+    remote: Option<Arc<Objects>>,
 }
 
 /// A checkpoint's state as `anduin checkpoints list` shows it.
@@ -61,16 +74,98 @@ impl Store {
     pub fn open(root: impl Into<PathBuf>) -> Result<Self, CheckpointError> {
         let dir = CheckpointDir::new(root);
         std::fs::create_dir_all(dir.root()).map_err(|e| CheckpointError::io(dir.root(), e))?;
-        Ok(Self { dir })
+        Ok(Self { dir, remote: None })
     }
 
-    /// The layout.
+    /// The store at `location`: a local directory, or an object store reached with the
+    /// settings in the environment ([`S3Settings::from_env`]), staged and cached in `cache`
+    /// (created if missing). Makes no request: see [`Store::preflight`].
+    pub fn open_location(location: &StoreLocation, cache: &Path) -> Result<Self, CheckpointError> {
+        match location {
+            StoreLocation::Local(dir) => Self::open(dir),
+            StoreLocation::S3 { bucket, prefix } => {
+                Self::open_s3(bucket, prefix, &S3Settings::from_env(), cache)
+            }
+        }
+    }
+
+    /// The checkpoints under `prefix` in the S3-compatible `bucket`, reached with `settings`,
+    /// staged and cached in `cache`. Makes no request: see [`Store::preflight`].
+    pub fn open_s3(
+        bucket: &str,
+        prefix: &str,
+        settings: &S3Settings,
+        cache: &Path,
+    ) -> Result<Self, CheckpointError> {
+        let url = StoreLocation::S3 {
+            bucket: bucket.to_string(),
+            prefix: prefix.to_string(),
+        }
+        .to_string();
+        let objects = Objects::s3(bucket, prefix, settings, url)?;
+        Self::with_objects(objects, cache)
+    }
+
+    /// The checkpoints under `prefix` in any object store (`url` names it in messages),
+    /// staged and cached in `cache`.
+    pub fn open_object_store(
+        store: Arc<dyn object_store::ObjectStore>,
+        prefix: &str,
+        url: &str,
+        cache: &Path,
+    ) -> Result<Self, CheckpointError> {
+        Self::with_objects(Objects::new(store, prefix, url.to_string())?, cache)
+    }
+
+    fn with_objects(objects: Objects, cache: &Path) -> Result<Self, CheckpointError> {
+        let mut store = Self::open(cache)?;
+        store.remote = Some(Arc::new(objects));
+        Ok(store)
+    }
+
+    /// Checks that the store can be used before anything runs: a directory was made by
+    /// [`Store::open`]; an object store is listed and, with `write`, an object is written
+    /// to it and removed. The error names the store and what failed.
+    pub fn preflight(&self, write: bool) -> Result<(), CheckpointError> {
+        match &self.remote {
+            None => Ok(()),
+            Some(r) => r.preflight(write),
+        }
+    }
+
+    /// Where the checkpoints are, for messages: the directory, or `s3://bucket/prefix`.
+    pub fn location(&self) -> String {
+        match &self.remote {
+            None => self.dir.root().display().to_string(),
+            Some(r) => r.url().to_string(),
+        }
+    }
+
+    /// Whether the checkpoints live in an object store ([`Store::dir`] stages and caches them).
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// The layout of the directory: the store, or the staging and cache directory of an
+    /// object store.
     pub fn dir(&self) -> &CheckpointDir {
         &self.dir
     }
 
-    /// Epochs of every checkpoint directory, ascending.
+    /// Epochs of every checkpoint (complete or not), ascending: the directories, and with an
+    /// object store the checkpoints there too.
     pub fn epochs(&self) -> Result<Vec<Epoch>, CheckpointError> {
+        let mut out = self.local_epochs()?;
+        if let Some(r) = &self.remote {
+            out.extend(r.epochs()?);
+            out.sort_unstable();
+            out.dedup();
+        }
+        Ok(out)
+    }
+
+    /// Epochs of every checkpoint directory, ascending.
+    fn local_epochs(&self) -> Result<Vec<Epoch>, CheckpointError> {
         let root = self.dir.root();
         let mut out = Vec::new();
         let entries = std::fs::read_dir(root).map_err(|e| CheckpointError::io(root, e))?;
@@ -91,6 +186,9 @@ impl Store {
     /// Creates the directory of checkpoint `epoch`, empty (leftovers of an earlier attempt at
     /// the same epoch are removed).
     pub fn begin(&self, epoch: Epoch) -> Result<PathBuf, CheckpointError> {
+        if let Some(r) = &self.remote {
+            r.check_fence()?;
+        }
         let d = self.dir.epoch_dir(epoch);
         if d.exists() {
             std::fs::remove_dir_all(&d).map_err(|e| CheckpointError::io(&d, e))?;
@@ -99,7 +197,11 @@ impl Store {
         Ok(d)
     }
 
-    /// Writes the manifest: from now on the checkpoint is complete.
+    /// Writes the manifest: from now on the checkpoint is complete. With an object store,
+    /// uploads every file of the checkpoint first (each checked against its entry), then
+    /// creates the manifest there only if absent (another run's checkpoint of the same epoch
+    /// is refused, never overwritten: [`CheckpointError::AlreadyCommitted`]), then keeps a
+    /// copy of it in the cache.
     pub fn complete(&self, manifest: &Manifest) -> Result<(), CheckpointError> {
         let mut bytes =
             serde_json::to_vec_pretty(manifest).map_err(|e| CheckpointError::BadManifest {
@@ -110,16 +212,46 @@ impl Store {
         // The manifest checks itself: its last line is the CRC32 of everything before it.
         let crc = crc32fast::hash(&bytes);
         bytes.extend_from_slice(format!("\n{CRC_PREFIX}{crc:08x}\n").as_bytes());
-        write_file_atomically(&self.dir.manifest(Epoch(manifest.epoch)), &bytes).map(|_| ())
+        let local = self.dir.manifest(Epoch(manifest.epoch));
+        let Some(r) = &self.remote else {
+            return write_file_atomically(&local, &bytes).map(|_| ());
+        };
+        let files: Vec<(String, u64, u32)> = manifest
+            .files
+            .iter()
+            .map(|f| (f.name.clone(), f.size, f.crc32))
+            .collect();
+        r.commit(Epoch(manifest.epoch), &files, bytes.clone(), &self.dir)?;
+        // The cache's copy serves whoever lists the directory during the run; the object
+        // store's is the one that counts.
+        if let Err(e) = write_file_atomically(&local, &bytes) {
+            tracing::warn!(epoch = manifest.epoch, error = %e, "cannot keep a copy of the manifest in the checkpoint cache");
+        }
+        Ok(())
     }
 
     /// Reads checkpoint `epoch`'s manifest; `None` if there is none (incomplete).
     pub fn manifest(&self, epoch: Epoch) -> Result<Option<Manifest>, CheckpointError> {
-        let path = self.dir.manifest(epoch);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(CheckpointError::io(&path, e)),
+        let (path, bytes) = match &self.remote {
+            None => {
+                let path = self.dir.manifest(epoch);
+                match std::fs::read(&path) {
+                    Ok(b) => (path, b),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    Err(e) => return Err(CheckpointError::io(&path, e)),
+                }
+            }
+            Some(r) => match r.manifest(epoch)? {
+                None => return Ok(None),
+                Some(b) => (
+                    PathBuf::from(format!(
+                        "{}/{}/{MANIFEST_NAME}",
+                        r.url(),
+                        CheckpointDir::new("").epoch_dir(epoch).display()
+                    )),
+                    b,
+                ),
+            },
         };
         let bad = |message: String| CheckpointError::BadManifest {
             epoch: epoch.0,
@@ -167,8 +299,14 @@ impl Store {
     }
 
     /// Checks every file checkpoint `epoch` needs: its own (size and CRC32 as in its
-    /// manifest) and those of the checkpoints its changelog chains start in.
+    /// manifest) and those of the checkpoints its changelog chains start in. With an object
+    /// store, fetches those not yet in the cache into it (checked as they arrive), so that
+    /// the checkpoint can be restored from the directory.
     pub fn validate(&self, epoch: Epoch) -> Result<Validated, CheckpointError> {
+        self.validate_with(epoch, Fetch::IntoCache)
+    }
+
+    fn validate_with(&self, epoch: Epoch, fetch: Fetch) -> Result<Validated, CheckpointError> {
         let manifest = self
             .manifest(epoch)?
             .ok_or_else(|| CheckpointError::BadFile {
@@ -176,7 +314,7 @@ impl Store {
                 file: MANIFEST_NAME.into(),
                 problem: "missing".into(),
             })?;
-        self.check_files(&manifest)?;
+        self.check_files(&manifest, fetch)?;
         for dep in manifest.depends_on() {
             let dep_manifest =
                 self.manifest(Epoch(dep))?
@@ -202,25 +340,44 @@ impl Store {
                         file: name.to_string(),
                         problem: "not listed in its manifest".into(),
                     })?;
-                self.check_file(Epoch(dep), &entry.name, entry.size, entry.crc32)?;
+                self.check_file(Epoch(dep), &entry.name, (entry.size, entry.crc32), fetch)?;
             }
         }
         Ok(Validated { manifest })
     }
 
-    fn check_files(&self, m: &Manifest) -> Result<(), CheckpointError> {
+    fn check_files(&self, m: &Manifest, fetch: Fetch) -> Result<(), CheckpointError> {
         for f in &m.files {
-            self.check_file(Epoch(m.epoch), &f.name, f.size, f.crc32)?;
+            self.check_file(Epoch(m.epoch), &f.name, (f.size, f.crc32), fetch)?;
         }
         Ok(())
     }
 
+    /// Checks one file against its size and CRC32: in the directory, or in the object store
+    /// (a copy already in the cache that checks out is not fetched again to restore).
     fn check_file(
         &self,
         epoch: Epoch,
         name: &str,
-        size: u64,
-        crc32: u32,
+        expected: (u64, u32),
+        fetch: Fetch,
+    ) -> Result<(), CheckpointError> {
+        match &self.remote {
+            None => self.check_local_file(epoch, name, expected),
+            Some(_)
+                if fetch == Fetch::IntoCache && cached(&self.dir.file(epoch, name), expected) =>
+            {
+                Ok(())
+            }
+            Some(r) => r.fetch(epoch, name, expected, fetch, &self.dir),
+        }
+    }
+
+    fn check_local_file(
+        &self,
+        epoch: Epoch,
+        name: &str,
+        (size, crc32): (u64, u32),
     ) -> Result<(), CheckpointError> {
         let path = self.dir.file(epoch, name);
         let bad = |problem: String| CheckpointError::BadFile {
@@ -262,29 +419,35 @@ impl Store {
         Ok(())
     }
 
-    /// Every checkpoint, ascending, with its status, size and age.
+    /// Every checkpoint, ascending, with its status, size and age. Every file of an object
+    /// store's checkpoints is read to check it (and not kept).
     pub fn list(&self) -> Result<Vec<CheckpointListing>, CheckpointError> {
         let mut out = Vec::new();
         for epoch in self.epochs()? {
-            let d = self.dir.epoch_dir(epoch);
-            let (status, finished) = match self.validate(epoch) {
+            let (status, finished) = match self.validate_with(epoch, Fetch::Verify) {
                 Ok(v) => (CheckpointStatus::Complete, v.manifest.finished),
                 Err(CheckpointError::BadFile { file, problem, .. })
                     if file == MANIFEST_NAME
                         && problem == "missing"
-                        && epoch_manifest_absent(&self.dir, epoch) =>
+                        && self.manifest_absent(epoch) =>
                 {
                     (CheckpointStatus::Incomplete, false)
                 }
                 Err(e) => (CheckpointStatus::Corrupt(e.to_string()), false),
             };
-            let mut size = 0;
-            if let Ok(entries) = std::fs::read_dir(&d) {
-                for e in entries.flatten() {
-                    size += e.metadata().map(|m| m.len()).unwrap_or(0);
+            let (size, modified) = match &self.remote {
+                Some(r) => r.stats(epoch)?,
+                None => {
+                    let d = self.dir.epoch_dir(epoch);
+                    let mut size = 0;
+                    if let Ok(entries) = std::fs::read_dir(&d) {
+                        for e in entries.flatten() {
+                            size += e.metadata().map(|m| m.len()).unwrap_or(0);
+                        }
+                    }
+                    (size, std::fs::metadata(&d).and_then(|m| m.modified()).ok())
                 }
-            }
-            let modified = std::fs::metadata(&d).and_then(|m| m.modified()).ok();
+            };
             out.push(CheckpointListing {
                 epoch,
                 status,
@@ -311,7 +474,7 @@ impl Store {
     fn validate_newest(&self, epochs: &[Epoch]) -> Examined {
         let mut examined = Examined::default();
         for epoch in epochs.iter().rev().copied() {
-            if epoch_manifest_absent(&self.dir, epoch) {
+            if self.manifest_absent(epoch) {
                 continue;
             }
             match self.validate(epoch) {
@@ -367,8 +530,12 @@ impl Store {
         epochs.iter().try_for_each(|e| self.delete(*e))
     }
 
-    /// Deletes checkpoint `epoch`'s directory.
+    /// Deletes checkpoint `epoch`'s directory, and with an object store the checkpoint there
+    /// (its manifest first; nothing there once another run was found writing to it).
     pub fn delete(&self, epoch: Epoch) -> Result<(), CheckpointError> {
+        if let Some(r) = &self.remote {
+            r.delete(epoch)?;
+        }
         let d = self.dir.epoch_dir(epoch);
         match std::fs::remove_dir_all(&d) {
             Ok(()) => Ok(()),
@@ -420,8 +587,14 @@ struct Examined {
     newer: Option<(Epoch, String)>,
 }
 
-fn epoch_manifest_absent(dir: &CheckpointDir, epoch: Epoch) -> bool {
-    !dir.manifest(epoch).exists()
+impl Store {
+    /// Whether checkpoint `epoch` has no manifest (is incomplete).
+    fn manifest_absent(&self, epoch: Epoch) -> bool {
+        match &self.remote {
+            None => !self.dir.manifest(epoch).exists(),
+            Some(r) => !r.has_manifest(epoch),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -431,6 +604,7 @@ mod tests {
     use super::*;
     use crate::manifest::{FileEntry, OperatorState, StateFileRef};
     use crate::plan::PlanFingerprint;
+    use crate::recovery::RecoveryPlan;
 
     fn complete(store: &Store, epoch: u64, files: &[(&str, &[u8])], chain: &[(u64, &str)]) {
         store.begin(Epoch(epoch)).expect("begins");
@@ -571,5 +745,223 @@ mod tests {
             vec![Epoch(1), Epoch(2), Epoch(3)]
         );
         assert_eq!(store.epochs().expect("lists"), vec![Epoch(4)]);
+    }
+
+    /// A store in `memory` (an object store) under `prefix`, cached in `cache`.
+    fn in_memory(memory: &Arc<object_store::memory::InMemory>, cache: &Path) -> Store {
+        let objects: Arc<dyn object_store::ObjectStore> = Arc::clone(memory) as _;
+        Store::open_object_store(objects, "q/1", "mem://test/q/1", cache).expect("opens")
+    }
+
+    fn put(memory: &object_store::memory::InMemory, key: &str, bytes: &'static [u8]) {
+        use object_store::ObjectStoreExt;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        rt.block_on(memory.put(
+            &object_store::path::Path::from(key),
+            object_store::PutPayload::from_static(bytes),
+        ))
+        .expect("puts");
+    }
+
+    #[test]
+    fn an_object_store_holds_the_checkpoints_and_a_fresh_cache_restores_from_it() {
+        let memory = Arc::new(object_store::memory::InMemory::new());
+        let (a, b) = (
+            tempfile::tempdir().expect("tmp"),
+            tempfile::tempdir().expect("tmp"),
+        );
+        let store = in_memory(&memory, a.path());
+        store.preflight(true).expect("usable");
+        complete(&store, 1, &[("op.full", b"full")], &[(1, "op.full")]);
+        complete(
+            &store,
+            2,
+            &[("op.changes", b"delta")],
+            &[(1, "op.full"), (2, "op.changes")],
+        );
+        store
+            .begin(Epoch(3))
+            .expect("an incomplete one, staged only");
+        assert_eq!(store.location(), "mem://test/q/1");
+
+        // Another machine: nothing in its cache.
+        let other = in_memory(&memory, b.path());
+        assert_eq!(other.epochs().expect("lists"), vec![Epoch(1), Epoch(2)]);
+        let listing = other.list().expect("lists");
+        assert_eq!(listing.len(), 2);
+        assert!(listing
+            .iter()
+            .all(|l| l.status == CheckpointStatus::Complete));
+        assert!(
+            listing[0].size > 4 && listing[0].modified.is_some(),
+            "{listing:?}"
+        );
+        assert!(
+            !other.dir().epoch_dir(Epoch(1)).exists(),
+            "listing fetches nothing into the cache"
+        );
+        let (plan, chosen) = other.recovery(false).expect("plans");
+        assert!(
+            matches!(
+                plan,
+                RecoveryPlan::Restore {
+                    epoch: Epoch(2),
+                    ..
+                }
+            ),
+            "{plan:?}"
+        );
+        assert_eq!(chosen.expect("validated").manifest.epoch, 2);
+        // The chain's files are in the cache, to restore from.
+        assert_eq!(
+            std::fs::read(other.dir().file(Epoch(1), "op.full")).expect("cached"),
+            b"full"
+        );
+        assert_eq!(
+            std::fs::read(other.dir().file(Epoch(2), "op.changes")).expect("cached"),
+            b"delta"
+        );
+
+        // Retention deletes in the object store too.
+        complete(&store, 3, &[("op.full", b"full 3")], &[(3, "op.full")]);
+        assert_eq!(store.retain(1).expect("retains"), vec![Epoch(1), Epoch(2)]);
+        let c = tempfile::tempdir().expect("tmp");
+        assert_eq!(
+            in_memory(&memory, c.path()).epochs().expect("lists"),
+            vec![Epoch(3)]
+        );
+    }
+
+    #[test]
+    fn a_second_writer_of_an_epoch_is_refused_and_overwrites_nothing() {
+        let memory = Arc::new(object_store::memory::InMemory::new());
+        let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().expect("tmp")).collect();
+        let first = in_memory(&memory, dirs[0].path());
+        let second = in_memory(&memory, dirs[1].path());
+        // Two runs take checkpoint 1 with different state.
+        first.begin(Epoch(1)).expect("begins");
+        second.begin(Epoch(1)).expect("begins");
+        let mine = write_file_atomically(&first.dir().file(Epoch(1), "op.full"), b"first")
+            .expect("writes");
+        let theirs = write_file_atomically(&second.dir().file(Epoch(1), "op.full"), b"second!")
+            .expect("writes");
+        let manifest = |entry: FileEntry| Manifest {
+            format: MANIFEST_FORMAT,
+            epoch: 1,
+            created_unix_ms: 0,
+            finished: false,
+            plan: PlanFingerprint::default(),
+            files: vec![entry],
+            operators: BTreeMap::from([(
+                "op".to_string(),
+                OperatorState {
+                    inline: None,
+                    files: vec![StateFileRef {
+                        epoch: 1,
+                        file: "op.full".into(),
+                    }],
+                },
+            )]),
+            controls: Vec::new(),
+        };
+        first.complete(&manifest(mine)).expect("the first commits");
+        let e = second.complete(&manifest(theirs)).expect_err("refused");
+        assert!(
+            matches!(e, CheckpointError::AlreadyCommitted { epoch: 1, .. }),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("mem://test/q/1") && e.to_string().contains("another run"),
+            "{e}"
+        );
+        // The refused run writes and deletes nothing there any more.
+        assert!(second.begin(Epoch(2)).is_err());
+        second
+            .delete(Epoch(1))
+            .expect("deletes its own staging only");
+        let third = in_memory(&memory, dirs[2].path());
+        let v = third
+            .validate(Epoch(1))
+            .expect("the first run's checkpoint is intact");
+        assert_eq!(v.manifest.files[0].size, 5);
+        assert_eq!(
+            std::fs::read(third.dir().file(Epoch(1), "op.full")).expect("cached"),
+            b"first"
+        );
+
+        // A checkpoint without files: the manifest itself is created only if absent.
+        let empty = |store: &Store| {
+            store.begin(Epoch(5)).expect("begins");
+            store.complete(&Manifest {
+                format: MANIFEST_FORMAT,
+                epoch: 5,
+                created_unix_ms: 0,
+                finished: false,
+                plan: PlanFingerprint::default(),
+                files: Vec::new(),
+                operators: BTreeMap::new(),
+                controls: Vec::new(),
+            })
+        };
+        empty(&first).expect("the first commits");
+        let again = tempfile::tempdir().expect("tmp");
+        let e = empty(&in_memory(&memory, again.path())).expect_err("refused");
+        assert!(e.to_string().contains("chk-00000005/MANIFEST.json"), "{e}");
+    }
+
+    #[test]
+    fn a_corrupt_object_is_detected_and_the_restore_falls_back() {
+        let memory = Arc::new(object_store::memory::InMemory::new());
+        let (a, b) = (
+            tempfile::tempdir().expect("tmp"),
+            tempfile::tempdir().expect("tmp"),
+        );
+        let store = in_memory(&memory, a.path());
+        complete(&store, 1, &[("op.full", b"one")], &[(1, "op.full")]);
+        complete(&store, 2, &[("op.full", b"two")], &[(2, "op.full")]);
+        put(&memory, "q/1/chk-00000002/op.full", b"tw0");
+        let other = in_memory(&memory, b.path());
+        let (d, chosen) = other.choose_restore().expect("examines");
+        let RestoreDecision::Restore { epoch, skipped } = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(epoch, Epoch(1));
+        assert_eq!(chosen.expect("validated").manifest.epoch, 1);
+        assert!(
+            skipped[0]
+                .1
+                .contains("checksum mismatch in mem://test/q/1/chk-00000002/op.full"),
+            "{skipped:?}"
+        );
+        assert!(
+            !other.dir().file(Epoch(2), "op.full").exists(),
+            "a file that does not check out is not kept"
+        );
+        let listing = other.list().expect("lists");
+        assert!(
+            matches!(&listing[1].status, CheckpointStatus::Corrupt(why) if why.contains("checksum"))
+        );
+        // Truncated, and gone (seen from a third machine: the second's cache holds a good copy).
+        put(&memory, "q/1/chk-00000001/op.full", b"on");
+        let c = tempfile::tempdir().expect("tmp");
+        let other = in_memory(&memory, c.path());
+        assert!(other
+            .validate(Epoch(1))
+            .expect_err("truncated")
+            .to_string()
+            .contains("truncated"));
+        let key = object_store::path::Path::from("q/1/chk-00000001/op.full");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("rt");
+        use object_store::ObjectStoreExt;
+        rt.block_on(memory.delete(&key)).expect("deletes");
+        let e = other.validate(Epoch(1)).expect_err("missing").to_string();
+        assert!(
+            e.contains("missing in mem://test/q/1/chk-00000001/op.full"),
+            "{e}"
+        );
     }
 }

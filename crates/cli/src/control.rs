@@ -34,7 +34,7 @@ pub struct RunPlaces {
     pub dead_letter: Option<PathBuf>,
     /// The events file (`--events`), unless `-` or none.
     pub events: Option<PathBuf>,
-    /// `--checkpoint-dir`.
+    /// The local directory of `--checkpoint-store` (the store, or its staging and cache).
     pub checkpoint_dir: Option<PathBuf>,
     /// Where the LSM backends keep their run directories, when the query keeps state there.
     pub state_dir: Option<PathBuf>,

@@ -77,7 +77,7 @@ impl RunEvents {
             format!("the events file `{}`", path.display())
         };
         Some(anyhow!(
-            "cannot write {name}: {e}; the run was stopped at the first event it could not write (everything read until then was processed and written; with --checkpoint-dir, the next run resumes from the last checkpoint)"
+            "cannot write {name}: {e}; the run was stopped at the first event it could not write (everything read until then was processed and written; with --checkpoint-store, the next run resumes from the last checkpoint)"
         ))
     }
 }

@@ -22,6 +22,7 @@ mod locks;
 mod preflight;
 mod progress;
 mod signals;
+mod store;
 
 /// anduin: continuous queries over streams, declared in .flow (or JSON) files.
 #[derive(Parser, Debug)]
@@ -37,12 +38,12 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a query embedded in this process; a bounded query exits 0 when it is done.
-    Run(cmd::run::RunArgs),
+    Run(Box<cmd::run::RunArgs>),
     /// Parse and type-check a query; print problems as FILE:LINE:COL: message.
     Check(cmd::check::CheckArgs),
     /// Show a query's logical graph and physical tasks.
     Explain(cmd::explain::ExplainArgs),
-    /// Inspect a checkpoint directory.
+    /// Inspect a checkpoint store (a directory or s3://bucket/prefix).
     #[command(subcommand)]
     Checkpoints(cmd::checkpoints::CheckpointsCommand),
     /// Run a benchmark suite and report its throughput (sinks replaced by discard).
@@ -69,7 +70,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
-        Command::Run(args) => cmd::run::run(args),
+        Command::Run(args) => cmd::run::run(*args),
         Command::Check(args) => cmd::check::check(args),
         Command::Explain(args) => cmd::explain::explain(args),
         Command::Checkpoints(c) => cmd::checkpoints::checkpoints(c),

@@ -129,7 +129,7 @@ pub struct RunFiles<'a> {
     pub query_file: &'a Path,
     /// The dead-letter file, unless the dead letters go to stderr.
     pub dead_letter: Option<&'a Path>,
-    /// `--checkpoint-dir`.
+    /// The local directory of `--checkpoint-store` (the store, or its staging and cache).
     pub checkpoint_dir: Option<&'a Path>,
     /// Where the LSM backends keep their run directories, when the query keeps state there.
     pub state_dir: Option<&'a Path>,

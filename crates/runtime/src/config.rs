@@ -12,8 +12,12 @@ use crate::faults::Faults;
 /// How a query takes checkpoints.
 #[derive(Debug, Clone)]
 pub struct CheckpointSettings {
-    /// The checkpoint directory.
+    /// The checkpoint directory: the store, or the local staging and cache directory of
+    /// `store` (where the tasks write their files).
     pub dir: PathBuf,
+    /// The store the checkpoints go to, already opened (an object store, staged in `dir`);
+    /// `None`: the directory `dir` itself.
+    pub store: Option<anduin_checkpoint::Store>,
     /// Take a checkpoint this often.
     pub interval: Option<Duration>,
     /// Take a checkpoint when a source has emitted this many rows since the last one.

@@ -418,7 +418,10 @@ fn checkpoint_coordinator(
     counters: &Arc<CheckpointCounters>,
     config: &RunConfig,
 ) -> Result<Coordinator, RuntimeError> {
-    let store = Store::open(&c.settings.dir).map_err(RuntimeError::Checkpoint)?;
+    let store = match &c.settings.store {
+        Some(s) => s.clone(),
+        None => Store::open(&c.settings.dir).map_err(RuntimeError::Checkpoint)?,
+    };
     let restored = c.restore.as_ref().map(|v| v.manifest.clone());
     let scheduler = Scheduler::new(
         schedule_settings(&c.settings),

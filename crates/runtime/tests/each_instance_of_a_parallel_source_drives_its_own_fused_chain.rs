@@ -252,6 +252,7 @@ fn run_query(chaining: bool, checkpoints: Option<&std::path::Path>) -> BTreeMap<
         checkpointing: checkpoints.map(|dir| Checkpointing {
             settings: CheckpointSettings {
                 dir: dir.to_path_buf(),
+                store: None,
                 interval: None,
                 every_rows: Some(2000),
                 keep: 2,

@@ -342,6 +342,7 @@ fn run_once(
         checkpointing: Some(Checkpointing {
             settings: CheckpointSettings {
                 dir: dir.to_path_buf(),
+                store: None,
                 interval: None,
                 every_rows: Some(1500),
                 keep: 2,

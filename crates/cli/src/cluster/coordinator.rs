@@ -197,17 +197,15 @@ impl Cluster {
 pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     let secret = args.secret.load()?;
     check_listen("a coordinator listening", args.listen.ip(), &secret)?;
-    let checkpoints = PathBuf::from(
-        args.checkpoint_store
-            .strip_prefix("file://")
-            .unwrap_or(&args.checkpoint_store),
-    );
-    if args.checkpoint_store.contains("://") && !args.checkpoint_store.starts_with("file://") {
-        bail!(
-            "not supported yet: checkpoint store `{}`: give a directory or file:///path",
-            args.checkpoint_store
-        );
-    }
+    let checkpoints = match anduin_checkpoint::StoreLocation::parse(&args.checkpoint_store)? {
+        anduin_checkpoint::StoreLocation::Local(dir) => dir,
+        other => bail!(
+            "not supported yet: checkpoint store `{other}` for a cluster (its executors write the \
+             checkpoint files on the workers, and do not upload them yet): give a directory \
+             every worker reaches at the same path (a shared file system) or file:///path; \
+             `anduin run --checkpoint-store` takes s3:// already"
+        ),
+    };
     for dir in [&args.state_dir, &checkpoints] {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create `{}`", dir.display()))?;

@@ -1,40 +1,73 @@
-//! `anduin checkpoints list DIR`: what a checkpoint directory holds.
+//! `anduin checkpoints list STORE`: what a checkpoint store (a directory or an object store)
+//! holds.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use anduin_checkpoint::{CheckpointStatus, Store};
+use anduin_checkpoint::{CheckpointStatus, StoreLocation};
 use anyhow::{Context, Result};
 use clap::Subcommand;
+
+use crate::store::{open_checked, parse_store};
 
 /// Subcommands of `anduin checkpoints`.
 #[derive(Subcommand, Debug)]
 pub enum CheckpointsCommand {
-    /// One line per checkpoint: epoch, complete or incomplete, size, age.
+    /// One line per checkpoint: epoch, complete or incomplete, size, age. Every file is
+    /// read to check it (an object store's are read and not kept).
     List {
-        /// The checkpoint directory (`--checkpoint-dir` of `anduin run`).
-        dir: PathBuf,
+        /// The checkpoint store (`--checkpoint-store` of `anduin run`): a directory or
+        /// s3://bucket/prefix.
+        #[arg(
+            value_name = "DIR|URL",
+            value_parser = parse_store,
+            required_unless_present = "checkpoint_store",
+            conflicts_with = "checkpoint_store"
+        )]
+        store: Option<StoreLocation>,
+        /// The same, as `anduin run` names it.
+        #[arg(
+            long = "checkpoint-store",
+            visible_alias = "checkpoint-dir",
+            value_name = "DIR|URL",
+            value_parser = parse_store
+        )]
+        checkpoint_store: Option<StoreLocation>,
     },
 }
 
 pub fn checkpoints(cmd: CheckpointsCommand) -> Result<ExitCode> {
     match cmd {
-        CheckpointsCommand::List { dir } => list(dir),
+        CheckpointsCommand::List {
+            store,
+            checkpoint_store,
+        } => match store.or(checkpoint_store) {
+            Some(location) => list(&location),
+            None => anyhow::bail!("name the checkpoint store: a directory or s3://bucket/prefix"),
+        },
     }
 }
 
-fn list(dir: PathBuf) -> Result<ExitCode> {
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "`{}` is not a checkpoint directory (no such directory)",
-            dir.display()
-        );
-    }
-    let store = Store::open(&dir).with_context(|| format!("cannot open `{}`", dir.display()))?;
+fn list(location: &StoreLocation) -> Result<ExitCode> {
+    // A listing writes nothing: an object store's files are checked as they arrive, in no
+    // cache (the directory stays empty and goes when the listing ends).
+    let scratch = tempfile::tempdir().context("cannot make a temporary directory")?;
+    let cache = match location {
+        StoreLocation::Local(dir) => {
+            if !dir.is_dir() {
+                anyhow::bail!(
+                    "`{}` is not a checkpoint directory (no such directory)",
+                    dir.display()
+                );
+            }
+            dir.clone()
+        }
+        _ => scratch.path().to_path_buf(),
+    };
+    let store = open_checked(location, &cache, false)?;
     let listing = store.list()?;
     if listing.is_empty() {
-        println!("no checkpoints in {}", dir.display());
+        println!("no checkpoints in {}", store.location());
         return Ok(ExitCode::SUCCESS);
     }
     println!(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anduin_checkpoint::recovery::RecoveryPlan;
-use anduin_checkpoint::{Store, Validated};
+use anduin_checkpoint::{Store, StoreLocation, Validated};
 use anduin_operator_api::{DeadLetter, DeadLetterTarget};
 use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunSummary};
 use anduin_spec::Missing;
@@ -22,6 +22,7 @@ use crate::embedded::{
 use crate::load::{load_with, parse_var, print_diagnostics, LoadError};
 use crate::locks::lock_run;
 use crate::preflight::{check_events_file, RunFiles};
+use crate::store::{local_dir, open_checked, parse_store};
 
 /// Arguments of `anduin run`.
 #[derive(Args, Debug)]
@@ -46,10 +47,23 @@ pub struct RunArgs {
     /// failed write stops the run.
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
-    /// Take checkpoints into this directory, and resume from its last complete checkpoint.
-    #[arg(long, value_name = "DIR")]
-    pub checkpoint_dir: Option<PathBuf>,
-    /// Take a checkpoint this often (default 10s when --checkpoint-dir is given and
+    /// Take checkpoints into this store, and resume from its last complete checkpoint: a
+    /// directory (a path, or file:///path) or s3://bucket/prefix, any S3-compatible store,
+    /// reached with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION and, for another
+    /// store than AWS's, AWS_ENDPOINT_URL.
+    #[arg(
+        long = "checkpoint-store",
+        visible_alias = "checkpoint-dir",
+        value_name = "DIR|URL",
+        value_parser = parse_store
+    )]
+    pub checkpoint_store: Option<StoreLocation>,
+    /// Where the files of checkpoints to an object store are written before their upload,
+    /// and fetched to before a restore (default: checkpoint-cache/<store> under the state
+    /// directory).
+    #[arg(long, value_name = "DIR", requires = "checkpoint_store")]
+    pub checkpoint_cache: Option<PathBuf>,
+    /// Take a checkpoint this often (default 10s when --checkpoint-store is given and
     /// --checkpoint-every is not).
     #[arg(long, value_parser = parse_positive_duration, value_name = "DURATION")]
     pub checkpoint_interval: Option<Duration>,
@@ -66,8 +80,8 @@ pub struct RunArgs {
     /// at least 60s).
     #[arg(long, value_parser = parse_positive_duration, value_name = "DURATION")]
     pub checkpoint_warn_after: Option<Duration>,
-    /// Ignore (and delete) the checkpoints in --checkpoint-dir and start from the beginning.
-    #[arg(long, requires = "checkpoint_dir")]
+    /// Ignore (and delete) the checkpoints in --checkpoint-store and start from the beginning.
+    #[arg(long, requires = "checkpoint_store")]
     pub from_scratch: bool,
     #[command(flatten)]
     pub api: crate::api::ApiArgs,
@@ -110,6 +124,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     print_diagnostics(&args.file, &loaded.warnings);
 
+    let checkpoint_dir = args.checkpoint_dir();
+    // Before anything is made or written: an object store that cannot be used (a wrong URL,
+    // bucket or credentials, an unreachable server) stops the run here, naming it. (A
+    // directory is opened once the run holds its lock.)
+    let remote = match (&args.checkpoint_store, &checkpoint_dir) {
+        (Some(location), Some(dir)) if location.is_remote() => {
+            Some(open_checked(location, dir, true)?)
+        }
+        _ => None,
+    };
     let dead_letter = prepare_outputs(&loaded.spec, args.dead_letter.as_deref())?;
     if let Some(events) = &args.events {
         let state_dir = uses_lsm(&loaded, &args.engine).then(|| state_root(&args.engine));
@@ -122,7 +146,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
                     DeadLetterTarget::File(p) => Some(p),
                     _ => None,
                 },
-                checkpoint_dir: args.checkpoint_dir.as_deref(),
+                checkpoint_dir: checkpoint_dir.as_deref(),
                 state_dir: state_dir.as_deref(),
             },
         )?;
@@ -131,21 +155,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let _locks = lock_run(
         &loaded.spec,
         &dead_letter,
-        args.checkpoint_dir.as_deref(),
+        checkpoint_dir.as_deref(),
         args.events.as_deref(),
     )?;
     let stop = Arc::new(AtomicBool::new(false));
     // Emptied now that it is this run's alone.
     let events = crate::events::open(args.events.as_deref(), Arc::clone(&stop))?;
-    let checkpointing = match prepare_checkpoints(&args)? {
+    let checkpointing = match prepare_checkpoints(&args, remote)? {
         Prepared::None => None,
         Prepared::Finished(epoch) => {
             remove_stale_state_dirs(&loaded, &args.engine);
             eprintln!(
                 "anduin: this query already finished (checkpoint {epoch} in {}): nothing to do; pass --from-scratch to run it again",
-                args.checkpoint_dir
+                args.checkpoint_store
                     .as_ref()
-                    .map(|d| d.display().to_string())
+                    .map(ToString::to_string)
                     .unwrap_or_default()
             );
             return Ok(ExitCode::SUCCESS);
@@ -164,7 +188,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             _ => None,
         },
         events: args.events.clone().filter(|e| e.as_os_str() != "-"),
-        checkpoint_dir: args.checkpoint_dir.clone(),
+        checkpoint_dir: checkpoint_dir.clone(),
         state_dir: uses_lsm(&loaded, &args.engine).then(|| state_root(&args.engine)),
         query_file: Some(args.file.clone()),
         restored: checkpointing
@@ -224,8 +248,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         let Some(by) = signals.received() else {
             eprintln!(
                 "anduin: stopped through the API (anduin ctl stop); everything read so far was processed and written{}",
-                if args.checkpoint_dir.is_some() {
-                    "; run it again with the same --checkpoint-dir to resume"
+                if args.checkpoint_store.is_some() {
+                    "; run it again with the same --checkpoint-store to resume"
                 } else {
                     ""
                 }
@@ -255,6 +279,7 @@ pub fn checkpoint_settings(args: &RunArgs, dir: &std::path::Path) -> CheckpointS
     });
     CheckpointSettings {
         dir: dir.to_path_buf(),
+        store: None,
         interval,
         every_rows: args.checkpoint_every.map(|n| n as u64),
         keep: args.checkpoint_keep,
@@ -275,15 +300,33 @@ enum Prepared {
     Run(Box<Checkpointing>),
 }
 
-fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
-    let Some(dir) = &args.checkpoint_dir else {
+impl RunArgs {
+    /// The local directory of the checkpoints: the store, or an object store's staging and
+    /// cache directory.
+    fn checkpoint_dir(&self) -> Option<PathBuf> {
+        self.checkpoint_store.as_ref().map(|l| {
+            local_dir(
+                l,
+                self.checkpoint_cache.as_deref(),
+                &state_root(&self.engine),
+            )
+        })
+    }
+}
+
+/// What the checkpoint store says about this run (`remote`: the object store, already
+/// checked).
+fn prepare_checkpoints(args: &RunArgs, remote: Option<Store>) -> Result<Prepared> {
+    let (Some(location), Some(dir)) = (&args.checkpoint_store, args.checkpoint_dir()) else {
         if args.checkpoint_interval.is_some() || args.checkpoint_every.is_some() {
-            anyhow::bail!("--checkpoint-interval and --checkpoint-every need --checkpoint-dir");
+            anyhow::bail!("--checkpoint-interval and --checkpoint-every need --checkpoint-store");
         }
         return Ok(Prepared::None);
     };
-    let store = Store::open(dir)
-        .with_context(|| format!("cannot use the checkpoint directory `{}`", dir.display()))?;
+    let store = match remote {
+        Some(s) => s,
+        None => open_checked(location, &dir, true)?,
+    };
     let (plan, validated) = store.recovery(args.from_scratch)?;
     let restore: Option<Validated> = match plan {
         RecoveryPlan::Fresh { remove, asked } => {
@@ -295,7 +338,7 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
             if asked {
                 eprintln!(
                     "anduin: starting from scratch: removed the earlier checkpoints in {}",
-                    dir.display()
+                    store.location()
                 );
             }
             None
@@ -319,7 +362,7 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
             eprintln!(
                 "anduin: resuming from checkpoint {} in {}",
                 epoch.0,
-                dir.display()
+                store.location()
             );
             Some(validated.context("the chosen checkpoint was validated")?)
         }
@@ -329,13 +372,16 @@ fn prepare_checkpoints(args: &RunArgs) -> Result<Prepared> {
             }
             eprintln!(
                 "error: no usable checkpoint in {}; to start over, reading the input from the beginning and rewriting the output, pass --from-scratch",
-                dir.display()
+                store.location()
             );
             return Ok(Prepared::Unusable);
         }
     };
     Ok(Prepared::Run(Box::new(Checkpointing {
-        settings: checkpoint_settings(args, dir),
+        settings: CheckpointSettings {
+            store: store.is_remote().then(|| store.clone()),
+            ..checkpoint_settings(args, &dir)
+        },
         restore,
         faults: Faults {
             fail_checkpoint: args.inject_checkpoint_failure.map(Epoch),

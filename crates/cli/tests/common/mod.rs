@@ -9,6 +9,7 @@ use std::process::{Child, Command, Output};
 use sha2::{Digest, Sha256};
 
 pub mod cluster;
+pub mod s3;
 
 /// The repository's root.
 pub fn repo() -> PathBuf {

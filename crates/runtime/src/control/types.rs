@@ -253,9 +253,9 @@ pub enum ControlFailure {
         /// Why.
         reason: String,
     },
-    /// The query runs without checkpoints (`--checkpoint-dir` is needed).
+    /// The query runs without checkpoints (`--checkpoint-store` is needed).
     #[error(
-        "query \"{query}\" runs without checkpoints: start it with --checkpoint-dir to take them"
+        "query \"{query}\" runs without checkpoints: start it with --checkpoint-store to take them"
     )]
     NoCheckpoints {
         /// The query.

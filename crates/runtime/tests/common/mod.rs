@@ -54,6 +54,7 @@ pub fn checkpointing(
     Checkpointing {
         settings: CheckpointSettings {
             dir: dir.to_path_buf(),
+            store: None,
             interval,
             every_rows: None,
             keep: 3,

@@ -65,12 +65,12 @@ pub enum CtlCommand {
         /// The query's name.
         query: String,
     },
-    /// Take a checkpoint now (the run needs --checkpoint-dir); prints its epoch.
+    /// Take a checkpoint now (the run needs --checkpoint-store); prints its epoch.
     Checkpoint {
         /// The query's name.
         query: String,
     },
-    /// Stop a query: a last checkpoint (with --checkpoint-dir), then it ends, resumable.
+    /// Stop a query: a last checkpoint (with --checkpoint-store), then it ends, resumable.
     Stop {
         /// The query's name.
         query: String,
