@@ -15,6 +15,14 @@ pub enum FrameError {
     /// The bytes are not a frame.
     #[error("{0}")]
     Wire(#[from] WireError),
+    /// The peer declared a frame larger than this reader takes.
+    #[error("the peer sent a frame of {len} bytes where at most {limit} are taken")]
+    TooLarge {
+        /// The declared length.
+        len: usize,
+        /// The reader's limit.
+        limit: usize,
+    },
     /// The peer closed the connection in the middle of a frame.
     #[error("the peer closed the connection in the middle of a frame ({0} bytes of it read)")]
     Truncated(usize),
@@ -26,6 +34,8 @@ pub struct FrameReader<R> {
     buf: Vec<u8>,
     /// Where the unread part of `buf` starts.
     start: usize,
+    /// The largest body taken (at most the format's own limit).
+    limit: usize,
 }
 
 /// How much is read at a time.
@@ -38,7 +48,15 @@ impl<R: Read> FrameReader<R> {
             inner,
             buf: Vec::new(),
             start: 0,
+            limit: crate::codec::MAX_BODY,
         }
+    }
+
+    /// Takes no frame whose body is larger than `limit` bytes (an unauthenticated peer's
+    /// first words are small): a larger one is refused as soon as its header is read, before
+    /// its body is.
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.min(crate::codec::MAX_BODY);
     }
 
     /// The next frame; `None` when the peer closed the connection between two frames.
@@ -51,6 +69,16 @@ impl<R: Read> FrameReader<R> {
                     self.start = 0;
                 }
                 return Ok(Some(frame));
+            }
+            // A header that declares more than this reader takes: refused before the body.
+            if let Some(h) = self.buf.get(self.start..self.start + 8) {
+                let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
+                if len > self.limit {
+                    return Err(FrameError::TooLarge {
+                        len,
+                        limit: self.limit,
+                    });
+                }
             }
             // Not a whole frame yet: make room and read more.
             if self.start > 0 {

@@ -17,9 +17,9 @@ use super::secret::SecretArgs;
 pub struct SubmitArgs {
     /// The query file (.flow, .sql or .json).
     pub file: PathBuf,
-    /// The coordinator's address.
+    /// The coordinator's address (required).
     #[arg(long, value_name = "HOST:PORT")]
-    pub coordinator: SocketAddr,
+    pub coordinator: Option<SocketAddr>,
     /// The query's name (default: the file's stem).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
@@ -76,7 +76,56 @@ fn ask(coordinator: SocketAddr, secret: Option<&[u8]>, msg: &ToCoordinator) -> R
         .context("the coordinator closed the connection without answering")
 }
 
+/// Takes `flag` (and its value, when `valued`) out of `args` wherever it stands: the flags of
+/// `submit` itself may come after the query's run flags. The last one given wins.
+pub fn take_flag(args: &mut Vec<String>, flag: &str, valued: bool) -> Option<String> {
+    let mut found = None;
+    let mut i = 0;
+    while i < args.len() {
+        if let Some(v) = args[i].strip_prefix(&format!("{flag}=")).filter(|_| valued) {
+            found = Some(v.to_string());
+            args.remove(i);
+        } else if args[i] == flag {
+            args.remove(i);
+            if valued {
+                if i < args.len() {
+                    found = Some(args.remove(i));
+                }
+            } else {
+                found = Some(String::new());
+            }
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+/// Moves `submit`'s own flags given after the run flags to where they belong.
+fn own_flags(mut args: SubmitArgs) -> Result<SubmitArgs> {
+    if let Some(c) = take_flag(&mut args.run_args, "--coordinator", true) {
+        args.coordinator = Some(
+            c.parse()
+                .with_context(|| format!("--coordinator {c}: not HOST:PORT"))?,
+        );
+    }
+    if let Some(n) = take_flag(&mut args.run_args, "--name", true) {
+        args.name = Some(n);
+    }
+    if take_flag(&mut args.run_args, "--wait", false).is_some() {
+        args.wait = true;
+    }
+    if let Some(f) = take_flag(&mut args.run_args, "--cluster-secret-file", true) {
+        args.secret.cluster_secret_file = Some(f.into());
+    }
+    Ok(args)
+}
+
 pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
+    let args = own_flags(args)?;
+    let Some(coordinator) = args.coordinator else {
+        bail!("anduin submit needs --coordinator HOST:PORT");
+    };
     let secret = args.secret.load()?;
     let source = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read `{}`", args.file.display()))?;
@@ -101,7 +150,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         cwd: std::env::current_dir().context("cannot read the working directory")?,
     };
     let query = match ask(
-        args.coordinator,
+        coordinator,
         secret.as_deref(),
         &ToCoordinator::Submit(submission),
     )? {
@@ -109,7 +158,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         Reply::Refused(why) => bail!("the coordinator refused the query: {why}"),
         other => bail!("the coordinator answered {other:?}"),
     };
-    eprintln!("anduin: submitted query {query} to {}", args.coordinator);
+    eprintln!("anduin: submitted query {query} to {coordinator}");
     if !args.wait {
         return Ok(ExitCode::SUCCESS);
     }
@@ -117,7 +166,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
     let mut unreachable_since: Option<std::time::Instant> = None;
     loop {
         let asked = ask(
-            args.coordinator,
+            coordinator,
             secret.as_deref(),
             &ToCoordinator::Status {
                 query: Some(query.clone()),

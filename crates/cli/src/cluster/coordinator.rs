@@ -610,6 +610,17 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
             query: QueryId(s.name.clone()),
         });
     }
+    // A new submission starts from the beginning: checkpoints left under its name (by a
+    // query of that name that is over, or by another coordinator) are not its own.
+    let ckpt = cluster.checkpoints.join(&s.name);
+    if ckpt.exists() {
+        if let Err(e) = anduin_checkpoint::Store::open(&ckpt).and_then(|st| st.clear()) {
+            return Reply::Refused(format!(
+                "cannot remove the old checkpoints in `{}`: {e}",
+                ckpt.display()
+            ));
+        }
+    }
     let edit = Edit::QuerySubmitted {
         query: QueryId(s.name.clone()),
         source: QuerySource {

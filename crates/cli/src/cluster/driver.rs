@@ -84,6 +84,9 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         "--cluster-part",
         "--events",
         "--api",
+        "--api-token-file",
+        "--no-api",
+        "--name",
     ] {
         if s.args
             .iter()
@@ -205,6 +208,9 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         let over = match outcome {
             Outcome::Finished => {
                 eprintln!("anduin: query {name} finished");
+                if let Some(q) = state.queries.get_mut(name) {
+                    q.status.error = None;
+                }
                 state.feed(name, &Input::AllTasksFinished);
                 true
             }
@@ -374,9 +380,19 @@ fn attempt(
     };
     let addresses: BTreeMap<u32, SocketAddr> =
         executors.iter().map(|(w, (_, addr))| (*w, *addr)).collect();
-    let checkpointer = start_checkpointer(
+    let checkpointer = match start_checkpointer(
         cluster, name, compiled, dir, &placement, &executors, restore, None,
-    )?;
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok(wind_down(
+                cluster,
+                name,
+                number,
+                Outcome::failed(format!("{e:#}")),
+            ))
+        }
+    };
     for (to, _) in executors.values() {
         let _ = to.send(&ToExecutor::Start {
             addresses: addresses.clone(),
@@ -530,16 +546,14 @@ fn run_to_end(
     };
     // Its event senders are gone with the attempt: it has completed what it could.
     let _ = checkpointer.join();
-    Ok(match outcome {
-        // The last checkpoint says whether the query got to its end.
-        Outcome::Finished => match recovery(dir)? {
-            Recovery::Finished => Outcome::Finished,
-            Recovery::From(_) => Outcome::failed(
-                "every part ended, but the last checkpoint does not cover the end of the input",
-            ),
-        },
-        other => other,
-    })
+    if matches!(outcome, Outcome::Finished) {
+        // Every part ended well: each sink committed what it had at the end of its input,
+        // as in `anduin run`, even when the last checkpoint could not be written.
+        if !matches!(recovery(dir), Ok(Recovery::Finished)) {
+            eprintln!("anduin: query {name} finished, but its last checkpoint failed (see the log): its output is complete; a new submission starts from the beginning");
+        }
+    }
+    Ok(outcome)
 }
 
 /// Takes over the attempt a coordinator before this one started: waits for each of its
@@ -599,7 +613,7 @@ fn take_over(
     let last = restore.as_ref().map_or(0, |v| v.manifest.epoch);
     let begun = store.epochs()?.into_iter().map(|e| e.0).max().unwrap_or(0);
     let taking_over = anduin_types::Epoch(begun.max(last));
-    let checkpointer = start_checkpointer(
+    let checkpointer = match start_checkpointer(
         cluster,
         name,
         compiled,
@@ -608,7 +622,17 @@ fn take_over(
         &executors,
         restore,
         Some(taking_over),
-    )?;
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok(wind_down(
+                cluster,
+                name,
+                number,
+                Outcome::failed(format!("{e:#}")),
+            ))
+        }
+    };
     eprintln!("anduin: query {name}, attempt {number}: taken over, nothing restarted");
     run_to_end(cluster, name, dir, number, checkpointer)
 }
@@ -871,13 +895,25 @@ pub fn serve_executor(
 ) -> Result<()> {
     let events = {
         let mut state = cluster.lock();
+        // A restarted coordinator's driver may not have set the attempt up yet: wait a little
+        // for it rather than turn a running executor away.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline
+            && state.queries.get(query).is_some_and(|q| {
+                q.attempt.is_none() && !q.life.state().is_terminal() && q.status.attempt <= attempt
+            })
+        {
+            state = cluster.wait(state, Duration::from_millis(100));
+        }
         let Some(a) = state
             .queries
             .get_mut(query)
             .and_then(|q| q.attempt.as_mut())
             .filter(|a| a.number == attempt && a.workers.contains(&worker))
         else {
-            to.close();
+            to.refuse(&format!(
+                "attempt {attempt} of query \"{query}\" on worker {worker} is over: its executor must stop"
+            ));
             bail!("an executor of query {query}, attempt {attempt} on worker {worker}, which is not running");
         };
         let Some(events) = a.events.clone() else {

@@ -34,6 +34,8 @@ use crate::load::{load_with, print_diagnostics, LoadError};
 
 /// Exit code of an executor whose worker went away.
 const ORPHANED: u8 = 3;
+/// Exit code of an executor whose attempt the coordinator gave up.
+const STALE: u8 = 4;
 
 /// Runs the part of the query `deployment` describes.
 pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
@@ -253,7 +255,12 @@ impl Link {
     fn keep(&self, mut from: proto::Receiver, registered: &Receiver<(usize, Sender<Command>)>) {
         let mut tasks: HashMap<usize, Sender<Command>> = HashMap::new();
         loop {
-            dispatch_commands(&mut from, registered, &mut tasks);
+            if let Some(why) = dispatch_commands(&mut from, registered, &mut tasks) {
+                // The coordinator gave this attempt up (its worker was declared dead, or it
+                // was cancelled): nothing of it may go on, nor commit anything.
+                eprintln!("anduin: executor stopping: {why}");
+                std::process::exit(i32::from(STALE));
+            }
             *self.to.lock().unwrap_or_else(|p| p.into_inner()) = None;
             let mut pause = Duration::from_millis(50);
             from = loop {
@@ -287,19 +294,20 @@ impl Link {
 }
 
 /// Delivers the coordinator's commands to the task instances they are for, until the
-/// connection ends.
+/// connection ends; why, when the coordinator refused this executor.
 fn dispatch_commands(
     from: &mut proto::Receiver,
     registered: &Receiver<(usize, Sender<Command>)>,
     tasks: &mut HashMap<usize, Sender<Command>>,
-) {
+) -> Option<String> {
     loop {
         let (task, command) = match from.recv::<ToExecutor>() {
             Ok(Some(ToExecutor::Command { task, command })) => (task, command),
             Ok(Some(ToExecutor::Start { .. })) => continue,
+            Err(e) if e.to_string().starts_with(proto::REFUSED) => return Some(e.to_string()),
             Ok(None) | Err(_) => {
                 tracing::warn!("the coordinator's connection closed: checkpoints wait");
-                return;
+                return None;
             }
         };
         tasks.extend(registered.try_iter());

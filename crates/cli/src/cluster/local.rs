@@ -51,7 +51,32 @@ impl Drop for Guard {
     }
 }
 
-pub fn cluster(args: ClusterArgs) -> Result<ExitCode> {
+pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
+    // The flags of `cluster` itself may come after the query's run flags.
+    if let Some(w) = client::take_flag(&mut args.run_args, "--workers", true) {
+        args.workers = w
+            .parse()
+            .with_context(|| format!("--workers {w}: not a number"))?;
+    }
+    if let Some(n) = client::take_flag(&mut args.run_args, "--slots", true) {
+        args.slots = n
+            .parse()
+            .with_context(|| format!("--slots {n}: not a number"))?;
+    }
+    if let Some(d) = client::take_flag(&mut args.run_args, "--dir", true) {
+        args.dir = Some(d.into());
+    }
+    if let Some(n) = client::take_flag(&mut args.run_args, "--name", true) {
+        args.name = Some(n);
+    }
+    if let Some(f) = client::take_flag(&mut args.run_args, "--cluster-secret-file", true) {
+        args.secret.cluster_secret_file = Some(f.into());
+    }
+    if args.workers == 0 || args.slots == 0 {
+        bail!(
+            "anduin cluster needs at least one worker with at least one slot (--workers, --slots)"
+        );
+    }
     let temp;
     let dir = match &args.dir {
         Some(d) => d.clone(),
@@ -110,7 +135,7 @@ pub fn cluster(args: ClusterArgs) -> Result<ExitCode> {
     }
     let code = client::submit(SubmitArgs {
         file: args.file.clone(),
-        coordinator: addr,
+        coordinator: Some(addr),
         name: args.name.clone(),
         wait: true,
         secret: args.secret.clone(),

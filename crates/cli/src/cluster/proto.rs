@@ -208,9 +208,14 @@ pub struct Receiver {
 
 impl Receiver {
     pub fn new(stream: TcpStream) -> Self {
-        Self {
-            inner: FrameReader::new(stream),
-        }
+        let mut inner = FrameReader::new(stream);
+        inner.set_limit(MESSAGE_LIMIT);
+        Self { inner }
+    }
+
+    /// Takes no message larger than `limit` bytes.
+    pub fn set_limit(&mut self, limit: usize) {
+        self.inner.set_limit(limit);
     }
 
     /// The next message; `None` when the peer closed the connection.
@@ -220,11 +225,17 @@ impl Receiver {
             Some(Frame::Message { body }) => Ok(Some(
                 serde_json::from_slice(&body).context("a malformed cluster message")?,
             )),
-            Some(Frame::Refused { reason }) => bail!("the coordinator refused: {reason}"),
+            Some(Frame::Refused { reason }) => bail!("{REFUSED} {reason}"),
             Some(_) => bail!("a frame of the data plane on a control connection"),
         }
     }
 }
+
+/// How a refusal by the coordinator reads, as an error.
+pub const REFUSED: &str = "the coordinator refused:";
+
+/// The largest control message (a submitted query's file included): 16 MiB.
+pub const MESSAGE_LIMIT: usize = 16 << 20;
 
 /// The coordinator's first message on every connection: prove the cluster's secret.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -261,9 +272,12 @@ pub fn challenge(to: &Sender, from: &mut Receiver, secret: Option<&[u8]>) -> Res
     to.send(&Challenge {
         nonce: nonce.to_vec(),
     })?;
+    // An unauthenticated peer's answer is a few bytes: nothing larger is read.
+    from.set_limit(4 << 10);
     let Some(Proof { proof }) = from.recv::<Proof>()? else {
         return Ok(false);
     };
+    from.set_limit(MESSAGE_LIMIT);
     Ok(anduin_wire::auth::verify(secret, &nonce, &proof))
 }
 

@@ -244,7 +244,14 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
         .args(&d.submission.args)
         .arg("--cluster-part")
         .arg(&deployment)
-        .args(["--no-api", "--quiet"])
+        .arg("--no-api")
+        .args(
+            (!d.submission
+                .args
+                .iter()
+                .any(|a| a == "-q" || a == "--quiet"))
+            .then_some("--quiet"),
+        )
         .current_dir(cwd)
         // Closed when this worker dies: the executor then stops at once.
         .stdin(Stdio::piped())

@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -20,6 +20,10 @@ use anduin_wire::{write_frame, FrameReader};
 
 /// How long a new connection has to send its handshake.
 const HELLO_WITHIN: Duration = Duration::from_secs(10);
+/// How long a producer that names an edge this process does not expect (yet) is held before
+/// it is refused: in a cluster, a producer may reach a consumer's executor before that
+/// executor has wired its channels.
+const UNKNOWN_EDGE_WAIT: Duration = Duration::from_secs(30);
 
 /// Identifies one channel end: query, plan channel, producer and consumer instance.
 type EdgeKey = (String, u32, u32, u32);
@@ -50,6 +54,10 @@ struct Ends {
 pub struct EdgeListener {
     addr: SocketAddr,
     ends: Arc<Mutex<Ends>>,
+    /// Signalled when an end is expected.
+    wired: Arc<Condvar>,
+    /// How long an unknown edge is waited for, in milliseconds.
+    wait_ms: Arc<AtomicU64>,
     /// The cluster's secret, which every producer must prove it knows.
     secret: Option<Arc<[u8]>>,
     stop: Arc<AtomicBool>,
@@ -81,16 +89,29 @@ impl EdgeListener {
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let window = window.max(1);
+        let wired = Arc::new(Condvar::new());
+        let wait_ms = Arc::new(AtomicU64::new(
+            u64::try_from(UNKNOWN_EDGE_WAIT.as_millis()).unwrap_or(u64::MAX),
+        ));
         let thread = {
-            let (ends, stop, key) = (Arc::clone(&ends), Arc::clone(&stop), secret.clone());
+            let shared = Shared {
+                ends: Arc::clone(&ends),
+                wired: Arc::clone(&wired),
+                wait_ms: Arc::clone(&wait_ms),
+                window,
+                secret: secret.clone(),
+            };
+            let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("anduin-net-accept".into())
-                .spawn(move || accept_loop(&socket, &ends, &stop, window, key))?
+                .spawn(move || accept_loop(&socket, &shared, &stop))?
         };
         tracing::debug!(%addr, "listening for channels");
         Ok(Arc::new(Self {
             addr,
             ends,
+            wired,
+            wait_ms,
             secret,
             stop,
             window,
@@ -118,6 +139,17 @@ impl EdgeListener {
         let mut ends = self.ends.lock().unwrap_or_else(|p| p.into_inner());
         ends.queries.insert(hello.query.clone());
         ends.waiting.insert(key(hello), (hello.attempt, end));
+        drop(ends);
+        self.wired.notify_all();
+    }
+
+    /// How long a producer naming an edge not expected (yet) is held before it is refused
+    /// (30 s unless set).
+    pub fn wait_for_unknown_edges(&self, wait: Duration) {
+        self.wait_ms.store(
+            u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
     }
 
     /// Stops accepting (connections already accepted run to their end).
@@ -140,13 +172,17 @@ impl Drop for EdgeListener {
     }
 }
 
-fn accept_loop(
-    socket: &TcpListener,
-    ends: &Arc<Mutex<Ends>>,
-    stop: &AtomicBool,
+/// What the accepting threads share with the listener.
+#[derive(Clone)]
+struct Shared {
+    ends: Arc<Mutex<Ends>>,
+    wired: Arc<Condvar>,
+    wait_ms: Arc<AtomicU64>,
     window: u32,
     secret: Option<Arc<[u8]>>,
-) {
+}
+
+fn accept_loop(socket: &TcpListener, shared: &Shared, stop: &AtomicBool) {
     for conn in socket.incoming() {
         if stop.load(Ordering::SeqCst) {
             break;
@@ -158,11 +194,10 @@ fn accept_loop(
                 continue;
             }
         };
-        let ends = Arc::clone(ends);
-        let secret = secret.clone();
+        let shared = shared.clone();
         let spawned = std::thread::Builder::new()
             .name("anduin-net-in".into())
-            .spawn(move || serve(stream, &ends, window, secret.as_deref()));
+            .spawn(move || serve(stream, &shared));
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "cannot start a thread for a channel connection");
         }
@@ -170,7 +205,8 @@ fn accept_loop(
 }
 
 /// One accepted connection: its handshake, then its messages.
-fn serve(stream: TcpStream, ends: &Mutex<Ends>, window: u32, secret: Option<&[u8]>) {
+fn serve(stream: TcpStream, shared: &Shared) {
+    let (window, secret) = (shared.window, shared.secret.as_deref());
     let peer = stream
         .peer_addr()
         .map_or_else(|_| "?".to_string(), |a| a.to_string());
@@ -222,7 +258,8 @@ fn serve(stream: TcpStream, ends: &Mutex<Ends>, window: u32, secret: Option<&[u8
         );
         return;
     }
-    let end = match accept(&hello, ends) {
+    let wait = Duration::from_millis(shared.wait_ms.load(Ordering::Relaxed));
+    let end = match accept(&hello, &shared.ends, &shared.wired, wait) {
         Ok(end) => end,
         Err(refusal) => {
             refuse(&mut writer, &peer, &refusal.to_string());
@@ -244,10 +281,27 @@ fn serve(stream: TcpStream, ends: &Mutex<Ends>, window: u32, secret: Option<&[u8
     }
 }
 
-/// The waiting end `hello` names, taken; or why the edge is refused.
-fn accept(hello: &Hello, ends: &Mutex<Ends>) -> Result<Expecting, Refusal> {
+/// The waiting end `hello` names, taken (waiting up to `wait` for it to be expected); or why
+/// the edge is refused.
+fn accept(
+    hello: &Hello,
+    ends: &Mutex<Ends>,
+    wired: &Condvar,
+    wait: Duration,
+) -> Result<Expecting, Refusal> {
+    let deadline = std::time::Instant::now() + wait;
     let mut ends = ends.lock().unwrap_or_else(|p| p.into_inner());
     let k = key(hello);
+    while hello.version == PROTOCOL_VERSION && !ends.waiting.contains_key(&k) {
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            break;
+        }
+        ends = wired
+            .wait_timeout(ends, deadline - now)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0);
+    }
     let queries: Vec<String> = ends.queries.iter().cloned().collect();
     let Some((attempt, _)) = ends.waiting.get(&k) else {
         // Version first, then which query or edge is unknown.

@@ -51,6 +51,8 @@ fn listening_with(
         secret.map(Arc::from),
     )
     .expect("binds");
+    // Unknown edges are refused at once here (a cluster's wait for late wiring is 30 s).
+    listener.wait_for_unknown_edges(std::time::Duration::ZERO);
     let (tx, rx) = crossbeam_channel::bounded(4);
     let failures = Failures::new(Arc::new(AtomicBool::new(false)));
     listener.expect(
@@ -247,4 +249,34 @@ fn rows_of_another_type_fail_the_edge_and_do_not_reach_the_task() {
     assert!(rx.recv().is_err(), "the rows never reach the task");
     let failure = failures.take().expect("recorded").to_string();
     assert!(failure.contains("column `v` is Utf8"), "{failure}");
+}
+
+#[test]
+fn a_producer_that_comes_before_its_consumer_is_wired_waits_for_it() {
+    let listener =
+        EdgeListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)), 4, None).expect("binds");
+    let (to_bridge, from_producer) = crossbeam_channel::unbounded();
+    to_bridge
+        .send(Envelope {
+            seq: 1,
+            msg: Message::End,
+        })
+        .expect("queued");
+    let addr = listener.local_addr();
+    // The producer connects first; the consumer's end is expected only once it is there.
+    let producer =
+        std::thread::spawn(move || outbound::run(from_producer, addr, &hello("q", 7), None));
+    let (tx, rx) = crossbeam_channel::bounded(4);
+    let failures = Failures::new(Arc::new(AtomicBool::new(false)));
+    listener.expect(
+        &hello("q", 7),
+        Expecting {
+            tx,
+            name: "edge 7".into(),
+            failures,
+            schema: None,
+        },
+    );
+    assert_eq!(rx.recv().expect("the end arrives").seq, 1);
+    producer.join().expect("no panic").expect("the edge ran");
 }
