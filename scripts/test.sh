@@ -38,6 +38,12 @@ if ! "$python" -c 'import moto.server' >/dev/null 2>&1; then
     || "$python" -m pip install --quiet --break-system-packages 'moto[server]'
   "$python" -c 'import moto.server'
 fi
+# The cluster's two-hosts test makes network namespaces with `ip` (Debian's iproute2), as
+# root.
+if ! command -v ip >/dev/null 2>&1; then
+  step "installing iproute2 (the two-hosts test's network namespaces)"
+  apt-get install -y iproute2 || { apt-get update && apt-get install -y iproute2; }
+fi
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
