@@ -444,6 +444,9 @@ fn start_checkpointer(
             ..crate::control::RunPlaces::default()
         },
     )?);
+    control.refuse_stop(format!(
+        "stopping a query on a cluster is not supported yet: cancel it with `anduin cancel {name}` (its output stays exactly once, up to its last checkpoint)"
+    ));
     cluster.api.remove(name);
     cluster
         .api

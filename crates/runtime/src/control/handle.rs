@@ -114,6 +114,8 @@ pub struct Control {
     /// In a cluster's executor: where the instances' reports (a change applied, an input
     /// ended) also go, for the control plane at the coordinator.
     forward: Mutex<Option<crossbeam_channel::Sender<crate::protocol::Event>>>,
+    /// Why `stop` is refused, where the query cannot be stopped (yet).
+    stop_refused: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -158,7 +160,17 @@ impl Control {
             changed: Condvar::new(),
             deadline: DEFAULT_DEADLINE,
             forward: Mutex::new(None),
+            stop_refused: Mutex::new(None),
         }
+    }
+
+    /// `stop` is refused with `why` (a query on a cluster cannot be stopped cleanly yet): an
+    /// answer that says so rather than a stop that does nothing.
+    pub fn refuse_stop(&self, why: impl Into<String>) {
+        *self
+            .stop_refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why.into());
     }
 
     /// Also sends the instances' reports (a change applied at a barrier, an operator's input
@@ -255,6 +267,14 @@ impl Control {
     /// it resumes there.
     pub fn stop(&self) -> Result<(), ControlFailure> {
         let state = self.lock().state;
+        let refused = self
+            .stop_refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(why) = refused {
+            return Err(self.not_running(state, &why));
+        }
         if matches!(state, QueryState::Finished | QueryState::Failed) {
             return Err(self.not_running(state, "it cannot be stopped"));
         }
