@@ -26,7 +26,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use common::cluster::LocalCluster;
+use common::cluster::{children, LocalCluster};
 use common::{anduin_ok, output_rows, wait_until};
 
 const QUERY: &str = r#"
@@ -53,28 +53,6 @@ operator name = "outA", type = "writer" {
   param path = "${OUT_A}"
 }
 "#;
-
-/// The PIDs of the processes whose parent is `parent`.
-fn children(parent: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid …: comm may hold spaces, so read after the last ')'.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) {
-            out.push(pid);
-        }
-    }
-    out
-}
 
 /// The socket inodes `pid` holds.
 fn socket_inodes(pid: u32) -> BTreeSet<String> {

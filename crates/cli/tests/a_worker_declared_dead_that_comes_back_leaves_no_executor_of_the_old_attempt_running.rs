@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::cluster::LocalCluster;
+use common::cluster::{children, running, LocalCluster};
 use common::{anduin_ok, output_rows, wait_until};
 
 /// Two independent pipelines: with two workers, each runs one whole (instances go to the
@@ -49,36 +49,6 @@ operator name = "outB", type = "writer" {
   param path = "${OUTPUT}/B"
 }
 "#;
-
-/// The PIDs of the processes whose parent is `parent`.
-fn children(parent: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-/// Whether `pid` runs (exists and is not a zombie waiting to be reaped).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
-}
 
 fn signal(pid: u32, sig: i32) {
     // SAFETY: sends a signal to a process this test started.

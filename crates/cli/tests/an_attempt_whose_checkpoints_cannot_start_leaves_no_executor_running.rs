@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::cluster::LocalCluster;
+use common::cluster::{children, running, LocalCluster};
 use common::wait_until;
 
 const SLOW: &str = r#"
@@ -33,30 +33,6 @@ operator name = "out", type = "writer" {
   param path = "${OUTPUT}"
 }
 "#;
-
-/// The PIDs of the processes whose parent is `parent` and that run (not zombies).
-fn running_children(parent: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let mut rest = stat
-            .rsplit_once(')')
-            .map(|(_, r)| r.split_whitespace())
-            .into_iter()
-            .flatten();
-        let state = rest.next();
-        let ppid = rest.next().and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) && !matches!(state, Some("Z" | "X")) {
-            out.push(pid);
-        }
-    }
-    out
-}
 
 fn state(cluster: &LocalCluster) -> String {
     cluster.status("q")["state"]
@@ -123,7 +99,10 @@ fn an_attempt_whose_checkpoints_cannot_start_leaves_no_executor_running() {
     // for the workers to reap their killed executors).
     let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         wait_until("every executor of the query to end", || {
-            left = workers.iter().flat_map(|w| running_children(*w)).collect();
+            left = workers
+                .iter()
+                .flat_map(|w| children(*w).into_iter().filter(|p| running(*p)))
+                .collect();
             left.is_empty()
         })
     }));

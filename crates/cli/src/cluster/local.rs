@@ -104,7 +104,7 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
             .context("cannot start the coordinator")?,
     );
     let deadline = Instant::now() + Duration::from_secs(30);
-    let addr = loop {
+    let addr: std::net::SocketAddr = loop {
         if let Ok(a) = std::fs::read_to_string(&address_file) {
             break a.trim().parse().context("the coordinator's address")?;
         }
@@ -123,7 +123,7 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
                 .arg("worker")
                 .args(secret_flag(&args.secret))
                 .arg("--coordinator")
-                .arg(addr_string(addr))
+                .arg(addr.to_string())
                 .args(["--slots", &args.slots.to_string()])
                 .args(["--name", &format!("worker-{i}")])
                 .arg("--work-dir")
@@ -152,10 +152,6 @@ fn secret_flag(s: &SecretArgs) -> Vec<std::ffi::OsString> {
         Some(f) => vec!["--cluster-secret-file".into(), f.clone().into_os_string()],
         None => Vec::new(),
     }
-}
-
-fn addr_string(a: std::net::SocketAddr) -> String {
-    a.to_string()
 }
 
 /// A temporary directory removed when dropped.
