@@ -204,6 +204,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
                 // As many messages in flight on the network as each end's queue holds.
                 window: 16,
                 attempt: 0,
+                resumption: None,
             })
         }),
         control,

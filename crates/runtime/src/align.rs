@@ -52,15 +52,26 @@ impl Aligner {
         i: usize,
         b: Barrier,
     ) -> Result<Alignment, MisalignedBarrier> {
-        if let Some(cur) = &self.current {
-            if cur.epoch != b.epoch {
+        match &self.current {
+            Some(cur) if b.epoch < cur.epoch => {
                 return Err(MisalignedBarrier {
                     expected: cur.epoch,
                     got: b.epoch,
                 });
             }
-        } else {
-            self.current = Some(b);
+            Some(cur) if b.epoch > cur.epoch => {
+                // A newer checkpoint's barrier: the one being aligned was given up (a restored
+                // producer never sends it). Its inputs are read again; the newer one aligns.
+                tracing::warn!(
+                    given_up = cur.epoch.0,
+                    epoch = b.epoch.0,
+                    "a newer barrier overtook the checkpoint being aligned"
+                );
+                self.arrived.iter_mut().for_each(|a| *a = false);
+                self.current = Some(b);
+            }
+            Some(_) => {}
+            None => self.current = Some(b),
         }
         if let Some(a) = self.arrived.get_mut(i) {
             *a = true;
@@ -143,15 +154,34 @@ mod tests {
     }
 
     #[test]
-    fn a_barrier_of_another_epoch_mid_alignment_is_a_violation() {
+    fn an_older_barrier_mid_alignment_is_a_violation() {
         let mut a = Aligner::new(2);
+        assert_eq!(a.on_barrier(0, barrier(3)), Ok(Alignment::Waiting));
+        assert_eq!(
+            a.on_barrier(1, barrier(2)),
+            Err(MisalignedBarrier {
+                expected: Epoch(3),
+                got: Epoch(2)
+            })
+        );
+    }
+
+    #[test]
+    fn a_newer_barrier_mid_alignment_gives_the_older_checkpoint_up() {
+        let mut a = Aligner::new(3);
         assert_eq!(a.on_barrier(0, barrier(2)), Ok(Alignment::Waiting));
+        assert_eq!(a.on_barrier(1, barrier(2)), Ok(Alignment::Waiting));
+        // Input 2's producer was restored and never sends barrier 2: barrier 3 overtakes it.
+        assert_eq!(a.on_barrier(2, barrier(3)), Ok(Alignment::Waiting));
+        assert!(
+            !a.is_blocked(0),
+            "inputs held for checkpoint 2 are read again"
+        );
+        assert!(a.is_blocked(2));
+        assert_eq!(a.on_barrier(0, barrier(3)), Ok(Alignment::Waiting));
         assert_eq!(
             a.on_barrier(1, barrier(3)),
-            Err(MisalignedBarrier {
-                expected: Epoch(2),
-                got: Epoch(3)
-            })
+            Ok(Alignment::Aligned(barrier(3)))
         );
     }
 }

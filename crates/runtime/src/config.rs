@@ -68,6 +68,31 @@ pub struct NetworkSettings {
     /// The attempt of the query these channels belong to (a cluster's): in every edge's
     /// handshake, so that a producer of an earlier attempt is refused as stale.
     pub attempt: u64,
+    /// Edges that outlive the loss of either end (a cluster's per-task recovery); `None`: an
+    /// edge that loses its peer fails the run.
+    pub resumption: Option<Resumption>,
+}
+
+/// How a cluster's edges outlive the loss of one end: the producer keeps what its consumer
+/// has not yet covered by a complete checkpoint (upstream backup) and replays it to a
+/// restored consumer; the consumer drops what a restored producer replays of what it had.
+#[derive(Debug, Clone)]
+pub struct Resumption {
+    /// The newest complete checkpoint this process has heard of: upstream backups keep only
+    /// what follows its barrier.
+    pub completed: Arc<std::sync::atomic::AtomicU64>,
+    /// Bytes of upstream backup an edge keeps at most; beyond, its consumer's loss makes the
+    /// query recover as a whole.
+    pub backup_limit: usize,
+    /// How long an end waits for its lost peer to come back (restored elsewhere) before the
+    /// edge fails.
+    pub wait: Duration,
+    /// Where every worker's channels are reached, changed when a worker's instances are
+    /// restored elsewhere.
+    pub peers: Arc<crate::net::Peers>,
+    /// Where an edge reports a checkpoint it had to give up (its barrier came while a
+    /// restored producer replayed what the consumer had already received).
+    pub reports: crossbeam_channel::Sender<crate::protocol::Event>,
 }
 
 /// Where a run's instances run.

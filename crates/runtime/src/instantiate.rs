@@ -364,7 +364,8 @@ impl Wires {
             }
             if net.runs(to) {
                 let (from_network, inlet) = crossbeam_channel::bounded(capacity.max(1));
-                net.consumer_end(c, from_network, name, schema_of(c));
+                let task = topology.instance(c.to).map_or(usize::MAX, |i| i.id);
+                net.consumer_end(c, task, from_network, name, schema_of(c));
                 receivers.push(Some(inlet));
             } else {
                 receivers.push(None);

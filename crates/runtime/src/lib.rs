@@ -41,13 +41,14 @@ mod task;
 mod topology;
 
 pub use config::{
-    CheckpointSettings, Checkpointing, NetworkSettings, Placement, RemoteCoordinator, RunConfig,
+    CheckpointSettings, Checkpointing, NetworkSettings, Placement, RemoteCoordinator, Resumption,
+    RunConfig,
 };
 pub use error::{RuntimeError, TaskError, TaskFailure};
 pub use events::{EngineEvent, Events, LogEvents, Recorded, Subscriber};
 pub use faults::Faults;
 pub use fingerprint::fingerprint;
-pub use net::EdgeListener;
+pub use net::{EdgeListener, Peers};
 pub use protocol::{Command, Event, OpState};
 pub use run::run;
 pub use run::{coordinate, Coordinated};

@@ -54,7 +54,7 @@ pub fn run(
     let mut net = config
         .network
         .as_ref()
-        .map(|n| start_network(n, &mut topology, &abort))
+        .map(|n| start_network(n, config, &mut topology, &abort))
         .transpose()?;
     info!(
         tasks = plan.tasks.len(),
@@ -205,9 +205,16 @@ fn probe(
 /// Places the instances and starts listening for the channels that cross workers.
 fn start_network(
     settings: &NetworkSettings,
+    config: &RunConfig,
     topology: &mut Topology,
     abort: &Arc<AtomicBool>,
 ) -> Result<NetWiring, RuntimeError> {
+    // Every stream of a restored run starts after its checkpoint's barrier.
+    let restored = config
+        .checkpointing
+        .as_ref()
+        .and_then(|c| c.restore.as_ref())
+        .map_or(0, |r| r.manifest.epoch);
     match settings.placement {
         Placement::Loopback { workers } => {
             topology.spread(workers);
@@ -229,6 +236,8 @@ fn start_network(
                 Failures::new(Arc::clone(abort)),
                 None,
                 settings.attempt,
+                restored,
+                None,
             ))
         }
         Placement::Assigned {
@@ -246,6 +255,8 @@ fn start_network(
                 Failures::new(Arc::clone(abort)),
                 Some(WorkerId(here)),
                 settings.attempt,
+                restored,
+                settings.resumption.clone(),
             ))
         }
     }

@@ -68,6 +68,7 @@ pub fn encode(frame: &Frame) -> Result<Vec<u8>, WireError> {
             put_u32(&mut body, h.from_instance);
             put_u32(&mut body, h.to_instance);
             put_u64(&mut body, h.attempt);
+            put_u64(&mut body, h.from_epoch);
         }
         Frame::Data { seq, ipc } => {
             put_u64(&mut body, *seq);
@@ -178,6 +179,7 @@ fn read_body(kind: u8, r: &mut Reader<'_>) -> Result<Frame, Short> {
             from_instance: r.u32()?,
             to_instance: r.u32()?,
             attempt: r.u64()?,
+            from_epoch: r.u64()?,
         }),
         2 => Frame::Data {
             seq: r.u64()?,

@@ -4,7 +4,7 @@
 //! said and what was expected.
 
 /// The version of the frames this build speaks.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// What opens an edge.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,6 +22,12 @@ pub struct Hello {
     /// The attempt of the consumer's task the edge is for (a restored task is a new attempt:
     /// frames of an earlier attempt are stale).
     pub attempt: u64,
+    /// Where the sender's side of the stream starts: after the barrier of this checkpoint
+    /// epoch (0: from the beginning). A producer says where its output starts (the checkpoint
+    /// its task was restored from, or the oldest barrier it can still replay from); the
+    /// consumer answers where it wants the stream to start (the checkpoint it was restored
+    /// from, or the producer's own start when it can recognise what it has already seen).
+    pub from_epoch: u64,
 }
 
 /// What the receiving side expects of a `Hello`.
@@ -116,6 +122,7 @@ mod tests {
             from_instance: 0,
             to_instance: 1,
             attempt: 2,
+            from_epoch: 0,
         }
     }
 
@@ -133,7 +140,7 @@ mod tests {
             version: 9,
             ..hello()
         })
-        .contains("protocol version 9, this anduin speaks 1"));
+        .contains("protocol version 9, this anduin speaks 2"));
         assert!(refused(Hello {
             query: "q9".into(),
             ..hello()

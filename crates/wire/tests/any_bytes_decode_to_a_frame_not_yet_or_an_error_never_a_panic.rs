@@ -46,17 +46,21 @@ fn frame() -> impl Strategy<Value = Frame> {
             any::<u32>(),
             any::<u32>(),
             any::<u32>(),
+            any::<u64>(),
             any::<u64>()
         )
             .prop_map(
-                |(version, query, edge, from_instance, to_instance, attempt)| Frame::Hello(Hello {
-                    version,
-                    query,
-                    edge,
-                    from_instance,
-                    to_instance,
-                    attempt,
-                })
+                |(version, query, edge, from_instance, to_instance, attempt, from_epoch)| {
+                    Frame::Hello(Hello {
+                        version,
+                        query,
+                        edge,
+                        from_instance,
+                        to_instance,
+                        attempt,
+                        from_epoch,
+                    })
+                }
             ),
         (any::<u64>(), prop::collection::vec(any::<u8>(), 0..64))
             .prop_map(|(seq, ipc)| Frame::Data { seq, ipc }),

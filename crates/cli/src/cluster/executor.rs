@@ -179,6 +179,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
                 },
                 window: 16,
                 attempt: d.attempt,
+                resumption: None,
             }),
         },
     );

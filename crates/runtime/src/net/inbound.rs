@@ -1,27 +1,30 @@
 //! The consumer's bridge of a network edge: puts each message that arrives on the consumer
 //! task's bounded queue, in order, and grants the producer credit as the queue takes them.
+//! What a restored producer replays of what the consumer already had is dropped ([`Seen`]).
 
 use std::io::Write;
 use std::net::TcpStream;
 
-use anduin_types::Message;
+use anduin_types::{Epoch, Message};
 use anduin_wire::Frame;
-use crossbeam_channel::Sender;
 
 use super::codec::from_frame;
-use super::listener::kind_name;
+use super::listener::{kind_name, Expecting};
+use super::resume::{Filtered, Seen};
 use super::{NetError, CONSUMER_STOPPED};
 use crate::channel::Envelope;
+use crate::protocol::Event;
 use anduin_wire::{write_frame, FrameReader};
 
 /// Runs the edge until its end message (`Ok`) or a failure.
 pub(super) fn run(
     mut reader: FrameReader<TcpStream>,
     mut writer: TcpStream,
-    tx: &Sender<Envelope>,
+    end: &Expecting,
+    seen: &mut Seen,
     window: u32,
-    schema: Option<&arrow::datatypes::SchemaRef>,
 ) -> Result<(), NetError> {
+    let (tx, schema) = (&end.tx, end.schema.as_ref());
     write_frame(&mut writer, &Frame::Credit { messages: window })?;
     writer.flush().map_err(anduin_wire::FrameError::from)?;
     // Credit goes back in handfuls, not one frame per message.
@@ -45,17 +48,30 @@ pub(super) fn run(
         if let (Message::Data(batch), Some(schema)) = (&env.msg, schema) {
             check_schema(env.seq, batch, schema)?;
         }
-        let end = matches!(env.msg, Message::End);
-        if tx.send(env).is_err() {
-            let _ = write_frame(
-                &mut writer,
-                &Frame::Refused {
-                    reason: CONSUMER_STOPPED.into(),
-                },
-            );
-            return Err(NetError::ConsumerGone);
+        let msg = match seen.filter(env.msg)? {
+            Filtered::Deliver(msg) => Some(msg),
+            Filtered::Drop => None,
+            Filtered::Void(epoch) => {
+                // The consumer would snapshot past what the restored producer's snapshot
+                // covers: this checkpoint is given up; the next one is consistent.
+                tracing::warn!(edge = %end.name, epoch, "a checkpoint's barrier came while the edge replayed what it had: giving that checkpoint up");
+                if let Some(r) = &end.resumable {
+                    let _ = r.reports.send(Event::Failed {
+                        epoch: Epoch(epoch),
+                        task: r.task,
+                        reason: format!("{}: its producer was restored and replayed what had already arrived when the barrier came", end.name),
+                    });
+                }
+                None
+            }
+        };
+        let mut ended = false;
+        if let Some(msg) = msg {
+            ended = matches!(msg, Message::End);
+            let seq = seen.next_seq();
+            deliver(&mut writer, tx, Envelope { seq, msg })?;
         }
-        if end {
+        if ended {
             return Ok(());
         }
         owed += 1;
@@ -64,6 +80,24 @@ pub(super) fn run(
             owed = 0;
         }
     }
+}
+
+/// Puts `env` on the consumer task's queue; tells the producer when the task has stopped.
+fn deliver(
+    writer: &mut TcpStream,
+    tx: &crossbeam_channel::Sender<Envelope>,
+    env: Envelope,
+) -> Result<(), NetError> {
+    if tx.send(env).is_err() {
+        let _ = write_frame(
+            writer,
+            &Frame::Refused {
+                reason: CONSUMER_STOPPED.into(),
+            },
+        );
+        return Err(NetError::ConsumerGone);
+    }
+    Ok(())
 }
 
 /// Whether `batch` has the channel's columns, of the channel's types.

@@ -14,6 +14,7 @@ use std::time::Duration;
 use anduin_wire::{check_hello, Expected, Frame, Hello, Refusal, PROTOCOL_VERSION};
 use crossbeam_channel::Sender;
 
+use super::resume::Seen;
 use super::{inbound, Failures, NetError};
 use crate::channel::Envelope;
 use anduin_wire::{write_frame, FrameReader};
@@ -41,11 +42,32 @@ pub(crate) struct Expecting {
     pub failures: Failures,
     /// The rows' type, checked on every batch that arrives (`None`: not checked).
     pub schema: Option<arrow::datatypes::SchemaRef>,
+    /// The checkpoint the consumer's task was restored from (0: none).
+    pub restored: u64,
+    /// The edge outlives its producer's loss (a cluster's): a restored producer connects
+    /// again.
+    pub resumable: Option<Resumable>,
+}
+
+/// How a resumable consumer end reports a checkpoint it gives up.
+pub(crate) struct Resumable {
+    /// The consumer task's checkpoint id.
+    pub task: usize,
+    pub reports: Sender<crate::protocol::Event>,
+}
+
+/// A consumer end, across its producer's connections.
+pub(crate) struct End {
+    pub expecting: Expecting,
+    /// What arrived so far; held by the connection that delivers.
+    pub seen: Mutex<Seen>,
+    /// The connection delivering now, cut when a restored producer connects.
+    current: Mutex<Option<TcpStream>>,
 }
 
 struct Ends {
-    /// Attempt and end of every channel end not yet connected.
-    waiting: HashMap<EdgeKey, (u64, Expecting)>,
+    /// Attempt and end of every channel end not yet connected (and of every resumable one).
+    waiting: HashMap<EdgeKey, (u64, Arc<End>)>,
     /// Queries this process has ever expected an edge of.
     queries: BTreeSet<String>,
 }
@@ -138,6 +160,11 @@ impl EdgeListener {
     pub(crate) fn expect(&self, hello: &Hello, end: Expecting) {
         let mut ends = self.ends.lock().unwrap_or_else(|p| p.into_inner());
         ends.queries.insert(hello.query.clone());
+        let end = Arc::new(End {
+            seen: Mutex::new(Seen::new(end.restored)),
+            expecting: end,
+            current: Mutex::new(None),
+        });
         ends.waiting.insert(key(hello), (hello.attempt, end));
         drop(ends);
         self.wired.notify_all();
@@ -266,18 +293,47 @@ fn serve(stream: TcpStream, shared: &Shared) {
             return;
         }
     };
+    // A restored producer replaces the connection of the one it restores: that one is cut
+    // (its process is gone or given up), and its bridge lets go of what has arrived.
+    if end.expecting.resumable.is_some() {
+        let mut current = end.current.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = current.take() {
+            let _ = old.shutdown(std::net::Shutdown::Both);
+        }
+        *current = writer.try_clone().ok();
+    }
+    let mut seen = end.seen.lock().unwrap_or_else(|p| p.into_inner());
+    let from = match seen.connect(hello.from_epoch) {
+        Ok(from) => from,
+        Err(e) => {
+            drop(seen);
+            refuse(&mut writer, &peer, &e.to_string());
+            end.expecting
+                .failures
+                .record(&end.expecting.name, &NetError::Resume(e));
+            return;
+        }
+    };
     let reply = Hello {
         version: PROTOCOL_VERSION,
+        from_epoch: from,
         ..hello.clone()
     };
-    if let Err(e) = write_frame(&mut writer, &Frame::Hello(reply)) {
-        end.failures.record(&end.name, &NetError::Frame(e));
+    let e = &end.expecting;
+    if let Err(err) = write_frame(&mut writer, &Frame::Hello(reply)) {
+        e.failures.record(&e.name, &NetError::Frame(err));
         return;
     }
     let _ = writer.set_read_timeout(None);
-    tracing::debug!(edge = %end.name, %peer, "channel connected");
-    if let Err(e) = inbound::run(reader, writer, &end.tx, window, end.schema.as_ref()) {
-        end.failures.record(&end.name, &e);
+    tracing::debug!(edge = %e.name, %peer, from, "channel connected");
+    // Closed when the bridge ends, whoever else holds the stream.
+    let _close = writer.try_clone().ok().map(Closer);
+    if let Err(err) = inbound::run(reader, writer, e, &mut seen, window) {
+        if e.resumable.is_some() && err.is_lost_peer() {
+            tracing::warn!(edge = %e.name, error = %err, "lost the producer of an edge: waiting for it to be restored");
+        } else {
+            e.failures.record(&e.name, &err);
+        }
     }
 }
 
@@ -288,7 +344,7 @@ fn accept(
     ends: &Mutex<Ends>,
     wired: &Condvar,
     wait: Duration,
-) -> Result<Expecting, Refusal> {
+) -> Result<Arc<End>, Refusal> {
     let deadline = std::time::Instant::now() + wait;
     let mut ends = ends.lock().unwrap_or_else(|p| p.into_inner());
     let k = key(hello);
@@ -326,8 +382,21 @@ fn accept(
             attempt: *attempt,
         },
     )?;
-    let (_, end) = ends.waiting.remove(&k).expect("looked up just above");
+    let (_, end) = ends.waiting.get(&k).expect("looked up just above");
+    let end = Arc::clone(end);
+    if end.expecting.resumable.is_none() {
+        ends.waiting.remove(&k);
+    }
     Ok(end)
+}
+
+/// Shuts its stream down when dropped.
+struct Closer(TcpStream);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Both);
+    }
 }
 
 fn refuse(writer: &mut TcpStream, peer: &str, reason: &str) {

@@ -14,20 +14,23 @@
 //! and a full consumer queue stops the credit, which stops the producer's bridge, which fills
 //! the producer's queue: backpressure reaches the sources across processes as within one.
 //!
-//! What is not here yet: replaying a producer's unacknowledged output to a restored consumer
-//! (upstream backup); authentication of peers (listeners bind to the address they are given:
-//! loopback unless the cluster has a secret).
+//! In a cluster the edges are resumable ([`crate::config::Resumption`], [`resume`]): an end
+//! that loses its peer waits for it to be restored (elsewhere: [`Peers`] says where), the
+//! producer replays what the restored consumer's checkpoint does not cover (upstream backup),
+//! and the consumer drops what a restored producer replays of what it already had.
 
 mod codec;
 mod inbound;
 pub mod listener;
 mod outbound;
+mod resume;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use anduin_wire::{Hello, PROTOCOL_VERSION};
 use crossbeam_channel::Receiver;
@@ -71,6 +74,14 @@ pub(crate) enum NetError {
     /// The consumer's task has stopped (it failed, and says why itself).
     #[error("the consuming task has stopped")]
     ConsumerGone,
+    #[error("no address for the consumer's worker")]
+    NoAddress,
+    #[error("the peer did not come back within {waited:?} (last: {last})")]
+    PeerNotBack { waited: Duration, last: String },
+    #[error("cannot replay to the restored consumer: {0}")]
+    Replay(resume::ReplayError),
+    #[error("cannot resume the edge: {0}")]
+    Resume(#[from] resume::ResumeError),
 }
 
 impl NetError {
@@ -80,6 +91,71 @@ impl NetError {
             self,
             NetError::ProducerClosed | NetError::ProducerGone | NetError::ConsumerGone
         )
+    }
+
+    /// Whether the peer may only be gone for now (its process died, the link was cut): a
+    /// resumable edge waits for it to come back.
+    fn is_lost_peer(&self) -> bool {
+        matches!(
+            self,
+            NetError::Frame(anduin_wire::FrameError::Io(_))
+                | NetError::Connect { .. }
+                | NetError::ConsumerGone
+                | NetError::ProducerClosed
+        )
+    }
+}
+
+/// Where every worker's channels are reached: a worker's address changes when its instances
+/// are restored in another process, and the producers waiting for it learn the new one.
+#[derive(Debug, Default)]
+pub struct Peers {
+    /// Each worker's address, with the number of times it changed.
+    at: Mutex<BTreeMap<WorkerId, (SocketAddr, u64)>>,
+    changed: Condvar,
+}
+
+impl Peers {
+    /// The workers' first addresses.
+    pub fn new(addresses: impl IntoIterator<Item = (u32, SocketAddr)>) -> Arc<Self> {
+        Arc::new(Self {
+            at: Mutex::new(
+                addresses
+                    .into_iter()
+                    .map(|(w, a)| (WorkerId(w), (a, 0)))
+                    .collect(),
+            ),
+            changed: Condvar::new(),
+        })
+    }
+
+    /// Worker `worker`'s instances now run at `addr`.
+    pub fn redirect(&self, worker: u32, addr: SocketAddr) {
+        let mut at = self.at.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = at.entry(WorkerId(worker)).or_insert((addr, 0));
+        *entry = (addr, entry.1 + 1);
+        drop(at);
+        self.changed.notify_all();
+    }
+
+    fn get(&self, worker: WorkerId) -> Option<(SocketAddr, u64)> {
+        self.at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&worker)
+            .copied()
+    }
+
+    /// Worker `worker`'s address once it is no longer the `seen`th (waiting up to `wait`).
+    fn changed(&self, worker: WorkerId, seen: u64, wait: Duration) -> Option<(SocketAddr, u64)> {
+        let at = self.at.lock().unwrap_or_else(|p| p.into_inner());
+        let (at, _) = self
+            .changed
+            .wait_timeout_while(at, wait, |at| {
+                at.get(&worker).is_none_or(|(_, g)| *g == seen)
+            })
+            .unwrap_or_else(|p| p.into_inner());
+        at.get(&worker).copied().filter(|(_, g)| *g != seen)
     }
 }
 
@@ -123,20 +199,25 @@ impl Failures {
 pub(crate) struct NetWiring {
     pub query: String,
     pub listener: Arc<EdgeListener>,
-    /// The data address of every worker.
-    pub addresses: BTreeMap<WorkerId, SocketAddr>,
     pub failures: Failures,
     /// The worker this process is, when it runs only part of the instances; `None`: it runs
     /// every worker's.
     pub here: Option<WorkerId>,
     /// The query's attempt, in every handshake.
     pub attempt: u64,
+    /// The checkpoint this process's tasks were restored from (0: none): where their streams
+    /// start.
+    pub restored: u64,
+    /// Resumable edges (a cluster's).
+    pub resumption: Option<crate::config::Resumption>,
+    peers: Arc<Peers>,
     /// Producer ends built and waiting to connect.
-    pending: Vec<(Receiver<Envelope>, Hello, SocketAddr, String)>,
+    pending: Vec<(outbound::Outbound, String)>,
     running: Vec<JoinHandle<()>>,
 }
 
 impl NetWiring {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         query: String,
         listener: Arc<EdgeListener>,
@@ -144,14 +225,22 @@ impl NetWiring {
         failures: Failures,
         here: Option<WorkerId>,
         attempt: u64,
+        restored: u64,
+        resumption: Option<crate::config::Resumption>,
     ) -> Self {
+        let peers = match &resumption {
+            Some(r) => Arc::clone(&r.peers),
+            None => Peers::new(addresses.iter().map(|(w, a)| (w.0, *a))),
+        };
         Self {
             query,
             listener,
-            addresses,
             failures,
             here,
             attempt,
+            restored,
+            resumption,
+            peers,
             pending: Vec::new(),
             running: Vec::new(),
         }
@@ -165,6 +254,7 @@ impl NetWiring {
             from_instance: u32::try_from(c.from.instance).unwrap_or(u32::MAX),
             to_instance: u32::try_from(c.to.instance).unwrap_or(u32::MAX),
             attempt,
+            from_epoch: self.restored,
         }
     }
 
@@ -182,22 +272,30 @@ impl NetWiring {
         rx: Receiver<Envelope>,
         name: String,
     ) -> Result<(), RuntimeError> {
-        let addr = *self
-            .addresses
-            .get(&to)
-            .ok_or_else(|| RuntimeError::Network {
-                edge: name.clone(),
+        if self.peers.get(to).is_none() {
+            return Err(RuntimeError::Network {
+                edge: name,
                 message: format!("no address for worker {}", to.0),
-            })?;
-        let hello = self.hello(c, self.attempt);
-        self.pending.push((rx, hello, addr, name));
+            });
+        }
+        let out = outbound::Outbound {
+            rx,
+            peers: Arc::clone(&self.peers),
+            to,
+            hello: self.hello(c, self.attempt),
+            secret: self.listener.secret(),
+            resumption: self.resumption.clone(),
+        };
+        self.pending.push((out, name));
         Ok(())
     }
 
-    /// The consumer's end of channel `c`: the listener hands what arrives to `tx`.
+    /// The consumer's end of channel `c`, whose consumer is the task with checkpoint id
+    /// `task`: the listener hands what arrives to `tx`.
     pub(crate) fn consumer_end(
         &self,
         c: &Channel,
+        task: usize,
         tx: crossbeam_channel::Sender<Envelope>,
         name: String,
         schema: Option<arrow::datatypes::SchemaRef>,
@@ -210,20 +308,24 @@ impl NetWiring {
                 name,
                 failures: self.failures.clone(),
                 schema,
+                restored: self.restored,
+                resumable: self.resumption.as_ref().map(|r| listener::Resumable {
+                    task,
+                    reports: r.reports.clone(),
+                }),
             },
         );
     }
 
     /// Starts the producer ends' bridges: each connects to its consumer's worker.
     pub(crate) fn connect(&mut self) -> Result<(), RuntimeError> {
-        for (rx, hello, addr, name) in self.pending.drain(..) {
+        for (out, name) in self.pending.drain(..) {
             let failures = self.failures.clone();
-            let secret = self.listener.secret();
-            let thread = format!("anduin-net-out-{}", hello.edge);
+            let thread = format!("anduin-net-out-{}", out.hello.edge);
             let handle = std::thread::Builder::new()
                 .name(thread)
                 .spawn(move || {
-                    if let Err(e) = outbound::run(rx, addr, &hello, secret.as_deref()) {
+                    if let Err(e) = out.run() {
                         failures.record(&name, &e);
                     }
                 })
@@ -249,5 +351,7 @@ pub(crate) fn edge_name(c: &Channel, from: &str, to: &str) -> String {
     format!("channel {} ({from} -> {to}, port {})", c.id.0, c.to_input)
 }
 
+#[cfg(test)]
+mod resume_tests;
 #[cfg(test)]
 mod tests;

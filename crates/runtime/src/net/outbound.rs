@@ -1,78 +1,271 @@
 //! The producer's bridge of a network edge: connects to the consumer's worker, opens the edge
 //! with a handshake, then sends each message the producer task puts on its queue as a frame,
 //! as long as the consumer has granted credit for it.
+//!
+//! A resumable edge (a cluster's) also keeps what it sent after the last complete checkpoint
+//! ([`Backup`]); when the connection is lost it waits for the consumer's worker to come back
+//! (or its instances to be restored elsewhere, [`Peers`]) and replays from where the consumer
+//! asks.
 
 use std::io::{BufWriter, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anduin_types::Message;
 use anduin_wire::{Frame, Hello};
-use crossbeam_channel::{Receiver, TryRecvError};
+use crossbeam_channel::Receiver;
 
 use super::codec::to_frame;
 use super::listener::kind_name;
-use super::{NetError, CONSUMER_STOPPED};
+use super::resume::Backup;
+use super::{NetError, Peers, CONSUMER_STOPPED};
 use crate::channel::Envelope;
+use crate::config::Resumption;
+use crate::topology::WorkerId;
 use anduin_wire::{write_frame, FrameError, FrameReader};
 
 /// How long a producer keeps trying to reach a consumer's worker that does not listen yet.
 const CONNECT_FOR: Duration = Duration::from_secs(30);
 /// How long the consumer has to answer the handshake.
 const ANSWER_WITHIN: Duration = Duration::from_secs(30);
+/// How often a producer that has sent its end checks whether the last checkpoint completed.
+const END_POLL: Duration = Duration::from_millis(100);
+/// How long a producer that has sent its end keeps its backup for the last checkpoint.
+const END_KEEP: Duration = Duration::from_secs(60);
 
-/// Runs the edge until the producer's end message is sent (`Ok`) or a failure.
-pub(super) fn run(
-    rx: Receiver<Envelope>,
-    to: SocketAddr,
-    hello: &Hello,
-    secret: Option<&[u8]>,
-) -> Result<(), NetError> {
-    let stream = connect(to)?;
-    let mut reader = FrameReader::new(stream.try_clone().map_err(FrameError::from)?);
-    let mut writer = BufWriter::with_capacity(256 << 10, stream);
-    write_frame(&mut writer, &Frame::Hello(hello.clone()))?;
-    writer.flush().map_err(FrameError::from)?;
-    writer
-        .get_ref()
-        .set_read_timeout(Some(ANSWER_WITHIN))
-        .map_err(FrameError::from)?;
-    // The consumer's challenge: prove the cluster's secret.
-    match reader.read_frame()? {
-        Some(Frame::Message { body: nonce }) => {
-            let proof = anduin_wire::auth::proof(secret, &nonce);
-            write_frame(&mut writer, &Frame::Message { body: proof })?;
-            writer.flush().map_err(FrameError::from)?;
-        }
-        Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
-        Some(other) => return Err(NetError::Unexpected(kind_name(&other))),
-        None => return Err(NetError::Refused("closed without an answer".into())),
-    }
-    match reader.read_frame()? {
-        Some(Frame::Hello(_)) => {}
-        Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
-        Some(other) => return Err(NetError::Unexpected(kind_name(&other))),
-        None => return Err(NetError::Refused("closed without an answer".into())),
-    }
-    writer
-        .get_ref()
-        .set_read_timeout(None)
-        .map_err(FrameError::from)?;
-    let mut credit: u64 = 0;
-    loop {
-        let env = match rx.try_recv() {
-            Ok(env) => env,
-            Err(TryRecvError::Empty) => {
-                // Nothing more to send right now: what is buffered goes out.
-                writer.flush().map_err(FrameError::from)?;
-                rx.recv().map_err(|_| NetError::ProducerGone)?
-            }
-            Err(TryRecvError::Disconnected) => return Err(NetError::ProducerGone),
+/// One producer end.
+pub(super) struct Outbound {
+    pub rx: Receiver<Envelope>,
+    pub peers: Arc<Peers>,
+    pub to: WorkerId,
+    pub hello: Hello,
+    pub secret: Option<Arc<[u8]>>,
+    pub resumption: Option<Resumption>,
+}
+
+/// Where the producer is in its stream.
+struct Progress {
+    backup: Option<Backup>,
+    /// The end was taken from the queue and sent.
+    ended: bool,
+    /// The newest barrier taken from the queue.
+    last_barrier: u64,
+}
+
+impl Outbound {
+    /// Runs the edge until the producer's end message is sent (`Ok`) or a failure.
+    pub(super) fn run(self) -> Result<(), NetError> {
+        let mut progress = Progress {
+            backup: self
+                .resumption
+                .as_ref()
+                .map(|r| Backup::new(self.hello.from_epoch, r.backup_limit)),
+            ended: false,
+            last_barrier: self.hello.from_epoch,
         };
-        while credit == 0 {
-            writer.flush().map_err(FrameError::from)?;
-            match reader.read_frame()? {
-                Some(Frame::Credit { messages }) => credit += u64::from(messages),
+        let (mut addr, mut generation) = self.peers.get(self.to).ok_or(NetError::NoAddress)?;
+        let mut connect_for = CONNECT_FOR;
+        loop {
+            let lost = match self.session(addr, connect_for, &mut progress) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let Some(r) = self.resumption.as_ref().filter(|_| lost.is_lost_peer()) else {
+                return Err(lost);
+            };
+            tracing::warn!(edge = self.hello.edge, error = %lost, "lost the consumer of an edge: waiting for it to come back");
+            // The consumer's worker is gone or cut off: wait for it to be restored
+            // elsewhere (a new address), trying the old one meanwhile.
+            let deadline = Instant::now() + r.wait;
+            loop {
+                if Instant::now() >= deadline {
+                    return Err(NetError::PeerNotBack {
+                        waited: r.wait,
+                        last: lost.to_string(),
+                    });
+                }
+                if let Some((a, g)) =
+                    self.peers
+                        .changed(self.to, generation, Duration::from_secs(1))
+                {
+                    (addr, generation) = (a, g);
+                    break;
+                }
+                if TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok() {
+                    break;
+                }
+            }
+            connect_for = Duration::from_secs(5);
+        }
+    }
+
+    /// One connection: handshake, replay of what the consumer asks for, then the stream.
+    fn session(
+        &self,
+        to: SocketAddr,
+        connect_for: Duration,
+        progress: &mut Progress,
+    ) -> Result<(), NetError> {
+        let stream = connect(to, connect_for)?;
+        let mut reader = FrameReader::new(stream.try_clone().map_err(FrameError::from)?);
+        let mut writer = BufWriter::with_capacity(256 << 10, stream);
+        let hello = Hello {
+            from_epoch: progress
+                .backup
+                .as_ref()
+                .map_or(self.hello.from_epoch, Backup::base),
+            ..self.hello.clone()
+        };
+        write_frame(&mut writer, &Frame::Hello(hello))?;
+        writer.flush().map_err(FrameError::from)?;
+        writer
+            .get_ref()
+            .set_read_timeout(Some(ANSWER_WITHIN))
+            .map_err(FrameError::from)?;
+        // The consumer's challenge: prove the cluster's secret.
+        match reader.read_frame()? {
+            Some(Frame::Message { body: nonce }) => {
+                let proof = anduin_wire::auth::proof(self.secret.as_deref(), &nonce);
+                write_frame(&mut writer, &Frame::Message { body: proof })?;
+                writer.flush().map_err(FrameError::from)?;
+            }
+            Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
+            Some(other) => return Err(NetError::Unexpected(kind_name(&other))),
+            None => return Err(NetError::Refused("closed without an answer".into())),
+        }
+        let asked = match reader.read_frame()? {
+            Some(Frame::Hello(h)) => h.from_epoch,
+            Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
+            Some(other) => return Err(NetError::Unexpected(kind_name(&other))),
+            None => return Err(NetError::Refused("closed without an answer".into())),
+        };
+        writer
+            .get_ref()
+            .set_read_timeout(None)
+            .map_err(FrameError::from)?;
+        let replay = match &progress.backup {
+            Some(b) => b.replay(asked).map_err(NetError::Replay)?,
+            None if asked == self.hello.from_epoch => Vec::new(),
+            None => {
+                return Err(NetError::Replay(super::resume::ReplayError::TooOld {
+                    asked,
+                    base: self.hello.from_epoch,
+                }))
+            }
+        };
+        let mut link = Link {
+            reader,
+            writer,
+            credit: 0,
+            seq: 0,
+        };
+        for msg in &replay {
+            link.send(msg)?;
+        }
+        if replay.iter().any(|m| matches!(m, Message::End)) {
+            return self.finish(link, progress);
+        }
+        if progress.ended {
+            // The end was sent on a connection that broke before the consumer took it all;
+            // the replay above held it, unless the backup had none.
+            return Err(NetError::ProducerGone);
+        }
+        loop {
+            let env = match self.rx.try_recv() {
+                Ok(env) => env,
+                Err(crossbeam_channel::TryRecvError::Empty) => {
+                    // Nothing more to send right now: what is buffered goes out.
+                    link.writer.flush().map_err(FrameError::from)?;
+                    self.rx.recv().map_err(|_| NetError::ProducerGone)?
+                }
+                Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                    return Err(NetError::ProducerGone)
+                }
+            };
+            if let Some(b) = progress.backup.as_mut() {
+                if let Some(r) = &self.resumption {
+                    b.trim(r.completed.load(Ordering::SeqCst));
+                }
+                b.keep(&env.msg);
+            }
+            let end = matches!(env.msg, Message::End);
+            if let Message::Barrier(b) = &env.msg {
+                progress.last_barrier = b.epoch.0;
+            }
+            progress.ended |= end;
+            link.send(&env.msg)?;
+            if end {
+                return self.finish(link, progress);
+            }
+        }
+    }
+
+    /// The end is sent: waits for the consumer to close (it has taken everything), and, on a
+    /// resumable edge, for the checkpoint of the last barrier to complete, so that a consumer
+    /// lost before then can still be replayed to.
+    fn finish(&self, mut link: Link, progress: &Progress) -> Result<(), NetError> {
+        link.writer.flush().map_err(FrameError::from)?;
+        let Some(r) = &self.resumption else {
+            let stream = link.writer.get_ref();
+            let _ = stream.shutdown(Shutdown::Write);
+            while let Ok(Some(_)) = link.reader.read_frame() {}
+            return Ok(());
+        };
+        let deadline = Instant::now() + END_KEEP;
+        let _ = link.writer.get_ref().set_read_timeout(Some(END_POLL));
+        loop {
+            if r.completed.load(Ordering::SeqCst) >= progress.last_barrier {
+                let _ = link.writer.get_ref().shutdown(Shutdown::Write);
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(
+                    edge = self.hello.edge,
+                    epoch = progress.last_barrier,
+                    "the last checkpoint did not complete in time: the edge's backup is let go"
+                );
+                return Ok(());
+            }
+            match link.reader.read_frame() {
+                Ok(Some(Frame::Refused { reason })) if reason == CONSUMER_STOPPED => {
+                    return Err(NetError::ConsumerGone)
+                }
+                Ok(Some(Frame::Refused { reason })) => return Err(NetError::Refused(reason)),
+                Ok(Some(_)) => {}
+                Err(FrameError::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                // The consumer closed: lost before its last checkpoint completed?
+                Ok(None) | Err(_) => {
+                    if r.completed.load(Ordering::SeqCst) >= progress.last_barrier {
+                        return Ok(());
+                    }
+                    return Err(NetError::ConsumerGone);
+                }
+            }
+        }
+    }
+}
+
+/// A connected edge: frames out under credit.
+struct Link {
+    reader: FrameReader<TcpStream>,
+    writer: BufWriter<TcpStream>,
+    credit: u64,
+    /// Frames are numbered per connection, from 1.
+    seq: u64,
+}
+
+impl Link {
+    fn send(&mut self, msg: &Message) -> Result<(), NetError> {
+        while self.credit == 0 {
+            self.writer.flush().map_err(FrameError::from)?;
+            match self.reader.read_frame()? {
+                Some(Frame::Credit { messages }) => self.credit += u64::from(messages),
                 Some(Frame::Refused { reason }) if reason == CONSUMER_STOPPED => {
                     return Err(NetError::ConsumerGone)
                 }
@@ -81,19 +274,12 @@ pub(super) fn run(
                 None => return Err(NetError::ConsumerGone),
             }
         }
-        let end = matches!(env.msg, Message::End);
-        if let Err(e) = write_frame(&mut writer, &to_frame(env.seq, &env.msg)?) {
-            return Err(why_closed(&mut reader, writer.get_ref(), e));
+        self.seq += 1;
+        if let Err(e) = write_frame(&mut self.writer, &to_frame(self.seq, msg)?) {
+            return Err(why_closed(&mut self.reader, self.writer.get_ref(), e));
         }
-        credit -= 1;
-        if end {
-            writer.flush().map_err(FrameError::from)?;
-            let stream = writer.get_ref();
-            let _ = stream.shutdown(Shutdown::Write);
-            // Wait for the consumer to close: it has taken everything.
-            while let Ok(Some(_)) = reader.read_frame() {}
-            return Ok(());
-        }
+        self.credit -= 1;
+        Ok(())
     }
 }
 
@@ -113,9 +299,9 @@ fn why_closed(reader: &mut FrameReader<TcpStream>, stream: &TcpStream, e: FrameE
     }
 }
 
-/// A connection to `to`, retried while the consumer's worker does not listen yet.
-fn connect(to: SocketAddr) -> Result<TcpStream, NetError> {
-    let deadline = Instant::now() + CONNECT_FOR;
+/// A connection to `to`, retried for `within` while the consumer's worker does not listen yet.
+fn connect(to: SocketAddr, within: Duration) -> Result<TcpStream, NetError> {
+    let deadline = Instant::now() + within;
     let mut pause = Duration::from_millis(10);
     loop {
         match TcpStream::connect_timeout(&to, Duration::from_secs(5)) {

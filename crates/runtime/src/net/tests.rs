@@ -25,7 +25,25 @@ fn hello(query: &str, edge: u32) -> Hello {
         from_instance: 0,
         to_instance: 1,
         attempt: 0,
+        from_epoch: 0,
     }
+}
+
+/// Sends what the producer puts on `rx` to the listener at `addr`, as a producer's bridge.
+fn send_to(
+    rx: crossbeam_channel::Receiver<Envelope>,
+    addr: SocketAddr,
+    hello: Hello,
+) -> Result<(), super::NetError> {
+    outbound::Outbound {
+        rx,
+        peers: super::Peers::new([(1, addr)]),
+        to: crate::topology::WorkerId(1),
+        hello,
+        secret: None,
+        resumption: None,
+    }
+    .run()
 }
 
 /// A listener expecting edge 7 of query "q", and the consumer's queue of that edge.
@@ -66,6 +84,8 @@ fn listening_with(
                 DataType::Int64,
                 false,
             )]))),
+            restored: 0,
+            resumable: None,
         },
     );
     (listener, rx, failures)
@@ -133,7 +153,7 @@ fn a_listener_refuses_strangers_and_still_accepts_its_edge() {
     for (seq, msg) in [(1, Message::Watermark(Watermark(5))), (2, Message::End)] {
         to_bridge.send(Envelope { seq, msg }).expect("queued");
     }
-    outbound::run(from_producer, listener.local_addr(), &hello("q", 7), None).expect("sends");
+    send_to(from_producer, listener.local_addr(), hello("q", 7)).expect("sends");
     let got: Vec<u64> = rx.iter().map(|e| e.seq).collect();
     assert_eq!(got, vec![1, 2]);
     // A second producer for the same edge is refused: it is connected already.
@@ -164,8 +184,7 @@ fn a_producer_sends_no_more_than_its_credit() {
         let msg = Message::Watermark(Watermark(seq as i64));
         to_bridge.send(Envelope { seq, msg }).expect("queued");
     }
-    let producer =
-        std::thread::spawn(move || outbound::run(from_producer, addr, &hello("q", 7), None));
+    let producer = std::thread::spawn(move || send_to(from_producer, addr, hello("q", 7)));
     let (stream, _) = server.accept().expect("accepts");
     let mut reader = FrameReader::new(stream.try_clone().expect("clones"));
     let mut writer = stream;
@@ -264,8 +283,7 @@ fn a_producer_that_comes_before_its_consumer_is_wired_waits_for_it() {
         .expect("queued");
     let addr = listener.local_addr();
     // The producer connects first; the consumer's end is expected only once it is there.
-    let producer =
-        std::thread::spawn(move || outbound::run(from_producer, addr, &hello("q", 7), None));
+    let producer = std::thread::spawn(move || send_to(from_producer, addr, hello("q", 7)));
     let (tx, rx) = crossbeam_channel::bounded(4);
     let failures = Failures::new(Arc::new(AtomicBool::new(false)));
     listener.expect(
@@ -275,6 +293,8 @@ fn a_producer_that_comes_before_its_consumer_is_wired_waits_for_it() {
             name: "edge 7".into(),
             failures,
             schema: None,
+            restored: 0,
+            resumable: None,
         },
     );
     assert_eq!(rx.recv().expect("the end arrives").seq, 1);

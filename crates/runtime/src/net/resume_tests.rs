@@ -1,0 +1,254 @@
+//! Resumable edges on loopback: a consumer restored elsewhere gets what its checkpoint does
+//! not cover from the producer's backup; a restored producer's replay reaches a running
+//! consumer without a row twice; a checkpoint whose barrier comes mid-replay is given up.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anduin_types::{Barrier, Epoch, Message};
+use anduin_wire::{Hello, PROTOCOL_VERSION};
+use arrow::array::{Array, Int64Array};
+use arrow::record_batch::RecordBatch;
+use crossbeam_channel::{Receiver, Sender};
+
+use super::listener::{Expecting, Resumable};
+use super::{outbound, EdgeListener, Failures, NetError, Peers};
+use crate::channel::Envelope;
+use crate::config::Resumption;
+use crate::protocol::Event;
+use crate::topology::WorkerId;
+
+fn hello(from_epoch: u64) -> Hello {
+    Hello {
+        version: PROTOCOL_VERSION,
+        query: "q".into(),
+        edge: 7,
+        from_instance: 0,
+        to_instance: 1,
+        attempt: 1,
+        from_epoch,
+    }
+}
+
+fn rows(from: i64, to: i64) -> Message {
+    let a = Int64Array::from_iter_values(from..to);
+    Message::Data(RecordBatch::try_from_iter([("v", Arc::new(a) as _)]).expect("batch"))
+}
+
+fn barrier(e: u64) -> Message {
+    Message::Barrier(Barrier::checkpoint(Epoch(e), false))
+}
+
+/// A consumer's end restored from `restored`, on a listener of its own: its queue, and where
+/// it reports checkpoints it gives up.
+fn consumer(restored: u64) -> (Arc<EdgeListener>, Receiver<Envelope>, Receiver<Event>) {
+    let listener =
+        EdgeListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)), 4, None).expect("binds");
+    let (tx, rx) = crossbeam_channel::bounded(64);
+    let (reports, reported) = crossbeam_channel::unbounded();
+    listener.expect(
+        &hello(0),
+        Expecting {
+            tx,
+            name: "edge 7".into(),
+            failures: Failures::new(Arc::new(AtomicBool::new(false))),
+            schema: None,
+            restored,
+            resumable: Some(Resumable { task: 3, reports }),
+        },
+    );
+    (listener, rx, reported)
+}
+
+/// A resumable producer end restored from `from`: where its task puts messages, and its
+/// bridge's thread.
+fn producer(
+    from: u64,
+    peers: &Arc<Peers>,
+    completed: &Arc<AtomicU64>,
+) -> (
+    Sender<Envelope>,
+    std::thread::JoinHandle<Result<(), NetError>>,
+) {
+    let (tx, rx) = crossbeam_channel::bounded(4);
+    let (reports, _) = crossbeam_channel::unbounded();
+    let out = outbound::Outbound {
+        rx,
+        peers: Arc::clone(peers),
+        to: WorkerId(1),
+        hello: hello(from),
+        secret: None,
+        resumption: Some(Resumption {
+            completed: Arc::clone(completed),
+            backup_limit: 64 << 20,
+            wait: Duration::from_secs(60),
+            peers: Arc::clone(peers),
+            reports,
+        }),
+    };
+    (tx, std::thread::spawn(move || out.run()))
+}
+
+fn put(tx: &Sender<Envelope>, msgs: impl IntoIterator<Item = Message>) {
+    for msg in msgs {
+        tx.send(Envelope { seq: 0, msg })
+            .expect("the bridge takes it");
+    }
+}
+
+/// What arrives on `rx` until (and with) the barrier of `epoch` or the end.
+fn take_until(rx: &Receiver<Envelope>, epoch: Option<u64>) -> Vec<Message> {
+    let mut got = Vec::new();
+    loop {
+        let msg = rx.recv().expect("a message arrives").msg;
+        let stop = match &msg {
+            Message::Barrier(b) => Some(b.epoch.0) == epoch,
+            Message::End => true,
+            _ => false,
+        };
+        got.push(msg);
+        if stop {
+            return got;
+        }
+    }
+}
+
+/// Takes `n` rows from `rx`.
+fn take_rows(rx: &Receiver<Envelope>, n: usize) -> Vec<Message> {
+    let mut got = Vec::new();
+    while values(&got).len() < n {
+        got.push(rx.recv().expect("a message arrives").msg);
+    }
+    got
+}
+
+fn values(ms: &[Message]) -> Vec<i64> {
+    ms.iter()
+        .filter_map(|m| match m {
+            Message::Data(b) => Some(b),
+            _ => None,
+        })
+        .flat_map(|b| {
+            let a = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .expect("ints");
+            (0..a.len()).map(|i| a.value(i)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn epochs(ms: &[Message]) -> Vec<u64> {
+    ms.iter()
+        .filter_map(|m| match m {
+            Message::Barrier(b) => Some(b.epoch.0),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_consumer_restored_elsewhere_gets_from_the_producer_what_its_checkpoint_does_not_cover() {
+    let (first, first_rx, _) = consumer(0);
+    let peers = Peers::new([(1, first.local_addr())]);
+    let completed = Arc::new(AtomicU64::new(0));
+    let (tx, bridge) = producer(0, &peers, &completed);
+    put(
+        &tx,
+        [
+            rows(0, 30),
+            barrier(1),
+            rows(30, 60),
+            barrier(2),
+            rows(60, 70),
+        ],
+    );
+    let got = take_rows(&first_rx, 70);
+    assert_eq!(values(&got), (0..70).collect::<Vec<_>>());
+    // Checkpoint 1 completes; then the consumer's worker dies, and its task is restored from
+    // checkpoint 1 in another process.
+    completed.store(1, Ordering::SeqCst);
+    first.shutdown();
+    let (second, second_rx, _) = consumer(1);
+    peers.redirect(1, second.local_addr());
+    drop(first_rx);
+    put(&tx, [rows(70, 80), Message::End]);
+    let got = take_until(&second_rx, None);
+    assert_eq!(
+        values(&got),
+        (30..80).collect::<Vec<_>>(),
+        "the rows after checkpoint 1, once each"
+    );
+    assert_eq!(epochs(&got), vec![2]);
+    completed.store(2, Ordering::SeqCst);
+    bridge
+        .join()
+        .expect("no panic")
+        .expect("the edge ran to its end");
+}
+
+#[test]
+fn a_restored_producer_s_replay_reaches_a_running_consumer_without_a_row_twice() {
+    let (listener, rx, reported) = consumer(0);
+    let peers = Peers::new([(1, listener.local_addr())]);
+    let completed = Arc::new(AtomicU64::new(0));
+    let (tx, first) = producer(0, &peers, &completed);
+    put(&tx, [rows(0, 30), barrier(1), rows(30, 50)]);
+    let mut got = take_rows(&rx, 50);
+    // The producer's worker dies; its task is restored from checkpoint 1 elsewhere and
+    // replays the same rows in other batches. Checkpoint 3 is injected while the replay is
+    // still behind what the consumer had: it is given up; checkpoint 4 is consistent.
+    drop(tx);
+    assert!(matches!(
+        first.join().expect("no panic"),
+        Err(NetError::ProducerGone)
+    ));
+    let (tx, second) = producer(1, &peers, &completed);
+    put(
+        &tx,
+        [
+            rows(30, 35),
+            rows(35, 45),
+            barrier(3),
+            rows(45, 70),
+            barrier(4),
+            Message::End,
+        ],
+    );
+    got.extend(take_until(&rx, None));
+    assert_eq!(values(&got), (0..70).collect::<Vec<_>>(), "each row once");
+    assert_eq!(epochs(&got), vec![1, 4]);
+    match reported.try_recv() {
+        Ok(Event::Failed { epoch, task, .. }) => {
+            assert_eq!((epoch, task), (Epoch(3), 3));
+        }
+        other => panic!("checkpoint 3 should be given up, got {other:?}"),
+    }
+    completed.store(4, Ordering::SeqCst);
+    second
+        .join()
+        .expect("no panic")
+        .expect("the edge ran to its end");
+}
+
+#[test]
+fn a_restored_producer_that_replays_less_than_was_received_fails_the_edge() {
+    let (listener, rx, _) = consumer(0);
+    let peers = Peers::new([(1, listener.local_addr())]);
+    let completed = Arc::new(AtomicU64::new(0));
+    let (tx, first) = producer(0, &peers, &completed);
+    put(&tx, [rows(0, 30), barrier(1), rows(30, 50)]);
+    take_rows(&rx, 50);
+    drop(tx);
+    let _ = first.join();
+    let (tx, second) = producer(1, &peers, &completed);
+    put(&tx, [rows(30, 40), Message::End]);
+    completed.store(1, Ordering::SeqCst);
+    let _ = second.join();
+    // Nothing past row 50 arrives, and no end: the consumer is not told its input is
+    // complete when rows are missing.
+    assert!(rx.try_recv().is_err());
+}
