@@ -7,6 +7,8 @@
 //! - [`place`]: which worker slot each task instance takes, spread over workers, honouring
 //!   "distinct workers" rules, moving only what a dead worker held.
 //! - [`FailureDetector`]: heartbeat bookkeeping, with the time passed in.
+//! - [`choose_recovery`]: per-task recovery of a lost worker's instances, or the whole query
+//!   rolled back when a restored instance's replay would not be what its consumers had.
 //! - [`catalog`]: queries, plans, placements, checkpoint pointers, parameters and control
 //!   history, kept durable in a state directory as HDFS keeps its namespace: a snapshot (the
 //!   fsimage) plus an edit log of checksummed records, each fsynced before it is acknowledged.
@@ -27,7 +29,9 @@ mod heartbeat;
 mod ids;
 pub mod life;
 mod placement;
+mod recovery;
 
 pub use heartbeat::{FailureDetector, Heartbeat, HeartbeatSettings, HeartbeatSettingsError};
 pub use ids::{QueryId, TaskRef, Txid, WorkerId};
 pub use placement::{place, Constraint, Placement, PlacementError, TaskNeed, WorkerFacts};
+pub use recovery::{choose_recovery, InstanceFacts, RecoveryChoice};
