@@ -1,12 +1,17 @@
 //! Fault tolerance across processes: a windowed query runs on a coordinator and three workers,
 //! and one worker is killed with SIGKILL at a seeded moment (after a seeded number of
-//! checkpoints). The coordinator sees the worker go, cancels the attempt on the others and
-//! resumes the query from its last complete checkpoint on the workers left: the output equals
-//! an uninterrupted embedded run's, no row lost and none twice.
+//! checkpoints). The output equals an uninterrupted embedded run's, no row lost and none
+//! twice, whichever recovery the coordinator takes:
+//! - by default the whole query rolls back to its last complete checkpoint on the workers
+//!   left (a new attempt);
+//! - with `--per-task-recovery`, the dead worker's instances alone are restored on a live
+//!   worker while the others run on: the query is still at its first attempt (a rollback of the
+//!   whole query would be a new attempt, every executor killed and started again). That path is
+//!   experimental and its test is not in the suite yet (it can stall for two minutes before
+//!   falling back, and one soak run lost rows): `scripts/soak_cluster_kills.sh --per-task`.
 //!
-//! What this does not show yet: per-task recovery (today every task of the query restarts
-//! from the checkpoint, not only the dead worker's). `scripts/soak_cluster_kills.sh` runs more
-//! seeds.
+//! `scripts/soak_cluster_kills.sh` runs more seeds (`ANDUIN_SOAK_SEEDS=N`, or one seed with
+//! `ANDUIN_SOAK_SEED=S`).
 
 mod common;
 
@@ -42,11 +47,17 @@ fn reference() -> (String, Vec<String>) {
     (query, expected)
 }
 
-/// Runs seed `seed`; whether the kill came before the query finished (it recovered).
-fn scenario(seed: u64, query: &str, expected: &[String]) -> bool {
+/// Runs seed `seed`; whether the kill came before the query finished (it recovered), and
+/// whether the recovery was per-task.
+fn scenario(seed: u64, query: &str, expected: &[String], per_task: bool) -> (bool, bool) {
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(work.path().join("q.flow"), query).expect("query");
-    let mut cluster = LocalCluster::start(3, 8);
+    let flags: &[&str] = if per_task {
+        &["--per-task-recovery"]
+    } else {
+        &[]
+    };
+    let mut cluster = LocalCluster::start_with(3, 8, flags);
     let submit = cluster.submit(
         work.path(),
         "q.flow",
@@ -66,67 +77,114 @@ fn scenario(seed: u64, query: &str, expected: &[String]) -> bool {
         let s = cluster.status("q");
         s["last_checkpoint"].as_u64().is_some_and(|e| e >= after) || s["state"] == "finished"
     });
-    let finished_before = cluster.status("q")["state"] == "finished";
+    let mut finished_before = cluster.status("q")["state"] == "finished";
     let pid = cluster.workers[victim].pid();
     let _ = cluster.workers[victim].0.kill();
     let _ = cluster.workers[victim].0.wait();
     let out = submit.wait_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "seed {seed}: {stderr}");
+    assert!(
+        out.status.success(),
+        "seed {seed}: {stderr}\n{}",
+        cluster.logs()
+    );
     let got = output_rows(&work.path().join("out"));
     assert_eq!(
         got.len(),
         expected.len(),
-        "seed {seed}: rows lost or duplicated"
+        "seed {seed}: rows lost or duplicated\n{}",
+        cluster.logs()
     );
     assert!(
         got == expected,
         "seed {seed}: the output differs from the uninterrupted run"
     );
-    if !finished_before {
+    let asked = per_task;
+    let mut per_task = false;
+    // The victim's part may have ended just before the kill (the query then finishes in its
+    // first attempt without needing the victim): that kill came after the end.
+    let status = cluster.status("q");
+    if !asked && status["attempt"].as_u64() == Some(1) && status["state"] == "finished" {
+        finished_before = true;
+    }
+    if !finished_before && !asked {
         let status = cluster.status("q");
         assert!(
             status["attempt"].as_u64().is_some_and(|a| a >= 2),
             "seed {seed}: killing worker {victim} (pid {pid}) did not make the query recover: {status}"
         );
     }
+    if !finished_before && asked {
+        let status = cluster.status("q");
+        per_task = status["attempt"].as_u64() == Some(1);
+        // The one fallback this query may take: the lost worker's source had read all its
+        // input before the loss was seen (per-task recovery does not restart a finishing
+        // query's sources).
+        assert!(
+            per_task
+                || cluster
+                    .coordinator_log()
+                    .contains("had already read all its input"),
+            "seed {seed}: killing worker {victim} (pid {pid}) rolled the whole query back: {status}\n{}",
+            cluster.logs()
+        );
+    }
     eprintln!(
         "seed {seed}: worker {victim} killed after checkpoint {after}{}",
         if finished_before {
             ", after the query had finished"
+        } else if per_task {
+            "; its instances restored, the others ran on"
+        } else if asked {
+            "; its source had ended: the query rolled back as a whole"
         } else {
-            "; recovered"
+            "; the query rolled back as a whole"
         }
     );
-    !finished_before
+    (!finished_before, per_task)
 }
 
 /// Seeds `seeds`, or as many as `ANDUIN_SOAK_SEEDS` says (scripts/soak_cluster_kills.sh).
-fn seeds(seeds: std::ops::RangeInclusive<u64>) {
-    let seeds = match std::env::var("ANDUIN_SOAK_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        Some(n) => 1..=n,
-        None => seeds,
+fn seeds(seeds: std::ops::RangeInclusive<u64>, per_task: bool) {
+    let number = |var: &str| std::env::var(var).ok().and_then(|s| s.parse().ok());
+    let seeds = match (number("ANDUIN_SOAK_SEED"), number("ANDUIN_SOAK_SEEDS")) {
+        (Some(one), _) => one..=one,
+        (None, Some(n)) => 1..=n,
+        (None, None) => seeds,
     };
     let (query, expected) = reference();
     let n = seeds.clone().count();
-    let recovered = seeds.filter(|s| scenario(*s, &query, &expected)).count();
+    let runs: Vec<(bool, bool)> = seeds
+        .map(|s| scenario(s, &query, &expected, per_task))
+        .collect();
+    let recovered = runs.iter().filter(|(r, _)| *r).count();
     assert!(
-        recovered * 10 >= n * 8,
+        n == 1 || recovered * 10 >= n * 8,
         "only {recovered} of {n} kills came before the end"
+    );
+    let asked = per_task;
+    let per_task = runs.iter().filter(|(_, p)| *p).count();
+    assert!(
+        !asked || n == 1 || per_task * 2 >= recovered,
+        "only {per_task} of {recovered} recoveries were per-task"
     );
 }
 
 #[test]
 fn a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output() {
-    seeds(1..=5);
+    seeds(1..=5, false);
 }
 
 #[test]
 fn a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output_more_seeds() {
-    if std::env::var("ANDUIN_SOAK_SEEDS").is_err() {
-        seeds(6..=10);
+    if std::env::var("ANDUIN_SOAK_SEEDS").is_err() && std::env::var("ANDUIN_SOAK_SEED").is_err() {
+        seeds(6..=10, false);
     }
+}
+
+/// Per-task recovery: run by `scripts/soak_cluster_kills.sh --per-task` until it is dependable.
+#[test]
+#[ignore = "per-task recovery is experimental: it can stall two minutes before falling back (scripts/soak_cluster_kills.sh --per-task)"]
+fn a_worker_killed_mid_run_with_per_task_recovery_restores_its_instances_alone() {
+    seeds(1..=5, true);
 }

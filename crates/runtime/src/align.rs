@@ -23,6 +23,8 @@ pub(crate) struct Aligner {
     /// Per input: the input has ended (it no longer takes part).
     ended: Vec<bool>,
     current: Option<Barrier>,
+    /// The newest checkpoint aligned or given up: its barriers, and older ones, are ignored.
+    done: Epoch,
 }
 
 /// A barrier arrived that the alignment cannot accept: a protocol violation upstream.
@@ -38,6 +40,7 @@ impl Aligner {
             arrived: vec![false; inputs],
             ended: vec![false; inputs],
             current: None,
+            done: Epoch(0),
         }
     }
 
@@ -52,12 +55,16 @@ impl Aligner {
         i: usize,
         b: Barrier,
     ) -> Result<Alignment, MisalignedBarrier> {
+        if b.epoch <= self.done {
+            // A barrier of a checkpoint this task has aligned or given up (its producer was
+            // restored, or a newer barrier overtook it): nothing to do.
+            return Ok(Alignment::Waiting);
+        }
         match &self.current {
             Some(cur) if b.epoch < cur.epoch => {
-                return Err(MisalignedBarrier {
-                    expected: cur.epoch,
-                    got: b.epoch,
-                });
+                // A checkpoint older than the one being aligned, which overtook it.
+                tracing::debug!(epoch = b.epoch.0, "a barrier of a given-up checkpoint");
+                return Ok(Alignment::Waiting);
             }
             Some(cur) if b.epoch > cur.epoch => {
                 // A newer checkpoint's barrier: the one being aligned was given up (a restored
@@ -68,6 +75,7 @@ impl Aligner {
                     "a newer barrier overtook the checkpoint being aligned"
                 );
                 self.arrived.iter_mut().for_each(|a| *a = false);
+                self.done = cur.epoch;
                 self.current = Some(b);
             }
             Some(_) => {}
@@ -102,7 +110,10 @@ impl Aligner {
         }
         self.arrived.iter_mut().for_each(|a| *a = false);
         match self.current.take() {
-            Some(b) => Alignment::Aligned(b),
+            Some(b) => {
+                self.done = b.epoch;
+                Alignment::Aligned(b)
+            }
             None => Alignment::Waiting,
         }
     }
@@ -154,16 +165,18 @@ mod tests {
     }
 
     #[test]
-    fn an_older_barrier_mid_alignment_is_a_violation() {
+    fn a_barrier_of_a_given_up_checkpoint_is_ignored() {
         let mut a = Aligner::new(2);
         assert_eq!(a.on_barrier(0, barrier(3)), Ok(Alignment::Waiting));
+        // Barrier 2 was overtaken by 3: it blocks nothing and aligns nothing.
+        assert_eq!(a.on_barrier(1, barrier(2)), Ok(Alignment::Waiting));
+        assert!(!a.is_blocked(1));
         assert_eq!(
-            a.on_barrier(1, barrier(2)),
-            Err(MisalignedBarrier {
-                expected: Epoch(3),
-                got: Epoch(2)
-            })
+            a.on_barrier(1, barrier(3)),
+            Ok(Alignment::Aligned(barrier(3)))
         );
+        assert_eq!(a.on_barrier(0, barrier(3)), Ok(Alignment::Waiting));
+        assert!(!a.is_blocked(0), "a repeated barrier starts no round");
     }
 
     #[test]

@@ -106,6 +106,14 @@ impl Coordinator {
                 },
                 Ok(Event::SourceExhausted { task, stopped }) => Fact::SourceEnded { task, stopped },
                 Ok(Event::WantCheckpoint) => Fact::Wanted,
+                Ok(Event::TasksLost { task, reason }) => match &in_flight {
+                    Some(f) => Fact::TaskFailed {
+                        epoch: f.epoch,
+                        task,
+                        reason,
+                    },
+                    None => Fact::Tick,
+                },
                 Ok(Event::Control(updates)) => {
                     self.pending_controls.extend(updates);
                     Fact::Wanted

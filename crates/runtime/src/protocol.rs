@@ -97,6 +97,15 @@ pub enum Event {
     },
     /// A source has emitted the configured number of rows since the last barrier.
     WantCheckpoint,
+    /// Tasks were lost and are being restored from the last complete checkpoint while the
+    /// others run on (a cluster's per-task recovery): the checkpoint in flight, if any, cannot
+    /// complete and is given up.
+    TasksLost {
+        /// One of the lost task instances.
+        task: usize,
+        /// Why.
+        reason: String,
+    },
     /// Param changes to carry on the next checkpoint's barrier (taken at once).
     Control(Vec<ControlUpdate>),
     /// An instance of a changed operator applied change `seq` at the barrier of `epoch` (from

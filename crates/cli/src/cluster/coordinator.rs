@@ -52,6 +52,12 @@ pub struct CoordinatorArgs {
     /// ANDUIN_API_TOKEN).
     #[arg(long, value_name = "FILE")]
     pub api_token_file: Option<PathBuf>,
+    /// Recover a dead worker's task instances alone, on other workers, while the rest of the
+    /// query runs on (its producers replay from their upstream backups); the whole query
+    /// rolls back when that cannot apply. Experimental: without it, every failure rolls the
+    /// whole query back to its last checkpoint.
+    #[arg(long)]
+    pub per_task_recovery: bool,
     #[command(flatten)]
     pub secret: SecretArgs,
 }
@@ -117,6 +123,8 @@ pub struct Cluster {
     pub secret: Option<Arc<[u8]>>,
     /// The queries the HTTP API serves (each attempt's control plane).
     pub api: Registry,
+    /// A dead worker's instances are restored alone (`--per-task-recovery`).
+    pub per_task_recovery: bool,
 }
 
 pub struct State {
@@ -242,6 +250,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         started: Instant::now(),
         secret,
         api: registry,
+        per_task_recovery: args.per_task_recovery,
     });
     for (name, submission) in resumed {
         start_driver(&cluster, &name, &submission, true)?;
@@ -547,15 +556,17 @@ fn serve_worker(
             Ok(Some(ToCoordinator::PartEnded {
                 query,
                 attempt,
+                part,
                 error,
             })) => {
+                let part = part.unwrap_or(id);
                 if let Some(a) = state
                     .queries
                     .get_mut(&query)
                     .and_then(|q| q.attempt.as_mut())
-                    .filter(|a| a.number == attempt)
+                    .filter(|a| a.number == attempt && a.host(part) == id)
                 {
-                    a.ended.insert(id, error);
+                    a.ended.insert(part, error);
                 }
                 cluster.changed.notify_all();
             }

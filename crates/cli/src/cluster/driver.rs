@@ -73,6 +73,18 @@ pub struct Attempt {
     pub events_rx: crossbeam_channel::Receiver<Event>,
     /// The attempt's control plane (served by the coordinator's API), once it runs.
     pub control: Option<Arc<Control>>,
+    /// Where each worker's part runs when not on that worker: its instances were restored on
+    /// another after it died (per-task recovery).
+    pub hosts: BTreeMap<u32, u32>,
+    /// The source instances that have reported the end of their input.
+    pub exhausted: BTreeSet<usize>,
+}
+
+impl Attempt {
+    /// The worker that runs `part`'s instances now.
+    pub fn host(&self, part: u32) -> u32 {
+        self.hosts.get(&part).copied().unwrap_or(part)
+    }
 }
 
 /// Keeps a submission's file in `dir` and compiles it as its workers will.
@@ -128,7 +140,7 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     })
 }
 
-fn topology(loaded: &Loaded, args: &RunArgs) -> Topology {
+pub(super) fn topology(loaded: &Loaded, args: &RunArgs) -> Topology {
     let plan = PhysicalPlan::plan(&loaded.graph, plan_options(args));
     Topology::new(&loaded.graph, &plan, |n| {
         matches!(n.bound, Bound::Source(_))
@@ -143,21 +155,24 @@ fn plan_options(args: &RunArgs) -> PlanOptions {
 }
 
 /// Why an attempt ended.
-enum Outcome {
+pub(super) enum Outcome {
     Finished,
     Cancelled,
     /// Why, and the worker it happened on (and whether that worker died).
     Failed {
         why: String,
         worker: Option<(u32, bool)>,
+        /// Why per-task recovery did not apply, when it was tried.
+        fallback: Option<String>,
     },
 }
 
 impl Outcome {
-    fn failed(why: impl Into<String>) -> Self {
+    pub(super) fn failed(why: impl Into<String>) -> Self {
         Outcome::Failed {
             why: why.into(),
             worker: None,
+            fallback: None,
         }
     }
 }
@@ -208,8 +223,14 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         let over = match outcome {
             Outcome::Finished => {
                 eprintln!("anduin: query {name} finished");
-                if let Some(q) = state.queries.get_mut(name) {
+                let recovering = state.queries.get_mut(name).is_some_and(|q| {
                     q.status.error = None;
+                    matches!(q.life.state(), QueryState::Recovering { .. })
+                });
+                if recovering {
+                    // A part failed after the last checkpoint had completed: nothing is left
+                    // to run.
+                    state.feed(name, &Input::RecoveryDone);
                 }
                 state.feed(name, &Input::AllTasksFinished);
                 true
@@ -224,7 +245,11 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                 state.feed(name, &Input::CancelRequested);
                 true
             }
-            Outcome::Failed { why, worker } => {
+            Outcome::Failed {
+                why,
+                worker,
+                fallback,
+            } => {
                 if let Some(q) = state.queries.get_mut(name) {
                     q.status.error = Some(why.clone());
                 }
@@ -237,12 +262,14 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                     true
                 } else {
                     eprintln!("anduin: query {name}, attempt {number} failed: {why}; recovering from the last checkpoint");
-                    state.feed(
-                        name,
-                        &Input::PerTaskRecoveryImpossible {
-                            why: "per-task recovery is not built yet".into(),
-                        },
-                    );
+                    let why = fallback.unwrap_or_else(|| match worker {
+                        Some((_, false)) => {
+                            "a part failed while its worker lives on: its executor is restarted with every other part".into()
+                        }
+                        Some((_, true)) => "per-task recovery is off (`anduin coordinator --per-task-recovery` turns it on)".into(),
+                        _ => "the failure is not one worker's loss".into(),
+                    });
+                    state.feed(name, &Input::PerTaskRecoveryImpossible { why });
                     false
                 }
             }
@@ -342,6 +369,8 @@ fn attempt(
             events: Some(events_tx),
             events_rx,
             control: None,
+            hosts: BTreeMap::new(),
+            exhausted: BTreeSet::new(),
         });
         let submission = q.submission.clone();
         // Every task instance placed again: one more attempt of each.
@@ -381,7 +410,7 @@ fn attempt(
     let addresses: BTreeMap<u32, SocketAddr> =
         executors.iter().map(|(w, (_, addr))| (*w, *addr)).collect();
     let checkpointer = match start_checkpointer(
-        cluster, name, compiled, dir, &placement, &executors, restore, None,
+        cluster, name, compiled, dir, &placement, &executors, restore, None, number,
     ) {
         Ok(c) => c,
         Err(e) => {
@@ -402,7 +431,7 @@ fn attempt(
         "anduin: query {name}, attempt {number}: running on {} workers",
         workers.len()
     );
-    run_to_end(cluster, name, dir, number, checkpointer)
+    run_to_end(cluster, name, compiled, dir, number, checkpointer)
 }
 
 /// Starts the checkpoint coordinator of an attempt whose executors have all reported: each
@@ -417,6 +446,7 @@ fn start_checkpointer(
     executors: &Executors,
     restore: Option<Validated>,
     taking_over: Option<anduin_types::Epoch>,
+    number: u64,
 ) -> Result<std::thread::JoinHandle<()>> {
     let (events_rx, control_events) = {
         let state = cluster.lock();
@@ -463,18 +493,25 @@ fn start_checkpointer(
     for (instance, worker) in placement.iter().enumerate() {
         let (tx, rx) = crossbeam_channel::unbounded();
         tasks.insert(instance, tx);
-        let to = executors
-            .get(worker)
-            .map(|(s, _)| s.clone())
-            .context("an executor is missing")?;
+        if !executors.contains_key(worker) {
+            bail!("an executor is missing");
+        }
+        // Each command goes to the executor that runs the instance's part now (another
+        // one after the part was restored elsewhere).
+        let (cluster, query, part) = (Arc::clone(cluster), name.to_string(), *worker);
         std::thread::Builder::new()
             .name("anduin-commands-out".into())
             .spawn(move || {
                 for command in rx {
-                    let _ = to.send(&ToExecutor::Command {
-                        task: instance,
-                        command,
-                    });
+                    let to = current(&cluster.lock(), &query, number)
+                        .and_then(|a| a.executors.get(&part))
+                        .map(|(s, _)| s.clone());
+                    if let Some(to) = to {
+                        let _ = to.send(&ToExecutor::Command {
+                            task: instance,
+                            command,
+                        });
+                    }
                 }
             })?;
     }
@@ -510,6 +547,7 @@ fn start_checkpointer(
 fn run_to_end(
     cluster: &Arc<Cluster>,
     name: &str,
+    compiled: &Compiled,
     dir: &Path,
     number: u64,
     checkpointer: std::thread::JoinHandle<()>,
@@ -527,8 +565,36 @@ fn run_to_end(
     let outcome = {
         let mut state = cluster.lock();
         loop {
-            if let Some(outcome) = trouble(&state, name, number) {
-                break outcome;
+            match trouble(&state, name, number) {
+                Some(Outcome::Failed {
+                    why,
+                    worker: Some((dead, true)),
+                    ..
+                }) if cluster.per_task_recovery => {
+                    drop(state);
+                    match super::restore::restore_part(cluster, name, compiled, dir, number) {
+                        Ok(None) => {
+                            state = cluster.lock();
+                            continue;
+                        }
+                        Ok(Some(fallback)) => {
+                            break Outcome::Failed {
+                                why,
+                                worker: Some((dead, true)),
+                                fallback: Some(fallback),
+                            }
+                        }
+                        Err(e) => {
+                            break Outcome::Failed {
+                                why,
+                                worker: Some((dead, true)),
+                                fallback: Some(format!("restoring its part failed: {e:#}")),
+                            }
+                        }
+                    }
+                }
+                Some(outcome) => break outcome,
+                None => {}
             }
             let a = current(&state, name, number).context("the attempt is gone")?;
             if a.workers
@@ -601,6 +667,8 @@ fn take_over(
             events: Some(tx),
             events_rx: rx,
             control: None,
+            hosts: BTreeMap::new(),
+            exhausted: BTreeSet::new(),
         });
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
@@ -625,6 +693,7 @@ fn take_over(
         &executors,
         restore,
         Some(taking_over),
+        number,
     ) {
         Ok(c) => c,
         Err(e) => {
@@ -637,13 +706,13 @@ fn take_over(
         }
     };
     eprintln!("anduin: query {name}, attempt {number}: taken over, nothing restarted");
-    run_to_end(cluster, name, dir, number, checkpointer)
+    run_to_end(cluster, name, compiled, dir, number, checkpointer)
 }
 
 /// The executors of every worker of the attempt, once all have reported; or, when something
 /// goes wrong first (or they are not all there within `within`: `late` says so), the
 /// attempt wound down and its outcome.
-fn await_executors(
+pub(super) fn await_executors(
     cluster: &Cluster,
     name: &str,
     number: u64,
@@ -773,13 +842,13 @@ fn place(cluster: &Cluster, name: &str, tasks: &[TaskRef]) -> Result<Option<Vec<
     }
 }
 
-enum Recovery {
+pub(super) enum Recovery {
     Finished,
     From(Option<Validated>),
 }
 
 /// Which checkpoint the next attempt resumes from (incomplete ones are removed).
-fn recovery(dir: &Path) -> Result<Recovery> {
+pub(super) fn recovery(dir: &Path) -> Result<Recovery> {
     let store = Store::open(dir)
         .with_context(|| format!("cannot use the checkpoint directory `{}`", dir.display()))?;
     let (plan, validated) = store.recovery(false)?;
@@ -810,7 +879,7 @@ fn recovery(dir: &Path) -> Result<Recovery> {
     })
 }
 
-fn current<'a>(state: &'a State, name: &str, number: u64) -> Option<&'a Attempt> {
+pub(super) fn current<'a>(state: &'a State, name: &str, number: u64) -> Option<&'a Attempt> {
     state
         .queries
         .get(name)?
@@ -820,24 +889,31 @@ fn current<'a>(state: &'a State, name: &str, number: u64) -> Option<&'a Attempt>
 }
 
 /// What stops the attempt, if anything: a cancel, a part that failed, a dead worker.
-fn trouble(state: &State, name: &str, number: u64) -> Option<Outcome> {
+pub(super) fn trouble(state: &State, name: &str, number: u64) -> Option<Outcome> {
     let q = state.queries.get(name)?;
     if q.cancel {
         return Some(Outcome::Cancelled);
     }
     let a = current(state, name, number)?;
     for w in &a.workers {
-        let worker = state.workers.get(w).map_or("?", |e| e.name.as_str());
+        let host = a.host(*w);
+        let worker = state.workers.get(&host).map_or("?", |e| e.name.as_str());
         if let Some(Some(why)) = a.ended.get(w) {
             return Some(Outcome::Failed {
                 why: format!("the part on worker {worker}: {why}"),
                 worker: Some((*w, false)),
+                fallback: None,
             });
         }
-        if state.workers.get(w).is_none_or(|e| e.link == Link::Dead) {
+        if state
+            .workers
+            .get(&host)
+            .is_none_or(|e| e.link == Link::Dead)
+        {
             return Some(Outcome::Failed {
                 why: format!("worker {worker} died"),
-                worker: Some((*w, true)),
+                worker: Some((host, true)),
+                fallback: None,
             });
         }
     }
@@ -848,7 +924,8 @@ fn trouble(state: &State, name: &str, number: u64) -> Option<Outcome> {
 fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Outcome {
     let mut state = cluster.lock();
     if let Some(a) = current(&state, name, number) {
-        for w in &a.workers {
+        let hosts: BTreeSet<u32> = a.workers.iter().map(|w| a.host(*w)).collect();
+        for w in &hosts {
             if let Some(entry) = state.workers.get(w).filter(|e| e.alive()) {
                 entry.send(&ToWorker::Cancel {
                     query: name.to_string(),
@@ -859,10 +936,9 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
     }
     let deadline = Instant::now() + CANCEL_WITHIN;
     while let Some(a) = current(&state, name, number) {
-        let done = a
-            .workers
-            .iter()
-            .all(|w| a.ended.contains_key(w) || !state.workers.get(w).is_some_and(|e| e.alive()));
+        let done = a.workers.iter().all(|w| {
+            a.ended.contains_key(w) || !state.workers.get(&a.host(*w)).is_some_and(|e| e.alive())
+        });
         if done || Instant::now() > deadline {
             break;
         }
@@ -935,6 +1011,17 @@ pub fn serve_executor(
     while let Ok(Some(msg)) = from.recv::<proto::ToCoordinator>() {
         match msg {
             proto::ToCoordinator::Event(e) => {
+                if let anduin_runtime::Event::SourceExhausted { task, .. } = &e {
+                    let mut state = cluster.lock();
+                    if let Some(a) = state
+                        .queries
+                        .get_mut(query)
+                        .and_then(|q| q.attempt.as_mut())
+                        .filter(|a| a.number == attempt)
+                    {
+                        a.exhausted.insert(*task);
+                    }
+                }
                 let _ = events.send(e);
             }
             other => tracing::warn!(?other, "unexpected from an executor"),

@@ -14,13 +14,13 @@ use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anduin_checkpoint::Store;
 use anduin_runtime::{
-    Checkpointing, Command, Event, NetworkSettings, Placement, RemoteCoordinator,
+    Checkpointing, Command, Event, NetworkSettings, Peers, Placement, RemoteCoordinator, Resumption,
 };
 use anduin_spec::Missing;
 use anduin_types::Epoch;
@@ -36,6 +36,11 @@ use crate::load::{load_with, print_diagnostics, LoadError};
 const ORPHANED: u8 = 3;
 /// Exit code of an executor whose attempt the coordinator gave up.
 const STALE: u8 = 4;
+/// Bytes of output an edge keeps for a consumer that may be restored (beyond, the loss of
+/// that consumer rolls the query back as a whole).
+const BACKUP_LIMIT: usize = 256 << 20;
+/// How long an edge waits for a lost peer to be restored elsewhere.
+const PEER_WAIT: Duration = Duration::from_secs(120);
 
 /// Runs the part of the query `deployment` describes.
 pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
@@ -70,6 +75,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     super::secret::check_listen("an executor listening", host, &secret)?;
     let listener = anduin_runtime::EdgeListener::bind(SocketAddr::new(host, 0), 16, secret.clone())
         .with_context(|| format!("cannot listen for channels on {host}"))?;
+    let channels = Arc::clone(&listener);
     let (to_coordinator, mut from_coordinator) = proto::connect(d.coordinator, secret.as_deref())?;
     to_coordinator.send(&ToCoordinator::Executor {
         query: d.query.clone(),
@@ -85,6 +91,15 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
 
     let (events_tx, events_rx) = crossbeam_channel::unbounded::<Event>();
     let (register_tx, register_rx) = crossbeam_channel::unbounded();
+    // Edges outlive the loss of a peer: the coordinator restores a dead worker's instances
+    // elsewhere and says where (per-task recovery).
+    let resumption = Resumption {
+        completed: Arc::new(AtomicU64::new(d.restore.unwrap_or(0))),
+        backup_limit: BACKUP_LIMIT,
+        wait: PEER_WAIT,
+        peers: Peers::new(addresses.iter().map(|(w, a)| (*w, *a))),
+        reports: events_tx.clone(),
+    };
     let link = Arc::new(Link {
         coordinator: d.coordinator,
         hello: ToCoordinator::Executor {
@@ -97,6 +112,8 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         facts: Mutex::default(),
         done: AtomicBool::new(false),
         secret,
+        completed: Arc::clone(&resumption.completed),
+        peers: Arc::clone(&resumption.peers),
     });
     let forwarder = {
         let link = Arc::clone(&link);
@@ -175,14 +192,16 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
                     workers: d.placement.clone(),
                     here: d.worker,
                     addresses,
-                    listener,
+                    listener: Arc::clone(&channels),
                 },
                 window: 16,
                 attempt: d.attempt,
-                resumption: None,
+                resumption: Some(resumption),
             }),
         },
     );
+    // The channel ends kept for producers that might connect again hold the event sender.
+    channels.shutdown();
     // Every event sent before the process reports its end.
     let _ = forwarder.join();
     let executed = executed?;
@@ -222,6 +241,10 @@ struct Link {
     done: AtomicBool,
     /// The cluster's secret.
     secret: Option<Arc<[u8]>>,
+    /// The newest complete checkpoint (the edges' backups keep what follows it).
+    completed: Arc<AtomicU64>,
+    /// Where the other workers' instances are reached.
+    peers: Arc<Peers>,
 }
 
 impl Link {
@@ -256,7 +279,13 @@ impl Link {
     fn keep(&self, mut from: proto::Receiver, registered: &Receiver<(usize, Sender<Command>)>) {
         let mut tasks: HashMap<usize, Sender<Command>> = HashMap::new();
         loop {
-            if let Some(why) = dispatch_commands(&mut from, registered, &mut tasks) {
+            if let Some(why) = dispatch_commands(
+                &mut from,
+                registered,
+                &mut tasks,
+                &self.completed,
+                &self.peers,
+            ) {
                 // The coordinator gave this attempt up (its worker was declared dead, or it
                 // was cancelled): nothing of it may go on, nor commit anything.
                 eprintln!("anduin: executor stopping: {why}");
@@ -300,17 +329,27 @@ fn dispatch_commands(
     from: &mut proto::Receiver,
     registered: &Receiver<(usize, Sender<Command>)>,
     tasks: &mut HashMap<usize, Sender<Command>>,
+    completed: &AtomicU64,
+    peers: &Peers,
 ) -> Option<String> {
     loop {
         let (task, command) = match from.recv::<ToExecutor>() {
             Ok(Some(ToExecutor::Command { task, command })) => (task, command),
             Ok(Some(ToExecutor::Start { .. })) => continue,
+            Ok(Some(ToExecutor::Redirect { worker, address })) => {
+                tracing::info!(worker, %address, "a worker's instances were restored elsewhere");
+                peers.redirect(worker, address);
+                continue;
+            }
             Err(e) if e.to_string().starts_with(proto::REFUSED) => return Some(e.to_string()),
             Ok(None) | Err(_) => {
                 tracing::warn!("the coordinator's connection closed: checkpoints wait");
                 return None;
             }
         };
+        if let Command::Commit(epoch) = &command {
+            completed.fetch_max(epoch.0, Ordering::SeqCst);
+        }
         tasks.extend(registered.try_iter());
         while !tasks.contains_key(&task) {
             // The run registers its tasks before they start: wait for this one.

@@ -20,5 +20,6 @@ mod driver;
 pub mod executor;
 pub mod local;
 pub mod proto;
+mod restore;
 pub mod secret;
 pub mod worker;

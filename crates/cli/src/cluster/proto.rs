@@ -42,6 +42,10 @@ pub enum ToCoordinator {
     PartEnded {
         query: String,
         attempt: u64,
+        /// Whose instances it ran (its deployment's worker: another one's when they were
+        /// restored here).
+        #[serde(default)]
+        part: Option<u32>,
         /// `None`: it finished its part; otherwise why not.
         error: Option<String>,
     },
@@ -110,6 +114,9 @@ pub enum ToExecutor {
         task: usize,
         command: anduin_runtime::Command,
     },
+    /// The instances of `worker` were restored in another executor, which listens at
+    /// `address`: channels to them go there now.
+    Redirect { worker: u32, address: SocketAddr },
 }
 
 /// The coordinator's answer to a client.

@@ -48,8 +48,8 @@ pub struct WorkerArgs {
 /// The environment variable through which a worker tells its executors where to listen.
 pub const DATA_HOST_ENV: &str = "ANDUIN_CLUSTER_DATA_HOST";
 
-/// The executors this worker runs, by query and attempt.
-type Executors = Arc<Mutex<HashMap<(String, u64), Child>>>;
+/// The executors this worker runs, by query, attempt and part (whose instances).
+type Executors = Arc<Mutex<HashMap<(String, u64, u32), Child>>>;
 
 /// The connection to the coordinator, while there is one, and the reports waiting for it.
 #[derive(Default)]
@@ -184,7 +184,7 @@ fn serve(
     loop {
         match from.recv::<ToWorker>() {
             Ok(Some(ToWorker::Deploy(d))) => {
-                let key = (d.query.clone(), d.attempt);
+                let key = (d.query.clone(), d.attempt, d.worker);
                 match start_executor(&d, work_dir, env) {
                     Ok(child) => {
                         let pid = child.id();
@@ -200,6 +200,7 @@ fn serve(
                         ToCoordinator::PartEnded {
                             query: d.query.clone(),
                             attempt: d.attempt,
+                            part: Some(d.worker),
                             error: Some(format!("worker {name} cannot start an executor: {e:#}")),
                         },
                     ),
@@ -207,9 +208,11 @@ fn serve(
             }
             Ok(Some(ToWorker::Cancel { query, attempt })) => {
                 let mut running = executors.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(child) = running.get_mut(&(query.clone(), attempt)) {
-                    tracing::info!(%query, attempt, pid = child.id(), "cancelling an executor");
-                    let _ = child.kill();
+                for ((q, a, _), child) in running.iter_mut() {
+                    if *q == query && *a == attempt {
+                        tracing::info!(%query, attempt, pid = child.id(), "cancelling an executor");
+                        let _ = child.kill();
+                    }
                 }
             }
             Ok(Some(ToWorker::Welcome { .. })) => {}
@@ -220,7 +223,7 @@ fn serve(
 
 /// Starts the executor of `d`: `anduin run` on the query's file with its flags, as a part.
 fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
-    let dir = work_dir.join(format!("{}-{}", d.query, d.attempt));
+    let dir = work_dir.join(format!("{}-{}-{}", d.query, d.attempt, d.worker));
     std::fs::create_dir_all(&dir)?;
     let file = dir.join(&d.submission.file_name);
     std::fs::write(&file, &d.submission.source)?;
@@ -263,7 +266,7 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
 }
 
 /// Reports to the coordinator when the executor of `key` ends.
-fn watch(key: (String, u64), executors: Executors, link: SharedLink) {
+fn watch(key: (String, u64, u32), executors: Executors, link: SharedLink) {
     let spawned = std::thread::Builder::new()
         .name("anduin-executor-watch".into())
         .spawn(move || loop {
@@ -292,6 +295,7 @@ fn watch(key: (String, u64), executors: Executors, link: SharedLink) {
                     ToCoordinator::PartEnded {
                         query: key.0.clone(),
                         attempt: key.1,
+                        part: Some(key.2),
                         error,
                     },
                 );

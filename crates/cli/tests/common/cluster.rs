@@ -13,10 +13,12 @@ pub struct LocalCluster {
     // Dropped last: the workers first, then the coordinator.
     pub workers: Vec<ChildGuard>,
     pub coordinator: ChildGuard,
+    /// The coordinator's own flags (kept for a restart).
+    flags: Vec<String>,
 }
 
 /// A coordinator listening on `listen`, its state in `dir`.
-fn coordinator(dir: &Path, listen: &str) -> ChildGuard {
+fn coordinator(dir: &Path, listen: &str, extra: &[String]) -> ChildGuard {
     let addr_file = dir.join("addr");
     let _ = std::fs::remove_file(&addr_file);
     let child = ChildGuard(
@@ -28,9 +30,10 @@ fn coordinator(dir: &Path, listen: &str) -> ChildGuard {
             .arg(dir.join("checkpoints"))
             .arg("--address-file")
             .arg(&addr_file)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log(dir, "coordinator.log"))
             .spawn()
             .expect("the coordinator starts"),
     );
@@ -38,19 +41,57 @@ fn coordinator(dir: &Path, listen: &str) -> ChildGuard {
     child
 }
 
+/// A log file in `dir` that a process's stderr is appended to (kept with the cluster's
+/// directory, and quoted by [`LocalCluster::logs`] when a test fails).
+fn log(dir: &Path, name: &str) -> Stdio {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(name))
+        .map_or_else(|_| Stdio::null(), Stdio::from)
+}
+
 impl LocalCluster {
+    /// What the coordinator wrote on stderr.
+    pub fn coordinator_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("coordinator.log")).unwrap_or_default()
+    }
+
+    /// The last lines the coordinator and the workers wrote on stderr, for a failure's message.
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        let mut names: Vec<String> = vec!["coordinator.log".into()];
+        names.extend((0..self.workers.len()).map(|i| format!("w{i}.log")));
+        for name in names {
+            let text = std::fs::read_to_string(self.dir.path().join(&name)).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            out.push_str(&format!("--- {name}\n"));
+            for l in &lines[lines.len().saturating_sub(30)..] {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
     /// Kills the coordinator with SIGKILL and starts it again on the same address and state.
     pub fn restart_coordinator(&mut self) {
         let _ = self.coordinator.0.kill();
         let _ = self.coordinator.0.wait();
-        self.coordinator = coordinator(self.dir.path(), &self.addr);
+        self.coordinator = coordinator(self.dir.path(), &self.addr, &self.flags);
     }
 
     /// A coordinator on a port the system chooses and `workers` workers of `slots` slots.
     pub fn start(workers: usize, slots: u32) -> Self {
+        Self::start_with(workers, slots, &[])
+    }
+
+    /// [`LocalCluster::start`], with `flags` for the coordinator.
+    pub fn start_with(workers: usize, slots: u32, flags: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let addr_file = dir.path().join("addr");
-        let coordinator = coordinator(dir.path(), "127.0.0.1:0");
+        let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        let coordinator = coordinator(dir.path(), "127.0.0.1:0", &flags);
         let addr = std::fs::read_to_string(&addr_file)
             .expect("address")
             .trim()
@@ -60,6 +101,7 @@ impl LocalCluster {
             addr,
             workers: Vec::new(),
             coordinator,
+            flags,
         };
         for i in 0..workers {
             cluster.add_worker(&format!("w{i}"), slots);
@@ -78,7 +120,7 @@ impl LocalCluster {
             .arg(self.dir.path().join(name))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log(self.dir.path(), &format!("{name}.log")))
             .spawn()
             .expect("a worker starts");
         self.workers.push(ChildGuard(worker));

@@ -48,12 +48,15 @@ pub(super) fn run(
         if let (Message::Data(batch), Some(schema)) = (&env.msg, schema) {
             check_schema(env.seq, batch, schema)?;
         }
+        let end_of_stream = matches!(env.msg, Message::End);
         let msg = match seen.filter(env.msg)? {
             Filtered::Deliver(msg) => Some(msg),
             Filtered::Drop => None,
-            Filtered::Void(epoch) => {
+            Filtered::Void(epoch, barrier) => {
                 // The consumer would snapshot past what the restored producer's snapshot
-                // covers: this checkpoint is given up; the next one is consistent.
+                // covers: this checkpoint is given up (told before the barrier reaches the
+                // task, so before its acknowledgement); the barrier still goes on, so that
+                // alignment downstream is not left waiting for it. The next one is consistent.
                 tracing::warn!(edge = %end.name, epoch, "a checkpoint's barrier came while the edge replayed what it had: giving that checkpoint up");
                 if let Some(r) = &end.resumable {
                     let _ = r.reports.send(Event::Failed {
@@ -62,7 +65,7 @@ pub(super) fn run(
                         reason: format!("{}: its producer was restored and replayed what had already arrived when the barrier came", end.name),
                     });
                 }
-                None
+                Some(Message::Barrier(barrier))
             }
         };
         let mut ended = false;
@@ -71,7 +74,7 @@ pub(super) fn run(
             let seq = seen.next_seq();
             deliver(&mut writer, tx, Envelope { seq, msg })?;
         }
-        if ended {
+        if ended || end_of_stream {
             return Ok(());
         }
         owed += 1;

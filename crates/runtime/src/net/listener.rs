@@ -179,11 +179,17 @@ impl EdgeListener {
         );
     }
 
-    /// Stops accepting (connections already accepted run to their end).
+    /// Stops accepting (connections already accepted run to their end) and lets go of the
+    /// channel ends it kept for producers that might connect again.
     pub fn shutdown(&self) {
         if self.stop.swap(true, Ordering::SeqCst) {
             return;
         }
+        self.ends
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .waiting
+            .clear();
         // Wake the accept loop up with a connection of our own.
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
         let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();

@@ -239,8 +239,11 @@ impl Outbound {
                         e.kind(),
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) => {}
-                // The consumer closed: lost before its last checkpoint completed?
-                Ok(None) | Err(_) => {
+                // The consumer took the end and closed. (Had its process died before its last
+                // checkpoint completed, the restored one finds no producer and the query rolls
+                // back as a whole.)
+                Ok(None) => return Ok(()),
+                Err(_) => {
                     if r.completed.load(Ordering::SeqCst) >= progress.last_barrier {
                         return Ok(());
                     }

@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use anduin_types::{BarrierKind, Message};
+use anduin_types::{Barrier, BarrierKind, Message};
 
 /// How many recent barriers a consumer remembers the row count at.
 const REMEMBERED_BARRIERS: usize = 8;
@@ -162,6 +162,8 @@ pub(crate) struct Seen {
     connected: bool,
     /// Messages delivered to the consumer task: their numbers on its queue.
     delivered: u64,
+    /// The end was delivered: a restored producer's replay of it is dropped.
+    ended: bool,
 }
 
 /// Why a consumer cannot take a restored producer's replay.
@@ -183,8 +185,9 @@ pub(crate) enum Filtered {
     /// Already received: drop it.
     Drop,
     /// The barrier of checkpoint `0` came while rows already received were being dropped:
-    /// the checkpoint cannot be consistent and must be given up.
-    Void(u64),
+    /// the checkpoint cannot be consistent and must be given up (the barrier is delivered
+    /// all the same, so that alignment downstream goes on).
+    Void(u64, Barrier),
 }
 
 impl Seen {
@@ -198,6 +201,7 @@ impl Seen {
             skip: 0,
             connected: false,
             delivered: 0,
+            ended: false,
         }
     }
 
@@ -246,6 +250,9 @@ impl Seen {
 
     /// What to do with `msg`, the next message of the current connection.
     pub(crate) fn filter(&mut self, msg: Message) -> Result<Filtered, ResumeError> {
+        if self.ended {
+            return Ok(Filtered::Drop);
+        }
         Ok(match msg {
             Message::Data(batch) => {
                 let n = batch.num_rows() as u64;
@@ -270,7 +277,7 @@ impl Seen {
                     Filtered::Drop
                 } else if self.skip > 0 {
                     self.last_barrier = epoch;
-                    Filtered::Void(epoch)
+                    Filtered::Void(epoch, b)
                 } else {
                     self.last_barrier = epoch;
                     self.at.push_back((epoch, self.rows));
@@ -283,6 +290,10 @@ impl Seen {
             Message::End if self.skip > 0 => {
                 return Err(ResumeError::Shorter { missing: self.skip })
             }
+            Message::End => {
+                self.ended = true;
+                Filtered::Deliver(Message::End)
+            }
             other => Filtered::Deliver(other),
         })
     }
@@ -292,7 +303,7 @@ impl Seen {
 mod tests {
     use std::sync::Arc;
 
-    use anduin_types::{Barrier, Epoch};
+    use anduin_types::Epoch;
     use arrow::array::{Array, Int64Array};
     use arrow::record_batch::RecordBatch;
 
@@ -400,7 +411,10 @@ mod tests {
             match seen.filter(m).expect("filters") {
                 Filtered::Deliver(m) => got.push(m),
                 Filtered::Drop => {}
-                Filtered::Void(e) => voided.push(e),
+                Filtered::Void(e, b) => {
+                    voided.push(e);
+                    got.push(Message::Barrier(b));
+                }
             }
         }
         assert_eq!(values(&got), (0..100).collect::<Vec<_>>(), "each row once");

@@ -1,0 +1,241 @@
+//! Per-task recovery (the paper's patterns 1–2 with upstream backup): the instances of a dead
+//! worker are restored on a live one from the last complete checkpoint, in an executor of
+//! their own, while every other instance keeps running. Their producers replay what their
+//! checkpoint does not cover from their upstream backups; their consumers drop what they had
+//! already received (`anduin_runtime`'s resumable edges). When a restored instance's replay
+//! would not be the stream its running consumers had, `anduin_coordinator::choose_recovery`
+//! says so and the query rolls back as a whole.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anduin_checkpoint::Store;
+use anduin_coordinator::catalog::Edit;
+use anduin_coordinator::life::Input;
+use anduin_coordinator::{choose_recovery, InstanceFacts, QueryId, RecoveryChoice, WorkerId};
+use anduin_runtime::Event;
+use anyhow::{Context, Result};
+
+use super::coordinator::Cluster;
+use super::driver::{current, topology, Compiled};
+use super::proto::{Deployment, ToExecutor, ToWorker};
+
+/// How long a restored part's executor has to report.
+const RESTORED_WITHIN: Duration = Duration::from_secs(60);
+
+/// Restores the parts of attempt `number` whose worker died on live workers. `Ok(None)`: done,
+/// the attempt runs on; `Ok(Some(why))`: per-task recovery does not apply (the query must
+/// roll back as a whole).
+pub(super) fn restore_part(
+    cluster: &Arc<Cluster>,
+    name: &str,
+    compiled: &Compiled,
+    dir: &Path,
+    number: u64,
+) -> Result<Option<String>> {
+    let topo = topology(&compiled.loaded, &compiled.args);
+    let (lost, choice, dead_hosts) = {
+        let state = cluster.lock();
+        let a = current(&state, name, number).context("the attempt is gone")?;
+        let alive = |w: u32| state.workers.get(&w).is_some_and(|e| e.alive());
+        let lost: BTreeSet<u32> = a
+            .workers
+            .iter()
+            .copied()
+            .filter(|p| !alive(a.host(*p)))
+            .collect();
+        let dead_hosts: BTreeSet<u32> = lost.iter().map(|p| a.host(*p)).collect();
+        let live: BTreeSet<u32> = state
+            .workers
+            .iter()
+            .filter(|(_, e)| e.alive())
+            .map(|(w, _)| *w)
+            .collect();
+        let mut instances = Vec::new();
+        for i in topo.instances() {
+            let consumers = topo
+                .channels
+                .iter()
+                .filter(|c| c.from == i.at)
+                .filter_map(|c| topo.instance(c.to).map(|t| t.id))
+                .collect();
+            instances.push(InstanceFacts {
+                worker: a.placement.get(i.id).copied().unwrap_or(u32::MAX),
+                name: i.name.clone(),
+                source: topo
+                    .tasks
+                    .get(i.at.task)
+                    .is_some_and(|t| t.source.is_some()),
+                inputs: i.inlets.len(),
+                consumers,
+                ended: a.exhausted.contains(&i.id),
+            });
+        }
+        let choice = choose_recovery(&instances, &lost, &live);
+        (lost, choice, dead_hosts)
+    };
+    let restore = match choice {
+        RecoveryChoice::WholeQuery { why } => return Ok(Some(why)),
+        RecoveryChoice::PerTask { restore } => restore,
+    };
+    let (_, from) = Store::open(dir)?.choose_restore()?;
+    let epoch = from.as_ref().map(|v| v.manifest.epoch);
+    // Where each lost part goes: the live worker with the fewest parts of this attempt.
+    let mut state = cluster.lock();
+    let a = current(&state, name, number).context("the attempt is gone")?;
+    let mut load: BTreeMap<u32, usize> = state
+        .workers
+        .iter()
+        .filter(|(_, e)| e.alive())
+        .map(|(w, _)| (*w, 0))
+        .collect();
+    for p in &a.workers {
+        if let Some(n) = load.get_mut(&a.host(*p)) {
+            *n += 1;
+        }
+    }
+    let mut hosts = BTreeMap::new();
+    for p in &lost {
+        let Some((&host, _)) = load.iter().min_by_key(|(w, n)| (**n, **w)) else {
+            return Ok(Some(
+                "no worker is left to restore the lost tasks on".into(),
+            ));
+        };
+        *load.entry(host).or_default() += 1;
+        hosts.insert(*p, host);
+    }
+    let placement = a.placement.clone();
+    let first = restore.iter().next().copied().unwrap_or(0);
+    let events = a.events.clone();
+    for dead in &dead_hosts {
+        state.feed(
+            name,
+            &Input::WorkerDead {
+                worker: WorkerId(*dead),
+            },
+        );
+    }
+    let placed: BTreeMap<_, _> = restore
+        .iter()
+        .filter_map(|i| {
+            let t = *compiled.tasks.get(*i)?;
+            Some((t, WorkerId(hosts.get(placement.get(*i)?).copied()?)))
+        })
+        .collect();
+    state.feed(
+        name,
+        &Input::Placed {
+            placement: placed.clone(),
+        },
+    );
+    state.record(Edit::TasksPlaced {
+        query: QueryId(name.to_string()),
+        placement: placed,
+    });
+    // The checkpoint in flight cannot complete without the lost instances.
+    if let Some(events) = &events {
+        let _ = events.send(Event::TasksLost {
+            task: first,
+            reason: format!("the instances of worker(s) {lost:?} were lost and are restored"),
+        });
+    }
+    let submission = state
+        .queries
+        .get(name)
+        .map(|q| q.submission.clone())
+        .context("the query is gone")?;
+    let q = state.queries.get_mut(name).context("the query is gone")?;
+    let a = q
+        .attempt
+        .as_mut()
+        .filter(|a| a.number == number)
+        .context("the attempt is gone")?;
+    for (part, host) in &hosts {
+        a.hosts.insert(*part, *host);
+        a.executors.remove(part);
+        a.ended.remove(part);
+    }
+    for (part, host) in &hosts {
+        let d = Deployment {
+            query: name.to_string(),
+            attempt: number,
+            worker: *part,
+            submission: submission.clone(),
+            placement: placement.clone(),
+            checkpoint_dir: dir.to_path_buf(),
+            restore: epoch,
+            coordinator: cluster.addr,
+        };
+        eprintln!(
+            "anduin: query {name}: restoring the instances of worker {part} on worker {host} from checkpoint {}; the others run on",
+            epoch.map_or_else(|| "none (from the beginning)".into(), |e| e.to_string())
+        );
+        if let Some(entry) = state.workers.get(host) {
+            entry.send(&ToWorker::Deploy(Box::new(d)));
+        }
+    }
+    // Each restored part's executor reports where it listens; then it starts, and every
+    // other executor sends to it.
+    let deadline = Instant::now() + RESTORED_WITHIN;
+    loop {
+        let a = current(&state, name, number).context("the attempt is gone")?;
+        if let Some((p, Some(why))) = hosts
+            .keys()
+            .find_map(|p| a.ended.get(p).map(|e| (p, e.clone())))
+        {
+            return Ok(Some(format!(
+                "the restored part of worker {p} failed: {why}"
+            )));
+        }
+        if hosts.keys().all(|p| a.executors.contains_key(p)) {
+            break;
+        }
+        if hosts
+            .values()
+            .any(|h| !state.workers.get(h).is_some_and(|e| e.alive()))
+        {
+            return Ok(Some(
+                "the worker chosen to restore the lost part died too".into(),
+            ));
+        }
+        if Instant::now() > deadline {
+            return Ok(Some(format!(
+                "the restored part did not start within {RESTORED_WITHIN:?}"
+            )));
+        }
+        state = cluster.wait(state, Duration::from_millis(100));
+    }
+    let a = current(&state, name, number).context("the attempt is gone")?;
+    let addresses: BTreeMap<u32, SocketAddr> = a
+        .executors
+        .iter()
+        .map(|(w, (_, addr))| (*w, *addr))
+        .collect();
+    for (part, (to, addr)) in &a.executors {
+        if hosts.contains_key(part) {
+            let _ = to.send(&ToExecutor::Start {
+                addresses: addresses.clone(),
+            });
+        } else {
+            for restored in hosts.keys() {
+                if let Some(address) = addresses.get(restored) {
+                    let _ = to.send(&ToExecutor::Redirect {
+                        worker: *restored,
+                        address: *address,
+                    });
+                }
+            }
+        }
+        let _ = addr;
+    }
+    state.feed(name, &Input::RecoveryDone);
+    cluster.changed.notify_all();
+    eprintln!(
+        "anduin: query {name}: {} instances restored; no other task was restarted",
+        restore.len()
+    );
+    Ok(None)
+}
