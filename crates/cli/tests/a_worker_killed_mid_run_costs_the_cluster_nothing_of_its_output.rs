@@ -10,18 +10,8 @@
 
 mod common;
 
-use common::cluster::{windowed_generator, LocalCluster};
-use common::{anduin_ok, output_rows, wait_until};
-
-/// splitmix64, so that the moments follow the seed.
-fn pick(seed: u64, salt: u64, below: u64) -> u64 {
-    let mut z = seed
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        .wrapping_add(salt.wrapping_mul(0xBF58_476D_1CE4_E5B9));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) % below
-}
+use common::cluster::{kill_worker_after, pick, windowed_generator, LocalCluster};
+use common::{anduin_ok, output_rows};
 
 /// The query, and what an uninterrupted embedded run of it writes.
 fn reference() -> (String, Vec<String>) {
@@ -62,14 +52,8 @@ fn scenario(seed: u64, query: &str, expected: &[String]) -> bool {
     );
     let after = 1 + pick(seed, 1, 3);
     let victim = pick(seed, 2, 3) as usize;
-    wait_until("the checkpoints before the kill", || {
-        let s = cluster.status("q");
-        s["last_checkpoint"].as_u64().is_some_and(|e| e >= after) || s["state"] == "finished"
-    });
-    let finished_before = cluster.status("q")["state"] == "finished";
     let pid = cluster.workers[victim].pid();
-    let _ = cluster.workers[victim].0.kill();
-    let _ = cluster.workers[victim].0.wait();
+    let finished_before = !kill_worker_after(&mut cluster, "q", victim, after);
     let out = submit.wait_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "seed {seed}: {stderr}");
