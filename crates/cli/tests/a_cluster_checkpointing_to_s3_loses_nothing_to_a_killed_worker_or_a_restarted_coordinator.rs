@@ -39,7 +39,7 @@ fn cluster(s3: &S3Server, store: &str) -> LocalCluster {
 }
 
 /// Submits the paced Q2 (in `work`) to `cluster`, writing `out`.
-fn submit(cluster: &LocalCluster, work: &Path) -> common::ChildGuard {
+fn submit(cluster: &LocalCluster, work: &Path, out: &str) -> common::ChildGuard {
     cluster.submit(
         work,
         "q2.flow",
@@ -47,7 +47,7 @@ fn submit(cluster: &LocalCluster, work: &Path) -> common::ChildGuard {
             "--var",
             "INPUT=events.csv",
             "--var",
-            "OUTPUT=out",
+            &format!("OUTPUT={out}"),
             "--parallelism",
             "4",
             "--checkpoint-every",
@@ -64,10 +64,11 @@ fn check_the_end(
     s3: &S3Server,
     store: &str,
     work: &Path,
+    out: &str,
     expected: &[String],
     what: &str,
 ) -> serde_json::Value {
-    let got = output_rows(&work.join("out"));
+    let got = output_rows(&work.join(out));
     assert_eq!(got.len(), expected.len(), "{what}: rows lost or duplicated");
     assert!(
         got == expected,
@@ -124,32 +125,43 @@ fn work() -> (tempfile::TempDir, Vec<String>) {
     (work, expected)
 }
 
+/// The seeds: one, or as many as `ANDUIN_SOAK_SEEDS` says (scripts/soak_cluster_kills.sh).
+fn seeds() -> Vec<u64> {
+    match std::env::var("ANDUIN_SOAK_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        Some(n) => (1..=n).collect(),
+        None => vec![7],
+    }
+}
+
 #[test]
 fn a_worker_killed_mid_run_costs_a_cluster_checkpointing_to_s3_nothing() {
     let (work, expected) = work();
     let s3 = S3Server::start();
-    let seed = std::env::var("ANDUIN_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(7);
-    let store = format!("s3://{BUCKET}/cluster-{seed}");
-    let mut cluster = cluster(&s3, &store);
-    let submit = submit(&cluster, work.path());
-    let after = 1 + pick(seed, 1, 3);
-    let victim = pick(seed, 2, 3) as usize;
-    assert!(
-        kill_worker_after(&mut cluster, "q2", victim, after),
-        "seed {seed}: the query finished before checkpoint {after}: the kill must come mid-run"
-    );
-    let out = submit.wait_output();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "seed {seed}: {stderr}");
-    let what = format!("seed {seed} (worker {victim} killed after checkpoint {after})");
-    let status = check_the_end(&cluster, &s3, &store, work.path(), &expected, &what);
-    assert!(
-        status["attempt"].as_u64().is_some_and(|a| a >= 2),
-        "{what}: the query did not recover from the kill: {status}"
-    );
+    for seed in seeds() {
+        let store = format!("s3://{BUCKET}/cluster-{seed}");
+        let out = format!("out-{seed}");
+        let mut cluster = cluster(&s3, &store);
+        let submit = submit(&cluster, work.path(), &out);
+        let after = 1 + pick(seed, 1, 3);
+        let victim = pick(seed, 2, 3) as usize;
+        assert!(
+            kill_worker_after(&mut cluster, "q2", victim, after),
+            "seed {seed}: the query finished before checkpoint {after}: the kill must come mid-run"
+        );
+        let ended = submit.wait_output();
+        let stderr = String::from_utf8_lossy(&ended.stderr);
+        assert!(ended.status.success(), "seed {seed}: {stderr}");
+        let what = format!("seed {seed} (worker {victim} killed after checkpoint {after})");
+        let status = check_the_end(&cluster, &s3, &store, work.path(), &out, &expected, &what);
+        assert!(
+            status["attempt"].as_u64().is_some_and(|a| a >= 2),
+            "{what}: the query did not recover from the kill: {status}"
+        );
+        eprintln!("{what}: recovered");
+    }
 }
 
 #[test]
@@ -159,7 +171,7 @@ fn a_coordinator_killed_mid_run_takes_over_a_cluster_checkpointing_to_s3_without
     let s3 = S3Server::start();
     let store = format!("s3://{BUCKET}/restarted");
     let mut cluster = cluster(&s3, &store);
-    let submit = submit(&cluster, work.path());
+    let submit = submit(&cluster, work.path(), "out");
     restart_coordinator_after(&mut cluster, "q2", 2);
     let out = submit.wait_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -169,6 +181,7 @@ fn a_coordinator_killed_mid_run_takes_over_a_cluster_checkpointing_to_s3_without
         &s3,
         &store,
         work.path(),
+        "out",
         &expected,
         "coordinator restarted after checkpoint 2",
     );
