@@ -149,7 +149,7 @@ fn a_worker_killed_mid_run_costs_a_cluster_checkpointing_to_s3_nothing() {
         let victim = pick(seed, 2, 3) as usize;
         assert!(
             kill_worker_after(&mut cluster, "q2", victim, after),
-            "seed {seed}: the query finished before checkpoint {after}: the kill must come mid-run"
+            "seed {seed}: worker {victim}'s part had ended by checkpoint {after}: the kill must come mid-run"
         );
         let ended = submit.wait_output();
         let stderr = String::from_utf8_lossy(&ended.stderr);

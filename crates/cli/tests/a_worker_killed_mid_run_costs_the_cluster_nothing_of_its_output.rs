@@ -53,6 +53,7 @@ fn scenario(seed: u64, query: &str, expected: &[String]) -> bool {
     let after = 1 + pick(seed, 1, 3);
     let victim = pick(seed, 2, 3) as usize;
     let pid = cluster.workers[victim].pid();
+    // A worker whose part had ended (the query was finishing) costs nothing to recover.
     let finished_before = !kill_worker_after(&mut cluster, "q", victim, after);
     let out = submit.wait_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -77,7 +78,7 @@ fn scenario(seed: u64, query: &str, expected: &[String]) -> bool {
     eprintln!(
         "seed {seed}: worker {victim} killed after checkpoint {after}{}",
         if finished_before {
-            ", after the query had finished"
+            ", after its part had ended"
         } else {
             "; recovered"
         }

@@ -170,8 +170,9 @@ pub fn pick(seed: u64, salt: u64, below: u64) -> u64 {
 }
 
 /// Kills worker `victim` of `cluster` with SIGKILL once query `query` has completed
-/// checkpoint `after`, or has finished (then the kill comes too late to matter); whether it
-/// came before the end.
+/// checkpoint `after`, or has finished; whether the worker's executor still ran its part then
+/// (the query must recover from the kill). A worker whose part had ended — the query was
+/// finishing — costs nothing: its part's end is reported already.
 pub fn kill_worker_after(
     cluster: &mut LocalCluster,
     query: &str,
@@ -182,10 +183,11 @@ pub fn kill_worker_after(
         let s = cluster.status(query);
         s["last_checkpoint"].as_u64().is_some_and(|e| e >= after) || s["state"] == "finished"
     });
-    let finished_before = cluster.status(query)["state"] == "finished";
+    let pid = cluster.workers[victim].pid();
+    let mid_part = children(pid).into_iter().any(running);
     let _ = cluster.workers[victim].0.kill();
     let _ = cluster.workers[victim].0.wait();
-    !finished_before
+    mid_part
 }
 
 /// Kills the coordinator of `cluster` with SIGKILL once query `query` has completed
