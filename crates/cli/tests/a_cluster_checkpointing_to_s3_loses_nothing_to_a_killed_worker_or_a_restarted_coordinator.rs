@@ -101,6 +101,10 @@ fn check_the_end(
         "{what}: every checkpoint in the store checks out:\n{listing}"
     );
 
+    assert!(
+        !cluster.dir.path().join("checkpoints").exists(),
+        "{what}: no checkpoint went to a directory"
+    );
     let attempt = status["attempt"].as_u64().expect("an attempt");
     for w in 0..3 {
         let part = cluster
