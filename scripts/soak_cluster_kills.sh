@@ -1,19 +1,21 @@
 #!/bin/sh
-# Soak: the cluster's worker-kill scenario (a coordinator and three workers; one worker killed
+# Soak: the cluster's worker-kill scenarios (a coordinator and three workers; one worker killed
 # with SIGKILL after a seeded number of checkpoints; the output must equal the embedded run's)
-# for SEEDS seeds instead of the suite's ten.
+# for SEEDS seeds instead of the suite's ten (checkpoints in a directory) and one (checkpoints
+# in an S3-compatible store, a moto server).
 # usage: scripts/soak_cluster_kills.sh [--per-task] [SEEDS]   (default 100)
 #   --per-task: with `anduin coordinator --per-task-recovery` (experimental): only the dead
 #   worker's instances are restored, and the query must stay at its first attempt.
 set -eu
 cd "$(dirname "$0")/.."
-filter='test(=a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output)'
-ignored=default
 if [ "${1:-}" = "--per-task" ]; then
   shift
-  filter='test(=a_worker_killed_mid_run_with_per_task_recovery_restores_its_instances_alone)'
-  ignored=only
+  ANDUIN_SOAK_SEEDS=${1:-100} exec cargo nextest run -p anduin-cli \
+    --test a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output --run-ignored only \
+    -E 'test(=a_worker_killed_mid_run_with_per_task_recovery_restores_its_instances_alone)' \
+    --no-capture
 fi
 ANDUIN_SOAK_SEEDS=${1:-100} exec cargo nextest run -p anduin-cli \
   --test a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output \
-  --run-ignored "$ignored" -E "$filter" --no-capture
+  --test a_cluster_checkpointing_to_s3_loses_nothing_to_a_killed_worker_or_a_restarted_coordinator \
+  -E 'test(/a_worker_killed/)' --no-capture

@@ -22,12 +22,28 @@ pub const MANIFEST_NAME: &str = "MANIFEST.json";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointDir {
     root: PathBuf,
+    /// Whether it stages the files of an object store ([`CheckpointDir::staging`]).
+    staging: bool,
 }
 
 impl CheckpointDir {
     /// Checkpoints under `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            staging: false,
+        }
+    }
+
+    /// The directory under `root` where tasks write the files of checkpoints that go to an
+    /// object store before their upload: its writers make each checkpoint's directory
+    /// themselves ([`CheckpointDir::prepare_epoch`]), as a cluster's executor must, whose
+    /// checkpoint coordinator runs in another process.
+    pub fn staging(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            staging: true,
+        }
     }
 
     /// The root directory.
@@ -38,6 +54,22 @@ impl CheckpointDir {
     /// The directory of checkpoint `epoch`.
     pub fn epoch_dir(&self, epoch: Epoch) -> PathBuf {
         self.root.join(epoch_dir_name(epoch))
+    }
+
+    /// The directory a task writes its files of checkpoint `epoch` into. In a store's own
+    /// directory it is the one the checkpoint coordinator made as the checkpoint began
+    /// ([`crate::Store::begin`]): one that went away (the checkpoint was abandoned) is not
+    /// made again, and the writes into it fail the checkpoint. In a staging directory
+    /// ([`CheckpointDir::staging`]) it is made here when missing; when it cannot be, the
+    /// writes into it say why.
+    pub fn prepare_epoch(&self, epoch: Epoch) -> PathBuf {
+        let dir = self.epoch_dir(epoch);
+        if self.staging && !dir.is_dir() {
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot make a checkpoint's staging directory");
+            }
+        }
+        dir
     }
 
     /// The manifest of checkpoint `epoch`.
@@ -174,6 +206,21 @@ mod tests {
             temp_path(&d.manifest(Epoch(7))),
             PathBuf::from("/ck/chk-00000007/.MANIFEST.json.tmp")
         );
+    }
+
+    #[test]
+    fn only_a_staging_directory_makes_the_directory_of_a_checkpoint_its_tasks_write() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = CheckpointDir::new(tmp.path().join("store"));
+        assert!(
+            !store.prepare_epoch(Epoch(3)).exists(),
+            "made by Store::begin only"
+        );
+        let staging = CheckpointDir::staging(tmp.path().join("staging"));
+        let dir = staging.prepare_epoch(Epoch(3));
+        assert!(dir.is_dir());
+        assert_eq!(dir, staging.epoch_dir(Epoch(3)));
+        assert_eq!(staging.prepare_epoch(Epoch(3)), dir, "made once");
     }
 
     #[test]

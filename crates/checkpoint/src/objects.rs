@@ -411,8 +411,114 @@ impl Objects {
         if self.has_manifest(epoch) {
             return Err(self.fence(epoch, self.show(&self.layout.manifest(epoch))));
         }
-        // At most UPLOADS_AT_ONCE files are read into memory at a time, each read (off the
-        // runtime's worker) and checked against its entry just before its upload.
+        match self.upload_all(epoch, files, dir)? {
+            Ok(()) => {}
+            Err(UploadError::Put(key, object_store::Error::AlreadyExists { .. })) => {
+                return Err(self.fence(epoch, self.show(&key)))
+            }
+            Err(e) => return Err(self.upload_failed(epoch, dir, e)),
+        }
+        self.create_manifest(epoch, manifest)
+    }
+
+    /// Uploads one writer's files of checkpoint `epoch` from its staging directory `dir`
+    /// (each must still have the size and CRC32 of `files`), each created only if absent; the
+    /// manifest is left to the store that completes the checkpoint
+    /// ([`Objects::commit_uploaded`]). A file that is there already (left by an earlier
+    /// attempt at the same epoch, or written by another run) fails this writer's share of the
+    /// checkpoint and is not overwritten; the store does not stop writing for it.
+    pub(crate) fn upload_share(
+        &self,
+        epoch: Epoch,
+        files: &[(String, u64, u32)],
+        dir: &CheckpointDir,
+    ) -> Result<(), CheckpointError> {
+        self.check_fence()?;
+        match self.upload_all(epoch, files, dir)? {
+            Ok(()) => Ok(()),
+            Err(UploadError::Put(key, object_store::Error::AlreadyExists { .. })) => {
+                let file = key.filename().unwrap_or_default().to_string();
+                Err(CheckpointError::BadFile {
+                    epoch,
+                    file,
+                    problem: format!(
+                        "{} exists already (left by an earlier attempt at this checkpoint, or \
+                         written by another run): not overwritten",
+                        self.show(&key)
+                    ),
+                })
+            }
+            Err(e) => Err(self.upload_failed(epoch, dir, e)),
+        }
+    }
+
+    /// Completes checkpoint `epoch` whose files its writers uploaded
+    /// ([`Objects::upload_share`]): checks that each of `files` is there with its size, then
+    /// creates the manifest (`manifest`) only if absent, as [`Objects::commit`] does.
+    pub(crate) fn commit_uploaded(
+        &self,
+        epoch: Epoch,
+        files: &[(String, u64, u32)],
+        manifest: Vec<u8>,
+    ) -> Result<(), CheckpointError> {
+        self.check_fence()?;
+        if self.has_manifest(epoch) {
+            return Err(self.fence(epoch, self.show(&self.layout.manifest(epoch))));
+        }
+        let heads: Vec<(String, u64, Key)> = files
+            .iter()
+            .map(|(name, size, _)| (name.clone(), *size, self.layout.file(epoch, name)))
+            .collect();
+        let store = Arc::clone(&self.store);
+        let found = self.block(async move {
+            futures_util::stream::iter(heads)
+                .map(|(name, size, key)| {
+                    let store = Arc::clone(&store);
+                    async move {
+                        let head = store.head(&key).await;
+                        (name, size, key, head)
+                    }
+                })
+                .buffer_unordered(UPLOADS_AT_ONCE)
+                .collect::<Vec<_>>()
+                .await
+        })?;
+        for (name, size, key, head) in found {
+            let bad = |problem: String| CheckpointError::BadFile {
+                epoch,
+                file: name.clone(),
+                problem,
+            };
+            match head {
+                Ok(meta) if meta.size == size => {}
+                Ok(meta) => {
+                    return Err(bad(format!(
+                        "{} bytes in {}, its writer acknowledged {size}",
+                        meta.size,
+                        self.show(&key)
+                    )))
+                }
+                Err(object_store::Error::NotFound { .. }) => {
+                    return Err(bad(format!(
+                        "missing in {}: its writer did not upload it",
+                        self.show(&key)
+                    )))
+                }
+                Err(e) => return Err(self.failed(format!("find {}", self.show(&key)), e)),
+            }
+        }
+        self.create_manifest(epoch, manifest)
+    }
+
+    /// Uploads `files` of checkpoint `epoch` from `dir`, at most [`UPLOADS_AT_ONCE`] read
+    /// into memory at a time, each read (off the runtime's worker) and checked against its
+    /// entry just before its upload, and created only if absent.
+    fn upload_all(
+        &self,
+        epoch: Epoch,
+        files: &[(String, u64, u32)],
+        dir: &CheckpointDir,
+    ) -> Result<Result<(), UploadError>, CheckpointError> {
         let uploads: Vec<Upload> = files
             .iter()
             .map(|(name, size, crc32)| Upload {
@@ -423,34 +529,34 @@ impl Objects {
             })
             .collect();
         let store = Arc::clone(&self.store);
-        let outcome = self.block(async move {
+        self.block(async move {
             futures_util::stream::iter(uploads)
                 .map(|u| upload(Arc::clone(&store), u))
                 .buffer_unordered(UPLOADS_AT_ONCE)
                 .try_collect::<Vec<()>>()
                 .await
                 .map(drop)
-        })?;
-        match outcome {
-            Ok(()) => {}
-            Err(UploadError::Read(path, e)) => return Err(CheckpointError::io(path, e)),
-            Err(UploadError::Changed(name)) => {
-                return Err(CheckpointError::BadFile {
-                    epoch,
-                    file: name,
-                    problem: format!(
-                        "changed in the staging directory {} before its upload",
-                        dir.epoch_dir(epoch).display()
-                    ),
-                })
-            }
-            Err(UploadError::Put(key, object_store::Error::AlreadyExists { .. })) => {
-                return Err(self.fence(epoch, self.show(&key)))
-            }
-            Err(UploadError::Put(key, e)) => {
-                return Err(self.failed(format!("upload {}", self.show(&key)), e))
-            }
+        })
+    }
+
+    /// The error of an upload of checkpoint `epoch` from `dir` that failed with `e`.
+    fn upload_failed(&self, epoch: Epoch, dir: &CheckpointDir, e: UploadError) -> CheckpointError {
+        match e {
+            UploadError::Read(path, e) => CheckpointError::io(path, e),
+            UploadError::Changed(name) => CheckpointError::BadFile {
+                epoch,
+                file: name,
+                problem: format!(
+                    "changed in the staging directory {} before its upload",
+                    dir.epoch_dir(epoch).display()
+                ),
+            },
+            UploadError::Put(key, e) => self.failed(format!("upload {}", self.show(&key)), e),
         }
+    }
+
+    /// Creates checkpoint `epoch`'s manifest only if absent: from now on it is complete.
+    fn create_manifest(&self, epoch: Epoch, manifest: Vec<u8>) -> Result<(), CheckpointError> {
         let key = self.layout.manifest(epoch);
         let store = Arc::clone(&self.store);
         let put = {

@@ -34,6 +34,20 @@ pub struct Store {
     /// `None`: the directory is the store. Otherwise the object store, which holds the
     /// checkpoints (the directory stages and caches them).
     remote: Option<Arc<Objects>>,
+    /// Who uploads a checkpoint's files to the object store.
+    uploads: Uploads,
+}
+
+/// Who uploads the files of a checkpoint to an object store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Uploads {
+    /// The store that completes the checkpoint, from its own directory, where every task
+    /// wrote its files (`anduin run`).
+    AtCompletion,
+    /// Each writer, from a staging directory of its own, before it acknowledges its share
+    /// ([`Store::upload_share`]: a cluster's executors); the store that completes the
+    /// checkpoint finds the files there and writes the manifest.
+    ByWriters,
 }
 
 /// A checkpoint's state as `anduin checkpoints list` shows it.
@@ -74,7 +88,11 @@ impl Store {
     pub fn open(root: impl Into<PathBuf>) -> Result<Self, CheckpointError> {
         let dir = CheckpointDir::new(root);
         std::fs::create_dir_all(dir.root()).map_err(|e| CheckpointError::io(dir.root(), e))?;
-        Ok(Self { dir, remote: None })
+        Ok(Self {
+            dir,
+            remote: None,
+            uploads: Uploads::AtCompletion,
+        })
     }
 
     /// The store at `location`: a local directory, or an object store reached with the
@@ -119,8 +137,41 @@ impl Store {
 
     fn with_objects(objects: Objects, cache: &Path) -> Result<Self, CheckpointError> {
         let mut store = Self::open(cache)?;
+        store.dir = CheckpointDir::staging(cache);
         store.remote = Some(Arc::new(objects));
         Ok(store)
+    }
+
+    /// This store, completing checkpoints whose files their writers uploaded themselves, each
+    /// from a staging directory of its own ([`Store::upload_share`]), as a cluster's executors
+    /// do: [`Store::complete`] checks that every file of the manifest is in the object store
+    /// with its size, and writes the manifest (last, only if absent), and
+    /// [`Store::validate`] checks the files there without keeping them. A local directory
+    /// is the same store either way (its writers write into it).
+    pub fn files_uploaded_by_writers(mut self) -> Self {
+        self.uploads = Uploads::ByWriters;
+        self
+    }
+
+    /// Uploads one writer's files of checkpoint `epoch` (`files`, as it acknowledges them)
+    /// from this store's directory, where it wrote them, each checked against its entry and
+    /// created only if absent; the store that completes the checkpoint writes the manifest
+    /// ([`Store::files_uploaded_by_writers`]). A file that is there already fails this share
+    /// of the checkpoint, naming it, and is not overwritten. Nothing to do in a local
+    /// directory, which is the store.
+    pub fn upload_share(
+        &self,
+        epoch: Epoch,
+        files: &[crate::FileEntry],
+    ) -> Result<(), CheckpointError> {
+        let Some(r) = self.remote.as_ref().filter(|_| !files.is_empty()) else {
+            return Ok(());
+        };
+        let files: Vec<(String, u64, u32)> = files
+            .iter()
+            .map(|f| (f.name.clone(), f.size, f.crc32))
+            .collect();
+        r.upload_share(epoch, &files, &self.dir)
     }
 
     /// Checks that the store can be used before anything runs: a directory was made by
@@ -198,10 +249,11 @@ impl Store {
     }
 
     /// Writes the manifest: from now on the checkpoint is complete. With an object store,
-    /// uploads every file of the checkpoint first (each checked against its entry), then
-    /// creates the manifest there only if absent (another run's checkpoint of the same epoch
-    /// is refused, never overwritten: [`CheckpointError::AlreadyCommitted`]), then keeps a
-    /// copy of it in the cache.
+    /// uploads every file of the checkpoint first (each checked against its entry; or, when
+    /// its writers uploaded them, [`Store::files_uploaded_by_writers`], checks that each is
+    /// there), then creates the manifest there only if absent (another run's checkpoint of
+    /// the same epoch is refused, never overwritten: [`CheckpointError::AlreadyCommitted`]),
+    /// then keeps a copy of it in the cache.
     pub fn complete(&self, manifest: &Manifest) -> Result<(), CheckpointError> {
         let mut bytes =
             serde_json::to_vec_pretty(manifest).map_err(|e| CheckpointError::BadManifest {
@@ -221,7 +273,14 @@ impl Store {
             .iter()
             .map(|f| (f.name.clone(), f.size, f.crc32))
             .collect();
-        r.commit(Epoch(manifest.epoch), &files, bytes.clone(), &self.dir)?;
+        match self.uploads {
+            Uploads::AtCompletion => {
+                r.commit(Epoch(manifest.epoch), &files, bytes.clone(), &self.dir)?
+            }
+            Uploads::ByWriters => {
+                r.commit_uploaded(Epoch(manifest.epoch), &files, bytes.clone())?
+            }
+        }
         // The cache's copy serves whoever lists the directory during the run; the object
         // store's is the one that counts.
         if let Err(e) = write_file_atomically(&local, &bytes) {
@@ -301,9 +360,15 @@ impl Store {
     /// Checks every file checkpoint `epoch` needs: its own (size and CRC32 as in its
     /// manifest) and those of the checkpoints its changelog chains start in. With an object
     /// store, fetches those not yet in the cache into it (checked as they arrive), so that
-    /// the checkpoint can be restored from the directory.
+    /// the checkpoint can be restored from the directory — except in a store whose writers
+    /// upload the files ([`Store::files_uploaded_by_writers`]), which restores nothing
+    /// itself: there each file is checked as it arrives and not kept.
     pub fn validate(&self, epoch: Epoch) -> Result<Validated, CheckpointError> {
-        self.validate_with(epoch, Fetch::IntoCache)
+        let fetch = match self.uploads {
+            Uploads::AtCompletion => Fetch::IntoCache,
+            Uploads::ByWriters => Fetch::Verify,
+        };
+        self.validate_with(epoch, fetch)
     }
 
     fn validate_with(&self, epoch: Epoch, fetch: Fetch) -> Result<Validated, CheckpointError> {
@@ -909,6 +974,119 @@ mod tests {
         let again = tempfile::tempdir().expect("tmp");
         let e = empty(&in_memory(&memory, again.path())).expect_err("refused");
         assert!(e.to_string().contains("chk-00000005/MANIFEST.json"), "{e}");
+    }
+
+    /// A manifest of checkpoint `epoch` with `files`, each an operator's full snapshot.
+    fn manifest_of(epoch: u64, files: Vec<FileEntry>) -> Manifest {
+        Manifest {
+            format: MANIFEST_FORMAT,
+            epoch,
+            created_unix_ms: 0,
+            finished: false,
+            plan: PlanFingerprint::default(),
+            operators: files
+                .iter()
+                .map(|f| {
+                    (
+                        f.name.clone(),
+                        OperatorState {
+                            inline: None,
+                            files: vec![StateFileRef {
+                                epoch,
+                                file: f.name.clone(),
+                            }],
+                        },
+                    )
+                })
+                .collect(),
+            files,
+            controls: Vec::new(),
+        }
+    }
+
+    /// Writer `store` writes `name` of checkpoint `epoch` into its staging directory (made
+    /// as a task makes it) and uploads its share.
+    fn share(store: &Store, epoch: u64, name: &str, bytes: &[u8]) -> FileEntry {
+        let dir = store.dir().prepare_epoch(Epoch(epoch));
+        let entry = write_file_atomically(&dir.join(name), bytes).expect("writes");
+        store
+            .upload_share(Epoch(epoch), std::slice::from_ref(&entry))
+            .expect("uploads its share");
+        entry
+    }
+
+    #[test]
+    fn writers_upload_their_shares_and_the_completing_store_writes_only_the_manifest() {
+        let memory = Arc::new(object_store::memory::InMemory::new());
+        let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().expect("tmp")).collect();
+        // Two executors on two machines, and the coordinator, which has no file of its own.
+        let (a, b) = (
+            in_memory(&memory, dirs[0].path()),
+            in_memory(&memory, dirs[1].path()),
+        );
+        let coordinator = in_memory(&memory, dirs[2].path()).files_uploaded_by_writers();
+        coordinator.begin(Epoch(1)).expect("begins");
+        let files = vec![
+            share(&a, 1, "001-w-0.full", b"state of a"),
+            share(&b, 1, "001-w-1.full", b"state of b"),
+        ];
+        coordinator
+            .complete(&manifest_of(1, files.clone()))
+            .expect("completes");
+        assert!(
+            !coordinator.dir().file(Epoch(1), "001-w-0.full").exists(),
+            "the coordinator holds no file"
+        );
+
+        // Validated from the coordinator: checked, not kept; from a fresh machine: fetched.
+        coordinator.validate(Epoch(1)).expect("valid");
+        assert!(!coordinator.dir().file(Epoch(1), "001-w-1.full").exists());
+        let other = in_memory(&memory, dirs[3].path());
+        let (plan, chosen) = other.recovery(false).expect("plans");
+        assert!(
+            matches!(
+                plan,
+                RecoveryPlan::Restore {
+                    epoch: Epoch(1),
+                    ..
+                }
+            ),
+            "{plan:?}"
+        );
+        assert_eq!(chosen.expect("validated").manifest.files, files);
+        assert_eq!(
+            std::fs::read(other.dir().file(Epoch(1), "001-w-1.full")).expect("fetched"),
+            b"state of b"
+        );
+
+        // A file nobody uploaded: no manifest, and the message names the object.
+        coordinator.begin(Epoch(2)).expect("begins");
+        let mut files = vec![share(&a, 2, "001-w-0.full", b"a again")];
+        files.push(FileEntry {
+            name: "001-w-1.full".into(),
+            size: 3,
+            crc32: 0,
+        });
+        let e = coordinator
+            .complete(&manifest_of(2, files))
+            .expect_err("a file is missing");
+        assert!(
+            e.to_string()
+                .contains("missing in mem://test/q/1/chk-00000002/001-w-1.full"),
+            "{e}"
+        );
+        assert!(coordinator.manifest(Epoch(2)).expect("reads").is_none());
+
+        // A share that finds its object there already (an earlier attempt's) is refused and
+        // overwrites nothing; the writer goes on with the next checkpoint.
+        b.dir().prepare_epoch(Epoch(2));
+        let entry = write_file_atomically(&b.dir().file(Epoch(2), "001-w-0.full"), b"other")
+            .expect("writes");
+        let e = b
+            .upload_share(Epoch(2), &[entry])
+            .expect_err("exists already");
+        assert!(e.to_string().contains("exists already"), "{e}");
+        share(&b, 3, "001-w-1.full", b"b at 3");
     }
 
     #[test]

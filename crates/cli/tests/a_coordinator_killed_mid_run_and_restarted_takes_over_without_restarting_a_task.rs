@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::cluster::{windowed_generator, LocalCluster};
-use common::{anduin_ok, output_rows, wait_until};
+use common::cluster::{restart_coordinator_after, windowed_generator, LocalCluster};
+use common::{anduin_ok, output_rows};
 
 fn scenario(after: u64) {
     let work = tempfile::tempdir().expect("tempdir");
@@ -42,17 +42,7 @@ fn scenario(after: u64) {
             "4000",
         ],
     );
-    wait_until("the checkpoints before the kill", || {
-        cluster.status("q")["last_checkpoint"]
-            .as_u64()
-            .is_some_and(|e| e >= after)
-    });
-    assert_ne!(
-        cluster.status("q")["state"],
-        "finished",
-        "the kill must come mid-run"
-    );
-    cluster.restart_coordinator();
+    restart_coordinator_after(&mut cluster, "q", after);
     let out = submit.wait_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "after {after}: {stderr}");

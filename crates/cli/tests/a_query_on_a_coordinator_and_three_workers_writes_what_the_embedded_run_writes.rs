@@ -5,46 +5,15 @@
 
 mod common;
 
-use common::cluster::LocalCluster;
-use common::{anduin_ok, output_rows, repo};
-
-const EVENTS: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "int"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param count = 1000000
-  output name = "events", type = "Event"
-}
-operator name = "out", type = "writer" {
-  input name = "events"
-  param path = "events.csv"
-}
-"#;
+use common::cluster::{q2_reference, LocalCluster};
+use common::{output_rows, repo};
 
 #[test]
 fn a_query_on_a_coordinator_and_three_workers_writes_what_the_embedded_run_writes() {
     let work = tempfile::tempdir().expect("tempdir");
-    std::fs::write(work.path().join("events.flow"), EVENTS).expect("query");
-    anduin_ok(work.path(), &["run", "events.flow"]);
+    let expected = q2_reference(work.path());
     let q2 = repo().join("examples/q2.flow");
     let q2 = q2.to_str().expect("utf-8 path");
-    anduin_ok(
-        work.path(),
-        &[
-            "run",
-            q2,
-            "--var",
-            "INPUT=events.csv",
-            "--var",
-            "OUTPUT=embedded.csv",
-        ],
-    );
-    let expected = output_rows(&work.path().join("embedded.csv"));
-    assert!(expected.len() > 100_000, "Q2 writes enough rows");
 
     let cluster = LocalCluster::start(3, 8);
     let submit = cluster.submit(

@@ -349,7 +349,13 @@ fn checkpoint_wiring(config: &RunConfig) -> Option<(CheckpointWiring, Checkpoint
     };
     let (job_tx, job_rx) = crossbeam_channel::unbounded();
     let wiring = CheckpointWiring {
-        dir: CheckpointDir::new(&c.settings.dir),
+        // Where the store has its tasks write: its directory, or the staging directory of an
+        // object store (whose checkpoint directories they make themselves).
+        dir: c
+            .settings
+            .store
+            .as_ref()
+            .map_or_else(|| CheckpointDir::new(&c.settings.dir), |s| s.dir().clone()),
         restore: c.restore.clone(),
         events: event_tx,
         jobs: job_tx,

@@ -328,7 +328,7 @@ impl SourceTask {
             .checkpointing
             .as_ref()
             .expect("checkpoint barriers come only with checkpoints");
-        let dir = c.dir.epoch_dir(epoch);
+        let dir = c.dir.prepare_epoch(epoch);
         let mut snapshots = Vec::new();
         let slot = Slot::new(
             epoch,

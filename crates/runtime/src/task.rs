@@ -191,7 +191,7 @@ impl OperatorTask {
             }
             .into());
         };
-        let dir = c.dir.epoch_dir(barrier.epoch);
+        let dir = c.dir.prepare_epoch(barrier.epoch);
         let mut snapshots = Vec::new();
         let failure = self.chain.barrier(&barrier, &dir, &mut snapshots)?;
         c.jobs

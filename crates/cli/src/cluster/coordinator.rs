@@ -20,6 +20,7 @@ use anduin_coordinator::{QueryId, WorkerId};
 use super::driver::{self, Attempt};
 use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator, ToWorker};
 use super::secret::{check_listen, SecretArgs};
+use super::store::ClusterStore;
 use crate::embedded::parse_duration;
 
 /// Arguments of `anduin coordinator`.
@@ -32,9 +33,13 @@ pub struct CoordinatorArgs {
     /// Where the coordinator keeps the queries submitted to it.
     #[arg(long, value_name = "DIR")]
     pub state_dir: PathBuf,
-    /// Where every query's checkpoints go: a directory every worker reaches at the same path
-    /// (a shared file system), or `file:///path`.
-    #[arg(long, value_name = "DIR")]
+    /// Where every query's checkpoints go (query Q's under `Q`): a directory every worker
+    /// reaches at the same path (a shared file system), `file:///path`, or
+    /// `s3://bucket/prefix`, any S3-compatible store, reached with AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY, AWS_REGION and, for another store than AWS's,
+    /// AWS_ENDPOINT_URL — by the coordinator and by every worker's executors, each from its
+    /// own environment.
+    #[arg(long, value_name = "DIR|URL")]
     pub checkpoint_store: String,
     /// A worker not heard from for this long is dead: its queries recover on the others.
     #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
@@ -112,7 +117,8 @@ pub struct QueryEntry {
 pub struct Cluster {
     pub addr: SocketAddr,
     pub state_dir: PathBuf,
-    pub checkpoints: PathBuf,
+    /// Where the queries' checkpoints go.
+    pub store: ClusterStore,
     pub heartbeat_timeout: Duration,
     state: Mutex<State>,
     pub changed: Condvar,
@@ -125,6 +131,8 @@ pub struct Cluster {
     pub api: Registry,
     /// A dead worker's instances are restored alone (`--per-task-recovery`).
     pub per_task_recovery: bool,
+    /// Held by the submission being accepted.
+    pub submitting: Mutex<()>,
 }
 
 pub struct State {
@@ -205,19 +213,10 @@ impl Cluster {
 pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     let secret = args.secret.load()?;
     check_listen("a coordinator listening", args.listen.ip(), &secret)?;
-    let checkpoints = match anduin_checkpoint::StoreLocation::parse(&args.checkpoint_store)? {
-        anduin_checkpoint::StoreLocation::Local(dir) => dir,
-        other => bail!(
-            "not supported yet: checkpoint store `{other}` for a cluster (its executors write the \
-             checkpoint files on the workers, and do not upload them yet): give a directory \
-             every worker reaches at the same path (a shared file system) or file:///path; \
-             `anduin run --checkpoint-store` takes s3:// already"
-        ),
-    };
-    for dir in [&args.state_dir, &checkpoints] {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create `{}`", dir.display()))?;
-    }
+    std::fs::create_dir_all(&args.state_dir)
+        .with_context(|| format!("cannot create `{}`", args.state_dir.display()))?;
+    // An object store that cannot be used stops the coordinator now, naming it.
+    let store = ClusterStore::new(&args.checkpoint_store, &args.state_dir)?;
     let catalog = Catalog::open(
         &args.state_dir.join("catalog"),
         CatalogOptions::default(),
@@ -243,7 +242,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     let cluster = Arc::new(Cluster {
         addr,
         state_dir: args.state_dir.clone(),
-        checkpoints,
+        store,
         heartbeat_timeout: args.heartbeat_timeout,
         state: Mutex::new(state),
         changed: Condvar::new(),
@@ -251,6 +250,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         secret,
         api: registry,
         per_task_recovery: args.per_task_recovery,
+        submitting: Mutex::new(()),
     });
     for (name, submission) in resumed {
         start_driver(&cluster, &name, &submission, true)?;
@@ -608,6 +608,8 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         Ok(c) => c,
         Err(e) => return Reply::Refused(format!("{e:#}")),
     };
+    // One submission at a time: the checkpoints cleared below are no running query's.
+    let _one_at_a_time = cluster.submitting.lock().unwrap_or_else(|p| p.into_inner());
     let mut state = cluster.lock();
     if let Some(q) = state.queries.get(&s.name) {
         if !q.status.is_over() {
@@ -621,17 +623,28 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
             query: QueryId(s.name.clone()),
         });
     }
+    // Not held while the store is asked: an object store may be slow to answer, and
+    // heartbeats must not wait for it.
+    drop(state);
     // A new submission starts from the beginning: checkpoints left under its name (by a
     // query of that name that is over, or by another coordinator) are not its own.
-    let ckpt = cluster.checkpoints.join(&s.name);
-    if ckpt.exists() {
-        if let Err(e) = anduin_checkpoint::Store::open(&ckpt).and_then(|st| st.clear()) {
+    let old = match &cluster.store {
+        ClusterStore::Shared(_) => cluster.store.dir(&s.name).exists(),
+        ClusterStore::Objects { .. } => true,
+    };
+    if old {
+        let cleared = cluster
+            .store
+            .store(&s.name)
+            .and_then(|st| st.clear().map_err(anyhow::Error::from));
+        if let Err(e) = cleared {
             return Reply::Refused(format!(
-                "cannot remove the old checkpoints in `{}`: {e}",
-                ckpt.display()
+                "cannot remove the old checkpoints in {}: {e:#}",
+                cluster.store.location(&s.name)
             ));
         }
     }
+    let mut state = cluster.lock();
     let edit = Edit::QuerySubmitted {
         query: QueryId(s.name.clone()),
         source: QuerySource {

@@ -15,7 +15,9 @@ use anduin_checkpoint::{Store, Validated};
 use anduin_graph::{PhysicalPlan, PlanOptions};
 use anduin_operator_api::Bound;
 use anduin_runtime::control::Control;
-use anduin_runtime::{Checkpointing, EngineEvent, Event, RunConfig, Subscriber, Topology};
+use anduin_runtime::{
+    CheckpointSettings, Checkpointing, EngineEvent, Event, RunConfig, Subscriber, Topology,
+};
 use anduin_spec::Missing;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -91,6 +93,8 @@ impl Attempt {
 pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     for refused in [
         "--checkpoint-dir",
+        "--checkpoint-store",
+        "--checkpoint-cache",
         "--from-scratch",
         "--loopback-workers",
         "--cluster-part",
@@ -181,7 +185,7 @@ impl Outcome {
 /// still run, started by a coordinator before this one, and are taken over if they all
 /// report again.
 pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: bool) {
-    let dir = cluster.checkpoints.join(name);
+    let dir = cluster.store.dir(name);
     let mut number = cluster
         .lock()
         .queries
@@ -347,7 +351,7 @@ fn attempt(
             .collect();
         state.feed(name, &Input::Placed { placement: placed });
     }
-    let restore = match recovery(dir)? {
+    let restore = match recovery(&cluster.store.store(name)?)? {
         Recovery::Finished => return Ok(Outcome::Finished),
         Recovery::From(v) => v,
     };
@@ -392,6 +396,7 @@ fn attempt(
                 submission: submission.clone(),
                 placement: placement.clone(),
                 checkpoint_dir: dir.to_path_buf(),
+                checkpoint_store: cluster.store.for_executors(name),
                 restore: restore_epoch,
                 coordinator: cluster.addr,
             };
@@ -519,7 +524,10 @@ fn start_checkpointer(
         chaining: !compiled.args.engine.no_chaining,
         parallelism: compiled.args.engine.parallelism,
         checkpointing: Some(Checkpointing {
-            settings: checkpoint_settings(&compiled.args, dir),
+            settings: CheckpointSettings {
+                store: Some(cluster.store.store(name)?),
+                ..checkpoint_settings(&compiled.args, dir)
+            },
             restore,
             faults: anduin_runtime::Faults::default(),
             remote: None,
@@ -618,7 +626,8 @@ fn run_to_end(
     if matches!(outcome, Outcome::Finished) {
         // Every part ended well: each sink committed what it had at the end of its input,
         // as in `anduin run`, even when the last checkpoint could not be written.
-        if !matches!(recovery(dir), Ok(Recovery::Finished)) {
+        let store = cluster.store.store(name);
+        if !matches!(store.and_then(|s| recovery(&s)), Ok(Recovery::Finished)) {
             eprintln!("anduin: query {name} finished, but its last checkpoint failed (see the log): its output is complete; a new submission starts from the beginning");
         }
     }
@@ -679,7 +688,7 @@ fn take_over(
             Ok(e) => e,
             Err(outcome) => return Ok(outcome),
         };
-    let store = Store::open(dir)?;
+    let store = cluster.store.store(name)?;
     let (_, restore) = store.choose_restore()?;
     let last = restore.as_ref().map_or(0, |v| v.manifest.epoch);
     let begun = store.epochs()?.into_iter().map(|e| e.0).max().unwrap_or(0);
@@ -848,9 +857,7 @@ pub(super) enum Recovery {
 }
 
 /// Which checkpoint the next attempt resumes from (incomplete ones are removed).
-pub(super) fn recovery(dir: &Path) -> Result<Recovery> {
-    let store = Store::open(dir)
-        .with_context(|| format!("cannot use the checkpoint directory `{}`", dir.display()))?;
+pub(super) fn recovery(store: &Store) -> Result<Recovery> {
     let (plan, validated) = store.recovery(false)?;
     Ok(match plan {
         RecoveryPlan::Fresh { remove, .. } => {
@@ -872,7 +879,7 @@ pub(super) fn recovery(dir: &Path) -> Result<Recovery> {
                 .collect();
             bail!(
                 "no usable checkpoint in {}: {}",
-                dir.display(),
+                store.location(),
                 list.join("; ")
             )
         }
@@ -1043,12 +1050,11 @@ impl Subscriber for LastCheckpoint {
             if let Some(q) = state.queries.get_mut(&self.query) {
                 q.status.last_checkpoint = Some(*epoch);
             }
-            let dir = self.cluster.checkpoints.join(&self.query);
             state.record(Edit::CheckpointCompleted {
                 query: QueryId(self.query.clone()),
                 pointer: CheckpointPointer {
                     epoch: anduin_types::Epoch(*epoch),
-                    location: dir.display().to_string(),
+                    location: self.cluster.store.location(&self.query),
                 },
             });
         }

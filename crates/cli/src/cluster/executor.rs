@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anduin_checkpoint::Store;
 use anduin_runtime::{
     Checkpointing, Command, Event, NetworkSettings, Peers, Placement, RemoteCoordinator, Resumption,
 };
@@ -28,7 +27,7 @@ use anyhow::{bail, Context, Result};
 use crossbeam_channel::{Receiver, Sender};
 
 use super::proto::{self, Deployment, ToCoordinator, ToExecutor};
-use crate::cmd::run::{checkpoint_settings, RunArgs};
+use crate::cmd::run::RunArgs;
 use crate::embedded::{execute, prepare_outputs, Execution};
 use crate::load::{load_with, print_diagnostics, LoadError};
 
@@ -76,6 +75,8 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     let listener = anduin_runtime::EdgeListener::bind(SocketAddr::new(host, 0), 16, secret.clone())
         .with_context(|| format!("cannot listen for channels on {host}"))?;
     let channels = Arc::clone(&listener);
+    // An object store this executor cannot use fails the part now, naming the store.
+    let share = super::store::Share::open(&d, deployment)?;
     let (to_coordinator, mut from_coordinator) = proto::connect(d.coordinator, secret.as_deref())?;
     to_coordinator.send(&ToCoordinator::Executor {
         query: d.query.clone(),
@@ -90,6 +91,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     };
 
     let (events_tx, events_rx) = crossbeam_channel::unbounded::<Event>();
+    let events_rx = share.upload_before_acks(events_rx)?;
     let (register_tx, register_rx) = crossbeam_channel::unbounded();
     // Edges outlive the loss of a peer: the coordinator restores a dead worker's instances
     // elsewhere and says where (per-task recovery).
@@ -130,13 +132,14 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     let restore = match d.restore {
         None => None,
         Some(epoch) => Some(
-            Store::open(&d.checkpoint_dir)
-                .and_then(|s| s.validate(Epoch(epoch)))
+            share
+                .store()
+                .validate(Epoch(epoch))
                 .with_context(|| format!("cannot restore checkpoint {epoch}"))?,
         ),
     };
     let checkpointing = Checkpointing {
-        settings: checkpoint_settings(args, &d.checkpoint_dir),
+        settings: share.settings(args),
         restore,
         faults: anduin_runtime::Faults::default(),
         remote: Some(RemoteCoordinator {
@@ -163,7 +166,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         Arc::clone(&loaded.graph),
         crate::control::RunPlaces {
             checkpointing: true,
-            checkpoint_dir: Some(d.checkpoint_dir.clone()),
+            checkpoint_dir: Some(share.dir().to_path_buf()),
             query_file: Some(args.file.clone()),
             restored: checkpointing
                 .restore

@@ -30,6 +30,11 @@ pub struct ClusterArgs {
     /// The query's name (default: the file's stem).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Where the query's checkpoints go (default: `checkpoints` in the directory of --dir): a
+    /// directory, or s3://bucket/prefix, reached with the AWS_* variables of this environment,
+    /// which the coordinator and the workers inherit.
+    #[arg(long, value_name = "DIR|URL")]
+    pub checkpoint_store: Option<String>,
     /// The flags of `anduin run` that concern the query.
     #[arg(
         trailing_var_arg = true,
@@ -69,6 +74,9 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
     if let Some(n) = client::take_flag(&mut args.run_args, "--name", true) {
         args.name = Some(n);
     }
+    if let Some(c) = client::take_flag(&mut args.run_args, "--checkpoint-store", true) {
+        args.checkpoint_store = Some(c);
+    }
     if let Some(f) = client::take_flag(&mut args.run_args, "--cluster-secret-file", true) {
         args.secret.cluster_secret_file = Some(f.into());
     }
@@ -96,7 +104,11 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
             .arg("--state-dir")
             .arg(dir.join("coordinator"))
             .arg("--checkpoint-store")
-            .arg(dir.join("checkpoints"))
+            .arg(
+                args.checkpoint_store
+                    .clone()
+                    .map_or_else(|| dir.join("checkpoints").into_os_string(), Into::into),
+            )
             .arg("--address-file")
             .arg(&address_file)
             .stdin(Stdio::null())

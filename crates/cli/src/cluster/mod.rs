@@ -6,13 +6,14 @@
 //!
 //! Between executors, channels cross the network (the runtime's `net`); between the processes
 //! and the coordinator, the control protocol of [`proto`]. A query's checkpoints go to a
-//! directory every process reaches at the same path.
+//! directory every process reaches at the same path, or to an object store that each
+//! executor uploads its tasks' files to ([`store`]).
 //!
 //! Every connection starts with the connecting side proving it knows the cluster's secret
 //! ([`secret`]); without one, every listener binds to loopback only.
 //!
 //! Not here yet: per-task recovery (a failure rolls the whole query back to its last
-//! checkpoint) and object-store checkpoints.
+//! checkpoint).
 
 pub mod client;
 pub mod coordinator;
@@ -22,4 +23,5 @@ pub mod local;
 pub mod proto;
 mod restore;
 pub mod secret;
+pub mod store;
 pub mod worker;

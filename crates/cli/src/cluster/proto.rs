@@ -94,8 +94,15 @@ pub struct Deployment {
     pub submission: Submission,
     /// The worker of every task instance, by its number in the run.
     pub placement: Vec<u32>,
-    /// The query's checkpoint directory (shared by every worker and the coordinator).
+    /// The query's checkpoint directory (shared by every worker and the coordinator), when
+    /// its checkpoints go to a directory.
     pub checkpoint_dir: PathBuf,
+    /// The query's checkpoints in an object store (`s3://bucket/prefix/QUERY`), when they go
+    /// to one: then `checkpoint_dir` is the coordinator's and unused on the workers; each
+    /// executor stages its tasks' files in a directory of its own and uploads them, reaching
+    /// the store with the credentials in its own environment (`super::store`).
+    #[serde(default)]
+    pub checkpoint_store: Option<String>,
     /// The checkpoint to resume from.
     pub restore: Option<u64>,
     /// Where the executor reaches the coordinator.

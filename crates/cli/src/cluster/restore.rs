@@ -12,7 +12,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anduin_checkpoint::Store;
 use anduin_coordinator::catalog::Edit;
 use anduin_coordinator::life::Input;
 use anduin_coordinator::{choose_recovery, InstanceFacts, QueryId, RecoveryChoice, WorkerId};
@@ -81,7 +80,7 @@ pub(super) fn restore_part(
         RecoveryChoice::WholeQuery { why } => return Ok(Some(why)),
         RecoveryChoice::PerTask { restore } => restore,
     };
-    let (_, from) = Store::open(dir)?.choose_restore()?;
+    let (_, from) = cluster.store.store(name)?.choose_restore()?;
     let epoch = from.as_ref().map(|v| v.manifest.epoch);
     // Where each lost part goes: the live worker with the fewest parts of this attempt.
     let mut state = cluster.lock();
@@ -166,6 +165,7 @@ pub(super) fn restore_part(
             submission: submission.clone(),
             placement: placement.clone(),
             checkpoint_dir: dir.to_path_buf(),
+            checkpoint_store: cluster.store.for_executors(name),
             restore: epoch,
             coordinator: cluster.addr,
         };

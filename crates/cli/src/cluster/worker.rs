@@ -193,7 +193,8 @@ fn serve(
                             .unwrap_or_else(|p| p.into_inner())
                             .insert(key.clone(), child);
                         tracing::info!(query = %d.query, attempt = d.attempt, pid, "executor started");
-                        watch(key, Arc::clone(executors), Arc::clone(link));
+                        let dir = part_dir(work_dir, &d.query, d.attempt, d.worker);
+                        watch(key, dir, Arc::clone(executors), Arc::clone(link));
                     }
                     Err(e) => report(
                         link,
@@ -223,7 +224,7 @@ fn serve(
 
 /// Starts the executor of `d`: `anduin run` on the query's file with its flags, as a part.
 fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
-    let dir = work_dir.join(format!("{}-{}-{}", d.query, d.attempt, d.worker));
+    let dir = part_dir(work_dir, &d.query, d.attempt, d.worker);
     std::fs::create_dir_all(&dir)?;
     let file = dir.join(&d.submission.file_name);
     std::fs::write(&file, &d.submission.source)?;
@@ -265,8 +266,28 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
     Ok(child)
 }
 
-/// Reports to the coordinator when the executor of `key` ends.
-fn watch(key: (String, u64, u32), executors: Executors, link: SharedLink) {
+/// The directory of part `part` (whose instances) of attempt `attempt` of query `query`: its
+/// query file, its
+/// deployment, what its executor leaves there.
+fn part_dir(work_dir: &Path, query: &str, attempt: u64, part: u32) -> PathBuf {
+    work_dir.join(format!("{query}-{attempt}-{part}"))
+}
+
+/// The file in which an executor leaves why it failed, beside its deployment.
+const FAILURE_FILE: &str = "failure.txt";
+
+/// Leaves the error of an executor's part (`outcome`), if any, beside its `deployment`, for
+/// its worker to tell the coordinator (which does not see the executor's stderr).
+pub fn leave_failure(deployment: &Path, outcome: Result<ExitCode>) -> Result<ExitCode> {
+    if let Err(e) = &outcome {
+        let _ = std::fs::write(deployment.with_file_name(FAILURE_FILE), format!("{e:#}"));
+    }
+    outcome
+}
+
+/// Reports to the coordinator when the executor of `key` (whose part is in `dir`) ends, with
+/// the failure it left, if any.
+fn watch(key: (String, u64, u32), dir: PathBuf, executors: Executors, link: SharedLink) {
     let spawned = std::thread::Builder::new()
         .name("anduin-executor-watch".into())
         .spawn(move || loop {
@@ -288,8 +309,12 @@ fn watch(key: (String, u64, u32), executors: Executors, link: SharedLink) {
                 }
             };
             if let Some(status) = status {
-                let error =
-                    (!status.success()).then(|| format!("its executor ended with {status}"));
+                let error = (!status.success()).then(|| {
+                    match std::fs::read_to_string(dir.join(FAILURE_FILE)) {
+                        Ok(why) => format!("its executor ended with {status}: {}", why.trim()),
+                        Err(_) => format!("its executor ended with {status}"),
+                    }
+                });
                 report(
                     &link,
                     ToCoordinator::PartEnded {

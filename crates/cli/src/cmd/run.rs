@@ -104,7 +104,10 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(deployment) = &args.cluster_part {
-        return crate::cluster::executor::run_part(&args, deployment);
+        return crate::cluster::worker::leave_failure(
+            deployment,
+            crate::cluster::executor::run_part(&args, deployment),
+        );
     }
     let name = match args.api.query_name(&args.file) {
         Ok(n) => n,

@@ -4,33 +4,51 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{wait_until, ChildGuard};
+use super::{output_rows, repo, wait_until, ChildGuard};
 
 /// A coordinator and its workers, with their directories.
 pub struct LocalCluster {
     pub dir: tempfile::TempDir,
     pub addr: String,
+    /// How its processes are started.
+    pub setup: Setup,
     // Dropped last: the workers first, then the coordinator.
     pub workers: Vec<ChildGuard>,
     pub coordinator: ChildGuard,
-    /// The coordinator's own flags (kept for a restart).
-    flags: Vec<String>,
+}
+
+/// How a [`LocalCluster`]'s processes are started, beyond the defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// The coordinator's `--checkpoint-store` (default: `checkpoints` in the cluster's
+    /// directory).
+    pub checkpoint_store: Option<String>,
+    /// Variables of every process's environment (the coordinator's and the workers').
+    pub env: Vec<(String, String)>,
+    /// Variables of the workers' environment, set after `env`.
+    pub worker_env: Vec<(String, String)>,
+    /// More flags of the coordinator's (`--per-task-recovery`).
+    pub coordinator_flags: Vec<String>,
 }
 
 /// A coordinator listening on `listen`, its state in `dir`.
-fn coordinator(dir: &Path, listen: &str, extra: &[String]) -> ChildGuard {
+fn coordinator(dir: &Path, listen: &str, setup: &Setup) -> ChildGuard {
     let addr_file = dir.join("addr");
     let _ = std::fs::remove_file(&addr_file);
+    let store = setup
+        .checkpoint_store
+        .clone()
+        .unwrap_or_else(|| dir.join("checkpoints").display().to_string());
     let child = ChildGuard(
         Command::new(env!("CARGO_BIN_EXE_anduin"))
             .args(["coordinator", "--listen", listen])
             .arg("--state-dir")
             .arg(dir.join("coordinator"))
-            .arg("--checkpoint-store")
-            .arg(dir.join("checkpoints"))
+            .args(["--checkpoint-store", &store])
             .arg("--address-file")
             .arg(&addr_file)
-            .args(extra)
+            .args(&setup.coordinator_flags)
+            .envs(setup.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log(dir, "coordinator.log"))
@@ -78,20 +96,19 @@ impl LocalCluster {
     pub fn restart_coordinator(&mut self) {
         let _ = self.coordinator.0.kill();
         let _ = self.coordinator.0.wait();
-        self.coordinator = coordinator(self.dir.path(), &self.addr, &self.flags);
+        self.coordinator = coordinator(self.dir.path(), &self.addr, &self.setup);
     }
 
     /// A coordinator on a port the system chooses and `workers` workers of `slots` slots.
     pub fn start(workers: usize, slots: u32) -> Self {
-        Self::start_with(workers, slots, &[])
+        Self::start_with(workers, slots, Setup::default())
     }
 
-    /// [`LocalCluster::start`], with `flags` for the coordinator.
-    pub fn start_with(workers: usize, slots: u32, flags: &[&str]) -> Self {
+    /// [`LocalCluster::start`], its processes started as `setup` says.
+    pub fn start_with(workers: usize, slots: u32, setup: Setup) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let addr_file = dir.path().join("addr");
-        let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
-        let coordinator = coordinator(dir.path(), "127.0.0.1:0", &flags);
+        let coordinator = coordinator(dir.path(), "127.0.0.1:0", &setup);
         let addr = std::fs::read_to_string(&addr_file)
             .expect("address")
             .trim()
@@ -99,9 +116,9 @@ impl LocalCluster {
         let mut cluster = Self {
             dir,
             addr,
+            setup,
             workers: Vec::new(),
             coordinator,
-            flags,
         };
         for i in 0..workers {
             cluster.add_worker(&format!("w{i}"), slots);
@@ -118,6 +135,8 @@ impl LocalCluster {
             .args(["--slots", &slots.to_string()])
             .arg("--work-dir")
             .arg(self.dir.path().join(name))
+            .envs(self.setup.env.iter().map(|(k, v)| (k, v)))
+            .envs(self.setup.worker_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log(self.dir.path(), &format!("{name}.log")))
@@ -173,6 +192,104 @@ impl LocalCluster {
         self.dir.path().join("checkpoints").join(query)
     }
 }
+
+/// A number below `below` that follows `seed` and `salt` (splitmix64): the seeded moments of
+/// the fault tests.
+pub fn pick(seed: u64, salt: u64, below: u64) -> u64 {
+    let mut z = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(salt.wrapping_mul(0xBF58_476D_1CE4_E5B9));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) % below
+}
+
+/// Kills worker `victim` of `cluster` with SIGKILL once query `query` has completed
+/// checkpoint `after`, or has finished; whether the worker's executor still ran its part then
+/// (the query must recover from the kill). A worker whose part had ended — the query was
+/// finishing — costs nothing: its part's end is reported already.
+pub fn kill_worker_after(
+    cluster: &mut LocalCluster,
+    query: &str,
+    victim: usize,
+    after: u64,
+) -> bool {
+    wait_until("the checkpoints before the kill", || {
+        let s = cluster.status(query);
+        s["last_checkpoint"].as_u64().is_some_and(|e| e >= after) || s["state"] == "finished"
+    });
+    let pid = cluster.workers[victim].pid();
+    let mid_part = children(pid).into_iter().any(running);
+    let _ = cluster.workers[victim].0.kill();
+    let _ = cluster.workers[victim].0.wait();
+    mid_part
+}
+
+/// Kills the coordinator of `cluster` with SIGKILL once query `query` has completed
+/// checkpoint `after` — before the query finished — and starts it again on the same address
+/// and state.
+pub fn restart_coordinator_after(cluster: &mut LocalCluster, query: &str, after: u64) {
+    wait_until("the checkpoints before the kill", || {
+        cluster.status(query)["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|e| e >= after)
+    });
+    assert_ne!(
+        cluster.status(query)["state"],
+        "finished",
+        "the kill must come mid-run"
+    );
+    cluster.restart_coordinator();
+}
+
+/// Writes the first million benchmark events to `events.csv` in `dir` and runs Q2 of the
+/// benchmark (`examples/q2.flow`) embedded over them: its output's rows, sorted.
+pub fn q2_reference(dir: &Path) -> Vec<String> {
+    std::fs::write(dir.join("events.flow"), EVENTS_1M).expect("query");
+    super::anduin_ok(dir, &["run", "events.flow"]);
+    let q2 = repo().join("examples/q2.flow");
+    super::anduin_ok(
+        dir,
+        &[
+            "run",
+            q2.to_str().expect("utf-8 path"),
+            "--var",
+            "INPUT=events.csv",
+            "--var",
+            "OUTPUT=embedded.csv",
+        ],
+    );
+    let expected = output_rows(&dir.join("embedded.csv"));
+    assert!(expected.len() > 100_000, "Q2 writes enough rows");
+    expected
+}
+
+/// Q2 of the benchmark (`examples/q2.flow`) reading no faster than `rate` rows a second: the
+/// same output, over a run long enough to be hit mid-way.
+pub fn q2_paced(rate: u64) -> String {
+    let q2 = std::fs::read_to_string(repo().join("examples/q2.flow")).expect("examples/q2.flow");
+    let reader = "param path = \"${INPUT}\"";
+    assert!(q2.contains(reader), "Q2 reads ${{INPUT}}");
+    q2.replacen(reader, &format!("{reader}\n  param rate = {rate}"), 1)
+}
+
+/// The first million benchmark events (as `gen_events.py`), into `events.csv`.
+const EVENTS_1M: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "int"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 1000000
+  output name = "events", type = "Event"
+}
+operator name = "out", type = "writer" {
+  input name = "events"
+  param path = "events.csv"
+}
+"#;
 
 /// A keyed window over a rate-limited generator of readings, into `${OUTPUT}`: a query that
 /// runs long enough (`count` rows at `rate` a second) to be hit mid-run, with state in every

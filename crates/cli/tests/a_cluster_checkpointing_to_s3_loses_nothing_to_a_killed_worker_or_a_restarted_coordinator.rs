@@ -1,0 +1,223 @@
+//! Checkpoints of a cluster's query in an S3-compatible object store (a moto server on
+//! loopback; no directory is shared): a coordinator and three workers run Q2 of the benchmark
+//! over the million-row file, each executor uploading its tasks' files and the coordinator
+//! writing the manifests. A worker killed with SIGKILL at a seeded moment costs nothing: the
+//! query resumes on the others from the store, its output equal to the embedded run's. A
+//! coordinator killed mid-run and started again takes over from the store without restarting
+//! a task. Either way `anduin checkpoints list` reads the query's checkpoints in the store,
+//! and the executors leave no staging directory behind.
+
+mod common;
+
+use std::path::Path;
+
+use common::cluster::{
+    kill_worker_after, pick, q2_paced, q2_reference, restart_coordinator_after, LocalCluster, Setup,
+};
+use common::output_rows;
+use common::s3::{S3Server, BUCKET};
+
+/// Q2 over the million rows reads at most this many rows a second: a run of several
+/// seconds, with a checkpoint every 100 000 rows.
+const RATE: u64 = 150_000;
+
+/// A cluster of a coordinator and three workers whose checkpoints go to `store`.
+fn cluster(s3: &S3Server, store: &str) -> LocalCluster {
+    LocalCluster::start_with(
+        3,
+        8,
+        Setup {
+            checkpoint_store: Some(store.to_string()),
+            env: s3
+                .env()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            ..Setup::default()
+        },
+    )
+}
+
+/// Submits the paced Q2 (in `work`) to `cluster`, writing `out`.
+fn submit(cluster: &LocalCluster, work: &Path, out: &str) -> common::ChildGuard {
+    cluster.submit(
+        work,
+        "q2.flow",
+        &[
+            "--var",
+            "INPUT=events.csv",
+            "--var",
+            &format!("OUTPUT={out}"),
+            "--parallelism",
+            "4",
+            "--checkpoint-every",
+            "100000",
+        ],
+    )
+}
+
+/// What is left to check once the query ended: its output, its checkpoints in the store (as
+/// `anduin checkpoints list` reads them), and that no executor of its last attempt left
+/// its staging directory.
+fn check_the_end(
+    cluster: &LocalCluster,
+    s3: &S3Server,
+    store: &str,
+    work: &Path,
+    out: &str,
+    expected: &[String],
+    what: &str,
+) -> serde_json::Value {
+    let got = output_rows(&work.join(out));
+    assert_eq!(got.len(), expected.len(), "{what}: rows lost or duplicated");
+    assert!(
+        got == expected,
+        "{what}: the output differs from the embedded run's"
+    );
+    let status = cluster.status("q2");
+    assert_eq!(status["state"], "finished", "{what}: {status}");
+    let last = status["last_checkpoint"]
+        .as_u64()
+        .expect("a last checkpoint");
+
+    let url = format!("{store}/q2");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(["checkpoints", "list", &url])
+        .envs(s3.env())
+        .output()
+        .expect("anduin runs");
+    let listing = common::stdout_ok(&out);
+    let finished = listing
+        .lines()
+        .find(|l| l.contains("complete (finished)"))
+        .unwrap_or_else(|| panic!("{what}: no finished checkpoint in {url}:\n{listing}"));
+    assert_eq!(
+        finished.split_whitespace().next(),
+        Some(last.to_string().as_str()),
+        "{what}: the last checkpoint of the status is the finished one in the store:\n{listing}"
+    );
+    assert!(
+        !listing.contains("corrupt"),
+        "{what}: every checkpoint in the store checks out:\n{listing}"
+    );
+
+    assert!(
+        !cluster.dir.path().join("checkpoints").exists(),
+        "{what}: no checkpoint went to a directory"
+    );
+    let attempt = status["attempt"].as_u64().expect("an attempt");
+    for w in 0..3 {
+        let part = cluster
+            .dir
+            .path()
+            .join(format!("w{w}"))
+            .join(format!("q2-{attempt}"));
+        assert!(
+            !part.join("checkpoints").exists(),
+            "{what}: the part in {} left its staging directory",
+            part.display()
+        );
+    }
+    status
+}
+
+/// The work directory with the events, the paced Q2 and the embedded run's output.
+fn work() -> (tempfile::TempDir, Vec<String>) {
+    let work = tempfile::tempdir().expect("tempdir");
+    let expected = q2_reference(work.path());
+    std::fs::write(work.path().join("q2.flow"), q2_paced(RATE)).expect("query");
+    (work, expected)
+}
+
+/// The seeds: one, or as many as `ANDUIN_SOAK_SEEDS` says (scripts/soak_cluster_kills.sh).
+fn seeds() -> Vec<u64> {
+    match std::env::var("ANDUIN_SOAK_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        Some(n) => (1..=n).collect(),
+        None => vec![7],
+    }
+}
+
+#[test]
+fn a_worker_killed_mid_run_costs_a_cluster_checkpointing_to_s3_nothing() {
+    let (work, expected) = work();
+    let s3 = S3Server::start();
+    for seed in seeds() {
+        let store = format!("s3://{BUCKET}/cluster-{seed}");
+        let out = format!("out-{seed}");
+        let mut cluster = cluster(&s3, &store);
+        let submit = submit(&cluster, work.path(), &out);
+        let after = 1 + pick(seed, 1, 3);
+        let victim = pick(seed, 2, 3) as usize;
+        assert!(
+            kill_worker_after(&mut cluster, "q2", victim, after),
+            "seed {seed}: worker {victim}'s part had ended by checkpoint {after}: the kill must come mid-run"
+        );
+        let ended = submit.wait_output();
+        let stderr = String::from_utf8_lossy(&ended.stderr);
+        assert!(ended.status.success(), "seed {seed}: {stderr}");
+        let what = format!("seed {seed} (worker {victim} killed after checkpoint {after})");
+        let status = check_the_end(&cluster, &s3, &store, work.path(), &out, &expected, &what);
+        assert!(
+            status["attempt"].as_u64().is_some_and(|a| a >= 2),
+            "{what}: the query did not recover from the kill: {status}"
+        );
+        eprintln!("{what}: recovered");
+    }
+}
+
+#[test]
+fn a_coordinator_killed_mid_run_takes_over_a_cluster_checkpointing_to_s3_without_restarting_a_task()
+{
+    let (work, expected) = work();
+    let s3 = S3Server::start();
+    let store = format!("s3://{BUCKET}/restarted");
+    let mut cluster = cluster(&s3, &store);
+    let submit = submit(&cluster, work.path(), "out");
+    restart_coordinator_after(&mut cluster, "q2", 2);
+    let out = submit.wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let status = check_the_end(
+        &cluster,
+        &s3,
+        &store,
+        work.path(),
+        "out",
+        &expected,
+        "coordinator restarted after checkpoint 2",
+    );
+    assert_eq!(
+        status["attempt"], 1,
+        "the restarted coordinator restarted the query's tasks: {status}"
+    );
+    // The layout is `anduin run`'s: run embedded from the query's checkpoints in the store
+    // (another machine: an empty cache), it finds the query finished.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args([
+            "run",
+            "q2.flow",
+            "--var",
+            "INPUT=events.csv",
+            "--var",
+            "OUTPUT=out",
+        ])
+        .args([
+            "--parallelism",
+            "4",
+            "--checkpoint-store",
+            &format!("{store}/q2"),
+        ])
+        .args(["--checkpoint-cache", "cache"])
+        .current_dir(work.path())
+        .envs(s3.env())
+        .output()
+        .expect("anduin runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("already finished"),
+        "{stderr}"
+    );
+}
