@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The one command that checks everything, on a fresh machine as in CI:
-# installs what is missing (cargo-nextest, the moto S3 test server), then runs rustfmt,
-# clippy (warnings are errors), every test (unit, scenario, end-to-end against golden
-# outputs) and the doctests.
+# installs what is missing (cargo-nextest, the moto S3 test server, Chromium for the web
+# UI's browser test), then runs rustfmt, clippy (warnings are errors), every test (unit,
+# scenario, end-to-end against golden outputs) and the doctests.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -45,6 +45,19 @@ if ! command -v ip >/dev/null 2>&1; then
   apt-get install -y iproute2 || { apt-get update && apt-get install -y iproute2; }
 fi
 
+if [ -z "${ANDUIN_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+  # The web UI's browser test drives Debian's headless Chromium (no browser download).
+  step "installing chromium (for the web UI's browser test)"
+  if command -v apt-get >/dev/null 2>&1; then
+    as_root=""
+    if [ "$(id -u)" -ne 0 ]; then as_root="sudo"; fi
+    $as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q chromium >/dev/null
+  else
+    echo "scripts/test.sh: chromium is missing and there is no apt-get: install Chromium, or set ANDUIN_CHROMIUM to its binary, then run this again" >&2
+    exit 1
+  fi
+fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -8,7 +8,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::handlers::CheckpointTaken;
-use crate::{ChangeRecord, CheckpointInfo, ErrorBody, ParamInfo, QueryInfo, QueryMetrics};
+use crate::{
+    ChangeRecord, CheckpointInfo, ErrorBody, ParamInfo, QueryInfo, QueryMetrics, TopologyInfo,
+};
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
@@ -339,6 +341,11 @@ impl Client {
     /// `GET /api/v1/queries/{query}/metrics`.
     pub fn metrics(&self, query: &str) -> Result<QueryMetrics, ClientError> {
         self.get(&format!("{}/metrics", Self::query_path(query)))
+    }
+
+    /// `GET /api/v1/queries/{query}/topology`.
+    pub fn topology(&self, query: &str) -> Result<TopologyInfo, ClientError> {
+        self.get(&format!("{}/topology", Self::query_path(query)))
     }
 
     /// `GET /api/v1/queries/{query}/operators/{operator}/params`.

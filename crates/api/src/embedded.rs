@@ -4,7 +4,7 @@ use anduin_runtime::control::Control;
 
 use crate::{
     ChangeRecord, ChangeRequest, CheckpointInfo, ControlFailure, ParamInfo, QueryControl,
-    QueryInfo, QueryMetrics,
+    QueryInfo, QueryMetrics, TopologyInfo,
 };
 
 impl QueryControl for Control {
@@ -38,5 +38,9 @@ impl QueryControl for Control {
 
     fn metrics(&self) -> QueryMetrics {
         Control::metrics(self)
+    }
+
+    fn topology(&self) -> TopologyInfo {
+        Control::topology(self)
     }
 }

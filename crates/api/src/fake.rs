@@ -240,6 +240,7 @@ impl QueryControl for FakeQuery {
             control_changes: inner.history.len() as u64,
             dead_letters: 0,
             dead_letters_by_operator: Default::default(),
+            recent_rejects: Vec::new(),
         }
     }
 }

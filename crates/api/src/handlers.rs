@@ -23,6 +23,7 @@ use crate::problem::Problem;
 use crate::routes::AppState;
 use crate::{
     ChangeRecord, ChangeRequest, CheckpointInfo, ParamInfo, QueryControl, QueryInfo, QueryMetrics,
+    TopologyInfo,
 };
 
 /// Runs a (blocking) call into a query on tokio's blocking pool.
@@ -44,7 +45,7 @@ impl AppState {
 }
 
 /// Path parameters, with a JSON error when they cannot be decoded.
-pub(crate) struct Names<T>(T);
+pub(crate) struct Names<T>(pub(crate) T);
 
 impl<T, S> FromRequestParts<S> for Names<T>
 where
@@ -117,6 +118,15 @@ pub(crate) async fn query_metrics(
 ) -> Result<Json<QueryMetrics>, Problem> {
     let q = s.query(&query)?;
     Ok(Json(blocking(move || q.metrics()).await?))
+}
+
+/// `GET /api/v1/queries/{query}/topology`.
+pub(crate) async fn topology(
+    State(s): State<AppState>,
+    Names(query): Names<String>,
+) -> Result<Json<TopologyInfo>, Problem> {
+    let q = s.query(&query)?;
+    Ok(Json(blocking(move || q.topology()).await?))
 }
 
 /// `GET /api/v1/queries/{query}/operators/{operator}/params`.
@@ -397,13 +407,24 @@ fn local_host(host: &str) -> bool {
     name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok()
 }
 
+/// Whether `origin` (an `Origin` header) is this server's own as `host` (a local `Host`
+/// header) names it: the page of the UI, served here, calling the API.
+fn same_origin(origin: &str, host: &str) -> bool {
+    origin
+        .strip_prefix("http://")
+        .is_some_and(|o| o.eq_ignore_ascii_case(host))
+}
+
 /// Who may call. With a token, every request must carry it as `Authorization: Bearer
-/// <token>` (401). Without one (a loopback listener), a request from a web page is refused
-/// (403): it carries an `Origin` header (a page posting to `/stop` across origins), or a
-/// `Host` that is a name other than `localhost` (a page whose name was rebound to 127.0.0.1).
+/// <token>` (401), but those for the UI's files, which hold no data. Without one (a loopback
+/// listener), a request from a web page other than the UI is refused (403): it carries an
+/// `Origin` header other than this server's own (a page posting to `/stop` across origins),
+/// or a `Host` that is a name other than `localhost` (a page whose name was rebound to
+/// 127.0.0.1).
 pub(crate) async fn guard(State(s): State<AppState>, req: Request, next: Next) -> Response {
     let headers = req.headers();
     match &s.token {
+        Some(_) if crate::ui::is_ui(req.method(), req.uri().path()) => {}
         Some(token) => {
             let given = headers
                 .get(header::AUTHORIZATION)
@@ -423,18 +444,29 @@ pub(crate) async fn guard(State(s): State<AppState>, req: Request, next: Next) -
         }
         None => {
             // Every Host header: a second one (or one that is not text) must not slip by.
-            let foreign = headers
-                .get_all(header::HOST)
+            let hosts: Vec<_> = headers.get_all(header::HOST).iter().collect();
+            let foreign = hosts
                 .iter()
                 .find(|v| v.to_str().map_or(true, |h| !local_host(h)));
-            if headers.contains_key(header::ORIGIN) || foreign.is_some() {
+            // An Origin is taken only when it is this server's own, as the one Host names it.
+            let origins: Vec<_> = headers.get_all(header::ORIGIN).iter().collect();
+            let foreign_origin = match (origins.as_slice(), hosts.as_slice()) {
+                ([], _) => false,
+                ([origin], [host]) => match (origin.to_str(), host.to_str()) {
+                    (Ok(o), Ok(h)) => !same_origin(o, h),
+                    _ => true,
+                },
+                _ => true,
+            };
+            if foreign_origin || foreign.is_some() {
                 let host = foreign.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
                 tracing::warn!(path = %req.uri().path(), host, "API request from a web page refused");
                 return Problem::new(
                     StatusCode::FORBIDDEN,
                     "forbidden",
-                    "requests from web pages (with an Origin header, or a Host other than an \
-                     address or localhost) are refused by an API without a token; start the \
+                    "requests from web pages (with an Origin header other than this server's, \
+                     or a Host other than an address or localhost) are refused by an API \
+                     without a token; open the UI at this server's own address, or start the \
                      run with a token (--api-token-file) to call it from elsewhere",
                 )
                 .into_response();
@@ -446,7 +478,22 @@ pub(crate) async fn guard(State(s): State<AppState>, req: Request, next: Next) -
 
 #[cfg(test)]
 mod tests {
-    use super::local_host;
+    use super::{local_host, same_origin};
+
+    #[test]
+    fn only_this_server_s_own_origin_is_the_same_origin() {
+        assert!(same_origin("http://127.0.0.1:4000", "127.0.0.1:4000"));
+        assert!(same_origin("http://LOCALHOST:4000", "localhost:4000"));
+        for (origin, host) in [
+            ("http://127.0.0.1:4001", "127.0.0.1:4000"),
+            ("https://127.0.0.1:4000", "127.0.0.1:4000"),
+            ("http://localhost:4000", "127.0.0.1:4000"),
+            ("null", "127.0.0.1:4000"),
+            ("http://127.0.0.1:4000/", "127.0.0.1:4000"),
+        ] {
+            assert!(!same_origin(origin, host), "{origin} for {host}");
+        }
+    }
 
     #[test]
     fn local_hosts_are_addresses_and_localhost() {

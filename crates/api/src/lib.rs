@@ -1,6 +1,7 @@
 //! anduin's HTTP API: serves the control plane of running queries ([`QueryControl`]) —
 //! queries, graphs, params, changes, checkpoints, stop, live events and Prometheus metrics —
-//! and the client `anduin ctl` uses.
+//! the web UI that draws them (served at `/`, its files embedded in the binary: [`ui`]), and
+//! the client `anduin ctl` uses.
 //!
 //! This crate does not run queries: the embedded runtime (and, later, the coordinator)
 //! implements [`QueryControl`] and hands it to the server through a [`Registry`].
@@ -47,10 +48,12 @@ mod registry;
 mod router_tests;
 pub mod routes;
 mod server;
+mod topology;
+pub mod ui;
 
 pub use anduin_runtime::control::{
     ChangeRecord, ChangeRequest, CheckpointInfo, ControlFailure, FailureKind, ParamInfo, QueryInfo,
-    QueryMetrics,
+    QueryMetrics, TopologyInfo,
 };
 pub use client::{Client, ClientError, ClientTimeouts, EventStream, SseMessage};
 pub use error::ApiError;
@@ -62,6 +65,7 @@ pub use server::{
     ApiConfig, ApiServer, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
 };
+pub use topology::topology_of;
 
 /// What the API can ask of one running query. Implemented by the runtime's handle of an
 /// embedded run; the server calls the blocking methods off its async threads.
@@ -93,4 +97,11 @@ pub trait QueryControl: Send + Sync + 'static {
 
     /// Every live figure, now.
     fn metrics(&self) -> QueryMetrics;
+
+    /// Where the query's instances run and how its tasks feed each other. By default what
+    /// [`QueryInfo`] tells ([`topology_of`]): every instance on worker 0, the exchanges
+    /// between tasks with an `unknown` partitioning.
+    fn topology(&self) -> TopologyInfo {
+        topology_of(&self.info())
+    }
 }

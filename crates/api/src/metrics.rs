@@ -352,10 +352,12 @@ mod tests {
                 last_duration_ms: Some(250),
                 last_size_bytes: Some(4096),
                 last_completed_ms: Some(1_004_000),
+                ..CheckpointMetrics::default()
             }),
             control_changes: 1,
             dead_letters: 3,
             dead_letters_by_operator: [("low".to_string(), 2), ("source".to_string(), 1)].into(),
+            ..QueryMetrics::default()
         };
         let text = render_prometheus(&[("sensors".to_string(), m)], 1_010_000).expect("renders");
         let s = parse(&text);

@@ -444,7 +444,8 @@ fn concrete(path: &str) -> (String, Option<&'static str>) {
     let p = path
         .replace("{query}", "sensors")
         .replace("{operator}", "low")
-        .replace("{param}", "condition");
+        .replace("{param}", "condition")
+        .replace("{asset}", "app.js");
     let body = path
         .ends_with("{param}")
         .then_some(r#"{"value": "value < 20"}"#);
@@ -454,7 +455,11 @@ fn concrete(path: &str) -> (String, Option<&'static str>) {
 #[tokio::test]
 async fn with_a_token_every_route_refuses_requests_without_it_or_with_a_wrong_one() {
     let f = fixture(Some(TOKEN));
-    for route in served() {
+    // The UI's files hold no data and are served without it (below).
+    for route in served()
+        .into_iter()
+        .filter(|r| !crate::ui::is_ui(&r.method, r.path))
+    {
         let (path, body) = concrete(route.path);
         for token in [None, Some("wrong"), Some("s3cret-tokeX"), Some("")] {
             let (s, v) = call(&f.app, route.method.clone(), &path, body, token).await;
@@ -617,4 +622,156 @@ async fn engine_events_are_streamed_as_server_sent_events() {
         frame,
         "event: checkpoint_completed\ndata: {\"query\":\"sensors\",\"event\":\"checkpoint_completed\",\"epoch\":4,\"finished\":false}\n\n"
     );
+}
+
+#[tokio::test]
+async fn the_topology_places_every_instance_and_names_the_exchanges() {
+    let f = fixture(None);
+    let (s, v) = get(&f.app, "/api/v1/queries/sensors/topology").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["workers"], json!([0]));
+    assert_eq!(v["tasks"][0]["operators"], json!(["source", "low", "out"]));
+    assert_eq!(
+        v["tasks"][0]["instances"],
+        json!([{"instance": 0, "id": 0, "worker": 0}])
+    );
+    assert_eq!(v["exchanges"], json!([]), "one task: nothing crosses");
+    let (s, v) = get(&f.app, "/api/v1/queries/nope/topology").await;
+    assert_eq!((s, error_of(&v)), (StatusCode::NOT_FOUND, "unknown_query"));
+}
+
+/// A GET of `uri` with `headers`: status, the headers and the body as text.
+async fn fetch(
+    app: &Router,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, axum::http::HeaderMap, String) {
+    let mut req = Request::builder().method(Method::GET).uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = app
+        .clone()
+        .oneshot(req.body(Body::empty()).expect("a request"))
+        .await
+        .expect("answers");
+    let (parts, body) = resp.into_parts();
+    let bytes = body.collect().await.expect("a body").to_bytes();
+    (
+        parts.status,
+        parts.headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_ui_is_served_at_the_root_with_its_modules_and_a_strict_policy() {
+    let f = fixture(None);
+    let (s, headers, page) = fetch(&f.app, "/", &[]).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(headers["content-type"]
+        .to_str()
+        .expect("text")
+        .starts_with("text/html"));
+    let policy = headers["content-security-policy"].to_str().expect("text");
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    assert!(page.contains("/ui/app.js"), "{page}");
+    for asset in crate::ui::ASSETS {
+        let (s, headers, body) = fetch(&f.app, &format!("/ui/{}", asset.name), &[]).await;
+        assert_eq!(s, StatusCode::OK, "{}", asset.name);
+        assert_eq!(
+            headers["content-type"], asset.content_type,
+            "{}",
+            asset.name
+        );
+        assert_eq!(body, asset.body);
+    }
+    let (s, _, body) = fetch(&f.app, "/ui/nothing.js", &[]).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert!(body.contains("app.js"), "names the files it has: {body}");
+}
+
+#[tokio::test]
+async fn with_a_token_the_ui_s_files_are_served_without_it_and_its_data_is_not() {
+    let f = fixture(Some(TOKEN));
+    for path in ["/", "/ui/app.js", "/ui/style.css"] {
+        let (s, _, _) = fetch(&f.app, path, &[]).await;
+        assert_eq!(s, StatusCode::OK, "{path}");
+    }
+    for path in [
+        "/api/v1/queries",
+        "/api/v1/queries/sensors/topology",
+        "/metrics",
+    ] {
+        let (s, _, _) = fetch(&f.app, path, &[]).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{path}");
+    }
+    // A POST to the UI's paths is no request for a file: it needs the token too.
+    let (s, v) = call(&f.app, Method::POST, "/", None, None).await;
+    assert_eq!(
+        (s, error_of(&v)),
+        (StatusCode::UNAUTHORIZED, "unauthorized")
+    );
+}
+
+#[tokio::test]
+async fn without_a_token_the_ui_s_own_origin_may_change_and_stop_a_query_and_others_may_not() {
+    let f = fixture(None);
+    let host = ("host", "127.0.0.1:4000");
+    let put = |origin: &'static str| {
+        let app = f.app.clone();
+        async move {
+            let req = Request::builder()
+                .method(Method::PUT)
+                .uri(SET)
+                .header("host", host.1)
+                .header("origin", origin)
+                .body(Body::from(r#"{"value": "value < 20", "from": "ui"}"#))
+                .expect("a request");
+            app.oneshot(req).await.expect("answers").status()
+        }
+    };
+    assert_eq!(put("http://127.0.0.1:4000").await, StatusCode::OK);
+    for other in [
+        "http://127.0.0.1:4001",
+        "http://localhost:4000",
+        "https://127.0.0.1:4000",
+        "null",
+    ] {
+        assert_eq!(put(other).await, StatusCode::FORBIDDEN, "{other}");
+    }
+    // Two Origin headers, or two Host headers with one Origin: refused.
+    let (s, e) = with_headers(
+        &f.app,
+        Method::POST,
+        "/api/v1/queries/sensors/stop",
+        &[
+            host,
+            ("origin", "http://127.0.0.1:4000"),
+            ("origin", "http://evil.example"),
+        ],
+    )
+    .await;
+    assert_eq!((s, e.as_str()), (StatusCode::FORBIDDEN, "forbidden"));
+    let (s, e) = with_headers(
+        &f.app,
+        Method::POST,
+        "/api/v1/queries/sensors/stop",
+        &[host, host, ("origin", "http://127.0.0.1:4000")],
+    )
+    .await;
+    assert_eq!((s, e.as_str()), (StatusCode::FORBIDDEN, "forbidden"));
+    assert_eq!(
+        f.sensors.state(),
+        anduin_runtime::control::QueryState::Running
+    );
+    let (s, _) = with_headers(
+        &f.app,
+        Method::POST,
+        "/api/v1/queries/sensors/stop",
+        &[host, ("origin", "http://127.0.0.1:4000")],
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED);
 }

@@ -7,6 +7,7 @@
 //! | GET | `/api/v1/queries` | the queries served ([`crate::QueryInfo`] each) |
 //! | GET | `/api/v1/queries/{query}` | one query: its logical graph (operators) and physical graph (tasks) |
 //! | GET | `/api/v1/queries/{query}/metrics` | its live figures ([`crate::QueryMetrics`]) |
+//! | GET | `/api/v1/queries/{query}/topology` | where its instances run, the exchanges between its tasks ([`crate::TopologyInfo`]) |
 //! | GET | `/api/v1/queries/{query}/operators/{operator}/params` | an operator's adjustable params |
 //! | PUT | `/api/v1/queries/{query}/operators/{operator}/params/{param}` | change a param: body `{"value": "…", "from": "…"}`, answers the [`crate::ChangeRecord`] |
 //! | GET | `/api/v1/queries/{query}/history` | every change applied |
@@ -16,6 +17,8 @@
 //! | GET | `/api/v1/events` | engine events as server-sent events (`?query=NAME` for one query's) |
 //! | GET | `/metrics` | every query's figures in the Prometheus (OpenMetrics) text format |
 //! | GET | `/openapi.json` | the OpenAPI 3 document of these routes |
+//! | GET | `/` | the web UI's page ([`crate::ui`]) |
+//! | GET | `/ui/{asset}` | its modules and style sheet |
 
 use std::sync::{Arc, OnceLock};
 
@@ -84,6 +87,11 @@ fn build() -> Builder {
         )
         .add(
             Method::GET,
+            "/api/v1/queries/{query}/topology",
+            handlers::topology,
+        )
+        .add(
+            Method::GET,
             "/api/v1/queries/{query}/operators/{operator}/params",
             handlers::params,
         )
@@ -111,6 +119,8 @@ fn build() -> Builder {
         .add(Method::GET, "/api/v1/events", handlers::events)
         .add(Method::GET, "/metrics", handlers::prometheus)
         .add(Method::GET, "/openapi.json", handlers::openapi)
+        .add(Method::GET, "/", crate::ui::index)
+        .add(Method::GET, "/ui/{asset}", crate::ui::file)
 }
 
 /// Every route the router serves, in the order of the table.
@@ -131,9 +141,10 @@ pub(crate) fn methods_of(path: &str) -> Vec<Method> {
 
 /// The router of the API over `registry`: every route of [`served`], JSON errors for
 /// unknown paths (404) and methods (405), bodies up to `body_limit` bytes (413 beyond), and,
-/// with a `token`, `Authorization: Bearer <token>` required on every request (401); without
-/// one, requests from web pages refused (403: an `Origin` header, or a `Host` that is a
-/// name other than `localhost`).
+/// with a `token`, `Authorization: Bearer <token>` required on every request but those for
+/// the UI's files (401); without one, requests from web pages other than the UI refused (403:
+/// an `Origin` header other than this server's own, or a `Host` that is a name other than
+/// `localhost`).
 /// `shutdown` turning true ends the event streams. [`crate::ApiServer`] serves it; a test
 /// or another server can mount it.
 pub fn router(

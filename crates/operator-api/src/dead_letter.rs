@@ -92,6 +92,30 @@ fn beyond_the_calendar(column: &dyn arrow::array::Array, row: usize) -> Option<i
         .then_some(ms)
 }
 
+/// How many of the last rejects a [`DeadLetter`] keeps for [`DeadLetter::recent`].
+pub const RECENT_KEPT: usize = 20;
+
+/// One of the last rejects, as the control plane shows it: who rejected what and why,
+/// without the record's values (which stay in the dead-letter file).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RecentReject {
+    /// When it was rejected, in milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    /// The operator that rejected it.
+    pub operator: String,
+    /// Why.
+    pub reason: String,
+    /// Where the failing expression stands in the query (`FILE:LINE:COL`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// The input file the record or row was read from, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Its 1-based line there, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+}
+
 /// Where rejected records go.
 #[derive(Debug)]
 pub enum DeadLetterTarget {
@@ -110,6 +134,8 @@ pub struct DeadLetter {
     rows: AtomicU64,
     /// Per operator, how many it rejected.
     by_operator: Mutex<std::collections::BTreeMap<String, u64>>,
+    /// The last [`RECENT_KEPT`] rejects, oldest first.
+    recent: Mutex<std::collections::VecDeque<RecentReject>>,
     /// Append to an existing file instead of creating it.
     append: bool,
 }
@@ -123,6 +149,7 @@ impl DeadLetter {
             count: AtomicU64::new(0),
             rows: AtomicU64::new(0),
             by_operator: Mutex::default(),
+            recent: Mutex::default(),
             append: false,
         }
     }
@@ -146,6 +173,7 @@ impl DeadLetter {
             count: AtomicU64::new(0),
             rows: AtomicU64::new(0),
             by_operator: Mutex::default(),
+            recent: Mutex::default(),
             append: true,
         }
     }
@@ -154,6 +182,14 @@ impl DeadLetter {
     pub fn reject(&self, operator: &str, r: &RejectedRecord) -> std::io::Result<()> {
         self.count.fetch_add(1, Ordering::Relaxed);
         self.count_for(operator);
+        self.remember(RecentReject {
+            time_ms: now_ms(),
+            operator: operator.to_string(),
+            reason: r.reason.clone(),
+            at: None,
+            source: Some(r.source.clone()),
+            line: Some(r.line),
+        });
         let line = serde_json::json!({
             "operator": operator,
             "source": r.source,
@@ -169,6 +205,14 @@ impl DeadLetter {
         self.count.fetch_add(1, Ordering::Relaxed);
         self.count_for(operator);
         self.rows.fetch_add(1, Ordering::Relaxed);
+        self.remember(RecentReject {
+            time_ms: now_ms(),
+            operator: operator.to_string(),
+            reason: r.reason.clone(),
+            at: r.at.clone(),
+            source: r.origin.as_ref().map(|(s, _)| s.clone()),
+            line: r.origin.as_ref().map(|(_, l)| *l),
+        });
         let mut object = serde_json::Map::new();
         object.insert("operator".into(), operator.into());
         object.insert("reason".into(), r.reason.clone().into());
@@ -225,6 +269,27 @@ impl DeadLetter {
                 by.insert(operator.to_string(), 1);
             }
         }
+    }
+
+    fn remember(&self, reject: RecentReject) {
+        let mut recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if recent.len() == RECENT_KEPT {
+            recent.pop_front();
+        }
+        recent.push_back(reject);
+    }
+
+    /// The last [`RECENT_KEPT`] rejects of this run, oldest first.
+    pub fn recent(&self) -> Vec<RecentReject> {
+        self.recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// Per operator, how many records and rows it rejected so far.
@@ -296,9 +361,56 @@ impl DeadLetter {
     }
 }
 
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_rejects_are_kept_with_their_reasons_oldest_first() {
+        let dl = DeadLetter::new(DeadLetterTarget::Stderr);
+        for line in 1..=(RECENT_KEPT as u64 + 3) {
+            dl.reject(
+                "source",
+                &RejectedRecord {
+                    source: "in.csv".into(),
+                    line,
+                    reason: format!("bad line {line}"),
+                    record: String::new(),
+                },
+            )
+            .expect("stderr takes it");
+        }
+        dl.reject_row(
+            "m",
+            &RejectedRow {
+                reason: "Divide by zero error".into(),
+                expression: Some("a / b".into()),
+                at: Some("q.flow:9:21".into()),
+                row: serde_json::json!({}),
+                origin: None,
+            },
+        )
+        .expect("stderr takes it");
+        let recent = dl.recent();
+        assert_eq!(recent.len(), RECENT_KEPT);
+        assert_eq!(recent[0].line, Some(5), "the oldest four are dropped");
+        let last = recent.last().expect("kept");
+        assert_eq!(
+            (
+                last.operator.as_str(),
+                last.reason.as_str(),
+                last.at.as_deref()
+            ),
+            ("m", "Divide by zero error", Some("q.flow:9:21"))
+        );
+        assert_eq!(last.source, None);
+    }
 
     #[test]
     fn the_file_is_replaced_by_the_first_reject_and_holds_json_lines() {

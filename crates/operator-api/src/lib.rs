@@ -25,7 +25,10 @@ mod source;
 
 pub use checkpointing::{RestoreIn, SnapshotOut};
 pub use context::{Bound, BuildContext, OperatorFactory, SourceFactory};
-pub use dead_letter::{row_as_json, DeadLetter, DeadLetterTarget, RejectedRecord, RejectedRow};
+pub use dead_letter::{
+    row_as_json, DeadLetter, DeadLetterTarget, RecentReject, RejectedRecord, RejectedRow,
+    RECENT_KEPT,
+};
 pub use error::{BadRow, ControlError, OperatorError};
 pub use event_time::WatermarkSpec;
 pub use operator::{Collector, Operator};

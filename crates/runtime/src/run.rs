@@ -289,6 +289,7 @@ fn attach_control(
     control.attach(
         crate::control::operators(graph, topology),
         crate::control::tasks(graph, topology),
+        crate::control::topology(graph, topology),
         injector,
         config.checkpointing.is_some(),
         Arc::clone(&config.stop),
@@ -532,9 +533,12 @@ pub fn coordinate(
         if let Some(r) = &c.restore {
             control.restored(r.manifest.epoch, &r.manifest.controls);
         }
+        // The topology as planned: where the cluster placed each instance is not told here,
+        // so every instance shows on worker 0.
         control.attach(
             crate::control::operators(graph, &topology),
             crate::control::tasks(graph, &topology),
+            crate::control::topology(graph, &topology),
             Injector::Coordinator(tx),
             true,
             Arc::clone(&config.stop),

@@ -222,6 +222,7 @@ impl CheckpointCounters {
             last_size_bytes: last(self.last_size_bytes.load(Ordering::Relaxed)),
             last_completed_ms: (completed > 0)
                 .then(|| self.last_completed_ms.load(Ordering::Relaxed)),
+            recent: Vec::new(),
         }
     }
 

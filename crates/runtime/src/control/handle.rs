@@ -15,8 +15,8 @@ use crossbeam_channel::Sender;
 
 use super::history::{History, HISTORY_KEPT};
 use super::types::{
-    ChangeRecord, ChangeRequest, ControlFailure, OperatorInfo, ParamInfo, QueryInfo, QueryState,
-    TaskInfo,
+    ChangeRecord, ChangeRequest, CheckpointRecord, ControlFailure, OperatorInfo, ParamInfo,
+    QueryInfo, QueryState, TaskInfo, TopologyInfo,
 };
 use crate::protocol::{Command, Event};
 use crate::stats::{CheckpointCounters, Counters};
@@ -63,6 +63,8 @@ struct Inner {
     injector: Option<Injector>,
     operators: Vec<OperatorInfo>,
     tasks: Vec<TaskInfo>,
+    /// Where the instances run and how the tasks feed each other.
+    topology: TopologyInfo,
     checkpointing: bool,
     /// Per adjustable operator, its params' current values.
     params: BTreeMap<String, Vec<ParamInfo>>,
@@ -75,6 +77,8 @@ struct Inner {
     last_started: u64,
     /// How recent checkpoints ended: completed, or failed and why.
     checkpoints_ended: BTreeMap<u64, Result<(), String>>,
+    /// The recent checkpoints, for their timeline (the last `RECENT_CHECKPOINTS`).
+    timeline: std::collections::VecDeque<CheckpointRecord>,
     /// Where the live figures come from.
     probe: Option<Probe>,
     /// Per operator and param, the value of the last change sent (applied or on its way).
@@ -146,6 +150,7 @@ impl Control {
                 injector: None,
                 operators: Vec::new(),
                 tasks: Vec::new(),
+                topology: TopologyInfo::default(),
                 checkpointing: false,
                 params,
                 next_seq: 1,
@@ -154,6 +159,7 @@ impl Control {
                 ended: BTreeSet::new(),
                 last_started: 0,
                 checkpoints_ended: BTreeMap::new(),
+                timeline: std::collections::VecDeque::new(),
                 probe: None,
                 requested: BTreeMap::new(),
             }),
@@ -231,6 +237,12 @@ impl Control {
             operators: inner.operators.clone(),
             tasks: inner.tasks.clone(),
         }
+    }
+
+    /// Where the query's instances run and how its tasks feed each other (empty until it
+    /// runs).
+    pub fn topology(&self) -> TopologyInfo {
+        self.lock().topology.clone()
     }
 
     /// The adjustable params of `operator` with their current values.

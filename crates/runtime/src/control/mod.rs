@@ -6,11 +6,13 @@ mod handle;
 mod history;
 mod types;
 
-pub(crate) use describe::{operators, tasks};
+pub(crate) use describe::{operators, tasks, topology};
 pub use handle::{Control, Validator, DEFAULT_DEADLINE};
 pub(crate) use handle::{Injector, Probe};
 
 pub use types::{
-    ChangeRecord, ChangeRequest, CheckpointInfo, CheckpointMetrics, ControlFailure, FailureKind,
-    InstanceMetrics, OperatorInfo, ParamInfo, QueryInfo, QueryMetrics, QueryState, TaskInfo,
+    ChangeRecord, ChangeRequest, CheckpointInfo, CheckpointMetrics, CheckpointOutcome,
+    CheckpointRecord, ControlFailure, ExchangeInfo, FailureKind, InstanceMetrics,
+    InstancePlacement, OperatorInfo, ParamInfo, QueryInfo, QueryMetrics, QueryState, RecentReject,
+    TaskInfo, TaskPlacement, TopologyInfo, RECENT_CHECKPOINTS,
 };

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use anduin_checkpoint::ChangeRecord;
+pub use anduin_operator_api::RecentReject;
 
 /// A request to change one param of one operator of a running query (a meta-query tuple
 /// `<query, operator, parameter, value>`, paper §4.5; the query is the handle's).
@@ -87,6 +88,66 @@ pub struct TaskInfo {
     pub instances: usize,
 }
 
+/// Where every instance of a query runs and how its tasks feed each other: the physical
+/// plan expanded to instances (the topology of the run).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopologyInfo {
+    /// The workers the instances run on, by number (`[0]` when everything runs in one
+    /// process).
+    pub workers: Vec<u32>,
+    /// The tasks, with their instances.
+    pub tasks: Vec<TaskPlacement>,
+    /// The exchanges between tasks: one per stream that crosses from a task to another.
+    pub exchanges: Vec<ExchangeInfo>,
+}
+
+/// One task and where its instances run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskPlacement {
+    /// The task's number.
+    pub id: usize,
+    /// Its operators, head first.
+    pub operators: Vec<String>,
+    /// Its instances.
+    pub instances: Vec<InstancePlacement>,
+}
+
+/// One instance of a task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstancePlacement {
+    /// The instance among the task's, from 0 (the `instance` of its operators' figures).
+    pub instance: usize,
+    /// Its number in the whole run (names its thread and its share of a checkpoint).
+    pub id: usize,
+    /// The worker it runs on.
+    pub worker: u32,
+}
+
+/// How the rows of one stream go from the instances of one task to those of another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExchangeInfo {
+    /// The producing task.
+    pub from_task: usize,
+    /// The producing operator (in that task).
+    pub from_operator: String,
+    /// The consuming task.
+    pub to_task: usize,
+    /// The operator at the consuming task's head.
+    pub to_operator: String,
+    /// The input of that operator it feeds, from 0.
+    pub to_input: usize,
+    /// How rows are spread over the consumer's instances: `gather` (all to one), `hash`
+    /// (by key), `broadcast` (to every one), or `unknown` when the server cannot tell.
+    pub partitioning: String,
+    /// The key columns of a `hash` exchange.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
+    /// How many channels (producer instance to consumer instance) carry it.
+    pub channels: usize,
+    /// How many of them cross from one worker to another.
+    pub remote_channels: usize,
+}
+
 /// A running query: what it is and where it stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueryInfo {
@@ -151,6 +212,45 @@ pub struct CheckpointMetrics {
     pub last_size_bytes: Option<u64>,
     /// When the last checkpoint completed, in milliseconds since the Unix epoch.
     pub last_completed_ms: Option<i64>,
+    /// The recent checkpoints of this run (begun, complete or failed), oldest first: the
+    /// last [`RECENT_CHECKPOINTS`].
+    #[serde(default)]
+    pub recent: Vec<CheckpointRecord>,
+}
+
+/// How many checkpoints [`CheckpointMetrics::recent`] holds at most.
+pub const RECENT_CHECKPOINTS: usize = 64;
+
+/// One checkpoint of this run, as its timeline shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointRecord {
+    /// Its epoch.
+    pub epoch: u64,
+    /// When it began, in milliseconds since the Unix epoch.
+    pub started_ms: i64,
+    /// How it ended; `None` while it is on its way.
+    pub outcome: Option<CheckpointOutcome>,
+}
+
+/// How a checkpoint ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CheckpointOutcome {
+    /// Its manifest is written: a restart resumes from it.
+    Complete {
+        /// Barrier to manifest, in milliseconds.
+        duration_ms: u64,
+        /// The bytes of the state files it wrote.
+        size_bytes: u64,
+    },
+    /// It failed; the query went on and the previous checkpoint stayed intact.
+    Failed {
+        /// From its beginning to its failure, in milliseconds.
+        duration_ms: u64,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Every live figure of a query at one moment.
@@ -167,6 +267,9 @@ pub struct QueryMetrics {
     /// Of those, per operator that rejected them.
     #[serde(default)]
     pub dead_letters_by_operator: std::collections::BTreeMap<String, u64>,
+    /// The last rejects (the last 20), oldest first, with their reasons.
+    #[serde(default)]
+    pub recent_rejects: Vec<RecentReject>,
 }
 
 /// One complete checkpoint, as the checkpoint directory holds it.

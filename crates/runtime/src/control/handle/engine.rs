@@ -8,7 +8,10 @@ use std::sync::Arc;
 use anduin_types::Epoch;
 
 use super::{now_ms, set_current, Control, Injector, Inner, Probe};
-use crate::control::types::{ChangeRecord, OperatorInfo, QueryState, TaskInfo};
+use crate::control::types::{
+    ChangeRecord, CheckpointOutcome, CheckpointRecord, OperatorInfo, QueryState, TaskInfo,
+    TopologyInfo, RECENT_CHECKPOINTS,
+};
 
 /// What the runtime tells the handle.
 impl Control {
@@ -18,6 +21,7 @@ impl Control {
         &self,
         operators: Vec<OperatorInfo>,
         tasks: Vec<TaskInfo>,
+        topology: TopologyInfo,
         injector: Injector,
         checkpointing: bool,
         stop: Arc<AtomicBool>,
@@ -35,6 +39,7 @@ impl Control {
         }
         inner.operators = operators;
         inner.tasks = tasks;
+        inner.topology = topology;
         inner.injector = Some(injector);
         inner.checkpointing = checkpointing;
         if checkpointing {
@@ -61,11 +66,42 @@ impl Control {
     pub(crate) fn checkpoint_started(&self, epoch: Epoch) {
         let mut inner = self.lock();
         inner.last_started = inner.last_started.max(epoch.0);
+        if inner.timeline.len() == RECENT_CHECKPOINTS {
+            inner.timeline.pop_front();
+        }
+        inner.timeline.push_back(CheckpointRecord {
+            epoch: epoch.0,
+            started_ms: now_ms(),
+            outcome: None,
+        });
     }
 
-    /// Checkpoint `epoch` completed, or failed.
+    /// Checkpoint `epoch` completed, or failed. (A complete one's duration and size are
+    /// those the checkpoint counters hold for it: they are counted before this is called.)
     pub(crate) fn checkpoint_ended(&self, epoch: Epoch, outcome: Result<(), String>) {
         let mut inner = self.lock();
+        let counted = inner
+            .probe
+            .as_ref()
+            .and_then(|p| p.checkpoints.as_ref())
+            .map(|c| c.live())
+            .filter(|c| c.last_epoch == Some(epoch.0));
+        if let Some(record) = inner.timeline.iter_mut().rev().find(|r| r.epoch == epoch.0) {
+            let took = u64::try_from(now_ms().saturating_sub(record.started_ms)).unwrap_or(0);
+            record.outcome = Some(match &outcome {
+                Ok(()) => CheckpointOutcome::Complete {
+                    duration_ms: counted
+                        .as_ref()
+                        .and_then(|c| c.last_duration_ms)
+                        .unwrap_or(took),
+                    size_bytes: counted.and_then(|c| c.last_size_bytes).unwrap_or(0),
+                },
+                Err(reason) => CheckpointOutcome::Failed {
+                    duration_ms: took,
+                    reason: reason.clone(),
+                },
+            });
+        }
         inner.checkpoints_ended.insert(epoch.0, outcome);
         // Only the recent ones matter: a request waits for one begun after it.
         while inner.checkpoints_ended.len() > 64 {
@@ -183,5 +219,62 @@ impl Control {
             inner.history.push(record);
         }
         self.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use anduin_operator_api::{DeadLetter, DeadLetterTarget};
+    use anduin_types::Epoch;
+
+    use super::super::{Control, Probe};
+    use crate::control::types::{CheckpointOutcome, RECENT_CHECKPOINTS};
+    use crate::stats::CheckpointCounters;
+
+    #[test]
+    fn the_checkpoint_timeline_keeps_how_each_recent_checkpoint_ended() {
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        let counters = Arc::new(CheckpointCounters::default());
+        control.probe(Probe {
+            instances: Vec::new(),
+            checkpoints: Some(Arc::clone(&counters)),
+            checkpoint_dir: None,
+            dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
+        });
+        control.checkpoint_started(Epoch(1));
+        counters.completed(Epoch(1), 25, 4096);
+        control.checkpoint_ended(Epoch(1), Ok(()));
+        control.checkpoint_started(Epoch(2));
+        control.checkpoint_ended(Epoch(2), Err("disk full".into()));
+        control.checkpoint_started(Epoch(3));
+        let recent = control
+            .metrics()
+            .checkpoints
+            .expect("the run takes checkpoints")
+            .recent;
+        let epochs: Vec<u64> = recent.iter().map(|r| r.epoch).collect();
+        assert_eq!(epochs, [1, 2, 3]);
+        assert_eq!(
+            recent[0].outcome,
+            Some(CheckpointOutcome::Complete {
+                duration_ms: 25,
+                size_bytes: 4096
+            })
+        );
+        assert!(
+            matches!(&recent[1].outcome, Some(CheckpointOutcome::Failed { reason, .. }) if reason == "disk full"),
+            "{:?}",
+            recent[1]
+        );
+        assert_eq!(recent[2].outcome, None, "on its way");
+        for epoch in 4..(RECENT_CHECKPOINTS as u64 + 10) {
+            control.checkpoint_started(Epoch(epoch));
+        }
+        let recent = control.metrics().checkpoints.expect("taken").recent;
+        assert_eq!(recent.len(), RECENT_CHECKPOINTS);
+        assert_eq!(recent[0].epoch, 10, "the oldest are dropped");
     }
 }

@@ -103,10 +103,15 @@ impl Control {
             .collect();
         QueryMetrics {
             instances,
-            checkpoints: probe.checkpoints.as_ref().map(|c| c.live()),
+            checkpoints: probe.checkpoints.as_ref().map(|c| {
+                let mut live = c.live();
+                live.recent = inner.timeline.iter().cloned().collect();
+                live
+            }),
             control_changes: inner.history.total(),
             dead_letters: probe.dead_letter.count(),
             dead_letters_by_operator: probe.dead_letter.by_operator(),
+            recent_rejects: probe.dead_letter.recent(),
         }
     }
 }
