@@ -22,6 +22,17 @@ pub enum ApiError {
     /// The token is empty or all white space.
     #[error("the API token is empty: put a secret of at least one visible character in it")]
     EmptyToken,
+    /// The token has a character an HTTP header cannot carry as text: no request could
+    /// ever present it.
+    #[error(
+        "the API token has the character '{character}', which an HTTP header cannot carry: \
+         use printable ASCII only (letters, digits, punctuation), such as the output of \
+         `openssl rand -hex 32`"
+    )]
+    UnusableToken {
+        /// The first such character, escaped.
+        character: String,
+    },
     /// The address could not be bound.
     #[error("cannot listen on {listen} for the API: {reason} (is the port taken? --api 127.0.0.1:0 lets the system choose one)")]
     Bind {

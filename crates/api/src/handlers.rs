@@ -213,7 +213,9 @@ pub(crate) async fn set_param(
         value,
         from,
     };
-    tracing::info!(%query, operator = %request.operator, param = %request.param, value = %request.value, from = %request.from, "param change asked");
+    // Debug-quoted: a name or value from the request with a line break in it cannot forge a
+    // line of the log.
+    tracing::info!(%query, operator = ?request.operator, param = ?request.param, value = ?request.value, from = ?request.from, "param change asked");
     Ok(Json(blocking(move || q.set(request)).await??))
 }
 
@@ -373,7 +375,7 @@ pub(crate) async fn no_route(uri: Uri) -> Problem {
         "not_found",
         format!(
             "no route {} (the routes are under /api/v1, listed in /openapi.json)",
-            uri.path()
+            crate::problem::shown(uri.path())
         ),
     )
 }
@@ -389,7 +391,7 @@ pub(crate) async fn wrong_method(method: Method, uri: Uri) -> Problem {
         "method_not_allowed",
         format!(
             "{} does not take {method} (it takes {})",
-            uri.path(),
+            crate::problem::shown(uri.path()),
             allowed.join(", ")
         ),
     )

@@ -19,6 +19,40 @@ pub struct ErrorBody {
     pub message: String,
 }
 
+/// The longest name (of a query, operator, file, path) an error message repeats whole.
+const SHOWN_NAME: usize = 120;
+
+/// The longest message an error carries: beyond, it is cut (a refusal that repeats a huge
+/// value from the request does not send it all back).
+const LONGEST_MESSAGE: usize = 8 * 1024;
+
+/// `name` as an error message repeats it: whole up to [`SHOWN_NAME`] bytes, else its start
+/// and how long it is (a request with a 60 KB name gets a short answer, not its name back).
+pub(crate) fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= SHOWN_NAME {
+        return name.into();
+    }
+    let end = (0..=SHOWN_NAME)
+        .rev()
+        .find(|i| name.is_char_boundary(*i))
+        .unwrap_or(0);
+    format!("{}… ({} bytes)", &name[..end], name.len()).into()
+}
+
+/// `message`, cut at [`LONGEST_MESSAGE`] bytes.
+fn bounded(mut message: String) -> String {
+    if message.len() > LONGEST_MESSAGE {
+        let end = (0..=LONGEST_MESSAGE)
+            .rev()
+            .find(|i| message.is_char_boundary(*i))
+            .unwrap_or(0);
+        let total = message.len();
+        message.truncate(end);
+        message.push_str(&format!("… (cut: the message had {total} bytes)"));
+    }
+    message
+}
+
 /// An error response.
 #[derive(Debug)]
 pub(crate) struct Problem {
@@ -32,7 +66,7 @@ impl Problem {
             status,
             body: ErrorBody {
                 error: error.to_string(),
-                message: message.into(),
+                message: bounded(message.into()),
             },
         }
     }
@@ -47,12 +81,41 @@ impl Problem {
         Self::new(
             StatusCode::NOT_FOUND,
             "unknown_query",
-            format!("no query named \"{name}\" ({known})"),
+            format!("no query named \"{}\" ({known})", shown(name)),
         )
     }
 
-    /// The query refused the request.
+    /// The query refused the request. The names it repeats from the request's path are
+    /// shortened ([`shown`]).
     pub(crate) fn failure(f: &ControlFailure) -> Self {
+        let short;
+        let f = match f {
+            ControlFailure::UnknownOperator {
+                query,
+                operator,
+                hint,
+            } => {
+                short = ControlFailure::UnknownOperator {
+                    query: query.clone(),
+                    operator: shown(operator).into_owned(),
+                    hint: hint.clone(),
+                };
+                &short
+            }
+            ControlFailure::NotAdjustable {
+                operator,
+                param,
+                adjustable,
+            } => {
+                short = ControlFailure::NotAdjustable {
+                    operator: shown(operator).into_owned(),
+                    param: shown(param).into_owned(),
+                    adjustable: adjustable.clone(),
+                };
+                &short
+            }
+            other => other,
+        };
         let status = match f.kind() {
             FailureKind::NotFound => StatusCode::NOT_FOUND,
             FailureKind::Invalid => StatusCode::BAD_REQUEST,
@@ -120,6 +183,46 @@ impl IntoResponse for Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_name_or_message_is_not_sent_back_whole() {
+        let name = "é".repeat(30_000);
+        let p = Problem::unknown_query(&name, &["sensors".into()]);
+        assert!(p.body.message.len() < 400, "{}", p.body.message);
+        assert!(
+            p.body.message.contains("(60000 bytes)"),
+            "{}",
+            p.body.message
+        );
+        assert_eq!(shown("sensors"), "sensors");
+        let p = Problem::failure(&ControlFailure::UnknownOperator {
+            query: "q".into(),
+            operator: "x".repeat(70_000),
+            hint: " (its operators: a, b)".into(),
+        });
+        assert!(p.body.message.len() < 400, "{}", p.body.message);
+        assert!(
+            p.body.message.ends_with("(its operators: a, b)"),
+            "{}",
+            p.body.message
+        );
+        let p = Problem::failure(&ControlFailure::Invalid {
+            operator: "low".into(),
+            param: "condition".into(),
+            message: format!("low.condition:1:1: unknown column `{}`", "y".repeat(70_000)),
+        });
+        assert!(
+            p.body.message.len() < 8 * 1024 + 100,
+            "{}",
+            p.body.message.len()
+        );
+        assert!(p.body.message.starts_with("low.condition:1:1: "));
+        assert!(
+            p.body.message.ends_with("bytes)"),
+            "{}",
+            &p.body.message[8000..]
+        );
+    }
 
     #[test]
     fn a_refusal_keeps_its_code_and_maps_its_kind_to_a_status() {

@@ -193,6 +193,16 @@ fn checked_token(config: &ApiConfig) -> Result<Option<String>, ApiError> {
         Some(t) => Some(t.trim().to_string()),
         None => None,
     };
+    // It travels in a header: a character a header cannot carry as text (a control
+    // character, anything beyond ASCII) would make every request fail as "no token".
+    if let Some(bad) = token
+        .as_deref()
+        .and_then(|t| t.chars().find(|c| !(' '..='~').contains(c)))
+    {
+        return Err(ApiError::UnusableToken {
+            character: bad.escape_default().to_string(),
+        });
+    }
     if token.is_none() && !config.listen.ip().is_loopback() {
         return Err(ApiError::NonLoopbackWithoutToken {
             listen: config.listen,
@@ -391,6 +401,28 @@ mod tests {
         let e = ApiServer::start(config, Registry::new()).expect_err("refused");
         assert!(matches!(e, ApiError::NonLoopbackWithoutToken { .. }), "{e}");
         assert!(e.to_string().contains("--api-token-file"), "{e}");
+    }
+
+    #[test]
+    fn a_token_a_header_cannot_carry_is_refused() {
+        for token in ["caf\u{e9}", "a\u{1}b", "tab\tinside"] {
+            let config = ApiConfig {
+                token: Some(token.into()),
+                ..ApiConfig::loopback()
+            };
+            let e = ApiServer::start(config, Registry::new()).expect_err("refused");
+            assert!(
+                matches!(e, ApiError::UnusableToken { .. }),
+                "{token:?}: {e}"
+            );
+            assert!(e.to_string().contains("printable ASCII"), "{e}");
+        }
+        let config = ApiConfig {
+            token: Some("a+b/c= with spaces~".into()),
+            ..ApiConfig::loopback()
+        };
+        let server = ApiServer::start(config, Registry::new()).expect("printable ASCII is taken");
+        server.shutdown();
     }
 
     #[test]

@@ -80,9 +80,17 @@ pub fn asset(name: &str) -> Option<&'static Asset> {
     ASSETS.iter().find(|a| a.name == name)
 }
 
-/// Whether a request is for a file of the UI (served without the token).
+/// Whether a request is for a file of the UI, served without the token: a `GET` (or
+/// `HEAD`) of `/` or of `/ui/NAME` where `NAME` is exactly one of [`ASSETS`], as the request
+/// line spells it. Nothing else under `/ui/` is let by: `/ui/nothing.js`,
+/// `/ui/../api/v1/queries`, `/ui/%2e%2e%2fapi` and the like need the token as every route
+/// does (a router or proxy that normalised paths would otherwise take them elsewhere).
 pub(crate) fn is_ui(method: &Method, path: &str) -> bool {
-    (method == Method::GET || method == Method::HEAD) && (path == "/" || path.starts_with("/ui/"))
+    (method == Method::GET || method == Method::HEAD)
+        && (path == "/"
+            || path
+                .strip_prefix("/ui/")
+                .is_some_and(|name| asset(name).is_some()))
 }
 
 /// What a browser may do with the UI's files: scripts, styles and connections to this
@@ -132,7 +140,8 @@ pub(crate) async fn file(Names(name): Names<String>) -> Result<Response, Problem
             axum::http::StatusCode::NOT_FOUND,
             "not_found",
             format!(
-                "the UI has no file \"{name}\" (it has {})",
+                "the UI has no file \"{}\" (it has {})",
+                crate::problem::shown(&name),
                 names.join(", ")
             ),
         )
