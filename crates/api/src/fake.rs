@@ -241,6 +241,7 @@ impl QueryControl for FakeQuery {
             dead_letters: 0,
             dead_letters_by_operator: Default::default(),
             recent_rejects: Vec::new(),
+            not_gathered: None,
         }
     }
 }

@@ -14,7 +14,9 @@
 //! `anduin_checkpoints_failed_total`, `anduin_checkpoint_last_epoch`,
 //! `anduin_checkpoint_last_duration_seconds`, `anduin_checkpoint_last_size_bytes`,
 //! `anduin_checkpoint_last_age_seconds`. A figure the runtime does not measure (`None`) is
-//! left out, and a metric with no figure at all is not described either.
+//! left out, and a metric with no figure at all is not described either; so are the dead
+//! letters of a query whose figures are not gathered where it is served (a cluster's
+//! coordinator: [`QueryMetrics::not_gathered`]).
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -196,7 +198,11 @@ fn families(queries: &[(String, QueryMetrics)], now_ms: i64) -> Vec<Family> {
     );
     for (query, m) in queries {
         let q: Labels = vec![("query", query.clone())];
-        dead.add(&q, Some(Count(m.dead_letters)));
+        // Not gathered (a cluster's coordinator): unknown, not zero.
+        dead.add(
+            &q,
+            m.not_gathered.is_none().then_some(Count(m.dead_letters)),
+        );
         for (operator, n) in &m.dead_letters_by_operator {
             let l: Labels = vec![("query", query.clone()), ("operator", operator.clone())];
             dead_by.add(&l, Some(Count(*n)));
@@ -434,6 +440,20 @@ mod tests {
                 &[("query", "q")]
             ),
             Some(0.0)
+        );
+    }
+
+    #[test]
+    fn dead_letters_not_gathered_are_left_out_not_zero() {
+        let m = QueryMetrics {
+            not_gathered: Some("on the workers".into()),
+            ..QueryMetrics::default()
+        };
+        let text = render_prometheus(&[("q".to_string(), m)], 0).expect("renders");
+        assert!(!text.contains("dead_letters"), "{text}");
+        assert!(
+            text.contains("anduin_query_control_changes_total"),
+            "{text}"
         );
     }
 }

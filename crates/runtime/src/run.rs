@@ -19,7 +19,7 @@ use anduin_operator_api::{Bound, BuildContext};
 
 use crate::committer::run_committer;
 use crate::config::{Checkpointing, NetworkSettings, Placement, RunConfig};
-use crate::control::{Control, Injector, Probe};
+use crate::control::{Control, Injector, InstanceFigures, Probe};
 use crate::coordinator::{schedule_settings, Coordinator};
 use crate::error::RuntimeError;
 use crate::events::EngineEvent;
@@ -177,19 +177,22 @@ fn probe(
     ctx: &BuildContext,
 ) -> Probe {
     Probe {
-        instances: graph
-            .topo
-            .iter()
-            .flat_map(|n| {
-                let node = graph.node(*n);
-                let (name, source) = (node.name(), matches!(node.bound, Bound::Source(_)));
-                counters[n.0]
-                    .instances
-                    .iter()
-                    .enumerate()
-                    .map(move |(i, c)| (name.to_string(), i, source, Arc::clone(c)))
-            })
-            .collect(),
+        instances: InstanceFigures::Here {
+            counters: graph
+                .topo
+                .iter()
+                .flat_map(|n| {
+                    let node = graph.node(*n);
+                    let (name, source) = (node.name(), matches!(node.bound, Bound::Source(_)));
+                    counters[n.0]
+                        .instances
+                        .iter()
+                        .enumerate()
+                        .map(move |(i, c)| (name.to_string(), i, source, Arc::clone(c)))
+                })
+                .collect(),
+            dead_letter: Arc::clone(&ctx.dead_letter),
+        },
         checkpoints: config
             .checkpointing
             .as_ref()
@@ -198,7 +201,6 @@ fn probe(
             .checkpointing
             .as_ref()
             .map(|c| c.settings.dir.clone()),
-        dead_letter: Arc::clone(&ctx.dead_letter),
     }
 }
 
@@ -480,7 +482,17 @@ pub struct Coordinated {
     /// inject it twice, so that no task waits forever aligning it), it is not completed, and
     /// the next checkpoint comes after it and is full.
     pub taking_over: Option<anduin_types::Epoch>,
+    /// The worker each task instance runs on, by the instance's number in the run, for the
+    /// control plane's topology (`GET …/topology`, the web UI). Empty: not told (every
+    /// instance shows on worker 0).
+    pub placement: Vec<u32>,
 }
+
+/// What the control plane of a cluster's query says of the figures it does not have.
+const FIGURES_ON_THE_WORKERS: &str = "the operator instances run on the cluster's workers, \
+     and the coordinator does not gather their live figures (rows, rates, busy and \
+     backpressured time, queues, watermarks) nor their dead letters yet: the graph, the \
+     placement, the checkpoints, the params, the history and the events are here";
 
 /// Runs the checkpoint coordinator of a run of `graph` whose tasks run in other processes
 /// (a cluster's workers): it sends each task instance's commands and reads the tasks'
@@ -497,6 +509,7 @@ pub fn coordinate(
         events,
         control_events,
         taking_over,
+        placement,
     } = remote;
     let Some(c) = &config.checkpointing else {
         return Err(RuntimeError::Network {
@@ -509,7 +522,10 @@ pub fn coordinate(
         default_parallelism: config.parallelism,
     };
     let plan = PhysicalPlan::plan(graph, options);
-    let topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
+    let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
+    if !placement.is_empty() {
+        topology.assign(|id| WorkerId(placement.get(id).copied().unwrap_or(u32::MAX)));
+    }
     let plan_print = fingerprint(graph, options);
     choose_restore(config, &plan_print)?;
     let counters = Arc::new(CheckpointCounters::default());
@@ -533,8 +549,11 @@ pub fn coordinate(
         if let Some(r) = &c.restore {
             control.restored(r.manifest.epoch, &r.manifest.controls);
         }
-        // The topology as planned: where the cluster placed each instance is not told here,
-        // so every instance shows on worker 0.
+        control.probe(Probe {
+            instances: InstanceFigures::Elsewhere(FIGURES_ON_THE_WORKERS.to_string()),
+            checkpoints: Some(Arc::clone(&counters)),
+            checkpoint_dir: Some(c.settings.dir.clone()),
+        });
         control.attach(
             crate::control::operators(graph, &topology),
             crate::control::tasks(graph, &topology),

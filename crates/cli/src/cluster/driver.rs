@@ -546,6 +546,7 @@ fn start_checkpointer(
         events: events_rx,
         control_events,
         taking_over,
+        placement: placement.to_vec(),
     };
     anduin_runtime::coordinate(&compiled.loaded.graph, &config, remote)
         .context("cannot start the checkpoint coordinator")

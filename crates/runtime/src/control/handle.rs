@@ -87,15 +87,27 @@ struct Inner {
 
 /// Where the live figures of a run come from.
 pub(crate) struct Probe {
-    /// Every operator instance's counters: operator, instance, whether it is a source (whose
-    /// busy time is not measured: it waits for input inside its poll), counters.
-    pub instances: Vec<(String, usize, bool, Arc<Counters>)>,
+    /// The operator instances' figures and the dead letters.
+    pub instances: InstanceFigures,
     /// The checkpoints' counters, when the run takes checkpoints.
     pub checkpoints: Option<Arc<CheckpointCounters>>,
     /// The checkpoint directory, when the run takes checkpoints.
     pub checkpoint_dir: Option<std::path::PathBuf>,
-    /// The dead letters.
-    pub dead_letter: Arc<anduin_operator_api::DeadLetter>,
+}
+
+/// Where the figures of a run's operator instances and its dead letters are.
+pub(crate) enum InstanceFigures {
+    /// In this process: the instances run here.
+    Here {
+        /// Every operator instance's counters: operator, instance, whether it is a source
+        /// (whose busy time is not measured: it waits for input inside its poll), counters.
+        counters: Vec<(String, usize, bool, Arc<Counters>)>,
+        /// The dead letters.
+        dead_letter: Arc<anduin_operator_api::DeadLetter>,
+    },
+    /// In other processes, and not gathered here (a cluster's coordinator): why, in words,
+    /// for [`crate::control::QueryMetrics::not_gathered`].
+    Elsewhere(String),
 }
 
 /// The control plane's handle of one running query (see the module's documentation).

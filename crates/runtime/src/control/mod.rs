@@ -8,7 +8,7 @@ mod types;
 
 pub(crate) use describe::{operators, tasks, topology};
 pub use handle::{Control, Validator, DEFAULT_DEADLINE};
-pub(crate) use handle::{Injector, Probe};
+pub(crate) use handle::{Injector, InstanceFigures, Probe};
 
 pub use types::{
     ChangeRecord, ChangeRequest, CheckpointInfo, CheckpointMetrics, CheckpointOutcome,

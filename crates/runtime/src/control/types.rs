@@ -270,6 +270,11 @@ pub struct QueryMetrics {
     /// The last rejects (the last 20), oldest first, with their reasons.
     #[serde(default)]
     pub recent_rejects: Vec<RecentReject>,
+    /// Why the operator instances' figures and the dead letters are not in this answer,
+    /// where they are not: a cluster's coordinator does not gather them from its workers
+    /// (`instances` is then empty and the dead-letter counts are not zero but unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_gathered: Option<String>,
 }
 
 /// One complete checkpoint, as the checkpoint directory holds it.

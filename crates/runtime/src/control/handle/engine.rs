@@ -230,19 +230,40 @@ mod tests {
     use anduin_operator_api::{DeadLetter, DeadLetterTarget};
     use anduin_types::Epoch;
 
-    use super::super::{Control, Probe};
+    use super::super::{Control, InstanceFigures, Probe};
     use crate::control::types::{CheckpointOutcome, RECENT_CHECKPOINTS};
     use crate::stats::CheckpointCounters;
+
+    #[test]
+    fn figures_kept_elsewhere_are_said_to_be_missing_and_the_checkpoints_are_still_here() {
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        let counters = Arc::new(CheckpointCounters::default());
+        control.probe(Probe {
+            instances: InstanceFigures::Elsewhere("on the workers".into()),
+            checkpoints: Some(Arc::clone(&counters)),
+            checkpoint_dir: None,
+        });
+        control.checkpoint_started(Epoch(1));
+        counters.completed(Epoch(1), 25, 4096);
+        control.checkpoint_ended(Epoch(1), Ok(()));
+        let m = control.metrics();
+        assert_eq!(m.not_gathered.as_deref(), Some("on the workers"));
+        assert!(m.instances.is_empty() && m.recent_rejects.is_empty());
+        let c = m.checkpoints.expect("the checkpoints are counted here");
+        assert_eq!((c.completed, c.recent.len()), (1, 1));
+    }
 
     #[test]
     fn the_checkpoint_timeline_keeps_how_each_recent_checkpoint_ended() {
         let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
         let counters = Arc::new(CheckpointCounters::default());
         control.probe(Probe {
-            instances: Vec::new(),
+            instances: InstanceFigures::Here {
+                counters: Vec::new(),
+                dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
+            },
             checkpoints: Some(Arc::clone(&counters)),
             checkpoint_dir: None,
-            dead_letter: Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)),
         });
         control.checkpoint_started(Epoch(1));
         counters.completed(Epoch(1), 25, 4096);

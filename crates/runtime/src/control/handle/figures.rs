@@ -1,6 +1,6 @@
 //! The query's live figures and its checkpoints, as the control plane asks for them.
 
-use super::{Control, Injector};
+use super::{Control, Injector, InstanceFigures};
 use crate::control::types::{
     CheckpointInfo, ControlFailure, InstanceMetrics, QueryMetrics, QueryState,
 };
@@ -94,24 +94,36 @@ impl Control {
                 ..QueryMetrics::default()
             };
         };
-        let instances = probe
-            .instances
-            .iter()
-            .map(|(operator, instance, source, c)| {
-                instance_metrics(operator, *instance, *source, c)
-            })
-            .collect();
-        QueryMetrics {
-            instances,
-            checkpoints: probe.checkpoints.as_ref().map(|c| {
-                let mut live = c.live();
-                live.recent = inner.timeline.iter().cloned().collect();
-                live
-            }),
-            control_changes: inner.history.total(),
-            dead_letters: probe.dead_letter.count(),
-            dead_letters_by_operator: probe.dead_letter.by_operator(),
-            recent_rejects: probe.dead_letter.recent(),
+        let checkpoints = probe.checkpoints.as_ref().map(|c| {
+            let mut live = c.live();
+            live.recent = inner.timeline.iter().cloned().collect();
+            live
+        });
+        let control_changes = inner.history.total();
+        match &probe.instances {
+            InstanceFigures::Here {
+                counters,
+                dead_letter,
+            } => QueryMetrics {
+                instances: counters
+                    .iter()
+                    .map(|(operator, instance, source, c)| {
+                        instance_metrics(operator, *instance, *source, c)
+                    })
+                    .collect(),
+                checkpoints,
+                control_changes,
+                dead_letters: dead_letter.count(),
+                dead_letters_by_operator: dead_letter.by_operator(),
+                recent_rejects: dead_letter.recent(),
+                not_gathered: None,
+            },
+            InstanceFigures::Elsewhere(why) => QueryMetrics {
+                checkpoints,
+                control_changes,
+                not_gathered: Some(why.clone()),
+                ..QueryMetrics::default()
+            },
         }
     }
 }
