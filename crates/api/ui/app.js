@@ -34,22 +34,66 @@ const state = {
   ticks: 0,
 };
 
-/** `#q=NAME&token=TOKEN`: the query chosen, and a token handed over in the address. */
-function fromHash() {
-  const params = new URLSearchParams(location.hash.slice(1));
-  const token = params.get("token");
-  if (token) {
-    api.setToken(token);
-    params.delete("token");
-    history.replaceState(null, "", "#" + params.toString());
+/** What a token may hold: printable ASCII (it travels in a header; a browser cannot send
+ * anything else there, and the server refuses to start with anything else). */
+const TOKEN_TEXT = /^[\x20-\x7e]+$/;
+
+/** Takes `token` for this tab; false (and the login form saying why) if it cannot be sent. */
+function useToken(token) {
+  if (!TOKEN_TEXT.test(token)) {
+    needToken(null, "This token cannot be sent: a token is printable ASCII (letters, digits, punctuation), as the run's token file holds it.");
+    return false;
   }
-  return params.get("q");
+  api.setToken(token);
+  return true;
 }
 
-function needToken(error) {
+/**
+ * `#q=NAME&token=TOKEN`: the query chosen, and a token handed over in the address. Read as
+ * written, `+` included (`URLSearchParams` would turn a `+` of a base64 token into a
+ * space); the token is taken out of the address at once.
+ */
+function fromHash() {
+  const parts = location.hash
+    .slice(1)
+    .split("&")
+    .filter((p) => p !== "")
+    .map((p) => {
+      const at = p.indexOf("=");
+      const decode = (x) => {
+        try {
+          return decodeURIComponent(x);
+        } catch {
+          return null;
+        }
+      };
+      return { raw: p, key: decode(at < 0 ? p : p.slice(0, at)), value: decode(at < 0 ? "" : p.slice(at + 1)) };
+    });
+  const token = parts.find((p) => p.key === "token");
+  if (token) {
+    const kept = parts.filter((p) => p.key !== "token").map((p) => p.raw);
+    history.replaceState(null, "", kept.length ? "#" + kept.join("&") : location.pathname + location.search);
+    if (!useToken((token.value ?? "").trim())) return null;
+  }
+  const q = parts.find((p) => p.key === "q");
+  return q ? q.value : null;
+}
+
+function needToken(error, why) {
   $("login").hidden = false;
   $("query").hidden = true;
-  $("login-error").textContent = api.token ? error.message : "";
+  $("login-error").textContent = why || (api.token && error ? error.message : "");
+}
+
+/** The query shown is not served any more (it ended on a server that goes on, or another
+ * run took the address): say so, and show what is served now. */
+function gone(name) {
+  if (state.name !== name) return;
+  choose(null);
+  $("query").hidden = true;
+  $("connection").textContent = `query "${name}" is not served here any more`;
+  $("connection").className = "connection warn";
+  routeSoon(1000);
 }
 
 async function listQueries() {
@@ -77,22 +121,45 @@ async function listQueries() {
   return queries;
 }
 
+/** Counts the choices of a query: an answer that arrives after another choice is dropped
+ * (clicking two queries in quick succession never mixes their pages or event streams). */
+let generation = 0;
+
 async function choose(name) {
+  const mine = ++generation;
   if (state.events) state.events.abort();
+  if (state.console) state.console.close();
   clearTimeout(state.timer);
-  Object.assign(state, { name, info: null, topology: null, view: null, samples: [] });
+  Object.assign(state, { name, info: null, topology: null, view: null, samples: [], events: null, console: null });
   fill($("events"));
   if (!name) return;
-  const info = await api.get(api.query(name));
-  const topology = await api.get(api.query(name) + "/topology");
+  let info;
+  let topology;
+  try {
+    info = await api.get(api.query(name));
+    topology = await api.get(api.query(name) + "/topology");
+  } catch (e) {
+    if (mine !== generation) return;
+    if (e instanceof ApiError && e.status === 401) needToken(e);
+    else if (e instanceof ApiError && e.error === "unknown_query") gone(name);
+    else {
+      $("connection").textContent = e.message;
+      $("connection").className = "connection warn";
+      state.timer = setTimeout(() => mine === generation && choose(name), 2000);
+    }
+    return;
+  }
+  if (mine !== generation) return;
   state.info = info;
   state.topology = topology;
   $("query").hidden = false;
   $("empty").hidden = true;
   panels.summary($("summary"), info, topology);
   state.view = draw($("graph"), info, topology);
-  state.console = new Console($("console"), $("history-panel"), $("actions"), () => tick(true));
-  await state.console.show(info);
+  const console = new Console($("console"), $("history-panel"), $("actions"), () => tick(true));
+  state.console = console;
+  await console.show(info);
+  if (mine !== generation) return;
   const events = new AbortController();
   state.events = events;
   api.events(
@@ -124,25 +191,39 @@ async function tick(now) {
   running = true;
   clearTimeout(state.timer);
   const name = state.name;
+  const mine = generation;
+  // Whether another query was chosen (or this one again) while an answer was awaited.
+  const stale = () => mine !== generation || name !== state.name;
   let soon = false;
   try {
-    if (!name) return;
+    if (!name || !state.info) return;
     state.ticks += 1;
     if (wantInfo || state.ticks % 3 === 0) {
       wantInfo = false;
       const info = await api.get(api.query(name));
-      const started = state.info && state.info.tasks.length === 0 && info.tasks.length > 0;
-      state.info = info;
-      if (started) {
-        state.topology = await api.get(api.query(name) + "/topology");
-        state.view = draw($("graph"), info, state.topology);
+      const topology = await api.get(api.query(name) + "/topology");
+      if (stale()) return;
+      if (info.started_ms !== state.info.started_ms) {
+        // Another run (or, on a cluster, another attempt) under this name: start afresh.
+        choose(name);
+        return;
       }
+      if (JSON.stringify(topology) !== JSON.stringify(state.topology) || info.operators.length !== state.info.operators.length) {
+        // It started, or its instances moved (a cluster placed them anew).
+        state.topology = topology;
+        state.view = draw($("graph"), info, topology);
+        state.samples = [];
+      }
+      state.info = info;
       panels.summary($("summary"), info, state.topology);
+      if (state.console) state.console.showState(info);
       await listQueries();
+      if (stale()) return;
       if (state.console) await state.console.refresh();
+      if (stale()) return;
     }
     const metrics = await api.get(api.query(name) + "/metrics");
-    if (name !== state.name) return;
+    if (stale()) return;
     // Rates over the last second or more: against the newest sample at least a second old
     // (ticks come sooner after a change or an event), else the oldest kept.
     const current = sample(metrics, performance.now());
@@ -157,11 +238,16 @@ async function tick(now) {
     panels.instances($("instances"), rates, state.topology, state.info, nowMs);
     panels.checkpoints($("checkpoints"), state.info, metrics.checkpoints, nowMs);
     panels.rejects($("rejects"), metrics, figures);
+    panels.notGathered($("not-gathered"), metrics.not_gathered);
     $("connection").textContent = "updated " + new Date().toLocaleTimeString([], { hour12: false });
     $("connection").className = "connection ok";
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) {
       needToken(e);
+      return;
+    }
+    if (e instanceof ApiError && e.error === "unknown_query" && !stale()) {
+      gone(name);
       return;
     }
     $("connection").textContent = e.message;
@@ -174,14 +260,26 @@ async function tick(now) {
   }
 }
 
+/** One pending look at the queries at a time, however many reasons ask for one. */
+let routeTimer = null;
+function routeSoon(ms) {
+  clearTimeout(routeTimer);
+  routeTimer = setTimeout(route, ms);
+}
+
 async function route() {
+  clearTimeout(routeTimer);
   const wanted = fromHash();
   const queries = await listQueries();
-  if (!queries) return;
+  if (!queries) {
+    // The server does not answer (yet, or any more): ask again, unless it wants a token.
+    if ($("login").hidden) routeSoon(2000);
+    return;
+  }
   if (queries.length === 0) {
     $("empty").hidden = false;
     $("query").hidden = true;
-    setTimeout(route, 2000);
+    routeSoon(2000);
     return;
   }
   const name = queries.some((q) => q.name === wanted) ? wanted : queries[0].name;
@@ -191,9 +289,12 @@ async function route() {
 
 $("login-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
-  api.setToken($("token").value.trim());
+  const token = $("token").value.trim();
   $("token").value = "";
-  route();
+  if (useToken(token)) {
+    choose(null);
+    route();
+  }
 });
 window.addEventListener("hashchange", route);
 route();

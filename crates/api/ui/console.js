@@ -51,6 +51,9 @@ function refusal(message, field, value) {
   );
 }
 
+/** How many param fields were made (their element ids). */
+let fieldIds = 0;
+
 export class Console {
   constructor(el, history, actions, onChange) {
     this.el = el;
@@ -59,6 +62,12 @@ export class Console {
     this.onChange = onChange;
     this.fields = new Map();
     this.query = null;
+    this.closed = false;
+  }
+
+  /** Another query is shown: this console writes nothing more into the page. */
+  close() {
+    this.closed = true;
   }
 
   /** Builds the console of query `info` (its params read from the server). */
@@ -75,9 +84,24 @@ export class Console {
         const set = h("fieldset", { class: "operator", "data-operator": o.name }, h("legend", {}, h("strong", { text: o.name }), ` (${o.kind})`));
         this.el.append(set);
         await this.loadParams(o.name, set);
+        if (this.closed) return;
       }
     }
+    this.showState(info);
     await this.refresh();
+  }
+
+  /** An ended query takes no change, checkpoint or stop: its buttons say so. */
+  showState(info) {
+    if (this.closed) return;
+    const over = info.state === "finished" || info.state === "failed";
+    for (const f of this.fields.values()) f.apply.disabled = over || f.busy;
+    if (this.checkpointButton) this.checkpointButton.disabled = over || !info.checkpointing || this.checkpointBusy;
+    if (this.stopButton) this.stopButton.disabled = over || this.stopBusy;
+    const ended = this.actionsEl.querySelector("#query-ended");
+    if (over && !ended) {
+      this.actionsEl.append(h("p", { class: "muted", id: "query-ended", text: `The query has ${info.state === "failed" ? "failed" : "finished"}: nothing can be changed any more.` }));
+    }
   }
 
   async loadParams(operator, set) {
@@ -88,12 +112,16 @@ export class Console {
       set.append(h("p", { class: "error", text: e.message }));
       return;
     }
+    if (this.closed) return;
     for (const p of params) this.addField(operator, p, set);
   }
 
   addField(operator, p, set) {
     const field = `${operator}.${p.name}`;
-    const id = "param-" + field.replace(/[^A-Za-z0-9_-]/g, "_");
+    // Numbered, not made of the names: two operators whose names differ only in characters
+    // an id cannot hold ("a<b", "a>b") must not share one.
+    fieldIds += 1;
+    const id = "param-" + fieldIds;
     const input = h("input", { id, type: "text", value: p.value, spellcheck: "false", autocomplete: "off", "data-param": field, "aria-describedby": id + "-doc" });
     const current = h("code", { class: "current", "data-current": field, text: p.value });
     const message = h("div", { class: "message", "data-message": field, "aria-live": "polite" });
@@ -107,7 +135,7 @@ export class Console {
       h("div", { class: "row" }, input, apply),
       message,
     );
-    const state = { operator, param: p.name, input, current, message, apply, dirty: false };
+    const state = { operator, param: p.name, input, current, message, apply, dirty: false, busy: false };
     input.addEventListener("input", () => {
       state.dirty = true;
       input.removeAttribute("aria-invalid");
@@ -124,6 +152,7 @@ export class Console {
     const field = `${f.operator}.${f.param}`;
     const value = f.input.value;
     f.apply.disabled = true;
+    f.busy = true;
     fill(f.message, h("p", { class: "pending", text: "checking and applying at the next consistent point…" }));
     try {
       const record = await api.call(
@@ -141,6 +170,7 @@ export class Console {
       f.input.setAttribute("aria-invalid", "true");
       fill(f.message, refusal(e.message, field, value));
     } finally {
+      f.busy = false;
       f.apply.disabled = false;
     }
   }
@@ -149,8 +179,11 @@ export class Console {
     const result = h("p", { class: "action-result", id: "action-result", "aria-live": "polite" });
     const checkpoint = h("button", { type: "button", id: "checkpoint-now", disabled: !info.checkpointing, text: "Checkpoint now" });
     const stop = h("button", { type: "button", id: "stop", class: "danger", text: "Stop the query" });
+    this.checkpointButton = checkpoint;
+    this.stopButton = stop;
     checkpoint.addEventListener("click", async () => {
       checkpoint.disabled = true;
+      this.checkpointBusy = true;
       fill(result, "taking a checkpoint…");
       try {
         const r = await api.call("POST", api.query(this.query) + "/checkpoints");
@@ -159,6 +192,7 @@ export class Console {
       } catch (e) {
         fill(result, h("span", { class: "error", text: e.message }));
       } finally {
+        this.checkpointBusy = false;
         checkpoint.disabled = !info.checkpointing;
       }
     });
@@ -176,12 +210,15 @@ export class Console {
       clearTimeout(armed);
       armed = null;
       stop.disabled = true;
+      // Stays set once the stop is accepted: the query is on its way out.
+      this.stopBusy = true;
       try {
         await api.call("POST", api.query(this.query) + "/stop");
         fill(result, h("span", { class: "ok", text: "stopping" + (info.checkpointing ? ": a last checkpoint, then the end" : "") }));
         this.onChange();
       } catch (e) {
         fill(result, h("span", { class: "error", text: e.message }));
+        this.stopBusy = false;
         stop.disabled = false;
       }
       stop.textContent = "Stop the query";
@@ -191,13 +228,14 @@ export class Console {
 
   /** Reads the history and the params' current values again. */
   async refresh() {
-    if (!this.query) return;
+    if (!this.query || this.closed) return;
     let history;
     try {
       history = await api.get(api.query(this.query) + "/history");
     } catch {
       return;
     }
+    if (this.closed) return;
     this.renderHistory(history);
     const latest = new Map();
     for (const r of history) latest.set(`${r.operator}.${r.param}`, r.new);

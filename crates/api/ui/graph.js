@@ -4,6 +4,7 @@
 
 import { s, count, rate, percent, duration } from "./dom.js";
 import { BACKPRESSURED, instanceState } from "./figures.js";
+import { placed } from "./panels.js";
 
 const NODE_W = 230;
 const NODE_H = 118;
@@ -119,11 +120,14 @@ export function draw(svg, info, topology) {
         { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
         s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }),
       ),
+      // A node's texts stay within its box (a long name is cut on screen, whole in its
+      // tooltip and in the page's text).
+      s("clipPath", { id: "node-clip" }, s("rect", { x: 0, y: 0, width: NODE_W - 8, height: NODE_H })),
     ),
   );
   const operator = new Map(info.operators.map((o) => [o.name, o]));
   const placement = new Map((topology.tasks || []).map((t) => [t.id, t]));
-  const multiWorker = (topology.workers || []).length > 1;
+  const multiWorker = placed(topology);
 
   // The tasks: a box around the operators each runs (fused operators share one).
   const tasks = s("g", { class: "tasks" });
@@ -177,7 +181,7 @@ export function draw(svg, info, topology) {
   const nodeViews = new Map();
   for (const o of info.operators) {
     const at = g.nodes.get(o.name);
-    const figure = (name, y) => s("text", { x: 12, y, class: "figure", "data-figure": name, text: "" });
+    const figure = (name, y) => s("text", { x: 12, y, class: "figure", "clip-path": "url(#node-clip)", "data-figure": name, text: "" });
     const lines = [figure("rates", 50), figure("ratios", 68), figure("queue", 86)];
     const chips = s("g", { class: "chips", transform: `translate(10, ${NODE_H - 22})` });
     const task = placement.get(o.task);
@@ -206,8 +210,8 @@ export function draw(svg, info, topology) {
       s("title", { text: `${o.name} (${o.kind}), task ${o.task}, ${o.parallelism} instance(s)` }),
       s("rect", { width: NODE_W, height: NODE_H, rx: 8, class: "node-box" }),
       s("rect", { width: 6, height: NODE_H, rx: 3, class: "node-band" }),
-      s("text", { x: 12, y: 20, class: "node-name", text: o.name }),
-      s("text", { x: 12, y: 34, class: "node-kind", text: head }),
+      s("text", { x: 12, y: 20, class: "node-name", "clip-path": "url(#node-clip)", text: o.name }),
+      s("text", { x: 12, y: 34, class: "node-kind", "clip-path": "url(#node-clip)", text: head }),
       ...lines,
       chips,
     );

@@ -4,9 +4,22 @@
 import { h, s, fill, count, rate, percent, bytes, duration, clock } from "./dom.js";
 import { instanceState } from "./figures.js";
 
+/** How the workers of `topology` read: "one process" when everything runs in this one. */
+export function workersText(topology) {
+  const workers = (topology && topology.workers) || [];
+  if (workers.length === 0) return "—";
+  if (workers.length === 1 && workers[0] === 0) return "one process";
+  return workers.map((w) => "w" + w).join(", ");
+}
+
+/** Whether the instances' workers are worth naming (several, or a cluster's). */
+export function placed(topology) {
+  const workers = (topology && topology.workers) || [];
+  return workers.length > 1 || (workers.length === 1 && workers[0] !== 0);
+}
+
 /** Name, state, file, start and placement of the query. */
 export function summary(el, info, topology) {
-  const workers = (topology && topology.workers) || [];
   fill(
     el,
     h("h2", { text: info.name }),
@@ -23,7 +36,7 @@ export function summary(el, info, topology) {
       h("dt", { text: "tasks" }),
       h("dd", { text: info.tasks.map((t) => `${t.id}: ${t.operators.join(" → ")} ×${t.instances}`).join("; ") }),
       h("dt", { text: "workers" }),
-      h("dd", { text: workers.length <= 1 ? "one process" : workers.map((w) => "w" + w).join(", ") }),
+      h("dd", { id: "workers", text: workersText(topology) }),
       h("dt", { text: "checkpoints" }),
       h("dd", { text: info.checkpointing ? "taken" : "none (no --checkpoint-dir)" }),
     ),
@@ -38,7 +51,18 @@ export function instances(table, rates, topology, info, nowMs) {
   }
   const task = new Map(info.operators.map((o) => [o.name, o.task]));
   const order = new Map(info.operators.map((o, i) => [o.name, i]));
-  const rows = [...rates.values()].sort(
+  // Every instance the topology places, with its figures where there are some (none where
+  // they are not gathered: a cluster's coordinator), and any other measured one.
+  const all = new Map(rates);
+  for (const t of (topology && topology.tasks) || []) {
+    for (const i of t.instances) {
+      for (const o of t.operators) {
+        const k = o + "#" + i.instance;
+        if (!all.has(k)) all.set(k, { operator: o, instance: i.instance, busy: null, blocked: null });
+      }
+    }
+  }
+  const rows = [...all.values()].sort(
     (a, b) => (order.get(a.operator) ?? 0) - (order.get(b.operator) ?? 0) || a.instance - b.instance,
   );
   const head = ["operator", "instance", "task", "worker", "in", "out", "busy", "backpressured", "queue", "wm lag", "late", "state"];
@@ -144,8 +168,20 @@ function failureList(failures) {
   );
 }
 
+/** Says why the live figures are missing where they are not gathered (a cluster's
+ * coordinator), or nothing. */
+export function notGathered(el, why) {
+  el.hidden = !why;
+  fill(el, why ? "Live figures are not shown here: " + why + "." : "");
+}
+
 /** Dead letters and late rows: counts per operator, the last rejects with their reasons. */
 export function rejects(el, metrics, figures) {
+  if (metrics.not_gathered) {
+    // Unknown here, not zero.
+    fill(el, h("p", { class: "muted", id: "rejects-not-gathered", text: "Not gathered here: the dead letters and late rows are counted on the workers." }));
+    return;
+  }
   const late = [...figures.values()].filter((f) => f.lateRows);
   const by = Object.entries(metrics.dead_letters_by_operator || {});
   // The last rejects, alike ones (same operator, reason and place) folded into one line.
@@ -227,7 +263,8 @@ const BAD = new Set(["checkpoint_failed", "task_failed", "lagged", "checkpoint_s
 
 /** Adds event `kind` (its JSON `data`) at the top of the list `ol`, keeping the last 200. */
 export function addEvent(ol, kind, data) {
-  const details = Object.entries(data)
+  const fields = data !== null && typeof data === "object" ? Object.entries(data) : [["data", data]];
+  const details = fields
     .filter(([k]) => k !== "query" && k !== "event")
     .map(([k, v]) => `${k} ${typeof v === "string" ? v : JSON.stringify(v)}`)
     .join(", ");
@@ -237,7 +274,7 @@ export function addEvent(ol, kind, data) {
       { class: BAD.has(kind) ? "bad" : kind === "checkpoint_completed" ? "good" : "", "data-kind": kind },
       h("time", { text: new Date().toLocaleTimeString([], { hour12: false }) }),
       " ",
-      h("strong", { text: EVENT_LABELS[kind] || kind }),
+      h("strong", { text: Object.hasOwn(EVENT_LABELS, kind) ? EVENT_LABELS[kind] : String(kind) }),
       details ? " " + details : "",
     ),
   );

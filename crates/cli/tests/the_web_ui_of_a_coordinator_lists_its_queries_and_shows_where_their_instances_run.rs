@@ -1,0 +1,316 @@
+//! The web UI served by a cluster's coordinator (on its API's address, as `anduin run`
+//! serves it), in headless Chromium: it lists the coordinator's two queries; the chosen one's
+//! graph is drawn with every instance on the worker the coordinator placed it on (two
+//! workers here), and the instances table names them; the page says plainly that the live
+//! figures stay on the workers (never zeros in their place); the checkpoints the coordinator
+//! completes fill the timeline and the events; a change through the console applies, a stop
+//! is refused saying to cancel. Switching between the queries quickly never mixes their
+//! pages; a query cancelled while the page is open is shown as ended, its buttons disabled.
+//! Screenshots in `$CARGO_TARGET_TMPDIR/web-ui-coordinator/`.
+
+#[path = "common/browser.rs"]
+mod browser;
+mod common;
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use browser::{quote, Browser};
+use common::cluster::LocalCluster;
+use common::wait_until;
+use serde_json::json;
+
+/// A generated stream, filtered, written: `gen`, `low`, `out`.
+const ALPHA: &str = r#"
+type name = "R" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param rate = 200
+  output name = "raw", type = "R"
+}
+operator name = "low", type = "filter" {
+  input name = "raw"
+  param condition = "value < 42"
+  output name = "kept", type = "R"
+}
+operator name = "out", type = "writer" {
+  input name = "kept"
+  param path = "alpha_out"
+}
+"#;
+
+/// The same shape under other names: `src`, `keep`, `sink`.
+const BETA: &str = r#"
+type name = "R" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "src", type = "generator" {
+  param profile = "events"
+  param rate = 200
+  output name = "raw", type = "R"
+}
+operator name = "keep", type = "filter" {
+  input name = "raw"
+  param condition = "value > 10"
+  output name = "kept", type = "R"
+}
+operator name = "sink", type = "writer" {
+  input name = "kept"
+  param path = "beta_out"
+}
+"#;
+
+/// The operators drawn, sorted.
+const DRAWN: &str =
+    "[...document.querySelectorAll('#graph g.node')].map(g => g.dataset.operator).sort()";
+
+#[test]
+fn the_web_ui_of_a_coordinator_lists_its_queries_and_shows_where_their_instances_run() {
+    let chromium = browser::chromium(); // fails, saying to run scripts/test.sh, when absent
+    let artefacts = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-ui-coordinator");
+    let _ = std::fs::remove_dir_all(&artefacts);
+    let work = tempfile::tempdir().expect("tempdir");
+    let d = work.path();
+    std::fs::write(d.join("alpha.flow"), ALPHA).expect("query");
+    std::fs::write(d.join("beta.flow"), BETA).expect("query");
+    let cluster = LocalCluster::start(2, 8);
+    let api = std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
+        .expect("the coordinator wrote its API's URL");
+    // One task per operator: three tasks, placed over the two workers.
+    let flags = ["--no-chaining", "--checkpoint-interval", "300ms"];
+    let _alpha = cluster.submit(d, "alpha.flow", &flags);
+    let _beta = cluster.submit(d, "beta.flow", &flags);
+    for q in ["alpha", "beta"] {
+        wait_until(&format!("{q} runs with a checkpoint"), || {
+            cluster.status(q)["last_checkpoint"]
+                .as_u64()
+                .is_some_and(|e| e >= 1)
+        });
+    }
+
+    // What the page reads, through the API: each instance on the worker it was placed on,
+    // the checkpoints the coordinator completed, and why the instances' figures are absent.
+    let client = anduin_api::Client::new(api.trim(), None).expect("an address");
+    let topology = client.topology("alpha").expect("the topology");
+    let placed: BTreeSet<u64> = topology
+        .tasks
+        .iter()
+        .flat_map(|t| t.instances.iter().map(|i| u64::from(i.worker)))
+        .collect();
+    let workers: BTreeSet<u64> = cluster.all()["workers"]
+        .as_array()
+        .expect("workers")
+        .iter()
+        .filter_map(|w| w["id"].as_u64())
+        .collect();
+    assert_eq!(placed.len(), 2, "on both workers: {topology:?}");
+    assert!(placed.is_subset(&workers), "{placed:?} among {workers:?}");
+    let metrics = client.metrics("alpha").expect("the metrics");
+    assert!(metrics.instances.is_empty(), "{metrics:?}");
+    assert!(
+        metrics
+            .not_gathered
+            .as_deref()
+            .is_some_and(|why| why.contains("workers")),
+        "{metrics:?}"
+    );
+    assert!(
+        metrics.checkpoints.is_some_and(|c| c.completed >= 1),
+        "the coordinator's checkpoints are counted"
+    );
+    assert!(
+        !client.checkpoints("alpha").expect("listed").is_empty(),
+        "the coordinator's checkpoints are listed"
+    );
+    let scrape = client.prometheus().expect("the scrape");
+    assert!(
+        !scrape.contains("dead_letters"),
+        "dead letters not gathered are not exported as 0: {scrape}"
+    );
+
+    let mut page = Browser::launch(&artefacts, 1440, 1100);
+    eprintln!(
+        "browser: {}; coordinator's UI at {api}; screenshots in {}",
+        chromium.display(),
+        artefacts.display()
+    );
+    page.navigate(&format!("{}/#q=alpha", api.trim()));
+
+    // Both queries are listed; alpha's graph is drawn.
+    page.wait_for(
+        "both queries in the list",
+        "document.querySelector('#queries [data-query=\"alpha\"]') !== null \
+         && document.querySelector('#queries [data-query=\"beta\"]') !== null",
+    );
+    let drawn = page.wait_for(
+        "alpha's operators drawn",
+        &format!("(() => {{ const n = {DRAWN}; return n.length === 3 ? n : null; }})()"),
+    );
+    assert_eq!(drawn, json!(["gen", "low", "out"]));
+
+    // Where the instances run: two workers, named on the chips and in the table.
+    let workers = page.wait_for(
+        "the two workers in the summary",
+        "(() => { const t = document.querySelector('#workers')?.textContent ?? ''; \
+         return /^w\\d+, w\\d+$/.test(t) ? t : null; })()",
+    );
+    let chips = page.eval(
+        "[...new Set([...document.querySelectorAll('#graph g.chip')].map(c => c.dataset.worker))].sort()",
+    );
+    assert_eq!(
+        chips.as_array().map(Vec::len),
+        Some(2),
+        "the instances are drawn on two workers ({workers}): {chips}"
+    );
+    let chip_text = page.eval("document.querySelector('#graph g.chip text')?.textContent");
+    assert!(
+        chip_text.as_str().is_some_and(|t| t.contains(" w")),
+        "a chip names its worker: {chip_text}"
+    );
+    let rows = page.wait_for(
+        "every instance in the table, with its worker",
+        "(() => { const r = [...document.querySelectorAll('#instances tbody tr')]; \
+         return r.length === 3 && r.every(tr => /^w\\d+$/.test(tr.children[3].textContent)) \
+         ? r.length : null; })()",
+    );
+    assert_eq!(rows, 3, "one instance of each operator");
+
+    // The live figures are not gathered here: said, not shown as zeros.
+    let notice = page.wait_for(
+        "the notice that the figures stay on the workers",
+        "(() => { const e = document.querySelector('#not-gathered'); \
+         return e && !e.hidden ? e.textContent : null; })()",
+    );
+    assert!(
+        notice
+            .as_str()
+            .is_some_and(|t| t.contains("coordinator does not gather")),
+        "{notice}"
+    );
+    page.wait_for(
+        "the dead letters said to be counted on the workers",
+        "document.querySelector('#rejects-not-gathered') !== null",
+    );
+    assert_eq!(
+        page.eval("document.querySelector('[data-figure=\"dead-letters\"]')"),
+        serde_json::Value::Null,
+        "no dead-letter count where none is gathered"
+    );
+
+    // The checkpoints the coordinator completes: in the timeline and the events.
+    page.wait_for(
+        "a complete checkpoint in the timeline",
+        "document.querySelector('#checkpoint-timeline g.checkpoint.complete') !== null",
+    );
+    page.wait_for(
+        "a checkpoint event",
+        "document.querySelector('#events li[data-kind=\"checkpoint_completed\"]') !== null",
+    );
+    page.screenshot("1-alpha.png");
+
+    // The console: a change applies through the coordinator; a stop is refused, saying why.
+    let input = "input[data-param=\"low.condition\"]";
+    assert_eq!(
+        page.wait_for(
+            "the console",
+            "document.querySelector('[data-current=\"low.condition\"]')?.textContent"
+        ),
+        "value < 42"
+    );
+    page.type_into(input, "value >= 42");
+    page.click("button[data-apply=\"low.condition\"]");
+    let applied = page.wait_for(
+        "the change applied",
+        "document.querySelector('[data-message=\"low.condition\"] .ok')?.textContent",
+    );
+    assert!(
+        applied
+            .as_str()
+            .is_some_and(|t| t.contains("applied at epoch")),
+        "{applied}"
+    );
+    page.click("#stop");
+    page.click("#stop");
+    let refused = page.wait_for(
+        "the stop refused",
+        "document.querySelector('#action-result .error')?.textContent",
+    );
+    assert!(
+        refused
+            .as_str()
+            .is_some_and(|t| t.contains("not supported yet") && t.contains("anduin cancel alpha")),
+        "{refused}"
+    );
+    page.screenshot("2-console.png");
+
+    // Quick switches: the page ends on the last one chosen, with nothing of the others.
+    page.eval(
+        "location.hash = '#q=beta'; location.hash = '#q=alpha'; location.hash = '#q=beta'; true",
+    );
+    let drawn = page.wait_for(
+        "beta's operators drawn",
+        &format!(
+            "(() => {{ const n = {DRAWN}; return n.length === 3 && n.includes('keep') ? n : null; }})()"
+        ),
+    );
+    assert_eq!(drawn, json!(["keep", "sink", "src"]));
+    page.wait_for(
+        "beta's console",
+        "document.querySelector('[data-current=\"keep.condition\"]')?.textContent === 'value > 10'",
+    );
+    page.wait_for(
+        "a checkpoint event of beta",
+        "document.querySelector('#events li[data-kind=\"checkpoint_completed\"]') !== null",
+    );
+    let mixed = page.eval(&format!(
+        "({{title: document.querySelector('#summary h2').textContent, \
+          fieldsets: [...document.querySelectorAll('#console fieldset')].map(f => f.dataset.operator), \
+          nodes: {DRAWN}}})"
+    ));
+    assert_eq!(
+        mixed,
+        json!({"title": "beta", "fieldsets": ["src", "keep", "sink"], "nodes": ["keep", "sink", "src"]})
+    );
+
+    // beta cancelled while the page shows it: shown as ended, nothing left to press.
+    let cancel = Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(["cancel", "beta", "--coordinator", &cluster.addr])
+        .output()
+        .expect("cancel runs");
+    assert!(
+        cancel.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cancel.stderr)
+    );
+    let ended = page.wait_for(
+        "beta shown as ended",
+        "document.querySelector('#query-ended')?.textContent",
+    );
+    assert!(
+        ended
+            .as_str()
+            .is_some_and(|t| t.starts_with("The query has")),
+        "{ended}"
+    );
+    assert_eq!(
+        page.eval(&format!(
+            "[{}, {}].map(s => document.querySelector(s).disabled)",
+            quote("#stop"),
+            quote("button[data-apply=\"keep.condition\"]")
+        )),
+        json!([true, true])
+    );
+    page.screenshot("3-beta-ended.png");
+    assert_eq!(
+        page.eval("window.__anduinProblems.length"),
+        0,
+        "the page hit errors: {}",
+        page.eval("window.__anduinProblems.join(' | ')")
+    );
+}
