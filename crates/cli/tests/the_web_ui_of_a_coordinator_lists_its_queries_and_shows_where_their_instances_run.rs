@@ -249,6 +249,52 @@ fn the_web_ui_of_a_coordinator_lists_its_queries_and_shows_where_their_instances
     );
     page.screenshot("2-console.png");
 
+    // A late answer for a query the page has left: beta's topology is held back (DevTools'
+    // Fetch domain) while the page moves on to alpha; released, it must neither draw beta
+    // over alpha nor leave beta's console and event stream in alpha's page.
+    page.send(
+        "Fetch.enable",
+        json!({"patterns": [{"urlPattern": "*/api/v1/queries/beta/topology*"}]}),
+    );
+    page.eval("location.hash = '#q=beta'; true");
+    let held = page.next_fetch_event("Fetch.requestPaused");
+    page.eval("location.hash = '#q=alpha'; true");
+    // Its keys in alphabetical order, as serde_json writes them: compared as text.
+    let alpha_page = format!(
+        "(() => {{ const p = {{fieldsets: [...document.querySelectorAll('#console fieldset')].map(f => f.dataset.operator), \
+          nodes: {DRAWN}, title: document.querySelector('#summary h2')?.textContent}}; \
+          return p; }})()"
+    );
+    let alpha = json!({"title": "alpha", "fieldsets": ["gen", "low", "out"], "nodes": ["gen", "low", "out"]});
+    page.wait_for(
+        "alpha shown again",
+        &format!(
+            "JSON.stringify({alpha_page}) === {}",
+            quote(&alpha.to_string())
+        ),
+    );
+    page.send(
+        "Fetch.continueRequest",
+        json!({"requestId": held["requestId"]}),
+    );
+    page.send("Fetch.disable", json!({}));
+    // Two more rounds of figures: the late answer has long been handled.
+    for round in 0..2 {
+        let before = page.text("#connection");
+        page.wait_for(
+            &format!("round {round} of figures after the late answer"),
+            &format!(
+                "document.querySelector('#connection').textContent !== {}",
+                before
+            ),
+        );
+    }
+    assert_eq!(
+        page.eval(&alpha_page),
+        alpha,
+        "a late answer drew another query"
+    );
+
     // Quick switches: the page ends on the last one chosen, with nothing of the others.
     page.eval(
         "location.hash = '#q=beta'; location.hash = '#q=alpha'; location.hash = '#q=beta'; true",

@@ -55,6 +55,8 @@ pub struct Browser {
     session: String,
     next_id: u64,
     artefacts: PathBuf,
+    /// Events of the `Fetch` domain that arrived while a call waited for its answer.
+    fetch_events: std::collections::VecDeque<Value>,
     _profile: tempfile::TempDir,
 }
 
@@ -150,6 +152,7 @@ impl Browser {
             session: String::new(),
             next_id: 0,
             artefacts: artefacts.to_path_buf(),
+            fetch_events: std::collections::VecDeque::new(),
             _profile: profile,
         }
     }
@@ -180,6 +183,12 @@ impl Browser {
             let v: Value = serde_json::from_str(text.as_str())
                 .map_err(|e| format!("DevTools sent something that is not JSON: {e}"))?;
             if v["id"].as_u64() != Some(id) {
+                if v["method"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("Fetch."))
+                {
+                    self.fetch_events.push_back(v);
+                }
                 continue;
             }
             if let Some(error) = v.get("error") {
@@ -192,6 +201,29 @@ impl Browser {
     /// Sends `method` to the page.
     pub fn send(&mut self, method: &str, params: Value) -> Value {
         self.call(method, params, true)
+    }
+
+    /// The params of the next event `method` of the `Fetch` domain (one that arrived during
+    /// an earlier call counts): e.g. `Fetch.requestPaused` once `Fetch.enable` holds requests.
+    pub fn next_fetch_event(&mut self, method: &str) -> Value {
+        if let Some(i) = self.fetch_events.iter().position(|e| e["method"] == method) {
+            let e = self
+                .fetch_events
+                .remove(i)
+                .expect("the position is in the queue");
+            return e["params"].clone();
+        }
+        loop {
+            let text = match self.ws.read() {
+                Ok(Message::Text(t)) => t,
+                Ok(_) => continue,
+                Err(e) => panic!("no {method} from Chromium: {e}"),
+            };
+            let v: Value = serde_json::from_str(text.as_str()).expect("DevTools sends JSON");
+            if v["method"] == method {
+                return v["params"].clone();
+            }
+        }
     }
 
     /// Opens `url` in the page.
