@@ -11,11 +11,11 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--per-task" ]; then
   shift
   ANDUIN_SOAK_SEEDS=${1:-100} exec cargo nextest run -p anduin-cli \
-    --test a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output --run-ignored only \
+    --test a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output \
     -E 'test(=a_worker_killed_mid_run_with_per_task_recovery_restores_its_instances_alone)' \
     --no-capture
 fi
 ANDUIN_SOAK_SEEDS=${1:-100} exec cargo nextest run -p anduin-cli \
   --test a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output \
   --test a_cluster_checkpointing_to_s3_loses_nothing_to_a_killed_worker_or_a_restarted_coordinator \
-  -E 'test(/a_worker_killed/)' --no-capture
+  -E 'test(/a_worker_killed/) - test(/per_task/)' --no-capture

@@ -6,9 +6,8 @@
 //!   left (a new attempt);
 //! - with `--per-task-recovery`, the dead worker's instances alone are restored on a live
 //!   worker while the others run on: the query is still at its first attempt (a rollback of the
-//!   whole query would be a new attempt, every executor killed and started again). That path is
-//!   experimental and its test is not in the suite yet (it can stall for two minutes before
-//!   falling back, and one soak run lost rows): `scripts/soak_cluster_kills.sh --per-task`.
+//!   whole query would be a new attempt, every executor killed and started again), unless the
+//!   query was finishing (a source had read all its input), which rolls it back as a whole.
 //!
 //! `scripts/soak_cluster_kills.sh` runs more seeds (`ANDUIN_SOAK_SEEDS=N`, or one seed with
 //! `ANDUIN_SOAK_SEED=S`).
@@ -115,7 +114,7 @@ fn scenario(seed: u64, query: &str, expected: &[String], per_task: bool) -> (boo
             per_task
                 || cluster
                     .coordinator_log()
-                    .contains("had already read all its input"),
+                    .contains("the query is finishing"),
             "seed {seed}: killing worker {victim} (pid {pid}) rolled the whole query back: {status}\n{}",
             cluster.logs()
         );
@@ -173,9 +172,8 @@ fn a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output_more_seeds() 
     }
 }
 
-/// Per-task recovery: run by `scripts/soak_cluster_kills.sh --per-task` until it is dependable.
+/// Per-task recovery (`scripts/soak_cluster_kills.sh --per-task` runs more seeds).
 #[test]
-#[ignore = "per-task recovery is experimental: it can stall two minutes before falling back (scripts/soak_cluster_kills.sh --per-task)"]
 fn a_worker_killed_mid_run_with_per_task_recovery_restores_its_instances_alone() {
     seeds(1..=5, true);
 }

@@ -25,7 +25,8 @@ pub struct InstanceFacts {
     pub inputs: usize,
     /// The instances it sends to, by index.
     pub consumers: Vec<usize>,
-    /// Its source has reported the end of its input.
+    /// Its source has reported the end of its input (any source's end makes the query
+    /// finishing: it rolls back as a whole).
     pub ended: bool,
 }
 
@@ -63,14 +64,16 @@ pub fn choose_recovery(
     if restore.is_empty() {
         return whole("the lost workers ran none of the query's tasks".into());
     }
+    // A finishing query (a source has read all its input, so its last checkpoint may be in
+    // flight, and parts may have ended and committed everything) rolls back as a whole.
+    if let Some(i) = instances.iter().find(|i| i.ended) {
+        return whole(format!(
+            "{} had already read all its input: the query is finishing",
+            i.name
+        ));
+    }
     for &n in &restore {
         let i = &instances[n];
-        if i.ended {
-            return whole(format!(
-                "{} had already read all its input: the query is finishing",
-                i.name
-            ));
-        }
         let replays_the_same = i.source || i.inputs <= 1;
         if replays_the_same {
             continue;
@@ -161,10 +164,11 @@ mod tests {
             RecoveryChoice::WholeQuery { .. }
         ));
         let mut q = windowed();
-        q[1].ended = true;
+        // A source of a worker that lives on has ended: the query is finishing.
+        q[2].ended = true;
         assert!(matches!(
             choose_recovery(&q, &[1].into(), &[0, 2].into()),
-            RecoveryChoice::WholeQuery { why } if why.contains("source[1] had already read")
+            RecoveryChoice::WholeQuery { why } if why.contains("source[2] had already read")
         ));
     }
 }

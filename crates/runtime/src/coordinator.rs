@@ -106,14 +106,28 @@ impl Coordinator {
                 },
                 Ok(Event::SourceExhausted { task, stopped }) => Fact::SourceEnded { task, stopped },
                 Ok(Event::WantCheckpoint) => Fact::Wanted,
-                Ok(Event::TasksLost { task, reason }) => match &in_flight {
-                    Some(f) => Fact::TaskFailed {
-                        epoch: f.epoch,
-                        task,
-                        reason,
-                    },
-                    None => Fact::Tick,
-                },
+                Ok(Event::TasksLost { task, reason }) => {
+                    // The checkpoint in flight is given up first: nothing completes after the
+                    // checkpoint named here, which the lost tasks restore from.
+                    if let Some(epoch) = in_flight.as_ref().map(|f| f.epoch) {
+                        let fact = Fact::TaskFailed {
+                            epoch,
+                            task,
+                            reason,
+                        };
+                        let mut actions: VecDeque<Action> =
+                            self.scheduler.on(fact, now_ms()).into();
+                        while let Some(action) = actions.pop_front() {
+                            if let Some(outcome) = self.act(action, &mut in_flight) {
+                                actions.extend(self.scheduler.on(outcome, now_ms()));
+                            }
+                        }
+                    }
+                    self.events.publish(EngineEvent::TasksLost {
+                        last_complete: self.last.as_ref().map(|m| m.epoch),
+                    });
+                    Fact::Tick
+                }
                 Ok(Event::Control(updates)) => {
                     self.pending_controls.extend(updates);
                     Fact::Wanted

@@ -36,6 +36,13 @@ pub enum EngineEvent {
         /// Why.
         reason: String,
     },
+    /// Tasks were lost and are restored while the others run on: the checkpoint in flight was
+    /// given up, and `last_complete` is the checkpoint they restore from (no checkpoint
+    /// completes between this event and their restore).
+    TasksLost {
+        /// The newest complete checkpoint (`None`: none yet).
+        last_complete: Option<u64>,
+    },
     /// The last complete checkpoint is older than the threshold.
     CheckpointStale {
         /// Its age in milliseconds (or the run's, before the first).
@@ -146,6 +153,9 @@ impl Subscriber for LogEvents {
                 epoch,
                 reason, "checkpoint failed; the query goes on and the previous checkpoint stays intact"
             ),
+            EngineEvent::TasksLost { last_complete } => {
+                info!(last_complete, "tasks lost: they restore from the last complete checkpoint");
+            }
             EngineEvent::CheckpointStale { age_ms } => warn!(
                 age_s = age_ms / 1000,
                 "the last complete checkpoint is older than the threshold: a failure now would replay that much input"

@@ -80,6 +80,9 @@ pub struct Attempt {
     pub hosts: BTreeMap<u32, u32>,
     /// The source instances that have reported the end of their input.
     pub exhausted: BTreeSet<usize>,
+    /// The checkpoint coordinator has given up its checkpoint in flight for lost tasks: the
+    /// checkpoint they restore from (`Some(None)`: none yet).
+    pub lost_noted: Option<Option<u64>>,
 }
 
 impl Attempt {
@@ -375,6 +378,7 @@ fn attempt(
             control: None,
             hosts: BTreeMap::new(),
             exhausted: BTreeSet::new(),
+            lost_noted: None,
         });
         let submission = q.submission.clone();
         // Every task instance placed again: one more attempt of each.
@@ -508,9 +512,21 @@ fn start_checkpointer(
             .name("anduin-commands-out".into())
             .spawn(move || {
                 for command in rx {
-                    let to = current(&cluster.lock(), &query, number)
-                        .and_then(|a| a.executors.get(&part))
-                        .map(|(s, _)| s.clone());
+                    // A part being restored elsewhere gets its commands once its new
+                    // executor has reported; an attempt that is over gets none.
+                    let mut state = cluster.lock();
+                    let to = loop {
+                        match current(&state, &query, number) {
+                            None => break None,
+                            Some(a) => {
+                                if let Some((s, _)) = a.executors.get(&part) {
+                                    break Some(s.clone());
+                                }
+                            }
+                        }
+                        state = cluster.wait(state, Duration::from_millis(200));
+                    };
+                    drop(state);
                     if let Some(to) = to {
                         let _ = to.send(&ToExecutor::Command {
                             task: instance,
@@ -679,6 +695,7 @@ fn take_over(
             control: None,
             hosts: BTreeMap::new(),
             exhausted: BTreeSet::new(),
+            lost_noted: None,
         });
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
@@ -1046,6 +1063,18 @@ struct LastCheckpoint {
 
 impl Subscriber for LastCheckpoint {
     fn event(&self, event: &EngineEvent) {
+        if let EngineEvent::TasksLost { last_complete } = event {
+            let mut state = self.cluster.lock();
+            if let Some(a) = state
+                .queries
+                .get_mut(&self.query)
+                .and_then(|q| q.attempt.as_mut())
+            {
+                a.lost_noted = Some(*last_complete);
+            }
+            drop(state);
+            self.cluster.changed.notify_all();
+        }
         if let EngineEvent::CheckpointCompleted { epoch, .. } = event {
             let mut state = self.cluster.lock();
             if let Some(q) = state.queries.get_mut(&self.query) {

@@ -24,6 +24,8 @@ use super::proto::{Deployment, ToExecutor, ToWorker};
 
 /// How long a restored part's executor has to report.
 const RESTORED_WITHIN: Duration = Duration::from_secs(60);
+/// How long the checkpoint coordinator has to say which checkpoint lost tasks restore from.
+const NOTED_WITHIN: Duration = Duration::from_secs(10);
 
 /// Restores the parts of attempt `number` whose worker died on live workers. `Ok(None)`: done,
 /// the attempt runs on; `Ok(Some(why))`: per-task recovery does not apply (the query must
@@ -80,10 +82,49 @@ pub(super) fn restore_part(
         RecoveryChoice::WholeQuery { why } => return Ok(Some(why)),
         RecoveryChoice::PerTask { restore } => restore,
     };
-    let (_, from) = cluster.store.store(name)?.choose_restore()?;
-    let epoch = from.as_ref().map(|v| v.manifest.epoch);
-    // Where each lost part goes: the live worker with the fewest parts of this attempt.
+    {
+        // A part that has ended has committed everything: the query is finishing.
+        let state = cluster.lock();
+        let a = current(&state, name, number).context("the attempt is gone")?;
+        if let Some(p) = a.ended.keys().find(|p| !lost.contains(p)) {
+            return Ok(Some(format!(
+                "the part of worker {p} had ended: the query is finishing"
+            )));
+        }
+    }
+    // The checkpoint coordinator gives up its checkpoint in flight and says which one the lost
+    // instances restore from: none completes in between.
     let mut state = cluster.lock();
+    let first = restore.iter().next().copied().unwrap_or(0);
+    {
+        let q = state.queries.get_mut(name).context("the query is gone")?;
+        let a = q
+            .attempt
+            .as_mut()
+            .filter(|a| a.number == number)
+            .context("the attempt is gone")?;
+        a.lost_noted = None;
+        if let Some(events) = &a.events {
+            let _ = events.send(Event::TasksLost {
+                task: first,
+                reason: format!("the instances of worker(s) {lost:?} were lost and are restored"),
+            });
+        }
+    }
+    let deadline = Instant::now() + NOTED_WITHIN;
+    let epoch = loop {
+        let a = current(&state, name, number).context("the attempt is gone")?;
+        if let Some(noted) = a.lost_noted {
+            break noted;
+        }
+        if Instant::now() > deadline {
+            return Ok(Some(format!(
+                "the checkpoint coordinator did not answer within {NOTED_WITHIN:?}"
+            )));
+        }
+        state = cluster.wait(state, Duration::from_millis(50));
+    };
+    // Where each lost part goes: the live worker with the fewest parts of this attempt.
     let a = current(&state, name, number).context("the attempt is gone")?;
     let mut load: BTreeMap<u32, usize> = state
         .workers
@@ -107,8 +148,6 @@ pub(super) fn restore_part(
         hosts.insert(*p, host);
     }
     let placement = a.placement.clone();
-    let first = restore.iter().next().copied().unwrap_or(0);
-    let events = a.events.clone();
     for dead in &dead_hosts {
         state.feed(
             name,
@@ -134,13 +173,6 @@ pub(super) fn restore_part(
         query: QueryId(name.to_string()),
         placement: placed,
     });
-    // The checkpoint in flight cannot complete without the lost instances.
-    if let Some(events) = &events {
-        let _ = events.send(Event::TasksLost {
-            task: first,
-            reason: format!("the instances of worker(s) {lost:?} were lost and are restored"),
-        });
-    }
     let submission = state
         .queries
         .get(name)
