@@ -301,39 +301,8 @@ impl Seen {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use anduin_types::Epoch;
-    use arrow::array::{Array, Int64Array};
-    use arrow::record_batch::RecordBatch;
-
+    use super::super::resume_tests::{barrier, rows, values};
     use super::*;
-
-    fn rows(from: i64, to: i64) -> Message {
-        let a = Int64Array::from_iter_values(from..to);
-        Message::Data(RecordBatch::try_from_iter([("v", Arc::new(a) as _)]).expect("batch"))
-    }
-
-    fn barrier(e: u64) -> Message {
-        Message::Barrier(Barrier::checkpoint(Epoch(e), false))
-    }
-
-    fn values(ms: &[Message]) -> Vec<i64> {
-        ms.iter()
-            .filter_map(|m| match m {
-                Message::Data(b) => Some(b),
-                _ => None,
-            })
-            .flat_map(|b| {
-                let a = b
-                    .column(0)
-                    .as_any()
-                    .downcast_ref::<Int64Array>()
-                    .expect("ints");
-                (0..a.len()).map(|i| a.value(i)).collect::<Vec<_>>()
-            })
-            .collect()
-    }
 
     /// A stream `0..n` rows in batches of 10 with a barrier after every 30 rows.
     fn stream(n: i64, first_epoch: u64) -> Vec<Message> {

@@ -33,12 +33,12 @@ fn hello(from_epoch: u64) -> Hello {
     }
 }
 
-fn rows(from: i64, to: i64) -> Message {
+pub(super) fn rows(from: i64, to: i64) -> Message {
     let a = Int64Array::from_iter_values(from..to);
     Message::Data(RecordBatch::try_from_iter([("v", Arc::new(a) as _)]).expect("batch"))
 }
 
-fn barrier(e: u64) -> Message {
+pub(super) fn barrier(e: u64) -> Message {
     Message::Barrier(Barrier::checkpoint(Epoch(e), false))
 }
 
@@ -125,7 +125,7 @@ fn take_rows(rx: &Receiver<Envelope>, n: usize) -> Vec<Message> {
     got
 }
 
-fn values(ms: &[Message]) -> Vec<i64> {
+pub(super) fn values(ms: &[Message]) -> Vec<i64> {
     ms.iter()
         .filter_map(|m| match m {
             Message::Data(b) => Some(b),
