@@ -1020,6 +1020,15 @@ pub fn serve_executor(
             ));
             bail!("an executor of query {query}, attempt {attempt} on worker {worker}, which is not running");
         };
+        // Another executor runs this part already (its instances were restored elsewhere
+        // while this one was paused or cut off): this one is stale and must stop. The same
+        // executor reporting again (after losing the coordinator) listens where it did.
+        if a.executors.get(&worker).is_some_and(|(_, at)| *at != data) {
+            to.refuse(&format!(
+                "the part of worker {worker} of query \"{query}\", attempt {attempt}, runs in another executor now: this one must stop"
+            ));
+            bail!("a stale executor of query {query}, attempt {attempt}, part {worker}");
+        }
         let Some(events) = a.events.clone() else {
             to.close();
             bail!("an executor of query {query}, attempt {attempt} reported too late");
