@@ -100,25 +100,7 @@ fn the_web_ui_draws_a_running_query_and_changes_its_filter_in_a_real_browser() {
     // The console shows the filter's condition; a new one applies, and the output follows.
     let input = "input[data-param=\"low.condition\"]";
     let current = "[data-current=\"low.condition\"]";
-    assert_eq!(
-        page.wait_for(
-            "the console",
-            &format!("document.querySelector({})?.textContent", quote(current))
-        ),
-        "value < 42"
-    );
-    page.type_into(input, "value >= 42");
-    page.click("button[data-apply=\"low.condition\"]");
-    let applied = page.wait_for(
-        "the change applied",
-        "document.querySelector('[data-message=\"low.condition\"] .ok')?.textContent",
-    );
-    assert!(
-        applied
-            .as_str()
-            .is_some_and(|t| t.contains("applied at epoch")),
-        "{applied}"
-    );
+    page.apply_in_console("low.condition", "value < 42", "value >= 42");
     assert_eq!(page.text(current), "value >= 42");
     page.wait_for(
         "the change in the history",

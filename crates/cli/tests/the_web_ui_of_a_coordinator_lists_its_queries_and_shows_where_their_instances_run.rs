@@ -215,26 +215,7 @@ fn the_web_ui_of_a_coordinator_lists_its_queries_and_shows_where_their_instances
     page.screenshot("1-alpha.png");
 
     // The console: a change applies through the coordinator; a stop is refused, saying why.
-    let input = "input[data-param=\"low.condition\"]";
-    assert_eq!(
-        page.wait_for(
-            "the console",
-            "document.querySelector('[data-current=\"low.condition\"]')?.textContent"
-        ),
-        "value < 42"
-    );
-    page.type_into(input, "value >= 42");
-    page.click("button[data-apply=\"low.condition\"]");
-    let applied = page.wait_for(
-        "the change applied",
-        "document.querySelector('[data-message=\"low.condition\"] .ok')?.textContent",
-    );
-    assert!(
-        applied
-            .as_str()
-            .is_some_and(|t| t.contains("applied at epoch")),
-        "{applied}"
-    );
+    page.apply_in_console("low.condition", "value < 42", "value >= 42");
     page.click("#stop");
     page.click("#stop");
     let refused = page.wait_for(

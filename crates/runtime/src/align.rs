@@ -27,13 +27,6 @@ pub(crate) struct Aligner {
     done: Epoch,
 }
 
-/// A barrier arrived that the alignment cannot accept: a protocol violation upstream.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MisalignedBarrier {
-    pub expected: Epoch,
-    pub got: Epoch,
-}
-
 impl Aligner {
     pub(crate) fn new(inputs: usize) -> Self {
         Self {
@@ -50,21 +43,17 @@ impl Aligner {
     }
 
     /// The barrier `b` arrived on input `i`.
-    pub(crate) fn on_barrier(
-        &mut self,
-        i: usize,
-        b: Barrier,
-    ) -> Result<Alignment, MisalignedBarrier> {
+    pub(crate) fn on_barrier(&mut self, i: usize, b: Barrier) -> Alignment {
         if b.epoch <= self.done {
             // A barrier of a checkpoint this task has aligned or given up (its producer was
             // restored, or a newer barrier overtook it): nothing to do.
-            return Ok(Alignment::Waiting);
+            return Alignment::Waiting;
         }
         match &self.current {
             Some(cur) if b.epoch < cur.epoch => {
                 // A checkpoint older than the one being aligned, which overtook it.
                 tracing::debug!(epoch = b.epoch.0, "a barrier of a given-up checkpoint");
-                return Ok(Alignment::Waiting);
+                return Alignment::Waiting;
             }
             Some(cur) if b.epoch > cur.epoch => {
                 // A newer checkpoint's barrier: the one being aligned was given up (a restored
@@ -84,7 +73,7 @@ impl Aligner {
         if let Some(a) = self.arrived.get_mut(i) {
             *a = true;
         }
-        Ok(self.check())
+        self.check()
     }
 
     /// Input `i` ended: it no longer holds an alignment up.
@@ -130,71 +119,56 @@ mod tests {
     #[test]
     fn a_single_input_aligns_at_once() {
         let mut a = Aligner::new(1);
-        assert_eq!(
-            a.on_barrier(0, barrier(1)),
-            Ok(Alignment::Aligned(barrier(1)))
-        );
+        assert_eq!(a.on_barrier(0, barrier(1)), Alignment::Aligned(barrier(1)));
         assert!(!a.is_blocked(0));
     }
 
     #[test]
     fn inputs_that_delivered_the_barrier_wait_for_the_others() {
         let mut a = Aligner::new(3);
-        assert_eq!(a.on_barrier(1, barrier(4)), Ok(Alignment::Waiting));
+        assert_eq!(a.on_barrier(1, barrier(4)), Alignment::Waiting);
         assert!(a.is_blocked(1));
         assert!(!a.is_blocked(0));
-        assert_eq!(a.on_barrier(0, barrier(4)), Ok(Alignment::Waiting));
-        assert_eq!(
-            a.on_barrier(2, barrier(4)),
-            Ok(Alignment::Aligned(barrier(4)))
-        );
+        assert_eq!(a.on_barrier(0, barrier(4)), Alignment::Waiting);
+        assert_eq!(a.on_barrier(2, barrier(4)), Alignment::Aligned(barrier(4)));
         assert!(!a.is_blocked(1));
         // The next round starts clean.
-        assert_eq!(a.on_barrier(2, barrier(5)), Ok(Alignment::Waiting));
+        assert_eq!(a.on_barrier(2, barrier(5)), Alignment::Waiting);
     }
 
     #[test]
     fn an_ended_input_does_not_hold_alignment_up() {
         let mut a = Aligner::new(2);
-        assert_eq!(a.on_barrier(0, barrier(2)), Ok(Alignment::Waiting));
+        assert_eq!(a.on_barrier(0, barrier(2)), Alignment::Waiting);
         assert_eq!(a.on_end(1), Alignment::Aligned(barrier(2)));
-        assert_eq!(
-            a.on_barrier(0, barrier(3)),
-            Ok(Alignment::Aligned(barrier(3)))
-        );
+        assert_eq!(a.on_barrier(0, barrier(3)), Alignment::Aligned(barrier(3)));
     }
 
     #[test]
     fn a_barrier_of_a_given_up_checkpoint_is_ignored() {
         let mut a = Aligner::new(2);
-        assert_eq!(a.on_barrier(0, barrier(3)), Ok(Alignment::Waiting));
+        assert_eq!(a.on_barrier(0, barrier(3)), Alignment::Waiting);
         // Barrier 2 was overtaken by 3: it blocks nothing and aligns nothing.
-        assert_eq!(a.on_barrier(1, barrier(2)), Ok(Alignment::Waiting));
+        assert_eq!(a.on_barrier(1, barrier(2)), Alignment::Waiting);
         assert!(!a.is_blocked(1));
-        assert_eq!(
-            a.on_barrier(1, barrier(3)),
-            Ok(Alignment::Aligned(barrier(3)))
-        );
-        assert_eq!(a.on_barrier(0, barrier(3)), Ok(Alignment::Waiting));
+        assert_eq!(a.on_barrier(1, barrier(3)), Alignment::Aligned(barrier(3)));
+        assert_eq!(a.on_barrier(0, barrier(3)), Alignment::Waiting);
         assert!(!a.is_blocked(0), "a repeated barrier starts no round");
     }
 
     #[test]
     fn a_newer_barrier_mid_alignment_gives_the_older_checkpoint_up() {
         let mut a = Aligner::new(3);
-        assert_eq!(a.on_barrier(0, barrier(2)), Ok(Alignment::Waiting));
-        assert_eq!(a.on_barrier(1, barrier(2)), Ok(Alignment::Waiting));
+        assert_eq!(a.on_barrier(0, barrier(2)), Alignment::Waiting);
+        assert_eq!(a.on_barrier(1, barrier(2)), Alignment::Waiting);
         // Input 2's producer was restored and never sends barrier 2: barrier 3 overtakes it.
-        assert_eq!(a.on_barrier(2, barrier(3)), Ok(Alignment::Waiting));
+        assert_eq!(a.on_barrier(2, barrier(3)), Alignment::Waiting);
         assert!(
             !a.is_blocked(0),
             "inputs held for checkpoint 2 are read again"
         );
         assert!(a.is_blocked(2));
-        assert_eq!(a.on_barrier(0, barrier(3)), Ok(Alignment::Waiting));
-        assert_eq!(
-            a.on_barrier(1, barrier(3)),
-            Ok(Alignment::Aligned(barrier(3)))
-        );
+        assert_eq!(a.on_barrier(0, barrier(3)), Alignment::Waiting);
+        assert_eq!(a.on_barrier(1, barrier(3)), Alignment::Aligned(barrier(3)));
     }
 }

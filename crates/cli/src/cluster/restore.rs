@@ -246,7 +246,7 @@ pub(super) fn restore_part(
         .iter()
         .map(|(w, (_, addr))| (*w, *addr))
         .collect();
-    for (part, (to, addr)) in &a.executors {
+    for (part, (to, _)) in &a.executors {
         if hosts.contains_key(part) {
             let _ = to.send(&ToExecutor::Start {
                 addresses: addresses.clone(),
@@ -261,7 +261,6 @@ pub(super) fn restore_part(
                 }
             }
         }
-        let _ = addr;
     }
     state.feed(name, &Input::RecoveryDone);
     cluster.changed.notify_all();

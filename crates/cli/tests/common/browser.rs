@@ -313,6 +313,33 @@ impl Browser {
     }
 
     /// Saves a screenshot of the whole page as `name` in the artefacts directory.
+    /// Changes param `param` (`operator.param`) through the page's console from `from` (what
+    /// it shows first) to `to`, and returns the message that says the change applied.
+    pub fn apply_in_console(&mut self, param: &str, from: &str, to: &str) -> Value {
+        let current = format!("[data-current=\"{param}\"]");
+        assert_eq!(
+            self.wait_for(
+                "the console",
+                &format!("document.querySelector({})?.textContent", quote(&current))
+            ),
+            from
+        );
+        self.type_into(&format!("input[data-param=\"{param}\"]"), to);
+        self.click(&format!("button[data-apply=\"{param}\"]"));
+        let message = format!("[data-message=\"{param}\"] .ok");
+        let applied = self.wait_for(
+            "the change applied",
+            &format!("document.querySelector({})?.textContent", quote(&message)),
+        );
+        assert!(
+            applied
+                .as_str()
+                .is_some_and(|t| t.contains("applied at epoch")),
+            "{applied}"
+        );
+        applied
+    }
+
     pub fn screenshot(&mut self, name: &str) -> PathBuf {
         self.try_screenshot(name).unwrap_or_else(|e| panic!("{e}"))
     }
