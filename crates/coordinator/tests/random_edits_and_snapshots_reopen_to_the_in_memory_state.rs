@@ -53,8 +53,12 @@ fn edit() -> impl Strategy<Value = Edit> {
             Edit::PlanFixed { query, fingerprint: format!("f{}", tasks.len()), tasks }
         }),
         2 => (query.clone(), state).prop_map(|(query, state)| Edit::StateChanged { query, state }),
-        4 => (query.clone(), proptest::collection::btree_map(task, worker, 0..3))
+        4 => (query.clone(), proptest::collection::btree_map(task.clone(), worker.clone(), 0..3))
             .prop_map(|(query, placement)| Edit::TasksPlaced { query, placement }),
+        3 => (query.clone(), 1u64..6, proptest::collection::btree_map(task, worker.clone(), 0..3))
+            .prop_map(|(query, attempt, placement)| Edit::AttemptDeployed { query, attempt, placement }),
+        2 => (query.clone(), worker.clone(), worker.clone())
+            .prop_map(|(query, part, host)| Edit::PartRestored { query, part, host }),
         3 => (query.clone(), 1u64..30).prop_map(|(query, e)| Edit::CheckpointCompleted {
             query,
             pointer: CheckpointPointer { epoch: Epoch(e), location: format!("file:///c/{e}") }

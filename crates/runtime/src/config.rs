@@ -93,6 +93,10 @@ pub struct Resumption {
     /// Where an edge reports a checkpoint it had to give up (its barrier came while a
     /// restored producer replayed what the consumer had already received).
     pub reports: crossbeam_channel::Sender<crate::protocol::Event>,
+    /// How many times this process's instances were restored in another process within the
+    /// attempt (0: never): said in every handshake of their channels, so that a consumer
+    /// turns away an older incarnation once it has heard of a newer one.
+    pub incarnation: u64,
 }
 
 /// Where a run's instances run.

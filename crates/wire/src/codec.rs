@@ -69,6 +69,7 @@ pub fn encode(frame: &Frame) -> Result<Vec<u8>, WireError> {
             put_u32(&mut body, h.to_instance);
             put_u64(&mut body, h.attempt);
             put_u64(&mut body, h.from_epoch);
+            put_u64(&mut body, h.incarnation);
         }
         Frame::Data { seq, ipc } => {
             put_u64(&mut body, *seq);
@@ -180,6 +181,7 @@ fn read_body(kind: u8, r: &mut Reader<'_>) -> Result<Frame, Short> {
             to_instance: r.u32()?,
             attempt: r.u64()?,
             from_epoch: r.u64()?,
+            incarnation: r.u64()?,
         }),
         2 => Frame::Data {
             seq: r.u64()?,

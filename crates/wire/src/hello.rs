@@ -4,7 +4,7 @@
 //! said and what was expected.
 
 /// The version of the frames this build speaks.
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// What opens an edge.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +28,11 @@ pub struct Hello {
     /// consumer answers where it wants the stream to start (the checkpoint it was restored
     /// from, or the producer's own start when it can recognise what it has already seen).
     pub from_epoch: u64,
+    /// How many times the producer's instance was restored in another process within this
+    /// attempt (0: never). A consumer that has accepted a newer incarnation refuses an older
+    /// one: a producer that was paused or cut off while its instance was restored elsewhere
+    /// cannot take the edge back.
+    pub incarnation: u64,
 }
 
 /// What the receiving side expects of a `Hello`.
@@ -78,6 +83,19 @@ pub enum Refusal {
         /// The current one.
         current: u64,
     },
+    /// The producer's instance has been restored since in another process, which has the
+    /// edge now.
+    #[error("edge {edge} of query \"{query}\" has a newer producer (incarnation {current}) than this one (incarnation {got}): this producer is stale and must stop")]
+    StaleProducer {
+        /// The query.
+        query: String,
+        /// The edge.
+        edge: u32,
+        /// The producer's incarnation.
+        got: u64,
+        /// The newest one accepted.
+        current: u64,
+    },
 }
 
 /// Whether `hello` opens an edge this side can accept.
@@ -123,6 +141,7 @@ mod tests {
             to_instance: 1,
             attempt: 2,
             from_epoch: 0,
+            incarnation: 0,
         }
     }
 
@@ -140,7 +159,7 @@ mod tests {
             version: 9,
             ..hello()
         })
-        .contains("protocol version 9, this anduin speaks 2"));
+        .contains("protocol version 9, this anduin speaks 3"));
         assert!(refused(Hello {
             query: "q9".into(),
             ..hello()

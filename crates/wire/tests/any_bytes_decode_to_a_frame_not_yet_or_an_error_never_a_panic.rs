@@ -47,10 +47,20 @@ fn frame() -> impl Strategy<Value = Frame> {
             any::<u32>(),
             any::<u32>(),
             any::<u64>(),
+            any::<u64>(),
             any::<u64>()
         )
             .prop_map(
-                |(version, query, edge, from_instance, to_instance, attempt, from_epoch)| {
+                |(
+                    version,
+                    query,
+                    edge,
+                    from_instance,
+                    to_instance,
+                    attempt,
+                    from_epoch,
+                    incarnation,
+                )| {
                     Frame::Hello(Hello {
                         version,
                         query,
@@ -59,6 +69,7 @@ fn frame() -> impl Strategy<Value = Frame> {
                         to_instance,
                         attempt,
                         from_epoch,
+                        incarnation,
                     })
                 }
             ),

@@ -327,7 +327,11 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
                 .unwrap_or_default(),
         };
         let over = q.state.is_terminal();
-        let attempt = q.attempts.values().copied().max().unwrap_or(0);
+        // A catalog written before attempts were recorded: the most any task had.
+        let attempt = match q.attempt {
+            0 => q.attempts.values().copied().max().unwrap_or(0),
+            n => n,
+        };
         let life = QueryLife::reattached(
             id.clone(),
             q.tasks.iter().copied(),
@@ -451,7 +455,19 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
             attempt,
             worker,
             data,
-        } => driver::serve_executor(cluster, &query, attempt, worker, data, to, from),
+            incarnation,
+        } => driver::serve_executor(
+            cluster,
+            &driver::Reporting {
+                query,
+                attempt,
+                part: worker,
+                incarnation,
+                data,
+            },
+            to,
+            from,
+        ),
         ToCoordinator::Submit(s) => {
             let reply = submit(cluster, s);
             to.send(&reply)

@@ -83,12 +83,20 @@ pub struct Attempt {
     /// The checkpoint coordinator has given up its checkpoint in flight for lost tasks: the
     /// checkpoint they restore from (`Some(None)`: none yet).
     pub lost_noted: Option<Option<u64>>,
+    /// How many times each part was restored on another worker (absent: never): an
+    /// executor of an older incarnation is stale.
+    pub incarnations: BTreeMap<u32, u64>,
 }
 
 impl Attempt {
     /// The worker that runs `part`'s instances now.
     pub fn host(&self, part: u32) -> u32 {
         self.hosts.get(&part).copied().unwrap_or(part)
+    }
+
+    /// `part`'s incarnation now.
+    pub fn incarnation(&self, part: u32) -> u64 {
+        self.incarnations.get(&part).copied().unwrap_or(0)
     }
 }
 
@@ -379,11 +387,13 @@ fn attempt(
             hosts: BTreeMap::new(),
             exhausted: BTreeSet::new(),
             lost_noted: None,
+            incarnations: BTreeMap::new(),
         });
         let submission = q.submission.clone();
         // Every task instance placed again: one more attempt of each.
-        state.record(Edit::TasksPlaced {
+        state.record(Edit::AttemptDeployed {
             query: QueryId(name.to_string()),
+            attempt: number,
             placement: compiled
                 .tasks
                 .iter()
@@ -403,6 +413,7 @@ fn attempt(
                 checkpoint_store: cluster.store.for_executors(name),
                 restore: restore_epoch,
                 coordinator: cluster.addr,
+                incarnation: 0,
             };
             if let Some(entry) = state.workers.get(w) {
                 entry.send(&ToWorker::Deploy(Box::new(d)));
@@ -663,7 +674,9 @@ fn take_over(
     dir: &Path,
     number: u64,
 ) -> Result<Outcome> {
-    let placement: Vec<u32> = {
+    // Each instance's part (the worker it was deployed on); parts restored elsewhere by
+    // per-task recovery run on their hosts, at their incarnations.
+    let (placement, hosts, incarnations): (Vec<u32>, BTreeMap<u32, u32>, BTreeMap<u32, u64>) = {
         let state = cluster.lock();
         let q = state
             .catalog
@@ -671,16 +684,32 @@ fn take_over(
             .queries
             .get(&QueryId(name.to_string()))
             .context("the catalog lost the query")?;
-        compiled
+        let placement = compiled
             .tasks
             .iter()
-            .map(|t| q.placement.get(t).map_or(u32::MAX, |w| w.0))
-            .collect()
+            .map(|t| {
+                q.parts
+                    .get(t)
+                    .or_else(|| q.placement.get(t))
+                    .map_or(u32::MAX, |w| w.0)
+            })
+            .collect();
+        let hosts = q
+            .moved_parts()
+            .into_iter()
+            .map(|(p, h)| (p.0, h.0))
+            .collect();
+        let incarnations = q.incarnations.iter().map(|(p, n)| (p.0, *n)).collect();
+        (placement, hosts, incarnations)
     };
     let workers: BTreeSet<u32> = placement.iter().copied().collect();
     {
         let mut state = cluster.lock();
-        let names = placement_names(&state, &placement);
+        let running_on: Vec<u32> = placement
+            .iter()
+            .map(|p| hosts.get(p).copied().unwrap_or(*p))
+            .collect();
+        let names = placement_names(&state, &running_on);
         let (tx, rx) = crossbeam_channel::unbounded();
         let q = state.queries.get_mut(name).context("the query is gone")?;
         q.status.placement = names;
@@ -693,9 +722,10 @@ fn take_over(
             events: Some(tx),
             events_rx: rx,
             control: None,
-            hosts: BTreeMap::new(),
+            hosts,
             exhausted: BTreeSet::new(),
             lost_noted: None,
+            incarnations,
         });
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
@@ -769,7 +799,7 @@ pub(super) fn await_executors(
 type Executors = BTreeMap<u32, (proto::Sender, SocketAddr)>;
 
 /// How many task instances each worker (by name) runs.
-fn placement_names(state: &State, placement: &[u32]) -> BTreeMap<String, usize> {
+pub(super) fn placement_names(state: &State, placement: &[u32]) -> BTreeMap<String, usize> {
     placement.iter().fold(BTreeMap::new(), |mut m, w| {
         let n = state
             .workers
@@ -986,17 +1016,30 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
     outcome
 }
 
+/// What an executor says when it reports.
+pub struct Reporting {
+    pub query: String,
+    pub attempt: u64,
+    /// Whose instances it runs: the worker they were deployed on.
+    pub part: u32,
+    /// Its part's incarnation (how many times the part had been restored elsewhere when the
+    /// executor was deployed).
+    pub incarnation: u64,
+    /// Where it listens for channels.
+    pub data: SocketAddr,
+}
+
 /// An executor's connection: registered with its attempt, then its events go to the
-/// attempt's checkpoint coordinator. An executor of an attempt that is over is turned away.
+/// attempt's checkpoint coordinator. An executor of an attempt that is over, or of a part
+/// restored elsewhere since it was deployed, is turned away; its events stop counting the
+/// moment the part is restored elsewhere.
 pub fn serve_executor(
     cluster: &Arc<Cluster>,
-    query: &str,
-    attempt: u64,
-    worker: u32,
-    data: SocketAddr,
+    r: &Reporting,
     to: proto::Sender,
     mut from: proto::Receiver,
 ) -> Result<()> {
+    let (query, attempt, worker) = (r.query.as_str(), r.attempt, r.part);
     let events = {
         let mut state = cluster.lock();
         // A restarted coordinator's driver may not have set the attempt up yet: wait a little
@@ -1020,20 +1063,30 @@ pub fn serve_executor(
             ));
             bail!("an executor of query {query}, attempt {attempt} on worker {worker}, which is not running");
         };
-        // Another executor runs this part already (its instances were restored elsewhere
-        // while this one was paused or cut off): this one is stale and must stop. The same
-        // executor reporting again (after losing the coordinator) listens where it did.
-        if a.executors.get(&worker).is_some_and(|(_, at)| *at != data) {
+        // The part was restored elsewhere since this executor was deployed (it was paused or
+        // cut off meanwhile), or another executor runs it already: this one is stale and
+        // must stop. The same executor reporting again (after losing the coordinator) has
+        // the same incarnation and listens where it did.
+        let current = a.incarnation(worker);
+        if r.incarnation < current
+            || a.executors
+                .get(&worker)
+                .is_some_and(|(_, at)| *at != r.data)
+        {
             to.refuse(&format!(
-                "the part of worker {worker} of query \"{query}\", attempt {attempt}, runs in another executor now: this one must stop"
+                "the part of worker {worker} of query \"{query}\", attempt {attempt}, was restored elsewhere (incarnation {current}, this executor's is {}): this one must stop",
+                r.incarnation
             ));
-            bail!("a stale executor of query {query}, attempt {attempt}, part {worker}");
+            bail!(
+                "a stale executor of query {query}, attempt {attempt}, part {worker} (incarnation {} of {current})",
+                r.incarnation
+            );
         }
         let Some(events) = a.events.clone() else {
             to.close();
             bail!("an executor of query {query}, attempt {attempt} reported too late");
         };
-        if let Some((old, _)) = a.executors.insert(worker, (to, data)) {
+        if let Some((old, _)) = a.executors.insert(worker, (to, r.data)) {
             old.close();
             tracing::info!(query, attempt, worker, "an executor reported again");
         }
@@ -1041,21 +1094,35 @@ pub fn serve_executor(
         events
     };
     // Until the executor closes its connection (or it breaks): either way it has sent what
-    // it will send on this one.
+    // it will send on this one. Once its part is restored elsewhere, what it still sends
+    // (it may have been paused) is stale: its acknowledgements must not complete a
+    // checkpoint the restored instances take part in.
     while let Ok(Some(msg)) = from.recv::<proto::ToCoordinator>() {
         match msg {
             proto::ToCoordinator::Event(e) => {
-                if let anduin_runtime::Event::SourceExhausted { task, .. } = &e {
-                    let mut state = cluster.lock();
-                    if let Some(a) = state
-                        .queries
-                        .get_mut(query)
-                        .and_then(|q| q.attempt.as_mut())
-                        .filter(|a| a.number == attempt)
-                    {
-                        a.exhausted.insert(*task);
-                    }
+                let mut state = cluster.lock();
+                let Some(a) = state
+                    .queries
+                    .get_mut(query)
+                    .and_then(|q| q.attempt.as_mut())
+                    .filter(|a| a.number == attempt)
+                else {
+                    break;
+                };
+                if a.incarnation(worker) != r.incarnation {
+                    tracing::warn!(
+                        query,
+                        attempt,
+                        worker,
+                        incarnation = r.incarnation,
+                        "a stale executor's events are ignored: its part was restored elsewhere"
+                    );
+                    break;
                 }
+                if let anduin_runtime::Event::SourceExhausted { task, .. } = &e {
+                    a.exhausted.insert(*task);
+                }
+                drop(state);
                 let _ = events.send(e);
             }
             other => tracing::warn!(?other, "unexpected from an executor"),
@@ -1088,6 +1155,7 @@ impl Subscriber for LastCheckpoint {
             let mut state = self.cluster.lock();
             if let Some(q) = state.queries.get_mut(&self.query) {
                 q.status.last_checkpoint = Some(*epoch);
+                q.life.note_completed(anduin_types::Epoch(*epoch));
             }
             state.record(Edit::CheckpointCompleted {
                 query: QueryId(self.query.clone()),

@@ -83,6 +83,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         attempt: d.attempt,
         worker: d.worker,
         data: listener.local_addr(),
+        incarnation: d.incarnation,
     })?;
     let addresses = match from_coordinator.recv::<ToExecutor>()? {
         Some(ToExecutor::Start { addresses }) => addresses,
@@ -101,6 +102,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         wait: PEER_WAIT,
         peers: Peers::new(addresses.iter().map(|(w, a)| (*w, *a))),
         reports: events_tx.clone(),
+        incarnation: d.incarnation,
     };
     let link = Arc::new(Link {
         coordinator: d.coordinator,
@@ -109,6 +111,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
             attempt: d.attempt,
             worker: d.worker,
             data: listener.local_addr(),
+            incarnation: d.incarnation,
         },
         to: Mutex::new(Some(to_coordinator)),
         facts: Mutex::default(),

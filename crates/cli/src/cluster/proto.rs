@@ -35,6 +35,9 @@ pub enum ToCoordinator {
         worker: u32,
         /// Where it listens for channels from other workers.
         data: SocketAddr,
+        /// Its part's incarnation ([`Deployment::incarnation`]).
+        #[serde(default)]
+        incarnation: u64,
     },
     /// Checkpoint events of an executor's tasks.
     Event(anduin_runtime::Event),
@@ -107,6 +110,13 @@ pub struct Deployment {
     pub restore: Option<u64>,
     /// Where the executor reaches the coordinator.
     pub coordinator: SocketAddr,
+    /// How many times this part was restored on another worker in this attempt (0: it runs
+    /// where it was deployed). Its executor says so to the coordinator and in every
+    /// handshake of its channels, and whoever knows of a newer one turns it away: a worker
+    /// that was paused or cut off, and whose part was restored elsewhere meanwhile, cannot
+    /// take it back.
+    #[serde(default)]
+    pub incarnation: u64,
 }
 
 /// From the coordinator to an executor.

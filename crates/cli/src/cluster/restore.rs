@@ -19,7 +19,7 @@ use anduin_runtime::Event;
 use anyhow::{Context, Result};
 
 use super::coordinator::Cluster;
-use super::driver::{current, topology, Compiled};
+use super::driver::{current, placement_names, topology, Compiled};
 use super::proto::{Deployment, ToExecutor, ToWorker};
 
 /// How long a restored part's executor has to report.
@@ -163,16 +163,14 @@ pub(super) fn restore_part(
             Some((t, WorkerId(hosts.get(placement.get(*i)?).copied()?)))
         })
         .collect();
-    state.feed(
-        name,
-        &Input::Placed {
-            placement: placed.clone(),
-        },
-    );
-    state.record(Edit::TasksPlaced {
-        query: QueryId(name.to_string()),
-        placement: placed,
-    });
+    state.feed(name, &Input::Placed { placement: placed });
+    for (part, host) in &hosts {
+        state.record(Edit::PartRestored {
+            query: QueryId(name.to_string()),
+            part: WorkerId(*part),
+            host: WorkerId(*host),
+        });
+    }
     let submission = state
         .queries
         .get(name)
@@ -188,6 +186,13 @@ pub(super) fn restore_part(
         a.hosts.insert(*part, *host);
         a.executors.remove(part);
         a.ended.remove(part);
+        *a.incarnations.entry(*part).or_insert(0) += 1;
+    }
+    let incarnations = a.incarnations.clone();
+    let running_on: Vec<u32> = a.placement.iter().map(|p| a.host(*p)).collect();
+    let names = placement_names(&state, &running_on);
+    if let Some(q) = state.queries.get_mut(name) {
+        q.status.placement = names;
     }
     for (part, host) in &hosts {
         let d = Deployment {
@@ -200,6 +205,7 @@ pub(super) fn restore_part(
             checkpoint_store: cluster.store.for_executors(name),
             restore: epoch,
             coordinator: cluster.addr,
+            incarnation: incarnations.get(part).copied().unwrap_or(0),
         };
         eprintln!(
             "anduin: query {name}: restoring the instances of worker {part} on worker {host} from checkpoint {}; the others run on",

@@ -51,6 +51,28 @@ pub enum Edit {
         /// Where each goes.
         placement: BTreeMap<TaskRef, WorkerId>,
     },
+    /// A new attempt of the whole query was deployed: every task instance was placed (one
+    /// more attempt of each), in the part of the worker it was placed on.
+    AttemptDeployed {
+        /// The query.
+        query: QueryId,
+        /// The attempt's number, after every one deployed before.
+        attempt: u64,
+        /// Where each task instance goes.
+        placement: BTreeMap<TaskRef, WorkerId>,
+    },
+    /// The part of the current attempt that ran on a lost worker was restored on another
+    /// (per-task recovery): its task instances run there now (one more attempt of each), the
+    /// rest of the attempt runs on, and the part's incarnation is one more (an executor of an
+    /// older one is stale).
+    PartRestored {
+        /// The query.
+        query: QueryId,
+        /// The part: the worker its instances were deployed on in this attempt.
+        part: WorkerId,
+        /// Where they run now.
+        host: WorkerId,
+    },
     /// A checkpoint of the query completed: the pointer a restore starts from.
     CheckpointCompleted {
         /// The query.
@@ -105,6 +127,8 @@ impl Edit {
             | Edit::PlanFixed { query, .. }
             | Edit::StateChanged { query, .. }
             | Edit::TasksPlaced { query, .. }
+            | Edit::AttemptDeployed { query, .. }
+            | Edit::PartRestored { query, .. }
             | Edit::CheckpointCompleted { query, .. }
             | Edit::ParameterSet { query, .. }
             | Edit::QueryForgotten { query } => Some(query),

@@ -119,6 +119,32 @@ pub struct QueryEntry {
     pub control_history: Vec<ControlRecord>,
     /// The number of the last line of control history.
     pub control_seq: u64,
+    /// The query's current attempt: the last deployment of every task instance (0: none
+    /// recorded).
+    #[serde(default)]
+    pub attempt: u64,
+    /// The part each task instance belongs to in the current attempt: the worker it was
+    /// deployed on (when its part was restored on another worker, `placement` says where
+    /// it runs now).
+    #[serde(default)]
+    pub parts: BTreeMap<TaskRef, WorkerId>,
+    /// How many times each part of the current attempt was restored on another worker: its
+    /// incarnation (absent: 0). An executor of an older incarnation is stale.
+    #[serde(default)]
+    pub incarnations: BTreeMap<WorkerId, u64>,
+}
+
+impl QueryEntry {
+    /// Where each part of the current attempt runs, when not on its own worker.
+    pub fn moved_parts(&self) -> BTreeMap<WorkerId, WorkerId> {
+        self.parts
+            .iter()
+            .filter_map(|(t, part)| {
+                let host = self.placement.get(t)?;
+                (host != part).then_some((*part, *host))
+            })
+            .collect()
+    }
 }
 
 /// Why an edit does not apply: it would make the catalog inconsistent. A refused edit is
@@ -169,6 +195,24 @@ pub enum EditRefused {
         query: QueryId,
         /// The instance.
         task: TaskRef,
+    },
+    /// An attempt not after the current one.
+    #[error("query `{query}`: attempt {got} does not come after attempt {last}, the current one")]
+    AttemptNotAfter {
+        /// The query.
+        query: QueryId,
+        /// The current attempt.
+        last: u64,
+        /// The one given.
+        got: u64,
+    },
+    /// A part the current attempt does not have.
+    #[error("query `{query}`: its current attempt has no part of {part}")]
+    UnknownPart {
+        /// The query.
+        query: QueryId,
+        /// The part.
+        part: WorkerId,
     },
     /// A worker not registered.
     #[error("{0} is not registered")]
@@ -225,6 +269,38 @@ impl CatalogState {
                     if !self.workers.contains_key(worker) {
                         return Err(EditRefused::UnknownWorker(*worker));
                     }
+                }
+                Ok(())
+            }
+            Edit::AttemptDeployed {
+                query,
+                attempt,
+                placement,
+            } => {
+                self.check(&Edit::TasksPlaced {
+                    query: query.clone(),
+                    placement: placement.clone(),
+                })?;
+                let entry = self.live_query(query)?;
+                if *attempt <= entry.attempt {
+                    return Err(EditRefused::AttemptNotAfter {
+                        query: query.clone(),
+                        last: entry.attempt,
+                        got: *attempt,
+                    });
+                }
+                Ok(())
+            }
+            Edit::PartRestored { query, part, host } => {
+                let entry = self.live_query(query)?;
+                if !entry.parts.values().any(|p| p == part) {
+                    return Err(EditRefused::UnknownPart {
+                        query: query.clone(),
+                        part: *part,
+                    });
+                }
+                if !self.workers.contains_key(host) {
+                    return Err(EditRefused::UnknownWorker(*host));
                 }
                 Ok(())
             }
@@ -300,6 +376,9 @@ impl CatalogState {
                         params: BTreeMap::new(),
                         control_history: Vec::new(),
                         control_seq: 0,
+                        attempt: 0,
+                        parts: BTreeMap::new(),
+                        incarnations: BTreeMap::new(),
                     },
                 );
             }
@@ -316,6 +395,7 @@ impl CatalogState {
                     q.tasks = tasks.clone();
                     q.placement.retain(|t, _| tasks.contains(t));
                     q.attempts.retain(|t, _| tasks.contains(t));
+                    q.parts.retain(|t, _| tasks.contains(t));
                 }
             }
             Edit::StateChanged { query, state } => {
@@ -323,6 +403,8 @@ impl CatalogState {
                     q.state = state.clone();
                     if state.is_terminal() {
                         q.placement.clear();
+                        q.parts.clear();
+                        q.incarnations.clear();
                     }
                 }
             }
@@ -332,6 +414,30 @@ impl CatalogState {
                         q.placement.insert(*task, *worker);
                         *q.attempts.entry(*task).or_insert(0) += 1;
                     }
+                }
+            }
+            Edit::AttemptDeployed {
+                query,
+                attempt,
+                placement,
+            } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    for (task, worker) in placement {
+                        q.placement.insert(*task, *worker);
+                        *q.attempts.entry(*task).or_insert(0) += 1;
+                    }
+                    q.attempt = *attempt;
+                    q.parts = placement.clone();
+                    q.incarnations.clear();
+                }
+            }
+            Edit::PartRestored { query, part, host } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    for (task, _) in q.parts.iter().filter(|(_, p)| *p == part) {
+                        q.placement.insert(*task, *host);
+                        *q.attempts.entry(*task).or_insert(0) += 1;
+                    }
+                    *q.incarnations.entry(*part).or_insert(0) += 1;
                 }
             }
             Edit::CheckpointCompleted { query, pointer } => {
@@ -480,6 +586,74 @@ mod tests {
         s.apply(&forget).expect("over");
         assert!(s.queries.is_empty());
         s.apply(&submit()).expect("the name is free again");
+    }
+
+    #[test]
+    fn a_restored_part_runs_elsewhere_in_the_same_attempt_with_a_new_incarnation() {
+        let (t0, t1, t2) = (TaskRef::new(0, 0), TaskRef::new(0, 1), TaskRef::new(1, 0));
+        let reg = |n| Edit::WorkerRegistered {
+            worker: WorkerId(n),
+            address: format!("h:{n}"),
+            slots: 2,
+        };
+        let deploy = |attempt, w| Edit::AttemptDeployed {
+            query: q(),
+            attempt,
+            placement: [(t0, WorkerId(1)), (t1, WorkerId(w)), (t2, WorkerId(w))].into(),
+        };
+        let mut s = applied(&[
+            reg(1),
+            reg(2),
+            reg(3),
+            submit(),
+            Edit::PlanFixed {
+                query: q(),
+                fingerprint: "f".into(),
+                tasks: [t0, t1, t2].into(),
+            },
+            deploy(1, 2),
+            Edit::WorkerLeft {
+                worker: WorkerId(2),
+            },
+            Edit::PartRestored {
+                query: q(),
+                part: WorkerId(2),
+                host: WorkerId(3),
+            },
+        ]);
+        let entry = &s.queries[&q()];
+        assert_eq!(entry.attempt, 1);
+        assert_eq!(entry.placement[&t1], WorkerId(3));
+        assert_eq!(entry.placement[&t2], WorkerId(3));
+        assert_eq!(entry.placement[&t0], WorkerId(1));
+        assert_eq!(entry.parts[&t1], WorkerId(2));
+        assert_eq!(entry.attempts[&t1], 2);
+        assert_eq!(entry.attempts[&t0], 1);
+        assert_eq!(entry.incarnations[&WorkerId(2)], 1);
+        assert_eq!(entry.moved_parts(), [(WorkerId(2), WorkerId(3))].into());
+        let before = s.clone();
+        assert!(matches!(
+            s.apply(&deploy(1, 3)),
+            Err(EditRefused::AttemptNotAfter {
+                last: 1,
+                got: 1,
+                ..
+            })
+        ));
+        let nowhere = Edit::PartRestored {
+            query: q(),
+            part: WorkerId(3),
+            host: WorkerId(1),
+        };
+        assert!(matches!(
+            s.apply(&nowhere),
+            Err(EditRefused::UnknownPart { .. })
+        ));
+        assert_eq!(s, before);
+        s.apply(&deploy(2, 3)).expect("a new attempt");
+        let entry = &s.queries[&q()];
+        assert!(entry.incarnations.is_empty());
+        assert!(entry.moved_parts().is_empty());
     }
 
     #[test]

@@ -209,6 +209,17 @@ impl QueryLife {
         self.last_completed
     }
 
+    /// Notes that checkpoint `epoch` completed while this life did not run the checkpoints
+    /// itself (a cluster's attempt has a checkpoint coordinator of its own, which reports only
+    /// completions): a later restore or rollback starts from it. An older epoch changes
+    /// nothing.
+    pub fn note_completed(&mut self, epoch: Epoch) {
+        if self.last_completed.is_none_or(|last| last < epoch) {
+            self.last_completed = Some(epoch);
+            self.last_started = self.last_started.max(Some(epoch));
+        }
+    }
+
     /// The task instances placed on `worker`.
     pub fn tasks_on(&self, worker: WorkerId) -> BTreeSet<TaskRef> {
         self.placement

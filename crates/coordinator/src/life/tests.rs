@@ -454,6 +454,31 @@ fn a_reattached_query_runs_or_recovers_what_ran_nowhere() {
 }
 
 #[test]
+fn a_checkpoint_completed_elsewhere_is_where_a_rollback_goes() {
+    let mut life = running();
+    life.note_completed(Epoch(7));
+    life.note_completed(Epoch(5));
+    assert_eq!(life.last_completed(), Some(Epoch(7)));
+    assert!(step(&life, &Input::CheckpointStarted { epoch: Epoch(7) }).is_err());
+    let s = ok(&life, Input::WorkerDead { worker: W2 });
+    let s = ok(
+        &s.life,
+        Input::PerTaskRecoveryImpossible { why: "test".into() },
+    );
+    assert!(
+        s.events.iter().any(|e| matches!(
+            e,
+            LifeEvent::WholeQueryRollback {
+                to: Some(Epoch(7)),
+                ..
+            }
+        )),
+        "{:?}",
+        s.events
+    );
+}
+
+#[test]
 fn states_inputs_actions_and_events_are_serialisable_for_the_log() {
     let s = ok(
         &recovering(),

@@ -62,7 +62,15 @@ pub(crate) struct End {
     /// What arrived so far; held by the connection that delivers.
     pub seen: Mutex<Seen>,
     /// The connection delivering now, cut when a restored producer connects.
-    current: Mutex<Option<TcpStream>>,
+    current: Mutex<Current>,
+}
+
+/// The producer connection an end takes its messages from.
+#[derive(Default)]
+struct Current {
+    stream: Option<TcpStream>,
+    /// The newest incarnation of the producer accepted: an older one is stale.
+    incarnation: u64,
 }
 
 struct Ends {
@@ -163,7 +171,7 @@ impl EdgeListener {
         let end = Arc::new(End {
             seen: Mutex::new(Seen::new(end.restored)),
             expecting: end,
-            current: Mutex::new(None),
+            current: Mutex::default(),
         });
         ends.waiting.insert(key(hello), (hello.attempt, end));
         drop(ends);
@@ -300,13 +308,27 @@ fn serve(stream: TcpStream, shared: &Shared) {
         }
     };
     // A restored producer replaces the connection of the one it restores: that one is cut
-    // (its process is gone or given up), and its bridge lets go of what has arrived.
+    // (its process is gone or given up), and its bridge lets go of what has arrived. A
+    // producer older than one accepted before is stale (its instance was restored elsewhere
+    // while it was paused or cut off) and is turned away.
     if end.expecting.resumable.is_some() {
         let mut current = end.current.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(old) = current.take() {
+        if hello.incarnation < current.incarnation {
+            let stale = Refusal::StaleProducer {
+                query: hello.query.clone(),
+                edge: hello.edge,
+                got: hello.incarnation,
+                current: current.incarnation,
+            };
+            drop(current);
+            refuse(&mut writer, &peer, &stale.to_string());
+            return;
+        }
+        current.incarnation = hello.incarnation;
+        if let Some(old) = current.stream.take() {
             let _ = old.shutdown(std::net::Shutdown::Both);
         }
-        *current = writer.try_clone().ok();
+        current.stream = writer.try_clone().ok();
     }
     let mut seen = end.seen.lock().unwrap_or_else(|p| p.into_inner());
     let from = match seen.connect(hello.from_epoch) {

@@ -255,6 +255,7 @@ impl NetWiring {
             to_instance: u32::try_from(c.to.instance).unwrap_or(u32::MAX),
             attempt,
             from_epoch: self.restored,
+            incarnation: self.resumption.as_ref().map_or(0, |r| r.incarnation),
         }
     }
 

@@ -65,10 +65,10 @@ impl Outbound {
             ended: false,
             last_barrier: self.hello.from_epoch,
         };
-        let (mut addr, mut generation) = self.peers.get(self.to).ok_or(NetError::NoAddress)?;
+        let mut at = self.peers.get(self.to).ok_or(NetError::NoAddress)?;
         let mut connect_for = CONNECT_FOR;
         loop {
-            let lost = match self.session(addr, connect_for, &mut progress) {
+            let lost = match self.session(&mut at, connect_for, &mut progress) {
                 Ok(()) => return Ok(()),
                 Err(e) => e,
             };
@@ -86,14 +86,11 @@ impl Outbound {
                         last: lost.to_string(),
                     });
                 }
-                if let Some((a, g)) =
-                    self.peers
-                        .changed(self.to, generation, Duration::from_secs(1))
-                {
-                    (addr, generation) = (a, g);
+                if let Some(moved) = self.peers.changed(self.to, at.1, Duration::from_secs(1)) {
+                    at = moved;
                     break;
                 }
-                if TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok() {
+                if TcpStream::connect_timeout(&at.0, Duration::from_millis(500)).is_ok() {
                     break;
                 }
             }
@@ -102,13 +99,15 @@ impl Outbound {
     }
 
     /// One connection: handshake, replay of what the consumer asks for, then the stream.
+    /// `at`: the consumer's address and its generation in [`Peers`] (updated when it moves
+    /// while this connects).
     fn session(
         &self,
-        to: SocketAddr,
+        at: &mut (SocketAddr, u64),
         connect_for: Duration,
         progress: &mut Progress,
     ) -> Result<(), NetError> {
-        let stream = connect(to, connect_for)?;
+        let stream = self.connect(at, connect_for)?;
         let mut reader = FrameReader::new(stream.try_clone().map_err(FrameError::from)?);
         let mut writer = BufWriter::with_capacity(256 << 10, stream);
         let hello = Hello {
@@ -302,24 +301,33 @@ fn why_closed(reader: &mut FrameReader<TcpStream>, stream: &TcpStream, e: FrameE
     }
 }
 
-/// A connection to `to`, retried for `within` while the consumer's worker does not listen yet.
-fn connect(to: SocketAddr, within: Duration) -> Result<TcpStream, NetError> {
-    let deadline = Instant::now() + within;
-    let mut pause = Duration::from_millis(10);
-    loop {
-        match TcpStream::connect_timeout(&to, Duration::from_secs(5)) {
-            Ok(s) => {
-                let _ = s.set_nodelay(true);
-                return Ok(s);
+impl Outbound {
+    /// A connection to the consumer at `at`, retried for `within` while its worker does not
+    /// listen yet. When the consumer's instances move meanwhile (they were restored in
+    /// another process: [`Peers`]), the new address is tried at once, with a new `within`.
+    fn connect(&self, at: &mut (SocketAddr, u64), within: Duration) -> Result<TcpStream, NetError> {
+        let mut deadline = Instant::now() + within;
+        let mut pause = Duration::from_millis(10);
+        loop {
+            match TcpStream::connect_timeout(&at.0, Duration::from_secs(5)) {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    return Ok(s);
+                }
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::ConnectionRefused
+                        && Instant::now() < deadline =>
+                {
+                    if let Some(moved) = self.peers.changed(self.to, at.1, pause) {
+                        *at = moved;
+                        deadline = Instant::now() + within;
+                        pause = Duration::from_millis(10);
+                    } else {
+                        pause = (pause * 2).min(Duration::from_millis(500));
+                    }
+                }
+                Err(cause) => return Err(NetError::Connect { to: at.0, cause }),
             }
-            Err(e)
-                if e.kind() == std::io::ErrorKind::ConnectionRefused
-                    && Instant::now() < deadline =>
-            {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(500));
-            }
-            Err(cause) => return Err(NetError::Connect { to, cause }),
         }
     }
 }

@@ -30,6 +30,7 @@ fn hello(from_epoch: u64) -> Hello {
         to_instance: 1,
         attempt: 1,
         from_epoch,
+        incarnation: 0,
     }
 }
 
@@ -73,13 +74,29 @@ fn producer(
     Sender<Envelope>,
     std::thread::JoinHandle<Result<(), NetError>>,
 ) {
+    producer_of(0, from, peers, completed)
+}
+
+/// [`producer`], of incarnation `incarnation`.
+fn producer_of(
+    incarnation: u64,
+    from: u64,
+    peers: &Arc<Peers>,
+    completed: &Arc<AtomicU64>,
+) -> (
+    Sender<Envelope>,
+    std::thread::JoinHandle<Result<(), NetError>>,
+) {
     let (tx, rx) = crossbeam_channel::bounded(4);
     let (reports, _) = crossbeam_channel::unbounded();
     let out = outbound::Outbound {
         rx,
         peers: Arc::clone(peers),
         to: WorkerId(1),
-        hello: hello(from),
+        hello: Hello {
+            incarnation,
+            ..hello(from)
+        },
         secret: None,
         resumption: Some(Resumption {
             completed: Arc::clone(completed),
@@ -87,6 +104,7 @@ fn producer(
             wait: Duration::from_secs(60),
             peers: Arc::clone(peers),
             reports,
+            incarnation,
         }),
     };
     (tx, std::thread::spawn(move || out.run()))
@@ -254,4 +272,30 @@ fn a_restored_producer_that_replays_less_than_was_received_fails_the_edge() {
     // Nothing past row 50 arrives, and no end: the consumer is not told its input is
     // complete when rows are missing.
     assert!(rx.try_recv().is_err());
+}
+
+#[test]
+fn a_stale_producer_cannot_take_the_edge_back_from_its_restored_instance() {
+    let (listener, rx, _) = consumer(0);
+    let peers = Peers::new([(1, listener.local_addr())]);
+    let completed = Arc::new(AtomicU64::new(0));
+    // The producer's instance was restored elsewhere (incarnation 1) and streams to the
+    // consumer; then the old one (incarnation 0, its worker was only paused) comes back.
+    let (tx, restored) = producer_of(1, 0, &peers, &completed);
+    put(&tx, [rows(0, 30), barrier(1)]);
+    let mut got = take_until(&rx, Some(1));
+    let (stale_tx, stale) = producer_of(0, 0, &peers, &completed);
+    put(&stale_tx, [rows(0, 30)]);
+    match stale.join().expect("no panic") {
+        Err(NetError::Refused(why)) => assert!(why.contains("stale"), "{why}"),
+        other => panic!("the stale producer must be refused, got {other:?}"),
+    }
+    put(&tx, [rows(30, 40), Message::End]);
+    got.extend(take_until(&rx, None));
+    assert_eq!(values(&got), (0..40).collect::<Vec<_>>(), "each row once");
+    completed.store(1, Ordering::SeqCst);
+    restored
+        .join()
+        .expect("no panic")
+        .expect("the edge ran to its end");
 }

@@ -26,6 +26,7 @@ fn hello(query: &str, edge: u32) -> Hello {
         to_instance: 1,
         attempt: 0,
         from_epoch: 0,
+        incarnation: 0,
     }
 }
 
