@@ -573,6 +573,7 @@ fn serve_worker(
                 query,
                 attempt,
                 part,
+                incarnation,
                 error,
             })) => {
                 let part = part.unwrap_or(id);
@@ -580,7 +581,11 @@ fn serve_worker(
                     .queries
                     .get_mut(&query)
                     .and_then(|q| q.attempt.as_mut())
-                    .filter(|a| a.number == attempt && a.host(part) == id)
+                    .filter(|a| {
+                        a.number == attempt
+                            && a.host(part) == id
+                            && a.incarnation(part) == incarnation
+                    })
                 {
                     a.ended.insert(part, error);
                 }

@@ -86,6 +86,9 @@ pub struct Attempt {
     /// How many times each part was restored on another worker (absent: never): an
     /// executor of an older incarnation is stale.
     pub incarnations: BTreeMap<u32, u64>,
+    /// How many times each part was restored because its executor failed (its worker living
+    /// on).
+    pub part_failures: BTreeMap<u32, u32>,
 }
 
 impl Attempt {
@@ -278,11 +281,8 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                 } else {
                     eprintln!("anduin: query {name}, attempt {number} failed: {why}; recovering from the last checkpoint");
                     let why = fallback.unwrap_or_else(|| match worker {
-                        Some((_, false)) => {
-                            "a part failed while its worker lives on: its executor is restarted with every other part".into()
-                        }
-                        Some((_, true)) => "per-task recovery is off (`anduin coordinator --per-task-recovery` turns it on)".into(),
-                        _ => "the failure is not one worker's loss".into(),
+                        Some(_) => "per-task recovery is off (`anduin coordinator --per-task-recovery` turns it on)".into(),
+                        None => "the failure is not one worker's loss".into(),
                     });
                     state.feed(name, &Input::PerTaskRecoveryImpossible { why });
                     false
@@ -388,6 +388,7 @@ fn attempt(
             exhausted: BTreeSet::new(),
             lost_noted: None,
             incarnations: BTreeMap::new(),
+            part_failures: BTreeMap::new(),
         });
         let submission = q.submission.clone();
         // Every task instance placed again: one more attempt of each.
@@ -602,9 +603,10 @@ fn run_to_end(
         let mut state = cluster.lock();
         loop {
             match trouble(&state, name, number) {
+                // A dead worker, or a part that failed while its worker lives.
                 Some(Outcome::Failed {
                     why,
-                    worker: Some((dead, true)),
+                    worker: Some(lost),
                     ..
                 }) if cluster.per_task_recovery => {
                     drop(state);
@@ -616,14 +618,14 @@ fn run_to_end(
                         Ok(Some(fallback)) => {
                             break Outcome::Failed {
                                 why,
-                                worker: Some((dead, true)),
+                                worker: Some(lost),
                                 fallback: Some(fallback),
                             }
                         }
                         Err(e) => {
                             break Outcome::Failed {
                                 why,
-                                worker: Some((dead, true)),
+                                worker: Some(lost),
                                 fallback: Some(format!("restoring its part failed: {e:#}")),
                             }
                         }
@@ -726,6 +728,7 @@ fn take_over(
             exhausted: BTreeSet::new(),
             lost_noted: None,
             incarnations,
+            part_failures: BTreeMap::new(),
         });
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");

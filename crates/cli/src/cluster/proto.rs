@@ -49,6 +49,10 @@ pub enum ToCoordinator {
         /// restored here).
         #[serde(default)]
         part: Option<u32>,
+        /// The part's incarnation it ran ([`Deployment::incarnation`]): the end of an older
+        /// one than the coordinator's is stale.
+        #[serde(default)]
+        incarnation: u64,
         /// `None`: it finished its part; otherwise why not.
         error: Option<String>,
     },

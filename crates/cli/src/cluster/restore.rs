@@ -1,6 +1,7 @@
 //! Per-task recovery (the paper's patterns 1–2 with upstream backup): the instances of a dead
-//! worker are restored on a live one from the last complete checkpoint, in an executor of
-//! their own, while every other instance keeps running. Their producers replay what their
+//! worker — or of a part whose executor failed while its worker lives — are restored on a
+//! live worker from the last complete checkpoint, in an executor of their own, while every
+//! other instance keeps running. Their producers replay what their
 //! checkpoint does not cover from their upstream backups; their consumers drop what they had
 //! already received (`anduin_runtime`'s resumable edges). When a restored instance's replay
 //! would not be the stream its running consumers had, `anduin_coordinator::choose_recovery`
@@ -26,10 +27,14 @@ use super::proto::{Deployment, ToExecutor, ToWorker};
 const RESTORED_WITHIN: Duration = Duration::from_secs(60);
 /// How long the checkpoint coordinator has to say which checkpoint lost tasks restore from.
 const NOTED_WITHIN: Duration = Duration::from_secs(10);
+/// How many times a part whose executor failed (its worker living on) is restored alone
+/// within an attempt; a part that keeps failing rolls the whole query back (and, as any
+/// failure, counts towards its attempts).
+pub(super) const PART_FAILURES_RESTORED: u32 = 3;
 
-/// Restores the parts of attempt `number` whose worker died on live workers. `Ok(None)`: done,
-/// the attempt runs on; `Ok(Some(why))`: per-task recovery does not apply (the query must
-/// roll back as a whole).
+/// Restores the parts of attempt `number` whose worker died, or whose executor failed, on
+/// live workers. `Ok(None)`: done, the attempt runs on; `Ok(Some(why))`: per-task recovery
+/// does not apply (the query must roll back as a whole).
 pub(super) fn restore_part(
     cluster: &Arc<Cluster>,
     name: &str,
@@ -38,17 +43,42 @@ pub(super) fn restore_part(
     number: u64,
 ) -> Result<Option<String>> {
     let topo = topology(&compiled.loaded, &compiled.args);
-    let (lost, choice, dead_hosts) = {
+    let (lost, choice, dead_hosts, failed) = {
         let state = cluster.lock();
         let a = current(&state, name, number).context("the attempt is gone")?;
         let alive = |w: u32| state.workers.get(&w).is_some_and(|e| e.alive());
+        // Parts whose executor failed while their worker lives: each is restored a bounded
+        // number of times (a part that fails on its data would fail again).
+        let failed: BTreeMap<u32, String> = a
+            .workers
+            .iter()
+            .filter(|p| alive(a.host(**p)))
+            .filter_map(|p| match a.ended.get(p) {
+                Some(Some(why)) => Some((*p, why.clone())),
+                _ => None,
+            })
+            .collect();
+        if let Some((p, n)) = failed
+            .keys()
+            .map(|p| (p, a.part_failures.get(p).copied().unwrap_or(0)))
+            .find(|(_, n)| *n >= PART_FAILURES_RESTORED)
+        {
+            return Ok(Some(format!(
+                "the part of worker {p} failed {} times in this attempt",
+                n + 1
+            )));
+        }
         let lost: BTreeSet<u32> = a
             .workers
             .iter()
             .copied()
-            .filter(|p| !alive(a.host(*p)))
+            .filter(|p| !alive(a.host(*p)) || failed.contains_key(p))
             .collect();
-        let dead_hosts: BTreeSet<u32> = lost.iter().map(|p| a.host(*p)).collect();
+        let dead_hosts: BTreeSet<u32> = lost
+            .iter()
+            .map(|p| a.host(*p))
+            .filter(|h| !alive(*h))
+            .collect();
         let live: BTreeSet<u32> = state
             .workers
             .iter()
@@ -76,7 +106,7 @@ pub(super) fn restore_part(
             });
         }
         let choice = choose_recovery(&instances, &lost, &live);
-        (lost, choice, dead_hosts)
+        (lost, choice, dead_hosts, failed)
     };
     let restore = match choice {
         RecoveryChoice::WholeQuery { why } => return Ok(Some(why)),
@@ -139,7 +169,13 @@ pub(super) fn restore_part(
     }
     let mut hosts = BTreeMap::new();
     for p in &lost {
-        let Some((&host, _)) = load.iter().min_by_key(|(w, n)| (**n, **w)) else {
+        // A failed part goes to another worker than the one it failed on, if there is one
+        // (its failure may be that worker's: a full disk, a missing credential).
+        let failed_on = failed.contains_key(p).then(|| a.host(*p));
+        let Some((&host, _)) = load
+            .iter()
+            .min_by_key(|(w, n)| (Some(**w) == failed_on && load.len() > 1, **n, **w))
+        else {
             return Ok(Some(
                 "no worker is left to restore the lost tasks on".into(),
             ));
@@ -148,6 +184,21 @@ pub(super) fn restore_part(
         hosts.insert(*p, host);
     }
     let placement = a.placement.clone();
+    let failed_tasks: Vec<Input> = failed
+        .iter()
+        .flat_map(|(p, why)| {
+            let host = WorkerId(a.host(*p));
+            placement
+                .iter()
+                .zip(&compiled.tasks)
+                .filter(move |(part, _)| *part == p)
+                .map(move |(_, t)| Input::TaskFailed {
+                    task: *t,
+                    worker: host,
+                    cause: why.clone(),
+                })
+        })
+        .collect();
     for dead in &dead_hosts {
         state.feed(
             name,
@@ -155,6 +206,9 @@ pub(super) fn restore_part(
                 worker: WorkerId(*dead),
             },
         );
+    }
+    for input in &failed_tasks {
+        state.feed(name, input);
     }
     let placed: BTreeMap<_, _> = restore
         .iter()
@@ -187,6 +241,9 @@ pub(super) fn restore_part(
         a.executors.remove(part);
         a.ended.remove(part);
         *a.incarnations.entry(*part).or_insert(0) += 1;
+        if failed.contains_key(part) {
+            *a.part_failures.entry(*part).or_insert(0) += 1;
+        }
     }
     let incarnations = a.incarnations.clone();
     let running_on: Vec<u32> = a.placement.iter().map(|p| a.host(*p)).collect();
@@ -207,10 +264,15 @@ pub(super) fn restore_part(
             coordinator: cluster.addr,
             incarnation: incarnations.get(part).copied().unwrap_or(0),
         };
-        eprintln!(
-            "anduin: query {name}: restoring the instances of worker {part} on worker {host} from checkpoint {}; the others run on",
-            epoch.map_or_else(|| "none (from the beginning)".into(), |e| e.to_string())
-        );
+        let from = epoch.map_or_else(|| "none (from the beginning)".into(), |e| e.to_string());
+        match failed.get(part) {
+            Some(why) => eprintln!(
+                "anduin: query {name}: the part of worker {part} failed ({why}); restoring its instances on worker {host} from checkpoint {from}; the others run on"
+            ),
+            None => eprintln!(
+                "anduin: query {name}: restoring the instances of worker {part} on worker {host} from checkpoint {from}; the others run on"
+            ),
+        }
         if let Some(entry) = state.workers.get(host) {
             entry.send(&ToWorker::Deploy(Box::new(d)));
         }

@@ -48,8 +48,12 @@ pub struct WorkerArgs {
 /// The environment variable through which a worker tells its executors where to listen.
 pub const DATA_HOST_ENV: &str = "ANDUIN_CLUSTER_DATA_HOST";
 
-/// The executors this worker runs, by query, attempt and part (whose instances).
-type Executors = Arc<Mutex<HashMap<(String, u64, u32), Child>>>;
+/// Which executor: its query, attempt, part (whose instances) and the part's incarnation (a
+/// part restored here after failing here has an executor of each).
+type Key = (String, u64, u32, u64);
+
+/// The executors this worker runs.
+type Executors = Arc<Mutex<HashMap<Key, Child>>>;
 
 /// The connection to the coordinator, while there is one, and the reports waiting for it.
 #[derive(Default)]
@@ -184,7 +188,7 @@ fn serve(
     loop {
         match from.recv::<ToWorker>() {
             Ok(Some(ToWorker::Deploy(d))) => {
-                let key = (d.query.clone(), d.attempt, d.worker);
+                let key = (d.query.clone(), d.attempt, d.worker, d.incarnation);
                 match start_executor(&d, work_dir, env) {
                     Ok(child) => {
                         let pid = child.id();
@@ -193,7 +197,7 @@ fn serve(
                             .unwrap_or_else(|p| p.into_inner())
                             .insert(key.clone(), child);
                         tracing::info!(query = %d.query, attempt = d.attempt, pid, "executor started");
-                        let dir = part_dir(work_dir, &d.query, d.attempt, d.worker);
+                        let dir = part_dir(work_dir, &d);
                         watch(key, dir, Arc::clone(executors), Arc::clone(link));
                     }
                     Err(e) => report(
@@ -202,6 +206,7 @@ fn serve(
                             query: d.query.clone(),
                             attempt: d.attempt,
                             part: Some(d.worker),
+                            incarnation: d.incarnation,
                             error: Some(format!("worker {name} cannot start an executor: {e:#}")),
                         },
                     ),
@@ -209,7 +214,7 @@ fn serve(
             }
             Ok(Some(ToWorker::Cancel { query, attempt })) => {
                 let mut running = executors.lock().unwrap_or_else(|p| p.into_inner());
-                for ((q, a, _), child) in running.iter_mut() {
+                for ((q, a, _, _), child) in running.iter_mut() {
                     if *q == query && *a == attempt {
                         tracing::info!(%query, attempt, pid = child.id(), "cancelling an executor");
                         let _ = child.kill();
@@ -224,7 +229,7 @@ fn serve(
 
 /// Starts the executor of `d`: `anduin run` on the query's file with its flags, as a part.
 fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
-    let dir = part_dir(work_dir, &d.query, d.attempt, d.worker);
+    let dir = part_dir(work_dir, d);
     std::fs::create_dir_all(&dir)?;
     let file = dir.join(&d.submission.file_name);
     std::fs::write(&file, &d.submission.source)?;
@@ -266,11 +271,13 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
     Ok(child)
 }
 
-/// The directory of part `part` (whose instances) of attempt `attempt` of query `query`: its
-/// query file, its
-/// deployment, what its executor leaves there.
-fn part_dir(work_dir: &Path, query: &str, attempt: u64, part: u32) -> PathBuf {
-    work_dir.join(format!("{query}-{attempt}-{part}"))
+/// The directory of a deployment's part (`QUERY-ATTEMPT-PART`, with `.INCARNATION` when the
+/// part was restored): its query file, its deployment, what its executor leaves there.
+fn part_dir(work_dir: &Path, d: &Deployment) -> PathBuf {
+    match d.incarnation {
+        0 => work_dir.join(format!("{}-{}-{}", d.query, d.attempt, d.worker)),
+        n => work_dir.join(format!("{}-{}-{}.{n}", d.query, d.attempt, d.worker)),
+    }
 }
 
 /// The file in which an executor leaves why it failed, beside its deployment.
@@ -287,7 +294,7 @@ pub fn leave_failure(deployment: &Path, outcome: Result<ExitCode>) -> Result<Exi
 
 /// Reports to the coordinator when the executor of `key` (whose part is in `dir`) ends, with
 /// the failure it left, if any.
-fn watch(key: (String, u64, u32), dir: PathBuf, executors: Executors, link: SharedLink) {
+fn watch(key: Key, dir: PathBuf, executors: Executors, link: SharedLink) {
     let spawned = std::thread::Builder::new()
         .name("anduin-executor-watch".into())
         .spawn(move || loop {
@@ -321,6 +328,7 @@ fn watch(key: (String, u64, u32), dir: PathBuf, executors: Executors, link: Shar
                         query: key.0.clone(),
                         attempt: key.1,
                         part: Some(key.2),
+                        incarnation: key.3,
                         error,
                     },
                 );

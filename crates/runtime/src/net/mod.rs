@@ -23,12 +23,13 @@ mod codec;
 mod inbound;
 pub mod listener;
 mod outbound;
+mod peers;
 mod resume;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -40,6 +41,7 @@ use crate::error::RuntimeError;
 use crate::topology::{Channel, WorkerId};
 
 pub use listener::EdgeListener;
+pub use peers::Peers;
 
 /// What a consumer's bridge says when it closes an edge because its task has stopped.
 const CONSUMER_STOPPED: &str = "the consuming task has stopped";
@@ -103,59 +105,6 @@ impl NetError {
                 | NetError::ConsumerGone
                 | NetError::ProducerClosed
         )
-    }
-}
-
-/// Where every worker's channels are reached: a worker's address changes when its instances
-/// are restored in another process, and the producers waiting for it learn the new one.
-#[derive(Debug, Default)]
-pub struct Peers {
-    /// Each worker's address, with the number of times it changed.
-    at: Mutex<BTreeMap<WorkerId, (SocketAddr, u64)>>,
-    changed: Condvar,
-}
-
-impl Peers {
-    /// The workers' first addresses.
-    pub fn new(addresses: impl IntoIterator<Item = (u32, SocketAddr)>) -> Arc<Self> {
-        Arc::new(Self {
-            at: Mutex::new(
-                addresses
-                    .into_iter()
-                    .map(|(w, a)| (WorkerId(w), (a, 0)))
-                    .collect(),
-            ),
-            changed: Condvar::new(),
-        })
-    }
-
-    /// Worker `worker`'s instances now run at `addr`.
-    pub fn redirect(&self, worker: u32, addr: SocketAddr) {
-        let mut at = self.at.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = at.entry(WorkerId(worker)).or_insert((addr, 0));
-        *entry = (addr, entry.1 + 1);
-        drop(at);
-        self.changed.notify_all();
-    }
-
-    fn get(&self, worker: WorkerId) -> Option<(SocketAddr, u64)> {
-        self.at
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&worker)
-            .copied()
-    }
-
-    /// Worker `worker`'s address once it is no longer the `seen`th (waiting up to `wait`).
-    fn changed(&self, worker: WorkerId, seen: u64, wait: Duration) -> Option<(SocketAddr, u64)> {
-        let at = self.at.lock().unwrap_or_else(|p| p.into_inner());
-        let (at, _) = self
-            .changed
-            .wait_timeout_while(at, wait, |at| {
-                at.get(&worker).is_none_or(|(_, g)| *g == seen)
-            })
-            .unwrap_or_else(|p| p.into_inner());
-        at.get(&worker).copied().filter(|(_, g)| *g != seen)
     }
 }
 

@@ -108,6 +108,8 @@ impl Outbound {
         progress: &mut Progress,
     ) -> Result<(), NetError> {
         let stream = self.connect(at, connect_for)?;
+        // Cut when the consumer's instances move while this connection still stands.
+        let _watched = self.peers.watch(self.to, at.1, &stream);
         let mut reader = FrameReader::new(stream.try_clone().map_err(FrameError::from)?);
         let mut writer = BufWriter::with_capacity(256 << 10, stream);
         let hello = Hello {
