@@ -70,6 +70,14 @@ impl AckTracker {
         }
     }
 
+    /// The tasks that have not acknowledged `epoch` yet (none when it is not in flight).
+    pub fn waiting(&self, epoch: Epoch) -> Vec<usize> {
+        self.pending
+            .get(&epoch)
+            .map(|w| w.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
     /// How many checkpoints are in flight.
     pub fn in_flight(&self) -> usize {
         self.pending.len()

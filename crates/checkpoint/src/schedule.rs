@@ -23,6 +23,9 @@ pub struct ScheduleSettings {
     pub full_every: u64,
     /// Warn when the last complete checkpoint is older than this (ms).
     pub warn_after_ms: u64,
+    /// A checkpoint not complete this long after it was triggered (ms) is abandoned, naming
+    /// the tasks that have not acknowledged it; `None`: it may take forever.
+    pub timeout_ms: Option<u64>,
 }
 
 /// What happened, as the coordinator learned it.
@@ -117,6 +120,8 @@ pub enum Action {
 struct InFlight {
     epoch: Epoch,
     last: bool,
+    /// When it was triggered.
+    started_ms: u64,
 }
 
 /// The scheduler of one run.
@@ -217,14 +222,42 @@ impl Scheduler {
                 self.force_full = false;
             }
         }
+        self.expire(now_ms, &mut actions);
         self.due(now_ms, &mut actions);
         self.stale(now_ms, &mut actions);
         actions
     }
 
-    /// When the scheduler next has something to do without a fact: the next interval tick.
+    /// When the scheduler next has something to do without a fact: the next interval tick,
+    /// or the deadline of the checkpoint in flight.
     pub fn next_wake_ms(&self) -> Option<u64> {
-        self.next_tick
+        let deadline = self
+            .in_flight
+            .zip(self.settings.timeout_ms)
+            .map(|(f, t)| f.started_ms.saturating_add(t));
+        match (self.next_tick, deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Abandons the checkpoint in flight when it is past its deadline, naming the tasks that
+    /// have not acknowledged it (they are stuck, or far behind).
+    fn expire(&mut self, now_ms: u64, actions: &mut Vec<Action>) {
+        let (Some(f), Some(timeout)) = (self.in_flight, self.settings.timeout_ms) else {
+            return;
+        };
+        if now_ms.saturating_sub(f.started_ms) < timeout {
+            return;
+        }
+        let missing = self.acks.waiting(f.epoch);
+        let reason = format!(
+            "it did not complete within {timeout} ms: task(s) {missing:?} have not acknowledged it (stuck, or far behind: see --checkpoint-timeout)"
+        );
+        if let AckOutcome::Failed { epoch, reason } = self.acks.fail(f.epoch, reason) {
+            self.ended_badly(epoch);
+            actions.push(Action::Abandon { epoch, reason });
+        }
     }
 
     /// The tasks headed by a source, where barriers are injected.
@@ -262,7 +295,11 @@ impl Scheduler {
         let epoch = Epoch(self.next_epoch);
         self.next_epoch += 1;
         self.acks.begin(epoch, self.tasks.iter().copied());
-        self.in_flight = Some(InFlight { epoch, last });
+        self.in_flight = Some(InFlight {
+            epoch,
+            last,
+            started_ms: now_ms,
+        });
         self.wanted = false;
         self.finishing = last;
         actions.push(Action::Trigger {
@@ -297,6 +334,7 @@ mod tests {
             interval_ms,
             full_every: 3,
             warn_after_ms: 60_000,
+            timeout_ms: None,
         }
     }
 
@@ -344,6 +382,43 @@ mod tests {
             vec![trigger(2, false, false, false)]
         );
         assert_eq!(s.next_wake_ms(), Some(3100));
+    }
+
+    #[test]
+    fn a_checkpoint_past_its_deadline_is_abandoned_naming_the_tasks_that_did_not_acknowledge() {
+        let mut s = Scheduler::new(
+            ScheduleSettings {
+                timeout_ms: Some(500),
+                ..settings(Some(1000))
+            },
+            [0, 1, 2],
+            [0, 1],
+            1,
+        );
+        assert_eq!(s.on(Fact::Tick, 1000), vec![trigger(1, true, false, false)]);
+        assert_eq!(s.next_wake_ms(), Some(1500), "woken at the deadline");
+        let acked = Fact::Acked {
+            epoch: Epoch(1),
+            task: 1,
+        };
+        assert_eq!(s.on(acked, 1200), vec![]);
+        assert_eq!(s.on(Fact::Tick, 1499), vec![]);
+        let a = s.on(Fact::Tick, 1500);
+        match a.as_slice() {
+            [Action::Abandon { epoch, reason }] => {
+                assert_eq!(*epoch, Epoch(1));
+                assert!(reason.contains("[0, 2]"), "{reason}");
+                assert!(reason.contains("500 ms"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A late acknowledgement changes nothing; the next checkpoint is full.
+        assert_eq!(ack_all(&mut s, 1, 1600), vec![]);
+        assert_eq!(s.on(Fact::Tick, 2000), vec![trigger(2, true, false, false)]);
+        assert_eq!(
+            ack_all(&mut s, 2, 2100),
+            vec![Action::Complete { epoch: Epoch(2) }]
+        );
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub struct CheckpointSettings {
     pub full_every: u64,
     /// Warn when the last complete checkpoint is older than this.
     pub warn_after: Duration,
+    /// Abandon a checkpoint not complete this long after it was triggered (`None`: never).
+    pub timeout: Option<Duration>,
 }
 
 /// Checkpointing of one run: the settings, and the checkpoint to resume from.

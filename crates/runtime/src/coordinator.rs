@@ -62,6 +62,7 @@ pub(crate) fn schedule_settings(s: &CheckpointSettings) -> ScheduleSettings {
         interval_ms: s.interval.map(ms),
         full_every: s.full_every,
         warn_after_ms: ms(s.warn_after),
+        timeout_ms: s.timeout.map(ms),
     }
 }
 

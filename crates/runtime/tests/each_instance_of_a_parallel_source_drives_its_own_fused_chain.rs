@@ -258,6 +258,7 @@ fn run_query(chaining: bool, checkpoints: Option<&std::path::Path>) -> BTreeMap<
                 keep: 2,
                 full_every: 3,
                 warn_after: Duration::from_secs(600),
+                timeout: None,
             },
             restore: None,
             faults: Faults::default(),

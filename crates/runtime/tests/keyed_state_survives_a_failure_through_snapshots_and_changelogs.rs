@@ -348,6 +348,7 @@ fn run_once(
                 keep: 2,
                 full_every: 3,
                 warn_after: Duration::from_secs(600),
+                timeout: None,
             },
             restore,
             faults: Faults::default(),

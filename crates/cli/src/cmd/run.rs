@@ -80,6 +80,12 @@ pub struct RunArgs {
     /// at least 60s).
     #[arg(long, value_parser = parse_positive_duration, value_name = "DURATION")]
     pub checkpoint_warn_after: Option<Duration>,
+    /// Abandon a checkpoint not complete this long after it began, naming the tasks that
+    /// have not acknowledged it (as Flink's execution.checkpointing.timeout); the query goes
+    /// on, and in a cluster with per-task recovery a part whose tasks keep a checkpoint from
+    /// completing is restored.
+    #[arg(long, default_value = "10m", value_parser = parse_positive_duration, value_name = "DURATION")]
+    pub checkpoint_timeout: Duration,
     /// Ignore (and delete) the checkpoints in --checkpoint-store and start from the beginning.
     #[arg(long, requires = "checkpoint_store")]
     pub from_scratch: bool,
@@ -288,6 +294,7 @@ pub fn checkpoint_settings(args: &RunArgs, dir: &std::path::Path) -> CheckpointS
         keep: args.checkpoint_keep,
         full_every: args.checkpoint_full_every as u64,
         warn_after,
+        timeout: Some(args.checkpoint_timeout),
     }
 }
 

@@ -162,9 +162,7 @@ mod tests {
         peers.redirect(1, other.local_addr().expect("addr"));
         let mut buf = [0u8; 1];
         assert_eq!((&to_old).read(&mut buf).expect("a cut reads its end"), 0);
-        to_other
-            .set_nonblocking(true)
-            .expect("non-blocking");
+        to_other.set_nonblocking(true).expect("non-blocking");
         let still_open = (&to_other).read(&mut buf);
         assert!(
             matches!(&still_open, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),

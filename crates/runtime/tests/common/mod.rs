@@ -60,6 +60,7 @@ pub fn checkpointing(
             keep: 3,
             full_every: 5,
             warn_after: Duration::from_secs(3600),
+            timeout: None,
         },
         restore,
         faults: Faults::default(),
