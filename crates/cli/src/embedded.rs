@@ -132,6 +132,8 @@ pub struct Execution {
     /// Where the instances run, when not all in this process with in-process channels
     /// (overrides `--loopback-workers`).
     pub network: Option<NetworkSettings>,
+    /// Whose leave the tasks need to end their input (a cluster's coordinator's).
+    pub end_gate: Option<Arc<dyn anduin_runtime::EndGate>>,
 }
 
 /// A finished run.
@@ -154,6 +156,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         events,
         control,
         network,
+        end_gate,
     } = execution;
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {
@@ -208,6 +211,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
             })
         }),
         control,
+        end_gate,
         ..RunConfig::default()
     };
     let result = anduin_runtime::run(&loaded.graph, &config, &ctx);

@@ -21,7 +21,7 @@ use common::{anduin_ok, output_rows};
 fn reference() -> (String, Vec<String>) {
     let query = windowed_generator(
         11,
-        30_000,
+        60_000,
         20_000,
         r#"param kind = "sliding" param size = "200ms" param slide = "50ms""#,
     );

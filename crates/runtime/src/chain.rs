@@ -39,6 +39,9 @@ pub(crate) struct Chain {
     links: Vec<Link>,
     /// The control plane, told of the changes applied and of the end of the input.
     control: Option<Arc<Control>>,
+    /// Asked before the end of the input is handled (it commits what sinks hold), with the
+    /// name of the chain's task instance.
+    end_gate: Option<(Arc<dyn crate::config::EndGate>, String)>,
 }
 
 impl Chain {
@@ -53,7 +56,21 @@ impl Chain {
                 }
             }
         }
-        Self { links, control }
+        Self {
+            links,
+            control,
+            end_gate: None,
+        }
+    }
+
+    /// Asks `gate` before the end of the input is handled; `task` names the task instance.
+    pub(crate) fn with_end_gate(
+        mut self,
+        gate: Option<Arc<dyn crate::config::EndGate>>,
+        task: String,
+    ) -> Self {
+        self.end_gate = gate.map(|g| (g, task));
+        self
     }
 
     /// Processes a batch that arrived on input `input` of the chain's head.
@@ -140,6 +157,13 @@ impl Chain {
 
     /// Every input of the head has ended: each operator in turn flushes, then its outlets end.
     pub(crate) fn end_of_input(&mut self) -> Result<(), OperatorError> {
+        if let Some((gate, task)) = &self.end_gate {
+            gate.may_end(task)
+                .map_err(|message| OperatorError::Execution {
+                    operator: task.clone(),
+                    message: format!("may not end its input: {message}"),
+                })?;
+        }
         for i in 0..self.links.len() {
             at_link(&mut self.links, i, |op, emit| op.on_end_of_input(emit))?;
             let link = &mut self.links[i];
@@ -450,6 +474,11 @@ mod tests {
             Ok(())
         }
 
+        fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
+            self.note("end");
+            Ok(())
+        }
+
         fn metrics(&self) -> Vec<(&'static str, u64)> {
             vec![(
                 "late_rows",
@@ -481,6 +510,41 @@ mod tests {
             origins_after: false,
             live_at: None,
         }
+    }
+
+    /// Answers every task with `answer`.
+    #[derive(Debug)]
+    struct Gate(Result<(), String>);
+
+    impl crate::config::EndGate for Gate {
+        fn may_end(&self, _task: &str) -> Result<(), String> {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn an_end_the_gate_refuses_reaches_no_operator_and_fails_naming_why() {
+        let log: Log = Arc::default();
+        let a = || Logged {
+            name: "a",
+            log: Arc::clone(&log),
+            pending: false,
+        };
+        let refused = Some(Arc::new(Gate(Err("the part runs elsewhere".into()))) as _);
+        let mut chain = Chain::new(vec![link(0, a())], None).with_end_gate(refused, "t #1".into());
+        let err = chain.end_of_input().expect_err("refused");
+        assert!(err.to_string().contains("the part runs elsewhere"), "{err}");
+        assert!(
+            log.lock().expect("not poisoned").is_empty(),
+            "no operator ended"
+        );
+        let allowed = Some(Arc::new(Gate(Ok(()))) as _);
+        let mut chain = Chain::new(vec![link(0, a())], None).with_end_gate(allowed, "t #1".into());
+        chain.end_of_input().expect("allowed");
+        assert_eq!(
+            *log.lock().expect("not poisoned"),
+            vec!["a end".to_string()]
+        );
     }
 
     #[test]

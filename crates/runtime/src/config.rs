@@ -152,6 +152,19 @@ pub struct RunConfig {
     pub control: Option<Arc<crate::control::Control>>,
     /// Channels between workers over the network; `None`: every channel is in-process.
     pub network: Option<NetworkSettings>,
+    /// Asked by every task before it ends its input (which commits what its sinks hold);
+    /// `None`: ending needs no one's leave.
+    pub end_gate: Option<Arc<dyn EndGate>>,
+}
+
+/// Whether this run may still end its tasks' input, which commits what their sinks hold. A
+/// cluster's executor asks its coordinator: an executor whose part was restored elsewhere
+/// (its worker was paused or cut off meanwhile), or whose attempt is over, must not commit
+/// anything, even if it got to the end of its input before learning so.
+pub trait EndGate: Send + Sync + std::fmt::Debug {
+    /// `Ok` once this run may end the input of task instance `task`; `Err(why)` if it must
+    /// not (the task then fails instead). May wait (for the coordinator's answer).
+    fn may_end(&self, task: &str) -> Result<(), String>;
 }
 
 impl Default for RunConfig {
@@ -168,6 +181,7 @@ impl Default for RunConfig {
             events: crate::Events::logged(),
             control: None,
             network: None,
+            end_gate: None,
         }
     }
 }

@@ -126,7 +126,8 @@ pub(crate) fn instantiate(
         for instance in task.instances.iter().filter(|i| runs_here(i)) {
             let mut outlets = wires.outlets(graph, task, instance);
             let links = build_links(graph, task, instance, &mut outlets, shared, &wiring)?;
-            let chain = Chain::new(links, shared.control.cloned());
+            let chain = Chain::new(links, shared.control.cloned())
+                .with_end_gate(shared.config.end_gate.clone(), instance.name.clone());
             let inlets = wires.inlets(instance);
             let built = match (task.source, sources.remove(&instance.at)) {
                 (Some(head), Some(source)) => {

@@ -41,8 +41,8 @@ mod task;
 mod topology;
 
 pub use config::{
-    CheckpointSettings, Checkpointing, NetworkSettings, Placement, RemoteCoordinator, Resumption,
-    RunConfig,
+    CheckpointSettings, Checkpointing, EndGate, NetworkSettings, Placement, RemoteCoordinator,
+    Resumption, RunConfig,
 };
 pub use error::{RuntimeError, TaskError, TaskFailure};
 pub use events::{EngineEvent, Events, LogEvents, Recorded, Subscriber};

@@ -89,6 +89,9 @@ pub struct Attempt {
     /// How many times each part was restored because its executor failed (its worker living
     /// on).
     pub part_failures: BTreeMap<u32, u32>,
+    /// The parts whose executor was given leave to end its input (its sinks commit what they
+    /// hold): such a part is not restored alone any more.
+    pub ending: BTreeSet<u32>,
 }
 
 impl Attempt {
@@ -389,6 +392,7 @@ fn attempt(
             lost_noted: None,
             incarnations: BTreeMap::new(),
             part_failures: BTreeMap::new(),
+            ending: BTreeSet::new(),
         });
         let submission = q.submission.clone();
         // Every task instance placed again: one more attempt of each.
@@ -729,6 +733,7 @@ fn take_over(
             lost_noted: None,
             incarnations,
             part_failures: BTreeMap::new(),
+            ending: BTreeSet::new(),
         });
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
@@ -1127,6 +1132,32 @@ pub fn serve_executor(
                 }
                 drop(state);
                 let _ = events.send(e);
+            }
+            // Leave to end the input is given only to the executor that runs the part now,
+            // and only once its part can no longer be restored elsewhere.
+            proto::ToCoordinator::MayEnd => {
+                let mut state = cluster.lock();
+                let Some(a) = state
+                    .queries
+                    .get_mut(query)
+                    .and_then(|q| q.attempt.as_mut())
+                    .filter(|a| a.number == attempt && a.incarnation(worker) == r.incarnation)
+                else {
+                    tracing::warn!(
+                        query,
+                        attempt,
+                        worker,
+                        "a stale executor asked to end its input: refused"
+                    );
+                    break;
+                };
+                let Some((to, _)) = a.executors.get(&worker).filter(|(_, at)| *at == r.data) else {
+                    break;
+                };
+                if to.send(&ToExecutor::EndAllowed).is_err() {
+                    break;
+                }
+                a.ending.insert(worker);
             }
             other => tracing::warn!(?other, "unexpected from an executor"),
         }

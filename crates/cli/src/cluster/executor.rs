@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use anduin_runtime::{
@@ -119,6 +119,9 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         secret,
         completed: Arc::clone(&resumption.completed),
         peers: Arc::clone(&resumption.peers),
+        connection: AtomicU64::new(1),
+        end: Mutex::default(),
+        end_changed: Condvar::new(),
     });
     let forwarder = {
         let link = Arc::clone(&link);
@@ -192,6 +195,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
             query_file: Some(args.file.display().to_string()),
             events: anduin_runtime::Events::logged(),
             control: Some(Arc::new(control)),
+            end_gate: Some(Arc::clone(&link) as Arc<dyn anduin_runtime::EndGate>),
             network: Some(NetworkSettings {
                 query: d.query.clone(),
                 placement: Placement::Assigned {
@@ -251,6 +255,60 @@ struct Link {
     completed: Arc<AtomicU64>,
     /// Where the other workers' instances are reached.
     peers: Arc<Peers>,
+    /// The number of the connection to the coordinator (one more at each reconnection).
+    connection: AtomicU64,
+    /// The coordinator's leave for the tasks to end their input.
+    end: Mutex<EndLeave>,
+    end_changed: Condvar,
+}
+
+/// Where the executor is in asking for leave to end its tasks' input.
+#[derive(Debug, Default)]
+struct EndLeave {
+    /// Given: this executor runs its part, which is no longer restored elsewhere.
+    given: bool,
+    /// The connection it was last asked on (0: none).
+    asked_on: u64,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("coordinator", &self.coordinator)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A task ends its input (and its sinks commit) only with the coordinator's leave: an
+/// executor whose part was restored elsewhere while it was paused or cut off, or whose
+/// attempt is over, is refused (the connection closes, the executor learns it is stale and
+/// stops) rather than commit what the restored part commits too. While no coordinator is
+/// there, the tasks wait for one.
+impl anduin_runtime::EndGate for Link {
+    fn may_end(&self, task: &str) -> Result<(), String> {
+        let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if end.given {
+                return Ok(());
+            }
+            let connection = self.connection.load(Ordering::SeqCst);
+            if end.asked_on != connection {
+                let to = self.to.lock().unwrap_or_else(|p| p.into_inner());
+                if to
+                    .as_ref()
+                    .is_some_and(|s| s.send(&ToCoordinator::MayEnd).is_ok())
+                {
+                    end.asked_on = connection;
+                    tracing::debug!(task, "asked the coordinator for leave to end the input");
+                }
+            }
+            end = self
+                .end_changed
+                .wait_timeout(end, Duration::from_millis(500))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+    }
 }
 
 impl Link {
@@ -285,13 +343,7 @@ impl Link {
     fn keep(&self, mut from: proto::Receiver, registered: &Receiver<(usize, Sender<Command>)>) {
         let mut tasks: HashMap<usize, Sender<Command>> = HashMap::new();
         loop {
-            if let Some(why) = dispatch_commands(
-                &mut from,
-                registered,
-                &mut tasks,
-                &self.completed,
-                &self.peers,
-            ) {
+            if let Some(why) = self.dispatch_commands(&mut from, registered, &mut tasks) {
                 // The coordinator gave this attempt up (its worker was declared dead, or it
                 // was cancelled): nothing of it may go on, nor commit anything.
                 eprintln!("anduin: executor stopping: {why}");
@@ -325,49 +377,56 @@ impl Link {
             to.send(&ToCoordinator::Event(fact.clone()))?;
         }
         *self.to.lock().unwrap_or_else(|p| p.into_inner()) = Some(to);
+        self.connection.fetch_add(1, Ordering::SeqCst);
+        self.end_changed.notify_all();
         Ok(from)
     }
-}
 
-/// Delivers the coordinator's commands to the task instances they are for, until the
-/// connection ends; why, when the coordinator refused this executor.
-fn dispatch_commands(
-    from: &mut proto::Receiver,
-    registered: &Receiver<(usize, Sender<Command>)>,
-    tasks: &mut HashMap<usize, Sender<Command>>,
-    completed: &AtomicU64,
-    peers: &Peers,
-) -> Option<String> {
-    loop {
-        let (task, command) = match from.recv::<ToExecutor>() {
-            Ok(Some(ToExecutor::Command { task, command })) => (task, command),
-            Ok(Some(ToExecutor::Start { .. })) => continue,
-            Ok(Some(ToExecutor::Redirect { worker, address })) => {
-                tracing::info!(worker, %address, "a worker's instances were restored elsewhere");
-                peers.redirect(worker, address);
-                continue;
-            }
-            Err(e) if e.to_string().starts_with(proto::REFUSED) => return Some(e.to_string()),
-            Ok(None) | Err(_) => {
-                tracing::warn!("the coordinator's connection closed: checkpoints wait");
-                return None;
-            }
-        };
-        if let Command::Commit(epoch) = &command {
-            completed.fetch_max(epoch.0, Ordering::SeqCst);
-        }
-        tasks.extend(registered.try_iter());
-        while !tasks.contains_key(&task) {
-            // The run registers its tasks before they start: wait for this one.
-            match registered.recv() {
-                Ok((t, tx)) => {
-                    tasks.insert(t, tx);
+    /// Delivers the coordinator's commands to the task instances they are for, until the
+    /// connection ends; why, when the coordinator refused this executor.
+    fn dispatch_commands(
+        &self,
+        from: &mut proto::Receiver,
+        registered: &Receiver<(usize, Sender<Command>)>,
+        tasks: &mut HashMap<usize, Sender<Command>>,
+    ) -> Option<String> {
+        let (completed, peers) = (&self.completed, &self.peers);
+        loop {
+            let (task, command) = match from.recv::<ToExecutor>() {
+                Ok(Some(ToExecutor::Command { task, command })) => (task, command),
+                Ok(Some(ToExecutor::Start { .. })) => continue,
+                Ok(Some(ToExecutor::Redirect { worker, address })) => {
+                    tracing::info!(worker, %address, "a worker's instances were restored elsewhere");
+                    peers.redirect(worker, address);
+                    continue;
                 }
-                Err(_) => break,
+                Ok(Some(ToExecutor::EndAllowed)) => {
+                    self.end.lock().unwrap_or_else(|p| p.into_inner()).given = true;
+                    self.end_changed.notify_all();
+                    continue;
+                }
+                Err(e) if e.to_string().starts_with(proto::REFUSED) => return Some(e.to_string()),
+                Ok(None) | Err(_) => {
+                    tracing::warn!("the coordinator's connection closed: checkpoints wait");
+                    return None;
+                }
+            };
+            if let Command::Commit(epoch) = &command {
+                completed.fetch_max(epoch.0, Ordering::SeqCst);
             }
-        }
-        if let Some(tx) = tasks.get(&task) {
-            let _ = tx.send(command);
+            tasks.extend(registered.try_iter());
+            while !tasks.contains_key(&task) {
+                // The run registers its tasks before they start: wait for this one.
+                match registered.recv() {
+                    Ok((t, tx)) => {
+                        tasks.insert(t, tx);
+                    }
+                    Err(_) => break,
+                }
+            }
+            if let Some(tx) = tasks.get(&task) {
+                let _ = tx.send(command);
+            }
         }
     }
 }

@@ -41,6 +41,10 @@ pub enum ToCoordinator {
     },
     /// Checkpoint events of an executor's tasks.
     Event(anduin_runtime::Event),
+    /// An executor's tasks have reached the end of their input: may they end it (which
+    /// commits what their sinks hold)? Answered with [`ToExecutor::EndAllowed`] when the
+    /// executor still runs its part, by closing the connection when it does not.
+    MayEnd,
     /// An executor's process has ended (sent by its worker).
     PartEnded {
         query: String,
@@ -138,6 +142,8 @@ pub enum ToExecutor {
     /// The instances of `worker` were restored in another executor, which listens at
     /// `address`: channels to them go there now.
     Redirect { worker: u32, address: SocketAddr },
+    /// The executor still runs its part: its tasks may end their input.
+    EndAllowed,
 }
 
 /// The coordinator's answer to a client.

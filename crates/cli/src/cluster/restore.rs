@@ -113,10 +113,11 @@ pub(super) fn restore_part(
         RecoveryChoice::PerTask { restore } => restore,
     };
     {
-        // A part that has ended has committed everything: the query is finishing.
+        // A part that has ended, or was given leave to end, has committed (or commits)
+        // everything: the query is finishing.
         let state = cluster.lock();
         let a = current(&state, name, number).context("the attempt is gone")?;
-        if let Some(p) = a.ended.keys().find(|p| !lost.contains(p)) {
+        if let Some(p) = a.ended.keys().chain(&a.ending).find(|p| !lost.contains(p)) {
             return Ok(Some(format!(
                 "the part of worker {p} had ended: the query is finishing"
             )));
@@ -238,7 +239,11 @@ pub(super) fn restore_part(
         .context("the attempt is gone")?;
     for (part, host) in &hosts {
         a.hosts.insert(*part, *host);
-        a.executors.remove(part);
+        // The old executor's connection is cut: it may be only paused, and its connection
+        // holds the attempt's checkpoint events open (the attempt could not end).
+        if let Some((old, _)) = a.executors.remove(part) {
+            old.close();
+        }
         a.ended.remove(part);
         *a.incarnations.entry(*part).or_insert(0) += 1;
         if failed.contains_key(part) {

@@ -233,6 +233,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             events: run_events,
             control: Some(control),
             network: None,
+            end_gate: None,
         },
     );
     drop(progress);

@@ -201,6 +201,7 @@ fn measure(loaded: &Loaded, args: &NexmarkArgs) -> Result<Measurement> {
                     events: anduin_runtime::Events::logged(),
                     control: None,
                     network: None,
+                    end_gate: None,
                 },
             )
         })
