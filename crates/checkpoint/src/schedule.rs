@@ -108,6 +108,14 @@ pub enum Action {
         /// Why.
         reason: String,
     },
+    /// Checkpoint `epoch` did not complete within its timeout: `waiting` are the tasks that
+    /// had not acknowledged it (followed by its [`Action::Abandon`]).
+    Expired {
+        /// The checkpoint.
+        epoch: Epoch,
+        /// The tasks it waited for.
+        waiting: Vec<usize>,
+    },
     /// The last complete checkpoint is older than the threshold.
     WarnStale {
         /// Its age (or the run's, before the first one), ms.
@@ -256,6 +264,10 @@ impl Scheduler {
         );
         if let AckOutcome::Failed { epoch, reason } = self.acks.fail(f.epoch, reason) {
             self.ended_badly(epoch);
+            actions.push(Action::Expired {
+                epoch,
+                waiting: missing,
+            });
             actions.push(Action::Abandon { epoch, reason });
         }
     }
@@ -405,7 +417,8 @@ mod tests {
         assert_eq!(s.on(Fact::Tick, 1499), vec![]);
         let a = s.on(Fact::Tick, 1500);
         match a.as_slice() {
-            [Action::Abandon { epoch, reason }] => {
+            [Action::Expired { waiting, .. }, Action::Abandon { epoch, reason }] => {
+                assert_eq!(waiting, &vec![0, 2]);
                 assert_eq!(*epoch, Epoch(1));
                 assert!(reason.contains("[0, 2]"), "{reason}");
                 assert!(reason.contains("500 ms"), "{reason}");

@@ -129,6 +129,10 @@ mod tests {
                 epoch: 2,
                 reason: "disk full".into(),
             },
+            EngineEvent::CheckpointExpired {
+                epoch: 2,
+                waiting: vec![1, 3],
+            },
             EngineEvent::CheckpointStale { age_ms: 61_000 },
             EngineEvent::RestoreChosen {
                 epoch: 1,

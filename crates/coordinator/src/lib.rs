@@ -34,4 +34,4 @@ mod recovery;
 pub use heartbeat::{FailureDetector, Heartbeat, HeartbeatSettings, HeartbeatSettingsError};
 pub use ids::{QueryId, TaskRef, Txid, WorkerId};
 pub use placement::{place, Constraint, Placement, PlacementError, TaskNeed, WorkerFacts};
-pub use recovery::{choose_recovery, InstanceFacts, RecoveryChoice};
+pub use recovery::{choose_recovery, stuck_instances, InstanceFacts, RecoveryChoice};

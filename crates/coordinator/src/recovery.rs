@@ -89,9 +89,39 @@ pub fn choose_recovery(
     RecoveryChoice::PerTask { restore }
 }
 
+/// Which of the instances a timed-out checkpoint waited for are stuck: those none of whose
+/// producers also waited (the others wait only because the stuck ones hold the barrier back).
+/// `producers(i)`: the instances that send to instance `i`.
+pub fn stuck_instances(
+    waiting: &BTreeSet<usize>,
+    producers: impl Fn(usize) -> Vec<usize>,
+) -> BTreeSet<usize> {
+    waiting
+        .iter()
+        .copied()
+        .filter(|i| !producers(*i).iter().any(|p| waiting.contains(p)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stuck_instances_are_those_whose_producers_all_acknowledged() {
+        // 0 -> 2, 1 -> 2, 2 -> 3, 1 -> 4: 1 is stuck, 2, 3 and 4 wait behind it.
+        let producers = |i: usize| match i {
+            2 => vec![0, 1],
+            3 => vec![2],
+            4 => vec![1],
+            _ => Vec::new(),
+        };
+        let waiting = [1, 2, 3, 4].into();
+        assert_eq!(stuck_instances(&waiting, producers), [1].into());
+        // Two stuck on their own.
+        let waiting = [0, 4].into();
+        assert_eq!(stuck_instances(&waiting, producers), [0, 4].into());
+    }
 
     fn inst(
         worker: u32,

@@ -200,6 +200,13 @@ impl Coordinator {
                 self.failed(epoch, &reason);
                 None
             }
+            Action::Expired { epoch, waiting } => {
+                self.events.publish(EngineEvent::CheckpointExpired {
+                    epoch: epoch.0,
+                    waiting,
+                });
+                None
+            }
             Action::WarnStale { age_ms } => {
                 self.counters.stale();
                 self.events.publish(EngineEvent::CheckpointStale { age_ms });

@@ -43,6 +43,14 @@ pub enum EngineEvent {
         /// The newest complete checkpoint (`None`: none yet).
         last_complete: Option<u64>,
     },
+    /// Checkpoint `epoch` did not complete within `--checkpoint-timeout`: the tasks in
+    /// `waiting` had not acknowledged it (stuck, or far behind). A `CheckpointFailed` follows.
+    CheckpointExpired {
+        /// The checkpoint.
+        epoch: u64,
+        /// The task instances it waited for, by their number in the run.
+        waiting: Vec<usize>,
+    },
     /// The last complete checkpoint is older than the threshold.
     CheckpointStale {
         /// Its age in milliseconds (or the run's, before the first).
@@ -156,6 +164,11 @@ impl Subscriber for LogEvents {
             EngineEvent::TasksLost { last_complete } => {
                 info!(last_complete, "tasks lost: they restore from the last complete checkpoint");
             }
+            EngineEvent::CheckpointExpired { epoch, waiting } => warn!(
+                epoch,
+                ?waiting,
+                "checkpoint timed out: these tasks had not acknowledged it"
+            ),
             EngineEvent::CheckpointStale { age_ms } => warn!(
                 age_s = age_ms / 1000,
                 "the last complete checkpoint is older than the threshold: a failure now would replay that much input"

@@ -92,6 +92,9 @@ pub struct Attempt {
     /// The parts whose executor was given leave to end its input (its sinks commit what they
     /// hold): such a part is not restored alone any more.
     pub ending: BTreeSet<u32>,
+    /// Parts that held a checkpoint back past `--checkpoint-timeout` while their worker
+    /// lives (their executor is stuck), with the checkpoint: they are failed.
+    pub stuck: BTreeMap<u32, u64>,
 }
 
 impl Attempt {
@@ -393,6 +396,7 @@ fn attempt(
             incarnations: BTreeMap::new(),
             part_failures: BTreeMap::new(),
             ending: BTreeSet::new(),
+            stuck: BTreeMap::new(),
         });
         let submission = q.submission.clone();
         // Every task instance placed again: one more attempt of each.
@@ -568,6 +572,7 @@ fn start_checkpointer(
             .with(Arc::new(LastCheckpoint {
                 cluster: Arc::clone(cluster),
                 query: name.to_string(),
+                producers: producers(&topology(&compiled.loaded, &compiled.args)),
             }))
             .with(Arc::new(cluster.api.event_feed(name))),
         control: Some(control),
@@ -734,6 +739,7 @@ fn take_over(
             incarnations,
             part_failures: BTreeMap::new(),
             ending: BTreeSet::new(),
+            stuck: BTreeMap::new(),
         });
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
@@ -968,6 +974,13 @@ pub(super) fn trouble(state: &State, name: &str, number: u64) -> Option<Outcome>
                 fallback: None,
             });
         }
+        if let Some(epoch) = a.stuck.get(w).filter(|_| !a.ended.contains_key(w)) {
+            return Some(Outcome::Failed {
+                why: format!("the part on worker {worker} held checkpoint {epoch} back past --checkpoint-timeout: its executor is stuck"),
+                worker: Some((*w, false)),
+                fallback: None,
+            });
+        }
         if state
             .workers
             .get(&host)
@@ -1165,10 +1178,23 @@ pub fn serve_executor(
     Ok(())
 }
 
+/// The instances that send to each instance of `topo`, by number.
+fn producers(topo: &Topology) -> BTreeMap<usize, Vec<usize>> {
+    let mut out: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for c in &topo.channels {
+        if let (Some(from), Some(to)) = (topo.instance(c.from), topo.instance(c.to)) {
+            out.entry(to.id).or_default().push(from.id);
+        }
+    }
+    out
+}
+
 /// Keeps a query's status up to date with its checkpoints.
 struct LastCheckpoint {
     cluster: Arc<Cluster>,
     query: String,
+    /// The instances that send to each instance, by number.
+    producers: BTreeMap<usize, Vec<usize>>,
 }
 
 impl Subscriber for LastCheckpoint {
@@ -1181,6 +1207,26 @@ impl Subscriber for LastCheckpoint {
                 .and_then(|q| q.attempt.as_mut())
             {
                 a.lost_noted = Some(*last_complete);
+            }
+            drop(state);
+            self.cluster.changed.notify_all();
+        }
+        if let EngineEvent::CheckpointExpired { epoch, waiting } = event {
+            let waiting: BTreeSet<usize> = waiting.iter().copied().collect();
+            let stuck = anduin_coordinator::stuck_instances(&waiting, |i| {
+                self.producers.get(&i).cloned().unwrap_or_default()
+            });
+            let mut state = self.cluster.lock();
+            if let Some(a) = state
+                .queries
+                .get_mut(&self.query)
+                .and_then(|q| q.attempt.as_mut())
+            {
+                for i in stuck {
+                    if let Some(part) = a.placement.get(i).copied() {
+                        a.stuck.entry(part).or_insert(*epoch);
+                    }
+                }
             }
             drop(state);
             self.cluster.changed.notify_all();

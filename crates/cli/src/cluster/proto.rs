@@ -93,6 +93,14 @@ pub enum ToWorker {
     Deploy(Box<Deployment>),
     /// Stop (kill) the executor of this attempt, if it runs.
     Cancel { query: String, attempt: u64 },
+    /// Stop (kill) the executor of one part of this attempt, at this incarnation or an
+    /// older one, if it runs (it is stuck: its part is restored).
+    CancelPart {
+        query: String,
+        attempt: u64,
+        part: u32,
+        incarnation: u64,
+    },
 }
 
 /// One worker's part of one attempt of a query.

@@ -53,8 +53,12 @@ pub(super) fn restore_part(
             .workers
             .iter()
             .filter(|p| alive(a.host(**p)))
-            .filter_map(|p| match a.ended.get(p) {
-                Some(Some(why)) => Some((*p, why.clone())),
+            .filter_map(|p| match (a.ended.get(p), a.stuck.get(p)) {
+                (Some(Some(why)), _) => Some((*p, why.clone())),
+                (None, Some(epoch)) => Some((
+                    *p,
+                    format!("it held checkpoint {epoch} back past --checkpoint-timeout: stuck"),
+                )),
                 _ => None,
             })
             .collect();
@@ -237,8 +241,16 @@ pub(super) fn restore_part(
         .as_mut()
         .filter(|a| a.number == number)
         .context("the attempt is gone")?;
+    // A stuck executor is killed before its part is restored (by its worker, which handles
+    // this before any deployment that follows).
+    let stuck: Vec<(u32, u32, u64)> = hosts
+        .keys()
+        .filter(|p| a.stuck.contains_key(p) && !a.ended.contains_key(p))
+        .map(|p| (*p, a.host(*p), a.incarnation(*p)))
+        .collect();
     for (part, host) in &hosts {
         a.hosts.insert(*part, *host);
+        a.stuck.remove(part);
         // The old executor's connection is cut: it may be only paused, and its connection
         // holds the attempt's checkpoint events open (the attempt could not end).
         if let Some((old, _)) = a.executors.remove(part) {
@@ -252,6 +264,16 @@ pub(super) fn restore_part(
     }
     let incarnations = a.incarnations.clone();
     let running_on: Vec<u32> = a.placement.iter().map(|p| a.host(*p)).collect();
+    for (part, on, incarnation) in stuck {
+        if let Some(w) = state.workers.get(&on).filter(|e| e.alive()) {
+            w.send(&ToWorker::CancelPart {
+                query: name.to_string(),
+                attempt: number,
+                part,
+                incarnation,
+            });
+        }
+    }
     let names = placement_names(&state, &running_on);
     if let Some(q) = state.queries.get_mut(name) {
         q.status.placement = names;

@@ -221,6 +221,20 @@ fn serve(
                     }
                 }
             }
+            Ok(Some(ToWorker::CancelPart {
+                query,
+                attempt,
+                part,
+                incarnation,
+            })) => {
+                let mut running = executors.lock().unwrap_or_else(|p| p.into_inner());
+                for ((q, a, p, i), child) in running.iter_mut() {
+                    if *q == query && *a == attempt && *p == part && *i <= incarnation {
+                        tracing::info!(%query, attempt, part, pid = child.id(), "killing a stuck executor");
+                        let _ = child.kill();
+                    }
+                }
+            }
             Ok(Some(ToWorker::Welcome { .. })) => {}
             Ok(None) | Err(_) => return,
         }
