@@ -9,8 +9,8 @@
 
 mod common;
 
-use common::cluster::{children, running, LocalCluster, Setup};
-use common::{anduin_ok, output_rows, wait_until};
+use common::cluster::{children, running, signal, PerTask};
+use common::{output_rows, wait_until};
 
 const QUERY: &str = r#"
 type name = "Event" {
@@ -32,51 +32,13 @@ operator name = "out", type = "writer" {
 }
 "#;
 
-fn signal(pid: u32, signal: libc::c_int) {
-    let pid = libc::pid_t::try_from(pid).expect("a pid");
-    // SAFETY: kill(2) with a PID this test started (a worker) or its worker started.
-    unsafe {
-        libc::kill(pid, signal);
-    }
-}
-
 #[test]
 fn a_worker_paused_until_its_query_finished_elsewhere_holds_nothing_up_and_commits_nothing() {
-    let work = tempfile::tempdir().expect("tempdir");
-    std::fs::write(work.path().join("q.flow"), QUERY).expect("query");
-    anduin_ok(
-        work.path(),
-        &["run", "q.flow", "--var", "OUTPUT=reference.csv"],
-    );
-    let expected = output_rows(&work.path().join("reference.csv"));
-
-    let cluster = LocalCluster::start_with(
-        3,
-        8,
-        Setup {
-            coordinator_flags: vec!["--per-task-recovery".into()],
-            ..Setup::default()
-        },
-    );
-    let submit = cluster.submit(
-        work.path(),
-        "q.flow",
-        &[
-            "--var",
-            "OUTPUT=out",
-            "--parallelism",
-            "3",
-            "--checkpoint-every",
-            "4000",
-        ],
-    );
-    wait_until("a checkpoint before the pause", || {
-        cluster.status("q")["last_checkpoint"]
-            .as_u64()
-            .is_some_and(|e| e >= 1)
-    });
+    let t = PerTask::start(QUERY);
+    let submit = t.submit(&[]);
     // The query's one instance (a generator fused with its writer) runs on one worker.
-    let (worker, executor) = cluster
+    let (worker, executor) = t
+        .cluster
         .workers
         .iter()
         .find_map(|w| Some((w.pid(), *children(w.pid()).first()?)))
@@ -84,34 +46,20 @@ fn a_worker_paused_until_its_query_finished_elsewhere_holds_nothing_up_and_commi
     signal(worker, libc::SIGSTOP);
     signal(executor, libc::SIGSTOP);
     // Its part is restored elsewhere, and the query finishes without it.
-    let out = submit.wait_output();
+    let log = t.assert_same_output_at_attempt_1(submit);
     assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        cluster.logs()
-    );
-    assert!(
-        cluster
-            .coordinator_log()
-            .contains("instances restored; no other task was restarted"),
-        "{}",
-        cluster.logs()
+        log.contains("instances restored; no other task was restarted"),
+        "{log}"
     );
     // The stale executor resumes alone (its worker still paused, so that it is not stopped
-    // by it): it reads to the end of its input and must not commit.
+    // by it): it must not commit anything.
     signal(executor, libc::SIGCONT);
     wait_until("the stale executor ended", || !running(executor));
     signal(worker, libc::SIGCONT);
-    let got = output_rows(&work.path().join("out"));
-    assert_eq!(
-        got.len(),
-        expected.len(),
-        "rows lost or duplicated\n{}",
-        cluster.logs()
-    );
+    let got = output_rows(&t.work.path().join("out"));
     assert!(
-        got == expected,
-        "the output differs from the uninterrupted run"
+        got == t.expected,
+        "the stale executor changed the output\n{}",
+        t.cluster.logs()
     );
 }

@@ -357,3 +357,99 @@ pub fn running(pid: u32) -> bool {
             .is_some_and(|state| state != "Z" && state != "X")
     })
 }
+
+/// A query, an uninterrupted embedded run's output of it, and a cluster with per-task
+/// recovery to run it on under faults: what the per-task recovery tests share.
+pub struct PerTask {
+    /// Where the query, the reference and the cluster's output are.
+    pub work: tempfile::TempDir,
+    /// What the embedded run wrote, sorted.
+    pub expected: Vec<String>,
+    pub cluster: LocalCluster,
+}
+
+impl PerTask {
+    /// Writes `query` to `q.flow`, runs it embedded, and starts a coordinator with
+    /// `--per-task-recovery` and three workers.
+    pub fn start(query: &str) -> Self {
+        let work = tempfile::tempdir().expect("tempdir");
+        std::fs::write(work.path().join("q.flow"), query).expect("query");
+        super::anduin_ok(
+            work.path(),
+            &["run", "q.flow", "--var", "OUTPUT=reference.csv"],
+        );
+        let expected = output_rows(&work.path().join("reference.csv"));
+        let cluster = LocalCluster::start_with(
+            3,
+            8,
+            Setup {
+                coordinator_flags: vec!["--per-task-recovery".into()],
+                ..Setup::default()
+            },
+        );
+        Self {
+            work,
+            expected,
+            cluster,
+        }
+    }
+
+    /// Submits the query as query `q` on three instances per operator, a checkpoint every
+    /// 4000 rows, with `more` flags; then waits for its first checkpoint.
+    pub fn submit(&self, more: &[&str]) -> ChildGuard {
+        let mut args = vec![
+            "--var",
+            "OUTPUT=out",
+            "--parallelism",
+            "3",
+            "--checkpoint-every",
+            "4000",
+        ];
+        args.extend(more);
+        let submit = self.cluster.submit(self.work.path(), "q.flow", &args);
+        wait_until("the first checkpoint", || {
+            self.cluster.status("q")["last_checkpoint"]
+                .as_u64()
+                .is_some_and(|e| e >= 1)
+        });
+        submit
+    }
+
+    /// Waits for the submission to end; asserts that it succeeded, that the output equals the
+    /// embedded run's, and that the query is still at its first attempt (nothing rolled back
+    /// as a whole). The coordinator's log.
+    pub fn assert_same_output_at_attempt_1(&self, submit: ChildGuard) -> String {
+        let out = submit.wait_output();
+        let logs = self.cluster.logs();
+        assert!(
+            out.status.success(),
+            "{}\n{logs}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = output_rows(&self.work.path().join("out"));
+        assert_eq!(
+            got.len(),
+            self.expected.len(),
+            "rows lost or duplicated\n{logs}"
+        );
+        assert!(
+            got == self.expected,
+            "the output differs from the uninterrupted run"
+        );
+        let status = self.cluster.status("q");
+        assert_eq!(
+            status["attempt"], 1,
+            "the query rolled back as a whole: {status}\n{logs}"
+        );
+        self.cluster.coordinator_log()
+    }
+}
+
+/// Sends `signal` to `pid` (a process a test started, or its worker did).
+pub fn signal(pid: u32, signal: libc::c_int) {
+    let pid = libc::pid_t::try_from(pid).expect("a pid");
+    // SAFETY: kill(2) with a PID of a process of the test's own cluster.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
