@@ -28,10 +28,14 @@ pub(crate) struct Backup {
     base: u64,
     kept: VecDeque<Message>,
     bytes: usize,
-    /// At most this many bytes are kept; beyond, the backup is given up.
+    /// At most this many bytes are kept; beyond, the backup is given up until the next
+    /// barrier, from which it is kept again.
     limit: usize,
-    /// The backup outgrew its limit: nothing can be replayed from before `lost_after`.
-    lost_after: Option<u64>,
+    /// The backup outgrew its limit and nothing is kept until the next barrier.
+    dropping: bool,
+    /// A replay from before this checkpoint's barrier is impossible: the backup outgrew its
+    /// limit before it.
+    overflowed_before: Option<u64>,
 }
 
 /// Why a producer cannot replay what a consumer asks for.
@@ -53,7 +57,8 @@ impl Backup {
             kept: VecDeque::new(),
             bytes: 0,
             limit,
-            lost_after: None,
+            dropping: false,
+            overflowed_before: None,
         }
     }
 
@@ -62,11 +67,15 @@ impl Backup {
         self.base
     }
 
-    /// Keeps `msg`, sent after everything kept so far.
+    /// Keeps `msg`, sent after everything kept so far. Past the limit, everything kept is
+    /// let go and nothing is kept until the next barrier; the backup then starts again after
+    /// that barrier (a consumer restored from an earlier checkpoint cannot be replayed to).
     pub(crate) fn keep(&mut self, msg: &Message) {
-        if self.lost_after.is_some() {
+        if self.dropping {
             if let Message::Barrier(b) = msg {
-                self.lost_after = Some(b.epoch.0);
+                self.dropping = false;
+                self.base = b.epoch.0;
+                self.overflowed_before = Some(b.epoch.0);
             }
             return;
         }
@@ -76,25 +85,17 @@ impl Backup {
             tracing::warn!(
                 base = self.base,
                 limit = self.limit,
-                "the upstream backup of an edge outgrew its limit; a failure of its consumer will recover the query as a whole"
+                "the upstream backup of an edge outgrew its limit; a failure of its consumer before the next checkpoint completes will recover the query as a whole"
             );
             self.kept.clear();
             self.bytes = 0;
-            self.lost_after = Some(self.base);
+            self.dropping = true;
         }
     }
 
     /// Checkpoint `epoch` is complete: what came before its barrier is no longer needed.
     pub(crate) fn trim(&mut self, epoch: u64) {
-        if epoch <= self.base {
-            return;
-        }
-        if let Some(lost) = self.lost_after {
-            // Kept again from the first barrier after a complete checkpoint's.
-            if lost >= epoch {
-                self.base = lost;
-                self.lost_after = None;
-            }
+        if epoch <= self.base || self.dropping {
             return;
         }
         let Some(at) = self.position_of(epoch) else {
@@ -108,13 +109,12 @@ impl Backup {
 
     /// What to send to a consumer that wants the stream after checkpoint `asked`'s barrier.
     pub(crate) fn replay(&self, asked: u64) -> Result<Vec<Message>, ReplayError> {
-        if let Some(lost) = self.lost_after {
-            if asked < lost || lost == self.base {
-                return Err(ReplayError::Overflowed {
-                    base: self.base,
-                    limit: self.limit,
-                });
-            }
+        let overflowed = ReplayError::Overflowed {
+            base: asked,
+            limit: self.limit,
+        };
+        if self.dropping || self.overflowed_before.is_some_and(|e| asked < e) {
+            return Err(overflowed);
         }
         if asked < self.base {
             return Err(ReplayError::TooOld {
@@ -344,17 +344,35 @@ mod tests {
     }
 
     #[test]
-    fn an_overflowed_backup_refuses_until_a_new_checkpoint_completes() {
-        let mut b = Backup::new(0, 500);
+    fn an_overflowed_backup_keeps_everything_again_after_the_next_barrier() {
+        // Room for two batches: the third (rows 20..30) overflows; barrier 1 follows.
+        let one = size(&rows(0, 10));
+        let mut b = Backup::new(0, 2 * one + one / 2);
         for m in stream(100, 0) {
             b.keep(&m);
+            if matches!(&m, Message::Data(d) if d.num_rows() > 0) && b.dropping {
+                assert!(matches!(b.replay(0), Err(ReplayError::Overflowed { .. })));
+            }
         }
-        assert!(matches!(b.replay(0), Err(ReplayError::Overflowed { .. })));
-        // Barriers 1..3 went by while the backup was given up; checkpoint 3 completes: kept
-        // again from there.
-        b.trim(3);
-        assert_eq!(b.base(), 3);
-        assert!(b.replay(3).expect("replays").is_empty());
+        // Kept again after barrier 1 — and overflowed again after it, then kept after 2, …
+        let base = b.base();
+        assert!(base >= 1, "kept again after a barrier");
+        let from = i64::try_from(base * 30).expect("small");
+        assert_eq!(
+            values(&b.replay(base).expect("replays")),
+            (from..100).collect::<Vec<_>>(),
+            "every row after the barrier it starts at, none lost"
+        );
+        assert!(matches!(
+            b.replay(base - 1),
+            Err(ReplayError::Overflowed { .. })
+        ));
+        // A completed checkpoint before the new start trims nothing and loses nothing.
+        b.trim(base - 1);
+        assert_eq!(
+            values(&b.replay(base).expect("replays")).len(),
+            usize::try_from(100 - from).expect("small")
+        );
     }
 
     #[test]
