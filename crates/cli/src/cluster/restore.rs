@@ -324,8 +324,14 @@ pub(super) fn restore_part(
             .values()
             .any(|h| !state.workers.get(h).is_some_and(|e| e.alive()))
         {
+            // One part: its new host's loss is a new failure, restored as the first was (on
+            // another live worker, if any is left; the attempt's loop sees it at once).
+            if hosts.len() == 1 {
+                eprintln!("anduin: query {name}: the worker chosen to restore the lost part died too; restoring it again");
+                return Ok(None);
+            }
             return Ok(Some(
-                "the worker chosen to restore the lost part died too".into(),
+                "the worker chosen to restore the lost parts died too".into(),
             ));
         }
         if Instant::now() > deadline {
