@@ -1,8 +1,8 @@
 //! Per-task recovery (the paper's patterns 1–2 with upstream backup): the instances of a dead
-//! worker — or of a part whose executor failed while its worker lives — are restored on a
-//! live worker from the last complete checkpoint, in an executor of their own, while every
-//! other instance keeps running. Their producers replay what their
-//! checkpoint does not cover from their upstream backups; their consumers drop what they had
+//! worker — or of a part whose executor failed or got stuck while its worker lives — are
+//! restored on a live worker from the last complete checkpoint, in an executor of their own,
+//! while every other instance keeps running. Their producers replay what their checkpoint
+//! does not cover from their upstream backups; their consumers drop what they had
 //! already received (`anduin_runtime`'s resumable edges). When a restored instance's replay
 //! would not be the stream its running consumers had, `anduin_coordinator::choose_recovery`
 //! says so and the query rolls back as a whole.
