@@ -456,6 +456,7 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
             worker,
             data,
             incarnation,
+            started,
         } => driver::serve_executor(
             cluster,
             &driver::Reporting {
@@ -464,6 +465,7 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
                 part: worker,
                 incarnation,
                 data,
+                started,
             },
             to,
             from,

@@ -95,9 +95,41 @@ pub struct Attempt {
     /// Parts that held a checkpoint back past `--checkpoint-timeout` while their worker
     /// lives (their executor is stuck), with the checkpoint: they are failed.
     pub stuck: BTreeMap<u32, u64>,
+    /// Parts whose executor reported without having been told to start (a coordinator
+    /// before this one deployed it and went away before its `Start`).
+    pub unstarted: BTreeSet<u32>,
 }
 
 impl Attempt {
+    /// Attempt `number`, its instances placed by `placement` (each on its part); `hosts` and
+    /// `incarnations` of the parts restored elsewhere.
+    fn new(
+        number: u64,
+        placement: Vec<u32>,
+        hosts: BTreeMap<u32, u32>,
+        incarnations: BTreeMap<u32, u64>,
+    ) -> Self {
+        let (events, events_rx) = crossbeam_channel::unbounded();
+        Attempt {
+            number,
+            workers: placement.iter().copied().collect(),
+            placement,
+            executors: BTreeMap::new(),
+            ended: BTreeMap::new(),
+            events: Some(events),
+            events_rx,
+            control: None,
+            hosts,
+            exhausted: BTreeSet::new(),
+            lost_noted: None,
+            incarnations,
+            part_failures: BTreeMap::new(),
+            ending: BTreeSet::new(),
+            stuck: BTreeMap::new(),
+            unstarted: BTreeSet::new(),
+        }
+    }
+
     /// The worker that runs `part`'s instances now.
     pub fn host(&self, part: u32) -> u32 {
         self.hosts.get(&part).copied().unwrap_or(part)
@@ -238,6 +270,20 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                 Err(e) => Outcome::failed(format!("{e:#}")),
             }
         };
+        let outcome = match outcome {
+            // A worker lost once every input had ended and the last checkpoint had completed
+            // (its sinks commit it when restored): nothing is left to recover.
+            Outcome::Failed { why, .. }
+                if matches!(
+                    cluster.store.store(name).and_then(|s| recovery(&s)),
+                    Ok(Recovery::Finished)
+                ) =>
+            {
+                eprintln!("anduin: query {name}: {why}, after its last checkpoint had completed at the end of every input: nothing to recover");
+                Outcome::Finished
+            }
+            other => other,
+        };
         let mut state = cluster.lock();
         let Some(q) = state.queries.get_mut(name) else {
             return;
@@ -373,7 +419,6 @@ fn attempt(
         Recovery::From(v) => v,
     };
     let restore_epoch = restore.as_ref().map(|v| v.manifest.epoch);
-    let (events_tx, events_rx) = crossbeam_channel::unbounded();
     let workers: BTreeSet<u32> = placement.iter().copied().collect();
     {
         let mut state = cluster.lock();
@@ -381,23 +426,12 @@ fn attempt(
         let q = state.queries.get_mut(name).context("the query is gone")?;
         q.status.attempt = number;
         q.status.placement = names;
-        q.attempt = Some(Attempt {
+        q.attempt = Some(Attempt::new(
             number,
-            placement: placement.clone(),
-            workers: workers.clone(),
-            executors: BTreeMap::new(),
-            ended: BTreeMap::new(),
-            events: Some(events_tx),
-            events_rx,
-            control: None,
-            hosts: BTreeMap::new(),
-            exhausted: BTreeSet::new(),
-            lost_noted: None,
-            incarnations: BTreeMap::new(),
-            part_failures: BTreeMap::new(),
-            ending: BTreeSet::new(),
-            stuck: BTreeMap::new(),
-        });
+            placement.clone(),
+            BTreeMap::new(),
+            BTreeMap::new(),
+        ));
         let submission = q.submission.clone();
         // Every task instance placed again: one more attempt of each.
         state.record(Edit::AttemptDeployed {
@@ -713,7 +747,6 @@ fn take_over(
         let incarnations = q.incarnations.iter().map(|(p, n)| (p.0, *n)).collect();
         (placement, hosts, incarnations)
     };
-    let workers: BTreeSet<u32> = placement.iter().copied().collect();
     {
         let mut state = cluster.lock();
         let running_on: Vec<u32> = placement
@@ -721,26 +754,9 @@ fn take_over(
             .map(|p| hosts.get(p).copied().unwrap_or(*p))
             .collect();
         let names = placement_names(&state, &running_on);
-        let (tx, rx) = crossbeam_channel::unbounded();
         let q = state.queries.get_mut(name).context("the query is gone")?;
         q.status.placement = names;
-        q.attempt = Some(Attempt {
-            number,
-            placement: placement.clone(),
-            workers: workers.clone(),
-            executors: BTreeMap::new(),
-            ended: BTreeMap::new(),
-            events: Some(tx),
-            events_rx: rx,
-            control: None,
-            hosts,
-            exhausted: BTreeSet::new(),
-            lost_noted: None,
-            incarnations,
-            part_failures: BTreeMap::new(),
-            ending: BTreeSet::new(),
-            stuck: BTreeMap::new(),
-        });
+        q.attempt = Some(Attempt::new(number, placement.clone(), hosts, incarnations));
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
     let late =
@@ -750,6 +766,7 @@ fn take_over(
             Ok(e) => e,
             Err(outcome) => return Ok(outcome),
         };
+    start_the_unstarted(cluster, name, number, &executors);
     let store = cluster.store.store(name)?;
     let (_, restore) = store.choose_restore()?;
     let last = restore.as_ref().map_or(0, |v| v.manifest.epoch);
@@ -778,6 +795,46 @@ fn take_over(
     };
     eprintln!("anduin: query {name}, attempt {number}: taken over, nothing restarted");
     run_to_end(cluster, name, compiled, dir, number, checkpointer)
+}
+
+/// Finishes what the coordinator before this one may have left half done when it went away:
+/// the executors it deployed but did not start (a whole attempt's, or a restored part's) are
+/// started, and every executor is told where each restored part runs (it may not have been
+/// told; an address it knows already changes nothing).
+fn start_the_unstarted(cluster: &Cluster, name: &str, number: u64, executors: &Executors) {
+    let mut state = cluster.lock();
+    let Some(a) = state
+        .queries
+        .get_mut(name)
+        .and_then(|q| q.attempt.as_mut())
+        .filter(|a| a.number == number)
+    else {
+        return;
+    };
+    let addresses: BTreeMap<u32, SocketAddr> =
+        executors.iter().map(|(w, (_, addr))| (*w, *addr)).collect();
+    let unstarted = std::mem::take(&mut a.unstarted);
+    for (part, (to, _)) in executors {
+        if unstarted.contains(part) {
+            let _ = to.send(&ToExecutor::Start {
+                addresses: addresses.clone(),
+            });
+            continue;
+        }
+        for moved in a.hosts.keys().filter(|m| *m != part) {
+            if let Some(address) = addresses.get(moved) {
+                let _ = to.send(&ToExecutor::Redirect {
+                    worker: *moved,
+                    address: *address,
+                });
+            }
+        }
+    }
+    if !unstarted.is_empty() {
+        eprintln!(
+            "anduin: query {name}, attempt {number}: started the executors of part(s) {unstarted:?}, which the coordinator before had not"
+        );
+    }
 }
 
 /// The executors of every worker of the attempt, once all have reported; or, when something
@@ -1048,6 +1105,8 @@ pub struct Reporting {
     pub incarnation: u64,
     /// Where it listens for channels.
     pub data: SocketAddr,
+    /// It was told to start ([`proto::ToCoordinator::Executor`]'s `started`).
+    pub started: bool,
 }
 
 /// An executor's connection: registered with its attempt, then its events go to the
@@ -1107,6 +1166,11 @@ pub fn serve_executor(
             to.close();
             bail!("an executor of query {query}, attempt {attempt} reported too late");
         };
+        if r.started {
+            a.unstarted.remove(&worker);
+        } else {
+            a.unstarted.insert(worker);
+        }
         if let Some((old, _)) = a.executors.insert(worker, (to, r.data)) {
             old.close();
             tracing::info!(query, attempt, worker, "an executor reported again");

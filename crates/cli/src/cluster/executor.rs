@@ -9,7 +9,7 @@
 //! tasks keep running (checkpoints wait); the executor reports again to the coordinator that
 //! comes back, and tells it once more which of its sources have ended.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -77,19 +77,8 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     let channels = Arc::clone(&listener);
     // An object store this executor cannot use fails the part now, naming the store.
     let share = super::store::Share::open(&d, deployment)?;
-    let (to_coordinator, mut from_coordinator) = proto::connect(d.coordinator, secret.as_deref())?;
-    to_coordinator.send(&ToCoordinator::Executor {
-        query: d.query.clone(),
-        attempt: d.attempt,
-        worker: d.worker,
-        data: listener.local_addr(),
-        incarnation: d.incarnation,
-    })?;
-    let addresses = match from_coordinator.recv::<ToExecutor>()? {
-        Some(ToExecutor::Start { addresses }) => addresses,
-        Some(other) => bail!("the coordinator sent {other:?} before starting the executor"),
-        None => bail!("the coordinator closed the connection before starting the executor"),
-    };
+    let (to_coordinator, from_coordinator, addresses) =
+        await_start(&d, listener.local_addr(), secret.as_deref())?;
 
     let (events_tx, events_rx) = crossbeam_channel::unbounded::<Event>();
     let events_rx = share.upload_before_acks(events_rx)?;
@@ -106,13 +95,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     };
     let link = Arc::new(Link {
         coordinator: d.coordinator,
-        hello: ToCoordinator::Executor {
-            query: d.query.clone(),
-            attempt: d.attempt,
-            worker: d.worker,
-            data: listener.local_addr(),
-            incarnation: d.incarnation,
-        },
+        hello: hello(&d, listener.local_addr(), true),
         to: Mutex::new(Some(to_coordinator)),
         facts: Mutex::default(),
         done: AtomicBool::new(false),
@@ -220,6 +203,57 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         "part finished"
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the executor of `d`, listening at `data`, says when it reports.
+fn hello(d: &Deployment, data: SocketAddr, started: bool) -> ToCoordinator {
+    ToCoordinator::Executor {
+        query: d.query.clone(),
+        attempt: d.attempt,
+        worker: d.worker,
+        data,
+        incarnation: d.incarnation,
+        started,
+    }
+}
+
+/// Reports to the coordinator and waits for its `Start`, which says where every executor of
+/// the attempt listens. A connection lost before (the coordinator was restarted) is made
+/// again, and the executor reports again as not started: the coordinator that takes the
+/// attempt over starts it. A refusal (the attempt is over) ends the executor.
+fn await_start(
+    d: &Deployment,
+    data: SocketAddr,
+    secret: Option<&[u8]>,
+) -> Result<(proto::Sender, proto::Receiver, BTreeMap<u32, SocketAddr>)> {
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match proto::connect(d.coordinator, secret) {
+            Ok((to, mut from)) if to.send(&hello(d, data, false)).is_ok() => loop {
+                match from.recv::<ToExecutor>() {
+                    Ok(Some(ToExecutor::Start { addresses })) => return Ok((to, from, addresses)),
+                    // `Start` holds every executor's latest address.
+                    Ok(Some(ToExecutor::Redirect { .. })) => {}
+                    Ok(Some(other)) => {
+                        bail!("the coordinator sent {other:?} before starting the executor")
+                    }
+                    Err(e) if e.to_string().starts_with(proto::REFUSED) => return Err(e),
+                    Ok(None) | Err(_) => {
+                        tracing::warn!(
+                            "the coordinator's connection closed before the start: reporting again"
+                        );
+                        break;
+                    }
+                }
+            },
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(error = %format!("{e:#}"), "the coordinator is away before the start")
+            }
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
 }
 
 /// Ends the process when its stdin closes: the worker that started it has gone.

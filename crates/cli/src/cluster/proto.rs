@@ -38,6 +38,10 @@ pub enum ToCoordinator {
         /// Its part's incarnation ([`Deployment::incarnation`]).
         #[serde(default)]
         incarnation: u64,
+        /// It has been told to start ([`ToExecutor::Start`]): it reports again after losing
+        /// its coordinator. Not yet: a coordinator that takes over sends it `Start`.
+        #[serde(default)]
+        started: bool,
     },
     /// Checkpoint events of an executor's tasks.
     Event(anduin_runtime::Event),

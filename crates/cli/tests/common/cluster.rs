@@ -372,6 +372,11 @@ impl PerTask {
     /// Writes `query` to `q.flow`, runs it embedded, and starts a coordinator with
     /// `--per-task-recovery` and three workers.
     pub fn start(query: &str) -> Self {
+        Self::start_with(query, &[])
+    }
+
+    /// [`PerTask::start`], the coordinator given `flags` too.
+    pub fn start_with(query: &str, flags: &[&str]) -> Self {
         let work = tempfile::tempdir().expect("tempdir");
         std::fs::write(work.path().join("q.flow"), query).expect("query");
         super::anduin_ok(
@@ -383,7 +388,10 @@ impl PerTask {
             3,
             8,
             Setup {
-                coordinator_flags: vec!["--per-task-recovery".into()],
+                coordinator_flags: std::iter::once("--per-task-recovery")
+                    .chain(flags.iter().copied())
+                    .map(String::from)
+                    .collect(),
                 ..Setup::default()
             },
         );

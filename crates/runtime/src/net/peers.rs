@@ -44,10 +44,14 @@ impl Peers {
     }
 
     /// Worker `worker`'s instances now run at `addr`: the connections to its older addresses
-    /// are cut.
+    /// are cut. The address it has already changes nothing (a coordinator that takes over
+    /// tells every executor again where restored parts run).
     pub fn redirect(&self, worker: u32, addr: SocketAddr) {
         let worker = WorkerId(worker);
         let mut at = self.at.lock().unwrap_or_else(|p| p.into_inner());
+        if at.get(&worker).is_some_and(|(known, _)| *known == addr) {
+            return;
+        }
         let entry = at.entry(worker).or_insert((addr, 0));
         *entry = (addr, entry.1 + 1);
         let now = entry.1;
@@ -172,5 +176,23 @@ mod tests {
         let late = TcpStream::connect(old.local_addr().expect("addr")).expect("connects");
         let _c = peers.watch(WorkerId(1), 0, &late);
         assert_eq!((&late).read(&mut buf).expect("a cut reads its end"), 0);
+    }
+
+    #[test]
+    fn a_redirect_to_the_address_a_worker_has_already_cuts_nothing() {
+        let at = TcpListener::bind("127.0.0.1:0").expect("binds");
+        let addr = at.local_addr().expect("addr");
+        let peers = Peers::new([(1, addr)]);
+        let to = TcpStream::connect(addr).expect("connects");
+        let _a = peers.watch(WorkerId(1), 0, &to);
+        peers.redirect(1, addr);
+        let mut buf = [0u8; 1];
+        to.set_nonblocking(true).expect("non-blocking");
+        let still_open = (&to).read(&mut buf);
+        assert!(
+            matches!(&still_open, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "{still_open:?}"
+        );
+        assert_eq!(peers.get(WorkerId(1)), Some((addr, 0)));
     }
 }
