@@ -77,6 +77,13 @@ pub enum Fact {
         /// Why.
         reason: String,
     },
+    /// Some task instances were lost and are being restored from the last complete
+    /// checkpoint while the others run on: no checkpoint begins until [`Fact::Restored`] (a
+    /// barrier injected meanwhile at a lost source would be lost with it, and its checkpoint
+    /// could never complete).
+    Lost,
+    /// The lost task instances run again: checkpoints begin again.
+    Restored,
 }
 
 /// What the coordinator does.
@@ -153,6 +160,8 @@ pub struct Scheduler {
     next_tick: Option<u64>,
     last_complete: Option<u64>,
     last_warning: Option<u64>,
+    /// Lost task instances are being restored ([`Fact::Lost`]).
+    restoring: bool,
 }
 
 impl Scheduler {
@@ -180,6 +189,7 @@ impl Scheduler {
             next_tick: settings.interval_ms,
             last_complete: None,
             last_warning: None,
+            restoring: false,
         }
     }
 
@@ -218,6 +228,8 @@ impl Scheduler {
                 self.any_stopped |= stopped;
             }
             Fact::Wanted => self.wanted = true,
+            Fact::Lost => self.restoring = true,
+            Fact::Restored => self.restoring = false,
             Fact::TriggerFailed { epoch, reason } | Fact::CompleteFailed { epoch, reason } => {
                 self.ended_badly(epoch);
                 actions.push(Action::Abandon { epoch, reason });
@@ -280,8 +292,11 @@ impl Scheduler {
     /// Checkpoint `epoch` did not complete: the next one is full. (A last checkpoint that
     /// fails is not taken again: the sources have ended.)
     fn ended_badly(&mut self, epoch: Epoch) {
-        if self.in_flight.is_some_and(|f| f.epoch == epoch) {
+        if let Some(f) = self.in_flight.filter(|f| f.epoch == epoch) {
             self.in_flight = None;
+            // The last checkpoint is asked for again (the sources that took its barrier
+            // have ended; those that refused it still wait for one).
+            self.finishing &= !f.last;
         }
         self.force_full = true;
     }
@@ -294,7 +309,7 @@ impl Scheduler {
                 self.next_tick = Some(now_ms + i.max(1));
             }
         }
-        if self.in_flight.is_some() || self.finishing {
+        if self.in_flight.is_some() || self.finishing || self.restoring {
             return;
         }
         let last = !self.sources.is_empty() && self.ended == self.sources;
@@ -527,6 +542,39 @@ mod tests {
     }
 
     #[test]
+    fn no_checkpoint_begins_while_lost_tasks_are_restored() {
+        let mut s = scheduler(Some(100));
+        let _ = s.on(Fact::Lost, 1);
+        assert_eq!(s.on(Fact::Wanted, 2), vec![]);
+        assert_eq!(s.on(Fact::Tick, 250), vec![]);
+        assert_eq!(
+            s.on(Fact::Restored, 260),
+            vec![trigger(1, true, false, false)]
+        );
+        // Lost while a checkpoint is in flight, a source having asked for the next: the one
+        // in flight is given up, and the next waits for the restore.
+        let _ = s.on(Fact::Wanted, 270);
+        let _ = s.on(Fact::Lost, 280);
+        let failed = s.on(
+            Fact::TaskFailed {
+                epoch: Epoch(1),
+                task: 0,
+                reason: "lost".into(),
+            },
+            281,
+        );
+        assert!(
+            failed.iter().all(|a| matches!(a, Action::Abandon { .. })),
+            "{failed:?}"
+        );
+        assert_eq!(s.on(Fact::Tick, 500), vec![]);
+        assert_eq!(
+            s.on(Fact::Restored, 510),
+            vec![trigger(2, true, false, false)]
+        );
+    }
+
+    #[test]
     fn a_scheduler_taking_over_skips_the_epochs_begun_before_and_starts_full() {
         let mut s = Scheduler::new(settings(Some(100)), [1, 2], [1], 4);
         s.skip_to(7);
@@ -535,6 +583,45 @@ mod tests {
         // Skipping back changes nothing.
         s.skip_to(2);
         assert_eq!(s.next_epoch, 8);
+    }
+
+    #[test]
+    fn a_last_checkpoint_a_source_refused_is_asked_for_again() {
+        let mut s = scheduler(None);
+        let _ = s.on(
+            Fact::SourceEnded {
+                task: 0,
+                stopped: false,
+            },
+            1,
+        );
+        let a = s.on(
+            Fact::SourceEnded {
+                task: 1,
+                stopped: false,
+            },
+            2,
+        );
+        assert_eq!(a, vec![trigger(1, true, true, true)]);
+        // A source had injected that epoch already (a coordinator before this one began it).
+        let a = s.on(
+            Fact::TaskFailed {
+                epoch: Epoch(1),
+                task: 1,
+                reason: "already injected".into(),
+            },
+            3,
+        );
+        assert_eq!(
+            a,
+            vec![
+                Action::Abandon {
+                    epoch: Epoch(1),
+                    reason: "task 1: already injected".into()
+                },
+                trigger(2, true, true, true)
+            ]
+        );
     }
 
     #[test]

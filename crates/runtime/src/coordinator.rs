@@ -108,20 +108,23 @@ impl Coordinator {
                 Ok(Event::SourceExhausted { task, stopped }) => Fact::SourceEnded { task, stopped },
                 Ok(Event::WantCheckpoint) => Fact::Wanted,
                 Ok(Event::TasksLost { task, reason }) => {
-                    // The checkpoint in flight is given up first: nothing completes after the
-                    // checkpoint named here, which the lost tasks restore from.
+                    // No checkpoint begins until the lost tasks run again (a barrier injected
+                    // at a lost source meanwhile would be lost with it), and the one in
+                    // flight is given up: nothing completes after the checkpoint named here,
+                    // which the lost tasks restore from.
+                    let mut actions: VecDeque<Action> =
+                        self.scheduler.on(Fact::Lost, now_ms()).into();
                     if let Some(epoch) = in_flight.as_ref().map(|f| f.epoch) {
                         let fact = Fact::TaskFailed {
                             epoch,
                             task,
                             reason,
                         };
-                        let mut actions: VecDeque<Action> =
-                            self.scheduler.on(fact, now_ms()).into();
-                        while let Some(action) = actions.pop_front() {
-                            if let Some(outcome) = self.act(action, &mut in_flight) {
-                                actions.extend(self.scheduler.on(outcome, now_ms()));
-                            }
+                        actions.extend(self.scheduler.on(fact, now_ms()));
+                    }
+                    while let Some(action) = actions.pop_front() {
+                        if let Some(outcome) = self.act(action, &mut in_flight) {
+                            actions.extend(self.scheduler.on(outcome, now_ms()));
                         }
                     }
                     self.events.publish(EngineEvent::TasksLost {
@@ -129,6 +132,7 @@ impl Coordinator {
                     });
                     Fact::Tick
                 }
+                Ok(Event::TasksRestored) => Fact::Restored,
                 Ok(Event::Control(updates)) => {
                     self.pending_controls.extend(updates);
                     Fact::Wanted

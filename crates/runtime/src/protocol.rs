@@ -106,6 +106,9 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// The lost task instances run again ([`Event::TasksLost`]): checkpoints, held since,
+    /// begin again.
+    TasksRestored,
     /// Param changes to carry on the next checkpoint's barrier (taken at once).
     Control(Vec<ControlUpdate>),
     /// An instance of a changed operator applied change `seq` at the barrier of `epoch` (from

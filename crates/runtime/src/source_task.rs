@@ -256,9 +256,24 @@ impl SourceTask {
     }
 
     fn command(&mut self, cmd: Command, pending: &mut Pending) -> Result<Next, TaskFailure> {
-        if let Command::Inject { epoch, .. } = &cmd {
-            if self.last_injected.is_some_and(|last| *epoch <= last) {
-                tracing::debug!(source = %self.name, epoch = epoch.0, "barrier already injected");
+        if let Command::Inject { epoch, .. } | Command::Finish { epoch, .. } = &cmd {
+            if let Some(last) = self.last_injected.filter(|last| epoch <= last) {
+                // A coordinator that took over from another asks again for a barrier the
+                // source injected already, or numbers its checkpoints from one the other had
+                // begun: injecting it twice would confuse every aligning task, and the
+                // tasks acknowledged it to the coordinator before. The checkpoint cannot
+                // complete: the source says so, and the next one comes after.
+                tracing::debug!(source = %self.name, epoch = epoch.0, last = last.0, "barrier already injected");
+                if let Some(c) = &self.checkpointing {
+                    let _ = c.events.send(Event::Failed {
+                        epoch: *epoch,
+                        task: c.task,
+                        reason: format!(
+                            "source {} had injected the barrier of checkpoint {} already (a coordinator before this one began it)",
+                            self.name, last.0
+                        ),
+                    });
+                }
                 return Ok(Next::Continue);
             }
             self.last_injected = Some(*epoch);

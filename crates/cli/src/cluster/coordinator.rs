@@ -57,11 +57,15 @@ pub struct CoordinatorArgs {
     /// ANDUIN_API_TOKEN).
     #[arg(long, value_name = "FILE")]
     pub api_token_file: Option<PathBuf>,
-    /// Recover a dead worker's task instances alone, on other workers, while the rest of the
-    /// query runs on (its producers replay from their upstream backups); the whole query
-    /// rolls back when that cannot apply. Experimental: without it, every failure rolls the
-    /// whole query back to its last checkpoint.
+    /// Roll the whole query back to its last checkpoint on every failure (Flink's full
+    /// restart). By default a dead worker's task instances, or a failed executor's, are
+    /// restored alone on other workers while the rest of the query runs on (their producers
+    /// replay from their upstream backups), and the whole query rolls back only when that
+    /// cannot apply.
     #[arg(long)]
+    pub no_per_task_recovery: bool,
+    /// Per-task recovery, the default (kept for the scripts that asked for it).
+    #[arg(long, hide = true, conflicts_with = "no_per_task_recovery")]
     pub per_task_recovery: bool,
     #[command(flatten)]
     pub secret: SecretArgs,
@@ -129,7 +133,7 @@ pub struct Cluster {
     pub secret: Option<Arc<[u8]>>,
     /// The queries the HTTP API serves (each attempt's control plane).
     pub api: Registry,
-    /// A dead worker's instances are restored alone (`--per-task-recovery`).
+    /// A dead worker's instances are restored alone (unless `--no-per-task-recovery`).
     pub per_task_recovery: bool,
     /// Held by the submission being accepted.
     pub submitting: Mutex<()>,
@@ -249,7 +253,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         started: Instant::now(),
         secret,
         api: registry,
-        per_task_recovery: args.per_task_recovery,
+        per_task_recovery: !args.no_per_task_recovery,
         submitting: Mutex::new(()),
     });
     for (name, submission) in resumed {
@@ -338,6 +342,10 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
             q.placement.clone(),
             q.last_checkpoint.as_ref().map(|p| p.epoch),
         );
+        // The life's state: a coordinator that went during a per-task recovery left
+        // `recovering` in the catalog, which the query is not once its executors all report
+        // again.
+        let shown = state_name(if over { &q.state } else { life.state() });
         queries.insert(
             id.0.clone(),
             QueryEntry {
@@ -345,7 +353,7 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
                 life,
                 status: QueryStatus {
                     name: id.0.clone(),
-                    state: state_name(&q.state).into(),
+                    state: shown.into(),
                     attempt,
                     placement: BTreeMap::new(),
                     last_checkpoint: q.last_checkpoint.as_ref().map(|p| p.epoch.0),
@@ -393,9 +401,25 @@ pub fn state_name(s: &QueryState) -> &'static str {
 /// Declares dead the workers not heard from within the timeout, and those a restarted
 /// coordinator awaited that did not come back within it.
 fn watch_liveness(cluster: &Cluster) {
+    let tick = cluster.heartbeat_timeout / 5;
+    let mut woke = Instant::now();
     loop {
-        std::thread::sleep(cluster.heartbeat_timeout / 5);
+        std::thread::sleep(tick);
+        let slept = std::mem::replace(&mut woke, Instant::now()).elapsed();
         let mut state = cluster.lock();
+        if slept > tick + cluster.heartbeat_timeout / 2 {
+            // The coordinator itself did not run (paused, its host starved): the workers'
+            // heartbeats of that time wait unread in its sockets. Their silence is its own:
+            // each gets a whole timeout again rather than be declared dead.
+            tracing::warn!(
+                slept_ms = slept.as_millis() as u64,
+                "the coordinator did not run for a while: the workers get a whole heartbeat timeout again"
+            );
+            for w in state.workers.values_mut() {
+                w.last_seen = w.last_seen.max(Instant::now());
+            }
+            continue;
+        }
         let mut died = Vec::new();
         for (id, w) in state.workers.iter_mut() {
             let late = match w.link {

@@ -333,7 +333,8 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                 } else {
                     eprintln!("anduin: query {name}, attempt {number} failed: {why}; recovering from the last checkpoint");
                     let why = fallback.unwrap_or_else(|| match worker {
-                        Some(_) => "per-task recovery is off (`anduin coordinator --per-task-recovery` turns it on)".into(),
+                        Some(_) if !cluster.per_task_recovery => "per-task recovery is off (`anduin coordinator --no-per-task-recovery`)".into(),
+                        Some(_) => "the loss came before the attempt ran (while its executors started, or while a restarted coordinator waited for them to report again): per-task recovery applies to a running attempt".into(),
                         None => "the failure is not one worker's loss".into(),
                     });
                     state.feed(name, &Input::PerTaskRecoveryImpossible { why });

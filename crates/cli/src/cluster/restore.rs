@@ -363,6 +363,11 @@ pub(super) fn restore_part(
             }
         }
     }
+    // Checkpoints, held since the loss, begin again: their barriers reach the restored
+    // instances' new executors.
+    if let Some(events) = &a.events {
+        let _ = events.send(Event::TasksRestored);
+    }
     state.feed(name, &Input::RecoveryDone);
     cluster.changed.notify_all();
     eprintln!(

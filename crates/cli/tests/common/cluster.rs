@@ -27,7 +27,7 @@ pub struct Setup {
     pub env: Vec<(String, String)>,
     /// Variables of the workers' environment, set after `env`.
     pub worker_env: Vec<(String, String)>,
-    /// More flags of the coordinator's (`--per-task-recovery`).
+    /// More flags of the coordinator's (`--no-per-task-recovery`).
     pub coordinator_flags: Vec<String>,
 }
 
@@ -369,8 +369,8 @@ pub struct PerTask {
 }
 
 impl PerTask {
-    /// Writes `query` to `q.flow`, runs it embedded, and starts a coordinator with
-    /// `--per-task-recovery` and three workers.
+    /// Writes `query` to `q.flow`, runs it embedded, and starts a coordinator (per-task
+    /// recovery is its default) and three workers.
     pub fn start(query: &str) -> Self {
         Self::start_with(query, &[])
     }
@@ -388,10 +388,7 @@ impl PerTask {
             3,
             8,
             Setup {
-                coordinator_flags: std::iter::once("--per-task-recovery")
-                    .chain(flags.iter().copied())
-                    .map(String::from)
-                    .collect(),
+                coordinator_flags: flags.iter().copied().map(String::from).collect(),
                 ..Setup::default()
             },
         );
