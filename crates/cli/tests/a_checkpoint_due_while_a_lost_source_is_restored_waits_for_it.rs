@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::cluster::{kill_worker_after, windowed_generator, LocalCluster, PerTask};
+use common::cluster::{tumbling_generator, LocalCluster, PerTask};
 use common::wait_until;
 
 /// The index in `cluster.workers` of the worker that runs instance `0#0` (the source) of query
@@ -50,18 +50,10 @@ fn worker_of_the_source(cluster: &LocalCluster) -> usize {
 
 #[test]
 fn a_checkpoint_due_while_a_lost_source_is_restored_waits_for_it() {
-    let mut t = PerTask::start(&windowed_generator(
-        19,
-        200_000,
-        20_000,
-        r#"param kind = "tumbling" param size = "100ms""#,
-    ));
+    let mut t = PerTask::start(&tumbling_generator(19, 200_000));
     let submit = t.submit(&["--no-chaining", "--checkpoint-interval", "50ms"]);
     let victim = worker_of_the_source(&t.cluster);
-    assert!(
-        kill_worker_after(&mut t.cluster, "q", victim, 2),
-        "the kill must come mid-run"
-    );
+    t.kill_mid_run(victim, 2);
     let log = t.assert_same_output_at_attempt_1(submit);
     assert!(
         log.contains("instances restored; no other task was restarted"),

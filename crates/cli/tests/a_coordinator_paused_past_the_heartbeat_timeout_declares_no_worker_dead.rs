@@ -7,17 +7,12 @@
 
 mod common;
 
-use common::cluster::{signal, windowed_generator, PerTask};
+use common::cluster::{signal, tumbling_generator, PerTask};
 
 #[test]
 fn a_coordinator_paused_past_the_heartbeat_timeout_declares_no_worker_dead() {
     let t = PerTask::start_with(
-        &windowed_generator(
-            23,
-            120_000,
-            20_000,
-            r#"param kind = "tumbling" param size = "100ms""#,
-        ),
+        &tumbling_generator(23, 120_000),
         &["--heartbeat-timeout", "2s"],
     );
     let submit = t.submit(&["--no-chaining"]);

@@ -7,22 +7,14 @@
 
 mod common;
 
-use common::cluster::{kill_worker_after, restart_coordinator_after, windowed_generator, PerTask};
+use common::cluster::{restart_coordinator_after, tumbling_generator, PerTask};
 use common::wait_until;
 
 #[test]
 fn a_coordinator_restarted_after_a_per_task_recovery_takes_over_the_restored_part() {
-    let mut t = PerTask::start(&windowed_generator(
-        7,
-        200_000,
-        20_000,
-        r#"param kind = "tumbling" param size = "100ms""#,
-    ));
+    let mut t = PerTask::start(&tumbling_generator(7, 200_000));
     let submit = t.submit(&["--no-chaining"]);
-    assert!(
-        kill_worker_after(&mut t.cluster, "q", 1, 1),
-        "the kill must come mid-run"
-    );
+    t.kill_mid_run(1, 1);
     wait_until("the lost instances restored alone", || {
         t.cluster
             .coordinator_log()

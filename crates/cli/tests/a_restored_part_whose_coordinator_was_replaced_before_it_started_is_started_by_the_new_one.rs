@@ -10,22 +10,14 @@
 
 mod common;
 
-use common::cluster::{children, kill_worker_after, running, windowed_generator, PerTask};
+use common::cluster::{children, running, tumbling_generator, PerTask};
 use common::wait_until;
 
 #[test]
 fn a_restored_part_whose_coordinator_was_replaced_before_it_started_is_started_by_the_new_one() {
-    let mut t = PerTask::start(&windowed_generator(
-        11,
-        200_000,
-        20_000,
-        r#"param kind = "tumbling" param size = "100ms""#,
-    ));
+    let mut t = PerTask::start(&tumbling_generator(11, 200_000));
     let submit = t.submit(&["--no-chaining"]);
-    assert!(
-        kill_worker_after(&mut t.cluster, "q", 1, 1),
-        "the kill must come mid-run"
-    );
+    t.kill_mid_run(1, 1);
     // The restored part's executor is a second child of a surviving worker.
     let survivors = [t.cluster.workers[0].pid(), t.cluster.workers[2].pid()];
     wait_until("the restored part's executor", || {

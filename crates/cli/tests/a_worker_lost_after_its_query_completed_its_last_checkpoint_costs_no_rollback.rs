@@ -9,17 +9,12 @@
 
 mod common;
 
-use common::cluster::{children, signal, windowed_generator, PerTask};
+use common::cluster::{children, signal, tumbling_generator, PerTask};
 
 #[test]
 fn a_worker_lost_after_its_query_completed_its_last_checkpoint_costs_no_rollback() {
     let t = PerTask::start_with(
-        &windowed_generator(
-            17,
-            60_000,
-            20_000,
-            r#"param kind = "tumbling" param size = "100ms""#,
-        ),
+        &tumbling_generator(17, 60_000),
         &["--heartbeat-timeout", "20s"],
     );
     let submit = t.submit(&["--no-chaining"]);

@@ -448,6 +448,26 @@ impl PerTask {
         );
         self.cluster.coordinator_log()
     }
+
+    /// Kills worker `victim` with SIGKILL once query `q` has completed checkpoint `after`,
+    /// asserting that its part still ran then.
+    pub fn kill_mid_run(&mut self, victim: usize, after: u64) {
+        assert!(
+            kill_worker_after(&mut self.cluster, "q", victim, after),
+            "the kill must come mid-run"
+        );
+    }
+}
+
+/// The windowed query most per-task recovery tests run: `count` generated rows at 20 000 a
+/// second (seeded by `seed`) counted in tumbling windows of 100 ms.
+pub fn tumbling_generator(seed: u64, count: u64) -> String {
+    windowed_generator(
+        seed,
+        count,
+        20_000,
+        r#"param kind = "tumbling" param size = "100ms""#,
+    )
 }
 
 /// Sends `signal` to `pid` (a process a test started, or its worker did).
