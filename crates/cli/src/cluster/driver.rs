@@ -474,7 +474,7 @@ fn attempt(
     let addresses: BTreeMap<u32, SocketAddr> =
         executors.iter().map(|(w, (_, addr))| (*w, *addr)).collect();
     let checkpointer = match start_checkpointer(
-        cluster, name, compiled, dir, &placement, &executors, restore, None, number,
+        cluster, name, compiled, dir, &placement, restore, None, number,
     ) {
         Ok(c) => c,
         Err(e) => {
@@ -498,8 +498,9 @@ fn attempt(
     run_to_end(cluster, name, compiled, dir, number, checkpointer)
 }
 
-/// Starts the checkpoint coordinator of an attempt whose executors have all reported: each
-/// task instance's commands go to its worker's executor.
+/// Starts the checkpoint coordinator of an attempt whose executors have reported (all, or all
+/// but those of parts lost while no coordinator ran): each task instance's commands go to the
+/// executor that runs its part.
 #[allow(clippy::too_many_arguments)]
 fn start_checkpointer(
     cluster: &Arc<Cluster>,
@@ -507,7 +508,6 @@ fn start_checkpointer(
     compiled: &Compiled,
     dir: &Path,
     placement: &[u32],
-    executors: &Executors,
     restore: Option<Validated>,
     taking_over: Option<anduin_types::Epoch>,
     number: u64,
@@ -554,12 +554,11 @@ fn start_checkpointer(
         a.control = Some(Arc::clone(&control));
     }
     let mut tasks = BTreeMap::new();
+    // A part whose executor has not reported (lost while no coordinator ran, restored alone
+    // once the attempt runs) gets its commands once its new executor has.
     for (instance, worker) in placement.iter().enumerate() {
         let (tx, rx) = crossbeam_channel::unbounded();
         tasks.insert(instance, tx);
-        if !executors.contains_key(worker) {
-            bail!("an executor is missing");
-        }
         // Each command goes to the executor that runs the instance's part now (another
         // one after the part was restored elsewhere).
         let (cluster, query, part) = (Arc::clone(cluster), name.to_string(), *worker);
@@ -762,11 +761,10 @@ fn take_over(
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
     let late =
         format!("not every executor of attempt {number} reported to the restarted coordinator");
-    let executors =
-        match await_executors(cluster, name, number, cluster.heartbeat_timeout * 2, late)? {
-            Ok(e) => e,
-            Err(outcome) => return Ok(outcome),
-        };
+    let executors = match await_reported(cluster, name, number, late)? {
+        Ok(e) => e,
+        Err(outcome) => return Ok(outcome),
+    };
     start_the_unstarted(cluster, name, number, &executors);
     let store = cluster.store.store(name)?;
     let (_, restore) = store.choose_restore()?;
@@ -779,7 +777,6 @@ fn take_over(
         compiled,
         dir,
         &placement,
-        &executors,
         restore,
         Some(taking_over),
         number,
@@ -796,6 +793,60 @@ fn take_over(
     };
     eprintln!("anduin: query {name}, attempt {number}: taken over, nothing restarted");
     run_to_end(cluster, name, compiled, dir, number, checkpointer)
+}
+
+/// The executors that report again to a restarted coordinator (within twice the heartbeat
+/// timeout; `late` says so otherwise): every one; or, with per-task recovery, every one but
+/// those of parts whose worker died while no coordinator ran — the attempt is taken over
+/// without them and their instances are restored alone once it runs. Otherwise as
+/// [`await_executors`].
+fn await_reported(
+    cluster: &Cluster,
+    name: &str,
+    number: u64,
+    late: String,
+) -> Result<Result<Executors, Outcome>> {
+    let deadline = Instant::now() + cluster.heartbeat_timeout * 2;
+    let mut state = cluster.lock();
+    loop {
+        let a = current(&state, name, number).context("the attempt is gone")?;
+        if a.executors.len() == a.workers.len() {
+            return Ok(Ok(a.executors.clone()));
+        }
+        let missing: BTreeSet<u32> = a
+            .workers
+            .iter()
+            .filter(|p| !a.executors.contains_key(p))
+            .copied()
+            .collect();
+        let dead = |p: &u32| {
+            state
+                .workers
+                .get(&a.host(*p))
+                .is_none_or(|e| e.link == Link::Dead)
+        };
+        if cluster.per_task_recovery && !a.executors.is_empty() && missing.iter().all(dead) {
+            eprintln!("anduin: query {name}, attempt {number}: the part(s) {missing:?} were lost while no coordinator ran; taking the others over, those are restored alone");
+            return Ok(Ok(a.executors.clone()));
+        }
+        match trouble(&state, name, number) {
+            // A dead worker's part is restored alone once the others are taken over.
+            Some(Outcome::Failed {
+                worker: Some((_, true)),
+                ..
+            }) if cluster.per_task_recovery => {}
+            Some(outcome) => {
+                drop(state);
+                return Ok(Err(wind_down(cluster, name, number, outcome)));
+            }
+            None => {}
+        }
+        if Instant::now() > deadline {
+            drop(state);
+            return Ok(Err(wind_down(cluster, name, number, Outcome::failed(late))));
+        }
+        state = cluster.wait(state, Duration::from_millis(200));
+    }
 }
 
 /// Finishes what the coordinator before this one may have left half done when it went away:

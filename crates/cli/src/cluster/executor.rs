@@ -77,7 +77,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     let channels = Arc::clone(&listener);
     // An object store this executor cannot use fails the part now, naming the store.
     let share = super::store::Share::open(&d, deployment)?;
-    let (to_coordinator, from_coordinator, addresses) =
+    let (to_coordinator, from_coordinator, addresses, early) =
         await_start(&d, listener.local_addr(), secret.as_deref())?;
 
     let (events_tx, events_rx) = crossbeam_channel::unbounded::<Event>();
@@ -116,7 +116,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         let link = Arc::clone(&link);
         std::thread::Builder::new()
             .name("anduin-commands-in".into())
-            .spawn(move || link.keep(from_coordinator, &register_rx))?;
+            .spawn(move || link.keep(from_coordinator, &register_rx, early))?;
     }
     let restore = match d.restore {
         None => None,
@@ -217,21 +217,37 @@ fn hello(d: &Deployment, data: SocketAddr, started: bool) -> ToCoordinator {
     }
 }
 
+/// Commands for the executor's tasks that came before its `Start`, in order.
+type Early = Vec<(usize, Command)>;
+
 /// Reports to the coordinator and waits for its `Start`, which says where every executor of
 /// the attempt listens. A connection lost before (the coordinator was restarted) is made
 /// again, and the executor reports again as not started: the coordinator that takes the
-/// attempt over starts it. A refusal (the attempt is over) ends the executor.
+/// attempt over starts it. Commands for its tasks that come first (the checkpoint
+/// coordinator sends a part's commands as soon as its executor has reported) are kept for
+/// the tasks. A refusal (the attempt is over) ends the executor.
 fn await_start(
     d: &Deployment,
     data: SocketAddr,
     secret: Option<&[u8]>,
-) -> Result<(proto::Sender, proto::Receiver, BTreeMap<u32, SocketAddr>)> {
+) -> Result<(
+    proto::Sender,
+    proto::Receiver,
+    BTreeMap<u32, SocketAddr>,
+    Early,
+)> {
     let mut pause = Duration::from_millis(50);
+    let mut early = Early::new();
     loop {
         match proto::connect(d.coordinator, secret) {
             Ok((to, mut from)) if to.send(&hello(d, data, false)).is_ok() => loop {
                 match from.recv::<ToExecutor>() {
-                    Ok(Some(ToExecutor::Start { addresses })) => return Ok((to, from, addresses)),
+                    Ok(Some(ToExecutor::Start { addresses })) => {
+                        return Ok((to, from, addresses, early))
+                    }
+                    Ok(Some(ToExecutor::Command { task, command })) => {
+                        early.push((task, command));
+                    }
                     // `Start` holds every executor's latest address.
                     Ok(Some(ToExecutor::Redirect { .. })) => {}
                     Ok(Some(other)) => {
@@ -374,8 +390,16 @@ impl Link {
 
     /// Delivers the coordinator's commands; when the connection ends, reconnects (until the
     /// part is over) and reports again.
-    fn keep(&self, mut from: proto::Receiver, registered: &Receiver<(usize, Sender<Command>)>) {
+    fn keep(
+        &self,
+        mut from: proto::Receiver,
+        registered: &Receiver<(usize, Sender<Command>)>,
+        early: Early,
+    ) {
         let mut tasks: HashMap<usize, Sender<Command>> = HashMap::new();
+        for (task, command) in early {
+            self.deliver(task, command, registered, &mut tasks);
+        }
         loop {
             if let Some(why) = self.dispatch_commands(&mut from, registered, &mut tasks) {
                 // The coordinator gave this attempt up (its worker was declared dead, or it
@@ -424,7 +448,7 @@ impl Link {
         registered: &Receiver<(usize, Sender<Command>)>,
         tasks: &mut HashMap<usize, Sender<Command>>,
     ) -> Option<String> {
-        let (completed, peers) = (&self.completed, &self.peers);
+        let peers = &self.peers;
         loop {
             let (task, command) = match from.recv::<ToExecutor>() {
                 Ok(Some(ToExecutor::Command { task, command })) => (task, command),
@@ -445,22 +469,33 @@ impl Link {
                     return None;
                 }
             };
-            if let Command::Commit(epoch) = &command {
-                completed.fetch_max(epoch.0, Ordering::SeqCst);
-            }
-            tasks.extend(registered.try_iter());
-            while !tasks.contains_key(&task) {
-                // The run registers its tasks before they start: wait for this one.
-                match registered.recv() {
-                    Ok((t, tx)) => {
-                        tasks.insert(t, tx);
-                    }
-                    Err(_) => break,
+            self.deliver(task, command, registered, tasks);
+        }
+    }
+
+    /// Delivers `command` to task instance `task`, once the run has registered it.
+    fn deliver(
+        &self,
+        task: usize,
+        command: Command,
+        registered: &Receiver<(usize, Sender<Command>)>,
+        tasks: &mut HashMap<usize, Sender<Command>>,
+    ) {
+        if let Command::Commit(epoch) = &command {
+            self.completed.fetch_max(epoch.0, Ordering::SeqCst);
+        }
+        tasks.extend(registered.try_iter());
+        while !tasks.contains_key(&task) {
+            // The run registers its tasks before they start: wait for this one.
+            match registered.recv() {
+                Ok((t, tx)) => {
+                    tasks.insert(t, tx);
                 }
+                Err(_) => break,
             }
-            if let Some(tx) = tasks.get(&task) {
-                let _ = tx.send(command);
-            }
+        }
+        if let Some(tx) = tasks.get(&task) {
+            let _ = tx.send(command);
         }
     }
 }
