@@ -49,7 +49,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     stateful: true,
     params: &[
         ParamSpec { name: "partition_by", required: false, kind: ParamKind::Text, default: None, doc: "columns whose rows are matched separately, e.g. \"sensor\" (without it: one partition)" },
-        ParamSpec { name: "order_by", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column (timestamp, or int of epoch milliseconds); rows are matched in its order" },
+        ParamSpec { name: "order_by", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column (timestamp, or int of epoch milliseconds); rows are matched in its order; tie-breakers may follow: \"ts, seq, name DESC\"" },
         ParamSpec { name: "pattern", required: true, kind: ParamKind::Text, default: None, doc: "the row pattern, e.g. \"A B+ C D+?\": variables, ( ), |, and * + ? {n} {n,} {n,m}, reluctant with a trailing ?; adjustable while running" },
         ParamSpec { name: "define", required: false, kind: ParamKind::Repeated, default: None, doc: "\"B AS B.value < PREV(B.value)\": a variable's condition (several, comma-separated or one per `param define`); a variable without one matches any row; adjustable while running (a new value replaces every condition)" },
         ParamSpec { name: "measures", required: false, kind: ParamKind::Text, default: None, doc: "output columns computed from a match: \"A.ts AS start, LAST(D.ts) AS end, COUNT(B.*) AS drops\"" },
@@ -82,6 +82,9 @@ pub(crate) struct Setup {
     pub kept: Vec<bool>,
     pub partition: Vec<usize>,
     pub order: usize,
+    /// The columns after the event time in `order_by`, which order rows of one event time
+    /// (descending: `true`); rows equal in them keep their arrival order.
+    pub ties: Vec<(usize, bool)>,
     pub measures: Vec<(String, E)>,
     /// The DEFINE conditions and then the measures, as a row they fail on names them: the
     /// condition of variable `v` is `sites[define_site[v]]`, measure `m` is
@@ -182,7 +185,26 @@ pub(crate) fn compile(
             .collect::<Result<_, _>>()?,
     };
     let order_text = p.required("order_by");
-    let order = column("order_by", order_text.as_str().trim())?;
+    let mut order_items = order_text.as_str().split(',');
+    let order = column("order_by", order_items.next().unwrap_or_default().trim())?;
+    let mut ties = Vec::new();
+    for item in order_items {
+        let words: Vec<&str> = item.split_whitespace().collect();
+        let (name, desc) = match words.as_slice() {
+            [name] => (*name, false),
+            [name, dir] if dir.eq_ignore_ascii_case("asc") => (*name, false),
+            [name, dir] if dir.eq_ignore_ascii_case("desc") => (*name, true),
+            _ => {
+                return Err(p
+                    .error(
+                        "order_by",
+                        format!("expected a column, optionally followed by ASC or DESC, found \"{}\" (the event-time column comes first, then tie-breakers: \"ts, seq DESC\")", item.trim()),
+                    )
+                    .into())
+            }
+        };
+        ties.push((column("order_by", name)?, desc));
+    }
     if !matches!(columns[order].1, ColumnType::Timestamp | ColumnType::Int) {
         return Err(p
             .error(
@@ -325,6 +347,9 @@ pub(crate) fn compile(
         all_rows || matcher::fallible(&defines) || measures.iter().any(|(_, t)| t.e.can_fail());
     let mut kept = vec![whole; columns.len()];
     kept[order] = true;
+    for (c, _) in &ties {
+        kept[*c] = true;
+    }
     for c in &partition {
         kept[*c] = true;
     }
@@ -363,6 +388,7 @@ pub(crate) fn compile(
         kept,
         partition,
         order,
+        ties,
         measures: measures.into_iter().map(|(n, t)| (n, t.e)).collect(),
         sites,
         define_site,

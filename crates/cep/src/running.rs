@@ -82,6 +82,26 @@ impl PartialEq for Pending {
 
 impl Eq for Pending {}
 
+/// The order of two rows of one event time by the tie-breakers of `order_by`: ascending with
+/// NULLs last, descending with NULLs first (as in Trino and Oracle).
+fn tie_order(ties: &[(usize, bool)], a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    for (c, desc) in ties {
+        let (x, y) = (&a[*c], &b[*c]);
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => x.order(y).unwrap_or(Ordering::Equal),
+        };
+        let o = if *desc { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
 /// A row with its partition key, or `None` for a row without an event time (none is left:
 /// such rows go to the dead letters first).
 type Keyed = Option<(Box<[u8]>, Row)>;
@@ -262,7 +282,8 @@ impl PatternOp {
         Ok(())
     }
 
-    /// Feeds the rows before `watermark` (all rows: `None`) to their partitions in order.
+    /// Feeds the rows before `watermark` (all rows: `None`) to their partitions in order: by
+    /// event time, then by the tie-breakers of `order_by`, then in arrival order.
     fn release(&mut self, watermark: Option<i64>) -> Result<(), OperatorError> {
         let setup = Arc::clone(&self.setup);
         while let Some(p) = self.pending.peek() {
@@ -270,53 +291,76 @@ impl PatternOp {
                 break;
             }
             let p = self.pending.pop().expect("peeked");
-            if p.seq <= self.stored_up_to {
-                self.store
-                    .forget_waiting(&p.key, p.seq)
-                    .map_err(|e| store_error(&setup.name, e))?;
+            if setup.ties.is_empty() {
+                self.feed(p)?;
+                continue;
             }
-            let part = self
-                .store
-                .get_mut(&setup.pattern, &p.key)
-                .map_err(|e| store_error(&setup.name, e))?;
-            match part.push(&setup.pattern, &mut self.scratch, p.row, &mut self.outcomes) {
-                Ok(()) => {}
-                Err(Refused::TooManyThreads(e)) => return Err(too_many(&setup.name, e)),
-                // The partition is as if the row had never arrived.
-                Err(Refused::Condition { row, var, error }) => {
-                    if part.is_blank() {
-                        self.store
-                            .forget(&p.key)
-                            .map_err(|e| store_error(&setup.name, e))?;
-                    }
-                    let site = setup.define_site.get(var).copied().flatten();
-                    self.errors.reject_row(
-                        || row_json(&setup.input, &setup.types, &row.cells),
-                        site.unwrap_or(usize::MAX),
-                        error.message(),
-                        None,
-                    )?;
-                    continue;
+            // The rows of one event time leave the heap together (a watermark passes all of
+            // them or none) in arrival order: a stable sort by the tie-breakers.
+            let mut run = vec![p];
+            while let Some(q) = self.pending.peek() {
+                if q.row.ts != run[0].row.ts {
+                    break;
                 }
+                run.push(self.pending.pop().expect("peeked"));
             }
-            if !self.outcomes.is_empty() {
-                self.figures.outcomes(&self.outcomes);
-                render(
-                    &setup,
-                    part,
-                    &mut self.outcomes,
-                    &mut self.main,
-                    &mut self.timeouts,
-                    &self.errors,
+            run.sort_by(|a, b| tie_order(&setup.ties, &a.row.cells, &b.row.cells));
+            for p in run {
+                self.feed(p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Feeds one released row to its partition.
+    fn feed(&mut self, p: Pending) -> Result<(), OperatorError> {
+        let setup = Arc::clone(&self.setup);
+        if p.seq <= self.stored_up_to {
+            self.store
+                .forget_waiting(&p.key, p.seq)
+                .map_err(|e| store_error(&setup.name, e))?;
+        }
+        let part = self
+            .store
+            .get_mut(&setup.pattern, &p.key)
+            .map_err(|e| store_error(&setup.name, e))?;
+        match part.push(&setup.pattern, &mut self.scratch, p.row, &mut self.outcomes) {
+            Ok(()) => {}
+            Err(Refused::TooManyThreads(e)) => return Err(too_many(&setup.name, e)),
+            // The partition is as if the row had never arrived.
+            Err(Refused::Condition { row, var, error }) => {
+                if part.is_blank() {
+                    self.store
+                        .forget(&p.key)
+                        .map_err(|e| store_error(&setup.name, e))?;
+                }
+                let site = setup.define_site.get(var).copied().flatten();
+                self.errors.reject_row(
+                    || row_json(&setup.input, &setup.types, &row.cells),
+                    site.unwrap_or(usize::MAX),
+                    error.message(),
+                    None,
                 )?;
+                return Ok(());
             }
-            let dropped = part.trim(&setup.pattern);
-            self.figures.kept(part, 1, dropped);
-            if part.is_blank() {
-                self.store
-                    .forget(&p.key)
-                    .map_err(|e| store_error(&setup.name, e))?;
-            }
+        }
+        if !self.outcomes.is_empty() {
+            self.figures.outcomes(&self.outcomes);
+            render(
+                &setup,
+                part,
+                &mut self.outcomes,
+                &mut self.main,
+                &mut self.timeouts,
+                &self.errors,
+            )?;
+        }
+        let dropped = part.trim(&setup.pattern);
+        self.figures.kept(part, 1, dropped);
+        if part.is_blank() {
+            self.store
+                .forget(&p.key)
+                .map_err(|e| store_error(&setup.name, e))?;
         }
         Ok(())
     }

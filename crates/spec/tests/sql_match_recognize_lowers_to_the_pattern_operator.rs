@@ -329,6 +329,20 @@ fn where_and_the_select_list_apply_to_the_matches() {
 }
 
 #[test]
+fn order_by_the_event_time_then_tie_breakers() {
+    let sql = over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts, value DESC, site");
+    assert_eq!(
+        param(&sql, "order_by").as_deref(),
+        Some("ts, value DESC, site")
+    );
+    let err = error(&over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts, nope"));
+    assert!(
+        err.contains("ORDER BY: table `ev` has no column `nope`"),
+        "{err}"
+    );
+}
+
+#[test]
 fn unsupported_clauses_are_errors_at_their_place() {
     let cases = [
         (
@@ -337,9 +351,9 @@ fn unsupported_clauses_are_errors_at_their_place() {
             "ORDER BY ts DESC is not supported",
         ),
         (
-            over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts, sensor"),
-            "sensor MEASURES",
-            "ORDER BY several columns is not supported",
+            over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts, value NULLS FIRST"),
+            "NULLS",
+            "NULLS FIRST / LAST in MATCH_RECOGNIZE",
         ),
         (
             over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY value"),
@@ -363,6 +377,9 @@ fn unsupported_clauses_are_errors_at_their_place() {
         ),
         (over("PATTERN (^ A B+ C)"), "^", "the anchor `^`"),
         (over("PATTERN (A B+ C $)"), "$)", "the anchor `$`"),
+        // sqlparser lexes `C$` as one word and `$C` as a placeholder: still the anchor.
+        (over("PATTERN (A B+ C$)"), "$)", "the anchor `$`"),
+        (over("PATTERN ($A B+ C)"), "$A", "the anchor `$`"),
         (over("PATTERN (A {- B+ -} C)"), "{-", "`{- … -}`"),
         (
             over("PATTERN (A B+ C) WITHIN 10"),

@@ -15,44 +15,52 @@ use crate::sql::source_text::{pos, Source};
 use crate::sql::window_tvf::interval_ms;
 use crate::Text;
 
-/// The one `ORDER BY` column, ascending.
+/// The event-time column of `ORDER BY`, and its tie-breakers as `(column, DESC?)`.
+pub(super) type Order<'e> = (&'e Expr, Vec<(&'e Expr, bool)>);
+
+/// `ORDER BY`: the event-time column, ascending, then tie-breakers (each ascending or
+/// descending).
 pub(super) fn order<'e>(
     order_by: &'e [OrderByExpr],
     raw: &RawMatch,
     at: Pos,
-) -> Result<&'e Expr, Diagnostic> {
+) -> Result<Order<'e>, Diagnostic> {
     let [first, rest @ ..] = order_by else {
         return Err(Diagnostic::error(
             at,
             "MATCH_RECOGNIZE needs ORDER BY its table's event-time column, such as ORDER BY ts",
         ));
     };
-    if let Some(second) = rest.first() {
-        return Err(Diagnostic::error(
-            pos(second.expr.span().start),
-            "ORDER BY several columns is not supported in MATCH_RECOGNIZE: a pattern orders rows by one event-time column",
-        ));
-    }
-    let p = pos(first.expr.span().start);
-    // The token after the column: DESC, ASC, NULLS.
-    let after = raw
-        .token_at(first.expr.span().start)
-        .map(|i| (i..i + 6).find(|&k| raw.is_word(k, "DESC") || raw.is_word(k, "NULLS")))
-        .and_then(|k| k.and_then(|k| raw.tok(k)))
-        .map_or(p, |t| pos(t.span.start));
+    // The token after a column: DESC, ASC, NULLS.
+    let after = |o: &OrderByExpr| {
+        let p = pos(o.expr.span().start);
+        raw.token_at(o.expr.span().start)
+            .map(|i| (i..i + 6).find(|&k| raw.is_word(k, "DESC") || raw.is_word(k, "NULLS")))
+            .and_then(|k| k.and_then(|k| raw.tok(k)))
+            .map_or(p, |t| pos(t.span.start))
+    };
     if first.options.asc == Some(false) {
         return Err(Diagnostic::error(
-            after,
+            after(first),
             format!(
-                "ORDER BY {} DESC is not supported in MATCH_RECOGNIZE: a pattern reads rows in ascending event time",
+                "ORDER BY {} DESC is not supported in MATCH_RECOGNIZE: a pattern reads rows in ascending event time (tie-breakers after it may be DESC)",
                 first.expr
             ),
         ));
     }
-    if first.options.nulls_first.is_some() {
-        return Err(unsupported(after, "NULLS FIRST / LAST in MATCH_RECOGNIZE"));
+    let mut ties = Vec::new();
+    for o in order_by {
+        if o.options.nulls_first.is_some() {
+            return Err(unsupported(
+                after(o),
+                "NULLS FIRST / LAST in MATCH_RECOGNIZE (a tie-breaker sorts NULLs last ascending, first descending)",
+            ));
+        }
     }
-    Ok(&first.expr)
+    for o in rest {
+        ties.push((&o.expr, o.options.asc == Some(false)));
+    }
+    Ok((&first.expr, ties))
 }
 
 /// The text of body tokens `from..=to`, without `RUNNING` (the default) or `FINAL` (the same

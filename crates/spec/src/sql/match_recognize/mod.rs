@@ -4,7 +4,7 @@
 //! | clause | param |
 //! |---|---|
 //! | `PARTITION BY sensor, site` | `partition_by = "sensor, site"` |
-//! | `ORDER BY ts` (the event time, ascending) | `order_by = "ts"` |
+//! | `ORDER BY ts, seq DESC` (the event time, ascending, then tie-breakers) | `order_by = "ts, seq DESC"` |
 //! | `MEASURES A.ts AS a_ts, …` | `measures = "A.ts AS a_ts, …"` |
 //! | `ONE ROW PER MATCH` / `ALL ROWS PER MATCH` | `rows_per_match = "one"` / `"all"` |
 //! | `AFTER MATCH SKIP PAST LAST ROW`, `… TO NEXT ROW`, `… TO FIRST B`, `… TO LAST B`, `… TO B` | `after_match = "skip past last row"`, … |
@@ -121,7 +121,7 @@ pub(super) fn lower(
     if !keys.is_empty() {
         params.push(("partition_by", Text::join(&keys, ", ")));
     }
-    let time = order(order_by, raw, at)?;
+    let (time, ties) = order(order_by, raw, at)?;
     let time = col(time, "ORDER BY")?;
     if let Some(et) = tables.event_time(&stream) {
         if time.as_str() != et {
@@ -134,7 +134,16 @@ pub(super) fn lower(
             ));
         }
     }
-    params.push(("order_by", time));
+    let mut order_items = vec![time];
+    for (e, desc) in ties {
+        let c = col(e, "ORDER BY")?;
+        order_items.push(if desc {
+            Text::join(&[c, Text::at("DESC", pos(e.span().end))], " ")
+        } else {
+            c
+        });
+    }
+    params.push(("order_by", Text::join(&order_items, ", ")));
     let pattern = source
         .text(raw.pattern)
         .ok_or_else(|| internal(at, "the text of PATTERN"))?;

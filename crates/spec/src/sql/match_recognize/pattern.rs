@@ -52,6 +52,18 @@ pub(super) fn check(toks: &[TokenWithSpan], at: Location) -> Result<Vec<String>,
             {
                 return Err(unsupported(here, "PERMUTE (rows in any order)"));
             }
+            // sqlparser reads `B$` as one word and `$B` as a placeholder: a pattern variable
+            // is letters, digits and `_`, and `$` the anchor.
+            Token::Word(w) if w.quote_style.is_none() && w.value.contains('$') && !in_braces => {
+                let before = w.value.split('$').next().unwrap_or_default();
+                let col = before.chars().count() as u64;
+                let mut at = t.span.start;
+                at.column += col;
+                return Err(unsupported(
+                    pos(at),
+                    "the anchor `$` (end of the partition)",
+                ));
+            }
             Token::Word(w) if !in_braces => {
                 let name = var_name(&w.value, w.quote_style);
                 if seen.insert(name.clone()) {
@@ -61,7 +73,7 @@ pub(super) fn check(toks: &[TokenWithSpan], at: Location) -> Result<Vec<String>,
             Token::Caret => {
                 return Err(unsupported(here, "the anchor `^` (start of the partition)"));
             }
-            Token::Placeholder(p) if p == "$" => {
+            Token::Placeholder(p) if p.starts_with('$') => {
                 return Err(unsupported(here, "the anchor `$` (end of the partition)"));
             }
             Token::LBrace if !in_braces && next == Some(&Token::Minus) => {
