@@ -54,7 +54,7 @@ impl Needs {
         let mut needs = Needs::default();
         for (own, e) in defines.iter().enumerate() {
             if let Some(e) = e {
-                needs.visit(e, own);
+                needs.visit(e, own, defines.len());
             }
         }
         needs
@@ -70,22 +70,45 @@ impl Needs {
             && self.head == 0
     }
 
-    fn visit(&mut self, e: &E, own: usize) {
+    /// What `e`, in the condition of variable `own` of `vars` variables, reads.
+    fn visit(&mut self, e: &E, own: usize, vars: usize) {
+        let all = |v: usize, needs: &mut Needs| {
+            if !needs.all.contains(&v) {
+                needs.all.push(v);
+            }
+        };
         match e {
             E::Lit(_) | E::MatchNumber => {}
             E::Col(r, _) => self.reference(*r, own, false),
             E::Classifier(r) => self.reference(*r, own, true),
-            E::Agg { var: None, .. } => {}
-            E::Agg { var: Some(v), .. } => {
-                if !self.all.contains(v) {
-                    self.all.push(*v);
+            E::Agg(a) => match a.var {
+                Some(v) => all(v, self),
+                // The rows of the whole match are the same in every thread; their variables
+                // are not, which an argument reading CLASSIFIER() sees.
+                None => {
+                    let mut classifier = false;
+                    for x in a.arg.iter().chain(&a.by) {
+                        x.walk(&mut |x| classifier |= matches!(x, E::Classifier(_)));
+                    }
+                    if classifier {
+                        for v in 0..vars {
+                            all(v, self);
+                        }
+                    }
+                }
+            },
+            E::Df(_, args) => {
+                for a in args {
+                    self.visit(a, own, vars);
                 }
             }
             E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => {
-                self.visit(a, own);
-                self.visit(b, own);
+                self.visit(a, own, vars);
+                self.visit(b, own, vars);
             }
-            E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => self.visit(a, own),
+            E::Final(a) | E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => {
+                self.visit(a, own, vars)
+            }
         }
     }
 
@@ -120,6 +143,8 @@ impl Needs {
                 }
             }
             Base::First { var: Some(v), n } => at_least(&mut self.first, v, n + 1),
+            // Only inside an aggregate's argument, which the aggregate accounts for.
+            Base::Here => {}
         }
     }
 }
@@ -324,10 +349,7 @@ mod tests {
             ("ts".into(), ColumnType::Timestamp),
             ("value".into(), ColumnType::Int),
         ];
-        let scope = Scope {
-            columns: &columns,
-            vars: &parsed.vars,
-        };
+        let scope = Scope::new(&columns, &parsed.vars);
         let mut out = vec![None; parsed.vars.len()];
         for (v, t, _) in compile_defines(defines, &scope).expect("compiles") {
             out[v] = Some(t.e);

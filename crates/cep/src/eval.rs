@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use super::expr::{AggFn, Base, RowRef, E};
+use super::expr::{Agg, AggFn, Base, RowRef, E};
+use super::matcher::MatchView;
 use super::value::{Eval, EvalError, Value};
 
 /// A match in progress, as expressions see it.
@@ -18,47 +19,66 @@ pub(crate) trait View {
     fn last_of(&self, _var: usize) -> Option<Option<u64>> {
         None
     }
+    /// The whole match, for `FINAL` (a finished match output row by row); `None` where the
+    /// view is all there is.
+    fn whole(&self) -> Option<MatchView<'_>> {
+        None
+    }
 }
 
 /// The value of `e` for the match `view`; `vars` are the variable names (for CLASSIFIER). An
 /// operation without a value on its operands (integer division by zero, integer overflow, a
 /// CAST that does not fit) is an error, as in a `map` (see [`super::value`]).
 pub(crate) fn eval(e: &E, view: &impl View, vars: &[Arc<str>]) -> Eval {
+    eval_at(e, view, vars, None)
+}
+
+/// [`eval`], inside an aggregate's argument at the row `here` (row, variable).
+fn eval_at(e: &E, view: &impl View, vars: &[Arc<str>], here: Option<(u64, usize)>) -> Eval {
+    let go = |e: &E| eval_at(e, view, vars, here);
     Ok(match e {
         E::Lit(v) => v.clone(),
-        E::Col(r, col) => match resolve(*r, view) {
+        E::Col(r, col) => match resolve(*r, view, here) {
             Some((row, _)) => view.cell(row, *col).cloned().unwrap_or(Value::Null),
             None => Value::Null,
         },
-        E::Classifier(r) => match resolve(*r, view) {
+        E::Classifier(r) => match resolve(*r, view, here) {
             Some((_, var)) => Value::Str(Arc::clone(&vars[var])),
             None => Value::Null,
         },
         E::MatchNumber => Value::Int(view.match_number()),
-        E::Agg { f, var, col } => aggregate(*f, *var, *col, view)?,
-        E::Bin(op, l, r) => eval(l, view, vars)?.binary(*op, &eval(r, view, vars)?)?,
-        E::And(l, r) => match eval(l, view, vars)? {
+        E::Agg(a) => aggregate(a, view, vars)?,
+        E::Final(x) => match view.whole() {
+            Some(whole) => eval_at(x, &whole, vars, here)?,
+            None => go(x)?,
+        },
+        E::Df(df, args) => {
+            let values = args.iter().map(go).collect::<Result<Vec<_>, _>>()?;
+            df.eval(&values)?
+        }
+        E::Bin(op, l, r) => go(l)?.binary(*op, &go(r)?)?,
+        E::And(l, r) => match go(l)? {
             Value::Bool(false) => Value::Bool(false),
-            a => match (a, eval(r, view, vars)?) {
+            a => match (a, go(r)?) {
                 (_, Value::Bool(false)) => Value::Bool(false),
                 (Value::Bool(true), Value::Bool(true)) => Value::Bool(true),
                 _ => Value::Null,
             },
         },
-        E::Or(l, r) => match eval(l, view, vars)? {
+        E::Or(l, r) => match go(l)? {
             Value::Bool(true) => Value::Bool(true),
-            a => match (a, eval(r, view, vars)?) {
+            a => match (a, go(r)?) {
                 (_, Value::Bool(true)) => Value::Bool(true),
                 (Value::Bool(false), Value::Bool(false)) => Value::Bool(false),
                 _ => Value::Null,
             },
         },
-        E::Not(x) => match eval(x, view, vars)? {
+        E::Not(x) => match go(x)? {
             Value::Bool(b) => Value::Bool(!b),
             _ => Value::Null,
         },
         // As the `map` computes `-x` of an integer: `0 - x`, which fails for the smallest.
-        E::Neg(x) => match eval(x, view, vars)? {
+        E::Neg(x) => match go(x)? {
             Value::Int(i) => Value::Int(
                 0i64.checked_sub(i)
                     .ok_or_else(|| EvalError::overflow(0, "-", i))?,
@@ -66,13 +86,14 @@ pub(crate) fn eval(e: &E, view: &impl View, vars: &[Arc<str>]) -> Eval {
             Value::Float(f) => Value::Float(-f),
             _ => Value::Null,
         },
-        E::IsNull(x, negated) => Value::Bool(eval(x, view, vars)?.is_null() != *negated),
-        E::Cast(x, to) => cast(eval(x, view, vars)?, *to)?,
+        E::IsNull(x, negated) => Value::Bool(go(x)?.is_null() != *negated),
+        E::Cast(x, to) => cast(go(x)?, *to)?,
     })
 }
 
-/// The row (and its variable) a reference names.
-fn resolve(r: RowRef, view: &impl View) -> Option<(u64, usize)> {
+/// The row (and its variable) a reference names; `here` is the row an aggregate's argument
+/// is evaluated at.
+fn resolve(r: RowRef, view: &impl View, here: Option<(u64, usize)>) -> Option<(u64, usize)> {
     let of = |v: Option<usize>, var: usize| v.is_none_or(|v| v == var);
     let known = match r.base {
         Base::Last { var: Some(v), n: 0 } => view.last_of(v).map(|row| row.map(|row| (row, v))),
@@ -81,6 +102,7 @@ fn resolve(r: RowRef, view: &impl View) -> Option<(u64, usize)> {
     let (row, var) = match (known, r.base) {
         (Some(found), _) => found?,
         (None, base) => match base {
+            Base::Here => here?,
             Base::Last { var, n } => view.steps().filter(|(_, v)| of(var, *v)).nth(n)?,
             Base::First { var, n } => {
                 let count = view.steps().filter(|(_, v)| of(var, *v)).count();
@@ -92,78 +114,124 @@ fn resolve(r: RowRef, view: &impl View) -> Option<(u64, usize)> {
     Some((row.checked_sub(r.back as u64)?, var))
 }
 
-/// A running aggregate; a `SUM` of integers that overflows is an error.
-fn aggregate(f: AggFn, var: Option<usize>, col: Option<usize>, view: &impl View) -> Eval {
-    let rows = view
-        .steps()
-        .filter(|(_, v)| var.is_none_or(|w| w == *v))
-        .map(|(row, _)| row);
-    let Some(col) = col else {
+/// A running aggregate over the rows of the match so far (walked newest first, without
+/// allocating); a `SUM` of integers that overflows is an error.
+fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
+    use std::cmp::Ordering;
+    let rows = view.steps().filter(|(_, v)| a.var.is_none_or(|w| w == *v));
+    let Some(arg) = &a.arg else {
         return Ok(Value::Int(rows.count() as i64));
     };
-    let mut values = rows.filter_map(|row| view.cell(row, col).filter(|v| !v.is_null()));
-    Ok(match f {
-        AggFn::Count => Value::Int(values.count() as i64),
-        // Integers add up in 128 bits: the SUM fails only when its total does not fit in an
-        // `int`, whatever the order of the rows (a running sum of 64 bits could overflow
-        // midway in one order and not in another).
-        AggFn::Sum => {
-            match values.next() {
-                None => Value::Null,
-                Some(Value::Int(first)) => {
-                    let mut total = i128::from(*first);
-                    for v in values {
-                        if let Value::Int(i) = v {
-                            total += i128::from(*i);
-                        }
-                    }
-                    Value::Int(i64::try_from(total).map_err(|_| {
-                    EvalError(
-                        format!("Arithmetic overflow: the SUM is {total}, beyond the range of Int64")
-                            .into(),
-                    )
-                })?)
-                }
-                Some(first) => {
-                    let mut total = first.as_f64().unwrap_or(0.0);
-                    for v in values {
-                        total += v.as_f64().unwrap_or(0.0);
-                    }
-                    Value::Float(total)
-                }
+    // The argument at a row: a column of the row is read in place.
+    let at = |row: (u64, usize), e: &E| -> Eval {
+        match e {
+            E::Col(
+                RowRef {
+                    base: Base::Here,
+                    back: 0,
+                },
+                col,
+            ) => Ok(view.cell(row.0, *col).cloned().unwrap_or(Value::Null)),
+            other => eval_at(other, view, vars, Some(row)),
+        }
+    };
+    if let Some(by) = &a.by {
+        // max_by / min_by: the value at the first row whose key is the largest / smallest
+        // (walking newest first, an equal key moves the choice to the older row).
+        let want = if a.f == AggFn::MaxBy {
+            Ordering::Greater
+        } else {
+            Ordering::Less
+        };
+        let mut best: Option<(Value, (u64, usize))> = None;
+        for row in rows {
+            let key = at(row, by)?;
+            if key.is_null() {
+                continue;
+            }
+            let better = match &best {
+                None => true,
+                Some((k, _)) => key
+                    .order(k)
+                    .is_some_and(|o| o == want || o == Ordering::Equal),
+            };
+            if better {
+                best = Some((key, row));
             }
         }
-        AggFn::Avg => {
-            let (n, sum) = values.fold((0u64, 0.0), |(n, s), v| {
-                (n + 1, s + v.as_f64().unwrap_or(0.0))
-            });
-            if n == 0 {
-                Value::Null
-            } else {
-                Value::Float(sum / n as f64)
-            }
+        return match best {
+            Some((_, row)) => at(row, arg),
+            None => Ok(Value::Null),
+        };
+    }
+    let mut count = 0i64;
+    // SUM of integers in 128 bits: it fails only when its total does not fit in an `int`,
+    // whatever the order of the rows (a running sum of 64 bits could overflow midway in
+    // one order and not in another).
+    let mut int_total = 0i128;
+    let mut float_total = 0.0f64;
+    let mut floats = false;
+    let mut best = Value::Null;
+    let mut logic: Option<bool> = None;
+    for row in rows {
+        let v = at(row, arg)?;
+        if v.is_null() {
+            continue;
         }
-        AggFn::Min | AggFn::Max => {
-            let best = values.fold(Value::Null, |acc, v| {
-                let better = match acc.order(v) {
+        count += 1;
+        match a.f {
+            AggFn::Sum | AggFn::Avg => match v {
+                Value::Int(i) if !floats && a.f == AggFn::Sum => int_total += i128::from(i),
+                other => {
+                    floats = true;
+                    float_total += other.as_f64().unwrap_or(0.0);
+                }
+            },
+            AggFn::Min | AggFn::Max => {
+                let better = match best.order(&v) {
                     None => true,
                     Some(o) => {
-                        (o == std::cmp::Ordering::Greater) == (f == AggFn::Min)
-                            && o != std::cmp::Ordering::Equal
+                        (o == Ordering::Greater) == (a.f == AggFn::Min) && o != Ordering::Equal
                     }
                 };
                 if better {
-                    v.clone()
-                } else {
-                    acc
+                    best = v;
                 }
-            });
-            // Every NaN is the same value: the result is the canonical one.
-            match best {
-                Value::Float(x) => Value::Float(anduin_expr::SqlFloat::canonical(x)),
-                other => other,
             }
+            AggFn::BoolAnd | AggFn::BoolOr => {
+                if let Value::Bool(b) = v {
+                    logic = Some(if a.f == AggFn::BoolAnd {
+                        logic.unwrap_or(true) && b
+                    } else {
+                        logic.unwrap_or(false) || b
+                    });
+                }
+            }
+            // The oldest non-null value: the last one met.
+            AggFn::AnyValue => best = v,
+            AggFn::Count | AggFn::MaxBy | AggFn::MinBy => {}
         }
+    }
+    Ok(match a.f {
+        AggFn::Count => Value::Int(count),
+        AggFn::Sum if count == 0 => Value::Null,
+        AggFn::Sum if !floats => Value::Int(i64::try_from(int_total).map_err(|_| {
+            EvalError(
+                format!("Arithmetic overflow: the SUM is {int_total}, beyond the range of Int64")
+                    .into(),
+            )
+        })?),
+        AggFn::Sum => Value::Float(float_total + int_total as f64),
+        AggFn::Avg if count == 0 => Value::Null,
+        AggFn::Avg => Value::Float(float_total / count as f64),
+        // Every NaN is the same value: the result is the canonical one.
+        AggFn::Min | AggFn::Max => match best {
+            Value::Float(x) => Value::Float(anduin_expr::SqlFloat::canonical(x)),
+            other => other,
+        },
+        AggFn::BoolAnd | AggFn::BoolOr => logic.map_or(Value::Null, Value::Bool),
+        AggFn::AnyValue => best,
+        AggFn::MaxBy | AggFn::MinBy => Value::Null,
     })
 }
 
@@ -259,10 +327,7 @@ mod tests {
             ("s".into(), ColumnType::String),
         ];
         let vars = vec!["A".to_string()];
-        let scope = Scope {
-            columns: &columns,
-            vars: &vars,
-        };
+        let scope = Scope::new(&columns, &vars);
         let m = compile_measures(&format!("{text} AS m"), &scope).expect("compiles");
         eval(&m[0].1.e, rows, &[Arc::from("A")])
     }

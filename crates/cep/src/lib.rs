@@ -3,7 +3,8 @@
 //! (`A B+ C D+`, with `*`, `+`, `?`, `{n,m}`, reluctant `+?`, groups and `|`), per partition,
 //! in event-time order, with SQL MATCH_RECOGNIZE's semantics: every variable's DEFINE
 //! condition may look at the row, at earlier rows of the match (`A.x`, `FIRST`, `LAST`,
-//! running `COUNT`/`SUM`/`AVG`/`MIN`/`MAX`) and at earlier rows of the partition (`PREV`);
+//! running aggregates of expressions) and at earlier rows of the partition (`PREV`), with
+//! DataFusion's scalar functions for the rest of the expression language (`df.rs`);
 //! the most preferred match from a start row wins; after a match, the skip strategy says
 //! where the next one may start. `within` bounds a match's duration and the state; partial
 //! matches that run out of time can go to a second output.
@@ -14,6 +15,7 @@
 mod calls;
 mod cells;
 mod change;
+mod df;
 mod equivalence;
 mod eval;
 mod expr;
@@ -232,10 +234,7 @@ pub(crate) fn compile(
             },
         ))
     })?;
-    let scope = Scope {
-        columns: &columns,
-        vars: &parsed.vars,
-    };
+    let scope = Scope::new(&columns, &parsed.vars);
     let mut defines: Vec<Option<E>> = vec![None; parsed.vars.len()];
     let mut sites: Vec<ExprAt> = Vec::new();
     let mut define_site: Vec<Option<usize>> = vec![None; parsed.vars.len()];
@@ -456,27 +455,22 @@ fn skip(p: &Params<'_>, vars: &[String]) -> Result<Skip, Diagnostics> {
 
 /// The largest PREV offset in `e`.
 fn deepest_prev(e: &E) -> usize {
-    match e {
-        E::Col(r, _) | E::Classifier(r) => r.back,
-        E::Lit(_) | E::MatchNumber | E::Agg { .. } => 0,
-        E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => deepest_prev(a).max(deepest_prev(b)),
-        E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => deepest_prev(a),
-    }
+    let mut deepest = 0;
+    e.walk(&mut |e| {
+        if let E::Col(r, _) | E::Classifier(r) = e {
+            deepest = deepest.max(r.back);
+        }
+    });
+    deepest
 }
 
 /// Marks the columns `e` reads in `kept`.
 fn read_columns(e: &E, kept: &mut [bool]) {
-    match e {
-        E::Col(_, c) | E::Agg { col: Some(c), .. } => {
+    e.walk(&mut |e| {
+        if let E::Col(_, c) = e {
             if let Some(k) = kept.get_mut(*c) {
                 *k = true;
             }
         }
-        E::Lit(_) | E::MatchNumber | E::Classifier(_) | E::Agg { col: None, .. } => {}
-        E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => {
-            read_columns(a, kept);
-            read_columns(b, kept);
-        }
-        E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => read_columns(a, kept),
-    }
+    });
 }

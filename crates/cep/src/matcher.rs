@@ -279,6 +279,9 @@ pub(crate) struct MatchView<'a> {
     pub part: &'a Partition,
     /// Oldest first.
     pub steps: &'a [(u64, usize)],
+    /// The whole match, of which `steps` is a beginning (ALL ROWS PER MATCH: the rows up to
+    /// the one output).
+    pub all: &'a [(u64, usize)],
     pub number: i64,
 }
 
@@ -291,6 +294,14 @@ impl View for MatchView<'_> {
     }
     fn match_number(&self) -> i64 {
         self.number
+    }
+    fn whole(&self) -> Option<MatchView<'_>> {
+        Some(MatchView {
+            part: self.part,
+            steps: self.all,
+            all: self.all,
+            number: self.number,
+        })
     }
 }
 
@@ -784,10 +795,7 @@ mod tests {
             })
             .collect::<Vec<_>>()
             .join(", ");
-        let scope = Scope {
-            columns: &columns,
-            vars: &parsed.vars,
-        };
+        let scope = Scope::new(&columns, &parsed.vars);
         let mut defines = vec![None; parsed.vars.len()];
         let mut max_back = 0;
         for (v, t, _) in compile_defines(&defines_text, &scope).expect("compiles") {
@@ -917,10 +925,7 @@ mod tests {
             ("value".into(), ColumnType::Int),
             ("d".into(), ColumnType::Int),
         ];
-        let scope = Scope {
-            columns: &columns,
-            vars: &parsed.vars,
-        };
+        let scope = Scope::new(&columns, &parsed.vars);
         let mut defines = vec![None; 2];
         for (v, t, _) in compile_defines(
             "A AS 10 / d > 0 AND value = 0, B AS 10 / d > 0 AND value > 0",
@@ -979,10 +984,7 @@ mod tests {
             ("ts".into(), ColumnType::Timestamp),
             ("value".into(), ColumnType::Int),
         ];
-        let scope = Scope {
-            columns: &columns,
-            vars: &parsed.vars,
-        };
+        let scope = Scope::new(&columns, &parsed.vars);
         let mut defines_of = vec![None; parsed.vars.len()];
         for (v, t, _) in compile_defines(defines, &scope).expect("compiles") {
             defines_of[v] = Some(t.e);

@@ -77,6 +77,7 @@ pub(crate) fn render(
             let view = MatchView {
                 part,
                 steps: &steps[..upto],
+                all: &steps,
                 number,
             };
             for (m, (_, e)) in setup.measures.iter().enumerate() {

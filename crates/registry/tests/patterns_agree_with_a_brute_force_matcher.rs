@@ -3,7 +3,8 @@
 //! rows of a few keys that arrive out of order in small batches (the late ones dropped), for
 //! generated patterns (concatenation, `|`, groups, greedy and reluctant `* + ? {n} {n,}
 //! {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
-//! MAX), every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
+//! MAX, a DataFusion function, aggregates over expressions, one reading each row's
+//! CLASSIFIER()), every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
 //! match with its MATCH_NUMBER and CLASSIFIER, so the comparison pins down every mapping. An
 //! operator snapshotted (a full snapshot, then a changelog) and restored half-way, keeping its
 //! state in the heap or in the LSM backend (with one partition in memory, so that idle ones
@@ -151,6 +152,13 @@ enum Cond {
     NotSecond(usize),
     /// `MAX(W.value) > value`
     MaxAbove(usize),
+    /// `abs(value - 2) <= 1` (a function DataFusion evaluates)
+    NearTwo,
+    /// `COUNT(CASE WHEN CLASSIFIER() = 'W' THEN 1 END) <= n` (an aggregate over every row
+    /// of the match whose argument reads each row's variable)
+    ClassCountAtMost(usize, i64),
+    /// `SUM(W.value * 2 + 1) < c` (an aggregate over an expression)
+    SumExprBelow(usize, i64),
 }
 
 impl Cond {
@@ -165,7 +173,9 @@ impl Cond {
             | Cond::AvgAtLeast(w)
             | Cond::AtLeastFirst(w)
             | Cond::NotSecond(w)
-            | Cond::MaxAbove(w) => Some(w),
+            | Cond::MaxAbove(w)
+            | Cond::ClassCountAtMost(w, _)
+            | Cond::SumExprBelow(w, _) => Some(w),
             _ => None,
         }
     }
@@ -182,6 +192,8 @@ impl Cond {
             Cond::AtLeastFirst(_) => Cond::AtLeastFirst(w),
             Cond::NotSecond(_) => Cond::NotSecond(w),
             Cond::MaxAbove(_) => Cond::MaxAbove(w),
+            Cond::ClassCountAtMost(_, n) => Cond::ClassCountAtMost(w, n),
+            Cond::SumExprBelow(_, c) => Cond::SumExprBelow(w, c),
             other => other,
         }
     }
@@ -211,6 +223,12 @@ impl Cond {
                 w = name(w)
             ),
             Cond::MaxAbove(w) => format!("MAX({}.value) > value", name(w)),
+            Cond::NearTwo => "abs(value - 2) <= 1".into(),
+            Cond::ClassCountAtMost(w, n) => format!(
+                "COUNT(CASE WHEN CLASSIFIER() = '{}' THEN 1 END) <= {n}",
+                name(w)
+            ),
+            Cond::SumExprBelow(w, c) => format!("SUM({}.value * 2 + 1) < {c}", name(w)),
         })
     }
 
@@ -247,6 +265,12 @@ impl Cond {
             Cond::AtLeastFirst(w) => first(w, 0).is_some_and(|f| value >= f),
             Cond::NotSecond(w) => first(w, 1).is_none_or(|f| value != f),
             Cond::MaxAbove(w) => of(w).max().is_some_and(|m| m > value),
+            Cond::NearTwo => (value - 2).abs() <= 1,
+            Cond::ClassCountAtMost(w, n) => (of(w).count() as i64) <= n,
+            Cond::SumExprBelow(w, c) => of(w)
+                .map(|v| v * 2 + 1)
+                .reduce(|a, b| a + b)
+                .is_some_and(|s| s < c),
         }
     }
 }
@@ -756,7 +780,10 @@ fn cond() -> impl Strategy<Value = Cond> {
         1 => w.clone().prop_map(Cond::AvgAtLeast),
         1 => w.clone().prop_map(Cond::AtLeastFirst),
         1 => w.clone().prop_map(Cond::NotSecond),
-        1 => w.prop_map(Cond::MaxAbove),
+        1 => w.clone().prop_map(Cond::MaxAbove),
+        1 => Just(Cond::NearTwo),
+        1 => (w.clone(), 1i64..=3).prop_map(|(w, n)| Cond::ClassCountAtMost(w, n)),
+        1 => (w, 3i64..12).prop_map(|(w, c)| Cond::SumExprBelow(w, c)),
     ]
 }
 
@@ -1143,4 +1170,30 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
         (0..200).map(|i| (i, 0, 1, Some("A"))).collect();
     expected.push((200, 1, 1, Some("B")));
     assert_eq!(outputs(&case, &data), expect(&expected));
+}
+
+// Issue 18: an aggregate over every row of the match whose argument reads each row's
+// CLASSIFIER() tells apart partial matches that mapped the same rows to other variables, so
+// they are not pruned as equivalent: `(A | B)* C` with C allowing at most one A row finds
+// A B B B B C, which the thread mapping every row to A (the preferred one) never reaches.
+#[test]
+fn an_aggregate_over_each_rows_classifier_keeps_the_partial_matches_it_tells_apart() {
+    let (a, b, c) = (var("A"), var("B"), var("C"));
+    let case = Case {
+        pattern: Pat::Concat(vec![rep(Pat::Alt(vec![a, b]), Quant::Star, true), c]),
+        defines: [Cond::Any, Cond::Any, Cond::ClassCountAtMost(0, 1)],
+        skip: Skip::PastLastRow,
+        within: None,
+    };
+    assert_eq!(
+        outputs(&case, &rows(&[0; 6])),
+        expect(&[
+            (0, 0, 1, Some("A")),
+            (1, 0, 1, Some("B")),
+            (2, 0, 1, Some("B")),
+            (3, 0, 1, Some("B")),
+            (4, 0, 1, Some("B")),
+            (5, 0, 1, Some("C")),
+        ])
+    );
 }

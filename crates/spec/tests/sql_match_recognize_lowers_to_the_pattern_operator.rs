@@ -279,14 +279,14 @@ fn all_rows_per_match_skip_forms_and_partitions_become_params() {
 }
 
 #[test]
-fn measures_are_written_name_by_name_and_running_is_the_default() {
+fn measures_are_written_name_by_name_with_running_and_final() {
     let sql = over("ONE ROW PER MATCH PATTERN (A B+ C)").replace(
         "MEASURES LAST(B.ts) AS b_ts",
         "MEASURES FINAL LAST(B.ts) b_ts, RUNNING COUNT(B.*) AS n, MATCH_NUMBER() AS m, \"odd name\".x AS \"odd\"",
     );
     assert_eq!(
         param(&sql, "measures").as_deref(),
-        Some("LAST(B.ts) AS b_ts, COUNT(B.*) AS n, MATCH_NUMBER() AS m, \"odd name\".x AS \"odd\"")
+        Some("FINAL LAST(B.ts) AS b_ts, RUNNING COUNT(B.*) AS n, MATCH_NUMBER() AS m, \"odd name\".x AS \"odd\"")
     );
     let sql = over("PATTERN (A B+ C)").replace(
         "B AS B.value < PREV(B.value)",
@@ -294,7 +294,7 @@ fn measures_are_written_name_by_name_and_running_is_the_default() {
     );
     assert_eq!(
         param(&sql, "define").as_deref(),
-        Some("B AS B.value < LAST(B.value, 1), C AS C.value > LAST(B.value)")
+        Some("B AS B.value < RUNNING LAST(B.value, 1), C AS C.value > LAST(B.value)")
     );
 }
 
@@ -397,9 +397,10 @@ fn unsupported_clauses_are_errors_at_their_place() {
             "AFTER MATCH SKIP TO FIRST U: `U` is not a variable of the pattern, which has A, B, C",
         ),
         (
-            over("ALL ROWS PER MATCH PATTERN (A B+ C)").replace("LAST(B.ts)", "FINAL LAST(B.ts)"),
+            over("PATTERN (A B+ C)")
+                .replace("B.value < PREV(B.value)", "B.value < FINAL LAST(B.value)"),
             "FINAL",
-            "FINAL in the MEASURES of ALL ROWS PER MATCH",
+            "FINAL in DEFINE",
         ),
         (
             over("ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A B+ C)"),

@@ -63,8 +63,8 @@ pub(super) fn order<'e>(
     Ok((&first.expr, ties))
 }
 
-/// The text of body tokens `from..=to`, without `RUNNING` (the default) or `FINAL` (the same
-/// in one row per match; elsewhere `no_final` says why not).
+/// The text of body tokens `from..=to`, `RUNNING` and `FINAL` included (the operator reads
+/// them); `FINAL` where `no_final` says why it is not allowed is an error.
 fn expression(
     raw: &RawMatch,
     source: &Source<'_>,
@@ -83,7 +83,7 @@ fn expression(
         }
     }
     source
-        .tokens_text(&raw.body, from, to, |k| prepare::is_modifier(&raw.body, k))
+        .tokens_text(&raw.body, from, to, |_| false)
         .ok_or_else(|| internal(fallback, "an expression"))
 }
 
@@ -146,7 +146,6 @@ pub(super) fn measures_of(
     measures: &[Measure],
     raw: &RawMatch,
     source: &Source<'_>,
-    all_rows: bool,
 ) -> Result<Vec<Measured>, Diagnostic> {
     let mut items = Vec::new();
     let mut start = raw.keyword("MEASURES").map(|k| k + 1);
@@ -161,10 +160,7 @@ pub(super) fn measures_of(
             .checked_sub(if written_as { 2 } else { 1 })
             .filter(|to| *to >= from)
             .ok_or_else(|| internal(p, "a measure"))?;
-        let no_final = all_rows.then_some(
-            "FINAL in the MEASURES of ALL ROWS PER MATCH is not supported yet: each row's measures see the match up to that row (RUNNING)",
-        );
-        let expr = expression(raw, source, from, to, no_final)?;
+        let expr = expression(raw, source, from, to, None)?;
         let name = span_text(source, m.alias.span.start, m.alias.span.end, p)?;
         items.push(Measured {
             text: Text::join(&[expr, name], " AS "),

@@ -161,7 +161,7 @@ pub(super) fn lower(
             ));
         }
     };
-    let measured = measures_of(measures, raw, source, all_rows == Some(true))?;
+    let measured = measures_of(measures, raw, source)?;
     if !measured.is_empty() {
         let texts: Vec<Text> = measured.iter().map(|m| m.text.clone()).collect();
         params.push(("measures", Text::join(&texts, ", ")));

@@ -6,7 +6,8 @@
 //!   variables alone (`A B+ C D+?` becomes `A B  C D   `);
 //! - Flink's `WITHIN INTERVAL '10' SECOND` after the pattern;
 //! - `AFTER MATCH SKIP TO B` (the SQL standard's short form of `SKIP TO LAST B`);
-//! - `RUNNING` / `FINAL` before a function call in `MEASURES` and `DEFINE`.
+//! - `RUNNING` / `FINAL` before a function call in `MEASURES` and `DEFINE` (the params keep
+//!   them: the operator reads them).
 //!
 //! Each is remembered and blanked with spaces in the SQL given to the parser, so that every
 //! line and column the parser reports is still true of the original script.
@@ -256,7 +257,7 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
 }
 
 /// The functions `RUNNING` and `FINAL` apply to: navigation and aggregates.
-const MODIFIED: [&str; 11] = [
+const MODIFIED: [&str; 18] = [
     "FIRST",
     "LAST",
     "PREV",
@@ -266,6 +267,13 @@ const MODIFIED: [&str; 11] = [
     "AVG",
     "MIN",
     "MAX",
+    "MAX_BY",
+    "MIN_BY",
+    "BOOL_AND",
+    "BOOL_OR",
+    "EVERY",
+    "ANY_VALUE",
+    "ARBITRARY",
     "CLASSIFIER",
     "MATCH_NUMBER",
 ];
