@@ -1,8 +1,8 @@
 //! The `pattern` operator (CEP, SQL MATCH_RECOGNIZE semantics) with ALL ROWS PER MATCH finds
 //! exactly the matches a brute-force backtracking matcher written here finds: on seeded random
 //! rows of a few keys that arrive out of order in small batches (the late ones dropped), for
-//! generated patterns (concatenation, `|`, groups, greedy and reluctant `* + ? {n} {n,}
-//! {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
+//! generated patterns (concatenation, `|`, groups, `PERMUTE`, greedy and reluctant `* + ?
+//! {n} {n,} {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
 //! MAX, a DataFusion function, aggregates over expressions, one reading each row's
 //! CLASSIFIER()), every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
 //! match with its MATCH_NUMBER and CLASSIFIER, so the comparison pins down every mapping. An
@@ -50,6 +50,8 @@ enum Pat {
         q: Quant,
         greedy: bool,
     },
+    /// `PERMUTE(p1, p2, …)`: the parts in every order, the orders tried lexicographically.
+    Permute(Vec<Pat>),
 }
 
 /// A quantifier as written.
@@ -101,6 +103,10 @@ impl Pat {
                 .collect::<Vec<_>>()
                 .join(" "),
             Pat::Alt(alts) => alts.iter().map(Pat::text).collect::<Vec<_>>().join(" | "),
+            Pat::Permute(parts) => format!(
+                "PERMUTE({})",
+                parts.iter().map(Pat::text).collect::<Vec<_>>().join(", ")
+            ),
             Pat::Rep { inner, q, greedy } => {
                 let body = match **inner {
                     Pat::Var(_) => inner.text(),
@@ -114,7 +120,7 @@ impl Pat {
     fn mentions(&self, v: usize) -> bool {
         match self {
             Pat::Var(w) => *w == v,
-            Pat::Concat(ps) | Pat::Alt(ps) => ps.iter().any(|p| p.mentions(v)),
+            Pat::Concat(ps) | Pat::Alt(ps) | Pat::Permute(ps) => ps.iter().any(|p| p.mentions(v)),
             Pat::Rep { inner, .. } => inner.mentions(v),
         }
     }
@@ -590,6 +596,27 @@ impl Search<'_> {
                 Ok(false)
             }
             Pat::Rep { .. } => self.repeat(p, 0, pos, k),
+            Pat::Permute(parts) => {
+                // The orders of the parts' positions, smallest first (the standard's
+                // preference), each tried as a concatenation.
+                let mut order: Vec<usize> = (0..parts.len()).collect();
+                loop {
+                    let seq: Vec<Pat> = order.iter().map(|i| parts[*i].clone()).collect();
+                    if self.go(&Pat::Concat(seq), pos, k)? {
+                        return Ok(true);
+                    }
+                    // The next permutation in lexicographic order.
+                    let Some(i) = (1..order.len()).rev().find(|&i| order[i - 1] < order[i]) else {
+                        return Ok(false);
+                    };
+                    let j = (i..order.len())
+                        .rev()
+                        .find(|&j| order[j] > order[i - 1])
+                        .expect("a larger element after i - 1");
+                    order.swap(i - 1, j);
+                    order[i..].reverse();
+                }
+            }
         }
     }
 
@@ -735,6 +762,7 @@ fn pat() -> impl Strategy<Value = Pat> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Concat),
             prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Alt),
+            prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Permute),
             (inner, quant(), any::<bool>()).prop_map(|(p, q, greedy)| Pat::Rep {
                 inner: Box::new(p),
                 q,

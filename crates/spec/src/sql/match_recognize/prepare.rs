@@ -214,8 +214,9 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
             let ptoks: Vec<TokenWithSpan> =
                 body[j + 2..end].iter().map(|b| b.tok.clone()).collect();
             let variables = pattern::check(&ptoks, b.tok.span.start)?;
-            for t in &ptoks {
-                if !matches!(t.token, Token::Word(_)) {
+            for (k, t) in ptoks.iter().enumerate() {
+                let permute = pattern::is_permute(t, ptoks.get(k + 1).map(|n| &n.token));
+                if permute || !matches!(t.token, Token::Word(_)) {
                     blanks.push(t.span);
                 }
             }
