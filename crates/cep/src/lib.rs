@@ -55,7 +55,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "pattern", required: true, kind: ParamKind::Text, default: None, doc: "the row pattern, e.g. \"A B+ C D+?\": variables, ( ), |, and * + ? {n} {n,} {n,m}, reluctant with a trailing ?; adjustable while running" },
         ParamSpec { name: "define", required: false, kind: ParamKind::Repeated, default: None, doc: "\"B AS B.value < PREV(B.value)\": a variable's condition (several, comma-separated or one per `param define`); a variable without one matches any row; adjustable while running (a new value replaces every condition)" },
         ParamSpec { name: "measures", required: false, kind: ParamKind::Text, default: None, doc: "output columns computed from a match: \"A.ts AS start, LAST(D.ts) AS end, COUNT(B.*) AS drops\"" },
-        ParamSpec { name: "rows_per_match", required: false, kind: ParamKind::OneOf(&["one", "all"]), default: Some("one"), doc: "one: a row per match (partition columns, then measures); all: every row of the match (its columns, then running measures)" },
+        ParamSpec { name: "rows_per_match", required: false, kind: ParamKind::OneOf(&["one", "all", "all show empty", "all omit empty", "all with unmatched"]), default: Some("one"), doc: "one: a row per match (partition columns, then measures); all (= all show empty): every row of the match (its columns, then running measures), an empty match as one row of nulls; all omit empty: no row for an empty match; all with unmatched: also every row in no match, with null measures" },
         ParamSpec { name: "after_match", required: false, kind: ParamKind::Text, default: Some("skip past last row"), doc: "where the next match may start: \"skip past last row\", \"skip to next row\", \"skip to first V\", \"skip to last V\" (\"skip to V\" = last)" },
         ParamSpec { name: "within", required: false, kind: ParamKind::Duration, default: None, doc: "a row belongs to a match only while row time - first row time < within; bounds the state; adjustable while running" },
         ParamSpec { name: "timeout_output", required: false, kind: ParamKind::Text, default: None, doc: "the name of an output of this operator that receives partial matches the `within` bound ended (same columns as the matches)" },
@@ -96,6 +96,8 @@ pub(crate) struct Setup {
     pub measure_sites: usize,
     pub on_error: Option<OnError>,
     pub all_rows: bool,
+    /// ALL ROWS PER MATCH OMIT EMPTY MATCHES: an empty match outputs no row.
+    pub omit_empty: bool,
     /// The result's columns: partition columns (one row per match) or every input column
     /// (all rows), then the measures.
     pub schema: SchemaRef,
@@ -272,7 +274,10 @@ pub(crate) fn compile(
             })
             .collect(),
     };
-    let all_rows = p.str_or("rows_per_match", "one") == "all";
+    let rows_per_match = p.str_or("rows_per_match", "one");
+    let all_rows = rows_per_match.starts_with("all");
+    let omit_empty = rows_per_match == "all omit empty";
+    let unmatched = rows_per_match == "all with unmatched";
     let skip = skip(&p, &parsed.vars)?;
     let within = match p.text("within") {
         None => None,
@@ -381,6 +386,7 @@ pub(crate) fn compile(
             skip,
             max_back,
             max_threads: MAX_THREADS,
+            unmatched,
         },
         input: Arc::clone(input),
         types: columns.iter().map(|(_, t)| *t).collect(),
@@ -394,6 +400,7 @@ pub(crate) fn compile(
         measure_sites,
         on_error: OnError::param(&p),
         all_rows,
+        omit_empty,
         schema: Arc::clone(&schema),
         out_types,
         timeout_port,

@@ -45,6 +45,9 @@ pub(crate) struct Pattern {
     /// What the conditions read of a partial match's history: threads at one instruction
     /// that show them the same are equivalent, and only the preferred one is kept.
     pub needs: Needs,
+    /// Report the rows in no match ([`Outcome::Unmatched`]: ALL ROWS PER MATCH WITH
+    /// UNMATCHED ROWS).
+    pub unmatched: bool,
 }
 
 /// Whether any of `defines` can fail on a row (for [`Pattern::fallible`]).
@@ -74,6 +77,9 @@ pub(crate) enum Outcome {
         start: u64,
         steps: Vec<(u64, usize)>,
     },
+    /// Row `row` is in no match: no match starts at it and none covers it (reported only
+    /// with [`Pattern::unmatched`]).
+    Unmatched { row: u64 },
 }
 
 /// The pattern is too ambiguous to follow.
@@ -179,6 +185,8 @@ pub(crate) struct Partition {
     resume: u64,
     /// Matches emitted so far.
     matches: i64,
+    /// Rows before this one are in a match, or were reported unmatched.
+    covered: u64,
     attempts: VecDeque<Attempt>,
 }
 
@@ -561,6 +569,9 @@ impl Partition {
                     while self.attempts.front().is_some_and(|b| b.start < to) {
                         self.attempts.pop_front();
                     }
+                    // An empty match covers its start row (it is output, not unmatched).
+                    let end = steps.last().map_or(a.start, |(r, _)| *r) + 1;
+                    self.covered = self.covered.max(end);
                     out.push(Outcome::Match {
                         start: a.start,
                         steps,
@@ -573,6 +584,10 @@ impl Partition {
                             start: a.start,
                             steps: to_steps(partial.as_ref()),
                         });
+                    }
+                    if p.unmatched && a.start >= self.covered {
+                        self.covered = a.start + 1;
+                        out.push(Outcome::Unmatched { row: a.start });
                     }
                 }
             }
@@ -626,15 +641,21 @@ impl Partition {
         (&self.rows, self.base, replay, self.resume, self.matches)
     }
 
-    /// Rebuilds a partition from [`Partition::parts`] by replaying its rows from `replay`;
-    /// then the caller applies the last watermark with [`Partition::advance`].
+    /// Rows before this one are in a match or were reported unmatched (kept by a snapshot
+    /// after [`Partition::parts`]).
+    pub(crate) fn covered(&self) -> u64 {
+        self.covered
+    }
+
+    /// Rebuilds a partition from [`Partition::parts`] (and [`Partition::covered`]) by
+    /// replaying its rows from `replay`; then the caller applies the last watermark with
+    /// [`Partition::advance`].
     pub(crate) fn rebuild(
         p: &Pattern,
         rows: Vec<Row>,
-        base: u64,
-        replay: u64,
-        resume: u64,
+        (base, replay, resume): (u64, u64, u64),
         matches: i64,
+        covered: u64,
     ) -> Result<Partition, Refused> {
         let split = usize::try_from(replay.saturating_sub(base))
             .unwrap_or(usize::MAX)
@@ -647,6 +668,7 @@ impl Partition {
             base,
             resume,
             matches,
+            covered,
             attempts: VecDeque::new(),
         };
         let mut out = Vec::new();
@@ -819,6 +841,7 @@ mod tests {
             skip,
             max_back,
             max_threads: 100_000,
+            unmatched: false,
         };
         let what = format!("pattern {text}, define {defines_text}, {skip:?}, within {within:?}");
         (p, what)
@@ -945,6 +968,7 @@ mod tests {
             skip: Skip::PastLastRow,
             max_back: 0,
             max_threads: 100,
+            unmatched: false,
         };
         let mut part = Partition::default();
         let mut scratch = Scratch::default();
@@ -999,6 +1023,7 @@ mod tests {
             skip: Skip::PastLastRow,
             max_back: 1,
             max_threads: 100_000,
+            unmatched: false,
         }
     }
 

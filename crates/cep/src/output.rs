@@ -35,6 +35,7 @@ impl Figures {
             match o {
                 Outcome::Match { .. } => self.matches += 1,
                 Outcome::TimedOut { .. } => self.timed_out += 1,
+                Outcome::Unmatched { .. } => {}
             }
         }
     }
@@ -64,6 +65,16 @@ pub(crate) fn render(
                     continue;
                 }
                 (start, steps, 0, &mut *timeouts)
+            }
+            // A row in no match: its columns, and null measures.
+            Outcome::Unmatched { row } => {
+                let mut cells = part
+                    .row(row)
+                    .map(|r| r.cells.to_vec())
+                    .unwrap_or_else(|| vec![Value::Null; setup.types.len()]);
+                cells.extend(std::iter::repeat_n(Value::Null, setup.measures.len()));
+                main.push(cells);
+                continue;
             }
         };
         let cells = |row: u64| -> Vec<Value> {
@@ -98,7 +109,7 @@ pub(crate) fn render(
             Ok(true)
         };
         if setup.all_rows {
-            if steps.is_empty() {
+            if steps.is_empty() && !setup.omit_empty {
                 let mut row = cells(start);
                 if measures(0, &mut row)? {
                     out.push(row);

@@ -9,7 +9,8 @@
 //! operator snapshotted (a full snapshot, then a changelog) and restored half-way, keeping its
 //! state in the heap or in the LSM backend (with one partition in memory, so that idle ones
 //! go to the LSM tree and come back), gives the same rows as one that ran straight through,
-//! and four instances, each fed the keys it owns, together give the rows of one.
+//! and four instances, each fed the keys it owns, together give the rows of one. Empty
+//! matches are shown or omitted, and rows in no match added (WITH UNMATCHED ROWS).
 //! Hand-written cases check greedy against reluctant, alternation preference, an empty
 //! prefix and empty matches, overlapping matches with `skip to next row`, and (issue 18)
 //! loops inside loops and alternations inside loops over a long run of rows that match
@@ -301,6 +302,17 @@ impl Skip {
     }
 }
 
+/// ALL ROWS PER MATCH …
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// SHOW EMPTY MATCHES (the default)
+    Show,
+    /// OMIT EMPTY MATCHES
+    Omit,
+    /// WITH UNMATCHED ROWS (their MATCH_NUMBER is NULL, shown as 0)
+    Unmatched,
+}
+
 /// One configuration of the operator.
 #[derive(Debug, Clone)]
 struct Case {
@@ -310,6 +322,7 @@ struct Case {
     skip: Skip,
     /// Milliseconds.
     within: Option<i64>,
+    mode: Mode,
 }
 
 impl Case {
@@ -347,7 +360,11 @@ impl Case {
                 params += &format!("  param define = \"{} AS {t}\"\n", VARS[v]);
             }
         }
-        params += "  param rows_per_match = \"all\"\n";
+        params += match self.mode {
+            Mode::Show => "  param rows_per_match = \"all\"\n",
+            Mode::Omit => "  param rows_per_match = \"all omit empty\"\n",
+            Mode::Unmatched => "  param rows_per_match = \"all with unmatched\"\n",
+        };
         params += "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() AS cls\"\n";
         params += &format!("  param after_match = \"{}\"\n", self.skip.text());
         if let Some(w) = self.within {
@@ -409,7 +426,8 @@ impl Collector for Collect {
                 ts[i].expect("ts"),
                 k[i].expect("k"),
                 v[i].expect("value"),
-                m[i].expect("match number"),
+                // An unmatched row's is NULL.
+                m[i].unwrap_or(0),
                 cls.is_valid(i).then(|| cls.value(i).to_string()),
             ));
         }
@@ -700,6 +718,8 @@ fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBudget> {
         part.sort_by_key(|r| r.0);
         let mut matches = 0;
         let mut i = 0;
+        // Rows before this one are in a match (or shown as unmatched).
+        let mut covered = 0;
         while i < part.len() {
             let mut s = Search {
                 rows: &part,
@@ -708,14 +728,20 @@ fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBudget> {
                 mapping: vec![],
                 budget: &mut budget,
             };
+            let cells = |r: usize| (part[r].0, part[r].1, part[r].2);
             if !s.go(&case.pattern, i, &Cont::Done)? {
+                if case.mode == Mode::Unmatched && i >= covered {
+                    let (t, k, v) = cells(i);
+                    out.push((t, k, v, 0, None));
+                    covered = i + 1;
+                }
                 i += 1;
                 continue;
             }
             let mapping = s.mapping;
             matches += 1;
-            let cells = |r: usize| (part[r].0, part[r].1, part[r].2);
-            if mapping.is_empty() {
+            covered = covered.max(mapping.last().map_or(i, |(r, _)| *r) + 1);
+            if mapping.is_empty() && case.mode != Mode::Omit {
                 let (t, k, v) = cells(i);
                 out.push((t, k, v, matches, None));
             }
@@ -830,13 +856,15 @@ fn case() -> impl Strategy<Value = Case> {
         [cond(), cond(), cond()],
         skip(),
         prop::option::weighted(0.3, 1i64..40),
+        prop_oneof![2 => Just(Mode::Show), 1 => Just(Mode::Omit), 1 => Just(Mode::Unmatched)],
     )
-        .prop_map(|(pattern, defines, skip, within)| {
+        .prop_map(|(pattern, defines, skip, within, mode)| {
             Case {
                 pattern,
                 defines,
                 skip,
                 within,
+                mode,
             }
             .normalized()
         })
@@ -948,6 +976,7 @@ fn greedy_plus_takes_the_longest_run_and_reluctant_the_shortest() {
         defines,
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
     };
     assert_eq!(greedy.pattern.text(), "A B+ C");
     // B+ runs to the end, gives back one row for C (3 > LAST(B.value) = 1).
@@ -987,6 +1016,7 @@ fn alternation_in_a_loop_prefers_its_left_branch_row_by_row() {
         defines: [Cond::Below(2), Cond::Below(4), Cond::Any],
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
     };
     assert_eq!(case.pattern.text(), "(A | B)+ C");
     // 1 is both A and B: A wins. 5 is neither, so the loop stops and C takes it; the loop
@@ -1012,6 +1042,7 @@ fn a_star_prefix_may_match_no_row_and_a_lone_star_matches_the_empty_sequence() {
         defines: [Cond::Below(3), Cond::Even, Cond::Any],
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
     };
     assert_eq!(case.pattern.text(), "A* B");
     // From row 0 (2): A* takes 2, then 5 is no B; it backtracks to no A at all, and B
@@ -1050,6 +1081,7 @@ fn skip_to_next_row_lets_matches_overlap() {
         defines: [Cond::Any, Cond::Rising, Cond::Any],
         skip: Skip::ToNextRow,
         within: None,
+        mode: Mode::Show,
     };
     assert_eq!(case.pattern.text(), "A B+");
     // 1 and 2 each start a rising run up to 3; 3 starts none (0 is no rise); 0 starts 0 4;
@@ -1081,6 +1113,7 @@ fn a_reluctant_loop_spanning_the_body_of_a_greedy_loop_lets_it_take_another_iter
         defines: [Cond::Any, Cond::Any, Cond::Any],
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
     };
     assert_eq!(case.pattern.text(), "(B*?)*");
     assert_eq!(
@@ -1169,6 +1202,7 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
                 defines,
                 skip,
                 within: None,
+                mode: Mode::Show,
             }
             .normalized();
             let got = outputs(&case, &data);
@@ -1192,6 +1226,7 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
         defines: [Any, Rising, Any],
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
     };
     assert_eq!(case.pattern.text(), "(A+)+ B");
     let mut expected: Vec<(i64, i64, i64, Option<&str>)> =
@@ -1212,6 +1247,7 @@ fn an_aggregate_over_each_rows_classifier_keeps_the_partial_matches_it_tells_apa
         defines: [Cond::Any, Cond::Any, Cond::ClassCountAtMost(0, 1)],
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
     };
     assert_eq!(
         outputs(&case, &rows(&[0; 6])),

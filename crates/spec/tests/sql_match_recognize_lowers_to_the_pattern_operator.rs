@@ -235,6 +235,14 @@ fn reluctant_and_greedy_patterns_pass_through_as_written() {
 fn all_rows_per_match_skip_forms_and_partitions_become_params() {
     let all = over("ALL ROWS PER MATCH PATTERN (A B+ C)");
     assert_eq!(param(&all, "rows_per_match").as_deref(), Some("all"));
+    for (mode, expected) in [
+        ("SHOW EMPTY MATCHES", "all show empty"),
+        ("OMIT EMPTY MATCHES", "all omit empty"),
+        ("WITH UNMATCHED ROWS", "all with unmatched"),
+    ] {
+        let sql = over(&format!("ALL ROWS PER MATCH {mode} PATTERN (A B+ C)"));
+        assert_eq!(param(&sql, "rows_per_match").as_deref(), Some(expected));
+    }
     assert_eq!(param(&over("PATTERN (A B+ C)"), "rows_per_match"), None);
     assert_eq!(param(&over("PATTERN (A B+ C)"), "after_match"), None);
     assert_eq!(param(&over("PATTERN (A B+ C)"), "within"), None);
@@ -406,11 +414,6 @@ fn unsupported_clauses_are_errors_at_their_place() {
                 .replace("B.value < PREV(B.value)", "B.value < FINAL LAST(B.value)"),
             "FINAL",
             "FINAL in DEFINE",
-        ),
-        (
-            over("ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A B+ C)"),
-            "ALL ROWS",
-            "ALL ROWS PER MATCH WITH UNMATCHED ROWS is not supported yet",
         ),
         (
             over("PATTERN (A B+ C)").replace("AS b_ts", "AS sensor"),

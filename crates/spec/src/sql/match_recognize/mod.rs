@@ -6,7 +6,7 @@
 //! | `PARTITION BY sensor, site` | `partition_by = "sensor, site"` |
 //! | `ORDER BY ts, seq DESC` (the event time, ascending, then tie-breakers) | `order_by = "ts, seq DESC"` |
 //! | `MEASURES A.ts AS a_ts, …` | `measures = "A.ts AS a_ts, …"` |
-//! | `ONE ROW PER MATCH` / `ALL ROWS PER MATCH` | `rows_per_match = "one"` / `"all"` |
+//! | `ONE ROW PER MATCH` / `ALL ROWS PER MATCH [SHOW EMPTY MATCHES \| OMIT EMPTY MATCHES \| WITH UNMATCHED ROWS]` | `rows_per_match = "one"` / `"all"`, `"all show empty"`, `"all omit empty"`, `"all with unmatched"` |
 //! | `AFTER MATCH SKIP PAST LAST ROW`, `… TO NEXT ROW`, `… TO FIRST B`, `… TO LAST B`, `… TO B` | `after_match = "skip past last row"`, … |
 //! | `PATTERN (A B+ C D+?)` | `pattern = "A B+ C D+?"` |
 //! | `WITHIN INTERVAL '10' SECOND` (Flink's, after the pattern) | `within = "10s"` |
@@ -25,7 +25,9 @@ mod prepare;
 pub(crate) use prepare::{prepare, Prepared, RawMatch};
 
 use anduin_types::{Diagnostic, Pos};
-use sqlparser::ast::{Expr, RowsPerMatch, Spanned, SymbolDefinition, TableFactor};
+use sqlparser::ast::{
+    EmptyMatchesMode, Expr, RowsPerMatch, Spanned, SymbolDefinition, TableFactor,
+};
 
 use super::insert::{name_of, operator, unsupported};
 use super::source_text::{pos, Source};
@@ -152,14 +154,14 @@ pub(super) fn lower(
     let all_rows = match rows_per_match {
         None => None,
         Some(RowsPerMatch::OneRow) => Some(false),
-        Some(RowsPerMatch::AllRows(None)) => Some(true),
-        Some(RowsPerMatch::AllRows(Some(mode))) => {
-            let p = raw.keyword("ALL").and_then(|i| raw.tok(i));
-            return Err(unsupported(
-                p.map_or(at, |t| pos(t.span.start)),
-                format!("ALL ROWS PER MATCH {mode}"),
-            ));
-        }
+        Some(RowsPerMatch::AllRows(_)) => Some(true),
+    };
+    let mode = match rows_per_match {
+        Some(RowsPerMatch::AllRows(Some(EmptyMatchesMode::Show))) => "all show empty",
+        Some(RowsPerMatch::AllRows(Some(EmptyMatchesMode::Omit))) => "all omit empty",
+        Some(RowsPerMatch::AllRows(Some(EmptyMatchesMode::WithUnmatched))) => "all with unmatched",
+        Some(RowsPerMatch::AllRows(None)) => "all",
+        _ => "one",
     };
     let measured = measures_of(measures, raw, source)?;
     if !measured.is_empty() {
@@ -169,10 +171,7 @@ pub(super) fn lower(
     if let Some(all) = all_rows {
         let p = raw.keyword(if all { "ALL" } else { "ONE" });
         let p = p.and_then(|i| raw.tok(i)).map_or(at, |t| pos(t.span.start));
-        params.push((
-            "rows_per_match",
-            Text::at(if all { "all" } else { "one" }, p),
-        ));
+        params.push(("rows_per_match", Text::at(mode, p)));
     }
     if let Some(skip) = after_match(after_match_skip.as_ref(), raw, at)? {
         params.push(("after_match", skip));
