@@ -372,6 +372,7 @@ pub(crate) fn compile(
     {
         max_back = max_back.max(deepest_prev(e));
     }
+    let anchored = prog.contains(&program::Inst::Start);
     Ok(Setup {
         name: op.name.to_string(),
         def: op.clone(),
@@ -386,6 +387,7 @@ pub(crate) fn compile(
             skip,
             max_back,
             max_threads: MAX_THREADS,
+            anchored,
             unmatched,
         },
         input: Arc::clone(input),

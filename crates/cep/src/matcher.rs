@@ -45,6 +45,9 @@ pub(crate) struct Pattern {
     /// What the conditions read of a partial match's history: threads at one instruction
     /// that show them the same are equivalent, and only the preferred one is kept.
     pub needs: Needs,
+    /// The pattern has `^`: a partition that has seen a row is never blank (a new one
+    /// would take its next row for the partition's first).
+    pub anchored: bool,
     /// Report the rows in no match ([`Outcome::Unmatched`]: ALL ROWS PER MATCH WITH
     /// UNMATCHED ROWS).
     pub unmatched: bool,
@@ -187,6 +190,8 @@ pub(crate) struct Partition {
     matches: i64,
     /// Rows before this one are in a match, or were reported unmatched.
     covered: u64,
+    /// Set from [`Pattern::anchored`] at the first row.
+    anchored: bool,
     attempts: VecDeque<Attempt>,
 }
 
@@ -348,12 +353,18 @@ impl Partition {
         let idx = self.next;
         let ts = row.ts;
         self.next += 1;
+        self.anchored |= p.anchored;
         self.rows.push_back(row);
         let started = idx >= self.resume;
         if started {
             let mut threads = s.spare.pop().unwrap_or_default();
             s.prune.clear(p.prog.len());
-            let best = closure(p, &mut s.seen, &mut s.prune, 0, None, &mut threads).then_some(None);
+            let at = At {
+                first: idx == 0,
+                ended: false,
+            };
+            let best =
+                closure(p, &mut s.seen, &mut s.prune, at, 0, None, &mut threads).then_some(None);
             self.attempts.push_back(Attempt {
                 start: idx,
                 start_ts: ts,
@@ -448,6 +459,7 @@ impl Partition {
                     p,
                     &mut s.seen,
                     &mut s.prune,
+                    At::default(),
                     t.pc + 1,
                     hist.clone(),
                     &mut next,
@@ -525,21 +537,59 @@ impl Partition {
     /// Event time has passed `watermark`: every row still to come has `ts >= watermark`, so
     /// attempts whose time bound ends by then cannot grow and end now.
     pub(crate) fn advance(&mut self, p: &Pattern, watermark: i64, out: &mut Vec<Outcome>) {
-        let Some(w) = p.within else { return };
-        for a in self.attempts.iter_mut() {
-            if !a.ended() && a.start_ts.saturating_add(w) <= watermark {
-                time_out(a);
+        if watermark == i64::MAX {
+            // No row can come any more: the partition has ended, which `$` waits for.
+            self.end(p);
+        }
+        if let Some(w) = p.within {
+            for a in self.attempts.iter_mut() {
+                if !a.ended() && a.start_ts.saturating_add(w) <= watermark {
+                    time_out(p, a);
+                }
             }
         }
         self.settle(p, out);
     }
 
-    /// The input ended: partial matches fail; completed matches waiting on them are reported.
+    /// The input ended: partial matches waiting at `$` complete, the others fail; completed
+    /// matches waiting on them are reported.
     pub(crate) fn finish(&mut self, p: &Pattern, out: &mut Vec<Outcome>) {
+        self.end(p);
         for a in self.attempts.iter_mut() {
             a.threads.clear();
         }
         self.settle(p, out);
+    }
+
+    /// The partition has ended: in each attempt, the most preferred thread waiting at `$`
+    /// that completes without another row becomes its match (live threads are preferred to
+    /// the match an attempt found before); every thread ends.
+    fn end(&mut self, p: &Pattern) {
+        if !p.prog.contains(&Inst::End) {
+            return;
+        }
+        let at = At {
+            first: self.next == 0,
+            ended: true,
+        };
+        let mut seen = Seen::default();
+        let mut prune = Pruner::default();
+        let mut scratch = Vec::new();
+        for a in self.attempts.iter_mut() {
+            for t in a.threads.drain(..) {
+                if p.prog[t.pc] != Inst::End {
+                    continue;
+                }
+                prune.clear(p.prog.len());
+                scratch.clear();
+                let hist = t.hist.clone();
+                if closure(p, &mut seen, &mut prune, at, t.pc + 1, hist, &mut scratch) {
+                    a.best = Some(t.hist);
+                    break;
+                }
+            }
+            a.threads.clear();
+        }
     }
 
     /// Reports attempts that ended, oldest first, applying the skip after each match.
@@ -616,7 +666,10 @@ impl Partition {
     /// Whether the partition is as good as a new one: no partial match, no row kept, no
     /// match numbered yet (the row indices differ, but only their differences matter).
     pub(crate) fn is_blank(&self) -> bool {
-        self.attempts.is_empty() && self.rows.is_empty() && self.matches == 0
+        self.attempts.is_empty()
+            && self.rows.is_empty()
+            && self.matches == 0
+            && !(self.anchored && self.next > 0)
     }
 
     /// The most threads an attempt in flight has.
@@ -669,6 +722,7 @@ impl Partition {
             resume,
             matches,
             covered,
+            anchored: p.anchored,
             attempts: VecDeque::new(),
         };
         let mut out = Vec::new();
@@ -687,11 +741,23 @@ enum StepFailed {
     TooManyThreads(TooManyThreads),
 }
 
-fn time_out(a: &mut Attempt) {
-    if a.best.is_none() {
-        a.timed_out = Some(a.threads.first().and_then(|t| t.hist.clone()));
+/// The time bound of `a` has passed: its threads waiting for a row end (the most preferred
+/// one is its timed-out partial match if it found no match). Threads waiting at `$` consume
+/// no row and wait on, for the end of the input (a row ends them).
+fn time_out(p: &Pattern, a: &mut Attempt) {
+    let first = a.threads.first().and_then(|t| t.hist.clone());
+    a.threads.retain(|t| p.prog[t.pc] == Inst::End);
+    if a.best.is_none() && a.threads.is_empty() {
+        a.timed_out = Some(first);
     }
-    a.threads.clear();
+}
+
+/// Where a closure is: at the partition's first row (`^` passes), or after its last (the
+/// partition ended: `$` passes, and no thread waits for a row).
+#[derive(Debug, Clone, Copy, Default)]
+struct At {
+    first: bool,
+    ended: bool,
 }
 
 /// Follows the moves that consume no row from `pc`, in preference order, adding a thread at
@@ -703,6 +769,7 @@ fn closure(
     p: &Pattern,
     seen: &mut Seen,
     prune: &mut Pruner,
+    at: At,
     pc: usize,
     hist: Option<Arc<Step>>,
     out: &mut Vec<Thread>,
@@ -714,7 +781,17 @@ fn closure(
             continue;
         }
         match p.prog[pc] {
-            Inst::Label(_) => {
+            Inst::Label(_) | Inst::End if at.ended => {
+                if p.prog[pc] == Inst::End {
+                    seen.stack.push((pc + 1, fresh));
+                }
+            }
+            Inst::Start => {
+                if at.first {
+                    seen.stack.push((pc + 1, fresh));
+                }
+            }
+            Inst::Label(_) | Inst::End => {
                 if prune.admit(&p.needs, pc, hist.as_ref(), out) {
                     out.push(Thread {
                         pc,
@@ -841,6 +918,7 @@ mod tests {
             skip,
             max_back,
             max_threads: 100_000,
+            anchored: false,
             unmatched: false,
         };
         let what = format!("pattern {text}, define {defines_text}, {skip:?}, within {within:?}");
@@ -968,6 +1046,7 @@ mod tests {
             skip: Skip::PastLastRow,
             max_back: 0,
             max_threads: 100,
+            anchored: false,
             unmatched: false,
         };
         let mut part = Partition::default();
@@ -1023,6 +1102,7 @@ mod tests {
             skip: Skip::PastLastRow,
             max_back: 1,
             max_threads: 100_000,
+            anchored: false,
             unmatched: false,
         }
     }

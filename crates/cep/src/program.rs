@@ -18,6 +18,11 @@ pub(crate) enum Inst {
     Enter(usize),
     /// An iteration of loop `.0` ends: the path dies if it consumed no row.
     Check(usize),
+    /// `^`: the path goes on only at the partition's first row.
+    Start,
+    /// `$`: the path waits here for the end of the partition (of the input), and dies if a
+    /// row comes.
+    End,
     Done,
 }
 
@@ -80,6 +85,12 @@ impl Compiler {
     fn emit_pat(&mut self, pat: &Pat) -> Option<()> {
         match pat {
             Pat::Empty => {}
+            Pat::Start => {
+                self.push(Inst::Start)?;
+            }
+            Pat::End => {
+                self.push(Inst::End)?;
+            }
             Pat::Var(v) => {
                 self.push(Inst::Label(*v))?;
             }

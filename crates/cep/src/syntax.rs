@@ -1,5 +1,6 @@
 //! The row pattern language of `pattern = "…"` and SQL `PATTERN (…)`: variables, concatenation,
-//! alternation `|`, groups `( … )`, `PERMUTE( … )`, and the quantifiers `* + ? {n} {n,} {,m}
+//! alternation `|`, groups `( … )`, `PERMUTE( … )`, the anchors `^` and `$`, and the
+//! quantifiers `* + ? {n} {n,} {,m}
 //! {n,m}`, each greedy or, followed by `?`, reluctant.
 //!
 //! Variables are identifiers as in SQL: unquoted ones are case-insensitive and named in upper
@@ -13,6 +14,10 @@ use std::collections::HashMap;
 pub(crate) enum Pat {
     /// Matches nothing (the empty group `()`).
     Empty,
+    /// `^`: the start of the partition (no row before this point).
+    Start,
+    /// `$`: the end of the partition (no row after this point: the input ended).
+    End,
     /// One row mapped to the variable.
     Var(usize),
     /// The parts one after another.
@@ -167,6 +172,13 @@ impl P {
 
     fn quantified(&mut self) -> Result<Pat, SyntaxError> {
         let mut pat = self.primary()?;
+        if matches!(pat, Pat::Start | Pat::End) {
+            self.skip_ws();
+            if matches!(self.peek(), Some('*' | '+' | '?' | '{')) {
+                return Err(self.error("an anchor (`^`, `$`) cannot be quantified"));
+            }
+            return Ok(pat);
+        }
         let mut quantified = false;
         loop {
             self.skip_ws();
@@ -400,7 +412,14 @@ impl P {
                 }
                 Ok(self.var(name))
             }
-            Some('^' | '$') => Err(self.error("anchors `^` and `$` are not supported yet")),
+            Some('^') => {
+                self.at += 1;
+                Ok(Pat::Start)
+            }
+            Some('$') => {
+                self.at += 1;
+                Ok(Pat::End)
+            }
             Some('{') if self.chars.get(self.at + 1) == Some(&'-') => {
                 Err(self.error("exclusion `{- … -}` is not supported yet"))
             }
@@ -497,8 +516,15 @@ mod tests {
         assert!(e.message.contains("below its minimum"));
         let e = parse("A | ").expect_err("empty alternative");
         assert!(e.message.contains("empty"));
-        let e = parse("^A").expect_err("anchor");
-        assert!(e.message.contains("not supported yet"));
+        let e = parse("^* A").expect_err("quantified anchor");
+        assert_eq!(
+            (e.col, e.message.as_str()),
+            (2, "an anchor (`^`, `$`) cannot be quantified")
+        );
+        assert_eq!(
+            parse("^A B$").expect("anchors").pat,
+            Pat::Concat(vec![Pat::Start, Pat::Var(0), Pat::Var(1), Pat::End])
+        );
         let e = parse("*").expect_err("nothing to quantify");
         assert_eq!(e.col, 1);
         assert!(parse("").is_err());

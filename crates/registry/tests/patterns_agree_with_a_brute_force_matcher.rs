@@ -1,8 +1,8 @@
 //! The `pattern` operator (CEP, SQL MATCH_RECOGNIZE semantics) with ALL ROWS PER MATCH finds
 //! exactly the matches a brute-force backtracking matcher written here finds: on seeded random
 //! rows of a few keys that arrive out of order in small batches (the late ones dropped), for
-//! generated patterns (concatenation, `|`, groups, `PERMUTE`, greedy and reluctant `* + ?
-//! {n} {n,} {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
+//! generated patterns (concatenation, `|`, groups, `PERMUTE`, the anchors `^` and `$`,
+//! greedy and reluctant `* + ? {n} {n,} {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
 //! MAX, a DataFusion function, aggregates over expressions, one reading each row's
 //! CLASSIFIER()), every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
 //! match with its MATCH_NUMBER and CLASSIFIER, so the comparison pins down every mapping. An
@@ -53,6 +53,10 @@ enum Pat {
     },
     /// `PERMUTE(p1, p2, …)`: the parts in every order, the orders tried lexicographically.
     Permute(Vec<Pat>),
+    /// `^`: the partition's first row is next.
+    Start,
+    /// `$`: no row is next (the input ended).
+    End,
 }
 
 /// A quantifier as written.
@@ -104,6 +108,8 @@ impl Pat {
                 .collect::<Vec<_>>()
                 .join(" "),
             Pat::Alt(alts) => alts.iter().map(Pat::text).collect::<Vec<_>>().join(" | "),
+            Pat::Start => "^".into(),
+            Pat::End => "$".into(),
             Pat::Permute(parts) => format!(
                 "PERMUTE({})",
                 parts.iter().map(Pat::text).collect::<Vec<_>>().join(", ")
@@ -122,6 +128,7 @@ impl Pat {
         match self {
             Pat::Var(w) => *w == v,
             Pat::Concat(ps) | Pat::Alt(ps) | Pat::Permute(ps) => ps.iter().any(|p| p.mentions(v)),
+            Pat::Start | Pat::End => false,
             Pat::Rep { inner, .. } => inner.mentions(v),
         }
     }
@@ -614,6 +621,8 @@ impl Search<'_> {
                 Ok(false)
             }
             Pat::Rep { .. } => self.repeat(p, 0, pos, k),
+            Pat::Start => Ok(pos == 0 && self.cont(k, pos)?),
+            Pat::End => Ok(pos == self.rows.len() && self.cont(k, pos)?),
             Pat::Permute(parts) => {
                 // The orders of the parts' positions, smallest first (the standard's
                 // preference), each tried as a concatenation.
@@ -809,6 +818,23 @@ fn pat() -> impl Strategy<Value = Pat> {
                     q,
                     greedy,
                 });
+            }
+            parts
+        })
+        .prop_flat_map(|parts| {
+            // Now and then anchored at the partition's start, end, or both.
+            (
+                Just(parts),
+                prop::bool::weighted(0.15),
+                prop::bool::weighted(0.15),
+            )
+        })
+        .prop_map(|(mut parts, start, end)| {
+            if start {
+                parts.insert(0, Pat::Start);
+            }
+            if end {
+                parts.push(Pat::End);
             }
             if parts.len() == 1 {
                 parts.pop().expect("one part")

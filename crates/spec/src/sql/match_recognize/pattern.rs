@@ -1,5 +1,5 @@
 //! The tokens of `PATTERN ( … )`: what anduin's pattern operator takes (variables, `( )`,
-//! `|`, `PERMUTE( … , … )`, and the quantifiers `* + ? {n} {n,} {,m} {n,m}`, each optionally followed by `?` to
+//! `|`, `PERMUTE( … , … )`, the anchors `^` and `$`, and the quantifiers `* + ? {n} {n,} {,m} {n,m}`, each optionally followed by `?` to
 //! be reluctant) and errors for the rest of the SQL standard's row pattern syntax.
 
 use std::collections::HashSet;
@@ -71,16 +71,22 @@ pub(super) fn check(toks: &[TokenWithSpan], at: Location) -> Result<Vec<String>,
             }
             Token::Comma if !in_braces && groups.last() == Some(&true) => {}
             // sqlparser reads `B$` as one word and `$B` as a placeholder: a pattern variable
-            // is letters, digits and `_`, and `$` the anchor.
+            // is letters, digits and `_`, and `$` the anchor (the operator reads the text).
             Token::Word(w) if w.quote_style.is_none() && w.value.contains('$') && !in_braces => {
-                let before = w.value.split('$').next().unwrap_or_default();
-                let col = before.chars().count() as u64;
-                let mut at = t.span.start;
-                at.column += col;
-                return Err(unsupported(
-                    pos(at),
-                    "the anchor `$` (end of the partition)",
-                ));
+                for name in w.value.split('$').filter(|n| !n.is_empty()) {
+                    let name = var_name(name, None);
+                    if seen.insert(name.clone()) {
+                        vars.push(name);
+                    }
+                }
+            }
+            Token::Placeholder(p) if p.starts_with('$') && !in_braces => {
+                for name in p.split('$').filter(|n| !n.is_empty()) {
+                    let name = var_name(name, None);
+                    if seen.insert(name.clone()) {
+                        vars.push(name);
+                    }
+                }
             }
             Token::Word(w) if !in_braces => {
                 let name = var_name(&w.value, w.quote_style);
@@ -88,12 +94,7 @@ pub(super) fn check(toks: &[TokenWithSpan], at: Location) -> Result<Vec<String>,
                     vars.push(name);
                 }
             }
-            Token::Caret => {
-                return Err(unsupported(here, "the anchor `^` (start of the partition)"));
-            }
-            Token::Placeholder(p) if p.starts_with('$') => {
-                return Err(unsupported(here, "the anchor `$` (end of the partition)"));
-            }
+            Token::Caret if !in_braces => {}
             Token::LBrace if !in_braces && next == Some(&Token::Minus) => {
                 return Err(unsupported(
                     here,
