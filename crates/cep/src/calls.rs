@@ -12,7 +12,7 @@ use sqlparser::ast::{
 };
 
 use super::expr::{
-    at, column, compile, numeric, variable, Agg, AggFn, Base, RowRef, Scope, Typed, E,
+    at, column, compile, numeric, selector, Agg, AggFn, Base, RowRef, Scope, Sel, Typed, E,
 };
 
 /// The arguments of a call, as expressions; `*` and `V.*` as `Err(variable)`.
@@ -184,6 +184,17 @@ fn call(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result<Type
             }),
             ColumnType::String,
         ),
+        // CLASSIFIER(U): the variable of the last row mapped to U (to one of its members).
+        ("CLASSIFIER", [Arg::Expr(Expr::Identifier(v))]) if s.inside.is_none() => typed(
+            E::Classifier(RowRef {
+                base: Base::Last {
+                    var: Some(selector(v, s)?),
+                    n: 0,
+                },
+                back: 0,
+            }),
+            ColumnType::String,
+        ),
         ("MATCH_NUMBER", []) => typed(E::MatchNumber, ColumnType::Int),
         ("ARRAY_AGG", _) => Err(at(
             node.span(),
@@ -235,7 +246,7 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
         (AggFn::Count, []) | (AggFn::Count, [Arg::Star(None)]) => {
             return count_rows(None);
         }
-        (AggFn::Count, [Arg::Star(Some(v))]) => return count_rows(Some(variable(v, s)?)),
+        (AggFn::Count, [Arg::Star(Some(v))]) => return count_rows(Some(selector(v, s)?)),
         (AggFn::MaxBy | AggFn::MinBy, [Arg::Expr(a), Arg::Expr(b)]) => vec![*a, *b],
         (AggFn::MaxBy | AggFn::MinBy, _) => return Err(wrong()),
         (_, [Arg::Expr(a)]) => vec![*a],
@@ -283,7 +294,7 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
     })
 }
 
-fn count_rows(var: Option<usize>) -> Result<Typed, ExprError> {
+fn count_rows(var: Option<Sel>) -> Result<Typed, ExprError> {
     Ok(Typed {
         e: E::Agg(Box::new(Agg {
             f: AggFn::Count,
@@ -302,12 +313,12 @@ fn aggregated_variable(
     node: &Expr,
     args: &[&Expr],
     s: &Scope<'_>,
-) -> Result<Option<usize>, ExprError> {
+) -> Result<Option<Sel>, ExprError> {
     use sqlparser::ast::{Visit, Visitor};
     use std::ops::ControlFlow;
     struct Names<'a, 's> {
         s: &'s Scope<'a>,
-        vars: Vec<(usize, String)>,
+        vars: Vec<(Sel, String)>,
         bare: Option<String>,
     }
     impl Visitor for Names<'_, '_> {
@@ -315,7 +326,7 @@ fn aggregated_variable(
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<ExprError> {
             match e {
                 Expr::CompoundIdentifier(ids) if ids.len() == 2 => {
-                    match variable(&ids[0], self.s) {
+                    match selector(&ids[0], self.s) {
                         Ok(v) => {
                             if !self.vars.iter().any(|(w, _)| *w == v) {
                                 self.vars.push((v, ids[0].value.clone()));

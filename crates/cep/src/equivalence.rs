@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use ahash::RandomState;
 
-use super::expr::{Base, RowRef, E};
+use super::expr::{Base, RowRef, Sel, E};
 use super::matcher::{Step, Thread, NO_ROW, TRACKED};
 
 /// What the DEFINE conditions read of a partial match's history (the rows before the one
@@ -82,7 +82,11 @@ impl Needs {
             E::Col(r, _) => self.reference(*r, own, false),
             E::Classifier(r) => self.reference(*r, own, true),
             E::Agg(a) => match a.var {
-                Some(v) => all(v, self),
+                Some(sel) => {
+                    for v in sel.members() {
+                        all(v, self);
+                    }
+                }
                 // The rows of the whole match are the same in every thread; their variables
                 // are not, which an argument reading CLASSIFIER() sees.
                 None => {
@@ -135,14 +139,22 @@ impl Needs {
                     self.head = self.head.max(n + 1);
                 }
             }
-            // The row being classified is the last of its own variable.
-            Base::Last { var: Some(v), n } => {
-                let k = if v == own { n } else { n + 1 };
-                if k > 0 {
-                    at_least(&mut self.last, v, k);
+            // The row being classified is the last of its own variable. Of a SUBSET's rows,
+            // the last (first) k are among the last (first) k of each member: those tell
+            // the threads apart.
+            Base::Last { var: Some(sel), n } => {
+                for v in sel.members() {
+                    let k = if sel == Sel::One(own) { n } else { n + 1 };
+                    if k > 0 {
+                        at_least(&mut self.last, v, k);
+                    }
                 }
             }
-            Base::First { var: Some(v), n } => at_least(&mut self.first, v, n + 1),
+            Base::First { var: Some(sel), n } => {
+                for v in sel.members() {
+                    at_least(&mut self.first, v, n + 1);
+                }
+            }
             // Only inside an aggregate's argument, which the aggregate accounts for.
             Base::Here => {}
         }

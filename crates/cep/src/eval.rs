@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::expr::{Agg, AggFn, Base, RowRef, E};
+use super::expr::{Agg, AggFn, Base, RowRef, Sel, E};
 use super::matcher::MatchView;
 use super::value::{Eval, EvalError, Value};
 
@@ -94,9 +94,12 @@ fn eval_at(e: &E, view: &impl View, vars: &[Arc<str>], here: Option<(u64, usize)
 /// The row (and its variable) a reference names; `here` is the row an aggregate's argument
 /// is evaluated at.
 fn resolve(r: RowRef, view: &impl View, here: Option<(u64, usize)>) -> Option<(u64, usize)> {
-    let of = |v: Option<usize>, var: usize| v.is_none_or(|v| v == var);
+    let of = |v: Option<Sel>, var: usize| v.is_none_or(|v| v.has(var));
     let known = match r.base {
-        Base::Last { var: Some(v), n: 0 } => view.last_of(v).map(|row| row.map(|row| (row, v))),
+        Base::Last {
+            var: Some(Sel::One(v)),
+            n: 0,
+        } => view.last_of(v).map(|row| row.map(|row| (row, v))),
         _ => None,
     };
     let (row, var) = match (known, r.base) {
@@ -118,7 +121,9 @@ fn resolve(r: RowRef, view: &impl View, here: Option<(u64, usize)>) -> Option<(u
 /// allocating); a `SUM` of integers that overflows is an error.
 fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
     use std::cmp::Ordering;
-    let rows = view.steps().filter(|(_, v)| a.var.is_none_or(|w| w == *v));
+    let rows = view
+        .steps()
+        .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)));
     let Some(arg) = &a.arg else {
         return Ok(Value::Int(rows.count() as i64));
     };

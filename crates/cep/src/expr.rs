@@ -26,13 +26,39 @@ use super::calls;
 use super::df::{compile_df, needs_df, Df};
 use super::value::{BinOp, Value};
 
+/// The variables a reference ranges over: one, or the union of a `SUBSET` (a bit per
+/// variable; its members are among the first 64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sel {
+    One(usize),
+    Union(u64),
+}
+
+impl Sel {
+    /// Whether variable `v` is one of them.
+    pub(crate) fn has(self, v: usize) -> bool {
+        match self {
+            Sel::One(w) => w == v,
+            Sel::Union(m) => v < 64 && (m >> v) & 1 == 1,
+        }
+    }
+
+    /// The variables, by number.
+    pub(crate) fn members(self) -> Vec<usize> {
+        match self {
+            Sel::One(v) => vec![v],
+            Sel::Union(m) => (0..64).filter(|v| (m >> v) & 1 == 1).collect(),
+        }
+    }
+}
+
 /// Which row of the match a reference starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Base {
     /// The `n`-th row from the last mapped to `var` (any variable: `None`).
-    Last { var: Option<usize>, n: usize },
+    Last { var: Option<Sel>, n: usize },
     /// The `n`-th row from the first mapped to `var`.
-    First { var: Option<usize>, n: usize },
+    First { var: Option<Sel>, n: usize },
     /// Inside an aggregate's argument: the row being aggregated.
     Here,
 }
@@ -67,7 +93,7 @@ pub(crate) enum AggFn {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Agg {
     pub f: AggFn,
-    pub var: Option<usize>,
+    pub var: Option<Sel>,
     pub arg: Option<E>,
     /// The second argument of `max_by` / `min_by`.
     pub by: Option<E>,
@@ -172,9 +198,11 @@ pub(crate) fn site_of(e: &Expr) -> anduin_expr::ExprSite {
 pub(crate) struct Scope<'a> {
     pub columns: &'a [(String, ColumnType)],
     pub vars: &'a [String],
-    /// Inside an aggregate's argument: the variable whose rows it runs over (`Some(None)`:
+    /// Inside an aggregate's argument: the variables whose rows it runs over (`Some(None)`:
     /// every row of the match).
-    pub inside: Option<Option<usize>>,
+    pub inside: Option<Option<Sel>>,
+    /// The `SUBSET` union variables: name and members.
+    pub subsets: &'a [(String, u64)],
     /// Where `FINAL` stood before a call: the (line, column) of the call's name.
     pub finals: &'a [(u64, u64)],
     /// A measure (FINAL allowed), not a condition.
@@ -190,6 +218,7 @@ impl<'a> Scope<'a> {
             columns,
             vars,
             inside: None,
+            subsets: &[],
             finals: &[],
             measure: false,
             depth: 1,
@@ -509,7 +538,7 @@ pub(super) fn literal(v: &SqlValue) -> Option<Typed> {
 pub(super) fn column(
     e: &Expr,
     s: &Scope<'_>,
-) -> Result<(Option<usize>, usize, ColumnType), ExprError> {
+) -> Result<(Option<Sel>, usize, ColumnType), ExprError> {
     let (var, name) = match e {
         Expr::Identifier(id) => (None, id),
         Expr::CompoundIdentifier(ids) if ids.len() == 2 => (Some(&ids[0]), &ids[1]),
@@ -520,7 +549,7 @@ pub(super) fn column(
             ))
         }
     };
-    let var = var.map(|v| variable(v, s)).transpose()?;
+    let var = var.map(|v| selector(v, s)).transpose()?;
     let col = s
         .columns
         .iter()
@@ -559,6 +588,21 @@ pub(super) fn variable(v: &Ident, s: &Scope<'_>) -> Result<usize, ExprError> {
                 s.vars.join(", ")
             ),
         )
+    })
+}
+
+/// The variable or `SUBSET` union variable `v` names.
+pub(super) fn selector(v: &Ident, s: &Scope<'_>) -> Result<Sel, ExprError> {
+    let name = var_name(v);
+    if let Some((_, members)) = s.subsets.iter().find(|(n, _)| *n == name) {
+        return Ok(Sel::Union(*members));
+    }
+    variable(v, s).map(Sel::One).map_err(|mut e| {
+        if !s.subsets.is_empty() {
+            let names: Vec<&str> = s.subsets.iter().map(|(n, _)| n.as_str()).collect();
+            e.message += &format!(" and the SUBSET variables {}", names.join(", "));
+        }
+        e
     })
 }
 

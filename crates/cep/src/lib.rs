@@ -38,7 +38,7 @@ use arrow::datatypes::{Field, Schema, SchemaRef};
 use anduin_operator_api::Bound;
 use anduin_operator_api::Params;
 use anduin_operator_api::{ExprAt, OnError};
-use expr::{Scope, Typed, E};
+use expr::{Scope, Sel, Typed, E};
 use matcher::{Pattern, Skip};
 pub(crate) use running::PatternOp;
 
@@ -54,6 +54,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "order_by", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column (timestamp, or int of epoch milliseconds); rows are matched in its order; tie-breakers may follow: \"ts, seq, name DESC\"" },
         ParamSpec { name: "pattern", required: true, kind: ParamKind::Text, default: None, doc: "the row pattern, e.g. \"A B+ C D+?\": variables, ( ), |, and * + ? {n} {n,} {n,m}, reluctant with a trailing ?; adjustable while running" },
         ParamSpec { name: "define", required: false, kind: ParamKind::Repeated, default: None, doc: "\"B AS B.value < PREV(B.value)\": a variable's condition (several, comma-separated or one per `param define`); a variable without one matches any row; adjustable while running (a new value replaces every condition)" },
+        ParamSpec { name: "subset", required: false, kind: ParamKind::Text, default: None, doc: "union variables: \"U = (A, B), V = (C, D)\"; U.x, LAST(U.x), COUNT(U.*), CLASSIFIER(U) and skip to first/last U range over the rows mapped to any of its variables" },
         ParamSpec { name: "measures", required: false, kind: ParamKind::Text, default: None, doc: "output columns computed from a match: \"A.ts AS start, LAST(D.ts) AS end, COUNT(B.*) AS drops\"" },
         ParamSpec { name: "rows_per_match", required: false, kind: ParamKind::OneOf(&["one", "all", "all show empty", "all omit empty", "all with unmatched"]), default: Some("one"), doc: "one: a row per match (partition columns, then measures); all (= all show empty): every row of the match (its columns, then running measures), an empty match as one row of nulls; all omit empty: no row for an empty match; all with unmatched: also every row in no match, with null measures" },
         ParamSpec { name: "after_match", required: false, kind: ParamKind::Text, default: Some("skip past last row"), doc: "where the next match may start: \"skip past last row\", \"skip to next row\", \"skip to first V\", \"skip to last V\" (\"skip to V\" = last)" },
@@ -236,7 +237,15 @@ pub(crate) fn compile(
             },
         ))
     })?;
-    let scope = Scope::new(&columns, &parsed.vars);
+    let subsets = match p.text("subset") {
+        None => Vec::new(),
+        Some(t) => subsets(t.as_str(), &parsed.vars)
+            .map_err(|e| Diagnostics::from(p.error("subset", e)))?,
+    };
+    let scope = Scope {
+        subsets: &subsets,
+        ..Scope::new(&columns, &parsed.vars)
+    };
     let mut defines: Vec<Option<E>> = vec![None; parsed.vars.len()];
     let mut sites: Vec<ExprAt> = Vec::new();
     let mut define_site: Vec<Option<usize>> = vec![None; parsed.vars.len()];
@@ -278,7 +287,7 @@ pub(crate) fn compile(
     let all_rows = rows_per_match.starts_with("all");
     let omit_empty = rows_per_match == "all omit empty";
     let unmatched = rows_per_match == "all with unmatched";
-    let skip = skip(&p, &parsed.vars)?;
+    let skip = skip(&p, &parsed.vars, &subsets)?;
     let within = match p.text("within") {
         None => None,
         Some(t) => Some(
@@ -423,29 +432,35 @@ pub(crate) fn compile(
 
 /// `after_match`: "skip past last row", "skip to next row", "skip to first V", "skip to last
 /// V", "skip to V".
-fn skip(p: &Params<'_>, vars: &[String]) -> Result<Skip, Diagnostics> {
+fn skip(p: &Params<'_>, vars: &[String], subsets: &[(String, u64)]) -> Result<Skip, Diagnostics> {
     let Some(text) = p.text("after_match") else {
         return Ok(Skip::PastLastRow);
     };
     let words: Vec<&str> = text.as_str().split_whitespace().collect();
     let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
     let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
-    let var = |written: &str| -> Result<usize, Diagnostics> {
+    let var = |written: &str| -> Result<Sel, Diagnostics> {
         // As in the pattern: unquoted, case-insensitive; double-quoted, as written.
         let name = match written.strip_prefix('"').and_then(|w| w.strip_suffix('"')) {
             Some(quoted) if !quoted.is_empty() => quoted.replace("\"\"", "\""),
             _ => syntax::unquoted(written),
         };
-        vars.iter().position(|v| *v == name).ok_or_else(|| {
-            p.error(
-                "after_match",
-                format!(
-                    "`{name}` is not a variable of the pattern, which has {}",
-                    vars.join(", ")
-                ),
-            )
-            .into()
-        })
+        if let Some((_, members)) = subsets.iter().find(|(n, _)| *n == name) {
+            return Ok(Sel::Union(*members));
+        }
+        vars.iter()
+            .position(|v| *v == name)
+            .map(Sel::One)
+            .ok_or_else(|| {
+                p.error(
+                    "after_match",
+                    format!(
+                        "`{name}` is not a variable of the pattern, which has {}",
+                        vars.join(", ")
+                    ),
+                )
+                .into()
+            })
     };
     match lower.as_slice() {
         ["skip", "past", "last", "row"] => Ok(Skip::PastLastRow),
@@ -460,6 +475,62 @@ fn skip(p: &Params<'_>, vars: &[String]) -> Result<Skip, Diagnostics> {
             )
             .into()),
     }
+}
+
+/// `subset`: `U = (A, B), V = (C, D)`, each a union variable (named as a pattern variable:
+/// unquoted, case-insensitive) and a mask of its members among `vars`.
+fn subsets(text: &str, vars: &[String]) -> Result<Vec<(String, u64)>, String> {
+    fn name(word: &str) -> Result<String, String> {
+        let w = word.trim();
+        match w.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+            Some(q) if !q.is_empty() => Ok(q.replace("\"\"", "\"")),
+            _ if !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || c == '_') => {
+                Ok(syntax::unquoted(w))
+            }
+            _ => Err(format!("`{w}` is not a variable name")),
+        }
+    }
+    let mut out: Vec<(String, u64)> = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let (head, tail) = rest
+            .split_once('=')
+            .ok_or_else(|| format!("expected `U = (A, B)`, found \"{rest}\""))?;
+        let union = name(head)?;
+        let tail = tail.trim_start();
+        let (inside, after) = tail
+            .strip_prefix('(')
+            .and_then(|t| t.split_once(')'))
+            .ok_or_else(|| {
+                format!("expected the variables of `{union}` in parentheses: `{union} = (A, B)`")
+            })?;
+        if vars.contains(&union) {
+            return Err(format!(
+                "`{union}` is a variable of the pattern: name the SUBSET otherwise"
+            ));
+        }
+        if out.iter().any(|(n, _)| *n == union) {
+            return Err(format!("`{union}` is defined twice"));
+        }
+        let mut mask = 0u64;
+        for member in inside.split(',') {
+            let m = name(member)?;
+            let v = vars.iter().position(|v| *v == m).ok_or_else(|| {
+                format!(
+                    "`{m}` in SUBSET `{union}` is not a variable of the pattern, which has {}",
+                    vars.join(", ")
+                )
+            })?;
+            if v >= 64 {
+                return Err(format!("`{m}` is the pattern's variable number {}: a SUBSET may hold only the first 64", v + 1));
+            }
+            mask |= 1 << v;
+        }
+        out.push((union, mask));
+        rest = after.trim_start();
+        rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
+    }
+    Ok(out)
 }
 
 /// The largest PREV offset in `e`.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::equivalence::{Needs, Pruner, Steps};
 use super::eval::{eval, View};
-use super::expr::E;
+use super::expr::{Sel, E};
 use super::program::Inst;
 use super::value::{EvalError, Value};
 
@@ -19,10 +19,10 @@ use super::value::{EvalError, Value};
 pub(crate) enum Skip {
     PastLastRow,
     ToNextRow,
-    /// To the first row mapped to the variable.
-    ToFirst(usize),
-    /// To the last row mapped to the variable.
-    ToLast(usize),
+    /// To the first row mapped to the variable (or to a member of the SUBSET).
+    ToFirst(Sel),
+    /// To the last row mapped to the variable (or to a member of the SUBSET).
+    ToLast(Sel),
 }
 
 /// The compiled pattern, shared by every partition.
@@ -600,8 +600,8 @@ impl Partition {
                 Some(hist) => {
                     let steps = to_steps(hist.as_ref());
                     self.matches += 1;
-                    let after = |var: usize, first: bool| {
-                        let mut rows = steps.iter().filter(|(_, v)| *v == var).map(|(r, _)| *r);
+                    let after = |var: Sel, first: bool| {
+                        let mut rows = steps.iter().filter(|(_, v)| var.has(*v)).map(|(r, _)| *r);
                         if first {
                             rows.next()
                         } else {
@@ -904,8 +904,8 @@ mod tests {
         let skip = match rng.below(4) {
             0 => Skip::PastLastRow,
             1 => Skip::ToNextRow,
-            2 => Skip::ToFirst(parsed.vars.len() - 1),
-            _ => Skip::ToLast(0),
+            2 => Skip::ToFirst(Sel::One(parsed.vars.len() - 1)),
+            _ => Skip::ToLast(Sel::One(0)),
         };
         let within = (rng.below(2) == 0).then(|| 1 + rng.below(8) as i64);
         let p = Pattern {

@@ -4,7 +4,7 @@
 //! generated patterns (concatenation, `|`, groups, `PERMUTE`, the anchors `^` and `$`,
 //! greedy and reluctant `* + ? {n} {n,} {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
 //! MAX, a DataFusion function, aggregates over expressions, one reading each row's
-//! CLASSIFIER()), every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
+//! CLASSIFIER()), a SUBSET union variable in conditions and skips, every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
 //! match with its MATCH_NUMBER and CLASSIFIER, so the comparison pins down every mapping. An
 //! operator snapshotted (a full snapshot, then a changelog) and restored half-way, keeping its
 //! state in the heap or in the LSM backend (with one partition in memory, so that idle ones
@@ -36,6 +36,24 @@ type Row = (i64, i64, i64);
 type Out = (i64, i64, i64, i64, Option<String>);
 
 const VARS: [&str; 3] = ["A", "B", "C"];
+
+/// Variable number 3 in conditions and skips: the SUBSET union `U` of the case.
+const U: usize = 3;
+
+/// The name of variable `w` (or of `U`).
+fn name_of(w: usize) -> &'static str {
+    ["A", "B", "C", "U"][w]
+}
+
+/// Whether the row of variable `v` is one of `w`'s (`U`: one of the union's, `members` a bit
+/// per variable).
+fn is_of(w: usize, v: usize, members: u8) -> bool {
+    if w == U {
+        members >> v & 1 == 1
+    } else {
+        w == v
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // What is tested: patterns, conditions, skips.
@@ -215,7 +233,7 @@ impl Cond {
     /// The DEFINE of variable `own`, if any.
     fn text(self, own: usize) -> Option<String> {
         let v = VARS[own];
-        let name = |w: usize| VARS[w];
+        let name = name_of;
         Some(match self {
             Cond::Any => return None,
             Cond::Below(c) => format!("{v}.value < {c}"),
@@ -248,14 +266,14 @@ impl Cond {
 
     /// Whether the condition is true for the last row of `mapping` (the row being
     /// classified, already mapped to its variable). NULL is not true.
-    fn holds(self, rows: &[Row], mapping: &[(usize, usize)]) -> bool {
+    fn holds(self, rows: &[Row], mapping: &[(usize, usize)], members: u8) -> bool {
         let &(cur, _) = mapping.last().expect("the current row is mapped");
         let value = rows[cur].2;
         let prev = |n: usize| cur.checked_sub(n).map(|r| rows[r].2);
         let of = |w: usize| {
             mapping
                 .iter()
-                .filter(move |(_, v)| *v == w)
+                .filter(move |(_, v)| is_of(w, *v, members))
                 .map(|(r, _)| rows[*r].2)
         };
         let last = |w: usize, n: usize| of(w).rev().nth(n);
@@ -303,8 +321,8 @@ impl Skip {
         match self {
             Skip::PastLastRow => "skip past last row".into(),
             Skip::ToNextRow => "skip to next row".into(),
-            Skip::ToFirst(v) => format!("skip to first {}", VARS[v]),
-            Skip::ToLast(v) => format!("skip to last {}", VARS[v]),
+            Skip::ToFirst(v) => format!("skip to first {}", name_of(v)),
+            Skip::ToLast(v) => format!("skip to last {}", name_of(v)),
         }
     }
 }
@@ -330,6 +348,8 @@ struct Case {
     /// Milliseconds.
     within: Option<i64>,
     mode: Mode,
+    /// `SUBSET U = (…)`: a bit per member (0: no SUBSET).
+    union: u8,
 }
 
 impl Case {
@@ -337,10 +357,17 @@ impl Case {
     /// a condition on a missing variable looks at its own variable instead, a skip to a
     /// missing variable skips to the pattern's first variable.
     fn normalized(mut self) -> Case {
-        let present: Vec<usize> = (0..3).filter(|v| self.pattern.mentions(*v)).collect();
+        let mut present: Vec<usize> = (0..3).filter(|v| self.pattern.mentions(*v)).collect();
+        // The union holds variables of the pattern only; without any, there is none.
+        self.union &= present.iter().map(|v| 1u8 << v).sum::<u8>();
+        if self.union != 0 {
+            present.push(U);
+        }
         for (own, d) in self.defines.iter_mut().enumerate() {
             if let Some(w) = d.other() {
-                if !present.contains(&w) {
+                // CLASSIFIER() is never 'U': a count of U's rows so is the operator's 0.
+                let by_name = w == U && matches!(d, Cond::ClassCountAtMost(..));
+                if !present.contains(&w) || by_name {
                     *d = d.with_other(own);
                 }
             }
@@ -354,11 +381,23 @@ impl Case {
         self
     }
 
+    /// The members of `U`, a bit per variable.
+    fn members(&self) -> u8 {
+        self.union
+    }
+
     fn flow(&self) -> String {
         let mut params = format!(
             "param partition_by = \"k\" param order_by = \"ts\" param pattern = \"{}\"\n",
             self.pattern.text()
         );
+        if self.union != 0 {
+            let names: Vec<&str> = (0..3)
+                .filter(|v| self.union >> v & 1 == 1)
+                .map(|v| VARS[v])
+                .collect();
+            params += &format!("  param subset = \"U = ({})\"\n", names.join(", "));
+        }
         for (v, d) in self.defines.iter().enumerate() {
             if !self.pattern.mentions(v) {
                 continue;
@@ -599,7 +638,9 @@ impl Search<'_> {
                 }
                 *self.budget = self.budget.checked_sub(1).ok_or(OutOfBudget)?;
                 self.mapping.push((pos, *v));
-                if self.case.defines[*v].holds(self.rows, &self.mapping) && self.cont(k, pos + 1)? {
+                if self.case.defines[*v].holds(self.rows, &self.mapping, self.case.members())
+                    && self.cont(k, pos + 1)?
+                {
                     return Ok(true);
                 }
                 self.mapping.pop();
@@ -761,7 +802,7 @@ fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBudget> {
             let rows_of = |v: usize| {
                 mapping
                     .iter()
-                    .filter(move |(_, w)| *w == v)
+                    .filter(move |(_, w)| is_of(v, *w, case.union))
                     .map(|(r, _)| *r)
             };
             let after = |r: Option<usize>| r.filter(|r| *r > i).unwrap_or(i + 1);
@@ -845,7 +886,7 @@ fn pat() -> impl Strategy<Value = Pat> {
 }
 
 fn cond() -> impl Strategy<Value = Cond> {
-    let w = 0usize..3;
+    let w = 0usize..4;
     prop_oneof![
         3 => Just(Cond::Any),
         1 => (1i64..5).prop_map(Cond::Below),
@@ -871,8 +912,8 @@ fn skip() -> impl Strategy<Value = Skip> {
     prop_oneof![
         Just(Skip::PastLastRow),
         Just(Skip::ToNextRow),
-        (0usize..3).prop_map(Skip::ToFirst),
-        (0usize..3).prop_map(Skip::ToLast),
+        (0usize..4).prop_map(Skip::ToFirst),
+        (0usize..4).prop_map(Skip::ToLast),
     ]
 }
 
@@ -883,14 +924,16 @@ fn case() -> impl Strategy<Value = Case> {
         skip(),
         prop::option::weighted(0.3, 1i64..40),
         prop_oneof![2 => Just(Mode::Show), 1 => Just(Mode::Omit), 1 => Just(Mode::Unmatched)],
+        prop_oneof![2 => Just(0u8), 1 => 1u8..8],
     )
-        .prop_map(|(pattern, defines, skip, within, mode)| {
+        .prop_map(|(pattern, defines, skip, within, mode, union)| {
             Case {
                 pattern,
                 defines,
                 skip,
                 within,
                 mode,
+                union,
             }
             .normalized()
         })
@@ -1003,6 +1046,7 @@ fn greedy_plus_takes_the_longest_run_and_reluctant_the_shortest() {
         skip: Skip::PastLastRow,
         within: None,
         mode: Mode::Show,
+        union: 0,
     };
     assert_eq!(greedy.pattern.text(), "A B+ C");
     // B+ runs to the end, gives back one row for C (3 > LAST(B.value) = 1).
@@ -1043,6 +1087,7 @@ fn alternation_in_a_loop_prefers_its_left_branch_row_by_row() {
         skip: Skip::PastLastRow,
         within: None,
         mode: Mode::Show,
+        union: 0,
     };
     assert_eq!(case.pattern.text(), "(A | B)+ C");
     // 1 is both A and B: A wins. 5 is neither, so the loop stops and C takes it; the loop
@@ -1069,6 +1114,7 @@ fn a_star_prefix_may_match_no_row_and_a_lone_star_matches_the_empty_sequence() {
         skip: Skip::PastLastRow,
         within: None,
         mode: Mode::Show,
+        union: 0,
     };
     assert_eq!(case.pattern.text(), "A* B");
     // From row 0 (2): A* takes 2, then 5 is no B; it backtracks to no A at all, and B
@@ -1108,6 +1154,7 @@ fn skip_to_next_row_lets_matches_overlap() {
         skip: Skip::ToNextRow,
         within: None,
         mode: Mode::Show,
+        union: 0,
     };
     assert_eq!(case.pattern.text(), "A B+");
     // 1 and 2 each start a rising run up to 3; 3 starts none (0 is no rise); 0 starts 0 4;
@@ -1140,6 +1187,7 @@ fn a_reluctant_loop_spanning_the_body_of_a_greedy_loop_lets_it_take_another_iter
         skip: Skip::PastLastRow,
         within: None,
         mode: Mode::Show,
+        union: 0,
     };
     assert_eq!(case.pattern.text(), "(B*?)*");
     assert_eq!(
@@ -1229,6 +1277,7 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
                 skip,
                 within: None,
                 mode: Mode::Show,
+                union: 0,
             }
             .normalized();
             let got = outputs(&case, &data);
@@ -1253,6 +1302,7 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
         skip: Skip::PastLastRow,
         within: None,
         mode: Mode::Show,
+        union: 0,
     };
     assert_eq!(case.pattern.text(), "(A+)+ B");
     let mut expected: Vec<(i64, i64, i64, Option<&str>)> =
@@ -1274,6 +1324,7 @@ fn an_aggregate_over_each_rows_classifier_keeps_the_partial_matches_it_tells_apa
         skip: Skip::PastLastRow,
         within: None,
         mode: Mode::Show,
+        union: 0,
     };
     assert_eq!(
         outputs(&case, &rows(&[0; 6])),

@@ -270,7 +270,10 @@ fn all_rows_per_match_skip_forms_and_partitions_become_params() {
         Some(r#"skip to last "c""#)
     );
     let err = error(&over(r#"AFTER MATCH SKIP TO LAST "c" PATTERN (A B+ C)"#));
-    assert!(err.contains("is not a variable of the pattern"), "{err}");
+    assert!(
+        err.contains("is neither a variable of the pattern"),
+        "{err}"
+    );
     let two = over("PATTERN (A B+ C)").replace("PARTITION BY sensor", "PARTITION BY sensor, site");
     assert_eq!(param(&two, "partition_by").as_deref(), Some("sensor, site"));
     let none = over("PATTERN (A B+ C)").replace("PARTITION BY sensor", "");
@@ -350,6 +353,27 @@ fn anchors_pass_through_as_written_however_sqlparser_lexes_them() {
 }
 
 #[test]
+fn subset_becomes_a_param_and_a_skip_may_name_its_union_variable() {
+    let sql = over("AFTER MATCH SKIP TO LAST u PATTERN (A B+ C) SUBSET U = (B, C), \"v\" = (A)")
+        .replace(
+            "LAST(B.ts) AS b_ts",
+            "LAST(U.ts) AS b_ts, CLASSIFIER(U) AS cu",
+        );
+    assert_eq!(
+        param(&sql, "subset").as_deref(),
+        Some("U = (B, C), \"v\" = (A)")
+    );
+    assert_eq!(
+        param(&sql, "after_match").as_deref(),
+        Some("skip to last u")
+    );
+    assert_eq!(
+        param(&sql, "measures").as_deref(),
+        Some("LAST(U.ts) AS b_ts, CLASSIFIER(U) AS cu")
+    );
+}
+
+#[test]
 fn permute_passes_through_as_written() {
     let sql = over("PATTERN (A PERMUTE(B+, (C | A)) C)");
     assert_eq!(
@@ -396,11 +420,6 @@ fn unsupported_clauses_are_errors_at_their_place() {
             "needs ORDER BY",
         ),
         (over("PATTERN (A B, C)"), ", C", "unexpected `,` in PATTERN"),
-        (
-            over("PATTERN (A B+ C) SUBSET U = (B, C)"),
-            "SUBSET",
-            "SUBSET (union variables) is not supported yet",
-        ),
         (over("PATTERN (A {- B+ -} C)"), "{-", "`{- … -}`"),
         (
             over("PATTERN (A B+ C) WITHIN 10"),
@@ -415,7 +434,7 @@ fn unsupported_clauses_are_errors_at_their_place() {
         (
             over("AFTER MATCH SKIP TO FIRST U PATTERN (A B+ C)"),
             "U PATTERN",
-            "AFTER MATCH SKIP TO FIRST U: `U` is not a variable of the pattern, which has A, B, C",
+            "AFTER MATCH SKIP TO FIRST U: `U` is neither a variable of the pattern, which has A, B, C, nor a SUBSET variable",
         ),
         (
             over("PATTERN (A B+ C)")

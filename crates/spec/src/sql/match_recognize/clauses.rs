@@ -199,11 +199,16 @@ pub(super) fn after_match(
     let Some((v, p)) = var else {
         return Ok(Some(Text::at(words, kw)));
     };
-    if !raw.variables.contains(&name_of_text(&v)) {
+    let name = name_of_text(&v);
+    let unions = raw
+        .subset
+        .as_ref()
+        .map_or(&[][..], |(_, names)| names.as_slice());
+    if !raw.variables.contains(&name) && !unions.contains(&name) {
         return Err(Diagnostic::error(
             p,
             format!(
-                "AFTER MATCH {} {v}: `{v}` is not a variable of the pattern, which has {} (SUBSET variables are not supported yet)",
+                "AFTER MATCH {} {v}: `{v}` is neither a variable of the pattern, which has {}, nor a SUBSET variable",
                 words.to_uppercase(),
                 raw.variables.join(", ")
             ),

@@ -10,6 +10,7 @@
 //! | `AFTER MATCH SKIP PAST LAST ROW`, `… TO NEXT ROW`, `… TO FIRST B`, `… TO LAST B`, `… TO B` | `after_match = "skip past last row"`, … |
 //! | `PATTERN (A B+ C D+?)` | `pattern = "A B+ C D+?"` |
 //! | `WITHIN INTERVAL '10' SECOND` (Flink's, after the pattern) | `within = "10s"` |
+//! | `SUBSET U = (A, B), …` | `subset = "U = (A, B), …"` |
 //! | `DEFINE B AS B.v < PREV(B.v), …` | `define = "B AS B.v < PREV(B.v), …"` |
 //!
 //! Expressions go to the operator as written, each character with its position in the
@@ -150,6 +151,12 @@ pub(super) fn lower(
         .text(raw.pattern)
         .ok_or_else(|| internal(at, "the text of PATTERN"))?;
     params.push(("pattern", pattern));
+    if let Some((span, _)) = &raw.subset {
+        let text = source
+            .text(*span)
+            .ok_or_else(|| internal(at, "the text of SUBSET"))?;
+        params.push(("subset", text));
+    }
     params.push(("define", define(symbols, raw, source)?));
     let all_rows = match rows_per_match {
         None => None,

@@ -47,6 +47,9 @@ pub(crate) struct RawMatch {
     pub within: Option<(Location, Vec<TokenWithSpan>)>,
     /// `AFTER MATCH SKIP TO var` (blanked): the keyword `AFTER` and the variable.
     pub skip_to: Option<(Location, String)>,
+    /// `SUBSET U = (A, B), …` (blanked: sqlparser does not parse it): the text after the
+    /// keyword, and the union variables' names (as [`pattern::var_name`] names them).
+    pub subset: Option<(Span, Vec<String>)>,
 }
 
 /// The error for a `MATCH_RECOGNIZE` over anything but a table's name.
@@ -172,14 +175,34 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
     let mut pattern_found = None;
     let mut within = None;
     let mut skip_to = None;
+    let mut subset = None;
     let mut j = 0;
     while j < body.len() {
         let b = &body[j];
         if top(j, "SUBSET") {
-            return Err(unsupported(
-                pos(b.tok.span.start),
-                "SUBSET (union variables)",
-            ));
+            let stop = (j + 1..body.len())
+                .find(|&k| CLAUSES.iter().any(|c| *c != "SUBSET" && top(k, c)))
+                .unwrap_or(body.len());
+            let items = body.get(j + 1..stop).unwrap_or_default();
+            let (Some(first), Some(last)) = (items.first(), items.last()) else {
+                return Err(Diagnostic::error(
+                    pos(b.tok.span.start),
+                    "SUBSET needs its union variables, such as SUBSET U = (A, B)",
+                ));
+            };
+            let names = items
+                .iter()
+                .zip(items.iter().skip(1))
+                .filter(|(n, eq)| n.depth == 0 && eq.tok.token == Token::Eq)
+                .filter_map(|(n, _)| match &n.tok.token {
+                    Token::Word(w) => Some(pattern::var_name(&w.value, w.quote_style)),
+                    _ => None,
+                })
+                .collect();
+            blanks.push(Span::new(b.tok.span.start, last.tok.span.end));
+            subset = Some((Span::new(first.tok.span.start, last.tok.span.end), names));
+            j = stop;
+            continue;
         }
         if top(j, "AFTER") && top(j + 1, "MATCH") && top(j + 2, "SKIP") && top(j + 3, "TO") {
             if let Some(Token::Word(w)) = body.get(j + 4).map(|b| &b.tok.token) {
@@ -254,6 +277,7 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
         variables,
         within,
         skip_to,
+        subset,
     }))
 }
 
