@@ -151,9 +151,17 @@ fn call(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result<Type
     match (name, args) {
         ("PREV", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)]) => {
             let n = offset(node, args)?;
-            let (mut row, col, ty) = navigation(r, s)?;
-            row.back += n;
-            typed(E::Col(row, col), ty)
+            match navigation(r, s)? {
+                (E::Col(mut row, col), ty) => {
+                    row.back += n;
+                    typed(E::Col(row, col), ty)
+                }
+                (E::Classifier(mut row), ty) => {
+                    row.back += n;
+                    typed(E::Classifier(row), ty)
+                }
+                _ => Err(at(r.span(), "PREV takes a column or CLASSIFIER()")),
+            }
         }
         ("NEXT", _) => Err(at(
             node.span(),
@@ -163,6 +171,28 @@ fn call(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result<Type
             node.span(),
             format!("{name} inside an aggregate's argument is not supported: the argument is evaluated at each row aggregated"),
         )),
+        // FIRST(CLASSIFIER(), n) / LAST(CLASSIFIER(U), n): the variable of that row.
+        ("FIRST" | "LAST", [Arg::Expr(Expr::Function(c))] | [Arg::Expr(Expr::Function(c)), Arg::Expr(_)])
+            if c.name.to_string().eq_ignore_ascii_case("CLASSIFIER") =>
+        {
+            let n = offset(node, args)?;
+            let var = match &c.args {
+                FunctionArguments::List(l) => match l.args.as_slice() {
+                    [] => None,
+                    [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(v)))] => {
+                        Some(selector(v, s)?)
+                    }
+                    _ => return Err(at(node.span(), format!("wrong arguments for CLASSIFIER in `{node}`"))),
+                },
+                _ => None,
+            };
+            let base = if name == "FIRST" {
+                Base::First { var, n }
+            } else {
+                Base::Last { var, n }
+            };
+            typed(E::Classifier(RowRef { base, back: 0 }), ColumnType::String)
+        }
         ("FIRST" | "LAST", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)]) => {
             let n = offset(node, args)?;
             let (var, col, ty) = column(r, s)?;
@@ -388,16 +418,18 @@ fn offset(node: &Expr, args: &[Arg<'_>]) -> Result<usize, ExprError> {
     }
 }
 
-/// The argument of PREV: a column reference or FIRST/LAST of one.
-fn navigation(r: &Expr, s: &Scope<'_>) -> Result<(RowRef, usize, ColumnType), ExprError> {
+/// The argument of PREV: a column reference, CLASSIFIER(), or FIRST/LAST of one.
+fn navigation(r: &Expr, s: &Scope<'_>) -> Result<(E, ColumnType), ExprError> {
     match compile(r, s)? {
         Typed {
-            e: E::Col(row, col),
+            e: e @ (E::Col(..) | E::Classifier(_)),
             ty: Some(ty),
-        } => Ok((row, col, ty)),
+        } => Ok((e, ty)),
         _ => Err(at(
             r.span(),
-            format!("PREV takes a column (`x`, `A.x`) or FIRST/LAST of one, found `{r}`"),
+            format!(
+                "PREV takes a column (`x`, `A.x`), CLASSIFIER() or FIRST/LAST of one, found `{r}`"
+            ),
         )),
     }
 }

@@ -317,6 +317,8 @@ impl Pruner {
 pub(crate) struct Steps {
     few: Vec<(usize, usize, Arc<Step>)>,
     many: HashMap<(usize, usize), Arc<Step>, RandomState>,
+    /// Steps inside an exclusion, apart: their flag differs.
+    marked: Vec<(usize, usize, Arc<Step>)>,
 }
 
 /// Beyond this many steps in a row, they are looked up by hash.
@@ -326,12 +328,27 @@ impl Steps {
     pub(crate) fn clear(&mut self) {
         self.few.clear();
         self.many.clear();
+        self.marked.clear();
     }
 
     /// The step mapping row `row` to `var` after `prev`: the one made before in this row, or
     /// a new one.
-    pub(crate) fn after(&mut self, row: u64, var: usize, prev: Option<&Arc<Step>>) -> Arc<Step> {
+    pub(crate) fn after(
+        &mut self,
+        row: u64,
+        var: usize,
+        prev: Option<&Arc<Step>>,
+        excluded: bool,
+    ) -> Arc<Step> {
         let at = address(prev);
+        if excluded {
+            if let Some((_, _, s)) = self.marked.iter().find(|(a, v, _)| *a == at && *v == var) {
+                return Arc::clone(s);
+            }
+            let s = Step::marked(row, var, prev.cloned(), true);
+            self.marked.push((at, var, Arc::clone(&s)));
+            return s;
+        }
         if let Some((_, _, s)) = self.few.iter().find(|(a, v, _)| *a == at && *v == var) {
             return Arc::clone(s);
         }

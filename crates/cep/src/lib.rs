@@ -228,7 +228,7 @@ pub(crate) fn compile(
             ),
         ))
     })?;
-    let prog = program::compile(&parsed.pat).map_err(|e| {
+    let (prog, excluded) = program::compile_marked(&parsed.pat).map_err(|e| {
         Diagnostics::from(p.error(
             "pattern",
             match e {
@@ -287,6 +287,14 @@ pub(crate) fn compile(
     let all_rows = rows_per_match.starts_with("all");
     let omit_empty = rows_per_match == "all omit empty";
     let unmatched = rows_per_match == "all with unmatched";
+    if unmatched && excluded.contains(&true) {
+        return Err(p
+            .error(
+                "rows_per_match",
+                "a pattern with an exclusion `{- … -}` cannot show unmatched rows (the standard forbids it): use \"all\"",
+            )
+            .into());
+    }
     let skip = skip(&p, &parsed.vars, &subsets)?;
     let within = match p.text("within") {
         None => None,
@@ -397,6 +405,7 @@ pub(crate) fn compile(
             max_back,
             max_threads: MAX_THREADS,
             anchored,
+            excluded,
             unmatched,
         },
         input: Arc::clone(input),

@@ -48,6 +48,8 @@ pub(crate) struct Pattern {
     /// The pattern has `^`: a partition that has seen a row is never blank (a new one
     /// would take its next row for the partition's first).
     pub anchored: bool,
+    /// Per instruction, whether it is a `Label` inside an exclusion `{- … -}`.
+    pub excluded: Vec<bool>,
     /// Report the rows in no match ([`Outcome::Unmatched`]: ALL ROWS PER MATCH WITH
     /// UNMATCHED ROWS).
     pub unmatched: bool,
@@ -73,12 +75,15 @@ pub(crate) enum Outcome {
         start: u64,
         steps: Vec<(u64, usize)>,
         number: i64,
+        /// The rows matched inside an exclusion `{- … -}` (not output row by row).
+        excluded: Vec<u64>,
     },
     /// No match: the time bound ran out while it was partial (its most preferred partial
     /// match).
     TimedOut {
         start: u64,
         steps: Vec<(u64, usize)>,
+        excluded: Vec<u64>,
     },
     /// Row `row` is in no match: no match starts at it and none covers it (reported only
     /// with [`Pattern::unmatched`]).
@@ -114,6 +119,8 @@ pub(crate) struct Step {
     /// The last row mapped to each of the first [`TRACKED`] variables up to this step
     /// ([`NO_ROW`]: none), so that `A.price` in a later condition needs no walk back to A.
     pub last: [u64; TRACKED],
+    /// Matched inside an exclusion `{- … -}`: part of the match, not of ALL ROWS PER MATCH.
+    pub excluded: bool,
 }
 
 /// How many variables a step remembers the last rows of (a pattern with more walks the
@@ -123,6 +130,16 @@ pub(crate) const NO_ROW: u64 = u64::MAX;
 
 impl Step {
     pub(crate) fn after(row: u64, var: usize, prev: Option<Arc<Step>>) -> Arc<Step> {
+        Step::marked(row, var, prev, false)
+    }
+
+    /// [`Step::after`], `excluded` or not.
+    pub(crate) fn marked(
+        row: u64,
+        var: usize,
+        prev: Option<Arc<Step>>,
+        excluded: bool,
+    ) -> Arc<Step> {
         let mut last = prev.as_ref().map_or([NO_ROW; TRACKED], |p| p.last);
         if let Some(l) = last.get_mut(var) {
             *l = row;
@@ -132,6 +149,7 @@ impl Step {
             var,
             prev,
             last,
+            excluded,
         })
     }
 }
@@ -318,6 +336,18 @@ impl View for MatchView<'_> {
     }
 }
 
+/// The rows of `hist` matched inside an exclusion `{- … -}`, newest first.
+fn excluded_rows(mut hist: Option<&Arc<Step>>) -> Vec<u64> {
+    let mut out = Vec::new();
+    while let Some(s) = hist {
+        if s.excluded {
+            out.push(s.row);
+        }
+        hist = s.prev.as_ref();
+    }
+    out
+}
+
 fn to_steps(mut hist: Option<&Arc<Step>>) -> Vec<(u64, usize)> {
     let mut out = Vec::new();
     while let Some(s) = hist {
@@ -450,10 +480,11 @@ impl Partition {
                 if !ok {
                     continue;
                 }
+                let excluded = p.excluded.get(t.pc).copied().unwrap_or(false);
                 let hist = Some(if share {
-                    s.steps.after(idx, var, t.hist.as_ref())
+                    s.steps.after(idx, var, t.hist.as_ref(), excluded)
                 } else {
-                    Step::after(idx, var, t.hist.clone())
+                    Step::marked(idx, var, t.hist.clone(), excluded)
                 });
                 let done = closure(
                     p,
@@ -599,6 +630,7 @@ impl Partition {
             match a.best {
                 Some(hist) => {
                     let steps = to_steps(hist.as_ref());
+                    let excluded = excluded_rows(hist.as_ref());
                     self.matches += 1;
                     let after = |var: Sel, first: bool| {
                         let mut rows = steps.iter().filter(|(_, v)| var.has(*v)).map(|(r, _)| *r);
@@ -626,6 +658,7 @@ impl Partition {
                         start: a.start,
                         steps,
                         number: self.matches,
+                        excluded,
                     });
                 }
                 None => {
@@ -633,6 +666,7 @@ impl Partition {
                         out.push(Outcome::TimedOut {
                             start: a.start,
                             steps: to_steps(partial.as_ref()),
+                            excluded: excluded_rows(partial.as_ref()),
                         });
                     }
                     if p.unmatched && a.start >= self.covered {
@@ -919,6 +953,7 @@ mod tests {
             max_back,
             max_threads: 100_000,
             anchored: false,
+            excluded: Vec::new(),
             unmatched: false,
         };
         let what = format!("pattern {text}, define {defines_text}, {skip:?}, within {within:?}");
@@ -1047,6 +1082,7 @@ mod tests {
             max_back: 0,
             max_threads: 100,
             anchored: false,
+            excluded: Vec::new(),
             unmatched: false,
         };
         let mut part = Partition::default();
@@ -1075,7 +1111,8 @@ mod tests {
             vec![Outcome::Match {
                 start: 0,
                 steps: vec![(0, 0), (1, 1), (2, 1), (3, 1)],
-                number: 1
+                number: 1,
+                excluded: Vec::new(),
             }]
         );
     }
@@ -1103,6 +1140,7 @@ mod tests {
             max_back: 1,
             max_threads: 100_000,
             anchored: false,
+            excluded: Vec::new(),
             unmatched: false,
         }
     }

@@ -54,17 +54,22 @@ pub(crate) fn render(
     errors: &RowErrors,
 ) -> Result<(), OperatorError> {
     for o in outcomes.drain(..) {
-        let (start, steps, number, out) = match o {
+        let (start, steps, number, excluded, out) = match o {
             Outcome::Match {
                 start,
                 steps,
                 number,
-            } => (start, steps, number, &mut *main),
-            Outcome::TimedOut { start, steps } => {
+                excluded,
+            } => (start, steps, number, excluded, &mut *main),
+            Outcome::TimedOut {
+                start,
+                steps,
+                excluded,
+            } => {
                 if setup.timeout_port.is_none() {
                     continue;
                 }
-                (start, steps, 0, &mut *timeouts)
+                (start, steps, 0, excluded, &mut *timeouts)
             }
             // A row in no match: its columns, and null measures.
             Outcome::Unmatched { row } => {
@@ -116,6 +121,10 @@ pub(crate) fn render(
                 }
             }
             for (i, (r, _)) in steps.iter().enumerate() {
+                // A row matched inside `{- … -}` is part of the match, not of its output.
+                if excluded.contains(r) {
+                    continue;
+                }
                 let mut row = cells(*r);
                 if measures(i + 1, &mut row)? {
                     out.push(row);

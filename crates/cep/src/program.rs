@@ -33,17 +33,25 @@ pub(crate) const MAX_LOOPS: usize = 64;
 pub(crate) const MAX_PROGRAM: usize = 100_000;
 
 /// Compiles `pat`; `None` when the unrolled program would be larger than [`MAX_PROGRAM`].
+#[cfg(test)]
 pub(crate) fn compile(pat: &Pat) -> Result<Vec<Inst>, TooBig> {
+    compile_marked(pat).map(|(prog, _)| prog)
+}
+
+/// [`compile`], and per instruction whether it is a `Label` inside an exclusion `{- … -}`.
+pub(crate) fn compile_marked(pat: &Pat) -> Result<(Vec<Inst>, Vec<bool>), TooBig> {
     let mut c = Compiler {
         prog: Vec::new(),
         loops: 0,
+        excluding: 0,
+        excluded: Vec::new(),
     };
     c.emit_pat(pat).ok_or(TooBig::Steps)?;
     c.push(Inst::Done).ok_or(TooBig::Steps)?;
     if c.loops > MAX_LOOPS {
         return Err(TooBig::Loops);
     }
-    Ok(c.prog)
+    Ok((c.prog, c.excluded))
 }
 
 /// Why a pattern does not compile.
@@ -58,6 +66,10 @@ pub(crate) enum TooBig {
 struct Compiler {
     prog: Vec<Inst>,
     loops: usize,
+    /// Exclusions open around the place being compiled.
+    excluding: usize,
+    /// Per instruction: a `Label` inside an exclusion.
+    excluded: Vec<bool>,
 }
 
 impl Compiler {
@@ -66,6 +78,8 @@ impl Compiler {
             return None;
         }
         self.prog.push(i);
+        self.excluded
+            .push(self.excluding > 0 && matches!(i, Inst::Label(_)));
         Some(self.prog.len() - 1)
     }
 
@@ -90,6 +104,12 @@ impl Compiler {
             }
             Pat::End => {
                 self.push(Inst::End)?;
+            }
+            Pat::Exclude(inner) => {
+                self.excluding += 1;
+                let r = self.emit_pat(inner);
+                self.excluding -= 1;
+                r?;
             }
             Pat::Var(v) => {
                 self.push(Inst::Label(*v))?;

@@ -1,6 +1,6 @@
 //! The row pattern language of `pattern = "…"` and SQL `PATTERN (…)`: variables, concatenation,
-//! alternation `|`, groups `( … )`, `PERMUTE( … )`, the anchors `^` and `$`, and the
-//! quantifiers `* + ? {n} {n,} {,m}
+//! alternation `|`, groups `( … )`, `PERMUTE( … )`, the anchors `^` and `$`, exclusion
+//! `{- … -}`, and the quantifiers `* + ? {n} {n,} {,m}
 //! {n,m}`, each greedy or, followed by `?`, reluctant.
 //!
 //! Variables are identifiers as in SQL: unquoted ones are case-insensitive and named in upper
@@ -18,6 +18,9 @@ pub(crate) enum Pat {
     Start,
     /// `$`: the end of the partition (no row after this point: the input ended).
     End,
+    /// `{- … -}`: rows matched inside are part of the match but not output by ALL ROWS PER
+    /// MATCH.
+    Exclude(Box<Pat>),
     /// One row mapped to the variable.
     Var(usize),
     /// The parts one after another.
@@ -160,6 +163,7 @@ impl P {
             self.skip_ws();
             match self.peek() {
                 None | Some('|' | ')' | ',') => break,
+                Some('-') if self.chars.get(self.at + 1) == Some(&'}') => break,
                 _ => parts.push(self.quantified()?),
             }
         }
@@ -174,7 +178,10 @@ impl P {
         let mut pat = self.primary()?;
         if matches!(pat, Pat::Start | Pat::End) {
             self.skip_ws();
-            if matches!(self.peek(), Some('*' | '+' | '?' | '{')) {
+            let exclusion = self.chars.get(self.at + 1) == Some(&'-');
+            if matches!(self.peek(), Some('*' | '+' | '?'))
+                || self.peek() == Some('{') && !exclusion
+            {
                 return Err(self.error("an anchor (`^`, `$`) cannot be quantified"));
             }
             return Ok(pat);
@@ -187,7 +194,7 @@ impl P {
                 Some('*') => (0, None),
                 Some('+') => (1, None),
                 Some('?') => (0, Some(1)),
-                Some('{') => self.braces()?,
+                Some('{') if self.chars.get(self.at + 1) != Some(&'-') => self.braces()?,
                 _ => break,
             };
             if quantified {
@@ -421,7 +428,24 @@ impl P {
                 Ok(Pat::End)
             }
             Some('{') if self.chars.get(self.at + 1) == Some(&'-') => {
-                Err(self.error("exclusion `{- … -}` is not supported yet"))
+                let open = self.at;
+                if self.depth >= MAX_NESTING {
+                    return Err(self.error(format!(
+                        "the pattern nests more than {MAX_NESTING} groups inside each other: split it"
+                    )));
+                }
+                self.at += 2;
+                self.depth += 1;
+                let inner = self.alternation();
+                self.depth -= 1;
+                let inner = inner?;
+                self.skip_ws();
+                if self.peek() != Some('-') || self.chars.get(self.at + 1) != Some(&'}') {
+                    self.at = open;
+                    return Err(self.error("this `{-` is never closed with `-}`"));
+                }
+                self.at += 2;
+                Ok(Pat::Exclude(Box::new(inner)))
             }
             Some(c @ ('*' | '+' | '?' | '{')) => Err(self.error(format!(
                 "`{c}` quantifies nothing: put a variable or a group before it"
@@ -521,6 +545,7 @@ mod tests {
             (e.col, e.message.as_str()),
             (2, "an anchor (`^`, `$`) cannot be quantified")
         );
+        assert!(parse("^ {- A -} $").is_ok());
         assert_eq!(
             parse("^A B$").expect("anchors").pat,
             Pat::Concat(vec![Pat::Start, Pat::Var(0), Pat::Var(1), Pat::End])
@@ -528,6 +553,27 @@ mod tests {
         let e = parse("*").expect_err("nothing to quantify");
         assert_eq!(e.col, 1);
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn exclusion_wraps_a_pattern() {
+        let p = parse("A {- B+ | C -} D").expect("parses");
+        assert_eq!(
+            p.pat,
+            Pat::Concat(vec![
+                Pat::Var(0),
+                Pat::Exclude(Box::new(Pat::Alt(vec![
+                    rep(Pat::Var(1), 1, None, true),
+                    Pat::Var(2)
+                ]))),
+                Pat::Var(3),
+            ])
+        );
+        let e = parse("A {- B").expect_err("unclosed");
+        assert_eq!(
+            (e.col, e.message.as_str()),
+            (3, "this `{-` is never closed with `-}`")
+        );
     }
 
     #[test]

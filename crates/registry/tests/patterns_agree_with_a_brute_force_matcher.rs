@@ -2,6 +2,7 @@
 //! exactly the matches a brute-force backtracking matcher written here finds: on seeded random
 //! rows of a few keys that arrive out of order in small batches (the late ones dropped), for
 //! generated patterns (concatenation, `|`, groups, `PERMUTE`, the anchors `^` and `$`,
+//! exclusions `{- -}`,
 //! greedy and reluctant `* + ? {n} {n,} {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
 //! MAX, a DataFusion function, aggregates over expressions, one reading each row's
 //! CLASSIFIER()), a SUBSET union variable in conditions and skips, every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
@@ -71,6 +72,8 @@ enum Pat {
     },
     /// `PERMUTE(p1, p2, …)`: the parts in every order, the orders tried lexicographically.
     Permute(Vec<Pat>),
+    /// `{- p -}`: its rows are in the match but not output.
+    Exclude(Box<Pat>),
     /// `^`: the partition's first row is next.
     Start,
     /// `$`: no row is next (the input ended).
@@ -126,6 +129,7 @@ impl Pat {
                 .collect::<Vec<_>>()
                 .join(" "),
             Pat::Alt(alts) => alts.iter().map(Pat::text).collect::<Vec<_>>().join(" | "),
+            Pat::Exclude(inner) => format!("{{- {} -}}", inner.text()),
             Pat::Start => "^".into(),
             Pat::End => "$".into(),
             Pat::Permute(parts) => format!(
@@ -142,11 +146,21 @@ impl Pat {
         }
     }
 
+    fn excludes(&self) -> bool {
+        match self {
+            Pat::Exclude(_) => true,
+            Pat::Concat(ps) | Pat::Alt(ps) | Pat::Permute(ps) => ps.iter().any(Pat::excludes),
+            Pat::Rep { inner, .. } => inner.excludes(),
+            Pat::Var(_) | Pat::Start | Pat::End => false,
+        }
+    }
+
     fn mentions(&self, v: usize) -> bool {
         match self {
             Pat::Var(w) => *w == v,
             Pat::Concat(ps) | Pat::Alt(ps) | Pat::Permute(ps) => ps.iter().any(|p| p.mentions(v)),
             Pat::Start | Pat::End => false,
+            Pat::Exclude(inner) => inner.mentions(v),
             Pat::Rep { inner, .. } => inner.mentions(v),
         }
     }
@@ -360,6 +374,10 @@ impl Case {
         let mut present: Vec<usize> = (0..3).filter(|v| self.pattern.mentions(*v)).collect();
         // The union holds variables of the pattern only; without any, there is none.
         self.union &= present.iter().map(|v| 1u8 << v).sum::<u8>();
+        // The standard forbids showing unmatched rows of a pattern with an exclusion.
+        if self.pattern.excludes() && self.mode == Mode::Unmatched {
+            self.mode = Mode::Show;
+        }
         if self.union != 0 {
             present.push(U);
         }
@@ -601,6 +619,10 @@ enum Cont<'a> {
         rest: &'a [Pat],
         next: &'a Cont<'a>,
     },
+    /// An exclusion has ended.
+    Unexclude {
+        next: &'a Cont<'a>,
+    },
     /// Iteration `count` of the quantified `rep`, begun at row `began`, has ended.
     Iterated {
         rep: &'a Pat,
@@ -616,6 +638,10 @@ struct Search<'a> {
     start: usize,
     /// (row, variable) of the match so far.
     mapping: Vec<(usize, usize)>,
+    /// Whether each row of `mapping` is inside an exclusion.
+    excluded: Vec<bool>,
+    /// Exclusions open at the current place.
+    excluding: usize,
     /// Rows still to classify before giving up.
     budget: &'a mut u64,
 }
@@ -638,12 +664,14 @@ impl Search<'_> {
                 }
                 *self.budget = self.budget.checked_sub(1).ok_or(OutOfBudget)?;
                 self.mapping.push((pos, *v));
+                self.excluded.push(self.excluding > 0);
                 if self.case.defines[*v].holds(self.rows, &self.mapping, self.case.members())
                     && self.cont(k, pos + 1)?
                 {
                     return Ok(true);
                 }
                 self.mapping.pop();
+                self.excluded.pop();
                 Ok(false)
             }
             Pat::Concat(parts) => self.cont(
@@ -662,6 +690,12 @@ impl Search<'_> {
                 Ok(false)
             }
             Pat::Rep { .. } => self.repeat(p, 0, pos, k),
+            Pat::Exclude(inner) => {
+                self.excluding += 1;
+                let found = self.go(inner, pos, &Cont::Unexclude { next: k });
+                self.excluding -= 1;
+                found
+            }
             Pat::Start => Ok(pos == 0 && self.cont(k, pos)?),
             Pat::End => Ok(pos == self.rows.len() && self.cont(k, pos)?),
             Pat::Permute(parts) => {
@@ -691,6 +725,12 @@ impl Search<'_> {
     fn cont(&mut self, k: &Cont<'_>, pos: usize) -> Result<bool, OutOfBudget> {
         match k {
             Cont::Done => Ok(true),
+            Cont::Unexclude { next } => {
+                self.excluding -= 1;
+                let found = self.cont(next, pos);
+                self.excluding += 1;
+                found
+            }
             Cont::Rest { rest, next } => match rest.split_first() {
                 None => self.cont(next, pos),
                 Some((first, rest)) => self.go(first, pos, &Cont::Rest { rest, next }),
@@ -776,6 +816,8 @@ fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBudget> {
                 case,
                 start: i,
                 mapping: vec![],
+                excluded: vec![],
+                excluding: 0,
                 budget: &mut budget,
             };
             let cells = |r: usize| (part[r].0, part[r].1, part[r].2);
@@ -789,13 +831,14 @@ fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBudget> {
                 continue;
             }
             let mapping = s.mapping;
+            let excluded = s.excluded;
             matches += 1;
             covered = covered.max(mapping.last().map_or(i, |(r, _)| *r) + 1);
             if mapping.is_empty() && case.mode != Mode::Omit {
                 let (t, k, v) = cells(i);
                 out.push((t, k, v, matches, None));
             }
-            for &(r, var) in &mapping {
+            for (&(r, var), _) in mapping.iter().zip(&excluded).filter(|(_, x)| !**x) {
                 let (t, k, v) = cells(r);
                 out.push((t, k, v, matches, Some(VARS[var].to_string())));
             }
@@ -839,6 +882,7 @@ fn pat() -> impl Strategy<Value = Pat> {
             prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Concat),
             prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Alt),
             prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Permute),
+            inner.clone().prop_map(|p| Pat::Exclude(Box::new(p))),
             (inner, quant(), any::<bool>()).prop_map(|(p, q, greedy)| Pat::Rep {
                 inner: Box::new(p),
                 q,

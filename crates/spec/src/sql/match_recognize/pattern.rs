@@ -1,5 +1,5 @@
 //! The tokens of `PATTERN ( … )`: what anduin's pattern operator takes (variables, `( )`,
-//! `|`, `PERMUTE( … , … )`, the anchors `^` and `$`, and the quantifiers `* + ? {n} {n,} {,m} {n,m}`, each optionally followed by `?` to
+//! `|`, `PERMUTE( … , … )`, the anchors `^` and `$`, exclusion `{- … -}`, and the quantifiers `* + ? {n} {n,} {,m} {n,m}`, each optionally followed by `?` to
 //! be reluctant) and errors for the rest of the SQL standard's row pattern syntax.
 
 use std::collections::HashSet;
@@ -7,7 +7,6 @@ use std::collections::HashSet;
 use anduin_types::Diagnostic;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
-use crate::sql::insert::unsupported;
 use crate::sql::source_text::pos;
 
 /// A pattern variable's name as the pattern operator knows it: unquoted, in upper case (SQL
@@ -95,12 +94,17 @@ pub(super) fn check(toks: &[TokenWithSpan], at: Location) -> Result<Vec<String>,
                 }
             }
             Token::Caret if !in_braces => {}
-            Token::LBrace if !in_braces && next == Some(&Token::Minus) => {
-                return Err(unsupported(
-                    here,
-                    "`{- … -}` (excluding rows from the output)",
-                ));
-            }
+            // Exclusion `{- … -}`: its braces and minuses are not a quantifier's.
+            Token::LBrace if !in_braces && next == Some(&Token::Minus) => {}
+            Token::Minus
+                if !in_braces
+                    && (next == Some(&Token::RBrace)
+                        || i.checked_sub(1).and_then(|p| toks.get(p)).map(|p| &p.token)
+                            == Some(&Token::LBrace)) => {}
+            Token::RBrace
+                if !in_braces
+                    && i.checked_sub(1).and_then(|p| toks.get(p)).map(|p| &p.token)
+                        == Some(&Token::Minus) => {}
             Token::LBrace if !in_braces => in_braces = true,
             Token::RBrace if in_braces => in_braces = false,
             Token::Number(..) | Token::Comma if in_braces => {}

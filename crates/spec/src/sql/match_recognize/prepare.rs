@@ -400,9 +400,15 @@ mod tests {
         let err = prepare(sql, &AnduinDialect::default())
             .err()
             .map(|d| d.to_string());
-        assert_eq!(
-            err.as_deref(),
-            Some("2:18: `{- … -}` (excluding rows from the output) is not supported yet")
+        assert_eq!(err, None, "an exclusion passes");
+        let sql = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts\n  PATTERN (A B+? - C)\n  DEFINE A AS true)";
+        let err = prepare(sql, &AnduinDialect::default())
+            .err()
+            .map(|d| d.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.starts_with("2:18: unexpected `-` in PATTERN")),
+            "{err:?}"
         );
         let sql = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES FINAL LAST(B.x) AS y\n  AFTER MATCH SKIP TO B PATTERN (A (B|C)+? D{2,}?) WITHIN INTERVAL '1' SECOND\n  DEFINE A AS true)";
         let p = prepared(sql);
