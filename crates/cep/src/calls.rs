@@ -163,9 +163,26 @@ fn call(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result<Type
                 _ => Err(at(r.span(), "PREV takes a column or CLASSIFIER()")),
             }
         }
+        ("NEXT", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)])
+            if s.measure && s.inside.is_none() =>
+        {
+            let n = offset(node, args)?;
+            match navigation(r, s)? {
+                (E::Col(row, col), ty) => typed(
+                    E::Next {
+                        r: row,
+                        col: Some(col),
+                        n,
+                    },
+                    ty,
+                ),
+                (E::Classifier(row), ty) => typed(E::Next { r: row, col: None, n }, ty),
+                _ => Err(at(r.span(), "NEXT takes a column or CLASSIFIER()")),
+            }
+        }
         ("NEXT", _) => Err(at(
             node.span(),
-            "NEXT looks at rows that have not arrived: it is not supported in a stream (use PREV on a later variable)",
+            "NEXT in DEFINE looks at rows that have not arrived: it is not supported in a stream (use PREV on a later variable; in MEASURES, NEXT sees the rows of the match)",
         )),
         ("FIRST" | "LAST", _) if s.inside.is_some() => Err(at(
             node.span(),
@@ -398,8 +415,9 @@ fn aggregated_variable(
 /// The optional second argument of PREV/FIRST/LAST: a non-negative whole number (default
 /// 1 for PREV, 0 for FIRST/LAST).
 fn offset(node: &Expr, args: &[Arg<'_>]) -> Result<usize, ExprError> {
-    let is_prev =
-        matches!(node, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("PREV"));
+    let is_prev = matches!(node, Expr::Function(f)
+        if f.name.to_string().eq_ignore_ascii_case("PREV")
+            || f.name.to_string().eq_ignore_ascii_case("NEXT"));
     match args.get(1) {
         None => Ok(usize::from(is_prev)),
         Some(Arg::Expr(Expr::Value(v))) => match &v.value {

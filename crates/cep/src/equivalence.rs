@@ -78,7 +78,8 @@ impl Needs {
             }
         };
         match e {
-            E::Lit(_) | E::MatchNumber => {}
+            // NEXT is a measure's only.
+            E::Lit(_) | E::MatchNumber | E::Next { .. } => {}
             E::Col(r, _) => self.reference(*r, own, false),
             E::Classifier(r) => self.reference(*r, own, true),
             E::Agg(a) => match a.var {

@@ -47,6 +47,19 @@ fn eval_at(e: &E, view: &impl View, vars: &[Arc<str>], here: Option<(u64, usize)
             None => Value::Null,
         },
         E::MatchNumber => Value::Int(view.match_number()),
+        E::Next { r, col, n } => {
+            let whole = view.whole();
+            let target = resolve(*r, view, here).and_then(|(row, _)| row.checked_add(*n as u64));
+            let found = match (&whole, target) {
+                (Some(w), Some(t)) => w.all.iter().find(|(row, _)| *row == t).copied(),
+                _ => None,
+            };
+            match (found, col) {
+                (None, _) => Value::Null,
+                (Some((row, _)), Some(c)) => view.cell(row, *c).cloned().unwrap_or(Value::Null),
+                (Some((_, var)), None) => Value::Str(Arc::clone(&vars[var])),
+            }
+        }
         E::Agg(a) => aggregate(a, view, vars)?,
         E::Final(x) => match view.whole() {
             Some(whole) => eval_at(x, &whole, vars, here)?,

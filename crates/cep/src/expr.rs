@@ -112,6 +112,13 @@ pub(crate) enum E {
     Final(Box<E>),
     /// A part DataFusion evaluates, over the values of its slots (see [`super::df`]).
     Df(Arc<Df>, Vec<E>),
+    /// `NEXT(ref, n)` in a measure: the column `col` (CLASSIFIER(): `None`) of the row `n`
+    /// after the one `ref` names, if that row is in the match (the whole of it), else NULL.
+    Next {
+        r: RowRef,
+        col: Option<usize>,
+        n: usize,
+    },
     Bin(BinOp, Box<E>, Box<E>),
     And(Box<E>, Box<E>),
     Or(Box<E>, Box<E>),
@@ -126,7 +133,7 @@ impl E {
     /// CAST, a SUM. Comparisons, logic, columns and counts cannot.
     pub(crate) fn can_fail(&self) -> bool {
         match self {
-            E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber => false,
+            E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber | E::Next { .. } => false,
             E::Agg(a) => {
                 a.f == AggFn::Sum
                     || a.arg.as_ref().is_some_and(E::can_fail)
@@ -154,7 +161,7 @@ impl E {
     pub(crate) fn walk(&self, f: &mut impl FnMut(&E)) {
         f(self);
         match self {
-            E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber => {}
+            E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber | E::Next { .. } => {}
             E::Agg(a) => {
                 for x in a.arg.iter().chain(&a.by) {
                     x.walk(f);

@@ -546,7 +546,7 @@ fn subsets(text: &str, vars: &[String]) -> Result<Vec<(String, u64)>, String> {
 fn deepest_prev(e: &E) -> usize {
     let mut deepest = 0;
     e.walk(&mut |e| {
-        if let E::Col(r, _) | E::Classifier(r) = e {
+        if let E::Col(r, _) | E::Classifier(r) | E::Next { r, .. } = e {
             deepest = deepest.max(r.back);
         }
     });
@@ -556,7 +556,7 @@ fn deepest_prev(e: &E) -> usize {
 /// Marks the columns `e` reads in `kept`.
 fn read_columns(e: &E, kept: &mut [bool]) {
     e.walk(&mut |e| {
-        if let E::Col(_, c) = e {
+        if let E::Col(_, c) | E::Next { col: Some(c), .. } = e {
             if let Some(k) = kept.get_mut(*c) {
                 *k = true;
             }

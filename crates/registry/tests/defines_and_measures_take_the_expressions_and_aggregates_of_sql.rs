@@ -84,3 +84,27 @@ fn what_a_pattern_does_not_compute_is_an_error_naming_it_and_its_place() {
         "{e}"
     );
 }
+
+#[test]
+fn next_in_a_measure_sees_the_rows_of_the_match_and_no_further() {
+    // A B+ over 1 2 3 (then 0, in no match): NEXT looks forward within the whole match.
+    let params = r#"param order_by = "ts"
+  param pattern = "A B+"
+  param define = "B AS value > PREV(value)"
+  param rows_per_match = "all"
+  param measures = "NEXT(value) AS nxt, NEXT(value, 2) AS nxt2, NEXT(CLASSIFIER()) AS nc, NEXT(A.value) AS after_a""#;
+    let rows = [
+        (1, 0, 1, "x"),
+        (2, 0, 2, "x"),
+        (3, 0, 3, "x"),
+        (4, 0, 0, "x"),
+    ];
+    let got: Vec<String> = common::pattern_rows(params, &rows)
+        .into_iter()
+        .map(|r| r.split(", ").skip(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        got,
+        ["1 x 2 3 B 2", "2 x 3 NULL B 2", "3 x NULL NULL NULL 2",]
+    );
+}
