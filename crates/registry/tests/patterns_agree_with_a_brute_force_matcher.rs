@@ -2,20 +2,22 @@
 //! exactly the matches a brute-force backtracking matcher written here finds: on seeded random
 //! rows of a few keys that arrive out of order in small batches (the late ones dropped), for
 //! generated patterns (concatenation, `|`, groups, `PERMUTE`, the anchors `^` and `$`,
-//! exclusions `{- -}`,
-//! greedy and reluctant `* + ? {n} {n,} {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
-//! MAX, a DataFusion function, aggregates over expressions, one reading each row's
-//! CLASSIFIER()), a SUBSET union variable in conditions and skips, every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
-//! match with its MATCH_NUMBER and CLASSIFIER, so the comparison pins down every mapping. An
-//! operator snapshotted (a full snapshot, then a changelog) and restored half-way, keeping its
-//! state in the heap or in the LSM backend (with one partition in memory, so that idle ones
-//! go to the LSM tree and come back), gives the same rows as one that ran straight through,
-//! and four instances, each fed the keys it owns, together give the rows of one. Empty
-//! matches are shown or omitted, and rows in no match added (WITH UNMATCHED ROWS).
-//! Hand-written cases check greedy against reluctant, alternation preference, an empty
-//! prefix and empty matches, overlapping matches with `skip to next row`, and (issue 18)
-//! loops inside loops and alternations inside loops over a long run of rows that match
-//! every variable of the loop, which need equivalent partial matches pruned to finish.
+//! exclusions `{- -}`, greedy and reluctant `* + ? {n} {n,} {n,m}`), generated DEFINEs (PREV,
+//! FIRST, LAST, qualified columns, running COUNT, SUM, AVG, MAX, a DataFusion function,
+//! aggregates over expressions, one reading each row's CLASSIFIER()), a SUBSET union variable
+//! in conditions and skips, every AFTER MATCH strategy and an optional `within`. Each output
+//! row is a row of a match with its MATCH_NUMBER and CLASSIFIER (half the time with its
+//! match's FINAL COUNT(*) and the NEXT row's CLASSIFIER, joined by `||`), so the comparison
+//! pins down every mapping. An operator snapshotted (a full snapshot, then a changelog) and
+//! restored half-way, keeping its state in the heap or in the LSM backend (with one partition
+//! in memory, so that idle ones go to the LSM tree and come back), gives the same rows as one
+//! that ran straight through, and four instances, each fed the keys it owns, together give
+//! the rows of one. Empty matches are shown or omitted, and rows in no match added (WITH
+//! UNMATCHED ROWS). Hand-written cases check greedy against reluctant, alternation
+//! preference, an empty prefix and empty matches, overlapping matches with `skip to next
+//! row`, and (issue 18) loops inside loops and alternations inside loops over a long run of
+//! rows that match every variable of the loop, which need equivalent partial matches pruned
+//! to finish, and an aggregate over each row's CLASSIFIER() that must not let them be.
 
 mod common;
 
@@ -364,6 +366,9 @@ struct Case {
     mode: Mode,
     /// `SUBSET U = (…)`: a bit per member (0: no SUBSET).
     union: u8,
+    /// The classifier column also shows `FINAL COUNT(*)` and `NEXT(CLASSIFIER())`, through
+    /// DataFusion's `||`: `B/5/C` (`-` past the match's last row).
+    rich: bool,
 }
 
 impl Case {
@@ -429,7 +434,11 @@ impl Case {
             Mode::Omit => "  param rows_per_match = \"all omit empty\"\n",
             Mode::Unmatched => "  param rows_per_match = \"all with unmatched\"\n",
         };
-        params += "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() AS cls\"\n";
+        params += if self.rich {
+            "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() || '/' || CAST(FINAL COUNT(*) AS VARCHAR) || '/' || coalesce(NEXT(CLASSIFIER()), '-') AS cls\"\n"
+        } else {
+            "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() AS cls\"\n"
+        };
         params += &format!("  param after_match = \"{}\"\n", self.skip.text());
         if let Some(w) = self.within {
             params += &format!("  param within = \"{w}ms\"\n");
@@ -838,9 +847,20 @@ fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBudget> {
                 let (t, k, v) = cells(i);
                 out.push((t, k, v, matches, None));
             }
-            for (&(r, var), _) in mapping.iter().zip(&excluded).filter(|(_, x)| !**x) {
+            for (j, (&(r, var), _)) in mapping
+                .iter()
+                .zip(&excluded)
+                .enumerate()
+                .filter(|(_, (_, x))| !**x)
+            {
                 let (t, k, v) = cells(r);
-                out.push((t, k, v, matches, Some(VARS[var].to_string())));
+                let cls = if case.rich {
+                    let next = mapping.get(j + 1).map_or("-", |(_, w)| VARS[*w]);
+                    format!("{}/{}/{next}", VARS[var], mapping.len())
+                } else {
+                    VARS[var].to_string()
+                };
+                out.push((t, k, v, matches, Some(cls)));
             }
             let rows_of = |v: usize| {
                 mapping
@@ -969,8 +989,9 @@ fn case() -> impl Strategy<Value = Case> {
         prop::option::weighted(0.3, 1i64..40),
         prop_oneof![2 => Just(Mode::Show), 1 => Just(Mode::Omit), 1 => Just(Mode::Unmatched)],
         prop_oneof![2 => Just(0u8), 1 => 1u8..8],
+        any::<bool>(),
     )
-        .prop_map(|(pattern, defines, skip, within, mode, union)| {
+        .prop_map(|(pattern, defines, skip, within, mode, union, rich)| {
             Case {
                 pattern,
                 defines,
@@ -978,6 +999,7 @@ fn case() -> impl Strategy<Value = Case> {
                 within,
                 mode,
                 union,
+                rich,
             }
             .normalized()
         })
@@ -1091,6 +1113,7 @@ fn greedy_plus_takes_the_longest_run_and_reluctant_the_shortest() {
         within: None,
         mode: Mode::Show,
         union: 0,
+        rich: false,
     };
     assert_eq!(greedy.pattern.text(), "A B+ C");
     // B+ runs to the end, gives back one row for C (3 > LAST(B.value) = 1).
@@ -1132,6 +1155,7 @@ fn alternation_in_a_loop_prefers_its_left_branch_row_by_row() {
         within: None,
         mode: Mode::Show,
         union: 0,
+        rich: false,
     };
     assert_eq!(case.pattern.text(), "(A | B)+ C");
     // 1 is both A and B: A wins. 5 is neither, so the loop stops and C takes it; the loop
@@ -1159,6 +1183,7 @@ fn a_star_prefix_may_match_no_row_and_a_lone_star_matches_the_empty_sequence() {
         within: None,
         mode: Mode::Show,
         union: 0,
+        rich: false,
     };
     assert_eq!(case.pattern.text(), "A* B");
     // From row 0 (2): A* takes 2, then 5 is no B; it backtracks to no A at all, and B
@@ -1199,6 +1224,7 @@ fn skip_to_next_row_lets_matches_overlap() {
         within: None,
         mode: Mode::Show,
         union: 0,
+        rich: false,
     };
     assert_eq!(case.pattern.text(), "A B+");
     // 1 and 2 each start a rising run up to 3; 3 starts none (0 is no rise); 0 starts 0 4;
@@ -1232,6 +1258,7 @@ fn a_reluctant_loop_spanning_the_body_of_a_greedy_loop_lets_it_take_another_iter
         within: None,
         mode: Mode::Show,
         union: 0,
+        rich: false,
     };
     assert_eq!(case.pattern.text(), "(B*?)*");
     assert_eq!(
@@ -1322,6 +1349,7 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
                 within: None,
                 mode: Mode::Show,
                 union: 0,
+                rich: false,
             }
             .normalized();
             let got = outputs(&case, &data);
@@ -1347,6 +1375,7 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
         within: None,
         mode: Mode::Show,
         union: 0,
+        rich: false,
     };
     assert_eq!(case.pattern.text(), "(A+)+ B");
     let mut expected: Vec<(i64, i64, i64, Option<&str>)> =
@@ -1369,6 +1398,7 @@ fn an_aggregate_over_each_rows_classifier_keeps_the_partial_matches_it_tells_apa
         within: None,
         mode: Mode::Show,
         union: 0,
+        rich: false,
     };
     assert_eq!(
         outputs(&case, &rows(&[0; 6])),
