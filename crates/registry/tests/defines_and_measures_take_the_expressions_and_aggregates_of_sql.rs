@@ -1,6 +1,7 @@
 //! Issue 18: inside DEFINE and MEASURES a pattern takes the expression language of a `map`
 //! (DataFusion's scalar functions, `LIKE`, `IN`, `CASE`, `IF`, `||`, `DECIMAL`), aggregates
 //! over expressions (`AVG(CAST(B.value AS DOUBLE))`, `max(B.value + MATCH_NUMBER())`,
+//! `SUM(PREV(B.value))`,
 //! `count()`, `max_by`, `min_by`, `bool_and`, `bool_or`, `any_value`), and `RUNNING` /
 //! `FINAL` in ALL ROWS PER MATCH. What it does not take is an error naming the function and
 //! where it is.
@@ -22,10 +23,10 @@ fn scalar_functions_and_aggregates_over_expressions_compute_as_in_sql() {
   param define = "A AS upper(tag) = 'APPLE'"
   param define = "B AS abs(value) < 10 AND (tag LIKE 'ban%' OR tag LIKE 'Ban%')"
   param define = "C AS value IN (20, 30) AND CASE WHEN COUNT(B.*) >= 2 THEN true ELSE false END"
-  param measures = "A.tag || '-' || LAST(C.tag) AS span, coalesce(NULL, SUM(B.value)) AS sb, AVG(CAST(B.value AS DOUBLE)) AS avg_b, max(B.value + MATCH_NUMBER()) AS mx, count(*) AS n, count() AS n2, max_by(B.tag, abs(B.value)) AS loudest, min_by(B.tag, B.value) AS lowest, bool_and(B.value > 0) AS all_up, bool_or(B.value > 0) AS one_up, any_value(B.tag) AS some_b, CAST(SUM(B.value) AS DECIMAL(10,2)) * 2 AS dec, IF(COUNT(B.*) > 1, 'many', 'one') AS how, FINAL COUNT(C.*) AS c""#;
+  param measures = "A.tag || '-' || LAST(C.tag) AS span, coalesce(NULL, SUM(B.value)) AS sb, AVG(CAST(B.value AS DOUBLE)) AS avg_b, max(B.value + MATCH_NUMBER()) AS mx, count(*) AS n, count() AS n2, max_by(B.tag, abs(B.value)) AS loudest, min_by(B.tag, B.value) AS lowest, bool_and(B.value > 0) AS all_up, bool_or(B.value > 0) AS one_up, any_value(B.tag) AS some_b, CAST(SUM(B.value) AS DECIMAL(10,2)) * 2 AS dec, IF(COUNT(B.*) > 1, 'many', 'one') AS how, FINAL COUNT(C.*) AS c, SUM(PREV(B.value)) AS sp""#;
     assert_eq!(
         common::pattern_rows(params, &ROWS),
-        ["Apple-cherry, 2, 1.0, 8, 4, 4, Band, banana, false, true, banana, 4.0, many, 1"]
+        ["Apple-cherry, 2, 1.0, 8, 4, 4, Band, banana, false, true, banana, 4.0, many, 1, 5"]
     );
 }
 
