@@ -191,17 +191,17 @@ fn signature(needs: &Needs, hist: Option<&Arc<Step>>) -> Box<[u64]> {
     let to_the_start = !needs.first.is_empty() || needs.head > 0 || !needs.all.is_empty();
     let mut cur = hist;
     while let Some(s) = cur {
-        let var = s.var as u64;
+        let var = s.var() as u64;
         if tail.len() < needs.tail {
             tail.push(var);
         }
         for ((v, k), rows) in needs.last.iter().zip(&mut last) {
-            if s.var == *v && rows.len() < *k && !(*k == 1 && *v < TRACKED) {
+            if s.var() == *v && rows.len() < *k && !(*k == 1 && *v < TRACKED) {
                 rows.push(s.row);
             }
         }
         for ((v, k), rows) in needs.first.iter().zip(&mut first) {
-            if s.var == *v {
+            if s.var() == *v {
                 if rows.len() == *k {
                     rows.remove(0);
                 }
@@ -209,7 +209,7 @@ fn signature(needs: &Needs, hist: Option<&Arc<Step>>) -> Box<[u64]> {
             }
         }
         for (v, rows) in needs.all.iter().zip(&mut all) {
-            if s.var == *v {
+            if s.var() == *v {
                 rows.push(s.row);
             }
         }
@@ -283,6 +283,7 @@ impl Pruner {
 
     /// Whether a thread at `pc` with `hist` is kept in the list `out` (the threads before it,
     /// all preferred to it): not when one of them at `pc` is equivalent.
+    #[inline]
     pub(crate) fn admit(
         &mut self,
         needs: &Needs,
@@ -326,6 +327,7 @@ pub(crate) struct Steps {
 const FEW: usize = 16;
 
 impl Steps {
+    #[inline]
     pub(crate) fn clear(&mut self) {
         self.few.clear();
         self.many.clear();
@@ -334,6 +336,7 @@ impl Steps {
 
     /// The step mapping row `row` to `var` after `prev`: the one made before in this row, or
     /// a new one.
+    #[inline]
     pub(crate) fn after(
         &mut self,
         row: u64,

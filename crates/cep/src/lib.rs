@@ -390,6 +390,7 @@ pub(crate) fn compile(
         max_back = max_back.max(deepest_prev(e));
     }
     let anchored = prog.contains(&program::Inst::Start);
+    let ends = prog.contains(&program::Inst::End);
     Ok(Setup {
         name: op.name.to_string(),
         def: op.clone(),
@@ -405,6 +406,7 @@ pub(crate) fn compile(
             max_back,
             max_threads: MAX_THREADS,
             anchored,
+            ends,
             excluded,
             unmatched,
         },

@@ -329,9 +329,9 @@ impl PatternOp {
             Err(Refused::TooManyThreads(e)) => return Err(too_many(&setup.name, e)),
             // The partition is as if the row had never arrived.
             Err(Refused::Condition { row, var, error }) => {
-                if part.is_blank() {
+                if part.is_blank(&setup.pattern) {
                     self.store
-                        .forget(&p.key)
+                        .forget(&setup.pattern, &p.key)
                         .map_err(|e| store_error(&setup.name, e))?;
                 }
                 let site = setup.define_site.get(var).copied().flatten();
@@ -357,9 +357,9 @@ impl PatternOp {
         }
         let dropped = part.trim(&setup.pattern);
         self.figures.kept(part, 1, dropped);
-        if part.is_blank() {
+        if part.is_blank(&setup.pattern) {
             self.store
-                .forget(&p.key)
+                .forget(&setup.pattern, &p.key)
                 .map_err(|e| store_error(&setup.name, e))?;
         }
         Ok(())
@@ -388,7 +388,7 @@ impl PatternOp {
             }
         }
         self.store
-            .forget_blank()
+            .forget_blank(&setup.pattern)
             .map_err(|e| store_error(&setup.name, e))
     }
 

@@ -136,11 +136,11 @@ impl Store {
     }
 
     /// Forgets the partition of `key` (in memory and in the table), which is
-    /// [`Partition::is_blank`]: a new one is the same. Partitions whose rows all ended
-    /// without a match (most of a Nexmark run's millions) take no memory.
-    pub(crate) fn forget(&mut self, key: &[u8]) -> Result<(), StoreError> {
+    /// [`Partition::is_blank`] under `p`: a new one is the same. Partitions whose rows all
+    /// ended without a match (most of a Nexmark run's millions) take no memory.
+    pub(crate) fn forget(&mut self, p: &Pattern, key: &[u8]) -> Result<(), StoreError> {
         if let Some((part, _, stored)) = self.live.remove(key) {
-            debug_assert!(part.is_blank(), "only a blank partition is forgotten");
+            debug_assert!(part.is_blank(p), "only a blank partition is forgotten");
             if stored {
                 self.table.delete(key, PARTITION)?;
             }
@@ -148,13 +148,13 @@ impl Store {
         Ok(())
     }
 
-    /// Forgets every partition in memory that is [`Partition::is_blank`] (see
+    /// Forgets every partition in memory that is [`Partition::is_blank`] under `p` (see
     /// [`Store::forget`]).
-    pub(crate) fn forget_blank(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn forget_blank(&mut self, p: &Pattern) -> Result<(), StoreError> {
         let Store { live, table, .. } = self;
         let mut failed = None;
         live.retain(|key, (part, _, stored)| {
-            if !part.is_blank() {
+            if !part.is_blank(p) {
                 return true;
             }
             if *stored {
