@@ -10,7 +10,8 @@
 //! matches that run out of time can go to a second output.
 //!
 //! Rows are buffered until the watermark passes them and then fed in event-time order (ties
-//! in arrival order); rows behind the watermark are late: counted and dropped.
+//! in the order of `order_by`'s tie-breakers, then of arrival, `order.rs`); rows behind the
+//! watermark are late: counted and dropped.
 
 mod calls;
 mod cells;
@@ -20,6 +21,7 @@ mod equivalence;
 mod eval;
 mod expr;
 mod matcher;
+mod order;
 mod output;
 mod program;
 mod running;
@@ -51,7 +53,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     stateful: true,
     params: &[
         ParamSpec { name: "partition_by", required: false, kind: ParamKind::Text, default: None, doc: "columns whose rows are matched separately, e.g. \"sensor\" (without it: one partition)" },
-        ParamSpec { name: "order_by", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column (timestamp, or int of epoch milliseconds); rows are matched in its order; tie-breakers may follow: \"ts, seq, name DESC\"" },
+        ParamSpec { name: "order_by", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column (timestamp, or int of epoch milliseconds); rows are matched in its order; tie-breakers may follow: \"ts, seq, name DESC NULLS LAST\" (NULLs last ascending, first descending, unless NULLS FIRST / NULLS LAST says)" },
         ParamSpec { name: "pattern", required: true, kind: ParamKind::Text, default: None, doc: "the row pattern, e.g. \"A B+ C D+?\": variables, ( ), |, and * + ? {n} {n,} {n,m}, reluctant with a trailing ?; adjustable while running" },
         ParamSpec { name: "define", required: false, kind: ParamKind::Repeated, default: None, doc: "\"B AS B.value < PREV(B.value)\": a variable's condition (several, comma-separated or one per `param define`); a variable without one matches any row; adjustable while running (a new value replaces every condition)" },
         ParamSpec { name: "subset", required: false, kind: ParamKind::Text, default: None, doc: "union variables: \"U = (A, B), V = (C, D)\"; U.x, LAST(U.x), COUNT(U.*), CLASSIFIER(U) and skip to first/last U range over the rows mapped to any of its variables" },
@@ -87,7 +89,7 @@ pub(crate) struct Setup {
     pub order: usize,
     /// The columns after the event time in `order_by`, which order rows of one event time
     /// (descending: `true`); rows equal in them keep their arrival order.
-    pub ties: Vec<(usize, bool)>,
+    pub ties: Vec<order::Tie>,
     pub measures: Vec<(String, E)>,
     /// The DEFINE conditions and then the measures, as a row they fail on names them: the
     /// condition of variable `v` is `sites[define_site[v]]`, measure `m` is
@@ -194,21 +196,13 @@ pub(crate) fn compile(
     let order = column("order_by", order_items.next().unwrap_or_default().trim())?;
     let mut ties = Vec::new();
     for item in order_items {
-        let words: Vec<&str> = item.split_whitespace().collect();
-        let (name, desc) = match words.as_slice() {
-            [name] => (*name, false),
-            [name, dir] if dir.eq_ignore_ascii_case("asc") => (*name, false),
-            [name, dir] if dir.eq_ignore_ascii_case("desc") => (*name, true),
-            _ => {
-                return Err(p
-                    .error(
-                        "order_by",
-                        format!("expected a column, optionally followed by ASC or DESC, found \"{}\" (the event-time column comes first, then tie-breakers: \"ts, seq DESC\")", item.trim()),
-                    )
-                    .into())
-            }
-        };
-        ties.push((column("order_by", name)?, desc));
+        let (name, desc, nulls_first) =
+            order::parse_tie(item).map_err(|e| Diagnostics::from(p.error("order_by", e)))?;
+        ties.push(order::Tie {
+            col: column("order_by", name)?,
+            desc,
+            nulls_first,
+        });
     }
     if !matches!(columns[order].1, ColumnType::Timestamp | ColumnType::Int) {
         return Err(p
@@ -368,8 +362,8 @@ pub(crate) fn compile(
         all_rows || matcher::fallible(&defines) || measures.iter().any(|(_, t)| t.e.can_fail());
     let mut kept = vec![whole; columns.len()];
     kept[order] = true;
-    for (c, _) in &ties {
-        kept[*c] = true;
+    for t in &ties {
+        kept[t.col] = true;
     }
     for c in &partition {
         kept[*c] = true;

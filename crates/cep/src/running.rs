@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cells::{cells_to_column, columns_to_cells, row_json};
 use super::matcher::{Outcome, Refused, Row, Scratch, TooManyThreads};
+use super::order::tie_order;
 use super::output::{render, Figures};
 use super::store::{Store, StoreError};
 use super::value::Value;
@@ -81,26 +82,6 @@ impl PartialEq for Pending {
 }
 
 impl Eq for Pending {}
-
-/// The order of two rows of one event time by the tie-breakers of `order_by`: ascending with
-/// NULLs last, descending with NULLs first (as in Trino and Oracle).
-fn tie_order(ties: &[(usize, bool)], a: &[Value], b: &[Value]) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    for (c, desc) in ties {
-        let (x, y) = (&a[*c], &b[*c]);
-        let o = match (x.is_null(), y.is_null()) {
-            (true, true) => Ordering::Equal,
-            (true, false) => Ordering::Greater,
-            (false, true) => Ordering::Less,
-            (false, false) => x.order(y).unwrap_or(Ordering::Equal),
-        };
-        let o = if *desc { o.reverse() } else { o };
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    Ordering::Equal
-}
 
 /// A row with its partition key, or `None` for a row without an event time (none is left:
 /// such rows go to the dead letters first).

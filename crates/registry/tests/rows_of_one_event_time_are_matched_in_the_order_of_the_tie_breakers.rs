@@ -1,15 +1,22 @@
 //! Issue 18: `order_by = "ts, value DESC, tag"` (SQL `ORDER BY ts, value DESC, tag`) matches
 //! the rows of one event time in the order of the tie-breakers after it, whatever their
-//! arrival order; rows equal in every tie-breaker keep their arrival order.
+//! arrival order; rows equal in every tie-breaker keep their arrival order. A tie-breaker may
+//! say where its NULLs go (`NULLS FIRST` / `NULLS LAST`; unit tests in `order.rs` place them).
 
 mod common;
 
-#[test]
-fn ties_of_event_time_follow_the_tie_breakers_then_arrival() {
-    let params = r#"param order_by = "ts, value DESC, tag"
+/// The params of an `A+` over every row, all rows per match, ordered by `order_by`.
+fn params(order_by: &str) -> String {
+    format!(
+        r#"param order_by = "{order_by}"
   param pattern = "A+"
   param rows_per_match = "all"
-  param measures = "MATCH_NUMBER() AS m, COUNT(*) AS n""#;
+  param measures = "MATCH_NUMBER() AS m, COUNT(*) AS n""#
+    )
+}
+
+#[test]
+fn ties_of_event_time_follow_the_tie_breakers_then_arrival() {
     // Two rows at 1 ms, four at 2 ms: arrival order differs from the order of the ties.
     let rows = [
         (2, 0, 5, "x"),
@@ -19,7 +26,12 @@ fn ties_of_event_time_follow_the_tie_breakers_then_arrival() {
         (2, 0, 5, "w"),
         (2, 0, 5, "w"),
     ];
-    let got = common::pattern_rows(params, &rows);
+    let got = common::pattern_rows(&params("ts, value DESC, tag"), &rows);
+    // Where NULLs go changes nothing without them.
+    assert_eq!(
+        common::pattern_rows(&params("ts, value desc nulls last, tag NULLS FIRST"), &rows),
+        got
+    );
     assert_eq!(
         got,
         [
@@ -45,4 +57,15 @@ operator name = "d", type = "discard" { input name = "out" }"#;
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("unknown column `w`"), "{err}");
+    let err = anduin_graph::check(
+        &anduin_spec::parse_flow(&src.replace("ts, w", "ts, v NULLS")).expect("parses"),
+        &anduin_registry::BuiltinCatalog,
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(
+        err.contains("expected a column, optionally followed by ASC or DESC and NULLS FIRST or NULLS LAST, found \"v NULLS\""),
+        "{err}"
+    );
 }

@@ -395,6 +395,14 @@ fn order_by_the_event_time_then_tie_breakers() {
         param(&sql, "order_by").as_deref(),
         Some("ts, value DESC, site")
     );
+    let sql = over("PATTERN (A B+ C)").replace(
+        "ORDER BY ts",
+        "ORDER BY ts, value DESC NULLS LAST, site NULLS FIRST",
+    );
+    assert_eq!(
+        param(&sql, "order_by").as_deref(),
+        Some("ts, value DESC NULLS LAST, site NULLS FIRST")
+    );
     let err = error(&over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts, nope"));
     assert!(
         err.contains("ORDER BY: table `ev` has no column `nope`"),
@@ -411,9 +419,9 @@ fn unsupported_clauses_are_errors_at_their_place() {
             "ORDER BY ts DESC is not supported",
         ),
         (
-            over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts, value NULLS FIRST"),
+            over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts NULLS FIRST, value"),
             "NULLS",
-            "NULLS FIRST / LAST in MATCH_RECOGNIZE",
+            "NULLS FIRST / LAST after the event time ts changes nothing",
         ),
         (
             over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY value"),

@@ -10,16 +10,16 @@ use sqlparser::tokenizer::{Location, Span, Token};
 use super::pattern::{name_of_text, var_text};
 use super::{internal, prepare, RawMatch};
 use crate::sql::dialect::AnduinDialect;
-use crate::sql::insert::unsupported;
 use crate::sql::source_text::{pos, Source};
 use crate::sql::window_tvf::interval_ms;
 use crate::Text;
 
-/// The event-time column of `ORDER BY`, and its tie-breakers as `(column, DESC?)`.
-pub(super) type Order<'e> = (&'e Expr, Vec<(&'e Expr, bool)>);
+/// The event-time column of `ORDER BY`, and its tie-breakers as `(column, DESC?, NULLS
+/// FIRST?)` (`None`: as the direction has it).
+pub(super) type Order<'e> = (&'e Expr, Vec<(&'e Expr, bool, Option<bool>)>);
 
 /// `ORDER BY`: the event-time column, ascending, then tie-breakers (each ascending or
-/// descending).
+/// descending, NULLS FIRST or LAST).
 pub(super) fn order<'e>(
     order_by: &'e [OrderByExpr],
     raw: &RawMatch,
@@ -48,18 +48,19 @@ pub(super) fn order<'e>(
             ),
         ));
     }
-    let mut ties = Vec::new();
-    for o in order_by {
-        if o.options.nulls_first.is_some() {
-            return Err(unsupported(
-                after(o),
-                "NULLS FIRST / LAST in MATCH_RECOGNIZE (a tie-breaker sorts NULLs last ascending, first descending)",
-            ));
-        }
+    if first.options.nulls_first.is_some() {
+        return Err(Diagnostic::error(
+            after(first),
+            format!(
+                "NULLS FIRST / LAST after the event time {} changes nothing: a row without an event time goes to the dead letters, never into a match (leave it out; tie-breakers after it may have one)",
+                first.expr
+            ),
+        ));
     }
-    for o in rest {
-        ties.push((&o.expr, o.options.asc == Some(false)));
-    }
+    let ties = rest
+        .iter()
+        .map(|o| (&o.expr, o.options.asc == Some(false), o.options.nulls_first))
+        .collect();
     Ok((&first.expr, ties))
 }
 

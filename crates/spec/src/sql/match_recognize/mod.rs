@@ -4,7 +4,7 @@
 //! | clause | param |
 //! |---|---|
 //! | `PARTITION BY sensor, site` | `partition_by = "sensor, site"` |
-//! | `ORDER BY ts, seq DESC` (the event time, ascending, then tie-breakers) | `order_by = "ts, seq DESC"` |
+//! | `ORDER BY ts, seq DESC NULLS LAST` (the event time, ascending, then tie-breakers) | `order_by = "ts, seq DESC NULLS LAST"` |
 //! | `MEASURES A.ts AS a_ts, …` | `measures = "A.ts AS a_ts, …"` |
 //! | `ONE ROW PER MATCH` / `ALL ROWS PER MATCH [SHOW EMPTY MATCHES \| OMIT EMPTY MATCHES \| WITH UNMATCHED ROWS]` | `rows_per_match = "one"` / `"all"`, `"all show empty"`, `"all omit empty"`, `"all with unmatched"` |
 //! | `AFTER MATCH SKIP PAST LAST ROW`, `… TO NEXT ROW`, `… TO FIRST B`, `… TO LAST B`, `… TO B` | `after_match = "skip past last row"`, … |
@@ -138,13 +138,18 @@ pub(super) fn lower(
         }
     }
     let mut order_items = vec![time];
-    for (e, desc) in ties {
-        let c = col(e, "ORDER BY")?;
-        order_items.push(if desc {
-            Text::join(&[c, Text::at("DESC", pos(e.span().end))], " ")
-        } else {
-            c
-        });
+    for (e, desc, nulls_first) in ties {
+        let mut item = vec![col(e, "ORDER BY")?];
+        let end = pos(e.span().end);
+        if desc {
+            item.push(Text::at("DESC", end));
+        }
+        match nulls_first {
+            Some(true) => item.push(Text::at("NULLS FIRST", end)),
+            Some(false) => item.push(Text::at("NULLS LAST", end)),
+            None => {}
+        }
+        order_items.push(Text::join(&item, " "));
     }
     params.push(("order_by", Text::join(&order_items, ", ")));
     let pattern = source
