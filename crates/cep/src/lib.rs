@@ -21,6 +21,7 @@ mod equivalence;
 mod eval;
 mod expr;
 mod matcher;
+mod modifiers;
 mod order;
 mod output;
 mod program;

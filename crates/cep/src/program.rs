@@ -38,7 +38,8 @@ pub(crate) fn compile(pat: &Pat) -> Result<Vec<Inst>, TooBig> {
     compile_marked(pat).map(|(prog, _)| prog)
 }
 
-/// [`compile`], and per instruction whether it is a `Label` inside an exclusion `{- … -}`.
+/// Compiles `pat` as `compile` does, and says per instruction whether it is a `Label` inside
+/// an exclusion `{- … -}`.
 pub(crate) fn compile_marked(pat: &Pat) -> Result<(Vec<Inst>, Vec<bool>), TooBig> {
     let mut c = Compiler {
         prog: Vec::new(),
