@@ -1,6 +1,8 @@
-//! Function calls in DEFINE conditions and MEASURES: navigation (`PREV`, `FIRST`, `LAST`),
-//! aggregates over a variable's rows (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`), `CLASSIFIER()` and
-//! `MATCH_NUMBER()`.
+//! The pattern's own function calls in DEFINE conditions and MEASURES: navigation (`PREV`,
+//! `FIRST`, `LAST`), aggregates over a variable's rows (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`,
+//! `MAX_BY`, `MIN_BY`, `BOOL_AND`/`EVERY`, `BOOL_OR`, `ANY_VALUE`/`ARBITRARY`) of any
+//! expression, `CLASSIFIER()` and `MATCH_NUMBER()`, each optionally `FINAL` in a measure.
+//! Other functions are DataFusion's scalar functions ([`super::df`]).
 
 use anduin_expr::ExprError;
 use anduin_types::ColumnType;
@@ -9,7 +11,9 @@ use sqlparser::ast::{
     Value as SqlValue,
 };
 
-use super::expr::{at, column, compile, numeric, variable, AggFn, Base, RowRef, Scope, Typed, E};
+use super::expr::{
+    at, column, compile, numeric, selector, Agg, AggFn, Base, RowRef, Scope, Sel, Typed, E,
+};
 
 /// The arguments of a call, as expressions; `*` and `V.*` as `Err(variable)`.
 enum Arg<'a> {
@@ -26,6 +30,14 @@ pub(super) fn function(
         [ObjectNamePart::Identifier(id)] => id.value.to_uppercase(),
         _ => return Err(at(node.span(), format!("unknown function `{}`", f.name))),
     };
+    if !is_pattern_function(&name) {
+        return Err(not_scalar(&name, &f.name, node.span()).unwrap_or_else(|| {
+            at(
+                node.span(),
+                format!("`{}` is computed by DataFusion", f.name),
+            )
+        }));
+    }
     let args: Vec<Arg<'_>> = match &f.args {
         FunctionArguments::None => Vec::new(),
         FunctionArguments::List(list) => {
@@ -60,20 +72,146 @@ pub(super) fn function(
             format!("`{node}` is not supported in a pattern yet"),
         ));
     }
+    let name_at = match f.name.0.as_slice() {
+        [ObjectNamePart::Identifier(id)] => id.span.start,
+        _ => node.span().start,
+    };
+    let fin = s.finals.contains(&(name_at.line, name_at.column));
+    if fin && !s.measure {
+        return Err(at(
+            node.span(),
+            "FINAL in DEFINE: a condition sees the rows matched so far (RUNNING)",
+        ));
+    }
+    if fin && s.inside.is_some() {
+        return Err(at(node.span(), "FINAL inside an aggregate's argument"));
+    }
+    let t = call(node, &name, &args, s)?;
+    Ok(if fin {
+        Typed {
+            e: E::Final(Box::new(t.e)),
+            ty: t.ty,
+        }
+    } else {
+        t
+    })
+}
+
+/// The aggregates a pattern computes, by the names SQL (and Trino) call them.
+const AGGREGATES: [&str; 12] = [
+    "COUNT",
+    "SUM",
+    "AVG",
+    "MIN",
+    "MAX",
+    "MAX_BY",
+    "MIN_BY",
+    "BOOL_AND",
+    "BOOL_OR",
+    "EVERY",
+    "ANY_VALUE",
+    "ARBITRARY",
+];
+
+/// Whether `name` (upper case) is a function of the pattern's own: navigation,
+/// `CLASSIFIER()`, `MATCH_NUMBER()` or an aggregate over a variable's rows.
+pub(crate) fn is_pattern_function(name: &str) -> bool {
+    matches!(
+        name,
+        "PREV" | "NEXT" | "FIRST" | "LAST" | "CLASSIFIER" | "MATCH_NUMBER" | "ARRAY_AGG"
+    ) || AGGREGATES.contains(&name)
+}
+
+/// The error for a call of `name` (upper case; written `written`, at `span`) that neither
+/// the pattern nor DataFusion's scalar functions have; `None` for a scalar function.
+pub(crate) fn not_scalar(
+    name: &str,
+    written: &sqlparser::ast::ObjectName,
+    span: sqlparser::tokenizer::Span,
+) -> Option<ExprError> {
+    if super::df::is_scalar(name) {
+        return None;
+    }
+    let list = AGGREGATES.join(", ");
+    Some(if super::df::is_aggregate(name) {
+        at(
+            span,
+            format!("the aggregate `{written}` is not supported in a pattern's DEFINE or MEASURES: {list} are"),
+        )
+    } else {
+        at(
+            span,
+            format!("unknown function `{written}` in a pattern's DEFINE or MEASURES: the pattern's own are PREV, FIRST, LAST, CLASSIFIER, MATCH_NUMBER and the aggregates {list}; the others are those of a `map`"),
+        )
+    })
+}
+
+fn call(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result<Typed, ExprError> {
     let typed = |e: E, ty: ColumnType| Ok(Typed { e, ty: Some(ty) });
-    match (name.as_str(), args.as_slice()) {
+    match (name, args) {
         ("PREV", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)]) => {
-            let n = offset(node, &args)?;
-            let (mut row, col, ty) = navigation(r, s)?;
-            row.back += n;
-            typed(E::Col(row, col), ty)
+            let n = offset(node, args)?;
+            match navigation(r, s)? {
+                (E::Col(mut row, col), ty) => {
+                    row.back += n;
+                    typed(E::Col(row, col), ty)
+                }
+                (E::Classifier(mut row), ty) => {
+                    row.back += n;
+                    typed(E::Classifier(row), ty)
+                }
+                _ => Err(at(r.span(), "PREV takes a column or CLASSIFIER()")),
+            }
+        }
+        ("NEXT", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)])
+            if s.measure && s.inside.is_none() =>
+        {
+            let n = offset(node, args)?;
+            match navigation(r, s)? {
+                (E::Col(row, col), ty) => typed(
+                    E::Next {
+                        r: row,
+                        col: Some(col),
+                        n,
+                    },
+                    ty,
+                ),
+                (E::Classifier(row), ty) => typed(E::Next { r: row, col: None, n }, ty),
+                _ => Err(at(r.span(), "NEXT takes a column or CLASSIFIER()")),
+            }
         }
         ("NEXT", _) => Err(at(
             node.span(),
-            "NEXT looks at rows that have not arrived: it is not supported in a stream (use PREV on a later variable)",
+            "NEXT in DEFINE looks at rows that have not arrived: it is not supported in a stream (use PREV on a later variable; in MEASURES, NEXT sees the rows of the match)",
         )),
+        ("FIRST" | "LAST", _) if s.inside.is_some() => Err(at(
+            node.span(),
+            format!("{name} inside an aggregate's argument is not supported: the argument is evaluated at each row aggregated"),
+        )),
+        // FIRST(CLASSIFIER(), n) / LAST(CLASSIFIER(U), n): the variable of that row.
+        ("FIRST" | "LAST", [Arg::Expr(Expr::Function(c))] | [Arg::Expr(Expr::Function(c)), Arg::Expr(_)])
+            if c.name.to_string().eq_ignore_ascii_case("CLASSIFIER") =>
+        {
+            let n = offset(node, args)?;
+            let var = match &c.args {
+                FunctionArguments::List(l) => match l.args.as_slice() {
+                    [] => None,
+                    [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(v)))] => {
+                        Some(selector(v, s)?)
+                    }
+                    _ => return Err(at(node.span(), format!("wrong arguments for CLASSIFIER in `{node}`"))),
+                },
+                _ => None,
+            };
+            let base = if name == "FIRST" {
+                Base::First { var, n }
+            } else {
+                Base::Last { var, n }
+            };
+            typed(E::Classifier(RowRef { base, back: 0 }), ColumnType::String)
+        }
         ("FIRST" | "LAST", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)]) => {
-            let n = offset(node, &args)?;
+            let n = offset(node, args)?;
             let (var, col, ty) = column(r, s)?;
             let base = if name == "FIRST" {
                 Base::First { var, n }
@@ -84,45 +222,192 @@ pub(super) fn function(
         }
         ("CLASSIFIER", []) => typed(
             E::Classifier(RowRef {
-                base: Base::Last { var: None, n: 0 },
+                base: if s.inside.is_some() {
+                    Base::Here
+                } else {
+                    Base::Last { var: None, n: 0 }
+                },
+                back: 0,
+            }),
+            ColumnType::String,
+        ),
+        // CLASSIFIER(U): the variable of the last row mapped to U (to one of its members).
+        ("CLASSIFIER", [Arg::Expr(Expr::Identifier(v))]) if s.inside.is_none() => typed(
+            E::Classifier(RowRef {
+                base: Base::Last {
+                    var: Some(selector(v, s)?),
+                    n: 0,
+                },
                 back: 0,
             }),
             ColumnType::String,
         ),
         ("MATCH_NUMBER", []) => typed(E::MatchNumber, ColumnType::Int),
-        ("COUNT", [Arg::Star(v)]) => typed(
-            E::Agg {
-                f: AggFn::Count,
-                var: v.map(|v| variable(v, s)).transpose()?,
-                col: None,
-            },
-            ColumnType::Int,
-        ),
-        ("COUNT" | "SUM" | "AVG" | "MIN" | "MAX", [Arg::Expr(c)]) => {
-            let (var, col, ty) = column(c, s)?;
-            let f = match name.as_str() {
-                "COUNT" => AggFn::Count,
-                "SUM" => AggFn::Sum,
-                "AVG" => AggFn::Avg,
-                "MIN" => AggFn::Min,
-                _ => AggFn::Max,
-            };
-            if matches!(f, AggFn::Sum | AggFn::Avg) && !numeric(ty) {
-                return Err(at(c.span(), format!("{name} needs a number, `{c}` is {}", ty.name())));
-            }
-            let out = match f {
-                AggFn::Count => ColumnType::Int,
-                AggFn::Avg => ColumnType::Double,
-                _ => ty,
-            };
-            typed(E::Agg { f, var, col: Some(col) }, out)
-        }
-        ("PREV" | "FIRST" | "LAST" | "COUNT" | "SUM" | "AVG" | "MIN" | "MAX" | "CLASSIFIER" | "MATCH_NUMBER", _) => {
-            Err(at(node.span(), format!("wrong arguments for {name} in `{node}`")))
-        }
-        _ => Err(at(
+        ("ARRAY_AGG", _) => Err(at(
             node.span(),
-            format!("the function `{}` is not supported in a pattern yet: PREV, FIRST, LAST, COUNT, SUM, AVG, MIN, MAX, CLASSIFIER and MATCH_NUMBER are", f.name),
+            "array_agg is not supported in a pattern yet: a stream carries no arrays (aggregate the values with another function)",
+        )),
+        (_, _) if AGGREGATES.contains(&name) => aggregate(node, name, args, s),
+        ("PREV" | "FIRST" | "LAST" | "CLASSIFIER" | "MATCH_NUMBER", _) => Err(at(
+            node.span(),
+            format!("wrong arguments for {name} in `{node}`"),
+        )),
+        _ => Err(at(node.span(), format!("unknown function `{name}`"))),
+    }
+}
+
+/// An aggregate call over the rows of one variable (or all rows of the match).
+fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result<Typed, ExprError> {
+    if s.inside.is_some() {
+        return Err(at(
+            node.span(),
+            format!("{name} inside an aggregate's argument is not supported"),
+        ));
+    }
+    let f = match name {
+        "COUNT" => AggFn::Count,
+        "SUM" => AggFn::Sum,
+        "AVG" => AggFn::Avg,
+        "MIN" => AggFn::Min,
+        "MAX" => AggFn::Max,
+        "MAX_BY" => AggFn::MaxBy,
+        "MIN_BY" => AggFn::MinBy,
+        "BOOL_AND" | "EVERY" => AggFn::BoolAnd,
+        "BOOL_OR" => AggFn::BoolOr,
+        _ => AggFn::AnyValue,
+    };
+    let wrong = || {
+        at(
+            node.span(),
+            format!(
+                "wrong arguments for {name} in `{node}`: {}",
+                match f {
+                    AggFn::Count => "COUNT(*), COUNT(V.*) or COUNT(expression)",
+                    AggFn::MaxBy | AggFn::MinBy => "two expressions (the value, the key)",
+                    _ => "one expression",
+                }
+            ),
+        )
+    };
+    let exprs: Vec<&Expr> = match (f, args) {
+        (AggFn::Count, []) | (AggFn::Count, [Arg::Star(None)]) => {
+            return count_rows(None);
+        }
+        (AggFn::Count, [Arg::Star(Some(v))]) => return count_rows(Some(selector(v, s)?)),
+        (AggFn::MaxBy | AggFn::MinBy, [Arg::Expr(a), Arg::Expr(b)]) => vec![*a, *b],
+        (AggFn::MaxBy | AggFn::MinBy, _) => return Err(wrong()),
+        (_, [Arg::Expr(a)]) => vec![*a],
+        _ => return Err(wrong()),
+    };
+    let var = aggregated_variable(node, &exprs, s)?;
+    let inner = Scope {
+        inside: Some(var),
+        ..*s
+    };
+    let arg = compile(exprs[0], &inner)?;
+    let by = exprs.get(1).map(|b| compile(b, &inner)).transpose()?;
+    let is = |t: Option<ColumnType>, ok: fn(ColumnType) -> bool| t.is_none_or(ok);
+    let ty = match f {
+        AggFn::Count => Some(ColumnType::Int),
+        AggFn::Sum | AggFn::Avg if !is(arg.ty, numeric) => {
+            return Err(at(
+                exprs[0].span(),
+                format!(
+                    "{name} needs a number, `{}` is {}",
+                    exprs[0],
+                    arg.ty.map_or("NULL", ColumnType::name)
+                ),
+            ))
+        }
+        AggFn::BoolAnd | AggFn::BoolOr if !is(arg.ty, |t| t == ColumnType::Bool) => {
+            return Err(at(
+                exprs[0].span(),
+                format!("{name} needs a boolean, `{}` is not", exprs[0]),
+            ))
+        }
+        AggFn::Avg => Some(ColumnType::Double),
+        AggFn::BoolAnd | AggFn::BoolOr => Some(ColumnType::Bool),
+        AggFn::Sum if arg.ty.is_none() => Some(ColumnType::Int),
+        _ => arg.ty,
+    };
+    Ok(Typed {
+        e: E::Agg(Box::new(Agg {
+            f,
+            var,
+            arg: Some(arg.e),
+            by: by.map(|b| b.e),
+        })),
+        ty,
+    })
+}
+
+fn count_rows(var: Option<Sel>) -> Result<Typed, ExprError> {
+    Ok(Typed {
+        e: E::Agg(Box::new(Agg {
+            f: AggFn::Count,
+            var,
+            arg: None,
+            by: None,
+        })),
+        ty: Some(ColumnType::Int),
+    })
+}
+
+/// The variable whose rows an aggregate runs over: the one its arguments' columns name
+/// (`SUM(A.x * A.y)`), or every row of the match when they name none (`SUM(x)`). Naming two
+/// variables, or one and unqualified columns, is an error, as in SQL.
+fn aggregated_variable(
+    node: &Expr,
+    args: &[&Expr],
+    s: &Scope<'_>,
+) -> Result<Option<Sel>, ExprError> {
+    use sqlparser::ast::{Visit, Visitor};
+    use std::ops::ControlFlow;
+    struct Names<'a, 's> {
+        s: &'s Scope<'a>,
+        vars: Vec<(Sel, String)>,
+        bare: Option<String>,
+    }
+    impl Visitor for Names<'_, '_> {
+        type Break = ExprError;
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<ExprError> {
+            match e {
+                Expr::CompoundIdentifier(ids) if ids.len() == 2 => {
+                    match selector(&ids[0], self.s) {
+                        Ok(v) => {
+                            if !self.vars.iter().any(|(w, _)| *w == v) {
+                                self.vars.push((v, ids[0].value.clone()));
+                            }
+                        }
+                        Err(e) => return ControlFlow::Break(e),
+                    }
+                }
+                Expr::Identifier(id) if self.bare.is_none() => self.bare = Some(id.value.clone()),
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut names = Names {
+        s,
+        vars: Vec::new(),
+        bare: None,
+    };
+    for a in args {
+        if let ControlFlow::Break(e) = a.visit(&mut names) {
+            return Err(e);
+        }
+    }
+    match (names.vars.as_slice(), names.bare) {
+        ([], _) => Ok(None),
+        ([(v, _)], None) => Ok(Some(*v)),
+        ([(_, a)], Some(c)) => Err(at(
+            node.span(),
+            format!("`{node}` aggregates the rows of `{a}` but also names the column `{c}` of every row: qualify it (`{a}.{c}`)"),
+        )),
+        ([(_, a), (_, b), ..], _) => Err(at(
+            node.span(),
+            format!("`{node}` names the rows of `{a}` and of `{b}`: an aggregate runs over the rows of one variable"),
         )),
     }
 }
@@ -130,8 +415,9 @@ pub(super) fn function(
 /// The optional second argument of PREV/FIRST/LAST: a non-negative whole number (default
 /// 1 for PREV, 0 for FIRST/LAST).
 fn offset(node: &Expr, args: &[Arg<'_>]) -> Result<usize, ExprError> {
-    let is_prev =
-        matches!(node, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("PREV"));
+    let is_prev = matches!(node, Expr::Function(f)
+        if f.name.to_string().eq_ignore_ascii_case("PREV")
+            || f.name.to_string().eq_ignore_ascii_case("NEXT"));
     match args.get(1) {
         None => Ok(usize::from(is_prev)),
         Some(Arg::Expr(Expr::Value(v))) => match &v.value {
@@ -150,16 +436,18 @@ fn offset(node: &Expr, args: &[Arg<'_>]) -> Result<usize, ExprError> {
     }
 }
 
-/// The argument of PREV: a column reference or FIRST/LAST of one.
-fn navigation(r: &Expr, s: &Scope<'_>) -> Result<(RowRef, usize, ColumnType), ExprError> {
+/// The argument of PREV: a column reference, CLASSIFIER(), or FIRST/LAST of one.
+fn navigation(r: &Expr, s: &Scope<'_>) -> Result<(E, ColumnType), ExprError> {
     match compile(r, s)? {
         Typed {
-            e: E::Col(row, col),
+            e: e @ (E::Col(..) | E::Classifier(_)),
             ty: Some(ty),
-        } => Ok((row, col, ty)),
+        } => Ok((e, ty)),
         _ => Err(at(
             r.span(),
-            format!("PREV takes a column (`x`, `A.x`) or FIRST/LAST of one, found `{r}`"),
+            format!(
+                "PREV takes a column (`x`, `A.x`), CLASSIFIER() or FIRST/LAST of one, found `{r}`"
+            ),
         )),
     }
 }

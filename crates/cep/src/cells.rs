@@ -33,7 +33,7 @@ pub(crate) fn columns_to_cells(
         .collect()
 }
 
-fn column_to_cells(c: &ArrayRef, t: ColumnType) -> Result<Vec<Value>, String> {
+pub(crate) fn column_to_cells(c: &ArrayRef, t: ColumnType) -> Result<Vec<Value>, String> {
     fn collect<A: Array, T>(
         a: &A,
         get: impl Fn(&A, usize) -> T,

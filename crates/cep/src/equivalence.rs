@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use ahash::RandomState;
 
-use super::expr::{Base, RowRef, E};
+use super::expr::{Base, RowRef, Sel, E};
 use super::matcher::{Step, Thread, NO_ROW, TRACKED};
 
 /// What the DEFINE conditions read of a partial match's history (the rows before the one
@@ -54,7 +54,7 @@ impl Needs {
         let mut needs = Needs::default();
         for (own, e) in defines.iter().enumerate() {
             if let Some(e) = e {
-                needs.visit(e, own);
+                needs.visit(e, own, defines.len());
             }
         }
         needs
@@ -70,22 +70,50 @@ impl Needs {
             && self.head == 0
     }
 
-    fn visit(&mut self, e: &E, own: usize) {
+    /// What `e`, in the condition of variable `own` of `vars` variables, reads.
+    fn visit(&mut self, e: &E, own: usize, vars: usize) {
+        let all = |v: usize, needs: &mut Needs| {
+            if !needs.all.contains(&v) {
+                needs.all.push(v);
+            }
+        };
         match e {
-            E::Lit(_) | E::MatchNumber => {}
+            // NEXT is a measure's only.
+            E::Lit(_) | E::MatchNumber | E::Next { .. } => {}
             E::Col(r, _) => self.reference(*r, own, false),
             E::Classifier(r) => self.reference(*r, own, true),
-            E::Agg { var: None, .. } => {}
-            E::Agg { var: Some(v), .. } => {
-                if !self.all.contains(v) {
-                    self.all.push(*v);
+            E::Agg(a) => match a.var {
+                Some(sel) => {
+                    for v in sel.members() {
+                        all(v, self);
+                    }
+                }
+                // The rows of the whole match are the same in every thread; their variables
+                // are not, which an argument reading CLASSIFIER() sees.
+                None => {
+                    let mut classifier = false;
+                    for x in a.arg.iter().chain(&a.by) {
+                        x.walk(&mut |x| classifier |= matches!(x, E::Classifier(_)));
+                    }
+                    if classifier {
+                        for v in 0..vars {
+                            all(v, self);
+                        }
+                    }
+                }
+            },
+            E::Df(_, args) => {
+                for a in args {
+                    self.visit(a, own, vars);
                 }
             }
             E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => {
-                self.visit(a, own);
-                self.visit(b, own);
+                self.visit(a, own, vars);
+                self.visit(b, own, vars);
             }
-            E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => self.visit(a, own),
+            E::Final(a) | E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => {
+                self.visit(a, own, vars)
+            }
         }
     }
 
@@ -112,14 +140,24 @@ impl Needs {
                     self.head = self.head.max(n + 1);
                 }
             }
-            // The row being classified is the last of its own variable.
-            Base::Last { var: Some(v), n } => {
-                let k = if v == own { n } else { n + 1 };
-                if k > 0 {
-                    at_least(&mut self.last, v, k);
+            // The row being classified is the last of its own variable. Of a SUBSET's rows,
+            // the last (first) k are among the last (first) k of each member: those tell
+            // the threads apart.
+            Base::Last { var: Some(sel), n } => {
+                for v in sel.members() {
+                    let k = if sel == Sel::One(own) { n } else { n + 1 };
+                    if k > 0 {
+                        at_least(&mut self.last, v, k);
+                    }
                 }
             }
-            Base::First { var: Some(v), n } => at_least(&mut self.first, v, n + 1),
+            Base::First { var: Some(sel), n } => {
+                for v in sel.members() {
+                    at_least(&mut self.first, v, n + 1);
+                }
+            }
+            // Only inside an aggregate's argument, which the aggregate accounts for.
+            Base::Here => {}
         }
     }
 }
@@ -153,17 +191,17 @@ fn signature(needs: &Needs, hist: Option<&Arc<Step>>) -> Box<[u64]> {
     let to_the_start = !needs.first.is_empty() || needs.head > 0 || !needs.all.is_empty();
     let mut cur = hist;
     while let Some(s) = cur {
-        let var = s.var as u64;
+        let var = s.var() as u64;
         if tail.len() < needs.tail {
             tail.push(var);
         }
         for ((v, k), rows) in needs.last.iter().zip(&mut last) {
-            if s.var == *v && rows.len() < *k && !(*k == 1 && *v < TRACKED) {
+            if s.var() == *v && rows.len() < *k && !(*k == 1 && *v < TRACKED) {
                 rows.push(s.row);
             }
         }
         for ((v, k), rows) in needs.first.iter().zip(&mut first) {
-            if s.var == *v {
+            if s.var() == *v {
                 if rows.len() == *k {
                     rows.remove(0);
                 }
@@ -171,7 +209,7 @@ fn signature(needs: &Needs, hist: Option<&Arc<Step>>) -> Box<[u64]> {
             }
         }
         for (v, rows) in needs.all.iter().zip(&mut all) {
-            if s.var == *v {
+            if s.var() == *v {
                 rows.push(s.row);
             }
         }
@@ -245,6 +283,7 @@ impl Pruner {
 
     /// Whether a thread at `pc` with `hist` is kept in the list `out` (the threads before it,
     /// all preferred to it): not when one of them at `pc` is equivalent.
+    #[inline]
     pub(crate) fn admit(
         &mut self,
         needs: &Needs,
@@ -280,21 +319,40 @@ impl Pruner {
 pub(crate) struct Steps {
     few: Vec<(usize, usize, Arc<Step>)>,
     many: HashMap<(usize, usize), Arc<Step>, RandomState>,
+    /// Steps inside an exclusion, apart: their flag differs.
+    marked: Vec<(usize, usize, Arc<Step>)>,
 }
 
 /// Beyond this many steps in a row, they are looked up by hash.
 const FEW: usize = 16;
 
 impl Steps {
+    #[inline]
     pub(crate) fn clear(&mut self) {
         self.few.clear();
         self.many.clear();
+        self.marked.clear();
     }
 
     /// The step mapping row `row` to `var` after `prev`: the one made before in this row, or
     /// a new one.
-    pub(crate) fn after(&mut self, row: u64, var: usize, prev: Option<&Arc<Step>>) -> Arc<Step> {
+    #[inline]
+    pub(crate) fn after(
+        &mut self,
+        row: u64,
+        var: usize,
+        prev: Option<&Arc<Step>>,
+        excluded: bool,
+    ) -> Arc<Step> {
         let at = address(prev);
+        if excluded {
+            if let Some((_, _, s)) = self.marked.iter().find(|(a, v, _)| *a == at && *v == var) {
+                return Arc::clone(s);
+            }
+            let s = Step::marked(row, var, prev.cloned(), true);
+            self.marked.push((at, var, Arc::clone(&s)));
+            return s;
+        }
         if let Some((_, _, s)) = self.few.iter().find(|(a, v, _)| *a == at && *v == var) {
             return Arc::clone(s);
         }
@@ -324,10 +382,7 @@ mod tests {
             ("ts".into(), ColumnType::Timestamp),
             ("value".into(), ColumnType::Int),
         ];
-        let scope = Scope {
-            columns: &columns,
-            vars: &parsed.vars,
-        };
+        let scope = Scope::new(&columns, &parsed.vars);
         let mut out = vec![None; parsed.vars.len()];
         for (v, t, _) in compile_defines(defines, &scope).expect("compiles") {
             out[v] = Some(t.e);

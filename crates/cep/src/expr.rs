@@ -4,10 +4,13 @@
 //! the last row of the match (in a DEFINE, the row being classified, which is mapped to the
 //! variable being defined); `FIRST(V.x, n)` / `LAST(V.x, n)` count `n` rows from the first /
 //! last row mapped to `V`; `PREV(ref, n)` goes `n` rows back in the partition from the row
-//! `ref` names. Aggregates (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`) run over the rows mapped to
-//! a variable (all rows, unqualified) so far. `CLASSIFIER()` and `MATCH_NUMBER()` as in SQL.
+//! `ref` names. Aggregates (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`, `max_by`, …) of an expression
+//! run over the rows mapped to a variable (all rows, unqualified) so far, the expression
+//! evaluated at each ([`Base::Here`]). `CLASSIFIER()` and `MATCH_NUMBER()` as in SQL; `FINAL`
+//! before a call in a measure computes it over the whole match. What the interpreter does
+//! not evaluate itself goes to DataFusion ([`super::df`]).
 
-use anduin_expr::{parse_then, ExprError};
+use anduin_expr::{parse_then_with_depth, ExprError};
 use anduin_types::ColumnType;
 use sqlparser::ast::{
     BinaryOperator, CastKind, Expr, Ident, Spanned, UnaryOperator, Value as SqlValue,
@@ -17,16 +20,48 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Span;
 use sqlparser::tokenizer::Token;
 
+use std::sync::Arc;
+
 use super::calls;
+use super::df::{compile_df, needs_df, Df};
+use super::modifiers::modifiers;
 use super::value::{BinOp, Value};
+
+/// The variables a reference ranges over: one, or the union of a `SUBSET` (a bit per
+/// variable; its members are among the first 64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sel {
+    One(usize),
+    Union(u64),
+}
+
+impl Sel {
+    /// Whether variable `v` is one of them.
+    pub(crate) fn has(self, v: usize) -> bool {
+        match self {
+            Sel::One(w) => w == v,
+            Sel::Union(m) => v < 64 && (m >> v) & 1 == 1,
+        }
+    }
+
+    /// The variables, by number.
+    pub(crate) fn members(self) -> Vec<usize> {
+        match self {
+            Sel::One(v) => vec![v],
+            Sel::Union(m) => (0..64).filter(|v| (m >> v) & 1 == 1).collect(),
+        }
+    }
+}
 
 /// Which row of the match a reference starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Base {
     /// The `n`-th row from the last mapped to `var` (any variable: `None`).
-    Last { var: Option<usize>, n: usize },
+    Last { var: Option<Sel>, n: usize },
     /// The `n`-th row from the first mapped to `var`.
-    First { var: Option<usize>, n: usize },
+    First { var: Option<Sel>, n: usize },
+    /// Inside an aggregate's argument: the row being aggregated.
+    Here,
 }
 
 /// A row named by an expression: a row of the match, then `back` rows back in the partition.
@@ -44,6 +79,25 @@ pub(crate) enum AggFn {
     Avg,
     Min,
     Max,
+    /// The argument at the row where `by` is largest (the first such row).
+    MaxBy,
+    /// The argument at the row where `by` is smallest (the first such row).
+    MinBy,
+    BoolAnd,
+    BoolOr,
+    /// The first non-null value (Trino's `arbitrary`).
+    AnyValue,
+}
+
+/// An aggregate call: `f(arg)` over the rows mapped to `var` (all rows of the match: `None`)
+/// so far; `arg` is evaluated at each of them ([`Base::Here`]). `arg: None` is `COUNT(*)`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Agg {
+    pub f: AggFn,
+    pub var: Option<Sel>,
+    pub arg: Option<E>,
+    /// The second argument of `max_by` / `min_by`.
+    pub by: Option<E>,
 }
 
 /// A compiled expression.
@@ -53,11 +107,18 @@ pub(crate) enum E {
     Col(RowRef, usize),
     Classifier(RowRef),
     MatchNumber,
-    /// `col: None` is `COUNT(*)` / `COUNT(V.*)`.
-    Agg {
-        f: AggFn,
-        var: Option<usize>,
+    Agg(Box<Agg>),
+    /// `FINAL`: the value over the whole match (in ALL ROWS PER MATCH, not only the rows up to
+    /// the one output).
+    Final(Box<E>),
+    /// A part DataFusion evaluates, over the values of its slots (see [`super::df`]).
+    Df(Arc<Df>, Vec<E>),
+    /// `NEXT(ref, n)` in a measure: the column `col` (CLASSIFIER(): `None`) of the row `n`
+    /// after the one `ref` names, if that row is in the match (the whole of it), else NULL.
+    Next {
+        r: RowRef,
         col: Option<usize>,
+        n: usize,
     },
     Bin(BinOp, Box<E>, Box<E>),
     And(Box<E>, Box<E>),
@@ -73,8 +134,14 @@ impl E {
     /// CAST, a SUM. Comparisons, logic, columns and counts cannot.
     pub(crate) fn can_fail(&self) -> bool {
         match self {
-            E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber => false,
-            E::Agg { f, .. } => *f == AggFn::Sum,
+            E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber | E::Next { .. } => false,
+            E::Agg(a) => {
+                a.f == AggFn::Sum
+                    || a.arg.as_ref().is_some_and(E::can_fail)
+                    || a.by.as_ref().is_some_and(E::can_fail)
+            }
+            E::Final(x) => x.can_fail(),
+            E::Df(..) => true,
             E::Bin(op, l, r) => {
                 matches!(
                     op,
@@ -85,6 +152,32 @@ impl E {
             E::And(l, r) | E::Or(l, r) => l.can_fail() || r.can_fail(),
             E::Not(x) | E::IsNull(x, _) => x.can_fail(),
             E::Neg(_) | E::Cast(..) => true,
+        }
+    }
+}
+
+impl E {
+    /// Calls `f` on `e` and every expression inside it (aggregates' arguments and the slots
+    /// of DataFusion's parts included).
+    pub(crate) fn walk(&self, f: &mut impl FnMut(&E)) {
+        f(self);
+        match self {
+            E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber | E::Next { .. } => {}
+            E::Agg(a) => {
+                for x in a.arg.iter().chain(&a.by) {
+                    x.walk(f);
+                }
+            }
+            E::Df(_, args) => {
+                for x in args {
+                    x.walk(f);
+                }
+            }
+            E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            E::Final(a) | E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => a.walk(f),
         }
     }
 }
@@ -107,10 +200,38 @@ pub(crate) fn site_of(e: &Expr) -> anduin_expr::ExprSite {
     }
 }
 
-/// What names mean: the input's columns and the pattern's variables.
+/// What names mean: the input's columns and the pattern's variables; and where an
+/// expression is.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Scope<'a> {
     pub columns: &'a [(String, ColumnType)],
     pub vars: &'a [String],
+    /// Inside an aggregate's argument: the variables whose rows it runs over (`Some(None)`:
+    /// every row of the match).
+    pub inside: Option<Option<Sel>>,
+    /// The `SUBSET` union variables: name and members.
+    pub subsets: &'a [(String, u64)],
+    /// Where `FINAL` stood before a call: the (line, column) of the call's name.
+    pub finals: &'a [(u64, u64)],
+    /// A measure (FINAL allowed), not a condition.
+    pub measure: bool,
+    /// A bound on the depth of the text's tree.
+    pub depth: usize,
+}
+
+impl<'a> Scope<'a> {
+    /// The scope of the input's `columns` and the pattern's `vars`.
+    pub(crate) fn new(columns: &'a [(String, ColumnType)], vars: &'a [String]) -> Self {
+        Scope {
+            columns,
+            vars,
+            inside: None,
+            subsets: &[],
+            finals: &[],
+            measure: false,
+            depth: 1,
+        }
+    }
 }
 
 /// `V AS condition, …` (DEFINE): each variable's number with its condition and where the
@@ -132,7 +253,16 @@ pub(crate) fn compile_defines(
         Ok(items)
     };
     // Compiled with the stack the conditions' depth needs: `compile` walks them recursively.
-    parse_then(text, parse, |items| defines(items, scope))
+    let (text, finals) = modifiers(text);
+    parse_then_with_depth(&text, parse, |items, depth| {
+        let scope = Scope {
+            finals: &finals,
+            measure: false,
+            depth,
+            ..*scope
+        };
+        defines(items, &scope)
+    })
 }
 
 fn defines(
@@ -187,7 +317,16 @@ pub(crate) fn compile_measures(
         }
         Ok(items)
     };
-    parse_then(text, parse, |items| measures(items, scope))
+    let (text, finals) = modifiers(text);
+    parse_then_with_depth(&text, parse, |items, depth| {
+        let scope = Scope {
+            finals: &finals,
+            measure: true,
+            depth,
+            ..*scope
+        };
+        measures(items, &scope)
+    })
 }
 
 fn measures(
@@ -217,6 +356,9 @@ fn type_name(t: Option<ColumnType>) -> &'static str {
 }
 
 pub(super) fn compile(e: &Expr, s: &Scope<'_>) -> Result<Typed, ExprError> {
+    if needs_df(e) {
+        return compile_df(e, s);
+    }
     let typed = |e: E, ty: ColumnType| Ok(Typed { e, ty: Some(ty) });
     match e {
         Expr::Nested(inner) => compile(inner, s),
@@ -224,16 +366,11 @@ pub(super) fn compile(e: &Expr, s: &Scope<'_>) -> Result<Typed, ExprError> {
             .ok_or_else(|| at(e.span(), format!("the literal `{e}` is not supported here"))),
         Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
             let (var, col, ty) = column(e, s)?;
-            typed(
-                E::Col(
-                    RowRef {
-                        base: Base::Last { var, n: 0 },
-                        back: 0,
-                    },
-                    col,
-                ),
-                ty,
-            )
+            let base = match s.inside {
+                Some(_) => Base::Here,
+                None => Base::Last { var, n: 0 },
+            };
+            typed(E::Col(RowRef { base, back: 0 }, col), ty)
         }
         Expr::BinaryOp { left, op, right } => {
             let (l, r) = (compile(left, s)?, compile(right, s)?);
@@ -327,7 +464,7 @@ fn want(
     }
 }
 
-fn literal(v: &SqlValue) -> Option<Typed> {
+pub(super) fn literal(v: &SqlValue) -> Option<Typed> {
     let t = |e: Value, ty: ColumnType| {
         Some(Typed {
             e: E::Lit(e),
@@ -353,7 +490,7 @@ fn literal(v: &SqlValue) -> Option<Typed> {
 pub(super) fn column(
     e: &Expr,
     s: &Scope<'_>,
-) -> Result<(Option<usize>, usize, ColumnType), ExprError> {
+) -> Result<(Option<Sel>, usize, ColumnType), ExprError> {
     let (var, name) = match e {
         Expr::Identifier(id) => (None, id),
         Expr::CompoundIdentifier(ids) if ids.len() == 2 => (Some(&ids[0]), &ids[1]),
@@ -364,7 +501,7 @@ pub(super) fn column(
             ))
         }
     };
-    let var = var.map(|v| variable(v, s)).transpose()?;
+    let var = var.map(|v| selector(v, s)).transpose()?;
     let col = s
         .columns
         .iter()
@@ -403,6 +540,21 @@ pub(super) fn variable(v: &Ident, s: &Scope<'_>) -> Result<usize, ExprError> {
                 s.vars.join(", ")
             ),
         )
+    })
+}
+
+/// The variable or `SUBSET` union variable `v` names.
+pub(super) fn selector(v: &Ident, s: &Scope<'_>) -> Result<Sel, ExprError> {
+    let name = var_name(v);
+    if let Some((_, members)) = s.subsets.iter().find(|(n, _)| *n == name) {
+        return Ok(Sel::Union(*members));
+    }
+    variable(v, s).map(Sel::One).map_err(|mut e| {
+        if !s.subsets.is_empty() {
+            let names: Vec<&str> = s.subsets.iter().map(|(n, _)| n.as_str()).collect();
+            e.message += &format!(" and the SUBSET variables {}", names.join(", "));
+        }
+        e
     })
 }
 
@@ -501,10 +653,7 @@ mod tests {
     fn the_q3_defines_compile() {
         let cols = scope_cols();
         let vars: Vec<String> = ["A", "B", "C", "D"].map(String::from).to_vec();
-        let s = Scope {
-            columns: &cols,
-            vars: &vars,
-        };
+        let s = Scope::new(&cols, &vars);
         let d = compile_defines(
             "B AS (LAST(B.`value`, 1) IS NULL AND B.`value` < A.`value`) OR B.`value` < LAST(B.`value`, 1),
              C AS C.value > LAST(B.value) AND C.value < A.value,
@@ -546,10 +695,7 @@ mod tests {
     fn measures_have_types() {
         let cols = scope_cols();
         let vars: Vec<String> = ["A", "B"].map(String::from).to_vec();
-        let s = Scope {
-            columns: &cols,
-            vars: &vars,
-        };
+        let s = Scope::new(&cols, &vars);
         let m = compile_measures(
             "A.ts AS a_ts, COUNT(B.*) AS n, AVG(B.value) AS avg, CLASSIFIER() AS c, LAST(B.ts) - FIRST(A.ts) AS span",
             &s,
@@ -576,10 +722,7 @@ mod tests {
     fn errors_name_the_problem_and_its_place() {
         let cols = scope_cols();
         let vars: Vec<String> = ["A", "B"].map(String::from).to_vec();
-        let s = Scope {
-            columns: &cols,
-            vars: &vars,
-        };
+        let s = Scope::new(&cols, &vars);
         let e = compile_defines("B AS B.value < X.value", &s).expect_err("unknown var");
         assert_eq!((e.line, e.col), (1, 16));
         assert!(e.message.contains("not a variable"), "{}", e.message);
@@ -611,10 +754,7 @@ mod tests {
     fn unquoted_variables_in_defines_and_measures_are_case_insensitive() {
         let columns: Vec<(String, ColumnType)> = vec![("value".into(), ColumnType::Int)];
         let vars: Vec<String> = ["A", "b"].map(String::from).to_vec();
-        let scope = Scope {
-            columns: &columns,
-            vars: &vars,
-        };
+        let scope = Scope::new(&columns, &vars);
         let d = compile_defines("a AS a.value > 0, \"b\" AS value > A.value", &scope)
             .expect("compiles");
         assert_eq!(d.iter().map(|(v, _, _)| *v).collect::<Vec<_>>(), [0, 1]);

@@ -3,21 +3,26 @@
 //! (`A B+ C D+`, with `*`, `+`, `?`, `{n,m}`, reluctant `+?`, groups and `|`), per partition,
 //! in event-time order, with SQL MATCH_RECOGNIZE's semantics: every variable's DEFINE
 //! condition may look at the row, at earlier rows of the match (`A.x`, `FIRST`, `LAST`,
-//! running `COUNT`/`SUM`/`AVG`/`MIN`/`MAX`) and at earlier rows of the partition (`PREV`);
+//! running aggregates of expressions) and at earlier rows of the partition (`PREV`), with
+//! DataFusion's scalar functions for the rest of the expression language (`df.rs`);
 //! the most preferred match from a start row wins; after a match, the skip strategy says
 //! where the next one may start. `within` bounds a match's duration and the state; partial
 //! matches that run out of time can go to a second output.
 //!
 //! Rows are buffered until the watermark passes them and then fed in event-time order (ties
-//! in arrival order); rows behind the watermark are late: counted and dropped.
+//! in the order of `order_by`'s tie-breakers, then of arrival, `order.rs`); rows behind the
+//! watermark are late: counted and dropped.
 
 mod calls;
 mod cells;
 mod change;
+mod df;
 mod equivalence;
 mod eval;
 mod expr;
 mod matcher;
+mod modifiers;
+mod order;
 mod output;
 mod program;
 mod running;
@@ -36,7 +41,7 @@ use arrow::datatypes::{Field, Schema, SchemaRef};
 use anduin_operator_api::Bound;
 use anduin_operator_api::Params;
 use anduin_operator_api::{ExprAt, OnError};
-use expr::{Scope, Typed, E};
+use expr::{Scope, Sel, Typed, E};
 use matcher::{Pattern, Skip};
 pub(crate) use running::PatternOp;
 
@@ -49,11 +54,12 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     stateful: true,
     params: &[
         ParamSpec { name: "partition_by", required: false, kind: ParamKind::Text, default: None, doc: "columns whose rows are matched separately, e.g. \"sensor\" (without it: one partition)" },
-        ParamSpec { name: "order_by", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column (timestamp, or int of epoch milliseconds); rows are matched in its order" },
+        ParamSpec { name: "order_by", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column (timestamp, or int of epoch milliseconds); rows are matched in its order; tie-breakers may follow: \"ts, seq, name DESC NULLS LAST\" (NULLs last ascending, first descending, unless NULLS FIRST / NULLS LAST says)" },
         ParamSpec { name: "pattern", required: true, kind: ParamKind::Text, default: None, doc: "the row pattern, e.g. \"A B+ C D+?\": variables, ( ), |, and * + ? {n} {n,} {n,m}, reluctant with a trailing ?; adjustable while running" },
         ParamSpec { name: "define", required: false, kind: ParamKind::Repeated, default: None, doc: "\"B AS B.value < PREV(B.value)\": a variable's condition (several, comma-separated or one per `param define`); a variable without one matches any row; adjustable while running (a new value replaces every condition)" },
+        ParamSpec { name: "subset", required: false, kind: ParamKind::Text, default: None, doc: "union variables: \"U = (A, B), V = (C, D)\"; U.x, LAST(U.x), COUNT(U.*), CLASSIFIER(U) and skip to first/last U range over the rows mapped to any of its variables" },
         ParamSpec { name: "measures", required: false, kind: ParamKind::Text, default: None, doc: "output columns computed from a match: \"A.ts AS start, LAST(D.ts) AS end, COUNT(B.*) AS drops\"" },
-        ParamSpec { name: "rows_per_match", required: false, kind: ParamKind::OneOf(&["one", "all"]), default: Some("one"), doc: "one: a row per match (partition columns, then measures); all: every row of the match (its columns, then running measures)" },
+        ParamSpec { name: "rows_per_match", required: false, kind: ParamKind::OneOf(&["one", "all", "all show empty", "all omit empty", "all with unmatched"]), default: Some("one"), doc: "one: a row per match (partition columns, then measures); all (= all show empty): every row of the match (its columns, then running measures), an empty match as one row of nulls; all omit empty: no row for an empty match; all with unmatched: also every row in no match, with null measures" },
         ParamSpec { name: "after_match", required: false, kind: ParamKind::Text, default: Some("skip past last row"), doc: "where the next match may start: \"skip past last row\", \"skip to next row\", \"skip to first V\", \"skip to last V\" (\"skip to V\" = last)" },
         ParamSpec { name: "within", required: false, kind: ParamKind::Duration, default: None, doc: "a row belongs to a match only while row time - first row time < within; bounds the state; adjustable while running" },
         ParamSpec { name: "timeout_output", required: false, kind: ParamKind::Text, default: None, doc: "the name of an output of this operator that receives partial matches the `within` bound ended (same columns as the matches)" },
@@ -82,6 +88,9 @@ pub(crate) struct Setup {
     pub kept: Vec<bool>,
     pub partition: Vec<usize>,
     pub order: usize,
+    /// The columns after the event time in `order_by`, which order rows of one event time
+    /// (descending: `true`); rows equal in them keep their arrival order.
+    pub ties: Vec<order::Tie>,
     pub measures: Vec<(String, E)>,
     /// The DEFINE conditions and then the measures, as a row they fail on names them: the
     /// condition of variable `v` is `sites[define_site[v]]`, measure `m` is
@@ -91,6 +100,8 @@ pub(crate) struct Setup {
     pub measure_sites: usize,
     pub on_error: Option<OnError>,
     pub all_rows: bool,
+    /// ALL ROWS PER MATCH OMIT EMPTY MATCHES: an empty match outputs no row.
+    pub omit_empty: bool,
     /// The result's columns: partition columns (one row per match) or every input column
     /// (all rows), then the measures.
     pub schema: SchemaRef,
@@ -182,7 +193,18 @@ pub(crate) fn compile(
             .collect::<Result<_, _>>()?,
     };
     let order_text = p.required("order_by");
-    let order = column("order_by", order_text.as_str().trim())?;
+    let mut order_items = order_text.as_str().split(',');
+    let order = column("order_by", order_items.next().unwrap_or_default().trim())?;
+    let mut ties = Vec::new();
+    for item in order_items {
+        let (name, desc, nulls_first) =
+            order::parse_tie(item).map_err(|e| Diagnostics::from(p.error("order_by", e)))?;
+        ties.push(order::Tie {
+            col: column("order_by", name)?,
+            desc,
+            nulls_first,
+        });
+    }
     if !matches!(columns[order].1, ColumnType::Timestamp | ColumnType::Int) {
         return Err(p
             .error(
@@ -201,7 +223,7 @@ pub(crate) fn compile(
             ),
         ))
     })?;
-    let prog = program::compile(&parsed.pat).map_err(|e| {
+    let (prog, excluded) = program::compile_marked(&parsed.pat).map_err(|e| {
         Diagnostics::from(p.error(
             "pattern",
             match e {
@@ -210,9 +232,14 @@ pub(crate) fn compile(
             },
         ))
     })?;
+    let subsets = match p.text("subset") {
+        None => Vec::new(),
+        Some(t) => subsets(t.as_str(), &parsed.vars)
+            .map_err(|e| Diagnostics::from(p.error("subset", e)))?,
+    };
     let scope = Scope {
-        columns: &columns,
-        vars: &parsed.vars,
+        subsets: &subsets,
+        ..Scope::new(&columns, &parsed.vars)
     };
     let mut defines: Vec<Option<E>> = vec![None; parsed.vars.len()];
     let mut sites: Vec<ExprAt> = Vec::new();
@@ -251,8 +278,19 @@ pub(crate) fn compile(
             })
             .collect(),
     };
-    let all_rows = p.str_or("rows_per_match", "one") == "all";
-    let skip = skip(&p, &parsed.vars)?;
+    let rows_per_match = p.str_or("rows_per_match", "one");
+    let all_rows = rows_per_match.starts_with("all");
+    let omit_empty = rows_per_match == "all omit empty";
+    let unmatched = rows_per_match == "all with unmatched";
+    if unmatched && excluded.contains(&true) {
+        return Err(p
+            .error(
+                "rows_per_match",
+                "a pattern with an exclusion `{- … -}` cannot show unmatched rows (the standard forbids it): use \"all\"",
+            )
+            .into());
+    }
+    let skip = skip(&p, &parsed.vars, &subsets)?;
     let within = match p.text("within") {
         None => None,
         Some(t) => Some(
@@ -325,6 +363,9 @@ pub(crate) fn compile(
         all_rows || matcher::fallible(&defines) || measures.iter().any(|(_, t)| t.e.can_fail());
     let mut kept = vec![whole; columns.len()];
     kept[order] = true;
+    for t in &ties {
+        kept[t.col] = true;
+    }
     for c in &partition {
         kept[*c] = true;
     }
@@ -343,6 +384,8 @@ pub(crate) fn compile(
     {
         max_back = max_back.max(deepest_prev(e));
     }
+    let anchored = prog.contains(&program::Inst::Start);
+    let ends = prog.contains(&program::Inst::End);
     Ok(Setup {
         name: op.name.to_string(),
         def: op.clone(),
@@ -357,18 +400,24 @@ pub(crate) fn compile(
             skip,
             max_back,
             max_threads: MAX_THREADS,
+            anchored,
+            ends,
+            excluded,
+            unmatched,
         },
         input: Arc::clone(input),
         types: columns.iter().map(|(_, t)| *t).collect(),
         kept,
         partition,
         order,
+        ties,
         measures: measures.into_iter().map(|(n, t)| (n, t.e)).collect(),
         sites,
         define_site,
         measure_sites,
         on_error: OnError::param(&p),
         all_rows,
+        omit_empty,
         schema: Arc::clone(&schema),
         out_types,
         timeout_port,
@@ -389,29 +438,35 @@ pub(crate) fn compile(
 
 /// `after_match`: "skip past last row", "skip to next row", "skip to first V", "skip to last
 /// V", "skip to V".
-fn skip(p: &Params<'_>, vars: &[String]) -> Result<Skip, Diagnostics> {
+fn skip(p: &Params<'_>, vars: &[String], subsets: &[(String, u64)]) -> Result<Skip, Diagnostics> {
     let Some(text) = p.text("after_match") else {
         return Ok(Skip::PastLastRow);
     };
     let words: Vec<&str> = text.as_str().split_whitespace().collect();
     let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
     let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
-    let var = |written: &str| -> Result<usize, Diagnostics> {
+    let var = |written: &str| -> Result<Sel, Diagnostics> {
         // As in the pattern: unquoted, case-insensitive; double-quoted, as written.
         let name = match written.strip_prefix('"').and_then(|w| w.strip_suffix('"')) {
             Some(quoted) if !quoted.is_empty() => quoted.replace("\"\"", "\""),
             _ => syntax::unquoted(written),
         };
-        vars.iter().position(|v| *v == name).ok_or_else(|| {
-            p.error(
-                "after_match",
-                format!(
-                    "`{name}` is not a variable of the pattern, which has {}",
-                    vars.join(", ")
-                ),
-            )
-            .into()
-        })
+        if let Some((_, members)) = subsets.iter().find(|(n, _)| *n == name) {
+            return Ok(Sel::Union(*members));
+        }
+        vars.iter()
+            .position(|v| *v == name)
+            .map(Sel::One)
+            .ok_or_else(|| {
+                p.error(
+                    "after_match",
+                    format!(
+                        "`{name}` is not a variable of the pattern, which has {}",
+                        vars.join(", ")
+                    ),
+                )
+                .into()
+            })
     };
     match lower.as_slice() {
         ["skip", "past", "last", "row"] => Ok(Skip::PastLastRow),
@@ -428,29 +483,80 @@ fn skip(p: &Params<'_>, vars: &[String]) -> Result<Skip, Diagnostics> {
     }
 }
 
+/// `subset`: `U = (A, B), V = (C, D)`, each a union variable (named as a pattern variable:
+/// unquoted, case-insensitive) and a mask of its members among `vars`.
+fn subsets(text: &str, vars: &[String]) -> Result<Vec<(String, u64)>, String> {
+    fn name(word: &str) -> Result<String, String> {
+        let w = word.trim();
+        match w.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+            Some(q) if !q.is_empty() => Ok(q.replace("\"\"", "\"")),
+            _ if !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || c == '_') => {
+                Ok(syntax::unquoted(w))
+            }
+            _ => Err(format!("`{w}` is not a variable name")),
+        }
+    }
+    let mut out: Vec<(String, u64)> = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let (head, tail) = rest
+            .split_once('=')
+            .ok_or_else(|| format!("expected `U = (A, B)`, found \"{rest}\""))?;
+        let union = name(head)?;
+        let tail = tail.trim_start();
+        let (inside, after) = tail
+            .strip_prefix('(')
+            .and_then(|t| t.split_once(')'))
+            .ok_or_else(|| {
+                format!("expected the variables of `{union}` in parentheses: `{union} = (A, B)`")
+            })?;
+        if vars.contains(&union) {
+            return Err(format!(
+                "`{union}` is a variable of the pattern: name the SUBSET otherwise"
+            ));
+        }
+        if out.iter().any(|(n, _)| *n == union) {
+            return Err(format!("`{union}` is defined twice"));
+        }
+        let mut mask = 0u64;
+        for member in inside.split(',') {
+            let m = name(member)?;
+            let v = vars.iter().position(|v| *v == m).ok_or_else(|| {
+                format!(
+                    "`{m}` in SUBSET `{union}` is not a variable of the pattern, which has {}",
+                    vars.join(", ")
+                )
+            })?;
+            if v >= 64 {
+                return Err(format!("`{m}` is the pattern's variable number {}: a SUBSET may hold only the first 64", v + 1));
+            }
+            mask |= 1 << v;
+        }
+        out.push((union, mask));
+        rest = after.trim_start();
+        rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
+    }
+    Ok(out)
+}
+
 /// The largest PREV offset in `e`.
 fn deepest_prev(e: &E) -> usize {
-    match e {
-        E::Col(r, _) | E::Classifier(r) => r.back,
-        E::Lit(_) | E::MatchNumber | E::Agg { .. } => 0,
-        E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => deepest_prev(a).max(deepest_prev(b)),
-        E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => deepest_prev(a),
-    }
+    let mut deepest = 0;
+    e.walk(&mut |e| {
+        if let E::Col(r, _) | E::Classifier(r) | E::Next { r, .. } = e {
+            deepest = deepest.max(r.back);
+        }
+    });
+    deepest
 }
 
 /// Marks the columns `e` reads in `kept`.
 fn read_columns(e: &E, kept: &mut [bool]) {
-    match e {
-        E::Col(_, c) | E::Agg { col: Some(c), .. } => {
+    e.walk(&mut |e| {
+        if let E::Col(_, c) | E::Next { col: Some(c), .. } = e {
             if let Some(k) = kept.get_mut(*c) {
                 *k = true;
             }
         }
-        E::Lit(_) | E::MatchNumber | E::Classifier(_) | E::Agg { col: None, .. } => {}
-        E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => {
-            read_columns(a, kept);
-            read_columns(b, kept);
-        }
-        E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => read_columns(a, kept),
-    }
+    });
 }

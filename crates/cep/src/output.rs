@@ -35,6 +35,7 @@ impl Figures {
             match o {
                 Outcome::Match { .. } => self.matches += 1,
                 Outcome::TimedOut { .. } => self.timed_out += 1,
+                Outcome::Unmatched { .. } => {}
             }
         }
     }
@@ -53,17 +54,32 @@ pub(crate) fn render(
     errors: &RowErrors,
 ) -> Result<(), OperatorError> {
     for o in outcomes.drain(..) {
-        let (start, steps, number, out) = match o {
+        let (start, steps, number, excluded, out) = match o {
             Outcome::Match {
                 start,
                 steps,
                 number,
-            } => (start, steps, number, &mut *main),
-            Outcome::TimedOut { start, steps } => {
+                excluded,
+            } => (start, steps, number, excluded, &mut *main),
+            Outcome::TimedOut {
+                start,
+                steps,
+                excluded,
+            } => {
                 if setup.timeout_port.is_none() {
                     continue;
                 }
-                (start, steps, 0, &mut *timeouts)
+                (start, steps, 0, excluded, &mut *timeouts)
+            }
+            // A row in no match: its columns, and null measures.
+            Outcome::Unmatched { row } => {
+                let mut cells = part
+                    .row(row)
+                    .map(|r| r.cells.to_vec())
+                    .unwrap_or_else(|| vec![Value::Null; setup.types.len()]);
+                cells.extend(std::iter::repeat_n(Value::Null, setup.measures.len()));
+                main.push(cells);
+                continue;
             }
         };
         let cells = |row: u64| -> Vec<Value> {
@@ -77,6 +93,7 @@ pub(crate) fn render(
             let view = MatchView {
                 part,
                 steps: &steps[..upto],
+                all: &steps,
                 number,
             };
             for (m, (_, e)) in setup.measures.iter().enumerate() {
@@ -97,13 +114,17 @@ pub(crate) fn render(
             Ok(true)
         };
         if setup.all_rows {
-            if steps.is_empty() {
+            if steps.is_empty() && !setup.omit_empty {
                 let mut row = cells(start);
                 if measures(0, &mut row)? {
                     out.push(row);
                 }
             }
             for (i, (r, _)) in steps.iter().enumerate() {
+                // A row matched inside `{- … -}` is part of the match, not of its output.
+                if excluded.contains(r) {
+                    continue;
+                }
                 let mut row = cells(*r);
                 if measures(i + 1, &mut row)? {
                     out.push(row);

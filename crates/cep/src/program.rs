@@ -18,6 +18,11 @@ pub(crate) enum Inst {
     Enter(usize),
     /// An iteration of loop `.0` ends: the path dies if it consumed no row.
     Check(usize),
+    /// `^`: the path goes on only at the partition's first row.
+    Start,
+    /// `$`: the path waits here for the end of the partition (of the input), and dies if a
+    /// row comes.
+    End,
     Done,
 }
 
@@ -28,17 +33,26 @@ pub(crate) const MAX_LOOPS: usize = 64;
 pub(crate) const MAX_PROGRAM: usize = 100_000;
 
 /// Compiles `pat`; `None` when the unrolled program would be larger than [`MAX_PROGRAM`].
+#[cfg(test)]
 pub(crate) fn compile(pat: &Pat) -> Result<Vec<Inst>, TooBig> {
+    compile_marked(pat).map(|(prog, _)| prog)
+}
+
+/// Compiles `pat` as `compile` does, and says per instruction whether it is a `Label` inside
+/// an exclusion `{- … -}`.
+pub(crate) fn compile_marked(pat: &Pat) -> Result<(Vec<Inst>, Vec<bool>), TooBig> {
     let mut c = Compiler {
         prog: Vec::new(),
         loops: 0,
+        excluding: 0,
+        excluded: Vec::new(),
     };
     c.emit_pat(pat).ok_or(TooBig::Steps)?;
     c.push(Inst::Done).ok_or(TooBig::Steps)?;
     if c.loops > MAX_LOOPS {
         return Err(TooBig::Loops);
     }
-    Ok(c.prog)
+    Ok((c.prog, c.excluded))
 }
 
 /// Why a pattern does not compile.
@@ -53,6 +67,10 @@ pub(crate) enum TooBig {
 struct Compiler {
     prog: Vec<Inst>,
     loops: usize,
+    /// Exclusions open around the place being compiled.
+    excluding: usize,
+    /// Per instruction: a `Label` inside an exclusion.
+    excluded: Vec<bool>,
 }
 
 impl Compiler {
@@ -61,6 +79,8 @@ impl Compiler {
             return None;
         }
         self.prog.push(i);
+        self.excluded
+            .push(self.excluding > 0 && matches!(i, Inst::Label(_)));
         Some(self.prog.len() - 1)
     }
 
@@ -80,6 +100,18 @@ impl Compiler {
     fn emit_pat(&mut self, pat: &Pat) -> Option<()> {
         match pat {
             Pat::Empty => {}
+            Pat::Start => {
+                self.push(Inst::Start)?;
+            }
+            Pat::End => {
+                self.push(Inst::End)?;
+            }
+            Pat::Exclude(inner) => {
+                self.excluding += 1;
+                let r = self.emit_pat(inner);
+                self.excluding -= 1;
+                r?;
+            }
             Pat::Var(v) => {
                 self.push(Inst::Label(*v))?;
             }

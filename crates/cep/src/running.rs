@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cells::{cells_to_column, columns_to_cells, row_json};
 use super::matcher::{Outcome, Refused, Row, Scratch, TooManyThreads};
+use super::order::tie_order;
 use super::output::{render, Figures};
 use super::store::{Store, StoreError};
 use super::value::Value;
@@ -262,7 +263,8 @@ impl PatternOp {
         Ok(())
     }
 
-    /// Feeds the rows before `watermark` (all rows: `None`) to their partitions in order.
+    /// Feeds the rows before `watermark` (all rows: `None`) to their partitions in order: by
+    /// event time, then by the tie-breakers of `order_by`, then in arrival order.
     fn release(&mut self, watermark: Option<i64>) -> Result<(), OperatorError> {
         let setup = Arc::clone(&self.setup);
         while let Some(p) = self.pending.peek() {
@@ -270,53 +272,76 @@ impl PatternOp {
                 break;
             }
             let p = self.pending.pop().expect("peeked");
-            if p.seq <= self.stored_up_to {
-                self.store
-                    .forget_waiting(&p.key, p.seq)
-                    .map_err(|e| store_error(&setup.name, e))?;
+            if setup.ties.is_empty() {
+                self.feed(p)?;
+                continue;
             }
-            let part = self
-                .store
-                .get_mut(&setup.pattern, &p.key)
-                .map_err(|e| store_error(&setup.name, e))?;
-            match part.push(&setup.pattern, &mut self.scratch, p.row, &mut self.outcomes) {
-                Ok(()) => {}
-                Err(Refused::TooManyThreads(e)) => return Err(too_many(&setup.name, e)),
-                // The partition is as if the row had never arrived.
-                Err(Refused::Condition { row, var, error }) => {
-                    if part.is_blank() {
-                        self.store
-                            .forget(&p.key)
-                            .map_err(|e| store_error(&setup.name, e))?;
-                    }
-                    let site = setup.define_site.get(var).copied().flatten();
-                    self.errors.reject_row(
-                        || row_json(&setup.input, &setup.types, &row.cells),
-                        site.unwrap_or(usize::MAX),
-                        error.message(),
-                        None,
-                    )?;
-                    continue;
+            // The rows of one event time leave the heap together (a watermark passes all of
+            // them or none) in arrival order: a stable sort by the tie-breakers.
+            let mut run = vec![p];
+            while let Some(q) = self.pending.peek() {
+                if q.row.ts != run[0].row.ts {
+                    break;
                 }
+                run.push(self.pending.pop().expect("peeked"));
             }
-            if !self.outcomes.is_empty() {
-                self.figures.outcomes(&self.outcomes);
-                render(
-                    &setup,
-                    part,
-                    &mut self.outcomes,
-                    &mut self.main,
-                    &mut self.timeouts,
-                    &self.errors,
+            run.sort_by(|a, b| tie_order(&setup.ties, &a.row.cells, &b.row.cells));
+            for p in run {
+                self.feed(p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Feeds one released row to its partition.
+    fn feed(&mut self, p: Pending) -> Result<(), OperatorError> {
+        let setup = Arc::clone(&self.setup);
+        if p.seq <= self.stored_up_to {
+            self.store
+                .forget_waiting(&p.key, p.seq)
+                .map_err(|e| store_error(&setup.name, e))?;
+        }
+        let part = self
+            .store
+            .get_mut(&setup.pattern, &p.key)
+            .map_err(|e| store_error(&setup.name, e))?;
+        match part.push(&setup.pattern, &mut self.scratch, p.row, &mut self.outcomes) {
+            Ok(()) => {}
+            Err(Refused::TooManyThreads(e)) => return Err(too_many(&setup.name, e)),
+            // The partition is as if the row had never arrived.
+            Err(Refused::Condition { row, var, error }) => {
+                if part.is_blank(&setup.pattern) {
+                    self.store
+                        .forget(&setup.pattern, &p.key)
+                        .map_err(|e| store_error(&setup.name, e))?;
+                }
+                let site = setup.define_site.get(var).copied().flatten();
+                self.errors.reject_row(
+                    || row_json(&setup.input, &setup.types, &row.cells),
+                    site.unwrap_or(usize::MAX),
+                    error.message(),
+                    None,
                 )?;
+                return Ok(());
             }
-            let dropped = part.trim(&setup.pattern);
-            self.figures.kept(part, 1, dropped);
-            if part.is_blank() {
-                self.store
-                    .forget(&p.key)
-                    .map_err(|e| store_error(&setup.name, e))?;
-            }
+        }
+        if !self.outcomes.is_empty() {
+            self.figures.outcomes(&self.outcomes);
+            render(
+                &setup,
+                part,
+                &mut self.outcomes,
+                &mut self.main,
+                &mut self.timeouts,
+                &self.errors,
+            )?;
+        }
+        let dropped = part.trim(&setup.pattern);
+        self.figures.kept(part, 1, dropped);
+        if part.is_blank(&setup.pattern) {
+            self.store
+                .forget(&setup.pattern, &p.key)
+                .map_err(|e| store_error(&setup.name, e))?;
         }
         Ok(())
     }
@@ -344,7 +369,7 @@ impl PatternOp {
             }
         }
         self.store
-            .forget_blank()
+            .forget_blank(&setup.pattern)
             .map_err(|e| store_error(&setup.name, e))
     }
 

@@ -136,11 +136,11 @@ impl Store {
     }
 
     /// Forgets the partition of `key` (in memory and in the table), which is
-    /// [`Partition::is_blank`]: a new one is the same. Partitions whose rows all ended
-    /// without a match (most of a Nexmark run's millions) take no memory.
-    pub(crate) fn forget(&mut self, key: &[u8]) -> Result<(), StoreError> {
+    /// [`Partition::is_blank`] under `p`: a new one is the same. Partitions whose rows all
+    /// ended without a match (most of a Nexmark run's millions) take no memory.
+    pub(crate) fn forget(&mut self, p: &Pattern, key: &[u8]) -> Result<(), StoreError> {
         if let Some((part, _, stored)) = self.live.remove(key) {
-            debug_assert!(part.is_blank(), "only a blank partition is forgotten");
+            debug_assert!(part.is_blank(p), "only a blank partition is forgotten");
             if stored {
                 self.table.delete(key, PARTITION)?;
             }
@@ -148,13 +148,13 @@ impl Store {
         Ok(())
     }
 
-    /// Forgets every partition in memory that is [`Partition::is_blank`] (see
+    /// Forgets every partition in memory that is [`Partition::is_blank`] under `p` (see
     /// [`Store::forget`]).
-    pub(crate) fn forget_blank(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn forget_blank(&mut self, p: &Pattern) -> Result<(), StoreError> {
         let Store { live, table, .. } = self;
         let mut failed = None;
         live.retain(|key, (part, _, stored)| {
-            if !part.is_blank() {
+            if !part.is_blank(p) {
                 return true;
             }
             if *stored {
@@ -306,6 +306,7 @@ fn encode(part: &Partition) -> Vec<u8> {
     }
     out.extend_from_slice(&matches.to_le_bytes());
     put_rows(&mut out, rows.iter());
+    out.extend_from_slice(&part.covered().to_le_bytes());
     out
 }
 
@@ -317,8 +318,15 @@ fn decode(p: &Pattern, bytes: &[u8], kg: KeyGroup) -> Result<Partition, StoreErr
         *n = get_u64(&mut r).ok_or_else(bad)?;
     }
     let matches = get_u64(&mut r).ok_or_else(bad)? as i64;
-    let rows = get_rows(&mut r).filter(|_| r.is_empty()).ok_or_else(bad)?;
-    Partition::rebuild(p, rows, u64s[0], u64s[1], u64s[2], matches).map_err(StoreError::Replay)
+    let rows = get_rows(&mut r).ok_or_else(bad)?;
+    // Written after the rows since issue 18; an older snapshot's rows before the resume point
+    // are the covered ones.
+    let covered = match r.len() {
+        0 => u64s[2],
+        _ => get_u64(&mut r).filter(|_| r.is_empty()).ok_or_else(bad)?,
+    };
+    Partition::rebuild(p, rows, (u64s[0], u64s[1], u64s[2]), matches, covered)
+        .map_err(StoreError::Replay)
 }
 
 fn put_rows<'a>(out: &mut Vec<u8>, rows: impl ExactSizeIterator<Item = &'a Row>) {

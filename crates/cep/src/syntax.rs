@@ -1,6 +1,7 @@
 //! The row pattern language of `pattern = "…"` and SQL `PATTERN (…)`: variables, concatenation,
-//! alternation `|`, groups `( … )`, and the quantifiers `* + ? {n} {n,} {,m} {n,m}`, each
-//! greedy or, followed by `?`, reluctant.
+//! alternation `|`, groups `( … )`, `PERMUTE( … )`, the anchors `^` and `$`, exclusion
+//! `{- … -}`, and the quantifiers `* + ? {n} {n,} {,m}
+//! {n,m}`, each greedy or, followed by `?`, reluctant.
 //!
 //! Variables are identifiers as in SQL: unquoted ones are case-insensitive and named in upper
 //! case (`a` is `A`, and `CLASSIFIER()` says `'A'`), double-quoted ones (`"a"`, `""` for a
@@ -13,6 +14,13 @@ use std::collections::HashMap;
 pub(crate) enum Pat {
     /// Matches nothing (the empty group `()`).
     Empty,
+    /// `^`: the start of the partition (no row before this point).
+    Start,
+    /// `$`: the end of the partition (no row after this point: the input ended).
+    End,
+    /// `{- … -}`: rows matched inside are part of the match but not output by ALL ROWS PER
+    /// MATCH.
+    Exclude(Box<Pat>),
     /// One row mapped to the variable.
     Var(usize),
     /// The parts one after another.
@@ -45,6 +53,22 @@ pub(crate) struct SyntaxError {
 
 /// The most groups `( … )` a pattern may nest inside each other, as for expressions.
 pub(crate) const MAX_NESTING: usize = anduin_spec::nesting::MAX_NESTING;
+
+/// The most parts `PERMUTE( … )` may have (it unrolls to every order of them).
+pub(crate) const MAX_PERMUTED: usize = 6;
+
+/// Every order of `items[k..]` (after `items[..k]`), appended to `out`.
+fn permutations(items: &mut Vec<usize>, k: usize, out: &mut Vec<Vec<usize>>) {
+    if k == items.len() {
+        out.push(items.clone());
+        return;
+    }
+    for i in k..items.len() {
+        items.swap(k, i);
+        permutations(items, k + 1, out);
+        items.swap(k, i);
+    }
+}
 
 /// The largest bound a quantifier may have (bounded repetitions are unrolled).
 pub(crate) const MAX_BOUND: u32 = 1000;
@@ -138,7 +162,8 @@ impl P {
         loop {
             self.skip_ws();
             match self.peek() {
-                None | Some('|' | ')') => break,
+                None | Some('|' | ')' | ',') => break,
+                Some('-') if self.chars.get(self.at + 1) == Some(&'}') => break,
                 _ => parts.push(self.quantified()?),
             }
         }
@@ -151,6 +176,16 @@ impl P {
 
     fn quantified(&mut self) -> Result<Pat, SyntaxError> {
         let mut pat = self.primary()?;
+        if matches!(pat, Pat::Start | Pat::End) {
+            self.skip_ws();
+            let exclusion = self.chars.get(self.at + 1) == Some(&'-');
+            if matches!(self.peek(), Some('*' | '+' | '?'))
+                || self.peek() == Some('{') && !exclusion
+            {
+                return Err(self.error("an anchor (`^`, `$`) cannot be quantified"));
+            }
+            return Ok(pat);
+        }
         let mut quantified = false;
         loop {
             self.skip_ws();
@@ -159,7 +194,7 @@ impl P {
                 Some('*') => (0, None),
                 Some('+') => (1, None),
                 Some('?') => (0, Some(1)),
-                Some('{') => self.braces()?,
+                Some('{') if self.chars.get(self.at + 1) != Some(&'-') => self.braces()?,
                 _ => break,
             };
             if quantified {
@@ -228,6 +263,71 @@ impl P {
         Ok((min, max))
     }
 
+    /// `PERMUTE(p1, p2, …)`: every order of the parts, as an alternation in the order the
+    /// standard prefers them (lexicographic in the parts' positions: `PERMUTE(A, B, C)` is
+    /// `A B C | A C B | B A C | B C A | C A B | C B A`). `at` is on the keyword.
+    fn permute(&mut self) -> Result<Pat, SyntaxError> {
+        let keyword = self.at;
+        self.at += "PERMUTE".len();
+        self.skip_ws();
+        let open = self.at;
+        if self.depth >= MAX_NESTING {
+            return Err(self.error(format!(
+                "the pattern nests more than {MAX_NESTING} groups inside each other: split it"
+            )));
+        }
+        self.at += 1; // `(`
+        self.depth += 1;
+        let mut parts = Vec::new();
+        let closed = loop {
+            let part = self.alternation();
+            let part = match part {
+                Ok(p) => p,
+                Err(e) => {
+                    self.depth -= 1;
+                    return Err(e);
+                }
+            };
+            parts.push(part);
+            self.skip_ws();
+            match self.peek() {
+                Some(',') => self.at += 1,
+                Some(')') => {
+                    self.at += 1;
+                    break true;
+                }
+                _ => break false,
+            }
+        };
+        self.depth -= 1;
+        if !closed {
+            self.at = open;
+            return Err(self.error("this `(` of PERMUTE is never closed"));
+        }
+        if parts.len() > MAX_PERMUTED {
+            self.at = keyword;
+            return Err(self.error(format!(
+                "PERMUTE of {} parts has {} orders: at most {MAX_PERMUTED} parts are supported",
+                parts.len(),
+                (1..=parts.len()).product::<usize>()
+            )));
+        }
+        let mut orders = Vec::new();
+        permutations(&mut (0..parts.len()).collect(), 0, &mut orders);
+        orders.sort();
+        let alts: Vec<Pat> = orders
+            .into_iter()
+            .map(|order| match order.as_slice() {
+                [one] => parts[*one].clone(),
+                _ => Pat::Concat(order.iter().map(|i| parts[*i].clone()).collect()),
+            })
+            .collect();
+        Ok(match <[Pat; 1]>::try_from(alts) {
+            Ok([one]) => one,
+            Err(alts) => Pat::Alt(alts),
+        })
+    }
+
     fn number(&mut self) -> Result<Option<u32>, SyntaxError> {
         self.skip_ws();
         let start = self.at;
@@ -280,6 +380,13 @@ impl P {
                     self.at += 1;
                 }
                 let name: String = self.chars[start..self.at].iter().collect();
+                let after = self.at;
+                self.skip_ws();
+                if name.eq_ignore_ascii_case("PERMUTE") && self.peek() == Some('(') {
+                    self.at = start;
+                    return self.permute();
+                }
+                self.at = after;
                 Ok(self.var(unquoted(&name)))
             }
             Some('"') => {
@@ -312,9 +419,33 @@ impl P {
                 }
                 Ok(self.var(name))
             }
-            Some('^' | '$') => Err(self.error("anchors `^` and `$` are not supported yet")),
+            Some('^') => {
+                self.at += 1;
+                Ok(Pat::Start)
+            }
+            Some('$') => {
+                self.at += 1;
+                Ok(Pat::End)
+            }
             Some('{') if self.chars.get(self.at + 1) == Some(&'-') => {
-                Err(self.error("exclusion `{- … -}` is not supported yet"))
+                let open = self.at;
+                if self.depth >= MAX_NESTING {
+                    return Err(self.error(format!(
+                        "the pattern nests more than {MAX_NESTING} groups inside each other: split it"
+                    )));
+                }
+                self.at += 2;
+                self.depth += 1;
+                let inner = self.alternation();
+                self.depth -= 1;
+                let inner = inner?;
+                self.skip_ws();
+                if self.peek() != Some('-') || self.chars.get(self.at + 1) != Some(&'}') {
+                    self.at = open;
+                    return Err(self.error("this `{-` is never closed with `-}`"));
+                }
+                self.at += 2;
+                Ok(Pat::Exclude(Box::new(inner)))
             }
             Some(c @ ('*' | '+' | '?' | '{')) => Err(self.error(format!(
                 "`{c}` quantifies nothing: put a variable or a group before it"
@@ -409,11 +540,73 @@ mod tests {
         assert!(e.message.contains("below its minimum"));
         let e = parse("A | ").expect_err("empty alternative");
         assert!(e.message.contains("empty"));
-        let e = parse("^A").expect_err("anchor");
-        assert!(e.message.contains("not supported yet"));
+        let e = parse("^* A").expect_err("quantified anchor");
+        assert_eq!(
+            (e.col, e.message.as_str()),
+            (2, "an anchor (`^`, `$`) cannot be quantified")
+        );
+        assert!(parse("^ {- A -} $").is_ok());
+        assert_eq!(
+            parse("^A B$").expect("anchors").pat,
+            Pat::Concat(vec![Pat::Start, Pat::Var(0), Pat::Var(1), Pat::End])
+        );
         let e = parse("*").expect_err("nothing to quantify");
         assert_eq!(e.col, 1);
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn exclusion_wraps_a_pattern() {
+        let p = parse("A {- B+ | C -} D").expect("parses");
+        assert_eq!(
+            p.pat,
+            Pat::Concat(vec![
+                Pat::Var(0),
+                Pat::Exclude(Box::new(Pat::Alt(vec![
+                    rep(Pat::Var(1), 1, None, true),
+                    Pat::Var(2)
+                ]))),
+                Pat::Var(3),
+            ])
+        );
+        let e = parse("A {- B").expect_err("unclosed");
+        assert_eq!(
+            (e.col, e.message.as_str()),
+            (3, "this `{-` is never closed with `-}`")
+        );
+    }
+
+    #[test]
+    fn permute_is_every_order_lexicographically() {
+        let p = parse("permute(A, B | C, D+)").expect("parses");
+        assert_eq!(p.vars, ["A", "B", "C", "D"]);
+        let (a, bc, d) = (
+            Pat::Var(0),
+            Pat::Alt(vec![Pat::Var(1), Pat::Var(2)]),
+            rep(Pat::Var(3), 1, None, true),
+        );
+        let seq = |x: &Pat, y: &Pat, z: &Pat| Pat::Concat(vec![x.clone(), y.clone(), z.clone()]);
+        assert_eq!(
+            p.pat,
+            Pat::Alt(vec![
+                seq(&a, &bc, &d),
+                seq(&a, &d, &bc),
+                seq(&bc, &a, &d),
+                seq(&bc, &d, &a),
+                seq(&d, &a, &bc),
+                seq(&d, &bc, &a),
+            ])
+        );
+        assert_eq!(parse("PERMUTE (A)").expect("one part").pat, Pat::Var(0));
+        let e = parse("PERMUTE(A, B").expect_err("unclosed");
+        assert_eq!(e.col, 8);
+        let e = parse("PERMUTE(A, B, C, D, E, F, G)").expect_err("too many");
+        assert!(e.message.contains("5040 orders"), "{e:?}");
+        // Without a parenthesis, a variable named PERMUTE.
+        assert_eq!(
+            parse("permute B").expect("a variable").vars,
+            ["PERMUTE", "B"]
+        );
     }
 
     #[test]

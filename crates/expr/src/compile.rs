@@ -167,6 +167,21 @@ pub fn compile_expr(text: &str, scope: &Scope) -> Result<CompiledExpr, ExprError
     })
 }
 
+/// Compiles an expression already parsed by the caller: the pattern operator hands over the
+/// parts of its conditions it does not evaluate itself, with its own references (`A.x`,
+/// `PREV(x)`, …) replaced by columns of `scope`. `depth` bounds the tree's depth (the depth
+/// of the text it was parsed from will do). Errors point into that text.
+pub fn compile_parsed(
+    sql: SqlExpr,
+    scope: &Scope,
+    depth: usize,
+) -> Result<CompiledExpr, ExprError> {
+    with_stack(depth, || {
+        let name = default_name(&sql);
+        compile_sql(sql, name, scope, depth)
+    })
+}
+
 /// Compiles a condition, which must be boolean (`value < 42 AND sensor <> 3`).
 pub fn compile_predicate(text: &str, scope: &Scope) -> Result<CompiledExpr, ExprError> {
     let e = compile_expr(text, scope)?;

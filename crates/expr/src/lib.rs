@@ -22,9 +22,10 @@ mod strict;
 pub use aggregate::{compile_aggregates, CompiledAggregate};
 pub use checked_sum::SumOverflow;
 pub use compile::{
-    compile_expr, compile_predicate, compile_projection, CompiledExpr, ExprSite, Scope,
+    compile_expr, compile_parsed, compile_predicate, compile_projection, CompiledExpr, ExprSite,
+    Scope,
 };
 pub use error::ExprError;
 pub use float_order::SqlFloat;
-pub use parse::{parse_text, parse_then};
+pub use parse::{parse_text, parse_then, parse_then_with_depth};
 pub use provider::FunctionProvider;

@@ -96,6 +96,17 @@ pub fn parse_then<T, R>(
     with_stack(tokens.depth, || then(tokens.parse(parse)?))
 }
 
+/// [`parse_then`], whose `then` also gets the bound on the depth of the parsed tree.
+pub fn parse_then_with_depth<T, R>(
+    text: &str,
+    parse: impl FnOnce(&mut Parser<'_>) -> Result<T, ParserError>,
+    then: impl FnOnce(T, usize) -> Result<R, ExprError>,
+) -> Result<R, ExprError> {
+    let tokens = tokenize(text)?;
+    let depth = tokens.depth;
+    with_stack(depth, || then(tokens.parse(parse)?, depth))
+}
+
 fn parse_error(e: ParserError) -> ExprError {
     let msg = match e {
         ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,

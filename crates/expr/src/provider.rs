@@ -59,6 +59,16 @@ impl FunctionProvider {
         }
     }
 
+    /// Whether `name` (any case) is a scalar function.
+    pub fn is_scalar(&self, name: &str) -> bool {
+        self.scalars.contains_key(&name.to_lowercase())
+    }
+
+    /// Whether `name` (any case) is an aggregate function.
+    pub fn is_aggregate(&self, name: &str) -> bool {
+        self.aggregates.contains_key(&name.to_lowercase())
+    }
+
     /// The names of the scalar functions, sorted, for the reference.
     pub fn scalar_names(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self.scalars.keys().map(String::as_str).collect();

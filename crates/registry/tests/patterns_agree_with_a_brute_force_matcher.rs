@@ -1,19 +1,25 @@
 //! The `pattern` operator (CEP, SQL MATCH_RECOGNIZE semantics) with ALL ROWS PER MATCH finds
-//! exactly the matches a brute-force backtracking matcher written here finds: on seeded random
-//! rows of a few keys that arrive out of order in small batches (the late ones dropped), for
-//! generated patterns (concatenation, `|`, groups, greedy and reluctant `* + ? {n} {n,}
-//! {n,m}`), generated DEFINEs (PREV, FIRST, LAST, qualified columns, running COUNT, SUM, AVG,
-//! MAX), every AFTER MATCH strategy and an optional `within`. Each output row is a row of a
-//! match with its MATCH_NUMBER and CLASSIFIER, so the comparison pins down every mapping. An
-//! operator snapshotted (a full snapshot, then a changelog) and restored half-way, keeping its
-//! state in the heap or in the LSM backend (with one partition in memory, so that idle ones
-//! go to the LSM tree and come back), gives the same rows as one that ran straight through,
-//! and four instances, each fed the keys it owns, together give the rows of one.
-//! Hand-written cases check greedy against reluctant, alternation preference, an empty
-//! prefix and empty matches, overlapping matches with `skip to next row`, and (issue 18)
-//! loops inside loops and alternations inside loops over a long run of rows that match
-//! every variable of the loop, which need equivalent partial matches pruned to finish.
+//! exactly the matches a brute-force backtracking matcher (`brute_force/`) finds: on seeded
+//! random rows of a few keys that arrive out of order in small batches (the late ones dropped), for
+//! generated patterns (concatenation, `|`, groups, `PERMUTE`, the anchors `^` and `$`,
+//! exclusions `{- -}`, greedy and reluctant `* + ? {n} {n,} {n,m}`), generated DEFINEs (PREV,
+//! FIRST, LAST, qualified columns, running COUNT, SUM, AVG, MAX, a DataFusion function,
+//! aggregates over expressions, one reading each row's CLASSIFIER()), a SUBSET union variable
+//! in conditions and skips, every AFTER MATCH strategy and an optional `within`. Each output
+//! row is a row of a match with its MATCH_NUMBER and CLASSIFIER (half the time with its
+//! match's FINAL COUNT(*) and the NEXT row's CLASSIFIER, joined by `||`), so the comparison
+//! pins down every mapping. An operator snapshotted (a full snapshot, then a changelog) and
+//! restored half-way, keeping its state in the heap or in the LSM backend (with one partition
+//! in memory, so that idle ones go to the LSM tree and come back), gives the same rows as one
+//! that ran straight through, and four instances, each fed the keys it owns, together give
+//! the rows of one. Empty matches are shown or omitted, and rows in no match added (WITH
+//! UNMATCHED ROWS). Hand-written cases check greedy against reluctant, alternation
+//! preference, an empty prefix and empty matches, overlapping matches with `skip to next
+//! row`, and (issue 18) loops inside loops and alternations inside loops over a long run of
+//! rows that match every variable of the loop, which need equivalent partial matches pruned
+//! to finish, and an aggregate over each row's CLASSIFIER() that must not let them be.
 
+mod brute_force;
 mod common;
 
 use common::Memory;
@@ -27,312 +33,7 @@ use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use proptest::prelude::*;
 
-/// (event time, key, value)
-type Row = (i64, i64, i64);
-
-/// An output row: (event time, key, value, MATCH_NUMBER, CLASSIFIER).
-type Out = (i64, i64, i64, i64, Option<String>);
-
-const VARS: [&str; 3] = ["A", "B", "C"];
-
-// ---------------------------------------------------------------------------------------------
-// What is tested: patterns, conditions, skips.
-
-/// A row pattern over the variables A, B, C (by number).
-#[derive(Debug, Clone)]
-enum Pat {
-    Var(usize),
-    Concat(Vec<Pat>),
-    Alt(Vec<Pat>),
-    Rep {
-        inner: Box<Pat>,
-        q: Quant,
-        greedy: bool,
-    },
-}
-
-/// A quantifier as written.
-#[derive(Debug, Clone, Copy)]
-enum Quant {
-    Star,
-    Plus,
-    Opt,
-    Exact(u32),
-    AtLeast(u32),
-    Range(u32, u32),
-}
-
-impl Quant {
-    /// (minimum, maximum) iterations.
-    fn bounds(self) -> (u32, Option<u32>) {
-        match self {
-            Quant::Star => (0, None),
-            Quant::Plus => (1, None),
-            Quant::Opt => (0, Some(1)),
-            Quant::Exact(n) => (n, Some(n)),
-            Quant::AtLeast(n) => (n, None),
-            Quant::Range(n, m) => (n, Some(m)),
-        }
-    }
-
-    fn text(self) -> String {
-        match self {
-            Quant::Star => "*".into(),
-            Quant::Plus => "+".into(),
-            Quant::Opt => "?".into(),
-            Quant::Exact(n) => format!("{{{n}}}"),
-            Quant::AtLeast(n) => format!("{{{n},}}"),
-            Quant::Range(n, m) => format!("{{{n},{m}}}"),
-        }
-    }
-}
-
-impl Pat {
-    fn text(&self) -> String {
-        match self {
-            Pat::Var(v) => VARS[*v].to_string(),
-            Pat::Concat(parts) => parts
-                .iter()
-                .map(|p| match p {
-                    Pat::Alt(_) => format!("({})", p.text()),
-                    _ => p.text(),
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-            Pat::Alt(alts) => alts.iter().map(Pat::text).collect::<Vec<_>>().join(" | "),
-            Pat::Rep { inner, q, greedy } => {
-                let body = match **inner {
-                    Pat::Var(_) => inner.text(),
-                    _ => format!("({})", inner.text()),
-                };
-                format!("{body}{}{}", q.text(), if *greedy { "" } else { "?" })
-            }
-        }
-    }
-
-    fn mentions(&self, v: usize) -> bool {
-        match self {
-            Pat::Var(w) => *w == v,
-            Pat::Concat(ps) | Pat::Alt(ps) => ps.iter().any(|p| p.mentions(v)),
-            Pat::Rep { inner, .. } => inner.mentions(v),
-        }
-    }
-}
-
-/// A DEFINE condition from a fixed table, as text for the operator and as a function of the
-/// match so far for the brute-force matcher. `W` is another (or the same) variable.
-#[derive(Debug, Clone, Copy)]
-enum Cond {
-    /// No DEFINE: any row.
-    Any,
-    /// `V.value < c` (the row itself, qualified with its own variable)
-    Below(i64),
-    /// `value % 2 = 0`
-    Even,
-    /// `value > PREV(value)`
-    Rising,
-    /// `PREV(value, 2) IS NOT NULL AND value <> PREV(value, 2)`
-    DiffersTwoBack,
-    /// `value > LAST(W.value)`
-    AboveLast(usize),
-    /// `value <= W.value + 1`
-    NearQualified(usize),
-    /// `LAST(W.value, 1) IS NULL OR value < LAST(W.value, 1)`
-    BelowOneBefore(usize),
-    /// `COUNT(W.*) <= n`
-    CountAtMost(usize, i64),
-    /// `SUM(W.value) < c`
-    SumBelow(usize, i64),
-    /// `AVG(W.value) >= 1.5`
-    AvgAtLeast(usize),
-    /// `value >= FIRST(W.value)`
-    AtLeastFirst(usize),
-    /// `FIRST(W.value, 1) IS NULL OR value <> FIRST(W.value, 1)`
-    NotSecond(usize),
-    /// `MAX(W.value) > value`
-    MaxAbove(usize),
-}
-
-impl Cond {
-    /// The variable it looks at besides the row itself.
-    fn other(self) -> Option<usize> {
-        match self {
-            Cond::AboveLast(w)
-            | Cond::NearQualified(w)
-            | Cond::BelowOneBefore(w)
-            | Cond::CountAtMost(w, _)
-            | Cond::SumBelow(w, _)
-            | Cond::AvgAtLeast(w)
-            | Cond::AtLeastFirst(w)
-            | Cond::NotSecond(w)
-            | Cond::MaxAbove(w) => Some(w),
-            _ => None,
-        }
-    }
-
-    /// The same condition looking at `w` instead.
-    fn with_other(self, w: usize) -> Cond {
-        match self {
-            Cond::AboveLast(_) => Cond::AboveLast(w),
-            Cond::NearQualified(_) => Cond::NearQualified(w),
-            Cond::BelowOneBefore(_) => Cond::BelowOneBefore(w),
-            Cond::CountAtMost(_, n) => Cond::CountAtMost(w, n),
-            Cond::SumBelow(_, c) => Cond::SumBelow(w, c),
-            Cond::AvgAtLeast(_) => Cond::AvgAtLeast(w),
-            Cond::AtLeastFirst(_) => Cond::AtLeastFirst(w),
-            Cond::NotSecond(_) => Cond::NotSecond(w),
-            Cond::MaxAbove(_) => Cond::MaxAbove(w),
-            other => other,
-        }
-    }
-
-    /// The DEFINE of variable `own`, if any.
-    fn text(self, own: usize) -> Option<String> {
-        let v = VARS[own];
-        let name = |w: usize| VARS[w];
-        Some(match self {
-            Cond::Any => return None,
-            Cond::Below(c) => format!("{v}.value < {c}"),
-            Cond::Even => "value % 2 = 0".into(),
-            Cond::Rising => "value > PREV(value)".into(),
-            Cond::DiffersTwoBack => "PREV(value, 2) IS NOT NULL AND value <> PREV(value, 2)".into(),
-            Cond::AboveLast(w) => format!("value > LAST({}.value)", name(w)),
-            Cond::NearQualified(w) => format!("value <= {}.value + 1", name(w)),
-            Cond::BelowOneBefore(w) => format!(
-                "LAST({w}.value, 1) IS NULL OR value < LAST({w}.value, 1)",
-                w = name(w)
-            ),
-            Cond::CountAtMost(w, n) => format!("COUNT({}.*) <= {n}", name(w)),
-            Cond::SumBelow(w, c) => format!("SUM({}.value) < {c}", name(w)),
-            Cond::AvgAtLeast(w) => format!("AVG({}.value) >= 1.5", name(w)),
-            Cond::AtLeastFirst(w) => format!("value >= FIRST({}.value)", name(w)),
-            Cond::NotSecond(w) => format!(
-                "FIRST({w}.value, 1) IS NULL OR value <> FIRST({w}.value, 1)",
-                w = name(w)
-            ),
-            Cond::MaxAbove(w) => format!("MAX({}.value) > value", name(w)),
-        })
-    }
-
-    /// Whether the condition is true for the last row of `mapping` (the row being
-    /// classified, already mapped to its variable). NULL is not true.
-    fn holds(self, rows: &[Row], mapping: &[(usize, usize)]) -> bool {
-        let &(cur, _) = mapping.last().expect("the current row is mapped");
-        let value = rows[cur].2;
-        let prev = |n: usize| cur.checked_sub(n).map(|r| rows[r].2);
-        let of = |w: usize| {
-            mapping
-                .iter()
-                .filter(move |(_, v)| *v == w)
-                .map(|(r, _)| rows[*r].2)
-        };
-        let last = |w: usize, n: usize| of(w).rev().nth(n);
-        let first = |w: usize, n: usize| of(w).nth(n);
-        let sum = |w: usize| of(w).reduce(|a, b| a + b);
-        match self {
-            Cond::Any => true,
-            Cond::Below(c) => value < c,
-            Cond::Even => value % 2 == 0,
-            Cond::Rising => prev(1).is_some_and(|p| value > p),
-            Cond::DiffersTwoBack => prev(2).is_some_and(|p| value != p),
-            Cond::AboveLast(w) => last(w, 0).is_some_and(|x| value > x),
-            Cond::NearQualified(w) => last(w, 0).is_some_and(|x| value <= x + 1),
-            Cond::BelowOneBefore(w) => last(w, 1).is_none_or(|x| value < x),
-            Cond::CountAtMost(w, n) => (of(w).count() as i64) <= n,
-            Cond::SumBelow(w, c) => sum(w).is_some_and(|s| s < c),
-            Cond::AvgAtLeast(w) => {
-                let n = of(w).count();
-                n > 0 && sum(w).unwrap_or(0) as f64 / n as f64 >= 1.5
-            }
-            Cond::AtLeastFirst(w) => first(w, 0).is_some_and(|f| value >= f),
-            Cond::NotSecond(w) => first(w, 1).is_none_or(|f| value != f),
-            Cond::MaxAbove(w) => of(w).max().is_some_and(|m| m > value),
-        }
-    }
-}
-
-/// AFTER MATCH SKIP …
-#[derive(Debug, Clone, Copy)]
-enum Skip {
-    PastLastRow,
-    ToNextRow,
-    ToFirst(usize),
-    ToLast(usize),
-}
-
-impl Skip {
-    fn text(self) -> String {
-        match self {
-            Skip::PastLastRow => "skip past last row".into(),
-            Skip::ToNextRow => "skip to next row".into(),
-            Skip::ToFirst(v) => format!("skip to first {}", VARS[v]),
-            Skip::ToLast(v) => format!("skip to last {}", VARS[v]),
-        }
-    }
-}
-
-/// One configuration of the operator.
-#[derive(Debug, Clone)]
-struct Case {
-    pattern: Pat,
-    /// The condition of A, B and C.
-    defines: [Cond; 3],
-    skip: Skip,
-    /// Milliseconds.
-    within: Option<i64>,
-}
-
-impl Case {
-    /// Makes every name refer to a variable of the pattern (the operator refuses others):
-    /// a condition on a missing variable looks at its own variable instead, a skip to a
-    /// missing variable skips to the pattern's first variable.
-    fn normalized(mut self) -> Case {
-        let present: Vec<usize> = (0..3).filter(|v| self.pattern.mentions(*v)).collect();
-        for (own, d) in self.defines.iter_mut().enumerate() {
-            if let Some(w) = d.other() {
-                if !present.contains(&w) {
-                    *d = d.with_other(own);
-                }
-            }
-        }
-        let fix = |v: usize| if present.contains(&v) { v } else { present[0] };
-        self.skip = match self.skip {
-            Skip::ToFirst(v) => Skip::ToFirst(fix(v)),
-            Skip::ToLast(v) => Skip::ToLast(fix(v)),
-            other => other,
-        };
-        self
-    }
-
-    fn flow(&self) -> String {
-        let mut params = format!(
-            "param partition_by = \"k\" param order_by = \"ts\" param pattern = \"{}\"\n",
-            self.pattern.text()
-        );
-        for (v, d) in self.defines.iter().enumerate() {
-            if !self.pattern.mentions(v) {
-                continue;
-            }
-            if let Some(t) = d.text(v) {
-                params += &format!("  param define = \"{} AS {t}\"\n", VARS[v]);
-            }
-        }
-        params += "  param rows_per_match = \"all\"\n";
-        params += "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() AS cls\"\n";
-        params += &format!("  param after_match = \"{}\"\n", self.skip.text());
-        if let Some(w) = self.within {
-            params += &format!("  param within = \"{w}ms\"\n");
-        }
-        format!(
-            r#"type name = "T" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "value", type = "int" }}
-operator name = "g", type = "generator" {{ output name = "in", type = "T" }}
-operator name = "op", type = "pattern" {{
-  input name = "in"
-  {params}  output name = "out" }}
-operator name = "d", type = "discard" {{ input name = "out" }}"#
-        )
-    }
-}
+use brute_force::*;
 
 // ---------------------------------------------------------------------------------------------
 // The operator, driven through the Operator trait.
@@ -379,7 +80,8 @@ impl Collector for Collect {
                 ts[i].expect("ts"),
                 k[i].expect("k"),
                 v[i].expect("value"),
-                m[i].expect("match number"),
+                // An unmatched row's is NULL.
+                m[i].unwrap_or(0),
                 cls.is_valid(i).then(|| cls.value(i).to_string()),
             ));
         }
@@ -493,205 +195,6 @@ fn on_time(batches: &[Vec<Row>], delay: i64) -> Vec<Row> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The brute-force matcher: backtracking over the pattern in preference order.
-
-/// The search gave up: the pattern is too ambiguous for brute force on this input.
-#[derive(Debug)]
-struct OutOfBudget;
-
-/// What is left to match after the current element.
-enum Cont<'a> {
-    Done,
-    /// The remaining parts of a concatenation, then `next`.
-    Rest {
-        rest: &'a [Pat],
-        next: &'a Cont<'a>,
-    },
-    /// Iteration `count` of the quantified `rep`, begun at row `began`, has ended.
-    Iterated {
-        rep: &'a Pat,
-        count: u32,
-        began: usize,
-        next: &'a Cont<'a>,
-    },
-}
-
-struct Search<'a> {
-    rows: &'a [Row],
-    case: &'a Case,
-    start: usize,
-    /// (row, variable) of the match so far.
-    mapping: Vec<(usize, usize)>,
-    /// Rows still to classify before giving up.
-    budget: &'a mut u64,
-}
-
-impl Search<'_> {
-    /// Matches `p` from row `pos`, then `k`; true when a complete match was found (it is in
-    /// `mapping`), trying alternatives in preference order.
-    fn go(&mut self, p: &Pat, pos: usize, k: &Cont<'_>) -> Result<bool, OutOfBudget> {
-        match p {
-            Pat::Var(v) => {
-                let Some(row) = self.rows.get(pos) else {
-                    return Ok(false);
-                };
-                if self
-                    .case
-                    .within
-                    .is_some_and(|w| row.0 - self.rows[self.start].0 >= w)
-                {
-                    return Ok(false);
-                }
-                *self.budget = self.budget.checked_sub(1).ok_or(OutOfBudget)?;
-                self.mapping.push((pos, *v));
-                if self.case.defines[*v].holds(self.rows, &self.mapping) && self.cont(k, pos + 1)? {
-                    return Ok(true);
-                }
-                self.mapping.pop();
-                Ok(false)
-            }
-            Pat::Concat(parts) => self.cont(
-                &Cont::Rest {
-                    rest: parts,
-                    next: k,
-                },
-                pos,
-            ),
-            Pat::Alt(alts) => {
-                for a in alts {
-                    if self.go(a, pos, k)? {
-                        return Ok(true);
-                    }
-                }
-                Ok(false)
-            }
-            Pat::Rep { .. } => self.repeat(p, 0, pos, k),
-        }
-    }
-
-    fn cont(&mut self, k: &Cont<'_>, pos: usize) -> Result<bool, OutOfBudget> {
-        match k {
-            Cont::Done => Ok(true),
-            Cont::Rest { rest, next } => match rest.split_first() {
-                None => self.cont(next, pos),
-                Some((first, rest)) => self.go(first, pos, &Cont::Rest { rest, next }),
-            },
-            Cont::Iterated {
-                rep,
-                count,
-                began,
-                next,
-            } => {
-                let Pat::Rep { q, .. } = rep else {
-                    unreachable!("only a quantified pattern iterates")
-                };
-                let (min, max) = q.bounds();
-                // An iteration of an unbounded loop beyond its minimum must consume a row.
-                if max.is_none() && *count > min && pos == *began {
-                    return Ok(false);
-                }
-                self.repeat(rep, *count, pos, next)
-            }
-        }
-    }
-
-    /// `count` iterations of `rep` are done, the next row is `pos`.
-    fn repeat(
-        &mut self,
-        rep: &Pat,
-        count: u32,
-        pos: usize,
-        k: &Cont<'_>,
-    ) -> Result<bool, OutOfBudget> {
-        let Pat::Rep { inner, q, greedy } = rep else {
-            unreachable!("a quantified pattern")
-        };
-        let (min, max) = q.bounds();
-        let more = max.is_none_or(|m| count < m);
-        let stop = count >= min;
-        for another in if *greedy {
-            [true, false]
-        } else {
-            [false, true]
-        } {
-            let found = if another {
-                more && self.go(
-                    inner,
-                    pos,
-                    &Cont::Iterated {
-                        rep,
-                        count: count + 1,
-                        began: pos,
-                        next: k,
-                    },
-                )?
-            } else {
-                stop && self.cont(k, pos)?
-            };
-            if found {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-}
-
-/// Every output row of `case` over `rows` (in arrival order), found by brute force.
-fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBudget> {
-    let mut keys: Vec<i64> = rows.iter().map(|r| r.1).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let mut budget = 400_000u64;
-    let mut out = vec![];
-    for key in keys {
-        let mut part: Vec<Row> = rows.iter().filter(|r| r.1 == key).copied().collect();
-        // Event-time order, ties in arrival order (the sort is stable).
-        part.sort_by_key(|r| r.0);
-        let mut matches = 0;
-        let mut i = 0;
-        while i < part.len() {
-            let mut s = Search {
-                rows: &part,
-                case,
-                start: i,
-                mapping: vec![],
-                budget: &mut budget,
-            };
-            if !s.go(&case.pattern, i, &Cont::Done)? {
-                i += 1;
-                continue;
-            }
-            let mapping = s.mapping;
-            matches += 1;
-            let cells = |r: usize| (part[r].0, part[r].1, part[r].2);
-            if mapping.is_empty() {
-                let (t, k, v) = cells(i);
-                out.push((t, k, v, matches, None));
-            }
-            for &(r, var) in &mapping {
-                let (t, k, v) = cells(r);
-                out.push((t, k, v, matches, Some(VARS[var].to_string())));
-            }
-            let rows_of = |v: usize| {
-                mapping
-                    .iter()
-                    .filter(move |(_, w)| *w == v)
-                    .map(|(r, _)| *r)
-            };
-            let after = |r: Option<usize>| r.filter(|r| *r > i).unwrap_or(i + 1);
-            i = match case.skip {
-                Skip::PastLastRow => mapping.last().map_or(i + 1, |(r, _)| r + 1),
-                Skip::ToNextRow => i + 1,
-                Skip::ToFirst(v) => after(rows_of(v).next()),
-                Skip::ToLast(v) => after(rows_of(v).next_back()),
-            };
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-// ---------------------------------------------------------------------------------------------
 // Generated cases.
 
 fn quant() -> impl Strategy<Value = Quant> {
@@ -711,6 +214,8 @@ fn pat() -> impl Strategy<Value = Pat> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Concat),
             prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Alt),
+            prop::collection::vec(inner.clone(), 2..=3).prop_map(Pat::Permute),
+            inner.clone().prop_map(|p| Pat::Exclude(Box::new(p))),
             (inner, quant(), any::<bool>()).prop_map(|(p, q, greedy)| Pat::Rep {
                 inner: Box::new(p),
                 q,
@@ -732,6 +237,23 @@ fn pat() -> impl Strategy<Value = Pat> {
                     greedy,
                 });
             }
+            parts
+        })
+        .prop_flat_map(|parts| {
+            // Now and then anchored at the partition's start, end, or both.
+            (
+                Just(parts),
+                prop::bool::weighted(0.15),
+                prop::bool::weighted(0.15),
+            )
+        })
+        .prop_map(|(mut parts, start, end)| {
+            if start {
+                parts.insert(0, Pat::Start);
+            }
+            if end {
+                parts.push(Pat::End);
+            }
             if parts.len() == 1 {
                 parts.pop().expect("one part")
             } else {
@@ -741,7 +263,7 @@ fn pat() -> impl Strategy<Value = Pat> {
 }
 
 fn cond() -> impl Strategy<Value = Cond> {
-    let w = 0usize..3;
+    let w = 0usize..4;
     prop_oneof![
         3 => Just(Cond::Any),
         1 => (1i64..5).prop_map(Cond::Below),
@@ -756,7 +278,10 @@ fn cond() -> impl Strategy<Value = Cond> {
         1 => w.clone().prop_map(Cond::AvgAtLeast),
         1 => w.clone().prop_map(Cond::AtLeastFirst),
         1 => w.clone().prop_map(Cond::NotSecond),
-        1 => w.prop_map(Cond::MaxAbove),
+        1 => w.clone().prop_map(Cond::MaxAbove),
+        1 => Just(Cond::NearTwo),
+        1 => (w.clone(), 1i64..=3).prop_map(|(w, n)| Cond::ClassCountAtMost(w, n)),
+        1 => (w, 3i64..12).prop_map(|(w, c)| Cond::SumExprBelow(w, c)),
     ]
 }
 
@@ -764,8 +289,8 @@ fn skip() -> impl Strategy<Value = Skip> {
     prop_oneof![
         Just(Skip::PastLastRow),
         Just(Skip::ToNextRow),
-        (0usize..3).prop_map(Skip::ToFirst),
-        (0usize..3).prop_map(Skip::ToLast),
+        (0usize..4).prop_map(Skip::ToFirst),
+        (0usize..4).prop_map(Skip::ToLast),
     ]
 }
 
@@ -775,13 +300,19 @@ fn case() -> impl Strategy<Value = Case> {
         [cond(), cond(), cond()],
         skip(),
         prop::option::weighted(0.3, 1i64..40),
+        prop_oneof![2 => Just(Mode::Show), 1 => Just(Mode::Omit), 1 => Just(Mode::Unmatched)],
+        prop_oneof![2 => Just(0u8), 1 => 1u8..8],
+        any::<bool>(),
     )
-        .prop_map(|(pattern, defines, skip, within)| {
+        .prop_map(|(pattern, defines, skip, within, mode, union, rich)| {
             Case {
                 pattern,
                 defines,
                 skip,
                 within,
+                mode,
+                union,
+                rich,
             }
             .normalized()
         })
@@ -893,6 +424,9 @@ fn greedy_plus_takes_the_longest_run_and_reluctant_the_shortest() {
         defines,
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
+        union: 0,
+        rich: false,
     };
     assert_eq!(greedy.pattern.text(), "A B+ C");
     // B+ runs to the end, gives back one row for C (3 > LAST(B.value) = 1).
@@ -932,6 +466,9 @@ fn alternation_in_a_loop_prefers_its_left_branch_row_by_row() {
         defines: [Cond::Below(2), Cond::Below(4), Cond::Any],
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
+        union: 0,
+        rich: false,
     };
     assert_eq!(case.pattern.text(), "(A | B)+ C");
     // 1 is both A and B: A wins. 5 is neither, so the loop stops and C takes it; the loop
@@ -957,6 +494,9 @@ fn a_star_prefix_may_match_no_row_and_a_lone_star_matches_the_empty_sequence() {
         defines: [Cond::Below(3), Cond::Even, Cond::Any],
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
+        union: 0,
+        rich: false,
     };
     assert_eq!(case.pattern.text(), "A* B");
     // From row 0 (2): A* takes 2, then 5 is no B; it backtracks to no A at all, and B
@@ -995,6 +535,9 @@ fn skip_to_next_row_lets_matches_overlap() {
         defines: [Cond::Any, Cond::Rising, Cond::Any],
         skip: Skip::ToNextRow,
         within: None,
+        mode: Mode::Show,
+        union: 0,
+        rich: false,
     };
     assert_eq!(case.pattern.text(), "A B+");
     // 1 and 2 each start a rising run up to 3; 3 starts none (0 is no rise); 0 starts 0 4;
@@ -1026,6 +569,9 @@ fn a_reluctant_loop_spanning_the_body_of_a_greedy_loop_lets_it_take_another_iter
         defines: [Cond::Any, Cond::Any, Cond::Any],
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
+        union: 0,
+        rich: false,
     };
     assert_eq!(case.pattern.text(), "(B*?)*");
     assert_eq!(
@@ -1114,6 +660,9 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
                 defines,
                 skip,
                 within: None,
+                mode: Mode::Show,
+                union: 0,
+                rich: false,
             }
             .normalized();
             let got = outputs(&case, &data);
@@ -1137,10 +686,42 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
         defines: [Any, Rising, Any],
         skip: Skip::PastLastRow,
         within: None,
+        mode: Mode::Show,
+        union: 0,
+        rich: false,
     };
     assert_eq!(case.pattern.text(), "(A+)+ B");
     let mut expected: Vec<(i64, i64, i64, Option<&str>)> =
         (0..200).map(|i| (i, 0, 1, Some("A"))).collect();
     expected.push((200, 1, 1, Some("B")));
     assert_eq!(outputs(&case, &data), expect(&expected));
+}
+
+// Issue 18: an aggregate over every row of the match whose argument reads each row's
+// CLASSIFIER() tells apart partial matches that mapped the same rows to other variables, so
+// they are not pruned as equivalent: `(A | B)* C` with C allowing at most one A row finds
+// A B B B B C, which the thread mapping every row to A (the preferred one) never reaches.
+#[test]
+fn an_aggregate_over_each_rows_classifier_keeps_the_partial_matches_it_tells_apart() {
+    let (a, b, c) = (var("A"), var("B"), var("C"));
+    let case = Case {
+        pattern: Pat::Concat(vec![rep(Pat::Alt(vec![a, b]), Quant::Star, true), c]),
+        defines: [Cond::Any, Cond::Any, Cond::ClassCountAtMost(0, 1)],
+        skip: Skip::PastLastRow,
+        within: None,
+        mode: Mode::Show,
+        union: 0,
+        rich: false,
+    };
+    assert_eq!(
+        outputs(&case, &rows(&[0; 6])),
+        expect(&[
+            (0, 0, 1, Some("A")),
+            (1, 0, 1, Some("B")),
+            (2, 0, 1, Some("B")),
+            (3, 0, 1, Some("B")),
+            (4, 0, 1, Some("B")),
+            (5, 0, 1, Some("C")),
+        ])
+    );
 }

@@ -235,6 +235,14 @@ fn reluctant_and_greedy_patterns_pass_through_as_written() {
 fn all_rows_per_match_skip_forms_and_partitions_become_params() {
     let all = over("ALL ROWS PER MATCH PATTERN (A B+ C)");
     assert_eq!(param(&all, "rows_per_match").as_deref(), Some("all"));
+    for (mode, expected) in [
+        ("SHOW EMPTY MATCHES", "all show empty"),
+        ("OMIT EMPTY MATCHES", "all omit empty"),
+        ("WITH UNMATCHED ROWS", "all with unmatched"),
+    ] {
+        let sql = over(&format!("ALL ROWS PER MATCH {mode} PATTERN (A B+ C)"));
+        assert_eq!(param(&sql, "rows_per_match").as_deref(), Some(expected));
+    }
     assert_eq!(param(&over("PATTERN (A B+ C)"), "rows_per_match"), None);
     assert_eq!(param(&over("PATTERN (A B+ C)"), "after_match"), None);
     assert_eq!(param(&over("PATTERN (A B+ C)"), "within"), None);
@@ -262,7 +270,10 @@ fn all_rows_per_match_skip_forms_and_partitions_become_params() {
         Some(r#"skip to last "c""#)
     );
     let err = error(&over(r#"AFTER MATCH SKIP TO LAST "c" PATTERN (A B+ C)"#));
-    assert!(err.contains("is not a variable of the pattern"), "{err}");
+    assert!(
+        err.contains("is neither a variable of the pattern"),
+        "{err}"
+    );
     let two = over("PATTERN (A B+ C)").replace("PARTITION BY sensor", "PARTITION BY sensor, site");
     assert_eq!(param(&two, "partition_by").as_deref(), Some("sensor, site"));
     let none = over("PATTERN (A B+ C)").replace("PARTITION BY sensor", "");
@@ -279,14 +290,14 @@ fn all_rows_per_match_skip_forms_and_partitions_become_params() {
 }
 
 #[test]
-fn measures_are_written_name_by_name_and_running_is_the_default() {
+fn measures_are_written_name_by_name_with_running_and_final() {
     let sql = over("ONE ROW PER MATCH PATTERN (A B+ C)").replace(
         "MEASURES LAST(B.ts) AS b_ts",
         "MEASURES FINAL LAST(B.ts) b_ts, RUNNING COUNT(B.*) AS n, MATCH_NUMBER() AS m, \"odd name\".x AS \"odd\"",
     );
     assert_eq!(
         param(&sql, "measures").as_deref(),
-        Some("LAST(B.ts) AS b_ts, COUNT(B.*) AS n, MATCH_NUMBER() AS m, \"odd name\".x AS \"odd\"")
+        Some("FINAL LAST(B.ts) AS b_ts, RUNNING COUNT(B.*) AS n, MATCH_NUMBER() AS m, \"odd name\".x AS \"odd\"")
     );
     let sql = over("PATTERN (A B+ C)").replace(
         "B AS B.value < PREV(B.value)",
@@ -294,7 +305,7 @@ fn measures_are_written_name_by_name_and_running_is_the_default() {
     );
     assert_eq!(
         param(&sql, "define").as_deref(),
-        Some("B AS B.value < LAST(B.value, 1), C AS C.value > LAST(B.value)")
+        Some("B AS B.value < RUNNING LAST(B.value, 1), C AS C.value > LAST(B.value)")
     );
 }
 
@@ -329,6 +340,77 @@ fn where_and_the_select_list_apply_to_the_matches() {
 }
 
 #[test]
+fn anchors_pass_through_as_written_however_sqlparser_lexes_them() {
+    // sqlparser lexes `C$` as one word and `$A` as a placeholder.
+    for p in ["^ A B+ C $", "^A B+ C$", "A B+ (C | $)", "A B+ C$$"] {
+        let sql = over(&format!("AFTER MATCH SKIP TO LAST C PATTERN ({p})"));
+        assert_eq!(param(&sql, "pattern").as_deref(), Some(p));
+        assert_eq!(
+            param(&sql, "after_match").as_deref(),
+            Some("skip to last C")
+        );
+    }
+}
+
+#[test]
+fn subset_becomes_a_param_and_a_skip_may_name_its_union_variable() {
+    let sql = over("AFTER MATCH SKIP TO LAST u PATTERN (A B+ C) SUBSET U = (B, C), \"v\" = (A)")
+        .replace(
+            "LAST(B.ts) AS b_ts",
+            "LAST(U.ts) AS b_ts, CLASSIFIER(U) AS cu",
+        );
+    assert_eq!(
+        param(&sql, "subset").as_deref(),
+        Some("U = (B, C), \"v\" = (A)")
+    );
+    assert_eq!(
+        param(&sql, "after_match").as_deref(),
+        Some("skip to last u")
+    );
+    assert_eq!(
+        param(&sql, "measures").as_deref(),
+        Some("LAST(U.ts) AS b_ts, CLASSIFIER(U) AS cu")
+    );
+}
+
+#[test]
+fn exclusion_passes_through_as_written() {
+    let sql = over("ALL ROWS PER MATCH PATTERN (A {- B+ -} C)");
+    assert_eq!(param(&sql, "pattern").as_deref(), Some("A {- B+ -} C"));
+}
+
+#[test]
+fn permute_passes_through_as_written() {
+    let sql = over("PATTERN (A PERMUTE(B+, (C | A)) C)");
+    assert_eq!(
+        param(&sql, "pattern").as_deref(),
+        Some("A PERMUTE(B+, (C | A)) C")
+    );
+}
+
+#[test]
+fn order_by_the_event_time_then_tie_breakers() {
+    let sql = over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts, value DESC, site");
+    assert_eq!(
+        param(&sql, "order_by").as_deref(),
+        Some("ts, value DESC, site")
+    );
+    let sql = over("PATTERN (A B+ C)").replace(
+        "ORDER BY ts",
+        "ORDER BY ts, value DESC NULLS LAST, site NULLS FIRST",
+    );
+    assert_eq!(
+        param(&sql, "order_by").as_deref(),
+        Some("ts, value DESC NULLS LAST, site NULLS FIRST")
+    );
+    let err = error(&over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts, nope"));
+    assert!(
+        err.contains("ORDER BY: table `ev` has no column `nope`"),
+        "{err}"
+    );
+}
+
+#[test]
 fn unsupported_clauses_are_errors_at_their_place() {
     let cases = [
         (
@@ -337,9 +419,9 @@ fn unsupported_clauses_are_errors_at_their_place() {
             "ORDER BY ts DESC is not supported",
         ),
         (
-            over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts, sensor"),
-            "sensor MEASURES",
-            "ORDER BY several columns is not supported",
+            over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY ts NULLS FIRST, value"),
+            "NULLS",
+            "NULLS FIRST / LAST after the event time ts changes nothing",
         ),
         (
             over("PATTERN (A B+ C)").replace("ORDER BY ts", "ORDER BY value"),
@@ -351,19 +433,7 @@ fn unsupported_clauses_are_errors_at_their_place() {
             "MATCH_RECOGNIZE",
             "needs ORDER BY",
         ),
-        (
-            over("PATTERN (A PERMUTE(B, C))"),
-            "PERMUTE",
-            "PERMUTE (rows in any order) is not supported yet",
-        ),
-        (
-            over("PATTERN (A B+ C) SUBSET U = (B, C)"),
-            "SUBSET",
-            "SUBSET (union variables) is not supported yet",
-        ),
-        (over("PATTERN (^ A B+ C)"), "^", "the anchor `^`"),
-        (over("PATTERN (A B+ C $)"), "$)", "the anchor `$`"),
-        (over("PATTERN (A {- B+ -} C)"), "{-", "`{- … -}`"),
+        (over("PATTERN (A B, C)"), ", C", "unexpected `,` in PATTERN"),
         (
             over("PATTERN (A B+ C) WITHIN 10"),
             "10\n",
@@ -377,17 +447,13 @@ fn unsupported_clauses_are_errors_at_their_place() {
         (
             over("AFTER MATCH SKIP TO FIRST U PATTERN (A B+ C)"),
             "U PATTERN",
-            "AFTER MATCH SKIP TO FIRST U: `U` is not a variable of the pattern, which has A, B, C",
+            "AFTER MATCH SKIP TO FIRST U: `U` is neither a variable of the pattern, which has A, B, C, nor a SUBSET variable",
         ),
         (
-            over("ALL ROWS PER MATCH PATTERN (A B+ C)").replace("LAST(B.ts)", "FINAL LAST(B.ts)"),
+            over("PATTERN (A B+ C)")
+                .replace("B.value < PREV(B.value)", "B.value < FINAL LAST(B.value)"),
             "FINAL",
-            "FINAL in the MEASURES of ALL ROWS PER MATCH",
-        ),
-        (
-            over("ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A B+ C)"),
-            "ALL ROWS",
-            "ALL ROWS PER MATCH WITH UNMATCHED ROWS is not supported yet",
+            "FINAL in DEFINE",
         ),
         (
             over("PATTERN (A B+ C)").replace("AS b_ts", "AS sensor"),

@@ -144,3 +144,80 @@ pub fn restart_point(
         restored(make, checkpoints)
     })
 }
+
+/// The rows a `pattern` operator outputs over `rows` of the stream `T (ts timestamp, k int,
+/// value int, tag string)`, fed in one batch and ended, each as its cells' text joined with
+/// ", " (NULL for a null). `params` are the operator's params besides its input and output,
+/// as `.flow` writes them (`param pattern = "A B+"` …).
+pub fn pattern_rows(params: &str, rows: &[(i64, i64, i64, &str)]) -> Vec<String> {
+    try_pattern_rows(params, rows).unwrap_or_else(|e| panic!("{params}\n{e}"))
+}
+
+/// [`pattern_rows`], or the error the operator stops with.
+pub fn try_pattern_rows(
+    params: &str,
+    rows: &[(i64, i64, i64, &str)],
+) -> Result<Vec<String>, OperatorError> {
+    use anduin_operator_api::Collector;
+    use arrow::array::{Int64Array, StringArray, TimestampMillisecondArray};
+    use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+    use arrow::record_batch::RecordBatch;
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+
+    struct Rows(Vec<String>);
+    impl Collector for Rows {
+        fn collect(&mut self, _port: usize, b: RecordBatch) -> Result<(), OperatorError> {
+            let options = FormatOptions::default().with_null("NULL");
+            let formatters: Vec<ArrayFormatter<'_>> = b
+                .columns()
+                .iter()
+                .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).expect("formats"))
+                .collect();
+            for i in 0..b.num_rows() {
+                let cells: Vec<String> =
+                    formatters.iter().map(|f| f.value(i).to_string()).collect();
+                self.0.push(cells.join(", "));
+            }
+            Ok(())
+        }
+    }
+    let src = format!(
+        r#"type name = "T" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "value", type = "int" column name = "tag", type = "string" }}
+operator name = "g", type = "generator" {{ output name = "in", type = "T" }}
+operator name = "op", type = "pattern" {{
+  input name = "in"
+  {params}
+  output name = "out" }}
+operator name = "d", type = "discard" {{ input name = "out" }}"#
+    );
+    let mut op = operator(&src);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("ts", DataType::Timestamp(TimeUnit::Millisecond, None), true),
+        Field::new("k", DataType::Int64, true),
+        Field::new("value", DataType::Int64, true),
+        Field::new("tag", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(TimestampMillisecondArray::from(
+                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| r.3).collect::<Vec<_>>(),
+            )),
+        ],
+    )
+    .expect("valid");
+    let mut out = Rows(Vec::new());
+    op.process_batch(0, batch, &mut out)?;
+    op.handle_watermark(anduin_types::Watermark::MAX, &mut out)?;
+    op.on_end_of_input(&mut out)?;
+    Ok(out.0)
+}

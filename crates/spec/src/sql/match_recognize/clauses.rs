@@ -10,53 +10,62 @@ use sqlparser::tokenizer::{Location, Span, Token};
 use super::pattern::{name_of_text, var_text};
 use super::{internal, prepare, RawMatch};
 use crate::sql::dialect::AnduinDialect;
-use crate::sql::insert::unsupported;
 use crate::sql::source_text::{pos, Source};
 use crate::sql::window_tvf::interval_ms;
 use crate::Text;
 
-/// The one `ORDER BY` column, ascending.
+/// The event-time column of `ORDER BY`, and its tie-breakers as `(column, DESC?, NULLS
+/// FIRST?)` (`None`: as the direction has it).
+pub(super) type Order<'e> = (&'e Expr, Vec<(&'e Expr, bool, Option<bool>)>);
+
+/// `ORDER BY`: the event-time column, ascending, then tie-breakers (each ascending or
+/// descending, NULLS FIRST or LAST).
 pub(super) fn order<'e>(
     order_by: &'e [OrderByExpr],
     raw: &RawMatch,
     at: Pos,
-) -> Result<&'e Expr, Diagnostic> {
+) -> Result<Order<'e>, Diagnostic> {
     let [first, rest @ ..] = order_by else {
         return Err(Diagnostic::error(
             at,
             "MATCH_RECOGNIZE needs ORDER BY its table's event-time column, such as ORDER BY ts",
         ));
     };
-    if let Some(second) = rest.first() {
-        return Err(Diagnostic::error(
-            pos(second.expr.span().start),
-            "ORDER BY several columns is not supported in MATCH_RECOGNIZE: a pattern orders rows by one event-time column",
-        ));
-    }
-    let p = pos(first.expr.span().start);
-    // The token after the column: DESC, ASC, NULLS.
-    let after = raw
-        .token_at(first.expr.span().start)
-        .map(|i| (i..i + 6).find(|&k| raw.is_word(k, "DESC") || raw.is_word(k, "NULLS")))
-        .and_then(|k| k.and_then(|k| raw.tok(k)))
-        .map_or(p, |t| pos(t.span.start));
+    // The token after a column: DESC, ASC, NULLS.
+    let after = |o: &OrderByExpr| {
+        let p = pos(o.expr.span().start);
+        raw.token_at(o.expr.span().start)
+            .map(|i| (i..i + 6).find(|&k| raw.is_word(k, "DESC") || raw.is_word(k, "NULLS")))
+            .and_then(|k| k.and_then(|k| raw.tok(k)))
+            .map_or(p, |t| pos(t.span.start))
+    };
     if first.options.asc == Some(false) {
         return Err(Diagnostic::error(
-            after,
+            after(first),
             format!(
-                "ORDER BY {} DESC is not supported in MATCH_RECOGNIZE: a pattern reads rows in ascending event time",
+                "ORDER BY {} DESC is not supported in MATCH_RECOGNIZE: a pattern reads rows in ascending event time (tie-breakers after it may be DESC)",
                 first.expr
             ),
         ));
     }
     if first.options.nulls_first.is_some() {
-        return Err(unsupported(after, "NULLS FIRST / LAST in MATCH_RECOGNIZE"));
+        return Err(Diagnostic::error(
+            after(first),
+            format!(
+                "NULLS FIRST / LAST after the event time {} changes nothing: a row without an event time goes to the dead letters, never into a match (leave it out; tie-breakers after it may have one)",
+                first.expr
+            ),
+        ));
     }
-    Ok(&first.expr)
+    let ties = rest
+        .iter()
+        .map(|o| (&o.expr, o.options.asc == Some(false), o.options.nulls_first))
+        .collect();
+    Ok((&first.expr, ties))
 }
 
-/// The text of body tokens `from..=to`, without `RUNNING` (the default) or `FINAL` (the same
-/// in one row per match; elsewhere `no_final` says why not).
+/// The text of body tokens `from..=to`, `RUNNING` and `FINAL` included (the operator reads
+/// them); `FINAL` where `no_final` says why it is not allowed is an error.
 fn expression(
     raw: &RawMatch,
     source: &Source<'_>,
@@ -75,7 +84,7 @@ fn expression(
         }
     }
     source
-        .tokens_text(&raw.body, from, to, |k| prepare::is_modifier(&raw.body, k))
+        .tokens_text(&raw.body, from, to, |_| false)
         .ok_or_else(|| internal(fallback, "an expression"))
 }
 
@@ -138,7 +147,6 @@ pub(super) fn measures_of(
     measures: &[Measure],
     raw: &RawMatch,
     source: &Source<'_>,
-    all_rows: bool,
 ) -> Result<Vec<Measured>, Diagnostic> {
     let mut items = Vec::new();
     let mut start = raw.keyword("MEASURES").map(|k| k + 1);
@@ -153,10 +161,7 @@ pub(super) fn measures_of(
             .checked_sub(if written_as { 2 } else { 1 })
             .filter(|to| *to >= from)
             .ok_or_else(|| internal(p, "a measure"))?;
-        let no_final = all_rows.then_some(
-            "FINAL in the MEASURES of ALL ROWS PER MATCH is not supported yet: each row's measures see the match up to that row (RUNNING)",
-        );
-        let expr = expression(raw, source, from, to, no_final)?;
+        let expr = expression(raw, source, from, to, None)?;
         let name = span_text(source, m.alias.span.start, m.alias.span.end, p)?;
         items.push(Measured {
             text: Text::join(&[expr, name], " AS "),
@@ -195,11 +200,16 @@ pub(super) fn after_match(
     let Some((v, p)) = var else {
         return Ok(Some(Text::at(words, kw)));
     };
-    if !raw.variables.contains(&name_of_text(&v)) {
+    let name = name_of_text(&v);
+    let unions = raw
+        .subset
+        .as_ref()
+        .map_or(&[][..], |(_, names)| names.as_slice());
+    if !raw.variables.contains(&name) && !unions.contains(&name) {
         return Err(Diagnostic::error(
             p,
             format!(
-                "AFTER MATCH {} {v}: `{v}` is not a variable of the pattern, which has {} (SUBSET variables are not supported yet)",
+                "AFTER MATCH {} {v}: `{v}` is neither a variable of the pattern, which has {}, nor a SUBSET variable",
                 words.to_uppercase(),
                 raw.variables.join(", ")
             ),

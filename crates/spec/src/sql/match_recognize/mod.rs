@@ -4,12 +4,13 @@
 //! | clause | param |
 //! |---|---|
 //! | `PARTITION BY sensor, site` | `partition_by = "sensor, site"` |
-//! | `ORDER BY ts` (the event time, ascending) | `order_by = "ts"` |
+//! | `ORDER BY ts, seq DESC NULLS LAST` (the event time, ascending, then tie-breakers) | `order_by = "ts, seq DESC NULLS LAST"` |
 //! | `MEASURES A.ts AS a_ts, …` | `measures = "A.ts AS a_ts, …"` |
-//! | `ONE ROW PER MATCH` / `ALL ROWS PER MATCH` | `rows_per_match = "one"` / `"all"` |
+//! | `ONE ROW PER MATCH` / `ALL ROWS PER MATCH [SHOW EMPTY MATCHES \| OMIT EMPTY MATCHES \| WITH UNMATCHED ROWS]` | `rows_per_match = "one"` / `"all"`, `"all show empty"`, `"all omit empty"`, `"all with unmatched"` |
 //! | `AFTER MATCH SKIP PAST LAST ROW`, `… TO NEXT ROW`, `… TO FIRST B`, `… TO LAST B`, `… TO B` | `after_match = "skip past last row"`, … |
 //! | `PATTERN (A B+ C D+?)` | `pattern = "A B+ C D+?"` |
 //! | `WITHIN INTERVAL '10' SECOND` (Flink's, after the pattern) | `within = "10s"` |
+//! | `SUBSET U = (A, B), …` | `subset = "U = (A, B), …"` |
 //! | `DEFINE B AS B.v < PREV(B.v), …` | `define = "B AS B.v < PREV(B.v), …"` |
 //!
 //! Expressions go to the operator as written, each character with its position in the
@@ -25,7 +26,9 @@ mod prepare;
 pub(crate) use prepare::{prepare, Prepared, RawMatch};
 
 use anduin_types::{Diagnostic, Pos};
-use sqlparser::ast::{Expr, RowsPerMatch, Spanned, SymbolDefinition, TableFactor};
+use sqlparser::ast::{
+    EmptyMatchesMode, Expr, RowsPerMatch, Spanned, SymbolDefinition, TableFactor,
+};
 
 use super::insert::{name_of, operator, unsupported};
 use super::source_text::{pos, Source};
@@ -121,7 +124,7 @@ pub(super) fn lower(
     if !keys.is_empty() {
         params.push(("partition_by", Text::join(&keys, ", ")));
     }
-    let time = order(order_by, raw, at)?;
+    let (time, ties) = order(order_by, raw, at)?;
     let time = col(time, "ORDER BY")?;
     if let Some(et) = tables.event_time(&stream) {
         if time.as_str() != et {
@@ -134,25 +137,45 @@ pub(super) fn lower(
             ));
         }
     }
-    params.push(("order_by", time));
+    let mut order_items = vec![time];
+    for (e, desc, nulls_first) in ties {
+        let mut item = vec![col(e, "ORDER BY")?];
+        let end = pos(e.span().end);
+        if desc {
+            item.push(Text::at("DESC", end));
+        }
+        match nulls_first {
+            Some(true) => item.push(Text::at("NULLS FIRST", end)),
+            Some(false) => item.push(Text::at("NULLS LAST", end)),
+            None => {}
+        }
+        order_items.push(Text::join(&item, " "));
+    }
+    params.push(("order_by", Text::join(&order_items, ", ")));
     let pattern = source
         .text(raw.pattern)
         .ok_or_else(|| internal(at, "the text of PATTERN"))?;
     params.push(("pattern", pattern));
+    if let Some((span, _)) = &raw.subset {
+        let text = source
+            .text(*span)
+            .ok_or_else(|| internal(at, "the text of SUBSET"))?;
+        params.push(("subset", text));
+    }
     params.push(("define", define(symbols, raw, source)?));
     let all_rows = match rows_per_match {
         None => None,
         Some(RowsPerMatch::OneRow) => Some(false),
-        Some(RowsPerMatch::AllRows(None)) => Some(true),
-        Some(RowsPerMatch::AllRows(Some(mode))) => {
-            let p = raw.keyword("ALL").and_then(|i| raw.tok(i));
-            return Err(unsupported(
-                p.map_or(at, |t| pos(t.span.start)),
-                format!("ALL ROWS PER MATCH {mode}"),
-            ));
-        }
+        Some(RowsPerMatch::AllRows(_)) => Some(true),
     };
-    let measured = measures_of(measures, raw, source, all_rows == Some(true))?;
+    let mode = match rows_per_match {
+        Some(RowsPerMatch::AllRows(Some(EmptyMatchesMode::Show))) => "all show empty",
+        Some(RowsPerMatch::AllRows(Some(EmptyMatchesMode::Omit))) => "all omit empty",
+        Some(RowsPerMatch::AllRows(Some(EmptyMatchesMode::WithUnmatched))) => "all with unmatched",
+        Some(RowsPerMatch::AllRows(None)) => "all",
+        _ => "one",
+    };
+    let measured = measures_of(measures, raw, source)?;
     if !measured.is_empty() {
         let texts: Vec<Text> = measured.iter().map(|m| m.text.clone()).collect();
         params.push(("measures", Text::join(&texts, ", ")));
@@ -160,10 +183,7 @@ pub(super) fn lower(
     if let Some(all) = all_rows {
         let p = raw.keyword(if all { "ALL" } else { "ONE" });
         let p = p.and_then(|i| raw.tok(i)).map_or(at, |t| pos(t.span.start));
-        params.push((
-            "rows_per_match",
-            Text::at(if all { "all" } else { "one" }, p),
-        ));
+        params.push(("rows_per_match", Text::at(mode, p)));
     }
     if let Some(skip) = after_match(after_match_skip.as_ref(), raw, at)? {
         params.push(("after_match", skip));

@@ -6,7 +6,8 @@
 //!   variables alone (`A B+ C D+?` becomes `A B  C D   `);
 //! - Flink's `WITHIN INTERVAL '10' SECOND` after the pattern;
 //! - `AFTER MATCH SKIP TO B` (the SQL standard's short form of `SKIP TO LAST B`);
-//! - `RUNNING` / `FINAL` before a function call in `MEASURES` and `DEFINE`.
+//! - `RUNNING` / `FINAL` before a function call in `MEASURES` and `DEFINE` (the params keep
+//!   them: the operator reads them).
 //!
 //! Each is remembered and blanked with spaces in the SQL given to the parser, so that every
 //! line and column the parser reports is still true of the original script.
@@ -46,6 +47,9 @@ pub(crate) struct RawMatch {
     pub within: Option<(Location, Vec<TokenWithSpan>)>,
     /// `AFTER MATCH SKIP TO var` (blanked): the keyword `AFTER` and the variable.
     pub skip_to: Option<(Location, String)>,
+    /// `SUBSET U = (A, B), …` (blanked: sqlparser does not parse it): the text after the
+    /// keyword, and the union variables' names (as [`pattern::var_name`] names them).
+    pub subset: Option<(Span, Vec<String>)>,
 }
 
 /// The error for a `MATCH_RECOGNIZE` over anything but a table's name.
@@ -171,14 +175,34 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
     let mut pattern_found = None;
     let mut within = None;
     let mut skip_to = None;
+    let mut subset = None;
     let mut j = 0;
     while j < body.len() {
         let b = &body[j];
         if top(j, "SUBSET") {
-            return Err(unsupported(
-                pos(b.tok.span.start),
-                "SUBSET (union variables)",
-            ));
+            let stop = (j + 1..body.len())
+                .find(|&k| CLAUSES.iter().any(|c| *c != "SUBSET" && top(k, c)))
+                .unwrap_or(body.len());
+            let items = body.get(j + 1..stop).unwrap_or_default();
+            let (Some(first), Some(last)) = (items.first(), items.last()) else {
+                return Err(Diagnostic::error(
+                    pos(b.tok.span.start),
+                    "SUBSET needs its union variables, such as SUBSET U = (A, B)",
+                ));
+            };
+            let names = items
+                .iter()
+                .zip(items.iter().skip(1))
+                .filter(|(n, eq)| n.depth == 0 && eq.tok.token == Token::Eq)
+                .filter_map(|(n, _)| match &n.tok.token {
+                    Token::Word(w) => Some(pattern::var_name(&w.value, w.quote_style)),
+                    _ => None,
+                })
+                .collect();
+            blanks.push(Span::new(b.tok.span.start, last.tok.span.end));
+            subset = Some((Span::new(first.tok.span.start, last.tok.span.end), names));
+            j = stop;
+            continue;
         }
         if top(j, "AFTER") && top(j + 1, "MATCH") && top(j + 2, "SKIP") && top(j + 3, "TO") {
             if let Some(Token::Word(w)) = body.get(j + 4).map(|b| &b.tok.token) {
@@ -213,8 +237,9 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
             let ptoks: Vec<TokenWithSpan> =
                 body[j + 2..end].iter().map(|b| b.tok.clone()).collect();
             let variables = pattern::check(&ptoks, b.tok.span.start)?;
-            for t in &ptoks {
-                if !matches!(t.token, Token::Word(_)) {
+            for (k, t) in ptoks.iter().enumerate() {
+                let permute = pattern::is_permute(t, ptoks.get(k + 1).map(|n| &n.token));
+                if permute || !matches!(t.token, Token::Word(_)) {
                     blanks.push(t.span);
                 }
             }
@@ -252,11 +277,12 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
         variables,
         within,
         skip_to,
+        subset,
     }))
 }
 
 /// The functions `RUNNING` and `FINAL` apply to: navigation and aggregates.
-const MODIFIED: [&str; 11] = [
+const MODIFIED: [&str; 18] = [
     "FIRST",
     "LAST",
     "PREV",
@@ -266,6 +292,13 @@ const MODIFIED: [&str; 11] = [
     "AVG",
     "MIN",
     "MAX",
+    "MAX_BY",
+    "MIN_BY",
+    "BOOL_AND",
+    "BOOL_OR",
+    "EVERY",
+    "ANY_VALUE",
+    "ARBITRARY",
     "CLASSIFIER",
     "MATCH_NUMBER",
 ];
@@ -367,9 +400,15 @@ mod tests {
         let err = prepare(sql, &AnduinDialect::default())
             .err()
             .map(|d| d.to_string());
-        assert_eq!(
-            err.as_deref(),
-            Some("2:18: `{- … -}` (excluding rows from the output) is not supported yet")
+        assert_eq!(err, None, "an exclusion passes");
+        let sql = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts\n  PATTERN (A B+? - C)\n  DEFINE A AS true)";
+        let err = prepare(sql, &AnduinDialect::default())
+            .err()
+            .map(|d| d.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.starts_with("2:18: unexpected `-` in PATTERN")),
+            "{err:?}"
         );
         let sql = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES FINAL LAST(B.x) AS y\n  AFTER MATCH SKIP TO B PATTERN (A (B|C)+? D{2,}?) WITHIN INTERVAL '1' SECOND\n  DEFINE A AS true)";
         let p = prepared(sql);

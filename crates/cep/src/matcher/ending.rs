@@ -1,0 +1,237 @@
+//! How a partition's attempts end — a match found and no earlier attempt pending, a time
+//! bound passed, the end of the input (which `$` waits for) — and what a snapshot keeps of a
+//! partition and how it is rebuilt.
+
+use std::collections::VecDeque;
+
+use super::super::equivalence::Pruner;
+use super::super::expr::Sel;
+use super::super::program::Inst;
+use super::closure::{closure, At, Seen};
+use super::views::{excluded_rows, to_steps};
+use super::{Attempt, Outcome, Partition, Pattern, Refused, Row, Scratch, Skip};
+
+impl Partition {
+    /// Event time has passed `watermark`: every row still to come has `ts >= watermark`, so
+    /// attempts whose time bound ends by then cannot grow and end now.
+    pub(crate) fn advance(&mut self, p: &Pattern, watermark: i64, out: &mut Vec<Outcome>) {
+        if watermark == i64::MAX {
+            // No row can come any more: the partition has ended, which `$` waits for.
+            self.end(p);
+        }
+        if let Some(w) = p.within {
+            for a in self.attempts.iter_mut() {
+                if !a.ended() && a.start_ts.saturating_add(w) <= watermark {
+                    time_out(p, a);
+                }
+            }
+        }
+        self.settle(p, out);
+    }
+
+    /// The input ended: partial matches waiting at `$` complete, the others fail; completed
+    /// matches waiting on them are reported.
+    pub(crate) fn finish(&mut self, p: &Pattern, out: &mut Vec<Outcome>) {
+        self.end(p);
+        for a in self.attempts.iter_mut() {
+            a.threads.clear();
+        }
+        self.settle(p, out);
+    }
+
+    /// The partition has ended: in each attempt, the most preferred thread waiting at `$`
+    /// that completes without another row becomes its match (live threads are preferred to
+    /// the match an attempt found before); every thread ends.
+    fn end(&mut self, p: &Pattern) {
+        if !p.ends {
+            return;
+        }
+        let at = At {
+            first: self.next() == 0,
+            ended: true,
+        };
+        let mut seen = Seen::default();
+        let mut prune = Pruner::default();
+        let mut scratch = Vec::new();
+        for a in self.attempts.iter_mut() {
+            for t in a.threads.drain(..) {
+                if p.prog[t.pc] != Inst::End {
+                    continue;
+                }
+                prune.clear(p.prog.len());
+                scratch.clear();
+                let hist = t.hist.clone();
+                if closure(p, &mut seen, &mut prune, at, t.pc + 1, hist, &mut scratch) {
+                    a.best = Some(t.hist);
+                    break;
+                }
+            }
+            a.threads.clear();
+        }
+    }
+
+    /// Reports attempts that ended, oldest first, applying the skip after each match.
+    pub(super) fn settle(&mut self, p: &Pattern, out: &mut Vec<Outcome>) {
+        while self.attempts.front().is_some_and(Attempt::ended) {
+            let a = self.attempts.pop_front().expect("front exists");
+            match a.best {
+                Some(hist) => {
+                    let steps = to_steps(hist.as_ref());
+                    let excluded = excluded_rows(hist.as_ref());
+                    self.matches += 1;
+                    let after = |var: Sel, first: bool| {
+                        let mut rows = steps.iter().filter(|(_, v)| var.has(*v)).map(|(r, _)| *r);
+                        if first {
+                            rows.next()
+                        } else {
+                            rows.next_back()
+                        }
+                    };
+                    let to = match p.skip {
+                        Skip::PastLastRow => steps.last().map_or(a.start + 1, |(r, _)| r + 1),
+                        Skip::ToNextRow => a.start + 1,
+                        Skip::ToFirst(v) => after(v, true).unwrap_or(a.start + 1),
+                        Skip::ToLast(v) => after(v, false).unwrap_or(a.start + 1),
+                    }
+                    .max(a.start + 1);
+                    self.resume = self.resume.max(to);
+                    while self.attempts.front().is_some_and(|b| b.start < to) {
+                        self.attempts.pop_front();
+                    }
+                    // An empty match covers its start row (it is output, not unmatched).
+                    let end = steps.last().map_or(a.start, |(r, _)| *r) + 1;
+                    self.covered = self.covered.max(end);
+                    out.push(Outcome::Match {
+                        start: a.start,
+                        steps,
+                        number: self.matches,
+                        excluded,
+                    });
+                }
+                None => {
+                    if let Some(partial) = a.timed_out {
+                        out.push(Outcome::TimedOut {
+                            start: a.start,
+                            steps: to_steps(partial.as_ref()),
+                            excluded: excluded_rows(partial.as_ref()),
+                        });
+                    }
+                    if p.unmatched && a.start >= self.covered {
+                        self.covered = a.start + 1;
+                        out.push(Outcome::Unmatched { row: a.start });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops rows no attempt and no PREV can reach any more, and says how many. Call after
+    /// the outcomes have been turned into output.
+    pub(crate) fn trim(&mut self, p: &Pattern) -> usize {
+        let first = self.attempts.front().map_or(self.next(), |a| a.start);
+        let keep_from = first.saturating_sub(p.max_back as u64);
+        let mut dropped = 0;
+        while self.base < keep_from && !self.rows.is_empty() {
+            self.rows.pop_front();
+            self.base += 1;
+            dropped += 1;
+        }
+        dropped
+    }
+
+    /// Whether no partial match is in flight (only rows PREV may reach are kept).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.attempts.is_empty()
+    }
+
+    /// Whether the partition is as good as a new one under pattern `p`: no partial match,
+    /// no row kept, no match numbered yet (the row indices differ, but only their
+    /// differences matter), and no row seen if `p` has `^` (a new partition would take its
+    /// next row for the partition's first).
+    pub(crate) fn is_blank(&self, p: &Pattern) -> bool {
+        self.attempts.is_empty()
+            && self.rows.is_empty()
+            && self.matches == 0
+            && !(p.anchored && self.next() > 0)
+    }
+
+    /// The index the next row gets.
+    pub(super) fn next(&self) -> u64 {
+        self.base + self.rows.len() as u64
+    }
+
+    /// The most threads an attempt in flight has.
+    #[cfg(test)]
+    pub(super) fn most_threads(&self) -> usize {
+        self.attempts
+            .iter()
+            .map(|a| a.threads.len())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// How many rows the partition keeps.
+    pub(crate) fn rows_kept(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// What a snapshot holds: the rows kept, the index of the first, the first row of the
+    /// oldest attempt (where a restore replays from), the resume point and the match count.
+    pub(crate) fn parts(&self) -> (&VecDeque<Row>, u64, u64, u64, i64) {
+        let replay = self.attempts.front().map_or(self.next(), |a| a.start);
+        (&self.rows, self.base, replay, self.resume, self.matches)
+    }
+
+    /// Rows before this one are in a match or were reported unmatched (kept by a snapshot
+    /// after [`Partition::parts`]).
+    pub(crate) fn covered(&self) -> u64 {
+        self.covered
+    }
+
+    /// Rebuilds a partition from [`Partition::parts`] (and [`Partition::covered`]) by
+    /// replaying its rows from `replay`; then the caller applies the last watermark with
+    /// [`Partition::advance`].
+    pub(crate) fn rebuild(
+        p: &Pattern,
+        rows: Vec<Row>,
+        (base, replay, resume): (u64, u64, u64),
+        matches: i64,
+        covered: u64,
+    ) -> Result<Partition, Refused> {
+        let split = usize::try_from(replay.saturating_sub(base))
+            .unwrap_or(usize::MAX)
+            .min(rows.len());
+        let mut rows = rows;
+        let again = rows.split_off(split);
+        let mut part = Partition {
+            rows: rows.into(),
+            base,
+            resume,
+            matches,
+            covered,
+            attempts: VecDeque::new(),
+        };
+        let mut out = Vec::new();
+        let mut scratch = Scratch::default();
+        for row in again {
+            part.push(p, &mut scratch, row, &mut out)?;
+        }
+        debug_assert!(out.is_empty(), "a replay re-reports nothing: {out:?}");
+        Ok(part)
+    }
+}
+
+/// The time bound of `a` has passed: its threads waiting for a row end (the most preferred
+/// one is its timed-out partial match if it found no match). Threads waiting at `$` consume
+/// no row and wait on, for the end of the input (a row ends them).
+fn time_out(p: &Pattern, a: &mut Attempt) {
+    let first = a.threads.first().and_then(|t| t.hist.clone());
+    if p.ends {
+        a.threads.retain(|t| p.prog[t.pc] == Inst::End);
+    } else {
+        a.threads.clear();
+    }
+    if a.best.is_none() && a.threads.is_empty() {
+        a.timed_out = Some(first);
+    }
+}

@@ -1,0 +1,472 @@
+//! The matcher of one partition: a Pike VM over the compiled pattern, run for every row that
+//! may start a match (SQL's semantics: try a start row, take its most preferred match, then
+//! skip; otherwise try the next row). Attempts run side by side as rows arrive; an attempt's
+//! result counts only once every earlier attempt has ended, which is when the skip strategy
+//! decides which later attempts survive. Partial matches share their history (the SASE+ /
+//! Flink shared buffer): a thread is a program counter and a pointer into a tree of steps.
+//!
+//! Here: the pattern, rows, steps, threads and attempts, and how a row advances a
+//! partition's attempts ([`Partition::push`]); `closure.rs`: the moves that consume no row;
+//! `ending.rs`: how attempts end (a match, a time bound, the end of the input) and what a
+//! snapshot keeps; `views.rs`: a match as expressions see it.
+
+mod closure;
+mod ending;
+mod views;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::equivalence::{Needs, Pruner, Steps};
+use super::eval::eval;
+use super::expr::{Sel, E};
+use super::program::Inst;
+use super::value::{EvalError, Value};
+use closure::{closure, At, Seen};
+use views::HistView;
+pub(crate) use views::MatchView;
+
+/// What follows a match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Skip {
+    PastLastRow,
+    ToNextRow,
+    /// To the first row mapped to the variable (or to a member of the SUBSET).
+    ToFirst(Sel),
+    /// To the last row mapped to the variable (or to a member of the SUBSET).
+    ToLast(Sel),
+}
+
+/// The compiled pattern, shared by every partition.
+#[derive(Debug)]
+pub(crate) struct Pattern {
+    pub prog: Vec<Inst>,
+    /// Each variable's condition (`None`: any row).
+    pub defines: Vec<Option<E>>,
+    pub vars: Vec<Arc<str>>,
+    /// A row joins a match only while `row.ts - first.ts < within`.
+    pub within: Option<i64>,
+    pub skip: Skip,
+    /// How far PREV looks back from a match's first row (rows kept before it).
+    pub max_back: usize,
+    /// The most threads one attempt may have at once.
+    pub max_threads: usize,
+    /// Whether a condition can fail on a row ([`E::can_fail`]): only then does a row's
+    /// step keep what it changed, to undo it if a condition fails.
+    pub fallible: bool,
+    /// What the conditions read of a partial match's history: threads at one instruction
+    /// that show them the same are equivalent, and only the preferred one is kept.
+    pub needs: Needs,
+    /// The pattern has `^`: a partition that has seen a row is never blank (a new one
+    /// would take its next row for the partition's first).
+    pub anchored: bool,
+    /// The pattern has `$`: threads may wait for the end of the partition.
+    pub ends: bool,
+    /// Per instruction, whether it is a `Label` inside an exclusion `{- … -}`.
+    pub excluded: Vec<bool>,
+    /// Report the rows in no match ([`Outcome::Unmatched`]: ALL ROWS PER MATCH WITH
+    /// UNMATCHED ROWS).
+    pub unmatched: bool,
+}
+
+/// Whether any of `defines` can fail on a row (for [`Pattern::fallible`]).
+pub(crate) fn fallible(defines: &[Option<E>]) -> bool {
+    defines.iter().flatten().any(E::can_fail)
+}
+
+/// A row of the partition.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Row {
+    pub ts: i64,
+    pub cells: Box<[Value]>,
+}
+
+/// An ended attempt the caller reports: its rows oldest first as (row index, variable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// A match (possibly empty: no steps, at row `start`) with its number in the partition.
+    Match {
+        start: u64,
+        steps: Vec<(u64, usize)>,
+        number: i64,
+        /// The rows matched inside an exclusion `{- … -}` (not output row by row).
+        excluded: Vec<u64>,
+    },
+    /// No match: the time bound ran out while it was partial (its most preferred partial
+    /// match).
+    TimedOut {
+        start: u64,
+        steps: Vec<(u64, usize)>,
+        excluded: Vec<u64>,
+    },
+    /// Row `row` is in no match: no match starts at it and none covers it (reported only
+    /// with [`Pattern::unmatched`]).
+    Unmatched { row: u64 },
+}
+
+/// The pattern is too ambiguous to follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TooManyThreads {
+    pub start: u64,
+    pub threads: usize,
+}
+
+/// Why a row was not taken; the partition is as it was before the row.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The condition of variable `var` failed on the row (it goes to the dead letters).
+    Condition {
+        row: Row,
+        var: usize,
+        error: EvalError,
+    },
+    /// The pattern is too ambiguous to follow (the query stops).
+    TooManyThreads(TooManyThreads),
+}
+
+/// A row of a partial match, mapped to a variable, after the rows before it.
+#[derive(Debug)]
+///
+/// A Nexmark run keeps a step or two per partition and millions of partitions: the
+/// variable is 32 bits so that the exclusion flag fits in the padding, and a step stays in
+/// the allocator's 80-byte size class (with 64 bits and the flag, it took 8 bytes more, and
+/// cep_q3 about 10% more memory).
+pub(crate) struct Step {
+    pub row: u64,
+    pub prev: Option<Arc<Step>>,
+    /// The last row mapped to each of the first [`TRACKED`] variables up to this step
+    /// ([`NO_ROW`]: none), so that `A.price` in a later condition needs no walk back to A.
+    pub last: [u64; TRACKED],
+    /// The variable, see [`Step::var`].
+    var: u32,
+    /// Matched inside an exclusion `{- … -}`: part of the match, not of ALL ROWS PER MATCH.
+    pub excluded: bool,
+}
+
+/// How many variables a step remembers the last rows of (a pattern with more walks the
+/// history for the others).
+pub(crate) const TRACKED: usize = 4;
+pub(crate) const NO_ROW: u64 = u64::MAX;
+
+impl Step {
+    pub(crate) fn after(row: u64, var: usize, prev: Option<Arc<Step>>) -> Arc<Step> {
+        Step::marked(row, var, prev, false)
+    }
+
+    /// [`Step::after`], `excluded` or not.
+    pub(crate) fn marked(
+        row: u64,
+        var: usize,
+        prev: Option<Arc<Step>>,
+        excluded: bool,
+    ) -> Arc<Step> {
+        let mut last = prev.as_ref().map_or([NO_ROW; TRACKED], |p| p.last);
+        if let Some(l) = last.get_mut(var) {
+            *l = row;
+        }
+        Arc::new(Step {
+            row,
+            var: u32::try_from(var).expect(
+                "a pattern has fewer than 2^32 variables (its program is bounded by MAX_PROGRAM)",
+            ),
+            prev,
+            last,
+            excluded,
+        })
+    }
+
+    /// The variable the row is mapped to.
+    pub(crate) fn var(&self) -> usize {
+        self.var as usize
+    }
+}
+
+/// A partial match waiting at an instruction.
+#[derive(Debug, Clone)]
+pub(crate) struct Thread {
+    pub pc: usize,
+    pub hist: Option<Arc<Step>>,
+}
+
+#[derive(Debug)]
+struct Attempt {
+    start: u64,
+    start_ts: i64,
+    /// Live threads in preference order, each waiting at a `Label`.
+    threads: Vec<Thread>,
+    /// The most preferred complete match found so far (`Some(None)`: the empty match).
+    best: Option<Option<Arc<Step>>>,
+    /// Set when the time bound ended it with live threads and no match.
+    timed_out: Option<Option<Arc<Step>>>,
+}
+
+impl Attempt {
+    fn ended(&self) -> bool {
+        self.threads.is_empty()
+    }
+}
+
+/// An attempt's `best` (or `timed_out`) match.
+type Best = Option<Option<Arc<Step>>>;
+
+/// What a row changed in one attempt, kept until the row is taken so that a condition that
+/// fails on it can undo everything: the attempt's threads before the row (their vector is
+/// reused once the row is taken) and, if the row changed it, its `best` before.
+#[derive(Debug)]
+struct Undo {
+    attempt: usize,
+    threads: Vec<Thread>,
+    best: Option<Best>,
+    /// The row timed the attempt out.
+    timed_out: bool,
+}
+
+/// One partition's rows and attempts.
+///
+/// A Nexmark run holds millions of partitions of a row or two, each inline in the store's
+/// table: a field more is 8 bytes times the table's buckets. The index the next row gets is
+/// therefore `base + rows.len()` ([`Partition::next`]), and whether the pattern is anchored
+/// is the pattern's to say.
+#[derive(Debug, Default)]
+pub(crate) struct Partition {
+    rows: VecDeque<Row>,
+    /// The index of `rows[0]`.
+    base: u64,
+    /// Rows before this one cannot start a match (they were skipped).
+    resume: u64,
+    /// Matches emitted so far.
+    matches: i64,
+    /// Rows before this one are in a match, or were reported unmatched.
+    covered: u64,
+    attempts: VecDeque<Attempt>,
+}
+
+/// The working space of [`Partition::push`], shared by the partitions of an operator (a
+/// Nexmark run has millions of partitions of a row or two: space of their own would be most
+/// of their memory).
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// Of [`closure()`].
+    seen: Seen,
+    /// Of an attempt's row: which threads are equivalent, which steps exist.
+    prune: Pruner,
+    steps: Steps,
+    /// Empty thread lists whose allocations the next steps reuse.
+    spare: Vec<Vec<Thread>>,
+    /// What the row being pushed changed (empty between rows).
+    undo: Vec<Undo>,
+}
+
+impl Partition {
+    /// Row `index` of the partition, if still kept.
+    pub(crate) fn row(&self, index: u64) -> Option<&Row> {
+        let i = usize::try_from(index.checked_sub(self.base)?).ok()?;
+        self.rows.get(i)
+    }
+
+    fn cell(&self, row: u64, col: usize) -> Option<&Value> {
+        self.row(row).and_then(|r| r.cells.get(col))
+    }
+
+    /// Feeds the next row (rows arrive in event-time order) and reports the attempts that
+    /// ended, in order. A row a condition fails on is refused and changes nothing: the
+    /// partition is as if it had never arrived (its rows, attempts, their threads and best
+    /// matches), and `out` is untouched.
+    pub(crate) fn push(
+        &mut self,
+        p: &Pattern,
+        s: &mut Scratch,
+        row: Row,
+        out: &mut Vec<Outcome>,
+    ) -> Result<(), Refused> {
+        let idx = self.next();
+        let ts = row.ts;
+        self.rows.push_back(row);
+        let started = idx >= self.resume;
+        if started {
+            let mut threads = s.spare.pop().unwrap_or_default();
+            s.prune.clear(p.prog.len());
+            let at = At {
+                first: idx == 0,
+                ended: false,
+            };
+            let best =
+                closure(p, &mut s.seen, &mut s.prune, at, 0, None, &mut threads).then_some(None);
+            self.attempts.push_back(Attempt {
+                start: idx,
+                start_ts: ts,
+                threads,
+                best,
+                timed_out: None,
+            });
+        }
+        if let Err(failed) = self.step(p, s, idx, ts) {
+            return Err(self.roll_back(s, started, failed));
+        }
+        // The row is taken: the threads before it go.
+        for u in s.undo.drain(..) {
+            let mut old = u.threads;
+            old.clear();
+            s.spare.push(old);
+        }
+        // Keep about as many spare lists as the next row may need.
+        s.spare.truncate(self.attempts.len() + 2);
+        self.settle(p, out);
+        Ok(())
+    }
+
+    /// Advances every attempt by row `idx` (the last row, at time `ts`), recording in
+    /// `s.undo` what it changed. On an error, the attempt being advanced is as it was and
+    /// the earlier ones are advanced, with their old state in `s.undo`.
+    fn step(&mut self, p: &Pattern, s: &mut Scratch, idx: u64, ts: i64) -> Result<(), StepFailed> {
+        for i in 0..self.attempts.len() {
+            if self.attempts[i].ended() {
+                continue;
+            }
+            if p.within
+                .is_some_and(|w| ts.saturating_sub(self.attempts[i].start_ts) >= w)
+            {
+                let a = &mut self.attempts[i];
+                let mut threads = std::mem::take(&mut a.threads);
+                if a.best.is_none() {
+                    a.timed_out = Some(threads.first().and_then(|t| t.hist.clone()));
+                }
+                if p.fallible {
+                    s.undo.push(Undo {
+                        attempt: i,
+                        threads,
+                        best: None,
+                        timed_out: true,
+                    });
+                } else {
+                    // No condition can fail: nothing will be undone.
+                    threads.clear();
+                    s.spare.push(threads);
+                }
+                continue;
+            }
+            let threads = std::mem::take(&mut self.attempts[i].threads);
+            let mut next = s.spare.pop().unwrap_or_default();
+            let mut found = None;
+            let mut failed = None;
+            s.prune.clear(p.prog.len());
+            // Equal histories are one allocation only where equivalence looks at them.
+            let share = !p.needs.nothing() && threads.len() > 1;
+            for t in &threads {
+                let Inst::Label(var) = p.prog[t.pc] else {
+                    continue;
+                };
+                let ok = match &p.defines[var] {
+                    None => true,
+                    Some(cond) => {
+                        let view = HistView {
+                            part: self,
+                            head: (idx, var),
+                            hist: t.hist.as_ref(),
+                            number: self.matches + 1,
+                        };
+                        match eval(cond, &view, &p.vars) {
+                            Ok(v) => v == Value::Bool(true),
+                            Err(error) => {
+                                failed = Some(StepFailed::Condition { var, error });
+                                break;
+                            }
+                        }
+                    }
+                };
+                if !ok {
+                    continue;
+                }
+                let excluded = p.excluded.get(t.pc).copied().unwrap_or(false);
+                let hist = Some(if share {
+                    s.steps.after(idx, var, t.hist.as_ref(), excluded)
+                } else {
+                    Step::marked(idx, var, t.hist.clone(), excluded)
+                });
+                let done = closure(
+                    p,
+                    &mut s.seen,
+                    &mut s.prune,
+                    At::default(),
+                    t.pc + 1,
+                    hist.clone(),
+                    &mut next,
+                );
+                if done {
+                    found = Some(hist);
+                    break;
+                }
+                if next.len() > p.max_threads {
+                    failed = Some(StepFailed::TooManyThreads(TooManyThreads {
+                        start: self.attempts[i].start,
+                        threads: next.len(),
+                    }));
+                    break;
+                }
+            }
+            s.steps.clear();
+            let a = &mut self.attempts[i];
+            if let Some(failed) = failed {
+                a.threads = threads;
+                next.clear();
+                s.spare.push(next);
+                return Err(failed);
+            }
+            a.threads = next;
+            let best = found.map(|h| a.best.replace(h));
+            if p.fallible {
+                s.undo.push(Undo {
+                    attempt: i,
+                    threads,
+                    best,
+                    timed_out: false,
+                });
+            } else {
+                let mut old = threads;
+                old.clear();
+                s.spare.push(old);
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes row `self.next - 1` after `failed`: its attempt (if it `started` one) goes, the
+    /// other attempts get back what `s.undo` kept, and the row is handed back.
+    fn roll_back(&mut self, s: &mut Scratch, started: bool, failed: StepFailed) -> Refused {
+        for u in s.undo.drain(..).rev() {
+            let a = &mut self.attempts[u.attempt];
+            let mut new = std::mem::replace(&mut a.threads, u.threads);
+            new.clear();
+            s.spare.push(new);
+            if let Some(best) = u.best {
+                a.best = best;
+            }
+            if u.timed_out {
+                a.timed_out = None;
+            }
+        }
+        if started {
+            let a = self
+                .attempts
+                .pop_back()
+                .expect("the row's own attempt is the last");
+            let mut threads = a.threads;
+            threads.clear();
+            s.spare.push(threads);
+        }
+        let row = self.rows.pop_back().expect("the row was pushed");
+        match failed {
+            StepFailed::Condition { var, error } => Refused::Condition { row, var, error },
+            StepFailed::TooManyThreads(e) => Refused::TooManyThreads(e),
+        }
+    }
+}
+
+/// Why advancing the attempts by a row failed.
+enum StepFailed {
+    Condition { var: usize, error: EvalError },
+    TooManyThreads(TooManyThreads),
+}

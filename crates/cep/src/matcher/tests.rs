@@ -1,0 +1,368 @@
+//! The matcher against a brute-force one on seeded random patterns, conditions and rows;
+//! refused rows; pruning; sizes.
+
+use super::super::expr::{compile_defines, Scope};
+use super::super::{deepest_prev, program, syntax};
+use super::*;
+use anduin_types::ColumnType;
+
+/// splitmix64: the seeded randomness of these tests.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const PATTERNS: &[&str] = &[
+    "A B+ C",
+    "A B* C?",
+    "(A | B) C+",
+    "A{2,3} B+?",
+    "A B+",
+    "A+? B",
+    "A (B C)* D",
+    "(A B | C)+? D?",
+];
+
+/// Conditions over columns `value` and `d`; `W` becomes a variable of the pattern.
+const CONDITIONS: &[&str] = &[
+    "true",
+    "value > PREV(value)",
+    "value < 50",
+    "value % 3 = 0",
+    "value > LAST(W.value)",
+    "SUM(W.value) < 200",
+    "COUNT(W.*) <= 3",
+    "LAST(W.value, 1) IS NULL OR value < LAST(W.value, 1)",
+    "PREV(value, 2) IS NOT NULL AND value <> PREV(value, 2)",
+];
+
+/// A pattern some of whose conditions compute `100 / d`, which fails where `d = 0`: first,
+/// so that it fails on every such row that any attempt tries for the variable, or after
+/// the rest of the condition (`AND` evaluates its right side only when the left is true).
+fn pattern(rng: &mut Rng) -> (Pattern, String) {
+    let text = *rng.pick(PATTERNS);
+    let parsed = syntax::parse(text).expect("parses");
+    let prog = program::compile(&parsed.pat).expect("compiles");
+    let columns: Vec<(String, ColumnType)> = vec![
+        ("ts".into(), ColumnType::Timestamp),
+        ("value".into(), ColumnType::Int),
+        ("d".into(), ColumnType::Int),
+    ];
+    let defines_text = parsed
+        .vars
+        .iter()
+        .map(|v| {
+            let w = rng.pick(&parsed.vars).clone();
+            let cond = rng.pick(CONDITIONS).replace('W', &w);
+            match rng.below(3) {
+                0 => format!("{v} AS 100 / d < 1000 AND ({cond})"),
+                1 => format!("{v} AS ({cond}) AND 100 / d < 1000"),
+                _ => format!("{v} AS {cond}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let scope = Scope::new(&columns, &parsed.vars);
+    let mut defines = vec![None; parsed.vars.len()];
+    let mut max_back = 0;
+    for (v, t, _) in compile_defines(&defines_text, &scope).expect("compiles") {
+        max_back = max_back.max(deepest_prev(&t.e));
+        defines[v] = Some(t.e);
+    }
+    let skip = match rng.below(4) {
+        0 => Skip::PastLastRow,
+        1 => Skip::ToNextRow,
+        2 => Skip::ToFirst(Sel::One(parsed.vars.len() - 1)),
+        _ => Skip::ToLast(Sel::One(0)),
+    };
+    let within = (rng.below(2) == 0).then(|| 1 + rng.below(8) as i64);
+    let p = Pattern {
+        prog,
+        fallible: fallible(&defines),
+        needs: Needs::of(&defines),
+        defines,
+        vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
+        within,
+        skip,
+        max_back,
+        max_threads: 100_000,
+        anchored: false,
+        excluded: Vec::new(),
+        unmatched: false,
+        ends: false,
+    };
+    let what = format!("pattern {text}, define {defines_text}, {skip:?}, within {within:?}");
+    (p, what)
+}
+
+/// A partition's state as [`Partition::parts`] tells it.
+type State = (Vec<Row>, u64, u64, u64, i64);
+
+fn row(ts: i64, value: i64, d: i64) -> Row {
+    Row {
+        ts,
+        cells: vec![Value::Int(ts), Value::Int(value), Value::Int(d)].into(),
+    }
+}
+
+/// Feeds `rows` as the operator does (trimming after each row, then the end of input; the
+/// watermark at each good row's time first, the same in a run with bad rows as without):
+/// the outcomes, the state after each row taken, and which rows were refused.
+fn run(p: &Pattern, rows: &[Row]) -> (Vec<Outcome>, Vec<State>, Vec<usize>) {
+    let mut part = Partition::default();
+    let mut scratch = Scratch::default();
+    let mut out = Vec::new();
+    let mut states = Vec::new();
+    let mut refused = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if r.cells[2] != Value::Int(0) {
+            part.advance(p, r.ts, &mut out);
+        }
+        match part.push(p, &mut scratch, r.clone(), &mut out) {
+            Ok(()) => {
+                part.trim(p);
+                let (rows, base, replay, resume, matches) = part.parts();
+                states.push((
+                    rows.iter().cloned().collect(),
+                    base,
+                    replay,
+                    resume,
+                    matches,
+                ));
+            }
+            Err(Refused::Condition { row, error, .. }) => {
+                assert_eq!(&row, r, "the refused row is handed back");
+                assert_eq!(error.message(), "Divide by zero error");
+                refused.push(i);
+            }
+            Err(Refused::TooManyThreads(e)) => panic!("{e:?}"),
+        }
+    }
+    part.finish(p, &mut out);
+    (out, states, refused)
+}
+
+/// A Nexmark run holds millions of steps and partitions: a field more in either costs
+/// about a tenth of cep_q3's memory (a step of 64 bytes leaves the allocator's 80-byte
+/// class with its two counts; a partition lives inline in the store's table).
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn a_step_and_a_partition_stay_as_small_as_they_were() {
+    assert_eq!(std::mem::size_of::<Step>(), 56);
+    assert_eq!(std::mem::size_of::<Partition>(), 96);
+}
+
+#[test]
+fn a_row_a_condition_fails_on_leaves_the_partition_as_if_it_had_never_arrived() {
+    let mut refusals = 0;
+    let mut after_changes = 0;
+    for seed in 0..600u64 {
+        let mut rng = Rng(seed);
+        let (p, what) = pattern(&mut rng);
+        let n = 5 + rng.below(60) as usize;
+        let mut ts = 0;
+        let rows: Vec<Row> = (0..n)
+            .map(|_| {
+                ts += rng.below(3) as i64;
+                let d = if rng.below(5) == 0 {
+                    0
+                } else {
+                    1 + rng.below(4) as i64
+                };
+                row(ts, rng.below(100) as i64, d)
+            })
+            .collect();
+        let (with, states_with, refused) = run(&p, &rows);
+        assert!(
+            refused.iter().all(|i| rows[*i].cells[2] == Value::Int(0)),
+            "seed {seed}: only rows with d = 0 fail"
+        );
+        let taken: Vec<Row> = (0..n)
+            .filter(|i| !refused.contains(i))
+            .map(|i| rows[i].clone())
+            .collect();
+        let (without, states_without, none) = run(&p, &taken);
+        assert!(none.is_empty());
+        assert_eq!(with, without, "seed {seed}: {what}");
+        assert_eq!(states_with, states_without, "seed {seed}: {what}");
+        refusals += refused.len();
+        after_changes += usize::from(what.contains(") AND 100 / d") && !refused.is_empty());
+    }
+    assert!(refusals > 1000, "the test refuses rows: {refusals}");
+    assert!(
+        after_changes > 50,
+        "and some after other attempts changed: {after_changes}"
+    );
+}
+
+#[test]
+fn a_refused_row_keeps_partial_matches_best_matches_and_time_outs() {
+    // `A B+` greedy: after A B B the attempt has a best match and a live thread; a bad row
+    // must leave both, and a bad row at the time bound must not time the attempt out
+    // (the row's own attempt fails on it after the bound ended the first one).
+    let parsed = syntax::parse("A B+").expect("parses");
+    let columns: Vec<(String, ColumnType)> = vec![
+        ("ts".into(), ColumnType::Timestamp),
+        ("value".into(), ColumnType::Int),
+        ("d".into(), ColumnType::Int),
+    ];
+    let scope = Scope::new(&columns, &parsed.vars);
+    let mut defines = vec![None; 2];
+    for (v, t, _) in compile_defines(
+        "A AS 10 / d > 0 AND value = 0, B AS 10 / d > 0 AND value > 0",
+        &scope,
+    )
+    .expect("compiles")
+    {
+        defines[v] = Some(t.e);
+    }
+    let p = Pattern {
+        prog: program::compile(&parsed.pat).expect("compiles"),
+        fallible: fallible(&defines),
+        needs: Needs::of(&defines),
+        defines,
+        vars: vec![Arc::from("A"), Arc::from("B")],
+        within: Some(10),
+        skip: Skip::PastLastRow,
+        max_back: 0,
+        max_threads: 100,
+        anchored: false,
+        excluded: Vec::new(),
+        unmatched: false,
+        ends: false,
+    };
+    let mut part = Partition::default();
+    let mut scratch = Scratch::default();
+    let mut out = Vec::new();
+    for r in [row(0, 0, 1), row(1, 1, 1), row(2, 1, 1)] {
+        part.push(&p, &mut scratch, r, &mut out).expect("taken");
+    }
+    assert!(out.is_empty(), "the greedy B+ may still grow");
+    for (r, var) in [(row(3, 1, 0), 1), (row(10, 1, 0), 0)] {
+        let refused = part
+            .push(&p, &mut scratch, r, &mut out)
+            .expect_err("10 / 0 fails");
+        assert!(
+            matches!(refused, Refused::Condition { var: v, .. } if v == var),
+            "{refused:?}"
+        );
+    }
+    assert!(out.is_empty());
+    part.push(&p, &mut scratch, row(4, 1, 1), &mut out)
+        .expect("taken");
+    part.push(&p, &mut scratch, row(5, 0, 1), &mut out)
+        .expect("taken");
+    assert_eq!(
+        out,
+        vec![Outcome::Match {
+            start: 0,
+            steps: vec![(0, 0), (1, 1), (2, 1), (3, 1)],
+            number: 1,
+            excluded: Vec::new(),
+        }]
+    );
+}
+
+/// `pattern` with `defines` over columns `ts` and `value`, without a time bound.
+fn compiled(pattern: &str, defines: &str) -> Pattern {
+    let parsed = syntax::parse(pattern).expect("parses");
+    let columns: Vec<(String, ColumnType)> = vec![
+        ("ts".into(), ColumnType::Timestamp),
+        ("value".into(), ColumnType::Int),
+    ];
+    let scope = Scope::new(&columns, &parsed.vars);
+    let mut defines_of = vec![None; parsed.vars.len()];
+    for (v, t, _) in compile_defines(defines, &scope).expect("compiles") {
+        defines_of[v] = Some(t.e);
+    }
+    Pattern {
+        prog: program::compile(&parsed.pat).expect("compiles"),
+        fallible: fallible(&defines_of),
+        needs: Needs::of(&defines_of),
+        defines: defines_of,
+        vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
+        within: None,
+        skip: Skip::PastLastRow,
+        max_back: 1,
+        max_threads: 100_000,
+        anchored: false,
+        excluded: Vec::new(),
+        unmatched: false,
+        ends: false,
+    }
+}
+
+// Issue 18. Without pruning, `(A+)+ B` has a thread for every way of splitting the rows so
+// far among the iterations (2^n), `(A | B)* C` one for every mapping of them to A or B:
+// the guard of 100 000 threads stopped them after about 17 rows. Pruned, an attempt keeps at
+// most one thread per `Label` when the conditions read no earlier row, or when they do
+// but every thread maps the rows alike; when threads differ in what the conditions read
+// (here the first A row: none, or one of the rows so far), one per `Label` and value.
+// (Every row starts an attempt that lives to the end: the work grows with the square of
+// the rows, and with the fourth power in the last case, which runs on fewer.)
+#[test]
+fn equivalent_partial_matches_are_pruned_so_nested_loops_keep_a_few_threads() {
+    for (pattern, defines, rows, values) in [
+        ("(A+)+ B", "B AS value < 0", 200, 1),
+        ("(A*)* B", "B AS value < 0", 200, 1),
+        ("(A | B)* C", "C AS value < 0", 200, 1),
+        ("((A | B)+)+? C", "C AS value < 0", 200, 1),
+        (
+            "(A+)+ B",
+            "A AS SUM(A.value) > 0, B AS value < LAST(A.value)",
+            200,
+            1,
+        ),
+        (
+            "(A+ | B+)* C",
+            "A AS value > PREV(value), C AS CLASSIFIER() = 'A'",
+            200,
+            1,
+        ),
+        ("(A | B)* C", "C AS value < FIRST(A.value)", 30, 31),
+    ] {
+        let p = compiled(pattern, defines);
+        let mut part = Partition::default();
+        let mut scratch = Scratch::default();
+        let mut out = Vec::new();
+        let mut seen = 0;
+        for i in 0..rows {
+            if let Err(e) = part.push(&p, &mut scratch, row_of(i, i + 1), &mut out) {
+                panic!("{pattern} with {defines}, row {i}: {e:?}");
+            }
+            seen = seen.max(part.most_threads());
+        }
+        assert!(out.is_empty(), "no match: B and C never hold");
+        let labels = p
+            .prog
+            .iter()
+            .filter(|i| matches!(i, Inst::Label(_)))
+            .count();
+        assert!(
+            seen <= labels * values,
+            "{pattern} with {defines}: {seen} threads at once, {labels} labels"
+        );
+    }
+}
+
+fn row_of(ts: i64, value: i64) -> Row {
+    Row {
+        ts,
+        cells: vec![Value::Int(ts), Value::Int(value)].into(),
+    }
+}

@@ -1,0 +1,111 @@
+//! Issue 18: inside DEFINE and MEASURES a pattern takes the expression language of a `map`
+//! (DataFusion's scalar functions, `LIKE`, `IN`, `CASE`, `IF`, `||`, `DECIMAL`), aggregates
+//! over expressions (`AVG(CAST(B.value AS DOUBLE))`, `max(B.value + MATCH_NUMBER())`,
+//! `SUM(PREV(B.value))`,
+//! `count()`, `max_by`, `min_by`, `bool_and`, `bool_or`, `any_value`), and `RUNNING` /
+//! `FINAL` in ALL ROWS PER MATCH. What it does not take is an error naming the function and
+//! where it is.
+
+mod common;
+
+/// Apple, then two B rows (small and "ban…"/"Ban…"), then C (20, once two B rows were seen).
+const ROWS: [(i64, i64, i64, &str); 4] = [
+    (1, 0, 10, "Apple"),
+    (2, 0, -5, "banana"),
+    (3, 0, 7, "Band"),
+    (4, 0, 20, "cherry"),
+];
+
+#[test]
+fn scalar_functions_and_aggregates_over_expressions_compute_as_in_sql() {
+    let params = r#"param order_by = "ts"
+  param pattern = "A B+ C"
+  param define = "A AS upper(tag) = 'APPLE'"
+  param define = "B AS abs(value) < 10 AND (tag LIKE 'ban%' OR tag LIKE 'Ban%')"
+  param define = "C AS value IN (20, 30) AND CASE WHEN COUNT(B.*) >= 2 THEN true ELSE false END"
+  param measures = "A.tag || '-' || LAST(C.tag) AS span, coalesce(NULL, SUM(B.value)) AS sb, AVG(CAST(B.value AS DOUBLE)) AS avg_b, max(B.value + MATCH_NUMBER()) AS mx, count(*) AS n, count() AS n2, max_by(B.tag, abs(B.value)) AS loudest, min_by(B.tag, B.value) AS lowest, bool_and(B.value > 0) AS all_up, bool_or(B.value > 0) AS one_up, any_value(B.tag) AS some_b, CAST(SUM(B.value) AS DECIMAL(10,2)) * 2 AS dec, IF(COUNT(B.*) > 1, 'many', 'one') AS how, FINAL COUNT(C.*) AS c, SUM(PREV(B.value)) AS sp""#;
+    assert_eq!(
+        common::pattern_rows(params, &ROWS),
+        ["Apple-cherry, 2, 1.0, 8, 4, 4, Band, banana, false, true, banana, 4.0, many, 1, 5"]
+    );
+}
+
+#[test]
+fn running_and_final_measures_differ_row_by_row_in_all_rows_per_match() {
+    let params = r#"param order_by = "ts"
+  param pattern = "A B+"
+  param define = "B AS value > PREV(value)"
+  param rows_per_match = "all"
+  param measures = "RUNNING COUNT(*) AS r, FINAL COUNT(*) AS f, FINAL LAST(value) AS last_v, RUNNING LAST(value) AS now_v, FINAL max_by(CLASSIFIER(), value) AS top, CLASSIFIER() AS c""#;
+    let rows = [(1, 0, 1, "x"), (2, 0, 2, "x"), (3, 0, 3, "x")];
+    assert_eq!(
+        common::pattern_rows(params, &rows),
+        [
+            "1970-01-01T00:00:00.001, 0, 1, x, 1, 3, 3, 1, B, A",
+            "1970-01-01T00:00:00.002, 0, 2, x, 2, 3, 3, 2, B, B",
+            "1970-01-01T00:00:00.003, 0, 3, x, 3, 3, 3, 3, B, B",
+        ]
+    );
+}
+
+/// The error `anduin check` gives for a pattern with `params`.
+fn check_error(params: &str) -> String {
+    let src = format!(
+        r#"type name = "T" {{ column name = "ts", type = "timestamp" column name = "value", type = "int" }}
+operator name = "g", type = "generator" {{ output name = "in", type = "T" }}
+operator name = "op", type = "pattern" {{ input name = "in" param order_by = "ts" param pattern = "A B+"
+  {params}
+  output name = "out" }}
+operator name = "d", type = "discard" {{ input name = "out" }}"#
+    );
+    let spec = anduin_spec::parse_flow(&src).expect("parses");
+    match anduin_graph::check(&spec, &anduin_registry::BuiltinCatalog) {
+        Ok(_) => panic!("no error for {params}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn what_a_pattern_does_not_compute_is_an_error_naming_it_and_its_place() {
+    let e = check_error(r#"param define = "B AS value > 1 AND frobnicate(value) > 1""#);
+    assert!(e.contains("unknown function `frobnicate`"), "{e}");
+    assert!(e.starts_with("4:38: unknown function"), "{e}");
+    let e = check_error(r#"param measures = "stddev(B.value) AS s""#);
+    assert!(
+        e.contains("the aggregate `stddev` is not supported in a pattern"),
+        "{e}"
+    );
+    let e = check_error(r#"param measures = "SUM(A.value + B.value) AS s""#);
+    assert!(e.contains("names the rows of `A` and of `B`"), "{e}");
+    let e = check_error(r#"param define = "B AS value > FINAL LAST(A.value)""#);
+    assert!(e.contains("FINAL in DEFINE"), "{e}");
+    let e = check_error(r#"param measures = "array_agg(B.value) AS a""#);
+    assert!(
+        e.contains("array_agg is not supported in a pattern yet"),
+        "{e}"
+    );
+}
+
+#[test]
+fn next_in_a_measure_sees_the_rows_of_the_match_and_no_further() {
+    // A B+ over 1 2 3 (then 0, in no match): NEXT looks forward within the whole match.
+    let params = r#"param order_by = "ts"
+  param pattern = "A B+"
+  param define = "B AS value > PREV(value)"
+  param rows_per_match = "all"
+  param measures = "NEXT(value) AS nxt, NEXT(value, 2) AS nxt2, NEXT(CLASSIFIER()) AS nc, NEXT(A.value) AS after_a""#;
+    let rows = [
+        (1, 0, 1, "x"),
+        (2, 0, 2, "x"),
+        (3, 0, 3, "x"),
+        (4, 0, 0, "x"),
+    ];
+    let got: Vec<String> = common::pattern_rows(params, &rows)
+        .into_iter()
+        .map(|r| r.split(", ").skip(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        got,
+        ["1 x 2 3 B 2", "2 x 3 NULL B 2", "3 x NULL NULL NULL 2",]
+    );
+}
