@@ -98,20 +98,7 @@ pub(super) fn function(
 }
 
 /// The aggregates a pattern computes, by the names SQL (and Trino) call them.
-const AGGREGATES: [&str; 12] = [
-    "COUNT",
-    "SUM",
-    "AVG",
-    "MIN",
-    "MAX",
-    "MAX_BY",
-    "MIN_BY",
-    "BOOL_AND",
-    "BOOL_OR",
-    "EVERY",
-    "ANY_VALUE",
-    "ARBITRARY",
-];
+const AGGREGATES: [&str; 12] = anduin_spec::PATTERN_AGGREGATES;
 
 /// Whether `name` (upper case) is a function of the pattern's own: navigation,
 /// `CLASSIFIER()`, `MATCH_NUMBER()` or an aggregate over a variable's rows.

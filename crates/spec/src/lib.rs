@@ -25,6 +25,6 @@ pub use ast::{ColumnDef, ControlDef, OperatorDef, OutputDef, Param, Spec, TypeDe
 pub use json::{from_json, to_json};
 pub use parser::parse_flow;
 pub use source::{decode, without_bom};
-pub use sql::parse_sql;
+pub use sql::{parse_sql, PATTERN_AGGREGATES};
 pub use text::Text;
 pub use vars::{substitute, Missing};

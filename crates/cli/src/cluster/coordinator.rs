@@ -415,8 +415,9 @@ fn watch_liveness(cluster: &Cluster) {
                 slept_ms = slept.as_millis() as u64,
                 "the coordinator did not run for a while: the workers get a whole heartbeat timeout again"
             );
+            let now = Instant::now();
             for w in state.workers.values_mut() {
-                w.last_seen = w.last_seen.max(Instant::now());
+                w.last_seen = now;
             }
             continue;
         }

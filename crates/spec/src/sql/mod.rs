@@ -20,6 +20,8 @@ mod group;
 mod insert;
 mod join;
 mod match_recognize;
+
+pub use match_recognize::PATTERN_AGGREGATES;
 mod select_text;
 mod source_text;
 mod tables;

@@ -23,6 +23,8 @@ mod clauses;
 mod pattern;
 mod prepare;
 
+pub use prepare::PATTERN_AGGREGATES;
+
 pub(crate) use prepare::{prepare, Prepared, RawMatch};
 
 use anduin_types::{Diagnostic, Pos};

@@ -281,12 +281,8 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
     }))
 }
 
-/// The functions `RUNNING` and `FINAL` apply to: navigation and aggregates.
-const MODIFIED: [&str; 18] = [
-    "FIRST",
-    "LAST",
-    "PREV",
-    "NEXT",
+/// The aggregates a row pattern computes, by the names SQL (and Trino) call them.
+pub const PATTERN_AGGREGATES: [&str; 12] = [
     "COUNT",
     "SUM",
     "AVG",
@@ -299,6 +295,15 @@ const MODIFIED: [&str; 18] = [
     "EVERY",
     "ANY_VALUE",
     "ARBITRARY",
+];
+
+/// The functions `RUNNING` and `FINAL` apply to besides the aggregates: navigation, and the
+/// match's classifier and number.
+const MODIFIED: [&str; 6] = [
+    "FIRST",
+    "LAST",
+    "PREV",
+    "NEXT",
     "CLASSIFIER",
     "MATCH_NUMBER",
 ];
@@ -307,9 +312,12 @@ const MODIFIED: [&str; 18] = [
 pub(crate) fn is_modifier(body: &[DepthToken], j: usize) -> bool {
     body.get(j)
         .is_some_and(|b| is_word(&b.tok, "RUNNING") || is_word(&b.tok, "FINAL"))
-        && body
-            .get(j + 1)
-            .is_some_and(|b| MODIFIED.iter().any(|f| is_word(&b.tok, f)))
+        && body.get(j + 1).is_some_and(|b| {
+            MODIFIED
+                .iter()
+                .chain(&PATTERN_AGGREGATES)
+                .any(|f| is_word(&b.tok, f))
+        })
         && body
             .get(j + 2)
             .is_some_and(|b| b.tok.token == Token::LParen)
