@@ -11,12 +11,10 @@ set -eu
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--whole" ]; then
   shift
-  ANDUIN_SOAK_SEEDS=${1:-100} exec cargo nextest run -p anduin-cli \
-    --test a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output \
-    -E 'test(=a_worker_killed_mid_run_with_no_per_task_recovery_rolls_the_whole_query_back)' \
+  ANDUIN_SOAK_SEEDS=${1:-100} exec cargo nextest run -p anduin-cli --test scenarios \
+    -E 'test(/::a_worker_killed_mid_run_with_no_per_task_recovery_rolls_the_whole_query_back$/)' \
     --no-capture
 fi
-ANDUIN_SOAK_SEEDS=${1:-100} exec cargo nextest run -p anduin-cli \
-  --test a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output \
-  --test a_cluster_checkpointing_to_s3_loses_nothing_to_a_killed_worker_or_a_restarted_coordinator \
-  -E 'test(/a_worker_killed/) - test(/no_per_task/)' --no-capture
+ANDUIN_SOAK_SEEDS=${1:-100} exec cargo nextest run -p anduin-cli --test scenarios \
+  -E '(test(/^a_worker_killed_mid_run_costs_the_cluster_nothing_of_its_output::/) | test(/^a_cluster_checkpointing_to_s3_loses_nothing_to_a_killed_worker_or_a_restarted_coordinator::/)) & test(/a_worker_killed/) - test(/no_per_task/)' \
+  --no-capture

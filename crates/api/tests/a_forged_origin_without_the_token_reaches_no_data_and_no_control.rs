@@ -7,7 +7,7 @@
 //! (`/ui/../api/v1/queries`, `/ui/%2e%2e/…`) is not one of them. Nothing was changed,
 //! stopped or checkpointed on the way; the page's own calls, with the token, work.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

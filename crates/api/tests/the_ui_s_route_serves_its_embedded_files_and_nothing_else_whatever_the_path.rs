@@ -5,7 +5,7 @@
 //! back; every refusal is a short JSON problem (a huge name is not sent back whole), and
 //! the server goes on serving.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

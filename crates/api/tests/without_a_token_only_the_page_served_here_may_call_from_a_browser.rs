@@ -5,7 +5,7 @@
 //! data and control route answers those `403`, whatever else they say; the page served
 //! here, whose `Origin` is this server's own, is served.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -220,12 +220,9 @@ impl Df {
             columns,
             &RecordBatchOptions::new().with_row_count(Some(1)),
         )
-        .map_err(|e| EvalError(e.to_string().into()))?;
-        let out = self
-            .compiled
-            .evaluate(&batch)
-            .map_err(|e| EvalError(e.message.into()))?;
-        let cells = column_to_cells(&out, self.out).map_err(|e| EvalError(e.into()))?;
+        .map_err(|e| EvalError::row(e.to_string().into()))?;
+        let out = self.compiled.evaluate(&batch).map_err(EvalError::of)?;
+        let cells = column_to_cells(&out, self.out).map_err(|e| EvalError::row(e.into()))?;
         Ok(cells.into_iter().next().unwrap_or(Value::Null))
     }
 }

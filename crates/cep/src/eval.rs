@@ -325,7 +325,7 @@ impl Acc {
             AggFn::Sum if self.count == 0 => Value::Null,
             AggFn::Sum if !self.floats => {
                 Value::Int(i64::try_from(self.int_total).map_err(|_| {
-                    EvalError(
+                    EvalError::row(
                         format!(
                             "Arithmetic overflow: the SUM is {}, beyond the range of Int64",
                             self.int_total
@@ -355,7 +355,7 @@ impl Acc {
 fn cast(v: Value, to: anduin_types::ColumnType) -> Eval {
     use anduin_types::ColumnType as T;
     let cannot_parse = |s: &str, ty: &str| {
-        EvalError(format!("Cast error: Cannot cast string '{s}' to value of {ty} type").into())
+        EvalError::row(format!("Cast error: Cannot cast string '{s}' to value of {ty} type").into())
     };
     Ok(match (v, to) {
         (Value::Null, _) => Value::Null,
@@ -371,7 +371,7 @@ fn cast(v: Value, to: anduin_types::ColumnType) -> Eval {
                 } else {
                     "Timestamp(ms)"
                 };
-                return Err(EvalError(
+                return Err(EvalError::row(
                     format!("Cast error: Can't cast value {f:?} to type {ty}").into(),
                 ));
             }
@@ -397,7 +397,7 @@ fn cast(v: Value, to: anduin_types::ColumnType) -> Eval {
                 Value::Bool(false)
             }
             other => {
-                return Err(EvalError(
+                return Err(EvalError::row(
                     format!("Cast error: Cannot cast value '{other}' to value of Boolean type")
                         .into(),
                 ))

@@ -99,6 +99,13 @@ pub(crate) fn render(
             for (m, (_, e)) in setup.measures.iter().enumerate() {
                 match eval(e, &view, &setup.pattern.vars) {
                     Ok(v) => row.push(v),
+                    Err(error) if error.is_exhausted() => {
+                        return Err(errors.exhausted_row(
+                            setup.measure_sites + m,
+                            error.message(),
+                            None,
+                        ));
+                    }
                     Err(error) => {
                         let last = steps[..upto].last().map_or(start, |(r, _)| *r);
                         errors.reject_row(

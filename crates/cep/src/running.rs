@@ -316,6 +316,13 @@ impl PatternOp {
                         .map_err(|e| store_error(&setup.name, e))?;
                 }
                 let site = setup.define_site.get(var).copied().flatten();
+                if error.is_exhausted() {
+                    return Err(self.errors.exhausted_row(
+                        site.unwrap_or(usize::MAX),
+                        error.message(),
+                        None,
+                    ));
+                }
                 self.errors.reject_row(
                     || row_json(&setup.input, &setup.types, &row.cells),
                     site.unwrap_or(usize::MAX),

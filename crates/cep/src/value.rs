@@ -6,6 +6,7 @@
 //! overflow of `+ - * /` ("Arithmetic overflow: Overflow happened on: …"). Floats follow IEEE
 //! 754, as arrow's float kernels do: `x / 0.0` is ±inf (NaN for `0.0 / 0.0`), `x % 0.0` NaN.
 
+use anduin_expr::ExprErrorKind;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -21,21 +22,40 @@ pub(crate) enum Value {
 
 /// Why an expression has no value on a row: the message DataFusion gives for the same
 /// failure ("Divide by zero error", "Arithmetic overflow: …", "Cast error: …").
+/// Its kind says whether the row may go to the dead letters, or a function ran out of
+/// resources on it (a user-defined function's fuel) and the query stops.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct EvalError(pub Box<str>);
+pub(crate) struct EvalError(pub Box<str>, pub ExprErrorKind);
 
 impl EvalError {
+    /// The row's fault: `message`.
+    pub(crate) fn row(message: Box<str>) -> Self {
+        EvalError(message, ExprErrorKind::Row)
+    }
+
+    /// An error of an expression DataFusion evaluated, of its kind.
+    pub(crate) fn of(e: anduin_expr::ExprError) -> Self {
+        EvalError(e.message.into(), e.kind)
+    }
+
     pub(crate) fn divide_by_zero() -> Self {
-        EvalError("Divide by zero error".into())
+        EvalError::row("Divide by zero error".into())
     }
 
     /// `a op b` overflows (`op` as arrow writes it: `+`, `-`, `*`, `/`).
     pub(crate) fn overflow(a: i64, op: &str, b: i64) -> Self {
-        EvalError(format!("Arithmetic overflow: Overflow happened on: {a:?} {op} {b:?}").into())
+        EvalError::row(
+            format!("Arithmetic overflow: Overflow happened on: {a:?} {op} {b:?}").into(),
+        )
     }
 
     pub(crate) fn message(&self) -> &str {
         &self.0
+    }
+
+    /// Whether a function ran out of resources: the query stops.
+    pub(crate) fn is_exhausted(&self) -> bool {
+        self.1 == ExprErrorKind::Exhausted
     }
 }
 

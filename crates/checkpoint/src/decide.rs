@@ -70,6 +70,22 @@ impl AckTracker {
         }
     }
 
+    /// Task `task` is gone for good without failing the query (a replica of a hot standby):
+    /// no checkpoint waits for it any more. The checkpoints in flight that waited only for it
+    /// can be completed now.
+    pub fn forget(&mut self, task: usize) -> Vec<Epoch> {
+        let mut complete = Vec::new();
+        for (epoch, waiting) in &mut self.pending {
+            if waiting.remove(&task) && waiting.is_empty() {
+                complete.push(*epoch);
+            }
+        }
+        for epoch in &complete {
+            self.pending.remove(epoch);
+        }
+        complete
+    }
+
     /// The tasks that have not acknowledged `epoch` yet (none when it is not in flight).
     pub fn waiting(&self, epoch: Epoch) -> Vec<usize> {
         self.pending

@@ -84,6 +84,13 @@ pub enum Fact {
     Lost,
     /// The lost task instances run again: checkpoints begin again.
     Restored,
+    /// Task `task`, a replica of a hot standby, failed while the query goes on with its
+    /// twins: neither the checkpoint in flight nor any later one waits for it (its state is
+    /// its twins', which they acknowledge).
+    ReplicaLost {
+        /// The replica's task.
+        task: usize,
+    },
 }
 
 /// What the coordinator does.
@@ -228,6 +235,12 @@ impl Scheduler {
                 self.any_stopped |= stopped;
             }
             Fact::Wanted => self.wanted = true,
+            Fact::ReplicaLost { task } => {
+                self.tasks.retain(|t| *t != task);
+                for epoch in self.acks.forget(task) {
+                    actions.push(Action::Complete { epoch });
+                }
+            }
             Fact::Lost => self.restoring = true,
             Fact::Restored => self.restoring = false,
             Fact::TriggerFailed { epoch, reason } | Fact::CompleteFailed { epoch, reason } => {
@@ -409,6 +422,40 @@ mod tests {
             vec![trigger(2, false, false, false)]
         );
         assert_eq!(s.next_wake_ms(), Some(3100));
+    }
+
+    #[test]
+    fn a_lost_replica_holds_up_neither_the_checkpoint_in_flight_nor_the_next() {
+        let mut s = scheduler(Some(1000));
+        assert_eq!(s.on(Fact::Tick, 1000), vec![trigger(1, true, false, false)]);
+        for task in [0, 1] {
+            let acked = Fact::Acked {
+                epoch: Epoch(1),
+                task,
+            };
+            assert_eq!(s.on(acked, 1100), vec![]);
+        }
+        // Task 2 fails before acknowledging: checkpoint 1 is complete without it.
+        assert_eq!(
+            s.on(Fact::ReplicaLost { task: 2 }, 1200),
+            vec![Action::Complete { epoch: Epoch(1) }]
+        );
+        assert_eq!(s.on(Fact::Completed { epoch: Epoch(1) }, 1200), vec![]);
+        assert_eq!(
+            s.on(Fact::Tick, 2000),
+            vec![trigger(2, false, false, false)]
+        );
+        let mut out = Vec::new();
+        for task in [0, 1] {
+            let acked = Fact::Acked {
+                epoch: Epoch(2),
+                task,
+            };
+            out.extend(s.on(acked, 2100));
+        }
+        assert_eq!(out, vec![Action::Complete { epoch: Epoch(2) }]);
+        // Lost again (a second report) or before any checkpoint: nothing to complete.
+        assert_eq!(s.on(Fact::ReplicaLost { task: 2 }, 2200), vec![]);
     }
 
     #[test]

@@ -52,6 +52,21 @@ pub struct EngineArgs {
     /// network data plane of a cluster, tried and measured in one process.
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub loopback_workers: Option<usize>,
+    /// Test-only fault injection: the operator named fails once it has been given more than
+    /// ROWS rows (a replica of a hot standby, for the tests that lose one). Repeatable.
+    #[arg(long, hide = true, value_name = "OPERATOR:ROWS", value_parser = parse_fail_after)]
+    pub fail_after: Vec<(String, u64)>,
+}
+
+/// `OPERATOR:ROWS` of `--fail-after`.
+fn parse_fail_after(s: &str) -> Result<(String, u64), String> {
+    let (name, rows) = s
+        .rsplit_once(':')
+        .ok_or_else(|| format!("expected OPERATOR:ROWS, found `{s}`"))?;
+    let rows = rows
+        .parse()
+        .map_err(|_| format!("`{rows}` is not a number of rows"))?;
+    Ok((name.to_string(), rows))
 }
 
 impl EngineArgs {
@@ -212,6 +227,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         }),
         control,
         end_gate,
+        fail_after: engine.fail_after.clone(),
         ..RunConfig::default()
     };
     let result = anduin_runtime::run(&loaded.graph, &config, &ctx);

@@ -49,6 +49,59 @@ pub fn load_with(
     load_edited(path, vars, missing, defaults, |_| {})
 }
 
+/// [`load_with`] for a query about to run where `runs_on` says: also refuses, naming the
+/// operator, a QoS request the runtime cannot carry out there yet
+/// (`anduin_graph::not_runnable_yet`), rather than run the query without the protection it
+/// asked for; and replicates the operators that ask for hot standby behind stream selectors
+/// (`anduin_graph::rewriting::hot_standby_spec`), checked again.
+pub fn load_to_run(
+    path: &Path,
+    vars: &[(String, String)],
+    defaults: &[(&str, &str)],
+    runs_on: anduin_graph::RunsOn,
+) -> Result<Loaded, LoadError> {
+    let loaded = load_with(path, vars, Missing::Error, defaults)?;
+    let refused = anduin_graph::not_runnable_yet(&loaded.spec, runs_on);
+    if refused.has_errors() {
+        return Err(LoadError::Diagnostics(refused));
+    }
+    // A stream selector takes append-only streams only.
+    for node in &loaded.graph.nodes {
+        let hot = node
+            .def
+            .param("fault_tolerance")
+            .is_some_and(|p| p.value.as_text().as_str() == "hot-standby");
+        let updating = node
+            .outputs
+            .iter()
+            .any(|s| loaded.graph.stream(*s).updating_from.is_some());
+        if hot && updating {
+            return Err(LoadError::Diagnostics(
+                anduin_types::Diagnostic::error(
+                    node.def.pos,
+                    format!(
+                        "operator \"{}\": fault_tolerance = \"hot-standby\" is not supported for an operator that emits an updating stream (its stream selector takes append-only streams only)",
+                        node.name()
+                    ),
+                )
+                .into(),
+            ));
+        }
+    }
+    let spec = anduin_graph::rewriting::hot_standby_spec(&loaded.spec, &BuiltinCatalog)
+        .map_err(|e| LoadError::Other(anyhow::Error::new(e)))?;
+    let Some(spec) = spec else {
+        return Ok(loaded);
+    };
+    // The warnings are those of the query as written: the copies would repeat them.
+    let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).map_err(LoadError::Diagnostics)?;
+    Ok(Loaded {
+        spec,
+        graph: std::sync::Arc::new(graph),
+        warnings: loaded.warnings,
+    })
+}
+
 /// [`load_with`], with `edit` applied to the spec after variables are substituted and before
 /// it is checked (`bench` replaces the writers by `discard` sinks).
 pub fn load_edited(
@@ -69,6 +122,8 @@ pub fn load_edited(
     let vars: BTreeMap<String, String> = vars.iter().cloned().collect();
     let mut warnings =
         anduin_spec::substitute(&mut spec, &vars, missing).map_err(LoadError::Diagnostics)?;
+    // Before the check: operators' expressions may call the query's functions.
+    crate::udfs::register_declared(path, &spec).map_err(LoadError::Diagnostics)?;
     edit(&mut spec);
     for op in &mut spec.operators {
         let Some(sig) = anduin_graph::Catalog::signature(&BuiltinCatalog, op.kind.as_str()) else {

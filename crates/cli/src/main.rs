@@ -23,6 +23,7 @@ mod preflight;
 mod progress;
 mod signals;
 mod store;
+mod udfs;
 
 /// anduin: continuous queries over streams, declared in .flow (or JSON) files.
 #[derive(Parser, Debug)]

@@ -6,47 +6,9 @@
 //! worker-kill tests under load). The query finishes at its first attempt with the output of
 //! an uninterrupted embedded run.
 
-mod common;
+use crate::common;
 
-use common::cluster::{tumbling_generator, LocalCluster, PerTask};
-use common::wait_until;
-
-/// The index in `cluster.workers` of the worker that runs instance `0#0` (the source) of query
-/// `q`'s first attempt, read from the coordinator's catalog.
-fn worker_of_the_source(cluster: &LocalCluster) -> usize {
-    let catalog = cluster.dir.path().join("coordinator").join("catalog");
-    let mut id = None;
-    wait_until("the deployment in the catalog", || {
-        let text: String = std::fs::read_dir(&catalog)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| std::fs::read(e.path()).ok())
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .collect();
-        id = text
-            .split("\"attempt_deployed\"")
-            .nth(1)
-            .and_then(|d| d.split("\"0#0\":").nth(1))
-            .map(|rest| {
-                rest.chars()
-                    .take_while(char::is_ascii_digit)
-                    .collect::<String>()
-            })
-            .and_then(|n| n.parse::<u64>().ok());
-        id.is_some()
-    });
-    let workers = cluster.all()["workers"].clone();
-    let name = workers
-        .as_array()
-        .and_then(|ws| ws.iter().find(|w| w["id"].as_u64() == id))
-        .and_then(|w| w["name"].as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| panic!("no worker {id:?} in {workers}"));
-    name.trim_start_matches('w')
-        .parse()
-        .unwrap_or_else(|_| panic!("a worker named {name}"))
-}
+use common::cluster::{tumbling_generator, worker_of_the_source, PerTask};
 
 #[test]
 fn a_checkpoint_due_while_a_lost_source_is_restored_waits_for_it() {

@@ -2,7 +2,7 @@
 //! written, with an error naming the store and what is wrong: an unknown scheme (listing the
 //! supported ones), a missing bucket, a server that does not answer, no credentials.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

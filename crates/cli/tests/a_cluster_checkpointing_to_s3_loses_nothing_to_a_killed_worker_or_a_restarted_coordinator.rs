@@ -8,7 +8,7 @@
 //! a task. Either way `anduin checkpoints list` reads the query's checkpoints in the store,
 //! and the executors leave no staging directory behind.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! fail the query — it does not hang — with an error that names the store and says that
 //! every worker needs its settings; nothing is written.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

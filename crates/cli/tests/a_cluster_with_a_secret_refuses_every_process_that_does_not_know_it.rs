@@ -3,7 +3,7 @@
 //! works for those that do — through to a query whose executors also prove it to each
 //! other's channel listeners. Without a secret nothing listens beyond loopback.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -6,7 +6,7 @@
 //! change) change nothing. Killed with SIGKILL after the change and resumed, the query keeps
 //! the new condition (its params and history say so) and the output is the same.
 
-mod common;
+use crate::common;
 
 use std::io::BufReader;
 use std::path::Path;

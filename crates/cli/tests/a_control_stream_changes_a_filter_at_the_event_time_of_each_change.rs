@@ -8,7 +8,9 @@
 //! and resumed writes exactly the rows of an uninterrupted one (the rows waiting for the
 //! control stream are in every checkpoint).
 
-mod common;
+use crate::common;
+
+use common::Rng;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -56,19 +58,6 @@ operator name = "out", type = "writer" {
   param path = "${OUTPUT}"
 }
 "#;
-
-/// A small deterministic RNG (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % below
-    }
-}
 
 /// Readings 10 ms apart, each up to 50 ms out of order (within the watermark's 100 ms).
 fn data(seed: u64) -> Vec<(i64, u64, u64)> {

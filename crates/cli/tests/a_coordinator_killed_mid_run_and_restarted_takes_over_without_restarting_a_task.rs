@@ -4,7 +4,7 @@
 //! running meanwhile — and it takes over the query's checkpoints without restarting a task
 //! (the query stays at attempt 1). The output equals an uninterrupted embedded run's.
 
-mod common;
+use crate::common;
 
 use common::cluster::{restart_coordinator_after, windowed_generator, LocalCluster};
 use common::{anduin_ok, output_rows};

@@ -5,7 +5,7 @@
 //! the output of an uninterrupted embedded run. (Found by a hostile probe: after 8 s of pause
 //! all three workers were declared dead and the query rolled back as a whole.)
 
-mod common;
+use crate::common;
 
 use common::cluster::{signal, tumbling_generator, PerTask};
 

@@ -5,7 +5,7 @@
 //! without restarting a task — the query stays at attempt 1 — and the output equals an
 //! uninterrupted embedded run's.
 
-mod common;
+use crate::common;
 
 use common::cluster::{restart_coordinator_after, tumbling_generator, PerTask};
 use common::wait_until;

@@ -3,7 +3,7 @@
 //! run says the checkpoint is unusable, falls back to the previous one, keeps nothing of the
 //! bad file, and still writes exactly the rows of an uninterrupted run.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

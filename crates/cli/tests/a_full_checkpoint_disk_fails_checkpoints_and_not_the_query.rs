@@ -6,7 +6,7 @@
 //! output of a run without checkpoints, the failed checkpoints leave no file behind, and the
 //! checkpoint after them is a full one.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! runs (with checkpoints: a directory of parts missing rows). An existing output is now
 //! locked itself, so the second run is refused, naming the first run's PID.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Output, Stdio};

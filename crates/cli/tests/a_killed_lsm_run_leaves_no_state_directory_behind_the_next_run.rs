@@ -3,7 +3,7 @@
 //! own, locked while it runs and removed when it ends; the next run removes what a killed one
 //! left, and a clean run leaves nothing.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -8,7 +8,9 @@
 //! left rows found a partner, in every checkpoint); a CEP one finds falling-then-rising runs
 //! per sensor (rows kept for partial matches and the next match number in every checkpoint).
 
-mod common;
+use crate::common;
+
+use common::Rng;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -167,19 +169,6 @@ operator name = "out", type = "writer" {
   param path = "events.csv"
 }
 "#;
-
-/// A small deterministic RNG (splitmix64), so that the kill points follow the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % below
-    }
-}
 
 fn start(dir: &Path, extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_anduin"))

@@ -3,7 +3,7 @@
 //! SIGKILL after some checkpoints and resumed, writes exactly the rows of an uninterrupted
 //! run; a restore at another parallelism is refused, naming the source.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -2,7 +2,7 @@
 //! `examples/nexmark_bids.flow`: Nexmark's q2 (`WHERE auction % 123 = 0`) over the table gives
 //! exactly the example's bids with such an auction.
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, repo};
 

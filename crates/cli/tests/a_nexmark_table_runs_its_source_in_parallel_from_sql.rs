@@ -2,7 +2,7 @@
 //! or by `anduin run --parallelism`, and the query gives the serial run's rows: `explain` shows
 //! the instances, and Nexmark's q2 over the table keeps the same bids.
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, sorted_rows};
 

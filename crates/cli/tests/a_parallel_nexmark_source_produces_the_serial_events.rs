@@ -3,7 +3,7 @@
 //! the event numbers and together generate each event once. People come every 50th event, so
 //! at parallelism 2 one instance has none of them and the other all.
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, sorted_rows};
 

@@ -9,7 +9,7 @@
 //! some thousand rows), then sped up to its end (its rate is adjustable too), so that the run
 //! ends by itself.
 
-mod common;
+use crate::common;
 
 use std::io::BufReader;
 use std::path::Path;

@@ -8,7 +8,7 @@
 //! `on_error = "fail"` (the param, or `anduin run --on-error fail`) the query stops, naming
 //! the expression and its place.
 
-mod common;
+use crate::common;
 
 use common::{anduin, anduin_ok, dead_letters, output_rows};
 

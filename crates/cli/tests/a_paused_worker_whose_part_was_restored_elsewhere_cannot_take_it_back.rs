@@ -6,7 +6,7 @@
 //! at its first attempt and its output equals an uninterrupted embedded run's; the stale
 //! executor stops.
 
-mod common;
+use crate::common;
 
 use common::cluster::{children, running, signal, windowed_generator, PerTask};
 use common::wait_until;

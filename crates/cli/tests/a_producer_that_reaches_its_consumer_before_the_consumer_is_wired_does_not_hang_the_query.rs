@@ -19,7 +19,7 @@
 //! listener's thread answers the producer's handshake at once, while the unblocked executor
 //! still has its tasks to build; a cluster without the race passes whatever the order.)
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::Write;

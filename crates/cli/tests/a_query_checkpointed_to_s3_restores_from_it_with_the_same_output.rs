@@ -3,7 +3,9 @@
 //! on another machine, so that every restore reads the object store), writes exactly the rows
 //! of an uninterrupted run; once finished, a run from the store has nothing to do.
 
-mod common;
+use crate::common;
+
+use common::Rng;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -40,19 +42,6 @@ operator name = "out", type = "writer" {
   param path = "${OUTPUT}"
 }
 "#;
-
-/// A small deterministic RNG (splitmix64), so that the kill points follow the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % below
-    }
-}
 
 /// `anduin run q.flow` with checkpoints in `store`, cached in `cache`.
 fn command(s3: &S3Server, dir: &Path, store: &str, cache: &str, extra: &[&str]) -> Command {

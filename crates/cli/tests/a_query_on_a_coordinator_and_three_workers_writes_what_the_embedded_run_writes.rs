@@ -3,7 +3,7 @@
 //! network: the output equals the embedded run's, and `anduin status` shows where the tasks
 //! ran and the checkpoint the query finished at.
 
-mod common;
+use crate::common;
 
 use common::cluster::{q2_reference, LocalCluster};
 use common::{output_rows, repo};

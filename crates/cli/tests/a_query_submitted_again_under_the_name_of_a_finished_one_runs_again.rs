@@ -6,7 +6,7 @@
 //! the checkpoint directory named after the query (driver.rs `attempt`: `recovery(dir)` says
 //! `Finished` before anything is deployed), and `--from-scratch` is refused by `submit`.
 
-mod common;
+use crate::common;
 
 use common::cluster::LocalCluster;
 use common::{anduin_ok, output_rows};

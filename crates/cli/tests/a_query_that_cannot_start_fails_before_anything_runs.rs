@@ -1,7 +1,7 @@
 //! A missing input file, an output that cannot be created, or a variable that is not set stop
 //! `anduin run` before anything runs, with a message that names the problem.
 
-mod common;
+use crate::common;
 
 use common::{anduin, repo};
 
@@ -104,7 +104,7 @@ fn a_sql_statement_other_than_create_table_and_insert_is_named() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "q.sql:1:1: `SELECT 1` is not supported: a script holds CREATE TABLE … WITH (…) and INSERT INTO … SELECT … statements\n"
+        "q.sql:1:1: `SELECT 1` is not supported: a script holds CREATE TABLE … WITH (…), CREATE FUNCTION … and INSERT INTO … SELECT … statements\n"
     );
 }
 

@@ -3,7 +3,7 @@
 //! SIGTERM must still stop the run, as it does a run that emits rows. (It went unnoticed for
 //! 13 minutes: the reader looped past its deadline, where the runtime checks for a stop.)
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

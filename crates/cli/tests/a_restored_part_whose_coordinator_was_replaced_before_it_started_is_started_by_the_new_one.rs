@@ -8,7 +8,7 @@
 //! after the old coordinator's `Start` depends on how fast the executor reports; the outcome
 //! must be the same either way.)
 
-mod common;
+use crate::common;
 
 use common::cluster::{children, running, tumbling_generator, PerTask};
 use common::wait_until;

@@ -5,7 +5,7 @@
 //! with those facts in its error, leaving what it wrote so far. A checkpointed run stopped so
 //! resumes past the row once `on_error` is changed back.
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::path::Path;

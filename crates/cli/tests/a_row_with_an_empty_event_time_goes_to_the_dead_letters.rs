@@ -4,7 +4,7 @@
 //! event time computed later goes to the dead letters from the window that meets it. None
 //! vanishes uncounted.
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, dead_letters, repo};
 

@@ -9,7 +9,7 @@
 //! the worker's stderr shows; the query is retried ten times and fails with "its executor
 //! ended with exit status: 2".
 
-mod common;
+use crate::common;
 
 use common::cluster::LocalCluster;
 use common::output_rows;

@@ -3,7 +3,7 @@
 //! every later run of the query only said "already finished" and left it there too. Such a
 //! run now removes the directories of dead runs, as a run that starts does.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! second to commit an epoch is refused with an error naming the store and the object that
 //! exists, never overwriting the first's files or manifest, and writes nothing there after.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

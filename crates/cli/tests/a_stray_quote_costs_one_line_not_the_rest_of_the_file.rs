@@ -3,7 +3,7 @@
 //! the rest of the file into one record; a JSON line longer than `max_record_bytes` is
 //! rejected the same way.
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, dead_letters};
 

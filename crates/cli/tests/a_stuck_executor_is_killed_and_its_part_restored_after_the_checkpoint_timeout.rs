@@ -4,7 +4,7 @@
 //! wait behind it, has its worker kill it, and restores its instances alone while the rest of
 //! the query runs on, at its first attempt. The output equals an uninterrupted embedded run's.
 
-mod common;
+use crate::common;
 
 use common::cluster::{children, running, signal, windowed_generator, PerTask};
 use common::wait_until;

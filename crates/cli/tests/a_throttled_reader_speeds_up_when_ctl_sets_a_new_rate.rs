@@ -2,7 +2,7 @@
 //! ctl set q in rate 1000000` lifts the throttle while it runs, and the run ends with every
 //! row written once, in order. A rate out of range is refused and changes nothing.
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! instance feeds it) or parallel window instances (hashed by key), and the watermark, the
 //! smallest over the source instances, never makes a row late.
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, sorted_rows};
 

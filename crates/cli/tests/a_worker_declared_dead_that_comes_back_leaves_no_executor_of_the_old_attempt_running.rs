@@ -11,7 +11,7 @@
 //! here has no edge to another worker, so nothing fails it — and reconnects to the coordinator
 //! every 50 ms, each time turned away with a warning in the coordinator's log.
 
-mod common;
+use crate::common;
 
 use common::cluster::{children, running, LocalCluster};
 use common::{anduin_ok, output_rows, wait_until};

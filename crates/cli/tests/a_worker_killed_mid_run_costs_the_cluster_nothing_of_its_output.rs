@@ -13,7 +13,7 @@
 //! `scripts/soak_cluster_kills.sh` runs more seeds (`ANDUIN_SOAK_SEEDS=N`, or one seed with
 //! `ANDUIN_SOAK_SEED=S`).
 
-mod common;
+use crate::common;
 
 use common::cluster::{kill_worker_after, pick, windowed_generator, LocalCluster, Setup};
 use common::{anduin_ok, output_rows};

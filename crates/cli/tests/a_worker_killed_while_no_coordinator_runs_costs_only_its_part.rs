@@ -6,7 +6,7 @@
 //! ran: the query stays at attempt 1 and its output equals an uninterrupted embedded run's.
 //! (Found by a hostile probe: the take-over failed and the whole query rolled back.)
 
-mod common;
+use crate::common;
 
 use common::cluster::{tumbling_generator, PerTask};
 

@@ -7,7 +7,7 @@
 //! uninterrupted embedded run's. (Should the run be so slow that the worker is declared dead
 //! before the end, its part is restored alone: the output is the same.)
 
-mod common;
+use crate::common;
 
 use common::cluster::{children, signal, tumbling_generator, PerTask};
 

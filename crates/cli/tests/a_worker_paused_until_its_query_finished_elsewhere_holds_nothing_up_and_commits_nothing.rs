@@ -7,7 +7,7 @@
 //! learns from its cut connection that it must stop. The output equals an uninterrupted
 //! embedded run's.
 
-mod common;
+use crate::common;
 
 use common::cluster::{children, running, signal, PerTask};
 use common::{output_rows, wait_until};

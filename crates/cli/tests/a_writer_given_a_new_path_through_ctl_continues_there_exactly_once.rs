@@ -11,7 +11,7 @@
 //!   current or earlier output, the dead-letter or query file, a read-only directory, a file
 //!   where a directory of parts belongs, and an output that another run holds.
 
-mod common;
+use crate::common;
 
 use std::io::{BufReader, Read};
 use std::path::Path;

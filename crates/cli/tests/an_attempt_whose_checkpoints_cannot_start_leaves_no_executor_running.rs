@@ -10,7 +10,7 @@
 //! `wind_down`: the attempt's executors, waiting for `Start`, are never cancelled. Ten attempts
 //! later the query has failed and twenty executor processes wait for ever.
 
-mod common;
+use crate::common;
 
 use common::cluster::{children, running, LocalCluster};
 use common::wait_until;

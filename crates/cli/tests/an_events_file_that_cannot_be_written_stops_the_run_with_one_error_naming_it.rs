@@ -3,7 +3,7 @@
 //! to report. The first failed write now stops the run (cleanly, as SIGTERM does), and the
 //! run exits 1 with one error naming the file.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

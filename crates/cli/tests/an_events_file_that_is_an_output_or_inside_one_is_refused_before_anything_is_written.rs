@@ -4,7 +4,7 @@
 //! file, nor inside the checkpoint directory or the state directory; the run is refused,
 //! naming both, before anything is written. `-` (stderr) stays apart from an output on stdout.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

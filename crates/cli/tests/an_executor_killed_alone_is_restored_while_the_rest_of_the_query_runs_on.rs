@@ -4,7 +4,7 @@
 //! the rest of the query runs on at its first attempt. The output equals an uninterrupted
 //! embedded run's.
 
-mod common;
+use crate::common;
 
 use common::cluster::{children, signal, windowed_generator, PerTask};
 

@@ -3,7 +3,7 @@
 //! so truncated, before anything was checked. It is now checked first, as outputs are, under
 //! any name the input is reached by, and the run is refused before anything is opened.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

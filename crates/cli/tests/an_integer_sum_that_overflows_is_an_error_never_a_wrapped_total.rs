@@ -8,7 +8,7 @@
 //! running `SUM` is an expression like any other: the match whose measure overflows goes to
 //! the dead letters (or stops the query with `on_error = "fail"`).
 
-mod common;
+use crate::common;
 
 use common::{anduin, anduin_ok, dead_letters, output_rows};
 

@@ -2,7 +2,7 @@
 //! `q0: 20000 events in W s, C cores, E events/s/core`; an unknown query is an error that
 //! lists the queries there are. Only the format is checked: no figure, no timing.
 
-mod common;
+use crate::common;
 
 use common::{anduin, anduin_ok, repo};
 

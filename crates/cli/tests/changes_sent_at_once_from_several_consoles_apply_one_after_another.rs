@@ -5,7 +5,7 @@
 //! back — whose last value is the condition the query has now. Nothing is lost or applied
 //! twice, whichever request the server took first.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! `anduin check` on broken queries: every problem with FILE:LINE:COL and what was expected.
 //! One golden transcript per file in `tests/golden/errors/`.
 
-mod common;
+use crate::common;
 
 use common::{anduin, assert_golden, golden, transcript};
 

@@ -2,7 +2,7 @@
 //! run left in an S3-compatible store (a moto server on loopback), complete or corrupt, and
 //! says so when there are none.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

@@ -4,7 +4,7 @@
 //! the previous checkpoint intact; a changed query restores only when no state is affected;
 //! stdin cannot be checkpointed; Ctrl-C takes a last checkpoint that a later run resumes.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! exactly the rows generated before that checkpoint filtered by the old condition and the
 //! rest by the new one. `ctl history` lists the change.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

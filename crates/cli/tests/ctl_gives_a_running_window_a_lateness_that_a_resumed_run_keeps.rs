@@ -7,7 +7,7 @@
 //! `a_window_s_lateness_changed_while_it_runs_applies_from_one_barrier_on`, where the point of
 //! the change is under the test's control.
 
-mod common;
+use crate::common;
 
 use std::io::BufReader;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! `--json`, errors with the server's message and a non-zero exit, finding the run through
 //! the runtime directory, and tokens.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,6 +1,6 @@
 //! `anduin explain` in its three formats, and the JSON form runs like the `.flow` it came from.
 
-mod common;
+use crate::common;
 
 use common::{anduin, assert_golden, golden, repo};
 

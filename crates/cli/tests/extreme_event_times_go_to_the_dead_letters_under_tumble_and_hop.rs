@@ -5,7 +5,7 @@
 //! every other row is in windows whose bounds are exact (no wrapped `window_start` or
 //! `window_end`), the first and last whole windows of the range included.
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, sorted_rows};
 

@@ -4,7 +4,7 @@
 //! (the watermark delay exceeds the files' disorder, so no row is late whatever the order in
 //! which the two sources interleave).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

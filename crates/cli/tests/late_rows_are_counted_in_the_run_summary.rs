@@ -1,7 +1,7 @@
 //! Issue 22, point 4: rows that an event-time operator drops as late are counted in the run's
 //! summary (`late_rows`), without `-v`.
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, repo};
 

@@ -1,7 +1,7 @@
 //! A malformed record never stops the query and is never lost: it goes to the dead-letter
 //! file with its source file, line and reason, and the run ends with a line counting them.
 
-mod common;
+use crate::common;
 
 use common::{anduin, repo};
 

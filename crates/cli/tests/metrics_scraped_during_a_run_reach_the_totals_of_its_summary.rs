@@ -3,7 +3,7 @@
 //! gone through, the row counters of every operator equal the totals the run prints when it
 //! is stopped. Busy and backpressured time and the queue are exported per instance.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -3,7 +3,7 @@
 //! rows: MIN over {1.5, 0, -0, NaN, inf} is -0, and [1.5, NaN] and [NaN, 1.5] both give
 //! MIN 1.5 and MAX NaN.
 
-mod common;
+use crate::common;
 
 use common::anduin_ok;
 

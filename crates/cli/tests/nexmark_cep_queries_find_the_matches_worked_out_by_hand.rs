@@ -3,7 +3,7 @@
 //! skip past last row and skip to next row, q3 `A B* C` within 5 s) as `pattern` operators over
 //! hand-made bid sequences, with the expected matches worked out by hand in the comments.
 
-mod common;
+use crate::common;
 
 use common::anduin_ok;
 

@@ -2,7 +2,7 @@
 //! mark, bytes that are not UTF-8, nothing at all, a chain of thousands of operators, sixty
 //! `NOT`s, a 10 MB identifier, `--checkpoint-keep 0`. Each gets an answer with its place, never a crash.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

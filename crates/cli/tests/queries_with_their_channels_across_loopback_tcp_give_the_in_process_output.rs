@@ -5,7 +5,7 @@
 //! a broadcast control stream, with watermarks, idleness and the end of input crossing the
 //! network too.
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, repo};
 

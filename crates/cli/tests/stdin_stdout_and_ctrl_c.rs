@@ -1,7 +1,7 @@
 //! Reading stdin, writing stdout, and stopping a query that would run forever with Ctrl-C or
 //! SIGTERM, each named.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

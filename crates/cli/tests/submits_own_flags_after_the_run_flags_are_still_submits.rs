@@ -8,7 +8,7 @@
 //! '--api'"), and `--name N` at the end silently becomes `anduin run --name` (the API's name)
 //! while the query is named after the file.
 
-mod common;
+use crate::common;
 
 use common::cluster::LocalCluster;
 use common::{anduin, output_rows};

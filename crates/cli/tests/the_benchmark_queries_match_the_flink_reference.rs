@@ -5,7 +5,7 @@
 //! rows and sha256 prefix), with the checksum computed as `normalize.py` does (canonical
 //! lines, doubles as `%.6f`, byte-sorted, sha256).
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, normalize, repo, GENERATE_100K as GENERATE};
 

@@ -4,7 +4,7 @@
 //! refuses) gives the result of `ref_q.py`; at parallelism 1 and 4, through `.flow`; and Q3 as
 //! SQL (`examples/q3.sql`, MATCH_RECOGNIZE) gives Flink's result too.
 
-mod common;
+use crate::common;
 
 use common::{anduin_ok, normalize, repo, GENERATE_100K};
 

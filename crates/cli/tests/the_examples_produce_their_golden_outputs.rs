@@ -1,6 +1,6 @@
 //! End-to-end: the shipped examples, run as a user runs them, give their golden outputs.
 
-mod common;
+use crate::common;
 
 use common::{anduin, anduin_ok, assert_golden, golden, repo};
 

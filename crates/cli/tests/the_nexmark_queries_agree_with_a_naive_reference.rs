@@ -16,8 +16,7 @@
 //! the whole input (the end of the input closes every window and every partial match); no
 //! two events share a time, so the CEP queries' order by event time is unambiguous.
 
-mod common;
-mod nexmark_reference;
+use crate::nexmark_reference;
 
 use nexmark_reference::cep::{cep_q0, cep_q1, cep_q2, cep_q3};
 use nexmark_reference::sql::{q0, q1, q2, q5, q7, q8};

@@ -2,7 +2,7 @@
 //! row's own columns, updating aggregations, OVER windows, top-N; docs/benchmarks.md): `anduin
 //! check` refuses each at the position of the first thing it lacks, and accepts the others.
 
-mod common;
+use crate::common;
 
 use common::{anduin, repo};
 
@@ -20,8 +20,8 @@ fn the_unsupported_queries_are_refused_at_what_they_lack() {
     for (q, at, lacks) in [
         ("q3", "q3.sql:69:44:", "a regular join"),
         ("q4", "q4.sql:68:5:", "several tables"),
-        ("q6", "q6.sql:68:5:", "several tables"),
-        ("q9", "q9.sql:80:5:", "several tables"),
+        ("q6", "q6.sql:65:5:", "an OVER window"),
+        ("q9", "q9.sql:81:9:", "top-N"),
     ] {
         let (code, err) = check(q);
         assert_ne!(code, Some(0), "{q} is refused");

@@ -7,9 +7,8 @@
 //! asserts on the page's structure and text, never on pixels; its screenshots are kept in
 //! `$CARGO_TARGET_TMPDIR/web-ui/` as artefacts.
 
-#[path = "common/browser.rs"]
-mod browser;
-mod common;
+use crate::common;
+use crate::common::browser;
 
 use std::process::Command;
 

@@ -8,9 +8,8 @@
 //! console, the input then runs out) says the server is gone, and hit no script error.
 //! Screenshots in `$CARGO_TARGET_TMPDIR/web-ui-hostile/`.
 
-#[path = "common/browser.rs"]
-mod browser;
-mod common;
+use crate::common;
+use crate::common::browser;
 
 use std::fmt::Write as _;
 use std::process::Command;

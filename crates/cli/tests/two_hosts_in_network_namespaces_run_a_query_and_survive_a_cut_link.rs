@@ -9,7 +9,7 @@
 //!
 //! Needs root (network namespaces); the test command runs as root in CI.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -3,7 +3,7 @@
 //! first run's PID, whatever name (a hard link) or `$TMPDIR` it comes with, and the first
 //! run's events are left as they are.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Output, Stdio};

@@ -2,7 +2,7 @@
 //! nothing happened. A checkpoint directory and an output have one owner at a time: a second
 //! run is refused, naming the PID of the first, and the lock dies with its holder.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -2,7 +2,7 @@
 //! oracle test checks parallelism 1 against a naive recomputation): seeded random rows, out of
 //! order with some late ones, read from a file with a watermark delay, windowed by key.
 
-mod common;
+use crate::common;
 
 use common::anduin;
 

@@ -1,4 +1,5 @@
-//! `writer`: rows to a CSV or JSON Lines file, or stdout.
+//! `writer`: rows to a CSV or JSON Lines file, or stdout; the changes of an updating stream
+//! as a changelog or an upsert log (`mode`, see [`crate::changelog`]).
 //!
 //! Without checkpoints, writing to a file is buffered and flushed at the end of input. With
 //! checkpoints, `path` is a directory of part files, committed when the checkpoint that
@@ -25,6 +26,7 @@ use anduin_types::{Diagnostics, Epoch};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 
+use crate::changelog::Mode;
 use crate::codec::{CsvEncoder, JsonLinesEncoder, TimestampFormat};
 use crate::parts::Parts;
 use anduin_operator_api::Bound;
@@ -74,6 +76,20 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             default: Some("epoch_ms"),
             doc: "how timestamps are written: epoch milliseconds, or RFC 3339 text in UTC (2023-11-14T22:13:20.000Z)",
         },
+        ParamSpec {
+            name: "mode",
+            required: false,
+            kind: ParamKind::OneOf(&["append", "changelog", "upsert"]),
+            default: Some("append"),
+            doc: "append (rows of an append-only stream as they are), changelog (every change of an updating stream, with an `op` column first: +I, -U, +U, -D), or upsert (the same without the -U rows, by `primary_key`)",
+        },
+        ParamSpec {
+            name: "primary_key",
+            required: false,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "upsert: the columns that identify a row, comma-separated (for a GROUP BY, its grouping columns)",
+        },
     ],
 };
 
@@ -94,7 +110,13 @@ enum Format {
 pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
     let p = Params::new(op);
     let (_, schema) = inputs.first().expect("arity checked: one input");
-    let schema = Arc::clone(schema);
+    let mode = Mode::parse(
+        &p.str_or("mode", "append"),
+        p.text("primary_key").as_ref().map(|t| t.as_str()),
+        schema,
+    )
+    .map_err(|(param, message)| Diagnostics::from(p.error(param, message)))?;
+    let schema = mode.written_schema(schema);
     let format = match p.str_or("format", "csv").as_str() {
         "jsonl" | "json" => Format::Json,
         _ => {
@@ -123,6 +145,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
                 encoder: new_encoder(format, ts),
                 buf: Vec::with_capacity(FLUSH_AT + FLUSH_AT / 4),
                 schema: Arc::clone(&schema),
+                mode: mode.clone(),
                 encoded_any: false,
                 checkpointing: ctx.checkpointing,
                 restore_epoch: ctx.restore_epoch,
@@ -249,7 +272,10 @@ struct Writer {
     ts: TimestampFormat,
     encoder: Encoder,
     buf: Vec<u8>,
+    /// What is written (for a changelog or an upsert, with the `op` column first).
     schema: SchemaRef,
+    /// How changes are written.
+    mode: Mode,
     encoded_any: bool,
     /// Whether the query takes checkpoints (a new path is then a directory of parts).
     checkpointing: bool,
@@ -410,7 +436,17 @@ impl Operator for Writer {
         batch: RecordBatch,
         _out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
-        self.encode(&batch);
+        if self.mode == Mode::Append {
+            self.encode(&batch);
+        } else {
+            let rows = self.mode.rows(&batch, &self.schema).map_err(|message| {
+                OperatorError::Execution {
+                    operator: self.name.clone(),
+                    message,
+                }
+            })?;
+            self.encode(&rows);
+        }
         // Stdout is for people watching: write each batch as it comes.
         if self.buf.len() >= FLUSH_AT || matches!(self.out, Output::Stdout(_)) {
             self.write_out()?;

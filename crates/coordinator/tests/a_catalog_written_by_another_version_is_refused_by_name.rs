@@ -1,7 +1,7 @@
 //! A snapshot in a format this anduin does not read is not damage to fall back from: the
 //! coordinator refuses to start, naming the file and the format, and changes nothing.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

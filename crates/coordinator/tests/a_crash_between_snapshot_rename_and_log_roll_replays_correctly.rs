@@ -3,7 +3,7 @@
 //! go on in the old segment. A snapshot a crash left half-written (under its temporary name)
 //! is removed.
 
-mod common;
+use crate::common;
 
 use anduin_coordinator::catalog::{segment_path, snapshot_path, temp_path};
 use anduin_coordinator::Txid;

@@ -1,7 +1,7 @@
 //! A crash in the middle of an append leaves a cut record at the end of the log: it was never
 //! acknowledged, so recovery drops it (and says so), keeps every whole edit, and appends on.
 
-mod common;
+use crate::common;
 
 use std::fs::OpenOptions;
 use std::io::Write;

@@ -2,7 +2,7 @@
 //! for that; if nothing holds the edits it held, the catalog refuses to open rather than forget
 //! them.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! naming the file and the byte offset, rather than skip acknowledged edits — and leaves the
 //! file as it was.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

@@ -1,6 +1,6 @@
 //! Every acknowledged edit is in the catalog a restarted coordinator opens.
 
-mod common;
+use crate::common;
 
 use anduin_coordinator::Txid;
 

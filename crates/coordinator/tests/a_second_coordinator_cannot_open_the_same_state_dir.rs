@@ -1,7 +1,7 @@
 //! Two coordinators never share a state directory: the second is refused, naming the
 //! directory and the holder's PID, until the first lets go.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

@@ -2,7 +2,7 @@
 //! segments their edits need stay, older ones go; a reopened catalog loads the newest snapshot
 //! and replays only what came after it.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! Whatever the edits (accepted or refused), wherever the snapshots fall and however often the
 //! catalog is reopened, it holds what applying the accepted edits in memory gives.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -19,7 +19,7 @@ use sqlparser::parser::Parser;
 use anduin_spec::nesting::with_stack;
 
 use crate::compile::{default_name, physical_expr, to_logical};
-use crate::locate::{clean_message, located};
+use crate::locate::{clean_message, evaluation_error, located};
 use crate::parse::tokenize;
 use crate::{ExprError, Scope};
 
@@ -68,7 +68,7 @@ impl CompiledAggregate {
                 .map(|a| {
                     a.evaluate(batch)
                         .and_then(|v| v.into_array(batch.num_rows()))
-                        .map_err(|e| ExprError::whole(clean_message(&e)))
+                        .map_err(|e| evaluation_error(&e))
                 })
                 .collect()
         })
@@ -83,7 +83,7 @@ impl CompiledAggregate {
             f.evaluate(batch)
                 .and_then(|v| v.into_array(batch.num_rows()))
         })
-        .map_err(|e| ExprError::whole(clean_message(&e)))?;
+        .map_err(|e| evaluation_error(&e))?;
         v.as_any()
             .downcast_ref::<BooleanArray>()
             .cloned()
@@ -102,6 +102,48 @@ impl CompiledAggregate {
     pub fn field(&self) -> Field {
         let f = self.expr.field();
         Field::new(&self.name, f.data_type().clone(), true)
+    }
+
+    /// The aggregate function's name as DataFusion calls it (`count`, `sum`, `avg`, `min`,
+    /// `max`, …).
+    pub fn function_name(&self) -> &str {
+        self.expr.fun().name()
+    }
+
+    /// Whether it aggregates the distinct values of its argument (`COUNT(DISTINCT x)`).
+    pub fn is_distinct(&self) -> bool {
+        self.expr.is_distinct()
+    }
+
+    /// This aggregate with an argument that DataFusion cast from `BIGINT` to `DOUBLE` (as it
+    /// does for `AVG`) taken as the `BIGINT` it was, for an accumulator that adds integers
+    /// exactly; unchanged otherwise. `schema` is the scope's.
+    pub fn with_integer_argument(mut self, schema: &arrow::datatypes::Schema) -> Self {
+        let inner = self.args.first().and_then(|a| {
+            let cast = a.downcast_ref::<datafusion_physical_expr::expressions::CastExpr>()?;
+            let int = cast.expr().data_type(schema).ok()? == DataType::Int64;
+            (int && *cast.cast_type() == DataType::Float64).then(|| Arc::clone(cast.expr()))
+        });
+        if let Some(inner) = inner {
+            self.args[0] = inner;
+        }
+        self
+    }
+
+    /// Whether its arguments or its filter read input column `index`.
+    pub fn reads(&self, index: usize) -> bool {
+        self.args
+            .iter()
+            .chain(&self.filter)
+            .any(|e| crate::compile::reads(e, index))
+    }
+
+    /// The first volatile function (`random()`) in its arguments or its filter, by name.
+    pub fn volatile_function(&self) -> Option<String> {
+        self.args
+            .iter()
+            .chain(&self.filter)
+            .find_map(crate::compile::volatile_function)
     }
 
     /// The output type.

@@ -21,7 +21,7 @@ use sqlparser::ast::{Expr as SqlExpr, SelectItem, Spanned};
 use sqlparser::parser::Parser;
 
 use crate::coerce::coerce;
-use crate::locate::{clean_message, located};
+use crate::locate::{evaluation_error, located};
 use crate::parse::tokenize;
 use crate::strict::{check_comparisons, check_functions};
 use crate::{ExprError, FunctionProvider};
@@ -70,6 +70,23 @@ pub struct CompiledExpr {
     pub site: ExprSite,
 }
 
+/// Whether `e` reads input column `index`.
+pub(crate) fn reads(e: &Arc<dyn PhysicalExpr>, index: usize) -> bool {
+    datafusion_physical_expr::utils::collect_columns(e)
+        .iter()
+        .any(|c| c.index() == index)
+}
+
+/// The first volatile function (`random()`) in `e`, by name.
+pub(crate) fn volatile_function(e: &Arc<dyn PhysicalExpr>) -> Option<String> {
+    if let Some(f) = e.downcast_ref::<datafusion_physical_expr::ScalarFunctionExpr>() {
+        if f.fun().signature().volatility == datafusion_expr::Volatility::Volatile {
+            return Some(f.name().to_string());
+        }
+    }
+    e.children().into_iter().find_map(volatile_function)
+}
+
 /// An expression as written (normalised by the SQL printer: `a / b`) and where it starts in
 /// the text it was compiled from: what a rejected row names as its cause.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -101,7 +118,7 @@ impl CompiledExpr {
                 .evaluate(batch)
                 .and_then(|v| v.into_array(batch.num_rows()))
         })
-        .map_err(|e| ExprError::whole(clean_message(&e)))
+        .map_err(|e| evaluation_error(&e))
     }
 
     /// Evaluates a boolean expression on `batch`.
@@ -116,6 +133,26 @@ impl CompiledExpr {
     /// The output field.
     pub fn field(&self) -> Field {
         Field::new(&self.name, self.data_type.clone(), self.nullable)
+    }
+
+    /// The index of the input column this expression is, if it is one column as it is (`k`,
+    /// `k AS key`), not computed from it.
+    pub fn column(&self) -> Option<usize> {
+        self.physical
+            .downcast_ref::<datafusion_physical_expr::expressions::Column>()
+            .map(datafusion_physical_expr::expressions::Column::index)
+    }
+
+    /// Whether the expression reads input column `index`.
+    pub fn reads(&self, index: usize) -> bool {
+        reads(&self.physical, index)
+    }
+
+    /// The first function in the expression whose result may differ between two calls on the
+    /// same row (`random()`, `uuid()`), by name; `None` if every call on a row gives the
+    /// same value.
+    pub fn volatile_function(&self) -> Option<String> {
+        volatile_function(&self.physical)
     }
 
     /// The expression cast to the column type a stream carries (see

@@ -25,7 +25,7 @@ pub use compile::{
     compile_expr, compile_parsed, compile_predicate, compile_projection, CompiledExpr, ExprSite,
     Scope,
 };
-pub use error::ExprError;
+pub use error::{ExprError, ExprErrorKind};
 pub use float_order::SqlFloat;
 pub use parse::{parse_text, parse_then, parse_then_with_depth};
 pub use provider::FunctionProvider;

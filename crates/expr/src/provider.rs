@@ -1,7 +1,9 @@
-//! The functions an expression may call: DataFusion's built-in scalar and aggregate functions.
+//! The functions an expression may call: DataFusion's built-in scalar and aggregate
+//! functions, and the user's scalar functions registered for this process
+//! ([`FunctionProvider::register_scalar`]: WebAssembly UDFs, `anduin-udf`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use arrow::datatypes::{DataType, FieldRef};
 use datafusion_common::{plan_err, Result, TableReference};
@@ -15,6 +17,9 @@ pub struct FunctionProvider {
     scalars: HashMap<String, Arc<ScalarUDF>>,
     aggregates: HashMap<String, Arc<AggregateUDF>>,
     planners: Vec<Arc<dyn ExprPlanner>>,
+    /// The user's scalar functions, by lower-case name. Registered for the whole process
+    /// (the query it runs), since expressions are compiled wherever operators are built.
+    user: RwLock<HashMap<String, Arc<ScalarUDF>>>,
     options: datafusion_common::config::ConfigOptions,
 }
 
@@ -55,13 +60,58 @@ impl FunctionProvider {
             scalars,
             aggregates,
             planners,
+            user: RwLock::default(),
             options: Default::default(),
         }
     }
 
-    /// Whether `name` (any case) is a scalar function.
+    /// Whether `name` (any case) is a scalar function, built in or the user's.
     pub fn is_scalar(&self, name: &str) -> bool {
-        self.scalars.contains_key(&name.to_lowercase())
+        self.scalar(name).is_some()
+    }
+
+    fn scalar(&self, name: &str) -> Option<Arc<ScalarUDF>> {
+        let name = name.to_lowercase();
+        self.scalars.get(&name).cloned().or_else(|| {
+            self.user
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&name)
+                .cloned()
+        })
+    }
+
+    /// Makes the user's scalar function `f` callable by its name (any case) from every
+    /// expression compiled in this process from now on. A built-in function's name is
+    /// refused, and so is a name registered before (any case): two declarations of one name
+    /// (a `CREATE FUNCTION` and a `--udf` module, two modules) would leave one silently
+    /// unreachable.
+    ///
+    /// # Examples
+    /// ```
+    /// use anduin_expr::FunctionProvider;
+    /// let upper = datafusion_functions::string::upper().as_ref().clone();
+    /// let e = FunctionProvider::get().register_scalar(upper).expect_err("built in");
+    /// assert_eq!(e.message, "function `upper` is built in: give yours another name");
+    /// ```
+    pub fn register_scalar(&self, f: ScalarUDF) -> Result<(), crate::ExprError> {
+        let name = f.name().to_lowercase();
+        if self.scalars.contains_key(&name) || self.aggregates.contains_key(&name) {
+            return Err(crate::ExprError::whole(format!(
+                "function `{}` is built in: give yours another name",
+                f.name()
+            )));
+        }
+        let mut user = self.user.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(before) = user.get(&name) {
+            return Err(crate::ExprError::whole(format!(
+                "function `{}` is declared twice (as `{}` before; names are the same in any case): give one of them another name",
+                f.name(),
+                before.name()
+            )));
+        }
+        user.insert(name, Arc::new(f));
+        Ok(())
     }
 
     /// Whether `name` (any case) is an aggregate function.
@@ -87,7 +137,7 @@ impl ContextProvider for FunctionProvider {
     }
 
     fn get_function_meta(&self, name: &str) -> Option<Arc<ScalarUDF>> {
-        self.scalars.get(&name.to_lowercase()).cloned()
+        self.scalar(name)
     }
 
     fn get_higher_order_meta(&self, _name: &str) -> Option<Arc<HigherOrderUDF>> {
@@ -115,7 +165,8 @@ impl ContextProvider for FunctionProvider {
     }
 
     fn udf_names(&self) -> Vec<String> {
-        self.scalars.keys().cloned().collect()
+        let user = self.user.read().unwrap_or_else(PoisonError::into_inner);
+        self.scalars.keys().chain(user.keys()).cloned().collect()
     }
 
     fn udaf_names(&self) -> Vec<String> {

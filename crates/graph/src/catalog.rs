@@ -146,6 +146,27 @@ pub trait Catalog {
         .into())
     }
 
+    /// Whether `op` may consume an updating stream (one whose rows carry a change kind, see
+    /// [`anduin_types::change`]): `Ok` if it handles changes, otherwise what it would take, as
+    /// a sentence ("set `mode = \"changelog\"`"). Asked before [`Catalog::bind`] for every
+    /// operator with an updating input. The default: no operator consumes updates.
+    fn consumes_updates(&self, _op: &OperatorDef) -> Result<(), String> {
+        Err("it consumes append-only streams only (not supported yet for updating ones)".into())
+    }
+
+    /// Whether an operator of type `kind` goes on when one of its inputs is lost (the task
+    /// feeding it failed): a stream selector over replicas does. The default: none.
+    fn survives_input_loss(&self, _kind: &str) -> bool {
+        false
+    }
+
+    /// Whether `op` may make an updating stream of append-only inputs (a `GROUP BY` without a
+    /// window does): any other operator whose output has a column named as the change kind
+    /// is refused, since that name is reserved. The default: none.
+    fn makes_updates(&self, _op: &OperatorDef) -> bool {
+        false
+    }
+
     /// Checks `op`'s params against the schemas of its inputs and the declared types of its
     /// outputs (`None` where the output's type is to be inferred), and returns the bound
     /// operator with the schema of each output. Errors point into `op`.

@@ -78,6 +78,28 @@ pub fn check_change_after<C: Catalog>(
             .is_some_and(|s| s.param(param).is_some());
         return Err(ChangeRejected::NotAdjustable { adjustable, exists });
     }
+    // The copies of a hot standby must compute the same rows: one changed alone would not.
+    if node
+        .def
+        .param("fault_tolerance")
+        .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
+    {
+        return Err(ChangeRejected::Invalid(format!(
+            "operator \"{operator}\" is a copy of a hot standby: changing its params while it runs is not supported yet (its copies would no longer compute the same rows, and the stream selector would mix them)"
+        )));
+    }
+    // Over an updating stream, a row taken back is computed again when its retraction comes:
+    // with other params in between, it would not match the row the operator passed on.
+    let updating = node
+        .data_inputs()
+        .iter()
+        .find(|s| graph.stream(**s).updating_from.is_some());
+    if let (Some(s), false) = (updating, node.outputs.is_empty()) {
+        return Err(ChangeRejected::Invalid(format!(
+            "operator \"{operator}\" reads the updating stream \"{}\": changing its params while it runs is not supported yet (the retraction of a row it passed before the change would be computed with the new value and no longer match, a wrong result)",
+            graph.stream(*s).name
+        )));
+    }
     let file = format!("{operator}.{param}");
     let invalid = |d: Diagnostics| ChangeRejected::Invalid(d.render(&file));
     let mut def = node.def.unplaced();

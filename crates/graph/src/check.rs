@@ -180,6 +180,7 @@ pub fn check<C: Catalog>(
                 schema: schema.unwrap_or_else(|| Arc::new(Schema::empty())),
                 producer: (NodeId(i), port),
                 consumers: Vec::new(),
+                updating_from: None,
             });
         }
         outputs_of.push(ids);
@@ -297,6 +298,47 @@ pub fn check<C: Catalog>(
             Some(_) => inputs.pop().map(|(_, schema)| schema),
             None => None,
         };
+        // Changes flow from the first operator that makes a stream updating to every
+        // operator after it; one that does not handle them is refused here, naming it.
+        let updating_input = ins
+            .iter()
+            .take(inputs.len())
+            .find(|s| streams[s.0].updating_from.is_some());
+        let origin = updating_input.and_then(|s| streams[s.0].updating_from);
+        if let (Some(input), Some(from)) = (updating_input, origin) {
+            if let Err(why) = catalog.consumes_updates(op) {
+                let maker = &spec.operators[from.0];
+                failed[id.0] = true;
+                diags.push(Diagnostic::error(
+                    op.pos,
+                    format!(
+                        "operator \"{}\" ({}) cannot take the updating stream \"{}\": {why}. The stream carries changes (+I, -U, +U, -D) because of operator \"{}\" ({}) at {}:{}",
+                        op.name,
+                        op.kind,
+                        streams[input.0].name,
+                        maker.name,
+                        maker.kind,
+                        maker.pos.line,
+                        maker.pos.col
+                    ),
+                ));
+                continue;
+            }
+        }
+        // A control input changes params while the operator runs, which over an updating
+        // stream would make a retraction no longer match the row it takes back (as
+        // `check_change` refuses for a change through the API).
+        if let (Some(control), Some(input)) = (&op.control, updating_input) {
+            failed[id.0] = true;
+            diags.push(Diagnostic::error(
+                control.pos,
+                format!(
+                    "operator \"{}\" reads the updating stream \"{}\": a control input cannot change its params while it runs (the retraction of a row it passed before a change would be computed with the new value and no longer match, a wrong result); not supported yet",
+                    op.name, streams[input.0].name
+                ),
+            ));
+            continue;
+        }
         let bound_op = catalog.bind(op, &inputs, &declared[id.0]).and_then(|b| {
             match (&op.control, control_schema) {
                 (Some(def), Some(schema)) => {
@@ -323,7 +365,10 @@ pub fn check<C: Catalog>(
                     };
                     let out = &op.outputs[port];
                     if let (Some(declared), Some(t)) = (&declared[id.0][port], &out.ty) {
-                        if let Some(problem) = schema_mismatch(declared, &schema) {
+                        // A declared type names the columns of the rows; the change kind of
+                        // an updating stream's rows is not one of them.
+                        let rows = without_change_column(&schema);
+                        if let Some(problem) = schema_mismatch(declared, &rows) {
                             failed[id.0] = true;
                             diags.push(Diagnostic::error(
                                 t.pos(),
@@ -338,6 +383,20 @@ pub fn check<C: Catalog>(
                             continue;
                         }
                     }
+                    let changes = origin.is_some() || catalog.makes_updates(op);
+                    if let Some(problem) = reserved_column(&schema, changes) {
+                        failed[id.0] = true;
+                        diags.push(Diagnostic::error(
+                            op.pos,
+                            format!(
+                                "output \"{}\" of operator \"{}\": {problem}",
+                                out.name, op.name
+                            ),
+                        ));
+                        continue;
+                    }
+                    streams[sid.0].updating_from =
+                        anduin_types::is_updating(&schema).then_some(origin.unwrap_or(id));
                     streams[sid.0].schema = schema;
                 }
                 bound[id.0] = Some(b.bound);
@@ -345,6 +404,8 @@ pub fn check<C: Catalog>(
             }
         }
     }
+    diags.extend(crate::qos::check_qos(spec, catalog));
+    diags.extend(crate::qos::check_selectors(spec, catalog));
     diags.sort();
     if diags.has_errors() {
         return Err(diags);
@@ -367,6 +428,7 @@ pub fn check<C: Catalog>(
                 stateful: catalog
                     .signature(def.kind.as_str())
                     .is_none_or(|s| s.stateful),
+                survives_input_loss: catalog.survives_input_loss(def.kind.as_str()),
                 def: def.clone(),
                 inputs,
                 outputs,
@@ -383,6 +445,35 @@ pub fn check<C: Catalog>(
         },
         diags,
     ))
+}
+
+/// Why an output of `schema` misuses the change-kind column's name, if it does: the name is
+/// reserved for the last column of an updating stream, which only an operator that makes or
+/// passes on changes (`changes`) has.
+fn reserved_column(schema: &Schema, changes: bool) -> Option<String> {
+    let named = schema
+        .fields()
+        .iter()
+        .filter(|f| f.name() == anduin_types::CHANGE_COLUMN)
+        .count();
+    let fine = named == 0 || (named == 1 && changes && anduin_types::is_updating(schema));
+    (!fine).then(|| {
+        format!(
+            "a column is named `{}`, the name of the change kind of an updating stream's rows, which a column cannot take: rename it",
+            anduin_types::CHANGE_COLUMN
+        )
+    })
+}
+
+/// `schema` without the change-kind column of an updating stream (unchanged otherwise).
+fn without_change_column(schema: &SchemaRef) -> SchemaRef {
+    if anduin_types::is_updating(schema) {
+        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+        fields.pop();
+        Arc::new(Schema::new(fields))
+    } else {
+        Arc::clone(schema)
+    }
 }
 
 fn unknown_type(

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::logical::LogicalGraph;
+use crate::logical::{LogicalGraph, NodeId};
 use crate::physical::{Partitioning, PhysicalPlan};
 use crate::schema::describe_schema;
 
@@ -17,7 +17,13 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     );
     for &id in &graph.topo {
         let node = graph.node(id);
-        let _ = writeln!(out, "  {} [{}]", node.name(), node.kind());
+        let _ = writeln!(
+            out,
+            "  {} [{}] {}",
+            node.name(),
+            node.kind(),
+            changes(graph, id)
+        );
         for p in &node.def.params {
             let _ = writeln!(
                 out,
@@ -135,6 +141,23 @@ pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     }
     out.push_str("}\n");
     out
+}
+
+/// Whether operator `id` emits an append-only or an updating stream (a sink: which it takes),
+/// and for an updating one, which operator made it so.
+fn changes<B>(graph: &LogicalGraph<B>, id: NodeId) -> String {
+    let node = graph.node(id);
+    let (verb, streams) = if node.outputs.is_empty() {
+        ("takes ", node.data_inputs())
+    } else {
+        ("", node.outputs.as_slice())
+    };
+    let from = streams.iter().find_map(|s| graph.stream(*s).updating_from);
+    match from {
+        None => format!("{verb}append-only"),
+        Some(f) if f == id => format!("{verb}updating (+I -U +U -D)"),
+        Some(f) => format!("{verb}updating (from {})", graph.node(f).name()),
+    }
 }
 
 /// ` (3 instances)` for a task run in parallel, nothing for one instance.

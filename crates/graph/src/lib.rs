@@ -7,6 +7,15 @@
 //! operators crate implements). [`PhysicalPlan::from_graph`] then fuses chains of operators
 //! into tasks (paper §3: the query task is the unit of distribution).
 //!
+//! The check also tracks which streams are updating (their rows carry a change kind, see
+//! [`anduin_types::change`]) and which operator made each so ([`Stream::updating_from`]): an
+//! operator the catalog does not let consume updates ([`Catalog::consumes_updates`]) is
+//! refused an updating input, naming that operator; `explain` says it per operator.
+//!
+//! The fault-tolerance params every operator takes are checked here ([`qos`]), and
+//! [`rewriting`] hands a query's graph to the rewriting rules (`anduin-rewrite`) for
+//! `anduin explain --rewritten`.
+//!
 //! This crate is pure: no I/O and no execution. It does not know how an operator works, only
 //! its [`OperatorSignature`] and what [`Catalog::bind`] says.
 
@@ -18,6 +27,8 @@ mod explain;
 mod logical;
 mod params;
 mod physical;
+pub mod qos;
+pub mod rewriting;
 mod schema;
 mod topo;
 
@@ -28,5 +39,6 @@ pub use check::{check, schema_of_type};
 pub use control_input::{ControlInput, ControlTime};
 pub use explain::{explain_dot, explain_text};
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
-pub use physical::{ChannelPlan, Partitioning, PhysicalPlan, PlanOptions, TaskPlan};
+pub use physical::{splits, ChannelPlan, Partitioning, PhysicalPlan, PlanOptions, TaskPlan};
+pub use qos::{check_qos, not_runnable_yet, RunsOn, QOS_PARAMS};
 pub use schema::{describe_schema, schema_mismatch};

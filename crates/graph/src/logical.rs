@@ -35,6 +35,10 @@ pub struct Node<B> {
     /// Whether its type keeps state across batches (its signature says so; an unknown type
     /// counts as stateful).
     pub stateful: bool,
+    /// Whether it goes on when one of its inputs is lost (a stream selector over replicas:
+    /// see [`crate::Catalog::survives_input_loss`]); the runtime then keeps the query running
+    /// when a task feeding it fails.
+    pub survives_input_loss: bool,
     /// Its control input (`control name = …`), if it has one.
     pub control: Option<ControlInput>,
 }
@@ -72,6 +76,10 @@ pub struct Stream {
     pub producer: (NodeId, usize),
     /// The nodes and input ports that consume it.
     pub consumers: Vec<(NodeId, usize)>,
+    /// `None` for an append-only stream; for an updating one (its schema ends with the
+    /// change-kind column, see [`anduin_types::change`]), the operator that makes it
+    /// updating: the first on its way from the sources whose output carries changes.
+    pub updating_from: Option<NodeId>,
 }
 
 /// A checked dataflow graph: acyclic, every stream produced once, every node bound.
@@ -113,6 +121,7 @@ impl<B> LogicalGraph<B> {
                     parallelism: n.parallelism,
                     parallelizable: n.parallelizable,
                     stateful: n.stateful,
+                    survives_input_loss: n.survives_input_loss,
                     control: n.control,
                 })
                 .collect(),

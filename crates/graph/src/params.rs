@@ -27,7 +27,7 @@ pub(crate) fn check_params(op: &OperatorDef, sig: &OperatorSignature, diags: &mu
             ));
             continue;
         }
-        let Some(spec) = sig.param(name) else {
+        let Some(spec) = sig.param(name).or_else(|| crate::qos::qos_param(name)) else {
             let known: Vec<&str> = sig.params.iter().map(|p| p.name).collect();
             diags.push(Diagnostic::error(
                 p.name.pos(),

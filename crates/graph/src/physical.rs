@@ -205,8 +205,23 @@ fn fusable_predecessor<B>(
     if parallelism[id.0] > 1 && node.partition_by.first().is_some_and(Option::is_some) {
         return None;
     }
+    // Pipelining (pattern 5): an operator that asks for it is a task of its own.
+    if splits(graph, id) || splits(graph, producer) {
+        return None;
+    }
     let t = task_of[producer.0]?;
     (tasks[t].chain.last() == Some(&producer)).then_some(t)
+}
+
+/// Whether the query asks operator `n` to run as a task of its own, apart from the operators
+/// before and after it (`param pipeline = "split"`, the paper's pattern 5); on a cluster, two
+/// such operators one after the other run on distinct workers.
+pub fn splits<B>(graph: &LogicalGraph<B>, n: NodeId) -> bool {
+    graph
+        .node(n)
+        .def
+        .param("pipeline")
+        .is_some_and(|p| p.value.as_text().as_str() == "split")
 }
 
 #[cfg(test)]
@@ -227,6 +242,7 @@ pub(crate) mod tests {
                 schema: Arc::new(Schema::empty()),
                 producer: (NodeId(p), 0),
                 consumers: Vec::new(),
+                updating_from: None,
             })
             .collect();
         let mut g = LogicalGraph {
@@ -248,6 +264,7 @@ pub(crate) mod tests {
                     parallelism: None,
                     parallelizable: false,
                     stateful: false,
+                    survives_input_loss: false,
                     control: None,
                 })
                 .collect(),

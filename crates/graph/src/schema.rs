@@ -37,11 +37,14 @@ pub fn schema_mismatch(declared: &Schema, actual: &Schema) -> Option<String> {
     None
 }
 
-/// A schema as the language writes it: `(ts timestamp, sensor int)`.
+/// A schema as the language writes it: `(ts timestamp, sensor int)` (without the change kind
+/// of an updating stream's rows, which is not a column a query names).
 pub fn describe_schema(s: &Schema) -> String {
+    let columns = s.fields().len() - usize::from(anduin_types::is_updating(s));
     let cols: Vec<String> = s
         .fields()
         .iter()
+        .take(columns)
         .map(|f| {
             format!(
                 "{} {}",

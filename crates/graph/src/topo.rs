@@ -77,6 +77,7 @@ mod tests {
             schema: Arc::new(Schema::empty()),
             producer: (NodeId(producer), 0),
             consumers: vec![],
+            updating_from: None,
         }
     }
 

@@ -40,6 +40,10 @@ pub enum OperatorError {
     /// An expression failed on a row, with `on_error = "fail"`.
     #[error("{0}")]
     BadRow(Box<BadRow>),
+    /// A function ran out of resources on a row (a user-defined function's fuel: a runaway
+    /// loop): the query stops whatever `on_error` says.
+    #[error("{}", exhausted_message(.0))]
+    Exhausted(Box<BadRow>),
     /// Processing failed (a schema problem, a bug).
     #[error("operator \"{operator}\": {message}")]
     Execution {
@@ -119,6 +123,21 @@ pub enum ControlError {
         /// Why the value is rejected.
         message: String,
     },
+}
+
+/// What [`OperatorError::Exhausted`] says.
+fn exhausted_message(r: &BadRow) -> String {
+    format!(
+        "operator \"{}\": {}{} ran out of resources{}: {} (the query stops whatever `on_error` says: a runaway function is no row's fault, and would take as long on every row)",
+        r.operator,
+        r.expression.as_deref().unwrap_or("an expression"),
+        r.at.as_ref().map(|a| format!(" at {a}")).unwrap_or_default(),
+        r.origin
+            .as_ref()
+            .map(|(s, l)| format!(" on the row read from {s}:{l}"))
+            .unwrap_or_else(|| " on a row".into()),
+        r.reason
+    )
 }
 
 /// A row on which an expression failed, stopping the query (`on_error = "fail"`).

@@ -3,6 +3,13 @@
 //! ([`Bound`]), its params, its errors, how it checkpoints ([`SnapshotOut`], [`RestoreIn`]),
 //! and how it rejects a bad row ([`DeadLetter`], [`RowErrors`]).
 //!
+//! Batches are Arrow `RecordBatch`es in the schema of their stream. A batch of an updating
+//! stream carries each row's change kind (`+I`, `-U`, `+U`, `-D`) as its last column,
+//! `__op` (see `anduin_types::change`); an append-only batch has no such column, so nothing
+//! here changes for append-only operators. Whether an operator may receive an updating
+//! stream is the catalog's decision (`anduin_graph::Catalog::consumes_updates`), checked
+//! before the query starts.
+//!
 //! Every operator crate (`anduin-relational`, `anduin-cep`, `anduin-connectors`) is written
 //! against this crate, and the runtime depends on it alone. It holds no operator: the registry
 //! of operator types (`anduin-registry`) is assembled above them. It does not schedule,

@@ -28,6 +28,18 @@ pub trait Collector {
     fn wants_origins(&self) -> bool {
         false
     }
+
+    /// Advances event time downstream to `watermark` now, between the batches collected
+    /// before and after: for an operator that decides its output's event time itself rather
+    /// than forward the minimum over its inputs (a stream selector forwards one replica's).
+    /// Such an operator returns `None` from [`Operator::handle_watermark`]. Collectors that
+    /// do not carry event time (tests') refuse it.
+    fn watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
+        Err(OperatorError::internal(
+            "collector",
+            format!("this collector does not carry watermarks ({watermark:?})"),
+        ))
+    }
 }
 
 /// An operator of the dataflow: receives batches on its inputs, emits batches on its outputs.
@@ -170,6 +182,41 @@ pub trait Operator: Send {
     /// does nothing.
     fn handle_param_changes(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
         Ok(())
+    }
+
+    /// Input `input`'s producer was lost on a cluster and is being restored: its stream
+    /// pauses, and goes on where it stopped once [`Operator::on_input_resumed`] comes (a
+    /// replica of a hot standby whose worker died). The default waits for it.
+    fn on_input_suspended(
+        &mut self,
+        _input: usize,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// Input `input`'s producer, suspended, was restored: what comes next on it continues its
+    /// stream. The default does nothing.
+    fn on_input_resumed(
+        &mut self,
+        _input: usize,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// Input `input` was lost: the task feeding it failed and will send nothing more, while
+    /// the query goes on (a replica of a hot standby). The default refuses: an operator that
+    /// is not built to go on without one of its inputs stops the query.
+    fn on_input_lost(
+        &mut self,
+        input: usize,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        Err(OperatorError::internal(
+            self.name(),
+            format!("input {input} was lost, and this operator cannot go on without it"),
+        ))
     }
 
     /// Every input has ended: emit what is still buffered and flush. The default does nothing.

@@ -4,13 +4,18 @@
 //! `on_error = "fail"` (the operator's param, or `anduin run --on-error fail` for every
 //! operator) the query stops instead, with the same facts in its error.
 //!
+//! A function that runs out of its resources (a user-defined function's fuel: a runaway
+//! loop) is different: no row's fault, and as slow on every row. The row is found, and the
+//! query stops naming it whatever `on_error` says ([`Evaluated::Exhausted`],
+//! [`RowErrors::exhausted`]).
+//!
 //! Expressions are evaluated on whole batches. Only when a batch fails is it evaluated again
 //! in halves, down to the single rows that fail: a batch without a failing row costs nothing
 //! more, and one failing row among `n` costs about `2 log2 n` more evaluations.
 
 use std::sync::Arc;
 
-use anduin_expr::ExprSite;
+use anduin_expr::{ExprError, ExprSite};
 use anduin_graph::{ParamKind, ParamSpec};
 use anduin_spec::Text;
 use anduin_types::Pos;
@@ -121,42 +126,53 @@ pub enum Evaluated<T> {
     Whole(T),
     /// It failed on some row: the pieces cover every row once, in order.
     Split(Vec<Piece<T>>),
+    /// A function ran out of resources on this row ([`anduin_expr::ExprErrorKind::Exhausted`]):
+    /// the query stops ([`RowErrors::exhausted`]). The rows after it were not evaluated.
+    Exhausted(RowFailure),
 }
 
 /// Evaluates `eval` on `batch` and, where it fails, on halves, down to the single rows that
-/// fail. `eval` reports a failure as the index of the expression that failed and its message.
+/// fail. `eval` reports a failure as the index of the expression that failed and its error.
+/// The first row on which a function runs out of resources ends the search.
 pub fn evaluate_rows<T>(
     batch: &RecordBatch,
-    eval: &mut impl FnMut(&RecordBatch) -> Result<T, (usize, String)>,
+    eval: &mut impl FnMut(&RecordBatch) -> Result<T, (usize, ExprError)>,
 ) -> Evaluated<T> {
     match eval(batch) {
         Ok(value) => Evaluated::Whole(value),
         Err(failure) => {
             let mut pieces = Vec::new();
-            split(batch, 0, failure, eval, &mut pieces);
-            Evaluated::Split(pieces)
+            match split(batch, 0, failure, eval, &mut pieces) {
+                Some(exhausted) => Evaluated::Exhausted(exhausted),
+                None => Evaluated::Split(pieces),
+            }
         }
     }
 }
 
-/// `batch` (rows from `offset` on), on which `eval` failed with `failure`, in halves.
+/// `batch` (rows from `offset` on), on which `eval` failed with `failure`, in halves; the
+/// row on which a function ran out of resources, if one did (the search stops there).
 fn split<T>(
     batch: &RecordBatch,
     offset: usize,
-    (expr, message): (usize, String),
-    eval: &mut impl FnMut(&RecordBatch) -> Result<T, (usize, String)>,
+    (expr, error): (usize, ExprError),
+    eval: &mut impl FnMut(&RecordBatch) -> Result<T, (usize, ExprError)>,
     out: &mut Vec<Piece<T>>,
-) {
+) -> Option<RowFailure> {
     let len = batch.num_rows();
     if len <= 1 {
-        out.extend((len == 1).then(|| {
-            Piece::Bad(RowFailure {
+        if len == 1 {
+            let failure = RowFailure {
                 row: offset,
                 expr,
-                message,
-            })
-        }));
-        return;
+                message: error.message,
+            };
+            if error.kind == anduin_expr::ExprErrorKind::Exhausted {
+                return Some(failure);
+            }
+            out.push(Piece::Bad(failure));
+        }
+        return None;
     }
     let half = len / 2;
     for (start, n) in [(0, half), (half, len - half)] {
@@ -167,9 +183,14 @@ fn split<T>(
                 len: n,
                 value,
             }),
-            Err(failure) => split(&part, offset + start, failure, eval, out),
+            Err(failure) => {
+                if let Some(exhausted) = split(&part, offset + start, failure, eval, out) {
+                    return Some(exhausted);
+                }
+            }
         }
     }
+    None
 }
 
 /// The failures among `pieces`.
@@ -245,6 +266,34 @@ impl RowErrors {
         Ok(())
     }
 
+    /// The error that stops the query because a function ran out of resources on row
+    /// `failure` of `batch` (whose rows came from `origins`, if known), whatever `on_error`
+    /// says.
+    pub fn exhausted(&self, failure: &RowFailure, origins: Option<&RowOrigins>) -> OperatorError {
+        let origin = origins
+            .and_then(|o| o.get(failure.row))
+            .map(|(input, line)| (input.to_string(), line));
+        self.exhausted_row(failure.expr, &failure.message, origin)
+    }
+
+    /// The error that stops the query because expression `expr` ran out of resources
+    /// (`message`) on a row read at `origin`, if known.
+    pub fn exhausted_row(
+        &self,
+        expr: usize,
+        message: &str,
+        origin: Option<(String, u64)>,
+    ) -> OperatorError {
+        let expr = self.exprs.get(expr);
+        OperatorError::Exhausted(Box::new(crate::error::BadRow {
+            operator: self.operator.clone(),
+            expression: expr.map(|e| format!("{} `{}`", e.role, e.text)),
+            at: expr.and_then(|e| e.at(self.query_file.as_deref())),
+            origin,
+            reason: message.to_string(),
+        }))
+    }
+
     /// Reports one row, given as a JSON object by `row` (called only when it is written), on
     /// which expression `expr` failed with `message`; `origin` is where it was read, if known.
     pub fn reject_row(
@@ -291,7 +340,7 @@ mod tests {
     }
 
     /// 100 / b, failing where b is 0.
-    fn divide(b: &RecordBatch) -> Result<Vec<i64>, (usize, String)> {
+    fn divide(b: &RecordBatch) -> Result<Vec<i64>, (usize, ExprError)> {
         let col = b
             .column(0)
             .as_any()
@@ -299,7 +348,11 @@ mod tests {
             .expect("ints");
         col.values()
             .iter()
-            .map(|v| 100i64.checked_div(*v).ok_or((0, "Divide by zero".into())))
+            .map(|v| {
+                100i64
+                    .checked_div(*v)
+                    .ok_or_else(|| (0, ExprError::whole("Divide by zero")))
+            })
             .collect()
     }
 
@@ -323,6 +376,56 @@ mod tests {
         assert_eq!(failures(&pieces).len(), 1);
     }
 
+    /// 100 / b, failing where b is 0, and running out of resources on a batch holding a 7;
+    /// counts its calls.
+    fn divide_or_run_away(
+        calls: &mut usize,
+    ) -> impl FnMut(&RecordBatch) -> Result<Vec<i64>, (usize, ExprError)> + '_ {
+        move |b: &RecordBatch| {
+            *calls += 1;
+            let col = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .expect("ints");
+            if col.values().contains(&7) {
+                let mut e = ExprError::whole("function `spin` ran out of fuel");
+                e.kind = anduin_expr::ExprErrorKind::Exhausted;
+                return Err((0, e));
+            }
+            divide(b)
+        }
+    }
+
+    #[test]
+    fn a_row_a_function_runs_out_of_resources_on_ends_the_search_naming_it() {
+        for seed in 0..100u64 {
+            let n = 2 + (seed * 53 % 400) as usize;
+            let values: Vec<i64> = (0..n as u64)
+                .map(|i| ((i * 7919 + seed * 104_729) % 31) as i64)
+                .collect();
+            // With zeros (a row's fault) and without: the first 7 is found either way.
+            for values in [values.clone(), values.iter().map(|v| (*v).max(1)).collect()] {
+                let mut calls = 0;
+                let evaluated = evaluate_rows(&batch(&values), &mut divide_or_run_away(&mut calls));
+                match (values.iter().position(|v| *v == 7), evaluated) {
+                    (Some(first), Evaluated::Exhausted(f)) => {
+                        assert_eq!(f.row, first, "seed {seed}");
+                        assert_eq!(f.message, "function `spin` ran out of fuel");
+                        // Without rows at fault, the search only halves towards it.
+                        let halvings = (usize::BITS - n.leading_zeros()) as usize;
+                        assert!(
+                            values.contains(&0) || calls <= 2 * halvings + 1,
+                            "seed {seed}: {calls} calls for {n} rows"
+                        );
+                    }
+                    (None, Evaluated::Whole(_) | Evaluated::Split(_)) => {}
+                    (first, e) => panic!("seed {seed}: the first 7 at {first:?}, evaluated {e:?}"),
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_failing_rows_are_found_and_every_other_row_evaluated_in_order() {
         for seed in 0..200u64 {
@@ -337,6 +440,7 @@ mod tests {
                     value,
                 }],
                 Evaluated::Split(pieces) => pieces,
+                Evaluated::Exhausted(f) => panic!("nothing runs out here: {f:?}"),
             };
             let mut row = 0;
             let mut results = Vec::new();

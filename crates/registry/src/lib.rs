@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anduin_graph::{Binding, Catalog, ControlInput, OperatorSignature};
 use anduin_operator_api::controlled::controlled;
 use anduin_operator_api::Bound;
-use anduin_relational::{filter, join, map, union, window};
+use anduin_relational::{filter, group, join, map, selector, union, window};
 use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
@@ -26,7 +26,9 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &filter::SIGNATURE,
     &map::SIGNATURE,
     &union::SIGNATURE,
+    &selector::SIGNATURE,
     &window::SIGNATURE,
+    &group::SIGNATURE,
     &join::SIGNATURE,
     &anduin_cep::SIGNATURE,
 ];
@@ -57,6 +59,31 @@ impl Catalog for BuiltinCatalog {
             "pattern" => anduin_cep::ADJUSTABLE.to_vec(),
             _ => Vec::new(),
         }
+    }
+
+    fn consumes_updates(&self, op: &OperatorDef) -> Result<(), String> {
+        match op.kind.as_str() {
+            // Row by row: a change filtered or projected is still a change.
+            "filter" | "map" | "discard" => Ok(()),
+            "aggregate" => Ok(()),
+            "writer" => anduin_connectors::changelog::updates_accepted(
+                &op.param("mode")
+                    .map_or_else(|| "append".to_string(), |p| p.value.as_text().to_string()),
+            ),
+            "window" => Err("a window over an updating stream is not supported yet (its windows fire once, and cannot take rows back)".into()),
+            "join" => Err("a join of an updating stream is not supported yet (regular joins come with a later part of issue 17)".into()),
+            "pattern" => Err("a row pattern over an updating stream is not supported yet".into()),
+            "union" => Err("a union of updating streams is not supported yet".into()),
+            _ => Err("it consumes append-only streams only".into()),
+        }
+    }
+
+    fn survives_input_loss(&self, kind: &str) -> bool {
+        kind == "stream-selector"
+    }
+
+    fn makes_updates(&self, op: &OperatorDef) -> bool {
+        op.kind.as_str() == "aggregate"
     }
 
     fn with_control(
@@ -108,7 +135,9 @@ impl Catalog for BuiltinCatalog {
             "filter" => filter::bind(op, inputs),
             "map" => map::bind(op, inputs),
             "union" => union::bind(op, inputs),
+            "stream-selector" => selector::bind(op, inputs),
             "window" => window::bind(op, inputs),
+            "aggregate" => group::bind(op, inputs),
             "join" => join::bind(op, inputs),
             "pattern" => anduin_cep::bind(op, inputs),
             other => Err(Diagnostic::error(

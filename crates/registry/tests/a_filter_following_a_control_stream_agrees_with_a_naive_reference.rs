@@ -4,7 +4,7 @@
 //! keeps exactly the rows a naive reference keeps: each row under the last change at or
 //! before its event time (of two at one time, the later arrival).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

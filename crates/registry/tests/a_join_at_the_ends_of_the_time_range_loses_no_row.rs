@@ -4,7 +4,7 @@
 //! next to `i64::MAX`, and a left outer one emits an unmatched left row at `i64::MAX - 3`
 //! when the input ends (its `time + upper` is beyond `i64::MAX`, but +∞ is later still).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! join), whichever side arrives first. Such a row is not kept in the join's state: a
 //! checkpoint of a join that saw only null keys is the checkpoint of a join that saw nothing.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

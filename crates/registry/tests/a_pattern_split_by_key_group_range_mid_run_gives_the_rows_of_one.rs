@@ -5,7 +5,7 @@
 //! still waiting for the watermark when the checkpoint was taken must both move with their
 //! partition key's key group: a waiting row left behind would be lost or matched twice.
 
-mod common;
+use crate::common;
 
 use std::num::NonZeroU16;
 use std::sync::Arc;

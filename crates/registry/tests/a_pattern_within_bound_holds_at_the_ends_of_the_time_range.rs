@@ -3,7 +3,7 @@
 //! row at `i64::MAX` still extends a match that started 5 ms before it when the input ends
 //! (the end of input, +∞, releases every row before the time bound ends the match).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! rejected row, and is neither dropped silently nor counted as late. Rows behind the
 //! watermark are counted as late (`late_rows`) by each of them.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! the default, and no row with OMIT EMPTY MATCHES, but it is numbered either way; WITH
 //! UNMATCHED ROWS adds every row that is in no match, with null measures, in row order.
 
-mod common;
+use crate::common;
 
 /// Each output row as "value match_number classifier count".
 fn rows_out(mode: &str, pattern: &str, skip: &str, values: &[i64]) -> Vec<String> {

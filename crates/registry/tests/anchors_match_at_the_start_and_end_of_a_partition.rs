@@ -3,7 +3,7 @@
 //! the input ends (the watermark reaches +∞): a row arriving after a partial match waiting
 //! at `$` ends it, and `within` does not (`$` consumes no row).
 
-mod common;
+use crate::common;
 
 /// Partition 0: 5 1 6 7; partition 1: 1 5; partition 2: 4 4.
 const ROWS: [(i64, i64, i64, &str); 8] = [

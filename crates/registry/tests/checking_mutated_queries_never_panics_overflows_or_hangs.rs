@@ -6,7 +6,7 @@
 //! no stack overflow on a thread with a modest stack, and inputs of bounded size so that the
 //! time per case is bounded without timing it.
 //!
-//! `PROPTEST_CASES=5000 cargo nextest run -p anduin-operators --test checking_mutated_queries_never_panics_overflows_or_hangs`
+//! `PROPTEST_CASES=5000 cargo nextest run -p anduin-registry --test scenarios -E 'test(/^checking_mutated_queries/)'`
 //! runs more cases than the default.
 
 use anduin_registry::BuiltinCatalog;

@@ -6,7 +6,7 @@
 //! `FINAL` in ALL ROWS PER MATCH. What it does not take is an error naming the function and
 //! where it is.
 
-mod common;
+use crate::common;
 
 /// Apple, then two B rows (small and "ban…"/"Ban…"), then C (20, once two B rows were seen).
 const ROWS: [(i64, i64, i64, &str); 4] = [

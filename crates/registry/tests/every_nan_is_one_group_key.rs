@@ -4,7 +4,7 @@
 //! double pairs a NaN with a NaN of another sign. The key encoding does it, so the exchange,
 //! windows, joins and patterns agree.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! ALL ROWS PER MATCH does not output them; ONE ROW PER MATCH is unchanged, and WITH
 //! UNMATCHED ROWS is refused with an exclusion.
 
-mod common;
+use crate::common;
 
 /// 5 (A), 3 2 falling (B), 4 6 rising (C).
 const ROWS: [(i64, i64, i64, &str); 5] = [

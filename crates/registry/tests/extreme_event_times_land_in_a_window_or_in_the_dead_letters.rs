@@ -8,7 +8,7 @@
 //! its rows (`start <= earliest <= latest < end`); and the results are those of a naive
 //! recomputation in `i128` that lists every window of a row.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

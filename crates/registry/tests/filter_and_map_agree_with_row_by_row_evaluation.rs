@@ -1,7 +1,7 @@
 //! Property test: `filter` and `map` over random batches give what a naive row-by-row
 //! evaluation of the same SQL gives (three-valued logic, nulls included).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! give the result of one. Some keys are null: as in SQL, a null key equals no key (not even
 //! another null), so its row pairs with nothing and a left join gives its left row alone.
 
-mod common;
+use crate::common;
 
 use common::{checkpoint, restored, Memory};
 

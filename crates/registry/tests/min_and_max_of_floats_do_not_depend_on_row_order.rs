@@ -5,7 +5,7 @@
 //! takes rows in arrival order), keyed and global, restored from a checkpoint half-way; and
 //! in a pattern's measures.
 
-mod common;
+use crate::common;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;

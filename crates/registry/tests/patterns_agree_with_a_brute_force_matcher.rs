@@ -19,8 +19,8 @@
 //! rows that match every variable of the loop, which need equivalent partial matches pruned
 //! to finish, and an aggregate over each row's CLASSIFIER() that must not let them be.
 
-mod brute_force;
-mod common;
+use crate::brute_force;
+use crate::common;
 
 use common::Memory;
 

@@ -2,7 +2,7 @@
 //! matches the parts in any order, and where several orders match, the one first in
 //! lexicographic order of the parts' positions wins (`A B C`, `A C B`, `B A C`, …).
 
-mod common;
+use crate::common;
 
 fn classified(pattern: &str, defines: &[&str], rows: &[(i64, i64, i64, &str)]) -> Vec<String> {
     let mut params = format!(

@@ -3,7 +3,7 @@
 //! arrival order; rows equal in every tie-breaker keep their arrival order. A tie-breaker may
 //! say where its NULLs go (`NULLS FIRST` / `NULLS LAST`; unit tests in `order.rs` place them).
 
-mod common;
+use crate::common;
 
 /// The params of an `A+` over every row, all rows per match, ordered by `order_by`.
 fn params(order_by: &str) -> String {

@@ -4,7 +4,7 @@
 //! them is mapped to, in DEFINE as in MEASURES, and `AFTER MATCH SKIP TO FIRST/LAST U` their
 //! first / last row.
 
-mod common;
+use crate::common;
 
 /// 10 is A, 8 and 6 fall (B), 9 rises (C); then 7 is A, 5 B, 8 C.
 const ROWS: [(i64, i64, i64, &str); 7] = [

@@ -3,7 +3,7 @@
 //! people and auctions, prices, hot channels, average sizes, event times; and it is
 //! deterministic and resumes from a checkpoint exactly where it stopped.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::time::{Duration, Instant};

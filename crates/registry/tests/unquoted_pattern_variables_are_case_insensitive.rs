@@ -3,7 +3,7 @@
 //! and `skip to last b` is the pattern `A B+`, and `CLASSIFIER()` says `'A'` and `'B'`.
 //! (Double-quoted variables keep their case: the matcher's and the SQL lowering's unit tests.)
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

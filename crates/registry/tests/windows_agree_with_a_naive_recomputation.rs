@@ -17,7 +17,7 @@
 //! end, a session at the first whose cutoff is past its end (its last row + gap), a count
 //! window in the batch of its last row.
 
-mod common;
+use crate::common;
 
 use common::{checkpoint, restored};
 

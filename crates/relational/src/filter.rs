@@ -5,7 +5,7 @@ use std::sync::Arc;
 use anduin_expr::{compile_predicate, CompiledExpr, Scope};
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
-use anduin_types::Diagnostics;
+use anduin_types::{is_updating, Diagnostics};
 use arrow::array::{BooleanArray, BooleanBuilder};
 use arrow::compute::filter_record_batch;
 use arrow::datatypes::SchemaRef;
@@ -48,6 +48,10 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("condition");
     let predicate = compile_predicate(text.as_str(), &scope)
+        .and_then(|c| match is_updating(schema) {
+            true => crate::map::updating_safe(&c, schema.fields().len() - 1).map(|()| c),
+            false => Ok(c),
+        })
         .map_err(|e| p.expr_error("condition", &text, e))?;
     let name = op.name.to_string();
     let site = ExprAt::new("condition", &text, &predicate.site);
@@ -76,14 +80,19 @@ struct Filter {
 }
 
 impl Filter {
-    /// Which rows of `batch` the condition keeps (false where it fails), and the rows it
-    /// failed on.
-    fn mask(&self, batch: &RecordBatch) -> (BooleanArray, Vec<RowFailure>) {
-        let mut eval =
-            |b: &RecordBatch| self.predicate.evaluate_bool(b).map_err(|e| (0, e.message));
+    /// Which rows of `batch` (whose rows came from `origins`) the condition keeps (false
+    /// where it fails), and the rows it failed on; an error if a function in it ran out of
+    /// resources.
+    fn mask(
+        &self,
+        batch: &RecordBatch,
+        origins: Option<&RowOrigins>,
+    ) -> Result<(BooleanArray, Vec<RowFailure>), OperatorError> {
+        let mut eval = |b: &RecordBatch| self.predicate.evaluate_bool(b).map_err(|e| (0, e));
         let pieces = match evaluate_rows(batch, &mut eval) {
-            Evaluated::Whole(mask) => return (mask, Vec::new()),
+            Evaluated::Whole(mask) => return Ok((mask, Vec::new())),
             Evaluated::Split(pieces) => pieces,
+            Evaluated::Exhausted(f) => return Err(self.errors.exhausted(&f, origins)),
         };
         let mut mask = BooleanBuilder::with_capacity(batch.num_rows());
         let mut failed = Vec::new();
@@ -98,7 +107,7 @@ impl Filter {
                 }
             }
         }
-        (mask.finish(), failed)
+        Ok((mask.finish(), failed))
     }
 }
 
@@ -123,7 +132,7 @@ impl Operator for Filter {
         origins: Option<RowOrigins>,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
-        let (mask, failed) = self.mask(&batch);
+        let (mask, failed) = self.mask(&batch, origins.as_ref())?;
         self.errors.reject(&batch, &failed, origins.as_ref())?;
         let kept = mask.true_count();
         if kept == 0 {

@@ -1,12 +1,15 @@
-//! anduin's relational operators, one per file or directory: filter, map, union, window and
-//! join, written against `anduin-operator-api`.
+//! anduin's relational operators, one per file or directory: filter, map, union, window,
+//! join and the updating aggregate (`group`, a GROUP BY without a window), written against
+//! `anduin-operator-api`.
 //!
 //! This crate knows how one instance of each processes batches and checkpoints its state. It
 //! does not run them (`anduin-runtime`), parse queries (`anduin-spec`), or name them to the
 //! graph checker (`anduin-registry`). Row patterns are in `anduin-cep`.
 
 pub mod filter;
+pub mod group;
 pub mod join;
 pub mod map;
+pub mod selector;
 pub mod union;
 pub mod window;

@@ -2,12 +2,13 @@
 
 use std::sync::Arc;
 
-use anduin_expr::{compile_projection, CompiledExpr, Scope};
+use anduin_expr::{compile_projection, CompiledExpr, ExprError, Scope};
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
 use anduin_types::Diagnostics;
+use anduin_types::{change_column, is_updating, row_key, with_row_key, CHANGE_COLUMN};
 use arrow::array::{Array, ArrayRef};
-use arrow::datatypes::{Schema, SchemaRef};
+use arrow::datatypes::{Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
 use anduin_operator_api::Bound;
@@ -39,14 +40,85 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
 /// The params a running map can change.
 pub const ADJUSTABLE: &[&str] = &["columns"];
 
-/// Compiles `columns` over `scope`: the expressions, each as a stream column.
+/// Compiles `columns` over `scope`: the expressions, each as a stream column. The change kind
+/// of an updating input's rows (which `*` selects) is not among them: the map keeps it apart.
 fn compile_columns(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>, anduin_expr::ExprError> {
-    compile_projection(text, scope).and_then(|exprs| {
-        exprs
-            .into_iter()
-            .map(CompiledExpr::into_stream_type)
-            .collect::<Result<Vec<_>, _>>()
-    })
+    let change = is_updating(&scope.schema).then(|| scope.schema.fields().len() - 1);
+    let mut columns = Vec::new();
+    for e in compile_projection(text, scope)? {
+        if let Some(c) = change {
+            if e.name == CHANGE_COLUMN && e.column() == Some(c) {
+                continue;
+            }
+            updating_safe(&e, c)?;
+        }
+        if e.name == CHANGE_COLUMN {
+            return Err(reserved_name(&e));
+        }
+        columns.push(e.into_stream_type()?);
+    }
+    Ok(columns)
+}
+
+/// The error for an output column named as the change kind of updating streams.
+fn reserved_name(e: &CompiledExpr) -> anduin_expr::ExprError {
+    anduin_expr::ExprError::at(
+        e.site.line,
+        e.site.col,
+        format!("`{CHANGE_COLUMN}` is the name of the change kind of an updating stream's rows, which a column cannot take: rename the column with AS"),
+    )
+}
+
+/// Why `e` cannot be evaluated on the rows of an updating stream whose change kind is column
+/// `change`, if it cannot: a retraction is evaluated again and must give the values of the
+/// row it takes back, and the change kind is not data.
+pub(crate) fn updating_safe(e: &CompiledExpr, change: usize) -> Result<(), anduin_expr::ExprError> {
+    updating_safe_at(e.reads(change), e.volatile_function(), &e.site)
+}
+
+/// [`updating_safe`] for an expression at `site` that reads the change kind (`reads_change`)
+/// or calls volatile function `volatile`.
+pub(crate) fn updating_safe_at(
+    reads_change: bool,
+    volatile: Option<String>,
+    site: &anduin_expr::ExprSite,
+) -> Result<(), anduin_expr::ExprError> {
+    if reads_change {
+        return Err(anduin_expr::ExprError::at(
+            site.line,
+            site.col,
+            format!("`{CHANGE_COLUMN}`, the change kind of an updating stream's rows, cannot be read as a column; write the stream with mode = 'changelog' to see each row's change"),
+        ));
+    }
+    if let Some(f) = volatile {
+        return Err(anduin_expr::ExprError::at(
+            site.line,
+            site.col,
+            format!("`{f}()` gives another value at each call, so over an updating stream a row taken back would not match the row it retracts (a wrong result, silently): not supported over updating streams; compute it before the GROUP BY that makes the stream updating"),
+        ));
+    }
+    Ok(())
+}
+
+/// The output schema of a map computing `exprs` over `input`: over an updating stream, the
+/// change kind kept last, and the row key kept where every key column is passed on as it is.
+fn output_schema(exprs: &[CompiledExpr], input: &Schema) -> Schema {
+    let mut fields: Vec<Field> = exprs.iter().map(CompiledExpr::field).collect();
+    if !is_updating(input) {
+        return Schema::new(fields);
+    }
+    fields.push(change_column());
+    let Some(key) = row_key(input) else {
+        return Schema::new(fields);
+    };
+    let kept: Option<Vec<usize>> = key
+        .iter()
+        .map(|k| exprs.iter().position(|e| e.column() == Some(*k)))
+        .collect();
+    match kept {
+        Some(kept) => with_row_key(fields, &kept),
+        None => Schema::new(fields),
+    }
 }
 
 /// Checks this operator's params and inputs as the query declares them, and binds it to a
@@ -58,9 +130,9 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let text = p.required("columns");
     let exprs =
         compile_columns(text.as_str(), &scope).map_err(|e| p.expr_error("columns", &text, e))?;
-    let out_schema: SchemaRef = Arc::new(Schema::new(
-        exprs.iter().map(CompiledExpr::field).collect::<Vec<_>>(),
-    ));
+    // Over an updating stream, each row keeps its change kind (as the last column).
+    let change = is_updating(schema).then(|| schema.fields().len() - 1);
+    let out_schema: SchemaRef = Arc::new(output_schema(&exprs, schema));
     let name = op.name.to_string();
     let schema_for_factory = Arc::clone(&out_schema);
     let sites: Vec<ExprAt> = exprs
@@ -73,6 +145,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             Ok(Box::new(Map {
                 name: name.clone(),
                 exprs: exprs.clone(),
+                change,
                 schema: Arc::clone(&schema_for_factory),
                 scope: scope.clone(),
                 errors: RowErrors::new(&name, sites.clone(), on_error, ctx),
@@ -88,6 +161,9 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
 struct Map {
     name: String,
     exprs: Vec<CompiledExpr>,
+    /// Over an updating stream, the input column of the rows' change kind, passed on as the
+    /// last output column.
+    change: Option<usize>,
     schema: SchemaRef,
     /// The input, for expressions changed while running.
     scope: Scope,
@@ -96,22 +172,28 @@ struct Map {
 
 impl Map {
     /// Every column on `rows`, or the first expression that fails and its error.
-    fn columns(&self, rows: &RecordBatch) -> Result<Vec<ArrayRef>, (usize, String)> {
-        self.exprs
+    fn columns(&self, rows: &RecordBatch) -> Result<Vec<ArrayRef>, (usize, ExprError)> {
+        let mut columns = self
+            .exprs
             .iter()
             .enumerate()
-            .map(|(i, e)| e.evaluate(rows).map_err(|err| (i, err.message)))
-            .collect()
+            .map(|(i, e)| e.evaluate(rows).map_err(|err| (i, err)))
+            .collect::<Result<Vec<_>, _>>()?;
+        columns.extend(self.change.map(|c| Arc::clone(rows.column(c))));
+        Ok(columns)
     }
 
-    /// The columns of the rows of `batch` no expression fails on, and the rows that fail.
+    /// The columns of the rows of `batch` (whose rows came from `origins`) no expression
+    /// fails on, and the rows that fail; an error if a function ran out of resources.
     fn evaluate(
         &self,
         batch: &RecordBatch,
+        origins: Option<&RowOrigins>,
     ) -> Result<(Vec<ArrayRef>, Vec<RowFailure>), OperatorError> {
         let pieces = match evaluate_rows(batch, &mut |b: &RecordBatch| self.columns(b)) {
             Evaluated::Whole(columns) => return Ok((columns, Vec::new())),
             Evaluated::Split(pieces) => pieces,
+            Evaluated::Exhausted(f) => return Err(self.errors.exhausted(&f, origins)),
         };
         let failed = failures(&pieces);
         let good: Vec<Vec<ArrayRef>> = pieces
@@ -121,7 +203,7 @@ impl Map {
                 Piece::Bad(_) => None,
             })
             .collect();
-        let columns = (0..self.exprs.len())
+        let columns = (0..self.schema.fields().len())
             .map(|c| {
                 if good.is_empty() {
                     return Ok(arrow::array::new_empty_array(
@@ -162,7 +244,7 @@ impl Operator for Map {
         origins: Option<RowOrigins>,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
-        let (columns, failed) = self.evaluate(&batch)?;
+        let (columns, failed) = self.evaluate(&batch, origins.as_ref())?;
         self.errors.reject(&batch, &failed, origins.as_ref())?;
         let rows = batch.num_rows() - failed.len();
         if rows == 0 {
@@ -205,7 +287,9 @@ impl Operator for Map {
             });
         }
         let exprs = compile_columns(value, &self.scope).map_err(|e| invalid(e.message))?;
-        let schema = Schema::new(exprs.iter().map(CompiledExpr::field).collect::<Vec<_>>());
+        let mut fields: Vec<Field> = exprs.iter().map(CompiledExpr::field).collect();
+        fields.extend(self.change.map(|_| change_column()));
+        let schema = Schema::new(fields);
         if let Some(m) = anduin_graph::schema_mismatch(&self.schema, &schema) {
             return Err(invalid(format!(
                 "the new columns differ from the running ones ({m}); a running map must keep its output columns"

@@ -24,24 +24,12 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
 /// Checks this operator's params and inputs as the query declares them, and binds it to a
 /// factory of instances (called by the registry's catalog).
 pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
-    let (first_name, first) = inputs.first().expect("arity checked: at least two inputs");
-    let mut diags = Diagnostics::default();
-    for (i, (name, schema)) in inputs.iter().enumerate().skip(1) {
-        if let Some(problem) = schema_mismatch(first, schema) {
-            diags.push(Diagnostic::error(
-                op.inputs.get(i).map(|t| t.pos()).unwrap_or(op.pos),
-                format!(
-                    "input \"{name}\" of union \"{}\" has columns {} but input \"{first_name}\" has {} ({problem}): all inputs of a union need the same columns",
-                    op.name,
-                    describe_schema(schema),
-                    describe_schema(first)
-                ),
-            ));
-        }
-    }
-    if diags.has_errors() {
-        return Err(diags);
-    }
+    let first = same_columns(
+        op,
+        inputs,
+        "union",
+        "all inputs of a union need the same columns",
+    )?;
     let name = op.name.to_string();
     let schema = Arc::clone(first);
     let out_schema = Arc::clone(first);
@@ -56,6 +44,35 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         warnings: Diagnostics::default(),
         partition_by: Vec::new(),
     })
+}
+
+/// The schema of the first of `inputs` of `op` (a `what`), or an error for each input whose
+/// columns differ from it, ending with `why`.
+pub(crate) fn same_columns<'a>(
+    op: &OperatorDef,
+    inputs: &'a [(&str, SchemaRef)],
+    what: &str,
+    why: &str,
+) -> Result<&'a SchemaRef, Diagnostics> {
+    let (first_name, first) = inputs.first().expect("arity checked: at least two inputs");
+    let mut diags = Diagnostics::default();
+    for (i, (name, schema)) in inputs.iter().enumerate().skip(1) {
+        if let Some(problem) = schema_mismatch(first, schema) {
+            diags.push(Diagnostic::error(
+                op.inputs.get(i).map(|t| t.pos()).unwrap_or(op.pos),
+                format!(
+                    "input \"{name}\" of {what} \"{}\" has columns {} but input \"{first_name}\" has {} ({problem}): {why}",
+                    op.name,
+                    describe_schema(schema),
+                    describe_schema(first)
+                ),
+            ));
+        }
+    }
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(first)
 }
 
 /// A running union: batches pass through, relabelled with the union's schema.

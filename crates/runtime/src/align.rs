@@ -22,6 +22,8 @@ pub(crate) struct Aligner {
     arrived: Vec<bool>,
     /// Per input: the input has ended (it no longer takes part).
     ended: Vec<bool>,
+    /// Per input: it takes part again once the checkpoint being aligned is.
+    rejoin: Vec<bool>,
     current: Option<Barrier>,
     /// The newest checkpoint aligned or given up: its barriers, and older ones, are ignored.
     done: Epoch,
@@ -32,6 +34,7 @@ impl Aligner {
         Self {
             arrived: vec![false; inputs],
             ended: vec![false; inputs],
+            rejoin: vec![false; inputs],
             current: None,
             done: Epoch(0),
         }
@@ -81,10 +84,28 @@ impl Aligner {
         if let Some(e) = self.ended.get_mut(i) {
             *e = true;
         }
+        if let Some(r) = self.rejoin.get_mut(i) {
+            *r = false;
+        }
         if self.current.is_some() {
             self.check()
         } else {
             Alignment::Waiting
+        }
+    }
+
+    /// Input `i`, out of alignment since [`Aligner::on_end`] (its producer was being
+    /// restored), takes part again from the next checkpoint on; barriers of those aligned
+    /// meanwhile are ignored when they come.
+    pub(crate) fn on_resume(&mut self, i: usize) {
+        // The checkpoint being aligned does not wait for it (the others' barriers came
+        // without it, and it replays from an older one): it rejoins after.
+        if self.current.is_some() {
+            if let Some(r) = self.rejoin.get_mut(i) {
+                *r = true;
+            }
+        } else if let Some(e) = self.ended.get_mut(i) {
+            *e = false;
         }
     }
 
@@ -98,6 +119,11 @@ impl Aligner {
             return Alignment::Waiting;
         }
         self.arrived.iter_mut().for_each(|a| *a = false);
+        for (ended, rejoin) in self.ended.iter_mut().zip(&mut self.rejoin) {
+            if std::mem::take(rejoin) {
+                *ended = false;
+            }
+        }
         match self.current.take() {
             Some(b) => {
                 self.done = b.epoch;
@@ -154,6 +180,29 @@ mod tests {
         assert_eq!(a.on_barrier(1, barrier(3)), Alignment::Aligned(barrier(3)));
         assert_eq!(a.on_barrier(0, barrier(3)), Alignment::Waiting);
         assert!(!a.is_blocked(0), "a repeated barrier starts no round");
+    }
+
+    #[test]
+    fn an_input_back_from_a_restore_mid_alignment_rejoins_after_that_checkpoint() {
+        let mut a = Aligner::new(3);
+        // Input 1's producer is lost: checkpoint 1 aligns over 0 and 2.
+        assert_eq!(a.on_end(1), Alignment::Waiting);
+        assert_eq!(a.on_barrier(0, barrier(1)), Alignment::Waiting);
+        // It is back before input 2's barrier: checkpoint 1 does not wait for it.
+        a.on_resume(1);
+        assert!(!a.is_blocked(1));
+        assert_eq!(a.on_barrier(2, barrier(1)), Alignment::Aligned(barrier(1)));
+        // Its replay brings checkpoint 1's barrier again: ignored. Checkpoint 2 waits for it.
+        assert_eq!(a.on_barrier(1, barrier(1)), Alignment::Waiting);
+        assert_eq!(a.on_barrier(0, barrier(2)), Alignment::Waiting);
+        assert_eq!(a.on_barrier(2, barrier(2)), Alignment::Waiting);
+        assert_eq!(a.on_barrier(1, barrier(2)), Alignment::Aligned(barrier(2)));
+        // Back with no checkpoint being aligned: it takes part at once.
+        assert_eq!(a.on_end(2), Alignment::Waiting);
+        a.on_resume(2);
+        assert_eq!(a.on_barrier(0, barrier(3)), Alignment::Waiting);
+        assert_eq!(a.on_barrier(1, barrier(3)), Alignment::Waiting);
+        assert_eq!(a.on_barrier(2, barrier(3)), Alignment::Aligned(barrier(3)));
     }
 
     #[test]

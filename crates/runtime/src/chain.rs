@@ -42,6 +42,9 @@ pub(crate) struct Chain {
     /// Asked before the end of the input is handled (it commits what sinks hold), with the
     /// name of the chain's task instance.
     end_gate: Option<(Arc<dyn crate::config::EndGate>, String)>,
+    /// Test-only fault injection: the head fails once it has been given more than this many
+    /// rows (see [`crate::RunConfig::fail_after`]).
+    fail_after: Option<u64>,
 }
 
 impl Chain {
@@ -60,7 +63,20 @@ impl Chain {
             links,
             control,
             end_gate: None,
+            fail_after: None,
         }
+    }
+
+    /// Makes the head fail once it has been given more than `rows` rows, if its operator is
+    /// the one `fail_after` names (test-only fault injection).
+    pub(crate) fn with_injected_failure(mut self, fail_after: &[(String, u64)]) -> Self {
+        if let Some(head) = self.links.first() {
+            self.fail_after = fail_after
+                .iter()
+                .find(|(name, _)| *name == head.name)
+                .map(|(_, rows)| *rows);
+        }
+        self
     }
 
     /// Asks `gate` before the end of the input is handled; `task` names the task instance.
@@ -75,6 +91,17 @@ impl Chain {
 
     /// Processes a batch that arrived on input `input` of the chain's head.
     pub(crate) fn push(&mut self, input: usize, batch: RecordBatch) -> Result<(), OperatorError> {
+        if let Some(left) = self.fail_after.as_mut() {
+            let n = batch.num_rows() as u64;
+            if n > *left {
+                let name = self.links.first().map_or("chain", |l| l.name.as_str());
+                return Err(OperatorError::Execution {
+                    operator: name.to_string(),
+                    message: "failed on purpose (test-only fault injection)".into(),
+                });
+            }
+            *left -= n;
+        }
         push_at(&mut self.links, input, batch, None).map(|_| ())
     }
 
@@ -108,25 +135,7 @@ impl Chain {
 
     /// Event time advanced to `wm` at the head: each operator may hold it back or forward it.
     pub(crate) fn watermark(&mut self, wm: Watermark) -> Result<(), OperatorError> {
-        let mut current = Some(wm);
-        for i in 0..self.links.len() {
-            let Some(w) = current else {
-                return Ok(());
-            };
-            current = at_link(&mut self.links, i, |op, emit| op.handle_watermark(w, emit))?;
-            let link = &mut self.links[i];
-            if link.live_at.is_none_or(|t| t.elapsed() >= LIVE_EVERY) {
-                link.live_at = Some(Instant::now());
-                link.counters.set_live(link.op.metrics());
-            }
-            if let Some(w) = current {
-                link.counters.set_watermark(w.0);
-                for o in link.outlets.iter_mut() {
-                    send_msg(o, Message::Watermark(w), &link.name)?;
-                }
-            }
-        }
-        Ok(())
+        watermark_through(&mut self.links, wm)
     }
 
     /// Event time on input `port` of the head alone is now `wm` (+∞ while that input is idle
@@ -153,6 +162,36 @@ impl Chain {
             }
         }
         Ok(())
+    }
+
+    /// Input `port` of the head was lost (the task feeding it failed while the run goes on):
+    /// the head goes on without it, or says why it cannot.
+    pub(crate) fn input_lost(&mut self, port: usize) -> Result<(), OperatorError> {
+        if self.links.is_empty() {
+            return Err(OperatorError::internal("chain", "an input was lost"));
+        }
+        at_link(&mut self.links, 0, |op, emit| op.on_input_lost(port, emit))
+    }
+
+    /// Input `port`'s producer was lost and is being restored: the head may go on with other
+    /// inputs meanwhile (a stream selector switches to another copy).
+    pub(crate) fn input_suspended(&mut self, port: usize) -> Result<(), OperatorError> {
+        if self.links.is_empty() {
+            return Ok(());
+        }
+        at_link(&mut self.links, 0, |op, emit| {
+            op.on_input_suspended(port, emit)
+        })
+    }
+
+    /// Input `port`'s restored producer is back: its stream goes on where it stopped.
+    pub(crate) fn input_resumed(&mut self, port: usize) -> Result<(), OperatorError> {
+        if self.links.is_empty() {
+            return Ok(());
+        }
+        at_link(&mut self.links, 0, |op, emit| {
+            op.on_input_resumed(port, emit)
+        })
     }
 
     /// Every input of the head has ended: each operator in turn flushes, then its outlets end.
@@ -265,6 +304,30 @@ fn param_changes_at(links: &mut [Link], i: usize) -> Result<(), OperatorError> {
 
 /// Runs `f` on the operator of `links[i]` with the collector that sends what it emits to the
 /// link's outlets and through the links after it.
+/// Event time advanced to `wm` before `links`: each operator in turn is told and forwards
+/// what it returns, until one forwards nothing.
+fn watermark_through(links: &mut [Link], wm: Watermark) -> Result<(), OperatorError> {
+    let mut current = Some(wm);
+    for i in 0..links.len() {
+        let Some(w) = current else {
+            return Ok(());
+        };
+        current = at_link(links, i, |op, emit| op.handle_watermark(w, emit))?;
+        let link = &mut links[i];
+        if link.live_at.is_none_or(|t| t.elapsed() >= LIVE_EVERY) {
+            link.live_at = Some(Instant::now());
+            link.counters.set_live(link.op.metrics());
+        }
+        if let Some(w) = current {
+            link.counters.set_watermark(w.0);
+            for o in link.outlets.iter_mut() {
+                send_msg(o, Message::Watermark(w), &link.name)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn at_link<R>(
     links: &mut [Link],
     i: usize,
@@ -395,6 +458,14 @@ impl Collector for Emit<'_> {
 
     fn wants_origins(&self) -> bool {
         self.origins_after
+    }
+
+    fn watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
+        self.counters.set_watermark(watermark.0);
+        for o in self.outlets.iter_mut() {
+            send_msg(o, Message::Watermark(watermark), self.name)?;
+        }
+        watermark_through(self.rest, watermark)
     }
 }
 

@@ -20,12 +20,28 @@ pub(crate) struct Envelope {
     pub msg: Message,
 }
 
+/// What the consumer's end of a resumable network edge tells its task besides messages, for
+/// a task whose head goes on without an input (a stream selector over copies): the stream
+/// pauses while its producer is restored, and goes on where it stopped once it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Notice {
+    /// The producer's connection broke (its worker died, or its part failed).
+    ProducerLost,
+    /// A restored producer connected again: its messages continue the stream.
+    ProducerBack,
+}
+
 /// The sending end of a channel, numbering what it sends.
 pub(crate) struct Outlet {
     tx: Sender<Envelope>,
     next_seq: u64,
     /// Where the time spent waiting for room on the full channel is counted.
     blocked: Option<Arc<Counters>>,
+    /// The consumer is a replica that may fail while the run goes on: once it is gone, what
+    /// is sent to it is dropped rather than an error.
+    may_vanish: bool,
+    /// The consumer went away (with `may_vanish`).
+    gone: bool,
 }
 
 /// The consumer has gone away.
@@ -38,7 +54,24 @@ impl Outlet {
         self.blocked = Some(counters);
     }
 
+    /// Lets the consumer go away while the run goes on (a replica).
+    pub(crate) fn may_vanish(&mut self) {
+        self.may_vanish = true;
+    }
+
     pub(crate) fn send(&mut self, msg: Message) -> Result<(), Disconnected> {
+        if self.gone {
+            return Ok(());
+        }
+        let sent = self.send_now(msg);
+        if sent.is_err() && self.may_vanish {
+            self.gone = true;
+            return Ok(());
+        }
+        sent
+    }
+
+    fn send_now(&mut self, msg: Message) -> Result<(), Disconnected> {
         self.next_seq += 1;
         let envelope = Envelope {
             seq: self.next_seq,
@@ -206,6 +239,8 @@ pub(crate) fn channel(capacity: usize) -> (Outlet, Receiver<Envelope>) {
             tx,
             next_seq: 0,
             blocked: None,
+            may_vanish: false,
+            gone: false,
         },
         rx,
     )

@@ -155,6 +155,10 @@ pub struct RunConfig {
     /// Asked by every task before it ends its input (which commits what its sinks hold);
     /// `None`: ending needs no one's leave.
     pub end_gate: Option<Arc<dyn EndGate>>,
+    /// Test-only fault injection: each operator named, heading its task, fails once it has
+    /// been given more than its number of rows (each instance counts its own). Never set in
+    /// normal runs.
+    pub fail_after: Vec<(String, u64)>,
 }
 
 /// Whether this run may still end its tasks' input, which commits what their sinks hold. A
@@ -182,6 +186,7 @@ impl Default for RunConfig {
             control: None,
             network: None,
             end_gate: None,
+            fail_after: Vec::new(),
         }
     }
 }

@@ -53,6 +53,29 @@ pub(crate) struct Coordinator {
     pub control: Option<Arc<Control>>,
     /// Param changes waiting for the next checkpoint's barrier.
     pub pending_controls: Vec<ControlUpdate>,
+    /// The instance keys of the replicas of each hot standby (see [`fill_from_twins`]).
+    pub twins: Vec<Vec<String>>,
+}
+
+/// Gives each replica of a hot standby that has no state in a checkpoint (it was lost, and
+/// the checkpoint did not wait for it) the state of a twin that has: replicas of a
+/// deterministic operator fed the same rows hold the same state at the same barrier. So a
+/// run resumed from the checkpoint starts every replica again, the lost one too. `twins` are
+/// groups of instance keys.
+pub(crate) fn fill_from_twins(
+    operators: &mut BTreeMap<String, OperatorState>,
+    twins: &[Vec<String>],
+) {
+    for group in twins {
+        let Some(state) = group.iter().find_map(|k| operators.get(k)).cloned() else {
+            continue;
+        };
+        for key in group {
+            operators
+                .entry(key.clone())
+                .or_insert_with(|| state.clone());
+        }
+    }
 }
 
 /// The scheduler's settings from a run's checkpoint settings.
@@ -133,6 +156,7 @@ impl Coordinator {
                     Fact::Tick
                 }
                 Ok(Event::TasksRestored) => Fact::Restored,
+                Ok(Event::ReplicaLost { task }) => Fact::ReplicaLost { task },
                 Ok(Event::Control(updates)) => {
                     self.pending_controls.extend(updates);
                     Fact::Wanted
@@ -301,7 +325,11 @@ impl Coordinator {
             finished: f.finished,
             plan: self.plan.clone(),
             files: f.files,
-            operators: f.operators,
+            operators: {
+                let mut operators = f.operators;
+                fill_from_twins(&mut operators, &self.twins);
+                operators
+            },
             controls: self
                 .control
                 .as_ref()
@@ -345,5 +373,45 @@ impl Coordinator {
         if let Err(e) = self.store.delete(epoch) {
             warn!(epoch = epoch.0, error = %e, "cannot remove the failed checkpoint's files");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(epoch: u64, file: &str) -> OperatorState {
+        OperatorState {
+            inline: None,
+            files: vec![StateFileRef {
+                epoch,
+                file: file.into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_lost_replica_takes_its_twins_state_and_nothing_else_changes() {
+        let twins = vec![
+            vec!["w".to_string(), "w_replica_1".to_string()],
+            vec!["f".to_string(), "f_replica_1".to_string()],
+        ];
+        let mut operators = BTreeMap::from([
+            ("w_replica_1".to_string(), state(4, "004-w_replica_1.full")),
+            ("sink".to_string(), state(4, "004-sink.full")),
+        ]);
+        fill_from_twins(&mut operators, &twins);
+        assert_eq!(operators["w"], state(4, "004-w_replica_1.full"));
+        assert_eq!(operators["w_replica_1"], state(4, "004-w_replica_1.full"));
+        assert_eq!(operators["sink"], state(4, "004-sink.full"));
+        // Replicas without state (a stateless operator) get none.
+        assert!(!operators.contains_key("f") && !operators.contains_key("f_replica_1"));
+        // A replica's own state is never replaced by its twin's.
+        let mut both = BTreeMap::from([
+            ("w".to_string(), state(4, "004-w.full")),
+            ("w_replica_1".to_string(), state(4, "004-w_replica_1.full")),
+        ]);
+        fill_from_twins(&mut both, &twins);
+        assert_eq!(both["w"], state(4, "004-w.full"));
     }
 }

@@ -232,7 +232,7 @@ fn operator_of(e: &OperatorError) -> Option<&str> {
         | OperatorError::Execution { operator, .. }
         | OperatorError::Internal { operator, .. }
         | OperatorError::DownstreamGone { operator } => Some(operator),
-        OperatorError::BadRow(row) => Some(row.operator.as_str()),
+        OperatorError::BadRow(row) | OperatorError::Exhausted(row) => Some(row.operator.as_str()),
         _ => None,
     }
 }

@@ -16,7 +16,7 @@ use crossbeam_channel::{Receiver, Sender};
 use anduin_operator_api::{Bound, BuildContext, OperatorError, Source};
 
 use crate::chain::{Chain, Link};
-use crate::channel::{channel, Envelope, HashRoute, Outlet, Route};
+use crate::channel::{channel, Envelope, HashRoute, Notice, Outlet, Route};
 use crate::config::RunConfig;
 use crate::control::Control;
 use crate::error::RuntimeError;
@@ -44,6 +44,12 @@ pub(crate) struct ReadyTask {
     pub at: InstanceRef,
     /// The task's operators (and ` #i`).
     pub name: String,
+    /// A replica behind a stream selector: its failure does not stop the run (see
+    /// `Topology::replica_tasks`).
+    pub replica: bool,
+    /// For a replica in a run with checkpoints: where to say that it failed, so that no
+    /// checkpoint waits for it ([`Event::ReplicaLost`]).
+    pub lost: Option<Sender<Event>>,
     pub task: Task,
 }
 
@@ -107,6 +113,9 @@ pub(crate) fn instantiate(
     net: Option<&mut NetWiring>,
 ) -> Result<Instantiated, RuntimeError> {
     let here = net.as_deref().and_then(|n| n.here);
+    // A cluster's part restores a failed task with the rest of its part (its edges resume):
+    // there a replica fails its part as any task does.
+    let resumable = net.as_deref().is_some_and(|n| n.resumption.is_some());
     let runs_here = |i: &TaskInstance| here.is_none_or(|h| h == i.worker);
     let mut sources = build_sources(graph, topology, shared.ctx, wiring.as_deref(), &runs_here)?;
     let schema_of = |c: &Channel| {
@@ -119,15 +128,38 @@ pub(crate) fn instantiate(
         let stream = *graph.node(node).outputs.get(port)?;
         Some(Arc::clone(&graph.stream(stream).schema))
     };
-    let mut wires = Wires::new(topology, shared.config.channel_capacity, net, &schema_of)?;
+    // Per task: its head goes on without an input (a stream selector over copies).
+    let survivors: Vec<bool> = topology
+        .tasks
+        .iter()
+        .map(|t| {
+            t.source.is_none()
+                && t.operators
+                    .first()
+                    .is_some_and(|n| graph.node(*n).survives_input_loss)
+        })
+        .collect();
+    let mut wires = Wires::new(
+        topology,
+        shared.config.channel_capacity,
+        net,
+        &schema_of,
+        &survivors,
+    )?;
+    let mut replicas = topology.replica_tasks(|n| graph.node(n).survives_input_loss);
+    one_producer_per_replica(topology, &replicas)?;
+    if resumable {
+        replicas.iter_mut().for_each(|r| *r = false);
+    }
     let mut tasks = Vec::new();
     let mut source_commands = Vec::new();
     for task in &topology.tasks {
         for instance in task.instances.iter().filter(|i| runs_here(i)) {
-            let mut outlets = wires.outlets(graph, task, instance);
+            let mut outlets = wires.outlets(graph, task, instance, &replicas);
             let links = build_links(graph, task, instance, &mut outlets, shared, &wiring)?;
             let chain = Chain::new(links, shared.control.cloned())
-                .with_end_gate(shared.config.end_gate.clone(), instance.name.clone());
+                .with_end_gate(shared.config.end_gate.clone(), instance.name.clone())
+                .with_injected_failure(&shared.config.fail_after);
             let inlets = wires.inlets(instance);
             let built = match (task.source, sources.remove(&instance.at)) {
                 (Some(head), Some(source)) => {
@@ -164,10 +196,16 @@ pub(crate) fn instantiate(
                     }),
                 }),
             };
+            let replica = replicas.get(task.task).copied().unwrap_or(false);
             tasks.push(ReadyTask {
                 id: instance.id,
                 at: instance.at,
                 name: instance.name.clone(),
+                replica,
+                lost: wiring
+                    .as_deref()
+                    .filter(|_| replica)
+                    .map(|w| w.events.clone()),
                 task: built,
             });
         }
@@ -330,6 +368,9 @@ fn source_task(
 struct Wires {
     senders: Vec<Option<Outlet>>,
     receivers: Vec<Option<Receiver<Envelope>>>,
+    /// Per channel: what its network end tells the consumer of its producer (see
+    /// [`Notice`]), for a consumer that goes on without an input.
+    notices: Vec<Option<Receiver<Notice>>>,
 }
 
 impl Wires {
@@ -340,14 +381,17 @@ impl Wires {
         capacity: usize,
         mut net: Option<&mut NetWiring>,
         schema_of: &dyn Fn(&Channel) -> Option<arrow::datatypes::SchemaRef>,
+        survivors: &[bool],
     ) -> Result<Self, RuntimeError> {
         let mut senders = Vec::with_capacity(topology.channels.len());
         let mut receivers = Vec::with_capacity(topology.channels.len());
+        let mut notices = Vec::with_capacity(topology.channels.len());
         for c in &topology.channels {
             let Some(net) = net.as_deref_mut().filter(|_| topology.crosses(c)) else {
                 let (tx, rx) = channel(capacity);
                 senders.push(Some(tx));
                 receivers.push(Some(rx));
+                notices.push(None);
                 continue;
             };
             let name = edge_name(
@@ -366,13 +410,25 @@ impl Wires {
             if net.runs(to) {
                 let (from_network, inlet) = crossbeam_channel::bounded(capacity.max(1));
                 let task = topology.instance(c.to).map_or(usize::MAX, |i| i.id);
-                net.consumer_end(c, task, from_network, name, schema_of(c));
+                let (tell, told) = if survivors.get(c.to.task) == Some(&true) {
+                    let (tx, rx) = crossbeam_channel::unbounded();
+                    (Some(tx), Some(rx))
+                } else {
+                    (None, None)
+                };
+                net.consumer_end(c, task, from_network, name, schema_of(c), tell);
                 receivers.push(Some(inlet));
+                notices.push(told);
             } else {
                 receivers.push(None);
+                notices.push(None);
             }
         }
-        Ok(Self { senders, receivers })
+        Ok(Self {
+            senders,
+            receivers,
+            notices,
+        })
     }
 
     /// The routes of `instance`, per node of its task and output port.
@@ -381,6 +437,7 @@ impl Wires {
         graph: &LogicalGraph<Bound>,
         task: &TaskTopology,
         instance: &TaskInstance,
+        replicas: &[bool],
     ) -> BTreeMap<NodeId, Vec<Vec<Route>>> {
         let mut outlets: BTreeMap<NodeId, Vec<Vec<Route>>> = task
             .nodes()
@@ -392,10 +449,15 @@ impl Wires {
             })
             .collect();
         for route in &instance.routes {
+            let replica = replicas.get(route.to_task).copied().unwrap_or(false);
             let mut senders = route.channels.iter().map(|c| {
-                self.senders[c.0]
+                let mut outlet = self.senders[c.0]
                     .take()
-                    .expect("a channel has one producer instance")
+                    .expect("a channel has one producer instance");
+                if replica {
+                    outlet.may_vanish();
+                }
+                outlet
             });
             let built = match &route.exchange {
                 Exchange::Gather => Route::One(senders.next().expect("a gather has a channel")),
@@ -426,9 +488,37 @@ impl Wires {
                 watermark: Watermark::MIN,
                 idle: false,
                 ended: false,
+                finished: false,
+                notices: self.notices.get_mut(i.channel.0).and_then(Option::take),
+                suspended: false,
             })
             .collect()
     }
+}
+
+/// Refuses a replica fed by several producer instances on one input: their rows interleave
+/// in another order in each copy, so the copies would not emit the same rows in the same
+/// order, which the stream selector counts on.
+fn one_producer_per_replica(topology: &Topology, replicas: &[bool]) -> Result<(), RuntimeError> {
+    for task in topology
+        .tasks
+        .iter()
+        .filter(|t| replicas.get(t.task) == Some(&true))
+    {
+        for instance in &task.instances {
+            let ports = instance.inlets.iter().map(|i| i.port);
+            if let Some(port) = ports.clone().find(|p| instance.senders(*p) > 1) {
+                return Err(RuntimeError::Start(OperatorError::Config {
+                    operator: instance.name.clone(),
+                    message: format!(
+                        "a copy of a hot standby is fed by {} instances on input {port}, whose rows interleave in another order in each copy: run the operator before it with parallelism 1",
+                        instance.senders(port)
+                    ),
+                }));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The planner put a node that is not a source at the head of a source's task.

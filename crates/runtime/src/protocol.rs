@@ -106,6 +106,13 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// A replica of a hot standby failed and the query goes on with its twins (an embedded
+    /// run): no checkpoint waits for it any more, and its state in the checkpoints that follow
+    /// is its twins'.
+    ReplicaLost {
+        /// The replica's task instance.
+        task: usize,
+    },
     /// The lost task instances run again ([`Event::TasksLost`]): checkpoints, held since,
     /// begin again.
     TasksRestored,

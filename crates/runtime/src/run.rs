@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anduin_checkpoint::plan::PlanFingerprint;
 use anduin_checkpoint::schedule::Scheduler;
-use anduin_checkpoint::{CheckpointDir, Store};
+use anduin_checkpoint::{instance_key, CheckpointDir, Store};
 use anduin_graph::{LogicalGraph, PhysicalPlan, PlanOptions};
 use crossbeam_channel::Receiver;
 use tracing::info;
@@ -115,13 +115,20 @@ pub fn run(
                 settings: c,
                 sources: source_instances(&topology),
                 plan: plan_print,
+                twins: replica_twins(graph, options),
             };
             start_checkpointing(start, &checkpoint_counters, config, &ctx)?
         }
         _ => Vec::new(),
     };
     if let Some(control) = &config.control {
-        control.probe(probe(graph, &counters, &checkpoint_counters, config, &ctx));
+        let here = net.as_ref().and_then(|n| n.here);
+        let figures = Figures {
+            counters: &counters,
+            topology: &topology,
+            here,
+        };
+        control.probe(probe(graph, &figures, &checkpoint_counters, config, &ctx));
         attach_control(
             control,
             graph,
@@ -168,10 +175,34 @@ pub fn run(
     })
 }
 
+/// The counters of a run's operator instances, and which of them run in this process.
+struct Figures<'a> {
+    counters: &'a [NodeCounters],
+    topology: &'a Topology,
+    /// The worker this process is of a cluster's (`None`: every instance runs here).
+    here: Option<WorkerId>,
+}
+
+impl Figures<'_> {
+    /// Whether instance `i` of node `n` runs in this process (an executor of a cluster's
+    /// has counters of every instance, and runs only its own).
+    fn here(&self, n: usize, i: usize) -> bool {
+        let Some(here) = self.here else {
+            return true;
+        };
+        self.topology
+            .tasks
+            .iter()
+            .find(|t| t.nodes().any(|id| id.0 == n))
+            .and_then(|t| t.instances.get(i))
+            .is_some_and(|instance| instance.worker == here)
+    }
+}
+
 /// Where the control plane reads the run's live figures.
 fn probe(
     graph: &LogicalGraph<Bound>,
-    counters: &[NodeCounters],
+    figures: &Figures<'_>,
     checkpoints: &Arc<CheckpointCounters>,
     config: &RunConfig,
     ctx: &BuildContext,
@@ -184,10 +215,11 @@ fn probe(
                 .flat_map(|n| {
                     let node = graph.node(*n);
                     let (name, source) = (node.name(), matches!(node.bound, Bound::Source(_)));
-                    counters[n.0]
+                    figures.counters[n.0]
                         .instances
                         .iter()
                         .enumerate()
+                        .filter(move |(i, _)| figures.here(n.0, *i))
                         .map(move |(i, c)| (name.to_string(), i, source, Arc::clone(c)))
                 })
                 .collect(),
@@ -380,6 +412,37 @@ struct CheckpointStart<'a> {
     /// The instances headed by a source, by their number in the run.
     sources: Vec<usize>,
     plan: PlanFingerprint,
+    /// The instance keys of each hot standby's replicas.
+    twins: Vec<Vec<String>>,
+}
+
+/// The instance keys of the replicas of each hot standby in `graph`, in groups: the
+/// operators feeding a node that survives the loss of an input (a stream selector), instance
+/// by instance. Their states at a barrier are the same (see `coordinator::fill_from_twins`).
+fn replica_twins(graph: &LogicalGraph<Bound>, options: PlanOptions) -> Vec<Vec<String>> {
+    let mut groups = Vec::new();
+    for node in graph.nodes.iter().filter(|n| n.survives_input_loss) {
+        let producers: Vec<_> = node
+            .inputs
+            .iter()
+            .map(|s| graph.stream(*s).producer.0)
+            .collect();
+        let Some(first) = producers.first() else {
+            continue;
+        };
+        for instance in 0..PhysicalPlan::parallelism_of(graph, *first, options) {
+            groups.push(
+                producers
+                    .iter()
+                    .map(|p| {
+                        let parallelism = PhysicalPlan::parallelism_of(graph, *p, options);
+                        instance_key(graph.node(*p).name(), instance, parallelism)
+                    })
+                    .collect(),
+            );
+        }
+    }
+    groups
 }
 
 /// Starts the checkpoint coordinator and the committer on threads of their own.
@@ -395,6 +458,7 @@ fn start_checkpointing(
         settings: c,
         sources,
         plan,
+        twins,
     } = start;
     let Some(to_coordinator) = receivers.events else {
         // The coordinator runs in another process: it gets the events and sends the commands
@@ -412,7 +476,8 @@ fn start_checkpointing(
         })?;
         return Ok(vec![committer]);
     };
-    let coordinator = checkpoint_coordinator(c, wiring.commands, sources, plan, counters, config)?;
+    let coordinator =
+        checkpoint_coordinator(c, wiring.commands, sources, plan, twins, counters, config)?;
     // The tasks hold the only senders of jobs: the committer ends when the last task does.
     drop(wiring.jobs);
     let (jobs, events) = (receivers.jobs, wiring.events);
@@ -435,6 +500,7 @@ fn checkpoint_coordinator(
     tasks: BTreeMap<usize, crossbeam_channel::Sender<crate::protocol::Command>>,
     sources: Vec<usize>,
     plan: PlanFingerprint,
+    twins: Vec<Vec<String>>,
     counters: &Arc<CheckpointCounters>,
     config: &RunConfig,
 ) -> Result<Coordinator, RuntimeError> {
@@ -462,6 +528,7 @@ fn checkpoint_coordinator(
         events: config.events.clone(),
         control: config.control.clone(),
         pending_controls: Vec::new(),
+        twins,
     })
 }
 
@@ -486,6 +553,9 @@ pub struct Coordinated {
     /// control plane's topology (`GET …/topology`, the web UI). Empty: not told (every
     /// instance shows on worker 0).
     pub placement: Vec<u32>,
+    /// The live figures of the instances, from where they run; `None`: not gathered (the
+    /// control plane says so).
+    pub figures: Option<crate::control::Gather>,
 }
 
 /// What the control plane of a cluster's query says of the figures it does not have.
@@ -510,6 +580,7 @@ pub fn coordinate(
         control_events,
         taking_over,
         placement,
+        figures,
     } = remote;
     let Some(c) = &config.checkpointing else {
         return Err(RuntimeError::Network {
@@ -541,7 +612,9 @@ pub fn coordinate(
             }
         }
     }
-    let mut coordinator = checkpoint_coordinator(c, tasks, sources, plan_print, &counters, config)?;
+    let twins = replica_twins(graph, options);
+    let mut coordinator =
+        checkpoint_coordinator(c, tasks, sources, plan_print, twins, &counters, config)?;
     if let Some(epoch) = taking_over {
         coordinator.scheduler.skip_to(epoch.0 + 1);
     }
@@ -550,7 +623,10 @@ pub fn coordinate(
             control.restored(r.manifest.epoch, &r.manifest.controls);
         }
         control.probe(Probe {
-            instances: InstanceFigures::Elsewhere(FIGURES_ON_THE_WORKERS.to_string()),
+            instances: figures.map_or_else(
+                || InstanceFigures::Elsewhere(FIGURES_ON_THE_WORKERS.to_string()),
+                InstanceFigures::Gathered,
+            ),
             checkpoints: Some(Arc::clone(&counters)),
             checkpoint_dir: Some(c.settings.dir.clone()),
         });

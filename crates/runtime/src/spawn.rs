@@ -11,6 +11,7 @@ use std::time::Instant;
 use crate::error::{RuntimeError, TaskError, TaskFailure};
 use crate::events::{EngineEvent, Events};
 use crate::instantiate::{ReadyTask, Task};
+use crate::protocol::Event;
 use crate::topology::InstanceRef;
 
 /// The stack of a task's thread: room for expressions a few hundred levels deep to evaluate in
@@ -24,6 +25,8 @@ pub(crate) struct Running {
     id: usize,
     at: InstanceRef,
     name: String,
+    /// A replica behind a stream selector: its failure is not the run's.
+    replica: bool,
     handle: JoinHandle<(Result<bool, TaskError>, Instant)>,
 }
 
@@ -36,7 +39,7 @@ pub(crate) fn spawn_tasks(
 ) -> Result<Vec<Running>, RuntimeError> {
     let mut running = Vec::with_capacity(tasks.len());
     for ready in tasks {
-        let (id, at, name) = (ready.id, ready.at, ready.name.clone());
+        let (id, at, name, replica) = (ready.id, ready.at, ready.name.clone(), ready.replica);
         let abort = Arc::clone(abort);
         let events = events.clone();
         let handle = std::thread::Builder::new()
@@ -48,6 +51,7 @@ pub(crate) fn spawn_tasks(
             id,
             at,
             name,
+            replica,
             handle,
         });
     }
@@ -60,7 +64,14 @@ fn run_task(
     events: &Events,
     abort: &AtomicBool,
 ) -> (Result<bool, TaskError>, Instant) {
-    let ReadyTask { id, at, name, task } = ready;
+    let ReadyTask {
+        id,
+        at,
+        name,
+        replica,
+        lost,
+        task,
+    } = ready;
     events.publish(EngineEvent::TaskStarted {
         task: id,
         name: name.clone(),
@@ -75,8 +86,13 @@ fn run_task(
             Ok(stopped)
         }
         Err(cause) => {
-            if !cause.is_secondary() {
+            // A replica's failure is the stream selector's to handle: the run goes on.
+            if !cause.is_secondary() && !replica {
                 abort.store(true, Ordering::Relaxed);
+            }
+            if let Some(lost) = lost {
+                // The coordinator may be gone already (the run ended): nothing waits then.
+                let _ = lost.send(Event::ReplicaLost { task: id });
             }
             let error = TaskError::new(id, at, name, cause);
             events.publish(EngineEvent::TaskFailed {
@@ -107,10 +123,18 @@ pub(crate) fn join_tasks(running: Vec<Running>) -> Result<bool, RuntimeError> {
     let mut first_error: Option<(Instant, TaskError)> = None;
     let mut secondary: Option<TaskError> = None;
     let mut panicked: Option<TaskError> = None;
+    let mut replica_error: Option<(Instant, TaskError)> = None;
     let mut stopped = false;
     for r in running {
         match r.handle.join() {
             Ok((Ok(s), _)) => stopped |= s,
+            // Its stream selector went on with another replica (or failed itself, with the
+            // run's error, when none was left); its failure was published as an event.
+            Ok((Err(e), at)) if r.replica => {
+                if replica_error.as_ref().is_none_or(|(t, _)| at < *t) {
+                    replica_error = Some((at, e));
+                }
+            }
             Ok((Err(e), _)) if e.is_secondary() => {
                 secondary.get_or_insert(e);
             }
@@ -128,6 +152,13 @@ pub(crate) fn join_tasks(running: Vec<Running>) -> Result<bool, RuntimeError> {
                 let cause = TaskFailure::Panicked { message };
                 panicked.get_or_insert(TaskError::new(r.id, r.at, r.name, cause));
             }
+        }
+    }
+    // When the run fails anyway (every replica lost, say), a replica's failure before that
+    // is what went wrong first.
+    if let (Some((t, _)), Some((r, _))) = (&first_error, &replica_error) {
+        if r < t {
+            first_error = replica_error;
         }
     }
     match (panicked, first_error, secondary) {

@@ -8,7 +8,7 @@ use crossbeam_channel::{Receiver, Select, Sender};
 
 use crate::align::{Aligner, Alignment};
 use crate::chain::Chain;
-use crate::channel::Envelope;
+use crate::channel::{Envelope, Notice};
 use crate::error::TaskFailure;
 use crate::event_time::{task_time, InputTime, TaskTime};
 use crate::protocol::{Command, WriteJob};
@@ -23,6 +23,14 @@ pub(crate) struct Inlet {
     /// Its producer's event time is idle.
     pub idle: bool,
     pub ended: bool,
+    /// Its producer sent the watermark of +∞ (its input is finished, not stopped).
+    pub finished: bool,
+    /// What its network end says of its producer (a resumable edge into a head that goes on
+    /// without an input).
+    pub notices: Option<Receiver<Notice>>,
+    /// Its producer is lost and being restored ([`Notice::ProducerLost`]): alignment does not
+    /// wait for it meanwhile.
+    pub suspended: bool,
 }
 
 /// What a task needs to take part in checkpoints.
@@ -44,6 +52,8 @@ pub(crate) struct OperatorTask {
 /// Where the next message came from.
 enum From {
     Inlet(usize),
+    /// The notices of an inlet's network end.
+    Notice(usize),
     Coordinator,
 }
 
@@ -61,6 +71,10 @@ impl OperatorTask {
         while open > 0 {
             let (from, msg) = self.next_message(&aligner, coordinator_open)?;
             let idx = match from {
+                From::Notice(i) => {
+                    self.notice(i, msg, &mut aligner)?;
+                    continue;
+                }
                 From::Coordinator => {
                     match msg {
                         Some(Got::Command(Command::Commit(epoch))) => self.chain.commit(epoch)?,
@@ -72,9 +86,38 @@ impl OperatorTask {
                 From::Inlet(i) => i,
             };
             let Some(Got::Envelope(env)) = msg else {
-                // The producer stopped without an End: it failed, and says why itself.
+                // The producer stopped without an End: it failed, and says why itself. A head
+                // that goes on without the input (a stream selector over replicas) takes it as
+                // the input's end.
                 let port = self.inlets.get(idx).map_or(0, |i| i.port);
-                return Err(TaskFailure::UpstreamGone { port });
+                match self.chain.input_lost(port) {
+                    Ok(()) => {}
+                    // The head cannot go on without the input (the default).
+                    Err(e) if e.is_internal() => return Err(TaskFailure::UpstreamGone { port }),
+                    // It could, but cannot now (every replica lost).
+                    Err(e) => return Err(e.into()),
+                }
+                let inlet = self
+                    .inlets
+                    .get_mut(idx)
+                    .expect("indices come from the inlets");
+                inlet.ended = true;
+                inlet.idle = false;
+                inlet.watermark = Watermark::MAX;
+                open -= 1;
+                let outcome = aligner.on_end(idx);
+                self.aligned(outcome)?;
+                // The lost input sends no watermark of +∞: when it was the last open one
+                // and the others finished, their +∞ goes on now (the windows after fire).
+                let others_finished = self
+                    .inlets
+                    .iter()
+                    .enumerate()
+                    .all(|(i, inlet)| i == idx || inlet.finished);
+                if open > 0 || others_finished {
+                    self.advance(&mut time)?;
+                }
+                continue;
             };
             let inlet = self
                 .inlets
@@ -93,6 +136,7 @@ impl OperatorTask {
             match env.msg {
                 Message::Data(batch) => self.chain.push(port, batch)?,
                 Message::Watermark(w) => {
+                    inlet.finished |= w == Watermark::MAX;
                     inlet.watermark = inlet.watermark.max(w);
                     self.advance(&mut time)?;
                 }
@@ -123,6 +167,40 @@ impl OperatorTask {
         Ok(self.chain.end_of_input()?)
     }
 
+    /// Input `i`'s network end said `notice` (`None`: it has no more to say): a lost
+    /// producer no longer holds alignment up, and the head hears of it; a restored one takes
+    /// part again.
+    fn notice(
+        &mut self,
+        i: usize,
+        notice: Option<Got>,
+        aligner: &mut Aligner,
+    ) -> Result<(), TaskFailure> {
+        let inlet = self
+            .inlets
+            .get_mut(i)
+            .expect("indices come from the inlets");
+        let port = inlet.port;
+        match notice {
+            Some(Got::Notice(Notice::ProducerLost)) if !inlet.suspended && !inlet.ended => {
+                inlet.suspended = true;
+                self.chain.input_suspended(port)?;
+                let outcome = aligner.on_end(i);
+                self.aligned(outcome)
+            }
+            Some(Got::Notice(Notice::ProducerBack)) if inlet.suspended => {
+                inlet.suspended = false;
+                aligner.on_resume(i);
+                Ok(self.chain.input_resumed(port)?)
+            }
+            Some(_) => Ok(()),
+            None => {
+                inlet.notices = None;
+                Ok(())
+            }
+        }
+    }
+
     /// Waits for the next message from an input that is not held back by alignment, or a
     /// command from the coordinator.
     fn next_message(
@@ -136,6 +214,12 @@ impl OperatorTask {
             if !inlet.ended && !aligner.is_blocked(i) {
                 select.recv(&inlet.rx);
                 map.push(From::Inlet(i));
+            }
+        }
+        for (i, inlet) in self.inlets.iter().enumerate() {
+            if let Some(rx) = inlet.notices.as_ref().filter(|_| !inlet.ended) {
+                select.recv(rx);
+                map.push(From::Notice(i));
             }
         }
         let commands = self.checkpointing.as_ref().map(|c| &c.commands);
@@ -155,6 +239,11 @@ impl OperatorTask {
             Some(From::Inlet(i)) => {
                 let inlet = self.inlets.get(*i).expect("mapped from the inlets");
                 Ok((From::Inlet(*i), op.recv(&inlet.rx).ok().map(Got::Envelope)))
+            }
+            Some(From::Notice(i)) => {
+                let inlet = self.inlets.get(*i).expect("mapped from the inlets");
+                let rx = inlet.notices.as_ref().expect("mapped only when present");
+                Ok((From::Notice(*i), op.recv(rx).ok().map(Got::Notice)))
             }
             Some(From::Coordinator) => {
                 let rx = commands.expect("mapped only when present");
@@ -271,4 +360,5 @@ struct Time {
 enum Got {
     Envelope(Envelope),
     Command(Command),
+    Notice(Notice),
 }

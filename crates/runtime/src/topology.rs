@@ -242,6 +242,54 @@ impl Topology {
         self.tasks.iter().flat_map(|t| &t.instances)
     }
 
+    /// Per task, whether it is a *replica*: every output of it goes to a task whose head
+    /// goes on when an input is lost (`survives(head)`: a stream selector), so that the run
+    /// goes on when an instance of it fails. A source's task never is.
+    pub fn replica_tasks(&self, survives: impl Fn(NodeId) -> bool) -> Vec<bool> {
+        let head = |t: usize| {
+            self.tasks
+                .get(t)
+                .filter(|t| t.source.is_none())
+                .and_then(|t| t.operators.first().copied())
+        };
+        self.tasks
+            .iter()
+            .map(|t| {
+                let mut routes = t.instances.iter().flat_map(|i| &i.routes).peekable();
+                t.source.is_none()
+                    && routes.peek().is_some()
+                    && routes.all(|r| head(r.to_task).is_some_and(&survives))
+            })
+            .collect()
+    }
+
+    /// The replicas of each hot standby, in groups: the instances feeding one instance of a
+    /// task whose head goes on when an input is lost (`survives(head)`: a stream selector).
+    /// A cluster places each group on distinct workers.
+    pub fn replica_groups(&self, survives: impl Fn(NodeId) -> bool) -> Vec<Vec<InstanceRef>> {
+        let mut groups = Vec::new();
+        for t in &self.tasks {
+            let head = t.operators.first().copied();
+            if t.source.is_some() || !head.is_some_and(&survives) {
+                continue;
+            }
+            for i in &t.instances {
+                let mut group: Vec<InstanceRef> = self
+                    .channels
+                    .iter()
+                    .filter(|c| c.to == i.at)
+                    .map(|c| c.from)
+                    .collect();
+                group.sort_by_key(|r| (r.task, r.instance));
+                group.dedup();
+                if group.len() > 1 {
+                    groups.push(group);
+                }
+            }
+        }
+        groups
+    }
+
     /// The task instance `at`, if the topology has it.
     pub fn instance(&self, at: InstanceRef) -> Option<&TaskInstance> {
         self.tasks.get(at.task)?.instances.get(at.instance)
@@ -419,6 +467,62 @@ operator name = "drop", type = "discard" {
             .iter()
             .find(|task| task.nodes().next().map(|n| graph.node(n).name()) == Some(first))
             .unwrap_or_else(|| panic!("a task begins with {first}"))
+    }
+
+    /// Two copies of a filter behind a stream selector (what hot standby rewrites into).
+    const COPIES: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "events", type = "generator" {
+  param profile = "events"
+  output name = "events", type = "Event"
+}
+operator name = "low", type = "filter" {
+  input name = "events"
+  param condition = "value < 42"
+  output name = "low1", type = "Event"
+}
+operator name = "low_copy", type = "filter" {
+  input name = "events"
+  param condition = "value < 42"
+  output name = "low2", type = "Event"
+}
+operator name = "pick", type = "stream-selector" {
+  input name = "low1"
+  input name = "low2"
+  output name = "low", type = "Event"
+}
+operator name = "drop", type = "discard" {
+  input name = "low"
+}
+"#;
+
+    #[test]
+    fn the_copies_feeding_a_stream_selector_are_one_group_and_its_replicas() {
+        let (t, graph) = topology(COPIES, PlanOptions::default());
+        let survives = |n: NodeId| graph.node(n).survives_input_loss;
+        let groups = t.replica_groups(survives);
+        let [group] = groups.as_slice() else {
+            panic!("one group: {groups:?}");
+        };
+        let group_names: Vec<&str> = group
+            .iter()
+            .map(|r| t.instance(*r).expect("an instance").name.as_str())
+            .collect();
+        assert_eq!(group_names, ["low", "low_copy"]);
+        let replicas = t.replica_tasks(survives);
+        for r in group {
+            assert!(replicas[r.task], "a copy is a replica task");
+        }
+        assert_eq!(replicas.iter().filter(|r| **r).count(), 2);
+        // Without a selector, no group.
+        let (line, graph) = topology(LINE, PlanOptions::default());
+        assert!(line
+            .replica_groups(|n| graph.node(n).survives_input_loss)
+            .is_empty());
     }
 
     #[test]

@@ -29,7 +29,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use crossbeam_channel::{Receiver, Sender};
 
-mod common;
+use crate::common;
 
 const ROWS: i64 = 20_000;
 const GATE: i64 = 7_000;

@@ -26,7 +26,7 @@ use anduin_operator_api::{Bound, BuildContext};
 use anduin_runtime::control::{ChangeRequest, Control, ParamInfo};
 use anduin_runtime::{run, EngineEvent, Events, RunConfig, Subscriber};
 
-mod common;
+use crate::common;
 
 use common::readings::{assert_same, query, sorted, Gatekeeper, ReadingsCatalog, Row};
 

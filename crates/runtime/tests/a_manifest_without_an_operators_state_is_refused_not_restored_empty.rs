@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anduin_checkpoint::{Store, Validated};
 
-mod common;
+use crate::common;
 use anduin_operator_api::BuildContext;
 use anduin_runtime::{run, RunConfig, RunSummary};
 use anduin_types::Epoch;

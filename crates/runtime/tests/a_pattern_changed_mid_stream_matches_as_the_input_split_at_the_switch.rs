@@ -17,7 +17,7 @@ use anduin_operator_api::{Bound, BuildContext};
 use anduin_runtime::control::{ChangeRequest, Control, ControlFailure, ParamInfo};
 use anduin_runtime::{run, RunConfig};
 
-mod common;
+use crate::common;
 
 use common::readings::{assert_same, query, sorted, Gatekeeper, ReadingsCatalog, Row};
 

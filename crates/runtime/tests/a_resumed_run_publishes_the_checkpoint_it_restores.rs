@@ -10,7 +10,7 @@ use anduin_checkpoint::{Store, Validated};
 use anduin_operator_api::BuildContext;
 use anduin_runtime::{run, EngineEvent, Events, Recorded, RunConfig};
 
-mod common;
+use crate::common;
 use common::completed;
 
 /// Runs the query, asked to stop from the start, from `restore` if given; returns its events.

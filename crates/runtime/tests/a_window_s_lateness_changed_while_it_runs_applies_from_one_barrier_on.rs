@@ -36,7 +36,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use crossbeam_channel::{Receiver, Sender};
 
-mod common;
+use crate::common;
 
 const ROWS: i64 = 6_000;
 /// Rows per batch: the run's batch size, so that each poll is one batch and one watermark.

@@ -13,7 +13,7 @@ use anduin_operator_api::BuildContext;
 use anduin_runtime::{run, EngineEvent, Events, Recorded, RunConfig};
 use anduin_types::ManualClock;
 
-mod common;
+use crate::common;
 use common::completed;
 
 /// Polls until `what` holds; gives up after a minute (the awaited event never came).

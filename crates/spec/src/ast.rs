@@ -11,6 +11,31 @@ pub struct Spec {
     pub types: Vec<TypeDef>,
     /// `operator name = "…", type = "…" { … }` blocks.
     pub operators: Vec<OperatorDef>,
+    /// User-defined functions (`CREATE FUNCTION` in SQL), in file order.
+    pub functions: Vec<FunctionDef>,
+}
+
+/// A user-defined scalar function: `CREATE FUNCTION name(a BIGINT) RETURNS BIGINT
+/// LANGUAGE wasm AS 'module.wasm'`, the export `name` of a WebAssembly module, or
+/// `… LANGUAGE javascript AS $$ return a + 1 $$`, a function body in JavaScript.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionDef {
+    /// The function's name, and that of the module's export.
+    pub name: Text,
+    /// Its arguments' types, each `BIGINT`, `DOUBLE`, `BOOLEAN` or `VARCHAR`, placed at
+    /// the argument.
+    pub args: Vec<Text>,
+    /// Its arguments' names, where written (JavaScript needs them: the body uses them).
+    pub arg_names: Vec<Option<Text>>,
+    /// Its result's type, as the arguments'.
+    pub returns: Text,
+    /// The language: `wasm` or `javascript`.
+    pub language: Text,
+    /// What follows `AS`: for `wasm` the module's path as written (relative to the query
+    /// file's folder), for `javascript` the function's body.
+    pub body: Text,
+    /// Where the statement starts.
+    pub pos: Pos,
 }
 
 /// A stream type: an ordered list of typed columns.

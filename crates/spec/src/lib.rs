@@ -21,10 +21,12 @@ mod sql;
 mod text;
 mod vars;
 
-pub use ast::{ColumnDef, ControlDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
+pub use ast::{
+    ColumnDef, ControlDef, FunctionDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value,
+};
 pub use json::{from_json, to_json};
 pub use parser::parse_flow;
 pub use source::{decode, without_bom};
-pub use sql::{parse_sql, PATTERN_AGGREGATES};
+pub use sql::{parse_sql, reserved_function, PATTERN_AGGREGATES};
 pub use text::Text;
 pub use vars::{substitute, Missing};

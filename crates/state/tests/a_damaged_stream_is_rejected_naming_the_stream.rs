@@ -2,7 +2,7 @@
 //! magic, an unknown version) with a typed error that names the stream, and leaves the backend
 //! empty.
 
-mod common;
+use crate::common;
 
 use anduin_state::{KeyGroup, StateBackend, StateError, StreamIndex, StreamProblem};
 use common::{changes_snapshot, contents, full_snapshot, restore_from, with_each_backend, Open};

@@ -1,7 +1,7 @@
 //! A snapshot whose output fails keeps its changes tracked for the next snapshot, and an
 //! extract whose output fails removes nothing.
 
-mod common;
+use crate::common;
 
 use std::io::{self, Write};
 

@@ -1,7 +1,7 @@
 //! A restore starts from a full snapshot and continues with changelogs only: a changelog given
 //! first, or a full snapshot among the changelogs, is rejected with the stream's index.
 
-mod common;
+use crate::common;
 
 use anduin_state::{KeyGroup, SnapshotKind, StateError, StreamIndex, StreamProblem};
 use common::{changes_snapshot, full_snapshot, restore_from, with_each_backend};

@@ -2,7 +2,7 @@
 //! removes them; another instance restores that snapshot; the next changelog of the source
 //! records the removals, so the source's checkpoint chain stays true.
 
-mod common;
+use crate::common;
 
 use anduin_state::{KeyGroup, KeyGroupRange, StateError};
 use common::{

@@ -2,7 +2,7 @@
 //! typed error by every backend (the LSM's own limit would otherwise panic), and change
 //! nothing; keys and values at the limits are stored.
 
-mod common;
+use crate::common;
 
 use anduin_state::{KeyGroup, StateError, MAX_KEY_LEN, MAX_VALUE_LEN};
 use common::{changes_snapshot, contents, full_snapshot, restore_from, with_each_backend};

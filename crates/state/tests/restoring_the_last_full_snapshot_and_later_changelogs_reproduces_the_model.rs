@@ -3,7 +3,7 @@
 //! state of a `BTreeMap` model, and so does restoring into the other backend kind (snapshots
 //! are portable).
 
-mod common;
+use crate::common;
 
 use anduin_state::{KeyGroup, SnapshotKind, StateBackend, StateError};
 use common::{contents, restore_from, Open, BACKENDS, KINDS};

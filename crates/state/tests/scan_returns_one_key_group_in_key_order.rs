@@ -3,7 +3,7 @@
 //! (key group 1 with key `[0]` versus key group 0 with key `[1, 0]` …) or at the largest key
 //! group.
 
-mod common;
+use crate::common;
 
 use anduin_state::{KeyGroup, StateError};
 use common::with_each_backend;

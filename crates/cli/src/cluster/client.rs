@@ -163,6 +163,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut last_state = String::new();
+    let mut last_error: Option<String> = None;
     let mut unreachable_since: Option<std::time::Instant> = None;
     loop {
         let asked = ask(
@@ -189,9 +190,11 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
             }
         };
         unreachable_since = None;
-        if status.state != last_state {
+        // A new state, or a new reason within one (what a scheduling query waits for).
+        if status.state != last_state || status.error != last_error {
             eprintln!("anduin: query {query}: {}", describe(&status));
             last_state = status.state.clone();
+            last_error = status.error.clone();
         }
         if status.is_over() {
             return Ok(if status.state == "finished" {
@@ -217,6 +220,17 @@ fn describe(s: &QueryStatus) -> String {
     }
     if let Some(e) = s.last_checkpoint {
         out.push_str(&format!(", last checkpoint {e}"));
+    }
+    let rates: Vec<String> = s
+        .operators
+        .iter()
+        .filter_map(|o| {
+            o.rows_out_per_s
+                .map(|r| format!("{} {:.0}/s ({} rows)", o.operator, r, o.rows_out))
+        })
+        .collect();
+    if !rates.is_empty() {
+        out.push_str(&format!(", rows out: {}", rates.join(", ")));
     }
     if let Some(e) = &s.error {
         out.push_str(&format!(", {e}"));

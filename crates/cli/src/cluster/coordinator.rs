@@ -19,6 +19,7 @@ use anduin_coordinator::{QueryId, WorkerId};
 
 use super::driver::{self, Attempt};
 use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator, ToWorker};
+use super::scheduler::{self, Processes, Scheduler, Static};
 use super::secret::{check_listen, SecretArgs};
 use super::store::ClusterStore;
 use crate::embedded::parse_duration;
@@ -67,8 +68,43 @@ pub struct CoordinatorArgs {
     /// Per-task recovery, the default (kept for the scripts that asked for it).
     #[arg(long, hide = true, conflicts_with = "no_per_task_recovery")]
     pub per_task_recovery: bool,
+    /// Where workers come from: `static`, workers started elsewhere register themselves
+    /// (`anduin worker --coordinator …`); `process`, the coordinator starts --workers worker
+    /// processes on this machine and starts a worker again once it is declared dead.
+    #[arg(long, value_enum, default_value = "static", value_name = "KIND")]
+    pub scheduler: SchedulerKind,
+    /// With `--scheduler process`: how many worker processes.
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+    /// With `--scheduler process`: the slots of each worker (default 4).
+    #[arg(long, value_name = "N")]
+    pub slots: Option<u32>,
+    /// With `--scheduler process`: the workers end with the coordinator however it ends (for
+    /// `anduin cluster`, whose coordinator is its own).
+    #[arg(long, hide = true)]
+    pub workers_die_with_coordinator: bool,
+    /// Testing: exit at once, as a SIGKILL would leave things, right after this step.
+    #[arg(long, hide = true, value_enum, value_name = "STEP")]
+    pub inject_exit_after: Option<ExitPoint>,
     #[command(flatten)]
     pub secret: SecretArgs,
+}
+
+/// `--scheduler`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchedulerKind {
+    /// Workers register themselves.
+    Static,
+    /// The coordinator starts and keeps local worker processes.
+    Process,
+}
+
+/// Where a coordinator under test exits by itself (`--inject-exit-after`): the steps between
+/// which a kill lands too rarely for a test to aim at by timing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExitPoint {
+    /// Per-task recovery recorded where a lost part goes, and sent nothing yet.
+    PartRestored,
 }
 
 /// A registered worker.
@@ -137,6 +173,10 @@ pub struct Cluster {
     pub per_task_recovery: bool,
     /// Held by the submission being accepted.
     pub submitting: Mutex<()>,
+    /// Testing: the step after which the coordinator exits by itself.
+    pub exit_after: Option<ExitPoint>,
+    /// Which workers there are.
+    pub scheduler: Mutex<Box<dyn Scheduler>>,
 }
 
 pub struct State {
@@ -145,6 +185,21 @@ pub struct State {
     next_worker: u32,
     /// The durable catalog: what a restarted coordinator starts from.
     pub catalog: Catalog,
+    /// Ends of parts that workers reported before this coordinator had taken their attempt
+    /// over (they ended while no coordinator ran): applied when it does.
+    pub early_ends: Vec<EarlyEnd>,
+}
+
+/// A part's end a worker reported before its attempt was taken over.
+#[derive(Debug, Clone)]
+pub struct EarlyEnd {
+    pub query: String,
+    pub attempt: u64,
+    pub part: u32,
+    /// The worker that reported it.
+    pub host: u32,
+    pub incarnation: u64,
+    pub error: Option<String>,
 }
 
 impl State {
@@ -197,6 +252,14 @@ impl State {
 }
 
 impl Cluster {
+    /// Exits the process, as a SIGKILL would, when the tests asked for it after `step`.
+    pub fn exit_point(&self, step: ExitPoint) {
+        if self.exit_after == Some(step) {
+            eprintln!("anduin: coordinator exiting after {step:?}, as --inject-exit-after asked");
+            std::process::exit(137);
+        }
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -215,6 +278,26 @@ impl Cluster {
 }
 
 pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
+    match (args.scheduler, args.workers) {
+        (SchedulerKind::Process, None | Some(0)) => {
+            bail!("--scheduler process starts --workers N worker processes: give N (at least 1)")
+        }
+        (SchedulerKind::Process, Some(n)) if n > scheduler::MAX_LOCAL_WORKERS => bail!(
+            "--workers {n}: the process scheduler starts at most {} workers on this machine; give each more --slots instead",
+            scheduler::MAX_LOCAL_WORKERS
+        ),
+        (SchedulerKind::Static, Some(_)) => bail!(
+            "--workers is for --scheduler process; with the static scheduler, start each worker with `anduin worker --coordinator ADDR`"
+        ),
+        _ => {}
+    }
+    match (args.scheduler, args.slots) {
+        (SchedulerKind::Static, Some(_)) => bail!(
+            "--slots is for --scheduler process; with the static scheduler, each worker says its own (`anduin worker --slots N`)"
+        ),
+        (_, Some(0)) => bail!("--slots must be at least 1"),
+        _ => {}
+    }
     let secret = args.secret.load()?;
     check_listen("a coordinator listening", args.listen.ip(), &secret)?;
     std::fs::create_dir_all(&args.state_dir)
@@ -230,6 +313,20 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     let socket = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = socket.local_addr()?;
+    let scheduler: Box<dyn Scheduler> = match (args.scheduler, args.workers) {
+        (SchedulerKind::Process, Some(n)) => Box::new(
+            Processes::new(
+                addr,
+                n,
+                args.slots.unwrap_or(4),
+                args.state_dir.join("workers"),
+                args.secret.cluster_secret_file.clone(),
+                args.workers_die_with_coordinator,
+            )
+            .context("cannot find the anduin executable to start workers with")?,
+        ),
+        _ => Box::new(Static),
+    };
     let (state, resumed) = from_catalog(catalog);
     let registry = Registry::new();
     let api = ApiServer::start(
@@ -255,7 +352,10 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         api: registry,
         per_task_recovery: !args.no_per_task_recovery,
         submitting: Mutex::new(()),
+        exit_after: args.inject_exit_after,
+        scheduler: Mutex::new(scheduler),
     });
+    stop_on_signals(&cluster);
     for (name, submission) in resumed {
         start_driver(&cluster, &name, &submission, true)?;
     }
@@ -265,6 +365,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         std::fs::rename(&tmp, f)?;
     }
     eprintln!("anduin: coordinator listening on {addr}");
+    tend_workers(&cluster);
     {
         let cluster = Arc::clone(&cluster);
         std::thread::Builder::new()
@@ -356,8 +457,10 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
                     state: shown.into(),
                     attempt,
                     placement: BTreeMap::new(),
+                    instances: BTreeMap::new(),
                     last_checkpoint: q.last_checkpoint.as_ref().map(|p| p.epoch.0),
                     error: None,
+                    operators: Vec::new(),
                 },
                 cancel: false,
                 attempt: None,
@@ -379,6 +482,7 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
         queries,
         next_worker,
         catalog,
+        early_ends: Vec::new(),
     };
     (state, resumed)
 }
@@ -448,6 +552,67 @@ fn watch_liveness(cluster: &Cluster) {
         if !died.is_empty() {
             cluster.changed.notify_all();
         }
+        drop(state);
+        tend_workers(cluster);
+    }
+}
+
+/// Lets the scheduler bring the workers to what it wants, from what is known of each name
+/// (a live worker of a name wins over a dead one).
+fn tend_workers(cluster: &Cluster) {
+    let known: BTreeMap<String, Link> = {
+        let state = cluster.lock();
+        let mut known = BTreeMap::new();
+        for w in state.workers.values() {
+            let rank = |l: &Link| match l {
+                Link::Alive => 2,
+                Link::Awaited => 1,
+                Link::Dead => 0,
+            };
+            let best = known.entry(w.name.clone()).or_insert(w.link);
+            if rank(&w.link) > rank(best) {
+                *best = w.link;
+            }
+        }
+        known
+    };
+    cluster
+        .scheduler
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .tend(&known);
+}
+
+/// SIGINT and SIGTERM stop the coordinator, and the workers its scheduler started with it
+/// (the queries' checkpoints stay; a coordinator started again on the same state resumes
+/// them). A SIGKILL leaves its workers running, as any worker runs on without a coordinator.
+fn stop_on_signals(cluster: &Arc<Cluster>) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut incoming = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch for Ctrl-C and SIGTERM: the coordinator's own workers would outlive it");
+            return;
+        }
+    };
+    let cluster = Arc::clone(cluster);
+    let watcher = std::thread::Builder::new()
+        .name("anduin-signals".into())
+        .spawn(move || {
+            if let Some(signal) = incoming.forever().next() {
+                let mut scheduler = cluster.scheduler.lock().unwrap_or_else(|p| p.into_inner());
+                match scheduler.kind() {
+                    "static" => eprintln!("anduin: coordinator stopping on signal {signal}"),
+                    kind => eprintln!(
+                        "anduin: coordinator stopping on signal {signal}, and the workers its {kind} scheduler keeps"
+                    ),
+                }
+                scheduler.stop();
+                std::process::exit(128 + signal);
+            }
+        });
+    if let Err(e) = watcher {
+        tracing::warn!(error = %e, "cannot watch for Ctrl-C and SIGTERM");
     }
 }
 
@@ -505,7 +670,14 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
                 .queries
                 .iter()
                 .filter(|(n, _)| query.as_ref().is_none_or(|q| q == *n))
-                .map(|(_, q)| q.status.clone())
+                .map(|(_, q)| {
+                    let mut status = q.status.clone();
+                    if let Some(a) = q.attempt.as_ref().filter(|_| !status.is_over()) {
+                        let figures = a.figures.lock().unwrap_or_else(|p| p.into_inner());
+                        status.operators = super::figures::by_operator(figures.values());
+                    }
+                    status
+                })
                 .collect::<Vec<_>>();
             let workers = state
                 .workers
@@ -556,6 +728,18 @@ fn serve_worker(
 ) -> Result<()> {
     let id = {
         let mut state = cluster.lock();
+        // Names tell workers apart in `status`, in logs and to the `process` scheduler: one
+        // live worker per name.
+        if let Some((other, _)) = state
+            .workers
+            .iter()
+            .find(|(w, e)| e.name == name && e.alive() && Some(**w) != previous)
+        {
+            let why = format!("a live worker named {name} (id {other}) is registered already: give this one another --name, or wait until that one is declared dead");
+            eprintln!("anduin: refused worker {name}: {why}");
+            to.refuse(&why);
+            return Ok(());
+        }
         // A worker the catalog knows, not declared dead, gets its number back.
         let id =
             match previous.filter(|p| state.workers.get(p).is_some_and(|w| w.link != Link::Dead)) {
@@ -615,6 +799,21 @@ fn serve_worker(
                     })
                 {
                     a.ended.insert(part, error);
+                } else if state
+                    .queries
+                    .get(&query)
+                    .is_some_and(|q| q.attempt.is_none() && !q.status.is_over())
+                {
+                    // Reported again to a restarted coordinator before it took the attempt
+                    // over.
+                    state.early_ends.push(EarlyEnd {
+                        query,
+                        attempt,
+                        part,
+                        host: id,
+                        incarnation,
+                        error,
+                    });
                 }
                 cluster.changed.notify_all();
             }
@@ -722,8 +921,10 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
                 state: "submitted".into(),
                 attempt: 0,
                 placement: BTreeMap::new(),
+                instances: BTreeMap::new(),
                 last_checkpoint: None,
                 error: None,
+                operators: Vec::new(),
             },
             cancel: false,
             attempt: None,

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anduin_checkpoint::recovery::RecoveryPlan;
@@ -18,18 +18,18 @@ use anduin_runtime::control::Control;
 use anduin_runtime::{
     CheckpointSettings, Checkpointing, EngineEvent, Event, RunConfig, Subscriber, Topology,
 };
-use anduin_spec::Missing;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
 use anduin_coordinator::catalog::{CheckpointPointer, Edit};
 use anduin_coordinator::life::{Input, QueryState};
-use anduin_coordinator::{QueryId, TaskNeed, TaskRef, WorkerFacts, WorkerId};
+use anduin_coordinator::{Constraint, QueryId, TaskNeed, TaskRef, WorkerFacts, WorkerId};
 
 use super::coordinator::{Cluster, Link, State};
+use super::figures::Sample;
 use super::proto::{self, Deployment, Submission, ToExecutor, ToWorker};
 use crate::cmd::run::{checkpoint_settings, RunArgs};
-use crate::load::{load_with, LoadError, Loaded};
+use crate::load::{load_to_run, LoadError, Loaded};
 
 /// How long the executors of an attempt have to start and report where they listen.
 const EXECUTORS_WITHIN: Duration = Duration::from_secs(60);
@@ -54,6 +54,8 @@ pub struct Compiled {
     pub loaded: Loaded,
     /// Each task instance of its plan as the catalog names it, by its number in the run.
     pub tasks: Vec<TaskRef>,
+    /// Each task instance's name (its operators, and ` #i`), by its number in the run.
+    pub instance_names: Vec<String>,
 }
 
 /// The state of one attempt of a query.
@@ -98,6 +100,9 @@ pub struct Attempt {
     /// Parts whose executor reported without having been told to start (a coordinator
     /// before this one deployed it and went away before its `Start`).
     pub unstarted: BTreeSet<u32>,
+    /// The last live figures of each part's executor, which the attempt's control plane
+    /// merges (behind a lock of its own: the control plane reads it under its own lock).
+    pub figures: Arc<Mutex<BTreeMap<u32, Sample>>>,
 }
 
 impl Attempt {
@@ -127,6 +132,7 @@ impl Attempt {
             ending: BTreeSet::new(),
             stuck: BTreeMap::new(),
             unstarted: BTreeSet::new(),
+            figures: Arc::default(),
         }
     }
 
@@ -173,7 +179,15 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     let args = AsRun::try_parse_from(argv)
         .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?
         .run;
-    let loaded = match load_with(&file, &args.vars, Missing::Error, &args.engine.defaults()) {
+    if !args.udfs.is_empty() || declares_functions(&file, &s.source) {
+        bail!("user-defined functions (CREATE FUNCTION, --udf) are not supported in a cluster yet: run the query with `anduin run`");
+    }
+    let loaded = match load_to_run(
+        &file,
+        &args.vars,
+        &args.engine.defaults(),
+        anduin_graph::RunsOn::Cluster,
+    ) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
             let lines: Vec<String> = d.0.iter().map(|x| format!("{}:{x}", s.file_name)).collect();
@@ -181,18 +195,21 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         }
         Err(LoadError::Other(e)) => return Err(e),
     };
-    let tasks = topology(&loaded, &args)
+    let topo = topology(&loaded, &args);
+    let tasks = topo
         .instances()
         .map(|i| TaskRef {
             task: u32::try_from(i.at.task).unwrap_or(u32::MAX),
             instance: u32::try_from(i.at.instance).unwrap_or(u32::MAX),
         })
         .collect();
+    let instance_names = topo.instances().map(|i| i.name.clone()).collect();
     Ok(Compiled {
         file,
         args,
         loaded,
         tasks,
+        instance_names,
     })
 }
 
@@ -391,7 +408,7 @@ fn attempt(
     dir: &Path,
     number: u64,
 ) -> Result<Outcome> {
-    let Some(placement) = place(cluster, name, &compiled.tasks)? else {
+    let Some(placement) = place(cluster, name, compiled)? else {
         return Ok(Outcome::Cancelled);
     };
     {
@@ -424,9 +441,11 @@ fn attempt(
     {
         let mut state = cluster.lock();
         let names = placement_names(&state, &placement);
+        let instances = instance_workers(&state, &compiled.instance_names, &placement);
         let q = state.queries.get_mut(name).context("the query is gone")?;
         q.status.attempt = number;
         q.status.placement = names;
+        q.status.instances = instances;
         q.attempt = Some(Attempt::new(
             number,
             placement.clone(),
@@ -453,6 +472,7 @@ fn attempt(
                 worker: *w,
                 submission: submission.clone(),
                 placement: placement.clone(),
+                instances: compiled.instance_names.clone(),
                 checkpoint_dir: dir.to_path_buf(),
                 checkpoint_store: cluster.store.for_executors(name),
                 restore: restore_epoch,
@@ -512,14 +532,18 @@ fn start_checkpointer(
     taking_over: Option<anduin_types::Epoch>,
     number: u64,
 ) -> Result<std::thread::JoinHandle<()>> {
-    let (events_rx, control_events) = {
+    let (events_rx, control_events, figures) = {
         let state = cluster.lock();
         let a = state
             .queries
             .get(name)
             .and_then(|q| q.attempt.as_ref())
             .context("the attempt is gone")?;
-        (a.events_rx.clone(), a.events.clone())
+        (
+            a.events_rx.clone(),
+            a.events.clone(),
+            Arc::clone(&a.figures),
+        )
     };
     // The attempt's control plane, served by the coordinator's API: its changes go on the
     // barriers this coordinator injects.
@@ -618,6 +642,14 @@ fn start_checkpointer(
         control_events,
         taking_over,
         placement: placement.to_vec(),
+        figures: Some(Arc::new(move || {
+            figures
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+                .map(|s| s.metrics.clone())
+                .collect()
+        })),
     };
     anduin_runtime::coordinate(&compiled.loaded.graph, &config, remote)
         .context("cannot start the checkpoint coordinator")
@@ -754,9 +786,22 @@ fn take_over(
             .map(|p| hosts.get(p).copied().unwrap_or(*p))
             .collect();
         let names = placement_names(&state, &running_on);
+        let instances = instance_workers(&state, &compiled.instance_names, &running_on);
+        let early: Vec<_> = std::mem::take(&mut state.early_ends);
         let q = state.queries.get_mut(name).context("the query is gone")?;
         q.status.placement = names;
-        q.attempt = Some(Attempt::new(number, placement.clone(), hosts, incarnations));
+        q.status.instances = instances;
+        let mut a = Attempt::new(number, placement.clone(), hosts, incarnations);
+        let (ours, others): (Vec<_>, Vec<_>) = early
+            .into_iter()
+            .partition(|e| e.query == name && e.attempt == number);
+        for e in ours {
+            if a.host(e.part) == e.host && a.incarnation(e.part) == e.incarnation {
+                a.ended.insert(e.part, e.error);
+            }
+        }
+        q.attempt = Some(a);
+        state.early_ends = others;
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
     let late =
@@ -797,28 +842,31 @@ fn take_over(
 
 /// The executors that report again to a restarted coordinator (within twice the heartbeat
 /// timeout; `late` says so otherwise): every one; or, with per-task recovery, every one but
-/// those of parts whose worker died while no coordinator ran — the attempt is taken over
-/// without them and their instances are restored alone once it runs. Otherwise as
-/// [`await_executors`].
+/// those of parts whose worker died while no coordinator ran, or whose executor stays silent
+/// for a heartbeat timeout on a live worker — the attempt is taken over without them and
+/// their instances are restored alone once it runs. Otherwise as [`await_executors`].
 fn await_reported(
     cluster: &Cluster,
     name: &str,
     number: u64,
     late: String,
 ) -> Result<Result<Executors, Outcome>> {
+    let silent_after = Instant::now() + cluster.heartbeat_timeout;
     let deadline = Instant::now() + cluster.heartbeat_timeout * 2;
     let mut state = cluster.lock();
     loop {
         let a = current(&state, name, number).context("the attempt is gone")?;
-        if a.executors.len() == a.workers.len() {
-            return Ok(Ok(a.executors.clone()));
-        }
+        // A part that ended well while no coordinator ran (its worker tells the new one) has
+        // nothing more to report.
         let missing: BTreeSet<u32> = a
             .workers
             .iter()
-            .filter(|p| !a.executors.contains_key(p))
+            .filter(|p| !a.executors.contains_key(p) && !matches!(a.ended.get(p), Some(None)))
             .copied()
             .collect();
+        if missing.is_empty() {
+            return Ok(Ok(a.executors.clone()));
+        }
         let dead = |p: &u32| {
             state
                 .workers
@@ -828,6 +876,41 @@ fn await_reported(
         if cluster.per_task_recovery && !a.executors.is_empty() && missing.iter().all(dead) {
             eprintln!("anduin: query {name}, attempt {number}: the part(s) {missing:?} were lost while no coordinator ran; taking the others over, those are restored alone");
             return Ok(Ok(a.executors.clone()));
+        }
+        if cluster.per_task_recovery && !a.executors.is_empty() && Instant::now() > silent_after {
+            // Its worker lives and its executor has not reported: its deployment never left
+            // the coordinator before (which went between recording where the part goes and
+            // sending it), or its executor died. It is restored alone, as a failed part; an
+            // executor of it that does come back is of an older incarnation, turned away.
+            let silent: Vec<(u32, u32, u64)> = missing
+                .iter()
+                .filter(|p| !dead(p))
+                .map(|p| (*p, a.host(*p), a.incarnation(*p)))
+                .collect();
+            let executors = a.executors.clone();
+            let why = format!("its executor did not report to the restarted coordinator within the heartbeat timeout ({:?})", cluster.heartbeat_timeout);
+            for (part, host, incarnation) in &silent {
+                if let Some(w) = state.workers.get(host).filter(|e| e.alive()) {
+                    w.send(&ToWorker::CancelPart {
+                        query: name.to_string(),
+                        attempt: number,
+                        part: *part,
+                        incarnation: *incarnation,
+                    });
+                }
+            }
+            if let Some(a) = state
+                .queries
+                .get_mut(name)
+                .and_then(|q| q.attempt.as_mut())
+                .filter(|a| a.number == number)
+            {
+                for (part, _, _) in &silent {
+                    a.ended.insert(*part, Some(why.clone()));
+                }
+            }
+            eprintln!("anduin: query {name}, attempt {number}: the part(s) {missing:?} did not report again; taking the others over, those are restored alone");
+            return Ok(Ok(executors));
         }
         match trouble(&state, name, number) {
             // A dead worker's part is restored alone once the others are taken over.
@@ -933,6 +1016,26 @@ pub(super) fn placement_names(state: &State, placement: &[u32]) -> BTreeMap<Stri
     })
 }
 
+/// The worker (name) of each task instance (by name), `placement` giving each instance's
+/// worker by its number in the run.
+pub(super) fn instance_workers(
+    state: &State,
+    names: &[String],
+    placement: &[u32],
+) -> BTreeMap<String, String> {
+    names
+        .iter()
+        .zip(placement)
+        .map(|(n, w)| {
+            let worker = state
+                .workers
+                .get(w)
+                .map_or_else(|| w.to_string(), |e| e.name.clone());
+            (n.clone(), worker)
+        })
+        .collect()
+}
+
 /// Drops the attempt's own sender of events: its checkpoint coordinator ends once the
 /// executors' connections have.
 fn end_events(cluster: &Cluster, name: &str, number: u64, failed: bool) {
@@ -951,10 +1054,53 @@ fn end_events(cluster: &Cluster, name: &str, number: u64, failed: bool) {
     }
 }
 
+/// Which task instances of `topo` must run on distinct workers: the copies of each hot standby
+/// (the rules' `@{p1}`, `@{p2}`), and two operators one after the other that ask for
+/// pipelining (`@{p#}`).
+pub(super) fn placement_constraints(
+    topo: &Topology,
+    graph: &anduin_graph::LogicalGraph<Bound>,
+) -> Vec<Constraint> {
+    let task_ref = |r: &anduin_runtime::InstanceRef| TaskRef {
+        task: u32::try_from(r.task).unwrap_or(u32::MAX),
+        instance: u32::try_from(r.instance).unwrap_or(u32::MAX),
+    };
+    // The copies of each hot standby go to distinct workers (the rules' `@{p1}`, `@{p2}`).
+    let mut distinct: Vec<Constraint> = topo
+        .replica_groups(|n| graph.node(n).survives_input_loss)
+        .into_iter()
+        .map(|group| {
+            Constraint::distinct("the copies of a hot standby", group.iter().map(task_ref))
+        })
+        .collect();
+    // So do two operators one after the other that ask for pipelining (`@{p#}`).
+    let split = |task: usize, last: bool| {
+        topo.tasks.get(task).is_some_and(|t| {
+            let mut nodes = t.nodes();
+            let node = if last { nodes.last() } else { nodes.next() };
+            node.is_some_and(|n| anduin_graph::splits(graph, n))
+        })
+    };
+    for c in &topo.channels {
+        if split(c.from.task, true) && split(c.to.task, false) {
+            distinct.push(Constraint::distinct(
+                "the stages of a split pipeline",
+                [task_ref(&c.from), task_ref(&c.to)],
+            ));
+        }
+    }
+    distinct
+}
+
 /// Waits until the live workers have a free slot for every task instance (or the query is
 /// cancelled), and places the instances over them, the least used worker first (the pure
 /// `anduin_coordinator::place`).
-fn place(cluster: &Cluster, name: &str, tasks: &[TaskRef]) -> Result<Option<Vec<u32>>> {
+fn place(cluster: &Cluster, name: &str, compiled: &Compiled) -> Result<Option<Vec<u32>>> {
+    let tasks = &compiled.tasks;
+    let distinct = placement_constraints(
+        &topology(&compiled.loaded, &compiled.args),
+        &compiled.loaded.graph,
+    );
     let mut state = cluster.lock();
     // A task keeps the worker its life has it on (if that worker is live); the others are
     // placed anew.
@@ -972,7 +1118,8 @@ fn place(cluster: &Cluster, name: &str, tasks: &[TaskRef]) -> Result<Option<Vec<
             })
             .collect()
     };
-    let mut told = false;
+    // What the query's status says it waits for (kept up to date as workers come and go).
+    let mut told: Option<String> = None;
     loop {
         if state.queries.get(name).is_none_or(|q| q.cancel) {
             return Ok(None);
@@ -999,24 +1146,31 @@ fn place(cluster: &Cluster, name: &str, tasks: &[TaskRef]) -> Result<Option<Vec<
                 WorkerFacts::new(WorkerId(*id), w.slots, used.get(id).copied().unwrap_or(0))
             })
             .collect();
-        match anduin_coordinator::place(&needs, &workers, &[]) {
+        match anduin_coordinator::place(&needs, &workers, &distinct) {
             Ok(p) => {
+                // What it waited for is no longer the query's error.
+                if let (Some(why), Some(q)) = (&told, state.queries.get_mut(name)) {
+                    if q.status.error.as_ref() == Some(why) {
+                        q.status.error = None;
+                    }
+                }
                 return Ok(Some(
                     tasks
                         .iter()
                         .map(|t| p.assignment.get(t).map_or(u32::MAX, |w| w.0))
                         .collect(),
-                ))
+                ));
             }
-            Err(e) if !told => {
+            Err(e) => {
                 let why = format!("{e}: waiting for workers");
-                eprintln!("anduin: query {name}: {why}");
-                if let Some(q) = state.queries.get_mut(name) {
-                    q.status.error = Some(why);
+                if told.as_ref() != Some(&why) {
+                    eprintln!("anduin: query {name}: {why}");
+                    if let Some(q) = state.queries.get_mut(name) {
+                        q.status.error = Some(why.clone());
+                    }
+                    told = Some(why);
                 }
-                told = true;
             }
-            Err(_) => {}
         }
         state = cluster.wait(state, Duration::from_secs(1));
     }
@@ -1288,6 +1442,20 @@ pub fn serve_executor(
                 }
                 a.ending.insert(worker);
             }
+            proto::ToCoordinator::Figures(m) => {
+                let state = cluster.lock();
+                let Some(a) = current(&state, query, attempt) else {
+                    break;
+                };
+                if a.incarnation(worker) != r.incarnation {
+                    break;
+                }
+                let figures = Arc::clone(&a.figures);
+                drop(state);
+                let mut figures = figures.lock().unwrap_or_else(|p| p.into_inner());
+                let sample = Sample::new(*m, Instant::now(), figures.get(&worker));
+                figures.insert(worker, sample);
+            }
             other => tracing::warn!(?other, "unexpected from an executor"),
         }
     }
@@ -1361,5 +1529,72 @@ impl Subscriber for LastCheckpoint {
                 },
             });
         }
+    }
+}
+
+/// Whether the SQL query `source` (in `file`) declares a function (`CREATE FUNCTION`): its
+/// module would not reach the workers.
+fn declares_functions(file: &std::path::Path, source: &str) -> bool {
+    file.extension().is_some_and(|e| e == "sql")
+        && anduin_spec::parse_sql(source).is_ok_and(|spec| !spec.functions.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anduin_registry::BuiltinCatalog;
+
+    /// The placement constraints of `query` (as `anduin submit` plans it, with chaining).
+    fn constraints(query: &str) -> Vec<Constraint> {
+        let spec = anduin_spec::parse_flow(query).expect("the query parses");
+        let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("the query checks");
+        let plan = PhysicalPlan::plan(&graph, PlanOptions::default());
+        let topo = Topology::new(&graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
+        placement_constraints(&topo, &graph)
+    }
+
+    const LINE: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  output name = "events", type = "Event"
+}
+operator name = "low", type = "filter" {
+  input name = "events"
+  param condition = "value < 42"
+  SPLIT_LOW
+  output name = "low", type = "Event"
+}
+operator name = "doubled", type = "map" {
+  input name = "low"
+  param columns = "ts, sensor, value * 2 AS value"
+  SPLIT_DOUBLED
+  output name = "doubled"
+}
+operator name = "drop", type = "discard" {
+  input name = "doubled"
+}
+"#;
+
+    #[test]
+    fn two_split_stages_one_after_the_other_must_run_on_distinct_workers() {
+        let split = "param pipeline = \"split\"";
+        let both = LINE
+            .replace("SPLIT_LOW", split)
+            .replace("SPLIT_DOUBLED", split);
+        let c = constraints(&both);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(format!("{c:?}").contains("the stages of a split pipeline"));
+        // One stage alone is a task of its own, with no constraint.
+        let one = LINE
+            .replace("SPLIT_LOW", split)
+            .replace("SPLIT_DOUBLED", "");
+        assert!(constraints(&one).is_empty());
+        let none = LINE.replace("SPLIT_LOW", "").replace("SPLIT_DOUBLED", "");
+        assert!(constraints(&none).is_empty());
     }
 }

@@ -21,7 +21,6 @@ use std::time::Duration;
 use anduin_runtime::{
     Checkpointing, Command, Event, NetworkSettings, Peers, Placement, RemoteCoordinator, Resumption,
 };
-use anduin_spec::Missing;
 use anduin_types::Epoch;
 use anyhow::{bail, Context, Result};
 use crossbeam_channel::{Receiver, Sender};
@@ -29,7 +28,7 @@ use crossbeam_channel::{Receiver, Sender};
 use super::proto::{self, Deployment, ToCoordinator, ToExecutor};
 use crate::cmd::run::RunArgs;
 use crate::embedded::{execute, prepare_outputs, Execution};
-use crate::load::{load_with, print_diagnostics, LoadError};
+use crate::load::{load_to_run, print_diagnostics, LoadError, Loaded};
 
 /// Exit code of an executor whose worker went away.
 const ORPHANED: u8 = 3;
@@ -40,6 +39,8 @@ const STALE: u8 = 4;
 const BACKUP_LIMIT: usize = 256 << 20;
 /// How long an edge waits for a lost peer to be restored elsewhere.
 const PEER_WAIT: Duration = Duration::from_secs(120);
+/// How often the executor sends its instances' live figures to the coordinator.
+const FIGURES_EVERY: Duration = Duration::from_secs(1);
 
 /// Runs the part of the query `deployment` describes.
 pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
@@ -52,11 +53,12 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     let span =
         tracing::info_span!("executor", query = %d.query, attempt = d.attempt, worker = d.worker);
     let _entered = span.enter();
-    let loaded = match load_with(
+    // As the coordinator loaded it: rewritten (the copies of a hot standby) for a cluster.
+    let loaded = match load_to_run(
         &args.file,
         &args.vars,
-        Missing::Error,
         &args.engine.defaults(),
+        anduin_graph::RunsOn::Cluster,
     ) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(diags)) => {
@@ -65,6 +67,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         }
         Err(LoadError::Other(e)) => return Err(e),
     };
+    same_plan(&d, &loaded, args)?;
 
     let secret = super::secret::load(None)?;
     let host: std::net::IpAddr = std::env::var(super::worker::DATA_HOST_ENV)
@@ -168,6 +171,19 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     if let Some(remote) = &checkpointing.remote {
         control.forward_reports(remote.events.clone());
     }
+    let control = Arc::new(control);
+    {
+        // The coordinator's control plane shows them (its API, metrics and web UI).
+        let (link, control) = (Arc::clone(&link), Arc::clone(&control));
+        std::thread::Builder::new()
+            .name("anduin-figures-out".into())
+            .spawn(move || {
+                while !link.done.load(Ordering::SeqCst) {
+                    std::thread::sleep(FIGURES_EVERY);
+                    link.send_figures(&control);
+                }
+            })?;
+    }
     let executed = execute(
         &loaded,
         &args.engine,
@@ -177,7 +193,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
             stop: Arc::new(AtomicBool::new(false)),
             query_file: Some(args.file.display().to_string()),
             events: anduin_runtime::Events::logged(),
-            control: Some(Arc::new(control)),
+            control: Some(Arc::clone(&control)),
             end_gate: Some(Arc::clone(&link) as Arc<dyn anduin_runtime::EndGate>),
             network: Some(NetworkSettings {
                 query: d.query.clone(),
@@ -193,6 +209,8 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
             }),
         },
     );
+    // The figures at the end, before the part reports its end.
+    link.send_figures(&control);
     // The channel ends kept for producers that might connect again hold the event sender.
     channels.shutdown();
     // Every event sent before the process reports its end.
@@ -206,6 +224,28 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
 }
 
 /// What the executor of `d`, listening at `data`, says when it reports.
+/// Refuses to run a part of a plan other than the coordinator's: every task instance must be
+/// where the coordinator placed it, under the same name (a deployment of an older
+/// coordinator names none).
+fn same_plan(d: &Deployment, loaded: &Loaded, args: &RunArgs) -> Result<()> {
+    if d.instances.is_empty() {
+        return Ok(());
+    }
+    let ours: Vec<String> = super::driver::topology(loaded, args)
+        .instances()
+        .map(|i| i.name.clone())
+        .collect();
+    if ours != d.instances {
+        bail!(
+            "this executor plans query {} as task instances {ours:?}, its coordinator as {:?}: \
+             they must be the same (a coordinator and workers of different anduin versions?)",
+            d.query,
+            d.instances
+        );
+    }
+    Ok(())
+}
+
 fn hello(d: &Deployment, data: SocketAddr, started: bool) -> ToCoordinator {
     ToCoordinator::Executor {
         query: d.query.clone(),
@@ -371,6 +411,16 @@ impl Link {
                 tracing::warn!("cannot reach the coordinator");
                 *to = None;
             }
+        }
+    }
+
+    /// Sends the live figures of the executor's instances, if connected (a coordinator that
+    /// is away misses them: the next ones replace them).
+    fn send_figures(&self, control: &anduin_runtime::control::Control) {
+        let figures = ToCoordinator::Figures(Box::new(control.metrics()));
+        let to = self.to.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = to.as_ref() {
+            let _ = s.send(&figures);
         }
     }
 

@@ -1,6 +1,7 @@
-//! `anduin cluster --workers N FILE …`: a coordinator and N worker processes on this machine,
-//! the query submitted to them and waited for, and everything stopped at the end — for trying
-//! the cluster out, and for tests.
+//! `anduin cluster --workers N FILE …`: a coordinator and N worker processes on this machine
+//! (the coordinator's `process` scheduler starts them, and starts one again if it dies), the
+//! query submitted to them and waited for, and everything stopped at the end — for trying the
+//! cluster out, and for tests.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -46,11 +47,22 @@ pub struct ClusterArgs {
     pub secret: SecretArgs,
 }
 
-/// A child process, killed (by its PID) and reaped when dropped.
+/// The coordinator's process: stopped with SIGTERM when dropped (it stops the workers it
+/// started), killed by its PID if it has not ended within 10 s.
 struct Guard(Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        if let Ok(pid) = libc::pid_t::try_from(self.0.id()) {
+            // SAFETY: kill(2) on the PID of our own child, not reaped yet.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while matches!(self.0.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -94,11 +106,22 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
         }
     };
     std::fs::create_dir_all(&dir)?;
+    // One `anduin cluster` per directory: a second would find the first's coordinator.
+    let _lock = anduin_checkpoint::OwnerLock::acquire(
+        &dir.join("CLUSTER.LOCK"),
+        &format!(
+            "the cluster directory `{}` (another `anduin cluster` uses it: give this one another --dir)",
+            dir.display()
+        ),
+    )?;
     let exe = std::env::current_exe().context("cannot find the anduin executable")?;
     let address_file = dir.join("coordinator.addr");
     let _ = std::fs::remove_file(&address_file);
+    let mut command = Command::new(&exe);
+    // However this process ends, its coordinator stops (and stops its workers).
+    super::scheduler::die_with_parent(&mut command, libc::SIGTERM);
     let mut coordinator = Guard(
-        Command::new(&exe)
+        command
             .args(["coordinator", "--listen", "127.0.0.1:0"])
             .args(secret_flag(&args.secret))
             .arg("--state-dir")
@@ -111,6 +134,10 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
             )
             .arg("--address-file")
             .arg(&address_file)
+            .args(["--scheduler", "process"])
+            .args(["--workers", &args.workers.to_string()])
+            .args(["--slots", &args.slots.to_string()])
+            .arg("--workers-die-with-coordinator")
             .stdin(Stdio::null())
             .spawn()
             .context("cannot start the coordinator")?,
@@ -128,23 +155,6 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let mut workers = Vec::new();
-    for i in 0..args.workers {
-        workers.push(Guard(
-            Command::new(&exe)
-                .arg("worker")
-                .args(secret_flag(&args.secret))
-                .arg("--coordinator")
-                .arg(addr.to_string())
-                .args(["--slots", &args.slots.to_string()])
-                .args(["--name", &format!("worker-{i}")])
-                .arg("--work-dir")
-                .arg(dir.join(format!("worker-{i}")))
-                .stdin(Stdio::null())
-                .spawn()
-                .context("cannot start a worker")?,
-        ));
-    }
     let code = client::submit(SubmitArgs {
         file: args.file.clone(),
         coordinator: Some(addr),
@@ -153,7 +163,6 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
         secret: args.secret.clone(),
         run_args: args.run_args.clone(),
     });
-    drop(workers);
     drop(coordinator);
     code
 }

@@ -12,16 +12,19 @@
 //! Every connection starts with the connecting side proving it knows the cluster's secret
 //! ([`secret`]); without one, every listener binds to loopback only.
 //!
-//! Not here yet: per-task recovery (a failure rolls the whole query back to its last
-//! checkpoint).
+//! Which workers there are is the coordinator's [`scheduler`]'s business (`static`: they
+//! register themselves; `process`: it starts them on its machine). A dead worker's task
+//! instances, or a failed executor's, are restored alone on live workers ([`restore`]).
 
 pub mod client;
 pub mod coordinator;
 mod driver;
 pub mod executor;
+pub mod figures;
 pub mod local;
 pub mod proto;
 mod restore;
+pub mod scheduler;
 pub mod secret;
 pub mod store;
 pub mod worker;

@@ -45,6 +45,8 @@ pub enum ToCoordinator {
     },
     /// Checkpoint events of an executor's tasks.
     Event(anduin_runtime::Event),
+    /// The live figures of an executor's instances and its dead letters (every second).
+    Figures(Box<anduin_runtime::control::QueryMetrics>),
     /// An executor's tasks have reached the end of their input: may they end it (which
     /// commits what their sinks hold)? Answered with [`ToExecutor::EndAllowed`] when the
     /// executor still runs its part, by closing the connection when it does not.
@@ -117,6 +119,10 @@ pub struct Deployment {
     pub submission: Submission,
     /// The worker of every task instance, by its number in the run.
     pub placement: Vec<u32>,
+    /// The name of every task instance of the coordinator's plan, by its number in the run:
+    /// the executor's plan of the query must be the same.
+    #[serde(default)]
+    pub instances: Vec<String>,
     /// The query's checkpoint directory (shared by every worker and the coordinator), when
     /// its checkpoints go to a directory.
     pub checkpoint_dir: PathBuf,
@@ -193,10 +199,30 @@ pub struct QueryStatus {
     pub attempt: u64,
     /// Task instances per worker (name), in the current attempt.
     pub placement: BTreeMap<String, usize>,
+    /// The worker (name) each task instance (by its name) runs on, in the current attempt.
+    #[serde(default)]
+    pub instances: BTreeMap<String, String>,
     /// The last complete checkpoint.
     pub last_checkpoint: Option<u64>,
     /// Why it failed, or the last attempt's failure it recovered from.
     pub error: Option<String>,
+    /// Each operator's rows and rate, from the figures its executors sent last (empty
+    /// before they have sent any, and once the attempt is over).
+    #[serde(default)]
+    pub operators: Vec<OperatorFigures>,
+}
+
+/// One operator's figures in `anduin status`, over all its instances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperatorFigures {
+    pub operator: String,
+    /// Rows received.
+    pub rows_in: u64,
+    /// Rows emitted (a sink: rows written).
+    pub rows_out: u64,
+    /// Rows emitted per second between the executors' last two reports (`None` before the
+    /// second).
+    pub rows_out_per_s: Option<f64>,
 }
 
 impl QueryStatus {

@@ -15,12 +15,16 @@ use std::time::{Duration, Instant};
 
 use anduin_coordinator::catalog::Edit;
 use anduin_coordinator::life::Input;
-use anduin_coordinator::{choose_recovery, InstanceFacts, QueryId, RecoveryChoice, WorkerId};
+use anduin_coordinator::{
+    choose_recovery, Constraint, InstanceFacts, QueryId, RecoveryChoice, WorkerId,
+};
 use anduin_runtime::Event;
 use anyhow::{Context, Result};
 
-use super::coordinator::Cluster;
-use super::driver::{current, placement_names, topology, Compiled};
+use super::coordinator::{Cluster, ExitPoint};
+use super::driver::{
+    current, instance_workers, placement_constraints, placement_names, topology, Compiled,
+};
 use super::proto::{Deployment, ToExecutor, ToWorker};
 
 /// How long a restored part's executor has to report.
@@ -172,15 +176,58 @@ pub(super) fn restore_part(
             *n += 1;
         }
     }
+    // The instances each lost part must stay apart from (the copies of a hot standby, the
+    // stages of a split pipeline): their workers are avoided, before the load.
+    let constraints = placement_constraints(&topo, &compiled.loaded.graph);
+    let mates = |part: u32| -> BTreeSet<usize> {
+        let ours: BTreeSet<usize> = a
+            .placement
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w == part)
+            .map(|(i, _)| i)
+            .collect();
+        let mut mates = BTreeSet::new();
+        for c in &constraints {
+            let Constraint::DistinctWorkers { tasks, .. } = c else {
+                continue;
+            };
+            let members: BTreeSet<usize> = compiled
+                .tasks
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| tasks.contains(t))
+                .map(|(i, _)| i)
+                .collect();
+            if !members.is_disjoint(&ours) {
+                mates.extend(members.difference(&ours));
+            }
+        }
+        mates
+    };
     let mut hosts = BTreeMap::new();
     for p in &lost {
         // A failed part goes to another worker than the one it failed on, if there is one
         // (its failure may be that worker's: a full disk, a missing credential).
         let failed_on = failed.contains_key(p).then(|| a.host(*p));
-        let Some((&host, _)) = load
-            .iter()
-            .min_by_key(|(w, n)| (Some(**w) == failed_on && load.len() > 1, **n, **w))
-        else {
+        let mates = mates(*p);
+        let apart_from = |w: u32| {
+            mates
+                .iter()
+                .filter(|m| {
+                    let part = a.placement.get(**m).copied().unwrap_or(u32::MAX);
+                    hosts.get(&part).copied().unwrap_or_else(|| a.host(part)) == w
+                })
+                .count()
+        };
+        let Some((&host, _)) = load.iter().min_by_key(|(w, n)| {
+            (
+                Some(**w) == failed_on && load.len() > 1,
+                apart_from(**w),
+                **n,
+                **w,
+            )
+        }) else {
             return Ok(Some(
                 "no worker is left to restore the lost tasks on".into(),
             ));
@@ -230,6 +277,7 @@ pub(super) fn restore_part(
             host: WorkerId(*host),
         });
     }
+    cluster.exit_point(ExitPoint::PartRestored);
     let submission = state
         .queries
         .get(name)
@@ -256,6 +304,11 @@ pub(super) fn restore_part(
         if let Some((old, _)) = a.executors.remove(part) {
             old.close();
         }
+        // Its figures come again from its new executor.
+        a.figures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(part);
         a.ended.remove(part);
         *a.incarnations.entry(*part).or_insert(0) += 1;
         if failed.contains_key(part) {
@@ -275,8 +328,10 @@ pub(super) fn restore_part(
         }
     }
     let names = placement_names(&state, &running_on);
+    let instances = instance_workers(&state, &compiled.instance_names, &running_on);
     if let Some(q) = state.queries.get_mut(name) {
         q.status.placement = names;
+        q.status.instances = instances;
     }
     for (part, host) in &hosts {
         let d = Deployment {
@@ -285,6 +340,7 @@ pub(super) fn restore_part(
             worker: *part,
             submission: submission.clone(),
             placement: placement.clone(),
+            instances: compiled.instance_names.clone(),
             checkpoint_dir: dir.to_path_buf(),
             checkpoint_store: cluster.store.for_executors(name),
             restore: epoch,

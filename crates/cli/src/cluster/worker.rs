@@ -88,6 +88,14 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| std::env::temp_dir().join(format!("anduin-{name}")));
     std::fs::create_dir_all(&work_dir)
         .with_context(|| format!("cannot create the work directory `{}`", work_dir.display()))?;
+    // One worker per work directory: two would mix their parts' files.
+    let _work_dir_lock = anduin_checkpoint::OwnerLock::acquire(
+        &work_dir.join("WORKER.LOCK"),
+        &format!(
+            "the work directory `{}` (another worker uses it: give this one its own --work-dir)",
+            work_dir.display()
+        ),
+    )?;
     let executors: Executors = Arc::default();
     let link: SharedLink = Arc::default();
     {
@@ -124,6 +132,9 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                 pause = Duration::from_millis(50);
                 (to, from)
             }
+            // Refused (a live worker holds this name; the secret changed): trying again
+            // would not help.
+            Err(e) if e.to_string().starts_with(proto::REFUSED) => return Err(e),
             Ok(None) | Err(_) if id.is_some() => {
                 // The coordinator is away: the executors go on; try again.
                 std::thread::sleep(pause);

@@ -17,9 +17,14 @@ pub struct CheckArgs {
     /// Set a variable used as ${NAME} in the file (repeatable). Unset ones are checked as written.
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
     pub vars: Vec<(String, String)>,
+    /// Load a WebAssembly module and make the functions it declares (in its
+    /// `anduin:functions` section) callable from the query's expressions (repeatable).
+    #[arg(long = "udf", value_name = "MODULE.wasm")]
+    pub udfs: Vec<PathBuf>,
 }
 
 pub fn check(args: CheckArgs) -> Result<ExitCode> {
+    crate::udfs::register_modules(&args.udfs)?;
     match load(&args.file, &args.vars, Missing::Keep) {
         Ok(loaded) => {
             print_diagnostics(&args.file, &loaded.warnings);

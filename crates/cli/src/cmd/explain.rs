@@ -32,15 +32,27 @@ pub struct ExplainArgs {
     /// Set a variable used as ${NAME} in the file (repeatable).
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
     pub vars: Vec<(String, String)>,
+    /// Load a WebAssembly module and make the functions it declares callable from the
+    /// query's expressions (repeatable), as `anduin run --udf` does.
+    #[arg(long = "udf", value_name = "MODULE.wasm")]
+    pub udfs: Vec<PathBuf>,
     /// Plan every operator as its own task (no chaining).
     #[arg(long)]
     pub no_chaining: bool,
     /// Instances of each operator that can run in parallel and sets no parallelism of its own.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub parallelism: usize,
+    /// Show the graph before and after the rewriting rules (fault tolerance, partitioning,
+    /// pipelining: paper §4.2), which rule matched where, and the placement constraints.
+    #[arg(long)]
+    pub rewritten: bool,
+    /// Rules to apply after the built-in ones (a rule file; with --rewritten).
+    #[arg(long, value_name = "FILE", requires = "rewritten")]
+    pub rules: Option<PathBuf>,
 }
 
 pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
+    crate::udfs::register_modules(&args.udfs)?;
     let loaded = match load(&args.file, &args.vars, Missing::Keep) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
@@ -50,6 +62,17 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         Err(LoadError::Other(e)) => return Err(e),
     };
     print_diagnostics(&args.file, &loaded.warnings);
+    if args.rewritten {
+        let out = match super::rewritten::show(&loaded.spec, args.rules.as_deref(), args.format) {
+            Ok(out) => out,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        crate::load::print_out(&out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let plan = PhysicalPlan::plan(
         &loaded.graph,
         anduin_graph::PlanOptions {

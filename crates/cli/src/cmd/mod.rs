@@ -5,4 +5,5 @@ pub mod check;
 pub mod checkpoints;
 pub mod ctl;
 pub mod explain;
+pub mod rewritten;
 pub mod run;

@@ -10,7 +10,6 @@ use anduin_checkpoint::recovery::RecoveryPlan;
 use anduin_checkpoint::{Store, StoreLocation, Validated};
 use anduin_operator_api::{DeadLetter, DeadLetterTarget};
 use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunSummary};
-use anduin_spec::Missing;
 use anduin_types::Epoch;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -19,7 +18,7 @@ use crate::embedded::{
     execute, parse_count, parse_duration, prepare_outputs, remove_stale_state_dirs, report_rejects,
     state_root, uses_lsm, EngineArgs, Executed, Execution,
 };
-use crate::load::{load_with, parse_var, print_diagnostics, LoadError};
+use crate::load::{load_to_run, parse_var, print_diagnostics, LoadError};
 use crate::locks::lock_run;
 use crate::preflight::{check_events_file, RunFiles};
 use crate::store::{local_dir, open_checked, parse_store};
@@ -32,6 +31,10 @@ pub struct RunArgs {
     /// Set a variable used as ${NAME} in the file (repeatable).
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
     pub vars: Vec<(String, String)>,
+    /// Load a WebAssembly module and make the functions it declares (in its
+    /// `anduin:functions` section) callable from the query's expressions (repeatable).
+    #[arg(long = "udf", value_name = "MODULE.wasm")]
+    pub udfs: Vec<PathBuf>,
     /// Where malformed input records go (JSON Lines). Default: `<output>.rejected` beside the
     /// first file writer's output, or stderr when there is none.
     #[arg(long, value_name = "PATH")]
@@ -122,8 +125,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    crate::udfs::register_modules(&args.udfs)?;
     let defaults = args.engine.defaults();
-    let loaded = match load_with(&args.file, &args.vars, Missing::Error, &defaults) {
+    let runs_on = anduin_graph::RunsOn::Embedded {
+        network: args.engine.loopback_workers.is_some(),
+    };
+    let loaded = match load_to_run(&args.file, &args.vars, &defaults, runs_on) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
             print_diagnostics(&args.file, &d);
@@ -133,6 +140,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     print_diagnostics(&args.file, &loaded.warnings);
 
+    if args.checkpoint_store.is_none() {
+        if let Some(op) = loaded.spec.operators.iter().find(|o| {
+            o.param("fault_tolerance")
+                .is_some_and(|p| p.value.as_text().as_str() == "checkpoint")
+        }) {
+            eprintln!(
+                "error: operator \"{}\" asks for fault_tolerance = \"checkpoint\", but this run takes no checkpoints: add --checkpoint-store DIR (and --checkpoint-interval)",
+                op.name
+            );
+            return Ok(ExitCode::from(2));
+        }
+    }
     let checkpoint_dir = args.checkpoint_dir();
     // Before anything is made or written: an object store that cannot be used (a wrong URL,
     // bucket or credentials, an unreachable server) stops the run here, naming it. (A

@@ -124,7 +124,8 @@ impl LocalCluster {
             cluster.add_worker(&format!("w{i}"), slots);
         }
         let n = workers;
-        wait_until("every worker registered", || cluster.workers_joined() == n);
+        // (A coordinator that starts workers itself may have more.)
+        wait_until("every worker registered", || cluster.workers_joined() >= n);
         cluster
     }
 
@@ -190,6 +191,18 @@ impl LocalCluster {
     /// The query's checkpoint directory.
     pub fn checkpoints(&self, query: &str) -> PathBuf {
         self.dir.path().join("checkpoints").join(query)
+    }
+}
+
+impl Drop for LocalCluster {
+    /// The workers a coordinator started itself (`--scheduler process`) are its children:
+    /// killed by their PIDs before the coordinator is (they would outlive it).
+    fn drop(&mut self) {
+        if matches!(self.coordinator.0.try_wait(), Ok(None)) {
+            for pid in children(self.coordinator.pid()) {
+                signal(pid, libc::SIGKILL);
+            }
+        }
     }
 }
 
@@ -468,6 +481,43 @@ pub fn tumbling_generator(seed: u64, count: u64) -> String {
         20_000,
         r#"param kind = "tumbling" param size = "100ms""#,
     )
+}
+
+/// The index in `cluster.workers` of the worker that runs instance `0#0` (the source) of query
+/// `q`'s first attempt, read from the coordinator's catalog.
+pub fn worker_of_the_source(cluster: &LocalCluster) -> usize {
+    let catalog = cluster.dir.path().join("coordinator").join("catalog");
+    let mut id = None;
+    wait_until("the deployment in the catalog", || {
+        let text: String = std::fs::read_dir(&catalog)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path()).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .collect();
+        id = text
+            .split("\"attempt_deployed\"")
+            .nth(1)
+            .and_then(|d| d.split("\"0#0\":").nth(1))
+            .map(|rest| {
+                rest.chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+            })
+            .and_then(|n| n.parse::<u64>().ok());
+        id.is_some()
+    });
+    let workers = cluster.all()["workers"].clone();
+    let name = workers
+        .as_array()
+        .and_then(|ws| ws.iter().find(|w| w["id"].as_u64() == id))
+        .and_then(|w| w["name"].as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no worker {id:?} in {workers}"));
+    name.trim_start_matches('w')
+        .parse()
+        .unwrap_or_else(|_| panic!("a worker named {name}"))
 }
 
 /// Sends `signal` to `pid` (a process a test started, or its worker did).

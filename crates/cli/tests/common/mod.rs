@@ -8,6 +8,7 @@ use std::process::{Child, Command, Output};
 
 use sha2::{Digest, Sha256};
 
+pub mod browser;
 pub mod cluster;
 pub mod s3;
 
@@ -389,4 +390,79 @@ pub fn rows_in_order(path: &Path) -> Vec<String> {
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// Folds changelog or upsert rows (`op,key,…`, in order, without a header) into the table
+/// they describe, keyed by the first column: a `+I` or `+U` sets its key's row (in a
+/// changelog, `upsert` false, the key must have none: its `-U` took it out), a `-U` or `-D`
+/// removes it and must name that row.
+pub fn fold_changes<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+    upsert: bool,
+) -> std::collections::BTreeMap<String, String> {
+    let mut table = std::collections::BTreeMap::new();
+    for (i, line) in lines.into_iter().enumerate() {
+        let (op, row) = line
+            .split_once(',')
+            .unwrap_or_else(|| panic!("line {i}: {line}"));
+        let key = row.split(',').next().expect("a key").to_string();
+        match op {
+            "+I" | "+U" => {
+                let old = table.insert(key, row.to_string());
+                assert!(
+                    upsert || old.is_none(),
+                    "line {i}: {line} adds a row its key has: {old:?}"
+                );
+            }
+            "-U" | "-D" => {
+                let old = table.remove(&key);
+                assert_eq!(
+                    old.as_deref(),
+                    Some(row),
+                    "line {i}: {line} retracts another row"
+                );
+            }
+            other => panic!("line {i}: unknown op {other}"),
+        }
+    }
+    table
+}
+
+/// A small deterministic RNG (splitmix64), so that the seeded tests follow their seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number below `below`.
+    pub fn next(&mut self, below: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % below.max(1)
+    }
+}
+
+/// `anduin run QUERY --var INPUT=input --var OUTPUT=out --no-api EXTRA…` from the repository's
+/// root: how it ended, and the lines of `out` (header included), sorted — a window emits the
+/// windows one watermark closes in no fixed order.
+pub fn run_sorted(query: &Path, input: &str, out: &Path, extra: &[&str]) -> (Output, Vec<String>) {
+    let mut args = vec![
+        "run".to_string(),
+        query.display().to_string(),
+        "--var".into(),
+        format!("INPUT={input}"),
+        "--var".into(),
+        format!("OUTPUT={}", out.display()),
+        "--no-api".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = anduin(&repo(), &args);
+    let mut lines: Vec<String> = std::fs::read_to_string(out)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    (output, lines)
 }

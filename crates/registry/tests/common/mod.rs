@@ -221,3 +221,33 @@ operator name = "d", type = "discard" {{ input name = "out" }}"#
     op.on_end_of_input(&mut out)?;
     Ok(out.0)
 }
+
+/// A query of a `Reading` generator (`gen`, stream `readings`: ts, sensor, value; 10 rows)
+/// followed by `rest`.
+pub fn readings_then(rest: &str) -> String {
+    format!(
+        r#"
+type name = "Reading" {{
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}}
+operator name = "gen", type = "generator" {{
+  param profile = "events"
+  param count = 10
+  output name = "readings", type = "Reading"
+}}
+{rest}
+"#
+    )
+}
+
+/// The errors `anduin check` gives for the query `src`, rendered as for a file `q.flow`;
+/// empty when it passes.
+pub fn check_errors(src: &str) -> String {
+    let spec = anduin_spec::parse_flow(src).expect("parses");
+    match anduin_graph::check(&spec, &anduin_registry::BuiltinCatalog) {
+        Ok(_) => String::new(),
+        Err(d) => d.render("q.flow"),
+    }
+}

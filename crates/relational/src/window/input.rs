@@ -49,12 +49,12 @@ pub(crate) fn split_late(
 pub(crate) fn aggregate_inputs(
     batch: &RecordBatch,
     setup: &WindowSetup,
-) -> Result<Inputs, (usize, String)> {
+) -> Result<Inputs, (usize, anduin_expr::ExprError)> {
     let mut args = Vec::with_capacity(setup.aggs.len());
     let mut filters = Vec::with_capacity(setup.aggs.len());
     for (i, a) in setup.aggs.iter().enumerate() {
-        args.push(a.arguments(batch).map_err(|e| (i, e.message))?);
-        filters.push(a.filter(batch).map_err(|e| (i, e.message))?);
+        args.push(a.arguments(batch).map_err(|e| (i, e))?);
+        filters.push(a.filter(batch).map_err(|e| (i, e))?);
     }
     Ok(Inputs { args, filters })
 }

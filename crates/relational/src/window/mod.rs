@@ -22,7 +22,7 @@ pub(crate) mod assign;
 mod count;
 mod entries;
 mod input;
-mod keys;
+pub(crate) mod keys;
 #[cfg(test)]
 mod lateness_tests;
 mod output;

@@ -142,6 +142,9 @@ impl Window {
         let pieces = match evaluated {
             anduin_operator_api::Evaluated::Whole(inputs) => return Ok((batch, inputs)),
             anduin_operator_api::Evaluated::Split(pieces) => pieces,
+            anduin_operator_api::Evaluated::Exhausted(f) => {
+                return Err(self.errors.exhausted(&f, origins))
+            }
         };
         let failed = anduin_operator_api::failures(&pieces);
         self.errors.reject(&batch, &failed, origins)?;

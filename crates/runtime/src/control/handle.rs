@@ -105,9 +105,12 @@ pub(crate) enum InstanceFigures {
         /// The dead letters.
         dead_letter: Arc<anduin_operator_api::DeadLetter>,
     },
-    /// In other processes, and not gathered here (a cluster's coordinator): why, in words,
-    /// for [`crate::control::QueryMetrics::not_gathered`].
+    /// In other processes, and not gathered here: why, in words, for
+    /// [`crate::control::QueryMetrics::not_gathered`].
     Elsewhere(String),
+    /// In other processes, which send theirs here (a cluster's executors to its
+    /// coordinator): the last figures of each, merged when asked.
+    Gathered(crate::control::Gather),
 }
 
 /// The control plane's handle of one running query (see the module's documentation).

@@ -10,6 +10,10 @@ pub(crate) use describe::{operators, tasks, topology};
 pub use handle::{Control, Validator, DEFAULT_DEADLINE};
 pub(crate) use handle::{Injector, InstanceFigures, Probe};
 
+/// The last live figures of each process that runs some of a query's instances (a cluster's
+/// executors), for the control plane of the process that has none of them (its coordinator).
+pub type Gather = std::sync::Arc<dyn Fn() -> Vec<QueryMetrics> + Send + Sync>;
+
 pub use types::{
     ChangeRecord, ChangeRequest, CheckpointInfo, CheckpointMetrics, CheckpointOutcome,
     CheckpointRecord, ControlFailure, ExchangeInfo, FailureKind, InstanceMetrics,

@@ -47,6 +47,9 @@ pub(crate) struct Expecting {
     /// The edge outlives its producer's loss (a cluster's): a restored producer connects
     /// again.
     pub resumable: Option<Resumable>,
+    /// Told when the producer is lost and when it is back (a resumable edge into a task that
+    /// goes on without an input).
+    pub notices: Option<Sender<crate::channel::Notice>>,
 }
 
 /// How a resumable consumer end reports a checkpoint it gives up.
@@ -71,6 +74,10 @@ struct Current {
     stream: Option<TcpStream>,
     /// The newest incarnation of the producer accepted: an older one is stale.
     incarnation: u64,
+    /// How many connections were accepted: the one delivering is the last.
+    connections: u64,
+    /// The last connection was lost, and the consumer told so.
+    lost: bool,
 }
 
 struct Ends {
@@ -329,7 +336,18 @@ fn serve(stream: TcpStream, shared: &Shared) {
             let _ = old.shutdown(std::net::Shutdown::Both);
         }
         current.stream = writer.try_clone().ok();
+        current.connections += 1;
+        if std::mem::take(&mut current.lost) {
+            if let Some(n) = &end.expecting.notices {
+                let _ = n.send(crate::channel::Notice::ProducerBack);
+            }
+        }
     }
+    let connection = end
+        .current
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .connections;
     let mut seen = end.seen.lock().unwrap_or_else(|p| p.into_inner());
     let from = match seen.connect(hello.from_epoch) {
         Ok(from) => from,
@@ -359,6 +377,14 @@ fn serve(stream: TcpStream, shared: &Shared) {
     if let Err(err) = inbound::run(reader, writer, e, &mut seen, window) {
         if e.resumable.is_some() && err.is_lost_peer() {
             tracing::warn!(edge = %e.name, error = %err, "lost the producer of an edge: waiting for it to be restored");
+            // Unless a restored producer has connected meanwhile, the task hears of it.
+            let mut current = end.current.lock().unwrap_or_else(|p| p.into_inner());
+            if current.connections == connection && !current.lost {
+                if let Some(n) = &e.notices {
+                    current.lost = true;
+                    let _ = n.send(crate::channel::Notice::ProducerLost);
+                }
+            }
         } else {
             e.failures.record(&e.name, &err);
         }

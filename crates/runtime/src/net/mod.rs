@@ -249,6 +249,7 @@ impl NetWiring {
         tx: crossbeam_channel::Sender<Envelope>,
         name: String,
         schema: Option<arrow::datatypes::SchemaRef>,
+        notices: Option<crossbeam_channel::Sender<crate::channel::Notice>>,
     ) {
         let hello = self.hello(c, self.attempt);
         self.listener.expect(
@@ -263,6 +264,7 @@ impl NetWiring {
                     task,
                     reports: r.reports.clone(),
                 }),
+                notices: notices.filter(|_| self.resumption.is_some()),
             },
         );
     }

@@ -138,9 +138,20 @@ impl Backup {
     }
 }
 
+/// The bytes `m` holds: a batch's rows, not the whole buffers a slice of a larger batch
+/// shares with the other slices (a reader cutting a file's rows into one-row batches counted
+/// the file's buffer once per row, and the backup overflowed at a few thousand rows).
 fn size(m: &Message) -> usize {
     match m {
-        Message::Data(b) => b.get_array_memory_size(),
+        Message::Data(b) => b
+            .columns()
+            .iter()
+            .map(|c| {
+                c.to_data()
+                    .get_slice_memory_size()
+                    .unwrap_or_else(|_| c.get_array_memory_size())
+            })
+            .sum(),
         _ => 64,
     }
 }
@@ -303,6 +314,22 @@ impl Seen {
 mod tests {
     use super::super::resume_tests::{barrier, rows, values};
     use super::*;
+
+    #[test]
+    fn one_row_slices_of_a_large_batch_count_their_rows_not_the_batch() {
+        let Message::Data(whole) = rows(0, 10_000) else {
+            panic!("rows are data");
+        };
+        let whole_bytes = size(&Message::Data(whole.clone()));
+        // Room for the whole batch's rows, twice over: its 10 000 one-row slices fit.
+        let mut b = Backup::new(0, 2 * whole_bytes);
+        for i in 0..whole.num_rows() {
+            b.keep(&Message::Data(whole.slice(i, 1)));
+        }
+        assert!(!b.dropping, "kept {} bytes of {}", b.bytes, b.limit);
+        assert!(b.bytes <= 2 * whole_bytes);
+        assert_eq!(values(&b.replay(0).expect("replays")).len(), 10_000);
+    }
 
     /// A stream `0..n` rows in batches of 10 with a barrier after every 30 rows.
     fn stream(n: i64, first_epoch: u64) -> Vec<Message> {

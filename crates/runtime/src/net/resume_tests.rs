@@ -59,6 +59,7 @@ fn consumer(restored: u64) -> (Arc<EdgeListener>, Receiver<Envelope>, Receiver<E
             schema: None,
             restored,
             resumable: Some(Resumable { task: 3, reports }),
+            notices: None,
         },
     );
     (listener, rx, reported)

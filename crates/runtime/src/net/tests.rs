@@ -87,6 +87,7 @@ fn listening_with(
             )]))),
             restored: 0,
             resumable: None,
+            notices: None,
         },
     );
     (listener, rx, failures)
@@ -296,6 +297,7 @@ fn a_producer_that_comes_before_its_consumer_is_wired_waits_for_it() {
             schema: None,
             restored: 0,
             resumable: None,
+            notices: None,
         },
     );
     assert_eq!(rx.recv().expect("the end arrives").seq, 1);

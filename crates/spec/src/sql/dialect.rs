@@ -1,9 +1,10 @@
 //! anduin's SQL dialect: sqlparser's generic dialect, plus Flink's `TABLE name` as an argument
-//! of a window table function (`TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND)`).
+//! of a window table function (`TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND)`),
+//! and `CREATE FUNCTION … LANGUAGE … AS '…'` (parsed by `functions.rs`).
 
 use sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
-    ObjectName,
+    ObjectName, Statement,
 };
 use sqlparser::dialect::{Dialect, GenericDialect};
 use sqlparser::keywords::Keyword;
@@ -41,6 +42,13 @@ impl Dialect for AnduinDialect {
 
     fn supports_group_by_expr(&self) -> bool {
         true
+    }
+
+    fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        if parser.parse_keywords(&[Keyword::CREATE, Keyword::FUNCTION]) {
+            return Some(super::functions::parse_create_function(parser));
+        }
+        None
     }
 
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {

@@ -8,6 +8,9 @@
 //!   grouped columns and close when the watermark passes that end (a tumbling window of
 //!   1 ms over it), as Flink's window aggregation over window bounds does.
 //!
+//! A GROUP BY without a window (over a table, or over a subquery without windows) is an
+//! updating aggregate instead: see `group_updating.rs`.
+//!
 //! A GROUP BY without aggregates (`GROUP BY id, name, window_start, window_end`) gives each
 //! group once.
 
@@ -86,11 +89,12 @@ pub(super) fn lower(
             (tvf.at, params)
         }
         Grouping::Bounds(None) => {
-            let g_at = group.first().map_or(at, |g| pos(g.span().start));
-            return Err(Diagnostic::error(
-                g_at,
-                "a GROUP BY on a stream needs a window: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND)) … GROUP BY window_start, window_end, …",
-            ));
+            // No window: the groups last as long as the stream, and their results update.
+            return super::group_updating::lower(s, group, items, &stream, prefix, spec);
+        }
+        Grouping::Bounds(Some(d)) if !d.columns.iter().any(|(_, a)| *a == Attr::WindowEnd) => {
+            // A subquery without windows: grouped as a stream without windows.
+            return super::group_updating::lower(s, group, items, &stream, prefix, spec);
         }
         Grouping::Bounds(Some(d)) => {
             let g_at = group.first().map_or(at, |g| pos(g.span().start));

@@ -224,9 +224,7 @@ pub(super) fn lower_select(
     if s.distinct.is_some() {
         return Err(unsupported(at, "SELECT DISTINCT"));
     }
-    if let Some(h) = &s.having {
-        return Err(unsupported(pos(h.span().start), "HAVING"));
-    }
+    super::group_updating::refuse_over(s)?;
     if let Some(q) = &s.qualify {
         return Err(unsupported(pos(q.span().start), "QUALIFY"));
     }
@@ -317,8 +315,25 @@ pub(super) fn lower_select(
             .filter_map(|i| item_column(i, &attr_of, window.is_some()))
             .collect()
     };
+    if let (Some(h), Some(_)) = (&s.having, &window) {
+        return Err(unsupported(
+            pos(h.span().start),
+            "HAVING over a window table function",
+        ));
+    }
     let grouping = match window {
         Some(tvf) => Grouping::Tvf(tvf),
+        None if group.is_empty()
+            && (s.having.is_some() || super::group_updating::has_aggregates(s)) =>
+        {
+            // Aggregates of every row: one group, updated as rows come.
+            let map = super::group_updating::lower(s, &group, items, &stream, prefix, spec)?;
+            return Ok(Lowered {
+                stream: format!("{prefix}_select"),
+                map: Some(map),
+                columns,
+            });
+        }
         None if group.is_empty() => {
             let name = format!("{prefix}_select");
             spec.operators.push(operator(

@@ -16,12 +16,16 @@
 
 mod derived;
 mod dialect;
+mod functions;
 mod group;
+mod group_updating;
 mod insert;
 mod join;
 mod match_recognize;
 
 pub use match_recognize::PATTERN_AGGREGATES;
+mod reserved;
+pub use reserved::reserved_function;
 mod select_text;
 mod source_text;
 mod tables;
@@ -77,8 +81,24 @@ fn lower_script(
     let mut tables = Tables::default();
     let mut inserts = Vec::new();
     let mut diags = Diagnostics::default();
+    let mut functions: Vec<crate::ast::FunctionDef> = Vec::new();
     for st in &statements {
         match st {
+            Statement::CreateFunction(cf) => match functions::declare(cf) {
+                Ok(f) => match functions.iter().find(|g| g.name.as_str() == f.name.as_str()) {
+                    Some(g) => diags.push(Diagnostic::error(
+                        f.pos,
+                        format!(
+                            "function `{}` is created twice (first at {}:{})",
+                            f.name.as_str(),
+                            g.pos.line,
+                            g.pos.col
+                        ),
+                    )),
+                    None => functions.push(f),
+                },
+                Err(d) => diags.push(d),
+            },
             Statement::CreateTable(ct) => {
                 if let Err(d) = tables.declare(ct, &source) {
                     diags.push(d);
@@ -88,7 +108,7 @@ fn lower_script(
             other => diags.push(Diagnostic::error(
                 pos(other.span().start),
                 format!(
-                    "`{}` is not supported: a script holds CREATE TABLE … WITH (…) and INSERT INTO … SELECT … statements",
+                    "`{}` is not supported: a script holds CREATE TABLE … WITH (…), CREATE FUNCTION … and INSERT INTO … SELECT … statements",
                     first_words(&other.to_string())
                 ),
             )),
@@ -100,7 +120,10 @@ fn lower_script(
             "the script has no INSERT INTO … SELECT …: nothing would run",
         ));
     }
-    let mut spec = Spec::default();
+    let mut spec = Spec {
+        functions,
+        ..Spec::default()
+    };
     for (i, ins) in inserts.iter().enumerate() {
         if let Err(d) = insert::lower(
             ins,

@@ -118,6 +118,11 @@ impl Control {
                 recent_rejects: dead_letter.recent(),
                 not_gathered: None,
             },
+            InstanceFigures::Gathered(gather) => QueryMetrics {
+                checkpoints,
+                control_changes,
+                ..merge(gather())
+            },
             InstanceFigures::Elsewhere(why) => QueryMetrics {
                 checkpoints,
                 control_changes,
@@ -126,6 +131,30 @@ impl Control {
             },
         }
     }
+}
+
+/// The figures of several processes' instances as one query's: every instance once (ordered
+/// by operator and instance), the dead letters added up, the last rejects of all, oldest first (the last
+/// [`anduin_operator_api::RECENT_KEPT`]). Checkpoints and control changes are the caller's.
+pub(crate) fn merge(parts: Vec<QueryMetrics>) -> QueryMetrics {
+    let mut out = QueryMetrics::default();
+    for p in parts {
+        out.instances.extend(p.instances);
+        out.dead_letters += p.dead_letters;
+        for (operator, n) in p.dead_letters_by_operator {
+            *out.dead_letters_by_operator.entry(operator).or_default() += n;
+        }
+        out.recent_rejects.extend(p.recent_rejects);
+    }
+    out.instances
+        .sort_by(|a, b| (&a.operator, a.instance).cmp(&(&b.operator, b.instance)));
+    out.recent_rejects.sort_by_key(|r| r.time_ms);
+    let extra = out
+        .recent_rejects
+        .len()
+        .saturating_sub(anduin_operator_api::RECENT_KEPT);
+    out.recent_rejects.drain(..extra);
+    out
 }
 
 /// The live figures of one operator instance.
@@ -172,4 +201,57 @@ fn instance_metrics(
 fn system_ms(t: std::time::SystemTime) -> i64 {
     t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::types::RecentReject;
+
+    fn instance(operator: &str, instance: usize, rows: u64) -> InstanceMetrics {
+        InstanceMetrics::rows(operator, instance, rows, rows)
+    }
+
+    fn reject(time_ms: i64, operator: &str) -> RecentReject {
+        RecentReject {
+            time_ms,
+            operator: operator.into(),
+            reason: "bad".into(),
+            at: None,
+            source: None,
+            line: None,
+        }
+    }
+
+    #[test]
+    fn merged_figures_hold_every_instance_once_and_add_up_the_dead_letters() {
+        let a = QueryMetrics {
+            instances: vec![instance("w", 1, 10), instance("gen", 0, 5)],
+            dead_letters: 2,
+            dead_letters_by_operator: [("gen".to_string(), 2)].into(),
+            recent_rejects: (0..15).map(|t| reject(t * 2, "gen")).collect(),
+            ..QueryMetrics::default()
+        };
+        let b = QueryMetrics {
+            instances: vec![instance("w", 0, 7)],
+            dead_letters: 3,
+            dead_letters_by_operator: [("gen".to_string(), 1), ("w".to_string(), 2)].into(),
+            recent_rejects: (0..15).map(|t| reject(t * 2 + 1, "w")).collect(),
+            ..QueryMetrics::default()
+        };
+        let m = merge(vec![a, b]);
+        let order: Vec<(&str, usize)> = m
+            .instances
+            .iter()
+            .map(|i| (i.operator.as_str(), i.instance))
+            .collect();
+        assert_eq!(order, [("gen", 0), ("w", 0), ("w", 1)]);
+        assert_eq!(m.dead_letters, 5);
+        assert_eq!(m.dead_letters_by_operator["gen"], 3);
+        assert_eq!(m.dead_letters_by_operator["w"], 2);
+        // The last 20 of 30, oldest first.
+        let times: Vec<i64> = m.recent_rejects.iter().map(|r| r.time_ms).collect();
+        assert_eq!(times, (10..30).collect::<Vec<i64>>());
+        assert_eq!(m.not_gathered, None);
+    }
 }

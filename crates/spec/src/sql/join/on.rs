@@ -161,6 +161,15 @@ impl Joined {
                 }
             }
             let Some((lt, rt, _, _, _)) = times.first().cloned() else {
+                if let Some(side) = self.sides.iter().find(|s| s.time_columns.is_empty()) {
+                    return Err(Diagnostic::error(
+                        at,
+                        format!(
+                            "a regular join (without a time condition, its state would grow without bound) is not supported yet, and `{}` has no time column to bound it by (the result of a GROUP BY without a window has none): group by a TUMBLE window to join its results by time",
+                            side.alias
+                        ),
+                    ));
+                }
                 return Err(Diagnostic::error(
                     at,
                     format!(

@@ -1,0 +1,108 @@
+//! A query's user-defined functions: the WebAssembly modules of its `CREATE FUNCTION`s and
+//! of `--udf`, loaded, checked against their declarations, and its inline JavaScript
+//! functions, compiled; all registered so that the
+//! query's expressions can call them (`anduin_expr::FunctionProvider::register_scalar`).
+//!
+//! Registration is for the whole process: `anduin run` runs one query. A cluster does not
+//! carry modules to its workers yet, so `anduin submit` refuses a query that declares one.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anduin_expr::FunctionProvider;
+use anduin_spec::{FunctionDef, Spec};
+use anduin_types::{Diagnostic, Diagnostics};
+use anduin_udf::{Declaration, JsFunction, Limits, SqlType, WasmFunction, WasmModule};
+use anyhow::Result;
+
+/// Loads the modules of `spec`'s `CREATE FUNCTION`s (paths relative to the folder of
+/// `query`, the query file) and registers each function; every problem is a diagnostic at
+/// the statement (a module that cannot be loaded: at its path).
+pub fn register_declared(query: &Path, spec: &Spec) -> Result<(), Diagnostics> {
+    let base = query.parent().unwrap_or(Path::new(""));
+    let mut modules: HashMap<PathBuf, WasmModule> = HashMap::new();
+    let mut diags = Diagnostics::default();
+    for f in &spec.functions {
+        if let Err(d) = register_one(base, f, &mut modules) {
+            diags.push(d);
+        }
+    }
+    if diags.0.is_empty() {
+        Ok(())
+    } else {
+        Err(diags)
+    }
+}
+
+fn register_one(
+    base: &Path,
+    f: &FunctionDef,
+    modules: &mut HashMap<PathBuf, WasmModule>,
+) -> Result<(), Diagnostic> {
+    let types = |t: &anduin_spec::Text| {
+        SqlType::parse(t.as_str()).ok_or_else(|| {
+            Diagnostic::error(t.pos(), format!("type {} is not supported", t.as_str()))
+        })
+    };
+    let declaration = Declaration {
+        name: f.name.as_str().to_string(),
+        args: f.args.iter().map(types).collect::<Result<_, _>>()?,
+        result: types(&f.returns)?,
+    };
+    if f.language.as_str() == "javascript" {
+        let names: Vec<String> = f
+            .arg_names
+            .iter()
+            .map(|n| {
+                n.as_ref()
+                    .map_or_else(String::new, |n| n.as_str().to_string())
+            })
+            .collect();
+        let function = JsFunction::new(declaration, &names, f.body.as_str(), Limits::default())
+            .map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?;
+        return FunctionProvider::get()
+            .register_scalar(Arc::new(function).into_scalar_udf())
+            .map_err(|e| Diagnostic::error(f.pos, e.message));
+    }
+    let path = base.join(f.body.as_str());
+    let module = match modules.get(&path) {
+        Some(m) => m.clone(),
+        None => {
+            let m = WasmModule::load(&path)
+                .map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?;
+            modules.insert(path, m.clone());
+            m
+        }
+    };
+    let function = module
+        .function(declaration, Limits::default())
+        .map_err(|e| Diagnostic::error(f.pos, e.to_string()))?;
+    register(function).map_err(|e| Diagnostic::error(f.pos, e))
+}
+
+/// Loads each module of `--udf` and registers the functions it declares in its
+/// `anduin:functions` section.
+pub fn register_modules(paths: &[PathBuf]) -> Result<()> {
+    for path in paths {
+        let module = WasmModule::load(path)?;
+        let functions = module.declared_functions(Limits::default())?;
+        for f in functions {
+            let name = &f.declaration().name;
+            if let Some(what) = anduin_spec::reserved_function(name) {
+                anyhow::bail!(
+                    "module `{}` declares function `{name}`, a reserved name: it is {what}, which the query reads as its own wherever it is called; give yours another name",
+                    path.display()
+                );
+            }
+            register(f).map_err(|e| anyhow::anyhow!("module `{}`: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn register(f: WasmFunction) -> Result<(), String> {
+    FunctionProvider::get()
+        .register_scalar(Arc::new(f).into_scalar_udf())
+        .map_err(|e| e.message)
+}

@@ -1,0 +1,180 @@
+//! Hot standby, embedded: `examples/fault_tolerance.flow` asks for two copies of its window
+//! behind a stream selector. A run in which one copy fails (test-only fault injection, at
+//! seeded points and batch sizes) writes exactly what a run without failures writes — no row
+//! missing, none twice — and what the query without hot standby writes. When every copy
+//! fails, the run fails with a copy's error. (With checkpoints: the scenario of the copy lost
+//! and then the run killed; a window after the copies: the scenario of a hot-standby filter.)
+
+use crate::common;
+
+use common::{repo, run_sorted};
+
+fn run(query: &std::path::Path, extra: &[&str]) -> (std::process::Output, Vec<String>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_sorted(
+        query,
+        "data/readings.csv",
+        &dir.path().join("out.csv"),
+        extra,
+    )
+}
+
+fn example() -> std::path::PathBuf {
+    repo().join("examples/fault_tolerance.flow")
+}
+
+/// A tiny seeded generator (xorshift).
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+#[test]
+fn a_run_that_loses_a_copy_writes_what_a_run_without_failures_writes() {
+    let (ok, expected) = run(&example(), &[]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(expected.len() > 10, "{expected:?}");
+    // The same query without hot standby.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = dir.path().join("plain.flow");
+    let text = std::fs::read_to_string(example()).expect("example");
+    std::fs::write(
+        &plain,
+        text.replace(
+            "  param fault_tolerance = \"hot-standby\"\n  param replicas = 2\n",
+            "",
+        ),
+    )
+    .expect("query");
+    let (_, without) = run(&plain, &[]);
+    assert_eq!(
+        without, expected,
+        "hot standby changes nothing when nothing fails"
+    );
+
+    let mut state = 0x5EED_u64;
+    for seed in 0..8 {
+        let copy = if next(&mut state).is_multiple_of(2) {
+            "per_sensor"
+        } else {
+            "per_sensor_replica_1"
+        };
+        let rows = next(&mut state) % 460;
+        let batch = ["1", "7", "100", "8192"][(next(&mut state) % 4) as usize];
+        let fail = format!("{copy}:{rows}");
+        let (out, lines) = run(
+            &example(),
+            &[
+                "--batch-size",
+                batch,
+                "--fail-after",
+                &fail,
+                "--events",
+                "-",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "seed {seed} ({fail}, batch {batch}): {stderr}"
+        );
+        assert_eq!(lines, expected, "seed {seed}: {fail}, batch {batch}");
+        assert!(
+            stderr.contains("\"event\":\"task_failed\",\"task\":") || rows >= 460,
+            "seed {seed}: the copy failed: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_run_that_loses_every_copy_fails_naming_the_first() {
+    let (out, _) = run(
+        &example(),
+        &[
+            "--batch-size",
+            "100",
+            "--fail-after",
+            "per_sensor:300",
+            "--fail-after",
+            "per_sensor_replica_1:200",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("failed on purpose (test-only fault injection)")
+            && stderr.contains("operator \"per_sensor"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn copies_fed_by_several_instances_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let q = dir.path().join("fed.flow");
+    let text = std::fs::read_to_string(example()).expect("example");
+    // The window in two instances, then a hot-standby filter over its rows.
+    let fed = text
+        .replace(
+            "  param fault_tolerance = \"hot-standby\"\n  param replicas = 2\n",
+            "  param parallelism = 2\n",
+        )
+        .replace(
+            "operator name = \"sink\", type = \"writer\" {\n  input name = \"counts\"",
+            "operator name = \"busy\", type = \"filter\" {\n  input name = \"counts\"\n  param condition = \"n > 1\"\n  param fault_tolerance = \"hot-standby\"\n  output name = \"busy_counts\"\n}\noperator name = \"sink\", type = \"writer\" {\n  input name = \"busy_counts\"",
+        );
+    std::fs::write(&q, fed).expect("query");
+    let (out, _) = run(&q, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("a copy of a hot standby is fed by 2 instances on input 0"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn hot_standby_of_an_operator_that_emits_changes_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let q = dir.path().join("agg.flow");
+    std::fs::write(
+        &q,
+        r#"
+type name = "Reading" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "source", type = "reader" {
+  param path = "${INPUT}"
+  output name = "readings", type = "Reading"
+}
+operator name = "totals", type = "aggregate" {
+  input name = "readings"
+  param keys = "sensor"
+  param aggregates = "SUM(value) AS total"
+  param fault_tolerance = "hot-standby"
+  output name = "sums"
+}
+operator name = "sink", type = "writer" {
+  input name = "sums"
+  param path = "${OUTPUT}"
+  param mode = "changelog"
+}
+"#,
+    )
+    .expect("query");
+    let (out, _) = run(&q, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("operator \"totals\": fault_tolerance = \"hot-standby\" is not supported for an operator that emits an updating stream"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,7 @@
+//! The scenario tests of `anduin-expr`, one scenario per file, compiled into this one test binary:
+//! one link instead of one per file (a binary per file filled CI's disk and took most of its
+//! link time). A new scenario file needs its `mod` line here, or it never runs: anduin-cli's
+//! `every_test_file_of_the_workspace_is_compiled_into_its_crates_test_binary` says so.
+
+mod float_min_and_max_follow_sql_order_in_any_row_order;
+mod the_expression_compiler_returns_on_any_input;

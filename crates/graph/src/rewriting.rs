@@ -1,0 +1,334 @@
+//! The query as the rewriting rules see it, and the rules applied to it (paper §4.2): what
+//! `anduin explain --rewritten` shows. The rule engine itself is `anduin-rewrite`; this module
+//! converts a checked query's [`Spec`] into its graph (an operator per operator, its params as
+//! text, its inputs the producers of the streams it reads, a control stream's producer last)
+//! and answers the rules' questions about operators from the [`Catalog`] ([`CatalogFacts`]).
+//!
+//! The rewritten graph holds system operators (`multicast`, `splitter`, `merge`,
+//! `stream-selector`, `failover`, and `reader`/`writer` as the ends of a channel between
+//! workers) that the runtime does not build yet: it is checked as a graph (names, inputs, no
+//! cycle), shown, and not run. [`crate::qos::not_runnable_yet`] says which requests a run
+//! refuses for that reason.
+
+use std::collections::HashMap;
+
+use anduin_rewrite::{
+    builtin_rules, parse_rules, rewrite, Facts, Graph, GraphError, Operator, RewriteError,
+    Rewritten, SyntaxError, DEFAULT_LIMIT,
+};
+use anduin_spec::Spec;
+
+use crate::catalog::Catalog;
+
+/// Why a query could not be rewritten.
+#[derive(Debug, thiserror::Error)]
+pub enum RewriteQueryError {
+    /// A name the copies of a hot standby take is the query's already.
+    #[error("{0}")]
+    Reserved(String),
+    /// A rule file that does not parse (`FILE:LINE:COL: …`).
+    #[error(transparent)]
+    Rules(#[from] SyntaxError),
+    /// The query's graph breaks the rule engine's model (a bug: the query was checked).
+    #[error("the query's graph cannot be rewritten: {0}")]
+    Graph(#[from] GraphError),
+    /// A rule that cannot be applied, or rules that keep applying (the iteration limit).
+    #[error(transparent)]
+    Rewrite(#[from] RewriteError),
+}
+
+/// The rules' view of operators: stateless is what the catalog's signature says (an operator
+/// type it does not know, a system operator, keeps no state).
+pub struct CatalogFacts<'a, C>(pub &'a C);
+
+impl<C: Catalog> Facts for CatalogFacts<'_, C> {
+    fn is_stateless(&self, op: &Operator) -> bool {
+        self.0.signature(&op.kind).is_none_or(|s| !s.stateful)
+    }
+}
+
+/// The graph of `spec` in the rule engine's model: operators in an order where each comes
+/// after the producers of its inputs (file order otherwise), named as in the query.
+pub fn rule_graph(spec: &Spec) -> Result<Graph, GraphError> {
+    let producer: HashMap<&str, &str> = spec
+        .operators
+        .iter()
+        .flat_map(|op| {
+            op.outputs
+                .iter()
+                .map(move |o| (o.name.as_str(), op.name.as_str()))
+        })
+        .collect();
+    let reads = |op: &anduin_spec::OperatorDef| -> Vec<String> {
+        op.inputs
+            .iter()
+            .map(|s| s.as_str())
+            .chain(op.control.iter().map(|c| c.stream.as_str()))
+            .filter_map(|s| producer.get(s).map(|p| (*p).to_string()))
+            .collect()
+    };
+    let mut g = Graph::new();
+    let mut left: Vec<&anduin_spec::OperatorDef> = spec.operators.iter().collect();
+    while !left.is_empty() {
+        let before = left.len();
+        let mut i = 0;
+        while i < left.len() {
+            let op = left[i];
+            let inputs: Option<Vec<_>> = reads(op).iter().map(|p| g.find(p)).collect();
+            let Some(inputs) = inputs else {
+                i += 1;
+                continue;
+            };
+            let mut node = Operator::new(op.name.as_str(), op.kind.as_str()).with_inputs(inputs);
+            for p in &op.params {
+                node = node.with_param(p.name.as_str(), p.value.as_text().as_str());
+            }
+            g.add(node)?;
+            left.remove(i);
+        }
+        if left.len() == before {
+            return Err(GraphError::Cycle(left[0].name.to_string()));
+        }
+    }
+    Ok(g)
+}
+
+/// `spec`'s graph, and the result of the built-in rules, then the rules of `user` (a file's
+/// name and text) if given, applied to a fixed point.
+pub fn rewrite_query<C: Catalog>(
+    spec: &Spec,
+    catalog: &C,
+    user: Option<(&str, &str)>,
+) -> Result<(Graph, Rewritten), RewriteQueryError> {
+    let mut rules = builtin_rules();
+    if let Some((file, text)) = user {
+        rules.rules.extend(parse_rules(file, text)?.rules);
+    }
+    let before = rule_graph(spec)?;
+    let after = rewrite(&before, &rules, &CatalogFacts(catalog), DEFAULT_LIMIT)?;
+    Ok((before, after))
+}
+
+/// The hot-standby rules of the built-in set: what a run carries out itself today (the other
+/// patterns are what the runtime does anyway, or not run yet: see [`crate::qos`]).
+fn hot_standby_rules() -> anduin_rewrite::RuleSet {
+    let mut rules = builtin_rules();
+    rules.rules.retain(|r| r.name.starts_with("hot_standby"));
+    rules
+}
+
+/// The query to run for `spec` when an operator asks for hot standby: each such operator
+/// replicated (`NAME_replica_N`, outputs `STREAM__replica_K`) behind a `stream-selector`
+/// that emits the operator's own stream, so that its consumers are unchanged. The system
+/// operators that the runtime carries out itself are left out: a `multicast` (a stream read
+/// by several operators goes to each), the `reader`/`writer` ends of a channel between tasks,
+/// and `failover` (the selector switches). `None` when no operator asks for hot standby.
+pub fn hot_standby_spec<C: Catalog>(
+    spec: &Spec,
+    catalog: &C,
+) -> Result<Option<Spec>, RewriteQueryError> {
+    let asks = spec.operators.iter().any(|o| {
+        o.param("fault_tolerance")
+            .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
+    });
+    if !asks {
+        return Ok(None);
+    }
+    reserved_names(spec)?;
+    let before = rule_graph(spec)?;
+    let after = rewrite(
+        &before,
+        &hot_standby_rules(),
+        &CatalogFacts(catalog),
+        DEFAULT_LIMIT,
+    )?;
+    let mut copies = to_spec(spec, &after.graph)?;
+    // Each copy runs as one instance: the rows of several instances would interleave in
+    // another order in each copy, and the selector counts rows in order.
+    for op in &mut copies.operators {
+        let copy = op
+            .param("fault_tolerance")
+            .is_some_and(|p| p.value.as_text().as_str() == "hot-standby");
+        let parallel = catalog
+            .signature(op.kind.as_str())
+            .is_some_and(|s| s.param("parallelism").is_some());
+        if copy && parallel {
+            *op = op.with_param("parallelism", anduin_spec::Text::unplaced("1"));
+        }
+    }
+    Ok(Some(copies))
+}
+
+/// Refuses a query whose operator or stream names are those the copies of its hot standbys
+/// take (`NAME_replica_K`, `STREAM__replica_K`, `stream-selector_K`): they would be taken for
+/// copies.
+fn reserved_names(spec: &Spec) -> Result<(), RewriteQueryError> {
+    let hot: Vec<(&str, Vec<&str>)> = spec
+        .operators
+        .iter()
+        .filter(|o| {
+            o.param("fault_tolerance")
+                .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
+        })
+        .map(|o| {
+            (
+                o.name.as_str(),
+                o.outputs.iter().map(|s| s.name.as_str()).collect(),
+            )
+        })
+        .collect();
+    let names = spec.operators.iter().map(|o| o.name.as_str());
+    let streams = spec
+        .operators
+        .iter()
+        .flat_map(|o| o.outputs.iter().map(|s| s.name.as_str()));
+    for name in names.chain(streams) {
+        let taken = name.starts_with("stream-selector_")
+            || hot.iter().any(|(op, outs)| {
+                name.starts_with(&format!("{op}_replica_"))
+                    || outs
+                        .iter()
+                        .any(|s| name.starts_with(&format!("{s}__replica_")))
+            });
+        if taken {
+            return Err(RewriteQueryError::Reserved(format!(
+                "the name \"{name}\" is one the copies of a hot standby take (NAME_replica_K, STREAM__replica_K, stream-selector_K): rename it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What an operator of a rewritten graph is to the query that runs it.
+enum Role<'a> {
+    /// Left out: its consumers read its input.
+    Skipped,
+    /// The query's own operator, as it was.
+    Own(&'a anduin_spec::OperatorDef),
+    /// Copy `k` of a replicated operator of the query (0: the operator itself).
+    Copy(&'a anduin_spec::OperatorDef, usize),
+    /// A stream selector over the copies of this operator of the query.
+    Selector(&'a anduin_spec::OperatorDef),
+}
+
+/// `rewritten` (from `original` by the hot-standby rules) as a query to run.
+fn to_spec(original: &Spec, rewritten: &Graph) -> Result<Spec, GraphError> {
+    use anduin_rewrite::OpId;
+    use anduin_spec::{OperatorDef, OutputDef, Text};
+    let own = |name: &str| original.operators.iter().find(|o| o.name.as_str() == name);
+    // The hot-standby rules replicate exactly the operators that ask for it.
+    let replicated = |name: &str| {
+        own(name).is_some_and(|o| {
+            o.param("fault_tolerance")
+                .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
+        })
+    };
+    // A new operator `X_replica_K` is copy K of X (a name of the query's own is never a copy:
+    // see `reserved_names`).
+    let copy_of = |name: &str| {
+        if own(name).is_some() {
+            return None;
+        }
+        let (of, k) = name.rsplit_once("_replica_")?;
+        replicated(of).then_some(())?;
+        Some((own(of)?, k.parse::<usize>().ok()?))
+    };
+    // Follows skipped operators up to the one whose rows they carry.
+    let collapse = |mut id: OpId| -> Result<OpId, GraphError> {
+        loop {
+            let op = rewritten.op(id)?;
+            let skipped = matches!(op.kind.as_str(), "multicast" | "failover")
+                || (matches!(op.kind.as_str(), "reader" | "writer") && own(&op.name).is_none());
+            match (skipped, op.inputs.first()) {
+                (true, Some(input)) => id = *input,
+                _ => return Ok(id),
+            }
+        }
+    };
+    let role = |id: OpId| -> Result<Role<'_>, GraphError> {
+        let op = rewritten.op(id)?;
+        if collapse(id)? != id {
+            return Ok(Role::Skipped);
+        }
+        if op.kind == "stream-selector" {
+            let first = op
+                .inputs
+                .first()
+                .copied()
+                .ok_or(GraphError::UnknownOp(id))?;
+            let copy = rewritten.op(collapse(first)?)?;
+            let of = copy_of(&copy.name)
+                .map(|(o, _)| o)
+                .or_else(|| own(&copy.name))
+                .ok_or(GraphError::UnknownOp(id))?;
+            return Ok(Role::Selector(of));
+        }
+        if let Some((of, k)) = copy_of(&op.name) {
+            return Ok(Role::Copy(of, k));
+        }
+        match own(&op.name) {
+            Some(def) if replicated(&op.name) => Ok(Role::Copy(def, 0)),
+            Some(def) => Ok(Role::Own(def)),
+            None => Err(GraphError::UnknownOp(id)),
+        }
+    };
+    let first_output = |def: &OperatorDef| {
+        def.outputs
+            .first()
+            .map(|o| o.name.as_str().to_string())
+            .unwrap_or_default()
+    };
+    let copy_stream = |def: &OperatorDef, k: usize| format!("{}__replica_{k}", first_output(def));
+    // The stream a consumer reads from producer `id`, `default` for an operator of the query.
+    let stream = |id: OpId, default: &Text| -> Result<Text, GraphError> {
+        Ok(match role(collapse(id)?)? {
+            Role::Copy(def, k) => Text::unplaced(copy_stream(def, k)),
+            Role::Selector(def) => Text::unplaced(first_output(def)),
+            Role::Own(_) | Role::Skipped => default.clone(),
+        })
+    };
+    let mut operators = Vec::new();
+    for (id, op) in rewritten.iter() {
+        let inputs = |def: &OperatorDef| -> Result<Vec<Text>, GraphError> {
+            def.inputs
+                .iter()
+                .zip(&op.inputs)
+                .map(|(name, input)| stream(*input, name))
+                .collect()
+        };
+        match role(id)? {
+            Role::Skipped => {}
+            Role::Own(def) => operators.push(OperatorDef {
+                inputs: inputs(def)?,
+                ..def.clone()
+            }),
+            Role::Copy(def, k) => operators.push(OperatorDef {
+                name: Text::unplaced(op.name.clone()),
+                inputs: inputs(def)?,
+                outputs: vec![OutputDef {
+                    name: Text::unplaced(copy_stream(def, k)),
+                    ty: def.outputs.first().and_then(|o| o.ty.clone()),
+                }],
+                ..def.clone()
+            }),
+            Role::Selector(def) => operators.push(OperatorDef {
+                name: Text::unplaced(op.name.clone()),
+                kind: Text::unplaced("stream-selector"),
+                params: Vec::new(),
+                inputs: op
+                    .inputs
+                    .iter()
+                    .map(|i| stream(*i, &Text::unplaced("")))
+                    .collect::<Result<_, _>>()?,
+                outputs: def.outputs.clone(),
+                control: None,
+                pos: def.pos,
+            }),
+        }
+    }
+    Ok(Spec {
+        types: original.types.clone(),
+        operators,
+        functions: original.functions.clone(),
+    })
+}

@@ -1,0 +1,624 @@
+//! The aggregates of one group under retraction: what each keeps, how a row is added to it or
+//! taken out of it, its value, and its bytes in a checkpoint.
+//!
+//! DataFusion's accumulators with `retract_batch` were weighed first and do not fit here:
+//! its retractable `SUM` wraps around on overflow (anduin stops the query, naming the
+//! aggregate), its retractable `MIN`/`MAX` take rows out only in the order they came (a window
+//! frame sliding by), not any row, and its retractable `COUNT(DISTINCT)` keeps each value once
+//! in its state, so after a restore one retraction removes a value seen twice. So each
+//! aggregate keeps what it needs itself, exactly:
+//!
+//! | aggregate | keeps | value |
+//! |---|---|---|
+//! | `COUNT(x)`, `COUNT(*)` | rows whose `x` is not null | that number |
+//! | `SUM(x)` | the sum (128 bits for ints, checked into `BIGINT` when read; for doubles, a double of the finite values and how many NaN, +∞ and −∞ apart) and how many non-null `x` | null when none |
+//! | `AVG(x)` | as `SUM` | sum / count, a double |
+//! | `MIN(x)`, `MAX(x)` | a multiset of the values (Arrow's row format, which orders as SQL does, NaN above every number) | its first or last value |
+//! | `COUNT(DISTINCT x)` | the same multiset | how many distinct values |
+//!
+//! A `FILTER (WHERE …)` leaves out the rows it does not keep, added or taken out. Taking out a
+//! value the aggregate does not hold (a retraction of a row it never saw) changes nothing.
+//! A double `SUM` or `AVG` under retraction can differ from a sum over the rows left in its
+//! last bits (floating-point addition is not associative), as in every engine; it is exact
+//! again (0) when its last value is taken out. NaN and infinities are counted apart from the
+//! finite values, so that taking them out gives the sum of what is left (NaN while a NaN or
+//! both infinities are held, else ±∞ while one is); finite values whose sum leaves the
+//! double range give ±∞ until every value is taken out. A multiset holds every NaN as the one
+//! canonical NaN (the largest value, as a window's `MIN`/`MAX` order them).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, UInt32Array};
+use arrow::datatypes::{DataType, Float64Type, Int64Type};
+use arrow::row::{RowConverter, Rows, SortField};
+
+/// Which aggregate, as far as its state goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fun {
+    /// `COUNT(x)`.
+    Count,
+    /// `SUM(x)` of ints (`float: false`) or doubles.
+    Sum { float: bool },
+    /// `AVG(x)` of ints or doubles.
+    Avg { float: bool },
+    /// `MIN(x)`.
+    Min,
+    /// `MAX(x)`.
+    Max,
+    /// `COUNT(DISTINCT x)`.
+    CountDistinct,
+}
+
+impl Fun {
+    /// The aggregate DataFusion compiled (`function`, `distinct`, its argument's type), if it
+    /// is one a group keeps under retraction; otherwise what is not supported.
+    pub(crate) fn of(
+        function: &str,
+        distinct: bool,
+        arg: Option<&DataType>,
+    ) -> Result<Fun, String> {
+        let numeric = |what: &str| {
+            match arg {
+            Some(DataType::Int64) => Ok(false),
+            Some(DataType::Float64) => Ok(true),
+            Some(t) => Err(format!(
+                "{what} of a {t} is not supported yet in a GROUP BY without a window (ints and doubles are)"
+            )),
+            None => Err(format!("{what} needs an argument")),
+        }
+        };
+        match (function, distinct) {
+            ("count", false) => Ok(Fun::Count),
+            ("count", true) => Ok(Fun::CountDistinct),
+            ("sum", false) => Ok(Fun::Sum {
+                float: numeric("SUM")?,
+            }),
+            ("avg", false) => Ok(Fun::Avg {
+                float: numeric("AVG")?,
+            }),
+            ("min", _) => Ok(Fun::Min),
+            ("max", _) => Ok(Fun::Max),
+            (f, true) => Err(format!(
+                "{}(DISTINCT …) is not supported yet in a GROUP BY without a window (COUNT(DISTINCT …) is)",
+                f.to_uppercase()
+            )),
+            (f, false) => Err(format!(
+                "{}(…) is not supported yet in a GROUP BY without a window: COUNT, SUM, AVG, MIN, MAX and COUNT(DISTINCT …) are",
+                f.to_uppercase()
+            )),
+        }
+    }
+
+    /// Whether the state is a multiset of values.
+    pub(crate) fn keeps_values(self) -> bool {
+        matches!(self, Fun::Min | Fun::Max | Fun::CountDistinct)
+    }
+}
+
+/// What one aggregate of one group keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Acc {
+    /// How many rows counted.
+    Count(i64),
+    /// A sum (in `int` for ints, `float` for the finite doubles) of `n` values, and how
+    /// many of the doubles were NaN, +∞ and −∞ (`odd`, in that order).
+    Sum {
+        int: i128,
+        float: f64,
+        odd: [i64; 3],
+        n: i64,
+    },
+    /// A multiset of values (in Arrow's row format) and how many times each is held.
+    Values(BTreeMap<Vec<u8>, u64>),
+}
+
+impl Acc {
+    /// An empty state for `fun`.
+    pub(crate) fn new(fun: Fun) -> Self {
+        match fun {
+            Fun::Count => Acc::Count(0),
+            Fun::Sum { .. } | Fun::Avg { .. } => Acc::Sum {
+                int: 0,
+                float: 0.0,
+                odd: [0; 3],
+                n: 0,
+            },
+            Fun::Min | Fun::Max | Fun::CountDistinct => Acc::Values(BTreeMap::new()),
+        }
+    }
+}
+
+/// One aggregate's argument over a batch, ready for row-by-row adding.
+pub(crate) enum Column {
+    /// Counting: whether each row counts.
+    Valid(ArrayRef),
+    /// An int argument.
+    Ints(Int64Array),
+    /// A double argument.
+    Floats(Float64Array),
+    /// Values for a multiset, in row format; the argument for their nulls.
+    Values(Rows, ArrayRef),
+}
+
+/// How one aggregate adds rows to its state and reads its value.
+#[derive(Debug, Clone)]
+pub(crate) struct AggPlan {
+    pub fun: Fun,
+    /// For a multiset: the converter of the argument's values.
+    values: Option<Arc<RowConverter>>,
+}
+
+impl AggPlan {
+    /// The plan of aggregate `fun` over an argument of type `arg`.
+    pub(crate) fn new(fun: Fun, arg: &DataType) -> Result<Self, String> {
+        let values = if fun.keeps_values() {
+            Some(Arc::new(
+                RowConverter::new(vec![SortField::new(arg.clone())]).map_err(|e| e.to_string())?,
+            ))
+        } else {
+            None
+        };
+        Ok(Self { fun, values })
+    }
+
+    /// The argument `arg` of a batch prepared for [`AggPlan::apply`].
+    pub(crate) fn column(&self, arg: &ArrayRef) -> Result<Column, String> {
+        Ok(match self.fun {
+            Fun::Count => Column::Valid(Arc::clone(arg)),
+            Fun::Sum { float: false } | Fun::Avg { float: false } => Column::Ints(
+                arrow::compute::cast(arg, &DataType::Int64)
+                    .map_err(|e| e.to_string())?
+                    .as_primitive::<Int64Type>()
+                    .clone(),
+            ),
+            Fun::Sum { float: true } | Fun::Avg { float: true } => Column::Floats(
+                arrow::compute::cast(arg, &DataType::Float64)
+                    .map_err(|e| e.to_string())?
+                    .as_primitive::<Float64Type>()
+                    .clone(),
+            ),
+            Fun::Min | Fun::Max | Fun::CountDistinct => {
+                let converter = self.values.as_ref().expect("a multiset has a converter");
+                let rows = converter
+                    .convert_columns(&[canonical_nans(arg)])
+                    .map_err(|e| e.to_string())?;
+                Column::Values(rows, Arc::clone(arg))
+            }
+        })
+    }
+
+    /// Adds row `i` of `column` to `acc` (`add`), or takes it out; a row `filter` leaves out,
+    /// or whose argument is null, changes nothing.
+    pub(crate) fn apply(
+        &self,
+        acc: &mut Acc,
+        column: &Column,
+        filter: Option<&BooleanArray>,
+        i: usize,
+        add: bool,
+    ) {
+        if filter.is_some_and(|f| !(f.is_valid(i) && f.value(i))) {
+            return;
+        }
+        let sign: i64 = if add { 1 } else { -1 };
+        match (acc, column) {
+            (Acc::Count(n), Column::Valid(a)) if a.is_valid(i) => *n += sign,
+            (Acc::Sum { int, n, .. }, Column::Ints(a)) if a.is_valid(i) => {
+                *int += i128::from(sign) * i128::from(a.value(i));
+                *n += sign;
+            }
+            (Acc::Sum { float, odd, n, .. }, Column::Floats(a)) if a.is_valid(i) => {
+                let v = a.value(i);
+                match v {
+                    v if v.is_finite() => *float += sign as f64 * v,
+                    v if v.is_nan() => odd[0] += sign,
+                    v if v > 0.0 => odd[1] += sign,
+                    _ => odd[2] += sign,
+                }
+                *n += sign;
+                if *n == 0 {
+                    *float = 0.0;
+                    *odd = [0; 3];
+                }
+            }
+            (Acc::Values(set), Column::Values(rows, a)) => {
+                if !a.is_valid(i) {
+                    return;
+                }
+                let v = rows.row(i);
+                if add {
+                    *set.entry(v.as_ref().to_vec()).or_insert(0) += 1;
+                } else if let Some(c) = set.get_mut(v.as_ref()) {
+                    *c -= 1;
+                    if *c == 0 {
+                        set.remove(v.as_ref());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The value of this aggregate in each of `accs` (one per group), or for an integer sum
+    /// that leaves `BIGINT`, the index of the group and its sum.
+    pub(crate) fn evaluate<'a>(
+        &self,
+        accs: impl ExactSizeIterator<Item = &'a Acc>,
+    ) -> Result<ArrayRef, Evaluation> {
+        let n = accs.len();
+        Ok(match self.fun {
+            Fun::Count => Arc::new(Int64Array::from_iter_values(accs.map(|a| match a {
+                Acc::Count(c) => *c,
+                _ => 0,
+            }))),
+            Fun::CountDistinct => Arc::new(Int64Array::from_iter_values(accs.map(|a| match a {
+                Acc::Values(s) => i64::try_from(s.len()).unwrap_or(i64::MAX),
+                _ => 0,
+            }))),
+            Fun::Sum { float: false } => {
+                let mut out = Vec::with_capacity(n);
+                for (g, a) in accs.enumerate() {
+                    out.push(match a {
+                        Acc::Sum { int, n, .. } if *n > 0 => {
+                            Some(i64::try_from(*int).map_err(|_| Evaluation::Overflow {
+                                group: g,
+                                sum: *int,
+                            })?)
+                        }
+                        _ => None,
+                    });
+                }
+                Arc::new(Int64Array::from(out))
+            }
+            Fun::Sum { float: true } => Arc::new(Float64Array::from_iter(accs.map(|a| match a {
+                Acc::Sum { float, odd, n, .. } if *n > 0 => Some(float_sum(*float, *odd)),
+                _ => None,
+            }))),
+            Fun::Avg { float } => Arc::new(Float64Array::from_iter(accs.map(|a| match a {
+                Acc::Sum {
+                    int,
+                    float: f,
+                    odd,
+                    n,
+                } if *n > 0 => {
+                    let total = if float {
+                        float_sum(*f, *odd)
+                    } else {
+                        *int as f64
+                    };
+                    Some(total / *n as f64)
+                }
+                _ => None,
+            }))),
+            Fun::Min | Fun::Max => {
+                let converter = self.values.as_ref().expect("a multiset has a converter");
+                let parser = converter.parser();
+                let mut picked = Vec::new();
+                let mut index = Vec::with_capacity(n);
+                for a in accs {
+                    let v = match a {
+                        Acc::Values(s) if self.fun == Fun::Min => s.keys().next(),
+                        Acc::Values(s) => s.keys().next_back(),
+                        _ => None,
+                    };
+                    index.push(v.map(|v| {
+                        picked.push(parser.parse(v));
+                        u32::try_from(picked.len() - 1).unwrap_or(u32::MAX)
+                    }));
+                }
+                let values = converter
+                    .convert_rows(picked)
+                    .map_err(|e| Evaluation::Other(e.to_string()))?;
+                let values = values
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| Evaluation::Other("the multiset gave no column".to_string()))?;
+                arrow::compute::take(&values, &UInt32Array::from(index), None)
+                    .map_err(|e| Evaluation::Other(e.to_string()))?
+            }
+        })
+    }
+}
+
+/// The sum of finite doubles summing to `finite` and of `odd` NaN, +∞ and −∞.
+fn float_sum(finite: f64, odd: [i64; 3]) -> f64 {
+    match odd {
+        [nan, pos, neg] if nan > 0 || (pos > 0 && neg > 0) => f64::NAN,
+        [_, pos, _] if pos > 0 => f64::INFINITY,
+        [_, _, neg] if neg > 0 => f64::NEG_INFINITY,
+        _ => finite,
+    }
+}
+
+/// `values` with every NaN made the one canonical NaN, so that a multiset holds them as one
+/// value (the largest in Arrow's row order, as SQL orders it).
+fn canonical_nans(values: &ArrayRef) -> ArrayRef {
+    match values.as_primitive_opt::<Float64Type>() {
+        Some(floats) => Arc::new(arrow::compute::kernels::arity::unary::<_, _, Float64Type>(
+            floats,
+            |v| if v.is_nan() { f64::NAN } else { v },
+        )),
+        None => Arc::clone(values),
+    }
+}
+
+/// Why an aggregate has no value.
+#[derive(Debug)]
+pub(crate) enum Evaluation {
+    /// An integer sum left `BIGINT`: the index of its group and the sum.
+    Overflow { group: usize, sum: i128 },
+    /// Anything else (a bug in anduin).
+    Other(String),
+}
+
+/// What a group keeps: how many rows it holds, and each aggregate's state.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Group {
+    pub rows: i64,
+    pub accs: Vec<Acc>,
+}
+
+impl Group {
+    /// An empty group of aggregates `plans`.
+    pub(crate) fn new(plans: &[AggPlan]) -> Self {
+        Self {
+            rows: 0,
+            accs: plans.iter().map(|p| Acc::new(p.fun)).collect(),
+        }
+    }
+
+    /// The group's bytes in a checkpoint: the rows (8 bytes), then each aggregate's state
+    /// after a tag byte: `c` a count (8), `s` a sum (16 + 8 + 8), `f` a sum that holds NaN
+    /// or infinities (the same, then 3 × 8 for how many of each), `v` a multiset (4 for the
+    /// number of values, then each as 4 for its length, its bytes, and 8 for its count). All
+    /// little-endian.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + 33 * self.accs.len());
+        out.extend_from_slice(&self.rows.to_le_bytes());
+        for a in &self.accs {
+            match a {
+                Acc::Count(n) => {
+                    out.push(b'c');
+                    out.extend_from_slice(&n.to_le_bytes());
+                }
+                Acc::Sum { int, float, odd, n } => {
+                    out.push(if *odd == [0; 3] { b's' } else { b'f' });
+                    out.extend_from_slice(&int.to_le_bytes());
+                    out.extend_from_slice(&float.to_bits().to_le_bytes());
+                    out.extend_from_slice(&n.to_le_bytes());
+                    if *odd != [0; 3] {
+                        for o in odd {
+                            out.extend_from_slice(&o.to_le_bytes());
+                        }
+                    }
+                }
+                Acc::Values(set) => {
+                    out.push(b'v');
+                    let len = u32::try_from(set.len()).unwrap_or(u32::MAX);
+                    out.extend_from_slice(&len.to_le_bytes());
+                    for (v, c) in set {
+                        let vl = u32::try_from(v.len()).unwrap_or(u32::MAX);
+                        out.extend_from_slice(&vl.to_le_bytes());
+                        out.extend_from_slice(v);
+                        out.extend_from_slice(&c.to_le_bytes());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// A group from [`Group::encode`]'s bytes, with `plans`' aggregates; `None` for bytes
+    /// that are not one.
+    pub(crate) fn decode(bytes: &[u8], plans: &[AggPlan]) -> Option<Self> {
+        let mut r = Reader(bytes);
+        let rows = i64::from_le_bytes(r.take()?);
+        let mut accs = Vec::with_capacity(plans.len());
+        for plan in plans {
+            let [tag] = r.take::<1>()?;
+            let acc = match (tag, plan.fun) {
+                (b'c', Fun::Count) => Acc::Count(i64::from_le_bytes(r.take()?)),
+                (b's' | b'f', Fun::Sum { .. } | Fun::Avg { .. }) => {
+                    let int = i128::from_le_bytes(r.take()?);
+                    let float = f64::from_bits(u64::from_le_bytes(r.take()?));
+                    let n = i64::from_le_bytes(r.take()?);
+                    let mut odd = [0; 3];
+                    if tag == b'f' {
+                        for o in &mut odd {
+                            *o = i64::from_le_bytes(r.take()?);
+                        }
+                    }
+                    Acc::Sum { int, float, odd, n }
+                }
+                (b'v', f) if f.keeps_values() => {
+                    let len = u32::from_le_bytes(r.take()?);
+                    let mut set = BTreeMap::new();
+                    for _ in 0..len {
+                        let vl = u32::from_le_bytes(r.take()?) as usize;
+                        let v = r.bytes(vl)?.to_vec();
+                        let c = u64::from_le_bytes(r.take()?);
+                        set.insert(v, c);
+                    }
+                    Acc::Values(set)
+                }
+                _ => return None,
+            };
+            accs.push(acc);
+        }
+        r.0.is_empty().then_some(Self { rows, accs })
+    }
+}
+
+/// Reads fixed-size pieces off the front of a byte slice.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (head, tail) = self.0.split_first_chunk::<N>()?;
+        self.0 = tail;
+        Some(*head)
+    }
+
+    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, tail) = self.0.split_at(n);
+        self.0 = tail;
+        Some(head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(fun: Fun, arg: DataType) -> AggPlan {
+        AggPlan::new(fun, &arg).expect("a plan")
+    }
+
+    #[test]
+    fn min_and_max_follow_retractions_of_any_row() {
+        let p = plan(Fun::Max, DataType::Int64);
+        let arg: ArrayRef = Arc::new(Int64Array::from(vec![Some(5), Some(9), None, Some(9)]));
+        let col = p.column(&arg).expect("column");
+        let mut acc = Acc::new(Fun::Max);
+        for i in 0..4 {
+            p.apply(&mut acc, &col, None, i, true);
+        }
+        let value = |acc: &Acc| {
+            p.evaluate(std::iter::once(acc))
+                .expect("value")
+                .as_primitive::<Int64Type>()
+                .iter()
+                .next()
+                .flatten()
+        };
+        assert_eq!(value(&acc), Some(9));
+        p.apply(&mut acc, &col, None, 1, false);
+        assert_eq!(value(&acc), Some(9), "9 is held twice");
+        p.apply(&mut acc, &col, None, 3, false);
+        assert_eq!(value(&acc), Some(5));
+        p.apply(&mut acc, &col, None, 0, false);
+        assert_eq!(value(&acc), None);
+    }
+
+    #[test]
+    fn a_group_survives_its_bytes() {
+        let plans = vec![
+            plan(Fun::Count, DataType::Int64),
+            plan(Fun::Sum { float: true }, DataType::Float64),
+            plan(Fun::CountDistinct, DataType::Utf8),
+        ];
+        let texts: ArrayRef = Arc::new(arrow::array::StringArray::from(vec!["a", "b", "a"]));
+        let floats: ArrayRef = Arc::new(Float64Array::from(vec![1.5, -2.0, 0.25]));
+        let mut g = Group::new(&plans);
+        let cols = [
+            plans[0].column(&floats).expect("col"),
+            plans[1].column(&floats).expect("col"),
+            plans[2].column(&texts).expect("col"),
+        ];
+        for i in 0..3 {
+            g.rows += 1;
+            for (k, p) in plans.iter().enumerate() {
+                p.apply(&mut g.accs[k], &cols[k], None, i, true);
+            }
+        }
+        let bytes = g.encode();
+        assert_eq!(Group::decode(&bytes, &plans), Some(g));
+        assert_eq!(Group::decode(&bytes[..bytes.len() - 1], &plans), None);
+        assert_eq!(Group::decode(&bytes, &plans[..2]), None, "bytes left over");
+    }
+
+    #[test]
+    fn an_int_sum_beyond_bigint_is_an_overflow_not_a_wrapped_total() {
+        let p = plan(Fun::Sum { float: false }, DataType::Int64);
+        let arg: ArrayRef = Arc::new(Int64Array::from(vec![i64::MAX, 1, 1]));
+        let col = p.column(&arg).expect("column");
+        let mut acc = Acc::new(p.fun);
+        p.apply(&mut acc, &col, None, 0, true);
+        p.apply(&mut acc, &col, None, 1, true);
+        assert!(matches!(
+            p.evaluate(std::iter::once(&acc)),
+            Err(Evaluation::Overflow { group: 0, .. })
+        ));
+        p.apply(&mut acc, &col, None, 2, false);
+        assert!(p.evaluate(std::iter::once(&acc)).is_ok(), "back in range");
+    }
+
+    fn one_float(p: &AggPlan, acc: &Acc) -> Option<f64> {
+        p.evaluate(std::iter::once(acc))
+            .expect("value")
+            .as_primitive::<Float64Type>()
+            .iter()
+            .next()
+            .flatten()
+    }
+
+    #[test]
+    fn a_double_sum_is_that_of_the_values_left_after_nan_and_infinities_are_taken_out() {
+        let p = plan(Fun::Sum { float: true }, DataType::Float64);
+        let arg: ArrayRef = Arc::new(Float64Array::from(vec![
+            1.5,
+            f64::INFINITY,
+            f64::NAN,
+            f64::NEG_INFINITY,
+        ]));
+        let col = p.column(&arg).expect("column");
+        let mut acc = Acc::new(p.fun);
+        for i in 0..4 {
+            p.apply(&mut acc, &col, None, i, true);
+        }
+        assert!(one_float(&p, &acc).is_some_and(f64::is_nan));
+        let plans = [p.clone()];
+        let g = Group {
+            rows: 4,
+            accs: vec![acc.clone()],
+        };
+        assert_eq!(
+            Group::decode(&g.encode(), &plans),
+            Some(g),
+            "counts survive"
+        );
+        p.apply(&mut acc, &col, None, 2, false);
+        assert!(
+            one_float(&p, &acc).is_some_and(f64::is_nan),
+            "+inf and -inf"
+        );
+        p.apply(&mut acc, &col, None, 3, false);
+        assert_eq!(one_float(&p, &acc), Some(f64::INFINITY));
+        p.apply(&mut acc, &col, None, 1, false);
+        assert_eq!(one_float(&p, &acc), Some(1.5));
+    }
+
+    #[test]
+    fn a_nan_of_either_sign_is_one_value_above_every_number() {
+        let negative_nan = f64::from_bits(f64::NAN.to_bits() | (1 << 63));
+        let arg: ArrayRef = Arc::new(Float64Array::from(vec![negative_nan, 1.0, f64::NAN]));
+        let fill = |fun: Fun| {
+            let p = plan(fun, DataType::Float64);
+            let col = p.column(&arg).expect("column");
+            let mut acc = Acc::new(fun);
+            for i in 0..3 {
+                p.apply(&mut acc, &col, None, i, true);
+            }
+            (p, acc)
+        };
+        let (p, acc) = fill(Fun::Min);
+        assert_eq!(one_float(&p, &acc), Some(1.0));
+        let (p, acc) = fill(Fun::Max);
+        assert!(one_float(&p, &acc).is_some_and(f64::is_nan));
+        let (p, acc) = fill(Fun::CountDistinct);
+        let distinct = p.evaluate(std::iter::once(&acc)).expect("value");
+        assert_eq!(distinct.as_primitive::<Int64Type>().value(0), 2);
+    }
+
+    #[test]
+    fn unsupported_aggregates_say_what_is_supported() {
+        let e = Fun::of("stddev", false, Some(&DataType::Float64)).expect_err("no");
+        assert!(e.contains("STDDEV(…) is not supported yet"), "{e}");
+        let e = Fun::of("sum", true, Some(&DataType::Int64)).expect_err("no");
+        assert!(e.contains("SUM(DISTINCT …)"), "{e}");
+    }
+}

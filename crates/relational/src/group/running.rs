@@ -1,0 +1,476 @@
+//! The running aggregate: a batch's rows added to (or taken out of) their groups, the changes
+//! of the groups' results emitted after it, the groups checkpointed through a keyed table and
+//! restored from it.
+//!
+//! A checkpoint writes one table entry per group changed since the previous one (its key's
+//! bytes as group key, `g` as sub-key, [`Group::encode`] as value), or deletes the entry of a
+//! group that emptied; the manifest keeps how many retractions found no row to take out.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use ahash::RandomState;
+use anduin_operator_api::{
+    BuildContext, Collector, Operator, OperatorError, RestoreIn, RowOrigins, SnapshotOut,
+};
+use anduin_state::{KeyedTable, TableEntry};
+use anduin_types::{ChangeKind, SnapshotKind};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int8Array};
+use arrow::datatypes::Int8Type;
+use arrow::record_batch::RecordBatch;
+use arrow::row::{RowConverter, SortField};
+use serde::{Deserialize, Serialize};
+
+use super::acc::{Column, Evaluation, Group};
+use super::GroupSetup;
+
+/// The sub-key of a group's entry.
+const GROUP: &[u8] = b"g";
+
+/// What an aggregate keeps in a checkpoint's manifest.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Meta {
+    /// Retractions of rows no group held, so far.
+    unmatched_retractions: u64,
+}
+
+/// A running aggregate.
+pub(crate) struct Aggregate {
+    setup: GroupSetup,
+    /// The groups holding rows, by their key's bytes (the bytes the hash exchange routes by;
+    /// empty for one group of every row).
+    groups: HashMap<Box<[u8]>, Group, RandomState>,
+    /// Groups changed since the last checkpoint.
+    dirty: HashSet<Box<[u8]>, RandomState>,
+    /// The checkpointed copy of the groups.
+    table: KeyedTable,
+    /// Compares results, to leave out a change that changes nothing.
+    results: RowConverter,
+    /// Retractions of rows no group held.
+    unmatched_retractions: u64,
+    /// What a row whose aggregate argument or filter fails does.
+    errors: anduin_operator_api::RowErrors,
+}
+
+impl Aggregate {
+    pub(crate) fn new(setup: GroupSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
+        let dir = ctx.backend_dir(&setup.name);
+        let table = KeyedTable::new(&setup.name, setup.backend, dir);
+        let results = RowConverter::new(
+            setup
+                .rows
+                .fields()
+                .iter()
+                .map(|f| SortField::new(f.data_type().clone()))
+                .collect(),
+        )
+        .map_err(|e| internal(&setup.name, e))?;
+        let errors = anduin_operator_api::RowErrors::new(
+            &setup.name,
+            setup.sites.clone(),
+            setup.on_error,
+            ctx,
+        );
+        Ok(Self {
+            errors,
+            setup,
+            groups: HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
+            dirty: HashSet::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
+            table,
+            results,
+            unmatched_retractions: 0,
+        })
+    }
+
+    /// Each aggregate's argument and filter on `batch`, after the rows they fail on went to
+    /// the dead letters (or stopped the query): the rows kept and their inputs.
+    fn evaluate(
+        &self,
+        batch: RecordBatch,
+        origins: Option<&RowOrigins>,
+    ) -> Result<(RecordBatch, Inputs), OperatorError> {
+        let evaluated = anduin_operator_api::evaluate_rows(&batch, &mut |b: &RecordBatch| {
+            inputs(b, &self.setup)
+        });
+        let pieces = match evaluated {
+            anduin_operator_api::Evaluated::Whole(inputs) => return Ok((batch, inputs)),
+            anduin_operator_api::Evaluated::Split(pieces) => pieces,
+            anduin_operator_api::Evaluated::Exhausted(f) => {
+                return Err(self.errors.exhausted(&f, origins))
+            }
+        };
+        let failed = anduin_operator_api::failures(&pieces);
+        self.errors.reject(&batch, &failed, origins)?;
+        let keep = anduin_operator_api::kept_rows(batch.num_rows(), &failed);
+        let kept = arrow::compute::filter_record_batch(&batch, &keep)
+            .map_err(|e| internal(&self.setup.name, e))?;
+        let inputs = inputs(&kept, &self.setup).map_err(|(agg, message)| {
+            internal(
+                &self.setup.name,
+                format!("aggregate {agg} failed on rows it evaluated before: {message}"),
+            )
+        })?;
+        Ok((kept, inputs))
+    }
+
+    fn error(&self, message: impl Into<String>) -> OperatorError {
+        OperatorError::Execution {
+            operator: self.setup.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Whether each row adds to its group (`+I`, `+U`) or takes out of it (`-U`, `-D`).
+    fn adds(&self, batch: &RecordBatch) -> Result<Vec<bool>, OperatorError> {
+        let Some(c) = self.setup.change_in else {
+            return Ok(vec![true; batch.num_rows()]);
+        };
+        let codes = batch
+            .column(c)
+            .as_primitive_opt::<Int8Type>()
+            .ok_or_else(|| self.error("the input's change kind is not a change kind column"))?;
+        codes
+            .iter()
+            .map(|code| {
+                code.and_then(ChangeKind::from_code)
+                    .map(ChangeKind::adds)
+                    .ok_or_else(|| {
+                        self.error(format!(
+                            "a row of the input has no valid change kind ({code:?}): a bug in anduin"
+                        ))
+                    })
+            })
+            .collect()
+    }
+
+    /// Every aggregate's value in `groups` (rows: keys then aggregates), keyed by `keys`.
+    fn results(&self, keys: &[ArrayRef], groups: &[Group]) -> Result<RecordBatch, OperatorError> {
+        let mut columns = keys.to_vec();
+        for (a, plan) in self.setup.plans.iter().enumerate() {
+            let accs = groups.iter().map(|g| &g.accs[a]);
+            let values = plan.evaluate(accs).map_err(|e| match e {
+                Evaluation::Overflow { group, sum } => self.error(format!(
+                    "aggregate `{}` overflowed BIGINT {}: the sum is {sum}. The query stops: the total is no single row's fault. Add up a wider type instead, e.g. `SUM(CAST(… AS DOUBLE))` (approximate)",
+                    self.setup.aggs[a].site.text,
+                    key_text(&self.setup, keys, group),
+                )),
+                Evaluation::Other(m) => internal(&self.setup.name, m),
+            })?;
+            columns.push(values);
+        }
+        let options =
+            arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(groups.len()));
+        RecordBatch::try_new_with_options(Arc::clone(&self.setup.rows), columns, &options)
+            .map_err(|e| internal(&self.setup.name, e))
+    }
+
+    /// Whether each result is in the output: its group holds rows (`present`) and it passes
+    /// `having`, which is evaluated on those results only (an empty group's result, all
+    /// nulls and zeros, could make a condition fail that no real result does).
+    fn visible(&self, results: &RecordBatch, present: &[bool]) -> Result<Vec<bool>, OperatorError> {
+        let Some(h) = &self.setup.having else {
+            return Ok(present.to_vec());
+        };
+        let rows =
+            arrow::compute::filter_record_batch(results, &BooleanArray::from(present.to_vec()))
+                .map_err(|e| internal(&self.setup.name, e))?;
+        let pass = match h.evaluate_bool(&rows) {
+            Ok(pass) => pass,
+            Err(e) => {
+                // Named by the first group it fails on (found again one result at a time).
+                let keys = &rows.columns()[..self.setup.key_columns.len()];
+                let (group, message) = (0..rows.num_rows())
+                    .find_map(|i| {
+                        h.evaluate_bool(&rows.slice(i, 1))
+                            .err()
+                            .map(|e| (key_text(&self.setup, keys, i), e.message))
+                    })
+                    .unwrap_or((String::new(), e.message));
+                return Err(self.error(format!(
+                    "the HAVING condition `{}` failed on the result {group}: {message}. The query stops: the result of a group is no single row's fault, so it cannot go to the dead letters. Guard the condition (e.g. `CASE WHEN n = 0 THEN … END`, `NULLIF(n, 0)`)",
+                    h.site.text
+                )));
+            }
+        };
+        let mut passes = (0..pass.len()).map(|i| pass.is_valid(i) && pass.value(i));
+        Ok(present
+            .iter()
+            .map(|p| *p && passes.next().unwrap_or(false))
+            .collect())
+    }
+}
+
+/// `for key k = 1, name = x` for group `g` of `keys`; nothing for one group of every row.
+fn key_text(setup: &GroupSetup, keys: &[ArrayRef], g: usize) -> String {
+    let parts: Vec<String> = setup
+        .codec
+        .schema
+        .fields()
+        .iter()
+        .zip(keys)
+        .map(|(f, c)| {
+            let v =
+                arrow::util::display::array_value_to_string(c, g).unwrap_or_else(|_| "?".into());
+            format!("{} = {v}", f.name())
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("for key {}", parts.join(", "))
+    }
+}
+
+/// Per aggregate, its argument and its filter's rows on `batch`.
+type Inputs = Vec<(ArrayRef, Option<BooleanArray>)>;
+
+/// The aggregates' inputs on `batch`, or the first aggregate whose argument or filter fails
+/// and its error.
+fn inputs(
+    batch: &RecordBatch,
+    setup: &GroupSetup,
+) -> Result<Inputs, (usize, anduin_expr::ExprError)> {
+    let mut out = Vec::with_capacity(setup.aggs.len());
+    for (i, a) in setup.aggs.iter().enumerate() {
+        let arg = a
+            .arguments(batch)
+            .map_err(|e| (i, e))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                (
+                    i,
+                    anduin_expr::ExprError::whole("an aggregate without an argument"),
+                )
+            })?;
+        let filter = a.filter(batch).map_err(|e| (i, e))?;
+        out.push((arg, filter));
+    }
+    Ok(out)
+}
+
+fn internal(operator: &str, e: impl std::fmt::Display) -> OperatorError {
+    OperatorError::internal(operator, e.to_string())
+}
+
+impl Operator for Aggregate {
+    fn name(&self) -> &str {
+        &self.setup.name
+    }
+
+    fn process_batch(
+        &mut self,
+        input: usize,
+        batch: RecordBatch,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        self.process_batch_from(input, batch, None, out)
+    }
+
+    fn wants_origins(&self) -> bool {
+        true
+    }
+
+    fn process_batch_from(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        origins: Option<RowOrigins>,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let (batch, inputs) = self.evaluate(batch, origins.as_ref())?;
+        let n = batch.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let setup = &self.setup;
+        let adds = self.adds(&batch)?;
+        let key_columns: Vec<ArrayRef> = setup
+            .key_columns
+            .iter()
+            .map(|i| Arc::clone(batch.column(*i)))
+            .collect();
+        let key_rows = setup.codec.rows(&key_columns, n, &setup.name)?;
+        let mut columns: Vec<Column> = Vec::with_capacity(setup.aggs.len());
+        let mut filters: Vec<Option<BooleanArray>> = Vec::with_capacity(setup.aggs.len());
+        for (plan, (arg, filter)) in setup.plans.iter().zip(inputs) {
+            columns.push(plan.column(&arg).map_err(|m| internal(&setup.name, m))?);
+            filters.push(filter);
+        }
+
+        // The groups this batch touches, in order of first touch, taken out of the map.
+        let mut index: HashMap<&[u8], usize, RandomState> =
+            HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4));
+        let mut touched: Vec<Box<[u8]>> = Vec::new();
+        let mut ids = Vec::with_capacity(n);
+        for i in 0..n {
+            let key = setup.codec.stored(key_rows.row(i));
+            let id = *index.entry(key).or_insert_with(|| {
+                touched.push(key.into());
+                touched.len() - 1
+            });
+            ids.push(id);
+        }
+        let mut work: Vec<Group> = touched
+            .iter()
+            .map(|k| {
+                self.groups
+                    .remove(k)
+                    .unwrap_or_else(|| Group::new(&setup.plans))
+            })
+            .collect();
+        let existed: Vec<bool> = work.iter().map(|g| g.rows > 0).collect();
+        let stored = setup
+            .codec
+            .rows_of_stored(touched.iter().map(|k| k.as_ref()), &setup.name)?;
+        let keys = setup.codec.columns(stored.iter(), &setup.name)?;
+        let before = self.results(&keys, &work);
+
+        // The rows, into their groups.
+        for i in 0..n {
+            let g = &mut work[ids[i]];
+            if adds[i] {
+                g.rows += 1;
+            } else if g.rows > 0 {
+                g.rows -= 1;
+            } else {
+                self.unmatched_retractions += 1;
+                continue;
+            }
+            for (k, plan) in self.setup.plans.iter().enumerate() {
+                plan.apply(&mut g.accs[k], &columns[k], filters[k].as_ref(), i, adds[i]);
+            }
+        }
+        let setup = &self.setup;
+        let after = self.results(&keys, &work);
+        // Put the groups back (before stopping on an error, so that the state stays whole).
+        let rows_after: Vec<bool> = work.iter().map(|g| g.rows > 0).collect();
+        for (key, group) in touched.iter().zip(work) {
+            if group.rows > 0 {
+                self.groups.insert(key.clone(), group);
+            }
+            self.dirty.insert(key.clone());
+        }
+        let (before, after) = (before?, after?);
+        let (was, is) = (
+            self.visible(&before, &existed)?,
+            self.visible(&after, &rows_after)?,
+        );
+        let (rows_b, rows_a) = (
+            self.results
+                .convert_columns(before.columns())
+                .map_err(|e| internal(&setup.name, e))?,
+            self.results
+                .convert_columns(after.columns())
+                .map_err(|e| internal(&setup.name, e))?,
+        );
+
+        // One change per group: (batch, row) to take, and its kind.
+        let mut picks: Vec<(usize, usize)> = Vec::new();
+        let mut kinds: Vec<i8> = Vec::new();
+        for g in 0..touched.len() {
+            match (was[g], is[g]) {
+                (true, true) if rows_b.row(g) == rows_a.row(g) => {}
+                (true, true) => {
+                    picks.push((0, g));
+                    kinds.push(ChangeKind::UpdateBefore.code());
+                    picks.push((1, g));
+                    kinds.push(ChangeKind::UpdateAfter.code());
+                }
+                (true, false) => {
+                    picks.push((0, g));
+                    kinds.push(ChangeKind::Delete.code());
+                }
+                (false, true) => {
+                    picks.push((1, g));
+                    kinds.push(ChangeKind::Insert.code());
+                }
+                (false, false) => {}
+            }
+        }
+        if picks.is_empty() {
+            return Ok(());
+        }
+        let mut columns = Vec::with_capacity(setup.schema.fields().len());
+        for c in 0..before.num_columns() {
+            let sides = [before.column(c).as_ref(), after.column(c).as_ref()];
+            columns.push(
+                arrow::compute::interleave(&sides, &picks).map_err(|e| internal(&setup.name, e))?,
+            );
+        }
+        columns.push(Arc::new(Int8Array::from(kinds)));
+        let changes = RecordBatch::try_new(Arc::clone(&setup.schema), columns)
+            .map_err(|e| internal(&setup.name, e))?;
+        out.collect(0, changes)
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        let kind = if out.full_due() {
+            SnapshotKind::Full
+        } else {
+            SnapshotKind::Changes
+        };
+        for key in self.dirty.drain() {
+            match self.groups.get(&key) {
+                Some(g) => self.table.put(&key, GROUP, &g.encode())?,
+                None => self.table.delete(&key, GROUP)?,
+            }
+        }
+        let meta = Meta {
+            unmatched_retractions: self.unmatched_retractions,
+        };
+        out.inline_typed(&self.setup.name, &meta)?;
+        let stream = out.stream(kind)?;
+        let _stats = self.table.snapshot(kind, stream)?;
+        Ok(())
+    }
+
+    fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
+        let meta: Meta = state.inline_as(&self.setup.name)?;
+        self.unmatched_retractions = meta.unmatched_retractions;
+        let Some((full, changes)) = state.files.split_first_mut() else {
+            return Err(self.error("the checkpoint has no state file for this aggregate"));
+        };
+        let mut changes: Vec<&mut dyn std::io::Read> = changes
+            .iter_mut()
+            .map(|f| f as &mut dyn std::io::Read)
+            .collect();
+        let (name, plans) = (&self.setup.name, &self.setup.plans);
+        let groups = &mut self.groups;
+        groups.clear();
+        self.dirty.clear();
+        self.table
+            .restore(full, &mut changes, |e: TableEntry<'_>| {
+                let group = (e.sub_key == GROUP)
+                    .then(|| Group::decode(e.value, plans))
+                    .flatten()
+                    .ok_or_else(|| OperatorError::Execution {
+                        operator: name.clone(),
+                        message: format!(
+                            "the checkpoint's aggregate state holds an entry in {} that is not a group of this aggregate: the state is corrupt, or the query changed its aggregates; restore from an earlier checkpoint",
+                            e.kg
+                        ),
+                    })?;
+                groups.insert(e.group_key.into(), group);
+                Ok::<(), OperatorError>(())
+            })?;
+        Ok(())
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        let mut metrics = vec![
+            ("peak_groups", self.groups.len() as u64),
+            ("unmatched_retractions", self.unmatched_retractions),
+        ];
+        metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
+        metrics
+    }
+
+    fn is_stateless(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,210 @@
+//! `GROUP BY` without a window (and aggregates without `GROUP BY`), lowered to an `aggregate`
+//! operator and a map: the result is an updating stream, each change of a group's result a
+//! row (`+I`, `-U`, `+U`, `-D`; see `anduin_types::change`).
+//!
+//! ```sql
+//! INSERT INTO totals
+//! SELECT sensor, COUNT(*) AS n, MAX(value) AS top
+//! FROM readings
+//! GROUP BY sensor
+//! HAVING COUNT(*) > 1;
+//! ```
+//!
+//! `HAVING` becomes the aggregate's `having` condition over its result columns: an aggregate
+//! call in it that the select list also computes is read from that column, any other is
+//! computed as a hidden column (`__having1`, …) that the map then leaves out.
+
+use std::ops::ControlFlow;
+
+use anduin_types::Diagnostic;
+use sqlparser::ast::{visit_expressions_mut, Expr, Ident, Select, SelectItem, Spanned};
+
+use super::insert::{name_of, operator, quoted, unnested, unsupported};
+use super::source_text::pos;
+use crate::ast::Spec;
+use crate::Text;
+
+/// The aggregate functions the `aggregate` operator knows (others are refused by it, naming
+/// them).
+const AGGREGATES: &[&str] = &[
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "stddev",
+    "variance",
+    "var",
+    "stddev_pop",
+    "var_pop",
+    "bool_and",
+    "bool_or",
+    "first_value",
+    "last_value",
+    "array_agg",
+    "string_agg",
+    "median",
+    "approx_distinct",
+];
+
+/// Whether `e` calls an aggregate function (not as a window function: `OVER (…)`).
+pub(super) fn is_aggregate_call(e: &Expr) -> bool {
+    match e {
+        Expr::Function(f) if f.over.is_none() => f
+            .name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .is_some_and(|i| AGGREGATES.contains(&i.value.to_lowercase().as_str())),
+        _ => false,
+    }
+}
+
+/// An error for the first window function (`f(…) OVER (…)`) in the select list of `s`: OVER
+/// windows and top-N (`ROW_NUMBER() OVER (…)`) come with later parts of issue 17.
+pub(super) fn refuse_over(s: &Select) -> Result<(), Diagnostic> {
+    for item in &s.projection {
+        let mut e = match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
+            _ => continue,
+        };
+        let mut found = None;
+        let _ = visit_expressions_mut(&mut e, |x| {
+            if let Expr::Function(f) = x {
+                if f.over.is_some() && found.is_none() {
+                    found = Some((f.name.to_string(), pos(f.span().start)));
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        if let Some((name, at)) = found {
+            let what = match name.to_lowercase().as_str() {
+                "row_number" | "rank" | "dense_rank" => {
+                    format!("`{name}() OVER (…)` (top-N and deduplication)")
+                }
+                _ => format!("`{name}(…) OVER (…)` (an OVER window)"),
+            };
+            return Err(unsupported(at, what));
+        }
+    }
+    Ok(())
+}
+
+/// Whether any select item of `s` holds an aggregate call.
+pub(super) fn has_aggregates(s: &Select) -> bool {
+    let mut found = false;
+    for item in &s.projection {
+        let mut e = match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
+            _ => continue,
+        };
+        let _ = visit_expressions_mut(&mut e, |x| {
+            if is_aggregate_call(x) {
+                found = true;
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
+    found
+}
+
+/// Lowers the GROUP BY (`group`, column names only) of `s` (its select items written as
+/// `items`) over `stream`, with no window: an aggregate `{prefix}_group` and a map
+/// `{prefix}_select`, whose index it returns.
+pub(super) fn lower(
+    s: &Select,
+    group: &[&Expr],
+    items: Vec<Text>,
+    stream: &str,
+    prefix: &str,
+    spec: &mut Spec,
+) -> Result<usize, Diagnostic> {
+    let at = pos(s.select_token.0.span.start);
+    let mut keys = Vec::new();
+    for g in group {
+        match name_of(unnested(g)) {
+            Some(k) => keys.push(k),
+            None => {
+                return Err(unsupported(
+                    pos(g.span().start),
+                    format!("grouping by the expression `{g}` (group by columns)"),
+                ))
+            }
+        }
+    }
+    let mut aggregates: Vec<Text> = Vec::new();
+    // Each aggregate call of the select list as written, and its column.
+    let mut computed: Vec<(String, String)> = Vec::new();
+    let mut columns = Vec::new();
+    for (item, item_text) in s.projection.iter().zip(items) {
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+            other => {
+                return Err(unsupported(
+                    pos(other.span().start),
+                    format!("`{other}` in a grouped SELECT"),
+                ))
+            }
+        };
+        let item_at = pos(item.span().start);
+        match name_of(unnested(expr)) {
+            Some(c) if keys.contains(&c) => columns.push(item_text),
+            Some(c) => {
+                return Err(Diagnostic::error(
+                    item_at,
+                    format!("column `{c}` is neither grouped by nor aggregated: add it to GROUP BY, or aggregate it"),
+                ))
+            }
+            None => {
+                let out = alias.unwrap_or_else(|| expr.to_string());
+                computed.push((unnested(expr).to_string(), out.clone()));
+                aggregates.push(item_text);
+                columns.push(Text::at(quoted(&out), item_at));
+            }
+        }
+    }
+    let mut params: Vec<(&str, Text)> = Vec::new();
+    if !keys.is_empty() {
+        params.push(("keys", Text::at(keys.join(", "), at)));
+    }
+    if let Some(h) = &s.having {
+        let h_at = pos(h.span().start);
+        let mut cond = h.clone();
+        let mut hidden = 0;
+        let _ = visit_expressions_mut(&mut cond, |e| {
+            if is_aggregate_call(e) {
+                let written = e.to_string();
+                let column = match computed.iter().find(|(w, _)| *w == written) {
+                    Some((_, c)) => c.clone(),
+                    None => {
+                        hidden += 1;
+                        let c = format!("__having{hidden}");
+                        aggregates.push(Text::at(format!("{written} AS {}", quoted(&c)), h_at));
+                        computed.push((written, c.clone()));
+                        c
+                    }
+                };
+                *e = Expr::Identifier(Ident::with_quote('"', column));
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        params.push(("having", Text::at(cond.to_string(), h_at)));
+    }
+    if aggregates.is_empty() {
+        // Each group once: the aggregate needs an aggregate, which the map then drops.
+        aggregates.push(Text::at("COUNT(*) AS \"__rows\"", at));
+    }
+    params.insert(0, ("aggregates", Text::join(&aggregates, ", ")));
+    let group_op = format!("{prefix}_group");
+    spec.operators
+        .push(operator(group_op.clone(), "aggregate", at, stream, params));
+    spec.operators.push(operator(
+        format!("{prefix}_select"),
+        "map",
+        at,
+        &group_op,
+        vec![("columns", Text::join(&columns, ", "))],
+    ));
+    Ok(spec.operators.len() - 1)
+}

@@ -1,0 +1,70 @@
+//! A GROUP BY without a window (and aggregates without GROUP BY) lower to an `aggregate`
+//! (an updating result) and a map; HAVING becomes the aggregate's `having`, reading the
+//! select list's aggregates where it can and computing the others as hidden columns that the
+//! map leaves out.
+
+use anduin_spec::{parse_sql, OperatorDef, Spec, Value};
+
+const T: &str =
+    "CREATE TABLE t (ts TIMESTAMP, k BIGINT, v BIGINT) WITH (connector = 'file', path = 't.csv');
+CREATE TABLE out WITH (connector = 'file', path = 'o.csv', mode = 'changelog');
+";
+
+fn spec(insert: &str) -> Spec {
+    parse_sql(&format!("{T}{insert}")).unwrap_or_else(|d| panic!("{insert}\n{d}"))
+}
+
+fn op<'s>(spec: &'s Spec, name: &str) -> &'s OperatorDef {
+    spec.operators
+        .iter()
+        .find(|o| o.name.as_str() == name)
+        .unwrap_or_else(|| panic!("no operator {name}"))
+}
+
+fn param(op: &OperatorDef, name: &str) -> Option<String> {
+    op.params
+        .iter()
+        .find(|p| p.name.as_str() == name)
+        .map(|p| match &p.value {
+            Value::String(t) => t.as_str().to_string(),
+            other => format!("{other:?}"),
+        })
+}
+
+#[test]
+fn having_reads_the_selected_aggregates_and_computes_the_others_apart() {
+    let s = spec(
+        "INSERT INTO out SELECT k, COUNT(*) AS n FROM t WHERE v > 0 GROUP BY k HAVING COUNT(*) > 1 AND MAX(v) < 10;",
+    );
+    let kinds: Vec<&str> = s.operators.iter().map(|o| o.kind.as_str()).collect();
+    assert_eq!(kinds, ["reader", "filter", "aggregate", "map", "writer"]);
+    let g = op(&s, "insert1_group");
+    assert_eq!(param(g, "keys").as_deref(), Some("k"));
+    assert_eq!(
+        param(g, "aggregates").as_deref(),
+        Some("COUNT(*) AS n, MAX(v) AS \"__having1\"")
+    );
+    assert_eq!(
+        param(g, "having").as_deref(),
+        Some("\"n\" > 1 AND \"__having1\" < 10")
+    );
+    assert_eq!(
+        param(op(&s, "insert1_select"), "columns").as_deref(),
+        Some("k, \"n\"")
+    );
+}
+
+#[test]
+fn aggregates_without_group_by_are_one_group() {
+    let s = spec("INSERT INTO out SELECT COUNT(*) AS n, SUM(v) AS total FROM t;");
+    let g = op(&s, "insert1_group");
+    assert_eq!(g.kind.as_str(), "aggregate");
+    assert_eq!(param(g, "keys"), None);
+}
+
+#[test]
+fn a_plain_select_stays_a_map() {
+    let s = spec("INSERT INTO out SELECT k, v * 2 AS w FROM t;");
+    let kinds: Vec<&str> = s.operators.iter().map(|o| o.kind.as_str()).collect();
+    assert_eq!(kinds, ["reader", "map", "writer"]);
+}

@@ -1,0 +1,11 @@
+//! The scenario tests of `anduin-spec`, one scenario per file, compiled into this one test binary:
+//! one link instead of one per file (a binary per file filled CI's disk and took most of its
+//! link time). A new scenario file needs its `mod` line here, or it never runs: anduin-cli's
+//! `every_test_file_of_the_workspace_is_compiled_into_its_crates_test_binary` says so.
+
+mod a_group_by_without_a_window_lowers_to_an_aggregate_and_a_map;
+mod sql_items_ending_in_a_bracket_reach_the_operators_whole;
+mod sql_joins_lower_to_the_join_operator;
+mod sql_match_recognize_lowers_to_the_pattern_operator;
+mod sql_subqueries_lower_to_windows_and_joins;
+mod the_parsers_return_on_any_input;
