@@ -197,6 +197,16 @@ impl CoreSplitter {
         let mut pos = 0;
         let mut record_end = None;
         loop {
+            if !self.in_record {
+                // Blank lines before a record are not part of it: the bound counts the
+                // record's own bytes, as `split_plain` does, however the input is cut.
+                let blank = input[pos..]
+                    .iter()
+                    .take_while(|b| matches!(b, b'\r' | b'\n'))
+                    .count();
+                pos += blank;
+                self.record_raw_start = base + pos as u64;
+            }
             let used = (base + pos as u64).saturating_sub(self.record_raw_start);
             if used > max_record {
                 return SplitProgress {
@@ -395,6 +405,20 @@ mod tests {
         assert_eq!(p.consumed, 4 + max as usize + 1, "one byte past the bound");
         assert_eq!(block.records.len(), 1);
         assert!(splitter.out.len() <= 1 << 16, "{}", splitter.out.len());
+    }
+
+    #[test]
+    fn blank_lines_before_a_record_do_not_count_toward_its_bound() {
+        let mut splitter = CoreSplitter::new(b',');
+        let mut block = Block::default();
+        let input = b"1,2\n\r\r\r\n4,\"5\"\n";
+        let p = splitter.split(input, 0, usize::MAX, 5, &mut block);
+        assert!(!p.too_long, "`4,\"5\"` is 5 bytes: {p:?}");
+        assert_eq!(block.records.len(), 2);
+        assert_eq!(
+            block.records[1].raw_start, 8,
+            "the record starts after the blank lines"
+        );
     }
 
     #[test]

@@ -230,6 +230,35 @@ fn an_empty_event_time_rejects_the_record_in_both_formats() {
     );
 }
 
+/// Found by the property below (CI, stop 33): blank lines before a record that the splitter
+/// reads counted toward its bound when a cut made it read them, and not otherwise.
+#[test]
+fn blank_lines_before_a_record_count_toward_no_bound_whichever_way_the_input_is_cut() {
+    let input = b"11111111111111111\r1,\"1\r\"\r\"11\r\"\r1111\r\r\r111\"111111111";
+    let run = |chunks: &[&[u8]]| {
+        let options = CsvOptions {
+            delimiter: b',',
+            has_header: false,
+        };
+        let out = run_csv(
+            CsvDecoder::new(schema(), options).with_max_record_bytes(14),
+            chunks,
+        );
+        (out.batch, out.rejected)
+    };
+    let whole = run(&[input]);
+    assert_eq!(
+        whole
+            .1
+            .last()
+            .map(|r| (r.record.as_str(), r.reason.as_str())),
+        Some(("111\"111111111", "expected 2 fields, found 1"))
+    );
+    for cut in 0..=input.len() {
+        assert_eq!(run(&[&input[..cut], &input[cut..]]), whole, "cut at {cut}");
+    }
+}
+
 proptest! {
     #[test]
     fn with_any_bound_csv_decodes_the_same_however_it_is_chunked(
