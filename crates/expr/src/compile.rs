@@ -539,6 +539,21 @@ mod tests {
     }
 
     #[test]
+    fn proctime_is_a_volatile_timestamp() {
+        let e = compile_expr("PROCTIME()", &scope()).expect("proctime");
+        assert_eq!(
+            e.field().data_type(),
+            &arrow::datatypes::DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None)
+        );
+        assert_eq!(e.volatile_function().as_deref(), Some("proctime"));
+        let p = compile_predicate("PROCTIME() > ts", &scope()).expect("compared");
+        assert_eq!(
+            p.evaluate_bool(&batch()).expect("evaluates").len(),
+            batch().num_rows()
+        );
+    }
+
+    #[test]
     fn computed_columns_are_cast_to_the_types_streams_carry() {
         let cols = compile_projection(
             "CAST(value AS INT) AS i, CAST(value AS REAL) AS f, TIMESTAMP '2023-11-14 22:13:20' AS t, CAST(value AS DECIMAL(10, 2)) AS d",

@@ -16,6 +16,7 @@ mod error;
 mod float_order;
 mod locate;
 mod parse;
+mod proctime;
 mod provider;
 mod strict;
 

@@ -38,6 +38,11 @@ impl FunctionProvider {
             }
             scalars.insert(f.name().to_lowercase(), f);
         }
+        // The processing time (`proctime.rs`), as Flink's `PROCTIME()`.
+        scalars.insert(
+            "proctime".to_string(),
+            Arc::new(crate::proctime::ProcTime::udf()),
+        );
         let mut aggregates = HashMap::new();
         for f in datafusion_functions_aggregate::all_default_aggregate_functions() {
             for alias in f.aliases() {

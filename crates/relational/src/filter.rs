@@ -3,6 +3,8 @@
 use std::sync::Arc;
 
 use anduin_expr::{compile_predicate, CompiledExpr, Scope};
+
+use crate::replica_safe::{asks_hot_standby, replica_safe};
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
 use anduin_types::{is_updating, Diagnostics};
@@ -47,11 +49,13 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let (stream, schema) = inputs.first().expect("arity checked: one input");
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("condition");
+    let replicated = asks_hot_standby(op);
     let predicate = compile_predicate(text.as_str(), &scope)
         .and_then(|c| match is_updating(schema) {
             true => crate::map::updating_safe(&c, schema.fields().len() - 1).map(|()| c),
             false => Ok(c),
         })
+        .and_then(|c| replica_safe(replicated, c.volatile_function(), &c.site).map(|()| c))
         .map_err(|e| p.expr_error("condition", &text, e))?;
     let name = op.name.to_string();
     let site = ExprAt::new("condition", &text, &predicate.site);
@@ -62,6 +66,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
                 name: name.clone(),
                 predicate: predicate.clone(),
                 scope: scope.clone(),
+                replicated,
                 errors: RowErrors::new(&name, vec![site.clone()], on_error, ctx),
             }))
         })),
@@ -76,6 +81,8 @@ struct Filter {
     name: String,
     predicate: CompiledExpr,
     scope: Scope,
+    /// A copy of a hot standby: a changed condition must be deterministic too.
+    replicated: bool,
     errors: RowErrors,
 }
 
@@ -166,8 +173,9 @@ impl Operator for Filter {
                 adjustable: ADJUSTABLE.join(", "),
             });
         }
-        let predicate =
-            compile_predicate(value, &self.scope).map_err(|e| ControlError::Invalid {
+        let predicate = compile_predicate(value, &self.scope)
+            .and_then(|c| replica_safe(self.replicated, c.volatile_function(), &c.site).map(|()| c))
+            .map_err(|e| ControlError::Invalid {
                 operator: self.name.clone(),
                 param: param.to_string(),
                 message: e.message,
@@ -211,6 +219,7 @@ mod tests {
             name: "f".into(),
             predicate,
             scope,
+            replicated: false,
             errors: RowErrors::new(
                 "f",
                 vec![site],

@@ -10,6 +10,7 @@ pub mod filter;
 pub mod group;
 pub mod join;
 pub mod map;
+mod replica_safe;
 pub mod selector;
 pub mod union;
 pub mod window;

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 
 use anduin_expr::{compile_projection, CompiledExpr, ExprError, Scope};
+
+use crate::replica_safe::{asks_hot_standby, replica_safe};
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
 use anduin_types::Diagnostics;
@@ -42,10 +44,16 @@ pub const ADJUSTABLE: &[&str] = &["columns"];
 
 /// Compiles `columns` over `scope`: the expressions, each as a stream column. The change kind
 /// of an updating input's rows (which `*` selects) is not among them: the map keeps it apart.
-fn compile_columns(text: &str, scope: &Scope) -> Result<Vec<CompiledExpr>, anduin_expr::ExprError> {
+/// A map in hot standby (`replicated`) may not call a volatile function.
+fn compile_columns(
+    text: &str,
+    scope: &Scope,
+    replicated: bool,
+) -> Result<Vec<CompiledExpr>, anduin_expr::ExprError> {
     let change = is_updating(&scope.schema).then(|| scope.schema.fields().len() - 1);
     let mut columns = Vec::new();
     for e in compile_projection(text, scope)? {
+        replica_safe(replicated, e.volatile_function(), &e.site)?;
         if let Some(c) = change {
             if e.name == CHANGE_COLUMN && e.column() == Some(c) {
                 continue;
@@ -128,8 +136,9 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let (stream, schema) = inputs.first().expect("arity checked: one input");
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("columns");
-    let exprs =
-        compile_columns(text.as_str(), &scope).map_err(|e| p.expr_error("columns", &text, e))?;
+    let replicated = asks_hot_standby(op);
+    let exprs = compile_columns(text.as_str(), &scope, replicated)
+        .map_err(|e| p.expr_error("columns", &text, e))?;
     // Over an updating stream, each row keeps its change kind (as the last column).
     let change = is_updating(schema).then(|| schema.fields().len() - 1);
     let out_schema: SchemaRef = Arc::new(output_schema(&exprs, schema));
@@ -148,6 +157,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
                 change,
                 schema: Arc::clone(&schema_for_factory),
                 scope: scope.clone(),
+                replicated,
                 errors: RowErrors::new(&name, sites.clone(), on_error, ctx),
             }))
         })),
@@ -167,6 +177,8 @@ struct Map {
     schema: SchemaRef,
     /// The input, for expressions changed while running.
     scope: Scope,
+    /// A copy of a hot standby: changed columns must be deterministic too.
+    replicated: bool,
     errors: RowErrors,
 }
 
@@ -286,7 +298,8 @@ impl Operator for Map {
                 adjustable: ADJUSTABLE.join(", "),
             });
         }
-        let exprs = compile_columns(value, &self.scope).map_err(|e| invalid(e.message))?;
+        let exprs =
+            compile_columns(value, &self.scope, self.replicated).map_err(|e| invalid(e.message))?;
         let mut fields: Vec<Field> = exprs.iter().map(CompiledExpr::field).collect();
         fields.extend(self.change.map(|_| change_column()));
         let schema = Schema::new(fields);

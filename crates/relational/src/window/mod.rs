@@ -223,7 +223,14 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let codec = KeyCodec::new(Arc::new(Schema::new(key_fields.clone())))
         .map_err(|e| Diagnostics::from(p.error("keys", e)))?;
     let text = p.required("aggregates");
+    let replicated = crate::replica_safe::asks_hot_standby(op);
     let aggs = compile_aggregates(text.as_str(), &Scope::new(*stream, Arc::clone(input)))
+        .and_then(|aggs| {
+            aggs.iter().try_for_each(|a| {
+                crate::replica_safe::replica_safe(replicated, a.volatile_function(), &a.site)
+            })?;
+            Ok(aggs)
+        })
         .map_err(|e| p.expr_error("aggregates", &text, e))?;
     let sites = aggs
         .iter()
