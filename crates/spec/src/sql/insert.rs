@@ -49,6 +49,7 @@ pub(crate) fn lower(
     let select = plain_select(query)?;
     let script = Script { source, matches };
     let prefix = format!("insert{n}");
+    let first = spec.operators.len();
     let mut lowered = lower_select(select, &prefix, &script, tables, spec)?;
     let sink = tables.declared(target);
     let names: Vec<&str> = lowered.columns.iter().map(|(c, _)| c.as_str()).collect();
@@ -72,6 +73,13 @@ pub(crate) fn lower(
         lowered.stream = name;
         lowered.map = Some(spec.operators.len() - 1);
     }
+    // The sink table's fault-tolerance options go to this INSERT's operators, not its writer.
+    let qos = tables.take_options(target, super::qos::OPTIONS);
+    super::qos::apply(
+        &qos,
+        pos(target.span().start),
+        spec.operators.get_mut(first..).unwrap_or_default(),
+    )?;
     if let Some(ty) = tables.write(target, &lowered.stream, spec)? {
         // A sink with declared columns: the select list must produce exactly them.
         if let Some(map) = lowered.map.and_then(|i| spec.operators.get_mut(i)) {

@@ -272,6 +272,20 @@ impl Tables {
         self.columns(&name_of(name))
     }
 
+    /// Takes the options named `keys` out of table `name`'s (none if there is no such table):
+    /// options that are not the connector's.
+    pub(crate) fn take_options(&mut self, name: &ObjectName, keys: &[&str]) -> Vec<Param> {
+        let name = name_of(name);
+        let Some(t) = self.tables.iter_mut().find(|t| t.name == name) else {
+            return Vec::new();
+        };
+        let (taken, kept) = std::mem::take(&mut t.options)
+            .into_iter()
+            .partition(|p| keys.contains(&p.name.as_str()));
+        t.options = kept;
+        taken
+    }
+
     /// A table written by an INSERT: its writer operator, reading `stream`.
     pub(crate) fn write(
         &mut self,
