@@ -65,6 +65,12 @@ pub fn load_to_run(
     if refused.has_errors() {
         return Err(LoadError::Diagnostics(refused));
     }
+    as_it_runs(loaded)
+}
+
+/// The query `loaded` as it runs: the operators that ask for hot standby replicated behind
+/// stream selectors, checked again (`loaded` itself when none asks).
+pub fn as_it_runs(loaded: Loaded) -> Result<Loaded, LoadError> {
     // A stream selector takes append-only streams only.
     for node in &loaded.graph.nodes {
         let hot = node

@@ -114,3 +114,18 @@ fn user_rules_apply_after_the_built_in_ones_and_a_bad_one_is_located() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("{r}:2:")), "{stderr}");
 }
+
+#[test]
+fn the_plain_plan_shows_the_tasks_that_run_the_copies() {
+    let mut args = vec!["explain", "examples/fault_tolerance.flow"];
+    args.extend(VARS);
+    let out = anduin_ok(&repo(), &args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for task in [
+        "  task 1: per_sensor\n",
+        "  task 2: per_sensor_replica_1\n",
+        "  task 3: stream-selector_1 -> sink\n",
+    ] {
+        assert!(text.contains(task), "{task:?} in {text}");
+    }
+}

@@ -1,4 +1,6 @@
-//! `anduin explain FILE`: the logical graph and the physical plan.
+//! `anduin explain FILE`: the logical graph and the physical plan of the query as it runs (with
+//! the copies of the operators that ask for hot standby; `--rewritten` shows the rules that
+//! made them).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,6 +75,15 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         crate::load::print_out(&out)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // The plan of what runs: with the copies of the operators in hot standby.
+    let loaded = match crate::load::as_it_runs(loaded) {
+        Ok(l) => l,
+        Err(LoadError::Diagnostics(d)) => {
+            print_diagnostics(&args.file, &d);
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(LoadError::Other(e)) => return Err(e),
+    };
     let plan = PhysicalPlan::plan(
         &loaded.graph,
         anduin_graph::PlanOptions {
