@@ -25,7 +25,7 @@ pub(crate) fn replica_safe(
         Some(f) if replicated => Err(ExprError::at(
             site.line,
             site.col,
-            format!("`{f}()` gives another value in each copy of a hot standby, so its copies would not compute the same rows and the stream selector could lose or repeat a row when it switches: compute it in an operator after this one, or use fault_tolerance = \"checkpoint\""),
+            format!("`{f}()` gives another value in each copy of a hot standby, so its copies would not compute the same rows and the stream selector could lose or repeat a row when it switches: compute it in an operator that does not ask for hot standby"),
         )),
         _ => Ok(()),
     }
