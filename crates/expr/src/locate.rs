@@ -86,6 +86,11 @@ pub(crate) fn clean_message(e: &DataFusionError) -> String {
     if let Some(short) = no_signature(msg) {
         return short;
     }
+    // A function's own coercion (a user-defined function's) said what is wrong: its words.
+    let msg = msg
+        .split_once("user-defined coercion failed with: ")
+        .map_or(msg, |(_, own)| own);
+    let msg = msg.strip_prefix("Error during planning: ").unwrap_or(msg);
     msg.split('\n')
         .map(str::trim)
         .filter(|l| !l.is_empty())

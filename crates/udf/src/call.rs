@@ -68,11 +68,11 @@ impl Runner {
         store.limiter(|l| l);
         store
             .set_fuel(limits.fuel)
-            .map_err(|e| classify(name, limits.fuel, &e))?;
-        store.set_epoch_deadline(crate::module::BACKSTOP_TICKS);
+            .map_err(|e| classify(name, limits, &e))?;
+        store.set_epoch_deadline(crate::module::backstop_ticks(limits));
         // The start function, if any, runs here with one call's fuel.
         let instance = Instance::new(&mut store, &module.module, &[])
-            .map_err(|e| not_instantiated(name, module, limits.fuel, &e))?;
+            .map_err(|e| not_instantiated(name, module, limits, &e))?;
         store.data_mut().instantiating = false;
         let missing = |what: &str| UdfError::MissingAbiExport {
             function: name.clone(),
@@ -123,9 +123,10 @@ impl Runner {
         limits: Limits,
         args: &[Arg<'_>],
     ) -> Result<Out, UdfError> {
-        let fail = |e: wasmtime::Error| classify(name, limits.fuel, &e);
+        let fail = |e: wasmtime::Error| classify(name, limits, &e);
         self.store.set_fuel(limits.fuel).map_err(fail)?;
-        self.store.set_epoch_deadline(crate::module::BACKSTOP_TICKS);
+        self.store
+            .set_epoch_deadline(crate::module::backstop_ticks(limits));
         match (&self.typed, args) {
             (Some(Typed::I64(f)), [Arg::I64(a)]) => {
                 return f.call(&mut self.store, *a).map(Out::I64).map_err(fail)
@@ -154,7 +155,7 @@ impl Runner {
             module: &self.module,
         };
         let allocator = |f: Failed| match f {
-            Failed::Wasm(e, call) => allocator_failed(&names, limits.fuel, &e, call),
+            Failed::Wasm(e, call) => allocator_failed(&names, limits, &e, call),
             Failed::Udf(e) => e,
         };
         let mut rooms = Vec::new().into_iter();
@@ -213,8 +214,13 @@ impl Runner {
 
 /// A failed call `call` of the module's allocator for function `names.function`: out of
 /// fuel or memory is what it would be in the function itself; a trap is the allocator's.
-fn allocator_failed(names: &Names<'_>, fuel: u64, e: &wasmtime::Error, call: String) -> UdfError {
-    match classify(names.function, fuel, e) {
+fn allocator_failed(
+    names: &Names<'_>,
+    limits: Limits,
+    e: &wasmtime::Error,
+    call: String,
+) -> UdfError {
+    match classify(names.function, limits, e) {
         UdfError::Trap { trap, .. } => UdfError::Allocator {
             function: names.function.to_string(),
             module: names.module.to_string(),
@@ -225,14 +231,14 @@ fn allocator_failed(names: &Names<'_>, fuel: u64, e: &wasmtime::Error, call: Str
     }
 }
 
-/// The wall-clock backstop of a call, in seconds.
-fn backstop_seconds() -> u64 {
-    (crate::module::EPOCH_TICK * u32::try_from(crate::module::BACKSTOP_TICKS).unwrap_or(u32::MAX))
-        .as_secs()
-}
-
 /// A failed instantiation of `module` for function `name`, saying why.
-fn not_instantiated(name: &str, module: &WasmModule, fuel: u64, e: &wasmtime::Error) -> UdfError {
+fn not_instantiated(
+    name: &str,
+    module: &WasmModule,
+    limits: Limits,
+    e: &wasmtime::Error,
+) -> UdfError {
+    let fuel = limits.fuel;
     let reason = if let Some(size) = e.downcast_ref::<InitialSize>() {
         size.to_string()
     } else {
@@ -241,8 +247,8 @@ fn not_instantiated(name: &str, module: &WasmModule, fuel: u64, e: &wasmtime::Er
                 "its start function did not return within {fuel} instructions (a runaway loop?)"
             ),
             Some(Trap::Interrupt) => format!(
-                "its start function ran for more than {} s of wall-clock time",
-                backstop_seconds()
+                "its start function ran for more than {:?} of wall-clock time",
+                limits.backstop
             ),
             Some(trap) => format!(
                 "it traps while being instantiated (in its start function, or placing its data or elements): {trap}"
@@ -258,7 +264,8 @@ fn not_instantiated(name: &str, module: &WasmModule, fuel: u64, e: &wasmtime::Er
 }
 
 /// A failed call of function `name` as a [`UdfError`] that names it.
-fn classify(name: &str, fuel: u64, e: &wasmtime::Error) -> UdfError {
+fn classify(name: &str, limits: Limits, e: &wasmtime::Error) -> UdfError {
+    let fuel = limits.fuel;
     if let Some(u) = e.downcast_ref::<UdfError>() {
         return u.clone();
     }
@@ -269,7 +276,7 @@ fn classify(name: &str, fuel: u64, e: &wasmtime::Error) -> UdfError {
         },
         Some(Trap::Interrupt) => UdfError::OutOfTime {
             function: name.to_string(),
-            seconds: backstop_seconds(),
+            limit: limits.backstop,
         },
         Some(trap) => UdfError::Trap {
             function: name.to_string(),

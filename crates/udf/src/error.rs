@@ -95,13 +95,23 @@ pub enum UdfError {
         fuel: u64,
     },
     /// A call was still running after the wall-clock backstop: work that fuel does not count
-    /// (a bulk `memory.fill` or `memory.copy` is one instruction whatever its size).
-    #[error("function `{function}` ran for more than {seconds} s of wall-clock time (work its fuel does not count, such as bulk memory instructions over large memory?)")]
+    /// (a bulk `memory.fill` or `memory.copy` is one instruction whatever its size; a
+    /// JavaScript built-in working on megabytes, or one that never returns).
+    #[error("function `{function}` ran for more than {limit:?} of wall-clock time and was stopped (work its fuel does not count: bulk memory instructions, or built-in functions, over large data?)")]
     OutOfTime {
         /// The function.
         function: String,
-        /// The backstop, in seconds.
-        seconds: u64,
+        /// The backstop.
+        limit: std::time::Duration,
+    },
+    /// A call was still running a while after the run was asked to stop (Ctrl-C, SIGTERM,
+    /// `anduin ctl stop`: [`crate::stop_calls_when`]), and was abandoned.
+    #[error("function `{function}` was still running {grace:?} after the run was asked to stop, and was abandoned")]
+    Stopped {
+        /// The function.
+        function: String,
+        /// How long a call may go on after the stop.
+        grace: std::time::Duration,
     },
     /// A call tried to grow the instance's memory past the limit.
     #[error("function `{function}` tried to grow its memory to {desired} bytes, beyond the limit of {limit} bytes")]

@@ -40,7 +40,8 @@
 //! `dealloc(ptr: i32, len: i32)`. For each string argument anduin calls `alloc`, then
 //! writes the bytes there and passes `(ptr, len)`; after the call it reads the result's
 //! bytes, then calls `dealloc` on the result and on each argument, in the reverse order of
-//! their allocation (so a stack allocator will do). Room outside the module's memory, room
+//! their allocation (so a stack allocator will do); a result that lies within an argument's
+//! room (an identity, a substring) is given back once, as that argument. Room outside the module's memory, room
 //! overlapping another argument's, and a trap in `alloc` or `dealloc` are
 //! [`UdfError::Allocator`]: the module's fault, never a garbled argument.
 //!
@@ -68,7 +69,9 @@
 //! the dead letters (a runaway is no row's fault). An instance's memory may not grow past [`Limits::memory_bytes`]
 //! ([`UdfError::Memory`]). A trap (`unreachable`, a division by zero, an access out of
 //! bounds, a stack overflow) is [`UdfError::Trap`]. After any failed call the instance is
-//! dropped and the next call gets a fresh one.
+//! dropped and the next call gets a fresh one. A call still running after
+//! [`Limits::backstop`] of wall-clock time is [`UdfError::OutOfTime`]; for JavaScript, also
+//! one still running a second after the run was asked to stop ([`stop_calls_when`]).
 //!
 //! A function's module is instantiated once when the function is declared
 //! ([`WasmModule::function`]), its start function given one call's fuel: a module that can
@@ -103,6 +106,7 @@ mod js;
 mod limits;
 mod module;
 mod scalar;
+mod stop;
 mod strings;
 
 pub use abi::SqlType;
@@ -112,3 +116,4 @@ pub use function::WasmFunction;
 pub use js::JsFunction;
 pub use limits::Limits;
 pub use module::{WasmModule, DECLARATIONS_SECTION};
+pub use stop::stop_calls_when;

@@ -1,4 +1,6 @@
-//! The sandbox's limits on one call: fuel (time) and memory.
+//! The sandbox's limits on one call: fuel (time), memory, and the wall-clock backstop.
+
+use std::time::Duration;
 
 use crate::UdfError;
 
@@ -8,8 +10,14 @@ pub struct Limits {
     /// Fuel each call gets: about one unit per WebAssembly instruction. Deterministic,
     /// unlike a wall-clock limit: a row that runs out does so on every machine.
     pub fuel: u64,
-    /// The most linear memory an instance may have, in bytes (its initial size included).
+    /// The most linear memory an instance may have, in bytes (its initial size included);
+    /// for JavaScript, the most its engine may allocate.
     pub memory_bytes: usize,
+    /// The wall-clock backstop of one call: a call still running after it is stopped
+    /// ([`UdfError::OutOfTime`]). Fuel is the limit, deterministic; this stops what fuel
+    /// does not count (a WebAssembly bulk memory instruction, a JavaScript built-in that
+    /// works on megabytes or never returns). WebAssembly measures it in ticks of 100 ms.
+    pub backstop: Duration,
 }
 
 impl Limits {
@@ -17,6 +25,8 @@ impl Limits {
     pub const DEFAULT_FUEL: u64 = 10_000_000;
     /// The default memory of an instance: 64 MiB.
     pub const DEFAULT_MEMORY_BYTES: usize = 64 << 20;
+    /// The default wall-clock backstop of a call: 10 s.
+    pub const DEFAULT_BACKSTOP: Duration = Duration::from_secs(10);
 }
 
 impl Default for Limits {
@@ -24,6 +34,7 @@ impl Default for Limits {
         Self {
             fuel: Self::DEFAULT_FUEL,
             memory_bytes: Self::DEFAULT_MEMORY_BYTES,
+            backstop: Self::DEFAULT_BACKSTOP,
         }
     }
 }

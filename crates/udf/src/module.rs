@@ -31,9 +31,13 @@ impl std::fmt::Debug for WasmModule {
 /// How often the engine's epoch advances: the grain of the wall-clock backstop.
 pub(crate) const EPOCH_TICK: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// The wall-clock backstop of one call, in epoch ticks: fuel is the limit, deterministic; this
-/// stops what fuel does not count (a bulk memory instruction is one unit whatever its size).
-pub(crate) const BACKSTOP_TICKS: u64 = 100;
+/// The wall-clock backstop of one call ([`Limits::backstop`]) in epoch ticks, at least one:
+/// fuel is the limit, deterministic; this stops what fuel does not count (a bulk memory
+/// instruction is one unit whatever its size).
+pub(crate) fn backstop_ticks(limits: Limits) -> u64 {
+    let ticks = limits.backstop.as_nanos().div_ceil(EPOCH_TICK.as_nanos());
+    u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
+}
 
 /// The one engine of the process: every module compiled by it, with fuel metering and epoch
 /// interruption on (a thread of its own advances the epoch every [`EPOCH_TICK`]).

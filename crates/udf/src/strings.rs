@@ -101,7 +101,9 @@ impl Strings {
     }
 
     /// The UTF-8 string at `ptr`, `len` bytes long, that the function returned; it is given
-    /// back with the arguments.
+    /// back with the arguments, unless it lies within an argument's room (a function that
+    /// returns its argument, or a part of it): that room is given back once, as the
+    /// argument's.
     pub(crate) fn result(
         &mut self,
         store: &Store<Limiter>,
@@ -113,7 +115,9 @@ impl Strings {
             function: function.to_string(),
             message,
         };
-        self.allocated.push((ptr as i32, len as i32));
+        if !within_an_argument(ptr, len, &self.allocated) {
+            self.allocated.push((ptr as i32, len as i32));
+        }
         let data = self.memory.data(store);
         let bytes = data
             .get(ptr as usize..ptr as usize + len as usize)
@@ -136,6 +140,22 @@ impl Strings {
         }
         Ok(())
     }
+}
+
+/// Whether a result of `len` bytes at `ptr` lies within the room of one of the arguments
+/// `args` (`(ptr, len)`): the same room (an identity), or a part of it (a substring). An
+/// empty result lies within a room that starts at or before it and ends after it, or is the
+/// same empty room.
+fn within_an_argument(ptr: u32, len: u32, args: &[(i32, i32)]) -> bool {
+    let start = u64::from(ptr);
+    let end = start + u64::from(len);
+    args.iter().any(|(p, l)| {
+        let (s, e) = (
+            u64::from(*p as u32),
+            u64::from(*p as u32) + u64::from(*l as u32),
+        );
+        (start, end) == (s, e) || (s <= start && end <= e && start < e)
+    })
 }
 
 /// What is wrong with room of `len` bytes at `ptr` that `alloc` returned, in a memory of
@@ -164,7 +184,19 @@ fn misplaced(ptr: i32, len: i32, size: usize, before: &[(i32, i32)]) -> Option<S
 
 #[cfg(test)]
 mod tests {
-    use super::misplaced;
+    use super::{misplaced, within_an_argument};
+
+    #[test]
+    fn a_result_in_an_arguments_room_is_that_argument() {
+        let args = [(100, 10), (200, 0)];
+        assert!(within_an_argument(100, 10, &args), "the identity");
+        assert!(within_an_argument(102, 3, &args), "a substring");
+        assert!(within_an_argument(100, 0, &args), "an empty start");
+        assert!(within_an_argument(200, 0, &args), "the same empty room");
+        assert!(!within_an_argument(110, 0, &args), "just past it");
+        assert!(!within_an_argument(105, 10, &args), "running past it");
+        assert!(!within_an_argument(300, 4, &args), "elsewhere");
+    }
 
     #[test]
     fn room_must_lie_in_memory_and_apart_from_the_other_arguments() {

@@ -163,12 +163,19 @@ fn bulk_memory_work_that_fuel_does_not_count_is_stopped_by_the_wall_clock_backst
     .expect("valid text");
     let module = WasmModule::from_binary("fill.wasm", &wasm).expect("valid module");
     let d = Declaration::parse("fill(BIGINT) -> BIGINT").expect("valid");
-    let f = module.function(d, Limits::default()).expect("matches");
+    // A backstop of one tick of the epoch (100 ms), so that the test is quick; the default is
+    // 10 s.
+    let limits = Limits {
+        backstop: std::time::Duration::from_millis(1),
+        ..Limits::default()
+    };
+    let f = module.function(d, limits).expect("matches");
     let e = f.call(&[ints(vec![1])], 1).expect_err("stopped");
     assert!(matches!(e, UdfError::OutOfTime { .. }), "{e}");
     assert!(
-        e.to_string()
-            .starts_with("function `fill` ran for more than 10 s of wall-clock time"),
+        e.to_string().starts_with(
+            "function `fill` ran for more than 1ms of wall-clock time and was stopped"
+        ),
         "{e}"
     );
 }

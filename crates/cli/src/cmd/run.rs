@@ -209,6 +209,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Prepared::Run(c) => Some(*c),
     };
     let signals = crate::signals::install(Arc::clone(&stop));
+    // A user-defined function's call stuck in a built-in must not hold the stop up.
+    anduin_udf::stop_calls_when(Arc::clone(&stop));
     let places = crate::control::RunPlaces {
         checkpointing: checkpointing.is_some(),
         dead_letter: match &dead_letter {

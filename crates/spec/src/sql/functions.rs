@@ -8,8 +8,8 @@
 
 use anduin_types::Diagnostic;
 use sqlparser::ast::{
-    CreateFunction, CreateFunctionBody, DataType, Expr, FunctionReturnType, OperateFunctionArg,
-    Spanned, Statement, Value,
+    CreateFunction, CreateFunctionBody, DataType, Expr, FunctionReturnType, ObjectName,
+    ObjectNamePart, OperateFunctionArg, Spanned, Statement, Value,
 };
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -97,10 +97,28 @@ fn function_type(t: &DataType) -> Option<&'static str> {
     })
 }
 
+/// The function's name: one identifier, quoted or not, without its quotes. Quotes let a
+/// name be a keyword or hold any character; they do not make it case-sensitive, since
+/// function names are the same in any case (as in Flink: `"Bar"(x)`, `bar(x)` and `BAR(x)`
+/// call one function). A wasm function's name is also its module's export, as written.
+fn function_name(name: &ObjectName, at: anduin_types::Pos) -> Result<String, Diagnostic> {
+    match name.0.as_slice() {
+        [ObjectNamePart::Identifier(id)] if !id.value.trim().is_empty() => Ok(id.value.clone()),
+        [ObjectNamePart::Identifier(_)] => Err(Diagnostic::error(
+            at,
+            "a function needs a name: `CREATE FUNCTION name(…)`",
+        )),
+        _ => Err(Diagnostic::error(
+            at,
+            format!("function name `{name}`: a function's name is one identifier, without a schema or catalog: `CREATE FUNCTION name(…)`"),
+        )),
+    }
+}
+
 /// Lowers a parsed `CREATE FUNCTION`.
 pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
     let at = pos(cf.name.span().start);
-    let name = cf.name.to_string();
+    let name = function_name(&cf.name, at)?;
     if let Some(what) = super::reserved_function(&name) {
         return Err(Diagnostic::error(
             at,
@@ -274,6 +292,36 @@ INSERT INTO o SELECT add_one(x) AS y FROM t;";
                 format!("function name `{name}` is reserved: it is {what}, which the query reads as its own wherever it is called; give yours another name")
             );
         }
+    }
+
+    /// Issue 21, from the hostile probe: `CREATE FUNCTION "Bar"` declared a function named
+    /// `"Bar"`, quotes included, which no call could reach.
+    #[test]
+    fn a_quoted_name_is_the_name_without_its_quotes_and_a_qualified_one_is_refused() {
+        let spec = parse_sql(&format!(
+            "CREATE FUNCTION \"Bar\"(x BIGINT) RETURNS BIGINT LANGUAGE wasm AS 'm.wasm';\n{TAIL}"
+        ))
+        .expect("parses");
+        assert_eq!(spec.functions[0].name.as_str(), "Bar");
+        let d = parse_sql(&format!(
+            "CREATE FUNCTION \"Tumble\"(x BIGINT) RETURNS BIGINT LANGUAGE wasm AS 'm.wasm';\n{TAIL}"
+        ))
+        .expect_err("reserved, quoted or not");
+        assert!(
+            d.0[0]
+                .message
+                .starts_with("function name `Tumble` is reserved"),
+            "{}",
+            d.0[0].message
+        );
+        let d = parse_sql(&format!(
+            "CREATE FUNCTION s.f(x BIGINT) RETURNS BIGINT LANGUAGE wasm AS 'm.wasm';\n{TAIL}"
+        ))
+        .expect_err("qualified");
+        assert_eq!(
+            d.0[0].message,
+            "function name `s.f`: a function's name is one identifier, without a schema or catalog: `CREATE FUNCTION name(…)`"
+        );
     }
 
     #[test]
