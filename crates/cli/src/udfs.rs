@@ -59,7 +59,7 @@ fn register_one(
                     .map_or_else(String::new, |n| n.as_str().to_string())
             })
             .collect();
-        let function = JsFunction::new(declaration, &names, f.body.as_str(), Limits::default())
+        let function = JsFunction::new(declaration, &names, f.body.as_str(), limits())
             .map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?;
         return FunctionProvider::get()
             .register_scalar(Arc::new(function).into_scalar_udf())
@@ -76,9 +76,23 @@ fn register_one(
         }
     };
     let function = module
-        .function(declaration, Limits::default())
+        .function(declaration, limits())
         .map_err(|e| Diagnostic::error(f.pos, e.to_string()))?;
     register(function).map_err(|e| Diagnostic::error(f.pos, e))
+}
+
+/// The limits of the query's functions: the defaults. `ANDUIN_UDF_BACKSTOP` (a duration;
+/// undocumented, for tests, as `--fail-after` is) replaces the wall-clock backstop, so that a
+/// test of what happens before it fires (a stop signal) never races it on a loaded machine.
+fn limits() -> Limits {
+    let backstop = std::env::var("ANDUIN_UDF_BACKSTOP")
+        .ok()
+        .and_then(|t| anduin_types::parse_duration_ms(&t))
+        .map_or(Limits::DEFAULT_BACKSTOP, std::time::Duration::from_millis);
+    Limits {
+        backstop,
+        ..Limits::default()
+    }
 }
 
 /// Loads each module of `--udf` and registers the functions it declares in its
@@ -86,7 +100,7 @@ fn register_one(
 pub fn register_modules(paths: &[PathBuf]) -> Result<()> {
     for path in paths {
         let module = WasmModule::load(path)?;
-        let functions = module.declared_functions(Limits::default())?;
+        let functions = module.declared_functions(limits())?;
         for f in functions {
             let name = &f.declaration().name;
             if let Some(what) = anduin_spec::reserved_function(name) {

@@ -54,6 +54,8 @@ INSERT INTO out SELECT customer, stuck(amount) AS r FROM orders;",
         ))
         .args(["--var", "OUTPUT=out.csv"])
         .current_dir(dir.path())
+        // The 10 s backstop would stop the call too: far off, so that only the signal does.
+        .env("ANDUIN_UDF_BACKSTOP", "1h")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
