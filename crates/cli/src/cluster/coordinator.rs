@@ -105,6 +105,9 @@ pub enum SchedulerKind {
 pub enum ExitPoint {
     /// Per-task recovery recorded where a lost part goes, and sent nothing yet.
     PartRestored,
+    /// A worker's report that a part ended read, and nothing done with it: as a kill that
+    /// lands after the worker wrote the report and before the coordinator read it.
+    PartEndRead,
 }
 
 /// A registered worker.
@@ -787,7 +790,14 @@ fn serve_worker(
                 incarnation,
                 error,
             })) => {
+                cluster.exit_point(ExitPoint::PartEndRead);
                 let part = part.unwrap_or(id);
+                let noted = ToWorker::EndNoted {
+                    query: query.clone(),
+                    attempt,
+                    part,
+                    incarnation,
+                };
                 if let Some(a) = state
                     .queries
                     .get_mut(&query)
@@ -816,6 +826,9 @@ fn serve_worker(
                     });
                 }
                 cluster.changed.notify_all();
+                drop(state);
+                // Read and recorded (or stale): the worker may forget it.
+                let _ = to.send(&noted);
             }
             Ok(Some(other)) => tracing::warn!(?other, worker = id, "unexpected from a worker"),
             Ok(None) | Err(_) => {

@@ -51,7 +51,8 @@ pub enum ToCoordinator {
     /// commits what their sinks hold)? Answered with [`ToExecutor::EndAllowed`] when the
     /// executor still runs its part, by closing the connection when it does not.
     MayEnd,
-    /// An executor's process has ended (sent by its worker).
+    /// An executor's process has ended (sent by its worker, to every coordinator it
+    /// registers with until one answers [`ToWorker::EndNoted`]).
     PartEnded {
         query: String,
         attempt: u64,
@@ -102,6 +103,15 @@ pub enum ToWorker {
     /// Stop (kill) the executor of one part of this attempt, at this incarnation or an
     /// older one, if it runs (it is stuck: its part is restored).
     CancelPart {
+        query: String,
+        attempt: u64,
+        part: u32,
+        incarnation: u64,
+    },
+    /// The coordinator has read the worker's [`ToCoordinator::PartEnded`] of this part: the
+    /// worker may forget it. Until then the worker tells every coordinator it registers with
+    /// again (one killed before it read a report took the report with it).
+    EndNoted {
         query: String,
         attempt: u64,
         part: u32,

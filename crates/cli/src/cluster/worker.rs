@@ -55,24 +55,38 @@ type Key = (String, u64, u32, u64);
 /// The executors this worker runs.
 type Executors = Arc<Mutex<HashMap<Key, Child>>>;
 
-/// The connection to the coordinator, while there is one, and the reports waiting for it.
+/// The connection to the coordinator, while there is one, and the reports it has not noted.
 #[derive(Default)]
 struct Link {
     to: Option<proto::Sender>,
-    /// Parts that ended while the coordinator could not be told.
-    unsent: Vec<ToCoordinator>,
+    /// The ends of parts ([`ToCoordinator::PartEnded`]) that no coordinator has noted yet.
+    /// A report written to a coordinator is not one it read: killed first, it takes the
+    /// report with it, and the next coordinator would wait for the part's executor, which
+    /// is gone, until it gave the part (or, every part having ended, the attempt) up. So
+    /// each is told again to every coordinator the worker registers with, until one answers
+    /// [`ToWorker::EndNoted`].
+    unnoted: Vec<ToCoordinator>,
 }
 
 type SharedLink = Arc<Mutex<Link>>;
 
-/// Sends `msg` to the coordinator, or keeps it for when it is back.
+/// Sends the end of a part to the coordinator if it is there, and keeps it until the
+/// coordinator notes it.
 fn report(link: &SharedLink, msg: ToCoordinator) {
     let mut l = link.lock().unwrap_or_else(|p| p.into_inner());
-    let sent = l.to.as_ref().is_some_and(|to| to.send(&msg).is_ok());
-    if !sent {
+    if l.to.as_ref().is_some_and(|to| to.send(&msg).is_err()) {
         l.to = None;
-        l.unsent.push(msg);
     }
+    l.unnoted.push(msg);
+}
+
+/// Forgets the end of a part the coordinator has noted.
+fn noted(link: &SharedLink, query: &str, attempt: u64, part: u32, incarnation: u64) {
+    let mut l = link.lock().unwrap_or_else(|p| p.into_inner());
+    l.unnoted.retain(|m| {
+        !matches!(m, ToCoordinator::PartEnded { query: q, attempt: a, part: p, incarnation: i, .. }
+            if q == query && *a == attempt && *p == Some(part) && *i == incarnation)
+    });
 }
 
 pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
@@ -146,8 +160,8 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
         };
         {
             let mut l = link.lock().unwrap_or_else(|p| p.into_inner());
-            for msg in std::mem::take(&mut l.unsent) {
-                let _ = to.send(&msg);
+            for msg in &l.unnoted {
+                let _ = to.send(msg);
             }
             l.to = Some(to.clone());
         }
@@ -246,6 +260,12 @@ fn serve(
                     }
                 }
             }
+            Ok(Some(ToWorker::EndNoted {
+                query,
+                attempt,
+                part,
+                incarnation,
+            })) => noted(link, &query, attempt, part, incarnation),
             Ok(Some(ToWorker::Welcome { .. })) => {}
             Ok(None) | Err(_) => return,
         }
