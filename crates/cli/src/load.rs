@@ -73,10 +73,7 @@ pub fn load_to_run(
 pub fn as_it_runs(loaded: Loaded) -> Result<Loaded, LoadError> {
     // A stream selector takes append-only streams only.
     for node in &loaded.graph.nodes {
-        let hot = node
-            .def
-            .param("fault_tolerance")
-            .is_some_and(|p| p.value.as_text().as_str() == "hot-standby");
+        let hot = node.def.asks_hot_standby();
         let updating = node
             .outputs
             .iter()

@@ -79,11 +79,7 @@ pub fn check_change_after<C: Catalog>(
         return Err(ChangeRejected::NotAdjustable { adjustable, exists });
     }
     // The copies of a hot standby must compute the same rows: one changed alone would not.
-    if node
-        .def
-        .param("fault_tolerance")
-        .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
-    {
+    if node.def.asks_hot_standby() {
         return Err(ChangeRejected::Invalid(format!(
             "operator \"{operator}\" is a copy of a hot standby: changing its params while it runs is not supported yet (its copies would no longer compute the same rows, and the stream selector would mix them)"
         )));

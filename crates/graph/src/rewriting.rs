@@ -127,10 +127,7 @@ pub fn hot_standby_spec<C: Catalog>(
     spec: &Spec,
     catalog: &C,
 ) -> Result<Option<Spec>, RewriteQueryError> {
-    let asks = spec.operators.iter().any(|o| {
-        o.param("fault_tolerance")
-            .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
-    });
+    let asks = spec.operators.iter().any(|o| o.asks_hot_standby());
     if !asks {
         return Ok(None);
     }
@@ -146,9 +143,7 @@ pub fn hot_standby_spec<C: Catalog>(
     // Each copy runs as one instance: the rows of several instances would interleave in
     // another order in each copy, and the selector counts rows in order.
     for op in &mut copies.operators {
-        let copy = op
-            .param("fault_tolerance")
-            .is_some_and(|p| p.value.as_text().as_str() == "hot-standby");
+        let copy = op.asks_hot_standby();
         let parallel = catalog
             .signature(op.kind.as_str())
             .is_some_and(|s| s.param("parallelism").is_some());
@@ -166,10 +161,7 @@ fn reserved_names(spec: &Spec) -> Result<(), RewriteQueryError> {
     let hot: Vec<(&str, Vec<&str>)> = spec
         .operators
         .iter()
-        .filter(|o| {
-            o.param("fault_tolerance")
-                .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
-        })
+        .filter(|o| o.asks_hot_standby())
         .map(|o| {
             (
                 o.name.as_str(),
@@ -217,12 +209,7 @@ fn to_spec(original: &Spec, rewritten: &Graph) -> Result<Spec, GraphError> {
     use anduin_spec::{OperatorDef, OutputDef, Text};
     let own = |name: &str| original.operators.iter().find(|o| o.name.as_str() == name);
     // The hot-standby rules replicate exactly the operators that ask for it.
-    let replicated = |name: &str| {
-        own(name).is_some_and(|o| {
-            o.param("fault_tolerance")
-                .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
-        })
-    };
+    let replicated = |name: &str| own(name).is_some_and(|o| o.asks_hot_standby());
     // A new operator `X_replica_K` is copy K of X (a name of the query's own is never a copy:
     // see `reserved_names`).
     let copy_of = |name: &str| {

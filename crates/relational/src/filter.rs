@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anduin_expr::{compile_predicate, CompiledExpr, Scope};
 
-use crate::replica_safe::{asks_hot_standby, replica_safe};
+use crate::replica_safe::replica_safe;
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
 use anduin_types::{is_updating, Diagnostics};
@@ -49,7 +49,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let (stream, schema) = inputs.first().expect("arity checked: one input");
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("condition");
-    let replicated = asks_hot_standby(op);
+    let replicated = op.asks_hot_standby();
     let predicate = compile_predicate(text.as_str(), &scope)
         .and_then(|c| match is_updating(schema) {
             true => crate::map::updating_safe(&c, schema.fields().len() - 1).map(|()| c),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anduin_expr::{compile_projection, CompiledExpr, ExprError, Scope};
 
-use crate::replica_safe::{asks_hot_standby, replica_safe};
+use crate::replica_safe::replica_safe;
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
 use anduin_types::Diagnostics;
@@ -136,7 +136,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let (stream, schema) = inputs.first().expect("arity checked: one input");
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("columns");
-    let replicated = asks_hot_standby(op);
+    let replicated = op.asks_hot_standby();
     let exprs = compile_columns(text.as_str(), &scope, replicated)
         .map_err(|e| p.expr_error("columns", &text, e))?;
     // Over an updating stream, each row keeps its change kind (as the last column).

@@ -6,13 +6,6 @@
 //! which keep the request), when the query is checked and when a running one is changed.
 
 use anduin_expr::{ExprError, ExprSite};
-use anduin_spec::OperatorDef;
-
-/// Whether `op` asks for hot standby (its copies do too).
-pub(crate) fn asks_hot_standby(op: &OperatorDef) -> bool {
-    op.param("fault_tolerance")
-        .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
-}
 
 /// Refuses volatile function `volatile` in an expression at `site` of an operator in hot
 /// standby (`replicated`).

@@ -83,6 +83,13 @@ impl OperatorDef {
         self.params.iter().find(|p| p.name.as_str() == name)
     }
 
+    /// Whether it asks for hot standby (`param fault_tolerance = "hot-standby"`; the copies the
+    /// rewriting makes keep the request).
+    pub fn asks_hot_standby(&self) -> bool {
+        self.param("fault_tolerance")
+            .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
+    }
+
     /// Every param named `name`, in file order (for params that may be repeated).
     pub fn params_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Param> + 'a {
         self.params.iter().filter(move |p| p.name.as_str() == name)

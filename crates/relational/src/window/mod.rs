@@ -223,7 +223,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let codec = KeyCodec::new(Arc::new(Schema::new(key_fields.clone())))
         .map_err(|e| Diagnostics::from(p.error("keys", e)))?;
     let text = p.required("aggregates");
-    let replicated = crate::replica_safe::asks_hot_standby(op);
+    let replicated = op.asks_hot_standby();
     let aggs = compile_aggregates(text.as_str(), &Scope::new(*stream, Arc::clone(input)))
         .and_then(|aggs| {
             aggs.iter().try_for_each(|a| {
