@@ -139,14 +139,14 @@ pub(crate) fn instantiate(
                     .is_some_and(|n| graph.node(*n).survives_input_loss)
         })
         .collect();
+    let mut replicas = topology.replica_tasks(|n| graph.node(n).survives_input_loss);
     let mut wires = Wires::new(
         topology,
         shared.config.channel_capacity,
         net,
         &schema_of,
-        &survivors,
+        (&survivors, &replicas),
     )?;
-    let mut replicas = topology.replica_tasks(|n| graph.node(n).survives_input_loss);
     one_producer_per_replica(topology, &replicas)?;
     if resumable {
         replicas.iter_mut().for_each(|r| *r = false);
@@ -375,13 +375,15 @@ struct Wires {
 
 impl Wires {
     /// A bounded queue of `capacity` messages for every channel of `topology`; for a channel
-    /// between two workers, one at each end with the network between them.
+    /// between two workers, one at each end with the network between them. Per task:
+    /// `survivors`, its head goes on without an input (a stream selector); `copies`, it is a
+    /// copy of a hot standby (its producers are not held up while it is lost).
     fn new(
         topology: &Topology,
         capacity: usize,
         mut net: Option<&mut NetWiring>,
         schema_of: &dyn Fn(&Channel) -> Option<arrow::datatypes::SchemaRef>,
-        survivors: &[bool],
+        (survivors, copies): (&[bool], &[bool]),
     ) -> Result<Self, RuntimeError> {
         let mut senders = Vec::with_capacity(topology.channels.len());
         let mut receivers = Vec::with_capacity(topology.channels.len());
@@ -402,7 +404,8 @@ impl Wires {
             let (from, to) = (topology.worker_of(c.from), topology.worker_of(c.to));
             if net.runs(from) {
                 let (outlet, to_network) = channel(capacity);
-                net.producer_end(c, to, to_network, name.clone())?;
+                let to_copy = copies.get(c.to.task) == Some(&true);
+                net.producer_end(c, to, to_network, name.clone(), to_copy)?;
                 senders.push(Some(outlet));
             } else {
                 senders.push(None);

@@ -215,12 +215,15 @@ impl NetWiring {
 
     /// The producer's end of channel `c`, whose consumer runs on worker `to`: the bridge
     /// takes what the producer puts on `rx` once [`NetWiring::connect`] starts it.
+    /// `to_copy`: the consumer is a copy of a hot standby (while it is lost, the producer is
+    /// not held up: see [`outbound::Outbound::drain`]).
     pub(crate) fn producer_end(
         &mut self,
         c: &Channel,
         to: WorkerId,
         rx: Receiver<Envelope>,
         name: String,
+        to_copy: bool,
     ) -> Result<(), RuntimeError> {
         if self.peers.get(to).is_none() {
             return Err(RuntimeError::Network {
@@ -235,6 +238,7 @@ impl NetWiring {
             hello: self.hello(c, self.attempt),
             secret: self.listener.secret(),
             resumption: self.resumption.clone(),
+            drain: to_copy,
         };
         self.pending.push((out, name));
         Ok(())

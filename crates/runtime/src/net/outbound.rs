@@ -43,6 +43,12 @@ pub(super) struct Outbound {
     pub hello: Hello,
     pub secret: Option<Arc<[u8]>>,
     pub resumption: Option<Resumption>,
+    /// The edge feeds a copy of a hot standby: while that copy is lost, what the producer
+    /// sends goes into the backup (as long as it has room), so that the producer, and the
+    /// live copies it also feeds, are not held up by the lost one. Only such edges: on
+    /// others, a producer running on while its consumer is restored only lengthens the
+    /// restored consumer's catch-up.
+    pub drain: bool,
 }
 
 /// Where the producer is in its stream.
@@ -52,6 +58,9 @@ struct Progress {
     ended: bool,
     /// The newest barrier taken from the queue.
     last_barrier: u64,
+    /// A message taken from the queue while the consumer was lost, for which the backup had
+    /// no room: it goes out first, after the replay.
+    held: Option<Message>,
 }
 
 impl Outbound {
@@ -64,6 +73,7 @@ impl Outbound {
                 .map(|r| Backup::new(self.hello.from_epoch, r.backup_limit)),
             ended: false,
             last_barrier: self.hello.from_epoch,
+            held: None,
         };
         let mut at = self.peers.get(self.to).ok_or(NetError::NoAddress)?;
         let mut connect_for = CONNECT_FOR;
@@ -79,6 +89,7 @@ impl Outbound {
             // The consumer's worker is gone or cut off: wait for it to be restored
             // elsewhere (a new address), trying the old one meanwhile.
             let deadline = Instant::now() + r.wait;
+            let mut next_try = Instant::now();
             loop {
                 if Instant::now() >= deadline {
                     return Err(NetError::PeerNotBack {
@@ -86,12 +97,16 @@ impl Outbound {
                         last: lost.to_string(),
                     });
                 }
-                if let Some(moved) = self.peers.changed(self.to, at.1, Duration::from_secs(1)) {
+                self.take_while_lost(&mut progress);
+                if let Some(moved) = self.peers.changed(self.to, at.1, self.lost_pause()) {
                     at = moved;
                     break;
                 }
-                if TcpStream::connect_timeout(&at.0, Duration::from_millis(500)).is_ok() {
-                    break;
+                if Instant::now() >= next_try {
+                    if TcpStream::connect_timeout(&at.0, Duration::from_millis(500)).is_ok() {
+                        break;
+                    }
+                    next_try = Instant::now() + Duration::from_secs(1);
                 }
             }
             connect_for = Duration::from_secs(5);
@@ -107,7 +122,7 @@ impl Outbound {
         connect_for: Duration,
         progress: &mut Progress,
     ) -> Result<(), NetError> {
-        let stream = self.connect(at, connect_for)?;
+        let stream = self.connect(at, connect_for, progress)?;
         // Cut when the consumer's instances move while this connection still stands.
         let _watched = self.peers.watch(self.to, at.1, &stream);
         let mut reader = FrameReader::new(stream.try_clone().map_err(FrameError::from)?);
@@ -174,29 +189,32 @@ impl Outbound {
             return Err(NetError::ProducerGone);
         }
         loop {
-            let env = match self.rx.try_recv() {
-                Ok(env) => env,
-                Err(crossbeam_channel::TryRecvError::Empty) => {
-                    // Nothing more to send right now: what is buffered goes out.
-                    link.writer.flush().map_err(FrameError::from)?;
-                    self.rx.recv().map_err(|_| NetError::ProducerGone)?
-                }
-                Err(crossbeam_channel::TryRecvError::Disconnected) => {
-                    return Err(NetError::ProducerGone)
-                }
+            let msg = match progress.held.take() {
+                Some(msg) => msg,
+                None => match self.rx.try_recv() {
+                    Ok(env) => env.msg,
+                    Err(crossbeam_channel::TryRecvError::Empty) => {
+                        // Nothing more to send right now: what is buffered goes out.
+                        link.writer.flush().map_err(FrameError::from)?;
+                        self.rx.recv().map_err(|_| NetError::ProducerGone)?.msg
+                    }
+                    Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                        return Err(NetError::ProducerGone)
+                    }
+                },
             };
             if let Some(b) = progress.backup.as_mut() {
                 if let Some(r) = &self.resumption {
                     b.trim(r.completed.load(Ordering::SeqCst));
                 }
-                b.keep(&env.msg);
+                b.keep(&msg);
             }
-            let end = matches!(env.msg, Message::End);
-            if let Message::Barrier(b) = &env.msg {
+            let end = matches!(msg, Message::End);
+            if let Message::Barrier(b) = &msg {
                 progress.last_barrier = b.epoch.0;
             }
             progress.ended |= end;
-            link.send(&env.msg)?;
+            link.send(&msg)?;
             if end {
                 return self.finish(link, progress);
             }
@@ -307,7 +325,12 @@ impl Outbound {
     /// A connection to the consumer at `at`, retried for `within` while its worker does not
     /// listen yet. When the consumer's instances move meanwhile (they were restored in
     /// another process: [`Peers`]), the new address is tried at once, with a new `within`.
-    fn connect(&self, at: &mut (SocketAddr, u64), within: Duration) -> Result<TcpStream, NetError> {
+    fn connect(
+        &self,
+        at: &mut (SocketAddr, u64),
+        within: Duration,
+        progress: &mut Progress,
+    ) -> Result<TcpStream, NetError> {
         let mut deadline = Instant::now() + within;
         let mut pause = Duration::from_millis(10);
         loop {
@@ -320,7 +343,11 @@ impl Outbound {
                     if e.kind() == std::io::ErrorKind::ConnectionRefused
                         && Instant::now() < deadline =>
                 {
-                    if let Some(moved) = self.peers.changed(self.to, at.1, pause) {
+                    self.take_while_lost(progress);
+                    if let Some(moved) =
+                        self.peers
+                            .changed(self.to, at.1, pause.min(self.lost_pause()))
+                    {
                         *at = moved;
                         deadline = Instant::now() + within;
                         pause = Duration::from_millis(10);
@@ -329,6 +356,47 @@ impl Outbound {
                     }
                 }
                 Err(cause) => return Err(NetError::Connect { to: at.0, cause }),
+            }
+        }
+    }
+}
+
+impl Outbound {
+    /// How long to wait at a time for a lost consumer to move: short on an edge that drains
+    /// its producer's queue meanwhile ([`Outbound::drain`]).
+    fn lost_pause(&self) -> Duration {
+        if self.drain {
+            Duration::from_millis(20)
+        } else {
+            Duration::from_secs(1)
+        }
+    }
+
+    /// While the consumer is lost, on an edge that feeds a copy of a hot standby: takes what
+    /// the producer's task has sent into the backup, as long as the backup has room, so that
+    /// the task goes on feeding the live copies. A message with no room is held, to go out
+    /// first after the replay; nothing more is taken then (the producer waits, as it would
+    /// for a slow consumer). The backup is not trimmed meanwhile: the restored consumer asks
+    /// for the stream after the checkpoint it was restored from, and all of it must be here.
+    fn take_while_lost(&self, progress: &mut Progress) {
+        if !self.drain || progress.ended || progress.held.is_some() {
+            return;
+        }
+        let Some(backup) = progress.backup.as_mut() else {
+            return;
+        };
+        while let Ok(env) = self.rx.try_recv() {
+            if !backup.has_room_for(&env.msg) {
+                progress.held = Some(env.msg);
+                return;
+            }
+            backup.keep(&env.msg);
+            if let Message::Barrier(b) = &env.msg {
+                progress.last_barrier = b.epoch.0;
+            }
+            if matches!(env.msg, Message::End) {
+                progress.ended = true;
+                return;
             }
         }
     }

@@ -93,6 +93,12 @@ impl Backup {
         }
     }
 
+    /// Whether `msg` can be kept without outgrowing the limit (and the backup is not given
+    /// up until the next barrier).
+    pub(crate) fn has_room_for(&self, msg: &Message) -> bool {
+        !self.dropping && self.bytes + size(msg) <= self.limit
+    }
+
     /// Checkpoint `epoch` is complete: what came before its barrier is no longer needed.
     pub(crate) fn trim(&mut self, epoch: u64) {
         if epoch <= self.base || self.dropping {
@@ -141,7 +147,7 @@ impl Backup {
 /// The bytes `m` holds: a batch's rows, not the whole buffers a slice of a larger batch
 /// shares with the other slices (a reader cutting a file's rows into one-row batches counted
 /// the file's buffer once per row, and the backup overflowed at a few thousand rows).
-fn size(m: &Message) -> usize {
+pub(crate) fn size(m: &Message) -> usize {
     match m {
         Message::Data(b) => b
             .columns()

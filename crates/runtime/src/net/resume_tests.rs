@@ -88,6 +88,21 @@ fn producer_of(
     Sender<Envelope>,
     std::thread::JoinHandle<Result<(), NetError>>,
 ) {
+    producer_with(incarnation, from, peers, completed, (false, 64 << 20))
+}
+
+/// [`producer_of`], feeding a copy of a hot standby when `drain` (see
+/// [`outbound::Outbound::drain`]), with an upstream backup of `limit` bytes.
+fn producer_with(
+    incarnation: u64,
+    from: u64,
+    peers: &Arc<Peers>,
+    completed: &Arc<AtomicU64>,
+    (drain, limit): (bool, usize),
+) -> (
+    Sender<Envelope>,
+    std::thread::JoinHandle<Result<(), NetError>>,
+) {
     let (tx, rx) = crossbeam_channel::bounded(4);
     let (reports, _) = crossbeam_channel::unbounded();
     let out = outbound::Outbound {
@@ -101,12 +116,13 @@ fn producer_of(
         secret: None,
         resumption: Some(Resumption {
             completed: Arc::clone(completed),
-            backup_limit: 64 << 20,
+            backup_limit: limit,
             wait: Duration::from_secs(60),
             peers: Arc::clone(peers),
             reports,
             incarnation,
         }),
+        drain,
     };
     (tx, std::thread::spawn(move || out.run()))
 }
@@ -296,6 +312,77 @@ fn a_stale_producer_cannot_take_the_edge_back_from_its_restored_instance() {
     assert_eq!(values(&got), (0..40).collect::<Vec<_>>(), "each row once");
     completed.store(1, Ordering::SeqCst);
     restored
+        .join()
+        .expect("no panic")
+        .expect("the edge ran to its end");
+}
+
+/// Sends `msgs`, failing (instead of hanging) when the bridge does not take one for a long
+/// time: the bound only turns a hang into a failure, it is never what makes the test pass.
+fn put_unblocked(tx: &Sender<Envelope>, msgs: impl IntoIterator<Item = Message>) {
+    for msg in msgs {
+        tx.send_timeout(Envelope { seq: 0, msg }, Duration::from_secs(60))
+            .expect("the producer is not held up by its lost consumer");
+    }
+}
+
+#[test]
+fn a_producer_is_not_held_up_by_a_lost_copy_while_its_backup_has_room() {
+    let (first, first_rx, _) = consumer(0);
+    let peers = Peers::new([(1, first.local_addr())]);
+    let completed = Arc::new(AtomicU64::new(0));
+    let (tx, bridge) = producer_with(0, 0, &peers, &completed, (true, 64 << 20));
+    put(&tx, [rows(0, 10), barrier(1)]);
+    let got = take_until(&first_rx, Some(1));
+    assert_eq!(values(&got), (0..10).collect::<Vec<_>>());
+    // The copy's worker dies. The producer's queue holds 4 messages: without draining into
+    // the backup, the 5th send would wait for the copy to come back.
+    first.shutdown();
+    drop(first_rx);
+    put_unblocked(
+        &tx,
+        (1..40).flat_map(|i| [rows(i * 10, i * 10 + 10), barrier(i as u64 + 1)]),
+    );
+    put_unblocked(&tx, [Message::End]);
+    // Restored from checkpoint 0 (none completed): it gets everything, once, in order.
+    let (second, second_rx, _) = consumer(0);
+    peers.redirect(1, second.local_addr());
+    let got = take_until(&second_rx, None);
+    assert_eq!(values(&got), (0..400).collect::<Vec<_>>());
+    assert_eq!(epochs(&got), (1..=40).collect::<Vec<_>>());
+    completed.store(40, Ordering::SeqCst);
+    bridge
+        .join()
+        .expect("no panic")
+        .expect("the edge ran to its end");
+}
+
+#[test]
+fn a_producer_feeding_a_lost_copy_waits_once_the_backup_is_full_and_loses_nothing() {
+    let (first, first_rx, _) = consumer(0);
+    let peers = Peers::new([(1, first.local_addr())]);
+    let completed = Arc::new(AtomicU64::new(0));
+    // Room for a few batches of 10 rows only.
+    let limit = 3 * super::resume::size(&rows(0, 10));
+    let (tx, bridge) = producer_with(0, 0, &peers, &completed, (true, limit));
+    first.shutdown();
+    drop(first_rx);
+    // More than the backup and the queue hold: the producer waits (on another thread) once
+    // both are full, as for a slow consumer; the message taken without room is held.
+    let sender = std::thread::spawn(move || {
+        put(&tx, (0..20).map(|i| rows(i * 10, i * 10 + 10)));
+        put(&tx, [Message::End]);
+    });
+    let (second, second_rx, _) = consumer(0);
+    peers.redirect(1, second.local_addr());
+    let got = take_until(&second_rx, None);
+    assert_eq!(
+        values(&got),
+        (0..200).collect::<Vec<_>>(),
+        "each row once, in order"
+    );
+    sender.join().expect("the sender ran");
+    bridge
         .join()
         .expect("no panic")
         .expect("the edge ran to its end");

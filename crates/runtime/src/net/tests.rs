@@ -43,6 +43,7 @@ fn send_to(
         hello,
         secret: None,
         resumption: None,
+        drain: false,
     }
     .run()
 }
