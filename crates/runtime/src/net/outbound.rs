@@ -207,6 +207,19 @@ impl Outbound {
                 if let Some(r) = &self.resumption {
                     b.trim(r.completed.load(Ordering::SeqCst));
                 }
+                if self.drain && !b.has_room_for(&msg) {
+                    // Before a copy's backup outgrows its limit (and the copy could no longer
+                    // be resumed), what is buffered goes out: a connection already lost shows
+                    // here, and the message is held for after the replay instead.
+                    if let Err(e) = link.writer.flush() {
+                        progress.held = Some(msg);
+                        return Err(why_closed(
+                            &mut link.reader,
+                            link.writer.get_ref(),
+                            FrameError::from(e),
+                        ));
+                    }
+                }
                 b.keep(&msg);
             }
             let end = matches!(msg, Message::End);

@@ -365,12 +365,21 @@ fn a_producer_feeding_a_lost_copy_waits_once_the_backup_is_full_and_loses_nothin
     // Room for a few batches of 10 rows only.
     let limit = 3 * super::resume::size(&rows(0, 10));
     let (tx, bridge) = producer_with(0, 0, &peers, &completed, (true, limit));
+    // Connected first (a consumer closing during the handshake is a refusal, not a loss).
+    put(&tx, [rows(0, 10)]);
+    take_rows(&first_rx, 10);
+    // The copy is lost: its worker is known gone (the connection is cut) and nothing
+    // listens where it is to be restored yet.
+    let nowhere = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    peers.redirect(1, nowhere);
     first.shutdown();
     drop(first_rx);
     // More than the backup and the queue hold: the producer waits (on another thread) once
     // both are full, as for a slow consumer; the message taken without room is held.
     let sender = std::thread::spawn(move || {
-        put(&tx, (0..20).map(|i| rows(i * 10, i * 10 + 10)));
+        put(&tx, (1..20).map(|i| rows(i * 10, i * 10 + 10)));
         put(&tx, [Message::End]);
     });
     let (second, second_rx, _) = consumer(0);
