@@ -198,7 +198,8 @@ mod tests {
                 chaining: true,
                 default_parallelism: 2,
             },
-        );
+        )
+        .expect("the graph plans");
         let text = explain_text(&g, &plan);
         assert!(text.contains("  task 0: n0 (2 instances)\n"), "{text}");
         assert!(text.contains("  task 1: n1\n"), "{text}");

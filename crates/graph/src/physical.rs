@@ -7,8 +7,12 @@
 //! is a channel between tasks. A channel into a parallel task is partitioned by the keys its
 //! head operator splits its input by (rows with equal keys reach the same instance); a
 //! channel into a single instance gathers from every instance of its producer.
+//!
+//! How many instances each operator runs as is not decided here: it is what the partitioning
+//! rules make of the query ([`crate::partitioning`], the paper's pattern 4).
 
 use crate::logical::{LogicalGraph, NodeId, StreamId};
+use crate::partitioning::{self, PartitioningError};
 
 /// One task: a chain of operators run by one event loop per instance.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,7 +89,10 @@ impl Default for PlanOptions {
 impl PhysicalPlan {
     /// Plans `graph`, fusing chains when `chaining` is on, with every operator at its own
     /// parallelism or 1.
-    pub fn from_graph<B>(graph: &LogicalGraph<B>, chaining: bool) -> Self {
+    pub fn from_graph<B>(
+        graph: &LogicalGraph<B>,
+        chaining: bool,
+    ) -> Result<Self, PartitioningError> {
         Self::plan(
             graph,
             PlanOptions {
@@ -95,21 +102,22 @@ impl PhysicalPlan {
         )
     }
 
-    /// The parallelism of node `n` under `options`.
-    pub fn parallelism_of<B>(graph: &LogicalGraph<B>, n: NodeId, options: PlanOptions) -> usize {
-        let node = graph.node(n);
-        match (node.parallelism, node.parallelizable) {
-            (Some(p), _) => p.max(1),
-            (None, true) => options.default_parallelism.max(1),
-            (None, false) => 1,
-        }
+    /// The instances of every node of `graph` (by [`NodeId`]) under `options`: what the
+    /// partitioning rules make of each operator's `parallelism`, or of the default for those
+    /// that can run in parallel and set none.
+    pub fn instances<B>(
+        graph: &LogicalGraph<B>,
+        options: PlanOptions,
+    ) -> Result<Vec<usize>, PartitioningError> {
+        partitioning::instances(graph, options.default_parallelism)
     }
 
     /// Plans `graph` under `options`.
-    pub fn plan<B>(graph: &LogicalGraph<B>, options: PlanOptions) -> Self {
-        let parallelism: Vec<usize> = (0..graph.nodes.len())
-            .map(|i| Self::parallelism_of(graph, NodeId(i), options))
-            .collect();
+    pub fn plan<B>(
+        graph: &LogicalGraph<B>,
+        options: PlanOptions,
+    ) -> Result<Self, PartitioningError> {
+        let parallelism = Self::instances(graph, options)?;
         let mut task_of: Vec<Option<usize>> = vec![None; graph.nodes.len()];
         let mut tasks: Vec<TaskPlan> = Vec::new();
         for &id in &graph.topo {
@@ -171,7 +179,15 @@ impl PhysicalPlan {
                 tasks[to_task].inputs.push(id);
             }
         }
-        PhysicalPlan { tasks, channels }
+        Ok(PhysicalPlan { tasks, channels })
+    }
+
+    /// How many instances run node `n`: its task's (1 for a node the plan does not hold).
+    pub fn instances_of(&self, n: NodeId) -> usize {
+        self.tasks
+            .iter()
+            .find(|t| t.chain.contains(&n))
+            .map_or(1, |t| t.parallelism)
     }
 
     /// The channels that leave `task`.
@@ -281,7 +297,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_straight_line_fuses_into_one_task() {
-        let plan = PhysicalPlan::from_graph(&graph(3, &[(0, 1), (1, 2)]), true);
+        let plan =
+            PhysicalPlan::from_graph(&graph(3, &[(0, 1), (1, 2)]), true).expect("the graph plans");
         assert_eq!(plan.tasks.len(), 1);
         assert_eq!(plan.tasks[0].chain, vec![NodeId(0), NodeId(1), NodeId(2)]);
         assert!(plan.channels.is_empty());
@@ -289,7 +306,8 @@ pub(crate) mod tests {
 
     #[test]
     fn without_chaining_every_operator_is_a_task() {
-        let plan = PhysicalPlan::from_graph(&graph(3, &[(0, 1), (1, 2)]), false);
+        let plan =
+            PhysicalPlan::from_graph(&graph(3, &[(0, 1), (1, 2)]), false).expect("the graph plans");
         assert_eq!(plan.tasks.len(), 3);
         assert_eq!(plan.channels.len(), 2);
     }
@@ -297,7 +315,8 @@ pub(crate) mod tests {
     #[test]
     fn a_union_starts_a_task_and_its_successor_joins_it() {
         // 0 and 1 are sources, 2 unions them, 3 reads the union.
-        let plan = PhysicalPlan::from_graph(&graph(4, &[(0, 2), (1, 2), (2, 3)]), true);
+        let plan = PhysicalPlan::from_graph(&graph(4, &[(0, 2), (1, 2), (2, 3)]), true)
+            .expect("the graph plans");
         let chains: Vec<Vec<usize>> = plan
             .tasks
             .iter()
@@ -314,7 +333,7 @@ pub(crate) mod tests {
         let mut g = graph(3, &[(0, 1), (1, 2)]);
         g.nodes[1].parallelism = Some(4);
         g.nodes[1].partition_by = vec![Some(vec![1])];
-        let plan = PhysicalPlan::plan(&g, PlanOptions::default());
+        let plan = PhysicalPlan::plan(&g, PlanOptions::default()).expect("the graph plans");
         let shape: Vec<(Vec<usize>, usize)> = plan
             .tasks
             .iter()
@@ -336,7 +355,8 @@ pub(crate) mod tests {
                 chaining: true,
                 default_parallelism: 2,
             },
-        );
+        )
+        .expect("the graph plans");
         assert_eq!(
             plan.tasks.iter().map(|t| t.parallelism).collect::<Vec<_>>(),
             vec![1, 2]
@@ -362,7 +382,7 @@ pub(crate) mod tests {
             chaining: true,
             default_parallelism: 3,
         };
-        let plan = PhysicalPlan::plan(&g, options);
+        let plan = PhysicalPlan::plan(&g, options).expect("the graph plans");
         assert_eq!(shape(&plan), vec![(vec![0], 3), (vec![1], 3), (vec![2], 1)]);
         assert_eq!(plan.channels[0].partitioning, Partitioning::Hash(vec![0]));
         assert_eq!(plan.channels[1].partitioning, Partitioning::Gather);
@@ -370,7 +390,7 @@ pub(crate) mod tests {
         // Straight into a single instance: every source instance feeds it.
         let mut g = graph(2, &[(0, 1)]);
         g.nodes[0].parallelizable = true;
-        let plan = PhysicalPlan::plan(&g, options);
+        let plan = PhysicalPlan::plan(&g, options).expect("the graph plans");
         assert_eq!(shape(&plan), vec![(vec![0], 3), (vec![1], 1)]);
         assert_eq!(plan.channels[0].partitioning, Partitioning::Gather);
     }
@@ -380,14 +400,15 @@ pub(crate) mod tests {
         let mut g = graph(3, &[(0, 1), (1, 2)]);
         g.nodes[0].parallelism = Some(2);
         g.nodes[1].parallelism = Some(2);
-        let plan = PhysicalPlan::plan(&g, PlanOptions::default());
+        let plan = PhysicalPlan::plan(&g, PlanOptions::default()).expect("the graph plans");
         assert_eq!(shape(&plan), vec![(vec![0, 1], 2), (vec![2], 1)]);
         assert_eq!(plan.channels.len(), 1);
     }
 
     #[test]
     fn a_stream_read_twice_is_not_fused() {
-        let plan = PhysicalPlan::from_graph(&graph(3, &[(0, 1), (0, 2)]), true);
+        let plan =
+            PhysicalPlan::from_graph(&graph(3, &[(0, 1), (0, 2)]), true).expect("the graph plans");
         assert_eq!(plan.tasks.len(), 3);
         assert_eq!(plan.outputs_of(0).count(), 2);
     }

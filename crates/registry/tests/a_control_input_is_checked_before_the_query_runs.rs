@@ -76,7 +76,7 @@ fn a_checked_control_input_is_broadcast_and_explained() {
     let control = op.control.as_ref().expect("a control input");
     assert_eq!((control.port, control.stream.as_str()), (1, "changeRows"));
     assert_eq!(op.data_inputs().len(), 1);
-    let plan = PhysicalPlan::from_graph(&graph, true);
+    let plan = PhysicalPlan::from_graph(&graph, true).expect("the graph plans");
     let channel = plan
         .channels
         .iter()

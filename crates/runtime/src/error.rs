@@ -69,6 +69,10 @@ pub enum RuntimeError {
         /// What went wrong.
         message: String,
     },
+    /// The query could not be planned (the partitioning rules could not split it): nothing
+    /// ran.
+    #[error("cannot plan the query: {0}")]
+    Plan(#[from] anduin_graph::PartitioningError),
 }
 
 /// One task instance failed: which one, and why.

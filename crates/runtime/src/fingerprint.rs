@@ -2,11 +2,11 @@
 //! checkpoint still fits the query.
 
 use anduin_checkpoint::plan::{OperatorFingerprint, PlanFingerprint};
-use anduin_graph::{describe_schema, LogicalGraph, PhysicalPlan, PlanOptions};
+use anduin_graph::{describe_schema, LogicalGraph, PhysicalPlan};
 use anduin_operator_api::Bound;
 
-/// The fingerprint of `graph` planned with `options`.
-pub fn fingerprint(graph: &LogicalGraph<Bound>, options: PlanOptions) -> PlanFingerprint {
+/// The fingerprint of `graph` planned as `plan`.
+pub fn fingerprint(graph: &LogicalGraph<Bound>, plan: &PhysicalPlan) -> PlanFingerprint {
     let operators = graph
         .topo
         .iter()
@@ -32,7 +32,7 @@ pub fn fingerprint(graph: &LogicalGraph<Bound>, options: PlanOptions) -> PlanFin
                     .collect(),
                 inputs: schemas(&node.inputs),
                 outputs: schemas(&node.outputs),
-                parallelism: PhysicalPlan::parallelism_of(graph, *id, options),
+                parallelism: plan.instances_of(*id),
             }
         })
         .collect();

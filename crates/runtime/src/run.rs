@@ -48,7 +48,7 @@ pub fn run(
         chaining: config.chaining,
         default_parallelism: config.parallelism,
     };
-    let plan = PhysicalPlan::plan(graph, options);
+    let plan = PhysicalPlan::plan(graph, options)?;
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     let abort = Arc::new(AtomicBool::new(false));
     let mut net = config
@@ -62,7 +62,7 @@ pub fn run(
         channels = topology.channels.len(),
         "starting query"
     );
-    let plan_print = fingerprint(graph, options);
+    let plan_print = fingerprint(graph, &plan);
     choose_restore(config, &plan_print)?;
     let channels = ChannelCount {
         all: topology.channels.len(),
@@ -115,7 +115,7 @@ pub fn run(
                 settings: c,
                 sources: source_instances(&topology),
                 plan: plan_print,
-                twins: replica_twins(graph, options),
+                twins: replica_twins(graph, &plan),
             };
             start_checkpointing(start, &checkpoint_counters, config, &ctx)?
         }
@@ -419,7 +419,7 @@ struct CheckpointStart<'a> {
 /// The instance keys of the replicas of each hot standby in `graph`, in groups: the
 /// operators feeding a node that survives the loss of an input (a stream selector), instance
 /// by instance. Their states at a barrier are the same (see `coordinator::fill_from_twins`).
-fn replica_twins(graph: &LogicalGraph<Bound>, options: PlanOptions) -> Vec<Vec<String>> {
+fn replica_twins(graph: &LogicalGraph<Bound>, plan: &PhysicalPlan) -> Vec<Vec<String>> {
     let mut groups = Vec::new();
     for node in graph.nodes.iter().filter(|n| n.survives_input_loss) {
         let producers: Vec<_> = node
@@ -430,12 +430,12 @@ fn replica_twins(graph: &LogicalGraph<Bound>, options: PlanOptions) -> Vec<Vec<S
         let Some(first) = producers.first() else {
             continue;
         };
-        for instance in 0..PhysicalPlan::parallelism_of(graph, *first, options) {
+        for instance in 0..plan.instances_of(*first) {
             groups.push(
                 producers
                     .iter()
                     .map(|p| {
-                        let parallelism = PhysicalPlan::parallelism_of(graph, *p, options);
+                        let parallelism = plan.instances_of(*p);
                         instance_key(graph.node(*p).name(), instance, parallelism)
                     })
                     .collect(),
@@ -592,12 +592,12 @@ pub fn coordinate(
         chaining: config.chaining,
         default_parallelism: config.parallelism,
     };
-    let plan = PhysicalPlan::plan(graph, options);
+    let plan = PhysicalPlan::plan(graph, options)?;
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     if !placement.is_empty() {
         topology.assign(|id| WorkerId(placement.get(id).copied().unwrap_or(u32::MAX)));
     }
-    let plan_print = fingerprint(graph, options);
+    let plan_print = fingerprint(graph, &plan);
     choose_restore(config, &plan_print)?;
     let counters = Arc::new(CheckpointCounters::default());
     let sources = source_instances(&topology);
@@ -612,7 +612,7 @@ pub fn coordinate(
             }
         }
     }
-    let twins = replica_twins(graph, options);
+    let twins = replica_twins(graph, &plan);
     let mut coordinator =
         checkpoint_coordinator(c, tasks, sources, plan_print, twins, &counters, config)?;
     if let Some(epoch) = taking_over {

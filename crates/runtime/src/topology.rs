@@ -452,7 +452,7 @@ operator name = "drop", type = "discard" {
     fn topology(query: &str, options: PlanOptions) -> (Topology, LogicalGraph<Bound>) {
         let spec = anduin_spec::parse_flow(query).expect("the query parses");
         let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("the query checks");
-        let plan = PhysicalPlan::plan(&graph, options);
+        let plan = PhysicalPlan::plan(&graph, options).expect("the graph plans");
         let topology = Topology::new(&graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
         (topology, graph)
     }

@@ -56,6 +56,15 @@ pub struct Compiled {
     pub tasks: Vec<TaskRef>,
     /// Each task instance's name (its operators, and ` #i`), by its number in the run.
     pub instance_names: Vec<String>,
+    /// Its physical plan (the instances are what the partitioning rules made of it).
+    pub plan: PhysicalPlan,
+}
+
+impl Compiled {
+    /// Every instance of every task of its plan, unplaced.
+    pub fn topology(&self) -> Topology {
+        topology_of(&self.loaded, &self.plan)
+    }
 }
 
 /// The state of one attempt of a query.
@@ -195,7 +204,8 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         }
         Err(LoadError::Other(e)) => return Err(e),
     };
-    let topo = topology(&loaded, &args);
+    let plan = PhysicalPlan::plan(&loaded.graph, plan_options(&args))?;
+    let topo = topology_of(&loaded, &plan);
     let tasks = topo
         .instances()
         .map(|i| TaskRef {
@@ -210,14 +220,18 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         loaded,
         tasks,
         instance_names,
+        plan,
     })
 }
 
-pub(super) fn topology(loaded: &Loaded, args: &RunArgs) -> Topology {
-    let plan = PhysicalPlan::plan(&loaded.graph, plan_options(args));
-    Topology::new(&loaded.graph, &plan, |n| {
-        matches!(n.bound, Bound::Source(_))
-    })
+/// The topology of `loaded` planned as `args` ask.
+pub(super) fn topology(loaded: &Loaded, args: &RunArgs) -> Result<Topology> {
+    let plan = PhysicalPlan::plan(&loaded.graph, plan_options(args))?;
+    Ok(topology_of(loaded, &plan))
+}
+
+fn topology_of(loaded: &Loaded, plan: &PhysicalPlan) -> Topology {
+    Topology::new(&loaded.graph, plan, |n| matches!(n.bound, Bound::Source(_)))
 }
 
 fn plan_options(args: &RunArgs) -> PlanOptions {
@@ -267,7 +281,7 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
             query: QueryId(name.to_string()),
             fingerprint: serde_json::to_string(&anduin_runtime::fingerprint(
                 &compiled.loaded.graph,
-                plan_options(&compiled.args),
+                &compiled.plan,
             ))
             .unwrap_or_default(),
             tasks: compiled.tasks.iter().copied().collect(),
@@ -630,7 +644,7 @@ fn start_checkpointer(
             .with(Arc::new(LastCheckpoint {
                 cluster: Arc::clone(cluster),
                 query: name.to_string(),
-                producers: producers(&topology(&compiled.loaded, &compiled.args)),
+                producers: producers(&compiled.topology()),
             }))
             .with(Arc::new(cluster.api.event_feed(name))),
         control: Some(control),
@@ -1097,10 +1111,7 @@ pub(super) fn placement_constraints(
 /// `anduin_coordinator::place`).
 fn place(cluster: &Cluster, name: &str, compiled: &Compiled) -> Result<Option<Vec<u32>>> {
     let tasks = &compiled.tasks;
-    let distinct = placement_constraints(
-        &topology(&compiled.loaded, &compiled.args),
-        &compiled.loaded.graph,
-    );
+    let distinct = placement_constraints(&compiled.topology(), &compiled.loaded.graph);
     let mut state = cluster.lock();
     // A task keeps the worker its life has it on (if that worker is live); the others are
     // placed anew.
@@ -1548,7 +1559,7 @@ mod tests {
     fn constraints(query: &str) -> Vec<Constraint> {
         let spec = anduin_spec::parse_flow(query).expect("the query parses");
         let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("the query checks");
-        let plan = PhysicalPlan::plan(&graph, PlanOptions::default());
+        let plan = PhysicalPlan::plan(&graph, PlanOptions::default()).expect("the graph plans");
         let topo = Topology::new(&graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
         placement_constraints(&topo, &graph)
     }

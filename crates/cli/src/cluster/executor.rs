@@ -231,7 +231,7 @@ fn same_plan(d: &Deployment, loaded: &Loaded, args: &RunArgs) -> Result<()> {
     if d.instances.is_empty() {
         return Ok(());
     }
-    let ours: Vec<String> = super::driver::topology(loaded, args)
+    let ours: Vec<String> = super::driver::topology(loaded, args)?
         .instances()
         .map(|i| i.name.clone())
         .collect();

@@ -22,9 +22,7 @@ use anduin_runtime::Event;
 use anyhow::{Context, Result};
 
 use super::coordinator::{Cluster, ExitPoint};
-use super::driver::{
-    current, instance_workers, placement_constraints, placement_names, topology, Compiled,
-};
+use super::driver::{current, instance_workers, placement_constraints, placement_names, Compiled};
 use super::proto::{Deployment, ToExecutor, ToWorker};
 
 /// How long a restored part's executor has to report.
@@ -46,7 +44,7 @@ pub(super) fn restore_part(
     dir: &Path,
     number: u64,
 ) -> Result<Option<String>> {
-    let topo = topology(&compiled.loaded, &compiled.args);
+    let topo = compiled.topology();
     let (lost, choice, dead_hosts, failed) = {
         let state = cluster.lock();
         let a = current(&state, name, number).context("the attempt is gone")?;

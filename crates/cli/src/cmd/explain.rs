@@ -90,7 +90,7 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
             chaining: !args.no_chaining,
             default_parallelism: args.parallelism.max(1),
         },
-    );
+    )?;
     let out = match args.format {
         Format::Text => explain_text(&loaded.graph, &plan),
         Format::Dot => explain_dot(&loaded.graph, &plan),

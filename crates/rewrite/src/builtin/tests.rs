@@ -20,6 +20,7 @@ fn the_built_in_rules_parse_one_per_pattern() {
             "hot_standby_2",
             "partitioning",
             "partitioning_2",
+            "partitioning_source",
             "pipelining"
         ]
     );
@@ -133,6 +134,19 @@ fn partitioning_a_join_splits_both_inputs() -> R {
                    splitter_1 := splitter{by = "key-group", n = "2"}(l := reader),
                    splitter_2 := splitter{by = "key-group", n = "2"}(r := reader)),
                  j_replica_1 := join{parallelism = "2"}@{p*}(splitter_1, splitter_2)))"#
+        )?
+    );
+    Ok(())
+}
+
+#[test]
+fn partitioning_a_source_runs_its_instances_side_by_side_without_a_splitter() -> R {
+    assert_eq!(
+        builtin(r#"sink := writer(f := filter(src := nexmark{parallelism = "2"}))"#)?,
+        expected(
+            r#"sink := writer(f := filter(merge_1 := merge(
+                 src := nexmark{parallelism = "2"}@{p*},
+                 src_replica_1 := nexmark{parallelism = "2"}@{p*})))"#
         )?
     );
     Ok(())

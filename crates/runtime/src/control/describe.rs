@@ -202,7 +202,8 @@ operator name = "sink", type = "writer" {
                 chaining: true,
                 default_parallelism: 2,
             },
-        );
+        )
+        .expect("the graph plans");
         let mut t = Topology::new(&graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
         t.spread(2);
         let info = topology(&graph, &t);

@@ -1,0 +1,160 @@
+//! How many instances each operator runs as: what the built-in partitioning rules (the paper's
+//! pattern 4, `anduin-rewrite`'s `partitioning`, `partitioning_2` and `partitioning_source`)
+//! make of the query. The physical planner takes its instance counts from here, so that
+//! `param parallelism` and `--parallelism` are applied by the rules, as `explain --rewritten`
+//! shows them, and nowhere else.
+//!
+//! The query's data flow (control inputs left out: a control stream goes to every instance,
+//! it is not split) becomes a rule graph; each parallelizable operator without a parallelism of
+//! its own is given the query's default (`--parallelism`); the rules are applied; then every
+//! `merge` a partitioning rule made is read back: it unites the copies of one operator, its
+//! first input being the operator itself, and their number is the operator's instance count.
+//! An operator no rule partitioned runs as one instance.
+
+use std::collections::HashMap;
+
+use anduin_rewrite::{builtin_rules, rewrite, Facts, Graph, Operator};
+
+use crate::logical::LogicalGraph;
+
+/// The rules applied here: the built-in ones whose name starts with this.
+const RULES: &str = "partitioning";
+
+/// Why the instances of a query could not be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PartitioningError {
+    /// The partitioning rules could not be applied to the query (an operator asks for more
+    /// instances than a rule may make: `anduin_rewrite::MAX_COPIES`).
+    #[error("the partitioning rule cannot split the query: {0}")]
+    Rule(String),
+}
+
+/// The instances of each node of `graph`, by [`NodeId`], when operators that can run in
+/// parallel and set no `parallelism` of their own run `default` instances.
+pub fn instances<B>(
+    graph: &LogicalGraph<B>,
+    default: usize,
+) -> Result<Vec<usize>, PartitioningError> {
+    let before = rule_graph(graph, default);
+    let mut rules = builtin_rules();
+    rules.rules.retain(|r| r.name.starts_with(RULES));
+    // Each operator is partitioned at most once: as many applications as operators.
+    let limit = graph.nodes.len().max(1);
+    let after = rewrite(&before, &rules, &NoFacts, limit)
+        .map_err(|e| PartitioningError::Rule(e.to_string()))?;
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for (_, op) in after.graph.iter() {
+        let made_by_rule = op
+            .marks
+            .iter()
+            .any(|m| m.rule.starts_with(RULES) && m.role.is_none());
+        if op.kind != "merge" || !made_by_rule {
+            continue;
+        }
+        let Some(first) = op.inputs.first().and_then(|i| after.graph.get(*i)) else {
+            continue;
+        };
+        count.insert(first.name.as_str(), op.inputs.len());
+    }
+    Ok(graph
+        .nodes
+        .iter()
+        .map(|n| count.get(n.name()).copied().unwrap_or(1))
+        .collect())
+}
+
+/// `graph`'s data flow as the rules see it: each node in topological order, its params as
+/// text (`parallelism` as the check read it), its inputs the producers of its data inputs,
+/// and `parallelism = default` on a node that can run in parallel and sets none.
+fn rule_graph<B>(graph: &LogicalGraph<B>, default: usize) -> Graph {
+    let mut g = Graph::new();
+    let mut id_of = HashMap::new();
+    for &n in &graph.topo {
+        let node = graph.node(n);
+        let inputs = node
+            .data_inputs()
+            .iter()
+            .map(|s| id_of[&graph.stream(*s).producer.0 .0])
+            .collect();
+        let mut op = Operator::new(node.name(), node.kind()).with_inputs(inputs);
+        for p in &node.def.params {
+            op = op.with_param(p.name.as_str(), p.value.as_text().as_str());
+        }
+        match node.parallelism {
+            Some(p) => op = op.with_param("parallelism", p.to_string()),
+            None if node.parallelizable && default >= 2 => {
+                op = op.with_param("parallelism", default.to_string());
+            }
+            None => {}
+        }
+        let id = g
+            .add(op)
+            .expect("a checked graph's names are unique and its producers come first");
+        id_of.insert(n.0, id);
+    }
+    g
+}
+
+/// The partitioning rules ask nothing of operators beyond their params.
+struct NoFacts;
+
+impl Facts for NoFacts {
+    fn is_stateless(&self, _op: &Operator) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::physical::tests::graph;
+
+    #[test]
+    fn an_operator_s_own_parallelism_is_what_the_rule_makes_of_it() {
+        // 0 source, 1 keyed at parallelism 4, 2 after it.
+        let mut g = graph(3, &[(0, 1), (1, 2)]);
+        g.nodes[1].parallelism = Some(4);
+        g.nodes[1].parallelizable = true;
+        assert_eq!(instances(&g, 1), Ok(vec![1, 4, 1]));
+    }
+
+    #[test]
+    fn the_default_goes_to_operators_that_can_run_in_parallel_and_set_none() {
+        let mut g = graph(4, &[(0, 1), (1, 2), (2, 3)]);
+        g.nodes[1].parallelizable = true;
+        g.nodes[2].parallelizable = true;
+        g.nodes[2].parallelism = Some(1);
+        assert_eq!(instances(&g, 3), Ok(vec![1, 3, 1, 1]));
+        assert_eq!(instances(&g, 1), Ok(vec![1, 1, 1, 1]));
+    }
+
+    #[test]
+    fn two_parallel_operators_one_after_the_other_are_each_partitioned() {
+        let mut g = graph(4, &[(0, 1), (1, 2), (2, 3)]);
+        for n in [1, 2] {
+            g.nodes[n].parallelizable = true;
+        }
+        g.nodes[2].parallelism = Some(2);
+        assert_eq!(instances(&g, 3), Ok(vec![1, 3, 2, 1]));
+    }
+
+    #[test]
+    fn a_parallel_source_and_a_parallel_join_are_partitioned_too() {
+        // 0 and 1 sources, 2 a join of both.
+        let mut g = graph(3, &[(0, 2), (1, 2)]);
+        for n in [0, 2] {
+            g.nodes[n].parallelizable = true;
+        }
+        g.nodes[0].parallelism = Some(2);
+        assert_eq!(instances(&g, 5), Ok(vec![2, 1, 5]));
+    }
+
+    #[test]
+    fn more_instances_than_a_rule_may_make_is_an_error_not_fewer_instances() {
+        let mut g = graph(2, &[(0, 1)]);
+        g.nodes[1].parallelizable = true;
+        g.nodes[1].parallelism = Some(5000);
+        let err = instances(&g, 1).expect_err("too many");
+        assert!(err.to_string().contains("5000"), "{err}");
+    }
+}
