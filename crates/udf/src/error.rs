@@ -181,6 +181,33 @@ pub enum UdfError {
         /// What was wrong.
         message: String,
     },
+    /// An aggregate's body lacks a function it must export (`create_state`, `accumulate`),
+    /// exports something other than a function under one of the names an aggregate's
+    /// functions have, or its top level waits for something that never comes.
+    #[error("aggregate `{function}`: {message}")]
+    AggregateBody {
+        /// The aggregate.
+        function: String,
+        /// What is wrong, and what to write instead.
+        message: String,
+    },
+    /// An aggregate's function gave no state (`undefined`), or a state that cannot be
+    /// written to a checkpoint and read back the same (not plain JSON data).
+    #[error("aggregate `{function}`: {message}")]
+    AggregateState {
+        /// The aggregate.
+        function: String,
+        /// What it gave, and where.
+        message: String,
+    },
+    /// Two states of an aggregate must be combined into one, and it exports no `merge`.
+    #[error("aggregate `{function}` exports no `merge(state1, state2)`, which {needed} needs: export one from its body")]
+    NoMerge {
+        /// The aggregate.
+        function: String,
+        /// What needs it: `a sliding window`, `a session window`.
+        needed: String,
+    },
     /// The module broke the ABI (a pointer out of its memory, a result that is not UTF-8).
     #[error("function `{function}` broke the string ABI: {message}")]
     Abi {

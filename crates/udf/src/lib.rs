@@ -98,6 +98,7 @@
 
 mod abi;
 mod call;
+mod coerce;
 mod columns;
 mod declare;
 mod error;
@@ -108,12 +109,13 @@ mod module;
 mod scalar;
 mod stop;
 mod strings;
+mod udaf;
 
 pub use abi::SqlType;
 pub use declare::Declaration;
 pub use error::UdfError;
 pub use function::WasmFunction;
-pub use js::JsFunction;
+pub use js::{GroupStates, JsAggregate, JsFunction};
 pub use limits::Limits;
 pub use module::{WasmModule, DECLARATIONS_SECTION};
 pub use stop::stop_calls_when;
