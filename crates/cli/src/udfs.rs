@@ -1,7 +1,8 @@
 //! A query's user-defined functions: the WebAssembly modules of its `CREATE FUNCTION`s and
 //! of `--udf`, loaded, checked against their declarations, and its inline JavaScript
-//! functions, compiled; all registered so that the
-//! query's expressions can call them (`anduin_expr::FunctionProvider::register_scalar`).
+//! functions and aggregates (`CREATE AGGREGATE`), compiled; all registered so that the
+//! query's expressions and aggregates can call them
+//! (`anduin_expr::FunctionProvider::register_scalar`, `register_aggregate`).
 //!
 //! Registration is for the whole process: `anduin run` runs one query. A cluster does not
 //! carry modules to its workers yet, so `anduin submit` refuses a query that declares one.
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use anduin_expr::FunctionProvider;
 use anduin_spec::{FunctionDef, Spec};
 use anduin_types::{Diagnostic, Diagnostics};
-use anduin_udf::{Declaration, JsFunction, Limits, SqlType, WasmFunction, WasmModule};
+use anduin_udf::{Declaration, JsAggregate, JsFunction, Limits, SqlType, WasmFunction, WasmModule};
 use anyhow::Result;
 
 /// Loads the modules of `spec`'s `CREATE FUNCTION`s (paths relative to the folder of
@@ -50,6 +51,9 @@ fn register_one(
         args: f.args.iter().map(types).collect::<Result<_, _>>()?,
         result: types(&f.returns)?,
     };
+    if f.aggregate {
+        return register_aggregate(f, declaration);
+    }
     if f.language.as_str() == "javascript" {
         let names: Vec<String> = f
             .arg_names
@@ -79,6 +83,25 @@ fn register_one(
         .function(declaration, limits())
         .map_err(|e| Diagnostic::error(f.pos, e.to_string()))?;
     register(function).map_err(|e| Diagnostic::error(f.pos, e))
+}
+
+/// Compiles aggregate `f` (declared as `declaration`) and registers it.
+fn register_aggregate(f: &FunctionDef, declaration: Declaration) -> Result<(), Diagnostic> {
+    if f.language.as_str() != "javascript" {
+        return Err(Diagnostic::error(
+            f.language.pos(),
+            format!(
+                "aggregate `{}`: an aggregate in WebAssembly is not supported yet: write it in JavaScript (LANGUAGE javascript AS $$ … $$)",
+                f.name.as_str()
+            ),
+        ));
+    }
+    let aggregate = JsAggregate::new(declaration, f.body.as_str(), limits())
+        .map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?;
+    let merges = aggregate.merges();
+    FunctionProvider::get()
+        .register_aggregate(Arc::new(aggregate).into_aggregate_udf(), merges)
+        .map_err(|e| Diagnostic::error(f.pos, e.message))
 }
 
 /// The limits of the query's functions: the defaults. `ANDUIN_UDF_BACKSTOP` (a duration;

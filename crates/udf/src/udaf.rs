@@ -17,15 +17,15 @@ use datafusion_common::{DataFusionError, Result, ScalarValue};
 use datafusion_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion_expr::utils::{format_state_name, AggregateOrderSensitivity};
 use datafusion_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature,
-    Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility,
 };
 
 use crate::coerce::{datafusion_error, to_declared};
 use crate::{GroupStates, JsAggregate};
 
 /// What combining two states is needed for, in an error.
-const MERGING: &str = "combining two of its states (the panes of a sliding window, or sessions that meet)";
+const MERGING: &str =
+    "combining two of its states (the panes of a sliding window, or sessions that meet)";
 
 /// The DataFusion face of a user-defined aggregate.
 #[derive(Debug)]

@@ -97,7 +97,10 @@ fn a_weighted_average_per_group_equals_the_naive_one_whatever_the_batches() {
             at += len;
         }
         let out = f.finish(states).expect("no throw");
-        let out = out.as_any().downcast_ref::<Float64Array>().expect("doubles");
+        let out = out
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .expect("doubles");
         for g in 0..8 {
             let (mut sum, mut weight) = (0i64, 0i64);
             for i in 0..rows {
@@ -119,15 +122,33 @@ fn a_weighted_average_per_group_equals_the_naive_one_whatever_the_batches() {
 fn states_merge_and_rows_retract() {
     let f = agg("wavg(BIGINT, BIGINT) -> DOUBLE", WAVG).expect("compiles");
     let mut a: GroupStates = vec![None];
-    f.accumulate(&mut a, &[0, 0], &[ints(vec![Some(1), Some(3)]), ints(vec![Some(1), Some(1)])], None, false)
-        .expect("no throw");
+    f.accumulate(
+        &mut a,
+        &[0, 0],
+        &[ints(vec![Some(1), Some(3)]), ints(vec![Some(1), Some(1)])],
+        None,
+        false,
+    )
+    .expect("no throw");
     let mut b: GroupStates = vec![None];
-    f.accumulate(&mut b, &[0], &[ints(vec![Some(8)]), ints(vec![Some(2)])], None, false)
-        .expect("no throw");
+    f.accumulate(
+        &mut b,
+        &[0],
+        &[ints(vec![Some(8)]), ints(vec![Some(2)])],
+        None,
+        false,
+    )
+    .expect("no throw");
     let column = StringArray::from(b);
     f.merge(&mut a, &[0], &column, "a test").expect("merges");
-    f.accumulate(&mut a, &[0], &[ints(vec![Some(3)]), ints(vec![Some(1)])], None, true)
-        .expect("retracts");
+    f.accumulate(
+        &mut a,
+        &[0],
+        &[ints(vec![Some(3)]), ints(vec![Some(1)])],
+        None,
+        true,
+    )
+    .expect("retracts");
     let out = f.finish(a).expect("no throw");
     assert_eq!(
         out.as_any().downcast_ref::<Float64Array>(),
@@ -144,8 +165,14 @@ fn without_finish_the_state_is_the_result_and_an_empty_group_finishes_its_first_
     )
     .expect("compiles");
     let mut states: GroupStates = vec![None, None, None];
-    f.accumulate(&mut states, &[0, 0, 2], &[ints(vec![Some(2), Some(5), None])], None, false)
-        .expect("no throw");
+    f.accumulate(
+        &mut states,
+        &[0, 0, 2],
+        &[ints(vec![Some(2), Some(5), None])],
+        None,
+        false,
+    )
+    .expect("no throw");
     let out = f.finish(states).expect("no throw");
     assert_eq!(
         out.as_any().downcast_ref::<Int64Array>(),
@@ -175,10 +202,19 @@ fn a_missing_function_is_refused_when_declared_naming_the_aggregate() {
         "export const create_state = 3;\nexport function accumulate(s, x) { return s }",
     )
     .expect_err("not a function");
-    assert!(e.to_string().contains("exports `create_state` as something other than a function"), "{e}");
-    let e = agg("f(BIGINT) -> BIGINT", "export function accumulate(s, x) { return s +").expect_err("syntax");
     assert!(
-        e.to_string().starts_with("function `f`: its JavaScript does not compile: SyntaxError"),
+        e.to_string()
+            .contains("exports `create_state` as something other than a function"),
+        "{e}"
+    );
+    let e = agg(
+        "f(BIGINT) -> BIGINT",
+        "export function accumulate(s, x) { return s +",
+    )
+    .expect_err("syntax");
+    assert!(
+        e.to_string()
+            .starts_with("function `f`: its JavaScript does not compile: SyntaxError"),
         "{e}"
     );
     let e = agg(
@@ -186,7 +222,11 @@ fn a_missing_function_is_refused_when_declared_naming_the_aggregate() {
         "import { x } from 'elsewhere';\nexport function create_state() { return 0 }\nexport function accumulate(s, x) { return s }",
     )
     .expect_err("no imports");
-    assert!(e.to_string().starts_with("function `f`: its JavaScript does not compile: "), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("function `f`: its JavaScript does not compile: "),
+        "{e}"
+    );
 }
 
 #[test]
@@ -226,11 +266,12 @@ fn a_throw_a_missing_return_and_a_state_json_cannot_hold_name_the_aggregate() {
             format!("aggregate `f`: a state it returned holds {what}: a state must be plain JSON data (objects, arrays, strings, finite numbers, booleans, null), since it is written to checkpoints as JSON and must read back the same"),
         );
     }
-    let e = one(
-        "export function create_state() { return null }
-         export function accumulate(s, x) { const a = {}; a.self = a; return a }",
+    let e = one("export function create_state() { return null }
+         export function accumulate(s, x) { const a = {}; a.self = a; return a }");
+    assert!(
+        e.starts_with("aggregate `f`: a state it returned holds "),
+        "{e}"
     );
-    assert!(e.starts_with("aggregate `f`: a state it returned holds "), "{e}");
 }
 
 #[test]
@@ -243,9 +284,18 @@ fn a_runaway_runs_out_of_fuel_and_the_clock_stays_away_from_the_top_level() {
     .expect("compiles");
     let mut states: GroupStates = vec![None];
     let e = f
-        .accumulate(&mut states, &[0, 0], &[ints(vec![Some(1), Some(7)])], None, false)
+        .accumulate(
+            &mut states,
+            &[0, 0],
+            &[ints(vec![Some(1), Some(7)])],
+            None,
+            false,
+        )
         .expect_err("runs away");
-    assert!(matches!(e, UdfError::OutOfFuel { ref function, .. } if function == "f"), "{e}");
+    assert!(
+        matches!(e, UdfError::OutOfFuel { ref function, .. } if function == "f"),
+        "{e}"
+    );
     // A clock kept by the top level before the functions run would make them depend on
     // the time: the lockdown comes first.
     let f = agg(
@@ -290,5 +340,8 @@ fn merging_two_states_without_merge_names_what_needed_it() {
     let e = f
         .accumulate(&mut states, &[0], &[ints(vec![Some(1)])], None, true)
         .expect_err("no retract");
-    assert!(e.to_string().contains("exports no `retract(state, …)`"), "{e}");
+    assert!(
+        e.to_string().contains("exports no `retract(state, …)`"),
+        "{e}"
+    );
 }

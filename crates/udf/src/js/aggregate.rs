@@ -271,7 +271,11 @@ impl JsAggregate {
 }
 
 /// An engine for `declaration` with `body` on a thread of its own.
-fn start(declaration: &Arc<Declaration>, body: &Arc<str>, limits: Limits) -> Result<Worker, UdfError> {
+fn start(
+    declaration: &Arc<Declaration>,
+    body: &Arc<str>,
+    limits: Limits,
+) -> Result<Worker, UdfError> {
     let sandbox = Sandbox::new(limits)?;
     let meter = Arc::clone(&sandbox.meter);
     let (d, b) = (Arc::clone(declaration), Arc::clone(body));

@@ -263,10 +263,12 @@ impl AggEngine {
                     ..
                 }) if aligned.insert(call) => {}
                 Err(Stop { failure, step, .. }) => {
-                    return Err(failure.named(name, self.limits, |message| UdfError::JsThrew {
-                        function: name.clone(),
-                        message: format!("{message} (in {step})"),
-                    }))
+                    return Err(
+                        failure.named(name, self.limits, |message| UdfError::JsThrew {
+                            function: name.clone(),
+                            message: format!("{message} (in {step})"),
+                        }),
+                    )
                 }
             }
         }
@@ -441,7 +443,8 @@ impl<'js> Live<'js, '_> {
         let ctx = self.ctx.clone();
         match state {
             Some(text) => {
-                let text = rquickjs::String::from_str(ctx.clone(), text).map_err(|e| self.engine(e))?;
+                let text =
+                    rquickjs::String::from_str(ctx.clone(), text).map_err(|e| self.engine(e))?;
                 let mut a = Args::new(ctx.clone(), 1);
                 a.push_arg(text).map_err(|e| self.engine(e))?;
                 self.calls.call(&ctx, &self.parse, a, "reading its state")

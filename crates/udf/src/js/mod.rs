@@ -39,7 +39,11 @@ use engine::{Engine, Source};
 type Worker = worker::Worker<(Vec<ArrayRef>, usize), ArrayRef>;
 
 /// `engine` on a thread of its own, calling `declaration` on the rows of each batch.
-fn start(engine: Engine, declaration: &Arc<Declaration>, limits: Limits) -> Result<Worker, UdfError> {
+fn start(
+    engine: Engine,
+    declaration: &Arc<Declaration>,
+    limits: Limits,
+) -> Result<Worker, UdfError> {
     let meter = Arc::clone(engine.meter());
     let d = Arc::clone(declaration);
     Worker::start(

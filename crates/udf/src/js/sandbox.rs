@@ -199,4 +199,3 @@ pub(super) fn align(meter: &Meter, ctx: &Ctx<'_>) {
 pub(super) fn checks(limits: Limits) -> u64 {
     (limits.fuel / STEPS_PER_CHECK).max(1)
 }
-
