@@ -14,7 +14,9 @@ use std::sync::Arc;
 use anduin_expr::FunctionProvider;
 use anduin_spec::{FunctionDef, Spec};
 use anduin_types::{Diagnostic, Diagnostics};
-use anduin_udf::{Declaration, JsAggregate, JsFunction, Limits, SqlType, WasmFunction, WasmModule};
+use anduin_udf::{
+    Declaration, JsAggregate, JsFunction, Limits, SqlType, WasmAggregate, WasmFunction, WasmModule,
+};
 use anyhow::Result;
 
 /// Loads the modules of `spec`'s `CREATE FUNCTION`s (paths relative to the folder of
@@ -51,8 +53,13 @@ fn register_one(
         args: f.args.iter().map(types).collect::<Result<_, _>>()?,
         result: types(&f.returns)?,
     };
-    if f.aggregate {
-        return register_aggregate(f, declaration);
+    if f.aggregate && f.language.as_str() == "javascript" {
+        let aggregate = JsAggregate::new(declaration, f.body.as_str(), limits())
+            .map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?;
+        let merges = aggregate.merges();
+        return FunctionProvider::get()
+            .register_aggregate(Arc::new(aggregate).into_aggregate_udf(), merges)
+            .map_err(|e| Diagnostic::error(f.pos, e.message));
     }
     if f.language.as_str() == "javascript" {
         let names: Vec<String> = f
@@ -79,29 +86,16 @@ fn register_one(
             m
         }
     };
+    if f.aggregate {
+        let aggregate = module
+            .aggregate(declaration, limits())
+            .map_err(|e| Diagnostic::error(f.pos, e.to_string()))?;
+        return register_aggregate(aggregate).map_err(|e| Diagnostic::error(f.pos, e));
+    }
     let function = module
         .function(declaration, limits())
         .map_err(|e| Diagnostic::error(f.pos, e.to_string()))?;
     register(function).map_err(|e| Diagnostic::error(f.pos, e))
-}
-
-/// Compiles aggregate `f` (declared as `declaration`) and registers it.
-fn register_aggregate(f: &FunctionDef, declaration: Declaration) -> Result<(), Diagnostic> {
-    if f.language.as_str() != "javascript" {
-        return Err(Diagnostic::error(
-            f.language.pos(),
-            format!(
-                "aggregate `{}`: an aggregate in WebAssembly is not supported yet: write it in JavaScript (LANGUAGE javascript AS $$ … $$)",
-                f.name.as_str()
-            ),
-        ));
-    }
-    let aggregate = JsAggregate::new(declaration, f.body.as_str(), limits())
-        .map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?;
-    let merges = aggregate.merges();
-    FunctionProvider::get()
-        .register_aggregate(Arc::new(aggregate).into_aggregate_udf(), merges)
-        .map_err(|e| Diagnostic::error(f.pos, e.message))
 }
 
 /// The limits of the query's functions: the defaults. `ANDUIN_UDF_BACKSTOP` (a duration;
@@ -119,23 +113,40 @@ fn limits() -> Limits {
 }
 
 /// Loads each module of `--udf` and registers the functions it declares in its
-/// `anduin:functions` section.
+/// `anduin:functions` section and the aggregates of its `anduin:aggregates` section.
 pub fn register_modules(paths: &[PathBuf]) -> Result<()> {
     for path in paths {
         let module = WasmModule::load(path)?;
         let functions = module.declared_functions(limits())?;
-        for f in functions {
-            let name = &f.declaration().name;
-            if let Some(what) = anduin_spec::reserved_function(name) {
+        let aggregates = module.declared_aggregates(limits())?;
+        let names = functions
+            .iter()
+            .map(|f| f.declaration().name.clone())
+            .chain(aggregates.iter().map(|a| a.declaration().name.clone()));
+        for name in names {
+            if let Some(what) = anduin_spec::reserved_function(&name) {
                 anyhow::bail!(
                     "module `{}` declares function `{name}`, a reserved name: it is {what}, which the query reads as its own wherever it is called; give yours another name",
                     path.display()
                 );
             }
+        }
+        for f in functions {
             register(f).map_err(|e| anyhow::anyhow!("module `{}`: {e}", path.display()))?;
+        }
+        for a in aggregates {
+            register_aggregate(a)
+                .map_err(|e| anyhow::anyhow!("module `{}`: {e}", path.display()))?;
         }
     }
     Ok(())
+}
+
+fn register_aggregate(a: WasmAggregate) -> Result<(), String> {
+    let merges = a.merges();
+    FunctionProvider::get()
+        .register_aggregate(Arc::new(a).into_aggregate_udf(), merges)
+        .map_err(|e| e.message)
 }
 
 fn register(f: WasmFunction) -> Result<(), String> {

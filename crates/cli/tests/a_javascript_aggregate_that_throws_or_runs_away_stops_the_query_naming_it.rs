@@ -132,7 +132,7 @@ $$;";
     let stderr = String::from_utf8_lossy(&hop.stderr);
     assert_eq!(hop.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("q.sql:9:32: aggregate `f` exports no `merge(state1, state2)`, which a sliding window (it combines the states of its panes) needs: export one from its body, or use a tumbling window"),
+        stderr.contains("q.sql:9:32: aggregate `f` has no `merge`, which a sliding window (it combines the states of its panes) needs: give it one (JavaScript: `export function merge(state1, state2)`; WebAssembly: `f_merge`), or use a tumbling window"),
         "{stderr}"
     );
     assert!(!dir.path().join("out.csv").exists());

@@ -1,5 +1,6 @@
 //! Issue 21, aggregates: the states of a JavaScript aggregate (`CREATE AGGREGATE … LANGUAGE
-//! javascript`) go into the window's checkpoints and come back on restore: a SQL query with
+//! javascript`), JSON text, and of a WebAssembly one (`… LANGUAGE wasm`), the bytes of a
+//! struct, go into the window's checkpoints and come back on restore: a SQL query with
 //! such aggregates over tumbling windows (open windows' states in every checkpoint) and
 //! sliding ones (open and sealed panes' states, merged when a window fires), killed with
 //! SIGKILL at seeded random moments and resumed from its checkpoints, writes exactly the rows
@@ -10,7 +11,7 @@ use crate::common;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use common::{anduin, kill_after, output_rows, Rng};
+use common::{anduin, kill_after, output_rows, repo, Rng};
 
 const QUERY: &str = r#"
 CREATE AGGREGATE js_avg(x BIGINT) RETURNS DOUBLE LANGUAGE javascript AS $$
@@ -26,16 +27,17 @@ export function accumulate(s, x) { return keep(s.concat([x])); }
 export function merge(a, b) { return keep(a.concat(b)); }
 export function finish(s) { return s.join(' '); }
 $$;
+CREATE AGGREGATE int_avg(x BIGINT) RETURNS DOUBLE LANGUAGE wasm AS 'int_avg.wat';
 CREATE TABLE events (ts TIMESTAMP, sensor BIGINT, value BIGINT)
 WITH (connector = 'generator', profile = 'events', seed = '11', count = '60000', rate = '40000', event_time = 'ts');
 CREATE TABLE tumbling WITH (connector = 'file', path = '${OUT1}');
 CREATE TABLE sliding WITH (connector = 'file', path = '${OUT2}');
 INSERT INTO tumbling
-SELECT window_start, sensor, js_avg(value) AS mean, top_two(value) AS top, COUNT(*) AS n
+SELECT window_start, sensor, js_avg(value) AS mean, top_two(value) AS top, int_avg(value) AS w, COUNT(*) AS n
 FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '100' MILLISECOND))
 GROUP BY window_start, window_end, sensor;
 INSERT INTO sliding
-SELECT window_start, sensor, js_avg(value) AS mean, top_two(value) AS top
+SELECT window_start, sensor, js_avg(value) AS mean, top_two(value) AS top, int_avg(value) AS w
 FROM TABLE(HOP(TABLE events, DESCRIPTOR(ts), INTERVAL '50' MILLISECOND, INTERVAL '200' MILLISECOND))
 GROUP BY window_start, window_end, sensor;
 "#;
@@ -67,10 +69,16 @@ fn start(dir: &Path) -> Child {
 }
 
 #[test]
-fn a_killed_run_through_a_javascript_aggregate_resumes_to_the_output_of_an_uninterrupted_one() {
+fn a_killed_run_through_javascript_and_webassembly_aggregates_resumes_to_the_uninterrupted_output()
+{
     for seed in [31u64, 32] {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("q.sql"), QUERY).expect("query");
+        std::fs::copy(
+            repo().join("examples/udfs/int_avg.wat"),
+            dir.path().join("int_avg.wat"),
+        )
+        .expect("the example module");
 
         // The reference: one run without checkpoints.
         let out = anduin(

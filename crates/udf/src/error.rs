@@ -200,8 +200,19 @@ pub enum UdfError {
         /// What it gave, and where.
         message: String,
     },
-    /// Two states of an aggregate must be combined into one, and it exports no `merge`.
-    #[error("aggregate `{function}` exports no `merge(state1, state2)`, which {needed} needs: export one from its body")]
+    /// A WebAssembly aggregate's module lacks an export its ABI needs, or exports it with
+    /// another type, or declares a state size it may not have.
+    #[error("aggregate `{function}` of module `{module}`: {message}")]
+    WasmAggregate {
+        /// The aggregate.
+        function: String,
+        /// The module's path.
+        module: String,
+        /// What is missing or wrong, and what the ABI asks.
+        message: String,
+    },
+    /// Two states of an aggregate must be combined into one, and it has no `merge`.
+    #[error("aggregate `{function}` has no `merge`, which {needed} needs: give it one (JavaScript: `export function merge(state1, state2)`; WebAssembly: `{function}_merge`)")]
     NoMerge {
         /// The aggregate.
         function: String,

@@ -97,6 +97,7 @@
 #![deny(missing_docs)]
 
 mod abi;
+mod aggregate;
 mod call;
 mod coerce;
 mod columns;
@@ -110,12 +111,16 @@ mod scalar;
 mod stop;
 mod strings;
 mod udaf;
+mod wasm_agg_runner;
+mod wasm_aggregate;
 
 pub use abi::SqlType;
+pub use aggregate::GroupStates;
 pub use declare::Declaration;
 pub use error::UdfError;
 pub use function::WasmFunction;
-pub use js::{GroupStates, JsAggregate, JsFunction};
+pub use js::{JsAggregate, JsFunction};
 pub use limits::Limits;
 pub use module::{WasmModule, DECLARATIONS_SECTION};
 pub use stop::stop_calls_when;
+pub use wasm_aggregate::{WasmAggregate, AGGREGATES_SECTION};

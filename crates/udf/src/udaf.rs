@@ -1,9 +1,11 @@
-//! A [`JsAggregate`] as a DataFusion aggregate function, so that a window's (or any
-//! aggregate's) column calls it by name like a built-in one: `wavg(value, weight) AS w`.
+//! A user-defined aggregate ([`JsAggregate`], [`crate::WasmAggregate`]) as a DataFusion
+//! aggregate function, so that a window's (or any aggregate's) column calls it by name like
+//! a built-in one: `wavg(value, weight) AS w`.
 //!
 //! Its intermediate state, which a window keeps per pane or session and writes to its
-//! checkpoints (`state()`), and reads back and combines (`merge_batch()`), is one `Utf8`
-//! column: each group's state as JSON text, NULL for a group without one. A group whose
+//! checkpoints (`state()`), and reads back and combines (`merge_batch()`), is one `Binary`
+//! column: each group's state as bytes (JSON text for JavaScript), NULL for a group without
+//! one. A group whose
 //! state is merged into one that has none takes it as it is, so a restore, or a tumbling
 //! window's pane, needs no `merge`; combining two states (the panes of a sliding window,
 //! sessions that meet) calls the aggregate's `merge`.
@@ -11,7 +13,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StringArray};
+use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, BooleanArray};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion_common::{DataFusionError, Result, ScalarValue};
 use datafusion_expr::function::{AccumulatorArgs, StateFieldsArgs};
@@ -20,8 +22,9 @@ use datafusion_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility,
 };
 
+use crate::aggregate::{self, GroupStates, Stepper};
 use crate::coerce::{datafusion_error, to_declared};
-use crate::{GroupStates, JsAggregate};
+use crate::{JsAggregate, WasmAggregate};
 
 /// What combining two states is needed for, in an error.
 const MERGING: &str =
@@ -30,13 +33,13 @@ const MERGING: &str =
 /// The DataFusion face of a user-defined aggregate.
 #[derive(Debug)]
 struct UdfAggregate {
-    function: Arc<JsAggregate>,
+    function: Arc<dyn Stepper>,
     signature: Signature,
 }
 
 impl PartialEq for UdfAggregate {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.function, &other.function)
+        std::ptr::addr_eq(Arc::as_ptr(&self.function), Arc::as_ptr(&other.function))
     }
 }
 
@@ -77,7 +80,7 @@ impl AggregateUDFImpl for UdfAggregate {
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         Ok(vec![Arc::new(Field::new(
             format_state_name(args.name, "state"),
-            DataType::Utf8,
+            DataType::Binary,
             true,
         ))])
     }
@@ -104,7 +107,7 @@ impl AggregateUDFImpl for UdfAggregate {
 
 /// The states column of `states`.
 fn states_column(states: GroupStates) -> ArrayRef {
-    Arc::new(StringArray::from(states))
+    Arc::new(BinaryArray::from_iter(states))
 }
 
 /// The bytes `states` hold, without their text: DataFusion asks once per batch, and wants
@@ -113,21 +116,21 @@ fn size_of(states: &GroupStates) -> usize {
     states.capacity() * std::mem::size_of::<Option<String>>()
 }
 
-fn incoming(values: &[ArrayRef], name: &str) -> Result<StringArray> {
+fn incoming(values: &[ArrayRef], name: &str) -> Result<BinaryArray> {
     values
         .first()
-        .and_then(|v| v.as_string_opt::<i32>())
+        .and_then(|v| v.as_binary_opt::<i32>())
         .cloned()
         .ok_or_else(|| {
             DataFusionError::Internal(format!(
-                "the state of aggregate `{name}` is not one column of JSON text (a bug in anduin)"
+                "the state of aggregate `{name}` is not one column of bytes (a bug in anduin)"
             ))
         })
 }
 
 /// The states of many groups (a window's keys).
 struct Groups {
-    function: Arc<JsAggregate>,
+    function: Arc<dyn Stepper>,
     states: GroupStates,
 }
 
@@ -140,14 +143,20 @@ impl GroupsAccumulator for Groups {
         total_num_groups: usize,
     ) -> Result<()> {
         self.states.resize(total_num_groups, None);
-        self.function
-            .accumulate(&mut self.states, group_indices, values, opt_filter, false)
-            .map_err(datafusion_error)
+        aggregate::accumulate(
+            self.function.as_ref(),
+            &mut self.states,
+            group_indices,
+            values,
+            opt_filter,
+            false,
+        )
+        .map_err(datafusion_error)
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         let states = emit_to.take_needed(&mut self.states);
-        self.function.finish(states).map_err(datafusion_error)
+        aggregate::finish(self.function.as_ref(), states).map_err(datafusion_error)
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
@@ -162,9 +171,14 @@ impl GroupsAccumulator for Groups {
     ) -> Result<()> {
         self.states.resize(total_num_groups, None);
         let incoming = incoming(values, &self.function.declaration().name)?;
-        self.function
-            .merge(&mut self.states, group_indices, &incoming, MERGING)
-            .map_err(datafusion_error)
+        aggregate::merge(
+            self.function.as_ref(),
+            &mut self.states,
+            group_indices,
+            &incoming,
+            MERGING,
+        )
+        .map_err(datafusion_error)
     }
 
     fn convert_to_state(
@@ -175,9 +189,15 @@ impl GroupsAccumulator for Groups {
         let rows = values.first().map_or(0, |v| v.len());
         let mut states = vec![None; rows];
         let groups: Vec<usize> = (0..rows).collect();
-        self.function
-            .accumulate(&mut states, &groups, values, opt_filter, false)
-            .map_err(datafusion_error)?;
+        aggregate::accumulate(
+            self.function.as_ref(),
+            &mut states,
+            &groups,
+            values,
+            opt_filter,
+            false,
+        )
+        .map_err(datafusion_error)?;
         Ok(vec![states_column(states)])
     }
 
@@ -189,7 +209,7 @@ impl GroupsAccumulator for Groups {
 /// The state of one group.
 #[derive(Debug)]
 struct OneGroup {
-    function: Arc<JsAggregate>,
+    function: Arc<dyn Stepper>,
     /// One state.
     states: GroupStates,
 }
@@ -197,9 +217,15 @@ struct OneGroup {
 impl OneGroup {
     fn rows(&mut self, values: &[ArrayRef], retract: bool) -> Result<()> {
         let groups = vec![0; values.first().map_or(0, |v| v.len())];
-        self.function
-            .accumulate(&mut self.states, &groups, values, None, retract)
-            .map_err(datafusion_error)
+        aggregate::accumulate(
+            self.function.as_ref(),
+            &mut self.states,
+            &groups,
+            values,
+            None,
+            retract,
+        )
+        .map_err(datafusion_error)
     }
 }
 
@@ -213,19 +239,17 @@ impl Accumulator for OneGroup {
     }
 
     fn supports_retract_batch(&self) -> bool {
-        self.function.retracts()
+        self.function.exports().retract
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let out = self
-            .function
-            .finish(self.states.clone())
+        let out = aggregate::finish(self.function.as_ref(), self.states.clone())
             .map_err(datafusion_error)?;
         ScalarValue::try_from_array(&out, 0)
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![ScalarValue::Utf8(
+        Ok(vec![ScalarValue::Binary(
             self.states.first().cloned().flatten(),
         )])
     }
@@ -233,9 +257,14 @@ impl Accumulator for OneGroup {
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
         let incoming = incoming(states, &self.function.declaration().name)?;
         let groups = vec![0; incoming.len()];
-        self.function
-            .merge(&mut self.states, &groups, &incoming, MERGING)
-            .map_err(datafusion_error)
+        aggregate::merge(
+            self.function.as_ref(),
+            &mut self.states,
+            &groups,
+            &incoming,
+            MERGING,
+        )
+        .map_err(datafusion_error)
     }
 
     fn size(&self) -> usize {
@@ -243,13 +272,25 @@ impl Accumulator for OneGroup {
     }
 }
 
+fn aggregate_udf(function: Arc<dyn Stepper>) -> AggregateUDF {
+    AggregateUDF::new_from_impl(UdfAggregate {
+        signature: Signature::user_defined(Volatility::Immutable),
+        function,
+    })
+}
+
 impl JsAggregate {
     /// This aggregate as a DataFusion aggregate function of the same name, with its declared
     /// signature (arguments coerced to it as for a built-in function).
     pub fn into_aggregate_udf(self: Arc<Self>) -> AggregateUDF {
-        AggregateUDF::new_from_impl(UdfAggregate {
-            signature: Signature::user_defined(Volatility::Immutable),
-            function: self,
-        })
+        aggregate_udf(self)
+    }
+}
+
+impl WasmAggregate {
+    /// This aggregate as a DataFusion aggregate function, as
+    /// [`JsAggregate::into_aggregate_udf`].
+    pub fn into_aggregate_udf(self: Arc<Self>) -> AggregateUDF {
+        aggregate_udf(self)
     }
 }

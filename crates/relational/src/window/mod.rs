@@ -247,8 +247,8 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
                 a.site.line,
                 a.site.col,
                 format!(
-                    "aggregate `{}` exports no `merge(state1, state2)`, which {needs} needs: export one from its body, or use a tumbling window",
-                    a.function_name()
+                    "aggregate `{f}` has no `merge`, which {needs} needs: give it one (JavaScript: `export function merge(state1, state2)`; WebAssembly: `{f}_merge`), or use a tumbling window",
+                    f = a.function_name()
                 ),
             );
             return Err(p.expr_error("aggregates", &text, e));

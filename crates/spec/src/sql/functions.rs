@@ -180,7 +180,7 @@ pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
         return Err(Diagnostic::error(
             at,
             if aggregate {
-                format!("aggregate `{name}` needs `LANGUAGE javascript AS $$ … $$`")
+                format!("aggregate `{name}` needs `LANGUAGE javascript AS $$ … $$` or `LANGUAGE wasm AS 'module.wasm'`")
             } else {
                 format!("function `{name}` needs `LANGUAGE wasm AS 'module.wasm'`")
             },
@@ -341,7 +341,7 @@ INSERT INTO o SELECT add_one(x) AS y FROM t;";
         .expect_err("no language");
         assert_eq!(
             d.0[0].message,
-            "aggregate `f` needs `LANGUAGE javascript AS $$ … $$`"
+            "aggregate `f` needs `LANGUAGE javascript AS $$ … $$` or `LANGUAGE wasm AS 'module.wasm'`"
         );
     }
 

@@ -10,9 +10,9 @@
 //! | `merge(state1, state2)` | no | one state holding both (sliding windows, sessions) |
 //! | `finish(state)` | no | the result (without it: the state itself) |
 //!
-//! A group's state lives in anduin, as JSON text ([`GroupStates`]): each batch's work begins
-//! by reading the states it touches and ends by writing them back, checking that they are
-//! plain JSON data (objects, arrays, strings, finite numbers, booleans, null), so that a
+//! A group's state lives in anduin, as JSON text (see `crate::aggregate`): each batch's work
+//! begins by reading the states it touches and ends by writing them back, checking that they
+//! are plain JSON data (objects, arrays, strings, finite numbers, booleans, null), so that a
 //! state written to a checkpoint and read back after a restore is the state the function
 //! had, and a restored run computes what an uninterrupted one does. A state a function keeps
 //! anywhere else (a variable at the module's top level) would be lost at a restore: the
@@ -21,57 +21,31 @@
 //! Rows whose arguments hold a NULL are skipped (as SQL's own aggregates skip them); a group
 //! that got no row (all NULL, or filtered out) gives `finish(create_state())`.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use arrow::array::{Array, ArrayRef, BooleanArray, StringArray};
+use arrow::array::{ArrayRef, BinaryArray, BooleanArray};
 
 use super::aggregate_engine::AggEngine;
 use super::sandbox::Sandbox;
 use super::worker;
+use crate::aggregate::{self, Answer, Exports, GroupStates, Job, Stepper};
 use crate::{Declaration, Limits, UdfError};
 
-/// The states of an aggregate's groups, by group id: `None` for a group whose state was
-/// never made (no row yet), else the state as JSON text.
-pub type GroupStates = Vec<Option<String>>;
-
-/// Which of the optional functions the body exports.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct Exports {
-    pub(super) retract: bool,
-    pub(super) merge: bool,
-    pub(super) finish: bool,
-}
-
-/// One batch's work for an engine. Each job carries the states it works on (one per slot,
-/// in the order the slots were first touched) and gets them back changed.
-pub(super) enum Job {
+/// What a JavaScript aggregate's engine is asked.
+pub(super) enum Ask {
     /// Which functions the body exports.
     Describe,
-    /// Rows into (or, with `retract`, out of) states: `steps` are (row, slot) in row order.
-    Rows {
-        states: Vec<Option<String>>,
-        args: Vec<ArrayRef>,
-        steps: Vec<(usize, usize)>,
-        retract: bool,
-    },
-    /// States merged into states: `steps` are (slot, the incoming state), in order.
-    Merge {
-        states: Vec<Option<String>>,
-        steps: Vec<(usize, String)>,
-    },
-    /// The result of every state.
-    Finish { states: Vec<Option<String>> },
+    /// A batch's work.
+    Work(Job),
 }
 
-/// An engine's answer to a [`Job`].
-pub(super) enum Answer {
+/// An engine's answer to an [`Ask`].
+pub(super) enum Told {
     Exports(Exports),
-    States(Vec<String>),
-    Values(ArrayRef),
+    Done(Answer),
 }
 
-type Worker = worker::Worker<Job, Answer>;
+type Worker = worker::Worker<Ask, Told>;
 
 /// A JavaScript aggregate function, compiled and checked when declared, callable from any
 /// thread: each caller at a time gets an engine of its own (on a thread of its own), kept
@@ -113,6 +87,7 @@ impl JsAggregate {
     /// let mut states = vec![None, None];
     /// let x: arrow::array::ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(4)]));
     /// sum.accumulate(&mut states, &[0, 1, 1, 0], &[x], None, false).expect("no throw");
+    /// assert_eq!(states[0].as_deref(), Some(&b"5"[..]), "a state is JSON text");
     /// let out = sum.finish(states).expect("no throw");
     /// assert_eq!(out.as_any().downcast_ref::<Int64Array>(), Some(&Int64Array::from(vec![5, 2])));
     /// ```
@@ -120,9 +95,9 @@ impl JsAggregate {
         let declaration = Arc::new(declaration);
         let body: Arc<str> = Arc::from(body);
         let first = start(&declaration, &body, limits)?;
-        let exports = match first.call(Job::Describe)? {
-            Answer::Exports(e) => e,
-            _ => return Err(lost(&declaration.name)),
+        let exports = match first.call(Ask::Describe)? {
+            Told::Exports(e) => e,
+            Told::Done(_) => return Err(lost(&declaration.name)),
         };
         Ok(JsAggregate {
             declaration,
@@ -163,94 +138,39 @@ impl JsAggregate {
         filter: Option<&BooleanArray>,
         retract: bool,
     ) -> Result<(), UdfError> {
-        if retract && !self.exports.retract {
-            return Err(UdfError::AggregateBody {
-                function: self.declaration.name.clone(),
-                message: "it exports no `retract(state, …)`, which taking a row out of a group needs (a retraction of an updating input): export one from its body".into(),
-            });
-        }
-        let mut slots = Slots::default();
-        let mut steps = Vec::new();
-        for (row, group) in groups.iter().enumerate() {
-            let kept = filter.is_none_or(|f| f.is_valid(row) && f.value(row));
-            if !kept || args.iter().any(|a| a.is_null(row)) {
-                continue;
-            }
-            steps.push((row, slots.of(*group, states)));
-        }
-        if steps.is_empty() {
-            return Ok(());
-        }
-        let job = Job::Rows {
-            states: std::mem::take(&mut slots.states),
-            args: args.to_vec(),
-            steps,
-            retract,
-        };
-        let changed = self.states(job)?;
-        slots.put_back(changed, states);
-        Ok(())
+        aggregate::accumulate(self, states, groups, args, filter, retract)
     }
 
-    /// Merges the states `incoming` (JSON text, as [`JsAggregate::finish`]'s input; a NULL is
-    /// no state) into groups `groups[i]` of `states`. A group without a state takes the
-    /// incoming one as it is; one with a state needs `merge` ([`UdfError::NoMerge`], whose
-    /// `needed` is `needed`).
+    /// Merges the states `incoming` (JSON text; a NULL is no state) into groups `groups[i]`
+    /// of `states`. A group without a state takes the incoming one as it is; one with a
+    /// state needs `merge` ([`UdfError::NoMerge`], whose `needed` is `needed`).
     pub fn merge(
         &self,
         states: &mut GroupStates,
         groups: &[usize],
-        incoming: &StringArray,
+        incoming: &BinaryArray,
         needed: &str,
     ) -> Result<(), UdfError> {
-        let mut slots = Slots::default();
-        let mut steps = Vec::new();
-        for (row, group) in groups.iter().enumerate() {
-            if incoming.is_null(row) {
-                continue;
-            }
-            let text = incoming.value(row);
-            match states.get_mut(*group) {
-                Some(s @ None) if !slots.holds(*group) => *s = Some(text.to_string()),
-                _ => steps.push((slots.of(*group, states), text.to_string())),
-            }
-        }
-        if steps.is_empty() {
-            return Ok(());
-        }
-        if !self.exports.merge {
-            slots.put_back_unchanged(states);
-            return Err(UdfError::NoMerge {
-                function: self.declaration.name.clone(),
-                needed: needed.to_string(),
-            });
-        }
-        let job = Job::Merge {
-            states: std::mem::take(&mut slots.states),
-            steps,
-        };
-        let changed = self.states(job)?;
-        slots.put_back(changed, states);
-        Ok(())
+        aggregate::merge(self, states, groups, incoming, needed)
     }
 
     /// The result of each state (`finish(state)`, or the state itself without a `finish`;
     /// for a group without a state, that of `create_state()`), of the declared type.
     pub fn finish(&self, states: GroupStates) -> Result<ArrayRef, UdfError> {
-        match self.call(Job::Finish { states })? {
-            Answer::Values(v) => Ok(v),
-            _ => Err(lost(&self.declaration.name)),
-        }
+        aggregate::finish(self, states)
+    }
+}
+
+impl Stepper for JsAggregate {
+    fn declaration(&self) -> &Declaration {
+        &self.declaration
     }
 
-    fn states(&self, job: Job) -> Result<Vec<String>, UdfError> {
-        match self.call(job)? {
-            Answer::States(s) => Ok(s),
-            _ => Err(lost(&self.declaration.name)),
-        }
+    fn exports(&self) -> Exports {
+        self.exports
     }
 
-    fn call(&self, job: Job) -> Result<Answer, UdfError> {
+    fn step(&self, job: Job) -> Result<Answer, UdfError> {
         let idle = self
             .idle
             .lock()
@@ -261,12 +181,15 @@ impl JsAggregate {
             None => start(&self.declaration, &self.body, self.limits)?,
         };
         // On an error the worker is dropped (and abandoned if its call is still running).
-        let out = worker.call(job)?;
+        let out = worker.call(Ask::Work(job))?;
         self.idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(worker);
-        Ok(out)
+        match out {
+            Told::Done(answer) => Ok(answer),
+            Told::Exports(_) => Err(lost(&self.declaration.name)),
+        }
     }
 }
 
@@ -284,7 +207,10 @@ fn start(
         meter,
         limits,
         move || AggEngine::new(sandbox, d, &b, limits),
-        |engine, job| engine.run(job),
+        |engine, ask| match ask {
+            Ask::Describe => Ok(Told::Exports(engine.exports())),
+            Ask::Work(job) => engine.run(job).map(Told::Done),
+        },
     )
 }
 
@@ -292,47 +218,4 @@ fn lost(name: &str) -> UdfError {
     UdfError::Engine(format!(
         "the JavaScript engine of aggregate `{name}` answered another question (a bug in anduin)"
     ))
-}
-
-/// The groups one job works on, each given a slot in the order it was first touched, with
-/// its state taken out of the caller's states for the job.
-#[derive(Default)]
-struct Slots {
-    of_group: HashMap<usize, usize>,
-    groups: Vec<usize>,
-    states: Vec<Option<String>>,
-}
-
-impl Slots {
-    /// Group `group`'s slot, its state taken from `states` the first time.
-    fn of(&mut self, group: usize, states: &mut GroupStates) -> usize {
-        *self.of_group.entry(group).or_insert_with(|| {
-            self.groups.push(group);
-            self.states
-                .push(states.get_mut(group).and_then(Option::take));
-            self.groups.len() - 1
-        })
-    }
-
-    fn holds(&self, group: usize) -> bool {
-        self.of_group.contains_key(&group)
-    }
-
-    /// The job's changed states, back to their groups.
-    fn put_back(&self, changed: Vec<String>, states: &mut GroupStates) {
-        for (group, state) in self.groups.iter().zip(changed) {
-            if let Some(s) = states.get_mut(*group) {
-                *s = Some(state);
-            }
-        }
-    }
-
-    /// The states taken out, back as they were (no job ran).
-    fn put_back_unchanged(&mut self, states: &mut GroupStates) {
-        for (group, state) in self.groups.iter().zip(self.states.drain(..)) {
-            if let Some(s) = states.get_mut(*group) {
-                *s = state;
-            }
-        }
-    }
 }

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use rquickjs::function::Args;
 use rquickjs::{CatchResultExt, Ctx, Function, Module, Persistent, Value};
 
-use super::aggregate::{Answer, Exports, Job};
 use super::sandbox::{align, checks, Failure, Sandbox};
 use super::values::{from_js, show, to_js};
+use crate::aggregate::{Answer, Exports, Job};
 use crate::columns::{Builder, Column};
 use crate::{Declaration, Limits, UdfError};
 
@@ -220,7 +220,6 @@ impl AggEngine {
             let exports = Exports {
                 retract: retract.is_some(),
                 merge: merge.is_some(),
-                finish: finish.is_some(),
             };
             Ok((
                 Fns {
@@ -244,14 +243,16 @@ impl AggEngine {
         })
     }
 
+    /// Which of the optional functions the body exports.
+    pub(super) fn exports(&self) -> Exports {
+        self.exports
+    }
+
     /// Does `job`. A call that ran out of fuel is tried again, with the whole job, from a
     /// full count of QuickJS's steps (see [`Calls`]): whether a call runs out does not depend
     /// on what ran before it. The functions are pure and the job starts from its JSON
     /// states, so the job done again is the same job.
     pub(super) fn run(&mut self, job: Job) -> Result<Answer, UdfError> {
-        if let Job::Describe = job {
-            return Ok(Answer::Exports(self.exports));
-        }
         let name = &self.declaration.name;
         let mut aligned = BTreeSet::new();
         loop {
@@ -317,7 +318,6 @@ impl AggEngine {
             name,
         };
         match job {
-            Job::Describe => Ok(Answer::Exports(self.exports)),
             Job::Rows {
                 states,
                 args,
@@ -376,7 +376,7 @@ impl AggEngine {
                 };
                 let mut states = live.open_all(states)?;
                 for (slot, incoming) in steps {
-                    let other = live.open(Some(incoming))?;
+                    let other = live.open(Some(incoming.as_slice()))?;
                     let mut a = Args::new(ctx.clone(), 2);
                     a.push_arg(state_of(&states, *slot, name)?)
                         .map_err(engine)?;
@@ -439,10 +439,17 @@ impl<'js> Live<'js, '_> {
     }
 
     /// A state read from its JSON text, or made by `create_state()` for none.
-    fn open(&mut self, state: Option<&str>) -> Result<Value<'js>, Stop> {
+    fn open(&mut self, state: Option<&[u8]>) -> Result<Value<'js>, Stop> {
         let ctx = self.ctx.clone();
         match state {
-            Some(text) => {
+            Some(bytes) => {
+                let text = std::str::from_utf8(bytes).map_err(|_| {
+                    Stop::udf(UdfError::AggregateState {
+                        function: self.name.to_string(),
+                        message: "a state it was given is not JSON text (a corrupt checkpoint?)"
+                            .into(),
+                    })
+                })?;
                 let text =
                     rquickjs::String::from_str(ctx.clone(), text).map_err(|e| self.engine(e))?;
                 let mut a = Args::new(ctx.clone(), 1);
@@ -462,18 +469,21 @@ impl<'js> Live<'js, '_> {
         }
     }
 
-    fn open_all(&mut self, states: &[Option<String>]) -> Result<Vec<Value<'js>>, Stop> {
+    fn open_all(&mut self, states: &[Option<Vec<u8>>]) -> Result<Vec<Value<'js>>, Stop> {
         states.iter().map(|s| self.open(s.as_deref())).collect()
     }
 
     /// A state written as JSON text, or an error saying what in it JSON would not give back.
-    fn close(&mut self, state: Value<'js>) -> Result<String, Stop> {
+    fn close(&mut self, state: Value<'js>) -> Result<Vec<u8>, Stop> {
         let ctx = self.ctx.clone();
         let mut a = Args::new(ctx.clone(), 1);
         a.push_arg(state).map_err(|e| self.engine(e))?;
         let saved = self.calls.call(&ctx, &self.save, a, "writing its state")?;
         if let Some(s) = saved.as_string() {
-            return s.to_string().map_err(|e| self.engine(e));
+            return s
+                .to_string()
+                .map(String::into_bytes)
+                .map_err(|e| self.engine(e));
         }
         if self.calls.sandbox.meter.out_of_memory() {
             return Err(Stop {
@@ -492,7 +502,7 @@ impl<'js> Live<'js, '_> {
         }))
     }
 
-    fn close_all(&mut self, states: Vec<Value<'js>>) -> Result<Vec<String>, Stop> {
+    fn close_all(&mut self, states: Vec<Value<'js>>) -> Result<Vec<Vec<u8>>, Stop> {
         states.into_iter().map(|v| self.close(v)).collect()
     }
 }

@@ -31,7 +31,7 @@ use arrow::array::ArrayRef;
 
 use crate::columns::each_row;
 use crate::{Declaration, Limits, UdfError};
-pub use aggregate::{GroupStates, JsAggregate};
+pub use aggregate::JsAggregate;
 use engine::{Engine, Source};
 
 /// A scalar function's engine on its thread: given a batch's argument columns and its
