@@ -132,11 +132,13 @@ impl WasmModule {
                         exports.retract = true;
                     }
                 }
-                Some((p, r)) => return Err(wrong(format!(
+                Some((p, r)) => {
+                    return Err(wrong(format!(
                     "it exports `{export}` as {}, but the aggregate ABI asks {} for {declaration}",
                     show_wasm(&p, &r),
                     show_wasm(&params, &results)
-                ))),
+                )))
+                }
             }
         }
         let missing = self.missing_memory_abi();

@@ -106,7 +106,7 @@ impl Stop {
     fn udf(e: UdfError) -> Stop {
         Stop {
             call: usize::MAX,
-            failure: Failure::Udf(e),
+            failure: Failure::Udf(Box::new(e)),
             step: "",
         }
     }

@@ -123,7 +123,7 @@ impl Engine {
             let f: Function = ctx.globals().get(FUNCTION).map_err(engine)?;
             let mut call_args = Args::new(ctx.clone(), args.len());
             for a in args {
-                let v = to_js(&ctx, name, a).map_err(Failure::Udf)?;
+                let v = to_js(&ctx, name, a).map_err(|e| Failure::Udf(Box::new(e)))?;
                 call_args.push_arg(v).map_err(engine)?;
             }
             let result: Result<Value, _> = f.call_arg(call_args).catch(&ctx);

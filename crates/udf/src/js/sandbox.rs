@@ -71,8 +71,8 @@ pub(super) enum Failure {
     Halted(Halt),
     /// It threw this (`TypeError: x.foo is not a function`).
     Threw(String),
-    /// Anything else, already named.
-    Udf(UdfError),
+    /// Anything else, already named (boxed: a failure travels in every call's result).
+    Udf(Box<UdfError>),
 }
 
 impl Failure {
@@ -107,7 +107,7 @@ impl Failure {
         match meter.halted() {
             Some(halt) => Failure::Halted(halt),
             None if meter.out_of_memory() => Failure::Memory,
-            None => Failure::Udf(UdfError::Engine(e.to_string())),
+            None => Failure::Udf(Box::new(UdfError::Engine(e.to_string()))),
         }
     }
 
@@ -116,7 +116,7 @@ impl Failure {
     pub(super) fn value(meter: &Meter, e: UdfError) -> Failure {
         match e {
             UdfError::Engine(_) if meter.out_of_memory() => Failure::Memory,
-            e => Failure::Udf(e),
+            e => Failure::Udf(Box::new(e)),
         }
     }
 
@@ -146,7 +146,7 @@ impl Failure {
                 grace: crate::stop::GRACE,
             },
             Failure::Threw(message) => threw(message),
-            Failure::Udf(e) => e,
+            Failure::Udf(e) => *e,
         }
     }
 }
