@@ -19,6 +19,7 @@
 
 mod aggregate;
 mod aggregate_engine;
+mod aggregate_states;
 mod engine;
 mod meter;
 mod sandbox;
