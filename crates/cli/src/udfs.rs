@@ -1,7 +1,8 @@
 //! A query's user-defined functions: the WebAssembly modules of its `CREATE FUNCTION`s and
 //! of `--udf`, loaded, checked against their declarations, and its inline JavaScript
-//! functions, compiled; all registered so that the
-//! query's expressions can call them (`anduin_expr::FunctionProvider::register_scalar`).
+//! functions and aggregates (`CREATE AGGREGATE`), compiled; all registered so that the
+//! query's expressions and aggregates can call them
+//! (`anduin_expr::FunctionProvider::register_scalar`, `register_aggregate`).
 //!
 //! Registration is for the whole process: `anduin run` runs one query. A cluster does not
 //! carry modules to its workers yet, so `anduin submit` refuses a query that declares one.
@@ -13,7 +14,9 @@ use std::sync::Arc;
 use anduin_expr::FunctionProvider;
 use anduin_spec::{FunctionDef, Spec};
 use anduin_types::{Diagnostic, Diagnostics};
-use anduin_udf::{Declaration, JsFunction, Limits, SqlType, WasmFunction, WasmModule};
+use anduin_udf::{
+    Declaration, JsAggregate, JsFunction, Limits, SqlType, WasmAggregate, WasmFunction, WasmModule,
+};
 use anyhow::Result;
 
 /// Loads the modules of `spec`'s `CREATE FUNCTION`s (paths relative to the folder of
@@ -50,6 +53,14 @@ fn register_one(
         args: f.args.iter().map(types).collect::<Result<_, _>>()?,
         result: types(&f.returns)?,
     };
+    if f.aggregate && f.language.as_str() == "javascript" {
+        let aggregate = JsAggregate::new(declaration, f.body.as_str(), limits())
+            .map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?;
+        let merges = aggregate.merges();
+        return FunctionProvider::get()
+            .register_aggregate(Arc::new(aggregate).into_aggregate_udf(), merges)
+            .map_err(|e| Diagnostic::error(f.pos, e.message));
+    }
     if f.language.as_str() == "javascript" {
         let names: Vec<String> = f
             .arg_names
@@ -75,6 +86,12 @@ fn register_one(
             m
         }
     };
+    if f.aggregate {
+        let aggregate = module
+            .aggregate(declaration, limits())
+            .map_err(|e| Diagnostic::error(f.pos, e.to_string()))?;
+        return register_aggregate(aggregate).map_err(|e| Diagnostic::error(f.pos, e));
+    }
     let function = module
         .function(declaration, limits())
         .map_err(|e| Diagnostic::error(f.pos, e.to_string()))?;
@@ -96,23 +113,40 @@ fn limits() -> Limits {
 }
 
 /// Loads each module of `--udf` and registers the functions it declares in its
-/// `anduin:functions` section.
+/// `anduin:functions` section and the aggregates of its `anduin:aggregates` section.
 pub fn register_modules(paths: &[PathBuf]) -> Result<()> {
     for path in paths {
         let module = WasmModule::load(path)?;
         let functions = module.declared_functions(limits())?;
-        for f in functions {
-            let name = &f.declaration().name;
-            if let Some(what) = anduin_spec::reserved_function(name) {
+        let aggregates = module.declared_aggregates(limits())?;
+        let names = functions
+            .iter()
+            .map(|f| f.declaration().name.clone())
+            .chain(aggregates.iter().map(|a| a.declaration().name.clone()));
+        for name in names {
+            if let Some(what) = anduin_spec::reserved_function(&name) {
                 anyhow::bail!(
                     "module `{}` declares function `{name}`, a reserved name: it is {what}, which the query reads as its own wherever it is called; give yours another name",
                     path.display()
                 );
             }
+        }
+        for f in functions {
             register(f).map_err(|e| anyhow::anyhow!("module `{}`: {e}", path.display()))?;
+        }
+        for a in aggregates {
+            register_aggregate(a)
+                .map_err(|e| anyhow::anyhow!("module `{}`: {e}", path.display()))?;
         }
     }
     Ok(())
+}
+
+fn register_aggregate(a: WasmAggregate) -> Result<(), String> {
+    let merges = a.merges();
+    FunctionProvider::get()
+        .register_aggregate(Arc::new(a).into_aggregate_udf(), merges)
+        .map_err(|e| e.message)
 }
 
 fn register(f: WasmFunction) -> Result<(), String> {

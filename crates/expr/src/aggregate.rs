@@ -110,6 +110,14 @@ impl CompiledAggregate {
         self.expr.fun().name()
     }
 
+    /// The function's name if it is a user-defined aggregate that cannot combine two of its
+    /// states (a JavaScript aggregate that exports no `merge`): the panes of a sliding window
+    /// and sessions that meet need it ([`crate::FunctionProvider::register_aggregate`]).
+    pub fn without_merge(&self) -> Option<&str> {
+        let name = self.function_name();
+        (crate::FunctionProvider::get().user_aggregate_merges(name) == Some(false)).then_some(name)
+    }
+
     /// Whether it aggregates the distinct values of its argument (`COUNT(DISTINCT x)`).
     pub fn is_distinct(&self) -> bool {
         self.expr.is_distinct()

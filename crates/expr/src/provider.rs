@@ -1,6 +1,7 @@
 //! The functions an expression may call: DataFusion's built-in scalar and aggregate
-//! functions, and the user's scalar functions registered for this process
-//! ([`FunctionProvider::register_scalar`]: WebAssembly UDFs, `anduin-udf`).
+//! functions, and the user's scalar and aggregate functions registered for this process
+//! ([`FunctionProvider::register_scalar`], [`FunctionProvider::register_aggregate`]: the
+//! WebAssembly and JavaScript functions of `anduin-udf`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
@@ -20,6 +21,9 @@ pub struct FunctionProvider {
     /// The user's scalar functions, by lower-case name. Registered for the whole process
     /// (the query it runs), since expressions are compiled wherever operators are built.
     user: RwLock<HashMap<String, Arc<ScalarUDF>>>,
+    /// The user's aggregate functions, by lower-case name, each with whether it can combine
+    /// two of its states (see [`FunctionProvider::register_aggregate`]).
+    user_aggregates: RwLock<HashMap<String, (Arc<AggregateUDF>, bool)>>,
     options: datafusion_common::config::ConfigOptions,
 }
 
@@ -66,6 +70,7 @@ impl FunctionProvider {
             aggregates,
             planners,
             user: RwLock::default(),
+            user_aggregates: RwLock::default(),
             options: Default::default(),
         }
     }
@@ -101,27 +106,90 @@ impl FunctionProvider {
     /// ```
     pub fn register_scalar(&self, f: ScalarUDF) -> Result<(), crate::ExprError> {
         let name = f.name().to_lowercase();
-        if self.scalars.contains_key(&name) || self.aggregates.contains_key(&name) {
-            return Err(crate::ExprError::whole(format!(
-                "function `{}` is built in: give yours another name",
-                f.name()
-            )));
-        }
         let mut user = self.user.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(before) = user.get(&name) {
-            return Err(crate::ExprError::whole(format!(
-                "function `{}` is declared twice (as `{}` before; names are the same in any case): give one of them another name",
-                f.name(),
-                before.name()
-            )));
-        }
+        let aggs = self
+            .user_aggregates
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = user
+            .get(&name)
+            .map(|b| b.name())
+            .or_else(|| aggs.get(&name).map(|(b, _)| b.name()));
+        self.free(f.name(), before)?;
+        drop(aggs);
         user.insert(name, Arc::new(f));
         Ok(())
     }
 
+    /// Makes the user's aggregate function `f` callable by its name (any case) from every
+    /// aggregate compiled in this process from now on (a window's `aggregates`), as
+    /// [`FunctionProvider::register_scalar`] does for a scalar function, and with the same
+    /// refusals (a scalar function and an aggregate share their names). `merges` says
+    /// whether it can combine two of its states, which the panes of a sliding window and
+    /// sessions that meet need ([`FunctionProvider::user_aggregate_merges`]).
+    pub fn register_aggregate(
+        &self,
+        f: AggregateUDF,
+        merges: bool,
+    ) -> Result<(), crate::ExprError> {
+        let name = f.name().to_lowercase();
+        // Locked in the order `register_scalar` locks them.
+        let user = self.user.write().unwrap_or_else(PoisonError::into_inner);
+        let mut aggs = self
+            .user_aggregates
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = user
+            .get(&name)
+            .map(|b| b.name())
+            .or_else(|| aggs.get(&name).map(|(b, _)| b.name()));
+        self.free(f.name(), before)?;
+        drop(user);
+        aggs.insert(name, (Arc::new(f), merges));
+        Ok(())
+    }
+
+    /// An error unless `name` is free for a function of the user's: not built in, and not
+    /// declared before (as `before`, in any case).
+    fn free(&self, name: &str, before: Option<&str>) -> Result<(), crate::ExprError> {
+        let lower = name.to_lowercase();
+        if self.scalars.contains_key(&lower) || self.aggregates.contains_key(&lower) {
+            return Err(crate::ExprError::whole(format!(
+                "function `{name}` is built in: give yours another name"
+            )));
+        }
+        if let Some(before) = before {
+            return Err(crate::ExprError::whole(format!(
+                "function `{name}` is declared twice (as `{before}` before; names are the same in any case): give one of them another name"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether the user's aggregate `name` (any case) can combine two of its states;
+    /// `None` if no aggregate of the user's is called so.
+    pub fn user_aggregate_merges(&self, name: &str) -> Option<bool> {
+        self.user_aggregates
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&name.to_lowercase())
+            .map(|(_, merges)| *merges)
+    }
+
     /// Whether `name` (any case) is an aggregate function.
     pub fn is_aggregate(&self, name: &str) -> bool {
-        self.aggregates.contains_key(&name.to_lowercase())
+        self.aggregate(name).is_some()
+    }
+
+    fn aggregate(&self, name: &str) -> Option<Arc<AggregateUDF>> {
+        let name = name.to_lowercase();
+        self.aggregates.get(&name).cloned().or_else(|| {
+            self.user_aggregates
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&name)
+                .map(|(f, _)| Arc::clone(f))
+        })
     }
 
     /// The names of the scalar functions, sorted, for the reference.
@@ -150,7 +218,7 @@ impl ContextProvider for FunctionProvider {
     }
 
     fn get_aggregate_meta(&self, name: &str) -> Option<Arc<AggregateUDF>> {
-        self.aggregates.get(&name.to_lowercase()).cloned()
+        self.aggregate(name)
     }
 
     fn get_window_meta(&self, _name: &str) -> Option<Arc<WindowUDF>> {
@@ -175,7 +243,11 @@ impl ContextProvider for FunctionProvider {
     }
 
     fn udaf_names(&self) -> Vec<String> {
-        self.aggregates.keys().cloned().collect()
+        let user = self
+            .user_aggregates
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.aggregates.keys().chain(user.keys()).cloned().collect()
     }
 
     fn higher_order_function_names(&self) -> Vec<String> {

@@ -11,13 +11,16 @@ pub struct Spec {
     pub types: Vec<TypeDef>,
     /// `operator name = "…", type = "…" { … }` blocks.
     pub operators: Vec<OperatorDef>,
-    /// User-defined functions (`CREATE FUNCTION` in SQL), in file order.
+    /// User-defined functions (`CREATE FUNCTION` and `CREATE AGGREGATE` in SQL), in file
+    /// order.
     pub functions: Vec<FunctionDef>,
 }
 
 /// A user-defined scalar function: `CREATE FUNCTION name(a BIGINT) RETURNS BIGINT
 /// LANGUAGE wasm AS 'module.wasm'`, the export `name` of a WebAssembly module, or
-/// `… LANGUAGE javascript AS $$ return a + 1 $$`, a function body in JavaScript.
+/// `… LANGUAGE javascript AS $$ return a + 1 $$`, a function body in JavaScript; or a
+/// user-defined aggregate: `CREATE AGGREGATE name(a BIGINT) RETURNS BIGINT LANGUAGE
+/// javascript AS $$ export function create_state() … $$`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionDef {
     /// The function's name, and that of the module's export.
@@ -32,8 +35,12 @@ pub struct FunctionDef {
     /// The language: `wasm` or `javascript`.
     pub language: Text,
     /// What follows `AS`: for `wasm` the module's path as written (relative to the query
-    /// file's folder), for `javascript` the function's body.
+    /// file's folder), for `javascript` the function's body (an aggregate's: a module
+    /// exporting its functions).
     pub body: Text,
+    /// Whether it is an aggregate (`CREATE AGGREGATE`): its body exports `create_state`,
+    /// `accumulate` and the rest, as RisingWave's.
+    pub aggregate: bool,
     /// Where the statement starts.
     pub pos: Pos,
 }

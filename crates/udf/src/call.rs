@@ -232,7 +232,7 @@ fn allocator_failed(
 }
 
 /// A failed instantiation of `module` for function `name`, saying why.
-fn not_instantiated(
+pub(crate) fn not_instantiated(
     name: &str,
     module: &WasmModule,
     limits: Limits,
@@ -264,7 +264,7 @@ fn not_instantiated(
 }
 
 /// A failed call of function `name` as a [`UdfError`] that names it.
-fn classify(name: &str, limits: Limits, e: &wasmtime::Error) -> UdfError {
+pub(crate) fn classify(name: &str, limits: Limits, e: &wasmtime::Error) -> UdfError {
     let fuel = limits.fuel;
     if let Some(u) = e.downcast_ref::<UdfError>() {
         return u.clone();

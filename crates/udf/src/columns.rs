@@ -60,7 +60,7 @@ pub(crate) fn each_row(
 }
 
 /// An argument column, typed.
-enum Column<'a> {
+pub(crate) enum Column<'a> {
     I64(&'a arrow::array::PrimitiveArray<Int64Type>),
     F64(&'a arrow::array::PrimitiveArray<Float64Type>),
     Bool(&'a arrow::array::BooleanArray),
@@ -68,7 +68,7 @@ enum Column<'a> {
 }
 
 impl<'a> Column<'a> {
-    fn of(a: &'a ArrayRef, t: SqlType, name: &str) -> Result<Self, UdfError> {
+    pub(crate) fn of(a: &'a ArrayRef, t: SqlType, name: &str) -> Result<Self, UdfError> {
         let col = match t {
             SqlType::Bigint => a.as_primitive_opt::<Int64Type>().map(Column::I64),
             SqlType::Double => a.as_primitive_opt::<Float64Type>().map(Column::F64),
@@ -84,7 +84,7 @@ impl<'a> Column<'a> {
         })
     }
 
-    fn get(&self, row: usize) -> Option<Arg<'a>> {
+    pub(crate) fn get(&self, row: usize) -> Option<Arg<'a>> {
         match self {
             Column::I64(a) => a.is_valid(row).then(|| Arg::I64(a.value(row))),
             Column::F64(a) => a.is_valid(row).then(|| Arg::F64(a.value(row))),
@@ -95,7 +95,7 @@ impl<'a> Column<'a> {
 }
 
 /// The result column being built.
-enum Builder {
+pub(crate) enum Builder {
     I64(Int64Builder),
     F64(Float64Builder),
     Bool(BooleanBuilder),
@@ -103,7 +103,7 @@ enum Builder {
 }
 
 impl Builder {
-    fn new(t: SqlType, rows: usize) -> Self {
+    pub(crate) fn new(t: SqlType, rows: usize) -> Self {
         match t {
             SqlType::Bigint => Builder::I64(Int64Builder::with_capacity(rows)),
             SqlType::Double => Builder::F64(Float64Builder::with_capacity(rows)),
@@ -112,7 +112,7 @@ impl Builder {
         }
     }
 
-    fn append_null(&mut self) {
+    pub(crate) fn append_null(&mut self) {
         match self {
             Builder::I64(b) => b.append_null(),
             Builder::F64(b) => b.append_null(),
@@ -122,7 +122,7 @@ impl Builder {
     }
 
     /// Appends `v`, which is of the builder's type (the runner returns the declared type).
-    fn append(&mut self, v: Out) {
+    pub(crate) fn append(&mut self, v: Out) {
         match (self, v) {
             (Builder::I64(b), Out::I64(v)) => b.append_value(v),
             (Builder::F64(b), Out::F64(v)) => b.append_value(v),
@@ -132,7 +132,7 @@ impl Builder {
         }
     }
 
-    fn finish(self) -> ArrayRef {
+    pub(crate) fn finish(self) -> ArrayRef {
         match self {
             Builder::I64(mut b) => Arc::new(b.finish()),
             Builder::F64(mut b) => Arc::new(b.finish()),

@@ -181,6 +181,44 @@ pub enum UdfError {
         /// What was wrong.
         message: String,
     },
+    /// An aggregate's body lacks a function it must export (`create_state`, `accumulate`),
+    /// exports something other than a function under one of the names an aggregate's
+    /// functions have, or its top level waits for something that never comes.
+    #[error("aggregate `{function}`: {message}")]
+    AggregateBody {
+        /// The aggregate.
+        function: String,
+        /// What is wrong, and what to write instead.
+        message: String,
+    },
+    /// An aggregate's function gave no state (`undefined`), or a state that cannot be
+    /// written to a checkpoint and read back the same (not plain JSON data).
+    #[error("aggregate `{function}`: {message}")]
+    AggregateState {
+        /// The aggregate.
+        function: String,
+        /// What it gave, and where.
+        message: String,
+    },
+    /// A WebAssembly aggregate's module lacks an export its ABI needs, or exports it with
+    /// another type, or declares a state size it may not have.
+    #[error("aggregate `{function}` of module `{module}`: {message}")]
+    WasmAggregate {
+        /// The aggregate.
+        function: String,
+        /// The module's path.
+        module: String,
+        /// What is missing or wrong, and what the ABI asks.
+        message: String,
+    },
+    /// Two states of an aggregate must be combined into one, and it has no `merge`.
+    #[error("aggregate `{function}` has no `merge`, which {needed} needs: give it one (JavaScript: `export function merge(state1, state2)`; WebAssembly: `{function}_merge`)")]
+    NoMerge {
+        /// The aggregate.
+        function: String,
+        /// What needs it: `a sliding window`, `a session window`.
+        needed: String,
+    },
     /// The module broke the ABI (a pointer out of its memory, a result that is not UTF-8).
     #[error("function `{function}` broke the string ABI: {message}")]
     Abi {

@@ -11,9 +11,16 @@
 //! javascript AS $$ … $$`), run by an embedded QuickJS with the same limits (fuel, counted by
 //! QuickJS's interrupt checks, and memory), its values checked against the declared types.
 //!
-//! What it is not (yet): aggregate functions, whole operators, a template project
-//! (`anduin udf new`). It does not parse SQL: `CREATE FUNCTION` is read by
-//! `anduin-spec`, and the CLI hands the declarations here. It knows nothing of operators or
+//! Aggregates ([`JsAggregate`], [`WasmAggregate`]; `CREATE AGGREGATE`): RisingWave's
+//! `create_state` / `accumulate` / `retract` / `merge` / `finish` in an inline JavaScript
+//! module, or a module's `name_state_size` / `_init` / `_accumulate` / … over fixed-size
+//! states in its memory; the states of their groups are kept by anduin as bytes
+//! ([`GroupStates`]), so that a window checkpoints and restores them as it does a built-in
+//! aggregate's (their DataFusion face: `into_aggregate_udf`).
+//!
+//! What it is not (yet): whole operators, a template project (`anduin udf new`). It does
+//! not parse SQL: `CREATE FUNCTION` and `CREATE AGGREGATE` are read by `anduin-spec`, and
+//! the CLI hands the declarations here. It knows nothing of operators or
 //! dead letters: a call that fails is an error, and the operator evaluating the expression
 //! decides what the row does (`on_error`).
 //!
@@ -97,7 +104,9 @@
 #![deny(missing_docs)]
 
 mod abi;
+mod aggregate;
 mod call;
+mod coerce;
 mod columns;
 mod declare;
 mod error;
@@ -108,12 +117,17 @@ mod module;
 mod scalar;
 mod stop;
 mod strings;
+mod udaf;
+mod wasm_agg_runner;
+mod wasm_aggregate;
 
 pub use abi::SqlType;
+pub use aggregate::GroupStates;
 pub use declare::Declaration;
 pub use error::UdfError;
 pub use function::WasmFunction;
-pub use js::JsFunction;
+pub use js::{JsAggregate, JsFunction};
 pub use limits::Limits;
 pub use module::{WasmModule, DECLARATIONS_SECTION};
 pub use stop::stop_calls_when;
+pub use wasm_aggregate::{WasmAggregate, AGGREGATES_SECTION};

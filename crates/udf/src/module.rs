@@ -18,6 +18,8 @@ pub struct WasmModule {
     pub(crate) label: Arc<str>,
     pub(crate) module: Module,
     declared: Arc<[Declaration]>,
+    /// The aggregates of its `anduin:aggregates` section.
+    pub(crate) declared_aggregates: Arc<[Declaration]>,
 }
 
 impl std::fmt::Debug for WasmModule {
@@ -98,7 +100,8 @@ impl WasmModule {
         Ok(WasmModule {
             label: label.into(),
             module,
-            declared: declarations(bytes, label)?.into(),
+            declared: declarations(bytes, label, DECLARATIONS_SECTION)?.into(),
+            declared_aggregates: declarations(bytes, label, crate::AGGREGATES_SECTION)?.into(),
         })
     }
 
@@ -114,13 +117,13 @@ impl WasmModule {
     }
 
     /// Every function the module declares in its [`DECLARATIONS_SECTION`], checked
-    /// against its exports; an error if it declares none.
+    /// against its exports; an error if it declares no function nor aggregate.
     pub fn declared_functions(&self, limits: Limits) -> Result<Vec<WasmFunction>, UdfError> {
-        if self.declared.is_empty() {
+        if self.declared.is_empty() && self.declared_aggregates.is_empty() {
             return Err(UdfError::Invalid {
                 module: self.label.to_string(),
                 message: format!(
-                    "it declares no function: list them in a custom section `{DECLARATIONS_SECTION}`, one `name(TYPE, …) -> TYPE` a line, or declare them with CREATE FUNCTION"
+                    "it declares no function: list them in a custom section `{DECLARATIONS_SECTION}` (aggregates in `{}`), one `name(TYPE, …) -> TYPE` a line, or declare them with CREATE FUNCTION (CREATE AGGREGATE)", crate::AGGREGATES_SECTION
                 ),
             });
         }
@@ -181,7 +184,10 @@ impl WasmModule {
         WasmFunction::new(self.clone(), declaration, limits)
     }
 
-    fn func_type(&self, name: &str) -> Option<(Vec<wasmtime::ValType>, Vec<wasmtime::ValType>)> {
+    pub(crate) fn func_type(
+        &self,
+        name: &str,
+    ) -> Option<(Vec<wasmtime::ValType>, Vec<wasmtime::ValType>)> {
         match self.module.get_export(name)? {
             ExternType::Func(f) => Some((f.params().collect(), f.results().collect())),
             _ => None,
@@ -189,6 +195,19 @@ impl WasmModule {
     }
 
     fn check_string_abi(&self, function: &str) -> Result<(), UdfError> {
+        let missing = self.missing_memory_abi();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(UdfError::MissingAbiExport {
+            function: function.to_string(),
+            module: self.label.to_string(),
+            missing: missing.join(" and "),
+        })
+    }
+
+    /// What the module lacks of `memory`, `alloc` and `dealloc`, as the ABI names them.
+    pub(crate) fn missing_memory_abi(&self) -> Vec<&'static str> {
         use wasmtime::ValType::I32;
         let mut missing = Vec::new();
         if !matches!(
@@ -205,19 +224,12 @@ impl WasmModule {
             Some((p, r)) if same(&p, &[I32, I32]) && r.is_empty() => {}
             _ => missing.push("`dealloc(ptr: i32, len: i32)`"),
         }
-        if missing.is_empty() {
-            return Ok(());
-        }
-        Err(UdfError::MissingAbiExport {
-            function: function.to_string(),
-            module: self.label.to_string(),
-            missing: missing.join(" and "),
-        })
+        missing
     }
 }
 
-/// The declarations in the [`DECLARATIONS_SECTION`]s of module binary `bytes`.
-fn declarations(bytes: &[u8], label: &str) -> Result<Vec<Declaration>, UdfError> {
+/// The declarations in the custom sections `name` of module binary `bytes`.
+fn declarations(bytes: &[u8], label: &str, name: &str) -> Result<Vec<Declaration>, UdfError> {
     let mut out = Vec::new();
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(|e| UdfError::Invalid {
@@ -225,10 +237,10 @@ fn declarations(bytes: &[u8], label: &str) -> Result<Vec<Declaration>, UdfError>
             message: e.to_string(),
         })?;
         if let wasmparser::Payload::CustomSection(section) = payload {
-            if section.name() == DECLARATIONS_SECTION {
+            if section.name() == name {
                 let text = std::str::from_utf8(section.data()).map_err(|_| UdfError::Invalid {
                     module: label.to_string(),
-                    message: format!("its `{DECLARATIONS_SECTION}` section is not UTF-8"),
+                    message: format!("its `{name}` section is not UTF-8"),
                 })?;
                 out.extend(Declaration::parse_all(text)?);
             }

@@ -5,7 +5,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
-use datafusion_common::{plan_err, DataFusionError, Result};
+use datafusion_common::Result;
 use datafusion_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -57,15 +57,6 @@ impl UdfScalar {
     }
 }
 
-/// `n` arguments, in words.
-fn arguments(n: usize) -> String {
-    match n {
-        0 => "none".to_string(),
-        1 => "1 argument".to_string(),
-        n => format!("{n} arguments"),
-    }
-}
-
 impl PartialEq for UdfScalar {
     fn eq(&self, other: &Self) -> bool {
         match (&self.function, &other.function) {
@@ -99,37 +90,7 @@ impl ScalarUDFImpl for UdfScalar {
     /// The declared types, to which the arguments are cast as for a built-in function; an
     /// error naming the function for a wrong number of arguments, or one that does not cast.
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let d = self.function.declaration();
-        let declared: Vec<String> = d.args.iter().map(ToString::to_string).collect();
-        if arg_types.len() != d.args.len() {
-            return plan_err!(
-                "function `{}` takes {} ({}), but is given {}",
-                d.name,
-                arguments(d.args.len()),
-                declared.join(", "),
-                arguments(arg_types.len())
-            );
-        }
-        let mut out = Vec::with_capacity(arg_types.len());
-        for (i, (given, want)) in arg_types.iter().zip(&d.args).enumerate() {
-            let want_type = want.arrow();
-            // The rule of DataFusion's exact signatures (an implicit, lossless coercion: an
-            // INT to BIGINT, not a VARCHAR to BIGINT), which this signature had before it
-            // named the function in its errors. DataFusion 55 deprecates the function as
-            // unused by itself; should it go, copy its rule (`coerced_from`) here.
-            #[allow(deprecated)]
-            let coerces =
-                datafusion_expr::type_coercion::functions::can_coerce_from(&want_type, given);
-            if given != &want_type && !coerces {
-                return plan_err!(
-                    "function `{}` takes {want} as argument {}, but is given {given}: CAST it (e.g. CAST(… AS {want}))",
-                    d.name,
-                    i + 1
-                );
-            }
-            out.push(want_type);
-        }
-        Ok(out)
+        crate::coerce::to_declared(self.function.declaration(), "function", arg_types)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
@@ -154,13 +115,7 @@ impl ScalarUDFImpl for UdfScalar {
         self.function
             .call(&arrays, rows)
             .map(ColumnarValue::Array)
-            .map_err(|e| match e {
-                // A runaway is no row's fault: the query stops (see `anduin_expr::ExprErrorKind`).
-                UdfError::OutOfFuel { .. }
-                | UdfError::OutOfTime { .. }
-                | UdfError::Stopped { .. } => DataFusionError::ResourcesExhausted(e.to_string()),
-                e => DataFusionError::Execution(e.to_string()),
-            })
+            .map_err(crate::coerce::datafusion_error)
     }
 }
 

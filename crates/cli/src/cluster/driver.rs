@@ -189,7 +189,7 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?
         .run;
     if !args.udfs.is_empty() || declares_functions(&file, &s.source) {
-        bail!("user-defined functions (CREATE FUNCTION, --udf) are not supported in a cluster yet: run the query with `anduin run`");
+        bail!("user-defined functions (CREATE FUNCTION, CREATE AGGREGATE, --udf) are not supported in a cluster yet: run the query with `anduin run`");
     }
     let loaded = match load_to_run(
         &file,
@@ -1543,7 +1543,8 @@ impl Subscriber for LastCheckpoint {
     }
 }
 
-/// Whether the SQL query `source` (in `file`) declares a function (`CREATE FUNCTION`): its
+/// Whether the SQL query `source` (in `file`) declares a function (`CREATE FUNCTION`,
+/// `CREATE AGGREGATE`): its
 /// module would not reach the workers.
 fn declares_functions(file: &std::path::Path, source: &str) -> bool {
     file.extension().is_some_and(|e| e == "sql")

@@ -70,21 +70,27 @@ pub(crate) enum AccError {
         /// What went beyond which bound, and in which group.
         overflow: SumOverflow,
     },
-    /// Anything else.
-    Other(OperatorError),
+    /// Aggregate `agg`'s function failed: a user-defined aggregate threw, ran out of fuel,
+    /// or gave a state it may not.
+    Failed {
+        /// Which aggregate column.
+        agg: usize,
+        /// What went wrong, as the function's error says (it names the function).
+        message: String,
+    },
 }
 
 impl AccError {
     /// The operator's error, with `place` telling in which key and window it happened (given
-    /// the group id that overflowed).
+    /// the group id it happened in, when one is known).
     pub(crate) fn at(
         self,
         setup: &WindowSetup,
-        place: impl FnOnce(usize) -> String,
+        place: impl FnOnce(Option<usize>) -> String,
     ) -> OperatorError {
-        let (agg, overflow) = match self {
-            AccError::Overflow { agg, overflow } => (agg, overflow),
-            AccError::Other(e) => return e,
+        let (agg, what) = match self {
+            AccError::Overflow { agg, overflow } => (agg, Ok(overflow)),
+            AccError::Failed { agg, message } => (agg, Err(message)),
         };
         let written = setup
             .aggs
@@ -96,13 +102,20 @@ impl AccError {
             .map(|at| format!(" at {at}"))
             .unwrap_or_default();
         let role = site.map(|s| format!("{} ", s.role)).unwrap_or_default();
-        OperatorError::Execution {
-            operator: setup.name.clone(),
-            message: format!(
+        let message = match what {
+            Ok(overflow) => format!(
                 "{role}`{written}`{at} overflowed {} {}: {overflow}. The query stops: the total is no single row's fault. Add up a wider type instead, e.g. `SUM(CAST(… AS DOUBLE))` (approximate) or `SUM(CAST(… AS DECIMAL(38, 0)))`",
                 overflow.type_name,
-                place(overflow.group),
+                place(Some(overflow.group)),
             ),
+            Err(message) => format!(
+                "{role}`{written}`{at} failed {}: {message}. The query stops: an aggregate's state holds many rows, so there is no single row to send to the dead letters",
+                place(None),
+            ),
+        };
+        OperatorError::Execution {
+            operator: setup.name.clone(),
+            message,
         }
     }
 
@@ -117,10 +130,9 @@ impl AccError {
         key_of: impl FnOnce(usize) -> Option<Row<'a>>,
     ) -> OperatorError {
         self.at(setup, |group| {
-            let key = if setup.codec.is_global() {
-                None
-            } else {
-                key_of(group)
+            let key = match group {
+                Some(g) if !setup.codec.is_global() => key_of(g),
+                _ => None,
             };
             format!(
                 "{}in the {window} starting at {}",
@@ -169,13 +181,16 @@ pub(crate) fn time_text(ms: i64) -> String {
 }
 
 /// The error of aggregate `agg`'s accumulator.
-fn acc_error(agg: usize, e: datafusion_common::DataFusionError, operator: &str) -> AccError {
+fn acc_error(agg: usize, e: datafusion_common::DataFusionError) -> AccError {
     match SumOverflow::of(&e) {
         Some(o) => AccError::Overflow {
             agg,
             overflow: o.clone(),
         },
-        None => AccError::Other(df(operator, e)),
+        None => AccError::Failed {
+            agg,
+            message: e.find_root().message().to_string(),
+        },
     }
 }
 
@@ -194,7 +209,6 @@ impl Accs {
         inputs: &Inputs,
         ids: &[usize],
         groups: usize,
-        operator: &str,
     ) -> Result<(), AccError> {
         for (agg, ((acc, args), filter)) in self
             .accs
@@ -204,7 +218,7 @@ impl Accs {
             .enumerate()
         {
             acc.update_batch(args, ids, filter.as_ref(), groups)
-                .map_err(|e| acc_error(agg, e, operator))?;
+                .map_err(|e| acc_error(agg, e))?;
         }
         Ok(())
     }
@@ -227,25 +241,21 @@ impl Accs {
         states: &[Vec<ArrayRef>],
         ids: &[usize],
         groups: usize,
-        operator: &str,
     ) -> Result<(), AccError> {
         for (agg, (acc, state)) in self.accs.iter_mut().zip(states).enumerate() {
             acc.merge_batch(state, ids, groups)
-                .map_err(|e| acc_error(agg, e, operator))?;
+                .map_err(|e| acc_error(agg, e))?;
         }
         Ok(())
     }
 
     /// The final value of every group, one array per aggregate column (a `SUM(DISTINCT …)`
     /// checks its total here).
-    pub(crate) fn evaluate(&mut self, operator: &str) -> Result<Vec<ArrayRef>, AccError> {
+    pub(crate) fn evaluate(&mut self) -> Result<Vec<ArrayRef>, AccError> {
         self.accs
             .iter_mut()
             .enumerate()
-            .map(|(agg, a)| {
-                a.evaluate(EmitTo::All)
-                    .map_err(|e| acc_error(agg, e, operator))
-            })
+            .map(|(agg, a)| a.evaluate(EmitTo::All).map_err(|e| acc_error(agg, e)))
             .collect()
     }
 }

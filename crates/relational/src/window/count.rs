@@ -83,10 +83,10 @@ impl Counting {
             w.rows += 1;
             w.changed = true;
             w.accs
-                .update(&p.inputs.slice(i, 1), &[0], 1, &setup.name)
+                .update(&p.inputs.slice(i, 1), &[0], 1)
                 .map_err(|e| e.in_window(setup, "count window", w.earliest, |_| Some(key.row())))?;
             if w.rows == self.size {
-                let values = w.accs.evaluate(&setup.name).map_err(|e| {
+                let values = w.accs.evaluate().map_err(|e| {
                     e.in_window(setup, "count window", w.earliest, |_| Some(key.row()))
                 })?;
                 let keys = setup.codec.columns([key.row()], &setup.name)?;
@@ -116,7 +116,7 @@ impl Counting {
             if w.rows > 0 {
                 // Taking the state empties the accumulator: merge it straight back.
                 let states = w.accs.take_state(name)?;
-                w.accs.merge(&states, &[0], 1, name).map_err(|e| {
+                w.accs.merge(&states, &[0], 1).map_err(|e| {
                     e.in_window(setup, "count window", w.earliest, |_| Some(row.row()))
                 })?;
                 let rows = state_rows.encode(&states, 1, name)?;
@@ -151,7 +151,7 @@ impl Counting {
         for (i, (e, [rows, latest])) in entries.iter().zip(fixed).enumerate() {
             let row = keys.row(i);
             let mut accs = Accs::new(&setup.aggs, name)?;
-            accs.merge(&one_row(&states, i), &[0], 1, name)
+            accs.merge(&one_row(&states, i), &[0], 1)
                 .map_err(|err| err.in_window(setup, "count window", e.start, |_| Some(row)))?;
             self.by_key.insert(
                 row.as_ref().into(),

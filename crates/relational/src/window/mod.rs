@@ -232,6 +232,28 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             Ok(aggs)
         })
         .map_err(|e| p.expr_error("aggregates", &text, e))?;
+    let merging = match kind {
+        WindowKind::Sliding { size, slide } if size != slide => {
+            Some("a sliding window (it combines the states of its panes)")
+        }
+        WindowKind::Session { .. } => {
+            Some("a session window (sessions that meet combine their states)")
+        }
+        _ => None,
+    };
+    if let Some(needs) = merging {
+        if let Some(a) = aggs.iter().find(|a| a.without_merge().is_some()) {
+            let e = anduin_expr::ExprError::at(
+                a.site.line,
+                a.site.col,
+                format!(
+                    "aggregate `{f}` has no `merge`, which {needs} needs: give it one (JavaScript: `export function merge(state1, state2)`; WebAssembly: `{f}_merge`), or use a tumbling window",
+                    f = a.function_name()
+                ),
+            );
+            return Err(p.expr_error("aggregates", &text, e));
+        }
+    }
     let sites = aggs
         .iter()
         .map(|a| {

@@ -146,7 +146,7 @@ impl Panes {
             };
             slice
                 .accs
-                .update(&inputs, &self.ids, slice.keys.len(), &setup.name)
+                .update(&inputs, &self.ids, slice.keys.len())
                 .map_err(|e| {
                     e.in_window(setup, window, start, |g| group_key(slice.keys.keys(), g))
                 })?;
@@ -172,7 +172,7 @@ impl Panes {
                 slice
                     .changed
                     .forget(&setup.codec, slice.keys.keys(), start, &mut self.gone);
-                let values = slice.accs.evaluate(&setup.name).map_err(|e| {
+                let values = slice.accs.evaluate().map_err(|e| {
                     e.in_window(setup, "window", start, |g| group_key(slice.keys.keys(), g))
                 })?;
                 let keys = setup.codec.columns(slice.keys.keys().iter(), &setup.name)?;
@@ -197,13 +197,13 @@ impl Panes {
                 for row in pane.keys.iter() {
                     self.ids.push(keys.group_of(row));
                 }
-                accs.merge(&pane.states, &self.ids, keys.len(), &setup.name)
+                accs.merge(&pane.states, &self.ids, keys.len())
                     .map_err(|e| {
                         e.in_window(setup, "window", start, |g| group_key(keys.keys(), g))
                     })?;
             }
             let values = accs
-                .evaluate(&setup.name)
+                .evaluate()
                 .map_err(|e| e.in_window(setup, "window", start, |g| group_key(keys.keys(), g)))?;
             let key_columns = setup.codec.columns(keys.keys().iter(), &setup.name)?;
             results.add(start, end, key_columns, values);
@@ -261,7 +261,7 @@ impl Panes {
             let taken = slice.accs.take_state(name)?;
             let groups = slice.keys.len();
             let ids: Vec<usize> = (0..groups).collect();
-            slice.accs.merge(&taken, &ids, groups, name).map_err(|e| {
+            slice.accs.merge(&taken, &ids, groups).map_err(|e| {
                 e.in_window(setup, "pane", *start, |g| group_key(slice.keys.keys(), g))
             })?;
             write(
@@ -316,7 +316,7 @@ impl Panes {
             let groups = keys.len();
             let mut accs = Accs::new(&setup.aggs, name)?;
             let ids: Vec<usize> = (0..groups).collect();
-            accs.merge(&states, &ids, groups, name)
+            accs.merge(&states, &ids, groups)
                 .map_err(|e| e.in_window(setup, "pane", start, |g| group_key(keys.keys(), g)))?;
             self.live.insert(
                 start,

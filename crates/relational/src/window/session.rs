@@ -84,14 +84,11 @@ impl Sessions {
                     self.gone.push((setup.codec.stored(row).into(), start));
                 }
                 let state = other.accs.take_state(&setup.name)?;
-                target
-                    .accs
-                    .merge(&state, &[0], 1, &setup.name)
-                    .map_err(|e| {
-                        e.in_window(setup, "session", target.start.min(other.start), |_| {
-                            Some(row)
-                        })
-                    })?;
+                target.accs.merge(&state, &[0], 1).map_err(|e| {
+                    e.in_window(setup, "session", target.start.min(other.start), |_| {
+                        Some(row)
+                    })
+                })?;
                 target.start = target.start.min(other.start);
                 target.end = target.end.max(other.end);
             }
@@ -100,7 +97,7 @@ impl Sessions {
             target.changed = true;
             target
                 .accs
-                .update(&p.inputs.slice(i, 1), &[0], 1, &setup.name)
+                .update(&p.inputs.slice(i, 1), &[0], 1)
                 .map_err(|e| e.in_window(setup, "session", target.start, |_| Some(row)))?;
             sessions.push(target);
         }
@@ -127,7 +124,7 @@ impl Sessions {
                     }
                     let values = s
                         .accs
-                        .evaluate(&setup.name)
+                        .evaluate()
                         .map_err(|e| e.in_window(setup, "session", s.start, |_| Some(key.row())))?;
                     let keys = setup.codec.columns([key.row()], &setup.name)?;
                     results.add(s.start, s.end, keys, values);
@@ -165,7 +162,7 @@ impl Sessions {
                 // Taking the state empties the accumulator: merge it straight back.
                 let states = s.accs.take_state(name)?;
                 s.accs
-                    .merge(&states, &[0], 1, name)
+                    .merge(&states, &[0], 1)
                     .map_err(|e| e.in_window(setup, "session", s.start, |_| Some(row.row())))?;
                 let rows = state_rows.encode(&states, 1, name)?;
                 let v = value(&[s.end as u64], rows.row(0).data());
@@ -199,7 +196,7 @@ impl Sessions {
         for (i, (e, end)) in entries.iter().zip(ends).enumerate() {
             let row = keys.row(i);
             let mut accs = Accs::new(&setup.aggs, name)?;
-            accs.merge(&one_row(&states, i), &[0], 1, name)
+            accs.merge(&one_row(&states, i), &[0], 1)
                 .map_err(|err| err.in_window(setup, "session", e.start, |_| Some(row)))?;
             self.by_key
                 .entry(row.as_ref().into())

@@ -1,6 +1,7 @@
 //! anduin's SQL dialect: sqlparser's generic dialect, plus Flink's `TABLE name` as an argument
 //! of a window table function (`TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND)`),
-//! and `CREATE FUNCTION … LANGUAGE … AS '…'` (parsed by `functions.rs`).
+//! and `CREATE FUNCTION … LANGUAGE … AS '…'` and `CREATE AGGREGATE …` (parsed by
+//! `functions.rs`).
 
 use sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
@@ -46,7 +47,12 @@ impl Dialect for AnduinDialect {
 
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
         if parser.parse_keywords(&[Keyword::CREATE, Keyword::FUNCTION]) {
-            return Some(super::functions::parse_create_function(parser));
+            return Some(super::functions::parse_create_function(parser, false));
+        }
+        if parser.parse_keywords(&[Keyword::CREATE, Keyword::AGGREGATE]) {
+            // RisingWave's `CREATE AGGREGATE`, or BigQuery's `CREATE AGGREGATE FUNCTION`.
+            let _ = parser.parse_keyword(Keyword::FUNCTION);
+            return Some(super::functions::parse_create_function(parser, true));
         }
         None
     }

@@ -1,15 +1,20 @@
 //! `CREATE FUNCTION name([arg] TYPE, …) RETURNS TYPE LANGUAGE wasm AS 'module.wasm'`: a
 //! user-defined scalar function, the export `name` of a WebAssembly module; or
 //! `… LANGUAGE javascript AS $$ body $$`, a function in JavaScript whose arguments are named.
+//! `CREATE AGGREGATE name([arg] TYPE, …) RETURNS TYPE LANGUAGE javascript AS $$ module $$`
+//! (RisingWave's statement; `CREATE AGGREGATE FUNCTION`, BigQuery's words, is the same): a
+//! user-defined aggregate, whose body exports `create_state`, `accumulate` and the rest.
 //!
 //! sqlparser parses `CREATE FUNCTION` only for some dialects (PostgreSQL's, the generic
-//! one), and its parser for them is private; anduin's dialect parses the statement here, into
-//! sqlparser's own `CreateFunction`, which [`declare`] lowers to a [`FunctionDef`].
+//! one), and its parser for them is private, and it has no `CREATE AGGREGATE`; anduin's
+//! dialect parses both here, into sqlparser's own `CreateFunction` (an aggregate marked by
+//! [`AGGREGATE`] among its options, which the statement's text cannot set), which
+//! [`declare`] lowers to a [`FunctionDef`].
 
 use anduin_types::Diagnostic;
 use sqlparser::ast::{
-    CreateFunction, CreateFunctionBody, DataType, Expr, FunctionReturnType, ObjectName,
-    ObjectNamePart, OperateFunctionArg, Spanned, Statement, Value,
+    CreateFunction, CreateFunctionBody, DataType, Expr, FunctionReturnType, Ident, ObjectName,
+    ObjectNamePart, OperateFunctionArg, Spanned, SqlOption, Statement, Value,
 };
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -18,8 +23,16 @@ use super::source_text::pos;
 use crate::ast::FunctionDef;
 use crate::Text;
 
-/// Parses the rest of a `CREATE FUNCTION` statement (its two keywords already read).
-pub(crate) fn parse_create_function(p: &mut Parser) -> Result<Statement, ParserError> {
+/// The option that marks a parsed `CREATE AGGREGATE`: anduin's parser sets no other option,
+/// and the statement's text cannot set one.
+const AGGREGATE: &str = "\u{0}anduin aggregate";
+
+/// Parses the rest of a `CREATE FUNCTION` statement (its two keywords already read), or of a
+/// `CREATE AGGREGATE [FUNCTION]` one (`aggregate`).
+pub(crate) fn parse_create_function(
+    p: &mut Parser,
+    aggregate: bool,
+) -> Result<Statement, ParserError> {
     let name = p.parse_object_name(false)?;
     p.expect_token(&sqlparser::tokenizer::Token::LParen)?;
     let mut args = Vec::new();
@@ -60,7 +73,7 @@ pub(crate) fn parse_create_function(p: &mut Parser) -> Result<Statement, ParserE
         using: None,
         language,
         determinism_specifier: None,
-        options: None,
+        options: aggregate.then(|| vec![SqlOption::Ident(Ident::new(AGGREGATE))]),
         remote_connection: None,
     }))
 }
@@ -101,16 +114,20 @@ fn function_type(t: &DataType) -> Option<&'static str> {
 /// name be a keyword or hold any character; they do not make it case-sensitive, since
 /// function names are the same in any case (as in Flink: `"Bar"(x)`, `bar(x)` and `BAR(x)`
 /// call one function). A wasm function's name is also its module's export, as written.
-fn function_name(name: &ObjectName, at: anduin_types::Pos) -> Result<String, Diagnostic> {
+fn function_name(
+    name: &ObjectName,
+    at: anduin_types::Pos,
+    statement: &str,
+) -> Result<String, Diagnostic> {
     match name.0.as_slice() {
         [ObjectNamePart::Identifier(id)] if !id.value.trim().is_empty() => Ok(id.value.clone()),
         [ObjectNamePart::Identifier(_)] => Err(Diagnostic::error(
             at,
-            "a function needs a name: `CREATE FUNCTION name(…)`",
+            format!("a function needs a name: `{statement} name(…)`"),
         )),
         _ => Err(Diagnostic::error(
             at,
-            format!("function name `{name}`: a function's name is one identifier, without a schema or catalog: `CREATE FUNCTION name(…)`"),
+            format!("function name `{name}`: a function's name is one identifier, without a schema or catalog: `{statement} name(…)`"),
         )),
     }
 }
@@ -118,7 +135,17 @@ fn function_name(name: &ObjectName, at: anduin_types::Pos) -> Result<String, Dia
 /// Lowers a parsed `CREATE FUNCTION`.
 pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
     let at = pos(cf.name.span().start);
-    let name = function_name(&cf.name, at)?;
+    let aggregate = cf
+        .options
+        .iter()
+        .flatten()
+        .any(|o| matches!(o, SqlOption::Ident(id) if id.value == AGGREGATE));
+    let statement = if aggregate {
+        "CREATE AGGREGATE"
+    } else {
+        "CREATE FUNCTION"
+    };
+    let name = function_name(&cf.name, at, statement)?;
     if let Some(what) = super::reserved_function(&name) {
         return Err(Diagnostic::error(
             at,
@@ -152,7 +179,11 @@ pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
     let Some(language) = &cf.language else {
         return Err(Diagnostic::error(
             at,
-            format!("function `{name}` needs `LANGUAGE wasm AS 'module.wasm'`"),
+            if aggregate {
+                format!("aggregate `{name}` needs `LANGUAGE javascript AS $$ … $$` or `LANGUAGE wasm AS 'module.wasm'`")
+            } else {
+                format!("function `{name}` needs `LANGUAGE wasm AS 'module.wasm'`")
+            },
         ));
     };
     let lang_at = pos(language.span.start);
@@ -166,10 +197,10 @@ pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
             ))
         }
     };
-    let what = if javascript {
-        "its body, e.g. $$ return x + 1 $$"
-    } else {
-        "the module's path in quotes"
+    let what = match (javascript, aggregate) {
+        (true, false) => "its body, e.g. $$ return x + 1 $$",
+        (true, true) => "its body, a module exporting `create_state()` and `accumulate(state, …)`",
+        (false, _) => "the module's path in quotes",
     };
     let body = match &cf.function_body {
         Some(CreateFunctionBody::AsBeforeOptions { body, .. }) => match body {
@@ -197,7 +228,8 @@ pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
             ))
         }
     };
-    if javascript {
+    // An aggregate's functions take their arguments in order, whatever they are called.
+    if javascript && !aggregate {
         if let Some(i) = arg_names.iter().position(Option::is_none) {
             return Err(Diagnostic::error(
                 args.get(i).map_or(at, Text::pos),
@@ -212,6 +244,7 @@ pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
         returns,
         language: Text::at(if javascript { "javascript" } else { "wasm" }, lang_at),
         body,
+        aggregate,
         pos: at,
     })
 }
@@ -272,6 +305,44 @@ INSERT INTO o SELECT add_one(x) AS y FROM t;";
         ))
         .expect_err("python");
         assert_eq!((d.0[0].pos.line, d.0[0].pos.col), (1, 53));
+    }
+
+    #[test]
+    fn create_aggregate_declares_an_aggregate_whose_arguments_need_no_names() {
+        for head in ["CREATE AGGREGATE", "create aggregate function"] {
+            let spec = parse_sql(&format!(
+                "{head} wavg(BIGINT, w BIGINT) RETURNS DOUBLE LANGUAGE javascript AS $$\nexport function create_state() {{ return 0 }}\n$$;\n{TAIL}"
+            ))
+            .expect("parses");
+            let f = &spec.functions[0];
+            assert!(f.aggregate, "{head}");
+            assert_eq!(f.name.as_str(), "wavg");
+            assert_eq!(f.args.len(), 2);
+            assert_eq!(f.returns.as_str(), "DOUBLE");
+            assert!(f.body.as_str().contains("create_state"));
+        }
+        let spec = parse_sql(&format!(
+            "CREATE FUNCTION f(x BIGINT) RETURNS BIGINT LANGUAGE javascript AS $$ return x $$;\n{TAIL}"
+        ))
+        .expect("parses");
+        assert!(!spec.functions[0].aggregate);
+        let d = parse_sql(&format!(
+            "CREATE AGGREGATE s.f(x BIGINT) RETURNS BIGINT LANGUAGE javascript AS $$ $$;\n{TAIL}"
+        ))
+        .expect_err("qualified");
+        assert!(
+            d.0[0].message.ends_with("`CREATE AGGREGATE name(…)`"),
+            "{}",
+            d.0[0].message
+        );
+        let d = parse_sql(&format!(
+            "CREATE AGGREGATE f(x BIGINT) RETURNS BIGINT AS $$ $$;\n{TAIL}"
+        ))
+        .expect_err("no language");
+        assert_eq!(
+            d.0[0].message,
+            "aggregate `f` needs `LANGUAGE javascript AS $$ … $$` or `LANGUAGE wasm AS 'module.wasm'`"
+        );
     }
 
     #[test]

@@ -109,7 +109,7 @@ fn lower_script(
             other => diags.push(Diagnostic::error(
                 pos(other.span().start),
                 format!(
-                    "`{}` is not supported: a script holds CREATE TABLE … WITH (…), CREATE FUNCTION … and INSERT INTO … SELECT … statements",
+                    "`{}` is not supported: a script holds CREATE TABLE … WITH (…), CREATE FUNCTION …, CREATE AGGREGATE … and INSERT INTO … SELECT … statements",
                     first_words(&other.to_string())
                 ),
             )),

@@ -17,8 +17,12 @@
 //! integer within `BIGINT`'s range, a number, a boolean, a string — or `null`/`undefined`
 //! for NULL; anything else is an error on its row naming the function and what it returned.
 
+mod aggregate;
+mod aggregate_engine;
+mod aggregate_states;
 mod engine;
 mod meter;
+mod sandbox;
 mod values;
 mod worker;
 
@@ -26,9 +30,33 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow::array::ArrayRef;
 
+use crate::columns::each_row;
 use crate::{Declaration, Limits, UdfError};
+pub use aggregate::JsAggregate;
 use engine::{Engine, Source};
-use worker::Worker;
+
+/// A scalar function's engine on its thread: given a batch's argument columns and its
+/// number of rows, it answers the result column.
+type Worker = worker::Worker<(Vec<ArrayRef>, usize), ArrayRef>;
+
+/// `engine` on a thread of its own, calling `declaration` on the rows of each batch.
+fn start(
+    engine: Engine,
+    declaration: &Arc<Declaration>,
+    limits: Limits,
+) -> Result<Worker, UdfError> {
+    let meter = Arc::clone(engine.meter());
+    let d = Arc::clone(declaration);
+    Worker::start(
+        &declaration.name,
+        meter,
+        limits,
+        move || Ok(engine),
+        move |engine, (args, rows): (Vec<ArrayRef>, usize)| {
+            each_row(&d, &args, rows, |row| engine.call(&d, limits, row))
+        },
+    )
+}
 
 /// A JavaScript function, compiled and checked when declared, callable from any thread:
 /// each caller at a time gets an engine of its own (on a thread of its own), kept for later
@@ -75,7 +103,7 @@ impl JsFunction {
         };
         let declaration = Arc::new(declaration);
         let first = Engine::new(&declaration.name, &source, limits)?;
-        let first = Worker::start(first, Arc::clone(&declaration), limits)?;
+        let first = start(first, &declaration, limits)?;
         Ok(JsFunction {
             declaration,
             source,
@@ -101,14 +129,14 @@ impl JsFunction {
             .pop();
         let worker = match idle {
             Some(w) => w,
-            None => Worker::start(
+            None => start(
                 Engine::new(&self.declaration.name, &self.source, self.limits)?,
-                Arc::clone(&self.declaration),
+                &self.declaration,
                 self.limits,
             )?,
         };
         // On an error the worker is dropped (and abandoned if its call is still running).
-        let out = worker.call(&self.declaration.name, self.limits, args, rows)?;
+        let out = worker.call((args.to_vec(), rows))?;
         self.idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -9,57 +9,74 @@
 //! check stops it, its allocator refuses everything), and is abandoned. Its thread ends
 //! when the call does; one that never returns spins until the process exits, which the
 //! failed query is then about to do.
+//!
+//! The worker is generic over what it is asked (`J`) and answers (`R`): a scalar function's
+//! engine is given batches of rows, an aggregate's engine steps over groups' states. The
+//! engine itself is made on the worker's thread (an aggregate's engine holds values that
+//! may not cross threads), its making waited for as a call is.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::ArrayRef;
-
-use super::engine::Engine;
 use super::meter::{Halt, Meter};
-use crate::columns::each_row;
-use crate::{Declaration, Limits, UdfError};
+use crate::{Limits, UdfError};
 
 /// How often a waiting caller looks at the run's stop flag. A clock, not a synchronisation:
 /// the result itself wakes the caller.
 const POLL: Duration = Duration::from_millis(100);
 
-/// One batch for an engine.
-struct Job {
-    args: Vec<ArrayRef>,
-    rows: usize,
+/// What the worker's thread sends back.
+enum Reply<R> {
+    /// The engine is made and waits for jobs.
+    Ready,
+    /// A job's answer.
+    Done(R),
 }
 
-/// An engine on its thread. Dropping it ends the thread once its current call, if any, ends.
-pub(super) struct Worker {
-    jobs: mpsc::Sender<Job>,
-    results: mpsc::Receiver<Result<ArrayRef, UdfError>>,
+/// An engine on its thread, given jobs `J` and answering `R`. Dropping it ends the thread
+/// once its current call, if any, ends.
+pub(super) struct Worker<J, R> {
+    jobs: mpsc::Sender<J>,
+    results: mpsc::Receiver<Result<Reply<R>, UdfError>>,
     meter: Arc<Meter>,
+    /// The function's name, for errors.
+    name: String,
+    limits: Limits,
 }
 
-impl Worker {
-    /// `engine` on a thread of its own, calling `declaration` with `limits`.
-    pub(super) fn start(
-        engine: Engine,
-        declaration: Arc<Declaration>,
+impl<J: Send + 'static, R: Send + 'static> Worker<J, R> {
+    /// An engine made by `make` on a thread of its own (waited for as a call is: a top
+    /// level that runs away is stopped by its fuel, one stuck in a built-in by the
+    /// backstop), then given each job through `run`. `meter` bounds what `make` and `run`
+    /// do; `name` is the function's.
+    pub(super) fn start<E>(
+        name: &str,
+        meter: Arc<Meter>,
         limits: Limits,
-    ) -> Result<Worker, UdfError> {
-        let meter = Arc::clone(engine.meter());
-        let name = declaration.name.clone();
-        let (jobs, inbox) = mpsc::channel::<Job>();
+        make: impl FnOnce() -> Result<E, UdfError> + Send + 'static,
+        mut run: impl FnMut(&mut E, J) -> Result<R, UdfError> + Send + 'static,
+    ) -> Result<Worker<J, R>, UdfError> {
+        let (jobs, inbox) = mpsc::channel::<J>();
         let (outbox, results) = mpsc::channel();
         std::thread::Builder::new()
             .name("anduin-udf-js".into())
             .spawn(move || {
-                let mut engine = engine;
+                let mut engine = match make() {
+                    Ok(e) => e,
+                    Err(e) => {
+                        let _ = outbox.send(Err(e));
+                        return;
+                    }
+                };
+                if outbox.send(Ok(Reply::Ready)).is_err() {
+                    return;
+                }
                 for job in inbox {
-                    let out = each_row(&declaration, &job.args, job.rows, |row| {
-                        engine.call(&declaration, limits, row)
-                    });
+                    let out = run(&mut engine, job);
                     // An engine whose call failed may be half-way through: not used again.
                     let failed = out.is_err();
-                    if outbox.send(out).is_err() || failed {
+                    if outbox.send(out.map(Reply::Done)).is_err() || failed {
                         break;
                     }
                 }
@@ -69,40 +86,46 @@ impl Worker {
                     "cannot start a thread for the JavaScript engine of function `{name}`: {e}"
                 ))
             })?;
-        Ok(Worker {
+        let worker = Worker {
             jobs,
             results,
             meter,
-        })
+            name: name.to_string(),
+            limits,
+        };
+        match worker.wait(Instant::now())? {
+            Reply::Ready => Ok(worker),
+            Reply::Done(_) => Err(worker.lost()),
+        }
     }
 
-    /// The function `name` on `rows` rows of `args`, waited for while its current call is
-    /// within `limits.backstop` (and [`crate::stop::GRACE`] once the run is asked to stop).
-    /// After an error the worker must be dropped.
-    pub(super) fn call(
-        &self,
-        name: &str,
-        limits: Limits,
-        args: &[ArrayRef],
-        rows: usize,
-    ) -> Result<ArrayRef, UdfError> {
-        let lost = || {
-            UdfError::Engine(format!(
-                "the JavaScript engine of function `{name}` stopped unexpectedly (a bug in anduin)"
-            ))
-        };
+    /// The answer to `job`, waited for while its current call is within the backstop (and
+    /// [`crate::stop::GRACE`] once the run is asked to stop). After an error the worker must
+    /// be dropped.
+    pub(super) fn call(&self, job: J) -> Result<R, UdfError> {
         let sent = Instant::now();
-        self.jobs
-            .send(Job {
-                args: args.to_vec(),
-                rows,
-            })
-            .map_err(|_| lost())?;
+        self.jobs.send(job).map_err(|_| self.lost())?;
+        match self.wait(sent)? {
+            Reply::Done(out) => Ok(out),
+            Reply::Ready => Err(self.lost()),
+        }
+    }
+
+    fn lost(&self) -> UdfError {
+        UdfError::Engine(format!(
+            "the JavaScript engine of function `{}` stopped unexpectedly (a bug in anduin)",
+            self.name
+        ))
+    }
+
+    /// The next reply, for work sent at `sent`.
+    fn wait(&self, sent: Instant) -> Result<Reply<R>, UdfError> {
+        let limits = self.limits;
         let mut stop_seen: Option<Instant> = None;
         loop {
             let now = Instant::now();
-            // The current call began then; no call of this batch began before it was sent
-            // (the meter may still show the previous batch's last call).
+            // The current call began then; no call of this work began before it was sent
+            // (the meter may still show the previous job's last call).
             let began = self.meter.began().max(sent);
             let mut deadline = (began + limits.backstop, Halt::Time);
             if stop_seen.is_none() && crate::stop::asked() {
@@ -121,11 +144,11 @@ impl Worker {
                 self.meter.halt(deadline.1);
                 return Err(match deadline.1 {
                     Halt::Time => UdfError::OutOfTime {
-                        function: name.to_string(),
+                        function: self.name.clone(),
                         limit: limits.backstop,
                     },
                     Halt::Stopping => UdfError::Stopped {
-                        function: name.to_string(),
+                        function: self.name.clone(),
                         grace: crate::stop::GRACE,
                     },
                 });
@@ -133,7 +156,7 @@ impl Worker {
             match self.results.recv_timeout((deadline.0 - now).min(POLL)) {
                 Ok(out) => return out,
                 Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Err(lost()),
+                Err(RecvTimeoutError::Disconnected) => return Err(self.lost()),
             }
         }
     }
