@@ -39,4 +39,4 @@ pub use heartbeat::{FailureDetector, Heartbeat, HeartbeatSettings, HeartbeatSett
 pub use ids::{QueryId, TaskRef, Txid, WorkerId};
 pub use placement::{place, Constraint, Placement, PlacementError, TaskNeed, WorkerFacts};
 pub use recovery::{choose_recovery, stuck_instances, InstanceFacts, RecoveryChoice};
-pub use takeover::{newest_begun, take_over, NumberingFacts, PartFacts, TakeOver};
+pub use takeover::{newest_begun, take_over, Host, NumberingFacts, PartFacts, TakeOver};

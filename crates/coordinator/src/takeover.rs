@@ -50,6 +50,19 @@ pub fn newest_begun(facts: &NumberingFacts) -> Epoch {
     .unwrap_or(Epoch(0))
 }
 
+/// Where the worker that runs a part is, for a coordinator taking its attempt over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Host {
+    /// Registered with this coordinator and heartbeating.
+    #[default]
+    Alive,
+    /// Known from the catalog, not registered again yet: it may until a heartbeat timeout
+    /// after this coordinator started, when it is declared dead.
+    Awaited,
+    /// Declared dead.
+    Dead,
+}
+
 /// What a coordinator taking an attempt over knows of one of its parts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PartFacts {
@@ -57,14 +70,14 @@ pub struct PartFacts {
     pub reported: bool,
     /// Its end, when known: `Some(None)` it finished its part, `Some(Some(why))` it failed.
     pub ended: Option<Option<String>>,
-    /// The worker it runs on is dead.
-    pub host_dead: bool,
+    /// The worker it runs on.
+    pub host: Host,
 }
 
 impl PartFacts {
     /// It failed, or its worker died: it is restored alone.
     fn lost(&self) -> bool {
-        self.host_dead || matches!(self.ended, Some(Some(_)))
+        self.host == Host::Dead || matches!(self.ended, Some(Some(_)))
     }
 }
 
@@ -82,7 +95,8 @@ pub enum TakeOver {
     },
     /// Take it over without these parts, whose executors stayed silent on live workers for a
     /// heartbeat timeout: they are given up (their executors, if any, killed) and restored
-    /// alone once it runs, as are the lost ones.
+    /// alone once it runs, as are the lost ones. (A part on a worker still awaited is waited
+    /// for: its worker is declared dead at the same heartbeat timeout, unless it comes back.)
     WithoutSilent {
         /// The silent parts.
         silent: BTreeSet<u32>,
@@ -118,12 +132,14 @@ pub fn take_over(parts: &BTreeMap<u32, PartFacts>, per_task: bool, silence_over:
         return TakeOver::WithoutLost { lost };
     }
     if silence_over {
-        let silent = missing
-            .keys()
-            .filter(|p| !lost.contains(p))
-            .copied()
+        let silent: BTreeSet<u32> = missing
+            .iter()
+            .filter(|(p, f)| !lost.contains(p) && f.host == Host::Alive)
+            .map(|(p, _)| *p)
             .collect();
-        return TakeOver::WithoutSilent { silent, lost };
+        if !silent.is_empty() {
+            return TakeOver::WithoutSilent { silent, lost };
+        }
     }
     TakeOver::Wait
 }
@@ -166,35 +182,37 @@ mod tests {
         assert_eq!(newest_begun(&NumberingFacts::default()), Epoch(0));
     }
 
-    fn part(reported: bool, ended: Option<Option<&str>>, host_dead: bool) -> PartFacts {
+    fn part(reported: bool, ended: Option<Option<&str>>, host: Host) -> PartFacts {
         PartFacts {
             reported,
             ended: ended.map(|e| e.map(String::from)),
-            host_dead,
+            host,
         }
     }
+
+    use Host::{Alive, Awaited, Dead};
 
     #[test]
     fn a_part_that_finished_while_no_coordinator_ran_is_not_waited_for() {
         // Its end was noted by the coordinator before (the catalog has it) or reported again.
         let parts = [
-            (1, part(false, Some(None), false)),
-            (2, part(true, None, false)),
+            (1, part(false, Some(None), Alive)),
+            (2, part(true, None, Alive)),
         ]
         .into();
         assert_eq!(take_over(&parts, true, false), TakeOver::Whole);
         assert_eq!(take_over(&parts, false, false), TakeOver::Whole);
         // Every part finished: nothing is left to report.
-        let done = [(1, part(false, Some(None), false))].into();
+        let done = [(1, part(false, Some(None), Alive))].into();
         assert_eq!(take_over(&done, true, true), TakeOver::Whole);
     }
 
     #[test]
     fn a_part_that_failed_or_lost_its_worker_is_restored_alone_once_the_others_are_there() {
         let parts: BTreeMap<u32, PartFacts> = [
-            (1, part(false, Some(Some("disk full")), false)),
-            (2, part(false, None, true)),
-            (3, part(true, None, false)),
+            (1, part(false, Some(Some("disk full")), Alive)),
+            (2, part(false, None, Dead)),
+            (3, part(true, None, Alive)),
         ]
         .into();
         assert_eq!(
@@ -206,16 +224,16 @@ mod tests {
         // Without per-task recovery, they are waited for (and the attempt given up).
         assert_eq!(take_over(&parts, false, true), TakeOver::Wait);
         // With no part running, there is nothing to take over.
-        let none: BTreeMap<u32, PartFacts> = [(1, part(false, None, true))].into();
+        let none: BTreeMap<u32, PartFacts> = [(1, part(false, None, Dead))].into();
         assert_eq!(take_over(&none, true, true), TakeOver::Wait);
     }
 
     #[test]
     fn a_part_silent_on_a_live_worker_is_waited_for_until_the_heartbeat_timeout() {
         let parts: BTreeMap<u32, PartFacts> = [
-            (1, part(false, None, false)),
-            (2, part(false, None, true)),
-            (3, part(true, None, false)),
+            (1, part(false, None, Alive)),
+            (2, part(false, None, Dead)),
+            (3, part(true, None, Alive)),
         ]
         .into();
         assert_eq!(take_over(&parts, true, false), TakeOver::Wait);
@@ -225,6 +243,23 @@ mod tests {
                 silent: [1].into(),
                 lost: [2].into()
             }
+        );
+    }
+
+    #[test]
+    fn a_part_on_a_worker_not_back_yet_is_waited_for_until_the_worker_is_declared_dead() {
+        // Its worker's heartbeat timeout ends with the silence's: it is lost, not silent.
+        let awaited: BTreeMap<u32, PartFacts> = [
+            (1, part(false, None, Awaited)),
+            (2, part(true, None, Alive)),
+        ]
+        .into();
+        assert_eq!(take_over(&awaited, true, true), TakeOver::Wait);
+        let dead: BTreeMap<u32, PartFacts> =
+            [(1, part(false, None, Dead)), (2, part(true, None, Alive))].into();
+        assert_eq!(
+            take_over(&dead, true, true),
+            TakeOver::WithoutLost { lost: [1].into() }
         );
     }
 }

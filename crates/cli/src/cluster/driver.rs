@@ -24,8 +24,8 @@ use clap::Parser;
 use anduin_coordinator::catalog::{CheckpointPointer, Edit};
 use anduin_coordinator::life::{Input, QueryState};
 use anduin_coordinator::{
-    newest_begun, take_over as decide_take_over, Constraint, NumberingFacts, PartFacts, QueryId,
-    TakeOver, TaskNeed, TaskRef, WorkerFacts, WorkerId,
+    newest_begun, take_over as decide_take_over, Constraint, Host, NumberingFacts, PartFacts,
+    QueryId, TakeOver, TaskNeed, TaskRef, WorkerFacts, WorkerId,
 };
 
 use super::coordinator::{Cluster, ExitPoint, Link, State};
@@ -887,10 +887,11 @@ fn await_reported(
                 let facts = PartFacts {
                     reported: a.executors.contains_key(p),
                     ended: a.ended.get(p).cloned(),
-                    host_dead: state
-                        .workers
-                        .get(&a.host(*p))
-                        .is_none_or(|e| e.link == Link::Dead),
+                    host: match state.workers.get(&a.host(*p)).map(|e| e.link) {
+                        Some(Link::Alive) => Host::Alive,
+                        Some(Link::Awaited) => Host::Awaited,
+                        Some(Link::Dead) | None => Host::Dead,
+                    },
                 };
                 (*p, facts)
             })
