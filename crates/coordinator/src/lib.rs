@@ -9,6 +9,9 @@
 //! - [`FailureDetector`]: heartbeat bookkeeping, with the time passed in.
 //! - [`choose_recovery`]: per-task recovery of a lost worker's instances, or the whole query
 //!   rolled back when a restored instance's replay would not be what its consumers had.
+//! - [`take_over`] and [`newest_begun`]: how a coordinator takes over the running attempt of
+//!   one that died: which parts it waits for, and after which checkpoint it numbers its own
+//!   (never as one its predecessors may have begun).
 //! - [`catalog`]: queries, plans, placements, checkpoint pointers, parameters and control
 //!   history, kept durable in a state directory as HDFS keeps its namespace: a snapshot (the
 //!   fsimage) plus an edit log of checksummed records, each fsynced before it is acknowledged.
@@ -30,8 +33,10 @@ mod ids;
 pub mod life;
 mod placement;
 mod recovery;
+mod takeover;
 
 pub use heartbeat::{FailureDetector, Heartbeat, HeartbeatSettings, HeartbeatSettingsError};
 pub use ids::{QueryId, TaskRef, Txid, WorkerId};
 pub use placement::{place, Constraint, Placement, PlacementError, TaskNeed, WorkerFacts};
 pub use recovery::{choose_recovery, stuck_instances, InstanceFacts, RecoveryChoice};
+pub use takeover::{newest_begun, take_over, Host, NumberingFacts, PartFacts, TakeOver};

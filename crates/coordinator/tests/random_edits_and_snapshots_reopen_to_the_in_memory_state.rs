@@ -63,6 +63,12 @@ fn edit() -> impl Strategy<Value = Edit> {
             query,
             pointer: CheckpointPointer { epoch: Epoch(e), location: format!("file:///c/{e}") }
         }),
+        2 => (query.clone(), 1u64..30)
+            .prop_map(|(query, e)| Edit::CheckpointGivenUp { query, epoch: Epoch(e) }),
+        2 => (query.clone(), 1u64..4, worker.clone(), worker.clone(), 0u64..2, proptest::option::of("[a-z]{1,8}"))
+            .prop_map(|(query, attempt, part, host, incarnation, error)| Edit::PartEnded {
+                query, attempt, part, host, incarnation, error
+            }),
         3 => (query.clone(), "[a-c]", "[x-z]", "[0-9]{1,3}").prop_map(|(query, operator, param, value)| {
             Edit::ParameterSet { query, operator, param, value, origin: "ctl".into(), epoch: None, at_ms: 1 }
         }),

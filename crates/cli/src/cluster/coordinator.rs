@@ -108,6 +108,12 @@ pub enum ExitPoint {
     /// A worker's report that a part ended read, and nothing done with it: as a kill that
     /// lands after the worker wrote the report and before the coordinator read it.
     PartEndRead,
+    /// A worker's report that a part ended noted (recorded in the catalog) and answered
+    /// with `EndNoted`, so that the worker forgets it.
+    PartEndNoted,
+    /// A checkpoint given up (and recorded so in the catalog), its files removed, and
+    /// nothing begun after it.
+    CheckpointGivenUp,
 }
 
 /// A registered worker.
@@ -186,23 +192,9 @@ pub struct State {
     pub workers: BTreeMap<u32, WorkerEntry>,
     pub queries: BTreeMap<String, QueryEntry>,
     next_worker: u32,
-    /// The durable catalog: what a restarted coordinator starts from.
+    /// The durable catalog: what a restarted coordinator starts from (also the ends of the
+    /// parts its queries' attempts had when it took them over).
     pub catalog: Catalog,
-    /// Ends of parts that workers reported before this coordinator had taken their attempt
-    /// over (they ended while no coordinator ran): applied when it does.
-    pub early_ends: Vec<EarlyEnd>,
-}
-
-/// A part's end a worker reported before its attempt was taken over.
-#[derive(Debug, Clone)]
-pub struct EarlyEnd {
-    pub query: String,
-    pub attempt: u64,
-    pub part: u32,
-    /// The worker that reported it.
-    pub host: u32,
-    pub incarnation: u64,
-    pub error: Option<String>,
 }
 
 impl State {
@@ -485,7 +477,6 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
         queries,
         next_worker,
         catalog,
-        early_ends: Vec::new(),
     };
     (state, resumed)
 }
@@ -798,6 +789,22 @@ fn serve_worker(
                     part,
                     incarnation,
                 };
+                let end = Edit::PartEnded {
+                    query: QueryId(query.clone()),
+                    attempt,
+                    part: WorkerId(part),
+                    host: WorkerId(id),
+                    incarnation,
+                    error: error.clone(),
+                };
+                // The end of a part of the query's current attempt, as it runs now (an older
+                // attempt's or incarnation's is stale): recorded in the catalog before the
+                // worker is told it may forget it, so that a coordinator that takes the attempt
+                // over after this one died knows it too (also when this one had not taken the
+                // attempt over yet).
+                if state.catalog.state().check(&end).is_ok() {
+                    state.record(end);
+                }
                 if let Some(a) = state
                     .queries
                     .get_mut(&query)
@@ -809,26 +816,12 @@ fn serve_worker(
                     })
                 {
                     a.ended.insert(part, error);
-                } else if state
-                    .queries
-                    .get(&query)
-                    .is_some_and(|q| q.attempt.is_none() && !q.status.is_over())
-                {
-                    // Reported again to a restarted coordinator before it took the attempt
-                    // over.
-                    state.early_ends.push(EarlyEnd {
-                        query,
-                        attempt,
-                        part,
-                        host: id,
-                        incarnation,
-                        error,
-                    });
                 }
                 cluster.changed.notify_all();
                 drop(state);
                 // Read and recorded (or stale): the worker may forget it.
                 let _ = to.send(&noted);
+                cluster.exit_point(ExitPoint::PartEndNoted);
             }
             Ok(Some(other)) => tracing::warn!(?other, worker = id, "unexpected from a worker"),
             Ok(None) | Err(_) => {

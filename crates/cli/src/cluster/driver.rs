@@ -23,9 +23,12 @@ use clap::Parser;
 
 use anduin_coordinator::catalog::{CheckpointPointer, Edit};
 use anduin_coordinator::life::{Input, QueryState};
-use anduin_coordinator::{Constraint, QueryId, TaskNeed, TaskRef, WorkerFacts, WorkerId};
+use anduin_coordinator::{
+    newest_begun, take_over as decide_take_over, Constraint, Host, NumberingFacts, PartFacts,
+    QueryId, TakeOver, TaskNeed, TaskRef, WorkerFacts, WorkerId,
+};
 
-use super::coordinator::{Cluster, Link, State};
+use super::coordinator::{Cluster, ExitPoint, Link, State};
 use super::figures::Sample;
 use super::proto::{self, Deployment, Submission, ToExecutor, ToWorker};
 use crate::cmd::run::{checkpoint_settings, RunArgs};
@@ -637,7 +640,14 @@ fn start_checkpointer(
                 ..checkpoint_settings(&compiled.args, dir)
             },
             restore,
-            faults: anduin_runtime::Faults::default(),
+            // `--inject-checkpoint-failure` (testing): the manifest of that checkpoint cannot
+            // be written, as on a full disk, and the checkpoint is given up.
+            faults: anduin_runtime::Faults {
+                fail_checkpoint: compiled
+                    .args
+                    .inject_checkpoint_failure
+                    .map(anduin_types::Epoch),
+            },
             remote: None,
         }),
         events: anduin_runtime::Events::logged()
@@ -801,21 +811,23 @@ fn take_over(
             .collect();
         let names = placement_names(&state, &running_on);
         let instances = instance_workers(&state, &compiled.instance_names, &running_on);
-        let early: Vec<_> = std::mem::take(&mut state.early_ends);
+        // The parts whose end a coordinator noted (this one, since it started, or one before
+        // it): their workers will not tell it again. Read under the lock the attempt is set
+        // up under, so that none reported meanwhile is missed.
+        let ended: BTreeMap<u32, Option<String>> = state
+            .catalog
+            .state()
+            .queries
+            .get(&QueryId(name.to_string()))
+            .filter(|q| q.attempt == number)
+            .map(|q| q.ended.iter().map(|(p, e)| (p.0, e.clone())).collect())
+            .unwrap_or_default();
         let q = state.queries.get_mut(name).context("the query is gone")?;
         q.status.placement = names;
         q.status.instances = instances;
         let mut a = Attempt::new(number, placement.clone(), hosts, incarnations);
-        let (ours, others): (Vec<_>, Vec<_>) = early
-            .into_iter()
-            .partition(|e| e.query == name && e.attempt == number);
-        for e in ours {
-            if a.host(e.part) == e.host && a.incarnation(e.part) == e.incarnation {
-                a.ended.insert(e.part, e.error);
-            }
-        }
+        a.ended = ended;
         q.attempt = Some(a);
-        state.early_ends = others;
     }
     eprintln!("anduin: query {name}, attempt {number}: waiting for its executors to report again");
     let late =
@@ -827,9 +839,20 @@ fn take_over(
     start_the_unstarted(cluster, name, number, &executors);
     let store = cluster.store.store(name)?;
     let (_, restore) = store.choose_restore()?;
-    let last = restore.as_ref().map_or(0, |v| v.manifest.epoch);
-    let begun = store.epochs()?.into_iter().map(|e| e.0).max().unwrap_or(0);
-    let taking_over = anduin_types::Epoch(begun.max(last));
+    let newest_given_up = cluster
+        .lock()
+        .catalog
+        .state()
+        .queries
+        .get(&QueryId(name.to_string()))
+        .and_then(|q| q.newest_given_up);
+    let taking_over = newest_begun(&NumberingFacts {
+        last_complete: restore
+            .as_ref()
+            .map(|v| anduin_types::Epoch(v.manifest.epoch)),
+        newest_in_store: store.epochs()?.into_iter().max(),
+        newest_given_up,
+    });
     let checkpointer = match start_checkpointer(
         cluster,
         name,
@@ -855,10 +878,11 @@ fn take_over(
 }
 
 /// The executors that report again to a restarted coordinator (within twice the heartbeat
-/// timeout; `late` says so otherwise): every one; or, with per-task recovery, every one but
-/// those of parts whose worker died while no coordinator ran, or whose executor stays silent
-/// for a heartbeat timeout on a live worker — the attempt is taken over without them and
-/// their instances are restored alone once it runs. Otherwise as [`await_executors`].
+/// timeout; `late` says so otherwise), once [`decide_take_over`] says to take the attempt over: every
+/// one; or, with per-task recovery, every one but those of parts that failed or whose worker
+/// died while no coordinator ran, or whose executor stays silent for a heartbeat timeout on
+/// a live worker — the attempt is taken over without them and their instances are restored
+/// alone once it runs. Otherwise as [`await_executors`].
 fn await_reported(
     cluster: &Cluster,
     name: &str,
@@ -870,67 +894,76 @@ fn await_reported(
     let mut state = cluster.lock();
     loop {
         let a = current(&state, name, number).context("the attempt is gone")?;
-        // A part that ended well while no coordinator ran (its worker tells the new one) has
-        // nothing more to report.
-        let missing: BTreeSet<u32> = a
+        let parts: BTreeMap<u32, PartFacts> = a
             .workers
             .iter()
-            .filter(|p| !a.executors.contains_key(p) && !matches!(a.ended.get(p), Some(None)))
-            .copied()
+            .map(|p| {
+                let facts = PartFacts {
+                    reported: a.executors.contains_key(p),
+                    ended: a.ended.get(p).cloned(),
+                    host: match state.workers.get(&a.host(*p)).map(|e| e.link) {
+                        Some(Link::Alive) => Host::Alive,
+                        Some(Link::Awaited) => Host::Awaited,
+                        Some(Link::Dead) | None => Host::Dead,
+                    },
+                };
+                (*p, facts)
+            })
             .collect();
-        if missing.is_empty() {
-            return Ok(Ok(a.executors.clone()));
-        }
-        let dead = |p: &u32| {
-            state
-                .workers
-                .get(&a.host(*p))
-                .is_none_or(|e| e.link == Link::Dead)
-        };
-        if cluster.per_task_recovery && !a.executors.is_empty() && missing.iter().all(dead) {
-            eprintln!("anduin: query {name}, attempt {number}: the part(s) {missing:?} were lost while no coordinator ran; taking the others over, those are restored alone");
-            return Ok(Ok(a.executors.clone()));
-        }
-        if cluster.per_task_recovery && !a.executors.is_empty() && Instant::now() > silent_after {
-            // Its worker lives and its executor has not reported: its deployment never left
-            // the coordinator before (which went between recording where the part goes and
-            // sending it), or its executor died. It is restored alone, as a failed part; an
-            // executor of it that does come back is of an older incarnation, turned away.
-            let silent: Vec<(u32, u32, u64)> = missing
-                .iter()
-                .filter(|p| !dead(p))
-                .map(|p| (*p, a.host(*p), a.incarnation(*p)))
-                .collect();
-            let executors = a.executors.clone();
-            let why = format!("its executor did not report to the restarted coordinator within the heartbeat timeout ({:?})", cluster.heartbeat_timeout);
-            for (part, host, incarnation) in &silent {
-                if let Some(w) = state.workers.get(host).filter(|e| e.alive()) {
-                    w.send(&ToWorker::CancelPart {
-                        query: name.to_string(),
-                        attempt: number,
-                        part: *part,
-                        incarnation: *incarnation,
-                    });
-                }
+        let executors = a.executors.clone();
+        match decide_take_over(
+            &parts,
+            cluster.per_task_recovery,
+            Instant::now() > silent_after,
+        ) {
+            TakeOver::Whole => return Ok(Ok(executors)),
+            TakeOver::WithoutLost { lost } => {
+                eprintln!("anduin: query {name}, attempt {number}: the part(s) {lost:?} were lost while no coordinator ran; taking the others over, those are restored alone");
+                return Ok(Ok(executors));
             }
-            if let Some(a) = state
-                .queries
-                .get_mut(name)
-                .and_then(|q| q.attempt.as_mut())
-                .filter(|a| a.number == number)
-            {
-                for (part, _, _) in &silent {
-                    a.ended.insert(*part, Some(why.clone()));
+            TakeOver::WithoutSilent { silent, lost } => {
+                // Its worker lives and its executor has not reported: its deployment never
+                // left the coordinator before (which went between recording where the part
+                // goes and sending it), or its executor died. It is restored alone, as a
+                // failed part; an executor of it that does come back is of an older
+                // incarnation, turned away.
+                let why = format!("its executor did not report to the restarted coordinator within the heartbeat timeout ({:?})", cluster.heartbeat_timeout);
+                let a = current(&state, name, number).context("the attempt is gone")?;
+                let silent_on: Vec<(u32, u32, u64)> = silent
+                    .iter()
+                    .map(|p| (*p, a.host(*p), a.incarnation(*p)))
+                    .collect();
+                for (part, host, incarnation) in &silent_on {
+                    if let Some(w) = state.workers.get(host).filter(|e| e.alive()) {
+                        w.send(&ToWorker::CancelPart {
+                            query: name.to_string(),
+                            attempt: number,
+                            part: *part,
+                            incarnation: *incarnation,
+                        });
+                    }
                 }
+                if let Some(a) = state
+                    .queries
+                    .get_mut(name)
+                    .and_then(|q| q.attempt.as_mut())
+                    .filter(|a| a.number == number)
+                {
+                    for part in &silent {
+                        a.ended.insert(*part, Some(why.clone()));
+                    }
+                }
+                let missing: BTreeSet<u32> = silent.union(&lost).copied().collect();
+                eprintln!("anduin: query {name}, attempt {number}: the part(s) {missing:?} did not report again; taking the others over, those are restored alone");
+                return Ok(Ok(executors));
             }
-            eprintln!("anduin: query {name}, attempt {number}: the part(s) {missing:?} did not report again; taking the others over, those are restored alone");
-            return Ok(Ok(executors));
+            TakeOver::Wait => {}
         }
         match trouble(&state, name, number) {
-            // A dead worker's part is restored alone once the others are taken over.
+            // A part lost while no coordinator ran is restored alone once the others are
+            // taken over.
             Some(Outcome::Failed {
-                worker: Some((_, true)),
-                ..
+                worker: Some(_), ..
             }) if cluster.per_task_recovery => {}
             Some(outcome) => {
                 drop(state);
@@ -1525,6 +1558,24 @@ impl Subscriber for LastCheckpoint {
             }
             drop(state);
             self.cluster.changed.notify_all();
+        }
+        if let EngineEvent::CheckpointFailed { epoch, .. } = event {
+            // Recorded before the checkpoint's files are removed (the checkpoint coordinator
+            // removes them once its subscribers have heard): a coordinator that takes the
+            // attempt over after this one died numbers its checkpoints after it.
+            let mut state = self.cluster.lock();
+            state.record(Edit::CheckpointGivenUp {
+                query: QueryId(self.query.clone()),
+                epoch: anduin_types::Epoch(*epoch),
+            });
+            drop(state);
+            if self.cluster.exit_after == Some(ExitPoint::CheckpointGivenUp) {
+                // As the checkpoint coordinator does next: a kill lands after that.
+                if let Ok(store) = self.cluster.store.store(&self.query) {
+                    let _ = store.delete(anduin_types::Epoch(*epoch));
+                }
+                self.cluster.exit_point(ExitPoint::CheckpointGivenUp);
+            }
         }
         if let EngineEvent::CheckpointCompleted { epoch, .. } = event {
             let mut state = self.cluster.lock();

@@ -94,7 +94,8 @@ pub struct RunArgs {
     pub from_scratch: bool,
     #[command(flatten)]
     pub api: crate::api::ApiArgs,
-    /// Testing: make the files of this checkpoint fail to write, as on a full disk.
+    /// Testing: make the files of this checkpoint fail to write, as on a full disk (on a
+    /// cluster: its manifest, which the coordinator writes).
     #[arg(long, hide = true, value_name = "EPOCH")]
     pub inject_checkpoint_failure: Option<u64>,
     /// Run as a cluster's executor: the worker's part of the query that this deployment

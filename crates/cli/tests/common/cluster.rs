@@ -484,19 +484,22 @@ pub fn tumbling_generator(seed: u64, count: u64) -> String {
 }
 
 /// The index in `cluster.workers` of the worker that runs instance `0#0` (the source) of query
-/// `q`'s first attempt, read from the coordinator's catalog.
+/// `q`'s first attempt, read from the coordinator's catalog (whether or not the coordinator
+/// still runs).
 pub fn worker_of_the_source(cluster: &LocalCluster) -> usize {
     let catalog = cluster.dir.path().join("coordinator").join("catalog");
-    let mut id = None;
-    wait_until("the deployment in the catalog", || {
-        let text: String = std::fs::read_dir(&catalog)
+    let text = || -> String {
+        std::fs::read_dir(&catalog)
             .into_iter()
             .flatten()
             .flatten()
             .filter_map(|e| std::fs::read(e.path()).ok())
             .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .collect();
-        id = text
+            .collect()
+    };
+    let mut id = None;
+    wait_until("the deployment in the catalog", || {
+        id = text()
             .split("\"attempt_deployed\"")
             .nth(1)
             .and_then(|d| d.split("\"0#0\":").nth(1))
@@ -508,13 +511,15 @@ pub fn worker_of_the_source(cluster: &LocalCluster) -> usize {
             .and_then(|n| n.parse::<u64>().ok());
         id.is_some()
     });
-    let workers = cluster.all()["workers"].clone();
-    let name = workers
-        .as_array()
-        .and_then(|ws| ws.iter().find(|w| w["id"].as_u64() == id))
-        .and_then(|w| w["name"].as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| panic!("no worker {id:?} in {workers}"));
+    let id = id.expect("found above");
+    // The worker's registration names it.
+    let registered = format!("\"worker_registered\",\"worker\":{id},\"address\":\"");
+    let all = text();
+    let name = all
+        .split(&registered)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no registration of worker {id} in the catalog"));
     name.trim_start_matches('w')
         .parse()
         .unwrap_or_else(|_| panic!("a worker named {name}"))

@@ -80,6 +80,35 @@ pub enum Edit {
         /// The checkpoint (after the last one recorded).
         pointer: CheckpointPointer,
     },
+    /// A worker reported that a part of the current attempt ended, and the coordinator noted it
+    /// (the worker then forgets the report: the catalog is what remembers it). Refused for
+    /// a part that is not the current one: of another attempt, of an older incarnation, or
+    /// reported by another worker than its host.
+    PartEnded {
+        /// The query.
+        query: QueryId,
+        /// The attempt.
+        attempt: u64,
+        /// The part: the worker its instances were deployed on in this attempt.
+        part: WorkerId,
+        /// The worker that ran it and reported its end.
+        host: WorkerId,
+        /// The part's incarnation that ended.
+        incarnation: u64,
+        /// `None`: it finished its part; otherwise why not.
+        error: Option<String>,
+    },
+    /// A checkpoint of the query was given up (a task failed or was lost, its manifest could
+    /// not be written, or it timed out), and its files are then removed. The tasks that had
+    /// its barrier ignore any other barrier numbered as it: a coordinator that takes the
+    /// running attempt over (this one having died) numbers its checkpoints after it, although
+    /// nothing of it is left in the checkpoint store.
+    CheckpointGivenUp {
+        /// The query.
+        query: QueryId,
+        /// The checkpoint.
+        epoch: Epoch,
+    },
     /// An operator's parameter was set (a control update, through the API, `anduin ctl` or a
     /// control stream): its value now, and a line of the query's control history.
     ParameterSet {
@@ -129,7 +158,9 @@ impl Edit {
             | Edit::TasksPlaced { query, .. }
             | Edit::AttemptDeployed { query, .. }
             | Edit::PartRestored { query, .. }
+            | Edit::PartEnded { query, .. }
             | Edit::CheckpointCompleted { query, .. }
+            | Edit::CheckpointGivenUp { query, .. }
             | Edit::ParameterSet { query, .. }
             | Edit::QueryForgotten { query } => Some(query),
             Edit::WorkerRegistered { .. } | Edit::WorkerLeft { .. } => None,

@@ -113,6 +113,10 @@ pub struct QueryEntry {
     pub attempts: BTreeMap<TaskRef, u64>,
     /// Its last completed checkpoint.
     pub last_checkpoint: Option<CheckpointPointer>,
+    /// The newest checkpoint given up ([`Edit::CheckpointGivenUp`]): a coordinator that takes
+    /// the running attempt over numbers its checkpoints after it.
+    #[serde(default)]
+    pub newest_given_up: Option<Epoch>,
     /// The current value of each parameter set at run time, by operator then parameter.
     pub params: BTreeMap<String, BTreeMap<String, String>>,
     /// Its control history, the last [`CONTROL_HISTORY_KEPT`] lines.
@@ -132,9 +136,28 @@ pub struct QueryEntry {
     /// incarnation (absent: 0). An executor of an older incarnation is stale.
     #[serde(default)]
     pub incarnations: BTreeMap<WorkerId, u64>,
+    /// The parts of the current attempt that ended, in their current incarnation, by part:
+    /// `None` when it finished its part, otherwise why not ([`Edit::PartEnded`]).
+    #[serde(default)]
+    pub ended: BTreeMap<WorkerId, Option<String>>,
 }
 
 impl QueryEntry {
+    /// The worker that runs `part` of the current attempt now (`None`: no such part).
+    pub fn host(&self, part: WorkerId) -> Option<WorkerId> {
+        let task = self
+            .parts
+            .iter()
+            .find(|(_, p)| **p == part)
+            .map(|(t, _)| t)?;
+        Some(self.placement.get(task).copied().unwrap_or(part))
+    }
+
+    /// `part`'s incarnation in the current attempt.
+    pub fn incarnation(&self, part: WorkerId) -> u64 {
+        self.incarnations.get(&part).copied().unwrap_or(0)
+    }
+
     /// Where each part of the current attempt runs, when not on its own worker.
     pub fn moved_parts(&self) -> BTreeMap<WorkerId, WorkerId> {
         self.parts
@@ -214,6 +237,32 @@ pub enum EditRefused {
         /// The part.
         part: WorkerId,
     },
+    /// The end of a part of another attempt than the current one.
+    #[error("query `{query}`: attempt {got} is not the current one ({current})")]
+    NotTheCurrentAttempt {
+        /// The query.
+        query: QueryId,
+        /// The current attempt.
+        current: u64,
+        /// The one given.
+        got: u64,
+    },
+    /// The end of a part as it no longer runs: an older incarnation, or on another worker.
+    #[error("query `{query}`: part {part} runs as incarnation {incarnation} on {host}, not as incarnation {got_incarnation} on {got_host}")]
+    NotThePartNow {
+        /// The query.
+        query: QueryId,
+        /// The part.
+        part: WorkerId,
+        /// Its incarnation now.
+        incarnation: u64,
+        /// Where it runs now.
+        host: WorkerId,
+        /// The incarnation given.
+        got_incarnation: u64,
+        /// The host given.
+        got_host: WorkerId,
+    },
     /// A worker not registered.
     #[error("{0} is not registered")]
     UnknownWorker(WorkerId),
@@ -256,6 +305,7 @@ impl CatalogState {
             }
             Edit::PlanFixed { query, .. }
             | Edit::StateChanged { query, .. }
+            | Edit::CheckpointGivenUp { query, .. }
             | Edit::ParameterSet { query, .. } => self.live_query(query).map(|_| ()),
             Edit::TasksPlaced { query, placement } => {
                 let entry = self.live_query(query)?;
@@ -301,6 +351,40 @@ impl CatalogState {
                 }
                 if !self.workers.contains_key(host) {
                     return Err(EditRefused::UnknownWorker(*host));
+                }
+                Ok(())
+            }
+            Edit::PartEnded {
+                query,
+                attempt,
+                part,
+                host,
+                incarnation,
+                ..
+            } => {
+                let entry = self.live_query(query)?;
+                if *attempt != entry.attempt {
+                    return Err(EditRefused::NotTheCurrentAttempt {
+                        query: query.clone(),
+                        current: entry.attempt,
+                        got: *attempt,
+                    });
+                }
+                let Some(now) = entry.host(*part) else {
+                    return Err(EditRefused::UnknownPart {
+                        query: query.clone(),
+                        part: *part,
+                    });
+                };
+                if now != *host || entry.incarnation(*part) != *incarnation {
+                    return Err(EditRefused::NotThePartNow {
+                        query: query.clone(),
+                        part: *part,
+                        incarnation: entry.incarnation(*part),
+                        host: now,
+                        got_incarnation: *incarnation,
+                        got_host: *host,
+                    });
                 }
                 Ok(())
             }
@@ -373,12 +457,14 @@ impl CatalogState {
                         placement: BTreeMap::new(),
                         attempts: BTreeMap::new(),
                         last_checkpoint: None,
+                        newest_given_up: None,
                         params: BTreeMap::new(),
                         control_history: Vec::new(),
                         control_seq: 0,
                         attempt: 0,
                         parts: BTreeMap::new(),
                         incarnations: BTreeMap::new(),
+                        ended: BTreeMap::new(),
                     },
                 );
             }
@@ -396,6 +482,8 @@ impl CatalogState {
                     q.placement.retain(|t, _| tasks.contains(t));
                     q.attempts.retain(|t, _| tasks.contains(t));
                     q.parts.retain(|t, _| tasks.contains(t));
+                    let parts: BTreeSet<WorkerId> = q.parts.values().copied().collect();
+                    q.ended.retain(|p, _| parts.contains(p));
                 }
             }
             Edit::StateChanged { query, state } => {
@@ -405,6 +493,7 @@ impl CatalogState {
                         q.placement.clear();
                         q.parts.clear();
                         q.incarnations.clear();
+                        q.ended.clear();
                     }
                 }
             }
@@ -429,6 +518,7 @@ impl CatalogState {
                     q.attempt = *attempt;
                     q.parts = placement.clone();
                     q.incarnations.clear();
+                    q.ended.clear();
                 }
             }
             Edit::PartRestored { query, part, host } => {
@@ -438,11 +528,25 @@ impl CatalogState {
                         *q.attempts.entry(*task).or_insert(0) += 1;
                     }
                     *q.incarnations.entry(*part).or_insert(0) += 1;
+                    // Its new incarnation has not ended.
+                    q.ended.remove(part);
+                }
+            }
+            Edit::PartEnded {
+                query, part, error, ..
+            } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    q.ended.insert(*part, error.clone());
                 }
             }
             Edit::CheckpointCompleted { query, pointer } => {
                 if let Some(q) = self.queries.get_mut(query) {
                     q.last_checkpoint = Some(pointer.clone());
+                }
+            }
+            Edit::CheckpointGivenUp { query, epoch } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    q.newest_given_up = q.newest_given_up.max(Some(*epoch));
                 }
             }
             Edit::ParameterSet {
@@ -654,6 +758,110 @@ mod tests {
         let entry = &s.queries[&q()];
         assert!(entry.incarnations.is_empty());
         assert!(entry.moved_parts().is_empty());
+    }
+
+    #[test]
+    fn the_newest_checkpoint_given_up_is_kept_whatever_the_order_of_the_edits() {
+        let given_up = |e| Edit::CheckpointGivenUp {
+            query: q(),
+            epoch: Epoch(e),
+        };
+        let s = applied(&[submit(), given_up(3), given_up(2)]);
+        assert_eq!(s.queries[&q()].newest_given_up, Some(Epoch(3)));
+        let mut over = applied(&[
+            submit(),
+            Edit::StateChanged {
+                query: q(),
+                state: QueryState::Finished,
+            },
+        ]);
+        assert!(matches!(
+            over.apply(&given_up(4)),
+            Err(EditRefused::QueryOver { .. })
+        ));
+    }
+
+    #[test]
+    fn the_end_of_a_part_is_kept_for_its_current_incarnation_and_attempt_only() {
+        let (t0, t1) = (TaskRef::new(0, 0), TaskRef::new(1, 0));
+        let reg = |n| Edit::WorkerRegistered {
+            worker: WorkerId(n),
+            address: format!("h:{n}"),
+            slots: 2,
+        };
+        let deploy = |attempt| Edit::AttemptDeployed {
+            query: q(),
+            attempt,
+            placement: [(t0, WorkerId(1)), (t1, WorkerId(2))].into(),
+        };
+        let ended = |part, host, incarnation, error: Option<&str>| Edit::PartEnded {
+            query: q(),
+            attempt: 1,
+            part: WorkerId(part),
+            host: WorkerId(host),
+            incarnation,
+            error: error.map(String::from),
+        };
+        let mut s = applied(&[
+            reg(1),
+            reg(2),
+            reg(3),
+            submit(),
+            Edit::PlanFixed {
+                query: q(),
+                fingerprint: "f".into(),
+                tasks: [t0, t1].into(),
+            },
+            deploy(1),
+            ended(1, 1, 0, None),
+        ]);
+        assert_eq!(s.queries[&q()].ended, [(WorkerId(1), None)].into());
+        // Part 2 is restored on worker 3: its end reported by worker 2, or as its first
+        // incarnation, is stale; as its second, on worker 3, it is the part's.
+        s.apply(&Edit::PartRestored {
+            query: q(),
+            part: WorkerId(2),
+            host: WorkerId(3),
+        })
+        .expect("restored");
+        let before = s.clone();
+        assert!(matches!(
+            s.apply(&ended(2, 2, 1, None)),
+            Err(EditRefused::NotThePartNow { .. })
+        ));
+        assert!(matches!(
+            s.apply(&ended(2, 3, 0, None)),
+            Err(EditRefused::NotThePartNow { .. })
+        ));
+        assert!(matches!(
+            s.apply(&ended(4, 4, 0, None)),
+            Err(EditRefused::UnknownPart { .. })
+        ));
+        let mut other = ended(2, 3, 1, None);
+        if let Edit::PartEnded { attempt, .. } = &mut other {
+            *attempt = 2;
+        }
+        assert!(matches!(
+            s.apply(&other),
+            Err(EditRefused::NotTheCurrentAttempt { .. })
+        ));
+        assert_eq!(s, before);
+        s.apply(&ended(2, 3, 1, Some("disk full")))
+            .expect("the part now");
+        assert_eq!(
+            s.queries[&q()].ended[&WorkerId(2)].as_deref(),
+            Some("disk full")
+        );
+        // Restored again, its new incarnation has not ended; a new attempt forgets every end.
+        s.apply(&Edit::PartRestored {
+            query: q(),
+            part: WorkerId(2),
+            host: WorkerId(1),
+        })
+        .expect("restored again");
+        assert_eq!(s.queries[&q()].ended, [(WorkerId(1), None)].into());
+        s.apply(&deploy(2)).expect("a new attempt");
+        assert!(s.queries[&q()].ended.is_empty());
     }
 
     #[test]
