@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// One rejected record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,6 +138,24 @@ pub struct DeadLetter {
     recent: Mutex<std::collections::VecDeque<RecentReject>>,
     /// Append to an existing file instead of creating it.
     append: bool,
+    /// Set on a copy's view ([`DeadLetter::for_copy`]): where its rejects go, once per set of
+    /// copies.
+    copy: Option<CopyView>,
+    /// Per operator of a hot standby and instance, how many rejects its copies wrote.
+    written_by_copies: Mutex<std::collections::BTreeMap<(String, String), u64>>,
+}
+
+/// The dead letters of one instance of a copy of a hot standby. Copies are deterministic:
+/// fed the same rows, the `n`th row each rejects is the same row, so the `n`th reject is
+/// written by whichever copy gets there first, once. A lost copy's share is written by its
+/// twins as they pass it.
+#[derive(Debug)]
+struct CopyView {
+    shared: Arc<DeadLetter>,
+    /// The operator's instance (`i/parallelism`): instance `i` of every copy gets the same rows.
+    instance: String,
+    /// Per operator of this copy (`X_replica_K`), how many it rejected.
+    own: Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 impl DeadLetter {
@@ -151,13 +169,67 @@ impl DeadLetter {
             by_operator: Mutex::default(),
             recent: Mutex::default(),
             append: false,
+            copy: None,
+            written_by_copies: Mutex::default(),
+        }
+    }
+
+    /// The dead letters of instance `instance` (of `parallelism`) of a task that runs copies
+    /// of a hot standby (operators `X_replica_K`): a row every copy rejects is written once,
+    /// as operator `X`'s, as a run without hot standby writes it.
+    pub fn for_copy(self: &Arc<Self>, instance: usize, parallelism: usize) -> Arc<Self> {
+        let shared = Arc::clone(self.copy.as_ref().map_or(self, |c| &c.shared));
+        Arc::new(Self {
+            copy: Some(CopyView {
+                shared,
+                instance: format!("{instance}/{parallelism}"),
+                own: Mutex::default(),
+            }),
+            ..Self::new(DeadLetterTarget::Stderr)
+        })
+    }
+
+    /// The dead-letter output this one writes to: its own, or a copy's shared one.
+    fn out(&self) -> &Self {
+        self.copy.as_ref().map_or(self, |c| &c.shared)
+    }
+
+    /// For a copy's view, whether its reject is the first of its copies' (to be written),
+    /// and under which operator's name.
+    fn first_of_copies<'a>(&self, operator: &'a str) -> (bool, &'a str) {
+        let Some(copy) = &self.copy else {
+            return (true, operator);
+        };
+        let of = match operator.rsplit_once("_replica_") {
+            Some((of, k)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => of,
+            _ => operator,
+        };
+        let mut own = copy
+            .own
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = own.entry(operator.to_string()).or_insert(0);
+        *n += 1;
+        let mut written = copy
+            .shared
+            .written_by_copies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let seen = written
+            .entry((of.to_string(), copy.instance.clone()))
+            .or_insert(0);
+        if *n > *seen {
+            *seen = *n;
+            (true, of)
+        } else {
+            (false, of)
         }
     }
 
     /// Whether the file could be created (its directory exists and is writable), checked
     /// without touching it, so that a query can refuse to start.
     pub fn check_writable(&self) -> std::io::Result<()> {
-        match &self.target {
+        match &self.out().target {
             DeadLetterTarget::File(p) => crate::fs_check::check_creatable(p),
             DeadLetterTarget::Stderr => Ok(()),
         }
@@ -175,11 +247,16 @@ impl DeadLetter {
             by_operator: Mutex::default(),
             recent: Mutex::default(),
             append: true,
+            copy: None,
+            written_by_copies: Mutex::default(),
         }
     }
 
     /// Records a malformed input record of source `operator`.
     pub fn reject(&self, operator: &str, r: &RejectedRecord) -> std::io::Result<()> {
+        if self.copy.is_some() {
+            return self.out().reject(operator, r);
+        }
         self.count.fetch_add(1, Ordering::Relaxed);
         self.count_for(operator);
         self.remember(RecentReject {
@@ -202,6 +279,12 @@ impl DeadLetter {
 
     /// Records a row that operator `operator` could not process.
     pub fn reject_row(&self, operator: &str, r: &RejectedRow) -> std::io::Result<()> {
+        if self.copy.is_some() {
+            return match self.first_of_copies(operator) {
+                (true, of) => self.out().reject_row(of, r),
+                (false, _) => Ok(()),
+            };
+        }
         self.count.fetch_add(1, Ordering::Relaxed);
         self.count_for(operator);
         self.rows.fetch_add(1, Ordering::Relaxed);
@@ -284,7 +367,8 @@ impl DeadLetter {
 
     /// The last [`RECENT_KEPT`] rejects of this run, oldest first.
     pub fn recent(&self) -> Vec<RecentReject> {
-        self.recent
+        self.out()
+            .recent
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .iter()
@@ -294,7 +378,8 @@ impl DeadLetter {
 
     /// Per operator, how many records and rows it rejected so far.
     pub fn by_operator(&self) -> std::collections::BTreeMap<String, u64> {
-        self.by_operator
+        self.out()
+            .by_operator
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
@@ -302,18 +387,18 @@ impl DeadLetter {
 
     /// How many records and rows were rejected so far, of both kinds.
     pub fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
+        self.out().count.load(Ordering::Relaxed)
     }
 
     /// How many of [`DeadLetter::count`] are rows an operator rejected (the rest are
     /// malformed input records).
     pub fn rejected_rows(&self) -> u64 {
-        self.rows.load(Ordering::Relaxed)
+        self.out().rows.load(Ordering::Relaxed)
     }
 
     /// The file, if rejects go to one.
     pub fn path(&self) -> Option<&Path> {
-        match &self.target {
+        match &self.out().target {
             DeadLetterTarget::File(p) => Some(p),
             DeadLetterTarget::Stderr => None,
         }
@@ -354,6 +439,7 @@ impl DeadLetter {
         f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         let mut guard = self
+            .out()
             .writer
             .lock()
             .map_err(|_| std::io::Error::other("dead-letter writer poisoned"))?;
@@ -370,6 +456,70 @@ fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(reason: &str) -> RejectedRow {
+        RejectedRow {
+            reason: reason.into(),
+            expression: None,
+            at: None,
+            row: serde_json::json!({}),
+            origin: None,
+        }
+    }
+
+    #[test]
+    fn a_row_every_copy_rejects_is_written_once_as_the_operator_s_and_a_lost_copy_s_share_by_its_twin(
+    ) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("rejected.jsonl");
+        let dl = Arc::new(DeadLetter::new(DeadLetterTarget::File(path.clone())));
+        let (one, two) = (dl.for_copy(0, 2), dl.for_copy(0, 2));
+        let other_instance = dl.for_copy(1, 2);
+        // Copy 1 is ahead, then lost after its second reject; copy 2 catches up and goes on.
+        for reason in ["a", "b"] {
+            one.reject_row("f_replica_1", &row(reason))
+                .expect("written");
+        }
+        for reason in ["a", "b", "c"] {
+            two.reject_row("f_replica_2", &row(reason))
+                .expect("written");
+        }
+        other_instance
+            .reject_row("f_replica_2", &row("x"))
+            .expect("written");
+        dl.reject_row("g", &row("plain")).expect("written");
+        two.flush().expect("flushed");
+        let text = std::fs::read_to_string(&path).expect("the file");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        let got: Vec<(&str, &str)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["operator"].as_str().expect("operator"),
+                    l["reason"].as_str().expect("reason"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("f", "a"),
+                ("f", "b"),
+                ("f", "c"),
+                ("f", "x"),
+                ("g", "plain")
+            ]
+        );
+        assert_eq!(
+            (dl.count(), one.count()),
+            (5, 5),
+            "a view counts the shared output"
+        );
+        assert_eq!(dl.by_operator().get("f"), Some(&4));
+    }
 
     #[test]
     fn the_last_rejects_are_kept_with_their_reasons_oldest_first() {

@@ -148,6 +148,8 @@ pub(crate) fn instantiate(
         (&survivors, &replicas),
     )?;
     one_producer_per_replica(topology, &replicas)?;
+    // Tasks running copies of a hot standby (their dead letters are written once per copies).
+    let copy_tasks = replicas.clone();
     if resumable {
         replicas.iter_mut().for_each(|r| *r = false);
     }
@@ -156,7 +158,8 @@ pub(crate) fn instantiate(
     for task in &topology.tasks {
         for instance in task.instances.iter().filter(|i| runs_here(i)) {
             let mut outlets = wires.outlets(graph, task, instance, &replicas);
-            let links = build_links(graph, task, instance, &mut outlets, shared, &wiring)?;
+            let copy = copy_tasks.get(task.task).copied().unwrap_or(false);
+            let links = build_links(graph, task, instance, &mut outlets, shared, &wiring, copy)?;
             let chain = Chain::new(links, shared.control.cloned())
                 .with_end_gate(shared.config.end_gate.clone(), instance.name.clone())
                 .with_injected_failure(&shared.config.fail_after);
@@ -266,8 +269,14 @@ fn build_links(
     outlets: &mut BTreeMap<NodeId, Vec<Vec<Route>>>,
     shared: &Shared<'_>,
     wiring: &Option<&mut CheckpointWiring>,
+    copy: bool,
 ) -> Result<Vec<Link>, RuntimeError> {
     let (i, parallelism) = (instance.at.instance, task.parallelism);
+    let mut ctx = shared.ctx.for_instance(i, parallelism);
+    if copy {
+        // A row every copy rejects is written once, as the operator's.
+        ctx.dead_letter = ctx.dead_letter.for_copy(i, parallelism);
+    }
     let resume = wiring.as_deref().and_then(CheckpointWiring::resume);
     let mut links = Vec::with_capacity(task.operators.len());
     for &n in &task.operators {
@@ -275,8 +284,7 @@ fn build_links(
         let Bound::Operator(factory) = &node.bound else {
             return Err(unreachable_source(node.name()));
         };
-        let mut op =
-            factory(&shared.ctx.for_instance(i, parallelism)).map_err(RuntimeError::Start)?;
+        let mut op = factory(&ctx).map_err(RuntimeError::Start)?;
         if let Some(resume) = &resume {
             // The changes applied before the checkpoint's snapshot, then its state, then
             // the changes its own barrier carried (applied after the snapshot).
