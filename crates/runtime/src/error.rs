@@ -15,6 +15,16 @@ pub enum RuntimeError {
     /// A task instance failed while running; the query stopped.
     #[error("{0}")]
     Task(Box<TaskError>),
+    /// A copy of a hot standby failed (the query went on without it) and the query failed
+    /// (every copy lost, say: the stream selector fails then): both, the copy's first, as
+    /// it is most often the cause.
+    #[error("a copy of a hot standby failed: {copy}; and the query failed: {query}")]
+    WithCopyLost {
+        /// The (earliest) copy's failure.
+        copy: Box<TaskError>,
+        /// What stopped the query.
+        query: Box<TaskError>,
+    },
     /// The checkpoint to restore was taken of a query that differs where state is kept.
     #[error("cannot restore checkpoint {epoch}: operator \"{operator}\": {what}; run the query as it was, or start over with --from-scratch")]
     IncompatibleCheckpoint {

@@ -130,6 +130,7 @@ pub(crate) fn join_tasks(running: Vec<Running>) -> Result<bool, RuntimeError> {
             Ok((Ok(s), _)) => stopped |= s,
             // Its stream selector went on with another replica (or failed itself, with the
             // run's error, when none was left); its failure was published as an event.
+            Ok((Err(e), _)) if r.replica && e.is_secondary() => {}
             Ok((Err(e), at)) if r.replica => {
                 if replica_error.as_ref().is_none_or(|(t, _)| at < *t) {
                     replica_error = Some((at, e));
@@ -154,13 +155,18 @@ pub(crate) fn join_tasks(running: Vec<Running>) -> Result<bool, RuntimeError> {
             }
         }
     }
-    // When the run fails anyway (every replica lost, say), a replica's failure before that
-    // is what went wrong first.
-    if let (Some((t, _)), Some((r, _))) = (&first_error, &replica_error) {
-        if r < t {
-            first_error = replica_error;
+    // When the run fails anyway (every replica lost, say), a replica's own failure is told
+    // too: it is most often the cause. (Not by the order of the threads' ends: a copy's end
+    // may come after its selector saw it gone.)
+    let first_error = match (&panicked, first_error, replica_error) {
+        (None, Some((_, query)), Some((_, copy))) => {
+            return Err(RuntimeError::WithCopyLost {
+                copy: Box::new(copy),
+                query: Box::new(query),
+            })
         }
-    }
+        (_, first_error, _) => first_error,
+    };
     match (panicked, first_error, secondary) {
         (Some(e), _, _) | (None, Some((_, e)), _) | (None, None, Some(e)) => {
             Err(RuntimeError::Task(Box::new(e)))
