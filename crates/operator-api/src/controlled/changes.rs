@@ -60,7 +60,7 @@ impl Changes {
     /// Records a change at `at`, after the changes at the same time already recorded.
     pub(crate) fn insert(&mut self, change: Change) -> Inserted {
         self.versions.clear();
-        if self.folded.is_some_and(|w| change.at <= w) {
+        if self.folded.is_some_and(|w| change.at < w) {
             let superseded = self
                 .base_at
                 .get(&change.param)
@@ -105,12 +105,14 @@ impl Changes {
         &self.versions[v.min(last)]
     }
 
-    /// Event time reached `watermark`: the changes at or before it are folded into the base
-    /// (no row that is not late can tell them apart any more; a late row is evaluated under
-    /// the values in force at the watermark). Returns how many were folded.
+    /// Event time reached `watermark`: the changes before it are folded into the base (no row
+    /// that is not late can tell them apart any more; a late row is evaluated under the values
+    /// in force at the watermark). A change at the watermark's own time is not: a watermark
+    /// `w` says no row before `w` is to come, and one at `w` may (a second change at the
+    /// same time, read after the watermark the first one made). Returns how many were folded.
     pub(crate) fn fold_through(&mut self, watermark: i64) -> usize {
         self.folded = Some(self.folded.map_or(watermark, |w| w.max(watermark)));
-        let n = self.changes.partition_point(|c| c.at <= watermark);
+        let n = self.changes.partition_point(|c| c.at < watermark);
         if n > 0 {
             self.versions.clear();
         }
@@ -170,13 +172,27 @@ mod tests {
         c.insert(change(10, "a"));
         c.insert(change(20, "b"));
         c.insert(change(30, "c"));
-        assert_eq!(c.fold_through(20), 2);
+        assert_eq!(c.fold_through(21), 2);
         assert_eq!(c.base["condition"], "b");
         let v = c.version_at(Some(25));
         assert_eq!(c.values(v)["condition"], "b");
         let v = c.version_at(Some(30));
         assert_eq!(c.values(v)["condition"], "c");
-        assert!(c.is_behind(Some(19)) && !c.is_behind(Some(20)));
+        assert!(c.is_behind(Some(20)) && !c.is_behind(Some(21)));
+    }
+
+    #[test]
+    fn a_second_change_at_the_watermark_s_own_time_is_in_time() {
+        let mut c = initial();
+        c.insert(change(20, "b"));
+        assert_eq!(c.fold_through(20), 0, "a row at 20 is still to come");
+        assert_eq!(c.insert(change(20, "b2")), Inserted::InTime);
+        let v = c.version_at(Some(20));
+        assert_eq!(c.values(v)["condition"], "b2", "the later arrival wins");
+        assert_eq!(
+            c.insert(change(19, "late")),
+            Inserted::Behind { superseded: false }
+        );
     }
 
     #[test]
@@ -184,7 +200,7 @@ mod tests {
         let mut c = initial();
         c.insert(change(10, "a"));
         c.insert(change(30, "c"));
-        c.fold_through(30);
+        c.fold_through(31);
         assert_eq!(
             c.insert(change(20, "late")),
             Inserted::Behind { superseded: true }
