@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use anduin_rewrite::{builtin_rules, rewrite, Facts, Graph, Operator};
+use anduin_rewrite::{builtin_rules, rewrite_within, Facts, Graph, Operator, MAX_COPIES};
 
 use crate::logical::LogicalGraph;
 
@@ -23,6 +23,18 @@ const RULES: &str = "partitioning";
 /// Why the instances of a query could not be planned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PartitioningError {
+    /// An operator asks for more instances than a rule may make.
+    #[error("operator \"{operator}\" asks for {asked} instances ({how}), more than the {max} the partitioning rule may make: ask for at most {max}")]
+    TooMany {
+        /// The operator.
+        operator: String,
+        /// The instances it asks for.
+        asked: usize,
+        /// Where it asks for them: its own `param parallelism`, or `--parallelism`.
+        how: &'static str,
+        /// The most a rule makes ([`MAX_COPIES`]).
+        max: u64,
+    },
     /// The partitioning rules could not be applied to the query (an operator asks for more
     /// instances than a rule may make: `anduin_rewrite::MAX_COPIES`).
     #[error("the partitioning rule cannot split the query: {0}")]
@@ -35,12 +47,28 @@ pub fn instances<B>(
     graph: &LogicalGraph<B>,
     default: usize,
 ) -> Result<Vec<usize>, PartitioningError> {
+    let mut grown = graph.nodes.len();
+    for node in &graph.nodes {
+        let Some((asked, how)) = asked(node, default) else {
+            continue;
+        };
+        if u64::try_from(asked).map_or(true, |a| a > MAX_COPIES) {
+            return Err(PartitioningError::TooMany {
+                operator: node.name().to_string(),
+                asked,
+                how,
+                max: MAX_COPIES,
+            });
+        }
+        // Its copies, a merge, and a splitter for each of at most two inputs.
+        grown += asked + 2;
+    }
     let before = rule_graph(graph, default);
     let mut rules = builtin_rules();
     rules.rules.retain(|r| r.name.starts_with(RULES));
     // Each operator is partitioned at most once: as many applications as operators.
     let limit = graph.nodes.len().max(1);
-    let after = rewrite(&before, &rules, &NoFacts, limit)
+    let after = rewrite_within(&before, &rules, &NoFacts, limit, grown)
         .map_err(|e| PartitioningError::Rule(e.to_string()))?;
     let mut count: HashMap<&str, usize> = HashMap::new();
     for (_, op) in after.graph.iter() {
@@ -80,12 +108,8 @@ fn rule_graph<B>(graph: &LogicalGraph<B>, default: usize) -> Graph {
         for p in &node.def.params {
             op = op.with_param(p.name.as_str(), p.value.as_text().as_str());
         }
-        match node.parallelism {
-            Some(p) => op = op.with_param("parallelism", p.to_string()),
-            None if node.parallelizable && default >= 2 => {
-                op = op.with_param("parallelism", default.to_string());
-            }
-            None => {}
+        if let Some((p, _)) = asked(node, default) {
+            op = op.with_param("parallelism", p.to_string());
         }
         let id = g
             .add(op)
@@ -93,6 +117,16 @@ fn rule_graph<B>(graph: &LogicalGraph<B>, default: usize) -> Graph {
         id_of.insert(n.0, id);
     }
     g
+}
+
+/// The instances `node` asks for, and where: its own `parallelism`, or `default` when it can
+/// run in parallel, sets none, and the default is at least 2.
+fn asked<B>(node: &crate::logical::Node<B>, default: usize) -> Option<(usize, &'static str)> {
+    match node.parallelism {
+        Some(p) => Some((p, "param parallelism")),
+        None if node.parallelizable && default >= 2 => Some((default, "--parallelism")),
+        None => None,
+    }
 }
 
 /// The partitioning rules ask nothing of operators beyond their params.
@@ -156,5 +190,23 @@ mod tests {
         g.nodes[1].parallelism = Some(5000);
         let err = instances(&g, 1).expect_err("too many");
         assert!(err.to_string().contains("5000"), "{err}");
+        // Through the default, naming the operator and the flag.
+        g.nodes[1].parallelism = None;
+        let err = instances(&g, 1025).expect_err("too many").to_string();
+        assert!(
+            err.contains("operator \"n1\" asks for 1025 instances (--parallelism)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_instances_of_several_operators_may_add_up_to_more_than_a_rule_may_make() {
+        // Two operators one after the other, each under the most a rule makes, together
+        // over it: each runs as many instances as it asks for.
+        let mut g = graph(4, &[(0, 1), (1, 2), (2, 3)]);
+        for n in [1, 2] {
+            g.nodes[n].parallelizable = true;
+        }
+        assert_eq!(instances(&g, 600), Ok(vec![1, 600, 600, 1]));
     }
 }

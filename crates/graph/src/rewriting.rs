@@ -109,6 +109,29 @@ pub fn rewrite_query<C: Catalog>(
     Ok((before, after))
 }
 
+/// `spec` as a run with `--parallelism default` has the partitioning rules see it (see
+/// [`crate::PhysicalPlan::instances`]): `parallelism = default` on each operator that can run
+/// in parallel and sets none, when `default` is at least 2. An operator in hot standby is
+/// left as it is: its copies run as one instance each.
+pub fn with_default_parallelism<C: Catalog>(spec: &Spec, catalog: &C, default: usize) -> Spec {
+    let mut out = spec.clone();
+    if default < 2 {
+        return out;
+    }
+    for op in &mut out.operators {
+        let parallel = catalog
+            .signature(op.kind.as_str())
+            .is_some_and(|s| s.param("parallelism").is_some());
+        if parallel && op.param("parallelism").is_none() && !op.asks_hot_standby() {
+            *op = op.with_param(
+                "parallelism",
+                anduin_spec::Text::unplaced(default.to_string()),
+            );
+        }
+    }
+    out
+}
+
 /// The hot-standby rules of the built-in set: what a run carries out itself today (the other
 /// patterns are what the runtime does anyway, or not run yet: see [`crate::qos`]).
 fn hot_standby_rules() -> anduin_rewrite::RuleSet {

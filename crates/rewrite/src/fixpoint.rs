@@ -64,10 +64,23 @@ pub fn rewrite(
     facts: &dyn Facts,
     limit: usize,
 ) -> Result<Rewritten, RewriteError> {
-    graph.check()?;
     // Rules that keep adding operators stop here long before the iteration limit would
     // (each application looks at the whole graph).
     let max_size = graph.len().saturating_mul(16).max(1024);
+    rewrite_within(graph, rules, facts, limit, max_size)
+}
+
+/// [`rewrite`], with the graph allowed to grow to `max_size` operators (one more is
+/// [`RewriteError::Growth`]) instead of [`rewrite`]'s bound: for a caller that knows how
+/// large the rules it applies make the graph (each copy an operator).
+pub fn rewrite_within(
+    graph: &Graph,
+    rules: &RuleSet,
+    facts: &dyn Facts,
+    limit: usize,
+    max_size: usize,
+) -> Result<Rewritten, RewriteError> {
+    graph.check()?;
     let mut g = graph.clone();
     let mut applications: Vec<Application> = Vec::new();
     'fixpoint: loop {

@@ -133,7 +133,7 @@ mod test_util;
 pub use builtin::{builtin_rules, BUILTIN_RULES};
 pub use error::{GraphError, Pos, RewriteError, SyntaxError};
 pub use facts::{Facts, TableFacts};
-pub use fixpoint::{rewrite, Application, Rewritten, DEFAULT_LIMIT};
+pub use fixpoint::{rewrite, rewrite_within, Application, Rewritten, DEFAULT_LIMIT};
 pub use matched::{Bound, Match};
 pub use matcher::find_matches;
 pub use model::{Graph, Mark, OpId, Operator, Placement};

@@ -82,7 +82,7 @@ pub enum RuntimeError {
     /// The query could not be planned (the partitioning rules could not split it): nothing
     /// ran.
     #[error("cannot plan the query: {0}")]
-    Plan(#[from] anduin_graph::PartitioningError),
+    Plan(anduin_graph::PartitioningError),
 }
 
 /// One task instance failed: which one, and why.

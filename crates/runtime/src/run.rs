@@ -48,7 +48,7 @@ pub fn run(
         chaining: config.chaining,
         default_parallelism: config.parallelism,
     };
-    let plan = PhysicalPlan::plan(graph, options)?;
+    let plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     let abort = Arc::new(AtomicBool::new(false));
     let mut net = config
@@ -592,7 +592,7 @@ pub fn coordinate(
         chaining: config.chaining,
         default_parallelism: config.parallelism,
     };
-    let plan = PhysicalPlan::plan(graph, options)?;
+    let plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     if !placement.is_empty() {
         topology.assign(|id| WorkerId(placement.get(id).copied().unwrap_or(u32::MAX)));

@@ -42,7 +42,7 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub no_chaining: bool,
     /// Instances of each operator that can run in parallel and sets no parallelism of its own.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::embedded::parse_count)]
     pub parallelism: usize,
     /// Show the graph before and after the rewriting rules (fault tolerance, partitioning,
     /// pipelining: paper §4.2), which rule matched where, and the placement constraints.
@@ -65,7 +65,13 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
     };
     print_diagnostics(&args.file, &loaded.warnings);
     if args.rewritten {
-        let out = match super::rewritten::show(&loaded.spec, args.rules.as_deref(), args.format) {
+        let shown = super::rewritten::show(
+            &loaded.spec,
+            args.rules.as_deref(),
+            args.format,
+            args.parallelism,
+        );
+        let out = match shown {
             Ok(out) => out,
             Err(e) => {
                 eprintln!("error: {e:#}");
@@ -88,7 +94,7 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         &loaded.graph,
         anduin_graph::PlanOptions {
             chaining: !args.no_chaining,
-            default_parallelism: args.parallelism.max(1),
+            default_parallelism: args.parallelism,
         },
     )?;
     let out = match args.format {

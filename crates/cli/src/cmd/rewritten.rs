@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use anduin_graph::rewriting::rewrite_query;
+use anduin_graph::rewriting::{rewrite_query, with_default_parallelism};
 use anduin_registry::BuiltinCatalog;
 use anduin_rewrite::{print_graph, Graph, Placement, Rewritten};
 use anduin_spec::Spec;
@@ -22,8 +22,16 @@ const SHOWN: &[&str] = &[
     "checkpoint",
 ];
 
-/// The rewriting of `spec` (with the rules of file `rules`, if given) in `format`.
-pub fn show(spec: &Spec, rules: Option<&std::path::Path>, format: Format) -> Result<String> {
+/// The rewriting of `spec` (with the rules of file `rules`, if given) in `format`, when
+/// operators that can run in parallel and set no `parallelism` run `parallelism` instances
+/// (`--parallelism`), as a run plans them.
+pub fn show(
+    spec: &Spec,
+    rules: Option<&std::path::Path>,
+    format: Format,
+    parallelism: usize,
+) -> Result<String> {
+    let spec = &with_default_parallelism(spec, &BuiltinCatalog, parallelism);
     let text = rules
         .map(|p| {
             std::fs::read_to_string(p)
