@@ -65,6 +65,17 @@ fn instances_of_several_operators_may_add_up_to_more_than_one_rule_makes() {
     let text = String::from_utf8_lossy(&plan.stdout);
     assert!(text.contains("q4 (600 instances)"), "{text}");
     assert!(text.contains("again (600 instances)"), "{text}");
+    // And the rewritten graph shows them, not a refusal for growing too much.
+    let rewritten = anduin_ok(
+        &repo(),
+        &args(&["explain", q, "--rewritten"], &["--parallelism", "600"]),
+    );
+    let text = String::from_utf8_lossy(&rewritten.stdout);
+    assert!(
+        text.contains("q4_replica_599") && text.contains("again_replica_599"),
+        "{}",
+        text.lines().take(20).collect::<Vec<_>>().join("\n")
+    );
 }
 
 #[test]

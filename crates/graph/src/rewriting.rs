@@ -13,8 +13,8 @@
 use std::collections::HashMap;
 
 use anduin_rewrite::{
-    builtin_rules, parse_rules, rewrite, Facts, Graph, GraphError, Operator, RewriteError,
-    Rewritten, SyntaxError, DEFAULT_LIMIT,
+    builtin_rules, parse_rules, rewrite, rewrite_within, Facts, Graph, GraphError, Operator,
+    RewriteError, Rewritten, SyntaxError, DEFAULT_LIMIT,
 };
 use anduin_spec::Spec;
 
@@ -105,8 +105,35 @@ pub fn rewrite_query<C: Catalog>(
         rules.rules.extend(parse_rules(file, text)?.rules);
     }
     let before = rule_graph(spec)?;
-    let after = rewrite(&before, &rules, &CatalogFacts(catalog), DEFAULT_LIMIT)?;
+    let after = rewrite_within(
+        &before,
+        &rules,
+        &CatalogFacts(catalog),
+        DEFAULT_LIMIT,
+        growth_bound(&before),
+    )?;
     Ok((before, after))
+}
+
+/// How large the rules may make `graph`: the generic bound of [`rewrite`] (rules that keep
+/// adding operators stop there), plus the copies its operators ask for (`replicas`,
+/// `parallelism`: up to [`anduin_rewrite::MAX_COPIES`] each, with a merge, a selector and
+/// their feeders), so that what a run plans is never refused here as growing too much.
+fn growth_bound(graph: &Graph) -> usize {
+    let copies = |op: &Operator, key: &str| {
+        op.param(key)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(1, |n| n.clamp(1, anduin_rewrite::MAX_COPIES))
+    };
+    let asked: u64 = graph
+        .iter()
+        .map(|(_, op)| copies(op, "replicas") * copies(op, "parallelism") * 2 + 4)
+        .sum();
+    graph
+        .len()
+        .saturating_mul(16)
+        .max(1024)
+        .saturating_add(usize::try_from(asked).unwrap_or(usize::MAX))
 }
 
 /// `spec` as a run with `--parallelism default` has the partitioning rules see it (see

@@ -136,6 +136,9 @@ impl Operator {
 pub struct Graph {
     ops: BTreeMap<OpId, Operator>,
     next: u32,
+    /// The operators by name (what `ops` holds, indexed: finding a name or a fresh one does
+    /// not walk the graph).
+    names: BTreeMap<String, OpId>,
 }
 
 impl Graph {
@@ -146,7 +149,7 @@ impl Graph {
 
     /// Adds an operator and returns its id. Fails if the name is taken or an input is unknown.
     pub fn add(&mut self, op: Operator) -> Result<OpId, GraphError> {
-        if self.find(&op.name).is_some() {
+        if self.names.contains_key(&op.name) {
             return Err(GraphError::DuplicateName(op.name));
         }
         if let Some(missing) = op.inputs.iter().find(|i| !self.ops.contains_key(i)) {
@@ -157,6 +160,7 @@ impl Graph {
         }
         let id = OpId(self.next);
         self.next += 1;
+        self.names.insert(op.name.clone(), id);
         self.ops.insert(id, op);
         Ok(id)
     }
@@ -166,9 +170,9 @@ impl Graph {
         self.ops.get(&id)
     }
 
-    /// The operator with this id, to change its params, placement or marks. Changing its name
-    /// or inputs through this reference is the caller's responsibility (use
-    /// [`Graph::set_inputs`] to have inputs checked).
+    /// The operator with this id, to change its params, placement or marks. Its name must not
+    /// be changed through this reference (the graph indexes names); changing its inputs is
+    /// the caller's responsibility (use [`Graph::set_inputs`] to have inputs checked).
     pub fn get_mut(&mut self, id: OpId) -> Option<&mut Operator> {
         self.ops.get_mut(&id)
     }
@@ -180,10 +184,7 @@ impl Graph {
 
     /// The id of the operator with this name.
     pub fn find(&self, name: &str) -> Option<OpId> {
-        self.ops
-            .iter()
-            .find(|(_, op)| op.name == name)
-            .map(|(id, _)| *id)
+        self.names.get(name).copied()
     }
 
     /// Replaces an operator's inputs; every input must be in the graph.
@@ -209,7 +210,9 @@ impl Graph {
             let op = self.op(id)?.name.clone();
             return Err(GraphError::StillConsumed { op, consumer });
         }
-        self.ops.remove(&id).ok_or(GraphError::UnknownOp(id))
+        let op = self.ops.remove(&id).ok_or(GraphError::UnknownOp(id))?;
+        self.names.remove(&op.name);
+        Ok(op)
     }
 
     /// Every operator, by id.
@@ -266,10 +269,9 @@ impl Graph {
 
     /// A name not used in the graph: `base` if free, else `base_1`, `base_2`, …
     pub fn fresh_name(&self, base: &str) -> String {
-        let taken: BTreeSet<&str> = self.ops.values().map(|op| op.name.as_str()).collect();
         (1u64..)
             .map(|k| format!("{base}_{k}"))
-            .find(|n| !taken.contains(n.as_str()))
+            .find(|n| !self.names.contains_key(n))
             .unwrap_or_else(|| base.to_string())
     }
 
