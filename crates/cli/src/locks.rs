@@ -22,6 +22,37 @@ use anyhow::Result;
 #[must_use = "the run's files are unlocked when this is dropped"]
 pub struct RunLocks {
     _held: Vec<OwnerLock>,
+    /// The outputs made here (they did not exist): removed when the run does not get to run
+    /// and leaves them empty (see [`RunLocks::ran`]).
+    made: Vec<PathBuf>,
+    ran: bool,
+}
+
+impl RunLocks {
+    /// The run ran (to its end, or until stopped): the outputs it made are its own, empty or
+    /// not. Until this is called, an output made by [`lock_run`] and still empty is removed
+    /// when the locks are released, so that a run refused before it starts (a planning error,
+    /// a missing input) leaves no empty file behind where there was none.
+    pub fn ran(&mut self) {
+        self.ran = true;
+    }
+}
+
+impl Drop for RunLocks {
+    fn drop(&mut self) {
+        if self.ran {
+            return;
+        }
+        for path in &self.made {
+            // Still held: no other run can have made it its own meanwhile. Only if empty:
+            // a file of length 0, a directory without entries (`remove_dir` refuses others).
+            let _ = match std::fs::symlink_metadata(path) {
+                Ok(m) if m.is_file() && m.len() == 0 => std::fs::remove_file(path),
+                Ok(m) if m.is_dir() => std::fs::remove_dir(path),
+                _ => Ok(()),
+            };
+        }
+    }
 }
 
 /// Locks `checkpoint_dir` (if any), then every file output of `spec`, the dead-letter file
@@ -33,6 +64,7 @@ pub fn lock_run(
     events: Option<&Path>,
 ) -> Result<RunLocks> {
     let mut held = Vec::new();
+    let mut made = Vec::new();
     if let Some(dir) = checkpoint_dir {
         held.push(OwnerLock::checkpoint_dir(dir)?);
     }
@@ -61,7 +93,7 @@ pub fn lock_run(
             // as it starts or at its first write; made now, empty, it is locked from the start,
             // so that a run under another name or $TMPDIR that makes it too is refused. (If
             // this fails, the writer reports why.)
-            let _ = if checkpoint_dir.is_some() {
+            let created = if checkpoint_dir.is_some() {
                 std::fs::create_dir_all(path)
             } else {
                 std::fs::OpenOptions::new()
@@ -70,6 +102,9 @@ pub fn lock_run(
                     .open(path)
                     .map(drop)
             };
+            if created.is_ok() {
+                made.push(path.clone());
+            }
         }
         held.extend(OwnerLock::output_itself(path)?);
     }
@@ -87,7 +122,11 @@ pub fn lock_run(
         }
         held.extend(OwnerLock::output_itself_named(path, &what)?);
     }
-    Ok(RunLocks { _held: held })
+    Ok(RunLocks {
+        _held: held,
+        made,
+        ran: false,
+    })
 }
 
 /// Whether `path` is a character or block device (`/dev/null`, `/dev/stdout` on a terminal).

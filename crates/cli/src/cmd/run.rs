@@ -181,7 +181,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         )?;
     }
     // Held until the run ends: nothing below reads or writes before another run is refused.
-    let _locks = lock_run(
+    let mut locks = lock_run(
         &loaded.spec,
         &dead_letter,
         checkpoint_dir.as_deref(),
@@ -263,7 +263,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         summary,
         dead_letter,
     } = match (executed, events.failure()) {
-        (Ok(e), _) => e,
+        (Ok(e), _) => {
+            locks.ran();
+            e
+        }
         (Err(e), None) => return Err(e),
         (Err(e), Some(failure)) => {
             eprintln!("anduin: {failure:#}");
