@@ -57,23 +57,7 @@ impl Runner {
         limits: Limits,
     ) -> Result<Runner, UdfError> {
         let name = &declaration.name;
-        let mut store = Store::new(
-            module.module.engine(),
-            Limiter {
-                function: name.clone(),
-                memory_bytes: limits.memory_bytes,
-                instantiating: true,
-            },
-        );
-        store.limiter(|l| l);
-        store
-            .set_fuel(limits.fuel)
-            .map_err(|e| classify(name, limits, &e))?;
-        store.set_epoch_deadline(crate::module::backstop_ticks(limits));
-        // The start function, if any, runs here with one call's fuel.
-        let instance = Instance::new(&mut store, &module.module, &[])
-            .map_err(|e| not_instantiated(name, module, limits, &e))?;
-        store.data_mut().instantiating = false;
+        let (mut store, instance) = instantiate(module, name, limits)?;
         let missing = |what: &str| UdfError::MissingAbiExport {
             function: name.clone(),
             module: module.label.to_string(),
@@ -232,6 +216,32 @@ fn allocator_failed(
 }
 
 /// A failed instantiation of `module` for function `name`, saying why.
+/// A store for function `name` under `limits` (memory, fuel, the wall-clock backstop), and
+/// `module` instantiated in it: the start function, if any, runs here with one call's fuel.
+pub(crate) fn instantiate(
+    module: &WasmModule,
+    name: &str,
+    limits: Limits,
+) -> Result<(Store<Limiter>, Instance), UdfError> {
+    let mut store = Store::new(
+        module.module.engine(),
+        Limiter {
+            function: name.to_string(),
+            memory_bytes: limits.memory_bytes,
+            instantiating: true,
+        },
+    );
+    store.limiter(|l| l);
+    store
+        .set_fuel(limits.fuel)
+        .map_err(|e| classify(name, limits, &e))?;
+    store.set_epoch_deadline(crate::module::backstop_ticks(limits));
+    let instance = Instance::new(&mut store, &module.module, &[])
+        .map_err(|e| not_instantiated(name, module, limits, &e))?;
+    store.data_mut().instantiating = false;
+    Ok((store, instance))
+}
+
 pub(crate) fn not_instantiated(
     name: &str,
     module: &WasmModule,

@@ -3,10 +3,10 @@
 //! called row by row (each call with its own fuel), the states read back, the room given
 //! back.
 
-use wasmtime::{Func, Instance, Memory, Store, TypedFunc, Val};
+use wasmtime::{Func, Memory, Store, TypedFunc, Val};
 
 use crate::aggregate::{Answer, Job};
-use crate::call::{classify, not_instantiated};
+use crate::call::{classify, instantiate};
 use crate::columns::{Builder, Column};
 use crate::limits::Limiter;
 use crate::{Declaration, Limits, SqlType, UdfError, WasmModule};
@@ -40,22 +40,7 @@ impl AggRunner {
         limits: Limits,
     ) -> Result<AggRunner, UdfError> {
         let name = &declaration.name;
-        let mut store = Store::new(
-            module.module.engine(),
-            Limiter {
-                function: name.clone(),
-                memory_bytes: limits.memory_bytes,
-                instantiating: true,
-            },
-        );
-        store.limiter(|l| l);
-        store
-            .set_fuel(limits.fuel)
-            .map_err(|e| classify(name, limits, &e))?;
-        store.set_epoch_deadline(crate::module::backstop_ticks(limits));
-        let instance = Instance::new(&mut store, &module.module, &[])
-            .map_err(|e| not_instantiated(name, module, limits, &e))?;
-        store.data_mut().instantiating = false;
+        let (mut store, instance) = instantiate(module, name, limits)?;
         let missing = |what: &str| UdfError::WasmAggregate {
             function: name.clone(),
             module: module.label.to_string(),
