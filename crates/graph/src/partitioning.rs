@@ -124,9 +124,20 @@ fn rule_graph<B>(graph: &LogicalGraph<B>, default: usize) -> Graph {
 fn asked<B>(node: &crate::logical::Node<B>, default: usize) -> Option<(usize, &'static str)> {
     match node.parallelism {
         Some(p) => Some((p, "param parallelism")),
-        None if node.parallelizable && default >= 2 => Some((default, "--parallelism")),
+        None if takes_default(node) && default >= 2 => Some((default, "--parallelism")),
         None => None,
     }
+}
+
+/// Whether `node` runs the query's default number of instances when it sets none: it can run
+/// in parallel and splits its rows between its instances (a source reading its share, an
+/// operator splitting an input by keys). A window without keys, a pattern without
+/// `partition_by`, would send every row to one instance and leave the others idle: it runs
+/// as one (its own `parallelism` is refused when checked).
+pub(crate) fn takes_default<B>(node: &crate::logical::Node<B>) -> bool {
+    node.parallelism.is_none()
+        && node.parallelizable
+        && (node.partition_by.is_empty() || node.partition_by.iter().any(Option::is_some))
 }
 
 /// The partitioning rules ask nothing of operators beyond their params.
@@ -160,6 +171,17 @@ mod tests {
         g.nodes[2].parallelism = Some(1);
         assert_eq!(instances(&g, 3), Ok(vec![1, 3, 1, 1]));
         assert_eq!(instances(&g, 1), Ok(vec![1, 1, 1, 1]));
+    }
+
+    #[test]
+    fn the_default_passes_over_an_operator_without_keys_to_split_by() {
+        // 1 keyed, 2 without keys (a global window): every row would go to one instance.
+        let mut g = graph(4, &[(0, 1), (1, 2), (2, 3)]);
+        g.nodes[1].parallelizable = true;
+        g.nodes[1].partition_by = vec![Some(vec![0])];
+        g.nodes[2].parallelizable = true;
+        g.nodes[2].partition_by = vec![None];
+        assert_eq!(instances(&g, 3), Ok(vec![1, 3, 1, 1]));
     }
 
     #[test]

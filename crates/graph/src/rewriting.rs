@@ -140,15 +140,18 @@ fn growth_bound(graph: &Graph) -> usize {
 /// [`crate::PhysicalPlan::instances`]): `parallelism = default` on each operator that can run
 /// in parallel and sets none, when `default` is at least 2. An operator in hot standby is
 /// left as it is: its copies run as one instance each.
-pub fn with_default_parallelism<C: Catalog>(spec: &Spec, catalog: &C, default: usize) -> Spec {
+pub fn with_default_parallelism<B>(
+    spec: &Spec,
+    graph: &crate::logical::LogicalGraph<B>,
+    default: usize,
+) -> Spec {
     let mut out = spec.clone();
     if default < 2 {
         return out;
     }
     for op in &mut out.operators {
-        let parallel = catalog
-            .signature(op.kind.as_str())
-            .is_some_and(|s| s.param("parallelism").is_some());
+        let node = graph.nodes.iter().find(|n| n.name() == op.name.as_str());
+        let parallel = node.is_some_and(crate::partitioning::takes_default);
         if parallel && op.param("parallelism").is_none() && !op.asks_hot_standby() {
             *op = op.with_param(
                 "parallelism",

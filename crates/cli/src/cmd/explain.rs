@@ -67,6 +67,7 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
     if args.rewritten {
         let shown = super::rewritten::show(
             &loaded.spec,
+            &loaded.graph,
             args.rules.as_deref(),
             args.format,
             args.parallelism,

@@ -25,13 +25,14 @@ const SHOWN: &[&str] = &[
 /// The rewriting of `spec` (with the rules of file `rules`, if given) in `format`, when
 /// operators that can run in parallel and set no `parallelism` run `parallelism` instances
 /// (`--parallelism`), as a run plans them.
-pub fn show(
+pub fn show<B>(
     spec: &Spec,
+    graph: &anduin_graph::LogicalGraph<B>,
     rules: Option<&std::path::Path>,
     format: Format,
     parallelism: usize,
 ) -> Result<String> {
-    let spec = &with_default_parallelism(spec, &BuiltinCatalog, parallelism);
+    let spec = &with_default_parallelism(spec, graph, parallelism);
     let text = rules
         .map(|p| {
             std::fs::read_to_string(p)
