@@ -47,7 +47,6 @@ pub fn instances<B>(
     graph: &LogicalGraph<B>,
     default: usize,
 ) -> Result<Vec<usize>, PartitioningError> {
-    let mut grown = graph.nodes.len();
     for node in &graph.nodes {
         let Some((asked, how)) = asked(node, default) else {
             continue;
@@ -60,14 +59,13 @@ pub fn instances<B>(
                 max: MAX_COPIES,
             });
         }
-        // Its copies, a merge, and a splitter for each of at most two inputs.
-        grown += asked + 2;
     }
     let before = rule_graph(graph, default);
     let mut rules = builtin_rules();
     rules.rules.retain(|r| r.name.starts_with(RULES));
     // Each operator is partitioned at most once: as many applications as operators.
     let limit = graph.nodes.len().max(1);
+    let grown = crate::rewriting::growth_bound(&before);
     let after = rewrite_within(&before, &rules, &NoFacts, limit, grown)
         .map_err(|e| PartitioningError::Rule(e.to_string()))?;
     let mut count: HashMap<&str, usize> = HashMap::new();

@@ -119,7 +119,7 @@ pub fn rewrite_query<C: Catalog>(
 /// adding operators stop there), plus the copies its operators ask for (`replicas`,
 /// `parallelism`: up to [`anduin_rewrite::MAX_COPIES`] each, with a merge, a selector and
 /// their feeders), so that what a run plans is never refused here as growing too much.
-fn growth_bound(graph: &Graph) -> usize {
+pub(crate) fn growth_bound(graph: &Graph) -> usize {
     let copies = |op: &Operator, key: &str| {
         op.param(key)
             .and_then(|v| v.trim().parse::<u64>().ok())

@@ -148,7 +148,7 @@ pub(crate) fn instantiate(
         (&survivors, &replicas),
     )?;
     one_producer_per_replica(topology, &replicas)?;
-    // Tasks running copies of a hot standby (their dead letters are written once per copies).
+    // Tasks running copies of a hot standby (a row all copies reject is a dead letter once).
     let copy_tasks = replicas.clone();
     if resumable {
         replicas.iter_mut().for_each(|r| *r = false);
