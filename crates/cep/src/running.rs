@@ -18,6 +18,7 @@
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
+use anduin_operator_api::rescale::{agreed, counter_share, RescaleError, RescaleMeta};
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{ArrayRef, RecordBatch};
 use serde::{Deserialize, Serialize};
@@ -52,6 +53,19 @@ struct Meta {
     /// The last watermark forwarded (absent in checkpoints written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     forwarded: Option<i64>,
+}
+
+impl RescaleMeta for Meta {
+    /// Waiting rows keep their numbers (stored under their partition key, which one old
+    /// instance held); rows to come are numbered after the last of every instance.
+    fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError> {
+        Ok(Meta {
+            watermark: agreed("watermarks", parts.iter().map(|p| p.watermark))?,
+            late: counter_share(parts.iter().map(|p| p.late).sum(), instance),
+            seq: parts.iter().map(|p| p.seq).max().unwrap_or(0),
+            forwarded: agreed("forwarded watermarks", parts.iter().map(|p| p.forwarded))?,
+        })
+    }
 }
 
 /// A row waiting for the watermark.
@@ -564,6 +578,14 @@ impl Operator for PatternOp {
             .map_err(|e| store_error(&self.setup.name, e))?;
         self.stored_up_to = self.seq;
         Ok(())
+    }
+
+    fn rescale_inline(
+        &self,
+        parts: &[Option<serde_json::Value>],
+        instance: usize,
+    ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
+        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, instance)
     }
 
     /// Changes applied before the checkpoint's snapshot was taken come before the restore

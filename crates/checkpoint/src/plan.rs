@@ -4,7 +4,9 @@
 //! columns of its inputs and outputs, and whether it keeps state (sources keep positions,
 //! sinks keep pending output). A changed query may restore when every operator with state is
 //! still there, of the same type, with the same params and columns; stateless operators may
-//! change, appear or disappear.
+//! change, appear or disappear. A change of parallelism is compatible here: whether the
+//! operator's state can be re-cut for it (by key group) is the operator's to say when the
+//! runtime restores it.
 
 use std::collections::BTreeMap;
 
@@ -92,6 +94,17 @@ pub fn compare(old: &PlanFingerprint, new: &PlanFingerprint) -> Compatibility {
                         };
                     }
                     changes.push(format!("operator \"{name}\": {what}"));
+                } else if o.parallelism != n.parallelism {
+                    changes.push(format!(
+                        "operator \"{name}\": its parallelism changed from {} to {}{}",
+                        o.parallelism,
+                        n.parallelism,
+                        if o.stateful {
+                            " (its state is re-cut by key group)"
+                        } else {
+                            ""
+                        }
+                    ));
                 }
             }
         }
@@ -132,12 +145,6 @@ fn difference(old: &OperatorFingerprint, new: &OperatorFingerprint) -> Option<St
     }
     if let Some(k) = new.params.keys().find(|k| !old.params.contains_key(*k)) {
         return Some(format!("param `{k}` was added"));
-    }
-    if old.parallelism != new.parallelism {
-        return Some(format!(
-            "its parallelism changed from {} to {} (rescaling a query from a checkpoint is not supported yet)",
-            old.parallelism, new.parallelism
-        ));
     }
     if old.inputs != new.inputs {
         return Some(format!(
@@ -229,6 +236,21 @@ mod tests {
             Compatibility::Incompatible {
                 operator: "src".into(),
                 what: "its type changed from reader to generator".into()
+            }
+        );
+    }
+
+    #[test]
+    fn another_parallelism_is_compatible_here_and_described() {
+        let old = plan(vec![op("w", "window", true, &[("size", "1 s")])]);
+        let mut new = old.clone();
+        new.operators[0].parallelism = 4;
+        assert_eq!(
+            compare(&old, &new),
+            Compatibility::Compatible {
+                changes: vec![
+                    "operator \"w\": its parallelism changed from 1 to 4 (its state is re-cut by key group)".into()
+                ]
             }
         );
     }

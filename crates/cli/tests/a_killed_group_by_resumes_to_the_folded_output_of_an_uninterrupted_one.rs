@@ -4,7 +4,8 @@
 //! the table an uninterrupted run's changelog folds to — and that table is the naive
 //! aggregate of the input. Where the kills land changes how the changes are cut into
 //! batches (so the changelog itself may differ), never what it folds to. With its state in
-//! the heap and in the LSM backend, and at parallelism 3.
+//! the heap and in the LSM backend, at parallelism 3, and resumed each time at another
+//! parallelism (the groups re-cut by key group).
 
 use crate::common;
 
@@ -115,7 +116,8 @@ fn start(dir: &Path, extra: &[&str]) -> Child {
         .expect("starts")
 }
 
-fn scenario(seeds: &[u64], extra: &[&str]) {
+/// Kill `i` runs with the flags `extra[i % extra.len()]`, the final run with the last.
+fn scenario(seeds: &[u64], extra: &[&[&str]]) {
     for &seed in seeds {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("events.flow"), EVENTS).expect("query");
@@ -162,10 +164,11 @@ fn scenario(seeds: &[u64], extra: &[&str]) {
         let mut rng = Rng(seed);
         let kills = 2 + rng.next(3);
         let mut killed = 0;
-        for _ in 0..kills {
+        for i in 0..kills {
             let after = 1 + rng.next(4);
             let delay_ms = rng.next(150);
-            if kill_after(start(dir.path(), extra), after, delay_ms) {
+            let flags = extra[usize::try_from(i).expect("small") % extra.len()];
+            if kill_after(start(dir.path(), flags), after, delay_ms) {
                 killed += 1;
             }
         }
@@ -182,7 +185,7 @@ fn scenario(seeds: &[u64], extra: &[&str]) {
             "--batch-size",
             "500",
         ];
-        args.extend_from_slice(extra);
+        args.extend_from_slice(extra.last().expect("flags"));
         let out = anduin(dir.path(), &args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
@@ -201,16 +204,23 @@ fn scenario(seeds: &[u64], extra: &[&str]) {
 
 #[test]
 fn a_killed_group_by_resumes_to_the_folded_output_of_an_uninterrupted_one() {
-    scenario(&[31, 32], &[]);
+    scenario(&[31, 32], &[&[]]);
 }
 
 #[test]
 fn a_killed_group_by_with_its_state_in_the_lsm_backend_resumes_to_the_folded_output_of_an_uninterrupted_one(
 ) {
-    scenario(&[33], &["--state-backend", "lsm"]);
+    scenario(&[33], &[&["--state-backend", "lsm"]]);
 }
 
 #[test]
 fn a_killed_parallel_group_by_resumes_to_the_folded_output_of_an_uninterrupted_one() {
-    scenario(&[34], &["--parallelism", "3"]);
+    scenario(&[34], &[&["--parallelism", "3"]]);
+}
+
+#[test]
+fn a_group_by_killed_at_one_parallelism_resumes_at_another_to_the_folded_output_of_an_uninterrupted_one(
+) {
+    let p = |n| ["--parallelism", n];
+    scenario(&[35, 36], &[&p("2"), &p("4"), &p("1"), &p("3")]);
 }

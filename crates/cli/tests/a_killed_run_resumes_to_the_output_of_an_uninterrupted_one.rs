@@ -51,7 +51,7 @@ operator name = "out", type = "writer" {
 }
 "#;
 
-const WINDOWED: &str = r#"
+pub(crate) const WINDOWED: &str = r#"
 type name = "Event" {
   column name = "ts", type = "timestamp"
   column name = "sensor", type = "int"
@@ -81,7 +81,7 @@ operator name = "out", type = "writer" {
 }
 "#;
 
-const JOINED: &str = r#"
+pub(crate) const JOINED: &str = r#"
 type name = "Event" {
   column name = "ts", type = "timestamp"
   column name = "sensor", type = "int"
@@ -121,7 +121,7 @@ operator name = "out", type = "writer" {
 }
 "#;
 
-const CEP: &str = r#"
+pub(crate) const CEP: &str = r#"
 type name = "Event" {
   column name = "ts", type = "timestamp"
   column name = "sensor", type = "int"
@@ -153,7 +153,7 @@ operator name = "out", type = "writer" {
 }
 "#;
 
-const EVENTS: &str = r#"
+pub(crate) const EVENTS: &str = r#"
 type name = "Event" {
   column name = "ts", type = "int"
   column name = "sensor", type = "int"
@@ -170,7 +170,7 @@ operator name = "out", type = "writer" {
 }
 "#;
 
-fn start(dir: &Path, extra: &[&str]) -> Child {
+pub(crate) fn start(dir: &Path, extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_anduin"))
         .args([
             "run",

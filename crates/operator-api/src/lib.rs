@@ -27,6 +27,7 @@ pub mod null_time;
 mod operator;
 mod origins;
 mod params;
+pub mod rescale;
 mod row_errors;
 mod source;
 
@@ -41,6 +42,7 @@ pub use event_time::WatermarkSpec;
 pub use operator::{Collector, Operator};
 pub use origins::RowOrigins;
 pub use params::Params;
+pub use rescale::RescaleError;
 pub use row_errors::{
     evaluate_rows, failures, kept_rows, Evaluated, ExprAt, OnError, Piece, RowErrors, RowFailure,
     ON_ERROR,

@@ -139,6 +139,19 @@ pub trait Operator: Send {
         }
     }
 
+    /// Resumes as instance `instance` of another parallelism than the checkpoint's: what to
+    /// keep inline, made of what the checkpoint's instances kept (`parts`, one per old
+    /// instance, in order). The runtime re-cuts the keyed state itself, by key group, so
+    /// an operator whose state is all in its keyed table under its rows' keys says here only
+    /// how its metadata combines ([`crate::rescale::rescale_inline_as`]). The default refuses.
+    fn rescale_inline(
+        &self,
+        _parts: &[Option<serde_json::Value>],
+        _instance: usize,
+    ) -> Result<Option<serde_json::Value>, crate::RescaleError> {
+        Err(crate::RescaleError::NotRescalable)
+    }
+
     /// Checkpoint `epoch` is complete everywhere: a transactional sink commits what it wrote
     /// before that epoch's barrier. The default does nothing.
     fn handle_commit(&mut self, _epoch: Epoch) -> Result<(), OperatorError> {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use anduin_checkpoint::{instance_key, CheckpointDir};
+use anduin_checkpoint::CheckpointDir;
 use anduin_graph::{LogicalGraph, NodeId};
 use anduin_types::Watermark;
 use crossbeam_channel::{Receiver, Sender};
@@ -248,8 +248,12 @@ fn build_sources(
                         why,
                     })?;
                 if let Some(resume) = w.resume() {
-                    let key = instance_key(node.name(), at.instance, task.parallelism);
-                    if let Some(state) = resume.state_of(node.name(), &key)? {
+                    // A source's position is its instance's own: it is not re-cut.
+                    let not_rescalable = |_: &[Option<serde_json::Value>], _: usize| {
+                        Err(anduin_operator_api::RescaleError::NotRescalable)
+                    };
+                    let (i, p) = (at.instance, task.parallelism);
+                    if let Some(state) = resume.state_of(node.name(), i, p, &not_rescalable)? {
                         resume.restore(node.name(), || source.restore(state))?;
                     }
                     resume.reapply_all(node.name(), |p, v| source.set_param(p, v))?;
@@ -288,9 +292,10 @@ fn build_links(
         if let Some(resume) = &resume {
             // The changes applied before the checkpoint's snapshot, then its state, then
             // the changes its own barrier carried (applied after the snapshot).
-            let key = instance_key(node.name(), i, parallelism);
             resume.reapply_before_restore(node.name(), |changes| op.set_params(changes))?;
-            if let Some(state) = resume.state_of(node.name(), &key)? {
+            let rescale =
+                |parts: &[Option<serde_json::Value>], new: usize| op.rescale_inline(parts, new);
+            if let Some(state) = resume.state_of(node.name(), i, parallelism, &rescale)? {
                 resume.restore(node.name(), || op.restore(state))?;
             }
             resume.reapply_after_restore(node.name(), |changes| op.set_params(changes))?;

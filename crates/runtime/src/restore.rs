@@ -2,8 +2,13 @@
 //! opening what each operator instance restores from.
 
 use anduin_checkpoint::plan::{compare, Compatibility, PlanFingerprint};
-use anduin_checkpoint::{ChangeRecord, CheckpointDir, Validated};
-use anduin_operator_api::{OperatorError, RestoreIn};
+use std::num::NonZeroU16;
+
+use anduin_checkpoint::{instance_key, ChangeRecord, CheckpointDir, Validated};
+use anduin_operator_api::{OperatorError, RescaleError, RestoreIn};
+use anduin_state::{
+    assign_ranges, intersection, redistribute, OldInstance, DEFAULT_MAX_KEY_GROUPS,
+};
 use anduin_types::Epoch;
 use tracing::info;
 
@@ -34,6 +39,11 @@ pub(crate) fn check_compatible(
         }
     }
 }
+
+/// How an operator combines its old instances' metadata for new instance `instance`
+/// ([`anduin_operator_api::Operator::rescale_inline`]).
+pub(crate) type Rescale<'a> = dyn Fn(&[Option<serde_json::Value>], usize) -> Result<Option<serde_json::Value>, RescaleError>
+    + 'a;
 
 /// The checkpoint a run resumes from, and where its files are.
 pub(crate) struct Resume<'a> {
@@ -137,14 +147,131 @@ impl Resume<'_> {
         }
     }
 
-    /// What instance `key` of operator `operator` restores from: `None` for an operator the
-    /// checkpoint's query did not have (it starts empty). Every instance of an operator the
-    /// checkpoint's query had took part in it, so a manifest without its entry is damaged.
+    /// What instance `instance` (of `parallelism`) of operator `operator` restores from:
+    /// `None` for an operator the checkpoint's query did not have (it starts empty). At the
+    /// checkpoint's parallelism, that instance's state; at another, the state re-cut by key
+    /// group (see [`Resume::rescaled`]), its metadata combined by `rescale` (the operator's
+    /// [`anduin_operator_api::Operator::rescale_inline`]).
     pub(crate) fn state_of(
         &self,
         operator: &str,
-        key: &str,
+        instance: usize,
+        parallelism: usize,
+        rescale: &Rescale<'_>,
     ) -> Result<Option<RestoreIn>, RuntimeError> {
+        let old = self
+            .from
+            .manifest
+            .plan
+            .operators
+            .iter()
+            .find(|o| o.name == operator)
+            .map(|o| o.parallelism);
+        match old {
+            Some(old) if old != parallelism => {
+                self.rescaled(operator, old, instance, parallelism, rescale)
+            }
+            _ => self.instance_state(operator, &instance_key(operator, instance, parallelism)),
+        }
+    }
+
+    /// What instance `instance` of `parallelism` restores from a checkpoint taken when
+    /// `operator` ran as `old` instances: the entries of its key groups, taken from the old
+    /// instances that owned them (as one full snapshot), and their metadata combined by
+    /// `rescale`. An operator whose instances cannot be combined (a source's positions, a
+    /// sink's pending output) is refused, naming the parallelism to resume at.
+    fn rescaled(
+        &self,
+        operator: &str,
+        old: usize,
+        instance: usize,
+        parallelism: usize,
+        rescale: &Rescale<'_>,
+    ) -> Result<Option<RestoreIn>, RuntimeError> {
+        let epoch = self.from.manifest.epoch;
+        let mut parts = Vec::with_capacity(old);
+        for k in 0..old {
+            parts.push(self.instance_state(operator, &instance_key(operator, k, old))?);
+        }
+        if parts
+            .iter()
+            .all(|p| p.as_ref().is_none_or(RestoreIn::is_empty))
+        {
+            return Ok(None);
+        }
+        let refused = |what: String| RuntimeError::IncompatibleCheckpoint {
+            epoch,
+            operator: operator.to_string(),
+            what: format!(
+                "it ran as {old} instance(s) at the checkpoint and would run as {parallelism}, \
+                 but {what}; resume it at parallelism {old} (--parallelism {old}, or its `param \
+                 parallelism`)"
+            ),
+        };
+        let inlines: Vec<Option<serde_json::Value>> = parts
+            .iter()
+            .map(|p| p.as_ref().and_then(|p| p.inline.clone()))
+            .collect();
+        let inline = rescale(&inlines, instance).map_err(|e| refused(e.to_string()))?;
+        let ranges = |p: usize| {
+            u16::try_from(p)
+                .ok()
+                .and_then(NonZeroU16::new)
+                .and_then(|p| assign_ranges(DEFAULT_MAX_KEY_GROUPS, p).ok())
+                .ok_or_else(|| {
+                    refused(format!(
+                        "{p} instances do not divide {DEFAULT_MAX_KEY_GROUPS} key groups"
+                    ))
+                })
+        };
+        let (old_ranges, to) = (ranges(old)?, ranges(parallelism)?);
+        let to = *to
+            .get(instance)
+            .expect("an instance of `parallelism` has one of its ranges");
+        let mut files: Vec<Box<dyn std::io::Read + Send>> = Vec::new();
+        if parts.iter().flatten().any(|p| !p.files.is_empty()) {
+            let mut olds = Vec::new();
+            for (part, range) in parts.iter_mut().zip(&old_ranges) {
+                let Some(part) = part else { continue };
+                let Some((full, changes)) = part.files.split_first_mut() else {
+                    continue;
+                };
+                if intersection(*range, to).is_empty() {
+                    continue;
+                }
+                olds.push(OldInstance {
+                    range: *range,
+                    full: full.as_mut(),
+                    changes: changes
+                        .iter_mut()
+                        .map(|c| c.as_mut() as &mut dyn std::io::Read)
+                        .collect(),
+                });
+            }
+            let bytes = redistribute(operator, olds, to).map_err(|e| self.error(e.into()))?;
+            files.push(Box::new(std::io::Cursor::new(bytes)));
+        }
+        info!(
+            epoch,
+            operator,
+            instance,
+            from = old,
+            to = parallelism,
+            key_groups = %to,
+            "state re-cut by key group for another parallelism"
+        );
+        Ok(Some(RestoreIn {
+            epoch: Epoch(epoch),
+            inline,
+            files,
+        }))
+    }
+
+    /// What the instance with manifest key `key` of operator `operator` restores from:
+    /// `None` for an operator the checkpoint's query did not have. Every instance of an
+    /// operator the checkpoint's query had took part in it, so a manifest without its entry
+    /// is damaged.
+    fn instance_state(&self, operator: &str, key: &str) -> Result<Option<RestoreIn>, RuntimeError> {
         let manifest = &self.from.manifest;
         let Some(state) = manifest.operators.get(key) else {
             if manifest.plan.operators.iter().any(|o| o.name == operator) {

@@ -287,7 +287,7 @@ impl KeyedTable {
         self.backend.as_ref().map(|b| b.size_bytes())
     }
 
-    fn error(&self, problem: TableProblem) -> TableError {
+    pub(crate) fn error(&self, problem: TableProblem) -> TableError {
         TableError {
             operator: self.operator.clone(),
             problem: Box::new(problem),
@@ -353,7 +353,7 @@ impl KeyedTable {
     }
 
     /// The first key group of `range` that holds an entry.
-    fn first_held(&self, range: KeyGroupRange) -> Result<Option<KeyGroup>, TableError> {
+    pub(crate) fn first_held(&self, range: KeyGroupRange) -> Result<Option<KeyGroup>, TableError> {
         let Some(backend) = &self.backend else {
             return Ok(None);
         };

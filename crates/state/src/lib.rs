@@ -30,6 +30,7 @@ mod heap;
 mod key_group;
 mod keyed_table;
 mod lsm;
+mod redistribute;
 mod restore;
 mod storage_key;
 mod table_error;
@@ -45,5 +46,6 @@ pub use key_group::{
 };
 pub use keyed_table::{KeyedTable, TableEntry};
 pub use lsm::{LsmBackend, LsmOptions};
+pub use redistribute::{intersection, redistribute, OldInstance};
 pub use table_error::{TableError, TableProblem};
 pub use work_dir::{remove_stale, RunStateDir};

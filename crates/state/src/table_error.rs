@@ -23,7 +23,8 @@ impl TableError {
             TableProblem::Backend(StateError::BadStream { .. })
             | TableProblem::CorruptEntry { .. }
             | TableProblem::MisplacedEntry { .. }
-            | TableProblem::ImportOutsideRange { .. } => true,
+            | TableProblem::ImportOutsideRange { .. }
+            | TableProblem::HeldOutsideOwnRange { .. } => true,
             TableProblem::Backend(_)
             | TableProblem::EntryKeyTooLong { .. }
             | TableProblem::ImportConflict { .. } => false,
@@ -98,6 +99,18 @@ pub enum TableProblem {
         /// The range being imported.
         range: KeyGroupRange,
         /// The first key group found holding entries.
+        kg: KeyGroup,
+    },
+    /// An instance's checkpointed state holds an entry of a key group outside those it
+    /// owned: re-cutting the state would leave the entry behind.
+    #[error(
+        "the state of the instance that owned {owned} holds an entry of {kg}, which it did not \
+         own: the state is corrupt; restore from an earlier checkpoint"
+    )]
+    HeldOutsideOwnRange {
+        /// The key groups the instance owned.
+        owned: KeyGroupRange,
+        /// The first key group outside them found holding entries.
         kg: KeyGroup,
     },
 }

@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ahash::RandomState;
+use anduin_operator_api::rescale::{counter_share, RescaleError, RescaleMeta};
 use anduin_operator_api::{
     BuildContext, Collector, Operator, OperatorError, RestoreIn, RowOrigins, SnapshotOut,
 };
@@ -33,6 +34,15 @@ const GROUP: &[u8] = b"g";
 struct Meta {
     /// Retractions of rows no group held, so far.
     unmatched_retractions: u64,
+}
+
+impl RescaleMeta for Meta {
+    fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError> {
+        let total = parts.iter().map(|p| p.unmatched_retractions).sum();
+        Ok(Meta {
+            unmatched_retractions: counter_share(total, instance),
+        })
+    }
 }
 
 /// A running aggregate.
@@ -427,6 +437,14 @@ impl Operator for Aggregate {
         let stream = out.stream(kind)?;
         let _stats = self.table.snapshot(kind, stream)?;
         Ok(())
+    }
+
+    fn rescale_inline(
+        &self,
+        parts: &[Option<serde_json::Value>],
+        instance: usize,
+    ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
+        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, instance)
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use anduin_operator_api::rescale::{agreed, counter_share, RescaleError, RescaleMeta};
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{Array, ArrayRef, Int64Array, TimestampMillisecondArray};
 use arrow::buffer::NullBuffer;
@@ -47,6 +48,15 @@ struct Meta {
     watermark: i64,
     /// Late rows dropped so far.
     late: u64,
+}
+
+impl RescaleMeta for Meta {
+    fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError> {
+        Ok(Meta {
+            watermark: agreed("watermarks", parts.iter().map(|p| p.watermark))?,
+            late: counter_share(parts.iter().map(|p| p.late).sum(), instance),
+        })
+    }
 }
 
 fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
@@ -396,6 +406,14 @@ impl Operator for Join {
         self.checkpointed
             .snapshot(&mut self.store, kind, stream)
             .map_err(|e| checkpoint_error(&self.setup.name, e))
+    }
+
+    fn rescale_inline(
+        &self,
+        parts: &[Option<serde_json::Value>],
+        instance: usize,
+    ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
+        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, instance)
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {

@@ -19,6 +19,7 @@
 
 use std::sync::Arc;
 
+use anduin_operator_api::rescale::{agreed, counter_share, RescaleError, RescaleMeta};
 use anduin_state::{KeyedTable, TableEntry};
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::record_batch::RecordBatch;
@@ -72,6 +73,17 @@ struct Meta {
     fired_up_to: Option<i64>,
     /// Late rows dropped so far.
     late: u64,
+}
+
+impl RescaleMeta for Meta {
+    fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError> {
+        Ok(Meta {
+            watermark: agreed("watermarks", parts.iter().map(|p| p.watermark))?,
+            cutoff: agreed("lateness cutoffs", parts.iter().map(|p| p.cutoff))?,
+            fired_up_to: agreed("fired windows", parts.iter().map(|p| p.fired_up_to))?,
+            late: counter_share(parts.iter().map(|p| p.late).sum(), instance),
+        })
+    }
 }
 
 /// A running window operator.
@@ -338,6 +350,14 @@ impl Operator for Window {
         let stream = out.stream(kind)?;
         let _stats = self.table.snapshot(kind, stream)?;
         Ok(())
+    }
+
+    fn rescale_inline(
+        &self,
+        parts: &[Option<serde_json::Value>],
+        instance: usize,
+    ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
+        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, instance)
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {

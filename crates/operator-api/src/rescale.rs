@@ -1,0 +1,150 @@
+//! Resuming a keyed operator at another parallelism: what each new instance keeps inline,
+//! made of what the checkpoint's instances kept. The keyed state itself (the operator's
+//! [`anduin_state::KeyedTable`]) is re-cut by key group by the runtime
+//! ([`anduin_state::redistribute`]); the operator says only how its instance metadata
+//! combines ([`crate::Operator::rescale_inline`]).
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// Why an operator's checkpointed instances cannot be combined into another number of them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RescaleError {
+    /// The operator keeps state that is not split by key (a source's position, a sink's
+    /// pending output), or does not say how its instances combine.
+    #[error("it keeps state that cannot be spread over another number of instances")]
+    NotRescalable,
+    /// The instances were at different points of the stream when the checkpoint was taken.
+    #[error("its instances were at different {what} at the checkpoint ({values})")]
+    Disagree {
+        /// What differs (e.g. `watermarks`).
+        what: &'static str,
+        /// The values, instance by instance.
+        values: String,
+    },
+    /// What an instance kept in the manifest does not decode.
+    #[error("what instance {instance} kept in the manifest is not valid ({why}): the checkpoint is corrupt")]
+    Corrupt {
+        /// The old instance.
+        instance: usize,
+        /// The decoder's complaint.
+        why: String,
+    },
+}
+
+/// Instance metadata of a keyed operator (what it keeps inline in a checkpoint) that the
+/// instances of another parallelism can be made of.
+pub trait RescaleMeta: Serialize + DeserializeOwned {
+    /// The metadata of new instance `instance`, from the old instances' (`parts`, at least
+    /// one, in instance order). Counters go to instance 0 whole (they are summed over the
+    /// instances when reported); event-time progress must agree (see [`agreed`]).
+    fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError>;
+}
+
+/// [`RescaleMeta::combine`] over the manifest's JSON: what [`crate::Operator::rescale_inline`]
+/// of an operator with metadata `T` returns.
+pub fn rescale_inline_as<T: RescaleMeta>(
+    parts: &[Option<serde_json::Value>],
+    instance: usize,
+) -> Result<Option<serde_json::Value>, RescaleError> {
+    let mut decoded = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        let corrupt = |why: String| RescaleError::Corrupt { instance: i, why };
+        let value = part
+            .as_ref()
+            .ok_or_else(|| corrupt("it is missing".into()))?;
+        decoded.push(T::deserialize(value).map_err(|e| corrupt(e.to_string()))?);
+    }
+    if decoded.is_empty() {
+        return Err(RescaleError::NotRescalable);
+    }
+    let combined = T::combine(decoded, instance)?;
+    serde_json::to_value(combined)
+        .map(Some)
+        .map_err(|e| RescaleError::Corrupt {
+            instance,
+            why: e.to_string(),
+        })
+}
+
+/// The one value every old instance had for `what` (a watermark: the exchange sends each
+/// watermark to every instance, so at an aligned barrier they agree). Instances that
+/// disagree cannot be combined without firing a window twice or never.
+pub fn agreed<T: PartialEq + Copy + std::fmt::Debug>(
+    what: &'static str,
+    values: impl IntoIterator<Item = T>,
+) -> Result<T, RescaleError> {
+    let values: Vec<T> = values.into_iter().collect();
+    let first = *values.first().ok_or(RescaleError::NotRescalable)?;
+    if values.iter().all(|v| *v == first) {
+        return Ok(first);
+    }
+    Err(RescaleError::Disagree {
+        what,
+        values: format!("{values:?}"),
+    })
+}
+
+/// A counter's share of new instance `instance`: all of it for instance 0, none for others.
+pub fn counter_share(total: u64, instance: usize) -> u64 {
+    if instance == 0 {
+        total
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
+    struct Meta {
+        watermark: i64,
+        late: u64,
+    }
+
+    impl RescaleMeta for Meta {
+        fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError> {
+            Ok(Meta {
+                watermark: agreed("watermarks", parts.iter().map(|p| p.watermark))?,
+                late: counter_share(parts.iter().map(|p| p.late).sum(), instance),
+            })
+        }
+    }
+
+    fn part(watermark: i64, late: u64) -> Option<serde_json::Value> {
+        Some(serde_json::json!({ "watermark": watermark, "late": late }))
+    }
+
+    #[test]
+    fn counters_go_whole_to_the_first_instance_and_event_time_is_kept() {
+        let parts = [part(7, 2), part(7, 3)];
+        let first = rescale_inline_as::<Meta>(&parts, 0).expect("combines");
+        let other = rescale_inline_as::<Meta>(&parts, 2).expect("combines");
+        assert_eq!(first, part(7, 5));
+        assert_eq!(other, part(7, 0));
+    }
+
+    #[test]
+    fn instances_at_different_watermarks_are_refused_naming_them() {
+        let e = rescale_inline_as::<Meta>(&[part(7, 0), part(9, 0)], 0).expect_err("refused");
+        assert_eq!(
+            e.to_string(),
+            "its instances were at different watermarks at the checkpoint ([7, 9])"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_malformed_part_is_corrupt_naming_the_instance() {
+        let missing = rescale_inline_as::<Meta>(&[part(7, 0), None], 0).expect_err("refused");
+        assert!(
+            matches!(missing, RescaleError::Corrupt { instance: 1, .. }),
+            "{missing}"
+        );
+        let bad = [part(7, 0), Some(serde_json::json!({"watermark": "x"}))];
+        let e = rescale_inline_as::<Meta>(&bad, 0).expect_err("refused");
+        assert!(e.to_string().contains("instance 1"), "{e}");
+    }
+}
