@@ -16,6 +16,10 @@
 //!   history, kept durable in a state directory as HDFS keeps its namespace: a snapshot (the
 //!   fsimage) plus an edit log of checksummed records, each fsynced before it is acknowledged.
 //!
+//! - [`autoscale`]: the autoscaler's decisions (paper §4.4, DS2): each operator's parallelism
+//!   from its measured rates, behind stabilisation, scale-down delay and bounds; a pure
+//!   function of recorded figures, so its decisions replay.
+//!
 //! What is not here: no network, no threads, no async runtime, no process spawning, no tasks.
 //! The first three parts are pure functions of facts; the catalog does file I/O and nothing
 //! else. The coordinator and worker processes (in `anduin-runtime` and the CLI) feed these
@@ -27,6 +31,7 @@
 
 #![deny(missing_docs)]
 
+pub mod autoscale;
 pub mod catalog;
 mod heartbeat;
 mod ids;

@@ -135,3 +135,5 @@ pub fn files(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+pub mod pipeline;
