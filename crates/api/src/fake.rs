@@ -103,6 +103,7 @@ fn operator(
         task: 0,
         stateful: false,
         adjustable: strings(adjustable),
+        max_parallelism: None,
     }
 }
 

@@ -18,7 +18,7 @@
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use anduin_operator_api::rescale::{agreed, counter_share, RescaleError, RescaleMeta};
+use anduin_operator_api::rescale::{agreed, Combine, RescaleError, RescaleMeta};
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{ArrayRef, RecordBatch};
 use serde::{Deserialize, Serialize};
@@ -58,10 +58,10 @@ struct Meta {
 impl RescaleMeta for Meta {
     /// Waiting rows keep their numbers (stored under their partition key, which one old
     /// instance held); rows to come are numbered after the last of every instance.
-    fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError> {
+    fn combine(parts: Vec<Self>, how: Combine) -> Result<Self, RescaleError> {
         Ok(Meta {
             watermark: agreed("watermarks", parts.iter().map(|p| p.watermark))?,
-            late: counter_share(parts.iter().map(|p| p.late).sum(), instance),
+            late: how.counter(parts.iter().map(|p| p.late)),
             seq: parts.iter().map(|p| p.seq).max().unwrap_or(0),
             forwarded: agreed("forwarded watermarks", parts.iter().map(|p| p.forwarded))?,
         })
@@ -583,9 +583,9 @@ impl Operator for PatternOp {
     fn rescale_inline(
         &self,
         parts: &[Option<serde_json::Value>],
-        instance: usize,
+        how: Combine,
     ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
-        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, instance)
+        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, how)
     }
 
     /// Changes applied before the checkpoint's snapshot was taken come before the restore

@@ -33,6 +33,11 @@ pub struct EngineArgs {
     /// `parallelism` of its own.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = parse_count)]
     pub parallelism: usize,
+    /// Instances each operator that splits its input by key runs, so that it can be rescaled
+    /// up to N while the query runs (`anduin ctl scale`): those beyond its parallelism wait
+    /// idle, owning no key group, until a rescale hands them some.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub max_parallelism: Option<usize>,
     /// Where stateful operators that set no `state_backend` of their own keep their state:
     /// `heap` (memory) or `lsm` (an LSM tree on local disk, for state larger than memory).
     #[arg(long, value_name = "heap|lsm", value_parser = ["heap", "lsm"])]
@@ -210,6 +215,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         linger: engine.linger,
         chaining: !engine.no_chaining,
         parallelism: engine.parallelism,
+        max_parallelism: engine.max_parallelism,
         stop,
         checkpointing,
         events,

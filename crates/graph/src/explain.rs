@@ -197,6 +197,7 @@ mod tests {
             PlanOptions {
                 chaining: true,
                 default_parallelism: 2,
+                max_parallelism: None,
             },
         )
         .expect("the graph plans");

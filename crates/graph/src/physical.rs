@@ -25,6 +25,10 @@ pub struct TaskPlan {
     pub inputs: Vec<usize>,
     /// How many instances run the task.
     pub parallelism: usize,
+    /// How many of them own key groups (the first `active`): all of them, except for a keyed
+    /// task given spare instances by [`PlanOptions::max_parallelism`], whose others wait idle
+    /// for a live rescale to hand them key groups.
+    pub active: usize,
 }
 
 /// How a channel's rows are spread over the consumer's instances.
@@ -75,6 +79,11 @@ pub struct PlanOptions {
     pub chaining: bool,
     /// The parallelism of operators that can run in parallel and do not set their own.
     pub default_parallelism: usize,
+    /// How many instances an operator that splits its input by key may be rescaled to while
+    /// the query runs: it runs that many, the ones beyond its parallelism idle (owning no key
+    /// group) until a rescale hands them some. `None` (or less than its parallelism): its
+    /// parallelism.
+    pub max_parallelism: Option<usize>,
 }
 
 impl Default for PlanOptions {
@@ -82,6 +91,7 @@ impl Default for PlanOptions {
         Self {
             chaining: true,
             default_parallelism: 1,
+            max_parallelism: None,
         }
     }
 }
@@ -97,7 +107,7 @@ impl PhysicalPlan {
             graph,
             PlanOptions {
                 chaining,
-                default_parallelism: 1,
+                ..PlanOptions::default()
             },
         )
     }
@@ -117,7 +127,16 @@ impl PhysicalPlan {
         graph: &LogicalGraph<B>,
         options: PlanOptions,
     ) -> Result<Self, PartitioningError> {
-        let parallelism = Self::instances(graph, options)?;
+        let active = Self::instances(graph, options)?;
+        // A keyed operator runs its spare instances too: fused only with what runs as many.
+        let parallelism: Vec<usize> = active
+            .iter()
+            .zip(&graph.nodes)
+            .map(|(&p, node)| match options.max_parallelism {
+                Some(max) if rescalable(node) => p.max(max),
+                _ => p,
+            })
+            .collect();
         let mut task_of: Vec<Option<usize>> = vec![None; graph.nodes.len()];
         let mut tasks: Vec<TaskPlan> = Vec::new();
         for &id in &graph.topo {
@@ -138,6 +157,7 @@ impl PhysicalPlan {
                         chain: vec![id],
                         inputs: Vec::new(),
                         parallelism: parallelism[id.0],
+                        active: active[id.0],
                     });
                     task_of[id.0] = Some(t);
                 }
@@ -194,6 +214,12 @@ impl PhysicalPlan {
     pub fn outputs_of(&self, task: usize) -> impl Iterator<Item = &ChannelPlan> {
         self.channels.iter().filter(move |c| c.from_task == task)
     }
+}
+
+/// Whether `node` can be rescaled while it runs: it splits its input by key (its state is
+/// kept by key group) and can run in parallel.
+pub fn rescalable<B>(node: &crate::logical::Node<B>) -> bool {
+    node.parallelizable && node.partition_by.iter().any(Option::is_some)
 }
 
 /// The task `id` can join: its single input's producer ends that task's chain, has one

@@ -139,15 +139,16 @@ pub trait Operator: Send {
         }
     }
 
-    /// Resumes as instance `instance` of another parallelism than the checkpoint's: what to
-    /// keep inline, made of what the checkpoint's instances kept (`parts`, one per old
-    /// instance, in order). The runtime re-cuts the keyed state itself, by key group, so
-    /// an operator whose state is all in its keyed table under its rows' keys says here only
-    /// how its metadata combines ([`crate::rescale::rescale_inline_as`]). The default refuses.
+    /// At another parallelism than its state was kept at (a run resumed from a checkpoint,
+    /// or a live rescale): what to keep inline, made of what the instances whose key groups
+    /// it now holds kept (`parts`; see [`crate::Combine`] for which and for counters). The
+    /// runtime re-cuts the keyed state itself, by key group, so an operator whose state is
+    /// all in its keyed table under its rows' keys says here only how its metadata combines
+    /// ([`crate::rescale::rescale_inline_as`]). The default refuses.
     fn rescale_inline(
         &self,
         _parts: &[Option<serde_json::Value>],
-        _instance: usize,
+        _how: crate::Combine,
     ) -> Result<Option<serde_json::Value>, crate::RescaleError> {
         Err(crate::RescaleError::NotRescalable)
     }

@@ -32,20 +32,47 @@ pub enum RescaleError {
     },
 }
 
+/// What the metadata combined is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Combine {
+    /// Instance `instance` of a run resumed at another parallelism, made of every old
+    /// instance's metadata: counters go whole to instance 0 (they are summed over the
+    /// instances when reported).
+    Resume {
+        /// The new instance.
+        instance: usize,
+    },
+    /// A running instance that takes key groups from others (a live rescale): `parts[0]` is
+    /// its own metadata, the others those of the instances handing it key groups; counters
+    /// stay where they are (its own).
+    Move,
+}
+
+impl Combine {
+    /// A counter of the combined metadata, from the parts' (`counts`, in order).
+    pub fn counter(self, counts: impl IntoIterator<Item = u64>) -> u64 {
+        let mut counts = counts.into_iter();
+        match self {
+            Combine::Resume { instance: 0 } => counts.sum(),
+            Combine::Resume { .. } => 0,
+            Combine::Move => counts.next().unwrap_or(0),
+        }
+    }
+}
+
 /// Instance metadata of a keyed operator (what it keeps inline in a checkpoint) that the
 /// instances of another parallelism can be made of.
 pub trait RescaleMeta: Serialize + DeserializeOwned {
-    /// The metadata of new instance `instance`, from the old instances' (`parts`, at least
-    /// one, in instance order). Counters go to instance 0 whole (they are summed over the
-    /// instances when reported); event-time progress must agree (see [`agreed`]).
-    fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError>;
+    /// The metadata combined from `parts` (at least one, in instance order) as `how` says.
+    /// Event-time progress must agree (see [`agreed`]); counters go by [`Combine::counter`].
+    fn combine(parts: Vec<Self>, how: Combine) -> Result<Self, RescaleError>;
 }
 
 /// [`RescaleMeta::combine`] over the manifest's JSON: what [`crate::Operator::rescale_inline`]
 /// of an operator with metadata `T` returns.
 pub fn rescale_inline_as<T: RescaleMeta>(
     parts: &[Option<serde_json::Value>],
-    instance: usize,
+    how: Combine,
 ) -> Result<Option<serde_json::Value>, RescaleError> {
     let mut decoded = Vec::with_capacity(parts.len());
     for (i, part) in parts.iter().enumerate() {
@@ -58,11 +85,11 @@ pub fn rescale_inline_as<T: RescaleMeta>(
     if decoded.is_empty() {
         return Err(RescaleError::NotRescalable);
     }
-    let combined = T::combine(decoded, instance)?;
+    let combined = T::combine(decoded, how)?;
     serde_json::to_value(combined)
         .map(Some)
         .map_err(|e| RescaleError::Corrupt {
-            instance,
+            instance: 0,
             why: e.to_string(),
         })
 }
@@ -85,15 +112,6 @@ pub fn agreed<T: PartialEq + Copy + std::fmt::Debug>(
     })
 }
 
-/// A counter's share of new instance `instance`: all of it for instance 0, none for others.
-pub fn counter_share(total: u64, instance: usize) -> u64 {
-    if instance == 0 {
-        total
-    } else {
-        0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,10 +124,10 @@ mod tests {
     }
 
     impl RescaleMeta for Meta {
-        fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError> {
+        fn combine(parts: Vec<Self>, how: Combine) -> Result<Self, RescaleError> {
             Ok(Meta {
                 watermark: agreed("watermarks", parts.iter().map(|p| p.watermark))?,
-                late: counter_share(parts.iter().map(|p| p.late).sum(), instance),
+                late: how.counter(parts.iter().map(|p| p.late)),
             })
         }
     }
@@ -119,17 +137,24 @@ mod tests {
     }
 
     #[test]
-    fn counters_go_whole_to_the_first_instance_and_event_time_is_kept() {
+    fn counters_go_whole_to_the_first_instance_of_a_resume_and_stay_put_in_a_move() {
         let parts = [part(7, 2), part(7, 3)];
-        let first = rescale_inline_as::<Meta>(&parts, 0).expect("combines");
-        let other = rescale_inline_as::<Meta>(&parts, 2).expect("combines");
-        assert_eq!(first, part(7, 5));
-        assert_eq!(other, part(7, 0));
+        let first = rescale_inline_as::<Meta>(&parts, Combine::Resume { instance: 0 });
+        let other = rescale_inline_as::<Meta>(&parts, Combine::Resume { instance: 2 });
+        let moved = rescale_inline_as::<Meta>(&parts, Combine::Move);
+        assert_eq!(first.expect("combines"), part(7, 5));
+        assert_eq!(other.expect("combines"), part(7, 0));
+        assert_eq!(
+            moved.expect("combines"),
+            part(7, 2),
+            "an instance keeps its own counters"
+        );
     }
 
     #[test]
     fn instances_at_different_watermarks_are_refused_naming_them() {
-        let e = rescale_inline_as::<Meta>(&[part(7, 0), part(9, 0)], 0).expect_err("refused");
+        let e = rescale_inline_as::<Meta>(&[part(7, 0), part(9, 0)], Combine::Move)
+            .expect_err("refused");
         assert_eq!(
             e.to_string(),
             "its instances were at different watermarks at the checkpoint ([7, 9])"
@@ -138,13 +163,14 @@ mod tests {
 
     #[test]
     fn a_missing_or_malformed_part_is_corrupt_naming_the_instance() {
-        let missing = rescale_inline_as::<Meta>(&[part(7, 0), None], 0).expect_err("refused");
+        let missing =
+            rescale_inline_as::<Meta>(&[part(7, 0), None], Combine::Move).expect_err("refused");
         assert!(
             matches!(missing, RescaleError::Corrupt { instance: 1, .. }),
             "{missing}"
         );
         let bad = [part(7, 0), Some(serde_json::json!({"watermark": "x"}))];
-        let e = rescale_inline_as::<Meta>(&bad, 0).expect_err("refused");
+        let e = rescale_inline_as::<Meta>(&bad, Combine::Move).expect_err("refused");
         assert!(e.to_string().contains("instance 1"), "{e}");
     }
 }

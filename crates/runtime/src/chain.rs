@@ -31,6 +31,9 @@ pub(crate) struct Link {
     pub origins_after: bool,
     /// When its live figures were last asked for.
     pub live_at: Option<Instant>,
+    /// How it hands over and takes key groups at a live rescale (the head of a task whose
+    /// operator can be rescaled while it runs).
+    pub rescaler: Option<crate::rescale::Rescaler>,
 }
 
 /// Operators fused into one task. Output port 0 of each operator but the last feeds input 0
@@ -237,9 +240,13 @@ impl Chain {
         for i in 0..self.links.len() {
             param_changes_at(&mut self.links, i)?;
             let link = &mut self.links[i];
+            let full_next = link
+                .rescaler
+                .as_mut()
+                .is_some_and(|r| std::mem::take(&mut r.full_next));
             let slot = Slot::new(
                 barrier.epoch,
-                full,
+                full || full_next,
                 dir,
                 (link.index, link.instance, link.parallelism),
                 &link.name,
@@ -360,9 +367,23 @@ fn apply_control(
     control: Option<&Control>,
 ) -> Result<(), OperatorError> {
     for u in barrier.control.iter().filter(|u| u.operator == link.name) {
-        link.op
-            .set_param(&u.param, &u.value)
-            .map_err(|e| refused_after_validation(&link.name, u, &e))?;
+        if u.param == crate::rescale::PARALLELISM {
+            let to = crate::rescale::rescaled_to(barrier, &link.name);
+            let (Some(r), Some(to)) = (link.rescaler.as_mut(), to) else {
+                return Err(OperatorError::internal(
+                    &link.name,
+                    format!("a rescale to {:?} instances reached an operator that cannot be rescaled while it runs (this is a bug: it was validated)", u.value),
+                ));
+            };
+            crate::rescale::rescale(&link.name, &mut link.op, r, barrier.epoch, to)?;
+        } else {
+            link.op
+                .set_param(&u.param, &u.value)
+                .map_err(|e| refused_after_validation(&link.name, u, &e))?;
+            if let Some(r) = link.rescaler.as_mut() {
+                r.applied.insert(u.param.clone(), u.value.clone());
+            }
+        }
         if let Some(control) = control {
             control.applied(u.seq, link.instance, barrier.epoch);
         }
@@ -580,6 +601,7 @@ mod tests {
             counters: Arc::new(Counters::default()),
             origins_after: false,
             live_at: None,
+            rescaler: None,
         }
     }
 

@@ -152,14 +152,29 @@ pub(crate) struct HashRoute {
     keys: Vec<usize>,
     outlets: Vec<Outlet>,
     encoder: Option<KeyEncoder>,
+    /// How many of the consumer's instances own key groups (the first ones): rows go only
+    /// to them; the others, spare instances of a rescalable operator, get everything else.
+    active: usize,
+    /// The consumer's head operator: a barrier rescaling it switches `active` once it has
+    /// gone out (rows after it go by the new assignment).
+    consumer: String,
 }
 
 impl HashRoute {
-    pub(crate) fn new(keys: Vec<usize>, outlets: Vec<Outlet>) -> Self {
+    /// A route to `outlets.len()` instances of `consumer`, of which the first `active` own
+    /// key groups.
+    pub(crate) fn new(
+        keys: Vec<usize>,
+        outlets: Vec<Outlet>,
+        active: usize,
+        consumer: String,
+    ) -> Self {
         Self {
             keys,
+            active: active.clamp(1, outlets.len().max(1)),
             outlets,
             encoder: None,
+            consumer,
         }
     }
 
@@ -167,6 +182,11 @@ impl HashRoute {
         let Message::Data(batch) = msg else {
             for o in &mut self.outlets {
                 o.send(msg.clone()).map_err(|_| SendError::Disconnected)?;
+            }
+            if let Message::Barrier(b) = msg {
+                if let Some(active) = crate::rescale::rescaled_to(b, &self.consumer) {
+                    self.active = active.clamp(1, self.outlets.len().max(1));
+                }
             }
             return Ok(());
         };
@@ -188,6 +208,7 @@ impl HashRoute {
         batch: &RecordBatch,
     ) -> Result<Vec<Option<RecordBatch>>, arrow::error::ArrowError> {
         let n = self.outlets.len();
+        let active = self.active;
         if self.keys.is_empty() {
             // No key (a global operator): everything to the first instance.
             let mut out = vec![None; n];
@@ -207,8 +228,8 @@ impl HashRoute {
         }
         let encoder = self.encoder.as_ref().expect("created just above");
         let rows = encoder.encode(&columns)?;
-        let parallelism =
-            NonZeroU16::new(u16::try_from(n).unwrap_or(u16::MAX)).expect("at least one instance");
+        let parallelism = NonZeroU16::new(u16::try_from(active).unwrap_or(u16::MAX))
+            .expect("at least one instance");
         let mut indices: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (i, row) in rows.iter().enumerate() {
             let instance = KeyEncoder::instance(row.as_ref(), parallelism);

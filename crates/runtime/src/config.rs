@@ -137,6 +137,9 @@ pub struct RunConfig {
     pub chaining: bool,
     /// The parallelism of operators that can run in parallel and do not set their own.
     pub parallelism: usize,
+    /// How many instances an operator that splits its input by key may be rescaled to while
+    /// the query runs (see [`anduin_graph::PlanOptions::max_parallelism`]).
+    pub max_parallelism: Option<usize>,
     /// Set to stop the query cleanly: sources stop reading, everything in flight is
     /// processed and flushed.
     pub stop: Arc<AtomicBool>,
@@ -179,6 +182,7 @@ impl Default for RunConfig {
             channel_capacity: 16,
             chaining: true,
             parallelism: 1,
+            max_parallelism: None,
             stop: Arc::new(AtomicBool::new(false)),
             checkpointing: None,
             clock: Arc::new(anduin_types::SystemClock),

@@ -22,6 +22,7 @@ use crate::control::Control;
 use crate::error::RuntimeError;
 use crate::net::{edge_name, NetWiring};
 use crate::protocol::{Command, Event, WriteJob};
+use crate::rescale::{Handoff, Rescaler};
 use crate::restore::Resume;
 use crate::source_task::{SourceCheckpointing, SourceTask};
 use crate::stats::NodeCounters;
@@ -156,10 +157,35 @@ pub(crate) fn instantiate(
     let mut tasks = Vec::new();
     let mut source_commands = Vec::new();
     for task in &topology.tasks {
+        // The inboxes through which the instances of a rescalable head hand key groups over.
+        let rescalable = task.source.is_none()
+            && task.parallelism > 1
+            && task
+                .operators
+                .first()
+                .is_some_and(|n| anduin_graph::rescalable(graph.node(*n)));
+        let (mates, mut inboxes) = if rescalable {
+            let (mates, inboxes) = crate::rescale::inboxes(task.parallelism);
+            (mates, inboxes.into_iter().map(Some).collect())
+        } else {
+            (Vec::new(), Vec::new())
+        };
         for instance in task.instances.iter().filter(|i| runs_here(i)) {
-            let mut outlets = wires.outlets(graph, task, instance, &replicas);
+            let handoffs = inboxes
+                .get_mut(instance.at.instance)
+                .and_then(Option::take)
+                .map(|inbox| (mates.clone(), inbox));
+            let mut outlets = wires.outlets(graph, topology, task, instance, &replicas);
             let copy = copy_tasks.get(task.task).copied().unwrap_or(false);
-            let links = build_links(graph, task, instance, &mut outlets, shared, &wiring, copy)?;
+            let links = build_links(
+                graph,
+                task,
+                instance,
+                &mut outlets,
+                shared,
+                &wiring,
+                (copy, handoffs),
+            )?;
             let chain = Chain::new(links, shared.control.cloned())
                 .with_end_gate(shared.config.end_gate.clone(), instance.name.clone())
                 .with_injected_failure(&shared.config.fail_after);
@@ -273,7 +299,7 @@ fn build_links(
     outlets: &mut BTreeMap<NodeId, Vec<Vec<Route>>>,
     shared: &Shared<'_>,
     wiring: &Option<&mut CheckpointWiring>,
-    copy: bool,
+    (copy, mut handoffs): (bool, Option<Handoffs>),
 ) -> Result<Vec<Link>, RuntimeError> {
     let (i, parallelism) = (instance.at.instance, task.parallelism);
     let mut ctx = shared.ctx.for_instance(i, parallelism);
@@ -289,7 +315,9 @@ fn build_links(
             return Err(unreachable_source(node.name()));
         };
         let mut op = factory(&ctx).map_err(RuntimeError::Start)?;
+        let mut applied = BTreeMap::new();
         if let Some(resume) = &resume {
+            applied = resume.latest_params(node.name());
             // The changes applied before the checkpoint's snapshot, then its state, then
             // the changes its own barrier carried (applied after the snapshot).
             resume.reapply_before_restore(node.name(), |changes| op.set_params(changes))?;
@@ -300,6 +328,23 @@ fn build_links(
             }
             resume.reapply_after_restore(node.name(), |changes| op.set_params(changes))?;
         }
+        // The head of a rescalable task hands key groups over at a live rescale.
+        let head = links.is_empty();
+        let rescaler = handoffs.take().filter(|_| head).map(|(mates, inbox)| {
+            let (factory, ctx) = (factory.clone(), ctx.clone());
+            Rescaler {
+                instance: i,
+                slots: parallelism,
+                active: task.active,
+                mates,
+                inbox,
+                early: Vec::new(),
+                rebuild: Box::new(move || factory(&ctx)),
+                applied: applied.clone(),
+                full_next: false,
+                abort: Arc::clone(shared.abort),
+            }
+        });
         links.push(Link {
             index: n.0,
             instance: i,
@@ -310,10 +355,14 @@ fn build_links(
             counters: shared.counters[n.0].instance(i),
             origins_after: false,
             live_at: None,
+            rescaler,
         });
     }
     Ok(links)
 }
+
+/// The inboxes of every instance of a rescalable head, and this instance's own.
+type Handoffs = (Vec<Sender<Handoff>>, Receiver<Handoff>);
 
 /// What a source task is made of.
 struct SourceParts {
@@ -451,6 +500,7 @@ impl Wires {
     fn outlets(
         &mut self,
         graph: &LogicalGraph<Bound>,
+        topology: &Topology,
         task: &TaskTopology,
         instance: &TaskInstance,
         replicas: &[bool],
@@ -479,7 +529,17 @@ impl Wires {
                 Exchange::Gather => Route::One(senders.next().expect("a gather has a channel")),
                 Exchange::Broadcast => Route::All(senders.collect()),
                 Exchange::Hash { keys } => {
-                    Route::Hashed(HashRoute::new(keys.clone(), senders.collect()))
+                    let consumer = &topology.tasks[route.to_task];
+                    let head = consumer
+                        .nodes()
+                        .next()
+                        .map(|n| graph.node(n).name().to_string());
+                    Route::Hashed(HashRoute::new(
+                        keys.clone(),
+                        senders.collect(),
+                        consumer.active,
+                        head.unwrap_or_default(),
+                    ))
                 }
             };
             let (node, port) = route.from;

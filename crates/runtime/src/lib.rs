@@ -31,6 +31,7 @@ mod fingerprint;
 mod instantiate;
 mod net;
 mod protocol;
+mod rescale;
 mod restore;
 mod run;
 mod snapshot;

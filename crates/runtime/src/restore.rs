@@ -95,6 +95,17 @@ impl Resume<'_> {
         Ok(())
     }
 
+    /// The latest value of every param of `operator` the checkpoint recorded a change of
+    /// (a rescale's `parallelism` aside): what a rebuilt instance takes again.
+    pub(crate) fn latest_params(
+        &self,
+        operator: &str,
+    ) -> std::collections::BTreeMap<String, String> {
+        self.records(operator, |_| true)
+            .map(|r| (r.param.clone(), r.new.clone()))
+            .collect()
+    }
+
     /// Applies the changes to `operator` that `which` picks, as one change, through `set`.
     fn reapply_together(
         &self,
@@ -119,11 +130,11 @@ impl Resume<'_> {
         operator: &'r str,
         which: impl Fn(&ChangeRecord) -> bool + 'r,
     ) -> impl Iterator<Item = &'r ChangeRecord> + 'r {
-        self.from
-            .manifest
-            .controls
-            .iter()
-            .filter(move |r| r.operator == operator && which(r))
+        // A rescale's change of `parallelism` is not a param of the operator's: it moved key
+        // groups, which the checkpoint's state already shows.
+        self.from.manifest.controls.iter().filter(move |r| {
+            r.operator == operator && r.param != crate::rescale::PARALLELISM && which(r)
+        })
     }
 
     /// The query as it is now refuses the `records` of `operator` (`e`).

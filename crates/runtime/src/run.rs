@@ -47,6 +47,7 @@ pub fn run(
     let options = PlanOptions {
         chaining: config.chaining,
         default_parallelism: config.parallelism,
+        max_parallelism: config.max_parallelism,
     };
     let plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
@@ -591,6 +592,7 @@ pub fn coordinate(
     let options = PlanOptions {
         chaining: config.chaining,
         default_parallelism: config.parallelism,
+        max_parallelism: config.max_parallelism,
     };
     let plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));

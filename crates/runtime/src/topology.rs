@@ -74,6 +74,9 @@ pub struct TaskTopology {
     pub operators: Vec<NodeId>,
     /// How many instances run it.
     pub parallelism: usize,
+    /// How many of them own key groups (the first ones; see
+    /// [`anduin_graph::TaskPlan::active`]).
+    pub active: usize,
     /// Its instances, `instances[i].at.instance == i`.
     pub instances: Vec<TaskInstance>,
 }
@@ -365,6 +368,7 @@ fn task_topology<B>(
         source,
         operators,
         parallelism: t.parallelism,
+        active: t.active,
         instances,
     }
 }
@@ -551,6 +555,7 @@ operator name = "drop", type = "discard" {
         let options = PlanOptions {
             chaining: false,
             default_parallelism: 1,
+            max_parallelism: None,
         };
         let (t, graph) = topology(LINE, options);
         assert_eq!(t.tasks.len(), 4);
@@ -579,6 +584,7 @@ operator name = "drop", type = "discard" {
         let options = PlanOptions {
             chaining: true,
             default_parallelism: 2,
+            max_parallelism: None,
         };
         let (t, graph) = topology(JOIN, options);
         let join = task(&t, &graph, "before");

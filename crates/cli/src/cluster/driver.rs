@@ -241,6 +241,7 @@ fn plan_options(args: &RunArgs) -> PlanOptions {
     PlanOptions {
         chaining: !args.engine.no_chaining,
         default_parallelism: args.engine.parallelism,
+        max_parallelism: None,
     }
 }
 

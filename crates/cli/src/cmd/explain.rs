@@ -96,6 +96,7 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         anduin_graph::PlanOptions {
             chaining: !args.no_chaining,
             default_parallelism: args.parallelism,
+            max_parallelism: None,
         },
     )?;
     let out = match args.format {

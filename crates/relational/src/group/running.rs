@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ahash::RandomState;
-use anduin_operator_api::rescale::{counter_share, RescaleError, RescaleMeta};
+use anduin_operator_api::rescale::{Combine, RescaleError, RescaleMeta};
 use anduin_operator_api::{
     BuildContext, Collector, Operator, OperatorError, RestoreIn, RowOrigins, SnapshotOut,
 };
@@ -37,10 +37,9 @@ struct Meta {
 }
 
 impl RescaleMeta for Meta {
-    fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError> {
-        let total = parts.iter().map(|p| p.unmatched_retractions).sum();
+    fn combine(parts: Vec<Self>, how: Combine) -> Result<Self, RescaleError> {
         Ok(Meta {
-            unmatched_retractions: counter_share(total, instance),
+            unmatched_retractions: how.counter(parts.iter().map(|p| p.unmatched_retractions)),
         })
     }
 }
@@ -442,9 +441,9 @@ impl Operator for Aggregate {
     fn rescale_inline(
         &self,
         parts: &[Option<serde_json::Value>],
-        instance: usize,
+        how: Combine,
     ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
-        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, instance)
+        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, how)
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use anduin_operator_api::rescale::{agreed, counter_share, RescaleError, RescaleMeta};
+use anduin_operator_api::rescale::{agreed, Combine, RescaleError, RescaleMeta};
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{Array, ArrayRef, Int64Array, TimestampMillisecondArray};
 use arrow::buffer::NullBuffer;
@@ -51,10 +51,10 @@ struct Meta {
 }
 
 impl RescaleMeta for Meta {
-    fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError> {
+    fn combine(parts: Vec<Self>, how: Combine) -> Result<Self, RescaleError> {
         Ok(Meta {
             watermark: agreed("watermarks", parts.iter().map(|p| p.watermark))?,
-            late: counter_share(parts.iter().map(|p| p.late).sum(), instance),
+            late: how.counter(parts.iter().map(|p| p.late)),
         })
     }
 }
@@ -411,9 +411,9 @@ impl Operator for Join {
     fn rescale_inline(
         &self,
         parts: &[Option<serde_json::Value>],
-        instance: usize,
+        how: Combine,
     ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
-        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, instance)
+        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, how)
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use anduin_operator_api::rescale::{agreed, counter_share, RescaleError, RescaleMeta};
+use anduin_operator_api::rescale::{agreed, Combine, RescaleError, RescaleMeta};
 use anduin_state::{KeyedTable, TableEntry};
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::record_batch::RecordBatch;
@@ -76,12 +76,14 @@ struct Meta {
 }
 
 impl RescaleMeta for Meta {
-    fn combine(parts: Vec<Self>, instance: usize) -> Result<Self, RescaleError> {
+    fn combine(parts: Vec<Self>, how: Combine) -> Result<Self, RescaleError> {
         Ok(Meta {
             watermark: agreed("watermarks", parts.iter().map(|p| p.watermark))?,
             cutoff: agreed("lateness cutoffs", parts.iter().map(|p| p.cutoff))?,
-            fired_up_to: agreed("fired windows", parts.iter().map(|p| p.fired_up_to))?,
-            late: counter_share(parts.iter().map(|p| p.late).sum(), instance),
+            // Windows end by the cutoff are fired wherever they had panes (an instance
+            // without panes leaves its mark behind): the latest mark holds for every key.
+            fired_up_to: parts.iter().map(|p| p.fired_up_to).max().flatten(),
+            late: how.counter(parts.iter().map(|p| p.late)),
         })
     }
 }
@@ -355,9 +357,9 @@ impl Operator for Window {
     fn rescale_inline(
         &self,
         parts: &[Option<serde_json::Value>],
-        instance: usize,
+        how: Combine,
     ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
-        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, instance)
+        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, how)
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {

@@ -32,6 +32,14 @@ pub(crate) fn operators<B>(graph: &LogicalGraph<B>, topology: &Topology) -> Vec<
                 task: task.map_or(0, |t| t.task),
                 stateful: node.stateful,
                 adjustable: Vec::new(),
+                max_parallelism: task
+                    .filter(|t| {
+                        t.source.is_none()
+                            && t.parallelism > 1
+                            && t.operators.first() == Some(id)
+                            && anduin_graph::rescalable(node)
+                    })
+                    .map(|t| t.parallelism),
             }
         })
         .collect()
@@ -201,6 +209,7 @@ operator name = "sink", type = "writer" {
             PlanOptions {
                 chaining: true,
                 default_parallelism: 2,
+                max_parallelism: None,
             },
         )
         .expect("the graph plans");

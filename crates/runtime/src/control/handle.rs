@@ -334,7 +334,11 @@ impl Control {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let earlier = self.requested_of(&request.operator);
-            (self.validate)(&request, &earlier)?;
+            if request.param == crate::rescale::PARALLELISM {
+                self.check_rescale(&request)?;
+            } else {
+                (self.validate)(&request, &earlier)?;
+            }
             self.inject(&request)?
         };
         let until = std::time::Instant::now() + self.deadline;
@@ -365,6 +369,39 @@ impl Control {
                 .wait_timeout(inner, left)
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
+        }
+    }
+
+    /// Checks a rescale: the operator can be rescaled while it runs, to between 1 and the
+    /// instances that run it.
+    fn check_rescale(&self, request: &ChangeRequest) -> Result<(), ControlFailure> {
+        let max = self
+            .lock()
+            .operators
+            .iter()
+            .find(|o| o.name == request.operator)
+            .and_then(|o| o.max_parallelism);
+        let invalid = |message: String| ControlFailure::Invalid {
+            operator: request.operator.clone(),
+            param: request.param.clone(),
+            message,
+        };
+        let Some(max) = max else {
+            return Err(invalid(format!(
+                "operator \"{}\" cannot be rescaled while it runs: only an operator that splits \
+                 its input by key (a keyed window, a join, a pattern with partition_by, a GROUP \
+                 BY) can, and only when it runs spare instances: start the query with \
+                 --max-parallelism N",
+                request.operator
+            )));
+        };
+        match request.value.trim().parse::<usize>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(()),
+            _ => Err(invalid(format!(
+                "{:?} is not a number of instances between 1 and {max} (the query runs {max} \
+                 instances of \"{}\"; start it with a larger --max-parallelism to go beyond)",
+                request.value, request.operator
+            ))),
         }
     }
 

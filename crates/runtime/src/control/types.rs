@@ -75,6 +75,11 @@ pub struct OperatorInfo {
     pub stateful: bool,
     /// The params that can be changed while it runs.
     pub adjustable: Vec<String>,
+    /// How many instances it can be rescaled to while it runs (`anduin ctl scale`, a change
+    /// of its `parallelism`): the instances that run it, set by `--max-parallelism`. Absent
+    /// for an operator that cannot be (it does not split its input by key, or runs alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_parallelism: Option<usize>,
 }
 
 /// One task of the physical plan: a chain of fused operators, run by its instances.

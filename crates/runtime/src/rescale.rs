@@ -1,0 +1,302 @@
+//! Live rescaling of a keyed operator (the paper's pattern 4 applied while the query runs):
+//! a change of its `parallelism` rides on a barrier, as a param change does. The producers
+//! feeding it send the barrier to every instance and then route rows by the new number of
+//! instances that own key groups; each instance, once the barrier has arrived on all its
+//! inputs, hands the key groups it loses to the instances that gain them and takes those it
+//! gains, before it reads anything after the barrier. The instances beyond the operator's
+//! parallelism run idle (owning no key group) until a rescale hands them some: the query runs
+//! `--max-parallelism` instances of it.
+
+use anduin_types::Barrier;
+
+/// The param of a control update that rescales an operator.
+pub(crate) const PARALLELISM: &str = "parallelism";
+
+/// The number of instances `barrier` rescales `operator` to, if it does.
+pub(crate) fn rescaled_to(barrier: &Barrier, operator: &str) -> Option<usize> {
+    barrier
+        .control
+        .iter()
+        .rev()
+        .find(|u| u.operator == operator && u.param == PARALLELISM)
+        .and_then(|u| u.value.trim().parse().ok())
+}
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::num::NonZeroU16;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anduin_operator_api::{Operator, OperatorError, RestoreIn, SnapshotOut};
+use anduin_state::{
+    assign_ranges, intersection, BackendKind, KeyGroupRange, KeyedTable, TableError,
+    DEFAULT_MAX_KEY_GROUPS,
+};
+use anduin_types::{Epoch, SnapshotKind};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+/// Key groups one instance hands another at a rescale: a full snapshot of their entries.
+pub(crate) struct Handoff {
+    epoch: Epoch,
+    from: usize,
+    range: KeyGroupRange,
+    bytes: Vec<u8>,
+}
+
+/// Makes a fresh instance of the operator (its factory, with the instance's context).
+pub(crate) type Rebuild = Box<dyn Fn() -> Result<Box<dyn Operator>, OperatorError> + Send>;
+
+/// What one instance of a rescalable operator needs to hand over and take key groups.
+pub(crate) struct Rescaler {
+    /// This instance, of `slots`.
+    pub instance: usize,
+    pub slots: usize,
+    /// How many instances own key groups now (the first ones).
+    pub active: usize,
+    /// Every instance's inbox, by instance.
+    pub mates: Vec<Sender<Handoff>>,
+    pub inbox: Receiver<Handoff>,
+    /// Handoffs of a later rescale that came before this one's were all in.
+    pub early: Vec<Handoff>,
+    pub rebuild: Rebuild,
+    /// The param changes applied to the operator so far (the latest value of each): a rebuilt
+    /// instance takes them again before its state.
+    pub applied: BTreeMap<String, String>,
+    /// The operator's state was rebuilt: its next checkpoint must be a full one (its changes
+    /// are tracked from the rebuild, not from its last checkpoint).
+    pub full_next: bool,
+    /// Set when the run fails: stop waiting for handoffs.
+    pub abort: Arc<AtomicBool>,
+}
+
+/// The inboxes of the `slots` instances of one operator: `(every sender, receivers)`.
+pub(crate) fn inboxes(slots: usize) -> (Vec<Sender<Handoff>>, Vec<Receiver<Handoff>>) {
+    (0..slots).map(|_| crossbeam_channel::unbounded()).unzip()
+}
+
+/// The key groups instance `i` owns when the first `active` of the instances own them all.
+pub(crate) fn owned(active: usize, i: usize) -> KeyGroupRange {
+    u16::try_from(active)
+        .ok()
+        .and_then(NonZeroU16::new)
+        .and_then(|p| assign_ranges(DEFAULT_MAX_KEY_GROUPS, p).ok())
+        .and_then(|ranges| ranges.get(i).copied())
+        .unwrap_or(KeyGroupRange::new(0, 0))
+}
+
+/// The old instances that hand instance `i` key groups when the owners go from `from` to
+/// `to` instances, and the ranges (without `i` itself).
+fn senders_to(i: usize, from: usize, to: usize, slots: usize) -> Vec<(usize, KeyGroupRange)> {
+    (0..slots)
+        .filter(|&k| k != i)
+        .map(|k| (k, intersection(owned(from, k), owned(to, i))))
+        .filter(|(_, r)| !r.is_empty())
+        .collect()
+}
+
+/// Rescales `op`, instance `r.instance`, from `r.active` owners to `to` at the barrier of
+/// `epoch` (after its snapshot, if it took one): it hands the key groups it loses to their new
+/// owners, takes those it gains, and goes on as a fresh instance restored from what it keeps
+/// and takes. An instance that neither loses nor gains key groups is left as it is.
+pub(crate) fn rescale(
+    name: &str,
+    op: &mut Box<dyn Operator>,
+    r: &mut Rescaler,
+    epoch: Epoch,
+    to: usize,
+) -> Result<(), OperatorError> {
+    let (i, from) = (r.instance, r.active);
+    if to == from {
+        return Ok(());
+    }
+    if to == 0 || to > r.slots {
+        return Err(OperatorError::internal(
+            name,
+            format!(
+                "a rescale to {to} instances reached an operator running {}",
+                r.slots
+            ),
+        ));
+    }
+    let gives: Vec<(usize, KeyGroupRange)> = (0..r.slots)
+        .filter(|&j| j != i)
+        .map(|j| (j, intersection(owned(from, i), owned(to, j))))
+        .filter(|(_, range)| !range.is_empty())
+        .collect();
+    let takes = senders_to(i, from, to, r.slots);
+    r.active = to;
+    if gives.is_empty() && takes.is_empty() {
+        return Ok(());
+    }
+    let mut mine = Memory::new(epoch);
+    op.snapshot(&mut mine)?;
+    let table_error = |e: TableError| OperatorError::from(e);
+    let mut table = KeyedTable::new(name, BackendKind::Heap, None);
+    if !mine.bytes.is_empty() {
+        table
+            .restore(&mut mine.bytes.as_slice(), &mut [], |_| {
+                Ok::<(), TableError>(())
+            })
+            .map_err(table_error)?;
+    }
+    for (j, range) in gives {
+        let mut bytes = Vec::new();
+        let _stats = table.export(range, &mut bytes).map_err(table_error)?;
+        let handoff = Handoff {
+            epoch,
+            from: i,
+            range,
+            bytes,
+        };
+        r.mates
+            .get(j)
+            .and_then(|m| m.send(handoff).ok())
+            .ok_or_else(|| {
+                OperatorError::internal(
+                    name,
+                    format!("instance {j} is gone: it cannot take its key groups"),
+                )
+            })?;
+    }
+    for (k, range) in takes {
+        let handoff = receive(name, r, epoch, k)?;
+        if handoff.range != range {
+            return Err(OperatorError::internal(
+                name,
+                format!(
+                    "instance {k} handed over {} instead of {range}",
+                    handoff.range
+                ),
+            ));
+        }
+        table
+            .import(range, &mut handoff.bytes.as_slice())
+            .map_err(table_error)?;
+    }
+    let mut full = Vec::new();
+    let _stats = table
+        .snapshot(SnapshotKind::Full, &mut full)
+        .map_err(table_error)?;
+    // The old instance first: it may hold files (an LSM backend's) the new one opens.
+    *op = Box::new(Rebuilding);
+    let mut fresh = (r.rebuild)()?;
+    let changes: Vec<(&str, &str)> = r
+        .applied
+        .iter()
+        .map(|(p, v)| (p.as_str(), v.as_str()))
+        .collect();
+    if !changes.is_empty() {
+        fresh.set_params(&changes).map_err(|e| {
+            OperatorError::internal(
+                name,
+                format!("a rebuilt instance refused the params it had: {e}"),
+            )
+        })?;
+    }
+    fresh.restore(RestoreIn {
+        epoch,
+        inline: mine.inline,
+        files: vec![Box::new(std::io::Cursor::new(full))],
+    })?;
+    *op = fresh;
+    r.full_next = true;
+    tracing::info!(
+        operator = name,
+        instance = i,
+        from,
+        to,
+        epoch = epoch.0,
+        "key groups moved"
+    );
+    Ok(())
+}
+
+/// The handoff of rescale `epoch` from instance `from`, waiting for it (handoffs of a later
+/// rescale that arrive meanwhile are kept for it).
+fn receive(
+    name: &str,
+    r: &mut Rescaler,
+    epoch: Epoch,
+    from: usize,
+) -> Result<Handoff, OperatorError> {
+    if let Some(at) = r
+        .early
+        .iter()
+        .position(|h| h.epoch == epoch && h.from == from)
+    {
+        return Ok(r.early.swap_remove(at));
+    }
+    loop {
+        match r.inbox.recv_timeout(Duration::from_millis(100)) {
+            Ok(h) if h.epoch == epoch && h.from == from => return Ok(h),
+            Ok(h) => r.early.push(h),
+            Err(RecvTimeoutError::Timeout) if !r.abort.load(Ordering::Relaxed) => {}
+            Err(_) => {
+                return Err(OperatorError::internal(
+                    name,
+                    format!(
+                        "instance {from} never handed over its key groups (the run is failing)"
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// A snapshot kept in memory: the operator's full state at a rescale.
+struct Memory {
+    epoch: Epoch,
+    inline: Option<serde_json::Value>,
+    bytes: Vec<u8>,
+}
+
+impl Memory {
+    fn new(epoch: Epoch) -> Self {
+        Self {
+            epoch,
+            inline: None,
+            bytes: Vec::new(),
+        }
+    }
+}
+
+impl SnapshotOut for Memory {
+    fn epoch(&self) -> Epoch {
+        self.epoch
+    }
+
+    fn full_due(&self) -> bool {
+        true
+    }
+
+    fn inline(&mut self, value: serde_json::Value) {
+        self.inline = Some(value);
+    }
+
+    fn stream(&mut self, _kind: SnapshotKind) -> Result<&mut dyn Write, OperatorError> {
+        Ok(&mut self.bytes)
+    }
+}
+
+/// Stands in for an operator while its replacement is built.
+struct Rebuilding;
+
+impl Operator for Rebuilding {
+    fn name(&self) -> &str {
+        "(being rebuilt)"
+    }
+
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        _batch: arrow::record_batch::RecordBatch,
+        _out: &mut dyn anduin_operator_api::Collector,
+    ) -> Result<(), OperatorError> {
+        Err(OperatorError::internal(
+            "(being rebuilt)",
+            "an operator being rebuilt was given rows",
+        ))
+    }
+}
