@@ -42,5 +42,5 @@ pub use explain::{explain_dot, explain_text};
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
 pub use partitioning::PartitioningError;
 pub use physical::{splits, ChannelPlan, Partitioning, PhysicalPlan, PlanOptions, TaskPlan};
-pub use qos::{check_qos, not_runnable_yet, RunsOn, QOS_PARAMS};
+pub use qos::{check_qos, QOS_PARAMS};
 pub use schema::{describe_schema, schema_mismatch};
