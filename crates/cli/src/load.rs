@@ -49,23 +49,15 @@ pub fn load_with(
     load_edited(path, vars, missing, defaults, |_| {})
 }
 
-/// [`load_with`] for a query about to run where `runs_on` says: also refuses, naming the
-/// operator, a QoS request the runtime cannot carry out there yet
-/// (`anduin_graph::not_runnable_yet`), rather than run the query without the protection it
-/// asked for; and replicates the operators that ask for hot standby behind stream selectors
+/// [`load_with`] for a query about to run (embedded or on a cluster): also replicates the
+/// operators that ask for hot standby behind stream selectors
 /// (`anduin_graph::rewriting::hot_standby_spec`), checked again.
 pub fn load_to_run(
     path: &Path,
     vars: &[(String, String)],
     defaults: &[(&str, &str)],
-    runs_on: anduin_graph::RunsOn,
 ) -> Result<Loaded, LoadError> {
-    let loaded = load_with(path, vars, Missing::Error, defaults)?;
-    let refused = anduin_graph::not_runnable_yet(&loaded.spec, runs_on);
-    if refused.has_errors() {
-        return Err(LoadError::Diagnostics(refused));
-    }
-    as_it_runs(loaded)
+    as_it_runs(load_with(path, vars, Missing::Error, defaults)?)
 }
 
 /// The query `loaded` as it runs: the operators that ask for hot standby replicated behind

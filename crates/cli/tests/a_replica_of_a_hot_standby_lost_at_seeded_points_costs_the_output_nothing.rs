@@ -34,6 +34,27 @@ fn next(state: &mut u64) -> u64 {
 
 #[test]
 fn a_run_that_loses_a_copy_writes_what_a_run_without_failures_writes() {
+    loses_a_copy_at_seeded_points(&[], 8);
+}
+
+/// The copies' channels cross loopback TCP: the multicast's to each copy and each copy's to
+/// the selector are network edges without resumption; a lost copy's edges end as its
+/// in-process channels do (its producer goes on feeding the live copy, the selector switches).
+#[test]
+fn a_run_over_two_loopback_workers_that_loses_a_copy_writes_what_a_run_without_failures_writes() {
+    loses_a_copy_at_seeded_points(&["--loopback-workers", "2"], 12);
+}
+
+#[test]
+fn a_run_over_three_loopback_workers_that_loses_a_copy_writes_what_a_run_without_failures_writes() {
+    loses_a_copy_at_seeded_points(&["--loopback-workers", "3"], 12);
+}
+
+/// Runs the example with `placement` (`--loopback-workers N`, or nothing: in process) without
+/// a failure, then losing one copy at each of `seeds` seeded points and batch sizes: each run
+/// exits 0 and writes what the fault-free in-process run writes, which is what the query
+/// without hot standby writes.
+fn loses_a_copy_at_seeded_points(placement: &[&str], seeds: u64) {
     let (ok, expected) = run(&example(), &[]);
     assert!(
         ok.status.success(),
@@ -58,9 +79,18 @@ fn a_run_that_loses_a_copy_writes_what_a_run_without_failures_writes() {
         without, expected,
         "hot standby changes nothing when nothing fails"
     );
+    if !placement.is_empty() {
+        let (out, lines) = run(&example(), placement);
+        assert!(
+            out.status.success(),
+            "{placement:?}, no failure: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(lines, expected, "{placement:?}, no failure");
+    }
 
     let mut state = 0x5EED_u64;
-    for seed in 0..8 {
+    for seed in 0..seeds {
         let copy = if next(&mut state).is_multiple_of(2) {
             "per_sensor"
         } else {
@@ -69,26 +99,28 @@ fn a_run_that_loses_a_copy_writes_what_a_run_without_failures_writes() {
         let rows = next(&mut state) % 460;
         let batch = ["1", "7", "100", "8192"][(next(&mut state) % 4) as usize];
         let fail = format!("{copy}:{rows}");
-        let (out, lines) = run(
-            &example(),
-            &[
-                "--batch-size",
-                batch,
-                "--fail-after",
-                &fail,
-                "--events",
-                "-",
-            ],
-        );
+        let mut args = vec![
+            "--batch-size",
+            batch,
+            "--fail-after",
+            &fail,
+            "--events",
+            "-",
+        ];
+        args.extend_from_slice(placement);
+        let (out, lines) = run(&example(), &args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             out.status.success(),
-            "seed {seed} ({fail}, batch {batch}): {stderr}"
+            "seed {seed} ({fail}, batch {batch}, {placement:?}): {stderr}"
         );
-        assert_eq!(lines, expected, "seed {seed}: {fail}, batch {batch}");
+        assert_eq!(
+            lines, expected,
+            "seed {seed}: {fail}, batch {batch}, {placement:?}"
+        );
         assert!(
             stderr.contains("\"event\":\"task_failed\",\"task\":") || rows >= 460,
-            "seed {seed}: the copy failed: {stderr}"
+            "seed {seed} ({placement:?}): the copy failed: {stderr}"
         );
     }
 }

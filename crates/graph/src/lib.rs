@@ -44,5 +44,5 @@ pub use partitioning::PartitioningError;
 pub use physical::{
     rescalable, splits, ChannelPlan, Partitioning, PhysicalPlan, PlanOptions, TaskPlan,
 };
-pub use qos::{check_qos, not_runnable_yet, RunsOn, QOS_PARAMS};
+pub use qos::{check_qos, QOS_PARAMS};
 pub use schema::{describe_schema, schema_mismatch};

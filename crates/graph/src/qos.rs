@@ -2,8 +2,7 @@
 //! takes (paper §4.2): `fault_tolerance = "standby" | "checkpoint" | "hot-standby"`,
 //! `replicas = N` (for hot standby) and `pipeline = "split"`. The rewriting rules
 //! (`anduin-rewrite`'s built-in rules, see [`crate::rewriting`]) turn them into a plan;
-//! this module checks that a request makes sense for the operator it is on, and says which
-//! ones the runtime cannot carry out yet.
+//! this module checks that a request makes sense for the operator it is on.
 //!
 //! - `standby` (pattern 1) is for a stateless operator: it is restarted on another worker
 //!   when its worker is lost, with nothing to restore. That is what every task of a cluster
@@ -19,8 +18,8 @@
 //!   operator with several inputs (a join, a union) is refused hot standby. Shown by `anduin
 //!   explain --rewritten`; `anduin run` runs the copies on threads of its process behind a
 //!   `stream-selector` ([`crate::rewriting::hot_standby_spec`]), and goes on when a copy
-//!   fails, with checkpoints or without; a cluster (`anduin submit`) places the copies on
-//!   distinct workers.
+//!   fails, with checkpoints or without, in process or over `--loopback-workers`; a cluster
+//!   (`anduin submit`) places the copies on distinct workers.
 //! - `pipeline = "split"` (pattern 5) on each operator of a chain splits the chain into one
 //!   task per operator ([`crate::physical::splits`]), on distinct workers on a cluster.
 
@@ -36,7 +35,7 @@ pub const QOS_PARAMS: &[ParamSpec] = &[
         required: false,
         kind: ParamKind::OneOf(&["standby", "checkpoint", "hot-standby"]),
         default: None,
-        doc: "how the operator survives the loss of its worker: standby (stateless: restarted elsewhere), checkpoint (stateful: restored from its last snapshot), hot-standby (replicas behind a stream selector, the query going on when one fails; anduin run only, without checkpoints)",
+        doc: "how the operator survives the loss of its worker: standby (stateless: restarted elsewhere), checkpoint (stateful: restored from its last snapshot), hot-standby (replicas behind a stream selector, the query going on when one fails)",
     },
     ParamSpec {
         name: "replicas",
@@ -181,48 +180,6 @@ pub fn check_qos<C: Catalog>(spec: &Spec, catalog: &C) -> Diagnostics {
                 diags.push(Diagnostic::error(
                     p.value.pos(),
                     format!("operator \"{}\": {problem}", op.name),
-                ));
-            }
-        }
-    }
-    diags
-}
-
-/// Where a query is to run, as far as what it can carry out goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunsOn {
-    /// `anduin run`: hot standby runs (replicas on threads of this process), with checkpoints
-    /// or without.
-    Embedded {
-        /// Its channels cross loopback TCP (`--loopback-workers`).
-        network: bool,
-    },
-    /// `anduin submit`: the copies of a hot standby go to distinct workers; a lost one is
-    /// restored with its worker's part.
-    Cluster,
-}
-
-/// The QoS requests of `spec` that the runtime cannot carry out yet where it `runs_on`, each
-/// an error naming its operator: `anduin run` and `anduin submit` refuse them rather than run
-/// the query without the protection it asked for.
-pub fn not_runnable_yet(spec: &Spec, runs_on: RunsOn) -> Diagnostics {
-    let mut diags = Diagnostics::default();
-    for op in &spec.operators {
-        if let Some((value, p)) = text(op, "fault_tolerance") {
-            let why = match runs_on {
-                _ if value != "hot-standby" => None,
-                RunsOn::Embedded { network: true, .. } => Some(
-                    "with --loopback-workers (a network channel does not outlive a lost copy yet)",
-                ),
-                RunsOn::Embedded { .. } | RunsOn::Cluster => None,
-            };
-            if let Some(why) = why {
-                diags.push(Diagnostic::error(
-                    p.value.pos(),
-                    format!(
-                        "operator \"{}\": fault_tolerance = \"hot-standby\" is not supported {why}; `anduin explain --rewritten` shows the plan. Use \"checkpoint\" or \"standby\" instead",
-                        op.name
-                    ),
                 ));
             }
         }

@@ -7,8 +7,7 @@
 //! The rewritten graph holds system operators (`multicast`, `splitter`, `merge`,
 //! `stream-selector`, `failover`, and `reader`/`writer` as the ends of a channel between
 //! workers) that the runtime does not build yet: it is checked as a graph (names, inputs, no
-//! cycle), shown, and not run. [`crate::qos::not_runnable_yet`] says which requests a run
-//! refuses for that reason.
+//! cycle), shown, and not run.
 
 use std::collections::HashMap;
 

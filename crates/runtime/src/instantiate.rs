@@ -20,7 +20,7 @@ use crate::channel::{channel, Envelope, HashRoute, Notice, Outlet, Route};
 use crate::config::RunConfig;
 use crate::control::Control;
 use crate::error::RuntimeError;
-use crate::net::{edge_name, NetWiring};
+use crate::net::{edge_name, NetWiring, StandbyEnd};
 use crate::protocol::{Command, Event, WriteJob};
 use crate::rescale::{Handoff, Rescaler};
 use crate::restore::Resume;
@@ -439,7 +439,8 @@ impl Wires {
     /// A bounded queue of `capacity` messages for every channel of `topology`; for a channel
     /// between two workers, one at each end with the network between them. Per task:
     /// `survivors`, its head goes on without an input (a stream selector); `copies`, it is a
-    /// copy of a hot standby (its producers are not held up while it is lost).
+    /// copy of a hot standby (its producers are not held up while it is lost, and losing it
+    /// ends its channels as lost rather than failing the run).
     fn new(
         topology: &Topology,
         capacity: usize,
@@ -481,7 +482,11 @@ impl Wires {
                 } else {
                     (None, None)
                 };
-                net.consumer_end(c, task, from_network, name, schema_of(c), tell);
+                let standby = StandbyEnd {
+                    notices: tell,
+                    from_copy: copies.get(c.from.task) == Some(&true),
+                };
+                net.consumer_end(c, task, from_network, name, schema_of(c), standby);
                 receivers.push(Some(inlet));
                 notices.push(told);
             } else {

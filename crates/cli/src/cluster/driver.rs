@@ -194,12 +194,7 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     if !args.udfs.is_empty() || declares_functions(&file, &s.source) {
         bail!("user-defined functions (CREATE FUNCTION, CREATE AGGREGATE, --udf) are not supported in a cluster yet: run the query with `anduin run`");
     }
-    let loaded = match load_to_run(
-        &file,
-        &args.vars,
-        &args.engine.defaults(),
-        anduin_graph::RunsOn::Cluster,
-    ) {
+    let loaded = match load_to_run(&file, &args.vars, &args.engine.defaults()) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
             let lines: Vec<String> = d.0.iter().map(|x| format!("{}:{x}", s.file_name)).collect();

@@ -128,10 +128,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     crate::udfs::register_modules(&args.udfs)?;
     let defaults = args.engine.defaults();
-    let runs_on = anduin_graph::RunsOn::Embedded {
-        network: args.engine.loopback_workers.is_some(),
-    };
-    let loaded = match load_to_run(&args.file, &args.vars, &defaults, runs_on) {
+    let loaded = match load_to_run(&args.file, &args.vars, &defaults) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
             print_diagnostics(&args.file, &d);

@@ -50,6 +50,11 @@ pub(crate) struct Expecting {
     /// Told when the producer is lost and when it is back (a resumable edge into a task that
     /// goes on without an input).
     pub notices: Option<Sender<crate::channel::Notice>>,
+    /// The producer is a copy of a hot standby. On an edge without resumption, losing it
+    /// (its task failed, its connection was closed or reset) is not the run's failure: the
+    /// consumer's queue closes, as a lost copy's in-process channel does, and its stream
+    /// selector takes the stream as lost and goes on with a live copy.
+    pub from_copy: bool,
 }
 
 /// How a resumable consumer end reports a checkpoint it gives up.
@@ -385,6 +390,9 @@ fn serve(stream: TcpStream, shared: &Shared) {
                     let _ = n.send(crate::channel::Notice::ProducerLost);
                 }
             }
+        } else if e.from_copy && e.resumable.is_none() && err.is_lost_peer() {
+            // The copy's own failure says why; `end`, let go of on return, closes the queue.
+            tracing::warn!(edge = %e.name, error = %err, "lost the copy of a hot standby producing this edge: its stream ends as lost");
         } else {
             e.failures.record(&e.name, &err);
         }

@@ -215,8 +215,8 @@ impl NetWiring {
 
     /// The producer's end of channel `c`, whose consumer runs on worker `to`: the bridge
     /// takes what the producer puts on `rx` once [`NetWiring::connect`] starts it.
-    /// `to_copy`: the consumer is a copy of a hot standby (while it is lost, the producer is
-    /// not held up: see [`outbound::Outbound::drain`]).
+    /// `to_copy`: the consumer is a copy of a hot standby (once it is lost, the producer is
+    /// not held up: see [`outbound::Outbound::to_copy`]).
     pub(crate) fn producer_end(
         &mut self,
         c: &Channel,
@@ -238,7 +238,7 @@ impl NetWiring {
             hello: self.hello(c, self.attempt),
             secret: self.listener.secret(),
             resumption: self.resumption.clone(),
-            drain: to_copy,
+            to_copy,
         };
         self.pending.push((out, name));
         Ok(())
@@ -253,7 +253,7 @@ impl NetWiring {
         tx: crossbeam_channel::Sender<Envelope>,
         name: String,
         schema: Option<arrow::datatypes::SchemaRef>,
-        notices: Option<crossbeam_channel::Sender<crate::channel::Notice>>,
+        standby: StandbyEnd,
     ) {
         let hello = self.hello(c, self.attempt);
         self.listener.expect(
@@ -268,7 +268,8 @@ impl NetWiring {
                     task,
                     reports: r.reports.clone(),
                 }),
-                notices: notices.filter(|_| self.resumption.is_some()),
+                notices: standby.notices.filter(|_| self.resumption.is_some()),
+                from_copy: standby.from_copy,
             },
         );
     }
@@ -302,11 +303,22 @@ impl NetWiring {
     }
 }
 
+/// What a consumer end of a hot standby's channel is told of its producer.
+pub(crate) struct StandbyEnd {
+    /// Where to say that the producer was lost and is back, for a consumer that goes on
+    /// without the input (a stream selector) on a resumable edge.
+    pub notices: Option<crossbeam_channel::Sender<crate::channel::Notice>>,
+    /// The producer is a copy of a hot standby (see [`listener::Expecting::from_copy`]).
+    pub from_copy: bool,
+}
+
 /// A channel's name in errors and logs.
 pub(crate) fn edge_name(c: &Channel, from: &str, to: &str) -> String {
     format!("channel {} ({from} -> {to}, port {})", c.id.0, c.to_input)
 }
 
+#[cfg(test)]
+mod copy_tests;
 #[cfg(test)]
 mod resume_tests;
 #[cfg(test)]

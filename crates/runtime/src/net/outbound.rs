@@ -43,12 +43,14 @@ pub(super) struct Outbound {
     pub hello: Hello,
     pub secret: Option<Arc<[u8]>>,
     pub resumption: Option<Resumption>,
-    /// The edge feeds a copy of a hot standby: while that copy is lost, what the producer
-    /// sends goes into the backup (as long as it has room), so that the producer, and the
-    /// live copies it also feeds, are not held up by the lost one. Only such edges: on
-    /// others, a producer running on while its consumer is restored only lengthens the
-    /// restored consumer's catch-up.
-    pub drain: bool,
+    /// The edge feeds a copy of a hot standby: the producer, and the live copies it also
+    /// feeds, are not held up by a lost one. On a resumable edge, what the producer sends
+    /// while the copy is lost goes into the backup (as long as it has room) for the restored
+    /// copy; only such edges drain so: on others, a producer running on while its consumer is
+    /// restored only lengthens the restored consumer's catch-up. Without resumption the copy
+    /// does not come back: the edge ends, and the producer's outlet drops what it sends there,
+    /// as it does when a copy on its own worker is lost (`Outlet::may_vanish`).
+    pub to_copy: bool,
 }
 
 /// Where the producer is in its stream.
@@ -82,6 +84,17 @@ impl Outbound {
                 Ok(()) => return Ok(()),
                 Err(e) => e,
             };
+            if self.to_copy && self.resumption.is_none() && lost.is_lost_peer() {
+                // Not the run's failure: the copy's own says why, and its stream selector
+                // goes on with a live copy. Returning lets go of the producer's queue, whose
+                // outlet then drops what is sent to this copy.
+                tracing::warn!(
+                    edge = self.hello.edge,
+                    error = %lost,
+                    "lost the copy of a hot standby this edge feeds: what its producer sends there is dropped from now on"
+                );
+                return Ok(());
+            }
             let Some(r) = self.resumption.as_ref().filter(|_| lost.is_lost_peer()) else {
                 return Err(lost);
             };
@@ -207,7 +220,7 @@ impl Outbound {
                 if let Some(r) = &self.resumption {
                     b.trim(r.completed.load(Ordering::SeqCst));
                 }
-                if self.drain && !b.has_room_for(&msg) {
+                if self.to_copy && !b.has_room_for(&msg) {
                     // Before a copy's backup outgrows its limit (and the copy could no longer
                     // be resumed), what is buffered goes out: a connection already lost shows
                     // here, and the message is held for after the replay instead.
@@ -376,9 +389,9 @@ impl Outbound {
 
 impl Outbound {
     /// How long to wait at a time for a lost consumer to move: short on an edge that drains
-    /// its producer's queue meanwhile ([`Outbound::drain`]).
+    /// its producer's queue meanwhile ([`Outbound::to_copy`]).
     fn lost_pause(&self) -> Duration {
-        if self.drain {
+        if self.to_copy {
             Duration::from_millis(20)
         } else {
             Duration::from_secs(1)
@@ -392,7 +405,7 @@ impl Outbound {
     /// for a slow consumer). The backup is not trimmed meanwhile: the restored consumer asks
     /// for the stream after the checkpoint it was restored from, and all of it must be here.
     fn take_while_lost(&self, progress: &mut Progress) {
-        if !self.drain || progress.ended || progress.held.is_some() {
+        if !self.to_copy || progress.ended || progress.held.is_some() {
             return;
         }
         let Some(backup) = progress.backup.as_mut() else {

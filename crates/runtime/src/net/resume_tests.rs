@@ -60,6 +60,7 @@ fn consumer(restored: u64) -> (Arc<EdgeListener>, Receiver<Envelope>, Receiver<E
             restored,
             resumable: Some(Resumable { task: 3, reports }),
             notices: None,
+            from_copy: false,
         },
     );
     (listener, rx, reported)
@@ -91,14 +92,14 @@ fn producer_of(
     producer_with(incarnation, from, peers, completed, (false, 64 << 20))
 }
 
-/// [`producer_of`], feeding a copy of a hot standby when `drain` (see
-/// [`outbound::Outbound::drain`]), with an upstream backup of `limit` bytes.
+/// [`producer_of`], feeding a copy of a hot standby when `to_copy` (see
+/// [`outbound::Outbound::to_copy`]), with an upstream backup of `limit` bytes.
 fn producer_with(
     incarnation: u64,
     from: u64,
     peers: &Arc<Peers>,
     completed: &Arc<AtomicU64>,
-    (drain, limit): (bool, usize),
+    (to_copy, limit): (bool, usize),
 ) -> (
     Sender<Envelope>,
     std::thread::JoinHandle<Result<(), NetError>>,
@@ -122,7 +123,7 @@ fn producer_with(
             reports,
             incarnation,
         }),
-        drain,
+        to_copy,
     };
     (tx, std::thread::spawn(move || out.run()))
 }

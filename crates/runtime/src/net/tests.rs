@@ -43,7 +43,7 @@ fn send_to(
         hello,
         secret: None,
         resumption: None,
-        drain: false,
+        to_copy: false,
     }
     .run()
 }
@@ -89,6 +89,7 @@ fn listening_with(
             restored: 0,
             resumable: None,
             notices: None,
+            from_copy: false,
         },
     );
     (listener, rx, failures)
@@ -299,6 +300,7 @@ fn a_producer_that_comes_before_its_consumer_is_wired_waits_for_it() {
             restored: 0,
             resumable: None,
             notices: None,
+            from_copy: false,
         },
     );
     assert_eq!(rx.recv().expect("the end arrives").seq, 1);
