@@ -70,6 +70,7 @@ mod tests {
             task,
             stateful: false,
             adjustable: Vec::new(),
+            max_parallelism: None,
         }
     }
 

@@ -178,6 +178,24 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         network,
         end_gate,
     } = execution;
+    if let Some(max) = engine.max_parallelism {
+        let with = if checkpointing.is_some() {
+            Some("checkpoints (--checkpoint-store)")
+        } else if network.is_some() {
+            Some("a cluster")
+        } else if engine.loopback_workers.is_some() {
+            Some("--loopback-workers")
+        } else {
+            None
+        };
+        if let Some(with) = with {
+            anyhow::bail!(
+                "--max-parallelism {max} (rescaling an operator while the query runs) is not \
+                 supported with {with} yet: run without it, or without --max-parallelism (a run \
+                 resumed from a checkpoint at another --parallelism re-cuts its state)"
+            );
+        }
+    }
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {
         DeadLetterTarget::File(p) => Some(p.clone()),

@@ -380,6 +380,7 @@ pub(crate) mod tests {
             PlanOptions {
                 chaining: true,
                 default_parallelism: 2,
+                max_parallelism: None,
             },
         )
         .expect("the graph plans");
@@ -407,6 +408,7 @@ pub(crate) mod tests {
         let options = PlanOptions {
             chaining: true,
             default_parallelism: 3,
+            max_parallelism: None,
         };
         let plan = PhysicalPlan::plan(&g, options).expect("the graph plans");
         assert_eq!(shape(&plan), vec![(vec![0], 3), (vec![1], 3), (vec![2], 1)]);

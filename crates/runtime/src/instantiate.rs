@@ -321,8 +321,12 @@ fn build_links(
             // The changes applied before the checkpoint's snapshot, then its state, then
             // the changes its own barrier carried (applied after the snapshot).
             resume.reapply_before_restore(node.name(), |changes| op.set_params(changes))?;
-            let rescale =
-                |parts: &[Option<serde_json::Value>], new: usize| op.rescale_inline(parts, new);
+            let rescale = |parts: &[Option<serde_json::Value>], new: usize| {
+                op.rescale_inline(
+                    parts,
+                    anduin_operator_api::Combine::Resume { instance: new },
+                )
+            };
             if let Some(state) = resume.state_of(node.name(), i, parallelism, &rescale)? {
                 resume.restore(node.name(), || op.restore(state))?;
             }
@@ -331,7 +335,7 @@ fn build_links(
         // The head of a rescalable task hands key groups over at a live rescale.
         let head = links.is_empty();
         let rescaler = handoffs.take().filter(|_| head).map(|(mates, inbox)| {
-            let (factory, ctx) = (factory.clone(), ctx.clone());
+            let (factory, ctx) = (Arc::clone(factory), ctx.clone());
             Rescaler {
                 instance: i,
                 slots: parallelism,

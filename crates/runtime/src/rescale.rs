@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anduin_operator_api::{Operator, OperatorError, RestoreIn, SnapshotOut};
+use anduin_operator_api::{Combine, Operator, OperatorError, RestoreIn, SnapshotOut};
 use anduin_state::{
     assign_ranges, intersection, BackendKind, KeyGroupRange, KeyedTable, TableError,
     DEFAULT_MAX_KEY_GROUPS,
@@ -43,6 +43,8 @@ pub(crate) struct Handoff {
     from: usize,
     range: KeyGroupRange,
     bytes: Vec<u8>,
+    /// What the giving instance keeps inline (its event time, for the taker's).
+    inline: Option<serde_json::Value>,
 }
 
 /// Makes a fresh instance of the operator (its factory, with the instance's context).
@@ -149,6 +151,7 @@ pub(crate) fn rescale(
             from: i,
             range,
             bytes,
+            inline: mine.inline.clone(),
         };
         r.mates
             .get(j)
@@ -160,8 +163,10 @@ pub(crate) fn rescale(
                 )
             })?;
     }
+    let mut parts = vec![mine.inline.clone()];
     for (k, range) in takes {
         let handoff = receive(name, r, epoch, k)?;
+        parts.push(handoff.inline.clone());
         if handoff.range != range {
             return Err(OperatorError::internal(
                 name,
@@ -175,6 +180,9 @@ pub(crate) fn rescale(
             .import(range, &mut handoff.bytes.as_slice())
             .map_err(table_error)?;
     }
+    let inline = op.rescale_inline(&parts, Combine::Move).map_err(|e| {
+        OperatorError::internal(name, format!("its instances cannot be combined: {e}"))
+    })?;
     let mut full = Vec::new();
     let _stats = table
         .snapshot(SnapshotKind::Full, &mut full)
@@ -197,7 +205,7 @@ pub(crate) fn rescale(
     }
     fresh.restore(RestoreIn {
         epoch,
-        inline: mine.inline,
+        inline,
         files: vec![Box::new(std::io::Cursor::new(full))],
     })?;
     *op = fresh;

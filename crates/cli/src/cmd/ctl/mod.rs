@@ -60,6 +60,19 @@ pub enum CtlCommand {
         #[arg(long, value_name = "WHO")]
         from: Option<String>,
     },
+    /// Rescale an operator while the query runs: hand its key groups to N instances (of the
+    /// --max-parallelism it runs); the same as `set QUERY OPERATOR parallelism N`.
+    Scale {
+        /// The query's name.
+        query: String,
+        /// The operator's name (a keyed window, join, pattern or GROUP BY).
+        operator: String,
+        /// How many instances own its key groups from now on.
+        instances: String,
+        /// Who asks, as the history keeps it (default: ctl:$USER).
+        #[arg(long, value_name = "WHO")]
+        from: Option<String>,
+    },
     /// Every change made to a query: time, epoch, operator, param, old, new, from whom.
     History {
         /// The query's name.
@@ -93,6 +106,25 @@ fn run(args: CtlArgs) -> Result<ExitCode> {
             let params = client(&query)?.params(&query, &operator)?;
             show(args.json, &params, || {
                 params_table(&query, &operator, &params)
+            })?
+        }
+        // A rescale is a change of the operator's `parallelism`.
+        CtlCommand::Scale {
+            query,
+            operator,
+            instances,
+            from,
+        } => {
+            let from = from.unwrap_or_else(default_from);
+            let r = client(&query)?.set(&query, &operator, "parallelism", &instances, &from)?;
+            show(args.json, &r, || {
+                let e = |s: &str| table::escape_controls(s, false);
+                format!(
+                    "applied at epoch {}: {} runs on {} instances\n",
+                    r.epoch,
+                    e(&r.operator),
+                    e(&r.new)
+                )
             })?
         }
         CtlCommand::Set {
