@@ -104,6 +104,7 @@ fn operator(
         stateful: false,
         adjustable: strings(adjustable),
         max_parallelism: None,
+        owners: None,
     }
 }
 

@@ -71,6 +71,7 @@ mod tests {
             stateful: false,
             adjustable: Vec::new(),
             max_parallelism: None,
+            owners: None,
         }
     }
 

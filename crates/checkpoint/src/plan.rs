@@ -27,9 +27,21 @@ pub struct OperatorFingerprint {
     pub inputs: Vec<String>,
     /// Its outputs' columns.
     pub outputs: Vec<String>,
-    /// How many instances run it.
+    /// How many instances own its key groups (its parallelism).
     #[serde(default = "one")]
     pub parallelism: usize,
+    /// How many instances run it, when more than own key groups (the spare instances of a
+    /// live-rescalable operator, `--max-parallelism`); absent: `parallelism`. The manifest
+    /// keeps each instance's state under `name#i` for `i` below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<usize>,
+}
+
+impl OperatorFingerprint {
+    /// How many instances run it (see [`OperatorFingerprint::instances`]).
+    pub fn instance_count(&self) -> usize {
+        self.instances.unwrap_or(self.parallelism)
+    }
 }
 
 fn one() -> usize {
@@ -94,7 +106,8 @@ pub fn compare(old: &PlanFingerprint, new: &PlanFingerprint) -> Compatibility {
                         };
                     }
                     changes.push(format!("operator \"{name}\": {what}"));
-                } else if o.parallelism != n.parallelism {
+                } else if o.parallelism != n.parallelism || o.instance_count() != n.instance_count()
+                {
                     changes.push(format!(
                         "operator \"{name}\": its parallelism changed from {} to {}{}",
                         o.parallelism,
@@ -179,6 +192,7 @@ mod tests {
             inputs: vec![],
             outputs: vec!["(value int)".into()],
             parallelism: 1,
+            instances: None,
         }
     }
 

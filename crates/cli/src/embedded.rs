@@ -156,6 +156,37 @@ pub struct Execution {
     pub end_gate: Option<Arc<dyn anduin_runtime::EndGate>>,
 }
 
+/// Refuses a `--max-parallelism` that cannot run: more instances than key groups (an
+/// instance beyond them could never own one), or with `--loopback-workers` (not built yet).
+/// Checked before anything is locked or written.
+pub fn check_max_parallelism(engine: &EngineArgs) -> Result<()> {
+    let Some(max) = engine.max_parallelism else {
+        return Ok(());
+    };
+    let key_groups = usize::from(anduin_state::DEFAULT_MAX_KEY_GROUPS.get());
+    if max > key_groups {
+        anyhow::bail!(
+            "--max-parallelism {max}: an operator's state is split into {key_groups} key groups, \
+             so at most {key_groups} instances can own any; give at most {key_groups}"
+        );
+    }
+    if engine.loopback_workers.is_some() {
+        anyhow::bail!(
+            "--max-parallelism (rescaling an operator while the query runs) is not supported \
+             with --loopback-workers yet: run without one of them"
+        );
+    }
+    if engine.parallelism > max {
+        anyhow::bail!(
+            "--parallelism {} is more than --max-parallelism {max}: give a --max-parallelism of \
+             at least {}",
+            engine.parallelism,
+            engine.parallelism
+        );
+    }
+    Ok(())
+}
+
 /// A finished run.
 pub struct Executed {
     /// What the engine reports.
@@ -178,23 +209,11 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         network,
         end_gate,
     } = execution;
-    if let Some(max) = engine.max_parallelism {
-        let with = if checkpointing.is_some() {
-            Some("checkpoints (--checkpoint-store)")
-        } else if network.is_some() {
-            Some("a cluster")
-        } else if engine.loopback_workers.is_some() {
-            Some("--loopback-workers")
-        } else {
-            None
-        };
-        if let Some(with) = with {
-            anyhow::bail!(
-                "--max-parallelism {max} (rescaling an operator while the query runs) is not \
-                 supported with {with} yet: run without it, or without --max-parallelism (a run \
-                 resumed from a checkpoint at another --parallelism re-cuts its state)"
-            );
-        }
+    if engine.max_parallelism.is_some() && network.is_some() {
+        anyhow::bail!(
+            "--max-parallelism (rescaling an operator while the query runs) is not supported on \
+             a cluster yet: submit without it"
+        );
     }
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {

@@ -109,3 +109,89 @@ fn a_join_rescaled_while_it_runs_writes_what_an_unrescaled_run_writes() {
 fn a_pattern_rescaled_while_it_runs_writes_what_an_unrescaled_run_writes() {
     scenario(CEP, "p", &["gen"], &["3", "4", "1"]);
 }
+
+/// Starts the slowed-down `q.flow` with checkpoints and the API; its stderr carries the
+/// events.
+fn start_checkpointed(
+    d: &Path,
+) -> (
+    common::ChildGuard,
+    String,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_anduin"));
+    command
+        .args(["run", "q.flow", "-q", "--var", "OUTPUT=out"])
+        .args(["--parallelism", "2", "--max-parallelism", "4"])
+        .args(["--batch-size", "200", "--linger", "20ms"])
+        .args([
+            "--checkpoint-dir",
+            "ck",
+            "--checkpoint-every",
+            "1500",
+            "--events",
+            "-",
+        ])
+        .current_dir(d)
+        .env("XDG_RUNTIME_DIR", d.join("rt"))
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null());
+    start_with_api(command)
+}
+
+/// Reads `stderr` until `n` more checkpoints have completed.
+fn checkpoints(stderr: &mut impl std::io::BufRead, n: usize) {
+    let mut seen = 0;
+    let mut line = String::new();
+    while seen < n {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).expect("reads") > 0,
+            "the run ended"
+        );
+        seen += usize::from(line.contains(common::CHECKPOINT_COMPLETED));
+    }
+}
+
+#[test]
+fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::create_dir(d.join("rt")).expect("a runtime dir");
+    std::fs::write(d.join("ref.flow"), WINDOWED).expect("query");
+    anduin_ok(d, &["run", "ref.flow", "--var", "OUTPUT=reference.csv"]);
+    let expected = output_rows(&d.join("reference.csv"));
+    let slow = WINDOWED.replace("param rate = 40000", "param rate = 2000");
+    std::fs::write(d.join("q.flow"), slow).expect("query");
+
+    // Rescaled to 4, a checkpoint after it (owned by 4), rescaled to 1 and killed at once.
+    let (run, api, mut stderr) = start_checkpointed(d);
+    checkpoints(&mut stderr, 1);
+    stdout_ok(&ctl(d, &api, &["scale", "q", "w", "4"]));
+    checkpoints(&mut stderr, 2);
+    stdout_ok(&ctl(d, &api, &["scale", "q", "w", "1"]));
+    drop(run);
+
+    // Resumed: the rescales are kept (or the state re-cut); the rest at full speed.
+    let (run, api, stderr) = start_checkpointed(d);
+    // Its events are read to the end, so that it never waits on a full pipe.
+    let drain = std::thread::spawn(move || {
+        use std::io::BufRead;
+        stderr
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    });
+    let params = stdout_ok(&ctl(d, &api, &["params", "q", "w"]));
+    assert!(params.contains("parallelism"), "{params}");
+    stdout_ok(&ctl(d, &api, &["set", "q", "gen", "rate", "1000000"]));
+    let out = run.wait_output();
+    let events = drain.join().expect("the drain ends with the run");
+    assert_eq!(out.status.code(), Some(0), "{}", events.join("\n"));
+    let got = output_rows(&d.join("out"));
+    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
+    assert!(
+        got == expected,
+        "the output differs from the unrescaled run"
+    );
+}

@@ -210,6 +210,15 @@ impl PhysicalPlan {
             .map_or(1, |t| t.parallelism)
     }
 
+    /// How many instances of node `n` own key groups: its task's `active` (1 for a node the
+    /// plan does not hold).
+    pub fn owners_of(&self, n: NodeId) -> usize {
+        self.tasks
+            .iter()
+            .find(|t| t.chain.contains(&n))
+            .map_or(1, |t| t.active)
+    }
+
     /// The channels that leave `task`.
     pub fn outputs_of(&self, task: usize) -> impl Iterator<Item = &ChannelPlan> {
         self.channels.iter().filter(move |c| c.from_task == task)
@@ -388,6 +397,45 @@ pub(crate) mod tests {
             plan.tasks.iter().map(|t| t.parallelism).collect::<Vec<_>>(),
             vec![1, 2]
         );
+    }
+
+    #[test]
+    fn a_keyed_operator_runs_spare_instances_up_to_the_max_parallelism_and_others_do_not() {
+        // 0 source; 1 keyed; 2 unkeyed but parallel (a source-like share), 3 a sink.
+        let mut g = graph(4, &[(0, 1), (1, 2), (2, 3)]);
+        g.nodes[1].parallelizable = true;
+        g.nodes[1].partition_by = vec![Some(vec![0])];
+        g.nodes[2].parallelizable = true;
+        for (p, max) in [(1, Some(4)), (2, Some(4)), (2, None), (3, Some(2))] {
+            let plan = PhysicalPlan::plan(
+                &g,
+                PlanOptions {
+                    chaining: true,
+                    default_parallelism: p,
+                    max_parallelism: max,
+                },
+            )
+            .expect("the graph plans");
+            let keyed = plan.tasks.iter().find(|t| t.chain.contains(&NodeId(1)));
+            let keyed = keyed.expect("the keyed operator has a task");
+            assert_eq!(keyed.active, p, "p {p}, max {max:?}");
+            assert_eq!(
+                keyed.parallelism,
+                max.map_or(p, |m| m.max(p)),
+                "p {p}, max {max:?}"
+            );
+            for t in plan.tasks.iter().filter(|t| !t.chain.contains(&NodeId(1))) {
+                assert_eq!(
+                    t.active, t.parallelism,
+                    "only the keyed operator has spares"
+                );
+            }
+            // Spares need a partitioned channel: the keyed operator is never fused with its
+            // single-instance producer then.
+            if keyed.parallelism > 1 {
+                assert_eq!(keyed.chain.first(), Some(&NodeId(1)));
+            }
+        }
     }
 
     /// The chains of `plan` with their parallelism.

@@ -55,6 +55,10 @@ pub(crate) struct Coordinator {
     pub pending_controls: Vec<ControlUpdate>,
     /// The instance keys of the replicas of each hot standby (see [`fill_from_twins`]).
     pub twins: Vec<Vec<String>>,
+    /// Live rescales sent on a barrier: its epoch, the operator, how many instances own its
+    /// key groups after it. The checkpoints after that epoch record it in their plan (the
+    /// one at it holds the state from before the move).
+    pub rescales: Vec<(Epoch, String, usize)>,
 }
 
 /// Gives each replica of a hot standby that has no state in a checkpoint (it was lost, and
@@ -302,6 +306,14 @@ impl Coordinator {
                 let _ = tx.send(cmd);
             }
         }
+        for u in control
+            .iter()
+            .filter(|u| u.param == crate::rescale::PARALLELISM)
+        {
+            if let Ok(owners) = u.value.trim().parse() {
+                self.rescales.push((epoch, u.operator.clone(), owners));
+            }
+        }
         self.events.publish(EngineEvent::CheckpointStarted {
             epoch: epoch.0,
             full,
@@ -312,6 +324,18 @@ impl Coordinator {
 
     /// Every task acknowledged: writes the manifest, commits the sinks, applies retention.
     fn complete(&mut self, f: InFlight) -> Result<(), String> {
+        // The rescales whose barrier came before this checkpoint's: its state is cut so.
+        let (done, later) = std::mem::take(&mut self.rescales)
+            .into_iter()
+            .partition(|(epoch, _, _)| *epoch < f.epoch);
+        self.rescales = later;
+        for (_, operator, owners) in done {
+            if let Some(o) = self.plan.operators.iter_mut().find(|o| o.name == operator) {
+                let instances = o.instance_count();
+                o.parallelism = owners;
+                o.instances = Some(instances).filter(|&n| n != owners);
+            }
+        }
         self.faults
             .checkpoint_write(f.epoch)
             .map_err(|e| format!("writing the manifest: {e}"))?;

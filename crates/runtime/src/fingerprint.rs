@@ -32,7 +32,8 @@ pub fn fingerprint(graph: &LogicalGraph<Bound>, plan: &PhysicalPlan) -> PlanFing
                     .collect(),
                 inputs: schemas(&node.inputs),
                 outputs: schemas(&node.outputs),
-                parallelism: plan.instances_of(*id),
+                parallelism: plan.owners_of(*id),
+                instances: Some(plan.instances_of(*id)).filter(|&n| n != plan.owners_of(*id)),
             }
         })
         .collect();

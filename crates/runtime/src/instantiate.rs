@@ -23,7 +23,7 @@ use crate::error::RuntimeError;
 use crate::net::{edge_name, NetWiring, StandbyEnd};
 use crate::protocol::{Command, Event, WriteJob};
 use crate::rescale::{Handoff, Rescaler};
-use crate::restore::Resume;
+use crate::restore::{Layout, Resume};
 use crate::source_task::{SourceCheckpointing, SourceTask};
 use crate::stats::NodeCounters;
 use crate::task::{Inlet, OperatorTask, TaskCheckpointing};
@@ -278,8 +278,12 @@ fn build_sources(
                     let not_rescalable = |_: &[Option<serde_json::Value>], _: usize| {
                         Err(anduin_operator_api::RescaleError::NotRescalable)
                     };
-                    let (i, p) = (at.instance, task.parallelism);
-                    if let Some(state) = resume.state_of(node.name(), i, p, &not_rescalable)? {
+                    let now = Layout {
+                        instances: task.parallelism,
+                        owners: task.active,
+                    };
+                    let i = at.instance;
+                    if let Some(state) = resume.state_of(node.name(), i, now, &not_rescalable)? {
                         resume.restore(node.name(), || source.restore(state))?;
                     }
                     resume.reapply_all(node.name(), |p, v| source.set_param(p, v))?;
@@ -327,7 +331,11 @@ fn build_links(
                     anduin_operator_api::Combine::Resume { instance: new },
                 )
             };
-            if let Some(state) = resume.state_of(node.name(), i, parallelism, &rescale)? {
+            let now = Layout {
+                instances: parallelism,
+                owners: task.active,
+            };
+            if let Some(state) = resume.state_of(node.name(), i, now, &rescale)? {
                 resume.restore(node.name(), || op.restore(state))?;
             }
             resume.reapply_after_restore(node.name(), |changes| op.set_params(changes))?;

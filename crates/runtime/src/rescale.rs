@@ -308,3 +308,69 @@ impl Operator for Rebuilding {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The instance owning `kg` when `active` instances own them all.
+    fn owner(active: usize, kg: u16, slots: usize) -> usize {
+        (0..slots)
+            .find(|&i| owned(active, i).contains(anduin_state::KeyGroup(kg)))
+            .expect("every key group has an owner")
+    }
+
+    #[test]
+    fn every_key_group_is_handed_from_its_old_owner_to_its_new_one_and_no_other() {
+        let slots = 6;
+        for from in 1..=slots {
+            for to in 1..=slots {
+                for kg in 0..DEFAULT_MAX_KEY_GROUPS.get() {
+                    let (old, new) = (owner(from, kg, slots), owner(to, kg, slots));
+                    let in_kg = |r: &KeyGroupRange| r.contains(anduin_state::KeyGroup(kg));
+                    for i in 0..slots {
+                        let takes = senders_to(i, from, to, slots);
+                        let taken: Vec<usize> = takes
+                            .iter()
+                            .filter(|(_, r)| in_kg(r))
+                            .map(|(k, _)| *k)
+                            .collect();
+                        let expected = if i == new && old != new {
+                            vec![old]
+                        } else {
+                            vec![]
+                        };
+                        assert_eq!(
+                            taken, expected,
+                            "{from} -> {to}: key group {kg}, instance {i}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn idle_instances_own_nothing_and_the_owners_own_everything() {
+        for active in 1..=8 {
+            let total: u16 = (0..8).map(|i| owned(active, i).len()).sum();
+            assert_eq!(total, DEFAULT_MAX_KEY_GROUPS.get(), "{active} owners");
+            assert!((active..8).all(|i| owned(active, i).is_empty()));
+        }
+    }
+
+    #[test]
+    fn a_barrier_rescales_only_the_operator_it_names() {
+        let update = |operator: &str, param: &str, value: &str| anduin_types::ControlUpdate {
+            seq: 1,
+            operator: operator.into(),
+            param: param.into(),
+            value: value.into(),
+        };
+        let mut b = Barrier::checkpoint(Epoch(3), false);
+        b.control = vec![update("w", PARALLELISM, "4"), update("j", "lower", "-1s")];
+        assert_eq!(rescaled_to(&b, "w"), Some(4));
+        assert_eq!(rescaled_to(&b, "j"), None);
+        assert_eq!(rescaled_to(&b, "x"), None);
+    }
+}

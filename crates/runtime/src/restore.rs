@@ -2,17 +2,14 @@
 //! opening what each operator instance restores from.
 
 use anduin_checkpoint::plan::{compare, Compatibility, PlanFingerprint};
-use std::num::NonZeroU16;
-
 use anduin_checkpoint::{instance_key, ChangeRecord, CheckpointDir, Validated};
 use anduin_operator_api::{OperatorError, RescaleError, RestoreIn};
-use anduin_state::{
-    assign_ranges, intersection, redistribute, OldInstance, DEFAULT_MAX_KEY_GROUPS,
-};
+use anduin_state::{intersection, redistribute, OldInstance, DEFAULT_MAX_KEY_GROUPS};
 use anduin_types::Epoch;
 use tracing::info;
 
 use crate::error::RuntimeError;
+use crate::rescale::owned;
 
 /// Refuses a checkpoint of a query that changed where state is kept.
 pub(crate) fn check_compatible(
@@ -44,6 +41,14 @@ pub(crate) fn check_compatible(
 /// ([`anduin_operator_api::Operator::rescale_inline`]).
 pub(crate) type Rescale<'a> = dyn Fn(&[Option<serde_json::Value>], usize) -> Result<Option<serde_json::Value>, RescaleError>
     + 'a;
+
+/// How an operator runs: its instances, and how many of them own key groups (the first
+/// ones; the others are a live-rescalable operator's spares).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub instances: usize,
+    pub owners: usize,
+}
 
 /// The checkpoint a run resumes from, and where its files are.
 pub(crate) struct Resume<'a> {
@@ -158,51 +163,54 @@ impl Resume<'_> {
         }
     }
 
-    /// What instance `instance` (of `parallelism`) of operator `operator` restores from:
-    /// `None` for an operator the checkpoint's query did not have (it starts empty). At the
-    /// checkpoint's parallelism, that instance's state; at another, the state re-cut by key
-    /// group (see [`Resume::rescaled`]), its metadata combined by `rescale` (the operator's
+    /// What instance `instance` of operator `operator` restores from, when `now` says how
+    /// it runs (instances, and how many of them own key groups): `None` for an operator the
+    /// checkpoint's query did not have (it starts empty). Run as at the checkpoint, that
+    /// instance's state; otherwise the state re-cut by key group (see [`Resume::rescaled`]),
+    /// its metadata combined by `rescale` (the operator's
     /// [`anduin_operator_api::Operator::rescale_inline`]).
     pub(crate) fn state_of(
         &self,
         operator: &str,
         instance: usize,
-        parallelism: usize,
+        now: Layout,
         rescale: &Rescale<'_>,
     ) -> Result<Option<RestoreIn>, RuntimeError> {
-        let old = self
+        let then = self
             .from
             .manifest
             .plan
             .operators
             .iter()
             .find(|o| o.name == operator)
-            .map(|o| o.parallelism);
-        match old {
-            Some(old) if old != parallelism => {
-                self.rescaled(operator, old, instance, parallelism, rescale)
-            }
-            _ => self.instance_state(operator, &instance_key(operator, instance, parallelism)),
+            .map(|o| Layout {
+                instances: o.instance_count(),
+                owners: o.parallelism,
+            });
+        match then {
+            Some(then) if then != now => self.rescaled(operator, then, instance, now, rescale),
+            _ => self.instance_state(operator, &instance_key(operator, instance, now.instances)),
         }
     }
 
-    /// What instance `instance` of `parallelism` restores from a checkpoint taken when
-    /// `operator` ran as `old` instances: the entries of its key groups, taken from the old
-    /// instances that owned them (as one full snapshot), and their metadata combined by
-    /// `rescale`. An operator whose instances cannot be combined (a source's positions, a
-    /// sink's pending output) is refused, naming the parallelism to resume at.
+    /// What instance `instance` restores when `operator` ran as `then` at the checkpoint and
+    /// runs as `now`: the entries of the key groups it owns now, taken from the old instances
+    /// that owned them (as one full snapshot), and their metadata combined by `rescale`. An
+    /// operator whose instances cannot be combined (a source's positions, a sink's pending
+    /// output) is refused, naming the parallelism to resume at.
     fn rescaled(
         &self,
         operator: &str,
-        old: usize,
+        then: Layout,
         instance: usize,
-        parallelism: usize,
+        now: Layout,
         rescale: &Rescale<'_>,
     ) -> Result<Option<RestoreIn>, RuntimeError> {
         let epoch = self.from.manifest.epoch;
-        let mut parts = Vec::with_capacity(old);
-        for k in 0..old {
-            parts.push(self.instance_state(operator, &instance_key(operator, k, old))?);
+        let (old, parallelism) = (then.owners, now.owners);
+        let mut parts = Vec::with_capacity(then.instances);
+        for k in 0..then.instances {
+            parts.push(self.instance_state(operator, &instance_key(operator, k, then.instances))?);
         }
         if parts
             .iter()
@@ -219,39 +227,36 @@ impl Resume<'_> {
                  parallelism`)"
             ),
         };
+        let max = usize::from(DEFAULT_MAX_KEY_GROUPS.get());
+        if let Some(p) = [old, parallelism].into_iter().find(|p| *p == 0 || *p > max) {
+            return Err(refused(format!(
+                "{p} instances cannot share {max} key groups"
+            )));
+        }
         let inlines: Vec<Option<serde_json::Value>> = parts
             .iter()
             .map(|p| p.as_ref().and_then(|p| p.inline.clone()))
             .collect();
         let inline = rescale(&inlines, instance).map_err(|e| refused(e.to_string()))?;
-        let ranges = |p: usize| {
-            u16::try_from(p)
-                .ok()
-                .and_then(NonZeroU16::new)
-                .and_then(|p| assign_ranges(DEFAULT_MAX_KEY_GROUPS, p).ok())
-                .ok_or_else(|| {
-                    refused(format!(
-                        "{p} instances do not divide {DEFAULT_MAX_KEY_GROUPS} key groups"
-                    ))
-                })
-        };
-        let (old_ranges, to) = (ranges(old)?, ranges(parallelism)?);
-        let to = *to
-            .get(instance)
-            .expect("an instance of `parallelism` has one of its ranges");
+        let to = owned(parallelism, instance);
         let mut files: Vec<Box<dyn std::io::Read + Send>> = Vec::new();
         if parts.iter().flatten().any(|p| !p.files.is_empty()) {
             let mut olds = Vec::new();
-            for (part, range) in parts.iter_mut().zip(&old_ranges) {
+            for (k, part) in parts.iter_mut().enumerate() {
+                let range = owned(old, k);
                 let Some(part) = part else { continue };
                 let Some((full, changes)) = part.files.split_first_mut() else {
                     continue;
                 };
-                if intersection(*range, to).is_empty() {
-                    continue;
+                if intersection(range, to).is_empty() {
+                    // Its state is read anyway when it owned nothing: an idle instance must
+                    // hold nothing (else it is corrupt), which redistribute checks.
+                    if !range.is_empty() {
+                        continue;
+                    }
                 }
                 olds.push(OldInstance {
-                    range: *range,
+                    range,
                     full: full.as_mut(),
                     changes: changes
                         .iter_mut()

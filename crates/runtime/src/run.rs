@@ -49,7 +49,14 @@ pub fn run(
         default_parallelism: config.parallelism,
         max_parallelism: config.max_parallelism,
     };
-    let plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
+    let mut plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
+    if let Some(restore) = config
+        .checkpointing
+        .as_ref()
+        .and_then(|c| c.restore.as_ref())
+    {
+        keep_live_rescales(graph, &mut plan, &restore.manifest);
+    }
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     let abort = Arc::new(AtomicBool::new(false));
     let mut net = config
@@ -174,6 +181,35 @@ pub fn run(
             .map(|_| checkpoint_counters.summary()),
         channels,
     })
+}
+
+/// A resumed run keeps the live rescales its checkpoint recorded (`ctl scale`, as it keeps
+/// every param change): an operator rescaled while running starts with as many instances
+/// owning its key groups as the last rescale said, when it runs at least that many (its
+/// state is re-cut when the checkpoint was taken before that rescale moved it).
+fn keep_live_rescales(
+    graph: &LogicalGraph<Bound>,
+    plan: &mut PhysicalPlan,
+    manifest: &anduin_checkpoint::Manifest,
+) {
+    for task in &mut plan.tasks {
+        let Some(head) = task.chain.first().map(|n| graph.node(*n).name()) else {
+            continue;
+        };
+        let owners = manifest
+            .controls
+            .iter()
+            .rev()
+            .find(|r| r.operator == head && r.param == crate::rescale::PARALLELISM)
+            .and_then(|r| r.new.trim().parse::<usize>().ok());
+        if let Some(owners) = owners.filter(|o| (1..=task.parallelism).contains(o)) {
+            info!(
+                operator = head,
+                owners, "keeps the rescale its checkpoint recorded"
+            );
+            task.active = owners;
+        }
+    }
 }
 
 /// The counters of a run's operator instances, and which of them run in this process.
@@ -530,6 +566,7 @@ fn checkpoint_coordinator(
         control: config.control.clone(),
         pending_controls: Vec::new(),
         twins,
+        rescales: Vec::new(),
     })
 }
 

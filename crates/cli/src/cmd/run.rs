@@ -126,6 +126,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    crate::embedded::check_max_parallelism(&args.engine)?;
     crate::udfs::register_modules(&args.udfs)?;
     let defaults = args.engine.defaults();
     let loaded = match load_to_run(&args.file, &args.vars, &defaults) {

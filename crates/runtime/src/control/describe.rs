@@ -23,6 +23,13 @@ pub(crate) fn operators<B>(graph: &LogicalGraph<B>, topology: &Topology) -> Vec<
         .map(|id| {
             let node = graph.node(*id);
             let task = topology.tasks.iter().find(|t| t.nodes().any(|n| n == *id));
+            // The head of a task that can be rescaled while it runs.
+            let rescalable = task.filter(|t| {
+                t.source.is_none()
+                    && t.parallelism > 1
+                    && t.operators.first() == Some(id)
+                    && anduin_graph::rescalable(node)
+            });
             OperatorInfo {
                 name: node.name().to_string(),
                 kind: node.kind().to_string(),
@@ -32,14 +39,8 @@ pub(crate) fn operators<B>(graph: &LogicalGraph<B>, topology: &Topology) -> Vec<
                 task: task.map_or(0, |t| t.task),
                 stateful: node.stateful,
                 adjustable: Vec::new(),
-                max_parallelism: task
-                    .filter(|t| {
-                        t.source.is_none()
-                            && t.parallelism > 1
-                            && t.operators.first() == Some(id)
-                            && anduin_graph::rescalable(node)
-                    })
-                    .map(|t| t.parallelism),
+                max_parallelism: rescalable.map(|t| t.parallelism),
+                owners: rescalable.map(|t| t.active),
             }
         })
         .collect()

@@ -395,8 +395,9 @@ impl Control {
                 request.operator
             )));
         };
-        match request.value.trim().parse::<usize>() {
-            Ok(n) if (1..=max).contains(&n) => Ok(()),
+        match request.value.parse::<usize>() {
+            // Written plainly (`3`, not `03`, `+3` or ` 3`): the history keeps it as written.
+            Ok(n) if (1..=max).contains(&n) && n.to_string() == request.value => Ok(()),
             _ => Err(invalid(format!(
                 "{:?} is not a number of instances between 1 and {max} (the query runs {max} \
                  instances of \"{}\"; start it with a larger --max-parallelism to go beyond)",

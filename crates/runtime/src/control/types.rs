@@ -80,6 +80,11 @@ pub struct OperatorInfo {
     /// for an operator that cannot be (it does not split its input by key, or runs alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_parallelism: Option<usize>,
+    /// How many of its instances owned its key groups when the run started (an operator
+    /// that can be rescaled while it runs; its param `parallelism` says how many own them
+    /// now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owners: Option<usize>,
 }
 
 /// One task of the physical plan: a chain of fused operators, run by its instances.

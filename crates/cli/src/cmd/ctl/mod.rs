@@ -68,6 +68,7 @@ pub enum CtlCommand {
         /// The operator's name (a keyed window, join, pattern or GROUP BY).
         operator: String,
         /// How many instances own its key groups from now on.
+        #[arg(allow_hyphen_values = true)]
         instances: String,
         /// Who asks, as the history keeps it (default: ctl:$USER).
         #[arg(long, value_name = "WHO")]
@@ -119,11 +120,13 @@ fn run(args: CtlArgs) -> Result<ExitCode> {
             let r = client(&query)?.set(&query, &operator, "parallelism", &instances, &from)?;
             show(args.json, &r, || {
                 let e = |s: &str| table::escape_controls(s, false);
+                let s = if r.new == "1" { "" } else { "s" };
                 format!(
-                    "applied at epoch {}: {} runs on {} instances\n",
+                    "applied at epoch {}: {} has {} instance{s} owning its key groups (was {})\n",
                     r.epoch,
                     e(&r.operator),
-                    e(&r.new)
+                    e(&r.new),
+                    e(&r.old)
                 )
             })?
         }

@@ -9,8 +9,8 @@ use anduin_types::Epoch;
 
 use super::{now_ms, set_current, Control, Injector, Inner, Probe};
 use crate::control::types::{
-    ChangeRecord, CheckpointOutcome, CheckpointRecord, OperatorInfo, QueryState, TaskInfo,
-    TopologyInfo, RECENT_CHECKPOINTS,
+    ChangeRecord, CheckpointOutcome, CheckpointRecord, OperatorInfo, ParamInfo, QueryState,
+    TaskInfo, TopologyInfo, RECENT_CHECKPOINTS,
 };
 
 /// What the runtime tells the handle.
@@ -33,6 +33,22 @@ impl Control {
         let mut inner = self.lock();
         let mut operators = operators;
         for o in &mut operators {
+            if let (Some(max), Some(owners)) = (o.max_parallelism, o.owners) {
+                // Rescaled while running (`ctl scale`): a param of the control plane's own.
+                inner
+                    .params
+                    .entry(o.name.clone())
+                    .or_default()
+                    .push(ParamInfo {
+                        name: crate::rescale::PARALLELISM.into(),
+                        kind: "number".into(),
+                        value: owners.to_string(),
+                        doc: format!(
+                        "how many of its {max} instances own its key groups; `anduin ctl scale` \
+                         changes it (1 to {max}) while the query runs"
+                    ),
+                    });
+            }
             if let Some(params) = inner.params.get(&o.name) {
                 o.adjustable = params.iter().map(|p| p.name.clone()).collect();
             }
