@@ -5,10 +5,9 @@
 use crate::common;
 
 use std::fmt::Write as _;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use common::{start_with_api, stdout_ok, wait_until};
+use common::{ctl, start_with_api, stdout_ok, wait_until};
 
 const QUERY: &str = r#"
 type name = "R" {
@@ -27,17 +26,6 @@ operator name = "out", type = "writer" {
 "#;
 
 const ROWS: usize = 5000;
-
-fn ctl(dir: &Path, api: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .arg("ctl")
-        .args(["--api", api])
-        .args(args)
-        .current_dir(dir)
-        .env_remove("ANDUIN_API_TOKEN")
-        .output()
-        .expect("anduin runs")
-}
 
 #[test]
 fn a_new_rate_set_while_running_lifts_the_throttle() {

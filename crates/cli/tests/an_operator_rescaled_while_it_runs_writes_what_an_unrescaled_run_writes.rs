@@ -10,20 +10,9 @@ use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::{CEP, JOI
 use crate::common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use common::{anduin_ok, output_rows, start_with_api, stdout_ok, wait_until};
-
-fn ctl(dir: &Path, api: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .arg("ctl")
-        .args(["--api", api])
-        .args(args)
-        .current_dir(dir)
-        .env_remove("ANDUIN_API_TOKEN")
-        .output()
-        .expect("anduin runs")
-}
+use common::{anduin_ok, ctl, output_rows, start_with_api, stdout_ok, wait_until};
 
 /// Runs `query` (its generators slowed down) rescaling `op` at each step of `steps` once
 /// `op` has taken more rows, then lets the generators `sources` run at full speed to the end.

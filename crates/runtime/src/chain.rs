@@ -366,7 +366,16 @@ fn apply_control(
     barrier: &Barrier,
     control: Option<&Control>,
 ) -> Result<(), OperatorError> {
-    for u in barrier.control.iter().filter(|u| u.operator == link.name) {
+    // A rescale first: it moves the state as it was before the barrier, and the param
+    // changes the barrier carries then apply to the instances that hold it now (a snapshot,
+    // which the move takes, must not see a change still to take effect).
+    let mut updates: Vec<&anduin_types::ControlUpdate> = barrier
+        .control
+        .iter()
+        .filter(|u| u.operator == link.name)
+        .collect();
+    updates.sort_by_key(|u| u.param != crate::rescale::PARALLELISM);
+    for u in updates {
         if u.param == crate::rescale::PARALLELISM {
             let to = crate::rescale::rescaled_to(barrier, &link.name);
             let (Some(r), Some(to)) = (link.rescaler.as_mut(), to) else {
