@@ -58,9 +58,8 @@ fn one_built_in_call_that_never_returns_is_stopped_at_the_backstop() {
         }
     );
     assert!(
-        e.to_string().starts_with(
-            "function `scan` ran for more than 1s of wall-clock time and was stopped"
-        ),
+        e.to_string()
+            .starts_with("function `scan` ran for more than 1s of wall-clock time and was stopped"),
         "{e}"
     );
     // The stuck engine is abandoned; the next call gets a fresh one.
