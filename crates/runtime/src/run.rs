@@ -202,12 +202,24 @@ fn keep_live_rescales(
             .rev()
             .find(|r| r.operator == head && r.param == crate::rescale::PARALLELISM)
             .and_then(|r| r.new.trim().parse::<usize>().ok());
-        if let Some(owners) = owners.filter(|o| (1..=task.parallelism).contains(o)) {
-            info!(
+        match owners {
+            Some(owners) if (1..=task.parallelism).contains(&owners) => {
+                info!(
+                    operator = head,
+                    owners, "keeps the rescale its checkpoint recorded"
+                );
+                task.active = owners;
+            }
+            Some(owners) => tracing::warn!(
                 operator = head,
-                owners, "keeps the rescale its checkpoint recorded"
-            );
-            task.active = owners;
+                owners,
+                instances = task.parallelism,
+                parallelism = task.active,
+                "the last rescale the checkpoint recorded gave more owners than this run has \
+                 instances: it runs at its parallelism, its state re-cut (give a larger \
+                 --max-parallelism to keep the rescale)"
+            ),
+            None => {}
         }
     }
 }
