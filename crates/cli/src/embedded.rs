@@ -157,7 +157,7 @@ pub struct Execution {
 }
 
 /// Refuses a `--max-parallelism` that cannot run: more instances than key groups (an
-/// instance beyond them could never own one), or with `--loopback-workers` (not built yet).
+/// instance beyond them could never own one).
 /// Checked before anything is locked or written.
 pub fn check_max_parallelism(engine: &EngineArgs) -> Result<()> {
     let Some(max) = engine.max_parallelism else {
@@ -168,12 +168,6 @@ pub fn check_max_parallelism(engine: &EngineArgs) -> Result<()> {
         anyhow::bail!(
             "--max-parallelism {max}: an operator's state is split into {key_groups} key groups, \
              so at most {key_groups} instances can own any; give at most {key_groups}"
-        );
-    }
-    if engine.loopback_workers.is_some() {
-        anyhow::bail!(
-            "--max-parallelism (rescaling an operator while the query runs) is not supported \
-             with --loopback-workers yet: run without one of them"
         );
     }
     if engine.parallelism > max {

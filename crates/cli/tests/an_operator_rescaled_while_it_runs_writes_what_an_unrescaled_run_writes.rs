@@ -16,7 +16,7 @@ use common::{anduin_ok, ctl, output_rows, start_with_api, stdout_ok, wait_until}
 
 /// Runs `query` (its generators slowed down) rescaling `op` at each step of `steps` once
 /// `op` has taken more rows, then lets the generators `sources` run at full speed to the end.
-fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str]) {
+fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&str]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     std::fs::create_dir(d.join("rt")).expect("a runtime dir");
@@ -33,6 +33,7 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str]) {
         .args(["run", "q.flow", "-q", "--var", "OUTPUT=out.csv"])
         .args(["--parallelism", "2", "--max-parallelism", "4"])
         .args(["--batch-size", "200", "--linger", "20ms"])
+        .args(extra)
         .current_dir(d)
         .env("XDG_RUNTIME_DIR", d.join("rt"))
         .env_remove("RUST_LOG")
@@ -86,17 +87,25 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str]) {
 
 #[test]
 fn a_keyed_window_rescaled_while_it_runs_writes_what_an_unrescaled_run_writes() {
-    scenario(WINDOWED, "w", &["gen"], &["4", "1", "3"]);
+    scenario(WINDOWED, "w", &["gen"], &["4", "1", "3"], &[]);
 }
 
 #[test]
 fn a_join_rescaled_while_it_runs_writes_what_an_unrescaled_run_writes() {
-    scenario(JOINED, "j", &["a", "b"], &["4", "1", "3"]);
+    scenario(JOINED, "j", &["a", "b"], &["4", "1", "3"], &[]);
 }
 
 #[test]
 fn a_pattern_rescaled_while_it_runs_writes_what_an_unrescaled_run_writes() {
-    scenario(CEP, "p", &["gen"], &["3", "4", "1"]);
+    scenario(CEP, "p", &["gen"], &["3", "4", "1"], &[]);
+}
+
+/// Every operator a task, spread over three workers whose channels cross loopback TCP: the
+/// producers' routes switch on network edges too.
+#[test]
+fn a_join_rescaled_while_its_channels_cross_loopback_tcp_writes_what_an_unrescaled_run_writes() {
+    let tcp = ["--no-chaining", "--loopback-workers", "3"];
+    scenario(JOINED, "j", &["a", "b"], &["4", "1", "3"], &tcp);
 }
 
 /// Starts the slowed-down `q.flow` with checkpoints and the API; its stderr carries the
