@@ -19,6 +19,7 @@
 # time from the kill to the first new row.
 set -eu
 A=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); RUNS=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d); PIDS=""
 cleanup() { for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; if [ "${KEEP:-}" ]; then echo "kept $W" >&2; else rm -rf "$W"; fi; }
 trap cleanup EXIT
@@ -65,19 +66,8 @@ operator name = "out", type = "writer" {
 Q
 }
 
-gap() { # $1: output file, $2: kill instant (ms): "gap baseline"
-  python3 - "$1" "$2" <<'P'
-import csv, os, sys
-out = sys.argv[1]
-# On a cluster the writer's output is a directory of parts (one per instance and attempt).
-parts = [os.path.join(out, p) for p in os.listdir(out) if not p.startswith('.')] if os.path.isdir(out) else [out]
-rows = [r for p in parts for r in csv.DictReader(open(p))]
-seen = sorted(int(r["seen_ms"]) for r in rows)
-kill = int(sys.argv[2])
-gaps = [(b - a, a) for a, b in zip(seen, seen[1:])]
-before = [g for g, a in gaps if a < kill - 100]
-print(max(g for g, _ in gaps), max(before) if before else -1, len(rows))
-P
+gap() { # $1: output file, $2: kill instant (ms): "gap baseline rows"
+  python3 "$HERE/gap.py" "$1" "$2"
 }
 
 for i in $(seq "$RUNS"); do

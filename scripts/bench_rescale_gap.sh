@@ -12,6 +12,7 @@
 #   written per 250 ms from 1 s before the rescale to 2 s after it.
 set -eu
 A=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); RUNS=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d); PIDS=""
 cleanup() { for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; if [ "${KEEP:-}" ]; then echo "kept $W" >&2; else rm -rf "$W"; fi; }
 trap cleanup EXIT
@@ -51,18 +52,7 @@ operator name = "out", type = "writer" {
 Q
 
 gap() { # $1: output (file or directory of parts), $2: rescale instant (ms)
-  python3 - "$1" "$2" "${TIMELINE:-}" <<'P'
-import csv, os, sys
-out, at, timeline = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-parts = [os.path.join(out, p) for p in os.listdir(out) if not p.startswith('.')] if os.path.isdir(out) else [out]
-seen = sorted(int(r["seen_ms"]) for p in parts for r in csv.DictReader(open(p)))
-gaps = [(b - a, a) for a, b in zip(seen, seen[1:])]
-before = [g for g, a in gaps if a < at - 100]
-print(max(g for g, _ in gaps), max(before) if before else -1, len(seen))
-if timeline:
-    buckets = [sum(1 for s in seen if at + k * 250 <= s < at + (k + 1) * 250) for k in range(-4, 8)]
-    print("rows per 250 ms from -1 s:", " ".join(map(str, buckets)), file=sys.stderr)
-P
+  python3 "$HERE/gap.py" "$1" "$2" "${TIMELINE:-}"
 }
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
