@@ -158,13 +158,7 @@ pub(crate) fn instantiate(
     let mut source_commands = Vec::new();
     for task in &topology.tasks {
         // The inboxes through which the instances of a rescalable head hand key groups over.
-        let rescalable = task.source.is_none()
-            && task.parallelism > 1
-            && task
-                .operators
-                .first()
-                .is_some_and(|n| anduin_graph::rescalable(graph.node(*n)));
-        let (mates, mut inboxes) = if rescalable {
+        let (mates, mut inboxes) = if task.rescalable_head(graph).is_some() {
             let (mates, inboxes) = crate::rescale::inboxes(task.parallelism);
             (mates, inboxes.into_iter().map(Some).collect())
         } else {

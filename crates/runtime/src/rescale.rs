@@ -134,18 +134,15 @@ pub(crate) fn rescale(
     }
     let mut mine = Memory::new(epoch);
     op.snapshot(&mut mine)?;
-    let table_error = |e: TableError| OperatorError::from(e);
     let mut table = KeyedTable::new(name, BackendKind::Heap, None);
     if !mine.bytes.is_empty() {
-        table
-            .restore(&mut mine.bytes.as_slice(), &mut [], |_| {
-                Ok::<(), TableError>(())
-            })
-            .map_err(table_error)?;
+        table.restore(&mut mine.bytes.as_slice(), &mut [], |_| {
+            Ok::<(), TableError>(())
+        })?;
     }
     for (j, range) in gives {
         let mut bytes = Vec::new();
-        let _stats = table.export(range, &mut bytes).map_err(table_error)?;
+        let _stats = table.export(range, &mut bytes)?;
         let handoff = Handoff {
             epoch,
             from: i,
@@ -176,17 +173,13 @@ pub(crate) fn rescale(
                 ),
             ));
         }
-        table
-            .import(range, &mut handoff.bytes.as_slice())
-            .map_err(table_error)?;
+        table.import(range, &mut handoff.bytes.as_slice())?;
     }
     let inline = op.rescale_inline(&parts, Combine::Move).map_err(|e| {
         OperatorError::internal(name, format!("its instances cannot be combined: {e}"))
     })?;
     let mut full = Vec::new();
-    let _stats = table
-        .snapshot(SnapshotKind::Full, &mut full)
-        .map_err(table_error)?;
+    let _stats = table.snapshot(SnapshotKind::Full, &mut full)?;
     // The old instance first: it may hold files (an LSM backend's) the new one opens.
     *op = Box::new(Rebuilding);
     let mut fresh = (r.rebuild)()?;

@@ -248,12 +248,10 @@ impl Resume<'_> {
                 let Some((full, changes)) = part.files.split_first_mut() else {
                     continue;
                 };
-                if intersection(range, to).is_empty() {
-                    // Its state is read anyway when it owned nothing: an idle instance must
-                    // hold nothing (else it is corrupt), which redistribute checks.
-                    if !range.is_empty() {
-                        continue;
-                    }
+                // An idle old instance (owning nothing) is read anyway: it must hold nothing,
+                // which redistribute checks (else its state is corrupt).
+                if !range.is_empty() && intersection(range, to).is_empty() {
+                    continue;
                 }
                 olds.push(OldInstance {
                     range,

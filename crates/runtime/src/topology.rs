@@ -82,6 +82,16 @@ pub struct TaskTopology {
 }
 
 impl TaskTopology {
+    /// The operator at its head when it can be rescaled while the query runs: it splits its
+    /// input by key ([`anduin_graph::rescalable`]) and runs as several instances.
+    pub fn rescalable_head<B>(&self, graph: &LogicalGraph<B>) -> Option<NodeId> {
+        let head = *self.operators.first()?;
+        (self.source.is_none()
+            && self.parallelism > 1
+            && anduin_graph::rescalable(graph.node(head)))
+        .then_some(head)
+    }
+
     /// The task's nodes, upstream first: the source if any, then the operators.
     pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.source.iter().chain(&self.operators).copied()

@@ -24,12 +24,7 @@ pub(crate) fn operators<B>(graph: &LogicalGraph<B>, topology: &Topology) -> Vec<
             let node = graph.node(*id);
             let task = topology.tasks.iter().find(|t| t.nodes().any(|n| n == *id));
             // The head of a task that can be rescaled while it runs.
-            let rescalable = task.filter(|t| {
-                t.source.is_none()
-                    && t.parallelism > 1
-                    && t.operators.first() == Some(id)
-                    && anduin_graph::rescalable(node)
-            });
+            let rescalable = task.filter(|t| t.rescalable_head(graph) == Some(*id));
             OperatorInfo {
                 name: node.name().to_string(),
                 kind: node.kind().to_string(),
