@@ -343,6 +343,11 @@ impl Client {
         self.get(&format!("{}/metrics", Self::query_path(query)))
     }
 
+    /// `GET /api/v1/queries/{query}/autoscale`.
+    pub fn autoscale(&self, query: &str) -> Result<crate::AutoscaleReport, ClientError> {
+        self.get(&format!("{}/autoscale", Self::query_path(query)))
+    }
+
     /// `GET /api/v1/queries/{query}/topology`.
     pub fn topology(&self, query: &str) -> Result<TopologyInfo, ClientError> {
         self.get(&format!("{}/topology", Self::query_path(query)))

@@ -3,8 +3,8 @@
 use anduin_runtime::control::Control;
 
 use crate::{
-    ChangeRecord, ChangeRequest, CheckpointInfo, ControlFailure, ParamInfo, QueryControl,
-    QueryInfo, QueryMetrics, TopologyInfo,
+    AutoscaleReport, ChangeRecord, ChangeRequest, CheckpointInfo, ControlFailure, ParamInfo,
+    QueryControl, QueryInfo, QueryMetrics, TopologyInfo,
 };
 
 impl QueryControl for Control {
@@ -38,6 +38,10 @@ impl QueryControl for Control {
 
     fn metrics(&self) -> QueryMetrics {
         Control::metrics(self)
+    }
+
+    fn autoscale(&self) -> Result<AutoscaleReport, ControlFailure> {
+        Control::autoscale(self)
     }
 
     fn topology(&self) -> TopologyInfo {

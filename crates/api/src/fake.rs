@@ -1,6 +1,7 @@
 //! A stand-in [`QueryControl`] for tests and examples of the API: a query `source → low →
 //! out` whose filter `low` has one adjustable param, `condition` (`value < 40`), that takes
-//! changes, checkpoints and a stop at once and reports fixed figures. It runs nothing.
+//! changes, checkpoints and a stop at once and reports fixed figures, and whose autoscaler has
+//! decided no round yet. It runs nothing.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -213,6 +214,13 @@ impl QueryControl for FakeQuery {
         self.running(&inner, "stop")?;
         inner.state = QueryState::Stopping;
         Ok(())
+    }
+
+    /// An autoscaler with the default settings that has decided no round yet.
+    fn autoscale(&self) -> Result<crate::AutoscaleReport, ControlFailure> {
+        Ok(crate::AutoscaleReport::new(
+            &anduin_runtime::autoscaler::AutoscaleSettings::default(),
+        ))
     }
 
     fn metrics(&self) -> QueryMetrics {

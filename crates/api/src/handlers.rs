@@ -120,6 +120,15 @@ pub(crate) async fn query_metrics(
     Ok(Json(blocking(move || q.metrics()).await?))
 }
 
+/// `GET /api/v1/queries/{query}/autoscale`.
+pub(crate) async fn autoscale(
+    State(s): State<AppState>,
+    Names(query): Names<String>,
+) -> Result<Json<crate::AutoscaleReport>, Problem> {
+    let q = s.query(&query)?;
+    Ok(Json(blocking(move || q.autoscale()).await??))
+}
+
 /// `GET /api/v1/queries/{query}/topology`.
 pub(crate) async fn topology(
     State(s): State<AppState>,

@@ -51,6 +51,7 @@ mod server;
 mod topology;
 pub mod ui;
 
+pub use anduin_runtime::autoscaler::AutoscaleReport;
 pub use anduin_runtime::control::{
     ChangeRecord, ChangeRequest, CheckpointInfo, ControlFailure, FailureKind, ParamInfo, QueryInfo,
     QueryMetrics, TopologyInfo,
@@ -97,6 +98,14 @@ pub trait QueryControl: Send + Sync + 'static {
 
     /// Every live figure, now.
     fn metrics(&self) -> QueryMetrics;
+
+    /// What the query's autoscaler did: its settings, latest rounds (each with the figures it
+    /// decided on), rescales and failures. By default the query runs none.
+    fn autoscale(&self) -> Result<AutoscaleReport, ControlFailure> {
+        Err(ControlFailure::NotAutoscaled {
+            query: self.info().name,
+        })
+    }
 
     /// Where the query's instances run and how its tasks feed each other. By default what
     /// [`QueryInfo`] tells ([`topology_of`]): every instance on worker 0, the exchanges

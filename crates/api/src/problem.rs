@@ -8,7 +8,7 @@ use crate::{ControlFailure, FailureKind};
 
 /// The body of every error response. `error` is a stable code a program can match
 /// (`unknown_query`, `unknown_operator`, `not_adjustable`, `invalid`, `not_running`,
-/// `no_checkpoints`, `checkpoint_failed`, `not_yet_applied`, `bad_request`, `too_large`, `unauthorized`, `forbidden`, `not_found`,
+/// `no_checkpoints`, `not_autoscaled`, `checkpoint_failed`, `not_yet_applied`, `bad_request`, `too_large`, `unauthorized`, `forbidden`, `not_found`,
 /// `method_not_allowed`, `timeout` (the body did not arrive in time), `busy` (too many
 /// connections), `internal`); `message` says what went wrong and what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

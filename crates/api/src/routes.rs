@@ -7,6 +7,7 @@
 //! | GET | `/api/v1/queries` | the queries served ([`crate::QueryInfo`] each) |
 //! | GET | `/api/v1/queries/{query}` | one query: its logical graph (operators) and physical graph (tasks) |
 //! | GET | `/api/v1/queries/{query}/metrics` | its live figures ([`crate::QueryMetrics`]) |
+//! | GET | `/api/v1/queries/{query}/autoscale` | what its autoscaler did: settings, latest rounds with their figures, rescales ([`crate::AutoscaleReport`]) |
 //! | GET | `/api/v1/queries/{query}/topology` | where its instances run, the exchanges between its tasks ([`crate::TopologyInfo`]) |
 //! | GET | `/api/v1/queries/{query}/operators/{operator}/params` | an operator's adjustable params |
 //! | PUT | `/api/v1/queries/{query}/operators/{operator}/params/{param}` | change a param: body `{"value": "…", "from": "…"}`, answers the [`crate::ChangeRecord`] |
@@ -84,6 +85,11 @@ fn build() -> Builder {
             Method::GET,
             "/api/v1/queries/{query}/metrics",
             handlers::query_metrics,
+        )
+        .add(
+            Method::GET,
+            "/api/v1/queries/{query}/autoscale",
+            handlers::autoscale,
         )
         .add(
             Method::GET,

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod api;
+mod autoscale;
 mod cluster;
 mod cmd;
 mod control;

@@ -13,10 +13,15 @@
 //! the network (TCP, Arrow IPC frames, credit-based flow control; see the `net` module), and
 //! the tasks at its ends do not know it.
 //!
+//! The control plane ([`control`]) changes a running query's params and rescales its keyed
+//! operators at barriers; the [`autoscaler`] drives those rescales from the query's live
+//! figures (its decisions are `anduin_coordinator::autoscale`'s).
+//!
 //! This crate does not parse or check queries, and does not know what an operator does; it
 //! connects instances made by the operators' factories and moves batches between them.
 
 mod align;
+pub mod autoscaler;
 mod chain;
 mod channel;
 mod committer;

@@ -137,6 +137,12 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         bail!("anduin submit needs --coordinator HOST:PORT");
     };
     let secret = args.secret.load()?;
+    if args.run_args.iter().any(|a| a.starts_with("--autoscale")) {
+        bail!(
+            "--autoscale is not supported on a cluster yet: the autoscaler runs beside an \
+             embedded run (anduin run … --max-parallelism N --autoscale); submit without it"
+        );
+    }
     let source = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read `{}`", args.file.display()))?;
     let name = match &args.name {

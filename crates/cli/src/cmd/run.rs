@@ -94,6 +94,8 @@ pub struct RunArgs {
     pub from_scratch: bool,
     #[command(flatten)]
     pub api: crate::api::ApiArgs,
+    #[command(flatten)]
+    pub autoscale: crate::autoscale::AutoscaleArgs,
     /// Testing: make the files of this checkpoint fail to write, as on a full disk (on a
     /// cluster: its manifest, which the coordinator writes).
     #[arg(long, hide = true, value_name = "EPOCH")]
@@ -138,6 +140,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Err(LoadError::Other(e)) => return Err(e),
     };
     print_diagnostics(&args.file, &loaded.warnings);
+    let autoscale = crate::autoscale::settings(&args.autoscale, &args.engine, &loaded)?;
 
     if args.checkpoint_store.is_none() {
         if let Some(op) = loaded.spec.operators.iter().find(|o| {
@@ -242,6 +245,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         control.when_running(move || eprintln!("{line}"));
     }
     let progress = crate::progress::show(Arc::clone(&control), args.quiet);
+    // Runs until the query ends (dropped after it).
+    let autoscaler = autoscale
+        .map(|s| anduin_runtime::autoscaler::start(Arc::clone(&control), s))
+        .transpose()
+        .context("cannot start the autoscaler")?;
     let executed = execute(
         &loaded,
         &args.engine,
@@ -257,6 +265,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         },
     );
     drop(progress);
+    drop(autoscaler);
     let Executed {
         summary,
         dead_letter,

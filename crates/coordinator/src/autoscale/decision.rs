@@ -1,5 +1,5 @@
 //! What a round answers for each operator, with the figures it came from: the record that
-//! `anduin ctl autoscale` will show and that a replay must reproduce.
+//! `anduin ctl autoscale` shows and that a replay must reproduce.
 
 use serde::{Deserialize, Serialize};
 

@@ -11,8 +11,8 @@
 //!
 //! What is not here: gathering the figures, carrying out a rescale, a clock, a loop. The
 //! round is a function of its inputs: time comes in with the observation, and what the guards
-//! remember comes in and goes out as an [`AutoscaleState`]. Nothing runs it yet: `--autoscale`
-//! and `anduin ctl autoscale` are still to be wired (docs/autoscale.md).
+//! remember comes in and goes out as an [`AutoscaleState`]. The loop that runs it beside a
+//! query (`anduin run … --autoscale`) is `anduin_runtime::autoscaler` (docs/autoscale.md).
 //!
 //! # Example
 //!

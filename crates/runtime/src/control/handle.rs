@@ -21,6 +21,7 @@ use super::types::{
 use crate::protocol::{Command, Event};
 use crate::stats::{CheckpointCounters, Counters};
 
+mod autoscale;
 mod engine;
 mod figures;
 
@@ -135,6 +136,8 @@ pub struct Control {
     forward: Mutex<Option<crossbeam_channel::Sender<crate::protocol::Event>>>,
     /// Why `stop` is refused, where the query cannot be stopped (yet).
     stop_refused: Mutex<Option<String>>,
+    /// What its autoscaler did, when it runs one.
+    autoscale: Mutex<Option<crate::autoscaler::AutoscaleReport>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -182,6 +185,7 @@ impl Control {
             deadline: DEFAULT_DEADLINE,
             forward: Mutex::new(None),
             stop_refused: Mutex::new(None),
+            autoscale: Mutex::new(None),
         }
     }
 

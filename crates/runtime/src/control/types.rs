@@ -398,6 +398,15 @@ pub enum ControlFailure {
         /// The query.
         query: String,
     },
+    /// The query runs no autoscaler.
+    #[error(
+        "query \"{query}\" runs without the autoscaler: start it with --autoscale (and \
+         --max-parallelism N) to have it rescaled by its rates"
+    )]
+    NotAutoscaled {
+        /// The query.
+        query: String,
+    },
 }
 
 /// How a refusal maps to a protocol's kinds of error (HTTP status codes).
@@ -421,6 +430,7 @@ impl ControlFailure {
             }
             ControlFailure::NotRunning { .. }
             | ControlFailure::NoCheckpoints { .. }
+            | ControlFailure::NotAutoscaled { .. }
             | ControlFailure::CheckpointFailed { .. }
             | ControlFailure::NotYetApplied { .. } => FailureKind::Conflict,
         }

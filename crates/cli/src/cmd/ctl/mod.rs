@@ -1,6 +1,7 @@
 //! `anduin ctl`: the control plane of running queries, through their HTTP API. Every
 //! subcommand is one HTTP call (see docs/operations.md, "HTTP API").
 
+mod autoscale;
 mod table;
 mod target;
 
@@ -73,6 +74,16 @@ pub enum CtlCommand {
         /// Who asks, as the history keeps it (default: ctl:$USER).
         #[arg(long, value_name = "WHO")]
         from: Option<String>,
+    },
+    /// What the query's autoscaler (`anduin run … --autoscale`) decided: each operator's
+    /// decision in its latest rounds, with the figures it came from; its rescales and failures
+    /// (--json: the whole decision log, which replays).
+    Autoscale {
+        /// The query's name.
+        query: String,
+        /// How many of the latest rounds to show.
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        rounds: usize,
     },
     /// Every change made to a query: time, epoch, operator, param, old, new, from whom.
     History {
@@ -149,6 +160,12 @@ fn run(args: CtlArgs) -> Result<ExitCode> {
                     e(&r.new),
                     e(&r.old)
                 )
+            })?
+        }
+        CtlCommand::Autoscale { query, rounds } => {
+            let report = client(&query)?.autoscale(&query)?;
+            show(args.json, &report, || {
+                autoscale::render(&query, &report, rounds)
             })?
         }
         CtlCommand::History { query } => {

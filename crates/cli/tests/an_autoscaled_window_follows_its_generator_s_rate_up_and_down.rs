@@ -1,0 +1,171 @@
+//! The autoscaler wired to a running query: a keyed window run with `--autoscale` and
+//! `--max-parallelism 4` follows its generator's rate, stepped up and down through the
+//! control plane (`ctl set q gen rate …`): scaled up to its 4 instances while rows arrive,
+//! down (at most half its instances at a time, after the scale-down delay) when none do,
+//! and up again — and writes exactly what a run that was never rescaled writes. Asserted on
+//! the autoscaler's decisions and on the changes it made, never on timing: the target
+//! utilisation is set so low that any arrival needs every instance, whatever the machine's
+//! speed, and no arrival needs one. The decision log fetched from the API replays.
+
+use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::WINDOWED;
+use crate::common;
+
+use std::process::{Command, Stdio};
+
+use anduin_coordinator::autoscale::Decision;
+use common::{anduin, anduin_ok, ctl, output_rows, start_with_api, stdout_ok, wait_until};
+
+#[test]
+fn an_autoscaled_window_follows_its_generator_s_rate_up_and_down() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::create_dir(d.join("rt")).expect("a runtime dir");
+    std::fs::write(d.join("ref.flow"), WINDOWED).expect("query");
+    anduin_ok(d, &["run", "ref.flow", "--var", "OUTPUT=reference.csv"]);
+    let expected = output_rows(&d.join("reference.csv"));
+
+    let slow = WINDOWED.replace("param rate = 40000", "param rate = 2000");
+    std::fs::write(d.join("q.flow"), slow).expect("query");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_anduin"));
+    command
+        .args(["run", "q.flow", "-q", "--var", "OUTPUT=out.csv"])
+        .args(["--parallelism", "1", "--max-parallelism", "4"])
+        .args(["--batch-size", "200", "--linger", "20ms"])
+        .args(["--autoscale", "--autoscale-interval", "300ms"])
+        .args(["--autoscale-set", "target_utilisation=0.0000001"])
+        .args(["--autoscale-set", "stabilisation=0ms"])
+        .args(["--autoscale-set", "scale_down_delay=2s"])
+        .args(["--autoscale-set", "max_scale_down_factor=0.5"])
+        .current_dir(d)
+        .env("XDG_RUNTIME_DIR", d.join("rt"))
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null());
+    let (run, api, _stderr) = start_with_api(command);
+    let client = anduin_api::Client::new(&api, None).expect("an address");
+    let parallelism = || {
+        client
+            .params("q", "w")
+            .ok()
+            .and_then(|ps| ps.into_iter().find(|p| p.name == "parallelism"))
+            .map(|p| p.value)
+    };
+    let scaled = || {
+        client
+            .history("q")
+            .expect("the history")
+            .into_iter()
+            .filter(|r| r.from == "autoscaler")
+            .map(|r| {
+                assert_eq!(
+                    (r.operator.as_str(), r.param.as_str()),
+                    ("w", "parallelism")
+                );
+                format!("{}→{}", r.old, r.new)
+            })
+            .collect::<Vec<String>>()
+    };
+
+    // Rows arrive: every instance. No rows: down by half at most, then to one.
+    wait_until("the window scaled up to 4", || {
+        parallelism().as_deref() == Some("4")
+    });
+    stdout_ok(&ctl(d, &api, &["set", "q", "gen", "rate", "0.001"]));
+    wait_until("the window scaled down to 1", || {
+        parallelism().as_deref() == Some("1")
+    });
+    stdout_ok(&ctl(d, &api, &["set", "q", "gen", "rate", "2000"]));
+    wait_until("the window scaled up again", || {
+        parallelism().as_deref() == Some("4")
+    });
+    assert_eq!(scaled(), ["1→4", "4→2", "2→1", "1→4"]);
+
+    // The decisions behind them, with their figures; the log replays.
+    let report = client.autoscale("q").expect("the autoscaler's report");
+    report.log.replay().expect("the decision log replays");
+    let decisions: Vec<&Decision> = report
+        .log
+        .rounds
+        .iter()
+        .filter_map(|r| r.round.decision("w"))
+        .filter(|d| d.is_change())
+        .collect();
+    assert!(
+        decisions.iter().any(|d| matches!(
+            d,
+            Decision::ScaleDown {
+                from: 4,
+                to: 2,
+                limited_by_max_factor: true,
+                ..
+            }
+        )),
+        "{decisions:?}"
+    );
+    assert!(
+        matches!(
+            decisions.last(),
+            Some(Decision::ScaleUp { from: 1, to: 4, .. })
+        ),
+        "{decisions:?}"
+    );
+    assert!(report.rescales.len() >= 4, "{:?}", report.rescales);
+    let shown = stdout_ok(&ctl(d, &api, &["autoscale", "q", "--rounds", "3"]));
+    assert!(shown.contains("autoscaler of \"q\""), "{shown}");
+    assert!(
+        shown.contains("OPERATOR") && shown.contains("TRUE/S"),
+        "{shown}"
+    );
+
+    stdout_ok(&ctl(d, &api, &["set", "q", "gen", "rate", "1000000"]));
+    let out = run.wait_output();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = output_rows(&d.join("out.csv"));
+    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
+    assert!(
+        got == expected,
+        "the output differs from the unrescaled run"
+    );
+}
+
+#[test]
+fn autoscale_settings_that_cannot_work_are_refused_before_the_query_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(d.join("q.flow"), WINDOWED).expect("query");
+    let refused = |extra: &[&str], says: &str| {
+        let mut args = vec!["run", "q.flow", "--var", "OUTPUT=out.csv", "--autoscale"];
+        args.extend_from_slice(extra);
+        let out = anduin(d, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{extra:?} must be refused");
+        assert!(stderr.contains(says), "{extra:?}: {stderr}");
+        assert!(!d.join("out.csv").exists(), "nothing ran");
+    };
+    refused(&[], "--autoscale needs --max-parallelism");
+    let max = ["--max-parallelism", "4"];
+    refused(
+        &[&max[..], &["--autoscale-set", "warp=9"]].concat(),
+        "no setting `warp`",
+    );
+    refused(
+        &[&max[..], &["--autoscale-set", "target_utilisation=2"]].concat(),
+        "more than 0 and at most 1",
+    );
+    refused(
+        &[&max[..], &["--autoscale-set", "bounds.gen=1..2"]].concat(),
+        "cannot be rescaled",
+    );
+    refused(
+        &[&max[..], &["--autoscale-set", "bounds.w=5..6"]].concat(),
+        "--max-parallelism 5",
+    );
+    refused(
+        &[&max[..], &["--autoscale-set", "bounds.nope=1..2"]].concat(),
+        "no operator `nope`",
+    );
+}
