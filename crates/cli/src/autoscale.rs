@@ -34,7 +34,7 @@ pub struct AutoscaleArgs {
 }
 
 /// An interval of at least 10 ms.
-fn parse_interval(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_interval(s: &str) -> Result<Duration, String> {
     match parse_duration(s)? {
         d if d < Duration::from_millis(10) => Err(format!(
             "expected an interval of at least 10ms, found `{s}`"

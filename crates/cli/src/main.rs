@@ -22,6 +22,7 @@ mod load;
 mod locks;
 mod preflight;
 mod progress;
+mod run_rules;
 mod signals;
 mod store;
 mod udfs;

@@ -104,6 +104,13 @@
 //! Rules that create operators for one another can still cycle: the iteration limit catches
 //! them ([`RewriteError::IterationLimit`]).
 //!
+//! # Rules at run time
+//!
+//! A rule whose right side only sets params of the operator its root matched
+//! ([`check_run_time`]) can be applied while a query runs, its figures measured then
+//! ([`param_changes`]): `anduin run --rules FILE` carries its changes out through the control
+//! plane (a `parallelism` change is a live rescale).
+//!
 //! # Built-in rules
 //!
 //! [`builtin_rules`], from `src/builtin.rules` ([`BUILTIN_RULES`]): `simple_standby`
@@ -114,6 +121,7 @@
 
 #![deny(missing_docs)]
 
+mod at_run;
 mod builtin;
 mod constraint;
 mod error;
@@ -130,6 +138,7 @@ mod rule_parse;
 #[cfg(test)]
 mod test_util;
 
+pub use at_run::{check_run_time, param_changes, NotRunTime, ParamChange};
 pub use builtin::{builtin_rules, BUILTIN_RULES};
 pub use error::{GraphError, Pos, RewriteError, SyntaxError};
 pub use facts::{Facts, TableFacts};

@@ -96,6 +96,8 @@ pub struct RunArgs {
     pub api: crate::api::ApiArgs,
     #[command(flatten)]
     pub autoscale: crate::autoscale::AutoscaleArgs,
+    #[command(flatten)]
+    pub rules: crate::run_rules::RulesArgs,
     /// Testing: make the files of this checkpoint fail to write, as on a full disk (on a
     /// cluster: its manifest, which the coordinator writes).
     #[arg(long, hide = true, value_name = "EPOCH")]
@@ -141,6 +143,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     print_diagnostics(&args.file, &loaded.warnings);
     let autoscale = crate::autoscale::settings(&args.autoscale, &args.engine, &loaded)?;
+    let run_rules = args
+        .rules
+        .rules
+        .as_deref()
+        .map(|path| crate::run_rules::load(path, &loaded.spec))
+        .transpose()?;
 
     if args.checkpoint_store.is_none() {
         if let Some(op) = loaded.spec.operators.iter().find(|o| {
@@ -250,6 +258,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .map(|s| anduin_runtime::autoscaler::start(Arc::clone(&control), s))
         .transpose()
         .context("cannot start the autoscaler")?;
+    let rules = run_rules
+        .map(|r| crate::run_rules::start(Arc::clone(&control), r, args.rules.rules_interval))
+        .transpose()
+        .context("cannot start the rules")?;
     let executed = execute(
         &loaded,
         &args.engine,
@@ -266,6 +278,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     );
     drop(progress);
     drop(autoscaler);
+    drop(rules);
     let Executed {
         summary,
         dead_letter,

@@ -7,7 +7,9 @@
 //! - [`settings`](AutoscaleSettings): `--autoscale-set KEY=VALUE`, and the settings fitted
 //!   to the query's graph (only operators that can be rescaled while they run ever change);
 //! - [`observation`]: two snapshots of the live figures → one window's observation (pure);
-//! - [`start`]: the loop; its decision log, the rescales it carried out and its failures
+//! - [`beside`]: a loop beside a running query that hands a [`Round`] each window's
+//!   observation (the autoscaler's rounds, and the rules applied at run time);
+//! - [`start`]: the autoscaler; its decision log, the rescales it carried out and its failures
 //!   are the [`AutoscaleReport`] that `anduin ctl autoscale` and
 //!   `GET /api/v1/queries/{query}/autoscale` show, and that replays
 //!   ([`anduin_coordinator::autoscale::DecisionLog::replay`]).
@@ -15,6 +17,7 @@
 //! What is not here: the decisions themselves (the coordinator crate), the rescale (the
 //! control plane and [`crate::rescale`]), the autoscaler of a cluster's query.
 
+mod beside;
 mod driver;
 mod observe;
 mod settings;
@@ -22,6 +25,7 @@ mod settings;
 use anduin_coordinator::autoscale::{AutoscaleState, DecisionLog, RescaleFact};
 use serde::{Deserialize, Serialize};
 
+pub use beside::{beside, current_parallelism, Beside, Round};
 pub use driver::{start, Autoscaler, FROM};
 pub use observe::observation;
 pub use settings::{

@@ -1,0 +1,190 @@
+//! `anduin run … --rules FILE`: rewriting rules applied while the query runs (paper §4.2),
+//! their figures (`rate(w) > 10000`) measured on the running query. A run-time rule sets params
+//! of the operator its root matches (`anduin_rewrite::check_run_time`); every
+//! `--rules-interval` the rules are matched against the query's graph with its current param
+//! values and the figures of the window since the last round, and the changes they ask for go
+//! through the control plane as `anduin ctl set` would (a `parallelism` change is a live
+//! rescale), from `rule:NAME`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anduin_coordinator::autoscale::{Figures, Observation};
+use anduin_graph::rewriting::{rule_graph, CatalogFacts};
+use anduin_registry::BuiltinCatalog;
+use anduin_rewrite::{check_run_time, param_changes, parse_rules, Facts, Graph, Operator, RuleSet};
+use anduin_runtime::autoscaler::{beside, Beside, Round};
+use anduin_runtime::control::{ChangeRequest, Control, OperatorInfo};
+use anyhow::{Context, Result};
+
+/// The rules of one run, checked, and the query's graph they match.
+pub struct RunRules {
+    rules: RuleSet,
+    graph: Graph,
+    /// The changes refused so far (each said once, not every round).
+    refused: std::collections::BTreeSet<String>,
+}
+
+/// The flags of rules applied at run time.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RulesArgs {
+    /// Apply the rules of this file while the query runs (docs/rewriting.md, "Rules at run
+    /// time"): each sets params of the operator it matches when its constraints hold on the
+    /// figures measured then (`rate(w) > 10000`); a `parallelism` change is a live rescale.
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<std::path::PathBuf>,
+    /// The time between rounds of the rules: each reads the figures of this window.
+    #[arg(long, requires = "rules", default_value = "10s", value_parser = crate::autoscale::parse_interval, value_name = "DURATION")]
+    pub rules_interval: Duration,
+}
+
+/// Reads and checks the rule file `path` against the query `spec`: every rule must be one
+/// that a running query can carry out (it sets params of the operator it matches).
+pub fn load(path: &Path, spec: &anduin_spec::Spec) -> Result<RunRules> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read rule file `{}`", path.display()))?;
+    let file = path.display().to_string();
+    let rules = parse_rules(&file, &text)?;
+    if rules.rules.is_empty() {
+        anyhow::bail!("rule file `{file}` holds no rule");
+    }
+    for rule in &rules.rules {
+        check_run_time(&file, rule)?;
+    }
+    let graph = rule_graph(spec).context("the query's graph cannot be matched by rules")?;
+    Ok(RunRules {
+        rules,
+        graph,
+        refused: std::collections::BTreeSet::new(),
+    })
+}
+
+/// Starts applying `rules` to the query `control` runs, a round every `interval`.
+pub fn start(
+    control: Arc<Control>,
+    rules: RunRules,
+    interval: Duration,
+) -> std::io::Result<Beside> {
+    beside(control, interval, "rules", rules)
+}
+
+/// The figures a rule can read of an operator, from one window.
+fn figures_of(facts: &Figures, parallelism: u32) -> Vec<(&'static str, f64)> {
+    let window_s = facts.window_ms as f64 / 1000.0;
+    let mut out = Vec::new();
+    if let Some(rate) = facts.arrival_rate() {
+        out.push(("rate", rate));
+    }
+    if let Some(sent) = facts.rows_out.values().max().filter(|_| window_s > 0.0) {
+        out.push(("out_rate", *sent as f64 / window_s));
+    }
+    if let Some(busy) = facts.busy_ratio(parallelism) {
+        out.push(("busy", busy));
+    }
+    if let Some(rate) = facts.true_rate() {
+        out.push(("true_rate", rate));
+    }
+    if let Some(backlog) = facts.backlog {
+        out.push(("backlog", backlog as f64));
+    }
+    if let Some(bytes) = facts.state_bytes {
+        out.push(("state_bytes", bytes as f64));
+    }
+    out
+}
+
+/// What the rules ask of operators during one round: statelessness from the catalog, figures
+/// from the window's observation.
+struct RoundFacts {
+    figures: BTreeMap<(String, &'static str), f64>,
+}
+
+impl Facts for RoundFacts {
+    fn is_stateless(&self, op: &Operator) -> bool {
+        CatalogFacts(&BuiltinCatalog).is_stateless(op)
+    }
+
+    fn figure(&self, op: &Operator, figure: &str) -> Option<f64> {
+        self.figures
+            .iter()
+            .find(|((name, f), _)| *name == op.name && *f == figure)
+            .map(|(_, v)| *v)
+    }
+}
+
+impl Round for RunRules {
+    fn begin(&mut self, control: &Control, operators: &[OperatorInfo]) -> Result<(), String> {
+        tracing::info!(
+            query = control.name(),
+            rules = self.rules.rules.len(),
+            operators = operators.len(),
+            "rules are applied at run time"
+        );
+        Ok(())
+    }
+
+    fn round(&mut self, control: &Control, observation: Observation) -> bool {
+        // The query's graph with its params' current values.
+        let mut graph = self.graph.clone();
+        for (id, name) in self
+            .graph
+            .iter()
+            .map(|(id, op)| (id, op.name.clone()))
+            .collect::<Vec<_>>()
+        {
+            let current = control.params(&name).unwrap_or_default();
+            if let Some(op) = graph.get_mut(id) {
+                for p in current {
+                    op.params.insert(p.name, p.value);
+                }
+            }
+        }
+        let facts = RoundFacts {
+            figures: observation
+                .operators
+                .iter()
+                .filter_map(|o| Some((o, o.figures.as_ref()?)))
+                .flat_map(|(o, f)| {
+                    figures_of(f, o.parallelism)
+                        .into_iter()
+                        .map(|(figure, v)| ((o.name.clone(), figure), v))
+                })
+                .collect(),
+        };
+        let changes = match param_changes(&self.rules, &graph, &facts) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(query = control.name(), error = %e, "the rules could not be matched");
+                return false;
+            }
+        };
+        let mut changed = false;
+        for change in changes {
+            let request = ChangeRequest {
+                operator: change.operator.clone(),
+                param: change.param.clone(),
+                value: change.new.clone(),
+                from: format!("rule:{}", change.rule),
+            };
+            match control.set(request) {
+                Ok(record) => {
+                    changed = true;
+                    tracing::info!(query = control.name(), rule = %change.rule, operator = %change.operator, param = %change.param, old = %record.old, new = %record.new, epoch = record.epoch, "a rule changed a param");
+                }
+                Err(e) => {
+                    let said = format!(
+                        "rule {} could not set {}.{} = {}: {e}",
+                        change.rule, change.operator, change.param, change.new
+                    );
+                    tracing::warn!(query = control.name(), rule = %change.rule, error = %e, "a rule's change was refused");
+                    if self.refused.insert(said.clone()) {
+                        eprintln!("anduin: {said} (said once; the rule is tried again each round)");
+                    }
+                }
+            }
+        }
+        changed
+    }
+}
