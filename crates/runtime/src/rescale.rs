@@ -132,6 +132,7 @@ pub(crate) fn rescale(
     if gives.is_empty() && takes.is_empty() {
         return Ok(());
     }
+    let began = std::time::Instant::now();
     let mut mine = Memory::new(epoch);
     op.snapshot(&mut mine)?;
     let mut table = KeyedTable::new(name, BackendKind::Heap, None);
@@ -160,7 +161,9 @@ pub(crate) fn rescale(
                 )
             })?;
     }
+    let (given_at, snapshot_bytes) = (began.elapsed(), mine.bytes.len());
     let mut parts = vec![mine.inline.clone()];
+    let mut taken_bytes = 0;
     for (k, range) in takes {
         let handoff = receive(name, r, epoch, k)?;
         parts.push(handoff.inline.clone());
@@ -173,8 +176,10 @@ pub(crate) fn rescale(
                 ),
             ));
         }
+        taken_bytes += handoff.bytes.len();
         table.import(range, &mut handoff.bytes.as_slice())?;
     }
+    let taken_at = began.elapsed();
     let inline = op.rescale_inline(&parts, Combine::Move).map_err(|e| {
         OperatorError::internal(name, format!("its instances cannot be combined: {e}"))
     })?;
@@ -209,6 +214,11 @@ pub(crate) fn rescale(
         from,
         to,
         epoch = epoch.0,
+        snapshot_bytes,
+        taken_bytes,
+        given_ms = given_at.as_millis(),
+        taken_ms = taken_at.as_millis(),
+        took_ms = began.elapsed().as_millis(),
         "key groups moved"
     );
     Ok(())
