@@ -84,7 +84,10 @@ fn a_run_time_rule_rescales_a_window_while_its_measured_rate_holds() {
     );
     let got = output_rows(&d.join("out.csv"));
     assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
-    assert!(got == expected, "the output differs from the unrescaled run");
+    assert!(
+        got == expected,
+        "the output differs from the unrescaled run"
+    );
 }
 
 #[test]
@@ -96,14 +99,27 @@ fn rules_that_cannot_run_are_refused_before_the_query_runs_at_their_place() {
         std::fs::write(d.join("bad.rules"), rules).expect("rules");
         let out = anduin(
             d,
-            &["run", "q.flow", "--var", "OUTPUT=out.csv", "--rules", "bad.rules"],
+            &[
+                "run",
+                "q.flow",
+                "--var",
+                "OUTPUT=out.csv",
+                "--rules",
+                "bad.rules",
+            ],
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_ne!(out.status.code(), Some(0), "{rules} must be refused");
         assert!(stderr.contains(says), "{rules}: {stderr}");
         assert!(!d.join("out.csv").exists(), "nothing ran");
     };
-    refused("\n w := window => merge(w)", "bad.rules:2:2: rule bad.rules:2: its right side makes a new `merge` operator");
-    refused("w := window [rate(w) >] => w{parallelism = \"2\"}", "bad.rules:1:");
+    refused(
+        "\n w := window => merge(w)",
+        "bad.rules:2:2: rule bad.rules:2: its right side makes a new `merge` operator",
+    );
+    refused(
+        "w := window [rate(w) >] => w{parallelism = \"2\"}",
+        "bad.rules:1:",
+    );
     refused("# nothing", "holds no rule");
 }

@@ -31,8 +31,7 @@ use std::time::Duration;
 
 use anduin_operator_api::{Combine, Operator, OperatorError, RestoreIn, SnapshotOut};
 use anduin_state::{
-    assign_ranges, intersection, BackendKind, KeyGroupRange, KeyedTable, TableError,
-    DEFAULT_MAX_KEY_GROUPS,
+    assign_ranges, cut_full, intersection, join_full, KeyGroupRange, DEFAULT_MAX_KEY_GROUPS,
 };
 use anduin_types::{Epoch, SnapshotKind};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -135,15 +134,17 @@ pub(crate) fn rescale(
     let began = std::time::Instant::now();
     let mut mine = Memory::new(epoch);
     op.snapshot(&mut mine)?;
-    let mut table = KeyedTable::new(name, BackendKind::Heap, None);
-    if !mine.bytes.is_empty() {
-        table.restore(&mut mine.bytes.as_slice(), &mut [], |_| {
-            Ok::<(), TableError>(())
-        })?;
-    }
-    for (j, range) in gives {
-        let mut bytes = Vec::new();
-        let _stats = table.export(range, &mut bytes)?;
+    // Its state cut record by record: a piece per instance it gives key groups to, and the
+    // piece it keeps (last).
+    let kept = intersection(owned(from, i), owned(to, i));
+    let ranges: Vec<KeyGroupRange> = gives
+        .iter()
+        .map(|(_, range)| *range)
+        .chain([kept])
+        .collect();
+    let mut pieces = cut_full(name, &mine.bytes, &ranges)?;
+    let kept_piece = pieces.pop().unwrap_or_default();
+    for ((j, range), bytes) in gives.into_iter().zip(pieces) {
         let handoff = Handoff {
             epoch,
             from: i,
@@ -164,6 +165,7 @@ pub(crate) fn rescale(
     let (given_at, snapshot_bytes) = (began.elapsed(), mine.bytes.len());
     let mut parts = vec![mine.inline.clone()];
     let mut taken_bytes = 0;
+    let mut owned_now = vec![(kept, kept_piece)];
     for (k, range) in takes {
         let handoff = receive(name, r, epoch, k)?;
         parts.push(handoff.inline.clone());
@@ -177,14 +179,13 @@ pub(crate) fn rescale(
             ));
         }
         taken_bytes += handoff.bytes.len();
-        table.import(range, &mut handoff.bytes.as_slice())?;
+        owned_now.push((range, handoff.bytes));
     }
     let taken_at = began.elapsed();
     let inline = op.rescale_inline(&parts, Combine::Move).map_err(|e| {
         OperatorError::internal(name, format!("its instances cannot be combined: {e}"))
     })?;
-    let mut full = Vec::new();
-    let _stats = table.snapshot(SnapshotKind::Full, &mut full)?;
+    let full = join_full(name, owned_now)?;
     // The old instance first: it may hold files (an LSM backend's) the new one opens.
     *op = Box::new(Rebuilding);
     let mut fresh = (r.rebuild)()?;

@@ -23,6 +23,7 @@
 #![deny(clippy::indexing_slicing)]
 
 mod backend;
+mod cut;
 mod entry_key;
 mod error;
 pub mod format;
@@ -37,6 +38,7 @@ mod table_error;
 mod work_dir;
 
 pub use backend::{open_backend, BackendKind, ScanCallback, StateBackend};
+pub use cut::{cut_full, join_full};
 pub use error::{StateError, StreamIndex, StreamProblem};
 pub use format::{SnapshotKind, SnapshotStats, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use heap::HeapBackend;
