@@ -43,7 +43,11 @@ pub fn cut_full(
                 let Record::Put { kg, key, value } = record else {
                     continue;
                 };
-                let Some(at) = ranges.iter().position(|r| r.contains(kg)) else {
+                let Some(writer) = ranges
+                    .iter()
+                    .zip(writers.iter_mut())
+                    .find_map(|(r, w)| r.contains(kg).then_some(w))
+                else {
                     let owned = KeyGroupRange::new(
                         ranges.iter().map(|r| r.start).min().unwrap_or(0),
                         ranges.iter().map(|r| r.end).max().unwrap_or(0),
@@ -53,7 +57,7 @@ pub fn cut_full(
                         TableProblem::HeldOutsideOwnRange { owned, kg },
                     ));
                 };
-                writers[at].put(kg, key, value).map_err(backend(operator))?;
+                writer.put(kg, key, value).map_err(backend(operator))?;
             }
         }
         for w in writers {
@@ -72,7 +76,8 @@ pub fn join_full(
 ) -> Result<Vec<u8>, TableError> {
     pieces.sort_by_key(|(r, _)| (r.start, r.end));
     for pair in pieces.windows(2) {
-        let (a, b) = (pair[0].0, pair[1].0);
+        let [(a, _), (b, _)] = pair else { continue };
+        let (a, b) = (*a, *b);
         if !a.is_empty() && !b.is_empty() && b.start < a.end {
             return Err(error(
                 operator,
