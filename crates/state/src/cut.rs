@@ -117,6 +117,7 @@ pub fn join_full(
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
     use crate::{BackendKind, KeyedTable};
