@@ -109,6 +109,19 @@ fn an_autoscaled_window_follows_its_generator_s_rate_up_and_down() {
         "{decisions:?}"
     );
     assert!(report.rescales.len() >= 4, "{:?}", report.rescales);
+    let state_seen = report.log.rounds.iter().any(|r| {
+        r.observation.operators.iter().any(|o| {
+            o.name == "w"
+                && o.figures
+                    .as_ref()
+                    .and_then(|f| f.state_bytes)
+                    .is_some_and(|b| b > 0)
+        })
+    });
+    assert!(
+        state_seen,
+        "the window's state size is measured while it runs"
+    );
     let shown = stdout_ok(&ctl(d, &api, &["autoscale", "q", "--rounds", "3"]));
     assert!(shown.contains("autoscaler of \"q\""), "{shown}");
     assert!(

@@ -203,6 +203,11 @@ impl Accs {
         Ok(Self { accs })
     }
 
+    /// Bytes the accumulators hold (DataFusion's estimate).
+    pub(crate) fn size(&self) -> usize {
+        self.accs.iter().map(|a| a.size()).sum()
+    }
+
     /// Accumulates rows into groups `ids` (one per row); `groups` is the number of groups.
     pub(crate) fn update(
         &mut self,

@@ -125,6 +125,12 @@ impl KeyMap {
         }
     }
 
+    /// Bytes the keys take, about: their rows, and the map's copy of each with its id.
+    pub(crate) fn size(&self) -> usize {
+        let entry = std::mem::size_of::<(Box<[u8]>, usize)>();
+        self.keys.size() * 2 + self.ids.capacity() * entry
+    }
+
     /// The group id of each row in `rows[from..to]`, creating groups for new keys.
     pub(crate) fn group_ids(&mut self, rows: &Rows, from: usize, to: usize, out: &mut Vec<usize>) {
         out.clear();

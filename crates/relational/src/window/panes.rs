@@ -114,6 +114,29 @@ impl Panes {
         }
     }
 
+    /// Bytes the open panes hold, about: each live pane's keys and accumulators, each sealed
+    /// pane's keys and states (a live figure: the autoscaler's and rules' `state_bytes`).
+    pub(crate) fn size_bytes(&self) -> usize {
+        let live: usize = self
+            .live
+            .values()
+            .map(|s| s.keys.size() + s.accs.size())
+            .sum();
+        let sealed: usize = self
+            .sealed
+            .values()
+            .map(|p| {
+                p.keys.size()
+                    + p.states
+                        .iter()
+                        .flatten()
+                        .map(|a| a.get_array_memory_size())
+                        .sum::<usize>()
+            })
+            .sum();
+        live + sealed
+    }
+
     fn tumbling(&self) -> bool {
         self.size == self.slide
     }

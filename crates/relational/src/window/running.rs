@@ -426,6 +426,13 @@ impl Operator for Window {
 
     fn metrics(&self) -> Vec<(&'static str, u64)> {
         let mut metrics = vec![("late_rows", self.late)];
+        // Open panes only (none at the end of the input: the summary does not show it then).
+        if let Open::Panes(p) = &self.open {
+            let bytes = p.size_bytes() as u64;
+            if bytes > 0 {
+                metrics.push(("state_bytes", bytes));
+            }
+        }
         metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
         metrics
     }
