@@ -159,7 +159,9 @@ mod tests {
             version: 9,
             ..hello()
         })
-        .contains("protocol version 9, this anduin speaks 3"));
+        .contains(&format!(
+            "protocol version 9, this anduin speaks {PROTOCOL_VERSION}"
+        )));
         assert!(refused(Hello {
             query: "q9".into(),
             ..hello()
