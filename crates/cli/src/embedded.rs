@@ -203,12 +203,6 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         network,
         end_gate,
     } = execution;
-    if engine.max_parallelism.is_some() && network.is_some() {
-        anyhow::bail!(
-            "--max-parallelism (rescaling an operator while the query runs) is not supported on \
-             a cluster yet: submit without it"
-        );
-    }
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {
         DeadLetterTarget::File(p) => Some(p.clone()),

@@ -22,7 +22,7 @@ use crate::control::Control;
 use crate::error::RuntimeError;
 use crate::net::{edge_name, NetWiring, StandbyEnd};
 use crate::protocol::{Command, Event, WriteJob};
-use crate::rescale::{Handoff, Rescaler};
+use crate::rescale::{Handoff, Mate, Rescaler};
 use crate::restore::{Layout, Resume};
 use crate::source_task::{SourceCheckpointing, SourceTask};
 use crate::stats::NodeCounters;
@@ -111,7 +111,7 @@ pub(crate) fn instantiate(
     topology: &Topology,
     shared: &Shared<'_>,
     mut wiring: Option<&mut CheckpointWiring>,
-    net: Option<&mut NetWiring>,
+    mut net: Option<&mut NetWiring>,
 ) -> Result<Instantiated, RuntimeError> {
     let here = net.as_deref().and_then(|n| n.here);
     // A cluster's part restores a failed task with the rest of its part (its edges resume):
@@ -144,7 +144,7 @@ pub(crate) fn instantiate(
     let mut wires = Wires::new(
         topology,
         shared.config.channel_capacity,
-        net,
+        net.as_deref_mut(),
         &schema_of,
         (&survivors, &replicas),
     )?;
@@ -158,19 +158,30 @@ pub(crate) fn instantiate(
     let mut source_commands = Vec::new();
     for task in &topology.tasks {
         // The inboxes through which the instances of a rescalable head hand key groups over.
-        let (mates, mut inboxes) = if task.rescalable_head(graph).is_some() {
-            let (mates, inboxes) = crate::rescale::inboxes(task.parallelism);
-            (mates, inboxes.into_iter().map(Some).collect())
+        let head = task
+            .rescalable_head(graph)
+            .map(|n| graph.node(n).name().to_string());
+        let (senders, mut inboxes) = if head.is_some() {
+            let (senders, inboxes) = crate::rescale::inboxes(task.parallelism);
+            (senders, inboxes.into_iter().map(Some).collect())
         } else {
             (Vec::new(), Vec::new())
         };
         for instance in task.instances.iter().filter(|i| runs_here(i)) {
-            let handoffs = inboxes
-                .get_mut(instance.at.instance)
-                .and_then(Option::take)
-                .map(|inbox| (mates.clone(), inbox));
+            let handoffs = match (&head, inboxes.get_mut(instance.at.instance)) {
+                (Some(op), Some(inbox)) => inbox.take().map(|inbox| {
+                    let mates = mates(task, instance, op, &senders, net.as_deref());
+                    (mates, inbox)
+                }),
+                _ => None,
+            };
             let mut outlets = wires.outlets(graph, topology, task, instance, &replicas);
             let copy = copy_tasks.get(task.task).copied().unwrap_or(false);
+            // Instances in other processes wait this long for a handoff from here.
+            let patience = net
+                .as_deref()
+                .and_then(|n| n.resumption.as_ref())
+                .map(|r| r.wait);
             let links = build_links(
                 graph,
                 task,
@@ -178,7 +189,7 @@ pub(crate) fn instantiate(
                 &mut outlets,
                 shared,
                 &wiring,
-                (copy, handoffs),
+                (copy, handoffs, patience),
             )?;
             let chain = Chain::new(links, shared.control.cloned())
                 .with_end_gate(shared.config.end_gate.clone(), instance.name.clone())
@@ -297,7 +308,7 @@ fn build_links(
     outlets: &mut BTreeMap<NodeId, Vec<Vec<Route>>>,
     shared: &Shared<'_>,
     wiring: &Option<&mut CheckpointWiring>,
-    (copy, mut handoffs): (bool, Option<Handoffs>),
+    (copy, mut handoffs, patience): (bool, Option<Handoffs>, Option<std::time::Duration>),
 ) -> Result<Vec<Link>, RuntimeError> {
     let (i, parallelism) = (instance.at.instance, task.parallelism);
     let mut ctx = shared.ctx.for_instance(i, parallelism);
@@ -344,6 +355,7 @@ fn build_links(
                 active: task.active,
                 mates,
                 inbox,
+                patience,
                 early: Vec::new(),
                 rebuild: Box::new(move || factory(&ctx)),
                 applied: applied.clone(),
@@ -367,8 +379,37 @@ fn build_links(
     Ok(links)
 }
 
-/// The inboxes of every instance of a rescalable head, and this instance's own.
-type Handoffs = (Vec<Sender<Handoff>>, Receiver<Handoff>);
+/// Where every instance of a rescalable head takes handoffs, and this instance's own inbox.
+type Handoffs = (Vec<Mate>, Receiver<Handoff>);
+
+/// Where `instance` of rescalable `task` (headed by `operator`) hands key groups to each
+/// instance of it: the inbox in `senders` of one in this process, the network to one in
+/// another (which takes them into its own inbox there). This instance's own inbox takes
+/// handoffs from other processes when some instance runs elsewhere.
+fn mates(
+    task: &TaskTopology,
+    instance: &TaskInstance,
+    operator: &str,
+    senders: &[Sender<Handoff>],
+    net: Option<&NetWiring>,
+) -> Vec<Mate> {
+    let i = instance.at.instance;
+    let elsewhere = |t: &TaskInstance| net.filter(|n| !n.runs(t.worker));
+    if let (Some(n), Some(own)) = (task.instances.iter().find_map(elsewhere), senders.get(i)) {
+        n.expect_handoffs(operator, i, own.clone());
+    }
+    senders
+        .iter()
+        .enumerate()
+        .map(|(j, tx)| {
+            let mate = task.instances.iter().find(|t| t.at.instance == j);
+            match mate.and_then(|t| elsewhere(t).map(|n| (n, t.worker))) {
+                Some((n, worker)) => Mate::Elsewhere(n.handoff_to(operator, i, j, worker)),
+                None => Mate::Here(tx.clone()),
+            }
+        })
+        .collect()
+}
 
 /// What a source task is made of.
 struct SourceParts {

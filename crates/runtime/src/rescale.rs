@@ -6,6 +6,10 @@
 //! gains, before it reads anything after the barrier. The instances beyond the operator's
 //! parallelism run idle (owning no key group) until a rescale hands them some: the query runs
 //! `--max-parallelism` instances of it.
+//!
+//! Instances in the same process hand key groups over through in-process inboxes; an
+//! instance in another process (a cluster's worker) over the data plane
+//! ([`crate::net::handoff`]), into the same inbox.
 
 use anduin_types::Barrier;
 
@@ -38,12 +42,33 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 /// Key groups one instance hands another at a rescale: a full snapshot of their entries.
 pub(crate) struct Handoff {
-    epoch: Epoch,
-    from: usize,
-    range: KeyGroupRange,
-    bytes: Vec<u8>,
+    pub epoch: Epoch,
+    /// The giving instance.
+    pub from: usize,
+    pub range: KeyGroupRange,
+    pub bytes: Vec<u8>,
     /// What the giving instance keeps inline (its event time, for the taker's).
-    inline: Option<serde_json::Value>,
+    pub inline: Option<serde_json::Value>,
+}
+
+/// Where an instance hands key groups to another instance of its operator.
+pub(crate) enum Mate {
+    /// One in this process: its inbox.
+    Here(Sender<Handoff>),
+    /// One in another process (a cluster's worker): over the network, into its inbox there.
+    Elsewhere(crate::net::RemoteMate),
+}
+
+impl Mate {
+    /// Hands `handoff` over; `Err` says why it could not be.
+    fn hand(&self, handoff: Handoff) -> Result<(), String> {
+        match self {
+            Mate::Here(tx) => tx.send(handoff).map_err(|_| "it has stopped".to_string()),
+            Mate::Elsewhere(remote) => remote
+                .hand(handoff)
+                .map_err(|e| format!("on worker {}: {e}", remote.worker())),
+        }
+    }
 }
 
 /// Makes a fresh instance of the operator (its factory, with the instance's context).
@@ -56,9 +81,12 @@ pub(crate) struct Rescaler {
     pub slots: usize,
     /// How many instances own key groups now (the first ones).
     pub active: usize,
-    /// Every instance's inbox, by instance.
-    pub mates: Vec<Sender<Handoff>>,
+    /// Where every instance takes handoffs, by instance.
+    pub mates: Vec<Mate>,
     pub inbox: Receiver<Handoff>,
+    /// How long to wait for a handoff from another process before the rescale fails (its
+    /// process may be gone without this one hearing of it); `None`: until the run fails.
+    pub patience: Option<Duration>,
     /// Handoffs of a later rescale that came before this one's were all in.
     pub early: Vec<Handoff>,
     pub rebuild: Rebuild,
@@ -152,15 +180,21 @@ pub(crate) fn rescale(
             bytes,
             inline: mine.inline.clone(),
         };
-        r.mates
-            .get(j)
-            .and_then(|m| m.send(handoff).ok())
-            .ok_or_else(|| {
-                OperatorError::internal(
-                    name,
-                    format!("instance {j} is gone: it cannot take its key groups"),
-                )
-            })?;
+        let mate = r.mates.get(j).ok_or_else(|| {
+            OperatorError::internal(
+                name,
+                format!("instance {j} is gone: it cannot take its key groups"),
+            )
+        })?;
+        mate.hand(handoff).map_err(|why| {
+            OperatorError::internal(
+                name,
+                format!(
+                    "cannot hand key groups {range} to instance {j} at the rescale of epoch {}: {why}",
+                    epoch.0
+                ),
+            )
+        })?;
     }
     let (given_at, snapshot_bytes) = (began.elapsed(), mine.bytes.len());
     let mut parts = vec![mine.inline.clone()];
@@ -240,11 +274,26 @@ fn receive(
     {
         return Ok(r.early.swap_remove(at));
     }
+    let deadline = r.patience.map(|p| std::time::Instant::now() + p);
     loop {
         match r.inbox.recv_timeout(Duration::from_millis(100)) {
             Ok(h) if h.epoch == epoch && h.from == from => return Ok(h),
             Ok(h) => r.early.push(h),
-            Err(RecvTimeoutError::Timeout) if !r.abort.load(Ordering::Relaxed) => {}
+            Err(RecvTimeoutError::Timeout)
+                if !r.abort.load(Ordering::Relaxed)
+                    && deadline.is_none_or(|d| std::time::Instant::now() < d) => {}
+            Err(RecvTimeoutError::Timeout) if !r.abort.load(Ordering::Relaxed) => {
+                return Err(OperatorError::internal(
+                    name,
+                    format!(
+                        "instance {from} did not hand over its key groups of the rescale of epoch \
+                         {} within {:?}: its process may be gone (the run fails, and recovers \
+                         from its last checkpoint)",
+                        epoch.0,
+                        r.patience.unwrap_or_default()
+                    ),
+                ))
+            }
             Err(_) => {
                 return Err(OperatorError::internal(
                     name,

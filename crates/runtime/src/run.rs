@@ -643,7 +643,11 @@ pub fn coordinate(
         default_parallelism: config.parallelism,
         max_parallelism: config.max_parallelism,
     };
-    let plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
+    let mut plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
+    if let Some(restore) = &c.restore {
+        // As each executor's run does: the plan its manifests record is the one that runs.
+        keep_live_rescales(graph, &mut plan, &restore.manifest);
+    }
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     if !placement.is_empty() {
         topology.assign(|id| WorkerId(placement.get(id).copied().unwrap_or(u32::MAX)));

@@ -91,6 +91,11 @@ pub fn encode(frame: &Frame) -> Result<Vec<u8>, WireError> {
         Frame::Credit { messages } => put_u32(&mut body, *messages),
         Frame::Refused { reason } => put_str(&mut body, reason),
         Frame::Message { body: m } => body.extend_from_slice(m),
+        Frame::KeyGroups { last, chunk } => {
+            body.push(u8::from(*last));
+            body.extend_from_slice(chunk);
+        }
+        Frame::KeyGroupsTaken => {}
     }
     if body.len() > MAX_BODY {
         return Err(WireError::TooLarge {
@@ -206,6 +211,15 @@ fn read_body(kind: u8, r: &mut Reader<'_>) -> Result<Frame, Short> {
         6 => Frame::End { seq: r.u64()? },
         7 => Frame::Credit { messages: r.u32()? },
         8 => Frame::Refused { reason: r.str()? },
+        10 => Frame::KeyGroups {
+            last: match r.u8()? {
+                0 => false,
+                1 => true,
+                b => return Err(Short(format!("last is {b}, not 0 or 1"))),
+            },
+            chunk: r.rest().to_vec(),
+        },
+        11 => Frame::KeyGroupsTaken,
         _ => Frame::Message {
             body: r.rest().to_vec(),
         },

@@ -2,6 +2,10 @@
 //! numbered (`seq`, 1, 2, … per edge, so that a consumer restored from a checkpoint can tell
 //! what it has already seen when a producer replays); the consumer answers `Hello` and grants
 //! room with `Credit`. Either side may close with `Refused`, saying why.
+//!
+//! A connection opened for a live rescale (its `Hello` names no channel, see the runtime's
+//! `net::handoff`) carries one instance's key groups to another instead: `KeyGroups` frames,
+//! the last one marked, answered by `KeyGroupsTaken` (or `Refused`).
 
 use anduin_types::Barrier;
 
@@ -61,6 +65,17 @@ pub enum Frame {
         /// Its bytes (JSON).
         body: Vec<u8>,
     },
+    /// A part of the key groups one instance of a rescaled operator hands another (their
+    /// state, encoded by the runtime, opaque to this crate); the parts in order make the
+    /// whole, which may be larger than one frame.
+    KeyGroups {
+        /// This part is the last one.
+        last: bool,
+        /// The part's bytes.
+        chunk: Vec<u8>,
+    },
+    /// The receiver of key groups has taken them whole (they are its instance's now).
+    KeyGroupsTaken,
 }
 
 impl Frame {
@@ -76,6 +91,8 @@ impl Frame {
             Frame::Credit { .. } => 7,
             Frame::Refused { .. } => 8,
             Frame::Message { .. } => 9,
+            Frame::KeyGroups { .. } => 10,
+            Frame::KeyGroupsTaken => 11,
         }
     }
 
@@ -91,6 +108,8 @@ impl Frame {
             7 => "credit",
             8 => "refused",
             9 => "message",
+            10 => "key groups",
+            11 => "key groups taken",
             _ => "unknown",
         }
     }

@@ -4,7 +4,7 @@
 //! said and what was expected.
 
 /// The version of the frames this build speaks.
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// What opens an edge.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,7 +159,9 @@ mod tests {
             version: 9,
             ..hello()
         })
-        .contains("protocol version 9, this anduin speaks 3"));
+        .contains(&format!(
+            "protocol version 9, this anduin speaks {PROTOCOL_VERSION}"
+        )));
         assert!(refused(Hello {
             query: "q9".into(),
             ..hello()

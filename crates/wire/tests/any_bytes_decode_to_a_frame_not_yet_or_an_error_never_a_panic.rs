@@ -82,6 +82,9 @@ fn frame() -> impl Strategy<Value = Frame> {
         any::<u32>().prop_map(|messages| Frame::Credit { messages }),
         text().prop_map(|reason| Frame::Refused { reason }),
         prop::collection::vec(any::<u8>(), 0..64).prop_map(|body| Frame::Message { body }),
+        (any::<bool>(), prop::collection::vec(any::<u8>(), 0..64))
+            .prop_map(|(last, chunk)| Frame::KeyGroups { last, chunk }),
+        Just(Frame::KeyGroupsTaken),
     ]
 }
 

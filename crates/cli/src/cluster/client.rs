@@ -123,16 +123,6 @@ fn own_flags(mut args: SubmitArgs) -> Result<SubmitArgs> {
 
 pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
     let args = own_flags(args)?;
-    if args
-        .run_args
-        .iter()
-        .any(|a| a.starts_with("--max-parallelism"))
-    {
-        bail!(
-            "--max-parallelism (rescaling an operator while the query runs) is not supported on \
-             a cluster yet: submit without it"
-        );
-    }
     let Some(coordinator) = args.coordinator else {
         bail!("anduin submit needs --coordinator HOST:PORT");
     };

@@ -194,6 +194,7 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     if !args.udfs.is_empty() || declares_functions(&file, &s.source) {
         bail!("user-defined functions (CREATE FUNCTION, CREATE AGGREGATE, --udf) are not supported in a cluster yet: run the query with `anduin run`");
     }
+    crate::embedded::check_max_parallelism(&args.engine)?;
     let loaded = match load_to_run(&file, &args.vars, &args.engine.defaults()) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
@@ -236,7 +237,7 @@ fn plan_options(args: &RunArgs) -> PlanOptions {
     PlanOptions {
         chaining: !args.engine.no_chaining,
         default_parallelism: args.engine.parallelism,
-        max_parallelism: None,
+        max_parallelism: args.engine.max_parallelism,
     }
 }
 
@@ -630,6 +631,7 @@ fn start_checkpointer(
     let config = RunConfig {
         chaining: !compiled.args.engine.no_chaining,
         parallelism: compiled.args.engine.parallelism,
+        max_parallelism: compiled.args.engine.max_parallelism,
         checkpointing: Some(Checkpointing {
             settings: CheckpointSettings {
                 store: Some(cluster.store.store(name)?),

@@ -161,6 +161,18 @@ pub(super) fn restore_part(
         }
         state = cluster.wait(state, Duration::from_millis(50));
     };
+    // A live rescale after that checkpoint: the instances that kept running route rows and
+    // hold key groups as after it, the restored ones would as before it.
+    if let Some(why) = current(&state, name, number)
+        .and_then(|a| a.control.as_ref())
+        .and_then(|c| c.rescaled_since(epoch.unwrap_or(0)))
+    {
+        return Ok(Some(format!(
+            "{why}: instances restored alone from checkpoint {} would not hold the key groups \
+             the running ones expect",
+            epoch.unwrap_or(0)
+        )));
+    }
     // Where each lost part goes: the live worker with the fewest parts of this attempt.
     let a = current(&state, name, number).context("the attempt is gone")?;
     let mut load: BTreeMap<u32, usize> = state

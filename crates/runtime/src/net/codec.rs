@@ -67,6 +67,9 @@ pub(crate) fn from_frame(frame: Frame) -> Result<Envelope, CodecError> {
         Frame::Credit { .. } => return Err(CodecError::NotAMessage("credit")),
         Frame::Refused { .. } => return Err(CodecError::NotAMessage("refused")),
         Frame::Message { .. } => return Err(CodecError::NotAMessage("message")),
+        Frame::KeyGroups { .. } | Frame::KeyGroupsTaken => {
+            return Err(CodecError::NotAMessage("key groups"))
+        }
     };
     Ok(Envelope { seq, msg })
 }

@@ -34,9 +34,13 @@ pub(super) fn run(
     loop {
         let frame = match reader.read_frame()? {
             Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
-            Some(f @ (Frame::Hello(_) | Frame::Credit { .. } | Frame::Message { .. })) => {
-                return Err(NetError::Unexpected(kind_name(&f)))
-            }
+            Some(
+                f @ (Frame::Hello(_)
+                | Frame::Credit { .. }
+                | Frame::Message { .. }
+                | Frame::KeyGroups { .. }
+                | Frame::KeyGroupsTaken),
+            ) => return Err(NetError::Unexpected(kind_name(&f))),
             Some(f) => f,
             None => return Err(NetError::ProducerClosed),
         };

@@ -14,6 +14,7 @@ use std::time::Duration;
 use anduin_wire::{check_hello, Expected, Frame, Hello, Refusal, PROTOCOL_VERSION};
 use crossbeam_channel::Sender;
 
+use super::handoff::{self, Inboxes, HANDOFF_EDGE};
 use super::resume::Seen;
 use super::{inbound, Failures, NetError};
 use crate::channel::Envelope;
@@ -105,6 +106,8 @@ pub struct EdgeListener {
     stop: Arc<AtomicBool>,
     window: u32,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The inboxes of the rescalable instances that run here (see [`super::handoff`]).
+    handoffs: Arc<Inboxes>,
 }
 
 impl std::fmt::Debug for EdgeListener {
@@ -132,6 +135,7 @@ impl EdgeListener {
         let stop = Arc::new(AtomicBool::new(false));
         let window = window.max(1);
         let wired = Arc::new(Condvar::new());
+        let handoffs = Arc::new(Inboxes::default());
         let wait_ms = Arc::new(AtomicU64::new(
             u64::try_from(UNKNOWN_EDGE_WAIT.as_millis()).unwrap_or(u64::MAX),
         ));
@@ -142,6 +146,7 @@ impl EdgeListener {
                 wait_ms: Arc::clone(&wait_ms),
                 window,
                 secret: secret.clone(),
+                handoffs: Arc::clone(&handoffs),
             };
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
@@ -158,6 +163,7 @@ impl EdgeListener {
             stop,
             window,
             thread: Mutex::new(Some(thread)),
+            handoffs,
         }))
     }
 
@@ -174,6 +180,11 @@ impl EdgeListener {
     /// The credit window granted to each edge.
     pub fn window(&self) -> u32 {
         self.window
+    }
+
+    /// The inboxes of the rescalable instances that run here.
+    pub(crate) fn handoffs(&self) -> &Inboxes {
+        &self.handoffs
     }
 
     /// Expects the producer of the edge `hello` names (at its attempt).
@@ -210,6 +221,7 @@ impl EdgeListener {
             .unwrap_or_else(|p| p.into_inner())
             .waiting
             .clear();
+        self.handoffs.clear();
         // Wake the accept loop up with a connection of our own.
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
         let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -233,6 +245,7 @@ struct Shared {
     wait_ms: Arc<AtomicU64>,
     window: u32,
     secret: Option<Arc<[u8]>>,
+    handoffs: Arc<Inboxes>,
 }
 
 fn accept_loop(socket: &TcpListener, shared: &Shared, stop: &AtomicBool) {
@@ -309,6 +322,12 @@ fn serve(stream: TcpStream, shared: &Shared) {
             &peer,
             "the peer does not know the cluster's secret: give every process the same --cluster-secret-file",
         );
+        return;
+    }
+    if hello.edge == HANDOFF_EDGE {
+        if let Err(reason) = handoff::take(&mut reader, &mut writer, &hello, &shared.handoffs) {
+            refuse(&mut writer, &peer, &reason);
+        }
         return;
     }
     let wait = Duration::from_millis(shared.wait_ms.load(Ordering::Relaxed));
@@ -482,5 +501,7 @@ pub(super) fn kind_name(f: &Frame) -> &'static str {
         Frame::Credit { .. } => "credit",
         Frame::Refused { .. } => "refused",
         Frame::Message { .. } => "message",
+        Frame::KeyGroups { .. } => "key groups",
+        Frame::KeyGroupsTaken => "key groups taken",
     }
 }

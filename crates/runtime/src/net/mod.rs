@@ -18,8 +18,13 @@
 //! that loses its peer waits for it to be restored (elsewhere: [`Peers`] says where), the
 //! producer replays what the restored consumer's checkpoint does not cover (upstream backup),
 //! and the consumer drops what a restored producer replays of what it already had.
+//!
+//! At a live rescale, the instances of the rescaled operator that run in different processes
+//! hand key groups to one another over connections of their own to the same listeners
+//! ([`handoff`]).
 
 mod codec;
+pub(crate) mod handoff;
 mod inbound;
 pub mod listener;
 mod outbound;
@@ -40,6 +45,7 @@ use crate::channel::Envelope;
 use crate::error::RuntimeError;
 use crate::topology::{Channel, WorkerId};
 
+pub(crate) use handoff::RemoteMate;
 pub use listener::EdgeListener;
 pub use peers::Peers;
 
@@ -84,6 +90,9 @@ pub(crate) enum NetError {
     Replay(resume::ReplayError),
     #[error("cannot resume the edge: {0}")]
     Resume(#[from] resume::ResumeError),
+    /// Key groups of a live rescale that cannot be encoded.
+    #[error("cannot encode the key groups: {0}")]
+    KeyGroups(String),
 }
 
 impl NetError {
@@ -206,6 +215,47 @@ impl NetWiring {
             from_epoch: self.restored,
             incarnation: self.resumption.as_ref().map_or(0, |r| r.incarnation),
         }
+    }
+
+    /// The way from instance `from` of rescalable `operator` to its instance `to`, which runs
+    /// on worker `worker`, in another process: see [`handoff`].
+    pub(crate) fn handoff_to(
+        &self,
+        operator: &str,
+        from: usize,
+        to: usize,
+        worker: WorkerId,
+    ) -> RemoteMate {
+        let number = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+        RemoteMate {
+            peers: Arc::clone(&self.peers),
+            worker,
+            hello: Hello {
+                version: PROTOCOL_VERSION,
+                query: self.query.clone(),
+                edge: handoff::HANDOFF_EDGE,
+                from_instance: number(from),
+                to_instance: number(to),
+                attempt: self.attempt,
+                from_epoch: 0,
+                incarnation: self.resumption.as_ref().map_or(0, |r| r.incarnation),
+            },
+            secret: self.listener.secret(),
+            operator: operator.to_string(),
+        }
+    }
+
+    /// Instance `instance` of rescalable `operator`, which runs here, takes the key groups
+    /// that instances in other processes hand it into `tx` (its inbox).
+    pub(crate) fn expect_handoffs(
+        &self,
+        operator: &str,
+        instance: usize,
+        tx: crossbeam_channel::Sender<crate::rescale::Handoff>,
+    ) {
+        self.listener
+            .handoffs()
+            .open(&self.query, operator, instance, self.attempt, tx);
     }
 
     /// Whether this process runs the instances of `worker`.

@@ -191,6 +191,40 @@ impl Control {
         self.changed.notify_all();
     }
 
+    /// A live rescale (`ctl scale`) that instances may have carried out after the barrier of
+    /// checkpoint `epoch`: one applied at a later barrier, or one still on its way to every
+    /// instance. `None`: none. Instances restored alone from that checkpoint would route rows
+    /// and hold key groups as before the rescale, while those that kept running do as after
+    /// it: a cluster's per-task recovery must not restore them alone (the query rolls back as
+    /// a whole instead, to the assignment the checkpoint recorded).
+    ///
+    /// A rescale at the checkpoint's own barrier is no obstacle: every instance reports the
+    /// change before it acknowledges the checkpoint, on the same ordered way, so the
+    /// checkpoint's manifest records the rescale (with the state from before the move), and
+    /// instances restored from it re-cut that state to the owners the running ones have.
+    pub fn rescaled_since(&self, epoch: u64) -> Option<String> {
+        let inner = self.lock();
+        let is_rescale = |r: &ChangeRecord| r.param == crate::rescale::PARALLELISM;
+        if let Some(p) = inner.pending.values().find(|p| is_rescale(&p.record)) {
+            return Some(format!(
+                "operator \"{}\" is being rescaled to {} instances",
+                p.record.operator, p.record.new
+            ));
+        }
+        inner
+            .history
+            .recent()
+            .iter()
+            .rev()
+            .find(|r| is_rescale(r) && r.epoch > epoch)
+            .map(|r| {
+                format!(
+                    "operator \"{}\" was rescaled to {} instances at epoch {}, after checkpoint {epoch}",
+                    r.operator, r.new, r.epoch
+                )
+            })
+    }
+
     /// Per operator and param, the latest change applied at a barrier up to `epoch`, for its
     /// checkpoint's manifest.
     pub(crate) fn records_through(&self, epoch: Epoch) -> Vec<ChangeRecord> {
@@ -247,8 +281,37 @@ mod tests {
     use anduin_types::Epoch;
 
     use super::super::{Control, InstanceFigures, Probe};
-    use crate::control::types::{CheckpointOutcome, RECENT_CHECKPOINTS};
+    use crate::control::types::{ChangeRecord, CheckpointOutcome, RECENT_CHECKPOINTS};
     use crate::stats::CheckpointCounters;
+
+    #[test]
+    fn only_a_rescale_after_the_checkpoint_keeps_its_instances_from_being_restored_alone() {
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        let record = |seq: u64, epoch: u64, param: &str, new: &str| ChangeRecord {
+            seq,
+            time_ms: 0,
+            epoch,
+            operator: "w".into(),
+            param: param.into(),
+            old: "2".into(),
+            new: new.into(),
+            from: "test".into(),
+        };
+        control.restored(
+            6,
+            &[
+                record(1, 5, crate::rescale::PARALLELISM, "4"),
+                record(2, 6, "lateness", "1s"),
+            ],
+        );
+        // At the checkpoint's own barrier, or before: its manifest records it.
+        assert_eq!(control.rescaled_since(5), None);
+        assert_eq!(control.rescaled_since(6), None);
+        let why = control
+            .rescaled_since(4)
+            .expect("rescaled after checkpoint 4");
+        assert!(why.contains("rescaled to 4 instances at epoch 5"), "{why}");
+    }
 
     #[test]
     fn figures_kept_elsewhere_are_said_to_be_missing_and_the_checkpoints_are_still_here() {

@@ -1,0 +1,345 @@
+//! Live rescaling on a cluster (issue 15): a keyed window submitted to a coordinator with two
+//! workers at `--parallelism 2 --max-parallelism 4` runs its four instances on both workers;
+//! `anduin ctl scale` against the coordinator's API rescales it 2 → 4 → 1 while it runs, the
+//! instances handing the key groups they lose to their new owners across the processes (over
+//! the data plane), and the query writes exactly what an unrescaled embedded run writes. The
+//! coordinator records each rescale: the last checkpoint's plan says who owns the key groups.
+//!
+//! The variants kill a worker with SIGKILL after the rescale to 4, rescale to 1 once the query
+//! has recovered, and still get the unrescaled run's output. Killed
+//! - once a checkpoint after the rescale's own has completed: the worker's instances are
+//!   restored alone (per-task recovery) with the four owners that checkpoint recorded;
+//! - once the rescale's own checkpoint has completed (checkpoints only on demand): restored
+//!   alone too, their state (from before the move) re-cut to the four owners;
+//! - the first way with per-task recovery off: the query rolls back as a whole, and its new
+//!   attempt keeps the four owners;
+//! - when the rescale's checkpoint failed (injected): instances restored alone from the
+//!   checkpoint before would hold key groups as before the rescale while the others hold them
+//!   as after, so the query rolls back as a whole, to the two owners that checkpoint recorded.
+
+use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::WINDOWED;
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anduin_checkpoint::Store;
+use common::cluster::{kill_worker_after, LocalCluster, Setup};
+use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until, ChildGuard};
+
+/// A query, the output of its unrescaled embedded run, and a coordinator with two workers
+/// running it slowed down, rescalable up to 4 instances.
+struct Rescaled {
+    work: tempfile::TempDir,
+    expected: Vec<String>,
+    cluster: LocalCluster,
+    api: String,
+    submit: Option<ChildGuard>,
+}
+
+/// How a [`Rescaled`] query runs.
+#[derive(Default)]
+struct Options {
+    /// More flags of the coordinator's (`--no-per-task-recovery`).
+    coordinator: Vec<&'static str>,
+    /// Checkpoints only when asked for (`ctl checkpoint`, a rescale, the end of the input),
+    /// not every 300 ms.
+    on_demand: bool,
+    /// More flags of the submission's.
+    submit: Vec<&'static str>,
+}
+
+impl Rescaled {
+    fn start(options: &Options) -> Self {
+        let work = tempfile::tempdir().expect("tempdir");
+        let d = work.path();
+        std::fs::write(d.join("ref.flow"), WINDOWED).expect("query");
+        anduin_ok(d, &["run", "ref.flow", "--var", "OUTPUT=reference.csv"]);
+        let expected = output_rows(&d.join("reference.csv"));
+        assert!(expected.len() > 10_000, "the query produces enough rows");
+        // Slow: 60000 rows at 2000 a second would take 30 s; the rescales come well before.
+        let slow = WINDOWED.replace("param rate = 40000", "param rate = 2000");
+        std::fs::write(d.join("q.flow"), slow).expect("query");
+        let cluster = LocalCluster::start_with(
+            2,
+            8,
+            Setup {
+                coordinator_flags: options.coordinator.iter().map(|f| f.to_string()).collect(),
+                ..Setup::default()
+            },
+        );
+        let api = std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
+            .expect("the coordinator wrote its API's URL")
+            .trim()
+            .trim_start_matches("http://")
+            .to_string();
+        let mut flags = vec![
+            "--var",
+            "OUTPUT=out",
+            "--parallelism",
+            "2",
+            "--max-parallelism",
+            "4",
+            "--batch-size",
+            "200",
+            "--linger",
+            "20ms",
+            "--checkpoint-interval",
+            if options.on_demand { "1h" } else { "300ms" },
+            "--checkpoint-keep",
+            "1000",
+        ];
+        flags.extend(&options.submit);
+        let submit = cluster.submit(d, "q.flow", &flags);
+        let s = Self {
+            work,
+            expected,
+            cluster,
+            api,
+            submit: Some(submit),
+        };
+        wait_until("the query runs", || s.owners().is_some());
+        if options.on_demand {
+            stdout_ok(&ctl(s.dir(), &s.api, &["checkpoint", "q"]));
+        }
+        wait_until("the query runs with a checkpoint", || {
+            s.cluster.status("q")["last_checkpoint"]
+                .as_u64()
+                .is_some_and(|e| e >= 1)
+        });
+        s
+    }
+
+    fn dir(&self) -> &Path {
+        self.work.path()
+    }
+
+    /// The rows the window's instances have taken, as the coordinator gathers them.
+    fn rows_in(&self) -> u64 {
+        let client = anduin_api::Client::new(&self.api, None).expect("an address");
+        client.metrics("q").map_or(0, |m| {
+            m.instances
+                .iter()
+                .filter(|i| i.operator == "w")
+                .map(|i| i.rows_in)
+                .sum::<u64>()
+        })
+    }
+
+    /// The workers that run the window's instances.
+    fn window_workers(&self) -> BTreeSet<u32> {
+        let client = anduin_api::Client::new(&self.api, None).expect("an address");
+        let topology = client
+            .topology("q")
+            .expect("the coordinator serves the topology");
+        topology
+            .tasks
+            .iter()
+            .filter(|t| t.operators.first().is_some_and(|o| o == "w"))
+            .flat_map(|t| t.instances.iter().map(|i| i.worker))
+            .collect()
+    }
+
+    /// Once the window has taken more rows, rescales it to `to` instances through the
+    /// coordinator; the epoch it applied at.
+    fn scale(&self, to: &str) -> u64 {
+        let seen = self.rows_in();
+        wait_until("more rows into the window", || self.rows_in() > seen + 1000);
+        let applied = stdout_ok(&ctl(self.dir(), &self.api, &["scale", "q", "w", to]));
+        applied
+            .split("applied at epoch ")
+            .nth(1)
+            .and_then(|r| r.split(':').next())
+            .and_then(|e| e.trim().parse().ok())
+            .unwrap_or_else(|| panic!("an epoch in {applied:?}"))
+    }
+
+    /// How many instances own the window's key groups, as the coordinator's control plane
+    /// says (`ctl params q w`); `None` while it serves no running attempt.
+    fn owners(&self) -> Option<String> {
+        let client = anduin_api::Client::new(&self.api, None).expect("an address");
+        let params = client.params("q", "w").ok()?;
+        params
+            .iter()
+            .find(|p| p.name == "parallelism")
+            .map(|p| p.value.clone())
+    }
+
+    /// Lets the generator run at full speed to the end; asserts that the query finished and
+    /// wrote exactly the unrescaled run's rows, and that its last checkpoint records
+    /// `owners` owners of the window's key groups.
+    fn finish(mut self, owners: usize) {
+        stdout_ok(&ctl(
+            self.dir(),
+            &self.api,
+            &["set", "q", "gen", "rate", "1000000"],
+        ));
+        let out = self.submit.take().expect("submitted").wait_output();
+        let logs = self.cluster.logs();
+        assert!(
+            out.status.success(),
+            "{}\n{logs}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = output_rows(&self.dir().join("out"));
+        assert_eq!(
+            got.len(),
+            self.expected.len(),
+            "rows lost or duplicated\n{logs}"
+        );
+        if let Some(i) = (0..got.len()).find(|&i| got[i] != self.expected[i]) {
+            panic!(
+                "the output differs from the unrescaled run at sorted row {i}: {:?} instead of {:?}",
+                got[i], self.expected[i]
+            );
+        }
+        let last = self.cluster.status("q")["last_checkpoint"]
+            .as_u64()
+            .expect("a last checkpoint");
+        let manifest = Store::open(self.cluster.checkpoints("q"))
+            .expect("opens")
+            .manifest(anduin_types::Epoch(last))
+            .expect("reads")
+            .unwrap_or_else(|| panic!("checkpoint {last} is complete"));
+        let w = manifest
+            .plan
+            .operators
+            .iter()
+            .find(|o| o.name == "w")
+            .expect("the window is in the plan");
+        assert_eq!(
+            w.parallelism, owners,
+            "the last checkpoint records the last rescale"
+        );
+    }
+}
+
+#[test]
+fn a_keyed_window_rescaled_on_a_cluster_while_it_runs_writes_what_an_unrescaled_run_writes() {
+    let q = Rescaled::start(&Options::default());
+    assert_eq!(
+        q.window_workers().len(),
+        2,
+        "the window's instances run on both workers"
+    );
+    for bad in ["0", "5"] {
+        let out = ctl(q.dir(), &q.api, &["scale", "q", "w", bad]);
+        assert_ne!(
+            out.status.code(),
+            Some(0),
+            "{bad} instances must be refused"
+        );
+    }
+    q.scale("4");
+    assert_eq!(q.owners().as_deref(), Some("4"));
+    q.scale("1");
+    q.finish(1);
+}
+
+/// Kills worker `w1` once checkpoint `after` has completed; waits until the query runs again
+/// without it (every instance on the live worker, and a checkpoint asked of the coordinator's
+/// control plane completed since). The query's attempt then.
+fn kill_and_recover(q: &mut Rescaled, after: u64) -> u64 {
+    assert!(
+        kill_worker_after(&mut q.cluster, "q", 1, after),
+        "the kill must come mid-run"
+    );
+    let killed = q.cluster.status("q")["last_checkpoint"]
+        .as_u64()
+        .expect("a checkpoint before the kill");
+    wait_until("the query running without the killed worker", || {
+        let s = q.cluster.status("q");
+        s["state"] == "running"
+            && s["instances"]
+                .as_object()
+                .is_some_and(|m| !m.is_empty() && m.values().all(|w| w != "w1"))
+    });
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    wait_until("a checkpoint after the recovery", || {
+        client.checkpoint("q").is_ok_and(|e| e > killed)
+    });
+    q.cluster.status("q")["attempt"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn a_keyed_window_rescaled_on_a_cluster_recovers_its_killed_workers_instances_with_the_new_owners()
+{
+    let mut q = Rescaled::start(&Options::default());
+    let epoch = q.scale("4");
+    let attempt = kill_and_recover(&mut q, epoch + 1);
+    assert_eq!(attempt, 1, "per-task recovery\n{}", q.cluster.logs());
+    assert_eq!(
+        q.owners().as_deref(),
+        Some("4"),
+        "the recovery keeps the rescale\n{}",
+        q.cluster.logs()
+    );
+    q.scale("1");
+    q.finish(1);
+}
+
+#[test]
+fn a_keyed_window_killed_at_its_rescales_checkpoint_recovers_per_task_with_its_state_re_cut() {
+    let mut q = Rescaled::start(&Options {
+        on_demand: true,
+        ..Options::default()
+    });
+    let epoch = q.scale("4");
+    let attempt = kill_and_recover(&mut q, epoch);
+    assert_eq!(attempt, 1, "per-task recovery\n{}", q.cluster.logs());
+    assert_eq!(q.owners().as_deref(), Some("4"));
+    q.scale("1");
+    q.finish(1);
+}
+
+#[test]
+fn a_keyed_window_rescaled_on_a_cluster_rolled_back_as_a_whole_keeps_the_new_owners() {
+    let mut q = Rescaled::start(&Options {
+        coordinator: vec!["--no-per-task-recovery"],
+        ..Options::default()
+    });
+    let epoch = q.scale("4");
+    let attempt = kill_and_recover(&mut q, epoch + 1);
+    assert_eq!(attempt, 2, "a whole rollback\n{}", q.cluster.logs());
+    assert_eq!(
+        q.owners().as_deref(),
+        Some("4"),
+        "the new attempt keeps the rescale its checkpoint recorded\n{}",
+        q.cluster.logs()
+    );
+    q.scale("1");
+    q.finish(1);
+}
+
+#[test]
+fn a_keyed_window_killed_after_a_rescale_no_checkpoint_covers_rolls_back_as_a_whole() {
+    // Checkpoint 1 on demand, checkpoint 2 the rescale's: it fails.
+    let mut q = Rescaled::start(&Options {
+        on_demand: true,
+        submit: vec!["--inject-checkpoint-failure", "2"],
+        ..Options::default()
+    });
+    let epoch = q.scale("4");
+    assert_eq!(epoch, 2, "the rescale rides on the checkpoint that fails");
+    let attempt = kill_and_recover(&mut q, 1);
+    assert_eq!(
+        attempt,
+        2,
+        "instances restored alone would not hold the key groups the others expect\n{}",
+        q.cluster.logs()
+    );
+    assert!(
+        q.cluster
+            .coordinator_log()
+            .contains("was rescaled to 4 instances at epoch 2, after checkpoint 1"),
+        "the coordinator says why it rolls back\n{}",
+        q.cluster.coordinator_log()
+    );
+    assert_eq!(
+        q.owners().as_deref(),
+        Some("2"),
+        "back to the assignment checkpoint 1 recorded"
+    );
+    q.scale("1");
+    q.finish(1);
+}
