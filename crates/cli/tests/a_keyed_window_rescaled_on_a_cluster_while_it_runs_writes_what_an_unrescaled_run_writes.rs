@@ -167,8 +167,8 @@ impl Rescaled {
 
     /// Lets the generator run at full speed to the end; asserts that the query finished and
     /// wrote exactly the unrescaled run's rows, and that its last checkpoint records
-    /// `owners` owners of the window's key groups.
-    fn finish(mut self, owners: usize) {
+    /// `owners` owners of the window's key groups (if given).
+    fn finish(mut self, owners: Option<usize>) {
         stdout_ok(&ctl(
             self.dir(),
             &self.api,
@@ -193,6 +193,7 @@ impl Rescaled {
                 got[i], self.expected[i]
             );
         }
+        let Some(owners) = owners else { return };
         let last = self.cluster.status("q")["last_checkpoint"]
             .as_u64()
             .expect("a last checkpoint");
@@ -233,7 +234,56 @@ fn a_keyed_window_rescaled_on_a_cluster_while_it_runs_writes_what_an_unrescaled_
     q.scale("4");
     assert_eq!(q.owners().as_deref(), Some("4"));
     q.scale("1");
-    q.finish(1);
+    q.finish(Some(1));
+}
+
+/// The autoscaler on a cluster (`submit … --autoscale`): its rounds read the figures the
+/// executors send to the coordinator, and its rescales go through the coordinator's control
+/// plane. A target utilisation so low that any arrival needs every instance (whatever the
+/// machine's speed) scales the window up to 4 while rows arrive, and down to 1, half at most
+/// at a time after the scale-down delay, when none do; the output is the unrescaled run's.
+#[test]
+fn an_autoscaled_window_on_a_cluster_follows_its_rate_up_and_down() {
+    let q = Rescaled::start(&Options {
+        submit: vec![
+            "--autoscale",
+            // The executors send their figures every second: a round each second, and a
+            // scale-down delay that spans several of them.
+            "--autoscale-interval",
+            "1s",
+            "--autoscale-set",
+            "target_utilisation=0.0000001",
+            "--autoscale-set",
+            "stabilisation=0ms",
+            "--autoscale-set",
+            "scale_down_delay=3s",
+            "--autoscale-set",
+            "max_scale_down_factor=0.5",
+        ],
+        ..Options::default()
+    });
+    wait_until("the window scaled up to 4", || {
+        q.owners().as_deref() == Some("4")
+    });
+    stdout_ok(&ctl(q.dir(), &q.api, &["set", "q", "gen", "rate", "0.001"]));
+    wait_until("the window scaled down to 1", || {
+        q.owners().as_deref() == Some("1")
+    });
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    let scaled: Vec<String> = client
+        .history("q")
+        .expect("the history")
+        .into_iter()
+        .filter(|r| r.from == "autoscaler")
+        .map(|r| format!("{}→{}", r.old, r.new))
+        .collect();
+    assert_eq!(scaled, ["2→4", "4→2", "2→1"]);
+    let report = client.autoscale("q").expect("the autoscaler's report");
+    report.log.replay().expect("the decision log replays");
+    let shown = stdout_ok(&ctl(q.dir(), &q.api, &["autoscale", "q"]));
+    assert!(shown.contains("autoscaler of \"q\""), "{shown}");
+    // It may scale up again as the rest of the input arrives at full speed.
+    q.finish(None);
 }
 
 /// Kills worker `w1` once checkpoint `after` has completed; waits until the query runs again
@@ -275,7 +325,7 @@ fn a_keyed_window_rescaled_on_a_cluster_recovers_its_killed_workers_instances_wi
         q.cluster.logs()
     );
     q.scale("1");
-    q.finish(1);
+    q.finish(Some(1));
 }
 
 #[test]
@@ -289,7 +339,7 @@ fn a_keyed_window_killed_at_its_rescales_checkpoint_recovers_per_task_with_its_s
     assert_eq!(attempt, 1, "per-task recovery\n{}", q.cluster.logs());
     assert_eq!(q.owners().as_deref(), Some("4"));
     q.scale("1");
-    q.finish(1);
+    q.finish(Some(1));
 }
 
 #[test]
@@ -308,7 +358,7 @@ fn a_keyed_window_rescaled_on_a_cluster_rolled_back_as_a_whole_keeps_the_new_own
         q.cluster.logs()
     );
     q.scale("1");
-    q.finish(1);
+    q.finish(Some(1));
 }
 
 #[test]
@@ -341,5 +391,5 @@ fn a_keyed_window_killed_after_a_rescale_no_checkpoint_covers_rolls_back_as_a_wh
         "back to the assignment checkpoint 1 recorded"
     );
     q.scale("1");
-    q.finish(1);
+    q.finish(Some(1));
 }

@@ -127,15 +127,10 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         bail!("anduin submit needs --coordinator HOST:PORT");
     };
     let secret = args.secret.load()?;
-    if let Some(flag) = args
-        .run_args
-        .iter()
-        .find(|a| a.starts_with("--autoscale") || a.starts_with("--rules"))
-    {
+    if let Some(flag) = args.run_args.iter().find(|a| a.starts_with("--rules")) {
         bail!(
-            "{flag} is not supported on a cluster yet: the autoscaler and rules applied at run \
-             time run beside an embedded run (anduin run … --max-parallelism N --autoscale, \
-             --rules FILE); submit without it"
+            "{flag} is not supported on a cluster yet: rules applied at run time run beside an \
+             embedded run (anduin run … --rules FILE); submit without it"
         );
     }
     let source = std::fs::read_to_string(&args.file)

@@ -203,6 +203,8 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         }
         Err(LoadError::Other(e)) => return Err(e),
     };
+    // Refused at submit when its settings cannot work.
+    let _autoscale = crate::autoscale::settings(&args.autoscale, &args.engine, &loaded)?;
     let plan = PhysicalPlan::plan(&loaded.graph, plan_options(&args))?;
     let topo = topology_of(&loaded, &plan);
     let tasks = topo
@@ -590,6 +592,19 @@ fn start_checkpointer(
         .and_then(|q| q.attempt.as_mut())
     {
         a.control = Some(Arc::clone(&control));
+        // Its rounds read the figures the executors send; its rescales go through this
+        // control plane, as `anduin ctl scale` does.
+        let settings = crate::autoscale::settings(
+            &compiled.args.autoscale,
+            &compiled.args.engine,
+            &compiled.loaded,
+        )?;
+        // It ends by itself once the attempt's control plane is detached (the attempt ended).
+        if let Some(s) = settings {
+            anduin_runtime::autoscaler::start(Arc::clone(&control), s)
+                .context("cannot start the autoscaler")?
+                .detach();
+        }
     }
     let mut tasks = BTreeMap::new();
     // A part whose executor has not reported (lost while no coordinator ran, restored alone

@@ -32,14 +32,23 @@ pub struct Beside {
 
 impl Drop for Beside {
     fn drop(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
         let (stopped, wake) = &*self.stop;
         *stopped
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
         wake.notify_all();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        let _ = thread.join();
+    }
+}
+
+impl Beside {
+    /// Lets the loop run on its own: it ends when the query leaves the running state (a
+    /// cluster's attempt ends when its control plane is detached), not when this is dropped.
+    pub fn detach(mut self) {
+        drop(self.thread.take());
     }
 }
 
