@@ -8,9 +8,7 @@
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::WINDOWED;
 use crate::common;
 
-use std::process::{Command, Stdio};
-
-use common::{anduin, anduin_ok, ctl, output_rows, start_with_api, stdout_ok, wait_until};
+use common::{anduin, ctl, slowed, stdout_ok, wait_until};
 
 const RULES: &str = r#"
 # more instances while rows arrive, one when none do
@@ -24,33 +22,23 @@ rule shrink_idle_window:
 fn a_run_time_rule_rescales_a_window_while_its_measured_rate_holds() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    std::fs::create_dir(d.join("rt")).expect("a runtime dir");
-    std::fs::write(d.join("ref.flow"), WINDOWED).expect("query");
-    anduin_ok(d, &["run", "ref.flow", "--var", "OUTPUT=reference.csv"]);
-    let expected = output_rows(&d.join("reference.csv"));
-
-    let slow = WINDOWED.replace("param rate = 40000", "param rate = 2000");
-    std::fs::write(d.join("q.flow"), slow).expect("query");
+    let expected = slowed::prepare(d, WINDOWED);
     std::fs::write(d.join("scale.rules"), RULES).expect("rules");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_anduin"));
-    command
-        .args(["run", "q.flow", "-q", "--var", "OUTPUT=out.csv"])
-        .args(["--parallelism", "1", "--max-parallelism", "4"])
-        .args(["--batch-size", "200", "--linger", "20ms"])
-        .args(["--rules", "scale.rules", "--rules-interval", "200ms"])
-        .current_dir(d)
-        .env("XDG_RUNTIME_DIR", d.join("rt"))
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null());
-    let (run, api, _stderr) = start_with_api(command);
+    let (run, api) = slowed::start(
+        d,
+        &[
+            "--parallelism",
+            "1",
+            "--max-parallelism",
+            "4",
+            "--rules",
+            "scale.rules",
+            "--rules-interval",
+            "200ms",
+        ],
+    );
     let client = anduin_api::Client::new(&api, None).expect("an address");
-    let parallelism = || {
-        client
-            .params("q", "w")
-            .ok()
-            .and_then(|ps| ps.into_iter().find(|p| p.name == "parallelism"))
-            .map(|p| p.value)
-    };
+    let parallelism = || slowed::owners(&client, "w");
     wait_until("the busy window rescaled to 3", || {
         parallelism().as_deref() == Some("3")
     });
@@ -74,20 +62,7 @@ fn a_run_time_rule_rescales_a_window_while_its_measured_rate_holds() {
         "{by_rules:?}"
     );
 
-    stdout_ok(&ctl(d, &api, &["set", "q", "gen", "rate", "1000000"]));
-    let out = run.wait_output();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let got = output_rows(&d.join("out.csv"));
-    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
-    assert!(
-        got == expected,
-        "the output differs from the unrescaled run"
-    );
+    slowed::finish(d, &api, run, &["gen"], &expected);
 }
 
 #[test]

@@ -10,45 +10,36 @@
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::WINDOWED;
 use crate::common;
 
-use std::process::{Command, Stdio};
-
 use anduin_coordinator::autoscale::Decision;
-use common::{anduin, anduin_ok, ctl, output_rows, start_with_api, stdout_ok, wait_until};
+use common::{anduin, ctl, slowed, stdout_ok, wait_until};
 
 #[test]
 fn an_autoscaled_window_follows_its_generator_s_rate_up_and_down() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    std::fs::create_dir(d.join("rt")).expect("a runtime dir");
-    std::fs::write(d.join("ref.flow"), WINDOWED).expect("query");
-    anduin_ok(d, &["run", "ref.flow", "--var", "OUTPUT=reference.csv"]);
-    let expected = output_rows(&d.join("reference.csv"));
-
-    let slow = WINDOWED.replace("param rate = 40000", "param rate = 2000");
-    std::fs::write(d.join("q.flow"), slow).expect("query");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_anduin"));
-    command
-        .args(["run", "q.flow", "-q", "--var", "OUTPUT=out.csv"])
-        .args(["--parallelism", "1", "--max-parallelism", "4"])
-        .args(["--batch-size", "200", "--linger", "20ms"])
-        .args(["--autoscale", "--autoscale-interval", "300ms"])
-        .args(["--autoscale-set", "target_utilisation=0.0000001"])
-        .args(["--autoscale-set", "stabilisation=0ms"])
-        .args(["--autoscale-set", "scale_down_delay=2s"])
-        .args(["--autoscale-set", "max_scale_down_factor=0.5"])
-        .current_dir(d)
-        .env("XDG_RUNTIME_DIR", d.join("rt"))
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null());
-    let (run, api, _stderr) = start_with_api(command);
+    let expected = slowed::prepare(d, WINDOWED);
+    let (run, api) = slowed::start(
+        d,
+        &[
+            "--parallelism",
+            "1",
+            "--max-parallelism",
+            "4",
+            "--autoscale",
+            "--autoscale-interval",
+            "300ms",
+            "--autoscale-set",
+            "target_utilisation=0.0000001",
+            "--autoscale-set",
+            "stabilisation=0ms",
+            "--autoscale-set",
+            "scale_down_delay=2s",
+            "--autoscale-set",
+            "max_scale_down_factor=0.5",
+        ],
+    );
     let client = anduin_api::Client::new(&api, None).expect("an address");
-    let parallelism = || {
-        client
-            .params("q", "w")
-            .ok()
-            .and_then(|ps| ps.into_iter().find(|p| p.name == "parallelism"))
-            .map(|p| p.value)
-    };
+    let parallelism = || slowed::owners(&client, "w");
     let scaled = || {
         client
             .history("q")
@@ -129,20 +120,7 @@ fn an_autoscaled_window_follows_its_generator_s_rate_up_and_down() {
         "{shown}"
     );
 
-    stdout_ok(&ctl(d, &api, &["set", "q", "gen", "rate", "1000000"]));
-    let out = run.wait_output();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let got = output_rows(&d.join("out.csv"));
-    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
-    assert!(
-        got == expected,
-        "the output differs from the unrescaled run"
-    );
+    slowed::finish(d, &api, run, &["gen"], &expected);
 }
 
 #[test]

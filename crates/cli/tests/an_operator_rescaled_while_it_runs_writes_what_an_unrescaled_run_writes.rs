@@ -12,33 +12,18 @@ use crate::common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{anduin_ok, ctl, output_rows, start_with_api, stdout_ok, wait_until};
+use common::{anduin_ok, ctl, output_rows, slowed, start_with_api, stdout_ok, wait_until};
 
 /// Runs `query` (its generators slowed down) rescaling `op` at each step of `steps` once
 /// `op` has taken more rows, then lets the generators `sources` run at full speed to the end.
 fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&str]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    std::fs::create_dir(d.join("rt")).expect("a runtime dir");
-    std::fs::write(d.join("ref.flow"), query).expect("query");
-    anduin_ok(d, &["run", "ref.flow", "--var", "OUTPUT=reference.csv"]);
-    let expected = output_rows(&d.join("reference.csv"));
-    assert!(expected.len() > 10_000, "the query produces enough rows");
-
     // Slow: 60000 rows at 2000 a second would take 30 s; the rescales come well before.
-    let slow = query.replace("param rate = 40000", "param rate = 2000");
-    std::fs::write(d.join("q.flow"), slow).expect("query");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_anduin"));
-    command
-        .args(["run", "q.flow", "-q", "--var", "OUTPUT=out.csv"])
-        .args(["--parallelism", "2", "--max-parallelism", "4"])
-        .args(["--batch-size", "200", "--linger", "20ms"])
-        .args(extra)
-        .current_dir(d)
-        .env("XDG_RUNTIME_DIR", d.join("rt"))
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null());
-    let (run, api, _stderr) = start_with_api(command);
+    let expected = slowed::prepare(d, query);
+    assert!(expected.len() > 10_000, "the query produces enough rows");
+    let flags = [&["--parallelism", "2", "--max-parallelism", "4"][..], extra].concat();
+    let (run, api) = slowed::start(d, &flags);
     let client = anduin_api::Client::new(&api, None).expect("an address");
     let rows_in = || {
         client.metrics("q").map_or(0, |m| {
@@ -65,24 +50,7 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&s
         let applied = stdout_ok(&ctl(d, &api, &["set", "q", op, "parallelism", step]));
         assert!(applied.contains("applied at epoch"), "{applied}");
     }
-    for source in sources {
-        stdout_ok(&ctl(d, &api, &["set", "q", source, "rate", "1000000"]));
-    }
-    let out = run.wait_output();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let got = output_rows(&d.join("out.csv"));
-    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
-    if let Some(i) = (0..got.len()).find(|&i| got[i] != expected[i]) {
-        panic!(
-            "the output differs from the unrescaled run at sorted row {i}: {:?} instead of {:?}",
-            got[i], expected[i]
-        );
-    }
+    slowed::finish(d, &api, run, sources, &expected);
 }
 
 #[test]

@@ -17,6 +17,26 @@ fn backend(operator: &str) -> impl Fn(StateError) -> TableError + '_ {
     move |e| error(operator, TableProblem::Backend(e))
 }
 
+/// Calls `f` with every entry of the full stream `bytes` (stream `index` in errors), in order;
+/// the stream's checksum is verified at its end.
+fn each_put(
+    operator: &str,
+    bytes: &[u8],
+    index: usize,
+    mut f: impl FnMut(crate::KeyGroup, &[u8], &[u8]) -> Result<(), TableError>,
+) -> Result<(), TableError> {
+    let mut reader = SnapshotReader::new(bytes, StreamIndex(index)).map_err(backend(operator))?;
+    reader
+        .expect_kind(SnapshotKind::Full)
+        .map_err(backend(operator))?;
+    while let Some(record) = reader.next_record().map_err(backend(operator))? {
+        if let Record::Put { kg, key, value } = record {
+            f(kg, key, value)?;
+        }
+    }
+    Ok(())
+}
+
 /// The full snapshot `full` of one of `operator`'s instances (empty bytes: no state), cut into
 /// one full stream per range of `ranges` (disjoint; together the instance's own key groups).
 /// An entry of a key group in none of them fails the cut: the state is corrupt, and leaving
@@ -34,15 +54,7 @@ pub fn cut_full(
             .collect::<Result<Vec<_>, _>>()
             .map_err(backend(operator))?;
         if !full.is_empty() {
-            let mut reader =
-                SnapshotReader::new(full, StreamIndex(0)).map_err(backend(operator))?;
-            reader
-                .expect_kind(SnapshotKind::Full)
-                .map_err(backend(operator))?;
-            while let Some(record) = reader.next_record().map_err(backend(operator))? {
-                let Record::Put { kg, key, value } = record else {
-                    continue;
-                };
+            each_put(operator, full, 0, |kg, key, value| {
                 let Some(writer) = ranges
                     .iter()
                     .zip(writers.iter_mut())
@@ -57,8 +69,8 @@ pub fn cut_full(
                         TableProblem::HeldOutsideOwnRange { owned, kg },
                     ));
                 };
-                writer.put(kg, key, value).map_err(backend(operator))?;
-            }
+                writer.put(kg, key, value).map_err(backend(operator))
+            })?;
         }
         for w in writers {
             let _stats = w.finish().map_err(backend(operator))?;
@@ -93,23 +105,15 @@ pub fn join_full(
         let mut writer =
             SnapshotWriter::new(&mut out, SnapshotKind::Full).map_err(backend(operator))?;
         for (i, (range, bytes)) in pieces.iter().enumerate() {
-            let mut reader =
-                SnapshotReader::new(bytes.as_slice(), StreamIndex(i)).map_err(backend(operator))?;
-            reader
-                .expect_kind(SnapshotKind::Full)
-                .map_err(backend(operator))?;
-            while let Some(record) = reader.next_record().map_err(backend(operator))? {
-                let Record::Put { kg, key, value } = record else {
-                    continue;
-                };
+            each_put(operator, bytes, i, |kg, key, value| {
                 if !range.contains(kg) {
                     return Err(error(
                         operator,
                         TableProblem::HeldOutsideOwnRange { owned: *range, kg },
                     ));
                 }
-                writer.put(kg, key, value).map_err(backend(operator))?;
-            }
+                writer.put(kg, key, value).map_err(backend(operator))
+            })?;
         }
         let _stats = writer.finish().map_err(backend(operator))?;
     }

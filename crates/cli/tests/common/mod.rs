@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 pub mod browser;
 pub mod cluster;
 pub mod s3;
+pub mod slowed;
 
 /// The repository's root.
 pub fn repo() -> PathBuf {
