@@ -76,7 +76,8 @@ pub fn settings(
             Rescalable {
                 name: node.name().to_string(),
                 source: node.inputs.is_empty(),
-                instances: anduin_graph::rescalable(node)
+                // One instance cannot be rescaled (the run plans none to spare).
+                instances: (anduin_graph::rescalable(node) && max >= 2)
                     .then(|| u32::try_from(max).unwrap_or(u32::MAX)),
             }
         })

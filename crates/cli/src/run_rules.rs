@@ -40,11 +40,70 @@ pub struct RulesArgs {
     pub rules_interval: Duration,
 }
 
+/// The largest rule file read (a rule file is text a person writes).
+const MAX_RULE_FILE: u64 = 1 << 20;
+
+/// The figures a rule can read at run time (`rate(x)`, …).
+const FIGURES: &[&str] = &[
+    "rate",
+    "out_rate",
+    "busy",
+    "true_rate",
+    "backlog",
+    "state_bytes",
+];
+
+/// The text of the rule file `path`: refused when it is not a file, larger than 1 MiB or not
+/// UTF-8.
+pub fn read_rule_file(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let shown = path.display();
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read rule file `{shown}`"))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        anyhow::bail!("rule file `{shown}` is not a file");
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_RULE_FILE + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read rule file `{shown}`"))?;
+    if bytes.len() as u64 > MAX_RULE_FILE {
+        anyhow::bail!("rule file `{shown}` is larger than 1 MiB: split it, or keep fewer rules");
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "rule file `{shown}` is not UTF-8 text (byte {} is not)",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// The figures `c` reads, by name.
+fn figures_read(c: &anduin_rewrite::Constraint, out: &mut Vec<String>) {
+    use anduin_rewrite::{Constraint, Value};
+    match c {
+        Constraint::And(a, b) | Constraint::Or(a, b) => {
+            figures_read(a, out);
+            figures_read(b, out);
+        }
+        Constraint::Not(a) => figures_read(a, out),
+        Constraint::Compare(l, _, r) => {
+            for v in [l, r] {
+                if let Value::Figure { figure, .. } = v {
+                    out.push(figure.clone());
+                }
+            }
+        }
+        Constraint::Stateless(_) | Constraint::Stateful(_) => {}
+    }
+}
+
 /// Reads and checks the rule file `path` against the query `spec`: every rule must be one
-/// that a running query can carry out (it sets params of the operator it matches).
+/// that a running query can carry out (it sets params of the operator it matches) and read
+/// only figures that are measured; a rule naming an operator type the query lacks is warned
+/// of (it never applies).
 pub fn load(path: &Path, spec: &anduin_spec::Spec) -> Result<RunRules> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read rule file `{}`", path.display()))?;
+    let text = read_rule_file(path)?;
     let file = path.display().to_string();
     let rules = parse_rules(&file, &text)?;
     if rules.rules.is_empty() {
@@ -52,6 +111,29 @@ pub fn load(path: &Path, spec: &anduin_spec::Spec) -> Result<RunRules> {
     }
     for rule in &rules.rules {
         check_run_time(&file, rule)?;
+        let mut read = Vec::new();
+        if let Some(c) = &rule.constraint {
+            figures_read(c, &mut read);
+        }
+        if let Some(unknown) = read.iter().find(|f| !FIGURES.contains(&f.as_str())) {
+            anyhow::bail!(
+                "{file}:{}: rule {}: no figure `{unknown}` is measured; the figures are {}",
+                rule.pos,
+                rule.name,
+                FIGURES.join(", ")
+            );
+        }
+        for node in rule.left.nodes() {
+            if let anduin_rewrite::PatternKind::Type(kind) = &node.kind {
+                if !spec.operators.iter().any(|o| o.kind.as_str() == kind) {
+                    eprintln!(
+                        "warning: {file}:{}: rule {}: the query has no operator of type `{kind}`: \
+                         the rule never applies",
+                        rule.pos, rule.name
+                    );
+                }
+            }
+        }
     }
     let graph = rule_graph(spec).context("the query's graph cannot be matched by rules")?;
     Ok(RunRules {
@@ -178,9 +260,12 @@ impl Round for RunRules {
                         "rule {} could not set {}.{} = {}: {e}",
                         change.rule, change.operator, change.param, change.new
                     );
-                    tracing::warn!(query = control.name(), rule = %change.rule, error = %e, "a rule's change was refused");
                     if self.refused.insert(said.clone()) {
+                        tracing::warn!(query = control.name(), rule = %change.rule, error = %e, "a rule's change was refused");
+                        let said = said.trim_end().replace(char::is_control, " ");
                         eprintln!("anduin: {said} (said once; the rule is tried again each round)");
+                    } else {
+                        tracing::debug!(query = control.name(), rule = %change.rule, error = %e, "a rule's change was refused again");
                     }
                 }
             }

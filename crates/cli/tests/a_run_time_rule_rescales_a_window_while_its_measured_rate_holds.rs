@@ -97,4 +97,24 @@ fn rules_that_cannot_run_are_refused_before_the_query_runs_at_their_place() {
         "bad.rules:1:",
     );
     refused("# nothing", "holds no rule");
+    refused(
+        "rule typo: w := window [ratee(w) > 1] => w{parallelism = \"2\"}",
+        "rule typo: no figure `ratee` is measured",
+    );
+    refused(&format!("# {}", "x".repeat(2 << 20)), "larger than 1 MiB");
+    let out = anduin(
+        d,
+        &[
+            "run",
+            "q.flow",
+            "--var",
+            "OUTPUT=out.csv",
+            "--rules",
+            "/dev/zero",
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not a file"),
+        "a device is not read"
+    );
 }

@@ -138,6 +138,10 @@ fn autoscale_settings_that_cannot_work_are_refused_before_the_query_runs() {
         assert!(!d.join("out.csv").exists(), "nothing ran");
     };
     refused(&[], "--autoscale needs --max-parallelism");
+    refused(
+        &["--max-parallelism", "1"],
+        "no operator of the query can be rescaled",
+    );
     let max = ["--max-parallelism", "4"];
     refused(
         &[&max[..], &["--autoscale-set", "warp=9"]].concat(),
@@ -158,5 +162,9 @@ fn autoscale_settings_that_cannot_work_are_refused_before_the_query_runs() {
     refused(
         &[&max[..], &["--autoscale-set", "bounds.nope=1..2"]].concat(),
         "no operator `nope`",
+    );
+    refused(
+        &[&max[..], &["--autoscale-set", "source_rates.gen=1e308"]].concat(),
+        "from 0 to 1e12",
     );
 }

@@ -53,6 +53,9 @@ struct RuleParser<'a> {
     /// Left-side names and what they are bound to.
     bound: BTreeMap<String, BindingKind>,
     unnamed: usize,
+    /// The `and`s and `or`s of the rule's constraint so far (bounded, as nesting is: its
+    /// evaluation recurses once per connective).
+    connectives: usize,
 }
 
 impl<'a> RuleParser<'a> {
@@ -62,7 +65,24 @@ impl<'a> RuleParser<'a> {
             file,
             bound: BTreeMap::new(),
             unnamed: 0,
+            connectives: 0,
         }
+    }
+
+    /// Counts one more `and` or `or` at `pos`: more than [`MAX_NESTING`] in one rule is an
+    /// error.
+    fn connective(&mut self, pos: crate::error::Pos) -> Result<(), SyntaxError> {
+        self.connectives += 1;
+        if self.connectives > crate::lexer::MAX_NESTING {
+            return Err(self.cur.error_at(
+                pos,
+                format!(
+                    "more than {} `and`s and `or`s in one rule's constraint: split the rule",
+                    crate::lexer::MAX_NESTING
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn rule(mut self) -> Result<Rule, SyntaxError> {
@@ -185,16 +205,22 @@ impl<'a> RuleParser<'a> {
 
     fn or(&mut self) -> Result<Constraint, SyntaxError> {
         let mut c = self.and()?;
+        let mut pos = self.cur.pos();
         while self.cur.eat(&Tok::Ident("or".into())) {
+            self.connective(pos)?;
             c = Constraint::Or(Box::new(c), Box::new(self.and()?));
+            pos = self.cur.pos();
         }
         Ok(c)
     }
 
     fn and(&mut self) -> Result<Constraint, SyntaxError> {
         let mut c = self.not()?;
+        let mut pos = self.cur.pos();
         while self.cur.eat(&Tok::Ident("and".into())) {
+            self.connective(pos)?;
             c = Constraint::And(Box::new(c), Box::new(self.not()?));
+            pos = self.cur.pos();
         }
         Ok(c)
     }

@@ -8,7 +8,7 @@ use anduin_graph::rewriting::{rewrite_query, with_default_parallelism};
 use anduin_registry::BuiltinCatalog;
 use anduin_rewrite::{print_graph, Graph, Placement, Rewritten};
 use anduin_spec::Spec;
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::explain::Format;
 
@@ -34,11 +34,7 @@ pub fn show<B>(
 ) -> Result<String> {
     let spec = &with_default_parallelism(spec, graph, parallelism);
     let text = rules
-        .map(|p| {
-            std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read rule file `{}`", p.display()))
-                .map(|t| (p.display().to_string(), t))
-        })
+        .map(|p| crate::run_rules::read_rule_file(p).map(|t| (p.display().to_string(), t)))
         .transpose()?;
     let (before, after) = rewrite_query(
         spec,

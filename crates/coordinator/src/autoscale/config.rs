@@ -18,6 +18,10 @@ pub const DEFAULT_MAX_PARALLELISM: u32 = 720;
 /// (`anduin_rewrite::MAX_COPIES`).
 pub const MAX_PARALLELISM_LIMIT: u32 = 1024;
 
+/// The highest source rate a setting may give, rows per second (a generator's highest rate):
+/// far beyond any source, and small enough that rates times selectivities stay finite.
+pub const MAX_SOURCE_RATE: f64 = 1e12;
+
 /// The longest window a guard may wait (so that times in milliseconds never overflow).
 const LONGEST: Duration = Duration::from_secs(30 * 24 * 3600);
 
@@ -142,11 +146,11 @@ impl AutoscaleConfig {
             }
         }
         for (operator, rate) in &self.source_rates {
-            if !(rate.is_finite() && *rate >= 0.0) {
+            if !(rate.is_finite() && (0.0..=MAX_SOURCE_RATE).contains(rate)) {
                 return Err(out_of_range(
                     &format!("source_rates.{operator}"),
                     rate,
-                    "a number of rows per second, 0 or more",
+                    "a number of rows per second, from 0 to 1e12",
                 ));
             }
         }

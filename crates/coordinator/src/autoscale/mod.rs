@@ -77,6 +77,7 @@ mod tests;
 
 pub use config::{
     AutoscaleConfig, Bounds, ConfigError, DEFAULT_MAX_PARALLELISM, MAX_PARALLELISM_LIMIT,
+    MAX_SOURCE_RATE,
 };
 pub use decision::{
     Decision, DownReason, HoldReason, KeepReason, OperatorDecision, Round, UpReason,

@@ -191,3 +191,21 @@ fn a_chain_has_one_input_pattern_and_a_root_is_not_a_bare_stream() {
     assert!(err("c := any*(a := any, b := any) => c").contains("exactly one input pattern"));
     assert!(err("c := any* => c").contains("found a bare `any*`"));
 }
+
+#[test]
+fn a_constraint_of_more_connectives_than_the_limit_is_refused_not_overflowing_the_stack() {
+    for op in ["and", "or"] {
+        let terms: Vec<String> = (0..5000).map(|i| format!("rate(x) > {i}")).collect();
+        let text = format!("x := window [{}] => x", terms.join(&format!(" {op} ")));
+        let e = err(&text);
+        assert!(
+            e.starts_with("r.rules:1:") && e.contains("more than 256 `and`s and `or`s"),
+            "{e}"
+        );
+    }
+    let fine: Vec<String> = (0..257).map(|i| format!("rate(x) > {i}")).collect();
+    assert_eq!(
+        err(&format!("x := window [{}] => x", fine.join(" and "))),
+        "parsed 1 rules"
+    );
+}

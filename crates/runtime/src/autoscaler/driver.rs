@@ -25,6 +25,7 @@ pub fn start(control: Arc<Control>, settings: AutoscaleSettings) -> std::io::Res
     let interval = settings.interval;
     let round = Autoscale {
         settings,
+        warned: std::collections::BTreeSet::new(),
         log: None,
         rescales: Vec::new(),
     };
@@ -45,6 +46,8 @@ fn rescalables(operators: &[OperatorInfo]) -> Vec<Rescalable> {
 
 struct Autoscale {
     settings: AutoscaleSettings,
+    /// The failures logged as warnings so far (each once; again at debug level).
+    warned: std::collections::BTreeSet<String>,
     /// Set when the query runs, with the settings fitted to it.
     log: Option<DecisionLog>,
     /// The rescales carried out, latest last (as many as `rescale_history`).
@@ -137,7 +140,11 @@ impl Autoscale {
                 self.rescales.drain(..drop);
             }
             Err(e) => {
-                tracing::warn!(query = control.name(), operator, to, error = %e, "the autoscaler's rescale failed");
+                if self.warned.insert(format!("{operator} {e}")) {
+                    tracing::warn!(query = control.name(), operator, to, error = %e, "the autoscaler's rescale failed");
+                } else {
+                    tracing::debug!(query = control.name(), operator, to, error = %e, "the autoscaler's rescale failed again");
+                }
                 failed(
                     control,
                     now_ms(),

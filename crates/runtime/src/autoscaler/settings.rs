@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use anduin_coordinator::autoscale::{AutoscaleConfig, Bounds, MAX_PARALLELISM_LIMIT};
+use anduin_coordinator::autoscale::{
+    AutoscaleConfig, Bounds, MAX_PARALLELISM_LIMIT, MAX_SOURCE_RATE,
+};
 
 /// How often a round is decided, by default: also the window its figures cover.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
@@ -62,6 +64,16 @@ pub enum SettingError {
         /// What it must be.
         expected: String,
     },
+    /// A setting out of its range.
+    #[error(transparent)]
+    Invalid(#[from] anduin_coordinator::autoscale::ConfigError),
+    /// No operator of the query can be rescaled while it runs.
+    #[error(
+        "--autoscale: no operator of the query can be rescaled while it runs: only a keyed \
+         window, join, pattern or GROUP BY can, when the query runs spare instances of it (start \
+         it with --max-parallelism N, N at least 2)"
+    )]
+    NothingToRescale,
     /// The settings do not fit the query's graph.
     #[error("autoscale setting `{key}`: {why}")]
     DoesNotFit {
@@ -95,6 +107,9 @@ pub fn apply_setting(config: &mut AutoscaleConfig, given: &str) -> Result<(), Se
             .ok_or_else(|| bad("a number more than 0 and at most 1"))
     };
     let duration = || -> Result<Duration, SettingError> {
+        if value == "0" {
+            return Ok(Duration::ZERO);
+        }
         anduin_types::duration_ms(value)
             .map(Duration::from_millis)
             .map_err(|_| bad("a duration such as 500ms, 30s, 5m or 1h"))
@@ -128,8 +143,8 @@ pub fn apply_setting(config: &mut AutoscaleConfig, given: &str) -> Result<(), Se
                 let rate = value
                     .parse::<f64>()
                     .ok()
-                    .filter(|r| r.is_finite() && *r >= 0.0)
-                    .ok_or_else(|| bad("a rate of rows per second, a finite number ≥ 0"))?;
+                    .filter(|r| (0.0..=MAX_SOURCE_RATE).contains(r))
+                    .ok_or_else(|| bad("a rate of rows per second, from 0 to 1e12"))?;
                 config.source_rates.insert(operator.to_string(), rate);
             } else {
                 return Err(SettingError::Unknown {
@@ -202,13 +217,7 @@ pub fn fit(
         }
     }
     if !operators.iter().any(|o| o.instances.is_some()) {
-        return Err(SettingError::DoesNotFit {
-            key: "--autoscale".to_string(),
-            why: "no operator of the query can be rescaled while it runs: only a keyed window, \
-                  join, pattern or GROUP BY can, when the query runs spare instances of it \
-                  (start it with --max-parallelism N, above --parallelism)"
-                .to_string(),
-        });
+        return Err(SettingError::NothingToRescale);
     }
     let most = operators
         .iter()
@@ -233,10 +242,7 @@ pub fn fit(
             );
         }
     }
-    fitted.validate().map_err(|e| SettingError::DoesNotFit {
-        key: "--autoscale-set".to_string(),
-        why: e.to_string(),
-    })?;
+    fitted.validate()?;
     Ok(fitted)
 }
 
@@ -298,6 +304,8 @@ mod tests {
             "bounds.w=2..3",
             "source_rates.gen=1000",
             "rescale_history = 7",
+            "catch_up=0",
+            "catch_up=1m",
         ])
         .expect("valid settings");
         assert_eq!(c.target_utilisation, 0.5);
@@ -306,6 +314,17 @@ mod tests {
         assert_eq!(c.bounds["w"], Bounds { min: 2, max: 3 });
         assert_eq!(c.source_rates["gen"], 1000.0);
         assert_eq!(c.rescale_history, 7);
+        assert_eq!(
+            c.catch_up,
+            Duration::from_secs(60),
+            "the last of a key given twice"
+        );
+        assert_eq!(
+            set(&["stabilisation=0"])
+                .expect("0 needs no unit")
+                .stabilisation,
+            Duration::ZERO
+        );
         for bad in [
             "target_utilisation=0",
             "target_utilisation=1.5",
@@ -315,6 +334,7 @@ mod tests {
             "bounds.w=0..2",
             "bounds.w=2",
             "source_rates.gen=-1",
+            "source_rates.gen=1e308",
             "rescale_history=0",
         ] {
             let e = set(&[bad]).expect_err(bad);

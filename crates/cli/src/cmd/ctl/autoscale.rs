@@ -135,16 +135,26 @@ fn words(d: &Decision) -> String {
         .map(|(k, v)| match v {
             serde_json::Value::Object(inner) => inner
                 .iter()
-                .map(|(k, v)| format!("{k}={}", plain(v)))
+                .map(|(k, v)| field(k, v))
                 .collect::<Vec<_>>()
                 .join(" "),
-            _ => format!("{k}={}", plain(v)),
+            _ => field(k, v),
         })
         .collect();
     if detail.is_empty() {
         format!("{tag}: {kind}")
     } else {
         format!("{tag}: {kind} ({})", detail.join(", "))
+    }
+}
+
+/// `key=value`; an instant (`until_ms`, `since_ms`) as a time.
+fn field(key: &str, v: &serde_json::Value) -> String {
+    match v.as_i64() {
+        Some(ms) if key.ends_with("_ms") => {
+            format!("{}={}", key.trim_end_matches("_ms"), table::time(ms))
+        }
+        _ => format!("{key}={}", plain(v)),
     }
 }
 
