@@ -61,7 +61,13 @@ fn eval_in<V: View>(e: &E, c: &Ctx<'_, V>) -> Eval {
             None => Value::Null,
         },
         E::Classifier(r) => match resolve(r, c) {
-            Some((_, var)) => Value::Str(Arc::clone(&vars[var])),
+            Some((_, var)) if r.back == 0 => Value::Str(Arc::clone(&vars[var])),
+            // `PREV(CLASSIFIER(), n)`: the variable of the row `n` rows before, if that row
+            // is in the match (as in Trino); a row before the match has none.
+            Some((row, _)) => match view.steps().find(|(s, _)| *s == row) {
+                Some((_, var)) => Value::Str(Arc::clone(&vars[var])),
+                None => Value::Null,
+            },
             None => Value::Null,
         },
         E::MatchNumber => Value::Int(view.match_number()),

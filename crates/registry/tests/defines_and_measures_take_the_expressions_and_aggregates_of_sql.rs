@@ -109,3 +109,35 @@ fn next_in_a_measure_sees_the_rows_of_the_match_and_no_further() {
         ["1 x 2 3 B 2", "2 x 3 NULL B 2", "3 x NULL NULL NULL 2",]
     );
 }
+
+#[test]
+fn prev_of_the_classifier_is_the_variable_of_the_row_before_within_the_match() {
+    // A B+ C over 0 1 2 1 (rows before: 5, in no match). PREV(CLASSIFIER()) is the variable
+    // of the row before if that row is in the match, else NULL (as in Trino), in MEASURES and
+    // in a DEFINE: C follows a B.
+    let params = r#"param order_by = "ts"
+  param pattern = "A B+ C"
+  param define = "A AS value = 0, B AS value > PREV(value), C AS PREV(CLASSIFIER()) = 'B' AND value < PREV(value)"
+  param rows_per_match = "all"
+  param measures = "CLASSIFIER() AS c, PREV(CLASSIFIER()) AS pc, PREV(CLASSIFIER(), 2) AS pc2, PREV(CLASSIFIER(B)) AS before_b""#;
+    let rows = [
+        (1, 0, 5, "x"),
+        (2, 0, 0, "x"),
+        (3, 0, 1, "x"),
+        (4, 0, 2, "x"),
+        (5, 0, 1, "x"),
+    ];
+    let got: Vec<String> = common::pattern_rows(params, &rows)
+        .into_iter()
+        .map(|r| r.split(", ").skip(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "0 x A NULL NULL NULL",
+            "1 x B A NULL A",
+            "2 x B B A B",
+            "1 x C B B B",
+        ]
+    );
+}

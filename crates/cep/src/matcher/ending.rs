@@ -170,6 +170,12 @@ impl Partition {
             .unwrap_or(0)
     }
 
+    /// How many attempts are kept (live, or ended and waiting for an earlier one).
+    #[cfg(test)]
+    pub(super) fn attempts_kept(&self) -> usize {
+        self.attempts.len()
+    }
+
     /// How many rows the partition keeps.
     pub(crate) fn rows_kept(&self) -> usize {
         self.rows.len()

@@ -72,6 +72,35 @@ pub(crate) struct Pattern {
     pub unmatched: bool,
 }
 
+impl Pattern {
+    /// Whether the front attempt's threads stand for a later attempt's that are equivalent
+    /// to them (at the same instruction, showing the conditions the same rows of the
+    /// partition), so that those go. It holds when nothing the conditions read depends on
+    /// where the match started (not `COUNT(*)`, `FIRST(x)`, `LAST(x, n)`: see
+    /// [`Needs::from_start`]), so that equivalent threads of two attempts accept the same
+    /// rows from then on; no `within` ends the front attempt before the later one; and the
+    /// skip is past the last row. The front attempt is the next to be reported (every
+    /// earlier one was), and each of its threads has consumed every row up to the current
+    /// one: if the later attempt's thread would complete a match, so would the front one's,
+    /// so the front attempt surely ends with a match reaching the current row, inside which
+    /// the later attempt starts. Otherwise neither completes and the later attempt ends as
+    /// it would have. So `(A+)+ B` over a run of n rows keeps one attempt in flight, not n.
+    ///
+    /// Where the conditions read the first rows of a variable or all of them (`FIRST(A.x)`,
+    /// `SUM(A.x)`), comparing a later attempt's thread with the front's costs a walk to the
+    /// first row of each, for every thread and row, and they rarely agree (they start at
+    /// other rows): those are left alone.
+    pub(crate) fn front_stands_for_later(&self) -> bool {
+        let n = &self.needs;
+        self.skip == Skip::PastLastRow
+            && self.within.is_none()
+            && !n.from_start
+            && n.all.is_empty()
+            && n.first.is_empty()
+            && n.head == 0
+    }
+}
+
 /// Whether any of `defines` can fail on a row (for [`Pattern::fallible`]).
 pub(crate) fn fallible(defines: &[Option<E>]) -> bool {
     defines.iter().flatten().any(E::can_fail)
@@ -258,6 +287,9 @@ pub(crate) struct Scratch {
     spare: Vec<Vec<Thread>>,
     /// What the row being pushed changed (empty between rows).
     undo: Vec<Undo>,
+    /// An attempt other than the front one ended with nothing to report in the row being
+    /// pushed.
+    emptied: bool,
 }
 
 impl Partition {
@@ -312,6 +344,13 @@ impl Partition {
             old.clear();
             s.spare.push(old);
         }
+        // Attempts that ended with nothing to report (no match, no time-out, no unmatched
+        // row to show) go now rather than when they reach the front: behind a front attempt
+        // that stands for them they are most rows' attempts.
+        if std::mem::take(&mut s.emptied) && !p.unmatched {
+            self.attempts
+                .retain(|a| !a.ended() || a.best.is_some() || a.timed_out.is_some());
+        }
         // Keep about as many spare lists as the next row may need.
         s.spare.truncate(self.attempts.len() + 2);
         self.settle(p, out);
@@ -322,6 +361,8 @@ impl Partition {
     /// `s.undo` what it changed. On an error, the attempt being advanced is as it was and
     /// the earlier ones are advanced, with their old state in `s.undo`.
     fn step(&mut self, p: &Pattern, s: &mut Scratch, idx: u64, ts: i64) -> Result<(), StepFailed> {
+        let rivals = p.front_stands_for_later();
+        s.prune.start_row(p.prog.len());
         for i in 0..self.attempts.len() {
             if self.attempts[i].ended() {
                 continue;
@@ -353,6 +394,7 @@ impl Partition {
             let mut found = None;
             let mut failed = None;
             s.prune.clear(p.prog.len());
+            s.prune.set_rival(rivals && i > 0);
             // Equal histories are one allocation only where equivalence looks at them.
             let share = !p.needs.nothing() && threads.len() > 1;
             for t in &threads {
@@ -413,9 +455,17 @@ impl Partition {
                 a.threads = threads;
                 next.clear();
                 s.spare.push(next);
+                s.prune.end_row();
                 return Err(failed);
             }
             a.threads = next;
+            if rivals {
+                if i == 0 {
+                    s.prune.claim(&p.needs, &a.threads);
+                } else if a.ended() && a.best.is_none() {
+                    s.emptied = true;
+                }
+            }
             let best = found.map(|h| a.best.replace(h));
             if p.fallible {
                 s.undo.push(Undo {
@@ -430,12 +480,14 @@ impl Partition {
                 s.spare.push(old);
             }
         }
+        s.prune.end_row();
         Ok(())
     }
 
     /// Undoes row `self.next - 1` after `failed`: its attempt (if it `started` one) goes, the
     /// other attempts get back what `s.undo` kept, and the row is handed back.
     fn roll_back(&mut self, s: &mut Scratch, started: bool, failed: StepFailed) -> Refused {
+        s.emptied = false;
         for u in s.undo.drain(..).rev() {
             let a = &mut self.attempts[u.attempt];
             let mut new = std::mem::replace(&mut a.threads, u.threads);

@@ -313,8 +313,9 @@ fn compiled(pattern: &str, defines: &str) -> Pattern {
 // most one thread per `Label` when the conditions read no earlier row, or when they do
 // but every thread maps the rows alike; when threads differ in what the conditions read
 // (here the first A row: none, or one of the rows so far), one per `Label` and value.
-// (Every row starts an attempt that lives to the end: the work grows with the square of
-// the rows, and with the fourth power in the last case, which runs on fewer.)
+// (Where the conditions read an earlier row, every row starts an attempt that lives to the
+// end: the work grows with the square of the rows, and with the fourth power in the last
+// case, which runs on fewer. Where they read only the row, see the next test.)
 #[test]
 fn equivalent_partial_matches_are_pruned_so_nested_loops_keep_a_few_threads() {
     for (pattern, defines, rows, values) in [
@@ -364,5 +365,116 @@ fn row_of(ts: i64, value: i64) -> Row {
     Row {
         ts,
         cells: vec![Value::Int(ts), Value::Int(value)].into(),
+    }
+}
+
+// Issue 18. Where nothing the conditions read depends on the first row of the match and
+// the skip is past the last row, a later attempt's partial match equivalent to one of the
+// first attempt's (the same instruction, the same rows read) can only find what the first
+// one finds first (the first attempt's match would reach the current row and cover the
+// later start): it goes, and the later attempts end at once, so one attempt is in flight
+// and a row costs the same however long the run. With `skip to next row` every attempt is
+// reported and all are kept; with `within`, the first attempt may end before a later one,
+// whose attempts stay too (at most `within` of them).
+#[test]
+fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_row() {
+    let cases: [(&str, &str, Skip, Option<i64>, bool); 11] = [
+        ("(A+)+ B", "B AS value < 0", Skip::PastLastRow, None, true),
+        ("(A*)* B", "B AS value < 0", Skip::PastLastRow, None, true),
+        (
+            "(A | B)* C",
+            "C AS value < 0",
+            Skip::PastLastRow,
+            None,
+            true,
+        ),
+        (
+            "(A+ | A+)+ B",
+            "B AS value < 0",
+            Skip::PastLastRow,
+            None,
+            true,
+        ),
+        (
+            "(A+ | B+)* C",
+            "A AS value > PREV(value), C AS CLASSIFIER() = 'A'",
+            Skip::PastLastRow,
+            None,
+            true,
+        ),
+        // A thread of a later attempt whose last A row is one a thread of the first has.
+        (
+            "(A | B)* C",
+            "C AS value < LAST(A.value)",
+            Skip::PastLastRow,
+            None,
+            true,
+        ),
+        ("(A+)+ B", "B AS value < 0", Skip::ToNextRow, None, false),
+        (
+            "(A+)+ B",
+            "B AS value < 0",
+            Skip::PastLastRow,
+            Some(50),
+            false,
+        ),
+        // What depends on the first row of the match tells the attempts apart.
+        (
+            "(A+)+ B",
+            "B AS COUNT(*) < 0",
+            Skip::PastLastRow,
+            None,
+            false,
+        ),
+        (
+            "(A+)+ B",
+            "B AS value < LAST(value, 3)",
+            Skip::PastLastRow,
+            None,
+            false,
+        ),
+        // Every row of A since the first: never the first attempt's.
+        (
+            "(A+)+ B",
+            "A AS SUM(A.value) > 0, B AS value < 0",
+            Skip::PastLastRow,
+            None,
+            false,
+        ),
+    ];
+    for (pattern, defines, skip, within, one) in cases {
+        let mut p = compiled(pattern, defines);
+        p.skip = skip;
+        p.within = within;
+        let labels = p
+            .prog
+            .iter()
+            .filter(|i| matches!(i, Inst::Label(_)))
+            .count();
+        let mut part = Partition::default();
+        let mut scratch = Scratch::default();
+        let mut out = Vec::new();
+        let mut kept = 0;
+        for i in 0..200 {
+            if let Err(e) = part.push(&p, &mut scratch, row_of(i, i + 1), &mut out) {
+                panic!("{pattern} with {defines}, row {i}: {e:?}");
+            }
+            kept = kept.max(part.attempts_kept());
+            if p.needs.nothing() {
+                assert!(part.most_threads() <= labels, "{pattern} with {defines}");
+            }
+        }
+        assert!(
+            !out.iter().any(|o| matches!(o, Outcome::Match { .. })),
+            "no match: B and C never hold"
+        );
+        if one {
+            assert_eq!(kept, 1, "{pattern} with {defines}");
+        } else {
+            assert!(
+                kept >= 50,
+                "{pattern} with {defines}, {skip:?}: {kept} attempts"
+            );
+        }
     }
 }

@@ -178,6 +178,8 @@ pub(crate) enum Cond {
     ClassCountAtMost(usize, i64),
     /// `SUM(W.value * 2 + 1) < c` (an aggregate over an expression)
     SumExprBelow(usize, i64),
+    /// `PREV(CLASSIFIER()) = 'W'` (the variable of the row before, if it is in the match)
+    AfterClass(usize),
 }
 
 impl Cond {
@@ -194,7 +196,8 @@ impl Cond {
             | Cond::NotSecond(w)
             | Cond::MaxAbove(w)
             | Cond::ClassCountAtMost(w, _)
-            | Cond::SumExprBelow(w, _) => Some(w),
+            | Cond::SumExprBelow(w, _)
+            | Cond::AfterClass(w) => Some(w),
             _ => None,
         }
     }
@@ -213,6 +216,7 @@ impl Cond {
             Cond::MaxAbove(_) => Cond::MaxAbove(w),
             Cond::ClassCountAtMost(_, n) => Cond::ClassCountAtMost(w, n),
             Cond::SumExprBelow(_, c) => Cond::SumExprBelow(w, c),
+            Cond::AfterClass(_) => Cond::AfterClass(w),
             other => other,
         }
     }
@@ -248,6 +252,7 @@ impl Cond {
                 name(w)
             ),
             Cond::SumExprBelow(w, c) => format!("SUM({}.value * 2 + 1) < {c}", name(w)),
+            Cond::AfterClass(w) => format!("PREV(CLASSIFIER()) = '{}'", name(w)),
         })
     }
 
@@ -290,6 +295,11 @@ impl Cond {
                 .map(|v| v * 2 + 1)
                 .reduce(|a, b| a + b)
                 .is_some_and(|s| s < c),
+            // The rows of a match are consecutive: the one before is the previous mapped.
+            Cond::AfterClass(w) => mapping
+                .len()
+                .checked_sub(2)
+                .is_some_and(|i| mapping[i].1 == w),
         }
     }
 }
@@ -337,8 +347,9 @@ pub(crate) struct Case {
     pub(crate) mode: Mode,
     /// `SUBSET U = (…)`: a bit per member (0: no SUBSET).
     pub(crate) union: u8,
-    /// The classifier column also shows `FINAL COUNT(*)` and `NEXT(CLASSIFIER())`, through
-    /// DataFusion's `||`: `B/5/C` (`-` past the match's last row).
+    /// The classifier column also shows `FINAL COUNT(*)`, `NEXT(CLASSIFIER())` and
+    /// `PREV(CLASSIFIER())`, through DataFusion's `||`: `B/5/C/A` (`-` past the match's last
+    /// row, before its first).
     pub(crate) rich: bool,
 }
 
@@ -360,7 +371,8 @@ impl Case {
         for (own, d) in self.defines.iter_mut().enumerate() {
             if let Some(w) = d.other() {
                 // CLASSIFIER() is never 'U': a count of U's rows so is the operator's 0.
-                let by_name = w == U && matches!(d, Cond::ClassCountAtMost(..));
+                let by_name =
+                    w == U && matches!(d, Cond::ClassCountAtMost(..) | Cond::AfterClass(_));
                 if !present.contains(&w) || by_name {
                     *d = d.with_other(own);
                 }
@@ -406,7 +418,7 @@ impl Case {
             Mode::Unmatched => "  param rows_per_match = \"all with unmatched\"\n",
         };
         params += if self.rich {
-            "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() || '/' || CAST(FINAL COUNT(*) AS VARCHAR) || '/' || coalesce(NEXT(CLASSIFIER()), '-') AS cls\"\n"
+            "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() || '/' || CAST(FINAL COUNT(*) AS VARCHAR) || '/' || coalesce(NEXT(CLASSIFIER()), '-') || '/' || coalesce(PREV(CLASSIFIER()), '-') AS cls\"\n"
         } else {
             "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() AS cls\"\n"
         };
@@ -668,7 +680,8 @@ pub(crate) fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBu
                 let (t, k, v) = cells(r);
                 let cls = if case.rich {
                     let next = mapping.get(j + 1).map_or("-", |(_, w)| VARS[*w]);
-                    format!("{}/{}/{next}", VARS[var], mapping.len())
+                    let prev = j.checked_sub(1).map_or("-", |i| VARS[mapping[i].1]);
+                    format!("{}/{}/{next}/{prev}", VARS[var], mapping.len())
                 } else {
                     VARS[var].to_string()
                 };

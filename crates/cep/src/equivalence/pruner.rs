@@ -1,0 +1,209 @@
+//! The pruner of one partition's row: which threads of an attempt (and of a later attempt,
+//! against the front one) are kept, and the steps of the row, shared so that equal
+//! histories are one allocation.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use ahash::RandomState;
+
+use super::super::matcher::{Step, Thread};
+use super::signature::signature;
+use super::Needs;
+
+fn address(hist: Option<&Arc<Step>>) -> usize {
+    hist.map_or(0, |s| Arc::as_ptr(s) as usize)
+}
+
+/// Scratch space of one attempt's row: which instructions have a thread, and, once a second
+/// one arrives at an instruction, the keys of the threads there.
+#[derive(Debug, Default)]
+pub(crate) struct Pruner {
+    stamps: Vec<u32>,
+    /// The index of the first thread at each instruction (valid where stamped).
+    first: Vec<u32>,
+    /// Stamped where the first thread's key is in `keys`.
+    keyed: Vec<u32>,
+    now: u32,
+    keys: HashSet<(usize, Box<[u64]>), RandomState>,
+    /// Stamped (with `row`) at the instructions where the front attempt has a thread after
+    /// the row being pushed.
+    claimed: Vec<u32>,
+    row: u32,
+    /// Where the conditions read the history: the front attempt's threads after the row
+    /// (instruction, history), whose signatures at an instruction are worked out into
+    /// `front_keys` when a rival's thread first reaches it (stamped in `front_keyed`).
+    front: Vec<(usize, Option<Arc<Step>>)>,
+    front_keyed: Vec<u32>,
+    front_keys: HashSet<(usize, Box<[u64]>), RandomState>,
+    /// The threads being admitted are a later attempt's: a thread at an instruction the
+    /// front attempt claimed goes (see [`Pattern::front_stands_for_later`]).
+    ///
+    /// [`Pattern::front_stands_for_later`]: super::matcher::Pattern::front_stands_for_later
+    rival: bool,
+}
+
+impl Pruner {
+    /// Starts a new list of threads for a program of `len` instructions (not a rival's).
+    pub(crate) fn clear(&mut self, len: usize) {
+        if self.stamps.len() != len || self.now == u32::MAX {
+            self.stamps = vec![0; len];
+            self.first = vec![0; len];
+            self.keyed = vec![0; len];
+            self.now = 0;
+        }
+        self.now += 1;
+        self.keys.clear();
+        self.rival = false;
+    }
+
+    /// Starts a row of a partition, for a program of `len` instructions: no instruction is
+    /// claimed, no attempt is a rival.
+    pub(crate) fn start_row(&mut self, len: usize) {
+        if self.claimed.len() != len || self.row == u32::MAX {
+            self.claimed = vec![0; len];
+            self.front_keyed = vec![0; len];
+            self.row = 0;
+        }
+        self.row += 1;
+        self.rival = false;
+        self.end_row();
+    }
+
+    /// The row has been pushed: the front attempt's histories are let go.
+    pub(crate) fn end_row(&mut self) {
+        self.front.clear();
+        self.front_keys.clear();
+    }
+
+    /// The front attempt has `threads` after the row: a later attempt's thread at one of
+    /// their instructions, equivalent to one of them, can only find what the front one finds
+    /// first.
+    pub(crate) fn claim(&mut self, needs: &Needs, threads: &[Thread]) {
+        for t in threads {
+            self.claimed[t.pc] = self.row;
+        }
+        if !needs.nothing() {
+            self.front
+                .extend(threads.iter().map(|t| (t.pc, t.hist.clone())));
+        }
+    }
+
+    /// Whether a rival's thread at `pc` with `hist` is equivalent to one of the front
+    /// attempt's: at the same instruction, showing the conditions the same rows (which are
+    /// the same rows of the partition in both attempts: what depends on the first row of the
+    /// match rules rivals out, see [`Needs::from_start`]).
+    fn claimed(&mut self, needs: &Needs, pc: usize, hist: Option<&Arc<Step>>) -> bool {
+        if self.claimed[pc] != self.row {
+            return false;
+        }
+        if needs.nothing() {
+            return true;
+        }
+        if self.front_keyed[pc] != self.row {
+            self.front_keyed[pc] = self.row;
+            for (at, h) in &self.front {
+                if *at == pc {
+                    self.front_keys.insert((pc, signature(needs, h.as_ref())));
+                }
+            }
+        }
+        self.front_keys.contains(&(pc, signature(needs, hist)))
+    }
+
+    /// Whether the threads admitted next are a later attempt's (checked against the claims).
+    pub(crate) fn set_rival(&mut self, rival: bool) {
+        self.rival = rival;
+    }
+
+    /// Whether a thread at `pc` with `hist` is kept in the list `out` (the threads before it,
+    /// all preferred to it): not when one of them at `pc` is equivalent, nor when it is a
+    /// rival's and the front attempt claimed `pc`.
+    #[inline]
+    pub(crate) fn admit(
+        &mut self,
+        needs: &Needs,
+        pc: usize,
+        hist: Option<&Arc<Step>>,
+        out: &[Thread],
+    ) -> bool {
+        if self.rival && self.claimed(needs, pc, hist) {
+            return false;
+        }
+        if self.stamps[pc] != self.now {
+            self.stamps[pc] = self.now;
+            self.first[pc] = u32::try_from(out.len()).unwrap_or(u32::MAX);
+            return true;
+        }
+        if needs.nothing() {
+            return false;
+        }
+        let first = out
+            .get(self.first[pc] as usize)
+            .expect("the first thread at an instruction is in the list");
+        let first_hist = first.hist.as_ref();
+        if address(first_hist) == address(hist) {
+            return false;
+        }
+        if self.keyed[pc] != self.now {
+            self.keyed[pc] = self.now;
+            self.keys.insert((pc, signature(needs, first_hist)));
+        }
+        self.keys.insert((pc, signature(needs, hist)))
+    }
+}
+
+/// The steps made in one attempt's row, so that a (previous step, variable) pair gets one.
+#[derive(Debug, Default)]
+pub(crate) struct Steps {
+    few: Vec<(usize, usize, Arc<Step>)>,
+    many: HashMap<(usize, usize), Arc<Step>, RandomState>,
+    /// Steps inside an exclusion, apart: their flag differs.
+    marked: Vec<(usize, usize, Arc<Step>)>,
+}
+
+/// Beyond this many steps in a row, they are looked up by hash.
+const FEW: usize = 16;
+
+impl Steps {
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.few.clear();
+        self.many.clear();
+        self.marked.clear();
+    }
+
+    /// The step mapping row `row` to `var` after `prev`: the one made before in this row, or
+    /// a new one.
+    #[inline]
+    pub(crate) fn after(
+        &mut self,
+        row: u64,
+        var: usize,
+        prev: Option<&Arc<Step>>,
+        excluded: bool,
+    ) -> Arc<Step> {
+        let at = address(prev);
+        if excluded {
+            if let Some((_, _, s)) = self.marked.iter().find(|(a, v, _)| *a == at && *v == var) {
+                return Arc::clone(s);
+            }
+            let s = Step::marked(row, var, prev.cloned(), true);
+            self.marked.push((at, var, Arc::clone(&s)));
+            return s;
+        }
+        if let Some((_, _, s)) = self.few.iter().find(|(a, v, _)| *a == at && *v == var) {
+            return Arc::clone(s);
+        }
+        if let Some(s) = self.many.get(&(at, var)) {
+            return Arc::clone(s);
+        }
+        let s = Step::after(row, var, prev.cloned());
+        if self.few.len() < FEW {
+            self.few.push((at, var, Arc::clone(&s)));
+        } else {
+            self.many.insert((at, var), Arc::clone(&s));
+        }
+        s
+    }
+}
