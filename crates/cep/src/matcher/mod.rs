@@ -77,7 +77,7 @@ pub(crate) struct Pattern {
 
 impl Pattern {
     /// Whether the front attempt's threads stand for a later attempt's that are equivalent
-    /// to them (at the same instruction, showing the conditions the same rows of the
+    /// to them (at labels of one class, showing the conditions the same rows of the
     /// partition), so that those go. It holds when nothing the conditions read depends on
     /// where the match started (not `COUNT(*)`, `FIRST(x)`, `LAST(x, n)`: see
     /// [`Needs::from_start`]), so that equivalent threads of two attempts accept the same
