@@ -20,6 +20,7 @@ mod df;
 mod equivalence;
 mod eval;
 mod expr;
+mod label_classes;
 mod matcher;
 mod modifiers;
 mod order;
@@ -391,6 +392,7 @@ pub(crate) fn compile(
         def: op.clone(),
         stream: stream.to_string(),
         pattern: Pattern {
+            classes: label_classes::label_classes(&prog),
             prog,
             fallible: matcher::fallible(&defines),
             needs: equivalence::Needs::of(&defines),

@@ -30,6 +30,9 @@
 //! far back as the conditions read: only when a second thread arrives at an instruction,
 //! which in a pattern whose variables exclude each other is rare.
 //!
+//! "The same instruction" is the same class of labels with the same future
+//! (`label_classes.rs`): the copies of a group that quantifiers unroll are one place.
+//!
 //! Across attempts ([`Pruner::claim`]): where the skip is past the last row, no `within`
 //! bounds a match and nothing the conditions read depends on the first row of the match, a
 //! later attempt's thread equivalent to one of the front attempt's (the next attempt to be

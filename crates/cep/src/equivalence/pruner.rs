@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ahash::RandomState;
 
-use super::super::matcher::{Step, Thread};
+use super::super::matcher::{Pattern, Step, Thread};
 use super::signature::signature;
 use super::Needs;
 
@@ -15,29 +15,30 @@ fn address(hist: Option<&Arc<Step>>) -> usize {
     hist.map_or(0, |s| Arc::as_ptr(s) as usize)
 }
 
-/// Scratch space of one attempt's row: which instructions have a thread, and, once a second
-/// one arrives at an instruction, the keys of the threads there.
+/// Scratch space of one attempt's row: which classes of labels (labels with the same future,
+/// see `label_classes.rs`, each numbered by its first instruction) have a thread, and, once
+/// a second one arrives at a class, the keys of the threads there.
 #[derive(Debug, Default)]
 pub(crate) struct Pruner {
     stamps: Vec<u32>,
-    /// The index of the first thread at each instruction (valid where stamped).
+    /// The index of the first thread at each class (valid where stamped).
     first: Vec<u32>,
     /// Stamped where the first thread's key is in `keys`.
     keyed: Vec<u32>,
     now: u32,
     keys: HashSet<(usize, Box<[u64]>), RandomState>,
-    /// Stamped (with `row`) at the instructions where the front attempt has a thread after
-    /// the row being pushed.
+    /// Stamped (with `row`) at the classes where the front attempt has a thread after the
+    /// row being pushed.
     claimed: Vec<u32>,
     row: u32,
     /// Where the conditions read the history: the front attempt's threads after the row
-    /// (instruction, history), whose signatures at an instruction are worked out into
+    /// (class, history), whose signatures at a class are worked out into
     /// `front_keys` when a rival's thread first reaches it (stamped in `front_keyed`).
     front: Vec<(usize, Option<Arc<Step>>)>,
     front_keyed: Vec<u32>,
     front_keys: HashSet<(usize, Box<[u64]>), RandomState>,
-    /// The threads being admitted are a later attempt's: a thread at an instruction the
-    /// front attempt claimed goes (see [`Pattern::front_stands_for_later`]).
+    /// The threads being admitted are a later attempt's: a thread at a class where the front
+    /// attempt has an equivalent one goes (see [`Pattern::front_stands_for_later`]).
     ///
     /// [`Pattern::front_stands_for_later`]: super::matcher::Pattern::front_stands_for_later
     rival: bool,
@@ -57,7 +58,7 @@ impl Pruner {
         self.rival = false;
     }
 
-    /// Starts a row of a partition, for a program of `len` instructions: no instruction is
+    /// Starts a row of a partition, for a program of `len` instructions: no class is
     /// claimed, no attempt is a rival.
     pub(crate) fn start_row(&mut self, len: usize) {
         if self.claimed.len() != len || self.row == u32::MAX {
@@ -76,39 +77,40 @@ impl Pruner {
         self.front_keys.clear();
     }
 
-    /// The front attempt has `threads` after the row: a later attempt's thread at one of
-    /// their instructions, equivalent to one of them, can only find what the front one finds
+    /// The front attempt of pattern `p` has `threads` (waiting for the next row): a later
+    /// attempt's thread equivalent to one of them can only find what the front one finds
     /// first.
-    pub(crate) fn claim(&mut self, needs: &Needs, threads: &[Thread]) {
+    pub(crate) fn claim(&mut self, p: &Pattern, threads: &[Thread]) {
         for t in threads {
-            self.claimed[t.pc] = self.row;
+            self.claimed[p.classes[t.pc]] = self.row;
         }
-        if !needs.nothing() {
+        if !p.needs.nothing() {
             self.front
-                .extend(threads.iter().map(|t| (t.pc, t.hist.clone())));
+                .extend(threads.iter().map(|t| (p.classes[t.pc], t.hist.clone())));
         }
     }
 
-    /// Whether a rival's thread at `pc` with `hist` is equivalent to one of the front
-    /// attempt's: at the same instruction, showing the conditions the same rows (which are
-    /// the same rows of the partition in both attempts: what depends on the first row of the
-    /// match rules rivals out, see [`Needs::from_start`]).
-    fn claimed(&mut self, needs: &Needs, pc: usize, hist: Option<&Arc<Step>>) -> bool {
-        if self.claimed[pc] != self.row {
+    /// Whether a rival's thread at a label of `class` with `hist` is equivalent to one of the
+    /// front attempt's: at a label of the same class, showing the conditions the same rows
+    /// (which are the same rows of the partition in both attempts: what depends on the first
+    /// row of the match rules rivals out, see [`Needs::from_start`]).
+    fn claimed(&mut self, needs: &Needs, class: usize, hist: Option<&Arc<Step>>) -> bool {
+        if self.claimed[class] != self.row {
             return false;
         }
         if needs.nothing() {
             return true;
         }
-        if self.front_keyed[pc] != self.row {
-            self.front_keyed[pc] = self.row;
+        if self.front_keyed[class] != self.row {
+            self.front_keyed[class] = self.row;
             for (at, h) in &self.front {
-                if *at == pc {
-                    self.front_keys.insert((pc, signature(needs, h.as_ref())));
+                if *at == class {
+                    self.front_keys
+                        .insert((class, signature(needs, h.as_ref())));
                 }
             }
         }
-        self.front_keys.contains(&(pc, signature(needs, hist)))
+        self.front_keys.contains(&(class, signature(needs, hist)))
     }
 
     /// Whether the threads admitted next are a later attempt's (checked against the claims).
@@ -116,40 +118,40 @@ impl Pruner {
         self.rival = rival;
     }
 
-    /// Whether a thread at `pc` with `hist` is kept in the list `out` (the threads before it,
-    /// all preferred to it): not when one of them at `pc` is equivalent, nor when it is a
-    /// rival's and the front attempt claimed `pc`.
+    /// Whether a thread at a label of `class` with `hist` is kept in the list `out` (the
+    /// threads before it, all preferred to it): not when one of them at `class` is
+    /// equivalent, nor when it is a rival's equivalent to one of the front attempt's.
     #[inline]
     pub(crate) fn admit(
         &mut self,
         needs: &Needs,
-        pc: usize,
+        class: usize,
         hist: Option<&Arc<Step>>,
         out: &[Thread],
     ) -> bool {
-        if self.rival && self.claimed(needs, pc, hist) {
+        if self.rival && self.claimed(needs, class, hist) {
             return false;
         }
-        if self.stamps[pc] != self.now {
-            self.stamps[pc] = self.now;
-            self.first[pc] = u32::try_from(out.len()).unwrap_or(u32::MAX);
+        if self.stamps[class] != self.now {
+            self.stamps[class] = self.now;
+            self.first[class] = u32::try_from(out.len()).unwrap_or(u32::MAX);
             return true;
         }
         if needs.nothing() {
             return false;
         }
         let first = out
-            .get(self.first[pc] as usize)
-            .expect("the first thread at an instruction is in the list");
+            .get(self.first[class] as usize)
+            .expect("the first thread at a class is in the list");
         let first_hist = first.hist.as_ref();
         if address(first_hist) == address(hist) {
             return false;
         }
-        if self.keyed[pc] != self.now {
-            self.keyed[pc] = self.now;
-            self.keys.insert((pc, signature(needs, first_hist)));
+        if self.keyed[class] != self.now {
+            self.keyed[class] = self.now;
+            self.keys.insert((class, signature(needs, first_hist)));
         }
-        self.keys.insert((pc, signature(needs, hist)))
+        self.keys.insert((class, signature(needs, hist)))
     }
 }
 

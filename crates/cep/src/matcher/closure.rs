@@ -77,7 +77,7 @@ pub(super) fn closure(
         match p.prog[pc] {
             // A thread waits here for the next row (at `$`: for the end).
             Inst::Label(_) | Inst::End if !at.ended => {
-                if prune.admit(&p.needs, pc, hist.as_ref(), out) {
+                if prune.admit(&p.needs, p.classes[pc], hist.as_ref(), out) {
                     out.push(Thread {
                         pc,
                         hist: hist.clone(),

@@ -44,6 +44,9 @@ pub(crate) enum Skip {
 #[derive(Debug)]
 pub(crate) struct Pattern {
     pub prog: Vec<Inst>,
+    /// Per instruction, its class of labels with the same future (see `label_classes.rs`):
+    /// partial matches are pruned per class, not per instruction.
+    pub classes: Vec<usize>,
     /// Each variable's condition (`None`: any row).
     pub defines: Vec<Option<E>>,
     pub vars: Vec<Arc<str>>,
@@ -74,7 +77,7 @@ pub(crate) struct Pattern {
 
 impl Pattern {
     /// Whether the front attempt's threads stand for a later attempt's that are equivalent
-    /// to them (at the same instruction, showing the conditions the same rows of the
+    /// to them (at labels of one class, showing the conditions the same rows of the
     /// partition), so that those go. It holds when nothing the conditions read depends on
     /// where the match started (not `COUNT(*)`, `FIRST(x)`, `LAST(x, n)`: see
     /// [`Needs::from_start`]), so that equivalent threads of two attempts accept the same
@@ -179,6 +182,18 @@ pub(crate) struct Step {
 /// history for the others).
 pub(crate) const TRACKED: usize = 4;
 pub(crate) const NO_ROW: u64 = u64::MAX;
+
+/// A history is a chain as long as its match: dropped link by link, each dropping the next,
+/// a match of a million rows (`A+` over a run without `within`) overflowed the stack. The
+/// chain is unlinked in a loop instead, as far as no other history shares it.
+impl Drop for Step {
+    fn drop(&mut self) {
+        let mut prev = self.prev.take();
+        while let Some(p) = prev {
+            prev = Arc::into_inner(p).and_then(|mut s| s.prev.take());
+        }
+    }
+}
 
 impl Step {
     pub(crate) fn after(row: u64, var: usize, prev: Option<Arc<Step>>) -> Arc<Step> {
@@ -317,23 +332,41 @@ impl Partition {
         let idx = self.next();
         let ts = row.ts;
         self.rows.push_back(row);
-        let started = idx >= self.resume;
+        let mut started = idx >= self.resume;
         if started {
             let mut threads = s.spare.pop().unwrap_or_default();
+            // The front attempt's threads wait for this row too: those of the new attempt
+            // equivalent to them go (see `Pattern::front_stands_for_later`).
+            let front = self.attempts.front().filter(|a| !a.ended());
+            let rival = p.front_stands_for_later() && front.is_some();
+            if let Some(front) = front.filter(|_| rival) {
+                s.prune.start_row(p.prog.len());
+                s.prune.claim(p, &front.threads);
+            }
             s.prune.clear(p.prog.len());
+            s.prune.set_rival(rival);
             let at = At {
                 first: idx == 0,
                 ended: false,
             };
             let best =
                 closure(p, &mut s.seen, &mut s.prune, at, 0, None, &mut threads).then_some(None);
-            self.attempts.push_back(Attempt {
-                start: idx,
-                start_ts: ts,
-                threads,
-                best,
-                timed_out: None,
-            });
+            if rival {
+                s.prune.end_row();
+            }
+            if rival && threads.is_empty() && best.is_none() && !p.unmatched {
+                // It ends at once with nothing to report.
+                s.spare.push(threads);
+                started = false;
+            } else {
+                self.attempts.push_back(Attempt {
+                    start: idx,
+                    start_ts: ts,
+                    threads,
+                    best,
+                    timed_out: None,
+                });
+            }
         }
         if let Err(failed) = self.step(p, s, idx, ts) {
             return Err(self.roll_back(s, started, failed));
@@ -351,10 +384,37 @@ impl Partition {
             self.attempts
                 .retain(|a| !a.ended() || a.best.is_some() || a.timed_out.is_some());
         }
+        self.drop_covered(p);
         // Keep about as many spare lists as the next row may need.
         s.spare.truncate(self.attempts.len() + 2);
         self.settle(p, out);
         Ok(())
+    }
+
+    /// Past the last row, the front attempt (the next to be reported) that has found a
+    /// match ending at row `e` will report it or a preferred one, which ends later (its live
+    /// partial matches have consumed every row so far): the attempts that start by `e` are
+    /// inside it and go now, as they would when it is reported.
+    fn drop_covered(&mut self, p: &Pattern) {
+        if p.skip != Skip::PastLastRow {
+            return;
+        }
+        let Some(front) = self.attempts.front().filter(|a| !a.ended()) else {
+            return;
+        };
+        let Some(best) = &front.best else {
+            return;
+        };
+        let end = best.as_ref().map_or(front.start, |s| s.row);
+        let covered = self
+            .attempts
+            .iter()
+            .skip(1)
+            .take_while(|a| a.start <= end)
+            .count();
+        if covered > 0 {
+            self.attempts.drain(1..=covered);
+        }
     }
 
     /// Advances every attempt by row `idx` (the last row, at time `ts`), recording in
@@ -362,7 +422,9 @@ impl Partition {
     /// the earlier ones are advanced, with their old state in `s.undo`.
     fn step(&mut self, p: &Pattern, s: &mut Scratch, idx: u64, ts: i64) -> Result<(), StepFailed> {
         let rivals = p.front_stands_for_later();
-        s.prune.start_row(p.prog.len());
+        if rivals {
+            s.prune.start_row(p.prog.len());
+        }
         for i in 0..self.attempts.len() {
             if self.attempts[i].ended() {
                 continue;
@@ -455,13 +517,15 @@ impl Partition {
                 a.threads = threads;
                 next.clear();
                 s.spare.push(next);
-                s.prune.end_row();
+                if rivals {
+                    s.prune.end_row();
+                }
                 return Err(failed);
             }
             a.threads = next;
             if rivals {
                 if i == 0 {
-                    s.prune.claim(&p.needs, &a.threads);
+                    s.prune.claim(p, &a.threads);
                 } else if a.ended() && a.best.is_none() {
                     s.emptied = true;
                 }
@@ -480,7 +544,9 @@ impl Partition {
                 s.spare.push(old);
             }
         }
-        s.prune.end_row();
+        if rivals {
+            s.prune.end_row();
+        }
         Ok(())
     }
 

@@ -2,6 +2,7 @@
 //! refused rows; pruning; sizes.
 
 use super::super::expr::{compile_defines, Scope};
+use super::super::label_classes::label_classes;
 use super::super::{deepest_prev, program, syntax};
 use super::*;
 use anduin_types::ColumnType;
@@ -92,6 +93,7 @@ fn pattern(rng: &mut Rng) -> (Pattern, String) {
     };
     let within = (rng.below(2) == 0).then(|| 1 + rng.below(8) as i64);
     let p = Pattern {
+        classes: label_classes(&prog),
         prog,
         fallible: fallible(&defines),
         needs: Needs::of(&defines),
@@ -232,6 +234,7 @@ fn a_refused_row_keeps_partial_matches_best_matches_and_time_outs() {
         defines[v] = Some(t.e);
     }
     let p = Pattern {
+        classes: label_classes(&program::compile(&parsed.pat).expect("compiles")),
         prog: program::compile(&parsed.pat).expect("compiles"),
         fallible: fallible(&defines),
         needs: Needs::of(&defines),
@@ -291,6 +294,7 @@ fn compiled(pattern: &str, defines: &str) -> Pattern {
         defines_of[v] = Some(t.e);
     }
     Pattern {
+        classes: label_classes(&program::compile(&parsed.pat).expect("compiles")),
         prog: program::compile(&parsed.pat).expect("compiles"),
         fallible: fallible(&defines_of),
         needs: Needs::of(&defines_of),
@@ -378,29 +382,69 @@ fn row_of(ts: i64, value: i64) -> Row {
 // whose attempts stay too (at most `within` of them).
 #[test]
 fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_row() {
-    let cases: [(&str, &str, Skip, Option<i64>, bool); 11] = [
-        ("(A+)+ B", "B AS value < 0", Skip::PastLastRow, None, true),
-        ("(A*)* B", "B AS value < 0", Skip::PastLastRow, None, true),
+    /// Pattern, conditions, skip, within, and the most attempts kept (`None`: one a row).
+    type Case<'a> = (&'a str, &'a str, Skip, Option<i64>, Option<usize>);
+    let cases: [Case<'_>; 15] = [
+        (
+            "(A+)+ B",
+            "B AS value < 0",
+            Skip::PastLastRow,
+            None,
+            Some(1),
+        ),
+        (
+            "(A*)* B",
+            "B AS value < 0",
+            Skip::PastLastRow,
+            None,
+            Some(1),
+        ),
         (
             "(A | B)* C",
             "C AS value < 0",
             Skip::PastLastRow,
             None,
-            true,
+            Some(1),
         ),
         (
             "(A+ | A+)+ B",
             "B AS value < 0",
             Skip::PastLastRow,
             None,
-            true,
+            Some(1),
+        ),
+        // B holds on every third row: the first attempt finds a match there (and goes on,
+        // preferring more A rows), and so would a later one from its first row on.
+        (
+            "(A*)* B",
+            "B AS value % 3 = 0",
+            Skip::PastLastRow,
+            None,
+            Some(1),
+        ),
+        (
+            "(A | B)* C",
+            "C AS value % 3 = 0",
+            Skip::PastLastRow,
+            None,
+            Some(1),
+        ),
+        // Once the first attempt has found a match, the partial matches it preferred less
+        // are gone, among them the one in the first iteration's second A+; a later
+        // attempt's is there, and is at a label with the same future as one of the first's.
+        (
+            "(A+ | A+)+ B",
+            "B AS value % 3 = 0",
+            Skip::PastLastRow,
+            None,
+            Some(1),
         ),
         (
             "(A+ | B+)* C",
             "A AS value > PREV(value), C AS CLASSIFIER() = 'A'",
             Skip::PastLastRow,
             None,
-            true,
+            Some(1),
         ),
         // A thread of a later attempt whose last A row is one a thread of the first has.
         (
@@ -408,15 +452,15 @@ fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_
             "C AS value < LAST(A.value)",
             Skip::PastLastRow,
             None,
-            true,
+            Some(1),
         ),
-        ("(A+)+ B", "B AS value < 0", Skip::ToNextRow, None, false),
+        ("(A+)+ B", "B AS value < 0", Skip::ToNextRow, None, None),
         (
             "(A+)+ B",
             "B AS value < 0",
             Skip::PastLastRow,
             Some(50),
-            false,
+            None,
         ),
         // What depends on the first row of the match tells the attempts apart.
         (
@@ -424,14 +468,14 @@ fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_
             "B AS COUNT(*) < 0",
             Skip::PastLastRow,
             None,
-            false,
+            None,
         ),
         (
             "(A+)+ B",
             "B AS value < LAST(value, 3)",
             Skip::PastLastRow,
             None,
-            false,
+            None,
         ),
         // Every row of A since the first: never the first attempt's.
         (
@@ -439,10 +483,19 @@ fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_
             "A AS SUM(A.value) > 0, B AS value < 0",
             Skip::PastLastRow,
             None,
-            false,
+            None,
+        ),
+        // What depends on the first row keeps every attempt, until the first attempt finds
+        // a match: those inside it go (a match every third row).
+        (
+            "(A+)+ B",
+            "B AS value % 3 = 0 AND COUNT(*) > 0",
+            Skip::PastLastRow,
+            None,
+            Some(4),
         ),
     ];
-    for (pattern, defines, skip, within, one) in cases {
+    for (pattern, defines, skip, within, at_most) in cases {
         let mut p = compiled(pattern, defines);
         p.skip = skip;
         p.within = within;
@@ -466,15 +519,28 @@ fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_
         }
         assert!(
             !out.iter().any(|o| matches!(o, Outcome::Match { .. })),
-            "no match: B and C never hold"
+            "no match is reported before the input ends: B and C never hold, or the first \
+             attempt prefers more rows"
         );
-        if one {
-            assert_eq!(kept, 1, "{pattern} with {defines}");
-        } else {
-            assert!(
+        match at_most {
+            Some(n) => assert!(kept <= n, "{pattern} with {defines}: {kept} attempts"),
+            None => assert!(
                 kept >= 50,
                 "{pattern} with {defines}, {skip:?}: {kept} attempts"
-            );
+            ),
         }
     }
+}
+
+#[test]
+fn a_history_as_long_as_a_run_of_a_million_rows_is_dropped_without_overflowing_the_stack() {
+    let mut h = None;
+    for row in 0..1_000_000 {
+        h = Some(Step::after(row, 0, h));
+    }
+    // A second history sharing all but the newest step keeps the shared part alive.
+    let shared = h.as_ref().and_then(|s| s.prev.clone());
+    drop(h);
+    assert_eq!(shared.as_ref().map(|s| s.row), Some(999_998));
+    drop(shared);
 }
