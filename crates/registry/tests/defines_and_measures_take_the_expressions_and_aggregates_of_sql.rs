@@ -100,10 +100,7 @@ fn next_in_a_measure_sees_the_rows_of_the_match_and_no_further() {
         (3, 0, 3, "x"),
         (4, 0, 0, "x"),
     ];
-    let got: Vec<String> = common::pattern_rows(params, &rows)
-        .into_iter()
-        .map(|r| r.split(", ").skip(2).collect::<Vec<_>>().join(" "))
-        .collect();
+    let got: Vec<String> = common::pattern_rows_after_key(params, &rows);
     assert_eq!(
         got,
         ["1 x 2 3 B 2", "2 x 3 NULL B 2", "3 x NULL NULL NULL 2",]
@@ -127,10 +124,7 @@ fn prev_of_the_classifier_is_the_variable_of_the_row_before_within_the_match() {
         (4, 0, 2, "x"),
         (5, 0, 1, "x"),
     ];
-    let got: Vec<String> = common::pattern_rows(params, &rows)
-        .into_iter()
-        .map(|r| r.split(", ").skip(2).collect::<Vec<_>>().join(" "))
-        .collect();
+    let got: Vec<String> = common::pattern_rows_after_key(params, &rows);
     assert_eq!(
         got,
         [

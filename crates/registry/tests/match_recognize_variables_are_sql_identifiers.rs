@@ -7,36 +7,17 @@
 
 use std::sync::Arc;
 
-use anduin_operator_api::{BuildContext, Collector, DeadLetter, DeadLetterTarget, OperatorError};
+use anduin_operator_api::{BuildContext, DeadLetter, DeadLetterTarget};
 use anduin_registry::BuiltinCatalog;
 use anduin_types::Watermark;
 use arrow::array::{Int64Array, TimestampMillisecondArray};
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
 
 const TABLES: &str = "CREATE TABLE ev (ts TIMESTAMP, k BIGINT, value BIGINT)
 WITH (connector = 'file', path = 'in.csv', format = 'csv', event_time = 'ts');
 CREATE TABLE out WITH (connector = 'file', path = 'out.csv', format = 'csv');
 ";
-
-struct Rows(Vec<String>);
-
-impl Collector for Rows {
-    fn collect(&mut self, _port: usize, b: RecordBatch) -> Result<(), OperatorError> {
-        let options = FormatOptions::default().with_null("NULL");
-        let formatters: Vec<ArrayFormatter<'_>> = b
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).expect("formats"))
-            .collect();
-        for i in 0..b.num_rows() {
-            let cells: Vec<String> = formatters.iter().map(|f| f.value(i).to_string()).collect();
-            self.0.push(cells.join(" "));
-        }
-        Ok(())
-    }
-}
 
 /// The rows the `pattern` operator of `sql` (a `MATCH_RECOGNIZE` over `ev`) outputs over
 /// rows of key 0 with these values, one millisecond apart.
@@ -75,12 +56,12 @@ fn matched(sql: &str, values: &[i64]) -> Vec<String> {
         ],
     )
     .expect("valid");
-    let mut out = Rows(Vec::new());
+    let mut out = crate::common::Formatted::new(" ");
     op.process_batch(0, batch, &mut out).expect("processes");
     op.handle_watermark(Watermark::MAX, &mut out)
         .expect("advances");
     op.on_end_of_input(&mut out).expect("ends");
-    out.0
+    out.rows
 }
 
 #[test]

@@ -7,11 +7,12 @@ use std::io::Write;
 use std::sync::Arc;
 
 use anduin_operator_api::{
-    Bound, BuildContext, DeadLetter, DeadLetterTarget, Operator, OperatorError, RestoreIn,
-    SnapshotOut, Source,
+    Bound, BuildContext, Collector, DeadLetter, DeadLetterTarget, Operator, OperatorError,
+    RestoreIn, SnapshotOut, Source,
 };
 use anduin_registry::BuiltinCatalog;
 use anduin_types::{Epoch, SnapshotKind};
+use arrow::record_batch::RecordBatch;
 
 fn context() -> BuildContext {
     context_rejecting_to(Arc::new(DeadLetter::new(DeadLetterTarget::Stderr)))
@@ -158,29 +159,9 @@ pub fn try_pattern_rows(
     params: &str,
     rows: &[(i64, i64, i64, &str)],
 ) -> Result<Vec<String>, OperatorError> {
-    use anduin_operator_api::Collector;
     use arrow::array::{Int64Array, StringArray, TimestampMillisecondArray};
     use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-    use arrow::record_batch::RecordBatch;
-    use arrow::util::display::{ArrayFormatter, FormatOptions};
 
-    struct Rows(Vec<String>);
-    impl Collector for Rows {
-        fn collect(&mut self, _port: usize, b: RecordBatch) -> Result<(), OperatorError> {
-            let options = FormatOptions::default().with_null("NULL");
-            let formatters: Vec<ArrayFormatter<'_>> = b
-                .columns()
-                .iter()
-                .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).expect("formats"))
-                .collect();
-            for i in 0..b.num_rows() {
-                let cells: Vec<String> =
-                    formatters.iter().map(|f| f.value(i).to_string()).collect();
-                self.0.push(cells.join(", "));
-            }
-            Ok(())
-        }
-    }
     let src = format!(
         r#"type name = "T" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "value", type = "int" column name = "tag", type = "string" }}
 operator name = "g", type = "generator" {{ output name = "in", type = "T" }}
@@ -215,11 +196,51 @@ operator name = "d", type = "discard" {{ input name = "out" }}"#
         ],
     )
     .expect("valid");
-    let mut out = Rows(Vec::new());
+    let mut out = Formatted::new(", ");
     op.process_batch(0, batch, &mut out)?;
     op.handle_watermark(anduin_types::Watermark::MAX, &mut out)?;
     op.on_end_of_input(&mut out)?;
-    Ok(out.0)
+    Ok(out.rows)
+}
+
+/// What an operator outputs, each row as its cells' text (NULL for a null) joined with `sep`.
+pub struct Formatted {
+    sep: &'static str,
+    pub rows: Vec<String>,
+}
+
+impl Formatted {
+    pub fn new(sep: &'static str) -> Self {
+        Self {
+            sep,
+            rows: Vec::new(),
+        }
+    }
+}
+
+impl Collector for Formatted {
+    fn collect(&mut self, _port: usize, b: RecordBatch) -> Result<(), OperatorError> {
+        use arrow::util::display::{ArrayFormatter, FormatOptions};
+        let options = FormatOptions::default().with_null("NULL");
+        let formatters: Vec<ArrayFormatter<'_>> = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).expect("formats"))
+            .collect();
+        for i in 0..b.num_rows() {
+            let cells: Vec<String> = formatters.iter().map(|f| f.value(i).to_string()).collect();
+            self.rows.push(cells.join(self.sep));
+        }
+        Ok(())
+    }
+}
+
+/// [`pattern_rows`] without the first two cells (the key and the time), joined with spaces.
+pub fn pattern_rows_after_key(params: &str, rows: &[(i64, i64, i64, &str)]) -> Vec<String> {
+    pattern_rows(params, rows)
+        .into_iter()
+        .map(|r| r.split(", ").skip(2).collect::<Vec<_>>().join(" "))
+        .collect()
 }
 
 /// A query of a `Reading` generator (`gen`, stream `readings`: ts, sensor, value; 10 rows)
