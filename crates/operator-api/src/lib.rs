@@ -42,7 +42,7 @@ pub use event_time::WatermarkSpec;
 pub use operator::{Collector, Operator};
 pub use origins::RowOrigins;
 pub use params::Params;
-pub use rescale::{Combine, RescaleError};
+pub use rescale::{Combine, KeyGroupsGiven, RescaleError};
 pub use row_errors::{
     evaluate_rows, failures, kept_rows, Evaluated, ExprAt, OnError, Piece, RowErrors, RowFailure,
     ON_ERROR,

@@ -153,6 +153,46 @@ pub trait Operator: Send {
         Err(crate::RescaleError::NotRescalable)
     }
 
+    /// Whether this operator moves key groups itself at a live rescale
+    /// ([`Operator::give_key_groups`], [`Operator::take_key_groups`]), touching only their
+    /// state. Otherwise (the default) the runtime snapshots each instance taking part whole,
+    /// cuts the snapshot by key group and rebuilds the instance from what it keeps and takes:
+    /// a pause that grows with the instance's state, not with what moves. Every instance of
+    /// an operator must answer alike.
+    fn moves_key_groups(&self) -> bool {
+        false
+    }
+
+    /// A live rescale, at an aligned barrier: removes the state of the key groups of each of
+    /// `ranges` (disjoint) and returns it, one piece per range, with what this instance keeps
+    /// inline (its event-time progress, for the takers). The pieces are read only by
+    /// [`Operator::take_key_groups`] of another instance of the same operator, never kept in
+    /// a checkpoint. Called only when [`Operator::moves_key_groups`].
+    fn give_key_groups(
+        &mut self,
+        _ranges: &[anduin_state::KeyGroupRange],
+    ) -> Result<crate::KeyGroupsGiven, OperatorError> {
+        Err(OperatorError::internal(
+            self.name(),
+            "this operator does not move key groups itself",
+        ))
+    }
+
+    /// A live rescale: adds the key groups other instances gave (`pieces`, as
+    /// [`Operator::give_key_groups`] returned them, with the givers' inline values in
+    /// `inline`, combined with this instance's own as [`crate::Combine::Move`] says). The
+    /// next checkpoint after a move is a full one.
+    fn take_key_groups(
+        &mut self,
+        _pieces: Vec<Vec<u8>>,
+        _inline: Vec<Option<serde_json::Value>>,
+    ) -> Result<(), OperatorError> {
+        Err(OperatorError::internal(
+            self.name(),
+            "this operator does not move key groups itself",
+        ))
+    }
+
     /// Checkpoint `epoch` is complete everywhere: a transactional sink commits what it wrote
     /// before that epoch's barrier. The default does nothing.
     fn handle_commit(&mut self, _epoch: Epoch) -> Result<(), OperatorError> {

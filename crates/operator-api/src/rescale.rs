@@ -32,6 +32,15 @@ pub enum RescaleError {
     },
 }
 
+/// What an instance gives at a live rescale ([`crate::Operator::give_key_groups`]).
+#[derive(Debug, Default)]
+pub struct KeyGroupsGiven {
+    /// The state of each range asked for, in order, in the operator's own form.
+    pub pieces: Vec<Vec<u8>>,
+    /// What the giving instance keeps inline (as in a checkpoint), for the takers to combine.
+    pub inline: Option<serde_json::Value>,
+}
+
 /// What the metadata combined is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Combine {

@@ -160,11 +160,106 @@ pub(crate) fn rescale(
         return Ok(());
     }
     let began = std::time::Instant::now();
+    let moved = if op.moves_key_groups() {
+        move_directly(name, op, r, epoch, gives, takes)?
+    } else {
+        let kept = intersection(owned(from, i), owned(to, i));
+        move_by_snapshot(name, op, r, epoch, kept, gives, takes)?
+    };
+    r.full_next = true;
+    tracing::info!(
+        operator = name,
+        instance = i,
+        from,
+        to,
+        epoch = epoch.0,
+        directly = moved.directly,
+        snapshot_bytes = moved.snapshot_bytes,
+        given_bytes = moved.given_bytes,
+        taken_bytes = moved.taken_bytes,
+        given_ms = moved.given_at.as_millis(),
+        taken_ms = moved.taken_at.as_millis(),
+        took_ms = began.elapsed().as_millis(),
+        "key groups moved"
+    );
+    Ok(())
+}
+
+/// What a move did, for its log line.
+struct Moved {
+    /// The operator moved its key groups itself (no snapshot, no rebuild).
+    directly: bool,
+    snapshot_bytes: usize,
+    given_bytes: usize,
+    taken_bytes: usize,
+    /// When the handoffs were all out, and when the others' were all in.
+    given_at: Duration,
+    taken_at: Duration,
+}
+
+/// The move of an operator that gives and takes key groups itself: only their state is
+/// touched, the rest stays in place.
+fn move_directly(
+    name: &str,
+    op: &mut Box<dyn Operator>,
+    r: &mut Rescaler,
+    epoch: Epoch,
+    gives: Vec<(usize, KeyGroupRange)>,
+    takes: Vec<(usize, KeyGroupRange)>,
+) -> Result<Moved, OperatorError> {
+    let began = std::time::Instant::now();
+    let ranges: Vec<KeyGroupRange> = gives.iter().map(|(_, range)| *range).collect();
+    let given = if ranges.is_empty() {
+        anduin_operator_api::KeyGroupsGiven::default()
+    } else {
+        op.give_key_groups(&ranges)?
+    };
+    if given.pieces.len() != ranges.len() {
+        return Err(OperatorError::internal(
+            name,
+            format!(
+                "it gave {} pieces of state for {} ranges of key groups",
+                given.pieces.len(),
+                ranges.len()
+            ),
+        ));
+    }
+    let given_bytes = given.pieces.iter().map(Vec::len).sum();
+    hand_all(name, r, epoch, gives, given.pieces, &given.inline)?;
+    let given_at = began.elapsed();
+    let (inline, pieces) = receive_all(name, r, epoch, takes)?;
+    let taken_bytes = pieces.iter().map(|(_, bytes)| bytes.len()).sum();
+    let taken_at = began.elapsed();
+    if !pieces.is_empty() {
+        op.take_key_groups(pieces.into_iter().map(|(_, bytes)| bytes).collect(), inline)?;
+    }
+    Ok(Moved {
+        directly: true,
+        snapshot_bytes: 0,
+        given_bytes,
+        taken_bytes,
+        given_at,
+        taken_at,
+    })
+}
+
+/// The move of any other keyed operator: a full snapshot of the instance, cut by key group;
+/// the pieces it gives are handed over, and the instance is rebuilt from the piece it keeps
+/// and those it takes.
+fn move_by_snapshot(
+    name: &str,
+    op: &mut Box<dyn Operator>,
+    r: &mut Rescaler,
+    epoch: Epoch,
+    kept: KeyGroupRange,
+    gives: Vec<(usize, KeyGroupRange)>,
+    takes: Vec<(usize, KeyGroupRange)>,
+) -> Result<Moved, OperatorError> {
+    let began = std::time::Instant::now();
     let mut mine = Memory::new(epoch);
     op.snapshot(&mut mine)?;
     // Its state cut record by record: a piece per instance it gives key groups to, and the
-    // piece it keeps (last).
-    let kept = intersection(owned(from, i), owned(to, i));
+    // piece it keeps (`kept`, last).
     let ranges: Vec<KeyGroupRange> = gives
         .iter()
         .map(|(_, range)| *range)
@@ -172,53 +267,20 @@ pub(crate) fn rescale(
         .collect();
     let mut pieces = cut_full(name, &mine.bytes, &ranges)?;
     let kept_piece = pieces.pop().unwrap_or_default();
-    for ((j, range), bytes) in gives.into_iter().zip(pieces) {
-        let handoff = Handoff {
-            epoch,
-            from: i,
-            range,
-            bytes,
-            inline: mine.inline.clone(),
-        };
-        let mate = r.mates.get(j).ok_or_else(|| {
-            OperatorError::internal(
-                name,
-                format!("instance {j} is gone: it cannot take its key groups"),
-            )
-        })?;
-        mate.hand(handoff).map_err(|why| {
-            OperatorError::internal(
-                name,
-                format!(
-                    "cannot hand key groups {range} to instance {j} at the rescale of epoch {}: {why}",
-                    epoch.0
-                ),
-            )
-        })?;
-    }
-    let (given_at, snapshot_bytes) = (began.elapsed(), mine.bytes.len());
-    let mut parts = vec![mine.inline.clone()];
-    let mut taken_bytes = 0;
-    let mut owned_now = vec![(kept, kept_piece)];
-    for (k, range) in takes {
-        let handoff = receive(name, r, epoch, k)?;
-        parts.push(handoff.inline.clone());
-        if handoff.range != range {
-            return Err(OperatorError::internal(
-                name,
-                format!(
-                    "instance {k} handed over {} instead of {range}",
-                    handoff.range
-                ),
-            ));
-        }
-        taken_bytes += handoff.bytes.len();
-        owned_now.push((range, handoff.bytes));
-    }
+    let given_bytes = pieces.iter().map(Vec::len).sum();
+    hand_all(name, r, epoch, gives, pieces, &mine.inline)?;
+    let given_at = began.elapsed();
+    let (taken_inline, taken) = receive_all(name, r, epoch, takes)?;
+    let taken_bytes = taken.iter().map(|(_, bytes)| bytes.len()).sum();
     let taken_at = began.elapsed();
+    let parts: Vec<Option<serde_json::Value>> = std::iter::once(mine.inline.clone())
+        .chain(taken_inline)
+        .collect();
     let inline = op.rescale_inline(&parts, Combine::Move).map_err(|e| {
         OperatorError::internal(name, format!("its instances cannot be combined: {e}"))
     })?;
+    let mut owned_now = vec![(kept, kept_piece)];
+    owned_now.extend(taken);
     let full = join_full(name, owned_now)?;
     // The old instance first: it may hold files (an LSM backend's) the new one opens.
     *op = Box::new(Rebuilding);
@@ -242,21 +304,84 @@ pub(crate) fn rescale(
         files: vec![Box::new(std::io::Cursor::new(full))],
     })?;
     *op = fresh;
-    r.full_next = true;
-    tracing::info!(
-        operator = name,
-        instance = i,
-        from,
-        to,
-        epoch = epoch.0,
-        snapshot_bytes,
+    Ok(Moved {
+        directly: false,
+        snapshot_bytes: mine.bytes.len(),
+        given_bytes,
         taken_bytes,
-        given_ms = given_at.as_millis(),
-        taken_ms = taken_at.as_millis(),
-        took_ms = began.elapsed().as_millis(),
-        "key groups moved"
-    );
+        given_at,
+        taken_at,
+    })
+}
+
+/// Hands `pieces` (one per entry of `gives`, in order) to the instances of `gives`.
+fn hand_all(
+    name: &str,
+    r: &Rescaler,
+    epoch: Epoch,
+    gives: Vec<(usize, KeyGroupRange)>,
+    pieces: Vec<Vec<u8>>,
+    inline: &Option<serde_json::Value>,
+) -> Result<(), OperatorError> {
+    for ((j, range), bytes) in gives.into_iter().zip(pieces) {
+        let handoff = Handoff {
+            epoch,
+            from: r.instance,
+            range,
+            bytes,
+            inline: inline.clone(),
+        };
+        let mate = r.mates.get(j).ok_or_else(|| {
+            OperatorError::internal(
+                name,
+                format!("instance {j} is gone: it cannot take its key groups"),
+            )
+        })?;
+        mate.hand(handoff).map_err(|why| {
+            OperatorError::internal(
+                name,
+                format!(
+                    "cannot hand key groups {range} to instance {j} at the rescale of epoch {}: {why}",
+                    epoch.0
+                ),
+            )
+        })?;
+    }
     Ok(())
+}
+
+/// The handoffs of `takes` (instance, the range it hands this one), waited for: the givers'
+/// inline values and the pieces with their ranges, in the order of `takes`.
+#[allow(clippy::type_complexity)]
+fn receive_all(
+    name: &str,
+    r: &mut Rescaler,
+    epoch: Epoch,
+    takes: Vec<(usize, KeyGroupRange)>,
+) -> Result<
+    (
+        Vec<Option<serde_json::Value>>,
+        Vec<(KeyGroupRange, Vec<u8>)>,
+    ),
+    OperatorError,
+> {
+    let mut inline = Vec::with_capacity(takes.len());
+    let mut pieces = Vec::with_capacity(takes.len());
+    for (k, range) in takes {
+        let handoff = receive(name, r, epoch, k)?;
+        if handoff.range != range {
+            return Err(OperatorError::internal(
+                name,
+                format!(
+                    "instance {k} handed over {} instead of {range}",
+                    handoff.range
+                ),
+            ));
+        }
+        inline.push(handoff.inline);
+        pieces.push((range, handoff.bytes));
+    }
+    Ok((inline, pieces))
 }
 
 /// The handoff of rescale `epoch` from instance `from`, waiting for it (handoffs of a later

@@ -25,6 +25,7 @@ mod input;
 pub(crate) mod keys;
 #[cfg(test)]
 mod lateness_tests;
+mod moves;
 mod output;
 mod panes;
 pub(crate) mod reject;

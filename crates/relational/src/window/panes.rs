@@ -26,7 +26,7 @@ use anduin_state::KeyedTable;
 
 /// Which groups of a pane changed since the last checkpoint, and which the backend holds.
 #[derive(Debug, Default)]
-pub(crate) struct Changed {
+pub(super) struct Changed {
     /// Groups `0..stored` have an entry in the backend (group ids only grow).
     stored: usize,
     /// Per group id: changed since the last checkpoint (empty: none did).
@@ -42,7 +42,33 @@ impl Changed {
         }
     }
 
-    fn mark(&mut self, ids: &[usize]) {
+    /// `groups` groups none of which is in the backend (taken from another instance).
+    pub(super) fn unstored(groups: usize) -> Self {
+        Self {
+            stored: 0,
+            flags: vec![true; groups],
+        }
+    }
+
+    /// What holds for the groups `kept` (ascending ids) once the others are cut out and the
+    /// kept ones renumbered 0, 1, …: the stored ones are still a prefix, and each keeps its
+    /// flag.
+    pub(super) fn kept(&self, kept: &[usize]) -> Self {
+        let flags: Vec<bool> = kept
+            .iter()
+            .map(|id| self.flags.get(*id).copied().unwrap_or(false))
+            .collect();
+        Self {
+            stored: kept.iter().filter(|id| **id < self.stored).count(),
+            flags: if flags.contains(&true) {
+                flags
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    pub(super) fn mark(&mut self, ids: &[usize]) {
         for id in ids {
             if *id >= self.flags.len() {
                 self.flags.resize(id + 1, false);
@@ -74,7 +100,7 @@ impl Changed {
 pub(crate) struct Slice {
     pub keys: KeyMap,
     pub accs: Accs,
-    changed: Changed,
+    pub(super) changed: Changed,
 }
 
 /// A pane whose rows are all in: its keys and the intermediate state of each group.
@@ -82,7 +108,7 @@ pub(crate) struct Slice {
 pub(crate) struct Sealed {
     pub keys: Rows,
     pub states: Vec<Vec<ArrayRef>>,
-    changed: Changed,
+    pub(super) changed: Changed,
 }
 
 /// The panes of a tumbling or sliding window operator.
@@ -244,7 +270,7 @@ impl Panes {
     }
 
     /// Seals the panes that end by `cutoff` (sliding windows only).
-    fn seal(&mut self, cutoff: i64, setup: &WindowSetup) -> Result<(), OperatorError> {
+    pub(super) fn seal(&mut self, cutoff: i64, setup: &WindowSetup) -> Result<(), OperatorError> {
         while let Some(entry) = self.live.first_entry() {
             let start = *entry.key();
             if start.saturating_add(self.pane) > cutoff {

@@ -37,8 +37,8 @@ use super::session::Sessions;
 use super::{lateness_ms, WindowKind, WindowSetup};
 use anduin_operator_api::null_time::reject_null_times;
 use anduin_operator_api::{
-    BuildContext, Collector, ControlError, DeadLetter, Operator, OperatorError, RestoreIn,
-    SnapshotOut,
+    BuildContext, Collector, ControlError, DeadLetter, KeyGroupsGiven, Operator, OperatorError,
+    RestoreIn, SnapshotOut,
 };
 
 /// The cutoff a watermark `watermark` gives with `lateness` (milliseconds): the watermark
@@ -360,6 +360,71 @@ impl Operator for Window {
         how: Combine,
     ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
         anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, how)
+    }
+
+    fn moves_key_groups(&self) -> bool {
+        // Sessions and count windows go the runtime's way (snapshot, cut, rebuild).
+        matches!(self.open, Open::Panes(_))
+    }
+
+    fn give_key_groups(
+        &mut self,
+        ranges: &[anduin_state::KeyGroupRange],
+    ) -> Result<KeyGroupsGiven, OperatorError> {
+        let Open::Panes(p) = &mut self.open else {
+            return Err(self.error("only tumbling and sliding windows move key groups themselves"));
+        };
+        let pieces = p.give(ranges, &mut self.table, &self.states, &self.setup)?;
+        let meta = Meta {
+            watermark: self.watermark,
+            cutoff: Some(self.cutoff),
+            fired_up_to: Some(p.fired_up_to),
+            late: self.late,
+        };
+        let inline = serde_json::to_value(&meta).map_err(|e| self.error(e.to_string()))?;
+        Ok(KeyGroupsGiven {
+            pieces,
+            inline: Some(inline),
+        })
+    }
+
+    fn take_key_groups(
+        &mut self,
+        pieces: Vec<Vec<u8>>,
+        inline: Vec<Option<serde_json::Value>>,
+    ) -> Result<(), OperatorError> {
+        let Open::Panes(p) = &mut self.open else {
+            return Err(self.error("only tumbling and sliding windows move key groups themselves"));
+        };
+        let mut parts = vec![Meta {
+            watermark: self.watermark,
+            cutoff: Some(self.cutoff),
+            fired_up_to: Some(p.fired_up_to),
+            late: self.late,
+        }];
+        for value in inline {
+            let meta = value
+                .ok_or_else(|| "it is missing".to_string())
+                .and_then(|v| serde_json::from_value::<Meta>(v).map_err(|e| e.to_string()))
+                .map_err(|why| {
+                    OperatorError::internal(
+                        &self.setup.name,
+                        format!("the event-time progress of an instance handing over key groups is unreadable: {why}"),
+                    )
+                })?;
+            parts.push(meta);
+        }
+        let meta = Meta::combine(parts, Combine::Move).map_err(|e| {
+            OperatorError::internal(
+                &self.setup.name,
+                format!("its instances cannot be combined: {e}"),
+            )
+        })?;
+        self.watermark = meta.watermark;
+        self.cutoff = meta.cutoff.unwrap_or(meta.watermark);
+        self.late = meta.late;
+        p.fired_up_to = meta.fired_up_to.unwrap_or(p.fired_up_to);
+        p.take(&pieces, &self.states, &self.setup, self.cutoff)
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
