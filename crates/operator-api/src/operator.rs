@@ -178,13 +178,13 @@ pub trait Operator: Send {
         ))
     }
 
-    /// A live rescale: adds the key groups other instances gave (`pieces`, as
-    /// [`Operator::give_key_groups`] returned them, with the givers' inline values in
+    /// A live rescale: adds the key groups other instances gave (`pieces`: each range with
+    /// its piece as [`Operator::give_key_groups`] returned it, with the givers' inline values in
     /// `inline`, combined with this instance's own as [`crate::Combine::Move`] says). The
     /// next checkpoint after a move is a full one.
     fn take_key_groups(
         &mut self,
-        _pieces: Vec<Vec<u8>>,
+        _pieces: Vec<(anduin_state::KeyGroupRange, Vec<u8>)>,
         _inline: Vec<Option<serde_json::Value>>,
     ) -> Result<(), OperatorError> {
         Err(OperatorError::internal(

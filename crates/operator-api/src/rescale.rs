@@ -103,6 +103,25 @@ pub fn rescale_inline_as<T: RescaleMeta>(
         })
 }
 
+/// What an instance whose metadata is `own` holds after taking key groups from instances
+/// whose inline values are `givers` ([`crate::Operator::take_key_groups`]): combined as
+/// [`Combine::Move`] says.
+pub fn combine_moved<T: RescaleMeta>(
+    own: T,
+    givers: Vec<Option<serde_json::Value>>,
+) -> Result<T, RescaleError> {
+    let mut parts = vec![own];
+    for (i, part) in givers.into_iter().enumerate() {
+        let corrupt = |why: String| RescaleError::Corrupt {
+            instance: i + 1,
+            why,
+        };
+        let value = part.ok_or_else(|| corrupt("it is missing".into()))?;
+        parts.push(T::deserialize(value).map_err(|e| corrupt(e.to_string()))?);
+    }
+    T::combine(parts, Combine::Move)
+}
+
 /// The one value every old instance had for `what` (a watermark: the exchange sends each
 /// watermark to every instance, so at an aligned barrier they agree). Instances that
 /// disagree cannot be combined without firing a window twice or never.

@@ -231,7 +231,7 @@ fn move_directly(
     let taken_bytes = pieces.iter().map(|(_, bytes)| bytes.len()).sum();
     let taken_at = began.elapsed();
     if !pieces.is_empty() {
-        op.take_key_groups(pieces.into_iter().map(|(_, bytes)| bytes).collect(), inline)?;
+        op.take_key_groups(pieces, inline)?;
     }
     Ok(Moved {
         directly: true,

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod moves;
+
 use std::io::Write;
 use std::sync::Arc;
 

@@ -11,13 +11,15 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anduin_state::{BackendKind, KeyGroup, KeyedTable, SnapshotKind, TableEntry, TableError};
+use anduin_state::{
+    BackendKind, KeyGroup, KeyGroupRange, KeyedTable, SnapshotKind, TableEntry, TableError,
+};
 use arrow::array::{Array, ArrayRef};
 use arrow::compute::interleave;
 use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
-use arrow::row::{RowConverter, Rows, SortField};
+use arrow::row::{RowConverter, RowParser, Rows, SortField};
 
 use super::codec::{get_sides, put_side, StoredRow};
 use super::store::{Chunks, Entry, Key, Mark, Store};
@@ -40,6 +42,10 @@ pub(crate) enum CheckpointError {
     SubKey(KeyGroup, usize),
     #[error("a buffered row's batch is gone; this is a bug in anduin's join")]
     Lost,
+    #[error(
+        "a key handed over at a rescale is held here already; this is a bug in anduin's rescale"
+    )]
+    AlreadyHeld,
 }
 
 /// The table and how rows of each side become bytes and back.
@@ -75,15 +81,62 @@ impl Checkpointed {
         })
     }
 
-    /// Writes the keys of `store` changed since the last snapshot to the backend (and deletes
-    /// the entries of keys whose rows are all gone), then the backend's snapshot of `kind` to
-    /// `out`.
+    /// Writes the keys of `store` changed since the last snapshot to the backend (see
+    /// [`Checkpointed::save`]), then the backend's snapshot of `kind` to `out`.
     pub(crate) fn snapshot(
         &mut self,
         store: &mut Store,
         kind: SnapshotKind,
         out: &mut dyn Write,
     ) -> Result<(), CheckpointError> {
+        self.save(store)?;
+        let _stats = self.table.snapshot(kind, out)?;
+        Ok(())
+    }
+
+    /// A live rescale: the keys of the key groups of `ranges` leave, each range's entries as
+    /// a full stream (what [`Checkpointed::take`] reads), out of the table and out of memory.
+    pub(crate) fn give(
+        &mut self,
+        store: &mut Store,
+        ranges: &[KeyGroupRange],
+    ) -> Result<Vec<Vec<u8>>, CheckpointError> {
+        // The table first holds every key as it is in memory.
+        self.save(store)?;
+        let mut pieces = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let mut piece = Vec::new();
+            let _stats = self.table.export(*range, &mut piece)?;
+            pieces.push(piece);
+        }
+        let table = &self.table;
+        let [left, right] = store.keys.remove_where(|key| {
+            let kg = table.key_group(key);
+            ranges.iter().any(|r| r.contains(kg))
+        });
+        store.chunks[0].release(&left);
+        store.chunks[1].release(&right);
+        Ok(pieces)
+    }
+
+    /// A live rescale: adds the keys other instances gave ([`Checkpointed::give`]), each
+    /// piece with its range, to the table and to memory.
+    pub(crate) fn take(
+        &mut self,
+        store: &mut Store,
+        pieces: &[(KeyGroupRange, Vec<u8>)],
+    ) -> Result<(), CheckpointError> {
+        let mut loader = Loader::new(&self.values, store);
+        for (range, bytes) in pieces {
+            let _count = self.table.import(*range, &mut bytes.as_slice())?;
+            self.table.scan(*range, |e| loader.load(e))?;
+        }
+        loader.finish(&self.values, &self.schemas, store)
+    }
+
+    /// Writes the keys of `store` changed since the last snapshot to the backend, and deletes
+    /// the entries of keys whose rows are all gone.
+    fn save(&mut self, store: &mut Store) -> Result<(), CheckpointError> {
         let changed: Vec<(&[u8], &Key)> = store
             .keys
             .iter()
@@ -120,7 +173,6 @@ impl Checkpointed {
             self.table.put(key, b"", &bytes)?;
         }
         store.keys.saved();
-        let _stats = self.table.snapshot(kind, out)?;
         Ok(())
     }
 
@@ -166,48 +218,90 @@ impl Checkpointed {
         changes: &mut [&mut dyn Read],
     ) -> Result<Store, CheckpointError> {
         let mut store = Store::default();
-        let parsers = [self.values[0].parser(), self.values[1].parser()];
-        let mut values = [
-            self.values[0].empty_rows(0, 0),
-            self.values[1].empty_rows(0, 0),
-        ];
-        self.table.restore(full, changes, |e: TableEntry<'_>| {
-            if !e.sub_key.is_empty() {
-                return Err(CheckpointError::SubKey(e.kg, e.sub_key.len()));
-            }
-            let sides = get_sides(e.value).ok_or(CheckpointError::Corrupt(e.kg))?;
-            let mut k = Key {
-                sides: Default::default(),
-                mark: Mark::Saved,
-                in_order: [true, true],
-            };
-            for (side, rows) in sides.iter().enumerate() {
-                for r in rows {
-                    // The stream's checksum vouches for the bytes the converter reads.
-                    values[side].push(parsers[side].parse(r.values));
-                    k.push(
-                        side,
-                        Entry {
-                            time: r.time,
-                            at: (0, values[side].num_rows() - 1),
-                            matched: r.matched,
-                        },
-                    );
-                }
-            }
-            if !k.is_empty() {
-                store.keys.insert(e.group_key, k);
-            }
-            Ok(())
-        })?;
-        for (side, rows) in values.iter().enumerate() {
-            if rows.num_rows() > 0 {
-                let columns = self.values[side].convert_rows(rows)?;
-                let batch = RecordBatch::try_new(Arc::clone(&self.schemas[side]), columns)?;
-                store.chunks[side].add_restored(batch);
+        let mut loader = Loader::new(&self.values, &store);
+        self.table
+            .restore(full, changes, |e: TableEntry<'_>| loader.load(e))?;
+        loader.finish(&self.values, &self.schemas, &mut store)?;
+        Ok(store)
+    }
+}
+
+/// Rebuilds keys in memory from table entries: their rows, in one new batch per side.
+struct Loader {
+    parsers: [RowParser; 2],
+    values: [Rows; 2],
+    /// The index the new batch of each side will have in its chunks.
+    chunk: [usize; 2],
+    keys: Vec<(Vec<u8>, Key)>,
+}
+
+impl Loader {
+    fn new(converters: &[RowConverter; 2], store: &Store) -> Self {
+        Self {
+            parsers: [converters[0].parser(), converters[1].parser()],
+            values: [
+                converters[0].empty_rows(0, 0),
+                converters[1].empty_rows(0, 0),
+            ],
+            chunk: [store.chunks[0].batches.len(), store.chunks[1].batches.len()],
+            keys: Vec::new(),
+        }
+    }
+
+    fn load(&mut self, e: TableEntry<'_>) -> Result<(), CheckpointError> {
+        if !e.sub_key.is_empty() {
+            return Err(CheckpointError::SubKey(e.kg, e.sub_key.len()));
+        }
+        let sides = get_sides(e.value).ok_or(CheckpointError::Corrupt(e.kg))?;
+        let mut k = Key {
+            sides: Default::default(),
+            mark: Mark::Saved,
+            in_order: [true, true],
+        };
+        for (side, rows) in sides.iter().enumerate() {
+            for r in rows {
+                // The stream's checksum vouches for the bytes the converter reads.
+                self.values[side].push(self.parsers[side].parse(r.values));
+                k.push(
+                    side,
+                    Entry {
+                        time: r.time,
+                        at: (self.chunk[side], self.values[side].num_rows() - 1),
+                        matched: r.matched,
+                    },
+                );
             }
         }
+        if !k.is_empty() {
+            self.keys.push((e.group_key.to_vec(), k));
+        }
+        Ok(())
+    }
+
+    /// Adds the batches and the keys to `store`, indexed by time.
+    fn finish(
+        self,
+        converters: &[RowConverter; 2],
+        schemas: &[SchemaRef; 2],
+        store: &mut Store,
+    ) -> Result<(), CheckpointError> {
+        for (side, rows) in self.values.iter().enumerate() {
+            if rows.num_rows() > 0 {
+                let columns = converters[side].convert_rows(rows)?;
+                let batch = RecordBatch::try_new(Arc::clone(&schemas[side]), columns)?;
+                let chunk = store.chunks[side].add_restored(batch);
+                if chunk != self.chunk[side] {
+                    return Err(CheckpointError::Lost);
+                }
+            }
+        }
+        for (key, k) in self.keys {
+            if store.keys.contains(&key) {
+                return Err(CheckpointError::AlreadyHeld);
+            }
+            store.keys.insert(&key, k);
+        }
         store.keys.reindex();
-        Ok(store)
+        Ok(())
     }
 }

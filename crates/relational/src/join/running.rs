@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use anduin_operator_api::rescale::{agreed, Combine, RescaleError, RescaleMeta};
+use anduin_operator_api::rescale::{agreed, combine_moved, Combine, RescaleError, RescaleMeta};
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{Array, ArrayRef, Int64Array, TimestampMillisecondArray};
 use arrow::buffer::NullBuffer;
@@ -21,7 +21,8 @@ use crate::window::reject::keep_fitting;
 use anduin_operator_api::keys::KeyEncoder;
 use anduin_operator_api::null_time::reject_null_times;
 use anduin_operator_api::{
-    BuildContext, Collector, DeadLetter, Operator, OperatorError, RestoreIn, SnapshotOut,
+    BuildContext, Collector, DeadLetter, KeyGroupsGiven, Operator, OperatorError, RestoreIn,
+    SnapshotOut,
 };
 
 /// A running join.
@@ -414,6 +415,50 @@ impl Operator for Join {
         how: Combine,
     ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
         anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, how)
+    }
+
+    fn moves_key_groups(&self) -> bool {
+        true
+    }
+
+    fn give_key_groups(
+        &mut self,
+        ranges: &[anduin_state::KeyGroupRange],
+    ) -> Result<KeyGroupsGiven, OperatorError> {
+        let name = &self.setup.name;
+        let pieces = self
+            .checkpointed
+            .give(&mut self.store, ranges)
+            .map_err(|e| checkpoint_error(name, e))?;
+        let meta = Meta {
+            watermark: self.watermark,
+            late: self.late,
+        };
+        let inline = serde_json::to_value(&meta).map_err(|e| err(name, e))?;
+        Ok(KeyGroupsGiven {
+            pieces,
+            inline: Some(inline),
+        })
+    }
+
+    fn take_key_groups(
+        &mut self,
+        pieces: Vec<(anduin_state::KeyGroupRange, Vec<u8>)>,
+        inline: Vec<Option<serde_json::Value>>,
+    ) -> Result<(), OperatorError> {
+        let name = &self.setup.name;
+        let own = Meta {
+            watermark: self.watermark,
+            late: self.late,
+        };
+        let meta = combine_moved(own, inline).map_err(|e| {
+            OperatorError::internal(name, format!("its instances cannot be combined: {e}"))
+        })?;
+        self.watermark = meta.watermark;
+        self.late = meta.late;
+        self.checkpointed
+            .take(&mut self.store, &pieces)
+            .map_err(|e| checkpoint_error(name, e))
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {

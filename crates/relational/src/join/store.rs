@@ -220,6 +220,34 @@ impl Keys {
         self.index.insert(bytes, slot);
     }
 
+    /// Whether `key` is held (with rows, or empty until the next snapshot).
+    pub(crate) fn contains(&self, key: &[u8]) -> bool {
+        self.index.contains_key(key)
+    }
+
+    /// Removes every key `moved` says (a live rescale gives them away) and returns their rows
+    /// per side, for their batches to be released.
+    pub(crate) fn remove_where(
+        &mut self,
+        moved: impl Fn(&[u8]) -> bool,
+    ) -> [Vec<(KeyBytes, Entry)>; 2] {
+        let mut gone: [Vec<(KeyBytes, Entry)>; 2] = [Vec::new(), Vec::new()];
+        for (slot, entry) in self.slab.iter_mut().enumerate() {
+            if !entry.as_ref().is_some_and(|(key, _)| moved(key)) {
+                continue;
+            }
+            if let Some((key, k)) = entry.take() {
+                self.index.remove(&key);
+                for (list, gone) in k.sides.into_iter().zip(&mut gone) {
+                    gone.extend(list.into_iter().map(|e| (Arc::clone(&key), e)));
+                }
+                self.free
+                    .push(u32::try_from(slot).expect("fewer than 2^32 keys"));
+            }
+        }
+        gone
+    }
+
     /// Marks every key as saved, forgetting the empty ones (after a snapshot wrote them).
     pub(crate) fn saved(&mut self) {
         for slot in 0..self.slab.len() {

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use anduin_operator_api::rescale::{agreed, Combine, RescaleError, RescaleMeta};
+use anduin_operator_api::rescale::{agreed, combine_moved, Combine, RescaleError, RescaleMeta};
 use anduin_state::{KeyedTable, TableEntry};
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::record_batch::RecordBatch;
@@ -390,31 +390,19 @@ impl Operator for Window {
 
     fn take_key_groups(
         &mut self,
-        pieces: Vec<Vec<u8>>,
+        pieces: Vec<(anduin_state::KeyGroupRange, Vec<u8>)>,
         inline: Vec<Option<serde_json::Value>>,
     ) -> Result<(), OperatorError> {
         let Open::Panes(p) = &mut self.open else {
             return Err(self.error("only tumbling and sliding windows move key groups themselves"));
         };
-        let mut parts = vec![Meta {
+        let own = Meta {
             watermark: self.watermark,
             cutoff: Some(self.cutoff),
             fired_up_to: Some(p.fired_up_to),
             late: self.late,
-        }];
-        for value in inline {
-            let meta = value
-                .ok_or_else(|| "it is missing".to_string())
-                .and_then(|v| serde_json::from_value::<Meta>(v).map_err(|e| e.to_string()))
-                .map_err(|why| {
-                    OperatorError::internal(
-                        &self.setup.name,
-                        format!("the event-time progress of an instance handing over key groups is unreadable: {why}"),
-                    )
-                })?;
-            parts.push(meta);
-        }
-        let meta = Meta::combine(parts, Combine::Move).map_err(|e| {
+        };
+        let meta = combine_moved(own, inline).map_err(|e| {
             OperatorError::internal(
                 &self.setup.name,
                 format!("its instances cannot be combined: {e}"),
@@ -424,6 +412,7 @@ impl Operator for Window {
         self.cutoff = meta.cutoff.unwrap_or(meta.watermark);
         self.late = meta.late;
         p.fired_up_to = meta.fired_up_to.unwrap_or(p.fired_up_to);
+        let pieces: Vec<Vec<u8>> = pieces.into_iter().map(|(_, bytes)| bytes).collect();
         p.take(&pieces, &self.states, &self.setup, self.cutoff)
     }
 
