@@ -119,8 +119,9 @@ fn hand(ops: &mut [Box<dyn Operator>], from: usize, to: usize, range: KeyGroupRa
 /// another idle beside it (watermarks only); at arrival `n / 3` half the key groups move to
 /// the idle one, both take a full checkpoint that must hold only their own key groups (the
 /// runtime's next after a move), and with `restore` both are restored from it at once; at
-/// `n / 2` and `2 n / 3` a full checkpoint and the changes after it restore both; at
-/// `3 n / 4` a quarter of the key groups moves back into what the first still holds.
+/// `n / 2` a full checkpoint, and at `2 n / 3` the changes after it, from which both are
+/// restored with `restore`; at `3 n / 4` a quarter of the key groups moves back into what
+/// the first still holds. Without `restore`, the instances never leave memory.
 pub fn handed_back_and_forth(
     make: &dyn Fn() -> Box<dyn Operator>,
     arrivals: &[Arrival],
@@ -177,7 +178,7 @@ pub fn handed_back_and_forth(
         if i == n / 2 {
             fulls = ops.iter_mut().map(|op| checkpoint(op, false)).collect();
         }
-        if i == 2 * n / 3 {
+        if i == 2 * n / 3 && restore {
             ops = ops
                 .iter_mut()
                 .zip(fulls.drain(..))

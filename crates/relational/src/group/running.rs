@@ -10,9 +10,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ahash::RandomState;
-use anduin_operator_api::rescale::{Combine, RescaleError, RescaleMeta};
+use anduin_operator_api::rescale::{combine_moved, Combine, RescaleError, RescaleMeta};
 use anduin_operator_api::{
-    BuildContext, Collector, Operator, OperatorError, RestoreIn, RowOrigins, SnapshotOut,
+    BuildContext, Collector, KeyGroupsGiven, Operator, OperatorError, RestoreIn, RowOrigins,
+    SnapshotOut,
 };
 use anduin_state::{KeyedTable, TableEntry};
 use anduin_types::{ChangeKind, SnapshotKind};
@@ -121,6 +122,17 @@ impl Aggregate {
             )
         })?;
         Ok((kept, inputs))
+    }
+
+    /// Writes the groups changed since the last checkpoint to the table (deleting those gone).
+    fn flush(&mut self) -> Result<(), OperatorError> {
+        for key in self.dirty.drain() {
+            match self.groups.get(&key) {
+                Some(g) => self.table.put(&key, GROUP, &g.encode())?,
+                None => self.table.delete(&key, GROUP)?,
+            }
+        }
+        Ok(())
     }
 
     fn error(&self, message: impl Into<String>) -> OperatorError {
@@ -423,12 +435,7 @@ impl Operator for Aggregate {
         } else {
             SnapshotKind::Changes
         };
-        for key in self.dirty.drain() {
-            match self.groups.get(&key) {
-                Some(g) => self.table.put(&key, GROUP, &g.encode())?,
-                None => self.table.delete(&key, GROUP)?,
-            }
-        }
+        self.flush()?;
         let meta = Meta {
             unmatched_retractions: self.unmatched_retractions,
         };
@@ -462,19 +469,76 @@ impl Operator for Aggregate {
         self.dirty.clear();
         self.table
             .restore(full, &mut changes, |e: TableEntry<'_>| {
-                let group = (e.sub_key == GROUP)
-                    .then(|| Group::decode(e.value, plans))
-                    .flatten()
-                    .ok_or_else(|| OperatorError::Execution {
-                        operator: name.clone(),
-                        message: format!(
-                            "the checkpoint's aggregate state holds an entry in {} that is not a group of this aggregate: the state is corrupt, or the query changed its aggregates; restore from an earlier checkpoint",
-                            e.kg
-                        ),
-                    })?;
-                groups.insert(e.group_key.into(), group);
+                groups.insert(e.group_key.into(), decode(name, plans, &e)?);
                 Ok::<(), OperatorError>(())
             })?;
+        Ok(())
+    }
+
+    fn moves_key_groups(&self) -> bool {
+        true
+    }
+
+    fn give_key_groups(
+        &mut self,
+        ranges: &[anduin_state::KeyGroupRange],
+    ) -> Result<KeyGroupsGiven, OperatorError> {
+        // The table first holds every group as it is in memory.
+        self.flush()?;
+        let mut pieces = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let mut piece = Vec::new();
+            let _stats = self.table.export(*range, &mut piece)?;
+            pieces.push(piece);
+        }
+        let table = &self.table;
+        self.groups.retain(|key, _| {
+            let kg = table.key_group(key);
+            !ranges.iter().any(|r| r.contains(kg))
+        });
+        let meta = Meta {
+            unmatched_retractions: self.unmatched_retractions,
+        };
+        let inline = serde_json::to_value(&meta).map_err(|e| self.error(e.to_string()))?;
+        Ok(KeyGroupsGiven {
+            pieces,
+            inline: Some(inline),
+        })
+    }
+
+    fn take_key_groups(
+        &mut self,
+        pieces: Vec<(anduin_state::KeyGroupRange, Vec<u8>)>,
+        inline: Vec<Option<serde_json::Value>>,
+    ) -> Result<(), OperatorError> {
+        let own = Meta {
+            unmatched_retractions: self.unmatched_retractions,
+        };
+        let meta = combine_moved(own, inline).map_err(|e| {
+            OperatorError::internal(
+                &self.setup.name,
+                format!("its instances cannot be combined: {e}"),
+            )
+        })?;
+        self.unmatched_retractions = meta.unmatched_retractions;
+        let (name, plans) = (&self.setup.name, &self.setup.plans);
+        for (range, bytes) in pieces {
+            let _count = self.table.import(range, &mut bytes.as_slice())?;
+            let groups = &mut self.groups;
+            self.table.scan(range, |e: TableEntry<'_>| {
+                let group = decode(name, plans, &e)?;
+                if groups.insert(e.group_key.into(), group).is_some() {
+                    return Err(OperatorError::internal(
+                        name,
+                        format!(
+                            "a group of {} handed over at a rescale is held here already",
+                            e.kg
+                        ),
+                    ));
+                }
+                Ok::<(), OperatorError>(())
+            })?;
+        }
         Ok(())
     }
 
@@ -490,4 +554,22 @@ impl Operator for Aggregate {
     fn is_stateless(&self) -> bool {
         false
     }
+}
+
+/// The group a checkpointed entry holds.
+fn decode(
+    name: &str,
+    plans: &[super::acc::AggPlan],
+    e: &TableEntry<'_>,
+) -> Result<Group, OperatorError> {
+    (e.sub_key == GROUP)
+        .then(|| Group::decode(e.value, plans))
+        .flatten()
+        .ok_or_else(|| OperatorError::Execution {
+            operator: name.to_string(),
+            message: format!(
+                "the checkpoint's aggregate state holds an entry in {} that is not a group of this aggregate: the state is corrupt, or the query changed its aggregates; restore from an earlier checkpoint",
+                e.kg
+            ),
+        })
 }
