@@ -644,7 +644,11 @@ mod tests {
         );
         let _ = s.on(Fact::Completed { epoch: Epoch(1) }, 111);
         assert_eq!(s.on(Fact::Tick, 200), vec![trigger(2, false, false, false)]);
-        assert_eq!(ack_all(&mut s, 2, 210), vec![], "task 3 has not acknowledged");
+        assert_eq!(
+            ack_all(&mut s, 2, 210),
+            vec![],
+            "task 3 has not acknowledged"
+        );
         let done = s.on(
             Fact::Acked {
                 epoch: Epoch(2),

@@ -118,7 +118,9 @@ fn a_chain_split_while_it_runs_writes_what_an_unsplit_run_writes() {
     assert!(why.contains("the only one is \"split\""), "{why}");
 
     let seen = rows_in(&client, "w");
-    wait_until("the window has taken rows", || rows_in(&client, "w") > seen + 1000);
+    wait_until("the window has taken rows", || {
+        rows_in(&client, "w") > seen + 1000
+    });
     let applied = stdout_ok(&ctl(d, &api, &["set", "q", "w", "pipeline", "split"]));
     assert!(applied.contains("applied at epoch"), "{applied}");
     assert_eq!(

@@ -64,6 +64,12 @@ fn a_run_killed_after_a_live_split_resumes_to_the_unsplit_output() {
     checkpoints(&mut stderr, 1);
     let applied = stdout_ok(&ctl(d, &api, &["set", "q", "w", "pipeline", "split"]));
     assert!(applied.contains("applied at epoch"), "{applied}");
+    let client = anduin_api::Client::new(&api, None).expect("an address");
+    let split = tasks(&client);
+    assert!(
+        split.contains(&vec!["w".to_string(), "out".to_string()]),
+        "split while running: {split:?}"
+    );
     checkpoints(&mut stderr, 2);
     drop(run);
 

@@ -70,7 +70,11 @@ pub(crate) struct Shared<'a> {
 
 impl Shared<'_> {
     /// The part in live splits of `instance` of a task of `parallelism` instances.
-    fn stage(&self, instance: &TaskInstance, parallelism: usize) -> Option<crate::pipelining::Stage> {
+    fn stage(
+        &self,
+        instance: &TaskInstance,
+        parallelism: usize,
+    ) -> Option<crate::pipelining::Stage> {
         self.pipelining.map(|ctx| crate::pipelining::Stage {
             ctx: Arc::clone(ctx),
             at: instance.at,

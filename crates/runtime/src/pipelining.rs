@@ -203,7 +203,10 @@ pub(crate) fn split(
         let moved = names[at..].to_vec();
         let before = match at.checked_sub(1) {
             Some(i) => names[i].clone(),
-            None => with.source.as_ref().map_or_else(String::new, |s| s.0.to_string()),
+            None => with
+                .source
+                .as_ref()
+                .map_or_else(String::new, |s| s.0.to_string()),
         };
         let ctx = Arc::clone(&stage.ctx);
         let id = ctx.next_id.fetch_add(1, Ordering::SeqCst);
@@ -296,12 +299,13 @@ pub(crate) fn split(
             lost: None,
             task: Task::Operator(new),
         };
-        let running = spawn_one(ready, &ctx.events, &ctx.abort).map_err(|e| {
-            OperatorError::Execution {
+        let running =
+            spawn_one(ready, &ctx.events, &ctx.abort).map_err(|e| OperatorError::Execution {
                 operator: moved[0].clone(),
-                message: format!("cannot start a thread for task {name} split off while the query runs: {e}"),
-            }
-        })?;
+                message: format!(
+                    "cannot start a thread for task {name} split off while the query runs: {e}"
+                ),
+            })?;
         ctx.lock().running.push(running);
     }
     Ok(())

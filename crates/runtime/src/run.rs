@@ -25,8 +25,8 @@ use crate::error::RuntimeError;
 use crate::events::EngineEvent;
 use crate::fingerprint::fingerprint;
 use crate::instantiate::{instantiate, CheckpointWiring, Instantiated, Shared};
-use crate::pipelining::Pipelining;
 use crate::net::{EdgeListener, Failures, NetWiring};
+use crate::pipelining::Pipelining;
 use crate::protocol::{Event, WriteJob};
 use crate::restore::check_compatible;
 use crate::spawn::{join_tasks, spawn_helper, spawn_tasks};
@@ -55,8 +55,7 @@ pub fn run(
         .as_ref()
         .and_then(|c| c.restore.as_ref());
     let splits = restore.map_or_else(Vec::new, |r| restored_splits(graph, &r.manifest));
-    let mut plan =
-        PhysicalPlan::plan_split(graph, options, &splits).map_err(RuntimeError::Plan)?;
+    let mut plan = PhysicalPlan::plan_split(graph, options, &splits).map_err(RuntimeError::Plan)?;
     if let Some(restore) = restore {
         keep_live_rescales(graph, &mut plan, &restore.manifest);
     }
@@ -719,8 +718,7 @@ pub fn coordinate(
         .restore
         .as_ref()
         .map_or_else(Vec::new, |r| restored_splits(graph, &r.manifest));
-    let mut plan =
-        PhysicalPlan::plan_split(graph, options, &splits).map_err(RuntimeError::Plan)?;
+    let mut plan = PhysicalPlan::plan_split(graph, options, &splits).map_err(RuntimeError::Plan)?;
     if let Some(restore) = &c.restore {
         // As each executor's run does: the plan its manifests record is the one that runs.
         keep_live_rescales(graph, &mut plan, &restore.manifest);

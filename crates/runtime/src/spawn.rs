@@ -40,7 +40,10 @@ pub(crate) fn spawn_tasks(
     let mut running = Vec::with_capacity(tasks.len());
     for ready in tasks {
         let id = ready.id;
-        running.push(spawn_one(ready, events, abort).map_err(|cause| RuntimeError::Spawn { task: id, cause })?);
+        running.push(
+            spawn_one(ready, events, abort)
+                .map_err(|cause| RuntimeError::Spawn { task: id, cause })?,
+        );
     }
     Ok(running)
 }

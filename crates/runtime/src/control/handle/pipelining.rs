@@ -97,7 +97,11 @@ impl Control {
             o.task = split.task;
         }
         let topology = &mut inner.topology;
-        for t in topology.tasks.iter_mut().filter(|t| t.id == split.from_task) {
+        for t in topology
+            .tasks
+            .iter_mut()
+            .filter(|t| t.id == split.from_task)
+        {
             t.operators.retain(|o| !moved(o));
         }
         let placement = InstancePlacement {
