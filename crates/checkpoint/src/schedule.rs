@@ -200,6 +200,15 @@ impl Scheduler {
         }
     }
 
+    /// Task `task` joined the run (a chain split while the query runs): every checkpoint
+    /// begun from now on waits for its acknowledgement too; the one in flight does not (the
+    /// task it split from acknowledges it with every operator it held at its barrier).
+    pub fn add_task(&mut self, task: usize) {
+        if !self.tasks.contains(&task) {
+            self.tasks.push(task);
+        }
+    }
+
     /// The next checkpoint is `epoch` or later (a coordinator taking over from another skips
     /// the epochs that one may have begun); it is full.
     pub fn skip_to(&mut self, epoch: u64) {
@@ -619,6 +628,35 @@ mod tests {
             s.on(Fact::Restored, 510),
             vec![trigger(2, true, false, false)]
         );
+    }
+
+    #[test]
+    fn a_task_added_in_flight_is_waited_for_from_the_next_checkpoint_on() {
+        let mut s = scheduler(Some(100));
+        assert_eq!(s.on(Fact::Tick, 100), vec![trigger(1, true, false, false)]);
+        // Task 2 split at checkpoint 1's barrier: task 3 runs the operators it handed over.
+        s.add_task(3);
+        s.add_task(3);
+        assert_eq!(
+            ack_all(&mut s, 1, 110),
+            vec![Action::Complete { epoch: Epoch(1) }],
+            "checkpoint 1 began before the split: it waits for tasks 0 to 2 only"
+        );
+        let _ = s.on(Fact::Completed { epoch: Epoch(1) }, 111);
+        assert_eq!(s.on(Fact::Tick, 200), vec![trigger(2, false, false, false)]);
+        assert_eq!(
+            ack_all(&mut s, 2, 210),
+            vec![],
+            "task 3 has not acknowledged"
+        );
+        let done = s.on(
+            Fact::Acked {
+                epoch: Epoch(2),
+                task: 3,
+            },
+            211,
+        );
+        assert_eq!(done, vec![Action::Complete { epoch: Epoch(2) }]);
     }
 
     #[test]

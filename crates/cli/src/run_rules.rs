@@ -4,7 +4,7 @@
 //! `--rules-interval` the rules are matched against the query's graph with its current param
 //! values and the figures of the window since the last round, and the changes they ask for go
 //! through the control plane as `anduin ctl set` would (a `parallelism` change is a live
-//! rescale), from `rule:NAME`.
+//! rescale, a `pipeline = "split"` a live split), from `rule:NAME`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -217,10 +217,14 @@ impl Round for RunRules {
             .collect::<Vec<_>>()
         {
             let current = control.params(&name).unwrap_or_default();
+            // And the values changes sent gave params that are not the operator's own (a
+            // live split's `pipeline`): a rule that split it does not split it again.
+            let requested = control.requested_of(&name);
             if let Some(op) = graph.get_mut(id) {
                 for p in current {
                     op.params.insert(p.name, p.value);
                 }
+                op.params.extend(requested);
             }
         }
         let facts = RoundFacts {

@@ -127,6 +127,19 @@ impl PhysicalPlan {
         graph: &LogicalGraph<B>,
         options: PlanOptions,
     ) -> Result<Self, PartitioningError> {
+        Self::plan_split(graph, options, &[])
+    }
+
+    /// Plans `graph` under `options`, with a task boundary right before each node of
+    /// `split_before` that would be fused with the operator before it: what a split made
+    /// while the query ran (`anduin ctl set Q OP pipeline split`) left, planned from the start
+    /// when a run resumes from a checkpoint taken after it. Unlike `param pipeline = "split"`,
+    /// the operator still fuses with the operators after it.
+    pub fn plan_split<B>(
+        graph: &LogicalGraph<B>,
+        options: PlanOptions,
+        split_before: &[NodeId],
+    ) -> Result<Self, PartitioningError> {
         let active = Self::instances(graph, options)?;
         // A keyed operator runs its spare instances too: fused only with what runs as many.
         let parallelism: Vec<usize> = active
@@ -140,7 +153,7 @@ impl PhysicalPlan {
         let mut task_of: Vec<Option<usize>> = vec![None; graph.nodes.len()];
         let mut tasks: Vec<TaskPlan> = Vec::new();
         for &id in &graph.topo {
-            let fuse_into = if options.chaining {
+            let fuse_into = if options.chaining && !split_before.contains(&id) {
                 fusable_predecessor(graph, id, &task_of, &tasks, &parallelism)
             } else {
                 None
@@ -479,6 +492,21 @@ pub(crate) mod tests {
         let plan = PhysicalPlan::plan(&g, PlanOptions::default()).expect("the graph plans");
         assert_eq!(shape(&plan), vec![(vec![0, 1], 2), (vec![2], 1)]);
         assert_eq!(plan.channels.len(), 1);
+    }
+
+    #[test]
+    fn a_split_before_an_operator_cuts_its_chain_there_and_the_rest_stays_fused() {
+        let g = graph(4, &[(0, 1), (1, 2), (2, 3)]);
+        let plan = PhysicalPlan::plan_split(&g, PlanOptions::default(), &[NodeId(2)])
+            .expect("the graph plans");
+        assert_eq!(shape(&plan), vec![(vec![0, 1], 1), (vec![2, 3], 1)]);
+        assert_eq!(plan.channels.len(), 1);
+        assert_eq!(plan.channels[0].from, (NodeId(1), 0));
+        assert_eq!(plan.channels[0].partitioning, Partitioning::Gather);
+        // Before the head of a task already: nothing changes.
+        let plan = PhysicalPlan::plan_split(&g, PlanOptions::default(), &[NodeId(0)])
+            .expect("the graph plans");
+        assert_eq!(shape(&plan), vec![(vec![0, 1, 2, 3], 1)]);
     }
 
     #[test]

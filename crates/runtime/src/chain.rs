@@ -52,10 +52,8 @@ pub(crate) struct Chain {
 
 impl Chain {
     pub(crate) fn new(mut links: Vec<Link>, control: Option<Arc<Control>>) -> Self {
-        let mut after = false;
-        for link in links.iter_mut().rev() {
-            link.origins_after = after;
-            after |= link.op.wants_origins();
+        mark_origins(&mut links);
+        for link in &mut links {
             for routes in &mut link.outlets {
                 for r in routes.iter_mut() {
                     r.charge_to(&link.counters);
@@ -90,6 +88,43 @@ impl Chain {
     ) -> Self {
         self.end_gate = gate.map(|g| (g, task));
         self
+    }
+
+    /// The names of its operators, upstream first.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        self.links.iter().map(|l| l.name.as_str()).collect()
+    }
+
+    /// The index in the query of the operator of link `at`.
+    pub(crate) fn link_index(&self, at: usize) -> Option<usize> {
+        self.links.get(at).map(|l| l.index)
+    }
+
+    /// The operators from link `at` on leave this chain as a chain of their own (a split
+    /// while the query runs: `crate::pipelining`), with their state, outlets and counters;
+    /// `task` names the instance that will run them (its end gate asks under that name).
+    /// The link before the cut then ends this chain: it feeds the new one through the route
+    /// given to [`Chain::feed`].
+    pub(crate) fn split_off(&mut self, at: usize, task: String) -> Chain {
+        let tail = self.links.split_off(at.min(self.links.len()));
+        mark_origins(&mut self.links);
+        let end_gate = self.end_gate.as_ref().map(|(g, _)| Arc::clone(g));
+        Chain::new(tail, self.control.clone()).with_end_gate(end_gate, task)
+    }
+
+    /// Output 0 of the chain's last operator also goes along `route` (to the operators a
+    /// split took from after it), the time it waits on it counted as that operator's.
+    /// Returns the route back when the chain has no operator.
+    pub(crate) fn feed(&mut self, mut route: Route) -> Result<(), Route> {
+        let Some(last) = self.links.last_mut() else {
+            return Err(route);
+        };
+        route.charge_to(&last.counters);
+        match last.outlets.first_mut() {
+            Some(port) => port.push(route),
+            None => last.outlets.push(vec![route]),
+        }
+        Ok(())
     }
 
     /// Processes a batch that arrived on input `input` of the chain's head.
@@ -303,6 +338,15 @@ impl Chain {
     }
 }
 
+/// Tells each link whether a link after it uses the origins of rows.
+fn mark_origins(links: &mut [Link]) {
+    let mut after = false;
+    for link in links.iter_mut().rev() {
+        link.origins_after = after;
+        after |= link.op.wants_origins();
+    }
+}
+
 /// Lets the changed params of the operator of `links[i]` take effect, what it emits going
 /// to its outlets and through the links after it (see [`Operator::handle_param_changes`]).
 fn param_changes_at(links: &mut [Link], i: usize) -> Result<(), OperatorError> {
@@ -385,6 +429,9 @@ fn apply_control(
                 ));
             };
             crate::rescale::rescale(&link.name, &mut link.op, r, barrier.epoch, to)?;
+        } else if u.param == crate::pipelining::PIPELINE {
+            // Not the operator's: its task splits its chain once the barrier has left it
+            // (`crate::pipelining`).
         } else {
             link.op
                 .set_param(&u.param, &u.value)

@@ -161,6 +161,11 @@ impl Coordinator {
                 }
                 Ok(Event::TasksRestored) => Fact::Restored,
                 Ok(Event::ReplicaLost { task }) => Fact::ReplicaLost { task },
+                Ok(Event::TaskAdded { task }) => {
+                    // Its commits come through the task it split from.
+                    self.scheduler.add_task(task);
+                    Fact::Tick
+                }
                 Ok(Event::Control(updates)) => {
                     self.pending_controls.extend(updates);
                     Fact::Wanted

@@ -64,6 +64,24 @@ pub(crate) struct Shared<'a> {
     pub abort: &'a Arc<AtomicBool>,
     /// The query's control plane, if it has one.
     pub control: Option<&'a Arc<Control>>,
+    /// How tasks split while the query runs, where the run can split (embedded).
+    pub pipelining: Option<&'a Arc<crate::pipelining::Pipelining>>,
+}
+
+impl Shared<'_> {
+    /// The part in live splits of `instance` of a task of `parallelism` instances.
+    fn stage(
+        &self,
+        instance: &TaskInstance,
+        parallelism: usize,
+    ) -> Option<crate::pipelining::Stage> {
+        self.pipelining.map(|ctx| crate::pipelining::Stage {
+            ctx: Arc::clone(ctx),
+            at: instance.at,
+            parallelism,
+            downstream: Vec::new(),
+        })
+    }
 }
 
 /// The channels of checkpointing, while tasks are being built.
@@ -227,7 +245,10 @@ pub(crate) fn instantiate(
                         dir: w.dir.clone(),
                         commands: w.commands_for(instance.id),
                         jobs: w.jobs.clone(),
+                        events: w.events.clone(),
                     }),
+                    idle: false,
+                    stage: shared.stage(instance, task.parallelism),
                 }),
             };
             let replica = replicas.get(task.task).copied().unwrap_or(false);
@@ -457,6 +478,7 @@ fn source_task(
         watermark: None,
         idle: false,
         last_injected: None,
+        stage: shared.stage(instance, parallelism),
         commands: None,
         instance: instance.at.instance,
         control: shared.control.cloned(),

@@ -35,6 +35,7 @@ mod faults;
 mod fingerprint;
 mod instantiate;
 mod net;
+mod pipelining;
 mod protocol;
 mod rescale;
 mod restore;

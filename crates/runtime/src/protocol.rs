@@ -116,6 +116,14 @@ pub enum Event {
     /// The lost task instances run again ([`Event::TasksLost`]): checkpoints, held since,
     /// begin again.
     TasksRestored,
+    /// Task instance `task` joined the run: a running task split its chain at a barrier
+    /// (`pipeline = "split"`, embedded runs only) and hands the operators from the cut on to
+    /// it. Sent before the splitting task acknowledges that barrier's checkpoint, so every
+    /// checkpoint begun after it waits for the new task's acknowledgement.
+    TaskAdded {
+        /// The new task instance, by its number in the run.
+        task: usize,
+    },
     /// Param changes to carry on the next checkpoint's barrier (taken at once).
     Control(Vec<ControlUpdate>),
     /// An instance of a changed operator applied change `seq` at the barrier of `epoch` (from

@@ -136,9 +136,13 @@ impl Resume<'_> {
         which: impl Fn(&ChangeRecord) -> bool + 'r,
     ) -> impl Iterator<Item = &'r ChangeRecord> + 'r {
         // A rescale's change of `parallelism` is not a param of the operator's: it moved key
-        // groups, which the checkpoint's state already shows.
+        // groups, which the checkpoint's state already shows. Nor is a live split's
+        // `pipeline`: the resumed run plans it (`run::restored_splits`).
         self.from.manifest.controls.iter().filter(move |r| {
-            r.operator == operator && r.param != crate::rescale::PARALLELISM && which(r)
+            r.operator == operator
+                && r.param != crate::rescale::PARALLELISM
+                && r.param != crate::pipelining::PIPELINE
+                && which(r)
         })
     }
 

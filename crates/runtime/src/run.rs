@@ -26,6 +26,7 @@ use crate::events::EngineEvent;
 use crate::fingerprint::fingerprint;
 use crate::instantiate::{instantiate, CheckpointWiring, Instantiated, Shared};
 use crate::net::{EdgeListener, Failures, NetWiring};
+use crate::pipelining::Pipelining;
 use crate::protocol::{Event, WriteJob};
 use crate::restore::check_compatible;
 use crate::spawn::{join_tasks, spawn_helper, spawn_tasks};
@@ -49,12 +50,13 @@ pub fn run(
         default_parallelism: config.parallelism,
         max_parallelism: config.max_parallelism,
     };
-    let mut plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
-    if let Some(restore) = config
+    let restore = config
         .checkpointing
         .as_ref()
-        .and_then(|c| c.restore.as_ref())
-    {
+        .and_then(|c| c.restore.as_ref());
+    let splits = restore.map_or_else(Vec::new, |r| restored_splits(graph, &r.manifest));
+    let mut plan = PhysicalPlan::plan_split(graph, options, &splits).map_err(RuntimeError::Plan)?;
+    if let Some(restore) = restore {
         keep_live_rescales(graph, &mut plan, &restore.manifest);
     }
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
@@ -94,12 +96,28 @@ pub fn run(
         clock: Arc::clone(&config.clock),
         ..ctx.clone()
     };
+    // Tasks split while the query runs only in an embedded run, whose instances all run
+    // here (the control plane refuses the change elsewhere).
+    let pipelining = config.network.is_none().then(|| {
+        Arc::new(Pipelining::new(
+            plan.tasks.len(),
+            topology.instances().count(),
+            config.channel_capacity,
+            config.events.clone(),
+            Arc::clone(&abort),
+            config.control.clone(),
+        ))
+    });
+    if let Some(control) = &config.control {
+        control.refuse_live_pipelining(live_pipelining_refused(config.network.as_ref()));
+    }
     let shared = Shared {
         config,
         ctx: &ctx,
         counters: &counters,
         abort: &abort,
         control: config.control.as_ref(),
+        pipelining: pipelining.as_ref(),
     };
     // The control plane's changes go through the coordinator, when there is one (which runs
     // until every sender of its events is gone: only the control plane keeps one).
@@ -148,7 +166,12 @@ pub fn run(
     } else {
         drop(source_commands);
     }
-    let mut outcome = join_tasks(spawn_tasks(tasks, &config.events, &abort)?);
+    let mut outcome = join_tasks(spawn_tasks(tasks, &config.events, &abort)?, || {
+        pipelining
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.take_running())
+    });
+    drop(pipelining);
     if let Some(net) = &mut net {
         net.join();
         // A task that failed because its channel's connection did is not the cause.
@@ -223,6 +246,54 @@ fn keep_live_rescales(
         }
     }
 }
+
+/// The operators a resumed run splits its chains before: those a `pipeline = "split"`
+/// change recorded by its checkpoint split while the query ran (`crate::pipelining`), planned
+/// from the start.
+fn restored_splits(
+    graph: &LogicalGraph<Bound>,
+    manifest: &anduin_checkpoint::Manifest,
+) -> Vec<anduin_graph::NodeId> {
+    let split: std::collections::BTreeSet<&str> = manifest
+        .controls
+        .iter()
+        .filter(|r| r.param == crate::pipelining::PIPELINE && r.new == crate::pipelining::SPLIT)
+        .map(|r| r.operator.as_str())
+        .collect();
+    let nodes: Vec<_> = graph
+        .topo
+        .iter()
+        .copied()
+        .filter(|n| split.contains(graph.node(*n).name()))
+        .collect();
+    if !nodes.is_empty() {
+        info!(
+            operators = ?split,
+            "plans the splits its checkpoint recorded (`pipeline = \"split\"` while it ran)"
+        );
+    }
+    nodes
+}
+
+/// Why the control plane of a run refuses a live `pipeline` change (`None`: it takes it).
+fn live_pipelining_refused(network: Option<&NetworkSettings>) -> Option<String> {
+    match network.map(|n| &n.placement) {
+        None => None,
+        Some(Placement::Loopback { .. }) => Some(
+            "a live `pipeline` change is not supported with --loopback-workers (its instances \
+             are spread over workers): run without it, or give the operator \
+             `param pipeline = \"split\"` in the query"
+                .to_string(),
+        ),
+        Some(Placement::Assigned { .. }) => Some(CLUSTER_PIPELINING.to_string()),
+    }
+}
+
+/// Why a query on a cluster is not split while it runs.
+const CLUSTER_PIPELINING: &str = "live pipelining runs embedded only (`anduin run`): a query \
+     on a cluster is not split while it runs; give the operator `param pipeline = \"split\"` \
+     in the query and submit it again (`anduin submit`): its plan then runs the operator as a \
+     task of its own, on another worker than the operator before it";
 
 /// The counters of a run's operator instances, and which of them run in this process.
 struct Figures<'a> {
@@ -643,7 +714,11 @@ pub fn coordinate(
         default_parallelism: config.parallelism,
         max_parallelism: config.max_parallelism,
     };
-    let mut plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
+    let splits = c
+        .restore
+        .as_ref()
+        .map_or_else(Vec::new, |r| restored_splits(graph, &r.manifest));
+    let mut plan = PhysicalPlan::plan_split(graph, options, &splits).map_err(RuntimeError::Plan)?;
     if let Some(restore) = &c.restore {
         // As each executor's run does: the plan its manifests record is the one that runs.
         keep_live_rescales(graph, &mut plan, &restore.manifest);
@@ -674,6 +749,7 @@ pub fn coordinate(
         coordinator.scheduler.skip_to(epoch.0 + 1);
     }
     if let (Some(control), Some(tx)) = (&config.control, control_events) {
+        control.refuse_live_pipelining(Some(CLUSTER_PIPELINING.to_string()));
         if let Some(r) = &c.restore {
             control.restored(r.manifest.epoch, &r.manifest.controls);
         }

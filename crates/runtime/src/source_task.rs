@@ -72,6 +72,8 @@ pub(crate) struct SourceTask {
     /// The last checkpoint barrier this source injected: a coordinator that took over from
     /// another may ask again for one already injected, which is then not injected twice.
     pub last_injected: Option<Epoch>,
+    /// Its part in splits while the query runs (`None`: the run cannot split).
+    pub stage: Option<crate::pipelining::Stage>,
 }
 
 /// Rows waiting to be sent as one batch.
@@ -281,6 +283,9 @@ impl SourceTask {
         match cmd {
             Command::Commit(epoch) => {
                 self.chain.commit(epoch)?;
+                if let Some(stage) = &self.stage {
+                    stage.commit(epoch);
+                }
                 Ok(Next::Continue)
             }
             Command::Inject {
@@ -337,7 +342,13 @@ impl SourceTask {
                 Message::Barrier(barrier.clone()),
                 &self.name,
             )?;
-            return Ok(self.chain.control(&barrier)?);
+            self.chain.control(&barrier)?;
+            let with = crate::pipelining::Splitting {
+                source: Some((&self.name, &mut self.outlets, &self.counters)),
+                checkpoint: None,
+                idle: self.idle,
+            };
+            return crate::pipelining::split(self.stage.as_mut(), &mut self.chain, &barrier, with);
         };
         let c = self
             .checkpointing
@@ -371,6 +382,12 @@ impl SourceTask {
             .checkpointing
             .as_ref()
             .expect("checkpoint barriers come only with checkpoints");
+        let with = crate::pipelining::Splitting {
+            source: Some((&self.name, &mut self.outlets, &self.counters)),
+            checkpoint: Some((&c.dir, &c.jobs, &c.events)),
+            idle: self.idle,
+        };
+        crate::pipelining::split(self.stage.as_mut(), &mut self.chain, &barrier, with)?;
         let job = WriteJob {
             epoch,
             task: c.task,
@@ -385,9 +402,14 @@ impl SourceTask {
     /// Applies the changes of `barrier` meant for the source.
     fn apply_control(&mut self, barrier: &Barrier) -> Result<(), OperatorError> {
         for u in barrier.control.iter().filter(|u| u.operator == self.name) {
-            self.source
-                .set_param(&u.param, &u.value)
-                .map_err(|e| refused_after_validation(&self.name, u, &e))?;
+            if u.param == crate::pipelining::PIPELINE {
+                // A source heads its task: there is nothing before it to split from.
+                tracing::info!(operator = %self.name, instance = self.instance, "`pipeline = \"split\"` on a source, which heads its task already: nothing to split");
+            } else {
+                self.source
+                    .set_param(&u.param, &u.value)
+                    .map_err(|e| refused_after_validation(&self.name, u, &e))?;
+            }
             if let Some(control) = &self.control {
                 control.applied(u.seq, self.instance, barrier.epoch);
             }

@@ -39,23 +39,36 @@ pub(crate) fn spawn_tasks(
 ) -> Result<Vec<Running>, RuntimeError> {
     let mut running = Vec::with_capacity(tasks.len());
     for ready in tasks {
-        let (id, at, name, replica) = (ready.id, ready.at, ready.name.clone(), ready.replica);
-        let abort = Arc::clone(abort);
-        let events = events.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("anduin-task-{id}"))
-            .stack_size(TASK_STACK)
-            .spawn(move || run_task(ready, &events, &abort))
-            .map_err(|cause| RuntimeError::Spawn { task: id, cause })?;
-        running.push(Running {
-            id,
-            at,
-            name,
-            replica,
-            handle,
-        });
+        let id = ready.id;
+        running.push(
+            spawn_one(ready, events, abort)
+                .map_err(|cause| RuntimeError::Spawn { task: id, cause })?,
+        );
     }
     Ok(running)
+}
+
+/// Starts one task instance on a thread of its own (one of the run's, or one split off a
+/// running task: see `crate::pipelining`).
+pub(crate) fn spawn_one(
+    ready: ReadyTask,
+    events: &Events,
+    abort: &Arc<AtomicBool>,
+) -> std::io::Result<Running> {
+    let (id, at, name, replica) = (ready.id, ready.at, ready.name.clone(), ready.replica);
+    let abort = Arc::clone(abort);
+    let events = events.clone();
+    let handle = std::thread::Builder::new()
+        .name(format!("anduin-task-{id}"))
+        .stack_size(TASK_STACK)
+        .spawn(move || run_task(ready, &events, &abort))?;
+    Ok(Running {
+        id,
+        at,
+        name,
+        replica,
+        handle,
+    })
 }
 
 /// The body of a task instance's thread.
@@ -117,15 +130,26 @@ pub(crate) fn spawn_helper(
         .map_err(|cause| RuntimeError::SpawnHelper { thread, cause })
 }
 
-/// Waits for every task instance; returns whether the run was stopped, or its first real
-/// error.
-pub(crate) fn join_tasks(running: Vec<Running>) -> Result<bool, RuntimeError> {
+/// Waits for every task instance, and for those `more` gives once they have ended (the tasks
+/// split off running ones: every split happens in a running task, so once they have all
+/// ended, `more` has them all); returns whether the run was stopped, or its first real error.
+pub(crate) fn join_tasks(
+    running: Vec<Running>,
+    mut more: impl FnMut() -> Vec<Running>,
+) -> Result<bool, RuntimeError> {
     let mut first_error: Option<(Instant, TaskError)> = None;
     let mut secondary: Option<TaskError> = None;
     let mut panicked: Option<TaskError> = None;
     let mut replica_error: Option<(Instant, TaskError)> = None;
     let mut stopped = false;
-    for r in running {
+    let mut running: std::collections::VecDeque<Running> = running.into();
+    loop {
+        let Some(r) = running.pop_front().or_else(|| {
+            running.extend(more());
+            running.pop_front()
+        }) else {
+            break;
+        };
         match r.handle.join() {
             Ok((Ok(s), _)) => stopped |= s,
             // Its stream selector went on with another replica (or failed itself, with the

@@ -11,6 +11,7 @@ use crate::chain::Chain;
 use crate::channel::{Envelope, Notice};
 use crate::error::TaskFailure;
 use crate::event_time::{task_time, InputTime, TaskTime};
+use crate::pipelining::{split, Splitting, Stage};
 use crate::protocol::{Command, WriteJob};
 
 /// One input channel of a task and the head's input port it feeds.
@@ -39,6 +40,8 @@ pub(crate) struct TaskCheckpointing {
     pub dir: anduin_checkpoint::CheckpointDir,
     pub commands: Receiver<Command>,
     pub jobs: Sender<WriteJob>,
+    /// To the coordinator (a split announces the task it starts).
+    pub events: Sender<crate::protocol::Event>,
 }
 
 /// A task whose head has inputs.
@@ -47,6 +50,11 @@ pub(crate) struct OperatorTask {
     pub inlets: Vec<Inlet>,
     pub chain: Chain,
     pub checkpointing: Option<TaskCheckpointing>,
+    /// Its event time is idle (and its consumers were told so): a task split off an idle one
+    /// starts so.
+    pub idle: bool,
+    /// Its part in splits while the query runs (`None`: the run cannot split).
+    pub stage: Option<Stage>,
 }
 
 /// Where the next message came from.
@@ -65,7 +73,7 @@ impl OperatorTask {
         let mut time = Time {
             watermark: Watermark::MIN,
             ports: Vec::new(),
-            idle: false,
+            idle: self.idle,
         };
         let mut coordinator_open = self.checkpointing.is_some();
         while open > 0 {
@@ -77,7 +85,12 @@ impl OperatorTask {
                 }
                 From::Coordinator => {
                     match msg {
-                        Some(Got::Command(Command::Commit(epoch))) => self.chain.commit(epoch)?,
+                        Some(Got::Command(Command::Commit(epoch))) => {
+                            self.chain.commit(epoch)?;
+                            if let Some(stage) = &self.stage {
+                                stage.commit(epoch);
+                            }
+                        }
                         Some(Got::Command(_)) => {}
                         _ => coordinator_open = false,
                     }
@@ -263,7 +276,13 @@ impl OperatorTask {
             return Ok(());
         };
         if barrier.kind == BarrierKind::Control {
-            return Ok(self.chain.control(&barrier)?);
+            self.chain.control(&barrier)?;
+            let with = Splitting {
+                source: None,
+                checkpoint: None,
+                idle: self.idle,
+            };
+            return split(self.stage.as_mut(), &mut self.chain, &barrier, with);
         }
         let Some(c) = &self.checkpointing else {
             return Err(OperatorError::Execution {
@@ -275,6 +294,12 @@ impl OperatorTask {
         let dir = c.dir.prepare_epoch(barrier.epoch);
         let mut snapshots = Vec::new();
         let failure = self.chain.barrier(&barrier, &dir, &mut snapshots)?;
+        let with = Splitting {
+            source: None,
+            checkpoint: Some((&c.dir, &c.jobs, &c.events)),
+            idle: self.idle,
+        };
+        split(self.stage.as_mut(), &mut self.chain, &barrier, with)?;
         c.jobs
             .send(WriteJob {
                 epoch: barrier.epoch,
@@ -329,12 +354,14 @@ impl OperatorTask {
             TaskTime::Idle => {
                 if !time.idle {
                     time.idle = true;
+                    self.idle = true;
                     self.chain.idle(true)?;
                 }
             }
             TaskTime::At(w) => {
                 if time.idle {
                     time.idle = false;
+                    self.idle = false;
                     self.chain.idle(false)?;
                 }
                 if w > time.watermark {

@@ -24,6 +24,9 @@ use crate::stats::{CheckpointCounters, Counters};
 mod autoscale;
 mod engine;
 mod figures;
+mod pipelining;
+
+pub(crate) use pipelining::TaskSplit;
 
 /// How long `set` waits for a change to reach every instance, by default.
 pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
@@ -138,6 +141,8 @@ pub struct Control {
     stop_refused: Mutex<Option<String>>,
     /// What its autoscaler did, when it runs one.
     autoscale: Mutex<Option<crate::autoscaler::AutoscaleReport>>,
+    /// Why a live `pipeline` change is refused, where the run cannot split its tasks.
+    pipelining_refused: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -186,6 +191,7 @@ impl Control {
             forward: Mutex::new(None),
             stop_refused: Mutex::new(None),
             autoscale: Mutex::new(None),
+            pipelining_refused: Mutex::new(None),
         }
     }
 
@@ -340,6 +346,8 @@ impl Control {
             let earlier = self.requested_of(&request.operator);
             if request.param == crate::rescale::PARALLELISM {
                 self.check_rescale(&request)?;
+            } else if request.param == crate::pipelining::PIPELINE {
+                self.check_pipeline(&request, &earlier)?;
             } else {
                 (self.validate)(&request, &earlier)?;
             }
@@ -411,8 +419,9 @@ impl Control {
     }
 
     /// The values that the changes sent so far (in this run, or recorded by the checkpoint it
-    /// resumed from) gave the params of `operator`: param → the last one.
-    fn requested_of(&self, operator: &str) -> BTreeMap<String, String> {
+    /// resumed from) gave the params of `operator`: param → the last one (a live split's
+    /// `pipeline` too, which is not among the operator's params).
+    pub fn requested_of(&self, operator: &str) -> BTreeMap<String, String> {
         let inner = self.lock();
         inner
             .requested

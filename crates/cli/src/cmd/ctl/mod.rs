@@ -46,6 +46,8 @@ pub enum CtlCommand {
         operator: String,
     },
     /// Change a param at a consistent point; prints the epoch it was applied at.
+    /// `pipeline split` splits the chain holding the operator right before it, at that
+    /// point (embedded runs only; one way).
     Set {
         /// The query's name.
         query: String,

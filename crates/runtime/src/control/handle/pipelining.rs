@@ -1,0 +1,148 @@
+//! Live pipelining as the control plane sees it: the checks of a `pipeline` change, and the
+//! tasks a split adds (see `crate::pipelining`).
+
+use std::collections::BTreeMap;
+
+use super::Control;
+use crate::control::types::{
+    ChangeRequest, ControlFailure, ExchangeInfo, InstancePlacement, TaskInfo, TaskPlacement,
+};
+use crate::pipelining::SPLIT;
+
+/// One instance of a task split while the query runs.
+#[derive(Debug, Clone)]
+pub(crate) struct TaskSplit {
+    /// The task it split from.
+    pub from_task: usize,
+    /// The operator (or source) before the cut, which feeds the new task.
+    pub from_operator: String,
+    /// The new task.
+    pub task: usize,
+    /// Which of its instances this is, and of how many.
+    pub instance: usize,
+    pub instances: usize,
+    /// The instance's number in the run.
+    pub id: usize,
+    /// The operators it took, head first.
+    pub operators: Vec<String>,
+}
+
+impl Control {
+    /// A live `pipeline` change is refused with `why` (`None`: it is taken): a run that
+    /// cannot split its tasks while they run (a cluster's) says so instead.
+    pub(crate) fn refuse_live_pipelining(&self, why: Option<String>) {
+        *self
+            .pipelining_refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = why;
+    }
+
+    /// Checks a `pipeline` change: only `split`, only where the run can split, and never
+    /// back (`earlier`: the values the changes sent so far gave the operator's params).
+    pub(super) fn check_pipeline(
+        &self,
+        request: &ChangeRequest,
+        earlier: &BTreeMap<String, String>,
+    ) -> Result<(), ControlFailure> {
+        let invalid = |message: String| ControlFailure::Invalid {
+            operator: request.operator.clone(),
+            param: request.param.clone(),
+            message,
+        };
+        let refused = self
+            .pipelining_refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(why) = refused {
+            return Err(invalid(format!("operator \"{}\": {why}", request.operator)));
+        }
+        if request.value == SPLIT {
+            return Ok(());
+        }
+        let split = earlier.get(&request.param).is_some_and(|v| v == SPLIT);
+        if split {
+            return Err(invalid(format!(
+                "operator \"{}\" was split from the operators before it while the query ran; \
+                 fusing it with them again (`pipeline = {:?}`) is not supported while running: \
+                 a split is one way (a run resumed from a later checkpoint keeps it; a run \
+                 started afresh fuses the chain again)",
+                request.operator, request.value
+            )));
+        }
+        Err(invalid(format!(
+            "{:?} is not a value `pipeline` takes while the query runs: the only one is \
+             \"split\" (the operator and the operators after it in its task run as a task of \
+             their own from the barrier that carries the change; going back to fused is not \
+             supported while running)",
+            request.value
+        )))
+    }
+
+    /// An instance of a task split while the query runs: the tasks and the topology show it.
+    pub(crate) fn task_split(&self, split: &TaskSplit) {
+        let mut inner = self.lock();
+        let moved = |name: &String| split.operators.contains(name);
+        for t in inner.tasks.iter_mut().filter(|t| t.id == split.from_task) {
+            t.operators.retain(|o| !moved(o));
+        }
+        if !inner.tasks.iter().any(|t| t.id == split.task) {
+            inner.tasks.push(TaskInfo {
+                id: split.task,
+                operators: split.operators.clone(),
+                instances: split.instances,
+            });
+        }
+        for o in inner.operators.iter_mut().filter(|o| moved(&o.name)) {
+            o.task = split.task;
+        }
+        let topology = &mut inner.topology;
+        for t in topology
+            .tasks
+            .iter_mut()
+            .filter(|t| t.id == split.from_task)
+        {
+            t.operators.retain(|o| !moved(o));
+        }
+        let placement = InstancePlacement {
+            instance: split.instance,
+            id: split.id,
+            worker: 0,
+        };
+        match topology.tasks.iter_mut().find(|t| t.id == split.task) {
+            Some(t) => t.instances.push(placement),
+            None => topology.tasks.push(TaskPlacement {
+                id: split.task,
+                operators: split.operators.clone(),
+                instances: vec![placement],
+            }),
+        }
+        // The exchanges the moved operators feed are theirs now.
+        for e in topology
+            .exchanges
+            .iter_mut()
+            .filter(|e| e.from_task == split.from_task && moved(&e.from_operator))
+        {
+            e.from_task = split.task;
+        }
+        let to = split.operators.first().cloned().unwrap_or_default();
+        match topology
+            .exchanges
+            .iter_mut()
+            .find(|e| e.to_task == split.task && e.from_task == split.from_task)
+        {
+            Some(e) => e.channels += 1,
+            None => topology.exchanges.push(ExchangeInfo {
+                from_task: split.from_task,
+                from_operator: split.from_operator.clone(),
+                to_task: split.task,
+                to_operator: to,
+                to_input: 0,
+                partitioning: "forward".into(),
+                keys: Vec::new(),
+                channels: 1,
+                remote_channels: 0,
+            }),
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! Pipelining while the query runs (the paper's pattern 5, live): `anduin ctl set Q OP
+//! pipeline split` (or a run-time rule setting it) splits the fused chain holding `OP` right
+//! before `OP`, at the barrier that carries the change.
+//!
+//! The change rides on a barrier as any param change does. Each instance of the task
+//! holding `OP` passes the barrier through its whole chain first (snapshotting every operator
+//! for a checkpoint's), then moves the links from `OP` on — the operators, by value, with
+//! their in-memory state, outlets and counters — to a new task instance on a thread of its
+//! own, fed through a bounded in-process channel from the link before (or from the source at
+//! the head). What the link before emits after the barrier goes down that channel in order,
+//! so nothing is lost, duplicated or reordered; backpressure reaches the first half as it
+//! reaches any producer.
+//!
+//! Checkpoints: the checkpoint of the splitting barrier is acknowledged by the old task with
+//! every operator it held; the new task instance is announced to the coordinator
+//! ([`Event::TaskAdded`]) before that acknowledgement, so every later checkpoint waits for
+//! it. Its commits come through the task it split from. A run resumed from a checkpoint
+//! taken after the split plans the split from the start (the change is in the control history
+//! the checkpoint keeps; see `run::restored_splits`).
+//!
+//! An operator that heads its task already (or a source) is not split: the change is
+//! accepted and does nothing. Splitting is one way; only embedded runs split (the control
+//! plane refuses the change elsewhere).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anduin_checkpoint::CheckpointDir;
+use anduin_operator_api::OperatorError;
+use anduin_types::{Barrier, ControlUpdate, Epoch, Watermark};
+use crossbeam_channel::Sender;
+
+use crate::chain::Chain;
+use crate::channel::{channel, Route};
+use crate::control::Control;
+use crate::error::TaskFailure;
+use crate::events::Events;
+use crate::instantiate::{ReadyTask, Task};
+use crate::protocol::{Command, Event, WriteJob};
+use crate::spawn::{spawn_one, Running};
+use crate::stats::Counters;
+use crate::task::{Inlet, OperatorTask, TaskCheckpointing};
+use crate::topology::InstanceRef;
+
+/// The param that asks for a split.
+pub(crate) const PIPELINE: &str = "pipeline";
+
+/// Its one value a running query takes.
+pub(crate) const SPLIT: &str = "split";
+
+/// Where the `pipeline` changes a barrier carries cut one task's chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cuts {
+    /// The links to cut before, by index in the chain, ascending.
+    pub at: Vec<usize>,
+    /// The operators asked to split that head the task already: nothing to do.
+    pub heads: Vec<String>,
+}
+
+/// Where `updates` cut a chain of operators `links` (upstream first). `behind_source`: a
+/// source heads the task, and the first link can be cut from it; otherwise the first link
+/// heads the task and is not cut. Changes of other params, other values and operators the
+/// chain lacks are not this chain's.
+pub(crate) fn cuts(links: &[&str], behind_source: bool, updates: &[ControlUpdate]) -> Cuts {
+    let asked = |name: &str| {
+        updates
+            .iter()
+            .any(|u| u.operator == name && u.param == PIPELINE && u.value == SPLIT)
+    };
+    let mut out = Cuts {
+        at: Vec::new(),
+        heads: Vec::new(),
+    };
+    for (i, name) in links.iter().enumerate() {
+        if !asked(name) {
+            continue;
+        }
+        if i == 0 && !behind_source {
+            out.heads.push((*name).to_string());
+        } else {
+            out.at.push(i);
+        }
+    }
+    out
+}
+
+/// What every task of an embedded run shares to split: how to make channels and start
+/// threads, and the tasks split off so far.
+pub(crate) struct Pipelining {
+    capacity: usize,
+    events: Events,
+    abort: Arc<AtomicBool>,
+    control: Option<Arc<Control>>,
+    /// The next task instance's number in the run.
+    next_id: AtomicUsize,
+    inner: Mutex<Split>,
+}
+
+/// The tasks split off so far.
+struct Split {
+    /// Per (task split, first operator moved), the new task's number: every instance of a
+    /// task splits at the same barrier into instances of one new task.
+    tasks: BTreeMap<(usize, usize), usize>,
+    next_task: usize,
+    /// Their threads, not joined yet.
+    running: Vec<Running>,
+}
+
+impl Pipelining {
+    /// For a run of `tasks` tasks and `instances` task instances whose channels hold
+    /// `capacity` messages.
+    pub(crate) fn new(
+        tasks: usize,
+        instances: usize,
+        capacity: usize,
+        events: Events,
+        abort: Arc<AtomicBool>,
+        control: Option<Arc<Control>>,
+    ) -> Self {
+        Self {
+            capacity,
+            events,
+            abort,
+            control,
+            next_id: AtomicUsize::new(instances),
+            inner: Mutex::new(Split {
+                tasks: BTreeMap::new(),
+                next_task: tasks,
+                running: Vec::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Split> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The task instances split off since the last call, running or ended, to join.
+    pub(crate) fn take_running(&self) -> Vec<Running> {
+        std::mem::take(&mut self.lock().running)
+    }
+}
+
+/// A task instance's part in live pipelining.
+pub(crate) struct Stage {
+    pub ctx: Arc<Pipelining>,
+    /// Which task instance this is.
+    pub at: InstanceRef,
+    /// How many instances its task has.
+    pub parallelism: usize,
+    /// The command channels of the task instances split off this one: they get its commits.
+    pub downstream: Vec<Sender<Command>>,
+}
+
+/// What a task hands to a split besides its chain.
+pub(crate) struct Splitting<'a> {
+    /// The source at the task's head, if one: its name, its outlets and its counters.
+    pub source: Option<(&'a str, &'a mut Vec<Route>, &'a Arc<Counters>)>,
+    /// With checkpoints: where snapshots are written, the committer, the coordinator.
+    pub checkpoint: Option<(&'a CheckpointDir, &'a Sender<WriteJob>, &'a Sender<Event>)>,
+    /// The task's event time is idle now (the new task starts so, as its consumers know it).
+    pub idle: bool,
+}
+
+impl Stage {
+    /// Checkpoint `epoch` is complete: the tasks split off this one hear it too.
+    pub(crate) fn commit(&self, epoch: Epoch) {
+        for tx in &self.downstream {
+            // One that has ended commits nothing more.
+            let _ = tx.send(Command::Commit(epoch));
+        }
+    }
+}
+
+/// Carries out the splits `barrier` asks of `chain`, once the barrier has left it: each cut
+/// moves the links from it on to a new task instance. `stage` is `None` where the run cannot
+/// split (the control plane refuses the change there).
+pub(crate) fn split(
+    stage: Option<&mut Stage>,
+    chain: &mut Chain,
+    barrier: &Barrier,
+    mut with: Splitting<'_>,
+) -> Result<(), TaskFailure> {
+    let cuts = cuts(&chain.names(), with.source.is_some(), &barrier.control);
+    for head in &cuts.heads {
+        tracing::info!(operator = %head, epoch = barrier.epoch.0, "`pipeline = \"split\"` on an operator that heads its task already: nothing to split");
+    }
+    if cuts.at.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = chain.names().into_iter().map(str::to_string).collect();
+    let Some(stage) = stage else {
+        return Err(OperatorError::internal(
+            &names[cuts.at[0]],
+            "a live split reached a run that cannot split (this is a bug: the control plane refuses the change there)",
+        )
+        .into());
+    };
+    for &at in cuts.at.iter().rev() {
+        let moved = names[at..].to_vec();
+        let before = match at.checked_sub(1) {
+            Some(i) => names[i].clone(),
+            None => with
+                .source
+                .as_ref()
+                .map_or_else(String::new, |s| s.0.to_string()),
+        };
+        let ctx = Arc::clone(&stage.ctx);
+        let id = ctx.next_id.fetch_add(1, Ordering::SeqCst);
+        let first = chain.link_index(at).unwrap_or(usize::MAX);
+        let task = {
+            let mut inner = ctx.lock();
+            let next = inner.next_task;
+            let task = *inner.tasks.entry((stage.at.task, first)).or_insert(next);
+            if task == next {
+                inner.next_task += 1;
+            }
+            task
+        };
+        let at_ref = InstanceRef {
+            task,
+            instance: stage.at.instance,
+        };
+        let mut name = moved.join(" -> ");
+        if stage.parallelism > 1 {
+            name = format!("{name} #{}", stage.at.instance);
+        }
+        let tail = chain.split_off(at, name.clone());
+        let (outlet, rx) = channel(ctx.capacity);
+        if let Err(route) = chain.feed(Route::One(outlet)) {
+            let Some((_, outlets, counters)) = with.source.as_mut() else {
+                return Err(OperatorError::internal(&moved[0], "a chain cut at its head").into());
+            };
+            let mut route = route;
+            route.charge_to(counters);
+            outlets.push(route);
+        }
+        let checkpointing = match &with.checkpoint {
+            Some((dir, jobs, events)) => {
+                let (tx, commands) = crossbeam_channel::unbounded();
+                stage.downstream.push(tx);
+                // Before this task acknowledges the barrier's checkpoint: the coordinator
+                // waits for the new one from the next checkpoint on.
+                let _ = events.send(Event::TaskAdded { task: id });
+                Some(TaskCheckpointing {
+                    task: id,
+                    dir: (*dir).clone(),
+                    commands,
+                    jobs: (*jobs).clone(),
+                    events: (*events).clone(),
+                })
+            }
+            None => None,
+        };
+        let inlet = Inlet {
+            rx,
+            port: 0,
+            last_seq: 0,
+            watermark: Watermark::MIN,
+            idle: with.idle,
+            ended: false,
+            finished: false,
+            notices: None,
+            suspended: false,
+        };
+        let new = OperatorTask {
+            name: name.clone(),
+            inlets: vec![inlet],
+            chain: tail,
+            checkpointing,
+            idle: with.idle,
+            stage: Some(Stage {
+                ctx: Arc::clone(&ctx),
+                at: at_ref,
+                parallelism: stage.parallelism,
+                downstream: Vec::new(),
+            }),
+        };
+        if let Some(control) = &ctx.control {
+            control.task_split(&crate::control::TaskSplit {
+                from_task: stage.at.task,
+                from_operator: before,
+                task,
+                instance: stage.at.instance,
+                id,
+                instances: stage.parallelism,
+                operators: moved.clone(),
+            });
+        }
+        tracing::info!(operator = %moved[0], epoch = barrier.epoch.0, task = id, name = %name, "split the chain before the operator: it and the operators after it run as a task of their own");
+        let ready = ReadyTask {
+            id,
+            at: at_ref,
+            name: name.clone(),
+            replica: false,
+            lost: None,
+            task: Task::Operator(new),
+        };
+        let running =
+            spawn_one(ready, &ctx.events, &ctx.abort).map_err(|e| OperatorError::Execution {
+                operator: moved[0].clone(),
+                message: format!(
+                    "cannot start a thread for task {name} split off while the query runs: {e}"
+                ),
+            })?;
+        ctx.lock().running.push(running);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(operator: &str, param: &str, value: &str) -> ControlUpdate {
+        ControlUpdate {
+            seq: 1,
+            operator: operator.into(),
+            param: param.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn a_chain_is_cut_right_before_each_operator_asked_and_never_before_its_head() {
+        let chain = ["f", "m", "w", "out"];
+        let split = |ops: &[&str]| -> Vec<ControlUpdate> {
+            ops.iter().map(|o| update(o, PIPELINE, SPLIT)).collect()
+        };
+        assert_eq!(cuts(&chain, false, &split(&["w"])).at, [2]);
+        assert_eq!(cuts(&chain, false, &split(&["out", "m"])).at, [1, 3]);
+        // The head of a task headed by an operator: nothing to do, said.
+        let head = cuts(&chain, false, &split(&["f"]));
+        assert!(head.at.is_empty());
+        assert_eq!(head.heads, ["f"]);
+        // Behind a source, the first operator is cut from the source.
+        assert_eq!(cuts(&chain, true, &split(&["f"])).at, [0]);
+        // Other params, other values, operators of other tasks: none of this chain's.
+        let others = [
+            update("w", "allowed_lateness", "1s"),
+            update("w", PIPELINE, "fused"),
+            update("elsewhere", PIPELINE, SPLIT),
+        ];
+        assert_eq!(
+            cuts(&chain, true, &others),
+            Cuts {
+                at: vec![],
+                heads: vec![]
+            }
+        );
+    }
+}
