@@ -110,6 +110,26 @@ pub fn run(
     });
     if let Some(control) = &config.control {
         control.refuse_live_pipelining(live_pipelining_refused(config.network.as_ref()));
+        // A copy of a hot standby is not split: the new task, not the copy's, would feed the
+        // stream selector, and the loss of the first half would stop the run.
+        let copies = topology.replica_tasks(|n| graph.node(n).survives_input_loss);
+        let held: Vec<String> = topology
+            .tasks
+            .iter()
+            .zip(copies)
+            .filter(|(_, copy)| *copy)
+            .flat_map(|(t, _)| {
+                t.operators
+                    .iter()
+                    .map(|n| graph.node(*n).name().to_string())
+            })
+            .collect();
+        control.refuse_pipelining_of(
+            held,
+            "it runs in a copy of a hot standby, which is not split while the query runs (the \
+             stream selector fails over between whole copies): give the operator \
+             `param pipeline = \"split\"` in the query instead",
+        );
     }
     let shared = Shared {
         config,

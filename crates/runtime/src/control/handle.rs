@@ -143,6 +143,8 @@ pub struct Control {
     autoscale: Mutex<Option<crate::autoscaler::AutoscaleReport>>,
     /// Why a live `pipeline` change is refused, where the run cannot split its tasks.
     pipelining_refused: Mutex<Option<String>>,
+    /// Operators whose live `pipeline` change is refused, and why.
+    pipelining_refused_for: Mutex<BTreeMap<String, String>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -192,6 +194,7 @@ impl Control {
             stop_refused: Mutex::new(None),
             autoscale: Mutex::new(None),
             pipelining_refused: Mutex::new(None),
+            pipelining_refused_for: Mutex::new(BTreeMap::new()),
         }
     }
 

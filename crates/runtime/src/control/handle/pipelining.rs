@@ -37,6 +37,17 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = why;
     }
 
+    /// Live `pipeline` changes of `operators` are refused with `why`.
+    pub(crate) fn refuse_pipelining_of(&self, operators: Vec<String>, why: &str) {
+        let mut refused = self
+            .pipelining_refused_for
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for o in operators {
+            refused.insert(o, why.to_string());
+        }
+    }
+
     /// Checks a `pipeline` change: only `split`, only where the run can split, and never
     /// back (`earlier`: the values the changes sent so far gave the operator's params).
     pub(super) fn check_pipeline(
@@ -55,6 +66,15 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         if let Some(why) = refused {
+            return Err(invalid(format!("operator \"{}\": {why}", request.operator)));
+        }
+        let refused_here = self
+            .pipelining_refused_for
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&request.operator)
+            .cloned();
+        if let Some(why) = refused_here {
             return Err(invalid(format!("operator \"{}\": {why}", request.operator)));
         }
         if request.value == SPLIT {
