@@ -104,8 +104,14 @@ fn figures_read(c: &anduin_rewrite::Constraint, out: &mut Vec<String>) {
 /// of (it never applies).
 pub fn load(path: &Path, spec: &anduin_spec::Spec) -> Result<RunRules> {
     let text = read_rule_file(path)?;
-    let file = path.display().to_string();
-    let rules = parse_rules(&file, &text)?;
+    load_text(&path.display().to_string(), &text, spec)
+}
+
+/// [`load`] of the rules `text` of the file named `file` (read already: a cluster's
+/// coordinator gets it with the submission).
+pub fn load_text(file: &str, text: &str, spec: &anduin_spec::Spec) -> Result<RunRules> {
+    let file = file.to_string();
+    let rules = parse_rules(&file, text)?;
     if rules.rules.is_empty() {
         anyhow::bail!("rule file `{file}` holds no rule");
     }

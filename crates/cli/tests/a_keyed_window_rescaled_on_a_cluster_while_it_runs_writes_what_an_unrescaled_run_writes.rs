@@ -47,6 +47,8 @@ struct Options {
     on_demand: bool,
     /// More flags of the submission's.
     submit: Vec<&'static str>,
+    /// Files written beside the query before it is submitted: (name, text).
+    files: Vec<(&'static str, &'static str)>,
 }
 
 impl Rescaled {
@@ -60,6 +62,9 @@ impl Rescaled {
         // Slow: 60000 rows at 2000 a second would take 30 s; the rescales come well before.
         let slow = WINDOWED.replace("param rate = 40000", "param rate = 2000");
         std::fs::write(d.join("q.flow"), slow).expect("query");
+        for (name, text) in &options.files {
+            std::fs::write(d.join(name), text).expect("a file beside the query");
+        }
         let cluster = LocalCluster::start_with(
             2,
             8,
@@ -284,6 +289,90 @@ fn an_autoscaled_window_on_a_cluster_follows_its_rate_up_and_down() {
     assert!(shown.contains("autoscaler of \"q\""), "{shown}");
     // It may scale up again as the rest of the input arrives at full speed.
     q.finish(None);
+}
+
+/// Rules applied at run time on a cluster (`anduin submit … --rules FILE`): the rule file goes
+/// with the submission, the coordinator matches it against the figures the executors send,
+/// and its changes are live rescales, as embedded. The rules of the embedded scenario scale
+/// the window to 3 while rows arrive and back to 1 when none do.
+#[test]
+fn a_run_time_rule_on_a_cluster_rescales_its_window_while_its_measured_rate_holds() {
+    let q = Rescaled::start(&Options {
+        submit: vec![
+            "--rules",
+            "scale.rules",
+            // The executors send their figures every second.
+            "--rules-interval",
+            "1s",
+        ],
+        files: vec![(
+            "scale.rules",
+            crate::a_run_time_rule_rescales_a_window_while_its_measured_rate_holds::RULES,
+        )],
+        ..Options::default()
+    });
+    wait_until("the busy window rescaled to 3", || {
+        q.owners().as_deref() == Some("3")
+    });
+    stdout_ok(&ctl(q.dir(), &q.api, &["set", "q", "gen", "rate", "0.001"]));
+    wait_until("the idle window rescaled to 1", || {
+        q.owners().as_deref() == Some("1")
+    });
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    let by_rules: Vec<String> = client
+        .history("q")
+        .expect("the history")
+        .into_iter()
+        .filter(|r| r.from.starts_with("rule:"))
+        .map(|r| format!("{} {}→{}", r.from, r.old, r.new))
+        .collect();
+    assert!(
+        by_rules.contains(&"rule:scale_busy_window 2→3".to_string()),
+        "{by_rules:?}"
+    );
+    assert!(
+        by_rules.contains(&"rule:shrink_idle_window 3→1".to_string()),
+        "{by_rules:?}"
+    );
+    q.finish(None);
+}
+
+/// A rule file that cannot run is refused at submit, at its FILE:LINE:COL, before anything
+/// runs; one that cannot be read is refused by `anduin submit` itself.
+#[test]
+fn a_rule_file_that_cannot_run_is_refused_at_submit() {
+    let cluster = LocalCluster::start_with(1, 2, Setup::default());
+    let d = cluster.dir.path();
+    std::fs::write(d.join("q.flow"), WINDOWED).expect("query");
+    std::fs::write(d.join("bad.rules"), "\n w := window => merge(w)").expect("rules");
+    let refused = |flags: &[&str], says: &str| {
+        let mut args = vec![
+            "submit",
+            "q.flow",
+            "--coordinator",
+            &cluster.addr,
+            "--var",
+            "OUTPUT=out",
+        ];
+        args.extend_from_slice(flags);
+        let out = common::anduin(d, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{flags:?} must be refused");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+    };
+    refused(
+        &["--rules", "bad.rules"],
+        "bad.rules:2:2: rule bad.rules:2: its right side makes a new `merge` operator",
+    );
+    refused(
+        &["--rules", "missing.rules"],
+        "cannot read rule file `missing.rules`",
+    );
+    refused(
+        &["--rules-interval", "1s"],
+        "--rules-interval needs --rules FILE",
+    );
+    assert!(cluster.status("q").is_null(), "nothing was submitted");
 }
 
 /// Kills worker `w1` once checkpoint `after` has completed; waits until the query runs again

@@ -10,7 +10,7 @@ use crate::common;
 
 use common::{anduin, ctl, slowed, stdout_ok, wait_until};
 
-const RULES: &str = r#"
+pub(crate) const RULES: &str = r#"
 # more instances while rows arrive, one when none do
 rule scale_busy_window:
   w := window [rate(w) > 100 and param(w, "parallelism") < 3] => w{parallelism = "3"}

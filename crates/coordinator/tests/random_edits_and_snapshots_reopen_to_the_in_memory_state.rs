@@ -17,7 +17,7 @@ use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
 enum Step {
-    Append(Edit),
+    Append(Box<Edit>),
     Snapshot,
     Reopen,
 }
@@ -78,7 +78,7 @@ fn edit() -> impl Strategy<Value = Edit> {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        12 => edit().prop_map(Step::Append),
+        12 => edit().prop_map(|e| Step::Append(Box::new(e))),
         1 => Just(Step::Snapshot),
         1 => Just(Step::Reopen),
     ]
@@ -120,7 +120,7 @@ proptest! {
             match step {
                 Step::Append(edit) => {
                     let in_memory = expected.apply(&edit);
-                    match catalog.append(edit, Instant::now()) {
+                    match catalog.append(*edit, Instant::now()) {
                         Ok(txid) => {
                             prop_assert!(in_memory.is_ok());
                             accepted += 1;

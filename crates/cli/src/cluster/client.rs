@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator};
+use super::proto::{self, QueryStatus, Reply, RuleFile, Submission, ToCoordinator};
 use super::secret::SecretArgs;
 
 /// Arguments of `anduin submit`.
@@ -127,12 +127,18 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         bail!("anduin submit needs --coordinator HOST:PORT");
     };
     let secret = args.secret.load()?;
-    if let Some(flag) = args.run_args.iter().find(|a| a.starts_with("--rules")) {
-        bail!(
-            "{flag} is not supported on a cluster yet: rules applied at run time run beside an \
-             embedded run (anduin run … --rules FILE); submit without it"
-        );
-    }
+    // The rule file goes with the submission, read here (the coordinator keeps its text).
+    let mut args = args;
+    let interval = take_flag(&mut args.run_args, "--rules-interval", true);
+    let rules = match take_flag(&mut args.run_args, "--rules", true) {
+        Some(path) => Some(RuleFile {
+            text: crate::run_rules::read_rule_file(std::path::Path::new(&path))?,
+            name: path,
+            interval,
+        }),
+        None if interval.is_some() => bail!("--rules-interval needs --rules FILE"),
+        None => None,
+    };
     let source = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read `{}`", args.file.display()))?;
     let name = match &args.name {
@@ -154,6 +160,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         source,
         args: args.run_args.clone(),
         cwd: std::env::current_dir().context("cannot read the working directory")?,
+        rules,
     };
     let query = match ask(
         coordinator,

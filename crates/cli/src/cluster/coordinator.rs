@@ -425,6 +425,11 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
                 .clone()
                 .map(PathBuf::from)
                 .unwrap_or_default(),
+            rules: q.settings.rules.as_ref().map(|r| proto::RuleFile {
+                name: r.file.clone(),
+                text: r.text.clone(),
+                interval: q.settings.rules_interval.clone(),
+            }),
         };
         let over = q.state.is_terminal();
         // A catalog written before attempts were recorded: the most any task had.
@@ -907,6 +912,11 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         settings: QuerySettings {
             run_args: s.args.clone(),
             cwd: Some(s.cwd.display().to_string()),
+            rules: s.rules.as_ref().map(|r| QuerySource {
+                file: r.name.clone(),
+                text: r.text.clone(),
+            }),
+            rules_interval: s.rules.as_ref().and_then(|r| r.interval.clone()),
             ..QuerySettings::default()
         },
         at_ms: std::time::SystemTime::now()

@@ -185,9 +185,21 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     let file = dir.join(&s.file_name);
     std::fs::write(&file, &s.source)
         .with_context(|| format!("cannot write `{}`", file.display()))?;
+    // The rule file is kept beside the query's, and read from there.
+    let mut rules_args = Vec::new();
+    if let Some(r) = &s.rules {
+        let kept = dir.join("rules");
+        std::fs::write(&kept, &r.text)
+            .with_context(|| format!("cannot write `{}`", kept.display()))?;
+        rules_args = vec!["--rules".to_string(), kept.display().to_string()];
+        if let Some(every) = &r.interval {
+            rules_args.extend(["--rules-interval".to_string(), every.clone()]);
+        }
+    }
     let argv = std::iter::once("anduin submit".to_string())
         .chain(std::iter::once(file.display().to_string()))
-        .chain(s.args.iter().cloned());
+        .chain(s.args.iter().cloned())
+        .chain(rules_args);
     let args = AsRun::try_parse_from(argv)
         .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?
         .run;
@@ -205,6 +217,7 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     };
     // Refused at submit when its settings cannot work.
     let _autoscale = crate::autoscale::settings(&args.autoscale, &args.engine, &loaded)?;
+    let _rules = rules_of(s, &args, &loaded)?;
     let plan = PhysicalPlan::plan(&loaded.graph, plan_options(&args))?;
     let topo = topology_of(&loaded, &plan);
     let tasks = topo
@@ -223,6 +236,25 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         instance_names,
         plan,
     })
+}
+
+/// The rules a submission applies while its query runs (`--rules`), read and checked, named
+/// in their messages as the user named the file.
+fn rules_of(
+    s: &Submission,
+    args: &RunArgs,
+    loaded: &Loaded,
+) -> Result<Option<crate::run_rules::RunRules>> {
+    match (&s.rules, &args.rules.rules) {
+        (Some(r), _) => {
+            crate::run_rules::load_text(&r.name, &r.text, &loaded.spec).map(Some)
+        }
+        (None, Some(path)) => bail!(
+            "`--rules {}` reached the coordinator without its file: submit it with `anduin submit … --rules FILE`",
+            path.display()
+        ),
+        _ => Ok(None),
+    }
 }
 
 /// The topology of `loaded` planned as `args` ask.
@@ -585,12 +617,10 @@ fn start_checkpointer(
     cluster
         .api
         .add(Arc::clone(&control) as Arc<dyn anduin_api::QueryControl>)?;
-    if let Some(a) = cluster
-        .lock()
-        .queries
-        .get_mut(name)
-        .and_then(|q| q.attempt.as_mut())
-    {
+    let mut state = cluster.lock();
+    let query = state.queries.get_mut(name);
+    let q_submission = query.as_ref().map(|q| q.submission.clone());
+    if let (Some(a), Some(q_submission)) = (query.and_then(|q| q.attempt.as_mut()), q_submission) {
         a.control = Some(Arc::clone(&control));
         // Its rounds read the figures the executors send; its rescales go through this
         // control plane, as `anduin ctl scale` does.
@@ -605,7 +635,18 @@ fn start_checkpointer(
                 .context("cannot start the autoscaler")?
                 .detach();
         }
+        // So do the rules applied at run time, whose changes go through it too.
+        if let Some(rules) = rules_of(&q_submission, &compiled.args, &compiled.loaded)? {
+            crate::run_rules::start(
+                Arc::clone(&control),
+                rules,
+                compiled.args.rules.rules_interval,
+            )
+            .context("cannot start the rules applied at run time")?
+            .detach();
+        }
     }
+    drop(state);
     let mut tasks = BTreeMap::new();
     // A part whose executor has not reported (lost while no coordinator ran, restored alone
     // once the attempt runs) gets its commands once its new executor has.

@@ -89,6 +89,21 @@ pub struct Submission {
     pub args: Vec<String>,
     /// The client's working directory: relative paths in the query are resolved there.
     pub cwd: PathBuf,
+    /// The rule file applied while the query runs (`--rules FILE`): its name and text.
+    #[serde(default)]
+    pub rules: Option<RuleFile>,
+}
+
+/// A rule file sent with a submission (`--rules FILE`, docs/rewriting.md "Rules at run
+/// time").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleFile {
+    /// Its name, as the user named it (in the rules' FILE:LINE:COL).
+    pub name: String,
+    pub text: String,
+    /// `--rules-interval`, as given (the executors never see the rules' flags).
+    #[serde(default)]
+    pub interval: Option<String>,
 }
 
 /// From the coordinator to a worker.

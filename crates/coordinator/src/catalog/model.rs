@@ -61,6 +61,10 @@ pub struct QuerySettings {
     pub run_args: Vec<String>,
     /// The submitter's working directory: relative paths in the query are resolved there.
     pub cwd: Option<String>,
+    /// The rule file applied while the query runs (`--rules FILE`): its name and text.
+    pub rules: Option<QuerySource>,
+    /// `--rules-interval`, as given.
+    pub rules_interval: Option<String>,
 }
 
 /// Where a completed checkpoint is.
