@@ -10,7 +10,7 @@ use anduin_coordinator::autoscale::{AutoscaleState, DecisionLog, Observation, Re
 use super::beside::{as_u32, beside, now_ms, Beside, Round};
 use super::settings::{fit, pin, AutoscaleSettings, Rescalable};
 use super::{AutoscaleFailure, AutoscaleReport, FAILURES_KEPT};
-use crate::control::{ChangeRequest, Control, OperatorInfo};
+use crate::control::{ChangeRecord, ChangeRequest, Control, OperatorInfo};
 
 /// Who the autoscaler's changes are from, in the history.
 pub const FROM: &str = "autoscaler";
@@ -44,6 +44,26 @@ fn rescalables(operators: &[OperatorInfo]) -> Vec<Rescalable> {
         .collect()
 }
 
+/// What the autoscaler's guards remember of `history` (the changes applied, those a resumed
+/// run restored included): when each operator's parallelism last changed, by whomever. A
+/// scale-down waiting for its delay is not in the history: it waits again.
+fn remembered(history: &[ChangeRecord]) -> AutoscaleState {
+    let mut state = AutoscaleState::default();
+    for r in history
+        .iter()
+        .filter(|r| r.param == crate::rescale::PARALLELISM)
+    {
+        let at = u64::try_from(r.time_ms).unwrap_or(0);
+        let last = &mut state
+            .operators
+            .entry(r.operator.clone())
+            .or_default()
+            .last_change_ms;
+        *last = Some(last.map_or(at, |l| l.max(at)));
+    }
+    state
+}
+
 struct Autoscale {
     settings: AutoscaleSettings,
     /// The failures logged as warnings so far (each once; again at debug level).
@@ -70,7 +90,9 @@ impl Round for Autoscale {
                 return Err(message);
             }
         };
-        let log = DecisionLog::new(config, AutoscaleState::default());
+        // What a resumed run remembers: each operator's last rescale (its checkpoint's
+        // history), so that the stabilisation window holds across the restart.
+        let log = DecisionLog::new(config, remembered(&control.history()));
         control.record_autoscale(|r| r.log = log.clone());
         tracing::info!(query = control.name(), interval_ms = ?self.settings.interval, "the autoscaler runs");
         self.log = Some(log);
@@ -166,4 +188,43 @@ fn failed(control: &Control, at_ms: u64, operator: Option<&str>, message: String
         let drop = r.failures.len().saturating_sub(FAILURES_KEPT);
         r.failures.drain(..drop);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(operator: &str, param: &str, time_ms: i64) -> ChangeRecord {
+        ChangeRecord {
+            seq: 1,
+            time_ms,
+            epoch: 1,
+            operator: operator.into(),
+            param: param.into(),
+            old: "1".into(),
+            new: "2".into(),
+            from: FROM.into(),
+        }
+    }
+
+    #[test]
+    fn a_resumed_run_remembers_each_operators_last_rescale_and_nothing_else() {
+        let history = [
+            change("w", "parallelism", 1_000),
+            change("w", "parallelism", 5_000),
+            change("w", "allowed_lateness", 9_000),
+            change("j", "parallelism", 3_000),
+            change("f", "condition", 7_000),
+            change("x", "parallelism", -5),
+        ];
+        let state = remembered(&history);
+        let last = |op: &str| state.operators.get(op).and_then(|m| m.last_change_ms);
+        assert_eq!(last("w"), Some(5_000));
+        assert_eq!(last("j"), Some(3_000));
+        assert_eq!(last("x"), Some(0));
+        assert_eq!(last("f"), None);
+        assert!(state.operators.values().all(|m| m.pending_down.is_none()));
+        assert_eq!(state.last_round_ms, None);
+        assert_eq!(remembered(&[]), AutoscaleState::default());
+    }
 }
