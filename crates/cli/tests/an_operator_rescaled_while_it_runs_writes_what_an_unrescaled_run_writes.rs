@@ -9,10 +9,7 @@
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::{CEP, JOINED, WINDOWED};
 use crate::common;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-
-use common::{anduin_ok, ctl, output_rows, slowed, start_with_api, stdout_ok, wait_until};
+use common::{anduin_ok, ctl, output_rows, slowed, stdout_ok, wait_until};
 
 /// Runs `query` (its generators slowed down) rescaling `op` at each step of `steps` once
 /// `op` has taken more rows, then lets the generators `sources` run at full speed to the end.
@@ -76,49 +73,6 @@ fn a_join_rescaled_while_its_channels_cross_loopback_tcp_writes_what_an_unrescal
     scenario(JOINED, "j", &["a", "b"], &["4", "1", "3"], &tcp);
 }
 
-/// Starts the slowed-down `q.flow` with checkpoints and the API; its stderr carries the
-/// events.
-fn start_checkpointed(
-    d: &Path,
-) -> (
-    common::ChildGuard,
-    String,
-    std::io::BufReader<std::process::ChildStderr>,
-) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_anduin"));
-    command
-        .args(["run", "q.flow", "-q", "--var", "OUTPUT=out"])
-        .args(["--parallelism", "2", "--max-parallelism", "4"])
-        .args(["--batch-size", "200", "--linger", "20ms"])
-        .args([
-            "--checkpoint-dir",
-            "ck",
-            "--checkpoint-every",
-            "1500",
-            "--events",
-            "-",
-        ])
-        .current_dir(d)
-        .env("XDG_RUNTIME_DIR", d.join("rt"))
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null());
-    start_with_api(command)
-}
-
-/// Reads `stderr` until `n` more checkpoints have completed.
-fn checkpoints(stderr: &mut impl std::io::BufRead, n: usize) {
-    let mut seen = 0;
-    let mut line = String::new();
-    while seen < n {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).expect("reads") > 0,
-            "the run ended"
-        );
-        seen += usize::from(line.contains(common::CHECKPOINT_COMPLETED));
-    }
-}
-
 #[test]
 fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writes() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -131,15 +85,17 @@ fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writ
     std::fs::write(d.join("q.flow"), slow).expect("query");
 
     // Rescaled to 4, a checkpoint after it (owned by 4), rescaled to 1 and killed at once.
-    let (run, api, mut stderr) = start_checkpointed(d);
-    checkpoints(&mut stderr, 1);
+    let (run, api, mut stderr) =
+        slowed::start_checkpointed(d, &["--parallelism", "2", "--max-parallelism", "4"]);
+    slowed::checkpoints(&mut stderr, 1);
     stdout_ok(&ctl(d, &api, &["scale", "q", "w", "4"]));
-    checkpoints(&mut stderr, 2);
+    slowed::checkpoints(&mut stderr, 2);
     stdout_ok(&ctl(d, &api, &["scale", "q", "w", "1"]));
     drop(run);
 
     // Resumed: the rescales are kept (or the state re-cut); the rest at full speed.
-    let (run, api, stderr) = start_checkpointed(d);
+    let (run, api, stderr) =
+        slowed::start_checkpointed(d, &["--parallelism", "2", "--max-parallelism", "4"]);
     // Its events are read to the end, so that it never waits on a full pipe.
     let drain = std::thread::spawn(move || {
         use std::io::BufRead;

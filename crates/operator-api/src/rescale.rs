@@ -41,6 +41,22 @@ pub struct KeyGroupsGiven {
     pub inline: Option<serde_json::Value>,
 }
 
+impl KeyGroupsGiven {
+    /// `pieces` given by an instance of `operator` whose metadata is `meta`.
+    pub fn new<T: Serialize>(
+        operator: &str,
+        pieces: Vec<Vec<u8>>,
+        meta: &T,
+    ) -> Result<Self, crate::OperatorError> {
+        let inline = serde_json::to_value(meta)
+            .map_err(|e| crate::OperatorError::internal(operator, e.to_string()))?;
+        Ok(Self {
+            pieces,
+            inline: Some(inline),
+        })
+    }
+}
+
 /// What the metadata combined is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Combine {
@@ -107,6 +123,16 @@ pub fn rescale_inline_as<T: RescaleMeta>(
 /// whose inline values are `givers` ([`crate::Operator::take_key_groups`]): combined as
 /// [`Combine::Move`] says.
 pub fn combine_moved<T: RescaleMeta>(
+    operator: &str,
+    own: T,
+    givers: Vec<Option<serde_json::Value>>,
+) -> Result<T, crate::OperatorError> {
+    combine_parts(own, givers).map_err(|e| {
+        crate::OperatorError::internal(operator, format!("its instances cannot be combined: {e}"))
+    })
+}
+
+fn combine_parts<T: RescaleMeta>(
     own: T,
     givers: Vec<Option<serde_json::Value>>,
 ) -> Result<T, RescaleError> {

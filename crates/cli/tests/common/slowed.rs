@@ -66,3 +66,41 @@ pub fn finish(d: &Path, api: &str, run: ChildGuard, sources: &[&str], expected: 
         );
     }
 }
+
+/// Starts the slowed-down `q.flow` in `d` (output `out`) with checkpoints every 1500 rows,
+/// the API and `flags`; its stderr carries the events.
+pub fn start_checkpointed(
+    d: &Path,
+    flags: &[&str],
+) -> (
+    ChildGuard,
+    String,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_anduin"));
+    command
+        .args(["run", "q.flow", "-q", "--var", "OUTPUT=out"])
+        .args(flags)
+        .args(["--batch-size", "200", "--linger", "20ms"])
+        .args(["--checkpoint-dir", "ck", "--checkpoint-every", "1500"])
+        .args(["--events", "-"])
+        .current_dir(d)
+        .env("XDG_RUNTIME_DIR", d.join("rt"))
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null());
+    start_with_api(command)
+}
+
+/// Reads `stderr` until `n` more checkpoints have completed.
+pub fn checkpoints(stderr: &mut impl std::io::BufRead, n: usize) {
+    let mut seen = 0;
+    let mut line = String::new();
+    while seen < n {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).expect("reads") > 0,
+            "the run ended"
+        );
+        seen += usize::from(line.contains(super::CHECKPOINT_COMPLETED));
+    }
+}

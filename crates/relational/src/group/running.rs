@@ -499,11 +499,7 @@ impl Operator for Aggregate {
         let meta = Meta {
             unmatched_retractions: self.unmatched_retractions,
         };
-        let inline = serde_json::to_value(&meta).map_err(|e| self.error(e.to_string()))?;
-        Ok(KeyGroupsGiven {
-            pieces,
-            inline: Some(inline),
-        })
+        KeyGroupsGiven::new(&self.setup.name, pieces, &meta)
     }
 
     fn take_key_groups(
@@ -514,12 +510,7 @@ impl Operator for Aggregate {
         let own = Meta {
             unmatched_retractions: self.unmatched_retractions,
         };
-        let meta = combine_moved(own, inline).map_err(|e| {
-            OperatorError::internal(
-                &self.setup.name,
-                format!("its instances cannot be combined: {e}"),
-            )
-        })?;
+        let meta = combine_moved(&self.setup.name, own, inline)?;
         self.unmatched_retractions = meta.unmatched_retractions;
         let (name, plans) = (&self.setup.name, &self.setup.plans);
         for (range, bytes) in pieces {

@@ -434,11 +434,7 @@ impl Operator for Join {
             watermark: self.watermark,
             late: self.late,
         };
-        let inline = serde_json::to_value(&meta).map_err(|e| err(name, e))?;
-        Ok(KeyGroupsGiven {
-            pieces,
-            inline: Some(inline),
-        })
+        KeyGroupsGiven::new(name, pieces, &meta)
     }
 
     fn take_key_groups(
@@ -451,9 +447,7 @@ impl Operator for Join {
             watermark: self.watermark,
             late: self.late,
         };
-        let meta = combine_moved(own, inline).map_err(|e| {
-            OperatorError::internal(name, format!("its instances cannot be combined: {e}"))
-        })?;
+        let meta = combine_moved(name, own, inline)?;
         self.watermark = meta.watermark;
         self.late = meta.late;
         self.checkpointed

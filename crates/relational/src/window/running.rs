@@ -381,11 +381,7 @@ impl Operator for Window {
             fired_up_to: Some(p.fired_up_to),
             late: self.late,
         };
-        let inline = serde_json::to_value(&meta).map_err(|e| self.error(e.to_string()))?;
-        Ok(KeyGroupsGiven {
-            pieces,
-            inline: Some(inline),
-        })
+        KeyGroupsGiven::new(&self.setup.name, pieces, &meta)
     }
 
     fn take_key_groups(
@@ -402,12 +398,7 @@ impl Operator for Window {
             fired_up_to: Some(p.fired_up_to),
             late: self.late,
         };
-        let meta = combine_moved(own, inline).map_err(|e| {
-            OperatorError::internal(
-                &self.setup.name,
-                format!("its instances cannot be combined: {e}"),
-            )
-        })?;
+        let meta = combine_moved(&self.setup.name, own, inline)?;
         self.watermark = meta.watermark;
         self.cutoff = meta.cutoff.unwrap_or(meta.watermark);
         self.late = meta.late;
