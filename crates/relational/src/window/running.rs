@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use anduin_operator_api::rescale::{agreed, combine_moved, Combine, RescaleError, RescaleMeta};
-use anduin_state::{KeyedTable, TableEntry};
+use anduin_state::{KeyGroupRange, KeyedTable, TableEntry};
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
@@ -198,6 +198,28 @@ impl Window {
         self.emit(results, out)
     }
 
+    /// What it keeps inline in a checkpoint.
+    fn meta(&self) -> Meta {
+        Meta {
+            watermark: self.watermark,
+            cutoff: Some(self.cutoff),
+            fired_up_to: match &self.open {
+                Open::Panes(p) => Some(p.fired_up_to),
+                Open::Sessions(_) | Open::Count(_) => None,
+            },
+            late: self.late,
+        }
+    }
+
+    /// The tag of its checkpointed entries.
+    fn tag(&self) -> u8 {
+        match self.setup.kind {
+            WindowKind::Sliding { .. } => PANE,
+            WindowKind::Session { .. } => SESSION,
+            WindowKind::Count { .. } => COUNT,
+        }
+    }
+
     fn error(&self, message: impl Into<String>) -> OperatorError {
         OperatorError::Execution {
             operator: self.setup.name.clone(),
@@ -333,21 +355,12 @@ impl Operator for Window {
             SnapshotKind::Changes
         };
         let setup = &self.setup;
-        let mut fired_up_to = None;
         match &mut self.open {
-            Open::Panes(p) => {
-                fired_up_to = Some(p.fired_up_to);
-                p.save(&mut self.table, &self.states, setup)?;
-            }
+            Open::Panes(p) => p.save(&mut self.table, &self.states, setup)?,
             Open::Sessions(s) => s.save(&mut self.table, &self.states, setup)?,
             Open::Count(c) => c.save(&mut self.table, &self.states, setup)?,
         }
-        let meta = Meta {
-            watermark: self.watermark,
-            cutoff: Some(self.cutoff),
-            fired_up_to,
-            late: self.late,
-        };
+        let meta = self.meta();
         out.inline_typed(&self.setup.name, &meta)?;
         let stream = out.stream(kind)?;
         let _stats = self.table.snapshot(kind, stream)?;
@@ -363,48 +376,68 @@ impl Operator for Window {
     }
 
     fn moves_key_groups(&self) -> bool {
-        // Sessions and count windows go the runtime's way (snapshot, cut, rebuild).
-        matches!(self.open, Open::Panes(_))
+        true
     }
 
     fn give_key_groups(
         &mut self,
-        ranges: &[anduin_state::KeyGroupRange],
+        ranges: &[KeyGroupRange],
     ) -> Result<KeyGroupsGiven, OperatorError> {
-        let Open::Panes(p) = &mut self.open else {
-            return Err(self.error("only tumbling and sliding windows move key groups themselves"));
+        let meta = self.meta();
+        let (setup, states, table) = (&self.setup, &self.states, &mut self.table);
+        let given = |table: &KeyedTable, row: &arrow::row::OwnedRow| {
+            let kg = table.key_group(setup.codec.stored(row.row()));
+            ranges.iter().any(|r| r.contains(kg))
         };
-        let pieces = p.give(ranges, &mut self.table, &self.states, &self.setup)?;
-        let meta = Meta {
-            watermark: self.watermark,
-            cutoff: Some(self.cutoff),
-            fired_up_to: Some(p.fired_up_to),
-            late: self.late,
+        let pieces = match &mut self.open {
+            // Cut out of its panes, column by column (`moves.rs`).
+            Open::Panes(p) => p.give(ranges, table, states, setup)?,
+            // Written to the table as they are in memory, then exported from it.
+            Open::Sessions(s) => {
+                s.save(table, states, setup)?;
+                let pieces = export(table, ranges)?;
+                s.by_key.retain(|_, (row, _)| !given(table, row));
+                pieces
+            }
+            Open::Count(c) => {
+                c.save(table, states, setup)?;
+                let pieces = export(table, ranges)?;
+                c.by_key.retain(|_, (row, _)| !given(table, row));
+                pieces
+            }
         };
         KeyGroupsGiven::new(&self.setup.name, pieces, &meta)
     }
 
     fn take_key_groups(
         &mut self,
-        pieces: Vec<(anduin_state::KeyGroupRange, Vec<u8>)>,
+        pieces: Vec<(KeyGroupRange, Vec<u8>)>,
         inline: Vec<Option<serde_json::Value>>,
     ) -> Result<(), OperatorError> {
-        let Open::Panes(p) = &mut self.open else {
-            return Err(self.error("only tumbling and sliding windows move key groups themselves"));
-        };
-        let own = Meta {
-            watermark: self.watermark,
-            cutoff: Some(self.cutoff),
-            fired_up_to: Some(p.fired_up_to),
-            late: self.late,
-        };
-        let meta = combine_moved(&self.setup.name, own, inline)?;
+        let meta = combine_moved(&self.setup.name, self.meta(), inline)?;
         self.watermark = meta.watermark;
         self.cutoff = meta.cutoff.unwrap_or(meta.watermark);
         self.late = meta.late;
-        p.fired_up_to = meta.fired_up_to.unwrap_or(p.fired_up_to);
-        let pieces: Vec<Vec<u8>> = pieces.into_iter().map(|(_, bytes)| bytes).collect();
-        p.take(&pieces, &self.states, &self.setup, self.cutoff)
+        let (setup, states, table) = (&self.setup, &self.states, &mut self.table);
+        match &mut self.open {
+            Open::Panes(p) => {
+                p.fired_up_to = meta.fired_up_to.unwrap_or(p.fired_up_to);
+                let pieces: Vec<Vec<u8>> = pieces.into_iter().map(|(_, bytes)| bytes).collect();
+                p.take(&pieces, states, setup, self.cutoff)
+            }
+            Open::Sessions(s) => {
+                for (range, bytes) in pieces {
+                    s.restore(import(table, setup, range, &bytes, SESSION)?, states, setup)?;
+                }
+                Ok(())
+            }
+            Open::Count(c) => {
+                for (range, bytes) in pieces {
+                    c.restore(import(table, setup, range, &bytes, COUNT)?, states, setup)?;
+                }
+                Ok(())
+            }
+        }
     }
 
     fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
@@ -423,30 +456,10 @@ impl Operator for Window {
         let mut entries = Vec::new();
         self.table
             .restore(full, &mut changes, |e: TableEntry<'_>| {
-                let (tag, start) =
-                    split_sub_key(e.sub_key).ok_or_else(|| OperatorError::Execution {
-                        operator: name.clone(),
-                        message: format!(
-                    "the checkpoint's window state holds an entry in {} whose sub-key is {} bytes, \
-                     not {SUB_KEY_LEN} (a tag and a start): the state is corrupt; restore from \
-                     an earlier checkpoint",
-                    e.kg,
-                    e.sub_key.len()
-                ),
-                    })?;
-                entries.push(Restored {
-                    key: e.group_key.into(),
-                    tag,
-                    start,
-                    value: e.value.to_vec(),
-                });
+                entries.push(restored(name, &e)?);
                 Ok::<(), OperatorError>(())
             })?;
-        let tag = match self.setup.kind {
-            WindowKind::Sliding { .. } => PANE,
-            WindowKind::Session { .. } => SESSION,
-            WindowKind::Count { .. } => COUNT,
-        };
+        let tag = self.tag();
         if entries.iter().any(|e| e.tag != tag) {
             return Err(self.error("the checkpoint holds state of another kind of window"));
         }
@@ -485,4 +498,61 @@ impl Operator for Window {
     fn is_stateless(&self) -> bool {
         false
     }
+}
+
+/// A checkpointed entry of a window, split into its key, its tag and its start.
+fn restored(name: &str, e: &TableEntry<'_>) -> Result<Restored, OperatorError> {
+    let (tag, start) = split_sub_key(e.sub_key).ok_or_else(|| OperatorError::Execution {
+        operator: name.to_string(),
+        message: format!(
+            "the checkpoint's window state holds an entry in {} whose sub-key is {} bytes, not \
+             {SUB_KEY_LEN} (a tag and a start): the state is corrupt; restore from an earlier \
+             checkpoint",
+            e.kg,
+            e.sub_key.len()
+        ),
+    })?;
+    Ok(Restored {
+        key: e.group_key.into(),
+        tag,
+        start,
+        value: e.value.to_vec(),
+    })
+}
+
+/// The entries of the key groups of each of `ranges`, one full stream per range, out of
+/// `table` (a live rescale gives them away).
+fn export(table: &mut KeyedTable, ranges: &[KeyGroupRange]) -> Result<Vec<Vec<u8>>, OperatorError> {
+    let mut pieces = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        let mut piece = Vec::new();
+        let _stats = table.export(*range, &mut piece)?;
+        pieces.push(piece);
+    }
+    Ok(pieces)
+}
+
+/// The entries another instance exported for `range` (`bytes`), added to `table` and read
+/// back, each of the kind `tag`.
+fn import(
+    table: &mut KeyedTable,
+    setup: &WindowSetup,
+    range: KeyGroupRange,
+    bytes: &[u8],
+    tag: u8,
+) -> Result<Vec<Restored>, OperatorError> {
+    let name = &setup.name;
+    let _count = table.import(range, &mut &bytes[..])?;
+    let mut entries = Vec::new();
+    table.scan(range, |e: TableEntry<'_>| {
+        entries.push(restored(name, &e)?);
+        Ok::<(), OperatorError>(())
+    })?;
+    if entries.iter().any(|e| e.tag != tag) {
+        return Err(OperatorError::internal(
+            name,
+            "another instance handed over state of another kind of window",
+        ));
+    }
+    Ok(entries)
 }
