@@ -6,8 +6,10 @@
 # --parallelism 4, which re-cuts the state by key group).
 #
 # usage: scripts/bench_rescale_gap.sh ANDUIN RUNS
-#   Prints one line per run and way: "WAY gap_ms=G baseline_ms=B rows=N state_bytes=S", G the
-#   longest pause in the run, B the longest before the rescale (the query's own rhythm: a
+#   Prints one line per run and way: "WAY gap_ms=G around_ms=A baseline_ms=B rows=N
+#   state_bytes=S", G the longest pause in the run, A the longest from 100 ms before the
+#   rescale to 2 s after it (on a loaded machine G may come from elsewhere), B the longest
+#   before the rescale (the query's own rhythm: a
 #   window closes every 10 ms of wall time, sources send what they hold every 5 ms), S the
 #   window's state when it was rescaled; then its latency line (gap.py: each output row's
 #   wall-clock delay after the last row that went into it entered the query, p50/p99/max, before
@@ -86,7 +88,7 @@ state_bytes() {
 report() {
   g=$(gap "$2" "$at")
   set -- "$1" $(echo "$g" | head -n 1)
-  echo "$1 gap_ms=$2 baseline_ms=$3 rows=$4 state_bytes=$bytes"
+  echo "$1 gap_ms=$2 around_ms=$5 baseline_ms=$3 rows=$4 state_bytes=$bytes"
   echo "$g" | tail -n +2 | sed "s/^/  /"
 }
 

@@ -3,8 +3,9 @@
 usage: gap.py OUTPUT AT_MS [TIMELINE]
 OUTPUT is a CSV file or a directory of parts (a run with checkpoints or on a cluster) whose rows
 carry `seen_ms` (PROCTIME stamped after the operator measured); AT_MS the instant of the kill or
-rescale. Prints "GAP BASELINE ROWS": the longest pause between two consecutive rows, the longest
-before AT_MS - 100, the rows. When the rows also carry `last_in` (the latest PROCTIME at which a
+rescale. Prints "GAP BASELINE ROWS AROUND": the longest pause between two consecutive rows, the
+longest before AT_MS - 100, the rows, and the longest that begins from AT_MS - 100 to AT_MS + 2 s
+(the pause of the kill or rescale itself, apart from a loaded machine's pauses elsewhere). When the rows also carry `last_in` (the latest PROCTIME at which a
 row that went into them entered the query), a second line "latency p50=… p99=… max=… |
 before p99=… max=… | after p99=… max=…": seen_ms - last_in over the whole run, over the rows
 written before AT_MS, and over those written in the 2 s from AT_MS. With TIMELINE set, on
@@ -23,7 +24,9 @@ rows = [r for p in parts for r in csv.DictReader(open(p))]
 seen = sorted(int(r["seen_ms"]) for r in rows)
 gaps = [(b - a, a) for a, b in zip(seen, seen[1:])]
 before = [g for g, a in gaps if a < at - 100]
-print(max(g for g, _ in gaps), max(before) if before else -1, len(seen))
+around = [g for g, a in gaps if at - 100 <= a < at + 2000]
+print(max(g for g, _ in gaps), max(before) if before else -1, len(seen),
+      max(around) if around else -1)
 
 
 def pct(values, p):
