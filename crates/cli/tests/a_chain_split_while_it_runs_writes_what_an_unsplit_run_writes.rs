@@ -133,6 +133,10 @@ fn a_chain_split_while_it_runs_writes_what_an_unsplit_run_writes() {
     assert_ne!(back.status.code(), Some(0));
     let why = String::from_utf8_lossy(&back.stderr);
     assert!(why.contains("not supported while running"), "{why}");
+    // A typo is a typo, split or not.
+    let typo = ctl(d, &api, &["set", "q", "w", "pipeline", "SPLIT"]);
+    let why = String::from_utf8_lossy(&typo.stderr);
+    assert!(why.contains("the only one is \"split\""), "{why}");
 
     let seen = rows_in(&client, "f");
     wait_until("the filter has taken more rows", || {

@@ -41,6 +41,12 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&s
     }
     let out = ctl(d, &api, &["set", "q", "out", "parallelism", "2"]);
     assert_ne!(out.status.code(), Some(0), "a writer is not rescaled");
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        why.contains("it does not split its input by key")
+            && why.contains(&format!("the operators of this query that can be: {op}")),
+        "the reason is the writer's, not --max-parallelism: {why}"
+    );
     for step in steps {
         let seen = rows_in();
         wait_until("more rows", || rows_in() > seen + 1000);

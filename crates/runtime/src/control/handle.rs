@@ -390,18 +390,38 @@ impl Control {
     /// Checks a rescale: the operator can be rescaled while it runs, to between 1 and the
     /// instances that run it.
     fn check_rescale(&self, request: &ChangeRequest) -> Result<(), ControlFailure> {
-        let max = self
-            .lock()
-            .operators
-            .iter()
-            .find(|o| o.name == request.operator)
-            .and_then(|o| o.max_parallelism);
+        let (max, rescalable) = {
+            let inner = self.lock();
+            let max = inner
+                .operators
+                .iter()
+                .find(|o| o.name == request.operator)
+                .and_then(|o| o.max_parallelism);
+            let rescalable: Vec<String> = inner
+                .operators
+                .iter()
+                .filter(|o| o.max_parallelism.is_some())
+                .map(|o| o.name.clone())
+                .collect();
+            (max, rescalable)
+        };
         let invalid = |message: String| ControlFailure::Invalid {
             operator: request.operator.clone(),
             param: request.param.clone(),
             message,
         };
         let Some(max) = max else {
+            if !rescalable.is_empty() {
+                // The query runs spare instances: this operator is not one that splits by key.
+                return Err(invalid(format!(
+                    "operator \"{}\" cannot be rescaled while it runs: it does not split its \
+                     input by key (a window or GROUP BY without keys, a pattern without \
+                     partition_by, an operator without keyed state); the operators of this \
+                     query that can be: {}",
+                    request.operator,
+                    rescalable.join(", ")
+                )));
+            }
             return Err(invalid(format!(
                 "operator \"{}\" cannot be rescaled while it runs: only an operator that splits \
                  its input by key (a keyed window, a join, a pattern with partition_by, a GROUP \
@@ -525,6 +545,17 @@ impl Control {
 
     fn unknown_operator(&self, inner: &Inner, operator: &str) -> ControlFailure {
         let names: Vec<&str> = inner.operators.iter().map(|o| o.name.as_str()).collect();
+        if names.is_empty() {
+            // Its operators are listed once it runs (a run restoring its checkpoint has none
+            // yet).
+            return ControlFailure::UnknownOperator {
+                query: self.name.clone(),
+                operator: operator.to_string(),
+                hint: " yet: the query is still starting (its operators are known once it \
+                       runs); try again in a moment"
+                    .to_string(),
+            };
+        }
         let suggestion = anduin_types::did_you_mean(operator, names.iter().copied());
         ControlFailure::UnknownOperator {
             query: self.name.clone(),

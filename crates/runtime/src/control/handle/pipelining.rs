@@ -81,7 +81,9 @@ impl Control {
             return Ok(());
         }
         let split = earlier.get(&request.param).is_some_and(|v| v == SPLIT);
-        if split {
+        // Going back: a value the plan takes for an operator not split.
+        let back = ["fused", "chain", "none", ""].contains(&request.value.as_str());
+        if split && back {
             return Err(invalid(format!(
                 "operator \"{}\" was split from the operators before it while the query ran; \
                  fusing it with them again (`pipeline = {:?}`) is not supported while running: \
