@@ -719,6 +719,7 @@ impl Operator for PatternOp {
         let mut figures = vec![
             ("matches", f.matches),
             ("partial_matches", f.partial_matches as u64),
+            ("peak_partial_matches", f.peak_partial_matches as u64),
             ("timed_out", f.timed_out),
             ("late_rows", self.late),
             ("partitions", self.store.partitions() as u64),
