@@ -211,3 +211,56 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Vec<(Box<[u8]>, HandedPart)>> {
     }
     r.is_empty().then_some(parts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::Row;
+    use crate::value::Value;
+
+    fn part(from: u64, starts: Vec<u64>, n: i64) -> HandedPart {
+        HandedPart {
+            from,
+            starts,
+            rows: (0..n)
+                .map(|i| Row {
+                    ts: i,
+                    cells: vec![Value::Int(i), Value::Str("x".into())].into(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn handed_partial_matches_round_trip_through_bytes_and_garbage_is_refused() {
+        let parts: Vec<(Box<[u8]>, HandedPart)> = vec![
+            (b"k1".to_vec().into(), part(3, vec![4, 6], 5)),
+            (Box::new([]), part(0, vec![0], 1)),
+        ];
+        let bytes = encode(&parts);
+        assert_eq!(decode(&bytes), Some(parts.clone()));
+        assert_eq!(decode(&encode(&[])), Some(Vec::new()));
+        for cut in 0..bytes.len() {
+            assert_eq!(decode(&bytes[..cut]), None, "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(decode(&longer), None, "a byte more");
+        let mut version = bytes;
+        version[0] = VERSION + 1;
+        assert_eq!(decode(&version), None, "another version");
+        // Starts outside the rows, or not ascending, are refused.
+        for bad in [
+            part(3, vec![2], 5),
+            part(3, vec![8], 5),
+            part(3, vec![5, 4], 5),
+            part(3, vec![], 5),
+        ] {
+            assert_eq!(
+                decode(&encode(&[(Box::new([]), bad.clone())])),
+                None,
+                "{bad:?}"
+            );
+        }
+    }
+}

@@ -16,6 +16,8 @@ mod handing;
 mod views;
 
 #[cfg(test)]
+mod handing_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::VecDeque;
