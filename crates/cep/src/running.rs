@@ -350,6 +350,7 @@ impl PatternOp {
             // The partition is as if the row had never arrived.
             Err(Refused::Condition { row, var, error }) => {
                 if part.is_blank(&setup.pattern) || (extend && part.is_idle()) {
+                    self.figures.kept(part, 0, part.rows_kept());
                     self.store
                         .forget(&setup.pattern, &p.key)
                         .map_err(|e| store_error(&setup.name, e))?;
@@ -386,6 +387,7 @@ impl PatternOp {
         self.figures.kept(part, 1, dropped);
         self.figures.partial(before, part);
         if part.is_blank(&setup.pattern) || (extend && part.is_idle()) {
+            self.figures.kept(part, 0, part.rows_kept());
             self.store
                 .forget(&setup.pattern, &p.key)
                 .map_err(|e| store_error(&setup.name, e))?;
@@ -417,9 +419,12 @@ impl PatternOp {
                 self.figures.kept(part, 0, dropped);
             }
         }
-        self.store
+        let forgotten = self
+            .store
             .forget_blank(&setup.pattern)
-            .map_err(|e| store_error(&setup.name, e))
+            .map_err(|e| store_error(&setup.name, e))?;
+        self.figures.kept = self.figures.kept.saturating_sub(forgotten);
+        Ok(())
     }
 
     /// Whether a change is still to take effect.

@@ -193,8 +193,9 @@ impl Store {
     }
 
     /// Forgets every partition in memory that is [`Partition::is_blank`] under `p` (or, in
-    /// an instance that only extends, idle: see [`Store::forget`]).
-    pub(crate) fn forget_blank(&mut self, p: &Pattern) -> Result<(), StoreError> {
+    /// an instance that only extends, idle: see [`Store::forget`]); returns how many rows
+    /// they kept (none, but for an idle one kept for `PREV` in an instance that extends).
+    pub(crate) fn forget_blank(&mut self, p: &Pattern) -> Result<usize, StoreError> {
         let Store {
             live,
             table,
@@ -202,10 +203,12 @@ impl Store {
             ..
         } = self;
         let mut failed = None;
+        let mut rows = 0;
         live.retain(|key, (part, _, stored)| {
             if !(part.is_blank(p) || (*extend_only && part.is_idle())) {
                 return true;
             }
+            rows += part.rows_kept();
             if *stored {
                 if let Err(e) = table.delete(key, PARTITION) {
                     failed.get_or_insert(e);
@@ -213,7 +216,7 @@ impl Store {
             }
             false
         });
-        failed.map_or(Ok(()), |e| Err(e.into()))
+        failed.map_or(Ok(rows), |e| Err(e.into()))
     }
 
     /// Every partition in memory with a partial match in flight, marked as changed.

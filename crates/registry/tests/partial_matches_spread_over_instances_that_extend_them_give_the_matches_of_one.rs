@@ -3,7 +3,8 @@
 //! starting instance starts matches; at seeded points between batches an instance hands its
 //! oldest partial matches (`Operator::spread`) to an instance that only extends them
 //! (`Operator::take_spread`), also from one extending instance to another and repeatedly,
-//! and instances are restored from their checkpoints on the way. The union of their outputs
+//! and instances are restored from their checkpoints on the way; all of them change `within`
+//! at one point of the input. The union of their outputs
 //! equals, as a multiset, the output of one instance that ran straight through: no match is
 //! reported twice or lost.
 
@@ -43,6 +44,11 @@ const CASES: &[&str] = &[
   param define = "B AS SUM(B.value) < 20 AND value > PREV(value, 2), C AS tag <> 'c'"
   param on_error = "fail"
   param measures = "SUM(B.value) AS s, LAST(C.ts) AS last_ts""#,
+    // Partitions in an LSM tree, most of them out of memory.
+    r#"param partition_by = "k" param order_by = "ts" param pattern = "A B+ C"
+  param define = "A AS tag <> 'c', B AS value <= PREV(value), C AS value > PREV(value)"
+  param state_backend = "lsm" param cache_partitions = 2
+  param measures = "FIRST(A.ts) AS first_ts, COUNT(B.*) AS bs""#,
     // An anchored pattern: row indices must agree between the instances.
     r#"param partition_by = "k" param order_by = "ts" param pattern = "(^A | B) C+"
   param define = "A AS value > 3, B AS value = 0, C AS value > PREV(value) OR tag = 'c'"
@@ -152,6 +158,17 @@ fn finish(op: &mut dyn Operator, out: &mut Rows) {
     op.on_end_of_input(out).expect("ends");
 }
 
+/// After this batch every instance changes `within` (at one barrier: the rows before are
+/// matched under the old definition as if the input ended, the rows after under the new).
+const CHANGE_AT: usize = 25;
+const WITHIN: &str = "70ms";
+
+fn change(op: &mut dyn Operator, out: &mut Rows) {
+    op.set_param("within", "70ms")
+        .expect("a new within is taken");
+    op.handle_param_changes(out).expect("switches");
+}
+
 fn partial_matches(op: &dyn Operator) -> u64 {
     op.metrics()
         .into_iter()
@@ -172,8 +189,11 @@ struct Spread {
 fn straight(src: &str, batches: &[(Vec<Row>, i64)]) -> Vec<String> {
     let mut out = Rows::default();
     let mut op = common::operator(src);
-    for (rows, wm) in batches {
+    for (i, (rows, wm)) in batches.iter().enumerate() {
         feed(op.as_mut(), rows, *wm, &mut out);
+        if i == CHANGE_AT {
+            change(op.as_mut(), &mut out);
+        }
     }
     finish(op.as_mut(), &mut out);
     out.0.sort();
@@ -197,9 +217,12 @@ fn spread(
     let mut ops: Vec<Box<dyn Operator>> = vec![make(SpreadRole::Start)];
     ops.extend((0..extending).map(|_| make(SpreadRole::Extend)));
     let mut did = Spread::default();
-    for (rows, wm) in batches {
+    for (b, (rows, wm)) in batches.iter().enumerate() {
         for op in &mut ops {
             feed(op.as_mut(), rows, *wm, &mut out);
+            if b == CHANGE_AT {
+                change(op.as_mut(), &mut out);
+            }
         }
         // A handoff after about every third batch: any instance gives (the starting one
         // most often) to an extending one, keeping a seeded share of its partial matches.
@@ -234,7 +257,16 @@ fn spread(
         if rng.below(8) == 0 {
             let i = rng.below(ops.len() as u64) as usize;
             let checkpoint = common::checkpoint(&mut ops[i], false);
-            ops[i] = common::restored(|| common::operator(src), vec![checkpoint]);
+            // The runtime applies the changes made before the checkpoint first.
+            let rebuilt = || {
+                let mut op = common::operator(src);
+                if b >= CHANGE_AT {
+                    op.set_param("within", WITHIN)
+                        .expect("a new within is taken");
+                }
+                op
+            };
+            ops[i] = common::restored(rebuilt, vec![checkpoint]);
             did.restores += 1;
         }
     }
@@ -265,7 +297,9 @@ fn a_starting_instance_and_extending_ones_give_the_matches_of_one_instance() {
         let src = flow(params);
         let mut handed = 0;
         let mut matched = 0;
-        for seed in 0..12u64 {
+        // An LSM tree per instance costs files: fewer seeds there.
+        let seeds = if params.contains("lsm") { 3 } else { 12 };
+        for seed in 0..seeds {
             let mut rng = Rng(seed * 1_000 + c as u64);
             let batches = input(&mut rng);
             let expected = straight(&src, &batches);

@@ -87,9 +87,11 @@ impl PatternOp {
                 parts.push((Box::<[u8]>::from(key), piece));
                 true
             });
-            self.store
+            let forgotten = self
+                .store
                 .forget_blank(&setup.pattern)
                 .map_err(|e| store_error(&setup.name, e))?;
+            self.figures.kept = self.figures.kept.saturating_sub(forgotten);
         }
         let partial_matches: usize = parts.iter().map(|(_, p)| p.starts.len()).sum();
         tracing::info!(
@@ -157,9 +159,11 @@ impl PatternOp {
             self.figures.kept(part, part.rows_kept(), rows_before);
             self.figures.partial(before, part);
         }
-        self.store
+        let forgotten = self
+            .store
             .forget_blank(&setup.pattern)
             .map_err(|e| store_error(&setup.name, e))?;
+        self.figures.kept = self.figures.kept.saturating_sub(forgotten);
         tracing::info!(
             operator = %setup.name,
             partial_matches = handed.partial_matches,
