@@ -105,6 +105,9 @@ pub(crate) struct Overflow {
     pub max_partial_matches: u64,
 }
 
+/// The most instances `overflow_instances` may ask for.
+const MAX_INSTANCES: i64 = 64;
+
 /// The default of `max_partial_matches`.
 pub(crate) const DEFAULT_MAX_PARTIAL_MATCHES: u64 = 1_000_000;
 
@@ -133,6 +136,14 @@ pub(crate) fn overflow<'a>(
             .error(
                 "max_partial_matches",
                 format!("must be at least 1, found {n}"),
+            )
+            .into());
+    }
+    if let Some(n) = instances.filter(|n| *n > MAX_INSTANCES) {
+        return Err(p
+            .error(
+                "overflow_instances",
+                format!("must be at most {MAX_INSTANCES}, found {n}"),
             )
             .into());
     }

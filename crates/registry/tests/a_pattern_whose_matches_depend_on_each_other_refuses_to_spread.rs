@@ -92,6 +92,10 @@ fn spreadable_overflow_params_pass_the_check_with_a_warning_that_the_runtime_doe
     for (params, why) in [
         ("param overflow_instances = 0", "must be at least 1"),
         (
+            r#"param after_match = "skip to next row" param overflow_instances = 65"#,
+            "must be at most 64, found 65",
+        ),
+        (
             r#"param after_match = "skip to next row" param overflow_instances = 2 param max_partial_matches = 0"#,
             "must be at least 1, found 0 (param `max_partial_matches`",
         ),
