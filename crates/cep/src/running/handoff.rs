@@ -70,9 +70,13 @@ impl PatternOp {
         let total = self.figures.partial_matches;
         let keep = usize::try_from(keep).unwrap_or(usize::MAX);
         let mut parts = Vec::new();
+        let mut times: Vec<i64> = Vec::new();
         if total > keep {
-            let excess = total - keep;
-            let mut times: Vec<i64> = self.store.live().flat_map(|p| p.attempt_times()).collect();
+            times.extend(self.store.live().flat_map(|p| p.attempt_times()));
+        }
+        // The counted figure is the attempts kept (checked in debug builds by `metrics`).
+        let excess = total.saturating_sub(keep).min(times.len());
+        if excess > 0 {
             let (_, nth, _) = times.select_nth_unstable(excess - 1);
             let before = nth.saturating_add(1);
             let figures = &mut self.figures;
