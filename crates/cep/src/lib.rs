@@ -67,7 +67,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "timeout_output", required: false, kind: ParamKind::Text, default: None, doc: "the name of an output of this operator that receives partial matches the `within` bound ended (same columns as the matches)" },
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the pattern, each owning a share of the partitions (default: the query's --parallelism)" },
         ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where partitions are kept between checkpoints: heap (memory) or lsm (an LSM tree on local disk, for state larger than memory; default: the query's --state-backend)" },
-        ParamSpec { name: "overflow_instances", required: false, kind: ParamKind::Int, default: Some("1"), doc: "2 to 64: when an instance's partial matches outgrow `max_partial_matches`, the oldest spread over up to this many instances that all see the input; the first starts matches, the others only extend the ones handed to them (paper §4.4). Needs matches independent of each other: after_match \"skip to next row\", no \"all with unmatched\", no MATCH_NUMBER() (refused otherwise). Checked, not yet run by the runtime (a warning says so)" },
+        ParamSpec { name: "overflow_instances", required: false, kind: ParamKind::Int, default: Some("1"), doc: "2 to 64: when an instance's partial matches outgrow `max_partial_matches`, the oldest spread over up to this many instances that all see the input; the first starts matches, the others only extend the ones handed to them (paper §4.4). Needs matches independent of each other: after_match \"skip to next row\", no \"all with unmatched\", no MATCH_NUMBER() (refused otherwise). Not supported yet: refused, since the runtime does not run the copies yet" },
         ParamSpec { name: "max_partial_matches", required: false, kind: ParamKind::Int, default: Some("1000000"), doc: "with `overflow_instances`: how many partial matches (match attempts from one start row, live or waiting to be reported) one instance keeps before it hands the oldest to another; the `partial_matches` metric counts them" },
         ParamSpec { name: "cache_partitions", required: false, kind: ParamKind::Int, default: Some("4096"), doc: "lsm: how many partitions stay in memory; idle ones beyond are kept only in the LSM tree" },
         anduin_operator_api::ON_ERROR,
@@ -411,13 +411,8 @@ pub(crate) fn compile(
         excluded,
         unmatched,
     };
-    let mut warnings = Diagnostics::default();
-    let overflow = spread::overflow(
-        &p,
-        &pattern,
-        measures.iter().map(|(_, t)| &t.e),
-        &mut warnings,
-    )?;
+    let warnings = Diagnostics::default();
+    let overflow = spread::overflow(&p, &pattern, measures.iter().map(|(_, t)| &t.e))?;
     Ok(Setup {
         name: op.name.to_string(),
         def: op.clone(),

@@ -14,7 +14,7 @@
 use std::fmt;
 
 use anduin_operator_api::{OnError, Params};
-use anduin_types::{Diagnostic, Diagnostics};
+use anduin_types::Diagnostics;
 
 use super::expr::E;
 use super::matcher::{HandedPart, Pattern, Skip};
@@ -113,13 +113,12 @@ pub(crate) const DEFAULT_MAX_PARTIAL_MATCHES: u64 = 1_000_000;
 
 /// The params that ask for spreading, checked against the pattern: `None` if they do not ask
 /// for it; refused with the reason where the pattern's matches depend on each other.
-/// Spreading is not wired into the runtime yet: a query that asks for it gets a warning
-/// saying so (its answer is that of one instance).
+/// Spreading is not wired into the runtime yet: a query that asks for it where it could
+/// spread is refused, saying so (never run as if its memory were bounded).
 pub(crate) fn overflow<'a>(
     p: &Params<'_>,
     pattern: &Pattern,
     measures: impl IntoIterator<Item = &'a E>,
-    warnings: &mut Diagnostics,
 ) -> Result<Option<Overflow>, Diagnostics> {
     let instances = p.int("overflow_instances");
     let max = p.int("max_partial_matches");
@@ -153,21 +152,20 @@ pub(crate) fn overflow<'a>(
     }
     spreadable(pattern, measures, OnError::param(p))
         .map_err(|why| p.error("overflow_instances", why))?;
-    let pos = p
-        .text("overflow_instances")
-        .map(|t| t.pos())
-        .unwrap_or_default();
-    warnings.push(Diagnostic::warning(
-        pos,
-        format!(
-            "the runtime does not spread partial matches over further instances yet (issue 15): operator \"{}\" runs as one instance per share of its partitions, and max_partial_matches bounds nothing",
-            p.operator()
-        ),
-    ));
-    Ok(Some(Overflow {
+    // What it will run as once the runtime runs the copies.
+    let _ = Overflow {
         instances,
         max_partial_matches: max.map_or(DEFAULT_MAX_PARTIAL_MATCHES, i64::unsigned_abs),
-    }))
+    };
+    Err(p
+        .error(
+            "overflow_instances",
+            "spreading partial matches over further instances is not supported yet: the \
+             pattern operator can hand them over, but the runtime does not run the copies \
+             yet (issue 15); leave out overflow_instances and max_partial_matches"
+                .to_string(),
+        )
+        .into())
 }
 
 /// The first byte of handed partial matches: the version of the form below.
