@@ -27,6 +27,7 @@ mod order;
 mod output;
 mod program;
 mod running;
+mod spread;
 mod store;
 mod syntax;
 mod value;
@@ -66,6 +67,8 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "timeout_output", required: false, kind: ParamKind::Text, default: None, doc: "the name of an output of this operator that receives partial matches the `within` bound ended (same columns as the matches)" },
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the pattern, each owning a share of the partitions (default: the query's --parallelism)" },
         ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where partitions are kept between checkpoints: heap (memory) or lsm (an LSM tree on local disk, for state larger than memory; default: the query's --state-backend)" },
+        ParamSpec { name: "overflow_instances", required: false, kind: ParamKind::Int, default: Some("1"), doc: "2 to 64: when an instance's partial matches outgrow `max_partial_matches`, the oldest spread over up to this many instances that all see the input; the first starts matches, the others only extend the ones handed to them (paper §4.4). Needs matches independent of each other: after_match \"skip to next row\", no \"all with unmatched\", no MATCH_NUMBER() (refused otherwise). Not supported yet: refused, since the runtime does not run the copies yet" },
+        ParamSpec { name: "max_partial_matches", required: false, kind: ParamKind::Int, default: Some("1000000"), doc: "with `overflow_instances`: how many partial matches (match attempts from one start row, live or waiting to be reported) one instance keeps before it hands the oldest to another; the `partial_matches` metric counts them" },
         ParamSpec { name: "cache_partitions", required: false, kind: ParamKind::Int, default: Some("4096"), doc: "lsm: how many partitions stay in memory; idle ones beyond are kept only in the LSM tree" },
         anduin_operator_api::ON_ERROR,
     ],
@@ -112,6 +115,10 @@ pub(crate) struct Setup {
     /// Where partitions are kept, and (LSM) how many stay in memory.
     pub backend: BackendKind,
     pub cache: usize,
+    /// What `overflow_instances` and `max_partial_matches` ask for (`None`: no spreading).
+    pub overflow: Option<spread::Overflow>,
+    /// Warnings for `anduin check` (spreading asked for is not run yet).
+    pub warnings: Diagnostics,
 }
 
 /// The most threads (partial matches in flight) one start row may have.
@@ -129,6 +136,7 @@ pub const ADJUSTABLE: &[&str] = &["pattern", "define", "within"];
 /// factory of instances (called by the registry's catalog).
 pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
     let setup = Arc::new(compile(op, inputs)?);
+    let warnings = setup.warnings.clone();
     let outputs = vec![Arc::clone(&setup.schema); 1 + usize::from(setup.timeout_port.is_some())];
     let partition_by = vec![if setup.partition.is_empty() {
         None
@@ -140,7 +148,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             Ok(Box::new(PatternOp::new(Arc::clone(&setup), ctx)?))
         })),
         outputs,
-        warnings: Diagnostics::default(),
+        warnings,
         partition_by,
     })
 }
@@ -387,26 +395,29 @@ pub(crate) fn compile(
     }
     let anchored = prog.contains(&program::Inst::Start);
     let ends = prog.contains(&program::Inst::End);
+    let pattern = Pattern {
+        classes: label_classes::label_classes(&prog),
+        prog,
+        fallible: matcher::fallible(&defines),
+        needs: equivalence::Needs::of(&defines),
+        defines,
+        vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
+        within,
+        skip,
+        max_back,
+        max_threads: MAX_THREADS,
+        anchored,
+        ends,
+        excluded,
+        unmatched,
+    };
+    let warnings = Diagnostics::default();
+    let overflow = spread::overflow(&p, &pattern, measures.iter().map(|(_, t)| &t.e))?;
     Ok(Setup {
         name: op.name.to_string(),
         def: op.clone(),
         stream: stream.to_string(),
-        pattern: Pattern {
-            classes: label_classes::label_classes(&prog),
-            prog,
-            fallible: matcher::fallible(&defines),
-            needs: equivalence::Needs::of(&defines),
-            defines,
-            vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
-            within,
-            skip,
-            max_back,
-            max_threads: MAX_THREADS,
-            anchored,
-            ends,
-            excluded,
-            unmatched,
-        },
+        pattern,
         input: Arc::clone(input),
         types: columns.iter().map(|(_, t)| *t).collect(),
         kept,
@@ -435,6 +446,8 @@ pub(crate) fn compile(
             Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
             None => 4096,
         },
+        overflow,
+        warnings,
     })
 }
 

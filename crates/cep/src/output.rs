@@ -21,6 +21,9 @@ pub(crate) struct Figures {
     pub peak_pending: usize,
     pub matches: u64,
     pub timed_out: u64,
+    /// The partial matches (attempts) all partitions keep now, and at most.
+    pub partial_matches: usize,
+    pub peak_partial_matches: usize,
 }
 
 impl Figures {
@@ -28,6 +31,12 @@ impl Figures {
         self.kept = (self.kept + added).saturating_sub(dropped);
         self.peak_kept = self.peak_kept.max(self.kept);
         self.peak_partition = self.peak_partition.max(part.rows_kept());
+    }
+
+    /// `part` kept `before` partial matches (attempts) and keeps what it keeps now.
+    pub(crate) fn partial(&mut self, before: usize, part: &Partition) {
+        self.partial_matches = (self.partial_matches + part.attempts_kept()).saturating_sub(before);
+        self.peak_partial_matches = self.peak_partial_matches.max(self.partial_matches);
     }
 
     pub(crate) fn outcomes(&mut self, outcomes: &[Outcome]) {

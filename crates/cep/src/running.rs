@@ -15,6 +15,8 @@
 //! ([`Operator::handle_param_changes`], which the runtime calls right after the barrier, or
 //! the next batch, watermark or end of input).
 
+mod handoff;
+
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
@@ -24,7 +26,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use serde::{Deserialize, Serialize};
 
 use super::cells::{cells_to_column, columns_to_cells, row_json};
-use super::matcher::{Outcome, Refused, Row, Scratch, TooManyThreads};
+use super::matcher::{Outcome, Refused, Row, Scratch, Starts, TooManyThreads};
 use super::order::tie_order;
 use super::output::{render, Figures};
 use super::store::{Store, StoreError};
@@ -33,8 +35,8 @@ use super::Setup;
 use anduin_operator_api::keys::KeyEncoder;
 use anduin_operator_api::null_time::reject_null_times;
 use anduin_operator_api::{
-    BuildContext, Collector, ControlError, DeadLetter, Operator, OperatorError, RestoreIn,
-    RowErrors, SnapshotOut,
+    BuildContext, Collector, ControlError, DeadLetter, Handed, Operator, OperatorError, RestoreIn,
+    RowErrors, SnapshotOut, SpreadRole,
 };
 
 /// Output rows are sent in batches of at most this many.
@@ -53,6 +55,9 @@ struct Meta {
     /// The last watermark forwarded (absent in checkpoints written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     forwarded: Option<i64>,
+    /// The instance only extends the partial matches handed to it (see `handoff.rs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    extend_only: bool,
 }
 
 impl RescaleMeta for Meta {
@@ -64,6 +69,7 @@ impl RescaleMeta for Meta {
             late: how.counter(parts.iter().map(|p| p.late)),
             seq: parts.iter().map(|p| p.seq).max().unwrap_or(0),
             forwarded: agreed("forwarded watermarks", parts.iter().map(|p| p.forwarded))?,
+            extend_only: agreed("spread roles", parts.iter().map(|p| p.extend_only))?,
         })
     }
 }
@@ -132,6 +138,8 @@ pub(crate) struct PatternOp {
     main: Vec<Vec<Value>>,
     timeouts: Vec<Vec<Value>>,
     figures: Figures,
+    /// Its role among the copies that spread partial matches (`None`: it never took part).
+    role: Option<SpreadRole>,
 }
 
 fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
@@ -215,6 +223,7 @@ impl PatternOp {
             main: Vec::new(),
             timeouts: Vec::new(),
             figures: Figures::default(),
+            role: None,
         })
     }
 
@@ -315,16 +324,33 @@ impl PatternOp {
                 .forget_waiting(&p.key, p.seq)
                 .map_err(|e| store_error(&setup.name, e))?;
         }
-        let part = self
-            .store
-            .get_mut(&setup.pattern, &p.key)
-            .map_err(|e| store_error(&setup.name, e))?;
-        match part.push(&setup.pattern, &mut self.scratch, p.row, &mut self.outcomes) {
+        let extend = self.extend_only();
+        let part = if extend {
+            // Only partitions with partial matches handed to it matter.
+            match self.store.live_mut(&p.key) {
+                Some(part) => part,
+                None => return Ok(()),
+            }
+        } else {
+            self.store
+                .get_mut(&setup.pattern, &p.key)
+                .map_err(|e| store_error(&setup.name, e))?
+        };
+        let starts = if extend { Starts::Never } else { Starts::Every };
+        let before = part.attempts_kept();
+        match part.push_starting(
+            &setup.pattern,
+            &mut self.scratch,
+            p.row,
+            &mut self.outcomes,
+            starts,
+        ) {
             Ok(()) => {}
             Err(Refused::TooManyThreads(e)) => return Err(too_many(&setup.name, e)),
             // The partition is as if the row had never arrived.
             Err(Refused::Condition { row, var, error }) => {
-                if part.is_blank(&setup.pattern) {
+                if part.is_blank(&setup.pattern) || (extend && part.is_idle()) {
+                    self.figures.kept(part, 0, part.rows_kept());
                     self.store
                         .forget(&setup.pattern, &p.key)
                         .map_err(|e| store_error(&setup.name, e))?;
@@ -359,7 +385,9 @@ impl PatternOp {
         }
         let dropped = part.trim(&setup.pattern);
         self.figures.kept(part, 1, dropped);
-        if part.is_blank(&setup.pattern) {
+        self.figures.partial(before, part);
+        if part.is_blank(&setup.pattern) || (extend && part.is_idle()) {
+            self.figures.kept(part, 0, part.rows_kept());
             self.store
                 .forget(&setup.pattern, &p.key)
                 .map_err(|e| store_error(&setup.name, e))?;
@@ -374,7 +402,9 @@ impl PatternOp {
             return Ok(());
         }
         for part in self.store.busy() {
+            let before = part.attempts_kept();
             part.advance(&setup.pattern, watermark, &mut self.outcomes);
+            self.figures.partial(before, part);
             if !self.outcomes.is_empty() {
                 self.figures.outcomes(&self.outcomes);
                 render(
@@ -389,9 +419,12 @@ impl PatternOp {
                 self.figures.kept(part, 0, dropped);
             }
         }
-        self.store
+        let forgotten = self
+            .store
             .forget_blank(&setup.pattern)
-            .map_err(|e| store_error(&setup.name, e))
+            .map_err(|e| store_error(&setup.name, e))?;
+        self.figures.kept = self.figures.kept.saturating_sub(forgotten);
+        Ok(())
     }
 
     /// Whether a change is still to take effect.
@@ -434,6 +467,7 @@ impl PatternOp {
         }
         self.store.clear().map_err(|e| store_error(&old.name, e))?;
         self.figures.kept = 0;
+        self.figures.partial_matches = 0;
         self.stored_up_to = self.seq;
         self.errors.set_exprs(next.sites.clone());
         tracing::info!(operator = %old.name, "the pattern switched to its new definition");
@@ -526,7 +560,9 @@ impl Operator for PatternOp {
         self.advance(i64::MAX)?;
         let setup = Arc::clone(&self.setup);
         for part in self.store.all_live() {
+            let before = part.attempts_kept();
             part.finish(&setup.pattern, &mut self.outcomes);
+            self.figures.partial(before, part);
             self.figures.outcomes(&self.outcomes);
             render(
                 &setup,
@@ -558,6 +594,7 @@ impl Operator for PatternOp {
             late: self.late,
             seq: self.seq,
             forwarded: Some(self.forwarded),
+            extend_only: self.extend_only(),
         };
         out.inline_typed(&self.setup.name, &meta)?;
         let kind = if out.full_due() {
@@ -600,6 +637,9 @@ impl Operator for PatternOp {
         self.watermark = meta.watermark;
         self.late = meta.late;
         self.forwarded = meta.forwarded.unwrap_or(i64::MIN);
+        if meta.extend_only {
+            self.set_role(SpreadRole::Extend)?;
+        }
         let Some((full, changes)) = state.files.split_first_mut() else {
             return Err(err(
                 &name,
@@ -620,6 +660,7 @@ impl Operator for PatternOp {
             debug_assert!(self.outcomes.is_empty(), "a restore reports nothing again");
             self.outcomes.clear();
             self.figures.kept(part, part.rows_kept(), 0);
+            self.figures.partial(0, part);
         }
         // The waiting rows keep their numbers (their entries are stored under them); rows to
         // come are numbered after the last.
@@ -649,6 +690,20 @@ impl Operator for PatternOp {
     fn set_params(&mut self, changes: &[(&str, &str)]) -> Result<(), ControlError> {
         let current = self.next.as_ref().unwrap_or(&self.setup);
         let new = super::change::changed(current, changes)?;
+        if self.role.is_some() {
+            let measures = new.measures.iter().map(|(_, e)| e);
+            if let Err(why) = super::spread::spreadable(&new.pattern, measures, new.on_error) {
+                return Err(ControlError::Invalid {
+                    operator: new.name.clone(),
+                    param: changes
+                        .iter()
+                        .map(|(p, _)| *p)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    message: format!("this pattern spreads its partial matches: {why}"),
+                });
+            }
+        }
         self.next = Some(Arc::new(new));
         Ok(())
     }
@@ -661,8 +716,15 @@ impl Operator for PatternOp {
         let f = &self.figures;
         let row_bytes =
             std::mem::size_of::<Row>() + self.setup.types.len() * std::mem::size_of::<Value>();
-        vec![
+        debug_assert_eq!(
+            f.partial_matches,
+            self.store.live().map(|p| p.attempts_kept()).sum::<usize>(),
+            "the partial matches counted as they change are those kept"
+        );
+        let mut figures = vec![
             ("matches", f.matches),
+            ("partial_matches", f.partial_matches as u64),
+            ("peak_partial_matches", f.peak_partial_matches as u64),
             ("timed_out", f.timed_out),
             ("late_rows", self.late),
             ("partitions", self.store.partitions() as u64),
@@ -674,10 +736,32 @@ impl Operator for PatternOp {
                 ((f.peak_kept + f.peak_pending) * row_bytes) as u64,
             ),
             ("peak_waiting_rows", f.peak_pending as u64),
-        ]
+        ];
+        // What spreading asks for, beside what it is measured against.
+        if let Some(o) = &self.setup.overflow {
+            figures.push(("max_partial_matches", o.max_partial_matches));
+            figures.push(("overflow_instances", o.instances));
+        }
+        figures
     }
 
     fn is_stateless(&self) -> bool {
         false
+    }
+
+    fn set_spread_role(&mut self, role: SpreadRole) -> Result<(), OperatorError> {
+        self.set_role(role)
+    }
+
+    fn spread(&mut self, keep: u64) -> Result<Handed, OperatorError> {
+        self.hand(keep)
+    }
+
+    fn take_spread(
+        &mut self,
+        handed: Handed,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        self.adopt(handed, out)
     }
 }

@@ -25,7 +25,7 @@ use std::io::{Read, Write};
 
 use anduin_state::{BackendKind, KeyGroup, KeyedTable, SnapshotKind, TableEntry, TableError};
 
-use super::matcher::{Partition, Pattern, Refused, Row};
+use super::matcher::{Partition, Pattern, Refused, Row, Starts};
 use super::value::Value;
 
 /// Why the store failed.
@@ -82,6 +82,9 @@ pub(crate) struct Store {
     spilled: usize,
     /// A reused buffer for a waiting row's bytes.
     row_bytes: Vec<u8>,
+    /// The instance only extends the partial matches handed to it: a partition without
+    /// one is forgotten, and a snapshot keeps the start rows of its attempts.
+    extend_only: bool,
 }
 
 impl Store {
@@ -100,7 +103,43 @@ impl Store {
             cache: cache.max(1),
             spilled: 0,
             row_bytes: Vec::new(),
+            extend_only: false,
         }
+    }
+
+    /// Makes this the store of an instance that only extends the partial matches handed to
+    /// it (see [`Store::forget`] and the snapshot's partition entry).
+    pub(crate) fn set_extend_only(&mut self, extend_only: bool) {
+        self.extend_only = extend_only;
+    }
+
+    /// Whether `part` holds nothing the instance needs: it is [`Partition::is_blank`] under
+    /// `p`, or (an instance that only extends) it holds no partial match.
+    fn unneeded(&self, p: &Pattern, part: &Partition) -> bool {
+        part.is_blank(p) || (self.extend_only && part.is_idle())
+    }
+
+    /// The partition of `key` if it is in memory, marked as changed.
+    pub(crate) fn live_mut(&mut self, key: &[u8]) -> Option<&mut Partition> {
+        self.live.get_mut(key).map(|(part, changed, _)| {
+            *changed = true;
+            part
+        })
+    }
+
+    /// Calls `f` with every partition in memory and its key; marks those it says it
+    /// changed.
+    pub(crate) fn each_live(&mut self, mut f: impl FnMut(&[u8], &mut Partition) -> bool) {
+        for (k, (p, changed, _)) in self.live.iter_mut() {
+            if f(k, p) {
+                *changed = true;
+            }
+        }
+    }
+
+    /// The partitions in memory (to count what they hold).
+    pub(crate) fn live(&self) -> impl Iterator<Item = &Partition> {
+        self.live.values().map(|(p, _, _)| p)
     }
 
     /// How many partitions there are (in memory and only in the table).
@@ -137,10 +176,15 @@ impl Store {
 
     /// Forgets the partition of `key` (in memory and in the table), which is
     /// [`Partition::is_blank`] under `p`: a new one is the same. Partitions whose rows all
-    /// ended without a match (most of a Nexmark run's millions) take no memory.
+    /// ended without a match (most of a Nexmark run's millions) take no memory. An instance
+    /// that only extends also forgets a partition without partial matches (one handed to it
+    /// later comes with the rows it needs).
     pub(crate) fn forget(&mut self, p: &Pattern, key: &[u8]) -> Result<(), StoreError> {
         if let Some((part, _, stored)) = self.live.remove(key) {
-            debug_assert!(part.is_blank(p), "only a blank partition is forgotten");
+            debug_assert!(
+                self.unneeded(p, &part),
+                "only an unneeded partition is forgotten"
+            );
             if stored {
                 self.table.delete(key, PARTITION)?;
             }
@@ -148,15 +192,23 @@ impl Store {
         Ok(())
     }
 
-    /// Forgets every partition in memory that is [`Partition::is_blank`] under `p` (see
-    /// [`Store::forget`]).
-    pub(crate) fn forget_blank(&mut self, p: &Pattern) -> Result<(), StoreError> {
-        let Store { live, table, .. } = self;
+    /// Forgets every partition in memory that is [`Partition::is_blank`] under `p` (or, in
+    /// an instance that only extends, idle: see [`Store::forget`]); returns how many rows
+    /// they kept (none, but for an idle one kept for `PREV` in an instance that extends).
+    pub(crate) fn forget_blank(&mut self, p: &Pattern) -> Result<usize, StoreError> {
+        let Store {
+            live,
+            table,
+            extend_only,
+            ..
+        } = self;
         let mut failed = None;
+        let mut rows = 0;
         live.retain(|key, (part, _, stored)| {
-            if !part.is_blank(p) {
+            if !(part.is_blank(p) || (*extend_only && part.is_idle())) {
                 return true;
             }
+            rows += part.rows_kept();
             if *stored {
                 if let Err(e) = table.delete(key, PARTITION) {
                     failed.get_or_insert(e);
@@ -164,7 +216,7 @@ impl Store {
             }
             false
         });
-        failed.map_or(Ok(()), |e| Err(e.into()))
+        failed.map_or(Ok(rows), |e| Err(e.into()))
     }
 
     /// Every partition in memory with a partial match in flight, marked as changed.
@@ -202,7 +254,8 @@ impl Store {
         for key in idle {
             if let Some((part, changed, _)) = self.live.remove(&key) {
                 if changed {
-                    self.table.put(&key, PARTITION, &encode(&part))?;
+                    self.table
+                        .put(&key, PARTITION, &encode(&part, self.extend_only))?;
                 }
                 self.spilled += 1;
             }
@@ -238,7 +291,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         for (key, (part, changed, stored)) in self.live.iter_mut() {
             if std::mem::take(changed) {
-                self.table.put(key, PARTITION, &encode(part))?;
+                self.table
+                    .put(key, PARTITION, &encode(part, self.extend_only))?;
                 *stored = true;
             }
         }
@@ -298,7 +352,9 @@ impl Store {
     }
 }
 
-fn encode(part: &Partition) -> Vec<u8> {
+/// A partition's entry: its counters, rows, covered point and, in an instance that only
+/// extends (`starts`), the first rows of its attempts (a restore starts exactly those again).
+fn encode(part: &Partition, starts: bool) -> Vec<u8> {
     let (rows, base, replay, resume, matches) = part.parts();
     let mut out = Vec::new();
     for n in [base, replay, resume] {
@@ -307,6 +363,13 @@ fn encode(part: &Partition) -> Vec<u8> {
     out.extend_from_slice(&matches.to_le_bytes());
     put_rows(&mut out, rows.iter());
     out.extend_from_slice(&part.covered().to_le_bytes());
+    if starts {
+        let starts = part.starts();
+        out.extend_from_slice(&(starts.len() as u64).to_le_bytes());
+        for s in starts {
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+    }
     out
 }
 
@@ -323,13 +386,38 @@ fn decode(p: &Pattern, bytes: &[u8], kg: KeyGroup) -> Result<Partition, StoreErr
     // are the covered ones.
     let covered = match r.len() {
         0 => u64s[2],
-        _ => get_u64(&mut r).filter(|_| r.is_empty()).ok_or_else(bad)?,
+        _ => get_u64(&mut r).ok_or_else(bad)?,
     };
-    Partition::rebuild(p, rows, (u64s[0], u64s[1], u64s[2]), matches, covered)
-        .map_err(StoreError::Replay)
+    // An instance that only extends keeps the first rows of its attempts after `covered`.
+    let starts = match r.len() {
+        0 => None,
+        _ => {
+            let n = usize::try_from(get_u64(&mut r).ok_or_else(bad)?).map_err(|_| bad())?;
+            let mut starts = Vec::with_capacity(n.min(1 << 16));
+            for _ in 0..n {
+                starts.push(get_u64(&mut r).ok_or_else(bad)?);
+            }
+            if !r.is_empty() || !starts.windows(2).all(|w| w[0] < w[1]) {
+                return Err(bad());
+            }
+            Some(starts)
+        }
+    };
+    let starts = match &starts {
+        None => Starts::Every,
+        Some(s) => Starts::At(s),
+    };
+    Partition::rebuild(
+        p,
+        rows,
+        (u64s[0], u64s[1], u64s[2]),
+        (matches, covered),
+        starts,
+    )
+    .map_err(StoreError::Replay)
 }
 
-fn put_rows<'a>(out: &mut Vec<u8>, rows: impl ExactSizeIterator<Item = &'a Row>) {
+pub(crate) fn put_rows<'a>(out: &mut Vec<u8>, rows: impl ExactSizeIterator<Item = &'a Row>) {
     out.extend_from_slice(&(rows.len() as u64).to_le_bytes());
     for row in rows {
         put_row(out, row);
@@ -372,7 +460,7 @@ fn take<'a>(r: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     Some(head)
 }
 
-fn get_u64(r: &mut &[u8]) -> Option<u64> {
+pub(crate) fn get_u64(r: &mut &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(take(r, 8)?.try_into().ok()?))
 }
 
@@ -380,7 +468,7 @@ fn get_u32(r: &mut &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes(take(r, 4)?.try_into().ok()?))
 }
 
-fn get_rows(r: &mut &[u8]) -> Option<Vec<Row>> {
+pub(crate) fn get_rows(r: &mut &[u8]) -> Option<Vec<Row>> {
     let n = usize::try_from(get_u64(r)?).ok()?;
     let mut rows = Vec::with_capacity(n.min(1 << 20));
     for _ in 0..n {

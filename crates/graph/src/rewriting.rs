@@ -116,7 +116,7 @@ pub fn rewrite_query<C: Catalog>(
 
 /// How large the rules may make `graph`: the generic bound of [`rewrite`] (rules that keep
 /// adding operators stop there), plus the copies its operators ask for (`replicas`,
-/// `parallelism`: up to [`anduin_rewrite::MAX_COPIES`] each, with a merge, a selector and
+/// `parallelism`, a pattern's `overflow_instances`: up to [`anduin_rewrite::MAX_COPIES`] each, with a merge, a selector and
 /// their feeders), so that what a run plans is never refused here as growing too much.
 pub(crate) fn growth_bound(graph: &Graph) -> usize {
     let copies = |op: &Operator, key: &str| {
@@ -126,7 +126,13 @@ pub(crate) fn growth_bound(graph: &Graph) -> usize {
     };
     let asked: u64 = graph
         .iter()
-        .map(|(_, op)| copies(op, "replicas") * copies(op, "parallelism") * 2 + 4)
+        .map(|(_, op)| {
+            copies(op, "replicas")
+                * copies(op, "parallelism")
+                * copies(op, "overflow_instances")
+                * 2
+                + 4
+        })
         .sum();
     graph
         .len()

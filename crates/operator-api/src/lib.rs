@@ -30,6 +30,7 @@ mod params;
 pub mod rescale;
 mod row_errors;
 mod source;
+pub mod spread;
 
 pub use checkpointing::{RestoreIn, SnapshotOut};
 pub use context::{Bound, BuildContext, OperatorFactory, SourceFactory};
@@ -48,3 +49,4 @@ pub use row_errors::{
     ON_ERROR,
 };
 pub use source::{Source, SourcePoll};
+pub use spread::{Handed, SpreadRole};

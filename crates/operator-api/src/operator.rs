@@ -193,6 +193,44 @@ pub trait Operator: Send {
         ))
     }
 
+    /// Makes this instance one of several copies that spread the operator's partial matches
+    /// (see [`crate::spread`]): [`SpreadRole::Extend`] starts no match of its own. Called on a
+    /// new instance, before its first row or its restore. The default refuses: only an
+    /// operator whose partial matches are independent of each other can spread them.
+    ///
+    /// [`SpreadRole::Extend`]: crate::SpreadRole::Extend
+    fn set_spread_role(&mut self, _role: crate::SpreadRole) -> Result<(), OperatorError> {
+        Err(OperatorError::internal(
+            self.name(),
+            "this operator does not spread partial matches over further instances",
+        ))
+    }
+
+    /// At a point between two inputs (a barrier): hands over the oldest partial matches so
+    /// that at most `keep` stay here, with what they need, for [`Operator::take_spread`] of
+    /// another copy that saw the same input; from then on this instance neither holds nor
+    /// reports them. The default refuses (see [`Operator::set_spread_role`]).
+    fn spread(&mut self, _keep: u64) -> Result<crate::Handed, OperatorError> {
+        Err(OperatorError::internal(
+            self.name(),
+            "this operator does not spread partial matches over further instances",
+        ))
+    }
+
+    /// At the same point of the input as the giver: takes the partial matches another copy
+    /// handed over ([`Operator::spread`]), extends them with every later row and reports
+    /// their matches. Any output this causes goes to `out`.
+    fn take_spread(
+        &mut self,
+        _handed: crate::Handed,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        Err(OperatorError::internal(
+            self.name(),
+            "this operator does not spread partial matches over further instances",
+        ))
+    }
+
     /// Checkpoint `epoch` is complete everywhere: a transactional sink commits what it wrote
     /// before that epoch's barrier. The default does nothing.
     fn handle_commit(&mut self, _epoch: Epoch) -> Result<(), OperatorError> {

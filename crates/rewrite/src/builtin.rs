@@ -9,7 +9,8 @@ use crate::rule_parse::parse_rules;
 pub const BUILTIN_RULES: &str = include_str!("builtin.rules");
 
 /// The built-in rules, parsed: `simple_standby`, `checkpointing`, `hot_standby`,
-/// `hot_standby_2`, `partitioning`, `partitioning_2`, `pipelining`.
+/// `hot_standby_2`, `partitioning`, `partitioning_2`, `partitioning_source`, `pipelining`,
+/// `pattern_overflow`.
 ///
 /// # Examples
 ///

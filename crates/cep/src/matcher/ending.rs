@@ -9,7 +9,7 @@ use super::super::expr::Sel;
 use super::super::program::Inst;
 use super::closure::{closure, At, Seen};
 use super::views::{excluded_rows, to_steps};
-use super::{Attempt, Outcome, Partition, Pattern, Refused, Row, Scratch, Skip};
+use super::{Attempt, Outcome, Partition, Pattern, Refused, Row, Scratch, Skip, Starts};
 
 impl Partition {
     /// Event time has passed `watermark`: every row still to come has `ts >= watermark`, so
@@ -170,9 +170,9 @@ impl Partition {
             .unwrap_or(0)
     }
 
-    /// How many attempts are kept (live, or ended and waiting for an earlier one).
-    #[cfg(test)]
-    pub(super) fn attempts_kept(&self) -> usize {
+    /// How many attempts are kept (live, or ended and waiting for an earlier one): the
+    /// partial matches of the partition (each attempt holds those of one start row).
+    pub(crate) fn attempts_kept(&self) -> usize {
         self.attempts.len()
     }
 
@@ -195,14 +195,16 @@ impl Partition {
     }
 
     /// Rebuilds a partition from [`Partition::parts`] (and [`Partition::covered`]) by
-    /// replaying its rows from `replay`; then the caller applies the last watermark with
+    /// replaying its rows from `replay`, starting attempts where `starts` says (an instance
+    /// that only extends the partial matches handed to it kept their start rows, see
+    /// [`Partition::starts`]); then the caller applies the last watermark with
     /// [`Partition::advance`].
     pub(crate) fn rebuild(
         p: &Pattern,
         rows: Vec<Row>,
         (base, replay, resume): (u64, u64, u64),
-        matches: i64,
-        covered: u64,
+        (matches, covered): (i64, u64),
+        starts: Starts<'_>,
     ) -> Result<Partition, Refused> {
         let split = usize::try_from(replay.saturating_sub(base))
             .unwrap_or(usize::MAX)
@@ -220,7 +222,7 @@ impl Partition {
         let mut out = Vec::new();
         let mut scratch = Scratch::default();
         for row in again {
-            part.push(p, &mut scratch, row, &mut out)?;
+            part.push_starting(p, &mut scratch, row, &mut out, starts)?;
         }
         debug_assert!(out.is_empty(), "a replay re-reports nothing: {out:?}");
         Ok(part)

@@ -6,14 +6,17 @@
 //! Flink shared buffer): a thread is a program counter and a pointer into a tree of steps.
 //!
 //! Here: the pattern, rows, steps, threads and attempts, and how a row advances a
-//! partition's attempts ([`Partition::push`]); `closure.rs`: the moves that consume no row;
+//! partition's attempts ([`Partition::push_starting`]); `closure.rs`: the moves that consume no row;
 //! `ending.rs`: how attempts end (a match, a time bound, the end of the input) and what a
 //! snapshot keeps; `views.rs`: a match as expressions see it.
 
 mod closure;
 mod ending;
+mod handing;
 mod views;
 
+#[cfg(test)]
+mod handing_tests;
 #[cfg(test)]
 mod tests;
 
@@ -26,6 +29,7 @@ use super::expr::{Sel, E};
 use super::program::Inst;
 use super::value::{EvalError, Value};
 use closure::{closure, At, Seen};
+pub(crate) use handing::{AdoptError, HandedPart};
 use views::HistView;
 pub(crate) use views::MatchView;
 
@@ -228,6 +232,27 @@ impl Step {
     }
 }
 
+/// At which rows a partition starts attempts (a match may start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Starts<'a> {
+    /// At every row the skip strategy allows: the instance that starts matches.
+    Every,
+    /// At none: an instance that only extends the partial matches handed to it.
+    Never,
+    /// At these rows only (ascending): replaying the attempts handed over.
+    At(&'a [u64]),
+}
+
+impl Starts<'_> {
+    fn admits(self, row: u64) -> bool {
+        match self {
+            Starts::Every => true,
+            Starts::Never => false,
+            Starts::At(rows) => rows.binary_search(&row).is_ok(),
+        }
+    }
+}
+
 /// A partial match waiting at an instruction.
 #[derive(Debug, Clone)]
 pub(crate) struct Thread {
@@ -288,7 +313,7 @@ pub(crate) struct Partition {
     attempts: VecDeque<Attempt>,
 }
 
-/// The working space of [`Partition::push`], shared by the partitions of an operator (a
+/// The working space of [`Partition::push_starting`], shared by the partitions of an operator (a
 /// Nexmark run has millions of partitions of a row or two: space of their own would be most
 /// of their memory).
 #[derive(Debug, Default)]
@@ -318,10 +343,8 @@ impl Partition {
         self.row(row).and_then(|r| r.cells.get(col))
     }
 
-    /// Feeds the next row (rows arrive in event-time order) and reports the attempts that
-    /// ended, in order. A row a condition fails on is refused and changes nothing: the
-    /// partition is as if it had never arrived (its rows, attempts, their threads and best
-    /// matches), and `out` is untouched.
+    /// [`Partition::push_starting`] at every row the skip allows (tests).
+    #[cfg(test)]
     pub(crate) fn push(
         &mut self,
         p: &Pattern,
@@ -329,10 +352,26 @@ impl Partition {
         row: Row,
         out: &mut Vec<Outcome>,
     ) -> Result<(), Refused> {
+        self.push_starting(p, s, row, out, Starts::Every)
+    }
+
+    /// Feeds the next row (rows arrive in event-time order) and reports the attempts that
+    /// ended, in order. An attempt starts at the row only where `starts` says (an instance
+    /// that only extends the partial matches handed to it starts none). A row a condition
+    /// fails on is refused and changes nothing: the partition is as if it had never arrived
+    /// (its rows, attempts, their threads and best matches), and `out` is untouched.
+    pub(crate) fn push_starting(
+        &mut self,
+        p: &Pattern,
+        s: &mut Scratch,
+        row: Row,
+        out: &mut Vec<Outcome>,
+        starts: Starts<'_>,
+    ) -> Result<(), Refused> {
         let idx = self.next();
         let ts = row.ts;
         self.rows.push_back(row);
-        let mut started = idx >= self.resume;
+        let mut started = idx >= self.resume && starts.admits(idx);
         if started {
             let mut threads = s.spare.pop().unwrap_or_default();
             // The front attempt's threads wait for this row too: those of the new attempt

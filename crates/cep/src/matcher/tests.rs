@@ -8,10 +8,10 @@ use super::*;
 use anduin_types::ColumnType;
 
 /// splitmix64: the seeded randomness of these tests.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -19,7 +19,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 
@@ -282,7 +282,7 @@ fn a_refused_row_keeps_partial_matches_best_matches_and_time_outs() {
 }
 
 /// `pattern` with `defines` over columns `ts` and `value`, without a time bound.
-fn compiled(pattern: &str, defines: &str) -> Pattern {
+pub(super) fn compiled(pattern: &str, defines: &str) -> Pattern {
     let parsed = syntax::parse(pattern).expect("parses");
     let columns: Vec<(String, ColumnType)> = vec![
         ("ts".into(), ColumnType::Timestamp),
@@ -365,7 +365,7 @@ fn equivalent_partial_matches_are_pruned_so_nested_loops_keep_a_few_threads() {
     }
 }
 
-fn row_of(ts: i64, value: i64) -> Row {
+pub(super) fn row_of(ts: i64, value: i64) -> Row {
     Row {
         ts,
         cells: vec![Value::Int(ts), Value::Int(value)].into(),

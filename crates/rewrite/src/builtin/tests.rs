@@ -21,7 +21,8 @@ fn the_built_in_rules_parse_one_per_pattern() {
             "partitioning",
             "partitioning_2",
             "partitioning_source",
-            "pipelining"
+            "pipelining",
+            "pattern_overflow"
         ]
     );
 }
@@ -180,5 +181,26 @@ fn patterns_compose_each_replica_is_partitioned_once() -> R {
     assert_eq!(out.matches(":= window{").count(), 4, "{out}");
     assert_eq!(out.matches(":= stream-selector(").count(), 1, "{out}");
     assert_eq!(out.matches(":= merge(").count(), 2, "{out}");
+    Ok(())
+}
+
+#[test]
+fn pattern_overflow_multicasts_to_copies_of_a_pattern_and_merges_them() -> R {
+    assert_eq!(
+        builtin(r#"sink := writer(c := pattern{overflow_instances = "3"}(src := reader))"#)?,
+        expected(
+            r#"sink := writer(merge_1 := merge(
+                 c := pattern{overflow_instances = "3"}@{p*}(multicast_1 := multicast(src := reader)),
+                 c_replica_1 := pattern{overflow_instances = "3"}@{p*}(multicast_1),
+                 c_replica_2 := pattern{overflow_instances = "3"}@{p*}(multicast_1)))"#
+        )?
+    );
+    for untouched in [
+        r#"sink := writer(c := pattern{overflow_instances = "1"}(src := reader))"#,
+        r#"sink := writer(c := pattern(src := reader))"#,
+        r#"sink := writer(w := window{overflow_instances = "3"}(src := reader))"#,
+    ] {
+        assert_eq!(builtin(untouched)?, untouched);
+    }
     Ok(())
 }
