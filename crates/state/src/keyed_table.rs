@@ -145,10 +145,24 @@ impl KeyedTable {
         let Some(backend) = &self.backend else {
             return Ok(None);
         };
-        let key = self.entry_key(group_key, sub_key)?;
-        backend
-            .get(self.key_group(group_key), &key)
-            .map_err(|e| self.backend_error(e))
+        let (kg, key) = (
+            self.key_group(group_key),
+            self.entry_key(group_key, sub_key)?,
+        );
+        let raw = backend.get(kg, &key).map_err(|e| self.backend_error(e))?;
+        if !entry_key::is_long(group_key, sub_key) {
+            return Ok(raw);
+        }
+        // A long group key's value carries it: another key with the same hash is an error.
+        match raw {
+            None => Ok(None),
+            Some(stored) => {
+                let (held, value) =
+                    checked_long(kg, &key, &stored, group_key).map_err(|p| self.error(p))?;
+                debug_assert_eq!(held, group_key);
+                Ok(Some(value.to_vec()))
+            }
+        }
     }
 
     /// Sets `sub_key` under `group_key` to `value` (a change for the next changelog).
@@ -162,6 +176,13 @@ impl KeyedTable {
             self.key_group(group_key),
             self.entry_key(group_key, sub_key)?,
         );
+        if entry_key::is_long(group_key, sub_key) {
+            // Refused if another long key with the same hash holds the entry.
+            let _ = self.get(group_key, sub_key)?;
+            let wrapped = entry_key::wrap(group_key, value);
+            let r = self.backend()?.put(kg, &key, &wrapped);
+            return r.map_err(|e| self.backend_error(e));
+        }
         let r = self.backend()?.put(kg, &key, value);
         r.map_err(|e| self.backend_error(e))
     }
@@ -173,6 +194,10 @@ impl KeyedTable {
             self.key_group(group_key),
             self.entry_key(group_key, sub_key)?,
         );
+        if self.backend.is_some() && entry_key::is_long(group_key, sub_key) {
+            // Refused if another long key with the same hash holds the entry.
+            let _ = self.get(group_key, sub_key)?;
+        }
         let Some(backend) = self.backend.as_mut() else {
             return Ok(()); // Never opened: empty.
         };
@@ -330,7 +355,10 @@ impl KeyedTable {
         let r = backend.scan(kg, &mut |key, value| {
             // An entry that does not split is kept, to be reported below.
             let keep = match (only, entry_key::split(key)) {
-                (Some(wanted), Ok((group_key, _))) => group_key == wanted,
+                (Some(wanted), Ok(entry_key::Split::Short(group_key, _))) => group_key == wanted,
+                (Some(wanted), Ok(entry_key::Split::Long(_))) => {
+                    entry_key::unwrap(value).is_none_or(|(group_key, _)| group_key == wanted)
+                }
                 _ => true,
             };
             if keep {
@@ -340,8 +368,8 @@ impl KeyedTable {
         });
         r.map_err(|e| self.backend_error(e))?;
         for (key, value) in &found {
-            let (group_key, sub_key) =
-                check_entry(self.max_key_groups, kg, key).map_err(|p| self.error(p))?;
+            let (group_key, sub_key, value) =
+                check_entry(self.max_key_groups, kg, key, value).map_err(|p| self.error(p))?;
             f(TableEntry {
                 kg,
                 group_key,
@@ -384,14 +412,35 @@ impl KeyedTable {
     }
 }
 
-/// The group key and sub-key of the entry stored as `key` in `kg`, if it splits and its
-/// group key belongs to `kg`.
-fn check_entry(max: NonZeroU16, kg: KeyGroup, key: &[u8]) -> Result<(&[u8], &[u8]), TableProblem> {
-    let (group_key, sub_key) = entry_key::split(key).map_err(|why| TableProblem::CorruptEntry {
+/// An entry read back: its group key, sub-key and value.
+type Parts<'a> = (&'a [u8], &'a [u8], &'a [u8]);
+
+/// The group key, sub-key and value of the entry stored as `key` with `value` in `kg`, if it
+/// splits (a long group key: its value carries it, and it has the key's hash) and its group
+/// key belongs to `kg`.
+fn check_entry<'a>(
+    max: NonZeroU16,
+    kg: KeyGroup,
+    key: &'a [u8],
+    value: &'a [u8],
+) -> Result<Parts<'a>, TableProblem> {
+    let corrupt = |reason: String| TableProblem::CorruptEntry {
         kg,
         key: key.iter().take(32).copied().collect(),
-        reason: why.to_string(),
-    })?;
+        reason,
+    };
+    let (group_key, sub_key, value) =
+        match entry_key::split(key).map_err(|why| corrupt(why.to_string()))? {
+            entry_key::Split::Short(group_key, sub_key) => (group_key, sub_key, value),
+            entry_key::Split::Long(sub_key) => {
+                let (group_key, value) = entry_key::unwrap(value)
+                    .ok_or_else(|| corrupt("a long group key's value is cut short".into()))?;
+                if entry_key::encode(group_key, sub_key).ok().as_deref() != Some(key) {
+                    return Err(corrupt("a long group key's value holds another key".into()));
+                }
+                (group_key, sub_key, value)
+            }
+        };
     let belongs = key_group_for_key(group_key, max);
     if belongs != kg {
         return Err(TableProblem::MisplacedEntry {
@@ -399,7 +448,29 @@ fn check_entry(max: NonZeroU16, kg: KeyGroup, key: &[u8]) -> Result<(&[u8], &[u8
             belongs,
         });
     }
-    Ok((group_key, sub_key))
+    Ok((group_key, sub_key, value))
+}
+
+/// The group key and value of the long-form entry stored as `key` with `stored` in `kg`,
+/// which `get` asked for under `wanted`: another group key with the same hash is an error.
+fn checked_long<'a>(
+    kg: KeyGroup,
+    key: &[u8],
+    stored: &'a [u8],
+    wanted: &[u8],
+) -> Result<(&'a [u8], &'a [u8]), TableProblem> {
+    let (held, value) = entry_key::unwrap(stored).ok_or_else(|| TableProblem::CorruptEntry {
+        kg,
+        key: key.iter().take(32).copied().collect(),
+        reason: "a long group key's value is cut short".into(),
+    })?;
+    if held != wanted {
+        return Err(TableProblem::LongKeyCollision {
+            kg,
+            len: wanted.len(),
+        });
+    }
+    Ok((held, value))
 }
 
 /// Puts every entry of the full stream `input` into `backend`, checking each; how many.
@@ -423,7 +494,7 @@ fn import_records(
                 if !range.contains(kg) {
                     return Err(TableProblem::ImportOutsideRange { range, kg });
                 }
-                check_entry(max, kg, key)?;
+                check_entry(max, kg, key, value)?;
                 backend.put(kg, key, value).map_err(TableProblem::Backend)?;
                 imported += 1;
             }
@@ -739,14 +810,77 @@ mod tests {
     }
 
     #[test]
-    fn a_key_beyond_the_limit_is_refused_naming_both_lengths() {
+    fn a_sub_key_beyond_the_limit_is_refused_naming_both_lengths() {
         let mut t = table();
         let long = vec![0u8; crate::MAX_KEY_LEN];
-        let e = t.put(&long, b"x", b"v").expect_err("too long");
+        let e = t.put(b"k", &long, b"v").expect_err("too long");
         assert!(matches!(
             *e.problem,
-            TableProblem::EntryKeyTooLong { sub_key: 1, .. }
+            TableProblem::EntryKeyTooLong { group_key: 1, .. }
         ));
         assert_eq!(t.size_bytes(), None, "nothing opened for a refused write");
+    }
+
+    /// Every entry by (group key, sub-key).
+    type Entries = BTreeMap<(Vec<u8>, Vec<u8>), Vec<u8>>;
+
+    /// A group key longer than an entry key may be (a 70 KB string key) is stored under its
+    /// hash with the key in the value: it comes back whole from get, scans, a snapshot and
+    /// its restore, an export and its import, and goes with delete; beside short keys.
+    #[test]
+    fn a_group_key_longer_than_an_entry_key_comes_back_whole_through_every_path(
+    ) -> Result<(), TableError> {
+        for kind in [BackendKind::Heap, BackendKind::Lsm] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mut t = KeyedTable::new(OP, kind, Some(dir.path().join("a")));
+            let long: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+            let other: Vec<u8> = long.iter().map(|b| b ^ 1).collect();
+            t.put(&long, b"p1", b"one")?;
+            t.put(&long, b"p2", b"two")?;
+            t.put(&other, b"p1", b"other")?;
+            t.put(b"short", b"", b"s")?;
+            assert_eq!(t.get(&long, b"p1")?, Some(b"one".to_vec()));
+            assert_eq!(t.get(&other, b"p1")?, Some(b"other".to_vec()));
+            assert_eq!(t.get(&long, b"p3")?, None);
+            let mut seen = Vec::new();
+            t.scan_key(&long, |e| {
+                seen.push((e.group_key.len(), e.sub_key.to_vec(), e.value.to_vec()));
+                Ok::<(), TableError>(())
+            })?;
+            assert_eq!(
+                seen,
+                vec![
+                    (70_000, b"p1".to_vec(), b"one".to_vec()),
+                    (70_000, b"p2".to_vec(), b"two".to_vec())
+                ]
+            );
+            let all = |t: &KeyedTable| -> Result<Entries, TableError> {
+                let mut m = BTreeMap::new();
+                t.scan(t.all_key_groups(), |e| {
+                    m.insert((e.group_key.to_vec(), e.sub_key.to_vec()), e.value.to_vec());
+                    Ok::<(), TableError>(())
+                })?;
+                Ok(m)
+            };
+            let before = all(&t)?;
+            assert_eq!(before.len(), 4);
+            let mut full = Vec::new();
+            let _ = t.snapshot(SnapshotKind::Full, &mut full)?;
+            let mut back = KeyedTable::new(OP, kind, Some(dir.path().join("b")));
+            back.restore(&mut full.as_slice(), &mut [], |_| Ok::<(), TableError>(()))?;
+            assert_eq!(all(&back)?, before, "{kind:?}: restored");
+            let kg = t.key_group(&long);
+            let range = KeyGroupRange::new(kg.0, kg.0 + 1);
+            let mut moved = Vec::new();
+            let _ = back.export(range, &mut moved)?;
+            assert_eq!(back.get(&long, b"p1")?, None);
+            let mut other_table = KeyedTable::new(OP, kind, Some(dir.path().join("c")));
+            other_table.import(range, &mut moved.as_slice())?;
+            assert_eq!(other_table.get(&long, b"p2")?, Some(b"two".to_vec()));
+            t.delete(&long, b"p1")?;
+            assert_eq!(t.get(&long, b"p1")?, None);
+            assert_eq!(t.get(&long, b"p2")?, Some(b"two".to_vec()));
+        }
+        Ok(())
     }
 }

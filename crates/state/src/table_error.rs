@@ -27,6 +27,7 @@ impl TableError {
             | TableProblem::HeldOutsideOwnRange { .. } => true,
             TableProblem::Backend(_)
             | TableProblem::EntryKeyTooLong { .. }
+            | TableProblem::LongKeyCollision { .. }
             | TableProblem::ImportConflict { .. } => false,
         }
     }
@@ -65,6 +66,19 @@ pub enum TableProblem {
         stored: KeyGroup,
         /// Where its group key belongs.
         belongs: KeyGroup,
+    },
+    /// Two group keys longer than an entry key (stored by their 128-bit hash) have the same
+    /// hash: one's state is never taken for the other's.
+    #[error(
+        "in {kg}, a group key of {len} bytes has the same 128-bit hash as another long group key \
+         held there (keys longer than 64 KiB are stored by their hash): shorten the key, e.g. \
+         group by a hash of it computed in a map before"
+    )]
+    LongKeyCollision {
+        /// Where.
+        kg: KeyGroup,
+        /// The key's length.
+        len: usize,
     },
     /// A group key and sub-key together longer than an entry key may be.
     #[error(
