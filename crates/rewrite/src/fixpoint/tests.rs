@@ -131,8 +131,7 @@ fn filters(n: usize) -> Result<Graph, GraphError> {
 }
 
 #[test]
-fn a_rule_applied_to_each_of_200_filters_examines_each_operator_a_bounded_number_of_times_per_application(
-) -> R {
+fn a_rule_applied_to_each_of_200_filters_reads_each_operator_a_bounded_number_of_times() -> R {
     // The built-in rules are tried first in every round, as `explain --rewritten` does; the
     // chain rule (`pipelining`) must not enumerate every sub-chain of the 200 filters.
     let mut rules = crate::builtin_rules();
@@ -146,13 +145,9 @@ fn a_rule_applied_to_each_of_200_filters_examines_each_operator_a_bounded_number
         .graph
         .iter()
         .all(|(_, op)| (op.kind == "filter") == (op.placement == crate::Placement::Any)));
-    // One round looks at each operator a few times per rule: linear in the graph, so the
-    // whole run (one round per application, and the last) is bounded by rules × size × rounds.
-    let rounds = out.applications.len() as u64 + 1;
-    let per_round = rules.rules.len() as u64 * g.len() as u64 * 3;
-    assert!(
-        examined <= rounds * per_round,
-        "examined {examined} > {rounds} rounds × {per_round}"
-    );
+    // A rule looks again only where an application changed something: the whole run reads
+    // each operator a few times per rule (enumerating the chains read it 12,971,334 times).
+    let bound = rules.rules.len() as u64 * g.len() as u64 * 10;
+    assert!(examined <= bound, "examined {examined} > {bound}");
     Ok(())
 }
