@@ -52,8 +52,14 @@ fn a_bad_rule_file_is_refused_before_a_cluster_starts_anything() {
         assert_ne!(out.status.code(), Some(0), "{rules} must be refused");
         assert!(stderr.contains(says), "{rules}: {stderr}");
         assert!(!stderr.contains("worker error"), "{stderr}");
-        assert!(!state.join("coordinator").exists(), "no coordinator started");
-        assert!(!state.join("coordinator.addr").exists(), "no coordinator started");
+        assert!(
+            !state.join("coordinator").exists(),
+            "no coordinator started"
+        );
+        assert!(
+            !state.join("coordinator.addr").exists(),
+            "no coordinator started"
+        );
         // `submit` refuses it before it asks for a coordinator (none listens at this one).
         let out = anduin(
             d,
