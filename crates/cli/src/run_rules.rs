@@ -107,16 +107,17 @@ pub fn load(path: &Path, spec: &anduin_spec::Spec) -> Result<RunRules> {
     load_text(&path.display().to_string(), &text, spec)
 }
 
-/// [`load`] of the rules `text` of the file named `file` (read already: a cluster's
-/// coordinator gets it with the submission).
-pub fn load_text(file: &str, text: &str, spec: &anduin_spec::Spec) -> Result<RunRules> {
-    let file = file.to_string();
-    let rules = parse_rules(&file, text)?;
+/// The rules `text` of the file named `file`, checked without the query: they parse
+/// (`FILE:LINE:COL: …`), there is one at least, each is one a running query can carry out and
+/// reads only figures that are measured. What `anduin submit` and `anduin cluster` check
+/// before they send the file anywhere.
+pub fn check_text(file: &str, text: &str) -> Result<RuleSet> {
+    let rules = parse_rules(file, text)?;
     if rules.rules.is_empty() {
         anyhow::bail!("rule file `{file}` holds no rule");
     }
     for rule in &rules.rules {
-        check_run_time(&file, rule)?;
+        check_run_time(file, rule)?;
         let mut read = Vec::new();
         if let Some(c) = &rule.constraint {
             figures_read(c, &mut read);
@@ -129,6 +130,16 @@ pub fn load_text(file: &str, text: &str, spec: &anduin_spec::Spec) -> Result<Run
                 FIGURES.join(", ")
             );
         }
+    }
+    Ok(rules)
+}
+
+/// [`load`] of the rules `text` of the file named `file` (read already: a cluster's
+/// coordinator gets it with the submission).
+pub fn load_text(file: &str, text: &str, spec: &anduin_spec::Spec) -> Result<RunRules> {
+    let file = file.to_string();
+    let rules = check_text(&file, text)?;
+    for rule in &rules.rules {
         for node in rule.left.nodes() {
             if let anduin_rewrite::PatternKind::Type(kind) = &node.kind {
                 if !spec.operators.iter().any(|o| o.kind.as_str() == kind) {

@@ -21,7 +21,10 @@
 //!   fails, with checkpoints or without, in process or over `--loopback-workers`; a cluster
 //!   (`anduin submit`) places the copies on distinct workers.
 //! - `pipeline = "split"` (pattern 5) on each operator of a chain splits the chain into one
-//!   task per operator ([`crate::physical::splits`]), on distinct workers on a cluster.
+//!   task per operator ([`crate::physical::splits`]), on distinct workers on a cluster. It
+//!   runs: at plan time, and in an embedded run also live (`anduin ctl set q w pipeline
+//!   split`, or a rule applied at run time), cutting the chain at a barrier; a live split is
+//!   refused on a cluster.
 
 use anduin_spec::{OperatorDef, Spec};
 use anduin_types::{Diagnostic, Diagnostics};
@@ -49,7 +52,7 @@ pub const QOS_PARAMS: &[ParamSpec] = &[
         required: false,
         kind: ParamKind::OneOf(&["split"]),
         default: None,
-        doc: "split: this operator is a task of its own on its own worker, apart from the next operator of its chain that says so too (shown by explain --rewritten, not run yet)",
+        doc: "split: this operator is a task of its own, apart from the operators before and after it in its chain (on a cluster, two split operators one after the other run on distinct workers); applied when the query is planned, and live in an embedded run by `anduin ctl set QUERY OP pipeline split`",
     },
 ];
 

@@ -4,10 +4,22 @@
 //! text, its inputs the producers of the streams it reads, a control stream's producer last)
 //! and answers the rules' questions about operators from the [`Catalog`] ([`CatalogFacts`]).
 //!
-//! The rewritten graph holds system operators (`multicast`, `splitter`, `merge`,
-//! `stream-selector`, `failover`, and `reader`/`writer` as the ends of a channel between
-//! workers) that the runtime does not build yet: it is checked as a graph (names, inputs, no
-//! cycle), shown, and not run.
+//! What of the rewritten graph runs, per pattern:
+//! - hot standby: the graph the hot-standby rules make is run ([`hot_standby_spec`]): the
+//!   copies and the `stream-selector` become operators of the query; the `multicast`, the
+//!   `reader`/`writer` ends of a channel and the `failover` writer are left out, being what the
+//!   runtime does itself (a stream read by several tasks goes to each; the selector switches);
+//! - partitioning: the planner takes each operator's instances from the `merge` the rules make
+//!   (module `partitioning`); the `splitter` and `merge` are the runtime's keyed exchange;
+//! - pipelining: `pipeline = "split"` is carried out by the physical planner
+//!   ([`crate::physical::splits`]) at plan time, and live by the control plane;
+//! - simple standby and checkpointing: what the runtime does anyway (per-task recovery,
+//!   snapshots).
+//!
+//! The whole graph of [`rewrite_query`], with a user's rules, is checked as a graph (names,
+//! inputs, no cycle) and shown by `anduin explain --rewritten`, not run: `anduin run` and
+//! `anduin submit` take only rules that set params of the operator they match (applied while
+//! the query runs), and refuse a rule that reshapes the graph at `FILE:LINE:COL`.
 
 use std::collections::HashMap;
 

@@ -27,8 +27,8 @@ pub(crate) fn holds(c: &Constraint, m: &Match, graph: &Graph, facts: &dyn Facts)
             ls.iter().all(|lid| {
                 rs.iter().all(|rid| {
                     match (
-                        value(l, *lid, m, graph, facts),
-                        value(r, *rid, m, graph, facts),
+                        value(l, *lid, Some(m), graph, facts),
+                        value(r, *rid, Some(m), graph, facts),
                     ) {
                         (Some(a), Some(b)) => compare(&a, *op, &b),
                         _ => false,
@@ -36,6 +36,72 @@ pub(crate) fn holds(c: &Constraint, m: &Match, graph: &Graph, facts: &dyn Facts)
                 })
             })
         }
+    }
+}
+
+/// The conjuncts of `c` (its top-level `and`s) that test each operator bound to `name` on its
+/// own, whatever else the match binds: `stateless(x)`, `stateful(x)`, and comparisons of one
+/// of `x`'s values (type, param, figure) with a literal, or, when `x` is one operator
+/// (`single`), with another of its values. A match where one of them fails for one of `x`'s
+/// operators fails the whole constraint, so the matcher checks them on each candidate
+/// operator before it builds a match ([`holds_on`]).
+pub(crate) fn per_operator<'c>(c: &'c Constraint, name: &str, single: bool) -> Vec<&'c Constraint> {
+    match c {
+        Constraint::And(a, b) => {
+            let mut out = per_operator(a, name, single);
+            out.extend(per_operator(b, name, single));
+            out
+        }
+        Constraint::Stateless(x) | Constraint::Stateful(x) if x == name => vec![c],
+        Constraint::Compare(l, _, r) => {
+            let (l, r) = (names(l), names(r));
+            let on_x = |n: &Option<Option<&str>>| *n == Some(Some(name));
+            let literal = |n: &Option<Option<&str>>| *n == Some(None);
+            let ok = (on_x(&l) && literal(&r))
+                || (literal(&l) && on_x(&r))
+                || (single && on_x(&l) && on_x(&r));
+            if ok {
+                vec![c]
+            } else {
+                Vec::new()
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The name a value reads an operator of: `Some(None)` for a literal, `Some(Some(x))` for a
+/// value of `x`, `None` for a value of the match as a whole (`length`).
+fn names(v: &Value) -> Option<Option<&str>> {
+    match v {
+        Value::Str(_) | Value::Num(_) => Some(None),
+        Value::Type(x) | Value::Figure { name: x, .. } => Some(Some(x)),
+        Value::Param(p) => Some(Some(&p.name)),
+        Value::Length(_) => None,
+    }
+}
+
+/// Whether a conjunct [`per_operator`] returned holds for operator `id` bound to its name.
+pub(crate) fn holds_on(c: &Constraint, id: OpId, graph: &Graph, facts: &dyn Facts) -> bool {
+    match c {
+        Constraint::Stateless(_) => stateless(id, graph, facts),
+        Constraint::Stateful(_) => !stateless(id, graph, facts),
+        Constraint::Compare(l, op, r) => {
+            let at = |v: &Value| match names(v) {
+                Some(Some(_)) => Some(id),
+                _ => None,
+            };
+            match (
+                value(l, at(l), None, graph, facts),
+                value(r, at(r), None, graph, facts),
+            ) {
+                (Some(a), Some(b)) => compare(&a, *op, &b),
+                _ => false,
+            }
+        }
+        Constraint::And(a, b) => holds_on(a, id, graph, facts) && holds_on(b, id, graph, facts),
+        Constraint::Or(a, b) => holds_on(a, id, graph, facts) || holds_on(b, id, graph, facts),
+        Constraint::Not(a) => !holds_on(a, id, graph, facts),
     }
 }
 
@@ -64,7 +130,7 @@ enum Found {
 fn value(
     v: &Value,
     id: Option<OpId>,
-    m: &Match,
+    m: Option<&Match>,
     graph: &Graph,
     facts: &dyn Facts,
 ) -> Option<Found> {
@@ -72,7 +138,7 @@ fn value(
     match v {
         Value::Str(s) => Some(Found::Text(s.clone())),
         Value::Num(n) => Some(Found::Num(*n)),
-        Value::Length(x) => Some(Found::Num(match m.bindings.get(x) {
+        Value::Length(x) => Some(Found::Num(match m.and_then(|m| m.bindings.get(x)) {
             Some(Bound::Chain { ops, .. }) => ops.len() as f64,
             Some(Bound::Op(_)) => 1.0,
             Some(Bound::Stream(_)) | None => 0.0,

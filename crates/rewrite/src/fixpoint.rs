@@ -1,14 +1,14 @@
 //! Applying a rule set until no rule matches.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::RewriteError;
 use crate::facts::Facts;
 use crate::matched::{Bound, Match};
-use crate::matcher::find_matches;
-use crate::model::Graph;
-use crate::rewriter::apply;
-use crate::rule::RuleSet;
+use crate::matcher::Matcher;
+use crate::model::{Graph, OpId};
+use crate::rewriter::{apply_in_place, cycle};
+use crate::rule::{Rule, RuleSet};
 
 /// The iteration limit [`rewrite`] callers use unless they have a reason to choose another.
 pub const DEFAULT_LIMIT: usize = 1000;
@@ -36,7 +36,7 @@ pub struct Rewritten {
 }
 
 /// Applies the rules to a fixed point: repeatedly, the first rule (in the set's order) that
-/// has a match is applied to its first match ([`find_matches`] order), until no rule matches.
+/// has a match is applied to its first match ([`find_matches`](crate::find_matches) order), until no rule matches.
 /// At most `limit` applications: one more is [`RewriteError::IterationLimit`], naming the
 /// rules applied in the second half of the run (the ones that keep firing), in the set's order.
 ///
@@ -83,9 +83,14 @@ pub fn rewrite_within(
     graph.check()?;
     let mut g = graph.clone();
     let mut applications: Vec<Application> = Vec::new();
+    let mut known = Known::new(rules.rules.len(), &g);
+    // Every rule of a round tries its roots in this order (made again after each
+    // application, which also finds a cycle the application made).
+    let mut order = g.consumers_first()?;
     'fixpoint: loop {
-        for rule in &rules.rules {
-            let Some(m) = find_matches(rule, &g, facts)?.into_iter().next() else {
+        let position = positions(&order);
+        for (index, rule) in rules.rules.iter().enumerate() {
+            let Some(m) = known.first_match(index, rule, &g, &position, facts) else {
                 continue;
             };
             if applications.len() >= limit {
@@ -95,7 +100,13 @@ pub fn rewrite_within(
                 });
             }
             applications.push(describe(&m, &g));
-            g = apply(rule, &m, &g)?;
+            #[cfg(test)]
+            let before = tests::snapshot(&g);
+            let touched = apply_in_place(rule, &m, &mut g)?;
+            #[cfg(test)]
+            tests::only_touched_changed(before.as_ref(), &g, &touched);
+            order = g.consumers_first().map_err(|source| cycle(rule, source))?;
+            known.touched(&touched, &g);
             if g.len() > max_size {
                 return Err(RewriteError::Growth {
                     size: g.len(),
@@ -110,6 +121,102 @@ pub fn rewrite_within(
             applications,
         });
     }
+}
+
+/// What the fixed-point loop knows from earlier rounds: where each rule has no match.
+///
+/// A rule's answer at a root depends only on the operators the matcher read there
+/// ([`Matcher::first_at`]); an application changes only the operators it touched
+/// ([`apply_touching`]). So a root where a rule found no match is not tried again until one
+/// of the operators read there is touched: a round tries only the roots that may have
+/// changed, and finds the same first match as trying every root would.
+struct Known {
+    /// For each rule (by index), the roots not known to have no match, in no order.
+    open: Vec<BTreeSet<OpId>>,
+    /// For each operator, the (rule, root) answers "no match" that read it.
+    readers: HashMap<OpId, Vec<(usize, OpId)>>,
+}
+
+impl Known {
+    /// Nothing known yet: every root of every rule is open.
+    fn new(rules: usize, g: &Graph) -> Self {
+        let all: BTreeSet<OpId> = g.ids().into_iter().collect();
+        Self {
+            open: vec![all; rules],
+            readers: HashMap::new(),
+        }
+    }
+
+    /// The rule's first match ([`crate::find_matches`] order, `position` being each root's
+    /// place in it), trying only its open roots; those without a match are closed.
+    fn first_match(
+        &mut self,
+        index: usize,
+        rule: &Rule,
+        g: &Graph,
+        position: &[usize],
+        facts: &dyn Facts,
+    ) -> Option<Match> {
+        let open = self.open.get_mut(index)?;
+        let mut roots: Vec<(usize, OpId)> = open
+            .iter()
+            .filter_map(|id| {
+                let slot = usize::try_from(id.0).expect("a u32 id fits in usize");
+                position
+                    .get(slot)
+                    .filter(|p| **p != usize::MAX)
+                    .map(|p| (*p, *id))
+            })
+            .collect();
+        if roots.is_empty() {
+            return None;
+        }
+        roots.sort_unstable();
+        let matcher = Matcher::new(rule, g, facts);
+        for (_, root) in roots {
+            let (found, read) = matcher.first_at(root);
+            if found.is_some() {
+                return found;
+            }
+            open.remove(&root);
+            for id in read {
+                self.readers.entry(id).or_default().push((index, root));
+            }
+        }
+        None
+    }
+
+    /// After an application: the touched operators that are left are open roots of every
+    /// rule, the removed ones are no root, and the answers that read any of them are open.
+    fn touched(&mut self, touched: &BTreeSet<OpId>, g: &Graph) {
+        for id in touched {
+            for (index, root) in self.readers.remove(id).unwrap_or_default() {
+                if let Some(open) = self.open.get_mut(index) {
+                    open.insert(root);
+                }
+            }
+            let exists = g.get(*id).is_some();
+            for open in &mut self.open {
+                if exists {
+                    open.insert(*id);
+                } else {
+                    open.remove(id);
+                }
+            }
+        }
+    }
+}
+
+/// Each operator's place in `order`, indexed by id.
+fn positions(order: &[OpId]) -> Vec<usize> {
+    let slot = |id: &OpId| usize::try_from(id.0).expect("a u32 id fits in usize");
+    let mut out = vec![usize::MAX; order.iter().map(slot).max().map_or(0, |m| m + 1)];
+    for (i, id) in order.iter().enumerate() {
+        if let Some(p) = out.get_mut(slot(id)) {
+            *p = i;
+        }
+    }
+    out
 }
 
 /// The rules applied in the second half of the run, in the rule set's order.
@@ -147,3 +254,5 @@ fn describe(m: &Match, g: &Graph) -> Application {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timing;

@@ -6,7 +6,8 @@
 //! operator: `inputs` lists the producers it consumes, in order (the left and right side of a
 //! join are inputs 0 and 1).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::fmt;
 
 use crate::error::GraphError;
@@ -279,36 +280,58 @@ impl Graph {
     /// operators that are ready at the same time, the smaller id first. This is the order in
     /// which the matcher tries match roots. Fails on a cycle, naming an operator on it.
     pub fn consumers_first(&self) -> Result<Vec<OpId>, GraphError> {
-        let mut pending: BTreeMap<OpId, usize> = self
+        // Ids are below `next`: counts and marks live in arrays indexed by id.
+        let slot = |id: OpId| usize::try_from(id.0).expect("a u32 id fits in usize");
+        let size = slot(OpId(self.next));
+        // How many distinct consumers of each operator are not yet placed.
+        let mut pending = vec![0usize; size];
+        let mut distinct: Vec<OpId> = Vec::new();
+        let distinct_inputs = |op: &Operator, out: &mut Vec<OpId>| {
+            out.clear();
+            out.extend_from_slice(&op.inputs);
+            if out.len() > 1 {
+                out.sort_unstable();
+                out.dedup();
+            }
+        };
+        for op in self.ops.values() {
+            distinct_inputs(op, &mut distinct);
+            for input in &distinct {
+                if let Some(n) = pending.get_mut(slot(*input)) {
+                    *n += 1;
+                }
+            }
+        }
+        let mut ready: BinaryHeap<Reverse<OpId>> = self
             .ops
             .keys()
-            .map(|id| (*id, self.consumers(*id).len()))
-            .collect();
-        let mut ready: BTreeSet<OpId> = pending
-            .iter()
-            .filter(|(_, n)| **n == 0)
-            .map(|(id, _)| *id)
+            .filter(|id| pending.get(slot(**id)) == Some(&0))
+            .map(|id| Reverse(*id))
             .collect();
         let mut order = Vec::with_capacity(self.ops.len());
-        while let Some(id) = ready.pop_first() {
+        while let Some(Reverse(id)) = ready.pop() {
             order.push(id);
-            let op = self.op(id)?;
-            let distinct: BTreeSet<OpId> = op.inputs.iter().copied().collect();
-            for input in distinct {
-                if let Some(n) = pending.get_mut(&input) {
+            distinct_inputs(self.op(id)?, &mut distinct);
+            for input in &distinct {
+                if let Some(n) = pending.get_mut(slot(*input)) {
                     *n = n.saturating_sub(1);
                     if *n == 0 {
-                        ready.insert(input);
+                        ready.push(Reverse(*input));
                     }
                 }
             }
         }
         if order.len() < self.ops.len() {
-            let placed: BTreeSet<OpId> = order.iter().copied().collect();
+            let mut placed = vec![false; size];
+            for id in &order {
+                if let Some(p) = placed.get_mut(slot(*id)) {
+                    *p = true;
+                }
+            }
             let on_cycle = self
                 .ops
                 .iter()
-                .find(|(id, _)| !placed.contains(id))
+                .find(|(id, _)| placed.get(slot(**id)) != Some(&true))
                 .map(|(_, op)| op.name.clone())
                 .unwrap_or_default();
             return Err(GraphError::Cycle(on_cycle));

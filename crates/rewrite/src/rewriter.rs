@@ -14,39 +14,87 @@ pub const FAN_OUT_TYPES: &[&str] = &["multicast", "splitter"];
 
 /// The graph with the match replaced by the rule's right side.
 pub fn apply(rule: &Rule, m: &Match, graph: &Graph) -> Result<Graph, RewriteError> {
+    let mut g = graph.clone();
+    apply_in_place(rule, m, &mut g)?;
+    g.consumers_first().map_err(|source| cycle(rule, source))?;
+    Ok(g)
+}
+
+/// A cycle a rule made, as [`RewriteError::Cycle`] naming the rule.
+pub(crate) fn cycle(rule: &Rule, source: GraphError) -> RewriteError {
+    match source {
+        GraphError::Cycle(op) => RewriteError::Cycle {
+            rule: rule.name.clone(),
+            op,
+        },
+        other => internal(rule, other),
+    }
+}
+
+/// [`apply`] on the graph itself, without the check for a cycle (the caller makes it: the
+/// fixed-point loop orders the graph right after), returning the operators it touched: every
+/// operator it added or changed (inputs, params, placement, marks) and every operator it
+/// removed. The others are as they were, so the fixed-point loop needs to look again only at
+/// what depends on these. On an error the graph is half rewritten: the caller drops it.
+pub(crate) fn apply_in_place(
+    rule: &Rule,
+    m: &Match,
+    graph: &mut Graph,
+) -> Result<BTreeSet<OpId>, RewriteError> {
     let Term::Node(right) = &rule.right else {
         // The parser refuses replicas as the root.
-        return Ok(graph.clone());
+        return Ok(BTreeSet::new());
     };
     let region = m.region();
     let region_ids: BTreeSet<OpId> = region.iter().map(|(id, _)| *id).collect();
-    let root_op = graph.op(m.root).map_err(|source| internal(rule, source))?;
+    let group = graph
+        .op(m.root)
+        .map_err(|source| internal(rule, source))?
+        .name
+        .clone();
     let external: Vec<OpId> = graph
         .consumers(m.root)
         .into_iter()
         .filter(|c| !region_ids.contains(c))
         .collect();
+    // The matched operators (and streams) as they were: replicas copy them, not what the
+    // first copy made of them.
+    let old: BTreeMap<OpId, Operator> = m
+        .bindings
+        .values()
+        .flat_map(|b| match b {
+            Bound::Op(id) | Bound::Stream(id) => vec![*id],
+            Bound::Chain { ops, .. } => ops.clone(),
+        })
+        .filter_map(|id| graph.get(id).map(|op| (id, op.clone())))
+        .collect();
     let mut b = Builder {
         rule,
         m,
-        old: graph,
-        g: graph.clone(),
-        group: root_op.name.clone(),
+        old,
+        g: graph,
+        group,
         used: BTreeSet::new(),
         created: Vec::new(),
         replicas: Vec::new(),
     };
     let new_root = b.node(right, None, &mut BTreeMap::new())?;
     let Builder {
-        mut g,
+        g,
         used,
         created,
         replicas,
         ..
     } = b;
 
+    // Only the match, what the replacement made, and the consumers given a new input change.
+    let mut touched: BTreeSet<OpId> = region_ids.clone();
+    touched.extend(created.iter().copied());
+    touched.extend(replicas.iter().map(|(id, _)| *id));
+
     // The consumers of the matched root consume the replacement's root.
     if new_root != m.root {
+        touched.extend(external.iter().copied());
         for c in external {
             let inputs: Vec<OpId> = g
                 .op(c)
@@ -75,15 +123,11 @@ pub fn apply(rule: &Rule, m: &Match, graph: &Graph) -> Result<Graph, RewriteErro
             dropped.remove(&d);
         }
     }
-    let order = g.consumers_first().map_err(|source| match source {
-        GraphError::Cycle(op) => RewriteError::Cycle {
-            rule: rule.name.clone(),
-            op,
-        },
-        other => internal(rule, other),
-    })?;
-    for id in order.into_iter().filter(|id| dropped.contains(id)) {
-        g.remove(id).map_err(|source| internal(rule, source))?;
+    if !dropped.is_empty() {
+        let order = g.consumers_first().map_err(|source| cycle(rule, source))?;
+        for id in order.into_iter().filter(|id| dropped.contains(id)) {
+            g.remove(id).map_err(|source| internal(rule, source))?;
+        }
     }
 
     // A replica counts as its original: it carries the original's marks (copied when it was
@@ -107,8 +151,8 @@ pub fn apply(rule: &Rule, m: &Match, graph: &Graph) -> Result<Graph, RewriteErro
             });
         }
     }
-    g.check().map_err(|source| internal(rule, source))?;
-    Ok(g)
+    // Names stay unique and inputs known (the graph's methods refuse anything else).
+    Ok(touched)
 }
 
 fn internal(rule: &Rule, source: crate::GraphError) -> RewriteError {
@@ -135,8 +179,9 @@ type FanOuts = BTreeMap<*const Node, OpId>;
 struct Builder<'a> {
     rule: &'a Rule,
     m: &'a Match,
-    old: &'a Graph,
-    g: Graph,
+    /// The matched operators as they were (the match's operators, chains and streams).
+    old: BTreeMap<OpId, Operator>,
+    g: &'a mut Graph,
     /// The placement group: the matched root's name.
     group: String,
     /// Matched operators the replacement keeps.
@@ -194,7 +239,7 @@ impl Builder<'_> {
         copy: Option<&Copy>,
         fan: &mut FanOuts,
     ) -> Result<OpId, RewriteError> {
-        let original = self.old.op(id).map_err(|s| internal(self.rule, s))?.clone();
+        let original = self.original(id)?;
         let inputs = self.inputs(n, copy, fan)?;
         if let Some(given) = &inputs {
             if given.len() != original.inputs.len() {
@@ -258,11 +303,7 @@ impl Builder<'_> {
         let mut feed = input.unwrap_or(below);
         for (pos, id) in ops.iter().enumerate().rev() {
             let placement = self.placement(n, copy, Some(pos + 1));
-            let original = self
-                .old
-                .op(*id)
-                .map_err(|s| internal(self.rule, s))?
-                .clone();
+            let original = self.original(*id)?;
             if replica {
                 let mut op = Operator::new(
                     self.g.fresh_name(&format!("{}_replica", original.name)),
@@ -374,7 +415,7 @@ impl Builder<'_> {
 
     /// A matched operator's param (the top of a chain's), or the default.
     fn param(&self, p: &ParamRef) -> Result<String, RewriteError> {
-        let op = self.m.ops(&p.name).first().and_then(|id| self.old.get(*id));
+        let op = self.m.ops(&p.name).first().and_then(|id| self.old.get(id));
         op.and_then(|op| op.param(&p.key).map(str::to_string))
             .or_else(|| p.default.clone())
             .ok_or_else(|| RewriteError::MissingParam {
@@ -409,6 +450,14 @@ impl Builder<'_> {
         let id = self.g.add(op).map_err(|s| internal(self.rule, s))?;
         self.replicas.push((id, role.to_string()));
         Ok(id)
+    }
+
+    /// A matched operator as it was before the rewrite.
+    fn original(&self, id: OpId) -> Result<Operator, RewriteError> {
+        self.old
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| internal(self.rule, GraphError::UnknownOp(id)))
     }
 
     fn internal_missing(&self, name: &str) -> RewriteError {

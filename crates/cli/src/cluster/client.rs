@@ -101,6 +101,15 @@ pub fn take_flag(args: &mut Vec<String>, flag: &str, valued: bool) -> Option<Str
     found
 }
 
+/// The text of the rule file `path` (`--rules`), checked as a run checks it (it parses, and
+/// each rule is one a running query can carry out), so that a bad file is refused here,
+/// before anything is sent or started, with its `FILE:LINE:COL` message.
+pub fn checked_rule_file(path: &str) -> Result<String> {
+    let text = crate::run_rules::read_rule_file(std::path::Path::new(path))?;
+    crate::run_rules::check_text(path, &text)?;
+    Ok(text)
+}
+
 /// Moves `submit`'s own flags given after the run flags to where they belong.
 fn own_flags(mut args: SubmitArgs) -> Result<SubmitArgs> {
     if let Some(c) = take_flag(&mut args.run_args, "--coordinator", true) {
@@ -132,7 +141,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
     let interval = take_flag(&mut args.run_args, "--rules-interval", true);
     let rules = match take_flag(&mut args.run_args, "--rules", true) {
         Some(path) => Some(RuleFile {
-            text: crate::run_rules::read_rule_file(std::path::Path::new(&path))?,
+            text: checked_rule_file(&path)?,
             name: path,
             interval,
         }),

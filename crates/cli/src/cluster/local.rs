@@ -92,6 +92,11 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
     if let Some(f) = client::take_flag(&mut args.run_args, "--cluster-secret-file", true) {
         args.secret.cluster_secret_file = Some(f.into());
     }
+    // A bad rule file is refused before a coordinator or a worker starts (`submit` reads
+    // the flag again from the run flags).
+    if let Some(path) = client::take_flag(&mut args.run_args.clone(), "--rules", true) {
+        client::checked_rule_file(&path)?;
+    }
     if args.workers == 0 || args.slots == 0 {
         bail!(
             "anduin cluster needs at least one worker with at least one slot (--workers, --slots)"
