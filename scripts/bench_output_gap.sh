@@ -5,8 +5,10 @@
 # query on a local cluster (a coordinator and one worker process per task).
 #
 # usage: scripts/bench_output_gap.sh ANDUIN RUNS
-#   Prints one line per run: "PATTERN gap_ms=G baseline_ms=B", where G is the longest pause in
-#   a run whose victim is killed after its 3rd checkpoint and B the longest in the same run's
+#   Prints one line per run: "PATTERN gap_ms=G around_ms=A baseline_ms=B", where G is the
+#   longest pause in a run whose victim is killed after its 3rd checkpoint, A the longest from
+#   100 ms before the kill to 2 s after it (a loaded machine's pauses elsewhere apart) and B
+#   the longest in the same run's
 #   output before the kill (the query's own rhythm: a window closes every 10 ms of wall time; sources send what they hold every 5 ms, `--linger 5ms`).
 #   - hot-standby: the window in hot standby (two copies on distinct workers); the worker of
 #     the active copy is killed. The selector goes on with the other copy.
@@ -100,7 +102,7 @@ for i in $(seq "$RUNS"); do
     kill_ms=$(( $(date +%s%N) / 1000000 )); kill -9 "$pid"
     wait $SP || { echo "$pattern: the query failed: $(cat "$C/submit.log")" >&2; exit 1; }
     set -- $(gap "$C/out" "$kill_ms")
-    echo "$pattern gap_ms=$1 baseline_ms=$2 rows=$3"
+    echo "$pattern gap_ms=$1 around_ms=$4 baseline_ms=$2 rows=$3"
     for p in $WP; do kill -9 "$p" 2>/dev/null || true; done
     kill "$CP" 2>/dev/null || true
     wait 2>/dev/null || true; PIDS=""
