@@ -10,12 +10,8 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
 use anduin_operator_api::{Collector, Handed, Operator, OperatorError, SpreadRole};
 use anduin_types::Watermark;
-use arrow::array::{Int64Array, StringArray, TimestampMillisecondArray};
-use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
 
 /// (event time, key, value, tag)
@@ -121,35 +117,9 @@ fn input(rng: &mut Rng) -> Vec<(Vec<Row>, i64)> {
     batches
 }
 
-fn batch(rows: &[Row]) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("ts", DataType::Timestamp(TimeUnit::Millisecond, None), true),
-        Field::new("k", DataType::Int64, true),
-        Field::new("value", DataType::Int64, true),
-        Field::new("tag", DataType::Utf8, true),
-    ]));
-    RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(TimestampMillisecondArray::from(
-                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
-            )),
-            Arc::new(Int64Array::from(
-                rows.iter().map(|r| r.1).collect::<Vec<_>>(),
-            )),
-            Arc::new(Int64Array::from(
-                rows.iter().map(|r| r.2).collect::<Vec<_>>(),
-            )),
-            Arc::new(StringArray::from(
-                rows.iter().map(|r| r.3).collect::<Vec<_>>(),
-            )),
-        ],
-    )
-    .expect("valid")
-}
-
 fn feed(op: &mut dyn Operator, rows: &[Row], wm: i64, out: &mut Rows) {
-    op.process_batch(0, batch(rows), out).expect("processes");
+    op.process_batch(0, common::pattern_batch(rows), out)
+        .expect("processes");
     op.handle_watermark(Watermark(wm), out).expect("advances");
 }
 

@@ -161,9 +161,6 @@ pub fn try_pattern_rows(
     params: &str,
     rows: &[(i64, i64, i64, &str)],
 ) -> Result<Vec<String>, OperatorError> {
-    use arrow::array::{Int64Array, StringArray, TimestampMillisecondArray};
-    use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-
     let src = format!(
         r#"type name = "T" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "value", type = "int" column name = "tag", type = "string" }}
 operator name = "g", type = "generator" {{ output name = "in", type = "T" }}
@@ -174,13 +171,25 @@ operator name = "op", type = "pattern" {{
 operator name = "d", type = "discard" {{ input name = "out" }}"#
     );
     let mut op = operator(&src);
+    let batch = pattern_batch(rows);
+    let mut out = Formatted::new(", ");
+    op.process_batch(0, batch, &mut out)?;
+    op.handle_watermark(anduin_types::Watermark::MAX, &mut out)?;
+    op.on_end_of_input(&mut out)?;
+    Ok(out.rows)
+}
+
+/// The rows `(ts, k, value, tag)` of the stream `T` that [`pattern_rows`] feeds, as a batch.
+pub fn pattern_batch(rows: &[(i64, i64, i64, &str)]) -> RecordBatch {
+    use arrow::array::{Int64Array, StringArray, TimestampMillisecondArray};
+    use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
     let schema = Arc::new(Schema::new(vec![
         Field::new("ts", DataType::Timestamp(TimeUnit::Millisecond, None), true),
         Field::new("k", DataType::Int64, true),
         Field::new("value", DataType::Int64, true),
         Field::new("tag", DataType::Utf8, true),
     ]));
-    let batch = RecordBatch::try_new(
+    RecordBatch::try_new(
         schema,
         vec![
             Arc::new(TimestampMillisecondArray::from(
@@ -197,12 +206,7 @@ operator name = "d", type = "discard" {{ input name = "out" }}"#
             )),
         ],
     )
-    .expect("valid");
-    let mut out = Formatted::new(", ");
-    op.process_batch(0, batch, &mut out)?;
-    op.handle_watermark(anduin_types::Watermark::MAX, &mut out)?;
-    op.on_end_of_input(&mut out)?;
-    Ok(out.rows)
+    .expect("valid")
 }
 
 /// What an operator outputs, each row as its cells' text (NULL for a null) joined with `sep`.
