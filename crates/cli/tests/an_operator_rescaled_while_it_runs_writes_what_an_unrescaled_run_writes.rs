@@ -4,7 +4,8 @@
 //! rows of a run that was never rescaled: at each rescale the instances hand the key groups
 //! they lose to their new owners (open windows, buffered join rows, partial matches and rows
 //! waiting for the watermark) while the rest of the query keeps running. A rescale beyond
-//! the instances run, or of an operator that cannot be rescaled, is refused.
+//! the instances run, or of an operator that cannot be rescaled, is refused; so is one to
+//! the number of instances it has (nothing would change, nothing is recorded).
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::{CEP, JOINED, WINDOWED};
 use crate::common;
@@ -47,11 +48,19 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&s
             && why.contains(&format!("the operators of this query that can be: {op}")),
         "the reason is the writer's, not --max-parallelism: {why}"
     );
+    let same = |n: &str| {
+        let out = ctl(d, &api, &["set", "q", op, "parallelism", n]);
+        assert_ne!(out.status.code(), Some(0), "a rescale to {n} is a change");
+        let why = String::from_utf8_lossy(&out.stderr);
+        assert!(why.contains("nothing to change"), "{why}");
+    };
+    same("2");
     for step in steps {
         let seen = rows_in();
         wait_until("more rows", || rows_in() > seen + 1000);
         let applied = stdout_ok(&ctl(d, &api, &["set", "q", op, "parallelism", step]));
         assert!(applied.contains("applied at epoch"), "{applied}");
+        same(step);
     }
     slowed::finish(d, &api, run, sources, &expected);
 }

@@ -86,6 +86,9 @@ pub struct CoordinatorArgs {
     /// Testing: exit at once, as a SIGKILL would leave things, right after this step.
     #[arg(long, hide = true, value_enum, value_name = "STEP")]
     pub inject_exit_after: Option<ExitPoint>,
+    /// Testing: the catalog's write of this edit fails (as on a full disk).
+    #[arg(long, hide = true, value_enum, value_name = "EDIT")]
+    pub inject_catalog_failure_at: Option<FailingEdit>,
     #[command(flatten)]
     pub secret: SecretArgs,
 }
@@ -115,6 +118,57 @@ pub enum ExitPoint {
     /// nothing begun after it.
     CheckpointGivenUp,
 }
+
+/// Which edit's write fails under `--inject-catalog-failure-at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailingEdit {
+    /// The first part end a worker reports.
+    PartEnded,
+    /// The first completed checkpoint.
+    CheckpointCompleted,
+}
+
+impl FailingEdit {
+    fn is(self, edit: &Edit) -> bool {
+        matches!(
+            (self, edit),
+            (FailingEdit::PartEnded, Edit::PartEnded { .. })
+                | (
+                    FailingEdit::CheckpointCompleted,
+                    Edit::CheckpointCompleted { .. }
+                )
+        )
+    }
+}
+
+/// What the coordinator does when its catalog did not take an edit.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AfterFailedEdit {
+    /// The edit did not apply and nothing was written: the catalog and the coordinator's
+    /// memory still agree. Logged; the coordinator goes on.
+    GoOn,
+    /// A write failed (or the catalog is poisoned by an earlier one): what a restarted
+    /// coordinator would read is not what this one knows, and acting on it (telling a worker
+    /// a part's end is noted, deploying, restoring) could make a restart run a part twice.
+    /// The coordinator stops, as a kill would; started again, it reads the truth from its
+    /// files and takes its queries over.
+    Stop,
+}
+
+/// The decision for a failed catalog edit.
+pub fn after_failed_edit(e: &anduin_coordinator::catalog::CatalogError) -> AfterFailedEdit {
+    use anduin_coordinator::catalog::CatalogError;
+    match e {
+        CatalogError::Refused(_) => AfterFailedEdit::GoOn,
+        _ => AfterFailedEdit::Stop,
+    }
+}
+
+/// The shortest `--heartbeat-timeout`.
+pub const MIN_HEARTBEAT_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// The exit code of a coordinator stopped by a catalog it cannot write (EX_IOERR).
+pub const CATALOG_FAILED_EXIT: i32 = 74;
 
 /// A registered worker.
 pub struct WorkerEntry {
@@ -195,6 +249,8 @@ pub struct State {
     /// The durable catalog: what a restarted coordinator starts from (also the ends of the
     /// parts its queries' attempts had when it took them over).
     pub catalog: Catalog,
+    /// Testing: the edit whose write fails.
+    fail_at: Option<FailingEdit>,
 }
 
 impl State {
@@ -233,11 +289,25 @@ impl State {
         next.actions
     }
 
-    /// Appends `edit` to the catalog (fsynced before this returns). A refused or failed edit
-    /// is logged: the coordinator goes on, and says so.
+    /// Appends `edit` to the catalog (fsynced before this returns). An edit the catalog
+    /// refuses is logged and the coordinator goes on; a failed write stops the coordinator
+    /// ([`after_failed_edit`]) before anything acts on the edit.
     pub fn record(&mut self, edit: Edit) {
+        if self.fail_at.is_some_and(|f| f.is(&edit)) {
+            self.catalog
+                .poison("a write failure injected by --inject-catalog-failure-at");
+        }
         if let Err(e) = self.catalog.append(edit, Instant::now()) {
             tracing::error!(error = %e, "the coordinator's catalog did not take an edit");
+            if after_failed_edit(&e) == AfterFailedEdit::Stop {
+                eprintln!(
+                    "anduin: the coordinator stops: its catalog did not take an edit ({e}). \
+                     Its workers and their executors run on; start the coordinator again once \
+                     its --state-dir can be written (space, permissions): it reads its catalog \
+                     back and takes its queries over."
+                );
+                std::process::exit(CATALOG_FAILED_EXIT);
+            }
             eprintln!("anduin: the coordinator's catalog did not take an edit: {e}");
         }
         if let Err(e) = self.catalog.snapshot_if_due(Instant::now()) {
@@ -286,6 +356,14 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         ),
         _ => {}
     }
+    if args.heartbeat_timeout < MIN_HEARTBEAT_TIMEOUT {
+        bail!(
+            "--heartbeat-timeout {:?} is too short: the coordinator would declare live workers \
+             dead between their heartbeats; give at least {MIN_HEARTBEAT_TIMEOUT:?} (the default \
+             is 5s, and each worker's --heartbeat-interval must stay below half of it)",
+            args.heartbeat_timeout
+        );
+    }
     match (args.scheduler, args.slots) {
         (SchedulerKind::Static, Some(_)) => bail!(
             "--slots is for --scheduler process; with the static scheduler, each worker says its own (`anduin worker --slots N`)"
@@ -322,7 +400,8 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         ),
         _ => Box::new(Static),
     };
-    let (state, resumed) = from_catalog(catalog);
+    let (mut state, resumed) = from_catalog(catalog);
+    state.fail_at = args.inject_catalog_failure_at;
     let registry = Registry::new();
     let api = ApiServer::start(
         ApiConfig {
@@ -482,6 +561,7 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
         queries,
         next_worker,
         catalog,
+        fail_at: None,
     };
     (state, resumed)
 }
@@ -623,10 +703,11 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
     // A peer's first word is never longer in coming than this (a silent one holds a thread).
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let (to, mut from) = proto::split(stream.try_clone()?)?;
-    if !proto::challenge(&to, &mut from, cluster.secret.as_deref())? {
-        let why = "the peer does not know the cluster's secret: give every process the same --cluster-secret-file";
+    if let proto::Verdict::Refuse(why) =
+        proto::challenge(&to, &mut from, cluster.secret.as_deref())?
+    {
         eprintln!("anduin: refused a connection from {peer}: {why}");
-        to.refuse(why);
+        to.refuse(&why);
         return Ok(());
     }
     let Some(first) = from.recv::<ToCoordinator>()? else {
@@ -728,13 +809,19 @@ fn serve_worker(
     let id = {
         let mut state = cluster.lock();
         // Names tell workers apart in `status`, in logs and to the `process` scheduler: one
-        // live worker per name.
-        if let Some((other, _)) = state
+        // live worker per name. A worker the catalog of a restarted coordinator knows keeps
+        // its name until it is back or declared dead: a newcomer taking it first would make
+        // the coordinator refuse the returning worker, whose executors run its parts.
+        if let Some((other, e)) = state
             .workers
             .iter()
-            .find(|(w, e)| e.name == name && e.alive() && Some(**w) != previous)
+            .find(|(w, e)| e.name == name && e.link != Link::Dead && Some(**w) != previous)
         {
-            let why = format!("a live worker named {name} (id {other}) is registered already: give this one another --name, or wait until that one is declared dead");
+            let why = if e.alive() {
+                format!("a live worker named {name} (id {other}) is registered already: give this one another --name, or wait until that one is declared dead")
+            } else {
+                format!("a worker named {name} (id {other}) ran parts before the coordinator restarted and may come back until it is declared dead (--heartbeat-timeout {:?} after the restart): give this one another --name, or start it again after that", cluster.heartbeat_timeout)
+            };
             eprintln!("anduin: refused worker {name}: {why}");
             to.refuse(&why);
             return Ok(());
@@ -766,7 +853,10 @@ fn serve_worker(
         });
         id
     };
-    to.send(&ToWorker::Welcome { worker: id })?;
+    to.send(&ToWorker::Welcome {
+        worker: id,
+        heartbeat_timeout_ms: u64::try_from(cluster.heartbeat_timeout.as_millis()).ok(),
+    })?;
     let again = if previous == Some(id) { " again" } else { "" };
     eprintln!("anduin: worker {name} (id {id}) joined{again} with {slots} slots");
     cluster.changed.notify_all();
@@ -974,4 +1064,27 @@ fn spawn_driver(
         .name(format!("anduin-driver-{name}"))
         .spawn(move || driver::drive(&cluster2, &query, compiled, reattach))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anduin_coordinator::catalog::{CatalogError, EditRefused};
+
+    #[test]
+    fn a_failed_write_stops_the_coordinator_and_a_refused_edit_does_not() {
+        let refused = CatalogError::Refused(EditRefused::UnknownQuery(QueryId("q".into())));
+        assert_eq!(after_failed_edit(&refused), AfterFailedEdit::GoOn);
+        let io = CatalogError::Io {
+            doing: "append to",
+            path: "catalog/edits-1".into(),
+            cause: std::io::Error::other("no space left on device"),
+        };
+        assert_eq!(after_failed_edit(&io), AfterFailedEdit::Stop);
+        let poisoned = CatalogError::Poisoned {
+            dir: "catalog".into(),
+            cause: "an earlier write failed".into(),
+        };
+        assert_eq!(after_failed_edit(&poisoned), AfterFailedEdit::Stop);
+    }
 }

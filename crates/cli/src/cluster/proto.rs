@@ -110,7 +110,13 @@ pub struct RuleFile {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ToWorker {
     /// Registered as this worker.
-    Welcome { worker: u32 },
+    Welcome {
+        worker: u32,
+        /// The coordinator's `--heartbeat-timeout`: the worker's heartbeats must come more
+        /// often than every half of it.
+        #[serde(default)]
+        heartbeat_timeout_ms: Option<u64>,
+    },
     /// Start an executor for part of a query.
     Deploy(Box<Deployment>),
     /// Stop (kill) the executor of this attempt, if it runs.
@@ -334,16 +340,35 @@ pub const REFUSED: &str = "the coordinator refused:";
 /// The largest control message (a submitted query's file included): 16 MiB.
 pub const MESSAGE_LIMIT: usize = 16 << 20;
 
+/// The version of this control protocol. Both ends of a connection must speak the same one:
+/// the coordinator says its version in its [`Challenge`], the peer its own in its [`Proof`],
+/// and each refuses another. (Before versions were sent, both said none: 0.)
+pub const CONTROL_PROTOCOL: u32 = 1;
+
 /// The coordinator's first message on every connection: prove the cluster's secret.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Challenge {
     pub nonce: Vec<u8>,
+    /// The coordinator's [`CONTROL_PROTOCOL`].
+    #[serde(default)]
+    pub version: u32,
 }
 
 /// The answer to a [`Challenge`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Proof {
     pub proof: Vec<u8>,
+    /// The peer's [`CONTROL_PROTOCOL`].
+    #[serde(default)]
+    pub version: u32,
+}
+
+/// Whether the coordinator takes a peer that answered its [`Challenge`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Admit,
+    /// Refused, and why (the peer is told).
+    Refuse(String),
 }
 
 /// Both halves of a new connection to the coordinator at `addr`, once this process has proved
@@ -352,30 +377,56 @@ pub fn connect(addr: SocketAddr, secret: Option<&[u8]>) -> Result<(Sender, Recei
     let stream = TcpStream::connect(addr)
         .with_context(|| format!("cannot reach the coordinator at {addr}"))?;
     let (to, mut from) = split(stream)?;
-    let Some(Challenge { nonce }) = from.recv::<Challenge>()? else {
+    let Some(Challenge { nonce, version }) = from.recv::<Challenge>()? else {
         bail!("the coordinator at {addr} closed the connection at once");
     };
+    if version != CONTROL_PROTOCOL {
+        bail!(
+            "{}",
+            other_version(&format!("the coordinator at {addr}"), version)
+        );
+    }
     to.send(&Proof {
         proof: anduin_wire::auth::proof(secret, &nonce),
+        version: CONTROL_PROTOCOL,
     })?;
     Ok((to, from))
 }
 
-/// The accepting side of [`connect`]: challenges the peer; `false` if it does not know
-/// `secret`.
-pub fn challenge(to: &Sender, from: &mut Receiver, secret: Option<&[u8]>) -> Result<bool> {
+/// Why a peer speaking control protocol `version` is refused.
+fn other_version(peer: &str, version: u32) -> String {
+    format!(
+        "{peer} speaks control protocol {version}, this anduin speaks {CONTROL_PROTOCOL}: run \
+         the same anduin version on every machine of the cluster"
+    )
+}
+
+/// The accepting side of [`connect`]: challenges the peer, which must know `secret` and
+/// speak this [`CONTROL_PROTOCOL`].
+pub fn challenge(to: &Sender, from: &mut Receiver, secret: Option<&[u8]>) -> Result<Verdict> {
     let mut nonce = [0u8; anduin_wire::auth::NONCE_LEN];
     getrandom::fill(&mut nonce).map_err(|e| anyhow::anyhow!("cannot draw a challenge: {e}"))?;
     to.send(&Challenge {
         nonce: nonce.to_vec(),
+        version: CONTROL_PROTOCOL,
     })?;
     // An unauthenticated peer's answer is a few bytes: nothing larger is read.
     from.set_limit(4 << 10);
-    let Some(Proof { proof }) = from.recv::<Proof>()? else {
-        return Ok(false);
+    let Some(Proof { proof, version }) = from.recv::<Proof>()? else {
+        return Ok(Verdict::Refuse("the peer closed the connection".into()));
     };
     from.set_limit(MESSAGE_LIMIT);
-    Ok(anduin_wire::auth::verify(secret, &nonce, &proof))
+    if version != CONTROL_PROTOCOL {
+        return Ok(Verdict::Refuse(other_version("the peer", version)));
+    }
+    if !anduin_wire::auth::verify(secret, &nonce, &proof) {
+        return Ok(Verdict::Refuse(
+            "the peer does not know the cluster's secret: give every process the same \
+             --cluster-secret-file"
+                .into(),
+        ));
+    }
+    Ok(Verdict::Admit)
 }
 
 /// Both halves of `stream`.
@@ -383,4 +434,74 @@ pub fn split(stream: TcpStream) -> Result<(Sender, Receiver)> {
     let _ = stream.set_nodelay(true);
     let read = stream.try_clone().context("cloning a socket")?;
     Ok((Sender::new(stream), Receiver::new(read)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A listener on a loopback port and its address.
+    fn listener() -> (TcpListener, SocketAddr) {
+        let l = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let addr = l.local_addr().expect("its address");
+        (l, addr)
+    }
+
+    #[test]
+    fn a_peer_of_another_control_protocol_is_refused_saying_both_versions() {
+        let (l, addr) = listener();
+        let coordinator = std::thread::spawn(move || {
+            let (stream, _) = l.accept().expect("a peer");
+            let (to, mut from) = split(stream).expect("halves");
+            challenge(&to, &mut from, None).expect("the exchange")
+        });
+        // An older peer: its proof says no version.
+        let (to, mut from) = split(TcpStream::connect(addr).expect("connects")).expect("halves");
+        let c = from
+            .recv::<Challenge>()
+            .expect("a frame")
+            .expect("a challenge");
+        assert_eq!(c.version, CONTROL_PROTOCOL);
+        let old = serde_json::json!({ "proof": anduin_wire::auth::proof(None, &c.nonce) });
+        to.send(&old).expect("sent");
+        let verdict = coordinator.join().expect("no panic");
+        let Verdict::Refuse(why) = verdict else {
+            panic!("an older peer was admitted")
+        };
+        assert!(
+            why.contains("control protocol 0, this anduin speaks 1"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_coordinator_of_another_control_protocol_is_left_saying_both_versions() {
+        let (l, addr) = listener();
+        let coordinator = std::thread::spawn(move || {
+            let (stream, _) = l.accept().expect("a peer");
+            let (to, _from) = split(stream).expect("halves");
+            let newer = serde_json::json!({ "nonce": [1, 2, 3], "version": 9 });
+            to.send(&newer).expect("sent");
+        });
+        let e = connect(addr, None).err().expect("refused");
+        coordinator.join().expect("no panic");
+        let why = e.to_string();
+        assert!(
+            why.contains("speaks control protocol 9, this anduin speaks 1"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_peer_with_the_secret_and_the_version_is_admitted() {
+        let (l, addr) = listener();
+        let coordinator = std::thread::spawn(move || {
+            let (stream, _) = l.accept().expect("a peer");
+            let (to, mut from) = split(stream).expect("halves");
+            challenge(&to, &mut from, Some(b"s3cret")).expect("the exchange")
+        });
+        let _halves = connect(addr, Some(b"s3cret")).expect("connects");
+        assert_eq!(coordinator.join().expect("no panic"), Verdict::Admit);
+    }
 }

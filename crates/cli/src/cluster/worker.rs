@@ -11,7 +11,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::proto::{self, Deployment, ToCoordinator, ToWorker};
@@ -90,6 +90,13 @@ fn noted(link: &SharedLink, query: &str, attempt: u64, part: u32, incarnation: u
 }
 
 pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
+    if args.heartbeat_interval < MIN_HEARTBEAT_INTERVAL {
+        bail!(
+            "--heartbeat-interval {:?} is too short: give at least {MIN_HEARTBEAT_INTERVAL:?} \
+             (the default is 1s; it must stay below half the coordinator's --heartbeat-timeout)",
+            args.heartbeat_interval
+        );
+    }
     let secret = args.secret.load()?;
     check_listen("a worker's executors listening", args.data_host, &secret)?;
     let name = args
@@ -175,6 +182,22 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
     }
 }
 
+/// The shortest `--heartbeat-interval`.
+const MIN_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Why heartbeats every `interval` are too rare for a coordinator that declares a worker
+/// dead after `timeout` without one (one late heartbeat must not kill a worker), if they are.
+fn heartbeats_too_rare(interval: Duration, timeout: Duration) -> Option<String> {
+    (interval.saturating_mul(2) > timeout).then(|| {
+        format!(
+            "--heartbeat-interval {interval:?} is more than half the coordinator's \
+             --heartbeat-timeout {timeout:?}: one late heartbeat would get this worker declared \
+             dead; give a --heartbeat-interval of at most {:?}",
+            timeout / 2
+        )
+    })
+}
+
 /// Registers with the coordinator (under `previous` if it had a number): the worker's number
 /// and the connection.
 fn register(
@@ -190,7 +213,21 @@ fn register(
         previous,
     })?;
     Ok(match from.recv::<ToWorker>()? {
-        Some(ToWorker::Welcome { worker }) => Some((worker, to, from)),
+        Some(ToWorker::Welcome {
+            worker,
+            heartbeat_timeout_ms,
+        }) => {
+            if let Some(timeout) = heartbeat_timeout_ms.map(Duration::from_millis) {
+                if let Some(why) = heartbeats_too_rare(args.heartbeat_interval, timeout) {
+                    if previous.is_none() {
+                        bail!("{why}");
+                    }
+                    // Its executors run parts: it stays, and says so.
+                    eprintln!("anduin: worker {name}: {why}");
+                }
+            }
+            Some((worker, to, from))
+        }
         _ => None,
     })
 }
@@ -383,5 +420,20 @@ fn watch(key: Key, dir: PathBuf, executors: Executors, link: SharedLink) {
         });
     if let Err(e) = spawned {
         tracing::warn!(error = %e, "cannot watch an executor");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeats_must_come_at_least_twice_per_timeout() {
+        let s = Duration::from_secs;
+        assert_eq!(heartbeats_too_rare(s(1), s(5)), None);
+        assert_eq!(heartbeats_too_rare(Duration::from_millis(2500), s(5)), None);
+        let why = heartbeats_too_rare(s(3), s(5)).expect("3s of 5s is too rare");
+        assert!(why.contains("at most 2.5s"), "{why}");
+        assert!(heartbeats_too_rare(s(5), s(5)).is_some());
     }
 }

@@ -349,6 +349,12 @@ impl Catalog {
         failed.map_or(Ok(()), Err)
     }
 
+    /// Makes the catalog take no more edits, as a failed write does (`why`: the failure to
+    /// report). For fault-injection tests of what a coordinator does then.
+    pub fn poison(&mut self, why: &str) {
+        self.poisoned.get_or_insert_with(|| why.to_string());
+    }
+
     fn check_poisoned(&self) -> Result<(), CatalogError> {
         match &self.poisoned {
             Some(cause) => Err(CatalogError::Poisoned {

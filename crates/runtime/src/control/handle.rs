@@ -348,7 +348,7 @@ impl Control {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let earlier = self.requested_of(&request.operator);
             if request.param == crate::rescale::PARALLELISM {
-                self.check_rescale(&request)?;
+                self.check_rescale(&request, &earlier)?;
             } else if request.param == crate::pipelining::PIPELINE {
                 self.check_pipeline(&request, &earlier)?;
             } else {
@@ -388,10 +388,19 @@ impl Control {
     }
 
     /// Checks a rescale: the operator can be rescaled while it runs, to between 1 and the
-    /// instances that run it.
-    fn check_rescale(&self, request: &ChangeRequest) -> Result<(), ControlFailure> {
-        let (max, rescalable) = {
+    /// instances that run it, and to another number than it has (`earlier`: the values asked
+    /// for so far).
+    fn check_rescale(
+        &self,
+        request: &ChangeRequest,
+        earlier: &BTreeMap<String, String>,
+    ) -> Result<(), ControlFailure> {
+        let (max, rescalable, now) = {
             let inner = self.lock();
+            let now = earlier
+                .get(&request.param)
+                .cloned()
+                .unwrap_or_else(|| current_value(&inner.params, &request.operator, &request.param));
             let max = inner
                 .operators
                 .iter()
@@ -403,7 +412,7 @@ impl Control {
                 .filter(|o| o.max_parallelism.is_some())
                 .map(|o| o.name.clone())
                 .collect();
-            (max, rescalable)
+            (max, rescalable, now)
         };
         let invalid = |message: String| ControlFailure::Invalid {
             operator: request.operator.clone(),
@@ -432,7 +441,17 @@ impl Control {
         };
         match request.value.parse::<usize>() {
             // Written plainly (`3`, not `03`, `+3` or ` 3`): the history keeps it as written.
-            Ok(n) if (1..=max).contains(&n) && n.to_string() == request.value => Ok(()),
+            Ok(n) if (1..=max).contains(&n) && n.to_string() == request.value => {
+                if request.value == now {
+                    // Nothing would move: no barrier, no history entry, no checkpoint.
+                    return Err(invalid(format!(
+                        "operator \"{}\" has {now} instance(s) owning its key groups already \
+                         (or they were asked for last); nothing to change",
+                        request.operator
+                    )));
+                }
+                Ok(())
+            }
             _ => Err(invalid(format!(
                 "{:?} is not a number of instances between 1 and {max} (the query runs {max} \
                  instances of \"{}\"; start it with a larger --max-parallelism to go beyond)",
