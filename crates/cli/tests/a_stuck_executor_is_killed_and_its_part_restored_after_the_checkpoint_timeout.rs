@@ -30,7 +30,7 @@ fn a_stuck_executor_is_killed_and_its_part_restored_after_the_checkpoint_timeout
     signal(executors[0], libc::SIGSTOP);
     let log = t.assert_same_output_at_attempt_1(submit);
     assert!(
-        log.contains("past --checkpoint-timeout: stuck")
+        log.contains("past --checkpoint-timeout: its executor is stuck")
             && log.contains("instances restored; no other task"),
         "{log}"
     );

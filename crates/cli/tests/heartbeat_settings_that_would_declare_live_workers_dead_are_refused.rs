@@ -75,3 +75,22 @@ fn heartbeat_settings_that_would_declare_live_workers_dead_are_refused() {
         cluster.workers_joined() == 0
     });
 }
+
+#[test]
+fn an_executor_timeout_shorter_than_a_few_figures_is_refused() {
+    let why = refused(&[
+        "coordinator",
+        "--listen",
+        "127.0.0.1:0",
+        "--state-dir",
+        "st",
+        "--checkpoint-store",
+        "ck",
+        "--executor-timeout",
+        "1s",
+    ]);
+    assert!(
+        why.contains("--executor-timeout") && why.contains("give at least 3s"),
+        "{why}"
+    );
+}

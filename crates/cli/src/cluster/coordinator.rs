@@ -21,6 +21,7 @@ use super::driver::{self, Attempt};
 use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator, ToWorker};
 use super::scheduler::{self, Processes, Scheduler, Static};
 use super::secret::{check_listen, SecretArgs};
+use super::silence::{silent_parts, PartFacts, Stuck};
 use super::store::ClusterStore;
 use crate::embedded::parse_duration;
 
@@ -45,6 +46,11 @@ pub struct CoordinatorArgs {
     /// A worker not heard from for this long is dead: its queries recover on the others.
     #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
     pub heartbeat_timeout: Duration,
+    /// An executor none of whose live figures (sent every second) came for this long, while
+    /// its worker heartbeats on, is stuck (stopped, wedged): its worker kills it and its part
+    /// is restored alone (or the query rolls back). At least 3s.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    pub executor_timeout: Duration,
     /// Write the address the coordinator listens on to this file once it listens (for
     /// scripts and `anduin cluster`, with `--listen 127.0.0.1:0`).
     #[arg(long, value_name = "FILE")]
@@ -164,6 +170,9 @@ pub fn after_failed_edit(e: &anduin_coordinator::catalog::CatalogError) -> After
     }
 }
 
+/// The shortest `--executor-timeout`.
+pub const MIN_EXECUTOR_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The shortest `--heartbeat-timeout`.
 pub const MIN_HEARTBEAT_TIMEOUT: Duration = Duration::from_millis(100);
 
@@ -223,6 +232,8 @@ pub struct Cluster {
     /// Where the queries' checkpoints go.
     pub store: ClusterStore,
     pub heartbeat_timeout: Duration,
+    /// `--executor-timeout`.
+    pub executor_timeout: Duration,
     state: Mutex<State>,
     pub changed: Condvar,
     /// When this coordinator started: workers known from its catalog may reconnect until
@@ -356,6 +367,13 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         ),
         _ => {}
     }
+    if args.executor_timeout < MIN_EXECUTOR_TIMEOUT {
+        bail!(
+            "--executor-timeout {:?} is too short: executors send their figures every second, \
+             and a loaded machine delays some; give at least {MIN_EXECUTOR_TIMEOUT:?} (default 30s)",
+            args.executor_timeout
+        );
+    }
     if args.heartbeat_timeout < MIN_HEARTBEAT_TIMEOUT {
         bail!(
             "--heartbeat-timeout {:?} is too short: the coordinator would declare live workers \
@@ -419,6 +437,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         state_dir: args.state_dir.clone(),
         store,
         heartbeat_timeout: args.heartbeat_timeout,
+        executor_timeout: args.executor_timeout,
         state: Mutex::new(state),
         changed: Condvar::new(),
         started: Instant::now(),
@@ -602,6 +621,16 @@ fn watch_liveness(cluster: &Cluster) {
             for w in state.workers.values_mut() {
                 w.last_seen = now;
             }
+            // So do the executors' figures.
+            for a in state
+                .queries
+                .values_mut()
+                .filter_map(|q| q.attempt.as_mut())
+            {
+                for (_, at) in a.heard.values_mut() {
+                    *at = now;
+                }
+            }
             continue;
         }
         let mut died = Vec::new();
@@ -628,12 +657,53 @@ fn watch_liveness(cluster: &Cluster) {
                 worker: WorkerId(*id),
             });
         }
-        if !died.is_empty() {
+        let silent = find_silent_executors(&mut state, cluster.executor_timeout);
+        if !died.is_empty() || silent {
             cluster.changed.notify_all();
         }
         drop(state);
         tend_workers(cluster);
     }
+}
+
+/// Takes as stuck the executors of running attempts that went silent past `timeout`
+/// ([`silence`](super::silence)); whether any did.
+fn find_silent_executors(state: &mut State, timeout: Duration) -> bool {
+    let now = Instant::now();
+    let State {
+        workers, queries, ..
+    } = state;
+    let mut any = false;
+    for (name, q) in queries.iter_mut() {
+        let Some(a) = q.attempt.as_mut() else {
+            continue;
+        };
+        let facts: Vec<PartFacts> = a
+            .workers
+            .iter()
+            .map(|&part| PartFacts {
+                part,
+                running: a.executors.contains_key(&part),
+                settled: a.ended.contains_key(&part)
+                    || a.ending.contains(&part)
+                    || a.stuck.contains_key(&part),
+                host_alive: workers.get(&a.host(part)).is_some_and(WorkerEntry::alive),
+                heard: a
+                    .heard
+                    .get(&part)
+                    .filter(|(incarnation, _)| *incarnation == a.incarnation(part))
+                    .map(|(_, at)| *at),
+            })
+            .collect();
+        for (part, quiet) in silent_parts(facts, now, timeout) {
+            let stuck = Stuck::Silent(quiet);
+            eprintln!("anduin: query {name}, part {part}: {stuck}");
+            tracing::warn!(query = %name, part, quiet_ms = quiet.as_millis() as u64, "an executor went silent");
+            a.stuck.insert(part, stuck);
+            any = true;
+        }
+    }
+    any
 }
 
 /// Lets the scheduler bring the workers to what it wants, from what is known of each name

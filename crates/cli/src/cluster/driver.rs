@@ -31,6 +31,7 @@ use anduin_coordinator::{
 use super::coordinator::{Cluster, ExitPoint, Link, State};
 use super::figures::Sample;
 use super::proto::{self, Deployment, Submission, ToExecutor, ToWorker};
+use super::silence::Stuck;
 use crate::cmd::run::{checkpoint_settings, RunArgs};
 use crate::load::{load_to_run, LoadError, Loaded};
 
@@ -106,9 +107,13 @@ pub struct Attempt {
     /// The parts whose executor was given leave to end its input (its sinks commit what they
     /// hold): such a part is not restored alone any more.
     pub ending: BTreeSet<u32>,
-    /// Parts that held a checkpoint back past `--checkpoint-timeout` while their worker
-    /// lives (their executor is stuck), with the checkpoint: they are failed.
-    pub stuck: BTreeMap<u32, u64>,
+    /// Parts whose executor is stuck while their worker lives (it held a checkpoint back past
+    /// `--checkpoint-timeout`, or went silent past `--executor-timeout`): they are failed.
+    pub stuck: BTreeMap<u32, Stuck>,
+    /// When each part's executor last sent its figures or said it is alive (one or the other
+    /// every second once it is started), with the incarnation it runs: an older incarnation's
+    /// time says nothing of the new one.
+    pub heard: BTreeMap<u32, (u64, Instant)>,
     /// Parts whose executor reported without having been told to start (a coordinator
     /// before this one deployed it and went away before its `Start`).
     pub unstarted: BTreeSet<u32>,
@@ -143,6 +148,7 @@ impl Attempt {
             part_failures: BTreeMap::new(),
             ending: BTreeSet::new(),
             stuck: BTreeMap::new(),
+            heard: BTreeMap::new(),
             unstarted: BTreeSet::new(),
             figures: Arc::default(),
         }
@@ -1335,9 +1341,9 @@ pub(super) fn trouble(state: &State, name: &str, number: u64) -> Option<Outcome>
                 fallback: None,
             });
         }
-        if let Some(epoch) = a.stuck.get(w).filter(|_| !a.ended.contains_key(w)) {
+        if let Some(stuck) = a.stuck.get(w).filter(|_| !a.ended.contains_key(w)) {
             return Some(Outcome::Failed {
-                why: format!("the part on worker {worker} held checkpoint {epoch} back past --checkpoint-timeout: its executor is stuck"),
+                why: format!("the part on worker {worker}: {stuck}"),
                 worker: Some((*w, false)),
                 fallback: None,
             });
@@ -1541,18 +1547,36 @@ pub fn serve_executor(
                 a.ending.insert(worker);
             }
             proto::ToCoordinator::Figures(m) => {
-                let state = cluster.lock();
-                let Some(a) = current(&state, query, attempt) else {
+                let mut state = cluster.lock();
+                let Some(a) = state
+                    .queries
+                    .get_mut(query)
+                    .and_then(|q| q.attempt.as_mut())
+                    .filter(|a| a.number == attempt)
+                else {
                     break;
                 };
                 if a.incarnation(worker) != r.incarnation {
                     break;
                 }
+                a.heard.insert(worker, (r.incarnation, Instant::now()));
                 let figures = Arc::clone(&a.figures);
                 drop(state);
                 let mut figures = figures.lock().unwrap_or_else(|p| p.into_inner());
                 let sample = Sample::new(*m, Instant::now(), figures.get(&worker));
                 figures.insert(worker, sample);
+            }
+            proto::ToCoordinator::Alive => {
+                let mut state = cluster.lock();
+                let Some(a) = state
+                    .queries
+                    .get_mut(query)
+                    .and_then(|q| q.attempt.as_mut())
+                    .filter(|a| a.number == attempt && a.incarnation(worker) == r.incarnation)
+                else {
+                    break;
+                };
+                a.heard.insert(worker, (r.incarnation, Instant::now()));
             }
             other => tracing::warn!(?other, "unexpected from an executor"),
         }
@@ -1606,7 +1630,7 @@ impl Subscriber for LastCheckpoint {
             {
                 for i in stuck {
                     if let Some(part) = a.placement.get(i).copied() {
-                        a.stuck.entry(part).or_insert(*epoch);
+                        a.stuck.entry(part).or_insert(Stuck::HeldBack(*epoch));
                     }
                 }
             }

@@ -116,6 +116,25 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
             .name("anduin-commands-in".into())
             .spawn(move || link.keep(from_coordinator, &register_rx, early))?;
     }
+    // Every second from now on, whatever the tasks do: the instances' live figures once they
+    // run, `Alive` before (while a checkpoint is fetched and restored). The coordinator takes
+    // an executor silent for --executor-timeout as stuck.
+    let figures_of: Arc<std::sync::OnceLock<Arc<anduin_runtime::control::Control>>> =
+        Arc::default();
+    {
+        let (link, figures_of) = (Arc::clone(&link), Arc::clone(&figures_of));
+        std::thread::Builder::new()
+            .name("anduin-figures-out".into())
+            .spawn(move || {
+                while !link.done.load(Ordering::SeqCst) {
+                    match figures_of.get() {
+                        Some(control) => link.send_figures(control),
+                        None => link.send_alive(),
+                    }
+                    std::thread::sleep(FIGURES_EVERY);
+                }
+            })?;
+    }
     let restore = match d.restore {
         None => None,
         Some(epoch) => Some(
@@ -167,18 +186,8 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         control.forward_reports(remote.events.clone());
     }
     let control = Arc::new(control);
-    {
-        // The coordinator's control plane shows them (its API, metrics and web UI).
-        let (link, control) = (Arc::clone(&link), Arc::clone(&control));
-        std::thread::Builder::new()
-            .name("anduin-figures-out".into())
-            .spawn(move || {
-                while !link.done.load(Ordering::SeqCst) {
-                    std::thread::sleep(FIGURES_EVERY);
-                    link.send_figures(&control);
-                }
-            })?;
-    }
+    // The coordinator's control plane shows them (its API, metrics and web UI).
+    let _ = figures_of.set(Arc::clone(&control));
     let executed = execute(
         &loaded,
         &args.engine,
@@ -406,6 +415,14 @@ impl Link {
                 tracing::warn!("cannot reach the coordinator");
                 *to = None;
             }
+        }
+    }
+
+    /// Says the executor is alive, if connected (before its instances have figures).
+    fn send_alive(&self) {
+        let to = self.to.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = to.as_ref() {
+            let _ = s.send(&ToCoordinator::Alive);
         }
     }
 

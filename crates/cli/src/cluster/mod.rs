@@ -26,5 +26,6 @@ pub mod proto;
 mod restore;
 pub mod scheduler;
 pub mod secret;
+mod silence;
 pub mod store;
 pub mod worker;

@@ -47,6 +47,9 @@ pub enum ToCoordinator {
     Event(anduin_runtime::Event),
     /// The live figures of an executor's instances and its dead letters (every second).
     Figures(Box<anduin_runtime::control::QueryMetrics>),
+    /// An executor whose instances have no figures yet (it restores a checkpoint) is alive
+    /// (every second, until its figures come instead).
+    Alive,
     /// An executor's tasks have reached the end of their input: may they end it (which
     /// commits what their sinks hold)? Answered with [`ToExecutor::EndAllowed`] when the
     /// executor still runs its part, by closing the connection when it does not.

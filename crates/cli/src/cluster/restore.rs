@@ -57,10 +57,7 @@ pub(super) fn restore_part(
             .filter(|p| alive(a.host(**p)))
             .filter_map(|p| match (a.ended.get(p), a.stuck.get(p)) {
                 (Some(Some(why)), _) => Some((*p, why.clone())),
-                (None, Some(epoch)) => Some((
-                    *p,
-                    format!("it held checkpoint {epoch} back past --checkpoint-timeout: stuck"),
-                )),
+                (None, Some(stuck)) => Some((*p, stuck.to_string())),
                 _ => None,
             })
             .collect();
