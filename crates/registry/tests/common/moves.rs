@@ -113,6 +113,10 @@ fn hand(ops: &mut [Box<dyn Operator>], from: usize, to: usize, range: KeyGroupRa
         .expect("the taker")
         .take_key_groups(pieces, vec![given.inline])
         .expect("takes the range");
+    for op in ops.iter() {
+        // What an operator counts as it goes (a debug build checks it against what it holds).
+        let _figures = op.metrics();
+    }
 }
 
 /// What the two instances and the one wrote, each sorted: `make()` one instance alone,
@@ -121,7 +125,8 @@ fn hand(ops: &mut [Box<dyn Operator>], from: usize, to: usize, range: KeyGroupRa
 /// runtime's next after a move), and with `restore` both are restored from it at once; at
 /// `n / 2` a full checkpoint, and at `2 n / 3` the changes after it, from which both are
 /// restored with `restore`; at `3 n / 4` a quarter of the key groups moves back into what
-/// the first still holds. Without `restore`, the instances never leave memory.
+/// the first still holds; then the end of the input. Without `restore`, the instances never
+/// leave memory.
 pub fn handed_back_and_forth(
     make: &dyn Fn() -> Box<dyn Operator>,
     arrivals: &[Arrival],
@@ -144,6 +149,7 @@ pub fn handed_back_and_forth(
     for op in &mut one {
         op.handle_watermark(Watermark::MAX, &mut expected)
             .expect("ends");
+        op.on_end_of_input(&mut expected).expect("ends");
     }
 
     let mut got = Formatted::new(", ");
@@ -199,9 +205,28 @@ pub fn handed_back_and_forth(
     }
     for op in &mut ops {
         op.handle_watermark(Watermark::MAX, &mut got).expect("ends");
+        op.on_end_of_input(&mut got).expect("ends");
     }
     let (mut got, mut expected) = (got.rows, expected.rows);
     got.sort();
     expected.sort();
     (got, expected)
+}
+
+/// The figure `metric` of one `make()` fed the arrivals before the first move of
+/// [`handed_back_and_forth`] (what the giver holds when it gives).
+pub fn figure_at_the_first_move(
+    make: &dyn Fn() -> Box<dyn Operator>,
+    arrivals: &[Arrival],
+    metric: &str,
+) -> u64 {
+    let all = KeyGroupRange::new(0, DEFAULT_MAX_KEY_GROUPS.get());
+    let mut ops = vec![make()];
+    let mut out = Formatted::new(", ");
+    for arrival in arrivals.iter().take(arrivals.len() / 3) {
+        feed(&mut ops, &[vec![all]], arrival, &mut out);
+    }
+    let figures = ops.first().expect("one").metrics();
+    let figure = figures.iter().find(|(name, _)| *name == metric);
+    figure.unwrap_or_else(|| panic!("no figure {metric}")).1
 }
