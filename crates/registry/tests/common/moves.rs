@@ -119,14 +119,39 @@ fn hand(ops: &mut [Box<dyn Operator>], from: usize, to: usize, range: KeyGroupRa
     }
 }
 
+/// After a move: each of `ops` takes a full checkpoint (the runtime's next after a move),
+/// which must hold only its own key groups (`owns`, instance by instance); with `restore`,
+/// each is a fresh `make()` restored from it.
+fn checkpointed_after_move(
+    make: &dyn Fn() -> Box<dyn Operator>,
+    ops: Vec<Box<dyn Operator>>,
+    owns: &[Vec<KeyGroupRange>],
+    restore: bool,
+) -> Vec<Box<dyn Operator>> {
+    ops.into_iter()
+        .zip(owns)
+        .map(|(mut op, own)| {
+            let full = checkpoint(&mut op, false);
+            if let Err(e) = cut_full("op", &full.bytes, own) {
+                panic!("the checkpoint after the move holds what is not its own: {e}");
+            }
+            if restore {
+                restored(make, vec![full])
+            } else {
+                op
+            }
+        })
+        .collect()
+}
+
 /// What the two instances and the one wrote, each sorted: `make()` one instance alone,
 /// another idle beside it (watermarks only); at arrival `n / 3` half the key groups move to
-/// the idle one, both take a full checkpoint that must hold only their own key groups (the
-/// runtime's next after a move), and with `restore` both are restored from it at once; at
-/// `n / 2` a full checkpoint, and at `2 n / 3` the changes after it, from which both are
-/// restored with `restore`; at `3 n / 4` a quarter of the key groups moves back into what
-/// the first still holds; then the end of the input. Without `restore`, the instances never
-/// leave memory.
+/// the idle one; at `n / 2` a full checkpoint, and at `2 n / 3` the changes after it, from
+/// which both are restored with `restore`; at `3 n / 4` a quarter of the key groups moves
+/// back into what the first still holds; then the end of the input. After each move, both
+/// take a full checkpoint that must hold only their own key groups (the runtime's next after
+/// a move), and with `restore` both are restored from it at once. Without `restore`, the
+/// instances never leave memory.
 pub fn handed_back_and_forth(
     make: &dyn Fn() -> Box<dyn Operator>,
     arrivals: &[Arrival],
@@ -165,21 +190,7 @@ pub fn handed_back_and_forth(
         if i == n / 3 {
             hand(&mut ops, 0, 1, high);
             owns = vec![vec![low], vec![high]];
-            ops = ops
-                .into_iter()
-                .zip([low, high])
-                .map(|(mut op, own)| {
-                    let full = checkpoint(&mut op, false);
-                    if let Err(e) = cut_full("op", &full.bytes, &[own]) {
-                        panic!("the checkpoint after the move holds what is not its own: {e}");
-                    }
-                    if restore {
-                        restored(make, vec![full])
-                    } else {
-                        op
-                    }
-                })
-                .collect();
+            ops = checkpointed_after_move(make, ops, &owns, restore);
         }
         if i == n / 2 {
             fulls = ops.iter_mut().map(|op| checkpoint(op, false)).collect();
@@ -200,6 +211,7 @@ pub fn handed_back_and_forth(
                 vec![low, top],
                 vec![KeyGroupRange::new(high.start, top.start)],
             ];
+            ops = checkpointed_after_move(make, ops, &owns, restore);
         }
         feed(&mut ops, &owns, arrival, &mut got);
     }
