@@ -377,18 +377,25 @@ impl Store {
         p: &Pattern,
         pieces: &[(KeyGroupRange, Vec<u8>)],
     ) -> Result<Loaded, StoreError> {
-        let Store {
-            kind,
-            table,
-            live,
-            spilled,
-            ..
-        } = self;
-        let mut loader = Loader::new(*kind, live, spilled);
+        let (table, mut loader) = self.loading();
         for (range, piece) in pieces {
             table.import_scanned(*range, piece, |e| loader.load(p, e))?;
         }
         Ok(loader.finish())
+    }
+
+    /// The table, and a loader of its entries into memory.
+    fn loading(&mut self) -> (&mut KeyedTable, Loader<'_>) {
+        let loader = Loader {
+            kind: self.kind,
+            live: &mut self.live,
+            spilled: &mut self.spilled,
+            loaded: Loaded {
+                waiting: Vec::new(),
+                partitions: Vec::new(),
+            },
+        };
+        (&mut self.table, loader)
     }
 
     /// Calls `f` with each partition of `keys` in memory, not marking them as changed (a
@@ -410,16 +417,9 @@ impl Store {
         full: &mut dyn Read,
         changes: &mut [&mut dyn Read],
     ) -> Result<Loaded, StoreError> {
-        let Store {
-            kind,
-            table,
-            live,
-            spilled,
-            ..
-        } = self;
-        live.clear();
-        *spilled = 0;
-        let mut loader = Loader::new(*kind, live, spilled);
+        self.live.clear();
+        self.spilled = 0;
+        let (table, mut loader) = self.loading();
         table.restore(full, changes, |e: TableEntry<'_>| loader.load(p, e))?;
         Ok(loader.finish())
     }
@@ -434,19 +434,7 @@ struct Loader<'s> {
     loaded: Loaded,
 }
 
-impl<'s> Loader<'s> {
-    fn new(kind: BackendKind, live: &'s mut Live, spilled: &'s mut usize) -> Self {
-        Self {
-            kind,
-            live,
-            spilled,
-            loaded: Loaded {
-                waiting: Vec::new(),
-                partitions: Vec::new(),
-            },
-        }
-    }
-
+impl Loader<'_> {
     fn load(&mut self, p: &Pattern, e: TableEntry<'_>) -> Result<(), StoreError> {
         if e.sub_key == PARTITION {
             if self.live.contains_key(e.group_key) {
