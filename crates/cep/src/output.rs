@@ -33,6 +33,13 @@ impl Figures {
         self.peak_partition = self.peak_partition.max(part.rows_kept());
     }
 
+    /// `part` left this instance (a live rescale gave it away) with its rows and partial
+    /// matches.
+    pub(crate) fn gone(&mut self, part: &Partition) {
+        self.kept = self.kept.saturating_sub(part.rows_kept());
+        self.partial_matches = self.partial_matches.saturating_sub(part.attempts_kept());
+    }
+
     /// `part` kept `before` partial matches (attempts) and keeps what it keeps now.
     pub(crate) fn partial(&mut self, before: usize, part: &Partition) {
         self.partial_matches = (self.partial_matches + part.attempts_kept()).saturating_sub(before);

@@ -20,7 +20,8 @@ mod handoff;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use anduin_operator_api::rescale::{agreed, Combine, RescaleError, RescaleMeta};
+use anduin_operator_api::rescale::{agreed, combine_moved, Combine, RescaleError, RescaleMeta};
+use anduin_state::KeyGroupRange;
 use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{ArrayRef, RecordBatch};
 use serde::{Deserialize, Serialize};
@@ -29,14 +30,14 @@ use super::cells::{cells_to_column, columns_to_cells, row_json};
 use super::matcher::{Outcome, Refused, Row, Scratch, Starts, TooManyThreads};
 use super::order::tie_order;
 use super::output::{render, Figures};
-use super::store::{Store, StoreError};
+use super::store::{Loaded, Store, StoreError};
 use super::value::Value;
 use super::Setup;
 use anduin_operator_api::keys::KeyEncoder;
 use anduin_operator_api::null_time::reject_null_times;
 use anduin_operator_api::{
-    BuildContext, Collector, ControlError, DeadLetter, Handed, Operator, OperatorError, RestoreIn,
-    RowErrors, SnapshotOut, SpreadRole,
+    BuildContext, Collector, ControlError, DeadLetter, Handed, KeyGroupsGiven, Operator,
+    OperatorError, RestoreIn, RowErrors, SnapshotOut, SpreadRole,
 };
 
 /// Output rows are sent in batches of at most this many.
@@ -165,6 +166,10 @@ fn store_error(operator: &str, e: StoreError) -> OperatorError {
                  a partition's (`p`) nor a waiting row's (`w` and a sequence number): the state \
                  is corrupt; restore from an earlier checkpoint"
             ),
+        ),
+        StoreError::AlreadyHeld(kg) => OperatorError::internal(
+            operator,
+            format!("a partition of {kg} handed over at a rescale is held here already; this is a bug in anduin's rescale"),
         ),
         StoreError::Replay(Refused::TooManyThreads(e)) => too_many(operator, e),
         StoreError::Replay(Refused::Condition { var, error, .. }) => err(
@@ -475,6 +480,70 @@ impl PatternOp {
         Ok(())
     }
 
+    /// What it keeps inline in a checkpoint.
+    fn meta(&self) -> Meta {
+        Meta {
+            watermark: self.watermark,
+            late: self.late,
+            seq: self.seq,
+            forwarded: Some(self.forwarded),
+            extend_only: self.extend_only(),
+        }
+    }
+
+    /// Writes the partitions changed and the rows that started waiting since the last
+    /// snapshot to the table: then every waiting row has an entry there.
+    fn save(&mut self) -> Result<(), OperatorError> {
+        let stored_up_to = self.stored_up_to;
+        let new_waiting = self
+            .pending
+            .iter()
+            .filter(|p| p.seq > stored_up_to)
+            .map(|p| (p.seq, &p.key[..], &p.row));
+        self.store
+            .save(new_waiting)
+            .map_err(|e| store_error(&self.setup.name, e))?;
+        self.stored_up_to = self.seq;
+        Ok(())
+    }
+
+    /// What a restore or a take read back goes on: the partitions rebuilt catch up with the
+    /// watermark (reporting nothing: they were at it), and the waiting rows wait again,
+    /// keeping their numbers (their entries are stored under them); rows to come are numbered
+    /// after the last.
+    fn settle(&mut self, loaded: Loaded) {
+        let pattern = &self.setup.pattern;
+        let (watermark, outcomes, figures) =
+            (self.watermark, &mut self.outcomes, &mut self.figures);
+        self.store.each_of(&loaded.partitions, |part| {
+            part.advance(pattern, watermark, outcomes);
+            debug_assert!(outcomes.is_empty(), "a restore reports nothing again");
+            outcomes.clear();
+            figures.kept(part, part.rows_kept(), 0);
+            figures.partial(0, part);
+        });
+        for (seq, key, row) in loaded.waiting {
+            self.seq = self.seq.max(seq);
+            self.pending.push(Pending { seq, key, row });
+        }
+        self.stored_up_to = self.seq;
+    }
+
+    /// Refuses a live rescale's move where it cannot be done directly: a change still to
+    /// take effect (the runtime lets changes take effect at the barrier first), or an
+    /// instance among copies that spread partial matches (those go the runtime's snapshot
+    /// way: see [`Operator::moves_key_groups`]).
+    fn check_movable(&self) -> Result<(), OperatorError> {
+        let why = if self.next.is_some() {
+            "key groups were to move while a change of the pattern was still to take effect (the runtime lets changes take effect at the barrier first)"
+        } else if self.role.is_some() {
+            "key groups were to move directly out of or into a copy that spreads partial matches (those move by snapshot)"
+        } else {
+            return Ok(());
+        };
+        Err(OperatorError::internal(&self.setup.name, why))
+    }
+
     fn flush(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
         let rows = std::mem::take(&mut self.main);
         self.emit(0, rows, out)?;
@@ -589,32 +658,17 @@ impl Operator for PatternOp {
                 "a snapshot was asked for while a change of the pattern was still to take effect (the runtime lets changes take effect before every snapshot)",
             ));
         }
-        let meta = Meta {
-            watermark: self.watermark,
-            late: self.late,
-            seq: self.seq,
-            forwarded: Some(self.forwarded),
-            extend_only: self.extend_only(),
-        };
-        out.inline_typed(&self.setup.name, &meta)?;
+        out.inline_typed(&self.setup.name, &self.meta())?;
         let kind = if out.full_due() {
             SnapshotKind::Full
         } else {
             SnapshotKind::Changes
         };
-        // Only the rows that arrived since the last snapshot: the others are in the store.
-        let stored_up_to = self.stored_up_to;
-        let new_waiting = self
-            .pending
-            .iter()
-            .filter(|p| p.seq > stored_up_to)
-            .map(|p| (p.seq, &p.key[..], &p.row));
+        self.save()?;
         let stream = out.stream(kind)?;
         self.store
-            .snapshot(new_waiting, kind, stream)
-            .map_err(|e| store_error(&self.setup.name, e))?;
-        self.stored_up_to = self.seq;
-        Ok(())
+            .snapshot(kind, stream)
+            .map_err(|e| store_error(&self.setup.name, e))
     }
 
     fn rescale_inline(
@@ -650,27 +704,65 @@ impl Operator for PatternOp {
             .iter_mut()
             .map(|f| f as &mut dyn std::io::Read)
             .collect();
-        let setup = Arc::clone(&self.setup);
-        let waiting = self
+        let loaded = self
             .store
-            .restore(&setup.pattern, full, &mut changes)
+            .restore(&self.setup.pattern, full, &mut changes)
             .map_err(|e| store_error(&name, e))?;
-        for part in self.store.all_live() {
-            part.advance(&setup.pattern, self.watermark, &mut self.outcomes);
-            debug_assert!(self.outcomes.is_empty(), "a restore reports nothing again");
-            self.outcomes.clear();
-            self.figures.kept(part, part.rows_kept(), 0);
-            self.figures.partial(0, part);
-        }
-        // The waiting rows keep their numbers (their entries are stored under them); rows to
-        // come are numbered after the last.
         self.seq = meta.seq;
         self.pending.clear();
-        for (seq, key, row) in waiting {
-            self.seq = self.seq.max(seq);
-            self.pending.push(Pending { seq, key, row });
-        }
-        self.stored_up_to = self.seq;
+        self.settle(loaded);
+        Ok(())
+    }
+
+    /// Partitions move with their key groups, and so do their rows waiting for the
+    /// watermark (stored under the partition key); what is not split by key stays or is
+    /// agreed (see [`Meta`]'s combine): MATCH_NUMBER() counts per partition, in its entry.
+    /// Copies that spread partial matches move by snapshot.
+    fn moves_key_groups(&self) -> bool {
+        self.role.is_none()
+    }
+
+    /// Writes what changed to the table, exports the ranges' entries and drops their
+    /// partitions and waiting rows from memory.
+    fn give_key_groups(
+        &mut self,
+        ranges: &[KeyGroupRange],
+    ) -> Result<KeyGroupsGiven, OperatorError> {
+        self.check_movable()?;
+        self.save()?;
+        let figures = &mut self.figures;
+        let pieces = self
+            .store
+            .give(ranges, |part| figures.gone(part))
+            .map_err(|e| store_error(&self.setup.name, e))?;
+        let store = &self.store;
+        self.pending.retain(|p| {
+            let kg = store.key_group(&p.key);
+            !ranges.iter().any(|r| r.contains(kg))
+        });
+        KeyGroupsGiven::new(&self.setup.name, pieces, &self.meta())
+    }
+
+    /// Writes its own waiting rows to the table (so that every waiting row has an entry, as
+    /// the taken ones do), imports the pieces and rebuilds only their partitions and
+    /// waiting rows; rows to come are numbered after the last of every instance.
+    fn take_key_groups(
+        &mut self,
+        pieces: Vec<(KeyGroupRange, Vec<u8>)>,
+        inline: Vec<Option<serde_json::Value>>,
+    ) -> Result<(), OperatorError> {
+        self.check_movable()?;
+        let meta = combine_moved(&self.setup.name, self.meta(), inline)?;
+        self.save()?;
+        let loaded = self
+            .store
+            .take(&self.setup.pattern, &pieces)
+            .map_err(|e| store_error(&self.setup.name, e))?;
+        self.watermark = meta.watermark;
+        self.late = meta.late;
+        self.forwarded = meta.forwarded.unwrap_or(self.forwarded);
+        self.seq = meta.seq;
+        self.settle(loaded);
         Ok(())
     }
 

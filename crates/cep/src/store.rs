@@ -23,7 +23,9 @@ use std::path::PathBuf;
 use ahash::RandomState;
 use std::io::{Read, Write};
 
-use anduin_state::{BackendKind, KeyGroup, KeyedTable, SnapshotKind, TableEntry, TableError};
+use anduin_state::{
+    BackendKind, KeyGroup, KeyGroupRange, KeyedTable, SnapshotKind, TableEntry, TableError,
+};
 
 use super::matcher::{Partition, Pattern, Refused, Row, Starts};
 use super::value::Value;
@@ -38,6 +40,8 @@ pub(crate) enum StoreError {
     UnknownEntry(KeyGroup, Vec<u8>),
     /// Replaying a partition's rows refused one (it cannot: each was taken before).
     Replay(Refused),
+    /// A partition handed over at a live rescale is in memory here already.
+    AlreadyHeld(KeyGroup),
 }
 
 impl From<TableError> for StoreError {
@@ -48,6 +52,17 @@ impl From<TableError> for StoreError {
 
 /// A row waiting for the watermark: its sequence number, its partition key and the row.
 pub(crate) type Waiting = (u64, Box<[u8]>, Row);
+
+/// What a restore or a live rescale's take read back: the rows waiting for the watermark,
+/// by sequence number, and the keys of the partitions rebuilt in memory.
+pub(crate) struct Loaded {
+    pub(crate) waiting: Vec<Waiting>,
+    pub(crate) partitions: Vec<Box<[u8]>>,
+}
+
+/// Partitions in memory, each with whether it changed since the last snapshot and whether
+/// the table has an entry of it.
+type Live = HashMap<Box<[u8]>, (Partition, bool, bool), RandomState>;
 
 /// The sub-key of a partition.
 const PARTITION: &[u8] = b"p";
@@ -73,9 +88,7 @@ fn split_waiting_sub_key(sub_key: &[u8]) -> Option<u64> {
 pub(crate) struct Store {
     kind: BackendKind,
     table: KeyedTable,
-    /// Partitions in memory, each with whether it changed since the last snapshot and
-    /// whether the table has an entry of it.
-    live: HashMap<Box<[u8]>, (Partition, bool, bool), RandomState>,
+    live: Live,
     /// LSM: how many partitions stay in memory before idle ones are dropped.
     cache: usize,
     /// Partitions only in the table.
@@ -281,13 +294,11 @@ impl Store {
     }
 
     /// Writes the changed partitions and the rows that started waiting since the last
-    /// snapshot (`new_waiting`: sequence number, partition key, row) to the table, then its
-    /// snapshot of `kind` to `out`.
-    pub(crate) fn snapshot<'a>(
+    /// snapshot (`new_waiting`: sequence number, partition key, row) to the table: then it
+    /// holds every partition and waiting row as they are in memory.
+    pub(crate) fn save<'a>(
         &mut self,
         new_waiting: impl Iterator<Item = (u64, &'a [u8], &'a Row)>,
-        kind: SnapshotKind,
-        out: &mut dyn Write,
     ) -> Result<(), StoreError> {
         for (key, (part, changed, stored)) in self.live.iter_mut() {
             if std::mem::take(changed) {
@@ -302,53 +313,160 @@ impl Store {
             self.table
                 .put(key, &waiting_sub_key(seq), &self.row_bytes)?;
         }
+        Ok(())
+    }
+
+    /// Writes the table's snapshot of `kind` to `out` (after [`Store::save`]).
+    pub(crate) fn snapshot(
+        &mut self,
+        kind: SnapshotKind,
+        out: &mut dyn Write,
+    ) -> Result<(), StoreError> {
         let _stats = self.table.snapshot(kind, out)?;
         Ok(())
     }
 
-    /// Replaces everything with a full snapshot and the changelogs after it; returns the rows
-    /// that were waiting for the watermark, by sequence number. Partitions with partial
-    /// matches (and, with the heap backend, all of them) are rebuilt in memory.
-    pub(crate) fn restore(
+    /// The key group of partition key `key`, as the exchange routes it.
+    pub(crate) fn key_group(&self, key: &[u8]) -> KeyGroup {
+        self.table.key_group(key)
+    }
+
+    /// A live rescale: the partitions and waiting rows of the key groups of `ranges` leave,
+    /// each range's entries as a full stream (what [`Store::take`] of another instance
+    /// reads), out of the table and out of memory; `gone` sees each partition leaving
+    /// memory. The table must hold them as they are ([`Store::save`] first).
+    pub(crate) fn give(
         &mut self,
-        p: &Pattern,
-        full: &mut dyn Read,
-        changes: &mut [&mut dyn Read],
-    ) -> Result<Vec<Waiting>, StoreError> {
+        ranges: &[KeyGroupRange],
+        mut gone: impl FnMut(&Partition),
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
         let Store {
-            kind,
             table,
             live,
             spilled,
             ..
         } = self;
-        live.clear();
-        *spilled = 0;
-        let mut waiting = Vec::new();
-        table.restore(full, changes, |e: TableEntry<'_>| {
-            if e.sub_key == PARTITION {
-                let part = decode(p, e.value, e.kg)?;
-                if *kind == BackendKind::Heap || !part.is_idle() {
-                    live.insert(e.group_key.into(), (part, false, true));
-                } else {
-                    *spilled += 1;
-                }
-            } else if let Some(seq) = split_waiting_sub_key(e.sub_key) {
-                let mut r = e.value;
-                let row = get_row(&mut r)
-                    .filter(|_| r.is_empty())
-                    .ok_or(StoreError::Corrupt("waiting row", e.kg))?;
-                waiting.push((seq, e.group_key.into(), row));
-            } else {
-                return Err(StoreError::UnknownEntry(
-                    e.kg,
-                    e.sub_key.iter().take(16).copied().collect(),
-                ));
+        if *spilled > 0 {
+            // LSM: the partitions only in the table leave with their key groups.
+            for range in ranges {
+                table.scan(*range, |e: TableEntry<'_>| {
+                    if e.sub_key == PARTITION && !live.contains_key(e.group_key) {
+                        *spilled = spilled.saturating_sub(1);
+                    }
+                    Ok::<(), StoreError>(())
+                })?;
             }
-            Ok(())
-        })?;
-        waiting.sort_by_key(|(seq, _, _)| *seq);
-        Ok(waiting)
+        }
+        let pieces = table.export_each(ranges)?;
+        live.retain(|key, (part, _, _)| {
+            let kg = table.key_group(key);
+            let leaves = ranges.iter().any(|r| r.contains(kg));
+            if leaves {
+                gone(part);
+            }
+            !leaves
+        });
+        Ok(pieces)
+    }
+
+    /// A live rescale: adds the partitions and waiting rows other instances gave
+    /// ([`Store::give`]), each piece with its range, to the table, and rebuilds them in
+    /// memory as a restore does.
+    pub(crate) fn take(
+        &mut self,
+        p: &Pattern,
+        pieces: &[(KeyGroupRange, Vec<u8>)],
+    ) -> Result<Loaded, StoreError> {
+        let (table, mut loader) = self.loading();
+        for (range, piece) in pieces {
+            table.import_scanned(*range, piece, |e| loader.load(p, e))?;
+        }
+        Ok(loader.finish())
+    }
+
+    /// The table, and a loader of its entries into memory.
+    fn loading(&mut self) -> (&mut KeyedTable, Loader<'_>) {
+        let loader = Loader {
+            kind: self.kind,
+            live: &mut self.live,
+            spilled: &mut self.spilled,
+            loaded: Loaded {
+                waiting: Vec::new(),
+                partitions: Vec::new(),
+            },
+        };
+        (&mut self.table, loader)
+    }
+
+    /// Calls `f` with each partition of `keys` in memory, not marking them as changed (a
+    /// restore or a take settles what it read back).
+    pub(crate) fn each_of(&mut self, keys: &[Box<[u8]>], mut f: impl FnMut(&mut Partition)) {
+        for key in keys {
+            if let Some((part, _, _)) = self.live.get_mut(key) {
+                f(part);
+            }
+        }
+    }
+
+    /// Replaces everything with a full snapshot and the changelogs after it; returns what it
+    /// read back. Partitions with partial matches (and, with the heap backend, all of them)
+    /// are rebuilt in memory.
+    pub(crate) fn restore(
+        &mut self,
+        p: &Pattern,
+        full: &mut dyn Read,
+        changes: &mut [&mut dyn Read],
+    ) -> Result<Loaded, StoreError> {
+        self.live.clear();
+        self.spilled = 0;
+        let (table, mut loader) = self.loading();
+        table.restore(full, changes, |e: TableEntry<'_>| loader.load(p, e))?;
+        Ok(loader.finish())
+    }
+}
+
+/// Rebuilds partitions in memory and collects waiting rows from table entries (a restore,
+/// or the key groups a live rescale hands over).
+struct Loader<'s> {
+    kind: BackendKind,
+    live: &'s mut Live,
+    spilled: &'s mut usize,
+    loaded: Loaded,
+}
+
+impl Loader<'_> {
+    fn load(&mut self, p: &Pattern, e: TableEntry<'_>) -> Result<(), StoreError> {
+        if e.sub_key == PARTITION {
+            if self.live.contains_key(e.group_key) {
+                return Err(StoreError::AlreadyHeld(e.kg));
+            }
+            let part = decode(p, e.value, e.kg)?;
+            if self.kind == BackendKind::Heap || !part.is_idle() {
+                let key: Box<[u8]> = e.group_key.into();
+                self.loaded.partitions.push(key.clone());
+                self.live.insert(key, (part, false, true));
+            } else {
+                *self.spilled += 1;
+            }
+        } else if let Some(seq) = split_waiting_sub_key(e.sub_key) {
+            let mut r = e.value;
+            let row = get_row(&mut r)
+                .filter(|_| r.is_empty())
+                .ok_or(StoreError::Corrupt("waiting row", e.kg))?;
+            self.loaded.waiting.push((seq, e.group_key.into(), row));
+        } else {
+            return Err(StoreError::UnknownEntry(
+                e.kg,
+                e.sub_key.iter().take(16).copied().collect(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What it read, the waiting rows by sequence number.
+    fn finish(mut self) -> Loaded {
+        self.loaded.waiting.sort_by_key(|(seq, _, _)| *seq);
+        self.loaded
     }
 }
 

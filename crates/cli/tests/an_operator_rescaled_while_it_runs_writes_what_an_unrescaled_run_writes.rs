@@ -3,9 +3,10 @@
 //! OP parallelism N`, at points set by how far the input has got), and write exactly the
 //! rows of a run that was never rescaled: at each rescale the instances hand the key groups
 //! they lose to their new owners (open windows, buffered join rows, partial matches and rows
-//! waiting for the watermark) while the rest of the query keeps running. A rescale beyond
-//! the instances run, or of an operator that cannot be rescaled, is refused; so is one to
-//! the number of instances it has (nothing would change, nothing is recorded).
+//! waiting for the watermark) while the rest of the query keeps running; each moves only the
+//! key groups that move (its log says `directly=true`), not a snapshot of its whole state. A
+//! rescale beyond the instances run, or of an operator that cannot be rescaled, is refused;
+//! so is one to the number of instances it has (nothing would change, nothing is recorded).
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::{CEP, JOINED, WINDOWED};
 use crate::common;
@@ -21,7 +22,7 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&s
     let expected = slowed::prepare(d, query);
     assert!(expected.len() > 10_000, "the query produces enough rows");
     let flags = [&["--parallelism", "2", "--max-parallelism", "4"][..], extra].concat();
-    let (run, api) = slowed::start(d, &flags);
+    let (run, api, log) = slowed::start_logging(d, &flags, "warn,anduin_runtime::rescale=info");
     let client = anduin_api::Client::new(&api, None).expect("an address");
     let rows_in = || {
         client.metrics("q").map_or(0, |m| {
@@ -63,6 +64,20 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&s
         same(step);
     }
     slowed::finish(d, &api, run, sources, &expected);
+    // Every instance that took part moved only the key groups that moved (no snapshot).
+    let log = log.join().expect("the drain ends with the run");
+    let moves: Vec<&String> = log
+        .iter()
+        .filter(|l| l.contains("key groups moved"))
+        .collect();
+    assert!(
+        !moves.is_empty(),
+        "the moves are logged: {}",
+        log.join("\n")
+    );
+    for m in moves {
+        assert!(m.contains("directly=true"), "{op} moved by snapshot: {m}");
+    }
 }
 
 #[test]
@@ -112,13 +127,7 @@ fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writ
     let (run, api, stderr) =
         slowed::start_checkpointed(d, &["--parallelism", "2", "--max-parallelism", "4"]);
     // Its events are read to the end, so that it never waits on a full pipe.
-    let drain = std::thread::spawn(move || {
-        use std::io::BufRead;
-        stderr
-            .lines()
-            .map_while(Result::ok)
-            .collect::<Vec<String>>()
-    });
+    let drain = slowed::drain(stderr);
     let params = stdout_ok(&ctl(d, &api, &["params", "q", "w"]));
     assert!(params.contains("parallelism"), "{params}");
     stdout_ok(&ctl(d, &api, &["set", "q", "gen", "rate", "1000000"]));

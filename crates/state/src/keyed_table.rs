@@ -283,6 +283,32 @@ impl KeyedTable {
         r.map_err(|e| self.backend_error(e))
     }
 
+    /// A live rescale's giving side: [`KeyedTable::export`] of each of `ranges`, one full
+    /// stream ("piece") per range, in order; what [`KeyedTable::import_scanned`] of another
+    /// instance reads.
+    pub fn export_each(&mut self, ranges: &[KeyGroupRange]) -> Result<Vec<Vec<u8>>, TableError> {
+        let mut pieces = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let mut piece = Vec::new();
+            let _stats = self.export(*range, &mut piece)?;
+            pieces.push(piece);
+        }
+        Ok(pieces)
+    }
+
+    /// A live rescale's taking side: [`KeyedTable::import`] of `piece` (what
+    /// [`KeyedTable::export_each`] of another instance wrote for `range`), then `f` with each
+    /// entry of `range`, as [`KeyedTable::scan`] calls it, to rebuild them in memory.
+    pub fn import_scanned<E: From<TableError>>(
+        &mut self,
+        range: KeyGroupRange,
+        piece: &[u8],
+        f: impl FnMut(TableEntry<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let _count = self.import(range, &mut &piece[..])?;
+        self.scan(range, f)
+    }
+
     /// Adds the entries of `input` (what [`KeyedTable::export`] wrote for `range`), recorded
     /// as puts for the next changelog; returns how many. The table must hold nothing in
     /// `range` (a range moves only to an instance that does not own it), and every entry must

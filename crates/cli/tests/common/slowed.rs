@@ -19,9 +19,9 @@ pub fn prepare(d: &Path, query: &str) -> Vec<String> {
     output_rows(&d.join("reference.csv"))
 }
 
-/// Starts `anduin run q.flow` in `d` (query `q`, output `out.csv`, batches of 200 rows sent
-/// at least every 20 ms) with `flags`; the run and its API's address.
-pub fn start(d: &Path, flags: &[&str]) -> (ChildGuard, String) {
+/// `anduin run q.flow` in `d` (query `q`, output `out.csv`, batches of 200 rows sent at
+/// least every 20 ms) with `flags`.
+fn run_command(d: &Path, flags: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_anduin"));
     command
         .args(["run", "q.flow", "-q", "--var", "OUTPUT=out.csv"])
@@ -31,8 +31,40 @@ pub fn start(d: &Path, flags: &[&str]) -> (ChildGuard, String) {
         .env("XDG_RUNTIME_DIR", d.join("rt"))
         .env_remove("RUST_LOG")
         .stdout(Stdio::null());
-    let (run, api, _stderr) = start_with_api(command);
+    command
+}
+
+/// Starts `anduin run q.flow` in `d` (query `q`, output `out.csv`, batches of 200 rows sent
+/// at least every 20 ms) with `flags`; the run and its API's address.
+pub fn start(d: &Path, flags: &[&str]) -> (ChildGuard, String) {
+    let (run, api, _stderr) = start_with_api(run_command(d, flags));
     (run, api)
+}
+
+/// [`start`] logging as `RUST_LOG=log` says; also its stderr's lines, once it has ended.
+pub fn start_logging(
+    d: &Path,
+    flags: &[&str],
+    log: &str,
+) -> (ChildGuard, String, std::thread::JoinHandle<Vec<String>>) {
+    let mut command = run_command(d, flags);
+    command.env("RUST_LOG", log);
+    let (run, api, stderr) = start_with_api(command);
+    (run, api, drain(stderr))
+}
+
+/// The lines of `stderr`, read to the end on a thread (so that the run never waits on a
+/// full pipe), for when the run has ended.
+pub fn drain(
+    stderr: std::io::BufReader<std::process::ChildStderr>,
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        stderr
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    })
 }
 
 /// How many instances own `operator`'s key groups now (its `parallelism` param).

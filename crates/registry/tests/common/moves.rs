@@ -113,15 +113,45 @@ fn hand(ops: &mut [Box<dyn Operator>], from: usize, to: usize, range: KeyGroupRa
         .expect("the taker")
         .take_key_groups(pieces, vec![given.inline])
         .expect("takes the range");
+    for op in ops.iter() {
+        // What an operator counts as it goes (a debug build checks it against what it holds).
+        let _figures = op.metrics();
+    }
+}
+
+/// After a move: each of `ops` takes a full checkpoint (the runtime's next after a move),
+/// which must hold only its own key groups (`owns`, instance by instance); with `restore`,
+/// each is a fresh `make()` restored from it.
+fn checkpointed_after_move(
+    make: &dyn Fn() -> Box<dyn Operator>,
+    ops: Vec<Box<dyn Operator>>,
+    owns: &[Vec<KeyGroupRange>],
+    restore: bool,
+) -> Vec<Box<dyn Operator>> {
+    ops.into_iter()
+        .zip(owns)
+        .map(|(mut op, own)| {
+            let full = checkpoint(&mut op, false);
+            if let Err(e) = cut_full("op", &full.bytes, own) {
+                panic!("the checkpoint after the move holds what is not its own: {e}");
+            }
+            if restore {
+                restored(make, vec![full])
+            } else {
+                op
+            }
+        })
+        .collect()
 }
 
 /// What the two instances and the one wrote, each sorted: `make()` one instance alone,
 /// another idle beside it (watermarks only); at arrival `n / 3` half the key groups move to
-/// the idle one, both take a full checkpoint that must hold only their own key groups (the
-/// runtime's next after a move), and with `restore` both are restored from it at once; at
-/// `n / 2` a full checkpoint, and at `2 n / 3` the changes after it, from which both are
-/// restored with `restore`; at `3 n / 4` a quarter of the key groups moves back into what
-/// the first still holds. Without `restore`, the instances never leave memory.
+/// the idle one; at `n / 2` a full checkpoint, and at `2 n / 3` the changes after it, from
+/// which both are restored with `restore`; at `3 n / 4` a quarter of the key groups moves
+/// back into what the first still holds; then the end of the input. After each move, both
+/// take a full checkpoint that must hold only their own key groups (the runtime's next after
+/// a move), and with `restore` both are restored from it at once. Without `restore`, the
+/// instances never leave memory.
 pub fn handed_back_and_forth(
     make: &dyn Fn() -> Box<dyn Operator>,
     arrivals: &[Arrival],
@@ -144,6 +174,7 @@ pub fn handed_back_and_forth(
     for op in &mut one {
         op.handle_watermark(Watermark::MAX, &mut expected)
             .expect("ends");
+        op.on_end_of_input(&mut expected).expect("ends");
     }
 
     let mut got = Formatted::new(", ");
@@ -159,21 +190,7 @@ pub fn handed_back_and_forth(
         if i == n / 3 {
             hand(&mut ops, 0, 1, high);
             owns = vec![vec![low], vec![high]];
-            ops = ops
-                .into_iter()
-                .zip([low, high])
-                .map(|(mut op, own)| {
-                    let full = checkpoint(&mut op, false);
-                    if let Err(e) = cut_full("op", &full.bytes, &[own]) {
-                        panic!("the checkpoint after the move holds what is not its own: {e}");
-                    }
-                    if restore {
-                        restored(make, vec![full])
-                    } else {
-                        op
-                    }
-                })
-                .collect();
+            ops = checkpointed_after_move(make, ops, &owns, restore);
         }
         if i == n / 2 {
             fulls = ops.iter_mut().map(|op| checkpoint(op, false)).collect();
@@ -194,14 +211,34 @@ pub fn handed_back_and_forth(
                 vec![low, top],
                 vec![KeyGroupRange::new(high.start, top.start)],
             ];
+            ops = checkpointed_after_move(make, ops, &owns, restore);
         }
         feed(&mut ops, &owns, arrival, &mut got);
     }
     for op in &mut ops {
         op.handle_watermark(Watermark::MAX, &mut got).expect("ends");
+        op.on_end_of_input(&mut got).expect("ends");
     }
     let (mut got, mut expected) = (got.rows, expected.rows);
     got.sort();
     expected.sort();
     (got, expected)
+}
+
+/// The figure `metric` of one `make()` fed the arrivals before the first move of
+/// [`handed_back_and_forth`] (what the giver holds when it gives).
+pub fn figure_at_the_first_move(
+    make: &dyn Fn() -> Box<dyn Operator>,
+    arrivals: &[Arrival],
+    metric: &str,
+) -> u64 {
+    let all = KeyGroupRange::new(0, DEFAULT_MAX_KEY_GROUPS.get());
+    let mut ops = vec![make()];
+    let mut out = Formatted::new(", ");
+    for arrival in arrivals.iter().take(arrivals.len() / 3) {
+        feed(&mut ops, &[vec![all]], arrival, &mut out);
+    }
+    let figures = ops.first().expect("one").metrics();
+    let figure = figures.iter().find(|(name, _)| *name == metric);
+    figure.unwrap_or_else(|| panic!("no figure {metric}")).1
 }

@@ -103,12 +103,7 @@ impl Checkpointed {
     ) -> Result<Vec<Vec<u8>>, CheckpointError> {
         // The table first holds every key as it is in memory.
         self.save(store)?;
-        let mut pieces = Vec::with_capacity(ranges.len());
-        for range in ranges {
-            let mut piece = Vec::new();
-            let _stats = self.table.export(*range, &mut piece)?;
-            pieces.push(piece);
-        }
+        let pieces = self.table.export_each(ranges)?;
         let table = &self.table;
         let [left, right] = store.keys.remove_where(|key| {
             let kg = table.key_group(key);
@@ -128,8 +123,8 @@ impl Checkpointed {
     ) -> Result<(), CheckpointError> {
         let mut loader = Loader::new(&self.values, store);
         for (range, bytes) in pieces {
-            let _count = self.table.import(*range, &mut bytes.as_slice())?;
-            self.table.scan(*range, |e| loader.load(e))?;
+            self.table
+                .import_scanned(*range, bytes, |e| loader.load(e))?;
         }
         loader.finish(&self.values, &self.schemas, store)
     }

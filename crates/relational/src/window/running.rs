@@ -395,13 +395,13 @@ impl Operator for Window {
             // Written to the table as they are in memory, then exported from it.
             Open::Sessions(s) => {
                 s.save(table, states, setup)?;
-                let pieces = export(table, ranges)?;
+                let pieces = table.export_each(ranges)?;
                 s.by_key.retain(|_, (row, _)| !given(table, row));
                 pieces
             }
             Open::Count(c) => {
                 c.save(table, states, setup)?;
-                let pieces = export(table, ranges)?;
+                let pieces = table.export_each(ranges)?;
                 c.by_key.retain(|_, (row, _)| !given(table, row));
                 pieces
             }
@@ -520,18 +520,6 @@ fn restored(name: &str, e: &TableEntry<'_>) -> Result<Restored, OperatorError> {
     })
 }
 
-/// The entries of the key groups of each of `ranges`, one full stream per range, out of
-/// `table` (a live rescale gives them away).
-fn export(table: &mut KeyedTable, ranges: &[KeyGroupRange]) -> Result<Vec<Vec<u8>>, OperatorError> {
-    let mut pieces = Vec::with_capacity(ranges.len());
-    for range in ranges {
-        let mut piece = Vec::new();
-        let _stats = table.export(*range, &mut piece)?;
-        pieces.push(piece);
-    }
-    Ok(pieces)
-}
-
 /// The entries another instance exported for `range` (`bytes`), added to `table` and read
 /// back, each of the kind `tag`.
 fn import(
@@ -542,9 +530,8 @@ fn import(
     tag: u8,
 ) -> Result<Vec<Restored>, OperatorError> {
     let name = &setup.name;
-    let _count = table.import(range, &mut &bytes[..])?;
     let mut entries = Vec::new();
-    table.scan(range, |e: TableEntry<'_>| {
+    table.import_scanned(range, bytes, |e: TableEntry<'_>| {
         entries.push(restored(name, &e)?);
         Ok::<(), OperatorError>(())
     })?;
