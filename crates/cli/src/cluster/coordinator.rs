@@ -114,6 +114,9 @@ pub enum ExitPoint {
     /// A checkpoint given up (and recorded so in the catalog), its files removed, and
     /// nothing begun after it.
     CheckpointGivenUp,
+    /// A param change applied by every instance and recorded in the catalog, before `ctl
+    /// set` is answered and before the checkpoint whose barrier carried it completes.
+    ParameterRecorded,
 }
 
 /// A registered worker.

@@ -17,6 +17,7 @@
 //! instances, or a failed executor's, are restored alone on live workers ([`restore`]).
 
 pub mod client;
+mod controls;
 pub mod coordinator;
 mod driver;
 pub mod executor;
