@@ -162,8 +162,17 @@ fn a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpo
     });
     // The coordinator exits once the change is in its catalog: `ctl` gets no answer.
     let _ = ctl(d, &api(&cluster), &["set", "q", "low", "condition", NEW]);
-    let exited = cluster.coordinator.0.wait().expect("the coordinator ends");
-    assert_eq!(exited.code(), Some(137), "{}", cluster.logs());
+    let mut exited = None;
+    wait_until("the coordinator to exit once the change is in its catalog", || {
+        exited = cluster.coordinator.0.try_wait().ok().flatten();
+        exited.is_some()
+    });
+    assert_eq!(
+        exited.and_then(|e| e.code()),
+        Some(137),
+        "{}",
+        cluster.logs()
+    );
     cluster.setup.coordinator_flags.clear();
     cluster.restart_coordinator();
 
