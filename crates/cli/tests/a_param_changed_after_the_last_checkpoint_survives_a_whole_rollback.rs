@@ -100,6 +100,21 @@ fn a_param_changed_after_the_last_checkpoint_survives_a_whole_rollback() {
             .is_some_and(|h| h.iter().any(|r| r["new"] == NEW && r["epoch"] == 1)),
         "{history}"
     );
+    // The coordinator's typed events: checkpoint 1 went through `checkpointing`, and the
+    // query rolled back to it as a whole.
+    let events = cluster.life_events();
+    assert!(
+        events.iter().any(|e| e["event"] == "transition"
+            && e["to"]["state"] == "checkpointing"
+            && e["to"]["epoch"] == 1),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "whole_query_rollback" && e["to"] == 1),
+        "{events:?}"
+    );
     assert!(
         output_rows(&d.join("out")) == switched_at(&every, switch),
         "the output is not the rows before checkpoint 1 (row {switch}) under the old condition and the rest under the new\n{logs}"

@@ -18,6 +18,7 @@ use anduin_coordinator::life::{step, Action, Input, LifeEvent, QueryLife, QueryS
 use anduin_coordinator::{QueryId, WorkerId};
 
 use super::driver::{self, Attempt};
+use super::life_events::LifeEvents;
 use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator, ToWorker};
 use super::scheduler::{self, Processes, Scheduler, Static};
 use super::secret::{check_listen, SecretArgs};
@@ -198,6 +199,8 @@ pub struct State {
     /// The durable catalog: what a restarted coordinator starts from (also the ends of the
     /// parts its queries' attempts had when it took them over).
     pub catalog: Catalog,
+    /// Where the queries' life events are appended (`STATE_DIR/events.jsonl`).
+    pub life_events: LifeEvents,
 }
 
 impl State {
@@ -215,11 +218,17 @@ impl State {
                 return Vec::new();
             }
         };
-        let moved = next.life.state() != q.life.state();
+        // A checkpoint begun or ended is no state to recover: the catalog keeps `running`.
+        let running = |s: &QueryState| {
+            matches!(s, QueryState::Running | QueryState::Checkpointing { .. })
+        };
+        let moved = next.life.state() != q.life.state()
+            && !(running(next.life.state()) && running(q.life.state()));
         q.life = next.life;
         q.status.state = state_name(q.life.state()).into();
         for e in &next.events {
             tracing::info!(query = name, event = ?e, "query life");
+            self.life_events.append(name, e);
             if let LifeEvent::WholeQueryRollback { to, why } = e {
                 let to =
                     to.map_or_else(|| "the beginning".into(), |e| format!("checkpoint {}", e.0));
@@ -325,7 +334,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         ),
         _ => Box::new(Static),
     };
-    let (state, resumed) = from_catalog(catalog);
+    let (state, resumed) = from_catalog(catalog, LifeEvents::open(&args.state_dir));
     let registry = Registry::new();
     let api = ApiServer::start(
         ApiConfig {
@@ -394,7 +403,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
 
 /// What the catalog of a restarted coordinator says: its workers (awaited until they
 /// reconnect) and the queries it was running, to re-attach to.
-fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
+fn from_catalog(catalog: Catalog, life_events: LifeEvents) -> (State, Vec<(String, Submission)>) {
     let c = catalog.state();
     let now = Instant::now();
     let workers: BTreeMap<u32, WorkerEntry> = c
@@ -485,6 +494,7 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
         queries,
         next_worker,
         catalog,
+        life_events,
     };
     (state, resumed)
 }
@@ -494,7 +504,8 @@ pub fn state_name(s: &QueryState) -> &'static str {
     match s {
         QueryState::Submitted => "submitted",
         QueryState::Scheduling => "scheduling",
-        QueryState::Running | QueryState::Checkpointing { .. } => "running",
+        QueryState::Running => "running",
+        QueryState::Checkpointing { .. } => "checkpointing",
         QueryState::Recovering { .. } => "recovering",
         QueryState::Stopping => "stopping",
         QueryState::Finished => "finished",

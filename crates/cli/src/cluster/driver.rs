@@ -1629,6 +1629,41 @@ struct LastCheckpoint {
     producers: BTreeMap<usize, Vec<usize>>,
 }
 
+impl LastCheckpoint {
+    /// Tells the query's life of a checkpoint begun (while it runs with none in flight) or
+    /// ended (the one in flight): it goes through `checkpointing`. Checkpoints the life does
+    /// not follow (begun while it recovers) are left out rather than refused.
+    fn feed_life(&self, event: &EngineEvent) {
+        let input = match event {
+            EngineEvent::CheckpointStarted { epoch, .. } => Input::CheckpointStarted {
+                epoch: anduin_types::Epoch(*epoch),
+            },
+            EngineEvent::CheckpointCompleted { epoch, .. } => Input::CheckpointCompleted {
+                epoch: anduin_types::Epoch(*epoch),
+            },
+            EngineEvent::CheckpointFailed { epoch, reason } => Input::CheckpointFailed {
+                epoch: anduin_types::Epoch(*epoch),
+                cause: reason.clone(),
+            },
+            _ => return,
+        };
+        let mut state = self.cluster.lock();
+        let follows = state.queries.get(&self.query).is_some_and(|q| {
+            match (q.life.state(), &input) {
+                (QueryState::Running, Input::CheckpointStarted { .. }) => true,
+                (
+                    QueryState::Checkpointing { epoch },
+                    Input::CheckpointCompleted { epoch: e } | Input::CheckpointFailed { epoch: e, .. },
+                ) => epoch == e,
+                _ => false,
+            }
+        });
+        if follows {
+            state.feed(&self.query, &input);
+        }
+    }
+}
+
 impl Subscriber for LastCheckpoint {
     fn event(&self, event: &EngineEvent) {
         if let EngineEvent::TasksLost { last_complete } = event {
@@ -1663,6 +1698,7 @@ impl Subscriber for LastCheckpoint {
             drop(state);
             self.cluster.changed.notify_all();
         }
+        self.feed_life(event);
         if let EngineEvent::CheckpointFailed { epoch, .. } = event {
             // Recorded before the checkpoint's files are removed (the checkpoint coordinator
             // removes them once its subscribers have heard): a coordinator that takes the

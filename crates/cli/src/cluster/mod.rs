@@ -22,6 +22,7 @@ pub mod coordinator;
 mod driver;
 pub mod executor;
 pub mod figures;
+mod life_events;
 pub mod local;
 pub mod proto;
 mod restore;
