@@ -92,8 +92,7 @@ fn a_param_changed_after_the_last_checkpoint_survives_a_whole_rollback() {
     assert_eq!(status["attempt"], 2, "a whole rollback: {status}\n{logs}");
     // The new attempt's control plane has the change, given with checkpoint 1's restore.
     let history: serde_json::Value =
-        serde_json::from_str(&stdout_ok(&ctl(d, &api, &["--json", "history", "q"])))
-            .expect("json");
+        serde_json::from_str(&stdout_ok(&ctl(d, &api, &["--json", "history", "q"]))).expect("json");
     assert!(
         history
             .as_array()

@@ -163,10 +163,13 @@ fn a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpo
     // The coordinator exits once the change is in its catalog: `ctl` gets no answer.
     let _ = ctl(d, &api(&cluster), &["set", "q", "low", "condition", NEW]);
     let mut exited = None;
-    wait_until("the coordinator to exit once the change is in its catalog", || {
-        exited = cluster.coordinator.0.try_wait().ok().flatten();
-        exited.is_some()
-    });
+    wait_until(
+        "the coordinator to exit once the change is in its catalog",
+        || {
+            exited = cluster.coordinator.0.try_wait().ok().flatten();
+            exited.is_some()
+        },
+    );
     assert_eq!(
         exited.and_then(|e| e.code()),
         Some(137),
@@ -177,11 +180,14 @@ fn a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpo
     cluster.restart_coordinator();
 
     let mut history = String::new();
-    wait_until("the change in the history of the restarted coordinator", || {
-        let out = ctl(d, &api(&cluster), &["history", "q"]);
-        history = String::from_utf8_lossy(&out.stdout).into_owned();
-        history.contains(NEW)
-    });
+    wait_until(
+        "the change in the history of the restarted coordinator",
+        || {
+            let out = ctl(d, &api(&cluster), &["history", "q"]);
+            history = String::from_utf8_lossy(&out.stdout).into_owned();
+            history.contains(NEW)
+        },
+    );
     // A checkpoint of the restarted coordinator, then the worker that runs the filter
     // killed: its instances are restored from that checkpoint.
     let taken_over_at = cluster.status("q")["last_checkpoint"].as_u64().unwrap_or(0);

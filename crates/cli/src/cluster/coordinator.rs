@@ -219,9 +219,8 @@ impl State {
             }
         };
         // A checkpoint begun or ended is no state to recover: the catalog keeps `running`.
-        let running = |s: &QueryState| {
-            matches!(s, QueryState::Running | QueryState::Checkpointing { .. })
-        };
+        let running =
+            |s: &QueryState| matches!(s, QueryState::Running | QueryState::Checkpointing { .. });
         let moved = next.life.state() != q.life.state()
             && !(running(next.life.state()) && running(q.life.state()));
         q.life = next.life;

@@ -1648,16 +1648,19 @@ impl LastCheckpoint {
             _ => return,
         };
         let mut state = self.cluster.lock();
-        let follows = state.queries.get(&self.query).is_some_and(|q| {
-            match (q.life.state(), &input) {
-                (QueryState::Running, Input::CheckpointStarted { .. }) => true,
-                (
-                    QueryState::Checkpointing { epoch },
-                    Input::CheckpointCompleted { epoch: e } | Input::CheckpointFailed { epoch: e, .. },
-                ) => epoch == e,
-                _ => false,
-            }
-        });
+        let follows =
+            state
+                .queries
+                .get(&self.query)
+                .is_some_and(|q| match (q.life.state(), &input) {
+                    (QueryState::Running, Input::CheckpointStarted { .. }) => true,
+                    (
+                        QueryState::Checkpointing { epoch },
+                        Input::CheckpointCompleted { epoch: e }
+                        | Input::CheckpointFailed { epoch: e, .. },
+                    ) => epoch == e,
+                    _ => false,
+                });
         if follows {
             state.feed(&self.query, &input);
         }

@@ -119,7 +119,10 @@ mod tests {
         assert!(lines
             .iter()
             .all(|l| l["query"] == "q" && l["at_ms"].is_u64()));
-        assert_eq!(lines.first().map(|l| &l["event"]), Some(&"checkpoint_aborted".into()));
+        assert_eq!(
+            lines.first().map(|l| &l["event"]),
+            Some(&"checkpoint_aborted".into())
+        );
         assert_eq!(lines.last().map(|l| &l["to"]), Some(&2.into()));
     }
 }
