@@ -16,6 +16,10 @@
 //! - when the rescale's checkpoint failed (injected): instances restored alone from the
 //!   checkpoint before would hold key groups as before the rescale while the others hold them
 //!   as after, so the query rolls back as a whole, to the two owners that checkpoint recorded.
+//!
+//! A coordinator killed right after recording a rescale (`--inject-exit-after
+//! parameter-recorded`), before the rescale's checkpoint completed, is not taken over by the
+//! restarted one, for the same reason: the query rolls back as a whole, undoing the rescale.
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::WINDOWED;
 use crate::common;
@@ -481,4 +485,49 @@ fn a_keyed_window_killed_after_a_rescale_no_checkpoint_covers_rolls_back_as_a_wh
     );
     q.scale("1");
     q.finish(Some(1));
+}
+
+#[test]
+fn a_keyed_window_rescaled_just_before_its_coordinator_died_rolls_back_as_a_whole() {
+    // Checkpoint 1 on demand; the rescale rides on checkpoint 2, and the coordinator exits
+    // once it has recorded the rescale, before checkpoint 2 completes.
+    let mut q = Rescaled::start(&Options {
+        on_demand: true,
+        coordinator: vec!["--inject-exit-after", "parameter-recorded"],
+        ..Options::default()
+    });
+    let seen = q.rows_in();
+    wait_until("more rows into the window", || q.rows_in() > seen + 1000);
+    let _ = ctl(q.dir(), &q.api, &["scale", "q", "w", "4"]);
+    wait_until(
+        "the coordinator to exit once the rescale is in its catalog",
+        || matches!(q.cluster.coordinator.0.try_wait(), Ok(Some(_))),
+    );
+    q.cluster.setup.coordinator_flags.clear();
+    q.cluster.restart_coordinator();
+    q.api = std::fs::read_to_string(q.cluster.dir.path().join("coordinator/api.url"))
+        .expect("the restarted coordinator wrote its API's URL")
+        .trim()
+        .trim_start_matches("http://")
+        .to_string();
+    // The running instances hold key groups as after the rescale, its last checkpoint as
+    // before: the restarted coordinator does not take the attempt over.
+    wait_until("the new attempt", || {
+        q.cluster.status("q")["attempt"]
+            .as_u64()
+            .is_some_and(|a| a >= 2)
+    });
+    wait_until("the new attempt runs", || q.owners().is_some());
+    assert_eq!(
+        q.owners().as_deref(),
+        Some("2"),
+        "the rollback undoes the rescale\n{}",
+        q.cluster.logs()
+    );
+    let log = q.cluster.coordinator_log();
+    assert!(
+        log.contains("rolls back as a whole, undoing the rescale"),
+        "{log}"
+    );
+    q.finish(Some(2));
 }

@@ -12,6 +12,9 @@
 //! - [`take_over`] and [`newest_begun`]: how a coordinator takes over the running attempt of
 //!   one that died: which parts it waits for, and after which checkpoint it numbers its own
 //!   (never as one its predecessors may have begun).
+//! - [`controls`]: which param changes the catalog recorded after a checkpoint a resumed
+//!   attempt is given again (a taken-over one at their epochs; a rolled-back one at the
+//!   checkpoint's, its rescales undone).
 //! - [`catalog`]: queries, plans, placements, checkpoint pointers, parameters and control
 //!   history, kept durable in a state directory as HDFS keeps its namespace: a snapshot (the
 //!   fsimage) plus an edit log of checksummed records, each fsynced before it is acknowledged.
@@ -33,6 +36,7 @@
 
 pub mod autoscale;
 pub mod catalog;
+pub mod controls;
 mod heartbeat;
 mod ids;
 pub mod life;

@@ -70,7 +70,7 @@ fn edit() -> impl Strategy<Value = Edit> {
                 query, attempt, part, host, incarnation, error
             }),
         3 => (query.clone(), "[a-c]", "[x-z]", "[0-9]{1,3}").prop_map(|(query, operator, param, value)| {
-            Edit::ParameterSet { query, operator, param, value, origin: "ctl".into(), epoch: None, at_ms: 1 }
+            Edit::ParameterSet { query, operator, param, value, origin: "ctl".into(), epoch: None, at_ms: 1, seq: Some(1), old: None }
         }),
         1 => query.prop_map(|query| Edit::QueryForgotten { query }),
     ]

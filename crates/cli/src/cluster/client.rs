@@ -212,10 +212,15 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
             }
         };
         unreachable_since = None;
-        // A new state, or a new reason within one (what a scheduling query waits for).
-        if status.state != last_state || status.error != last_error {
+        // A new state, or a new reason within one (what a scheduling query waits for); a
+        // checkpoint begun or ended is not one.
+        let state = match status.state.as_str() {
+            "checkpointing" => "running".to_string(),
+            other => other.to_string(),
+        };
+        if state != last_state || status.error != last_error {
             eprintln!("anduin: query {query}: {}", describe(&status));
-            last_state = status.state.clone();
+            last_state = state;
             last_error = status.error.clone();
         }
         if status.is_over() {

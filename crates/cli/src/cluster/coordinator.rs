@@ -18,6 +18,7 @@ use anduin_coordinator::life::{step, Action, Input, LifeEvent, QueryLife, QueryS
 use anduin_coordinator::{QueryId, WorkerId};
 
 use super::driver::{self, Attempt};
+use super::life_events::LifeEvents;
 use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator, ToWorker};
 use super::scheduler::{self, Processes, Scheduler, Static};
 use super::secret::{check_listen, SecretArgs};
@@ -123,6 +124,9 @@ pub enum ExitPoint {
     /// A checkpoint given up (and recorded so in the catalog), its files removed, and
     /// nothing begun after it.
     CheckpointGivenUp,
+    /// A param change applied by every instance and recorded in the catalog, before `ctl
+    /// set` is answered and before the checkpoint whose barrier carried it completes.
+    ParameterRecorded,
 }
 
 /// Which edit's write fails under `--inject-catalog-failure-at`.
@@ -262,6 +266,8 @@ pub struct State {
     pub catalog: Catalog,
     /// Testing: the edit whose write fails.
     fail_at: Option<FailingEdit>,
+    /// Where the queries' life events are appended (`STATE_DIR/events.jsonl`).
+    pub life_events: LifeEvents,
 }
 
 impl State {
@@ -279,11 +285,16 @@ impl State {
                 return Vec::new();
             }
         };
-        let moved = next.life.state() != q.life.state();
+        // A checkpoint begun or ended is no state to recover: the catalog keeps `running`.
+        let running =
+            |s: &QueryState| matches!(s, QueryState::Running | QueryState::Checkpointing { .. });
+        let moved = next.life.state() != q.life.state()
+            && !(running(next.life.state()) && running(q.life.state()));
         q.life = next.life;
         q.status.state = state_name(q.life.state()).into();
         for e in &next.events {
             tracing::info!(query = name, event = ?e, "query life");
+            self.life_events.append(name, e);
             if let LifeEvent::WholeQueryRollback { to, why } = e {
                 let to =
                     to.map_or_else(|| "the beginning".into(), |e| format!("checkpoint {}", e.0));
@@ -418,7 +429,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         ),
         _ => Box::new(Static),
     };
-    let (mut state, resumed) = from_catalog(catalog);
+    let (mut state, resumed) = from_catalog(catalog, LifeEvents::open(&args.state_dir));
     state.fail_at = args.inject_catalog_failure_at;
     let registry = Registry::new();
     let api = ApiServer::start(
@@ -489,7 +500,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
 
 /// What the catalog of a restarted coordinator says: its workers (awaited until they
 /// reconnect) and the queries it was running, to re-attach to.
-fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
+fn from_catalog(catalog: Catalog, life_events: LifeEvents) -> (State, Vec<(String, Submission)>) {
     let c = catalog.state();
     let now = Instant::now();
     let workers: BTreeMap<u32, WorkerEntry> = c
@@ -581,6 +592,7 @@ fn from_catalog(catalog: Catalog) -> (State, Vec<(String, Submission)>) {
         next_worker,
         catalog,
         fail_at: None,
+        life_events,
     };
     (state, resumed)
 }
@@ -590,7 +602,8 @@ pub fn state_name(s: &QueryState) -> &'static str {
     match s {
         QueryState::Submitted => "submitted",
         QueryState::Scheduling => "scheduling",
-        QueryState::Running | QueryState::Checkpointing { .. } => "running",
+        QueryState::Running => "running",
+        QueryState::Checkpointing { .. } => "checkpointing",
         QueryState::Recovering { .. } => "recovering",
         QueryState::Stopping => "stopping",
         QueryState::Finished => "finished",

@@ -22,12 +22,14 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 
 use anduin_coordinator::catalog::{CheckpointPointer, Edit};
+use anduin_coordinator::controls::Resumed;
 use anduin_coordinator::life::{Input, QueryState};
 use anduin_coordinator::{
     newest_begun, take_over as decide_take_over, Constraint, Host, NumberingFacts, PartFacts,
     QueryId, TakeOver, TaskNeed, TaskRef, WorkerFacts, WorkerId,
 };
 
+use super::controls;
 use super::coordinator::{Cluster, ExitPoint, Link, State};
 use super::figures::Sample;
 use super::proto::{self, Deployment, Submission, ToExecutor, ToWorker};
@@ -491,6 +493,14 @@ fn attempt(
         Recovery::From(v) => v,
     };
     let restore_epoch = restore.as_ref().map(|v| v.manifest.epoch);
+    // The changes made after that checkpoint: restored with it, or sent again when there
+    // is none.
+    let reapply = controls::after_checkpoint(cluster, name, restore.as_ref(), Resumed::Rollback);
+    let (carried, again) = if restore.is_some() {
+        (reapply.changes, Vec::new())
+    } else {
+        (Vec::new(), reapply.changes)
+    };
     let workers: BTreeSet<u32> = placement.iter().copied().collect();
     {
         let mut state = cluster.lock();
@@ -530,6 +540,7 @@ fn attempt(
                 checkpoint_dir: dir.to_path_buf(),
                 checkpoint_store: cluster.store.for_executors(name),
                 restore: restore_epoch,
+                controls: carried.clone(),
                 coordinator: cluster.addr,
                 incarnation: 0,
             };
@@ -548,7 +559,7 @@ fn attempt(
     let addresses: BTreeMap<u32, SocketAddr> =
         executors.iter().map(|(w, (_, addr))| (*w, *addr)).collect();
     let checkpointer = match start_checkpointer(
-        cluster, name, compiled, dir, &placement, restore, None, number,
+        cluster, name, compiled, dir, &placement, restore, carried, None, number,
     ) {
         Ok(c) => c,
         Err(e) => {
@@ -569,12 +580,20 @@ fn attempt(
         "anduin: query {name}, attempt {number}: running on {} workers",
         workers.len()
     );
+    if !again.is_empty() {
+        let control = current(&cluster.lock(), name, number).and_then(|a| a.control.clone());
+        if let Some(control) = control {
+            controls::send_again(name, control, again);
+        }
+    }
     run_to_end(cluster, name, compiled, dir, number, checkpointer)
 }
 
 /// Starts the checkpoint coordinator of an attempt whose executors have reported (all, or all
 /// but those of parts lost while no coordinator ran): each task instance's commands go to the
-/// executor that runs its part.
+/// executor that runs its part. `carried`: the param changes the catalog recorded after
+/// `restore` that the attempt has (taken over) or is given with the restore (rolled back);
+/// its control plane starts from them too, and records every change it applies.
 #[allow(clippy::too_many_arguments)]
 fn start_checkpointer(
     cluster: &Arc<Cluster>,
@@ -582,10 +601,18 @@ fn start_checkpointer(
     compiled: &Compiled,
     dir: &Path,
     placement: &[u32],
-    restore: Option<Validated>,
+    mut restore: Option<Validated>,
+    carried: Vec<anduin_checkpoint::ChangeRecord>,
     taking_over: Option<anduin_types::Epoch>,
     number: u64,
 ) -> Result<std::thread::JoinHandle<()>> {
+    let carried_alone = match restore.as_mut() {
+        Some(v) => {
+            v.manifest.controls.extend(carried);
+            Vec::new()
+        }
+        None => carried,
+    };
     let (events_rx, control_events, figures) = {
         let state = cluster.lock();
         let a = state
@@ -619,6 +646,11 @@ fn start_checkpointer(
     control.refuse_stop(format!(
         "stopping a query on a cluster is not supported yet: cancel it with `anduin cancel {name}` (its output stays exactly once, up to its last checkpoint)"
     ));
+    if !carried_alone.is_empty() {
+        // Taken over before any checkpoint completed: the changes are all it knows.
+        control.restored(0, &carried_alone);
+    }
+    control.record_changes_with(controls::recorder(cluster, name));
     cluster.api.remove(name);
     cluster
         .api
@@ -899,6 +931,23 @@ fn take_over(
     start_the_unstarted(cluster, name, number, &executors);
     let store = cluster.store.store(name)?;
     let (_, restore) = store.choose_restore()?;
+    // The executors have the changes made since that checkpoint; the control plane is told
+    // of them. A rescale among them cannot be taken over.
+    let reapply = controls::after_checkpoint(cluster, name, restore.as_ref(), Resumed::TakeOver);
+    if let Some(r) = &reapply.not_taken_over {
+        let why = controls::not_taken_over(r, restore.as_ref());
+        eprintln!("anduin: query {name}, attempt {number}: {why}");
+        return Ok(wind_down(
+            cluster,
+            name,
+            number,
+            Outcome::Failed {
+                why: why.clone(),
+                worker: None,
+                fallback: Some(why),
+            },
+        ));
+    }
     let newest_given_up = cluster
         .lock()
         .catalog
@@ -920,6 +969,7 @@ fn take_over(
         dir,
         &placement,
         restore,
+        reapply.changes,
         Some(taking_over),
         number,
     ) {
@@ -1603,6 +1653,44 @@ struct LastCheckpoint {
     producers: BTreeMap<usize, Vec<usize>>,
 }
 
+impl LastCheckpoint {
+    /// Tells the query's life of a checkpoint begun (while it runs with none in flight) or
+    /// ended (the one in flight): it goes through `checkpointing`. Checkpoints the life does
+    /// not follow (begun while it recovers) are left out rather than refused.
+    fn feed_life(&self, event: &EngineEvent) {
+        let input = match event {
+            EngineEvent::CheckpointStarted { epoch, .. } => Input::CheckpointStarted {
+                epoch: anduin_types::Epoch(*epoch),
+            },
+            EngineEvent::CheckpointCompleted { epoch, .. } => Input::CheckpointCompleted {
+                epoch: anduin_types::Epoch(*epoch),
+            },
+            EngineEvent::CheckpointFailed { epoch, reason } => Input::CheckpointFailed {
+                epoch: anduin_types::Epoch(*epoch),
+                cause: reason.clone(),
+            },
+            _ => return,
+        };
+        let mut state = self.cluster.lock();
+        let follows =
+            state
+                .queries
+                .get(&self.query)
+                .is_some_and(|q| match (q.life.state(), &input) {
+                    (QueryState::Running, Input::CheckpointStarted { .. }) => true,
+                    (
+                        QueryState::Checkpointing { epoch },
+                        Input::CheckpointCompleted { epoch: e }
+                        | Input::CheckpointFailed { epoch: e, .. },
+                    ) => epoch == e,
+                    _ => false,
+                });
+        if follows {
+            state.feed(&self.query, &input);
+        }
+    }
+}
+
 impl Subscriber for LastCheckpoint {
     fn event(&self, event: &EngineEvent) {
         if let EngineEvent::TasksLost { last_complete } = event {
@@ -1637,6 +1725,7 @@ impl Subscriber for LastCheckpoint {
             drop(state);
             self.cluster.changed.notify_all();
         }
+        self.feed_life(event);
         if let EngineEvent::CheckpointFailed { epoch, .. } = event {
             // Recorded before the checkpoint's files are removed (the checkpoint coordinator
             // removes them once its subscribers have heard): a coordinator that takes the

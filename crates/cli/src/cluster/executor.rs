@@ -137,12 +137,16 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     }
     let restore = match d.restore {
         None => None,
-        Some(epoch) => Some(
-            share
+        Some(epoch) => {
+            let mut v = share
                 .store()
                 .validate(Epoch(epoch))
-                .with_context(|| format!("cannot restore checkpoint {epoch}"))?,
-        ),
+                .with_context(|| format!("cannot restore checkpoint {epoch}"))?;
+            // The changes the coordinator recorded after it (a whole rollback), applied
+            // after the state as the manifest's own at its epoch.
+            v.manifest.controls.extend(d.controls.iter().cloned());
+            Some(v)
+        }
     };
     let checkpointing = Checkpointing {
         settings: share.settings(args),

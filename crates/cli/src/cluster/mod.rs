@@ -17,10 +17,12 @@
 //! instances, or a failed executor's, are restored alone on live workers ([`restore`]).
 
 pub mod client;
+mod controls;
 pub mod coordinator;
 mod driver;
 pub mod executor;
 pub mod figures;
+mod life_events;
 pub mod local;
 pub mod proto;
 mod restore;

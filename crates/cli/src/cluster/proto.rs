@@ -168,6 +168,11 @@ pub struct Deployment {
     pub checkpoint_store: Option<String>,
     /// The checkpoint to resume from.
     pub restore: Option<u64>,
+    /// The param changes the coordinator's catalog recorded after that checkpoint (a whole
+    /// rollback): applied after the restored state, with the changes its manifest recorded
+    /// at its own epoch.
+    #[serde(default)]
+    pub controls: Vec<anduin_checkpoint::ChangeRecord>,
     /// Where the executor reaches the coordinator.
     pub coordinator: SocketAddr,
     /// How many times this part was restored on another worker in this attempt (0: it runs

@@ -342,6 +342,7 @@ pub(super) fn restore_part(
     }
     for (part, host) in &hosts {
         let d = Deployment {
+            controls: Vec::new(),
             query: name.to_string(),
             attempt: number,
             worker: *part,

@@ -188,6 +188,16 @@ impl LocalCluster {
         serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
     }
 
+    /// The typed events of the queries' lives the coordinators wrote so far
+    /// (`STATE_DIR/events.jsonl`), one JSON value each.
+    pub fn life_events(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.dir.path().join("coordinator/events.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line of events.jsonl is JSON"))
+            .collect()
+    }
+
     /// The query's checkpoint directory.
     pub fn checkpoints(&self, query: &str) -> PathBuf {
         self.dir.path().join("checkpoints").join(query)
@@ -458,6 +468,11 @@ impl PerTask {
         assert_eq!(
             status["attempt"], 1,
             "the query rolled back as a whole: {status}\n{logs}"
+        );
+        let events = self.cluster.life_events();
+        assert!(
+            !events.iter().any(|e| e["event"] == "whole_query_rollback"),
+            "the coordinator's typed events say the query rolled back as a whole: {events:?}"
         );
         self.cluster.coordinator_log()
     }

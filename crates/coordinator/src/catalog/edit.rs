@@ -126,6 +126,14 @@ pub enum Edit {
         epoch: Option<Epoch>,
         /// When, in milliseconds since the Unix epoch (for display only).
         at_ms: u64,
+        /// Its number in the query's control plane (the `seq` of its history and of the
+        /// checkpoints' manifests), when it came from there: a restored or taken-over attempt
+        /// is given again the changes numbered after the last its checkpoint recorded.
+        #[serde(default)]
+        seq: Option<u64>,
+        /// The value before it, when known.
+        #[serde(default)]
+        old: Option<String>,
     },
     /// A query in a terminal state is dropped from the catalog (its name may be used again).
     QueryForgotten {

@@ -93,6 +93,13 @@ pub struct ControlRecord {
     pub epoch: Option<Epoch>,
     /// When, in milliseconds since the Unix epoch.
     pub at_ms: u64,
+    /// Its number in the query's control plane, when it came from there (see
+    /// [`Edit::ParameterSet`]).
+    #[serde(default)]
+    pub change_seq: Option<u64>,
+    /// The value before it, when known.
+    #[serde(default)]
+    pub old: Option<String>,
 }
 
 /// What the catalog knows of one query.
@@ -561,6 +568,8 @@ impl CatalogState {
                 origin,
                 epoch,
                 at_ms,
+                seq,
+                old,
             } => {
                 if let Some(q) = self.queries.get_mut(query) {
                     q.params
@@ -576,6 +585,8 @@ impl CatalogState {
                         origin: origin.clone(),
                         epoch: *epoch,
                         at_ms: *at_ms,
+                        change_seq: *seq,
+                        old: old.clone(),
                     });
                     let over = q.control_history.len().saturating_sub(CONTROL_HISTORY_KEPT);
                     q.control_history.drain(..over);
@@ -922,6 +933,8 @@ mod tests {
                 origin: "ctl".into(),
                 epoch: None,
                 at_ms: i,
+                seq: Some(i + 1),
+                old: None,
             })
             .expect("set");
         }

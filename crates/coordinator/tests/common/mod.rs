@@ -73,6 +73,8 @@ pub fn edits(n: usize) -> Vec<Edit> {
                 origin: "ctl".into(),
                 epoch: Some(Epoch(epoch)),
                 at_ms: 1_700_000_000_000 + epoch,
+                seq: Some(epoch),
+                old: None,
             }
         } else {
             Edit::CheckpointCompleted {

@@ -40,6 +40,11 @@ pub type Validator = Box<
     dyn Fn(&ChangeRequest, &BTreeMap<String, String>) -> Result<(), ControlFailure> + Send + Sync,
 >;
 
+/// Keeps each change durable once every instance has switched to it (a cluster's coordinator
+/// writes it to its catalog): called with the change before it enters the history and
+/// before `set` answers, outside the handle's locks.
+pub type Recorder = dyn Fn(&ChangeRecord) + Send + Sync;
+
 /// How barriers carrying changes reach the sources.
 pub(crate) enum Injector {
     /// Through the checkpoint coordinator, which puts them on its next checkpoint's barrier.
@@ -75,6 +80,9 @@ struct Inner {
     next_seq: u64,
     history: History,
     pending: BTreeMap<u64, Pending>,
+    /// Changes every instance has switched to, handed to the [`Recorder`] and not in the
+    /// history yet (`set` answers once they are).
+    recording: BTreeMap<u64, ChangeRecord>,
     /// Operator instances whose input has ended: no barrier reaches them any more.
     ended: BTreeSet<(String, usize)>,
     /// The last checkpoint begun (0: none yet).
@@ -145,6 +153,8 @@ pub struct Control {
     pipelining_refused: Mutex<Option<String>>,
     /// Operators whose live `pipeline` change is refused, and why.
     pipelining_refused_for: Mutex<BTreeMap<String, String>>,
+    /// Where each applied change is kept durable, if anywhere.
+    recorder: Mutex<Option<Arc<Recorder>>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -181,6 +191,7 @@ impl Control {
                 next_seq: 1,
                 history: History::new(HISTORY_KEPT),
                 pending: BTreeMap::new(),
+                recording: BTreeMap::new(),
                 ended: BTreeSet::new(),
                 last_started: 0,
                 checkpoints_ended: BTreeMap::new(),
@@ -195,7 +206,18 @@ impl Control {
             autoscale: Mutex::new(None),
             pipelining_refused: Mutex::new(None),
             pipelining_refused_for: Mutex::new(BTreeMap::new()),
+            recorder: Mutex::new(None),
         }
+    }
+
+    /// Hands each change every instance has switched to to `recorder` before the history
+    /// takes it and `set` answers: a cluster's coordinator records it in its catalog, so that
+    /// an acknowledged change survives the coordinator and a rollback.
+    pub fn record_changes_with(&self, recorder: Arc<Recorder>) {
+        *self
+            .recorder
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(recorder);
     }
 
     /// `stop` is refused with `why` (a query on a cluster cannot be stopped cleanly yet): an
@@ -371,7 +393,9 @@ impl Control {
                     waited_s: self.deadline.as_secs_f64(),
                 });
             }
-            if matches!(inner.state, QueryState::Finished | QueryState::Failed) {
+            if matches!(inner.state, QueryState::Finished | QueryState::Failed)
+                && !inner.recording.contains_key(&seq)
+            {
                 let state = inner.state;
                 inner.pending.remove(&seq);
                 return Err(self.not_running(

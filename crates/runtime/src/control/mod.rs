@@ -7,7 +7,7 @@ mod history;
 mod types;
 
 pub(crate) use describe::{operators, tasks, topology};
-pub use handle::{Control, Validator, DEFAULT_DEADLINE};
+pub use handle::{Control, Recorder, Validator, DEFAULT_DEADLINE};
 pub(crate) use handle::{Injector, InstanceFigures, Probe, TaskSplit};
 
 /// The last live figures of each process that runs some of a query's instances (a cluster's

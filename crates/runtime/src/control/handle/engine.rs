@@ -127,9 +127,10 @@ impl Control {
         self.changed.notify_all();
     }
 
-    /// The run resumes from a checkpoint that recorded `records`: they are the history, and
-    /// the params' current values.
-    pub(crate) fn restored(&self, epoch: u64, records: &[ChangeRecord]) {
+    /// The run resumes from the checkpoint of `epoch`, which recorded `records` (and a
+    /// cluster's coordinator the changes its catalog holds after it): they are the history,
+    /// and the params' current values.
+    pub fn restored(&self, epoch: u64, records: &[ChangeRecord]) {
         let mut inner = self.lock();
         for r in records {
             set_current(&mut inner.params, &r.operator, &r.param, &r.new);
@@ -154,7 +155,9 @@ impl Control {
             p.epoch.get_or_insert(epoch.0);
             p.waiting.remove(&instance);
         }
-        self.settle(&mut inner);
+        let settled = self.settle(&mut inner);
+        drop(inner);
+        self.record(settled);
     }
 
     /// Instance `instance` of `operator` has ended its input: no change reaches it any more.
@@ -170,7 +173,9 @@ impl Control {
                 p.waiting.remove(&instance);
             }
         }
-        self.settle(&mut inner);
+        let settled = self.settle(&mut inner);
+        drop(inner);
+        self.record(settled);
     }
 
     /// The run has ended (`failed` or not): no change is applied any more, and the control
@@ -205,10 +210,16 @@ impl Control {
     pub fn rescaled_since(&self, epoch: u64) -> Option<String> {
         let inner = self.lock();
         let is_rescale = |r: &ChangeRecord| r.param == crate::rescale::PARALLELISM;
-        if let Some(p) = inner.pending.values().find(|p| is_rescale(&p.record)) {
+        if let Some(r) = inner
+            .pending
+            .values()
+            .map(|p| &p.record)
+            .chain(inner.recording.values())
+            .find(|r| is_rescale(r))
+        {
             return Some(format!(
                 "operator \"{}\" is being rescaled to {} instances",
-                p.record.operator, p.record.new
+                r.operator, r.new
             ));
         }
         inner
@@ -231,8 +242,10 @@ impl Control {
         self.lock().history.through(epoch.0)
     }
 
-    /// Moves every change that no instance waits for any more into the history.
-    fn settle(&self, inner: &mut Inner) {
+    /// Moves every change that no instance waits for any more into the history, or, when
+    /// they are recorded ([`Control::record_changes_with`]), among those being recorded:
+    /// returned, for [`Control::record`] once the lock is let go.
+    fn settle(&self, inner: &mut Inner) -> Vec<ChangeRecord> {
         let done: Vec<u64> = inner
             .pending
             .iter()
@@ -240,8 +253,14 @@ impl Control {
             .map(|(seq, _)| *seq)
             .collect();
         if done.is_empty() {
-            return;
+            return Vec::new();
         }
+        let recorded = self
+            .recorder
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some();
+        let mut to_record = Vec::new();
         for seq in done {
             let Some(p) = inner.pending.remove(&seq) else {
                 continue;
@@ -266,8 +285,39 @@ impl Control {
                 new = %record.new,
                 "param changed"
             );
-            inner.history.push(record);
+            if recorded {
+                inner.recording.insert(record.seq, record.clone());
+                to_record.push(record);
+            } else {
+                inner.history.push(record);
+            }
         }
+        self.changed.notify_all();
+        to_record
+    }
+
+    /// Hands `settled` to the recorder (without the handle's locks: it may take its own),
+    /// then to the history, and wakes the `set`s waiting for them.
+    fn record(&self, settled: Vec<ChangeRecord>) {
+        if settled.is_empty() {
+            return;
+        }
+        let recorder = self
+            .recorder
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(recorder) = recorder {
+            for r in &settled {
+                recorder(r);
+            }
+        }
+        let mut inner = self.lock();
+        for r in settled {
+            inner.recording.remove(&r.seq);
+            inner.history.push(r);
+        }
+        drop(inner);
         self.changed.notify_all();
     }
 }
@@ -283,6 +333,70 @@ mod tests {
     use super::super::{Control, InstanceFigures, Probe};
     use crate::control::types::{ChangeRecord, CheckpointOutcome, RECENT_CHECKPOINTS};
     use crate::stats::CheckpointCounters;
+
+    #[test]
+    fn a_recorded_change_is_recorded_before_the_history_and_its_set_have_it() {
+        use crate::control::types::{ChangeRequest, OperatorInfo, TopologyInfo};
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Mutex;
+
+        let control = Arc::new(Control::new(
+            "q",
+            None,
+            BTreeMap::new(),
+            Box::new(|_, _| Ok(())),
+        ));
+        // What the history held when the recorder was called, for each change recorded.
+        let seen: Arc<Mutex<Vec<(u64, usize)>>> = Arc::default();
+        {
+            let (seen, handle) = (Arc::clone(&seen), Arc::downgrade(&control));
+            control.record_changes_with(Arc::new(move |r: &ChangeRecord| {
+                let held = handle.upgrade().map_or(0, |c| c.history().len());
+                seen.lock().expect("not poisoned").push((r.seq, held));
+            }));
+        }
+        let (tx, rx) = crossbeam_channel::unbounded();
+        control.attach(
+            vec![OperatorInfo {
+                name: "low".into(),
+                kind: "filter".into(),
+                inputs: Vec::new(),
+                outputs: Vec::new(),
+                parallelism: 2,
+                task: 0,
+                stateful: false,
+                adjustable: vec!["condition".into()],
+                max_parallelism: None,
+                owners: None,
+            }],
+            Vec::new(),
+            TopologyInfo::default(),
+            super::super::Injector::Coordinator(tx),
+            true,
+            Arc::new(AtomicBool::new(false)),
+        );
+        let setter = {
+            let control = Arc::clone(&control);
+            std::thread::spawn(move || {
+                control.set(ChangeRequest {
+                    operator: "low".into(),
+                    param: "condition".into(),
+                    value: "value > 1".into(),
+                    from: "test".into(),
+                })
+            })
+        };
+        // The change goes towards the sources; both instances switch at epoch 3.
+        let sent = rx.recv().expect("the change is sent");
+        assert!(matches!(sent, crate::protocol::Event::Control(_)));
+        control.applied(1, 0, Epoch(3));
+        assert!(seen.lock().expect("not poisoned").is_empty());
+        control.applied(1, 1, Epoch(3));
+        let record = setter.join().expect("no panic").expect("applied");
+        assert_eq!((record.seq, record.epoch), (1, 3));
+        assert_eq!(*seen.lock().expect("not poisoned"), vec![(1, 0)]);
+        assert_eq!(control.history().len(), 1);
+    }
 
     #[test]
     fn only_a_rescale_after_the_checkpoint_keeps_its_instances_from_being_restored_alone() {

@@ -1,0 +1,159 @@
+//! The param changes of a cluster's queries: each is recorded in the coordinator's catalog as
+//! soon as every instance has switched to it, before `anduin ctl set` is answered
+//! ([`recorder`]); a resumed attempt is given again those its checkpoint does not cover
+//! ([`after_checkpoint`], deciding through [`anduin_coordinator::controls`]):
+//!
+//! - a coordinator that takes the running attempt over gives them to its control plane (its
+//!   history, `ctl history`, and the manifests of its checkpoints, from which later restores
+//!   start), at the epochs they applied at;
+//! - a new attempt (the whole query rolled back) restores them with its checkpoint: every
+//!   executor applies them after the restored state, as the changes its manifest recorded at
+//!   its own epoch. With no checkpoint to restore, they are sent again through the control
+//!   plane and ride on the attempt's first barrier ([`send_again`]).
+//!
+//! A rescale after the checkpoint is never given again: a rollback undoes it, and a running
+//! attempt that carried one out is not taken over (the query rolls back instead).
+
+use std::sync::{Arc, Weak};
+
+use anduin_checkpoint::{ChangeRecord, Validated};
+use anduin_coordinator::catalog::{ControlRecord, Edit};
+use anduin_coordinator::controls::{changes_after, Reapply, Resumed};
+use anduin_coordinator::QueryId;
+use anduin_runtime::control::{ChangeRequest, Control, Recorder};
+use anduin_types::Epoch;
+
+use super::coordinator::{Cluster, ExitPoint};
+
+/// Who a change sent again is from, in the history.
+const AGAIN_FROM: &str = "coordinator: sent again after a rollback";
+
+/// Records each change of query `query` that every instance has switched to in the catalog
+/// of `cluster` (an edit fsynced before the control plane answers).
+pub(super) fn recorder(cluster: &Arc<Cluster>, query: &str) -> Arc<Recorder> {
+    let (cluster, query): (Weak<Cluster>, String) = (Arc::downgrade(cluster), query.to_string());
+    Arc::new(move |r: &ChangeRecord| {
+        let Some(cluster) = cluster.upgrade() else {
+            return;
+        };
+        cluster.lock().record(Edit::ParameterSet {
+            query: QueryId(query.clone()),
+            operator: r.operator.clone(),
+            param: r.param.clone(),
+            value: r.new.clone(),
+            origin: r.from.clone(),
+            epoch: Some(Epoch(r.epoch)),
+            at_ms: u64::try_from(r.time_ms).unwrap_or(0),
+            seq: Some(r.seq),
+            old: Some(r.old.clone()),
+        });
+        tracing::info!(
+            query = %query,
+            seq = r.seq,
+            epoch = r.epoch,
+            operator = %r.operator,
+            param = %r.param,
+            "param change recorded in the catalog"
+        );
+        cluster.exit_point(ExitPoint::ParameterRecorded);
+    })
+}
+
+/// The changes the catalog recorded for query `name` after `restore` (none: the beginning),
+/// and what becomes of them when the attempt resumes as `how` says. Says which rescales a
+/// rollback undoes.
+pub(super) fn after_checkpoint(
+    cluster: &Cluster,
+    name: &str,
+    restore: Option<&Validated>,
+    how: Resumed,
+) -> Reapply {
+    let history: Vec<ControlRecord> = cluster
+        .lock()
+        .catalog
+        .state()
+        .queries
+        .get(&QueryId(name.to_string()))
+        .map(|q| q.control_history.clone())
+        .unwrap_or_default();
+    let (covered, epoch) = restore.map_or((&[][..], Epoch(0)), |v| {
+        (&v.manifest.controls[..], Epoch(v.manifest.epoch))
+    });
+    let reapply = changes_after(&history, covered, epoch, how);
+    for r in &reapply.undone {
+        eprintln!(
+            "anduin: query {name}: the rollback to {} undoes the change of {}.{} to {:?} (at epoch {}): a rescale no checkpoint covers is not carried over; scale again if it is still wanted",
+            restore.map_or_else(|| "the beginning".to_string(), |v| format!("checkpoint {}", v.manifest.epoch)),
+            r.operator,
+            r.param,
+            r.value,
+            r.epoch.map_or(0, |e| e.0),
+        );
+    }
+    if !reapply.changes.is_empty() {
+        tracing::info!(
+            query = name,
+            changes = reapply.changes.len(),
+            ?how,
+            "gives the attempt again the param changes its checkpoint does not cover"
+        );
+    }
+    reapply
+}
+
+/// Why a running attempt is not taken over: the rescale `r` moved key groups after its last
+/// checkpoint.
+pub(super) fn not_taken_over(r: &ControlRecord, restore: Option<&Validated>) -> String {
+    format!(
+        "operator \"{}\" was rescaled to {} instances at epoch {} (change #{}), after its last checkpoint ({}): a restarted coordinator does not take over instances whose key groups moved since then, so the query rolls back as a whole, undoing the rescale",
+        r.operator,
+        r.value,
+        r.epoch.map_or(0, |e| e.0),
+        r.change_seq.unwrap_or(0),
+        restore.map_or_else(|| "none".to_string(), |v| v.manifest.epoch.to_string()),
+    )
+}
+
+/// Sends `changes` again through `control` (an attempt that starts from the beginning after
+/// a rollback): the latest value of each param, in the order they were made, from a thread
+/// of its own (each waits until every instance has switched). They ride on the attempt's
+/// first barrier: the rows before it are processed under the query's own values.
+pub(super) fn send_again(name: &str, control: Arc<Control>, changes: Vec<ChangeRecord>) {
+    let mut latest: Vec<ChangeRecord> = Vec::new();
+    for c in changes.into_iter().rev() {
+        if !latest
+            .iter()
+            .any(|l| l.operator == c.operator && l.param == c.param)
+        {
+            latest.push(c);
+        }
+    }
+    latest.reverse();
+    let query = name.to_string();
+    let spawned = std::thread::Builder::new()
+        .name("anduin-controls-again".into())
+        .spawn(move || {
+            let name = query;
+            for c in latest {
+                let request = ChangeRequest {
+                    operator: c.operator.clone(),
+                    param: c.param.clone(),
+                    value: c.new.clone(),
+                    from: AGAIN_FROM.to_string(),
+                };
+                match control.set(request) {
+                    Ok(r) => eprintln!(
+                        "anduin: query {name}: change #{} ({}.{} = {:?}) made before the rollback applied again at epoch {}",
+                        c.seq, c.operator, c.param, c.new, r.epoch
+                    ),
+                    Err(e) => eprintln!(
+                        "anduin: query {name}: change #{} ({}.{} = {:?}) made before the rollback could not be applied again: {e}; set it again with `anduin ctl set`",
+                        c.seq, c.operator, c.param, c.new
+                    ),
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("anduin: query {name}: cannot send again the changes made before the rollback: {e}; set them again with `anduin ctl set`");
+    }
+}

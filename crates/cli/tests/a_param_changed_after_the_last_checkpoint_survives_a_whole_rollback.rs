@@ -1,0 +1,121 @@
+//! A param change made after the last checkpoint survives a rollback of the whole query
+//! (issue 13). With per-task recovery off and checkpoints on demand, checkpoint 1 completes,
+//! then a filter's condition is changed through the coordinator: the change rides on
+//! checkpoint 2, which fails (injected), so no manifest records it. A worker killed then rolls
+//! the query back to checkpoint 1; the coordinator gives the new attempt the change from its
+//! catalog with the restore, and every row after checkpoint 1 is filtered by the new
+//! condition: the output is the rows before checkpoint 1 under the old condition and the rest
+//! under the new one, exactly. `ctl history` of the new attempt lists the change, at the
+//! epoch of the checkpoint it was given with.
+
+use crate::a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpoint_recorded_it::{
+    api, generated, switched_at, NEW, QUERY,
+};
+use crate::common;
+
+use anduin_checkpoint::Store;
+use common::cluster::{kill_worker_after, LocalCluster, Setup};
+use common::{ctl, output_rows, stdout_ok, wait_until};
+
+#[test]
+fn a_param_changed_after_the_last_checkpoint_survives_a_whole_rollback() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let d = work.path();
+    std::fs::write(d.join("q.flow"), QUERY).expect("query");
+    let every = generated(d);
+    let mut cluster = LocalCluster::start_with(
+        2,
+        8,
+        Setup {
+            coordinator_flags: vec!["--no-per-task-recovery".into()],
+            ..Setup::default()
+        },
+    );
+    let submit = cluster.submit(
+        d,
+        "q.flow",
+        &[
+            "--var",
+            "OUTPUT=out",
+            "--no-chaining",
+            "--checkpoint-interval",
+            "1h",
+            "--checkpoint-keep",
+            "1000",
+            "--inject-checkpoint-failure",
+            "2",
+        ],
+    );
+    let api = api(&cluster);
+    wait_until("the query runs", || {
+        ctl(d, &api, &["checkpoint", "q"]).status.success()
+    });
+    wait_until("checkpoint 1", || {
+        cluster.status("q")["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|e| e >= 1)
+    });
+    let applied = stdout_ok(&ctl(d, &api, &["set", "q", "low", "condition", NEW]));
+    assert!(
+        applied.contains("applied at epoch 2"),
+        "the change rides on checkpoint 2, which fails: {applied}"
+    );
+    let victim = (0..2)
+        .find(|w| {
+            cluster.status("q")["instances"]["low"].as_str() == Some(format!("w{w}").as_str())
+        })
+        .expect("a worker runs the filter");
+    assert!(
+        kill_worker_after(&mut cluster, "q", victim, 1),
+        "the kill must come mid-run"
+    );
+    let out = submit.wait_output();
+    let logs = cluster.logs();
+    assert!(
+        out.status.success(),
+        "{}\n{logs}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest = Store::open(cluster.checkpoints("q"))
+        .expect("opens")
+        .manifest(anduin_types::Epoch(1))
+        .expect("reads")
+        .expect("checkpoint 1 is complete");
+    let switch = manifest.operators["gen"]
+        .inline
+        .as_ref()
+        .expect("a position")["produced"]
+        .as_u64()
+        .expect("a count") as usize;
+    assert!(switch > 0 && switch < every.len(), "switch at {switch}");
+    let status = cluster.status("q");
+    assert_eq!(status["attempt"], 2, "a whole rollback: {status}\n{logs}");
+    // The new attempt's control plane has the change, given with checkpoint 1's restore.
+    let history: serde_json::Value =
+        serde_json::from_str(&stdout_ok(&ctl(d, &api, &["--json", "history", "q"]))).expect("json");
+    assert!(
+        history
+            .as_array()
+            .is_some_and(|h| h.iter().any(|r| r["new"] == NEW && r["epoch"] == 1)),
+        "{history}"
+    );
+    // The coordinator's typed events: checkpoint 1 went through `checkpointing`, and the
+    // query rolled back to it as a whole.
+    let events = cluster.life_events();
+    assert!(
+        events.iter().any(|e| e["event"] == "transition"
+            && e["to"]["state"] == "checkpointing"
+            && e["to"]["epoch"] == 1),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "whole_query_rollback" && e["to"] == 1),
+        "{events:?}"
+    );
+    assert!(
+        output_rows(&d.join("out")) == switched_at(&every, switch),
+        "the output is not the rows before checkpoint 1 (row {switch}) under the old condition and the rest under the new\n{logs}"
+    );
+}

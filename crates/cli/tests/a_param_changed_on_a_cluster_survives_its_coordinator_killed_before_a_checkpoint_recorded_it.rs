@@ -1,0 +1,232 @@
+//! A param change is durable once `anduin ctl set` is answered, however the cluster fails
+//! after (issue 13: the catalog keeps parameter values and control history). A filter's
+//! condition is changed through the coordinator, which exits the moment it has recorded the
+//! change in its catalog (`--inject-exit-after parameter-recorded`, as a SIGKILL would leave
+//! things): the checkpoint whose barrier carried it never completes, so no manifest knows it.
+//! The restarted coordinator takes the query over without restarting a task; `ctl history`
+//! through it still lists the change, and the checkpoints it takes record it: a worker then
+//! killed has its instances restored from one of them under the new condition. The output is
+//! the generated rows filtered by the old condition up to one switch point and by the new one
+//! after it, nothing lost or duplicated; the query stays at attempt 1.
+//!
+//! `a_param_changed_after_the_last_checkpoint_survives_a_whole_rollback` is the same change
+//! kept through a rollback of the whole query.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::cluster::{children, running, LocalCluster, Setup};
+use common::{ctl, output_rows, wait_until};
+
+/// A paced generator of readings, the filter `low` and a writer.
+pub const QUERY: &str = r#"
+type name = "R" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 45000
+  param rate = 3000
+  output name = "raw", type = "R"
+}
+operator name = "low", type = "filter" {
+  input name = "raw"
+  param condition = "value < 42"
+  output name = "kept", type = "R"
+}
+operator name = "out", type = "writer" {
+  input name = "kept"
+  param path = "${OUTPUT}"
+}
+"#;
+
+/// The same generator, unpaced, every row into `all.csv`.
+const ALL: &str = r#"
+type name = "R" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 45000
+  output name = "raw", type = "R"
+}
+operator name = "out", type = "writer" {
+  input name = "raw"
+  param path = "all.csv"
+}
+"#;
+
+/// The condition the change sets.
+pub const NEW: &str = "value >= 42";
+
+/// Every row the generator of [`QUERY`] makes, in order (an embedded run into `d`).
+pub fn generated(d: &Path) -> Vec<String> {
+    std::fs::write(d.join("all.flow"), ALL).expect("query");
+    let all = Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(["run", "all.flow", "-q", "--no-api"])
+        .current_dir(d)
+        .output()
+        .expect("runs");
+    assert!(
+        all.status.success(),
+        "{}",
+        String::from_utf8_lossy(&all.stderr)
+    );
+    let every = common::rows_in_order(&d.join("all.csv"));
+    assert_eq!(every.len(), 45000);
+    every
+}
+
+fn value(l: &str) -> i64 {
+    l.rsplit(',')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .expect("a value")
+}
+
+/// The rows of `every` before `switch` that the old condition keeps and the rest that the new
+/// one keeps, sorted.
+pub fn switched_at(every: &[String], switch: usize) -> Vec<String> {
+    let mut rows: Vec<String> = every
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| {
+            if *i < switch {
+                value(l) < 42
+            } else {
+                value(l) >= 42
+            }
+        })
+        .map(|(_, l)| l.clone())
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// The point where `got` switched from the old condition to the new one, when it is the rows
+/// of `every` filtered so at one point (a change never lost for a part of the query).
+fn one_switch(every: &[String], got: &[String]) -> Option<usize> {
+    let kept: std::collections::BTreeSet<&String> = got.iter().collect();
+    // The first row the new condition kept is where it switched.
+    let switch = every
+        .iter()
+        .position(|l| value(l) >= 42 && kept.contains(l))?;
+    (switched_at(every, switch) == got).then_some(switch)
+}
+
+/// The coordinator's API URL, as it wrote it.
+pub fn api(cluster: &LocalCluster) -> String {
+    std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
+        .expect("the coordinator wrote its API's URL")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpoint_recorded_it() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let d = work.path();
+    std::fs::write(d.join("q.flow"), QUERY).expect("query");
+    let every = generated(d);
+    let mut cluster = LocalCluster::start_with(
+        3,
+        8,
+        Setup {
+            coordinator_flags: vec!["--inject-exit-after".into(), "parameter-recorded".into()],
+            ..Setup::default()
+        },
+    );
+    let submit = cluster.submit(
+        d,
+        "q.flow",
+        &[
+            "--var",
+            "OUTPUT=out",
+            "--no-chaining",
+            "--checkpoint-interval",
+            "300ms",
+            "--checkpoint-keep",
+            "1000",
+        ],
+    );
+    wait_until("the query runs with a checkpoint", || {
+        cluster.status("q")["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|e| e >= 1)
+    });
+    // The coordinator exits once the change is in its catalog: `ctl` gets no answer.
+    let _ = ctl(d, &api(&cluster), &["set", "q", "low", "condition", NEW]);
+    let mut exited = None;
+    wait_until(
+        "the coordinator to exit once the change is in its catalog",
+        || {
+            exited = cluster.coordinator.0.try_wait().ok().flatten();
+            exited.is_some()
+        },
+    );
+    assert_eq!(
+        exited.and_then(|e| e.code()),
+        Some(137),
+        "{}",
+        cluster.logs()
+    );
+    cluster.setup.coordinator_flags.clear();
+    cluster.restart_coordinator();
+
+    let mut history = String::new();
+    wait_until(
+        "the change in the history of the restarted coordinator",
+        || {
+            let out = ctl(d, &api(&cluster), &["history", "q"]);
+            history = String::from_utf8_lossy(&out.stdout).into_owned();
+            history.contains(NEW)
+        },
+    );
+    // A checkpoint of the restarted coordinator, then the worker that runs the filter
+    // killed: its instances are restored from that checkpoint.
+    let taken_over_at = cluster.status("q")["last_checkpoint"].as_u64().unwrap_or(0);
+    wait_until("a checkpoint of the restarted coordinator", || {
+        cluster.status("q")["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|e| e > taken_over_at)
+    });
+    let status = cluster.status("q");
+    let victim: usize = status["instances"]["low"]
+        .as_str()
+        .and_then(|w| w.trim_start_matches('w').parse().ok())
+        .unwrap_or_else(|| panic!("where the filter runs: {status}"));
+    let worker = cluster.workers.get_mut(victim).expect("the worker");
+    assert!(
+        children(worker.pid()).into_iter().any(running),
+        "the kill must come mid-run"
+    );
+    let _ = worker.0.kill();
+    let _ = worker.0.wait();
+
+    let out = submit.wait_output();
+    let logs = cluster.logs();
+    assert!(
+        out.status.success(),
+        "{}\n{logs}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = cluster.status("q");
+    assert_eq!(status["attempt"], 1, "restored alone: {status}\n{logs}");
+    let got = output_rows(&d.join("out"));
+    let switch = one_switch(&every, &got).unwrap_or_else(|| {
+        panic!(
+            "the output is not the rows filtered by the old condition up to one point and by the new one after it ({} rows)\n{history}\n{logs}",
+            got.len()
+        )
+    });
+    assert!(
+        switch > 0 && switch < every.len(),
+        "the change came mid-run: at row {switch}"
+    );
+}
