@@ -238,7 +238,10 @@ fn scenario(seed: u64, load: &Workload, per_task: bool) -> (bool, bool) {
     eprintln!(
         "{what}{}",
         if finished_before {
-            ", after its part had ended".to_string()
+            format!(
+                ", after its part had ended (the query {} at checkpoint {} as the wait ended)",
+                kill.status["state"], kill.status["last_checkpoint"]
+            )
         } else if per_task {
             format!(
                 "; its instances restored, the others ran on{}",

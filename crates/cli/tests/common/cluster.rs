@@ -288,6 +288,8 @@ pub struct Kill {
     pub mid_part: bool,
     /// The PIDs of the executors that ran on the other workers at the kill.
     pub others: Vec<u32>,
+    /// The query's status that ended the wait for the moment's checkpoint.
+    pub status: serde_json::Value,
 }
 
 /// Kills worker `victim` of `cluster` with SIGKILL at `moment` of query `query` (or once it
@@ -298,12 +300,13 @@ pub fn kill_worker_at(
     victim: usize,
     moment: &Moment,
 ) -> Kill {
+    let mut status = serde_json::Value::Null;
     wait_until("the checkpoints before the kill", || {
-        let s = cluster.status(query);
-        s["last_checkpoint"]
+        status = cluster.status(query);
+        status["last_checkpoint"]
             .as_u64()
             .is_some_and(|e| e >= moment.after)
-            || s["state"] == "finished"
+            || status["state"] == "finished"
     });
     std::thread::sleep(moment.pause());
     let others = executors(cluster, Some(victim));
@@ -311,7 +314,11 @@ pub fn kill_worker_at(
     let mid_part = children(pid).into_iter().any(running);
     let _ = cluster.workers[victim].0.kill();
     let _ = cluster.workers[victim].0.wait();
-    Kill { mid_part, others }
+    Kill {
+        mid_part,
+        others,
+        status,
+    }
 }
 
 /// The PIDs of the executors running on the workers of `cluster` (but `except`).
