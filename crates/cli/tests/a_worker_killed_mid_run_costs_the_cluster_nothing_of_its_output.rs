@@ -118,20 +118,36 @@ fn runs_q2(seed: u64) -> bool {
     seed.is_multiple_of(5)
 }
 
-/// Waits for query `q` of `cluster` to have recovered from a kill (or to be over, or rolled
-/// back as a whole); whether the recovery was per-task and the query was still running then.
-fn recovered_per_task_mid_run(cluster: &LocalCluster) -> bool {
-    let restored = "instances restored; no other task was restarted";
-    let mut mid_run = false;
+/// Waits for the coordinator of `cluster` to have restored the lost instances alone (or
+/// rolled the query back as a whole, or finished it): the executors that ran on the other
+/// workers at the kill (`others`) that no longer run as soon as it says so (its log, read
+/// often: nothing else slows the look), or `None` if it did not restore them alone.
+fn gone_once_restored(cluster: &LocalCluster, others: &[u32]) -> Option<Vec<u32>> {
+    let mut gone = None;
     wait_until("the query to recover from the kill", || {
         let log = cluster.coordinator_log();
-        let status = cluster.status("q");
-        let over = status["state"] == "finished" || status["state"] == "failed";
-        let rolled_back = status["attempt"].as_u64().is_some_and(|a| a >= 2);
-        mid_run = log.contains(restored) && !over && !rolled_back;
-        log.contains(restored) || over || rolled_back
+        if log.contains("instances restored; no other task was restarted") {
+            gone = Some(others.iter().copied().filter(|p| !running(*p)).collect());
+            return true;
+        }
+        log.contains("the whole query rolls back") || log.contains("anduin: query q finished")
     });
-    mid_run
+    gone
+}
+
+/// Whether executor `pid` was stopped by its worker (a worker logs each executor it cancels
+/// or kills, at the `info` level) — rather than ending with its part.
+fn stopped_by_its_worker(cluster: &LocalCluster, pid: u32) -> bool {
+    let pid = format!("pid={pid}");
+    (0..cluster.workers.len()).any(|w| {
+        std::fs::read_to_string(cluster.dir.path().join(format!("w{w}.log")))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| {
+                (l.contains("cancelling an executor") || l.contains("killing a stuck executor"))
+                    && l.split_whitespace().any(|f| f == pid)
+            })
+    })
 }
 
 /// Runs seed `seed` of `load`; whether the kill came before the query finished (it
@@ -146,6 +162,8 @@ fn scenario(seed: u64, load: &Workload, per_task: bool) -> (bool, bool) {
             } else {
                 vec!["--no-per-task-recovery".into()]
             },
+            // The workers log each executor they stop (`stopped_by_its_worker`).
+            worker_env: vec![("RUST_LOG".into(), "info".into())],
             ..Setup::default()
         },
     );
@@ -163,23 +181,13 @@ fn scenario(seed: u64, load: &Workload, per_task: bool) -> (bool, bool) {
     // A worker whose part had ended (the query was finishing) costs nothing to recover.
     let mut finished_before = !kill.mid_part;
     // The executors on the other workers run on through a per-task recovery: those of the
-    // moment of the kill still run once it is over, while the query still runs (their
-    // tasks cannot end before the sources, which had not all ended when the loss was seen).
-    let mut survivors_checked = false;
-    if per_task && kill.mid_part && recovered_per_task_mid_run(&cluster) {
-        let gone: Vec<u32> = kill
-            .others
-            .iter()
-            .copied()
-            .filter(|p| !running(*p))
-            .collect();
-        // (Read after the PIDs: an executor may end once the query is finishing.)
-        let status = cluster.status("q");
-        if gone.is_empty() || status["state"] != "finished" {
-            assert_still_running(&cluster, &kill.others, &what);
-            survivors_checked = true;
-        }
-    }
+    // moment of the kill still run once it is over. (One may have ended with its part by
+    // then, when its sources had read all their input: judged once the query is over.)
+    let gone = if per_task && kill.mid_part {
+        gone_once_restored(&cluster, &kill.others)
+    } else {
+        None
+    };
     let ended = submit.wait_output();
     let stderr = String::from_utf8_lossy(&ended.stderr);
     assert!(
@@ -198,6 +206,37 @@ fn scenario(seed: u64, load: &Workload, per_task: bool) -> (bool, bool) {
         got == load.expected,
         "{what}: the output differs from the uninterrupted run"
     );
+    // An executor gone since the kill was stopped, or failed, if its worker says it stopped
+    // it, the coordinator recovered from more than the one loss, or restored more instances
+    // than the victim ran; else it ended with its part.
+    let log = cluster.coordinator_log();
+    let losses = log
+        .lines()
+        .filter(|l| l.contains(", attempt ") && l.contains(" failed: "))
+        .count();
+    // (And no more instances were restored than the victim ran.)
+    let victims = kill.status["instances"].as_object().map_or(0, |i| {
+        i.values().filter(|w| **w == format!("w{victim}")).count()
+    });
+    let restored: usize = log
+        .lines()
+        .filter_map(|l| {
+            l.split_once(" instances restored")?
+                .0
+                .rsplit(' ')
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum();
+    let restarted: Vec<u32> = gone
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|p| stopped_by_its_worker(&cluster, *p) || losses > 1 || restored > victims)
+        .collect();
+    assert_still_running(&cluster, &restarted, &what);
+    let survivors_checked = gone.as_ref().is_some_and(Vec::is_empty);
     let _ = std::fs::remove_dir_all(load.work.path().join(&out));
     let asked = per_task;
     let mut per_task = false;
@@ -248,7 +287,7 @@ fn scenario(seed: u64, load: &Workload, per_task: bool) -> (bool, bool) {
                 if survivors_checked {
                     format!(" (executors {:?} still ran)", kill.others)
                 } else {
-                    " (the query finished before its executors were seen)".into()
+                    " (not all the others' executors were seen running once it recovered)".into()
                 }
             )
         } else if let Some(why) = fallback {
