@@ -22,8 +22,8 @@
 use crate::common;
 
 use common::cluster::{
-    assert_still_running, kill_worker_at, q2_paced, q2_reference, running, windowed_generator,
-    LocalCluster, Moment, Setup,
+    assert_still_running, kill_worker_at, q2_paced, q2_reference, running, stopped_by_its_worker,
+    windowed_generator, LocalCluster, Moment, Setup,
 };
 use common::{anduin_ok, output_rows, wait_until};
 
@@ -133,21 +133,6 @@ fn gone_once_restored(cluster: &LocalCluster, others: &[u32]) -> Option<Vec<u32>
         log.contains("the whole query rolls back") || log.contains("anduin: query q finished")
     });
     gone
-}
-
-/// Whether executor `pid` was stopped by its worker (a worker logs each executor it cancels
-/// or kills, at the `info` level) — rather than ending with its part.
-fn stopped_by_its_worker(cluster: &LocalCluster, pid: u32) -> bool {
-    let pid = format!("pid={pid}");
-    (0..cluster.workers.len()).any(|w| {
-        std::fs::read_to_string(cluster.dir.path().join(format!("w{w}.log")))
-            .unwrap_or_default()
-            .lines()
-            .any(|l| {
-                (l.contains("cancelling an executor") || l.contains("killing a stuck executor"))
-                    && l.split_whitespace().any(|f| f == pid)
-            })
-    })
 }
 
 /// Runs seed `seed` of `load`; whether the kill came before the query finished (it

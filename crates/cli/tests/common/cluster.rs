@@ -343,6 +343,21 @@ pub fn assert_still_running(cluster: &LocalCluster, pids: &[u32], what: &str) {
     );
 }
 
+/// Whether executor `pid` was stopped by its worker (a worker logs each executor it cancels
+/// or kills, at the `info` level) — rather than ending with its part.
+pub fn stopped_by_its_worker(cluster: &LocalCluster, pid: u32) -> bool {
+    let pid = format!("pid={pid}");
+    (0..cluster.workers.len()).any(|w| {
+        std::fs::read_to_string(cluster.dir.path().join(format!("w{w}.log")))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| {
+                (l.contains("cancelling an executor") || l.contains("killing a stuck executor"))
+                    && l.split_whitespace().any(|f| f == pid)
+            })
+    })
+}
+
 /// Kills the coordinator of `cluster` with SIGKILL once query `query` has completed
 /// checkpoint `after` — before the query finished — and starts it again on the same address
 /// and state.
