@@ -1,8 +1,9 @@
 #!/bin/sh
 # Soak: the cluster's worker-kill scenarios (a coordinator and three workers; one worker killed
-# with SIGKILL after a seeded number of checkpoints; the output must equal the embedded run's)
-# for SEEDS seeds instead of the suite's ten (checkpoints in a directory) and one (checkpoints
-# in an S3-compatible store, a moto server).
+# with SIGKILL at a seeded moment: after a seeded checkpoint and a seeded number of rows more;
+# the output must equal the embedded run's) for SEEDS seeds instead of the suite's ten
+# (checkpoints in a directory; one seed in five runs Q2 over the million-row file, the others a
+# windowed query) and one (Q2, checkpoints in an S3-compatible store, a moto server).
 # usage: scripts/soak_cluster_kills.sh [--whole] [SEEDS]   (default 100)
 #   By default per-task recovery (the coordinator's default): only the dead worker's instances
 #   are restored, and the query must stay at its first attempt unless it was finishing.

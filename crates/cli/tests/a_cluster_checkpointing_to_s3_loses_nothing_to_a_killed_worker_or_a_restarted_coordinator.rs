@@ -13,7 +13,8 @@ use crate::common;
 use std::path::Path;
 
 use common::cluster::{
-    kill_worker_after, pick, q2_paced, q2_reference, restart_coordinator_after, LocalCluster, Setup,
+    kill_worker_at, pick, q2_paced, q2_reference, restart_coordinator_after, LocalCluster, Moment,
+    Setup,
 };
 use common::output_rows;
 use common::s3::{S3Server, BUCKET};
@@ -159,16 +160,17 @@ fn a_worker_killed_mid_run_costs_a_cluster_checkpointing_to_s3_nothing() {
         let out = format!("out-{seed}");
         let mut cluster = cluster(&s3, &store);
         let submit = submit(&cluster, work.path(), &out);
-        let after = 1 + pick(seed, 1, 3);
-        let victim = pick(seed, 2, 3) as usize;
+        // After one of the first three checkpoints (of ten), anywhere in the cycle after it.
+        let moment = Moment::seeded(seed, 1, 3, 100_000, RATE);
+        let victim = pick(seed, 3, 3) as usize;
         assert!(
-            kill_worker_after(&mut cluster, "q2", victim, after),
-            "seed {seed}: worker {victim}'s part had ended by checkpoint {after}: the kill must come mid-run"
+            kill_worker_at(&mut cluster, "q2", victim, &moment).mid_part,
+            "seed {seed}: worker {victim}'s part had ended {moment}: the kill must come mid-run"
         );
         let ended = submit.wait_output();
         let stderr = String::from_utf8_lossy(&ended.stderr);
         assert!(ended.status.success(), "seed {seed}: {stderr}");
-        let what = format!("seed {seed} (worker {victim} killed after checkpoint {after})");
+        let what = format!("seed {seed} (worker {victim} killed {moment})");
         let status = check_the_end(
             &cluster,
             Some(victim),

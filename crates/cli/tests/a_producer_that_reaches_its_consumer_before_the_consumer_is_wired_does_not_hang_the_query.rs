@@ -21,12 +21,11 @@
 
 use crate::common;
 
-use std::collections::BTreeSet;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use common::cluster::{children, LocalCluster};
+use common::cluster::{children, listening_port, tcp, LocalCluster};
 use common::{anduin_ok, output_rows, wait_until};
 
 const QUERY: &str = r#"
@@ -53,49 +52,6 @@ operator name = "outA", type = "writer" {
   param path = "${OUT_A}"
 }
 "#;
-
-/// The socket inodes `pid` holds.
-fn socket_inodes(pid: u32) -> BTreeSet<String> {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return BTreeSet::new();
-    };
-    fds.flatten()
-        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-        .filter_map(|l| {
-            l.to_string_lossy()
-                .strip_prefix("socket:[")
-                .and_then(|s| s.strip_suffix(']'))
-                .map(str::to_string)
-        })
-        .collect()
-}
-
-/// `/proc/net/tcp`'s rows: local port, remote port, state, inode.
-fn tcp() -> Vec<(u16, u16, String, String)> {
-    let text = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let port = |a: &str| u16::from_str_radix(a.rsplit_once(':')?.1, 16).ok();
-            Some((
-                port(f.get(1)?)?,
-                port(f.get(2)?)?,
-                f.get(3)?.to_string(),
-                f.get(9)?.to_string(),
-            ))
-        })
-        .collect()
-}
-
-/// The port `pid` listens on (its data listener), once it does.
-fn listening_port(pid: u32) -> Option<u16> {
-    let inodes = socket_inodes(pid);
-    tcp()
-        .into_iter()
-        .find(|(_, _, state, inode)| state == "0A" && inodes.contains(inode))
-        .map(|(local, ..)| local)
-}
 
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.to_string_lossy().as_bytes()).expect("a path");

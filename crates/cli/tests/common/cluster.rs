@@ -237,15 +237,135 @@ pub fn kill_worker_after(
     victim: usize,
     after: u64,
 ) -> bool {
+    kill_worker_at(cluster, query, victim, &Moment::at_checkpoint(after)).mid_part
+}
+
+/// A seeded moment of a fault in a paced run: once checkpoint `after` has completed, and
+/// `rows` rows later at the run's pace (`rate` rows a second, all its sources together).
+/// `rows` below a checkpoint's spacing lands the fault anywhere in the cycle: right after a
+/// checkpoint, while the next one's barriers are in flight, between its completion and its
+/// commit. The pause is no synchronisation — the outcome must not depend on where the fault
+/// lands, and a slow machine only moves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moment {
+    pub after: u64,
+    pub rows: u64,
+    pub rate: u64,
+}
+
+impl Moment {
+    /// Right as checkpoint `after` completes.
+    pub fn at_checkpoint(after: u64) -> Self {
+        Self {
+            after,
+            rows: 0,
+            rate: 1,
+        }
+    }
+
+    /// The moment of `seed` (`salt` tells the draws of one test from another's): after a
+    /// checkpoint in `1..=checkpoints`, then fewer rows than `spacing` (the rows between two
+    /// checkpoints) at `rate` rows a second.
+    pub fn seeded(seed: u64, salt: u64, checkpoints: u64, spacing: u64, rate: u64) -> Self {
+        Self {
+            after: 1 + pick(seed, salt, checkpoints),
+            rows: pick(seed, salt.wrapping_add(1), spacing),
+            rate: rate.max(1),
+        }
+    }
+
+    /// The pause after the checkpoint: `rows` at `rate`.
+    pub fn pause(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.rows.saturating_mul(1_000_000) / self.rate.max(1))
+    }
+}
+
+impl std::fmt::Display for Moment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "after checkpoint {}", self.after)?;
+        if self.rows > 0 {
+            write!(f, " and {} rows more ({:?})", self.rows, self.pause())?;
+        }
+        Ok(())
+    }
+}
+
+/// What a kill of [`kill_worker_at`] found.
+#[derive(Debug, Clone)]
+pub struct Kill {
+    /// Whether the victim's executor still ran its part (the query must recover from the
+    /// kill); not when the query was finishing and its part had ended.
+    pub mid_part: bool,
+    /// The PIDs of the executors that ran on the other workers at the kill.
+    pub others: Vec<u32>,
+    /// The query's status that ended the wait for the moment's checkpoint.
+    pub status: serde_json::Value,
+}
+
+/// Kills worker `victim` of `cluster` with SIGKILL at `moment` of query `query` (or once it
+/// has finished): what ran then.
+pub fn kill_worker_at(
+    cluster: &mut LocalCluster,
+    query: &str,
+    victim: usize,
+    moment: &Moment,
+) -> Kill {
+    let mut status = serde_json::Value::Null;
     wait_until("the checkpoints before the kill", || {
-        let s = cluster.status(query);
-        s["last_checkpoint"].as_u64().is_some_and(|e| e >= after) || s["state"] == "finished"
+        status = cluster.status(query);
+        status["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|e| e >= moment.after)
+            || status["state"] == "finished"
     });
+    std::thread::sleep(moment.pause());
+    let others = executors(cluster, Some(victim));
     let pid = cluster.workers[victim].pid();
     let mid_part = children(pid).into_iter().any(running);
     let _ = cluster.workers[victim].0.kill();
     let _ = cluster.workers[victim].0.wait();
-    mid_part
+    Kill {
+        mid_part,
+        others,
+        status,
+    }
+}
+
+/// The PIDs of the executors running on the workers of `cluster` (but `except`).
+pub fn executors(cluster: &LocalCluster, except: Option<usize>) -> Vec<u32> {
+    let mut pids: Vec<u32> = (0..cluster.workers.len())
+        .filter(|w| Some(*w) != except)
+        .flat_map(|w| children(cluster.workers[w].pid()))
+        .filter(|p| running(*p))
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// Asserts that every executor of `pids` still runs (none was restarted); `what` says which
+/// run and when, for the failure's message.
+pub fn assert_still_running(cluster: &LocalCluster, pids: &[u32], what: &str) {
+    let gone: Vec<u32> = pids.iter().copied().filter(|p| !running(*p)).collect();
+    assert!(
+        gone.is_empty(),
+        "{what}: the executors {gone:?} (of {pids:?}) no longer run: a task was restarted\n{}",
+        cluster.logs()
+    );
+}
+
+/// Whether executor `pid` was stopped by its worker (a worker logs each executor it cancels
+/// or kills, at the `info` level) — rather than ending with its part.
+pub fn stopped_by_its_worker(cluster: &LocalCluster, pid: u32) -> bool {
+    let pid = format!("pid={pid}");
+    (0..cluster.workers.len()).any(|w| {
+        std::fs::read_to_string(cluster.dir.path().join(format!("w{w}.log")))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| {
+                (l.contains("cancelling an executor") || l.contains("killing a stuck executor"))
+                    && l.split_whitespace().any(|f| f == pid)
+            })
+    })
 }
 
 /// Kills the coordinator of `cluster` with SIGKILL once query `query` has completed
@@ -370,6 +490,49 @@ pub fn children(parent: u32) -> Vec<u32> {
         }
     }
     out
+}
+
+/// The socket inodes `pid` holds.
+pub fn socket_inodes(pid: u32) -> std::collections::BTreeSet<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return std::collections::BTreeSet::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|l| {
+            l.to_string_lossy()
+                .strip_prefix("socket:[")
+                .and_then(|s| s.strip_suffix(']'))
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// `/proc/net/tcp`'s rows: local port, remote port, state, inode.
+pub fn tcp() -> Vec<(u16, u16, String, String)> {
+    let text = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let port = |a: &str| u16::from_str_radix(a.rsplit_once(':')?.1, 16).ok();
+            Some((
+                port(f.get(1)?)?,
+                port(f.get(2)?)?,
+                f.get(3)?.to_string(),
+                f.get(9)?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// The port `pid` listens on (its data listener), once it does.
+pub fn listening_port(pid: u32) -> Option<u16> {
+    let inodes = socket_inodes(pid);
+    tcp()
+        .into_iter()
+        .find(|(_, _, state, inode)| state == "0A" && inodes.contains(inode))
+        .map(|(local, ..)| local)
 }
 
 /// Whether `pid` runs (exists and is not a zombie waiting to be reaped).
