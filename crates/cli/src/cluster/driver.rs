@@ -1365,6 +1365,23 @@ pub(super) fn recovery(store: &Store) -> Result<Recovery> {
     })
 }
 
+/// Attempt `number` of query `name`, if `part` runs there at `incarnation` (an executor of an
+/// older incarnation is stale).
+fn running_now<'a>(
+    state: &'a mut State,
+    name: &str,
+    number: u64,
+    part: u32,
+    incarnation: u64,
+) -> Option<&'a mut Attempt> {
+    state
+        .queries
+        .get_mut(name)?
+        .attempt
+        .as_mut()
+        .filter(|a| a.number == number && a.incarnation(part) == incarnation)
+}
+
 pub(super) fn current<'a>(state: &'a State, name: &str, number: u64) -> Option<&'a Attempt> {
     state
         .queries
@@ -1574,12 +1591,7 @@ pub fn serve_executor(
             // and only once its part can no longer be restored elsewhere.
             proto::ToCoordinator::MayEnd => {
                 let mut state = cluster.lock();
-                let Some(a) = state
-                    .queries
-                    .get_mut(query)
-                    .and_then(|q| q.attempt.as_mut())
-                    .filter(|a| a.number == attempt && a.incarnation(worker) == r.incarnation)
-                else {
+                let Some(a) = running_now(&mut state, query, attempt, worker, r.incarnation) else {
                     tracing::warn!(
                         query,
                         attempt,
@@ -1598,17 +1610,9 @@ pub fn serve_executor(
             }
             proto::ToCoordinator::Figures(m) => {
                 let mut state = cluster.lock();
-                let Some(a) = state
-                    .queries
-                    .get_mut(query)
-                    .and_then(|q| q.attempt.as_mut())
-                    .filter(|a| a.number == attempt)
-                else {
+                let Some(a) = running_now(&mut state, query, attempt, worker, r.incarnation) else {
                     break;
                 };
-                if a.incarnation(worker) != r.incarnation {
-                    break;
-                }
                 a.heard.insert(worker, (r.incarnation, Instant::now()));
                 let figures = Arc::clone(&a.figures);
                 drop(state);
@@ -1618,12 +1622,7 @@ pub fn serve_executor(
             }
             proto::ToCoordinator::Alive => {
                 let mut state = cluster.lock();
-                let Some(a) = state
-                    .queries
-                    .get_mut(query)
-                    .and_then(|q| q.attempt.as_mut())
-                    .filter(|a| a.number == attempt && a.incarnation(worker) == r.incarnation)
-                else {
+                let Some(a) = running_now(&mut state, query, attempt, worker, r.incarnation) else {
                     break;
                 };
                 a.heard.insert(worker, (r.incarnation, Instant::now()));
