@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anduin_coordinator::catalog::Edit;
@@ -21,7 +21,7 @@ use anduin_coordinator::{
 use anduin_runtime::Event;
 use anyhow::{Context, Result};
 
-use super::coordinator::{Cluster, ExitPoint};
+use super::coordinator::{Cluster, ExitPoint, State};
 use super::driver::{current, instance_workers, placement_constraints, placement_names, Compiled};
 use super::proto::{Deployment, ToExecutor, ToWorker};
 
@@ -33,6 +33,34 @@ const NOTED_WITHIN: Duration = Duration::from_secs(10);
 /// within an attempt; a part that keeps failing rolls the whole query back (and, as any
 /// failure, counts towards its attempts).
 pub(super) const PART_FAILURES_RESTORED: u32 = 3;
+
+/// How long `--inject-hold-restore` holds a restore at most.
+const HOLD_WITHIN: Duration = Duration::from_secs(60);
+
+/// Testing (`--inject-hold-restore`): holds the restore of the `lost` parts, the lock let go
+/// meanwhile, until a source of attempt `number` has reported the end of its input (or
+/// [`HOLD_WITHIN`] has passed).
+fn hold<'a>(
+    cluster: &'a Cluster,
+    mut state: MutexGuard<'a, State>,
+    name: &str,
+    number: u64,
+    lost: &BTreeSet<u32>,
+) -> MutexGuard<'a, State> {
+    eprintln!(
+        "anduin: query {name}: holding the restore of the part(s) {lost:?} until a source reports the end of its input (--inject-hold-restore)"
+    );
+    let deadline = Instant::now() + HOLD_WITHIN;
+    loop {
+        let ended = current(&state, name, number).is_none_or(|a| !a.exhausted.is_empty());
+        if ended || Instant::now() > deadline {
+            break;
+        }
+        state = cluster.wait(state, Duration::from_millis(50));
+    }
+    eprintln!("anduin: query {name}: the restore goes on (--inject-hold-restore)");
+    state
+}
 
 /// Restores the parts of attempt `number` whose worker died, or whose executor failed, on
 /// live workers. `Ok(None)`: done, the attempt runs on; `Ok(Some(why))`: per-task recovery
@@ -158,6 +186,9 @@ pub(super) fn restore_part(
         }
         state = cluster.wait(state, Duration::from_millis(50));
     };
+    if cluster.hold_restore {
+        state = hold(cluster, state, name, number, &lost);
+    }
     // A live rescale after that checkpoint: the instances that kept running route rows and
     // hold key groups as after it, the restored ones would as before it.
     if let Some(why) = current(&state, name, number)
