@@ -85,5 +85,11 @@ fn a_stuck_source_that_ends_its_input_before_its_part_is_restored_rolls_the_quer
         log.contains("had already read all its input: the query is finishing"),
         "the whole query must roll back: {log}"
     );
-    assert_eq!(t.cluster.status("q")["attempt"], 2, "{log}");
+    // Rolled back (on a loaded machine a later attempt may be taken as stuck and roll back
+    // again, with the same exact output).
+    let attempt = t.cluster.status("q")["attempt"].as_u64();
+    assert!(
+        attempt.is_some_and(|a| a >= 2),
+        "attempt {attempt:?}: {log}"
+    );
 }
