@@ -96,6 +96,12 @@ pub struct CoordinatorArgs {
     /// Testing: the catalog's write of this edit fails (as on a full disk).
     #[arg(long, hide = true, value_enum, value_name = "EDIT")]
     pub inject_catalog_failure_at: Option<FailingEdit>,
+    /// Testing: per-task recovery, once it has chosen to restore lost parts alone and the
+    /// checkpoint coordinator has named the checkpoint they restore from, holds (at most a
+    /// minute) until a source of the attempt reports the end of its input: the window in
+    /// which a lost part that was only slow or paused reports its end before it is restored.
+    #[arg(long, hide = true)]
+    pub inject_hold_restore: bool,
     #[command(flatten)]
     pub secret: SecretArgs,
 }
@@ -253,6 +259,9 @@ pub struct Cluster {
     pub submitting: Mutex<()>,
     /// Testing: the step after which the coordinator exits by itself.
     pub exit_after: Option<ExitPoint>,
+    /// Testing: per-task recovery holds before it restores until a source reports its end
+    /// (`--inject-hold-restore`).
+    pub hold_restore: bool,
     /// Which workers there are.
     pub scheduler: Mutex<Box<dyn Scheduler>>,
 }
@@ -457,6 +466,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         per_task_recovery: !args.no_per_task_recovery,
         submitting: Mutex::new(()),
         exit_after: args.inject_exit_after,
+        hold_restore: args.inject_hold_restore,
         scheduler: Mutex::new(scheduler),
     });
     stop_on_signals(&cluster);

@@ -404,7 +404,14 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                     state.feed(name, &Input::RecoveryFailed { why });
                     true
                 } else {
-                    eprintln!("anduin: query {name}, attempt {number} failed: {why}; recovering from the last checkpoint");
+                    // Why per-task recovery did not apply, said here too: the query's life
+                    // refuses the fallback when it did not take the failure as a loss (a
+                    // part restored elsewhere before, whose tasks it places on their host).
+                    let per_task = fallback
+                        .as_ref()
+                        .map(|f| format!(" (per-task recovery does not apply: {f})"))
+                        .unwrap_or_default();
+                    eprintln!("anduin: query {name}, attempt {number} failed: {why}; recovering from the last checkpoint{per_task}");
                     let why = fallback.unwrap_or_else(|| match worker {
                         Some(_) if !cluster.per_task_recovery => "per-task recovery is off (`anduin coordinator --no-per-task-recovery`)".into(),
                         Some(_) => "the loss came before the attempt ran (while its executors started, or while a restarted coordinator waited for them to report again): per-task recovery applies to a running attempt".into(),

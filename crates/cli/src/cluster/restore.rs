@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anduin_coordinator::catalog::Edit;
@@ -21,8 +21,10 @@ use anduin_coordinator::{
 use anduin_runtime::Event;
 use anyhow::{Context, Result};
 
-use super::coordinator::{Cluster, ExitPoint};
-use super::driver::{current, instance_workers, placement_constraints, placement_names, Compiled};
+use super::coordinator::{Cluster, ExitPoint, State};
+use super::driver::{
+    current, instance_workers, placement_constraints, placement_names, Attempt, Compiled,
+};
 use super::proto::{Deployment, ToExecutor, ToWorker};
 
 /// How long a restored part's executor has to report.
@@ -33,6 +35,61 @@ const NOTED_WITHIN: Duration = Duration::from_secs(10);
 /// within an attempt; a part that keeps failing rolls the whole query back (and, as any
 /// failure, counts towards its attempts).
 pub(super) const PART_FAILURES_RESTORED: u32 = 3;
+
+/// Why attempt `a` is finishing, so that its `lost` parts cannot be restored alone (the whole
+/// query rolls back instead, which is exact), if it is: a source has reported the end of its
+/// input (the checkpoint coordinator holds it as ended for good: its last checkpoint, whose
+/// barrier ends the sources, would end a restored one where its checkpoint left it); a part
+/// other than the lost ones has ended (it commits everything, and replays nothing); or a part
+/// was given leave to end its input (its sinks commit what they hold — a lost one too).
+/// `names`: the instances' names, by number.
+fn finishing(a: &Attempt, lost: &BTreeSet<u32>, names: &[String]) -> Option<String> {
+    if let Some(i) = a.exhausted.iter().next() {
+        let source = names.get(*i).map_or("a source", String::as_str);
+        return Some(format!(
+            "{source} had already read all its input: the query is finishing"
+        ));
+    }
+    if let Some(p) = a.ended.keys().find(|p| !lost.contains(p)) {
+        return Some(format!(
+            "the part of worker {p} had ended: the query is finishing"
+        ));
+    }
+    if let Some(p) = a.ending.iter().next() {
+        return Some(format!(
+            "the part of worker {p} was given leave to end its input: the query is finishing"
+        ));
+    }
+    None
+}
+
+/// How long `--inject-hold-restore` holds a restore at most.
+const HOLD_WITHIN: Duration = Duration::from_secs(60);
+
+/// Testing (`--inject-hold-restore`): holds the restore of the `lost` parts, the lock let go
+/// meanwhile, until a source of attempt `number` has reported the end of its input (or
+/// [`HOLD_WITHIN`] has passed).
+fn hold<'a>(
+    cluster: &'a Cluster,
+    mut state: MutexGuard<'a, State>,
+    name: &str,
+    number: u64,
+    lost: &BTreeSet<u32>,
+) -> MutexGuard<'a, State> {
+    eprintln!(
+        "anduin: query {name}: holding the restore of the part(s) {lost:?} until a source reports the end of its input (--inject-hold-restore)"
+    );
+    let deadline = Instant::now() + HOLD_WITHIN;
+    loop {
+        let ended = current(&state, name, number).is_none_or(|a| !a.exhausted.is_empty());
+        if ended || Instant::now() > deadline {
+            break;
+        }
+        state = cluster.wait(state, Duration::from_millis(50));
+    }
+    eprintln!("anduin: query {name}: the restore goes on (--inject-hold-restore)");
+    state
+}
 
 /// Restores the parts of attempt `number` whose worker died, or whose executor failed, on
 /// live workers. `Ok(None)`: done, the attempt runs on; `Ok(Some(why))`: per-task recovery
@@ -116,14 +173,10 @@ pub(super) fn restore_part(
         RecoveryChoice::PerTask { restore } => restore,
     };
     {
-        // A part that has ended, or was given leave to end, has committed (or commits)
-        // everything: the query is finishing.
         let state = cluster.lock();
         let a = current(&state, name, number).context("the attempt is gone")?;
-        if let Some(p) = a.ended.keys().chain(&a.ending).find(|p| !lost.contains(p)) {
-            return Ok(Some(format!(
-                "the part of worker {p} had ended: the query is finishing"
-            )));
+        if let Some(why) = finishing(a, &lost, &compiled.instance_names) {
+            return Ok(Some(why));
         }
     }
     // The checkpoint coordinator gives up its checkpoint in flight and says which one the lost
@@ -158,6 +211,22 @@ pub(super) fn restore_part(
         }
         state = cluster.wait(state, Duration::from_millis(50));
     };
+    if cluster.hold_restore {
+        state = hold(cluster, state, name, number, &lost);
+    }
+    // Asked again, under the lock now held until the lost parts' new incarnations are
+    // recorded (from then on, what their old executors send is ignored): while the lock was
+    // let go, a lost part that was only slow or paused may have reported the end of its
+    // source — which the checkpoint coordinator now holds as ended, so that the barrier of
+    // its last checkpoint would end the restored source where its checkpoint left it, the
+    // rest of its input never read — or another part may have ended.
+    if let Some(why) = finishing(
+        current(&state, name, number).context("the attempt is gone")?,
+        &lost,
+        &compiled.instance_names,
+    ) {
+        return Ok(Some(why));
+    }
     // A live rescale after that checkpoint: the instances that kept running route rows and
     // hold key groups as after it, the restored ones would as before it.
     if let Some(why) = current(&state, name, number)
