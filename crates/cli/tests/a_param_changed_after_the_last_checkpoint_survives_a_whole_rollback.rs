@@ -9,9 +9,10 @@
 //! epoch of the checkpoint it was given with.
 
 use crate::a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpoint_recorded_it::{
-    api, generated, switched_at, NEW, QUERY,
+    api, generated, switched_at, NEW, ROWS,
 };
 use crate::common;
+use common::cluster::paced_filter;
 
 use anduin_checkpoint::Store;
 use common::cluster::{kill_worker_after, LocalCluster, Setup};
@@ -21,7 +22,7 @@ use common::{ctl, output_rows, stdout_ok, wait_until};
 fn a_param_changed_after_the_last_checkpoint_survives_a_whole_rollback() {
     let work = tempfile::tempdir().expect("tempdir");
     let d = work.path();
-    std::fs::write(d.join("q.flow"), QUERY).expect("query");
+    std::fs::write(d.join("q.flow"), paced_filter(ROWS)).expect("query");
     let every = generated(d);
     let mut cluster = LocalCluster::start_with(
         2,

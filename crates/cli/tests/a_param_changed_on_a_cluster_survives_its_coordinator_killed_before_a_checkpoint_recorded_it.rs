@@ -17,57 +17,18 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use common::cluster::{children, running, LocalCluster, Setup};
+use common::cluster::{all_generated, children, paced_filter, running, LocalCluster, Setup};
 use common::{ctl, output_rows, wait_until};
 
-/// A paced generator of readings, the filter `low` and a writer.
-pub const QUERY: &str = r#"
-type name = "R" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param count = 45000
-  param rate = 3000
-  output name = "raw", type = "R"
-}
-operator name = "low", type = "filter" {
-  input name = "raw"
-  param condition = "value < 42"
-  output name = "kept", type = "R"
-}
-operator name = "out", type = "writer" {
-  input name = "kept"
-  param path = "${OUTPUT}"
-}
-"#;
-
-/// The same generator, unpaced, every row into `all.csv`.
-const ALL: &str = r#"
-type name = "R" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param count = 45000
-  output name = "raw", type = "R"
-}
-operator name = "out", type = "writer" {
-  input name = "raw"
-  param path = "all.csv"
-}
-"#;
+/// How many rows the query ([`paced_filter`]) generates.
+pub const ROWS: u64 = 45_000;
 
 /// The condition the change sets.
 pub const NEW: &str = "value >= 42";
 
-/// Every row the generator of [`QUERY`] makes, in order (an embedded run into `d`).
+/// Every row the generator of [`paced_filter`] makes, in order (an embedded run into `d`).
 pub fn generated(d: &Path) -> Vec<String> {
-    std::fs::write(d.join("all.flow"), ALL).expect("query");
+    std::fs::write(d.join("all.flow"), all_generated(ROWS)).expect("query");
     let all = Command::new(env!("CARGO_BIN_EXE_anduin"))
         .args(["run", "all.flow", "-q", "--no-api"])
         .current_dir(d)
@@ -132,7 +93,7 @@ pub fn api(cluster: &LocalCluster) -> String {
 fn a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpoint_recorded_it() {
     let work = tempfile::tempdir().expect("tempdir");
     let d = work.path();
-    std::fs::write(d.join("q.flow"), QUERY).expect("query");
+    std::fs::write(d.join("q.flow"), paced_filter(ROWS)).expect("query");
     let every = generated(d);
     let mut cluster = LocalCluster::start_with(
         3,

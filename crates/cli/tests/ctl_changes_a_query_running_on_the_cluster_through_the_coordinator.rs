@@ -10,55 +10,15 @@ use crate::common;
 use std::process::Command;
 
 use anduin_checkpoint::Store;
-use common::cluster::LocalCluster;
+use common::cluster::{all_generated, paced_filter, LocalCluster};
 use common::{ctl, output_rows, stdout_ok, wait_until};
-
-const QUERY: &str = r#"
-type name = "R" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param count = 30000
-  param rate = 3000
-  output name = "raw", type = "R"
-}
-operator name = "low", type = "filter" {
-  input name = "raw"
-  param condition = "value < 42"
-  output name = "kept", type = "R"
-}
-operator name = "out", type = "writer" {
-  input name = "kept"
-  param path = "${OUTPUT}"
-}
-"#;
-
-const ALL: &str = r#"
-type name = "R" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param count = 30000
-  output name = "raw", type = "R"
-}
-operator name = "out", type = "writer" {
-  input name = "raw"
-  param path = "all.csv"
-}
-"#;
 
 #[test]
 fn ctl_changes_a_query_running_on_the_cluster_through_the_coordinator() {
     let work = tempfile::tempdir().expect("tempdir");
     let d = work.path();
-    std::fs::write(d.join("q.flow"), QUERY).expect("query");
-    std::fs::write(d.join("all.flow"), ALL).expect("query");
+    std::fs::write(d.join("q.flow"), paced_filter(30_000)).expect("query");
+    std::fs::write(d.join("all.flow"), all_generated(30_000)).expect("query");
     let cluster = LocalCluster::start(2, 8);
     let api = std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
         .expect("the coordinator wrote its API's URL");

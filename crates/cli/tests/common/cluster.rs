@@ -711,3 +711,54 @@ pub fn signal(pid: u32, signal: libc::c_int) {
         libc::kill(pid, signal);
     }
 }
+
+/// `count` generated readings at 3 000 a second, the filter `low` (`value < 42`) and a writer
+/// into `${OUTPUT}`: a query a param change can be seen in, row by row.
+pub fn paced_filter(count: u64) -> String {
+    format!(
+        r#"
+type name = "R" {{
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}}
+operator name = "gen", type = "generator" {{
+  param profile = "events"
+  param count = {count}
+  param rate = 3000
+  output name = "raw", type = "R"
+}}
+operator name = "low", type = "filter" {{
+  input name = "raw"
+  param condition = "value < 42"
+  output name = "kept", type = "R"
+}}
+operator name = "out", type = "writer" {{
+  input name = "kept"
+  param path = "${{OUTPUT}}"
+}}
+"#
+    )
+}
+
+/// The generator of [`paced_filter`], unpaced, every row into `all.csv`.
+pub fn all_generated(count: u64) -> String {
+    format!(
+        r#"
+type name = "R" {{
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}}
+operator name = "gen", type = "generator" {{
+  param profile = "events"
+  param count = {count}
+  output name = "raw", type = "R"
+}}
+operator name = "out", type = "writer" {{
+  input name = "raw"
+  param path = "all.csv"
+}}
+"#
+    )
+}
