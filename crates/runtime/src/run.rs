@@ -690,6 +690,10 @@ pub struct Coordinated {
     /// inject it twice, so that no task waits forever aligning it), it is not completed, and
     /// the next checkpoint comes after it and is full.
     pub taking_over: Option<anduin_types::Epoch>,
+    /// The query's checkpoints were numbered up to this one before (by earlier attempts, or
+    /// the coordinator taken over): the first checkpoint comes after it, so that no epoch is
+    /// used twice. `None`: after the checkpoint restored from.
+    pub numbered_after: Option<anduin_types::Epoch>,
     /// The worker each task instance runs on, by the instance's number in the run, for the
     /// control plane's topology (`GET …/topology`, the web UI). Empty: not told (every
     /// instance shows on worker 0).
@@ -720,6 +724,7 @@ pub fn coordinate(
         events,
         control_events,
         taking_over,
+        numbered_after,
         placement,
         figures,
     } = remote;
@@ -765,7 +770,7 @@ pub fn coordinate(
     let twins = replica_twins(graph, &plan);
     let mut coordinator =
         checkpoint_coordinator(c, tasks, sources, plan_print, twins, &counters, config)?;
-    if let Some(epoch) = taking_over {
+    if let Some(epoch) = taking_over.max(numbered_after) {
         coordinator.scheduler.skip_to(epoch.0 + 1);
     }
     if let (Some(control), Some(tx)) = (&config.control, control_events) {

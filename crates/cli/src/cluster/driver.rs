@@ -287,7 +287,9 @@ fn plan_options(args: &RunArgs) -> PlanOptions {
 pub(super) enum Outcome {
     Finished,
     Cancelled,
-    /// Why, and the worker it happened on (and whether that worker died).
+    /// Why, and the worker it happened on (and whether that worker died): the worker the
+    /// part ran on then, not the one it was first placed on (a part restored elsewhere runs
+    /// on another; the query's life places its tasks on the host).
     Failed {
         why: String,
         worker: Option<(u32, bool)>,
@@ -565,8 +567,20 @@ fn attempt(
     };
     let addresses: BTreeMap<u32, SocketAddr> =
         executors.iter().map(|(w, (_, addr))| (*w, *addr)).collect();
+    // Numbered after every checkpoint an earlier attempt began: an epoch is never used twice
+    // (a new attempt's barrier numbered as one a stale task had would be taken for a replay,
+    // and files of a given-up checkpoint could mix with the new one's).
+    let after = numbered_so_far(cluster, name, &cluster.store.store(name)?, restore.as_ref())?;
     let checkpointer = match start_checkpointer(
-        cluster, name, compiled, dir, &placement, restore, carried, None, number,
+        cluster,
+        name,
+        compiled,
+        dir,
+        &placement,
+        restore,
+        carried,
+        Numbering::After(after),
+        number,
     ) {
         Ok(c) => c,
         Err(e) => {
@@ -596,6 +610,45 @@ fn attempt(
     run_to_end(cluster, name, compiled, dir, number, checkpointer)
 }
 
+/// How an attempt's checkpoint coordinator numbers its first checkpoint.
+#[derive(Debug, Clone, Copy)]
+enum Numbering {
+    /// A new attempt: after this epoch, the newest any attempt before it began.
+    After(anduin_types::Epoch),
+    /// An attempt taken over: the checkpoint of this epoch may have been begun by the
+    /// coordinator before (its barrier is asked of the sources again); the next comes after.
+    TakingOver(anduin_types::Epoch),
+}
+
+/// The newest checkpoint of query `name` any coordinator or attempt may have begun: the last
+/// complete one, the newest with files in `store`, the newest the catalog records as given
+/// up, the newest this coordinator's life of the query saw start.
+fn numbered_so_far(
+    cluster: &Arc<Cluster>,
+    name: &str,
+    store: &Store,
+    restore: Option<&Validated>,
+) -> Result<anduin_types::Epoch> {
+    let (newest_given_up, started) = {
+        let state = cluster.lock();
+        (
+            state
+                .catalog
+                .state()
+                .queries
+                .get(&QueryId(name.to_string()))
+                .and_then(|q| q.newest_given_up),
+            state.queries.get(name).and_then(|q| q.life.last_epoch()),
+        )
+    };
+    let begun = newest_begun(&NumberingFacts {
+        last_complete: restore.map(|v| anduin_types::Epoch(v.manifest.epoch)),
+        newest_in_store: store.epochs()?.into_iter().max(),
+        newest_given_up,
+    });
+    Ok(begun.max(started.unwrap_or(begun)))
+}
+
 /// Starts the checkpoint coordinator of an attempt whose executors have reported (all, or all
 /// but those of parts lost while no coordinator ran): each task instance's commands go to the
 /// executor that runs its part. `carried`: the param changes the catalog recorded after
@@ -610,9 +663,13 @@ fn start_checkpointer(
     placement: &[u32],
     mut restore: Option<Validated>,
     carried: Vec<anduin_checkpoint::ChangeRecord>,
-    taking_over: Option<anduin_types::Epoch>,
+    numbering: Numbering,
     number: u64,
 ) -> Result<std::thread::JoinHandle<()>> {
+    let (taking_over, numbered_after) = match numbering {
+        Numbering::After(e) => (None, Some(e)),
+        Numbering::TakingOver(e) => (Some(e), Some(e)),
+    };
     let carried_alone = match restore.as_mut() {
         Some(v) => {
             v.manifest.controls.extend(carried);
@@ -764,6 +821,7 @@ fn start_checkpointer(
         events: events_rx,
         control_events,
         taking_over,
+        numbered_after,
         placement: placement.to_vec(),
         figures: Some(Arc::new(move || {
             figures
@@ -955,20 +1013,7 @@ fn take_over(
             },
         ));
     }
-    let newest_given_up = cluster
-        .lock()
-        .catalog
-        .state()
-        .queries
-        .get(&QueryId(name.to_string()))
-        .and_then(|q| q.newest_given_up);
-    let taking_over = newest_begun(&NumberingFacts {
-        last_complete: restore
-            .as_ref()
-            .map(|v| anduin_types::Epoch(v.manifest.epoch)),
-        newest_in_store: store.epochs()?.into_iter().max(),
-        newest_given_up,
-    });
+    let taking_over = numbered_so_far(cluster, name, &store, restore.as_ref())?;
     let checkpointer = match start_checkpointer(
         cluster,
         name,
@@ -977,7 +1022,7 @@ fn take_over(
         &placement,
         restore,
         reapply.changes,
-        Some(taking_over),
+        Numbering::TakingOver(taking_over),
         number,
     ) {
         Ok(c) => c,
@@ -1411,14 +1456,14 @@ pub(super) fn trouble(state: &State, name: &str, number: u64) -> Option<Outcome>
         if let Some(Some(why)) = a.ended.get(w) {
             return Some(Outcome::Failed {
                 why: format!("the part on worker {worker}: {why}"),
-                worker: Some((*w, false)),
+                worker: Some((host, false)),
                 fallback: None,
             });
         }
         if let Some(stuck) = a.stuck.get(w).filter(|_| !a.ended.contains_key(w)) {
             return Some(Outcome::Failed {
                 why: format!("the part on worker {worker}: {stuck}"),
-                worker: Some((*w, false)),
+                worker: Some((host, false)),
                 fallback: None,
             });
         }

@@ -229,8 +229,8 @@ impl QueryLife {
             .collect()
     }
 
-    /// The epoch a new checkpoint must come after.
-    fn last_epoch(&self) -> Option<Epoch> {
+    /// The epoch a new checkpoint must come after: the newest started or completed.
+    pub fn last_epoch(&self) -> Option<Epoch> {
         self.last_started.max(self.last_completed)
     }
 }
