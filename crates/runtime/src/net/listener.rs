@@ -381,6 +381,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
             end.expecting
                 .failures
                 .record(&end.expecting.name, &NetError::Resume(e));
+            give_up(&shared.ends, &hello, &end);
             return;
         }
     };
@@ -414,7 +415,26 @@ fn serve(stream: TcpStream, shared: &Shared) {
             tracing::warn!(edge = %e.name, error = %err, "lost the copy of a hot standby producing this edge: its stream ends as lost");
         } else {
             e.failures.record(&e.name, &err);
+            if e.resumable.is_some() {
+                give_up(&shared.ends, &hello, &end);
+            }
         }
+    }
+}
+
+/// A resumable edge that cannot go on (a restored producer's replay is not what arrived
+/// before, or starts where the consumer cannot take it): no producer may connect to it again,
+/// and once the connection's bridge lets go of it the consumer task's queue closes, so that
+/// the task fails (its part is restored, or the query rolls back) rather than waits for ever.
+fn give_up(ends: &Mutex<Ends>, hello: &Hello, end: &Arc<End>) {
+    let mut ends = ends.lock().unwrap_or_else(|p| p.into_inner());
+    let k = key(hello);
+    if ends
+        .waiting
+        .get(&k)
+        .is_some_and(|(_, kept)| Arc::ptr_eq(kept, end))
+    {
+        ends.waiting.remove(&k);
     }
 }
 

@@ -288,8 +288,22 @@ fn a_restored_producer_that_replays_less_than_was_received_fails_the_edge() {
     completed.store(1, Ordering::SeqCst);
     let _ = second.join();
     // Nothing past row 50 arrives, and no end: the consumer is not told its input is
-    // complete when rows are missing.
-    assert!(rx.try_recv().is_err());
+    // complete when rows are missing. Its queue closes instead, so that its task fails (it
+    // once waited for ever for a producer that had ended).
+    match rx.recv_timeout(Duration::from_secs(120)) {
+        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {}
+        Ok(env) => panic!("nothing more arrives, got {:?}", env.msg),
+        Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+            panic!("the consumer's queue stayed open: its task would wait for ever")
+        }
+    }
+    // No producer takes the edge up again (refused at once: the listener waits for no
+    // unknown edge).
+    listener.wait_for_unknown_edges(Duration::ZERO);
+    let (tx, third) = producer_of(2, 1, &peers, &completed);
+    put(&tx, [rows(30, 60), Message::End]);
+    drop(tx);
+    assert!(third.join().expect("no panic").is_err(), "the edge is gone");
 }
 
 #[test]
