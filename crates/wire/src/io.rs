@@ -10,10 +10,10 @@ use crate::frame::Frame;
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     /// The stream failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The bytes are not a frame.
-    #[error("{0}")]
+    #[error(transparent)]
     Wire(#[from] WireError),
     /// The peer declared a frame larger than this reader takes.
     #[error("the peer sent a frame of {len} bytes where at most {limit} are taken")]
@@ -173,9 +173,16 @@ mod tests {
     #[test]
     fn bytes_of_another_protocol_are_refused() {
         let mut r = FrameReader::new(Dribble(b"GET / HTTP/1.1\r\n\r\n".to_vec(), 64));
-        assert!(matches!(
-            r.read_frame(),
-            Err(FrameError::Wire(WireError::BadMagic(_)))
-        ));
+        let err = r.read_frame().expect_err("refused");
+        assert!(matches!(err, FrameError::Wire(WireError::BadMagic(_))));
+        // Said once, not once by the frame error and again by its source ("X: X" in a chain).
+        let said = err.to_string();
+        let mut chain = vec![said.clone()];
+        let mut source = std::error::Error::source(&err);
+        while let Some(s) = source {
+            chain.push(s.to_string());
+            source = s.source();
+        }
+        assert_eq!(chain.iter().filter(|m| **m == said).count(), 1, "{chain:?}");
     }
 }

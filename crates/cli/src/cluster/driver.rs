@@ -112,6 +112,9 @@ pub struct Attempt {
     /// Parts whose executor is stuck while their worker lives (it held a checkpoint back past
     /// `--checkpoint-timeout`, or went silent past `--executor-timeout`): they are failed.
     pub stuck: BTreeMap<u32, Stuck>,
+    /// Parts restored since the last checkpoint completed that have not yet had a checkpoint
+    /// expire on them: the first is forgiven (see [`super::silence::judge_held_back`]).
+    pub fresh: BTreeSet<u32>,
     /// When each part's executor last sent its figures or said it is alive (one or the other
     /// every second once it is started), with the incarnation it runs: an older incarnation's
     /// time says nothing of the new one.
@@ -150,6 +153,7 @@ impl Attempt {
             part_failures: BTreeMap::new(),
             ending: BTreeSet::new(),
             stuck: BTreeMap::new(),
+            fresh: BTreeSet::new(),
             heard: BTreeMap::new(),
             unstarted: BTreeSet::new(),
             figures: Arc::default(),
@@ -1767,10 +1771,17 @@ impl Subscriber for LastCheckpoint {
                 .get_mut(&self.query)
                 .and_then(|q| q.attempt.as_mut())
             {
-                for i in stuck {
-                    if let Some(part) = a.placement.get(i).copied() {
-                        a.stuck.entry(part).or_insert(Stuck::HeldBack(*epoch));
-                    }
+                let held: BTreeSet<u32> = stuck
+                    .into_iter()
+                    .filter_map(|i| a.placement.get(i).copied())
+                    .collect();
+                let judged = super::silence::judge_held_back(&held, &a.fresh);
+                for part in judged.stuck {
+                    a.stuck.entry(part).or_insert(Stuck::HeldBack(*epoch));
+                }
+                for part in judged.spared {
+                    a.fresh.remove(&part);
+                    eprintln!("anduin: query {}: the part of worker {part}, restored since the last checkpoint, held checkpoint {epoch} back: spared once (it may still be catching up)", self.query);
                 }
             }
             drop(state);
@@ -1800,6 +1811,9 @@ impl Subscriber for LastCheckpoint {
             if let Some(q) = state.queries.get_mut(&self.query) {
                 q.status.last_checkpoint = Some(*epoch);
                 q.life.note_completed(anduin_types::Epoch(*epoch));
+                if let Some(a) = q.attempt.as_mut() {
+                    a.fresh.clear();
+                }
             }
             state.record(Edit::CheckpointCompleted {
                 query: QueryId(self.query.clone()),

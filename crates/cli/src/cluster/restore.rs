@@ -386,6 +386,7 @@ pub(super) fn restore_part(
             .unwrap_or_else(|p| p.into_inner())
             .remove(part);
         a.ended.remove(part);
+        a.fresh.insert(*part);
         *a.incarnations.entry(*part).or_insert(0) += 1;
         if failed.contains_key(part) {
             *a.part_failures.entry(*part).or_insert(0) += 1;

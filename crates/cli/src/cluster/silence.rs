@@ -7,7 +7,7 @@
 //! executor whose process runs but whose tasks hang is found through the checkpoint it holds
 //! back (`--checkpoint-timeout`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// Why a part's executor is taken as stuck.
@@ -33,6 +33,23 @@ impl std::fmt::Display for Stuck {
             ),
         }
     }
+}
+
+/// The parts that held an expired checkpoint back, judged: those taken as stuck, and those
+/// spared because they were restored since the last checkpoint completed and this is their
+/// first expiry since (a restored executor starts, loads its state and catches up while the
+/// next checkpoint runs: under a short `--checkpoint-timeout` it was taken as stuck and
+/// restored again, and again). A spared part is judged as any other at the next expiry.
+pub fn judge_held_back(held: &BTreeSet<u32>, fresh: &BTreeSet<u32>) -> Judged {
+    let (spared, stuck) = held.iter().partition(|p| fresh.contains(p));
+    Judged { stuck, spared }
+}
+
+/// What [`judge_held_back`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judged {
+    pub stuck: BTreeSet<u32>,
+    pub spared: BTreeSet<u32>,
 }
 
 /// What is known of one part of a running attempt, for [`silent_parts`].
@@ -110,6 +127,20 @@ mod tests {
         );
         // Exactly at the timeout is not past it.
         assert!(silent_parts([part(0, Some(t0))], t0 + timeout, timeout).is_empty());
+    }
+
+    #[test]
+    fn a_part_restored_since_the_last_checkpoint_is_spared_its_first_expiry_only() {
+        let held: BTreeSet<u32> = [1, 2, 3].into();
+        let mut fresh: BTreeSet<u32> = [2, 5].into();
+        let first = judge_held_back(&held, &fresh);
+        assert_eq!(first.stuck, [1, 3].into());
+        assert_eq!(first.spared, [2].into());
+        // The caller lets the spared go from the fresh parts: the next expiry judges them.
+        fresh.retain(|p| !first.spared.contains(p));
+        let second = judge_held_back(&[2].into(), &fresh);
+        assert_eq!(second.stuck, [2].into());
+        assert!(second.spared.is_empty());
     }
 
     #[test]

@@ -27,9 +27,9 @@ use super::store::{Chunks, Entry, Key, Mark, Store};
 /// Why a snapshot or restore of the join's state failed.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CheckpointError {
-    #[error("{0}")]
+    #[error(transparent)]
     Table(#[from] TableError),
-    #[error("{0}")]
+    #[error(transparent)]
     Arrow(#[from] ArrowError),
     #[error(
         "the checkpoint's state holds a corrupt entry in {0}: restore from an earlier checkpoint"

@@ -55,9 +55,9 @@ const CONSUMER_STOPPED: &str = "the consuming task has stopped";
 /// Why a network edge failed.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum NetError {
-    #[error("{0}")]
+    #[error(transparent)]
     Frame(#[from] anduin_wire::FrameError),
-    #[error("{0}")]
+    #[error(transparent)]
     Codec(#[from] codec::CodecError),
     #[error("cannot connect to {to}: {cause}")]
     Connect {
