@@ -86,6 +86,9 @@ pub struct Resumption {
     /// Bytes of upstream backup an edge keeps at most; beyond, its consumer's loss makes the
     /// query recover as a whole.
     pub backup_limit: usize,
+    /// Bytes every upstream backup of the process keeps together at most: an edge's backup
+    /// also overflows when they are full.
+    pub backup_budget: Arc<crate::net::BackupBudget>,
     /// How long an end waits for its lost peer to come back (restored elsewhere) before the
     /// edge fails.
     pub wait: Duration,

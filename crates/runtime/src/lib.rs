@@ -55,7 +55,7 @@ pub use error::{RuntimeError, TaskError, TaskFailure};
 pub use events::{EngineEvent, Events, LogEvents, Recorded, Subscriber};
 pub use faults::Faults;
 pub use fingerprint::fingerprint;
-pub use net::{EdgeListener, Peers};
+pub use net::{BackupBudget, EdgeListener, Peers};
 pub use protocol::{Command, Event, OpState};
 pub use run::run;
 pub use run::{coordinate, Coordinated};

@@ -37,6 +37,9 @@ const STALE: u8 = 4;
 /// Bytes of output an edge keeps for a consumer that may be restored (beyond, the loss of
 /// that consumer rolls the query back as a whole).
 const BACKUP_LIMIT: usize = 256 << 20;
+/// Bytes of output every edge of an executor keeps together (beyond, as past an edge's own
+/// limit).
+const BACKUP_BUDGET: usize = 1 << 30;
 /// How long an edge waits for a lost peer to be restored elsewhere.
 const PEER_WAIT: Duration = Duration::from_secs(120);
 /// How often the executor sends its instances' live figures to the coordinator.
@@ -86,6 +89,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     let resumption = Resumption {
         completed: Arc::new(AtomicU64::new(d.restore.unwrap_or(0))),
         backup_limit: BACKUP_LIMIT,
+        backup_budget: anduin_runtime::BackupBudget::new(BACKUP_BUDGET),
         wait: PEER_WAIT,
         peers: Peers::new(addresses.iter().map(|(w, a)| (*w, *a))),
         reports: events_tx.clone(),

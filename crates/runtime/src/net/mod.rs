@@ -48,6 +48,7 @@ use crate::topology::{Channel, WorkerId};
 pub(crate) use handoff::RemoteMate;
 pub use listener::EdgeListener;
 pub use peers::Peers;
+pub use resume::BackupBudget;
 
 /// What a consumer's bridge says when it closes an edge because its task has stopped.
 const CONSUMER_STOPPED: &str = "the consuming task has stopped";

@@ -69,10 +69,13 @@ impl Outbound {
     /// Runs the edge until the producer's end message is sent (`Ok`) or a failure.
     pub(super) fn run(self) -> Result<(), NetError> {
         let mut progress = Progress {
-            backup: self
-                .resumption
-                .as_ref()
-                .map(|r| Backup::new(self.hello.from_epoch, r.backup_limit)),
+            backup: self.resumption.as_ref().map(|r| {
+                Backup::new(
+                    self.hello.from_epoch,
+                    r.backup_limit,
+                    Arc::clone(&r.backup_budget),
+                )
+            }),
             ended: false,
             last_barrier: self.hello.from_epoch,
             held: None,

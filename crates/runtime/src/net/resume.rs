@@ -15,11 +15,63 @@
 //! taken): that checkpoint is given up ([`Filtered::Void`]); the next one is consistent.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use anduin_types::{Barrier, BarrierKind, Message};
 
 /// How many recent barriers a consumer remembers the row count at.
 const REMEMBERED_BARRIERS: usize = 8;
+
+/// The bytes every upstream backup of a process may hold together: an edge's backup
+/// overflows (as past its own limit) when the process's are full, so that a process with many
+/// edges does not keep the per-edge limit many times over.
+#[derive(Debug)]
+pub struct BackupBudget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl BackupBudget {
+    /// A budget of `limit` bytes.
+    pub fn new(limit: usize) -> Arc<Self> {
+        Arc::new(Self {
+            limit,
+            used: AtomicUsize::new(0),
+        })
+    }
+
+    /// The bytes it allows.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The bytes the backups hold now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Takes `n` bytes if they fit.
+    fn take(&self, n: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                u.checked_add(n).filter(|t| *t <= self.limit)
+            })
+            .is_ok()
+    }
+
+    fn has_room(&self, n: usize) -> bool {
+        self.used().saturating_add(n) <= self.limit
+    }
+
+    fn give_back(&self, n: usize) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                Some(u.saturating_sub(n))
+            });
+    }
+}
 
 /// The producer's copy of what it sent after the barrier of the last complete checkpoint.
 #[derive(Debug)]
@@ -36,6 +88,14 @@ pub(crate) struct Backup {
     /// A replay from before this checkpoint's barrier is impossible: the backup outgrew its
     /// limit before it.
     overflowed_before: Option<u64>,
+    /// What the process's backups hold together; this one's bytes are taken from it.
+    budget: Arc<BackupBudget>,
+}
+
+impl Drop for Backup {
+    fn drop(&mut self) {
+        self.budget.give_back(self.bytes);
+    }
 }
 
 /// Why a producer cannot replay what a consumer asks for.
@@ -45,13 +105,18 @@ pub(crate) enum ReplayError {
     TooOld { asked: u64, base: u64 },
     #[error("the consumer asks for the output after checkpoint {asked}, which this producer has not reached")]
     Ahead { asked: u64 },
-    #[error("the output since checkpoint {base} outgrew the upstream backup's {limit} bytes: it cannot be replayed (checkpoint more often, or the query recovers as a whole)")]
-    Overflowed { base: u64, limit: usize },
+    #[error("the output since checkpoint {base} outgrew the upstream backup's {limit} bytes (or the {budget} bytes of every backup of its process): it cannot be replayed (checkpoint more often, or the query recovers as a whole)")]
+    Overflowed {
+        base: u64,
+        limit: usize,
+        budget: usize,
+    },
 }
 
 impl Backup {
-    /// An empty backup of a stream that starts after checkpoint `base`.
-    pub(crate) fn new(base: u64, limit: usize) -> Self {
+    /// An empty backup of a stream that starts after checkpoint `base`, of at most `limit`
+    /// bytes taken from `budget`.
+    pub(crate) fn new(base: u64, limit: usize, budget: Arc<BackupBudget>) -> Self {
         Self {
             base,
             kept: VecDeque::new(),
@@ -59,6 +124,7 @@ impl Backup {
             limit,
             dropping: false,
             overflowed_before: None,
+            budget,
         }
     }
 
@@ -79,24 +145,29 @@ impl Backup {
             }
             return;
         }
-        self.bytes += size(msg);
-        self.kept.push_back(msg.clone());
-        if self.bytes > self.limit {
-            tracing::warn!(
-                base = self.base,
-                limit = self.limit,
-                "the upstream backup of an edge outgrew its limit; a failure of its consumer before the next checkpoint completes will recover the query as a whole"
-            );
-            self.kept.clear();
-            self.bytes = 0;
-            self.dropping = true;
+        let n = size(msg);
+        if self.bytes + n <= self.limit && self.budget.take(n) {
+            self.bytes += n;
+            self.kept.push_back(msg.clone());
+            return;
         }
+        tracing::warn!(
+            base = self.base,
+            limit = self.limit,
+            budget = self.budget.limit(),
+            "the upstream backup of an edge outgrew its limit (or its process's backups theirs); a failure of its consumer before the next checkpoint completes will recover the query as a whole"
+        );
+        self.kept.clear();
+        self.budget.give_back(self.bytes);
+        self.bytes = 0;
+        self.dropping = true;
     }
 
     /// Whether `msg` can be kept without outgrowing the limit (and the backup is not given
     /// up until the next barrier).
     pub(crate) fn has_room_for(&self, msg: &Message) -> bool {
-        !self.dropping && self.bytes + size(msg) <= self.limit
+        let n = size(msg);
+        !self.dropping && self.bytes + n <= self.limit && self.budget.has_room(n)
     }
 
     /// Checkpoint `epoch` is complete: what came before its barrier is no longer needed.
@@ -107,9 +178,9 @@ impl Backup {
         let Some(at) = self.position_of(epoch) else {
             return;
         };
-        for m in self.kept.drain(..=at) {
-            self.bytes -= size(&m);
-        }
+        let freed: usize = self.kept.drain(..=at).map(|m| size(&m)).sum();
+        self.bytes -= freed;
+        self.budget.give_back(freed);
         self.base = epoch;
     }
 
@@ -118,6 +189,7 @@ impl Backup {
         let overflowed = ReplayError::Overflowed {
             base: asked,
             limit: self.limit,
+            budget: self.budget.limit(),
         };
         if self.dropping || self.overflowed_before.is_some_and(|e| asked < e) {
             return Err(overflowed);
@@ -328,7 +400,7 @@ mod tests {
         };
         let whole_bytes = size(&Message::Data(whole.clone()));
         // Room for the whole batch's rows, twice over: its 10 000 one-row slices fit.
-        let mut b = Backup::new(0, 2 * whole_bytes);
+        let mut b = Backup::new(0, 2 * whole_bytes, BackupBudget::new(usize::MAX));
         for i in 0..whole.num_rows() {
             b.keep(&Message::Data(whole.slice(i, 1)));
         }
@@ -352,8 +424,35 @@ mod tests {
     }
 
     #[test]
+    fn the_backups_of_a_process_share_its_budget_and_give_back_what_they_let_go() {
+        let one = size(&rows(0, 10));
+        // Each edge could keep ten batches; the process, three in all and a barrier.
+        let budget = BackupBudget::new(3 * one + 64);
+        let mut a = Backup::new(0, 10 * one, Arc::clone(&budget));
+        let mut b = Backup::new(0, 10 * one, Arc::clone(&budget));
+        a.keep(&rows(0, 10));
+        a.keep(&barrier(1));
+        b.keep(&rows(0, 10));
+        assert!(b.has_room_for(&rows(10, 20)));
+        b.keep(&rows(10, 20));
+        assert_eq!(budget.used(), 3 * one + 64, "three batches and a barrier");
+        // The budget is full: the next batch overflows `b`, which gives its bytes back.
+        assert!(!b.has_room_for(&rows(20, 30)));
+        b.keep(&rows(20, 30));
+        assert!(matches!(b.replay(0), Err(ReplayError::Overflowed { .. })));
+        assert_eq!(budget.used(), one + 64, "a's batch and barrier only");
+        // A trim gives back what it lets go; a dropped backup, all it held.
+        a.trim(1);
+        assert_eq!(budget.used(), 0);
+        a.keep(&rows(30, 40));
+        assert_eq!(budget.used(), one);
+        drop(a);
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
     fn a_restored_consumer_gets_exactly_what_follows_its_checkpoint() {
-        let mut b = Backup::new(0, usize::MAX);
+        let mut b = Backup::new(0, usize::MAX, BackupBudget::new(usize::MAX));
         for m in stream(100, 0) {
             b.keep(&m);
         }
@@ -380,7 +479,7 @@ mod tests {
     fn an_overflowed_backup_keeps_everything_again_after_the_next_barrier() {
         // Room for two batches: the third (rows 20..30) overflows; barrier 1 follows.
         let one = size(&rows(0, 10));
-        let mut b = Backup::new(0, 2 * one + one / 2);
+        let mut b = Backup::new(0, 2 * one + one / 2, BackupBudget::new(usize::MAX));
         for m in stream(100, 0) {
             b.keep(&m);
             if matches!(&m, Message::Data(d) if d.num_rows() > 0) && b.dropping {

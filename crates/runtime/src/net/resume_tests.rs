@@ -118,6 +118,7 @@ fn producer_with(
         resumption: Some(Resumption {
             completed: Arc::clone(completed),
             backup_limit: limit,
+            backup_budget: super::BackupBudget::new(usize::MAX),
             wait: Duration::from_secs(60),
             peers: Arc::clone(peers),
             reports,
