@@ -26,6 +26,12 @@ pub struct SubmitArgs {
     /// Wait until the query finishes, fails or is cancelled; exit 0 only if it finished.
     #[arg(long)]
     pub wait: bool,
+    /// Resume from the last complete checkpoint of the query of this name that was cancelled
+    /// or failed (kept while no other query takes the name), as `anduin run` resumes from its
+    /// --checkpoint-store; refused when there is none. Without it a submission starts from
+    /// the beginning and removes what an earlier query of its name left.
+    #[arg(long)]
+    pub resume: bool,
     #[command(flatten)]
     pub secret: SecretArgs,
     /// The flags of `anduin run` that concern the query: `--var NAME=VALUE`, `--parallelism`,
@@ -124,6 +130,9 @@ fn own_flags(mut args: SubmitArgs) -> Result<SubmitArgs> {
     if take_flag(&mut args.run_args, "--wait", false).is_some() {
         args.wait = true;
     }
+    if take_flag(&mut args.run_args, "--resume", false).is_some() {
+        args.resume = true;
+    }
     if let Some(f) = take_flag(&mut args.run_args, "--cluster-secret-file", true) {
         args.secret.cluster_secret_file = Some(f.into());
     }
@@ -170,6 +179,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         args: args.run_args.clone(),
         cwd: std::env::current_dir().context("cannot read the working directory")?,
         rules,
+        resume: args.resume,
     };
     let query = match ask(
         coordinator,

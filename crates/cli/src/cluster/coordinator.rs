@@ -549,6 +549,8 @@ fn from_catalog(catalog: Catalog, life_events: LifeEvents) -> (State, Vec<(Strin
                 text: r.text.clone(),
                 interval: q.settings.rules_interval.clone(),
             }),
+            // Its checkpoints are where it left them: a query taken over resumes from them.
+            resume: false,
         };
         let over = q.state.is_terminal();
         // A catalog written before attempts were recorded: the most any task had.
@@ -1068,12 +1070,44 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
     // heartbeats must not wait for it.
     drop(state);
     // A new submission starts from the beginning: checkpoints left under its name (by a
-    // query of that name that is over, or by another coordinator) are not its own.
+    // query of that name that is over, or by another coordinator) are not its own — unless it
+    // asks to resume from them (`--resume`), as Flink's `run -s` does from a savepoint.
     let old = match &cluster.store {
         ClusterStore::Shared(_) => cluster.store.dir(&s.name).exists(),
         ClusterStore::Objects { .. } => true,
     };
-    if old {
+    if s.resume {
+        let location = cluster.store.location(&s.name);
+        let found = if old {
+            cluster
+                .store
+                .store(&s.name)
+                .and_then(|st| driver::recovery(&st))
+        } else {
+            Ok(driver::Recovery::From(None))
+        };
+        match found {
+            Ok(driver::Recovery::From(Some(v))) => {
+                eprintln!(
+                    "anduin: query {} resumes from checkpoint {} in {location}",
+                    s.name, v.manifest.epoch
+                );
+            }
+            Ok(driver::Recovery::From(None)) => {
+                return Reply::Refused(format!(
+                    "--resume: there is no complete checkpoint of a query named \"{}\" in {location}: submit without --resume to start from the beginning",
+                    s.name
+                ))
+            }
+            Ok(driver::Recovery::Finished) => {
+                return Reply::Refused(format!(
+                    "--resume: the query named \"{}\" had finished (its last checkpoint is the end of its input): there is nothing to resume; submit without --resume to run it again from the beginning",
+                    s.name
+                ))
+            }
+            Err(e) => return Reply::Refused(format!("--resume: {e:#}")),
+        }
+    } else if old {
         let cleared = cluster
             .store
             .store(&s.name)

@@ -165,6 +165,8 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
         coordinator: Some(addr),
         name: args.name.clone(),
         wait: true,
+        // `--resume` among the run flags is taken as submit's own.
+        resume: false,
         secret: args.secret.clone(),
         run_args: args.run_args.clone(),
     });

@@ -95,6 +95,10 @@ pub struct Submission {
     /// The rule file applied while the query runs (`--rules FILE`): its name and text.
     #[serde(default)]
     pub rules: Option<RuleFile>,
+    /// Resume from the last complete checkpoint that a query of this name, now over, left
+    /// (`--resume`), rather than start from the beginning.
+    #[serde(default)]
+    pub resume: bool,
 }
 
 /// A rule file sent with a submission (`--rules FILE`, docs/rewriting.md "Rules at run

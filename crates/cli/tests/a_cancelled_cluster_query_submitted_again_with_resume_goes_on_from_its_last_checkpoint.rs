@@ -1,0 +1,115 @@
+//! A query cancelled on a cluster keeps its checkpoints while no other query takes its name:
+//! `anduin submit --resume` of the same query goes on from the last complete one (as Flink's
+//! `run -s` from a savepoint), and its output holds every generated row exactly once. Without
+//! a checkpoint to resume from, or after the query had finished, `--resume` is refused,
+//! saying so.
+
+use crate::common;
+
+use common::cluster::{all_generated, LocalCluster};
+use common::{anduin, anduin_ok, output_rows, wait_until};
+
+const COUNT: u64 = 24_000;
+
+/// The generator of [`all_generated`], paced to 3 000 rows a second, into `${OUTPUT}`.
+fn paced() -> String {
+    all_generated(COUNT)
+        .replace(
+            "param count = 24000",
+            "param count = 24000\n  param rate = 3000",
+        )
+        .replace("param path = \"all.csv\"", "param path = \"${OUTPUT}\"")
+}
+
+#[test]
+fn a_cancelled_cluster_query_submitted_again_with_resume_goes_on_from_its_last_checkpoint() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let dir = work.path();
+    std::fs::write(dir.join("all.flow"), all_generated(COUNT)).expect("query");
+    anduin_ok(dir, &["run", "all.flow"]);
+    let expected = output_rows(&dir.join("all.csv"));
+    assert_eq!(expected.len() as u64, COUNT);
+    let query = paced();
+    assert!(query.contains("rate = 3000"), "{query}");
+    std::fs::write(dir.join("q.flow"), query).expect("query");
+
+    let cluster = LocalCluster::start(2, 8);
+    let flags = ["--var", "OUTPUT=out", "--checkpoint-every", "2000"];
+    // Nothing to resume yet.
+    let refused = anduin(
+        dir,
+        &[
+            "submit",
+            "q.flow",
+            "--coordinator",
+            &cluster.addr,
+            "--resume",
+            "--var",
+            "OUTPUT=out",
+        ],
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("--resume: there is no complete checkpoint"),
+        "{said}"
+    );
+
+    let first = cluster.submit(dir, "q.flow", &flags);
+    wait_until("the third checkpoint", || {
+        cluster.status("q")["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|e| e >= 3)
+    });
+    anduin_ok(dir, &["cancel", "q", "--coordinator", &cluster.addr]);
+    let out = first.wait_output();
+    assert!(
+        !out.status.success(),
+        "a cancelled query's submission fails"
+    );
+    assert_eq!(cluster.status("q")["state"], "cancelled");
+    let kept = cluster.status("q")["last_checkpoint"]
+        .as_u64()
+        .expect("a checkpoint");
+
+    let mut again: Vec<&str> = flags.to_vec();
+    again.push("--resume");
+    let out = cluster.submit(dir, "q.flow", &again).wait_output();
+    let logs = cluster.logs();
+    assert!(
+        out.status.success(),
+        "{}\n{logs}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = cluster.coordinator_log();
+    let resumed = format!("anduin: query q resumes from checkpoint {kept} ");
+    assert!(log.contains(&resumed), "{resumed}\n{log}");
+    let got = output_rows(&dir.join("out"));
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "rows lost or written twice\n{logs}"
+    );
+    assert!(
+        got == expected,
+        "the output differs from an uninterrupted run"
+    );
+
+    // It finished: nothing is left to resume.
+    let refused = anduin(
+        dir,
+        &[
+            "submit",
+            "q.flow",
+            "--coordinator",
+            &cluster.addr,
+            "--resume",
+            "--var",
+            "OUTPUT=out",
+        ],
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("had finished"),
+        "{said}"
+    );
+}
