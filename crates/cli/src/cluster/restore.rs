@@ -239,6 +239,33 @@ pub(super) fn restore_part(
             epoch.unwrap_or(0)
         )));
     }
+    // A param change after that checkpoint to an operator restored together with a source:
+    // the restored source injects no barrier of before, so the change would not reach the
+    // restored instances where it reached them before, and what they send again would differ
+    // from what their consumers received.
+    let restored_tasks: Vec<_> = topo
+        .tasks
+        .iter()
+        .filter(|t| t.instances.iter().any(|i| restore.contains(&i.id)))
+        .collect();
+    if restored_tasks.iter().any(|t| t.source.is_some()) {
+        let graph = &compiled.loaded.graph;
+        let operators: BTreeSet<String> = restored_tasks
+            .iter()
+            .flat_map(|t| &t.operators)
+            .map(|n| graph.node(*n).name().to_string())
+            .collect();
+        if let Some(why) = current(&state, name, number)
+            .and_then(|a| a.control.as_ref())
+            .and_then(|c| c.changed_since(epoch.unwrap_or(0), &operators))
+        {
+            return Ok(Some(format!(
+                "{why}: instances restored alone with their source from checkpoint {} would \
+                 run without it",
+                epoch.unwrap_or(0)
+            )));
+        }
+    }
     // Where each lost part goes: the live worker with the fewest parts of this attempt.
     let a = current(&state, name, number).context("the attempt is gone")?;
     let mut load: BTreeMap<u32, usize> = state

@@ -236,6 +236,37 @@ impl Control {
             })
     }
 
+    /// A change of a param of one of `operators` that rode on a barrier after checkpoint
+    /// `epoch` (applied, being applied or being recorded), said for the log: instances of
+    /// theirs restored from that checkpoint together with a source would not have it where
+    /// the running ones did (a restored source injects no barrier of before).
+    pub fn changed_since(
+        &self,
+        epoch: u64,
+        operators: &std::collections::BTreeSet<String>,
+    ) -> Option<String> {
+        let inner = self.lock();
+        let pending = inner
+            .pending
+            .values()
+            .filter(|p| p.epoch.is_some_and(|e| e > epoch))
+            .map(|p| &p.record);
+        let applied = inner
+            .recording
+            .values()
+            .chain(inner.history.recent().iter())
+            .filter(|r| r.epoch > epoch);
+        pending
+            .chain(applied)
+            .find(|r| operators.contains(&r.operator))
+            .map(|r| {
+                format!(
+                    "the param `{}` of operator \"{}\" was changed to {:?} after checkpoint {epoch}",
+                    r.param, r.operator, r.new
+                )
+            })
+    }
+
     /// Per operator and param, the latest change applied at a barrier up to `epoch`, for its
     /// checkpoint's manifest.
     pub(crate) fn records_through(&self, epoch: Epoch) -> Vec<ChangeRecord> {
