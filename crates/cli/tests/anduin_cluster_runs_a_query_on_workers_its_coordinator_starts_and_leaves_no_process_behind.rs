@@ -3,7 +3,9 @@
 //! once the command has returned no process it started is left. A second `anduin cluster` on
 //! the same directory meanwhile is refused at once, naming the first; an `anduin cluster`
 //! stopped by SIGTERM to its own PID mid-run leaves no process behind either (its coordinator
-//! ends with it, and stops its workers).
+//! ends with it, and stops its workers). Run again on that directory, with the same file, it
+//! takes the query it left over and waits for it: the output is the embedded run's, no row
+//! lost or written twice; with another text under the query's name it is refused, saying so.
 
 use crate::common;
 
@@ -93,9 +95,16 @@ fn anduin_cluster_runs_a_query_on_workers_its_coordinator_starts_and_leaves_no_p
     // Stopped by SIGTERM to its own PID (not its process group) mid-run.
     let dir = work.path().join("stopped");
     let _leftovers = Leftovers(dir.clone());
-    let stopped = cluster(work.path(), &dir.display().to_string(), "OUTPUT=out3");
-    wait_until("the stopped cluster's workers", || {
-        registered(&dir, "local-1")
+    let dir_arg = dir.display().to_string();
+    let every = ["--checkpoint-every", "4000"];
+    let stopped = cluster_with(work.path(), &dir_arg, "OUTPUT=out3", &every);
+    wait_until("the stopped cluster's second checkpoint", || {
+        std::fs::read_dir(dir.join("checkpoints/q")).is_ok_and(|d| {
+            d.flatten()
+                .filter(|e| e.file_name() != "chk-00000001")
+                .count()
+                >= 1
+        })
     });
     signal(stopped.pid(), libc::SIGTERM);
     let out = stopped.wait_output();
@@ -103,14 +112,45 @@ fn anduin_cluster_runs_a_query_on_workers_its_coordinator_starts_and_leaves_no_p
     wait_until("every process of the stopped cluster gone", || {
         started_in(&dir).is_empty()
     });
+
+    // Again, with another text under the query's name: refused.
+    let text = std::fs::read_to_string(work.path().join("q.flow")).expect("query");
+    std::fs::write(work.path().join("q.flow"), format!("{text}\n# changed\n")).expect("query");
+    let other = cluster_with(work.path(), &dir_arg, "OUTPUT=out3", &every).wait_output();
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(!other.status.success(), "{err}");
+    assert!(err.contains("whose text is not"), "{err}");
+    wait_until("every process of the refused cluster gone", || {
+        started_in(&dir).is_empty()
+    });
+    // Again, with the same file: the query left running goes on.
+    std::fs::write(work.path().join("q.flow"), text).expect("query");
+    let again = cluster_with(work.path(), &dir_arg, "OUTPUT=out3", &every).wait_output();
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{err}");
+    assert!(err.contains("taken over, it goes on"), "{err}");
+    assert_eq!(
+        output_rows(&work.path().join("out3")),
+        output_rows(&work.path().join("reference.csv")),
+        "{err}"
+    );
+    wait_until("every process of the cluster run again gone", || {
+        started_in(&dir).is_empty()
+    });
 }
 
 /// `anduin cluster q.flow --workers 2 --dir DIR --parallelism 2 --var OUTPUT`, started.
 fn cluster(cwd: &std::path::Path, dir: &str, output: &str) -> ChildGuard {
+    cluster_with(cwd, dir, output, &[])
+}
+
+/// [`cluster`] with `more` run flags.
+fn cluster_with(cwd: &std::path::Path, dir: &str, output: &str, more: &[&str]) -> ChildGuard {
     ChildGuard(
         Command::new(env!("CARGO_BIN_EXE_anduin"))
             .args(["cluster", "q.flow", "--workers", "2", "--dir", dir])
             .args(["--parallelism", "2", "--var", output])
+            .args(more)
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

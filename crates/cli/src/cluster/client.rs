@@ -194,15 +194,43 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
     if !args.wait {
         return Ok(ExitCode::SUCCESS);
     }
+    wait_until_over(coordinator, secret.as_deref(), &query)
+}
+
+/// The state of `query` at `coordinator`, if it knows one of that name.
+pub fn state_of(
+    coordinator: SocketAddr,
+    secret: Option<&[u8]>,
+    query: &str,
+) -> Result<Option<QueryStatus>> {
+    match ask(
+        coordinator,
+        secret,
+        &ToCoordinator::Status {
+            query: Some(query.to_string()),
+        },
+    )? {
+        Reply::Status { mut queries, .. } if !queries.is_empty() => Ok(Some(queries.remove(0))),
+        Reply::Status { .. } | Reply::Refused(_) => Ok(None),
+        other => bail!("the coordinator answered {other:?}"),
+    }
+}
+
+/// Prints each change of `query`'s state until it is over: success when it finished.
+pub fn wait_until_over(
+    coordinator: SocketAddr,
+    secret: Option<&[u8]>,
+    query: &str,
+) -> Result<ExitCode> {
     let mut last_state = String::new();
     let mut last_error: Option<String> = None;
     let mut unreachable_since: Option<std::time::Instant> = None;
     loop {
         let asked = ask(
             coordinator,
-            secret.as_deref(),
+            secret,
             &ToCoordinator::Status {
-                query: Some(query.clone()),
+                query: Some(query.to_string()),
             },
         );
         let status = match asked {

@@ -160,6 +160,39 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    // A query an earlier `anduin cluster` on this directory left running (it was
+    // interrupted) is taken over by the coordinator: waited for, not submitted again.
+    let name = args.name.clone().unwrap_or_else(|| {
+        args.file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let secret = args.secret.load()?;
+    if let Some(s) = client::state_of(addr, secret.as_deref(), &name)?.filter(|s| !s.is_over()) {
+        let kept = dir.join("coordinator").join("queries").join(&name);
+        let ours = std::fs::read_to_string(&args.file).ok();
+        let theirs = args
+            .file
+            .file_name()
+            .and_then(|f| std::fs::read_to_string(kept.join(f)).ok());
+        if ours.is_none() || ours != theirs {
+            bail!(
+                "the directory `{}` holds query {name}, left {} by an earlier `anduin cluster`, whose text is not `{}`'s: run it from the same file, or give another --dir (or --name)",
+                dir.display(),
+                s.state,
+                args.file.display()
+            );
+        }
+        eprintln!(
+            "anduin: query {name} was left {} in `{}` by an earlier `anduin cluster`: taken over, it goes on from where it was (its flags are the earlier run's)",
+            s.state,
+            dir.display()
+        );
+        let code = client::wait_until_over(addr, secret.as_deref(), &name);
+        drop(coordinator);
+        return code;
+    }
     let code = client::submit(SubmitArgs {
         file: args.file.clone(),
         coordinator: Some(addr),
