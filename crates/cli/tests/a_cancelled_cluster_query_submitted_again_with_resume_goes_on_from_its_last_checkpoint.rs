@@ -1,8 +1,8 @@
 //! A query cancelled on a cluster keeps its checkpoints while no other query takes its name:
 //! `anduin submit --resume` of the same query goes on from the last complete one (as Flink's
 //! `run -s` from a savepoint), and its output holds every generated row exactly once. Without
-//! a checkpoint to resume from, or after the query had finished, `--resume` is refused,
-//! saying so.
+//! a checkpoint to resume from, into a query that cannot take the checkpoint's state, or
+//! after the query had finished, `--resume` is refused, saying so.
 
 use crate::common;
 
@@ -70,6 +70,35 @@ fn a_cancelled_cluster_query_submitted_again_with_resume_goes_on_from_its_last_c
     let kept = cluster.status("q")["last_checkpoint"]
         .as_u64()
         .expect("a checkpoint");
+
+    // Another query under its name cannot take its checkpoint (its source's seed differs):
+    // refused, and the cancelled query is still there.
+    std::fs::write(
+        dir.join("changed.flow"),
+        paced().replace("param rate = 3000", "param rate = 3000\n  param seed = 7"),
+    )
+    .expect("query");
+    let refused = anduin(
+        dir,
+        &[
+            "submit",
+            "changed.flow",
+            "--name",
+            "q",
+            "--coordinator",
+            &cluster.addr,
+            "--resume",
+            "--var",
+            "OUTPUT=out",
+        ],
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success()
+            && said.contains("cannot be restored into this query: operator \"gen\""),
+        "{said}"
+    );
+    assert_eq!(cluster.status("q")["state"], "cancelled");
 
     let mut again: Vec<&str> = flags.to_vec();
     again.push("--resume");

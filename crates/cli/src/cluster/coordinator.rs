@@ -1053,18 +1053,14 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
     };
     // One submission at a time: the checkpoints cleared below are no running query's.
     let _one_at_a_time = cluster.submitting.lock().unwrap_or_else(|p| p.into_inner());
-    let mut state = cluster.lock();
-    if let Some(q) = state.queries.get(&s.name) {
-        if !q.status.is_over() {
-            return Reply::Refused(format!(
-                "a query named \"{}\" is already {}: cancel it or choose another name (--name)",
-                s.name, q.status.state
-            ));
-        }
-        // Its name is free again: the catalog forgets the old one.
-        state.record(Edit::QueryForgotten {
-            query: QueryId(s.name.clone()),
-        });
+    let state = cluster.lock();
+    // A query of that name that is over: forgotten once this one is accepted.
+    let taken = state.queries.contains_key(&s.name);
+    if let Some(q) = state.queries.get(&s.name).filter(|q| !q.status.is_over()) {
+        return Reply::Refused(format!(
+            "a query named \"{}\" is already {}: cancel it or choose another name (--name)",
+            s.name, q.status.state
+        ));
     }
     // Not held while the store is asked: an object store may be slow to answer, and
     // heartbeats must not wait for it.
@@ -1088,6 +1084,15 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         };
         match found {
             Ok(driver::Recovery::From(Some(v))) => {
+                let plan = anduin_runtime::fingerprint(&compiled.loaded.graph, &compiled.plan);
+                if let anduin_checkpoint::plan::Compatibility::Incompatible { operator, what } =
+                    anduin_checkpoint::plan::compare(&v.manifest.plan, &plan)
+                {
+                    return Reply::Refused(format!(
+                        "--resume: checkpoint {} of query \"{}\" cannot be restored into this query: operator \"{operator}\": {what} (resume the query that took it, or submit without --resume to start from the beginning)",
+                        v.manifest.epoch, s.name
+                    ));
+                }
                 eprintln!(
                     "anduin: query {} resumes from checkpoint {} in {location}",
                     s.name, v.manifest.epoch
@@ -1120,6 +1125,12 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         }
     }
     let mut state = cluster.lock();
+    if taken {
+        // Its name is free again: the catalog forgets the old one.
+        state.record(Edit::QueryForgotten {
+            query: QueryId(s.name.clone()),
+        });
+    }
     let edit = Edit::QuerySubmitted {
         query: QueryId(s.name.clone()),
         source: QuerySource {
