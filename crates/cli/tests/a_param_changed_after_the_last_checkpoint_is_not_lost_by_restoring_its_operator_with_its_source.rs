@@ -15,7 +15,7 @@ use crate::common;
 use common::cluster::paced_filter;
 
 use anduin_checkpoint::Store;
-use common::cluster::{kill_worker_after, LocalCluster};
+use common::cluster::{kill_worker_after, wait_for_rows, LocalCluster};
 use common::{ctl, output_rows, stdout_ok, wait_until};
 
 #[test]
@@ -41,6 +41,7 @@ fn a_param_changed_after_the_last_checkpoint_is_not_lost_by_restoring_its_operat
         ],
     );
     let api = api(&cluster);
+    wait_for_rows(&cluster, "q", "gen");
     wait_until("the query runs", || {
         ctl(d, &api, &["checkpoint", "q"]).status.success()
     });

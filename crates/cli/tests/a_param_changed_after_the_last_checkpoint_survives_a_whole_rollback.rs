@@ -15,7 +15,7 @@ use crate::common;
 use common::cluster::paced_filter;
 
 use anduin_checkpoint::Store;
-use common::cluster::{kill_worker_after, LocalCluster, Setup};
+use common::cluster::{kill_worker_after, wait_for_rows, LocalCluster, Setup};
 use common::{ctl, output_rows, stdout_ok, wait_until};
 
 #[test]
@@ -48,6 +48,7 @@ fn a_param_changed_after_the_last_checkpoint_survives_a_whole_rollback() {
         ],
     );
     let api = api(&cluster);
+    wait_for_rows(&cluster, "q", "gen");
     wait_until("the query runs", || {
         ctl(d, &api, &["checkpoint", "q"]).status.success()
     });

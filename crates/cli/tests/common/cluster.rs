@@ -762,3 +762,17 @@ operator name = "out", type = "writer" {{
 "#
     )
 }
+
+/// Waits until `operator` of query `query` has sent rows, by the figures its executors send
+/// the coordinator (a checkpoint asked for before then would hold none of its rows).
+pub fn wait_for_rows(cluster: &LocalCluster, query: &str, operator: &str) {
+    wait_until(&format!("rows out of {operator}"), || {
+        cluster.status(query)["operators"]
+            .as_array()
+            .is_some_and(|ops| {
+                ops.iter().any(|o| {
+                    o["operator"] == operator && o["rows_out"].as_u64().is_some_and(|n| n > 0)
+                })
+            })
+    });
+}
