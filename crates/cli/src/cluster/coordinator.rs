@@ -133,6 +133,8 @@ pub enum ExitPoint {
     /// A param change applied by every instance and recorded in the catalog, before `ctl
     /// set` is answered and before the checkpoint whose barrier carried it completes.
     ParameterRecorded,
+    /// A cancel recorded in the catalog and answered, before anything acts on it.
+    CancelAnswered,
 }
 
 /// Which edit's write fails under `--inject-catalog-failure-at`.
@@ -583,7 +585,8 @@ fn from_catalog(catalog: Catalog, life_events: LifeEvents) -> (State, Vec<(Strin
                     error: None,
                     operators: Vec::new(),
                 },
-                cancel: false,
+                // A cancel answered before the coordinator went is carried out by this one.
+                cancel: q.cancel_requested,
                 attempt: None,
             },
         );
@@ -879,8 +882,21 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
                 Some(q) if q.status.is_over() => {
                     Reply::Refused(format!("query \"{query}\" is already {}", q.status.state))
                 }
-                Some(q) => {
-                    q.cancel = true;
+                Some(_) => {
+                    // Durable before it is answered: a coordinator that takes over after this
+                    // one died cancels it too.
+                    state.record(Edit::CancelRequested {
+                        query: QueryId(query.clone()),
+                    });
+                    if cluster.exit_after == Some(ExitPoint::CancelAnswered) {
+                        // As a kill that lands once the cancel is answered, before anything
+                        // acts on it.
+                        let _ = to.send(&Reply::Cancelling);
+                        cluster.exit_point(ExitPoint::CancelAnswered);
+                    }
+                    if let Some(q) = state.queries.get_mut(&query) {
+                        q.cancel = true;
+                    }
                     cluster.changed.notify_all();
                     Reply::Cancelling
                 }
@@ -1057,6 +1073,12 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
     // A query of that name that is over: forgotten once this one is accepted.
     let taken = state.queries.contains_key(&s.name);
     if let Some(q) = state.queries.get(&s.name).filter(|q| !q.status.is_over()) {
+        if q.cancel {
+            return Reply::Refused(format!(
+                "the query named \"{}\" is being cancelled: submit again once `anduin status` says it is cancelled",
+                s.name
+            ));
+        }
         return Reply::Refused(format!(
             "a query named \"{}\" is already {}: cancel it or choose another name (--name)",
             s.name, q.status.state

@@ -109,6 +109,12 @@ pub enum Edit {
         /// The checkpoint.
         epoch: Epoch,
     },
+    /// A user asked to cancel the query: recorded before the request is answered, so that a
+    /// coordinator that takes over after this one died cancels it too.
+    CancelRequested {
+        /// The query.
+        query: QueryId,
+    },
     /// An operator's parameter was set (a control update, through the API, `anduin ctl` or a
     /// control stream): its value now, and a line of the query's control history.
     ParameterSet {
@@ -169,6 +175,7 @@ impl Edit {
             | Edit::PartEnded { query, .. }
             | Edit::CheckpointCompleted { query, .. }
             | Edit::CheckpointGivenUp { query, .. }
+            | Edit::CancelRequested { query }
             | Edit::ParameterSet { query, .. }
             | Edit::QueryForgotten { query } => Some(query),
             Edit::WorkerRegistered { .. } | Edit::WorkerLeft { .. } => None,

@@ -128,6 +128,10 @@ pub struct QueryEntry {
     /// the running attempt over numbers its checkpoints after it.
     #[serde(default)]
     pub newest_given_up: Option<Epoch>,
+    /// A user asked to cancel it ([`Edit::CancelRequested`]): a coordinator that takes it over
+    /// cancels it.
+    #[serde(default)]
+    pub cancel_requested: bool,
     /// The current value of each parameter set at run time, by operator then parameter.
     pub params: BTreeMap<String, BTreeMap<String, String>>,
     /// Its control history, the last [`CONTROL_HISTORY_KEPT`] lines.
@@ -317,6 +321,7 @@ impl CatalogState {
             Edit::PlanFixed { query, .. }
             | Edit::StateChanged { query, .. }
             | Edit::CheckpointGivenUp { query, .. }
+            | Edit::CancelRequested { query }
             | Edit::ParameterSet { query, .. } => self.live_query(query).map(|_| ()),
             Edit::TasksPlaced { query, placement } => {
                 let entry = self.live_query(query)?;
@@ -469,6 +474,7 @@ impl CatalogState {
                         attempts: BTreeMap::new(),
                         last_checkpoint: None,
                         newest_given_up: None,
+                        cancel_requested: false,
                         params: BTreeMap::new(),
                         control_history: Vec::new(),
                         control_seq: 0,
@@ -558,6 +564,11 @@ impl CatalogState {
             Edit::CheckpointGivenUp { query, epoch } => {
                 if let Some(q) = self.queries.get_mut(query) {
                     q.newest_given_up = q.newest_given_up.max(Some(*epoch));
+                }
+            }
+            Edit::CancelRequested { query } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    q.cancel_requested = true;
                 }
             }
             Edit::ParameterSet {
@@ -773,6 +784,25 @@ mod tests {
         let entry = &s.queries[&q()];
         assert!(entry.incarnations.is_empty());
         assert!(entry.moved_parts().is_empty());
+    }
+
+    #[test]
+    fn a_cancel_asked_for_is_kept_for_the_next_coordinator_and_refused_once_over() {
+        let cancel = Edit::CancelRequested { query: q() };
+        let s = applied(&[submit(), cancel.clone()]);
+        assert!(s.queries[&q()].cancel_requested);
+        assert!(!applied(&[submit()]).queries[&q()].cancel_requested);
+        let mut over = applied(&[
+            submit(),
+            Edit::StateChanged {
+                query: q(),
+                state: QueryState::Cancelled,
+            },
+        ]);
+        assert!(matches!(
+            over.apply(&cancel),
+            Err(EditRefused::QueryOver { .. })
+        ));
     }
 
     #[test]
