@@ -137,6 +137,9 @@ pub enum ExitPoint {
     CancelAnswered,
 }
 
+/// The lock file a coordinator holds in its checkpoint directory.
+const STORE_LOCK: &str = "COORDINATOR.LOCK";
+
 /// Which edit's write fails under `--inject-catalog-failure-at`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum FailingEdit {
@@ -423,6 +426,18 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         Instant::now(),
     )
     .context("cannot open the coordinator's catalog")?;
+    // One coordinator per checkpoint directory: a second, with a catalog of its own, would
+    // take the first's queries' checkpoints for leftovers of its own and remove them.
+    let _store_lock = match &store {
+        ClusterStore::Shared(dir) => Some(anduin_checkpoint::OwnerLock::acquire(
+            &dir.join(STORE_LOCK),
+            &format!(
+                "the checkpoint store `{}` (another coordinator uses it: give each coordinator a store of its own)",
+                dir.display()
+            ),
+        )?),
+        ClusterStore::Objects { .. } => None,
+    };
     let socket = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = socket.local_addr()?;
@@ -1054,12 +1069,25 @@ fn serve_worker(
     }
 }
 
+/// Whether `name` may name a query of the cluster: ASCII letters, digits, `-` and `_`, not
+/// starting with `-` (it names directories in the checkpoint store and on every worker, and
+/// is an argument of `anduin cancel`, `ctl`…).
+fn cluster_query_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= anduin_api::MAX_NAME_LEN
+        && !name.starts_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// Accepts a submission: checks it compiles, records it in the catalog, starts its driver.
 fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
-    if anduin_api::usable_name(&s.name).as_deref() != Some(s.name.as_str()) {
+    if !cluster_query_name(&s.name) {
         return Reply::Refused(format!(
-            "\"{}\" is not a usable query name: letters, digits, `-` and `_`",
-            s.name
+            "\"{}\" is not a usable query name: letters, digits, `-` and `_`, not starting with `-`, at most {} (give another with --name)",
+            s.name,
+            anduin_api::MAX_NAME_LEN
         ));
     }
     let dir = cluster.state_dir.join("queries").join(&s.name);
@@ -1230,6 +1258,19 @@ fn spawn_driver(
 mod tests {
     use super::*;
     use anduin_coordinator::catalog::{CatalogError, EditRefused};
+
+    #[test]
+    fn a_query_name_is_letters_digits_dashes_and_underscores() {
+        for ok in ["q", "q2", "nexmark_q5", "a-b", "Q_9-x"] {
+            assert!(cluster_query_name(ok), "{ok}");
+        }
+        let long = "x".repeat(anduin_api::MAX_NAME_LEN + 1);
+        for bad in [
+            "", "x y", "x;y", "x*", "é", "-rf", "a/b", "..", ".q", "a.b", "a\tb", &long,
+        ] {
+            assert!(!cluster_query_name(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_failed_write_stops_the_coordinator_and_a_refused_edit_does_not() {
