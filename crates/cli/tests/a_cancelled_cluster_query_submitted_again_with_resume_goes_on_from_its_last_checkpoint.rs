@@ -21,6 +21,26 @@ fn paced() -> String {
         .replace("param path = \"all.csv\"", "param path = \"${OUTPUT}\"")
 }
 
+/// `anduin submit FILE --name q --resume` to `cluster`, which must be refused saying `why`.
+fn resume_refused(cluster: &LocalCluster, dir: &std::path::Path, file: &str, why: &str) {
+    let refused = anduin(
+        dir,
+        &[
+            "submit",
+            file,
+            "--name",
+            "q",
+            "--coordinator",
+            &cluster.addr,
+            "--resume",
+            "--var",
+            "OUTPUT=out",
+        ],
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains(why), "{said}");
+}
+
 #[test]
 fn a_cancelled_cluster_query_submitted_again_with_resume_goes_on_from_its_last_checkpoint() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -36,22 +56,11 @@ fn a_cancelled_cluster_query_submitted_again_with_resume_goes_on_from_its_last_c
     let cluster = LocalCluster::start(2, 8);
     let flags = ["--var", "OUTPUT=out", "--checkpoint-every", "2000"];
     // Nothing to resume yet.
-    let refused = anduin(
+    resume_refused(
+        &cluster,
         dir,
-        &[
-            "submit",
-            "q.flow",
-            "--coordinator",
-            &cluster.addr,
-            "--resume",
-            "--var",
-            "OUTPUT=out",
-        ],
-    );
-    let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        !refused.status.success() && said.contains("--resume: there is no complete checkpoint"),
-        "{said}"
+        "q.flow",
+        "--resume: there is no complete checkpoint",
     );
 
     let first = cluster.submit(dir, "q.flow", &flags);
@@ -78,25 +87,11 @@ fn a_cancelled_cluster_query_submitted_again_with_resume_goes_on_from_its_last_c
         paced().replace("param rate = 3000", "param rate = 3000\n  param seed = 7"),
     )
     .expect("query");
-    let refused = anduin(
+    resume_refused(
+        &cluster,
         dir,
-        &[
-            "submit",
-            "changed.flow",
-            "--name",
-            "q",
-            "--coordinator",
-            &cluster.addr,
-            "--resume",
-            "--var",
-            "OUTPUT=out",
-        ],
-    );
-    let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        !refused.status.success()
-            && said.contains("cannot be restored into this query: operator \"gen\""),
-        "{said}"
+        "changed.flow",
+        "cannot be restored into this query: operator \"gen\"",
     );
     assert_eq!(cluster.status("q")["state"], "cancelled");
 
@@ -124,21 +119,5 @@ fn a_cancelled_cluster_query_submitted_again_with_resume_goes_on_from_its_last_c
     );
 
     // It finished: nothing is left to resume.
-    let refused = anduin(
-        dir,
-        &[
-            "submit",
-            "q.flow",
-            "--coordinator",
-            &cluster.addr,
-            "--resume",
-            "--var",
-            "OUTPUT=out",
-        ],
-    );
-    let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        !refused.status.success() && said.contains("had finished"),
-        "{said}"
-    );
+    resume_refused(&cluster, dir, "q.flow", "had finished");
 }

@@ -9,14 +9,13 @@
 //! under the old condition and the rest under the new one, exactly.
 
 use crate::a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpoint_recorded_it::{
-    api, generated, switched_at, NEW, ROWS,
+    api, change_after_checkpoint_1, generated, rows_before_checkpoint_1, switched_at, ROWS,
 };
 use crate::common;
 use common::cluster::paced_filter;
 
-use anduin_checkpoint::Store;
-use common::cluster::{kill_worker_after, wait_for_rows, LocalCluster};
-use common::{ctl, output_rows, stdout_ok, wait_until};
+use common::cluster::{kill_worker_after, LocalCluster};
+use common::output_rows;
 
 #[test]
 fn a_param_changed_after_the_last_checkpoint_is_not_lost_by_restoring_its_operator_with_its_source()
@@ -41,20 +40,7 @@ fn a_param_changed_after_the_last_checkpoint_is_not_lost_by_restoring_its_operat
         ],
     );
     let api = api(&cluster);
-    wait_for_rows(&cluster, "q", "gen");
-    wait_until("the query runs", || {
-        ctl(d, &api, &["checkpoint", "q"]).status.success()
-    });
-    wait_until("checkpoint 1", || {
-        cluster.status("q")["last_checkpoint"]
-            .as_u64()
-            .is_some_and(|e| e >= 1)
-    });
-    let applied = stdout_ok(&ctl(d, &api, &["set", "q", "low", "condition", NEW]));
-    assert!(
-        applied.contains("applied at epoch 2"),
-        "the change rides on checkpoint 2, which fails: {applied}"
-    );
+    change_after_checkpoint_1(&cluster, d, &api);
     // One chained task: the source and the filter run on one worker.
     let status = cluster.status("q");
     let victim = (0..2)
@@ -73,18 +59,7 @@ fn a_param_changed_after_the_last_checkpoint_is_not_lost_by_restoring_its_operat
         "{}\n{logs}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let manifest = Store::open(cluster.checkpoints("q"))
-        .expect("opens")
-        .manifest(anduin_types::Epoch(1))
-        .expect("reads")
-        .expect("checkpoint 1 is complete");
-    let switch = manifest.operators["gen"]
-        .inline
-        .as_ref()
-        .expect("a position")["produced"]
-        .as_u64()
-        .expect("a count") as usize;
-    assert!(switch > 0 && switch < every.len(), "switch at {switch}");
+    let switch = rows_before_checkpoint_1(&cluster, &every);
     assert!(
         output_rows(&d.join("out")) == switched_at(&every, switch),
         "the output is not the rows before checkpoint 1 (row {switch}) under the old condition and the rest under the new\n{logs}"

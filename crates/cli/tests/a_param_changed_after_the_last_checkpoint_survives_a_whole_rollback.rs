@@ -9,14 +9,13 @@
 //! epoch of the checkpoint it was given with.
 
 use crate::a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpoint_recorded_it::{
-    api, generated, switched_at, NEW, ROWS,
+    api, change_after_checkpoint_1, generated, rows_before_checkpoint_1, switched_at, NEW, ROWS,
 };
 use crate::common;
 use common::cluster::paced_filter;
 
-use anduin_checkpoint::Store;
-use common::cluster::{kill_worker_after, wait_for_rows, LocalCluster, Setup};
-use common::{ctl, output_rows, stdout_ok, wait_until};
+use common::cluster::{kill_worker_after, LocalCluster, Setup};
+use common::{ctl, output_rows, stdout_ok};
 
 #[test]
 fn a_param_changed_after_the_last_checkpoint_survives_a_whole_rollback() {
@@ -48,20 +47,7 @@ fn a_param_changed_after_the_last_checkpoint_survives_a_whole_rollback() {
         ],
     );
     let api = api(&cluster);
-    wait_for_rows(&cluster, "q", "gen");
-    wait_until("the query runs", || {
-        ctl(d, &api, &["checkpoint", "q"]).status.success()
-    });
-    wait_until("checkpoint 1", || {
-        cluster.status("q")["last_checkpoint"]
-            .as_u64()
-            .is_some_and(|e| e >= 1)
-    });
-    let applied = stdout_ok(&ctl(d, &api, &["set", "q", "low", "condition", NEW]));
-    assert!(
-        applied.contains("applied at epoch 2"),
-        "the change rides on checkpoint 2, which fails: {applied}"
-    );
+    change_after_checkpoint_1(&cluster, d, &api);
     let victim = (0..2)
         .find(|w| {
             cluster.status("q")["instances"]["low"].as_str() == Some(format!("w{w}").as_str())
@@ -78,18 +64,7 @@ fn a_param_changed_after_the_last_checkpoint_survives_a_whole_rollback() {
         "{}\n{logs}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let manifest = Store::open(cluster.checkpoints("q"))
-        .expect("opens")
-        .manifest(anduin_types::Epoch(1))
-        .expect("reads")
-        .expect("checkpoint 1 is complete");
-    let switch = manifest.operators["gen"]
-        .inline
-        .as_ref()
-        .expect("a position")["produced"]
-        .as_u64()
-        .expect("a count") as usize;
-    assert!(switch > 0 && switch < every.len(), "switch at {switch}");
+    let switch = rows_before_checkpoint_1(&cluster, &every);
     let status = cluster.status("q");
     assert_eq!(status["attempt"], 2, "a whole rollback: {status}\n{logs}");
     // The new attempt's control plane has the change, given with checkpoint 1's restore.

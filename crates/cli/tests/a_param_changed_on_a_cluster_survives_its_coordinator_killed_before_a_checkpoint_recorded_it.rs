@@ -191,3 +191,41 @@ fn a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpo
         "the change came mid-run: at row {switch}"
     );
 }
+
+/// Once the generator of query `q` has sent rows: asks for checkpoint 1 through the control
+/// plane at `api` and waits for it, then sets the filter's condition to [`NEW`], which rides
+/// on checkpoint 2 (a test makes that one fail).
+pub fn change_after_checkpoint_1(cluster: &LocalCluster, d: &Path, api: &str) {
+    common::cluster::wait_for_rows(cluster, "q", "gen");
+    common::wait_until("the query runs", || {
+        common::ctl(d, api, &["checkpoint", "q"]).status.success()
+    });
+    common::wait_until("checkpoint 1", || {
+        cluster.status("q")["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|e| e >= 1)
+    });
+    let applied = common::stdout_ok(&common::ctl(d, api, &["set", "q", "low", "condition", NEW]));
+    assert!(
+        applied.contains("applied at epoch 2"),
+        "the change rides on checkpoint 2, which fails: {applied}"
+    );
+}
+
+/// The generator's rows before checkpoint 1 of query `q`, by its manifest: where the
+/// output switches to the new condition after a rollback to it.
+pub fn rows_before_checkpoint_1(cluster: &LocalCluster, every: &[String]) -> usize {
+    let manifest = anduin_checkpoint::Store::open(cluster.checkpoints("q"))
+        .expect("opens")
+        .manifest(anduin_types::Epoch(1))
+        .expect("reads")
+        .expect("checkpoint 1 is complete");
+    let switch = manifest.operators["gen"]
+        .inline
+        .as_ref()
+        .expect("a position")["produced"]
+        .as_u64()
+        .expect("a count") as usize;
+    assert!(switch > 0 && switch < every.len(), "switch at {switch}");
+    switch
+}
