@@ -12,6 +12,7 @@ mod checked;
 mod checked_sum;
 mod coerce;
 mod compile;
+mod dialect;
 mod error;
 mod float_order;
 mod locate;
