@@ -16,6 +16,7 @@ mod dialect;
 mod error;
 mod float_order;
 mod locate;
+mod narrow;
 mod parse;
 mod proctime;
 mod provider;
