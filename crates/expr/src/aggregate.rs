@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray};
-use arrow::datatypes::{DataType, Field, FieldRef};
+use arrow::datatypes::{DataType, Field, FieldRef, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use datafusion_expr::{Expr, GroupsAccumulator};
 use datafusion_functions_aggregate_common::aggregate::groups_accumulator::GroupsAccumulatorAdapter;
@@ -20,6 +20,7 @@ use anduin_spec::nesting::with_stack;
 
 use crate::compile::{default_name, physical_expr, to_logical};
 use crate::locate::{clean_message, evaluation_error, located};
+use crate::narrow;
 use crate::parse::tokenize;
 use crate::{ExprError, Scope};
 
@@ -29,8 +30,14 @@ pub struct CompiledAggregate {
     /// The output column's name.
     pub name: String,
     expr: Arc<AggregateFunctionExpr>,
+    /// The arguments and the filter, over the scope's columns they read (see
+    /// [`crate::narrow`]).
     args: Vec<Arc<dyn PhysicalExpr>>,
     filter: Option<Arc<dyn PhysicalExpr>>,
+    /// The indices in the scope's schema of the columns they read, when not all.
+    columns: Option<Arc<[usize]>>,
+    /// The schema they are planned over: the scope's narrowed to `columns`.
+    input: SchemaRef,
     /// At most how many levels deep the arguments and the filter are.
     depth: usize,
     /// The aggregate call as written and where it starts, for an error on a row.
@@ -62,11 +69,12 @@ impl CompiledAggregate {
 
     /// The argument columns of `batch` that the accumulator takes.
     pub fn arguments(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>, ExprError> {
+        let batch = narrow::input(self.columns.as_deref(), batch)?;
         with_stack(self.depth, || {
             self.args
                 .iter()
                 .map(|a| {
-                    a.evaluate(batch)
+                    a.evaluate(&batch)
                         .and_then(|v| v.into_array(batch.num_rows()))
                         .map_err(|e| evaluation_error(&e))
                 })
@@ -79,8 +87,9 @@ impl CompiledAggregate {
         let Some(f) = &self.filter else {
             return Ok(None);
         };
+        let batch = narrow::input(self.columns.as_deref(), batch)?;
         let v = with_stack(self.depth, || {
-            f.evaluate(batch)
+            f.evaluate(&batch)
                 .and_then(|v| v.into_array(batch.num_rows()))
         })
         .map_err(|e| evaluation_error(&e))?;
@@ -125,11 +134,11 @@ impl CompiledAggregate {
 
     /// This aggregate with an argument that DataFusion cast from `BIGINT` to `DOUBLE` (as it
     /// does for `AVG`) taken as the `BIGINT` it was, for an accumulator that adds integers
-    /// exactly; unchanged otherwise. `schema` is the scope's.
-    pub fn with_integer_argument(mut self, schema: &arrow::datatypes::Schema) -> Self {
+    /// exactly; unchanged otherwise.
+    pub fn with_integer_argument(mut self) -> Self {
         let inner = self.args.first().and_then(|a| {
             let cast = a.downcast_ref::<datafusion_physical_expr::expressions::CastExpr>()?;
-            let int = cast.expr().data_type(schema).ok()? == DataType::Int64;
+            let int = cast.expr().data_type(&self.input).ok()? == DataType::Int64;
             (int && *cast.cast_type() == DataType::Float64).then(|| Arc::clone(cast.expr()))
         });
         if let Some(inner) = inner {
@@ -140,10 +149,12 @@ impl CompiledAggregate {
 
     /// Whether its arguments or its filter read input column `index`.
     pub fn reads(&self, index: usize) -> bool {
-        self.args
-            .iter()
-            .chain(&self.filter)
-            .any(|e| crate::compile::reads(e, index))
+        narrow::position(self.columns.as_deref(), index).is_some_and(|i| {
+            self.args
+                .iter()
+                .chain(&self.filter)
+                .any(|e| crate::compile::reads(e, i))
+        })
     }
 
     /// The first volatile function (`random()`) in its arguments or its filter, by name.
@@ -256,18 +267,21 @@ fn compile_one(
             "ORDER BY inside an aggregate is not supported yet",
         ));
     }
+    let narrowed =
+        narrow::narrowed(&logical, &df_schema, scope).map_err(|e| located(&e, start, scope))?;
     let args = params
         .args
         .iter()
-        .map(|a| physical_expr(a, &df_schema, start, scope))
+        .map(|a| physical_expr(a, &narrowed.df_schema, start, scope))
         .collect::<Result<Vec<_>, _>>()?;
     let filter = params
         .filter
         .as_deref()
-        .map(|f| physical_expr(f, &df_schema, start, scope))
+        .map(|f| physical_expr(f, &narrowed.df_schema, start, scope))
         .transpose()?;
+    let input = Arc::clone(narrowed.df_schema.inner());
     let expr = AggregateExprBuilder::new(Arc::clone(&agg.func), args.clone())
-        .schema(Arc::clone(&scope.schema))
+        .schema(Arc::clone(&input))
         .alias(name.clone())
         .with_distinct(params.distinct)
         .build()
@@ -277,6 +291,8 @@ fn compile_one(
         expr: Arc::new(expr),
         args,
         filter,
+        columns: narrowed.columns,
+        input,
         depth,
         site,
     })

@@ -22,6 +22,7 @@ use sqlparser::parser::Parser;
 
 use crate::coerce::coerce;
 use crate::locate::{evaluation_error, located};
+use crate::narrow;
 use crate::parse::tokenize;
 use crate::strict::{check_comparisons, check_functions};
 use crate::{ExprError, FunctionProvider};
@@ -54,8 +55,12 @@ impl Scope {
 /// A compiled expression, ready to evaluate on batches of its scope's schema.
 #[derive(Debug, Clone)]
 pub struct CompiledExpr {
-    /// The vectorized expression.
+    /// The vectorized expression, over the scope's columns that it reads (in their order, the
+    /// first numbered 0; see [`crate::narrow`]): [`CompiledExpr::evaluate`] gives it a batch
+    /// narrowed to them.
     pub physical: Arc<dyn PhysicalExpr>,
+    /// The indices in the scope's schema of the columns `physical` reads, when not all.
+    pub(crate) columns: Option<Arc<[usize]>>,
     /// The output column's name (the alias, the column name, or the expression as written).
     pub name: String,
     /// The result type.
@@ -113,10 +118,11 @@ impl ExprSite {
 impl CompiledExpr {
     /// Evaluates on `batch`, returning one value per row.
     pub fn evaluate(&self, batch: &RecordBatch) -> Result<ArrayRef, ExprError> {
+        let input = narrow::input(self.columns.as_deref(), batch)?;
         with_stack(self.depth, || {
             self.physical
-                .evaluate(batch)
-                .and_then(|v| v.into_array(batch.num_rows()))
+                .evaluate(&input)
+                .and_then(|v| v.into_array(input.num_rows()))
         })
         .map_err(|e| evaluation_error(&e))
     }
@@ -140,12 +146,12 @@ impl CompiledExpr {
     pub fn column(&self) -> Option<usize> {
         self.physical
             .downcast_ref::<datafusion_physical_expr::expressions::Column>()
-            .map(datafusion_physical_expr::expressions::Column::index)
+            .and_then(|c| narrow::original(self.columns.as_deref(), c.index()))
     }
 
     /// Whether the expression reads input column `index`.
     pub fn reads(&self, index: usize) -> bool {
-        reads(&self.physical, index)
+        narrow::position(self.columns.as_deref(), index).is_some_and(|i| reads(&self.physical, i))
     }
 
     /// The first function in the expression whose result may differ between two calls on the
@@ -174,6 +180,7 @@ impl CompiledExpr {
         };
         Ok(Self {
             physical: Arc::new(CastExpr::new(self.physical, target.clone(), Some(options))),
+            columns: self.columns,
             name: self.name,
             data_type: target,
             nullable: self.nullable,
@@ -337,9 +344,12 @@ fn compile_sql(
         ))
     };
     let (data_type, nullable) = typed(&logical).map_err(|e| located(&e, start, scope))?;
-    let physical = physical_expr(&logical, &df_schema, start, scope)?;
+    let narrowed =
+        narrow::narrowed(&logical, &df_schema, scope).map_err(|e| located(&e, start, scope))?;
+    let physical = physical_expr(&logical, &narrowed.df_schema, start, scope)?;
     Ok(CompiledExpr {
         physical,
+        columns: narrowed.columns,
         name,
         data_type,
         nullable,

@@ -1,12 +1,14 @@
 //! Expression text to sqlparser's syntax tree, measured first: text that nests too deeply is
 //! refused before any tree is built (see [`anduin_spec::nesting`]), and what is accepted is
-//! parsed with the stack its depth needs.
+//! parsed with the stack its depth needs, and stopped where the parser reads one place too
+//! often (see [`anduin_spec::rereading`]).
 
 use anduin_spec::nesting::{depth_bound, with_stack, PARSER_RECURSION_LIMIT};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
+use crate::dialect::ExprDialect;
 use crate::ExprError;
 
 /// Expression text, tokenized, with a bound on the depth of its tree.
@@ -34,7 +36,20 @@ impl Tokens {
         self,
         f: impl FnOnce(&mut Parser<'_>) -> Result<T, ParserError>,
     ) -> Result<T, ExprError> {
-        let dialect = GenericDialect {};
+        let dialect = ExprDialect::default();
+        let parsed = self.parse_in(&dialect, f);
+        match dialect.rereading.exceeded() {
+            // The parse was stopped: whatever it returned is not what the text says.
+            Some(e) => Err(ExprError::at(e.at.line, e.at.column, e.message)),
+            None => parsed,
+        }
+    }
+
+    fn parse_in<T>(
+        self,
+        dialect: &ExprDialect,
+        f: impl FnOnce(&mut Parser<'_>) -> Result<T, ParserError>,
+    ) -> Result<T, ExprError> {
         // Where the text ends: an expression cut short is reported there.
         let end = self
             .tokens
@@ -42,7 +57,7 @@ impl Tokens {
             .rev()
             .find(|t| !matches!(t.token, Token::EOF | Token::Whitespace(_)))
             .map(|t| t.span.end);
-        let mut parser = Parser::new(&dialect)
+        let mut parser = Parser::new(dialect)
             .with_recursion_limit(PARSER_RECURSION_LIMIT)
             .with_tokens_with_locations(self.tokens);
         let v = f(&mut parser).map_err(|e| {

@@ -3,9 +3,15 @@
 //! aggregates, and evaluated when they compile. Each returns a compiled expression or an error
 //! located in the text, without a panic and without overflowing a thread's modest stack (as a
 //! task's thread may have); inputs are of bounded size, so that the time per case is bounded
-//! without timing it. `PROPTEST_CASES=N` runs more cases than the default.
+//! without timing it. A case that has not returned after [`LIVENESS`] (a hang: they take
+//! milliseconds) fails with its text, as a case that panics does, instead of stalling the run
+//! until the test runner kills it without saying which text hung (as a nest of 130 `CAST(`s
+//! once did: `calls_the_parser_would_read_again_and_again_are_refused_at_once`).
+//! `PROPTEST_CASES=N` runs more cases than the default.
 
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anduin_expr::{compile_aggregates, compile_predicate, compile_projection, Scope};
 use arrow::array::{Int64Array, StringArray};
@@ -95,9 +101,16 @@ fn scope() -> Scope {
     )
 }
 
-/// Compiles `text` every way, and evaluates what compiles, on a thread with a 1 MiB stack.
+/// How long a case may go without returning before it counts as hung: a liveness guard, far
+/// above the milliseconds a case takes, not a measure of speed.
+const LIVENESS: Duration = Duration::from_secs(60);
+
+/// Compiles `text` every way, and evaluates what compiles, on a thread with a 1 MiB stack; an
+/// error if that panics or has not returned after [`LIVENESS`] (the thread is then left to run
+/// on: nothing can stop it, and the test fails).
 fn compile_and_run(text: String) -> Result<(), String> {
-    std::thread::Builder::new()
+    let (done, returned) = mpsc::channel();
+    let worker = std::thread::Builder::new()
         .stack_size(1 << 20)
         .spawn(move || {
             let scope = scope();
@@ -124,15 +137,19 @@ fn compile_and_run(text: String) -> Result<(), String> {
                     let _ = a.filter(&batch);
                 }
             }
+            let _ = done.send(());
         })
-        .map_err(|e| e.to_string())?
-        .join()
-        .map_err(|p| {
+        .map_err(|e| e.to_string())?;
+    match returned.recv_timeout(LIVENESS) {
+        // Sent when it returned; dropped unsent when it panicked.
+        Ok(()) | Err(RecvTimeoutError::Disconnected) => worker.join().map_err(|p| {
             p.downcast_ref::<String>()
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default()
-        })
+        }),
+        Err(RecvTimeoutError::Timeout) => Err(format!("no answer after {LIVENESS:?}: hung")),
+    }
 }
 
 fn cases() -> u32 {
@@ -142,8 +159,18 @@ fn cases() -> u32 {
         .unwrap_or(48)
 }
 
+/// `cases` cases, with shrinking cut short after a minute: shrinking a hung case costs
+/// [`LIVENESS`] per step, and its text is reported either way.
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        max_shrink_time: 60_000,
+        ..ProptestConfig::default()
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(config(cases()))]
 
     #[test]
     fn random_tokens_compile_or_are_refused(text in soup()) {
@@ -157,7 +184,7 @@ proptest! {
 
 proptest! {
     // Each of these compiles up to a thousand levels: fewer cases.
-    #![proptest_config(ProptestConfig { cases: cases().div_ceil(4), ..ProptestConfig::default() })]
+    #![proptest_config(config(cases().div_ceil(4)))]
 
     #[test]
     fn long_chains_and_deep_nesting_compile_and_run_or_are_refused(text in deep()) {

@@ -8,14 +8,16 @@
 //! operators' business. This crate is pure (no I/O); it reads text and returns values or
 //! [`Diagnostics`](anduin_types::Diagnostics).
 //!
-//! Every piece of SQL anduin reads is measured by [`nesting`] before a tree is built of it, so
-//! that no input overflows a stack or takes time out of proportion to its length.
+//! Every piece of SQL anduin reads is measured by [`nesting`] before a tree is built of it, and
+//! parsed with its [`rereading`] counted, so that no input overflows a stack or takes time out of
+//! proportion to its length.
 
 mod ast;
 mod json;
 mod lexer;
 pub mod nesting;
 mod parser;
+pub mod rereading;
 mod source;
 mod sql;
 mod text;

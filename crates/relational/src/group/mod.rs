@@ -159,7 +159,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             // sum loses a small value beside a large one, taken out or not).
             aggs.into_iter()
                 .map(|a| match a.function_name() {
-                    "avg" => a.with_integer_argument(input),
+                    "avg" => a.with_integer_argument(),
                     _ => a,
                 })
                 .collect::<Vec<_>>()

@@ -1,7 +1,8 @@
 //! anduin's SQL dialect: sqlparser's generic dialect, plus Flink's `TABLE name` as an argument
 //! of a window table function (`TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND)`),
 //! and `CREATE FUNCTION … LANGUAGE … AS '…'` and `CREATE AGGREGATE …` (parsed by
-//! `functions.rs`).
+//! `functions.rs`), counting how often the parser reads each place of the text
+//! ([`crate::rereading`]).
 
 use sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
@@ -11,13 +12,18 @@ use sqlparser::dialect::{Dialect, GenericDialect};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 
+use crate::rereading::Rereading;
+
 /// The name under which `TABLE name` appears in the syntax tree: a call `TABLE(name)`.
 pub(crate) const TABLE_ARGUMENT: &str = "TABLE";
 
-/// sqlparser's generic dialect with Flink's table arguments.
+/// sqlparser's generic dialect with Flink's table arguments. It counts the readings of one
+/// parse: make one per parser, and check [`Rereading::exceeded`] after parsing.
 #[derive(Debug, Default)]
 pub(crate) struct AnduinDialect {
     generic: GenericDialect,
+    /// How often the parser started an operand at each place.
+    pub rereading: Rereading,
 }
 
 impl Dialect for AnduinDialect {
@@ -58,6 +64,9 @@ impl Dialect for AnduinDialect {
     }
 
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        if let Some(stopped) = self.rereading.read(parser) {
+            return Some(stopped);
+        }
         if !parser.parse_keyword(Keyword::TABLE) {
             return None;
         }

@@ -73,11 +73,14 @@ fn lower_script(
     prepared: match_recognize::Prepared,
 ) -> Result<Spec, Diagnostics> {
     let end = end_of(&prepared.tokens);
-    let statements = Parser::new(dialect)
+    let parsed = Parser::new(dialect)
         .with_recursion_limit(nesting::PARSER_RECURSION_LIMIT)
         .try_with_sql(&prepared.sql)
-        .and_then(|mut p| p.parse_statements())
-        .map_err(|e| Diagnostics::from(syntax_error(e, end)))?;
+        .and_then(|mut p| p.parse_statements());
+    if let Some(e) = dialect.rereading.exceeded() {
+        return Err(Diagnostics::from(Diagnostic::error(pos(e.at), e.message)));
+    }
+    let statements = parsed.map_err(|e| Diagnostics::from(syntax_error(e, end)))?;
     let source = Source::new(src, prepared.tokens);
     let mut tables = Tables::default();
     let mut inserts = Vec::new();

@@ -65,18 +65,22 @@ fn cut(toks: &[DepthToken], s: &Select) -> Option<Cut> {
     let end = (select..toks.len())
         .find(|&k| toks[k].tok.token == Token::SemiColon)
         .unwrap_or(toks.len());
-    let dialect = AnduinDialect::default();
-    let parser = |from: usize| {
+    // One dialect per parser: each counts the readings of its own parse.
+    let parser = |from: usize, dialect| {
         let tokens: Vec<TokenWithSpan> = toks[from..end].iter().map(|t| t.tok.clone()).collect();
-        Parser::new(&dialect)
+        Parser::new(dialect)
             .with_recursion_limit(crate::nesting::PARSER_RECURSION_LIMIT)
             .with_tokens_with_locations(tokens)
     };
-    let mut p = parser(select + 1);
+    let items_dialect = AnduinDialect::default();
+    let mut p = parser(select + 1, &items_dialect);
     let mut items = Vec::new();
     let stop = loop {
         let first = index(toks, p.peek_token().span.start)?;
         let item = p.parse_select_item().ok()?;
+        if items_dialect.rereading.exceeded().is_some() {
+            return None;
+        }
         let stop = stop_index(toks, &p.peek_token(), end)?;
         let last = last_before(toks, first, stop)?;
         if !agrees(toks, (first, last), item_span(&item)) {
@@ -97,9 +101,13 @@ fn cut(toks: &[DepthToken], s: &Select) -> Option<Cut> {
             let kw = (stop..end)
                 .take_while(|&k| toks[k].depth >= depth)
                 .find(|&k| toks[k].depth == depth && is_word(&toks[k].tok, "WHERE"))?;
-            let mut p = parser(kw + 1);
+            let where_dialect = AnduinDialect::default();
+            let mut p = parser(kw + 1, &where_dialect);
             let first = index(toks, p.peek_token().span.start)?;
             p.parse_expr().ok()?;
+            if where_dialect.rereading.exceeded().is_some() {
+                return None;
+            }
             let stop = stop_index(toks, &p.peek_token(), end)?;
             let range = (first, last_before(toks, first, stop)?);
             if !agrees(toks, range, cond.span()) {

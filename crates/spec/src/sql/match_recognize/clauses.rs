@@ -235,9 +235,11 @@ pub(super) fn within(raw: &RawMatch) -> Result<Option<Text>, Diagnostic> {
     let mut parser = Parser::new(&dialect)
         .with_recursion_limit(crate::nesting::PARSER_RECURSION_LIMIT)
         .with_tokens_with_locations(toks.clone());
-    let expr = parser
-        .parse_expr()
-        .map_err(|e| crate::sql::syntax_error(e, crate::sql::end_of(toks)))?;
+    let parsed = parser.parse_expr();
+    if let Some(e) = dialect.rereading.exceeded() {
+        return Err(Diagnostic::error(pos(e.at), e.message));
+    }
+    let expr = parsed.map_err(|e| crate::sql::syntax_error(e, crate::sql::end_of(toks)))?;
     let rest = parser.peek_token();
     if rest.token != Token::EOF {
         return Err(Diagnostic::error(
