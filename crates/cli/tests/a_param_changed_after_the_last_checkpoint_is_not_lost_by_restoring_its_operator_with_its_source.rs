@@ -9,12 +9,12 @@
 //! under the old condition and the rest under the new one, exactly.
 
 use crate::a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpoint_recorded_it::{
-    api, change_after_checkpoint_1, generated, rows_before_checkpoint_1, switched_at, ROWS,
+    api, change_after_checkpoint_1, generated, kill_its_worker_then_finish, rows_before_checkpoint_1, switched_at, ROWS,
 };
 use crate::common;
 use common::cluster::paced_filter;
 
-use common::cluster::{kill_worker_after, LocalCluster};
+use common::cluster::LocalCluster;
 use common::output_rows;
 
 #[test]
@@ -42,23 +42,7 @@ fn a_param_changed_after_the_last_checkpoint_is_not_lost_by_restoring_its_operat
     let api = api(&cluster);
     change_after_checkpoint_1(&cluster, d, &api);
     // One chained task: the source and the filter run on one worker.
-    let status = cluster.status("q");
-    let victim = (0..2)
-        .find(|w| {
-            status["instances"]["gen -> low -> out"].as_str() == Some(format!("w{w}").as_str())
-        })
-        .unwrap_or_else(|| panic!("one worker runs the chain: {status}"));
-    assert!(
-        kill_worker_after(&mut cluster, "q", victim, 1),
-        "the kill must come mid-run"
-    );
-    let out = submit.wait_output();
-    let logs = cluster.logs();
-    assert!(
-        out.status.success(),
-        "{}\n{logs}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let logs = kill_its_worker_then_finish(&mut cluster, "gen -> low -> out", submit);
     let switch = rows_before_checkpoint_1(&cluster, &every);
     assert!(
         output_rows(&d.join("out")) == switched_at(&every, switch),

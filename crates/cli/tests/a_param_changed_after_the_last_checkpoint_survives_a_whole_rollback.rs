@@ -9,12 +9,12 @@
 //! epoch of the checkpoint it was given with.
 
 use crate::a_param_changed_on_a_cluster_survives_its_coordinator_killed_before_a_checkpoint_recorded_it::{
-    api, change_after_checkpoint_1, generated, rows_before_checkpoint_1, switched_at, NEW, ROWS,
+    api, change_after_checkpoint_1, generated, kill_its_worker_then_finish, rows_before_checkpoint_1, switched_at, NEW, ROWS,
 };
 use crate::common;
 use common::cluster::paced_filter;
 
-use common::cluster::{kill_worker_after, LocalCluster, Setup};
+use common::cluster::{LocalCluster, Setup};
 use common::{ctl, output_rows, stdout_ok};
 
 #[test]
@@ -48,22 +48,7 @@ fn a_param_changed_after_the_last_checkpoint_survives_a_whole_rollback() {
     );
     let api = api(&cluster);
     change_after_checkpoint_1(&cluster, d, &api);
-    let victim = (0..2)
-        .find(|w| {
-            cluster.status("q")["instances"]["low"].as_str() == Some(format!("w{w}").as_str())
-        })
-        .expect("a worker runs the filter");
-    assert!(
-        kill_worker_after(&mut cluster, "q", victim, 1),
-        "the kill must come mid-run"
-    );
-    let out = submit.wait_output();
-    let logs = cluster.logs();
-    assert!(
-        out.status.success(),
-        "{}\n{logs}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let logs = kill_its_worker_then_finish(&mut cluster, "low", submit);
     let switch = rows_before_checkpoint_1(&cluster, &every);
     let status = cluster.status("q");
     assert_eq!(status["attempt"], 2, "a whole rollback: {status}\n{logs}");

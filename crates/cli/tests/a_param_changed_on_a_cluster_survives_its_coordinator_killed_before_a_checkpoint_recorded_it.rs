@@ -229,3 +229,29 @@ pub fn rows_before_checkpoint_1(cluster: &LocalCluster, every: &[String]) -> usi
     assert!(switch > 0 && switch < every.len(), "switch at {switch}");
     switch
 }
+
+/// Kills (SIGKILL) the worker of `cluster` that runs task `task` of query `q`, once
+/// checkpoint 1 is complete; then waits for `submit` and asserts that the query finished.
+/// The cluster's logs.
+pub fn kill_its_worker_then_finish(
+    cluster: &mut LocalCluster,
+    task: &str,
+    submit: common::ChildGuard,
+) -> String {
+    let status = cluster.status("q");
+    let victim = (0..cluster.workers.len())
+        .find(|w| status["instances"][task].as_str() == Some(format!("w{w}").as_str()))
+        .unwrap_or_else(|| panic!("no worker runs {task}: {status}"));
+    assert!(
+        common::cluster::kill_worker_after(cluster, "q", victim, 1),
+        "the kill must come mid-run"
+    );
+    let out = submit.wait_output();
+    let logs = cluster.logs();
+    assert!(
+        out.status.success(),
+        "{}\n{logs}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    logs
+}
