@@ -19,6 +19,7 @@ pub fn parse_var(s: &str) -> Result<(String, String), String> {
 }
 
 /// A query file, checked: its spec, its graph, and its warnings.
+#[derive(Clone)]
 pub struct Loaded {
     pub spec: Spec,
     pub graph: std::sync::Arc<LogicalGraph<Bound>>,
@@ -49,15 +50,61 @@ pub fn load_with(
     load_edited(path, vars, missing, defaults, |_| {})
 }
 
-/// [`load_with`] for a query about to run (embedded or on a cluster): also replicates the
-/// operators that ask for hot standby behind stream selectors
+/// A rule file given with a query (`--rules FILE`): its name, as the user named it, and its
+/// text.
+pub type RuleText<'a> = (&'a str, &'a str);
+
+/// [`load_with`] for a query about to run (embedded or on a cluster): rewritten by the rules
+/// of `rules` that reshape the graph ([`by_rules`]), and with the operators that ask for hot
+/// standby replicated behind stream selectors
 /// (`anduin_graph::rewriting::hot_standby_spec`), checked again.
 pub fn load_to_run(
     path: &Path,
     vars: &[(String, String)],
     defaults: &[(&str, &str)],
+    rules: Option<RuleText<'_>>,
 ) -> Result<Loaded, LoadError> {
-    as_it_runs(load_with(path, vars, Missing::Error, defaults)?)
+    let loaded = load_with(path, vars, Missing::Error, defaults)?;
+    let loaded = match rules {
+        Some(rules) => by_rules(path, loaded, rules)?,
+        None => loaded,
+    };
+    as_it_runs(loaded)
+}
+
+/// `loaded` (the query file `path`) rewritten by the rules of the file `rules` that reshape
+/// the graph (paper §4.2; the others are applied while it runs), and checked again as a
+/// user's query is: `loaded` itself when no such rule matches.
+pub fn by_rules(path: &Path, loaded: Loaded, rules: RuleText<'_>) -> Result<Loaded, LoadError> {
+    let (file, text) = rules;
+    let plan = crate::run_rules::plan_rules(file, text).map_err(LoadError::Other)?;
+    let rewritten =
+        anduin_graph::rewriting::rewritten_by(&loaded.spec, &BuiltinCatalog, &plan).map_err(
+            |e| LoadError::Other(anyhow::Error::new(e).context(format!("the rules of `{file}` cannot be applied to the query"))),
+        )?;
+    let Some((spec, after)) = rewritten else {
+        return Ok(loaded);
+    };
+    let applied: Vec<String> = after
+        .applications
+        .iter()
+        .map(|a| format!("{} at {}", a.rule, a.root))
+        .collect();
+    tracing::info!(rules = file, applied = ?applied, "the query is rewritten by the rules");
+    let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).map_err(|d| {
+        let lines: Vec<String> = d.0.iter().map(|x| format!("{}:{x}", path.display())).collect();
+        LoadError::Other(anyhow::anyhow!(
+            "the query as the rules of `{file}` rewrite it ({}) has problems (an operator a rule made is named as the rule named it; `anduin explain {} --rewritten --rules {file}` shows the rewritten graph):\n{}",
+            applied.join(", "),
+            path.display(),
+            lines.join("\n")
+        ))
+    })?;
+    Ok(Loaded {
+        spec,
+        graph: std::sync::Arc::new(graph),
+        warnings: loaded.warnings,
+    })
 }
 
 /// The query `loaded` as it runs: the operators that ask for hot standby replicated behind

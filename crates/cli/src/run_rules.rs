@@ -98,29 +98,46 @@ fn figures_read(c: &anduin_rewrite::Constraint, out: &mut Vec<String>) {
     }
 }
 
-/// Reads and checks the rule file `path` against the query `spec`: every rule must be one
-/// that a running query can carry out (it sets params of the operator it matches) and read
-/// only figures that are measured; a rule naming an operator type the query lacks is warned
-/// of (it never applies).
-pub fn load(path: &Path, spec: &anduin_spec::Spec) -> Result<RunRules> {
-    let text = read_rule_file(path)?;
-    load_text(&path.display().to_string(), &text, spec)
+/// The rules of a file, checked, by when they apply.
+pub struct CheckedRules {
+    /// Rules that reshape the graph: applied once, to the query as written, before it runs
+    /// (`anduin_graph::rewriting::rewritten_by`).
+    pub plan: RuleSet,
+    /// Rules that set params of the operator their root matches: applied while it runs.
+    pub run: RuleSet,
 }
 
 /// The rules `text` of the file named `file`, checked without the query: they parse
-/// (`FILE:LINE:COL: …`), there is one at least, each is one a running query can carry out and
-/// reads only figures that are measured. What `anduin submit` and `anduin cluster` check
-/// before they send the file anywhere.
-pub fn check_text(file: &str, text: &str) -> Result<RuleSet> {
+/// (`FILE:LINE:COL: …`), there is one at least, and each is either one a running query can
+/// carry out, reading only figures that are measured, or one that reshapes the graph and
+/// reads no figure (it is applied before anything is measured). What `anduin submit` and
+/// `anduin cluster` check before they send the file anywhere.
+pub fn check_text(file: &str, text: &str) -> Result<CheckedRules> {
     let rules = parse_rules(file, text)?;
     if rules.rules.is_empty() {
         anyhow::bail!("rule file `{file}` holds no rule");
     }
-    for rule in &rules.rules {
-        check_run_time(file, rule)?;
+    let mut checked = CheckedRules {
+        plan: RuleSet { rules: Vec::new() },
+        run: RuleSet { rules: Vec::new() },
+    };
+    for rule in rules.rules {
         let mut read = Vec::new();
         if let Some(c) = &rule.constraint {
             figures_read(c, &mut read);
+        }
+        if let Err(not) = check_run_time(file, &rule) {
+            if let Some(figure) = read.first() {
+                anyhow::bail!(
+                    "{file}:{}: rule {}: it reads the figure `{figure}` and {}: a rule that reshapes the graph is applied once, before the query runs, when nothing is measured; a rule applied while the query runs may only set params of the operator its left side's root matches (`{}{{param = \"value\"}}`)",
+                    rule.pos,
+                    rule.name,
+                    not.why,
+                    not.root
+                );
+            }
+            checked.plan.rules.push(rule);
+            continue;
         }
         if let Some(unknown) = read.iter().find(|f| !FIGURES.contains(&f.as_str())) {
             anyhow::bail!(
@@ -130,15 +147,28 @@ pub fn check_text(file: &str, text: &str) -> Result<RuleSet> {
                 FIGURES.join(", ")
             );
         }
+        checked.run.rules.push(rule);
     }
-    Ok(rules)
+    Ok(checked)
+}
+
+/// The rules of `text` (the file `file`) that reshape the graph, applied before the query runs.
+pub fn plan_rules(file: &str, text: &str) -> Result<RuleSet> {
+    Ok(check_text(file, text)?.plan)
 }
 
 /// [`load`] of the rules `text` of the file named `file` (read already: a cluster's
 /// coordinator gets it with the submission).
-pub fn load_text(file: &str, text: &str, spec: &anduin_spec::Spec) -> Result<RunRules> {
+pub fn load_text(
+    file: &str,
+    text: &str,
+    spec: &anduin_spec::Spec,
+) -> Result<Option<RunRules>> {
     let file = file.to_string();
-    let rules = check_text(&file, text)?;
+    let rules = check_text(&file, text)?.run;
+    if rules.rules.is_empty() {
+        return Ok(None);
+    }
     for rule in &rules.rules {
         for node in rule.left.nodes() {
             if let anduin_rewrite::PatternKind::Type(kind) = &node.kind {
@@ -153,11 +183,11 @@ pub fn load_text(file: &str, text: &str, spec: &anduin_spec::Spec) -> Result<Run
         }
     }
     let graph = rule_graph(spec).context("the query's graph cannot be matched by rules")?;
-    Ok(RunRules {
+    Ok(Some(RunRules {
         rules,
         graph,
         refused: std::collections::BTreeSet::new(),
-    })
+    }))
 }
 
 /// Starts applying `rules` to the query `control` runs, a round every `interval`.

@@ -1,6 +1,7 @@
 //! `anduin cluster q.flow --rules FILE` (and `anduin submit`) read and check the rule file
 //! before they start or reach anything: a file that does not parse, or holds a rule that
-//! reshapes the graph (which only `explain --rewritten` shows), is refused at FILE:LINE:COL,
+//! reshapes the graph and reads a measured figure (it is applied before anything is
+//! measured), is refused at FILE:LINE:COL,
 //! and no coordinator was started (its state directory and address file were never made).
 
 use crate::common;
@@ -81,7 +82,7 @@ fn a_bad_rule_file_is_refused_before_a_cluster_starts_anything() {
         "bad.rules:1:",
     );
     refused(
-        "\nrule wrap: f := filter => merge(f)",
-        "bad.rules:2:1: rule wrap: its right side makes a new `merge` operator",
+        "\nrule wrap: f := filter [busy(f) > 0.5] => merge(f)",
+        "bad.rules:2:1: rule wrap: it reads the figure `busy` and its right side makes a new `merge` operator",
     );
 }

@@ -5,7 +5,10 @@
 //! once (it says so in its worker's log) while the lost worker's part is restored, its copy
 //! among it, which then runs as the standby; the query is not rolled back as a whole and
 //! writes exactly what an uninterrupted embedded run of the query without hot standby
-//! writes.
+//! writes. Seed 0 asks for hot standby with the window's params; seed 1 submits the query
+//! without them and with the paper's hot-standby rule written by the user (`--rules FILE`,
+//! a rule that reshapes the graph: applied by the coordinator and by each executor before the
+//! query runs).
 
 use crate::common;
 
@@ -13,6 +16,12 @@ use common::cluster::{kill_worker_after, pick, windowed_generator, LocalCluster,
 use common::{anduin_ok, output_rows};
 
 const HOT: &str = "param fault_tolerance = \"hot-standby\"\n  param replicas = 2\n  ";
+
+/// The paper's rule (§4.2) for a window, as a user writes it.
+const HOT_RULE: &str = "rule hot_window:
+  a2 := any(f := window(a1 := any*))
+    => a2(stream-selector(failover(writer(f(reader(multicast(a1))))) | @{p1} | @{p2}))
+";
 
 #[test]
 fn a_hot_standby_on_a_cluster_keeps_its_copies_apart_and_survives_the_kill_of_the_active_copys_worker(
@@ -32,6 +41,10 @@ fn a_hot_standby_on_a_cluster_keeps_its_copies_apart_and_survives_the_kill_of_th
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(work.path().join("plain.flow"), &plain).expect("query");
     std::fs::write(work.path().join("q.flow"), &hot).expect("query");
+    let by_rule = work.path().join("by_rule");
+    std::fs::create_dir(&by_rule).expect("dir");
+    std::fs::write(by_rule.join("q.flow"), &plain).expect("query");
+    std::fs::write(by_rule.join("hot.rules"), HOT_RULE).expect("rules");
     anduin_ok(
         work.path(),
         &["run", "plain.flow", "--var", "OUTPUT=reference.csv"],
@@ -50,16 +63,19 @@ fn a_hot_standby_on_a_cluster_keeps_its_copies_apart_and_survives_the_kill_of_th
                 ..Setup::default()
             },
         );
-        let submit = cluster.submit(
-            work.path(),
-            "q.flow",
-            &[
-                "--var",
-                &format!("OUTPUT={out}"),
-                "--checkpoint-every",
-                "4000",
-            ],
-        );
+        let (cwd, rules) = match seed {
+            0 => (work.path(), &[][..]),
+            _ => (by_rule.as_path(), &["--rules", "hot.rules"][..]),
+        };
+        let mut args = vec![
+            "--var".to_string(),
+            format!("OUTPUT={out}"),
+            "--checkpoint-every".into(),
+            "4000".into(),
+        ];
+        args.extend(rules.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let submit = cluster.submit(cwd, "q.flow", &args);
         common::wait_until("the query to run", || {
             cluster.status("q")["instances"]
                 .as_object()
@@ -90,7 +106,7 @@ fn a_hot_standby_on_a_cluster_keeps_its_copies_apart_and_survives_the_kill_of_th
             String::from_utf8_lossy(&done.stderr),
             cluster.logs()
         );
-        let got = output_rows(&work.path().join(&out));
+        let got = output_rows(&cwd.join(&out));
         assert_eq!(
             got.len(),
             expected.len(),

@@ -348,7 +348,7 @@ fn a_rule_file_that_cannot_run_is_refused_at_submit() {
     let cluster = LocalCluster::start_with(1, 2, Setup::default());
     let d = cluster.dir.path();
     std::fs::write(d.join("q.flow"), WINDOWED).expect("query");
-    std::fs::write(d.join("bad.rules"), "\n w := window => merge(w)").expect("rules");
+    std::fs::write(d.join("bad.rules"), "\n w := window [rate(w) > 1] => merge(w)").expect("rules");
     let refused = |flags: &[&str], says: &str| {
         let mut args = vec![
             "submit",
@@ -366,7 +366,7 @@ fn a_rule_file_that_cannot_run_is_refused_at_submit() {
     };
     refused(
         &["--rules", "bad.rules"],
-        "bad.rules:2:2: rule bad.rules:2: its right side makes a new `merge` operator",
+        "bad.rules:2:2: rule bad.rules:2: it reads the figure `rate` and its right side makes a new `merge` operator",
     );
     refused(
         &["--rules", "missing.rules"],

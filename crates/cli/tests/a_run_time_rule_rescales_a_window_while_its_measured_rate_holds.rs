@@ -3,7 +3,8 @@
 //! runs. Here two rules rescale a keyed window live: to 3 instances while rows arrive, back to
 //! 1 when none do (the generator's rate stepped through `ctl set`). The history records the
 //! changes from `rule:NAME`, and the output is what a run never rescaled writes. Rules that
-//! reshape the graph, or do not parse, are refused before the query runs, at FILE:LINE:COL.
+//! reshape the graph and read a figure, or do not parse, are refused before the query runs, at
+//! FILE:LINE:COL.
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::WINDOWED;
 use crate::common;
@@ -89,8 +90,8 @@ fn rules_that_cannot_run_are_refused_before_the_query_runs_at_their_place() {
         assert!(!d.join("out.csv").exists(), "nothing ran");
     };
     refused(
-        "\n w := window => merge(w)",
-        "bad.rules:2:2: rule bad.rules:2: its right side makes a new `merge` operator",
+        "\n w := window [rate(w) > 1] => merge(w)",
+        "bad.rules:2:2: rule bad.rules:2: it reads the figure `rate` and its right side makes a new `merge` operator",
     );
     refused(
         "w := window [rate(w) >] => w{parallelism = \"2\"}",

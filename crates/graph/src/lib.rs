@@ -30,6 +30,7 @@ mod partitioning;
 mod physical;
 pub mod qos;
 pub mod rewriting;
+pub mod run_spec;
 mod schema;
 mod topo;
 

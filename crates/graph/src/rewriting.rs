@@ -46,6 +46,9 @@ pub enum RewriteQueryError {
     /// A rule that cannot be applied, or rules that keep applying (the iteration limit).
     #[error(transparent)]
     Rewrite(#[from] RewriteError),
+    /// The rewritten graph holds an operator the runtime cannot run.
+    #[error(transparent)]
+    Run(#[from] crate::run_spec::RunSpecError),
 }
 
 /// The rules' view of operators: stateless is what the catalog's signature says (an operator
@@ -104,26 +107,62 @@ pub fn rule_graph(spec: &Spec) -> Result<Graph, GraphError> {
     Ok(g)
 }
 
-/// `spec`'s graph, and the result of the built-in rules, then the rules of `user` (a file's
-/// name and text) if given, applied to a fixed point.
+/// `spec`'s graph, and the result of the rules of `user` (a file's name and text) if given,
+/// then of the built-in rules, each applied to a fixed point: the order of a run, where a
+/// user's rules reshape the query as written ([`rewritten_by`]) and the patterns are applied
+/// to what they made.
 pub fn rewrite_query<C: Catalog>(
     spec: &Spec,
     catalog: &C,
     user: Option<(&str, &str)>,
 ) -> Result<(Graph, Rewritten), RewriteQueryError> {
-    let mut rules = builtin_rules();
+    let before = rule_graph(spec)?;
+    let bound = growth_bound(&before);
+    let facts = CatalogFacts(catalog);
+    let mut applications = Vec::new();
+    let mut mid = before.clone();
     if let Some((file, text)) = user {
-        rules.rules.extend(parse_rules(file, text)?.rules);
+        let users = rewrite_within(&before, &parse_rules(file, text)?, &facts, DEFAULT_LIMIT, bound)?;
+        applications = users.applications;
+        mid = users.graph;
+    }
+    let after = rewrite_within(&mid, &builtin_rules(), &facts, DEFAULT_LIMIT, bound)?;
+    applications.extend(after.applications);
+    Ok((
+        before,
+        Rewritten {
+            graph: after.graph,
+            applications,
+        },
+    ))
+}
+
+/// `spec` rewritten by `rules` — a user's rules that reshape the graph, applied once before
+/// the query runs, to the query as written — as a query to run ([`crate::run_spec::to_spec`]),
+/// with the applications; `None` when no rule matched. The result is to be checked like a
+/// user's query (the patterns' rules are applied to it after: [`hot_standby_spec`], the
+/// partitioning of the physical planner).
+pub fn rewritten_by<C: Catalog>(
+    spec: &Spec,
+    catalog: &C,
+    rules: &anduin_rewrite::RuleSet,
+) -> Result<Option<(Spec, Rewritten)>, RewriteQueryError> {
+    if rules.rules.is_empty() {
+        return Ok(None);
     }
     let before = rule_graph(spec)?;
     let after = rewrite_within(
         &before,
-        &rules,
+        rules,
         &CatalogFacts(catalog),
         DEFAULT_LIMIT,
         growth_bound(&before),
     )?;
-    Ok((before, after))
+    if after.applications.is_empty() {
+        return Ok(None);
+    }
+    let run = crate::run_spec::to_spec(spec, &after.graph, catalog)?;
+    Ok(Some((run, after)))
 }
 
 /// How large the rules may make `graph`: the generic bound of [`rewrite`] (rules that keep
@@ -209,7 +248,7 @@ pub fn hot_standby_spec<C: Catalog>(
         &CatalogFacts(catalog),
         DEFAULT_LIMIT,
     )?;
-    let mut copies = to_spec(spec, &after.graph)?;
+    let mut copies = crate::run_spec::to_spec(spec, &after.graph, catalog)?;
     // Each copy runs as one instance: the rows of several instances would interleave in
     // another order in each copy, and the selector counts rows in order.
     for op in &mut copies.operators {
@@ -259,133 +298,4 @@ fn reserved_names(spec: &Spec) -> Result<(), RewriteQueryError> {
         }
     }
     Ok(())
-}
-
-/// What an operator of a rewritten graph is to the query that runs it.
-enum Role<'a> {
-    /// Left out: its consumers read its input.
-    Skipped,
-    /// The query's own operator, as it was.
-    Own(&'a anduin_spec::OperatorDef),
-    /// Copy `k` of a replicated operator of the query (0: the operator itself).
-    Copy(&'a anduin_spec::OperatorDef, usize),
-    /// A stream selector over the copies of this operator of the query.
-    Selector(&'a anduin_spec::OperatorDef),
-}
-
-/// `rewritten` (from `original` by the hot-standby rules) as a query to run.
-fn to_spec(original: &Spec, rewritten: &Graph) -> Result<Spec, GraphError> {
-    use anduin_rewrite::OpId;
-    use anduin_spec::{OperatorDef, OutputDef, Text};
-    let own = |name: &str| original.operators.iter().find(|o| o.name.as_str() == name);
-    // The hot-standby rules replicate exactly the operators that ask for it.
-    let replicated = |name: &str| own(name).is_some_and(|o| o.asks_hot_standby());
-    // A new operator `X_replica_K` is copy K of X (a name of the query's own is never a copy:
-    // see `reserved_names`).
-    let copy_of = |name: &str| {
-        if own(name).is_some() {
-            return None;
-        }
-        let (of, k) = name.rsplit_once("_replica_")?;
-        replicated(of).then_some(())?;
-        Some((own(of)?, k.parse::<usize>().ok()?))
-    };
-    // Follows skipped operators up to the one whose rows they carry.
-    let collapse = |mut id: OpId| -> Result<OpId, GraphError> {
-        loop {
-            let op = rewritten.op(id)?;
-            let skipped = matches!(op.kind.as_str(), "multicast" | "failover")
-                || (matches!(op.kind.as_str(), "reader" | "writer") && own(&op.name).is_none());
-            match (skipped, op.inputs.first()) {
-                (true, Some(input)) => id = *input,
-                _ => return Ok(id),
-            }
-        }
-    };
-    let role = |id: OpId| -> Result<Role<'_>, GraphError> {
-        let op = rewritten.op(id)?;
-        if collapse(id)? != id {
-            return Ok(Role::Skipped);
-        }
-        if op.kind == "stream-selector" {
-            let first = op
-                .inputs
-                .first()
-                .copied()
-                .ok_or(GraphError::UnknownOp(id))?;
-            let copy = rewritten.op(collapse(first)?)?;
-            let of = copy_of(&copy.name)
-                .map(|(o, _)| o)
-                .or_else(|| own(&copy.name))
-                .ok_or(GraphError::UnknownOp(id))?;
-            return Ok(Role::Selector(of));
-        }
-        if let Some((of, k)) = copy_of(&op.name) {
-            return Ok(Role::Copy(of, k));
-        }
-        match own(&op.name) {
-            Some(def) if replicated(&op.name) => Ok(Role::Copy(def, 0)),
-            Some(def) => Ok(Role::Own(def)),
-            None => Err(GraphError::UnknownOp(id)),
-        }
-    };
-    let first_output = |def: &OperatorDef| {
-        def.outputs
-            .first()
-            .map(|o| o.name.as_str().to_string())
-            .unwrap_or_default()
-    };
-    let copy_stream = |def: &OperatorDef, k: usize| format!("{}__replica_{k}", first_output(def));
-    // The stream a consumer reads from producer `id`, `default` for an operator of the query.
-    let stream = |id: OpId, default: &Text| -> Result<Text, GraphError> {
-        Ok(match role(collapse(id)?)? {
-            Role::Copy(def, k) => Text::unplaced(copy_stream(def, k)),
-            Role::Selector(def) => Text::unplaced(first_output(def)),
-            Role::Own(_) | Role::Skipped => default.clone(),
-        })
-    };
-    let mut operators = Vec::new();
-    for (id, op) in rewritten.iter() {
-        let inputs = |def: &OperatorDef| -> Result<Vec<Text>, GraphError> {
-            def.inputs
-                .iter()
-                .zip(&op.inputs)
-                .map(|(name, input)| stream(*input, name))
-                .collect()
-        };
-        match role(id)? {
-            Role::Skipped => {}
-            Role::Own(def) => operators.push(OperatorDef {
-                inputs: inputs(def)?,
-                ..def.clone()
-            }),
-            Role::Copy(def, k) => operators.push(OperatorDef {
-                name: Text::unplaced(op.name.clone()),
-                inputs: inputs(def)?,
-                outputs: vec![OutputDef {
-                    name: Text::unplaced(copy_stream(def, k)),
-                    ty: def.outputs.first().and_then(|o| o.ty.clone()),
-                }],
-                ..def.clone()
-            }),
-            Role::Selector(def) => operators.push(OperatorDef {
-                name: Text::unplaced(op.name.clone()),
-                kind: Text::unplaced("stream-selector"),
-                params: Vec::new(),
-                inputs: op
-                    .inputs
-                    .iter()
-                    .map(|i| stream(*i, &Text::unplaced("")))
-                    .collect::<Result<_, _>>()?,
-                outputs: def.outputs.clone(),
-                control: None,
-                pos: def.pos,
-            }),
-        }
-    }
-    Ok(Spec {
-        types: original.types.clone(),
-        operators,
-        functions: original.functions.clone(),
-    })
 }

@@ -219,7 +219,8 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         bail!("user-defined functions (CREATE FUNCTION, CREATE AGGREGATE, --udf) are not supported in a cluster yet: run the query with `anduin run`");
     }
     crate::embedded::check_max_parallelism(&args.engine)?;
-    let loaded = match load_to_run(&file, &args.vars, &args.engine.defaults()) {
+    let rules = s.rules.as_ref().map(|r| (r.name.as_str(), r.text.as_str()));
+    let loaded = match load_to_run(&file, &args.vars, &args.engine.defaults(), rules) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
             let lines: Vec<String> = d.0.iter().map(|x| format!("{}:{x}", s.file_name)).collect();
@@ -259,7 +260,7 @@ fn rules_of(
 ) -> Result<Option<crate::run_rules::RunRules>> {
     match (&s.rules, &args.rules.rules) {
         (Some(r), _) => {
-            crate::run_rules::load_text(&r.name, &r.text, &loaded.spec).map(Some)
+            crate::run_rules::load_text(&r.name, &r.text, &loaded.spec)
         }
         (None, Some(path)) => bail!(
             "`--rules {}` reached the coordinator without its file: submit it with `anduin submit … --rules FILE`",

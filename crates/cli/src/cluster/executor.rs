@@ -57,7 +57,12 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         tracing::info_span!("executor", query = %d.query, attempt = d.attempt, worker = d.worker);
     let _entered = span.enter();
     // As the coordinator loaded it: rewritten (the copies of a hot standby) for a cluster.
-    let loaded = match load_to_run(&args.file, &args.vars, &args.engine.defaults()) {
+    let rules = d
+        .submission
+        .rules
+        .as_ref()
+        .map(|r| (r.name.as_str(), r.text.as_str()));
+    let loaded = match load_to_run(&args.file, &args.vars, &args.engine.defaults(), rules) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(diags)) => {
             print_diagnostics(&args.file, &diags);

@@ -48,8 +48,10 @@ pub struct ExplainArgs {
     /// pipelining: paper §4.2), which rule matched where, and the placement constraints.
     #[arg(long)]
     pub rewritten: bool,
-    /// Rules to apply after the built-in ones (a rule file; with --rewritten).
-    #[arg(long, value_name = "FILE", requires = "rewritten")]
+    /// A rule file, as `anduin run --rules` takes it: its rules that reshape the graph are
+    /// applied before the built-in ones (with --rewritten, the file's other rules too, with
+    /// no figure measured), and the plan shown is that of the rewritten query.
+    #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
 }
 
@@ -64,33 +66,49 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
         Err(LoadError::Other(e)) => return Err(e),
     };
     print_diagnostics(&args.file, &loaded.warnings);
+    let rule_file = args
+        .rules
+        .as_deref()
+        .map(|p| crate::run_rules::read_rule_file(p).map(|t| (p.display().to_string(), t)))
+        .transpose()?;
+    let rule_text = rule_file.as_ref().map(|(f, t)| (f.as_str(), t.as_str()));
+    // What runs: the query rewritten by the rules that reshape it, checked as a run checks
+    // it, then the copies of the operators in hot standby.
+    let as_run = match rule_text {
+        Some(r) => crate::load::by_rules(&args.file, loaded.clone(), r),
+        None => Ok(loaded.clone()),
+    }
+    .and_then(crate::load::as_it_runs);
     if args.rewritten {
         let shown = super::rewritten::show(
             &loaded.spec,
             &loaded.graph,
-            args.rules.as_deref(),
+            rule_text,
             args.format,
             args.parallelism,
         );
-        let out = match shown {
-            Ok(out) => out,
+        match shown {
+            Ok(out) => crate::load::print_out(&out)?,
             Err(e) => {
                 eprintln!("error: {e:#}");
                 return Ok(ExitCode::FAILURE);
             }
         };
-        crate::load::print_out(&out)?;
-        return Ok(ExitCode::SUCCESS);
     }
-    // The plan of what runs: with the copies of the operators in hot standby.
-    let loaded = match crate::load::as_it_runs(loaded) {
+    let loaded = match as_run {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
             print_diagnostics(&args.file, &d);
             return Ok(ExitCode::FAILURE);
         }
-        Err(LoadError::Other(e)) => return Err(e),
+        Err(LoadError::Other(e)) => {
+            eprintln!("error: {e:#}");
+            return Ok(ExitCode::FAILURE);
+        }
     };
+    if args.rewritten {
+        return Ok(ExitCode::SUCCESS);
+    }
     let plan = PhysicalPlan::plan(
         &loaded.graph,
         anduin_graph::PlanOptions {

@@ -28,19 +28,12 @@ const SHOWN: &[&str] = &[
 pub fn show<B>(
     spec: &Spec,
     graph: &anduin_graph::LogicalGraph<B>,
-    rules: Option<&std::path::Path>,
+    rules: Option<crate::load::RuleText<'_>>,
     format: Format,
     parallelism: usize,
 ) -> Result<String> {
     let spec = &with_default_parallelism(spec, graph, parallelism);
-    let text = rules
-        .map(|p| crate::run_rules::read_rule_file(p).map(|t| (p.display().to_string(), t)))
-        .transpose()?;
-    let (before, after) = rewrite_query(
-        spec,
-        &BuiltinCatalog,
-        text.as_ref().map(|(f, t)| (f.as_str(), t.as_str())),
-    )?;
+    let (before, after) = rewrite_query(spec, &BuiltinCatalog, rules)?;
     let before_shown = shown(&before, &before);
     let after_shown = shown(&after.graph, &before);
     Ok(match format {

@@ -133,7 +133,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     crate::embedded::check_max_parallelism(&args.engine)?;
     crate::udfs::register_modules(&args.udfs)?;
     let defaults = args.engine.defaults();
-    let loaded = match load_to_run(&args.file, &args.vars, &defaults) {
+    let rule_file = args
+        .rules
+        .rules
+        .as_deref()
+        .map(|p| crate::run_rules::read_rule_file(p).map(|t| (p.display().to_string(), t)))
+        .transpose()?;
+    let rule_text = rule_file.as_ref().map(|(f, t)| (f.as_str(), t.as_str()));
+    let loaded = match load_to_run(&args.file, &args.vars, &defaults, rule_text) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
             print_diagnostics(&args.file, &d);
@@ -143,12 +150,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     print_diagnostics(&args.file, &loaded.warnings);
     let autoscale = crate::autoscale::settings(&args.autoscale, &args.engine, &loaded)?;
-    let run_rules = args
-        .rules
-        .rules
-        .as_deref()
-        .map(|path| crate::run_rules::load(path, &loaded.spec))
-        .transpose()?;
+    let run_rules = rule_text
+        .map(|(file, text)| crate::run_rules::load_text(file, text, &loaded.spec))
+        .transpose()?
+        .flatten();
 
     if args.checkpoint_store.is_none() {
         if let Some(op) = loaded.spec.operators.iter().find(|o| {

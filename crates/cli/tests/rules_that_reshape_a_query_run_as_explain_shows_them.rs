@@ -1,0 +1,197 @@
+//! `anduin run q.flow --rules FILE` with rules that reshape the graph (paper §4.2,
+//! docs/rewriting.md): they are applied once, to the query as written, before it runs, and
+//! the rewritten query is what runs — the paper's own hot-standby rule for a filter (copies
+//! behind a stream selector), a filter a rule puts before the sink, and a window partitioned
+//! by a hand-written splitter and merge. `anduin explain --rules` shows the plan of what runs.
+//! What cannot run is refused before anything runs, saying why: a splitter by round robin, a
+//! type anduin has no operator for, a rewritten query that does not check, a reshaping rule
+//! that reads a measured figure.
+
+use crate::common;
+
+use common::{anduin, anduin_ok, repo, run_sorted};
+
+/// The paper's rule (§4.2), as a user writes it.
+const PAPER_HOT_STANDBY: &str = "# hot standby for a stateless filter
+rule hot_filter:
+  a2 := any(f := filter(a1 := any*)) [stateless(f)]
+    => a2(stream-selector(failover(writer(f(reader(multicast(a1))))) | @{p1} | @{p2}))
+";
+
+/// Readings below 42, counted per sensor in windows of 10 s.
+const QUERY: &str = r#"type name = "Reading" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "source", type = "reader" {
+  param path = "${INPUT}"
+  param format = "csv"
+  output name = "readings", type = "Reading"
+}
+operator name = "low", type = "filter" {
+  input name = "readings"
+  param condition = "readings.value < 42"
+  output name = "lowReadings", type = "Reading"
+}
+operator name = "per_sensor", type = "window" {
+  input name = "lowReadings"
+  param kind = "tumbling"
+  param size = "10s"
+  param time = "ts"
+  param keys = "sensor"
+  param aggregates = "COUNT(*) AS n, MAX(value) AS hi"
+  output name = "counts"
+}
+operator name = "sink", type = "writer" {
+  input name = "counts"
+  param path = "${OUTPUT}"
+  param format = "csv"
+}
+"#;
+
+/// The query, written once per test binary run into a directory that lives as long.
+fn query() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+        dir
+    });
+    dir.path().join("q.flow")
+}
+
+/// `rules` written to a file in `dir`, and its path.
+fn rule_file(dir: &std::path::Path, rules: &str) -> String {
+    let path = dir.join("r.rules");
+    std::fs::write(&path, rules).expect("rules");
+    path.display().to_string()
+}
+
+/// The sorted output of examples/sensors.flow over the readings, with `extra` flags.
+fn sensors(dir: &std::path::Path, name: &str, extra: &[&str]) -> Vec<String> {
+    let out = dir.join(name);
+    let (run, rows) = run_sorted(&query(), "data/readings.csv", &out, extra);
+    assert!(
+        run.status.success(),
+        "{extra:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(rows.len() > 10, "{rows:?}");
+    rows
+}
+
+fn explain(rules: &str) -> String {
+    let out = anduin_ok(
+        &repo(),
+        &[
+            "explain",
+            query().to_str().expect("utf-8"),
+            "--rules",
+            rules,
+            "--var",
+            "INPUT=data/readings.csv",
+            "--var",
+            "OUTPUT=/dev/null",
+        ],
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_papers_hot_standby_rule_runs_the_copies_behind_a_selector_with_the_same_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let plain = sensors(d, "plain.csv", &[]);
+    let rules = rule_file(d, PAPER_HOT_STANDBY);
+    let plan = explain(&rules);
+    for task in ["low_replica_1", "stream-selector_1"] {
+        assert!(plan.contains(task), "{task} in {plan}");
+    }
+    assert_eq!(sensors(d, "hot.csv", &["--rules", &rules]), plain);
+}
+
+#[test]
+fn a_filter_a_rule_puts_before_the_sink_filters_what_is_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let plain = sensors(d, "plain.csv", &[]);
+    let rules = rule_file(
+        d,
+        "rule busy_sensors_only:\n  s := writer(a := any) => s(filter{condition = \"n > 1\"}(a))\n",
+    );
+    let plan = explain(&rules);
+    assert!(plan.contains("filter_1"), "{plan}");
+    let filtered = sensors(d, "filtered.csv", &["--rules", &rules]);
+    // The header, then the rows whose count `n` (the second column) is above 1.
+    let header = plain.iter().find(|l| l.contains(",n,")).cloned();
+    let n_of = |l: &str| l.split(',').nth(3).and_then(|n| n.parse::<i64>().ok());
+    let expected: Vec<String> = plain
+        .iter()
+        .filter(|l| Some((*l).clone()) == header || n_of(l).is_some_and(|n| n > 1))
+        .cloned()
+        .collect();
+    assert!(expected.len() < plain.len(), "the filter drops rows");
+    assert_eq!(filtered, expected);
+}
+
+#[test]
+fn a_window_split_by_a_hand_written_splitter_and_merge_runs_in_parallel_with_the_same_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let plain = sensors(d, "plain.csv", &[]);
+    let rules = rule_file(
+        d,
+        "rule by_hand:\n  w := window(a := any*)\n    => merge(w(splitter{by = \"key-group\"}(a)) | @{p1} | @{p2} | @{p3})\n",
+    );
+    let plan = explain(&rules);
+    assert!(
+        plan.contains("per_sensor (3 instances)"),
+        "three instances of the window: {plan}"
+    );
+    assert_eq!(sensors(d, "split.csv", &["--rules", &rules]), plain);
+}
+
+#[test]
+fn what_cannot_run_is_refused_before_anything_runs_saying_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let refused = |rules: &str, says: &str| {
+        let path = rule_file(d, rules);
+        let out_path = d.join("never.csv");
+        let out = anduin(
+            &repo(),
+            &[
+                "run",
+                query().to_str().expect("utf-8"),
+                "--var",
+                "INPUT=data/readings.csv",
+                "--var",
+                &format!("OUTPUT={}", out_path.display()),
+                "--no-api",
+                "--rules",
+                &path,
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{rules} must be refused");
+        assert!(stderr.contains(says), "{rules}: {stderr}");
+        assert!(!out_path.exists(), "nothing ran");
+    };
+    refused(
+        "w := window(a := any*) => merge(w(splitter{by = \"round-robin\"}(a)) | @{p1} | @{p2})",
+        "a splitter by `round-robin` is not supported yet",
+    );
+    refused(
+        "f := filter => frobnicate(f)",
+        "anduin has no operator of type `frobnicate`",
+    );
+    refused(
+        "s := writer(a := any) => s(filter{condition = \"no_such_column > 1\"}(a))",
+        "no_such_column",
+    );
+    refused(
+        "\nrule busy: f := filter [busy(f) > 0.5] => merge(f)",
+        "r.rules:2:1: rule busy: it reads the figure `busy`",
+    );
+}
