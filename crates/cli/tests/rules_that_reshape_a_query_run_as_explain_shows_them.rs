@@ -4,8 +4,9 @@
 //! behind a stream selector), a filter a rule puts before the sink, and a window partitioned
 //! by a hand-written splitter and merge. `anduin explain --rules` shows the plan of what runs.
 //! What cannot run is refused before anything runs, saying why: a splitter by round robin, a
-//! type anduin has no operator for, a rewritten query that does not check, a reshaping rule
-//! that reads a measured figure.
+//! type anduin has no operator for, a rewritten query that does not check (copies behind a
+//! selector are checked as a hot standby: no volatile function), a reshaping rule that reads a
+//! measured figure.
 
 use crate::common;
 
@@ -189,6 +190,11 @@ fn what_cannot_run_is_refused_before_anything_runs_saying_why() {
     refused(
         "s := writer(a := any) => s(filter{condition = \"no_such_column > 1\"}(a))",
         "no_such_column",
+    );
+    // Copies behind a selector are a hot standby: a volatile function would make them differ.
+    refused(
+        "s := writer(a := any*) => s(stream-selector(filter{condition = \"random() < 0.5\"}(a) | @{p1} | @{p2}))",
+        "gives another value in each copy of a hot standby",
     );
     refused(
         "\nrule busy: f := filter [busy(f) > 0.5] => merge(f)",

@@ -240,15 +240,37 @@ pub fn hot_standby_spec<C: Catalog>(
     if !asks {
         return Ok(None);
     }
-    reserved_names(spec)?;
-    let before = rule_graph(spec)?;
-    let after = rewrite(
-        &before,
-        &hot_standby_rules(),
-        &CatalogFacts(catalog),
-        DEFAULT_LIMIT,
-    )?;
-    let mut copies = crate::run_spec::to_spec(spec, &after.graph, catalog)?;
+    // The copies a user's rule made already, behind a stream selector (they ask for hot
+    // standby: `run_spec`), are not copied again.
+    let copied = selected(spec);
+    let mut to_copy = spec.clone();
+    for op in &mut to_copy.operators {
+        if copied.contains(op.name.as_str()) {
+            op.params.retain(|p| p.name.as_str() != "fault_tolerance");
+        }
+    }
+    let mut copies = if to_copy.operators.iter().any(|o| o.asks_hot_standby()) {
+        reserved_names(&to_copy)?;
+        let before = rule_graph(&to_copy)?;
+        let after = rewrite(
+            &before,
+            &hot_standby_rules(),
+            &CatalogFacts(catalog),
+            DEFAULT_LIMIT,
+        )?;
+        crate::run_spec::to_spec(&to_copy, &after.graph, catalog)?
+    } else {
+        to_copy
+    };
+    for op in &mut copies.operators {
+        if let Some(own) = spec
+            .operators
+            .iter()
+            .find(|o| o.name == op.name && copied.contains(o.name.as_str()))
+        {
+            op.params.clone_from(&own.params);
+        }
+    }
     // Each copy runs as one instance: the rows of several instances would interleave in
     // another order in each copy, and the selector counts rows in order.
     for op in &mut copies.operators {
@@ -261,6 +283,21 @@ pub fn hot_standby_spec<C: Catalog>(
         }
     }
     Ok(Some(copies))
+}
+
+/// The operators of `spec` that a stream selector reads.
+fn selected(spec: &Spec) -> std::collections::BTreeSet<&str> {
+    let read: std::collections::BTreeSet<&str> = spec
+        .operators
+        .iter()
+        .filter(|o| o.kind.as_str() == "stream-selector")
+        .flat_map(|o| o.inputs.iter().map(|i| i.as_str()))
+        .collect();
+    spec.operators
+        .iter()
+        .filter(|o| o.outputs.iter().any(|s| read.contains(s.name.as_str())))
+        .map(|o| o.name.as_str())
+        .collect()
 }
 
 /// Refuses a query whose operator or stream names are those the copies of its hot standbys
@@ -278,7 +315,12 @@ fn reserved_names(spec: &Spec) -> Result<(), RewriteQueryError> {
             )
         })
         .collect();
-    let names = spec.operators.iter().map(|o| o.name.as_str());
+    // A stream selector is never taken for a copy (roles go by type).
+    let names = spec
+        .operators
+        .iter()
+        .filter(|o| o.kind.as_str() != "stream-selector")
+        .map(|o| o.name.as_str());
     let streams = spec
         .operators
         .iter()

@@ -11,7 +11,9 @@
 //!   does these itself (a stream read by several tasks goes to each; a selector switches);
 //! - `stream-selector`: a stream selector over its inputs; when they are the copies of one
 //!   operator it emits that operator's stream, and copy 0 (the operator itself) emits
-//!   `STREAM__replica_0`, so that the operator's consumers are unchanged;
+//!   `STREAM__replica_0`, so that the operator's consumers are unchanged. What a selector
+//!   reads is a hot standby: it gets `fault_tolerance = "hot-standby"`, so that the checks of
+//!   one apply (no volatile function, one instance per copy, no change of a copy alone);
 //! - `merge` whose inputs are the copies 0, 1, … n−1 of one operator, each reading its inputs
 //!   through `splitter{by = "key-group"}`s of the same producers (what the partitioning rules
 //!   make): that operator with `parallelism = n` — the runtime's keyed exchange is the splitter
@@ -58,6 +60,17 @@ fn passes_through(op: &Operator, own: bool) -> bool {
     }
 }
 
+/// Copies behind a stream selector are a hot standby: `fault_tolerance = "hot-standby"`, so
+/// that what the query's checks refuse of one (a volatile function, instances of their own,
+/// a change of one copy while it runs) is refused of them too.
+fn hot_standby(params: &mut Vec<Param>) {
+    params.retain(|p| p.name.as_str() != "fault_tolerance");
+    params.push(Param {
+        name: Text::unplaced("fault_tolerance"),
+        value: Value::String(Text::unplaced("hot-standby")),
+    });
+}
+
 /// What an operator of the rewritten graph is to the query that runs it.
 #[derive(Clone, Copy)]
 enum Role<'a> {
@@ -89,6 +102,8 @@ struct Converter<'a, C> {
     selected: BTreeSet<String>,
     /// The instances of the query's operators that a merge made parallel.
     parallel: BTreeMap<String, usize>,
+    /// The operators a stream selector reads: copies in hot standby.
+    behind_selector: BTreeSet<OpId>,
 }
 
 /// `rewritten` (made by rules from `original`) as a query to run; see the module's text.
@@ -104,6 +119,7 @@ pub fn to_spec<C: Catalog>(
         roles: BTreeMap::new(),
         selected: BTreeSet::new(),
         parallel: BTreeMap::new(),
+        behind_selector: BTreeSet::new(),
     };
     c.assign_roles()?;
     c.emit()
@@ -187,6 +203,10 @@ impl<'a, C: Catalog> Converter<'a, C> {
             } else {
                 match op.kind.as_str() {
                     "stream-selector" => {
+                        for input in &op.inputs {
+                            let id = self.collapse(*input)?;
+                            self.behind_selector.insert(id);
+                        }
                         let of = self.selected_copies(op)?;
                         if let Some(def) = of {
                             self.selected.insert(def.name.to_string());
@@ -420,6 +440,9 @@ impl<'a, C: Catalog> Converter<'a, C> {
                         });
                     }
                     let mut outputs = def.outputs.clone();
+                    if self.behind_selector.contains(&id) {
+                        hot_standby(&mut params);
+                    }
                     if self.selected.contains(def.name.as_str()) {
                         outputs = vec![OutputDef {
                             name: Text::unplaced(format!(
@@ -438,7 +461,13 @@ impl<'a, C: Catalog> Converter<'a, C> {
                 }
                 Role::Copy(def, k) => operators.push(OperatorDef {
                     name: Text::unplaced(op.name.clone()),
-                    params: Self::params(def, op),
+                    params: {
+                        let mut params = Self::params(def, op);
+                        if self.behind_selector.contains(&id) {
+                            hot_standby(&mut params);
+                        }
+                        params
+                    },
                     inputs: inputs_of(def)?,
                     outputs: vec![OutputDef {
                         name: Text::unplaced(format!(
@@ -475,7 +504,7 @@ impl<'a, C: Catalog> Converter<'a, C> {
                             ty: None,
                         }]
                     };
-                    let params = op
+                    let mut params: Vec<Param> = op
                         .params
                         .iter()
                         .filter(|_| !matches!(role, Role::Union))
@@ -484,6 +513,9 @@ impl<'a, C: Catalog> Converter<'a, C> {
                             value: Value::String(Text::unplaced(v.as_str())),
                         })
                         .collect();
+                    if self.behind_selector.contains(&id) && matches!(role, Role::New) {
+                        hot_standby(&mut params);
+                    }
                     operators.push(OperatorDef {
                         name: Text::unplaced(op.name.clone()),
                         kind: Text::unplaced(kind),
