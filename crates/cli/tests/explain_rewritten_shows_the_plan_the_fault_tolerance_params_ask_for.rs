@@ -1,7 +1,8 @@
 //! `anduin explain --rewritten` on `examples/fault_tolerance.flow`: the graph before and after
 //! the built-in rules (hot standby of the window), which rule matched where and the placement
 //! constraints, as text (golden), JSON and Graphviz; user
-//! rules from `--rules FILE` apply after the built-in ones, and a rule file that does not
+//! rules from `--rules FILE` apply before the built-in ones (to the query as written, as a run
+//! applies them), and a rule file that does not
 //! parse is an error at FILE:LINE:COL.
 
 use crate::common;
@@ -78,7 +79,7 @@ fn the_dot_draws_both_graphs() {
 }
 
 #[test]
-fn user_rules_apply_after_the_built_in_ones_and_a_bad_one_is_located() {
+fn user_rules_apply_before_the_built_in_ones_and_a_bad_one_is_located() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rules = dir.path().join("audit.rules");
     std::fs::write(

@@ -14,12 +14,15 @@
 //! - pipelining: `pipeline = "split"` is carried out by the physical planner
 //!   ([`crate::physical::splits`]) at plan time, and live by the control plane;
 //! - simple standby and checkpointing: what the runtime does anyway (per-task recovery,
-//!   snapshots).
+//!   snapshots);
+//! - a user's rules that reshape the graph: applied once, to the query as written, before it
+//!   runs ([`rewritten_by`]); the result is converted back into a query
+//!   ([`crate::run_spec::to_spec`]), checked like a user's, and the patterns above are applied
+//!   to it. A user's rules that only set params of the operator they match are applied while
+//!   the query runs (the CLI's `run_rules`).
 //!
-//! The whole graph of [`rewrite_query`], with a user's rules, is checked as a graph (names,
-//! inputs, no cycle) and shown by `anduin explain --rewritten`, not run: `anduin run` and
-//! `anduin submit` take only rules that set params of the operator they match (applied while
-//! the query runs), and refuse a rule that reshapes the graph at `FILE:LINE:COL`.
+//! [`rewrite_query`] gives the whole picture `anduin explain --rewritten` shows: a user's rules,
+//! then the built-in ones.
 
 use std::collections::HashMap;
 
