@@ -78,10 +78,12 @@ pub fn load_to_run(
 pub fn by_rules(path: &Path, loaded: Loaded, rules: RuleText<'_>) -> Result<Loaded, LoadError> {
     let (file, text) = rules;
     let plan = crate::run_rules::plan_rules(file, text).map_err(LoadError::Other)?;
-    let rewritten =
-        anduin_graph::rewriting::rewritten_by(&loaded.spec, &BuiltinCatalog, &plan).map_err(
-            |e| LoadError::Other(anyhow::Error::new(e).context(format!("the rules of `{file}` cannot be applied to the query"))),
-        )?;
+    let rewritten = anduin_graph::rewriting::rewritten_by(&loaded.spec, &BuiltinCatalog, &plan)
+        .map_err(|e| {
+            LoadError::Other(anyhow::Error::new(e).context(format!(
+                "the rules of `{file}` cannot be applied to the query"
+            )))
+        })?;
     let Some((spec, after)) = rewritten else {
         return Ok(loaded);
     };

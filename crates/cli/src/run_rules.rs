@@ -159,11 +159,7 @@ pub fn plan_rules(file: &str, text: &str) -> Result<RuleSet> {
 
 /// [`load`] of the rules `text` of the file named `file` (read already: a cluster's
 /// coordinator gets it with the submission).
-pub fn load_text(
-    file: &str,
-    text: &str,
-    spec: &anduin_spec::Spec,
-) -> Result<Option<RunRules>> {
+pub fn load_text(file: &str, text: &str, spec: &anduin_spec::Spec) -> Result<Option<RunRules>> {
     let file = file.to_string();
     let rules = check_text(&file, text)?.run;
     if rules.rules.is_empty() {

@@ -348,7 +348,11 @@ fn a_rule_file_that_cannot_run_is_refused_at_submit() {
     let cluster = LocalCluster::start_with(1, 2, Setup::default());
     let d = cluster.dir.path();
     std::fs::write(d.join("q.flow"), WINDOWED).expect("query");
-    std::fs::write(d.join("bad.rules"), "\n w := window [rate(w) > 1] => merge(w)").expect("rules");
+    std::fs::write(
+        d.join("bad.rules"),
+        "\n w := window [rate(w) > 1] => merge(w)",
+    )
+    .expect("rules");
     let refused = |flags: &[&str], says: &str| {
         let mut args = vec![
             "submit",

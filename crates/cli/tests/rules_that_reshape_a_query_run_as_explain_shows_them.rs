@@ -201,3 +201,42 @@ fn what_cannot_run_is_refused_before_anything_runs_saying_why() {
         "r.rules:2:1: rule busy: it reads the figure `busy`",
     );
 }
+
+#[test]
+fn the_slots_a_rule_names_go_with_the_operators_that_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let plain = sensors(d, "plain.csv", &[]);
+    let rules = rule_file(
+        d,
+        "rule apart:\n  s := writer(w := window(a := any*))\n    => s@{p1}(w{pipeline = \"split\"}@{p2}(a))\n",
+    );
+    let out = anduin_ok(
+        &repo(),
+        &[
+            "explain",
+            query().to_str().expect("utf-8"),
+            "--rules",
+            &rules,
+            "--format",
+            "json",
+            "--var",
+            "INPUT=data/readings.csv",
+            "--var",
+            "OUTPUT=/dev/null",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let param = |op: &str, key: &str| {
+        v["operators"]
+            .as_array()
+            .and_then(|ops| ops.iter().find(|o| o["name"] == op))
+            .map(|o| o["params"][key].clone())
+    };
+    // Distinct slots of one group: distinct workers on a cluster (docs/rewriting.md).
+    assert_eq!(param("sink", "placement"), Some("sink.p1".into()));
+    assert_eq!(param("per_sensor", "placement"), Some("sink.p2".into()));
+    assert_eq!(param("per_sensor", "pipeline"), Some("split".into()));
+    // An embedded run has one process: the slots change nothing of the output.
+    assert_eq!(sensors(d, "apart.csv", &["--rules", &rules]), plain);
+}

@@ -54,6 +54,13 @@ pub const QOS_PARAMS: &[ParamSpec] = &[
         default: None,
         doc: "split: this operator is a task of its own, apart from the operators before and after it in its chain (on a cluster, two split operators one after the other run on distinct workers); applied when the query is planned, and live in an embedded run by `anduin ctl set QUERY OP pipeline split`",
     },
+    ParamSpec {
+        name: "placement",
+        required: false,
+        kind: ParamKind::Text,
+        default: None,
+        doc: "a named worker slot, `GROUP.SLOT` (what a rewriting rule's `@{p1}` sets): on a cluster, operators of one group with distinct slots run on distinct workers, and must be in distinct tasks; nothing in an embedded run",
+    },
 ];
 
 /// The QoS param named `name`, if it is one.

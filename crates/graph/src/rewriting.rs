@@ -125,7 +125,13 @@ pub fn rewrite_query<C: Catalog>(
     let mut applications = Vec::new();
     let mut mid = before.clone();
     if let Some((file, text)) = user {
-        let users = rewrite_within(&before, &parse_rules(file, text)?, &facts, DEFAULT_LIMIT, bound)?;
+        let users = rewrite_within(
+            &before,
+            &parse_rules(file, text)?,
+            &facts,
+            DEFAULT_LIMIT,
+            bound,
+        )?;
         applications = users.applications;
         mid = users.graph;
     }

@@ -21,13 +21,17 @@
 //! - an operator of another type the rules made: an operator of that type with the rule's
 //!   params, named as the rule named it, its output stream `NAME_out`.
 //!
+//! An operator the rules placed at a named slot (`@{g.p1}`) gets `placement = "g.p1"`: on a
+//! cluster, operators of one group with distinct slots run on distinct workers (the copies
+//! behind a selector are kept apart as a hot standby without it).
+//!
 //! Refused, naming the operator: a `splitter` anywhere else or by anything but key group, copies
 //! of an operator with other than one output, a type anduin has no operator for, and names the
 //! conversion needs that the query uses already.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anduin_rewrite::{Graph, OpId, Operator};
+use anduin_rewrite::{Graph, OpId, Operator, Placement};
 use anduin_spec::{OperatorDef, OutputDef, Param, Spec, Text, Value};
 
 use crate::catalog::{Arity, Catalog};
@@ -270,9 +274,13 @@ impl<'a, C: Catalog> Converter<'a, C> {
                         format!("a splitter by `{by}` is not supported yet: only by `key-group` (the keyed exchange of a parallel operator)"),
                     ));
                 }
-                let from = self.collapse(splitter.inputs.first().copied().ok_or(
-                    anduin_rewrite::GraphError::UnknownOp(s),
-                )?)?;
+                let from = self.collapse(
+                    splitter
+                        .inputs
+                        .first()
+                        .copied()
+                        .ok_or(anduin_rewrite::GraphError::UnknownOp(s))?,
+                )?;
                 out.push((s, from));
             }
             Ok(Some(out))
@@ -342,16 +350,19 @@ impl<'a, C: Catalog> Converter<'a, C> {
         let name = match role {
             Role::Through | Role::Gone => {
                 // A splitter or merge left out: what it reads.
-                let input = op.inputs.first().copied().ok_or_else(|| {
-                    Self::unsupported(op, "it has no input to pass on")
-                })?;
+                let input = op
+                    .inputs
+                    .first()
+                    .copied()
+                    .ok_or_else(|| Self::unsupported(op, "it has no input to pass on"))?;
                 return self.stream(input, wanted);
             }
             Role::Own(def) if self.selected.contains(def.name.as_str()) => {
                 format!("{}__replica_0", Self::first_output(def))
             }
             Role::Own(def) => {
-                let keep = wanted.filter(|w| def.outputs.iter().any(|o| o.name.as_str() == w.as_str()));
+                let keep =
+                    wanted.filter(|w| def.outputs.iter().any(|o| o.name.as_str() == w.as_str()));
                 match keep {
                     Some(w) => return Ok(w.clone()),
                     None => Self::first_output(def),
@@ -445,10 +456,7 @@ impl<'a, C: Catalog> Converter<'a, C> {
                     }
                     if self.selected.contains(def.name.as_str()) {
                         outputs = vec![OutputDef {
-                            name: Text::unplaced(format!(
-                                "{}__replica_0",
-                                Self::first_output(def)
-                            )),
+                            name: Text::unplaced(format!("{}__replica_0", Self::first_output(def))),
                             ty: def.outputs.first().and_then(|o| o.ty.clone()),
                         }];
                     }
@@ -470,10 +478,7 @@ impl<'a, C: Catalog> Converter<'a, C> {
                     },
                     inputs: inputs_of(def)?,
                     outputs: vec![OutputDef {
-                        name: Text::unplaced(format!(
-                            "{}__replica_{k}",
-                            Self::first_output(def)
-                        )),
+                        name: Text::unplaced(format!("{}__replica_{k}", Self::first_output(def))),
                         ty: def.outputs.first().and_then(|o| o.ty.clone()),
                     }],
                     ..def.clone()
@@ -528,6 +533,25 @@ impl<'a, C: Catalog> Converter<'a, C> {
                 }
             }
         }
+        // The worker slots the rules named (`@{g.p1}`), but for the copies behind a selector,
+        // which the runtime keeps apart as a hot standby.
+        for op in &mut operators {
+            let placed = self.g.find(op.name.as_str()).and_then(|id| {
+                let slot = match &self.g.get(id)?.placement {
+                    Placement::Slot { group, slot } if group.is_empty() => slot.clone(),
+                    Placement::Slot { group, slot } => format!("{group}.{slot}"),
+                    _ => return None,
+                };
+                (!self.behind_selector.contains(&id)).then_some(slot)
+            });
+            if let Some(slot) = placed {
+                op.params.retain(|p| p.name.as_str() != "placement");
+                op.params.push(Param {
+                    name: Text::unplaced("placement"),
+                    value: Value::String(Text::unplaced(slot)),
+                });
+            }
+        }
         self.check_names(&operators)?;
         Ok(Spec {
             types: self.original.types.clone(),
@@ -562,4 +586,3 @@ impl<'a, C: Catalog> Converter<'a, C> {
         Ok(())
     }
 }
-

@@ -233,6 +233,7 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     let _rules = rules_of(s, &args, &loaded)?;
     let plan = PhysicalPlan::plan(&loaded.graph, plan_options(&args))?;
     let topo = topology_of(&loaded, &plan);
+    super::slots::check(&topo, &loaded.graph).map_err(anyhow::Error::msg)?;
     let tasks = topo
         .instances()
         .map(|i| TaskRef {
@@ -1303,6 +1304,8 @@ pub(super) fn placement_constraints(
             ));
         }
     }
+    // And the operators a rule placed at distinct slots of one group (`@{g.p1}`, `@{g.p2}`).
+    distinct.extend(super::slots::constraints(topo, graph));
     distinct
 }
 
@@ -1892,5 +1895,51 @@ operator name = "drop", type = "discard" {
         assert!(constraints(&one).is_empty());
         let none = LINE.replace("SPLIT_LOW", "").replace("SPLIT_DOUBLED", "");
         assert!(constraints(&none).is_empty());
+    }
+
+    /// The topology of `query` as `anduin submit` plans it, with chaining.
+    fn topology_of_query(query: &str) -> (Topology, anduin_graph::LogicalGraph<Bound>) {
+        let spec = anduin_spec::parse_flow(query).expect("the query parses");
+        let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("the query checks");
+        let plan = PhysicalPlan::plan(&graph, PlanOptions::default()).expect("the graph plans");
+        let topo = Topology::new(&graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
+        (topo, graph)
+    }
+
+    #[test]
+    fn operators_a_rule_placed_at_distinct_slots_run_apart_and_fused_ones_are_refused() {
+        // `gen` (heading its task) and `doubled` (split: a task of its own) at distinct slots:
+        // apart.
+        let placed = LINE
+            .replace(
+                "param profile = \"events\"",
+                "param profile = \"events\"\n  param placement = \"g.p1\"",
+            )
+            .replace("SPLIT_LOW", "")
+            .replace(
+                "SPLIT_DOUBLED",
+                "param pipeline = \"split\"\n  param placement = \"g.p2\"",
+            );
+        let (topo, graph) = topology_of_query(&placed);
+        assert_eq!(super::super::slots::check(&topo, &graph), Ok(()));
+        let c = constraints(&placed);
+        assert_eq!(c.len(), 1, "one instance each: {c:?}");
+        assert!(format!("{c:?}").contains("the slots a rule placed apart"));
+        // The same slot, or slots of other groups: no constraint.
+        let same = placed.replace("g.p2", "g.p1");
+        assert!(constraints(&same).is_empty());
+        let other = placed.replace("g.p2", "h.p2");
+        assert!(constraints(&other).is_empty());
+        // `low` and `doubled` fused into one task at distinct slots: refused, saying what to do.
+        let fused = LINE
+            .replace("SPLIT_LOW", "param placement = \"g.p1\"")
+            .replace("SPLIT_DOUBLED", "param placement = \"g.p2\"");
+        let (topo, graph) = topology_of_query(&fused);
+        let e = super::super::slots::check(&topo, &graph).expect_err("fused");
+        assert!(
+            e.contains("\"low\" (@{g.p1}) and \"doubled\" (@{g.p2}) must run on distinct workers")
+                && e.contains("add `param pipeline = \"split\"` to \"doubled\""),
+            "{e}"
+        );
     }
 }

@@ -29,5 +29,6 @@ mod restore;
 pub mod scheduler;
 pub mod secret;
 mod silence;
+mod slots;
 pub mod store;
 pub mod worker;
