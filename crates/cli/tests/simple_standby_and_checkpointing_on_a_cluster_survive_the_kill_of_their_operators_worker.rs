@@ -111,12 +111,25 @@ fn scenario(seed: u64, operator: &str) {
     );
 }
 
+/// Two seeds from `first`, or as many as `ANDUIN_SOAK_SEEDS` says (a soak run).
+fn seeds(first: u64) -> impl Iterator<Item = u64> {
+    let n = std::env::var("ANDUIN_SOAK_SEEDS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(2);
+    (0..n).map(move |i| first + 2 * i)
+}
+
 #[test]
 fn a_standby_filter_survives_the_kill_of_its_worker() {
-    scenario(1, "low");
+    for seed in seeds(1) {
+        scenario(seed, "low");
+    }
 }
 
 #[test]
 fn a_checkpointed_window_survives_the_kill_of_its_worker() {
-    scenario(2, "w");
+    for seed in seeds(2) {
+        scenario(seed, "w");
+    }
 }
