@@ -180,8 +180,8 @@ fn what_cannot_run_is_refused_before_anything_runs_saying_why() {
         assert!(!out_path.exists(), "nothing ran");
     };
     refused(
-        "w := window(a := any*) => merge(w(splitter{by = \"round-robin\"}(a)) | @{p1} | @{p2})",
-        "a splitter by `round-robin` is not supported yet",
+        "w := window(a := any*) => merge(w(splitter{by = \"range\"}(a)) | @{p1} | @{p2})",
+        "a splitter by `range` is not supported yet",
     );
     refused(
         "f := filter => frobnicate(f)",
@@ -239,4 +239,57 @@ fn the_slots_a_rule_names_go_with_the_operators_that_run() {
     assert_eq!(param("per_sensor", "pipeline"), Some("split".into()));
     // An embedded run has one process: the slots change nothing of the output.
     assert_eq!(sensors(d, "apart.csv", &["--rules", &rules]), plain);
+}
+
+#[test]
+fn a_filter_split_by_round_robin_runs_in_instances_that_take_rows_in_turn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let plain = sensors(d, "plain.csv", &[]);
+    // By a rule's splitter, and by the filter's own param: the same plan, the same output.
+    let rules = rule_file(
+        d,
+        "rule in_turn:\n  f := filter(a := any*)\n    => merge(f(splitter{by = \"round-robin\"}(a)) | @{p1} | @{p2} | @{p3})\n",
+    );
+    let plan = explain(&rules);
+    assert!(plan.contains("low (3 instances)"), "{plan}");
+    assert!(plan.contains("round robin"), "{plan}");
+    assert_eq!(sensors(d, "rule.csv", &["--rules", &rules]), plain);
+    let by_param = d.join("q.flow");
+    let text = std::fs::read_to_string(query()).expect("query").replace(
+        "param condition = \"readings.value < 42\"",
+        "param condition = \"readings.value < 42\"\n  param parallelism = 3",
+    );
+    std::fs::write(&by_param, text).expect("query");
+    let out = d.join("param.csv");
+    let (run, rows) = run_sorted(&by_param, "data/readings.csv", &out, &[]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(rows, plain);
+    // A keyed window's rows cannot be dealt in turn: each instance owns its keys.
+    let rules = rule_file(
+        d,
+        "w := window(a := any*) => merge(w(splitter{by = \"round-robin\"}(a)) | @{p1} | @{p2})",
+    );
+    let out = anduin(
+        &repo(),
+        &[
+            "explain",
+            query().to_str().expect("utf-8"),
+            "--rules",
+            &rules,
+            "--var",
+            "INPUT=x",
+            "--var",
+            "OUTPUT=y",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("would deal a key's rows to several instances of \"per_sensor\""),
+        "{stderr}"
+    );
 }

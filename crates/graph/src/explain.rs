@@ -87,6 +87,7 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
                 format!(", by key ({})", cols.join(", "))
             }
             Partitioning::Broadcast => ", to every instance".into(),
+            Partitioning::RoundRobin => ", round robin".into(),
         };
         let _ = writeln!(
             out,

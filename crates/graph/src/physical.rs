@@ -42,6 +42,10 @@ pub enum Partitioning {
     /// Each producer instance sends everything to every consumer instance (a control stream:
     /// every instance of the operator it drives sees every change).
     Broadcast,
+    /// Each producer instance deals its batches to the consumer's instances in turn, starting
+    /// again at the first after every barrier (a stateless consumer without keys: a filter or
+    /// a map with `parallelism`, the splitter `by = "round-robin"` of the partitioning rule).
+    RoundRobin,
 }
 
 /// A channel: carries one stream from one task to one input of another.
@@ -189,6 +193,8 @@ impl PhysicalPlan {
                     Partitioning::Broadcast
                 } else if tasks[to_task].parallelism == 1 {
                     Partitioning::Gather
+                } else if in_turn(graph.node(consumer), port) {
+                    Partitioning::RoundRobin
                 } else {
                     let keys = graph
                         .node(consumer)
@@ -286,6 +292,12 @@ pub fn splits<B>(graph: &LogicalGraph<B>, n: NodeId) -> bool {
         .def
         .param("pipeline")
         .is_some_and(|p| p.value.as_text().as_str() == "split")
+}
+
+/// Whether the instances of `node` take the rows of input `port` in turn: it keeps no state
+/// and splits that input by no key.
+fn in_turn<B>(node: &crate::logical::Node<B>, port: usize) -> bool {
+    !node.stateful && matches!(node.partition_by.get(port), Some(None))
 }
 
 #[cfg(test)]

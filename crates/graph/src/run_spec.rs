@@ -257,7 +257,12 @@ impl<'a, C: Catalog> Converter<'a, C> {
         if copies.len() < 2 || copies.iter().any(|(_, d)| d.name != def.name) {
             return Ok(None);
         }
-        // Input j of every copy: a key-group splitter of one producer.
+        // A stateless operator's instances take rows in turn; a stateful one's own keys.
+        let stateless = self
+            .catalog
+            .signature(def.kind.as_str())
+            .is_some_and(|s| !s.stateful);
+        // Input j of every copy: a splitter of one producer.
         let splitters_of = |id: OpId| -> Result<Option<Vec<(OpId, OpId)>>, RunSpecError> {
             let copy = self.g.op(id)?;
             let mut out = Vec::new();
@@ -268,11 +273,21 @@ impl<'a, C: Catalog> Converter<'a, C> {
                 if splitter.kind != "splitter" || splitter.inputs.len() != 1 {
                     return Ok(None);
                 }
-                if by != "key-group" {
-                    return Err(Self::unsupported(
-                        splitter,
-                        format!("a splitter by `{by}` is not supported yet: only by `key-group` (the keyed exchange of a parallel operator)"),
-                    ));
+                match by {
+                    "key-group" => {}
+                    "round-robin" if stateless => {}
+                    "round-robin" => {
+                        return Err(Self::unsupported(
+                            splitter,
+                            format!("a splitter by `round-robin` would deal a key's rows to several instances of \"{}\", which keeps state by key: split it by `key-group`", def.name),
+                        ))
+                    }
+                    _ => {
+                        return Err(Self::unsupported(
+                            splitter,
+                            format!("a splitter by `{by}` is not supported yet: by `key-group` (a keyed operator's instances own its keys) or `round-robin` (a stateless operator's take rows in turn)"),
+                        ))
+                    }
                 }
                 let from = self.collapse(
                     splitter

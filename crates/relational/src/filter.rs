@@ -36,6 +36,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             doc: "a SQL boolean expression over the input's columns, e.g. \"readings.value < 42\"; adjustable while running",
         },
         anduin_operator_api::ON_ERROR,
+        crate::in_turn::PARALLELISM,
     ],
 };
 
@@ -50,6 +51,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("condition");
     let replicated = op.asks_hot_standby();
+    crate::in_turn::check(&p, is_updating(schema))?;
     let predicate = compile_predicate(text.as_str(), &scope)
         .and_then(|c| match is_updating(schema) {
             true => crate::map::updating_safe(&c, schema.fields().len() - 1).map(|()| c),
@@ -72,7 +74,8 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         })),
         outputs: vec![Arc::clone(schema)],
         warnings: Diagnostics::default(),
-        partition_by: Vec::new(),
+        // No key: instances take rows in turn.
+        partition_by: vec![None],
     })
 }
 

@@ -8,6 +8,7 @@
 
 pub mod filter;
 pub mod group;
+mod in_turn;
 pub mod join;
 pub mod map;
 mod replica_safe;

@@ -36,6 +36,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             doc: "comma-separated SQL expressions, each optionally `AS name`, e.g. \"ts, sensor, value * 2 AS doubled\"; `*` keeps every input column; adjustable while running (same output columns)",
         },
         anduin_operator_api::ON_ERROR,
+        crate::in_turn::PARALLELISM,
     ],
 };
 
@@ -137,6 +138,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("columns");
     let replicated = op.asks_hot_standby();
+    crate::in_turn::check(&p, is_updating(schema))?;
     let exprs = compile_columns(text.as_str(), &scope, replicated)
         .map_err(|e| p.expr_error("columns", &text, e))?;
     // Over an updating stream, each row keeps its change kind (as the last column).
@@ -163,7 +165,8 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         })),
         outputs: vec![out_schema],
         warnings: Diagnostics::default(),
-        partition_by: Vec::new(),
+        // No key: instances take rows in turn.
+        partition_by: vec![None],
     })
 }
 

@@ -115,7 +115,9 @@
 //!
 //! [`builtin_rules`], from `src/builtin.rules` ([`BUILTIN_RULES`]): `simple_standby`
 //! (`fault_tolerance = "standby"`, stateless), `checkpointing` (`"checkpoint"`, stateful),
-//! `hot_standby` (`"hot-standby"`, `replicas = "N"`), `partitioning` (`parallelism = "N"`),
+//! `hot_standby` (`"hot-standby"`, `replicas = "N"`), `partitioning_round_robin` (a stateless
+//! operator's `parallelism = "N"`: a splitter by round robin), `partitioning` (a stateful one's:
+//! by key group),
 //! `partitioning_source` (a source reading in parallel), `pipelining` (`pipeline = "split"` on each operator of a chain),
 //! `pattern_overflow` (`overflow_instances = "N"` on a `pattern`), and two-input variants of
 //! hot standby and partitioning.

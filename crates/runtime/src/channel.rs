@@ -102,6 +102,8 @@ pub(crate) enum Route {
     Hashed(HashRoute),
     /// Everything to every channel.
     All(Vec<Outlet>),
+    /// Batches to each channel in turn; everything else to every channel.
+    InTurn(InTurnRoute),
 }
 
 impl Route {
@@ -114,7 +116,7 @@ impl Route {
                     o.charge_to(Arc::clone(counters));
                 }
             }
-            Route::All(outlets) => {
+            Route::All(outlets) | Route::InTurn(InTurnRoute { outlets, .. }) => {
                 for o in outlets {
                     o.charge_to(Arc::clone(counters));
                 }
@@ -127,6 +129,7 @@ impl Route {
         match self {
             Route::One(o) => o.send(msg.clone()).map_err(|_| SendError::Disconnected),
             Route::Hashed(h) => h.send(msg),
+            Route::InTurn(r) => r.send(msg),
             Route::All(outlets) => {
                 for o in outlets {
                     o.send(msg.clone()).map_err(|_| SendError::Disconnected)?;
@@ -252,6 +255,46 @@ impl HashRoute {
     }
 }
 
+/// Deals batches to the channels in turn (a stateless consumer's instances: any may take any
+/// row), from the first again after every barrier, so that a producer restored from a
+/// checkpoint deals what it sends again as it dealt it before. Everything that is not rows
+/// goes to every channel.
+pub(crate) struct InTurnRoute {
+    outlets: Vec<Outlet>,
+    next: usize,
+}
+
+impl InTurnRoute {
+    pub(crate) fn new(outlets: Vec<Outlet>) -> Self {
+        Self { outlets, next: 0 }
+    }
+
+    /// The channel the next batch goes to, and the one after.
+    fn deal(&mut self) -> usize {
+        let n = self.outlets.len().max(1);
+        let this = self.next % n;
+        self.next = (this + 1) % n;
+        this
+    }
+
+    fn send(&mut self, msg: &Message) -> Result<(), SendError> {
+        if let Message::Data(_) = msg {
+            let i = self.deal();
+            return match self.outlets.get_mut(i) {
+                Some(o) => o.send(msg.clone()).map_err(|_| SendError::Disconnected),
+                None => Ok(()),
+            };
+        }
+        for o in &mut self.outlets {
+            o.send(msg.clone()).map_err(|_| SendError::Disconnected)?;
+        }
+        if let Message::Barrier(_) = msg {
+            self.next = 0;
+        }
+        Ok(())
+    }
+}
+
 /// A new bounded channel.
 pub(crate) fn channel(capacity: usize) -> (Outlet, Receiver<Envelope>) {
     let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
@@ -265,4 +308,58 @@ pub(crate) fn channel(capacity: usize) -> (Outlet, Receiver<Envelope>) {
         },
         rx,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anduin_types::{Barrier, Epoch};
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    fn batch(v: i64) -> Message {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
+        Message::Data(
+            RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![v]))])
+                .expect("a batch"),
+        )
+    }
+
+    /// What each channel received: `b` for a barrier, the value of a one-row batch otherwise.
+    fn received(rx: &Receiver<Envelope>) -> Vec<String> {
+        rx.try_iter()
+            .map(|e| match e.msg {
+                Message::Data(b) => b
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .map_or("?".into(), |a| a.value(0).to_string()),
+                Message::Barrier(_) => "b".into(),
+                _ => "other".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batches_are_dealt_in_turn_from_the_first_again_after_every_barrier() {
+        let (o1, r1) = channel(64);
+        let (o2, r2) = channel(64);
+        let (o3, r3) = channel(64);
+        let mut route = Route::InTurn(InTurnRoute::new(vec![o1, o2, o3]));
+        for v in 1..=4 {
+            route.send(&batch(v)).expect("sent");
+        }
+        let epoch = Epoch(1);
+        route
+            .send(&Message::Barrier(Barrier::checkpoint(epoch, false)))
+            .expect("sent");
+        for v in 5..=6 {
+            route.send(&batch(v)).expect("sent");
+        }
+        // A producer restored from the barrier deals 5 and 6 as it dealt them: the first
+        // instance again, whatever came before the barrier.
+        assert_eq!(received(&r1), ["1", "4", "b", "5"]);
+        assert_eq!(received(&r2), ["2", "b", "6"]);
+        assert_eq!(received(&r3), ["3", "b"]);
+    }
 }

@@ -16,7 +16,7 @@ use crossbeam_channel::{Receiver, Sender};
 use anduin_operator_api::{Bound, BuildContext, OperatorError, Source};
 
 use crate::chain::{Chain, Link};
-use crate::channel::{channel, Envelope, HashRoute, Notice, Outlet, Route};
+use crate::channel::{channel, Envelope, HashRoute, InTurnRoute, Notice, Outlet, Route};
 use crate::config::RunConfig;
 use crate::control::Control;
 use crate::error::RuntimeError;
@@ -602,6 +602,7 @@ impl Wires {
             let built = match &route.exchange {
                 Exchange::Gather => Route::One(senders.next().expect("a gather has a channel")),
                 Exchange::Broadcast => Route::All(senders.collect()),
+                Exchange::RoundRobin => Route::InTurn(InTurnRoute::new(senders.collect())),
                 Exchange::Hash { keys } => {
                     let consumer = &topology.tasks[route.to_task];
                     let head = consumer

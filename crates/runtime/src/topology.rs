@@ -138,6 +138,9 @@ pub enum Exchange {
     },
     /// Everything to every instance of the consumer (a control stream).
     Broadcast,
+    /// Batches dealt to the consumer's instances in turn, from the first again after every
+    /// barrier; watermarks, barriers and the end to every instance.
+    RoundRobin,
 }
 
 /// One output of one operator of a task instance, to one input of another task.
@@ -207,11 +210,14 @@ impl Topology {
                 Partitioning::Gather => Exchange::Gather,
                 Partitioning::Hash(keys) => Exchange::Hash { keys: keys.clone() },
                 Partitioning::Broadcast => Exchange::Broadcast,
+                Partitioning::RoundRobin => Exchange::RoundRobin,
             };
             for producer in 0..tasks[c.from_task].parallelism {
                 let receivers = match exchange {
                     Exchange::Gather => 0..consumers.min(1),
-                    Exchange::Hash { .. } | Exchange::Broadcast => 0..consumers,
+                    Exchange::Hash { .. } | Exchange::Broadcast | Exchange::RoundRobin => {
+                        0..consumers
+                    }
                 };
                 let from = InstanceRef {
                     task: c.from_task,

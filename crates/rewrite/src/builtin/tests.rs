@@ -18,6 +18,7 @@ fn the_built_in_rules_parse_one_per_pattern() {
             "checkpointing",
             "hot_standby",
             "hot_standby_2",
+            "partitioning_round_robin",
             "partitioning",
             "partitioning_2",
             "partitioning_source",
@@ -122,6 +123,20 @@ fn partitioning_splits_by_key_group_into_instances_and_merges() -> R {
     );
     let one = r#"sink := writer(w := window{parallelism = "1"}(src := reader))"#;
     assert_eq!(builtin(one)?, one);
+    Ok(())
+}
+
+#[test]
+fn partitioning_a_stateless_operator_deals_its_rows_in_turn() -> R {
+    assert_eq!(
+        builtin(r#"sink := writer(f := filter{parallelism = "2"}(src := reader))"#)?,
+        expected(
+            r#"sink := writer(merge_1 := merge(
+                 f := filter{parallelism = "2"}@{p*}(
+                   splitter_1 := splitter{by = "round-robin", n = "2"}(src := reader)),
+                 f_replica_1 := filter{parallelism = "2"}@{p*}(splitter_1)))"#
+        )?
+    );
     Ok(())
 }
 

@@ -147,8 +147,9 @@ pub struct ExchangeInfo {
     /// The input of that operator it feeds, from 0.
     pub to_input: usize,
     /// How rows are spread over the consumer's instances: `gather` (all to one), `hash`
-    /// (by key), `broadcast` (to every one), `forward` (each instance to its own, a chain
-    /// split while the query ran), or `unknown` when the server cannot tell.
+    /// (by key), `broadcast` (to every one), `round-robin` (batches to each in turn), `forward`
+    /// (each instance to its own, a chain split while the query ran), or `unknown` when the
+    /// server cannot tell.
     pub partitioning: String,
     /// The key columns of a `hash` exchange.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
