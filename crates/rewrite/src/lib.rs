@@ -116,9 +116,10 @@
 //! [`builtin_rules`], from `src/builtin.rules` ([`BUILTIN_RULES`]): `simple_standby`
 //! (`fault_tolerance = "standby"`, stateless), `checkpointing` (`"checkpoint"`, stateful),
 //! `hot_standby` (`"hot-standby"`, `replicas = "N"`), `partitioning` (`parallelism = "N"`),
-//! `partitioning_source` (a source reading in parallel), `pipelining` (`pipeline = "split"` on each operator of a chain),
+//! `partitioning_source` (a source reading in parallel), `pipelining` (`pipeline = "split"`
+//! on each operator of a chain of one or more), `pipelining_source` (a source),
 //! `pattern_overflow` (`overflow_instances = "N"` on a `pattern`), and two-input variants of
-//! hot standby and partitioning.
+//! hot standby, partitioning and pipelining.
 
 #![deny(missing_docs)]
 
