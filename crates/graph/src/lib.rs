@@ -28,6 +28,7 @@ mod logical;
 mod params;
 mod partitioning;
 mod physical;
+mod pipelining;
 pub mod qos;
 pub mod rewriting;
 pub mod run_spec;
@@ -43,7 +44,8 @@ pub use explain::{explain_dot, explain_text};
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
 pub use partitioning::PartitioningError;
 pub use physical::{
-    rescalable, splits, ChannelPlan, Partitioning, PhysicalPlan, PlanOptions, TaskPlan,
+    rescalable, splits, ChannelPlan, Partitioning, PhysicalPlan, PlanError, PlanOptions, TaskPlan,
 };
+pub use pipelining::{PipeliningError, Stage};
 pub use qos::{check_qos, QOS_PARAMS};
 pub use schema::{describe_schema, schema_mismatch};

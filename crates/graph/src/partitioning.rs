@@ -138,8 +138,8 @@ pub(crate) fn takes_default<B>(node: &crate::logical::Node<B>) -> bool {
         && (node.partition_by.is_empty() || node.partition_by.iter().any(Option::is_some))
 }
 
-/// The partitioning rules ask nothing of operators beyond their params.
-struct NoFacts;
+/// The partitioning and pipelining rules ask nothing of operators beyond their params.
+pub(crate) struct NoFacts;
 
 impl Facts for NoFacts {
     fn is_stateless(&self, _op: &Operator) -> bool {

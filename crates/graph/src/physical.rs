@@ -9,10 +9,26 @@
 //! channel into a single instance gathers from every instance of its producer.
 //!
 //! How many instances each operator runs as is not decided here: it is what the partitioning
-//! rules make of the query ([`crate::partitioning`], the paper's pattern 4).
+//! rules make of the query ([`crate::partitioning`], the paper's pattern 4). Nor is which
+//! operators ask to be a task of their own (`pipeline = "split"`): those are the stages the
+//! pipelining rules place ([`crate::pipelining`], pattern 5), never fused with their
+//! neighbours.
 
 use crate::logical::{LogicalGraph, NodeId, StreamId};
 use crate::partitioning::{self, PartitioningError};
+use crate::pipelining::{self, PipeliningError};
+
+/// Why a query could not be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// Its instances: what the partitioning rules make of it.
+    #[error(transparent)]
+    Partitioning(#[from] PartitioningError),
+    /// Its task boundaries: what the pipelining rules make of it.
+    #[error(transparent)]
+    Pipelining(#[from] PipeliningError),
+}
 
 /// One task: a chain of operators run by one event loop per instance.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,10 +119,7 @@ impl Default for PlanOptions {
 impl PhysicalPlan {
     /// Plans `graph`, fusing chains when `chaining` is on, with every operator at its own
     /// parallelism or 1.
-    pub fn from_graph<B>(
-        graph: &LogicalGraph<B>,
-        chaining: bool,
-    ) -> Result<Self, PartitioningError> {
+    pub fn from_graph<B>(graph: &LogicalGraph<B>, chaining: bool) -> Result<Self, PlanError> {
         Self::plan(
             graph,
             PlanOptions {
@@ -127,10 +140,7 @@ impl PhysicalPlan {
     }
 
     /// Plans `graph` under `options`.
-    pub fn plan<B>(
-        graph: &LogicalGraph<B>,
-        options: PlanOptions,
-    ) -> Result<Self, PartitioningError> {
+    pub fn plan<B>(graph: &LogicalGraph<B>, options: PlanOptions) -> Result<Self, PlanError> {
         Self::plan_split(graph, options, &[])
     }
 
@@ -143,8 +153,12 @@ impl PhysicalPlan {
         graph: &LogicalGraph<B>,
         options: PlanOptions,
         split_before: &[NodeId],
-    ) -> Result<Self, PartitioningError> {
+    ) -> Result<Self, PlanError> {
         let active = Self::instances(graph, options)?;
+        let stage: Vec<bool> = pipelining::stages(graph)?
+            .iter()
+            .map(Option::is_some)
+            .collect();
         // A keyed operator runs its spare instances too: fused only with what runs as many.
         let parallelism: Vec<usize> = active
             .iter()
@@ -158,7 +172,7 @@ impl PhysicalPlan {
         let mut tasks: Vec<TaskPlan> = Vec::new();
         for &id in &graph.topo {
             let fuse_into = if options.chaining && !split_before.contains(&id) {
-                fusable_predecessor(graph, id, &task_of, &tasks, &parallelism)
+                fusable_predecessor(graph, id, &task_of, &tasks, &parallelism, &stage)
             } else {
                 None
             };
@@ -258,6 +272,7 @@ fn fusable_predecessor<B>(
     task_of: &[Option<usize>],
     tasks: &[TaskPlan],
     parallelism: &[usize],
+    stage: &[bool],
 ) -> Option<usize> {
     let node = graph.node(id);
     let [input] = node.inputs.as_slice() else {
@@ -275,8 +290,8 @@ fn fusable_predecessor<B>(
     if parallelism[id.0] > 1 && node.partition_by.first().is_some_and(Option::is_some) {
         return None;
     }
-    // Pipelining (pattern 5): an operator that asks for it is a task of its own.
-    if splits(graph, id) || splits(graph, producer) {
+    // Pipelining (pattern 5): a stage the rules placed is a task of its own.
+    if stage[id.0] || stage[producer.0] {
         return None;
     }
     let t = task_of[producer.0]?;
@@ -285,7 +300,9 @@ fn fusable_predecessor<B>(
 
 /// Whether the query asks operator `n` to run as a task of its own, apart from the operators
 /// before and after it (`param pipeline = "split"`, the paper's pattern 5); on a cluster, two
-/// such operators one after the other run on distinct workers.
+/// such operators one after the other run on distinct workers. The planner does not read it:
+/// it cuts the stages the pipelining rules place ([`crate::pipelining`]), which are these
+/// operators (one the rules cannot place is refused when planned).
 pub fn splits<B>(graph: &LogicalGraph<B>, n: NodeId) -> bool {
     graph
         .node(n)
@@ -519,6 +536,30 @@ pub(crate) mod tests {
         let plan = PhysicalPlan::plan_split(&g, PlanOptions::default(), &[NodeId(0)])
             .expect("the graph plans");
         assert_eq!(shape(&plan), vec![(vec![0, 1, 2, 3], 1)]);
+    }
+
+    #[test]
+    fn the_stages_the_pipelining_rules_place_are_tasks_of_their_own() {
+        use crate::pipelining::tests::split;
+        // A chain of two split operators (1, 2), one alone (4), between unsplit ones.
+        let g = split(
+            graph(6, &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]),
+            &[1, 2, 4],
+        );
+        let plan = PhysicalPlan::plan(&g, PlanOptions::default()).expect("the graph plans");
+        let chains: Vec<Vec<usize>> = shape(&plan).into_iter().map(|(c, _)| c).collect();
+        assert_eq!(
+            chains,
+            vec![vec![0], vec![1], vec![2], vec![3], vec![4], vec![5]]
+        );
+        // A split source: what follows it is a task apart.
+        let g = split(graph(3, &[(0, 1), (1, 2)]), &[0]);
+        let plan = PhysicalPlan::plan(&g, PlanOptions::default()).expect("the graph plans");
+        assert_eq!(shape(&plan), vec![(vec![0], 1), (vec![1, 2], 1)]);
+        // A split operator no rule places is refused, not fused as if it had not asked.
+        let g = split(graph(5, &[(0, 3), (1, 3), (2, 3), (3, 4)]), &[3]);
+        let err = PhysicalPlan::plan(&g, PlanOptions::default()).expect_err("refused");
+        assert!(matches!(err, PlanError::Pipelining(_)), "{err}");
     }
 
     #[test]

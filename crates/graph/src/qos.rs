@@ -21,7 +21,8 @@
 //!   fails, with checkpoints or without, in process or over `--loopback-workers`; a cluster
 //!   (`anduin submit`) places the copies on distinct workers.
 //! - `pipeline = "split"` (pattern 5) on each operator of a chain splits the chain into one
-//!   task per operator ([`crate::physical::splits`]), on distinct workers on a cluster. It
+//!   task per operator (the stages the pipelining rules place: `crate::pipelining`), on
+//!   distinct workers on a cluster. It
 //!   runs: at plan time, and in an embedded run also live (`anduin ctl set q w pipeline
 //!   split`, or a rule applied at run time), cutting the chain at a barrier; a live split is
 //!   refused on a cluster.

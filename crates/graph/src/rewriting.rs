@@ -11,8 +11,8 @@
 //!   runtime does itself (a stream read by several tasks goes to each; the selector switches);
 //! - partitioning: the planner takes each operator's instances from the `merge` the rules make
 //!   (module `partitioning`); the `splitter` and `merge` are the runtime's keyed exchange;
-//! - pipelining: `pipeline = "split"` is carried out by the physical planner
-//!   ([`crate::physical::splits`]) at plan time, and live by the control plane;
+//! - pipelining: the planner cuts the stages the pipelining rules place (module
+//!   `pipelining`), and live by the control plane;
 //! - simple standby and checkpointing: what the runtime does anyway (per-task recovery,
 //!   snapshots);
 //! - a user's rules that reshape the graph: applied once, to the query as written, before it

@@ -10,7 +10,7 @@ pub const BUILTIN_RULES: &str = include_str!("builtin.rules");
 
 /// The built-in rules, parsed: `simple_standby`, `checkpointing`, `hot_standby`,
 /// `hot_standby_2`, `partitioning`, `partitioning_2`, `partitioning_source`, `pipelining`,
-/// `pattern_overflow`.
+/// `pipelining_source`, `pipelining_2`, `pattern_overflow`.
 ///
 /// # Examples
 ///

@@ -117,10 +117,11 @@
 //! (`fault_tolerance = "standby"`, stateless), `checkpointing` (`"checkpoint"`, stateful),
 //! `hot_standby` (`"hot-standby"`, `replicas = "N"`), `partitioning_round_robin` (a stateless
 //! operator's `parallelism = "N"`: a splitter by round robin), `partitioning` (a stateful one's:
-//! by key group),
-//! `partitioning_source` (a source reading in parallel), `pipelining` (`pipeline = "split"` on each operator of a chain),
+//! by key group), `partitioning_source` (a source reading in parallel), `pipelining`
+//! (`pipeline = "split"` on each operator of a chain of one or more), `pipelining_source` (a
+//! source),
 //! `pattern_overflow` (`overflow_instances = "N"` on a `pattern`), and two-input variants of
-//! hot standby and partitioning.
+//! hot standby, partitioning and pipelining.
 
 #![deny(missing_docs)]
 

@@ -33,14 +33,19 @@ impl Rng {
 }
 
 /// One or two sources, up to seven operators (maps, filters, windows with one input; joins
-/// with two), a writer on every operator nobody consumes; random `parallelism` and
-/// `pipeline` params.
+/// with two), each reading any operator before it (so a stream may be read by several: the
+/// graphs are DAGs with fan-out and fan-in, not only chains), a writer on every operator
+/// nobody consumes; random `parallelism` and `pipeline` params (on sources too).
 fn random_graph(seed: u64) -> Result<Graph, Box<dyn std::error::Error>> {
     let mut rng = Rng(seed);
     let mut g = Graph::new();
     let mut producers: Vec<OpId> = Vec::new();
     for i in 0..1 + rng.below(2) {
-        producers.push(g.add(Operator::new(format!("src{i}"), "reader"))?);
+        let mut src = Operator::new(format!("src{i}"), "reader");
+        if rng.chance(30) {
+            src = src.with_param("pipeline", "split");
+        }
+        producers.push(g.add(src)?);
     }
     for i in 0..1 + rng.below(7) {
         let two = producers.len() >= 2 && rng.chance(25);
@@ -151,9 +156,12 @@ fn partitioning_keeps_every_operator_and_boundary_and_is_deterministic() -> R {
     Ok(())
 }
 
+/// The pipelining rules: for a chain, a source and an operator of two inputs.
+const PIPELINING: [&str; 3] = ["pipelining", "pipelining_source", "pipelining_2"];
+
 #[test]
 fn pipelining_keeps_every_operator_and_boundary_and_is_deterministic() -> R {
-    let rules = only(&["pipelining"]);
+    let rules = only(&PIPELINING);
     for seed in 0..300 {
         check(seed, &rules, "pipelining")?;
     }
@@ -162,7 +170,13 @@ fn pipelining_keeps_every_operator_and_boundary_and_is_deterministic() -> R {
 
 #[test]
 fn partitioning_then_pipelining_keeps_every_operator_and_boundary() -> R {
-    let rules = only(&["partitioning", "partitioning_2", "pipelining"]);
+    let rules = only(&[
+        "partitioning",
+        "partitioning_2",
+        "pipelining",
+        "pipelining_source",
+        "pipelining_2",
+    ]);
     for seed in 0..300 {
         check(seed, &rules, "partitioning and pipelining")?;
     }
@@ -171,21 +185,26 @@ fn partitioning_then_pipelining_keeps_every_operator_and_boundary() -> R {
 
 #[test]
 fn the_random_graphs_exercise_both_rules() -> R {
-    // Guards the generator: enough seeds must actually trigger each rule.
+    // Guards the generator: enough seeds must actually trigger each rule, on graphs that are
+    // not only chains (a stream read by several operators, an operator of two inputs).
     let facts = TableFacts::stateless(["map", "filter", "reader", "writer"]);
+    let rules = [&["partitioning", "partitioning_2"][..], &PIPELINING[..]].concat();
     let mut fired: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut fan_out, mut fan_in) = (0, 0);
     for seed in 0..300 {
-        let out = rewrite(
-            &random_graph(seed)?,
-            &only(&["partitioning", "partitioning_2", "pipelining"]),
-            &facts,
-            DEFAULT_LIMIT,
-        )?;
+        let g = random_graph(seed)?;
+        fan_out += usize::from(g.iter().any(|(id, _)| g.consumers(id).len() >= 2));
+        fan_in += usize::from(g.iter().any(|(_, op)| op.inputs.len() >= 2));
+        let out = rewrite(&g, &only(&rules), &facts, DEFAULT_LIMIT)?;
         for a in out.applications {
             *fired.entry(a.rule).or_default() += 1;
         }
     }
-    for rule in ["partitioning", "partitioning_2", "pipelining"] {
+    assert!(
+        fan_out >= 100 && fan_in >= 100,
+        "{fan_out} graphs with fan-out, {fan_in} with fan-in, of 300"
+    );
+    for rule in rules {
         assert!(
             fired.get(rule).copied().unwrap_or(0) >= 5,
             "{rule} fired too rarely: {fired:?}"

@@ -95,6 +95,26 @@ impl Chain {
         self.links.iter().map(|l| l.name.as_str()).collect()
     }
 
+    /// The `pipeline` changes `barrier` carries for this chain's operators, each with the
+    /// instance it reaches: [`crate::pipelining::split`] reports them applied once it has
+    /// carried them out.
+    pub(crate) fn pipeline_changes(&self, barrier: &Barrier) -> Vec<(u64, usize)> {
+        barrier
+            .control
+            .iter()
+            .filter(|u| u.param == crate::pipelining::PIPELINE)
+            .filter_map(|u| {
+                let link = self.links.iter().find(|l| l.name == u.operator)?;
+                Some((u.seq, link.instance))
+            })
+            .collect()
+    }
+
+    /// The control plane the chain tells of the changes applied, if any.
+    pub(crate) fn control_plane(&self) -> Option<&Arc<Control>> {
+        self.control.as_ref()
+    }
+
     /// The index in the query of the operator of link `at`.
     pub(crate) fn link_index(&self, at: usize) -> Option<usize> {
         self.links.get(at).map(|l| l.index)
@@ -430,8 +450,10 @@ fn apply_control(
             };
             crate::rescale::rescale(&link.name, &mut link.op, r, barrier.epoch, to)?;
         } else if u.param == crate::pipelining::PIPELINE {
-            // Not the operator's: its task splits its chain once the barrier has left it
-            // (`crate::pipelining`).
+            // Not the operator's: its task splits its chain once the barrier has left it, and
+            // says it applied the change once the task listing shows the split
+            // (`crate::pipelining::split`), not before.
+            continue;
         } else {
             link.op
                 .set_param(&u.param, &u.value)

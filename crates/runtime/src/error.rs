@@ -79,10 +79,10 @@ pub enum RuntimeError {
         /// What went wrong.
         message: String,
     },
-    /// The query could not be planned (the partitioning rules could not split it): nothing
-    /// ran.
+    /// The query could not be planned (the partitioning or pipelining rules could not split
+    /// it): nothing ran.
     #[error("cannot plan the query: {0}")]
-    Plan(anduin_graph::PartitioningError),
+    Plan(anduin_graph::PlanError),
 }
 
 /// One task instance failed: which one, and why.

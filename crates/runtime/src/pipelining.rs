@@ -9,7 +9,9 @@
 //! own, fed through a bounded in-process channel from the link before (or from the source at
 //! the head). What the link before emits after the barrier goes down that channel in order,
 //! so nothing is lost, duplicated or reordered; backpressure reaches the first half as it
-//! reaches any producer.
+//! reaches any producer. An instance says it applied the change once it has split and the
+//! task listing shows the new task (not when the barrier passed the operator), so `anduin ctl
+//! set` answers "applied" only when `ctl queries` shows the split.
 //!
 //! Checkpoints: the checkpoint of the splitting barrier is acknowledged by the old task with
 //! every operator it held; the new task instance is announced to the coordinator
@@ -185,10 +187,22 @@ pub(crate) fn split(
     mut with: Splitting<'_>,
 ) -> Result<(), TaskFailure> {
     let cuts = cuts(&chain.names(), with.source.is_some(), &barrier.control);
+    // Said applied once carried out: after the task listing shows the new task, so that
+    // whoever hears "applied" (`anduin ctl set`) finds the split there.
+    let asked = chain.pipeline_changes(barrier);
+    let control = chain.control_plane().map(Arc::clone);
+    let applied = || {
+        for (seq, instance) in &asked {
+            if let Some(control) = &control {
+                control.applied(*seq, *instance, barrier.epoch);
+            }
+        }
+    };
     for head in &cuts.heads {
         tracing::info!(operator = %head, epoch = barrier.epoch.0, "`pipeline = \"split\"` on an operator that heads its task already: nothing to split");
     }
     if cuts.at.is_empty() {
+        applied();
         return Ok(());
     }
     let names: Vec<String> = chain.names().into_iter().map(str::to_string).collect();
@@ -308,12 +322,18 @@ pub(crate) fn split(
             })?;
         ctx.lock().running.push(running);
     }
+    applied();
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chain::Link;
+    use crate::control::{ChangeRequest, Injector, OperatorInfo, TaskInfo, TopologyInfo};
+    use anduin_operator_api::{Collector, Operator};
+    use anduin_types::BarrierKind;
+    use arrow::record_batch::RecordBatch;
 
     fn update(operator: &str, param: &str, value: &str) -> ControlUpdate {
         ControlUpdate {
@@ -351,5 +371,140 @@ mod tests {
                 heads: vec![]
             }
         );
+    }
+
+    /// Passes nothing on: the test only splits its chain.
+    struct Quiet(&'static str);
+
+    impl Operator for Quiet {
+        fn name(&self) -> &str {
+            self.0
+        }
+
+        fn process_batch(
+            &mut self,
+            _input: usize,
+            _batch: RecordBatch,
+            _out: &mut dyn Collector,
+        ) -> Result<(), OperatorError> {
+            Ok(())
+        }
+    }
+
+    fn link(index: usize, name: &'static str) -> Link {
+        Link {
+            index,
+            instance: 0,
+            parallelism: 1,
+            name: name.into(),
+            op: Box::new(Quiet(name)),
+            outlets: Vec::new(),
+            counters: Arc::new(Counters::default()),
+            origins_after: false,
+            live_at: None,
+            rescaler: None,
+        }
+    }
+
+    fn info(name: &str) -> OperatorInfo {
+        OperatorInfo {
+            name: name.into(),
+            kind: "map".into(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            parallelism: 1,
+            task: 0,
+            stateful: false,
+            adjustable: Vec::new(),
+            max_parallelism: None,
+            owners: None,
+        }
+    }
+
+    #[test]
+    fn a_live_split_is_said_applied_only_once_the_task_listing_shows_it() {
+        // A task fusing a and b; `ctl set q b pipeline split` waits on another thread.
+        let control = Arc::new(Control::new(
+            "q",
+            None,
+            BTreeMap::new(),
+            Box::new(|_, _| Ok(())),
+        ));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        control.attach(
+            vec![info("a"), info("b")],
+            vec![TaskInfo {
+                id: 0,
+                operators: vec!["a".into(), "b".into()],
+                instances: 1,
+            }],
+            TopologyInfo::default(),
+            Injector::Coordinator(tx),
+            false,
+            Arc::new(AtomicBool::new(false)),
+        );
+        let setter = {
+            let control = Arc::clone(&control);
+            std::thread::spawn(move || {
+                control.set(ChangeRequest {
+                    operator: "b".into(),
+                    param: PIPELINE.into(),
+                    value: SPLIT.into(),
+                    from: "test".into(),
+                })
+            })
+        };
+        let Ok(Event::Control(updates)) = rx.recv() else {
+            panic!("the change is sent towards the sources");
+        };
+        let barrier = Barrier {
+            epoch: Epoch(1),
+            kind: BarrierKind::Control,
+            control: updates,
+        };
+        let listed = || -> Vec<Vec<String>> {
+            control
+                .info()
+                .tasks
+                .into_iter()
+                .map(|t| t.operators)
+                .collect()
+        };
+        let mut chain = Chain::new(vec![link(0, "a"), link(1, "b")], Some(Arc::clone(&control)));
+        // The barrier has passed every operator of the chain; the task has not split yet:
+        // the change is not applied yet (its history, which `set` answers from, lacks it).
+        chain.control(&barrier).expect("the barrier passes");
+        assert_eq!(listed(), [["a", "b"]]);
+        assert!(control.history().is_empty(), "{:?}", control.history());
+        let ctx = Arc::new(Pipelining::new(
+            1,
+            1,
+            16,
+            Events::default(),
+            Arc::new(AtomicBool::new(false)),
+            Some(Arc::clone(&control)),
+        ));
+        let mut stage = Stage {
+            ctx: Arc::clone(&ctx),
+            at: InstanceRef {
+                task: 0,
+                instance: 0,
+            },
+            parallelism: 1,
+            downstream: Vec::new(),
+        };
+        let with = Splitting {
+            source: None,
+            checkpoint: None,
+            idle: false,
+        };
+        split(Some(&mut stage), &mut chain, &barrier, with).expect("the chain splits");
+        // Once it has: applied, and the listing shows it.
+        let record = setter.join().expect("no panic").expect("applied");
+        assert_eq!((record.operator.as_str(), record.epoch), ("b", 1));
+        assert_eq!(listed(), [vec!["a".to_string()], vec!["b".to_string()]]);
+        // The new task ends with the chain that feeds it.
+        chain.end_of_input().expect("the chain ends");
+        crate::spawn::join_tasks(ctx.take_running(), Vec::new).expect("the new task ends");
     }
 }

@@ -23,6 +23,8 @@ fn the_built_in_rules_parse_one_per_pattern() {
             "partitioning_2",
             "partitioning_source",
             "pipelining",
+            "pipelining_source",
+            "pipelining_2",
             "pattern_overflow"
         ]
     );
@@ -181,8 +183,22 @@ fn pipelining_puts_each_operator_of_a_marked_chain_on_its_own_worker() -> R {
                    c := map{pipeline = "split"}@{a.p3}(d := map(src := reader)))))"#
         )?
     );
-    let single = r#"sink := writer(a := map{pipeline = "split"}(src := reader))"#;
-    assert_eq!(builtin(single)?, single);
+    // One marked operator is a chain of one: cut from its neighbours, on a slot of its own.
+    assert_eq!(
+        builtin(r#"sink := writer(a := map{pipeline = "split"}(src := reader))"#)?,
+        r#"sink := writer(a := map{pipeline = "split"}@{a.p1}(src := reader))"#
+    );
+    // A source and an operator with two inputs, which head their task anyway.
+    assert_eq!(
+        builtin(
+            r#"sink := writer(j := join{pipeline = "split"}(
+                 src := reader{pipeline = "split"}, b := reader))"#
+        )?,
+        expected(
+            r#"sink := writer(j := join{pipeline = "split"}@{j.p1}(
+                 src := reader{pipeline = "split"}@{src.p1}, b := reader))"#
+        )?
+    );
     Ok(())
 }
 
