@@ -93,7 +93,7 @@ pub fn by_rules(path: &Path, loaded: Loaded, rules: RuleText<'_>) -> Result<Load
         .map(|a| format!("{} at {}", a.rule, a.root))
         .collect();
     tracing::info!(rules = file, applied = ?applied, "the query is rewritten by the rules");
-    let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).map_err(|d| {
+    let (graph, more) = anduin_graph::check(&spec, &BuiltinCatalog).map_err(|d| {
         let lines: Vec<String> = d.0.iter().map(|x| format!("{}:{x}", path.display())).collect();
         LoadError::Other(anyhow::anyhow!(
             "the query as the rules of `{file}` rewrite it ({}) has problems (an operator a rule made is named as the rule named it; `anduin explain {} --rewritten --rules {file}` shows the rewritten graph):\n{}",
@@ -102,10 +102,19 @@ pub fn by_rules(path: &Path, loaded: Loaded, rules: RuleText<'_>) -> Result<Load
             lines.join("\n")
         ))
     })?;
+    // The rewritten query's own warnings (an output no operator reads any more), once.
+    let mut warnings = loaded.warnings;
+    let said: std::collections::BTreeSet<String> =
+        warnings.0.iter().map(|w| w.to_string()).collect();
+    warnings.0.extend(
+        more.0
+            .into_iter()
+            .filter(|w| !said.contains(&w.to_string())),
+    );
     Ok(Loaded {
         spec,
         graph: std::sync::Arc::new(graph),
-        warnings: loaded.warnings,
+        warnings,
     })
 }
 

@@ -126,18 +126,21 @@ pub fn check_text(file: &str, text: &str) -> Result<CheckedRules> {
         if let Some(c) = &rule.constraint {
             figures_read(c, &mut read);
         }
-        if let Err(not) = check_run_time(file, &rule) {
-            if let Some(figure) = read.first() {
-                anyhow::bail!(
-                    "{file}:{}: rule {}: it reads the figure `{figure}` and {}: a rule that reshapes the graph is applied once, before the query runs, when nothing is measured; a rule applied while the query runs may only set params of the operator its left side's root matches (`{}{{param = \"value\"}}`)",
-                    rule.pos,
-                    rule.name,
-                    not.why,
-                    not.root
-                );
-            }
+        // A rule that reads no figure needs nothing measured: it is applied before the query
+        // runs, even when it only sets params.
+        if read.is_empty() {
             checked.plan.rules.push(rule);
             continue;
+        }
+        if let Err(not) = check_run_time(file, &rule) {
+            anyhow::bail!(
+                "{file}:{}: rule {}: it reads the figure `{}` and {}: a rule that reshapes the graph is applied once, before the query runs, when nothing is measured; a rule applied while the query runs may only set params of the operator its left side's root matches (`{}{{param = \"value\"}}`)",
+                rule.pos,
+                rule.name,
+                read.join("`, `"),
+                not.why,
+                not.root
+            );
         }
         if let Some(unknown) = read.iter().find(|f| !FIGURES.contains(&f.as_str())) {
             anyhow::bail!(

@@ -84,7 +84,7 @@ fn user_rules_apply_before_the_built_in_ones_and_a_bad_one_is_located() {
     let rules = dir.path().join("audit.rules");
     std::fs::write(
         &rules,
-        "# every writer is audited\nrule audit:\n  w := writer [type(w) = \"writer\"] => w{audited = \"yes\"}\n",
+        "# every writer is audited\nrule audit:\n  w := writer [type(w) = \"writer\"] => w{header = \"false\"}\n",
     )
     .expect("rules");
     let r = rules.to_str().expect("utf-8");
@@ -105,7 +105,7 @@ fn user_rules_apply_before_the_built_in_ones_and_a_bad_one_is_located() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("  audit at sink (w = sink)\n"), "{text}");
     assert!(
-        text.contains("sink := writer{audited = \"yes\"}("),
+        text.contains("sink := writer{header = \"false\"}("),
         "{text}"
     );
 

@@ -196,6 +196,17 @@ fn what_cannot_run_is_refused_before_anything_runs_saying_why() {
         "s := writer(a := any*) => s(stream-selector(filter{condition = \"random() < 0.5\"}(a) | @{p1} | @{p2}))",
         "gives another value in each copy of a hot standby",
     );
+    // A rule that removes the sink.
+    refused(
+        "s := writer(a := any) => writer(a)",
+        "\"sink\" of the rewritten query cannot run: the rules removed it",
+    );
+    // Instances of one operator with other params than each other.
+    refused(
+        "rule by_hand:\n  w := window(a := any*) => merge(w(splitter{by = \"key-group\"}(a)) | @{p1} | @{p2})\n\
+         rule tweak:\n  m := merge(x := window(a := any*), y := window(b := any*)) => m(x, y{size = \"2s\"})",
+        "whose params differ",
+    );
     refused(
         "\nrule busy: f := filter [busy(f) > 0.5] => merge(f)",
         "r.rules:2:1: rule busy: it reads the figure `busy`",
@@ -290,6 +301,96 @@ fn a_filter_split_by_round_robin_runs_in_instances_that_take_rows_in_turn() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("would deal a key's rows to several instances of \"per_sensor\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_rule_that_only_sets_params_and_reads_no_figure_applies_before_the_query_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let rules = rule_file(d, "w := window => w{size = \"20s\"}\n");
+    let by_rule = sensors(d, "rule.csv", &["--rules", &rules]);
+    let by_hand = d.join("q.flow");
+    let text = std::fs::read_to_string(query())
+        .expect("query")
+        .replace("param size = \"10s\"", "param size = \"20s\"");
+    std::fs::write(&by_hand, text).expect("query");
+    let (run, rows) = run_sorted(&by_hand, "data/readings.csv", &d.join("hand.csv"), &[]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(by_rule, rows);
+    assert_ne!(
+        by_rule,
+        sensors(d, "plain.csv", &[]),
+        "20 s windows differ from 10 s ones"
+    );
+}
+
+/// A window with a second output (its late rows), each read by a sink.
+const TWO_OUTPUTS: &str = r#"type name = "Reading" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "source", type = "reader" {
+  param path = "${INPUT}"
+  param format = "csv"
+  output name = "readings", type = "Reading"
+}
+operator name = "per_sensor", type = "window" {
+  input name = "readings"
+  param kind = "tumbling"
+  param size = "1s"
+  param time = "ts"
+  param keys = "sensor"
+  param aggregates = "COUNT(*) AS n"
+  param late_output = "late"
+  output name = "counts"
+  output name = "late"
+}
+operator name = "sink", type = "writer" {
+  input name = "counts"
+  param path = "${OUTPUT}"
+  param format = "csv"
+}
+operator name = "latesink", type = "writer" {
+  input name = "late"
+  param path = "${OUTPUT}.late"
+  param format = "csv"
+}
+"#;
+
+#[test]
+fn a_rule_making_an_operator_read_one_of_several_outputs_is_refused_not_guessed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(d.join("late.flow"), TWO_OUTPUTS).expect("query");
+    let rules = rule_file(
+        d,
+        "s := writer(a := any) [param(s, \"format\") = \"csv\"] => s(filter{condition = \"true\"}(a))",
+    );
+    let out = anduin(
+        &repo(),
+        &[
+            "explain",
+            d.join("late.flow").to_str().expect("utf-8"),
+            "--rules",
+            &rules,
+            "--var",
+            "INPUT=x",
+            "--var",
+            "OUTPUT=y",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("\"per_sensor\"")
+            && stderr.contains("which output it reads cannot be told"),
         "{stderr}"
     );
 }

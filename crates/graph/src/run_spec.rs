@@ -257,6 +257,20 @@ impl<'a, C: Catalog> Converter<'a, C> {
         if copies.len() < 2 || copies.iter().any(|(_, d)| d.name != def.name) {
             return Ok(None);
         }
+        // Instances of one operator run with one set of params.
+        let params = &self.g.op(first)?.params;
+        for (id, _) in &copies {
+            let copy = self.g.op(*id)?;
+            if copy.params != *params {
+                return Err(Self::unsupported(
+                    op,
+                    format!(
+                        "it merges instances of \"{}\" whose params differ (\"{}\" has other params than \"{}\"): the instances of one operator run with one set of params",
+                        def.name, copy.name, def.name
+                    ),
+                ));
+            }
+        }
         // A stateless operator's instances take rows in turn; a stateful one's own keys.
         let stateless = self
             .catalog
@@ -380,6 +394,15 @@ impl<'a, C: Catalog> Converter<'a, C> {
                     wanted.filter(|w| def.outputs.iter().any(|o| o.name.as_str() == w.as_str()));
                 match keep {
                     Some(w) => return Ok(w.clone()),
+                    None if def.outputs.len() > 1 => {
+                        return Err(Self::unsupported(
+                            op,
+                            format!(
+                                "it has {} outputs, and the rules have an operator read it that did not read it in the query: which output it reads cannot be told; rules that rewire an operator with several outputs are not supported yet",
+                                def.outputs.len()
+                            ),
+                        ))
+                    }
                     None => Self::first_output(def),
                 }
             }
@@ -400,7 +423,7 @@ impl<'a, C: Catalog> Converter<'a, C> {
             .map(|p| match op.param(p.name.as_str()) {
                 Some(v) if v != p.value.as_text().as_str() => Param {
                     name: p.name.clone(),
-                    value: Value::String(Text::unplaced(v)),
+                    value: Value::String(Text::at(v, p.value.pos())),
                 },
                 _ => p.clone(),
             })
@@ -408,8 +431,8 @@ impl<'a, C: Catalog> Converter<'a, C> {
         for (k, v) in &op.params {
             if def.param(k).is_none() {
                 params.push(Param {
-                    name: Text::unplaced(k.as_str()),
-                    value: Value::String(Text::unplaced(v.as_str())),
+                    name: Text::at(k.as_str(), def.pos),
+                    value: Value::String(Text::at(v.as_str(), def.pos)),
                 });
             }
         }
@@ -524,13 +547,14 @@ impl<'a, C: Catalog> Converter<'a, C> {
                             ty: None,
                         }]
                     };
+                    let pos = self.pos_of(op);
                     let mut params: Vec<Param> = op
                         .params
                         .iter()
                         .filter(|_| !matches!(role, Role::Union))
                         .map(|(k, v)| Param {
-                            name: Text::unplaced(k.as_str()),
-                            value: Value::String(Text::unplaced(v.as_str())),
+                            name: Text::at(k.as_str(), pos),
+                            value: Value::String(Text::at(v.as_str(), pos)),
                         })
                         .collect();
                     if self.behind_selector.contains(&id) && matches!(role, Role::New) {
@@ -543,7 +567,7 @@ impl<'a, C: Catalog> Converter<'a, C> {
                         inputs: all_inputs()?,
                         outputs,
                         control: None,
-                        pos: self.pos_of(op),
+                        pos,
                     });
                 }
             }
@@ -568,10 +592,40 @@ impl<'a, C: Catalog> Converter<'a, C> {
             }
         }
         self.check_names(&operators)?;
+        self.check_sinks(&operators)?;
         Ok(Spec {
             types: self.original.types.clone(),
             operators,
             functions: self.original.functions.clone(),
+        })
+    }
+
+    /// Refuses a rewritten query with fewer sinks than the query: a rule removed what it
+    /// writes (a sink replaced by another is a sink still).
+    fn check_sinks(&self, operators: &[OperatorDef]) -> Result<(), RunSpecError> {
+        let sinks = |ops: &[OperatorDef]| -> BTreeSet<String> {
+            ops.iter()
+                .filter(|o| o.outputs.is_empty())
+                .map(|o| o.name.to_string())
+                .collect()
+        };
+        let before = sinks(&self.original.operators);
+        let after = sinks(operators);
+        if after.len() >= before.len() {
+            return Ok(());
+        }
+        let gone: Vec<&str> = before
+            .iter()
+            .filter(|s| !after.contains(*s))
+            .map(String::as_str)
+            .collect();
+        Err(RunSpecError::Unsupported {
+            op: gone.join("\", \""),
+            why: format!(
+                "the rules removed it: the rewritten query has {} sink(s), the query {}; a rule must keep what the query writes (a `writer` a rule makes needs its params, or it is taken for a channel's end)",
+                after.len(),
+                before.len()
+            ),
         })
     }
 

@@ -184,6 +184,22 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
                 args.file.display()
             );
         }
+        // Its rules too (those that reshape it made the query that runs).
+        let our_rules = client::take_flag(&mut args.run_args.clone(), "--rules", true)
+            .map(|p| crate::run_rules::read_rule_file(std::path::Path::new(&p)))
+            .transpose()?;
+        let their_rules = std::fs::read_to_string(kept.join("rules")).ok();
+        if our_rules != their_rules {
+            bail!(
+                "the directory `{}` holds query {name}, left {} by an earlier `anduin cluster` {}: run it with the same --rules, or give another --dir (or --name)",
+                dir.display(),
+                s.state,
+                match &their_rules {
+                    Some(_) => "with another rule file",
+                    None => "without a rule file",
+                }
+            );
+        }
         eprintln!(
             "anduin: query {name} was left {} in `{}` by an earlier `anduin cluster`: taken over, it goes on from where it was (its flags are the earlier run's)",
             s.state,
