@@ -2,7 +2,8 @@
 //! `fault_tolerance = "standby"` (restarted elsewhere, nothing to restore) and a stateful window
 //! with `fault_tolerance = "checkpoint"` (restored from its last snapshot). The worker running
 //! the operator is killed with SIGKILL at a seeded checkpoint; the query is not rolled back as
-//! a whole, and writes exactly what an uninterrupted embedded run of it writes.
+//! a whole, and writes exactly what an uninterrupted embedded run of it writes. The same for
+//! the filter in three instances that take batches in turn (a round-robin exchange).
 
 use crate::common;
 
@@ -45,10 +46,15 @@ operator name = "out", type = "writer" {
 }
 "#;
 
-/// Kills the worker running `operator` after a seeded checkpoint; asserts the output.
+/// Kills the worker running `operator` (an instance's name) after a seeded checkpoint;
+/// asserts the output.
 fn scenario(seed: u64, operator: &str) {
+    scenario_of(QUERY, seed, operator);
+}
+
+fn scenario_of(query: &str, seed: u64, operator: &str) {
     let work = tempfile::tempdir().expect("tempdir");
-    std::fs::write(work.path().join("q.flow"), QUERY).expect("query");
+    std::fs::write(work.path().join("q.flow"), query).expect("query");
     anduin_ok(
         work.path(),
         &[
@@ -124,6 +130,21 @@ fn seeds(first: u64) -> impl Iterator<Item = u64> {
 fn a_standby_filter_survives_the_kill_of_its_worker() {
     for seed in seeds(1) {
         scenario(seed, "low");
+    }
+}
+
+/// A standby filter in three instances that take batches in turn (round robin): the worker of
+/// one of them is killed; each batch is still taken once.
+#[test]
+fn a_standby_filter_in_instances_that_take_rows_in_turn_survives_the_kill_of_a_worker() {
+    let query = QUERY.replacen(
+        "param fault_tolerance = \"standby\"",
+        "param fault_tolerance = \"standby\"\n  param parallelism = 3",
+        1,
+    );
+    assert_ne!(query, QUERY);
+    for seed in seeds(5) {
+        scenario_of(&query, seed, "low #1");
     }
 }
 
