@@ -196,6 +196,11 @@ fn what_cannot_run_is_refused_before_anything_runs_saying_why() {
         "s := writer(a := any*) => s(stream-selector(filter{condition = \"random() < 0.5\"}(a) | @{p1} | @{p2}))",
         "gives another value in each copy of a hot standby",
     );
+    // A chain copied whole behind one selector.
+    refused(
+        "a2 := any(w := window(f := filter(a1 := any*)))\n  => a2(stream-selector(w(f(multicast(a1))) | @{p1} | @{p2}))",
+        "copies of a chain of operators behind one selector are not supported yet",
+    );
     // A rule that removes the sink.
     refused(
         "s := writer(a := any) => writer(a)",

@@ -112,12 +112,24 @@ pub fn check_selectors<C: Catalog>(spec: &Spec, catalog: &C) -> Diagnostics {
             continue;
         };
         if let Some(other) = producers.iter().find(|p| shape(p) != shape(first)) {
+            // Copies that differ only by reading copies of their own: a chain copied whole.
+            let (mut a, mut b) = (shape(first), shape(other));
+            a.1.clear();
+            b.1.clear();
+            let chain = a == b;
             diags.push(Diagnostic::error(
                 op.pos,
-                format!(
-                    "operator \"{}\" ({}): its inputs must be copies of one operator (the same type, inputs and params), as fault_tolerance = \"hot-standby\" makes them, but \"{}\" and \"{}\" differ: ask for hot standby on the operator instead",
-                    op.name, op.kind, first.name, other.name
-                ),
+                if chain {
+                    format!(
+                        "operator \"{}\" ({}): its inputs \"{}\" and \"{}\" read other streams: copies of a chain of operators behind one selector are not supported yet; copy one operator (its input multicast to the copies)",
+                        op.name, op.kind, first.name, other.name
+                    )
+                } else {
+                    format!(
+                        "operator \"{}\" ({}): its inputs must be copies of one operator (the same type, inputs and params), as fault_tolerance = \"hot-standby\" makes them, but \"{}\" and \"{}\" differ: ask for hot standby on the operator instead",
+                        op.name, op.kind, first.name, other.name
+                    )
+                },
             ));
         }
     }
