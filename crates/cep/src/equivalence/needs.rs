@@ -1,13 +1,18 @@
 //! What the DEFINE conditions read of a partial match's history, worked out once per pattern.
 
-use super::super::expr::{Base, RowRef, Sel, E};
+use super::super::expr::{Agg, Base, RowRef, Sel, E};
 
 /// What the DEFINE conditions read of a partial match's history (the rows before the one
 /// being classified).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Needs {
-    /// Variables a condition aggregates over: all their rows.
+    /// Variables all of whose rows a condition reads (an aggregate whose argument reads
+    /// MATCH_NUMBER(), `PREV(CLASSIFIER(A))`).
     pub all: Vec<usize>,
+    /// Aggregates a condition computes over rows of a partial match (of a variable, or of
+    /// every row with an argument reading each row's CLASSIFIER()): partial matches are told
+    /// apart by what the rows gave each so far (`eval/summary.rs`), not by the rows.
+    pub aggs: Vec<Agg>,
     /// (variable, k): the last `k` rows mapped to the variable.
     pub last: Vec<(usize, usize)>,
     /// (variable, k): the first `k` rows mapped to the variable.
@@ -38,6 +43,7 @@ impl Needs {
     /// instruction are equivalent.
     pub(crate) fn nothing(&self) -> bool {
         self.all.is_empty()
+            && self.aggs.is_empty()
             && self.last.is_empty()
             && self.first.is_empty()
             && self.tail == 0
@@ -60,30 +66,45 @@ impl Needs {
                 // The argument reads the aggregated rows (and PREV of them, the same in every
                 // thread), the variable of each (`CLASSIFIER()`), and with `PREV(CLASSIFIER())`
                 // the variable of a row before each, which may be any row's.
-                let (mut classifier, mut before) = (false, false);
+                let (mut classifier, mut before, mut number) = (false, 0, false);
                 for x in a.arg.iter().chain(&a.by) {
-                    x.walk(&mut |x| {
-                        if let E::Classifier(r) = x {
+                    x.walk(&mut |x| match x {
+                        E::Classifier(r) => {
                             classifier = true;
-                            before |= r.back > 0;
+                            before = before.max(r.back);
                         }
+                        E::MatchNumber => number = true,
+                        _ => {}
                     });
                 }
                 match a.var {
-                    Some(sel) if !before => {
+                    // The rows of the whole match and their columns are the same in every
+                    // thread of an attempt; where the match started is not the same in every
+                    // attempt.
+                    None if !classifier => self.from_start = true,
+                    // MATCH_NUMBER() changes as earlier matches are reported: a summary of
+                    // the values so far would go stale, the rows themselves tell.
+                    Some(sel) if number && before == 0 => {
                         for v in sel.members() {
                             all(v, self);
                         }
                     }
-                    // The rows of the whole match are the same in every thread; their
-                    // variables are not, which an argument reading CLASSIFIER() sees. Where
-                    // the match started is not the same in every attempt.
-                    None if !classifier => self.from_start = true,
-                    _ => {
+                    _ if number => {
                         self.from_start = true;
                         for v in 0..vars {
                             all(v, self);
                         }
+                    }
+                    // Otherwise what the rows gave the aggregate so far is summarized
+                    // (`eval/summary.rs`): later rows add to it alike. A later row's
+                    // `PREV(CLASSIFIER())` reads the variable of one of the last rows, or of a
+                    // row before the match (none: in other attempts, one of theirs).
+                    _ => {
+                        if !self.aggs.contains(a) {
+                            self.aggs.push((**a).clone());
+                        }
+                        self.tail = self.tail.max(before);
+                        self.from_start |= a.var.is_none() || before > 0;
                     }
                 }
             }

@@ -3,8 +3,60 @@
 
 use std::sync::Arc;
 
-use super::super::matcher::{Step, NO_ROW, TRACKED};
+use super::super::eval::summarize;
+use super::super::matcher::{Partition, Past, Step, NO_ROW, TRACKED};
 use super::Needs;
+
+/// What the pruner reads besides the histories: the partition's rows and the names of the
+/// variables, which the summaries of aggregates ([`Needs::aggs`]) are computed from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rows<'a> {
+    pub part: &'a Partition,
+    pub vars: &'a [Arc<str>],
+    /// MATCH_NUMBER() as the conditions see it now (no summarized argument reads it).
+    pub number: i64,
+}
+
+/// Where an aggregate has no summary (its argument fails on a row, or no [`Rows`] were
+/// given): every row of the history and its variable, after their number.
+const ROWS: u64 = 3;
+
+/// The key of a partial match with history `hist`: its [`signature`], then the summary of
+/// each aggregate the conditions compute over its rows (see `eval/summary.rs`), or where an
+/// aggregate has none, its rows. Equal keys, equivalent partial matches.
+pub(super) fn key(needs: &Needs, hist: Option<&Arc<Step>>, rows: Option<Rows<'_>>) -> Box<[u64]> {
+    let sig = signature(needs, hist);
+    if needs.aggs.is_empty() {
+        return sig;
+    }
+    let mut out = sig.into_vec();
+    for a in &needs.aggs {
+        let start = out.len();
+        let summarized = rows.is_some_and(|r| {
+            let past = Past {
+                part: r.part,
+                hist,
+                number: r.number,
+            };
+            summarize(a, &past, r.vars, &mut out).unwrap_or(false)
+        });
+        if !summarized {
+            out.truncate(start);
+            out.extend([ROWS, 0]);
+            let mut n = 0u64;
+            let mut cur = hist;
+            while let Some(s) = cur {
+                out.extend([s.row, s.var() as u64]);
+                n += 1;
+                cur = s.prev.as_ref();
+            }
+            if let Some(count) = out.get_mut(start + 1) {
+                *count = n;
+            }
+        }
+    }
+    out.into()
+}
 
 /// What a history shows the conditions: equal signatures, equivalent threads. Row indices
 /// and variable numbers, each list padded to its length (the lists of all rows of a variable

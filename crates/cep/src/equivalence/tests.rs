@@ -59,13 +59,19 @@ fn classifier_navigation_reads_the_variables_of_the_rows_it_reaches() {
         needs("(A | B)* C", "C AS FIRST(CLASSIFIER(), 1) = 'A'").head,
         2
     );
-    // The row before a row of A, or before each row aggregated, may be any row.
-    for defines in [
-        "C AS PREV(CLASSIFIER(A)) = 'B'",
-        "C AS SUM(CASE WHEN PREV(CLASSIFIER()) = 'A' THEN A.value END) > 0",
-    ] {
-        assert_eq!(needs("(A | B)* C", defines).all, [0, 1, 2], "{defines}");
-    }
+    // The row before a row of A may be any row.
+    assert_eq!(
+        needs("(A | B)* C", "C AS PREV(CLASSIFIER(A)) = 'B'").all,
+        [0, 1, 2]
+    );
+    // The row before each row aggregated: the summary of what the rows so far gave, and
+    // the variables of the last two rows, before the rows a later row aggregates.
+    let n = needs(
+        "(A | B)* C",
+        "C AS SUM(CASE WHEN PREV(CLASSIFIER(), 2) = 'A' THEN A.value END) > 0",
+    );
+    assert!(n.all.is_empty() && n.aggs.len() == 1, "{n:?}");
+    assert!(n.tail == 2 && n.from_start, "{n:?}");
 }
 
 #[test]
@@ -77,15 +83,20 @@ fn navigation_reads_the_rows_it_names_and_aggregates_over_a_variable_read_all() 
     assert_eq!(
         n,
         Needs {
-            all: vec![],
             last: vec![(1, 1), (0, 1)],
             first: vec![(1, 3)],
-            tail: 0,
-            head: 0,
-            from_start: false,
+            ..Needs::default()
         }
     );
-    assert_eq!(needs("A+ B", "A AS AVG(A.value) < 10").all, [0]);
+    // An aggregate over a variable: what its rows gave it so far, not which rows they are.
+    let n = needs("A+ B", "A AS AVG(A.value) < 10 AND COUNT(A.*) < 5");
+    assert!(
+        n.all.is_empty() && n.aggs.len() == 2 && !n.from_start,
+        "{n:?}"
+    );
+    // Unless its argument reads MATCH_NUMBER(), which changes as matches are reported.
+    let n = needs("A+ B", "A AS SUM(A.value + MATCH_NUMBER()) < 10");
+    assert!(n.all == [0] && n.aggs.is_empty(), "{n:?}");
     let n = needs("A B", "B AS CLASSIFIER() = 'B'");
     assert!(n.nothing(), "the row being classified: {n:?}");
 }
@@ -101,12 +112,10 @@ fn hist(vars: &[usize]) -> Option<Arc<Step>> {
 #[test]
 fn signatures_show_only_what_is_needed() {
     let n = Needs {
-        all: vec![],
         last: vec![(0, 2)],
         first: vec![(1, 1)],
         tail: 1,
-        head: 0,
-        from_start: false,
+        ..Needs::default()
     };
     // The last two A rows are 3 and 1, the first B row is 0, the last row is A.
     let a = signature(&n, hist(&[1, 0, 1, 0]).as_ref());

@@ -384,7 +384,7 @@ pub(super) fn row_of(ts: i64, value: i64) -> Row {
 fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_row() {
     /// Pattern, conditions, skip, within, and the most attempts kept (`None`: one a row).
     type Case<'a> = (&'a str, &'a str, Skip, Option<i64>, Option<usize>);
-    let cases: [Case<'_>; 15] = [
+    let cases: [Case<'_>; 19] = [
         (
             "(A+)+ B",
             "B AS value < 0",
@@ -462,6 +462,40 @@ fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_
             Some(50),
             None,
         ),
+        // The first attempt's labels after an even number of rows are never at the class
+        // of those after an odd number: the second attempt stands for the later ones that
+        // start an odd number of rows after the first (no match found before it reaches
+        // its start), the first for the others. Where C holds on every seventh row, the
+        // first attempt finds matches (and goes on, preferring more pairs): the attempts
+        // inside them end, and the first one after them stands for those at its parity.
+        (
+            "((A | B){2})* C",
+            "C AS value < 0",
+            Skip::PastLastRow,
+            None,
+            Some(2),
+        ),
+        (
+            "((A | B){2})* C",
+            "C AS value % 7 = 0",
+            Skip::PastLastRow,
+            None,
+            Some(3),
+        ),
+        (
+            "(A B)* C",
+            "C AS value < 0",
+            Skip::PastLastRow,
+            None,
+            Some(2),
+        ),
+        (
+            "(A B C)+ D",
+            "D AS value < LAST(A.value)",
+            Skip::PastLastRow,
+            None,
+            Some(3),
+        ),
         // What depends on the first row of the match tells the attempts apart.
         (
             "(A+)+ B",
@@ -529,6 +563,54 @@ fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_
                 "{pattern} with {defines}, {skip:?}: {kept} attempts"
             ),
         }
+    }
+}
+
+// Issue 18. An aggregate over a variable in a condition sees what the rows mapped to it gave
+// it so far, not which rows they are: partial matches are told apart by that (its summary),
+// so `(A | B)* C` with `COUNT(A.*)` keeps one partial match per count at a label, not one per
+// mapping of the rows to A or B (2^n: the guard of 100 000 stopped them after 15 rows). With
+// every value 1, the counts, totals, averages and the pairs of totals of A and B each have
+// one value per number of A rows; extremes and logic, one or two.
+#[test]
+fn aggregates_tell_partial_matches_apart_by_what_the_rows_gave_them_not_by_the_rows() {
+    const ROWS: i64 = 40;
+    for defines in [
+        "C AS COUNT(A.*) < 0",
+        "C AS SUM(A.value) < 0",
+        "C AS AVG(A.value) < 0",
+        "C AS MAX(A.value) > 1 OR MIN(B.value) > 1",
+        "C AS BOOL_OR(A.value > 1)",
+        "C AS ANY_VALUE(B.value) > 1",
+        "C AS MAX_BY(A.value, A.ts) < 0",
+        "C AS SUM(CAST(CLASSIFIER() = 'A' AS BIGINT)) < 0",
+        "C AS SUM(CAST(PREV(CLASSIFIER()) = 'A' AS BIGINT)) < 0",
+        // Trino's balancing sums: A only while A's total is at most B's.
+        "A AS SUM(A.value) - A.value <= SUM(B.value), C AS value < 0",
+    ] {
+        let p = compiled("(A | B)* C", defines);
+        let mut part = Partition::default();
+        let mut scratch = Scratch::default();
+        let mut out = Vec::new();
+        let mut seen = 0;
+        for i in 0..ROWS {
+            if let Err(e) = part.push(&p, &mut scratch, row_of(i, 1), &mut out) {
+                panic!("{defines}, row {i}: {e:?}");
+            }
+            seen = seen.max(part.most_threads());
+        }
+        assert!(out.is_empty(), "{defines}: C never holds");
+        let labels = p
+            .prog
+            .iter()
+            .filter(|i| matches!(i, Inst::Label(_)))
+            .count();
+        // One per count of A rows, and with PREV(CLASSIFIER()), per variable of the last row.
+        let bound = labels * (ROWS as usize + 1) * 2;
+        assert!(
+            seen <= bound,
+            "{defines}: {seen} partial matches at once, {labels} labels"
+        );
     }
 }
 
