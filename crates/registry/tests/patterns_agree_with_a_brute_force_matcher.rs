@@ -4,7 +4,9 @@
 //! generated patterns (concatenation, `|`, groups, `PERMUTE`, the anchors `^` and `$`,
 //! exclusions `{- -}`, greedy and reluctant `* + ? {n} {n,} {n,m}`), generated DEFINEs (PREV,
 //! FIRST, LAST, qualified columns, running COUNT, SUM, AVG, MAX, a DataFusion function,
-//! aggregates over expressions, one reading each row's CLASSIFIER(), PREV(CLASSIFIER())), a
+//! aggregates over expressions, one reading each row's CLASSIFIER(), PREV(CLASSIFIER()), MIN,
+//! BOOL_OR, ANY_VALUE, MAX_BY, a float AVG, FIRST(CLASSIFIER()), LAST(CLASSIFIER(), 2),
+//! PREV(CLASSIFIER(V)), LAST(V.value, 2)), a
 //! SUBSET union variable
 //! in conditions and skips, every AFTER MATCH strategy and an optional `within`. Each output
 //! row is a row of a match with its MATCH_NUMBER and CLASSIFIER (half the time with its
@@ -18,7 +20,9 @@
 //! preference, an empty prefix and empty matches, overlapping matches with `skip to next
 //! row`, and (issue 18) loops inside loops and alternations inside loops over a long run of
 //! rows that match every variable of the loop, which need equivalent partial matches pruned
-//! to finish, and an aggregate over each row's CLASSIFIER() that must not let them be.
+//! to finish, and an aggregate over each row's CLASSIFIER() that must not let them be; a sweep
+//! of loops over rows that are both A and B with every kind of read of the loop's past, where
+//! merging partial matches the reads tell apart would lose or change a match.
 
 use crate::brute_force;
 use crate::common;
@@ -283,7 +287,16 @@ fn cond() -> impl Strategy<Value = Cond> {
         1 => Just(Cond::NearTwo),
         1 => (w.clone(), 1i64..=3).prop_map(|(w, n)| Cond::ClassCountAtMost(w, n)),
         1 => (w.clone(), 3i64..12).prop_map(|(w, c)| Cond::SumExprBelow(w, c)),
-        1 => w.prop_map(Cond::AfterClass),
+        1 => w.clone().prop_map(Cond::AfterClass),
+        1 => w.clone().prop_map(Cond::MinNear),
+        1 => w.clone().prop_map(Cond::FirstClass),
+        1 => w.clone().prop_map(Cond::ClassTwoBack),
+        1 => w.clone().prop_map(Cond::BeforeLastIsB),
+        1 => w.clone().prop_map(Cond::AnyAboveThree),
+        1 => w.clone().prop_map(Cond::AboveAnyValue),
+        1 => w.clone().prop_map(Cond::MaxByRemainder),
+        1 => w.clone().prop_map(Cond::FloatAvg),
+        1 => w.prop_map(Cond::NotThirdLast),
     ]
 }
 
@@ -462,6 +475,12 @@ fn long_run_cond() -> impl Strategy<Value = Cond> {
         2 => w.clone().prop_map(Cond::AtLeastFirst),
         2 => Just(Cond::NearTwo),
         2 => w.clone().prop_map(Cond::AfterClass),
+        1 => w.clone().prop_map(Cond::MinNear),
+        1 => w.clone().prop_map(Cond::FirstClass),
+        1 => w.clone().prop_map(Cond::ClassTwoBack),
+        1 => w.clone().prop_map(Cond::AnyAboveThree),
+        1 => w.clone().prop_map(Cond::AboveAnyValue),
+        1 => w.clone().prop_map(Cond::MaxByRemainder),
         3 => (w.clone(), 1i64..=3).prop_map(|(w, n)| Cond::CountAtMost(w, n)),
         3 => (w.clone(), 3i64..10).prop_map(|(w, c)| Cond::SumBelow(w, c)),
         1 => w.clone().prop_map(Cond::AvgAtLeast),
@@ -983,4 +1002,103 @@ fn an_aggregate_over_each_rows_classifier_keeps_the_partial_matches_it_tells_apa
             (5, 0, 1, Some("C")),
         ])
     );
+}
+
+// Issue 18, a hostile look at the pruning of equivalent partial matches: where every row is
+// both A and B, the loop's mappings are partial matches at one place of the pattern that
+// differ only in which rows went to A and which to B. Merging two of them is sound only if
+// every condition reads the same of both forever after; a condition on the closing variable
+// (or on the loop's) that reads what the pruner leaves out would make the operator miss the
+// match brute force finds, or report another. The sweep: loops preferring A or B, greedy and
+// reluctant, runs and pairs, with the new kinds of reads (MIN, BOOL_OR, ANY_VALUE, MAX_BY, a
+// float AVG, the first and an earlier row's CLASSIFIER(), PREV(CLASSIFIER(V)) of a variable
+// and of a SUBSET, the third-last row of a variable), every skip, ALL ROWS PER MATCH with the
+// running aggregates over each row's CLASSIFIER() and the next and previous rows' shown.
+#[test]
+fn no_merge_of_partial_matches_loses_or_changes_a_match_brute_force_finds() {
+    let (a, b, c) = (var("A"), var("B"), var("C"));
+    let alt = |x: Pat, y: Pat| Pat::Alt(vec![x, y]);
+    let then = |x: Pat, y: Pat| Pat::Concat(vec![x, y]);
+    let patterns = [
+        then(rep(alt(a.clone(), b.clone()), Quant::Star, true), c.clone()),
+        then(
+            rep(alt(b.clone(), a.clone()), Quant::Star, false),
+            c.clone(),
+        ),
+        then(
+            rep(
+                alt(
+                    rep(a.clone(), Quant::Plus, true),
+                    rep(b.clone(), Quant::Plus, false),
+                ),
+                Quant::Plus,
+                true,
+            ),
+            c.clone(),
+        ),
+        then(
+            rep(
+                rep(alt(a.clone(), b.clone()), Quant::Exact(2), true),
+                Quant::AtLeast(1),
+                false,
+            ),
+            c.clone(),
+        ),
+    ];
+    use Cond::*;
+    // What reads the loop's past, with the variable it names (A, B, or the union U of both).
+    let reads: Vec<fn(usize) -> Cond> = vec![
+        MinNear,
+        FirstClass,
+        ClassTwoBack,
+        BeforeLastIsB,
+        AnyAboveThree,
+        AboveAnyValue,
+        MaxByRemainder,
+        FloatAvg,
+        NotThirdLast,
+        AfterClass,
+        AtLeastFirst,
+        NotSecond,
+        BelowOneBefore,
+        |w| CountAtMost(w, 2),
+        |w| SumBelow(w, 7),
+        |w| ClassCountAtMost(w, 1),
+    ];
+    let data = rows(&[2, 4, 1, 3, 5, 0, 2, 4, 3, 1]);
+    let mut checked = 0;
+    for pattern in &patterns {
+        for read in &reads {
+            for w in [0, 1, U] {
+                // On the closing variable, or on the loop's first one.
+                for defines in [[Any, Any, read(w)], [read(w), Even, Any]] {
+                    for skip in [
+                        Skip::PastLastRow,
+                        Skip::ToNextRow,
+                        Skip::ToFirst(2),
+                        Skip::ToLast(0),
+                    ] {
+                        let case = Case {
+                            pattern: pattern.clone(),
+                            defines,
+                            skip,
+                            within: None,
+                            mode: Mode::Show,
+                            union: 0b011,
+                            rich: true,
+                        }
+                        .normalized();
+                        let Ok(brute) = brute_force(&case, &data) else {
+                            continue;
+                        };
+                        let got =
+                            run(&case, &[data.clone()], 0, None, None).expect("not too ambiguous");
+                        assert_eq!(got, brute, "the brute force agrees\n{}", case.flow());
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 500, "{checked} cases within brute force's budget");
 }
