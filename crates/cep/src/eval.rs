@@ -8,7 +8,7 @@ use super::value::{Eval, EvalError, Value};
 
 mod summary;
 
-pub(crate) use summary::summarize;
+pub(crate) use summary::{summarize, word as value_words};
 
 /// A match in progress, as expressions see it.
 pub(crate) trait View {

@@ -10,16 +10,19 @@
 //! are both A and B one for each of their 2^n mappings.
 //!
 //! What the conditions read of a history ([`Needs`]) is worked out once per pattern from the
-//! DEFINEs: the last (or first) `k` rows mapped to a variable (`A.x`, `LAST(A.x, k - 1)`,
-//! `FIRST(A.x, k - 1)`), the variables of the last rows (`CLASSIFIER()` of an earlier row,
-//! `PREV(CLASSIFIER())`), and for an aggregate over a variable (`SUM(A.x)`, or over every row
-//! with an argument reading each row's `CLASSIFIER()`) what the rows gave it so far: its
-//! summary (`eval/summary.rs`: a count, an exact integer total, an extreme value…), which
-//! decides its value at every later row whatever rows come. Trino compares the rows
-//! aggregated; a summary keeps one partial match per count where Trino keeps one per set of
-//! rows (`(A | B)* C` with `COUNT(A.*)`: n + 1, not 2^n). Columns of the current row, `PREV`,
-//! `MATCH_NUMBER()` and aggregates over all rows of the match that do not read their
-//! variables are the same in every thread of an attempt.
+//! DEFINEs, and compared as the values read, not as where the rows are: the cells of the
+//! last (or first) `k` rows mapped to a variable or SUBSET, or of rows `PREV` goes back to
+//! from them (`A.x`, `LAST(A.x, k - 1)`, `FIRST(U.x, k - 1)`); the variables of those rows
+//! (`CLASSIFIER(U)`, `PREV(CLASSIFIER(U))`) and of the last or first rows of the match
+//! (`CLASSIFIER()` of an earlier row, `PREV(CLASSIFIER())`); and for an aggregate over a
+//! variable (`SUM(A.x)`, or over every row with an argument reading each row's
+//! `CLASSIFIER()`) what the rows gave it so far: its summary (`eval/summary.rs`: a count, an
+//! exact integer total, an extreme value…), which decides its value at every later row
+//! whatever rows come. Trino compares the rows read and aggregated; values keep one partial
+//! match per value where Trino keeps one per set of rows (`(A | B)* C` with `COUNT(A.*)`:
+//! n + 1, not 2^n; `(A | B)* X $` with `PREV(CLASSIFIER(U), 1)`: a few, not 2^n). Columns of
+//! the current row, `PREV`, `MATCH_NUMBER()` and aggregates over all rows of the match that
+//! do not read their variables are the same in every thread of an attempt.
 //!
 //! MEASURES, ALL ROWS PER MATCH's CLASSIFIER() of each row, and the skip (which reads the
 //! rows of the match) need no such care, whatever they read: the standard's answer is the
@@ -62,6 +65,6 @@ mod signature;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use needs::Needs;
+pub(crate) use needs::{CellsOf, Needs, VarsOf};
 pub(crate) use pruner::{Pruner, Steps};
 pub(crate) use signature::Rows;

@@ -10,7 +10,8 @@
 //! decides the result whatever is added first:
 //!
 //! - `COUNT`: the count;
-//! - `SUM` and `AVG` of integers: the count and the exact total (in 128 bits);
+//! - `SUM` of integers: whether there is a value, and the exact total (in 128 bits); `AVG`
+//!   of integers: the count and the exact total;
 //! - `MIN` / `MAX`: the extreme value, the newest of equal ones (a later row's equal value is
 //!   met first and kept, a smaller one replaced by the extreme here);
 //! - `BOOL_AND` / `BOOL_OR`: the result so far;
@@ -107,7 +108,13 @@ impl Acc {
     fn state(&self, out: &mut Vec<u64>) -> bool {
         match self.f {
             AggFn::Count => out.push(self.count as u64),
-            AggFn::Sum | AggFn::Avg if !self.floats => out.extend([
+            // A SUM is NULL without values, else the total, whatever their number.
+            AggFn::Sum if !self.floats => out.extend([
+                u64::from(self.count > 0),
+                self.int_total as u64,
+                (self.int_total >> 64) as u64,
+            ]),
+            AggFn::Avg if !self.floats => out.extend([
                 self.count as u64,
                 self.int_total as u64,
                 (self.int_total >> 64) as u64,
@@ -146,7 +153,7 @@ impl Kinds {
 
 /// Appends `v` exactly (a float by its bits, a string whole), so that equal words are equal
 /// values of one kind; each value's words are self-delimiting.
-fn word(v: &Value, out: &mut Vec<u64>) {
+pub(crate) fn word(v: &Value, out: &mut Vec<u64>) {
     match v {
         Value::Null => out.push(0),
         Value::Bool(b) => out.extend([1, u64::from(*b)]),

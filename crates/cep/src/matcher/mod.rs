@@ -104,11 +104,12 @@ impl Pattern {
     /// `((A | B){2})* C` two (one for the rows at even and one for those at odd distances
     /// from the first: a label of the first attempt's is never at the class of the second's).
     ///
-    /// Where the conditions read the first rows of a variable, all of them (`FIRST(A.x)`,
-    /// `PREV(CLASSIFIER(A))`) or an aggregate of them (`SUM(A.x)`), comparing a later
-    /// attempt's thread with an earlier one's costs a walk to the first row of each, for
-    /// every thread and row, and they rarely agree (they start at other rows): those are
-    /// left alone.
+    /// Where the conditions read all rows of a variable or an aggregate of them (`SUM(A.x)`),
+    /// comparing a later attempt's thread with an earlier one's costs a walk to the first
+    /// row of each, for every thread and row, and they rarely agree (`A+ B` with
+    /// `AVG(A.x)`: the later attempt has fewer rows): those are left alone. (The first rows
+    /// of a variable, `FIRST(A.x)`, `FIRST(CLASSIFIER(U))`, cost such a walk too, but what
+    /// they show, a value or a variable, often agrees.)
     pub(crate) fn earlier_stands_for_later(&self) -> bool {
         let n = &self.needs;
         self.skip == Skip::PastLastRow
@@ -116,7 +117,6 @@ impl Pattern {
             && !n.from_start
             && n.all.is_empty()
             && n.aggs.is_empty()
-            && n.first.is_empty()
             && n.head == 0
     }
 }
@@ -364,6 +364,11 @@ impl Partition {
     pub(crate) fn row(&self, index: u64) -> Option<&Row> {
         let i = usize::try_from(index.checked_sub(self.base)?).ok()?;
         self.rows.get(i)
+    }
+
+    /// A cell of row `row` of the partition, if still kept.
+    pub(crate) fn cell_at(&self, row: u64, col: usize) -> Option<&Value> {
+        self.cell(row, col)
     }
 
     fn cell(&self, row: u64, col: usize) -> Option<&Value> {

@@ -120,6 +120,10 @@ fn counts_integer_totals_and_extremes_summarize_rows_mapped_otherwise() {
     ] {
         check(&agg(text), &m1, &m2, &laters, false);
     }
+    // A total of as many rows or not: one summary.
+    let m3 = Match(vec![r(0, 3, 0.0, "p"), r(1, 0, 0.0, "q")]);
+    check(&agg("SUM(A.x)"), &m1, &m3, &laters, false);
+    check(&agg("AVG(A.x)"), &m1, &m3, &laters, true);
     // What differs: the oldest A value, the order of the A rows for MAX_BY's ties, B's rows.
     for text in ["ANY_VALUE(A.x)", "SUM(B.x)", "MAX(B.x)"] {
         check(&agg(text), &m1, &m2, &laters, true);
