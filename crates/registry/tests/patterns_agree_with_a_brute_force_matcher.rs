@@ -6,7 +6,7 @@
 //! FIRST, LAST, qualified columns, running COUNT, SUM, AVG, MAX, a DataFusion function,
 //! aggregates over expressions, one reading each row's CLASSIFIER(), PREV(CLASSIFIER()), MIN,
 //! BOOL_OR, ANY_VALUE, MAX_BY, a float AVG, FIRST(CLASSIFIER()), LAST(CLASSIFIER(), 2),
-//! PREV(CLASSIFIER(V)), LAST(V.value, 2)), a
+//! PREV(CLASSIFIER(V)), FIRST(CLASSIFIER(V)) of a variable or the SUBSET, LAST(V.value, 2), PREV(V.value, 2)), a
 //! SUBSET union variable
 //! in conditions and skips, every AFTER MATCH strategy and an optional `within`. Each output
 //! row is a row of a match with its MATCH_NUMBER and CLASSIFIER (half the time with its
@@ -296,7 +296,9 @@ fn cond() -> impl Strategy<Value = Cond> {
         1 => w.clone().prop_map(Cond::AboveAnyValue),
         1 => w.clone().prop_map(Cond::MaxByRemainder),
         1 => w.clone().prop_map(Cond::FloatAvg),
-        1 => w.prop_map(Cond::NotThirdLast),
+        1 => w.clone().prop_map(Cond::NotThirdLast),
+        1 => w.clone().prop_map(Cond::FirstOfIs),
+        1 => w.prop_map(Cond::NotAfterTwoBefore),
     ]
 }
 
@@ -481,6 +483,9 @@ fn long_run_cond() -> impl Strategy<Value = Cond> {
         1 => w.clone().prop_map(Cond::AnyAboveThree),
         1 => w.clone().prop_map(Cond::AboveAnyValue),
         1 => w.clone().prop_map(Cond::MaxByRemainder),
+        1 => w.clone().prop_map(Cond::BeforeLastIsB),
+        1 => w.clone().prop_map(Cond::FirstOfIs),
+        1 => w.clone().prop_map(Cond::NotAfterTwoBefore),
         3 => (w.clone(), 1i64..=3).prop_map(|(w, n)| Cond::CountAtMost(w, n)),
         3 => (w.clone(), 3i64..10).prop_map(|(w, c)| Cond::SumBelow(w, c)),
         1 => w.clone().prop_map(Cond::AvgAtLeast),
@@ -1057,6 +1062,8 @@ fn no_merge_of_partial_matches_loses_or_changes_a_match_brute_force_finds() {
         MaxByRemainder,
         FloatAvg,
         NotThirdLast,
+        FirstOfIs,
+        NotAfterTwoBefore,
         AfterClass,
         AtLeastFirst,
         NotSecond,
@@ -1091,8 +1098,8 @@ fn no_merge_of_partial_matches_loses_or_changes_a_match_brute_force_finds() {
                         let Ok(brute) = brute_force(&case, &data) else {
                             continue;
                         };
-                        let got =
-                            run(&case, &[data.clone()], 0, None, None).expect("not too ambiguous");
+                        let got = run(&case, std::slice::from_ref(&data), 0, None, None)
+                            .expect("not too ambiguous");
                         assert_eq!(got, brute, "the brute force agrees\n{}", case.flow());
                         checked += 1;
                     }
@@ -1101,4 +1108,35 @@ fn no_merge_of_partial_matches_loses_or_changes_a_match_brute_force_finds() {
         }
     }
     assert!(checked > 500, "{checked} cases within brute force's budget");
+}
+
+// Issue 18: partial matches are told apart by the values their conditions read, not by
+// where the rows are, so that `(A | B)* X` with `PREV(LAST(A.value), 3)` keeps one per value
+// (Trino's back references). The value read is the one `PREV` goes back to from a row of
+// the variable, not that row's own: after 0 7 1 5 5, the mapping with every row A and the
+// one mapping the last row to B have last A rows of one value (5), but the rows two before
+// them differ (1 and 7), and only the second finds C at the 9.
+#[test]
+fn partial_matches_are_told_apart_by_the_value_prev_reads_before_a_variables_row() {
+    let (a, b, c) = (var("A"), var("B"), var("C"));
+    let case = Case {
+        pattern: Pat::Concat(vec![rep(Pat::Alt(vec![a, b]), Quant::Star, true), c]),
+        defines: [Cond::Any, Cond::Any, Cond::NineTwoAfterSeven(0)],
+        skip: Skip::PastLastRow,
+        within: None,
+        mode: Mode::Show,
+        union: 0,
+        rich: false,
+    };
+    assert_eq!(
+        outputs(&case, &rows(&[0, 7, 1, 5, 5, 9])),
+        expect(&[
+            (0, 0, 1, Some("A")),
+            (1, 7, 1, Some("A")),
+            (2, 1, 1, Some("A")),
+            (3, 5, 1, Some("A")),
+            (4, 5, 1, Some("B")),
+            (5, 9, 1, Some("C")),
+        ])
+    );
 }

@@ -198,6 +198,14 @@ pub(crate) enum Cond {
     FloatAvg(usize),
     /// `LAST(W.value, 2) IS NULL OR value <> LAST(W.value, 2)`
     NotThirdLast(usize),
+    /// `FIRST(CLASSIFIER(W)) = 'B'` (the variable of W's first row: with a SUBSET, which
+    /// member)
+    FirstOfIs(usize),
+    /// `PREV(W.value, 2) IS NULL OR value <> PREV(W.value, 2) + 1` (the value two rows before
+    /// W's last row, which may be before the match)
+    NotAfterTwoBefore(usize),
+    /// `value = 9 AND PREV(W.value, 2) = 7`
+    NineTwoAfterSeven(usize),
 }
 
 impl Cond {
@@ -224,7 +232,10 @@ impl Cond {
             | Cond::AboveAnyValue(w)
             | Cond::MaxByRemainder(w)
             | Cond::FloatAvg(w)
-            | Cond::NotThirdLast(w) => Some(w),
+            | Cond::NotThirdLast(w)
+            | Cond::FirstOfIs(w)
+            | Cond::NotAfterTwoBefore(w)
+            | Cond::NineTwoAfterSeven(w) => Some(w),
             _ => None,
         }
     }
@@ -253,6 +264,9 @@ impl Cond {
             Cond::MaxByRemainder(_) => Cond::MaxByRemainder(w),
             Cond::FloatAvg(_) => Cond::FloatAvg(w),
             Cond::NotThirdLast(_) => Cond::NotThirdLast(w),
+            Cond::FirstOfIs(_) => Cond::FirstOfIs(w),
+            Cond::NotAfterTwoBefore(_) => Cond::NotAfterTwoBefore(w),
+            Cond::NineTwoAfterSeven(_) => Cond::NineTwoAfterSeven(w),
             other => other,
         }
     }
@@ -303,6 +317,14 @@ impl Cond {
                 "LAST({w}.value, 2) IS NULL OR value <> LAST({w}.value, 2)",
                 w = name(w)
             ),
+            Cond::FirstOfIs(w) => format!("FIRST(CLASSIFIER({})) = 'B'", name(w)),
+            Cond::NotAfterTwoBefore(w) => format!(
+                "PREV({w}.value, 2) IS NULL OR value <> PREV({w}.value, 2) + 1",
+                w = name(w)
+            ),
+            Cond::NineTwoAfterSeven(w) => {
+                format!("value = 9 AND PREV({}.value, 2) = 7", name(w))
+            }
         })
     }
 
@@ -378,6 +400,24 @@ impl Cond {
                 n > 0 && sum(w).unwrap_or(0) as f64 / n as f64 / 10.0 >= 0.2345
             }
             Cond::NotThirdLast(w) => last(w, 2).is_none_or(|x| value != x),
+            Cond::FirstOfIs(w) => mapping
+                .iter()
+                .find(|(_, v)| is_of(w, *v, members))
+                .is_some_and(|(_, v)| *v == 1),
+            // PREV goes back among the partition's rows, before the match too.
+            Cond::NotAfterTwoBefore(w) => mapping
+                .iter()
+                .rfind(|(_, v)| is_of(w, *v, members))
+                .and_then(|(r, _)| r.checked_sub(2))
+                .is_none_or(|r| value != rows[r].2 + 1),
+            Cond::NineTwoAfterSeven(w) => {
+                value == 9
+                    && mapping
+                        .iter()
+                        .rfind(|(_, v)| is_of(w, *v, members))
+                        .and_then(|(r, _)| r.checked_sub(2))
+                        .is_some_and(|r| rows[r].2 == 7)
+            }
         }
     }
 }
