@@ -6,6 +6,10 @@ use super::expr::{Agg, AggFn, Base, RowRef, Sel, E};
 use super::matcher::MatchView;
 use super::value::{Eval, EvalError, Value};
 
+mod summary;
+
+pub(crate) use summary::{summarize, word as value_words};
+
 /// A match in progress, as expressions see it.
 pub(crate) trait View {
     /// The rows of the match, newest first: (row index in the partition, variable).
@@ -167,53 +171,15 @@ fn resolve<V: View>(r: &RowRef, c: &Ctx<'_, V>) -> Option<(u64, usize)> {
 /// A running aggregate over the rows of the match so far (walked newest first, without
 /// allocating); a `SUM` of integers that overflows is an error.
 fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
-    use std::cmp::Ordering;
     let rows = view
         .steps()
         .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)));
     let Some(arg) = &a.arg else {
         return Ok(Value::Int(rows.count() as i64));
     };
-    // The argument at a row: a column of the row is read in place.
-    let at = |row: (u64, usize), e: &E| -> Eval {
-        match here_column(e) {
-            Some(col) => Ok(view.cell(row.0, col).cloned().unwrap_or(Value::Null)),
-            None => eval_in(
-                e,
-                &Ctx {
-                    view,
-                    vars,
-                    here: Some(row),
-                },
-            ),
-        }
-    };
     if let Some(by) = &a.by {
-        // max_by / min_by: the value at the first row whose key is the largest / smallest
-        // (walking newest first, an equal key moves the choice to the older row).
-        let want = if a.f == AggFn::MaxBy {
-            Ordering::Greater
-        } else {
-            Ordering::Less
-        };
-        let mut best: Option<(Value, (u64, usize))> = None;
-        for row in rows {
-            let key = at(row, by)?;
-            if key.is_null() {
-                continue;
-            }
-            let better = match &best {
-                None => true,
-                Some((k, _)) => key
-                    .order(k)
-                    .is_some_and(|o| o == want || o == Ordering::Equal),
-            };
-            if better {
-                best = Some((key, row));
-            }
-        }
-        return match best {
-            Some((_, row)) => at(row, arg),
+        return match chosen_by(a, by, view, vars)? {
+            Some((_, row)) => arg_at(arg, view, vars, row),
             None => Ok(Value::Null),
         };
     }
@@ -229,11 +195,62 @@ fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
         }
         None => {
             for row in rows {
-                acc.add(&at(row, arg)?);
+                acc.add(&arg_at(arg, view, vars, row)?);
             }
         }
     }
     acc.finish()
+}
+
+/// An aggregate's argument (or `max_by`'s key) `e` at `row` (row, variable) of `view`: a
+/// column of the row is read in place.
+fn arg_at<V: View>(e: &E, view: &V, vars: &[Arc<str>], row: (u64, usize)) -> Eval {
+    match here_column(e) {
+        Some(col) => Ok(view.cell(row.0, col).cloned().unwrap_or(Value::Null)),
+        None => eval_in(
+            e,
+            &Ctx {
+                view,
+                vars,
+                here: Some(row),
+            },
+        ),
+    }
+}
+
+/// The key max_by / min_by chose and its row (row, variable).
+type Chosen = Option<(Value, (u64, usize))>;
+
+/// max_by / min_by of `a` with key `by`: the key and the row whose value is taken, the first
+/// row whose key is the largest / smallest (walking newest first, an equal key moves the
+/// choice to the older row); `None` where every key is NULL.
+fn chosen_by<V: View>(a: &Agg, by: &E, view: &V, vars: &[Arc<str>]) -> Result<Chosen, EvalError> {
+    use std::cmp::Ordering;
+    let want = if a.f == AggFn::MaxBy {
+        Ordering::Greater
+    } else {
+        Ordering::Less
+    };
+    let mut best: Option<(Value, (u64, usize))> = None;
+    for row in view
+        .steps()
+        .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)))
+    {
+        let key = arg_at(by, view, vars, row)?;
+        if key.is_null() {
+            continue;
+        }
+        let better = match &best {
+            None => true,
+            Some((k, _)) => key
+                .order(k)
+                .is_some_and(|o| o == want || o == Ordering::Equal),
+        };
+        if better {
+            best = Some((key, row));
+        }
+    }
+    Ok(best)
 }
 
 /// The column `e` reads if it is a column of the row an aggregate's argument is at.
@@ -255,9 +272,11 @@ struct Acc {
     f: AggFn,
     /// The non-null values added.
     count: i64,
-    /// SUM of integers in 128 bits: it fails only when its total does not fit in an `int`,
-    /// whatever the order of the rows (a running sum of 64 bits could overflow midway in
-    /// one order and not in another).
+    /// SUM (and AVG) of integers in 128 bits: it fails only when its total does not fit in
+    /// an `int`, whatever the order of the rows (a running sum of 64 bits could overflow
+    /// midway in one order and not in another), and the total is exact, so that two sets of
+    /// rows with the same count and total give every later row the same value
+    /// (`summary.rs`).
     int_total: i128,
     float_total: f64,
     floats: bool,
@@ -289,10 +308,10 @@ impl Acc {
         }
         self.count += 1;
         match self.f {
+            // Integers are added exactly (AVG too), so that the total does not depend on
+            // the order of the rows (a float total rounds after every addition).
             AggFn::Sum | AggFn::Avg => match v {
-                Value::Int(i) if !self.floats && self.f == AggFn::Sum => {
-                    self.int_total += i128::from(*i)
-                }
+                Value::Int(i) if !self.floats => self.int_total += i128::from(*i),
                 other => {
                     self.floats = true;
                     self.float_total += other.as_f64().unwrap_or(0.0);
@@ -342,7 +361,9 @@ impl Acc {
             }
             AggFn::Sum => Value::Float(self.float_total + self.int_total as f64),
             AggFn::Avg if self.count == 0 => Value::Null,
-            AggFn::Avg => Value::Float(self.float_total / self.count as f64),
+            AggFn::Avg => {
+                Value::Float((self.float_total + self.int_total as f64) / self.count as f64)
+            }
             // Every NaN is the same value: the result is the canonical one.
             AggFn::Min | AggFn::Max => match self.best {
                 Value::Float(x) => Value::Float(anduin_expr::SqlFloat::canonical(x)),

@@ -4,7 +4,9 @@
 //! generated patterns (concatenation, `|`, groups, `PERMUTE`, the anchors `^` and `$`,
 //! exclusions `{- -}`, greedy and reluctant `* + ? {n} {n,} {n,m}`), generated DEFINEs (PREV,
 //! FIRST, LAST, qualified columns, running COUNT, SUM, AVG, MAX, a DataFusion function,
-//! aggregates over expressions, one reading each row's CLASSIFIER(), PREV(CLASSIFIER())), a
+//! aggregates over expressions, one reading each row's CLASSIFIER(), PREV(CLASSIFIER()), MIN,
+//! BOOL_OR, ANY_VALUE, MAX_BY, a float AVG, FIRST(CLASSIFIER()), LAST(CLASSIFIER(), 2),
+//! PREV(CLASSIFIER(V)), FIRST(CLASSIFIER(V)) of a variable or the SUBSET, LAST(V.value, 2), PREV(V.value, 2)), a
 //! SUBSET union variable
 //! in conditions and skips, every AFTER MATCH strategy and an optional `within`. Each output
 //! row is a row of a match with its MATCH_NUMBER and CLASSIFIER (half the time with its
@@ -18,7 +20,9 @@
 //! preference, an empty prefix and empty matches, overlapping matches with `skip to next
 //! row`, and (issue 18) loops inside loops and alternations inside loops over a long run of
 //! rows that match every variable of the loop, which need equivalent partial matches pruned
-//! to finish, and an aggregate over each row's CLASSIFIER() that must not let them be.
+//! to finish, and an aggregate over each row's CLASSIFIER() that must not let them be; a sweep
+//! of loops over rows that are both A and B with every kind of read of the loop's past, where
+//! merging partial matches the reads tell apart would lose or change a match.
 
 use crate::brute_force;
 use crate::common;
@@ -283,7 +287,18 @@ fn cond() -> impl Strategy<Value = Cond> {
         1 => Just(Cond::NearTwo),
         1 => (w.clone(), 1i64..=3).prop_map(|(w, n)| Cond::ClassCountAtMost(w, n)),
         1 => (w.clone(), 3i64..12).prop_map(|(w, c)| Cond::SumExprBelow(w, c)),
-        1 => w.prop_map(Cond::AfterClass),
+        1 => w.clone().prop_map(Cond::AfterClass),
+        1 => w.clone().prop_map(Cond::MinNear),
+        1 => w.clone().prop_map(Cond::FirstClass),
+        1 => w.clone().prop_map(Cond::ClassTwoBack),
+        1 => w.clone().prop_map(Cond::BeforeLastIsB),
+        1 => w.clone().prop_map(Cond::AnyAboveThree),
+        1 => w.clone().prop_map(Cond::AboveAnyValue),
+        1 => w.clone().prop_map(Cond::MaxByRemainder),
+        1 => w.clone().prop_map(Cond::FloatAvg),
+        1 => w.clone().prop_map(Cond::NotThirdLast),
+        1 => w.clone().prop_map(Cond::FirstOfIs),
+        1 => w.prop_map(Cond::NotAfterTwoBefore),
     ]
 }
 
@@ -379,74 +394,103 @@ proptest! {
 // Generated pathological cases (issue 18).
 
 /// Loops inside loops and alternations inside loops over A and B, closed by C: `(A+)+ C`,
-/// `(A | B)* C`, `(A+ | A+)+? C`, `((A | B)+)* C`, `(A+ | B+)* C`, greedy or reluctant.
+/// `(A | B)* C`, `(A+ | A+)+? C`, `((A | B)+)* C`, `(A+ | B+)* C`, `(A+ | A B)+ C`,
+/// `((A | B){2})* C`, `(A B?){1,3}+ C`, greedy or reluctant, the loops unbounded or bounded.
 fn nested_pattern() -> impl Strategy<Value = Pat> {
     let (a, b) = (Pat::Var(0), Pat::Var(1));
+    let plus = |p: &Pat| Pat::Rep {
+        inner: Box::new(p.clone()),
+        q: Quant::Plus,
+        greedy: true,
+    };
     let body = prop_oneof![
         Just(a.clone()),
         Just(Pat::Alt(vec![a.clone(), b.clone()])),
+        Just(Pat::Alt(vec![plus(&a), plus(&a)])),
+        Just(Pat::Alt(vec![plus(&a), plus(&b)])),
         Just(Pat::Alt(vec![
-            Pat::Rep {
-                inner: Box::new(a.clone()),
-                q: Quant::Plus,
-                greedy: true
-            },
-            Pat::Rep {
-                inner: Box::new(a.clone()),
-                q: Quant::Plus,
-                greedy: true
-            },
+            plus(&a),
+            Pat::Concat(vec![a.clone(), b.clone()])
         ])),
-        Just(Pat::Alt(vec![
-            Pat::Rep {
-                inner: Box::new(a),
-                q: Quant::Plus,
-                greedy: true
-            },
+        Just(Pat::Concat(vec![a.clone(), b.clone()])),
+        Just(Pat::Rep {
+            inner: Box::new(Pat::Alt(vec![a.clone(), b.clone()])),
+            q: Quant::Exact(2),
+            greedy: true,
+        }),
+        Just(Pat::Concat(vec![
+            a.clone(),
             Pat::Rep {
                 inner: Box::new(b),
-                q: Quant::Plus,
-                greedy: true
+                q: Quant::Opt,
+                greedy: true,
             },
         ])),
     ];
-    let loop_of = |p: Pat, star: bool, greedy: bool| Pat::Rep {
-        inner: Box::new(p),
-        q: if star { Quant::Star } else { Quant::Plus },
-        greedy,
-    };
+    let q = prop_oneof![
+        3 => Just(Quant::Star),
+        3 => Just(Quant::Plus),
+        1 => Just(Quant::AtLeast(2)),
+        1 => Just(Quant::Range(1, 3)),
+    ];
     (
         body,
-        prop::option::of((any::<bool>(), any::<bool>())),
-        (any::<bool>(), any::<bool>()),
+        prop::option::of((q.clone(), any::<bool>())),
+        (q, any::<bool>()),
     )
-        .prop_map(move |(body, inner, (star, greedy))| {
+        .prop_map(move |(body, inner, (q, greedy))| {
             let body = match inner {
-                Some((star, greedy)) => loop_of(body, star, greedy),
+                Some((q, greedy)) => Pat::Rep {
+                    inner: Box::new(body),
+                    q,
+                    greedy,
+                },
                 None => body,
             };
-            Pat::Concat(vec![loop_of(body, star, greedy), Pat::Var(2)])
+            Pat::Concat(vec![
+                Pat::Rep {
+                    inner: Box::new(body),
+                    q,
+                    greedy,
+                },
+                Pat::Var(2),
+            ])
         })
 }
 
 /// Conditions that tell apart at most one partial match per row of the run at a point of the
 /// pattern (the row itself, PREV, the last or first row of a variable, the variable of the
-/// row before). Those that read two rows of a variable or all of them (`LAST(B.value, 1)`,
-/// `SUM(B.value)`) may tell apart a power of the run's length, or 2^n, legitimately (Trino
-/// keeps them too): the property test above has them on short inputs.
+/// row before), or one per value an aggregate over a variable's rows has gathered (a count,
+/// a total, an average, an extreme: a few hundred over a run). Those that read two rows of a
+/// variable (`LAST(B.value, 1)`) may tell apart a power of the run's length legitimately
+/// (Trino keeps them too): the property test above has them on short inputs.
 fn long_run_cond() -> impl Strategy<Value = Cond> {
     let w = 0usize..3;
     prop_oneof![
-        3 => Just(Cond::Any),
-        1 => (1i64..5).prop_map(Cond::Below),
-        1 => Just(Cond::Even),
-        1 => Just(Cond::Rising),
-        1 => Just(Cond::DiffersTwoBack),
-        1 => w.clone().prop_map(Cond::AboveLast),
-        1 => w.clone().prop_map(Cond::NearQualified),
-        1 => w.clone().prop_map(Cond::AtLeastFirst),
-        1 => Just(Cond::NearTwo),
-        1 => w.prop_map(Cond::AfterClass),
+        6 => Just(Cond::Any),
+        2 => (1i64..5).prop_map(Cond::Below),
+        2 => Just(Cond::Even),
+        2 => Just(Cond::Rising),
+        2 => Just(Cond::DiffersTwoBack),
+        2 => w.clone().prop_map(Cond::AboveLast),
+        2 => w.clone().prop_map(Cond::NearQualified),
+        2 => w.clone().prop_map(Cond::AtLeastFirst),
+        2 => Just(Cond::NearTwo),
+        2 => w.clone().prop_map(Cond::AfterClass),
+        1 => w.clone().prop_map(Cond::MinNear),
+        1 => w.clone().prop_map(Cond::FirstClass),
+        1 => w.clone().prop_map(Cond::ClassTwoBack),
+        1 => w.clone().prop_map(Cond::AnyAboveThree),
+        1 => w.clone().prop_map(Cond::AboveAnyValue),
+        1 => w.clone().prop_map(Cond::MaxByRemainder),
+        1 => w.clone().prop_map(Cond::BeforeLastIsB),
+        1 => w.clone().prop_map(Cond::FirstOfIs),
+        1 => w.clone().prop_map(Cond::NotAfterTwoBefore),
+        3 => (w.clone(), 1i64..=3).prop_map(|(w, n)| Cond::CountAtMost(w, n)),
+        3 => (w.clone(), 3i64..10).prop_map(|(w, c)| Cond::SumBelow(w, c)),
+        1 => w.clone().prop_map(Cond::AvgAtLeast),
+        1 => w.clone().prop_map(Cond::MaxAbove),
+        2 => (w, 3i64..12).prop_map(|(w, c)| Cond::SumExprBelow(w, c)),
     ]
 }
 
@@ -787,6 +831,27 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
             then(plus(alt(plus(a.clone()), plus(a.clone()))), b.clone()),
             [Below(3), AboveLast(0), Any],
         ),
+        // An A alone or followed by a B in a loop: every way of cutting the run into
+        // iterations is the same place; iterations of two rows, or of A then B (which any
+        // row is), tell the rows at even distances from the first from those at odd ones.
+        (
+            then(
+                plus(alt(plus(a.clone()), then(a.clone(), b.clone()))),
+                c.clone(),
+            ),
+            [Any, Any, Rising],
+        ),
+        (
+            then(
+                star(rep(alt(a.clone(), b.clone()), Quant::Exact(2), true)),
+                c.clone(),
+            ),
+            [Any, Any, Any],
+        ),
+        (
+            then(star(then(a.clone(), b.clone())), c.clone()),
+            [Any, Any, Any],
+        ),
         // The variable of the row before: the last row's, which the partial matches that
         // split the run differently share; where the alternation maps it to A or B, one
         // partial match per variable.
@@ -850,6 +915,71 @@ fn nested_loops_over_a_long_run_of_rows_that_match_everything_finish_and_agree_w
     assert_eq!(outputs(&case, &data), expect(&expected));
 }
 
+// Issue 18: aggregates over the rows of a loop's variables, over a long run of rows that
+// every variable of the loop matches. Which rows of the run the alternation maps to A or B
+// is a partial match of its own (2^n), and the operator stopped with "too ambiguous" after
+// 15 rows when an aggregate's rows told them apart; they are now told apart by what the
+// rows gave the aggregate (a count, a total), a few hundred. The matches: every row, the
+// last the closing variable's; where it needs a row of B (`SUM(B.value)` is NULL without
+// one), the preferred mapping gives up A for B at the last row of the run only.
+#[test]
+fn aggregates_over_a_loops_variables_in_a_long_run_finish_and_agree_with_brute_force() {
+    const RUN: usize = 80;
+    let (a, b, c) = (var("A"), var("B"), var("C"));
+    let star = |p: Pat| rep(p, Quant::Star, true);
+    let alt = |x: Pat, y: Pat| Pat::Alt(vec![x, y]);
+    let then = |x: Pat, y: Pat| Pat::Concat(vec![x, y]);
+    use Cond::*;
+    let either = then(star(alt(a.clone(), b.clone())), c.clone());
+    let runs = then(
+        star(alt(
+            rep(a.clone(), Quant::Plus, true),
+            rep(b.clone(), Quant::Plus, true),
+        )),
+        c.clone(),
+    );
+    let pairs = then(
+        star(rep(alt(a.clone(), b.clone()), Quant::Exact(2), true)),
+        c.clone(),
+    );
+    let cases: Vec<(Pat, [Cond; 3], bool)> = vec![
+        (either.clone(), [Any, Any, CountAtMost(0, 1000)], false),
+        (either.clone(), [Any, Any, SumBelow(1, 5)], true),
+        (either.clone(), [Any, CountAtMost(0, 1000), Rising], false),
+        (runs.clone(), [Any, Any, SumExprBelow(1, 12)], true),
+        (runs, [CountAtMost(1, 0), Any, Rising], false),
+        (pairs, [Any, Any, CountAtMost(1, 2)], false),
+        (either, [Any, SumBelow(0, 3), AfterClass(1)], true),
+    ];
+    let mut values = vec![0; RUN];
+    values.push(1);
+    let data = rows(&values);
+    for (pattern, defines, needs_b) in cases {
+        for skip in [Skip::PastLastRow, Skip::ToNextRow] {
+            let case = Case {
+                pattern: pattern.clone(),
+                defines,
+                skip,
+                within: None,
+                mode: Mode::Show,
+                union: 0,
+                rich: false,
+            }
+            .normalized();
+            let got = outputs(&case, &data);
+            if let Skip::PastLastRow = skip {
+                let mut expected: Vec<(i64, i64, i64, Option<&str>)> =
+                    (0..RUN as i64).map(|i| (i, 0, 1, Some("A"))).collect();
+                if needs_b {
+                    expected[RUN - 1].3 = Some("B");
+                }
+                expected.push((RUN as i64, 1, 1, Some("C")));
+                assert_eq!(got, expect(&expected), "{}", case.flow());
+            }
+        }
+    }
+}
+
 // Issue 18: an aggregate over every row of the match whose argument reads each row's
 // CLASSIFIER() tells apart partial matches that mapped the same rows to other variables, so
 // they are not pruned as equivalent: `(A | B)* C` with C allowing at most one A row finds
@@ -875,6 +1005,138 @@ fn an_aggregate_over_each_rows_classifier_keeps_the_partial_matches_it_tells_apa
             (3, 0, 1, Some("B")),
             (4, 0, 1, Some("B")),
             (5, 0, 1, Some("C")),
+        ])
+    );
+}
+
+// Issue 18, a hostile look at the pruning of equivalent partial matches: where every row is
+// both A and B, the loop's mappings are partial matches at one place of the pattern that
+// differ only in which rows went to A and which to B. Merging two of them is sound only if
+// every condition reads the same of both forever after; a condition on the closing variable
+// (or on the loop's) that reads what the pruner leaves out would make the operator miss the
+// match brute force finds, or report another. The sweep: loops preferring A or B, greedy and
+// reluctant, runs and pairs, with the new kinds of reads (MIN, BOOL_OR, ANY_VALUE, MAX_BY, a
+// float AVG, the first and an earlier row's CLASSIFIER(), PREV(CLASSIFIER(V)) of a variable
+// and of a SUBSET, the third-last row of a variable), every skip, ALL ROWS PER MATCH with the
+// running aggregates over each row's CLASSIFIER() and the next and previous rows' shown.
+#[test]
+fn no_merge_of_partial_matches_loses_or_changes_a_match_brute_force_finds() {
+    let (a, b, c) = (var("A"), var("B"), var("C"));
+    let alt = |x: Pat, y: Pat| Pat::Alt(vec![x, y]);
+    let then = |x: Pat, y: Pat| Pat::Concat(vec![x, y]);
+    let patterns = [
+        then(rep(alt(a.clone(), b.clone()), Quant::Star, true), c.clone()),
+        then(
+            rep(alt(b.clone(), a.clone()), Quant::Star, false),
+            c.clone(),
+        ),
+        then(
+            rep(
+                alt(
+                    rep(a.clone(), Quant::Plus, true),
+                    rep(b.clone(), Quant::Plus, false),
+                ),
+                Quant::Plus,
+                true,
+            ),
+            c.clone(),
+        ),
+        then(
+            rep(
+                rep(alt(a.clone(), b.clone()), Quant::Exact(2), true),
+                Quant::AtLeast(1),
+                false,
+            ),
+            c.clone(),
+        ),
+    ];
+    use Cond::*;
+    // What reads the loop's past, with the variable it names (A, B, or the union U of both).
+    let reads: Vec<fn(usize) -> Cond> = vec![
+        MinNear,
+        FirstClass,
+        ClassTwoBack,
+        BeforeLastIsB,
+        AnyAboveThree,
+        AboveAnyValue,
+        MaxByRemainder,
+        FloatAvg,
+        NotThirdLast,
+        FirstOfIs,
+        NotAfterTwoBefore,
+        AfterClass,
+        AtLeastFirst,
+        NotSecond,
+        BelowOneBefore,
+        |w| CountAtMost(w, 2),
+        |w| SumBelow(w, 7),
+        |w| ClassCountAtMost(w, 1),
+    ];
+    let data = rows(&[2, 4, 1, 3, 5, 0, 2, 4, 3, 1]);
+    let mut checked = 0;
+    let mut rotation = 0;
+    for pattern in &patterns {
+        for read in &reads {
+            for w in [0, 1, U] {
+                // On the closing variable, or on the loop's first one.
+                for defines in [[Any, Any, read(w)], [read(w), Even, Any]] {
+                    // Past the last row (where later attempts are dropped for earlier
+                    // ones), and in turn each of the others.
+                    let others = [Skip::ToNextRow, Skip::ToFirst(2), Skip::ToLast(0)];
+                    for skip in [Skip::PastLastRow, others[rotation % others.len()]] {
+                        rotation += 1;
+                        let case = Case {
+                            pattern: pattern.clone(),
+                            defines,
+                            skip,
+                            within: None,
+                            mode: Mode::Show,
+                            union: 0b011,
+                            rich: true,
+                        }
+                        .normalized();
+                        let Ok(brute) = brute_force(&case, &data) else {
+                            continue;
+                        };
+                        let got = run(&case, std::slice::from_ref(&data), 0, None, None)
+                            .expect("not too ambiguous");
+                        assert_eq!(got, brute, "the brute force agrees\n{}", case.flow());
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 400, "{checked} cases within brute force's budget");
+}
+
+// Issue 18: partial matches are told apart by the values their conditions read, not by
+// where the rows are, so that `(A | B)* X` with `PREV(LAST(A.value), 3)` keeps one per value
+// (Trino's back references). The value read is the one `PREV` goes back to from a row of
+// the variable, not that row's own: after 0 7 1 5 5, the mapping with every row A and the
+// one mapping the last row to B have last A rows of one value (5), but the rows two before
+// them differ (1 and 7), and only the second finds C at the 9.
+#[test]
+fn partial_matches_are_told_apart_by_the_value_prev_reads_before_a_variables_row() {
+    let (a, b, c) = (var("A"), var("B"), var("C"));
+    let case = Case {
+        pattern: Pat::Concat(vec![rep(Pat::Alt(vec![a, b]), Quant::Star, true), c]),
+        defines: [Cond::Any, Cond::Any, Cond::NineTwoAfterSeven(0)],
+        skip: Skip::PastLastRow,
+        within: None,
+        mode: Mode::Show,
+        union: 0,
+        rich: false,
+    };
+    assert_eq!(
+        outputs(&case, &rows(&[0, 7, 1, 5, 5, 9])),
+        expect(&[
+            (0, 0, 1, Some("A")),
+            (1, 7, 1, Some("A")),
+            (2, 1, 1, Some("A")),
+            (3, 5, 1, Some("A")),
+            (4, 5, 1, Some("B")),
+            (5, 9, 1, Some("C")),
         ])
     );
 }

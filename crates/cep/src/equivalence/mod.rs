@@ -10,19 +10,34 @@
 //! are both A and B one for each of their 2^n mappings.
 //!
 //! What the conditions read of a history ([`Needs`]) is worked out once per pattern from the
-//! DEFINEs: the last (or first) `k` rows mapped to a variable (`A.x`, `LAST(A.x, k - 1)`,
-//! `FIRST(A.x, k - 1)`), the variables of the last rows (`CLASSIFIER()` of an earlier row),
-//! or, for an aggregate over a variable (`SUM(A.x)`), every row mapped to it (as Trino
-//! compares the aggregated positions), and the variable of the row before (`PREV(CLASSIFIER())`).
-//! Columns of the current row, `PREV`, `MATCH_NUMBER()` and aggregates over all rows of the
-//! match are the same in every thread of an attempt.
+//! DEFINEs, and compared as the values read, not as where the rows are: the cells of the
+//! last (or first) `k` rows mapped to a variable or SUBSET, or of rows `PREV` goes back to
+//! from them (`A.x`, `LAST(A.x, k - 1)`, `FIRST(U.x, k - 1)`); the variables of those rows
+//! (`CLASSIFIER(U)`, `PREV(CLASSIFIER(U))`) and of the last or first rows of the match
+//! (`CLASSIFIER()` of an earlier row, `PREV(CLASSIFIER())`); and for an aggregate over a
+//! variable (`SUM(A.x)`, or over every row with an argument reading each row's
+//! `CLASSIFIER()`) what the rows gave it so far: its summary (`eval/summary.rs`: a count, an
+//! exact integer total, an extreme value…), which decides its value at every later row
+//! whatever rows come. Trino compares the rows read and aggregated; values keep one partial
+//! match per value where Trino keeps one per set of rows (`(A | B)* C` with `COUNT(A.*)`:
+//! n + 1, not 2^n; `(A | B)* X $` with `PREV(CLASSIFIER(U), 1)`: a few, not 2^n). Columns of
+//! the current row, `PREV`, `MATCH_NUMBER()` and aggregates over all rows of the match that
+//! do not read their variables are the same in every thread of an attempt.
 //!
-//! MEASURES (and the skip, which reads the rows of the match) need no such care, whatever
-//! they read: preference is decided where two partial matches part, so every completion of
-//! the kept one is preferred to every completion of the dropped one, and the dropped one's
-//! completions are the kept one's (the same rows accepted by the same conditions). So the
-//! match that wins never extends a dropped partial match: the measures are computed on the
-//! same match with and without pruning.
+//! MEASURES, ALL ROWS PER MATCH's CLASSIFIER() of each row, and the skip (which reads the
+//! rows of the match) need no such care, whatever they read: the standard's answer is the
+//! most preferred completed match, and preference is decided where two partial matches part
+//! (the first to take the preferred branch of an alternation or quantifier), so every
+//! completion of the kept one is preferred to every completion of the dropped one. The
+//! dropped one's completions are the kept one's, with its own past: the same later rows
+//! accepted by the same conditions (which read the same of both pasts) in the same places
+//! of the pattern. So whenever the dropped one would complete, the kept one completes too
+//! and wins: the match reported never extends a dropped partial match, and the measures,
+//! the variable shown for each row and the match's bounds are those of the same match with
+//! and without pruning. (A dropped partial match that would win needs the kept one to fail
+//! where it succeeds, i.e. a condition reading something of their pasts that the key leaves
+//! out: what `needs.rs` and the summaries must not miss, and what the brute-force oracle of
+//! the registry's tests checks on generated patterns.)
 //!
 //! Threads that mapped every row alike are found in constant time: the matcher builds each
 //! step of a history once per (previous step, variable) in an attempt's row, so that equal
@@ -35,12 +50,13 @@
 //!
 //! Across attempts ([`Pruner::claim`]): where the skip is past the last row, no `within`
 //! bounds a match and nothing the conditions read depends on the first row of the match, a
-//! later attempt's thread equivalent to one of the front attempt's (the next attempt to be
-//! reported) goes too: if it completed a match, the front one's would, and the front
-//! attempt's match would cover the later attempt's start.
+//! later attempt's thread equivalent to one of an earlier attempt's goes too, if no match
+//! found by an attempt before that one reaches its start: if it completed a match, the
+//! earlier one's would, and the match reported would cover the later attempt's start (see
+//! `Pattern::earlier_stands_for_later`).
 //!
-//! Here: what the conditions read ([`Needs`], `needs.rs`), what a history shows them
-//! (`signature.rs`), and the pruner and shared steps of a row (`pruner.rs`).
+//! Here: what the conditions read ([`Needs`], `needs.rs`), what a history shows them, as a
+//! key (`signature.rs`), and the pruner and shared steps of a row (`pruner.rs`).
 
 mod needs;
 mod pruner;
@@ -49,5 +65,6 @@ mod signature;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use needs::Needs;
+pub(crate) use needs::{CellsOf, Needs, VarsOf};
 pub(crate) use pruner::{Pruner, Steps};
+pub(crate) use signature::Rows;

@@ -1,17 +1,24 @@
 //! What the DEFINE conditions read of a partial match's history, worked out once per pattern.
 
-use super::super::expr::{Base, RowRef, Sel, E};
+use super::super::expr::{Agg, Base, RowRef, Sel, E};
 
 /// What the DEFINE conditions read of a partial match's history (the rows before the one
 /// being classified).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Needs {
-    /// Variables a condition aggregates over: all their rows.
+    /// Variables all of whose rows a condition reads (an aggregate whose argument reads
+    /// MATCH_NUMBER()).
     pub all: Vec<usize>,
-    /// (variable, k): the last `k` rows mapped to the variable.
-    pub last: Vec<(usize, usize)>,
-    /// (variable, k): the first `k` rows mapped to the variable.
-    pub first: Vec<(usize, usize)>,
+    /// The variables of some of the rows of a variable or SUBSET, or of the rows before them
+    /// (`CLASSIFIER(U)`, `PREV(CLASSIFIER(U))`, `FIRST(CLASSIFIER(U), 2)`).
+    pub vars_of: Vec<VarsOf>,
+    /// Aggregates a condition computes over rows of a partial match (of a variable, or of
+    /// every row with an argument reading each row's CLASSIFIER()): partial matches are told
+    /// apart by what the rows gave each so far (`eval/summary.rs`), not by the rows.
+    pub aggs: Vec<Agg>,
+    /// Cells of some of the rows of a variable or SUBSET, or of the rows before them
+    /// (`A.x`, `LAST(A.x, 1)`, `FIRST(U.x)`, `PREV(A.x, 2)`).
+    pub cells_of: Vec<CellsOf>,
     /// The variables of the last `tail` rows.
     pub tail: usize,
     /// The variables of the first `head` rows.
@@ -20,6 +27,29 @@ pub(crate) struct Needs {
     /// over every row of the match, `FIRST(x)`, `LAST(x, n)`): the same in every thread of
     /// an attempt, not in every attempt.
     pub from_start: bool,
+}
+
+/// A condition reads the variables of the last (`first`: first) `k` rows mapped to `sel`,
+/// or, with `back`, of the rows `back` rows before each (none where that row is before the
+/// match).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VarsOf {
+    pub sel: Sel,
+    pub k: usize,
+    pub back: usize,
+    pub first: bool,
+}
+
+/// A condition reads column `col` of the last (`first`: first) `k` rows mapped to `sel`, or
+/// with `back`, of the rows `back` rows before each (NULL where that is before the
+/// partition's first row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CellsOf {
+    pub sel: Sel,
+    pub k: usize,
+    pub back: usize,
+    pub col: usize,
+    pub first: bool,
 }
 
 impl Needs {
@@ -38,8 +68,9 @@ impl Needs {
     /// instruction are equivalent.
     pub(crate) fn nothing(&self) -> bool {
         self.all.is_empty()
-            && self.last.is_empty()
-            && self.first.is_empty()
+            && self.aggs.is_empty()
+            && self.vars_of.is_empty()
+            && self.cells_of.is_empty()
             && self.tail == 0
             && self.head == 0
     }
@@ -54,36 +85,51 @@ impl Needs {
         match e {
             // NEXT is a measure's only.
             E::Lit(_) | E::MatchNumber | E::Next { .. } => {}
-            E::Col(r, _) => self.reference(*r, own, false, vars),
-            E::Classifier(r) => self.reference(*r, own, true, vars),
+            E::Col(r, col) => self.reference(*r, own, Some(*col)),
+            E::Classifier(r) => self.reference(*r, own, None),
             E::Agg(a) => {
                 // The argument reads the aggregated rows (and PREV of them, the same in every
                 // thread), the variable of each (`CLASSIFIER()`), and with `PREV(CLASSIFIER())`
                 // the variable of a row before each, which may be any row's.
-                let (mut classifier, mut before) = (false, false);
+                let (mut classifier, mut before, mut number) = (false, 0, false);
                 for x in a.arg.iter().chain(&a.by) {
-                    x.walk(&mut |x| {
-                        if let E::Classifier(r) = x {
+                    x.walk(&mut |x| match x {
+                        E::Classifier(r) => {
                             classifier = true;
-                            before |= r.back > 0;
+                            before = before.max(r.back);
                         }
+                        E::MatchNumber => number = true,
+                        _ => {}
                     });
                 }
                 match a.var {
-                    Some(sel) if !before => {
+                    // The rows of the whole match and their columns are the same in every
+                    // thread of an attempt; where the match started is not the same in every
+                    // attempt.
+                    None if !classifier => self.from_start = true,
+                    // MATCH_NUMBER() changes as earlier matches are reported: a summary of
+                    // the values so far would go stale, the rows themselves tell.
+                    Some(sel) if number && before == 0 => {
                         for v in sel.members() {
                             all(v, self);
                         }
                     }
-                    // The rows of the whole match are the same in every thread; their
-                    // variables are not, which an argument reading CLASSIFIER() sees. Where
-                    // the match started is not the same in every attempt.
-                    None if !classifier => self.from_start = true,
-                    _ => {
+                    _ if number => {
                         self.from_start = true;
                         for v in 0..vars {
                             all(v, self);
                         }
+                    }
+                    // Otherwise what the rows gave the aggregate so far is summarized
+                    // (`eval/summary.rs`): later rows add to it alike. A later row's
+                    // `PREV(CLASSIFIER())` reads the variable of one of the last rows, or of a
+                    // row before the match (none: in other attempts, one of theirs).
+                    _ => {
+                        if !self.aggs.contains(a) {
+                            self.aggs.push((**a).clone());
+                        }
+                        self.tail = self.tail.max(before);
+                        self.from_start |= a.var.is_none() || before > 0;
                     }
                 }
             }
@@ -102,15 +148,10 @@ impl Needs {
         }
     }
 
-    /// A reference in the condition of variable `own` (of `vars` variables); with
-    /// `classifier`, to the variable of the row rather than a column.
-    fn reference(&mut self, r: RowRef, own: usize, classifier: bool, vars: usize) {
-        fn at_least(list: &mut Vec<(usize, usize)>, var: usize, k: usize) {
-            match list.iter_mut().find(|(v, _)| *v == var) {
-                Some((_, had)) => *had = (*had).max(k),
-                None => list.push((var, k)),
-            }
-        }
+    /// A reference in the condition of variable `own` to column `col` of a row, or (`None`)
+    /// to its variable.
+    fn reference(&mut self, r: RowRef, own: usize, col: Option<usize>) {
+        let classifier = col.is_none();
         match r.base {
             // The n-th row from the last of the match: row `n` counts the one being
             // classified (mapped to `own`), so the history's last `n` rows (and the
@@ -133,39 +174,79 @@ impl Needs {
                     self.head = self.head.max(n + 1);
                 }
             }
-            // The row being classified is the last of its own variable. Of a SUBSET's rows,
-            // the last (first) k are among the last (first) k of each member: those tell
-            // the threads apart.
+            // The n-th last row of a variable or SUBSET: the row being classified is the
+            // last of its own variable, so the history's last `n` rows of it (of a SUBSET,
+            // `n + 1`: the row may not be one of its). What the condition reads of those
+            // rows (a column, of the row `back` rows before; the variable of the row or of
+            // the one `back` before) tells the threads apart, not where the rows are. A
+            // later row of U, `back` rows after one of the last rows, reads that one's
+            // variable.
             Base::Last { var: Some(sel), n } => {
-                for v in sel.members() {
-                    let k = if sel == Sel::One(own) { n } else { n + 1 };
-                    if k > 0 {
-                        at_least(&mut self.last, v, k);
+                let k = if sel == Sel::One(own) { n } else { n + 1 };
+                match col {
+                    Some(col) => self.cells_of(CellsOf {
+                        sel,
+                        k,
+                        back: r.back,
+                        col,
+                        first: false,
+                    }),
+                    None => {
+                        self.vars_of(sel, k, r.back, false);
+                        self.tail = self.tail.max(r.back);
                     }
                 }
             }
-            Base::First { var: Some(sel), n } => {
-                for v in sel.members() {
-                    at_least(&mut self.first, v, n + 1);
+            Base::First { var: Some(sel), n } => match col {
+                Some(col) => self.cells_of(CellsOf {
+                    sel,
+                    k: n + 1,
+                    back: r.back,
+                    col,
+                    first: true,
+                }),
+                None => {
+                    self.vars_of(sel, n + 1, r.back, true);
+                    self.tail = self.tail.max(r.back);
                 }
-            }
+            },
             // Only inside an aggregate's argument, which the aggregate accounts for.
             Base::Here => {}
         }
-        // `PREV(CLASSIFIER(V))`: the variable of the row before a row of V, which may be any
-        // row of the match.
-        if classifier
-            && r.back > 0
-            && matches!(
-                r.base,
-                Base::Last { var: Some(_), .. } | Base::First { var: Some(_), .. }
-            )
+    }
+
+    /// Records that a condition reads a column of some rows of a variable.
+    fn cells_of(&mut self, need: CellsOf) {
+        if need.k == 0 {
+            return;
+        }
+        match self.cells_of.iter_mut().find(|c| {
+            c.sel == need.sel && c.back == need.back && c.col == need.col && c.first == need.first
+        }) {
+            Some(had) => had.k = had.k.max(need.k),
+            None => self.cells_of.push(need),
+        }
+    }
+
+    /// Records that a condition reads the variables of the last (`first`: first) `k` rows
+    /// of `sel`, or of the rows `back` before them.
+    fn vars_of(&mut self, sel: Sel, k: usize, back: usize, first: bool) {
+        if k == 0 {
+            return;
+        }
+        let need = VarsOf {
+            sel,
+            k,
+            back,
+            first,
+        };
+        match self
+            .vars_of
+            .iter_mut()
+            .find(|r| r.sel == sel && r.back == back && r.first == first)
         {
-            for v in 0..vars {
-                if !self.all.contains(&v) {
-                    self.all.push(v);
-                }
-            }
+            Some(had) => had.k = had.k.max(k),
+            None => self.vars_of.push(need),
         }
     }
 }

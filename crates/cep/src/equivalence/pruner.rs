@@ -1,6 +1,6 @@
 //! The pruner of one partition's row: which threads of an attempt (and of a later attempt,
-//! against the front one) are kept, and the steps of the row, shared so that equal
-//! histories are one allocation.
+//! against the earlier ones that stand for it) are kept, and the steps of the row, shared so
+//! that equal histories are one allocation.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use ahash::RandomState;
 
 use super::super::matcher::{Pattern, Step, Thread};
-use super::signature::signature;
+use super::signature::{key, Rows};
 use super::Needs;
 
 fn address(hist: Option<&Arc<Step>>) -> usize {
@@ -27,20 +27,21 @@ pub(crate) struct Pruner {
     keyed: Vec<u32>,
     now: u32,
     keys: HashSet<(usize, Box<[u64]>), RandomState>,
-    /// Stamped (with `row`) at the classes where the front attempt has a thread after the
-    /// row being pushed.
+    /// Stamped (with `row`) at the classes where an attempt that stands for later ones has a
+    /// thread after the row being pushed.
     claimed: Vec<u32>,
     row: u32,
-    /// Where the conditions read the history: the front attempt's threads after the row
-    /// (class, history), whose signatures at a class are worked out into
-    /// `front_keys` when a rival's thread first reaches it (stamped in `front_keyed`).
-    front: Vec<(usize, Option<Arc<Step>>)>,
-    front_keyed: Vec<u32>,
-    front_keys: HashSet<(usize, Box<[u64]>), RandomState>,
-    /// The threads being admitted are a later attempt's: a thread at a class where the front
-    /// attempt has an equivalent one goes (see [`Pattern::front_stands_for_later`]).
+    /// Where the conditions read the history: the threads of the attempts that stand for
+    /// later ones, after the row (class, history), whose keys at a class are worked out into
+    /// `claim_keys` when a rival's thread first reaches it (stamped in `claims_keyed`).
+    claims: Vec<(usize, Option<Arc<Step>>)>,
+    claims_keyed: Vec<u32>,
+    claim_keys: HashSet<(usize, Box<[u64]>), RandomState>,
+    /// The threads being admitted are a later attempt's: a thread at a class where an
+    /// earlier attempt that stands for it has an equivalent one goes (see
+    /// [`Pattern::earlier_stands_for_later`]).
     ///
-    /// [`Pattern::front_stands_for_later`]: super::matcher::Pattern::front_stands_for_later
+    /// [`Pattern::earlier_stands_for_later`]: super::matcher::Pattern::earlier_stands_for_later
     rival: bool,
 }
 
@@ -63,7 +64,7 @@ impl Pruner {
     pub(crate) fn start_row(&mut self, len: usize) {
         if self.claimed.len() != len || self.row == u32::MAX {
             self.claimed = vec![0; len];
-            self.front_keyed = vec![0; len];
+            self.claims_keyed = vec![0; len];
             self.row = 0;
         }
         self.row += 1;
@@ -71,46 +72,56 @@ impl Pruner {
         self.end_row();
     }
 
-    /// The row has been pushed: the front attempt's histories are let go.
+    /// The row has been pushed: the claiming attempts' histories are let go.
     pub(crate) fn end_row(&mut self) {
-        self.front.clear();
-        self.front_keys.clear();
+        self.claims.clear();
+        self.claim_keys.clear();
     }
 
-    /// The front attempt of pattern `p` has `threads` (waiting for the next row): a later
-    /// attempt's thread equivalent to one of them can only find what the front one finds
-    /// first.
+    /// An attempt of pattern `p` that stands for later ones has `threads` (waiting for the
+    /// next row): a later attempt's thread equivalent to one of them can only find what that
+    /// one finds first.
     pub(crate) fn claim(&mut self, p: &Pattern, threads: &[Thread]) {
         for t in threads {
-            self.claimed[p.classes[t.pc]] = self.row;
+            let class = p.classes[t.pc];
+            self.claimed[class] = self.row;
+            // The keys at the class, if worked out for an earlier rival, are worked out
+            // again with these.
+            self.claims_keyed[class] = 0;
         }
         if !p.needs.nothing() {
-            self.front
+            self.claims
                 .extend(threads.iter().map(|t| (p.classes[t.pc], t.hist.clone())));
         }
     }
 
     /// Whether a rival's thread at a label of `class` with `hist` is equivalent to one of the
-    /// front attempt's: at a label of the same class, showing the conditions the same rows
-    /// (which are the same rows of the partition in both attempts: what depends on the first
-    /// row of the match rules rivals out, see [`Needs::from_start`]).
-    fn claimed(&mut self, needs: &Needs, class: usize, hist: Option<&Arc<Step>>) -> bool {
+    /// claiming attempts': at a label of the same class, showing the conditions the same
+    /// rows (which are the same rows of the partition in both attempts: what depends on the
+    /// first row of the match rules rivals out, see [`Needs::from_start`]).
+    fn claimed(
+        &mut self,
+        needs: &Needs,
+        class: usize,
+        hist: Option<&Arc<Step>>,
+        rows: Option<Rows<'_>>,
+    ) -> bool {
         if self.claimed[class] != self.row {
             return false;
         }
         if needs.nothing() {
             return true;
         }
-        if self.front_keyed[class] != self.row {
-            self.front_keyed[class] = self.row;
-            for (at, h) in &self.front {
+        if self.claims_keyed[class] != self.row {
+            self.claims_keyed[class] = self.row;
+            for (at, h) in &self.claims {
                 if *at == class {
-                    self.front_keys
-                        .insert((class, signature(needs, h.as_ref())));
+                    self.claim_keys
+                        .insert((class, key(needs, h.as_ref(), rows)));
                 }
             }
         }
-        self.front_keys.contains(&(class, signature(needs, hist)))
+        self.claim_keys.contains(&(class, key(needs, hist, rows)))
     }
 
     /// Whether the threads admitted next are a later attempt's (checked against the claims).
@@ -120,7 +131,8 @@ impl Pruner {
 
     /// Whether a thread at a label of `class` with `hist` is kept in the list `out` (the
     /// threads before it, all preferred to it): not when one of them at `class` is
-    /// equivalent, nor when it is a rival's equivalent to one of the front attempt's.
+    /// equivalent, nor when it is a rival's equivalent to one of a claiming attempt's.
+    /// `rows` are what the summaries of aggregates read (`None`: their rows are compared).
     #[inline]
     pub(crate) fn admit(
         &mut self,
@@ -128,8 +140,9 @@ impl Pruner {
         class: usize,
         hist: Option<&Arc<Step>>,
         out: &[Thread],
+        rows: Option<Rows<'_>>,
     ) -> bool {
-        if self.rival && self.claimed(needs, class, hist) {
+        if self.rival && self.claimed(needs, class, hist, rows) {
             return false;
         }
         if self.stamps[class] != self.now {
@@ -149,9 +162,9 @@ impl Pruner {
         }
         if self.keyed[class] != self.now {
             self.keyed[class] = self.now;
-            self.keys.insert((class, signature(needs, first_hist)));
+            self.keys.insert((class, key(needs, first_hist, rows)));
         }
-        self.keys.insert((class, signature(needs, hist)))
+        self.keys.insert((class, key(needs, hist, rows)))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::super::equivalence::Pruner;
+use super::super::equivalence::{Pruner, Rows};
 use super::super::program::Inst;
 use super::{Pattern, Step, Thread};
 
@@ -47,11 +47,14 @@ impl Seen {
 }
 
 /// Where a closure is: at the partition's first row (`^` passes), or after its last (the
-/// partition ended: `$` passes, and no thread waits for a row).
+/// partition ended: `$` passes, and no thread waits for a row); and the partition's rows,
+/// which the pruner reads for the summaries of aggregates (`None`: it compares the rows
+/// aggregated instead).
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct At {
+pub(super) struct At<'a> {
     pub first: bool,
     pub ended: bool,
+    pub rows: Option<Rows<'a>>,
 }
 
 /// Follows the moves that consume no row from `pc`, in preference order, adding a thread at
@@ -63,7 +66,7 @@ pub(super) fn closure(
     p: &Pattern,
     seen: &mut Seen,
     prune: &mut Pruner,
-    at: At,
+    at: At<'_>,
     pc: usize,
     hist: Option<Arc<Step>>,
     out: &mut Vec<Thread>,
@@ -77,7 +80,7 @@ pub(super) fn closure(
         match p.prog[pc] {
             // A thread waits here for the next row (at `$`: for the end).
             Inst::Label(_) | Inst::End if !at.ended => {
-                if prune.admit(&p.needs, p.classes[pc], hist.as_ref(), out) {
+                if prune.admit(&p.needs, p.classes[pc], hist.as_ref(), out, at.rows) {
                     out.push(Thread {
                         pc,
                         hist: hist.clone(),

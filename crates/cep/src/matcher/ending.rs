@@ -46,9 +46,11 @@ impl Partition {
         if !p.ends {
             return;
         }
+        // No thread waits after the end: the pruner admits none, and reads no rows.
         let at = At {
             first: self.next() == 0,
             ended: true,
+            rows: None,
         };
         let mut seen = Seen::default();
         let mut prune = Pruner::default();

@@ -23,7 +23,7 @@ mod tests;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::equivalence::{Needs, Pruner, Steps};
+use super::equivalence::{Needs, Pruner, Rows, Steps};
 use super::eval::eval;
 use super::expr::{Sel, E};
 use super::program::Inst;
@@ -31,7 +31,7 @@ use super::value::{EvalError, Value};
 use closure::{closure, At, Seen};
 pub(crate) use handing::{AdoptError, HandedPart};
 use views::HistView;
-pub(crate) use views::MatchView;
+pub(crate) use views::{MatchView, Past};
 
 /// What follows a match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,30 +80,43 @@ pub(crate) struct Pattern {
 }
 
 impl Pattern {
-    /// Whether the front attempt's threads stand for a later attempt's that are equivalent
-    /// to them (at labels of one class, showing the conditions the same rows of the
-    /// partition), so that those go. It holds when nothing the conditions read depends on
+    /// Whether the threads of the attempts in flight stand for a later attempt's that are
+    /// equivalent to them (at labels of one class, showing the conditions the same rows of
+    /// the partition), so that those go. It holds when nothing the conditions read depends on
     /// where the match started (not `COUNT(*)`, `FIRST(x)`, `LAST(x, n)`: see
     /// [`Needs::from_start`]), so that equivalent threads of two attempts accept the same
-    /// rows from then on; no `within` ends the front attempt before the later one; and the
-    /// skip is past the last row. The front attempt is the next to be reported (every
-    /// earlier one was), and each of its threads has consumed every row up to the current
-    /// one: if the later attempt's thread would complete a match, so would the front one's,
-    /// so the front attempt surely ends with a match reaching the current row, inside which
-    /// the later attempt starts. Otherwise neither completes and the later attempt ends as
-    /// it would have. So `(A+)+ B` over a run of n rows keeps one attempt in flight, not n.
+    /// rows from then on; no `within` ends an earlier attempt before the later one; and the
+    /// skip is past the last row.
     ///
-    /// Where the conditions read the first rows of a variable or all of them (`FIRST(A.x)`,
-    /// `SUM(A.x)`), comparing a later attempt's thread with the front's costs a walk to the
-    /// first row of each, for every thread and row, and they rarely agree (they start at
-    /// other rows): those are left alone.
-    pub(crate) fn front_stands_for_later(&self) -> bool {
+    /// An attempt E stands for the later ones when no match that an attempt before it has
+    /// found reaches E's start (the front attempt, the next to be reported, always does).
+    /// Each of E's threads has consumed every row up to the current one and is preferred to
+    /// any match E found before (the less preferred threads went when it was found). If a
+    /// later attempt's thread would complete a match, so would E's equivalent one: E ends
+    /// with a match reaching the current row (from its threads, all preferred to what it
+    /// found before). Of the attempts before E, each reports no match, or one found before,
+    /// which ends before E's start (the skip after it leaves E to be tried), or one found
+    /// from now on, which ends at a row yet to come; so a match reported before E's either
+    /// reaches the current row or leaves E to be reported. Either way a reported match
+    /// covers the later attempt's start, and with the skip past the last row that attempt is
+    /// never reported. Otherwise neither completes and the later attempt ends as it would
+    /// have. So `(A+)+ B` over a run of n rows keeps one attempt in flight, not n, and
+    /// `((A | B){2})* C` two (one for the rows at even and one for those at odd distances
+    /// from the first: a label of the first attempt's is never at the class of the second's).
+    ///
+    /// Where the conditions read all rows of a variable or an aggregate of them (`SUM(A.x)`),
+    /// comparing a later attempt's thread with an earlier one's costs a walk to the first
+    /// row of each, for every thread and row, and they rarely agree (`A+ B` with
+    /// `AVG(A.x)`: the later attempt has fewer rows): those are left alone. (The first rows
+    /// of a variable, `FIRST(A.x)`, `FIRST(CLASSIFIER(U))`, cost such a walk too, but what
+    /// they show, a value or a variable, often agrees.)
+    pub(crate) fn earlier_stands_for_later(&self) -> bool {
         let n = &self.needs;
         self.skip == Skip::PastLastRow
             && self.within.is_none()
             && !n.from_start
             && n.all.is_empty()
-            && n.first.is_empty()
+            && n.aggs.is_empty()
             && n.head == 0
     }
 }
@@ -276,6 +289,20 @@ impl Attempt {
     fn ended(&self) -> bool {
         self.threads.is_empty()
     }
+
+    /// The last row of the match it has found (its start for an empty match).
+    fn best_end(&self) -> Option<u64> {
+        self.best
+            .as_ref()
+            .map(|b| b.as_ref().map_or(self.start, |s| s.row))
+    }
+}
+
+/// Whether attempt `a` stands for later ones (its threads claim theirs, see
+/// [`Pattern::earlier_stands_for_later`]) where the matches the attempts before it have found
+/// end at row `reach` at the latest: none of them reaches its start.
+fn stands_for_later(reach: Option<u64>, a: &Attempt) -> bool {
+    reach.is_none_or(|r| r < a.start)
 }
 
 /// An attempt's `best` (or `timed_out`) match.
@@ -339,6 +366,11 @@ impl Partition {
         self.rows.get(i)
     }
 
+    /// A cell of row `row` of the partition, if still kept.
+    pub(crate) fn cell_at(&self, row: u64, col: usize) -> Option<&Value> {
+        self.cell(row, col)
+    }
+
     fn cell(&self, row: u64, col: usize) -> Option<&Value> {
         self.row(row).and_then(|r| r.cells.get(col))
     }
@@ -374,19 +406,20 @@ impl Partition {
         let mut started = idx >= self.resume && starts.admits(idx);
         if started {
             let mut threads = s.spare.pop().unwrap_or_default();
-            // The front attempt's threads wait for this row too: those of the new attempt
-            // equivalent to them go (see `Pattern::front_stands_for_later`).
-            let front = self.attempts.front().filter(|a| !a.ended());
-            let rival = p.front_stands_for_later() && front.is_some();
-            if let Some(front) = front.filter(|_| rival) {
+            // The threads of the attempts in flight wait for this row too: those of the new
+            // attempt equivalent to one of theirs go (see
+            // `Pattern::earlier_stands_for_later`).
+            let rival = p.earlier_stands_for_later() && self.attempts.iter().any(|a| !a.ended());
+            if rival {
                 s.prune.start_row(p.prog.len());
-                s.prune.claim(p, &front.threads);
+                self.claim(p, &mut s.prune);
             }
             s.prune.clear(p.prog.len());
             s.prune.set_rival(rival);
             let at = At {
                 first: idx == 0,
                 ended: false,
+                rows: Some(self.rows(p)),
             };
             let best =
                 closure(p, &mut s.seen, &mut s.prune, at, 0, None, &mut threads).then_some(None);
@@ -430,6 +463,28 @@ impl Partition {
         Ok(())
     }
 
+    /// Claims in `prune` the threads of the attempts that stand for later ones: each in
+    /// flight that no match found by an attempt before it reaches (see
+    /// [`Pattern::earlier_stands_for_later`]).
+    fn claim(&self, p: &Pattern, prune: &mut Pruner) {
+        let mut reach = None;
+        for a in &self.attempts {
+            if stands_for_later(reach, a) {
+                prune.claim(p, &a.threads);
+            }
+            reach = reach.max(a.best_end());
+        }
+    }
+
+    /// What the pruner reads of the partition (for the summaries of aggregates).
+    fn rows<'a>(&'a self, p: &'a Pattern) -> Rows<'a> {
+        Rows {
+            part: self,
+            vars: &p.vars,
+            number: self.matches + 1,
+        }
+    }
+
     /// Past the last row, the front attempt (the next to be reported) that has found a
     /// match ending at row `e` will report it or a preferred one, which ends later (its live
     /// partial matches have consumed every row so far): the attempts that start by `e` are
@@ -460,12 +515,16 @@ impl Partition {
     /// `s.undo` what it changed. On an error, the attempt being advanced is as it was and
     /// the earlier ones are advanced, with their old state in `s.undo`.
     fn step(&mut self, p: &Pattern, s: &mut Scratch, idx: u64, ts: i64) -> Result<(), StepFailed> {
-        let rivals = p.front_stands_for_later();
+        let rivals = p.earlier_stands_for_later();
+        // The last row of the matches the attempts so far have found (see
+        // `stands_for_later`).
+        let mut reach = None;
         if rivals {
             s.prune.start_row(p.prog.len());
         }
         for i in 0..self.attempts.len() {
             if self.attempts[i].ended() {
+                reach = reach.max(self.attempts[i].best_end());
                 continue;
             }
             if p.within
@@ -533,7 +592,10 @@ impl Partition {
                     p,
                     &mut s.seen,
                     &mut s.prune,
-                    At::default(),
+                    At {
+                        rows: Some(self.rows(p)),
+                        ..At::default()
+                    },
                     t.pc + 1,
                     hist.clone(),
                     &mut next,
@@ -562,14 +624,16 @@ impl Partition {
                 return Err(failed);
             }
             a.threads = next;
+            let best = found.map(|h| a.best.replace(h));
             if rivals {
-                if i == 0 {
+                if stands_for_later(reach, a) {
                     s.prune.claim(p, &a.threads);
-                } else if a.ended() && a.best.is_none() {
+                }
+                reach = reach.max(a.best_end());
+                if i > 0 && a.ended() && a.best.is_none() {
                     s.emptied = true;
                 }
             }
-            let best = found.map(|h| a.best.replace(h));
             if p.fallible {
                 s.undo.push(Undo {
                     attempt: i,

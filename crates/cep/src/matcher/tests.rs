@@ -384,7 +384,7 @@ pub(super) fn row_of(ts: i64, value: i64) -> Row {
 fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_row() {
     /// Pattern, conditions, skip, within, and the most attempts kept (`None`: one a row).
     type Case<'a> = (&'a str, &'a str, Skip, Option<i64>, Option<usize>);
-    let cases: [Case<'_>; 15] = [
+    let cases: [Case<'_>; 19] = [
         (
             "(A+)+ B",
             "B AS value < 0",
@@ -462,6 +462,40 @@ fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_
             Some(50),
             None,
         ),
+        // The first attempt's labels after an even number of rows are never at the class
+        // of those after an odd number: the second attempt stands for the later ones that
+        // start an odd number of rows after the first (no match found before it reaches
+        // its start), the first for the others. Where C holds on every seventh row, the
+        // first attempt finds matches (and goes on, preferring more pairs): the attempts
+        // inside them end, and the first one after them stands for those at its parity.
+        (
+            "((A | B){2})* C",
+            "C AS value < 0",
+            Skip::PastLastRow,
+            None,
+            Some(2),
+        ),
+        (
+            "((A | B){2})* C",
+            "C AS value % 7 = 0",
+            Skip::PastLastRow,
+            None,
+            Some(3),
+        ),
+        (
+            "(A B)* C",
+            "C AS value < 0",
+            Skip::PastLastRow,
+            None,
+            Some(2),
+        ),
+        (
+            "(A B C)+ D",
+            "D AS value < LAST(A.value)",
+            Skip::PastLastRow,
+            None,
+            Some(3),
+        ),
         // What depends on the first row of the match tells the attempts apart.
         (
             "(A+)+ B",
@@ -532,6 +566,54 @@ fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_
     }
 }
 
+// Issue 18. An aggregate over a variable in a condition sees what the rows mapped to it gave
+// it so far, not which rows they are: partial matches are told apart by that (its summary),
+// so `(A | B)* C` with `COUNT(A.*)` keeps one partial match per count at a label, not one per
+// mapping of the rows to A or B (2^n: the guard of 100 000 stopped them after 15 rows). With
+// every value 1, the counts, totals, averages and the pairs of totals of A and B each have
+// one value per number of A rows; extremes and logic, one or two.
+#[test]
+fn aggregates_tell_partial_matches_apart_by_what_the_rows_gave_them_not_by_the_rows() {
+    const ROWS: i64 = 40;
+    for defines in [
+        "C AS COUNT(A.*) < 0",
+        "C AS SUM(A.value) < 0",
+        "C AS AVG(A.value) < 0",
+        "C AS MAX(A.value) > 1 OR MIN(B.value) > 1",
+        "C AS BOOL_OR(A.value > 1)",
+        "C AS ANY_VALUE(B.value) > 1",
+        "C AS MAX_BY(A.value, A.ts) < 0",
+        "C AS SUM(CAST(CLASSIFIER() = 'A' AS BIGINT)) < 0",
+        "C AS SUM(CAST(PREV(CLASSIFIER()) = 'A' AS BIGINT)) < 0",
+        // Trino's balancing sums: A only while A's total is at most B's.
+        "A AS SUM(A.value) - A.value <= SUM(B.value), C AS value < 0",
+    ] {
+        let p = compiled("(A | B)* C", defines);
+        let mut part = Partition::default();
+        let mut scratch = Scratch::default();
+        let mut out = Vec::new();
+        let mut seen = 0;
+        for i in 0..ROWS {
+            if let Err(e) = part.push(&p, &mut scratch, row_of(i, 1), &mut out) {
+                panic!("{defines}, row {i}: {e:?}");
+            }
+            seen = seen.max(part.most_threads());
+        }
+        assert!(out.is_empty(), "{defines}: C never holds");
+        let labels = p
+            .prog
+            .iter()
+            .filter(|i| matches!(i, Inst::Label(_)))
+            .count();
+        // One per count of A rows, and with PREV(CLASSIFIER()), per variable of the last row.
+        let bound = labels * (ROWS as usize + 1) * 2;
+        assert!(
+            seen <= bound,
+            "{defines}: {seen} partial matches at once, {labels} labels"
+        );
+    }
+}
+
 #[test]
 fn a_history_as_long_as_a_run_of_a_million_rows_is_dropped_without_overflowing_the_stack() {
     let mut h = None;
@@ -543,4 +625,131 @@ fn a_history_as_long_as_a_run_of_a_million_rows_is_dropped_without_overflowing_t
     drop(h);
     assert_eq!(shared.as_ref().map(|s| s.row), Some(999_998));
     drop(shared);
+}
+
+/// `pattern` with `defines` as the operator compiles it (anchors, exclusions), with union
+/// variables `subsets` (name, members).
+fn compiled_with(pattern: &str, subsets: &[(&str, &[&str])], defines: &str) -> Pattern {
+    let parsed = syntax::parse(pattern).expect("parses");
+    let columns: Vec<(String, ColumnType)> = vec![
+        ("ts".into(), ColumnType::Timestamp),
+        ("value".into(), ColumnType::Int),
+    ];
+    let unions: Vec<(String, u64)> = subsets
+        .iter()
+        .map(|(name, members)| {
+            let bits = members
+                .iter()
+                .map(|m| 1u64 << parsed.vars.iter().position(|v| v == m).expect("a variable"))
+                .sum();
+            (name.to_string(), bits)
+        })
+        .collect();
+    let scope = Scope {
+        subsets: &unions,
+        ..Scope::new(&columns, &parsed.vars)
+    };
+    let mut defines_of = vec![None; parsed.vars.len()];
+    for (v, t, _) in compile_defines(defines, &scope).expect("compiles") {
+        defines_of[v] = Some(t.e);
+    }
+    let (prog, excluded) = program::compile_marked(&parsed.pat).expect("compiles");
+    Pattern {
+        classes: label_classes(&prog),
+        anchored: prog.contains(&Inst::Start),
+        ends: prog.contains(&Inst::End),
+        excluded,
+        fallible: fallible(&defines_of),
+        needs: Needs::of(&defines_of),
+        defines: defines_of,
+        vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
+        prog,
+        within: None,
+        skip: Skip::PastLastRow,
+        max_back: 3,
+        max_threads: 100_000,
+        unmatched: false,
+    }
+}
+
+// Issue 18: no pattern of the standard's test literature (Trino's TestRowPatternMatching and
+// TestAggregationsInRowPatternMatching, Oracle's documentation's examples, the Nexmark CEP
+// queries), with its own conditions, reaches the guard of 100 000 partial matches in flight
+// over a few hundred rows: of one value (which every condition comparing values accepts
+// alike, so that they tell partial matches apart least) or zigzagging. Before issue 18 the
+// back references of Trino's `testBackReference` (`(A | B)* X` with `PREV(CLASSIFIER(U), 1)`,
+// or with `PREV(LAST(A.value), 3) + FIRST(A.value) + PREV(LAST(B.value), 2)`), its balancing
+// sums over `(A | B)*` and `(A+)+ B` reached it after 14 to 200 rows.
+#[test]
+fn no_pattern_of_the_literature_reaches_the_guard_over_a_few_hundred_rows() {
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a [&'a str])], &'a str);
+    let down_up = "B AS B.value < PREV(B.value), C AS C.value > PREV(C.value)";
+    let cases: &[Case<'_>] = &[
+        ("A B+ C+", &[], down_up),
+        ("() | A", &[], "A AS true"),
+        ("^A", &[], "A AS true"),
+        ("A$", &[], "A AS true"),
+        ("B | C | A", &[], "B AS B.value < PREV(B.value), C AS C.value <= PREV(C.value)"),
+        ("PERMUTE(B, C)", &[], "B AS B.value < PREV(B.value), C AS C.value < PREV(C.value)"),
+        ("B*", &[], "B AS B.value <= PREV(B.value)"),
+        ("B{2,}?", &[], "B AS B.value <= PREV(B.value)"),
+        ("B{,5}", &[], "B AS B.value <= PREV(B.value)"),
+        ("A {- B+ -} C+", &[], down_up),
+        ("A {- {- B+ -} C+ -}", &[], down_up),
+        ("A B+ {- ()* -} C+", &[], down_up),
+        ("A {- B -}+ {- C -}+", &[], down_up),
+        ("(A | B)* X", &[], "X AS value = A.value"),
+        ("(A | B)* X", &[], "X AS value = PREV(LAST(A.value), 3) + FIRST(A.value) + PREV(LAST(B.value), 2)"),
+        (
+            "(A | B)* X $",
+            &[("U", &["A", "B"])],
+            "X AS PREV(CLASSIFIER(U), 1) = 'A' AND LAST(CLASSIFIER(), 3) = 'B' AND FIRST(CLASSIFIER(U)) = 'B'",
+        ),
+        ("()* | B", &[], "B AS B.value < PREV(B.value)"),
+        ("(B ()*)*", &[], "B AS B.value < PREV(B.value)"),
+        (
+            "A B+ C+ D?",
+            &[("U", &["C", "D"])],
+            "B AS B.value < PREV(B.value), C AS C.value > PREV(C.value), D AS false",
+        ),
+        ("A B{2}", &[], "B AS B.value < PREV(B.value)"),
+        (
+            "(L | H) A",
+            &[("U", &["L", "H"]), ("W", &["A", "L", "H"])],
+            "A AS A.value = 80, L AS L.value < 80, H AS H.value > 80",
+        ),
+        ("(A+)+ B", &[], "A AS value = 1, B AS value = 2"),
+        (
+            "(A | B)+ LAST",
+            &[],
+            "LAST AS FIRST(CLASSIFIER()) = 'B' AND FIRST(CLASSIFIER(), 1) = 'B' AND FIRST(CLASSIFIER(), 2) = 'B' AND FIRST(CLASSIFIER(), 3) = 'B'",
+        ),
+        ("(Y?){2,}", &[], "Y AS true"),
+        ("(A | B)*", &[], "A AS SUM(A.value) - A.value <= SUM(B.value)"),
+        ("STRT DOWN+ UP+ DOWN+ UP+", &[], "DOWN AS DOWN.value < PREV(DOWN.value), UP AS UP.value > PREV(UP.value)"),
+        ("A B* C", &[], "B AS B.value > A.value - 50, C AS C.value < A.value - 50"),
+        ("A+ B", &[], "A AS AVG(A.value) < 10000"),
+        (
+            "START_ROW PRICE_DOWN+ PRICE_UP",
+            &[],
+            "PRICE_DOWN AS (LAST(PRICE_DOWN.value, 1) IS NULL AND PRICE_DOWN.value < START_ROW.value) OR PRICE_DOWN.value < LAST(PRICE_DOWN.value, 1), PRICE_UP AS PRICE_UP.value > LAST(PRICE_DOWN.value, 1)",
+        ),
+    ];
+    let shapes: [fn(i64) -> i64; 2] = [|_| 1, |i| 50 + (i % 7) * 10 - (i % 3) * 15];
+    for (pattern, subsets, defines) in cases {
+        for value in shapes {
+            let p = compiled_with(pattern, subsets, defines);
+            let mut part = Partition::default();
+            let mut scratch = Scratch::default();
+            let mut out = Vec::new();
+            for i in 0..250 {
+                if let Err(e) = part.push(&p, &mut scratch, row_of(i, value(i)), &mut out) {
+                    panic!(
+                        "{pattern} with {defines}, row {i} (value {}): {e:?}",
+                        value(i)
+                    );
+                }
+            }
+        }
+    }
 }

@@ -45,6 +45,31 @@ impl View for HistView<'_> {
     }
 }
 
+/// The rows of a partial match so far, newest first, as the summary of an aggregate reads
+/// them (`eval/summary.rs`).
+pub(crate) struct Past<'a> {
+    pub part: &'a Partition,
+    pub hist: Option<&'a Arc<Step>>,
+    pub number: i64,
+}
+
+impl View for Past<'_> {
+    fn steps(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+        let mut cur = self.hist;
+        std::iter::from_fn(move || {
+            let s = cur?;
+            cur = s.prev.as_ref();
+            Some((s.row, s.var()))
+        })
+    }
+    fn cell(&self, row: u64, col: usize) -> Option<&Value> {
+        self.part.cell(row, col)
+    }
+    fn match_number(&self) -> i64 {
+        self.number
+    }
+}
+
 /// A finished match (or partial one) as expressions see it.
 pub(crate) struct MatchView<'a> {
     pub part: &'a Partition,

@@ -180,6 +180,32 @@ pub(crate) enum Cond {
     SumExprBelow(usize, i64),
     /// `PREV(CLASSIFIER()) = 'W'` (the variable of the row before, if it is in the match)
     AfterClass(usize),
+    /// `MIN(W.value) >= value - 2`
+    MinNear(usize),
+    /// `FIRST(CLASSIFIER()) = 'W'` (the variable of the match's first row)
+    FirstClass(usize),
+    /// `LAST(CLASSIFIER(), 2) = 'W'` (the variable of the row two before this one)
+    ClassTwoBack(usize),
+    /// `PREV(CLASSIFIER(W)) = 'B'` (the variable of the row before W's last row)
+    BeforeLastIsB(usize),
+    /// `BOOL_OR(W.value > 3)`
+    AnyAboveThree(usize),
+    /// `ANY_VALUE(W.value) < value` (the oldest value)
+    AboveAnyValue(usize),
+    /// `MAX_BY(W.value, W.value % 3) >= value` (the oldest row of the largest remainder)
+    MaxByRemainder(usize),
+    /// `AVG(W.value * 0.1) >= 0.2345` (a float average)
+    FloatAvg(usize),
+    /// `LAST(W.value, 2) IS NULL OR value <> LAST(W.value, 2)`
+    NotThirdLast(usize),
+    /// `FIRST(CLASSIFIER(W)) = 'B'` (the variable of W's first row: with a SUBSET, which
+    /// member)
+    FirstOfIs(usize),
+    /// `PREV(W.value, 2) IS NULL OR value <> PREV(W.value, 2) + 1` (the value two rows before
+    /// W's last row, which may be before the match)
+    NotAfterTwoBefore(usize),
+    /// `value = 9 AND PREV(W.value, 2) = 7`
+    NineTwoAfterSeven(usize),
 }
 
 impl Cond {
@@ -197,7 +223,19 @@ impl Cond {
             | Cond::MaxAbove(w)
             | Cond::ClassCountAtMost(w, _)
             | Cond::SumExprBelow(w, _)
-            | Cond::AfterClass(w) => Some(w),
+            | Cond::AfterClass(w)
+            | Cond::MinNear(w)
+            | Cond::FirstClass(w)
+            | Cond::ClassTwoBack(w)
+            | Cond::BeforeLastIsB(w)
+            | Cond::AnyAboveThree(w)
+            | Cond::AboveAnyValue(w)
+            | Cond::MaxByRemainder(w)
+            | Cond::FloatAvg(w)
+            | Cond::NotThirdLast(w)
+            | Cond::FirstOfIs(w)
+            | Cond::NotAfterTwoBefore(w)
+            | Cond::NineTwoAfterSeven(w) => Some(w),
             _ => None,
         }
     }
@@ -217,6 +255,18 @@ impl Cond {
             Cond::ClassCountAtMost(_, n) => Cond::ClassCountAtMost(w, n),
             Cond::SumExprBelow(_, c) => Cond::SumExprBelow(w, c),
             Cond::AfterClass(_) => Cond::AfterClass(w),
+            Cond::MinNear(_) => Cond::MinNear(w),
+            Cond::FirstClass(_) => Cond::FirstClass(w),
+            Cond::ClassTwoBack(_) => Cond::ClassTwoBack(w),
+            Cond::BeforeLastIsB(_) => Cond::BeforeLastIsB(w),
+            Cond::AnyAboveThree(_) => Cond::AnyAboveThree(w),
+            Cond::AboveAnyValue(_) => Cond::AboveAnyValue(w),
+            Cond::MaxByRemainder(_) => Cond::MaxByRemainder(w),
+            Cond::FloatAvg(_) => Cond::FloatAvg(w),
+            Cond::NotThirdLast(_) => Cond::NotThirdLast(w),
+            Cond::FirstOfIs(_) => Cond::FirstOfIs(w),
+            Cond::NotAfterTwoBefore(_) => Cond::NotAfterTwoBefore(w),
+            Cond::NineTwoAfterSeven(_) => Cond::NineTwoAfterSeven(w),
             other => other,
         }
     }
@@ -253,6 +303,28 @@ impl Cond {
             ),
             Cond::SumExprBelow(w, c) => format!("SUM({}.value * 2 + 1) < {c}", name(w)),
             Cond::AfterClass(w) => format!("PREV(CLASSIFIER()) = '{}'", name(w)),
+            Cond::MinNear(w) => format!("MIN({}.value) >= value - 2", name(w)),
+            Cond::FirstClass(w) => format!("FIRST(CLASSIFIER()) = '{}'", name(w)),
+            Cond::ClassTwoBack(w) => format!("LAST(CLASSIFIER(), 2) = '{}'", name(w)),
+            Cond::BeforeLastIsB(w) => format!("PREV(CLASSIFIER({})) = 'B'", name(w)),
+            Cond::AnyAboveThree(w) => format!("BOOL_OR({}.value > 3)", name(w)),
+            Cond::AboveAnyValue(w) => format!("ANY_VALUE({}.value) < value", name(w)),
+            Cond::MaxByRemainder(w) => {
+                format!("MAX_BY({w}.value, {w}.value % 3) >= value", w = name(w))
+            }
+            Cond::FloatAvg(w) => format!("AVG({}.value * 0.1) >= 0.2345", name(w)),
+            Cond::NotThirdLast(w) => format!(
+                "LAST({w}.value, 2) IS NULL OR value <> LAST({w}.value, 2)",
+                w = name(w)
+            ),
+            Cond::FirstOfIs(w) => format!("FIRST(CLASSIFIER({})) = 'B'", name(w)),
+            Cond::NotAfterTwoBefore(w) => format!(
+                "PREV({w}.value, 2) IS NULL OR value <> PREV({w}.value, 2) + 1",
+                w = name(w)
+            ),
+            Cond::NineTwoAfterSeven(w) => {
+                format!("value = 9 AND PREV({}.value, 2) = 7", name(w))
+            }
         })
     }
 
@@ -300,6 +372,52 @@ impl Cond {
                 .len()
                 .checked_sub(2)
                 .is_some_and(|i| mapping[i].1 == w),
+            Cond::MinNear(w) => of(w).min().is_some_and(|m| m >= value - 2),
+            Cond::FirstClass(w) => mapping[0].1 == w,
+            Cond::ClassTwoBack(w) => mapping
+                .len()
+                .checked_sub(3)
+                .is_some_and(|i| mapping[i].1 == w),
+            // The row before W's last one, if it is in the match (its rows are consecutive).
+            Cond::BeforeLastIsB(w) => mapping
+                .iter()
+                .rposition(|(_, v)| is_of(w, *v, members))
+                .and_then(|i| i.checked_sub(1))
+                .is_some_and(|i| mapping[i].1 == 1),
+            Cond::AnyAboveThree(w) => of(w).any(|x| x > 3),
+            Cond::AboveAnyValue(w) => first(w, 0).is_some_and(|f| f < value),
+            Cond::MaxByRemainder(w) => {
+                let mut best: Option<i64> = None;
+                for x in of(w) {
+                    if best.is_none_or(|b| x % 3 > b % 3) {
+                        best = Some(x);
+                    }
+                }
+                best.is_some_and(|b| b >= value)
+            }
+            Cond::FloatAvg(w) => {
+                let n = of(w).count();
+                n > 0 && sum(w).unwrap_or(0) as f64 / n as f64 / 10.0 >= 0.2345
+            }
+            Cond::NotThirdLast(w) => last(w, 2).is_none_or(|x| value != x),
+            Cond::FirstOfIs(w) => mapping
+                .iter()
+                .find(|(_, v)| is_of(w, *v, members))
+                .is_some_and(|(_, v)| *v == 1),
+            // PREV goes back among the partition's rows, before the match too.
+            Cond::NotAfterTwoBefore(w) => mapping
+                .iter()
+                .rfind(|(_, v)| is_of(w, *v, members))
+                .and_then(|(r, _)| r.checked_sub(2))
+                .is_none_or(|r| value != rows[r].2 + 1),
+            Cond::NineTwoAfterSeven(w) => {
+                value == 9
+                    && mapping
+                        .iter()
+                        .rfind(|(_, v)| is_of(w, *v, members))
+                        .and_then(|(r, _)| r.checked_sub(2))
+                        .is_some_and(|r| rows[r].2 == 7)
+            }
         }
     }
 }
@@ -348,8 +466,9 @@ pub(crate) struct Case {
     /// `SUBSET U = (…)`: a bit per member (0: no SUBSET).
     pub(crate) union: u8,
     /// The classifier column also shows `FINAL COUNT(*)`, `NEXT(CLASSIFIER())` and
-    /// `PREV(CLASSIFIER())`, through DataFusion's `||`: `B/5/C/A` (`-` past the match's last
-    /// row, before its first).
+    /// `PREV(CLASSIFIER())`, and the running `SUM` of A's values and `COUNT` of B's rows
+    /// (over every row, by `CLASSIFIER()`), through DataFusion's `||`: `B/5/C/A/7/2` (`-`
+    /// past the match's last row, before its first, or for a sum of no rows).
     pub(crate) rich: bool,
 }
 
@@ -371,8 +490,14 @@ impl Case {
         for (own, d) in self.defines.iter_mut().enumerate() {
             if let Some(w) = d.other() {
                 // CLASSIFIER() is never 'U': a count of U's rows so is the operator's 0.
-                let by_name =
-                    w == U && matches!(d, Cond::ClassCountAtMost(..) | Cond::AfterClass(_));
+                let by_name = w == U
+                    && matches!(
+                        d,
+                        Cond::ClassCountAtMost(..)
+                            | Cond::AfterClass(_)
+                            | Cond::FirstClass(_)
+                            | Cond::ClassTwoBack(_)
+                    );
                 if !present.contains(&w) || by_name {
                     *d = d.with_other(own);
                 }
@@ -418,7 +543,7 @@ impl Case {
             Mode::Unmatched => "  param rows_per_match = \"all with unmatched\"\n",
         };
         params += if self.rich {
-            "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() || '/' || CAST(FINAL COUNT(*) AS VARCHAR) || '/' || coalesce(NEXT(CLASSIFIER()), '-') || '/' || coalesce(PREV(CLASSIFIER()), '-') AS cls\"\n"
+            "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() || '/' || CAST(FINAL COUNT(*) AS VARCHAR) || '/' || coalesce(NEXT(CLASSIFIER()), '-') || '/' || coalesce(PREV(CLASSIFIER()), '-') || '/' || coalesce(CAST(SUM(CASE WHEN CLASSIFIER() = 'A' THEN value END) AS VARCHAR), '-') || '/' || CAST(COUNT(CASE WHEN CLASSIFIER() = 'B' THEN 1 END) AS VARCHAR) AS cls\"\n"
         } else {
             "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() AS cls\"\n"
         };
@@ -681,7 +806,20 @@ pub(crate) fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBu
                 let cls = if case.rich {
                     let next = mapping.get(j + 1).map_or("-", |(_, w)| VARS[*w]);
                     let prev = j.checked_sub(1).map_or("-", |i| VARS[mapping[i].1]);
-                    format!("{}/{}/{next}/{prev}", VARS[var], mapping.len())
+                    // Running aggregates: over the rows up to this one.
+                    let so_far = &mapping[..=j];
+                    let sum_a = so_far
+                        .iter()
+                        .filter(|(_, w)| *w == 0)
+                        .map(|(r, _)| part[*r].2)
+                        .reduce(|a, b| a + b)
+                        .map_or("-".to_string(), |s| s.to_string());
+                    let count_b = so_far.iter().filter(|(_, w)| *w == 1).count();
+                    format!(
+                        "{}/{}/{next}/{prev}/{sum_a}/{count_b}",
+                        VARS[var],
+                        mapping.len()
+                    )
                 } else {
                     VARS[var].to_string()
                 };
