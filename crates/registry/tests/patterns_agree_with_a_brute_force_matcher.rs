@@ -365,7 +365,7 @@ fn batches() -> impl Strategy<Value = Vec<Vec<Row>>> {
 
 proptest! {
     // 256 cases keep it near 30 s in a debug build on two busy cores (512 took up to 211 s
-    // beside the rest of the suite); more with PROPTEST_CASES.
+    // beside the rest of the suite).
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
