@@ -220,10 +220,19 @@ impl<'a, C: Catalog> Converter<'a, C> {
                     "merge" if op.inputs.len() == 1 => Role::Through,
                     "merge" => Role::Union,
                     "splitter" => {
+                        let feeds: Vec<String> = self
+                            .g
+                            .consumers(id)
+                            .into_iter()
+                            .filter_map(|c| self.g.get(c).map(|o| format!("\"{}\"", o.name)))
+                            .collect();
                         return Err(Self::unsupported(
                             op,
-                            "a splitter runs only as the partitioning of an operator: splitters of one producer feeding the copies 0, 1, … of one operator whose outputs a `merge` unites (or ask for it with `param parallelism`)",
-                        ))
+                            format!(
+                                "a splitter runs only as the partitioning of an operator: it must feed the copies 0, 1, … of one operator of the query (named NAME, NAME_replica_1, …; every input of each through a splitter of the same producer), whose outputs one `merge` unites; this one feeds {} (or ask for instances with `param parallelism`)",
+                                if feeds.is_empty() { "nothing".to_string() } else { feeds.join(", ") }
+                            ),
+                        ));
                     }
                     kind if self.catalog.signature(kind).is_none() => {
                         return Err(Self::unsupported(
