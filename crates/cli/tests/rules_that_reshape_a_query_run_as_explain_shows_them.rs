@@ -10,7 +10,7 @@
 
 use crate::common;
 
-use common::{anduin, anduin_ok, repo, run_sorted};
+use common::{anduin, repo, run_sorted};
 
 /// The paper's rule (§4.2), as a user writes it.
 const PAPER_HOT_STANDBY: &str = "# hot standby for a stateless filter
@@ -69,10 +69,30 @@ fn rule_file(dir: &std::path::Path, rules: &str) -> String {
     path.display().to_string()
 }
 
-/// The sorted output of examples/sensors.flow over the readings, with `extra` flags.
+/// The sorted output of the query over the readings, written to `name` in `dir`, with `extra`
+/// flags.
 fn sensors(dir: &std::path::Path, name: &str, extra: &[&str]) -> Vec<String> {
+    sensors_of(&query(), dir, name, extra)
+}
+
+/// [`sensors`] of the query with `from` replaced by `to` in its text (written to `dir`).
+fn sensors_edited(dir: &std::path::Path, from: &str, to: &str, name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(query()).expect("query");
+    let edited = text.replacen(from, to, 1);
+    assert_ne!(edited, text, "{from:?} is in the query");
+    let path = dir.join("edited.flow");
+    std::fs::write(&path, edited).expect("query");
+    sensors_of(&path, dir, name, &[])
+}
+
+fn sensors_of(
+    query: &std::path::Path,
+    dir: &std::path::Path,
+    name: &str,
+    extra: &[&str],
+) -> Vec<String> {
     let out = dir.join(name);
-    let (run, rows) = run_sorted(&query(), "data/readings.csv", &out, extra);
+    let (run, rows) = run_sorted(query, "data/readings.csv", &out, extra);
     assert!(
         run.status.success(),
         "{extra:?}: {}",
@@ -82,19 +102,27 @@ fn sensors(dir: &std::path::Path, name: &str, extra: &[&str]) -> Vec<String> {
     rows
 }
 
+/// `anduin explain QUERY --rules RULES EXTRA…` over the readings.
+fn explain_of(query: &std::path::Path, rules: &str, extra: &[&str]) -> std::process::Output {
+    let query = query.to_str().expect("utf-8");
+    let mut args = vec!["explain", query, "--rules", rules];
+    args.extend(extra);
+    args.extend([
+        "--var",
+        "INPUT=data/readings.csv",
+        "--var",
+        "OUTPUT=/dev/null",
+    ]);
+    anduin(&repo(), &args)
+}
+
+/// The plan of the query as the rules of the file `rules` rewrite it.
 fn explain(rules: &str) -> String {
-    let out = anduin_ok(
-        &repo(),
-        &[
-            "explain",
-            query().to_str().expect("utf-8"),
-            "--rules",
-            rules,
-            "--var",
-            "INPUT=data/readings.csv",
-            "--var",
-            "OUTPUT=/dev/null",
-        ],
+    let out = explain_of(&query(), rules, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -227,20 +255,11 @@ fn the_slots_a_rule_names_go_with_the_operators_that_run() {
         d,
         "rule apart:\n  s := writer(w := window(a := any*))\n    => s@{p1}(w{pipeline = \"split\"}@{p2}(a))\n",
     );
-    let out = anduin_ok(
-        &repo(),
-        &[
-            "explain",
-            query().to_str().expect("utf-8"),
-            "--rules",
-            &rules,
-            "--format",
-            "json",
-            "--var",
-            "INPUT=data/readings.csv",
-            "--var",
-            "OUTPUT=/dev/null",
-        ],
+    let out = explain_of(&query(), &rules, &["--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let param = |op: &str, key: &str| {
@@ -271,38 +290,19 @@ fn a_filter_split_by_round_robin_runs_in_instances_that_take_rows_in_turn() {
     assert!(plan.contains("low (3 instances)"), "{plan}");
     assert!(plan.contains("round robin"), "{plan}");
     assert_eq!(sensors(d, "rule.csv", &["--rules", &rules]), plain);
-    let by_param = d.join("q.flow");
-    let text = std::fs::read_to_string(query()).expect("query").replace(
+    let by_param = sensors_edited(
+        d,
         "param condition = \"readings.value < 42\"",
         "param condition = \"readings.value < 42\"\n  param parallelism = 3",
+        "param.csv",
     );
-    std::fs::write(&by_param, text).expect("query");
-    let out = d.join("param.csv");
-    let (run, rows) = run_sorted(&by_param, "data/readings.csv", &out, &[]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    assert_eq!(rows, plain);
+    assert_eq!(by_param, plain);
     // A keyed window's rows cannot be dealt in turn: each instance owns its keys.
     let rules = rule_file(
         d,
         "w := window(a := any*) => merge(w(splitter{by = \"round-robin\"}(a)) | @{p1} | @{p2})",
     );
-    let out = anduin(
-        &repo(),
-        &[
-            "explain",
-            query().to_str().expect("utf-8"),
-            "--rules",
-            &rules,
-            "--var",
-            "INPUT=x",
-            "--var",
-            "OUTPUT=y",
-        ],
-    );
+    let out = explain_of(&query(), &rules, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("would deal a key's rows to several instances of \"per_sensor\""),
@@ -316,18 +316,13 @@ fn a_rule_that_only_sets_params_and_reads_no_figure_applies_before_the_query_run
     let d = dir.path();
     let rules = rule_file(d, "w := window => w{size = \"20s\"}\n");
     let by_rule = sensors(d, "rule.csv", &["--rules", &rules]);
-    let by_hand = d.join("q.flow");
-    let text = std::fs::read_to_string(query())
-        .expect("query")
-        .replace("param size = \"10s\"", "param size = \"20s\"");
-    std::fs::write(&by_hand, text).expect("query");
-    let (run, rows) = run_sorted(&by_hand, "data/readings.csv", &d.join("hand.csv"), &[]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let by_hand = sensors_edited(
+        d,
+        "param size = \"10s\"",
+        "param size = \"20s\"",
+        "hand.csv",
     );
-    assert_eq!(by_rule, rows);
+    assert_eq!(by_rule, by_hand);
     assert_ne!(
         by_rule,
         sensors(d, "plain.csv", &[]),
@@ -378,19 +373,7 @@ fn a_rule_making_an_operator_read_one_of_several_outputs_is_refused_not_guessed(
         d,
         "s := writer(a := any) [param(s, \"format\") = \"csv\"] => s(filter{condition = \"true\"}(a))",
     );
-    let out = anduin(
-        &repo(),
-        &[
-            "explain",
-            d.join("late.flow").to_str().expect("utf-8"),
-            "--rules",
-            &rules,
-            "--var",
-            "INPUT=x",
-            "--var",
-            "OUTPUT=y",
-        ],
-    );
+    let out = explain_of(&d.join("late.flow"), &rules, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{stderr}");
     assert!(

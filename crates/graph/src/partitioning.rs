@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use anduin_rewrite::{builtin_rules, rewrite_within, Facts, Graph, Operator, MAX_COPIES};
+use anduin_rewrite::{rewrite_within, Facts, Operator, MAX_COPIES};
 
 use crate::logical::LogicalGraph;
 
@@ -60,9 +60,11 @@ pub fn instances<B>(
             });
         }
     }
-    let before = rule_graph(graph, default);
-    let mut rules = builtin_rules();
-    rules.rules.retain(|r| r.name.starts_with(RULES));
+    // Data inputs only: a control stream goes to every instance, it is not split.
+    let before = crate::rewriting::logical_rule_graph(graph, false, |node| {
+        asked(node, default).map(|(p, _)| ("parallelism", p.to_string()))
+    });
+    let rules = crate::rewriting::builtin_family(RULES);
     // Each operator is partitioned at most once: as many applications as operators.
     let limit = graph.nodes.len().max(1);
     let grown = crate::rewriting::growth_bound(&before);
@@ -87,34 +89,6 @@ pub fn instances<B>(
         .iter()
         .map(|n| count.get(n.name()).copied().unwrap_or(1))
         .collect())
-}
-
-/// `graph`'s data flow as the rules see it: each node in topological order, its params as
-/// text (`parallelism` as the check read it), its inputs the producers of its data inputs,
-/// and `parallelism = default` on a node that can run in parallel and sets none.
-fn rule_graph<B>(graph: &LogicalGraph<B>, default: usize) -> Graph {
-    let mut g = Graph::new();
-    let mut id_of = HashMap::new();
-    for &n in &graph.topo {
-        let node = graph.node(n);
-        let inputs = node
-            .data_inputs()
-            .iter()
-            .map(|s| id_of[&graph.stream(*s).producer.0 .0])
-            .collect();
-        let mut op = Operator::new(node.name(), node.kind()).with_inputs(inputs);
-        for p in &node.def.params {
-            op = op.with_param(p.name.as_str(), p.value.as_text().as_str());
-        }
-        if let Some((p, _)) = asked(node, default) {
-            op = op.with_param("parallelism", p.to_string());
-        }
-        let id = g
-            .add(op)
-            .expect("a checked graph's names are unique and its producers come first");
-        id_of.insert(n.0, id);
-    }
-    g
 }
 
 /// The instances `node` asks for, and where: its own `parallelism`, or `default` when it can

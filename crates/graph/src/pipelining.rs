@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use anduin_rewrite::{builtin_rules, rewrite, Graph, Operator, Placement};
+use anduin_rewrite::{rewrite, Placement};
 
 use crate::logical::LogicalGraph;
 use crate::partitioning::NoFacts;
@@ -65,9 +65,8 @@ pub fn stages<B>(graph: &LogicalGraph<B>) -> Result<Vec<Option<Stage>>, Pipelini
     if !graph.nodes.iter().any(asks) {
         return Ok(vec![None; graph.nodes.len()]);
     }
-    let before = rule_graph(graph);
-    let mut rules = builtin_rules();
-    rules.rules.retain(|r| r.name.starts_with(RULES));
+    let before = crate::rewriting::logical_rule_graph(graph, true, |_| None);
+    let rules = crate::rewriting::builtin_family(RULES);
     // Each operator is placed at most once: as many applications as operators.
     let limit = graph.nodes.len().max(1);
     let after = rewrite(&before, &rules, &NoFacts, limit)
@@ -98,31 +97,6 @@ pub fn stages<B>(graph: &LogicalGraph<B>) -> Result<Vec<Option<Stage>>, Pipelini
             None => Ok(None),
         })
         .collect()
-}
-
-/// `graph` as the rules see it: each node in topological order, its params as text, its
-/// inputs the producers of every stream it reads (its control stream last), as `explain
-/// --rewritten` has them ([`crate::rewriting::rule_graph`]).
-fn rule_graph<B>(graph: &LogicalGraph<B>) -> Graph {
-    let mut g = Graph::new();
-    let mut id_of = HashMap::new();
-    for &n in &graph.topo {
-        let node = graph.node(n);
-        let inputs = node
-            .inputs
-            .iter()
-            .map(|s| id_of[&graph.stream(*s).producer.0 .0])
-            .collect();
-        let mut op = Operator::new(node.name(), node.kind()).with_inputs(inputs);
-        for p in &node.def.params {
-            op = op.with_param(p.name.as_str(), p.value.as_text().as_str());
-        }
-        let id = g
-            .add(op)
-            .expect("a checked graph's names are unique and its producers come first");
-        id_of.insert(n.0, id);
-    }
-    g
 }
 
 #[cfg(test)]

@@ -227,12 +227,49 @@ pub fn with_default_parallelism<B>(
     out
 }
 
-/// The hot-standby rules of the built-in set: what a run carries out itself today (the other
-/// patterns are what the runtime does anyway, or not run yet: see [`crate::qos`]).
-fn hot_standby_rules() -> anduin_rewrite::RuleSet {
+/// The built-in rules of one pattern: those whose name starts with `prefix` (`hot_standby`,
+/// `partitioning`, `pipelining`).
+pub(crate) fn builtin_family(prefix: &str) -> anduin_rewrite::RuleSet {
     let mut rules = builtin_rules();
-    rules.rules.retain(|r| r.name.starts_with("hot_standby"));
+    rules.rules.retain(|r| r.name.starts_with(prefix));
     rules
+}
+
+/// A checked query's graph as the rules see it: its nodes in topological order, named as in
+/// the query, their params as text and the params `extra` adds, their inputs the producers of
+/// the streams they read (with `control`, a control stream's producer last, as
+/// [`rule_graph`] has it; without, the data inputs only).
+pub(crate) fn logical_rule_graph<B>(
+    graph: &crate::logical::LogicalGraph<B>,
+    control: bool,
+    extra: impl Fn(&crate::logical::Node<B>) -> Option<(&'static str, String)>,
+) -> Graph {
+    let mut g = Graph::new();
+    let mut id_of = HashMap::new();
+    for &n in &graph.topo {
+        let node = graph.node(n);
+        let read = if control {
+            node.inputs.as_slice()
+        } else {
+            node.data_inputs()
+        };
+        let inputs = read
+            .iter()
+            .map(|s| id_of[&graph.stream(*s).producer.0 .0])
+            .collect();
+        let mut op = Operator::new(node.name(), node.kind()).with_inputs(inputs);
+        for p in &node.def.params {
+            op = op.with_param(p.name.as_str(), p.value.as_text().as_str());
+        }
+        if let Some((k, v)) = extra(node) {
+            op = op.with_param(k, v);
+        }
+        let id = g
+            .add(op)
+            .expect("a checked graph's names are unique and its producers come first");
+        id_of.insert(n.0, id);
+    }
+    g
 }
 
 /// The query to run for `spec` when an operator asks for hot standby: each such operator
@@ -263,7 +300,7 @@ pub fn hot_standby_spec<C: Catalog>(
         let before = rule_graph(&to_copy)?;
         let after = rewrite(
             &before,
-            &hot_standby_rules(),
+            &builtin_family("hot_standby"),
             &CatalogFacts(catalog),
             DEFAULT_LIMIT,
         )?;
