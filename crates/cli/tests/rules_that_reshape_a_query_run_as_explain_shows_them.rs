@@ -3,6 +3,8 @@
 //! the rewritten query is what runs — the paper's own hot-standby rule for a filter (copies
 //! behind a stream selector), a filter a rule puts before the sink, and a window partitioned
 //! by a hand-written splitter and merge. `anduin explain --rules` shows the plan of what runs.
+//! A filter split by ranges of a column's value (a rule's `splitter{by = "range"}`, or
+//! `param ranges`) gives the same output.
 //! What cannot run is refused before anything runs, saying why: a splitter by round robin, a
 //! type anduin has no operator for, a rewritten query that does not check (copies behind a
 //! selector are checked as a hot standby: no volatile function), a reshaping rule that reads a
@@ -207,9 +209,18 @@ fn what_cannot_run_is_refused_before_anything_runs_saying_why() {
         assert!(stderr.contains(says), "{rules}: {stderr}");
         assert!(!out_path.exists(), "nothing ran");
     };
+    // A keyed window's state goes by key group: a range of values would split a group.
     refused(
-        "w := window(a := any*) => merge(w(splitter{by = \"range\"}(a)) | @{p1} | @{p2})",
-        "a splitter by `range` is not supported yet",
+        "w := window(a := any*) => merge(w(splitter{by = \"range\", ranges = \"sensor: 3\"}(a)) | @{p1} | @{p2})",
+        "a splitter by `range` would put the keys of one key group on several instances of \"per_sensor\"",
+    );
+    refused(
+        "f := filter(a := any*) => merge(f(splitter{by = \"range\"}(a)) | @{p1} | @{p2})",
+        "a splitter by `range` says where to split",
+    );
+    refused(
+        "f := filter(a := any*) => merge(f(splitter{by = \"hash\"}(a)) | @{p1} | @{p2})",
+        "a splitter by `hash` is not supported",
     );
     refused(
         "f := filter => frobnicate(f)",
@@ -308,6 +319,96 @@ fn a_filter_split_by_round_robin_runs_in_instances_that_take_rows_in_turn() {
         stderr.contains("would deal a key's rows to several instances of \"per_sensor\""),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_filter_split_by_ranges_runs_an_instance_per_range_of_a_column() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let plain = sensors(d, "plain.csv", &[]);
+    // By a rule's splitter, and by the filter's own param: the same plan, the same output.
+    let rules = rule_file(
+        d,
+        "rule by_value:\n  f := filter(a := any*)\n    => merge(f(splitter{by = \"range\", ranges = \"value: 45, 52\"}(a)) | @{p1} | @{p2} | @{p3})\n",
+    );
+    let plan = explain(&rules);
+    assert!(plan.contains("low (3 instances)"), "{plan}");
+    assert!(
+        plan.contains("by ranges of value split at 45, 52"),
+        "{plan}"
+    );
+    assert_eq!(sensors(d, "rule.csv", &["--rules", &rules]), plain);
+    let condition = "param condition = \"readings.value < 42\"";
+    let by_param = sensors_edited(
+        d,
+        condition,
+        &format!("{condition}\n  param ranges = \"value: 45, 52\""),
+        "param.csv",
+    );
+    assert_eq!(by_param, plain);
+    // The param is what the built-in rule `partitioning_range` reads.
+    let edited = d.join("edited.flow");
+    let out = anduin(
+        &repo(),
+        &[
+            "explain",
+            edited.to_str().expect("utf-8"),
+            "--rewritten",
+            "--var",
+            "INPUT=x",
+            "--var",
+            "OUTPUT=y",
+        ],
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("partitioning_range at low"), "{shown}");
+    assert!(
+        shown.contains("splitter{by = \"range\", n = \"3\", ranges = \"value: 45, 52\"}"),
+        "{shown}"
+    );
+    // Ranges that cannot split the filter's input are refused at the param.
+    for (ranges, says) in [
+        (
+            "value: 52, 45",
+            "`ranges` bounds must increase, and \"45\" is not above \"52\"",
+        ),
+        (
+            "volume: 10",
+            "`ranges` splits by column \"volume\", which the input does not have",
+        ),
+        (
+            "value: ten",
+            "`ranges` bound \"ten\" is not a value of column \"value\"",
+        ),
+        ("value 10", "`ranges` is `COLUMN: BOUND, BOUND, …`"),
+    ] {
+        let text = std::fs::read_to_string(query()).expect("query");
+        let edited = text.replacen(
+            condition,
+            &format!("{condition}\n  param ranges = \"{ranges}\""),
+            1,
+        );
+        let path = d.join("bad.flow");
+        std::fs::write(&path, edited).expect("query");
+        let out = anduin(
+            &repo(),
+            &[
+                "check",
+                path.to_str().expect("utf-8"),
+                "--var",
+                "INPUT=x",
+                "--var",
+                "OUTPUT=y",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{ranges} must be refused");
+        assert!(stderr.contains(says), "{ranges}: {stderr}");
+        assert!(
+            stderr.contains("bad.flow:"),
+            "{ranges}: the error points into the file: {stderr}"
+        );
+    }
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! with `fault_tolerance = "checkpoint"` (restored from its last snapshot). The worker running
 //! the operator is killed with SIGKILL at a seeded checkpoint; the query is not rolled back as
 //! a whole, and writes exactly what an uninterrupted embedded run of it writes. The same for
-//! the filter in three instances that take batches in turn (a round-robin exchange).
+//! the filter in three instances that take batches in turn (a round-robin exchange), and in
+//! three that take a range of values each (a range exchange).
 
 use crate::common;
 
@@ -146,6 +147,19 @@ fn a_standby_filter_in_instances_that_take_rows_in_turn_survives_the_kill_of_a_w
     for seed in seeds(5) {
         scenario_of(&query, seed, "low #1");
     }
+}
+
+/// The same filter split by ranges of `value` (a range exchange between processes): the
+/// worker of the middle range's instance is killed.
+#[test]
+fn a_standby_filter_split_by_ranges_survives_the_kill_of_a_worker() {
+    let query = QUERY.replacen(
+        "param fault_tolerance = \"standby\"",
+        "param fault_tolerance = \"standby\"\n  param ranges = \"value: 30, 60\"",
+        1,
+    );
+    assert_ne!(query, QUERY);
+    scenario_of(&query, 9, "low #1");
 }
 
 #[test]

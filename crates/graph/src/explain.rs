@@ -88,6 +88,13 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
             }
             Partitioning::Broadcast => ", to every instance".into(),
             Partitioning::RoundRobin => ", round robin".into(),
+            Partitioning::Range(r) => {
+                format!(
+                    ", by ranges of {} split at {}",
+                    r.column,
+                    r.bounds.join(", ")
+                )
+            }
         };
         let _ = writeln!(
             out,

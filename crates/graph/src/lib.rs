@@ -30,6 +30,7 @@ mod partitioning;
 mod physical;
 mod pipelining;
 pub mod qos;
+pub mod ranges;
 pub mod rewriting;
 pub mod run_spec;
 mod schema;

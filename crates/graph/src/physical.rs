@@ -62,6 +62,10 @@ pub enum Partitioning {
     /// again at the first after every barrier (a stateless consumer without keys: a filter or
     /// a map with `parallelism`, the splitter `by = "round-robin"` of the partitioning rule).
     RoundRobin,
+    /// Each producer instance sends each row to the consumer instance whose range holds the
+    /// row's value of a column (a stateless consumer with `ranges`, the splitter `by = "range"`
+    /// of the partitioning rule).
+    Range(crate::ranges::Ranges),
 }
 
 /// A channel: carries one stream from one task to one input of another.
@@ -207,6 +211,8 @@ impl PhysicalPlan {
                     Partitioning::Broadcast
                 } else if tasks[to_task].parallelism == 1 {
                     Partitioning::Gather
+                } else if let Some(r) = by_range(graph.node(consumer), port) {
+                    Partitioning::Range(r)
                 } else if in_turn(graph.node(consumer), port) {
                     Partitioning::RoundRobin
                 } else {
@@ -315,6 +321,16 @@ pub fn splits<B>(graph: &LogicalGraph<B>, n: NodeId) -> bool {
 /// and splits that input by no key.
 fn in_turn<B>(node: &crate::logical::Node<B>, port: usize) -> bool {
     !node.stateful && matches!(node.partition_by.get(port), Some(None))
+}
+
+/// The ranges the instances of `node` take the rows of input `port` by: it keeps no state,
+/// splits that input by no key, and asks for `ranges`.
+fn by_range<B>(node: &crate::logical::Node<B>, port: usize) -> Option<crate::ranges::Ranges> {
+    if !in_turn(node, port) {
+        return None;
+    }
+    let text = node.def.param(crate::ranges::PARAM)?;
+    crate::ranges::Ranges::parse(text.value.as_text().as_str()).ok()
 }
 
 #[cfg(test)]

@@ -163,6 +163,9 @@ pub fn check_qos<C: Catalog>(spec: &Spec, catalog: &C) -> Diagnostics {
                 {
                     Some("fault_tolerance = \"hot-standby\" runs each copy as one instance (the rows of several would interleave in another order in each copy): remove `parallelism`".to_string())
                 }
+                "hot-standby" if op.param(crate::ranges::PARAM).is_some() => Some(
+                    "fault_tolerance = \"hot-standby\" runs each copy as one instance (the rows of several would interleave in another order in each copy): remove `ranges`".to_string(),
+                ),
                 "hot-standby" if op.control.is_some() => Some(
                     "fault_tolerance = \"hot-standby\" is not supported for an operator with a control input (each replica would need the control stream too)".to_string(),
                 ),

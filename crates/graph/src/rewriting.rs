@@ -100,6 +100,13 @@ pub fn rule_graph(spec: &Spec) -> Result<Graph, GraphError> {
             for p in &op.params {
                 node = node.with_param(p.name.as_str(), p.value.as_text().as_str());
             }
+            // `ranges` asks for one instance per range (as the planner reads it).
+            let ranges = op
+                .param(crate::ranges::PARAM)
+                .and_then(|r| crate::ranges::Ranges::parse(r.value.as_text().as_str()).ok());
+            if let (Some(r), None) = (ranges, op.param("parallelism")) {
+                node = node.with_param("parallelism", r.instances().to_string());
+            }
             g.add(node)?;
             left.remove(i);
         }

@@ -17,7 +17,9 @@
 //! - `merge` whose inputs are the copies 0, 1, … n−1 of one operator, each reading its inputs
 //!   through `splitter{by = "key-group"}`s of the same producers (what the partitioning rules
 //!   make): that operator with `parallelism = n` — the runtime's keyed exchange is the splitter
-//!   and the merge. A merge of one input is left out; of anything else, a `union`;
+//!   and the merge. A stateless operator's splitters may be by `round-robin` (the runtime's
+//!   round-robin exchange) or by `range` (the operator gets the splitter's `ranges`). A merge of
+//!   one input is left out; of anything else, a `union`;
 //! - an operator of another type the rules made: an operator of that type with the rule's
 //!   params, named as the rule named it, its output stream `NAME_out`.
 //!
@@ -25,7 +27,8 @@
 //! cluster, operators of one group with distinct slots run on distinct workers (the copies
 //! behind a selector are kept apart as a hot standby without it).
 //!
-//! Refused, naming the operator: a `splitter` anywhere else or by anything but key group, copies
+//! Refused, naming the operator: a `splitter` anywhere else, by round robin or range before a
+//! keyed operator, by anything else but key group, copies
 //! of an operator with other than one output, a type anduin has no operator for, and names the
 //! conversion needs that the query uses already.
 
@@ -106,6 +109,8 @@ struct Converter<'a, C> {
     selected: BTreeSet<String>,
     /// The instances of the query's operators that a merge made parallel.
     parallel: BTreeMap<String, usize>,
+    /// The `ranges` a splitter by range gave the query's operators it made parallel.
+    ranged: BTreeMap<String, String>,
     /// The operators a stream selector reads: copies in hot standby.
     behind_selector: BTreeSet<OpId>,
 }
@@ -123,6 +128,7 @@ pub fn to_spec<C: Catalog>(
         roles: BTreeMap::new(),
         selected: BTreeSet::new(),
         parallel: BTreeMap::new(),
+        ranged: BTreeMap::new(),
         behind_selector: BTreeSet::new(),
     };
     c.assign_roles()?;
@@ -298,7 +304,13 @@ impl<'a, C: Catalog> Converter<'a, C> {
                 }
                 match by {
                     "key-group" => {}
-                    "round-robin" if stateless => {}
+                    "round-robin" | "range" if stateless => {}
+                    "range" => {
+                        return Err(Self::unsupported(
+                            splitter,
+                            format!("a splitter by `range` would put the keys of one key group on several instances of \"{}\", which keeps its state by key group (restored and rescaled by ranges of key groups): split it by `key-group`", def.name),
+                        ))
+                    }
                     "round-robin" => {
                         return Err(Self::unsupported(
                             splitter,
@@ -308,7 +320,7 @@ impl<'a, C: Catalog> Converter<'a, C> {
                     _ => {
                         return Err(Self::unsupported(
                             splitter,
-                            format!("a splitter by `{by}` is not supported yet: by `key-group` (a keyed operator's instances own its keys) or `round-robin` (a stateless operator's take rows in turn)"),
+                            format!("a splitter by `{by}` is not supported: by `key-group` (a keyed operator's instances own its keys), `round-robin` (a stateless operator's take rows in turn) or `range` (a stateless operator's take a range of a column's values each)"),
                         ))
                     }
                 }
@@ -340,6 +352,30 @@ impl<'a, C: Catalog> Converter<'a, C> {
                 return Ok(None);
             }
             through.extend(inputs.into_iter().map(|(s, _)| s));
+        }
+        // A splitter by range gives the operator its ranges.
+        let mut ranges: Option<&str> = None;
+        for s in &through {
+            let splitter = self.g.op(*s)?;
+            if splitter.param("by") != Some("range") {
+                continue;
+            }
+            let Some(text) = splitter.param(crate::ranges::PARAM) else {
+                return Err(Self::unsupported(
+                    splitter,
+                    "a splitter by `range` says where to split: `splitter{by = \"range\", ranges = \"COLUMN: BOUND, …\"}`, one bound fewer than the instances".to_string(),
+                ));
+            };
+            if ranges.is_some_and(|r| r != text) {
+                return Err(Self::unsupported(
+                    splitter,
+                    format!("the splitters of \"{}\" split by different ranges: one operator's instances take one set of ranges", def.name),
+                ));
+            }
+            ranges = Some(text);
+        }
+        if let Some(r) = ranges {
+            self.ranged.insert(def.name.to_string(), r.to_string());
         }
         for s in through {
             self.roles.insert(s, Role::Through);
@@ -495,6 +531,13 @@ impl<'a, C: Catalog> Converter<'a, C> {
                         params.push(Param {
                             name: Text::unplaced("parallelism"),
                             value: Value::String(Text::unplaced(n.to_string())),
+                        });
+                    }
+                    if let Some(r) = self.ranged.get(def.name.as_str()) {
+                        params.retain(|p| p.name.as_str() != crate::ranges::PARAM);
+                        params.push(Param {
+                            name: Text::unplaced(crate::ranges::PARAM),
+                            value: Value::String(Text::unplaced(r.clone())),
                         });
                     }
                     let mut outputs = def.outputs.clone();

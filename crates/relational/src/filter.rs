@@ -37,6 +37,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         },
         anduin_operator_api::ON_ERROR,
         crate::in_turn::PARALLELISM,
+        crate::in_turn::RANGES,
     ],
 };
 
@@ -51,7 +52,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("condition");
     let replicated = op.asks_hot_standby();
-    crate::in_turn::check(&p, is_updating(schema))?;
+    crate::in_turn::check(&p, schema, is_updating(schema))?;
     let predicate = compile_predicate(text.as_str(), &scope)
         .and_then(|c| match is_updating(schema) {
             true => crate::map::updating_safe(&c, schema.fields().len() - 1).map(|()| c),

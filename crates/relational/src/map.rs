@@ -37,6 +37,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         },
         anduin_operator_api::ON_ERROR,
         crate::in_turn::PARALLELISM,
+        crate::in_turn::RANGES,
     ],
 };
 
@@ -138,7 +139,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let scope = Scope::new(*stream, Arc::clone(schema));
     let text = p.required("columns");
     let replicated = op.asks_hot_standby();
-    crate::in_turn::check(&p, is_updating(schema))?;
+    crate::in_turn::check(&p, schema, is_updating(schema))?;
     let exprs = compile_columns(text.as_str(), &scope, replicated)
         .map_err(|e| p.expr_error("columns", &text, e))?;
     // Over an updating stream, each row keeps its change kind (as the last column).

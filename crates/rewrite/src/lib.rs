@@ -116,7 +116,8 @@
 //! [`builtin_rules`], from `src/builtin.rules` ([`BUILTIN_RULES`]): `simple_standby`
 //! (`fault_tolerance = "standby"`, stateless), `checkpointing` (`"checkpoint"`, stateful),
 //! `hot_standby` (`"hot-standby"`, `replicas = "N"`), `partitioning_round_robin` (a stateless
-//! operator's `parallelism = "N"`: a splitter by round robin), `partitioning` (a stateful one's:
+//! operator's `parallelism = "N"`: a splitter by round robin), `partitioning_range` (a stateless
+//! operator's `ranges`: a splitter by range), `partitioning` (a stateful one's:
 //! by key group), `partitioning_source` (a source reading in parallel), `pipelining`
 //! (`pipeline = "split"` on each operator of a chain of one or more), `pipelining_source` (a
 //! source),

@@ -3,6 +3,7 @@
 use std::num::NonZeroU16;
 use std::sync::Arc;
 
+use anduin_graph::ranges::Ranges;
 use anduin_operator_api::keys::KeyEncoder;
 use anduin_types::Message;
 use arrow::array::{ArrayRef, UInt32Array};
@@ -104,6 +105,8 @@ pub(crate) enum Route {
     All(Vec<Outlet>),
     /// Batches to each channel in turn; everything else to every channel.
     InTurn(InTurnRoute),
+    /// Rows by the range their value of a column falls in; everything else to every channel.
+    Ranged(RangeRoute),
 }
 
 impl Route {
@@ -116,7 +119,9 @@ impl Route {
                     o.charge_to(Arc::clone(counters));
                 }
             }
-            Route::All(outlets) | Route::InTurn(InTurnRoute { outlets, .. }) => {
+            Route::All(outlets)
+            | Route::InTurn(InTurnRoute { outlets, .. })
+            | Route::Ranged(RangeRoute { outlets, .. }) => {
                 for o in outlets {
                     o.charge_to(Arc::clone(counters));
                 }
@@ -130,6 +135,7 @@ impl Route {
             Route::One(o) => o.send(msg.clone()).map_err(|_| SendError::Disconnected),
             Route::Hashed(h) => h.send(msg),
             Route::InTurn(r) => r.send(msg),
+            Route::Ranged(r) => r.send(msg),
             Route::All(outlets) => {
                 for o in outlets {
                     o.send(msg.clone()).map_err(|_| SendError::Disconnected)?;
@@ -295,6 +301,66 @@ impl InTurnRoute {
     }
 }
 
+/// Sends each row to the channel whose range holds its value of a column (a stateless
+/// consumer's instances split by `ranges`). Everything that is not rows goes to every channel.
+pub(crate) struct RangeRoute {
+    ranges: Ranges,
+    outlets: Vec<Outlet>,
+    /// The column's index and the bounds as its values, bound at the first batch.
+    bound: Option<(usize, ArrayRef)>,
+}
+
+impl RangeRoute {
+    pub(crate) fn new(ranges: Ranges, outlets: Vec<Outlet>) -> Self {
+        Self {
+            ranges,
+            outlets,
+            bound: None,
+        }
+    }
+
+    fn send(&mut self, msg: &Message) -> Result<(), SendError> {
+        let Message::Data(batch) = msg else {
+            for o in &mut self.outlets {
+                o.send(msg.clone()).map_err(|_| SendError::Disconnected)?;
+            }
+            return Ok(());
+        };
+        if self.bound.is_none() {
+            let bound = self
+                .ranges
+                .bind(&batch.schema())
+                .map_err(|e| SendError::Partition(e.to_string()))?;
+            self.bound = Some(bound);
+        }
+        let (index, bounds) = self.bound.as_ref().expect("bound just above");
+        let parts = self
+            .ranges
+            .split(batch.column(*index), bounds)
+            .map_err(|e| SendError::Partition(e.to_string()))?;
+        if parts.len() != self.outlets.len() {
+            return Err(SendError::Partition(format!(
+                "`ranges` on column \"{}\" make {} instances, and the operator runs {}",
+                self.ranges.column,
+                parts.len(),
+                self.outlets.len()
+            )));
+        }
+        for (o, rows) in self.outlets.iter_mut().zip(parts) {
+            let part = if rows.is_empty() {
+                continue;
+            } else if rows.len() == batch.num_rows() {
+                batch.clone()
+            } else {
+                take_record_batch(batch, &rows).map_err(|e| SendError::Partition(e.to_string()))?
+            };
+            o.send(Message::Data(part))
+                .map_err(|_| SendError::Disconnected)?;
+        }
+        Ok(())
+    }
+}
+
 /// A new bounded channel.
 pub(crate) fn channel(capacity: usize) -> (Outlet, Receiver<Envelope>) {
     let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
@@ -361,5 +427,32 @@ mod tests {
         assert_eq!(received(&r1), ["1", "4", "b", "5"]);
         assert_eq!(received(&r2), ["2", "b", "6"]);
         assert_eq!(received(&r3), ["3", "b"]);
+    }
+
+    #[test]
+    fn rows_go_to_the_instance_whose_range_holds_their_value_and_barriers_to_all() {
+        let (o1, r1) = channel(64);
+        let (o2, r2) = channel(64);
+        let ranges = Ranges::parse("v: 0, 10").expect("well formed");
+        let mut route = Route::Ranged(RangeRoute::new(ranges.clone(), vec![o1, o2]));
+        // Two channels for three ranges: refused rather than dropping the third range's rows.
+        assert!(matches!(
+            route.send(&batch(1)),
+            Err(SendError::Partition(_))
+        ));
+        let (o1, r1b) = channel(64);
+        let (o2, r2b) = channel(64);
+        let (o3, r3b) = channel(64);
+        let mut route = Route::Ranged(RangeRoute::new(ranges, vec![o1, o2, o3]));
+        for v in [-1, 0, 9, 10, 11] {
+            route.send(&batch(v)).expect("sent");
+        }
+        route
+            .send(&Message::Barrier(Barrier::checkpoint(Epoch(1), false)))
+            .expect("sent");
+        assert_eq!(received(&r1b), ["-1", "b"]);
+        assert_eq!(received(&r2b), ["0", "9", "b"]);
+        assert_eq!(received(&r3b), ["10", "11", "b"]);
+        drop((r1, r2));
     }
 }

@@ -16,7 +16,9 @@ use crossbeam_channel::{Receiver, Sender};
 use anduin_operator_api::{Bound, BuildContext, OperatorError, Source};
 
 use crate::chain::{Chain, Link};
-use crate::channel::{channel, Envelope, HashRoute, InTurnRoute, Notice, Outlet, Route};
+use crate::channel::{
+    channel, Envelope, HashRoute, InTurnRoute, Notice, Outlet, RangeRoute, Route,
+};
 use crate::config::RunConfig;
 use crate::control::Control;
 use crate::error::RuntimeError;
@@ -603,6 +605,7 @@ impl Wires {
                 Exchange::Gather => Route::One(senders.next().expect("a gather has a channel")),
                 Exchange::Broadcast => Route::All(senders.collect()),
                 Exchange::RoundRobin => Route::InTurn(InTurnRoute::new(senders.collect())),
+                Exchange::Range(r) => Route::Ranged(RangeRoute::new(r.clone(), senders.collect())),
                 Exchange::Hash { keys } => {
                     let consumer = &topology.tasks[route.to_task];
                     let head = consumer

@@ -141,6 +141,9 @@ pub enum Exchange {
     /// Batches dealt to the consumer's instances in turn, from the first again after every
     /// barrier; watermarks, barriers and the end to every instance.
     RoundRobin,
+    /// Each row to the consumer instance whose range holds its value of a column;
+    /// watermarks, barriers and the end to every instance.
+    Range(anduin_graph::ranges::Ranges),
 }
 
 /// One output of one operator of a task instance, to one input of another task.
@@ -211,13 +214,15 @@ impl Topology {
                 Partitioning::Hash(keys) => Exchange::Hash { keys: keys.clone() },
                 Partitioning::Broadcast => Exchange::Broadcast,
                 Partitioning::RoundRobin => Exchange::RoundRobin,
+                Partitioning::Range(r) => Exchange::Range(r.clone()),
             };
             for producer in 0..tasks[c.from_task].parallelism {
                 let receivers = match exchange {
                     Exchange::Gather => 0..consumers.min(1),
-                    Exchange::Hash { .. } | Exchange::Broadcast | Exchange::RoundRobin => {
-                        0..consumers
-                    }
+                    Exchange::Hash { .. }
+                    | Exchange::Broadcast
+                    | Exchange::RoundRobin
+                    | Exchange::Range(_) => 0..consumers,
                 };
                 let from = InstanceRef {
                     task: c.from_task,

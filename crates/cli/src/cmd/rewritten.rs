@@ -19,6 +19,7 @@ const SHOWN: &[&str] = &[
     "replicas",
     "pipeline",
     "parallelism",
+    "ranges",
     "checkpoint",
 ];
 

@@ -18,6 +18,7 @@ fn the_built_in_rules_parse_one_per_pattern() {
             "checkpointing",
             "hot_standby",
             "hot_standby_2",
+            "partitioning_range",
             "partitioning_round_robin",
             "partitioning",
             "partitioning_2",
@@ -137,6 +138,23 @@ fn partitioning_a_stateless_operator_deals_its_rows_in_turn() -> R {
                  f := filter{parallelism = "2"}@{p*}(
                    splitter_1 := splitter{by = "round-robin", n = "2"}(src := reader)),
                  f_replica_1 := filter{parallelism = "2"}@{p*}(splitter_1)))"#
+        )?
+    );
+    Ok(())
+}
+
+#[test]
+fn partitioning_a_stateless_operator_by_ranges_gives_each_instance_a_range() -> R {
+    assert_eq!(
+        builtin(
+            r#"sink := writer(f := filter{parallelism = "3", ranges = "v: 1, 2"}(src := reader))"#
+        )?,
+        expected(
+            r#"sink := writer(merge_1 := merge(
+                 f := filter{parallelism = "3", ranges = "v: 1, 2"}@{p*}(
+                   splitter_1 := splitter{by = "range", ranges = "v: 1, 2", n = "3"}(src := reader)),
+                 f_replica_1 := filter{parallelism = "3", ranges = "v: 1, 2"}@{p*}(splitter_1),
+                 f_replica_2 := filter{parallelism = "3", ranges = "v: 1, 2"}@{p*}(splitter_1)))"#
         )?
     );
     Ok(())

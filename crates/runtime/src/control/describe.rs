@@ -114,6 +114,7 @@ pub(crate) fn topology<B>(graph: &LogicalGraph<B>, topology: &Topology) -> Topol
                     }
                     Exchange::Broadcast => ("broadcast", Vec::new()),
                     Exchange::RoundRobin => ("round-robin", Vec::new()),
+                    Exchange::Range(r) => ("range", vec![r.column.clone()]),
                 };
                 let to_operator = topology
                     .tasks
