@@ -112,9 +112,8 @@ const MAX_INSTANCES: i64 = 64;
 pub(crate) const DEFAULT_MAX_PARTIAL_MATCHES: u64 = 1_000_000;
 
 /// The params that ask for spreading, checked against the pattern: `None` if they do not ask
-/// for it; refused with the reason where the pattern's matches depend on each other.
-/// Spreading is not wired into the runtime yet: a query that asks for it where it could
-/// spread is refused, saying so (never run as if its memory were bounded).
+/// for it; refused with the reason where the pattern's matches depend on each other, and
+/// with instances of its own (`parallelism`): each copy runs as one instance.
 pub(crate) fn overflow<'a>(
     p: &Params<'_>,
     pattern: &Pattern,
@@ -152,20 +151,20 @@ pub(crate) fn overflow<'a>(
     }
     spreadable(pattern, measures, OnError::param(p))
         .map_err(|why| p.error("overflow_instances", why))?;
-    // What it will run as once the runtime runs the copies.
-    let _ = Overflow {
+    if let Some(n) = p.int("parallelism").filter(|n| *n > 1) {
+        return Err(p
+            .error(
+                "parallelism",
+                format!(
+                    "a pattern that spreads its partial matches (overflow_instances) runs each copy as one instance: `parallelism = {n}` with it is not supported yet; remove one of them"
+                ),
+            )
+            .into());
+    }
+    Ok(Some(Overflow {
         instances,
         max_partial_matches: max.map_or(DEFAULT_MAX_PARTIAL_MATCHES, i64::unsigned_abs),
-    };
-    Err(p
-        .error(
-            "overflow_instances",
-            "spreading partial matches over further instances is not supported yet: the \
-             pattern operator can hand them over, but the runtime does not run the copies \
-             yet (issue 15); leave out overflow_instances and max_partial_matches"
-                .to_string(),
-        )
-        .into())
+    }))
 }
 
 /// The first byte of handed partial matches: the version of the form below.

@@ -119,7 +119,8 @@ pub fn by_rules(path: &Path, loaded: Loaded, rules: RuleText<'_>) -> Result<Load
 }
 
 /// The query `loaded` as it runs: the operators that ask for hot standby replicated behind
-/// stream selectors, checked again (`loaded` itself when none asks).
+/// stream selectors, the patterns that spread partial matches (`overflow_instances`) copied
+/// with a union of their outputs, checked again (`loaded` itself when none asks).
 pub fn as_it_runs(loaded: Loaded) -> Result<Loaded, LoadError> {
     // A stream selector takes append-only streams only.
     for node in &loaded.graph.nodes {
@@ -141,9 +142,28 @@ pub fn as_it_runs(loaded: Loaded) -> Result<Loaded, LoadError> {
             ));
         }
     }
-    let spec = anduin_graph::rewriting::hot_standby_spec(&loaded.spec, &BuiltinCatalog)
+    for op in &loaded.spec.operators {
+        if op.asks_hot_standby() && op.spread_copies().is_some() {
+            return Err(LoadError::Diagnostics(
+                anduin_types::Diagnostic::error(
+                    op.pos,
+                    format!(
+                        "operator \"{}\": fault_tolerance = \"hot-standby\" with overflow_instances is not supported yet (each copy of the hot standby would need copies of its own to spread to); remove one of them",
+                        op.name
+                    ),
+                )
+                .into(),
+            ));
+        }
+    }
+    let hot = anduin_graph::rewriting::hot_standby_spec(&loaded.spec, &BuiltinCatalog)
         .map_err(|e| LoadError::Other(anyhow::Error::new(e)))?;
-    let Some(spec) = spec else {
+    let spread = anduin_graph::rewriting::overflow_spec(
+        hot.as_ref().unwrap_or(&loaded.spec),
+        &BuiltinCatalog,
+    )
+    .map_err(|e| LoadError::Other(anyhow::Error::new(e)))?;
+    let Some(spec) = spread.or(hot) else {
         return Ok(loaded);
     };
     // The warnings are those of the query as written: the copies would repeat them.

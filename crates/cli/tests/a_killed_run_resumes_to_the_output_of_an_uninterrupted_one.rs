@@ -273,6 +273,11 @@ fn a_killed_join_with_its_channels_over_tcp_resumes_to_the_output_of_an_uninterr
 }
 
 fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {
+    scenario_with(query, seeds, extra, 10_000);
+}
+
+/// [`scenario`] of a query whose uninterrupted run writes more than `min_rows` rows.
+pub(crate) fn scenario_with(query: &str, seeds: &[u64], extra: &[&str], min_rows: usize) {
     for &seed in seeds {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("events.flow"), EVENTS).expect("query");
@@ -297,7 +302,7 @@ fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {
             String::from_utf8_lossy(&out.stderr)
         );
         let expected = output_rows(&dir.path().join("reference.csv"));
-        assert!(expected.len() > 10_000, "the query produces enough rows");
+        assert!(expected.len() > min_rows, "the query produces enough rows");
 
         // Kill it two to four times, each time after a random number of checkpoints.
         let mut rng = Rng(seed);

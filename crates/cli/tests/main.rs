@@ -3,6 +3,7 @@
 //! link time). A new scenario file needs its `mod` line here, or it never runs: anduin-cli's
 //! `every_test_file_of_the_workspace_is_compiled_into_its_crates_test_binary` says so.
 
+mod a_pattern_spreading_its_partial_matches_over_copies_writes_what_one_pattern_writes;
 mod common;
 mod nexmark_reference;
 

@@ -84,6 +84,12 @@ pub fn check_change_after<C: Catalog>(
             "operator \"{operator}\" is a copy of a hot standby: changing its params while it runs is not supported yet (its copies would no longer compute the same rows, and the stream selector would mix them)"
         )));
     }
+    // Copies that spread partial matches run one definition: one changed alone would not.
+    if node.def.spread_copies().is_some() {
+        return Err(ChangeRejected::Invalid(format!(
+            "operator \"{operator}\" spreads its partial matches over copies (overflow_instances): changing its params while it runs is not supported yet (the copies would extend the matches they were handed under another definition)"
+        )));
+    }
     // Over an updating stream, a row taken back is computed again when its retraction comes:
     // with other params in between, it would not match the row the operator passed on.
     let updating = node

@@ -105,9 +105,11 @@ fn asked<B>(node: &crate::logical::Node<B>, default: usize) -> Option<(usize, &'
 /// in parallel and splits its rows between its instances (a source reading its share, an
 /// operator splitting an input by keys). A window without keys, a pattern without
 /// `partition_by`, would send every row to one instance and leave the others idle: it runs
-/// as one (its own `parallelism` is refused when checked).
+/// as one (its own `parallelism` is refused when checked). A pattern that spreads its partial
+/// matches over copies runs each copy as one instance.
 pub(crate) fn takes_default<B>(node: &crate::logical::Node<B>) -> bool {
     node.parallelism.is_none()
+        && node.def.spread_copies().is_none()
         && node.parallelizable
         && (node.partition_by.is_empty() || node.partition_by.iter().any(Option::is_some))
 }

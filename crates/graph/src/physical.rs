@@ -265,9 +265,12 @@ impl PhysicalPlan {
 }
 
 /// Whether `node` can be rescaled while it runs: it splits its input by key (its state is
-/// kept by key group) and can run in parallel.
+/// kept by key group) and can run in parallel, and does not spread its partial matches over
+/// copies (each runs as one instance).
 pub fn rescalable<B>(node: &crate::logical::Node<B>) -> bool {
-    node.parallelizable && node.partition_by.iter().any(Option::is_some)
+    node.parallelizable
+        && node.partition_by.iter().any(Option::is_some)
+        && node.def.spread_copies().is_none()
 }
 
 /// The task `id` can join: its single input's producer ends that task's chain, has one

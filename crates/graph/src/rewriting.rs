@@ -338,6 +338,30 @@ pub fn hot_standby_spec<C: Catalog>(
     Ok(Some(copies))
 }
 
+/// The query to run for `spec` when a pattern spreads its partial matches over copies
+/// (`overflow_instances = K`, paper §4.4): the built-in rule `pattern_overflow` applied — the
+/// pattern and its copies `NAME_replica_1` … `NAME_replica_{K-1}` (outputs
+/// `STREAM__replica_k`) each reading the pattern's whole input (the runtime multicasts it),
+/// a `union` of their outputs in place of the pattern's stream. The runtime gives the first
+/// the role that starts matches, the others the role that extends those handed to them, and
+/// hands partial matches along at checkpoint barriers. `None` when no pattern asks for it.
+pub fn overflow_spec<C: Catalog>(
+    spec: &Spec,
+    catalog: &C,
+) -> Result<Option<Spec>, RewriteQueryError> {
+    if !spec.operators.iter().any(|o| o.spread_copies().is_some()) {
+        return Ok(None);
+    }
+    let before = rule_graph(spec)?;
+    let after = rewrite(
+        &before,
+        &builtin_family("pattern_overflow"),
+        &CatalogFacts(catalog),
+        DEFAULT_LIMIT,
+    )?;
+    Ok(Some(crate::run_spec::to_spec(spec, &after.graph, catalog)?))
+}
+
 /// The operators of `spec` that a stream selector reads.
 fn selected(spec: &Spec) -> std::collections::BTreeSet<&str> {
     let read: std::collections::BTreeSet<&str> = spec

@@ -461,18 +461,31 @@ impl<'a, C: Catalog> Converter<'a, C> {
 
     /// Params of `op` as the rules left them, over those of `def` (in `def`'s order, new
     /// ones after, by name).
+    /// A param repeated in `def` (a pattern's `define`s) is one param to the rules, of its last
+    /// value: unchanged, its repeats are kept as written; changed, they become one param.
     fn params(def: &OperatorDef, op: &Operator) -> Vec<Param> {
-        let mut params: Vec<Param> = def
-            .params
-            .iter()
-            .map(|p| match op.param(p.name.as_str()) {
-                Some(v) if v != p.value.as_text().as_str() => Param {
-                    name: p.name.clone(),
-                    value: Value::String(Text::at(v, p.value.pos())),
-                },
-                _ => p.clone(),
-            })
-            .collect();
+        let mut params: Vec<Param> = Vec::new();
+        let mut replaced = BTreeSet::new();
+        for p in &def.params {
+            let name = p.name.as_str();
+            let last = def
+                .params
+                .iter()
+                .rev()
+                .find(|q| q.name.as_str() == name)
+                .unwrap_or(p);
+            match op.param(name) {
+                Some(v) if v != last.value.as_text().as_str() => {
+                    if replaced.insert(name) {
+                        params.push(Param {
+                            name: p.name.clone(),
+                            value: Value::String(Text::at(v, last.value.pos())),
+                        });
+                    }
+                }
+                _ => params.push(p.clone()),
+            }
+        }
         for (k, v) in &op.params {
             if def.param(k).is_none() {
                 params.push(Param {

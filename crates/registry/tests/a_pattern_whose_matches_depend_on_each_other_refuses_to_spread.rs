@@ -73,7 +73,7 @@ fn the_check_refuses_overflow_instances_where_matches_depend_on_each_other_and_s
 }
 
 #[test]
-fn spreadable_overflow_params_are_refused_saying_the_runtime_does_not_spread_yet() {
+fn spreadable_overflow_params_check_and_bad_ones_are_refused_saying_why() {
     for params in [
         r#"param after_match = "skip to next row" param overflow_instances = 3 param max_partial_matches = 100000"#,
         r#"param after_match = "skip to next row" param within = "5s" param rows_per_match = "all" param overflow_instances = 2"#,
@@ -81,13 +81,13 @@ fn spreadable_overflow_params_are_refused_saying_the_runtime_does_not_spread_yet
         r#"param after_match = "skip to next row" param define = "C AS value / (value - 3) > 1" param on_error = "fail" param overflow_instances = 2"#,
     ] {
         let errors = common::check_errors(&query(params));
-        assert!(
-            errors.contains("is not supported yet")
-                && errors.contains("the runtime does not run the copies yet"),
-            "{params}: {errors}"
-        );
+        assert!(errors.is_empty(), "{params}: {errors}");
     }
     for (params, why) in [
+        (
+            r#"param after_match = "skip to next row" param overflow_instances = 2 param parallelism = 2"#,
+            "runs each copy as one instance: `parallelism = 2` with it is not supported yet",
+        ),
         ("param overflow_instances = 0", "must be at least 1"),
         (
             r#"param after_match = "skip to next row" param overflow_instances = 65"#,
@@ -141,4 +141,49 @@ fn a_change_that_would_make_a_spread_pattern_depend_on_other_matches_is_refused(
     // A change that keeps the matches independent is taken.
     op.set_param("define", "B AS value < PREV(value), C AS value > 5")
         .expect("an independent change is taken");
+}
+
+#[test]
+fn the_copies_of_a_spreading_pattern_run_one_definition_and_refuse_changes() {
+    let src = query(
+        r#"param after_match = "skip to next row" param overflow_instances = 3 param define = "C AS value > PREV(value)""#,
+    );
+    let spec = anduin_spec::parse_flow(&src).expect("parses");
+    let copies = anduin_graph::rewriting::overflow_spec(&spec, &anduin_registry::BuiltinCatalog)
+        .expect("rewrites")
+        .expect("asks for copies");
+    let names: Vec<&str> = copies.operators.iter().map(|o| o.name.as_str()).collect();
+    assert!(
+        names.contains(&"op") && names.contains(&"op_replica_1") && names.contains(&"op_replica_2"),
+        "{names:?}"
+    );
+    // Every copy keeps the pattern's params, repeated ones (`define`) as written.
+    let defines = |name: &str| -> Vec<String> {
+        let op = copies
+            .operators
+            .iter()
+            .find(|o| o.name.as_str() == name)
+            .expect("the copy");
+        op.params_named("define")
+            .map(|p| p.value.as_text().to_string())
+            .collect()
+    };
+    assert_eq!(defines("op").len(), 2);
+    assert_eq!(defines("op_replica_2"), defines("op"));
+    let (graph, _) =
+        anduin_graph::check(&copies, &anduin_registry::BuiltinCatalog).expect("the copies check");
+    for copy in ["op", "op_replica_1"] {
+        match anduin_graph::check_change(
+            &graph,
+            &anduin_registry::BuiltinCatalog,
+            copy,
+            "within",
+            "5s",
+        ) {
+            Err(anduin_graph::ChangeRejected::Invalid(m)) => {
+                assert!(m.contains("spreads its partial matches over copies"), "{m}")
+            }
+            other => panic!("{copy}: {other:?}"),
+        }
+    }
 }

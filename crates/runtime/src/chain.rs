@@ -34,6 +34,9 @@ pub(crate) struct Link {
     /// How it hands over and takes key groups at a live rescale (the head of a task whose
     /// operator can be rescaled while it runs).
     pub rescaler: Option<crate::rescale::Rescaler>,
+    /// How it takes and hands on partial matches at checkpoint barriers (a copy of a pattern
+    /// that spreads them, `overflow_instances`).
+    pub spreader: Option<crate::spread::Spreader>,
 }
 
 /// Operators fused into one task. Output port 0 of each operator but the last feeds input 0
@@ -294,6 +297,7 @@ impl Chain {
         let mut failure = None;
         for i in 0..self.links.len() {
             param_changes_at(&mut self.links, i)?;
+            spread_at(&mut self.links, i, barrier.epoch)?;
             let link = &mut self.links[i];
             let full_next = link
                 .rescaler
@@ -355,6 +359,24 @@ impl Chain {
             link.op.handle_commit(epoch)?;
         }
         Ok(())
+    }
+}
+
+/// At a checkpoint barrier, before its snapshot: a copy of a pattern that spreads its partial
+/// matches takes those the copy before it handed it, then hands on its oldest when it keeps
+/// more than its limit (see [`crate::spread`]).
+fn spread_at(links: &mut [Link], i: usize, epoch: Epoch) -> Result<(), OperatorError> {
+    let name = links[i].name.clone();
+    let Some(s) = links[i].spreader.as_mut() else {
+        return Ok(());
+    };
+    if let Some(handed) = s.take(epoch, &name)? {
+        at_link(links, i, |op, emit| op.take_spread(handed, emit))?;
+    }
+    let link = &mut links[i];
+    match link.spreader.as_mut() {
+        Some(s) => s.give(epoch, &name, link.op.as_mut()),
+        None => Ok(()),
     }
 }
 
@@ -680,6 +702,7 @@ mod tests {
             origins_after: false,
             live_at: None,
             rescaler: None,
+            spreader: None,
         }
     }
 

@@ -174,6 +174,24 @@ pub(crate) fn instantiate(
     if resumable {
         replicas.iter_mut().for_each(|r| *r = false);
     }
+    // The copies of patterns that spread partial matches, chained by in-process channels:
+    // they hand over at checkpoint barriers.
+    let mut spreaders = crate::spread::spreaders(graph, shared.abort);
+    if let Some(name) = spreaders.keys().next() {
+        let why = if net.is_some() {
+            Some("spreading partial matches over copies (overflow_instances) on a cluster is not supported yet: run the query embedded (`anduin run`)")
+        } else if wiring.is_none() {
+            Some("the copies that spread partial matches (overflow_instances) hand them over at checkpoint barriers: give the run a checkpoint store (`--checkpoint-store DIR`)")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(RuntimeError::Start(OperatorError::Config {
+                operator: name.clone(),
+                message: why.to_string(),
+            }));
+        }
+    }
     let mut tasks = Vec::new();
     let mut source_commands = Vec::new();
     for task in &topology.tasks {
@@ -209,7 +227,7 @@ pub(crate) fn instantiate(
                 &mut outlets,
                 shared,
                 &wiring,
-                (copy, handoffs, patience),
+                (copy, handoffs, patience, &mut spreaders),
             )?;
             let chain = Chain::new(links, shared.control.cloned())
                 .with_end_gate(shared.config.end_gate.clone(), instance.name.clone())
@@ -331,7 +349,12 @@ fn build_links(
     outlets: &mut BTreeMap<NodeId, Vec<Vec<Route>>>,
     shared: &Shared<'_>,
     wiring: &Option<&mut CheckpointWiring>,
-    (copy, mut handoffs, patience): (bool, Option<Handoffs>, Option<std::time::Duration>),
+    (copy, mut handoffs, patience, spreaders): (
+        bool,
+        Option<Handoffs>,
+        Option<std::time::Duration>,
+        &mut BTreeMap<String, crate::spread::Spreader>,
+    ),
 ) -> Result<Vec<Link>, RuntimeError> {
     let (i, parallelism) = (instance.at.instance, task.parallelism);
     let mut ctx = shared.ctx.for_instance(i, parallelism);
@@ -347,6 +370,11 @@ fn build_links(
             return Err(unreachable_source(node.name()));
         };
         let mut op = factory(&ctx).map_err(RuntimeError::Start)?;
+        // A copy of a pattern that spreads partial matches: its role, before its restore.
+        let spreader = spreaders.remove(node.name());
+        if let Some(s) = &spreader {
+            op.set_spread_role(s.role()).map_err(RuntimeError::Start)?;
+        }
         let mut applied = BTreeMap::new();
         if let Some(resume) = &resume {
             applied = resume.latest_params(node.name());
@@ -397,6 +425,7 @@ fn build_links(
             origins_after: false,
             live_at: None,
             rescaler,
+            spreader,
         });
     }
     Ok(links)

@@ -43,6 +43,7 @@ mod run;
 mod snapshot;
 mod source_task;
 mod spawn;
+mod spread;
 mod stats;
 mod task;
 mod topology;

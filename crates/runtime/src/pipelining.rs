@@ -403,6 +403,7 @@ mod tests {
             origins_after: false,
             live_at: None,
             rescaler: None,
+            spreader: None,
         }
     }
 

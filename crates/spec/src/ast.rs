@@ -97,6 +97,18 @@ impl OperatorDef {
             .is_some_and(|p| p.value.as_text().as_str() == "hot-standby")
     }
 
+    /// How many copies spread its partial matches over (`param overflow_instances` of 2 or
+    /// more on a `pattern`, paper §4.4; the copies the rewriting makes keep it); `None`: it
+    /// does not spread them.
+    pub fn spread_copies(&self) -> Option<usize> {
+        if self.kind.as_str() != "pattern" {
+            return None;
+        }
+        self.param("overflow_instances")
+            .and_then(|p| p.value.as_text().as_str().trim().parse::<usize>().ok())
+            .filter(|n| *n >= 2)
+    }
+
     /// Every param named `name`, in file order (for params that may be repeated).
     pub fn params_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Param> + 'a {
         self.params.iter().filter(move |p| p.name.as_str() == name)

@@ -1,0 +1,176 @@
+//! The paper's third elasticity scheme (§4.4): a pattern whose partial matches outgrow
+//! `max_partial_matches` hands the oldest to a copy that only extends them
+//! (`overflow_instances = 3`: the pattern and two copies, each reading the whole input, their
+//! outputs united). The run writes exactly the rows one pattern writes, the copies report
+//! matches of their own (so partial matches did move), and a run killed with SIGKILL at
+//! seeded moments resumes to the same rows. What it cannot do yet is refused, saying why.
+
+use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::scenario_with;
+use crate::common;
+
+use common::{anduin, output_rows};
+
+/// The paper's pattern `A B+ C D+` per sensor, `overflow_instances` from `K` (1 by default:
+/// no copies), every copy keeping at most 200 partial matches.
+pub(crate) const SPREAD: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param seed = 7
+  param count = 60000
+  param rate = 40000
+  param event_time = "ts"
+  output name = "events", type = "Event"
+}
+operator name = "dips", type = "pattern" {
+  input name = "events"
+  param partition_by = "sensor"
+  param order_by = "ts"
+  param pattern = "A B+ C D+"
+  param define = "B AS B.value < PREV(B.value)"
+  param define = "C AS C.value > PREV(C.value) AND C.value < A.value"
+  param define = "D AS D.value > A.value AND D.value > PREV(D.value)"
+  param measures = "A.ts AS a_ts, LAST(D.ts) AS last_ts, COUNT(B.*) AS b_cnt, MAX(D.value) AS top"
+  param after_match = "skip to next row"
+  param within = "3s"
+  param overflow_instances = "${K:-1}"
+  param max_partial_matches = 200
+  output name = "dips"
+}
+operator name = "out", type = "writer" {
+  input name = "dips"
+  param path = "${OUTPUT}"
+}
+"#;
+
+/// `anduin run q.flow FLAGS…` in `dir`, with `SPREAD` as q.flow.
+fn run(dir: &std::path::Path, flags: &[&str]) -> std::process::Output {
+    std::fs::write(dir.join("q.flow"), SPREAD).expect("query");
+    let mut args = vec!["run", "q.flow", "--no-api"];
+    args.extend(flags);
+    anduin(dir, &args)
+}
+
+/// The figure `name` of operator `op` in a run's summary on stderr.
+fn figure(stderr: &str, op: &str, name: &str) -> u64 {
+    let line = stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{op} ")))
+        .unwrap_or_else(|| panic!("no summary of {op}: {stderr}"));
+    let at = line
+        .find(&format!("{name} "))
+        .unwrap_or_else(|| panic!("no {name} in {line}"));
+    line[at + name.len() + 1..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number after {name} in {line}"))
+}
+
+#[test]
+fn the_copies_take_over_partial_matches_and_the_output_is_that_of_one_pattern() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let one = run(d, &["--var", "OUTPUT=one.csv"]);
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let expected = output_rows(&d.join("one.csv"));
+    assert!(expected.len() > 500, "enough matches: {}", expected.len());
+    let spread = run(
+        d,
+        &[
+            "--var",
+            "K=3",
+            "--var",
+            "OUTPUT=spread",
+            "--checkpoint-store",
+            "ck",
+            "--checkpoint-every",
+            "3000",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&spread.stderr);
+    assert!(spread.status.success(), "{stderr}");
+    assert_eq!(
+        output_rows(&d.join("spread")),
+        expected,
+        "rows lost or repeated"
+    );
+    // Partial matches moved along the chain: the copies, which start none, matched some.
+    let by_copies =
+        figure(&stderr, "dips_replica_1", "matches") + figure(&stderr, "dips_replica_2", "matches");
+    assert!(by_copies > 0, "the copies matched nothing: {stderr}");
+    assert!(
+        figure(&stderr, "dips", "matches") < expected.len() as u64,
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_run_spreading_partial_matches_killed_at_seeded_moments_resumes_to_the_output_of_one_pattern() {
+    scenario_with(SPREAD, &[27, 28], &["--var", "K=3"], 500);
+}
+
+#[test]
+fn what_spreading_cannot_do_yet_is_refused_saying_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    // The copies hand over at checkpoint barriers.
+    let out = run(d, &["--var", "K=3", "--var", "OUTPUT=never.csv"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("hand them over at checkpoint barriers: give the run a checkpoint store"),
+        "{stderr}"
+    );
+    assert!(!d.join("never.csv").exists() || output_rows(&d.join("never.csv")).is_empty());
+    // On a cluster: the coordinator refuses it when it is submitted.
+    let out = anduin(
+        d,
+        &[
+            "cluster",
+            "q.flow",
+            "--workers",
+            "1",
+            "--dir",
+            "cluster",
+            "--var",
+            "K=3",
+            "--var",
+            "OUTPUT=x",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("overflow_instances) on a cluster is not supported yet"),
+        "{stderr}"
+    );
+    // Hot standby of a spreading pattern.
+    let hot = SPREAD.replace(
+        "param max_partial_matches = 200",
+        "param max_partial_matches = 200\n  param fault_tolerance = \"hot-standby\"",
+    );
+    std::fs::write(d.join("hot.flow"), hot).expect("query");
+    let out = anduin(
+        d,
+        &[
+            "run", "hot.flow", "--no-api", "--var", "K=2", "--var", "OUTPUT=x",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(
+            "fault_tolerance = \"hot-standby\" with overflow_instances is not supported yet"
+        ),
+        "{stderr}"
+    );
+}
