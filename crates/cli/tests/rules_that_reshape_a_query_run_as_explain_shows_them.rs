@@ -219,6 +219,10 @@ fn what_cannot_run_is_refused_before_anything_runs_saying_why() {
         "a splitter by `range` says where to split",
     );
     refused(
+        "f := filter(a := any*) => merge(f(splitter{by = \"range\", ranges = \"value: 10, 20\"}(a)) | @{p1} | @{p2})",
+        "make 3 instances of \"low\", and 2 copies of it are merged: give one bound fewer than the copies",
+    );
+    refused(
         "f := filter(a := any*) => merge(f(splitter{by = \"hash\"}(a)) | @{p1} | @{p2})",
         "a splitter by `hash` is not supported",
     );

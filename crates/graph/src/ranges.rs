@@ -10,12 +10,17 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, StringArray, UInt32Array};
-use arrow::compute::kernels::cmp::{gt_eq, lt};
+use arrow::compute::kernels::cmp::lt;
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType, Schema};
+use arrow::row::{RowConverter, SortField};
 
 /// The param that asks for it.
 pub const PARAM: &str = "ranges";
+
+/// The most bounds: one instance more than them is the most a partitioning rule makes
+/// ([`anduin_rewrite::MAX_COPIES`]).
+const MAX_BOUNDS: u64 = anduin_rewrite::MAX_COPIES - 1;
 
 /// A column and the bounds that split its values into `bounds.len() + 1` ranges.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +37,21 @@ pub enum RangesError {
     /// Not of the form `COLUMN: BOUND, BOUND, …`.
     #[error("`ranges` is `COLUMN: BOUND, BOUND, …` (e.g. \"value: 10, 20\" for three instances), not \"{0}\"")]
     Form(String),
+    /// A bound is empty, or a quoted one not closed.
+    #[error(
+        "`ranges` bound {number} {why} (in \"{text}\"); quote a bound holding a comma as 'a,b'"
+    )]
+    BadBound {
+        /// Which bound, from 1.
+        number: usize,
+        /// What is wrong with it.
+        why: &'static str,
+        /// The whole param.
+        text: String,
+    },
+    /// More bounds than instances a rule may make.
+    #[error("`ranges` has {0} bounds, so {n} instances, more than the {max} a partitioning rule may make: give at most {most} bounds", n = .0 + 1, max = MAX_BOUNDS + 1, most = MAX_BOUNDS)]
+    TooMany(usize),
     /// The column is not in the operator's input.
     #[error(
         "`ranges` splits by column \"{column}\", which the input does not have (it has {have})"
@@ -79,26 +99,57 @@ pub enum RangesError {
 }
 
 impl Ranges {
-    /// Reads `COLUMN: BOUND, BOUND, …` (at least one bound; a bound may be quoted with `'`).
+    /// Reads `COLUMN: BOUND, BOUND, …` (at least one bound; a bound may be quoted with `'`,
+    /// and then holds commas and spaces as written).
     pub fn parse(text: &str) -> Result<Self, RangesError> {
         let form = || RangesError::Form(text.to_string());
-        let (column, bounds) = text.split_once(':').ok_or_else(form)?;
+        let (column, rest) = text.split_once(':').ok_or_else(form)?;
         let column = column.trim();
-        if column.is_empty() {
+        if column.is_empty() || rest.trim().is_empty() {
             return Err(form());
         }
-        let bounds: Vec<String> = bounds
-            .split(',')
-            .map(|b| {
-                let b = b.trim();
-                b.strip_prefix('\'')
-                    .and_then(|b| b.strip_suffix('\''))
-                    .unwrap_or(b)
-                    .to_string()
-            })
-            .collect();
-        if bounds.iter().any(String::is_empty) {
-            return Err(form());
+        let bad = |number: usize, why: &'static str| RangesError::BadBound {
+            number,
+            why,
+            text: text.to_string(),
+        };
+        let mut bounds = Vec::new();
+        let mut chars = rest.chars().peekable();
+        loop {
+            while chars.next_if(|c| c.is_whitespace()).is_some() {}
+            let number = bounds.len() + 1;
+            let bound = if chars.next_if_eq(&'\'').is_some() {
+                let mut quoted = String::new();
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => quoted.push(c),
+                        None => return Err(bad(number, "has no closing quote")),
+                    }
+                }
+                while chars.next_if(|c| c.is_whitespace()).is_some() {}
+                if chars.peek().is_some_and(|c| *c != ',') {
+                    return Err(bad(number, "goes on after its closing quote"));
+                }
+                quoted
+            } else {
+                let mut plain = String::new();
+                while let Some(c) = chars.next_if(|c| *c != ',') {
+                    plain.push(c);
+                }
+                let plain = plain.trim().to_string();
+                if plain.is_empty() {
+                    return Err(bad(number, "is empty"));
+                }
+                plain
+            };
+            bounds.push(bound);
+            if chars.next().is_none() {
+                break;
+            }
+        }
+        if u64::try_from(bounds.len()).map_or(true, |n| n > MAX_BOUNDS) {
+            return Err(RangesError::TooMany(bounds.len()));
         }
         Ok(Self {
             column: column.to_string(),
@@ -172,7 +223,9 @@ impl Ranges {
     }
 
     /// The rows of `column` each instance takes: instance i those at or above bound i−1 and
-    /// below bound i (the first also those whose value is null).
+    /// below bound i (the first also those whose value is null). Each row's instance is found
+    /// by a binary search among the bounds, in arrow's row format (nulls first; floats in
+    /// their total order, NaN above infinity).
     pub fn split(
         &self,
         column: &ArrayRef,
@@ -182,19 +235,21 @@ impl Ranges {
             column: self.column.clone(),
             reason: e.to_string(),
         };
-        let mut instance = vec![0_usize; column.len()];
-        for i in 0..bounds.len() {
-            let at_or_above =
-                gt_eq(column, &arrow::array::Scalar::new(bounds.slice(i, 1))).map_err(compare)?;
-            for (row, above) in at_or_above.iter().enumerate() {
-                if above == Some(true) {
-                    instance[row] = i + 1;
-                }
-            }
-        }
+        let converter =
+            RowConverter::new(vec![SortField::new(column.data_type().clone())]).map_err(compare)?;
+        let bound_rows = converter
+            .convert_columns(&[Arc::clone(bounds)])
+            .map_err(compare)?;
+        let bound_rows: Vec<_> = bound_rows.iter().collect();
+        let values = converter
+            .convert_columns(&[Arc::clone(column)])
+            .map_err(compare)?;
         let mut rows: Vec<Vec<u32>> = vec![Vec::new(); self.instances()];
-        for (row, i) in instance.into_iter().enumerate() {
-            rows[i].push(u32::try_from(row).unwrap_or(u32::MAX));
+        for (row, value) in values.iter().enumerate() {
+            let instance = bound_rows.partition_point(|b| *b <= value);
+            if let Some(list) = rows.get_mut(instance) {
+                list.push(u32::try_from(row).unwrap_or(u32::MAX));
+            }
         }
         Ok(rows.into_iter().map(UInt32Array::from).collect())
     }
@@ -248,12 +303,60 @@ mod tests {
     }
 
     #[test]
+    fn a_quoted_bound_keeps_its_commas_and_too_many_bounds_are_refused() {
+        let r = Ranges::parse("sensor: 'a,b' , z, ''").expect("well formed");
+        assert_eq!(r.bounds, ["a,b", "z", ""]);
+        let many = (0..1024)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let err = Ranges::parse(&format!("value: {many}")).expect_err("too many");
+        assert!(
+            err.to_string()
+                .contains("has 1024 bounds, so 1025 instances, more than the 1024"),
+            "{err}"
+        );
+        let most = (0..1023)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert_eq!(
+            Ranges::parse(&format!("value: {most}"))
+                .expect("the most")
+                .instances(),
+            1024
+        );
+    }
+
+    #[test]
+    fn floats_split_in_their_total_order() {
+        let schema = Schema::new(vec![Field::new("x", DataType::Float64, true)]);
+        let r = Ranges::parse("x: 0, 2").expect("well formed");
+        let (_, bounds) = r.bind(&schema).expect("binds");
+        let column: ArrayRef = Arc::new(arrow::array::Float64Array::from(vec![
+            Some(f64::NEG_INFINITY),
+            Some(-0.0),
+            Some(0.0),
+            Some(1.5),
+            Some(2.0),
+            Some(f64::INFINITY),
+            Some(f64::NAN),
+            None,
+        ]));
+        let parts = r.split(&column, &bounds).expect("splits");
+        assert_eq!(rows(&parts), vec![vec![0, 1, 7], vec![2, 3], vec![4, 5, 6]]);
+    }
+
+    #[test]
     fn bad_ranges_say_what_is_wrong() {
         for (text, says) in [
             ("value", "is `COLUMN: BOUND"),
             ("value:", "is `COLUMN: BOUND"),
             (": 1", "is `COLUMN: BOUND"),
-            ("value: 1,,2", "is `COLUMN: BOUND"),
+            ("value: 1,,2", "bound 2 is empty"),
+            ("value: 1,", "bound 2 is empty"),
+            ("sensor: 'm", "bound 1 has no closing quote"),
+            ("sensor: 'm' n", "bound 1 goes on after its closing quote"),
             ("nope: 1", "column \"nope\", which the input does not have (it has \"value\", \"sensor\", \"ok\")"),
             ("ok: true", "of type Boolean"),
             ("value: ten", "bound \"ten\" is not a value of column \"value\" (Int64)"),

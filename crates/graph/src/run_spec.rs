@@ -375,6 +375,31 @@ impl<'a, C: Catalog> Converter<'a, C> {
             ranges = Some(text);
         }
         if let Some(r) = ranges {
+            let splitter = self.g.op(through[0])?;
+            let parsed = crate::ranges::Ranges::parse(r)
+                .map_err(|e| Self::unsupported(splitter, e.to_string()))?;
+            if parsed.instances() != copies.len() {
+                return Err(Self::unsupported(
+                    splitter,
+                    format!(
+                        "its ranges \"{r}\" make {} instances of \"{}\", and {} copies of it are merged: give one bound fewer than the copies",
+                        parsed.instances(),
+                        def.name,
+                        copies.len()
+                    ),
+                ));
+            }
+            let own = def.param(crate::ranges::PARAM);
+            if let Some(own) = own.filter(|o| o.value.as_text().as_str() != r) {
+                return Err(Self::unsupported(
+                    splitter,
+                    format!(
+                        "it splits \"{}\" by ranges \"{r}\", and the query gives it `ranges = \"{}\"`: remove one of them",
+                        def.name,
+                        own.value.as_text().as_str()
+                    ),
+                ));
+            }
             self.ranged.insert(def.name.to_string(), r.to_string());
         }
         for s in through {
@@ -549,8 +574,8 @@ impl<'a, C: Catalog> Converter<'a, C> {
                     if let Some(r) = self.ranged.get(def.name.as_str()) {
                         params.retain(|p| p.name.as_str() != crate::ranges::PARAM);
                         params.push(Param {
-                            name: Text::unplaced(crate::ranges::PARAM),
-                            value: Value::String(Text::unplaced(r.clone())),
+                            name: Text::at(crate::ranges::PARAM, def.pos),
+                            value: Value::String(Text::at(r.as_str(), def.pos)),
                         });
                     }
                     let mut outputs = def.outputs.clone();

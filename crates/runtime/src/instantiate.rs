@@ -694,7 +694,7 @@ fn one_producer_per_replica(topology: &Topology, replicas: &[bool]) -> Result<()
                 return Err(RuntimeError::Start(OperatorError::Config {
                     operator: instance.name.clone(),
                     message: format!(
-                        "a copy of a hot standby is fed by {} instances on input {port}, whose rows interleave in another order in each copy: run the operator before it with parallelism 1",
+                        "a copy of a hot standby is fed by {} instances on input {port}, whose rows interleave in another order in each copy: run the operator before it as one instance (remove its `parallelism` or `ranges`)",
                         instance.senders(port)
                     ),
                 }));
