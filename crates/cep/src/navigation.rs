@@ -86,11 +86,7 @@ fn the_row(node: &Expr, nav: Nav, arg: &Expr, e: &E) -> Result<RowRef, ExprError
     let mut rows: Vec<RowRef> = Vec::new();
     let mut inner: Option<&'static str> = None;
     e.walk(&mut |x| match x {
-        E::Col(r, _) | E::Classifier(r) => {
-            if !rows.contains(r) {
-                rows.push(*r);
-            }
-        }
+        E::Col(r, _) | E::Classifier(r) if !rows.contains(r) => rows.push(*r),
         E::Agg(_) => inner = inner.or(Some("an aggregate")),
         E::Next { .. } => inner = inner.or(Some("NEXT")),
         E::Final(_) => inner = inner.or(Some("FINAL")),
