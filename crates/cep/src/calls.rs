@@ -1,5 +1,5 @@
 //! The pattern's own function calls in DEFINE conditions and MEASURES: navigation (`PREV`,
-//! `FIRST`, `LAST`), aggregates over a variable's rows (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`,
+//! `NEXT`, `FIRST`, `LAST`, of any expression: [`super::navigation`]), aggregates over a variable's rows (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`,
 //! `MAX_BY`, `MIN_BY`, `BOOL_AND`/`EVERY`, `BOOL_OR`, `ANY_VALUE`/`ARBITRARY`) of any
 //! expression, `CLASSIFIER()` and `MATCH_NUMBER()`, each optionally `FINAL` in a measure.
 //! Other functions are DataFusion's scalar functions ([`super::df`]).
