@@ -1,5 +1,5 @@
 //! The pattern's own function calls in DEFINE conditions and MEASURES: navigation (`PREV`,
-//! `FIRST`, `LAST`), aggregates over a variable's rows (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`,
+//! `NEXT`, `FIRST`, `LAST`, of any expression: [`super::navigation`]), aggregates over a variable's rows (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`,
 //! `MAX_BY`, `MIN_BY`, `BOOL_AND`/`EVERY`, `BOOL_OR`, `ANY_VALUE`/`ARBITRARY`) of any
 //! expression, `CLASSIFIER()` and `MATCH_NUMBER()`, each optionally `FINAL` in a measure.
 //! Other functions are DataFusion's scalar functions ([`super::df`]).
@@ -11,9 +11,8 @@ use sqlparser::ast::{
     Value as SqlValue,
 };
 
-use super::expr::{
-    at, column, compile, numeric, selector, Agg, AggFn, Base, RowRef, Scope, Sel, Typed, E,
-};
+use super::expr::{at, compile, numeric, selector, Agg, AggFn, Base, RowRef, Scope, Sel, Typed, E};
+use super::navigation::{navigate, Nav};
 
 /// The arguments of a call, as expressions; `*` and `V.*` as `Err(variable)`.
 enum Arg<'a> {
@@ -136,77 +135,27 @@ pub(crate) fn not_scalar(
 fn call(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result<Typed, ExprError> {
     let typed = |e: E, ty: ColumnType| Ok(Typed { e, ty: Some(ty) });
     match (name, args) {
-        ("PREV", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)]) => {
-            let n = offset(node, args)?;
-            match navigation(r, s)? {
-                (E::Col(mut row, col), ty) => {
-                    row.back += n;
-                    typed(E::Col(row, col), ty)
-                }
-                (E::Classifier(mut row), ty) => {
-                    row.back += n;
-                    typed(E::Classifier(row), ty)
-                }
-                _ => Err(at(r.span(), "PREV takes a column or CLASSIFIER()")),
-            }
-        }
-        ("NEXT", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)])
-            if s.measure && s.inside.is_none() =>
+        ("PREV" | "NEXT" | "FIRST" | "LAST", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)])
+            if name != "NEXT" || (s.measure && s.inside.is_none()) =>
         {
-            let n = offset(node, args)?;
-            match navigation(r, s)? {
-                (E::Col(row, col), ty) => typed(
-                    E::Next {
-                        r: row,
-                        col: Some(col),
-                        n,
-                    },
-                    ty,
-                ),
-                (E::Classifier(row), ty) => typed(E::Next { r: row, col: None, n }, ty),
-                _ => Err(at(r.span(), "NEXT takes a column or CLASSIFIER()")),
+            if matches!(name, "FIRST" | "LAST") && s.inside.is_some() {
+                return Err(at(
+                    node.span(),
+                    format!("{name} inside an aggregate's argument is not supported: the argument is evaluated at each row aggregated"),
+                ));
             }
+            let nav = match name {
+                "PREV" => Nav::Prev,
+                "NEXT" => Nav::Next,
+                "FIRST" => Nav::First,
+                _ => Nav::Last,
+            };
+            navigate(node, nav, r, offset(node, args)?, s)
         }
-        ("NEXT", _) => Err(at(
+        ("NEXT", _) if !s.measure || s.inside.is_some() => Err(at(
             node.span(),
             "NEXT in DEFINE looks at rows that have not arrived: it is not supported in a stream (use PREV on a later variable; in MEASURES, NEXT sees the rows of the match)",
         )),
-        ("FIRST" | "LAST", _) if s.inside.is_some() => Err(at(
-            node.span(),
-            format!("{name} inside an aggregate's argument is not supported: the argument is evaluated at each row aggregated"),
-        )),
-        // FIRST(CLASSIFIER(), n) / LAST(CLASSIFIER(U), n): the variable of that row.
-        ("FIRST" | "LAST", [Arg::Expr(Expr::Function(c))] | [Arg::Expr(Expr::Function(c)), Arg::Expr(_)])
-            if c.name.to_string().eq_ignore_ascii_case("CLASSIFIER") =>
-        {
-            let n = offset(node, args)?;
-            let var = match &c.args {
-                FunctionArguments::List(l) => match l.args.as_slice() {
-                    [] => None,
-                    [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(v)))] => {
-                        Some(selector(v, s)?)
-                    }
-                    _ => return Err(at(node.span(), format!("wrong arguments for CLASSIFIER in `{node}`"))),
-                },
-                _ => None,
-            };
-            let base = if name == "FIRST" {
-                Base::First { var, n }
-            } else {
-                Base::Last { var, n }
-            };
-            typed(E::Classifier(RowRef { base, back: 0 }), ColumnType::String)
-        }
-        ("FIRST" | "LAST", [Arg::Expr(r)] | [Arg::Expr(r), Arg::Expr(_)]) => {
-            let n = offset(node, args)?;
-            let (var, col, ty) = column(r, s)?;
-            let base = if name == "FIRST" {
-                Base::First { var, n }
-            } else {
-                Base::Last { var, n }
-            };
-            typed(E::Col(RowRef { base, back: 0 }, col), ty)
-        }
         ("CLASSIFIER", []) => typed(
             E::Classifier(RowRef {
                 base: if s.inside.is_some() {
@@ -235,7 +184,7 @@ fn call(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result<Type
             "array_agg is not supported in a pattern yet: a stream carries no arrays (aggregate the values with another function)",
         )),
         (_, _) if AGGREGATES.contains(&name) => aggregate(node, name, args, s),
-        ("PREV" | "FIRST" | "LAST" | "CLASSIFIER" | "MATCH_NUMBER", _) => Err(at(
+        ("PREV" | "NEXT" | "FIRST" | "LAST" | "CLASSIFIER" | "MATCH_NUMBER", _) => Err(at(
             node.span(),
             format!("wrong arguments for {name} in `{node}`"),
         )),
@@ -420,21 +369,5 @@ fn offset(node: &Expr, args: &[Arg<'_>]) -> Result<usize, ExprError> {
             )),
         },
         Some(_) => Err(at(node.span(), "the offset must be a whole number ≥ 0")),
-    }
-}
-
-/// The argument of PREV: a column reference, CLASSIFIER(), or FIRST/LAST of one.
-fn navigation(r: &Expr, s: &Scope<'_>) -> Result<(E, ColumnType), ExprError> {
-    match compile(r, s)? {
-        Typed {
-            e: e @ (E::Col(..) | E::Classifier(_)),
-            ty: Some(ty),
-        } => Ok((e, ty)),
-        _ => Err(at(
-            r.span(),
-            format!(
-                "PREV takes a column (`x`, `A.x`), CLASSIFIER() or FIRST/LAST of one, found `{r}`"
-            ),
-        )),
     }
 }

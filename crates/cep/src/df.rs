@@ -60,6 +60,15 @@ impl VisitorMut for Slots<'_, '_> {
         if let Some(case) = if_as_case(e) {
             *e = case;
         }
+        if matches!(
+            e,
+            Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. }
+        ) {
+            return ControlFlow::Break(at(
+                e.span(),
+                format!("a subquery (`{e}`) is not supported in a pattern's DEFINE or MEASURES: a condition or a measure reads the rows of the match"),
+            ));
+        }
         let leaf = match e {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => true,
             Expr::Function(f) => {
@@ -286,4 +295,33 @@ pub(crate) fn is_scalar(name: &str) -> bool {
 /// Whether DataFusion knows `name` as an aggregate function.
 pub(crate) fn is_aggregate(name: &str) -> bool {
     FunctionProvider::get().is_aggregate(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::expr::{compile_defines, compile_measures};
+    use super::*;
+
+    #[test]
+    fn a_subquery_is_refused_naming_it_and_its_place() {
+        let columns: Vec<(String, ColumnType)> = vec![("x".into(), ColumnType::Int)];
+        let vars = vec!["A".to_string()];
+        let scope = Scope::new(&columns, &vars);
+        for (text, at) in [
+            ("A AS A.x IN (SELECT 1)", (1, 6)),
+            ("A AS x > 0 AND EXISTS (SELECT 1)", (1, 24)),
+            ("A AS coalesce((SELECT 1), x) > 0", (1, 16)),
+        ] {
+            let e = compile_defines(text, &scope).expect_err(text);
+            assert!(
+                e.message.starts_with("a subquery (`")
+                    && e.message
+                        .contains("is not supported in a pattern's DEFINE or MEASURES"),
+                "{text}: {e}"
+            );
+            assert_eq!((e.line, e.col), at, "{text}: {e}");
+        }
+        let e = compile_measures("(SELECT 1) AS m", &scope).expect_err("a measure");
+        assert!(e.message.starts_with("a subquery"), "{e}");
+    }
 }

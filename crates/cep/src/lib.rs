@@ -23,6 +23,7 @@ mod expr;
 mod label_classes;
 mod matcher;
 mod modifiers;
+mod navigation;
 mod order;
 mod output;
 mod program;

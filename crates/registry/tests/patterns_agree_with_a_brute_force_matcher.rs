@@ -298,7 +298,10 @@ fn cond() -> impl Strategy<Value = Cond> {
         1 => w.clone().prop_map(Cond::FloatAvg),
         1 => w.clone().prop_map(Cond::NotThirdLast),
         1 => w.clone().prop_map(Cond::FirstOfIs),
-        1 => w.prop_map(Cond::NotAfterTwoBefore),
+        1 => w.clone().prop_map(Cond::NotAfterTwoBefore),
+        1 => w.clone().prop_map(Cond::AboveDistanceOneBefore),
+        1 => w.clone().prop_map(Cond::NotAboveBeforeLast),
+        1 => w.prop_map(Cond::SecondNotA),
     ]
 }
 
@@ -1073,6 +1076,9 @@ fn no_merge_of_partial_matches_loses_or_changes_a_match_brute_force_finds() {
         |w| CountAtMost(w, 2),
         |w| SumBelow(w, 7),
         |w| ClassCountAtMost(w, 1),
+        AboveDistanceOneBefore,
+        NotAboveBeforeLast,
+        SecondNotA,
     ];
     let data = rows(&[2, 4, 1, 3, 5, 0, 2, 4, 3, 1]);
     let mut checked = 0;

@@ -471,6 +471,11 @@ fn unsupported_clauses_are_errors_at_their_place() {
             "MATCH_RECOGNIZE over a subquery",
         ),
         (
+            over("PATTERN (A B+ C)").replace(");", ") AS m (s, t);"),
+            "m (s, t)",
+            "column names after a MATCH_RECOGNIZE's alias (name the measures with AS, and the other columns in the select list) is not supported yet",
+        ),
+        (
             over("PATTERN (A B+ C)").replace(");", ") m JOIN ev ON m.sensor = ev.sensor;"),
             "MATCH_RECOGNIZE",
             "a join with MATCH_RECOGNIZE is not supported yet",

@@ -206,6 +206,15 @@ pub(crate) enum Cond {
     NotAfterTwoBefore(usize),
     /// `value = 9 AND PREV(W.value, 2) = 7`
     NineTwoAfterSeven(usize),
+    /// `coalesce(LAST(abs(W.value - 3), 1), 0) <= value` (navigation over an expression that
+    /// DataFusion evaluates, at W's row before its last)
+    AboveDistanceOneBefore(usize),
+    /// `PREV(W.value * 2 + 1) IS NULL OR value * 2 < PREV(W.value * 2 + 1)` (the expression at
+    /// the row before W's last, which may be before the match)
+    NotAboveBeforeLast(usize),
+    /// `FIRST(lower(CLASSIFIER(W)) || 'x', 1) IS NULL OR FIRST(lower(CLASSIFIER(W)) || 'x', 1)
+    /// <> 'ax'` (W's second row is not an A)
+    SecondNotA(usize),
 }
 
 impl Cond {
@@ -235,7 +244,10 @@ impl Cond {
             | Cond::NotThirdLast(w)
             | Cond::FirstOfIs(w)
             | Cond::NotAfterTwoBefore(w)
-            | Cond::NineTwoAfterSeven(w) => Some(w),
+            | Cond::NineTwoAfterSeven(w)
+            | Cond::AboveDistanceOneBefore(w)
+            | Cond::NotAboveBeforeLast(w)
+            | Cond::SecondNotA(w) => Some(w),
             _ => None,
         }
     }
@@ -267,6 +279,9 @@ impl Cond {
             Cond::FirstOfIs(_) => Cond::FirstOfIs(w),
             Cond::NotAfterTwoBefore(_) => Cond::NotAfterTwoBefore(w),
             Cond::NineTwoAfterSeven(_) => Cond::NineTwoAfterSeven(w),
+            Cond::AboveDistanceOneBefore(_) => Cond::AboveDistanceOneBefore(w),
+            Cond::NotAboveBeforeLast(_) => Cond::NotAboveBeforeLast(w),
+            Cond::SecondNotA(_) => Cond::SecondNotA(w),
             other => other,
         }
     }
@@ -325,6 +340,18 @@ impl Cond {
             Cond::NineTwoAfterSeven(w) => {
                 format!("value = 9 AND PREV({}.value, 2) = 7", name(w))
             }
+            Cond::AboveDistanceOneBefore(w) => format!(
+                "coalesce(LAST(abs({}.value - 3), 1), 0) <= value",
+                name(w)
+            ),
+            Cond::NotAboveBeforeLast(w) => format!(
+                "PREV({w}.value * 2 + 1) IS NULL OR value * 2 < PREV({w}.value * 2 + 1)",
+                w = name(w)
+            ),
+            Cond::SecondNotA(w) => format!(
+                "FIRST(lower(CLASSIFIER({w})) || 'x', 1) IS NULL OR FIRST(lower(CLASSIFIER({w})) || 'x', 1) <> 'ax'",
+                w = name(w)
+            ),
         })
     }
 
@@ -418,6 +445,17 @@ impl Cond {
                         .and_then(|(r, _)| r.checked_sub(2))
                         .is_some_and(|r| rows[r].2 == 7)
             }
+            Cond::AboveDistanceOneBefore(w) => last(w, 1).map_or(0, |x| (x - 3).abs()) <= value,
+            Cond::NotAboveBeforeLast(w) => mapping
+                .iter()
+                .rfind(|(_, v)| is_of(w, *v, members))
+                .and_then(|(r, _)| r.checked_sub(1))
+                .is_none_or(|r| value * 2 < rows[r].2 * 2 + 1),
+            Cond::SecondNotA(w) => mapping
+                .iter()
+                .filter(|(_, v)| is_of(w, *v, members))
+                .nth(1)
+                .is_none_or(|(_, v)| *v != 0),
         }
     }
 }
@@ -543,7 +581,7 @@ impl Case {
             Mode::Unmatched => "  param rows_per_match = \"all with unmatched\"\n",
         };
         params += if self.rich {
-            "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() || '/' || CAST(FINAL COUNT(*) AS VARCHAR) || '/' || coalesce(NEXT(CLASSIFIER()), '-') || '/' || coalesce(PREV(CLASSIFIER()), '-') || '/' || coalesce(CAST(SUM(CASE WHEN CLASSIFIER() = 'A' THEN value END) AS VARCHAR), '-') || '/' || CAST(COUNT(CASE WHEN CLASSIFIER() = 'B' THEN 1 END) AS VARCHAR) AS cls\"\n"
+            "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() || '/' || CAST(FINAL COUNT(*) AS VARCHAR) || '/' || coalesce(NEXT(CLASSIFIER()), '-') || '/' || coalesce(PREV(CLASSIFIER()), '-') || '/' || coalesce(CAST(SUM(CASE WHEN CLASSIFIER() = 'A' THEN value END) AS VARCHAR), '-') || '/' || CAST(COUNT(CASE WHEN CLASSIFIER() = 'B' THEN 1 END) AS VARCHAR) || '/' || coalesce(CAST(NEXT(value * 10 + 1) AS VARCHAR), '-') || '/' || coalesce(FIRST(lower(CLASSIFIER()), 1), '-') || '/' || coalesce(CAST(PREV(value - 1) AS VARCHAR), '-') AS cls\"\n"
         } else {
             "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() AS cls\"\n"
         };
@@ -815,8 +853,19 @@ pub(crate) fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBu
                         .reduce(|a, b| a + b)
                         .map_or("-".to_string(), |s| s.to_string());
                     let count_b = so_far.iter().filter(|(_, w)| *w == 1).count();
+                    // Navigation over expressions: the next row's, the second row's (running),
+                    // the partition's row before this one (before the match too).
+                    let next_x = mapping
+                        .get(j + 1)
+                        .map_or("-".to_string(), |(r, _)| (part[*r].2 * 10 + 1).to_string());
+                    let second = so_far
+                        .get(1)
+                        .map_or("-".to_string(), |(_, w)| VARS[*w].to_lowercase());
+                    let before = r
+                        .checked_sub(1)
+                        .map_or("-".to_string(), |p| (part[p].2 - 1).to_string());
                     format!(
-                        "{}/{}/{next}/{prev}/{sum_a}/{count_b}",
+                        "{}/{}/{next}/{prev}/{sum_a}/{count_b}/{next_x}/{second}/{before}",
                         VARS[var],
                         mapping.len()
                     )

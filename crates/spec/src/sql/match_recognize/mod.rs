@@ -79,11 +79,19 @@ pub(super) fn lower(
         after_match_skip,
         pattern: _,
         symbols,
-        alias: _,
+        alias,
     } = rel
     else {
         return Err(internal(pos(rel.span().start), "the clauses"));
     };
+    // `AS m (a, b)` would rename the output columns; silently keeping their names would
+    // answer under the wrong names.
+    if let Some(alias) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
+        return Err(unsupported(
+            pos(alias.name.span.start),
+            "column names after a MATCH_RECOGNIZE's alias (name the measures with AS, and the other columns in the select list)",
+        ));
+    }
     let raw = raw_of(symbols, raws).ok_or_else(|| internal(pos(rel.span().start), "PATTERN"))?;
     let at = pos(raw.at);
     let stream = match table.as_ref() {
