@@ -151,6 +151,14 @@ pub(crate) fn overflow<'a>(
     }
     spreadable(pattern, measures, OnError::param(p))
         .map_err(|why| p.error("overflow_instances", why))?;
+    if p.text("timeout_output").is_some() {
+        return Err(p
+            .error(
+                "overflow_instances",
+                "a pattern that spreads its partial matches over copies with `timeout_output` is not supported yet (each copy has one output, united with the others'); remove one of them",
+            )
+            .into());
+    }
     if let Some(n) = p.int("parallelism").filter(|n| *n > 1) {
         return Err(p
             .error(

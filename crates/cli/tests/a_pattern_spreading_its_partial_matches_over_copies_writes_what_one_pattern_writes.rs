@@ -113,6 +113,49 @@ fn the_copies_take_over_partial_matches_and_the_output_is_that_of_one_pattern() 
     );
 }
 
+/// A pattern whose name looks like a copy of another operator (`gen_replica_1`, the generator
+/// being `gen`) is a pattern of its own: its copies chain, the output is one pattern's.
+#[test]
+fn a_pattern_named_like_a_copy_of_another_operator_spreads_as_any_other() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let one = run(d, &["--var", "OUTPUT=one.csv"]);
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let named = SPREAD.replace("name = \"dips\"", "name = \"gen_replica_1\"");
+    std::fs::write(d.join("named.flow"), named).expect("query");
+    let out = anduin(
+        d,
+        &[
+            "run",
+            "named.flow",
+            "--no-api",
+            "--var",
+            "K=3",
+            "--var",
+            "OUTPUT=spread",
+            "--checkpoint-store",
+            "ck",
+            "--checkpoint-every",
+            "3000",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        output_rows(&d.join("spread")),
+        output_rows(&d.join("one.csv")),
+        "rows lost or repeated"
+    );
+    assert!(
+        figure(&stderr, "gen_replica_1_replica_2", "matches") > 0,
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_run_spreading_partial_matches_killed_at_seeded_moments_resumes_to_the_output_of_one_pattern() {
     scenario_with(SPREAD, &[27, 28], &["--var", "K=3"], 500);
@@ -152,6 +195,54 @@ fn what_spreading_cannot_do_yet_is_refused_saying_why() {
     assert!(
         stderr.contains("overflow_instances) on a cluster is not supported yet"),
         "{stderr}"
+    );
+    // A second output: `anduin check` refuses it already.
+    let timeouts = SPREAD.replace(
+        "  output name = \"dips\"\n",
+        "  output name = \"dips\"\n  output name = \"late\"\n  param timeout_output = \"late\"\n",
+    );
+    assert_ne!(timeouts, SPREAD);
+    std::fs::write(d.join("timeouts.flow"), timeouts).expect("query");
+    let out = anduin(
+        d,
+        &[
+            "check",
+            "timeouts.flow",
+            "--var",
+            "K=2",
+            "--var",
+            "OUTPUT=x",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("with `timeout_output` is not supported yet"),
+        "{stderr}"
+    );
+    // A name the copies take, held by another operator.
+    let clash = SPREAD.replace("name = \"out\"", "name = \"dips_replica_1\"");
+    std::fs::write(d.join("clash.flow"), clash).expect("query");
+    let out_run = anduin(
+        d,
+        &[
+            "run",
+            "clash.flow",
+            "--no-api",
+            "--var",
+            "K=2",
+            "--var",
+            "OUTPUT=x",
+            "--checkpoint-store",
+            "ck2",
+        ],
+    );
+    let stderr_run = String::from_utf8_lossy(&out_run.stderr);
+    assert!(!out_run.status.success(), "{stderr_run}");
+    assert!(
+        stderr_run
+            .contains("the name \"dips_replica_1\" is one the copies of pattern \"dips\" take"),
+        "{stderr_run}"
     );
     // Hot standby of a spreading pattern.
     let hot = SPREAD.replace(

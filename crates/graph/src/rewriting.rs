@@ -352,6 +352,7 @@ pub fn overflow_spec<C: Catalog>(
     if !spec.operators.iter().any(|o| o.spread_copies().is_some()) {
         return Ok(None);
     }
+    spread_names_free(spec)?;
     let before = rule_graph(spec)?;
     let after = rewrite(
         &before,
@@ -360,6 +361,38 @@ pub fn overflow_spec<C: Catalog>(
         DEFAULT_LIMIT,
     )?;
     Ok(Some(crate::run_spec::to_spec(spec, &after.graph, catalog)?))
+}
+
+/// Refuses names the copies of a spreading pattern take (`NAME_replica_K`,
+/// `STREAM__replica_K`) when another operator or stream of `spec` has one: the runtime tells
+/// the copies by those names, so a clash would chain the wrong operators.
+fn spread_names_free(spec: &Spec) -> Result<(), RewriteQueryError> {
+    for p in spec
+        .operators
+        .iter()
+        .filter(|o| o.spread_copies().is_some())
+    {
+        let copy = format!("{}_replica_", p.name);
+        let streams: Vec<String> = p
+            .outputs
+            .iter()
+            .map(|s| format!("{}__replica_", s.name))
+            .collect();
+        let names = spec.operators.iter().map(|o| o.name.as_str());
+        let outputs = spec
+            .operators
+            .iter()
+            .flat_map(|o| o.outputs.iter().map(|s| s.name.as_str()));
+        for name in names.chain(outputs) {
+            if name.starts_with(&copy) || streams.iter().any(|s| name.starts_with(s.as_str())) {
+                return Err(RewriteQueryError::Reserved(format!(
+                    "the name \"{name}\" is one the copies of pattern \"{}\" take (it spreads its partial matches over overflow_instances copies named {copy}K, their outputs STREAM__replica_K): rename it",
+                    p.name
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The operators of `spec` that a stream selector reads.

@@ -181,10 +181,14 @@ pub(crate) fn spreaders<B>(
         let names: Vec<String> = std::iter::once(base.to_string())
             .chain((1..copies).map(|k| format!("{base}_replica_{k}")))
             .collect();
-        // A copy is no base of its own: its base is in the graph.
-        let is_copy = base
-            .rsplit_once("_replica_")
-            .is_some_and(|(of, _)| graph.nodes.iter().any(|n| n.name() == of));
+        // A copy is no base of its own: its base, a spreading pattern, is in the graph (the
+        // names copies take are refused for anything else when the query is loaded).
+        let is_copy = base.rsplit_once("_replica_").is_some_and(|(of, _)| {
+            graph
+                .nodes
+                .iter()
+                .any(|n| n.name() == of && n.def.spread_copies().is_some())
+        });
         let all_there = names
             .iter()
             .all(|n| graph.nodes.iter().any(|g| g.name() == n));
