@@ -449,8 +449,8 @@ impl Control {
                 return Err(invalid(format!(
                     "operator \"{}\" cannot be rescaled while it runs: it does not split its \
                      input by key (a window or GROUP BY without keys, a pattern without \
-                     partition_by, an operator without keyed state); the operators of this \
-                     query that can be: {}",
+                     partition_by, an operator without keyed state, a pattern that spreads its \
+                     partial matches over copies); the operators of this query that can be: {}",
                     request.operator,
                     rescalable.join(", ")
                 )));
@@ -459,7 +459,8 @@ impl Control {
                 "operator \"{}\" cannot be rescaled while it runs: only an operator that splits \
                  its input by key (a keyed window, a join, a pattern with partition_by, a GROUP \
                  BY) can, and only when it runs spare instances: start the query with \
-                 --max-parallelism N",
+                 --max-parallelism N (a pattern that spreads its partial matches over \
+                 copies, overflow_instances, is not rescaled: each copy is one instance)",
                 request.operator
             )));
         };
