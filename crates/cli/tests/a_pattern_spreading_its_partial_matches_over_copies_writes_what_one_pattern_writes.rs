@@ -71,11 +71,14 @@ fn figure(stderr: &str, op: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no number after {name} in {line}"))
 }
 
-#[test]
-fn the_copies_take_over_partial_matches_and_the_output_is_that_of_one_pattern() {
+/// Runs `query` as one pattern (K = 1, no checkpoints) and with three copies (checkpoints
+/// every 3000 rows), asserts they write the same rows, and returns the copies' run's stderr and
+/// the number of rows.
+fn spread_against_one(query: &str) -> (String, usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    let one = run(d, &["--var", "OUTPUT=one.csv"]);
+    std::fs::write(d.join("q.flow"), query).expect("query");
+    let one = anduin(d, &["run", "q.flow", "--no-api", "--var", "OUTPUT=one.csv"]);
     assert!(
         one.status.success(),
         "{}",
@@ -83,55 +86,11 @@ fn the_copies_take_over_partial_matches_and_the_output_is_that_of_one_pattern() 
     );
     let expected = output_rows(&d.join("one.csv"));
     assert!(expected.len() > 500, "enough matches: {}", expected.len());
-    let spread = run(
-        d,
-        &[
-            "--var",
-            "K=3",
-            "--var",
-            "OUTPUT=spread",
-            "--checkpoint-store",
-            "ck",
-            "--checkpoint-every",
-            "3000",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&spread.stderr);
-    assert!(spread.status.success(), "{stderr}");
-    assert_eq!(
-        output_rows(&d.join("spread")),
-        expected,
-        "rows lost or repeated"
-    );
-    // Partial matches moved along the chain: the copies, which start none, matched some.
-    let by_copies =
-        figure(&stderr, "dips_replica_1", "matches") + figure(&stderr, "dips_replica_2", "matches");
-    assert!(by_copies > 0, "the copies matched nothing: {stderr}");
-    assert!(
-        figure(&stderr, "dips", "matches") < expected.len() as u64,
-        "{stderr}"
-    );
-}
-
-/// A pattern whose name looks like a copy of another operator (`gen_replica_1`, the generator
-/// being `gen`) is a pattern of its own: its copies chain, the output is one pattern's.
-#[test]
-fn a_pattern_named_like_a_copy_of_another_operator_spreads_as_any_other() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let d = dir.path();
-    let one = run(d, &["--var", "OUTPUT=one.csv"]);
-    assert!(
-        one.status.success(),
-        "{}",
-        String::from_utf8_lossy(&one.stderr)
-    );
-    let named = SPREAD.replace("name = \"dips\"", "name = \"gen_replica_1\"");
-    std::fs::write(d.join("named.flow"), named).expect("query");
-    let out = anduin(
+    let spread = anduin(
         d,
         &[
             "run",
-            "named.flow",
+            "q.flow",
             "--no-api",
             "--var",
             "K=3",
@@ -143,13 +102,32 @@ fn a_pattern_named_like_a_copy_of_another_operator_spreads_as_any_other() {
             "3000",
         ],
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = String::from_utf8_lossy(&spread.stderr).into_owned();
+    assert!(spread.status.success(), "{stderr}");
     assert_eq!(
         output_rows(&d.join("spread")),
-        output_rows(&d.join("one.csv")),
+        expected,
         "rows lost or repeated"
     );
+    (stderr, expected.len())
+}
+
+#[test]
+fn the_copies_take_over_partial_matches_and_the_output_is_that_of_one_pattern() {
+    let (stderr, rows) = spread_against_one(SPREAD);
+    // Partial matches moved along the chain: the copies, which start none, matched some.
+    let by_copies =
+        figure(&stderr, "dips_replica_1", "matches") + figure(&stderr, "dips_replica_2", "matches");
+    assert!(by_copies > 0, "the copies matched nothing: {stderr}");
+    assert!(figure(&stderr, "dips", "matches") < rows as u64, "{stderr}");
+}
+
+/// A pattern whose name looks like a copy of another operator (`gen_replica_1`, the generator
+/// being `gen`) is a pattern of its own: its copies chain, the output is one pattern's.
+#[test]
+fn a_pattern_named_like_a_copy_of_another_operator_spreads_as_any_other() {
+    let named = SPREAD.replace("name = \"dips\"", "name = \"gen_replica_1\"");
+    let (stderr, _) = spread_against_one(&named);
     assert!(
         figure(&stderr, "gen_replica_1_replica_2", "matches") > 0,
         "{stderr}"
