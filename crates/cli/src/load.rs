@@ -142,20 +142,6 @@ pub fn as_it_runs(loaded: Loaded) -> Result<Loaded, LoadError> {
             ));
         }
     }
-    for op in &loaded.spec.operators {
-        if op.asks_hot_standby() && op.spread_copies().is_some() {
-            return Err(LoadError::Diagnostics(
-                anduin_types::Diagnostic::error(
-                    op.pos,
-                    format!(
-                        "operator \"{}\": fault_tolerance = \"hot-standby\" with overflow_instances is not supported yet (each copy of the hot standby would need copies of its own to spread to); remove one of them",
-                        op.name
-                    ),
-                )
-                .into(),
-            ));
-        }
-    }
     let hot = anduin_graph::rewriting::hot_standby_spec(&loaded.spec, &BuiltinCatalog)
         .map_err(|e| LoadError::Other(anyhow::Error::new(e)))?;
     let spread = anduin_graph::rewriting::overflow_spec(

@@ -422,14 +422,8 @@ pub fn check<C: Catalog>(
                 parallelism: def
                     .param("parallelism")
                     .and_then(|p| p.value.as_text().as_str().parse().ok())
-                    .or_else(|| {
-                        // Split by ranges: one instance per range.
-                        def.param(crate::ranges::PARAM).and_then(|p| {
-                            crate::ranges::Ranges::parse(p.value.as_text().as_str())
-                                .ok()
-                                .map(|r| r.instances())
-                        })
-                    }),
+                    // Split by ranges: one instance per range.
+                    .or_else(|| crate::ranges::Ranges::asked_by(def).map(|r| r.instances())),
                 parallelizable: catalog
                     .signature(def.kind.as_str())
                     .is_some_and(|s| s.param("parallelism").is_some()),

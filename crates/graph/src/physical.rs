@@ -332,8 +332,7 @@ fn by_range<B>(node: &crate::logical::Node<B>, port: usize) -> Option<crate::ran
     if !in_turn(node, port) {
         return None;
     }
-    let text = node.def.param(crate::ranges::PARAM)?;
-    crate::ranges::Ranges::parse(text.value.as_text().as_str()).ok()
+    crate::ranges::Ranges::asked_by(&node.def)
 }
 
 #[cfg(test)]

@@ -163,6 +163,9 @@ pub fn check_qos<C: Catalog>(spec: &Spec, catalog: &C) -> Diagnostics {
                 {
                     Some("fault_tolerance = \"hot-standby\" runs each copy as one instance (the rows of several would interleave in another order in each copy): remove `parallelism`".to_string())
                 }
+                "hot-standby" if op.spread_copies().is_some() => Some(
+                    "fault_tolerance = \"hot-standby\" with overflow_instances is not supported yet (each copy of the hot standby would need copies of its own to spread to); remove one of them".to_string(),
+                ),
                 "hot-standby" if op.param(crate::ranges::PARAM).is_some() => Some(
                     "fault_tolerance = \"hot-standby\" runs each copy as one instance (the rows of several would interleave in another order in each copy): remove `ranges`".to_string(),
                 ),

@@ -9,11 +9,10 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, StringArray, UInt32Array};
-use arrow::compute::kernels::cmp::lt;
-use arrow::compute::{cast_with_options, CastOptions};
+use arrow::array::{Array, ArrayRef, StringArray};
+use arrow::compute::cast;
 use arrow::datatypes::{DataType, Schema};
-use arrow::row::{RowConverter, SortField};
+use arrow::row::{Row, RowConverter, Rows, SortField};
 
 /// The param that asks for it.
 pub const PARAM: &str = "ranges";
@@ -162,9 +161,15 @@ impl Ranges {
         self.bounds.len() + 1
     }
 
-    /// The bounds as values of the column's type in `schema`, and the column's index; checks
-    /// that the column exists, can be ordered, and the bounds increase.
-    pub fn bind(&self, schema: &Schema) -> Result<(usize, ArrayRef), RangesError> {
+    /// The ranges operator `def` asks for (`param ranges`), if it asks for well-formed ones
+    /// (a malformed param is refused where the operator is checked).
+    pub fn asked_by(def: &anduin_spec::OperatorDef) -> Option<Self> {
+        Self::parse(def.param(PARAM)?.value.as_text().as_str()).ok()
+    }
+
+    /// The ranges bound to the column of that name in `schema`: checks that the column
+    /// exists, can be ordered, and the bounds are values of its type that increase.
+    pub fn bind(&self, schema: &Schema) -> Result<BoundRanges, RangesError> {
         let (index, field) =
             schema
                 .column_with_name(&self.column)
@@ -187,71 +192,82 @@ impl Ranges {
                 data_type: data_type.clone(),
             });
         }
-        let written: ArrayRef = Arc::new(StringArray::from(self.bounds.clone()));
-        let strict = CastOptions {
-            safe: true,
-            ..CastOptions::default()
+        let bad_bound = |bound: String| RangesError::Bound {
+            bound,
+            column: self.column.clone(),
+            data_type: data_type.clone(),
         };
-        let bounds =
-            cast_with_options(&written, data_type, &strict).map_err(|_| RangesError::Bound {
-                bound: self.bounds.join(", "),
-                column: self.column.clone(),
-                data_type: data_type.clone(),
-            })?;
+        // A bound that is not a value of the type is cast to null.
+        let written: ArrayRef = Arc::new(StringArray::from(self.bounds.clone()));
+        let bounds = cast(&written, data_type).map_err(|_| bad_bound(self.bounds.join(", ")))?;
         if let Some(i) = (0..bounds.len()).find(|i| bounds.is_null(*i)) {
-            return Err(RangesError::Bound {
-                bound: self.bounds[i].clone(),
-                column: self.column.clone(),
-                data_type: data_type.clone(),
-            });
+            return Err(bad_bound(self.bounds[i].clone()));
         }
-        for i in 1..bounds.len() {
-            let above = lt(&bounds.slice(i - 1, 1), &bounds.slice(i, 1)).map_err(|e| {
-                RangesError::Compare {
-                    column: self.column.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
-            if !above.value(0) {
+        let converter = RowConverter::new(vec![SortField::new(data_type.clone())])
+            .map_err(|e| self.compare_error(e))?;
+        let rows = converter
+            .convert_columns(&[bounds])
+            .map_err(|e| self.compare_error(e))?;
+        for i in 1..rows.num_rows() {
+            if rows.row(i - 1) >= rows.row(i) {
                 return Err(RangesError::Order {
                     previous: self.bounds[i - 1].clone(),
                     next: self.bounds[i].clone(),
                 });
             }
         }
-        Ok((index, bounds))
+        Ok(BoundRanges {
+            column: self.column.clone(),
+            index,
+            converter,
+            bounds: rows,
+        })
     }
 
-    /// The rows of `column` each instance takes: instance i those at or above bound i−1 and
-    /// below bound i (the first also those whose value is null). Each row's instance is found
-    /// by a binary search among the bounds, in arrow's row format (nulls first; floats in
-    /// their total order, NaN above infinity).
-    pub fn split(
-        &self,
-        column: &ArrayRef,
-        bounds: &ArrayRef,
-    ) -> Result<Vec<UInt32Array>, RangesError> {
-        let compare = |e: arrow::error::ArrowError| RangesError::Compare {
+    fn compare_error(&self, e: arrow::error::ArrowError) -> RangesError {
+        RangesError::Compare {
             column: self.column.clone(),
             reason: e.to_string(),
-        };
-        let converter =
-            RowConverter::new(vec![SortField::new(column.data_type().clone())]).map_err(compare)?;
-        let bound_rows = converter
-            .convert_columns(&[Arc::clone(bounds)])
-            .map_err(compare)?;
-        let bound_rows: Vec<_> = bound_rows.iter().collect();
-        let values = converter
+        }
+    }
+}
+
+/// Ranges bound to a schema: the column's index, and the bounds in arrow's row format (nulls
+/// first; floats in their total order, NaN above infinity), in which rows are compared.
+pub struct BoundRanges {
+    column: String,
+    /// The column's index in the schema.
+    pub index: usize,
+    converter: RowConverter,
+    bounds: Rows,
+}
+
+impl BoundRanges {
+    /// How many instances the ranges make.
+    pub fn instances(&self) -> usize {
+        self.bounds.num_rows() + 1
+    }
+
+    /// The rows of `column` (of the bound type) each instance takes: instance i those at or
+    /// above bound i−1 and below bound i (the first also those whose value is null), found by
+    /// a binary search among the bounds.
+    pub fn split(&self, column: &ArrayRef) -> Result<Vec<Vec<u32>>, RangesError> {
+        let values = self
+            .converter
             .convert_columns(&[Arc::clone(column)])
-            .map_err(compare)?;
+            .map_err(|e| RangesError::Compare {
+                column: self.column.clone(),
+                reason: e.to_string(),
+            })?;
+        let bounds: Vec<Row<'_>> = self.bounds.iter().collect();
         let mut rows: Vec<Vec<u32>> = vec![Vec::new(); self.instances()];
         for (row, value) in values.iter().enumerate() {
-            let instance = bound_rows.partition_point(|b| *b <= value);
+            let instance = bounds.partition_point(|b| *b <= value);
             if let Some(list) = rows.get_mut(instance) {
                 list.push(u32::try_from(row).unwrap_or(u32::MAX));
             }
         }
-        Ok(rows.into_iter().map(UInt32Array::from).collect())
+        Ok(rows)
     }
 }
 
@@ -269,16 +285,12 @@ mod tests {
         ])
     }
 
-    fn rows(parts: &[UInt32Array]) -> Vec<Vec<u32>> {
-        parts.iter().map(|p| p.values().to_vec()).collect()
-    }
-
     #[test]
     fn each_row_goes_to_the_range_its_value_falls_in_and_nulls_to_the_first() {
         let r = Ranges::parse("value: 10, 20").expect("well formed");
         assert_eq!(r.instances(), 3);
-        let (index, bounds) = r.bind(&schema()).expect("binds");
-        assert_eq!(index, 0);
+        let bound = r.bind(&schema()).expect("binds");
+        assert_eq!(bound.index, 0);
         let column: ArrayRef = Arc::new(Int64Array::from(vec![
             Some(9),
             Some(10),
@@ -288,18 +300,18 @@ mod tests {
             Some(-5),
             Some(i64::MAX),
         ]));
-        let parts = r.split(&column, &bounds).expect("splits");
-        assert_eq!(rows(&parts), vec![vec![0, 2, 5], vec![1, 3], vec![4, 6]]);
+        let parts = bound.split(&column).expect("splits");
+        assert_eq!(parts, vec![vec![0, 2, 5], vec![1, 3], vec![4, 6]]);
     }
 
     #[test]
     fn strings_split_by_their_order_and_quoted_bounds_are_unquoted() {
         let r = Ranges::parse("sensor: 'm', t").expect("well formed");
-        let (index, bounds) = r.bind(&schema()).expect("binds");
-        assert_eq!(index, 1);
+        let bound = r.bind(&schema()).expect("binds");
+        assert_eq!(bound.index, 1);
         let column: ArrayRef = Arc::new(StringArray::from(vec!["a", "m", "s", "t", "z"]));
-        let parts = r.split(&column, &bounds).expect("splits");
-        assert_eq!(rows(&parts), vec![vec![0], vec![1, 2], vec![3, 4]]);
+        let parts = bound.split(&column).expect("splits");
+        assert_eq!(parts, vec![vec![0], vec![1, 2], vec![3, 4]]);
     }
 
     #[test]
@@ -332,7 +344,7 @@ mod tests {
     fn floats_split_in_their_total_order() {
         let schema = Schema::new(vec![Field::new("x", DataType::Float64, true)]);
         let r = Ranges::parse("x: 0, 2").expect("well formed");
-        let (_, bounds) = r.bind(&schema).expect("binds");
+        let bound = r.bind(&schema).expect("binds");
         let column: ArrayRef = Arc::new(arrow::array::Float64Array::from(vec![
             Some(f64::NEG_INFINITY),
             Some(-0.0),
@@ -343,8 +355,8 @@ mod tests {
             Some(f64::NAN),
             None,
         ]));
-        let parts = r.split(&column, &bounds).expect("splits");
-        assert_eq!(rows(&parts), vec![vec![0, 1, 7], vec![2, 3], vec![4, 5, 6]]);
+        let parts = bound.split(&column).expect("splits");
+        assert_eq!(parts, vec![vec![0, 1, 7], vec![2, 3], vec![4, 5, 6]]);
     }
 
     #[test]

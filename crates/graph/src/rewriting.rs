@@ -101,10 +101,8 @@ pub fn rule_graph(spec: &Spec) -> Result<Graph, GraphError> {
                 node = node.with_param(p.name.as_str(), p.value.as_text().as_str());
             }
             // `ranges` asks for one instance per range (as the planner reads it).
-            let ranges = op
-                .param(crate::ranges::PARAM)
-                .and_then(|r| crate::ranges::Ranges::parse(r.value.as_text().as_str()).ok());
-            if let (Some(r), None) = (ranges, op.param("parallelism")) {
+            if let (Some(r), None) = (crate::ranges::Ranges::asked_by(op), op.param("parallelism"))
+            {
                 node = node.with_param("parallelism", r.instances().to_string());
             }
             g.add(node)?;

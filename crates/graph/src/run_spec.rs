@@ -354,7 +354,7 @@ impl<'a, C: Catalog> Converter<'a, C> {
             through.extend(inputs.into_iter().map(|(s, _)| s));
         }
         // A splitter by range gives the operator its ranges.
-        let mut ranges: Option<&str> = None;
+        let mut ranges: Option<(&Operator, &str)> = None;
         for s in &through {
             let splitter = self.g.op(*s)?;
             if splitter.param("by") != Some("range") {
@@ -366,16 +366,15 @@ impl<'a, C: Catalog> Converter<'a, C> {
                     "a splitter by `range` says where to split: `splitter{by = \"range\", ranges = \"COLUMN: BOUND, …\"}`, one bound fewer than the instances".to_string(),
                 ));
             };
-            if ranges.is_some_and(|r| r != text) {
+            if ranges.is_some_and(|(_, r)| r != text) {
                 return Err(Self::unsupported(
                     splitter,
                     format!("the splitters of \"{}\" split by different ranges: one operator's instances take one set of ranges", def.name),
                 ));
             }
-            ranges = Some(text);
+            ranges = Some((splitter, text));
         }
-        if let Some(r) = ranges {
-            let splitter = self.g.op(through[0])?;
+        if let Some((splitter, r)) = ranges {
             let parsed = crate::ranges::Ranges::parse(r)
                 .map_err(|e| Self::unsupported(splitter, e.to_string()))?;
             if parsed.instances() != copies.len() {

@@ -3,7 +3,7 @@
 use std::num::NonZeroU16;
 use std::sync::Arc;
 
-use anduin_graph::ranges::Ranges;
+use anduin_graph::ranges::{BoundRanges, Ranges};
 use anduin_operator_api::keys::KeyEncoder;
 use anduin_types::Message;
 use arrow::array::{ArrayRef, UInt32Array};
@@ -202,13 +202,7 @@ impl HashRoute {
         let parts = self
             .split(batch)
             .map_err(|e| SendError::Partition(e.to_string()))?;
-        for (o, part) in self.outlets.iter_mut().zip(parts) {
-            if let Some(part) = part {
-                o.send(Message::Data(part))
-                    .map_err(|_| SendError::Disconnected)?;
-            }
-        }
-        Ok(())
+        send_parts(&mut self.outlets, parts)
     }
 
     /// One batch per consumer instance (or none, when no row goes there).
@@ -246,19 +240,38 @@ impl HashRoute {
                 list.push(u32::try_from(i).unwrap_or(u32::MAX));
             }
         }
-        indices
-            .into_iter()
-            .map(|idx| {
-                if idx.is_empty() {
-                    Ok(None)
-                } else if idx.len() == batch.num_rows() {
-                    Ok(Some(batch.clone()))
-                } else {
-                    take_record_batch(batch, &UInt32Array::from(idx)).map(Some)
-                }
-            })
-            .collect()
+        parts_of(batch, indices)
     }
+}
+
+/// Sends part i to outlet i (none where there is no part).
+fn send_parts(outlets: &mut [Outlet], parts: Vec<Option<RecordBatch>>) -> Result<(), SendError> {
+    for (o, part) in outlets.iter_mut().zip(parts) {
+        if let Some(part) = part {
+            o.send(Message::Data(part))
+                .map_err(|_| SendError::Disconnected)?;
+        }
+    }
+    Ok(())
+}
+
+/// `batch` cut into one part per consumer instance: `rows[i]` the rows instance i takes (no
+/// part where it takes none, the batch itself where it takes all).
+fn parts_of(
+    batch: &RecordBatch,
+    rows: Vec<Vec<u32>>,
+) -> Result<Vec<Option<RecordBatch>>, arrow::error::ArrowError> {
+    rows.into_iter()
+        .map(|idx| {
+            if idx.is_empty() {
+                Ok(None)
+            } else if idx.len() == batch.num_rows() {
+                Ok(Some(batch.clone()))
+            } else {
+                take_record_batch(batch, &UInt32Array::from(idx)).map(Some)
+            }
+        })
+        .collect()
 }
 
 /// Deals batches to the channels in turn (a stateless consumer's instances: any may take any
@@ -306,8 +319,9 @@ impl InTurnRoute {
 pub(crate) struct RangeRoute {
     ranges: Ranges,
     outlets: Vec<Outlet>,
-    /// The column's index and the bounds as its values, bound at the first batch.
-    bound: Option<(usize, ArrayRef)>,
+    /// The ranges bound to the stream's schema at the first batch (boxed: a row converter is
+    /// large, and routes are moved about).
+    bound: Option<Box<BoundRanges>>,
 }
 
 impl RangeRoute {
@@ -331,33 +345,22 @@ impl RangeRoute {
                 .ranges
                 .bind(&batch.schema())
                 .map_err(|e| SendError::Partition(e.to_string()))?;
-            self.bound = Some(bound);
+            self.bound = Some(Box::new(bound));
         }
-        let (index, bounds) = self.bound.as_ref().expect("bound just above");
-        let parts = self
-            .ranges
-            .split(batch.column(*index), bounds)
+        let bound = self.bound.as_ref().expect("bound just above");
+        let rows = bound
+            .split(batch.column(bound.index))
             .map_err(|e| SendError::Partition(e.to_string()))?;
-        if parts.len() != self.outlets.len() {
+        if rows.len() != self.outlets.len() {
             return Err(SendError::Partition(format!(
                 "`ranges` on column \"{}\" make {} instances, and the operator runs {}",
                 self.ranges.column,
-                parts.len(),
+                rows.len(),
                 self.outlets.len()
             )));
         }
-        for (o, rows) in self.outlets.iter_mut().zip(parts) {
-            let part = if rows.is_empty() {
-                continue;
-            } else if rows.len() == batch.num_rows() {
-                batch.clone()
-            } else {
-                take_record_batch(batch, &rows).map_err(|e| SendError::Partition(e.to_string()))?
-            };
-            o.send(Message::Data(part))
-                .map_err(|_| SendError::Disconnected)?;
-        }
-        Ok(())
+        let parts = parts_of(batch, rows).map_err(|e| SendError::Partition(e.to_string()))?;
+        send_parts(&mut self.outlets, parts)
     }
 }
 
