@@ -263,8 +263,9 @@ fn adjustable_params(graph: &LogicalGraph<Bound>) -> BTreeMap<String, Vec<ParamI
         let Some(sig) = BuiltinCatalog.signature(node.kind()) else {
             continue;
         };
-        // An operator following a control stream takes its changes from there only.
-        if node.control.is_some() {
+        // An operator following a control stream takes its changes from there only; some
+        // take none while running (copies that must stay alike, over an updating stream).
+        if node.control.is_some() || anduin_graph::fixed_while_running(graph, node).is_some() {
             continue;
         }
         let params: Vec<ParamInfo> = BuiltinCatalog
@@ -342,5 +343,71 @@ fn refusal(query: &str, request: &ChangeRequest, e: ChangeRejected) -> ControlFa
             param: request.param.clone(),
             message,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The params `anduin ctl params` lists for each operator of `query` as it runs.
+    fn listed(query: &str) -> BTreeMap<String, Vec<String>> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.flow");
+        std::fs::write(&path, query).expect("query");
+        let loaded = match crate::load::load_to_run(&path, &[], &[], None) {
+            Ok(loaded) => loaded,
+            Err(crate::load::LoadError::Diagnostics(d)) => panic!("{}", d.render("q.flow")),
+            Err(crate::load::LoadError::Other(e)) => panic!("{e:#}"),
+        };
+        adjustable_params(&loaded.graph)
+            .into_iter()
+            .map(|(op, params)| (op, params.into_iter().map(|p| p.name).collect()))
+            .collect()
+    }
+
+    const PATTERN: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 10
+  param event_time = "ts"
+  output name = "events", type = "Event"
+}
+operator name = "dips", type = "pattern" {
+  input name = "events"
+  param order_by = "ts"
+  param pattern = "A B+"
+  param define = "B AS B.value < PREV(B.value)"
+  param measures = "A.ts AS a_ts"
+  param after_match = "skip to next row"
+  EXTRA
+  output name = "dips"
+}
+operator name = "out", type = "writer" {
+  input name = "dips"
+  param path = "out.csv"
+}
+"#;
+
+    #[test]
+    fn copies_that_must_stay_alike_list_no_param_that_ctl_set_would_refuse() {
+        let plain = listed(&PATTERN.replace("EXTRA", ""));
+        assert!(plain["dips"].contains(&"define".to_string()), "{plain:?}");
+        for extra in [
+            "param overflow_instances = 3\n  param max_partial_matches = 10",
+            "param fault_tolerance = \"hot-standby\"",
+        ] {
+            let copies = listed(&PATTERN.replace("EXTRA", extra));
+            assert!(
+                copies.keys().all(|op| !op.starts_with("dips")),
+                "{extra}: {copies:?}"
+            );
+            assert!(copies.contains_key("out"), "{copies:?}");
+        }
     }
 }

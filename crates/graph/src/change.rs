@@ -16,7 +16,7 @@ use anduin_spec::Text;
 use anduin_types::{Diagnostic, Diagnostics, Pos};
 
 use crate::catalog::Catalog;
-use crate::logical::LogicalGraph;
+use crate::logical::{LogicalGraph, Node};
 use crate::params::check_params;
 use crate::schema::schema_mismatch;
 
@@ -49,6 +49,38 @@ pub fn check_change<C: Catalog>(
     check_change_after(graph, catalog, operator, &BTreeMap::new(), param, value)
 }
 
+/// Why no param of `node` may change while the query runs, whatever its type allows (what
+/// `anduin ctl params` then does not list, and `ctl set` refuses saying so); `None` when its
+/// type's adjustable params may.
+pub fn fixed_while_running<B>(graph: &LogicalGraph<B>, node: &Node<B>) -> Option<String> {
+    let operator = node.name();
+    // The copies of a hot standby must compute the same rows: one changed alone would not.
+    if node.def.asks_hot_standby() {
+        return Some(format!(
+            "operator \"{operator}\" is a copy of a hot standby: changing its params while it runs is not supported yet (its copies would no longer compute the same rows, and the stream selector would mix them)"
+        ));
+    }
+    // Copies that spread partial matches run one definition: one changed alone would not.
+    if node.def.spread_copies().is_some() {
+        return Some(format!(
+            "operator \"{operator}\" spreads its partial matches over copies (overflow_instances): changing its params while it runs is not supported yet (the copies would extend the matches they were handed under another definition)"
+        ));
+    }
+    // Over an updating stream, a row taken back is computed again when its retraction comes:
+    // with other params in between, it would not match the row the operator passed on.
+    let updating = node
+        .data_inputs()
+        .iter()
+        .find(|s| graph.stream(**s).updating_from.is_some());
+    if let (Some(s), false) = (updating, node.outputs.is_empty()) {
+        return Some(format!(
+            "operator \"{operator}\" reads the updating stream \"{}\": changing its params while it runs is not supported yet (the retraction of a row it passed before the change would be computed with the new value and no longer match, a wrong result)",
+            graph.stream(*s).name
+        ));
+    }
+    None
+}
+
 /// Checks that `param` of `operator` in `graph` may become `value` after the changes that
 /// gave the operator's params the values of `earlier` (param → its last new value); see the
 /// module's documentation.
@@ -78,29 +110,8 @@ pub fn check_change_after<C: Catalog>(
             .is_some_and(|s| s.param(param).is_some());
         return Err(ChangeRejected::NotAdjustable { adjustable, exists });
     }
-    // The copies of a hot standby must compute the same rows: one changed alone would not.
-    if node.def.asks_hot_standby() {
-        return Err(ChangeRejected::Invalid(format!(
-            "operator \"{operator}\" is a copy of a hot standby: changing its params while it runs is not supported yet (its copies would no longer compute the same rows, and the stream selector would mix them)"
-        )));
-    }
-    // Copies that spread partial matches run one definition: one changed alone would not.
-    if node.def.spread_copies().is_some() {
-        return Err(ChangeRejected::Invalid(format!(
-            "operator \"{operator}\" spreads its partial matches over copies (overflow_instances): changing its params while it runs is not supported yet (the copies would extend the matches they were handed under another definition)"
-        )));
-    }
-    // Over an updating stream, a row taken back is computed again when its retraction comes:
-    // with other params in between, it would not match the row the operator passed on.
-    let updating = node
-        .data_inputs()
-        .iter()
-        .find(|s| graph.stream(**s).updating_from.is_some());
-    if let (Some(s), false) = (updating, node.outputs.is_empty()) {
-        return Err(ChangeRejected::Invalid(format!(
-            "operator \"{operator}\" reads the updating stream \"{}\": changing its params while it runs is not supported yet (the retraction of a row it passed before the change would be computed with the new value and no longer match, a wrong result)",
-            graph.stream(*s).name
-        )));
+    if let Some(why) = fixed_while_running(graph, node) {
+        return Err(ChangeRejected::Invalid(why));
     }
     let file = format!("{operator}.{param}");
     let invalid = |d: Diagnostics| ChangeRejected::Invalid(d.render(&file));

@@ -342,7 +342,7 @@ pub fn hot_standby_spec<C: Catalog>(
 /// `STREAM__replica_k`) each reading the pattern's whole input (the runtime multicasts it),
 /// a `union` of their outputs in place of the pattern's stream. The runtime gives the first
 /// the role that starts matches, the others the role that extends those handed to them, and
-/// hands partial matches along at checkpoint barriers. `None` when no pattern asks for it.
+/// hands partial matches along at handoff points (`anduin_runtime`'s `spread`). `None` when no pattern asks for it.
 pub fn overflow_spec<C: Catalog>(
     spec: &Spec,
     catalog: &C,

@@ -297,7 +297,10 @@ impl Chain {
         let mut failure = None;
         for i in 0..self.links.len() {
             param_changes_at(&mut self.links, i)?;
-            spread_at(&mut self.links, i, barrier.epoch)?;
+            if let Some(s) = self.links[i].spreader.as_mut() {
+                let point = s.at_barrier(barrier.epoch);
+                hand_over_at(&mut self.links, i, point)?;
+            }
             let link = &mut self.links[i];
             let full_next = link
                 .rescaler
@@ -362,20 +365,24 @@ impl Chain {
     }
 }
 
-/// At a checkpoint barrier, before its snapshot: a copy of a pattern that spreads its partial
-/// matches takes those the copy before it handed it, then hands on its oldest when it keeps
-/// more than its limit (see [`crate::spread`]).
-fn spread_at(links: &mut [Link], i: usize, epoch: Epoch) -> Result<(), OperatorError> {
+/// At a handoff point (a checkpoint barrier, before its snapshot, or after a batch): a copy
+/// of a pattern that spreads its partial matches takes those the copy before it handed it
+/// there, then hands on its oldest when it keeps more than its limit (see [`crate::spread`]).
+fn hand_over_at(
+    links: &mut [Link],
+    i: usize,
+    point: crate::spread::Point,
+) -> Result<(), OperatorError> {
     let name = links[i].name.clone();
     let Some(s) = links[i].spreader.as_mut() else {
         return Ok(());
     };
-    if let Some(handed) = s.take(epoch, &name)? {
+    if let Some(handed) = s.take(point, &name)? {
         at_link(links, i, |op, emit| op.take_spread(handed, emit))?;
     }
     let link = &mut links[i];
     match link.spreader.as_mut() {
-        Some(s) => s.give(epoch, &name, link.op.as_mut()),
+        Some(s) => s.give(point, &name, link.op.as_mut()),
         None => Ok(()),
     }
 }
@@ -518,7 +525,8 @@ fn push_at(
         return Ok(Duration::ZERO);
     };
     let started = Instant::now();
-    link.counters.add_in(batch.num_rows());
+    let rows = batch.num_rows();
+    link.counters.add_in(rows);
     link.counters.add_batch();
     let blocked_before = link.counters.blocked();
     let Link {
@@ -542,6 +550,16 @@ fn push_at(
     let blocked = Duration::from_nanos(counters.blocked().saturating_sub(blocked_before));
     let downstream = emit.downstream;
     counters.add_busy(all.saturating_sub(downstream).saturating_sub(blocked));
+    // A copy of a pattern that spreads its partial matches hands over between barriers too.
+    let Link { op, spreader, .. } = &mut links[0];
+    let point = spreader.as_mut().and_then(|s| {
+        s.read(rows, || {
+            crate::spread::figure(op.as_ref(), "max_partial_matches")
+        })
+    });
+    if let Some(point) = point {
+        hand_over_at(links, 0, point)?;
+    }
     Ok(all)
 }
 

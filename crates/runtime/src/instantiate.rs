@@ -175,22 +175,13 @@ pub(crate) fn instantiate(
         replicas.iter_mut().for_each(|r| *r = false);
     }
     // The copies of patterns that spread partial matches, chained by in-process channels:
-    // they hand over at checkpoint barriers.
+    // they hand over at checkpoint barriers and between them (`crate::spread`).
     let mut spreaders = crate::spread::spreaders(graph, shared.abort);
-    if let Some(name) = spreaders.keys().next() {
-        let why = if net.is_some() {
-            Some("spreading partial matches over copies (overflow_instances) on a cluster is not supported yet: run the query embedded (`anduin run`)")
-        } else if wiring.is_none() {
-            Some("the copies that spread partial matches (overflow_instances) hand them over at checkpoint barriers: give the run a checkpoint store (`--checkpoint-store DIR`)")
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            return Err(RuntimeError::Start(OperatorError::Config {
-                operator: name.clone(),
-                message: why.to_string(),
-            }));
-        }
+    if let (Some(name), Some(_)) = (spreaders.keys().next(), &net) {
+        return Err(RuntimeError::Start(OperatorError::Config {
+            operator: name.clone(),
+            message: "spreading partial matches over copies (overflow_instances) on a cluster is not supported yet: run the query embedded (`anduin run`)".to_string(),
+        }));
     }
     let mut tasks = Vec::new();
     let mut source_commands = Vec::new();

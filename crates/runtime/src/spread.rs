@@ -2,13 +2,23 @@
 //! the query runs the pattern and its copies `NAME_replica_1` … `NAME_replica_{K-1}`, each as
 //! one instance reading the pattern's whole input (the rewriting made them:
 //! `anduin_graph::rewriting::overflow_spec`). Copy 0 starts matches; the others only extend
-//! the partial matches handed to them. At every checkpoint barrier, before its snapshot, copy
-//! k takes what copy k − 1 handed it at that barrier, then, when it keeps more partial matches
-//! than `max_partial_matches`, hands its oldest to copy k + 1 so that half the limit stay. So
-//! the oldest partial matches drift along the chain, and every copy's snapshot holds exactly
-//! the partial matches it holds after the handoff: a restore from the checkpoint neither
-//! loses nor repeats one. The copies see the same barriers at the same point of their input
-//! (they read one stream), which is what makes the handoff exact.
+//! the partial matches handed to them. At a *handoff point* copy k takes what copy k − 1
+//! handed it there, then, when it keeps more partial matches than `max_partial_matches`,
+//! hands its oldest to copy k + 1 so that half the limit stay. So the oldest partial matches
+//! drift along the chain.
+//!
+//! The handoff points are the same point of every copy's input, which is what makes a handoff
+//! exact (the copies read one stream: the same batches, watermarks and barriers in the same
+//! order):
+//! - every checkpoint barrier, before the copy's snapshot, so that each snapshot holds
+//!   exactly the partial matches its copy holds after the handoff: a restore from the
+//!   checkpoint neither loses nor repeats one;
+//! - between barriers, after the batch that brings the rows a copy has read since the last
+//!   point to half `max_partial_matches` or more ([`rows_between`]): a copy's partial matches
+//!   grow by at most one per row it matches, so this bounds them between checkpoints too
+//!   (to the limit and about what one batch and one watermark's release start). Both copies
+//!   count the same rows from the same point (a restore starts both from one checkpoint), so
+//!   they agree on the points without telling each other.
 //!
 //! In one process only: the copies hand over through in-process channels (a cluster refuses
 //! such a query before it runs).
@@ -23,9 +33,35 @@ use anduin_operator_api::{Handed, Operator, OperatorError, SpreadRole};
 use anduin_types::Epoch;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-/// What copy k hands copy k + 1 at one barrier (nothing, when it keeps all it has).
+/// Where in the copies' common input a handoff happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Point {
+    /// At the barrier of this checkpoint.
+    Barrier(Epoch),
+    /// The `n`-th point between barriers since the barrier of `after` (or the start).
+    Rows { after: Epoch, n: u64 },
+}
+
+impl std::fmt::Display for Point {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Point::Barrier(e) => write!(f, "the barrier of epoch {}", e.0),
+            Point::Rows { after, n } => {
+                write!(f, "handoff {n} after the barrier of epoch {}", after.0)
+            }
+        }
+    }
+}
+
+/// How many rows a copy reads between two handoffs outside barriers, for a limit of `max`
+/// partial matches: half of it (at least one).
+pub(crate) fn rows_between(max: u64) -> u64 {
+    (max / 2).max(1)
+}
+
+/// What copy k hands copy k + 1 at one point (nothing, when it keeps all it has).
 pub(crate) struct Handing {
-    epoch: Epoch,
+    at: Point,
     handed: Option<Handed>,
 }
 
@@ -60,6 +96,12 @@ pub(crate) struct Spreader {
     abort: Arc<AtomicBool>,
     /// Whether it said it holds more than its limit with nowhere to hand them.
     held: bool,
+    /// Rows read since the last handoff point, and how many make the next one.
+    rows: u64,
+    every: Option<u64>,
+    /// The last barrier and the points between barriers since it.
+    after: Epoch,
+    n: u64,
 }
 
 impl Spreader {
@@ -72,10 +114,40 @@ impl Spreader {
         }
     }
 
-    /// What the copy before this one handed it at the barrier of `epoch` (waits for it).
+    /// The handoff point at the barrier of `epoch`: the rows between barriers count from it.
+    pub(crate) fn at_barrier(&mut self, epoch: Epoch) -> Point {
+        self.rows = 0;
+        self.after = epoch;
+        self.n = 0;
+        Point::Barrier(epoch)
+    }
+
+    /// The copy has read `rows` more rows (a batch, now processed): the handoff point they
+    /// make, if they do. `limit` tells the copy's `max_partial_matches` the first time.
+    pub(crate) fn read(
+        &mut self,
+        rows: usize,
+        limit: impl FnOnce() -> Option<u64>,
+    ) -> Option<Point> {
+        let every = *self
+            .every
+            .get_or_insert_with(|| limit().map_or(1, rows_between));
+        self.rows += rows as u64;
+        if self.rows < every {
+            return None;
+        }
+        self.rows = 0;
+        self.n += 1;
+        Some(Point::Rows {
+            after: self.after,
+            n: self.n,
+        })
+    }
+
+    /// What the copy before this one handed it at `point` (waits for it).
     pub(crate) fn take(
         &mut self,
-        epoch: Epoch,
+        point: Point,
         name: &str,
     ) -> Result<Option<Handed>, OperatorError> {
         let Some(from) = &self.from else {
@@ -83,15 +155,14 @@ impl Spreader {
         };
         loop {
             match from.recv_timeout(Duration::from_millis(100)) {
-                Ok(h) if h.epoch == epoch => return Ok(h.handed),
+                Ok(h) if h.at == point => return Ok(h.handed),
                 Ok(h) => {
                     return Err(OperatorError::internal(
                         name,
                         format!(
-                            "copy {} handed partial matches at the barrier of epoch {} while this copy is at epoch {} (this is a bug: the copies read one stream)",
+                            "copy {} handed partial matches at {} while this copy is at {point} (this is a bug: the copies read one stream)",
                             self.copy - 1,
-                            h.epoch.0,
-                            epoch.0
+                            h.at,
                         ),
                     ))
                 }
@@ -106,9 +177,8 @@ impl Spreader {
                     return Err(OperatorError::internal(
                         name,
                         format!(
-                            "copy {} stopped before it handed over its partial matches at epoch {}",
+                            "copy {} stopped before it handed over its partial matches at {point}",
                             self.copy - 1,
-                            epoch.0
                         ),
                     ))
                 }
@@ -116,18 +186,18 @@ impl Spreader {
         }
     }
 
-    /// Hands `op`'s oldest partial matches to the next copy at the barrier of `epoch` when it
-    /// keeps more than its limit (an empty handing otherwise: the next copy waits for one).
+    /// Hands `op`'s oldest partial matches to the next copy at `point` when it keeps more
+    /// than its limit (an empty handing otherwise: the next copy waits for one).
     pub(crate) fn give(
         &mut self,
-        epoch: Epoch,
+        point: Point,
         name: &str,
         op: &mut dyn Operator,
     ) -> Result<(), OperatorError> {
-        let figures = op.metrics();
-        let figure = |key: &str| figures.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
-        let (Some(partial), Some(max)) = (figure("partial_matches"), figure("max_partial_matches"))
-        else {
+        let (Some(partial), Some(max)) = (
+            figure(op, "partial_matches"),
+            figure(op, "max_partial_matches"),
+        ) else {
             return Err(OperatorError::internal(
                 name,
                 "a copy that spreads partial matches does not report `partial_matches` and `max_partial_matches`",
@@ -151,7 +221,7 @@ impl Spreader {
             }
         };
         if let Some(to) = &self.to {
-            to.send(Handing { epoch, handed }).map_err(|_| {
+            to.send(Handing { at: point, handed }).map_err(|_| {
                 OperatorError::internal(
                     name,
                     format!(
@@ -163,6 +233,14 @@ impl Spreader {
         }
         Ok(())
     }
+}
+
+/// The figure `key` of `op`'s metrics.
+pub(crate) fn figure(op: &dyn Operator, key: &str) -> Option<u64> {
+    op.metrics()
+        .into_iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v)
 }
 
 /// The spreaders of every copy of every pattern of `graph` that spreads its partial matches,
@@ -211,6 +289,10 @@ pub(crate) fn spreaders<B>(
                     to,
                     abort: Arc::clone(abort),
                     held: false,
+                    rows: 0,
+                    every: None,
+                    after: Epoch(0),
+                    n: 0,
                 },
             );
         }
@@ -234,35 +316,130 @@ mod tests {
     #[test]
     fn a_handing_of_the_wrong_epoch_or_a_gone_copy_fails_the_copy_waiting_for_it() {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let mut s = Spreader {
-            copy: 1,
-            copies: 2,
-            from: Some(rx),
-            to: None,
-            abort: Arc::new(AtomicBool::new(false)),
-            held: false,
-        };
+        let mut s = spreader(1, Some(rx));
         tx.send(Handing {
-            epoch: Epoch(3),
+            at: Point::Barrier(Epoch(3)),
             handed: None,
         })
         .expect("sent");
-        assert_eq!(s.take(Epoch(3), "p").expect("its epoch"), None);
+        assert_eq!(
+            s.take(Point::Barrier(Epoch(3)), "p").expect("its epoch"),
+            None
+        );
         tx.send(Handing {
-            epoch: Epoch(5),
+            at: Point::Barrier(Epoch(5)),
             handed: None,
         })
         .expect("sent");
         let err = s
-            .take(Epoch(4), "p")
+            .take(Point::Barrier(Epoch(4)), "p")
             .expect_err("another epoch")
             .to_string();
         assert!(
-            err.contains("epoch 5 while this copy is at epoch 4"),
+            err.contains("at the barrier of epoch 5 while this copy is at the barrier of epoch 4"),
+            "{err}"
+        );
+        tx.send(Handing {
+            at: Point::Rows {
+                after: Epoch(5),
+                n: 2,
+            },
+            handed: None,
+        })
+        .expect("sent");
+        let err = s
+            .take(
+                Point::Rows {
+                    after: Epoch(5),
+                    n: 1,
+                },
+                "p",
+            )
+            .expect_err("another point")
+            .to_string();
+        assert!(
+            err.contains(
+                "at handoff 2 after the barrier of epoch 5 while this copy is at handoff 1"
+            ),
             "{err}"
         );
         drop(tx);
-        let err = s.take(Epoch(6), "p").expect_err("gone").to_string();
+        let err = s
+            .take(Point::Barrier(Epoch(6)), "p")
+            .expect_err("gone")
+            .to_string();
         assert!(err.contains("copy 0 stopped"), "{err}");
+    }
+
+    fn spreader(copy: usize, from: Option<Receiver<Handing>>) -> Spreader {
+        Spreader {
+            copy,
+            copies: 2,
+            from,
+            to: None,
+            abort: Arc::new(AtomicBool::new(false)),
+            held: false,
+            rows: 0,
+            every: None,
+            after: Epoch(0),
+            n: 0,
+        }
+    }
+
+    #[test]
+    fn copies_counting_the_same_rows_agree_on_the_points_between_barriers() {
+        assert_eq!(rows_between(200), 100);
+        assert_eq!(rows_between(1), 1);
+        // Two copies, the same batches: the same points, whatever each one's limit says
+        // after the first time it is asked.
+        let mut a = spreader(0, None);
+        let mut b = spreader(1, None);
+        let batches = [30, 50, 40, 1, 200, 0, 99, 1];
+        let points = |s: &mut Spreader| -> Vec<Option<Point>> {
+            let mut asked = 0;
+            let mut out: Vec<_> = batches
+                .iter()
+                .map(|&n| {
+                    s.read(n, || {
+                        asked += 1;
+                        Some(200)
+                    })
+                })
+                .collect();
+            assert_eq!(asked, 1, "the limit is asked once");
+            out.push(Some(s.at_barrier(Epoch(4))));
+            out.extend(batches.iter().map(|&n| s.read(n, || Some(0))));
+            out
+        };
+        let pa = points(&mut a);
+        assert_eq!(pa, points(&mut b));
+        let rows = |after, n| {
+            Some(Point::Rows {
+                after: Epoch(after),
+                n,
+            })
+        };
+        assert_eq!(
+            pa,
+            vec![
+                None,
+                None,
+                rows(0, 1),
+                None,
+                rows(0, 2),
+                None,
+                None,
+                rows(0, 3),
+                Some(Point::Barrier(Epoch(4))),
+                None,
+                None,
+                rows(4, 1),
+                None,
+                rows(4, 2),
+                None,
+                None,
+                rows(4, 3),
+            ]
+        );
     }
 }
