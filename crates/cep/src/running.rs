@@ -831,7 +831,10 @@ impl Operator for PatternOp {
         ];
         // What spreading asks for, beside what it is measured against.
         if let Some(o) = &self.setup.overflow {
-            figures.push(("max_partial_matches", o.max_partial_matches));
+            match o.stage_age_ms {
+                Some(age) => figures.push(("stage_age_ms", age)),
+                None => figures.push(("max_partial_matches", o.max_partial_matches)),
+            }
             figures.push(("overflow_instances", o.instances));
         }
         figures
@@ -847,6 +850,10 @@ impl Operator for PatternOp {
 
     fn spread(&mut self, keep: u64) -> Result<Handed, OperatorError> {
         self.hand(keep)
+    }
+
+    fn spread_older(&mut self, age_ms: u64) -> Result<Handed, OperatorError> {
+        self.hand_older(age_ms)
     }
 
     fn take_spread(

@@ -103,6 +103,10 @@ pub(crate) struct Overflow {
     pub instances: u64,
     /// How many partial matches one instance keeps before it hands the oldest on.
     pub max_partial_matches: u64,
+    /// Hand on by age instead (the pipelined form `P+ = P ∨ (P P+)`): copy k keeps the
+    /// attempts that started less than k + 1 times this many milliseconds before its event
+    /// time, and hands older ones on.
+    pub stage_age_ms: Option<u64>,
 }
 
 /// The most instances `overflow_instances` may ask for.
@@ -146,8 +150,30 @@ pub(crate) fn overflow<'a>(
             .into());
     }
     let instances = instances.unwrap_or(1).unsigned_abs();
+    let stage_age_ms = match p.text("stage_age") {
+        None => None,
+        Some(t) => Some(
+            anduin_types::parse_duration_ms(t.as_str())
+                .filter(|ms| *ms > 0)
+                .ok_or_else(|| {
+                    Diagnostics::from(
+                        p.error("stage_age", "must be a positive duration, e.g. \"5s\""),
+                    )
+                })?,
+        ),
+    };
+    // Like `max_partial_matches`, `stage_age` says how copies hand on: without copies
+    // (`overflow_instances = 1`, so that one query text runs with and without) it does nothing.
     if instances <= 1 {
         return Ok(None);
+    }
+    if stage_age_ms.is_some() && max.is_some() {
+        return Err(p
+            .error(
+                "stage_age",
+                "a pattern's copies hand partial matches on by age (`stage_age`) or by their number (`max_partial_matches`), not both: remove one of them",
+            )
+            .into());
     }
     spreadable(pattern, measures, OnError::param(p))
         .map_err(|why| p.error("overflow_instances", why))?;
@@ -172,6 +198,7 @@ pub(crate) fn overflow<'a>(
     Ok(Some(Overflow {
         instances,
         max_partial_matches: max.map_or(DEFAULT_MAX_PARTIAL_MATCHES, i64::unsigned_abs),
+        stage_age_ms,
     }))
 }
 

@@ -155,6 +155,35 @@ fn between_checkpoints_and_without_any_every_copy_keeps_about_its_limit() {
     );
 }
 
+/// The pipelined form `P+ = P ∨ (P P+)` (paper §4.4): the copies hand on by age
+/// (`stage_age`), each keeping the attempts younger than its stages and handing older ones to
+/// the next. The same rows as one pattern, and every stage matched some.
+fn by_age() -> String {
+    SPREAD.replace(
+        "param max_partial_matches = 200",
+        "param stage_age = \"${AGE:-1s}\"",
+    )
+}
+
+#[test]
+fn copies_handing_on_by_age_are_a_pipeline_of_stages_that_writes_what_one_pattern_writes() {
+    let (stderr, _) = spread_against_one_with(&by_age(), &["--var", "K=3"]);
+    for copy in ["dips", "dips_replica_1", "dips_replica_2"] {
+        assert!(figure(&stderr, copy, "matches") > 0, "{copy}: {stderr}");
+        assert_eq!(figure(&stderr, copy, "stage_age_ms"), 1000, "{stderr}");
+    }
+}
+
+#[test]
+fn a_pipeline_of_stages_killed_at_seeded_moments_resumes_to_the_output_of_one_pattern() {
+    scenario_with(
+        &by_age(),
+        &[29],
+        &["--var", "K=3", "--var", "AGE=500ms"],
+        500,
+    );
+}
+
 /// A pattern whose name looks like a copy of another operator (`gen_replica_1`, the generator
 /// being `gen`) is a pattern of its own: its copies chain, the output is one pattern's.
 #[test]
@@ -199,6 +228,38 @@ fn what_spreading_cannot_do_yet_is_refused_saying_why() {
         stderr.contains("overflow_instances) on a cluster is not supported yet"),
         "{stderr}"
     );
+    // `stage_age` beside `max_partial_matches`, or not a positive duration.
+    for (k, query, says) in [
+        (
+            "2",
+            by_age().replace(
+                "param stage_age",
+                "param max_partial_matches = 9\n  param stage_age",
+            ),
+            "by age (`stage_age`) or by their number (`max_partial_matches`), not both",
+        ),
+        (
+            "2",
+            by_age().replace("${AGE:-1s}", "0s"),
+            "must be a positive duration",
+        ),
+    ] {
+        std::fs::write(d.join("age.flow"), query).expect("query");
+        let out = anduin(
+            d,
+            &[
+                "check",
+                "age.flow",
+                "--var",
+                &format!("K={k}"),
+                "--var",
+                "OUTPUT=x",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains(says), "{says}: {stderr}");
+    }
     // A second output: `anduin check` refuses it already.
     let timeouts = SPREAD.replace(
         "  output name = \"dips\"\n",

@@ -217,6 +217,16 @@ pub trait Operator: Send {
         ))
     }
 
+    /// As [`Operator::spread`], but by age: hands over the partial matches that started more
+    /// than `age_ms` before this instance's event time (its watermark), all of them. The
+    /// default refuses (see [`Operator::set_spread_role`]).
+    fn spread_older(&mut self, _age_ms: u64) -> Result<crate::Handed, OperatorError> {
+        Err(OperatorError::internal(
+            self.name(),
+            "this operator does not spread partial matches over further instances",
+        ))
+    }
+
     /// At the same point of the input as the giver: takes the partial matches another copy
     /// handed over ([`Operator::spread`]), extends them with every later row and reports
     /// their matches. Any output this causes goes to `out`.

@@ -552,11 +552,9 @@ fn push_at(
     counters.add_busy(all.saturating_sub(downstream).saturating_sub(blocked));
     // A copy of a pattern that spreads its partial matches hands over between barriers too.
     let Link { op, spreader, .. } = &mut links[0];
-    let point = spreader.as_mut().and_then(|s| {
-        s.read(rows, || {
-            crate::spread::figure(op.as_ref(), "max_partial_matches")
-        })
-    });
+    let point = spreader
+        .as_mut()
+        .and_then(|s| s.read(rows, || crate::spread::rows_between_of(op.as_ref())));
     if let Some(point) = point {
         hand_over_at(links, 0, point)?;
     }

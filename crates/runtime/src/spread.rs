@@ -59,6 +59,15 @@ pub(crate) fn rows_between(max: u64) -> u64 {
     (max / 2).max(1)
 }
 
+/// How many rows copy `op` reads between two handoffs outside barriers: by its limit of
+/// partial matches, or after every batch when it hands on by age (`stage_age`).
+pub(crate) fn rows_between_of(op: &dyn Operator) -> u64 {
+    if figure(op, "stage_age_ms").is_some() {
+        return 1;
+    }
+    figure(op, "max_partial_matches").map_or(1, rows_between)
+}
+
 /// What copy k hands copy k + 1 at one point (nothing, when it keeps all it has).
 pub(crate) struct Handing {
     at: Point,
@@ -123,15 +132,10 @@ impl Spreader {
     }
 
     /// The copy has read `rows` more rows (a batch, now processed): the handoff point they
-    /// make, if they do. `limit` tells the copy's `max_partial_matches` the first time.
-    pub(crate) fn read(
-        &mut self,
-        rows: usize,
-        limit: impl FnOnce() -> Option<u64>,
-    ) -> Option<Point> {
-        let every = *self
-            .every
-            .get_or_insert_with(|| limit().map_or(1, rows_between));
+    /// make, if they do. `every` tells how many rows make one the first time
+    /// ([`rows_between_of`]).
+    pub(crate) fn read(&mut self, rows: usize, every: impl FnOnce() -> u64) -> Option<Point> {
+        let every = *self.every.get_or_insert_with(every);
         self.rows += rows as u64;
         if self.rows < every {
             return None;
@@ -187,13 +191,30 @@ impl Spreader {
     }
 
     /// Hands `op`'s oldest partial matches to the next copy at `point` when it keeps more
-    /// than its limit (an empty handing otherwise: the next copy waits for one).
+    /// than its limit, or, handing on by age, those older than its stage (an empty handing
+    /// otherwise: the next copy waits for one).
     pub(crate) fn give(
         &mut self,
         point: Point,
         name: &str,
         op: &mut dyn Operator,
     ) -> Result<(), OperatorError> {
+        if let Some(age) = figure(op, "stage_age_ms") {
+            let Some(to) = &self.to else {
+                return Ok(());
+            };
+            let handed = op.spread_older(stage_limit(self.copy, age))?;
+            let handed = (handed.partial_matches > 0).then_some(handed);
+            return to.send(Handing { at: point, handed }).map_err(|_| {
+                OperatorError::internal(
+                    name,
+                    format!(
+                        "copy {} stopped before it took this copy's partial matches",
+                        self.copy + 1
+                    ),
+                )
+            });
+        }
         let (Some(partial), Some(max)) = (
             figure(op, "partial_matches"),
             figure(op, "max_partial_matches"),
@@ -233,6 +254,12 @@ impl Spreader {
         }
         Ok(())
     }
+}
+
+/// How old the attempts copy `copy` hands on are when the copies hand on by age `age`
+/// milliseconds a stage: older than `(copy + 1) × age`.
+pub(crate) fn stage_limit(copy: usize, age: u64) -> u64 {
+    age.saturating_mul(copy as u64 + 1)
 }
 
 /// The figure `key` of `op`'s metrics.
@@ -387,6 +414,13 @@ mod tests {
     }
 
     #[test]
+    fn copies_handing_on_by_age_hand_older_attempts_the_later_they_are() {
+        assert_eq!(stage_limit(0, 5000), 5000);
+        assert_eq!(stage_limit(2, 5000), 15000);
+        assert_eq!(stage_limit(usize::MAX, u64::MAX / 2), u64::MAX);
+    }
+
+    #[test]
     fn copies_counting_the_same_rows_agree_on_the_points_between_barriers() {
         assert_eq!(rows_between(200), 100);
         assert_eq!(rows_between(1), 1);
@@ -402,13 +436,13 @@ mod tests {
                 .map(|&n| {
                     s.read(n, || {
                         asked += 1;
-                        Some(200)
+                        rows_between(200)
                     })
                 })
                 .collect();
             assert_eq!(asked, 1, "the limit is asked once");
             out.push(Some(s.at_barrier(Epoch(4))));
-            out.extend(batches.iter().map(|&n| s.read(n, || Some(0))));
+            out.extend(batches.iter().map(|&n| s.read(n, || 1)));
             out
         };
         let pa = points(&mut a);

@@ -64,21 +64,38 @@ impl PatternOp {
     /// started (so that at most `keep` stay; more go where attempts started at one time).
     pub(super) fn hand(&mut self, keep: u64) -> Result<Handed, OperatorError> {
         self.check_spreadable()?;
-        let role = self.role.unwrap_or_default();
-        self.role = Some(role);
-        let setup = Arc::clone(&self.setup);
         let total = self.figures.partial_matches;
         let keep = usize::try_from(keep).unwrap_or(usize::MAX);
-        let mut parts = Vec::new();
         let mut times: Vec<i64> = Vec::new();
         if total > keep {
             times.extend(self.store.live().flat_map(|p| p.attempt_times()));
         }
         // The counted figure is the attempts kept (checked in debug builds by `metrics`).
         let excess = total.saturating_sub(keep).min(times.len());
-        if excess > 0 {
+        let before = (excess > 0).then(|| {
             let (_, nth, _) = times.select_nth_unstable(excess - 1);
-            let before = nth.saturating_add(1);
+            nth.saturating_add(1)
+        });
+        self.hand_before(before)
+    }
+
+    /// [`Operator::spread_older`](anduin_operator_api::Operator::spread_older): hands the
+    /// attempts that started more than `age_ms` before the watermark (none before the first
+    /// watermark).
+    pub(super) fn hand_older(&mut self, age_ms: u64) -> Result<Handed, OperatorError> {
+        self.check_spreadable()?;
+        let age = i64::try_from(age_ms).unwrap_or(i64::MAX);
+        let before = (self.watermark != i64::MIN).then(|| self.watermark.saturating_sub(age));
+        self.hand_before(before)
+    }
+
+    /// Hands the attempts that started before event time `before` (none: `None`).
+    fn hand_before(&mut self, before: Option<i64>) -> Result<Handed, OperatorError> {
+        let role = self.role.unwrap_or_default();
+        self.role = Some(role);
+        let setup = Arc::clone(&self.setup);
+        let mut parts = Vec::new();
+        if let Some(before) = before {
             let figures = &mut self.figures;
             self.store.each_live(|key, part| {
                 let Some(piece) = part.hand(&setup.pattern, before) else {
