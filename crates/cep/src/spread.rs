@@ -162,11 +162,6 @@ pub(crate) fn overflow<'a>(
                 })?,
         ),
     };
-    // Like `max_partial_matches`, `stage_age` says how copies hand on: without copies
-    // (`overflow_instances = 1`, so that one query text runs with and without) it does nothing.
-    if instances <= 1 {
-        return Ok(None);
-    }
     if stage_age_ms.is_some() && max.is_some() {
         return Err(p
             .error(
@@ -174,6 +169,11 @@ pub(crate) fn overflow<'a>(
                 "a pattern's copies hand partial matches on by age (`stage_age`) or by their number (`max_partial_matches`), not both: remove one of them",
             )
             .into());
+    }
+    // Like `max_partial_matches`, `stage_age` says how copies hand on: without copies
+    // (`overflow_instances = 1`, so that one query text runs with and without) it does nothing.
+    if instances <= 1 {
+        return Ok(None);
     }
     spreadable(pattern, measures, OnError::param(p))
         .map_err(|why| p.error("overflow_instances", why))?;

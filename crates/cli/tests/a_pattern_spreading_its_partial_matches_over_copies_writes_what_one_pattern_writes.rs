@@ -4,7 +4,8 @@
 //! outputs united). The run writes exactly the rows one pattern writes, the copies report
 //! matches of their own (so partial matches did move), the copies' partial matches stay near
 //! the limit between checkpoints and without any, and a run killed with SIGKILL at seeded
-//! moments resumes to the same rows. What it cannot do yet is refused, saying why.
+//! moments resumes to the same rows. What it cannot do yet is refused, saying why. (On a
+//! cluster: `a_pattern_spreading_over_workers_…`.)
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::scenario_with;
 use crate::common;
@@ -206,30 +207,17 @@ fn what_spreading_cannot_do_yet_is_refused_saying_why() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     std::fs::write(d.join("q.flow"), SPREAD).expect("query");
-    // On a cluster: the coordinator refuses it when it is submitted.
-    let out = anduin(
-        d,
-        &[
-            "cluster",
-            "q.flow",
-            "--workers",
-            "1",
-            "--dir",
-            "cluster",
-            "--var",
-            "K=3",
-            "--var",
-            "OUTPUT=x",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        stderr.contains("overflow_instances) on a cluster is not supported yet"),
-        "{stderr}"
-    );
-    // `stage_age` beside `max_partial_matches`, or not a positive duration.
+    // `stage_age` beside `max_partial_matches` (with copies or not), or not a positive
+    // duration.
     for (k, query, says) in [
+        (
+            "1",
+            by_age().replace(
+                "param stage_age",
+                "param max_partial_matches = 9\n  param stage_age",
+            ),
+            "by age (`stage_age`) or by their number (`max_partial_matches`), not both",
+        ),
         (
             "2",
             by_age().replace(

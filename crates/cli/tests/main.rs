@@ -4,6 +4,7 @@
 //! `every_test_file_of_the_workspace_is_compiled_into_its_crates_test_binary` says so.
 
 mod a_pattern_spreading_its_partial_matches_over_copies_writes_what_one_pattern_writes;
+mod a_pattern_spreading_over_workers_writes_what_one_pattern_writes_and_survives_a_killed_worker;
 mod common;
 mod nexmark_reference;
 

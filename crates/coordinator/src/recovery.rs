@@ -28,6 +28,10 @@ pub struct InstanceFacts {
     /// Its source has reported the end of its input (any source's end makes the query
     /// finishing: it rolls back as a whole).
     pub ended: bool,
+    /// The instances it hands state to or takes state from at points of its input that a
+    /// restore of it alone would no longer share with them (the copies of a pattern that
+    /// spreads its partial matches): restored only with all of them.
+    pub together: Vec<usize>,
 }
 
 /// What to do about lost workers.
@@ -74,6 +78,13 @@ pub fn choose_recovery(
     }
     for &n in &restore {
         let i = &instances[n];
+        if let Some(o) = i.together.iter().find(|o| !restore.contains(o)) {
+            let other = instances.get(*o).map_or("?", |o| o.name.as_str());
+            return whole(format!(
+                "{} hands partial matches along with {other} (still running) at points of their input that a restore of {} alone would not share",
+                i.name, i.name
+            ));
+        }
         let replays_the_same = i.source || i.inputs <= 1;
         if replays_the_same {
             continue;
@@ -137,6 +148,7 @@ mod tests {
             inputs,
             consumers: consumers.to_vec(),
             ended: false,
+            together: Vec::new(),
         }
     }
 
@@ -185,6 +197,37 @@ mod tests {
             }
             other => panic!("expected a rollback, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn copies_that_hand_partial_matches_along_are_restored_only_together() {
+        // A source on worker 0 feeding three copies of a pattern, on workers 0, 1, 2.
+        let mut q = vec![inst(0, "gen", true, 0, &[1, 2, 3])];
+        for w in 0..3 {
+            q.push(inst(w, &format!("dips[{w}]"), false, 1, &[]));
+        }
+        for (c, copy) in q.iter_mut().enumerate().skip(1) {
+            copy.together = (1..4).filter(|o| *o != c).collect();
+        }
+        match choose_recovery(&q, &[1].into(), &[0, 2].into()) {
+            RecoveryChoice::WholeQuery { why } => {
+                assert!(
+                    why.contains("dips[1] hands partial matches along with dips[0]"),
+                    "{why}"
+                )
+            }
+            other => panic!("expected a rollback, got {other:?}"),
+        }
+        // All of them on the lost worker: restored together, alone.
+        for copy in q.iter_mut().skip(1) {
+            copy.worker = 1;
+        }
+        assert_eq!(
+            choose_recovery(&q, &[1].into(), &[0, 2].into()),
+            RecoveryChoice::PerTask {
+                restore: [1, 2, 3].into()
+            }
+        );
     }
 
     #[test]

@@ -103,15 +103,16 @@ pub fn check_change_after<C: Catalog>(
             control.stream
         )));
     }
+    // Before the params its type could change: this operator takes none while it runs.
+    if let Some(why) = fixed_while_running(graph, node) {
+        return Err(ChangeRejected::Invalid(why));
+    }
     let adjustable = catalog.adjustable(node.kind());
     if !adjustable.contains(&param) {
         let exists = catalog
             .signature(node.kind())
             .is_some_and(|s| s.param(param).is_some());
         return Err(ChangeRejected::NotAdjustable { adjustable, exists });
-    }
-    if let Some(why) = fixed_while_running(graph, node) {
-        return Err(ChangeRejected::Invalid(why));
     }
     let file = format!("{operator}.{param}");
     let invalid = |d: Diagnostics| ChangeRejected::Invalid(d.render(&file));

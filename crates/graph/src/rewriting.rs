@@ -336,6 +336,40 @@ pub fn hot_standby_spec<C: Catalog>(
     Ok(Some(copies))
 }
 
+/// The copies of every pattern that spreads its partial matches over copies, as
+/// [`overflow_spec`] made them: per pattern, the names of copy 0 (the pattern's own name)
+/// to copy K − 1 (`NAME_replica_k`), in the order they hand partial matches on.
+pub fn spread_chains<B>(graph: &crate::LogicalGraph<B>) -> Vec<Vec<String>> {
+    let spreads = |name: &str| {
+        graph
+            .nodes
+            .iter()
+            .any(|n| n.name() == name && n.def.spread_copies().is_some())
+    };
+    let mut chains = Vec::new();
+    for node in &graph.nodes {
+        let Some(copies) = node.def.spread_copies() else {
+            continue;
+        };
+        let base = node.name();
+        // A copy is no base of its own: its base, a spreading pattern, is in the graph (the
+        // names copies take are refused for anything else when the query is loaded).
+        let is_copy = base
+            .rsplit_once("_replica_")
+            .is_some_and(|(of, _)| spreads(of));
+        let names: Vec<String> = std::iter::once(base.to_string())
+            .chain((1..copies).map(|k| format!("{base}_replica_{k}")))
+            .collect();
+        let all_there = names
+            .iter()
+            .all(|n| graph.nodes.iter().any(|g| g.name() == n));
+        if !is_copy && all_there {
+            chains.push(names);
+        }
+    }
+    chains
+}
+
 /// The query to run for `spec` when a pattern spreads its partial matches over copies
 /// (`overflow_instances = K`, paper §4.4): the built-in rule `pattern_overflow` applied — the
 /// pattern and its copies `NAME_replica_1` … `NAME_replica_{K-1}` (outputs

@@ -172,18 +172,24 @@ fn the_copies_of_a_spreading_pattern_run_one_definition_and_refuse_changes() {
     assert_eq!(defines("op_replica_2"), defines("op"));
     let (graph, _) =
         anduin_graph::check(&copies, &anduin_registry::BuiltinCatalog).expect("the copies check");
-    for copy in ["op", "op_replica_1"] {
+    // Any param, one a pattern could change or not: the reason is the copies', with no list
+    // of params that could change.
+    for (copy, param) in [
+        ("op", "within"),
+        ("op_replica_1", "within"),
+        ("op_replica_1", "max_partial_matches"),
+    ] {
         match anduin_graph::check_change(
             &graph,
             &anduin_registry::BuiltinCatalog,
             copy,
-            "within",
+            param,
             "5s",
         ) {
             Err(anduin_graph::ChangeRejected::Invalid(m)) => {
                 assert!(m.contains("spreads its partial matches over copies"), "{m}")
             }
-            other => panic!("{copy}: {other:?}"),
+            other => panic!("{copy}.{param}: {other:?}"),
         }
     }
 }

@@ -174,14 +174,25 @@ pub(crate) fn instantiate(
     if resumable {
         replicas.iter_mut().for_each(|r| *r = false);
     }
-    // The copies of patterns that spread partial matches, chained by in-process channels:
-    // they hand over at checkpoint barriers and between them (`crate::spread`).
+    // The copies of patterns that spread partial matches, chained by in-process channels
+    // (over the data plane to a copy in another process): they hand over at checkpoint
+    // barriers and between them (`crate::spread`).
     let mut spreaders = crate::spread::spreaders(graph, shared.abort);
-    if let (Some(name), Some(_)) = (spreaders.keys().next(), &net) {
-        return Err(RuntimeError::Start(OperatorError::Config {
-            operator: name.clone(),
-            message: "spreading partial matches over copies (overflow_instances) on a cluster is not supported yet: run the query embedded (`anduin run`)".to_string(),
-        }));
+    if let Some(n) = net.as_deref() {
+        let worker_of = |name: &str| {
+            let node = graph.nodes.iter().position(|g| g.name() == name)?;
+            let task = topology
+                .tasks
+                .iter()
+                .find(|t| t.operators.contains(&NodeId(node)))?;
+            task.instances.first().map(|i| i.worker)
+        };
+        let patience = n.resumption.as_ref().map(|r| r.wait);
+        for (name, s) in spreaders.iter_mut() {
+            if worker_of(name).is_some_and(|w| n.runs(w)) {
+                s.across(n, &worker_of, patience);
+            }
+        }
     }
     let mut tasks = Vec::new();
     let mut source_commands = Vec::new();

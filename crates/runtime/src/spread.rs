@@ -33,6 +33,9 @@ use anduin_operator_api::{Handed, Operator, OperatorError, SpreadRole};
 use anduin_types::Epoch;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
+use crate::rescale::Handoff;
+use crate::topology::WorkerId;
+
 /// Where in the copies' common input a handoff happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Point {
@@ -95,13 +98,35 @@ pub(crate) fn decide(partial_matches: u64, max: u64, next: bool) -> Decision {
     }
 }
 
+/// Where a copy takes what the copy before it hands it.
+enum Prev {
+    /// From a copy in this process.
+    Here(Receiver<Handing>),
+    /// From a copy in another process (a cluster's worker), over the data plane into this
+    /// copy's inbox ([`crate::net::handoff`]).
+    Elsewhere(Receiver<Handoff>),
+}
+
+/// Where a copy hands on to the copy after it.
+enum Next {
+    Here(Sender<Handing>),
+    Elsewhere(Box<crate::net::RemoteMate>),
+}
+
 /// One copy's ends of the chain of copies.
 pub(crate) struct Spreader {
-    /// Which copy this is (0: the one that starts matches), of `copies`.
+    /// Which copy this is (0: the one that starts matches), of `copies`, and its name.
     copy: usize,
     copies: usize,
-    from: Option<Receiver<Handing>>,
-    to: Option<Sender<Handing>>,
+    name: String,
+    /// The names of the copies before and after it.
+    prev: Option<String>,
+    next: Option<String>,
+    from: Option<Prev>,
+    to: Option<Next>,
+    /// How long to wait for a copy in another process before this one fails (its process
+    /// may be gone without this one hearing of it); `None`: until the run fails.
+    patience: Option<Duration>,
     abort: Arc<AtomicBool>,
     /// Whether it said it holds more than its limit with nowhere to hand them.
     held: bool,
@@ -157,37 +182,84 @@ impl Spreader {
         let Some(from) = &self.from else {
             return Ok(None);
         };
+        let began = std::time::Instant::now();
+        let fail = |message: String| Err(OperatorError::internal(name, message));
         loop {
-            match from.recv_timeout(Duration::from_millis(100)) {
-                Ok(h) if h.at == point => return Ok(h.handed),
-                Ok(h) => {
-                    return Err(OperatorError::internal(
-                        name,
-                        format!(
-                            "copy {} handed partial matches at {} while this copy is at {point} (this is a bug: the copies read one stream)",
-                            self.copy - 1,
-                            h.at,
-                        ),
+            let got = match from {
+                Prev::Here(rx) => rx.recv_timeout(Duration::from_millis(100)).map(Ok),
+                Prev::Elsewhere(rx) => rx.recv_timeout(Duration::from_millis(100)).map(handing_of),
+            };
+            match got {
+                Ok(Ok(h)) if h.at == point => {
+                    if let (Prev::Elsewhere(_), Some(handed)) = (from, &h.handed) {
+                        tracing::info!(
+                            operator = name,
+                            from = self.prev.as_deref().unwrap_or("?"),
+                            partial_matches = handed.partial_matches,
+                            %point,
+                            "partial matches arrived from a copy on another worker"
+                        );
+                    }
+                    return Ok(h.handed);
+                }
+                Ok(Ok(h)) => {
+                    return fail(format!(
+                        "copy {} handed partial matches at {} while this copy is at {point} (this is a bug: the copies read one stream)",
+                        self.copy - 1,
+                        h.at,
                     ))
                 }
-                Err(RecvTimeoutError::Timeout) if !self.abort.load(Ordering::Relaxed) => {}
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(OperatorError::internal(
-                        name,
-                        "the run failed while this copy waited for the partial matches of the copy before it",
+                Ok(Err(why)) => {
+                    return fail(format!(
+                        "copy {} handed partial matches this copy cannot read: {why}",
+                        self.copy - 1
                     ))
                 }
+                Err(RecvTimeoutError::Timeout) if self.abort.load(Ordering::Relaxed) => {
+                    return fail(
+                        "the run failed while this copy waited for the partial matches of the copy before it".into(),
+                    )
+                }
+                Err(RecvTimeoutError::Timeout)
+                    if self.patience.is_some_and(|p| began.elapsed() > p) =>
+                {
+                    return fail(format!(
+                        "copy {} ({}, on another worker) handed nothing at {point} for {} s: its process may be gone",
+                        self.copy - 1,
+                        self.prev.as_deref().unwrap_or("?"),
+                        began.elapsed().as_secs()
+                    ))
+                }
+                Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err(OperatorError::internal(
-                        name,
-                        format!(
-                            "copy {} stopped before it handed over its partial matches at {point}",
-                            self.copy - 1,
-                        ),
+                    return fail(format!(
+                        "copy {} stopped before it handed over its partial matches at {point}",
+                        self.copy - 1,
                     ))
                 }
             }
         }
+    }
+
+    /// Sends `handing` to the next copy, wherever it runs.
+    fn send(&self, handing: Handing, name: &str) -> Result<(), OperatorError> {
+        let sent = match &self.to {
+            None => return Ok(()),
+            Some(Next::Here(tx)) => tx.send(handing).map_err(|_| "it has stopped".to_string()),
+            Some(Next::Elsewhere(mate)) => mate
+                .hand(handoff_of(handing))
+                .map_err(|e| format!("on worker {}: {e}", mate.worker())),
+        };
+        sent.map_err(|why| {
+            OperatorError::internal(
+                name,
+                format!(
+                    "copy {} ({}) could not take this copy's partial matches: {why}",
+                    self.copy + 1,
+                    self.next.as_deref().unwrap_or("?")
+                ),
+            )
+        })
     }
 
     /// Hands `op`'s oldest partial matches to the next copy at `point` when it keeps more
@@ -200,20 +272,12 @@ impl Spreader {
         op: &mut dyn Operator,
     ) -> Result<(), OperatorError> {
         if let Some(age) = figure(op, "stage_age_ms") {
-            let Some(to) = &self.to else {
+            if self.to.is_none() {
                 return Ok(());
-            };
+            }
             let handed = op.spread_older(stage_limit(self.copy, age))?;
             let handed = (handed.partial_matches > 0).then_some(handed);
-            return to.send(Handing { at: point, handed }).map_err(|_| {
-                OperatorError::internal(
-                    name,
-                    format!(
-                        "copy {} stopped before it took this copy's partial matches",
-                        self.copy + 1
-                    ),
-                )
-            });
+            return self.send(Handing { at: point, handed }, name);
         }
         let (Some(partial), Some(max)) = (
             figure(op, "partial_matches"),
@@ -241,25 +305,86 @@ impl Spreader {
                 None
             }
         };
-        if let Some(to) = &self.to {
-            to.send(Handing { at: point, handed }).map_err(|_| {
-                OperatorError::internal(
-                    name,
-                    format!(
-                        "copy {} stopped before it took this copy's partial matches",
-                        self.copy + 1
-                    ),
-                )
-            })?;
-        }
-        Ok(())
+        self.send(Handing { at: point, handed }, name)
     }
+
+    /// Reaches the copies before and after this one that run in another process than this
+    /// one (`here`), over `net`: `worker_of(name)` says where a copy runs. The copies still
+    /// hand over at the same points, each handing a round trip over the data plane.
+    pub(crate) fn across(
+        &mut self,
+        net: &crate::net::NetWiring,
+        worker_of: &dyn Fn(&str) -> Option<WorkerId>,
+        patience: Option<Duration>,
+    ) {
+        let elsewhere = |name: &Option<String>| {
+            let name = name.as_deref()?;
+            let worker = worker_of(name)?;
+            (!net.runs(worker)).then(|| (name.to_string(), worker))
+        };
+        if let Some((next, worker)) = elsewhere(&self.next) {
+            self.to = Some(Next::Elsewhere(Box::new(
+                net.handoff_to(&next, 0, 0, worker),
+            )));
+        }
+        if elsewhere(&self.prev).is_some() {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            net.expect_handoffs(&self.name, 0, tx);
+            self.from = Some(Prev::Elsewhere(rx));
+            self.patience = patience;
+        }
+    }
+}
+
+/// A handing as a key-group handoff crosses processes: the point and the handed figures in
+/// its inline part, the partial matches' bytes as its state.
+fn handoff_of(h: Handing) -> Handoff {
+    let (kind, epoch, n) = match h.at {
+        Point::Barrier(e) => ("barrier", e, 0),
+        Point::Rows { after, n } => ("rows", after, n),
+    };
+    let handed = h.handed.as_ref().map(
+        |x| serde_json::json!({"partial_matches": x.partial_matches, "partitions": x.partitions}),
+    );
+    Handoff {
+        epoch,
+        from: 0,
+        range: anduin_state::KeyGroupRange::new(0, 0),
+        bytes: h.handed.map(|x| x.bytes).unwrap_or_default(),
+        inline: Some(serde_json::json!({"point": kind, "n": n, "handed": handed})),
+    }
+}
+
+/// [`handoff_of`] back.
+fn handing_of(h: Handoff) -> Result<Handing, String> {
+    let inline = h.inline.ok_or("no point")?;
+    let n = inline
+        .get("n")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or("no n")?;
+    let at = match inline.get("point").and_then(serde_json::Value::as_str) {
+        Some("barrier") => Point::Barrier(h.epoch),
+        Some("rows") => Point::Rows { after: h.epoch, n },
+        other => return Err(format!("an unknown point {other:?}")),
+    };
+    let handed = match inline.get("handed") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(x) => {
+            let figure = |k: &str| x.get(k).and_then(serde_json::Value::as_u64);
+            Some(Handed {
+                partial_matches: figure("partial_matches").ok_or("no partial_matches")?,
+                partitions: figure("partitions").ok_or("no partitions")?,
+                bytes: h.bytes,
+            })
+        }
+    };
+    Ok(Handing { at, handed })
 }
 
 /// How old the attempts copy `copy` hands on are when the copies hand on by age `age`
 /// milliseconds a stage: older than `(copy + 1) × age`.
 pub(crate) fn stage_limit(copy: usize, age: u64) -> u64 {
-    age.saturating_mul(copy as u64 + 1)
+    age.saturating_mul((copy as u64).saturating_add(1))
 }
 
 /// The figure `key` of `op`'s metrics.
@@ -271,49 +396,33 @@ pub(crate) fn figure(op: &dyn Operator, key: &str) -> Option<u64> {
 }
 
 /// The spreaders of every copy of every pattern of `graph` that spreads its partial matches,
-/// by the copy's name: copy k of a pattern `NAME` that asks for K copies is `NAME` (k = 0) or
-/// `NAME_replica_k`.
+/// by the copy's name (see [`anduin_graph::rewriting::spread_chains`]), chained by
+/// in-process channels; [`Spreader::across`] reaches a neighbour in another process.
 pub(crate) fn spreaders<B>(
     graph: &LogicalGraph<B>,
     abort: &Arc<AtomicBool>,
 ) -> BTreeMap<String, Spreader> {
     let mut out = BTreeMap::new();
-    for node in &graph.nodes {
-        let Some(copies) = node.def.spread_copies() else {
-            continue;
-        };
-        let base = node.name();
-        let names: Vec<String> = std::iter::once(base.to_string())
-            .chain((1..copies).map(|k| format!("{base}_replica_{k}")))
-            .collect();
-        // A copy is no base of its own: its base, a spreading pattern, is in the graph (the
-        // names copies take are refused for anything else when the query is loaded).
-        let is_copy = base.rsplit_once("_replica_").is_some_and(|(of, _)| {
-            graph
-                .nodes
-                .iter()
-                .any(|n| n.name() == of && n.def.spread_copies().is_some())
-        });
-        let all_there = names
-            .iter()
-            .all(|n| graph.nodes.iter().any(|g| g.name() == n));
-        if is_copy || !all_there {
-            continue;
-        }
+    for names in anduin_graph::rewriting::spread_chains(graph) {
+        let copies = names.len();
         let (senders, receivers): (Vec<_>, Vec<_>) =
             (1..copies).map(|_| crossbeam_channel::unbounded()).unzip();
         let mut senders = senders.into_iter().map(Some).collect::<Vec<_>>();
         let mut receivers = receivers.into_iter().map(Some).collect::<Vec<_>>();
-        for (k, name) in names.into_iter().enumerate() {
+        for (k, name) in names.iter().enumerate() {
             let from = k.checked_sub(1).and_then(|j| receivers[j].take());
             let to = senders.get_mut(k).and_then(Option::take);
             out.insert(
-                name,
+                name.clone(),
                 Spreader {
                     copy: k,
                     copies,
-                    from,
-                    to,
+                    name: name.clone(),
+                    prev: k.checked_sub(1).map(|j| names[j].clone()),
+                    next: names.get(k + 1).cloned(),
+                    from: from.map(Prev::Here),
+                    to: to.map(Next::Here),
+                    patience: None,
                     abort: Arc::clone(abort),
                     held: false,
                     rows: 0,
@@ -402,8 +511,12 @@ mod tests {
         Spreader {
             copy,
             copies: 2,
-            from,
+            name: format!("p_replica_{copy}"),
+            prev: None,
+            next: None,
+            from: from.map(Prev::Here),
             to: None,
+            patience: None,
             abort: Arc::new(AtomicBool::new(false)),
             held: false,
             rows: 0,

@@ -228,14 +228,6 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         }
         Err(LoadError::Other(e)) => return Err(e),
     };
-    if let Some(op) = loaded
-        .spec
-        .operators
-        .iter()
-        .find(|o| o.spread_copies().is_some())
-    {
-        bail!("operator \"{}\": spreading partial matches over copies (overflow_instances) on a cluster is not supported yet: run the query with `anduin run`", op.name);
-    }
     // Refused at submit when its settings cannot work.
     let _autoscale = crate::autoscale::settings(&args.autoscale, &args.engine, &loaded)?;
     let _rules = rules_of(s, &args, &loaded)?;

@@ -145,6 +145,24 @@ pub(super) fn restore_part(
             .filter(|(_, e)| e.alive())
             .map(|(w, _)| *w)
             .collect();
+        // The instances of each pattern's copies that spread partial matches, restored only
+        // together.
+        let graph = &compiled.loaded.graph;
+        let chains: Vec<Vec<usize>> = anduin_graph::rewriting::spread_chains(graph)
+            .iter()
+            .map(|names| {
+                topo.instances()
+                    .filter(|i| {
+                        topo.tasks.get(i.at.task).is_some_and(|t| {
+                            t.operators
+                                .iter()
+                                .any(|n| names.iter().any(|c| c == graph.node(*n).name()))
+                        })
+                    })
+                    .map(|i| i.id)
+                    .collect()
+            })
+            .collect();
         let mut instances = Vec::new();
         for i in topo.instances() {
             let consumers = topo
@@ -163,6 +181,11 @@ pub(super) fn restore_part(
                 inputs: i.inlets.len(),
                 consumers,
                 ended: a.exhausted.contains(&i.id),
+                together: chains
+                    .iter()
+                    .find(|c| c.contains(&i.id))
+                    .map(|c| c.iter().copied().filter(|o| *o != i.id).collect())
+                    .unwrap_or_default(),
             });
         }
         let choice = choose_recovery(&instances, &lost, &live);
