@@ -46,8 +46,12 @@ use crate::topology::WorkerId;
 pub(crate) const HANDOFF_EDGE: u32 = u32::MAX;
 /// The largest part of a handoff in one frame.
 const CHUNK: usize = 16 << 20;
-/// How long a giver keeps trying to reach a process that does not listen (yet).
-const CONNECT_FOR: Duration = Duration::from_secs(30);
+/// How long a giver keeps trying to reach a process that does not listen (yet), or whose
+/// taking instance has not opened its inbox (yet: it may be starting, as the giver's own
+/// process just did).
+pub(super) const CONNECT_FOR: Duration = Duration::from_secs(30);
+/// The end of a refusal that says the taking instance has no inbox in that process (yet).
+const NOT_HERE: &str = "does not run in this process";
 /// How long the taking process has to answer (the challenge, then the receipt), and to
 /// send each part while it reads them.
 const ANSWER_WITHIN: Duration = Duration::from_secs(60);
@@ -73,6 +77,8 @@ pub(crate) struct RemoteMate {
     pub(super) hello: Hello,
     pub(super) secret: Option<Arc<[u8]>>,
     pub(super) operator: String,
+    /// How long to ask again a process that has no inbox for the taking instance yet.
+    pub(super) wait_for_inbox: Duration,
 }
 
 impl RemoteMate {
@@ -81,10 +87,29 @@ impl RemoteMate {
         self.worker.0
     }
 
-    /// Hands `handoff` over; returns once the taking process has it whole.
+    /// Hands `handoff` over; returns once the taking process has it whole. A taking instance
+    /// that has no inbox there yet (its process is still starting it) is asked again, with
+    /// pauses, for [`CONNECT_FOR`].
     pub(crate) fn hand(&self, handoff: Handoff) -> Result<(), NetError> {
+        let deadline = Instant::now() + self.wait_for_inbox;
+        let mut pause = Duration::from_millis(10);
+        loop {
+            match self.hand_once(&handoff) {
+                Err(NetError::Refused(why))
+                    if why.ends_with(NOT_HERE) && Instant::now() < deadline =>
+                {
+                    tracing::debug!(operator = %self.operator, %why, "the taking instance has no inbox yet: asking again");
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                done => return done,
+            }
+        }
+    }
+
+    fn hand_once(&self, handoff: &Handoff) -> Result<(), NetError> {
         let to = usize::try_from(self.hello.to_instance).unwrap_or(usize::MAX);
-        let payload = encode(&self.operator, to, &handoff)?;
+        let payload = encode(&self.operator, to, handoff)?;
         let stream = self.connect()?;
         let _ = stream.set_nodelay(true);
         stream
@@ -296,7 +321,7 @@ pub(super) fn take(
     }
     let Some((attempt, tx)) = inboxes.get(&hello.query, &header.operator, header.to) else {
         return Err(format!(
-            "instance {} of operator \"{}\" of query \"{}\" does not run in this process",
+            "instance {} of operator \"{}\" of query \"{}\" {NOT_HERE}",
             header.to, header.operator, hello.query
         ));
     };
@@ -358,6 +383,7 @@ mod tests {
             },
             secret: secret.map(Arc::from),
             operator: "w".into(),
+            wait_for_inbox: Duration::ZERO,
         }
     }
 
@@ -387,6 +413,22 @@ mod tests {
             "the state's bytes arrive unchanged"
         );
         assert_eq!(got.inline, sent.inline);
+    }
+
+    #[test]
+    fn a_handoff_to_an_instance_still_starting_waits_for_its_inbox() {
+        let listener = EdgeListener::bind("127.0.0.1:0".parse().expect("an address"), 4, None)
+            .expect("listens");
+        let mate = RemoteMate {
+            wait_for_inbox: CONNECT_FOR,
+            ..mate(&listener, 3, None)
+        };
+        let giver = std::thread::spawn(move || mate.hand(handoff(10)));
+        // The taking instance opens its inbox whenever its process gets to it.
+        let (tx, rx) = crossbeam_channel::unbounded();
+        listener.handoffs().open("q", "w", 2, 3, tx);
+        giver.join().expect("the giver").expect("taken");
+        assert_eq!(rx.try_recv().expect("in the inbox").bytes.len(), 10);
     }
 
     #[test]

@@ -243,6 +243,7 @@ impl NetWiring {
             },
             secret: self.listener.secret(),
             operator: operator.to_string(),
+            wait_for_inbox: handoff::CONNECT_FOR,
         }
     }
 
