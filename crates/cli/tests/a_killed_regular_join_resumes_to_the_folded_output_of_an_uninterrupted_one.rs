@@ -127,7 +127,14 @@ fn scenario(seeds: &[u64], extra: &[&[&str]]) {
         // The reference: one run without checkpoints, into a single file.
         let out = anduin(
             dir.path(),
-            &["run", "q.flow", "--var", "OUTPUT=reference.csv", "--batch-size", "500"],
+            &[
+                "run",
+                "q.flow",
+                "--var",
+                "OUTPUT=reference.csv",
+                "--batch-size",
+                "500",
+            ],
         );
         assert_eq!(
             out.status.code(),
@@ -141,7 +148,11 @@ fn scenario(seeds: &[u64], extra: &[&[&str]]) {
             "the reference retracts a row padded with nulls"
         );
         let expected = fold(&reference);
-        assert!(expected.len() > 1000, "the join has rows: {}", expected.len());
+        assert!(
+            expected.len() > 1000,
+            "the join has rows: {}",
+            expected.len()
+        );
 
         // Kill it two to four times, each time after a random number of checkpoints.
         let mut rng = Rng(seed);

@@ -309,3 +309,47 @@ fn every_join_kind_over_updating_inputs_is_covered_by_hand() {
         check(&bs, how, true, [true, true], Some((3, false)));
     }
 }
+
+#[test]
+fn a_condition_that_fails_on_a_pair_stops_the_query_naming_it() {
+    let src = r#"operator name = "op", type = "regular_join" {
+  input name = "l" input name = "r" param on = "l.k = r.k" param condition = "100 / (w - v) > 0"
+  output name = "out" }"#;
+    let spec = anduin_spec::parse_flow(src).expect("parses");
+    let def = spec.operators.first().expect("one operator");
+    let inputs = [("l", schema("v", false)), ("r", schema("w", false))];
+    let binding = anduin_relational::regular_join::bind(def, &inputs).expect("binds");
+    let Bound::Operator(factory) = binding.bound else {
+        panic!("a join is an operator")
+    };
+    let mut op = factory(&BuildContext::default()).expect("builds");
+    let mut folded = Folded::default();
+    op.process_batch(0, batch(&[((Some(1), 5), true)], "v", false), &mut folded)
+        .expect("no pair yet");
+    let e = op
+        .process_batch(1, batch(&[((Some(1), 5), true)], "w", false), &mut folded)
+        .expect_err("5 - 5 divides by zero")
+        .to_string();
+    assert!(
+        e.contains("the join condition `100 / (w - v) > 0` failed") && e.contains("Divide by zero"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_volatile_condition_is_refused() {
+    let src = r#"operator name = "op", type = "regular_join" {
+  input name = "l" input name = "r" param on = "l.k = r.k" param condition = "v < random() * 10"
+  output name = "out" }"#;
+    let spec = anduin_spec::parse_flow(src).expect("parses");
+    let def = spec.operators.first().expect("one operator");
+    let inputs = [("l", schema("v", false)), ("r", schema("w", false))];
+    let Err(e) = anduin_relational::regular_join::bind(def, &inputs) else {
+        panic!("a volatile condition binds")
+    };
+    assert!(
+        e.to_string()
+            .contains("`random()` gives another value at each call"),
+        "{e}"
+    );
+}

@@ -66,10 +66,7 @@ fn an_inner_join_filters_each_table_by_its_own_conditions_before_joining() {
     assert_eq!(param(join, "condition"), None);
     let left = op(&spec, "insert1_left_where");
     assert_eq!(left.inputs[0].as_str(), "o");
-    assert_eq!(
-        param(left, "condition").as_deref(),
-        Some(r#"("qty" > 3)"#)
-    );
+    assert_eq!(param(left, "condition").as_deref(), Some(r#"("qty" > 3)"#));
     assert_eq!(
         param(op(&spec, "insert1_right_where"), "condition").as_deref(),
         Some(r#"("level" = 1 OR "level" = 2)"#)
@@ -117,9 +114,8 @@ fn outer_joins_keep_their_on_conditions_in_the_join_and_filter_after_it_by_where
 
 #[test]
 fn a_time_condition_bounded_one_way_makes_a_regular_join_filtered_by_it() {
-    let spec = spec(
-        "INSERT INTO out SELECT o.qty FROM o JOIN s ON o.item = s.item AND o.ts >= s.ts;",
-    );
+    let spec =
+        spec("INSERT INTO out SELECT o.qty FROM o JOIN s ON o.item = s.item AND o.ts >= s.ts;");
     assert_eq!(op(&spec, "insert1_join").kind.as_str(), "regular_join");
     assert_eq!(
         param(op(&spec, "insert1_where"), "condition").as_deref(),

@@ -117,7 +117,10 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             .any(|k| schema.field(*k).name() == CHANGE_COLUMN && is_updating(schema))
         {
             return Err(p
-                .error("on", format!("`{CHANGE_COLUMN}` is a row's change kind, not a column to join on"))
+                .error(
+                    "on",
+                    format!("`{CHANGE_COLUMN}` is a row's change kind, not a column to join on"),
+                )
                 .into());
         }
     }
@@ -138,7 +141,10 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             change,
         }
     };
-    let sides = [side(left, left_keys.clone()), side(right, right_keys.clone())];
+    let sides = [
+        side(left, left_keys.clone()),
+        side(right, right_keys.clone()),
+    ];
     // Named as the time-bounded join names them: a right column whose name is taken gets its
     // stream's name in front.
     let mut fields: Vec<Field> = Vec::new();

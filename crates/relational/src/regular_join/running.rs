@@ -87,11 +87,13 @@ impl RegularJoin {
         let dir = ctx.backend_dir(&setup.name);
         let table = KeyedTable::new(&setup.name, setup.backend, dir);
         let left = &setup.sides[0];
-        let keys = KeyEncoder::new(
-            left.keys
-                .iter()
-                .map(|i| setup.rows.field(rows_index(&setup, 0, *i)).data_type().clone()),
-        )
+        let keys = KeyEncoder::new(left.keys.iter().map(|i| {
+            setup
+                .rows
+                .field(rows_index(&setup, 0, *i))
+                .data_type()
+                .clone()
+        }))
         .map_err(|e| internal(&setup.name, e))?;
         let converter = |side: usize| {
             let width = setup.sides[0].values.len();
@@ -248,14 +250,10 @@ impl RegularJoin {
         } else if let Some(o) = outs.iter().find(|o| o.kind != ChangeKind::Insert) {
             return Err(internal(
                 name,
-                format!(
-                    "an append-only join emitted a {} change",
-                    o.kind.symbol()
-                ),
+                format!("an append-only join emitted a {} change", o.kind.symbol()),
             ));
         }
-        RecordBatch::try_new(Arc::clone(&self.setup.schema), columns)
-            .map_err(|e| internal(name, e))
+        RecordBatch::try_new(Arc::clone(&self.setup.schema), columns).map_err(|e| internal(name, e))
     }
 }
 
@@ -416,7 +414,9 @@ impl Operator for RegularJoin {
                 };
                 let other = match other {
                     Some(j) if start + j < end => Some((start + j) as u32),
-                    Some(_) => return Err(internal(&self.setup.name, "a joined row was not gathered")),
+                    Some(_) => {
+                        return Err(internal(&self.setup.name, "a joined row was not gathered"))
+                    }
                     None => None,
                 };
                 outs.push(Out { input, other, kind });
