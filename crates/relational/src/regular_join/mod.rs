@@ -19,6 +19,7 @@
 
 mod changes;
 mod entry;
+mod pairs;
 mod running;
 
 use std::sync::Arc;

@@ -2,10 +2,10 @@
 //! (`changes.rs`), the changes emitted after the batch in that order, the keys checkpointed
 //! through a keyed table and restored from it.
 //!
-//! A batch is joined in three steps: the other side's rows of each input row's key are
-//! gathered (they do not change while the batch is applied, only their degrees do), the
-//! residual condition is evaluated on all those pairs at once, then the rows are applied in
-//! order. A checkpoint writes one entry per key changed since the previous one (the key's
+//! A batch is joined in three steps (`pairs.rs`): the other side's rows of each input row's
+//! key are gathered (they do not change while the batch is applied, only their degrees do),
+//! the residual condition is evaluated on all those pairs at once, then the rows are applied
+//! in order. A checkpoint writes one entry per key changed since the previous one (the key's
 //! bytes as group key, `j` as sub-key, `entry.rs` as value), or deletes the entry of a key
 //! that no longer holds rows.
 
@@ -20,14 +20,14 @@ use anduin_operator_api::{
 };
 use anduin_state::{KeyedTable, TableEntry};
 use anduin_types::{ChangeKind, SnapshotKind, Watermark};
-use arrow::array::{new_null_array, Array, ArrayRef, AsArray, Int8Array, UInt32Array};
-use arrow::buffer::NullBuffer;
+use arrow::array::{ArrayRef, AsArray};
 use arrow::datatypes::Int8Type;
 use arrow::record_batch::RecordBatch;
-use arrow::row::{RowConverter, Rows, SortField};
+use arrow::row::{RowConverter, SortField};
 use serde::{Deserialize, Serialize};
 
 use super::changes::{apply, Applied, Emitted, Held, Outer};
+use super::pairs::{condition, gather, internal, null_keys, output, Out};
 use super::{entry, RegularSetup};
 
 /// The sub-key of a key's entry.
@@ -68,18 +68,6 @@ pub(crate) struct RegularJoin {
     unmatched_retractions: u64,
     /// Rows held, copies counted.
     rows_held: u64,
-}
-
-fn internal(operator: &str, e: impl std::fmt::Display) -> OperatorError {
-    OperatorError::internal(operator, e.to_string())
-}
-
-/// One change to emit: the input row (by index) or nulls, the other side's row (in the
-/// batch's gathered rows) or nulls, and its kind.
-struct Out {
-    input: Option<u32>,
-    other: Option<u32>,
-    kind: ChangeKind,
 }
 
 impl RegularJoin {
@@ -161,100 +149,6 @@ impl RegularJoin {
         }
         Ok(())
     }
-
-    /// Whether each pair (input row `rows[p]` with the gathered other row `p`) holds the
-    /// condition (all pairs without one).
-    fn condition(
-        &self,
-        side: usize,
-        values: &[ArrayRef],
-        rows: &[u32],
-        others: &Rows,
-    ) -> Result<Vec<bool>, OperatorError> {
-        let Some(c) = &self.setup.condition else {
-            return Ok(vec![true; rows.len()]);
-        };
-        if rows.is_empty() {
-            return Ok(Vec::new());
-        }
-        let indices = UInt32Array::from(rows.to_vec());
-        let mine = values
-            .iter()
-            .map(|v| arrow::compute::take(v.as_ref(), &indices, None))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| internal(&self.setup.name, e))?;
-        let theirs = self.values[1 - side]
-            .convert_rows(others.iter())
-            .map_err(|e| internal(&self.setup.name, e))?;
-        let columns = if side == 0 {
-            [mine, theirs].concat()
-        } else {
-            [theirs, mine].concat()
-        };
-        let pairs = RecordBatch::try_new(Arc::clone(&self.setup.rows), columns)
-            .map_err(|e| internal(&self.setup.name, e))?;
-        let pass = c.evaluate_bool(&pairs).map_err(|e| {
-            self.error(format!(
-                "the join condition `{}` failed: {}. The query stops: a pair of rows is no single row's fault, so it cannot go to the dead letters. Guard the condition (e.g. `CASE WHEN … END`, `NULLIF(x, 0)`)",
-                c.site.text, e.message
-            ))
-        })?;
-        Ok((0..pass.len())
-            .map(|i| pass.is_valid(i) && pass.value(i))
-            .collect())
-    }
-
-    /// The output batch of `outs`: the input's values at their rows, the other side's
-    /// gathered rows at theirs, nulls elsewhere, and the change kinds if the output has them.
-    fn output(
-        &self,
-        side: usize,
-        values: &[ArrayRef],
-        others: &Rows,
-        outs: &[Out],
-    ) -> Result<RecordBatch, OperatorError> {
-        let name = &self.setup.name;
-        let take_all = |columns: &[ArrayRef], at: UInt32Array| {
-            columns
-                .iter()
-                .map(|c| arrow::compute::take(c.as_ref(), &at, None))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| internal(name, e))
-        };
-        let mine = take_all(
-            values,
-            outs.iter().map(|o| o.input).collect::<UInt32Array>(),
-        )?;
-        let other_at: UInt32Array = outs.iter().map(|o| o.other).collect();
-        let theirs = if others.num_rows() == 0 {
-            let width = self.setup.sides[1 - side].values.len();
-            let first = if side == 0 { values.len() } else { 0 };
-            (first..first + width)
-                .map(|i| new_null_array(self.setup.rows.field(i).data_type(), outs.len()))
-                .collect()
-        } else {
-            let gathered = self.values[1 - side]
-                .convert_rows(others.iter())
-                .map_err(|e| internal(name, e))?;
-            take_all(&gathered, other_at)?
-        };
-        let mut columns = if side == 0 {
-            [mine, theirs].concat()
-        } else {
-            [theirs, mine].concat()
-        };
-        if self.setup.updating() {
-            columns.push(Arc::new(
-                outs.iter().map(|o| o.kind.code()).collect::<Int8Array>(),
-            ));
-        } else if let Some(o) = outs.iter().find(|o| o.kind != ChangeKind::Insert) {
-            return Err(internal(
-                name,
-                format!("an append-only join emitted a {} change", o.kind.symbol()),
-            ));
-        }
-        RecordBatch::try_new(Arc::clone(&self.setup.schema), columns).map_err(|e| internal(name, e))
-    }
 }
 
 /// Where column `i` of input `side` is in a joined row.
@@ -269,13 +163,6 @@ fn rows_index(setup: &RegularSetup, side: usize, i: usize) -> usize {
     } else {
         setup.sides[0].values.len() + at
     }
-}
-
-/// Which rows of the key `columns` have a null in some column (`None`: none has).
-fn null_keys(columns: &[ArrayRef]) -> Option<NullBuffer> {
-    columns.iter().fold(None, |acc, c| {
-        NullBuffer::union(acc.as_ref(), c.logical_nulls().as_ref())
-    })
 }
 
 impl Operator for RegularJoin {
@@ -317,27 +204,16 @@ impl Operator for RegularJoin {
             .map_err(|e| internal(&setup.name, e))?;
 
         // 1. The other side's rows of each row's key, as they are before the batch.
-        let parser = self.values[other].parser();
-        let mut pair_rows: Vec<u32> = Vec::new();
-        let mut pair_held: Vec<u32> = Vec::new();
-        let mut gathered = self.values[other].empty_rows(0, 0);
-        let mut starts = Vec::with_capacity(n + 1);
-        for i in 0..n {
-            starts.push(pair_rows.len());
-            if nulls.as_ref().is_some_and(|b| b.is_null(i)) {
-                continue;
-            }
-            if let Some(sides) = self.held.get(keys.row(i).as_ref()) {
-                for (j, h) in sides[other].iter().enumerate() {
-                    pair_rows.push(i as u32);
-                    pair_held.push(j as u32);
-                    gathered.push(parser.parse(&h.values));
-                }
-            }
-        }
-        starts.push(pair_rows.len());
+        let pairs = gather(
+            &self.held,
+            &keys,
+            nulls.as_ref(),
+            other,
+            &self.values[other],
+            &setup.name,
+        )?;
         // 2. The condition on every pair at once.
-        let pass = self.condition(side, &values, &pair_rows, &gathered)?;
+        let pass = condition(setup, side, &values, &pairs)?;
 
         // 3. The rows in order.
         let outer = Outer {
@@ -365,12 +241,12 @@ impl Operator for RegularJoin {
                 }
                 continue;
             }
-            let (start, end) = (starts[i], starts[i + 1]);
+            let (start, end) = (pairs.starts[i], pairs.starts[i + 1]);
             matches.clear();
             matches.extend(
                 (start..end)
                     .filter(|p| pass[*p])
-                    .map(|p| pair_held[p] as usize),
+                    .map(|p| pairs.held[p] as usize),
             );
             let key = keys.row(i);
             let key: &[u8] = key.as_ref();
@@ -425,7 +301,7 @@ impl Operator for RegularJoin {
         if outs.is_empty() {
             return Ok(());
         }
-        let batch = self.output(side, &values, &gathered, &outs)?;
+        let batch = output(setup, side, &values, &pairs, &outs)?;
         out.collect(0, batch)
     }
 
