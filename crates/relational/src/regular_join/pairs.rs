@@ -2,7 +2,6 @@
 //! gathered once (they do not change while the batch is applied), the residual condition
 //! evaluated on all the pairs at once, and the changes assembled into one output batch.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ahash::RandomState;
@@ -12,6 +11,7 @@ use arrow::array::{new_null_array, Array, ArrayRef, Int8Array, UInt32Array};
 use arrow::buffer::NullBuffer;
 use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, Rows};
+use hashbrown::HashMap;
 
 use super::changes::Held;
 use super::RegularSetup;

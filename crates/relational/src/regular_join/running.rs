@@ -9,7 +9,7 @@
 //! bytes as group key, `j` as sub-key, `entry.rs` as value), or deletes the entry of a key
 //! that no longer holds rows.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use ahash::RandomState;
@@ -24,6 +24,7 @@ use arrow::array::{ArrayRef, AsArray};
 use arrow::datatypes::Int8Type;
 use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, SortField};
+use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::changes::{apply, Applied, Emitted, Held, Outer};
@@ -254,7 +255,8 @@ impl Operator for RegularJoin {
                 self.unmatched_retractions += 1;
                 continue;
             }
-            let sides = self.held.entry(key.into()).or_default();
+            // The key's bytes are copied only for a key not held yet.
+            let sides = self.held.entry_ref(key).or_default();
             let [l, r] = sides;
             let (own, theirs) = if side == 0 { (l, r) } else { (r, l) };
             emitted.clear();
