@@ -31,13 +31,17 @@ pub(crate) struct Held {
     pub degree: u64,
 }
 
-/// Which sides of the join keep their unmatched rows (padded with nulls).
+/// What the sides of the join do with an input row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Outer {
-    /// The side the input row comes from.
-    pub input: bool,
-    /// The other side.
-    pub other: bool,
+pub(crate) struct Roles {
+    /// Whether the input row's side keeps its unmatched rows (padded with nulls).
+    pub input_outer: bool,
+    /// Whether the other side does.
+    pub other_outer: bool,
+    /// Whether the input row's side is updating: its equal rows are held as one with a
+    /// count, so that a retraction finds them. An append-only side's rows are never
+    /// retracted, and are pushed without looking for an equal one.
+    pub input_updating: bool,
 }
 
 /// One change the join emits for an input row.
@@ -65,7 +69,7 @@ pub(crate) enum Applied {
 /// condition true), and pushes what the join emits to `out`, in order.
 pub(crate) fn apply(
     kind: ChangeKind,
-    outer: Outer,
+    roles: Roles,
     own: &mut Vec<Held>,
     other: &mut [Held],
     matches: &[usize],
@@ -78,19 +82,19 @@ pub(crate) fn apply(
         .map(|h| h.count)
         .sum();
     if kind.adds() {
-        add(own, values, partners);
+        add(own, values, partners, roles.input_updating);
         if matches.is_empty() {
-            if outer.input {
+            if roles.input_outer {
                 out.push(Emitted::InputAlone(ChangeKind::Insert));
             }
             return Applied::Done;
         }
-        let pair_kind = if outer.input || outer.other {
+        let pair_kind = if roles.input_outer || roles.other_outer {
             ChangeKind::Insert
         } else {
             kind
         };
-        if outer.other {
+        if roles.other_outer {
             for &j in matches {
                 let Some(h) = other.get_mut(j) else { continue };
                 if h.degree == 0 {
@@ -108,18 +112,18 @@ pub(crate) fn apply(
             return Applied::NotHeld;
         }
         if matches.is_empty() {
-            if outer.input {
+            if roles.input_outer {
                 out.push(Emitted::InputAlone(ChangeKind::Delete));
             }
             return Applied::Done;
         }
-        let pair_kind = if outer.input || outer.other {
+        let pair_kind = if roles.input_outer || roles.other_outer {
             ChangeKind::Delete
         } else {
             kind
         };
         pairs(other, matches, pair_kind, out);
-        if outer.other {
+        if roles.other_outer {
             for &j in matches {
                 let Some(h) = other.get_mut(j) else { continue };
                 h.degree = h.degree.saturating_sub(1);
@@ -144,9 +148,14 @@ fn pairs(other: &[Held], matches: &[usize], kind: ChangeKind, out: &mut Vec<Emit
     }
 }
 
-/// Adds a copy of `values` joining `partners` rows.
-fn add(own: &mut Vec<Held>, values: &[u8], partners: u64) {
-    match own.iter_mut().find(|h| *h.values == *values) {
+/// Adds a copy of `values` joining `partners` rows (to an equal row's count if `count`).
+fn add(own: &mut Vec<Held>, values: &[u8], partners: u64, count: bool) {
+    let equal = if count {
+        own.iter_mut().find(|h| *h.values == *values)
+    } else {
+        None
+    };
+    match equal {
         Some(h) => {
             h.count += 1;
             h.degree = partners;
@@ -178,9 +187,10 @@ mod tests {
     use ChangeKind::{Delete, Insert, UpdateAfter, UpdateBefore};
     use Emitted::{InputAlone, OtherAlone, Pair};
 
-    const LEFT: Outer = Outer {
-        input: true,
-        other: false,
+    const LEFT: Roles = Roles {
+        input_outer: true,
+        other_outer: false,
+        input_updating: true,
     };
 
     fn held(v: &[u8], count: u64, degree: u64) -> Held {
@@ -193,7 +203,7 @@ mod tests {
 
     fn run(
         kind: ChangeKind,
-        outer: Outer,
+        roles: Roles,
         own: &mut Vec<Held>,
         other: &mut [Held],
         matches: &[usize],
@@ -201,7 +211,7 @@ mod tests {
     ) -> Vec<Emitted> {
         let mut out = Vec::new();
         assert_eq!(
-            apply(kind, outer, own, other, matches, v, &mut out),
+            apply(kind, roles, own, other, matches, v, &mut out),
             Applied::Done
         );
         out
@@ -216,9 +226,10 @@ mod tests {
             [InputAlone(Insert)]
         );
         // right +I(b): from the right, the left is the outer other side.
-        let right_in = Outer {
-            input: false,
-            other: true,
+        let right_in = Roles {
+            input_outer: false,
+            other_outer: true,
+            input_updating: true,
         };
         assert_eq!(
             run(Insert, right_in, &mut right, &mut left, &[0], b"b"),
@@ -239,9 +250,10 @@ mod tests {
     fn an_inner_join_passes_the_input_kind_on_and_copies_pair_once_each() {
         let mut own = Vec::new();
         let mut other = vec![held(b"x", 2, 0), held(b"y", 1, 0)];
-        let inner = Outer {
-            input: false,
-            other: false,
+        let inner = Roles {
+            input_outer: false,
+            other_outer: false,
+            input_updating: true,
         };
         assert_eq!(
             run(UpdateAfter, inner, &mut own, &mut other, &[0, 1], b"a"),
@@ -264,9 +276,10 @@ mod tests {
         let mut own = vec![held(b"a", 1, 0)];
         let mut other = vec![held(b"x", 1, 1)];
         let mut out = Vec::new();
-        let full = Outer {
-            input: true,
-            other: true,
+        let full = Roles {
+            input_outer: true,
+            other_outer: true,
+            input_updating: true,
         };
         assert_eq!(
             apply(Delete, full, &mut own, &mut other, &[0], b"z", &mut out),
@@ -274,6 +287,29 @@ mod tests {
         );
         assert!(out.is_empty());
         assert_eq!(other, [held(b"x", 1, 1)]);
+    }
+
+    #[test]
+    fn an_append_only_side_holds_equal_rows_apart_and_an_updating_one_counts_them() {
+        let inner = Roles {
+            input_outer: false,
+            other_outer: false,
+            input_updating: false,
+        };
+        let (mut own, mut other) = (Vec::new(), vec![held(b"x", 1, 0)]);
+        for _ in 0..2 {
+            let _ = run(Insert, inner, &mut own, &mut other, &[0], b"a");
+        }
+        assert_eq!(own, [held(b"a", 1, 1), held(b"a", 1, 1)]);
+        let updating = Roles {
+            input_updating: true,
+            ..inner
+        };
+        let mut own = Vec::new();
+        for _ in 0..2 {
+            let _ = run(Insert, updating, &mut own, &mut other, &[0], b"a");
+        }
+        assert_eq!(own, [held(b"a", 2, 1)]);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use arrow::row::{RowConverter, SortField};
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
-use super::changes::{apply, Applied, Emitted, Held, Outer};
+use super::changes::{apply, Applied, Emitted, Held, Roles};
 use super::pairs::{condition, gather, internal, null_keys, output, Out};
 use super::{entry, RegularSetup};
 
@@ -217,9 +217,10 @@ impl Operator for RegularJoin {
         let pass = condition(setup, side, &values, &pairs)?;
 
         // 3. The rows in order.
-        let outer = Outer {
-            input: setup.how.outer(side),
-            other: setup.how.outer(other),
+        let roles = Roles {
+            input_outer: setup.how.outer(side),
+            other_outer: setup.how.outer(other),
+            input_updating: setup.sides[side].change.is_some(),
         };
         let mut outs: Vec<Out> = Vec::new();
         let mut emitted = Vec::new();
@@ -228,7 +229,7 @@ impl Operator for RegularJoin {
             let row = i as u32;
             if nulls.as_ref().is_some_and(|b| b.is_null(i)) {
                 // Equal to no key: never kept; an outer side emits it alone.
-                if outer.input {
+                if roles.input_outer {
                     let kind = if kind.adds() {
                         ChangeKind::Insert
                     } else {
@@ -262,7 +263,7 @@ impl Operator for RegularJoin {
             emitted.clear();
             match apply(
                 kind,
-                outer,
+                roles,
                 own,
                 theirs,
                 &matches,

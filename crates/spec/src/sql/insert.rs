@@ -239,7 +239,7 @@ pub(super) fn lower_select(
     let [from] = s.from.as_slice() else {
         return Err(Diagnostic::error(
             at,
-            "a SELECT from several tables (`FROM a, b`), or from none, is not supported yet: join tables with `a JOIN b ON …` (an interval or window join)",
+            "a SELECT from several tables (`FROM a, b`), or from none, is not supported yet: join tables with `a JOIN b ON …` (a regular, interval or window join)",
         ));
     };
     if !from.joins.is_empty() {
