@@ -3,7 +3,8 @@
 //! of that table before the join, the others a filter after it; an outer join's other
 //! conditions in ON are the join's `condition`, its WHERE a filter after it. A time condition
 //! bounded one way only makes a regular join too (as in Flink), the comparison filtering the
-//! joined rows.
+//! joined rows. Two tables listed in FROM (`FROM a, b WHERE …`) are an inner join whose
+//! condition is the WHERE.
 
 use anduin_spec::{parse_sql, OperatorDef, Spec, Value};
 
@@ -129,4 +130,25 @@ fn a_join_bounded_both_ways_stays_a_time_bounded_join() {
         "INSERT INTO out SELECT o.qty FROM o JOIN s ON o.item = s.item AND o.ts BETWEEN s.ts AND s.ts + INTERVAL '1' SECOND;",
     );
     assert_eq!(op(&spec, "insert1_join").kind.as_str(), "join");
+}
+
+#[test]
+fn tables_listed_in_from_are_an_inner_join_on_the_where() {
+    let spec = spec(
+        "INSERT INTO out SELECT o.qty, s.level FROM o, s WHERE o.item = s.item AND o.qty > 2;",
+    );
+    let join = op(&spec, "insert1_join");
+    assert_eq!(join.kind.as_str(), "regular_join");
+    assert_eq!(param(join, "how").as_deref(), Some("inner"));
+    assert_eq!(
+        param(join, "on").as_deref(),
+        Some(r#""insert1_left_where"."item" = "s"."item""#)
+    );
+    assert_eq!(
+        param(op(&spec, "insert1_left_where"), "condition").as_deref(),
+        Some(r#"("qty" > 2)"#)
+    );
+    let e = parse_sql(&format!("{TABLES}INSERT INTO out SELECT o.qty FROM o, s;"))
+        .expect_err("no condition");
+    assert!(e.to_string().contains("from two without WHERE"), "{e}");
 }

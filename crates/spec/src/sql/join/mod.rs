@@ -60,12 +60,18 @@ pub(super) fn lower(
             return Err(unsupported(join_at, format!("a {kind} join")));
         }
     };
-    let JoinConstraint::On(on) = constraint else {
-        return Err(Diagnostic::error(
-            join_at,
-            "a join needs ON with equal keys (ON a.k = b.k), and for a join bounded in time a time condition: ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND",
-        ));
+    // `FROM a, b WHERE …` (an inner join without ON): the WHERE is the condition.
+    let on = match (constraint, &s.selection) {
+        (JoinConstraint::On(on), _) => on,
+        (JoinConstraint::None, Some(w)) if how == How::Inner => w,
+        _ => {
+            return Err(Diagnostic::error(
+                join_at,
+                "a join needs ON with equal keys (ON a.k = b.k), and for a join bounded in time a time condition: ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND",
+            ))
+        }
     };
+    let listed = matches!(constraint, JoinConstraint::None);
     let left = side(&from.relation, prefix, script, tables, spec)?;
     let right = side(&join.relation, prefix, script, tables, spec)?;
     if left.stream == right.stream {
@@ -106,7 +112,7 @@ pub(super) fn lower(
     // join's (as in Nexmark's q7), the rest filters the joined rows.
     let mut conjuncts = Vec::new();
     on::flatten_and(on, &mut conjuncts);
-    if how == How::Inner {
+    if how == How::Inner && !listed {
         if let Some(w) = &s.selection {
             on::flatten_and(w, &mut conjuncts);
         }
