@@ -5,9 +5,10 @@
 -- winning bid of an auction is its highest bid while it is open.
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q4.sql.
 --
--- NOT SUPPORTED YET: a join whose time bounds are columns of a row (B.dateTime BETWEEN A.dateTime AND
--- A.expires), a GROUP BY without a window (an updating aggregation, with retractions), and a
--- comma join (FROM a, b).
+-- NOT SUPPORTED YET: a GROUP BY over a join. The rest is there: `FROM auction A, bid B WHERE
+-- A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires` is a regular join (every
+-- auction and bid kept) filtered by the time condition, as in Flink, and the GROUP BYs over it
+-- are updating aggregations (with retractions).
 -- `anduin run` and `anduin bench` refuse it with the position of what is missing; see
 -- docs/benchmarks.md (Nexmark) for the capability each unsupported query waits for.
 -- Vars:  EVENTS (all kinds together; default 10000000), RATE (events per second of event

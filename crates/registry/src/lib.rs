@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anduin_graph::{Binding, Catalog, ControlInput, OperatorSignature};
 use anduin_operator_api::controlled::controlled;
 use anduin_operator_api::Bound;
-use anduin_relational::{filter, group, join, map, selector, union, window};
+use anduin_relational::{filter, group, join, map, regular_join, selector, union, window};
 use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
@@ -30,6 +30,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &window::SIGNATURE,
     &group::SIGNATURE,
     &join::SIGNATURE,
+    &regular_join::SIGNATURE,
     &anduin_cep::SIGNATURE,
 ];
 
@@ -65,13 +66,13 @@ impl Catalog for BuiltinCatalog {
         match op.kind.as_str() {
             // Row by row: a change filtered or projected is still a change.
             "filter" | "map" | "discard" => Ok(()),
-            "aggregate" => Ok(()),
+            "aggregate" | "regular_join" => Ok(()),
             "writer" => anduin_connectors::changelog::updates_accepted(
                 &op.param("mode")
                     .map_or_else(|| "append".to_string(), |p| p.value.as_text().to_string()),
             ),
             "window" => Err("a window over an updating stream is not supported yet (its windows fire once, and cannot take rows back)".into()),
-            "join" => Err("a join of an updating stream is not supported yet (regular joins come with a later part of issue 17)".into()),
+            "join" => Err("a join with a time bound of an updating stream is not supported yet (a regular join, without a time bound, takes one)".into()),
             "pattern" => Err("a row pattern over an updating stream is not supported yet".into()),
             "union" => Err("a union of updating streams is not supported yet".into()),
             _ => Err("it consumes append-only streams only".into()),
@@ -83,7 +84,11 @@ impl Catalog for BuiltinCatalog {
     }
 
     fn makes_updates(&self, op: &OperatorDef) -> bool {
-        op.kind.as_str() == "aggregate"
+        match op.kind.as_str() {
+            "aggregate" => true,
+            "regular_join" => regular_join::makes_updates(op),
+            _ => false,
+        }
     }
 
     fn with_control(
@@ -139,6 +144,7 @@ impl Catalog for BuiltinCatalog {
             "window" => window::bind(op, inputs),
             "aggregate" => group::bind(op, inputs),
             "join" => join::bind(op, inputs),
+            "regular_join" => regular_join::bind(op, inputs),
             "pattern" => anduin_cep::bind(op, inputs),
             other => Err(Diagnostic::error(
                 op.kind.pos(),

@@ -1,8 +1,9 @@
 //! The planner knows which streams are updating and which operator made each so: a `filter`
 //! and a `map` after an `aggregate` pass its changes on (the map keeps the change kind as its
 //! last column, a declared output type names only the row's columns), a writer takes them
-//! only in `changelog` or `upsert` mode, and a window, join or union is refused with the
-//! operator that makes its input updating and where it is.
+//! only in `changelog` or `upsert` mode, and a window, join with a time bound or union is
+//! refused with the operator that makes its input updating and where it is. A regular join
+//! takes changes; an outer one makes its append-only inputs' join updating.
 
 use anduin_graph::check;
 use anduin_registry::BuiltinCatalog;
@@ -93,9 +94,38 @@ operator name = "out", type = "writer" { input name = "u" param path = "o.csv" p
 operator name = "out", type = "discard" { input name = "j" }"#,
     );
     assert!(
-        join.contains("a join of an updating stream is not supported yet"),
+        join.contains("a join with a time bound of an updating stream is not supported yet"),
         "{join}"
     );
+}
+
+#[test]
+fn a_regular_join_takes_changes_and_an_outer_one_makes_them() {
+    // Over the aggregate's changes: updating, made so by the aggregate.
+    let tail = r#"operator name = "j", type = "regular_join" { input name = "rows" input name = "big" param on = "rows.k = big.k" output name = "j" }
+operator name = "out", type = "writer" { input name = "j" param path = "o.csv" }"#;
+    let e = errors(tail);
+    assert!(
+        e.contains(r#"cannot take the updating stream "j""#)
+            && e.contains(r#"because of operator "per_key" (aggregate)"#),
+        "{e}"
+    );
+    // An outer join of append-only streams: updating, made so by the join.
+    let tail = r#"operator name = "src2", type = "reader" { param path = "in2.csv" output name = "more", type = "T" }
+operator name = "j", type = "regular_join" { input name = "rows" input name = "more" param on = "rows.k = more.k" param how = "left" output name = "j" }
+operator name = "out", type = "writer" { input name = "j" param path = "o.csv" }"#;
+    let e = errors(tail);
+    assert!(
+        e.contains(r#"cannot take the updating stream "j""#)
+            && e.contains(r#"because of operator "j" (regular_join)"#),
+        "{e}"
+    );
+    // An inner join of append-only streams stays append-only.
+    let tail = r#"operator name = "src2", type = "reader" { param path = "in2.csv" output name = "more", type = "T" }
+operator name = "j", type = "regular_join" { input name = "rows" input name = "more" param on = "rows.k = more.k" output name = "j" }
+operator name = "out", type = "writer" { input name = "j" param path = "o.csv" }
+operator name = "out2", type = "writer" { input name = "shown" param path = "o2.csv" param mode = "changelog" }"#;
+    assert_eq!(errors(tail), "");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! anduin's relational operators, one per file or directory: filter, map, union, window,
-//! join and the updating aggregate (`group`, a GROUP BY without a window), written against
+//! join (time-bounded), the regular join (no time bound, an updating stream) and the updating aggregate (`group`, a GROUP BY without a window), written against
 //! `anduin-operator-api`.
 //!
 //! This crate knows how one instance of each processes batches and checkpoints its state. It
@@ -11,6 +11,7 @@ pub mod group;
 mod in_turn;
 pub mod join;
 pub mod map;
+pub mod regular_join;
 mod replica_safe;
 pub mod selector;
 pub mod union;

@@ -59,16 +59,20 @@ operator name = "bid_csv", type = "writer" {
 }
 "#;
 
-/// A person: `id`, `name`, `dateTime` (epoch ms).
+/// A person: `id`, `name`, `city`, `state`, `dateTime` (epoch ms).
 pub struct Person {
     pub id: i64,
     pub name: String,
+    pub city: String,
+    pub state: String,
     pub date_time: i64,
 }
 
-/// An auction: `seller`, `dateTime` (epoch ms).
+/// An auction: `id`, `seller`, `category`, `dateTime` (epoch ms).
 pub struct Auction {
+    pub id: i64,
     pub seller: i64,
+    pub category: i64,
     pub date_time: i64,
 }
 
@@ -144,10 +148,13 @@ pub fn hand_made_bids(csv: &str) -> Input {
 fn read_people(path: &Path) -> Vec<Person> {
     let t = Table::read(path);
     let (id, name, time) = (t.col("id"), t.col("name"), t.col("dateTime"));
+    let (city, state) = (t.col("city"), t.col("state"));
     (t.rows.iter())
         .map(|r| Person {
             id: int(&r[id]),
             name: r[name].clone(),
+            city: r[city].clone(),
+            state: r[state].clone(),
             date_time: timestamp(&r[time]),
         })
         .collect()
@@ -156,9 +163,12 @@ fn read_people(path: &Path) -> Vec<Person> {
 fn read_auctions(path: &Path) -> Vec<Auction> {
     let t = Table::read(path);
     let (seller, time) = (t.col("seller"), t.col("dateTime"));
+    let (id, category) = (t.col("id"), t.col("category"));
     (t.rows.iter())
         .map(|r| Auction {
+            id: int(&r[id]),
             seller: int(&r[seller]),
+            category: int(&r[category]),
             date_time: timestamp(&r[time]),
         })
         .collect()

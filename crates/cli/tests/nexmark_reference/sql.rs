@@ -47,6 +47,33 @@ pub fn q2(bids: &[Bid]) -> Vec<Row> {
     rows
 }
 
+/// Local item suggestion (a regular join: every auction and person, whenever it came):
+///
+/// ```sql
+/// SELECT P.name, P.city, P.state, A.id
+/// FROM auction AS A INNER JOIN person AS P on A.seller = P.id
+/// WHERE A.category = 10 and (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA')
+/// ```
+pub fn q3(people: &[Person], auctions: &[Auction]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for a in auctions {
+        for p in people {
+            if a.seller == p.id
+                && a.category == 10
+                && (p.state == "OR" || p.state == "ID" || p.state == "CA")
+            {
+                rows.push(vec![
+                    V::S(p.name.clone()),
+                    V::S(p.city.clone()),
+                    V::S(p.state.clone()),
+                    V::I(a.id),
+                ]);
+            }
+        }
+    }
+    rows
+}
+
 /// The starts of the `HOP` windows of `size` every `slide` that contain time `t`: every
 /// `k × slide` with `k × slide <= t < k × slide + size`.
 fn hop_starts(t: i64, slide: i64, size: i64) -> Vec<i64> {

@@ -62,7 +62,7 @@ fn unzigzag(n: u64) -> i64 {
     ((n >> 1) as i64) ^ -((n & 1) as i64)
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
         n >>= 7;
@@ -70,7 +70,7 @@ fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     out.push(n as u8);
 }
 
-fn get_varint(r: &mut &[u8]) -> Option<u64> {
+pub(crate) fn get_varint(r: &mut &[u8]) -> Option<u64> {
     let mut n = 0u64;
     for shift in (0..64).step_by(7) {
         let (&b, rest) = r.split_first()?;

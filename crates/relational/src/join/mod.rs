@@ -9,7 +9,7 @@
 //! the keys that changed since the previous checkpoint.
 
 mod checkpoint;
-mod codec;
+pub(crate) mod codec;
 mod output;
 mod running;
 mod store;
@@ -210,7 +210,7 @@ fn signed_duration(text: &str) -> Option<i64> {
 }
 
 /// The key columns of each side from `on`: `a.k = b.k AND a.k2 = b.k2`.
-fn keys(
+pub(crate) fn keys(
     p: &Params<'_>,
     (lname, left): (&str, &SchemaRef),
     (rname, right): (&str, &SchemaRef),

@@ -6,8 +6,8 @@
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{
-    Expr, GroupByExpr, Insert, Query, Select, SelectItem, SetExpr, TableAlias, TableFactor,
-    TableObject,
+    Expr, GroupByExpr, Insert, Join, JoinConstraint, JoinOperator, Query, Select, SelectItem,
+    SetExpr, TableAlias, TableFactor, TableObject, TableWithJoins,
 };
 
 use super::derived::{item_column, Attr, Derived};
@@ -236,11 +236,27 @@ pub(super) fn lower_select(
     if let Some(q) = &s.qualify {
         return Err(unsupported(pos(q.span().start), "QUALIFY"));
     }
-    let [from] = s.from.as_slice() else {
-        return Err(Diagnostic::error(
-            at,
-            "a SELECT from several tables (`FROM a, b`), or from none, is not supported yet: join tables with `a JOIN b ON …` (an interval or window join)",
-        ));
+    let listed;
+    let from = match s.from.as_slice() {
+        [from] => from,
+        // `FROM a, b WHERE …`: an inner join whose condition is the WHERE.
+        [a, b] if a.joins.is_empty() && b.joins.is_empty() && s.selection.is_some() => {
+            listed = TableWithJoins {
+                relation: a.relation.clone(),
+                joins: vec![Join {
+                    relation: b.relation.clone(),
+                    global: false,
+                    join_operator: JoinOperator::Inner(JoinConstraint::None),
+                }],
+            };
+            &listed
+        }
+        _ => {
+            return Err(Diagnostic::error(
+                at,
+                "a SELECT from more than two tables, from two without WHERE, or from none, is not supported yet: join two tables with `a JOIN b ON …` or `FROM a, b WHERE …` (a regular, interval or window join)",
+            ))
+        }
     };
     if !from.joins.is_empty() {
         let relations =

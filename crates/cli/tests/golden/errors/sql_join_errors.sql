@@ -10,8 +10,8 @@ CREATE TABLE o6 WITH (connector = 'discard');
 CREATE TABLE o7 WITH (connector = 'discard');
 CREATE TABLE o8 WITH (connector = 'discard');
 INSERT INTO o1 SELECT * FROM orders o RIGHT JOIN stock s ON o.item = s.item AND o.ts = s.ts;
-INSERT INTO o2 SELECT * FROM orders o JOIN stock s ON o.item = s.item;
-INSERT INTO o3 SELECT * FROM orders o JOIN stock s ON o.item = s.item AND o.ts >= s.ts - INTERVAL '1' MINUTE;
+INSERT INTO o2 SELECT * FROM orders o JOIN stock s ON o.qty > s.level;
+INSERT INTO o3 SELECT * FROM orders o FULL JOIN stock s ON o.item = s.item AND o.ts BETWEEN s.ts AND s.ts + INTERVAL '5' SECOND;
 INSERT INTO o4 SELECT o.ts, s.lvl FROM orders o JOIN stock s ON o.item = s.item AND o.ts BETWEEN s.ts AND s.ts + INTERVAL '5' SECOND;
 INSERT INTO o5 SELECT ts, qty FROM orders o JOIN stock s ON o.item = s.item AND o.ts BETWEEN s.ts AND s.ts + INTERVAL '5' SECOND;
 INSERT INTO o6 SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' SECOND)) o

@@ -1,10 +1,15 @@
-//! `FROM a [LEFT] JOIN b ON …`, lowered to the join operator. Two forms, as in Flink:
+//! `FROM a [INNER | LEFT | RIGHT | FULL] JOIN b ON …`, lowered to a join operator. Three forms,
+//! as in Flink:
 //!
 //! - an interval join: `ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts +
-//!   INTERVAL '5' SECOND` (or the same bounds as `>=`, `<=`, `>`, `<`, `=` comparisons);
+//!   INTERVAL '5' SECOND` (or the same bounds as `>=`, `<=`, `>`, `<`, `=` comparisons), to
+//!   `join`, inner or left;
 //! - a window join of two `TUMBLE`s of one size: `FROM (SELECT * FROM TABLE(TUMBLE(TABLE a,
 //!   DESCRIPTOR(ts), INTERVAL '1' SECOND))) l JOIN (…) r ON l.k = r.k AND l.window_start =
-//!   r.window_start AND l.window_end = r.window_end`.
+//!   r.window_start AND l.window_end = r.window_end`, to `join`, inner or left;
+//! - a regular join: equal keys and no time bound (`ON a.k = b.k [AND …]`), to
+//!   `regular_join`, of any kind. An inner join's conditions on one side alone filter that
+//!   side before the join, so that it keeps fewer rows.
 //!
 //! `WHERE` becomes a filter after the join and the select list a map; their column references
 //! (`a.ts`, `b.ts`, `value`) are rewritten to the names of the join's output columns.
@@ -44,28 +49,29 @@ pub(super) fn lower(
         ));
     };
     let join_at = pos(join.relation.span().start);
-    let (left_outer, constraint) = match &join.join_operator {
-        JoinOperator::Join(c) | JoinOperator::Inner(c) => (false, c),
-        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (true, c),
-        JoinOperator::Right(_) | JoinOperator::RightOuter(_) => {
-            return Err(unsupported(
-                join_at,
-                "RIGHT JOIN (swap the tables and use LEFT JOIN)",
-            ))
-        }
-        JoinOperator::FullOuter(_) => return Err(unsupported(join_at, "FULL JOIN")),
+    let (how, constraint) = match &join.join_operator {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) => (How::Inner, c),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (How::Left, c),
+        JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (How::Right, c),
+        JoinOperator::FullOuter(c) => (How::Full, c),
         other => {
             let words = format!("{other:?}");
             let kind = words.split('(').next().unwrap_or("this");
             return Err(unsupported(join_at, format!("a {kind} join")));
         }
     };
-    let JoinConstraint::On(on) = constraint else {
-        return Err(Diagnostic::error(
-            join_at,
-            "a join needs ON with equal keys and a time condition: ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND",
-        ));
+    // `FROM a, b WHERE …` (an inner join without ON): the WHERE is the condition.
+    let on = match (constraint, &s.selection) {
+        (JoinConstraint::On(on), _) => on,
+        (JoinConstraint::None, Some(w)) if how == How::Inner => w,
+        _ => {
+            return Err(Diagnostic::error(
+                join_at,
+                "a join needs ON with equal keys (ON a.k = b.k), and for a join bounded in time a time condition: ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND",
+            ))
+        }
     };
+    let listed = matches!(constraint, JoinConstraint::None);
     let left = side(&from.relation, prefix, script, tables, spec)?;
     let right = side(&join.relation, prefix, script, tables, spec)?;
     if left.stream == right.stream {
@@ -106,21 +112,18 @@ pub(super) fn lower(
     // join's (as in Nexmark's q7), the rest filters the joined rows.
     let mut conjuncts = Vec::new();
     on::flatten_and(on, &mut conjuncts);
-    if !left_outer {
+    if how == How::Inner && !listed {
         if let Some(w) = &s.selection {
             on::flatten_and(w, &mut conjuncts);
         }
     }
-    let (params, residual) = joined.condition(&conjuncts, on_at)?;
-    if left_outer {
-        if let Some(c) = residual.first() {
-            return Err(unsupported(
-                pos(c.span().start),
-                format!("the condition `{c}` in the ON of a LEFT JOIN (a join takes equal keys AND a time interval, or equal window bounds; filter in WHERE)"),
-            ));
-        }
-    }
+    let condition = joined.condition(&conjuncts, on_at)?;
     let name = format!("{prefix}_join");
+    let (kind, params, after) = if condition.regular {
+        regular(&mut joined, condition, how, s, prefix, spec)?
+    } else {
+        bounded(&joined, condition, how, s, join_at)?
+    };
     let mut params: Vec<Param> = params
         .into_iter()
         .map(|(k, v)| Param {
@@ -130,16 +133,16 @@ pub(super) fn lower(
         .collect();
     params.push(Param {
         name: Text::at("how", join_at),
-        value: Value::String(Text::at(if left_outer { "left" } else { "inner" }, join_at)),
+        value: Value::String(Text::at(how.param(), join_at)),
     });
     spec.operators.push(OperatorDef {
         name: Text::at(name.clone(), join_at),
-        kind: Text::at("join", join_at),
+        kind: Text::at(kind, join_at),
         params,
         inputs: joined
             .sides
             .iter()
-            .map(|s| Text::at(s.stream.clone(), join_at))
+            .map(|s| Text::at(s.input(), join_at))
             .collect(),
         outputs: vec![OutputDef {
             name: Text::at(name.clone(), join_at),
@@ -149,11 +152,6 @@ pub(super) fn lower(
         pos: join_at,
     });
     let mut stream = name;
-    let after: Vec<&Expr> = if left_outer {
-        s.selection.iter().collect()
-    } else {
-        residual
-    };
     if let Some(first) = after.first() {
         let at = pos(first.span().start);
         let filter = format!("{prefix}_where");
@@ -207,6 +205,126 @@ pub(super) fn lower(
     })
 }
 
+/// Which rows a join keeps without a partner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum How {
+    Inner,
+    Left,
+    Right,
+    Full,
+}
+
+impl How {
+    fn param(self) -> &'static str {
+        match self {
+            How::Inner => "inner",
+            How::Left => "left",
+            How::Right => "right",
+            How::Full => "full",
+        }
+    }
+}
+
+/// The operator type, its params (but `how`) and the conjuncts to filter its output by.
+type JoinOp<'e> = (&'static str, Vec<(&'static str, String)>, Vec<&'e Expr>);
+
+/// A join bounded in time or by windows: the `join` operator (inner or left).
+fn bounded<'e>(
+    joined: &Joined,
+    condition: on::Condition<'e>,
+    how: How,
+    s: &'e Select,
+    join_at: anduin_types::Pos,
+) -> Result<JoinOp<'e>, Diagnostic> {
+    match how {
+        How::Right => {
+            return Err(unsupported(
+                join_at,
+                "RIGHT JOIN with a time bound or windows (swap the tables and use LEFT JOIN)",
+            ))
+        }
+        How::Full => {
+            return Err(unsupported(
+                join_at,
+                "FULL JOIN with a time bound or windows",
+            ))
+        }
+        How::Inner | How::Left => {}
+    }
+    if how == How::Left {
+        if let Some(c) = condition.residual.first() {
+            return Err(unsupported(
+                pos(c.span().start),
+                format!("the condition `{c}` in the ON of a LEFT JOIN (a join takes equal keys AND a time interval, or equal window bounds; filter in WHERE)"),
+            ));
+        }
+    }
+    let mut params = condition.params;
+    params.push(("on", joined.on_text(&condition.keys)));
+    let after = if how == How::Left {
+        s.selection.iter().collect()
+    } else {
+        condition.residual
+    };
+    Ok(("join", params, after))
+}
+
+/// A join without a time bound: the `regular_join` operator. An inner join's conditions on
+/// one side alone filter that side before the join (it then keeps fewer rows); an outer
+/// join's other conditions in ON are its `condition`, and its WHERE filters its output.
+fn regular<'e>(
+    joined: &mut Joined,
+    condition: on::Condition<'e>,
+    how: How,
+    s: &'e Select,
+    prefix: &str,
+    spec: &mut Spec,
+) -> Result<JoinOp<'e>, Diagnostic> {
+    let mut params = Vec::new();
+    let after = if how == How::Inner {
+        let mut rest = Vec::new();
+        let mut before: [Vec<&Expr>; 2] = [Vec::new(), Vec::new()];
+        for c in condition.residual {
+            match joined.sides_read(c)? {
+                [true, false] => before[0].push(c),
+                [false, true] => before[1].push(c),
+                _ => rest.push(c),
+            }
+        }
+        for (i, conds) in before.iter().enumerate() {
+            let Some(first) = conds.first() else { continue };
+            let at = pos(first.span().start);
+            let mut texts = Vec::new();
+            for c in conds {
+                texts.push(format!("({})", joined.rewrite_for_side(c)?));
+            }
+            let filter = format!("{prefix}_{}_where", ["left", "right"][i]);
+            spec.operators.push(operator(
+                filter.clone(),
+                "filter",
+                at,
+                &joined.sides[i].stream,
+                vec![("condition", Text::at(texts.join(" AND "), at))],
+            ));
+            joined.sides[i].filtered = Some(filter);
+        }
+        // The join's output names follow the streams it reads.
+        joined.name_outputs();
+        rest
+    } else {
+        if !condition.residual.is_empty() {
+            let mut texts = Vec::new();
+            for c in &condition.residual {
+                texts.push(format!("({})", joined.rewrite(c)?));
+            }
+            params.push(("condition", texts.join(" AND ")));
+        }
+        s.selection.iter().collect()
+    };
+    params.insert(0, ("on", joined.on_text(&condition.keys)));
+    Ok(("regular_join", params, after))
+}
+
 /// A joined table: `t [AS a]`, `TABLE(TUMBLE(…)) [AS a]`, `(SELECT * FROM TABLE(TUMBLE(…)))
 /// a` (a window join's side), or any other subquery `(SELECT …) a`.
 fn side(
@@ -225,6 +343,7 @@ fn side(
         time_columns: tables.time_columns(&stream),
         event_time: tables.event_time(&stream),
         out: Vec::new(),
+        filtered: None,
         stream,
         window,
     };

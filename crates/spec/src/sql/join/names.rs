@@ -17,6 +17,9 @@ use super::super::tables::Tables;
 /// One joined table.
 pub(super) struct Side {
     pub(super) stream: String,
+    /// The stream the join reads instead of `stream`: a filter of it (conditions of an
+    /// inner join on this side alone, applied before the join).
+    pub(super) filtered: Option<String>,
     pub(super) alias: String,
     pub(super) columns: Vec<String>,
     /// Columns that can be the event time (the `event_time` option, TIMESTAMP columns).
@@ -43,6 +46,13 @@ pub(super) struct Joined {
     pub(super) windowed: bool,
 }
 
+impl Side {
+    /// The stream the join reads.
+    pub(super) fn input(&self) -> &str {
+        self.filtered.as_deref().unwrap_or(&self.stream)
+    }
+}
+
 impl Joined {
     /// Output names as the join operator gives them: window bounds, left columns, right
     /// columns (renamed `{right table}_{name}` where the name is taken).
@@ -56,7 +66,7 @@ impl Joined {
             for c in &side.columns {
                 let mut n = c.clone();
                 while taken.contains(&n) {
-                    n = format!("{}_{n}", side.stream);
+                    n = format!("{}_{n}", side.input());
                 }
                 taken.push(n.clone());
                 side.out.push(n);
@@ -168,6 +178,58 @@ impl Joined {
             }
             Expr::Nested(inner) => self.column(inner),
             _ => None,
+        }
+    }
+
+    /// The sides `e` reads columns of (0 left, 1 right).
+    pub(super) fn sides_read(&self, e: &Expr) -> Result<[bool; 2], Diagnostic> {
+        let mut read = [false; 2];
+        let mut error = None;
+        let _ = sqlparser::ast::visit_expressions(e, |x| {
+            if let Some(col) = match x {
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.column(x),
+                _ => None,
+            } {
+                match col {
+                    Ok(Col::Of(side, _)) => read[side.min(1)] = true,
+                    Ok(_) => read = [true, true],
+                    Err(d) => {
+                        error = Some(d);
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        match error {
+            Some(d) => Err(d),
+            None => Ok(read),
+        }
+    }
+
+    /// `e`, which reads columns of one side only, over that side's own columns.
+    pub(super) fn rewrite_for_side(&self, e: &Expr) -> Result<Expr, Diagnostic> {
+        let mut e = e.clone();
+        let mut error = None;
+        let _ = visit_expressions_mut(&mut e, |x| {
+            if let Some(col) = match x {
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.column(x),
+                _ => None,
+            } {
+                match col {
+                    Ok(Col::Of(_, c)) => *x = Expr::Identifier(Ident::with_quote('"', c)),
+                    Ok(_) => {}
+                    Err(d) => {
+                        error = Some(d);
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        match error {
+            Some(d) => Err(d),
+            None => Ok(e),
         }
     }
 

@@ -52,14 +52,14 @@ impl Joined {
         }
     }
 
-    /// The join operator's params from the conjuncts of its condition, and the conjuncts
-    /// that are neither equal keys nor time bounds nor equal window bounds (they filter the
-    /// joined rows).
+    /// The join's condition split: equal keys, time bounds or equal window bounds (the
+    /// join operator's params), and the conjuncts that are none of these (they filter the
+    /// joined rows). Without a time bound or windows it is a regular join.
     pub(super) fn condition<'e>(
         &self,
         conjuncts: &[&'e Expr],
         at: Pos,
-    ) -> Result<(Params, Vec<&'e Expr>), Diagnostic> {
+    ) -> Result<Condition<'e>, Diagnostic> {
         let mut residual = Vec::new();
         let mut equalities: Vec<(String, String, Pos)> = Vec::new();
         let (mut saw_start, mut saw_end) = (false, false);
@@ -161,23 +161,20 @@ impl Joined {
                 }
             }
             let Some((lt, rt, _, _, _)) = times.first().cloned() else {
-                if let Some(side) = self.sides.iter().find(|s| s.time_columns.is_empty()) {
-                    return Err(Diagnostic::error(
+                // No time bound: a regular join, every row of both sides kept. Comparisons
+                // of time columns that bound nothing filter the joined rows.
+                if equalities.is_empty() {
+                    return Err(unsupported(
                         at,
-                        format!(
-                            "a regular join (without a time condition, its state would grow without bound) is not supported yet, and `{}` has no time column to bound it by (the result of a GROUP BY without a window has none): group by a TUMBLE window to join its results by time",
-                            side.alias
-                        ),
+                        "a join without equal keys and without a time bound (a regular join takes `a.key = b.key`; a time-bounded one `a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND`)",
                     ));
                 }
-                return Err(Diagnostic::error(
-                    at,
-                    format!(
-                        "a regular join (without a time condition, its state would grow without bound) is not supported yet: add `AND {a}.ts BETWEEN {b}.ts - INTERVAL '5' SECOND AND {b}.ts + INTERVAL '5' SECOND` (with your time columns), or join TUMBLE windows",
-                        a = self.sides[0].alias,
-                        b = self.sides[1].alias
-                    ),
-                ));
+                return Ok(Condition {
+                    params,
+                    keys: equalities.into_iter().map(|(l, r, _)| (l, r)).collect(),
+                    residual,
+                    regular: true,
+                });
             };
             // Comparisons of another pair of time columns filter the joined rows.
             times.retain(|(l, r, _, _, c)| {
@@ -212,14 +209,27 @@ impl Joined {
                 };
             }
             let (Some(lower), Some(upper)) = (lower, upper) else {
-                return Err(Diagnostic::error(
-                    at,
-                    format!(
-                        "an interval join needs both a lower and an upper bound on time, e.g. `{a}.{lt} BETWEEN {b}.{rt} - INTERVAL '5' SECOND AND {b}.{rt} + INTERVAL '5' SECOND`",
-                        a = self.sides[0].alias,
-                        b = self.sides[1].alias
-                    ),
-                ));
+                // Bounded one way only: a regular join (as in Flink) whose time comparisons
+                // filter the joined rows.
+                if equalities.is_empty() {
+                    return Err(unsupported(
+                        at,
+                        format!("a join without equal keys whose time condition is bounded one way only (a regular join takes `a.key = b.key`; a time-bounded one both bounds, e.g. `{a}.{lt} BETWEEN {b}.{rt} - INTERVAL '5' SECOND AND {b}.{rt} + INTERVAL '5' SECOND`)",
+                            a = self.sides[0].alias,
+                            b = self.sides[1].alias),
+                    ));
+                }
+                for c in times.iter().filter_map(|t| t.4) {
+                    if !residual.iter().any(|x| std::ptr::eq(*x, c)) {
+                        residual.push(c);
+                    }
+                }
+                return Ok(Condition {
+                    params: Vec::new(),
+                    keys: equalities.into_iter().map(|(l, r, _)| (l, r)).collect(),
+                    residual,
+                    regular: true,
+                });
             };
             params.push(("kind", "interval".to_string()));
             params.push(("lower", format!("{lower}ms")));
@@ -232,23 +242,30 @@ impl Joined {
                 "a join without equal keys (add `AND a.key = b.key`)",
             ));
         }
-        let on = equalities
-            .iter()
-            .map(|(l, r, _)| {
+        params.push(("left_time", left_time));
+        params.push(("right_time", right_time));
+        Ok(Condition {
+            params,
+            keys: equalities.into_iter().map(|(l, r, _)| (l, r)).collect(),
+            residual,
+            regular: false,
+        })
+    }
+
+    /// The join operator's `on`: the equal keys, qualified by the sides' streams.
+    pub(super) fn on_text(&self, keys: &[(String, String)]) -> String {
+        keys.iter()
+            .map(|(l, r)| {
                 format!(
                     "{}.{} = {}.{}",
-                    quoted(&self.sides[0].stream),
+                    quoted(self.sides[0].input()),
                     quoted(l),
-                    quoted(&self.sides[1].stream),
+                    quoted(self.sides[1].input()),
                     quoted(r)
                 )
             })
             .collect::<Vec<_>>()
-            .join(" AND ");
-        params.push(("on", on));
-        params.push(("left_time", left_time));
-        params.push(("right_time", right_time));
-        Ok((params, residual))
+            .join(" AND ")
     }
 
     /// One comparison `a op b` of the condition, if it is an equal key, a time bound or
@@ -303,6 +320,18 @@ impl Joined {
         };
         Ok(Some(Part::Time(l.clone(), r.clone(), bound)))
     }
+}
+
+/// A join's condition, split.
+pub(super) struct Condition<'e> {
+    /// The join operator's params of a time bound or windows (none for a regular join).
+    pub(super) params: Params,
+    /// The equal keys: a left column and a right column each.
+    pub(super) keys: Vec<(String, String)>,
+    /// The conjuncts that filter the joined rows.
+    pub(super) residual: Vec<&'e Expr>,
+    /// Whether it has no time bound and no windows.
+    pub(super) regular: bool,
 }
 
 /// What one comparison of a join condition is.

@@ -1,0 +1,200 @@
+//! Exactly-once for a regular join: a FULL OUTER join without a time bound of an updating
+//! stream (a `GROUP BY` without a window, its groups' results updated as rows come) with an
+//! append-only one, its changelog written with `mode = "changelog"`, killed with SIGKILL at
+//! seeded random moments and resumed from its checkpoints, folds to the multiset of rows an
+//! uninterrupted run's changelog folds to. Where the kills land changes how the changes are
+//! cut into batches (so the changelog itself may differ), never what it folds to. With its
+//! state in the heap and in the LSM backend, at parallelism 3, and resumed each time at
+//! another parallelism (the rows re-cut by key group).
+
+use crate::common;
+
+use common::Rng;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use common::{anduin, kill_after, rows_in_order};
+
+const QUERY: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen_a", type = "generator" {
+  param profile = "events"
+  param seed = 5
+  param count = 30000
+  param rate = 30000
+  output name = "a", type = "Event"
+}
+operator name = "gen_b", type = "generator" {
+  param profile = "events"
+  param seed = 6
+  param count = 30000
+  param rate = 30000
+  output name = "b", type = "Event"
+}
+operator name = "high", type = "filter" {
+  input name = "a"
+  param condition = "a.value > 54"
+  output name = "highs"
+}
+operator name = "per_sensor", type = "aggregate" {
+  input name = "b"
+  param keys = "sensor"
+  param aggregates = "MAX(value) AS hi, COUNT(DISTINCT value) AS d"
+  param having = "d > 1"
+  output name = "totals"
+}
+operator name = "j", type = "regular_join" {
+  input name = "totals"
+  input name = "highs"
+  param on = "totals.sensor = highs.sensor"
+  param how = "full"
+  param condition = "hi >= value - 3"
+  output name = "joined"
+}
+operator name = "out", type = "writer" {
+  input name = "joined"
+  param path = "${OUTPUT}"
+  param mode = "changelog"
+}
+"#;
+
+/// The changelog `lines` (`op,cells…`) folded into a multiset of rows: `+I`/`+U` add one,
+/// `-U`/`-D` take out one that is there.
+fn fold(lines: &[String]) -> BTreeMap<String, u64> {
+    let mut rows: BTreeMap<String, u64> = BTreeMap::new();
+    for (i, line) in lines.iter().enumerate() {
+        let (op, row) = line
+            .split_once(',')
+            .unwrap_or_else(|| panic!("line {i}: {line}"));
+        match op {
+            "+I" | "+U" => *rows.entry(row.to_string()).or_default() += 1,
+            "-U" | "-D" => {
+                let n = rows
+                    .get_mut(row)
+                    .unwrap_or_else(|| panic!("line {i}: {line} retracts a row not there"));
+                *n -= 1;
+                if *n == 0 {
+                    rows.remove(row);
+                }
+            }
+            other => panic!("line {i}: unknown op {other}"),
+        }
+    }
+    rows
+}
+
+fn args<'a>(output: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "q.flow",
+        "--var",
+        output,
+        "--checkpoint-dir",
+        "ckpt",
+        "--checkpoint-every",
+        "5000",
+        "--batch-size",
+        "500",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn start(dir: &Path, extra: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(args("OUTPUT=out", extra))
+        .current_dir(dir)
+        .args(["--events", "-"])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts")
+}
+
+/// Kill `i` runs with the flags `extra[i % extra.len()]`, the final run with the last.
+fn scenario(seeds: &[u64], extra: &[&[&str]]) {
+    for &seed in seeds {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+
+        // The reference: one run without checkpoints, into a single file.
+        let out = anduin(
+            dir.path(),
+            &[
+                "run",
+                "q.flow",
+                "--var",
+                "OUTPUT=reference.csv",
+                "--batch-size",
+                "500",
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let reference = rows_in_order(&dir.path().join("reference.csv"));
+        assert!(
+            reference.iter().any(|r| r.starts_with("-D,,,,")),
+            "the reference retracts a row padded with nulls"
+        );
+        let expected = fold(&reference);
+        assert!(
+            expected.len() > 1000,
+            "the join has rows: {}",
+            expected.len()
+        );
+
+        // Kill it two to four times, each time after a random number of checkpoints.
+        let mut rng = Rng(seed);
+        let kills = 2 + rng.next(3);
+        let mut killed = 0;
+        for i in 0..kills {
+            let after = 1 + rng.next(4);
+            let delay_ms = rng.next(150);
+            let flags = extra[usize::try_from(i).expect("small") % extra.len()];
+            if kill_after(start(dir.path(), flags), after, delay_ms) {
+                killed += 1;
+            }
+        }
+        assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
+        let last = extra.last().expect("flags");
+        let out = anduin(dir.path(), &args("OUTPUT=out", last));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
+        let got = fold(&rows_in_order(&dir.path().join("out")));
+        assert!(
+            got == expected,
+            "seed {seed}: the resumed changelog folds to other rows than the uninterrupted one ({} and {} rows)",
+            got.len(),
+            expected.len()
+        );
+    }
+}
+
+#[test]
+fn a_killed_regular_join_resumes_to_the_folded_output_of_an_uninterrupted_one() {
+    scenario(&[41, 42], &[&[]]);
+}
+
+#[test]
+fn a_killed_regular_join_with_its_state_in_the_lsm_backend_resumes_to_the_folded_output_of_an_uninterrupted_one(
+) {
+    scenario(&[43], &[&["--state-backend", "lsm"]]);
+}
+
+#[test]
+fn a_regular_join_killed_at_one_parallelism_resumes_at_another_to_the_folded_output_of_an_uninterrupted_one(
+) {
+    let p = |n| ["--parallelism", n];
+    scenario(&[44], &[&p("3"), &p("1"), &p("2")]);
+}
