@@ -136,7 +136,7 @@ impl KafkaSink {
         let mut settings = vec![
             ("enable.idempotence", "true"),
             ("acks", "all"),
-            ("message.timeout.ms", "120000"),
+            ("message.timeout.ms", "60000"),
         ];
         if delivery == Delivery::ExactlyOnce {
             settings.push(("transactional.id", &id));

@@ -328,12 +328,14 @@ impl Tables {
             "discard" | "blackhole" => "discard",
             // Reported where the table is declared.
             unknown if !CONNECTORS.contains(&unknown) => return Ok(None),
-            other => return Err(Diagnostic::error(
-                t.connector.pos(),
-                format!(
+            other => {
+                return Err(Diagnostic::error(
+                    t.connector.pos(),
+                    format!(
                     "connector '{other}' cannot be written to: use 'file', 'kafka' or 'discard'"
                 ),
-            )),
+                ))
+            }
         };
         spec.operators.push(OperatorDef {
             name: Text::at(t.name.clone(), t.pos),
