@@ -147,3 +147,30 @@ INSERT INTO low SELECT * FROM events WHERE value < 50;"
     let got = cluster.read_committed("low");
     assert_eq!(sorted(got), sorted(low(&input)));
 }
+
+#[test]
+fn a_kafka_source_in_parallel_reads_each_partition_once() {
+    let cluster = Cluster::start();
+    cluster.topic("events", 5);
+    cluster.topic("low", 2);
+    let input: Vec<String> = events(2000)
+        .into_iter()
+        .filter(|v| !v.contains("oops"))
+        .collect();
+    cluster.produce("events", 5, &input);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+    let servers = format!("SERVERS={}", cluster.servers());
+    let out = anduin(
+        dir.path(),
+        &["run", "q.flow", "--var", &servers, "--parallelism", "3"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = cluster.read_committed("low");
+    assert_eq!(sorted(got), sorted(low(&input)));
+}

@@ -375,7 +375,10 @@ impl Source for KafkaSource {
     }
 
     fn metrics(&self) -> Vec<(&'static str, u64)> {
-        vec![("empty_records", self.empty)]
+        match self.empty {
+            0 => Vec::new(),
+            n => vec![("empty_records", n)],
+        }
     }
 
     fn can_resume(&self) -> Result<(), String> {
