@@ -150,7 +150,7 @@ mod tests {
 
     fn rec(v: &str) -> Record {
         Record {
-            key: (v.len() % 2 == 0).then(|| v.as_bytes().to_vec()),
+            key: v.len().is_multiple_of(2).then(|| v.as_bytes().to_vec()),
             value: v.as_bytes().to_vec(),
         }
     }
