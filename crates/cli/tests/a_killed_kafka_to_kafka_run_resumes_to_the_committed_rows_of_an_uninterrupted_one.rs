@@ -39,8 +39,8 @@ operator name = "out", type = "kafka" {
 }
 "#;
 
-fn args<'a>(servers: &'a str, out: &'a str) -> Vec<&'a str> {
-    vec![
+fn args<'a>(servers: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
         "run",
         "q.flow",
         "--var",
@@ -53,7 +53,9 @@ fn args<'a>(servers: &'a str, out: &'a str) -> Vec<&'a str> {
         "400",
         "--batch-size",
         "100",
-    ]
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 fn start(dir: &Path, args: &[&str]) -> Child {
@@ -75,7 +77,19 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 
 #[test]
 fn a_killed_kafka_to_kafka_run_resumes_to_the_committed_rows_of_an_uninterrupted_one() {
-    for seed in [31u64, 32, 33] {
+    scenario(&[31, 32, 33], &[]);
+}
+
+/// The sink a task of its own: its end waits for the last commit in the operator task's
+/// loop, not the source's.
+#[test]
+fn a_killed_kafka_to_kafka_run_without_chaining_resumes_to_the_committed_rows_of_an_uninterrupted_one(
+) {
+    scenario(&[34], &["--no-chaining"]);
+}
+
+fn scenario(seeds: &[u64], extra: &[&str]) {
+    for &seed in seeds {
         let cluster = Cluster::start();
         cluster.topic("events", 3);
         cluster.topic("reference", 2);
@@ -91,7 +105,7 @@ fn a_killed_kafka_to_kafka_run_resumes_to_the_committed_rows_of_an_uninterrupted
         // The reference: an uninterrupted run with checkpoints, into its own topic.
         let reference = tempfile::tempdir().expect("tempdir");
         std::fs::write(reference.path().join("q.flow"), QUERY).expect("query");
-        let out = anduin(reference.path(), &args(&servers, "OUT=reference"));
+        let out = anduin(reference.path(), &args(&servers, "OUT=reference", extra));
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -122,7 +136,7 @@ fn a_killed_kafka_to_kafka_run_resumes_to_the_committed_rows_of_an_uninterrupted
             let after = 1 + rng.next(6);
             let delay_ms = rng.next(60);
             if kill_after(
-                start(dir.path(), &args(&servers, "OUT=out")),
+                start(dir.path(), &args(&servers, "OUT=out", extra)),
                 after,
                 delay_ms,
             ) {
@@ -130,7 +144,7 @@ fn a_killed_kafka_to_kafka_run_resumes_to_the_committed_rows_of_an_uninterrupted
             }
         }
         assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
-        let out = anduin(dir.path(), &args(&servers, "OUT=out"));
+        let out = anduin(dir.path(), &args(&servers, "OUT=out", extra));
         assert_eq!(
             out.status.code(),
             Some(0),

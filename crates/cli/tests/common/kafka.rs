@@ -39,6 +39,18 @@ impl Cluster {
     /// Writes `values` to `topic`, value `i` to partition `i % partitions`, and waits until
     /// every one is acknowledged.
     pub fn produce(&self, topic: &str, partitions: i32, values: &[String]) {
+        self.produce_at(topic, partitions, values, |_| None);
+    }
+
+    /// [`Cluster::produce`], value `i` with the record timestamp `timestamp(i)` (epoch ms;
+    /// `None`: the time of sending).
+    pub fn produce_at(
+        &self,
+        topic: &str,
+        partitions: i32,
+        values: &[String],
+        timestamp: impl Fn(usize) -> Option<i64>,
+    ) {
         let producer: BaseProducer = ClientConfig::new()
             .set("bootstrap.servers", self.servers())
             .create()
@@ -48,6 +60,9 @@ impl Cluster {
             let mut record = BaseRecord::<(), str>::to(topic)
                 .payload(v.as_str())
                 .partition(partition);
+            if let Some(ts) = timestamp(i) {
+                record = record.timestamp(ts);
+            }
             loop {
                 match producer.send(record) {
                     Ok(()) => break,

@@ -206,14 +206,16 @@ impl KafkaSource {
                         .map_or(Offset::End, |e| e.offset())
                 }
             };
-            // A bounded partition whose start is known to be at its end has nothing to read.
+            // A bounded partition starts at a known offset (the consumer reports no position
+            // before its first record), and one that starts at its end has nothing to read.
             let at = match start {
                 Offset::Offset(n) => Some(n),
-                _ => self.low_if_beginning(&s, start)?,
+                _ => self.resolve(&s, start)?,
             };
             let done = s.done || matches!((at, s.end), (Some(at), Some(end)) if at >= end);
             if let Some(split) = self.splits.get_mut(i) {
                 split.done = done;
+                split.next = split.next.or(at);
             }
             if !done {
                 tpl.add_partition_offset(&s.topic, s.partition, start)
@@ -232,12 +234,13 @@ impl KafkaSource {
         Ok(())
     }
 
-    /// The first offset of `s` when it starts at the beginning and is bounded.
-    fn low_if_beginning(&self, s: &Split, start: Offset) -> Result<Option<i64>, KafkaError> {
-        if start != Offset::Beginning || s.end.is_none() {
+    /// Where a bounded partition starting at `start` (its beginning, its end, or the end
+    /// for a timestamp after its last record) starts, as an offset; `None` when unbounded.
+    fn resolve(&self, s: &Split, start: Offset) -> Result<Option<i64>, KafkaError> {
+        if s.end.is_none() {
             return Ok(None);
         }
-        let (low, _) = self
+        let (low, high) = self
             .consumer
             .fetch_watermarks(&s.topic, s.partition, self.config.client.connect_timeout)
             .map_err(|e| {
@@ -246,7 +249,11 @@ impl KafkaSource {
                     e,
                 )
             })?;
-        Ok(Some(low))
+        Ok(match start {
+            Offset::Beginning => Some(low),
+            Offset::Offset(n) => Some(n),
+            _ => Some(high),
+        })
     }
 
     /// With `bounded`: marks done every partition whose consumer position reached its end
