@@ -16,11 +16,14 @@
 //! `sink.transactional-id-prefix`, `key.fields`, `csv.field-delimiter`).
 
 mod decode;
+mod deliveries;
 mod encode;
 mod error;
 mod journal;
 mod metadata;
 mod options;
+mod position;
+mod read_back;
 mod sink;
 mod source;
 mod split_time;

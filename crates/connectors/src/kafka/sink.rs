@@ -14,29 +14,22 @@
 //! sent is acknowledged. A restore writes the rows after the checkpoint again.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anduin_operator_api::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
 use anduin_types::{Epoch, SnapshotKind};
 use arrow::record_batch::RecordBatch;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError as RdError, RDKafkaErrorCode};
-use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
+use super::deliveries::Deliveries;
 use super::encode::RowEncoder;
 use super::error::KafkaError;
 use super::journal::{still_to_write, Journal, Record, RecordId};
 use super::options::{Client, Delivery};
+use super::read_back::{read_back, EPOCH_HEADER, INDEX_HEADER, SINK_HEADER};
 
-/// The header naming the sink instance that wrote a record.
-const SINK_HEADER: &str = "anduin.sink";
-/// The header with the record's checkpoint epoch.
-const EPOCH_HEADER: &str = "anduin.epoch";
-/// The header with the record's index in its epoch.
-const INDEX_HEADER: &str = "anduin.index";
 /// How long a commit, or a flush, may take.
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -49,36 +42,6 @@ pub(crate) struct SinkConfig {
     pub delivery: Option<Delivery>,
     pub transactional_prefix: Option<String>,
     pub key_columns: Vec<usize>,
-}
-
-/// Counts the records librdkafka could not deliver, keeping the first reason.
-#[derive(Default)]
-pub(crate) struct Deliveries {
-    failed: Mutex<(u64, Option<String>)>,
-}
-
-impl ClientContext for Deliveries {}
-
-impl ProducerContext for Deliveries {
-    type DeliveryOpaque = ();
-
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
-        if let Err((e, _)) = result {
-            if let Ok(mut f) = self.failed.lock() {
-                f.0 += 1;
-                f.1.get_or_insert_with(|| e.to_string());
-            }
-        }
-    }
-}
-
-impl Deliveries {
-    /// Records that failed since the last call, with the first reason.
-    fn take_failures(&self) -> Option<(u64, String)> {
-        let mut f = self.failed.lock().ok()?;
-        let (n, why) = std::mem::take(&mut *f);
-        (n > 0).then(|| (n, why.unwrap_or_default()))
-    }
 }
 
 /// Where the sink's read-back starts in each partition, as a checkpoint keeps it.
@@ -132,7 +95,6 @@ impl KafkaSink {
         });
         let id = format!("{prefix}-{}", ctx.instance);
         let c = &config.client;
-        let timeout = c.connect_timeout.as_millis().to_string();
         let mut settings = vec![
             ("enable.idempotence", "true"),
             ("acks", "all"),
@@ -142,7 +104,6 @@ impl KafkaSink {
             settings.push(("transactional.id", &id));
             settings.push(("transaction.timeout.ms", "60000"));
         }
-        settings.push(("socket.connection.setup.timeout.ms", &timeout));
         let producer: BaseProducer<Deliveries> = c
             .config(&settings)
             .create_with_context(Deliveries::default())
@@ -271,90 +232,6 @@ impl KafkaSink {
             })
             .collect()
     }
-
-    /// The records this instance's committed transactions made visible from `from` on.
-    fn read_back(&self, from: &[(i32, i64)]) -> Result<HashSet<RecordId>, KafkaError> {
-        let c = &self.config.client;
-        let consumer: BaseConsumer = c
-            .config(&[
-                ("group.id", &format!("{}-read-back", self.id)),
-                ("enable.auto.commit", "false"),
-                ("isolation.level", "read_committed"),
-            ])
-            .create()
-            .map_err(|e| KafkaError::Settings(e.to_string()))?;
-        let what = "reading back what the sink wrote before the restore";
-        let mut ends = Vec::new();
-        let mut tpl = TopicPartitionList::new();
-        for &(p, start) in from {
-            let (_, high) = consumer
-                .fetch_watermarks(&self.config.topic, p, c.connect_timeout)
-                .map_err(|e| KafkaError::client(what, e))?;
-            if high > start {
-                tpl.add_partition_offset(&self.config.topic, p, Offset::Offset(start))
-                    .map_err(|e| KafkaError::client(what, e))?;
-                ends.push((p, high));
-            }
-        }
-        let mut visible = HashSet::new();
-        if ends.is_empty() {
-            return Ok(visible);
-        }
-        consumer
-            .assign(&tpl)
-            .map_err(|e| KafkaError::client(what, e))?;
-        let deadline = Instant::now() + COMMIT_TIMEOUT;
-        loop {
-            match consumer.poll(Duration::from_millis(100)) {
-                Some(Ok(m)) => {
-                    if let Some(id) = m.headers().and_then(|h| ours(h, &self.id)) {
-                        visible.insert(id);
-                    }
-                }
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "Kafka consumer error while reading back")
-                }
-                None => {
-                    let position = consumer
-                        .position()
-                        .map_err(|e| KafkaError::client(what, e))?;
-                    let reached = ends.iter().all(|(p, end)| {
-                        matches!(
-                            position.find_partition(&self.config.topic, *p).map(|e| e.offset()),
-                            Some(Offset::Offset(n)) if n >= *end
-                        )
-                    });
-                    if reached {
-                        return Ok(visible);
-                    }
-                    if Instant::now() >= deadline {
-                        return Err(KafkaError::client(
-                            what,
-                            "the topic's end was not reached in time",
-                        ));
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The record id in `headers`, if this instance (`id`) wrote the record.
-fn ours(headers: &rdkafka::message::BorrowedHeaders, id: &str) -> Option<RecordId> {
-    let mut sink = None;
-    let mut epoch = None;
-    let mut index = None;
-    for h in headers.iter() {
-        let value = h.value.and_then(|v| std::str::from_utf8(v).ok());
-        match h.key {
-            SINK_HEADER => sink = value,
-            EPOCH_HEADER => epoch = value.and_then(|v| v.parse().ok()),
-            INDEX_HEADER => index = value.and_then(|v| v.parse().ok()),
-            _ => {}
-        }
-    }
-    (sink == Some(id)).then_some(())?;
-    Some((epoch?, index?))
 }
 
 /// A failed first call: the brokers could not be reached, or something else.
@@ -453,7 +330,14 @@ impl Operator for KafkaSink {
                 "its journal cannot be read: {e}"
             )))
         })?;
-        let visible = self.read_back(&inline.from).map_err(|e| self.error(e))?;
+        let visible = read_back(
+            &self.config.client,
+            &self.config.topic,
+            &self.id,
+            &inline.from,
+            COMMIT_TIMEOUT,
+        )
+        .map_err(|e| self.error(e))?;
         for (epoch, records) in journal.take_through(state.epoch.0) {
             self.transact(epoch, &records, &visible)
                 .map_err(|e| self.error(e))?;

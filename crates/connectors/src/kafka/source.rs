@@ -24,6 +24,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::decode::{Polled, RecordDecoder};
 use super::error::KafkaError;
 use super::options::{Client, Startup};
+use super::position::{share, Position, SplitPosition};
 use super::split_time::SplitTimes;
 
 /// How long a poll waits for the first record at most (the runtime's deadline may be
@@ -43,25 +44,6 @@ struct Split {
     done: bool,
 }
 
-/// A partition's place in a checkpoint.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SplitPosition {
-    topic: String,
-    partition: i32,
-    /// The offset of the first record not emitted (none: nothing was read yet).
-    next: Option<i64>,
-    /// With `bounded`, where it ends.
-    end: Option<i64>,
-}
-
-/// Where a source instance is, as a checkpoint's manifest keeps it.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Position {
-    splits: Vec<SplitPosition>,
-}
-
 /// What a source instance is made of (read from its params when bound).
 #[derive(Clone)]
 pub(crate) struct SourceConfig {
@@ -72,15 +54,6 @@ pub(crate) struct SourceConfig {
     pub bounded: bool,
     pub fail_on_error: bool,
     pub watermarks: Option<WatermarkSpec>,
-}
-
-/// Which of `all` (every partition, in order) instance `instance` of `parallelism` reads.
-pub(crate) fn share<T: Clone>(all: &[T], instance: usize, parallelism: usize) -> Vec<T> {
-    all.iter()
-        .enumerate()
-        .filter(|(i, _)| i % parallelism.max(1) == instance)
-        .map(|(_, t)| t.clone())
-        .collect()
 }
 
 /// A running Kafka source instance.
@@ -475,19 +448,5 @@ impl Source for KafkaSource {
             Some(b) if b.num_rows() > 0 => SourcePoll::Batch(b),
             _ => SourcePoll::Idle,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn partitions_are_dealt_to_instances_in_turn() {
-        let all: Vec<u32> = (0..5).collect();
-        assert_eq!(share(&all, 0, 2), [0, 2, 4]);
-        assert_eq!(share(&all, 1, 2), [1, 3]);
-        assert_eq!(share(&all, 0, 1), all);
-        assert!(share(&all, 3, 8).len() == 1 && share(&all, 6, 8).is_empty());
     }
 }
