@@ -1,4 +1,5 @@
-//! anduin's connectors: the sources (reader, generator, nexmark) and sinks (writer, discard),
+//! anduin's connectors: the sources (reader, generator, nexmark, kafka) and sinks (writer,
+//! discard, kafka),
 //! one per file, the CSV and JSON Lines codecs they share ([`codec`]), the byte-level input
 //! of files, and the part files of transactional sinks.
 //!
@@ -10,6 +11,7 @@ pub mod codec;
 pub mod discard;
 pub mod generator;
 mod input;
+pub mod kafka;
 pub mod nexmark;
 mod pace;
 mod parts;

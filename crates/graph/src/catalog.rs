@@ -12,6 +12,8 @@ pub enum Arity {
     Exactly(usize),
     /// This many or more.
     AtLeast(usize),
+    /// This many or fewer (a connector that is a source without inputs and a sink with one).
+    AtMost(usize),
 }
 
 impl Arity {
@@ -20,6 +22,7 @@ impl Arity {
         match self {
             Arity::Exactly(k) => n == k,
             Arity::AtLeast(k) => n >= k,
+            Arity::AtMost(k) => n <= k,
         }
     }
 
@@ -29,6 +32,7 @@ impl Arity {
             Arity::Exactly(0) => "no".into(),
             Arity::Exactly(k) => format!("exactly {k}"),
             Arity::AtLeast(k) => format!("at least {k}"),
+            Arity::AtMost(k) => format!("at most {k}"),
         }
     }
 }
@@ -86,9 +90,26 @@ pub struct OperatorSignature {
 }
 
 impl OperatorSignature {
-    /// The spec of param `name`, if this operator type has one.
+    /// The spec of param `name`, if this operator type has one. A spec whose name ends in
+    /// `.*` stands for every param under that prefix (`properties.*`: a Kafka client's
+    /// settings, handed on as they are).
+    ///
+    /// # Examples
+    /// ```
+    /// use anduin_graph::{Arity, OperatorSignature, ParamKind, ParamSpec};
+    /// const ANY: ParamSpec = ParamSpec { name: "properties.*", required: false,
+    ///     kind: ParamKind::Text, default: None, doc: "client settings" };
+    /// let sig = OperatorSignature { kind: "k", doc: "", inputs: Arity::Exactly(0),
+    ///     outputs: Arity::Exactly(1), stateful: false, params: &[ANY] };
+    /// assert!(sig.param("properties.acks").is_some());
+    /// assert!(sig.param("properties.").is_none());
+    /// assert!(sig.param("acks").is_none());
+    /// ```
     pub fn param(&self, name: &str) -> Option<&ParamSpec> {
-        self.params.iter().find(|p| p.name == name)
+        self.params.iter().find(|p| match p.name.strip_suffix('*') {
+            Some(prefix) => name.len() > prefix.len() && name.starts_with(prefix),
+            None => p.name == name,
+        })
     }
 }
 

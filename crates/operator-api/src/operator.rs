@@ -247,6 +247,18 @@ pub trait Operator: Send {
         Ok(())
     }
 
+    /// Whether what this operator wrote becomes visible only through
+    /// [`Operator::handle_commit`] and cannot be taken back once it is (a Kafka sink's
+    /// transactions): its task then waits, after its input ended, for the commit of the last
+    /// checkpoint before [`Operator::on_end_of_input`], instead of leaving it to the end of
+    /// input. The wait ends without a commit when the coordinator goes away (the last
+    /// checkpoint failed): what the operator holds then waits for a resumed run. The default,
+    /// `false`, suits a sink that commits at the end of its input and can remove on restore
+    /// what a later checkpoint committed (the file writer's parts).
+    fn commits_only_with_checkpoints(&self) -> bool {
+        false
+    }
+
     /// The params that [`Operator::set_param`] accepts while running.
     fn adjustable_params(&self) -> &'static [&'static str] {
         &[]

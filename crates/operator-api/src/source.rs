@@ -46,6 +46,15 @@ pub trait Source: Send {
         None
     }
 
+    /// Whether the source's watermark is the least over the splits it reads (the partitions
+    /// of a Kafka topic), each advancing on its own: it then reports that watermark's event
+    /// time as [`Source::event_time_progress`], and the runtime does not derive watermarks
+    /// from the largest event time of each batch (a batch of one split would move event time
+    /// past the others'). The default, `false`: the rows' event times decide.
+    fn watermark_per_split(&self) -> bool {
+        false
+    }
+
     /// Figures about the source over the run (rows it dropped, …), reported at its end as
     /// [`crate::Operator::metrics`] are: `(name, value)`, summed over parallel instances. The
     /// default reports nothing.

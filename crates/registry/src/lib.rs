@@ -5,7 +5,7 @@
 //! window, join), `anduin-cep` (pattern) and `anduin-connectors` (sources and sinks), all
 //! written against `anduin-operator-api`. No operator imports this crate.
 
-use anduin_connectors::{discard, generator, nexmark, reader, writer};
+use anduin_connectors::{discard, generator, kafka, nexmark, reader, writer};
 use std::sync::Arc;
 
 use anduin_graph::{Binding, Catalog, ControlInput, OperatorSignature};
@@ -23,6 +23,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &nexmark::SIGNATURE,
     &writer::SIGNATURE,
     &discard::SIGNATURE,
+    &kafka::SIGNATURE,
     &filter::SIGNATURE,
     &map::SIGNATURE,
     &union::SIGNATURE,
@@ -137,6 +138,7 @@ impl Catalog for BuiltinCatalog {
             "nexmark" => nexmark::bind(op, declared_outputs),
             "writer" => writer::bind(op, inputs),
             "discard" => discard::bind(op),
+            "kafka" => kafka::bind(op, inputs, declared_outputs),
             "filter" => filter::bind(op, inputs),
             "map" => map::bind(op, inputs),
             "union" => union::bind(op, inputs),

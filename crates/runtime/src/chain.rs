@@ -177,6 +177,15 @@ impl Chain {
         self.links.iter().any(|l| l.op.wants_origins())
     }
 
+    /// Whether an operator of the chain commits only with checkpoints (see
+    /// [`anduin_operator_api::Operator::commits_only_with_checkpoints`]): the task then waits
+    /// for the last checkpoint's commit before ending the chain.
+    pub(crate) fn commits_only_with_checkpoints(&self) -> bool {
+        self.links
+            .iter()
+            .any(|l| l.op.commits_only_with_checkpoints())
+    }
+
     /// Emits a batch as output port 0 of a source at the head of the chain (the source is not
     /// an operator of the chain; the chain's links come after it).
     pub(crate) fn push_from_source(

@@ -271,6 +271,7 @@ pub(crate) fn instantiate(
                     }),
                     idle: false,
                     stage: shared.stage(instance, task.parallelism),
+                    last_checkpoint: None,
                 }),
             };
             let replica = replicas.get(task.task).copied().unwrap_or(false);

@@ -32,6 +32,7 @@ mod error;
 mod event_time;
 mod events;
 mod faults;
+mod final_commit;
 mod fingerprint;
 mod instantiate;
 mod net;

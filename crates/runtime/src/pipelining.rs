@@ -286,6 +286,7 @@ pub(crate) fn split(
             chain: tail,
             checkpointing,
             idle: with.idle,
+            last_checkpoint: None,
             stage: Some(Stage {
                 ctx: Arc::clone(&ctx),
                 at: at_ref,

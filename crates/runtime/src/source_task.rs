@@ -315,6 +315,9 @@ impl SourceTask {
                     self.complete_event_time()?;
                 }
                 self.barrier(epoch, BarrierKind::Checkpoint { full }, control)?;
+                if self.chain.commits_only_with_checkpoints() {
+                    self.await_final_commit(epoch)?;
+                }
                 self.end(false)?;
                 Ok(Next::Finished)
             }
@@ -397,6 +400,24 @@ impl SourceTask {
         c.jobs
             .send(job)
             .map_err(|_| TaskFailure::CommitterGone { epoch: epoch.0 })
+    }
+
+    /// The chain commits only with checkpoints: waits for the commit of `epoch`, the last
+    /// checkpoint. The senders to the coordinator and the committer go first, so that a last
+    /// checkpoint that fails ends the coordinator, and with it this wait.
+    fn await_final_commit(&mut self, epoch: Epoch) -> Result<(), TaskFailure> {
+        self.checkpointing = None;
+        let Some(commands) = self.commands.clone() else {
+            return Ok(());
+        };
+        let abort = Arc::clone(&self.abort);
+        crate::final_commit::await_commit(&commands, epoch, Some(&abort), |e| {
+            self.chain.commit(e)?;
+            if let Some(stage) = &self.stage {
+                stage.commit(e);
+            }
+            Ok(())
+        })
     }
 
     /// Applies the changes of `barrier` meant for the source.
@@ -500,9 +521,15 @@ impl SourceTask {
         while offset < whole.num_rows() {
             let len = self.batch_size.min(whole.num_rows() - offset);
             let slice = whole.slice(offset, len);
-            let watermark = self.source.watermarks().and_then(|spec| {
-                max_event_time(&slice, spec.column).map(|t| spec.watermark_after(t))
-            });
+            // A source that keeps a watermark per split moves it by its progress (after the
+            // flush), never by the largest event time of one split's rows.
+            let watermark = self
+                .source
+                .watermarks()
+                .filter(|_| !self.source.watermark_per_split())
+                .and_then(|spec| {
+                    max_event_time(&slice, spec.column).map(|t| spec.watermark_after(t))
+                });
             let slice_origins = match &origins {
                 Some(o) if offset == 0 && len == o.len() => Some(o.clone()),
                 Some(o) => Some(o.slice(offset, len)),

@@ -55,6 +55,9 @@ pub(crate) struct OperatorTask {
     pub idle: bool,
     /// Its part in splits while the query runs (`None`: the run cannot split).
     pub stage: Option<Stage>,
+    /// The last checkpoint barrier that passed the chain: with an operator that commits only
+    /// with checkpoints, the end of input waits for its commit.
+    pub last_checkpoint: Option<anduin_types::Epoch>,
 }
 
 /// Where the next message came from.
@@ -176,7 +179,20 @@ impl OperatorTask {
             }
         }
         // Commits that arrive after the last barrier are not waited for: the sinks commit
-        // everything at the end of their input.
+        // everything at the end of their input, except those that commit only with
+        // checkpoints, which wait for the last one's.
+        if self.chain.commits_only_with_checkpoints() {
+            if let (Some(c), Some(last)) = (self.checkpointing.take(), self.last_checkpoint) {
+                let TaskCheckpointing { commands, .. } = c;
+                crate::final_commit::await_commit(&commands, last, None, |epoch| {
+                    self.chain.commit(epoch)?;
+                    if let Some(stage) = &self.stage {
+                        stage.commit(epoch);
+                    }
+                    Ok(())
+                })?;
+            }
+        }
         Ok(self.chain.end_of_input()?)
     }
 
@@ -292,6 +308,7 @@ impl OperatorTask {
             .into());
         };
         let dir = c.dir.prepare_epoch(barrier.epoch);
+        self.last_checkpoint = Some(barrier.epoch);
         let mut snapshots = Vec::new();
         let failure = self.chain.barrier(&barrier, &dir, &mut snapshots)?;
         let with = Splitting {

@@ -12,9 +12,17 @@ use super::source_text::{pos, Source};
 use crate::ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
 use crate::Text;
 
-/// The connectors a table may name: `file` (read by a reader, written by a writer), the
-/// sources `generator` and `nexmark`, and the sinks `discard` (or `blackhole`, Flink's name).
-const CONNECTORS: [&str; 5] = ["file", "generator", "nexmark", "discard", "blackhole"];
+/// The connectors a table may name: `file` (read by a reader, written by a writer), `kafka`
+/// (read and written by the `kafka` operator), the sources `generator` and `nexmark`, and the
+/// sinks `discard` (or `blackhole`, Flink's name).
+const CONNECTORS: [&str; 6] = [
+    "file",
+    "kafka",
+    "generator",
+    "nexmark",
+    "discard",
+    "blackhole",
+];
 
 /// A declared table.
 #[derive(Debug)]
@@ -316,13 +324,16 @@ impl Tables {
         t.written = true;
         let kind = match t.connector.as_str() {
             "file" => "writer",
+            "kafka" => "kafka",
             "discard" | "blackhole" => "discard",
             // Reported where the table is declared.
             unknown if !CONNECTORS.contains(&unknown) => return Ok(None),
             other => {
                 return Err(Diagnostic::error(
                     t.connector.pos(),
-                    format!("connector '{other}' cannot be written to: use 'file' or 'discard'"),
+                    format!(
+                    "connector '{other}' cannot be written to: use 'file', 'kafka' or 'discard'"
+                ),
                 ))
             }
         };

@@ -1,0 +1,68 @@
+//! The first call every Kafka operator makes: the partitions of its topics, which also tells
+//! a broker that cannot be reached (within the connect timeout) and a topic that does not
+//! exist apart from everything else.
+
+use std::time::Duration;
+
+use rdkafka::client::{Client, ClientContext};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::types::RDKafkaRespErr;
+
+use super::error::KafkaError;
+
+/// The partitions of `topic`, in order, as the cluster at `servers` reports them within
+/// `timeout`.
+pub(crate) fn partitions<C: ClientContext>(
+    client: &Client<C>,
+    topic: &str,
+    servers: &str,
+    timeout: Duration,
+) -> Result<Vec<i32>, KafkaError> {
+    let unreachable = |cause: String| KafkaError::Unreachable {
+        servers: servers.to_string(),
+        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        cause,
+    };
+    let metadata =
+        client
+            .fetch_metadata(Some(topic), timeout)
+            .map_err(|e| match e.rdkafka_error_code() {
+                Some(
+                    RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic,
+                ) => KafkaError::NoTopic {
+                    topic: topic.to_string(),
+                    servers: servers.to_string(),
+                },
+                _ => unreachable(e.to_string()),
+            })?;
+    let Some(t) = metadata.topics().iter().find(|t| t.name() == topic) else {
+        return Err(KafkaError::NoTopic {
+            topic: topic.to_string(),
+            servers: servers.to_string(),
+        });
+    };
+    match t.error() {
+        None => {}
+        Some(RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) => {
+            return Err(KafkaError::NoTopic {
+                topic: topic.to_string(),
+                servers: servers.to_string(),
+            })
+        }
+        Some(e) => {
+            return Err(KafkaError::client(
+                format!("reading the metadata of topic `{topic}`"),
+                format!("{e:?}"),
+            ))
+        }
+    }
+    let mut partitions: Vec<i32> = t.partitions().iter().map(|p| p.id()).collect();
+    if partitions.is_empty() {
+        return Err(KafkaError::NoTopic {
+            topic: topic.to_string(),
+            servers: servers.to_string(),
+        });
+    }
+    partitions.sort_unstable();
+    Ok(partitions)
+}

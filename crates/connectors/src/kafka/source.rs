@@ -1,0 +1,452 @@
+//! The Kafka source: the records of its topics' partitions (its share of them, when it runs
+//! in parallel), decoded into rows, with their offsets in the checkpoints.
+//!
+//! The partitions of every topic, in topic then partition order, are dealt to the instances
+//! in turn (partition *i* to instance *i* mod parallelism); each instance reads its own with
+//! a consumer assigned to them (no consumer group, no rebalancing: anduin's checkpoints
+//! keep the offsets). A checkpoint records, per partition, the offset of the first record
+//! not yet emitted, and with `bounded` the end offsets taken at the first start, so that a
+//! resumed run stops where the interrupted one would have.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anduin_operator_api::{
+    DeadLetter, OperatorError, RejectedRecord, RestoreIn, SnapshotOut, Source, SourcePoll,
+    WatermarkSpec,
+};
+use anduin_types::SharedClock;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::decode::{Polled, RecordDecoder};
+use super::error::KafkaError;
+use super::options::{Client, Startup};
+use super::position::{share, Position, SplitPosition};
+use super::split_time::SplitTimes;
+
+/// How long a poll waits for the first record at most (the runtime's deadline may be
+/// shorter).
+const POLL_WAIT: Duration = Duration::from_millis(100);
+
+/// One partition an instance reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Split {
+    topic: String,
+    partition: i32,
+    /// The offset of the first record not emitted yet (`None`: where `Startup` says).
+    next: Option<i64>,
+    /// With `bounded`: the offset it ends before.
+    end: Option<i64>,
+    /// Read to `end`.
+    done: bool,
+}
+
+/// What a source instance is made of (read from its params when bound).
+#[derive(Clone)]
+pub(crate) struct SourceConfig {
+    pub name: String,
+    pub client: Client,
+    pub topics: Vec<String>,
+    pub startup: Startup,
+    pub bounded: bool,
+    pub fail_on_error: bool,
+    pub watermarks: Option<WatermarkSpec>,
+}
+
+/// A running Kafka source instance.
+pub(crate) struct KafkaSource {
+    config: SourceConfig,
+    consumer: BaseConsumer,
+    splits: Vec<Split>,
+    /// The index of each split by (topic, partition).
+    index: BTreeMap<(String, i32), usize>,
+    decoder: RecordDecoder,
+    dead_letter: Arc<DeadLetter>,
+    times: SplitTimes,
+    clock: SharedClock,
+    /// Whether the consumer was assigned its partitions (at the first poll, after a restore).
+    assigned: bool,
+    /// Records without a value, skipped.
+    empty: u64,
+}
+
+impl KafkaSource {
+    /// Connects, finds the partitions of every topic and takes this instance's share.
+    pub(crate) fn open(
+        config: SourceConfig,
+        decoder: RecordDecoder,
+        ctx: &anduin_operator_api::BuildContext,
+    ) -> Result<Self, KafkaError> {
+        let c = &config.client;
+        let consumer: BaseConsumer = c
+            .config(&[
+                ("group.id", &format!("anduin-{}", config.name)),
+                ("enable.auto.commit", "false"),
+                ("enable.auto.offset.store", "false"),
+                ("enable.partition.eof", "false"),
+                ("auto.offset.reset", "earliest"),
+            ])
+            .create()
+            .map_err(|e| KafkaError::Settings(e.to_string()))?;
+        let mut all = Vec::new();
+        for topic in &config.topics {
+            for p in super::metadata::partitions(
+                consumer.client(),
+                topic,
+                &c.servers,
+                c.connect_timeout,
+            )? {
+                all.push((topic.clone(), p));
+            }
+        }
+        let mine = share(&all, ctx.instance, ctx.parallelism);
+        let mut splits = Vec::new();
+        for (topic, partition) in mine {
+            let end = if config.bounded {
+                let (_, high) = consumer
+                    .fetch_watermarks(&topic, partition, c.connect_timeout)
+                    .map_err(|e| {
+                        KafkaError::client(
+                            format!("reading the end offset of {topic}/{partition}"),
+                            e,
+                        )
+                    })?;
+                Some(high)
+            } else {
+                None
+            };
+            splits.push(Split {
+                topic,
+                partition,
+                next: None,
+                end,
+                done: false,
+            });
+        }
+        let index = splits
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ((s.topic.clone(), s.partition), i))
+            .collect();
+        let idle_after = config
+            .watermarks
+            .and_then(|w| w.idle_timeout_ms)
+            .map(Duration::from_millis);
+        let times = SplitTimes::new(splits.len(), ctx.clock.now(), idle_after);
+        Ok(Self {
+            config,
+            consumer,
+            splits,
+            index,
+            decoder,
+            dead_letter: Arc::clone(&ctx.dead_letter),
+            times,
+            clock: Arc::clone(&ctx.clock),
+            assigned: false,
+            empty: 0,
+        })
+    }
+
+    fn error(&self, e: KafkaError) -> OperatorError {
+        e.for_operator(&self.config.name)
+    }
+
+    /// Assigns the partitions not yet done, each from its offset.
+    fn assign(&mut self) -> Result<(), KafkaError> {
+        let timeout = self.config.client.connect_timeout;
+        let mut tpl = TopicPartitionList::new();
+        for i in 0..self.splits.len() {
+            let Some(s) = self.splits.get(i).cloned() else {
+                continue;
+            };
+            let start = match (s.next, self.config.startup) {
+                (Some(n), _) => Offset::Offset(n),
+                (None, Startup::Earliest) => Offset::Beginning,
+                (None, Startup::Latest) => Offset::End,
+                (None, Startup::Timestamp(ts)) => {
+                    let mut q = TopicPartitionList::new();
+                    q.add_partition_offset(&s.topic, s.partition, Offset::Offset(ts))
+                        .map_err(|e| KafkaError::client("asking for offsets by time", e))?;
+                    let found = self
+                        .consumer
+                        .offsets_for_times(q, timeout)
+                        .map_err(|e| KafkaError::client("asking for offsets by time", e))?;
+                    found
+                        .find_partition(&s.topic, s.partition)
+                        .map_or(Offset::End, |e| e.offset())
+                }
+            };
+            // A bounded partition starts at a known offset (the consumer reports no position
+            // before its first record), and one that starts at its end has nothing to read.
+            let at = match start {
+                Offset::Offset(n) => Some(n),
+                _ => self.resolve(&s, start)?,
+            };
+            let done = s.done || matches!((at, s.end), (Some(at), Some(end)) if at >= end);
+            if let Some(split) = self.splits.get_mut(i) {
+                split.done = done;
+                split.next = split.next.or(at);
+            }
+            if !done {
+                tpl.add_partition_offset(&s.topic, s.partition, start)
+                    .map_err(|e| KafkaError::client("assigning partitions", e))?;
+            }
+        }
+        for (i, s) in self.splits.iter().enumerate() {
+            if s.done {
+                self.times.finish(i);
+            }
+        }
+        self.consumer
+            .assign(&tpl)
+            .map_err(|e| KafkaError::client("assigning partitions", e))?;
+        self.assigned = true;
+        Ok(())
+    }
+
+    /// Where a bounded partition starting at `start` (its beginning, its end, or the end
+    /// for a timestamp after its last record) starts, as an offset; `None` when unbounded.
+    fn resolve(&self, s: &Split, start: Offset) -> Result<Option<i64>, KafkaError> {
+        if s.end.is_none() {
+            return Ok(None);
+        }
+        let (low, high) = self
+            .consumer
+            .fetch_watermarks(&s.topic, s.partition, self.config.client.connect_timeout)
+            .map_err(|e| {
+                KafkaError::client(
+                    format!("reading the offsets of {}/{}", s.topic, s.partition),
+                    e,
+                )
+            })?;
+        Ok(match start {
+            Offset::Beginning => Some(low),
+            Offset::Offset(n) => Some(n),
+            _ => Some(high),
+        })
+    }
+
+    /// With `bounded`: marks done every partition whose consumer position reached its end
+    /// (control records of transactions take offsets no record is read at).
+    fn check_ends(&mut self) -> Result<(), KafkaError> {
+        if !self.config.bounded {
+            return Ok(());
+        }
+        let position = self
+            .consumer
+            .position()
+            .map_err(|e| KafkaError::client("reading the consumer's position", e))?;
+        for (i, s) in self.splits.iter_mut().enumerate() {
+            if s.done {
+                continue;
+            }
+            let at = match position
+                .find_partition(&s.topic, s.partition)
+                .map(|e| e.offset())
+            {
+                Some(Offset::Offset(n)) => Some(n),
+                _ => s.next,
+            };
+            if let (Some(at), Some(end)) = (at, s.end) {
+                if at >= end {
+                    s.done = true;
+                    self.times.finish(i);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Up to `max` records, waiting until `deadline` at most for the first.
+    fn fetch(&mut self, max: usize, deadline: Instant) -> Result<Vec<Polled>, KafkaError> {
+        let mut polled = Vec::new();
+        while polled.len() < max {
+            let wait = if polled.is_empty() {
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(POLL_WAIT)
+            } else {
+                Duration::ZERO
+            };
+            let Some(got) = self.consumer.poll(wait) else {
+                break;
+            };
+            let m = match got {
+                Ok(m) => m,
+                Err(e) => {
+                    // librdkafka retries what it can on its own; what reaches here is for
+                    // the user to see, not a reason to stop.
+                    tracing::warn!(operator = %self.config.name, error = %e, "Kafka consumer error");
+                    continue;
+                }
+            };
+            let Some(&split) = self.index.get(&(m.topic().to_string(), m.partition())) else {
+                continue;
+            };
+            let Some(s) = self.splits.get_mut(split) else {
+                continue;
+            };
+            if s.done || s.end.is_some_and(|end| m.offset() >= end) {
+                continue;
+            }
+            s.next = Some(m.offset() + 1);
+            if s.end.is_some_and(|end| m.offset() + 1 >= end) {
+                s.done = true;
+                self.times.finish(split);
+            }
+            polled.push(Polled {
+                split,
+                offset: m.offset(),
+                timestamp: m.timestamp().to_millis(),
+                value: m.payload().map(<[u8]>::to_vec),
+            });
+        }
+        Ok(polled)
+    }
+
+    /// Sends the records that did not decode to the dead letters (or fails).
+    fn reject(&self, bad: Vec<super::decode::Bad>) -> Result<(), OperatorError> {
+        for b in bad {
+            let (topic, partition) = self
+                .splits
+                .get(b.split)
+                .map_or(("?", -1), |s| (s.topic.as_str(), s.partition));
+            let source = format!("{topic}/{partition}@{}", b.offset);
+            if self.config.fail_on_error {
+                return Err(OperatorError::BadRecord {
+                    operator: self.config.name.clone(),
+                    source_name: source,
+                    line: u64::try_from(b.offset).unwrap_or(0),
+                    reason: b.reason,
+                });
+            }
+            let record = RejectedRecord {
+                source,
+                line: u64::try_from(b.offset).unwrap_or(0),
+                reason: b.reason,
+                record: b.record,
+            };
+            self.dead_letter
+                .reject(&self.config.name, &record)
+                .map_err(|e| self.dead_letter.write_error(&self.config.name, e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Source for KafkaSource {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn watermarks(&self) -> Option<WatermarkSpec> {
+        self.config.watermarks
+    }
+
+    fn watermark_per_split(&self) -> bool {
+        true
+    }
+
+    fn event_time_progress(&self) -> Option<i64> {
+        self.times.progress(self.clock.now())
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        match self.empty {
+            0 => Vec::new(),
+            n => vec![("empty_records", n)],
+        }
+    }
+
+    fn can_resume(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        let position = Position {
+            splits: self
+                .splits
+                .iter()
+                .map(|s| SplitPosition {
+                    topic: s.topic.clone(),
+                    partition: s.partition,
+                    next: s.next,
+                    end: s.end,
+                })
+                .collect(),
+        };
+        out.inline_typed(&self.config.name, &position)
+    }
+
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        let position: Position = state.inline_as(&self.config.name)?;
+        for saved in position.splits {
+            let Some(&i) = self.index.get(&(saved.topic.clone(), saved.partition)) else {
+                return Err(self.error(KafkaError::Checkpoint(format!(
+                    "it read {}/{}, which this instance does not (the topics, their partitions or the parallelism changed)",
+                    saved.topic, saved.partition
+                ))));
+            };
+            if let Some(s) = self.splits.get_mut(i) {
+                s.next = saved.next;
+                if saved.end.is_some() {
+                    s.end = saved.end;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn poll(&mut self, max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {
+        if !self.assigned {
+            self.assign().map_err(|e| self.error(e))?;
+        }
+        if self.splits.iter().all(|s| s.done) {
+            return Ok(SourcePoll::Exhausted);
+        }
+        let polled = self.fetch(max_rows, deadline).map_err(|e| self.error(e))?;
+        if polled.is_empty() {
+            self.check_ends().map_err(|e| self.error(e))?;
+            return Ok(if self.splits.iter().all(|s| s.done) {
+                SourcePoll::Exhausted
+            } else {
+                SourcePoll::Idle
+            });
+        }
+        let rows = self
+            .decoder
+            .decode(&polled)
+            .map_err(|e| OperatorError::Config {
+                operator: self.config.name.clone(),
+                message: e.to_string(),
+            })?;
+        self.empty += rows.empty;
+        let now = self.clock.now();
+        let times = match (&rows.batch, self.config.watermarks) {
+            (Some(b), Some(w)) => anduin_operator_api::event_time::event_times(b, w.column),
+            _ => Vec::new(),
+        };
+        let mut decoded = vec![false; polled.len()];
+        for (row, &from) in rows.from.iter().enumerate() {
+            if let Some(p) = polled.get(from) {
+                self.times
+                    .record(p.split, times.get(row).copied().flatten(), now);
+            }
+            if let Some(d) = decoded.get_mut(from) {
+                *d = true;
+            }
+        }
+        // Records without a row still show their partition is alive.
+        for (p, _) in polled.iter().zip(&decoded).filter(|(_, d)| !**d) {
+            self.times.record(p.split, None, now);
+        }
+        self.reject(rows.bad)?;
+        Ok(match rows.batch {
+            Some(b) if b.num_rows() > 0 => SourcePoll::Batch(b),
+            _ => SourcePoll::Idle,
+        })
+    }
+}
