@@ -13,6 +13,7 @@ pub mod join;
 pub mod map;
 pub mod regular_join;
 mod replica_safe;
+mod retracting;
 pub mod selector;
 pub mod union;
 pub mod window;

@@ -10,40 +10,25 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ahash::RandomState;
-use anduin_operator_api::rescale::{combine_moved, Combine, RescaleError, RescaleMeta};
+use anduin_operator_api::rescale::Combine;
 use anduin_operator_api::{
     BuildContext, Collector, KeyGroupsGiven, Operator, OperatorError, RestoreIn, RowOrigins,
     SnapshotOut,
 };
 use anduin_state::{KeyedTable, TableEntry};
-use anduin_types::{ChangeKind, SnapshotKind};
+use anduin_types::ChangeKind;
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int8Array};
 use arrow::datatypes::Int8Type;
 use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, SortField};
-use serde::{Deserialize, Serialize};
+
+use crate::retracting;
 
 use super::acc::{Column, Evaluation, Group};
 use super::GroupSetup;
 
 /// The sub-key of a group's entry.
 const GROUP: &[u8] = b"g";
-
-/// What an aggregate keeps in a checkpoint's manifest.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Meta {
-    /// Retractions of rows no group held, so far.
-    unmatched_retractions: u64,
-}
-
-impl RescaleMeta for Meta {
-    fn combine(parts: Vec<Self>, how: Combine) -> Result<Self, RescaleError> {
-        Ok(Meta {
-            unmatched_retractions: how.counter(parts.iter().map(|p| p.unmatched_retractions)),
-        })
-    }
-}
 
 /// A running aggregate.
 pub(crate) struct Aggregate {
@@ -430,19 +415,13 @@ impl Operator for Aggregate {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
-        let kind = if out.full_due() {
-            SnapshotKind::Full
-        } else {
-            SnapshotKind::Changes
-        };
         self.flush()?;
-        let meta = Meta {
-            unmatched_retractions: self.unmatched_retractions,
-        };
-        out.inline_typed(&self.setup.name, &meta)?;
-        let stream = out.stream(kind)?;
-        let _stats = self.table.snapshot(kind, stream)?;
-        Ok(())
+        retracting::snapshot(
+            &self.setup.name,
+            &mut self.table,
+            self.unmatched_retractions,
+            out,
+        )
     }
 
     fn rescale_inline(
@@ -450,28 +429,24 @@ impl Operator for Aggregate {
         parts: &[Option<serde_json::Value>],
         how: Combine,
     ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
-        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, how)
+        retracting::rescale_inline(parts, how)
     }
 
-    fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
-        let meta: Meta = state.inline_as(&self.setup.name)?;
-        self.unmatched_retractions = meta.unmatched_retractions;
-        let Some((full, changes)) = state.files.split_first_mut() else {
-            return Err(self.error("the checkpoint has no state file for this aggregate"));
-        };
-        let mut changes: Vec<&mut dyn std::io::Read> = changes
-            .iter_mut()
-            .map(|f| f as &mut dyn std::io::Read)
-            .collect();
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
         let (name, plans) = (&self.setup.name, &self.setup.plans);
         let groups = &mut self.groups;
         groups.clear();
         self.dirty.clear();
-        self.table
-            .restore(full, &mut changes, |e: TableEntry<'_>| {
+        self.unmatched_retractions = retracting::restore(
+            name,
+            "aggregate",
+            &mut self.table,
+            state,
+            |e: TableEntry<'_>| {
                 groups.insert(e.group_key.into(), decode(name, plans, &e)?);
-                Ok::<(), OperatorError>(())
-            })?;
+                Ok(())
+            },
+        )?;
         Ok(())
     }
 
@@ -485,21 +460,11 @@ impl Operator for Aggregate {
     ) -> Result<KeyGroupsGiven, OperatorError> {
         // The table first holds every group as it is in memory.
         self.flush()?;
-        let mut pieces = Vec::with_capacity(ranges.len());
-        for range in ranges {
-            let mut piece = Vec::new();
-            let _stats = self.table.export(*range, &mut piece)?;
-            pieces.push(piece);
-        }
+        let pieces = self.table.export_each(ranges)?;
         let table = &self.table;
-        self.groups.retain(|key, _| {
-            let kg = table.key_group(key);
-            !ranges.iter().any(|r| r.contains(kg))
-        });
-        let meta = Meta {
-            unmatched_retractions: self.unmatched_retractions,
-        };
-        KeyGroupsGiven::new(&self.setup.name, pieces, &meta)
+        self.groups
+            .retain(|key, _| !retracting::given_away(table, ranges, key));
+        retracting::given(&self.setup.name, pieces, self.unmatched_retractions)
     }
 
     fn take_key_groups(
@@ -507,11 +472,8 @@ impl Operator for Aggregate {
         pieces: Vec<(anduin_state::KeyGroupRange, Vec<u8>)>,
         inline: Vec<Option<serde_json::Value>>,
     ) -> Result<(), OperatorError> {
-        let own = Meta {
-            unmatched_retractions: self.unmatched_retractions,
-        };
-        let meta = combine_moved(&self.setup.name, own, inline)?;
-        self.unmatched_retractions = meta.unmatched_retractions;
+        self.unmatched_retractions =
+            retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
         let (name, plans) = (&self.setup.name, &self.setup.plans);
         for (range, bytes) in pieces {
             let _count = self.table.import(range, &mut bytes.as_slice())?;

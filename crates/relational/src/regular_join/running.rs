@@ -14,18 +14,19 @@ use std::sync::Arc;
 
 use ahash::RandomState;
 use anduin_operator_api::keys::KeyEncoder;
-use anduin_operator_api::rescale::{combine_moved, Combine, RescaleError, RescaleMeta};
+use anduin_operator_api::rescale::Combine;
 use anduin_operator_api::{
     BuildContext, Collector, KeyGroupsGiven, Operator, OperatorError, RestoreIn, SnapshotOut,
 };
 use anduin_state::{KeyedTable, TableEntry};
-use anduin_types::{ChangeKind, SnapshotKind, Watermark};
+use anduin_types::{ChangeKind, Watermark};
 use arrow::array::{ArrayRef, AsArray};
 use arrow::datatypes::Int8Type;
 use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, SortField};
 use hashbrown::HashMap;
-use serde::{Deserialize, Serialize};
+
+use crate::retracting;
 
 use super::changes::{apply, Applied, Emitted, Held, Roles};
 use super::pairs::{condition, gather, internal, null_keys, output, Out};
@@ -33,22 +34,6 @@ use super::{entry, RegularSetup};
 
 /// The sub-key of a key's entry.
 const ROWS: &[u8] = b"j";
-
-/// What a regular join keeps in a checkpoint's manifest.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Meta {
-    /// Retractions of rows their side did not hold, so far.
-    unmatched_retractions: u64,
-}
-
-impl RescaleMeta for Meta {
-    fn combine(parts: Vec<Self>, how: Combine) -> Result<Self, RescaleError> {
-        Ok(Meta {
-            unmatched_retractions: how.counter(parts.iter().map(|p| p.unmatched_retractions)),
-        })
-    }
-}
 
 /// Both sides' rows of one key.
 type Sides = [Vec<Held>; 2];
@@ -318,19 +303,13 @@ impl Operator for RegularJoin {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
-        let kind = if out.full_due() {
-            SnapshotKind::Full
-        } else {
-            SnapshotKind::Changes
-        };
         self.flush()?;
-        let meta = Meta {
-            unmatched_retractions: self.unmatched_retractions,
-        };
-        out.inline_typed(&self.setup.name, &meta)?;
-        let stream = out.stream(kind)?;
-        let _stats = self.table.snapshot(kind, stream)?;
-        Ok(())
+        retracting::snapshot(
+            &self.setup.name,
+            &mut self.table,
+            self.unmatched_retractions,
+            out,
+        )
     }
 
     fn rescale_inline(
@@ -338,27 +317,18 @@ impl Operator for RegularJoin {
         parts: &[Option<serde_json::Value>],
         how: Combine,
     ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
-        anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, how)
+        retracting::rescale_inline(parts, how)
     }
 
-    fn restore(&mut self, mut state: RestoreIn) -> Result<(), OperatorError> {
-        let meta: Meta = state.inline_as(&self.setup.name)?;
-        self.unmatched_retractions = meta.unmatched_retractions;
-        let Some((full, changes)) = state.files.split_first_mut() else {
-            return Err(self.error("the checkpoint has no state file for this join"));
-        };
-        let mut changes: Vec<&mut dyn std::io::Read> = changes
-            .iter_mut()
-            .map(|f| f as &mut dyn std::io::Read)
-            .collect();
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
         let name = &self.setup.name;
         let held = &mut self.held;
         held.clear();
         self.dirty.clear();
-        self.table
-            .restore(full, &mut changes, |e: TableEntry<'_>| {
+        self.unmatched_retractions =
+            retracting::restore(name, "join", &mut self.table, state, |e: TableEntry<'_>| {
                 held.insert(e.group_key.into(), decode(name, &e)?);
-                Ok::<(), OperatorError>(())
+                Ok(())
             })?;
         self.rows_held = count_rows(&self.held);
         Ok(())
@@ -376,15 +346,10 @@ impl Operator for RegularJoin {
         self.flush()?;
         let pieces = self.table.export_each(ranges)?;
         let table = &self.table;
-        self.held.retain(|key, _| {
-            let kg = table.key_group(key);
-            !ranges.iter().any(|r| r.contains(kg))
-        });
+        self.held
+            .retain(|key, _| !retracting::given_away(table, ranges, key));
         self.rows_held = count_rows(&self.held);
-        let meta = Meta {
-            unmatched_retractions: self.unmatched_retractions,
-        };
-        KeyGroupsGiven::new(&self.setup.name, pieces, &meta)
+        retracting::given(&self.setup.name, pieces, self.unmatched_retractions)
     }
 
     fn take_key_groups(
@@ -392,11 +357,8 @@ impl Operator for RegularJoin {
         pieces: Vec<(anduin_state::KeyGroupRange, Vec<u8>)>,
         inline: Vec<Option<serde_json::Value>>,
     ) -> Result<(), OperatorError> {
-        let own = Meta {
-            unmatched_retractions: self.unmatched_retractions,
-        };
-        let meta = combine_moved(&self.setup.name, own, inline)?;
-        self.unmatched_retractions = meta.unmatched_retractions;
+        self.unmatched_retractions =
+            retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
         let name = &self.setup.name;
         for (range, bytes) in pieces {
             let held = &mut self.held;
