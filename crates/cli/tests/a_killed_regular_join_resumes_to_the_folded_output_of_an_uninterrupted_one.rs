@@ -9,13 +9,10 @@
 
 use crate::common;
 
-use common::Rng;
-
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 
-use common::{anduin, kill_after, rows_in_order};
+use common::killed::killed_then_finished;
+use common::{anduin, rows_in_order};
 
 const QUERY: &str = r#"
 type name = "Event" {
@@ -89,35 +86,6 @@ fn fold(lines: &[String]) -> BTreeMap<String, u64> {
     rows
 }
 
-fn args<'a>(output: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "run",
-        "q.flow",
-        "--var",
-        output,
-        "--checkpoint-dir",
-        "ckpt",
-        "--checkpoint-every",
-        "5000",
-        "--batch-size",
-        "500",
-    ];
-    args.extend_from_slice(extra);
-    args
-}
-
-fn start(dir: &Path, extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .args(args("OUTPUT=out", extra))
-        .current_dir(dir)
-        .args(["--events", "-"])
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts")
-}
-
 /// Kill `i` runs with the flags `extra[i % extra.len()]`, the final run with the last.
 fn scenario(seeds: &[u64], extra: &[&[&str]]) {
     for &seed in seeds {
@@ -155,23 +123,7 @@ fn scenario(seeds: &[u64], extra: &[&[&str]]) {
         );
 
         // Kill it two to four times, each time after a random number of checkpoints.
-        let mut rng = Rng(seed);
-        let kills = 2 + rng.next(3);
-        let mut killed = 0;
-        for i in 0..kills {
-            let after = 1 + rng.next(4);
-            let delay_ms = rng.next(150);
-            let flags = extra[usize::try_from(i).expect("small") % extra.len()];
-            if kill_after(start(dir.path(), flags), after, delay_ms) {
-                killed += 1;
-            }
-        }
-        assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
-        let last = extra.last().expect("flags");
-        let out = anduin(dir.path(), &args("OUTPUT=out", last));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
-        let got = fold(&rows_in_order(&dir.path().join("out")));
+        let got = fold(&killed_then_finished(dir.path(), seed, extra));
         assert!(
             got == expected,
             "seed {seed}: the resumed changelog folds to other rows than the uninterrupted one ({} and {} rows)",

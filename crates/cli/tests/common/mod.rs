@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 pub mod browser;
 pub mod cluster;
 pub mod kafka;
+pub mod killed;
 pub mod s3;
 pub mod slowed;
 

@@ -1,0 +1,60 @@
+//! A changelog query killed at seeded moments and run to its end: what the killed GROUP BY
+//! and regular join scenarios share.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use super::{anduin, kill_after, rows_in_order, Rng};
+
+/// The flags of every run: `q.flow` into `OUTPUT=out`, a checkpoint every 5000 rows in
+/// `ckpt`, batches of 500, then `extra`.
+fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "q.flow",
+        "--var",
+        "OUTPUT=out",
+        "--checkpoint-dir",
+        "ckpt",
+        "--checkpoint-every",
+        "5000",
+        "--batch-size",
+        "500",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn start(dir: &Path, extra: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(args(extra))
+        .current_dir(dir)
+        .args(["--events", "-"])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts")
+}
+
+/// Runs `q.flow` in `dir` killed with SIGKILL two to four times (seeded by `seed`, each after
+/// a seeded number of checkpoints and milliseconds), run `i` with the flags
+/// `extra[i % extra.len()]`, then to its end with the last; the output's lines in order.
+pub fn killed_then_finished(dir: &Path, seed: u64, extra: &[&[&str]]) -> Vec<String> {
+    let mut rng = Rng(seed);
+    let kills = 2 + rng.next(3);
+    let mut killed = 0;
+    for i in 0..kills {
+        let after = 1 + rng.next(4);
+        let delay_ms = rng.next(150);
+        let flags = extra[usize::try_from(i).expect("small") % extra.len()];
+        if kill_after(start(dir, flags), after, delay_ms) {
+            killed += 1;
+        }
+    }
+    assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
+    let out = anduin(dir, &args(extra.last().expect("flags")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
+    rows_in_order(&dir.join("out"))
+}
