@@ -209,32 +209,24 @@ impl Joined {
 
     /// `e`, which reads columns of one side only, over that side's own columns.
     pub(super) fn rewrite_for_side(&self, e: &Expr) -> Result<Expr, Diagnostic> {
-        let mut e = e.clone();
-        let mut error = None;
-        let _ = visit_expressions_mut(&mut e, |x| {
-            if let Some(col) = match x {
-                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.column(x),
-                _ => None,
-            } {
-                match col {
-                    Ok(Col::Of(_, c)) => *x = Expr::Identifier(Ident::with_quote('"', c)),
-                    Ok(_) => {}
-                    Err(d) => {
-                        error = Some(d);
-                        return ControlFlow::Break(());
-                    }
-                }
-            }
-            ControlFlow::Continue(())
-        });
-        match error {
-            Some(d) => Err(d),
-            None => Ok(e),
-        }
+        self.rename_columns(e, |col| match col {
+            Col::Of(_, c) => Some(c),
+            _ => None,
+        })
     }
 
     /// `e` with every column reference replaced by the join output's column name.
     pub(super) fn rewrite(&self, e: &Expr) -> Result<Expr, Diagnostic> {
+        self.rename_columns(e, |col| Some(self.out_name(&col)))
+    }
+
+    /// `e` with each column reference replaced by the quoted name `name` gives it (kept as it
+    /// is for `None`); the first reference that does not resolve is the error.
+    fn rename_columns(
+        &self,
+        e: &Expr,
+        name: impl Fn(Col) -> Option<String>,
+    ) -> Result<Expr, Diagnostic> {
         let mut e = e.clone();
         let mut error = None;
         let _ = visit_expressions_mut(&mut e, |x| {
@@ -242,8 +234,9 @@ impl Joined {
                 Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.column(x),
                 _ => None,
             } {
-                match col {
-                    Ok(col) => *x = Expr::Identifier(Ident::with_quote('"', self.out_name(&col))),
+                match col.map(&name) {
+                    Ok(Some(n)) => *x = Expr::Identifier(Ident::with_quote('"', n)),
+                    Ok(None) => {}
                     Err(d) => {
                         error = Some(d);
                         return ControlFlow::Break(());
