@@ -436,11 +436,7 @@ pub(crate) fn compile(
         schema: Arc::clone(&schema),
         out_types,
         timeout_port,
-        backend: if p.str_or("state_backend", "heap") == "lsm" {
-            BackendKind::Lsm
-        } else {
-            BackendKind::Heap
-        },
+        backend: p.state_backend(),
         cache: match p.int("cache_partitions") {
             Some(n) if n < 1 => {
                 return Err(p.error("cache_partitions", "must be at least 1").into())

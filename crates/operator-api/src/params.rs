@@ -42,6 +42,15 @@ impl<'a> Params<'a> {
             .unwrap_or_else(|| default.to_string())
     }
 
+    /// Where a stateful operator keeps its keyed state: `state_backend = "lsm"`, or the heap.
+    pub fn state_backend(&self) -> anduin_state::BackendKind {
+        if self.str_or("state_backend", "heap") == "lsm" {
+            anduin_state::BackendKind::Lsm
+        } else {
+            anduin_state::BackendKind::Heap
+        }
+    }
+
     /// A boolean param, or `default`.
     pub fn bool_or(&self, name: &str, default: bool) -> bool {
         self.text(name)

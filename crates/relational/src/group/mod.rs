@@ -267,11 +267,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         rows,
         schema: Arc::clone(&schema),
         change_in,
-        backend: if p.str_or("state_backend", "heap") == "lsm" {
-            BackendKind::Lsm
-        } else {
-            BackendKind::Heap
-        },
+        backend: p.state_backend(),
         sites,
         on_error: anduin_operator_api::OnError::param(&p),
     };

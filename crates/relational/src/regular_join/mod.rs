@@ -192,11 +192,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         rows,
         condition,
         schema: Arc::clone(&schema),
-        backend: if p.str_or("state_backend", "heap") == "lsm" {
-            BackendKind::Lsm
-        } else {
-            BackendKind::Heap
-        },
+        backend: p.state_backend(),
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {

@@ -350,11 +350,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         schema,
         late_port,
         allowed_lateness,
-        backend: if p.str_or("state_backend", "heap") == "lsm" {
-            BackendKind::Lsm
-        } else {
-            BackendKind::Heap
-        },
+        backend: p.state_backend(),
         sites,
         on_error: anduin_operator_api::OnError::param(&p),
         query_file: None,
