@@ -65,10 +65,11 @@ pub(crate) fn rows_between(max: u64) -> u64 {
 /// How many rows copy `op` reads between two handoffs outside barriers: by its limit of
 /// partial matches, or after every batch when it hands on by age (`stage_age`).
 pub(crate) fn rows_between_of(op: &dyn Operator) -> u64 {
-    if figure(op, "stage_age_ms").is_some() {
+    let figures = op.metrics();
+    if figure(&figures, "stage_age_ms").is_some() {
         return 1;
     }
-    figure(op, "max_partial_matches").map_or(1, rows_between)
+    figure(&figures, "max_partial_matches").map_or(1, rows_between)
 }
 
 /// What copy k hands copy k + 1 at one point (nothing, when it keeps all it has).
@@ -271,7 +272,8 @@ impl Spreader {
         name: &str,
         op: &mut dyn Operator,
     ) -> Result<(), OperatorError> {
-        if let Some(age) = figure(op, "stage_age_ms") {
+        let figures = op.metrics();
+        if let Some(age) = figure(&figures, "stage_age_ms") {
             if self.to.is_none() {
                 return Ok(());
             }
@@ -280,8 +282,8 @@ impl Spreader {
             return self.send(Handing { at: point, handed }, name);
         }
         let (Some(partial), Some(max)) = (
-            figure(op, "partial_matches"),
-            figure(op, "max_partial_matches"),
+            figure(&figures, "partial_matches"),
+            figure(&figures, "max_partial_matches"),
         ) else {
             return Err(OperatorError::internal(
                 name,
@@ -381,18 +383,15 @@ fn handing_of(h: Handoff) -> Result<Handing, String> {
     Ok(Handing { at, handed })
 }
 
+/// The figure `key` among an operator's metrics.
+fn figure(figures: &[(&'static str, u64)], key: &str) -> Option<u64> {
+    figures.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+}
+
 /// How old the attempts copy `copy` hands on are when the copies hand on by age `age`
 /// milliseconds a stage: older than `(copy + 1) × age`.
 pub(crate) fn stage_limit(copy: usize, age: u64) -> u64 {
     age.saturating_mul((copy as u64).saturating_add(1))
-}
-
-/// The figure `key` of `op`'s metrics.
-pub(crate) fn figure(op: &dyn Operator, key: &str) -> Option<u64> {
-    op.metrics()
-        .into_iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| v)
 }
 
 /// The spreaders of every copy of every pattern of `graph` that spreads its partial matches,
