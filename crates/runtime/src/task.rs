@@ -79,6 +79,8 @@ impl OperatorTask {
             idle: self.idle,
         };
         let mut coordinator_open = self.checkpointing.is_some();
+        // The latest checkpoint committed (a commit may come before the input's end).
+        let mut committed = None;
         while open > 0 {
             let (from, msg) = self.next_message(&aligner, coordinator_open)?;
             let idx = match from {
@@ -89,6 +91,7 @@ impl OperatorTask {
                 From::Coordinator => {
                     match msg {
                         Some(Got::Command(Command::Commit(epoch))) => {
+                            committed = committed.max(Some(epoch));
                             self.chain.commit(epoch)?;
                             if let Some(stage) = &self.stage {
                                 stage.commit(epoch);
@@ -182,7 +185,8 @@ impl OperatorTask {
         // everything at the end of their input, except those that commit only with
         // checkpoints, which wait for the last one's.
         if self.chain.commits_only_with_checkpoints() {
-            if let (Some(c), Some(last)) = (self.checkpointing.take(), self.last_checkpoint) {
+            let waiting = self.last_checkpoint.filter(|last| committed < Some(*last));
+            if let (Some(c), Some(last)) = (self.checkpointing.take(), waiting) {
                 let TaskCheckpointing { commands, .. } = c;
                 crate::final_commit::await_commit(&commands, last, None, |epoch| {
                     self.chain.commit(epoch)?;
