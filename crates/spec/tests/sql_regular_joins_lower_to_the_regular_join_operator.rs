@@ -152,3 +152,17 @@ fn tables_listed_in_from_are_an_inner_join_on_the_where() {
         .expect_err("no condition");
     assert!(e.to_string().contains("from two without WHERE"), "{e}");
 }
+
+#[test]
+fn a_star_keeps_the_tables_names_so_nothing_is_filtered_before_the_join() {
+    let spec = spec("INSERT INTO out SELECT * FROM o JOIN s ON o.item = s.item WHERE o.qty > 2;");
+    let join = op(&spec, "insert1_join");
+    assert_eq!(
+        param(join, "on").as_deref(),
+        Some(r#""o"."item" = "s"."item""#)
+    );
+    assert_eq!(
+        param(op(&spec, "insert1_where"), "condition").as_deref(),
+        Some(r#""qty" > 2"#)
+    );
+}

@@ -270,7 +270,8 @@ fn bounded<'e>(
 }
 
 /// A join without a time bound: the `regular_join` operator. An inner join's conditions on
-/// one side alone filter that side before the join (it then keeps fewer rows); an outer
+/// one side alone filter that side before the join (it then keeps fewer rows), unless the
+/// select list has a `*` (whose names come from the streams the join reads); an outer
 /// join's other conditions in ON are its `condition`, and its WHERE filters its output.
 fn regular<'e>(
     joined: &mut Joined,
@@ -284,10 +285,16 @@ fn regular<'e>(
     let after = if how == How::Inner {
         let mut rest = Vec::new();
         let mut before: [Vec<&Expr>; 2] = [Vec::new(), Vec::new()];
+        let star = s.projection.iter().any(|i| {
+            matches!(
+                i,
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+            )
+        });
         for c in condition.residual {
             match joined.sides_read(c)? {
-                [true, false] => before[0].push(c),
-                [false, true] => before[1].push(c),
+                [true, false] if !star => before[0].push(c),
+                [false, true] if !star => before[1].push(c),
                 _ => rest.push(c),
             }
         }
