@@ -150,6 +150,7 @@ mod tests {
                 task: 0,
                 name: "src".into(),
                 error: "boom".into(),
+                own: true,
             },
             EngineEvent::LateRows {
                 operator: "w".into(),

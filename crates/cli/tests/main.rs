@@ -5,6 +5,7 @@
 
 mod a_pattern_spreading_its_partial_matches_over_copies_writes_what_one_pattern_writes;
 mod a_pattern_spreading_over_workers_writes_what_one_pattern_writes_and_survives_a_killed_worker;
+mod a_task_failing_on_its_data_fails_its_executor_at_once;
 mod common;
 mod nexmark_reference;
 

@@ -85,6 +85,10 @@ pub enum EngineEvent {
         name: String,
         /// The error.
         error: String,
+        /// Whether it failed for a reason of its own (its data, its operator, a disk), not
+        /// because a channel or another task did, nor as a hot standby's copy (whose stream
+        /// selector goes on with another): the run fails with it.
+        own: bool,
     },
     /// Operator `operator` dropped `rows` rows that came after the watermark had passed
     /// their time, over the whole run (published once, when the run ends; none when it
@@ -178,8 +182,13 @@ impl Subscriber for LogEvents {
             }
             EngineEvent::TaskStarted { task, name } => debug!(task, name, "task started"),
             EngineEvent::TaskFinished { task, name } => debug!(task, name, "task finished"),
-            EngineEvent::TaskFailed { task, name, error } => {
-                debug!(task, name, error, "task failed");
+            EngineEvent::TaskFailed {
+                task,
+                name,
+                error,
+                own,
+            } => {
+                debug!(task, name, error, own, "task failed");
             }
             EngineEvent::LateRows { operator, rows } => {
                 debug!(operator, rows, "rows dropped as late");

@@ -100,7 +100,8 @@ fn run_task(
         }
         Err(cause) => {
             // A replica's failure is the stream selector's to handle: the run goes on.
-            if !cause.is_secondary() && !replica {
+            let own = !cause.is_secondary() && !replica;
+            if own {
                 abort.store(true, Ordering::Relaxed);
             }
             if let Some(lost) = lost {
@@ -112,6 +113,7 @@ fn run_task(
                 task: id,
                 name: error.name.clone(),
                 error: error.to_string(),
+                own,
             });
             Err(error)
         }

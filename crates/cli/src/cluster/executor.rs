@@ -209,7 +209,9 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
             checkpointing: Some(checkpointing),
             stop: Arc::new(AtomicBool::new(false)),
             query_file: Some(args.file.display().to_string()),
-            events: anduin_runtime::Events::logged(),
+            events: anduin_runtime::Events::logged().with(Arc::new(EndAtFailure {
+                failure_file: super::worker::failure_file(deployment),
+            })),
             control: Some(Arc::clone(&control)),
             end_gate: Some(Arc::clone(&link) as Arc<dyn anduin_runtime::EndGate>),
             network: Some(NetworkSettings {
@@ -240,7 +242,37 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the executor of `d`, listening at `data`, says when it reports.
+/// Ends the executor as soon as one of its tasks fails for a reason of its own, leaving the
+/// failure for its worker to tell: its coordinator then restores the part (or rolls the query
+/// back) at once. Waiting for the part's other tasks to end would leave it stuck while they
+/// run on, fed by producers on other workers — for ever, on an endless input — and every
+/// producer of the failed task waiting for it to come back. Nothing of the part is worth
+/// keeping: its instances are restored together from the last complete checkpoint, as after
+/// a kill.
+struct EndAtFailure {
+    failure_file: std::path::PathBuf,
+}
+
+impl anduin_runtime::Subscriber for EndAtFailure {
+    fn event(&self, event: &anduin_runtime::EngineEvent) {
+        if let anduin_runtime::EngineEvent::TaskFailed {
+            name,
+            error,
+            own: true,
+            ..
+        } = event
+        {
+            tracing::error!(
+                task = %name,
+                error = %error,
+                "a task failed: this executor ends its part now, for its coordinator to restore"
+            );
+            let _ = std::fs::write(&self.failure_file, error);
+            std::process::exit(1);
+        }
+    }
+}
+
 /// Refuses to run a part of a plan other than the coordinator's: every task instance must be
 /// where the coordinator placed it, under the same name (a deployment of an older
 /// coordinator names none).
@@ -263,6 +295,7 @@ fn same_plan(d: &Deployment, loaded: &Loaded, args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// What the executor of `d`, listening at `data`, says when it reports.
 fn hello(d: &Deployment, data: SocketAddr, started: bool) -> ToCoordinator {
     ToCoordinator::Executor {
         query: d.query.clone(),

@@ -369,9 +369,14 @@ const FAILURE_FILE: &str = "failure.txt";
 /// its worker to tell the coordinator (which does not see the executor's stderr).
 pub fn leave_failure(deployment: &Path, outcome: Result<ExitCode>) -> Result<ExitCode> {
     if let Err(e) = &outcome {
-        let _ = std::fs::write(deployment.with_file_name(FAILURE_FILE), format!("{e:#}"));
+        let _ = std::fs::write(failure_file(deployment), format!("{e:#}"));
     }
     outcome
+}
+
+/// Where the executor of `deployment` leaves why it failed.
+pub fn failure_file(deployment: &Path) -> PathBuf {
+    deployment.with_file_name(FAILURE_FILE)
 }
 
 /// Reports to the coordinator when the executor of `key` (whose part is in `dir`) ends, with
