@@ -1,7 +1,6 @@
 //! `anduin submit`, `anduin status` and `anduin cancel`: one request to the coordinator each
 //! (`submit --wait` then asks for the query's status until it is over).
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,7 +8,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use super::proto::{self, QueryStatus, Reply, RuleFile, Submission, ToCoordinator};
+use super::coordinators::{standing_by, Coordinators, NO_LEADER};
+use super::proto::{QueryStatus, Reply, RuleFile, Submission, ToCoordinator};
 use super::secret::SecretArgs;
 
 /// Arguments of `anduin submit`.
@@ -17,9 +17,10 @@ use super::secret::SecretArgs;
 pub struct SubmitArgs {
     /// The query file (.flow, .sql or .json).
     pub file: PathBuf,
-    /// The coordinator's address (required).
-    #[arg(long, value_name = "HOST:PORT")]
-    pub coordinator: Option<SocketAddr>,
+    /// The coordinator's address (required); several (`a:7400,b:7400`) when coordinators
+    /// elect a leader: the one that leads is asked.
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT…]")]
+    pub coordinator: Option<Coordinators>,
     /// The query's name (default: the file's stem).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
@@ -49,9 +50,9 @@ pub struct SubmitArgs {
 pub struct StatusArgs {
     /// One query (default: every query).
     pub query: Option<String>,
-    /// The coordinator's address.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub coordinator: SocketAddr,
+    /// The coordinator's address, or several (`a:7400,b:7400`).
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT…]")]
+    pub coordinator: Coordinators,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -64,9 +65,9 @@ pub struct StatusArgs {
 pub struct CancelArgs {
     /// The query.
     pub query: String,
-    /// The coordinator's address.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub coordinator: SocketAddr,
+    /// The coordinator's address, or several (`a:7400,b:7400`).
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT…]")]
+    pub coordinator: Coordinators,
     #[command(flatten)]
     pub secret: SecretArgs,
 }
@@ -74,9 +75,25 @@ pub struct CancelArgs {
 /// How long `submit --wait` waits for a coordinator it cannot reach.
 const UNREACHABLE_FOR: Duration = Duration::from_secs(120);
 
-/// One request and its reply.
-fn ask(coordinator: SocketAddr, secret: Option<&[u8]>, msg: &ToCoordinator) -> Result<Reply> {
-    let (to, mut from) = proto::connect(coordinator, secret)?;
+/// How long a client waits for one of its coordinators to lead (a standby takes over).
+const LEADER_WAIT: Duration = Duration::from_secs(30);
+
+/// One request and its reply, from the coordinator that leads (waiting up to [`LEADER_WAIT`]
+/// while every one stands by or is away, when there are several).
+fn ask(coordinator: &Coordinators, secret: Option<&[u8]>, msg: &ToCoordinator) -> Result<Reply> {
+    let since = std::time::Instant::now();
+    let (to, mut from) = loop {
+        match coordinator.connect(secret) {
+            Ok(c) => break c,
+            Err(e)
+                if (standing_by(&e) || e.to_string().starts_with(NO_LEADER))
+                    && since.elapsed() < LEADER_WAIT =>
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => return Err(e),
+        }
+    };
     to.send(msg)?;
     from.recv::<Reply>()?
         .context("the coordinator closed the connection without answering")
@@ -121,7 +138,7 @@ fn own_flags(mut args: SubmitArgs) -> Result<SubmitArgs> {
     if let Some(c) = take_flag(&mut args.run_args, "--coordinator", true) {
         args.coordinator = Some(
             c.parse()
-                .with_context(|| format!("--coordinator {c}: not HOST:PORT"))?,
+                .map_err(|e| anyhow::anyhow!("--coordinator {c}: {e}"))?,
         );
     }
     if let Some(n) = take_flag(&mut args.run_args, "--name", true) {
@@ -141,7 +158,7 @@ fn own_flags(mut args: SubmitArgs) -> Result<SubmitArgs> {
 
 pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
     let args = own_flags(args)?;
-    let Some(coordinator) = args.coordinator else {
+    let Some(coordinator) = args.coordinator.clone() else {
         bail!("anduin submit needs --coordinator HOST:PORT");
     };
     let secret = args.secret.load()?;
@@ -182,7 +199,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         resume: args.resume,
     };
     let query = match ask(
-        coordinator,
+        &coordinator,
         secret.as_deref(),
         &ToCoordinator::Submit(submission),
     )? {
@@ -194,12 +211,12 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
     if !args.wait {
         return Ok(ExitCode::SUCCESS);
     }
-    wait_until_over(coordinator, secret.as_deref(), &query)
+    wait_until_over(&coordinator, secret.as_deref(), &query)
 }
 
 /// The state of `query` at `coordinator`, if it knows one of that name.
 pub fn state_of(
-    coordinator: SocketAddr,
+    coordinator: &Coordinators,
     secret: Option<&[u8]>,
     query: &str,
 ) -> Result<Option<QueryStatus>> {
@@ -218,7 +235,7 @@ pub fn state_of(
 
 /// Prints each change of `query`'s state until it is over: success when it finished.
 pub fn wait_until_over(
-    coordinator: SocketAddr,
+    coordinator: &Coordinators,
     secret: Option<&[u8]>,
     query: &str,
 ) -> Result<ExitCode> {
@@ -307,7 +324,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     let one = args.query.is_some();
     let secret = args.secret.load()?;
     match ask(
-        args.coordinator,
+        &args.coordinator,
         secret.as_deref(),
         &ToCoordinator::Status { query: args.query },
     )? {
@@ -341,7 +358,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
 pub fn cancel(args: CancelArgs) -> Result<ExitCode> {
     let secret = args.secret.load()?;
     match ask(
-        args.coordinator,
+        &args.coordinator,
         secret.as_deref(),
         &ToCoordinator::Cancel {
             query: args.query.clone(),

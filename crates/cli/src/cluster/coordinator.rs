@@ -102,6 +102,13 @@ pub struct CoordinatorArgs {
     /// which a lost part that was only slow or paused reports its end before it is restored.
     #[arg(long, hide = true)]
     pub inject_hold_restore: bool,
+    /// Several coordinators, one leading: `file:///PATH`, the one that holds the lock on PATH
+    /// leads (coordinators on one machine, or on a file system whose locks all see); the
+    /// others stand by, refusing connections, and one takes over when the leader's process
+    /// ends. Every coordinator of the cluster gets the same --state-dir and lock; workers and
+    /// clients get all their addresses (`--coordinator a:7400,b:7400`).
+    #[arg(long, value_parser = super::leadership::parse_election, value_name = "URL")]
+    pub leader_election: Option<super::leadership::Election>,
     #[command(flatten)]
     pub secret: SecretArgs,
 }
@@ -269,6 +276,8 @@ pub struct Cluster {
     pub hold_restore: bool,
     /// Which workers there are.
     pub scheduler: Mutex<Box<dyn Scheduler>>,
+    /// The leader's term (`--leader-election`), which workers hold against an older one.
+    pub term: Option<u64>,
 }
 
 pub struct State {
@@ -414,10 +423,45 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         (_, Some(0)) => bail!("--slots must be at least 1"),
         _ => {}
     }
+    if args.leader_election.is_some() && args.scheduler == SchedulerKind::Process {
+        bail!(
+            "--leader-election works with the static scheduler only for now: the workers of \
+             --scheduler process are the leader's children; start workers with `anduin worker \
+             --coordinator A,B` instead"
+        );
+    }
     let secret = args.secret.load()?;
     check_listen("a coordinator listening", args.listen.ip(), &secret)?;
     std::fs::create_dir_all(&args.state_dir)
         .with_context(|| format!("cannot create `{}`", args.state_dir.display()))?;
+    let socket = TcpListener::bind(args.listen)
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let addr = socket.local_addr()?;
+    let serving: Serving = Arc::default();
+    let leadership = match &args.leader_election {
+        None => None,
+        Some(election) => {
+            // Listening (and saying so) from now on, refusing connections until it leads.
+            let acceptor = {
+                let (socket, serving) = (socket.try_clone()?, Arc::clone(&serving));
+                std::thread::Builder::new()
+                    .name("anduin-accept".into())
+                    .spawn(move || accept(&socket, &serving))?
+            };
+            write_address(args.address_file.as_deref(), addr)?;
+            let leadership = super::leadership::lead(election, &args.state_dir, |holder| {
+                let who = holder.map_or_else(|| "another".to_string(), |p| format!("pid {p}"));
+                eprintln!(
+                    "anduin: coordinator on {addr} standing by: the coordinator of {who} leads"
+                );
+            })?;
+            eprintln!(
+                "anduin: coordinator on {addr} leads (term {})",
+                leadership.term
+            );
+            Some((leadership, acceptor))
+        }
+    };
     // An object store that cannot be used stops the coordinator now, naming it.
     let store = ClusterStore::new(&args.checkpoint_store, &args.state_dir)?;
     let catalog = Catalog::open(
@@ -438,9 +482,6 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         )?),
         ClusterStore::Objects { .. } => None,
     };
-    let socket = TcpListener::bind(args.listen)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let addr = socket.local_addr()?;
     let scheduler: Box<dyn Scheduler> = match (args.scheduler, args.workers) {
         (SchedulerKind::Process, Some(n)) => Box::new(
             Processes::new(
@@ -485,15 +526,14 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         exit_after: args.inject_exit_after,
         hold_restore: args.inject_hold_restore,
         scheduler: Mutex::new(scheduler),
+        term: leadership.as_ref().map(|(l, _)| l.term),
     });
     stop_on_signals(&cluster);
     for (name, submission) in resumed {
         start_driver(&cluster, &name, &submission, true)?;
     }
-    if let Some(f) = &args.address_file {
-        let tmp = f.with_extension("tmp");
-        std::fs::write(&tmp, addr.to_string())?;
-        std::fs::rename(&tmp, f)?;
+    if leadership.is_none() {
+        write_address(args.address_file.as_deref(), addr)?;
     }
     eprintln!("anduin: coordinator listening on {addr}");
     tend_workers(&cluster);
@@ -505,6 +545,23 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     }
     // Served as long as the coordinator runs.
     let _api = api;
+    let _ = serving.set(cluster);
+    match leadership {
+        // Held until the process ends.
+        Some((_leadership, acceptor)) => {
+            let _ = acceptor.join();
+        }
+        None => accept(&socket, &serving),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The coordinator's state once it serves (a standby's stays empty until it leads).
+type Serving = Arc<std::sync::OnceLock<Arc<Cluster>>>;
+
+/// Serves every connection on `socket`, each on a thread of its own; before the coordinator
+/// serves, refuses it as a standby does (the peer tries the next coordinator it knows).
+fn accept(socket: &TcpListener, serving: &Serving) {
     for conn in socket.incoming() {
         let stream = match conn {
             Ok(s) => s,
@@ -513,16 +570,38 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
                 continue;
             }
         };
-        let cluster = Arc::clone(&cluster);
-        std::thread::Builder::new()
+        let serving = Arc::clone(serving);
+        let spawned = std::thread::Builder::new()
             .name("anduin-conn".into())
-            .spawn(move || {
-                if let Err(e) = serve(stream, &cluster) {
-                    tracing::warn!(error = %format!("{e:#}"), "a connection failed");
+            .spawn(move || match serving.get() {
+                Some(cluster) => {
+                    if let Err(e) = serve(stream, cluster) {
+                        tracing::warn!(error = %format!("{e:#}"), "a connection failed");
+                    }
                 }
-            })?;
+                None => {
+                    if let Ok((to, _)) = proto::split(stream) {
+                        to.refuse(&format!(
+                            "{}: this coordinator does not lead (yet): try another",
+                            super::coordinators::STANDING_BY
+                        ));
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start a connection's thread");
+        }
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `addr` to `--address-file`, if given, at once (never half written).
+fn write_address(file: Option<&std::path::Path>, addr: SocketAddr) -> Result<()> {
+    if let Some(f) = file {
+        let tmp = f.with_extension("tmp");
+        std::fs::write(&tmp, addr.to_string())?;
+        std::fs::rename(&tmp, f)?;
+    }
+    Ok(())
 }
 
 /// What the catalog of a restarted coordinator says: its workers (awaited until they
@@ -982,6 +1061,7 @@ fn serve_worker(
     to.send(&ToWorker::Welcome {
         worker: id,
         heartbeat_timeout_ms: u64::try_from(cluster.heartbeat_timeout.as_millis()).ok(),
+        term: cluster.term,
     })?;
     let again = if previous == Some(id) { " again" } else { "" };
     eprintln!("anduin: worker {name} (id {id}) joined{again} with {slots} slots");

@@ -557,6 +557,7 @@ fn attempt(
                 restore: restore_epoch,
                 controls: carried.clone(),
                 coordinator: cluster.addr,
+                coordinators: None,
                 incarnation: 0,
             };
             if let Some(entry) = state.workers.get(w) {

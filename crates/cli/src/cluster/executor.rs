@@ -25,6 +25,7 @@ use anduin_types::Epoch;
 use anyhow::{bail, Context, Result};
 use crossbeam_channel::{Receiver, Sender};
 
+use super::coordinators::Coordinators;
 use super::proto::{self, Deployment, ToCoordinator, ToExecutor};
 use crate::cmd::run::RunArgs;
 use crate::embedded::{execute, prepare_outputs, Execution};
@@ -101,7 +102,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         incarnation: d.incarnation,
     };
     let link = Arc::new(Link {
-        coordinator: d.coordinator,
+        coordinator: coordinators_of(&d),
         hello: hello(&d, listener.local_addr(), true),
         to: Mutex::new(Some(to_coordinator)),
         facts: Mutex::default(),
@@ -295,6 +296,14 @@ fn same_plan(d: &Deployment, loaded: &Loaded, args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// Where the executor of `d` reaches its coordinator: any of its worker's, or the one that
+/// deployed it.
+fn coordinators_of(d: &Deployment) -> Coordinators {
+    d.coordinators
+        .clone()
+        .unwrap_or_else(|| Coordinators::one(d.coordinator))
+}
+
 /// What the executor of `d`, listening at `data`, says when it reports.
 fn hello(d: &Deployment, data: SocketAddr, started: bool) -> ToCoordinator {
     ToCoordinator::Executor {
@@ -328,8 +337,9 @@ fn await_start(
 )> {
     let mut pause = Duration::from_millis(50);
     let mut early = Early::new();
+    let coordinators = coordinators_of(d);
     loop {
-        match proto::connect(d.coordinator, secret) {
+        match coordinators.connect(secret) {
             Ok((to, mut from)) if to.send(&hello(d, data, false)).is_ok() => loop {
                 match from.recv::<ToExecutor>() {
                     Ok(Some(ToExecutor::Start { addresses })) => {
@@ -380,7 +390,7 @@ fn exit_with_worker() {
 
 /// The executor's connection to the coordinator, kept up while the part runs.
 struct Link {
-    coordinator: SocketAddr,
+    coordinator: Coordinators,
     /// What the executor says when it (re)connects.
     hello: ToCoordinator,
     /// The connection, while there is one.
@@ -537,7 +547,7 @@ impl Link {
     /// A new connection to the coordinator, on which the executor has reported again and told
     /// which of its sources have ended.
     fn reconnect(&self) -> Result<proto::Receiver> {
-        let (to, from) = proto::connect(self.coordinator, self.secret.as_deref())?;
+        let (to, from) = self.coordinator.connect(self.secret.as_deref())?;
         to.send(&self.hello)?;
         for fact in self.facts.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             to.send(&ToCoordinator::Event(fact.clone()))?;

@@ -169,7 +169,8 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
             .unwrap_or_default()
     });
     let secret = args.secret.load()?;
-    if let Some(s) = client::state_of(addr, secret.as_deref(), &name)?.filter(|s| !s.is_over()) {
+    let addr = super::coordinators::Coordinators::one(addr);
+    if let Some(s) = client::state_of(&addr, secret.as_deref(), &name)?.filter(|s| !s.is_over()) {
         let kept = dir.join("coordinator").join("queries").join(&name);
         let ours = std::fs::read_to_string(&args.file).ok();
         let theirs = args
@@ -205,7 +206,7 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
             s.state,
             dir.display()
         );
-        let code = client::wait_until_over(addr, secret.as_deref(), &name);
+        let code = client::wait_until_over(&addr, secret.as_deref(), &name);
         drop(coordinator);
         return code;
     }

@@ -19,9 +19,11 @@
 pub mod client;
 mod controls;
 pub mod coordinator;
+pub mod coordinators;
 mod driver;
 pub mod executor;
 pub mod figures;
+pub mod leadership;
 mod life_events;
 pub mod local;
 pub mod proto;

@@ -123,6 +123,10 @@ pub enum ToWorker {
         /// often than every half of it.
         #[serde(default)]
         heartbeat_timeout_ms: Option<u64>,
+        /// The term of the coordinator, when it was elected leader among several: a worker
+        /// refuses a coordinator of an older term than one it has seen.
+        #[serde(default)]
+        term: Option<u64>,
     },
     /// Start an executor for part of a query.
     Deploy(Box<Deployment>),
@@ -179,6 +183,10 @@ pub struct Deployment {
     pub controls: Vec<anduin_checkpoint::ChangeRecord>,
     /// Where the executor reaches the coordinator.
     pub coordinator: SocketAddr,
+    /// Every coordinator the executor may report to, when its worker has several (set by
+    /// the worker from its `--coordinator` list): the one that leads answers.
+    #[serde(default)]
+    pub coordinators: Option<super::coordinators::Coordinators>,
     /// How many times this part was restored on another worker in this attempt (0: it runs
     /// where it was deployed). Its executor says so to the coordinator and in every
     /// handshake of its channels, and whoever knows of a newer one turns it away: a worker

@@ -473,6 +473,7 @@ pub(super) fn restore_part(
             checkpoint_store: cluster.store.for_executors(name),
             restore: epoch,
             coordinator: cluster.addr,
+            coordinators: None,
             incarnation: incarnations.get(part).copied().unwrap_or(0),
         };
         let from = epoch.map_or_else(|| "none (from the beginning)".into(), |e| e.to_string());

@@ -5,7 +5,6 @@
 //! the parts that ended meanwhile.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
@@ -14,6 +13,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::coordinators::{standing_by, Coordinators, NO_LEADER};
 use super::proto::{self, Deployment, ToCoordinator, ToWorker};
 use super::secret::{check_listen, SecretArgs};
 use crate::embedded::parse_duration;
@@ -21,9 +21,11 @@ use crate::embedded::parse_duration;
 /// Arguments of `anduin worker`.
 #[derive(Args, Debug)]
 pub struct WorkerArgs {
-    /// The coordinator's address.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub coordinator: SocketAddr,
+    /// The coordinator's address; several (`a:7400,b:7400`) when coordinators elect a leader
+    /// (`anduin coordinator --leader-election`): the worker registers with the one that
+    /// leads, and with the next leader when that one goes away.
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT…]")]
+    pub coordinator: Coordinators,
     /// How many task instances this worker runs at once.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub slots: u32,
@@ -137,10 +139,13 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
             })?;
     }
     let mut id: Option<u32> = None;
+    // The newest leader's term seen: an older leader is not registered with again.
+    let mut term: Option<u64> = None;
     let mut pause = Duration::from_millis(50);
     loop {
-        let (to, mut from) = match register(&args, &name, id, secret.as_deref()) {
-            Ok(Some((worker, to, from))) => {
+        let (to, mut from) = match register(&args, &name, id, term, secret.as_deref()) {
+            Ok(Some((worker, offered, to, from))) => {
+                term = offered.or(term);
                 if id.is_none() {
                     eprintln!(
                         "anduin: worker {name} (id {worker}) registered with the coordinator at {}",
@@ -154,8 +159,15 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                 (to, from)
             }
             // Refused (a live worker holds this name; the secret changed): trying again
-            // would not help.
-            Err(e) if e.to_string().starts_with(proto::REFUSED) => return Err(e),
+            // would not help. No leader yet: one comes.
+            Err(e) if e.to_string().starts_with(proto::REFUSED) && !standing_by(&e) => {
+                return Err(e)
+            }
+            Err(e) if standing_by(&e) || e.to_string().starts_with(NO_LEADER) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(1));
+                continue;
+            }
             Ok(None) | Err(_) if id.is_some() => {
                 // The coordinator is away: the executors go on; try again.
                 std::thread::sleep(pause);
@@ -175,6 +187,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
         let env = Env {
             secret: secret.clone(),
             data_host: args.data_host,
+            coordinators: args.coordinator.clone(),
         };
         serve(&mut from, &executors, &link, &work_dir, &name, &env);
         link.lock().unwrap_or_else(|p| p.into_inner()).to = None;
@@ -198,24 +211,40 @@ fn heartbeats_too_rare(interval: Duration, timeout: Duration) -> Option<String> 
     })
 }
 
-/// Registers with the coordinator (under `previous` if it had a number): the worker's number
-/// and the connection.
+/// A worker's number, its coordinator's term, and the connection to it.
+type Registered = (u32, Option<u64>, proto::Sender, proto::Receiver);
+
+/// Registers with the coordinator (under `previous` if it had a number): the worker's number,
+/// the coordinator's term and the connection. A coordinator of an older term than `term`
+/// (one that led before the last this worker registered with) is left at once.
 fn register(
     args: &WorkerArgs,
     name: &str,
     previous: Option<u32>,
+    term: Option<u64>,
     secret: Option<&[u8]>,
-) -> Result<Option<(u32, proto::Sender, proto::Receiver)>> {
-    let (to, mut from) = proto::connect(args.coordinator, secret)?;
+) -> Result<Option<Registered>> {
+    let (to, mut from) = args.coordinator.connect(secret)?;
     to.send(&ToCoordinator::Worker {
         name: name.to_string(),
         slots: args.slots,
         previous,
     })?;
     Ok(match from.recv::<ToWorker>()? {
+        Some(ToWorker::Welcome { term: offered, .. })
+            if super::leadership::older_term(term, offered) =>
+        {
+            to.close();
+            bail!(
+                "{NO_LEADER} of term {} or later: a coordinator of term {} answered",
+                term.unwrap_or_default(),
+                offered.unwrap_or_default()
+            )
+        }
         Some(ToWorker::Welcome {
             worker,
             heartbeat_timeout_ms,
+            term: offered,
         }) => {
             if let Some(timeout) = heartbeat_timeout_ms.map(Duration::from_millis) {
                 if let Some(why) = heartbeats_too_rare(args.heartbeat_interval, timeout) {
@@ -226,7 +255,7 @@ fn register(
                     eprintln!("anduin: worker {name}: {why}");
                 }
             }
-            Some((worker, to, from))
+            Some((worker, offered, to, from))
         }
         _ => None,
     })
@@ -237,6 +266,8 @@ fn register(
 struct Env {
     secret: Option<Arc<[u8]>>,
     data_host: std::net::IpAddr,
+    /// Where its executors reach a coordinator that leads.
+    coordinators: Coordinators,
 }
 
 fn serve(
@@ -316,6 +347,10 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
     let file = dir.join(&d.submission.file_name);
     std::fs::write(&file, &d.submission.source)?;
     let deployment = dir.join("deployment.json");
+    let d = &Deployment {
+        coordinators: Some(env.coordinators.clone()),
+        ..d.clone()
+    };
     std::fs::write(&deployment, serde_json::to_vec_pretty(d)?)?;
     let exe = std::env::current_exe().context("cannot find the anduin executable")?;
     let cwd = if d.submission.cwd.is_dir() {

@@ -12,8 +12,10 @@ pub struct LocalCluster {
     pub addr: String,
     /// How its processes are started.
     pub setup: Setup,
-    // Dropped last: the workers first, then the coordinator.
+    // Dropped last: the workers first, then the coordinators.
     pub workers: Vec<ChildGuard>,
+    /// With [`Setup::standby`]: the coordinator that stands by (`addr` lists both).
+    pub standby: Option<ChildGuard>,
     pub coordinator: ChildGuard,
 }
 
@@ -29,11 +31,29 @@ pub struct Setup {
     pub worker_env: Vec<(String, String)>,
     /// More flags of the coordinator's (`--no-per-task-recovery`).
     pub coordinator_flags: Vec<String>,
+    /// A second coordinator, standing by: both elect their leader by a lock file
+    /// (`--leader-election`), the first leads; every process is given both addresses.
+    pub standby: bool,
+}
+
+/// The lock file by which the coordinators of a [`Setup::standby`] cluster in `dir` elect.
+fn leader_lock(dir: &Path) -> String {
+    format!("file://{}", dir.join("leader.lock").display())
 }
 
 /// A coordinator listening on `listen`, its state in `dir`.
 fn coordinator(dir: &Path, listen: &str, setup: &Setup) -> ChildGuard {
-    let addr_file = dir.join("addr");
+    coordinator_named(dir, "coordinator", listen, setup)
+}
+
+/// A coordinator called `name` (its address in `dir/NAME.addr`, but `dir/addr` for
+/// "coordinator", its log in `dir/NAME.log`) listening on `listen`, its state in `dir`. With
+/// [`Setup::standby`], waits until it says whether it leads or stands by.
+fn coordinator_named(dir: &Path, name: &str, listen: &str, setup: &Setup) -> ChildGuard {
+    let addr_file = match name {
+        "coordinator" => dir.join("addr"),
+        _ => dir.join(format!("{name}.addr")),
+    };
     let _ = std::fs::remove_file(&addr_file);
     let store = setup
         .checkpoint_store
@@ -48,14 +68,28 @@ fn coordinator(dir: &Path, listen: &str, setup: &Setup) -> ChildGuard {
             .arg("--address-file")
             .arg(&addr_file)
             .args(&setup.coordinator_flags)
+            .args(
+                setup
+                    .standby
+                    .then(|| ["--leader-election".to_string(), leader_lock(dir)])
+                    .into_iter()
+                    .flatten(),
+            )
             .envs(setup.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(log(dir, "coordinator.log"))
+            .stderr(log(dir, &format!("{name}.log")))
             .spawn()
             .expect("the coordinator starts"),
     );
     wait_until("the coordinator's address", || addr_file.exists());
+    if setup.standby {
+        let log = dir.join(format!("{name}.log"));
+        wait_until("the coordinator leading or standing by", || {
+            std::fs::read_to_string(&log)
+                .is_ok_and(|l| l.contains(" leads (term") || l.contains("standing by"))
+        });
+    }
     child
 }
 
@@ -75,10 +109,25 @@ impl LocalCluster {
         std::fs::read_to_string(self.dir.path().join("coordinator.log")).unwrap_or_default()
     }
 
+    /// What the standby coordinator wrote on stderr (with [`Setup::standby`]).
+    pub fn standby_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("standby.log")).unwrap_or_default()
+    }
+
+    /// Kills the leading coordinator with SIGKILL (with [`Setup::standby`]): the standby
+    /// takes over.
+    pub fn kill_leader(&mut self) {
+        let _ = self.coordinator.0.kill();
+        let _ = self.coordinator.0.wait();
+    }
+
     /// The last lines the coordinator and the workers wrote on stderr, for a failure's message.
     pub fn logs(&self) -> String {
         let mut out = String::new();
         let mut names: Vec<String> = vec!["coordinator.log".into()];
+        if self.standby.is_some() {
+            names.push("standby.log".into());
+        }
         names.extend((0..self.workers.len()).map(|i| format!("w{i}.log")));
         for name in names {
             let text = std::fs::read_to_string(self.dir.path().join(&name)).unwrap_or_default();
@@ -109,15 +158,22 @@ impl LocalCluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let addr_file = dir.path().join("addr");
         let coordinator = coordinator(dir.path(), "127.0.0.1:0", &setup);
-        let addr = std::fs::read_to_string(&addr_file)
+        let mut addr = std::fs::read_to_string(&addr_file)
             .expect("address")
             .trim()
             .to_string();
+        let standby = setup.standby.then(|| {
+            let standby = coordinator_named(dir.path(), "standby", "127.0.0.1:0", &setup);
+            let at = std::fs::read_to_string(dir.path().join("standby.addr")).expect("address");
+            addr = format!("{addr},{}", at.trim());
+            standby
+        });
         let mut cluster = Self {
             dir,
             addr,
             setup,
             workers: Vec::new(),
+            standby,
             coordinator,
         };
         for i in 0..workers {

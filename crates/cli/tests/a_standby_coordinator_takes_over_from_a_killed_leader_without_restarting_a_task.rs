@@ -1,0 +1,155 @@
+//! Two coordinators elect their leader by a lock file (`--leader-election file:///…`) and
+//! share a state directory; workers and the client are given both addresses. The leader is
+//! killed with SIGKILL mid-run (after a seeded number of checkpoints): the standby takes the
+//! lock (term 2), recovers the catalog the leader kept, the workers and their executors —
+//! running on meanwhile — register and report with it, and it takes over the query's
+//! checkpoints without restarting a task (attempt 1, the same executors). `anduin submit
+//! --wait`, asking whichever leads, sees the query finish, and the output equals an
+//! uninterrupted embedded run's. A coordinator with another state directory than the
+//! leader's is refused at its start.
+
+use crate::common;
+
+use common::cluster::{executors, windowed_generator, LocalCluster, Setup};
+use common::{anduin, anduin_ok, output_rows, wait_until};
+
+fn scenario(after: u64) {
+    let work = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        work.path().join("q.flow"),
+        windowed_generator(
+            7,
+            60_000,
+            20_000,
+            r#"param kind = "tumbling" param size = "100ms""#,
+        ),
+    )
+    .expect("query");
+    anduin_ok(
+        work.path(),
+        &["run", "q.flow", "--var", "OUTPUT=reference.csv"],
+    );
+    let expected = output_rows(&work.path().join("reference.csv"));
+    assert!(expected.len() > 10_000, "the query writes enough rows");
+
+    let mut cluster = LocalCluster::start_with(
+        3,
+        8,
+        Setup {
+            standby: true,
+            ..Setup::default()
+        },
+    );
+    assert!(
+        cluster.standby_log().contains("standing by"),
+        "{}",
+        cluster.logs()
+    );
+    let submit = cluster.submit(
+        work.path(),
+        "q.flow",
+        &[
+            "--var",
+            "OUTPUT=out",
+            "--parallelism",
+            "3",
+            "--no-chaining",
+            "--checkpoint-every",
+            "4000",
+        ],
+    );
+    wait_until("the checkpoints before the kill", || {
+        cluster.status("q")["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|e| e >= after)
+    });
+    assert_ne!(
+        cluster.status("q")["state"],
+        "finished",
+        "the kill must come mid-run"
+    );
+    let before = executors(&cluster, None);
+    cluster.kill_leader();
+    wait_until("the standby leading", || {
+        cluster.standby_log().contains(" leads (term 2)")
+    });
+    // The new leader takes over: a checkpoint of its own completes (or the query ends).
+    let mut taken_over = None;
+    wait_until("the new leader's status of the query", || {
+        taken_over = cluster.status("q")["last_checkpoint"].as_u64();
+        taken_over.is_some()
+    });
+    let taken_over = taken_over.expect("read above");
+    wait_until("a checkpoint completed by the new leader", || {
+        let s = cluster.status("q");
+        s["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|e| e > taken_over)
+            || s["state"] == "finished"
+    });
+    let started: Vec<u32> = executors(&cluster, None)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert!(
+        started.is_empty(),
+        "after {after}: the workers started the executors {started:?} since the leader's kill\n{}",
+        cluster.logs()
+    );
+    let out = submit.wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "after {after}: {stderr}\n{}",
+        cluster.logs()
+    );
+    let got = output_rows(&work.path().join("out"));
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "after {after}: rows lost or duplicated"
+    );
+    assert!(
+        got == expected,
+        "after {after}: the output differs from the uninterrupted run"
+    );
+    let status = cluster.status("q");
+    assert_eq!(status["state"], "finished", "{status}");
+    assert_eq!(
+        status["attempt"], 1,
+        "after {after}: the new leader restarted the query's tasks: {status}"
+    );
+
+    // A third coordinator on the same lock but another state directory is refused.
+    let other = tempfile::tempdir().expect("tempdir");
+    let lock = format!(
+        "file://{}",
+        cluster.dir.path().join("leader.lock").display()
+    );
+    let out = anduin(
+        other.path(),
+        &[
+            "coordinator",
+            "--listen",
+            "127.0.0.1:0",
+            "--state-dir",
+            "state",
+            "--checkpoint-store",
+            "checkpoints",
+            "--leader-election",
+            &lock,
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("same --state-dir"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_standby_coordinator_takes_over_from_a_killed_leader_without_restarting_a_task() {
+    for after in [1, 3] {
+        scenario(after);
+    }
+}
