@@ -86,10 +86,12 @@ pub fn lead(
             Ok(theirs) if Path::new(theirs.trim()) != state_dir => bail!(
                 "the coordinators electing a leader by `{}` keep their catalog in `{}`, this one \
                  in `{}`: give every coordinator of the cluster the same --state-dir (a standby \
-                 takes the running queries over from the catalog the leader kept)",
+                 takes the running queries over from the catalog the leader kept), or remove \
+                 `{}` if that state directory is gone for good",
                 path.display(),
                 theirs.trim(),
-                state_dir.display()
+                state_dir.display(),
+                note.display()
             ),
             _ => Ok(()),
         }
