@@ -5,8 +5,8 @@
 //! running on meanwhile — register and report with it, and it takes over the query's
 //! checkpoints without restarting a task (attempt 1, the same executors). `anduin submit
 //! --wait`, asking whichever leads, sees the query finish, and the output equals an
-//! uninterrupted embedded run's. A coordinator with another state directory than the
-//! leader's is refused at its start.
+//! uninterrupted embedded run's. A coordinator with another state directory or checkpoint
+//! store than the leader's is refused at its start.
 
 use crate::common;
 
@@ -143,6 +143,30 @@ fn scenario(after: u64) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && stderr.contains("same --state-dir"),
+        "{stderr}"
+    );
+    // So is one with the leader's state directory and other checkpoints: it would restore
+    // the queries from what is not theirs.
+    let state = cluster.dir.path().join("coordinator");
+    let out = anduin(
+        other.path(),
+        &[
+            "coordinator",
+            "--listen",
+            "127.0.0.1:0",
+            "--state-dir",
+            &state.display().to_string(),
+            "--checkpoint-store",
+            "elsewhere",
+            "--leader-election",
+            &lock,
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("--checkpoint-store")
+            && stderr.contains("elsewhere"),
         "{stderr}"
     );
 }

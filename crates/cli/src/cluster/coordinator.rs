@@ -434,13 +434,22 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     check_listen("a coordinator listening", args.listen.ip(), &secret)?;
     std::fs::create_dir_all(&args.state_dir)
         .with_context(|| format!("cannot create `{}`", args.state_dir.display()))?;
+    // A standby that could not take over is refused before it says where it listens.
+    let shared = match &args.leader_election {
+        Some(election) => {
+            let shared = super::leadership::Shared::of(&args.state_dir, &args.checkpoint_store)?;
+            super::leadership::check(election, &shared)?;
+            Some(shared)
+        }
+        None => None,
+    };
     let socket = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = socket.local_addr()?;
     let serving: Serving = Arc::default();
-    let leadership = match &args.leader_election {
-        None => None,
-        Some(election) => {
+    let leadership = match (&args.leader_election, &shared) {
+        (None, _) | (_, None) => None,
+        (Some(election), Some(shared)) => {
             // Listening (and saying so) from now on, refusing connections until it leads.
             let acceptor = {
                 let (socket, serving) = (socket.try_clone()?, Arc::clone(&serving));
@@ -449,7 +458,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
                     .spawn(move || accept(&socket, &serving))?
             };
             write_address(args.address_file.as_deref(), addr)?;
-            let leadership = super::leadership::lead(election, &args.state_dir, |holder| {
+            let leadership = super::leadership::lead(election, shared, |holder| {
                 let who = holder.map_or_else(|| "another".to_string(), |p| format!("pid {p}"));
                 eprintln!(
                     "anduin: coordinator on {addr} standing by: the coordinator of {who} leads"

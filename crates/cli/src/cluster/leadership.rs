@@ -57,46 +57,111 @@ pub struct Leadership {
     pub term: u64,
 }
 
-/// The file beside the lock in which the leader names its state directory.
+/// The file beside the lock in which the leader says what its standbys must share with it.
 fn state_note(lock: &Path) -> PathBuf {
     let mut name = lock.file_name().unwrap_or_default().to_os_string();
     name.push(".state-dir");
     lock.with_file_name(name)
 }
 
+/// The file in the state directory that names the lock its coordinators elect by.
+const LOCK_NOTE: &str = "leader-lock";
+
+/// What every coordinator electing by one lock shares with the leader: the catalog a standby
+/// takes the queries over from, and the checkpoints it restores them from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shared {
+    /// `--state-dir`, canonical.
+    pub state_dir: PathBuf,
+    /// `--checkpoint-store`, a local one as a canonical path.
+    pub checkpoint_store: String,
+}
+
+impl Shared {
+    /// What a coordinator with `state_dir` (which exists) and `checkpoint_store` shares.
+    pub fn of(state_dir: &Path, checkpoint_store: &str) -> Result<Self> {
+        let state_dir = state_dir.canonicalize().with_context(|| {
+            format!("cannot find the state directory `{}`", state_dir.display())
+        })?;
+        let local = match checkpoint_store.split_once("://") {
+            None => Some(checkpoint_store),
+            Some(("file", path)) => Some(path),
+            Some(_) => None,
+        };
+        let checkpoint_store = match local.map(Path::new) {
+            Some(p) => p
+                .canonicalize()
+                .or_else(|_| std::path::absolute(p))
+                .map_or_else(
+                    |_| checkpoint_store.to_string(),
+                    |p| p.display().to_string(),
+                ),
+            None => checkpoint_store.to_string(),
+        };
+        Ok(Self {
+            state_dir,
+            checkpoint_store,
+        })
+    }
+}
+
+/// Refuses, before anything is started, a coordinator that would take over what it cannot:
+/// one whose state directory or checkpoint store is not the leader's, or whose state
+/// directory's coordinators elect by another lock. Nothing is refused on a first start.
+pub fn check(election: &Election, shared: &Shared) -> Result<()> {
+    let Election::File(lock) = election;
+    let note = state_note(lock);
+    if let Ok(text) = std::fs::read_to_string(&note) {
+        let theirs: Option<Shared> = serde_json::from_str(&text).ok();
+        if theirs.as_ref() != Some(shared) {
+            let (dir, store) = theirs.map_or_else(
+                || ("?".to_string(), "?".to_string()),
+                |t| (t.state_dir.display().to_string(), t.checkpoint_store),
+            );
+            bail!(
+                "the coordinators electing a leader by `{}` keep their catalog in `{dir}` and \
+                 their checkpoints in `{store}`, this one in `{}` and `{}`: give every \
+                 coordinator of the cluster the same --state-dir and --checkpoint-store (a \
+                 standby takes the running queries over from the leader's catalog and \
+                 checkpoints), or remove `{}` if that cluster is gone for good",
+                lock.display(),
+                shared.state_dir.display(),
+                shared.checkpoint_store,
+                note.display()
+            );
+        }
+    }
+    let theirs = shared.state_dir.join(LOCK_NOTE);
+    if let Ok(other) = std::fs::read_to_string(&theirs) {
+        if Path::new(other.trim()) != lock {
+            bail!(
+                "the coordinators of the state directory `{}` elect their leader by `{}`, this \
+                 one by `{}`: give it the same --leader-election (or remove `{}` if no \
+                 coordinator elects by that lock any more)",
+                shared.state_dir.display(),
+                other.trim(),
+                lock.display(),
+                theirs.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The file in the state directory that holds the last leader's term.
 const TERM_FILE: &str = "leader-term";
 
-/// Waits until this coordinator, keeping its catalog in `state_dir`, leads by `election`;
-/// `standing_by` is told once, with the PID of the leader, if another leads at first.
-/// Refuses at once a state directory other than the leader's: a standby taking over must
-/// find the catalog the leader kept.
+/// Waits until this coordinator, sharing `shared`, leads by `election`; `standing_by` is
+/// told once, with the PID of the leader, if another leads at first. Refuses what [`check`]
+/// refuses, at once and again once the lock is its (the leader before it may have been
+/// another cluster's).
 pub fn lead(
     election: &Election,
-    state_dir: &Path,
+    shared: &Shared,
     standing_by: impl FnOnce(Option<u32>),
 ) -> Result<Leadership> {
     let Election::File(path) = election;
-    let state_dir = state_dir
-        .canonicalize()
-        .with_context(|| format!("cannot find the state directory `{}`", state_dir.display()))?;
-    let note = state_note(path);
-    let same_state = |note: &Path| -> Result<()> {
-        match std::fs::read_to_string(note) {
-            Ok(theirs) if Path::new(theirs.trim()) != state_dir => bail!(
-                "the coordinators electing a leader by `{}` keep their catalog in `{}`, this one \
-                 in `{}`: give every coordinator of the cluster the same --state-dir (a standby \
-                 takes the running queries over from the catalog the leader kept), or remove \
-                 `{}` if that state directory is gone for good",
-                path.display(),
-                theirs.trim(),
-                state_dir.display(),
-                note.display()
-            ),
-            _ => Ok(()),
-        }
-    };
-    same_state(&note)?;
+    check(election, shared)?;
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -115,8 +180,8 @@ pub fn lead(
             standing_by(holder);
             file.lock()
                 .with_context(|| format!("cannot wait for the lock `{}`", path.display()))?;
-            // The leader may have been another state directory's (it started after this).
-            same_state(&note)?;
+            // The leader may have been another cluster's (it started after this).
+            check(election, shared)?;
         }
         Err(TryLockError::Error(e)) => {
             return Err(e).with_context(|| format!("cannot lock `{}`", path.display()))
@@ -129,9 +194,13 @@ pub fn lead(
         file.sync_all()
     };
     write(&mut file).with_context(|| format!("cannot write the lock `{}`", path.display()))?;
-    let term = next_term(&state_dir)?;
-    std::fs::write(&note, state_dir.display().to_string())
+    let term = next_term(&shared.state_dir)?;
+    let note = state_note(path);
+    std::fs::write(&note, serde_json::to_vec(shared)?)
         .with_context(|| format!("cannot write `{}`", note.display()))?;
+    let theirs = shared.state_dir.join(LOCK_NOTE);
+    std::fs::write(&theirs, path.display().to_string())
+        .with_context(|| format!("cannot write `{}`", theirs.display()))?;
     Ok(Leadership { _lock: file, term })
 }
 
@@ -184,14 +253,19 @@ mod tests {
             .contains("not a leader"));
     }
 
+    /// What a coordinator with the state directory `dir` and checkpoints in `dir/ck` shares.
+    fn shared(dir: &Path) -> Shared {
+        Shared::of(dir, &dir.join("ck").display().to_string()).expect("the directory exists")
+    }
+
     #[test]
     fn each_leader_has_the_term_after_the_last() {
         let dir = tempfile::tempdir().expect("tempdir");
         let lock = Election::File(dir.path().join("lock"));
-        let first = lead(&lock, dir.path(), |_| panic!("nobody leads")).expect("leads");
+        let first = lead(&lock, &shared(dir.path()), |_| panic!("nobody leads")).expect("leads");
         assert_eq!(first.term, 1);
         drop(first);
-        let second = lead(&lock, dir.path(), |_| panic!("nobody leads")).expect("leads");
+        let second = lead(&lock, &shared(dir.path()), |_| panic!("nobody leads")).expect("leads");
         assert_eq!(second.term, 2);
     }
 
@@ -199,10 +273,10 @@ mod tests {
     fn a_standby_waits_for_the_lock_and_leads_when_it_is_let_go() {
         let dir = tempfile::tempdir().expect("tempdir");
         let lock = Election::File(dir.path().join("lock"));
-        let first = lead(&lock, dir.path(), |_| panic!("nobody leads")).expect("leads");
+        let first = lead(&lock, &shared(dir.path()), |_| panic!("nobody leads")).expect("leads");
         let (told_tx, told_rx) = std::sync::mpsc::channel();
         let standby = {
-            let (lock, state) = (lock.clone(), dir.path().to_path_buf());
+            let (lock, state) = (lock.clone(), shared(dir.path()));
             std::thread::spawn(move || {
                 lead(&lock, &state, |holder| {
                     told_tx.send(holder).expect("the test waits");
@@ -218,15 +292,34 @@ mod tests {
     }
 
     #[test]
-    fn a_coordinator_with_another_state_directory_than_the_leaders_is_refused() {
+    fn a_coordinator_with_another_state_directory_or_store_or_lock_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
         std::fs::create_dir_all(&a).expect("a");
         std::fs::create_dir_all(&b).expect("b");
         let lock = Election::File(dir.path().join("lock"));
-        let _first = lead(&lock, &a, |_| panic!("nobody leads")).expect("leads");
-        let e = lead(&lock, &b, |_| panic!("refused before")).expect_err("another state dir");
-        assert!(format!("{e:#}").contains("same --state-dir"), "{e:#}");
+        let _first = lead(&lock, &shared(&a), |_| panic!("nobody leads")).expect("leads");
+        let refused = |e: anyhow::Error, what: &str| {
+            let e = format!("{e:#}");
+            assert!(e.contains(what), "{e}");
+        };
+        let e = lead(&lock, &shared(&b), |_| panic!("refused before")).expect_err("another dir");
+        refused(e, "same --state-dir and --checkpoint-store");
+        // The same state directory, checkpoints elsewhere.
+        let elsewhere = Shared::of(&a, "s3://bucket/ck").expect("a exists");
+        let e = lead(&lock, &elsewhere, |_| panic!("refused before")).expect_err("another store");
+        refused(e, "s3://bucket/ck");
+        // Its state directory's coordinators elect by another lock: refused before it leads
+        // by its own (which would cost a term).
+        let other = Election::File(dir.path().join("other.lock"));
+        let e = lead(&other, &shared(&a), |_| panic!("refused before")).expect_err("another lock");
+        refused(e, "same --leader-election");
+        assert_eq!(
+            std::fs::read_to_string(a.join(TERM_FILE))
+                .expect("a term")
+                .trim(),
+            "1"
+        );
     }
 
     #[test]

@@ -7,8 +7,9 @@ use std::io::{BufWriter, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use anduin_wire::{write_frame, Frame, FrameReader};
+use anduin_wire::{write_frame, Frame, FrameError, FrameReader};
 use anyhow::{bail, Context, Result};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -391,13 +392,48 @@ pub enum Verdict {
     Refuse(String),
 }
 
+/// How long a connection to a coordinator may take to open, and its first word to come: a
+/// coordinator that does not answer by then (its process stopped, its host gone) is given up,
+/// and the next one a peer knows is tried.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(10);
+
 /// Both halves of a new connection to the coordinator at `addr`, once this process has proved
 /// it knows `secret`.
 pub fn connect(addr: SocketAddr, secret: Option<&[u8]>) -> Result<(Sender, Receiver)> {
-    let stream = TcpStream::connect(addr)
+    connect_within(addr, secret, ANSWER_WITHIN)
+}
+
+/// [`connect`], giving up on a coordinator that does not answer `within`.
+fn connect_within(
+    addr: SocketAddr,
+    secret: Option<&[u8]>,
+    within: Duration,
+) -> Result<(Sender, Receiver)> {
+    let stream = TcpStream::connect_timeout(&addr, within)
         .with_context(|| format!("cannot reach the coordinator at {addr}"))?;
-    let (to, mut from) = split(stream)?;
-    let Some(Challenge { nonce, version }) = from.recv::<Challenge>()? else {
+    // The challenge comes at once from a coordinator that runs (a stopped one's kernel
+    // still accepts the connection): waited for so long only.
+    stream.set_read_timeout(Some(within))?;
+    let (to, mut from) = split(stream.try_clone().context("cloning a socket")?)?;
+    let challenge = from.recv::<Challenge>().map_err(|e| {
+        let kind = e.chain().find_map(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .or_else(|| match c.downcast_ref::<FrameError>() {
+                    Some(FrameError::Io(io)) => Some(io),
+                    _ => None,
+                })
+                .map(std::io::Error::kind)
+        });
+        match kind {
+            Some(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => anyhow::anyhow!(
+                "the coordinator at {addr} did not answer within {within:?} (its process \
+                 stopped?)"
+            ),
+            _ => e,
+        }
+    })?;
+    stream.set_read_timeout(None)?;
+    let Some(Challenge { nonce, version }) = challenge else {
         bail!("the coordinator at {addr} closed the connection at once");
     };
     if version != CONTROL_PROTOCOL {
@@ -466,6 +502,16 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let addr = l.local_addr().expect("its address");
         (l, addr)
+    }
+
+    #[test]
+    fn a_coordinator_that_accepts_but_never_answers_is_given_up() {
+        // A stopped process's kernel accepts connections into the backlog; nothing answers.
+        let (_l, addr) = listener();
+        let Err(e) = connect_within(addr, None, Duration::from_millis(50)) else {
+            panic!("nothing answers at {addr}")
+        };
+        assert!(e.to_string().contains("did not answer within"), "{e:#}");
     }
 
     #[test]
