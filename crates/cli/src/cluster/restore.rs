@@ -40,22 +40,39 @@ pub(super) const PART_FAILURES_RESTORED: u32 = 3;
 /// query rolls back instead, which is exact), if it is: a source has reported the end of its
 /// input (the checkpoint coordinator holds it as ended for good: its last checkpoint, whose
 /// barrier ends the sources, would end a restored one where its checkpoint left it); a part
-/// other than the lost ones has ended (it commits everything, and replays nothing); or a part
+/// other than the lost ones has ended, not failed (it commits everything, and replays
+/// nothing; a failed one is restored in its turn); or a part
 /// was given leave to end its input (its sinks commit what they hold — a lost one too).
 /// `names`: the instances' names, by number.
 fn finishing(a: &Attempt, lost: &BTreeSet<u32>, names: &[String]) -> Option<String> {
-    if let Some(i) = a.exhausted.iter().next() {
+    finishing_of(&a.exhausted, &a.ended, &a.ending, lost, names)
+}
+
+/// [`finishing`] of the facts it reads: the sources that read all their input, the parts that
+/// ended (with their failure), the parts given leave to end.
+fn finishing_of(
+    exhausted: &BTreeSet<usize>,
+    ended: &BTreeMap<u32, Option<String>>,
+    ending: &BTreeSet<u32>,
+    lost: &BTreeSet<u32>,
+    names: &[String],
+) -> Option<String> {
+    if let Some(i) = exhausted.iter().next() {
         let source = names.get(*i).map_or("a source", String::as_str);
         return Some(format!(
             "{source} had already read all its input: the query is finishing"
         ));
     }
-    if let Some(p) = a.ended.keys().find(|p| !lost.contains(p)) {
+    if let Some(p) = ended
+        .iter()
+        .find(|(p, failed)| failed.is_none() && !lost.contains(p))
+        .map(|(p, _)| p)
+    {
         return Some(format!(
             "the part of worker {p} had ended: the query is finishing"
         ));
     }
-    if let Some(p) = a.ending.iter().next() {
+    if let Some(p) = ending.iter().next() {
         return Some(format!(
             "the part of worker {p} was given leave to end its input: the query is finishing"
         ));
@@ -560,4 +577,30 @@ pub(super) fn restore_part(
         restore.len()
     );
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_part_does_not_make_the_query_finishing_an_ended_one_does() {
+        let none = BTreeSet::new();
+        let lost: BTreeSet<u32> = [1].into();
+        let failed: BTreeMap<u32, Option<String>> =
+            [(1, Some("boom".into())), (2, Some("boom".into()))].into();
+        assert_eq!(
+            finishing_of(&none, &failed, &BTreeSet::new(), &lost, &[]),
+            None
+        );
+        let ended: BTreeMap<u32, Option<String>> = [(1, Some("boom".into())), (2, None)].into();
+        let why = finishing_of(&none, &ended, &BTreeSet::new(), &lost, &[]).expect("finishing");
+        assert!(why.contains("worker 2 had ended"), "{why}");
+        // The lost part's own end is not the others'.
+        let own: BTreeMap<u32, Option<String>> = [(1, None)].into();
+        assert_eq!(
+            finishing_of(&none, &own, &BTreeSet::new(), &lost, &[]),
+            None
+        );
+    }
 }
