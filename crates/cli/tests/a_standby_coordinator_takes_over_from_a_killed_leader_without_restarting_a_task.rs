@@ -177,3 +177,60 @@ fn a_standby_coordinator_takes_over_from_a_killed_leader_without_restarting_a_ta
         scenario(after);
     }
 }
+
+/// The leader dies right after recording a submission, before answering it: the client asks
+/// the next leader whether it was taken (it was: a query of that name is not over) instead of
+/// failing, and the query runs once under the new leader, to the embedded run's output.
+#[test]
+fn a_submission_whose_leader_died_as_it_recorded_it_runs_once_under_the_next() {
+    let work = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        work.path().join("q.flow"),
+        windowed_generator(
+            3,
+            20_000,
+            20_000,
+            r#"param kind = "tumbling" param size = "100ms""#,
+        ),
+    )
+    .expect("query");
+    anduin_ok(
+        work.path(),
+        &["run", "q.flow", "--var", "OUTPUT=reference.csv"],
+    );
+    let expected = output_rows(&work.path().join("reference.csv"));
+    let cluster = LocalCluster::start_with(
+        2,
+        8,
+        Setup {
+            standby: true,
+            coordinator_flags: vec!["--inject-exit-after".into(), "submission-recorded".into()],
+            ..Setup::default()
+        },
+    );
+    let submit = cluster.submit(
+        work.path(),
+        "q.flow",
+        &[
+            "--var",
+            "OUTPUT=out",
+            "--parallelism",
+            "2",
+            "--checkpoint-every",
+            "4000",
+        ],
+    );
+    let out = submit.wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", cluster.logs());
+    assert!(
+        cluster
+            .coordinator_log()
+            .contains("exiting after SubmissionRecorded"),
+        "the leader died with the submission: {}",
+        cluster.logs()
+    );
+    assert!(cluster.standby_log().contains(" leads (term 2)"));
+    assert_eq!(output_rows(&work.path().join("out")), expected);
+    assert_eq!(cluster.status("q")["state"], "finished");
+}

@@ -190,7 +190,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         .map(|s| s.to_string_lossy().into_owned())
         .context("the query file has no name")?;
     let submission = Submission {
-        name,
+        name: name.clone(),
         file_name,
         source,
         args: args.run_args.clone(),
@@ -198,11 +198,25 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         rules,
         resume: args.resume,
     };
-    let query = match ask(
-        &coordinator,
-        secret.as_deref(),
-        &ToCoordinator::Submit(submission),
-    )? {
+    let submit = ToCoordinator::Submit(submission);
+    let reply = match ask(&coordinator, secret.as_deref(), &submit) {
+        Ok(reply) => reply,
+        // The coordinator went away with the submission, maybe recorded (its leader killed
+        // as it answered): the next one knows. A query of that name that is not over is this
+        // one; otherwise it is submitted again.
+        Err(e) if !e.to_string().starts_with(super::proto::REFUSED) => {
+            tracing::warn!(error = %format!("{e:#}"), "the submission's answer was lost: asking whether it was taken");
+            match state_of(&coordinator, secret.as_deref(), &name) {
+                Ok(Some(s)) if !s.is_over() => Reply::Submitted {
+                    query: name.clone(),
+                },
+                Ok(_) => ask(&coordinator, secret.as_deref(), &submit)?,
+                Err(_) => return Err(e),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    let query = match reply {
         Reply::Submitted { query } => query,
         Reply::Refused(why) => bail!("the coordinator refused the query: {why}"),
         other => bail!("the coordinator answered {other:?}"),

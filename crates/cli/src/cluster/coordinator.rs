@@ -142,6 +142,8 @@ pub enum ExitPoint {
     ParameterRecorded,
     /// A cancel recorded in the catalog and answered, before anything acts on it.
     CancelAnswered,
+    /// A submission recorded in the catalog, before it is answered or started.
+    SubmissionRecorded,
 }
 
 /// The lock file a coordinator holds in its checkpoint directory.
@@ -1293,6 +1295,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
     if let Err(e) = state.catalog.append(edit, Instant::now()) {
         return Reply::Refused(format!("the coordinator cannot record the query: {e}"));
     }
+    cluster.exit_point(ExitPoint::SubmissionRecorded);
     let name = s.name.clone();
     state.queries.insert(
         name.clone(),
