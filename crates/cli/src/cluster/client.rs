@@ -288,7 +288,12 @@ pub fn wait_until_over(
             other => other.to_string(),
         };
         if state != last_state || status.error != last_error {
-            eprintln!("anduin: query {query}: {}", describe(&status));
+            // A checkpoint under way is running, as the line says it.
+            let shown = QueryStatus {
+                state: state.clone(),
+                ..status.clone()
+            };
+            eprintln!("anduin: query {query}: {}", describe(&shown));
             last_state = state;
             last_error = status.error.clone();
         }
