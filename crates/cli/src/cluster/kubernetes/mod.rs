@@ -1,0 +1,470 @@
+//! The `kubernetes` [`Scheduler`]: the coordinator keeps `--workers N` worker pods in its
+//! namespace, as the `process` scheduler keeps worker processes on its machine.
+//!
+//! Its pods are named `{kube-name}-worker-{i}` and labelled
+//! `app.kubernetes.io/managed-by=anduin`, `anduin.io/coordinator={kube-name}` and
+//! `anduin.io/worker={pod}`; each runs `anduin worker --coordinator ADDR --name POD --slots S
+//! --data-host $(POD_IP)` with the keys of a Secret (`--kube-worker-secret`: the cluster
+//! secret, AWS_* for a checkpoint store on S3) as its environment. On every tick of the
+//! coordinator's liveness watch the scheduler lists its pods by their labels and decides for
+//! each worker ([`tend_pod`], pure): a missing pod is created; a pod whose worker ended
+//! (`Failed`, `Succeeded`: its pods are never restarted in place) or that the coordinator
+//! gave up (declared dead, or never registered) is deleted and created again; a pod of a
+//! worker beyond `--workers` is deleted. A coordinator that restarts adopts the pods of its
+//! predecessor of the same `--kube-name` (their workers register again). Stopping the
+//! coordinator (SIGINT, SIGTERM: Kubernetes stopping its pod) deletes its pods; a killed one
+//! leaves them running their queries, as any worker runs on without a coordinator.
+//!
+//! It speaks the API in plain JSON over HTTPS ([`api`]: `ureq` with rustls, the CA of
+//! `--kube-ca-file`, the bearer token of `--kube-token-file`, read again on every call as
+//! Kubernetes rotates them), not through the `kube` and `k8s-openapi` crates: three calls on
+//! one resource do not pay for their build (hundreds of generated API types and an async
+//! stack, minutes on the two-core machines anduin is built on), and errors name the API, the
+//! namespace and the pod with what to do (RBAC: the verbs [`api::VERBS`] on pods).
+//!
+//! Not here yet: watching pods (a list per tick, one call per second by default); a worker
+//! pod template (resources, node selectors: the pod is [`pod::WorkerPod`]'s); pods labelled
+//! by query and generation (a worker serves every query of its coordinator); standby
+//! coordinators across pods (`--leader-election` takes only a local lock file).
+
+mod api;
+#[cfg(test)]
+mod fake;
+mod pod;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use chrono::{DateTime, Utc};
+use clap::Args;
+
+pub use api::{ApiError, Endpoint};
+pub use pod::{Phase, PodFacts};
+
+use super::coordinator::Link;
+use super::scheduler::Scheduler;
+use api::Api;
+use pod::WorkerPod;
+
+/// Where a pod finds its service account's token, CA certificate and namespace.
+const SERVICE_ACCOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+/// The API server as pods reach it.
+const IN_CLUSTER_API: &str = "https://kubernetes.default.svc";
+/// How long a running pod has, from its creation (its image pulled), for its worker to
+/// register before it is replaced.
+const REGISTER_WITHIN: Duration = Duration::from_secs(120);
+/// The most workers the scheduler keeps.
+pub const MAX_PODS: u32 = 1000;
+
+/// The flags of `--scheduler kubernetes`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct KubeArgs {
+    /// With `--scheduler kubernetes`: the API server (default, in a pod:
+    /// https://kubernetes.default.svc; http://… for `kubectl proxy`).
+    #[arg(long, value_name = "URL")]
+    pub kube_api: Option<String>,
+    /// With `--scheduler kubernetes`: the namespace of the worker pods (default, in a pod:
+    /// its own).
+    #[arg(long, value_name = "NS")]
+    pub kube_namespace: Option<String>,
+    /// With `--scheduler kubernetes`: the bearer token's file (default, in a pod: its
+    /// service account's).
+    #[arg(long, value_name = "FILE")]
+    pub kube_token_file: Option<PathBuf>,
+    /// With `--scheduler kubernetes`: the CA certificate (PEM) of the API server's (default,
+    /// in a pod: its service account's ca.crt).
+    #[arg(long, value_name = "FILE")]
+    pub kube_ca_file: Option<PathBuf>,
+    /// With `--scheduler kubernetes`: the workers' image, with `anduin` on its PATH.
+    #[arg(long, value_name = "IMAGE")]
+    pub kube_worker_image: Option<String>,
+    /// With `--scheduler kubernetes`: the Secret whose keys become every worker's
+    /// environment: ANDUIN_CLUSTER_SECRET, and AWS_* for a checkpoint store on S3.
+    #[arg(long, value_name = "NAME")]
+    pub kube_worker_secret: Option<String>,
+    /// With `--scheduler kubernetes`: the coordinator's name in its pods' label
+    /// anduin.io/coordinator and names ({NAME}-worker-{i}); a restarted coordinator of the
+    /// same name adopts them.
+    #[arg(long, default_value = "anduin", value_name = "NAME")]
+    pub kube_name: String,
+    /// With `--scheduler kubernetes`: the coordinator's address as the workers reach it
+    /// (its Service, `anduin-coordinator:7400`, resolved once at start); default: --listen.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub kube_coordinator_address: Option<String>,
+}
+
+impl KubeArgs {
+    /// Whether any of these flags is given (they are refused with another scheduler).
+    pub fn any(&self) -> bool {
+        let Self {
+            kube_api,
+            kube_namespace,
+            kube_token_file,
+            kube_ca_file,
+            kube_worker_image,
+            kube_worker_secret,
+            kube_name,
+            kube_coordinator_address,
+        } = self;
+        kube_api.is_some()
+            || kube_namespace.is_some()
+            || kube_token_file.is_some()
+            || kube_ca_file.is_some()
+            || kube_worker_image.is_some()
+            || kube_worker_secret.is_some()
+            || kube_name != "anduin"
+            || kube_coordinator_address.is_some()
+    }
+
+    /// The scheduler's settings, with the defaults of a pod's service account, for `workers`
+    /// workers of `slots` slots of the coordinator listening on `listen`.
+    pub fn settings(&self, listen: SocketAddr, workers: u32, slots: u32) -> Result<Settings> {
+        let service_account = Path::new(SERVICE_ACCOUNT);
+        let in_pod = |file: &str| {
+            let f = service_account.join(file);
+            f.exists().then_some(f)
+        };
+        let namespace = match &self.kube_namespace {
+            Some(ns) => ns.clone(),
+            None => match in_pod("namespace") {
+                Some(f) => std::fs::read_to_string(&f)
+                    .with_context(|| format!("cannot read `{}`", f.display()))?
+                    .trim()
+                    .to_string(),
+                None => bail!(
+                    "--scheduler kubernetes: give --kube-namespace NS (outside a pod there is no \
+                     {SERVICE_ACCOUNT}/namespace to take it from)"
+                ),
+            },
+        };
+        let Some(image) = self.kube_worker_image.clone() else {
+            bail!("--scheduler kubernetes: give the workers' image with --kube-worker-image IMAGE (with `anduin` on its PATH)");
+        };
+        let Some(env_secret) = self.kube_worker_secret.clone() else {
+            bail!(
+                "--scheduler kubernetes: give --kube-worker-secret NAME, the Secret of namespace \
+                 {namespace} whose keys become the workers' environment: ANDUIN_CLUSTER_SECRET \
+                 (the coordinator's cluster secret: workers listen beyond loopback) and AWS_* \
+                 for a checkpoint store on S3 (deploy/kubernetes/secret.yaml)"
+            );
+        };
+        check_name(&self.kube_name)?;
+        let coordinator_address = match &self.kube_coordinator_address {
+            Some(a) => resolve(a)?,
+            None if listen.ip().is_unspecified() => bail!(
+                "--scheduler kubernetes: the coordinator listens on {listen}: give the address \
+                 its workers reach it at with --kube-coordinator-address HOST:PORT (its Service, \
+                 e.g. anduin-coordinator:7400)"
+            ),
+            None => listen,
+        };
+        Ok(Settings {
+            endpoint: Endpoint {
+                api: self
+                    .kube_api
+                    .clone()
+                    .unwrap_or_else(|| IN_CLUSTER_API.to_string()),
+                namespace,
+                token_file: self.kube_token_file.clone().or_else(|| in_pod("token")),
+                ca_file: self.kube_ca_file.clone().or_else(|| in_pod("ca.crt")),
+            },
+            name: self.kube_name.clone(),
+            image,
+            env_secret,
+            coordinator_address,
+            workers,
+            slots,
+        })
+    }
+}
+
+/// A pod's name prefix: a DNS label short enough for `-worker-NNN` after it.
+fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 40
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if !ok {
+        bail!("--kube-name `{name}`: give at most 40 lowercase letters, digits and inner dashes (it names pods and labels them)");
+    }
+    Ok(())
+}
+
+/// `HOST:PORT` as an address (a Service's name resolves to its stable cluster IP).
+fn resolve(address: &str) -> Result<SocketAddr> {
+    let all: Vec<SocketAddr> = address
+        .to_socket_addrs()
+        .with_context(|| {
+            format!("--kube-coordinator-address {address}: cannot resolve it (give HOST:PORT)")
+        })?
+        .collect();
+    all.iter()
+        .find(|a| a.is_ipv4())
+        .or(all.first())
+        .copied()
+        .with_context(|| format!("--kube-coordinator-address {address} resolves to no address"))
+}
+
+/// What the `kubernetes` scheduler is given.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub endpoint: Endpoint,
+    /// `--kube-name`.
+    pub name: String,
+    pub image: String,
+    pub env_secret: String,
+    pub coordinator_address: SocketAddr,
+    pub workers: u32,
+    pub slots: u32,
+}
+
+/// What to do about one worker the `kubernetes` scheduler keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodTend {
+    /// Its pod is there and its worker is, or may yet be (pulling its image, registering;
+    /// known from the catalog and reconnecting; alive without a pod, until the coordinator
+    /// declares it dead).
+    Leave,
+    /// It has no pod: create one.
+    Create,
+    /// Its pod ended, or the coordinator gave its worker up: delete the pod and create
+    /// another.
+    Replace,
+    /// Its pod is being deleted: create another once it is gone.
+    Wait,
+}
+
+/// What to do about a worker the coordinator knows as `link` (`None`: never registered)
+/// whose pod, if there is one, is `pod`, at `now`.
+///
+/// Unlike a local process, a pod takes a while to start (scheduling, pulling the image) and
+/// is only gone once Kubernetes has deleted it: a pending pod is left to start, a running one
+/// has [`REGISTER_WITHIN`] from its creation to register (even when a worker of its name was
+/// declared dead: that was its predecessor), and one being deleted is waited for.
+pub fn tend_pod(link: Option<Link>, pod: Option<&PodFacts>, now: DateTime<Utc>) -> PodTend {
+    let Some(pod) = pod else {
+        return match link {
+            Some(Link::Alive | Link::Awaited) => PodTend::Leave,
+            None | Some(Link::Dead) => PodTend::Create,
+        };
+    };
+    if pod.terminating {
+        return PodTend::Wait;
+    }
+    match (pod.phase, link) {
+        (Phase::Succeeded | Phase::Failed, _) => PodTend::Replace,
+        (Phase::Pending, _) | (_, Some(Link::Alive | Link::Awaited)) => PodTend::Leave,
+        (Phase::Running | Phase::Unknown, None | Some(Link::Dead)) => {
+            let age = pod
+                .created
+                .and_then(|c| (now - c).to_std().ok())
+                .unwrap_or_default();
+            if age < REGISTER_WITHIN {
+                PodTend::Leave
+            } else {
+                PodTend::Replace
+            }
+        }
+    }
+}
+
+/// Why the scheduler deleted a pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deleted {
+    /// Its worker ended (the pod's phase).
+    Ended(Phase),
+    /// The coordinator gave its worker up (declared dead, or it never registered).
+    GivenUp,
+    /// Its worker is beyond `--workers`.
+    Unwanted,
+    /// The coordinator stops.
+    Stopping,
+}
+
+/// What one tick of the scheduler did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// It created the pod.
+    Created { pod: String },
+    /// It deleted the pod.
+    Deleted { pod: String, why: Deleted },
+    /// The pod's container cannot start (a wrong image, a missing Secret): told once.
+    Stuck { pod: String, reason: String },
+    /// A call failed; it is tried again on the next tick.
+    Failed(ApiError),
+}
+
+/// Keeps `workers` worker pods.
+pub struct Kubernetes {
+    api: Api,
+    settings: Settings,
+    /// The reason each stuck pod was told for, so that it is told once.
+    told: BTreeMap<String, String>,
+}
+
+impl Kubernetes {
+    /// A scheduler of `settings`, once a first listing of its pods shows the API can be
+    /// reached, takes its token and allows it (RBAC) to list pods in its namespace.
+    pub fn connect(settings: Settings) -> Result<Self> {
+        let api = Api::new(settings.endpoint.clone())?;
+        api.list(&WorkerPod::selector(&settings.name))?;
+        Ok(Self {
+            api,
+            settings,
+            told: BTreeMap::new(),
+        })
+    }
+
+    fn worker_name(&self, i: u32) -> String {
+        format!("{}-worker-{i}", self.settings.name)
+    }
+
+    fn create(&self, name: &str, events: &mut Vec<Event>) {
+        let address = self.settings.coordinator_address.to_string();
+        let manifest = WorkerPod {
+            coordinator: &self.settings.name,
+            name,
+            image: &self.settings.image,
+            coordinator_address: &address,
+            slots: self.settings.slots,
+            env_secret: &self.settings.env_secret,
+        }
+        .manifest();
+        events.push(match self.api.create(name, &manifest) {
+            Ok(()) => Event::Created {
+                pod: name.to_string(),
+            },
+            Err(e) => Event::Failed(e),
+        });
+    }
+
+    fn delete(&self, name: &str, why: Deleted, events: &mut Vec<Event>) -> bool {
+        match self.api.delete(name) {
+            Ok(()) => {
+                events.push(Event::Deleted {
+                    pod: name.to_string(),
+                    why,
+                });
+                true
+            }
+            Err(e) => {
+                events.push(Event::Failed(e));
+                false
+            }
+        }
+    }
+
+    /// Brings the pods to `--workers`, given what the coordinator knows of the workers by
+    /// name, at `now`; what it did.
+    pub fn tick(&mut self, known: &BTreeMap<String, Link>, now: DateTime<Utc>) -> Vec<Event> {
+        let mut events = Vec::new();
+        let pods = match self.api.list(&WorkerPod::selector(&self.settings.name)) {
+            Ok(pods) => pods,
+            Err(e) => return vec![Event::Failed(e)],
+        };
+        let mut pods: BTreeMap<String, PodFacts> =
+            pods.into_iter().map(|p| (p.name.clone(), p)).collect();
+        for i in 0..self.settings.workers {
+            let name = self.worker_name(i);
+            let pod = pods.remove(&name);
+            match tend_pod(known.get(&name).copied(), pod.as_ref(), now) {
+                PodTend::Leave | PodTend::Wait => {}
+                PodTend::Create => self.create(&name, &mut events),
+                PodTend::Replace => {
+                    let why = match pod.as_ref().map(|p| p.phase) {
+                        Some(phase @ (Phase::Failed | Phase::Succeeded)) => Deleted::Ended(phase),
+                        _ => Deleted::GivenUp,
+                    };
+                    // Created at once: a pod deleted before it was running is gone already;
+                    // another is created on a later tick (`AlreadyExists` meanwhile).
+                    if self.delete(&name, why, &mut events) {
+                        self.create(&name, &mut events);
+                    }
+                }
+            }
+            match pod.and_then(|p| p.stuck) {
+                Some(reason) if self.told.get(&name) != Some(&reason) => {
+                    self.told.insert(name.clone(), reason.clone());
+                    events.push(Event::Stuck { pod: name, reason });
+                }
+                Some(_) => {}
+                None => {
+                    self.told.remove(&name);
+                }
+            }
+        }
+        // Pods of workers beyond --workers (a coordinator restarted with fewer).
+        for (name, pod) in pods {
+            if !pod.terminating {
+                self.delete(&name, Deleted::Unwanted, &mut events);
+            }
+        }
+        events
+    }
+
+    /// Deletes every pod this coordinator keeps; what it did.
+    pub fn stop_pods(&mut self) -> Vec<Event> {
+        let mut events = Vec::new();
+        match self.api.list(&WorkerPod::selector(&self.settings.name)) {
+            Ok(pods) => {
+                for pod in pods.iter().filter(|p| !p.terminating) {
+                    self.delete(&pod.name, Deleted::Stopping, &mut events);
+                }
+            }
+            Err(e) => events.push(Event::Failed(e)),
+        }
+        events
+    }
+}
+
+/// Tells what a tick did on the coordinator's standard error.
+fn tell(events: Vec<Event>) {
+    for event in events {
+        match event {
+            Event::Created { pod } => eprintln!("anduin: scheduler: created worker pod {pod}"),
+            Event::Deleted { pod, why } => {
+                let why = match why {
+                    Deleted::Ended(phase) => format!("its worker ended ({phase:?})"),
+                    Deleted::GivenUp => "the coordinator gave its worker up".to_string(),
+                    Deleted::Unwanted => "its worker is beyond --workers".to_string(),
+                    Deleted::Stopping => "the coordinator stops".to_string(),
+                };
+                eprintln!("anduin: scheduler: deleted worker pod {pod}: {why}");
+            }
+            Event::Stuck { pod, reason } => {
+                eprintln!("anduin: scheduler: worker pod {pod} cannot start: {reason}");
+                tracing::warn!(pod = %pod, reason = %reason, "a worker pod cannot start");
+            }
+            Event::Failed(e @ ApiError::AlreadyExists { .. }) => {
+                tracing::debug!(error = %e, "a worker pod is still being deleted");
+            }
+            Event::Failed(e) => {
+                eprintln!("anduin: scheduler: {e}");
+                tracing::warn!(error = %e, "a call of the Kubernetes API failed; trying again on the next tick");
+            }
+        }
+    }
+}
+
+impl Scheduler for Kubernetes {
+    fn kind(&self) -> &'static str {
+        "kubernetes"
+    }
+
+    fn tend(&mut self, known: &BTreeMap<String, Link>) {
+        tell(self.tick(known, Utc::now()));
+    }
+
+    fn stop(&mut self) {
+        tell(self.stop_pods());
+    }
+}
