@@ -153,20 +153,21 @@ fn serve(stream: TcpStream, state: &Mutex<State>, namespace: &str) -> std::io::R
     } else if method == "POST" && path == pods {
         let mut pod: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
-        if state.pods.contains_key(&name) {
-            (
+        match state.pods.entry(name) {
+            std::collections::btree_map::Entry::Occupied(e) => (
                 409,
                 status_object(
                     409,
                     "AlreadyExists",
-                    &format!("pods \"{name}\" already exists"),
+                    &format!("pods \"{}\" already exists", e.key()),
                 ),
-            )
-        } else {
-            pod["metadata"]["creationTimestamp"] = json!(chrono::Utc::now().to_rfc3339());
-            pod["status"] = json!({"phase": "Pending"});
-            state.pods.insert(name, pod.clone());
-            (201, pod)
+            ),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                pod["metadata"]["creationTimestamp"] = json!(chrono::Utc::now().to_rfc3339());
+                pod["status"] = json!({"phase": "Pending"});
+                e.insert(pod.clone());
+                (201, pod)
+            }
         }
     } else if let Some(name) = path
         .strip_prefix(pods.as_str())
