@@ -52,8 +52,32 @@ pub struct FakeApi {
 }
 
 impl FakeApi {
-    /// A fake of namespace `namespace`.
+    /// A fake of namespace `namespace`, over plain HTTP.
     pub fn start(namespace: &str) -> Self {
+        Self::start_with(namespace, None)
+    }
+
+    /// A fake of namespace `namespace` over HTTPS, with the certificate chain `cert` and the
+    /// PKCS#8 key `key` (PEM).
+    pub fn start_tls(namespace: &str, cert: &[u8], key: &[u8]) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
+            .collect::<Result<_, _>>()
+            .expect("PEM certificates");
+        let key = PrivateKeyDer::from_pem_slice(key).expect("a PEM key");
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("the server's certificate");
+        Self::start_with(namespace, Some(Arc::new(config)))
+    }
+
+    fn start_with(namespace: &str, tls: Option<Arc<rustls::ServerConfig>>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a port on loopback");
         let addr = listener.local_addr().expect("its address");
         let state: Arc<Mutex<State>> = Arc::default();
@@ -66,9 +90,15 @@ impl FakeApi {
                     if stop.load(Ordering::SeqCst) {
                         break;
                     }
-                    if let Ok(stream) = stream {
-                        let _ = serve(stream, &state, &namespace);
-                    }
+                    let Ok(stream) = stream else { continue };
+                    let _ = match &tls {
+                        None => serve(stream, &state, &namespace),
+                        Some(config) => rustls::ServerConnection::new(Arc::clone(config))
+                            .map_err(std::io::Error::other)
+                            .and_then(|c| {
+                                serve(rustls::StreamOwned::new(c, stream), &state, &namespace)
+                            }),
+                    };
                 }
             })
         };
@@ -102,8 +132,8 @@ impl Drop for FakeApi {
 }
 
 /// Answers one request.
-fn serve(stream: TcpStream, state: &Mutex<State>, namespace: &str) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
+fn serve(stream: impl Read + Write, state: &Mutex<State>, namespace: &str) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line)?;
     let mut words = line.split_whitespace();
@@ -193,7 +223,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>, namespace: &str) -> std::io::R
     };
     drop(state);
     let body = answer.to_string();
-    let mut stream = stream;
+    let stream = reader.get_mut();
     write!(
         stream,
         "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

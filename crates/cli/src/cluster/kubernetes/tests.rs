@@ -347,6 +347,43 @@ fn kubernetes_scheduler_says_what_to_give_when_it_cannot_reach_the_api() {
 }
 
 #[test]
+fn kubernetes_scheduler_reaches_an_https_api_with_the_ca_it_is_given() -> Result<()> {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cluster/kubernetes/testdata");
+    let fake = FakeApi::start_tls(
+        "streams",
+        &std::fs::read(testdata.join("server.crt"))?,
+        &std::fs::read(testdata.join("server.key"))?,
+    );
+    let settings = |ca_file: PathBuf| Settings {
+        endpoint: Endpoint {
+            api: format!("https://{}", fake.addr),
+            namespace: "streams".into(),
+            token_file: None,
+            ca_file: Some(ca_file),
+        },
+        name: "anduin".into(),
+        image: "i".into(),
+        env_secret: "s".into(),
+        coordinator_address: fake.addr,
+        workers: 1,
+        slots: 1,
+    };
+    let mut k = Kubernetes::connect(settings(testdata.join("ca.crt")))?;
+    let events = k.tick(&BTreeMap::new(), Utc::now());
+    assert_eq!(created(&events), ["anduin-worker-0"], "{events:?}");
+    // Another CA than the one that signed the API's certificate: refused, saying where.
+    let e = Kubernetes::connect(settings(testdata.join("server.crt")))
+        .err()
+        .map(|e| format!("{e:#}"))
+        .unwrap_or_default();
+    assert!(
+        e.contains("cannot be reached") && e.contains("--kube-ca-file"),
+        "{e}"
+    );
+    Ok(())
+}
+
+#[test]
 fn kubernetes_flags_are_checked_with_what_to_give() {
     let listen: SocketAddr = "0.0.0.0:7400".parse().expect("an address");
     let args = KubeArgs {
