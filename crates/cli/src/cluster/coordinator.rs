@@ -519,7 +519,9 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
                 );
             }
             let settings = args.kube.settings(addr, n, args.slots.unwrap_or(4))?;
-            Box::new(super::kubernetes::Kubernetes::connect(settings)?)
+            Box::new(super::kubernetes::Background::start(
+                super::kubernetes::Kubernetes::connect(settings)?,
+            )?)
         }
         _ => Box::new(Static),
     };

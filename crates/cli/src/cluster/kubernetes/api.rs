@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::pod::PodFacts;
 
 /// How long one call may take: the scheduler calls from the coordinator's liveness tick.
-const CALL_WITHIN: Duration = Duration::from_secs(5);
+pub const CALL_WITHIN: Duration = Duration::from_secs(5);
 
 /// The verbs the coordinator's service account needs on pods in its namespace.
 pub const VERBS: &str = "create, delete, get, list and watch";

@@ -6,7 +6,8 @@
 //! `anduin.io/worker={pod}`; each runs `anduin worker --coordinator ADDR --name POD --slots S
 //! --data-host $(POD_IP)` with the keys of a Secret (`--kube-worker-secret`: the cluster
 //! secret, AWS_* for a checkpoint store on S3) as its environment. On every tick of the
-//! coordinator's liveness watch the scheduler lists its pods by their labels and decides for
+//! coordinator's liveness watch (on a thread of its own, [`Background`], so that a slow API
+//! never delays that watch) the scheduler lists its pods by their labels and decides for
 //! each worker ([`tend_pod`], pure): a missing pod is created; a pod whose worker ended
 //! (`Failed`, `Succeeded`: its pods are never restarted in place) or that the coordinator
 //! gave up (declared dead, or never registered) is deleted and created again; a pod of a
@@ -455,16 +456,56 @@ fn tell(events: Vec<Event>) {
     }
 }
 
-impl Scheduler for Kubernetes {
+/// The `kubernetes` scheduler as the coordinator runs it: its ticks on a thread of their
+/// own, so that an API that answers slowly (each call may take [`api::CALL_WITHIN`]) never
+/// holds up the coordinator's liveness watch, whose ticks declare workers dead. A tick asked
+/// for while one runs and another waits is skipped (the next one brings newer facts).
+pub struct Background {
+    to: Option<crossbeam_channel::Sender<BTreeMap<String, Link>>>,
+    thread: Option<std::thread::JoinHandle<Kubernetes>>,
+}
+
+impl Background {
+    /// Runs the ticks of `scheduler` on a thread.
+    pub fn start(scheduler: Kubernetes) -> std::io::Result<Self> {
+        let (to, from) = crossbeam_channel::bounded::<BTreeMap<String, Link>>(1);
+        let thread = std::thread::Builder::new()
+            .name("anduin-kubernetes".into())
+            .spawn(move || {
+                let mut scheduler = scheduler;
+                for known in from {
+                    tell(scheduler.tick(&known, Utc::now()));
+                }
+                scheduler
+            })?;
+        Ok(Self {
+            to: Some(to),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Scheduler for Background {
     fn kind(&self) -> &'static str {
         "kubernetes"
     }
 
     fn tend(&mut self, known: &BTreeMap<String, Link>) {
-        tell(self.tick(known, Utc::now()));
+        if let Some(to) = &self.to {
+            let _ = to.try_send(known.clone());
+        }
     }
 
+    /// Waits for the tick under way, then deletes the pods.
     fn stop(&mut self) {
-        tell(self.stop_pods());
+        drop(self.to.take());
+        if let Some(thread) = self.thread.take() {
+            match thread.join() {
+                Ok(mut scheduler) => tell(scheduler.stop_pods()),
+                Err(_) => eprintln!(
+                    "anduin: scheduler: its thread panicked (a bug in anduin): the worker pods are left; delete them with `kubectl delete pods -l anduin.io/coordinator=NAME`"
+                ),
+            }
+        }
     }
 }
