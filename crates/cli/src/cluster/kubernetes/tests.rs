@@ -3,6 +3,8 @@
 use super::fake::FakeApi;
 use super::*;
 use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
 fn facts(phase: Phase, age_s: i64, now: DateTime<Utc>) -> PodFacts {
     PodFacts {
