@@ -448,6 +448,18 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     }
     let secret = args.secret.load()?;
     check_listen("a coordinator listening", args.listen.ip(), &secret)?;
+    if let (SchedulerKind::Kubernetes, Some(n)) = (args.scheduler, args.workers) {
+        // Its flags refused before anything starts (the address again once listening).
+        if secret.is_none() {
+            bail!(
+                "--scheduler kubernetes: the coordinator needs the cluster secret \
+                 (--cluster-secret-file or {}): its workers listen beyond loopback",
+                super::secret::ENV
+            );
+        }
+        args.kube
+            .settings(args.listen, n, args.slots.unwrap_or(4))?;
+    }
     std::fs::create_dir_all(&args.state_dir)
         .with_context(|| format!("cannot create `{}`", args.state_dir.display()))?;
     let socket = TcpListener::bind(args.listen)
@@ -511,13 +523,6 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
             .context("cannot find the anduin executable to start workers with")?,
         ),
         (SchedulerKind::Kubernetes, Some(n)) => {
-            if secret.is_none() {
-                bail!(
-                    "--scheduler kubernetes: the coordinator needs the cluster secret \
-                     (--cluster-secret-file or {}): its workers listen beyond loopback",
-                    super::secret::ENV
-                );
-            }
             let settings = args.kube.settings(addr, n, args.slots.unwrap_or(4))?;
             Box::new(super::kubernetes::Background::start(
                 super::kubernetes::Kubernetes::connect(settings)?,
