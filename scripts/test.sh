@@ -37,6 +37,14 @@ if ! command -v "$python" >/dev/null 2>&1; then
   echo "scripts/test.sh: $python is missing: install Python 3 with pip (the S3 tests run moto on it), then run this again" >&2
   exit 1
 fi
+# The Kubernetes manifests of deploy/kubernetes/ are validated against Kubernetes' schemas
+# by kubernetes-validate, from PyPI (its schemas ship with it: no cluster, no network).
+if ! "$python" -c 'import kubernetes_validate' >/dev/null 2>&1; then
+  step "installing kubernetes-validate (checks deploy/kubernetes/) with pip"
+  "$python" -m pip install --quiet kubernetes-validate \
+    || "$python" -m pip install --quiet --break-system-packages kubernetes-validate
+  "$python" -c 'import kubernetes_validate'
+fi
 if ! "$python" -c 'import moto.server' >/dev/null 2>&1; then
   step "installing moto[server] (the S3-compatible test server) with pip"
   "$python" -m pip install --quiet 'moto[server]' \
@@ -73,6 +81,12 @@ if [ -z "${ANDUIN_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
     exit 1
   fi
 fi
+step "deploy/kubernetes: schemas (kubernetes-validate) and what anduin relies on"
+"$python" -m kubernetes_validate --strict --quiet deploy/kubernetes/namespace.yaml \
+  deploy/kubernetes/rbac.yaml deploy/kubernetes/secret.yaml deploy/kubernetes/coordinator.yaml \
+  deploy/kubernetes/worker-pod.json
+"$python" scripts/check_kubernetes_manifests.py deploy/kubernetes
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

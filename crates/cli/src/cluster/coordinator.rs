@@ -77,13 +77,15 @@ pub struct CoordinatorArgs {
     pub per_task_recovery: bool,
     /// Where workers come from: `static`, workers started elsewhere register themselves
     /// (`anduin worker --coordinator …`); `process`, the coordinator starts --workers worker
-    /// processes on this machine and starts a worker again once it is declared dead.
+    /// processes on this machine and starts a worker again once it is declared dead;
+    /// `kubernetes`, it keeps --workers worker pods (the --kube-* flags) and replaces a pod
+    /// that ended or whose worker it declared dead.
     #[arg(long, value_enum, default_value = "static", value_name = "KIND")]
     pub scheduler: SchedulerKind,
-    /// With `--scheduler process`: how many worker processes.
+    /// With `--scheduler process` or `kubernetes`: how many workers (processes, pods).
     #[arg(long, value_name = "N")]
     pub workers: Option<u32>,
-    /// With `--scheduler process`: the slots of each worker (default 4).
+    /// With `--scheduler process` or `kubernetes`: the slots of each worker (default 4).
     #[arg(long, value_name = "N")]
     pub slots: Option<u32>,
     /// With `--scheduler process`: the workers end with the coordinator however it ends (for
@@ -110,6 +112,8 @@ pub struct CoordinatorArgs {
     #[arg(long, value_parser = super::leadership::parse_election, value_name = "URL")]
     pub leader_election: Option<super::leadership::Election>,
     #[command(flatten)]
+    pub kube: super::kubernetes::KubeArgs,
+    #[command(flatten)]
     pub secret: SecretArgs,
 }
 
@@ -120,6 +124,8 @@ pub enum SchedulerKind {
     Static,
     /// The coordinator starts and keeps local worker processes.
     Process,
+    /// The coordinator keeps worker pods through the Kubernetes API.
+    Kubernetes,
 }
 
 /// Where a coordinator under test exits by itself (`--inject-exit-after`): the steps between
@@ -398,10 +404,20 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
             "--workers {n}: the process scheduler starts at most {} workers on this machine; give each more --slots instead",
             scheduler::MAX_LOCAL_WORKERS
         ),
+        (SchedulerKind::Kubernetes, None | Some(0)) => {
+            bail!("--scheduler kubernetes keeps --workers N worker pods: give N (at least 1)")
+        }
+        (SchedulerKind::Kubernetes, Some(n)) if n > super::kubernetes::MAX_PODS => bail!(
+            "--workers {n}: the kubernetes scheduler keeps at most {} pods; give each more --slots instead",
+            super::kubernetes::MAX_PODS
+        ),
         (SchedulerKind::Static, Some(_)) => bail!(
-            "--workers is for --scheduler process; with the static scheduler, start each worker with `anduin worker --coordinator ADDR`"
+            "--workers is for --scheduler process or kubernetes; with the static scheduler, start each worker with `anduin worker --coordinator ADDR`"
         ),
         _ => {}
+    }
+    if args.scheduler != SchedulerKind::Kubernetes && args.kube.any() {
+        bail!("the --kube-* flags are for --scheduler kubernetes");
     }
     if args.executor_timeout < MIN_EXECUTOR_TIMEOUT {
         bail!(
@@ -420,7 +436,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     }
     match (args.scheduler, args.slots) {
         (SchedulerKind::Static, Some(_)) => bail!(
-            "--slots is for --scheduler process; with the static scheduler, each worker says its own (`anduin worker --slots N`)"
+            "--slots is for --scheduler process or kubernetes; with the static scheduler, each worker says its own (`anduin worker --slots N`)"
         ),
         (_, Some(0)) => bail!("--slots must be at least 1"),
         _ => {}
@@ -434,6 +450,18 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     }
     let secret = args.secret.load()?;
     check_listen("a coordinator listening", args.listen.ip(), &secret)?;
+    if let (SchedulerKind::Kubernetes, Some(n)) = (args.scheduler, args.workers) {
+        // Its flags refused before anything starts (the address again once listening).
+        if secret.is_none() {
+            bail!(
+                "--scheduler kubernetes: the coordinator needs the cluster secret \
+                 (--cluster-secret-file or {}): its workers listen beyond loopback",
+                super::secret::ENV
+            );
+        }
+        args.kube
+            .settings(args.listen, n, args.slots.unwrap_or(4))?;
+    }
     std::fs::create_dir_all(&args.state_dir)
         .with_context(|| format!("cannot create `{}`", args.state_dir.display()))?;
     // A standby that could not take over is refused before it says where it listens.
@@ -505,6 +533,12 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
             )
             .context("cannot find the anduin executable to start workers with")?,
         ),
+        (SchedulerKind::Kubernetes, Some(n)) => {
+            let settings = args.kube.settings(addr, n, args.slots.unwrap_or(4))?;
+            Box::new(super::kubernetes::Background::start(
+                super::kubernetes::Kubernetes::connect(settings)?,
+            )?)
+        }
         _ => Box::new(Static),
     };
     let (mut state, resumed) = from_catalog(catalog, LifeEvents::open(&args.state_dir));

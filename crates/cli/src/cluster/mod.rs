@@ -13,7 +13,8 @@
 //! ([`secret`]); without one, every listener binds to loopback only.
 //!
 //! Which workers there are is the coordinator's [`scheduler`]'s business (`static`: they
-//! register themselves; `process`: it starts them on its machine). A dead worker's task
+//! register themselves; `process`: it starts them on its machine; `kubernetes`: it keeps them as
+//! pods, [`kubernetes`]). A dead worker's task
 //! instances, or a failed executor's, are restored alone on live workers ([`restore`]).
 
 pub mod client;
@@ -23,6 +24,7 @@ pub mod coordinators;
 mod driver;
 pub mod executor;
 pub mod figures;
+pub mod kubernetes;
 pub mod leadership;
 mod life_events;
 pub mod local;

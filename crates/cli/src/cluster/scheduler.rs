@@ -15,7 +15,8 @@
 //!   replaced as its own are (a PID is acted on only while its command line is that
 //!   worker's: `anduin worker … --work-dir DIR/{name}`).
 //!
-//! Not here: Kubernetes (the high-availability issue).
+//! - `kubernetes` ([`super::kubernetes::Kubernetes`]): the coordinator keeps N worker pods
+//!   through the Kubernetes API, and replaces a pod that ended or whose worker it gave up.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

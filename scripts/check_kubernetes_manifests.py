@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Checks deploy/kubernetes/ beyond its schemas (scripts/test.sh validates those with
+kubernetes-validate): what anduin's coordinator and its scheduler rely on.
+
+  python3 scripts/check_kubernetes_manifests.py [DIR]
+"""
+import json
+import pathlib
+import sys
+
+import yaml
+
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "deploy/kubernetes")
+docs = {}
+for path in sorted(root.glob("*.yaml")):
+    for doc in yaml.safe_load_all(path.read_text()):
+        if doc and doc.get("kind") != "Kustomization":
+            docs[(doc["kind"], doc["metadata"]["name"])] = doc
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+
+
+def flag(args, name):
+    return args[args.index(name) + 1] if name in args else None
+
+
+deployment = docs[("Deployment", "anduin-coordinator")]
+service = docs[("Service", "anduin-coordinator")]
+role = docs[("Role", "anduin-coordinator")]
+binding = docs[("RoleBinding", "anduin-coordinator")]
+account = docs[("ServiceAccount", "anduin-coordinator")]
+secret = docs[("Secret", "anduin")]
+namespace = account["metadata"]["namespace"]
+
+for (kind, name), doc in docs.items():
+    if kind != "Namespace":
+        check(doc["metadata"].get("namespace") == namespace, f"{kind} {name} is not in namespace {namespace}")
+
+spec = deployment["spec"]
+pod = spec["template"]
+labels = pod["metadata"]["labels"]
+for k, v in spec["selector"]["matchLabels"].items():
+    check(labels.get(k) == v, f"the Deployment's selector {k}={v} does not match its pods' labels")
+for k, v in service["spec"]["selector"].items():
+    check(labels.get(k) == v, f"the Service's selector {k}={v} does not match the coordinator's labels")
+check(spec["replicas"] == 1, "more than one coordinator replica: leader election across pods is not built yet")
+check(spec.get("strategy", {}).get("type") == "Recreate", "the coordinator's Deployment must be Recreate (one catalog, one writer)")
+
+check(pod["spec"].get("serviceAccountName") == account["metadata"]["name"], "the coordinator does not run as its service account")
+check(binding["roleRef"]["name"] == role["metadata"]["name"], "the RoleBinding does not bind the Role")
+check(any(s["kind"] == "ServiceAccount" and s["name"] == account["metadata"]["name"] and s.get("namespace") == namespace
+          for s in binding["subjects"]), "the RoleBinding does not bind the coordinator's service account")
+rules = role["rules"]
+check(len(rules) == 1 and rules[0]["apiGroups"] == [""] and rules[0]["resources"] == ["pods"],
+      "the Role must grant pods only")
+check(sorted(rules[0]["verbs"]) == ["create", "delete", "get", "list", "watch"],
+      "the Role must grant exactly create, delete, get, list, watch")
+
+container = pod["spec"]["containers"][0]
+args = container["command"]
+check(args[:2] == ["anduin", "coordinator"], "the coordinator's container does not run `anduin coordinator`")
+check(flag(args, "--scheduler") == "kubernetes", "the coordinator does not use --scheduler kubernetes")
+check(flag(args, "--kube-worker-image") == container["image"], "the workers' image is not the coordinator's")
+check(flag(args, "--kube-worker-secret") == secret["metadata"]["name"], "--kube-worker-secret does not name the Secret")
+check(any(e.get("secretRef", {}).get("name") == secret["metadata"]["name"] for e in container.get("envFrom", [])),
+      "the coordinator does not take its environment from the Secret")
+check((flag(args, "--checkpoint-store") or "").startswith("s3://"), "the checkpoint store is not on S3")
+host, port = flag(args, "--kube-coordinator-address").rsplit(":", 1)
+check(host == service["metadata"]["name"], "--kube-coordinator-address is not the Service")
+check(any(p["port"] == int(port) for p in service["spec"]["ports"]), "the Service does not expose the coordinator's port")
+check(flag(args, "--listen").endswith(":" + port), "the coordinator does not listen on the Service's port")
+for key in ["ANDUIN_CLUSTER_SECRET", "ANDUIN_API_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"]:
+    check(key in secret.get("stringData", {}), f"the Secret lacks {key}")
+
+# The pod the scheduler creates (written by its unit test, the same bytes).
+worker = json.loads((root / "worker-pod.json").read_text())
+wlabels = worker["metadata"]["labels"]
+check(wlabels.get("app.kubernetes.io/managed-by") == "anduin" and "anduin.io/coordinator" in wlabels
+      and wlabels.get("anduin.io/worker") == worker["metadata"]["name"], "the worker pod's labels")
+check(worker["spec"]["containers"][0]["command"][:2] == ["anduin", "worker"], "the worker pod does not run `anduin worker`")
+
+if failures:
+    for f in failures:
+        print(f"{root}: {f}", file=sys.stderr)
+    sys.exit(1)
+print(f"{root}: {len(docs)} resources and the worker pod checked")
