@@ -86,7 +86,9 @@ pub fn tend(link: Option<Link>, process: Option<ProcessFacts>) -> Tend {
     let running = process.filter(|p| p.running);
     match (link, running) {
         (Some(Link::Alive | Link::Awaited), _) => Tend::Leave,
-        (None, Some(p)) if p.age < REGISTER_WITHIN => Tend::Leave,
+        // Started, registering: also under the name of the worker it replaces, which stays
+        // dead until it registers (replaced again on every tick, it never would).
+        (None | Some(Link::Dead), Some(p)) if p.age < REGISTER_WITHIN => Tend::Leave,
         (None | Some(Link::Dead), Some(_)) => Tend::Replace,
         (None | Some(Link::Dead), None) => Tend::Start,
     }
@@ -323,6 +325,8 @@ mod tests {
         assert_eq!(tend(Some(Link::Awaited), None), Tend::Leave);
         // Started, registering.
         assert_eq!(tend(None, process(true, 1)), Tend::Leave);
+        // Started in place of one declared dead, registering.
+        assert_eq!(tend(Some(Link::Dead), process(true, 1)), Tend::Leave);
     }
 
     #[test]
