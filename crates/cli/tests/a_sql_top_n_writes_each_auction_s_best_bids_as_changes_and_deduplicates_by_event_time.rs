@@ -59,7 +59,9 @@ fn folded(changelog: &str) -> BTreeMap<String, usize> {
         if op.starts_with('+') {
             *rows.entry(row.to_string()).or_default() += 1;
         } else {
-            let n = rows.get_mut(row).unwrap_or_else(|| panic!("{line} retracts no row"));
+            let n = rows
+                .get_mut(row)
+                .unwrap_or_else(|| panic!("{line} retracts no row"));
             *n -= 1;
             if *n == 0 {
                 rows.remove(row);
@@ -117,7 +119,10 @@ fn keeping_the_first_bid_of_each_bidder_writes_its_earliest_once_though_it_came_
     let mut got: Vec<String> = written.lines().skip(1).map(str::to_string).collect();
     got.sort();
     assert_eq!(got, expected, "each bidder once, at its earliest bid");
-    assert!(got.contains(&"10,1,4".to_string()), "the late earlier bid wins");
+    assert!(
+        got.contains(&"10,1,4".to_string()),
+        "the late earlier bid wins"
+    );
 }
 
 #[test]
