@@ -92,7 +92,7 @@ impl Partition {
     }
 
     /// The values of the first `n` rows, in rank order.
-    pub(crate) fn top(&self, n: usize) -> Vec<Box<[u8]>> {
+    pub(crate) fn top(&self, n: usize) -> Top {
         self.rows.values().flatten().take(n).cloned().collect()
     }
 
@@ -101,6 +101,9 @@ impl Partition {
         self.len == 0 && !self.emitted
     }
 }
+
+/// The values of a partition's first rows, in rank order.
+pub(crate) type Top = Vec<Box<[u8]>>;
 
 /// One change of the output: the values of a row, its rank (from 1) and its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,8 +126,8 @@ pub(crate) fn changes(
     ranked: bool,
     out: &mut Vec<Change>,
 ) {
-    let change = |row: &Box<[u8]>, at: usize, kind| Change {
-        row: row.clone(),
+    let change = |row: &[u8], at: usize, kind| Change {
+        row: row.into(),
         rank: at as u64 + 1,
         kind,
     };

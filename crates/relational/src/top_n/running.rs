@@ -28,7 +28,7 @@ use hashbrown::HashMap;
 use crate::retracting;
 
 use super::entry;
-use super::rank::{changes, Change, Partition, Ties};
+use super::rank::{changes, Change, Partition, Ties, Top};
 use super::{Mode, TopSetup};
 
 /// The sub-key of a partition's entry.
@@ -202,7 +202,7 @@ impl TopN {
         // before it.
         let mut index: HashMap<&[u8], usize, RandomState> =
             HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4));
-        let mut touched: Vec<(&[u8], Vec<Box<[u8]>>)> = Vec::new();
+        let mut touched: Vec<(&[u8], Top)> = Vec::new();
         for (i, add) in adds.iter().enumerate() {
             let key = self.setup.codec.stored(keys.row(i));
             if !index.contains_key(key) {
