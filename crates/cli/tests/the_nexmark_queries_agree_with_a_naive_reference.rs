@@ -1,4 +1,4 @@
-//! Every Nexmark query of `benches/nexmark/` (q0, q1, q2, q3, q5, q7, q8 and the CEP queries
+//! Every Nexmark query of `benches/nexmark/` (q0, q1, q2, q3, q5, q7, q8, q9 and the CEP queries
 //! cep_q0 … cep_q3), run by `anduin` on a small generated input, gives the rows of a naive
 //! reference: its SQL computed over the same events with plain loops, `Vec`s and `BTreeMap`s,
 //! written from the SQL's semantics, not from anduin's code.
@@ -19,8 +19,8 @@
 use crate::nexmark_reference;
 
 use nexmark_reference::cep::{cep_q0, cep_q1, cep_q2, cep_q3};
-use nexmark_reference::sql::{q0, q1, q2, q3, q5, q7, q8};
-use nexmark_reference::{assert_same_rows, hand_made_bids, input, run_query, V};
+use nexmark_reference::sql::{q0, q1, q2, q3, q5, q7, q8, q9};
+use nexmark_reference::{assert_same_rows, folded_upserts, hand_made_bids, input, run_query, V};
 
 #[test]
 fn q0_passes_every_bid_through() {
@@ -101,6 +101,18 @@ fn q8_finds_the_people_who_open_an_auction_in_the_window_they_join() {
     let input = input();
     let got = run_query(&input, "q8", "ist");
     assert_same_rows("q8", got, q8(&input.people, &input.auctions), 100);
+}
+
+#[test]
+fn q9_finds_the_highest_bid_of_every_auction_while_it_is_open() {
+    let input = input();
+    // An upsert per change of an auction's best bid, folded: the winning bids.
+    let got = folded_upserts(run_query(&input, "q9", "sissiittiisiiits"));
+    let got = got
+        .into_iter()
+        .map(|r| vec![r[0].clone(), r[11].clone(), r[12].clone(), r[13].clone()])
+        .collect();
+    assert_same_rows("q9", got, q9(&input.auctions, &input.bids), 1_000);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anduin_graph::{Binding, Catalog, ControlInput, OperatorSignature};
 use anduin_operator_api::controlled::controlled;
 use anduin_operator_api::Bound;
-use anduin_relational::{filter, group, join, map, regular_join, selector, union, window};
+use anduin_relational::{filter, group, join, map, regular_join, selector, top_n, union, window};
 use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
@@ -32,6 +32,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &group::SIGNATURE,
     &join::SIGNATURE,
     &regular_join::SIGNATURE,
+    &top_n::SIGNATURE,
     &anduin_cep::SIGNATURE,
 ];
 
@@ -67,7 +68,7 @@ impl Catalog for BuiltinCatalog {
         match op.kind.as_str() {
             // Row by row: a change filtered or projected is still a change.
             "filter" | "map" | "discard" => Ok(()),
-            "aggregate" | "regular_join" => Ok(()),
+            "aggregate" | "regular_join" | "top_n" => Ok(()),
             "writer" => anduin_connectors::changelog::updates_accepted(
                 &op.param("mode")
                     .map_or_else(|| "append".to_string(), |p| p.value.as_text().to_string()),
@@ -88,6 +89,7 @@ impl Catalog for BuiltinCatalog {
         match op.kind.as_str() {
             "aggregate" => true,
             "regular_join" => regular_join::makes_updates(op),
+            "top_n" => top_n::makes_updates(op),
             _ => false,
         }
     }
@@ -147,6 +149,7 @@ impl Catalog for BuiltinCatalog {
             "aggregate" => group::bind(op, inputs),
             "join" => join::bind(op, inputs),
             "regular_join" => regular_join::bind(op, inputs),
+            "top_n" => top_n::bind(op, inputs),
             "pattern" => anduin_cep::bind(op, inputs),
             other => Err(Diagnostic::error(
                 op.kind.pos(),

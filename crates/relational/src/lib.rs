@@ -1,6 +1,7 @@
 //! anduin's relational operators, one per file or directory: filter, map, union, window,
-//! join (time-bounded), the regular join (no time bound, an updating stream) and the updating aggregate (`group`, a GROUP BY without a window), written against
-//! `anduin-operator-api`.
+//! join (time-bounded), the regular join (no time bound, an updating stream), the updating
+//! aggregate (`group`, a GROUP BY without a window) and top-N (`top_n`, also deduplication),
+//! written against `anduin-operator-api`.
 //!
 //! This crate knows how one instance of each processes batches and checkpoints its state. It
 //! does not run them (`anduin-runtime`), parse queries (`anduin-spec`), or name them to the
@@ -15,5 +16,6 @@ pub mod regular_join;
 mod replica_safe;
 mod retracting;
 pub mod selector;
+pub mod top_n;
 pub mod union;
 pub mod window;

@@ -10,4 +10,5 @@ mod sql_joins_lower_to_the_join_operator;
 mod sql_match_recognize_lowers_to_the_pattern_operator;
 mod sql_regular_joins_lower_to_the_regular_join_operator;
 mod sql_subqueries_lower_to_windows_and_joins;
+mod sql_top_n_lowers_to_the_top_n_operator;
 mod the_parsers_return_on_any_input;

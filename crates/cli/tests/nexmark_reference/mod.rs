@@ -68,12 +68,13 @@ pub struct Person {
     pub date_time: i64,
 }
 
-/// An auction: `id`, `seller`, `category`, `dateTime` (epoch ms).
+/// An auction: `id`, `seller`, `category`, `dateTime` and `expires` (epoch ms).
 pub struct Auction {
     pub id: i64,
     pub seller: i64,
     pub category: i64,
     pub date_time: i64,
+    pub expires: i64,
 }
 
 /// A bid: `auction`, `bidder`, `price`, `dateTime` (epoch ms), `extra`.
@@ -163,13 +164,14 @@ fn read_people(path: &Path) -> Vec<Person> {
 fn read_auctions(path: &Path) -> Vec<Auction> {
     let t = Table::read(path);
     let (seller, time) = (t.col("seller"), t.col("dateTime"));
-    let (id, category) = (t.col("id"), t.col("category"));
+    let (id, category, expires) = (t.col("id"), t.col("category"), t.col("expires"));
     (t.rows.iter())
         .map(|r| Auction {
             id: int(&r[id]),
             seller: int(&r[seller]),
             category: int(&r[category]),
             date_time: timestamp(&r[time]),
+            expires: timestamp(&r[expires]),
         })
         .collect()
 }
@@ -246,6 +248,31 @@ impl V {
 
 /// An output row.
 pub type Row = Vec<V>;
+
+/// The rows of an upsert output (`op` first, then the row, keyed by its first column) folded
+/// into the table they describe: a `+I` or `+U` sets its key's row, a `-D` removes it.
+pub fn folded_upserts(rows: Vec<Row>) -> Vec<Row> {
+    let mut table: std::collections::BTreeMap<String, Row> = std::collections::BTreeMap::new();
+    for mut r in rows {
+        let V::S(op) = r.remove(0) else {
+            panic!("an upsert row starts with its op: {r:?}")
+        };
+        let key = format!("{:?}", r.first().expect("a key"));
+        match op.as_str() {
+            "+I" | "+U" => {
+                table.insert(key, r);
+            }
+            "-D" => {
+                assert!(
+                    table.remove(&key).is_some(),
+                    "-D of {key}, which has no row"
+                );
+            }
+            other => panic!("an upsert row of kind {other}"),
+        }
+    }
+    table.into_values().collect()
+}
 
 fn cmp_rows(a: &Row, b: &Row, by: fn(&V, &V) -> Ordering) -> Ordering {
     (a.iter().zip(b))

@@ -220,3 +220,40 @@ fn a_time_is_in_five_hops_and_one_tumbling_window() {
     assert_eq!(tumble_start(19_999, 10_000), 10_000);
     assert_eq!(tumble_start(20_000, 10_000), 20_000);
 }
+
+/// Winning bids (a regular join bounded by the auction's own times, then the top bid of
+/// each auction), as `id, bidder, price, bid_dateTime`:
+///
+/// ```sql
+/// SELECT id, …, auction, bidder, price, bid_dateTime, bid_extra FROM (
+///   SELECT A.*, B.auction, B.bidder, B.price, B.dateTime AS bid_dateTime, B.extra AS bid_extra,
+///     ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.dateTime ASC) AS rownum
+///   FROM auction A, bid B
+///   WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires)
+/// WHERE rownum <= 1
+/// ```
+pub fn q9(auctions: &[Auction], bids: &[Bid]) -> Vec<Row> {
+    let mut per: BTreeMap<i64, Vec<&Bid>> = BTreeMap::new();
+    for b in bids {
+        per.entry(b.auction).or_default().push(b);
+    }
+    let mut rows = Vec::new();
+    for a in auctions {
+        let open = per
+            .get(&a.id)
+            .into_iter()
+            .flatten()
+            .filter(|b| a.date_time <= b.date_time && b.date_time <= a.expires);
+        // The highest price; of equal ones the earliest.
+        let best = open.min_by_key(|b| (std::cmp::Reverse(b.price), b.date_time));
+        if let Some(b) = best {
+            rows.push(vec![
+                V::I(a.id),
+                V::I(b.bidder),
+                V::I(b.price),
+                V::I(b.date_time),
+            ]);
+        }
+    }
+    rows
+}

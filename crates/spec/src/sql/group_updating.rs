@@ -61,7 +61,8 @@ pub(super) fn is_aggregate_call(e: &Expr) -> bool {
 }
 
 /// An error for the first window function (`f(…) OVER (…)`) in the select list of `s`: OVER
-/// windows and top-N (`ROW_NUMBER() OVER (…)`) come with later parts of issue 17.
+/// windows come with a later part of issue 17, and `ROW_NUMBER() OVER (…)` is lowered only in
+/// the shape of a top-N (`top_n.rs`), which takes it out of the select list first.
 pub(super) fn refuse_over(s: &Select) -> Result<(), Diagnostic> {
     for item in &s.projection {
         let mut e = match item {
@@ -79,8 +80,9 @@ pub(super) fn refuse_over(s: &Select) -> Result<(), Diagnostic> {
         });
         if let Some((name, at)) = found {
             let what = match name.to_lowercase().as_str() {
-                "row_number" | "rank" | "dense_rank" => {
-                    format!("`{name}() OVER (…)` (top-N and deduplication)")
+                "row_number" => format!("`{name}() OVER (…)` outside top-N (a subquery numbering its rows `… AS rn`, whose number the query over it filters: `WHERE rn <= N`)"),
+                "rank" | "dense_rank" => {
+                    format!("`{name}() OVER (…)` (top-N numbers rows with ROW_NUMBER())")
                 }
                 _ => format!("`{name}(…) OVER (…)` (an OVER window)"),
             };

@@ -182,12 +182,28 @@ pub(super) fn lower_subquery(
     tables: &mut Tables,
     spec: &mut Spec,
 ) -> Result<String, Diagnostic> {
+    let name = subquery_name(alias, prefix, spec)?;
+    let lowered = lower_select(plain_select(q)?, &name, script, tables, spec)?;
+    tables.derive(Derived {
+        stream: lowered.stream.clone(),
+        columns: lowered.columns,
+    });
+    Ok(lowered.stream)
+}
+
+/// The prefix of the operators of a subquery called `alias` (or `subquery1`, …, the first
+/// free) in the query whose operators are named after `prefix`.
+pub(super) fn subquery_name(
+    alias: Option<&TableAlias>,
+    prefix: &str,
+    spec: &Spec,
+) -> Result<String, Diagnostic> {
     let taken = |name: &str| {
         spec.operators
             .iter()
             .any(|o| o.name.as_str().starts_with(&format!("{name}_")))
     };
-    let name = match alias {
+    match alias {
         Some(alias) => {
             if !alias.columns.is_empty() {
                 return Err(unsupported(
@@ -205,19 +221,13 @@ pub(super) fn lower_subquery(
                     ),
                 ));
             }
-            name
+            Ok(name)
         }
-        None => (1..)
+        None => Ok((1..)
             .map(|k| format!("{prefix}_subquery{k}"))
             .find(|n| !taken(n))
-            .expect("some name is free"),
-    };
-    let lowered = lower_select(plain_select(q)?, &name, script, tables, spec)?;
-    tables.derive(Derived {
-        stream: lowered.stream.clone(),
-        columns: lowered.columns,
-    });
-    Ok(lowered.stream)
+            .expect("some name is free")),
+    }
 }
 
 /// Lowers a SELECT to operators named after `prefix`.
@@ -269,7 +279,20 @@ pub(super) fn lower_select(
         }
         return super::join::lower(s, from, prefix, script, tables, spec);
     }
+    // A top-N consumes the WHERE over it (its bound on the row number, and a filter).
+    let mut filtered = false;
     let (input, window) = match &from.relation {
+        TableFactor::Derived {
+            lateral: false,
+            subquery,
+            ..
+        } if super::top_n::is_ranked(subquery) => {
+            filtered = true;
+            (
+                super::top_n::lower(s, &from.relation, prefix, script, tables, spec)?,
+                None,
+            )
+        }
         TableFactor::Table {
             name, args: None, ..
         } => (tables.read(name)?, None),
@@ -299,7 +322,7 @@ pub(super) fn lower_select(
     };
     let mut stream = input.clone();
     let written = written(script.source, s);
-    if let Some(cond) = written.condition {
+    if let Some(cond) = written.condition.filter(|_| !filtered) {
         let name = format!("{prefix}_where");
         spec.operators.push(operator(
             name.clone(),

@@ -30,6 +30,7 @@ pub use reserved::reserved_function;
 mod select_text;
 mod source_text;
 mod tables;
+mod top_n;
 mod window_tvf;
 
 use anduin_types::{Diagnostic, Diagnostics, Pos};

@@ -91,9 +91,22 @@ fn cut(toks: &[DepthToken], s: &Select) -> Option<Cut> {
             break stop;
         }
     };
-    if items.len() != s.projection.len() {
-        return None;
-    }
+    let items = if items.len() == s.projection.len() {
+        items
+    } else {
+        // A SELECT lowered without some of its items (a top-N's row number): each item kept
+        // is the one written where it is.
+        s.projection
+            .iter()
+            .map(|item| {
+                let span = item_span(item);
+                if span.start.line == 0 {
+                    return None;
+                }
+                items.iter().copied().find(|r| agrees(toks, *r, span))
+            })
+            .collect::<Option<Vec<_>>>()?
+    };
     let condition = match &s.selection {
         None => None,
         Some(cond) => {

@@ -1,0 +1,258 @@
+//! The rows of one partition in rank order, and the changes between two of its top-N lists:
+//! pure functions of the rows, as Flink's `RetractableTopNFunction` keeps a sort key's rows
+//! in a list under a sorted map.
+//!
+//! A row is held as its sort key (Arrow row-format bytes of the `order` columns, which compare
+//! as the order asks) and its values (row-format bytes of every input column but the change
+//! kind). Rows of equal sort keys are ranked by arrival: the earliest first ([`Ties::Earliest`],
+//! SQL's `ROW_NUMBER` over ties in Flink), or the latest first ([`Ties::Latest`], the keep-last
+//! deduplication). A retraction takes out the first equal row of its sort key in that order.
+//!
+//! ```text
+//! limit 2, order v DESC, rows +I(5) +I(9) +I(7):
+//!   top [5]      -> +I(5)
+//!   top [9, 5]   -> +I(9)
+//!   top [9, 7]   -> -D(5) +I(7)          (ranked: -U(5,2) +U(7,2))
+//! ```
+
+use std::collections::BTreeMap;
+
+use anduin_types::ChangeKind;
+
+/// Which of the rows of equal sort keys ranks first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ties {
+    /// The one that came first.
+    Earliest,
+    /// The one that came last.
+    Latest,
+}
+
+/// The rows of one partition.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Partition {
+    /// Rows by sort key; those of one sort key in rank order.
+    pub rows: BTreeMap<Box<[u8]>, Vec<Box<[u8]>>>,
+    /// How many rows `rows` holds.
+    pub len: usize,
+    /// Keep-first deduplication: the partition's row was emitted, and every later row of it
+    /// is dropped.
+    pub emitted: bool,
+    /// Keep-first deduplication: the event time of the row held, not emitted yet.
+    pub pending: Option<i64>,
+}
+
+impl Partition {
+    /// Adds a row with sort key `sort` and values `row`.
+    pub(crate) fn add(&mut self, sort: &[u8], row: &[u8], ties: Ties) {
+        let list = match self.rows.get_mut(sort) {
+            Some(list) => list,
+            None => self.rows.entry(sort.into()).or_default(),
+        };
+        match ties {
+            Ties::Earliest => list.push(row.into()),
+            Ties::Latest => list.insert(0, row.into()),
+        }
+        self.len += 1;
+    }
+
+    /// Takes out the first row of sort key `sort` equal to `row`; whether one was held.
+    pub(crate) fn take(&mut self, sort: &[u8], row: &[u8]) -> bool {
+        let Some(list) = self.rows.get_mut(sort) else {
+            return false;
+        };
+        let Some(i) = list.iter().position(|r| **r == *row) else {
+            return false;
+        };
+        list.remove(i);
+        if list.is_empty() {
+            self.rows.remove(sort);
+        }
+        self.len -= 1;
+        true
+    }
+
+    /// Drops every row ranked after the first `n` (of an append-only input, which can never
+    /// rank among the first `n` again).
+    pub(crate) fn trim(&mut self, n: usize) {
+        while self.len > n {
+            let Some(mut last) = self.rows.last_entry() else {
+                return;
+            };
+            let over = self.len - n;
+            let list = last.get_mut();
+            if list.len() <= over {
+                self.len -= list.len();
+                last.remove();
+            } else {
+                list.truncate(list.len() - over);
+                self.len = n;
+            }
+        }
+    }
+
+    /// The values of the first `n` rows, in rank order.
+    pub(crate) fn top(&self, n: usize) -> Top {
+        self.rows.values().flatten().take(n).cloned().collect()
+    }
+
+    /// Whether the partition keeps nothing (no row, no mark of an emitted row).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0 && !self.emitted
+    }
+}
+
+/// The values of a partition's first rows, in rank order.
+pub(crate) type Top = Vec<Box<[u8]>>;
+
+/// One change of the output: the values of a row, its rank (from 1) and its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Change {
+    pub row: Box<[u8]>,
+    pub rank: u64,
+    pub kind: ChangeKind,
+}
+
+/// The changes that turn the top list `before` of a partition into `after`, pushed to `out`.
+///
+/// With `ranked` (the rank is a column of the output), each rank whose row changed is
+/// updated (`-U` then `+U`), dropped (`-D`) or added (`+I`). Without, a row that left the
+/// list is deleted and a row that entered it inserted (multisets: a row held twice that
+/// stays twice changes nothing), except that a list of one row replaced by another (a
+/// deduplication) is an update; the rank given is then the row's place in its list.
+pub(crate) fn changes(
+    before: &[Box<[u8]>],
+    after: &[Box<[u8]>],
+    ranked: bool,
+    out: &mut Vec<Change>,
+) {
+    let change = |row: &[u8], at: usize, kind| Change {
+        row: row.into(),
+        rank: at as u64 + 1,
+        kind,
+    };
+    if ranked {
+        for i in 0..before.len().max(after.len()) {
+            match (before.get(i), after.get(i)) {
+                (Some(b), Some(a)) if b == a => {}
+                (Some(b), Some(a)) => {
+                    out.push(change(b, i, ChangeKind::UpdateBefore));
+                    out.push(change(a, i, ChangeKind::UpdateAfter));
+                }
+                (Some(b), None) => out.push(change(b, i, ChangeKind::Delete)),
+                (None, Some(a)) => out.push(change(a, i, ChangeKind::Insert)),
+                (None, None) => {}
+            }
+        }
+        return;
+    }
+    // Each row of one list matched with an equal one of the other, at most once.
+    let mut kept = vec![false; after.len()];
+    let mut gone = Vec::new();
+    for (i, b) in before.iter().enumerate() {
+        match (0..after.len()).find(|j| !kept[*j] && after[*j] == *b) {
+            Some(j) => kept[j] = true,
+            None => gone.push(i),
+        }
+    }
+    let came: Vec<usize> = (0..after.len()).filter(|j| !kept[*j]).collect();
+    if let ([b], [a], 1, 1) = (gone.as_slice(), came.as_slice(), before.len(), after.len()) {
+        out.push(change(&before[*b], 0, ChangeKind::UpdateBefore));
+        out.push(change(&after[*a], 0, ChangeKind::UpdateAfter));
+        return;
+    }
+    for i in gone {
+        out.push(change(&before[i], i, ChangeKind::Delete));
+    }
+    for j in came {
+        out.push(change(&after[j], j, ChangeKind::Insert));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ChangeKind::{Delete, Insert, UpdateAfter, UpdateBefore};
+
+    fn b(s: &str) -> Box<[u8]> {
+        s.as_bytes().into()
+    }
+
+    fn kinds(out: &[Change]) -> Vec<(String, u64, ChangeKind)> {
+        out.iter()
+            .map(|c| (String::from_utf8_lossy(&c.row).into_owned(), c.rank, c.kind))
+            .collect()
+    }
+
+    #[test]
+    fn equal_sort_keys_rank_by_arrival_and_a_retraction_takes_the_first_equal_row() {
+        let mut p = Partition::default();
+        for (sort, row) in [("1", "a"), ("0", "b"), ("1", "c"), ("1", "a")] {
+            p.add(sort.as_bytes(), row.as_bytes(), Ties::Earliest);
+        }
+        assert_eq!(p.top(9), [b("b"), b("a"), b("c"), b("a")]);
+        assert!(p.take(b"1", b"a"));
+        assert_eq!(p.top(9), [b("b"), b("c"), b("a")]);
+        assert!(
+            !p.take(b"0", b"a"),
+            "a row of another sort key is not taken"
+        );
+        let mut latest = Partition::default();
+        for row in ["x", "y"] {
+            latest.add(b"5", row.as_bytes(), Ties::Latest);
+        }
+        assert_eq!(latest.top(1), [b("y")]);
+    }
+
+    #[test]
+    fn trimming_keeps_the_first_rows_across_sort_keys() {
+        let mut p = Partition::default();
+        for (sort, row) in [("1", "a"), ("2", "b"), ("2", "c"), ("3", "d")] {
+            p.add(sort.as_bytes(), row.as_bytes(), Ties::Earliest);
+        }
+        p.trim(2);
+        assert_eq!((p.top(9), p.len), (vec![b("a"), b("b")], 2));
+        p.trim(0);
+        assert!(p.is_empty() && p.rows.is_empty());
+    }
+
+    #[test]
+    fn a_ranked_list_updates_each_rank_whose_row_changed() {
+        let mut out = Vec::new();
+        changes(&[b("9"), b("5")], &[b("9"), b("7"), b("5")], true, &mut out);
+        assert_eq!(
+            kinds(&out),
+            [
+                ("5".into(), 2, UpdateBefore),
+                ("7".into(), 2, UpdateAfter),
+                ("5".into(), 3, Insert)
+            ]
+        );
+        out.clear();
+        changes(&[b("9")], &[], true, &mut out);
+        assert_eq!(kinds(&out), [("9".into(), 1, Delete)]);
+    }
+
+    #[test]
+    fn an_unranked_list_deletes_what_left_and_inserts_what_came_as_multisets() {
+        let mut out = Vec::new();
+        changes(
+            &[b("9"), b("5"), b("5")],
+            &[b("9"), b("7"), b("5")],
+            false,
+            &mut out,
+        );
+        assert_eq!(
+            kinds(&out),
+            [("5".into(), 3, Delete), ("7".into(), 2, Insert)]
+        );
+        out.clear();
+        changes(&[b("5"), b("9")], &[b("9"), b("5")], false, &mut out);
+        assert!(out.is_empty(), "a reordering changes no row");
+        changes(&[b("5")], &[b("6")], false, &mut out);
+        assert_eq!(
+            kinds(&out),
+            [("5".into(), 1, UpdateBefore), ("6".into(), 1, UpdateAfter)]
+        );
+    }
+}

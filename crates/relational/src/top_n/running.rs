@@ -1,0 +1,499 @@
+//! The running top-N: a batch's rows added to (or taken out of) their partitions, the changes
+//! of the partitions' first rows emitted after it (`rank.rs`), or for keep-first
+//! deduplication each key's earliest row held until the watermark passes it; the partitions
+//! checkpointed through a keyed table and restored from it.
+//!
+//! A checkpoint writes one table entry per partition changed since the previous one (its
+//! key's bytes as group key, `t` as sub-key, `entry.rs` as value), or deletes the entry of a
+//! partition that holds nothing any more; the manifest keeps how many retractions found no
+//! row to take out.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use ahash::RandomState;
+use anduin_operator_api::event_time::event_times;
+use anduin_operator_api::rescale::Combine;
+use anduin_operator_api::{
+    BuildContext, Collector, KeyGroupsGiven, Operator, OperatorError, RestoreIn, SnapshotOut,
+};
+use anduin_state::{KeyGroupRange, KeyedTable, TableEntry};
+use anduin_types::{ChangeKind, Watermark};
+use arrow::array::{ArrayRef, AsArray, Int64Array, Int8Array};
+use arrow::datatypes::Int8Type;
+use arrow::record_batch::RecordBatch;
+use arrow::row::{RowConverter, Rows, SortField};
+use hashbrown::HashMap;
+
+use crate::retracting;
+
+use super::entry;
+use super::rank::{changes, Change, Partition, Ties, Top};
+use super::{Mode, TopSetup};
+
+/// The sub-key of a partition's entry.
+const ROWS: &[u8] = b"t";
+
+/// A running top-N.
+pub(crate) struct TopN {
+    setup: TopSetup,
+    /// A row's values to row-format bytes and back.
+    values: RowConverter,
+    /// A row's order columns to bytes that compare in the order.
+    sort: RowConverter,
+    /// The partitions holding rows (or the mark of an emitted first row), by their key's bytes
+    /// (the bytes the hash exchange routes by; empty for one partition of every row).
+    partitions: HashMap<Box<[u8]>, Partition, RandomState>,
+    /// Partitions changed since the last checkpoint.
+    dirty: HashSet<Box<[u8]>, RandomState>,
+    /// Keep-first: the partitions whose row waits for the watermark, by its event time.
+    pending: BTreeSet<(i64, Box<[u8]>)>,
+    /// The checkpointed copy of the partitions.
+    table: KeyedTable,
+    /// Retractions of rows no partition held.
+    unmatched_retractions: u64,
+    /// Keep-first: rows dropped because their key's row was emitted already.
+    duplicates_dropped: u64,
+}
+
+fn internal(operator: &str, e: impl std::fmt::Display) -> OperatorError {
+    OperatorError::internal(operator, e.to_string())
+}
+
+impl TopN {
+    pub(crate) fn new(setup: TopSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
+        let dir = ctx.backend_dir(&setup.name);
+        let table = KeyedTable::new(&setup.name, setup.backend, dir);
+        let values = RowConverter::new(
+            setup
+                .values
+                .iter()
+                .map(|i| {
+                    SortField::new(setup.schema.field(value_at(&setup, *i)).data_type().clone())
+                })
+                .collect(),
+        )
+        .map_err(|e| internal(&setup.name, e))?;
+        let sort = RowConverter::new(
+            setup
+                .order
+                .iter()
+                .map(|(i, options)| {
+                    SortField::new_with_options(
+                        setup.schema.field(value_at(&setup, *i)).data_type().clone(),
+                        *options,
+                    )
+                })
+                .collect(),
+        )
+        .map_err(|e| internal(&setup.name, e))?;
+        Ok(Self {
+            setup,
+            values,
+            sort,
+            partitions: HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
+            dirty: HashSet::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
+            pending: BTreeSet::new(),
+            table,
+            unmatched_retractions: 0,
+            duplicates_dropped: 0,
+        })
+    }
+
+    fn error(&self, message: impl Into<String>) -> OperatorError {
+        OperatorError::Execution {
+            operator: self.setup.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Whether each row of `batch` adds to its partition (`+I`, `+U`, any row of an
+    /// append-only input) or takes out of it.
+    fn adds(&self, batch: &RecordBatch) -> Result<Vec<bool>, OperatorError> {
+        let Some(c) = self.setup.change_in else {
+            return Ok(vec![true; batch.num_rows()]);
+        };
+        let codes = batch
+            .column(c)
+            .as_primitive_opt::<Int8Type>()
+            .ok_or_else(|| self.error("the input's change kind is not a change kind column"))?;
+        codes
+            .iter()
+            .map(|code| {
+                code.and_then(ChangeKind::from_code)
+                    .map(ChangeKind::adds)
+                    .ok_or_else(|| {
+                        self.error(format!(
+                            "a row of the input has no valid change kind ({code:?}): a bug in anduin"
+                        ))
+                    })
+            })
+            .collect()
+    }
+
+    /// The rows of `batch` as partition keys, values and sort keys.
+    fn rows(&self, batch: &RecordBatch) -> Result<(Rows, Rows, Rows), OperatorError> {
+        let setup = &self.setup;
+        let pick = |columns: &mut dyn Iterator<Item = usize>| -> Vec<ArrayRef> {
+            columns.map(|i| Arc::clone(batch.column(i))).collect()
+        };
+        let keys = setup.codec.rows(
+            &pick(&mut setup.key_columns.iter().copied()),
+            batch.num_rows(),
+            &setup.name,
+        )?;
+        let values = self
+            .values
+            .convert_columns(&pick(&mut setup.values.iter().copied()))
+            .map_err(|e| internal(&setup.name, e))?;
+        let sort = self
+            .sort
+            .convert_columns(&pick(&mut setup.order.iter().map(|(i, _)| *i)))
+            .map_err(|e| internal(&setup.name, e))?;
+        Ok((keys, values, sort))
+    }
+
+    /// Writes the partitions changed since the last checkpoint to the table (deleting those
+    /// gone).
+    fn flush(&mut self) -> Result<(), OperatorError> {
+        for key in self.dirty.drain() {
+            match self.partitions.get(&key) {
+                Some(p) => self.table.put(&key, ROWS, &entry::encode(p))?,
+                None => self.table.delete(&key, ROWS)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The output batch of `changes`.
+    fn output(&self, changes: &[Change]) -> Result<RecordBatch, OperatorError> {
+        let name = &self.setup.name;
+        let parser = self.values.parser();
+        let mut columns = self
+            .values
+            .convert_rows(changes.iter().map(|c| parser.parse(&c.row)))
+            .map_err(|e| internal(name, e))?;
+        if self.setup.ranked {
+            columns.push(Arc::new(Int64Array::from_iter_values(
+                changes
+                    .iter()
+                    .map(|c| i64::try_from(c.rank).unwrap_or(i64::MAX)),
+            )));
+        }
+        if self.setup.mode != Mode::KeepFirst {
+            columns.push(Arc::new(Int8Array::from_iter_values(
+                changes.iter().map(|c| c.kind.code()),
+            )));
+        }
+        RecordBatch::try_new(Arc::clone(&self.setup.schema), columns).map_err(|e| internal(name, e))
+    }
+
+    /// Ranked: applies a batch's rows and emits the changes of the partitions it touched.
+    fn ranked(
+        &mut self,
+        ties: Ties,
+        batch: &RecordBatch,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let adds = self.adds(batch)?;
+        let (keys, values, sort) = self.rows(batch)?;
+        let (limit, append_only) = (self.setup.limit, self.setup.change_in.is_none());
+        // The partitions this batch touches, in order of first touch, and their first rows
+        // before it.
+        let mut index: HashMap<&[u8], usize, RandomState> =
+            HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4));
+        let mut touched: Vec<(&[u8], Top)> = Vec::new();
+        for (i, add) in adds.iter().enumerate() {
+            let key = self.setup.codec.stored(keys.row(i));
+            if !index.contains_key(key) {
+                let before = self
+                    .partitions
+                    .get(key)
+                    .map_or_else(Vec::new, |p| p.top(limit));
+                index.insert(key, touched.len());
+                touched.push((key, before));
+            }
+            let (sort, row) = (sort.row(i), values.row(i));
+            if *add {
+                let p = self.partitions.entry_ref(key).or_default();
+                p.add(sort.as_ref(), row.as_ref(), ties);
+                if append_only {
+                    p.trim(limit);
+                }
+            } else if !self
+                .partitions
+                .get_mut(key)
+                .is_some_and(|p| p.take(sort.as_ref(), row.as_ref()))
+            {
+                self.unmatched_retractions += 1;
+            }
+        }
+        let mut emitted = Vec::new();
+        for (key, before) in touched {
+            let after = self
+                .partitions
+                .get(key)
+                .map_or_else(Vec::new, |p| p.top(limit));
+            changes(&before, &after, self.setup.ranked, &mut emitted);
+            if self.partitions.get(key).is_some_and(Partition::is_empty) {
+                self.partitions.remove(key);
+            }
+            if !self.dirty.contains(key) {
+                self.dirty.insert(key.into());
+            }
+        }
+        if emitted.is_empty() {
+            return Ok(());
+        }
+        let batch = self.output(&emitted)?;
+        out.collect(0, batch)
+    }
+
+    /// Keep-first: each row replaces its key's held row if it is earlier; a key whose row was
+    /// emitted drops it.
+    fn keep_first(&mut self, batch: &RecordBatch) -> Result<(), OperatorError> {
+        let (keys, values, sort) = self.rows(batch)?;
+        let time = self.setup.time.ok_or_else(|| {
+            internal(
+                &self.setup.name,
+                "keep-first deduplication without an event-time column",
+            )
+        })?;
+        let times = event_times(batch, time);
+        for (i, t) in times.into_iter().enumerate() {
+            let key = self.setup.codec.stored(keys.row(i));
+            let p = self.partitions.entry_ref(key).or_default();
+            if p.emitted {
+                self.duplicates_dropped += 1;
+                continue;
+            }
+            let sort = sort.row(i);
+            if p.rows
+                .first_key_value()
+                .is_some_and(|(s, _)| **s <= *sort.as_ref())
+            {
+                continue;
+            }
+            // A null time sorts first, and waits for the next watermark.
+            let t = t.unwrap_or(i64::MIN);
+            if let Some(old) = p.pending.replace(t) {
+                self.pending.remove(&(old, Box::from(key)));
+            }
+            p.rows.clear();
+            p.len = 0;
+            p.add(sort.as_ref(), values.row(i).as_ref(), Ties::Earliest);
+            self.pending.insert((t, key.into()));
+            if !self.dirty.contains(key) {
+                self.dirty.insert(key.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Keep-first: emits the held rows whose time the watermark `w` passed, once.
+    fn emit_first(&mut self, w: Watermark, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        let mut emitted = Vec::new();
+        while self.pending.first().is_some_and(|(t, _)| *t <= w.0) {
+            let Some((_, key)) = self.pending.pop_first() else {
+                break;
+            };
+            let Some(p) = self.partitions.get_mut(&key) else {
+                return Err(internal(
+                    &self.setup.name,
+                    "a pending key holds no partition",
+                ));
+            };
+            emitted.extend(p.top(1).into_iter().map(|row| Change {
+                row,
+                rank: 1,
+                kind: ChangeKind::Insert,
+            }));
+            *p = Partition {
+                emitted: true,
+                ..Partition::default()
+            };
+            self.dirty.insert(key);
+        }
+        if emitted.is_empty() {
+            return Ok(());
+        }
+        let batch = self.output(&emitted)?;
+        out.collect(0, batch)
+    }
+
+    /// Rebuilds the keep-first index of what waits for the watermark.
+    fn index_pending(&mut self) {
+        self.pending = self
+            .partitions
+            .iter()
+            .filter_map(|(k, p)| p.pending.map(|t| (t, k.clone())))
+            .collect();
+    }
+}
+
+/// Where input column `i` is in the output (the values come first, in input order).
+fn value_at(setup: &TopSetup, i: usize) -> usize {
+    setup.values.iter().position(|v| *v == i).unwrap_or(0)
+}
+
+impl Operator for TopN {
+    fn name(&self) -> &str {
+        &self.setup.name
+    }
+
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        match self.setup.mode {
+            Mode::Ranked(ties) => self.ranked(ties, &batch, out),
+            Mode::KeepFirst => self.keep_first(&batch),
+        }
+    }
+
+    fn handle_watermark(
+        &mut self,
+        watermark: Watermark,
+        out: &mut dyn Collector,
+    ) -> Result<Option<Watermark>, OperatorError> {
+        match self.setup.mode {
+            Mode::KeepFirst => {
+                self.emit_first(watermark, out)?;
+                Ok(Some(watermark))
+            }
+            // A change may retract a row older than any watermark so far: only the end of
+            // input passes.
+            Mode::Ranked(_) => Ok((watermark == Watermark::MAX).then_some(watermark)),
+        }
+    }
+
+    fn on_end_of_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        if self.setup.mode == Mode::KeepFirst {
+            self.emit_first(Watermark::MAX, out)?;
+        }
+        Ok(())
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        self.flush()?;
+        retracting::snapshot(
+            &self.setup.name,
+            &mut self.table,
+            self.unmatched_retractions,
+            out,
+        )
+    }
+
+    fn rescale_inline(
+        &self,
+        parts: &[Option<serde_json::Value>],
+        how: Combine,
+    ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
+        retracting::rescale_inline(parts, how)
+    }
+
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        let name = &self.setup.name;
+        let partitions = &mut self.partitions;
+        partitions.clear();
+        self.dirty.clear();
+        self.unmatched_retractions = retracting::restore(
+            name,
+            "top-N",
+            &mut self.table,
+            state,
+            |e: TableEntry<'_>| {
+                partitions.insert(e.group_key.into(), decode(name, &e)?);
+                Ok(())
+            },
+        )?;
+        self.index_pending();
+        Ok(())
+    }
+
+    fn moves_key_groups(&self) -> bool {
+        true
+    }
+
+    fn give_key_groups(
+        &mut self,
+        ranges: &[KeyGroupRange],
+    ) -> Result<KeyGroupsGiven, OperatorError> {
+        // The table first holds every partition as it is in memory.
+        self.flush()?;
+        let pieces = self.table.export_each(ranges)?;
+        let table = &self.table;
+        self.partitions
+            .retain(|key, _| !retracting::given_away(table, ranges, key));
+        self.index_pending();
+        retracting::given(&self.setup.name, pieces, self.unmatched_retractions)
+    }
+
+    fn take_key_groups(
+        &mut self,
+        pieces: Vec<(KeyGroupRange, Vec<u8>)>,
+        inline: Vec<Option<serde_json::Value>>,
+    ) -> Result<(), OperatorError> {
+        self.unmatched_retractions =
+            retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
+        let name = &self.setup.name;
+        for (range, bytes) in pieces {
+            let partitions = &mut self.partitions;
+            self.table
+                .import_scanned(range, &bytes, |e: TableEntry<'_>| {
+                    if partitions
+                        .insert(e.group_key.into(), decode(name, &e)?)
+                        .is_some()
+                    {
+                        return Err(OperatorError::internal(
+                            name,
+                            format!(
+                                "a partition of {} handed over at a rescale is held here already",
+                                e.kg
+                            ),
+                        ));
+                    }
+                    Ok::<(), OperatorError>(())
+                })?;
+        }
+        self.index_pending();
+        Ok(())
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        let rows: usize = self.partitions.values().map(|p| p.len).sum();
+        let mut metrics = vec![
+            ("partitions", self.partitions.len() as u64),
+            ("rows_held", rows as u64),
+            ("unmatched_retractions", self.unmatched_retractions),
+        ];
+        if self.setup.mode == Mode::KeepFirst {
+            metrics.push(("duplicates_dropped", self.duplicates_dropped));
+        }
+        metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
+        metrics
+    }
+
+    fn is_stateless(&self) -> bool {
+        false
+    }
+}
+
+/// The partition a checkpointed entry holds.
+fn decode(name: &str, e: &TableEntry<'_>) -> Result<Partition, OperatorError> {
+    (e.sub_key == ROWS)
+        .then(|| entry::decode(e.value))
+        .flatten()
+        .ok_or_else(|| OperatorError::Execution {
+            operator: name.to_string(),
+            message: format!(
+                "the checkpoint's top-N state holds an entry in {} that is not a partition of this top-N: the state is corrupt, or the query changed its input; restore from an earlier checkpoint",
+                e.kg
+            ),
+        })
+}

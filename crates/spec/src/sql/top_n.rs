@@ -1,0 +1,399 @@
+//! Top-N and deduplication: a subquery that numbers its rows with `ROW_NUMBER() OVER
+//! (PARTITION BY … ORDER BY …)`, filtered in the query over it by its number, lowered to a
+//! `top_n` operator, as Flink plans it:
+//!
+//! ```sql
+//! INSERT INTO top3
+//! SELECT auction, price, rn FROM (
+//!   SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rn
+//!   FROM bid)
+//! WHERE rn <= 3;
+//! ```
+//!
+//! The number's filter is `rn <= N`, `rn < N` or `rn = 1` (or `N >= rn`, …); other
+//! conditions of that `WHERE` filter the top-N's output. The number is a column of the output
+//! only if the query over the subquery reads it (`*`, or `rn` in its select list): then a row
+//! whose rank changes is updated. `rn = 1` ordered by the table's event time is a
+//! deduplication: ascending, keep the first row (append-only); descending, keep the last.
+//! Anything else with a ranking function is refused, naming it and its position.
+
+use std::ops::ControlFlow;
+
+use anduin_types::{Diagnostic, Pos};
+use sqlparser::ast::{
+    visit_expressions, BinaryOperator, Expr, FunctionArguments, Query, Select, SelectItem, Spanned,
+    TableFactor, Value as SqlValue, WindowType,
+};
+
+use super::derived::{Attr, Derived};
+use super::insert::{
+    lower_select, name_of, operator, plain_select, quoted, subquery_name, unnested, unsupported,
+    Script,
+};
+use super::source_text::pos;
+use super::tables::Tables;
+use crate::ast::Spec;
+use crate::Text;
+
+/// The ranking functions of SQL: a subquery that calls one over a window is a top-N.
+const RANKING: &[&str] = &["row_number", "rank", "dense_rank"];
+
+/// The select item of `s` that calls a ranking function over a window, if any: its index,
+/// the call, and where it is.
+fn ranking_item(s: &Select) -> Option<(usize, &sqlparser::ast::Function, Pos)> {
+    s.projection.iter().enumerate().find_map(|(i, item)| {
+        let e = match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+            _ => return None,
+        };
+        match unnested(e) {
+            Expr::Function(f)
+                if f.over.is_some()
+                    && f.name
+                        .0
+                        .last()
+                        .and_then(|p| p.as_ident())
+                        .is_some_and(|n| RANKING.contains(&n.value.to_lowercase().as_str())) =>
+            {
+                Some((i, f, pos(f.span().start)))
+            }
+            _ => None,
+        }
+    })
+}
+
+/// Whether `q` is the subquery of a top-N: a SELECT with a ranking function over a window in
+/// its select list.
+pub(super) fn is_ranked(q: &Query) -> bool {
+    plain_select(q).is_ok_and(|s| ranking_item(s).is_some())
+}
+
+/// What the outer `WHERE` asks of the number.
+struct Bound {
+    limit: u64,
+}
+
+/// `e` split at its `AND`s.
+fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            conjuncts(left, out);
+            conjuncts(right, out);
+        }
+        Expr::Nested(inner) => conjuncts(inner, out),
+        other => out.push(other),
+    }
+}
+
+/// Whether `e` names column `rn` (`rn` or `q.rn`).
+fn is_number(e: &Expr, rn: &str) -> bool {
+    name_of(unnested(e)).is_some_and(|n| n.eq_ignore_ascii_case(rn))
+}
+
+/// Whether `e` reads column `rn` anywhere.
+fn reads(e: &Expr, rn: &str) -> bool {
+    visit_expressions(e, |x| {
+        if is_number(x, rn) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .is_break()
+}
+
+/// The limit a conjunct on the number sets (`rn <= 3`: 3), or why it is refused.
+fn limit_of(c: &Expr, rn: &str) -> Result<u64, Diagnostic> {
+    let at = pos(c.span().start);
+    let shape = || {
+        unsupported(
+            at,
+            format!("the condition `{c}` on the row number (top-N takes `{rn} <= N`, `{rn} < N` or `{rn} = 1`, N a whole number)"),
+        )
+    };
+    let Expr::BinaryOp { left, op, right } = unnested(c) else {
+        return Err(shape());
+    };
+    // As `rn op n`.
+    let (op, n) = if is_number(left, rn) {
+        (op.clone(), right.as_ref())
+    } else if is_number(right, rn) {
+        let flipped = match op {
+            BinaryOperator::GtEq => BinaryOperator::LtEq,
+            BinaryOperator::Gt => BinaryOperator::Lt,
+            BinaryOperator::Eq => BinaryOperator::Eq,
+            _ => return Err(shape()),
+        };
+        (flipped, left.as_ref())
+    } else {
+        return Err(shape());
+    };
+    let value = match unnested(n) {
+        Expr::Value(v) => match &v.value {
+            SqlValue::Number(s, _) => s.parse::<u64>().ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some(value) = value else {
+        return Err(unsupported(
+            pos(n.span().start),
+            format!("comparing the row number with `{n}` (top-N takes `{rn} <= N` with N a whole number, a constant)"),
+        ));
+    };
+    let limit = match op {
+        BinaryOperator::LtEq => value,
+        BinaryOperator::Lt => value.saturating_sub(1),
+        BinaryOperator::Eq if value == 1 => 1,
+        _ => return Err(shape()),
+    };
+    if limit == 0 {
+        return Err(Diagnostic::error(
+            at,
+            format!("`{c}` keeps no row: the row number starts at 1"),
+        ));
+    }
+    Ok(limit)
+}
+
+/// The column of the subquery `inner` (its output `columns`) that `e`, an expression of its
+/// `OVER (…)`, names: a select item written as `e`, or a column of that name.
+fn column_of(e: &Expr, inner: &Select, columns: &[(String, Attr)]) -> Result<String, Diagnostic> {
+    let e = unnested(e);
+    for item in &inner.projection {
+        match item {
+            SelectItem::ExprWithAlias { expr, alias } if unnested(expr) == e => {
+                return Ok(alias.value.clone())
+            }
+            SelectItem::UnnamedExpr(x) if unnested(x) == e => {
+                if let Some(n) = name_of(e) {
+                    return Ok(n);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Then a column passed on under another name (`ts AS t` for `b.ts`).
+    let name = name_of(e);
+    for item in &inner.projection {
+        if let SelectItem::ExprWithAlias { expr, alias } = item {
+            if name.is_some() && name_of(unnested(expr)) == name {
+                return Ok(alias.value.clone());
+            }
+        }
+    }
+    match name {
+        Some(n) if columns.iter().any(|(c, _)| *c == n) => Ok(n),
+        Some(n) => Err(Diagnostic::error(
+            pos(e.span().start),
+            format!("`{e}` in the OVER (…) of ROW_NUMBER() is not a column the subquery selects: select `{n}` too"),
+        )),
+        None => Err(unsupported(
+            pos(e.span().start),
+            format!("partitioning or ordering ROW_NUMBER() by the expression `{e}` (select it as a column of the subquery, and name that)"),
+        )),
+    }
+}
+
+/// The column of the subquery's input that its output column `column` passes on unchanged,
+/// if any.
+fn source_column(column: &str, inner: &Select) -> Option<String> {
+    for item in &inner.projection {
+        match item {
+            SelectItem::ExprWithAlias { expr, alias } if alias.value == column => {
+                return name_of(unnested(expr))
+            }
+            SelectItem::UnnamedExpr(x) if name_of(unnested(x)).as_deref() == Some(column) => {
+                return Some(column.to_string())
+            }
+            SelectItem::Wildcard(_) => return Some(column.to_string()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The event-time column of the input of `inner`, if it reads a declared table.
+fn event_time(inner: &Select, tables: &mut Tables) -> Option<String> {
+    let [from] = inner.from.as_slice() else {
+        return None;
+    };
+    match &from.relation {
+        TableFactor::Table {
+            name, args: None, ..
+        } if from.joins.is_empty() => {
+            let stream = tables.read(name).ok()?;
+            tables.event_time(&stream)
+        }
+        _ => None,
+    }
+}
+
+/// Lowers the top-N the SELECT `outer` reads from `relation` (a ranked subquery, see
+/// [`is_ranked`]): the subquery without its number, a `top_n`, and a filter of the other
+/// conditions of the outer `WHERE`. Records the stream's columns and returns its name.
+pub(super) fn lower(
+    outer: &Select,
+    relation: &TableFactor,
+    prefix: &str,
+    script: &Script<'_, '_>,
+    tables: &mut Tables,
+    spec: &mut Spec,
+) -> Result<String, Diagnostic> {
+    let TableFactor::Derived {
+        subquery: q, alias, ..
+    } = relation
+    else {
+        return Err(Diagnostic::error(
+            pos(relation.span().start),
+            "a top-N reads a subquery: a bug in anduin",
+        ));
+    };
+    let alias = alias.as_ref();
+    let inner = plain_select(q)?;
+    let (k, f, at) = ranking_item(inner).expect("a ranked subquery has a ranking item");
+    let fname = f.name.to_string();
+    if !fname.eq_ignore_ascii_case("row_number") {
+        return Err(unsupported(
+            at,
+            format!("`{fname}() OVER (…)` (top-N numbers rows with ROW_NUMBER(); RANK and DENSE_RANK give ties one number)"),
+        ));
+    }
+    if matches!(&f.args, FunctionArguments::List(l) if !l.args.is_empty()) {
+        return Err(Diagnostic::error(at, "ROW_NUMBER() takes no argument"));
+    }
+    let over = match &f.over {
+        Some(WindowType::WindowSpec(w)) if w.window_name.is_none() && w.window_frame.is_none() => w,
+        _ => {
+            return Err(unsupported(
+                at,
+                "ROW_NUMBER() over a named window or a window frame (write OVER (PARTITION BY … ORDER BY …))",
+            ))
+        }
+    };
+    if over.order_by.is_empty() {
+        return Err(Diagnostic::error(
+            at,
+            "ROW_NUMBER() OVER (…) needs an ORDER BY: which rows come first",
+        ));
+    }
+    let rn = match &inner.projection[k] {
+        SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+        _ => {
+            return Err(Diagnostic::error(
+                at,
+                "name the row number, `ROW_NUMBER() OVER (…) AS rn`, and filter it in the query over the subquery (`WHERE rn <= N`)",
+            ))
+        }
+    };
+
+    // The outer WHERE: the number's bound, and the other conditions.
+    let mut all = Vec::new();
+    if let Some(w) = &outer.selection {
+        conjuncts(w, &mut all);
+    }
+    let mut bound: Option<Bound> = None;
+    let mut rest = Vec::new();
+    for c in all {
+        if reads(c, &rn) {
+            let limit = limit_of(c, &rn)?;
+            bound = Some(Bound {
+                limit: bound.map_or(limit, |b| b.limit.min(limit)),
+            });
+        } else {
+            rest.push(c);
+        }
+    }
+    let Some(bound) = bound else {
+        return Err(unsupported(
+            at,
+            format!("`ROW_NUMBER() OVER (…)` without `WHERE {rn} <= N` (or `{rn} < N`, `{rn} = 1`) in the query over its subquery (anduin runs ROW_NUMBER as top-N)"),
+        ));
+    };
+    // Whether the query over the subquery reads the number.
+    let ranked = outer.projection.iter().any(|item| match item {
+        SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => true,
+        SelectItem::UnnamedExpr(e)
+        | SelectItem::ExprWithAlias { expr: e, .. }
+        | SelectItem::ExprWithAliases { expr: e, .. } => reads(e, &rn),
+    }) || outer.having.as_ref().is_some_and(|h| reads(h, &rn));
+
+    // The subquery without its number.
+    let name = subquery_name(alias, prefix, spec)?;
+    let mut unnumbered = inner.clone();
+    unnumbered.projection.remove(k);
+    let lowered = lower_select(&unnumbered, &name, script, tables, spec)?;
+    let mut keys = Vec::new();
+    for e in &over.partition_by {
+        keys.push(quoted(&column_of(e, inner, &lowered.columns)?));
+    }
+    let mut order = Vec::new();
+    let mut order_columns = Vec::new();
+    for o in &over.order_by {
+        let c = column_of(&o.expr, inner, &lowered.columns)?;
+        let mut item = quoted(&c);
+        if o.options.asc == Some(false) {
+            item.push_str(" DESC");
+        }
+        match o.options.nulls_first {
+            Some(true) => item.push_str(" NULLS FIRST"),
+            Some(false) => item.push_str(" NULLS LAST"),
+            None => {}
+        }
+        order.push(item);
+        order_columns.push(c);
+    }
+    let over_at = pos(f.span().start);
+    let mut params: Vec<(&str, Text)> = vec![
+        ("order", Text::at(order.join(", "), over_at)),
+        ("limit", Text::at(bound.limit.to_string(), over_at)),
+    ];
+    if !keys.is_empty() {
+        params.insert(0, ("keys", Text::at(keys.join(", "), over_at)));
+    }
+    // Ordered by the event time of the table it reads, passed on: a deduplication by time.
+    if let [c] = order_columns.as_slice() {
+        let time = event_time(inner, tables);
+        if time.is_some() && source_column(c, inner) == time {
+            params.push(("time", Text::at(quoted(c), over_at)));
+        }
+    }
+    let mut columns = lowered.columns;
+    if ranked {
+        params.push(("rank_column", Text::at(quoted(&rn), over_at)));
+        columns.push((rn, Attr::Plain));
+    }
+    let top = format!("{name}_top");
+    spec.operators.push(operator(
+        top.clone(),
+        "top_n",
+        over_at,
+        &lowered.stream,
+        params,
+    ));
+    let mut stream = top;
+    if let Some(first) = rest.first() {
+        let where_at = pos(first.span().start);
+        let texts: Vec<String> = rest.iter().map(|c| format!("({c})")).collect();
+        let filter = format!("{prefix}_where");
+        let condition =
+            super::select_text::unqualified(relation, Text::at(texts.join(" AND "), where_at));
+        spec.operators.push(operator(
+            filter.clone(),
+            "filter",
+            where_at,
+            &stream,
+            vec![("condition", condition)],
+        ));
+        stream = filter;
+    }
+    tables.derive(Derived {
+        stream: stream.clone(),
+        columns,
+    });
+    Ok(stream)
+}

@@ -1,0 +1,170 @@
+//! SQL's top-N (`SELECT … FROM (SELECT …, ROW_NUMBER() OVER (PARTITION BY … ORDER BY …) AS rn
+//! FROM t) WHERE rn <= N`) lowers to the subquery without its number, a `top_n` and the
+//! select list over it: `rn <= N`, `rn < N`, `rn = 1` (either way round) set its limit, the
+//! other conditions of that WHERE filter its output, and the number is a column only if the
+//! outer query reads it. `rn = 1` ordered by the table's event time is a deduplication (the
+//! `time` param). Everything else with a ranking function is refused at its position.
+
+use anduin_spec::{parse_sql, OperatorDef, Spec, Value};
+
+const TABLES: &str = "CREATE TABLE b (ts TIMESTAMP, auction BIGINT, bidder BIGINT, price BIGINT, seen TIMESTAMP) WITH (connector = 'file', path = 'b.csv', event_time = 'ts');
+CREATE TABLE out WITH (connector = 'discard');
+";
+
+fn spec(sql: &str) -> Spec {
+    parse_sql(&format!("{TABLES}{sql}")).unwrap_or_else(|d| panic!("{sql}: {d}"))
+}
+
+fn error(sql: &str) -> String {
+    match parse_sql(&format!("{TABLES}{sql}")) {
+        Ok(_) => panic!("{sql} is refused"),
+        Err(d) => d.to_string(),
+    }
+}
+
+fn top(spec: &Spec) -> &OperatorDef {
+    spec.operators
+        .iter()
+        .find(|o| o.kind.as_str() == "top_n")
+        .expect("a top_n")
+}
+
+fn param(op: &OperatorDef, name: &str) -> Option<String> {
+    op.param(name).map(|p| match &p.value {
+        Value::String(t) => t.as_str().to_string(),
+        other => format!("{other:?}"),
+    })
+}
+
+fn kinds(spec: &Spec) -> Vec<String> {
+    spec.operators
+        .iter()
+        .map(|o| format!("{} [{}]", o.name.as_str(), o.kind.as_str()))
+        .collect()
+}
+
+#[test]
+fn a_top_n_whose_number_is_read_ranks_its_rows_and_filters_by_the_other_conditions() {
+    let spec = spec(
+        "INSERT INTO out SELECT q.auction, q.price, q.rn FROM (
+           SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC NULLS FIRST, ts) AS rn
+           FROM b WHERE bidder > 0) AS q
+         WHERE q.rn <= 3 AND 5 > rn AND q.price > 4;",
+    );
+    assert_eq!(
+        kinds(&spec),
+        [
+            "b [reader]",
+            "insert1_q_where [filter]",
+            "insert1_q_select [map]",
+            "insert1_q_top [top_n]",
+            "insert1_where [filter]",
+            "insert1_select [map]",
+            "out [discard]"
+        ]
+    );
+    let t = top(&spec);
+    assert_eq!(param(t, "keys").as_deref(), Some("\"auction\""));
+    assert_eq!(
+        param(t, "order").as_deref(),
+        Some("\"price\" DESC NULLS FIRST, \"ts\"")
+    );
+    assert_eq!(param(t, "limit").as_deref(), Some("3"));
+    assert_eq!(param(t, "rank_column").as_deref(), Some("\"rn\""));
+    assert_eq!(
+        param(t, "time"),
+        None,
+        "two order columns: no deduplication"
+    );
+    let filter = spec
+        .operators
+        .iter()
+        .find(|o| o.name.as_str() == "insert1_where")
+        .expect("a filter");
+    assert_eq!(param(filter, "condition").as_deref(), Some("(price > 4)"));
+}
+
+#[test]
+fn a_number_the_outer_query_does_not_read_is_no_column_and_rn_lt_n_keeps_n_minus_one() {
+    let spec = spec(
+        "INSERT INTO out SELECT auction, bidder FROM (
+           SELECT auction, bidder, price, ROW_NUMBER() OVER (ORDER BY price) AS rn FROM b)
+         WHERE rn < 3;",
+    );
+    let t = top(&spec);
+    assert_eq!(param(t, "rank_column"), None);
+    assert_eq!(param(t, "keys"), None, "one partition");
+    assert_eq!(param(t, "limit").as_deref(), Some("2"));
+}
+
+#[test]
+fn rn_1_ordered_by_the_event_time_is_a_deduplication_and_by_another_time_is_not() {
+    let first = spec(
+        "INSERT INTO out SELECT * FROM (
+           SELECT bidder, ts AS t, price, ROW_NUMBER() OVER (PARTITION BY bidder ORDER BY b.ts) AS n FROM b)
+         WHERE 1 = n;",
+    );
+    assert_eq!(param(top(&first), "time").as_deref(), Some("\"t\""));
+    assert_eq!(param(top(&first), "order").as_deref(), Some("\"t\""));
+    let other = spec(
+        "INSERT INTO out SELECT bidder FROM (
+           SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder ORDER BY seen DESC) AS n FROM b)
+         WHERE n = 1;",
+    );
+    assert_eq!(param(top(&other), "time"), None);
+}
+
+#[test]
+fn what_is_not_a_top_n_is_refused_at_its_position() {
+    let sub = |over: &str, rest: &str| {
+        format!("INSERT INTO out SELECT * FROM (SELECT *, {over} FROM b) {rest};")
+    };
+    let row_number = "ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price) AS rn";
+    for (sql, at, says) in [
+        (sub(row_number, ""), "3:42", "without `WHERE rn <= N`"),
+        (
+            sub("RANK() OVER (ORDER BY price) AS rn", "WHERE rn <= 2"),
+            "3:42",
+            "`RANK() OVER (…)`",
+        ),
+        (
+            sub(row_number, "WHERE rn <= price"),
+            "3:124",
+            "comparing the row number with `price`",
+        ),
+        (
+            sub(row_number, "WHERE rn > 2"),
+            "3:118",
+            "the condition `rn > 2` on the row number",
+        ),
+        (sub(row_number, "WHERE rn = 2"), "3:118", "`rn = 2`"),
+        (sub(row_number, "WHERE rn < 1"), "3:118", "keeps no row"),
+        (
+            sub(
+                "ROW_NUMBER() OVER (PARTITION BY auction) AS rn",
+                "WHERE rn <= 2",
+            ),
+            "3:42",
+            "needs an ORDER BY",
+        ),
+        (
+            sub(
+                "ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price + 1) AS rn",
+                "WHERE rn <= 2",
+            ),
+            "3:91",
+            "the expression `price + 1`",
+        ),
+        (
+            "INSERT INTO out SELECT ROW_NUMBER() OVER (ORDER BY price) AS rn FROM b;".into(),
+            "3:24",
+            "outside top-N",
+        ),
+    ] {
+        let e = error(&sql);
+        assert!(
+            e.contains(&format!("{at}: ")) && e.contains(says),
+            "{sql}\n{e}"
+        );
+    }
+}
