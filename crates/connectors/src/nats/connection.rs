@@ -52,7 +52,7 @@ impl Connection {
             .name(name)
             .connection_timeout(timeout)
             .connect(addrs);
-        let client = match runtime.block_on(tokio::time::timeout(timeout, connect)) {
+        let client = match runtime.block_on(async { tokio::time::timeout(timeout, connect).await }) {
             Err(_) => return Err(unreachable("timed out".into())),
             Ok(Err(e)) => match e.kind() {
                 ConnectErrorKind::TimedOut
@@ -68,7 +68,11 @@ impl Connection {
             },
             Ok(Ok(c)) => c,
         };
-        let mut js = jetstream::new(client);
+        // The context spawns its acknowledgement task on the runtime.
+        let mut js = {
+            let _entered = runtime.enter();
+            jetstream::new(client)
+        };
         js.set_timeout(timeout);
         Ok(Self {
             runtime: Some(runtime),
