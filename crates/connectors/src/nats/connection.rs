@@ -52,7 +52,8 @@ impl Connection {
             .name(name)
             .connection_timeout(timeout)
             .connect(addrs);
-        let client = match runtime.block_on(async { tokio::time::timeout(timeout, connect).await }) {
+        let client = match runtime.block_on(async { tokio::time::timeout(timeout, connect).await })
+        {
             Err(_) => return Err(unreachable("timed out".into())),
             Ok(Err(e)) => match e.kind() {
                 ConnectErrorKind::TimedOut
