@@ -14,6 +14,19 @@ use futures_util::StreamExt;
 
 use super::ChildGuard;
 
+/// The server binary: `$ANDUIN_NATS_SERVER`, or Debian's (in /usr/sbin, which a user's PATH
+/// may lack), or `nats-server` on the PATH.
+fn binary() -> String {
+    std::env::var("ANDUIN_NATS_SERVER").unwrap_or_else(|_| {
+        let debian = "/usr/sbin/nats-server";
+        if std::path::Path::new(debian).exists() {
+            debian.into()
+        } else {
+            "nats-server".into()
+        }
+    })
+}
+
 /// A `nats-server -js` and a client of it.
 pub struct NatsServer {
     /// Killed (by PID) when dropped, before its store goes (fields drop in order).
@@ -31,7 +44,7 @@ impl NatsServer {
     /// these tests are never skipped.
     pub fn start() -> NatsServer {
         let store = tempfile::tempdir().expect("a store directory");
-        let mut child = Command::new("nats-server")
+        let mut child = Command::new(binary())
             .args(["-js", "-a", "127.0.0.1", "-p", "-1", "-sd"])
             .arg(store.path())
             .stdin(Stdio::null())
