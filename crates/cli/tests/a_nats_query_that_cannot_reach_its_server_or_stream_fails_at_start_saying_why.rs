@@ -1,5 +1,5 @@
 //! A NATS source or sink that cannot start says why, in bounded time: a server that does not
-//! answer (within `connect.timeout`), a stream that does not exist, a sink's subject the
+//! answer (within `connect.timeout`), a server without JetStream, a stream that does not exist, a sink's subject the
 //! stream does not keep, and (with checkpoints) a stream whose duplicate window is shorter
 //! than the sink's `min_duplicate_window`.
 
@@ -68,6 +68,21 @@ fn a_server_that_does_not_answer_fails_the_start_within_the_connect_timeout() {
     );
     assert!(stderr.contains("check `server`"), "{stderr}");
     assert!(took < Duration::from_secs(30), "took {took:?}: {stderr}");
+}
+
+#[test]
+fn a_server_without_jetstream_fails_the_start_saying_to_enable_it() {
+    let server = NatsServer::start_with(false);
+    let (code, stderr, _) = run(&query(&server.url, "EVENTS", "OUT", "out"), &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the NATS server at {} has no JetStream",
+            server.url
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`nats-server -js`"), "{stderr}");
 }
 
 #[test]

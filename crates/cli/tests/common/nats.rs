@@ -43,9 +43,15 @@ impl NatsServer {
     /// log, and connects. Panics, saying how to install it, when `nats-server` is missing:
     /// these tests are never skipped.
     pub fn start() -> NatsServer {
+        Self::start_with(true)
+    }
+
+    /// [`NatsServer::start`], with JetStream or without.
+    pub fn start_with(jetstream: bool) -> NatsServer {
         let store = tempfile::tempdir().expect("a store directory");
         let mut child = Command::new(binary())
-            .args(["-js", "-a", "127.0.0.1", "-p", "-1", "-sd"])
+            .args(if jetstream { &["-js"][..] } else { &[] })
+            .args(["-a", "127.0.0.1", "-p", "-1", "-sd"])
             .arg(store.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

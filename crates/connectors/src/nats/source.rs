@@ -130,6 +130,13 @@ impl NatsSource {
             self.done = true;
             return Ok(());
         }
+        let state = &self.stream.cached_info().state;
+        if self.next > 1 && self.next < state.first_sequence {
+            tracing::warn!(operator = %self.config.name, stream = %self.config.stream, from = self.next, first = state.first_sequence, "the stream no longer holds the messages from the checkpoint's sequence to its first one (removed by its limits): they are not read");
+        }
+        if self.next > state.last_sequence.saturating_add(1) {
+            tracing::warn!(operator = %self.config.name, stream = %self.config.stream, from = self.next, last = state.last_sequence, "the checkpoint read further than the stream's last sequence: was the stream made again? messages are read from the checkpoint's sequence on");
+        }
         let deliver_policy = match self.next {
             0 | 1 => DeliverPolicy::All,
             n => DeliverPolicy::ByStartSequence { start_sequence: n },
