@@ -144,6 +144,14 @@ impl NatsServer {
         });
     }
 
+    /// How many messages `stream` holds.
+    pub fn count(&self, stream: &str) -> u64 {
+        self.runtime.block_on(async {
+            let mut s = self.js.get_stream(stream).await.expect("the stream");
+            s.info().await.expect("its info").state.messages
+        })
+    }
+
     /// Every message of `stream`, in stream order, as text.
     pub fn read(&self, stream: &str) -> Vec<String> {
         self.runtime.block_on(async {

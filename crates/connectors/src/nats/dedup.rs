@@ -9,9 +9,15 @@
 //! A row's id is `{query}/{sink}/{instance}/{lineage}/{row}`: `row` counts the rows the
 //! instance received since the lineage began, and the checkpoint keeps the count (and the
 //! lineage), so a resumed run numbers the rows after the checkpoint as the interrupted run
-//! did. The lineage is drawn at a fresh start (`--from-scratch`, or no checkpoint), so that
-//! a run started over writes its rows again rather than have them dropped as duplicates of
-//! the earlier run's.
+//! did.
+//!
+//! The lineage of a fresh start with checkpoints is [`CHECKPOINTED_LINEAGE`], the same for
+//! every fresh start: a run killed before its first checkpoint completed is started again
+//! from nothing, and its rows must get the ids they had. The price: a run started over on
+//! purpose (`--from-scratch`) within the duplicate window of an earlier run of the same query
+//! name writes nothing at the ids the earlier run used (the sink warns when a fresh lineage
+//! meets duplicates). Without checkpoints no run resumes: each run draws a lineage of its own
+//! and writes all its rows.
 //!
 //! Why not the checkpoint epoch and the row's index within it: barriers come on a timer, so
 //! the rows between two barriers of the resumed run are not those of the interrupted run; a
@@ -34,9 +40,22 @@ pub(crate) fn message_id(
     format!("{query}/{sink}/{instance}/{lineage}/{row}")
 }
 
+/// The lineage of a fresh start with checkpoints.
+pub(crate) const CHECKPOINTED_LINEAGE: &str = "0";
+
+/// The lineage of a fresh start: [`CHECKPOINTED_LINEAGE`] with checkpoints, a new one
+/// without.
+pub(crate) fn fresh_lineage(checkpointing: bool) -> String {
+    if checkpointing {
+        CHECKPOINTED_LINEAGE.to_string()
+    } else {
+        new_lineage()
+    }
+}
+
 /// A new lineage: 16 hex digits from the OS's random source (the clock and the process id
 /// when it has none).
-pub(crate) fn new_lineage() -> String {
+fn new_lineage() -> String {
     let mut bytes = [0u8; 8];
     if getrandom::fill(&mut bytes).is_err() {
         let nanos = std::time::SystemTime::now()
@@ -98,8 +117,9 @@ mod tests {
     }
 
     #[test]
-    fn two_fresh_starts_draw_different_lineages() {
-        let (a, b) = (new_lineage(), new_lineage());
+    fn fresh_starts_share_a_lineage_with_checkpoints_and_draw_one_without() {
+        assert_eq!(fresh_lineage(true), fresh_lineage(true));
+        let (a, b) = (fresh_lineage(false), fresh_lineage(false));
         assert_eq!(a.len(), 16);
         assert_ne!(a, b);
     }

@@ -22,7 +22,7 @@ use async_nats::jetstream::context::PublishAckFuture;
 use async_nats::jetstream::message::PublishMessage;
 
 use super::connection::Connection;
-use super::dedup::{check_window, message_id, new_lineage, WindowCheck};
+use super::dedup::{check_window, fresh_lineage, message_id, WindowCheck};
 use super::error::NatsError;
 use crate::kafka::encode::RowEncoder;
 
@@ -45,7 +45,7 @@ pub(crate) struct SinkConfig {
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Inline {
-    /// The lineage of the ids (drawn at a fresh start).
+    /// The lineage of the ids (set at a fresh start).
     lineage: String,
     /// The rows received before the checkpoint: the number of the next one.
     next_row: u64,
@@ -67,6 +67,8 @@ pub(crate) struct NatsSink {
     query: String,
     instance: usize,
     lineage: String,
+    /// Whether the lineage began with this run (no restore).
+    fresh: bool,
     next_row: u64,
     /// Publishes not yet acknowledged, in order.
     pending: Vec<PublishAckFuture>,
@@ -104,7 +106,8 @@ impl NatsSink {
         Ok(Self {
             query: ctx.query.as_deref().unwrap_or("query").to_string(),
             instance: ctx.instance,
-            lineage: new_lineage(),
+            lineage: fresh_lineage(ctx.checkpointing),
+            fresh: true,
             next_row: 0,
             pending: Vec::new(),
             acked: Acked::default(),
@@ -159,8 +162,13 @@ impl NatsSink {
             acked,
             ..
         } = self;
+        let before = acked.duplicates;
         conn.block_on(drain(pending, acked, config))
-            .map_err(|e| e.for_operator(&config.name))
+            .map_err(|e| e.for_operator(&config.name))?;
+        if self.fresh && before == 0 && self.acked.duplicates > 0 {
+            tracing::warn!(operator = %self.config.name, stream = %self.config.stream, "this run started afresh, and the stream already held rows with its message ids (an earlier run of this query within the duplicate window): it keeps those and drops these. Expected after a run killed before its first checkpoint; if this run started over on purpose, give it another --name or wait out the window");
+        }
+        Ok(())
     }
 }
 
@@ -223,6 +231,7 @@ impl Operator for NatsSink {
     fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
         let inline: Inline = state.inline_as(&self.config.name)?;
         self.lineage = inline.lineage;
+        self.fresh = false;
         self.next_row = inline.next_row;
         Ok(())
     }
