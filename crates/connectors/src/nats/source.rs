@@ -13,7 +13,8 @@
 //! to be walked message by message; the consumer pulls in batches with flow control.
 //!
 //! One instance reads the stream (a stream is one ordered log; several instances would each
-//! read all of it).
+//! read all of it): the operator takes no `parallelism`, and should it run more instances,
+//! instance 0 reads and the others end at once.
 //!
 //! With `bounded`, it stops at the stream's last sequence as of its first start (kept in the
 //! checkpoint, so that a resumed run stops where the interrupted one would have): after the
@@ -103,8 +104,10 @@ impl NatsSource {
             super::check_subject(subject, &config.stream, &info.config.subjects)?;
         }
         let end = config.bounded.then_some(info.state.last_sequence);
-        if ctx.parallelism > 1 {
-            tracing::warn!(operator = %config.name, parallelism = ctx.parallelism, "every instance of a NATS source reads the whole stream: give it parallelism 1");
+        // A stream is one ordered log: instance 0 reads it, the others have nothing to read.
+        let others = ctx.instance > 0;
+        if others {
+            tracing::info!(operator = %config.name, instance = ctx.instance, "a NATS stream is read by instance 0 of its source: this one ends at once");
         }
         Ok(Self {
             config,
@@ -112,7 +115,7 @@ impl NatsSource {
             stream,
             next: 1,
             end,
-            done: false,
+            done: others,
             messages: None,
             decoder,
             dead_letter: Arc::clone(&ctx.dead_letter),
