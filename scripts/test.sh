@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command that checks everything, on a fresh machine as in CI:
 # installs what is missing (cargo-nextest, the moto S3 test server, cmake for librdkafka,
+# nats-server for the NATS tests,
 # Chromium for the web UI's browser test), then runs rustfmt, clippy (warnings are errors), every test (unit,
 # scenario, end-to-end against golden outputs) and the doctests.
 #
@@ -66,6 +67,16 @@ if ! command -v cmake >/dev/null 2>&1; then
   if [ "$(id -u)" -ne 0 ]; then as_root="sudo"; fi
   DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q cmake >/dev/null \
     || { $as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q cmake >/dev/null; }
+fi
+
+# The NATS connector's tests start Debian's nats-server (2.9, with JetStream) on loopback.
+# Debian installs it as /usr/sbin/nats-server (its systemd unit is not needed).
+if ! command -v nats-server >/dev/null 2>&1 && [ ! -x /usr/sbin/nats-server ]; then
+  step "installing nats-server (the NATS connector's tests)"
+  as_root=""
+  if [ "$(id -u)" -ne 0 ]; then as_root="sudo"; fi
+  DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q nats-server >/dev/null \
+    || { $as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q nats-server >/dev/null; }
 fi
 
 if [ -z "${ANDUIN_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
-//! anduin's connectors: the sources (reader, generator, nexmark, kafka) and sinks (writer,
-//! discard, kafka),
+//! anduin's connectors: the sources (reader, generator, nexmark, kafka, nats) and sinks
+//! (writer, discard, kafka, nats),
 //! one per file, the CSV and JSON Lines codecs they share ([`codec`]), the byte-level input
 //! of files, and the part files of transactional sinks.
 //!
@@ -12,6 +12,7 @@ pub mod discard;
 pub mod generator;
 mod input;
 pub mod kafka;
+pub mod nats;
 pub mod nexmark;
 mod pace;
 mod parts;

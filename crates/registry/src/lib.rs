@@ -5,7 +5,7 @@
 //! window, join), `anduin-cep` (pattern) and `anduin-connectors` (sources and sinks), all
 //! written against `anduin-operator-api`. No operator imports this crate.
 
-use anduin_connectors::{discard, generator, kafka, nexmark, reader, writer};
+use anduin_connectors::{discard, generator, kafka, nats, nexmark, reader, writer};
 use std::sync::Arc;
 
 use anduin_graph::{Binding, Catalog, ControlInput, OperatorSignature};
@@ -24,6 +24,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &writer::SIGNATURE,
     &discard::SIGNATURE,
     &kafka::SIGNATURE,
+    &nats::SIGNATURE,
     &filter::SIGNATURE,
     &map::SIGNATURE,
     &union::SIGNATURE,
@@ -141,6 +142,7 @@ impl Catalog for BuiltinCatalog {
             "writer" => writer::bind(op, inputs),
             "discard" => discard::bind(op),
             "kafka" => kafka::bind(op, inputs, declared_outputs),
+            "nats" => nats::bind(op, inputs, declared_outputs),
             "filter" => filter::bind(op, inputs),
             "map" => map::bind(op, inputs),
             "union" => union::bind(op, inputs),

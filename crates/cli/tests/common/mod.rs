@@ -12,6 +12,7 @@ pub mod browser;
 pub mod cluster;
 pub mod kafka;
 pub mod killed;
+pub mod nats;
 pub mod s3;
 pub mod slowed;
 

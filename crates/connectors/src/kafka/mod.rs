@@ -15,9 +15,9 @@
 //! `properties.*`, `scan.startup.mode`, `sink.delivery-guarantee`,
 //! `sink.transactional-id-prefix`, `key.fields`, `csv.field-delimiter`).
 
-mod decode;
+pub(crate) mod decode;
 mod deliveries;
-mod encode;
+pub(crate) mod encode;
 mod error;
 mod journal;
 mod metadata;
@@ -223,7 +223,8 @@ fn only(op: &OperatorDef, p: &Params<'_>, others: &[&str], role: &str) -> Result
     }
 }
 
-fn format(p: &Params<'_>) -> Result<Format, Diagnostics> {
+/// The value format of `format` and `csv.field-delimiter` (the NATS connector's too).
+pub(crate) fn format(p: &Params<'_>) -> Result<Format, Diagnostics> {
     match p.str_or("format", "csv").as_str() {
         "json" | "jsonl" => Ok(Format::Json),
         _ => {

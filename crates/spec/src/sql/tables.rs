@@ -13,11 +13,12 @@ use crate::ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value}
 use crate::Text;
 
 /// The connectors a table may name: `file` (read by a reader, written by a writer), `kafka`
-/// (read and written by the `kafka` operator), the sources `generator` and `nexmark`, and the
-/// sinks `discard` (or `blackhole`, Flink's name).
-const CONNECTORS: [&str; 6] = [
+/// and `nats` (read and written by the operator of that name), the sources `generator` and
+/// `nexmark`, and the sinks `discard` (or `blackhole`, Flink's name).
+const CONNECTORS: [&str; 7] = [
     "file",
     "kafka",
+    "nats",
     "generator",
     "nexmark",
     "discard",
@@ -325,6 +326,7 @@ impl Tables {
         let kind = match t.connector.as_str() {
             "file" => "writer",
             "kafka" => "kafka",
+            "nats" => "nats",
             "discard" | "blackhole" => "discard",
             // Reported where the table is declared.
             unknown if !CONNECTORS.contains(&unknown) => return Ok(None),
@@ -332,7 +334,7 @@ impl Tables {
                 return Err(Diagnostic::error(
                     t.connector.pos(),
                     format!(
-                    "connector '{other}' cannot be written to: use 'file', 'kafka' or 'discard'"
+                    "connector '{other}' cannot be written to: use 'file', 'kafka', 'nats' or 'discard'"
                 ),
                 ))
             }

@@ -1,0 +1,169 @@
+//! Exactly once from NATS JetStream to JetStream: a query reading a stream of a
+//! `nats-server` (held by the test process, outside the runs it kills), filtering and
+//! publishing to another stream, killed with SIGKILL at seeded moments and resumed from its
+//! checkpoints, leaves in its output stream exactly the rows of an uninterrupted run, in the
+//! same order: none lost, none twice. The rows a killed run published after its last
+//! checkpoint are published again by the resumed run with the same message ids, and the
+//! stream drops them (its duplicate window, 2 minutes, outlasts the test).
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::nats::NatsServer;
+use common::{anduin, kill_after, Rng};
+
+const QUERY: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "in", type = "nats" {
+  param server = "${SERVER}"
+  param stream = "EVENTS"
+  param format = "csv"
+  param bounded = true
+  output name = "events", type = "Event"
+}
+operator name = "low", type = "filter" {
+  input name = "events"
+  param condition = "value < 50"
+  output name = "low", type = "Event"
+}
+operator name = "out", type = "nats" {
+  input name = "low"
+  param server = "${SERVER}"
+  param stream = "${OUT}"
+  param subject = "${OUT}.rows"
+  param format = "csv"
+}
+"#;
+
+fn args<'a>(server: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "q.flow",
+        "--var",
+        server,
+        "--var",
+        out,
+        "--checkpoint-dir",
+        "ckpt",
+        "--batch-size",
+        "100",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn start(dir: &Path, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(args)
+        .args(["--events", "-"])
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts")
+}
+
+/// A checkpoint every 400 rows.
+const EVERY_400: &[&str] = &["--checkpoint-every", "400"];
+
+#[test]
+fn a_killed_nats_to_nats_run_resumes_to_the_rows_of_an_uninterrupted_one() {
+    scenario(&[41, 42, 43], EVERY_400);
+}
+
+/// The sink a task of its own: its acknowledgements are awaited in the operator task's
+/// checkpoints, not the source's.
+#[test]
+fn a_killed_nats_to_nats_run_without_chaining_resumes_to_the_rows_of_an_uninterrupted_one() {
+    scenario(&[44], &["--checkpoint-every", "400", "--no-chaining"]);
+}
+
+/// Checkpoints on a timer: the barriers of a resumed run fall between other rows than the
+/// killed run's, so a row's id cannot be its checkpoint epoch and its index in it.
+#[test]
+fn a_killed_nats_to_nats_run_checkpointing_on_a_timer_resumes_to_the_rows_of_an_uninterrupted_one()
+{
+    scenario(&[45, 46], &["--checkpoint-interval", "50ms"]);
+}
+
+fn scenario(seeds: &[u64], extra: &[&str]) {
+    let window = Duration::from_secs(120);
+    for &seed in seeds {
+        let server = NatsServer::start();
+        server.stream("EVENTS", &["events"], window);
+        server.stream("REFERENCE", &["REFERENCE.rows"], window);
+        server.stream("OUT", &["OUT.rows"], window);
+        let input: Vec<String> = (0..30_000u64)
+            .map(|i| format!("{},{},{}", 1_700_000_000_000 + i, i % 7, (i * 53) % 100))
+            .collect();
+        server.publish("events", &input);
+        let var = format!("SERVER={}", server.url);
+
+        // The reference: an uninterrupted run with checkpoints, into its own stream.
+        let reference = tempfile::tempdir().expect("tempdir");
+        std::fs::write(reference.path().join("q.flow"), QUERY).expect("query");
+        let out = anduin(reference.path(), &args(&var, "OUT=REFERENCE", extra));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let expected = server.read("REFERENCE");
+        let filtered: Vec<String> = input
+            .iter()
+            .filter(|r| r.rsplit(',').next().and_then(|v| v.parse::<u32>().ok()) < Some(50))
+            .cloned()
+            .collect();
+        assert!(
+            expected == filtered,
+            "the uninterrupted run writes the filtered rows in order ({} of {})",
+            expected.len(),
+            filtered.len()
+        );
+        assert!(expected.len() > 10_000, "the query writes enough rows");
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+        let mut rng = Rng(seed);
+        let kills = 2 + rng.next(3);
+        let mut killed = 0;
+        for _ in 0..kills {
+            let after = 1 + rng.next(6);
+            let delay_ms = rng.next(60);
+            if kill_after(
+                start(dir.path(), &args(&var, "OUT=OUT", extra)),
+                after,
+                delay_ms,
+            ) {
+                killed += 1;
+            }
+        }
+        assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
+        let out = anduin(dir.path(), &args(&var, "OUT=OUT", extra));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "seed {seed}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = server.read("OUT");
+        assert_eq!(
+            got.len(),
+            expected.len(),
+            "seed {seed} ({killed} kills): rows lost or duplicated"
+        );
+        assert!(
+            got == expected,
+            "seed {seed}: other rows than the uninterrupted run's, or in another order"
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! A NATS server with JetStream for the tests: Debian's `nats-server` (scripts/test.sh
+//! installs it when missing), started on loopback on a port the OS chooses, with its store
+//! in a temporary directory, killed by PID when the guard drops; with helpers to make a
+//! stream, publish to it and read it back.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use async_nats::jetstream;
+use async_nats::jetstream::consumer::pull::OrderedConfig;
+use futures_util::StreamExt;
+
+use super::ChildGuard;
+
+/// The server binary: `$ANDUIN_NATS_SERVER`, or Debian's (in /usr/sbin, which a user's PATH
+/// may lack), or `nats-server` on the PATH.
+fn binary() -> String {
+    std::env::var("ANDUIN_NATS_SERVER").unwrap_or_else(|_| {
+        let debian = "/usr/sbin/nats-server";
+        if std::path::Path::new(debian).exists() {
+            debian.into()
+        } else {
+            "nats-server".into()
+        }
+    })
+}
+
+/// A `nats-server -js` and a client of it.
+pub struct NatsServer {
+    /// Killed (by PID) when dropped, before its store goes (fields drop in order).
+    child: ChildGuard,
+    _store: tempfile::TempDir,
+    /// `nats://127.0.0.1:PORT`.
+    pub url: String,
+    runtime: tokio::runtime::Runtime,
+    js: jetstream::Context,
+}
+
+impl NatsServer {
+    /// Starts a server on a port of the OS's choosing (`-p -1`), reads the port from its
+    /// log, and connects. Panics, saying how to install it, when `nats-server` is missing:
+    /// these tests are never skipped.
+    pub fn start() -> NatsServer {
+        Self::start_with(true)
+    }
+
+    /// [`NatsServer::start`], with JetStream or without.
+    pub fn start_with(jetstream: bool) -> NatsServer {
+        let store = tempfile::tempdir().expect("a store directory");
+        let mut child = Command::new(binary())
+            .args(if jetstream { &["-js"][..] } else { &[] })
+            .args(["-a", "127.0.0.1", "-p", "-1", "-sd"])
+            .arg(store.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "nats-server does not start ({e}): run scripts/test.sh, which installs it, \
+                     or `apt-get install nats-server`"
+                )
+            });
+        // The server says where it listens in its log (stderr); keep draining it so that
+        // the server never blocks on a full pipe.
+        let stderr = child.stderr.take().expect("stderr");
+        let child = ChildGuard(child);
+        let (tx, rx) = mpsc::channel::<u16>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split("Listening for client connections on ").nth(1) {
+                    if let Some(port) = rest.rsplit(':').next().and_then(|p| p.trim().parse().ok())
+                    {
+                        let _ = tx.send(port);
+                    }
+                }
+            }
+        });
+        let port = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("nats-server said which port it listens on within a minute");
+        let url = format!("nats://127.0.0.1:{port}");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let client = runtime
+            .block_on(async_nats::connect(url.as_str()))
+            .expect("the test connects to its server");
+        let js = {
+            let _entered = runtime.enter();
+            jetstream::new(client)
+        };
+        NatsServer {
+            child,
+            _store: store,
+            url,
+            runtime,
+            js,
+        }
+    }
+
+    /// The server's PID.
+    pub fn pid(&self) -> u32 {
+        self.child.pid()
+    }
+
+    /// Makes stream `name` of `subjects`, keeping message ids for `duplicate_window`.
+    pub fn stream(&self, name: &str, subjects: &[&str], duplicate_window: Duration) {
+        self.runtime
+            .block_on(self.js.create_stream(jetstream::stream::Config {
+                name: name.to_string(),
+                subjects: subjects.iter().map(|s| s.to_string()).collect(),
+                duplicate_window,
+                ..Default::default()
+            }))
+            .expect("the stream is made");
+    }
+
+    /// Publishes `values` to `subject`, and waits until every one is acknowledged.
+    pub fn publish(&self, subject: &str, values: &[String]) {
+        self.runtime.block_on(async {
+            let mut acks = Vec::new();
+            for v in values {
+                acks.push(
+                    self.js
+                        .publish(subject.to_string(), v.clone().into_bytes().into())
+                        .await
+                        .expect("published"),
+                );
+                if acks.len() >= 1000 {
+                    for a in acks.drain(..) {
+                        a.await.expect("acknowledged");
+                    }
+                }
+            }
+            for a in acks {
+                a.await.expect("acknowledged");
+            }
+        });
+    }
+
+    /// How many messages `stream` holds.
+    pub fn count(&self, stream: &str) -> u64 {
+        self.runtime.block_on(async {
+            let mut s = self.js.get_stream(stream).await.expect("the stream");
+            s.info().await.expect("its info").state.messages
+        })
+    }
+
+    /// Every message of `stream`, in stream order, as text.
+    pub fn read(&self, stream: &str) -> Vec<String> {
+        self.runtime.block_on(async {
+            let mut s = self.js.get_stream(stream).await.expect("the stream");
+            let count = s.info().await.expect("its info").state.messages;
+            let mut values = Vec::new();
+            if count == 0 {
+                return values;
+            }
+            let consumer = s
+                .create_consumer(OrderedConfig::default())
+                .await
+                .expect("a consumer");
+            let mut messages = consumer.messages().await.expect("messages");
+            while (values.len() as u64) < count {
+                let m = tokio::time::timeout(Duration::from_secs(60), messages.next())
+                    .await
+                    .expect("the stream is read to its end within a minute")
+                    .expect("more messages")
+                    .expect("a message");
+                values.push(String::from_utf8_lossy(&m.payload).into_owned());
+            }
+            values
+        })
+    }
+}

@@ -1,0 +1,146 @@
+//! The sink's exactly-once by deduplication, as pure functions: the `Nats-Msg-Id` of each
+//! row, and whether a stream keeps message ids long enough.
+//!
+//! JetStream drops a message whose `Nats-Msg-Id` it stored within the stream's duplicate
+//! window (2 minutes by default). A resumed run writes again the rows that came after the
+//! checkpoint it resumes from; if each such row gets the id it had in the interrupted run,
+//! the stream keeps it once.
+//!
+//! A row's id is `{query}/{sink}/{instance}/{lineage}/{row}`: `row` counts the rows the
+//! instance received since the lineage began, and the checkpoint keeps the count (and the
+//! lineage), so a resumed run numbers the rows after the checkpoint as the interrupted run
+//! did.
+//!
+//! The lineage of a fresh start with checkpoints is [`CHECKPOINTED_LINEAGE`], the same for
+//! every fresh start: a run killed before its first checkpoint completed is started again
+//! from nothing, and its rows must get the ids they had. The price: a run started over on
+//! purpose (`--from-scratch`) within the duplicate window of an earlier run of the same query
+//! name writes nothing at the ids the earlier run used (the sink warns when a fresh lineage
+//! meets duplicates). Without checkpoints no run resumes: each run draws a lineage of its own
+//! and writes all its rows.
+//!
+//! Why not the checkpoint epoch and the row's index within it: barriers come on a timer, so
+//! the rows between two barriers of the resumed run are not those of the interrupted run; a
+//! row would get another id on replay and be stored twice. A count since the lineage's start
+//! does not depend on where barriers fall, only on the rows coming in the same order, which
+//! holds when the sink reads one ordered path from its sources (one source instance, a chain
+//! of operators) and does not after a shuffle or a union of parallel inputs.
+
+use std::time::Duration;
+
+/// The `Nats-Msg-Id` of row `row` (counted from the lineage's start) of instance `instance`
+/// of sink `sink` in query `query`.
+pub(crate) fn message_id(
+    query: &str,
+    sink: &str,
+    instance: usize,
+    lineage: &str,
+    row: u64,
+) -> String {
+    format!("{query}/{sink}/{instance}/{lineage}/{row}")
+}
+
+/// The lineage of a fresh start with checkpoints.
+pub(crate) const CHECKPOINTED_LINEAGE: &str = "0";
+
+/// The lineage of a fresh start: [`CHECKPOINTED_LINEAGE`] with checkpoints, a new one
+/// without.
+pub(crate) fn fresh_lineage(checkpointing: bool) -> String {
+    if checkpointing {
+        CHECKPOINTED_LINEAGE.to_string()
+    } else {
+        new_lineage()
+    }
+}
+
+/// A new lineage: 16 hex digits from the OS's random source (the clock and the process id
+/// when it has none).
+fn new_lineage() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mixed = (nanos as u64) ^ (u64::from(std::process::id()) << 32);
+        bytes = mixed.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What a sink does about its stream's duplicate window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WindowCheck {
+    /// The window is at least what is asked: rows written again by a resumed run within it
+    /// are dropped.
+    Enough,
+    /// The window is shorter than `min_duplicate_window`: the sink refuses to start.
+    TooShort,
+    /// The run has no checkpoints, so never resumes: the window does not matter.
+    NotNeeded,
+}
+
+/// Whether a stream that keeps message ids for `window` serves a sink that asks for
+/// `needed`, in a run with or without checkpoints.
+pub(crate) fn check_window(window: Duration, needed: Duration, checkpointing: bool) -> WindowCheck {
+    if !checkpointing {
+        WindowCheck::NotNeeded
+    } else if window >= needed {
+        WindowCheck::Enough
+    } else {
+        WindowCheck::TooShort
+    }
+}
+
+/// Whether `subject` is one of those `pattern` stands for (`*`: one token, `>`: one or more
+/// tokens at the end).
+pub(crate) fn subject_matches(pattern: &str, subject: &str) -> bool {
+    let mut p = pattern.split('.');
+    let mut s = subject.split('.');
+    loop {
+        match (p.next(), s.next()) {
+            (Some(">"), Some(_)) => return true,
+            (Some("*"), Some(_)) => {}
+            (Some(a), Some(b)) if a == b => {}
+            (None, None) => return true,
+            _ => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rows_id_names_query_sink_instance_lineage_and_row() {
+        assert_eq!(message_id("q", "out", 1, "00ff", 7), "q/out/1/00ff/7");
+    }
+
+    #[test]
+    fn fresh_starts_share_a_lineage_with_checkpoints_and_draw_one_without() {
+        assert_eq!(fresh_lineage(true), fresh_lineage(true));
+        let (a, b) = (fresh_lineage(false), fresh_lineage(false));
+        assert_eq!(a.len(), 16);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn a_window_shorter_than_asked_is_refused_only_with_checkpoints() {
+        let s = Duration::from_secs;
+        assert_eq!(check_window(s(120), s(60), true), WindowCheck::Enough);
+        assert_eq!(check_window(s(60), s(60), true), WindowCheck::Enough);
+        assert_eq!(check_window(s(10), s(60), true), WindowCheck::TooShort);
+        assert_eq!(check_window(s(10), s(60), false), WindowCheck::NotNeeded);
+    }
+
+    #[test]
+    fn wildcards_match_one_token_or_the_rest() {
+        assert!(subject_matches("events.>", "events.a.b"));
+        assert!(!subject_matches("events.>", "events"));
+        assert!(subject_matches("events.*", "events.a"));
+        assert!(!subject_matches("events.*", "events.a.b"));
+        assert!(subject_matches("events", "events"));
+        assert!(!subject_matches("events", "events.a"));
+        assert!(!subject_matches("a.*.c", "a.b.d"));
+    }
+}

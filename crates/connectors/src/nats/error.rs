@@ -1,0 +1,95 @@
+//! What can go wrong talking to NATS, classified by what the user can do about it.
+
+use anduin_operator_api::OperatorError;
+
+/// A NATS connector's failure. Each names the operator when it becomes an
+/// [`OperatorError`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NatsError {
+    /// No server answered in time: the address is wrong or the server is down.
+    #[error("no NATS server at {server} answered within {timeout_ms} ms ({cause}): check `server` (nats://host:port), start the server, or raise `connect.timeout`")]
+    Unreachable {
+        /// The `server` param.
+        server: String,
+        /// How long it waited.
+        timeout_ms: u64,
+        /// What the client said.
+        cause: String,
+    },
+    /// The server answered but has no JetStream.
+    #[error("the NATS server at {server} has no JetStream ({cause}): start it with JetStream enabled (`nats-server -js`)")]
+    NoJetStream {
+        /// The `server` param.
+        server: String,
+        /// What the client said.
+        cause: String,
+    },
+    /// The stream does not exist on the server.
+    #[error("stream `{stream}` does not exist on the NATS server at {server}: create it first (`nats stream add {stream} --subjects …`; anduin does not create streams)")]
+    NoStream {
+        /// The stream.
+        stream: String,
+        /// The `server` param.
+        server: String,
+    },
+    /// The sink's subject is not one the stream keeps.
+    #[error("subject `{subject}` is not one of stream `{stream}`'s subjects ({subjects}): what the sink published would not be stored; write a subject of the stream, or add it to the stream")]
+    SubjectOutsideStream {
+        /// The `subject` param.
+        subject: String,
+        /// The stream.
+        stream: String,
+        /// The stream's subjects, comma-separated.
+        subjects: String,
+    },
+    /// The stream forgets message ids sooner than a resumed run may write a row again.
+    #[error("stream `{stream}` keeps message ids for {window_ms} ms, less than `min_duplicate_window` ({needed_ms} ms): a row written before a crash and written again by the resumed run after that would be stored twice; raise the stream's duplicate window (`nats stream edit {stream} --dupe-window 2m`), or lower `min_duplicate_window` knowingly")]
+    ShortDuplicateWindow {
+        /// The stream.
+        stream: String,
+        /// Its duplicate window.
+        window_ms: u64,
+        /// `min_duplicate_window`.
+        needed_ms: u64,
+    },
+    /// The client's background runtime could not be made.
+    #[error("the NATS client's runtime could not start: {0}")]
+    Runtime(String),
+    /// A call to the server failed while running.
+    #[error("{what}: {cause}")]
+    Client {
+        /// What was being done.
+        what: String,
+        /// What the client said.
+        cause: String,
+    },
+    /// The checkpoint does not fit this run (its stream).
+    #[error("the checkpoint does not fit: {0}; start over with --from-scratch")]
+    Checkpoint(String),
+}
+
+impl NatsError {
+    /// A failed call to the server while doing `what`.
+    pub(crate) fn client(what: impl Into<String>, e: impl std::fmt::Display) -> Self {
+        NatsError::Client {
+            what: what.into(),
+            cause: e.to_string(),
+        }
+    }
+
+    /// This error as operator `operator`'s: a configuration problem when it is the user's
+    /// to fix before starting, an execution error otherwise.
+    pub(crate) fn for_operator(self, operator: &str) -> OperatorError {
+        match self {
+            NatsError::Client { .. } | NatsError::Runtime(_) => OperatorError::Execution {
+                operator: operator.to_string(),
+                message: self.to_string(),
+            },
+            _ => OperatorError::Config {
+                operator: operator.to_string(),
+                message: self.to_string(),
+            },
+        }
+    }
+}

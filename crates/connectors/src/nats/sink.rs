@@ -1,0 +1,251 @@
+//! The NATS sink: one message a row, published to a subject of a JetStream stream, exactly
+//! once within the stream's duplicate window through message ids (see [`super::dedup`]).
+//!
+//! Each row is published as it comes, with the `Nats-Msg-Id` of its place in the instance's
+//! output; the acknowledgements are awaited in bulk, and all of them before the instance's
+//! part of a checkpoint is taken, so that a completed checkpoint never covers a row the
+//! stream did not store. The checkpoint keeps the count of rows and the lineage. A resumed
+//! run publishes the rows after the checkpoint again with the ids they had: JetStream drops
+//! those it already holds, when it stored them within its duplicate window (2 minutes by
+//! default). The sink refuses a stream whose window is shorter than `min_duplicate_window`.
+//!
+//! Rows are visible to readers as soon as they are stored, not one checkpoint late (there
+//! are no transactions in JetStream); a reader may thus see rows of a run that is then
+//! killed, and sees them once.
+
+use std::time::Duration;
+
+use anduin_operator_api::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
+use arrow::record_batch::RecordBatch;
+use async_nats::jetstream;
+use async_nats::jetstream::context::PublishAckFuture;
+use async_nats::jetstream::message::PublishMessage;
+
+use super::connection::Connection;
+use super::dedup::{check_window, fresh_lineage, message_id, WindowCheck};
+use super::error::NatsError;
+use crate::kafka::encode::RowEncoder;
+
+/// How many publishes may wait for their acknowledgement before the sink waits for them
+/// (below the client's own limit of 5 000 in flight).
+const MAX_PENDING: usize = 1024;
+
+/// What a sink instance is made of (read from its params when bound).
+#[derive(Clone)]
+pub(crate) struct SinkConfig {
+    pub name: String,
+    pub server: String,
+    pub stream: String,
+    pub subject: String,
+    pub connect_timeout: Duration,
+    pub min_duplicate_window: Duration,
+}
+
+/// What a checkpoint keeps of a sink instance.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Inline {
+    /// The lineage of the ids (set at a fresh start).
+    lineage: String,
+    /// The rows received before the checkpoint: the number of the next one.
+    next_row: u64,
+}
+
+/// Rows stored and rows the stream dropped as duplicates.
+#[derive(Debug, Default, Clone, Copy)]
+struct Acked {
+    stored: u64,
+    duplicates: u64,
+}
+
+/// A running NATS sink instance.
+pub(crate) struct NatsSink {
+    config: SinkConfig,
+    conn: Connection,
+    encoder: RowEncoder,
+    /// `{query}`, `{sink}` and `{instance}` of the ids.
+    query: String,
+    instance: usize,
+    lineage: String,
+    /// Whether the lineage began with this run (no restore).
+    fresh: bool,
+    next_row: u64,
+    /// Publishes not yet acknowledged, in order.
+    pending: Vec<PublishAckFuture>,
+    acked: Acked,
+}
+
+impl NatsSink {
+    /// Connects, finds the stream, and checks that it stores the subject and keeps message
+    /// ids long enough.
+    pub(crate) fn open(
+        config: SinkConfig,
+        encoder: RowEncoder,
+        ctx: &anduin_operator_api::BuildContext,
+    ) -> Result<Self, NatsError> {
+        let conn = Connection::open(
+            &config.server,
+            config.connect_timeout,
+            &format!("anduin {}", config.name),
+        )?;
+        let stream = conn.stream(&config.stream)?;
+        let info = stream.cached_info();
+        super::check_subject(&config.subject, &config.stream, &info.config.subjects)?;
+        let window = info.config.duplicate_window;
+        match check_window(window, config.min_duplicate_window, ctx.checkpointing) {
+            WindowCheck::Enough | WindowCheck::NotNeeded => {}
+            WindowCheck::TooShort => {
+                return Err(NatsError::ShortDuplicateWindow {
+                    stream: config.stream.clone(),
+                    window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+                    needed_ms: u64::try_from(config.min_duplicate_window.as_millis())
+                        .unwrap_or(u64::MAX),
+                })
+            }
+        }
+        Ok(Self {
+            query: ctx.query.as_deref().unwrap_or("query").to_string(),
+            instance: ctx.instance,
+            lineage: fresh_lineage(ctx.checkpointing),
+            fresh: true,
+            next_row: 0,
+            pending: Vec::new(),
+            acked: Acked::default(),
+            config,
+            conn,
+            encoder,
+        })
+    }
+
+    fn error(&self, e: NatsError) -> OperatorError {
+        e.for_operator(&self.config.name)
+    }
+
+    /// Publishes `values`, the next rows, each with its id.
+    fn publish(&mut self, values: Vec<Vec<u8>>) -> Result<(), NatsError> {
+        let Self {
+            config,
+            conn,
+            query,
+            instance,
+            lineage,
+            next_row,
+            pending,
+            acked,
+            ..
+        } = self;
+        let js = &conn.js;
+        conn.block_on(async {
+            for value in values {
+                if pending.len() >= MAX_PENDING {
+                    drain(pending, acked, config).await?;
+                }
+                let id = message_id(query, &config.name, *instance, lineage, *next_row);
+                let message = PublishMessage::build().payload(value.into()).message_id(id);
+                let ack = js
+                    .send_publish(config.subject.clone(), message)
+                    .await
+                    .map_err(|e| publishing(config, e))?;
+                pending.push(ack);
+                *next_row += 1;
+            }
+            Ok(())
+        })
+    }
+
+    /// Waits for every publish's acknowledgement.
+    fn flush(&mut self) -> Result<(), OperatorError> {
+        let Self {
+            config,
+            conn,
+            pending,
+            acked,
+            ..
+        } = self;
+        let before = acked.duplicates;
+        conn.block_on(drain(pending, acked, config))
+            .map_err(|e| e.for_operator(&config.name))?;
+        if self.fresh && before == 0 && self.acked.duplicates > 0 {
+            tracing::warn!(operator = %self.config.name, stream = %self.config.stream, "this run started afresh, and the stream already held rows with its message ids (an earlier run of this query within the duplicate window): it keeps those and drops these. Expected after a run killed before its first checkpoint; if this run started over on purpose, give it another --name or wait out the window");
+        }
+        Ok(())
+    }
+}
+
+/// Waits for the acknowledgements of `pending`, counting them into `acked`.
+async fn drain(
+    pending: &mut Vec<PublishAckFuture>,
+    acked: &mut Acked,
+    config: &SinkConfig,
+) -> Result<(), NatsError> {
+    for ack in pending.drain(..) {
+        let a = ack.await.map_err(|e| publishing(config, e))?;
+        if a.duplicate {
+            acked.duplicates += 1;
+        } else {
+            acked.stored += 1;
+        }
+    }
+    Ok(())
+}
+
+/// A publish that failed.
+fn publishing(config: &SinkConfig, e: jetstream::context::PublishError) -> NatsError {
+    NatsError::client(
+        format!(
+            "publishing to subject `{}` of stream `{}`",
+            config.subject, config.stream
+        ),
+        e,
+    )
+}
+
+impl Operator for NatsSink {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        let values = self.encoder.rows(&batch);
+        self.publish(values).map_err(|e| self.error(e))
+    }
+
+    fn is_stateless(&self) -> bool {
+        false
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        self.flush()?;
+        let inline = Inline {
+            lineage: self.lineage.clone(),
+            next_row: self.next_row,
+        };
+        out.inline_typed(&self.config.name, &inline)
+    }
+
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        let inline: Inline = state.inline_as(&self.config.name)?;
+        self.lineage = inline.lineage;
+        self.fresh = false;
+        self.next_row = inline.next_row;
+        Ok(())
+    }
+
+    fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
+        self.flush()?;
+        tracing::debug!(operator = %self.config.name, stored = self.acked.stored, duplicates = self.acked.duplicates, "NATS sink done");
+        Ok(())
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("messages_stored", self.acked.stored),
+            ("duplicates_dropped", self.acked.duplicates),
+        ]
+    }
+}

@@ -1,0 +1,338 @@
+//! The NATS source: the messages of a JetStream stream (those of a subject, when it has a
+//! filter), in stream order, decoded into rows, with the next stream sequence in the
+//! checkpoints.
+//!
+//! It reads with an **ordered pull consumer**: an ephemeral consumer without acks that the
+//! client creates again from the last sequence it delivered whenever it sees a gap, a missed
+//! heartbeat or a lost server. It fits anduin's checkpoints: the position that counts is the
+//! sequence kept in anduin's checkpoint, not a consumer's acknowledged floor on the server,
+//! so nothing durable is left on the server by a run that is killed (an ephemeral consumer
+//! goes away with its connection), and a resumed run starts a new consumer at the
+//! checkpoint's sequence. A direct get (`$JS.API.DIRECT.GET`) would cost one request a
+//! message, need `allow_direct` on the stream, and a subject filter with wildcards would have
+//! to be walked message by message; the consumer pulls in batches with flow control.
+//!
+//! One instance reads the stream (a stream is one ordered log; several instances would each
+//! read all of it): the operator takes no `parallelism`, and should it run more instances,
+//! instance 0 reads and the others end at once.
+//!
+//! With `bounded`, it stops at the stream's last sequence as of its first start (kept in the
+//! checkpoint, so that a resumed run stops where the interrupted one would have): after the
+//! message at that sequence, or after the last message of its subject before it (the
+//! consumer says how many messages of the subject are still pending).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anduin_operator_api::{
+    DeadLetter, OperatorError, RejectedRecord, RestoreIn, SnapshotOut, Source, SourcePoll,
+    WatermarkSpec,
+};
+use async_nats::jetstream::consumer::pull::{Ordered, OrderedConfig};
+use async_nats::jetstream::consumer::DeliverPolicy;
+use async_nats::jetstream::stream::Stream;
+use futures_util::StreamExt;
+
+use super::connection::Connection;
+use super::error::NatsError;
+use crate::kafka::decode::{Bad, Polled, RecordDecoder};
+
+/// How long a poll waits for the first message at most (the runtime's deadline may be
+/// shorter).
+const POLL_WAIT: Duration = Duration::from_millis(100);
+
+/// What a source instance is made of (read from its params when bound).
+#[derive(Clone)]
+pub(crate) struct SourceConfig {
+    pub name: String,
+    pub server: String,
+    pub stream: String,
+    /// The subject filter (`None`: every message of the stream).
+    pub subject: Option<String>,
+    pub connect_timeout: Duration,
+    pub bounded: bool,
+    pub fail_on_error: bool,
+    pub watermarks: Option<WatermarkSpec>,
+}
+
+/// Where the source is, as a checkpoint keeps it.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Position {
+    /// The stream read.
+    stream: String,
+    /// The sequence of the first message not emitted yet (1: the stream's start).
+    next: u64,
+    /// With `bounded`: the last sequence read.
+    end: Option<u64>,
+}
+
+/// A running NATS source instance.
+pub(crate) struct NatsSource {
+    config: SourceConfig,
+    conn: Connection,
+    stream: Stream,
+    /// The sequence of the first message not emitted yet.
+    next: u64,
+    /// With `bounded`: the last sequence to read.
+    end: Option<u64>,
+    /// Read to its end (bounded only).
+    done: bool,
+    /// The consumer's messages, from the first poll (after a restore) on.
+    messages: Option<Ordered>,
+    decoder: RecordDecoder,
+    dead_letter: Arc<DeadLetter>,
+    /// Messages without a payload, skipped.
+    empty: u64,
+}
+
+impl NatsSource {
+    /// Connects and finds the stream (and, with `bounded`, its last sequence).
+    pub(crate) fn open(
+        config: SourceConfig,
+        decoder: RecordDecoder,
+        ctx: &anduin_operator_api::BuildContext,
+    ) -> Result<Self, NatsError> {
+        let conn = Connection::open(
+            &config.server,
+            config.connect_timeout,
+            &format!("anduin {}", config.name),
+        )?;
+        let stream = conn.stream(&config.stream)?;
+        let info = stream.cached_info();
+        if let Some(subject) = &config.subject {
+            super::check_subject(subject, &config.stream, &info.config.subjects)?;
+        }
+        let end = config.bounded.then_some(info.state.last_sequence);
+        // A stream is one ordered log: instance 0 reads it, the others have nothing to read.
+        let others = ctx.instance > 0;
+        if others {
+            tracing::info!(operator = %config.name, instance = ctx.instance, "a NATS stream is read by instance 0 of its source: this one ends at once");
+        }
+        Ok(Self {
+            config,
+            conn,
+            stream,
+            next: 1,
+            end,
+            done: others,
+            messages: None,
+            decoder,
+            dead_letter: Arc::clone(&ctx.dead_letter),
+            empty: 0,
+        })
+    }
+
+    fn error(&self, e: NatsError) -> OperatorError {
+        e.for_operator(&self.config.name)
+    }
+
+    /// Starts the consumer at `next`; with `bounded`, first sees whether anything is left.
+    fn start(&mut self) -> Result<(), NatsError> {
+        if self.end.is_some_and(|end| self.next > end) {
+            self.done = true;
+            return Ok(());
+        }
+        let state = &self.stream.cached_info().state;
+        if self.next > 1 && self.next < state.first_sequence {
+            tracing::warn!(operator = %self.config.name, stream = %self.config.stream, from = self.next, first = state.first_sequence, "the stream no longer holds the messages from the checkpoint's sequence to its first one (removed by its limits): they are not read");
+        }
+        if self.next > state.last_sequence.saturating_add(1) {
+            tracing::warn!(operator = %self.config.name, stream = %self.config.stream, from = self.next, last = state.last_sequence, "the checkpoint read further than the stream's last sequence: was the stream made again? messages are read from the checkpoint's sequence on");
+        }
+        let deliver_policy = match self.next {
+            0 | 1 => DeliverPolicy::All,
+            n => DeliverPolicy::ByStartSequence { start_sequence: n },
+        };
+        let config = OrderedConfig {
+            filter_subject: self.config.subject.clone().unwrap_or_default(),
+            deliver_policy,
+            ..Default::default()
+        };
+        let what = || format!("starting a consumer of stream `{}`", self.config.stream);
+        let consumer = self
+            .conn
+            .block_on(self.stream.create_consumer(config))
+            .map_err(|e| NatsError::client(what(), e))?;
+        if self.end.is_some() && consumer.cached_info().num_pending == 0 {
+            self.done = true;
+            return Ok(());
+        }
+        let messages = self
+            .conn
+            .block_on(consumer.messages())
+            .map_err(|e| NatsError::client(what(), e))?;
+        self.messages = Some(messages);
+        Ok(())
+    }
+
+    /// Up to `max` messages, waiting until `deadline` at most for the first.
+    fn fetch(&mut self, max: usize, deadline: Instant) -> Result<Vec<Polled>, NatsError> {
+        let Some(messages) = self.messages.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let first_wait = deadline
+            .saturating_duration_since(Instant::now())
+            .min(POLL_WAIT);
+        let end = self.end;
+        let stream = self.config.stream.as_str();
+        let name = self.config.name.as_str();
+        let (polled, next, done) = self.conn.block_on(async {
+            let mut polled = Vec::new();
+            let mut next = None;
+            let mut done = false;
+            while polled.len() < max && !done {
+                let wait = if polled.is_empty() {
+                    first_wait
+                } else {
+                    Duration::ZERO
+                };
+                let m = match tokio::time::timeout(wait, messages.next()).await {
+                    Err(_) => break,
+                    Ok(None) => {
+                        return Err(NatsError::client(
+                            format!("reading stream `{stream}`"),
+                            "the consumer ended",
+                        ))
+                    }
+                    Ok(Some(Err(e))) => {
+                        // The ordered consumer recreates itself where it can; what reaches
+                        // here is for the user to see, not a reason to stop.
+                        tracing::warn!(operator = %name, error = %e, "NATS consumer error");
+                        continue;
+                    }
+                    Ok(Some(Ok(m))) => m,
+                };
+                let info = m
+                    .info()
+                    .map_err(|e| NatsError::client("reading a message's metadata", e))?;
+                let seq = info.stream_sequence;
+                if end.is_some_and(|end| seq > end) {
+                    done = true;
+                    break;
+                }
+                next = Some(seq + 1);
+                // The last message of the stream as of the start, or the last of the subject
+                // before it.
+                if end.is_some_and(|end| seq >= end || info.pending == 0) {
+                    done = true;
+                }
+                let published = info.published.unix_timestamp_nanos() / 1_000_000;
+                polled.push(Polled {
+                    split: 0,
+                    offset: i64::try_from(seq).unwrap_or(i64::MAX),
+                    timestamp: i64::try_from(published).ok(),
+                    value: Some(m.payload.to_vec()),
+                });
+            }
+            Ok((polled, next, done))
+        })?;
+        if let Some(n) = next {
+            self.next = n;
+        }
+        self.done |= done;
+        Ok(polled)
+    }
+
+    /// Sends the messages that did not decode to the dead letters (or fails).
+    fn reject(&self, bad: Vec<Bad>) -> Result<(), OperatorError> {
+        for b in bad {
+            let source = format!("{}@{}", self.config.stream, b.offset);
+            let line = u64::try_from(b.offset).unwrap_or(0);
+            if self.config.fail_on_error {
+                return Err(OperatorError::BadRecord {
+                    operator: self.config.name.clone(),
+                    source_name: source,
+                    line,
+                    reason: b.reason,
+                });
+            }
+            let record = RejectedRecord {
+                source,
+                line,
+                reason: b.reason,
+                record: b.record,
+            };
+            self.dead_letter
+                .reject(&self.config.name, &record)
+                .map_err(|e| self.dead_letter.write_error(&self.config.name, e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Source for NatsSource {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn watermarks(&self) -> Option<WatermarkSpec> {
+        self.config.watermarks
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        match self.empty {
+            0 => Vec::new(),
+            n => vec![("empty_records", n)],
+        }
+    }
+
+    fn can_resume(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        let position = Position {
+            stream: self.config.stream.clone(),
+            next: self.next,
+            end: self.end,
+        };
+        out.inline_typed(&self.config.name, &position)
+    }
+
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        let position: Position = state.inline_as(&self.config.name)?;
+        if position.stream != self.config.stream {
+            return Err(self.error(NatsError::Checkpoint(format!(
+                "it read stream `{}`, this run reads `{}`",
+                position.stream, self.config.stream
+            ))));
+        }
+        self.next = position.next;
+        if position.end.is_some() {
+            self.end = position.end;
+        }
+        Ok(())
+    }
+
+    fn poll(&mut self, max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {
+        if self.messages.is_none() && !self.done {
+            self.start().map_err(|e| self.error(e))?;
+        }
+        if self.done {
+            return Ok(SourcePoll::Exhausted);
+        }
+        let polled = self.fetch(max_rows, deadline).map_err(|e| self.error(e))?;
+        if polled.is_empty() {
+            return Ok(if self.done {
+                SourcePoll::Exhausted
+            } else {
+                SourcePoll::Idle
+            });
+        }
+        let rows = self
+            .decoder
+            .decode(&polled)
+            .map_err(|e| OperatorError::Config {
+                operator: self.config.name.clone(),
+                message: e.to_string(),
+            })?;
+        self.empty += rows.empty;
+        self.reject(rows.bad)?;
+        Ok(match rows.batch {
+            Some(b) if b.num_rows() > 0 => SourcePoll::Batch(b),
+            // Only rejects: a bounded source that is done says so at the next poll.
+            _ => SourcePoll::Idle,
+        })
+    }
+}
