@@ -4,7 +4,7 @@
 //! the one that answered last.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -26,10 +26,11 @@ pub fn standing_by(e: &anyhow::Error) -> bool {
         .starts_with(&format!("{} {STANDING_BY}", proto::REFUSED))
 }
 
-/// The addresses of a cluster's coordinators, in the order given.
+/// The addresses of a cluster's coordinators, in the order given: `IP:PORT` or `NAME:PORT`, a
+/// name looked up again at every connection (a Kubernetes Service's, a DNS name that moves).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Coordinators {
-    addresses: Vec<SocketAddr>,
+    addresses: Vec<String>,
     /// The one that answered last (where the next connection begins).
     #[serde(skip)]
     last: Arc<AtomicUsize>,
@@ -45,7 +46,7 @@ impl Coordinators {
     /// One coordinator.
     pub fn one(address: SocketAddr) -> Self {
         Self {
-            addresses: vec![address],
+            addresses: vec![address.to_string()],
             last: Arc::default(),
         }
     }
@@ -56,19 +57,28 @@ impl Coordinators {
     pub fn connect(&self, secret: Option<&[u8]>) -> Result<(proto::Sender, proto::Receiver)> {
         let n = self.addresses.len();
         let first = self.last.load(Ordering::Relaxed) % n.max(1);
-        let mut why: Vec<(SocketAddr, anyhow::Error)> = Vec::new();
+        let mut why: Vec<(&str, anyhow::Error)> = Vec::new();
         for k in 0..n {
             let i = (first + k) % n;
-            let at = self.addresses[i];
-            match proto::connect(at, secret) {
-                Ok(c) => {
-                    self.last.store(i, Ordering::Relaxed);
-                    return Ok(c);
+            let name = self.addresses[i].as_str();
+            let found = match name.to_socket_addrs() {
+                Ok(found) => found.collect::<Vec<SocketAddr>>(),
+                Err(e) => {
+                    why.push((name, anyhow::anyhow!("cannot look `{name}` up: {e}")));
+                    continue;
                 }
-                Err(e) if standing_by(&e) || !e.to_string().starts_with(proto::REFUSED) => {
-                    why.push((at, e));
+            };
+            for at in found {
+                match proto::connect(at, secret) {
+                    Ok(c) => {
+                        self.last.store(i, Ordering::Relaxed);
+                        return Ok(c);
+                    }
+                    Err(e) if standing_by(&e) || !e.to_string().starts_with(proto::REFUSED) => {
+                        why.push((name, e));
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
             }
         }
         if why.len() == 1 {
@@ -85,13 +95,21 @@ impl FromStr for Coordinators {
     fn from_str(s: &str) -> Result<Self, String> {
         let mut addresses = Vec::new();
         for part in s.split(',').map(str::trim) {
-            let a: SocketAddr = part
-                .parse()
-                .map_err(|_| format!("`{part}` is not HOST:PORT (give `a:7400,b:7400`)"))?;
-            if addresses.contains(&a) {
-                return Err(format!("{a} is given twice"));
+            let well_formed = part.parse::<SocketAddr>().is_ok()
+                || part.rsplit_once(':').is_some_and(|(host, port)| {
+                    !host.is_empty()
+                        && !host.contains([':', '/', ' '])
+                        && port.parse::<u16>().is_ok()
+                });
+            if !well_formed {
+                return Err(format!(
+                    "`{part}` is not HOST:PORT (give `a:7400,b:7400`, an address or a name)"
+                ));
             }
-            addresses.push(a);
+            if addresses.iter().any(|a| a == part) {
+                return Err(format!("{part} is given twice"));
+            }
+            addresses.push(part.to_string());
         }
         Ok(Self {
             addresses,
@@ -115,7 +133,11 @@ mod tests {
     fn a_list_is_parsed_in_order_and_printed_back() {
         let c: Coordinators = "127.0.0.1:7400, 127.0.0.1:7401".parse().expect("two");
         assert_eq!(c.to_string(), "127.0.0.1:7400,127.0.0.1:7401");
+        let named: Coordinators = "anduin-coordinator:7400,[::1]:7401".parse().expect("names");
+        assert_eq!(named.to_string(), "anduin-coordinator:7400,[::1]:7401");
         assert!("127.0.0.1:7400,x".parse::<Coordinators>().is_err());
+        assert!("host:99999".parse::<Coordinators>().is_err());
+        assert!("http://host:7400".parse::<Coordinators>().is_err());
         assert!("127.0.0.1:1,127.0.0.1:1"
             .parse::<Coordinators>()
             .expect_err("refused")
@@ -128,6 +150,25 @@ mod tests {
         let other = anyhow::anyhow!("{} the secret differs", proto::REFUSED);
         assert!(standing_by(&standby));
         assert!(!standing_by(&other));
+    }
+
+    #[test]
+    fn a_coordinator_is_reached_by_its_name() {
+        // A standby on loopback, named `localhost`: its refusal is what the name reaches.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let port = l.local_addr().expect("its address").port();
+        let standby = std::thread::spawn(move || {
+            let (stream, _) = l.accept().expect("a peer");
+            let (to, _from) = proto::split(stream).expect("halves");
+            to.refuse(&format!("{STANDING_BY}: a test"));
+        });
+        let c: Coordinators = format!("localhost:{port}").parse().expect("a name");
+        let Err(e) = c.connect(None) else {
+            panic!("a standby answers")
+        };
+        standby.join().expect("no panic");
+        // (`localhost` may also name ::1, where nothing listens: then both are told.)
+        assert!(format!("{e:#}").contains(STANDING_BY), "{e:#}");
     }
 
     #[test]
