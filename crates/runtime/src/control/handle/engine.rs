@@ -301,12 +301,6 @@ impl Control {
             // Every instance ended before the barrier reached it: the change took effect
             // nowhere, at the end of the input.
             record.epoch = p.epoch.unwrap_or(0);
-            set_current(
-                &mut inner.params,
-                &record.operator,
-                &record.param,
-                &record.new,
-            );
             tracing::info!(
                 query = %self.name,
                 seq = record.seq,
@@ -316,10 +310,17 @@ impl Control {
                 new = %record.new,
                 "param changed"
             );
+            // The params show a change when the history has it: once recorded, if it is.
             if recorded {
                 inner.recording.insert(record.seq, record.clone());
                 to_record.push(record);
             } else {
+                set_current(
+                    &mut inner.params,
+                    &record.operator,
+                    &record.param,
+                    &record.new,
+                );
                 inner.history.push(record);
             }
         }
@@ -346,6 +347,7 @@ impl Control {
         let mut inner = self.lock();
         for r in settled {
             inner.recording.remove(&r.seq);
+            set_current(&mut inner.params, &r.operator, &r.param, &r.new);
             inner.history.push(r);
         }
         drop(inner);
@@ -371,19 +373,28 @@ mod tests {
         use std::sync::atomic::AtomicBool;
         use std::sync::Mutex;
 
-        let control = Arc::new(Control::new(
-            "q",
-            None,
-            BTreeMap::new(),
-            Box::new(|_, _| Ok(())),
-        ));
-        // What the history held when the recorder was called, for each change recorded.
-        let seen: Arc<Mutex<Vec<(u64, usize)>>> = Arc::default();
+        let params = BTreeMap::from([(
+            "low".to_string(),
+            vec![crate::control::types::ParamInfo {
+                name: "condition".into(),
+                kind: "expression".into(),
+                value: "value > 0".into(),
+                doc: String::new(),
+            }],
+        )]);
+        let control = Arc::new(Control::new("q", None, params, Box::new(|_, _| Ok(()))));
+        // What the history held, and the param's value, when the recorder was called, for
+        // each change recorded.
+        type Seen = Vec<(u64, usize, Option<String>)>;
+        let seen: Arc<Mutex<Seen>> = Arc::default();
         {
             let (seen, handle) = (Arc::clone(&seen), Arc::downgrade(&control));
             control.record_changes_with(Arc::new(move |r: &ChangeRecord| {
                 let held = handle.upgrade().map_or(0, |c| c.history().len());
-                seen.lock().expect("not poisoned").push((r.seq, held));
+                let shown = handle.upgrade().and_then(|c| condition(&c));
+                seen.lock()
+                    .expect("not poisoned")
+                    .push((r.seq, held, shown));
             }));
         }
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -425,8 +436,26 @@ mod tests {
         control.applied(1, 1, Epoch(3));
         let record = setter.join().expect("no panic").expect("applied");
         assert_eq!((record.seq, record.epoch), (1, 3));
-        assert_eq!(*seen.lock().expect("not poisoned"), vec![(1, 0)]);
+        // Neither the history nor the params showed it while it was being recorded (the
+        // params showed a value the history lacked, and a client that saw one did not see
+        // the other).
+        assert_eq!(
+            *seen.lock().expect("not poisoned"),
+            vec![(1, 0, Some("value > 0".to_string()))]
+        );
         assert_eq!(control.history().len(), 1);
+        assert_eq!(condition(&control).as_deref(), Some("value > 1"));
+    }
+
+    /// The value the params of `low` show for `condition`, if any.
+    fn condition(control: &Control) -> Option<String> {
+        control
+            .params("low")
+            .ok()?
+            .into_iter()
+            .find(|p| p.name == "condition")
+            .map(|p| p.value)
+            .filter(|v| !v.is_empty())
     }
 
     #[test]
