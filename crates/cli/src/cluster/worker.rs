@@ -142,6 +142,8 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
     // The newest leader's term seen: an older leader is not registered with again.
     let mut term: Option<u64> = None;
     let mut pause = Duration::from_millis(50);
+    // Failed tries to register again since the coordinator was lost.
+    let mut tries = 0u64;
     loop {
         let (to, mut from) = match register(&args, &name, id, term, secret.as_deref()) {
             Ok(Some((worker, offered, to, from))) => {
@@ -156,6 +158,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                 }
                 id = Some(worker);
                 pause = Duration::from_millis(50);
+                tries = 0;
                 (to, from)
             }
             // Refused (a live worker holds this name; the secret changed): trying again
@@ -169,7 +172,12 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                 continue;
             }
             Ok(None) | Err(_) if id.is_some() => {
-                // The coordinator is away: the executors go on; try again.
+                // The coordinator is away: the executors go on; try again, and say so now
+                // and then (a worker that never comes back is declared dead).
+                tries += 1;
+                if tries == 5 || tries.is_multiple_of(60) {
+                    eprintln!("anduin: worker {name} has not reached a coordinator again in {tries} tries; trying on");
+                }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_secs(1));
                 continue;
