@@ -1,13 +1,49 @@
 //! What the operators that take retractions and keep their state in a keyed table share
-//! (the `aggregate` of a GROUP BY without a window, the `regular_join`): the count of
-//! retractions of rows nothing held, kept in a checkpoint's manifest, and the table's
-//! snapshot, restore and key-group handoff around it.
+//! (the `aggregate` of a GROUP BY without a window, the `regular_join`, `top_n`): the count
+//! of retractions of rows nothing held, kept in a checkpoint's manifest, the table's
+//! snapshot, restore and key-group handoff around it, and how a row of an updating input is
+//! read as adding or taking out.
 
 use anduin_operator_api::rescale::{combine_moved, Combine, RescaleError, RescaleMeta};
 use anduin_operator_api::{KeyGroupsGiven, OperatorError, RestoreIn, SnapshotOut};
 use anduin_state::{KeyGroupRange, KeyedTable, TableEntry};
-use anduin_types::SnapshotKind;
+use anduin_types::{ChangeKind, SnapshotKind};
+use arrow::array::AsArray;
+use arrow::datatypes::Int8Type;
+use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
+
+/// Whether each row of `batch` adds (`+I`, `+U`, any row of an append-only input: no
+/// `change_in` column) or takes out (`-U`, `-D`), for operator `operator`.
+pub(crate) fn adds(
+    operator: &str,
+    batch: &RecordBatch,
+    change_in: Option<usize>,
+) -> Result<Vec<bool>, OperatorError> {
+    let error = |message: String| OperatorError::Execution {
+        operator: operator.to_string(),
+        message,
+    };
+    let Some(c) = change_in else {
+        return Ok(vec![true; batch.num_rows()]);
+    };
+    let codes = batch
+        .column(c)
+        .as_primitive_opt::<Int8Type>()
+        .ok_or_else(|| error("the input's change kind is not a change kind column".into()))?;
+    codes
+        .iter()
+        .map(|code| {
+            code.and_then(ChangeKind::from_code)
+                .map(ChangeKind::adds)
+                .ok_or_else(|| {
+                    error(format!(
+                        "a row of the input has no valid change kind ({code:?}): a bug in anduin"
+                    ))
+                })
+        })
+        .collect()
+}
 
 /// What such an operator keeps in a checkpoint's manifest.
 #[derive(Debug, Serialize, Deserialize)]

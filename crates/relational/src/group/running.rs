@@ -17,8 +17,7 @@ use anduin_operator_api::{
 };
 use anduin_state::{KeyedTable, TableEntry};
 use anduin_types::ChangeKind;
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int8Array};
-use arrow::datatypes::Int8Type;
+use arrow::array::{Array, ArrayRef, BooleanArray, Int8Array};
 use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, SortField};
 
@@ -125,29 +124,6 @@ impl Aggregate {
             operator: self.setup.name.clone(),
             message: message.into(),
         }
-    }
-
-    /// Whether each row adds to its group (`+I`, `+U`) or takes out of it (`-U`, `-D`).
-    fn adds(&self, batch: &RecordBatch) -> Result<Vec<bool>, OperatorError> {
-        let Some(c) = self.setup.change_in else {
-            return Ok(vec![true; batch.num_rows()]);
-        };
-        let codes = batch
-            .column(c)
-            .as_primitive_opt::<Int8Type>()
-            .ok_or_else(|| self.error("the input's change kind is not a change kind column"))?;
-        codes
-            .iter()
-            .map(|code| {
-                code.and_then(ChangeKind::from_code)
-                    .map(ChangeKind::adds)
-                    .ok_or_else(|| {
-                        self.error(format!(
-                            "a row of the input has no valid change kind ({code:?}): a bug in anduin"
-                        ))
-                    })
-            })
-            .collect()
     }
 
     /// Every aggregate's value in `groups` (rows: keys then aggregates), keyed by `keys`.
@@ -294,7 +270,7 @@ impl Operator for Aggregate {
             return Ok(());
         }
         let setup = &self.setup;
-        let adds = self.adds(&batch)?;
+        let adds = retracting::adds(&self.setup.name, &batch, self.setup.change_in)?;
         let key_columns: Vec<ArrayRef> = setup
             .key_columns
             .iter()

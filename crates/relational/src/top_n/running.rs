@@ -19,8 +19,7 @@ use anduin_operator_api::{
 };
 use anduin_state::{KeyGroupRange, KeyedTable, TableEntry};
 use anduin_types::{ChangeKind, Watermark};
-use arrow::array::{ArrayRef, AsArray, Int64Array, Int8Array};
-use arrow::datatypes::Int8Type;
+use arrow::array::{ArrayRef, Int64Array, Int8Array};
 use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, Rows, SortField};
 use hashbrown::HashMap;
@@ -100,37 +99,6 @@ impl TopN {
         })
     }
 
-    fn error(&self, message: impl Into<String>) -> OperatorError {
-        OperatorError::Execution {
-            operator: self.setup.name.clone(),
-            message: message.into(),
-        }
-    }
-
-    /// Whether each row of `batch` adds to its partition (`+I`, `+U`, any row of an
-    /// append-only input) or takes out of it.
-    fn adds(&self, batch: &RecordBatch) -> Result<Vec<bool>, OperatorError> {
-        let Some(c) = self.setup.change_in else {
-            return Ok(vec![true; batch.num_rows()]);
-        };
-        let codes = batch
-            .column(c)
-            .as_primitive_opt::<Int8Type>()
-            .ok_or_else(|| self.error("the input's change kind is not a change kind column"))?;
-        codes
-            .iter()
-            .map(|code| {
-                code.and_then(ChangeKind::from_code)
-                    .map(ChangeKind::adds)
-                    .ok_or_else(|| {
-                        self.error(format!(
-                            "a row of the input has no valid change kind ({code:?}): a bug in anduin"
-                        ))
-                    })
-            })
-            .collect()
-    }
-
     /// The rows of `batch` as partition keys, values and sort keys.
     fn rows(&self, batch: &RecordBatch) -> Result<(Rows, Rows, Rows), OperatorError> {
         let setup = &self.setup;
@@ -195,7 +163,7 @@ impl TopN {
         batch: &RecordBatch,
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
-        let adds = self.adds(batch)?;
+        let adds = retracting::adds(&self.setup.name, batch, self.setup.change_in)?;
         let (keys, values, sort) = self.rows(batch)?;
         let (limit, append_only) = (self.setup.limit, self.setup.change_in.is_none());
         // The partitions this batch touches, in order of first touch, and their first rows
