@@ -465,11 +465,11 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&args.state_dir)
         .with_context(|| format!("cannot create `{}`", args.state_dir.display()))?;
     // A standby that could not take over is refused before it says where it listens.
-    let shared = match &args.leader_election {
+    let election = match &args.leader_election {
         Some(election) => {
             let shared = super::leadership::Shared::of(&args.state_dir, &args.checkpoint_store)?;
             super::leadership::check(election, &shared)?;
-            Some(shared)
+            Some((election, shared))
         }
         None => None,
     };
@@ -477,9 +477,9 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = socket.local_addr()?;
     let serving: Serving = Arc::default();
-    let leadership = match (&args.leader_election, &shared) {
-        (None, _) | (_, None) => None,
-        (Some(election), Some(shared)) => {
+    let leadership = match &election {
+        None => None,
+        Some((election, shared)) => {
             // Listening (and saying so) from now on, refusing connections until it leads.
             let acceptor = {
                 let (socket, serving) = (socket.try_clone()?, Arc::clone(&serving));
