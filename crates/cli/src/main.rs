@@ -56,7 +56,7 @@ enum Command {
     /// checkpoint, stop.
     Ctl(cmd::ctl::CtlArgs),
     /// Run a cluster's coordinator: workers register with it, clients submit queries to it.
-    Coordinator(cluster::coordinator::CoordinatorArgs),
+    Coordinator(Box<cluster::coordinator::CoordinatorArgs>),
     /// Run a worker: offer slots to a coordinator and run the parts of queries it places here.
     Worker(cluster::worker::WorkerArgs),
     /// Submit a query to a coordinator.
@@ -79,7 +79,7 @@ fn main() -> ExitCode {
         Command::Checkpoints(c) => cmd::checkpoints::checkpoints(c),
         Command::Bench(c) => cmd::bench::bench(c),
         Command::Ctl(args) => cmd::ctl::ctl(args),
-        Command::Coordinator(args) => cluster::coordinator::coordinator(args),
+        Command::Coordinator(args) => cluster::coordinator::coordinator(*args),
         Command::Worker(args) => cluster::worker::worker(args),
         Command::Submit(args) => cluster::client::submit(args),
         Command::Status(args) => cluster::client::status(args),

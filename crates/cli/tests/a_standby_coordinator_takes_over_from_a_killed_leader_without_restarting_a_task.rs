@@ -6,14 +6,25 @@
 //! checkpoints without restarting a task (attempt 1, the same executors). `anduin submit
 //! --wait`, asking whichever leads, sees the query finish, and the output equals an
 //! uninterrupted embedded run's. A coordinator with another state directory or checkpoint
-//! store than the leader's is refused at its start.
+//! store than the leader's is refused at its start. The same with coordinators elected
+//! through etcd under 2 s leases: the standby leads once the killed leader's lease expired,
+//! at a term (etcd's revision) above the leader's.
 
 use crate::common;
 
 use common::cluster::{executors, windowed_generator, LocalCluster, Setup};
+use common::etcd::EtcdServer;
 use common::{anduin, anduin_ok, output_rows, wait_until};
 
-fn scenario(after: u64) {
+/// The term a coordinator's log says it leads at.
+fn term(log: &str) -> Option<u64> {
+    let rest = log.split(" leads (term ").nth(1)?;
+    rest.split(')').next()?.parse().ok()
+}
+
+/// The scenario, the leader killed after `after` checkpoints; by a lock file without
+/// `etcd`.
+fn scenario(after: u64, etcd: Option<&EtcdServer>) {
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         work.path().join("q.flow"),
@@ -37,6 +48,8 @@ fn scenario(after: u64) {
         8,
         Setup {
             standby: true,
+            election: etcd.map(|e| format!("etcd://{}/anduin-test-{after}", e.endpoint)),
+            coordinator_flags: vec!["--leader-lease".into(), "2s".into()],
             ..Setup::default()
         },
     );
@@ -69,10 +82,16 @@ fn scenario(after: u64) {
         "the kill must come mid-run"
     );
     let before = executors(&cluster, None);
+    let leader = term(&cluster.coordinator_log()).expect("the leader's term");
     cluster.kill_leader();
     wait_until("the standby leading", || {
-        cluster.standby_log().contains(" leads (term 2)")
+        term(&cluster.standby_log()).is_some()
     });
+    let standby = term(&cluster.standby_log()).expect("read above");
+    assert!(standby > leader, "{}", cluster.logs());
+    if etcd.is_none() {
+        assert_eq!((leader, standby), (1, 2), "a lock file's terms count up");
+    }
     // The new leader takes over: a checkpoint of its own completes (or the query ends).
     let mut taken_over = None;
     wait_until("the new leader's status of the query", || {
@@ -120,6 +139,9 @@ fn scenario(after: u64) {
         "after {after}: the new leader restarted the query's tasks: {status}"
     );
 
+    if etcd.is_some() {
+        return;
+    }
     // A third coordinator on the same lock but another state directory is refused.
     let other = tempfile::tempdir().expect("tempdir");
     let lock = format!(
@@ -174,8 +196,14 @@ fn scenario(after: u64) {
 #[test]
 fn a_standby_coordinator_takes_over_from_a_killed_leader_without_restarting_a_task() {
     for after in [1, 3] {
-        scenario(after);
+        scenario(after, None);
     }
+}
+
+#[test]
+fn a_standby_coordinator_elected_through_etcd_takes_over_from_a_killed_leader() {
+    let etcd = EtcdServer::start();
+    scenario(1, Some(&etcd));
 }
 
 /// The leader dies right after recording a submission, before answering it: the client asks

@@ -59,6 +59,11 @@ impl<R: Read> FrameReader<R> {
         self.limit = limit.min(crate::codec::MAX_BODY);
     }
 
+    /// What frames are read from (to set a socket's read timeout, say).
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
     /// The next frame; `None` when the peer closed the connection between two frames.
     pub fn read_frame(&mut self) -> Result<Option<Frame>, FrameError> {
         loop {

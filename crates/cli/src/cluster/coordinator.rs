@@ -104,13 +104,20 @@ pub struct CoordinatorArgs {
     /// which a lost part that was only slow or paused reports its end before it is restored.
     #[arg(long, hide = true)]
     pub inject_hold_restore: bool,
-    /// Several coordinators, one leading: `file:///PATH`, the one that holds the lock on PATH
-    /// leads (coordinators on one machine, or on a file system whose locks all see); the
-    /// others stand by, refusing connections, and one takes over when the leader's process
-    /// ends. Every coordinator of the cluster gets the same --state-dir and lock; workers and
+    /// Several coordinators, one leading: `etcd://HOST:PORT[,HOST:PORT...][/PREFIX]`, the
+    /// one that holds the election key under a lease of etcd leads (coordinators on several
+    /// machines); `file:///PATH`, the one that holds the lock on PATH leads (coordinators on
+    /// one machine, or on a file system whose locks all see). The others stand by, refusing
+    /// connections, and one takes over when the leader's lease or process ends. Every
+    /// coordinator of the cluster gets the same --state-dir and election; workers and
     /// clients get all their addresses (`--coordinator a:7400,b:7400`).
     #[arg(long, value_parser = super::leadership::parse_election, value_name = "URL")]
     pub leader_election: Option<super::leadership::Election>,
+    /// The leader's lease with etcd, in whole seconds: a standby takes over within about
+    /// this long after the leader died; a leader that cannot renew it steps down (exits)
+    /// before it ends.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub leader_lease: Duration,
     #[command(flatten)]
     pub kube: super::kubernetes::KubeArgs,
     #[command(flatten)]
@@ -488,12 +495,14 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
                     .spawn(move || accept(&socket, &serving))?
             };
             write_address(args.address_file.as_deref(), addr)?;
-            let leadership = super::leadership::lead(election, shared, |holder| {
-                let who = holder.map_or_else(|| "another".to_string(), |p| format!("pid {p}"));
-                eprintln!(
-                    "anduin: coordinator on {addr} standing by: the coordinator of {who} leads"
-                );
-            })?;
+            let me = format!("{addr} (pid {})", std::process::id());
+            let leadership =
+                super::leadership::lead(election, shared, args.leader_lease, &me, |holder| {
+                    let who = holder.unwrap_or_else(|| "another".to_string());
+                    eprintln!(
+                        "anduin: coordinator on {addr} standing by: the coordinator at {who} leads"
+                    );
+                })?;
             eprintln!(
                 "anduin: coordinator on {addr} leads (term {})",
                 leadership.term
@@ -503,22 +512,28 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     };
     // An object store that cannot be used stops the coordinator now, naming it.
     let store = ClusterStore::new(&args.checkpoint_store, &args.state_dir)?;
-    let catalog = Catalog::open(
-        &args.state_dir.join("catalog"),
-        CatalogOptions::default(),
-        Instant::now(),
-    )
-    .context("cannot open the coordinator's catalog")?;
+    let elected = leadership.is_some();
+    let catalog = once_let_go(elected, || {
+        Catalog::open(
+            &args.state_dir.join("catalog"),
+            CatalogOptions::default(),
+            Instant::now(),
+        )
+        .context("cannot open the coordinator's catalog")
+    })?;
     // One coordinator per checkpoint directory: a second, with a catalog of its own, would
     // take the first's queries' checkpoints for leftovers of its own and remove them.
     let _store_lock = match &store {
-        ClusterStore::Shared(dir) => Some(anduin_checkpoint::OwnerLock::acquire(
-            &dir.join(STORE_LOCK),
-            &format!(
-                "the checkpoint store `{}` (another coordinator uses it: give each coordinator a store of its own)",
-                dir.display()
-            ),
-        )?),
+        ClusterStore::Shared(dir) => Some(once_let_go(elected, || {
+            anduin_checkpoint::OwnerLock::acquire(
+                &dir.join(STORE_LOCK),
+                &format!(
+                    "the checkpoint store `{}` (another coordinator uses it: give each coordinator a store of its own)",
+                    dir.display()
+                ),
+            )
+            .map_err(anyhow::Error::from)
+        })?),
         ClusterStore::Objects { .. } => None,
     };
     let scheduler: Box<dyn Scheduler> = match (args.scheduler, args.workers) {
@@ -897,6 +912,38 @@ fn tend_workers(cluster: &Cluster) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .tend(&known);
+}
+
+/// What `open` gives, waiting (when `elected`) while another process holds its lock: a leader
+/// elected by a lease may have a predecessor that is paused past its lease, or still ending,
+/// and holds the catalog or the checkpoint store — it lets go when it steps down (it exits as
+/// soon as it runs again) or dies, and nothing of it is touched meanwhile. Not elected, a
+/// held lock is an error at once (a second coordinator on the same state).
+fn once_let_go<T>(elected: bool, mut open: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut told = false;
+    loop {
+        let e = match open() {
+            Ok(t) => return Ok(t),
+            Err(e) => e,
+        };
+        use anduin_checkpoint::LockError;
+        use anduin_coordinator::catalog::CatalogError;
+        let held = e.chain().any(|c| {
+            matches!(c.downcast_ref::<LockError>(), Some(LockError::Held { .. }))
+                || matches!(
+                    c.downcast_ref::<CatalogError>(),
+                    Some(CatalogError::Locked(LockError::Held { .. }))
+                )
+        });
+        if !(elected && held) {
+            return Err(e);
+        }
+        if !told {
+            eprintln!("anduin: coordinator waiting for the leader before it to let go: {e:#}");
+            told = true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// SIGINT and SIGTERM stop the coordinator, and the workers its scheduler started with it

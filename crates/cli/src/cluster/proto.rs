@@ -342,6 +342,15 @@ impl Receiver {
         self.inner.set_limit(limit);
     }
 
+    /// The next message, waited for `within` at most (an error after that; the connection is
+    /// then to be dropped: part of a message may have been read).
+    pub fn recv_within<T: DeserializeOwned>(&mut self, within: Duration) -> Result<Option<T>> {
+        self.inner.get_ref().set_read_timeout(Some(within))?;
+        let got = self.recv();
+        self.inner.get_ref().set_read_timeout(None)?;
+        got.with_context(|| format!("no answer within {within:?}"))
+    }
+
     /// The next message; `None` when the peer closed the connection.
     pub fn recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>> {
         match self.inner.read_frame()? {
@@ -512,6 +521,29 @@ mod tests {
             panic!("nothing answers at {addr}")
         };
         assert!(e.to_string().contains("did not answer within"), "{e:#}");
+    }
+
+    #[test]
+    fn an_answer_that_never_comes_is_given_up_and_the_connection_waits_again_after() {
+        let (l, addr) = listener();
+        let (_to, mut from) = split(TcpStream::connect(addr).expect("connects")).expect("halves");
+        let (peer, _) = l.accept().expect("the peer");
+        let e = from
+            .recv_within::<Challenge>(Duration::from_millis(50))
+            .expect_err("nothing was sent");
+        assert!(format!("{e:#}").contains("no answer within"), "{e:#}");
+        // The timeout is the call's only: a message sent after is read by a plain recv.
+        let (to, _) = split(peer).expect("halves");
+        to.send(&Challenge {
+            nonce: vec![1],
+            version: CONTROL_PROTOCOL,
+        })
+        .expect("sent");
+        let c = from
+            .recv::<Challenge>()
+            .expect("a frame")
+            .expect("a challenge");
+        assert_eq!(c.nonce, vec![1]);
     }
 
     #[test]

@@ -171,12 +171,15 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                 pause = (pause * 2).min(Duration::from_secs(1));
                 continue;
             }
-            Ok(None) | Err(_) if id.is_some() => {
+            got @ (Ok(None) | Err(_)) if id.is_some() => {
                 // The coordinator is away: the executors go on; try again, and say so now
                 // and then (a worker that never comes back is declared dead).
                 tries += 1;
                 if tries == 5 || tries.is_multiple_of(60) {
-                    eprintln!("anduin: worker {name} has not reached a coordinator again in {tries} tries; trying on");
+                    let why = got
+                        .err()
+                        .map_or_else(|| "refused".into(), |e| format!("{e:#}"));
+                    eprintln!("anduin: worker {name} has not reached a coordinator again in {tries} tries ({why}); trying on");
                 }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_secs(1));
@@ -238,7 +241,9 @@ fn register(
         slots: args.slots,
         previous,
     })?;
-    Ok(match from.recv::<ToWorker>()? {
+    // A coordinator answers a registration at once; one that does not (stopped, or stuck) is
+    // left, and registration tried again.
+    Ok(match from.recv_within::<ToWorker>(proto::ANSWER_WITHIN)? {
         Some(ToWorker::Welcome { term: offered, .. })
             if super::leadership::older_term(term, offered) =>
         {

@@ -32,13 +32,20 @@ pub struct Setup {
     /// More flags of the coordinator's (`--no-per-task-recovery`).
     pub coordinator_flags: Vec<String>,
     /// A second coordinator, standing by: both elect their leader by a lock file
-    /// (`--leader-election`), the first leads; every process is given both addresses.
+    /// (`--leader-election`), or by [`Setup::election`], the first leads; every process is
+    /// given both addresses.
     pub standby: bool,
+    /// The `--leader-election` of a [`Setup::standby`] cluster, if not its lock file.
+    pub election: Option<String>,
 }
 
-/// The lock file by which the coordinators of a [`Setup::standby`] cluster in `dir` elect.
-fn leader_lock(dir: &Path) -> String {
-    format!("file://{}", dir.join("leader.lock").display())
+/// How the coordinators of a [`Setup::standby`] cluster in `dir` elect: by
+/// [`Setup::election`], or a lock file.
+fn leader_election(dir: &Path, setup: &Setup) -> String {
+    setup
+        .election
+        .clone()
+        .unwrap_or_else(|| format!("file://{}", dir.join("leader.lock").display()))
 }
 
 /// A coordinator listening on `listen`, its state in `dir`.
@@ -71,7 +78,7 @@ fn coordinator_named(dir: &Path, name: &str, listen: &str, setup: &Setup) -> Chi
             .args(
                 setup
                     .standby
-                    .then(|| ["--leader-election".to_string(), leader_lock(dir)])
+                    .then(|| ["--leader-election".to_string(), leader_election(dir, setup)])
                     .into_iter()
                     .flatten(),
             )

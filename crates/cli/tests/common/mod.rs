@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 pub mod browser;
 pub mod cluster;
+pub mod etcd;
 pub mod kafka;
 pub mod killed;
 pub mod nats;
