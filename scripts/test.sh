@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one command that checks everything, on a fresh machine as in CI:
 # installs what is missing (cargo-nextest, the moto S3 test server, cmake for librdkafka,
-# nats-server for the NATS tests, etcd for the coordinators' leader election,
+# nats-server for the NATS tests, etcd and redis-server for the coordinators' leader election,
 # Chromium for the web UI's browser test), then runs rustfmt, clippy (warnings are errors), every test (unit,
 # scenario, end-to-end against golden outputs) and the doctests.
 #
@@ -86,6 +86,15 @@ if [ -z "${ANDUIN_ETCD:-}" ] && ! command -v etcd >/dev/null 2>&1; then
   if [ "$(id -u)" -ne 0 ]; then as_root="sudo"; fi
   DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q etcd-server >/dev/null \
     || { $as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q etcd-server >/dev/null; }
+fi
+# ... and Redis servers for Redlock (the tests start their own; the package's service is not
+# needed).
+if ! command -v redis-server >/dev/null 2>&1; then
+  step "installing redis-server (the coordinators' Redlock election tests)"
+  as_root=""
+  if [ "$(id -u)" -ne 0 ]; then as_root="sudo"; fi
+  DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q redis-server >/dev/null \
+    || { $as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q redis-server >/dev/null; }
 fi
 
 if [ -z "${ANDUIN_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then

@@ -7,13 +7,15 @@
 //! --wait`, asking whichever leads, sees the query finish, and the output equals an
 //! uninterrupted embedded run's. A coordinator with another state directory or checkpoint
 //! store than the leader's is refused at its start. The same with coordinators elected
-//! through etcd under 2 s leases: the standby leads once the killed leader's lease expired,
-//! at a term (etcd's revision) above the leader's.
+//! through etcd under 2 s leases (the standby leads once the killed leader's lease expired,
+//! at a term above the leader's: etcd's revision), and by Redlock over 3 Redis servers one of
+//! which is down.
 
 use crate::common;
 
 use common::cluster::{executors, windowed_generator, LocalCluster, Setup};
 use common::etcd::EtcdServer;
+use common::redis::RedisServer;
 use common::{anduin, anduin_ok, output_rows, wait_until};
 
 /// The term a coordinator's log says it leads at.
@@ -22,9 +24,9 @@ fn term(log: &str) -> Option<u64> {
     rest.split(')').next()?.parse().ok()
 }
 
-/// The scenario, the leader killed after `after` checkpoints; by a lock file without
-/// `etcd`.
-fn scenario(after: u64, etcd: Option<&EtcdServer>) {
+/// The scenario, the leader killed after `after` checkpoints; the coordinators elect by
+/// `election`, or by a lock file.
+fn scenario(after: u64, election: Option<String>) {
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         work.path().join("q.flow"),
@@ -48,7 +50,7 @@ fn scenario(after: u64, etcd: Option<&EtcdServer>) {
         8,
         Setup {
             standby: true,
-            election: etcd.map(|e| format!("etcd://{}/anduin-test-{after}", e.endpoint)),
+            election: election.clone(),
             coordinator_flags: vec!["--leader-lease".into(), "2s".into()],
             ..Setup::default()
         },
@@ -89,7 +91,7 @@ fn scenario(after: u64, etcd: Option<&EtcdServer>) {
     });
     let standby = term(&cluster.standby_log()).expect("read above");
     assert!(standby > leader, "{}", cluster.logs());
-    if etcd.is_none() {
+    if election.is_none() {
         assert_eq!((leader, standby), (1, 2), "a lock file's terms count up");
     }
     // The new leader takes over: a checkpoint of its own completes (or the query ends).
@@ -139,7 +141,7 @@ fn scenario(after: u64, etcd: Option<&EtcdServer>) {
         "after {after}: the new leader restarted the query's tasks: {status}"
     );
 
-    if etcd.is_some() {
+    if election.is_some() {
         return;
     }
     // A third coordinator on the same lock but another state directory is refused.
@@ -203,7 +205,17 @@ fn a_standby_coordinator_takes_over_from_a_killed_leader_without_restarting_a_ta
 #[test]
 fn a_standby_coordinator_elected_through_etcd_takes_over_from_a_killed_leader() {
     let etcd = EtcdServer::start();
-    scenario(1, Some(&etcd));
+    scenario(1, Some(format!("etcd://{}/anduin-test", etcd.endpoint)));
+}
+
+#[test]
+fn a_standby_coordinator_elected_by_redlock_takes_over_from_a_killed_leader_with_a_redis_server_down(
+) {
+    let mut servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let addresses: Vec<String> = servers.iter().map(RedisServer::address).collect();
+    // One of the three is down from the start: a majority is two.
+    servers[1].kill();
+    scenario(1, Some(format!("redlock://{}", addresses.join(","))));
 }
 
 /// The leader dies right after recording a submission, before answering it: the client asks

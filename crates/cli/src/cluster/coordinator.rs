@@ -106,16 +106,17 @@ pub struct CoordinatorArgs {
     pub inject_hold_restore: bool,
     /// Several coordinators, one leading: `etcd://HOST:PORT[,HOST:PORT...][/PREFIX]`, the
     /// one that holds the election key under a lease of etcd leads (coordinators on several
-    /// machines); `file:///PATH`, the one that holds the lock on PATH leads (coordinators on
+    /// machines); `redlock://HOST:PORT,HOST:PORT,HOST:PORT[/PREFIX]`, the one that holds the
+    /// lock on a majority of these independent Redis servers; `file:///PATH`, the one that holds the lock on PATH leads (coordinators on
     /// one machine, or on a file system whose locks all see). The others stand by, refusing
     /// connections, and one takes over when the leader's lease or process ends. Every
     /// coordinator of the cluster gets the same --state-dir and election; workers and
     /// clients get all their addresses (`--coordinator a:7400,b:7400`).
     #[arg(long, value_parser = super::leadership::parse_election, value_name = "URL")]
     pub leader_election: Option<super::leadership::Election>,
-    /// The leader's lease with etcd, in whole seconds: a standby takes over within about
-    /// this long after the leader died; a leader that cannot renew it steps down (exits)
-    /// before it ends.
+    /// The leader's lease with etcd (whole seconds) or its Redlock lock's expiry: a standby
+    /// takes over within about this long after the leader died; a leader that cannot renew
+    /// it steps down (exits with status 75) before it ends.
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     pub leader_lease: Duration,
     #[command(flatten)]

@@ -14,6 +14,7 @@ pub mod etcd;
 pub mod kafka;
 pub mod killed;
 pub mod nats;
+pub mod redis;
 pub mod s3;
 pub mod slowed;
 

@@ -17,8 +17,8 @@
 //! once. Not yet: a catalog fenced by term, which would let the next leader go on while the
 //! old one stays paused.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -26,11 +26,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use serde_json::{json, Value};
 
+use super::lease::{Lease, Renewal};
 use super::Shared;
-
-/// How a coordinator that stepped down exits: it lost its lease (start it again: it stands
-/// by).
-pub const STEPPED_DOWN: i32 = 75;
 
 /// An etcd cluster's endpoints and the prefix of the election's keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,8 +122,21 @@ impl Etcd {
             match attempt {
                 Ok(Campaign::Won(term, lease, sent)) => {
                     client.put(&self.shared_key(), &serde_json::to_string(shared)?)?;
-                    let lease = Lease::keep(client, lease, sent, self.to_string());
-                    return Ok((lease, term));
+                    let client = Arc::new(client);
+                    let renewing = Arc::clone(&client);
+                    let kept = Lease::keep(
+                        self.to_string(),
+                        sent,
+                        lease.ttl,
+                        move || {
+                            Ok(match renewing.keep_alive(lease.id)? {
+                                Some(ttl) => Renewal::For(ttl),
+                                None => Renewal::Lost("etcd says its lease expired".into()),
+                            })
+                        },
+                        move || client.revoke(lease.id),
+                    );
+                    return Ok((kept, term));
                 }
                 Ok(Campaign::Lost(holder)) => {
                     unreachable = 0;
@@ -160,14 +170,6 @@ fn poll_every(ttl: Duration) -> Duration {
     (ttl / 10).clamp(Duration::from_millis(50), Duration::from_millis(500))
 }
 
-/// When a leader whose last renewal was sent at `sent`, for a lease of `ttl`, must have
-/// stepped down: before etcd (which heard it later) can let the lease expire, less a tenth
-/// of the lease (at least 200 ms) for the clocks' drift and the exit itself.
-pub fn step_down_at(sent: Instant, ttl: Duration) -> Instant {
-    let margin = (ttl / 10).max(Duration::from_millis(200));
-    sent + ttl.saturating_sub(margin)
-}
-
 /// What a campaign came to.
 enum Campaign {
     /// This coordinator leads, from this term, under this lease (its grant sent then).
@@ -181,103 +183,6 @@ enum Campaign {
 struct Granted {
     id: i64,
     ttl: Duration,
-}
-
-/// The leader's lease, renewed by a thread of its own; a watchdog ends the process once it
-/// cannot have been renewed in time. Revoked when dropped (the standbys take over at once).
-#[derive(Debug)]
-pub struct Lease {
-    id: i64,
-    client: Arc<Client>,
-    released: Arc<AtomicBool>,
-}
-
-impl Lease {
-    fn keep(client: Client, lease: Granted, sent: Instant, election: String) -> Self {
-        let client = Arc::new(client);
-        let released = Arc::new(AtomicBool::new(false));
-        let until = Arc::new(Mutex::new(step_down_at(sent, lease.ttl)));
-        {
-            let (client, released, until) = (
-                Arc::clone(&client),
-                Arc::clone(&released),
-                Arc::clone(&until),
-            );
-            let renewed = election.clone();
-            let every = lease.ttl / 3;
-            let spawned = std::thread::Builder::new()
-                .name("anduin-lease".into())
-                .spawn(move || {
-                    let mut failing = false;
-                    while !released.load(Ordering::Relaxed) {
-                        let sent = Instant::now();
-                        match client.keep_alive(lease.id) {
-                            Ok(Some(ttl)) => {
-                                failing = false;
-                                *until.lock().unwrap_or_else(|p| p.into_inner()) =
-                                    step_down_at(sent, ttl);
-                            }
-                            Ok(None) => step_down(&renewed, "etcd says its lease expired"),
-                            Err(e) => {
-                                if !failing {
-                                    eprintln!("anduin: coordinator cannot renew its lease ({e:#}); trying on");
-                                }
-                                failing = true;
-                            }
-                        }
-                        std::thread::sleep(every.saturating_sub(sent.elapsed()));
-                    }
-                });
-            if let Err(e) = spawned {
-                step_down(
-                    &election,
-                    &format!("cannot start the thread that renews its lease ({e})"),
-                );
-            }
-        }
-        {
-            let (released, watched) = (Arc::clone(&released), election.clone());
-            let spawned = std::thread::Builder::new()
-                .name("anduin-lease-watch".into())
-                .spawn(move || {
-                    while !released.load(Ordering::Relaxed) {
-                        let deadline = *until.lock().unwrap_or_else(|p| p.into_inner());
-                        let now = Instant::now();
-                        if now >= deadline {
-                            step_down(&watched, "it could not renew its lease in time");
-                        }
-                        std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
-                    }
-                });
-            if let Err(e) = spawned {
-                step_down(
-                    &election,
-                    &format!("cannot start the thread that watches its lease ({e})"),
-                );
-            }
-        }
-        Self {
-            id: lease.id,
-            client,
-            released,
-        }
-    }
-}
-
-/// Ends the process of a leader that may have lost its lease of `election`, saying `why`.
-fn step_down(election: &str, why: &str) -> ! {
-    eprintln!(
-        "anduin: coordinator stepping down: {why}; its lease of {election} may expire before \
-         it could renew it, and another coordinator may lead"
-    );
-    std::process::exit(STEPPED_DOWN)
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        self.released.store(true, Ordering::Relaxed);
-        self.client.revoke(self.id);
-    }
 }
 
 /// etcd's JSON gateway, at the first of its endpoints that answers.
@@ -444,16 +349,9 @@ mod tests {
     }
 
     #[test]
-    fn a_leader_steps_down_inside_its_lease_however_short() {
+    fn a_hung_renewal_leaves_time_for_another() {
+        use super::super::lease::step_down_at;
         let t = Instant::now();
-        assert_eq!(
-            step_down_at(t, Duration::from_secs(10)),
-            t + Duration::from_secs(9)
-        );
-        assert_eq!(
-            step_down_at(t, Duration::from_secs(2)),
-            t + Duration::from_millis(1800)
-        );
         // Renewals come every third of the lease, a hung one is given up after a quarter
         // and the next sent at once: after a renewal, the next may hang and the one after
         // still lands before the leader must go.
@@ -461,7 +359,6 @@ mod tests {
             let two_tries = ttl / 3 + call_within(ttl) * 2;
             assert!(t + two_tries < step_down_at(t, ttl), "{ttl:?}");
         }
-        assert_eq!(step_down_at(t, Duration::ZERO), t);
     }
 
     #[test]

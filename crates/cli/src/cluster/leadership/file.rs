@@ -62,6 +62,11 @@ pub(super) fn lead(
 
 /// Records and returns the term after the last leader's (1 for the first).
 fn next_term(state_dir: &Path) -> Result<u64> {
+    next_term_at_least(state_dir, 0)
+}
+
+/// Records and returns the term after the last leader's, or `at_least` if that is larger.
+pub(super) fn next_term_at_least(state_dir: &Path, at_least: u64) -> Result<u64> {
     let path = state_dir.join(TERM_FILE);
     let last: u64 = match std::fs::read_to_string(&path) {
         Ok(t) => t.trim().parse().with_context(|| {
@@ -73,7 +78,7 @@ fn next_term(state_dir: &Path) -> Result<u64> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
         Err(e) => return Err(e).with_context(|| format!("cannot read `{}`", path.display())),
     };
-    let term = last + 1;
+    let term = (last + 1).max(at_least);
     let tmp = path.with_extension("tmp");
     let mut f = File::create(&tmp).with_context(|| format!("cannot write `{}`", tmp.display()))?;
     write!(f, "{term}")?;

@@ -12,10 +12,13 @@
 //!   election key under a lease of etcd leads, for coordinators on several machines; it steps
 //!   down (exits) before its lease could have expired at etcd when it cannot renew it.
 //!
-//! Not yet: `redlock://` (refused, saying so).
+//! - `redlock://HOST:PORT,HOST:PORT,…[/PREFIX]` ([`redlock`]): the coordinator that holds
+//!   the lock on a majority of independent Redis servers leads, stepping down likewise.
 
 mod etcd;
 mod file;
+mod lease;
+mod redlock;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,6 +26,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 pub use etcd::Etcd;
+pub use redlock::Redlock;
 
 /// `--leader-election`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +35,8 @@ pub enum Election {
     File(PathBuf),
     /// The coordinator that holds the election key of this etcd under a lease leads.
     Etcd(Etcd),
+    /// The coordinator that holds the lock on a majority of these Redis servers leads.
+    Redlock(Redlock),
 }
 
 impl std::fmt::Display for Election {
@@ -38,6 +44,7 @@ impl std::fmt::Display for Election {
         match self {
             Election::File(path) => write!(f, "file://{}", path.display()),
             Election::Etcd(etcd) => write!(f, "{etcd}"),
+            Election::Redlock(redlock) => write!(f, "{redlock}"),
         }
     }
 }
@@ -57,16 +64,16 @@ pub fn parse_election(s: &str) -> Result<Election, String> {
             .map(Election::Etcd)
             .map_err(|why| format!("`{s}`: {why}"));
     }
-    match s.split_once("://") {
-        Some(("redlock", _)) => Err(format!(
-            "`{s}`: leader election through Redlock is not supported yet; give \
-             etcd://HOST:PORT (coordinators on several machines) or file:///PATH (on one)"
-        )),
-        _ => Err(format!(
-            "`{s}` is not a leader election anduin knows: give etcd://HOST:PORT[,HOST:PORT...] \
-             or file:///PATH (a lock file every coordinator of the cluster reaches)"
-        )),
+    if let Some(rest) = s.strip_prefix("redlock://") {
+        return Redlock::parse(rest)
+            .map(Election::Redlock)
+            .map_err(|why| format!("`{s}`: {why}"));
     }
+    Err(format!(
+        "`{s}` is not a leader election anduin knows: give etcd://HOST:PORT[,HOST:PORT...], \
+         redlock://HOST:PORT,HOST:PORT,HOST:PORT (independent Redis servers) or file:///PATH \
+         (a lock file every coordinator of the cluster reaches)"
+    ))
 }
 
 /// This coordinator's leadership: held as long as this value lives (and the process; a
@@ -82,7 +89,7 @@ pub struct Leadership {
 #[derive(Debug)]
 enum Hold {
     File { _lock: std::fs::File },
-    Lease { _lease: etcd::Lease },
+    Lease { _lease: lease::Lease },
 }
 
 /// Waits until this coordinator (`me`: its address and PID, told to the others), sharing
@@ -104,6 +111,10 @@ pub fn lead(
         }
         Election::Etcd(etcd) => {
             let (lease, term) = etcd.lead(shared, lease, me, standing_by)?;
+            (Hold::Lease { _lease: lease }, term)
+        }
+        Election::Redlock(redlock) => {
+            let (lease, term) = redlock.lead(shared, lease, me, standing_by)?;
             (Hold::Lease { _lease: lease }, term)
         }
     };
@@ -178,6 +189,10 @@ pub fn check(election: &Election, shared: &Shared) -> Result<()> {
             (text, note.display().to_string())
         }
         Election::Etcd(etcd) => (etcd.shared()?, format!("the key {}", etcd.shared_key())),
+        Election::Redlock(redlock) => (
+            redlock.shared()?,
+            format!("the key {} of every Redis server", redlock.shared_key()),
+        ),
     };
     if let Some(text) = theirs {
         let theirs: Option<Shared> = serde_json::from_str(&text).ok();
@@ -240,9 +255,10 @@ mod tests {
             parse_election("etcd://127.0.0.1:2379"),
             Ok(Election::Etcd(_))
         ));
-        assert!(parse_election("redlock://a:6379,b:6379,c:6379")
-            .expect_err("refused")
-            .contains("not supported yet"));
+        assert!(matches!(
+            parse_election("redlock://a:6379,b:6379,c:6379"),
+            Ok(Election::Redlock(_))
+        ));
         assert!(parse_election("zk://x")
             .expect_err("refused")
             .contains("not a leader"));

@@ -1,0 +1,154 @@
+//! A leader's lease, kept: renewed by a thread of its own every third of its time to live,
+//! and watched by another that ends the process — the leader steps down — once the lease
+//! cannot have been renewed in time. The lock service (etcd, Redlock) only says how to renew
+//! and how to let go.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How a coordinator that stepped down exits: it lost its lease (start it again: it stands
+/// by).
+pub const STEPPED_DOWN: i32 = 75;
+
+/// When a leader whose last renewal was sent at `sent`, for a lease of `ttl`, must have
+/// stepped down: before the lock service (which heard it later) can let the lease expire,
+/// less a tenth of the lease (at least 200 ms) for the clocks' drift and the exit itself.
+pub fn step_down_at(sent: Instant, ttl: Duration) -> Instant {
+    let margin = (ttl / 10).max(Duration::from_millis(200));
+    sent + ttl.saturating_sub(margin)
+}
+
+/// What one renewal came to.
+pub enum Renewal {
+    /// Renewed for this long, counted from when the renewal was sent.
+    For(Duration),
+    /// The lock service says the lease is gone (why).
+    Lost(String),
+}
+
+/// A kept lease; let go (`release` called) when dropped.
+pub struct Lease {
+    released: Arc<AtomicBool>,
+    release: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("released", &self.released)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lease {
+    /// Keeps a lease of `election` granted for `ttl` by a request sent at `sent`: `renew`
+    /// every third of it (an error is tried again), the process ended once the lease may
+    /// have expired unrenewed; `release` lets it go.
+    pub fn keep(
+        election: String,
+        sent: Instant,
+        ttl: Duration,
+        mut renew: impl FnMut() -> anyhow::Result<Renewal> + Send + 'static,
+        release: impl FnOnce() + Send + 'static,
+    ) -> Self {
+        let released = Arc::new(AtomicBool::new(false));
+        let until = Arc::new(Mutex::new(step_down_at(sent, ttl)));
+        {
+            let (released, until) = (Arc::clone(&released), Arc::clone(&until));
+            let renewed = election.clone();
+            let every = ttl / 3;
+            let spawned = std::thread::Builder::new()
+                .name("anduin-lease".into())
+                .spawn(move || {
+                    let mut failing = false;
+                    while !released.load(Ordering::Relaxed) {
+                        let sent = Instant::now();
+                        match renew() {
+                            Ok(Renewal::For(ttl)) => {
+                                failing = false;
+                                *until.lock().unwrap_or_else(|p| p.into_inner()) =
+                                    step_down_at(sent, ttl);
+                            }
+                            Ok(Renewal::Lost(why)) => step_down(&renewed, &why),
+                            Err(e) => {
+                                if !failing {
+                                    eprintln!("anduin: coordinator cannot renew its lease ({e:#}); trying on");
+                                }
+                                failing = true;
+                            }
+                        }
+                        std::thread::sleep(every.saturating_sub(sent.elapsed()));
+                    }
+                });
+            if let Err(e) = spawned {
+                step_down(
+                    &election,
+                    &format!("cannot start the thread that renews its lease ({e})"),
+                );
+            }
+        }
+        {
+            let (released, watched) = (Arc::clone(&released), election.clone());
+            let spawned = std::thread::Builder::new()
+                .name("anduin-lease-watch".into())
+                .spawn(move || {
+                    while !released.load(Ordering::Relaxed) {
+                        let deadline = *until.lock().unwrap_or_else(|p| p.into_inner());
+                        let now = Instant::now();
+                        if now >= deadline {
+                            step_down(&watched, "it could not renew its lease in time");
+                        }
+                        std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+                    }
+                });
+            if let Err(e) = spawned {
+                step_down(
+                    &election,
+                    &format!("cannot start the thread that watches its lease ({e})"),
+                );
+            }
+        }
+        Self {
+            released,
+            release: Some(Box::new(release)),
+        }
+    }
+}
+
+/// Ends the process of a leader that may have lost its lease of `election`, saying `why`.
+fn step_down(election: &str, why: &str) -> ! {
+    eprintln!(
+        "anduin: coordinator stepping down: {why}; its lease of {election} may expire before \
+         it could renew it, and another coordinator may lead"
+    );
+    std::process::exit(STEPPED_DOWN)
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.released.store(true, Ordering::Relaxed);
+        if let Some(release) = self.release.take() {
+            release();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_leader_steps_down_inside_its_lease_however_short() {
+        let t = Instant::now();
+        assert_eq!(
+            step_down_at(t, Duration::from_secs(10)),
+            t + Duration::from_secs(9)
+        );
+        assert_eq!(
+            step_down_at(t, Duration::from_secs(2)),
+            t + Duration::from_millis(1800)
+        );
+        assert_eq!(step_down_at(t, Duration::ZERO), t);
+    }
+}
