@@ -11,14 +11,45 @@
 # The data path does not cross the coordinator: the workers go on processing while no
 # coordinator leads; what waits is the checkpoints (and a part that would fail meanwhile).
 #
-# usage: scripts/bench_failover.sh ANDUIN RUNS
+# ELECTION=etcd or ELECTION=redlock elects through an etcd (started here, Debian's
+# etcd-server) or by Redlock over 3 redis-servers (started here) instead of the lock file,
+# with leases of LEASE (default 2s); COUNT rows (default 120000, at 10 000 a second) must
+# outlast the lease.
+#
+# usage: [ELECTION=file|etcd|redlock] [LEASE=2s] [COUNT=N] scripts/bench_failover.sh ANDUIN RUNS
 set -eu
 A=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); RUNS=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(mktemp -d); PIDS=""
-cleanup() { for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; if [ "${KEEP:-}" ]; then echo "kept $W" >&2; else rm -rf "$W"; fi; }
+W=$(mktemp -d); PIDS=""; SPIDS=""
+cleanup() { for p in $PIDS $SPIDS; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; if [ "${KEEP:-}" ]; then echo "kept $W" >&2; else rm -rf "$W"; fi; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+ELECTION=${ELECTION:-file}; LEASE=${LEASE:-2s}; COUNT=${COUNT:-120000}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+case "$ELECTION" in
+  file) ;;
+  etcd)
+    P=$(free_port)
+    etcd --data-dir "$W/etcd" --listen-client-urls "http://127.0.0.1:$P" \
+      --advertise-client-urls "http://127.0.0.1:$P" --listen-peer-urls http://127.0.0.1:0 \
+      --initial-advertise-peer-urls http://127.0.0.1:0 --initial-cluster default=http://127.0.0.1:0 \
+      2>"$W/etcd.log" &
+    SPIDS="$SPIDS $!"
+    until curl -sf -X POST "http://127.0.0.1:$P/v3/kv/range" -d '{"key":"eA=="}' >/dev/null; do sleep 0.05; done
+    SERVICE="etcd://127.0.0.1:$P" ;;
+  redlock)
+    SERVICE=""
+    for r in 1 2 3; do
+      P=$(free_port); mkdir -p "$W/redis$r"
+      redis-server --port "$P" --bind 127.0.0.1 --save "" --appendonly no --dir "$W/redis$r" >/dev/null &
+      SPIDS="$SPIDS $!"
+      until redis-cli -p "$P" ping >/dev/null 2>&1; do sleep 0.05; done
+      SERVICE="$SERVICE${SERVICE:+,}127.0.0.1:$P"
+    done
+    SERVICE="redlock://$SERVICE" ;;
+  *) echo "ELECTION is file, etcd or redlock" >&2; exit 2 ;;
+esac
 
 cat > "$W/q.flow" <<'Q'
 type name = "Event" {
@@ -28,7 +59,7 @@ type name = "Event" {
 }
 operator name = "gen", type = "generator" {
   param profile = "events"
-  param count = 120000
+  param count = COUNT
   param rate = 10000
   param event_time = "ts"
   output name = "events", type = "Event"
@@ -55,13 +86,17 @@ Q
 
 for i in $(seq "$RUNS"); do
   C="$W/run$i"; mkdir -p "$C/state"
-  LOCK="file://$C/leader.lock"
+  sed -i "s/param count = [0-9A-Z]*/param count = $COUNT/" "$W/q.flow"
+  case "$ELECTION" in
+    file) LOCK="file://$C/leader.lock" ;;
+    *) LOCK="$SERVICE/bench-run$i" ;;
+  esac
   "$A" coordinator --listen 127.0.0.1:0 --state-dir "$C/state" --checkpoint-store "$C/ck" \
-    --address-file "$C/a1" --leader-election "$LOCK" 2>"$C/c1.log" &
+    --address-file "$C/a1" --leader-election "$LOCK" --leader-lease "$LEASE" 2>"$C/c1.log" &
   C1=$!; PIDS="$PIDS $C1"
   until grep -q ' leads (term' "$C/c1.log" 2>/dev/null; do sleep 0.02; done
   "$A" coordinator --listen 127.0.0.1:0 --state-dir "$C/state" --checkpoint-store "$C/ck" \
-    --address-file "$C/a2" --leader-election "$LOCK" 2>"$C/c2.log" &
+    --address-file "$C/a2" --leader-election "$LOCK" --leader-lease "$LEASE" 2>"$C/c2.log" &
   PIDS="$PIDS $!"
   until grep -q 'standing by' "$C/c2.log" 2>/dev/null; do sleep 0.02; done
   ADDR="$(cat "$C/a1"),$(cat "$C/a2")"

@@ -3,6 +3,7 @@
 //! link time). A new scenario file needs its `mod` line here, or it never runs: anduin-cli's
 //! `every_test_file_of_the_workspace_is_compiled_into_its_crates_test_binary` says so.
 
+mod a_coordinator_stopped_by_sigterm_lets_go_of_its_lease;
 mod a_leader_paused_past_its_lease_steps_down_as_it_wakes_and_the_standby_takes_over;
 mod a_leader_that_cannot_reach_etcd_steps_down_before_its_lease_ends;
 mod a_pattern_spreading_its_partial_matches_over_copies_writes_what_one_pattern_writes;

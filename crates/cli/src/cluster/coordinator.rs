@@ -972,6 +972,8 @@ fn stop_on_signals(cluster: &Arc<Cluster>) {
                     ),
                 }
                 scheduler.stop();
+                // A standby leads at once rather than when the lease would have expired.
+                super::leadership::let_go();
                 std::process::exit(128 + signal);
             }
         });

@@ -5,7 +5,8 @@
 //! A coordinator campaigns by creating the key `PREFIX/leader` (default prefix `/anduin`)
 //! under a lease of its own, in a transaction that succeeds only while the key does not exist
 //! (its create revision is 0). The revision of that write orders the leaders: it is the
-//! term. The leader renews its lease every third of its time to live; the others read the
+//! term (or one more than the last term in the shared state directory, if that is larger:
+//! an etcd that lost its data counts from 1 again). The leader renews its lease every third of its time to live; the others read the
 //! key now and then and campaign again once it is gone (its holder's lease expired, or was
 //! revoked). A leader that cannot renew steps down — its process exits — before its lease
 //! could have expired at etcd: the lease runs there from when etcd heard the last renewal,
@@ -120,7 +121,10 @@ impl Etcd {
                 }
             })();
             match attempt {
-                Ok(Campaign::Won(term, lease, sent)) => {
+                Ok(Campaign::Won(revision, lease, sent)) => {
+                    // An etcd that lost its data counts revisions from 1 again: the term is
+                    // also above the last one in the shared state directory.
+                    let term = super::file::next_term_at_least(&shared.state_dir, revision)?;
                     client.put(&self.shared_key(), &serde_json::to_string(shared)?)?;
                     let client = Arc::new(client);
                     let renewing = Arc::clone(&client);

@@ -27,10 +27,27 @@ pub enum Renewal {
     Lost(String),
 }
 
+/// How a lease is let go, once.
+type Release = Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>;
+
+/// The leases this process keeps, for [`let_go`] at a clean stop.
+static KEPT: Mutex<Vec<Release>> = Mutex::new(Vec::new());
+
+/// Lets go of every lease this process keeps (a coordinator stopping on SIGTERM: its standby
+/// need not wait for the lease to expire).
+pub fn let_go() {
+    let kept = std::mem::take(&mut *KEPT.lock().unwrap_or_else(|p| p.into_inner()));
+    for release in kept {
+        if let Some(f) = release.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            f();
+        }
+    }
+}
+
 /// A kept lease; let go (`release` called) when dropped.
 pub struct Lease {
     released: Arc<AtomicBool>,
-    release: Option<Box<dyn FnOnce() + Send>>,
+    release: Release,
 }
 
 impl std::fmt::Debug for Lease {
@@ -70,6 +87,8 @@ impl Lease {
                                 *until.lock().unwrap_or_else(|p| p.into_inner()) =
                                     step_down_at(sent, ttl);
                             }
+                            // Let go of meanwhile: nothing to step down from.
+                            Ok(Renewal::Lost(_)) if released.load(Ordering::Relaxed) => return,
                             Ok(Renewal::Lost(why)) => step_down(&renewed, &why),
                             Err(e) => {
                                 if !failing {
@@ -109,10 +128,16 @@ impl Lease {
                 );
             }
         }
-        Self {
-            released,
-            release: Some(Box::new(release)),
-        }
+        let stop = Arc::clone(&released);
+        let release: Release = Arc::new(Mutex::new(Some(Box::new(move || {
+            // Not renewed again (a renewal would find it gone, and step down).
+            stop.store(true, Ordering::Relaxed);
+            release();
+        }))));
+        KEPT.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Arc::clone(&release));
+        Self { released, release }
     }
 }
 
@@ -128,7 +153,12 @@ fn step_down(election: &str, why: &str) -> ! {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.released.store(true, Ordering::Relaxed);
-        if let Some(release) = self.release.take() {
+        let release = self
+            .release
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(release) = release {
             release();
         }
     }
