@@ -3,6 +3,9 @@
 kubernetes-validate): what anduin's coordinator and its scheduler rely on.
 
   python3 scripts/check_kubernetes_manifests.py [DIR]
+
+DIR may be an overlay (deploy/kubernetes/ha): a kustomization whose resources are its parent
+and whose patches are JSON patches, applied here as kustomize would.
 """
 import json
 import pathlib
@@ -11,12 +14,44 @@ import sys
 import yaml
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "deploy/kubernetes")
-docs = {}
-for path in sorted(root.glob("*.yaml")):
-    for doc in yaml.safe_load_all(path.read_text()):
-        if doc and doc.get("kind") != "Kustomization":
-            docs[(doc["kind"], doc["metadata"]["name"])] = doc
 failures = []
+
+
+def load(directory):
+    """The resources of `directory`'s YAML files, and its kustomization."""
+    docs, kustomization = {}, None
+    for path in sorted(directory.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "Kustomization":
+                kustomization = doc
+            elif doc:
+                docs[(doc["kind"], doc["metadata"]["name"])] = doc
+    return docs, kustomization
+
+
+def apply(doc, ops):
+    """JSON patch operations (add, replace) on `doc`."""
+    for op in ops:
+        *parents, last = [p for p in op["path"].split("/")[1:]]
+        at = doc
+        for p in parents:
+            at = at[int(p)] if isinstance(at, list) else at[p]
+        if isinstance(at, list):
+            if op["op"] == "add" and last == "-":
+                at.append(op["value"])
+            else:
+                at[int(last)] = op["value"]
+        else:
+            at[last] = op["value"]
+
+
+docs, kustomization = load(root)
+overlay = bool(kustomization) and kustomization.get("resources") == ["../"]
+if overlay:
+    docs, _ = load(root.parent)
+    for patch in kustomization.get("patches", []):
+        target = patch["target"]
+        apply(docs[(target["kind"], target["name"])], yaml.safe_load(patch["patch"]))
 
 
 def check(ok, what):
@@ -47,8 +82,16 @@ for k, v in spec["selector"]["matchLabels"].items():
     check(labels.get(k) == v, f"the Deployment's selector {k}={v} does not match its pods' labels")
 for k, v in service["spec"]["selector"].items():
     check(labels.get(k) == v, f"the Service's selector {k}={v} does not match the coordinator's labels")
-check(spec["replicas"] == 1, "more than one coordinator replica: leader election across pods is not built yet")
-check(spec.get("strategy", {}).get("type") == "Recreate", "the coordinator's Deployment must be Recreate (one catalog, one writer)")
+claim = docs[("PersistentVolumeClaim", "anduin-coordinator-state")]
+args = pod["spec"]["containers"][0]["command"]
+if spec["replicas"] == 1:
+    check(spec.get("strategy", {}).get("type") == "Recreate", "one coordinator's Deployment must be Recreate (one catalog, one writer)")
+else:
+    election = flag(args, "--leader-election") or ""
+    check(election.startswith(("etcd://", "redlock://")),
+          "several coordinator replicas without --leader-election etcd:// or redlock:// (a lock file elects on one machine only)")
+    check(claim["spec"]["accessModes"] == ["ReadWriteMany"],
+          "several coordinator replicas share their catalog: its volume must be ReadWriteMany")
 
 check(pod["spec"].get("serviceAccountName") == account["metadata"]["name"], "the coordinator does not run as its service account")
 check(binding["roleRef"]["name"] == role["metadata"]["name"], "the RoleBinding does not bind the Role")
@@ -77,7 +120,7 @@ for key in ["ANDUIN_CLUSTER_SECRET", "ANDUIN_API_TOKEN", "AWS_ACCESS_KEY_ID", "A
     check(key in secret.get("stringData", {}), f"the Secret lacks {key}")
 
 # The pod the scheduler creates (written by its unit test, the same bytes).
-worker = json.loads((root / "worker-pod.json").read_text())
+worker = json.loads(((root.parent if overlay else root) / "worker-pod.json").read_text())
 wlabels = worker["metadata"]["labels"]
 check(wlabels.get("app.kubernetes.io/managed-by") == "anduin" and "anduin.io/coordinator" in wlabels
       and wlabels.get("anduin.io/worker") == worker["metadata"]["name"], "the worker pod's labels")

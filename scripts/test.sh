@@ -115,6 +115,7 @@ step "deploy/kubernetes: schemas (kubernetes-validate) and what anduin relies on
   deploy/kubernetes/rbac.yaml deploy/kubernetes/secret.yaml deploy/kubernetes/coordinator.yaml \
   deploy/kubernetes/worker-pod.json
 "$python" scripts/check_kubernetes_manifests.py deploy/kubernetes
+"$python" scripts/check_kubernetes_manifests.py deploy/kubernetes/ha
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
