@@ -208,9 +208,9 @@ fn probe_the_coordinator(addr: &str, log: impl Fn() -> String) {
         }
     }
     // Another version: refused, saying both.
-    for theirs in [0, 2, u64::from(u32::MAX)] {
+    for theirs in [0, 1, 3, u64::from(u32::MAX)] {
         let (stream, _reader, nonce, ours) = challenged(addr);
-        assert_eq!(ours, 1, "the coordinator speaks control protocol 1");
+        assert_eq!(ours, 2, "the coordinator speaks control protocol 2");
         let proof = anduin_wire::auth::proof(None, &nonce);
         let proof = if theirs == 0 {
             // An anduin of before versions: its proof says none.
@@ -231,7 +231,7 @@ fn probe_the_coordinator(addr: &str, log: impl Fn() -> String) {
         );
     }
     // Why, in the coordinator's log (written once the connection is closed): eight failed
-    // connections, each saying why, and four refused.
+    // connections, each saying why, and five refused.
     wait_until("the coordinator's log of the probes", || {
         log().matches("a connection failed").count() >= 8
     });
@@ -245,7 +245,8 @@ fn probe_the_coordinator(addr: &str, log: impl Fn() -> String) {
         "a malformed cluster message",
         "the peer closed the connection",
         "speaks control protocol 0",
-        "speaks control protocol 2",
+        "speaks control protocol 1",
+        "speaks control protocol 3",
     ] {
         assert!(
             log.to_lowercase().contains(why),

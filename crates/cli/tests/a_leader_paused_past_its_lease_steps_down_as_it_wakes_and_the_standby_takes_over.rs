@@ -1,6 +1,7 @@
 //! Two coordinators elected through etcd under 2 s leases; the leader is paused (SIGSTOP)
-//! mid-run, past its lease. The standby is elected but does not touch the catalog or the
-//! checkpoint store the paused leader holds: it waits, saying so. The old leader, let run
+//! mid-run, past its lease. The workers, which hear no ping from it for 1 s (half the lease),
+//! leave it. The standby is elected but does not touch the catalog or the checkpoint store
+//! the paused leader holds: it waits, saying so. The old leader, let run
 //! again (SIGCONT), finds its lease gone and steps down at once (status 75); the standby then
 //! takes the query over without restarting a task, and the output equals an uninterrupted
 //! embedded run's.
@@ -66,6 +67,13 @@ fn a_leader_paused_past_its_lease_steps_down_as_it_wakes_and_the_standby_takes_o
             .standby_log()
             .contains("waiting for the leader before it to let go")
     });
+    for w in 0..2 {
+        let log = cluster.dir.path().join(format!("w{w}.log"));
+        wait_until("the worker leaving the silent leader", || {
+            std::fs::read_to_string(&log)
+                .is_ok_and(|l| l.contains("the coordinator has been silent for 1s: leaving it"))
+        });
+    }
     signal(leader, libc::SIGCONT);
     let mut ended = None;
     wait_until("the old leader stepping down", || {

@@ -294,6 +294,32 @@ pub struct Cluster {
     pub scheduler: Mutex<Box<dyn Scheduler>>,
     /// The leader's term (`--leader-election`), which workers hold against an older one.
     pub term: Option<u64>,
+    /// Elected by a lease: how long workers and executors wait for a word before they leave
+    /// this coordinator (it pings four times as often).
+    pub silent_after: Option<Duration>,
+}
+
+/// How long the workers and executors of a coordinator elected with leases of `lease` wait
+/// for a word from it: half the lease (at least a second), so that they have left a paused
+/// or cut-off leader before its lease can expire and another lead.
+pub fn silent_after(lease: Duration) -> Duration {
+    (lease / 2).max(Duration::from_secs(1))
+}
+
+/// Pings every worker and executor four times per `silent_after`, for ever.
+fn ping(cluster: &Cluster, silent_after: Duration) {
+    loop {
+        std::thread::sleep(silent_after / 4);
+        let state = cluster.lock();
+        for w in state.workers.values() {
+            w.send(&ToWorker::Ping);
+        }
+        for a in state.queries.values().filter_map(|q| q.attempt.as_ref()) {
+            for (to, _) in a.executors.values() {
+                let _ = to.send(&proto::ToExecutor::Ping);
+            }
+        }
+    }
 }
 
 pub struct State {
@@ -588,7 +614,19 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         hold_restore: args.inject_hold_restore,
         scheduler: Mutex::new(scheduler),
         term: leadership.as_ref().map(|(l, _)| l.term),
+        silent_after: match &args.leader_election {
+            Some(
+                super::leadership::Election::Etcd(_) | super::leadership::Election::Redlock(_),
+            ) => Some(silent_after(args.leader_lease)),
+            _ => None,
+        },
     });
+    if let Some(every) = cluster.silent_after {
+        let cluster = Arc::clone(&cluster);
+        std::thread::Builder::new()
+            .name("anduin-pings".into())
+            .spawn(move || ping(&cluster, every))?;
+    }
     stop_on_signals(&cluster);
     for (name, submission) in resumed {
         start_driver(&cluster, &name, &submission, true)?;
@@ -1157,6 +1195,9 @@ fn serve_worker(
         worker: id,
         heartbeat_timeout_ms: u64::try_from(cluster.heartbeat_timeout.as_millis()).ok(),
         term: cluster.term,
+        silent_after_ms: cluster
+            .silent_after
+            .and_then(|s| u64::try_from(s.as_millis()).ok()),
     })?;
     let again = if previous == Some(id) { " again" } else { "" };
     eprintln!("anduin: worker {name} (id {id}) joined{again} with {slots} slots");

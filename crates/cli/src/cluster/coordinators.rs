@@ -51,6 +51,14 @@ impl Coordinators {
         }
     }
 
+    /// The next connection begins with the coordinator after the one that answered last (it
+    /// fell silent: paused or cut off, it would hold the next try for a whole answer time).
+    pub fn pass_over(&self) {
+        let n = self.addresses.len().max(1);
+        let next = (self.last.load(Ordering::Relaxed) + 1) % n;
+        self.last.store(next, Ordering::Relaxed);
+    }
+
     /// A connection to the coordinator that leads, and its address: the first that answers,
     /// tried in turn from the one that answered last. A refusal other than standing by (a
     /// wrong secret, another protocol) is that coordinator's answer, and returned as it is.

@@ -558,6 +558,7 @@ fn attempt(
                 controls: carried.clone(),
                 coordinator: cluster.addr,
                 coordinators: None,
+                silent_after_ms: None,
                 incarnation: 0,
             };
             if let Some(entry) = state.workers.get(w) {

@@ -113,6 +113,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         connection: AtomicU64::new(1),
         end: Mutex::default(),
         end_changed: Condvar::new(),
+        silent_after: d.silent_after_ms.map(Duration::from_millis),
     });
     let forwarder = {
         let link = Arc::clone(&link);
@@ -338,10 +339,11 @@ fn await_start(
     let mut pause = Duration::from_millis(50);
     let mut early = Early::new();
     let coordinators = coordinators_of(d);
+    let silent_after = d.silent_after_ms.map(Duration::from_millis);
     loop {
         match coordinators.connect(secret) {
             Ok((to, mut from)) if to.send(&hello(d, data, false)).is_ok() => loop {
-                match from.recv::<ToExecutor>() {
+                match from.recv_until::<ToExecutor>(silent_after) {
                     Ok(Some(ToExecutor::Start { addresses })) => {
                         return Ok((to, from, addresses, early))
                     }
@@ -349,15 +351,18 @@ fn await_start(
                         early.push((task, command));
                     }
                     // `Start` holds every executor's latest address.
-                    Ok(Some(ToExecutor::Redirect { .. })) => {}
+                    Ok(Some(ToExecutor::Redirect { .. } | ToExecutor::Ping)) => {}
                     Ok(Some(other)) => {
                         bail!("the coordinator sent {other:?} before starting the executor")
                     }
                     Err(e) if e.to_string().starts_with(proto::REFUSED) => return Err(e),
                     Ok(None) | Err(_) => {
                         tracing::warn!(
-                            "the coordinator's connection closed before the start: reporting again"
+                            "the coordinator's connection closed or fell silent before the start: reporting again"
                         );
+                        if silent_after.is_some() {
+                            coordinators.pass_over();
+                        }
                         break;
                     }
                 }
@@ -410,6 +415,8 @@ struct Link {
     /// The coordinator's leave for the tasks to end their input.
     end: Mutex<EndLeave>,
     end_changed: Condvar,
+    /// How long the coordinator may be silent before it is left (one elected by a lease).
+    silent_after: Option<Duration>,
 }
 
 /// Where the executor is in asking for leave to end its tasks' input.
@@ -568,9 +575,9 @@ impl Link {
     ) -> Option<String> {
         let peers = &self.peers;
         loop {
-            let (task, command) = match from.recv::<ToExecutor>() {
+            let (task, command) = match from.recv_until::<ToExecutor>(self.silent_after) {
                 Ok(Some(ToExecutor::Command { task, command })) => (task, command),
-                Ok(Some(ToExecutor::Start { .. })) => continue,
+                Ok(Some(ToExecutor::Start { .. } | ToExecutor::Ping)) => continue,
                 Ok(Some(ToExecutor::Redirect { worker, address })) => {
                     tracing::info!(worker, %address, "a worker's instances were restored elsewhere");
                     peers.redirect(worker, address);
@@ -582,6 +589,15 @@ impl Link {
                     continue;
                 }
                 Err(e) if e.to_string().starts_with(proto::REFUSED) => return Some(e.to_string()),
+                Err(e) if self.silent_after.is_some() && proto::timed_out(&e) => {
+                    // Paused, or cut off: the next coordinator of the list may lead by now.
+                    eprintln!(
+                        "anduin: executor: the coordinator has been silent for {:?}: leaving it",
+                        self.silent_after.unwrap_or_default()
+                    );
+                    self.coordinator.pass_over();
+                    return None;
+                }
                 Ok(None) | Err(_) => {
                     tracing::warn!("the coordinator's connection closed: checkpoints wait");
                     return None;

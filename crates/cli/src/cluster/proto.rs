@@ -128,7 +128,15 @@ pub enum ToWorker {
         /// refuses a coordinator of an older term than one it has seen.
         #[serde(default)]
         term: Option<u64>,
+        /// When the coordinator was elected by a lease: it pings at least four times this
+        /// often, and a worker (and its executors) that hears nothing from it for this long
+        /// leaves it for the next coordinator of its list — a paused or cut-off leader is left
+        /// before its lease could expire and another lead.
+        #[serde(default)]
+        silent_after_ms: Option<u64>,
     },
+    /// Nothing to do: the coordinator is there (see `Welcome::silent_after_ms`).
+    Ping,
     /// Start an executor for part of a query.
     Deploy(Box<Deployment>),
     /// Stop (kill) the executor of this attempt, if it runs.
@@ -195,6 +203,10 @@ pub struct Deployment {
     /// take it back.
     #[serde(default)]
     pub incarnation: u64,
+    /// The executor leaves a coordinator it has not heard from for this long (set by the
+    /// worker from its `Welcome`).
+    #[serde(default)]
+    pub silent_after_ms: Option<u64>,
 }
 
 /// From the coordinator to an executor.
@@ -214,6 +226,8 @@ pub enum ToExecutor {
     Redirect { worker: u32, address: SocketAddr },
     /// The executor still runs its part: its tasks may end their input.
     EndAllowed,
+    /// Nothing to do: the coordinator is there (see `Deployment::silent_after_ms`).
+    Ping,
 }
 
 /// The coordinator's answer to a client.
@@ -351,6 +365,17 @@ impl Receiver {
         got.with_context(|| format!("no answer within {within:?}"))
     }
 
+    /// The next message, waited for `within` at most if given.
+    pub fn recv_until<T: DeserializeOwned>(
+        &mut self,
+        within: Option<Duration>,
+    ) -> Result<Option<T>> {
+        match within {
+            Some(within) => self.recv_within(within),
+            None => self.recv(),
+        }
+    }
+
     /// The next message; `None` when the peer closed the connection.
     pub fn recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>> {
         match self.inner.read_frame()? {
@@ -364,6 +389,23 @@ impl Receiver {
     }
 }
 
+/// Whether `e` is a read that timed out (no message within a `recv_within`).
+pub fn timed_out(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .or_else(|| match c.downcast_ref::<FrameError>() {
+                Some(FrameError::Io(io)) => Some(io),
+                _ => None,
+            })
+            .is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                )
+            })
+    })
+}
+
 /// How a refusal by the coordinator reads, as an error.
 pub const REFUSED: &str = "the coordinator refused:";
 
@@ -373,7 +415,7 @@ pub const MESSAGE_LIMIT: usize = 16 << 20;
 /// The version of this control protocol. Both ends of a connection must speak the same one:
 /// the coordinator says its version in its [`Challenge`], the peer its own in its [`Proof`],
 /// and each refuses another. (Before versions were sent, both said none: 0.)
-pub const CONTROL_PROTOCOL: u32 = 1;
+pub const CONTROL_PROTOCOL: u32 = 2;
 
 /// The coordinator's first message on every connection: prove the cluster's secret.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -568,7 +610,7 @@ mod tests {
             panic!("an older peer was admitted")
         };
         assert!(
-            why.contains("control protocol 0, this anduin speaks 1"),
+            why.contains("control protocol 0, this anduin speaks 2"),
             "{why}"
         );
     }
@@ -586,7 +628,7 @@ mod tests {
         coordinator.join().expect("no panic");
         let why = e.to_string();
         assert!(
-            why.contains("speaks control protocol 9, this anduin speaks 1"),
+            why.contains("speaks control protocol 9, this anduin speaks 2"),
             "{why}"
         );
     }

@@ -491,6 +491,7 @@ pub(super) fn restore_part(
             restore: epoch,
             coordinator: cluster.addr,
             coordinators: None,
+            silent_after_ms: None,
             incarnation: incarnations.get(part).copied().unwrap_or(0),
         };
         let from = epoch.map_or_else(|| "none (from the beginning)".into(), |e| e.to_string());

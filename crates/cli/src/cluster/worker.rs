@@ -145,8 +145,9 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
     // Failed tries to register again since the coordinator was lost.
     let mut tries = 0u64;
     loop {
-        let (to, mut from) = match register(&args, &name, id, term, secret.as_deref()) {
-            Ok(Some((worker, offered, to, from))) => {
+        let (to, mut from, silent_after) = match register(&args, &name, id, term, secret.as_deref())
+        {
+            Ok(Some((worker, offered, silent_after, to, from))) => {
                 term = offered.or(term);
                 if id.is_none() {
                     eprintln!(
@@ -159,7 +160,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                 id = Some(worker);
                 pause = Duration::from_millis(50);
                 tries = 0;
-                (to, from)
+                (to, from, silent_after)
             }
             // Refused (a live worker holds this name; the secret changed): trying again
             // would not help. No leader yet: one comes.
@@ -199,6 +200,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
             secret: secret.clone(),
             data_host: args.data_host,
             coordinators: args.coordinator.clone(),
+            silent_after,
         };
         serve(&mut from, &executors, &link, &work_dir, &name, &env);
         link.lock().unwrap_or_else(|p| p.into_inner()).to = None;
@@ -222,8 +224,15 @@ fn heartbeats_too_rare(interval: Duration, timeout: Duration) -> Option<String> 
     })
 }
 
-/// A worker's number, its coordinator's term, and the connection to it.
-type Registered = (u32, Option<u64>, proto::Sender, proto::Receiver);
+/// A worker's number, its coordinator's term, how long it may be silent, and the connection
+/// to it.
+type Registered = (
+    u32,
+    Option<u64>,
+    Option<Duration>,
+    proto::Sender,
+    proto::Receiver,
+);
 
 /// Registers with the coordinator (under `previous` if it had a number): the worker's number,
 /// the coordinator's term and the connection. A coordinator of an older term than `term`
@@ -258,6 +267,7 @@ fn register(
             worker,
             heartbeat_timeout_ms,
             term: offered,
+            silent_after_ms,
         }) => {
             if let Some(timeout) = heartbeat_timeout_ms.map(Duration::from_millis) {
                 if let Some(why) = heartbeats_too_rare(args.heartbeat_interval, timeout) {
@@ -268,7 +278,8 @@ fn register(
                     eprintln!("anduin: worker {name}: {why}");
                 }
             }
-            Some((worker, offered, to, from))
+            let silent_after = silent_after_ms.map(Duration::from_millis);
+            Some((worker, offered, silent_after, to, from))
         }
         _ => None,
     })
@@ -281,6 +292,8 @@ struct Env {
     data_host: std::net::IpAddr,
     /// Where its executors reach a coordinator that leads.
     coordinators: Coordinators,
+    /// How long the coordinator may be silent before it is left (one elected by a lease).
+    silent_after: Option<Duration>,
 }
 
 fn serve(
@@ -292,7 +305,7 @@ fn serve(
     env: &Env,
 ) {
     loop {
-        match from.recv::<ToWorker>() {
+        match from.recv_until::<ToWorker>(env.silent_after) {
             Ok(Some(ToWorker::Deploy(d))) => {
                 let key = (d.query.clone(), d.attempt, d.worker, d.incarnation);
                 match start_executor(&d, work_dir, env) {
@@ -347,8 +360,16 @@ fn serve(
                 part,
                 incarnation,
             })) => noted(link, &query, attempt, part, incarnation),
-            Ok(Some(ToWorker::Welcome { .. })) => {}
-            Ok(None) | Err(_) => return,
+            Ok(Some(ToWorker::Welcome { .. } | ToWorker::Ping)) => {}
+            Ok(None) => return,
+            Err(e) => {
+                if let Some(silent) = env.silent_after.filter(|_| proto::timed_out(&e)) {
+                    // Paused, or cut off: the next coordinator of the list may lead by now.
+                    eprintln!("anduin: worker {name}: the coordinator has been silent for {silent:?}: leaving it");
+                    env.coordinators.pass_over();
+                }
+                return;
+            }
         }
     }
 }
@@ -362,6 +383,7 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
     let deployment = dir.join("deployment.json");
     let d = &Deployment {
         coordinators: Some(env.coordinators.clone()),
+        silent_after_ms: env.silent_after.map(|s| s.as_millis() as u64),
         ..d.clone()
     };
     std::fs::write(&deployment, serde_json::to_vec_pretty(d)?)?;
