@@ -498,6 +498,22 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     }
     std::fs::create_dir_all(&args.state_dir)
         .with_context(|| format!("cannot create `{}`", args.state_dir.display()))?;
+    if args.leader_election.is_none() {
+        // Its coordinators elect a leader: one that does not would lead beside the elected
+        // one, with no term the workers could hold against it.
+        super::leadership::check_unelected(&args.state_dir)?;
+    }
+    if let Some(super::leadership::Election::Etcd(_) | super::leadership::Election::Redlock(_)) =
+        &args.leader_election
+    {
+        if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&args.leader_lease) {
+            bail!(
+                "--leader-lease {:?}: give between 1s and 1h (a standby takes over about one \
+                 lease after the leader died; a leader renews every third of it)",
+                args.leader_lease
+            );
+        }
+    }
     // A standby that could not take over is refused before it says where it listens.
     let election = match &args.leader_election {
         Some(election) => {

@@ -144,6 +144,8 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
     let mut pause = Duration::from_millis(50);
     // Failed tries to register again since the coordinator was lost.
     let mut tries = 0u64;
+    // The last coordinator of an older term left, as the worker said it.
+    let mut refused: Option<String> = None;
     loop {
         let (to, mut from, silent_after) = match register(&args, &name, id, term, secret.as_deref())
         {
@@ -168,6 +170,12 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                 return Err(e)
             }
             Err(e) if standing_by(&e) || e.to_string().starts_with(NO_LEADER) => {
+                // A coordinator of an older term: said once per answer, not at every try.
+                let why = e.to_string();
+                if why.contains("a coordinator of term") && refused.as_ref() != Some(&why) {
+                    eprintln!("anduin: worker {name} left a coordinator: {why}");
+                    refused = Some(why);
+                }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_secs(1));
                 continue;

@@ -79,6 +79,12 @@ impl Etcd {
         format!("{}/shared", self.prefix)
     }
 
+    /// Says what the leaders of this election share (the leader, once it has checked that
+    /// no earlier one said otherwise).
+    pub fn put_shared(&self, value: &str) -> Result<()> {
+        Client::new(&self.endpoints, CALL_WITHIN).put(&self.shared_key(), value)
+    }
+
     /// What the leaders of this election share, as the last one wrote it.
     pub fn shared(&self) -> Result<Option<String>> {
         let client = Client::new(&self.endpoints, CALL_WITHIN);
@@ -125,7 +131,6 @@ impl Etcd {
                     // An etcd that lost its data counts revisions from 1 again: the term is
                     // also above the last one in the shared state directory.
                     let term = super::file::next_term_at_least(&shared.state_dir, revision)?;
-                    client.put(&self.shared_key(), &serde_json::to_string(shared)?)?;
                     let client = Arc::new(client);
                     let renewing = Arc::clone(&client);
                     let kept = Lease::keep(

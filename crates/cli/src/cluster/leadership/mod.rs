@@ -119,11 +119,19 @@ pub fn lead(
             (Hold::Lease { _lease: lease }, term)
         }
     };
+    // Checked again now that it leads, before it says what it shares: two coordinators of
+    // different state started at once on a new election both passed the first check, and
+    // only the first to lead may say what the cluster shares.
     check(election, shared)?;
-    if let Election::File(path) = election {
-        let note = state_note(path);
-        std::fs::write(&note, serde_json::to_vec(shared)?)
-            .with_context(|| format!("cannot write `{}`", note.display()))?;
+    let said = serde_json::to_string(shared)?;
+    match election {
+        Election::File(path) => {
+            let note = state_note(path);
+            std::fs::write(&note, &said)
+                .with_context(|| format!("cannot write `{}`", note.display()))?;
+        }
+        Election::Etcd(etcd) => etcd.put_shared(&said)?,
+        Election::Redlock(redlock) => redlock.put_shared(&said),
     }
     let theirs = shared.state_dir.join(LOCK_NOTE);
     std::fs::write(&theirs, election.to_string())
@@ -229,6 +237,22 @@ pub fn check(election: &Election, shared: &Shared) -> Result<()> {
                 theirs.display()
             );
         }
+    }
+    Ok(())
+}
+
+/// Refuses a coordinator started without `--leader-election` on the state directory of
+/// coordinators that elect their leader (noted in it): it would lead beside the elected one.
+pub fn check_unelected(state_dir: &Path) -> Result<()> {
+    let note = state_dir.join(LOCK_NOTE);
+    if let Ok(theirs) = std::fs::read_to_string(&note) {
+        bail!(
+            "the coordinators of the state directory `{}` elect their leader by `{}`: give \
+             this one the same --leader-election (or remove `{}` if none elects any more)",
+            state_dir.display(),
+            theirs.trim(),
+            note.display()
+        );
     }
     Ok(())
 }

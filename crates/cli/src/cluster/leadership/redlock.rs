@@ -60,6 +60,12 @@ impl Redlock {
         let mut servers = Vec::new();
         for host in hosts.split(',').map(str::trim) {
             match host.rsplit_once(':') {
+                Some(_) if servers.iter().any(|s| s == host) => {
+                    return Err(format!(
+                        "`{host}` is given twice: Redlock needs independent Redis servers (a \
+                         lock on one server twice is no majority)"
+                    ))
+                }
                 Some((name, port)) if !name.is_empty() && port.parse::<u16>().is_ok() => {
                     servers.push(host.to_string());
                 }
@@ -81,10 +87,16 @@ impl Redlock {
         self.key("shared")
     }
 
-    /// What the leaders of this election share, as the last one wrote it (from the first
-    /// server that answers; refused when none does).
+    /// Says what the leaders of this election share, on every server that answers (the
+    /// leader, once it has checked that no earlier one said otherwise).
+    pub fn put_shared(&self, value: &str) {
+        Servers::new(&self.servers, Duration::from_secs(1)).set_all(&self.shared_key(), value);
+    }
+
+    /// What the leaders of this election share, as the last one wrote it: on any server
+    /// that holds it (one restarted empty may not); refused when none answers.
     pub fn shared(&self) -> Result<Option<String>> {
-        Servers::new(&self.servers, Duration::from_secs(1)).get_any(&self.shared_key())
+        Servers::new(&self.servers, Duration::from_secs(1)).get_some(&self.shared_key())
     }
 
     /// Waits until this coordinator (`me`) holds the lock with a TTL of `ttl`; `standing_by`
@@ -109,7 +121,12 @@ impl Redlock {
                 Ok(false) => {
                     unreachable = 0;
                     if let Some(tell) = told.take() {
-                        tell(servers.get_any(&leader).ok().flatten());
+                        // The holder's token: its address and PID, then a random part.
+                        let holder = servers.get_some(&leader).ok().flatten();
+                        tell(holder.map(|t| match t.rsplit_once(' ') {
+                            Some((who, _)) => who.to_string(),
+                            None => t,
+                        }));
                     }
                 }
                 Err(e) => {
@@ -127,7 +144,6 @@ impl Redlock {
         let sent = Instant::now();
         let counted = servers.incr_all(&self.key("term"));
         let term = super::file::next_term_at_least(&shared.state_dir, counted)?;
-        servers.set_all(&self.shared_key(), &serde_json::to_string(shared)?);
         let valid = ttl.saturating_sub(drift(ttl));
         let (renewing, releasing) = (Arc::clone(&servers), Arc::clone(&servers));
         let (key, token2, key2, token3) = (leader.clone(), token.clone(), leader, token);
@@ -296,16 +312,21 @@ impl Servers {
         }
     }
 
-    /// The value of `key` on the first server that answers.
-    fn get_any(&self, key: &str) -> Result<Option<String>> {
+    /// The value of `key` on the first server that holds it; `None` if the servers that
+    /// answer hold none; an error when none answers.
+    fn get_some(&self, key: &str) -> Result<Option<String>> {
         let mut why = Vec::new();
         for i in 0..self.addresses.len() {
             match self.on(i, |c| redis::cmd("GET").arg(key).query::<Option<String>>(c)) {
-                Ok(v) => return Ok(v),
+                Ok(Some(v)) => return Ok(Some(v)),
+                Ok(None) => {}
                 Err(e) => why.push(e),
             }
         }
-        bail!("cannot reach any Redis server: {}", why.join("; "))
+        if why.len() == self.addresses.len() {
+            bail!("cannot reach any Redis server: {}", why.join("; "));
+        }
+        Ok(None)
     }
 
     /// Increments `key` on every server that answers: the largest value.
@@ -341,6 +362,9 @@ mod tests {
         assert!(Redlock::parse("a:6379,b")
             .expect_err("no port")
             .contains("`b`"));
+        assert!(Redlock::parse("a:6379,a:6379,b:6379")
+            .expect_err("twice")
+            .contains("given twice"));
     }
 
     #[test]
