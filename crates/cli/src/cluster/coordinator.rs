@@ -380,6 +380,8 @@ impl State {
     /// refuses is logged and the coordinator goes on; a failed write stops the coordinator
     /// ([`after_failed_edit`]) before anything acts on the edit.
     pub fn record(&mut self, edit: Edit) {
+        // A leader paused past its lease writes nothing once it runs again.
+        super::leadership::act_or_step_down();
         if self.fail_at.is_some_and(|f| f.is(&edit)) {
             self.catalog
                 .poison("a write failure injected by --inject-catalog-failure-at");
@@ -555,29 +557,46 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     };
     // An object store that cannot be used stops the coordinator now, naming it.
     let store = ClusterStore::new(&args.checkpoint_store, &args.state_dir)?;
-    let elected = leadership.is_some();
-    let catalog = once_let_go(elected, || {
-        Catalog::open(
-            &args.state_dir.join("catalog"),
+    // Elected by a lease, the leader before may be paused past it and still hold the
+    // catalog: it is taken over by term, without waiting for that leader (what it writes
+    // when it runs again is never read).
+    let by_lease = leadership
+        .as_ref()
+        .filter(|_| {
+            matches!(
+                args.leader_election,
+                Some(
+                    super::leadership::Election::Etcd(_) | super::leadership::Election::Redlock(_)
+                )
+            )
+        })
+        .map(|(l, _)| l.term);
+    let catalog_dir = args.state_dir.join("catalog");
+    let catalog = match by_lease {
+        Some(term) => Catalog::take_over(
+            &catalog_dir,
+            term,
             CatalogOptions::default(),
             Instant::now(),
-        )
-        .context("cannot open the coordinator's catalog")
-    })?;
+        ),
+        None => Catalog::open(&catalog_dir, CatalogOptions::default(), Instant::now()),
+    }
+    .context("cannot open the coordinator's catalog")?;
     // One coordinator per checkpoint directory: a second, with a catalog of its own, would
-    // take the first's queries' checkpoints for leftovers of its own and remove them.
+    // take the first's queries' checkpoints for leftovers of its own and remove them. (A
+    // leader elected by a lease is the only one of its term: the one before, paused, may
+    // hold the lock still.)
     let _store_lock = match &store {
-        ClusterStore::Shared(dir) => Some(once_let_go(elected, || {
-            anduin_checkpoint::OwnerLock::acquire(
+        ClusterStore::Shared(dir) if by_lease.is_none() => {
+            Some(anduin_checkpoint::OwnerLock::acquire(
                 &dir.join(STORE_LOCK),
                 &format!(
                     "the checkpoint store `{}` (another coordinator uses it: give each coordinator a store of its own)",
                     dir.display()
                 ),
-            )
-            .map_err(anyhow::Error::from)
-        })?),
-        ClusterStore::Objects { .. } => None,
+            )?)
+        }
+        _ => None,
     };
     let scheduler: Box<dyn Scheduler> = match (args.scheduler, args.workers) {
         (SchedulerKind::Process, Some(n)) => Box::new(
@@ -967,38 +986,6 @@ fn tend_workers(cluster: &Cluster) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .tend(&known);
-}
-
-/// What `open` gives, waiting (when `elected`) while another process holds its lock: a leader
-/// elected by a lease may have a predecessor that is paused past its lease, or still ending,
-/// and holds the catalog or the checkpoint store — it lets go when it steps down (it exits as
-/// soon as it runs again) or dies, and nothing of it is touched meanwhile. Not elected, a
-/// held lock is an error at once (a second coordinator on the same state).
-fn once_let_go<T>(elected: bool, mut open: impl FnMut() -> Result<T>) -> Result<T> {
-    let mut told = false;
-    loop {
-        let e = match open() {
-            Ok(t) => return Ok(t),
-            Err(e) => e,
-        };
-        use anduin_checkpoint::LockError;
-        use anduin_coordinator::catalog::CatalogError;
-        let held = e.chain().any(|c| {
-            matches!(c.downcast_ref::<LockError>(), Some(LockError::Held { .. }))
-                || matches!(
-                    c.downcast_ref::<CatalogError>(),
-                    Some(CatalogError::Locked(LockError::Held { .. }))
-                )
-        });
-        if !(elected && held) {
-            return Err(e);
-        }
-        if !told {
-            eprintln!("anduin: coordinator waiting for the leader before it to let go: {e:#}");
-            told = true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// SIGINT and SIGTERM stop the coordinator, and the workers its scheduler started with it

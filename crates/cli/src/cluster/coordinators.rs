@@ -6,8 +6,9 @@
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -34,6 +35,11 @@ pub struct Coordinators {
     /// The one that answered last (where the next connection begins).
     #[serde(skip)]
     last: Arc<AtomicUsize>,
+    /// How long a coordinator may take to answer a new connection, in ms (0: the default,
+    /// [`proto::ANSWER_WITHIN`]); shorter once the coordinators say how long they may be
+    /// silent, so that a paused one in the list costs little.
+    #[serde(skip)]
+    answer_within_ms: Arc<AtomicU64>,
 }
 
 impl PartialEq for Coordinators {
@@ -48,7 +54,15 @@ impl Coordinators {
         Self {
             addresses: vec![address.to_string()],
             last: Arc::default(),
+            answer_within_ms: Arc::default(),
         }
+    }
+
+    /// A coordinator that does not answer a new connection within `within` is given up (the
+    /// coordinators' `silent_after`: one that leads answers at once).
+    pub fn answer_within(&self, within: Duration) {
+        let ms = u64::try_from(within.as_millis()).unwrap_or(u64::MAX).max(1);
+        self.answer_within_ms.store(ms, Ordering::Relaxed);
     }
 
     /// The next connection begins with the coordinator after the one that answered last (it
@@ -77,7 +91,11 @@ impl Coordinators {
                 }
             };
             for at in found {
-                match proto::connect(at, secret) {
+                let within = match self.answer_within_ms.load(Ordering::Relaxed) {
+                    0 => proto::ANSWER_WITHIN,
+                    ms => Duration::from_millis(ms),
+                };
+                match proto::connect_within(at, secret, within) {
                     Ok(c) => {
                         self.last.store(i, Ordering::Relaxed);
                         return Ok(c);
@@ -122,6 +140,7 @@ impl FromStr for Coordinators {
         Ok(Self {
             addresses,
             last: Arc::default(),
+            answer_within_ms: Arc::default(),
         })
     }
 }

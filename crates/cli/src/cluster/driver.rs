@@ -786,6 +786,8 @@ fn start_checkpointer(
                     };
                     drop(state);
                     if let Some(to) = to {
+                        // Not from a leader paused past its lease (checkpoint commits).
+                        super::leadership::act_or_step_down();
                         let _ = to.send(&ToExecutor::Command {
                             task: instance,
                             command,

@@ -300,9 +300,14 @@ fn same_plan(d: &Deployment, loaded: &Loaded, args: &RunArgs) -> Result<()> {
 /// Where the executor of `d` reaches its coordinator: any of its worker's, or the one that
 /// deployed it.
 fn coordinators_of(d: &Deployment) -> Coordinators {
-    d.coordinators
+    let coordinators = d
+        .coordinators
         .clone()
-        .unwrap_or_else(|| Coordinators::one(d.coordinator))
+        .unwrap_or_else(|| Coordinators::one(d.coordinator));
+    if let Some(ms) = d.silent_after_ms {
+        coordinators.answer_within(Duration::from_millis(ms));
+    }
+    coordinators
 }
 
 /// What the executor of `d`, listening at `data`, says when it reports.

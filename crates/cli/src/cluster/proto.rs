@@ -449,13 +449,9 @@ pub enum Verdict {
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(10);
 
 /// Both halves of a new connection to the coordinator at `addr`, once this process has proved
-/// it knows `secret`.
-pub fn connect(addr: SocketAddr, secret: Option<&[u8]>) -> Result<(Sender, Receiver)> {
-    connect_within(addr, secret, ANSWER_WITHIN)
-}
-
-/// [`connect`], giving up on a coordinator that does not answer `within`.
-fn connect_within(
+/// it knows `secret`; a coordinator that does not answer `within` ([`ANSWER_WITHIN`] unless
+/// the coordinators said how long they may be silent) is given up.
+pub fn connect_within(
     addr: SocketAddr,
     secret: Option<&[u8]>,
     within: Duration,
@@ -624,7 +620,9 @@ mod tests {
             let newer = serde_json::json!({ "nonce": [1, 2, 3], "version": 9 });
             to.send(&newer).expect("sent");
         });
-        let e = connect(addr, None).err().expect("refused");
+        let e = connect_within(addr, None, ANSWER_WITHIN)
+            .err()
+            .expect("refused");
         coordinator.join().expect("no panic");
         let why = e.to_string();
         assert!(
@@ -641,7 +639,7 @@ mod tests {
             let (to, mut from) = split(stream).expect("halves");
             challenge(&to, &mut from, Some(b"s3cret")).expect("the exchange")
         });
-        let _halves = connect(addr, Some(b"s3cret")).expect("connects");
+        let _halves = connect_within(addr, Some(b"s3cret"), ANSWER_WITHIN).expect("connects");
         assert_eq!(coordinator.join().expect("no panic"), Verdict::Admit);
     }
 }

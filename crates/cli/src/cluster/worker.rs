@@ -160,6 +160,11 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                     eprintln!("anduin: worker {name} (id {worker}) registered again");
                 }
                 id = Some(worker);
+                if let Some(silent) = silent_after {
+                    // A paused coordinator of the list is given up as soon as it would be
+                    // left for its silence.
+                    args.coordinator.answer_within(silent);
+                }
                 pause = Duration::from_millis(50);
                 tries = 0;
                 (to, from, silent_after)

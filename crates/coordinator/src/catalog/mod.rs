@@ -53,6 +53,7 @@ pub mod format;
 mod model;
 mod recover;
 mod segment;
+pub mod terms;
 
 use std::fs::File;
 use std::io::Write;
@@ -162,6 +163,8 @@ impl Catalog {
         options: CatalogOptions,
         now: Instant,
     ) -> Result<Catalog, CatalogError> {
+        // Kept by elected leaders once: the current one's directory (see [`terms`]).
+        let dir = &terms::resolve(dir)?;
         if !dir.is_dir() {
             std::fs::create_dir_all(dir).map_err(|e| CatalogError::io("create", dir, e))?;
             if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -187,6 +190,71 @@ impl Catalog {
             recovered: found.recovered,
             _lock: lock,
         })
+    }
+
+    /// Takes the catalog at `root` over for leader term `term` (see [`terms`]): reads the
+    /// current leader's directory as far as it is complete, without locking or changing it
+    /// (that leader may be paused, and write on when it runs again), writes what it read as
+    /// the first snapshot of a directory of `term`'s own, points `root/CURRENT` at it, and
+    /// opens it. The directories of terms before the last are removed.
+    pub fn take_over(
+        root: &Path,
+        term: u64,
+        options: CatalogOptions,
+        now: Instant,
+    ) -> Result<Catalog, CatalogError> {
+        std::fs::create_dir_all(root).map_err(|e| CatalogError::io("create", root, e))?;
+        let from = terms::resolve(root)?;
+        let (state, last) = terms::read_only(&from)?;
+        let mine = terms::term_dir(root, term);
+        if mine == from {
+            // This term took it over already (and died, or is asked again): its own.
+            return Catalog::open(root, options, now);
+        }
+        if mine.exists() {
+            // A take-over of this term that died before it pointed at it.
+            std::fs::remove_dir_all(&mine).map_err(|e| CatalogError::io("remove", &mine, e))?;
+        }
+        std::fs::create_dir_all(&mine).map_err(|e| CatalogError::io("create", &mine, e))?;
+        if last > Txid(0) {
+            let bytes = encode_snapshot(last, &state).map_err(|e| CatalogError::Encode {
+                what: "the catalog snapshot",
+                cause: e.to_string(),
+            })?;
+            let path = snapshot_path(&mine, last);
+            File::create(&path)
+                .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()))
+                .map_err(|e| CatalogError::io("write", &path, e))?;
+        }
+        files::sync_dir(&mine)?;
+        let pointer = root.join(terms::CURRENT);
+        let temp = temp_path(&pointer);
+        let name = mine
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        File::create(&temp)
+            .and_then(|mut f| f.write_all(name.as_bytes()).and_then(|()| f.sync_all()))
+            .map_err(|e| CatalogError::io("write", &temp, e))?;
+        std::fs::rename(&temp, &pointer).map_err(|e| CatalogError::io("rename", &temp, e))?;
+        files::sync_dir(root)?;
+        info!(root = %root.display(), term, from = %from.display(), last_txid = last.0, "catalog taken over");
+        // Every term's directory before the one taken over from goes.
+        if let Ok(entries) = std::fs::read_dir(root) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let is_term = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("term-"));
+                if is_term && path != mine && path != from {
+                    if let Err(e) = std::fs::remove_dir_all(&path) {
+                        warn!(dir = %path.display(), error = %e, "cannot remove an old term's catalog");
+                    }
+                }
+            }
+        }
+        Catalog::open(root, options, now)
     }
 
     /// The catalog now.

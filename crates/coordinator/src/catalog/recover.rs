@@ -113,9 +113,9 @@ fn newest_snapshot(
 }
 
 /// What replaying the segments gives.
-struct Replayed {
+pub(super) struct Replayed {
     /// The last edit in the catalog.
-    last: Txid,
+    pub(super) last: Txid,
     /// The last segment and what it holds.
     tail: Option<(PathBuf, Scan)>,
     /// The other segments, with their last edit.
@@ -123,7 +123,7 @@ struct Replayed {
 }
 
 /// Applies every edit after `base`, in txid order, with no gap.
-fn replay(
+pub(super) fn replay(
     listing: &Listing,
     state: &mut CatalogState,
     base: Txid,

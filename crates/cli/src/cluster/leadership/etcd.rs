@@ -13,10 +13,8 @@
 //! which is after the leader sent it, so `sent + TTL` less a margin for the clocks' drift
 //! ([`step_down_at`]) is still inside it.
 //!
-//! A leader paused past its lease keeps the locks of the catalog and the checkpoint store;
-//! the next leader waits for them (`coordinator::once_let_go`), so the two never write at
-//! once. Not yet: a catalog fenced by term, which would let the next leader go on while the
-//! old one stays paused.
+//! A leader paused past its lease is left by its workers (it pings them), and the next takes
+//! the catalog over by term (`anduin_coordinator::catalog::terms`) without waiting for it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

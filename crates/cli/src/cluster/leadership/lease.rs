@@ -30,6 +30,24 @@ pub enum Renewal {
 /// How a lease is let go, once.
 type Release = Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>;
 
+/// Until when this process's lease surely holds (none kept: `None`), for [`act_or_step_down`].
+static HOLDS_UNTIL: Mutex<Option<(Instant, String)>> = Mutex::new(None);
+
+/// Before an act that must be the leader's alone (a catalog edit): steps down at once if
+/// the lease kept may have run out (the process was paused past it — its clock ran on —
+/// and has not noticed yet), rather than act. A process that keeps no lease acts.
+pub fn act_or_step_down() {
+    let holds = HOLDS_UNTIL
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    if let Some((until, election)) = holds {
+        if Instant::now() >= until {
+            step_down(&election, "its lease may have run out before this act");
+        }
+    }
+}
+
 /// The leases this process keeps, for [`let_go`] at a clean stop.
 static KEPT: Mutex<Vec<Release>> = Mutex::new(Vec::new());
 
@@ -71,6 +89,8 @@ impl Lease {
     ) -> Self {
         let released = Arc::new(AtomicBool::new(false));
         let until = Arc::new(Mutex::new(step_down_at(sent, ttl)));
+        *HOLDS_UNTIL.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((step_down_at(sent, ttl), election.clone()));
         {
             let (released, until) = (Arc::clone(&released), Arc::clone(&until));
             let renewed = election.clone();
@@ -84,8 +104,13 @@ impl Lease {
                         match renew() {
                             Ok(Renewal::For(ttl)) => {
                                 failing = false;
-                                *until.lock().unwrap_or_else(|p| p.into_inner()) =
-                                    step_down_at(sent, ttl);
+                                let at = step_down_at(sent, ttl);
+                                *until.lock().unwrap_or_else(|p| p.into_inner()) = at;
+                                if let Some((holds, _)) =
+                                    HOLDS_UNTIL.lock().unwrap_or_else(|p| p.into_inner()).as_mut()
+                                {
+                                    *holds = at;
+                                }
                             }
                             // Let go of meanwhile: nothing to step down from.
                             Ok(Renewal::Lost(_)) if released.load(Ordering::Relaxed) => return,
@@ -118,7 +143,9 @@ impl Lease {
                         if now >= deadline {
                             step_down(&watched, "it could not renew its lease in time");
                         }
-                        std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+                        // Short steps: a process paused past its lease and let run again
+                        // ends within 10 ms, before it can do much.
+                        std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
                     }
                 });
             if let Err(e) = spawned {

@@ -26,7 +26,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 pub use etcd::Etcd;
-pub use lease::let_go;
+pub use lease::{act_or_step_down, let_go};
 pub use redlock::Redlock;
 
 /// `--leader-election`.

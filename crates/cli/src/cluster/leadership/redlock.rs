@@ -17,8 +17,9 @@
 //!   leader's — and, since Redis may forget (a server restarted without persistence), at
 //!   least one more than the last term in the shared state directory.
 //!
-//! What Redlock cannot promise (a leader paused past its lock's validity) the locks of the
-//! catalog and the checkpoint store keep out: the next leader waits for them.
+//! What Redlock cannot promise (a leader paused past its lock's validity) is handled as with
+//! etcd: the next leader takes the catalog over by term, and the old one steps down before
+//! it acts once it runs again (`super::lease::act_or_step_down`).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};

@@ -1,10 +1,12 @@
 //! Two coordinators elected through etcd under 2 s leases; the leader is paused (SIGSTOP)
-//! mid-run, past its lease. The workers, which hear no ping from it for 1 s (half the lease),
-//! leave it. The standby is elected but does not touch the catalog or the checkpoint store
-//! the paused leader holds: it waits, saying so. The old leader, let run
-//! again (SIGCONT), finds its lease gone and steps down at once (status 75); the standby then
-//! takes the query over without restarting a task, and the output equals an uninterrupted
-//! embedded run's.
+//! mid-run, past its lease. The workers and executors, which hear no ping from it for 1 s
+//! (half the lease), leave it. The standby leads and takes the catalog over by term without
+//! waiting for the paused leader (which still holds its own), the executors report to it, and
+//! it completes checkpoints while the old leader is still paused. Let run again (SIGCONT), the
+//! old leader finds its lease gone and steps down at once (status 75), writing nothing. No task
+//! restarted, and the output equals an uninterrupted embedded run's.
+
+use std::process::Command;
 
 use crate::common;
 
@@ -12,15 +14,24 @@ use common::cluster::{signal, windowed_generator, LocalCluster, Setup};
 use common::etcd::EtcdServer;
 use common::{anduin_ok, output_rows, wait_until};
 
+/// The status of query `q` as the coordinator at `addr` alone gives it.
+fn status_at(addr: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(["status", "q", "--coordinator", addr, "--json"])
+        .output()
+        .expect("status runs");
+    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+}
+
 #[test]
-fn a_leader_paused_past_its_lease_steps_down_as_it_wakes_and_the_standby_takes_over() {
+fn a_standby_takes_over_from_a_leader_paused_past_its_lease_which_steps_down_as_it_wakes() {
     let etcd = EtcdServer::start();
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         work.path().join("q.flow"),
         windowed_generator(
             5,
-            40_000,
+            100_000,
             10_000,
             r#"param kind = "tumbling" param size = "100ms""#,
         ),
@@ -42,6 +53,10 @@ fn a_leader_paused_past_its_lease_steps_down_as_it_wakes_and_the_standby_takes_o
             ..Setup::default()
         },
     );
+    let standby = std::fs::read_to_string(cluster.dir.path().join("standby.addr"))
+        .expect("the standby's address")
+        .trim()
+        .to_string();
     let submit = cluster.submit(
         work.path(),
         "q.flow",
@@ -54,18 +69,16 @@ fn a_leader_paused_past_its_lease_steps_down_as_it_wakes_and_the_standby_takes_o
             "4000",
         ],
     );
+    let mut before = 0;
     wait_until("a first checkpoint", || {
-        cluster.status("q")["last_checkpoint"]
-            .as_u64()
-            .is_some_and(|e| e >= 1)
+        before = cluster.status("q")["last_checkpoint"].as_u64().unwrap_or(0);
+        before >= 1
     });
     let leader = cluster.coordinator.pid();
     signal(leader, libc::SIGSTOP);
-    // No status asked while it is paused: its kernel accepts connections nobody answers.
-    wait_until("the standby elected, waiting for the paused leader", || {
-        cluster
-            .standby_log()
-            .contains("waiting for the leader before it to let go")
+    // No status asked of the paused one: its kernel accepts connections nobody answers.
+    wait_until("the standby leading", || {
+        cluster.standby_log().contains(" leads (term")
     });
     for w in 0..2 {
         let log = cluster.dir.path().join(format!("w{w}.log"));
@@ -74,6 +87,15 @@ fn a_leader_paused_past_its_lease_steps_down_as_it_wakes_and_the_standby_takes_o
                 .is_ok_and(|l| l.contains("the coordinator has been silent for 1s: leaving it"))
         });
     }
+    wait_until("a checkpoint the new leader completed", || {
+        let s = status_at(&standby);
+        s["last_checkpoint"].as_u64().is_some_and(|e| e > before) || s["state"] == "finished"
+    });
+    assert!(
+        matches!(cluster.coordinator.0.try_wait(), Ok(None)),
+        "the old leader is still there, paused: {}",
+        cluster.logs()
+    );
     signal(leader, libc::SIGCONT);
     let mut ended = None;
     wait_until("the old leader stepping down", || {
@@ -97,10 +119,22 @@ fn a_leader_paused_past_its_lease_steps_down_as_it_wakes_and_the_standby_takes_o
         got == expected,
         "the output differs from the uninterrupted run"
     );
-    let status = cluster.status("q");
+    let status = status_at(&standby);
     assert_eq!(status["state"], "finished", "{status}");
     assert_eq!(
-        status["attempt"], 1,
-        "the new leader restarted tasks: {status}"
+        status["attempt"],
+        1,
+        "the new leader restarted tasks: {status}\n{}",
+        cluster.logs()
     );
+    // The catalog is the new leader's term's.
+    let current = std::fs::read_to_string(cluster.dir.path().join("coordinator/catalog/CURRENT"))
+        .expect("the catalog's pointer");
+    let log = cluster.standby_log();
+    let term = log
+        .split(" leads (term ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .expect("the standby's term");
+    assert_eq!(current.trim(), format!("term-{:0>20}", term));
 }
