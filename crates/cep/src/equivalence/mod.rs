@@ -53,7 +53,9 @@
 //! later attempt's thread equivalent to one of an earlier attempt's goes too, if no match
 //! found by an attempt before that one reaches its start: if it completed a match, the
 //! earlier one's would, and the match reported would cover the later attempt's start (see
-//! `Pattern::earlier_stands_for_later`).
+//! `Pattern::earlier_stands_for_later`). Where the conditions aggregate over a variable, only
+//! once a few attempts are in flight, backing off while no later thread goes
+//! (`Pattern::rivals`, [`Pruner::agg_turn`]): the summaries cost a walk each.
 //!
 //! Here: what the conditions read ([`Needs`], `needs.rs`), what a history shows them, as a
 //! key (`signature.rs`), and the pruner and shared steps of a row (`pruner.rs`).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ahash::RandomState;
 
-use super::super::matcher::{Pattern, Step, Thread};
+use super::super::matcher::{Pattern, Step, Thread, MOST_SKIPPED};
 use super::signature::{key, Rows};
 use super::Needs;
 
@@ -33,9 +33,13 @@ pub(crate) struct Pruner {
     row: u32,
     /// Where the conditions read the history: the threads of the attempts that stand for
     /// later ones, after the row (class, history), whose keys at a class are worked out into
-    /// `claim_keys` when a rival's thread first reaches it (stamped in `claims_keyed`).
+    /// `claim_keys` when a rival's thread reaches it: those of `claims[claims_from[class]..]`
+    /// (where `claims_keyed[class]` is stamped with the row, else all), each once however
+    /// many attempts claim after it (keying them all again at every claim made a row cost
+    /// the square of the attempts in flight times their length).
     claims: Vec<(usize, Option<Arc<Step>>)>,
     claims_keyed: Vec<u32>,
+    claims_from: Vec<usize>,
     claim_keys: HashSet<(usize, Box<[u64]>), RandomState>,
     /// The threads being admitted are a later attempt's: a thread at a class where an
     /// earlier attempt that stands for it has an equivalent one goes (see
@@ -43,6 +47,12 @@ pub(crate) struct Pruner {
     ///
     /// [`Pattern::earlier_stands_for_later`]: super::matcher::Pattern::earlier_stands_for_later
     rival: bool,
+    /// Rivals' threads that went for a claiming attempt's since [`Pruner::count_claimed`].
+    hits: u64,
+    /// Where the conditions aggregate over a variable: how many rows attempts skip before
+    /// they stand for later ones again (see [`Pruner::agg_turn`]), and how many are left.
+    agg_skip: u32,
+    agg_wait: u32,
 }
 
 impl Pruner {
@@ -65,6 +75,7 @@ impl Pruner {
         if self.claimed.len() != len || self.row == u32::MAX {
             self.claimed = vec![0; len];
             self.claims_keyed = vec![0; len];
+            self.claims_from = vec![0; len];
             self.row = 0;
         }
         self.row += 1;
@@ -83,11 +94,7 @@ impl Pruner {
     /// one finds first.
     pub(crate) fn claim(&mut self, p: &Pattern, threads: &[Thread]) {
         for t in threads {
-            let class = p.classes[t.pc];
-            self.claimed[class] = self.row;
-            // The keys at the class, if worked out for an earlier rival, are worked out
-            // again with these.
-            self.claims_keyed[class] = 0;
+            self.claimed[p.classes[t.pc]] = self.row;
         }
         if !p.needs.nothing() {
             self.claims
@@ -114,14 +121,50 @@ impl Pruner {
         }
         if self.claims_keyed[class] != self.row {
             self.claims_keyed[class] = self.row;
-            for (at, h) in &self.claims {
-                if *at == class {
-                    self.claim_keys
-                        .insert((class, key(needs, h.as_ref(), rows)));
-                }
+            self.claims_from[class] = 0;
+        }
+        let from = self.claims_from[class];
+        for (at, h) in self.claims.iter().skip(from) {
+            if *at == class {
+                self.claim_keys
+                    .insert((class, key(needs, h.as_ref(), rows)));
             }
         }
+        self.claims_from[class] = self.claims.len();
         self.claim_keys.contains(&(class, key(needs, hist, rows)))
+    }
+
+    /// Starts counting the rivals' threads that go for a claiming attempt's.
+    pub(crate) fn count_claimed(&mut self) {
+        self.hits = 0;
+    }
+
+    /// Where the conditions aggregate over a variable, whether attempts stand for later ones
+    /// in the row being pushed: not for as many rows as [`Pruner::agg_outcome`] said. Comparing
+    /// aggregates' summaries costs a walk over each partial match, and rarely pays where the
+    /// attempts differ in what they aggregated (a later one has fewer rows): after a row
+    /// without a claim, they skip 1, 2, 4… up to [`MOST_SKIPPED`] rows. Whether they stand for
+    /// later ones changes what it costs to find the matches, never which are found.
+    ///
+    /// [`MOST_SKIPPED`]: super::super::matcher::MOST_SKIPPED
+    pub(crate) fn agg_turn(&mut self) -> bool {
+        if self.agg_wait > 0 {
+            self.agg_wait -= 1;
+            return false;
+        }
+        true
+    }
+
+    /// A row in which the attempts stood for later ones is pushed: if no rival's thread went,
+    /// the next [`Pruner::agg_turn`] waits twice as long as the last one (at least a row); if
+    /// one did, it does not wait.
+    pub(crate) fn agg_outcome(&mut self) {
+        if self.hits > 0 {
+            self.agg_skip = 0;
+        } else {
+            self.agg_skip = (self.agg_skip * 2).clamp(1, MOST_SKIPPED);
+        }
+        self.agg_wait = self.agg_skip;
     }
 
     /// Whether the threads admitted next are a later attempt's (checked against the claims).
@@ -143,6 +186,7 @@ impl Pruner {
         rows: Option<Rows<'_>>,
     ) -> bool {
         if self.rival && self.claimed(needs, class, hist, rows) {
+            self.hits += 1;
             return false;
         }
         if self.stamps[class] != self.now {

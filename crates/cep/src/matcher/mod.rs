@@ -104,22 +104,54 @@ impl Pattern {
     /// `((A | B){2})* C` two (one for the rows at even and one for those at odd distances
     /// from the first: a label of the first attempt's is never at the class of the second's).
     ///
-    /// Where the conditions read all rows of a variable or an aggregate of them (`SUM(A.x)`),
-    /// comparing a later attempt's thread with an earlier one's costs a walk to the first
-    /// row of each, for every thread and row, and they rarely agree (`A+ B` with
-    /// `AVG(A.x)`: the later attempt has fewer rows): those are left alone. (The first rows
-    /// of a variable, `FIRST(A.x)`, `FIRST(CLASSIFIER(U))`, cost such a walk too, but what
-    /// they show, a value or a variable, often agrees.)
+    /// An aggregate over a variable (`COUNT(A.*)`, `SUM(A.x)`) tells threads apart by its
+    /// summary, the same whichever attempt the rows were aggregated in (its argument reads
+    /// only the row aggregated and rows before it: see `calls.rs`), so a later attempt's
+    /// thread whose aggregates have gathered what an earlier one's have goes too:
+    /// `(A | B)* C` with `COUNT(A.*)` over a run of rows that are both keeps one attempt with
+    /// a partial match per count, not one attempt per row each with a partial match per
+    /// count. Comparing costs a walk to the first row of each thread, as evaluating the
+    /// aggregate does, and where they rarely agree (`A+ B` with `AVG(A.x)`: the later
+    /// attempt has fewer rows) it is pure cost (a fifth more CPU for Nexmark's cep_q1 in a
+    /// debug build, whose attempts never agree; twenty times as much for 200 attempts of
+    /// `(A+)+ B` with `SUM(A.x)` in flight): with aggregates, attempts stand for later ones
+    /// only while at least [`CROWDED`] are in flight ([`Pattern::rivals`]), as when a long
+    /// run of rows keeps attempts from ending, and after a row in which they claimed nothing
+    /// they skip 1, 2, 4… up to [`MOST_SKIPPED`] rows before they try again
+    /// ([`Pruner::agg_turn`]). Where the conditions read all rows of a
+    /// variable (an aggregate reading `MATCH_NUMBER()`), the rows themselves tell threads
+    /// apart, and a later attempt's are
+    /// never an earlier one's: those are left alone. (The first rows of a variable,
+    /// `FIRST(A.x)`, `FIRST(CLASSIFIER(U))`, cost such a walk too, but what they show, a
+    /// value or a variable, often agrees.)
     pub(crate) fn earlier_stands_for_later(&self) -> bool {
         let n = &self.needs;
         self.skip == Skip::PastLastRow
             && self.within.is_none()
             && !n.from_start
             && n.all.is_empty()
-            && n.aggs.is_empty()
             && n.head == 0
     }
+
+    /// Whether, with `in_flight` attempts in the partition, the earlier ones stand for the
+    /// later ones in the row being pushed ([`Pattern::earlier_stands_for_later`]). Pruning
+    /// never changes what is found, only what it costs: where the conditions aggregate, the
+    /// comparison waits until the attempts crowd.
+    pub(crate) fn rivals(&self, in_flight: usize) -> bool {
+        self.earlier_stands_for_later()
+            && in_flight > 1
+            && (self.needs.aggs.is_empty() || in_flight >= CROWDED)
+    }
 }
+
+/// How many attempts in flight make those of a pattern whose conditions aggregate over a
+/// variable stand for later ones (see [`Pattern::earlier_stands_for_later`]).
+pub(crate) const CROWDED: usize = 8;
+
+/// The longest run of rows in which the attempts of a pattern whose conditions aggregate over
+/// a variable do not stand for later ones, after a row in which they claimed nothing (see
+/// [`Pattern::earlier_stands_for_later`]).
+pub(crate) const MOST_SKIPPED: u32 = 64;
 
 /// Whether any of `defines` can fail on a row (for [`Pattern::fallible`]).
 pub(crate) fn fallible(defines: &[Option<E>]) -> bool {
@@ -404,12 +436,20 @@ impl Partition {
         let ts = row.ts;
         self.rows.push_back(row);
         let mut started = idx >= self.resume && starts.admits(idx);
+        // Whether the attempts in flight stand for later ones in this row (the new one's
+        // counted).
+        let aggs = !p.needs.aggs.is_empty();
+        let rivals =
+            p.rivals(self.attempts.len() + usize::from(started)) && (!aggs || s.prune.agg_turn());
+        if rivals {
+            s.prune.count_claimed();
+        }
         if started {
             let mut threads = s.spare.pop().unwrap_or_default();
             // The threads of the attempts in flight wait for this row too: those of the new
             // attempt equivalent to one of theirs go (see
             // `Pattern::earlier_stands_for_later`).
-            let rival = p.earlier_stands_for_later() && self.attempts.iter().any(|a| !a.ended());
+            let rival = rivals && self.attempts.iter().any(|a| !a.ended());
             if rival {
                 s.prune.start_row(p.prog.len());
                 self.claim(p, &mut s.prune);
@@ -440,7 +480,11 @@ impl Partition {
                 });
             }
         }
-        if let Err(failed) = self.step(p, s, idx, ts) {
+        let stepped = self.step(p, s, idx, ts, rivals);
+        if rivals && aggs {
+            s.prune.agg_outcome();
+        }
+        if let Err(failed) = stepped {
             return Err(self.roll_back(s, started, failed));
         }
         // The row is taken: the threads before it go.
@@ -514,8 +558,14 @@ impl Partition {
     /// Advances every attempt by row `idx` (the last row, at time `ts`), recording in
     /// `s.undo` what it changed. On an error, the attempt being advanced is as it was and
     /// the earlier ones are advanced, with their old state in `s.undo`.
-    fn step(&mut self, p: &Pattern, s: &mut Scratch, idx: u64, ts: i64) -> Result<(), StepFailed> {
-        let rivals = p.earlier_stands_for_later();
+    fn step(
+        &mut self,
+        p: &Pattern,
+        s: &mut Scratch,
+        idx: u64,
+        ts: i64,
+        rivals: bool,
+    ) -> Result<(), StepFailed> {
         // The last row of the matches the attempts so far have found (see
         // `stands_for_later`).
         let mut reach = None;

@@ -566,6 +566,51 @@ fn a_first_attempt_stands_for_later_equivalent_ones_when_skipping_past_the_last_
     }
 }
 
+// Issue 18. An aggregate over a variable tells partial matches apart by its summary (a
+// count, a total), which a later attempt's partial match can share with an earlier one's:
+// `(A | B)* C` with `COUNT(A.*)` over rows that are all both has, in the first attempt, a
+// partial match for every count so far, among them each count a later attempt reaches. Once
+// `CROWDED` attempts are in flight, the earlier ones stand for the later ones: those end at
+// once, where before every row started an attempt that lived to the end, each with a
+// partial match per count (120 rows: 120 attempts; the work grew with the fourth power of
+// the rows). Where the later attempts never share what they aggregated (`(A+)+ B` with
+// `AVG(A.value)`: fewer rows), they all stay, and comparing them backs off row after row.
+#[test]
+fn an_aggregate_over_a_variable_lets_earlier_attempts_stand_for_later_ones_once_they_crowd() {
+    for (pattern, defines, values, crowded) in [
+        ("(A | B)* C", "C AS COUNT(A.*) < 0", 1, true),
+        ("(A | B)* C", "C AS SUM(A.value) < 0 AND value > 0", 1, true),
+        (
+            "(A | B)* C",
+            "C AS MAX(A.value) > 1 OR COUNT(A.*) < 0",
+            1,
+            true,
+        ),
+        ("(A+)+ B", "B AS AVG(A.value) < 0", 1, false),
+        ("(A+)+ B", "A AS SUM(A.value) > 0, B AS value < 0", 0, false),
+    ] {
+        let p = compiled(pattern, defines);
+        assert!(p.earlier_stands_for_later(), "{pattern} with {defines}");
+        let mut part = Partition::default();
+        let mut scratch = Scratch::default();
+        let mut out = Vec::new();
+        let mut kept = 0;
+        for i in 0..120 {
+            let value = if values == 1 { 1 } else { i + 1 };
+            if let Err(e) = part.push(&p, &mut scratch, row_of(i, value), &mut out) {
+                panic!("{pattern} with {defines}, row {i}: {e:?}");
+            }
+            kept = kept.max(part.attempts_kept());
+        }
+        assert!(out.is_empty(), "{pattern} with {defines}: no match");
+        if crowded {
+            assert!(kept <= CROWDED, "{pattern} with {defines}: {kept} attempts");
+        } else {
+            assert!(kept >= 90, "{pattern} with {defines}: {kept} attempts");
+        }
+    }
+}
+
 // Issue 18. An aggregate over a variable in a condition sees what the rows mapped to it gave
 // it so far, not which rows they are: partial matches are told apart by that (its summary),
 // so `(A | B)* C` with `COUNT(A.*)` keeps one partial match per count at a label, not one per
