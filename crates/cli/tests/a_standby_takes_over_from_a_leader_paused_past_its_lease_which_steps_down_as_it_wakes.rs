@@ -10,9 +10,9 @@ use std::process::Command;
 
 use crate::common;
 
-use common::cluster::{signal, windowed_generator, LocalCluster, Setup};
+use common::cluster::{signal, windowed_reference, LocalCluster, Setup};
 use common::etcd::EtcdServer;
-use common::{anduin_ok, output_rows, wait_until};
+use common::{output_rows, wait_until};
 
 /// The status of query `q` as the coordinator at `addr` alone gives it.
 fn status_at(addr: &str) -> serde_json::Value {
@@ -27,21 +27,7 @@ fn status_at(addr: &str) -> serde_json::Value {
 fn a_standby_takes_over_from_a_leader_paused_past_its_lease_which_steps_down_as_it_wakes() {
     let etcd = EtcdServer::start();
     let work = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        work.path().join("q.flow"),
-        windowed_generator(
-            5,
-            100_000,
-            10_000,
-            r#"param kind = "tumbling" param size = "100ms""#,
-        ),
-    )
-    .expect("query");
-    anduin_ok(
-        work.path(),
-        &["run", "q.flow", "--var", "OUTPUT=reference.csv"],
-    );
-    let expected = output_rows(&work.path().join("reference.csv"));
+    let expected = windowed_reference(work.path(), 5, 100_000, 10_000);
 
     let mut cluster = LocalCluster::start_with(
         2,

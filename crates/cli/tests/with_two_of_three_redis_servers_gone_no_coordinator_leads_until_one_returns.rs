@@ -7,30 +7,16 @@
 
 use crate::common;
 
-use common::cluster::{executors, windowed_generator, LocalCluster, Setup};
+use common::cluster::{executors, windowed_reference, LocalCluster, Setup};
 use common::redis::RedisServer;
-use common::{anduin_ok, output_rows, wait_until};
+use common::{output_rows, wait_until};
 
 #[test]
 fn with_two_of_three_redis_servers_gone_no_coordinator_leads_until_one_returns() {
     let mut servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
     let addresses: Vec<String> = servers.iter().map(RedisServer::address).collect();
     let work = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        work.path().join("q.flow"),
-        windowed_generator(
-            11,
-            60_000,
-            10_000,
-            r#"param kind = "tumbling" param size = "100ms""#,
-        ),
-    )
-    .expect("query");
-    anduin_ok(
-        work.path(),
-        &["run", "q.flow", "--var", "OUTPUT=reference.csv"],
-    );
-    let expected = output_rows(&work.path().join("reference.csv"));
+    let expected = windowed_reference(work.path(), 11, 60_000, 10_000);
 
     let mut cluster = LocalCluster::start_with(
         2,

@@ -501,6 +501,24 @@ operator name = "out", type = "writer" {
 /// runs long enough (`count` rows at `rate` a second) to be hit mid-run, with state in every
 /// checkpoint. `window` holds the window's kind params (`param kind = "tumbling"
 /// param size = "100ms"`).
+/// Writes `q.flow` into `work`, a keyed tumbling window of 100 ms over `count` rows generated
+/// from `seed` at `rate` a second ([`windowed_generator`]), and returns the rows an
+/// uninterrupted embedded run of it writes (the output a cluster's run must equal).
+pub fn windowed_reference(work: &Path, seed: u64, count: u64, rate: u64) -> Vec<String> {
+    std::fs::write(
+        work.join("q.flow"),
+        windowed_generator(
+            seed,
+            count,
+            rate,
+            r#"param kind = "tumbling" param size = "100ms""#,
+        ),
+    )
+    .expect("query");
+    super::anduin_ok(work, &["run", "q.flow", "--var", "OUTPUT=reference.csv"]);
+    output_rows(&work.join("reference.csv"))
+}
+
 pub fn windowed_generator(seed: u64, count: u64, rate: u64, window: &str) -> String {
     format!(
         r#"

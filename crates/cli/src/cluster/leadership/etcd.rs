@@ -49,19 +49,7 @@ impl Etcd {
             None => (rest, ""),
         };
         let prefix = if prefix.is_empty() { "/anduin" } else { prefix };
-        let mut endpoints = Vec::new();
-        for host in hosts.split(',').map(str::trim) {
-            match host.rsplit_once(':') {
-                Some((name, port)) if !name.is_empty() && port.parse::<u16>().is_ok() => {
-                    endpoints.push(host.to_string());
-                }
-                _ => {
-                    return Err(format!(
-                        "`{host}` is not HOST:PORT (etcd's client port, 2379 by default)"
-                    ))
-                }
-            }
-        }
+        let endpoints = super::hosts(hosts, "etcd's client port, 2379 by default", "etcd")?;
         Ok(Self {
             endpoints,
             prefix: prefix.to_string(),

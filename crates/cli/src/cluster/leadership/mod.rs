@@ -77,6 +77,27 @@ pub fn parse_election(s: &str) -> Result<Election, String> {
     ))
 }
 
+/// The `HOST:PORT` list of a lock service's servers (`port` says which port, for an error),
+/// each once: the same server twice would count twice toward a majority.
+fn hosts(list: &str, port: &str, service: &str) -> Result<Vec<String>, String> {
+    let mut hosts: Vec<String> = Vec::new();
+    for host in list.split(',').map(str::trim) {
+        match host.rsplit_once(':') {
+            Some(_) if hosts.iter().any(|h| h == host) => {
+                return Err(format!(
+                    "`{host}` is given twice: give each of the {service} servers once (one \
+                     server twice is no majority)"
+                ))
+            }
+            Some((name, p)) if !name.is_empty() && p.parse::<u16>().is_ok() => {
+                hosts.push(host.to_string());
+            }
+            _ => return Err(format!("`{host}` is not HOST:PORT ({port})")),
+        }
+    }
+    Ok(hosts)
+}
+
 /// This coordinator's leadership: held as long as this value lives (and the process; a
 /// coordinator that loses a lease exits).
 #[derive(Debug)]

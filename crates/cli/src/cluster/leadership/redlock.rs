@@ -58,21 +58,7 @@ impl Redlock {
             None => (rest, ""),
         };
         let prefix = if prefix.is_empty() { "anduin" } else { prefix };
-        let mut servers = Vec::new();
-        for host in hosts.split(',').map(str::trim) {
-            match host.rsplit_once(':') {
-                Some(_) if servers.iter().any(|s| s == host) => {
-                    return Err(format!(
-                        "`{host}` is given twice: Redlock needs independent Redis servers (a \
-                         lock on one server twice is no majority)"
-                    ))
-                }
-                Some((name, port)) if !name.is_empty() && port.parse::<u16>().is_ok() => {
-                    servers.push(host.to_string());
-                }
-                _ => return Err(format!("`{host}` is not HOST:PORT (a Redis server's port)")),
-            }
-        }
+        let servers = super::hosts(hosts, "a Redis server's port", "Redis")?;
         Ok(Self {
             servers,
             prefix: prefix.to_string(),
