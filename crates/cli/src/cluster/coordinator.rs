@@ -578,6 +578,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
             term,
             CatalogOptions::default(),
             Instant::now(),
+            &super::leadership::act_or_step_down,
         ),
         None => Catalog::open(&catalog_dir, CatalogOptions::default(), Instant::now()),
     }

@@ -265,7 +265,15 @@ fn register(
     })?;
     // A coordinator answers a registration at once; one that does not (stopped, or stuck) is
     // left, and registration tried again.
-    Ok(match from.recv_within::<ToWorker>(proto::ANSWER_WITHIN)? {
+    // A ping may come before the welcome (the coordinator pings every worker it has, this
+    // one from the moment it is noted).
+    let answer = loop {
+        match from.recv_within::<ToWorker>(proto::ANSWER_WITHIN)? {
+            Some(ToWorker::Ping) => {}
+            other => break other,
+        }
+    };
+    Ok(match answer {
         Some(ToWorker::Welcome { term: offered, .. })
             if super::leadership::older_term(term, offered) =>
         {

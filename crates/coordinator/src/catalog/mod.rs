@@ -196,12 +196,16 @@ impl Catalog {
     /// current leader's directory as far as it is complete, without locking or changing it
     /// (that leader may be paused, and write on when it runs again), writes what it read as
     /// the first snapshot of a directory of `term`'s own, points `root/CURRENT` at it, and
-    /// opens it. The directories of terms before the last are removed.
+    /// opens it. The directories of terms before the last are removed. `still_leading` is
+    /// called before the pointer is changed and before anything is removed: the caller ends
+    /// there if its term may be over (it was paused meanwhile, and a later leader may have
+    /// taken the catalog over already).
     pub fn take_over(
         root: &Path,
         term: u64,
         options: CatalogOptions,
         now: Instant,
+        still_leading: &dyn Fn(),
     ) -> Result<Catalog, CatalogError> {
         std::fs::create_dir_all(root).map_err(|e| CatalogError::io("create", root, e))?;
         let from = terms::resolve(root)?;
@@ -229,6 +233,7 @@ impl Catalog {
         files::sync_dir(&mine)?;
         let pointer = root.join(terms::CURRENT);
         let temp = temp_path(&pointer);
+        still_leading();
         let name = mine
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -236,8 +241,10 @@ impl Catalog {
         File::create(&temp)
             .and_then(|mut f| f.write_all(name.as_bytes()).and_then(|()| f.sync_all()))
             .map_err(|e| CatalogError::io("write", &temp, e))?;
+        still_leading();
         std::fs::rename(&temp, &pointer).map_err(|e| CatalogError::io("rename", &temp, e))?;
         files::sync_dir(root)?;
+        still_leading();
         info!(root = %root.display(), term, from = %from.display(), last_txid = last.0, "catalog taken over");
         // Every term's directory before the one taken over from goes.
         if let Ok(entries) = std::fs::read_dir(root) {

@@ -111,12 +111,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("catalog");
         let o = CatalogOptions::default();
-        let mut old = Catalog::take_over(&root, 1, o, Instant::now()).expect("term 1");
+        let mut old = Catalog::take_over(&root, 1, o, Instant::now(), &|| ()).expect("term 1");
         old.append(worker(1), Instant::now()).expect("appended");
         old.append(worker(2), Instant::now()).expect("appended");
         // The next leader takes over while the old one still has its catalog open (and
         // locked): it is not waited for.
-        let mut new = Catalog::take_over(&root, 2, o, Instant::now()).expect("term 2");
+        let mut new = Catalog::take_over(&root, 2, o, Instant::now(), &|| ()).expect("term 2");
         assert_eq!(workers(&new), vec![1, 2]);
         // The old one runs again and writes on, in its own directory.
         old.append(worker(3), Instant::now())
@@ -128,7 +128,7 @@ mod tests {
         assert_eq!(resolve(&root).expect("resolves"), term_dir(&root, 2));
         drop(reopened);
         // A third takes over from the second; the first's directory goes.
-        let third = Catalog::take_over(&root, 3, o, Instant::now()).expect("term 3");
+        let third = Catalog::take_over(&root, 3, o, Instant::now(), &|| ()).expect("term 3");
         assert_eq!(workers(&third), vec![1, 2, 4]);
         assert!(!term_dir(&root, 1).exists());
         assert!(
@@ -152,7 +152,7 @@ mod tests {
         let mut torn = before.clone();
         torn.extend_from_slice(&[0x41, 0x4e, 0x00, 0x00, 0x10]);
         std::fs::write(&segment, &torn).expect("written");
-        let new = Catalog::take_over(&root, 7, o, Instant::now()).expect("term 7");
+        let new = Catalog::take_over(&root, 7, o, Instant::now(), &|| ()).expect("term 7");
         assert_eq!(workers(&new), vec![1]);
         assert_eq!(
             std::fs::read(&segment).expect("the segment").len(),
