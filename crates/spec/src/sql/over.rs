@@ -206,7 +206,7 @@ pub(super) fn lower(
                 ))
             }
         }
-        if f.within_group.iter().next().is_some() {
+        if !f.within_group.is_empty() {
             return Err(unsupported(f_at, "WITHIN GROUP in an OVER window"));
         }
     }
