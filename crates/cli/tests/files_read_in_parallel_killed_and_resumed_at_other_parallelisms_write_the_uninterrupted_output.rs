@@ -48,7 +48,7 @@ fn write_input(dir: &Path, rows: u64) {
                 1 => format!("\"a \"\"quote\"\" {id}\""),
                 _ => format!("n{id}"),
             };
-            if id % 101 == 0 {
+            if id.is_multiple_of(101) {
                 writeln!(text, "{id},not a number,{note}").expect("writes");
             } else {
                 writeln!(text, "{id},{},{note}", id % 10).expect("writes");

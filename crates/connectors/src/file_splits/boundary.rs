@@ -432,7 +432,8 @@ mod tests {
             (4, 1),
             "between \\r and \\n: a blank line follows"
         );
-        assert_eq!(at(text, CSV, 5), (9, 2), "after a lone \\r");
+        assert_eq!(at(text, CSV, 5), (5, 2), "after \\r\\n");
+        assert_eq!(at(text, CSV, 6), (9, 2), "after a lone \\r");
     }
 
     #[test]
