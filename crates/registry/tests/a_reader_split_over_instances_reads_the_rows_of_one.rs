@@ -251,3 +251,29 @@ fn a_file_that_changes_size_after_planning_is_refused_naming_it() {
         "{text}"
     );
 }
+
+#[test]
+fn a_checkpoint_from_before_splits_resumes_where_its_one_instance_stood() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("a.csv");
+    std::fs::write(&file, "a,b\n1,x\n2,y\n").expect("writes");
+    let path = file.display().to_string();
+    let dead = Arc::new(DeadLetter::new(DeadLetterTarget::Stderr));
+    let bound = factory(&query(&path, "csv"));
+    let mut source = instances(&bound, &dead, 1).remove(0);
+    // The position of the reader that read its files in order: file 0, after `1,x`.
+    let old = serde_json::json!({
+        "file": 0, "path": path, "offset": 8, "null_event_time_rows": 0
+    });
+    source
+        .restore(RestoreIn {
+            epoch: Epoch(1),
+            inline: Some(old),
+            files: Vec::new(),
+        })
+        .expect("restores");
+    let mut out = Output::default();
+    poll(&mut source, None, &mut out);
+    let rows: Vec<&String> = out.rows.keys().collect();
+    assert_eq!(rows, [r#"{"a":2,"b":"y"}"#]);
+}
