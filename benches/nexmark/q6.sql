@@ -5,8 +5,13 @@
 -- (nexmark-flink lists it as not supported by Flink either.)
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q6.sql.
 --
--- NOT SUPPORTED YET: an OVER window (ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) over an updating
--- aggregation, and the joins of q4.
+-- NOT SUPPORTED YET: an OVER window over an updating stream. The OVER window itself (ROWS
+-- BETWEEN 10 PRECEDING AND CURRENT ROW, per seller, ordered by the event time) is there: the
+-- `over` operator (docs/sql.md, OVER windows). But it reads Q, the winning bid of each
+-- auction, a GROUP BY without a window whose results are updated (-U/+U) as higher bids
+-- come, and an OVER window takes append-only input only (it writes each row once, when the
+-- watermark passes it, and cannot take one back), as in Flink. Q is a GROUP BY over a join,
+-- which q4 waits for too. (Q also selects B.dateTime, which it does not group by.)
 -- `anduin run` and `anduin bench` refuse it with the position of what is missing; see
 -- docs/benchmarks.md (Nexmark) for the capability each unsupported query waits for.
 -- Vars:  EVENTS (all kinds together; default 10000000), RATE (events per second of event

@@ -1,5 +1,5 @@
-//! Nexmark's q4 and q6 need what anduin lacks (a GROUP BY over a join, OVER windows;
-//! docs/benchmarks.md): `anduin
+//! Nexmark's q4 and q6 need what anduin lacks (a GROUP BY over a join; an OVER window over
+//! an updating stream; docs/benchmarks.md): `anduin
 //! check` refuses each at the position of the first thing it lacks, and accepts the others.
 
 use crate::common;
@@ -19,7 +19,11 @@ fn check(q: &str) -> (Option<i32>, String) {
 fn the_unsupported_queries_are_refused_at_what_they_lack() {
     for (q, at, lacks) in [
         ("q4", "q4.sql:69:5:", "GROUP BY over a join"),
-        ("q6", "q6.sql:65:5:", "an OVER window"),
+        (
+            "q6",
+            "q6.sql:70:5:",
+            "an OVER window over an updating stream (a GROUP BY without a window",
+        ),
     ] {
         let (code, err) = check(q);
         assert_ne!(code, Some(0), "{q} is refused");

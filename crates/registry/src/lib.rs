@@ -11,7 +11,9 @@ use std::sync::Arc;
 use anduin_graph::{Binding, Catalog, ControlInput, OperatorSignature};
 use anduin_operator_api::controlled::controlled;
 use anduin_operator_api::Bound;
-use anduin_relational::{filter, group, join, map, regular_join, selector, top_n, union, window};
+use anduin_relational::{
+    filter, group, join, map, over, regular_join, selector, top_n, union, window,
+};
 use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
@@ -34,6 +36,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &join::SIGNATURE,
     &regular_join::SIGNATURE,
     &top_n::SIGNATURE,
+    &over::SIGNATURE,
     &anduin_cep::SIGNATURE,
 ];
 
@@ -77,6 +80,7 @@ impl Catalog for BuiltinCatalog {
             "window" => Err("a window over an updating stream is not supported yet (its windows fire once, and cannot take rows back)".into()),
             "join" => Err("a join with a time bound of an updating stream is not supported yet (a regular join, without a time bound, takes one)".into()),
             "pattern" => Err("a row pattern over an updating stream is not supported yet".into()),
+            "over" => Err("an OVER window over an updating stream is not supported yet (it emits each row once, when the watermark passes it, and cannot take a row back)".into()),
             "union" => Err("a union of updating streams is not supported yet".into()),
             _ => Err("it consumes append-only streams only".into()),
         }
@@ -152,6 +156,7 @@ impl Catalog for BuiltinCatalog {
             "join" => join::bind(op, inputs),
             "regular_join" => regular_join::bind(op, inputs),
             "top_n" => top_n::bind(op, inputs),
+            "over" => over::bind(op, inputs),
             "pattern" => anduin_cep::bind(op, inputs),
             other => Err(Diagnostic::error(
                 op.kind.pos(),

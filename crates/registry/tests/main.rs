@@ -3,6 +3,7 @@
 //! link time). A new scenario file needs its `mod` line here, or it never runs: anduin-cli's
 //! `every_test_file_of_the_workspace_is_compiled_into_its_crates_test_binary` says so.
 
+mod a_reader_split_over_instances_reads_the_rows_of_one;
 mod brute_force;
 mod common;
 
@@ -26,6 +27,7 @@ mod a_throttled_reader_reads_no_more_rows_than_its_rate_allows;
 mod a_top_n_hands_key_groups_to_another_mid_run_and_together_they_give_the_changes_of_one;
 mod a_window_hands_key_groups_to_another_mid_run_and_together_they_give_the_rows_of_one;
 mod all_rows_per_match_shows_or_omits_empty_matches_and_can_add_unmatched_rows;
+mod an_over_window_hands_key_groups_to_another_mid_run_and_together_they_give_the_rows_of_one;
 mod an_updating_stream_reaches_only_operators_that_take_changes;
 mod anchors_match_at_the_start_and_end_of_a_partition;
 mod checking_mutated_queries_never_panics_overflows_or_hangs;
@@ -38,6 +40,7 @@ mod group_by_changelogs_fold_to_a_naive_recomputation;
 mod joins_agree_with_a_naive_recomputation;
 mod match_recognize_variables_are_sql_identifiers;
 mod min_and_max_of_floats_do_not_depend_on_row_order;
+mod over_windows_agree_with_a_naive_recomputation;
 mod partial_matches_spread_over_instances_that_extend_them_give_the_matches_of_one;
 mod patterns_agree_with_a_brute_force_matcher;
 mod permute_matches_the_parts_in_any_order_preferring_the_order_written;

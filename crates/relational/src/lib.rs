@@ -1,6 +1,7 @@
 //! anduin's relational operators, one per file or directory: filter, map, union, window,
 //! join (time-bounded), the regular join (no time bound, an updating stream), the updating
-//! aggregate (`group`, a GROUP BY without a window) and top-N (`top_n`, also deduplication),
+//! aggregate (`group`, a GROUP BY without a window), top-N (`top_n`, also deduplication) and
+//! OVER windows (`over`),
 //! written against `anduin-operator-api`.
 //!
 //! This crate knows how one instance of each processes batches and checkpoints its state. It
@@ -12,6 +13,7 @@ pub mod group;
 mod in_turn;
 pub mod join;
 pub mod map;
+pub mod over;
 pub mod regular_join;
 mod replica_safe;
 mod retracting;

@@ -52,21 +52,21 @@ pub(crate) enum Fun {
 
 impl Fun {
     /// The aggregate DataFusion compiled (`function`, `distinct`, its argument's type), if it
-    /// is one a group keeps under retraction; otherwise what is not supported.
+    /// is one a group keeps under retraction; otherwise what is not supported `within` ("in a
+    /// GROUP BY without a window").
     pub(crate) fn of(
         function: &str,
         distinct: bool,
         arg: Option<&DataType>,
+        within: &str,
     ) -> Result<Fun, String> {
-        let numeric = |what: &str| {
-            match arg {
+        let numeric = |what: &str| match arg {
             Some(DataType::Int64) => Ok(false),
             Some(DataType::Float64) => Ok(true),
             Some(t) => Err(format!(
-                "{what} of a {t} is not supported yet in a GROUP BY without a window (ints and doubles are)"
+                "{what} of a {t} is not supported yet {within} (ints and doubles are)"
             )),
             None => Err(format!("{what} needs an argument")),
-        }
         };
         match (function, distinct) {
             ("count", false) => Ok(Fun::Count),
@@ -80,11 +80,11 @@ impl Fun {
             ("min", _) => Ok(Fun::Min),
             ("max", _) => Ok(Fun::Max),
             (f, true) => Err(format!(
-                "{}(DISTINCT …) is not supported yet in a GROUP BY without a window (COUNT(DISTINCT …) is)",
+                "{}(DISTINCT …) is not supported yet {within} (COUNT(DISTINCT …) is)",
                 f.to_uppercase()
             )),
             (f, false) => Err(format!(
-                "{}(…) is not supported yet in a GROUP BY without a window: COUNT, SUM, AVG, MIN, MAX and COUNT(DISTINCT …) are",
+                "{}(…) is not supported yet {within}: COUNT, SUM, AVG, MIN, MAX and COUNT(DISTINCT …) are",
                 f.to_uppercase()
             )),
         }
@@ -616,9 +616,21 @@ mod tests {
 
     #[test]
     fn unsupported_aggregates_say_what_is_supported() {
-        let e = Fun::of("stddev", false, Some(&DataType::Float64)).expect_err("no");
+        let e = Fun::of(
+            "stddev",
+            false,
+            Some(&DataType::Float64),
+            "in a GROUP BY without a window",
+        )
+        .expect_err("no");
         assert!(e.contains("STDDEV(…) is not supported yet"), "{e}");
-        let e = Fun::of("sum", true, Some(&DataType::Int64)).expect_err("no");
+        let e = Fun::of(
+            "sum",
+            true,
+            Some(&DataType::Int64),
+            "in a GROUP BY without a window",
+        )
+        .expect_err("no");
         assert!(e.contains("SUM(DISTINCT …)"), "{e}");
     }
 }

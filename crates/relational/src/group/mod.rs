@@ -18,7 +18,7 @@
 //! heap or LSM), one entry per group under its key's group key, written when changed
 //! (`running.rs`).
 
-mod acc;
+pub(crate) mod acc;
 mod running;
 
 use std::sync::Arc;
@@ -191,8 +191,13 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         };
         let args = a.arguments(&empty).map_err(|e| unsupported(e.message))?;
         let arg_type = args.first().map(|c| c.data_type().clone());
-        let fun =
-            Fun::of(a.function_name(), a.is_distinct(), arg_type.as_ref()).map_err(unsupported)?;
+        let fun = Fun::of(
+            a.function_name(),
+            a.is_distinct(),
+            arg_type.as_ref(),
+            "in a GROUP BY without a window",
+        )
+        .map_err(unsupported)?;
         let Some(t) = ColumnType::carrying(&a.data_type()) else {
             return Err(unsupported(format!(
                 "of type {}, which a stream cannot carry",

@@ -137,7 +137,7 @@ pub(crate) struct TopSetup {
 }
 
 /// `name` without the double quotes of a quoted identifier.
-fn unquoted(name: &str) -> String {
+pub(crate) fn unquoted(name: &str) -> String {
     let name = name.trim();
     match name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
         Some(inner) => inner.replace("\"\"", "\""),

@@ -242,6 +242,9 @@ pub(super) fn lower_select(
     if s.distinct.is_some() {
         return Err(unsupported(at, "SELECT DISTINCT"));
     }
+    if super::over::has_over_aggregate(s) {
+        return super::over::lower(s, prefix, script, tables, spec);
+    }
     super::group_updating::refuse_over(s)?;
     if let Some(q) = &s.qualify {
         return Err(unsupported(pos(q.span().start), "QUALIFY"));

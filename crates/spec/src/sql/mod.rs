@@ -22,6 +22,7 @@ mod group_updating;
 mod insert;
 mod join;
 mod match_recognize;
+mod over;
 mod qos;
 
 pub use match_recognize::PATTERN_AGGREGATES;

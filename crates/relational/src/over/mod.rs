@@ -1,0 +1,315 @@
+//! `over`: aggregates over a window of rows ending at each row (SQL's `agg(…) OVER
+//! (PARTITION BY … ORDER BY <event time> ROWS|RANGE BETWEEN … PRECEDING AND CURRENT ROW)`,
+//! Flink's OVER aggregation). Each input row comes out once, with its columns and one column
+//! per aggregate, computed over the rows of its partition up to it in event-time order: the
+//! `n` rows before it (`rows n`), the rows at most `x` older (`range x`, the row's peers of
+//! equal time included), or every row before it (`unbounded`).
+//!
+//! Its input is append-only (an updating one is refused before the query starts) and so is
+//! its output. As Flink does, it holds each row until the watermark passes the row's time,
+//! then emits the rows of each partition in event-time order (of equal times, in the order
+//! they came); a row whose time is not after the last row its partition emitted is late and
+//! dropped (counted in `late_rows_dropped`). A row without an event time goes to the dead
+//! letters. The aggregates (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`, `COUNT(DISTINCT …)`, each with
+//! an optional `FILTER (WHERE …)`) are those of the updating `aggregate`, kept incrementally:
+//! a row entering the frame is added, one leaving it taken out (`frame.rs`).
+//!
+//! The partitions live in memory; checkpoints go through a keyed table (heap or LSM), one
+//! entry per partition under its key's group key, written when changed (`running.rs`), so the
+//! operator rescales by key group as `top_n` does.
+
+mod entry;
+mod frame;
+mod running;
+
+use std::sync::Arc;
+
+use anduin_expr::{compile_aggregates, Scope};
+use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
+use anduin_operator_api::{Bound, Params};
+use anduin_spec::OperatorDef;
+use anduin_state::BackendKind;
+use anduin_types::{is_updating, ColumnType, Diagnostics};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow::record_batch::RecordBatch;
+
+use crate::group::acc::{AggPlan, Fun};
+use crate::window::keys::KeyCodec;
+pub(crate) use frame::Frame;
+use running::Over;
+
+/// The `over` operator type.
+pub const SIGNATURE: OperatorSignature = OperatorSignature {
+    kind: "over",
+    doc: "aggregates per key over the rows up to each row in event-time order (SQL's agg(…) OVER (PARTITION BY … ORDER BY time ROWS|RANGE BETWEEN … PRECEDING AND CURRENT ROW)); emits each row once the watermark passes it, with its aggregates: append-only",
+    inputs: Arity::Exactly(1),
+    outputs: Arity::Exactly(1),
+    stateful: true,
+    params: &[
+        ParamSpec {
+            name: "keys",
+            required: false,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "the partition key columns, comma-separated; without it one partition holds every row",
+        },
+        ParamSpec {
+            name: "time",
+            required: true,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "the event-time column the rows are ordered by (ascending)",
+        },
+        ParamSpec {
+            name: "frame",
+            required: true,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "the rows before each row that its aggregates cover: \"rows 10\" (the 10 rows before it), \"range 1 minute\" (the rows at most a minute older, its peers of equal time included), \"rows unbounded\" or \"range unbounded\" (every row before it)",
+        },
+        ParamSpec {
+            name: "aggregates",
+            required: true,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "aggregate columns added to each row: \"AVG(price) AS avg_price, COUNT(*) AS n\"; COUNT, SUM, AVG, MIN, MAX, COUNT(DISTINCT …), each with an optional FILTER (WHERE …)",
+        },
+        ParamSpec {
+            name: "parallelism",
+            required: false,
+            kind: ParamKind::Int,
+            default: Some("1"),
+            doc: "how many instances run it, each owning a share of the keys (default: the query's --parallelism)",
+        },
+        ParamSpec {
+            name: "state_backend",
+            required: false,
+            kind: ParamKind::OneOf(&["heap", "lsm"]),
+            default: Some("heap"),
+            doc: "where the checkpointed copy of the partitions is kept: heap (memory) or lsm (an LSM tree on local disk); either way checkpoints write only the partitions that changed (default: the query's --state-backend)",
+        },
+        anduin_operator_api::ON_ERROR,
+    ],
+};
+
+/// What a running OVER window is built from.
+#[derive(Debug, Clone)]
+pub(crate) struct OverSetup {
+    pub name: String,
+    pub key_columns: Vec<usize>,
+    pub codec: KeyCodec,
+    pub time: usize,
+    pub frame: Frame,
+    pub aggs: Vec<anduin_expr::CompiledAggregate>,
+    pub plans: Vec<AggPlan>,
+    /// Each aggregate's argument type, as the arguments are kept.
+    pub arg_types: Vec<DataType>,
+    /// The output: the input's columns, then the aggregates.
+    pub schema: SchemaRef,
+    pub backend: BackendKind,
+    pub sites: Vec<anduin_operator_api::ExprAt>,
+    pub on_error: Option<anduin_operator_api::OnError>,
+}
+
+/// The frame `text` names: `rows N`, `range DURATION`, `rows unbounded`, `range unbounded`.
+pub(crate) fn parse_frame(text: &str) -> Result<Frame, String> {
+    let text = text.trim();
+    let (unit, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    let rest = rest.trim();
+    let unbounded = rest.eq_ignore_ascii_case("unbounded");
+    match unit.to_ascii_lowercase().as_str() {
+        "rows" if unbounded => Ok(Frame::Rows(None)),
+        "range" if unbounded => Ok(Frame::Range(None)),
+        "rows" => rest
+            .parse::<u64>()
+            .map(|n| Frame::Rows(Some(n)))
+            .map_err(|_| format!("`{text}`: rows takes how many rows before each row, a whole number (or `unbounded`)")),
+        "range" => anduin_types::duration_ms(rest)
+            .map_err(|e| format!("`{text}`: range takes a duration (or `unbounded`): {e}"))
+            .and_then(|ms| {
+                i64::try_from(ms)
+                    .map(|ms| Frame::Range(Some(ms)))
+                    .map_err(|_| format!("`{text}`: the duration is too long"))
+            }),
+        _ => Err(format!(
+            "`{text}`: a frame is `rows N`, `range DURATION`, `rows unbounded` or `range unbounded`"
+        )),
+    }
+}
+
+/// Checks this operator's params and inputs as the query declares them, and binds it to a
+/// factory of instances (called by the registry's catalog).
+pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
+    let p = Params::new(op);
+    let (stream, input) = inputs.first().expect("arity checked: one input");
+    if is_updating(input) {
+        // The registry refuses it first (consumes_updates); kept for a direct bind.
+        return Err(p
+            .error(
+                "aggregates",
+                format!("stream `{stream}` is updating: an OVER window over an updating stream is not supported yet"),
+            )
+            .into());
+    }
+    let column = |param: &str, name: &str| -> Result<usize, Diagnostics> {
+        input.index_of(name).map_err(|_| {
+            let names: Vec<&str> = input.fields().iter().map(|f| f.name().as_str()).collect();
+            Diagnostics::from(p.error(
+                param,
+                format!(
+                    "unknown column `{name}`: stream `{stream}` has {}",
+                    names.join(", ")
+                ),
+            ))
+        })
+    };
+    let mut key_columns = Vec::new();
+    if let Some(keys) = p.text("keys") {
+        for k in keys.as_str().split(',').filter(|k| !k.trim().is_empty()) {
+            let i = column("keys", &crate::top_n::unquoted(k))?;
+            if !key_columns.contains(&i) {
+                key_columns.push(i);
+            }
+        }
+    }
+    let time_text = p.required("time");
+    let time = column("time", &crate::top_n::unquoted(time_text.as_str()))?;
+    match input.field(time).data_type() {
+        DataType::Int64 | DataType::Timestamp(TimeUnit::Millisecond, _) => {}
+        other => {
+            return Err(p
+                .error(
+                    "time",
+                    format!("the event-time column is a {other}: a timestamp or an int of epoch milliseconds"),
+                )
+                .into())
+        }
+    }
+    let frame = parse_frame(p.required("frame").as_str())
+        .map_err(|m| Diagnostics::from(p.error("frame", m)))?;
+    let text = p.required("aggregates");
+    let aggs = compile_aggregates(text.as_str(), &Scope::new(*stream, Arc::clone(input)))
+        .map(|aggs| {
+            // `AVG` of integers adds them exactly, as the updating aggregate does.
+            aggs.into_iter()
+                .map(|a| match a.function_name() {
+                    "avg" => a.with_integer_argument(),
+                    _ => a,
+                })
+                .collect::<Vec<_>>()
+        })
+        .map_err(|e| p.expr_error("aggregates", &text, e))?;
+    let sites = aggs
+        .iter()
+        .map(|a| {
+            anduin_operator_api::ExprAt::new(format!("aggregate `{}`", a.name), &text, &a.site)
+        })
+        .collect();
+    let empty = RecordBatch::new_empty(Arc::clone(input));
+    let mut plans = Vec::new();
+    let mut arg_types = Vec::new();
+    let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
+    for a in &aggs {
+        let unsupported = |message: String| -> Diagnostics {
+            p.error("aggregates", format!("aggregate `{}`: {message}", a.name))
+                .into()
+        };
+        let args = a.arguments(&empty).map_err(|e| unsupported(e.message))?;
+        let arg_type = args.first().map(|c| c.data_type().clone());
+        let fun = Fun::of(
+            a.function_name(),
+            a.is_distinct(),
+            arg_type.as_ref(),
+            "in an OVER window",
+        )
+        .map_err(unsupported)?;
+        let Some(t) = ColumnType::carrying(&a.data_type()) else {
+            return Err(unsupported(format!(
+                "of type {}, which a stream cannot carry",
+                a.data_type()
+            )));
+        };
+        let out = match fun {
+            Fun::Min | Fun::Max => a.data_type(),
+            _ => t.arrow_type(),
+        };
+        let arg_type = arg_type.unwrap_or(DataType::Null);
+        plans.push(AggPlan::new(fun, &arg_type).map_err(unsupported)?);
+        arg_types.push(arg_type);
+        fields.push(Field::new(&a.name, out, true));
+    }
+    let names: std::collections::BTreeSet<&str> =
+        fields.iter().map(|f| f.name().as_str()).collect();
+    if names.len() != fields.len() {
+        return Err(p
+            .error(
+                "aggregates",
+                "an aggregate has the name of a column of the input or of another aggregate: rename it with `AS`",
+            )
+            .into());
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let key_fields: Vec<Field> = key_columns
+        .iter()
+        .map(|i| input.field(*i).clone())
+        .collect();
+    let codec = KeyCodec::new(Arc::new(Schema::new(key_fields)))
+        .map_err(|e| Diagnostics::from(p.error("keys", e)))?;
+    if let Some(n) = p.int("parallelism") {
+        if n < 1 {
+            return Err(p.error("parallelism", "must be at least 1").into());
+        }
+        if n > 1 && key_columns.is_empty() {
+            return Err(p
+                .error("parallelism", "an OVER window without `keys` (one partition) cannot run in parallel: give it keys, or parallelism 1")
+                .into());
+        }
+    }
+    let partition_by = if key_columns.is_empty() {
+        vec![None]
+    } else {
+        vec![Some(key_columns.clone())]
+    };
+    let setup = OverSetup {
+        name: op.name.to_string(),
+        key_columns,
+        codec,
+        time,
+        frame,
+        aggs,
+        plans,
+        arg_types,
+        schema: Arc::clone(&schema),
+        backend: p.state_backend(),
+        sites,
+        on_error: anduin_operator_api::OnError::param(&p),
+    };
+    Ok(Binding {
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            Ok(Box::new(Over::new(setup.clone(), ctx)?))
+        })),
+        outputs: vec![schema],
+        warnings: Diagnostics::default(),
+        partition_by,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_is_rows_or_range_bounded_or_not() {
+        assert_eq!(parse_frame("rows 10"), Ok(Frame::Rows(Some(10))));
+        assert_eq!(parse_frame(" ROWS  unbounded "), Ok(Frame::Rows(None)));
+        assert_eq!(
+            parse_frame("range 1 minute"),
+            Ok(Frame::Range(Some(60_000)))
+        );
+        assert_eq!(parse_frame("range 250ms"), Ok(Frame::Range(Some(250))));
+        assert_eq!(parse_frame("range unbounded"), Ok(Frame::Range(None)));
+        assert!(parse_frame("rows -1").is_err());
+        assert!(parse_frame("range 10").is_err_and(|e| e.contains("duration")));
+        assert!(parse_frame("groups 2").is_err());
+    }
+}

@@ -1,0 +1,493 @@
+//! The running OVER window: a batch's rows held in their partitions until the watermark passes
+//! them, then released in event-time order (`frame.rs`) with the aggregates of their frames;
+//! the partitions checkpointed through a keyed table and restored from it.
+//!
+//! A checkpoint writes one table entry per partition changed since the previous one (its
+//! key's bytes as group key, `o` as sub-key, `entry.rs` as value), or deletes the entry of a
+//! partition that holds nothing any more (an unbounded frame keeps its aggregates and the
+//! time of its last row for ever, as Flink's state does without a time-to-live).
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use ahash::RandomState;
+use anduin_operator_api::event_time::event_times;
+use anduin_operator_api::null_time::reject_null_times;
+use anduin_operator_api::rescale::Combine;
+use anduin_operator_api::{
+    BuildContext, Collector, DeadLetter, KeyGroupsGiven, Operator, OperatorError, RestoreIn,
+    RowOrigins, SnapshotOut,
+};
+use anduin_state::{KeyGroupRange, KeyedTable, TableEntry};
+use anduin_types::Watermark;
+use arrow::array::{ArrayRef, BooleanArray};
+use arrow::record_batch::RecordBatch;
+use arrow::row::{RowConverter, SortField};
+use hashbrown::HashMap;
+
+use crate::group::acc::{Acc, Evaluation, Group};
+use crate::retracting;
+
+use super::entry;
+use super::frame::{Held, Partition, Step};
+use super::OverSetup;
+
+/// The sub-key of a partition's entry.
+const ROWS: &[u8] = b"o";
+
+/// A running OVER window.
+pub(crate) struct Over {
+    setup: OverSetup,
+    /// A row's values (every input column) to row-format bytes and back.
+    values: RowConverter,
+    /// A row's aggregate arguments (one column per aggregate, null where its filter leaves
+    /// the row out) to row-format bytes and back.
+    args: RowConverter,
+    /// The partitions, by their key's bytes (empty for one partition of every row).
+    partitions: HashMap<Box<[u8]>, Partition, RandomState>,
+    /// Partitions changed since the last checkpoint.
+    dirty: HashSet<Box<[u8]>, RandomState>,
+    /// The partitions with rows waiting, by their earliest time.
+    pending: BTreeSet<(i64, Box<[u8]>)>,
+    /// The checkpointed copy of the partitions.
+    table: KeyedTable,
+    /// Rows dropped because their partition had emitted a row as late or later.
+    late: u64,
+    /// What a row whose aggregate argument or filter fails does.
+    errors: anduin_operator_api::RowErrors,
+    dead_letter: Arc<DeadLetter>,
+}
+
+fn internal(operator: &str, e: impl std::fmt::Display) -> OperatorError {
+    OperatorError::internal(operator, e.to_string())
+}
+
+/// Per aggregate, its argument on `batch`, null where its filter leaves the row out; or the
+/// first aggregate whose argument or filter fails and its error.
+fn arguments(
+    batch: &RecordBatch,
+    setup: &OverSetup,
+) -> Result<Vec<ArrayRef>, (usize, anduin_expr::ExprError)> {
+    let mut out = Vec::with_capacity(setup.aggs.len());
+    for (i, a) in setup.aggs.iter().enumerate() {
+        let arg = a
+            .arguments(batch)
+            .map_err(|e| (i, e))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                (
+                    i,
+                    anduin_expr::ExprError::whole("an aggregate without an argument"),
+                )
+            })?;
+        let arg = match a.filter(batch).map_err(|e| (i, e))? {
+            None => arg,
+            Some(keep) => {
+                let leave_out: BooleanArray = keep.iter().map(|k| Some(k != Some(true))).collect();
+                arrow::compute::nullif(&arg, &leave_out)
+                    .map_err(|e| (i, anduin_expr::ExprError::whole(e.to_string())))?
+            }
+        };
+        out.push(arg);
+    }
+    Ok(out)
+}
+
+impl Over {
+    pub(crate) fn new(setup: OverSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
+        let dir = ctx.backend_dir(&setup.name);
+        let table = KeyedTable::new(&setup.name, setup.backend, dir);
+        let inputs = setup.schema.fields().len() - setup.aggs.len();
+        let values = RowConverter::new(
+            setup.schema.fields()[..inputs]
+                .iter()
+                .map(|f| SortField::new(f.data_type().clone()))
+                .collect(),
+        )
+        .map_err(|e| internal(&setup.name, e))?;
+        let args = RowConverter::new(
+            setup
+                .arg_types
+                .iter()
+                .map(|t| SortField::new(t.clone()))
+                .collect(),
+        )
+        .map_err(|e| internal(&setup.name, e))?;
+        let errors = anduin_operator_api::RowErrors::new(
+            &setup.name,
+            setup.sites.clone(),
+            setup.on_error,
+            ctx,
+        );
+        Ok(Self {
+            errors,
+            dead_letter: Arc::clone(&ctx.dead_letter),
+            setup,
+            values,
+            args,
+            partitions: HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
+            dirty: HashSet::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
+            pending: BTreeSet::new(),
+            table,
+            late: 0,
+        })
+    }
+
+    /// The aggregates' arguments on `batch`, after the rows they fail on went to the dead
+    /// letters (or stopped the query): the rows kept and their arguments.
+    fn evaluate(
+        &self,
+        batch: RecordBatch,
+        origins: Option<&RowOrigins>,
+    ) -> Result<(RecordBatch, Vec<ArrayRef>), OperatorError> {
+        let evaluated = anduin_operator_api::evaluate_rows(&batch, &mut |b: &RecordBatch| {
+            arguments(b, &self.setup)
+        });
+        let pieces = match evaluated {
+            anduin_operator_api::Evaluated::Whole(args) => return Ok((batch, args)),
+            anduin_operator_api::Evaluated::Split(pieces) => pieces,
+            anduin_operator_api::Evaluated::Exhausted(f) => {
+                return Err(self.errors.exhausted(&f, origins))
+            }
+        };
+        let failed = anduin_operator_api::failures(&pieces);
+        self.errors.reject(&batch, &failed, origins)?;
+        let keep = anduin_operator_api::kept_rows(batch.num_rows(), &failed);
+        let kept = arrow::compute::filter_record_batch(&batch, &keep)
+            .map_err(|e| internal(&self.setup.name, e))?;
+        let args = arguments(&kept, &self.setup).map_err(|(agg, e)| {
+            internal(
+                &self.setup.name,
+                format!(
+                    "aggregate {agg} failed on rows it evaluated before: {}",
+                    e.message
+                ),
+            )
+        })?;
+        Ok((kept, args))
+    }
+
+    /// Writes the partitions changed since the last checkpoint to the table (deleting those
+    /// gone).
+    fn flush(&mut self) -> Result<(), OperatorError> {
+        for key in self.dirty.drain() {
+            match self.partitions.get(&key) {
+                Some(p) => self.table.put(&key, ROWS, &entry::encode(p))?,
+                None => self.table.delete(&key, ROWS)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases the rows whose time the watermark `w` passed, partition by partition (those
+    /// whose earliest waiting row is earliest first), and emits them with their aggregates.
+    fn release(&mut self, w: Watermark, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        let mut keys = Vec::new();
+        while self.pending.first().is_some_and(|(t, _)| *t <= w.0) {
+            if let Some((_, key)) = self.pending.pop_first() {
+                keys.push(key);
+            }
+        }
+        if keys.is_empty() {
+            return Ok(());
+        }
+        // What releasing does to each partition, in order.
+        let mut steps = Vec::new();
+        let mut spans = Vec::with_capacity(keys.len());
+        for key in &keys {
+            let Some(p) = self.partitions.get_mut(key) else {
+                return Err(internal(
+                    &self.setup.name,
+                    "a partition with rows waiting holds none",
+                ));
+            };
+            let from = steps.len();
+            p.release(self.setup.frame, w.0, &mut steps);
+            spans.push(from..steps.len());
+            if let Some(t) = p.first_pending() {
+                self.pending.insert((t, key.clone()));
+            }
+            self.dirty.insert(key.clone());
+        }
+        // The arguments and values the steps name, as columns.
+        let name = &self.setup.name;
+        let (args_parser, values_parser) = (self.args.parser(), self.values.parser());
+        let args = self
+            .args
+            .convert_rows(steps.iter().filter_map(|s| match s {
+                Step::Add(a) | Step::Retract(a) => Some(args_parser.parse(a)),
+                Step::Emit(_) => None,
+            }))
+            .map_err(|e| internal(name, e))?;
+        let mut columns = Vec::with_capacity(self.setup.plans.len());
+        for (plan, arg) in self.setup.plans.iter().zip(&args) {
+            columns.push(plan.column(arg).map_err(|m| internal(name, m))?);
+        }
+        let mut output = self
+            .values
+            .convert_rows(steps.iter().filter_map(|s| match s {
+                Step::Emit(v) => Some(values_parser.parse(v)),
+                _ => None,
+            }))
+            .map_err(|e| internal(name, e))?;
+        // The aggregates, stepped through; their state at each emitted row.
+        let mut at_rows: Vec<Vec<Acc>> = Vec::new();
+        let mut i = 0;
+        for (key, span) in keys.iter().zip(spans) {
+            let Some(p) = self.partitions.get_mut(key) else {
+                continue;
+            };
+            let group = &mut p.group;
+            for step in &steps[span] {
+                match step {
+                    Step::Add(_) | Step::Retract(_) => {
+                        let add = matches!(step, Step::Add(_));
+                        group.rows += if add { 1 } else { -1 };
+                        for (k, plan) in self.setup.plans.iter().enumerate() {
+                            plan.apply(&mut group.accs[k], &columns[k], None, i, add);
+                        }
+                        i += 1;
+                    }
+                    Step::Emit(_) => at_rows.push(group.accs.clone()),
+                }
+            }
+        }
+        for (a, plan) in self.setup.plans.iter().enumerate() {
+            let values = plan
+                .evaluate(at_rows.iter().map(|accs| &accs[a]))
+                .map_err(|e| match e {
+                    Evaluation::Overflow { sum, .. } => OperatorError::Execution {
+                        operator: name.clone(),
+                        message: format!(
+                            "aggregate `{}` overflowed BIGINT over a window of rows: the sum is {sum}. The query stops: the total is no single row's fault. Add up a wider type instead, e.g. `SUM(CAST(… AS DOUBLE))` (approximate)",
+                            self.setup.aggs[a].site.text
+                        ),
+                    },
+                    Evaluation::Other(m) => internal(name, m),
+                })?;
+            output.push(values);
+        }
+        let batch = RecordBatch::try_new(Arc::clone(&self.setup.schema), output)
+            .map_err(|e| internal(name, e))?;
+        out.collect(0, batch)
+    }
+
+    /// Rebuilds the index of the partitions with rows waiting.
+    fn index_pending(&mut self) {
+        self.pending = self
+            .partitions
+            .iter()
+            .filter_map(|(k, p)| p.first_pending().map(|t| (t, k.clone())))
+            .collect();
+    }
+}
+
+/// The partition a checkpointed entry holds.
+fn decode(setup: &OverSetup, e: &TableEntry<'_>) -> Result<Partition, OperatorError> {
+    (e.sub_key == ROWS)
+        .then(|| entry::decode(e.value, &setup.plans))
+        .flatten()
+        .ok_or_else(|| OperatorError::Execution {
+            operator: setup.name.clone(),
+            message: format!(
+                "the checkpoint's OVER window state holds an entry in {} that is not a partition of this OVER window: the state is corrupt, or the query changed its input or aggregates; restore from an earlier checkpoint",
+                e.kg
+            ),
+        })
+}
+
+impl Operator for Over {
+    fn name(&self) -> &str {
+        &self.setup.name
+    }
+
+    fn process_batch(
+        &mut self,
+        input: usize,
+        batch: RecordBatch,
+        out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        self.process_batch_from(input, batch, None, out)
+    }
+
+    fn wants_origins(&self) -> bool {
+        true
+    }
+
+    fn process_batch_from(
+        &mut self,
+        _input: usize,
+        batch: RecordBatch,
+        origins: Option<RowOrigins>,
+        _out: &mut dyn Collector,
+    ) -> Result<(), OperatorError> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let batch = reject_null_times(batch, self.setup.time, &self.setup.name, &self.dead_letter)?;
+        // Row origins index the batch as it came; without null times they would not.
+        let origins = origins.filter(|o| o.len() == batch.num_rows());
+        let (batch, args) = self.evaluate(batch, origins.as_ref())?;
+        let n = batch.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let setup = &self.setup;
+        let name = &setup.name;
+        let keys: Vec<ArrayRef> = setup
+            .key_columns
+            .iter()
+            .map(|i| Arc::clone(batch.column(*i)))
+            .collect();
+        let keys = setup.codec.rows(&keys, n, name)?;
+        let values = self
+            .values
+            .convert_columns(batch.columns())
+            .map_err(|e| internal(name, e))?;
+        let args = self
+            .args
+            .convert_columns(&args)
+            .map_err(|e| internal(name, e))?;
+        let times = event_times(&batch, setup.time);
+        for (i, t) in times.into_iter().enumerate() {
+            let Some(t) = t else {
+                continue;
+            };
+            let key = setup.codec.stored(keys.row(i));
+            let p = self
+                .partitions
+                .entry_ref(key)
+                .or_insert_with(|| Partition::new(Group::new(&setup.plans)));
+            if !p.in_time(t) {
+                self.late += 1;
+                continue;
+            }
+            let first = p.first_pending();
+            p.hold(
+                t,
+                Held {
+                    values: values.row(i).as_ref().into(),
+                    args: args.row(i).as_ref().into(),
+                },
+            );
+            if first.is_none_or(|f| t < f) {
+                if let Some(f) = first {
+                    self.pending.remove(&(f, Box::from(key)));
+                }
+                self.pending.insert((t, key.into()));
+            }
+            if !self.dirty.contains(key) {
+                self.dirty.insert(key.into());
+            }
+        }
+        Ok(())
+    }
+
+    fn handle_watermark(
+        &mut self,
+        watermark: Watermark,
+        out: &mut dyn Collector,
+    ) -> Result<Option<Watermark>, OperatorError> {
+        self.release(watermark, out)?;
+        Ok(Some(watermark))
+    }
+
+    fn on_end_of_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        self.release(Watermark::MAX, out)
+    }
+
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        self.flush()?;
+        retracting::snapshot(&self.setup.name, &mut self.table, 0, out)
+    }
+
+    fn rescale_inline(
+        &self,
+        parts: &[Option<serde_json::Value>],
+        how: Combine,
+    ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
+        retracting::rescale_inline(parts, how)
+    }
+
+    fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
+        let setup = &self.setup;
+        let partitions = &mut self.partitions;
+        partitions.clear();
+        self.dirty.clear();
+        retracting::restore(
+            &setup.name,
+            "OVER window",
+            &mut self.table,
+            state,
+            |e: TableEntry<'_>| {
+                partitions.insert(e.group_key.into(), decode(setup, &e)?);
+                Ok(())
+            },
+        )?;
+        self.index_pending();
+        Ok(())
+    }
+
+    fn moves_key_groups(&self) -> bool {
+        true
+    }
+
+    fn give_key_groups(
+        &mut self,
+        ranges: &[KeyGroupRange],
+    ) -> Result<KeyGroupsGiven, OperatorError> {
+        // The table first holds every partition as it is in memory.
+        self.flush()?;
+        let pieces = self.table.export_each(ranges)?;
+        let table = &self.table;
+        self.partitions
+            .retain(|key, _| !retracting::given_away(table, ranges, key));
+        self.index_pending();
+        retracting::given(&self.setup.name, pieces, 0)
+    }
+
+    fn take_key_groups(
+        &mut self,
+        pieces: Vec<(KeyGroupRange, Vec<u8>)>,
+        inline: Vec<Option<serde_json::Value>>,
+    ) -> Result<(), OperatorError> {
+        retracting::taken(&self.setup.name, 0, inline)?;
+        for (range, bytes) in pieces {
+            let mut taken = Vec::new();
+            let setup = &self.setup;
+            self.table
+                .import_scanned(range, &bytes, |e: TableEntry<'_>| {
+                    taken.push((Box::<[u8]>::from(e.group_key), decode(setup, &e)?));
+                    Ok::<(), OperatorError>(())
+                })?;
+            for (key, p) in taken {
+                if self.partitions.insert(key, p).is_some() {
+                    return Err(OperatorError::internal(
+                        &self.setup.name,
+                        format!("a partition of {range:?} handed over at a rescale is held here already"),
+                    ));
+                }
+            }
+        }
+        self.index_pending();
+        Ok(())
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        let waiting: usize = self.partitions.values().map(Partition::pending_rows).sum();
+        let framed: usize = self.partitions.values().map(|p| p.frame.len()).sum();
+        let mut metrics = vec![
+            ("partitions", self.partitions.len() as u64),
+            ("rows_waiting", waiting as u64),
+            ("frame_rows_held", framed as u64),
+            ("late_rows_dropped", self.late),
+        ];
+        metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
+        metrics
+    }
+
+    fn is_stateless(&self) -> bool {
+        false
+    }
+}
