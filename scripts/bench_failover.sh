@@ -21,7 +21,7 @@ set -eu
 A=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); RUNS=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d); PIDS=""; SPIDS=""
-cleanup() { for p in $PIDS $SPIDS; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; if [ "${KEEP:-}" ]; then echo "kept $W" >&2; else rm -rf "$W"; fi; }
+cleanup() { for p in $PIDS $SPIDS; do kill -9 "$p" 2>/dev/null || true; done; for p in $PIDS $SPIDS; do wait "$p" 2>/dev/null || true; done; if [ "${KEEP:-}" ]; then echo "kept $W" >&2; else rm -rf "$W"; fi; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -141,5 +141,6 @@ PY
   set -- $(python3 "$HERE/gap.py" "$C/out" "$kill_ms")
   echo "run $i serving_ms=$serving checkpoint_ms=$ckpt gap_ms=$1 around_ms=$4 baseline_ms=$2 rows=$3"
   for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true; PIDS=""
+  # The run's processes only: the lock service lives on for the next run.
+  for p in $PIDS; do wait "$p" 2>/dev/null || true; done; PIDS=""
 done
