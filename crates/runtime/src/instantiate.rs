@@ -323,18 +323,16 @@ fn build_sources(
                         why,
                     })?;
                 if let Some(resume) = w.resume() {
-                    // At another parallelism, the source says how its instances' positions
-                    // combine (a file reader deals its splits again); most refuse.
-                    let parallelism = task.parallelism;
-                    let recut = |parts: &[Option<serde_json::Value>], i: usize| {
-                        source.rescale_inline(parts, i, parallelism)
+                    // A source's position is its instance's own: it is not re-cut.
+                    let not_rescalable = |_: &[Option<serde_json::Value>], _: usize| {
+                        Err(anduin_operator_api::RescaleError::NotRescalable)
                     };
                     let now = Layout {
                         instances: task.parallelism,
                         owners: task.active,
                     };
                     let i = at.instance;
-                    if let Some(state) = resume.state_of(node.name(), i, now, &recut)? {
+                    if let Some(state) = resume.state_of(node.name(), i, now, &not_rescalable)? {
                         resume.restore(node.name(), || source.restore(state))?;
                     }
                     resume.reapply_all(node.name(), |p, v| source.set_param(p, v))?;
