@@ -107,8 +107,9 @@ pub struct CoordinatorArgs {
     /// Several coordinators, one leading: `etcd://HOST:PORT[,HOST:PORT...][/PREFIX]`, the
     /// one that holds the election key under a lease of etcd leads (coordinators on several
     /// machines); `redlock://HOST:PORT,HOST:PORT,HOST:PORT[/PREFIX]`, the one that holds the
-    /// lock on a majority of these independent Redis servers; `file:///PATH`, the one that holds the lock on PATH leads (coordinators on
-    /// one machine, or on a file system whose locks all see). The others stand by, refusing
+    /// lock on a majority of these independent Redis servers; `file:///PATH`, the one that
+    /// holds the lock on PATH (coordinators on one machine, or on a file system whose locks
+    /// all see). The others stand by, refusing
     /// connections, and one takes over when the leader's lease or process ends. Every
     /// coordinator of the cluster gets the same --state-dir and election; workers and
     /// clients get all their addresses (`--coordinator a:7400,b:7400`).
@@ -505,16 +506,15 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         // one, with no term the workers could hold against it.
         super::leadership::check_unelected(&args.state_dir)?;
     }
-    if let Some(super::leadership::Election::Etcd(_) | super::leadership::Election::Redlock(_)) =
-        &args.leader_election
+    let lease_bounds = Duration::from_secs(1)..=Duration::from_secs(3600);
+    if args.leader_election.as_ref().is_some_and(|e| e.by_lease())
+        && !lease_bounds.contains(&args.leader_lease)
     {
-        if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&args.leader_lease) {
-            bail!(
-                "--leader-lease {:?}: give between 1s and 1h (a standby takes over about one \
-                 lease after the leader died; a leader renews every third of it)",
-                args.leader_lease
-            );
-        }
+        bail!(
+            "--leader-lease {:?}: give between 1s and 1h (a standby takes over about one \
+             lease after the leader died; a leader renews every third of it)",
+            args.leader_lease
+        );
     }
     // A standby that could not take over is refused before it says where it listens.
     let election = match &args.leader_election {
@@ -562,14 +562,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     // when it runs again is never read).
     let by_lease = leadership
         .as_ref()
-        .filter(|_| {
-            matches!(
-                args.leader_election,
-                Some(
-                    super::leadership::Election::Etcd(_) | super::leadership::Election::Redlock(_)
-                )
-            )
-        })
+        .filter(|_| args.leader_election.as_ref().is_some_and(|e| e.by_lease()))
         .map(|(l, _)| l.term);
     let catalog_dir = args.state_dir.join("catalog");
     let catalog = match by_lease {
@@ -650,12 +643,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         hold_restore: args.inject_hold_restore,
         scheduler: Mutex::new(scheduler),
         term: leadership.as_ref().map(|(l, _)| l.term),
-        silent_after: match &args.leader_election {
-            Some(
-                super::leadership::Election::Etcd(_) | super::leadership::Election::Redlock(_),
-            ) => Some(silent_after(args.leader_lease)),
-            _ => None,
-        },
+        silent_after: by_lease.map(|_| silent_after(args.leader_lease)),
     });
     if let Some(every) = cluster.silent_after {
         let cluster = Arc::clone(&cluster);

@@ -40,6 +40,14 @@ pub enum Election {
     Redlock(Redlock),
 }
 
+impl Election {
+    /// Whether the leader holds a lease that can run out while it lives (etcd, Redlock): it
+    /// renews it, pings its workers, and takes the catalog over by term.
+    pub fn by_lease(&self) -> bool {
+        matches!(self, Election::Etcd(_) | Election::Redlock(_))
+    }
+}
+
 impl std::fmt::Display for Election {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
