@@ -36,6 +36,44 @@ use arrow::record_batch::RecordBatch;
 
 use crate::window::keys::KeyCodec;
 use acc::{AggPlan, Fun};
+
+/// How the accumulators of an updating operator (GROUP BY, OVER) compute aggregate `a` of
+/// `p`'s `aggregates` (`context` says where, in a refusal): its plan, the type of its
+/// argument (`Null` for `COUNT(*)`), and its output column. `empty` is the input's schema
+/// with no rows.
+pub(crate) fn plan_aggregate(
+    p: &Params,
+    a: &anduin_expr::CompiledAggregate,
+    empty: &RecordBatch,
+    context: &str,
+) -> Result<(AggPlan, arrow::datatypes::DataType, Field), Diagnostics> {
+    let unsupported = |message: String| -> Diagnostics {
+        p.error("aggregates", format!("aggregate `{}`: {message}", a.name))
+            .into()
+    };
+    let args = a.arguments(empty).map_err(|e| unsupported(e.message))?;
+    let arg_type = args.first().map(|c| c.data_type().clone());
+    let fun = Fun::of(
+        a.function_name(),
+        a.is_distinct(),
+        arg_type.as_ref(),
+        context,
+    )
+    .map_err(unsupported)?;
+    let Some(t) = ColumnType::carrying(&a.data_type()) else {
+        return Err(unsupported(format!(
+            "of type {}, which a stream cannot carry",
+            a.data_type()
+        )));
+    };
+    let out = match fun {
+        Fun::Min | Fun::Max => a.data_type(),
+        _ => t.arrow_type(),
+    };
+    let arg_type = arg_type.unwrap_or(arrow::datatypes::DataType::Null);
+    let plan = AggPlan::new(fun, &arg_type).map_err(unsupported)?;
+    Ok((plan, arg_type, Field::new(&a.name, out, true)))
+}
 use running::Aggregate;
 
 /// The `aggregate` operator type.
@@ -185,32 +223,9 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let mut plans = Vec::new();
     let mut fields = key_fields;
     for a in &aggs {
-        let unsupported = |message: String| -> Diagnostics {
-            p.error("aggregates", format!("aggregate `{}`: {message}", a.name))
-                .into()
-        };
-        let args = a.arguments(&empty).map_err(|e| unsupported(e.message))?;
-        let arg_type = args.first().map(|c| c.data_type().clone());
-        let fun = Fun::of(
-            a.function_name(),
-            a.is_distinct(),
-            arg_type.as_ref(),
-            "in a GROUP BY without a window",
-        )
-        .map_err(unsupported)?;
-        let Some(t) = ColumnType::carrying(&a.data_type()) else {
-            return Err(unsupported(format!(
-                "of type {}, which a stream cannot carry",
-                a.data_type()
-            )));
-        };
-        let out = match fun {
-            Fun::Min | Fun::Max => a.data_type(),
-            _ => t.arrow_type(),
-        };
-        let arg_type = arg_type.unwrap_or(arrow::datatypes::DataType::Null);
-        plans.push(AggPlan::new(fun, &arg_type).map_err(unsupported)?);
-        fields.push(Field::new(&a.name, out, true));
+        let (plan, _, field) = plan_aggregate(&p, a, &empty, "in a GROUP BY without a window")?;
+        plans.push(plan);
+        fields.push(field);
     }
     let names: std::collections::BTreeSet<&str> =
         fields.iter().map(|f| f.name().as_str()).collect();

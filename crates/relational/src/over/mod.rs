@@ -29,11 +29,11 @@ use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_operator_api::{Bound, Params};
 use anduin_spec::OperatorDef;
 use anduin_state::BackendKind;
-use anduin_types::{is_updating, ColumnType, Diagnostics};
+use anduin_types::{is_updating, Diagnostics};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
 
-use crate::group::acc::{AggPlan, Fun};
+use crate::group::acc::AggPlan;
 use crate::window::keys::KeyCodec;
 pub(crate) use frame::Frame;
 use running::Over;
@@ -210,33 +210,11 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let mut arg_types = Vec::new();
     let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
     for a in &aggs {
-        let unsupported = |message: String| -> Diagnostics {
-            p.error("aggregates", format!("aggregate `{}`: {message}", a.name))
-                .into()
-        };
-        let args = a.arguments(&empty).map_err(|e| unsupported(e.message))?;
-        let arg_type = args.first().map(|c| c.data_type().clone());
-        let fun = Fun::of(
-            a.function_name(),
-            a.is_distinct(),
-            arg_type.as_ref(),
-            "in an OVER window",
-        )
-        .map_err(unsupported)?;
-        let Some(t) = ColumnType::carrying(&a.data_type()) else {
-            return Err(unsupported(format!(
-                "of type {}, which a stream cannot carry",
-                a.data_type()
-            )));
-        };
-        let out = match fun {
-            Fun::Min | Fun::Max => a.data_type(),
-            _ => t.arrow_type(),
-        };
-        let arg_type = arg_type.unwrap_or(DataType::Null);
-        plans.push(AggPlan::new(fun, &arg_type).map_err(unsupported)?);
+        let (plan, arg_type, field) =
+            crate::group::plan_aggregate(&p, a, &empty, "in an OVER window")?;
+        plans.push(plan);
         arg_types.push(arg_type);
-        fields.push(Field::new(&a.name, out, true));
+        fields.push(field);
     }
     let names: std::collections::BTreeSet<&str> =
         fields.iter().map(|f| f.name().as_str()).collect();
