@@ -262,21 +262,11 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     // primary key against them).
     let key_positions: Vec<usize> = (0..key_columns.len()).collect();
     let schema: SchemaRef = Arc::new(with_row_key(fields, &key_positions));
-    if let Some(n) = p.int("parallelism") {
-        if n < 1 {
-            return Err(p.error("parallelism", "must be at least 1").into());
-        }
-        if n > 1 && key_columns.is_empty() {
-            return Err(p
-                .error("parallelism", "an aggregate without `keys` (one group) cannot run in parallel: give it keys, or parallelism 1")
-                .into());
-        }
-    }
-    let partition_by = if key_columns.is_empty() {
-        vec![None]
-    } else {
-        vec![Some(key_columns.clone())]
-    };
+    let partition_by = crate::window::keys::partitioned_by(
+        &p,
+        &key_columns,
+        "an aggregate without `keys` (one group)",
+    )?;
     let setup = GroupSetup {
         name: op.name.to_string(),
         key_columns,

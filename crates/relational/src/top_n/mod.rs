@@ -309,21 +309,11 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         .collect();
     let codec = KeyCodec::new(Arc::new(Schema::new(key_fields)))
         .map_err(|e| Diagnostics::from(p.error("keys", e)))?;
-    if let Some(n) = p.int("parallelism") {
-        if n < 1 {
-            return Err(p.error("parallelism", "must be at least 1").into());
-        }
-        if n > 1 && key_columns.is_empty() {
-            return Err(p
-                .error("parallelism", "a top-N without `keys` (one partition) cannot run in parallel: give it keys, or parallelism 1")
-                .into());
-        }
-    }
-    let partition_by = if key_columns.is_empty() {
-        vec![None]
-    } else {
-        vec![Some(key_columns.clone())]
-    };
+    let partition_by = crate::window::keys::partitioned_by(
+        &p,
+        &key_columns,
+        "a top-N without `keys` (one partition)",
+    )?;
     let setup = TopSetup {
         name: op.name.to_string(),
         key_columns,

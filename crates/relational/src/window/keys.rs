@@ -194,6 +194,35 @@ pub(crate) fn arrow_error(operator: &str, e: &arrow::error::ArrowError) -> Opera
     }
 }
 
+/// How a keyed operator's instances share its input (`partition_by` of its binding): by its
+/// `key_columns`, or all rows to one instance without keys — which then cannot run in
+/// parallel: a `parallelism` above 1 is refused, `what` naming the operator ("an aggregate
+/// without `keys` (one group)").
+pub(crate) fn partitioned_by(
+    p: &anduin_operator_api::Params,
+    key_columns: &[usize],
+    what: &str,
+) -> Result<Vec<Option<Vec<usize>>>, anduin_types::Diagnostics> {
+    if let Some(n) = p.int("parallelism") {
+        if n < 1 {
+            return Err(p.error("parallelism", "must be at least 1").into());
+        }
+        if n > 1 && key_columns.is_empty() {
+            return Err(p
+                .error(
+                    "parallelism",
+                    format!("{what} cannot run in parallel: give it keys, or parallelism 1"),
+                )
+                .into());
+        }
+    }
+    Ok(if key_columns.is_empty() {
+        vec![None]
+    } else {
+        vec![Some(key_columns.to_vec())]
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
