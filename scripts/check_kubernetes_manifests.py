@@ -5,7 +5,8 @@ kubernetes-validate): what anduin's coordinator and its scheduler rely on.
   python3 scripts/check_kubernetes_manifests.py [DIR]
 
 DIR may be an overlay (deploy/kubernetes/ha): a kustomization whose resources are its parent
-and whose patches are JSON patches, applied here as kustomize would.
+and whose patches are JSON patches or strategic-merge deletions (`$patch: delete`), applied
+here as kustomize would.
 """
 import json
 import pathlib
@@ -50,8 +51,12 @@ overlay = bool(kustomization) and kustomization.get("resources") == ["../"]
 if overlay:
     docs, _ = load(root.parent)
     for patch in kustomization.get("patches", []):
+        body = yaml.safe_load(patch["patch"])
+        if isinstance(body, dict) and body.get("$patch") == "delete":
+            del docs[(body["kind"], body["metadata"]["name"])]
+            continue
         target = patch["target"]
-        apply(docs[(target["kind"], target["name"])], yaml.safe_load(patch["patch"]))
+        apply(docs[(target["kind"], target["name"])], body)
 
 
 def check(ok, what):
@@ -82,16 +87,21 @@ for k, v in spec["selector"]["matchLabels"].items():
     check(labels.get(k) == v, f"the Deployment's selector {k}={v} does not match its pods' labels")
 for k, v in service["spec"]["selector"].items():
     check(labels.get(k) == v, f"the Service's selector {k}={v} does not match the coordinator's labels")
-claim = docs[("PersistentVolumeClaim", "anduin-coordinator-state")]
 args = pod["spec"]["containers"][0]["command"]
+volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
 if spec["replicas"] == 1:
     check(spec.get("strategy", {}).get("type") == "Recreate", "one coordinator's Deployment must be Recreate (one catalog, one writer)")
+    claim = volumes.get("state", {}).get("persistentVolumeClaim", {}).get("claimName")
+    check(("PersistentVolumeClaim", claim) in docs, "one coordinator keeps its catalog on a claim of its own")
 else:
     election = flag(args, "--leader-election") or ""
     check(election.startswith(("etcd://", "redlock://")),
           "several coordinator replicas without --leader-election etcd:// or redlock:// (a lock file elects on one machine only)")
-    check(claim["spec"]["accessModes"] == ["ReadWriteMany"],
-          "several coordinator replicas share their catalog: its volume must be ReadWriteMany")
+    # Elected by a lease with an object store, they keep the catalog in it: no volume shared.
+    check("emptyDir" in volumes.get("state", {}),
+          "several coordinator replicas keep their catalog in the checkpoint store: each its own state directory (an emptyDir)")
+    check(not any(kind == "PersistentVolumeClaim" for kind, _ in docs),
+          "several coordinator replicas share no volume: the base's claim must go")
 
 check(pod["spec"].get("serviceAccountName") == account["metadata"]["name"], "the coordinator does not run as its service account")
 check(binding["roleRef"]["name"] == role["metadata"]["name"], "the RoleBinding does not bind the Role")

@@ -88,6 +88,15 @@ pub enum CheckpointError {
         /// The object that exists (its key under the store).
         what: String,
     },
+    /// The writer may no longer commit checkpoints (its [`crate::CommitGuard`] said why):
+    /// the manifest was not written.
+    #[error("checkpoint {epoch} not committed: {why}")]
+    NotCommitted {
+        /// The checkpoint.
+        epoch: u64,
+        /// Why.
+        why: String,
+    },
 }
 
 impl CheckpointError {

@@ -15,6 +15,7 @@
 //! operator's own), nor how a checkpoint is taken (the runtime's coordinator); when one is
 //! taken is decided here, in [`schedule`].
 
+mod bucket;
 pub mod decide;
 mod error;
 mod files;
@@ -28,6 +29,7 @@ pub mod recovery;
 pub mod schedule;
 mod store;
 
+pub use bucket::{Bucket, Created};
 pub use error::CheckpointError;
 pub use files::{write_file_atomically, CrcWriter, FinishedFile, PendingFile};
 pub use layout::{instance_key, state_file, CheckpointDir};
@@ -36,4 +38,4 @@ pub use lock::{output_locks_dir, LockError, OwnerLock, LOCK_NAME};
 pub use manifest::{
     ChangeRecord, FileEntry, Manifest, OperatorState, StateFileRef, MANIFEST_FORMAT, READ_FORMATS,
 };
-pub use store::{CheckpointListing, CheckpointStatus, Store, Validated};
+pub use store::{CheckpointListing, CheckpointStatus, CommitGuard, Store, Validated};

@@ -133,6 +133,16 @@ impl Objects {
         })
     }
 
+    /// The connection, for a request of a caller's own.
+    pub(crate) fn store(&self) -> Arc<dyn ObjectStore> {
+        Arc::clone(&self.store)
+    }
+
+    /// The prefix.
+    pub(crate) fn root(&self) -> &Key {
+        self.layout.root()
+    }
+
     /// `s3://bucket/prefix`.
     pub(crate) fn url(&self) -> &str {
         &self.url
@@ -150,7 +160,11 @@ impl Objects {
     }
 
     /// The error of `operation` failing with `cause`.
-    fn failed(&self, operation: impl Into<String>, cause: impl ToString) -> CheckpointError {
+    pub(crate) fn failed(
+        &self,
+        operation: impl Into<String>,
+        cause: impl ToString,
+    ) -> CheckpointError {
         CheckpointError::Remote {
             url: self.url.clone(),
             operation: operation.into(),
@@ -159,7 +173,7 @@ impl Objects {
     }
 
     /// Runs `fut` on the store's runtime and waits for it (see the module's docs).
-    fn block<T: Send + 'static>(
+    pub(crate) fn block<T: Send + 'static>(
         &self,
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, CheckpointError> {
@@ -664,7 +678,7 @@ async fn upload(store: Arc<dyn ObjectStore>, u: Upload) -> Result<(), UploadErro
 }
 
 /// Options of a put that creates an object only if it is absent.
-fn create() -> PutOptions {
+pub(crate) fn create() -> PutOptions {
     PutOptions {
         mode: PutMode::Create,
         ..PutOptions::default()

@@ -26,8 +26,12 @@ use crate::recovery::{plan_recovery, RecoveryFacts, RecoveryPlan};
 /// The start of a manifest's last line, which holds the CRC32 of the lines before it.
 const CRC_PREFIX: &str = "crc32 ";
 
+/// Asked just before a manifest is written: `Err(why)` if the writer may no longer commit
+/// checkpoints (a coordinator that a later leader superseded).
+pub type CommitGuard = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
 /// The checkpoints of one query, in one directory or in an object store.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Store {
     /// The store itself, or the staging and cache directory of `remote`.
     dir: CheckpointDir,
@@ -36,6 +40,19 @@ pub struct Store {
     remote: Option<Arc<Objects>>,
     /// Who uploads a checkpoint's files to the object store.
     uploads: Uploads,
+    /// Asked before each manifest is written.
+    guard: Option<CommitGuard>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("dir", &self.dir)
+            .field("remote", &self.remote)
+            .field("uploads", &self.uploads)
+            .field("guard", &self.guard.is_some())
+            .finish()
+    }
 }
 
 /// Who uploads the files of a checkpoint to an object store.
@@ -92,6 +109,7 @@ impl Store {
             dir,
             remote: None,
             uploads: Uploads::AtCompletion,
+            guard: None,
         })
     }
 
@@ -150,6 +168,14 @@ impl Store {
     /// is the same store either way (its writers write into it).
     pub fn files_uploaded_by_writers(mut self) -> Self {
         self.uploads = Uploads::ByWriters;
+        self
+    }
+
+    /// This store, asking `guard` just before it writes each manifest: a checkpoint `guard`
+    /// refuses is not completed ([`CheckpointError::NotCommitted`]). A cluster's coordinator
+    /// asks whether a later leader superseded it.
+    pub fn with_commit_guard(mut self, guard: CommitGuard) -> Self {
+        self.guard = Some(guard);
         self
     }
 
@@ -264,6 +290,12 @@ impl Store {
         // The manifest checks itself: its last line is the CRC32 of everything before it.
         let crc = crc32fast::hash(&bytes);
         bytes.extend_from_slice(format!("\n{CRC_PREFIX}{crc:08x}\n").as_bytes());
+        if let Some(guard) = &self.guard {
+            guard().map_err(|why| CheckpointError::NotCommitted {
+                epoch: manifest.epoch,
+                why,
+            })?;
+        }
         let local = self.dir.manifest(Epoch(manifest.epoch));
         let Some(r) = &self.remote else {
             return write_file_atomically(&local, &bytes).map(|_| ());
@@ -775,6 +807,33 @@ mod tests {
             panic!("{d:?}")
         };
         assert_eq!((epoch, skipped.len()), (Epoch(1), 1));
+    }
+
+    #[test]
+    fn a_manifest_its_guard_refuses_is_not_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let refuse = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let store = Store::open(dir.path()).expect("opens").with_commit_guard({
+            let refuse = std::sync::Arc::clone(&refuse);
+            std::sync::Arc::new(move || {
+                if refuse.load(std::sync::atomic::Ordering::Relaxed) {
+                    Err("a later leader (term 7) took the catalog over".into())
+                } else {
+                    Ok(())
+                }
+            })
+        });
+        complete(&store, 1, &[("a", b"1")], &[]);
+        refuse.store(true, std::sync::atomic::Ordering::Relaxed);
+        let err = store
+            .complete(&manifest_of(2, Vec::new()))
+            .expect_err("refused");
+        assert!(
+            matches!(&err, CheckpointError::NotCommitted { epoch: 2, why } if why.contains("term 7")),
+            "{err}"
+        );
+        assert!(!store.dir().manifest(Epoch(2)).exists());
+        assert!(store.dir().manifest(Epoch(1)).exists());
     }
 
     #[test]

@@ -9,13 +9,16 @@
 //! store than the leader's is refused at its start. The same with coordinators elected
 //! through etcd under 2 s leases (the standby leads once the killed leader's lease expired,
 //! at a term above the leader's: etcd's revision), and by Redlock over 3 Redis servers one of
-//! which is down.
+//! which is down. And through etcd with checkpoints in S3 (a moto server) and a state
+//! directory of each coordinator's own: no file system shared, the catalog is in the store
+//! (`.catalog/`), and the standby takes it over from there.
 
 use crate::common;
 
 use common::cluster::{executors, windowed_generator, LocalCluster, Setup};
 use common::etcd::EtcdServer;
 use common::redis::RedisServer;
+use common::s3::{S3Server, BUCKET};
 use common::{anduin, anduin_ok, output_rows, wait_until};
 
 /// The term a coordinator's log says it leads at.
@@ -25,8 +28,8 @@ fn term(log: &str) -> Option<u64> {
 }
 
 /// The scenario, the leader killed after `after` checkpoints; the coordinators elect by
-/// `election`, or by a lock file.
-fn scenario(after: u64, election: Option<String>) {
+/// `election`, or by a lock file, and are started as `more` says beyond that.
+fn scenario(after: u64, election: Option<String>, more: Setup) {
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         work.path().join("q.flow"),
@@ -52,7 +55,7 @@ fn scenario(after: u64, election: Option<String>) {
             standby: true,
             election: election.clone(),
             coordinator_flags: vec!["--leader-lease".into(), "2s".into()],
-            ..Setup::default()
+            ..more
         },
     );
     assert!(
@@ -141,6 +144,13 @@ fn scenario(after: u64, election: Option<String>) {
         "after {after}: the new leader restarted the query's tasks: {status}"
     );
 
+    if cluster.setup.standby_state_of_its_own {
+        // Neither kept a catalog in its state directory: both read and wrote the store's.
+        for dir in ["coordinator", "standby-state"] {
+            let catalog = cluster.dir.path().join(dir).join("catalog");
+            assert!(!catalog.exists(), "{} exists", catalog.display());
+        }
+    }
     if election.is_some() {
         return;
     }
@@ -198,14 +208,38 @@ fn scenario(after: u64, election: Option<String>) {
 #[test]
 fn a_standby_coordinator_takes_over_from_a_killed_leader_without_restarting_a_task() {
     for after in [1, 3] {
-        scenario(after, None);
+        scenario(after, None, Setup::default());
     }
 }
 
 #[test]
 fn a_standby_coordinator_elected_through_etcd_takes_over_from_a_killed_leader() {
     let etcd = EtcdServer::start();
-    scenario(1, Some(format!("etcd://{}/anduin-test", etcd.endpoint)));
+    scenario(
+        1,
+        Some(format!("etcd://{}/anduin-test", etcd.endpoint)),
+        Setup::default(),
+    );
+}
+
+#[test]
+fn a_standby_coordinator_with_no_shared_file_system_takes_over_through_the_catalog_in_s3() {
+    let etcd = EtcdServer::start();
+    let s3 = S3Server::start();
+    scenario(
+        1,
+        Some(format!("etcd://{}/anduin-test", etcd.endpoint)),
+        Setup {
+            checkpoint_store: Some(format!("s3://{BUCKET}/cluster")),
+            env: s3
+                .env()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            standby_state_of_its_own: true,
+            ..Setup::default()
+        },
+    );
 }
 
 #[test]
@@ -215,7 +249,11 @@ fn a_standby_coordinator_elected_by_redlock_takes_over_from_a_killed_leader_with
     let addresses: Vec<String> = servers.iter().map(RedisServer::address).collect();
     // One of the three is down from the start: a majority is two.
     servers[1].kill();
-    scenario(1, Some(format!("redlock://{}", addresses.join(","))));
+    scenario(
+        1,
+        Some(format!("redlock://{}", addresses.join(","))),
+        Setup::default(),
+    );
 }
 
 /// The leader dies right after recording a submission, before answering it: the client asks

@@ -13,7 +13,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use anduin_api::{ApiConfig, ApiServer, Registry};
-use anduin_coordinator::catalog::{Catalog, CatalogOptions, Edit, QuerySettings, QuerySource};
+use anduin_coordinator::catalog::{
+    Catalog, CatalogFence, CatalogOptions, Edit, QuerySettings, QuerySource,
+};
 use anduin_coordinator::life::{step, Action, Input, LifeEvent, QueryLife, QueryState};
 use anduin_coordinator::{QueryId, WorkerId};
 
@@ -198,12 +200,17 @@ pub enum AfterFailedEdit {
     /// The coordinator stops, as a kill would; started again, it reads the truth from its
     /// files and takes its queries over.
     Stop,
+    /// A later leader took the catalog over (in an object store, where the edit's place was
+    /// taken): this coordinator no longer leads, and steps down.
+    StepDown,
 }
 
 /// The decision for a failed catalog edit.
 pub fn after_failed_edit(e: &anduin_coordinator::catalog::CatalogError) -> AfterFailedEdit {
-    use anduin_coordinator::catalog::CatalogError;
+    use anduin_coordinator::catalog::{CatalogError, EditRefused};
     match e {
+        CatalogError::Superseded { .. }
+        | CatalogError::Refused(EditRefused::TermNotAfter { .. }) => AfterFailedEdit::StepDown,
         CatalogError::Refused(_) => AfterFailedEdit::GoOn,
         _ => AfterFailedEdit::Stop,
     }
@@ -270,6 +277,8 @@ pub struct Cluster {
     pub state_dir: PathBuf,
     /// Where the queries' checkpoints go.
     pub store: ClusterStore,
+    /// With the catalog in the object store: asked before each checkpoint is completed.
+    pub fence: Option<CatalogFence>,
     pub heartbeat_timeout: Duration,
     /// `--executor-timeout`.
     pub executor_timeout: Duration,
@@ -389,6 +398,9 @@ impl State {
         }
         if let Err(e) = self.catalog.append(edit, Instant::now()) {
             tracing::error!(error = %e, "the coordinator's catalog did not take an edit");
+            if after_failed_edit(&e) == AfterFailedEdit::StepDown {
+                super::leadership::superseded(&e);
+            }
             if after_failed_edit(&e) == AfterFailedEdit::Stop {
                 eprintln!(
                     "anduin: the coordinator stops: its catalog did not take an edit ({e}). \
@@ -407,6 +419,17 @@ impl State {
 }
 
 impl Cluster {
+    /// Query `name`'s checkpoints as its checkpoint coordinator completes them: never by a
+    /// leader whose lease may have run out (it steps down) nor by one a later leader
+    /// superseded in the catalog's object store (the checkpoint is not committed).
+    pub fn committing_store(&self, name: &str) -> Result<anduin_checkpoint::Store> {
+        let fence = self.fence.clone();
+        Ok(self.store.store(name)?.with_commit_guard(Arc::new(move || {
+            super::leadership::act_or_step_down();
+            fence.as_ref().map_or(Ok(()), CatalogFence::check)
+        })))
+    }
+
     /// Exits the process, as a SIGKILL would, when the tests asked for it after `step`.
     pub fn exit_point(&self, step: ExitPoint) {
         if self.exit_after == Some(step) {
@@ -519,7 +542,11 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     // A standby that could not take over is refused before it says where it listens.
     let election = match &args.leader_election {
         Some(election) => {
-            let shared = super::leadership::Shared::of(&args.state_dir, &args.checkpoint_store)?;
+            let shared = super::leadership::Shared::of(
+                &args.state_dir,
+                &args.checkpoint_store,
+                election.by_lease(),
+            )?;
             super::leadership::check(election, &shared)?;
             Some((election, shared))
         }
@@ -565,7 +592,18 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         .filter(|_| args.leader_election.as_ref().is_some_and(|e| e.by_lease()))
         .map(|(l, _)| l.term);
     let catalog_dir = args.state_dir.join("catalog");
+    let catalog_objects = election
+        .as_ref()
+        .and_then(|(_, s)| s.catalog_objects.clone());
     let catalog = match by_lease {
+        // No shared file system needed: the catalog is in the object store, fenced there.
+        Some(term) if let Some(objects) = catalog_objects => Catalog::take_over_objects(
+            objects,
+            term,
+            CatalogOptions::in_object_store(),
+            Instant::now(),
+            &super::leadership::act_or_step_down,
+        ),
         Some(term) => Catalog::take_over(
             &catalog_dir,
             term,
@@ -575,6 +613,11 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         ),
         None => Catalog::open(&catalog_dir, CatalogOptions::default(), Instant::now()),
     }
+    .or_else(|e| match after_failed_edit(&e) {
+        // A later leader took it over while this one was taking it over.
+        AfterFailedEdit::StepDown => super::leadership::superseded(&e),
+        _ => Err(e),
+    })
     .context("cannot open the coordinator's catalog")?;
     // One coordinator per checkpoint directory: a second, with a catalog of its own, would
     // take the first's queries' checkpoints for leftovers of its own and remove them. (A
@@ -612,6 +655,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         }
         _ => Box::new(Static),
     };
+    let fence = catalog.fence();
     let (mut state, resumed) = from_catalog(catalog, LifeEvents::open(&args.state_dir));
     state.fail_at = args.inject_catalog_failure_at;
     let registry = Registry::new();
@@ -632,6 +676,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         store,
         heartbeat_timeout: args.heartbeat_timeout,
         executor_timeout: args.executor_timeout,
+        fence,
         state: Mutex::new(state),
         changed: Condvar::new(),
         started: Instant::now(),
@@ -1496,5 +1541,12 @@ mod tests {
             cause: "an earlier write failed".into(),
         };
         assert_eq!(after_failed_edit(&poisoned), AfterFailedEdit::Stop);
+        let superseded = CatalogError::Superseded {
+            url: "s3://b/p/.catalog".into(),
+            txid: anduin_coordinator::Txid(7),
+        };
+        assert_eq!(after_failed_edit(&superseded), AfterFailedEdit::StepDown);
+        let older = CatalogError::Refused(EditRefused::TermNotAfter { current: 4, got: 3 });
+        assert_eq!(after_failed_edit(&older), AfterFailedEdit::StepDown);
     }
 }

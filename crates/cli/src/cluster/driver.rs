@@ -802,7 +802,7 @@ fn start_checkpointer(
         max_parallelism: compiled.args.engine.max_parallelism,
         checkpointing: Some(Checkpointing {
             settings: CheckpointSettings {
-                store: Some(cluster.store.store(name)?),
+                store: Some(cluster.committing_store(name)?),
                 ..checkpoint_settings(&compiled.args, dir)
             },
             restore,

@@ -37,6 +37,9 @@ pub struct Setup {
     pub standby: bool,
     /// The `--leader-election` of a [`Setup::standby`] cluster, if not its lock file.
     pub election: Option<String>,
+    /// The standby's `--state-dir` is its own (`standby-state`), not the leader's: the
+    /// coordinators share no file system.
+    pub standby_state_of_its_own: bool,
 }
 
 /// How the coordinators of a [`Setup::standby`] cluster in `dir` elect: by
@@ -70,7 +73,10 @@ fn coordinator_named(dir: &Path, name: &str, listen: &str, setup: &Setup) -> Chi
         Command::new(env!("CARGO_BIN_EXE_anduin"))
             .args(["coordinator", "--listen", listen])
             .arg("--state-dir")
-            .arg(dir.join("coordinator"))
+            .arg(match name {
+                "standby" if setup.standby_state_of_its_own => dir.join("standby-state"),
+                _ => dir.join("coordinator"),
+            })
             .args(["--checkpoint-store", &store])
             .arg("--address-file")
             .arg(&addr_file)

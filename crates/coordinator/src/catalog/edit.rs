@@ -160,6 +160,12 @@ pub enum Edit {
         /// The worker.
         worker: WorkerId,
     },
+    /// The leader of term `term` took the catalog over (a catalog in an object store): the
+    /// edits after this are its own. Refused unless `term` comes after the last such.
+    LeaderTookOver {
+        /// The leader's term.
+        term: u64,
+    },
 }
 
 impl Edit {
@@ -178,7 +184,9 @@ impl Edit {
             | Edit::CancelRequested { query }
             | Edit::ParameterSet { query, .. }
             | Edit::QueryForgotten { query } => Some(query),
-            Edit::WorkerRegistered { .. } | Edit::WorkerLeft { .. } => None,
+            Edit::WorkerRegistered { .. }
+            | Edit::WorkerLeft { .. }
+            | Edit::LeaderTookOver { .. } => None,
         }
     }
 }

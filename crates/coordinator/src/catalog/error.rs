@@ -78,6 +78,19 @@ pub enum CatalogError {
         /// The failure.
         cause: String,
     },
+    /// Another coordinator wrote the catalog's next edit in the object store first: a later
+    /// leader took the catalog over, and this one no longer leads.
+    #[error("edit {} of the catalog at {url} was written by another coordinator first: a later leader took the catalog over, and this coordinator no longer leads", txid.0)]
+    Superseded {
+        /// Where the catalog is (`s3://bucket/prefix/.catalog`).
+        url: String,
+        /// The edit.
+        txid: Txid,
+    },
+    /// The object store the catalog is kept in failed (whether a write landed is unknown:
+    /// the catalog takes no more edits, and reading it again tells).
+    #[error(transparent)]
+    Remote(#[from] anduin_checkpoint::CheckpointError),
     /// The catalog could not be encoded (a bug in anduin).
     #[error("cannot encode {what}: {cause} (a bug in anduin)")]
     Encode {

@@ -75,7 +75,7 @@ pub fn list(dir: &Path) -> Result<Listing, CatalogError> {
     Ok(listing)
 }
 
-fn number(name: &str, prefix: &str, suffix: &str) -> Option<Txid> {
+pub(super) fn number(name: &str, prefix: &str, suffix: &str) -> Option<Txid> {
     let digits = name.strip_prefix(prefix)?.strip_suffix(suffix)?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;

@@ -51,6 +51,7 @@ mod error;
 mod files;
 pub mod format;
 mod model;
+mod objects;
 mod recover;
 mod segment;
 pub mod terms;
@@ -61,7 +62,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anduin_checkpoint::OwnerLock;
+use anduin_checkpoint::{Bucket, OwnerLock};
 use tracing::{debug, info, warn};
 
 pub use edit::Edit;
@@ -71,6 +72,7 @@ pub use model::{
     CatalogState, CheckpointPointer, ControlRecord, EditRefused, QueryEntry, QuerySettings,
     QuerySource, WorkerEntry, CONTROL_HISTORY_KEPT,
 };
+pub use objects::{CatalogFence, CATALOG_PREFIX};
 
 use crate::ids::Txid;
 use format::{encode_record, encode_snapshot};
@@ -95,6 +97,17 @@ impl Default for CatalogOptions {
             snapshot_every_edits: 1000,
             snapshot_every: Duration::from_secs(600),
             keep_snapshots: 2,
+        }
+    }
+}
+
+impl CatalogOptions {
+    /// For a catalog in an object store: a snapshot every 100 edits, as a take-over reads
+    /// every edit after the newest snapshot, one request each (16 at a time).
+    pub fn in_object_store() -> Self {
+        CatalogOptions {
+            snapshot_every_edits: 100,
+            ..CatalogOptions::default()
         }
     }
 }
@@ -134,21 +147,37 @@ pub struct TornTail {
     pub bytes: u64,
 }
 
-/// The catalog, open in its state directory (and locked there until dropped).
+/// The catalog, open in its state directory (and locked there until dropped) or in an
+/// object store.
 #[derive(Debug)]
 pub struct Catalog {
-    dir: PathBuf,
     options: CatalogOptions,
     state: CatalogState,
     last_txid: Txid,
     snapshot_txid: Txid,
-    log: Segment,
-    /// The segments before the current one, oldest first, with their last edit (`None`: empty).
-    older: Vec<(PathBuf, Option<Txid>)>,
     /// When the oldest edit no snapshot holds yet was appended (or found, on open).
     unsnapshotted_since: Option<Instant>,
     poisoned: Option<String>,
     recovered: Recovered,
+    backing: Backing,
+}
+
+/// Where a catalog's edits and snapshots are kept.
+#[derive(Debug)]
+enum Backing {
+    /// Files of a state directory.
+    Files(FileLog),
+    /// Objects of an object store, one per edit ([`objects`]).
+    Objects(objects::ObjectLog),
+}
+
+/// A catalog's files in its state directory.
+#[derive(Debug)]
+struct FileLog {
+    dir: PathBuf,
+    log: Segment,
+    /// The segments before the current one, oldest first, with their last edit (`None`: empty).
+    older: Vec<(PathBuf, Option<Txid>)>,
     // Held for its lock: released when the catalog is dropped.
     _lock: OwnerLock,
 }
@@ -178,18 +207,67 @@ impl Catalog {
         let found = recover::recover(dir)?;
         let (last, base) = (found.recovered.last_txid, found.snapshot_txid);
         Ok(Catalog {
-            dir: dir.to_path_buf(),
             options,
             state: found.state,
             last_txid: last,
             snapshot_txid: base,
-            log: found.log,
-            older: found.older,
             unsnapshotted_since: (last > base).then_some(now),
             poisoned: None,
             recovered: found.recovered,
-            _lock: lock,
+            backing: Backing::Files(FileLog {
+                dir: dir.to_path_buf(),
+                log: found.log,
+                older: found.older,
+                _lock: lock,
+            }),
         })
+    }
+
+    /// The term of the last leader that took the catalog in object store `bucket` over (read
+    /// only); `None` if none did.
+    pub fn last_leader_term(bucket: Bucket) -> Result<Option<u64>, CatalogError> {
+        Ok(objects::ObjectLog::new(bucket).read()?.state.leader_term)
+    }
+
+    /// Takes the catalog in object store `bucket` (its prefix, as [`CATALOG_PREFIX`] under the
+    /// checkpoint store) over for leader term `term` (see [`objects`]): reads it to its end and
+    /// writes that `term` took it over as the next edit, reading on past edits another
+    /// coordinator writes meanwhile. Refused ([`EditRefused::TermNotAfter`]) once a later term
+    /// took it over, or by the same term. `still_leading` is called before each write, as in
+    /// [`Catalog::take_over`]. A leader before, paused, finds its next edit's place taken
+    /// when it runs again ([`CatalogError::Superseded`]).
+    pub fn take_over_objects(
+        bucket: Bucket,
+        term: u64,
+        options: CatalogOptions,
+        now: Instant,
+        still_leading: &dyn Fn(),
+    ) -> Result<Catalog, CatalogError> {
+        let log = objects::ObjectLog::new(bucket);
+        loop {
+            let read = log.read()?;
+            let mut catalog = Catalog {
+                options,
+                state: read.state,
+                last_txid: read.last,
+                snapshot_txid: read.snapshot,
+                unsnapshotted_since: (read.last > read.snapshot).then_some(now),
+                poisoned: None,
+                recovered: read.recovered,
+                backing: Backing::Objects(log.clone()),
+            };
+            still_leading();
+            match catalog.append(Edit::LeaderTookOver { term }, now) {
+                Ok(txid) => {
+                    log.mark_leader(term)?;
+                    info!(url = %catalog.location(), term, txid = txid.0, "catalog taken over");
+                    return Ok(catalog);
+                }
+                // Another coordinator wrote that edit meanwhile: read on.
+                Err(CatalogError::Superseded { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Takes the catalog at `root` over for leader term `term` (see [`terms`]): reads the
@@ -284,17 +362,31 @@ impl Catalog {
         &self.recovered
     }
 
-    /// The state directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// For a catalog in an object store, the check a leader makes before it completes a
+    /// checkpoint: that no later leader took the catalog over ([`CatalogFence`]).
+    pub fn fence(&self) -> Option<CatalogFence> {
+        match (&self.backing, self.state.leader_term) {
+            (Backing::Objects(log), Some(term)) => Some(CatalogFence::new(log.clone(), term)),
+            _ => None,
+        }
+    }
+
+    /// Where the catalog is: its state directory, or `s3://bucket/prefix/.catalog`.
+    pub fn location(&self) -> String {
+        match &self.backing {
+            Backing::Files(f) => f.dir.display().to_string(),
+            Backing::Objects(o) => o.url().to_string(),
+        }
     }
 
     /// Checks `edit`, appends it, fsyncs the log, applies it and returns its txid: once this
     /// returns the edit survives a crash, so acknowledge after it. A refused edit is not
     /// written ([`CatalogError::Refused`]). If the write or fsync fails the catalog takes no
     /// more edits ([`CatalogError::Poisoned`]): whether that edit is on disk is then unknown,
-    /// and reopening the catalog tells. A snapshot due after the edit is written too; if that
-    /// fails it is logged and tried again later (every edit stays in the log meanwhile).
+    /// and reopening the catalog tells. So it does after [`CatalogError::Superseded`] (a later
+    /// leader wrote the place of this edit in the object store). A snapshot due after the
+    /// edit is written too; if that fails it is logged and tried again later (every edit
+    /// stays in the log meanwhile).
     pub fn append(&mut self, edit: Edit, now: Instant) -> Result<Txid, CatalogError> {
         self.check_poisoned()?;
         self.state.check(&edit)?;
@@ -303,17 +395,14 @@ impl Catalog {
             what: "an edit",
             cause: e.to_string(),
         })?;
-        let written = self
-            .log
-            .file
-            .write_all_at(&bytes, self.log.len)
-            .and_then(|()| self.log.file.sync_data());
-        if let Err(cause) = written {
-            self.poisoned = Some(cause.to_string());
-            return Err(CatalogError::io("append to", &self.log.path, cause));
+        let written = match &mut self.backing {
+            Backing::Files(f) => f.append(txid, &bytes),
+            Backing::Objects(o) => o.append(txid, &bytes),
+        };
+        if let Err(e) = written {
+            self.poisoned = Some(e.to_string());
+            return Err(e);
         }
-        self.log.len += bytes.len() as u64;
-        self.log.last = Some(txid);
         self.state.apply(&edit)?;
         self.last_txid = txid;
         self.unsnapshotted_since.get_or_insert(now);
@@ -339,9 +428,10 @@ impl Catalog {
         }
     }
 
-    /// Writes a snapshot of every edit so far (temporary name, fsync, rename, directory fsync),
-    /// rolls the edit log to a new segment, and removes the snapshots and segments no longer
-    /// kept. Nothing is written when no edit came since the last snapshot.
+    /// Writes a snapshot of every edit so far (in a state directory: temporary name, fsync,
+    /// rename, directory fsync, and the edit log rolled to a new segment; in an object store:
+    /// an object created only if absent), and removes the snapshots and edits no longer kept.
+    /// Nothing is written when no edit came since the last snapshot.
     pub fn snapshot(&mut self) -> Result<Txid, CatalogError> {
         self.check_poisoned()?;
         let txid = self.last_txid;
@@ -352,18 +442,66 @@ impl Catalog {
             what: "the catalog snapshot",
             cause: e.to_string(),
         })?;
+        let keep = self.options.keep_snapshots;
+        match &mut self.backing {
+            Backing::Files(f) => f.snapshot(txid, &bytes)?,
+            Backing::Objects(o) => o.write_snapshot(txid, bytes)?,
+        }
+        self.snapshot_txid = txid;
+        self.unsnapshotted_since = None;
+        let retired = match &mut self.backing {
+            Backing::Files(f) => f.retire(keep),
+            Backing::Objects(o) => o.retire(keep),
+        };
+        if let Err(error) = retired {
+            warn!(%error, "could not remove old catalog files; tried again after the next snapshot");
+        }
+        Ok(txid)
+    }
+
+    /// Makes the catalog take no more edits, as a failed write does (`why`: the failure to
+    /// report). For fault-injection tests of what a coordinator does then.
+    pub fn poison(&mut self, why: &str) {
+        self.poisoned.get_or_insert_with(|| why.to_string());
+    }
+
+    fn check_poisoned(&self) -> Result<(), CatalogError> {
+        match &self.poisoned {
+            Some(cause) => Err(CatalogError::Poisoned {
+                dir: PathBuf::from(self.location()),
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl FileLog {
+    /// Appends `bytes` (edit `txid`) to the segment and fsyncs it.
+    fn append(&mut self, txid: Txid, bytes: &[u8]) -> Result<(), CatalogError> {
+        self.log
+            .file
+            .write_all_at(bytes, self.log.len)
+            .and_then(|()| self.log.file.sync_data())
+            .map_err(|cause| CatalogError::io("append to", &self.log.path, cause))?;
+        self.log.len += bytes.len() as u64;
+        self.log.last = Some(txid);
+        Ok(())
+    }
+
+    /// Writes `bytes`, the snapshot of edits up to `txid` (temporary name, fsync, rename,
+    /// directory fsync), and rolls the edit log to a new segment.
+    fn snapshot(&mut self, txid: Txid, bytes: &[u8]) -> Result<(), CatalogError> {
         let path = snapshot_path(&self.dir, txid);
         let temp = temp_path(&path);
         let written =
-            File::create(&temp).and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()));
+            File::create(&temp).and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()));
         if let Err(cause) = written {
             let _ = std::fs::remove_file(&temp);
             return Err(CatalogError::io("write", &temp, cause));
         }
         std::fs::rename(&temp, &path).map_err(|e| CatalogError::io("rename", &temp, e))?;
         files::sync_dir(&self.dir)?;
-        self.snapshot_txid = txid;
-        self.unsnapshotted_since = None;
         info!(file = %path.display(), txid = txid.0, bytes = bytes.len(), "catalog snapshot written");
 
         // Roll the log. A crash before this is harmless: the old segment goes on, and replay
@@ -378,17 +516,14 @@ impl Catalog {
                 warn!(%error, "could not roll the catalog's edit log after a snapshot; edits go on in the current segment");
             }
         }
-        if let Err(error) = self.retire() {
-            warn!(%error, "could not remove old catalog files; tried again after the next snapshot");
-        }
-        Ok(txid)
+        Ok(())
     }
 
     /// Removes the snapshots beyond the kept ones, and the segments whose every edit the
     /// oldest kept snapshot holds.
-    fn retire(&mut self) -> Result<(), CatalogError> {
+    fn retire(&mut self, keep: usize) -> Result<(), CatalogError> {
         let listing = files::list(&self.dir)?;
-        let keep = self.options.keep_snapshots.max(1);
+        let keep = keep.max(1);
         let snapshots = &listing.snapshots;
         // With fewer snapshots than kept, the empty catalog counts as the oldest kept.
         let (oldest_kept, retired) = match snapshots.len().checked_sub(keep) {
@@ -422,22 +557,6 @@ impl Catalog {
             files::sync_dir(&self.dir)?;
         }
         failed.map_or(Ok(()), Err)
-    }
-
-    /// Makes the catalog take no more edits, as a failed write does (`why`: the failure to
-    /// report). For fault-injection tests of what a coordinator does then.
-    pub fn poison(&mut self, why: &str) {
-        self.poisoned.get_or_insert_with(|| why.to_string());
-    }
-
-    fn check_poisoned(&self) -> Result<(), CatalogError> {
-        match &self.poisoned {
-            Some(cause) => Err(CatalogError::Poisoned {
-                dir: self.dir.clone(),
-                cause: cause.clone(),
-            }),
-            None => Ok(()),
-        }
     }
 }
 

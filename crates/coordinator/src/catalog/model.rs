@@ -23,6 +23,10 @@ pub struct CatalogState {
     pub workers: BTreeMap<WorkerId, WorkerEntry>,
     /// The highest worker number ever given: numbers are never reused.
     pub highest_worker: Option<WorkerId>,
+    /// The term of the leader that took the catalog over last (coordinators elected by a
+    /// lease, whose catalog is in an object store); `None` before any did.
+    #[serde(default)]
+    pub leader_term: Option<u64>,
 }
 
 /// A registered worker.
@@ -289,6 +293,14 @@ pub enum EditRefused {
         /// The highest given.
         highest: WorkerId,
     },
+    /// A leader's term not after the one that took the catalog over last.
+    #[error("leader term {got} does not come after term {current}, which took the catalog over already: this coordinator no longer leads")]
+    TermNotAfter {
+        /// The term that took it over last.
+        current: u64,
+        /// The one given.
+        got: u64,
+    },
 }
 
 impl CatalogState {
@@ -432,6 +444,13 @@ impl CatalogState {
                 }
                 Ok(())
             }
+            Edit::LeaderTookOver { term } => match self.leader_term {
+                Some(current) if *term <= current => Err(EditRefused::TermNotAfter {
+                    current,
+                    got: *term,
+                }),
+                _ => Ok(()),
+            },
         }
     }
 
@@ -620,6 +639,7 @@ impl CatalogState {
             Edit::WorkerLeft { worker } => {
                 self.workers.remove(worker);
             }
+            Edit::LeaderTookOver { term } => self.leader_term = Some(*term),
         }
     }
 }

@@ -145,7 +145,10 @@ mod tests {
         // A catalog kept before any election, in the root itself.
         let mut plain = Catalog::open(&root, o, Instant::now()).expect("plain");
         plain.append(worker(1), Instant::now()).expect("appended");
-        let segment = plain.log.path.clone();
+        let super::super::Backing::Files(files) = &plain.backing else {
+            panic!("a catalog in a state directory")
+        };
+        let segment = files.log.path.clone();
         drop(plain);
         // Half a record: an append of the old leader in flight.
         let before = std::fs::read(&segment).expect("the segment");

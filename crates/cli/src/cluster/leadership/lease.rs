@@ -169,6 +169,13 @@ impl Lease {
 }
 
 /// Ends the process of a leader that may have lost its lease of `election`, saying `why`.
+/// Steps down because a later leader took the catalog over (`why`, the catalog's refusal):
+/// the fence where the catalog is kept, whatever the lease seemed to say.
+pub fn superseded(why: &dyn std::fmt::Display) -> ! {
+    eprintln!("anduin: coordinator stepping down: {why}");
+    std::process::exit(STEPPED_DOWN)
+}
+
 fn step_down(election: &str, why: &str) -> ! {
     eprintln!(
         "anduin: coordinator stepping down: {why}; its lease of {election} may expire before \

@@ -23,10 +23,12 @@ mod redlock;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use anduin_checkpoint::{Bucket, S3Settings, StoreLocation};
+use anduin_coordinator::catalog::{Catalog, CATALOG_PREFIX};
 use anyhow::{bail, Context, Result};
 
 pub use etcd::Etcd;
-pub use lease::{act_or_step_down, let_go};
+pub use lease::{act_or_step_down, let_go, superseded};
 pub use redlock::Redlock;
 
 /// `--leader-election`.
@@ -148,6 +150,7 @@ pub fn lead(
             (Hold::Lease { _lease: lease }, term)
         }
     };
+    let term = term.max(shared.term_floor()?);
     // Checked again now that it leads, before it says what it shares: two coordinators of
     // different state started at once on a new election both passed the first check, and
     // only the first to lead may say what the cluster shares.
@@ -179,21 +182,58 @@ fn state_note(lock: &Path) -> PathBuf {
 const LOCK_NOTE: &str = "leader-lock";
 
 /// What every coordinator electing by one lock shares with the leader: the catalog a standby
-/// takes the queries over from, and the checkpoints it restores them from.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// takes the queries over from, and the checkpoints it restores them from. Coordinators
+/// elected by a lease (etcd, Redlock) with an object store for checkpoints keep the catalog
+/// there, under [`CATALOG_PREFIX`] (each one's state directory is then its own: they need no
+/// shared file system); the others keep it in their shared state directory.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Shared {
-    /// `--state-dir`, canonical.
-    pub state_dir: PathBuf,
+    /// Where the catalog is: `--state-dir` (canonical), or `s3://bucket/prefix/.catalog`.
+    #[serde(alias = "state_dir")]
+    pub catalog: String,
     /// `--checkpoint-store`, a local one as a canonical path.
     pub checkpoint_store: String,
+    /// This coordinator's `--state-dir`, canonical.
+    #[serde(skip)]
+    pub state_dir: PathBuf,
+    /// The catalog's objects, when it is in the object store.
+    #[serde(skip)]
+    pub catalog_objects: Option<Bucket>,
+}
+
+impl PartialEq for Shared {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.catalog, &self.checkpoint_store) == (&other.catalog, &other.checkpoint_store)
+    }
 }
 
 impl Shared {
-    /// What a coordinator with `state_dir` (which exists) and `checkpoint_store` shares.
-    pub fn of(state_dir: &Path, checkpoint_store: &str) -> Result<Self> {
+    /// What a coordinator with `state_dir` (which exists) and `checkpoint_store` shares;
+    /// `by_lease`: it is elected by a lease. Makes no request.
+    pub fn of(state_dir: &Path, checkpoint_store: &str, by_lease: bool) -> Result<Self> {
         let state_dir = state_dir.canonicalize().with_context(|| {
             format!("cannot find the state directory `{}`", state_dir.display())
         })?;
+        let catalog_objects = match StoreLocation::parse(checkpoint_store)? {
+            StoreLocation::S3 { bucket, prefix } if by_lease => {
+                let url = StoreLocation::S3 {
+                    bucket: bucket.clone(),
+                    prefix: prefix.clone(),
+                }
+                .to_string();
+                let objects = Bucket::s3(&bucket, &prefix, &S3Settings::from_env(), url)
+                    .and_then(|b| b.child(CATALOG_PREFIX))
+                    .with_context(|| {
+                        format!("cannot use the checkpoint store {checkpoint_store}")
+                    })?;
+                Some(objects)
+            }
+            _ => None,
+        };
+        let catalog = match &catalog_objects {
+            Some(objects) => objects.url().to_string(),
+            None => state_dir.display().to_string(),
+        };
         let local = match checkpoint_store.split_once("://") {
             None => Some(checkpoint_store),
             Some(("file", path)) => Some(path),
@@ -210,9 +250,23 @@ impl Shared {
             None => checkpoint_store.to_string(),
         };
         Ok(Self {
-            state_dir,
+            catalog,
             checkpoint_store,
+            state_dir,
+            catalog_objects,
         })
+    }
+
+    /// The least term this coordinator may lead with: after the last leader's that took the
+    /// catalog in the object store over (an election service that lost its data counts from
+    /// 1 again); 0 for a catalog in the state directory (whose own note of terms counts).
+    fn term_floor(&self) -> Result<u64> {
+        let Some(objects) = &self.catalog_objects else {
+            return Ok(0);
+        };
+        let last = Catalog::last_leader_term(objects.clone())
+            .with_context(|| format!("cannot read the catalog at {}", objects.url()))?;
+        Ok(last.map_or(0, |t| t + 1))
     }
 }
 
@@ -237,15 +291,17 @@ pub fn check(election: &Election, shared: &Shared) -> Result<()> {
         if theirs.as_ref() != Some(shared) {
             let (dir, store) = theirs.map_or_else(
                 || ("?".to_string(), "?".to_string()),
-                |t| (t.state_dir.display().to_string(), t.checkpoint_store),
+                |t| (t.catalog, t.checkpoint_store),
             );
             bail!(
                 "the coordinators electing a leader by `{election}` keep their catalog in \
                  `{dir}` and their checkpoints in `{store}`, this one in `{}` and `{}`: give \
                  every coordinator of the cluster the same --state-dir and --checkpoint-store \
                  (a standby takes the running queries over from the leader's catalog and \
-                 checkpoints), or remove {note} if that cluster is gone for good",
-                shared.state_dir.display(),
+                 checkpoints; with an object store and an election by lease the catalog is in \
+                 the store, and only --checkpoint-store must be the same), or remove {note} if \
+                 that cluster is gone for good",
+                shared.catalog,
                 shared.checkpoint_store,
             );
         }
@@ -323,7 +379,7 @@ mod tests {
 
     /// What a coordinator with the state directory `dir` and checkpoints in `dir/ck` shares.
     fn shared(dir: &Path) -> Shared {
-        Shared::of(dir, &dir.join("ck").display().to_string()).expect("the directory exists")
+        Shared::of(dir, &dir.join("ck").display().to_string(), false).expect("the directory exists")
     }
 
     #[test]
@@ -341,6 +397,32 @@ mod tests {
         })
         .expect("leads");
         assert_eq!(second.term, 2);
+    }
+
+    #[test]
+    fn a_leader_counts_its_term_on_from_the_last_that_took_the_catalog_in_the_store_over() {
+        // An election service that lost its data counts from 1 again; the catalog in the
+        // object store remembers term 41.
+        let objects = Bucket::in_memory("memory://store")
+            .and_then(|b| b.child(CATALOG_PREFIX))
+            .expect("a bucket");
+        let taken = Catalog::take_over_objects(
+            objects.clone(),
+            41,
+            anduin_coordinator::catalog::CatalogOptions::in_object_store(),
+            std::time::Instant::now(),
+            &|| (),
+        )
+        .expect("term 41");
+        drop(taken);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lock = Election::File(dir.path().join("lock"));
+        let shared = Shared {
+            catalog_objects: Some(objects),
+            ..shared(dir.path())
+        };
+        let leader = lead(&lock, &shared, LEASE, "me", |_| panic!("nobody leads")).expect("leads");
+        assert_eq!(leader.term, 42);
     }
 
     #[test]
@@ -387,7 +469,7 @@ mod tests {
         .expect_err("another dir");
         refused(e, "same --state-dir and --checkpoint-store");
         // The same state directory, checkpoints elsewhere.
-        let elsewhere = Shared::of(&a, "s3://bucket/ck").expect("a exists");
+        let elsewhere = Shared::of(&a, "s3://bucket/ck", false).expect("a exists");
         let e = lead(&lock, &elsewhere, LEASE, "me", |_| panic!("refused before"))
             .expect_err("another store");
         refused(e, "s3://bucket/ck");
