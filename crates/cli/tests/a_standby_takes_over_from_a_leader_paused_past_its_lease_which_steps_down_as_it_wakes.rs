@@ -5,6 +5,13 @@
 //! it completes checkpoints while the old leader is still paused. Let run again (SIGCONT), the
 //! old leader finds its lease gone and steps down at once (status 75), writing nothing. No task
 //! restarted, and the output equals an uninterrupted embedded run's.
+//!
+//! Then the fences alone: the catalog in S3 (no shared file system) and the old leader told
+//! never to step down by its clock or a lost lease (`--inject-no-step-down`, for tests). Run
+//! again, it acts on until the store refuses it — its next catalog edit's place was taken by
+//! the new leader, or its checkpoint commit finds the new leader's mark — and steps down
+//! (status 75), the refusal written as a typed event (`refused_by_fence`, with its term) to
+//! its events file; the output is exact all the same.
 
 use std::process::Command;
 
@@ -12,6 +19,7 @@ use crate::common;
 
 use common::cluster::{signal, windowed_reference, LocalCluster, Setup};
 use common::etcd::EtcdServer;
+use common::s3::{S3Server, BUCKET};
 use common::{output_rows, wait_until};
 
 /// The status of query `q` as the coordinator at `addr` alone gives it.
@@ -23,22 +31,48 @@ fn status_at(addr: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
 }
 
+/// The term a coordinator's log says it leads at.
+fn term(log: &str) -> Option<u64> {
+    let rest = log.split(" leads (term ").nth(1)?;
+    rest.split(')').next()?.parse().ok()
+}
+
 #[test]
 fn a_standby_takes_over_from_a_leader_paused_past_its_lease_which_steps_down_as_it_wakes() {
+    scenario(None);
+}
+
+#[test]
+fn a_paused_leader_that_would_act_on_is_stopped_by_the_fences_in_the_store() {
+    let s3 = S3Server::start();
+    scenario(Some(&s3));
+}
+
+/// The scenario; with `fenced`, the catalog in that S3 server and the old leader stopped by
+/// the fences alone.
+fn scenario(fenced: Option<&S3Server>) {
     let etcd = EtcdServer::start();
     let work = tempfile::tempdir().expect("tempdir");
     let expected = windowed_reference(work.path(), 5, 100_000, 10_000);
 
-    let mut cluster = LocalCluster::start_with(
-        2,
-        8,
-        Setup {
-            standby: true,
-            election: Some(format!("etcd://{}/paused", etcd.endpoint)),
-            coordinator_flags: vec!["--leader-lease".into(), "2s".into()],
-            ..Setup::default()
-        },
-    );
+    let mut setup = Setup {
+        standby: true,
+        election: Some(format!("etcd://{}/paused", etcd.endpoint)),
+        coordinator_flags: vec!["--leader-lease".into(), "2s".into()],
+        ..Setup::default()
+    };
+    if let Some(s3) = fenced {
+        setup.checkpoint_store = Some(format!("s3://{BUCKET}/paused"));
+        setup.env = s3
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        setup.standby_state_of_its_own = true;
+        setup.coordinator_flags.push("--inject-no-step-down".into());
+    }
+    let mut cluster = LocalCluster::start_with(2, 8, setup);
+    let old_term = term(&cluster.coordinator_log()).expect("the leader's term");
     let standby = std::fs::read_to_string(cluster.dir.path().join("standby.addr"))
         .expect("the standby's address")
         .trim()
@@ -94,7 +128,25 @@ fn a_standby_takes_over_from_a_leader_paused_past_its_lease_which_steps_down_as_
         "{}",
         cluster.logs()
     );
-    assert!(cluster.coordinator_log().contains("stepping down"));
+    let old_log = cluster.coordinator_log();
+    assert!(old_log.contains("stepping down"), "{old_log}");
+    if fenced.is_some() {
+        // Stopped by the store, not by its clock.
+        assert!(!old_log.contains("may expire before"), "{old_log}");
+        let events = std::fs::read_to_string(cluster.dir.path().join("coordinator/events.jsonl"))
+            .expect("the old leader's events");
+        let refused: Vec<serde_json::Value> = events
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["event"] == "refused_by_fence")
+            .collect();
+        assert!(
+            refused.iter().any(|e| e["term"] == old_term
+                && ["catalog edit", "checkpoint commit"]
+                    .contains(&e["act"].as_str().unwrap_or(""))),
+            "no typed refusal of term {old_term} in {events}"
+        );
+    }
 
     let out = submit.wait_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -113,6 +165,13 @@ fn a_standby_takes_over_from_a_leader_paused_past_its_lease_which_steps_down_as_
         "the new leader restarted tasks: {status}\n{}",
         cluster.logs()
     );
+    if fenced.is_some() {
+        for dir in ["coordinator", "standby-state"] {
+            let catalog = cluster.dir.path().join(dir).join("catalog");
+            assert!(!catalog.exists(), "{} exists", catalog.display());
+        }
+        return;
+    }
     // The catalog is the new leader's term's.
     let current = std::fs::read_to_string(cluster.dir.path().join("coordinator/catalog/CURRENT"))
         .expect("the catalog's pointer");

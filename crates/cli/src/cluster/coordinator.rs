@@ -94,6 +94,10 @@ pub struct CoordinatorArgs {
     /// `anduin cluster`, whose coordinator is its own).
     #[arg(long, hide = true)]
     pub workers_die_with_coordinator: bool,
+    /// Testing: a leader elected by a lease never steps down by its clock or a lost lease
+    /// (only a fence stops it: the catalog in the object store, the checkpoint commit's check).
+    #[arg(long, hide = true)]
+    pub inject_no_step_down: bool,
     /// Testing: exit at once, as a SIGKILL would leave things, right after this step.
     #[arg(long, hide = true, value_enum, value_name = "STEP")]
     pub inject_exit_after: Option<ExitPoint>,
@@ -279,6 +283,8 @@ pub struct Cluster {
     pub store: ClusterStore,
     /// With the catalog in the object store: asked before each checkpoint is completed.
     pub fence: Option<CatalogFence>,
+    /// The queries' life events and the acts a fence refused (also the state's).
+    pub events: Arc<LifeEvents>,
     pub heartbeat_timeout: Duration,
     /// `--executor-timeout`.
     pub executor_timeout: Duration,
@@ -342,7 +348,7 @@ pub struct State {
     /// Testing: the edit whose write fails.
     fail_at: Option<FailingEdit>,
     /// Where the queries' life events are appended (`STATE_DIR/events.jsonl`).
-    pub life_events: LifeEvents,
+    pub life_events: Arc<LifeEvents>,
 }
 
 impl State {
@@ -399,6 +405,9 @@ impl State {
         if let Err(e) = self.catalog.append(edit, Instant::now()) {
             tracing::error!(error = %e, "the coordinator's catalog did not take an edit");
             if after_failed_edit(&e) == AfterFailedEdit::StepDown {
+                let term = self.catalog.state().leader_term;
+                self.life_events
+                    .refused("catalog edit", term, &e.to_string());
                 super::leadership::superseded(&e);
             }
             if after_failed_edit(&e) == AfterFailedEdit::Stop {
@@ -423,10 +432,15 @@ impl Cluster {
     /// leader whose lease may have run out (it steps down) nor by one a later leader
     /// superseded in the catalog's object store (the checkpoint is not committed).
     pub fn committing_store(&self, name: &str) -> Result<anduin_checkpoint::Store> {
-        let fence = self.fence.clone();
+        let (fence, events, term) = (self.fence.clone(), Arc::clone(&self.events), self.term);
         Ok(self.store.store(name)?.with_commit_guard(Arc::new(move || {
             super::leadership::act_or_step_down();
-            fence.as_ref().map_or(Ok(()), CatalogFence::check)
+            let checked = fence.as_ref().map_or(Ok(()), CatalogFence::check);
+            if let Err(why) = &checked {
+                events.refused("checkpoint commit", term, why);
+                eprintln!("anduin: a checkpoint is not committed: {why}");
+            }
+            checked
         })))
     }
 
@@ -524,6 +538,9 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     }
     std::fs::create_dir_all(&args.state_dir)
         .with_context(|| format!("cannot create `{}`", args.state_dir.display()))?;
+    if args.inject_no_step_down {
+        super::leadership::never_step_down_for_tests();
+    }
     if args.leader_election.is_none() {
         // Its coordinators elect a leader: one that does not would lead beside the elected
         // one, with no term the workers could hold against it.
@@ -591,6 +608,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         .as_ref()
         .filter(|_| args.leader_election.as_ref().is_some_and(|e| e.by_lease()))
         .map(|(l, _)| l.term);
+    let life_events = Arc::new(LifeEvents::open(&args.state_dir));
     let catalog_dir = args.state_dir.join("catalog");
     let catalog_objects = election
         .as_ref()
@@ -615,7 +633,10 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     }
     .or_else(|e| match after_failed_edit(&e) {
         // A later leader took it over while this one was taking it over.
-        AfterFailedEdit::StepDown => super::leadership::superseded(&e),
+        AfterFailedEdit::StepDown => {
+            life_events.refused("catalog take-over", by_lease, &e.to_string());
+            super::leadership::superseded(&e)
+        }
         _ => Err(e),
     })
     .context("cannot open the coordinator's catalog")?;
@@ -656,7 +677,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         _ => Box::new(Static),
     };
     let fence = catalog.fence();
-    let (mut state, resumed) = from_catalog(catalog, LifeEvents::open(&args.state_dir));
+    let (mut state, resumed) = from_catalog(catalog, Arc::clone(&life_events));
     state.fail_at = args.inject_catalog_failure_at;
     let registry = Registry::new();
     let api = ApiServer::start(
@@ -677,6 +698,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         heartbeat_timeout: args.heartbeat_timeout,
         executor_timeout: args.executor_timeout,
         fence,
+        events: life_events,
         state: Mutex::new(state),
         changed: Condvar::new(),
         started: Instant::now(),
@@ -774,7 +796,10 @@ fn write_address(file: Option<&std::path::Path>, addr: SocketAddr) -> Result<()>
 
 /// What the catalog of a restarted coordinator says: its workers (awaited until they
 /// reconnect) and the queries it was running, to re-attach to.
-fn from_catalog(catalog: Catalog, life_events: LifeEvents) -> (State, Vec<(String, Submission)>) {
+fn from_catalog(
+    catalog: Catalog,
+    life_events: Arc<LifeEvents>,
+) -> (State, Vec<(String, Submission)>) {
     let c = catalog.state();
     let now = Instant::now();
     let workers: BTreeMap<u32, WorkerEntry> = c

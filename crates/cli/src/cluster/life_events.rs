@@ -7,6 +7,14 @@
 //! {"at_ms":1767000000000,"query":"q","event":"transition","from":"running","to":{"state":"checkpointing","epoch":3}}
 //! ```
 //!
+//! A coordinator that a fence refused (a later leader superseded it: its catalog edit's place
+//! was taken in the object store, or its checkpoint commit found a later leader's mark) says
+//! so before it steps down, in a line of its own, with no query:
+//!
+//! ```text
+//! {"at_ms":1767000000000,"event":"refused_by_fence","act":"catalog edit","term":3,"why":"edit 41 of the catalog at s3://… was written by another coordinator first: …"}
+//! ```
+//!
 //! The file is opened for appending by every coordinator on the state directory (a restarted
 //! one goes on after the lines of the one before). A line that cannot be written is logged and
 //! skipped: the events are a record for observers, the catalog is what the coordinator
@@ -32,6 +40,23 @@ struct Line<'a> {
     query: &'a str,
     #[serde(flatten)]
     event: &'a LifeEvent,
+}
+
+/// The line of an act a fence refused.
+#[derive(Serialize)]
+struct Refused<'a> {
+    at_ms: u128,
+    event: &'static str,
+    act: &'a str,
+    term: Option<u64>,
+    why: &'a str,
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
 }
 
 /// The events file of a coordinator.
@@ -60,17 +85,31 @@ impl LifeEvents {
 
     /// Appends `event` of query `query`, one JSON line, written whole.
     pub fn append(&self, query: &str, event: &LifeEvent) {
-        let at_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let mut line = match serde_json::to_vec(&Line {
-            at_ms,
+        self.write(&Line {
+            at_ms: now_ms(),
             query,
             event,
-        }) {
+        });
+    }
+
+    /// Appends that a fence refused `act` of this coordinator, the leader of `term`, and
+    /// why (a later leader superseded it).
+    pub fn refused(&self, act: &str, term: Option<u64>, why: &str) {
+        self.write(&Refused {
+            at_ms: now_ms(),
+            event: "refused_by_fence",
+            act,
+            term,
+            why,
+        });
+    }
+
+    /// Appends `line`, one JSON line, written whole.
+    fn write(&self, line: &impl Serialize) {
+        let mut line = match serde_json::to_vec(line) {
             Ok(l) => l,
             Err(e) => {
-                tracing::warn!(query, error = %e, "cannot encode a life event");
+                tracing::warn!(error = %e, "cannot encode an event");
                 return;
             }
         };
@@ -124,5 +163,23 @@ mod tests {
             Some(&"checkpoint_aborted".into())
         );
         assert_eq!(lines.last().map(|l| &l["to"]), Some(&2.into()));
+    }
+
+    #[test]
+    fn an_act_a_fence_refused_is_a_line_with_its_term_and_no_query() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let events = LifeEvents::open(dir.path());
+        events.refused(
+            "catalog edit",
+            Some(3),
+            "edit 41 was written by another coordinator",
+        );
+        let text = std::fs::read_to_string(dir.path().join(EVENTS_FILE)).expect("written");
+        let line: serde_json::Value = serde_json::from_str(text.trim()).expect("a JSON line");
+        assert_eq!(line["event"], "refused_by_fence");
+        assert_eq!(line["act"], "catalog edit");
+        assert_eq!(line["term"], 3);
+        assert!(line["why"].as_str().is_some_and(|w| w.contains("edit 41")));
+        assert!(line.get("query").is_none());
     }
 }

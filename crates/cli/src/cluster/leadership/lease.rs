@@ -30,6 +30,17 @@ pub enum Renewal {
 /// How a lease is let go, once.
 type Release = Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>;
 
+/// Testing (`anduin coordinator --inject-no-step-down`): neither the lease's clock nor a
+/// lost lease makes this leader step down, so that one paused past its lease acts on when it
+/// runs again, until a fence where its acts land stops it (the catalog in the object store,
+/// the check before a checkpoint commit).
+static NO_STEP_DOWN: AtomicBool = AtomicBool::new(false);
+
+/// Sets [`NO_STEP_DOWN`] (tests of the fences only).
+pub fn never_step_down_for_tests() {
+    NO_STEP_DOWN.store(true, Ordering::Relaxed);
+}
+
 /// Until when this process's lease surely holds (none kept: `None`), for [`act_or_step_down`].
 static HOLDS_UNTIL: Mutex<Option<(Instant, String)>> = Mutex::new(None);
 
@@ -37,6 +48,9 @@ static HOLDS_UNTIL: Mutex<Option<(Instant, String)>> = Mutex::new(None);
 /// the lease kept may have run out (the process was paused past it — its clock ran on —
 /// and has not noticed yet), rather than act. A process that keeps no lease acts.
 pub fn act_or_step_down() {
+    if NO_STEP_DOWN.load(Ordering::Relaxed) {
+        return;
+    }
     let holds = HOLDS_UNTIL
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -114,6 +128,10 @@ impl Lease {
                             }
                             // Let go of meanwhile: nothing to step down from.
                             Ok(Renewal::Lost(_)) if released.load(Ordering::Relaxed) => return,
+                            Ok(Renewal::Lost(why)) if NO_STEP_DOWN.load(Ordering::Relaxed) => {
+                                eprintln!("anduin: coordinator lost its lease ({why}) and acts on, as --inject-no-step-down asked");
+                                return;
+                            }
                             Ok(Renewal::Lost(why)) => step_down(&renewed, &why),
                             Err(e) => {
                                 if !failing {
@@ -140,7 +158,7 @@ impl Lease {
                     while !released.load(Ordering::Relaxed) {
                         let deadline = *until.lock().unwrap_or_else(|p| p.into_inner());
                         let now = Instant::now();
-                        if now >= deadline {
+                        if now >= deadline && !NO_STEP_DOWN.load(Ordering::Relaxed) {
                             step_down(&watched, "it could not renew its lease in time");
                         }
                         // Short steps: a process paused past its lease and let run again

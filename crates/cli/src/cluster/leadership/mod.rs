@@ -28,7 +28,7 @@ use anduin_coordinator::catalog::{Catalog, CATALOG_PREFIX};
 use anyhow::{bail, Context, Result};
 
 pub use etcd::Etcd;
-pub use lease::{act_or_step_down, let_go, superseded};
+pub use lease::{act_or_step_down, let_go, never_step_down_for_tests, superseded};
 pub use redlock::Redlock;
 
 /// `--leader-election`.
