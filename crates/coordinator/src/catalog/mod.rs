@@ -560,6 +560,27 @@ impl FileLog {
     }
 }
 
+/// Helpers of the catalog's unit tests.
+#[cfg(test)]
+mod testing {
+    use super::{Catalog, Edit};
+    use crate::WorkerId;
+
+    /// Worker `n` registered (at `wN`, with `n` slots).
+    pub(super) fn worker(n: u32) -> Edit {
+        Edit::WorkerRegistered {
+            worker: WorkerId(n),
+            address: format!("w{n}"),
+            slots: n,
+        }
+    }
+
+    /// The catalog's workers' numbers.
+    pub(super) fn workers(c: &Catalog) -> Vec<u32> {
+        c.state().workers.keys().map(|w| w.0).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -299,21 +299,9 @@ mod tests {
 
     use anduin_checkpoint::Bucket;
 
+    use super::super::testing::{worker, workers};
     use super::super::{Catalog, CatalogOptions, EditRefused};
     use super::*;
-    use crate::WorkerId;
-
-    fn worker(n: u32) -> Edit {
-        Edit::WorkerRegistered {
-            worker: WorkerId(n),
-            address: format!("w{n}"),
-            slots: n,
-        }
-    }
-
-    fn workers(c: &Catalog) -> Vec<u32> {
-        c.state().workers.keys().map(|w| w.0).collect()
-    }
 
     fn bucket() -> Bucket {
         Bucket::in_memory("memory://store")

@@ -90,21 +90,9 @@ fn read_once(dir: &Path) -> Result<(CatalogState, Txid), CatalogError> {
 mod tests {
     use std::time::Instant;
 
-    use super::super::{Catalog, CatalogOptions, Edit};
+    use super::super::testing::{worker, workers};
+    use super::super::{Catalog, CatalogOptions};
     use super::*;
-    use crate::WorkerId;
-
-    fn worker(n: u32) -> Edit {
-        Edit::WorkerRegistered {
-            worker: WorkerId(n),
-            address: format!("w{n}"),
-            slots: n,
-        }
-    }
-
-    fn workers(c: &Catalog) -> Vec<u32> {
-        c.state().workers.keys().map(|w| w.0).collect()
-    }
 
     #[test]
     fn what_a_paused_leader_writes_after_the_take_over_is_never_read() {
