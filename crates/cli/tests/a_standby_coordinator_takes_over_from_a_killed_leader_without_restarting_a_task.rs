@@ -150,6 +150,20 @@ fn scenario(after: u64, election: Option<String>, more: Setup) {
             let catalog = cluster.dir.path().join(dir).join("catalog");
             assert!(!catalog.exists(), "{} exists", catalog.display());
         }
+        // A coordinator without an election on that store is refused: it would lead beside.
+        let store = cluster.setup.checkpoint_store.clone().expect("an S3 store");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_anduin"))
+            .args(["coordinator", "--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(cluster.dir.path().join("unelected"))
+            .args(["--checkpoint-store", &store])
+            .envs(cluster.setup.env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("anduin runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains("give this one the same --leader-election"),
+            "{stderr}"
+        );
     }
     if election.is_some() {
         return;

@@ -544,7 +544,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
     if args.leader_election.is_none() {
         // Its coordinators elect a leader: one that does not would lead beside the elected
         // one, with no term the workers could hold against it.
-        super::leadership::check_unelected(&args.state_dir)?;
+        super::leadership::check_unelected(&args.state_dir, &args.checkpoint_store)?;
     }
     let lease_bounds = Duration::from_secs(1)..=Duration::from_secs(3600);
     if args.leader_election.as_ref().is_some_and(|e| e.by_lease())

@@ -214,21 +214,10 @@ impl Shared {
         let state_dir = state_dir.canonicalize().with_context(|| {
             format!("cannot find the state directory `{}`", state_dir.display())
         })?;
-        let catalog_objects = match StoreLocation::parse(checkpoint_store)? {
-            StoreLocation::S3 { bucket, prefix } if by_lease => {
-                let url = StoreLocation::S3 {
-                    bucket: bucket.clone(),
-                    prefix: prefix.clone(),
-                }
-                .to_string();
-                let objects = Bucket::s3(&bucket, &prefix, &S3Settings::from_env(), url)
-                    .and_then(|b| b.child(CATALOG_PREFIX))
-                    .with_context(|| {
-                        format!("cannot use the checkpoint store {checkpoint_store}")
-                    })?;
-                Some(objects)
-            }
-            _ => None,
+        let catalog_objects = if by_lease {
+            catalog_objects(checkpoint_store)?
+        } else {
+            None
         };
         let catalog = match &catalog_objects {
             Some(objects) => objects.url().to_string(),
@@ -326,9 +315,41 @@ pub fn check(election: &Election, shared: &Shared) -> Result<()> {
     Ok(())
 }
 
+/// Where coordinators elected by a lease keep their catalog when `checkpoint_store` is an
+/// object store: its [`CATALOG_PREFIX`] (`None` for a directory). Makes no request.
+fn catalog_objects(checkpoint_store: &str) -> Result<Option<Bucket>> {
+    let StoreLocation::S3 { bucket, prefix } = StoreLocation::parse(checkpoint_store)? else {
+        return Ok(None);
+    };
+    let url = StoreLocation::S3 {
+        bucket: bucket.clone(),
+        prefix: prefix.clone(),
+    }
+    .to_string();
+    Bucket::s3(&bucket, &prefix, &S3Settings::from_env(), url)
+        .and_then(|b| b.child(CATALOG_PREFIX))
+        .map(Some)
+        .with_context(|| format!("cannot use the checkpoint store {checkpoint_store}"))
+}
+
 /// Refuses a coordinator started without `--leader-election` on the state directory of
-/// coordinators that elect their leader (noted in it): it would lead beside the elected one.
-pub fn check_unelected(state_dir: &Path) -> Result<()> {
+/// coordinators that elect their leader (noted in it), or on an object store where elected
+/// coordinators keep their catalog: it would lead beside the elected one.
+pub fn check_unelected(state_dir: &Path, checkpoint_store: &str) -> Result<()> {
+    if let Some(objects) = catalog_objects(checkpoint_store)? {
+        let names = objects
+            .list()
+            .with_context(|| format!("cannot list {}", objects.url()))?;
+        if !names.is_empty() {
+            bail!(
+                "the coordinators of the checkpoint store {checkpoint_store} elect their leader \
+                 and keep their catalog in {}: give this one the same --leader-election (or \
+                 another store; remove {} only if that cluster is gone for good)",
+                objects.url(),
+                objects.url()
+            );
+        }
+    }
     let note = state_dir.join(LOCK_NOTE);
     if let Ok(theirs) = std::fs::read_to_string(&note) {
         bail!(
