@@ -95,8 +95,8 @@ if spec["replicas"] == 1:
     check(("PersistentVolumeClaim", claim) in docs, "one coordinator keeps its catalog on a claim of its own")
 else:
     election = flag(args, "--leader-election") or ""
-    check(election.startswith(("etcd://", "redlock://")),
-          "several coordinator replicas without --leader-election etcd:// or redlock:// (a lock file elects on one machine only)")
+    check(election.startswith(("etcd://", "redlock://", "kubernetes://")),
+          "several coordinator replicas without --leader-election etcd://, redlock:// or kubernetes:// (a lock file elects on one machine only)")
     # Elected by a lease with an object store, they keep the catalog in it: no volume shared.
     check("emptyDir" in volumes.get("state", {}),
           "several coordinator replicas keep their catalog in the checkpoint store: each its own state directory (an emptyDir)")
@@ -108,10 +108,15 @@ check(binding["roleRef"]["name"] == role["metadata"]["name"], "the RoleBinding d
 check(any(s["kind"] == "ServiceAccount" and s["name"] == account["metadata"]["name"] and s.get("namespace") == namespace
           for s in binding["subjects"]), "the RoleBinding does not bind the coordinator's service account")
 rules = role["rules"]
-check(len(rules) == 1 and rules[0]["apiGroups"] == [""] and rules[0]["resources"] == ["pods"],
-      "the Role must grant pods only")
+check(rules[0]["apiGroups"] == [""] and rules[0]["resources"] == ["pods"],
+      "the Role's first rule must grant pods")
 check(sorted(rules[0]["verbs"]) == ["create", "delete", "get", "list", "watch"],
-      "the Role must grant exactly create, delete, get, list, watch")
+      "the Role must grant exactly create, delete, get, list, watch on pods")
+# An election by a Lease needs exactly get, create and update on leases; nothing else does.
+by_lease = (flag(pod["spec"]["containers"][0]["command"], "--leader-election") or "").startswith("kubernetes://")
+lease_rules = [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}]
+check(rules[1:] == (lease_rules if by_lease else []),
+      "the Role must grant get, create, update on leases (coordination.k8s.io) with --leader-election kubernetes://, and nothing else")
 
 container = pod["spec"]["containers"][0]
 args = container["command"]

@@ -54,7 +54,10 @@ fn scenario(after: u64, election: Option<String>, more: Setup) {
         Setup {
             standby: true,
             election: election.clone(),
-            coordinator_flags: vec!["--leader-lease".into(), "2s".into()],
+            coordinator_flags: ["--leader-lease".into(), "2s".into()]
+                .into_iter()
+                .chain(more.coordinator_flags.clone())
+                .collect(),
             ..more
         },
     );
@@ -234,6 +237,26 @@ fn a_standby_coordinator_elected_through_etcd_takes_over_from_a_killed_leader() 
         Some(format!("etcd://{}/anduin-test", etcd.endpoint)),
         Setup::default(),
     );
+}
+
+#[test]
+fn a_standby_coordinator_elected_by_a_kubernetes_lease_takes_over_from_a_killed_leader() {
+    let api = common::kube_fake::FakeApi::start("streams");
+    scenario(
+        1,
+        Some("kubernetes://streams/anduin-leader".into()),
+        Setup {
+            coordinator_flags: vec!["--kube-api".into(), api.url()],
+            ..Setup::default()
+        },
+    );
+    let lease = api
+        .state()
+        .leases
+        .get("anduin-leader")
+        .cloned()
+        .expect("the Lease");
+    assert_eq!(lease["spec"]["leaseTransitions"], 1, "{lease}");
 }
 
 #[test]

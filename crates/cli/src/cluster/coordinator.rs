@@ -113,15 +113,19 @@ pub struct CoordinatorArgs {
     /// Several coordinators, one leading: `etcd://HOST:PORT[,HOST:PORT...][/PREFIX]`, the
     /// one that holds the election key under a lease of etcd leads (coordinators on several
     /// machines); `redlock://HOST:PORT,HOST:PORT,HOST:PORT[/PREFIX]`, the one that holds the
-    /// lock on a majority of these independent Redis servers; `file:///PATH`, the one that
-    /// holds the lock on PATH (coordinators on one machine, or on a file system whose locks
-    /// all see). The others stand by, refusing
+    /// lock on a majority of these independent Redis servers;
+    /// `kubernetes://[NAMESPACE/]NAME`, the one that holds this Kubernetes Lease (the API
+    /// reached as with --kube-api, --kube-token-file, --kube-ca-file, in a pod its service
+    /// account's); `file:///PATH`, the one that holds the lock on PATH (coordinators on one
+    /// machine, or on a file system whose locks all see). The others stand by, refusing
     /// connections, and one takes over when the leader's lease or process ends. Every
-    /// coordinator of the cluster gets the same --state-dir and election; workers and
-    /// clients get all their addresses (`--coordinator a:7400,b:7400`).
+    /// coordinator of the cluster gets the same --checkpoint-store and election, and the
+    /// same --state-dir unless its catalog is in an object store (elected by a lease, with
+    /// s3://); workers and clients get all their addresses (`--coordinator a:7400,b:7400`).
     #[arg(long, value_parser = super::leadership::parse_election, value_name = "URL")]
     pub leader_election: Option<super::leadership::Election>,
-    /// The leader's lease with etcd (whole seconds) or its Redlock lock's expiry: a standby
+    /// The leader's lease with etcd or a Kubernetes Lease (whole seconds) or its Redlock
+    /// lock's expiry: a standby
     /// takes over within about this long after the leader died; a leader that cannot renew
     /// it steps down (exits with status 75) before it ends.
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
@@ -469,7 +473,7 @@ impl Cluster {
     }
 }
 
-pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
+pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
     match (args.scheduler, args.workers) {
         (SchedulerKind::Process, None | Some(0)) => {
             bail!("--scheduler process starts --workers N worker processes: give N (at least 1)")
@@ -490,8 +494,21 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<ExitCode> {
         ),
         _ => {}
     }
-    if args.scheduler != SchedulerKind::Kubernetes && args.kube.any() {
-        bail!("the --kube-* flags are for --scheduler kubernetes");
+    let by_kube_lease = matches!(
+        args.leader_election,
+        Some(super::leadership::Election::Kubernetes(_))
+    );
+    if args.scheduler != SchedulerKind::Kubernetes
+        && args.kube.any()
+        && !(by_kube_lease && args.kube.only_endpoint())
+    {
+        bail!(
+            "the --kube-* flags are for --scheduler kubernetes (--kube-api, --kube-namespace, \
+             --kube-token-file and --kube-ca-file also for --leader-election kubernetes://)"
+        );
+    }
+    if let Some(super::leadership::Election::Kubernetes(lease)) = &mut args.leader_election {
+        lease.reach(&args.kube)?;
     }
     if args.executor_timeout < MIN_EXECUTOR_TIMEOUT {
         bail!(

@@ -13,6 +13,10 @@ pub mod cluster;
 pub mod etcd;
 pub mod kafka;
 pub mod killed;
+/// The fake Kubernetes API of the scheduler's unit tests (pods and Leases), shared.
+#[path = "../../src/cluster/kubernetes/fake.rs"]
+#[allow(dead_code)]
+pub mod kube_fake;
 pub mod nats;
 pub mod redis;
 pub mod s3;

@@ -1,6 +1,7 @@
 //! The few calls of the Kubernetes API the scheduler makes (list, create and delete pods in
-//! one namespace), as plain JSON over HTTP(S), and their errors, each naming the API, the
-//! namespace and the pod, and saying what to do.
+//! one namespace) and the leader election by a Lease makes (read, create and replace one
+//! Lease), as plain JSON over HTTP(S), and their errors, each naming the API, the namespace
+//! and the object, and saying what to do.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,9 @@ pub const CALL_WITHIN: Duration = Duration::from_secs(5);
 /// The verbs the coordinator's service account needs on pods in its namespace.
 pub const VERBS: &str = "create, delete, get, list and watch";
 
+/// The verbs coordinators electing by a Lease need on leases (coordination.k8s.io).
+pub const LEASE_VERBS: &str = "get, create and update";
+
 /// What a call was for, in an error.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Call {
@@ -26,6 +30,20 @@ pub enum Call {
     Create { pod: String },
     /// Deleting a pod.
     Delete { pod: String },
+    /// Reading, creating or replacing a Lease.
+    Lease { verb: &'static str, name: String },
+}
+
+impl Call {
+    /// What RBAC must grant for it.
+    fn needs(&self) -> String {
+        match self {
+            Self::Lease { .. } => {
+                format!("the verbs {LEASE_VERBS} on leases (coordination.k8s.io)")
+            }
+            _ => format!("the verbs {VERBS} on pods"),
+        }
+    }
 }
 
 impl fmt::Display for Call {
@@ -34,6 +52,7 @@ impl fmt::Display for Call {
             Self::List { selector } => write!(f, "list the pods labelled {selector}"),
             Self::Create { pod } => write!(f, "create pod {pod}"),
             Self::Delete { pod } => write!(f, "delete pod {pod}"),
+            Self::Lease { verb, name } => write!(f, "{verb} the Lease {name}"),
         }
     }
 }
@@ -69,9 +88,9 @@ pub enum ApiError {
     /// 403: RBAC forbids it.
     #[error(
         "cannot {call} in namespace {namespace}: the Kubernetes API at {api} forbids it \
-         ({message}); RBAC: the coordinator's service account needs a Role granting the verbs \
-         {VERBS} on pods in namespace {namespace}, and a RoleBinding to it \
-         (deploy/kubernetes/rbac.yaml)"
+         ({message}); RBAC: the coordinator's service account needs a Role granting {} \
+         in namespace {namespace}, and a RoleBinding to it (deploy/kubernetes/rbac.yaml)",
+        call.needs()
     )]
     Forbidden {
         api: String,
@@ -202,6 +221,60 @@ impl Api {
         match status {
             200..=202 | 404 => Ok(()),
             _ => Err(self.refused(call, status, &body)),
+        }
+    }
+
+    fn lease_url(&self, name: Option<&str>) -> String {
+        let all = format!(
+            "{}/apis/coordination.k8s.io/v1/namespaces/{}/leases",
+            self.endpoint.api, self.endpoint.namespace
+        );
+        match name {
+            Some(name) => format!("{all}/{name}"),
+            None => all,
+        }
+    }
+
+    /// Lease `name`; `None` if there is none.
+    pub fn get_lease(&self, name: &str) -> Result<Option<Value>, ApiError> {
+        let call = Call::Lease {
+            verb: "read",
+            name: name.to_string(),
+        };
+        let request = self.auth(self.agent.get(&self.lease_url(Some(name))));
+        match self.send(&call, request.call())? {
+            (200, lease) => Ok(Some(lease)),
+            (404, _) => Ok(None),
+            (status, body) => Err(self.refused(call, status, &body)),
+        }
+    }
+
+    /// Creates the Lease `lease` (named `name`); `None` if one of that name exists.
+    pub fn create_lease(&self, name: &str, lease: &Value) -> Result<Option<Value>, ApiError> {
+        let call = Call::Lease {
+            verb: "create",
+            name: name.to_string(),
+        };
+        let request = self.auth(self.agent.post(&self.lease_url(None)));
+        match self.send(&call, request.send_json(lease))? {
+            (200..=202, created) => Ok(Some(created)),
+            (409, _) => Ok(None),
+            (status, body) => Err(self.refused(call, status, &body)),
+        }
+    }
+
+    /// Replaces Lease `name` by `lease`, whose `metadata.resourceVersion` must be the one
+    /// there (optimistic concurrency); `None` if another changed it since.
+    pub fn replace_lease(&self, name: &str, lease: &Value) -> Result<Option<Value>, ApiError> {
+        let call = Call::Lease {
+            verb: "update",
+            name: name.to_string(),
+        };
+        let request = self.auth(self.agent.put(&self.lease_url(Some(name))));
+        match self.send(&call, request.send_json(lease))? {
+            (200..=201, replaced) => Ok(Some(replaced)),
+            (409, _) => Ok(None),
+            (status, body) => Err(self.refused(call, status, &body)),
         }
     }
 

@@ -1,6 +1,7 @@
 //! A fake Kubernetes API server for the scheduler's tests: pods in one namespace, kept in
-//! memory, listed by label selector, created and deleted, on 127.0.0.1 (a port the system
-//! chooses). One connection at a time, each closed after its answer. A test changes the
+//! memory, listed by label selector, created and deleted, and Leases read, created and
+//! replaced under optimistic concurrency (a stale `resourceVersion` is a 409), on 127.0.0.1
+//! (a port the system chooses). One connection at a time, each closed after its answer. A test changes the
 //! pods (a phase, a deletion) between the scheduler's ticks, which are synchronous: no
 //! waiting.
 
@@ -28,6 +29,10 @@ pub struct Request {
 pub struct State {
     /// The pods by name.
     pub pods: BTreeMap<String, Value>,
+    /// The Leases by name.
+    pub leases: BTreeMap<String, Value>,
+    /// The last `resourceVersion` given.
+    pub version: u64,
     /// Answer every request 403 with this message.
     pub forbid: Option<String>,
     pub requests: Vec<Request>,
@@ -171,8 +176,14 @@ fn serve(stream: impl Read + Write, state: &Mutex<State>, namespace: &str) -> st
         authorization,
     });
     let pods = format!("/api/v1/namespaces/{namespace}/pods");
+    let leases = format!("/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases");
     let (status, answer) = if let Some(message) = &state.forbid {
         (403, status_object(403, "Forbidden", message))
+    } else if path.starts_with(leases.as_str()) {
+        let name = path
+            .strip_prefix(leases.as_str())
+            .and_then(|p| p.strip_prefix('/'));
+        lease(&mut state, method, name, &body)
     } else if method == "GET" && path == pods {
         let items: Vec<&Value> = state
             .pods
@@ -230,6 +241,59 @@ fn serve(stream: impl Read + Write, state: &Mutex<State>, namespace: &str) -> st
         body.len()
     )?;
     stream.flush()
+}
+
+/// Answers a request of the Leases: GET, POST and PUT (with the current `resourceVersion`).
+fn lease(state: &mut State, method: &str, name: Option<&str>, body: &[u8]) -> (u16, Value) {
+    let sent: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    match (method, name) {
+        ("GET", Some(name)) => match state.leases.get(name) {
+            Some(lease) => (200, lease.clone()),
+            None => (
+                404,
+                status_object(404, "NotFound", &format!("leases \"{name}\" not found")),
+            ),
+        },
+        ("POST", None) => {
+            let name = sent["metadata"]["name"].as_str().unwrap_or("").to_string();
+            if state.leases.contains_key(&name) {
+                return (
+                    409,
+                    status_object(
+                        409,
+                        "AlreadyExists",
+                        &format!("leases \"{name}\" already exists"),
+                    ),
+                );
+            }
+            state.version += 1;
+            let mut lease = sent;
+            lease["metadata"]["resourceVersion"] = json!(state.version.to_string());
+            state.leases.insert(name, lease.clone());
+            (201, lease)
+        }
+        ("PUT", Some(name)) => {
+            let current = state
+                .leases
+                .get(name)
+                .map(|l| l["metadata"]["resourceVersion"].clone());
+            if current.is_none() || current != Some(sent["metadata"]["resourceVersion"].clone()) {
+                return (
+                    409,
+                    status_object(409, "Conflict", &format!("Operation cannot be fulfilled on leases.coordination.k8s.io \"{name}\": the object has been modified")),
+                );
+            }
+            state.version += 1;
+            let mut lease = sent;
+            lease["metadata"]["resourceVersion"] = json!(state.version.to_string());
+            state.leases.insert(name.to_string(), lease.clone());
+            (200, lease)
+        }
+        _ => (
+            405,
+            status_object(405, "MethodNotAllowed", "not served by the fake"),
+        ),
+    }
 }
 
 fn status_object(code: u16, reason: &str, message: &str) -> Value {

@@ -76,24 +76,8 @@ impl KubeArgs {
     /// The scheduler's settings, with the defaults of a pod's service account, for `workers`
     /// workers of `slots` slots of the coordinator listening on `listen`.
     pub fn settings(&self, listen: SocketAddr, workers: u32, slots: u32) -> Result<Settings> {
-        let service_account = Path::new(SERVICE_ACCOUNT);
-        let in_pod = |file: &str| {
-            let f = service_account.join(file);
-            f.exists().then_some(f)
-        };
-        let namespace = match &self.kube_namespace {
-            Some(ns) => ns.clone(),
-            None => match in_pod("namespace") {
-                Some(f) => std::fs::read_to_string(&f)
-                    .with_context(|| format!("cannot read `{}`", f.display()))?
-                    .trim()
-                    .to_string(),
-                None => bail!(
-                    "--scheduler kubernetes: give --kube-namespace NS (outside a pod there is no \
-                     {SERVICE_ACCOUNT}/namespace to take it from)"
-                ),
-            },
-        };
+        let endpoint = self.endpoint(None, "--scheduler kubernetes")?;
+        let namespace = endpoint.namespace.clone();
         let Some(image) = self.kube_worker_image.clone() else {
             bail!("--scheduler kubernetes: give the workers' image with --kube-worker-image IMAGE (with `anduin` on its PATH)");
         };
@@ -116,15 +100,7 @@ impl KubeArgs {
             None => listen,
         };
         Ok(Settings {
-            endpoint: Endpoint {
-                api: self
-                    .kube_api
-                    .clone()
-                    .unwrap_or_else(|| IN_CLUSTER_API.to_string()),
-                namespace,
-                token_file: self.kube_token_file.clone().or_else(|| in_pod("token")),
-                ca_file: self.kube_ca_file.clone().or_else(|| in_pod("ca.crt")),
-            },
+            endpoint,
             name: self.kube_name.clone(),
             image,
             env_secret,
@@ -132,6 +108,50 @@ impl KubeArgs {
             workers,
             slots,
         })
+    }
+}
+
+impl KubeArgs {
+    /// Where the API is and how to reach it, with the defaults of a pod's service account;
+    /// in `namespace` if given, else `--kube-namespace`, else the pod's (`what` is the flag
+    /// that needs it, for an error).
+    pub fn endpoint(&self, namespace: Option<&str>, what: &str) -> Result<Endpoint> {
+        let service_account = Path::new(SERVICE_ACCOUNT);
+        let in_pod = |file: &str| {
+            let f = service_account.join(file);
+            f.exists().then_some(f)
+        };
+        let namespace = match namespace.or(self.kube_namespace.as_deref()) {
+            Some(ns) => ns.to_string(),
+            None => match in_pod("namespace") {
+                Some(f) => std::fs::read_to_string(&f)
+                    .with_context(|| format!("cannot read `{}`", f.display()))?
+                    .trim()
+                    .to_string(),
+                None => bail!(
+                    "{what}: give --kube-namespace NS (outside a pod there is no \
+                     {SERVICE_ACCOUNT}/namespace to take it from)"
+                ),
+            },
+        };
+        Ok(Endpoint {
+            api: self
+                .kube_api
+                .clone()
+                .unwrap_or_else(|| IN_CLUSTER_API.to_string()),
+            namespace,
+            token_file: self.kube_token_file.clone().or_else(|| in_pod("token")),
+            ca_file: self.kube_ca_file.clone().or_else(|| in_pod("ca.crt")),
+        })
+    }
+
+    /// Whether only the flags of reaching the API are given (an election by a Lease takes
+    /// them with any scheduler).
+    pub fn only_endpoint(&self) -> bool {
+        self.kube_worker_image.is_none()
+            && self.kube_worker_secret.is_none()
+            && self.kube_name == "anduin"
+            && self.kube_coordinator_address.is_none()
     }
 }
 

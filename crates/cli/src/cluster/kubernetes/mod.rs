@@ -30,7 +30,7 @@
 
 mod api;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 mod flags;
 mod pod;
 #[cfg(test)]
@@ -43,13 +43,12 @@ use std::time::Duration;
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 
-pub use api::{ApiError, Endpoint};
+pub use api::{Api, ApiError, Endpoint};
 pub use flags::KubeArgs;
 pub use pod::{Phase, PodFacts};
 
 use super::coordinator::Link;
 use super::scheduler::Scheduler;
-use api::Api;
 use pod::WorkerPod;
 
 /// How long a running pod has, from its creation (its image pulled), for its worker to

@@ -14,9 +14,12 @@
 //!
 //! - `redlock://HOST:PORT,HOST:PORT,…[/PREFIX]` ([`redlock`]): the coordinator that holds
 //!   the lock on a majority of independent Redis servers leads, stepping down likewise.
+//! - `kubernetes://[NAMESPACE/]NAME` ([`kube`]): the coordinator that holds the Kubernetes
+//!   Lease NAME leads, stepping down likewise.
 
 mod etcd;
 mod file;
+mod kube;
 mod lease;
 mod redlock;
 
@@ -28,6 +31,7 @@ use anduin_coordinator::catalog::{Catalog, CATALOG_PREFIX};
 use anyhow::{bail, Context, Result};
 
 pub use etcd::Etcd;
+pub use kube::KubeLease;
 pub use lease::{act_or_step_down, let_go, never_step_down_for_tests, superseded};
 pub use redlock::Redlock;
 
@@ -40,13 +44,18 @@ pub enum Election {
     Etcd(Etcd),
     /// The coordinator that holds the lock on a majority of these Redis servers leads.
     Redlock(Redlock),
+    /// The coordinator that holds this Kubernetes Lease leads.
+    Kubernetes(KubeLease),
 }
 
 impl Election {
     /// Whether the leader holds a lease that can run out while it lives (etcd, Redlock): it
     /// renews it, pings its workers, and takes the catalog over by term.
     pub fn by_lease(&self) -> bool {
-        matches!(self, Election::Etcd(_) | Election::Redlock(_))
+        matches!(
+            self,
+            Election::Etcd(_) | Election::Redlock(_) | Election::Kubernetes(_)
+        )
     }
 }
 
@@ -56,6 +65,7 @@ impl std::fmt::Display for Election {
             Election::File(path) => write!(f, "file://{}", path.display()),
             Election::Etcd(etcd) => write!(f, "{etcd}"),
             Election::Redlock(redlock) => write!(f, "{redlock}"),
+            Election::Kubernetes(lease) => write!(f, "{lease}"),
         }
     }
 }
@@ -75,6 +85,11 @@ pub fn parse_election(s: &str) -> Result<Election, String> {
             .map(Election::Etcd)
             .map_err(|why| format!("`{s}`: {why}"));
     }
+    if let Some(rest) = s.strip_prefix("kubernetes://") {
+        return KubeLease::parse(rest)
+            .map(Election::Kubernetes)
+            .map_err(|why| format!("`{s}`: {why}"));
+    }
     if let Some(rest) = s.strip_prefix("redlock://") {
         return Redlock::parse(rest)
             .map(Election::Redlock)
@@ -82,8 +97,9 @@ pub fn parse_election(s: &str) -> Result<Election, String> {
     }
     Err(format!(
         "`{s}` is not a leader election anduin knows: give etcd://HOST:PORT[,HOST:PORT...], \
-         redlock://HOST:PORT,HOST:PORT,HOST:PORT (independent Redis servers) or file:///PATH \
-         (a lock file every coordinator of the cluster reaches)"
+         redlock://HOST:PORT,HOST:PORT,HOST:PORT (independent Redis servers), \
+         kubernetes://[NAMESPACE/]NAME (a Lease) or file:///PATH (a lock file every \
+         coordinator of the cluster reaches)"
     ))
 }
 
@@ -149,6 +165,10 @@ pub fn lead(
             let (lease, term) = redlock.lead(shared, lease, me, standing_by)?;
             (Hold::Lease { _lease: lease }, term)
         }
+        Election::Kubernetes(kube) => {
+            let (lease, term) = kube.lead(shared, lease, me, standing_by)?;
+            (Hold::Lease { _lease: lease }, term)
+        }
     };
     let term = term.max(shared.term_floor()?);
     // Checked again now that it leads, before it says what it shares: two coordinators of
@@ -164,6 +184,7 @@ pub fn lead(
         }
         Election::Etcd(etcd) => etcd.put_shared(&said)?,
         Election::Redlock(redlock) => redlock.put_shared(&said),
+        Election::Kubernetes(kube) => kube.put_shared(&said)?,
     }
     let theirs = shared.state_dir.join(LOCK_NOTE);
     std::fs::write(&theirs, election.to_string())
@@ -274,6 +295,7 @@ pub fn check(election: &Election, shared: &Shared) -> Result<()> {
             redlock.shared()?,
             format!("the key {} of every Redis server", redlock.shared_key()),
         ),
+        Election::Kubernetes(kube) => (kube.shared()?, kube.shared_note()),
     };
     if let Some(text) = theirs {
         let theirs: Option<Shared> = serde_json::from_str(&text).ok();

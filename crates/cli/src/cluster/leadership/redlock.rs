@@ -146,7 +146,7 @@ impl Redlock {
 }
 
 /// A random number: the process's random hasher keys, hashed with the time.
-fn random() -> u64 {
+pub(super) fn random() -> u64 {
     let mut h = RandomState::new().build_hasher();
     h.write_u128(
         std::time::SystemTime::now()
