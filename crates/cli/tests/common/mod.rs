@@ -13,9 +13,10 @@ pub mod cluster;
 pub mod etcd;
 pub mod kafka;
 pub mod killed;
-/// The fake Kubernetes API of the scheduler's unit tests (pods and Leases), shared.
+/// The fake Kubernetes API of the scheduler's unit tests (pods and Leases), shared with them
+/// (one file, compiled into each test crate).
 #[path = "../../src/cluster/kubernetes/fake.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, clippy::duplicate_mod)]
 pub mod kube_fake;
 pub mod nats;
 pub mod redis;
