@@ -374,45 +374,17 @@ mod tests {
             decide(Some(&facts(None, "1")), &mut seen, t0, "me"),
             Move::TakeOver
         );
-        let held = facts(Some("a"), "5");
-        assert_eq!(
-            decide(Some(&held), &mut seen, t0, "me"),
-            Move::Wait(Some("a".into()))
-        );
-        let later = t0 + Duration::from_secs(9);
-        assert_eq!(
-            decide(Some(&held), &mut seen, later, "me"),
-            Move::Wait(Some("a".into()))
-        );
-        // Renewed meanwhile: the duration counts from when that was seen.
-        let renewed = facts(Some("a"), "6");
-        assert_eq!(
-            decide(
-                Some(&renewed),
-                &mut seen,
-                t0 + Duration::from_secs(11),
-                "me"
-            ),
-            Move::Wait(Some("a".into()))
-        );
-        assert_eq!(
-            decide(
-                Some(&renewed),
-                &mut seen,
-                t0 + Duration::from_secs(20),
-                "me"
-            ),
-            Move::Wait(Some("a".into()))
-        );
-        assert_eq!(
-            decide(
-                Some(&renewed),
-                &mut seen,
-                t0 + Duration::from_secs(21),
-                "me"
-            ),
-            Move::TakeOver
-        );
+        let (held, renewed) = (facts(Some("a"), "5"), facts(Some("a"), "6"));
+        let waits = Move::Wait(Some("a".into()));
+        let mut at = |secs: u64, lease: &Facts| {
+            decide(Some(lease), &mut seen, t0 + Duration::from_secs(secs), "me")
+        };
+        assert_eq!(at(0, &held), waits);
+        assert_eq!(at(9, &held), waits);
+        // Renewed meanwhile: the duration (10 s) counts from when that was seen.
+        assert_eq!(at(11, &renewed), waits);
+        assert_eq!(at(20, &renewed), waits);
+        assert_eq!(at(21, &renewed), Move::TakeOver);
     }
 
     #[test]
