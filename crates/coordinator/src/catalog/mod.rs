@@ -27,6 +27,11 @@
 //! file and byte offset — edits are never silently skipped. An `flock` on `LOCK` keeps a
 //! second coordinator out (and dies with its holder).
 //!
+//! Coordinators elected by a lease keep one directory per leader term ([`terms`]), or, with
+//! no shared file system, the catalog in the checkpoint store's object store, one object per
+//! edit created only if absent, which fences a superseded leader where its edits land
+//! ([`objects`], [`Catalog::take_over_objects`]).
+//!
 //! # Example
 //!
 //! ```
