@@ -169,6 +169,22 @@ pub struct Scheduler {
     last_warning: Option<u64>,
     /// Lost task instances are being restored ([`Fact::Lost`]).
     restoring: bool,
+    /// Checkpoints the store failed (to begin or to complete) in a row since the last
+    /// complete one.
+    store_failures: u32,
+    /// No checkpoint is triggered before this time after such failures ([`pause_after`]).
+    not_before: Option<u64>,
+}
+
+/// How long no checkpoint is triggered after the store failed `failures` in a row: none
+/// after one (tried again at once, as after any failure), then 1 s, doubled each time, at
+/// most a minute — a store that refuses every checkpoint (another run took it over, it is
+/// unreachable) is not asked again at every tick.
+pub fn pause_after(failures: u32) -> u64 {
+    match failures {
+        0 | 1 => 0,
+        n => (1000u64 << (n - 2).min(6)).min(60_000),
+    }
 }
 
 impl Scheduler {
@@ -197,6 +213,8 @@ impl Scheduler {
             last_complete: None,
             last_warning: None,
             restoring: false,
+            store_failures: 0,
+            not_before: None,
         }
     }
 
@@ -254,6 +272,8 @@ impl Scheduler {
             Fact::Restored => self.restoring = false,
             Fact::TriggerFailed { epoch, reason } | Fact::CompleteFailed { epoch, reason } => {
                 self.ended_badly(epoch);
+                self.store_failures += 1;
+                self.not_before = Some(now_ms.saturating_add(pause_after(self.store_failures)));
                 actions.push(Action::Abandon { epoch, reason });
             }
             Fact::Completed { epoch } => {
@@ -262,6 +282,8 @@ impl Scheduler {
                 }
                 self.last_complete = Some(now_ms);
                 self.force_full = false;
+                self.store_failures = 0;
+                self.not_before = None;
             }
         }
         self.expire(now_ms, &mut actions);
@@ -277,10 +299,10 @@ impl Scheduler {
             .in_flight
             .zip(self.settings.timeout_ms)
             .map(|(f, t)| f.started_ms.saturating_add(t));
-        match (self.next_tick, deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.next_tick, deadline, self.not_before]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Abandons the checkpoint in flight when it is past its deadline, naming the tasks that
@@ -332,6 +354,9 @@ impl Scheduler {
             }
         }
         if self.in_flight.is_some() || self.finishing || self.restoring {
+            return;
+        }
+        if self.not_before.is_some_and(|t| now_ms < t) {
             return;
         }
         let last = !self.sources.is_empty() && self.ended == self.sources;
@@ -744,7 +769,28 @@ mod tests {
             ),
             vec![failed(3)]
         );
-        assert_eq!(s.on(Fact::Wanted, 7), vec![trigger(4, true, false, false)]);
+        // Twice in a row: the store is not asked again for a second.
+        assert_eq!(s.on(Fact::Wanted, 7), vec![]);
+        assert_eq!(s.next_wake_ms(), Some(1006));
+        assert_eq!(s.on(Fact::Tick, 1006), vec![trigger(4, true, false, false)]);
+        let _ = ack_all(&mut s, 4, 1007);
+        let _ = s.on(
+            Fact::CompleteFailed {
+                epoch: Epoch(4),
+                reason: "disk full".into(),
+            },
+            1007,
+        );
+        assert_eq!(s.on(Fact::Wanted, 2007), vec![], "then for two");
+        assert_eq!(s.on(Fact::Tick, 3007), vec![trigger(5, true, false, false)]);
+        let _ = ack_all(&mut s, 5, 3008);
+        let _ = s.on(Fact::Completed { epoch: Epoch(5) }, 3008);
+        assert_eq!(
+            s.on(Fact::Wanted, 3009),
+            vec![trigger(6, false, false, false)],
+            "a complete one ends the pauses"
+        );
+        assert_eq!(pause_after(30), 60_000);
     }
 
     #[test]

@@ -415,11 +415,16 @@ impl State {
                 super::leadership::superseded(&e);
             }
             if after_failed_edit(&e) == AfterFailedEdit::Stop {
+                let place = self.catalog.location();
+                let once = if place.contains("://") {
+                    format!("the object store of its catalog, {place}, answers")
+                } else {
+                    "its --state-dir can be written (space, permissions)".to_string()
+                };
                 eprintln!(
                     "anduin: the coordinator stops: its catalog did not take an edit ({e}). \
                      Its workers and their executors run on; start the coordinator again once \
-                     its --state-dir can be written (space, permissions): it reads its catalog \
-                     back and takes its queries over."
+                     {once}: it reads its catalog back and takes its queries over."
                 );
                 std::process::exit(CATALOG_FAILED_EXIT);
             }
@@ -635,6 +640,11 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
         Some(term) if let Some(objects) = catalog_objects => Catalog::take_over_objects(
             objects,
             term,
+            &args
+                .leader_election
+                .as_ref()
+                .map(super::leadership::Election::identity)
+                .unwrap_or_default(),
             CatalogOptions::in_object_store(),
             Instant::now(),
             &super::leadership::act_or_step_down,

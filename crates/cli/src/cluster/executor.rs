@@ -605,6 +605,10 @@ impl Link {
                 }
                 Ok(None) | Err(_) => {
                     tracing::warn!("the coordinator's connection closed: checkpoints wait");
+                    // The next report begins with the next coordinator of the list (one that
+                    // closes at once, a superseded leader still running, would be tried first
+                    // again and again).
+                    self.coordinator.pass_over();
                     return None;
                 }
             };

@@ -278,6 +278,9 @@ fn register(
             if super::leadership::older_term(term, offered) =>
         {
             to.close();
+            // The next try begins with the next coordinator of the list: this one answers
+            // first (it may be a superseded leader that still runs), the leader may be after.
+            args.coordinator.pass_over();
             bail!(
                 "{NO_LEADER} of term {} or later: a coordinator of term {} answered",
                 term.unwrap_or_default(),

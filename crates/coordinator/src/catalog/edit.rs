@@ -165,6 +165,10 @@ pub enum Edit {
     LeaderTookOver {
         /// The leader's term.
         term: u64,
+        /// The election it was elected by (`etcd:/PREFIX`, …): the coordinators of another
+        /// are refused the catalog.
+        #[serde(default)]
+        election: String,
     },
 }
 

@@ -26,7 +26,7 @@ pub enum CatalogError {
     },
     /// A record in the middle of an edit-log segment is damaged. The catalog stops rather than
     /// skip edits.
-    #[error("{}: damaged at byte {offset}: {why}; the catalog will not skip edits: restore the state directory from a backup (see docs/operations.md, \"The coordinator's state directory\")", path.display())]
+    #[error("{}: damaged at byte {offset}: {why}; the catalog will not skip edits: restore the state directory (or, for a catalog in an object store, its objects) from a backup (see docs/operations.md, \"The coordinator's state directory\")", path.display())]
     Corrupt {
         /// The segment.
         path: PathBuf,
@@ -44,7 +44,7 @@ pub enum CatalogError {
         found: u32,
     },
     /// Edits the catalog needs are not in any file.
-    #[error("edits {} to {} are missing{}: no valid snapshot holds them and no edit-log segment has them; restore the state directory from a backup", from.0, to.0, match path { Some(p) => format!(" before {}", p.display()), None => String::new() })]
+    #[error("edits {} to {} are missing{}: no valid snapshot holds them and no edit-log segment (or edit object) has them; restore the state directory (or the catalog's objects) from a backup", from.0, to.0, match path { Some(p) => format!(" before {}", p.display()), None => String::new() })]
     Missing {
         /// The first missing.
         from: Txid,

@@ -228,27 +228,43 @@ impl Catalog {
         })
     }
 
-    /// The term of the last leader that took the catalog in object store `bucket` over (read
-    /// only); `None` if none did.
-    pub fn last_leader_term(bucket: Bucket) -> Result<Option<u64>, CatalogError> {
-        Ok(objects::ObjectLog::new(bucket).read()?.state.leader_term)
+    /// The term of the last leader that took the catalog in object store `bucket` over, and
+    /// the election it was elected by (read only); `None` if none did.
+    pub fn last_leader(bucket: Bucket) -> Result<Option<(u64, String)>, CatalogError> {
+        let state = objects::ObjectLog::new(bucket, 0)?.read()?.state;
+        Ok(state
+            .leader_term
+            .map(|t| (t, state.elected_by.unwrap_or_default())))
     }
 
     /// Takes the catalog in object store `bucket` (its prefix, as [`CATALOG_PREFIX`] under the
     /// checkpoint store) over for leader term `term` (see [`objects`]): reads it to its end and
-    /// writes that `term` took it over as the next edit, reading on past edits another
-    /// coordinator writes meanwhile. Refused ([`EditRefused::TermNotAfter`]) once a later term
-    /// took it over, or by the same term. `still_leading` is called before each write, as in
-    /// [`Catalog::take_over`]. A leader before, paused, finds its next edit's place taken
-    /// when it runs again ([`CatalogError::Superseded`]).
+    /// writes that `term` of `election` (its identity: the coordinators of another election
+    /// are refused, [`EditRefused::OtherElection`]) took it over as the next edit, reading on
+    /// past edits another coordinator writes meanwhile. Refused
+    /// ([`EditRefused::TermNotAfter`]) once a later term took it over, or by the same term.
+    /// `still_leading` is called before each write, as in [`Catalog::take_over`]. A leader
+    /// before, paused, finds its next edit's place taken (or a later term marked) when it
+    /// runs again ([`CatalogError::Superseded`]).
     pub fn take_over_objects(
         bucket: Bucket,
         term: u64,
+        election: &str,
         options: CatalogOptions,
         now: Instant,
         still_leading: &dyn Fn(),
     ) -> Result<Catalog, CatalogError> {
-        let log = objects::ObjectLog::new(bucket);
+        let log = objects::ObjectLog::new(bucket, term)?;
+        let refused_by_later = |log: &objects::ObjectLog| -> Result<(), CatalogError> {
+            match log.later_term()? {
+                Some(current) => Err(EditRefused::TermNotAfter { current, got: term }.into()),
+                None => Ok(()),
+            }
+        };
+        refused_by_later(&log)?;
+        still_leading();
+        // Marked first: an earlier leader's edit written from now on is not acknowledged.
+        log.mark_leader(term)?;
         loop {
             let read = log.read()?;
             let mut catalog = Catalog {
@@ -262,14 +278,18 @@ impl Catalog {
                 backing: Backing::Objects(log.clone()),
             };
             still_leading();
-            match catalog.append(Edit::LeaderTookOver { term }, now) {
+            let took = Edit::LeaderTookOver {
+                term,
+                election: election.to_string(),
+            };
+            match catalog.append(took, now) {
                 Ok(txid) => {
-                    log.mark_leader(term)?;
                     info!(url = %catalog.location(), term, txid = txid.0, "catalog taken over");
                     return Ok(catalog);
                 }
-                // Another coordinator wrote that edit meanwhile: read on.
-                Err(CatalogError::Superseded { .. }) => {}
+                // Another coordinator wrote that edit meanwhile: read on, unless a later
+                // term took it over.
+                Err(CatalogError::Superseded { .. }) => refused_by_later(&log)?,
                 Err(e) => return Err(e),
             }
         }
@@ -371,7 +391,7 @@ impl Catalog {
     /// checkpoint: that no later leader took the catalog over ([`CatalogFence`]).
     pub fn fence(&self) -> Option<CatalogFence> {
         match (&self.backing, self.state.leader_term) {
-            (Backing::Objects(log), Some(term)) => Some(CatalogFence::new(log.clone(), term)),
+            (Backing::Objects(log), Some(_)) => Some(CatalogFence::new(log.clone())),
             _ => None,
         }
     }

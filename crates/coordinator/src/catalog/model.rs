@@ -27,6 +27,9 @@ pub struct CatalogState {
     /// lease, whose catalog is in an object store); `None` before any did.
     #[serde(default)]
     pub leader_term: Option<u64>,
+    /// The election that leader was elected by.
+    #[serde(default)]
+    pub elected_by: Option<String>,
 }
 
 /// A registered worker.
@@ -293,6 +296,14 @@ pub enum EditRefused {
         /// The highest given.
         highest: WorkerId,
     },
+    /// The leader of another election than the one whose coordinators keep this catalog.
+    #[error("this catalog is kept by the coordinators elected by `{theirs}`, this one is elected by `{mine}`: give every coordinator of a cluster the same election, and each cluster a checkpoint store of its own")]
+    OtherElection {
+        /// The catalog's election.
+        theirs: String,
+        /// The one given.
+        mine: String,
+    },
     /// A leader's term not after the one that took the catalog over last.
     #[error("leader term {got} does not come after term {current}, which took the catalog over already: this coordinator no longer leads")]
     TermNotAfter {
@@ -444,13 +455,25 @@ impl CatalogState {
                 }
                 Ok(())
             }
-            Edit::LeaderTookOver { term } => match self.leader_term {
-                Some(current) if *term <= current => Err(EditRefused::TermNotAfter {
-                    current,
-                    got: *term,
-                }),
-                _ => Ok(()),
-            },
+            Edit::LeaderTookOver { term, election } => {
+                if let Some(theirs) = self
+                    .elected_by
+                    .as_ref()
+                    .filter(|e| !e.is_empty() && *e != election)
+                {
+                    return Err(EditRefused::OtherElection {
+                        theirs: theirs.clone(),
+                        mine: election.clone(),
+                    });
+                }
+                match self.leader_term {
+                    Some(current) if *term <= current => Err(EditRefused::TermNotAfter {
+                        current,
+                        got: *term,
+                    }),
+                    _ => Ok(()),
+                }
+            }
         }
     }
 
@@ -639,7 +662,10 @@ impl CatalogState {
             Edit::WorkerLeft { worker } => {
                 self.workers.remove(worker);
             }
-            Edit::LeaderTookOver { term } => self.leader_term = Some(*term),
+            Edit::LeaderTookOver { term, election } => {
+                self.leader_term = Some(*term);
+                self.elected_by = Some(election.clone());
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 //! s3://bucket/prefix/.catalog/snapshot-00000000000000000040.img   the catalog after edits 1..=40
 //! s3://bucket/prefix/.catalog/edit-00000000000000000041.rec       edit 41, created only if absent
 //! s3://bucket/prefix/.catalog/edit-00000000000000000042.rec       edit 42 …
+//! s3://bucket/prefix/.catalog/leaders/00000000000000000007         term 7 took it over
 //! ```
 //!
 //! Every edit is an object of its own (a segment of one record, as in a state directory),
@@ -13,7 +14,11 @@
 //! with its term as the next edit (reading on past edits written meanwhile). A leader before
 //! it, paused past its lease, that writes on when it runs again finds the place of its next
 //! edit taken and stops ([`CatalogError::Superseded`]): the fence is where the effect lands,
-//! no pointer is changed and nobody is waited for. Snapshots and the removal of what the
+//! no pointer is changed and nobody is waited for. The place may be free again when the
+//! new leader's snapshots have removed the edits there: so a leader marks its term under
+//! `leaders/` before it takes the catalog over, and every edit, once written, is
+//! acknowledged only if no later term is marked (an edit written in a removed range is
+//! below a snapshot, and never read). Snapshots and the removal of what the
 //! kept snapshots hold work as in a state directory; they are safe whoever writes them, as
 //! every object holds a settled part of the one log.
 
@@ -38,11 +43,20 @@ const EDIT_PREFIX: &str = "edit-";
 const EDIT_SUFFIX: &str = ".rec";
 const SNAPSHOT_PREFIX: &str = "snapshot-";
 const SNAPSHOT_SUFFIX: &str = ".img";
-const LEADER_PREFIX: &str = "leader-";
+/// Where the leaders' marks are, under the catalog's prefix.
+const LEADERS: &str = "leaders";
 
-/// The object that says term `term` took the catalog over (for [`CatalogFence`]).
+/// The mark of term `term`, under [`LEADERS`].
 fn leader_name(term: u64) -> String {
-    format!("{LEADER_PREFIX}{term:020}")
+    format!("{term:020}")
+}
+
+/// How often a write or read the object store failed is tried, in all.
+const TRIES: u32 = 6;
+
+/// The pause before try `n` (1-based) again: 100 ms, doubled each time (3.1 s in all).
+fn backoff(n: u32) -> std::time::Duration {
+    std::time::Duration::from_millis(100 << n.saturating_sub(1).min(10))
 }
 
 /// The object of edit `txid`.
@@ -59,6 +73,10 @@ fn snapshot_name(txid: Txid) -> String {
 #[derive(Clone, Debug)]
 pub(super) struct ObjectLog {
     bucket: Bucket,
+    /// The leaders' marks.
+    leaders: Bucket,
+    /// The term of the leader writing (0: none, reading only).
+    term: u64,
 }
 
 /// The catalog as read from its objects.
@@ -79,9 +97,27 @@ struct Listing {
 }
 
 impl ObjectLog {
-    /// The catalog in `bucket` (the prefix of its objects).
-    pub(super) fn new(bucket: Bucket) -> Self {
-        Self { bucket }
+    /// The catalog in `bucket` (the prefix of its objects), written by the leader of `term`
+    /// (0: read only).
+    pub(super) fn new(bucket: Bucket, term: u64) -> Result<Self, CatalogError> {
+        let leaders = bucket.child(LEADERS)?;
+        Ok(Self {
+            bucket,
+            leaders,
+            term,
+        })
+    }
+
+    /// The latest term marked after this log's, if any.
+    pub(super) fn later_term(&self) -> Result<Option<u64>, CatalogError> {
+        let later = self
+            .leaders
+            .list()?
+            .iter()
+            .filter_map(|n| n.parse::<u64>().ok())
+            .filter(|t| *t > self.term)
+            .max();
+        Ok(later)
     }
 
     /// Where it is: `s3://bucket/prefix/.catalog`.
@@ -107,14 +143,21 @@ impl ObjectLog {
     }
 
     /// The catalog: the newest snapshot that reads whole, and every edit after it. Read
-    /// again when an object listed goes meanwhile (a newer snapshot made it redundant).
+    /// again when an object listed goes meanwhile (a newer snapshot made it redundant), and
+    /// when the store fails, [`TRIES`] times in all.
     pub(super) fn read(&self) -> Result<Read, CatalogError> {
         let mut tries = 0;
         loop {
-            match self.read_once()? {
-                Some(read) => return Ok(read),
-                None if tries < 5 => tries += 1,
-                None => {
+            tries += 1;
+            match self.read_once() {
+                Ok(Some(read)) => return Ok(read),
+                Ok(None) if tries < TRIES => {}
+                Err(CatalogError::Remote(e)) if tries < TRIES => {
+                    warn!(url = %self.url(), error = %e, "cannot read the catalog; trying again");
+                    std::thread::sleep(backoff(tries));
+                }
+                Err(e) => return Err(e),
+                Ok(None) => {
                     return Err(CatalogError::Missing {
                         from: Txid(1),
                         to: Txid(1),
@@ -207,23 +250,62 @@ impl ObjectLog {
         }
     }
 
-    /// Writes `record` (edit `txid`, encoded) only if no edit `txid` exists: else a later
-    /// leader took the catalog over ([`CatalogError::Superseded`]).
+    /// Writes `record` (edit `txid`, encoded) only if no edit `txid` exists, and then checks
+    /// that no later term is marked: else a later leader took the catalog over
+    /// ([`CatalogError::Superseded`]). A failed request is tried again ([`TRIES`] in all); an
+    /// edit found there after a try whose answer was lost is this one's if it holds the same
+    /// bytes.
     pub(super) fn append(&self, txid: Txid, record: &[u8]) -> Result<(), CatalogError> {
+        let name = edit_name(txid);
         let mut bytes = segment_header(txid);
         bytes.extend_from_slice(record);
-        match self.bucket.create(&edit_name(txid), bytes)? {
-            Created::Written => Ok(()),
-            Created::Exists => Err(CatalogError::Superseded {
-                url: self.url().to_string(),
-                txid,
-            }),
+        let superseded = || CatalogError::Superseded {
+            url: self.url().to_string(),
+            txid,
+        };
+        let mut tries = 0;
+        let mut unsure = false;
+        loop {
+            tries += 1;
+            let written = self
+                .bucket
+                .create(&name, bytes.clone())
+                .and_then(|c| match c {
+                    Created::Written => Ok(true),
+                    // A try before may have written it, its answer lost.
+                    Created::Exists if unsure => {
+                        Ok(self.bucket.get(&name)?.as_ref() == Some(&bytes))
+                    }
+                    Created::Exists => Ok(false),
+                });
+            let checked = written.and_then(|mine| Ok((mine, self.later_term_checked()?)));
+            match checked {
+                Ok((true, None)) => return Ok(()),
+                Ok(_) => return Err(superseded()),
+                Err(e) if tries < TRIES => {
+                    warn!(url = %self.url(), txid = txid.0, error = %e, "cannot write an edit of the catalog; trying again");
+                    unsure = true;
+                    std::thread::sleep(backoff(tries));
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     }
 
-    /// Says that term `term` took the catalog over, for every [`CatalogFence`] to see.
+    /// [`ObjectLog::later_term`], as the store's error.
+    fn later_term_checked(&self) -> Result<Option<u64>, anduin_checkpoint::CheckpointError> {
+        match self.later_term() {
+            Ok(t) => Ok(t),
+            Err(CatalogError::Remote(e)) => Err(e),
+            // Listing fails only remotely.
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Marks that term `term` takes the catalog over, for every later edit of an earlier
+    /// term and every [`CatalogFence`] to see.
     pub(super) fn mark_leader(&self, term: u64) -> Result<(), CatalogError> {
-        self.bucket.create(&leader_name(term), Vec::new())?;
+        self.leaders.create(&leader_name(term), Vec::new())?;
         Ok(())
     }
 
@@ -264,29 +346,22 @@ impl ObjectLog {
 #[derive(Clone, Debug)]
 pub struct CatalogFence {
     log: ObjectLog,
-    term: u64,
 }
 
 impl CatalogFence {
-    pub(super) fn new(log: ObjectLog, term: u64) -> Self {
-        Self { log, term }
+    pub(super) fn new(log: ObjectLog) -> Self {
+        Self { log }
     }
 
     /// `Err(why)` once a later term took the catalog over (or the store cannot say).
     pub fn check(&self) -> Result<(), String> {
-        let names = self.log.bucket.list().map_err(|e| e.to_string())?;
-        let later = names
-            .iter()
-            .filter_map(|n| n.strip_prefix(LEADER_PREFIX)?.parse::<u64>().ok())
-            .filter(|t| *t > self.term)
-            .max();
-        match later {
+        match self.log.later_term().map_err(|e| e.to_string())? {
             None => Ok(()),
             Some(t) => Err(format!(
                 "the leader of term {t} took the catalog at {} over from this one (term {}), \
                  which no longer leads",
                 self.log.url(),
-                self.term
+                self.log.term
             )),
         }
     }
@@ -310,7 +385,7 @@ mod tests {
     }
 
     fn take_over(b: &Bucket, term: u64, o: CatalogOptions) -> Result<Catalog, CatalogError> {
-        Catalog::take_over_objects(b.clone(), term, o, Instant::now(), &|| ())
+        Catalog::take_over_objects(b.clone(), term, "etcd:/a", o, Instant::now(), &|| ())
     }
 
     #[test]
@@ -365,7 +440,7 @@ mod tests {
             .expect("appended");
         let wrote = RefCell::new(false);
         // Between the new leader's reading and its writing, the old one appends once.
-        let new = Catalog::take_over_objects(b.clone(), 2, o, Instant::now(), &|| {
+        let new = Catalog::take_over_objects(b.clone(), 2, "etcd:/a", o, Instant::now(), &|| {
             if !wrote.replace(true) {
                 old.borrow_mut()
                     .append(worker(2), Instant::now())
@@ -395,7 +470,7 @@ mod tests {
             c.append(worker(n), Instant::now()).expect("appended");
         }
         // Edits 1..=11 (the term, then ten workers); snapshots at 3, 6, 9: 3 retired, and
-        // the edits 6 holds; the mark of term 1.
+        // the edits 6 holds (the mark of term 1 is under leaders/).
         let names = b.list().expect("lists");
         assert_eq!(
             names,
@@ -405,7 +480,6 @@ mod tests {
                 "edit-00000000000000000009.rec",
                 "edit-00000000000000000010.rec",
                 "edit-00000000000000000011.rec",
-                "leader-00000000000000000001",
                 "snapshot-00000000000000000006.img",
                 "snapshot-00000000000000000009.img",
             ]
@@ -426,6 +500,62 @@ mod tests {
         assert_eq!(fallen.recovered().snapshot, Some(Txid(9)));
         assert_eq!(workers(&fallen), (1..=10).collect::<Vec<_>>());
         assert_eq!(fallen.state().leader_term, Some(3));
+    }
+
+    #[test]
+    fn a_paused_leader_whose_next_place_was_removed_by_snapshots_is_still_refused() {
+        let b = bucket();
+        let o = CatalogOptions {
+            snapshot_every_edits: 3,
+            keep_snapshots: 2,
+            ..CatalogOptions::default()
+        };
+        let mut old = take_over(&b, 1, o).expect("term 1");
+        old.append(worker(1), Instant::now()).expect("appended");
+        // The new leader writes on far past the old one's next place, and its snapshots
+        // remove the edits there.
+        let mut new = take_over(&b, 2, o).expect("term 2");
+        for n in 2..=12 {
+            new.append(worker(n), Instant::now()).expect("appended");
+        }
+        assert!(
+            b.get(&edit_name(Txid(3))).expect("reads").is_none(),
+            "removed"
+        );
+        let err = old
+            .append(worker(99), Instant::now())
+            .expect_err("superseded");
+        assert!(matches!(err, CatalogError::Superseded { .. }), "{err}");
+        drop((old, new));
+        let read = take_over(&b, 3, o).expect("term 3");
+        assert!(!workers(&read).contains(&99));
+    }
+
+    #[test]
+    fn the_coordinators_of_another_election_or_an_earlier_term_are_refused() {
+        let b = bucket();
+        let o = CatalogOptions::default();
+        drop(take_over(&b, 1, o).expect("term 1"));
+        let other = Catalog::take_over_objects(b.clone(), 5, "etcd:/b", o, Instant::now(), &|| ())
+            .expect_err("another election");
+        assert!(
+            matches!(
+                other,
+                CatalogError::Refused(EditRefused::OtherElection { .. })
+            ),
+            "{other}"
+        );
+        assert!(other.to_string().contains("etcd:/a"), "{other}");
+        drop(take_over(&b, 7, o).expect("term 7"));
+        // A candidate of term 4 (its lease ran out meanwhile) is refused before it writes.
+        let early = take_over(&b, 4, o).expect_err("an earlier term");
+        assert!(
+            matches!(
+                early,
+                CatalogError::Refused(EditRefused::TermNotAfter { current: 7, got: 4 })
+            ),
+            "{early}"
+        );
     }
 
     #[test]

@@ -56,6 +56,11 @@ impl Etcd {
         })
     }
 
+    /// The prefix of the election's keys.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     fn leader_key(&self) -> String {
         format!("{}/leader", self.prefix)
     }

@@ -105,6 +105,16 @@ impl KubeLease {
         Api::new(endpoint.clone())
     }
 
+    /// `NAMESPACE/NAME` (the namespace the API is reached in when not given).
+    pub fn identity(&self) -> String {
+        let namespace = self
+            .namespace
+            .clone()
+            .or_else(|| self.endpoint.as_ref().map(|e| e.namespace.clone()))
+            .unwrap_or_default();
+        format!("{namespace}/{}", self.name)
+    }
+
     /// Where the coordinators' shared note is, for messages.
     pub fn shared_note(&self) -> String {
         format!("the annotation {SHARED} of the Lease {}", self.name)

@@ -59,6 +59,20 @@ impl Election {
     }
 }
 
+impl Election {
+    /// What names this election whatever its servers are called (their addresses may be
+    /// spelt otherwise by each coordinator): its kind and its prefix, Lease or lock file. The
+    /// catalog in an object store records it, and refuses another's coordinators.
+    pub fn identity(&self) -> String {
+        match self {
+            Election::File(path) => format!("file:{}", path.display()),
+            Election::Etcd(etcd) => format!("etcd:{}", etcd.prefix()),
+            Election::Redlock(redlock) => format!("redlock:{}", redlock.prefix()),
+            Election::Kubernetes(lease) => format!("kubernetes:{}", lease.identity()),
+        }
+    }
+}
+
 impl std::fmt::Display for Election {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -170,7 +184,7 @@ pub fn lead(
             (Hold::Lease { _lease: lease }, term)
         }
     };
-    let term = term.max(shared.term_floor()?);
+    let term = term.max(shared.term_floor(election)?);
     // Checked again now that it leads, before it says what it shares: two coordinators of
     // different state started at once on a new election both passed the first check, and
     // only the first to lead may say what the cluster shares.
@@ -257,7 +271,9 @@ impl Shared {
                     |_| checkpoint_store.to_string(),
                     |p| p.display().to_string(),
                 ),
-            None => checkpoint_store.to_string(),
+            // `s3://b/p/` and `s3://b/p` are one store.
+            None => StoreLocation::parse(checkpoint_store)
+                .map_or_else(|_| checkpoint_store.to_string(), |l| l.to_string()),
         };
         Ok(Self {
             catalog,
@@ -270,13 +286,27 @@ impl Shared {
     /// The least term this coordinator may lead with: after the last leader's that took the
     /// catalog in the object store over (an election service that lost its data counts from
     /// 1 again); 0 for a catalog in the state directory (whose own note of terms counts).
-    fn term_floor(&self) -> Result<u64> {
+    /// Refused when another election's coordinators keep that catalog (two clusters on one
+    /// checkpoint store).
+    fn term_floor(&self, election: &Election) -> Result<u64> {
         let Some(objects) = &self.catalog_objects else {
             return Ok(0);
         };
-        let last = Catalog::last_leader_term(objects.clone())
+        let last = Catalog::last_leader(objects.clone())
             .with_context(|| format!("cannot read the catalog at {}", objects.url()))?;
-        Ok(last.map_or(0, |t| t + 1))
+        let Some((term, theirs)) = last else {
+            return Ok(0);
+        };
+        let mine = election.identity();
+        if !theirs.is_empty() && theirs != mine {
+            bail!(
+                "the catalog at {} is kept by the coordinators elected by `{theirs}`, this one \
+                 is elected by `{mine}`: give every coordinator of a cluster the same election, \
+                 and each cluster a checkpoint store of its own",
+                objects.url()
+            );
+        }
+        Ok(term + 1)
     }
 }
 
@@ -284,6 +314,7 @@ impl Shared {
 /// one whose state directory or checkpoint store is not the leader's, or whose state
 /// directory's coordinators elect by another lock. Nothing is refused on a first start.
 pub fn check(election: &Election, shared: &Shared) -> Result<()> {
+    shared.term_floor(election)?;
     let (theirs, note) = match election {
         Election::File(lock) => {
             let note = state_note(lock);
@@ -359,9 +390,8 @@ fn catalog_objects(checkpoint_store: &str) -> Result<Option<Bucket>> {
 /// coordinators keep their catalog: it would lead beside the elected one.
 pub fn check_unelected(state_dir: &Path, checkpoint_store: &str) -> Result<()> {
     if let Some(objects) = catalog_objects(checkpoint_store)? {
-        let names = objects
-            .list()
-            .with_context(|| format!("cannot list {}", objects.url()))?;
+        // A store that cannot be listed is named by the store's own check, which follows.
+        let names = objects.list().unwrap_or_default();
         if !names.is_empty() {
             bail!(
                 "the coordinators of the checkpoint store {checkpoint_store} elect their leader \
@@ -449,23 +479,41 @@ mod tests {
         let objects = Bucket::in_memory("memory://store")
             .and_then(|b| b.child(CATALOG_PREFIX))
             .expect("a bucket");
-        let taken = Catalog::take_over_objects(
-            objects.clone(),
-            41,
-            anduin_coordinator::catalog::CatalogOptions::in_object_store(),
-            std::time::Instant::now(),
-            &|| (),
-        )
-        .expect("term 41");
-        drop(taken);
         let dir = tempfile::tempdir().expect("tempdir");
         let lock = Election::File(dir.path().join("lock"));
+        let take_over = |term, election: &Election| {
+            Catalog::take_over_objects(
+                objects.clone(),
+                term,
+                &election.identity(),
+                anduin_coordinator::catalog::CatalogOptions::in_object_store(),
+                std::time::Instant::now(),
+                &|| (),
+            )
+        };
+        drop(take_over(41, &lock).expect("term 41"));
         let shared = Shared {
-            catalog_objects: Some(objects),
+            catalog_objects: Some(objects.clone()),
             ..shared(dir.path())
         };
         let leader = lead(&lock, &shared, LEASE, "me", |_| panic!("nobody leads")).expect("leads");
         assert_eq!(leader.term, 42);
+        drop(leader);
+        // Another cluster's coordinators on that store are refused before they lead.
+        let theirs = Election::File(dir.path().join("their.lock"));
+        let other = tempfile::tempdir().expect("tempdir");
+        let shared = Shared {
+            catalog_objects: Some(objects.clone()),
+            ..self::shared(other.path())
+        };
+        let e = lead(&theirs, &shared, LEASE, "them", |_| {
+            panic!("refused before")
+        })
+        .expect_err("another election's catalog");
+        assert!(
+            format!("{e:#}").contains("give every coordinator of a cluster the same election"),
+            "{e:#}"
+        );
     }
 
     #[test]
@@ -513,6 +561,8 @@ mod tests {
         refused(e, "same --state-dir and --checkpoint-store");
         // The same state directory, checkpoints elsewhere.
         let elsewhere = Shared::of(&a, "s3://bucket/ck", false).expect("a exists");
+        let slashed = Shared::of(&a, "s3://bucket/ck/", false).expect("a exists");
+        assert_eq!(slashed, elsewhere, "one store, however spelt");
         let e = lead(&lock, &elsewhere, LEASE, "me", |_| panic!("refused before"))
             .expect_err("another store");
         refused(e, "s3://bucket/ck");

@@ -51,6 +51,11 @@ impl std::fmt::Display for Redlock {
 }
 
 impl Redlock {
+    /// The prefix of the election's keys.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// Parses what follows `redlock://`: `HOST:PORT[,HOST:PORT…][/PREFIX]`.
     pub fn parse(rest: &str) -> Result<Self, String> {
         let (hosts, prefix) = match rest.split_once('/') {
