@@ -7,6 +7,12 @@
 //! source asks (it has emitted N rows since the last barrier); when every source has ended,
 //! the last one is taken (its barrier ends the sources), and nothing after it. The first
 //! checkpoint of a run, and the one after a failure, is full; in between, one in `full_every`.
+//!
+//! A coordinator that takes over a running query may find that the one before it had begun
+//! the last checkpoint: a source reports that it ended at that checkpoint's barrier
+//! ([`Fact::SourceFinished`]). No later checkpoint can be taken (the sources are gone), so
+//! the scheduler adopts that one ([`Action::Adopt`]) and completes it from the tasks'
+//! acknowledgements, which their executors send again.
 
 use std::collections::BTreeSet;
 
@@ -54,6 +60,18 @@ pub enum Fact {
         /// The source's task.
         task: usize,
         /// It stopped on request rather than at the end of its input.
+        stopped: bool,
+    },
+    /// A source task took the last barrier, of checkpoint `epoch`, and ended (it had ended
+    /// its input before: this says [`Fact::SourceEnded`] too). Told again to a coordinator
+    /// that takes the query over, so that it completes a last checkpoint the coordinator
+    /// before it began.
+    SourceFinished {
+        /// The source's task.
+        task: usize,
+        /// The last checkpoint.
+        epoch: Epoch,
+        /// It had stopped on request rather than at the end of its input.
         stopped: bool,
     },
     /// A source asked for a checkpoint (N rows since the last barrier).
@@ -108,6 +126,17 @@ pub enum Action {
         last: bool,
         /// Every source ended at the end of its input (not on a stop request): the manifest
         /// says the query finished.
+        finished: bool,
+    },
+    /// The last checkpoint `epoch` was begun by a coordinator before this one, and a source
+    /// ended at its barrier: no other can be taken. It is in flight now, without a barrier
+    /// injected again: the tasks' acknowledgements (sent again by their executors, or late)
+    /// complete it.
+    Adopt {
+        /// The checkpoint.
+        epoch: Epoch,
+        /// Every source that ended at it ended at the end of its input (not on a stop
+        /// request): the manifest says the query finished.
         finished: bool,
     },
     /// Every task acknowledged `epoch`: write its manifest, then tell the sinks to commit.
@@ -174,6 +203,9 @@ pub struct Scheduler {
     store_failures: u32,
     /// No checkpoint is triggered before this time after such failures ([`pause_after`]).
     not_before: Option<u64>,
+    /// The first checkpoint this scheduler triggered: one before it that a source ended at
+    /// was begun by a coordinator before this one.
+    first_own: Option<Epoch>,
 }
 
 /// How long no checkpoint is triggered after the store failed `failures` in a row: none
@@ -215,6 +247,7 @@ impl Scheduler {
             restoring: false,
             store_failures: 0,
             not_before: None,
+            first_own: None,
         }
     }
 
@@ -261,6 +294,15 @@ impl Scheduler {
                 self.ended.insert(task);
                 self.any_stopped |= stopped;
             }
+            Fact::SourceFinished {
+                task,
+                epoch,
+                stopped,
+            } => {
+                self.ended.insert(task);
+                self.any_stopped |= stopped;
+                self.adopt(epoch, task, now_ms, &mut actions);
+            }
             Fact::Wanted => self.wanted = true,
             Fact::ReplicaLost { task } => {
                 self.tasks.retain(|t| *t != task);
@@ -290,6 +332,40 @@ impl Scheduler {
         self.due(now_ms, &mut actions);
         self.stale(now_ms, &mut actions);
         actions
+    }
+
+    /// Source `task` ended at the last barrier of `epoch`: unless that is this scheduler's
+    /// own checkpoint, a coordinator before it began it, and it is the one to complete. A
+    /// checkpoint of this scheduler's in flight cannot complete (the source is gone): it is
+    /// abandoned.
+    fn adopt(&mut self, epoch: Epoch, task: usize, now_ms: u64, actions: &mut Vec<Action>) {
+        let own = self.first_own.is_some_and(|first| epoch >= first);
+        if own || self.in_flight.is_some_and(|f| f.epoch == epoch) {
+            return;
+        }
+        if let Some(f) = self.in_flight {
+            let reason = format!(
+                "source task {task} ended at the last barrier, of checkpoint {}, which the coordinator before this one began: this one cannot complete",
+                epoch.0
+            );
+            if let AckOutcome::Failed { epoch, reason } = self.acks.fail(f.epoch, reason) {
+                self.in_flight = None;
+                actions.push(Action::Abandon { epoch, reason });
+            }
+        }
+        self.acks.begin(epoch, self.tasks.iter().copied());
+        self.in_flight = Some(InFlight {
+            epoch,
+            last: true,
+            started_ms: now_ms,
+        });
+        self.next_epoch = self.next_epoch.max(epoch.0 + 1);
+        self.finishing = true;
+        self.wanted = false;
+        actions.push(Action::Adopt {
+            epoch,
+            finished: !self.any_stopped,
+        });
     }
 
     /// When the scheduler next has something to do without a fact: the next interval tick,
@@ -368,6 +444,7 @@ impl Scheduler {
         self.since_full = if full { 1 } else { self.since_full + 1 };
         let epoch = Epoch(self.next_epoch);
         self.next_epoch += 1;
+        self.first_own.get_or_insert(epoch);
         self.acks.begin(epoch, self.tasks.iter().copied());
         self.in_flight = Some(InFlight {
             epoch,
@@ -620,6 +697,90 @@ mod tests {
             2,
         );
         assert_eq!(a, vec![trigger(1, true, true, false)]);
+    }
+
+    fn finished(task: usize, epoch: u64) -> Fact {
+        Fact::SourceFinished {
+            task,
+            epoch: Epoch(epoch),
+            stopped: false,
+        }
+    }
+
+    /// A scheduler of a coordinator that took over after checkpoint 3 may have been begun.
+    fn taking_over() -> Scheduler {
+        let mut s = scheduler(Some(1000));
+        s.skip_to(4);
+        s
+    }
+
+    #[test]
+    fn a_last_checkpoint_the_coordinator_before_began_is_adopted_and_completed() {
+        // The coordinator before began the last checkpoint, 3, and died: the sources took
+        // its barrier and ended. Their executors tell the new one.
+        let mut s = taking_over();
+        assert_eq!(
+            s.on(finished(0, 3), 10),
+            vec![Action::Adopt {
+                epoch: Epoch(3),
+                finished: true
+            }]
+        );
+        assert_eq!(s.on(finished(1, 3), 20), vec![]);
+        // Nothing else begins, on a tick or a request; the acknowledgements complete it.
+        assert_eq!(s.on(Fact::Wanted, 5000), vec![]);
+        assert_eq!(
+            ack_all(&mut s, 3, 5100),
+            vec![Action::Complete { epoch: Epoch(3) }]
+        );
+        assert_eq!(s.on(Fact::Completed { epoch: Epoch(3) }, 5200), vec![]);
+        assert_eq!(s.on(Fact::Tick, 9000), vec![]);
+    }
+
+    #[test]
+    fn a_last_checkpoint_of_its_own_the_sources_cannot_take_gives_way_to_the_one_they_took() {
+        // Both sources' ends came first: the new coordinator begins a last checkpoint of its
+        // own, which the sources, gone at the barrier of 3, never take.
+        let mut s = taking_over();
+        let ended = |task| Fact::SourceEnded {
+            task,
+            stopped: false,
+        };
+        assert_eq!(s.on(ended(0), 10), vec![]);
+        assert_eq!(s.on(ended(1), 20), vec![trigger(4, true, true, true)]);
+        let a = s.on(finished(1, 3), 30);
+        match a.as_slice() {
+            [Action::Abandon { epoch, reason }, Action::Adopt {
+                epoch: adopted,
+                finished: true,
+            }] => {
+                assert_eq!(*epoch, Epoch(4));
+                assert_eq!(*adopted, Epoch(3));
+                assert!(reason.contains("checkpoint 3"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            ack_all(&mut s, 3, 100),
+            vec![Action::Complete { epoch: Epoch(3) }]
+        );
+    }
+
+    #[test]
+    fn a_source_that_ends_at_the_schedulers_own_last_checkpoint_changes_nothing() {
+        let mut s = scheduler(None);
+        let ended = |task| Fact::SourceEnded {
+            task,
+            stopped: false,
+        };
+        let _ = s.on(ended(0), 10);
+        assert_eq!(s.on(ended(1), 20), vec![trigger(1, true, true, true)]);
+        assert_eq!(s.on(finished(0, 1), 30), vec![]);
+        assert_eq!(s.on(finished(1, 1), 30), vec![]);
+        assert_eq!(
+            ack_all(&mut s, 1, 40),
+            vec![Action::Complete { epoch: Epoch(1) }]
+        );
     }
 
     #[test]

@@ -19,8 +19,10 @@ use common::cluster::{
 use common::output_rows;
 use common::s3::{S3Server, BUCKET};
 
-/// Q2 over the million rows reads at most this many rows a second: a run of several
-/// seconds, with a checkpoint every 100 000 rows.
+/// Each of the 4 instances of Q2's reader reads at most this many rows a second (a
+/// quarter of the million rows): a run of a few seconds, with a checkpoint every 100 000 rows
+/// of a reader instance. The coordinator's kill after the second lands close to the last,
+/// often after its barrier ended the sources (the next coordinator completes it).
 const RATE: u64 = 150_000;
 
 /// A cluster of a coordinator and three workers whose checkpoints go to `store`.

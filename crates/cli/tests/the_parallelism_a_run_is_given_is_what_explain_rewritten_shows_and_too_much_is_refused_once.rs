@@ -98,7 +98,8 @@ fn more_instances_than_a_rule_makes_are_refused_once_naming_the_operator() {
     );
     assert!(!run.status.success());
     let stderr = String::from_utf8_lossy(&run.stderr);
-    let message = "operator \"q4\" asks for 1025 instances (--parallelism), more than the 1024";
+    // The reader is the first operator that takes `--parallelism` (it reads in parallel).
+    let message = "operator \"events\" asks for 1025 instances (--parallelism), more than the 1024";
     assert_eq!(stderr.matches(message).count(), 1, "{stderr}");
     for n in ["0", "-1", "two"] {
         let explain = anduin(

@@ -1,5 +1,6 @@
 //! Bytes in: the files a reader's `path` names (one file, a glob, or `-` for stdin), read in
-//! chunks, one file after the other.
+//! chunks, one file after the other. The reader reads stdin through it; files, which it
+//! splits between its instances, through [`crate::file_splits`].
 
 use std::fs::File;
 use std::io::Read;
@@ -100,49 +101,8 @@ impl Input {
         })
     }
 
-    /// Whether the input can be read again from a position (files can, stdin cannot).
-    pub(crate) fn is_replayable(&self) -> bool {
-        matches!(self.kind, Kind::Files { .. })
-    }
-
-    /// The files, in reading order (empty for stdin).
-    pub(crate) fn files(&self) -> &[PathBuf] {
-        match &self.kind {
-            Kind::Files { files, .. } => files,
-            Kind::Stdin { .. } => &[],
-        }
-    }
-
-    /// The index of the file being read (or the next to be read, between files).
-    pub(crate) fn file_index(&self) -> usize {
-        match &self.kind {
-            Kind::Files { next, current, .. } => next - usize::from(current.is_some()),
-            Kind::Stdin { .. } => 0,
-        }
-    }
-
-    /// Whether a file is open (its `FileStart` was returned, its `FileEnd` not yet).
-    pub(crate) fn in_file(&self) -> bool {
-        match &self.kind {
-            Kind::Files { current, .. } => current.is_some(),
-            Kind::Stdin { chunks, .. } => chunks.is_some(),
-        }
-    }
-
-    /// Skips the files before `index`: the next chunk is the start of file `index`.
-    pub(crate) fn skip_to_file(&mut self, index: usize) {
-        if let Kind::Files { next, current, .. } = &mut self.kind {
-            *next = index;
-            *current = None;
-        }
-    }
-
-    /// The next chunk, blocking at most until `deadline` (only stdin ever waits).
-    pub(crate) fn next(&mut self, deadline: Instant) -> std::io::Result<Chunk<'_>> {
-        self.next_at_most(deadline, usize::MAX)
-    }
-
-    /// Like [`Input::next`], but a chunk of a file holds at most `max` bytes.
+    /// The next chunk, blocking at most until `deadline` (only stdin ever waits); a chunk of a
+    /// file holds at most `max` bytes.
     pub(crate) fn next_at_most(
         &mut self,
         deadline: Instant,

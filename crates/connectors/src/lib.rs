@@ -9,6 +9,7 @@
 pub mod changelog;
 pub mod codec;
 pub mod discard;
+mod file_splits;
 pub mod generator;
 mod input;
 pub mod kafka;

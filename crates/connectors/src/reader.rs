@@ -1,5 +1,9 @@
 //! `reader`: rows from CSV or JSON Lines files, a glob of files, or stdin.
 //!
+//! Files are read as splits ([`crate::file_splits`]): one per file at parallelism 1; with
+//! `parallelism` N, byte ranges at record boundaries that the N instances share, each
+//! checkpointing the splits it has left (dealt again at a restore at another parallelism).
+//!
 //! A malformed record never stops the query and is never lost: it goes to the dead-letter
 //! output with its file, line and reason (or, with `on_error = "fail"`, stops the query with
 //! that error). With `event_time`, a record whose event time is empty is malformed, unless
@@ -21,15 +25,21 @@ use anduin_types::Diagnostics;
 use arrow::array::Array;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
+use serde::Deserialize;
 
 use crate::codec::{CsvDecoder, CsvOptions, Decoded, JsonDecoder};
 use crate::declared_source_schema;
+use crate::file_splits::boundary::{Boundary, Dialect};
+use crate::file_splits::input::{read_prefix, Next, SplitError, SplitInput, UNSIZED};
+use crate::file_splits::plan::{plan, reshare, share, PlannedFile};
+use crate::file_splits::Split;
 use crate::input::{Chunk, Input};
 use crate::pace::Pace;
 use anduin_operator_api::Bound;
 use anduin_operator_api::Params;
 use anduin_operator_api::{
-    ControlError, OperatorError, RestoreIn, RowOrigins, SnapshotOut, Source, SourcePoll,
+    ControlError, OperatorError, RescaleError, RestoreIn, RowOrigins, SnapshotOut, Source,
+    SourcePoll,
 };
 use anduin_operator_api::{DeadLetter, RejectedRecord};
 
@@ -94,6 +104,20 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             doc: "with `event_time`, what a record whose event time is empty (or null) does: `malformed` makes it a malformed record (see `on_error`); `drop` drops it, counted as `null_event_time_rows` in the run's summary",
         },
         ParamSpec {
+            name: "parallelism",
+            required: false,
+            kind: ParamKind::Int,
+            default: Some("1"),
+            doc: "how many instances read the files (default: the query's --parallelism): the files are cut into byte ranges at record boundaries, shared between the instances",
+        },
+        ParamSpec {
+            name: "min_split_bytes",
+            required: false,
+            kind: ParamKind::Text,
+            default: Some("1MB"),
+            doc: "with parallelism above 1: the smallest byte range a file is cut into (\"1MB\", \"64KB\", \"4096\")",
+        },
+        ParamSpec {
             name: "rate",
             required: false,
             kind: ParamKind::Number,
@@ -105,6 +129,9 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
 
 /// The params a running reader can change.
 pub const ADJUSTABLE: &[&str] = &["rate"];
+
+/// The smallest split of a file read in parallel, unless `min_split_bytes` says otherwise.
+const DEFAULT_MIN_SPLIT: usize = 1 << 20;
 
 /// The bytes read for each row due, before any row was read (a guess; then the average).
 const FIRST_ROW_BYTES: u64 = 64;
@@ -170,6 +197,17 @@ pub fn bind(
         }
         r => r,
     };
+    if p.int("parallelism").is_some_and(|n| n < 1) {
+        return Err(p.error("parallelism", "must be at least 1").into());
+    }
+    let min_split = p.byte_size_or("min_split_bytes", DEFAULT_MIN_SPLIT)? as u64;
+    let dialect = match format {
+        Format::Csv(o) => Dialect::Csv {
+            delimiter: o.delimiter,
+            max_record: max_record as u64,
+        },
+        Format::Json => Dialect::Lines,
+    };
     let path = p.required("path").to_string();
     let name = op.name.to_string();
     let out = Arc::clone(&schema);
@@ -177,10 +215,23 @@ pub fn bind(
         bound: Bound::Source(Arc::new(move |ctx| {
             let mut pace = Pace::default();
             pace.set_clock(Arc::clone(&ctx.clock));
-            let input = Input::open(&path).map_err(|message| OperatorError::Config {
+            let config = |message| OperatorError::Config {
                 operator: name.clone(),
                 message,
-            })?;
+            };
+            let (bytes, files) = if path == "-" {
+                // One instance reads stdin; any other has nothing to read.
+                let bytes = match ctx.instance {
+                    0 => Bytes::Stdin(Input::open(&path).map_err(config)?),
+                    _ => Bytes::Splits(SplitInput::new(dialect, Vec::new())),
+                };
+                (bytes, Vec::new())
+            } else {
+                let files = planned_files(&path).map_err(config)?;
+                let all = plan(&files, ctx.parallelism, min_split, true);
+                let mine = share(&all, ctx.instance, ctx.parallelism);
+                (Bytes::Splits(SplitInput::new(dialect, mine)), files)
+            };
             let decoder = match format {
                 Format::Csv(o) => {
                     let d = CsvDecoder::new(Arc::clone(&out), o).with_max_record_bytes(max_record);
@@ -199,7 +250,8 @@ pub fn bind(
             };
             Ok(Box::new(Reader {
                 name: name.clone(),
-                input,
+                bytes,
+                files,
                 decoder,
                 dead_letter: Arc::clone(&ctx.dead_letter),
                 fail_on_error,
@@ -212,13 +264,49 @@ pub fn bind(
                 rate,
                 pace,
                 rows: 0,
-                bytes: 0,
+                bytes_read: 0,
             }))
         })),
         outputs: vec![schema],
         warnings: Diagnostics::default(),
         partition_by: Vec::new(),
     })
+}
+
+/// The files `path` names, each checked to be readable, with their sizes ([`UNSIZED`] for
+/// a named pipe). An error names the file.
+fn planned_files(path: &str) -> Result<Vec<PlannedFile>, String> {
+    let mut files = Vec::new();
+    for f in crate::input::resolve(path)? {
+        let shown = f.display().to_string();
+        let file = std::fs::File::open(&f)
+            .map_err(|e| format!("cannot open input file `{shown}`: {e}"))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot read the size of input file `{shown}`: {e}"))?;
+        files.push(PlannedFile {
+            path: shown,
+            size: if meta.is_file() { meta.len() } else { UNSIZED },
+        });
+    }
+    Ok(files)
+}
+
+/// Where a reader's bytes come from.
+enum Bytes {
+    /// Stdin, read as it comes (one instance).
+    Stdin(Input),
+    /// This instance's splits of the files.
+    Splits(SplitInput),
+}
+
+/// What the next read gave, from either kind of input.
+enum Piece<'a> {
+    Start(String, Option<Boundary>),
+    Data(&'a [u8]),
+    End,
+    Idle,
+    Done,
 }
 
 enum Decoder {
@@ -255,25 +343,41 @@ impl Decoder {
         }
     }
 
-    /// Stands at `offset` after the bytes before it were decoded again; whether it could
-    /// (see [`CsvDecoder::resume_at`]: CSV may have to forget a record that the earlier run
-    /// cut as too long).
-    fn resume_at(&mut self, offset: u64) -> bool {
+    /// Whether the file's header is still to be read before a split that starts later in it.
+    fn needs_header(&self) -> bool {
         match self {
-            Decoder::Csv(d) => d.resume_at(offset),
-            Decoder::Json(d) => d.consumed_offset() == offset,
+            Decoder::Csv(d) => !d.has_layout(),
+            Decoder::Json(_) => false,
+        }
+    }
+
+    /// Stands at `at`, the first record of a split, without reading what comes before.
+    fn jump_to(&mut self, at: Boundary) {
+        match self {
+            Decoder::Csv(d) => d.jump_to(at.offset, at.line),
+            Decoder::Json(d) => d.jump_to(at.offset, at.line),
         }
     }
 }
 
-/// A running reader.
-/// Where a reader is, as a checkpoint's manifest keeps it.
+/// Where a reader instance is, as a checkpoint's manifest keeps it: the splits it has left.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Position {
+    /// The splits not read to their end, the one being read first (from where it stands).
+    splits: Vec<Split>,
+    /// Rows without an event time so far.
+    null_event_time_rows: u64,
+}
+
+/// Where a reader was, as checkpoints before files were read in parallel kept it: one
+/// instance reading its files in order.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SequentialPosition {
     /// The index of the file being read.
     file: u64,
-    /// Its path (none past the last file), checked on restore: the input must not change.
+    /// Its path (none past the last file).
     path: Option<String>,
     /// The bytes of it consumed.
     offset: u64,
@@ -281,9 +385,20 @@ struct Position {
     null_event_time_rows: u64,
 }
 
+/// Either form of a reader's position.
+#[derive(Debug, serde::Deserialize)]
+#[serde(untagged)]
+enum SavedPosition {
+    Splits(Position),
+    Sequential(SequentialPosition),
+}
+
+/// A running reader.
 struct Reader {
     name: String,
-    input: Input,
+    bytes: Bytes,
+    /// The files, as planned at this start (empty for stdin).
+    files: Vec<PlannedFile>,
     decoder: Decoder,
     dead_letter: Arc<DeadLetter>,
     fail_on_error: bool,
@@ -305,7 +420,7 @@ struct Reader {
     /// Rows emitted by this run.
     rows: u64,
     /// Bytes of whole records read by this run (for the average length of a row).
-    bytes: u64,
+    bytes_read: u64,
 }
 
 impl Reader {
@@ -317,7 +432,7 @@ impl Reader {
         };
         let due = self.pace.due_before(rate, self.rows, deadline)?;
         let per_row = self
-            .bytes
+            .bytes_read
             .checked_div(self.rows)
             .map_or(FIRST_ROW_BYTES, |b| b.max(1));
         let bytes = (due - self.rows).saturating_mul(per_row).max(1);
@@ -396,53 +511,72 @@ impl Reader {
         }
     }
 
-    fn io_error(&self, e: std::io::Error) -> OperatorError {
-        OperatorError::Io {
-            operator: self.name.clone(),
-            path: "input".into(),
-            source: e,
-        }
+    fn split_error(&self, e: SplitError) -> OperatorError {
+        split_error(&self.name, e)
     }
 
-    /// Skips the first `offset` bytes of the file just started, decoding and dropping them,
-    /// so that the header is known and line numbers stay exact. The records there were
-    /// emitted (and their malformed ones reported) before the checkpoint.
-    fn skip_prefix(&mut self, offset: u64) -> Result<(), OperatorError> {
-        let far = Instant::now() + std::time::Duration::from_secs(3600);
-        let mut remaining = offset;
-        while remaining > 0 {
-            let max = usize::try_from(remaining).unwrap_or(usize::MAX);
-            let chunk = self.input.next_at_most(far, max);
-            let decoded = match chunk {
-                Ok(Chunk::Data(bytes)) => {
-                    remaining -= bytes.len() as u64;
-                    Some(self.decoder.decode(bytes))
+    /// A split of `path` starts at `first` (`None`: stdin, from its start): the decoder starts
+    /// the file and, for a split that starts later in it, reads the file's header (CSV) and
+    /// stands at its first record, leaving what comes before to the other splits.
+    fn start_split(&mut self, path: &str, first: Option<Boundary>) -> Result<(), OperatorError> {
+        self.start_file(path);
+        let Some(first) = first.filter(|f| f.offset > 0) else {
+            return Ok(());
+        };
+        if self.decoder.needs_header() {
+            let mut failed = None;
+            let decoder = &mut self.decoder;
+            read_prefix(path, first.offset, |bytes| {
+                // The rows of this prefix belong to another split: only the header counts.
+                if let Err(e) = decoder.decode(bytes) {
+                    failed = Some(e);
+                    return false;
                 }
-                Ok(_) => None,
-                Err(e) => {
-                    return Err(OperatorError::Io {
-                        operator: self.name.clone(),
-                        path: "input".into(),
-                        source: e,
-                    })
-                }
-            };
-            match decoded {
-                // The rows and rejects before the position were emitted before the checkpoint.
-                Some(result) => drop(result.map_err(|e| self.codec_error(e))?),
-                None => {
-                    return Err(self.changed_input(format!(
-                        "it ends before byte {offset}, where the checkpoint's position is"
-                    )))
-                }
+                decoder.needs_header()
+            })
+            .map_err(|e| self.split_error(e))?;
+            if let Some(e) = failed {
+                return Err(self.codec_error(e));
             }
         }
-        if !self.decoder.resume_at(offset) {
-            return Err(self.changed_input(format!(
-                "byte {offset}, the checkpoint's position, is no longer the start of a record"
-            )));
-        }
+        self.decoder.jump_to(first);
         Ok(())
+    }
+
+    /// The splits left of `saved`, a checkpoint's position (in either form).
+    fn splits_of(&self, saved: SavedPosition) -> Result<(Vec<Split>, u64), String> {
+        match saved {
+            SavedPosition::Splits(p) => Ok((p.splits, p.null_event_time_rows)),
+            SavedPosition::Sequential(p) => {
+                let file = usize::try_from(p.file).unwrap_or(usize::MAX);
+                if file > self.files.len() {
+                    return Err(format!(
+                        "the checkpoint was reading file {} of {}",
+                        file + 1,
+                        self.files.len()
+                    ));
+                }
+                if let (Some(expected), Some(actual)) = (p.path.as_deref(), self.files.get(file)) {
+                    if actual.path != expected {
+                        return Err(format!(
+                            "file {} was `{expected}` and is now `{}`",
+                            file + 1,
+                            actual.path
+                        ));
+                    }
+                }
+                let mut splits: Vec<Split> = self
+                    .files
+                    .iter()
+                    .skip(file)
+                    .map(|f| Split::new(&f.path, 0, f.size, f.size))
+                    .collect();
+                if let (Some(first), true) = (splits.first_mut(), p.offset > 0) {
+                    first.resume_at(p.offset);
+                }
+                Ok((splits, p.null_event_time_rows))
+            }
+        }
     }
 
     fn changed_input(&self, what: String) -> OperatorError {
@@ -452,6 +586,21 @@ impl Reader {
                 "the input changed since the checkpoint: {what}; restore cannot resume exactly where it stopped (start over with --from-scratch)"
             ),
         }
+    }
+}
+
+/// A split's error as the operator's: a read that failed, or a file that changed.
+fn split_error(operator: &str, e: SplitError) -> OperatorError {
+    match e {
+        SplitError::Io { path, cause } => OperatorError::Io {
+            operator: operator.to_string(),
+            path: path.into(),
+            source: cause,
+        },
+        e @ SplitError::Changed { .. } => OperatorError::Config {
+            operator: operator.to_string(),
+            message: format!("the input changed: {e}"),
+        },
     }
 }
 
@@ -483,72 +632,72 @@ impl Source for Reader {
     }
 
     fn can_resume(&self) -> Result<(), String> {
-        if self.input.is_replayable() {
-            Ok(())
-        } else {
-            Err("it reads stdin, which cannot be read again after a failure: exactly-once recovery needs files".into())
+        match self.bytes {
+            Bytes::Splits(_) => Ok(()),
+            Bytes::Stdin(_) => Err("it reads stdin, which cannot be read again after a failure: exactly-once recovery needs files".into()),
         }
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
-        let file = self.input.file_index();
-        let in_file = self.input.in_file();
-        let offset = if in_file {
-            self.decoder.consumed_offset()
-        } else {
-            0
+        let Bytes::Splits(input) = &self.bytes else {
+            return Err(OperatorError::internal(
+                &self.name,
+                "a reader of stdin cannot be checkpointed",
+            ));
         };
-        let path = self
-            .input
-            .files()
-            .get(file)
-            .map(|p| p.display().to_string());
         let position = Position {
-            file: file as u64,
-            path,
-            offset,
+            splits: input.position(Some(self.decoder.consumed_offset())),
             null_event_time_rows: self.null_time_rows,
         };
         out.inline_typed(&self.name, &position)
     }
 
     fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
-        let position: Position = state.inline_as(&self.name)?;
-        let (file, offset) = (position.file, position.offset);
-        self.null_time_rows = position.null_event_time_rows;
-        let file = usize::try_from(file).unwrap_or(usize::MAX);
-        let files = self.input.files();
-        if file > files.len() {
-            return Err(self.changed_input(format!(
-                "the checkpoint was reading file {} of {}",
-                file + 1,
-                files.len()
-            )));
-        }
-        if let (Some(expected), Some(actual)) = (position.path.as_deref(), files.get(file)) {
-            if actual.display().to_string() != expected {
-                return Err(self.changed_input(format!(
-                    "file {} was `{expected}` and is now `{}`",
-                    file + 1,
-                    actual.display()
-                )));
+        let saved: SavedPosition = state.inline_as(&self.name)?;
+        let (splits, null_rows) = self
+            .splits_of(saved)
+            .map_err(|what| self.changed_input(what))?;
+        self.null_time_rows = null_rows;
+        match &mut self.bytes {
+            Bytes::Splits(input) => input.replace(splits),
+            Bytes::Stdin(_) => {
+                return Err(OperatorError::internal(
+                    &self.name,
+                    "a reader of stdin cannot resume from a checkpoint",
+                ))
             }
-        }
-        self.input.skip_to_file(file);
-        if offset > 0 {
-            let far = Instant::now() + std::time::Duration::from_secs(3600);
-            let started = match self.input.next(far) {
-                Ok(Chunk::FileStart(name)) => Ok(Some(name)),
-                Ok(_) => Ok(None),
-                Err(e) => Err(e),
-            };
-            match started.map_err(|e| self.io_error(e))? {
-                Some(name) => self.start_file(&name),
-                None => return Err(self.changed_input(format!("file {} is missing", file + 1))),
-            }
-            self.skip_prefix(offset)?;
         }
         Ok(())
+    }
+
+    /// The splits every old instance had left, dealt again over `parallelism` instances
+    /// (the rows dropped for a null event time go whole to instance 0).
+    fn rescale_inline(
+        &self,
+        parts: &[Option<serde_json::Value>],
+        instance: usize,
+        parallelism: usize,
+    ) -> Result<Option<serde_json::Value>, RescaleError> {
+        let mut left = Vec::new();
+        let mut null_rows = 0;
+        for (k, part) in parts.iter().enumerate() {
+            let Some(value) = part else { continue };
+            let corrupt = |why: String| RescaleError::Corrupt { instance: k, why };
+            let saved = SavedPosition::deserialize(value).map_err(|e| corrupt(e.to_string()))?;
+            let (splits, n) = self.splits_of(saved).map_err(corrupt)?;
+            left.push(splits);
+            null_rows += n;
+        }
+        let position = Position {
+            splits: reshare(left, instance, parallelism),
+            null_event_time_rows: if instance == 0 { null_rows } else { 0 },
+        };
+        serde_json::to_value(&position)
+            .map(Some)
+            .map_err(|e| RescaleError::Corrupt {
+                instance,
+                why: e.to_string(),
+            })
     }
 
     fn poll(&mut self, _max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {
@@ -556,30 +705,49 @@ impl Source for Reader {
             let Some(budget) = self.read_budget(deadline) else {
                 return Ok(SourcePoll::Idle);
             };
-            let chunk =
-                self.input
-                    .next_at_most(deadline, budget)
-                    .map_err(|e| OperatorError::Io {
-                        operator: self.name.clone(),
-                        path: "input".into(),
-                        source: e,
-                    })?;
-            let decoded = match chunk {
-                Chunk::Done => return Ok(SourcePoll::Exhausted),
-                Chunk::Idle => return Ok(SourcePoll::Idle),
-                Chunk::FileStart(name) => {
-                    self.start_file(&name);
+            let name = &self.name;
+            let piece = match &mut self.bytes {
+                Bytes::Stdin(input) => {
+                    match input
+                        .next_at_most(deadline, budget)
+                        .map_err(|e| OperatorError::Io {
+                            operator: name.clone(),
+                            path: "input".into(),
+                            source: e,
+                        })? {
+                        Chunk::Done => Piece::Done,
+                        Chunk::Idle => Piece::Idle,
+                        Chunk::FileStart(path) => Piece::Start(path, None),
+                        Chunk::Data(bytes) => Piece::Data(bytes),
+                        Chunk::FileEnd => Piece::End,
+                    }
+                }
+                Bytes::Splits(input) => match input
+                    .next_at_most(budget)
+                    .map_err(|e| split_error(name, e))?
+                {
+                    Next::Start { path, first } => Piece::Start(path, Some(first)),
+                    Next::Data(bytes) => Piece::Data(bytes),
+                    Next::End => Piece::End,
+                    Next::Done => Piece::Done,
+                },
+            };
+            let decoded = match piece {
+                Piece::Done => return Ok(SourcePoll::Exhausted),
+                Piece::Idle => return Ok(SourcePoll::Idle),
+                Piece::Start(path, first) => {
+                    self.start_split(&path, first)?;
                     continue;
                 }
-                Chunk::Data(bytes) => {
+                Piece::Data(bytes) => {
                     let before = self.decoder.consumed_offset();
                     let decoded = self.decoder.decode(bytes);
                     // The bytes of whole records (a record cut by the read is counted
                     // once complete), for the average length of a row.
-                    self.bytes += self.decoder.consumed_offset().saturating_sub(before);
+                    self.bytes_read += self.decoder.consumed_offset().saturating_sub(before);
                     decoded
                 }
-                Chunk::FileEnd => self.decoder.finish_file(),
+                Piece::End => self.decoder.finish_file(),
             };
             let decoded = decoded.map_err(|e| self.codec_error(e))?;
             if let Some(poll) = self.take(decoded)? {

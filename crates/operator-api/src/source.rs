@@ -88,6 +88,20 @@ pub trait Source: Send {
         })
     }
 
+    /// At a restore at another parallelism than the checkpoint's: what instance `instance` of
+    /// `parallelism` resumes from, made of what every instance of the checkpoint kept inline
+    /// (`parts`, by old instance). A source whose instances share splits of its input (a
+    /// file reader's byte ranges) deals the splits they had left again. The default refuses:
+    /// the source resumes only at the parallelism of its checkpoint.
+    fn rescale_inline(
+        &self,
+        _parts: &[Option<serde_json::Value>],
+        _instance: usize,
+        _parallelism: usize,
+    ) -> Result<Option<serde_json::Value>, crate::RescaleError> {
+        Err(crate::RescaleError::NotRescalable)
+    }
+
     /// The params that [`Source::set_param`] accepts while running.
     fn adjustable_params(&self) -> &'static [&'static str] {
         &[]

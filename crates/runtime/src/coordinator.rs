@@ -3,7 +3,7 @@
 //! completes a checkpoint, tells the sinks to commit, applies retention, and warns when the
 //! last complete checkpoint gets old. One checkpoint is in flight at a time.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -29,6 +29,31 @@ struct InFlight {
     /// Every source ended because its input did (not because of a stop request).
     finished: bool,
     operators: BTreeMap<String, OperatorState>,
+    files: Vec<FileEntry>,
+    /// The tasks whose acknowledgement it has (an executor that reconnects sends its
+    /// acknowledgements again: their files count once).
+    acked: BTreeSet<usize>,
+}
+
+impl InFlight {
+    fn new(epoch: Epoch, started: std::time::Instant, finished: bool) -> Self {
+        Self {
+            epoch,
+            started,
+            finished,
+            operators: BTreeMap::new(),
+            files: Vec::new(),
+            acked: BTreeSet::new(),
+        }
+    }
+}
+
+/// A task's acknowledgement of a checkpoint not in flight, kept by a coordinator that took
+/// the query over: it may be of the last checkpoint the coordinator before began, which the
+/// scheduler adopts once a source says it ended there ([`Action::Adopt`]).
+pub(crate) struct EarlyAck {
+    task: usize,
+    states: Vec<OpState>,
     files: Vec<FileEntry>,
 }
 
@@ -59,6 +84,12 @@ pub(crate) struct Coordinator {
     /// key groups after it. The checkpoints after that epoch record it in their plan (the
     /// one at it holds the state from before the move).
     pub rescales: Vec<(Epoch, String, usize)>,
+    /// This coordinator took the query over from another: acknowledgements of checkpoints
+    /// not in flight are kept in `early`, for the last checkpoint the other may have begun.
+    pub taking_over: bool,
+    /// Acknowledgements of checkpoints not in flight (kept only when `taking_over`), by
+    /// checkpoint; those at or before a completed checkpoint go.
+    pub early: BTreeMap<Epoch, Vec<EarlyAck>>,
 }
 
 /// Gives each replica of a hot standby that has no state in a checkpoint (it was lost, and
@@ -114,12 +145,18 @@ impl Coordinator {
                     states,
                     files,
                 }) => {
-                    if let Some(f) = in_flight.as_mut().filter(|f| f.epoch == epoch) {
-                        f.files.extend(files);
-                        for s in states {
-                            let (name, state) = self.operator_state(s, epoch);
-                            f.operators.insert(name, state);
+                    match in_flight.as_mut().filter(|f| f.epoch == epoch) {
+                        Some(f) => self.gather(f, task, states, files),
+                        None if self.taking_over
+                            && self.last.as_ref().is_none_or(|m| m.epoch < epoch.0) =>
+                        {
+                            self.early.entry(epoch).or_default().push(EarlyAck {
+                                task,
+                                states,
+                                files,
+                            });
                         }
+                        None => {}
                     }
                     Fact::Acked { epoch, task }
                 }
@@ -133,6 +170,15 @@ impl Coordinator {
                     reason,
                 },
                 Ok(Event::SourceExhausted { task, stopped }) => Fact::SourceEnded { task, stopped },
+                Ok(Event::SourceFinished {
+                    task,
+                    epoch,
+                    stopped,
+                }) => Fact::SourceFinished {
+                    task,
+                    epoch,
+                    stopped,
+                },
                 Ok(Event::WantCheckpoint) => Fact::Wanted,
                 Ok(Event::TasksLost { task, reason }) => {
                     // No checkpoint begins until the lost tasks run again (a barrier injected
@@ -150,7 +196,7 @@ impl Coordinator {
                         actions.extend(self.scheduler.on(fact, now_ms()));
                     }
                     while let Some(action) = actions.pop_front() {
-                        if let Some(outcome) = self.act(action, &mut in_flight) {
+                        for outcome in self.act(action, &mut in_flight) {
                             actions.extend(self.scheduler.on(outcome, now_ms()));
                         }
                     }
@@ -192,16 +238,76 @@ impl Coordinator {
             };
             let mut actions: VecDeque<Action> = self.scheduler.on(fact, now_ms()).into();
             while let Some(action) = actions.pop_front() {
-                if let Some(outcome) = self.act(action, &mut in_flight) {
+                for outcome in self.act(action, &mut in_flight) {
                     actions.extend(self.scheduler.on(outcome, now_ms()));
                 }
             }
         }
     }
 
-    /// Carries out `action`; returns its outcome when the scheduler must know it.
-    fn act(&mut self, action: Action, in_flight: &mut Option<InFlight>) -> Option<Fact> {
+    /// Adds task `task`'s acknowledgement to the checkpoint in flight `f` (once).
+    fn gather(&self, f: &mut InFlight, task: usize, states: Vec<OpState>, files: Vec<FileEntry>) {
+        if !f.acked.insert(task) {
+            return;
+        }
+        f.files.extend(files);
+        for s in states {
+            let (name, state) = self.operator_state(s, f.epoch);
+            f.operators.insert(name, state);
+        }
+    }
+
+    /// Carries out `action`; returns its outcomes that the scheduler must know.
+    fn act(&mut self, action: Action, in_flight: &mut Option<InFlight>) -> Vec<Fact> {
         match action {
+            Action::Adopt { epoch, finished } => self.adopt(epoch, finished, in_flight),
+            other => self.act_once(other, in_flight).into_iter().collect(),
+        }
+    }
+
+    /// Takes the last checkpoint `epoch`, which the coordinator before this one began, as in
+    /// flight (its barrier is not injected again: the sources took it and ended): the
+    /// acknowledgements kept for it are the scheduler's facts.
+    fn adopt(
+        &mut self,
+        epoch: Epoch,
+        finished: bool,
+        in_flight: &mut Option<InFlight>,
+    ) -> Vec<Fact> {
+        tracing::info!(
+            epoch = epoch.0,
+            finished,
+            "completes the last checkpoint the coordinator before began"
+        );
+        if let Some(c) = &self.control {
+            c.checkpoint_started(epoch);
+        }
+        self.counters.started();
+        self.events.publish(EngineEvent::CheckpointStarted {
+            epoch: epoch.0,
+            full: true,
+            last: true,
+        });
+        let mut f = InFlight::new(epoch, self.clock.now(), finished);
+        let early = self.early.remove(&epoch).unwrap_or_default();
+        let mut facts = Vec::new();
+        for a in early {
+            facts.push(Fact::Acked {
+                epoch,
+                task: a.task,
+            });
+            self.gather(&mut f, a.task, a.states, a.files);
+        }
+        *in_flight = Some(f);
+        facts
+    }
+
+    /// Carries out `action` but [`Action::Adopt`]; returns its outcome when the scheduler
+    /// must know it.
+    fn act_once(&mut self, action: Action, in_flight: &mut Option<InFlight>) -> Option<Fact> {
+        match action {
+            // Carried out by `act`.
+            Action::Adopt { .. } => None,
             Action::Trigger {
                 epoch,
                 full,
@@ -209,13 +315,7 @@ impl Coordinator {
                 finished,
             } => match self.trigger(epoch, full, last) {
                 Ok(()) => {
-                    *in_flight = Some(InFlight {
-                        epoch,
-                        started: self.clock.now(),
-                        finished,
-                        operators: BTreeMap::new(),
-                        files: Vec::new(),
-                    });
+                    *in_flight = Some(InFlight::new(epoch, self.clock.now(), finished));
                     None
                 }
                 Err(reason) => Some(Fact::TriggerFailed { epoch, reason }),
@@ -383,6 +483,7 @@ impl Coordinator {
         for tx in self.tasks.values() {
             let _ = tx.send(Command::Commit(f.epoch));
         }
+        self.early = self.early.split_off(&Epoch(f.epoch.0 + 1));
         self.last = Some(manifest);
         if let Err(e) = self.store.retain(self.settings.keep) {
             warn!(error = %e, "cannot delete old checkpoints");

@@ -323,16 +323,18 @@ fn build_sources(
                         why,
                     })?;
                 if let Some(resume) = w.resume() {
-                    // A source's position is its instance's own: it is not re-cut.
-                    let not_rescalable = |_: &[Option<serde_json::Value>], _: usize| {
-                        Err(anduin_operator_api::RescaleError::NotRescalable)
+                    // At another parallelism, the source says how its instances' positions
+                    // combine (a file reader deals its splits again); most refuse.
+                    let parallelism = task.parallelism;
+                    let recut = |parts: &[Option<serde_json::Value>], i: usize| {
+                        source.rescale_inline(parts, i, parallelism)
                     };
                     let now = Layout {
                         instances: task.parallelism,
                         owners: task.active,
                     };
                     let i = at.instance;
-                    if let Some(state) = resume.state_of(node.name(), i, now, &not_rescalable)? {
+                    if let Some(state) = resume.state_of(node.name(), i, now, &recut)? {
                         resume.restore(node.name(), || source.restore(state))?;
                     }
                     resume.reapply_all(node.name(), |p, v| source.set_param(p, v))?;

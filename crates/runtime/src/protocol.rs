@@ -95,6 +95,18 @@ pub enum Event {
         /// It stopped on request rather than at the end of its input.
         stopped: bool,
     },
+    /// A source task took the last barrier, of checkpoint `epoch`, and ends. A cluster's
+    /// executor tells it again to a coordinator that takes the query over (in place of the
+    /// source's [`Event::SourceExhausted`]), so that it completes the last checkpoint the
+    /// coordinator before it began rather than wait for one the source can no longer take.
+    SourceFinished {
+        /// The task instance.
+        task: usize,
+        /// The last checkpoint.
+        epoch: Epoch,
+        /// It had stopped on request rather than at the end of its input.
+        stopped: bool,
+    },
     /// A source has emitted the configured number of rows since the last barrier.
     WantCheckpoint,
     /// Tasks were lost and are being restored from the last complete checkpoint while the

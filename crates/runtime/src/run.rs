@@ -670,6 +670,8 @@ fn checkpoint_coordinator(
         pending_controls: Vec::new(),
         twins,
         rescales: Vec::new(),
+        taking_over: false,
+        early: BTreeMap::new(),
     })
 }
 
@@ -773,6 +775,7 @@ pub fn coordinate(
     if let Some(epoch) = taking_over.max(numbered_after) {
         coordinator.scheduler.skip_to(epoch.0 + 1);
     }
+    coordinator.taking_over = taking_over.is_some();
     if let (Some(control), Some(tx)) = (&config.control, control_events) {
         control.refuse_live_pipelining(Some(CLUSTER_PIPELINING.to_string()));
         if let Some(r) = &c.restore {

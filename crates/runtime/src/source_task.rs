@@ -315,6 +315,13 @@ impl SourceTask {
                     self.complete_event_time()?;
                 }
                 self.barrier(epoch, BarrierKind::Checkpoint { full }, control)?;
+                if let Some(c) = &self.checkpointing {
+                    let _ = c.events.send(Event::SourceFinished {
+                        task: c.task,
+                        epoch,
+                        stopped: self.stop.load(Ordering::Relaxed),
+                    });
+                }
                 if self.chain.commits_only_with_checkpoints() {
                     self.await_final_commit(epoch)?;
                 }

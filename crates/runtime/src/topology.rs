@@ -414,12 +414,14 @@ type name = "Reading" {
   column name = "value", type = "int"
 }
 operator name = "alertFile", type = "reader" {
+  param parallelism = 1
   param path = "alerts.csv"
   param event_time = "ts"
   param watermark = "1s"
   output name = "alerts", type = "Alert"
 }
 operator name = "readingFile", type = "reader" {
+  param parallelism = 1
   param path = "readings.csv"
   param event_time = "ts"
   param watermark = "1s"

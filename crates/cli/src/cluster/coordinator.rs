@@ -169,6 +169,10 @@ pub enum ExitPoint {
     CancelAnswered,
     /// A submission recorded in the catalog, before it is answered or started.
     SubmissionRecorded,
+    /// Every source reported that it took the last checkpoint's barrier (and ends), before
+    /// that checkpoint completed: as a kill that lands while the last checkpoint is in
+    /// flight, which the next coordinator must complete.
+    LastBarrierTaken,
 }
 
 /// The lock file a coordinator holds in its checkpoint directory.

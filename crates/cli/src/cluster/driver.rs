@@ -97,6 +97,9 @@ pub struct Attempt {
     pub hosts: BTreeMap<u32, u32>,
     /// The source instances that have reported the end of their input.
     pub exhausted: BTreeSet<usize>,
+    /// The source instances that have reported taking the last barrier (a subset of
+    /// `exhausted`).
+    pub finished_sources: BTreeSet<usize>,
     /// The checkpoint coordinator has given up its checkpoint in flight for lost tasks: the
     /// checkpoint they restore from (`Some(None)`: none yet).
     pub lost_noted: Option<Option<u64>>,
@@ -148,6 +151,7 @@ impl Attempt {
             control: None,
             hosts,
             exhausted: BTreeSet::new(),
+            finished_sources: BTreeSet::new(),
             lost_noted: None,
             incarnations,
             part_failures: BTreeMap::new(),
@@ -1645,8 +1649,17 @@ pub fn serve_executor(
                     );
                     break;
                 }
-                if let anduin_runtime::Event::SourceExhausted { task, .. } = &e {
+                if let anduin_runtime::Event::SourceExhausted { task, .. }
+                | anduin_runtime::Event::SourceFinished { task, .. } = &e
+                {
                     a.exhausted.insert(*task);
+                }
+                if let anduin_runtime::Event::SourceFinished { task, .. } = &e {
+                    a.finished_sources.insert(*task);
+                    if a.finished_sources == a.exhausted {
+                        // The last barrier is sent once every source has ended its input.
+                        cluster.exit_point(ExitPoint::LastBarrierTaken);
+                    }
                 }
                 drop(state);
                 let _ = events.send(e);

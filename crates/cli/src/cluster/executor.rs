@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anduin_runtime::{
     Checkpointing, Command, Event, NetworkSettings, Peers, Placement, RemoteCoordinator, Resumption,
@@ -107,6 +107,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         to: Mutex::new(Some(to_coordinator)),
         facts: Mutex::default(),
         done: AtomicBool::new(false),
+        confirming: AtomicBool::new(true),
         secret,
         completed: Arc::clone(&resumption.completed),
         peers: Arc::clone(&resumption.peers),
@@ -237,6 +238,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     // Every event sent before the process reports its end.
     let _ = forwarder.join();
     let executed = executed?;
+    link.await_heard(HEARD_WITHIN);
     tracing::info!(
         elapsed_ms = executed.summary.elapsed.as_millis() as u64,
         "part finished"
@@ -405,10 +407,15 @@ struct Link {
     hello: ToCoordinator,
     /// The connection, while there is one.
     to: Mutex<Option<proto::Sender>>,
-    /// The sources that have ended: told again to a coordinator that comes back.
+    /// The sources that have ended and the acknowledgements of checkpoints not complete yet:
+    /// told again to a coordinator that comes back ([`keep_fact`]).
     facts: Mutex<Vec<Event>>,
-    /// The part has ended: no more reconnecting.
+    /// The part has ended: no more reconnecting (unless `confirming`).
     done: AtomicBool,
+    /// Until the part has ended and a coordinator confirmed it heard its last
+    /// acknowledgements, or none needed it ([`Link::await_heard`]): an ended part reconnects
+    /// meanwhile.
+    confirming: AtomicBool,
     /// The cluster's secret.
     secret: Option<Arc<[u8]>>,
     /// The newest complete checkpoint (the edges' backups keep what follows it).
@@ -431,6 +438,40 @@ struct EndLeave {
     given: bool,
     /// The connection it was last asked on (0: none).
     asked_on: u64,
+}
+
+/// How long an executor whose part ended waits, before it ends, for a coordinator to confirm
+/// that it heard its sources' ends and its acknowledgements ([`Link::await_heard`]).
+const HEARD_WITHIN: Duration = Duration::from_secs(60);
+
+/// Whether `facts` hold an acknowledgement of a checkpoint after `complete`: one a
+/// coordinator may still have to hear of to complete it.
+fn unheard(facts: &[Event], complete: u64) -> bool {
+    facts
+        .iter()
+        .any(|f| matches!(f, Event::Ack { epoch, .. } if epoch.0 > complete))
+}
+
+/// Keeps event `e` among the facts told again to a coordinator that comes back (one that
+/// takes the query over knows nothing of what the tasks told the one before): the end of a
+/// source's input, or its end at the last barrier in its place (so that a coordinator never
+/// hears of a source's end without hearing where it ended), and the tasks'
+/// acknowledgements, until their checkpoint is complete ([`forget_completed`]): the last
+/// checkpoint the coordinator before began is completed from them.
+fn keep_fact(facts: &mut Vec<Event>, e: &Event) {
+    match e {
+        Event::SourceExhausted { .. } | Event::Ack { .. } => facts.push(e.clone()),
+        Event::SourceFinished { task, .. } => {
+            facts.retain(|f| !matches!(f, Event::SourceExhausted { task: t, .. } if t == task));
+            facts.push(e.clone());
+        }
+        _ => {}
+    }
+}
+
+/// Forgets the acknowledgements of checkpoints up to `complete`, which is complete.
+fn forget_completed(facts: &mut Vec<Event>, complete: u64) {
+    facts.retain(|f| !matches!(f, Event::Ack { epoch, .. } if epoch.0 <= complete));
 }
 
 impl std::fmt::Debug for Link {
@@ -474,6 +515,55 @@ impl anduin_runtime::EndGate for Link {
 }
 
 impl Link {
+    /// Once the part has ended, if it sent acknowledgements of a checkpoint not known
+    /// complete: makes sure a coordinator heard them (and where its sources ended) before the
+    /// process ends. The coordinator they went to may have died since — maybe after it began
+    /// the last checkpoint, which the next one completes from them — and what was written to
+    /// its connection is lost with it. So the executor asks for leave to end once more, and
+    /// waits for the answer: a coordinator answers only after it has read what came before on
+    /// the connection, and one that comes back is told the facts again first. At most
+    /// `within`: without a coordinator, the part ends anyway.
+    fn await_heard(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        let pending = unheard(
+            &self.facts.lock().unwrap_or_else(|p| p.into_inner()),
+            self.completed.load(Ordering::SeqCst),
+        );
+        if !pending {
+            self.confirming.store(false, Ordering::SeqCst);
+            return;
+        }
+        let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
+        *end = EndLeave::default();
+        loop {
+            if end.given {
+                break;
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(
+                    "no coordinator confirmed the end of this part: its last acknowledgements may be lost"
+                );
+                break;
+            }
+            let connection = self.connection.load(Ordering::SeqCst);
+            if end.asked_on != connection {
+                let to = self.to.lock().unwrap_or_else(|p| p.into_inner());
+                if to
+                    .as_ref()
+                    .is_some_and(|s| s.send(&ToCoordinator::MayEnd).is_ok())
+                {
+                    end.asked_on = connection;
+                }
+            }
+            end = self
+                .end_changed
+                .wait_timeout(end, Duration::from_millis(200))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        self.confirming.store(false, Ordering::SeqCst);
+    }
+
     /// Sends `e` on the connection if there is one; a broken connection is dropped.
     fn send(&self, e: &Event) {
         let mut to = self.to.lock().unwrap_or_else(|p| p.into_inner());
@@ -507,12 +597,10 @@ impl Link {
     /// Sends the tasks' checkpoint events to the coordinator until every task has ended.
     fn forward_events(&self, events: &Receiver<Event>) {
         for e in events {
-            if matches!(e, Event::SourceExhausted { .. }) {
-                self.facts
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(e.clone());
-            }
+            keep_fact(
+                &mut self.facts.lock().unwrap_or_else(|p| p.into_inner()),
+                &e,
+            );
             self.send(&e);
         }
         self.done.store(true, Ordering::SeqCst);
@@ -540,7 +628,8 @@ impl Link {
             *self.to.lock().unwrap_or_else(|p| p.into_inner()) = None;
             let mut pause = Duration::from_millis(50);
             from = loop {
-                if self.done.load(Ordering::SeqCst) {
+                // An ended part reconnects only to tell what a coordinator may not have heard.
+                if self.done.load(Ordering::SeqCst) && !self.confirming.load(Ordering::SeqCst) {
                     return;
                 }
                 std::thread::sleep(pause);
@@ -561,10 +650,18 @@ impl Link {
     fn reconnect(&self) -> Result<proto::Receiver> {
         let (to, from) = self.coordinator.connect(self.secret.as_deref())?;
         to.send(&self.hello)?;
-        for fact in self.facts.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            to.send(&ToCoordinator::Event(fact.clone()))?;
+        // Held while the facts are told, so that an event forwarded meanwhile is either
+        // among them or sent after them on this connection, never lost between.
+        let mut slot = self.to.lock().unwrap_or_else(|p| p.into_inner());
+        {
+            let mut facts = self.facts.lock().unwrap_or_else(|p| p.into_inner());
+            forget_completed(&mut facts, self.completed.load(Ordering::SeqCst));
+            for fact in facts.iter() {
+                to.send(&ToCoordinator::Event(fact.clone()))?;
+            }
         }
-        *self.to.lock().unwrap_or_else(|p| p.into_inner()) = Some(to);
+        *slot = Some(to);
+        drop(slot);
         self.connection.fetch_add(1, Ordering::SeqCst);
         self.end_changed.notify_all();
         Ok(from)
@@ -626,6 +723,10 @@ impl Link {
     ) {
         if let Command::Commit(epoch) = &command {
             self.completed.fetch_max(epoch.0, Ordering::SeqCst);
+            forget_completed(
+                &mut self.facts.lock().unwrap_or_else(|p| p.into_inner()),
+                epoch.0,
+            );
         }
         tasks.extend(registered.try_iter());
         while !tasks.contains_key(&task) {
@@ -640,5 +741,66 @@ impl Link {
         if let Some(tx) = tasks.get(&task) {
             let _ = tx.send(command);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anduin_types::Epoch;
+
+    fn ack(epoch: u64, task: usize) -> Event {
+        Event::Ack {
+            epoch: Epoch(epoch),
+            task,
+            states: Vec::new(),
+            files: Vec::new(),
+        }
+    }
+
+    fn told(facts: &[Event]) -> Vec<String> {
+        facts
+            .iter()
+            .map(|f| match f {
+                Event::SourceExhausted { task, .. } => format!("exhausted {task}"),
+                Event::SourceFinished { task, epoch, .. } => {
+                    format!("finished {task} at {}", epoch.0)
+                }
+                Event::Ack { task, epoch, .. } => format!("ack {task} of {}", epoch.0),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_coordinator_that_comes_back_hears_where_each_source_ended_and_the_acks_not_complete() {
+        let mut facts = Vec::new();
+        for e in [
+            ack(2, 0),
+            Event::SourceExhausted {
+                task: 0,
+                stopped: false,
+            },
+            Event::WantCheckpoint,
+            Event::SourceExhausted {
+                task: 1,
+                stopped: false,
+            },
+            ack(2, 1),
+            ack(3, 0),
+            Event::SourceFinished {
+                task: 0,
+                epoch: Epoch(3),
+                stopped: false,
+            },
+        ] {
+            keep_fact(&mut facts, &e);
+        }
+        // Checkpoint 2 completed: its acknowledgements go.
+        forget_completed(&mut facts, 2);
+        assert_eq!(
+            told(&facts),
+            ["exhausted 1", "ack 0 of 3", "finished 0 at 3"]
+        );
     }
 }

@@ -263,6 +263,24 @@ impl CsvDecoder {
         self.file.consumed
     }
 
+    /// Whether the file's columns are known (its header was read, or it has none).
+    pub(crate) fn has_layout(&self) -> bool {
+        self.file.layout.is_some()
+    }
+
+    /// Stands at `offset` of the current file, a record boundary on line `line`, without
+    /// reading the bytes before it (a split of a file read in parallel starts there): they
+    /// are someone else's. Its header must have been fed already (see
+    /// [`CsvDecoder::has_layout`]), unless nothing before `offset` holds it.
+    pub(crate) fn jump_to(&mut self, offset: u64, line: u64) {
+        self.file.bom.finish();
+        self.file.carry.clear();
+        self.file.skipping = None;
+        self.file.consumed = offset;
+        self.file.lines.jump(offset, line);
+        self.splitter.reset(offset);
+    }
+
     /// The bytes the decoder holds for records in progress (its carried input and the
     /// splitter's field buffer), to test that they stay bounded.
     #[cfg(test)]

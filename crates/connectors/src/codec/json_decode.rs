@@ -139,6 +139,16 @@ impl JsonDecoder {
         self.file.consumed
     }
 
+    /// Stands at `offset` of the current file, the start of line `line`, without reading the
+    /// bytes before it (a split of a file read in parallel starts there).
+    pub(crate) fn jump_to(&mut self, offset: u64, line: u64) {
+        self.file.bom.finish();
+        self.file.carry.clear();
+        self.file.skipping = None;
+        self.file.consumed = offset;
+        self.file.lines = line.saturating_sub(1);
+    }
+
     /// The bytes the decoder holds for a line in progress, to test that they stay bounded.
     #[cfg(test)]
     pub(crate) fn buffered_bytes(&self) -> usize {

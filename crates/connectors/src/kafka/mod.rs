@@ -1,7 +1,8 @@
 //! `kafka`: a Kafka topic as a source (no input, one output) or as a sink (one input, no
 //! output), on librdkafka (the `rdkafka` crate, built from the C sources it ships).
 //!
-//! The source reads a list of topics, its partitions dealt over its parallel instances, from
+//! The source reads a list of topics (every partition: the operator takes no `parallelism`
+//! and runs as one instance, though [`source`] can deal the partitions over several), from
 //! the earliest offsets, the latest, a timestamp, or the checkpoint's; it decodes CSV or
 //! JSON values with the file reader's decoders, takes event time from a column or from the
 //! record timestamp, keeps a watermark per partition, and sends undecodable records to the

@@ -172,11 +172,13 @@ type name = "Reading" {
   column name = "value", type = "int"
 }
 operator name = "alerts", type = "reader" {
+  param parallelism = 1
   param path = "alerts.csv"
   param event_time = "ts"
   output name = "alerts", type = "Alert"
 }
 operator name = "readings", type = "reader" {
+  param parallelism = 1
   param path = "readings.csv"
   param event_time = "ts"
   output name = "readings", type = "Reading"

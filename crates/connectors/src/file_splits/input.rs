@@ -1,0 +1,311 @@
+//! The bytes of one instance's splits, one split after the other: each split opens at its
+//! first record boundary (found by [`super::boundary`]) and ends before the first boundary
+//! at or after its end. A file whose size is not the planned one has changed, and is refused
+//! with its name; so is one that ends early or grows while it is read.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+
+use super::boundary::{self, Boundary, Dialect};
+use super::Split;
+
+/// How much is read at a time.
+const CHUNK: usize = 1 << 20;
+
+/// The size of a file whose size is not known (a named pipe): it is read to its end, whole.
+pub(crate) const UNSIZED: u64 = u64::MAX;
+
+/// Why the splits could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum SplitError {
+    /// Reading the file failed.
+    #[error("reading `{path}`: {cause}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        #[source]
+        cause: std::io::Error,
+    },
+    /// The file is not as it was when its splits were planned (or checkpointed).
+    #[error("`{path}` {what}")]
+    Changed {
+        /// The file.
+        path: String,
+        /// What changed.
+        what: String,
+    },
+}
+
+/// What the next read produced.
+pub(crate) enum Next<'a> {
+    /// A split starts: the decoder starts `path` and stands at `first` (after reading the
+    /// file's header, when `first` is not at the file's start).
+    Start {
+        /// The file.
+        path: String,
+        /// Its first record.
+        first: Boundary,
+    },
+    /// The next bytes of the split.
+    Data(&'a [u8]),
+    /// The split has ended: it is read.
+    End,
+    /// Every split has been read.
+    Done,
+}
+
+/// A split being read.
+struct Open {
+    file: File,
+    /// The offset of the next byte.
+    pos: u64,
+    /// Where the split ends ([`UNSIZED`]: at the end of the file).
+    stop: u64,
+}
+
+/// The splits of one instance, read in order.
+pub(crate) struct SplitInput {
+    dialect: Dialect,
+    /// The splits not read to their end; the first is being read when `open` is set.
+    splits: VecDeque<Split>,
+    open: Option<Open>,
+    buf: Vec<u8>,
+}
+
+impl SplitInput {
+    /// Reads `splits`, whose records end as `dialect` says.
+    pub(crate) fn new(dialect: Dialect, splits: Vec<Split>) -> Self {
+        Self {
+            dialect,
+            splits: splits.into(),
+            open: None,
+            buf: vec![0; CHUNK],
+        }
+    }
+
+    /// The splits left (from where they are: `consumed` is the first byte of the split being
+    /// read that no record emitted so far covers).
+    pub(crate) fn position(&self, consumed: Option<u64>) -> Vec<Split> {
+        let mut left: Vec<Split> = self.splits.iter().cloned().collect();
+        if let (Some(_), Some(at), Some(first)) = (&self.open, consumed, left.first_mut()) {
+            first.resume_at(at);
+        }
+        left
+    }
+
+    /// Reads from `splits` instead (a restore); nothing may be open.
+    pub(crate) fn replace(&mut self, splits: Vec<Split>) {
+        self.splits = splits.into();
+        self.open = None;
+    }
+
+    /// The next bytes, at most `max` of them.
+    pub(crate) fn next_at_most(&mut self, max: usize) -> Result<Next<'_>, SplitError> {
+        loop {
+            let Some(split) = self.splits.front() else {
+                return Ok(Next::Done);
+            };
+            let path = split.path.clone();
+            let io = |cause| SplitError::Io {
+                path: path.clone(),
+                cause,
+            };
+            let Some(open) = self.open.as_mut() else {
+                match open_split(split, self.dialect).map_err(|e| e.or_io(&path))? {
+                    Some((open, first)) => {
+                        self.open = Some(open);
+                        return Ok(Next::Start { path, first });
+                    }
+                    None => {
+                        // Nothing starts in it.
+                        self.splits.pop_front();
+                        continue;
+                    }
+                }
+            };
+            if open.pos >= open.stop {
+                let size = split.size;
+                if open.stop == size {
+                    let now = open.file.metadata().map_err(io)?.len();
+                    if now != size {
+                        return Err(changed(
+                            &path,
+                            format!("changed size while it was read ({size} bytes when planned, {now} now)"),
+                        ));
+                    }
+                }
+                self.open = None;
+                self.splits.pop_front();
+                return Ok(Next::End);
+            }
+            let want = usize::try_from(open.stop - open.pos)
+                .unwrap_or(usize::MAX)
+                .min(max.max(1))
+                .min(self.buf.len());
+            let n = read_some(&mut open.file, self.buf.get_mut(..want).unwrap_or_default())
+                .map_err(io)?;
+            if n == 0 {
+                if open.stop == UNSIZED {
+                    open.stop = open.pos;
+                    continue;
+                }
+                return Err(changed(
+                    &path,
+                    format!(
+                        "ended at byte {}, before byte {} where its split ends: it changed while it was read",
+                        open.pos, open.stop
+                    ),
+                ));
+            }
+            open.pos += n as u64;
+            return Ok(Next::Data(self.buf.get(..n).unwrap_or_default()));
+        }
+    }
+}
+
+fn changed(path: &str, what: String) -> SplitError {
+    SplitError::Changed {
+        path: path.to_string(),
+        what,
+    }
+}
+
+/// An I/O error, or a file that changed, while opening a split.
+enum OpenError {
+    Io(std::io::Error),
+    Changed(SplitError),
+}
+
+impl OpenError {
+    fn or_io(self, path: &str) -> SplitError {
+        match self {
+            OpenError::Io(cause) => SplitError::Io {
+                path: path.to_string(),
+                cause,
+            },
+            OpenError::Changed(e) => e,
+        }
+    }
+}
+
+impl From<std::io::Error> for OpenError {
+    fn from(e: std::io::Error) -> Self {
+        OpenError::Io(e)
+    }
+}
+
+/// Opens `split` at its first record and finds where it ends; `None` when no record starts
+/// in it.
+fn open_split(split: &Split, dialect: Dialect) -> Result<Option<(Open, Boundary)>, OpenError> {
+    let mut file = File::open(&split.path)?;
+    if split.size == UNSIZED {
+        // Read whole, from its start: only an exact position can be resumed, by reading up to it.
+        let line = 1 + boundary::count_lines(&mut file, split.from)?;
+        let first = Boundary {
+            offset: split.from,
+            line,
+        };
+        let open = Open {
+            file,
+            pos: split.from,
+            stop: UNSIZED,
+        };
+        return Ok(Some((open, first)));
+    }
+    let size = file.metadata()?.len();
+    if size != split.size {
+        return Err(OpenError::Changed(changed(
+            &split.path,
+            format!(
+                "is {size} bytes, but {} when the query planned its splits: a file must not change while a query reads it (start over with --from-scratch)",
+                split.size
+            ),
+        )));
+    }
+    let start = data_start(&mut file)?;
+    let first = if split.exact {
+        file.seek(SeekFrom::Start(0))?;
+        Boundary {
+            offset: split.from,
+            line: 1 + boundary::count_lines(&mut file, split.from)?,
+        }
+    } else {
+        let from_start = Boundary {
+            offset: start,
+            line: 1,
+        };
+        boundary::find(&mut file, dialect, split.from.max(start), from_start)?
+    };
+    let stop = if split.end >= size {
+        size
+    } else {
+        boundary::find(&mut file, dialect, split.end, first)?.offset
+    };
+    if stop <= first.offset && !(split.exact && split.from == 0) {
+        return Ok(None);
+    }
+    file.seek(SeekFrom::Start(first.offset))?;
+    let open = Open {
+        file,
+        pos: first.offset,
+        stop,
+    };
+    Ok(Some((open, first)))
+}
+
+/// Where a file's records begin: after its byte-order mark, if it has one.
+fn data_start(file: &mut File) -> std::io::Result<u64> {
+    let mut head = [0u8; 3];
+    file.seek(SeekFrom::Start(0))?;
+    let n = read_some(file, &mut head)?;
+    Ok(if n == 3 && head == *b"\xef\xbb\xbf" {
+        3
+    } else {
+        0
+    })
+}
+
+/// Fills `buf` as far as the file allows; 0 means end of file.
+fn read_some(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while let Some(rest) = buf.get_mut(n..).filter(|r| !r.is_empty()) {
+        match f.read(rest) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The first `upto` bytes of `path`, in chunks, to `f` until it says stop (reading a
+/// file's header before a split that starts later in it).
+pub(crate) fn read_prefix(
+    path: &str,
+    upto: u64,
+    mut f: impl FnMut(&[u8]) -> bool,
+) -> Result<(), SplitError> {
+    let io = |cause| SplitError::Io {
+        path: path.to_string(),
+        cause,
+    };
+    let mut file = File::open(path).map_err(io)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut left = upto;
+    while left > 0 {
+        let want = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        let n = read_some(&mut file, buf.get_mut(..want).unwrap_or_default()).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        left -= n as u64;
+        if !f(buf.get(..n).unwrap_or_default()) {
+            break;
+        }
+    }
+    Ok(())
+}
