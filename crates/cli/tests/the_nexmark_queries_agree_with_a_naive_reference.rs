@@ -1,4 +1,4 @@
-//! Every Nexmark query of `benches/nexmark/` (q0, q1, q2, q3, q5, q7, q8, q9 and the CEP queries
+//! Every Nexmark query of `benches/nexmark/` (q0, q1, q2, q3, q4, q5, q7, q8, q9 and the CEP queries
 //! cep_q0 … cep_q3), run by `anduin` on a small generated input, gives the rows of a naive
 //! reference: its SQL computed over the same events with plain loops, `Vec`s and `BTreeMap`s,
 //! written from the SQL's semantics, not from anduin's code.
@@ -19,7 +19,7 @@
 use crate::nexmark_reference;
 
 use nexmark_reference::cep::{cep_q0, cep_q1, cep_q2, cep_q3};
-use nexmark_reference::sql::{q0, q1, q2, q3, q5, q7, q8, q9};
+use nexmark_reference::sql::{q0, q1, q2, q3, q4, q5, q7, q8, q9};
 use nexmark_reference::{assert_same_rows, folded_upserts, hand_made_bids, input, run_query, V};
 
 #[test]
@@ -48,6 +48,14 @@ fn q3_joins_every_auction_of_category_10_with_its_seller_from_or_id_or_ca() {
     let input = input();
     let got = run_query(&input, "q3", "sssi");
     assert_same_rows("q3", got, q3(&input.people, &input.auctions), 100);
+}
+
+#[test]
+fn q4_averages_the_winning_bids_of_each_category() {
+    let input = input();
+    // An upsert per change of a category's average, folded: the averages at the end.
+    let got = folded_upserts(run_query(&input, "q4", "sif"));
+    assert_same_rows("q4", got, q4(&input.auctions, &input.bids), 5);
 }
 
 #[test]
