@@ -24,13 +24,21 @@ fn every_query_passes_the_checks() {
             path.display(),
             String::from_utf8_lossy(&out.stderr)
         );
-        checked.push(path.file_stem().expect("a name").to_string_lossy().into_owned());
+        checked.push(
+            path.file_stem()
+                .expect("a name")
+                .to_string_lossy()
+                .into_owned(),
+        );
     }
     checked.sort();
     for q in [
         "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "q9", "cep_q0", "cep_q1", "cep_q2",
         "cep_q3",
     ] {
-        assert!(checked.iter().any(|c| c == q), "{q} is in benches/nexmark: {checked:?}");
+        assert!(
+            checked.iter().any(|c| c == q),
+            "{q} is in benches/nexmark: {checked:?}"
+        );
     }
 }

@@ -83,9 +83,7 @@ fn batch(rows: &[(Row, ChangeKind)]) -> RecordBatch {
             rows.iter().map(|r| r.0 .2).collect::<Vec<_>>(),
         )),
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0 .3))),
-        Arc::new(Int8Array::from_iter_values(
-            rows.iter().map(|r| r.1.code()),
-        )),
+        Arc::new(Int8Array::from_iter_values(rows.iter().map(|r| r.1.code()))),
     ];
     RecordBatch::try_new(schema(), columns).expect("valid")
 }
@@ -143,7 +141,10 @@ impl Collector for Folded {
 fn naive(live: &[Row], keys: bool, frame: Frame) -> BTreeMap<Vec<String>, usize> {
     let mut parts: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
     for r in live {
-        parts.entry(if keys { r.0 } else { 0 }).or_default().push(*r);
+        parts
+            .entry(if keys { r.0 } else { 0 })
+            .or_default()
+            .push(*r);
     }
     let mut out: BTreeMap<Vec<String>, usize> = BTreeMap::new();
     for rows in parts.values_mut() {
@@ -284,10 +285,7 @@ fn a_retracted_row_takes_its_result_back_and_corrects_the_rows_after_it() {
             Step::Add((1, 3, Some(30), 0), false),
         ],
         // 20 goes, 25 comes in its place: 3's frame (rows 1) holds 25 then.
-        vec![
-            Step::Retract(1, true),
-            Step::Add((1, 2, Some(25), 0), true),
-        ],
+        vec![Step::Retract(1, true), Step::Add((1, 2, Some(25), 0), true)],
         vec![Step::Retract(0, false)],
     ];
     check(&steps, true, Frame::Rows(Some(1)), None);

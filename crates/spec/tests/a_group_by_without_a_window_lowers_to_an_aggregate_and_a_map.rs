@@ -78,7 +78,15 @@ fn a_group_by_over_a_join_groups_the_joined_rows_under_the_names_written() {
     let kinds: Vec<&str> = s.operators.iter().map(|o| o.kind.as_str()).collect();
     assert_eq!(
         kinds,
-        ["reader", "reader", "regular_join", "filter", "aggregate", "map", "writer"]
+        [
+            "reader",
+            "reader",
+            "regular_join",
+            "filter",
+            "aggregate",
+            "map",
+            "writer"
+        ]
     );
     let g = op(&s, "insert1_group");
     assert_eq!(param(g, "keys").as_deref(), Some("k"));

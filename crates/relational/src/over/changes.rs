@@ -205,7 +205,12 @@ mod tests {
     fn table(rows: &[(i64, &str)]) -> Table {
         let mut t = Table::new();
         for (time, v) in rows {
-            apply(&mut t, key(*time, v), v.to_uppercase().as_bytes().into(), true);
+            apply(
+                &mut t,
+                key(*time, v),
+                v.to_uppercase().as_bytes().into(),
+                true,
+            );
         }
         t
     }
@@ -228,9 +233,16 @@ mod tests {
         assert_eq!(r.to, Bound::Included(key(3, "c")));
         let mut out = Vec::new();
         steps(&t, Frame::Rows(Some(1)), &r, &mut out);
-        assert_eq!(text(&out), ["+A", "+B", "-A", "emit b", "+C", "-B", "emit c"]);
+        assert_eq!(
+            text(&out),
+            ["+A", "+B", "-A", "emit b", "+C", "-B", "emit c"]
+        );
         let r = region(&t, Frame::Rows(Some(5)), &key(2, "b"), &key(2, "b"));
-        assert_eq!(r.to, Bound::Unbounded, "fewer rows after it than the frame takes");
+        assert_eq!(
+            r.to,
+            Bound::Unbounded,
+            "fewer rows after it than the frame takes"
+        );
     }
 
     #[test]

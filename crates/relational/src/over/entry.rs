@@ -191,6 +191,9 @@ mod tests {
         for cut in 0..bytes.len() {
             assert!(decode_table(&bytes[..cut]).is_none(), "truncated at {cut}");
         }
-        assert_eq!(decode_table(&encode_table(&Table::new())), Some(Table::new()));
+        assert_eq!(
+            decode_table(&encode_table(&Table::new())),
+            Some(Table::new())
+        );
     }
 }

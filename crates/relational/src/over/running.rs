@@ -222,7 +222,10 @@ impl Over {
         let mut groups: Vec<Group> = Vec::with_capacity(keys.len());
         for key in &keys {
             if let Some(p) = self.partitions.get_mut(key) {
-                groups.push(std::mem::replace(&mut p.group, Group::new(&self.setup.plans)));
+                groups.push(std::mem::replace(
+                    &mut p.group,
+                    Group::new(&self.setup.plans),
+                ));
             }
         }
         let emitted = emitted(

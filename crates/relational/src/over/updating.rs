@@ -64,6 +64,9 @@ pub(crate) struct UpdatingOver {
 /// The changes of one partition in a batch, in order: (row, arguments, adds).
 type Changes = Vec<(RowKey, Box<[u8]>, bool)>;
 
+/// The changes of a batch, by partition (its key's bytes) in the order the partitions come.
+type ByPartition = Vec<(Box<[u8]>, Changes)>;
+
 impl UpdatingOver {
     pub(crate) fn new(setup: OverSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
         let dir = ctx.backend_dir(&setup.name);
@@ -117,7 +120,7 @@ impl UpdatingOver {
         &mut self,
         batch: RecordBatch,
         origins: Option<RowOrigins>,
-    ) -> Result<Vec<(Box<[u8]>, Changes)>, OperatorError> {
+    ) -> Result<ByPartition, OperatorError> {
         let name = &self.setup.name;
         let batch = reject_null_times(batch, self.setup.time, name, &self.dead_letter)?;
         let origins = origins.filter(|o| o.len() == batch.num_rows());
@@ -141,7 +144,7 @@ impl UpdatingOver {
             .convert_columns(&args)
             .map_err(|e| internal(name, e))?;
         let times = anduin_operator_api::event_time::event_times(&batch, self.setup.time);
-        let mut order: Vec<(Box<[u8]>, Changes)> = Vec::new();
+        let mut order: ByPartition = Vec::new();
         let mut index: HashMap<Box<[u8]>, usize, RandomState> =
             HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4));
         for (i, (t, add)) in times.into_iter().zip(adds).enumerate() {
@@ -152,7 +155,11 @@ impl UpdatingOver {
                 order.len() - 1
             });
             if let Some((_, c)) = order.get_mut(at) {
-                c.push(((t, values.row(i).as_ref().into()), args.row(i).as_ref().into(), add));
+                c.push((
+                    (t, values.row(i).as_ref().into()),
+                    args.row(i).as_ref().into(),
+                    add,
+                ));
             }
         }
         Ok(order)
@@ -224,9 +231,8 @@ impl UpdatingOver {
         let mut columns = Vec::with_capacity(self.output.fields().len());
         for c in 0..before.num_columns() {
             let sources: [&dyn Array; 2] = [before.column(c).as_ref(), after.column(c).as_ref()];
-            columns.push(
-                arrow::compute::interleave(&sources, &index).map_err(|e| internal(name, e))?,
-            );
+            columns
+                .push(arrow::compute::interleave(&sources, &index).map_err(|e| internal(name, e))?);
         }
         let kinds: Int8Array = picks.iter().map(|(_, _, k)| Some(k.code())).collect();
         columns.push(Arc::new(kinds));
