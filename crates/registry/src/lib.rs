@@ -72,7 +72,7 @@ impl Catalog for BuiltinCatalog {
         match op.kind.as_str() {
             // Row by row: a change filtered or projected is still a change.
             "filter" | "map" | "discard" => Ok(()),
-            "aggregate" | "regular_join" | "top_n" => Ok(()),
+            "aggregate" | "regular_join" | "top_n" | "over" => Ok(()),
             "writer" => anduin_connectors::changelog::updates_accepted(
                 &op.param("mode")
                     .map_or_else(|| "append".to_string(), |p| p.value.as_text().to_string()),
@@ -80,7 +80,6 @@ impl Catalog for BuiltinCatalog {
             "window" => Err("a window over an updating stream is not supported yet (its windows fire once, and cannot take rows back)".into()),
             "join" => Err("a join with a time bound of an updating stream is not supported yet (a regular join, without a time bound, takes one)".into()),
             "pattern" => Err("a row pattern over an updating stream is not supported yet".into()),
-            "over" => Err("an OVER window over an updating stream is not supported yet (it emits each row once, when the watermark passes it, and cannot take a row back)".into()),
             "union" => Err("a union of updating streams is not supported yet".into()),
             _ => Err("it consumes append-only streams only".into()),
         }

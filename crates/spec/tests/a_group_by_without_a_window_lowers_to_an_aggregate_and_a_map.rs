@@ -7,6 +7,7 @@ use anduin_spec::{parse_sql, OperatorDef, Spec, Value};
 
 const T: &str =
     "CREATE TABLE t (ts TIMESTAMP, k BIGINT, v BIGINT) WITH (connector = 'file', path = 't.csv');
+CREATE TABLE u (ts TIMESTAMP, k BIGINT, w BIGINT) WITH (connector = 'file', path = 'u.csv');
 CREATE TABLE out WITH (connector = 'file', path = 'o.csv', mode = 'changelog');
 ";
 
@@ -67,4 +68,36 @@ fn a_plain_select_stays_a_map() {
     let s = spec("INSERT INTO out SELECT k, v * 2 AS w FROM t;");
     let kinds: Vec<&str> = s.operators.iter().map(|o| o.kind.as_str()).collect();
     assert_eq!(kinds, ["reader", "map", "writer"]);
+}
+
+#[test]
+fn a_group_by_over_a_join_groups_the_joined_rows_under_the_names_written() {
+    let s = spec(
+        "INSERT INTO out SELECT MAX(b.w) AS top, a.k, COUNT(b.ts) FROM t a, u b WHERE a.k = b.k AND b.w > a.v GROUP BY a.k HAVING SUM(a.v) > 0;",
+    );
+    let kinds: Vec<&str> = s.operators.iter().map(|o| o.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "reader",
+            "reader",
+            "regular_join",
+            "filter",
+            "aggregate",
+            "map",
+            "writer"
+        ]
+    );
+    let g = op(&s, "insert1_group");
+    assert_eq!(param(g, "keys").as_deref(), Some("k"));
+    // `b.ts` is the join's `u_ts` (`ts` is taken by `a.ts`); each item keeps its written name.
+    assert_eq!(
+        param(g, "aggregates").as_deref(),
+        Some("MAX(\"w\") AS top, COUNT(\"u_ts\") AS \"COUNT(b.ts)\", SUM(\"v\") AS \"__having1\"")
+    );
+    assert_eq!(param(g, "having").as_deref(), Some("\"__having1\" > 0"));
+    assert_eq!(
+        param(op(&s, "insert1_select"), "columns").as_deref(),
+        Some("\"top\", \"k\", \"COUNT(b.ts)\"")
+    );
 }

@@ -274,6 +274,27 @@ pub fn folded_upserts(rows: Vec<Row>) -> Vec<Row> {
     table.into_values().collect()
 }
 
+/// The rows of a changelog output (`op` first, then the row) folded into the multiset of rows
+/// they describe: a `+I` or `+U` adds its row, a `-U` or `-D` takes an equal one out.
+pub fn folded_changelog(rows: Vec<Row>) -> Vec<Row> {
+    let mut table: std::collections::BTreeMap<String, Vec<Row>> = Default::default();
+    for mut r in rows {
+        let V::S(op) = r.remove(0) else {
+            panic!("a changelog row starts with its op: {r:?}")
+        };
+        let key = format!("{r:?}");
+        match op.as_str() {
+            "+I" | "+U" => table.entry(key).or_default().push(r),
+            "-U" | "-D" => {
+                let held = table.get_mut(&key).and_then(Vec::pop);
+                assert!(held.is_some(), "{op} of {key}, which is not held");
+            }
+            other => panic!("a changelog row of kind {other}"),
+        }
+    }
+    table.into_values().flatten().collect()
+}
+
 fn cmp_rows(a: &Row, b: &Row, by: fn(&V, &V) -> Ordering) -> Ordering {
     (a.iter().zip(b))
         .map(|(x, y)| by(x, y))

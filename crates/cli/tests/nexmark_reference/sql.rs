@@ -36,6 +36,66 @@ pub fn q1(bids: &[Bid]) -> Vec<Row> {
     rows
 }
 
+/// `SELECT Q.category, AVG(Q.final) FROM (SELECT MAX(B.price) AS final, A.category FROM
+/// auction A, bid B WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires
+/// GROUP BY A.id, A.category) Q GROUP BY Q.category` (the average a DOUBLE)
+pub fn q4(auctions: &[Auction], bids: &[Bid]) -> Vec<Row> {
+    let mut per_auction: BTreeMap<i64, Vec<&Bid>> = BTreeMap::new();
+    for b in bids {
+        per_auction.entry(b.auction).or_default().push(b);
+    }
+    let mut finals: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    for a in auctions {
+        for b in per_auction.get(&a.id).into_iter().flatten() {
+            if a.date_time <= b.date_time && b.date_time <= a.expires {
+                let best = finals.entry((a.id, a.category)).or_insert(b.price);
+                *best = (*best).max(b.price);
+            }
+        }
+    }
+    let mut per_category: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for ((_, category), best) in finals {
+        per_category.entry(category).or_default().push(best);
+    }
+    (per_category.into_iter())
+        .map(|(category, finals)| {
+            let sum: i64 = finals.iter().sum();
+            vec![V::I(category), V::F(sum as f64 / finals.len() as f64)]
+        })
+        .collect()
+}
+
+/// `SELECT Q.seller, AVG(Q.final) OVER (PARTITION BY Q.seller ORDER BY Q.dateTime ROWS
+/// BETWEEN 10 PRECEDING AND CURRENT ROW) FROM Q`, Q the winning bid of each auction (its
+/// highest price while it is open, the earliest of equal ones) as `final` and its `dateTime`:
+/// per seller, its auctions' winning bids in time order, each with the average of its price
+/// and the 10 before (the average a DOUBLE).
+pub fn q6(auctions: &[Auction], bids: &[Bid]) -> Vec<Row> {
+    let winners = q9(auctions, bids);
+    let seller: BTreeMap<i64, i64> = auctions.iter().map(|a| (a.id, a.seller)).collect();
+    // Per seller, (time, price) of its winning bids.
+    let mut per_seller: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+    for w in winners {
+        let [V::I(id), _, V::I(price), V::I(time)] = w.as_slice() else {
+            panic!("a winning bid is id, bidder, price, time: {w:?}")
+        };
+        per_seller
+            .entry(seller[id])
+            .or_default()
+            .push((*time, *price));
+    }
+    let mut rows = Vec::new();
+    for (s, mut wins) in per_seller {
+        wins.sort();
+        for i in 0..wins.len() {
+            let frame = &wins[i.saturating_sub(10)..=i];
+            let sum: i64 = frame.iter().map(|(_, p)| p).sum();
+            rows.push(vec![V::I(s), V::F(sum as f64 / frame.len() as f64)]);
+        }
+    }
+    rows
+}
+
 /// `SELECT auction, price FROM bid WHERE auction % 123 = 0`
 pub fn q2(bids: &[Bid]) -> Vec<Row> {
     let mut rows = Vec::new();

@@ -1,13 +1,15 @@
 //! The bytes of one partition's entry in the state backend.
 //!
-//! Layout: a flags byte (bit 0: the time of the last row emitted follows, 8 bytes
-//! little-endian), the number of pending times, per time its 8 bytes, its number of rows and
-//! per row its values and arguments; the number of frame rows, per row its time and
-//! arguments; then the aggregates ([`Group::encode`]) to the end. Lengths and counts are
-//! LEB128 varints, each byte string after its length.
+//! Over an append-only stream (`encode`): a flags byte (bit 0: the time of the last row
+//! emitted follows, 8 bytes little-endian), the number of pending times, per time its 8
+//! bytes, its number of rows and per row its values and arguments; the number of frame rows,
+//! per row its time and arguments; then the aggregates ([`Group::encode`]) to the end. Over
+//! an updating stream (`encode_table`): the rows of the table, each with how many times it is
+//! held. Lengths and counts are LEB128 varints, each byte string after its length.
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::changes::{Kept, Table};
 use super::frame::{Held, Partition};
 use crate::group::acc::{AggPlan, Group};
 use crate::join::codec::{get_varint, put_varint};
@@ -80,6 +82,36 @@ pub(crate) fn decode(bytes: &[u8], plans: &[AggPlan]) -> Option<Partition> {
     })
 }
 
+/// The entry of a partition of an OVER window over an updating stream: the number of rows,
+/// per row its time (8 bytes), values, arguments and how many times it is held.
+pub(crate) fn encode_table(t: &Table) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_varint(&mut out, t.len() as u64);
+    for ((time, values), kept) in t {
+        out.extend_from_slice(&time.to_le_bytes());
+        put_bytes(&mut out, values);
+        put_bytes(&mut out, &kept.args);
+        put_varint(&mut out, kept.count);
+    }
+    out
+}
+
+/// The rows an entry of [`encode_table`] holds; `None` if the bytes are not one.
+pub(crate) fn decode_table(bytes: &[u8]) -> Option<Table> {
+    let mut r = bytes;
+    let mut t = Table::new();
+    for _ in 0..get_varint(&mut r)? {
+        let time = get_time(&mut r)?;
+        let values = get_bytes(&mut r)?;
+        let args = get_bytes(&mut r)?;
+        let count = get_varint(&mut r)?;
+        if count == 0 || t.insert((time, values), Kept { args, count }).is_some() {
+            return None;
+        }
+    }
+    r.is_empty().then_some(t)
+}
+
 fn get_time(r: &mut &[u8]) -> Option<i64> {
     let (t, rest) = r.split_first_chunk::<8>()?;
     *r = rest;
@@ -143,5 +175,25 @@ mod tests {
         }
         let empty = Partition::new(Group::new(&plans));
         assert_eq!(decode(&encode(&empty), &plans), Some(empty));
+    }
+
+    #[test]
+    fn the_rows_of_a_partition_over_an_updating_stream_round_trip() {
+        let mut t = Table::new();
+        let kept = |args: &[u8], count| Kept {
+            args: args.into(),
+            count,
+        };
+        t.insert((-3, b"a"[..].into()), kept(b"A", 2));
+        t.insert((7, b""[..].into()), kept(&[0xff; 200], 1));
+        let bytes = encode_table(&t);
+        assert_eq!(decode_table(&bytes), Some(t));
+        for cut in 0..bytes.len() {
+            assert!(decode_table(&bytes[..cut]).is_none(), "truncated at {cut}");
+        }
+        assert_eq!(
+            decode_table(&encode_table(&Table::new())),
+            Some(Table::new())
+        );
     }
 }

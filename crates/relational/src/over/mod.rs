@@ -5,22 +5,30 @@
 //! `n` rows before it (`rows n`), the rows at most `x` older (`range x`, the row's peers of
 //! equal time included), or every row before it (`unbounded`).
 //!
-//! Its input is append-only (an updating one is refused before the query starts) and so is
-//! its output. As Flink does, it holds each row until the watermark passes the row's time,
-//! then emits the rows of each partition in event-time order (of equal times, in the order
-//! they came); a row whose time is not after the last row its partition emitted is late and
-//! dropped (counted in `late_rows_dropped`). A row without an event time goes to the dead
-//! letters. The aggregates (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`, `COUNT(DISTINCT …)`, each with
+//! Over an append-only input its output is append-only. As Flink does, it holds each row
+//! until the watermark passes the row's time, then emits the rows of each partition in
+//! event-time order (of equal times, in the order they came); a row whose time is not after
+//! the last row its partition emitted is late and dropped (counted in `late_rows_dropped`). A
+//! row without an event time goes to the dead letters. The aggregates (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`, `COUNT(DISTINCT …)`, each with
 //! an optional `FILTER (WHERE …)`) are those of the updating `aggregate`, kept incrementally:
 //! a row entering the frame is added, one leaving it taken out (`frame.rs`).
+//!
+//! Over an updating input (which Flink refuses) its output is updating: the OVER window of
+//! the table the input's changes describe, kept up to date as RisingWave keeps its OVER
+//! windows over changes. Each change takes back the results it alters (of its row, and of the
+//! rows after it whose frames held or now hold it) and emits them anew; nothing waits for the
+//! watermark and no row is late; rows of one time are ordered by their values, so that a
+//! `ROWS` frame does not depend on when they came (`updating.rs`, `changes.rs`).
 //!
 //! The partitions live in memory; checkpoints go through a keyed table (heap or LSM), one
 //! entry per partition under its key's group key, written when changed (`running.rs`), so the
 //! operator rescales by key group as `top_n` does.
 
+mod changes;
 mod entry;
 mod frame;
 mod running;
+mod updating;
 
 use std::sync::Arc;
 
@@ -37,11 +45,12 @@ use crate::group::acc::AggPlan;
 use crate::window::keys::KeyCodec;
 pub(crate) use frame::Frame;
 use running::Over;
+use updating::UpdatingOver;
 
 /// The `over` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
     kind: "over",
-    doc: "aggregates per key over the rows up to each row in event-time order (SQL's agg(…) OVER (PARTITION BY … ORDER BY time ROWS|RANGE BETWEEN … PRECEDING AND CURRENT ROW)); emits each row once the watermark passes it, with its aggregates: append-only",
+    doc: "aggregates per key over the rows up to each row in event-time order (SQL's agg(…) OVER (PARTITION BY … ORDER BY time ROWS|RANGE BETWEEN … PRECEDING AND CURRENT ROW)); emits each row once the watermark passes it, with its aggregates: append-only. Over an updating stream it keeps the results of the rows the changes describe: updating (each change takes back the results it alters and emits them anew)",
     inputs: Arity::Exactly(1),
     outputs: Arity::Exactly(1),
     stateful: true,
@@ -104,7 +113,8 @@ pub(crate) struct OverSetup {
     pub plans: Vec<AggPlan>,
     /// Each aggregate's argument type, as the arguments are kept.
     pub arg_types: Vec<DataType>,
-    /// The output: the input's columns, then the aggregates.
+    /// The results: the input's columns (but an updating input's change kind), then the
+    /// aggregates.
     pub schema: SchemaRef,
     pub backend: BackendKind,
     pub sites: Vec<anduin_operator_api::ExprAt>,
@@ -142,15 +152,7 @@ pub(crate) fn parse_frame(text: &str) -> Result<Frame, String> {
 pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
     let p = Params::new(op);
     let (stream, input) = inputs.first().expect("arity checked: one input");
-    if is_updating(input) {
-        // The registry refuses it first (consumes_updates); kept for a direct bind.
-        return Err(p
-            .error(
-                "aggregates",
-                format!("stream `{stream}` is updating: an OVER window over an updating stream is not supported yet"),
-            )
-            .into());
-    }
+    let updating = is_updating(input);
     let column = |param: &str, name: &str| -> Result<usize, Diagnostics> {
         input.index_of(name).map_err(|_| {
             let names: Vec<&str> = input.fields().iter().map(|f| f.name().as_str()).collect();
@@ -208,7 +210,11 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let empty = RecordBatch::new_empty(Arc::clone(input));
     let mut plans = Vec::new();
     let mut arg_types = Vec::new();
-    let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
+    // The input's columns, but an updating input's change kind (which comes last).
+    let columns = input.fields().len() - usize::from(updating);
+    let mut fields: Vec<Field> = (input.fields().iter().take(columns))
+        .map(|f| f.as_ref().clone())
+        .collect();
     for a in &aggs {
         let (plan, arg_type, field) =
             crate::group::plan_aggregate(&p, a, &empty, "in an OVER window")?;
@@ -252,6 +258,18 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         sites,
         on_error: anduin_operator_api::OnError::param(&p),
     };
+    if updating {
+        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+        fields.push(Arc::new(anduin_types::change_column()));
+        return Ok(Binding {
+            bound: Bound::Operator(Arc::new(move |ctx| {
+                Ok(Box::new(UpdatingOver::new(setup.clone(), ctx)?))
+            })),
+            outputs: vec![Arc::new(Schema::new(fields))],
+            warnings: Diagnostics::default(),
+            partition_by,
+        });
+    }
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {
             Ok(Box::new(Over::new(setup.clone(), ctx)?))

@@ -58,13 +58,13 @@ pub(crate) struct Over {
     dead_letter: Arc<DeadLetter>,
 }
 
-fn internal(operator: &str, e: impl std::fmt::Display) -> OperatorError {
+pub(super) fn internal(operator: &str, e: impl std::fmt::Display) -> OperatorError {
     OperatorError::internal(operator, e.to_string())
 }
 
 /// Per aggregate, its argument on `batch`, null where its filter leaves the row out; or the
 /// first aggregate whose argument or filter fails and its error.
-fn arguments(
+pub(super) fn arguments(
     batch: &RecordBatch,
     setup: &OverSetup,
 ) -> Result<Vec<ArrayRef>, (usize, anduin_expr::ExprError)> {
@@ -92,6 +92,38 @@ fn arguments(
         out.push(arg);
     }
     Ok(out)
+}
+
+/// The aggregates' arguments on `batch`, after the rows they fail on went to the dead
+/// letters (or stopped the query, as `errors` says): the rows kept and their arguments.
+pub(super) fn evaluate(
+    setup: &OverSetup,
+    errors: &anduin_operator_api::RowErrors,
+    batch: RecordBatch,
+    origins: Option<&RowOrigins>,
+) -> Result<(RecordBatch, Vec<ArrayRef>), OperatorError> {
+    let evaluated =
+        anduin_operator_api::evaluate_rows(&batch, &mut |b: &RecordBatch| arguments(b, setup));
+    let pieces = match evaluated {
+        anduin_operator_api::Evaluated::Whole(args) => return Ok((batch, args)),
+        anduin_operator_api::Evaluated::Split(pieces) => pieces,
+        anduin_operator_api::Evaluated::Exhausted(f) => return Err(errors.exhausted(&f, origins)),
+    };
+    let failed = anduin_operator_api::failures(&pieces);
+    errors.reject(&batch, &failed, origins)?;
+    let keep = anduin_operator_api::kept_rows(batch.num_rows(), &failed);
+    let kept =
+        arrow::compute::filter_record_batch(&batch, &keep).map_err(|e| internal(&setup.name, e))?;
+    let args = arguments(&kept, setup).map_err(|(agg, e)| {
+        internal(
+            &setup.name,
+            format!(
+                "aggregate {agg} failed on rows it evaluated before: {}",
+                e.message
+            ),
+        )
+    })?;
+    Ok((kept, args))
 }
 
 impl Over {
@@ -141,31 +173,7 @@ impl Over {
         batch: RecordBatch,
         origins: Option<&RowOrigins>,
     ) -> Result<(RecordBatch, Vec<ArrayRef>), OperatorError> {
-        let evaluated = anduin_operator_api::evaluate_rows(&batch, &mut |b: &RecordBatch| {
-            arguments(b, &self.setup)
-        });
-        let pieces = match evaluated {
-            anduin_operator_api::Evaluated::Whole(args) => return Ok((batch, args)),
-            anduin_operator_api::Evaluated::Split(pieces) => pieces,
-            anduin_operator_api::Evaluated::Exhausted(f) => {
-                return Err(self.errors.exhausted(&f, origins))
-            }
-        };
-        let failed = anduin_operator_api::failures(&pieces);
-        self.errors.reject(&batch, &failed, origins)?;
-        let keep = anduin_operator_api::kept_rows(batch.num_rows(), &failed);
-        let kept = arrow::compute::filter_record_batch(&batch, &keep)
-            .map_err(|e| internal(&self.setup.name, e))?;
-        let args = arguments(&kept, &self.setup).map_err(|(agg, e)| {
-            internal(
-                &self.setup.name,
-                format!(
-                    "aggregate {agg} failed on rows it evaluated before: {}",
-                    e.message
-                ),
-            )
-        })?;
-        Ok((kept, args))
+        evaluate(&self.setup, &self.errors, batch, origins)
     }
 
     /// Writes the partitions changed since the last checkpoint to the table (deleting those
@@ -210,64 +218,30 @@ impl Over {
             }
             self.dirty.insert(key.clone());
         }
-        // The arguments and values the steps name, as columns.
-        let name = &self.setup.name;
-        let (args_parser, values_parser) = (self.args.parser(), self.values.parser());
-        let args = self
-            .args
-            .convert_rows(steps.iter().filter_map(|s| match s {
-                Step::Add(a) | Step::Retract(a) => Some(args_parser.parse(a)),
-                Step::Emit(_) => None,
-            }))
-            .map_err(|e| internal(name, e))?;
-        let mut columns = Vec::with_capacity(self.setup.plans.len());
-        for (plan, arg) in self.setup.plans.iter().zip(&args) {
-            columns.push(plan.column(arg).map_err(|m| internal(name, m))?);
-        }
-        let mut output = self
-            .values
-            .convert_rows(steps.iter().filter_map(|s| match s {
-                Step::Emit(v) => Some(values_parser.parse(v)),
-                _ => None,
-            }))
-            .map_err(|e| internal(name, e))?;
-        // The aggregates, stepped through; their state at each emitted row.
-        let mut at_rows: Vec<Vec<Acc>> = Vec::new();
-        let mut i = 0;
-        for (key, span) in keys.iter().zip(spans) {
-            let Some(p) = self.partitions.get_mut(key) else {
-                continue;
-            };
-            let group = &mut p.group;
-            for step in &steps[span] {
-                match step {
-                    Step::Add(_) | Step::Retract(_) => {
-                        let add = matches!(step, Step::Add(_));
-                        group.rows += if add { 1 } else { -1 };
-                        for (k, plan) in self.setup.plans.iter().enumerate() {
-                            plan.apply(&mut group.accs[k], &columns[k], None, i, add);
-                        }
-                        i += 1;
-                    }
-                    Step::Emit(_) => at_rows.push(group.accs.clone()),
-                }
+        // The aggregates of each partition, stepped through from where they are.
+        let mut groups: Vec<Group> = Vec::with_capacity(keys.len());
+        for key in &keys {
+            if let Some(p) = self.partitions.get_mut(key) {
+                groups.push(std::mem::replace(
+                    &mut p.group,
+                    Group::new(&self.setup.plans),
+                ));
             }
         }
-        for (a, plan) in self.setup.plans.iter().enumerate() {
-            let values = plan
-                .evaluate(at_rows.iter().map(|accs| &accs[a]))
-                .map_err(|e| match e {
-                    Evaluation::Overflow { sum, .. } => OperatorError::Execution {
-                        operator: name.clone(),
-                        message: format!(
-                            "aggregate `{}` overflowed BIGINT over a window of rows: the sum is {sum}. The query stops: the total is no single row's fault. Add up a wider type instead, e.g. `SUM(CAST(… AS DOUBLE))` (approximate)",
-                            self.setup.aggs[a].site.text
-                        ),
-                    },
-                    Evaluation::Other(m) => internal(name, m),
-                })?;
-            output.push(values);
+        let emitted = emitted(
+            &self.setup,
+            &self.values,
+            &self.args,
+            &steps,
+            groups.iter_mut().zip(spans),
+        );
+        for (key, group) in keys.iter().zip(groups) {
+            if let Some(p) = self.partitions.get_mut(key) {
+                p.group = group;
+            }
         }
+        let output = emitted?;
+        let name = &self.setup.name;
         let batch = RecordBatch::try_new(Arc::clone(&self.setup.schema), output)
             .map_err(|e| internal(name, e))?;
         out.collect(0, batch)
@@ -281,6 +255,71 @@ impl Over {
             .filter_map(|(k, p)| p.first_pending().map(|t| (t, k.clone())))
             .collect();
     }
+}
+
+/// The rows `steps` emit, as the output's columns (the input's, then one per aggregate): each
+/// run's group steps through its span of `steps` (adding, taking out), and each `Emit` of it
+/// is a row with the aggregates as they are then. `values` and `args` read the steps' bytes.
+pub(super) fn emitted<'g>(
+    setup: &OverSetup,
+    values: &RowConverter,
+    args: &RowConverter,
+    steps: &[Step],
+    runs: impl Iterator<Item = (&'g mut Group, std::ops::Range<usize>)>,
+) -> Result<Vec<ArrayRef>, OperatorError> {
+    let name = &setup.name;
+    // The arguments and values the steps name, as columns.
+    let (args_parser, values_parser) = (args.parser(), values.parser());
+    let arg_columns = args
+        .convert_rows(steps.iter().filter_map(|s| match s {
+            Step::Add(a) | Step::Retract(a) => Some(args_parser.parse(a)),
+            Step::Emit(_) => None,
+        }))
+        .map_err(|e| internal(name, e))?;
+    let mut columns = Vec::with_capacity(setup.plans.len());
+    for (plan, arg) in setup.plans.iter().zip(&arg_columns) {
+        columns.push(plan.column(arg).map_err(|m| internal(name, m))?);
+    }
+    let mut output = values
+        .convert_rows(steps.iter().filter_map(|s| match s {
+            Step::Emit(v) => Some(values_parser.parse(v)),
+            _ => None,
+        }))
+        .map_err(|e| internal(name, e))?;
+    // The aggregates, stepped through; their state at each emitted row.
+    let mut at_rows: Vec<Vec<Acc>> = Vec::new();
+    let mut i = 0;
+    for (group, span) in runs {
+        for step in steps.get(span).unwrap_or_default() {
+            match step {
+                Step::Add(_) | Step::Retract(_) => {
+                    let add = matches!(step, Step::Add(_));
+                    group.rows += if add { 1 } else { -1 };
+                    for (k, plan) in setup.plans.iter().enumerate() {
+                        plan.apply(&mut group.accs[k], &columns[k], None, i, add);
+                    }
+                    i += 1;
+                }
+                Step::Emit(_) => at_rows.push(group.accs.clone()),
+            }
+        }
+    }
+    for (a, plan) in setup.plans.iter().enumerate() {
+        let values = plan
+            .evaluate(at_rows.iter().map(|accs| &accs[a]))
+            .map_err(|e| match e {
+                Evaluation::Overflow { sum, .. } => OperatorError::Execution {
+                    operator: name.clone(),
+                    message: format!(
+                        "aggregate `{}` overflowed BIGINT over a window of rows: the sum is {sum}. The query stops: the total is no single row's fault. Add up a wider type instead, e.g. `SUM(CAST(… AS DOUBLE))` (approximate)",
+                        setup.aggs[a].site.text
+                    ),
+                },
+                Evaluation::Other(m) => internal(name, m),
+            })?;
+        output.push(values);
+    }
+    Ok(output)
 }
 
 /// The partition a checkpointed entry holds.

@@ -159,9 +159,16 @@ pub(super) fn lower(
                 ))
             }
             None => {
+                let named = alias.is_some();
                 let out = alias.unwrap_or_else(|| expr.to_string());
                 computed.push((unnested(expr).to_string(), out.clone()));
-                aggregates.push(item_text);
+                // Unnamed, it is named as written (`AVG(q.x)`, not `AVG(x)`, the text the
+                // aggregate reads over its input).
+                aggregates.push(if named {
+                    item_text
+                } else {
+                    Text::at(format!("{} AS {}", item_text.as_str(), quoted(&out)), item_at)
+                });
                 columns.push(Text::at(quoted(&out), item_at));
             }
         }

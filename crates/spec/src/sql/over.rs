@@ -14,9 +14,11 @@
 //! BETWEEN n PRECEDING AND CURRENT ROW`, `RANGE BETWEEN INTERVAL '…' PRECEDING AND CURRENT
 //! ROW`, either `UNBOUNDED PRECEDING`, or none (`RANGE … UNBOUNDED PRECEDING`, SQL's default);
 //! `COUNT`, `SUM`, `AVG`, `MIN`, `MAX` (with `DISTINCT` for COUNT, `FILTER (WHERE …)`); every
-//! OVER of one SELECT the same window. The input is append-only: a subquery with a GROUP BY
-//! without a window, or a top-N, is refused here (and any other updating input when the
-//! query is checked). Everything else is refused naming it and its position.
+//! OVER of one SELECT the same window. The input may be updating (a subquery with a GROUP BY
+//! without a window, a top-N, an outer join): the result is then updating too, each change of
+//! the input taking back the results it alters and emitting them anew (see the `over`
+//! operator; Flink refuses such a query). Everything else is refused naming it and its
+//! position.
 
 use std::ops::ControlFlow;
 
@@ -29,7 +31,7 @@ use sqlparser::ast::{
 
 use super::derived::{item_column, Attr};
 use super::insert::{
-    lower_subquery, name_of, operator, plain_select, quoted, unnested, unsupported, Lowered, Script,
+    lower_subquery, name_of, operator, quoted, unnested, unsupported, Lowered, Script,
 };
 use super::select_text::{unqualified, written};
 use super::source_text::pos;
@@ -138,32 +140,6 @@ fn frame_of(w: &WindowSpec, at: Pos) -> Result<String, Diagnostic> {
     }
 }
 
-/// Why a subquery in FROM would give an OVER window an updating stream, if its shape says
-/// so: a GROUP BY without a window table function, or a top-N, there or in a subquery it
-/// reads. (Any other updating input is refused when the query is checked.)
-fn updating_shape(relation: &TableFactor) -> Option<&'static str> {
-    let TableFactor::Derived { subquery, .. } = relation else {
-        return None;
-    };
-    if super::top_n::is_ranked(subquery) {
-        return Some("a top-N (ROW_NUMBER() … WHERE rn <= N), whose rows change");
-    }
-    let s = plain_select(subquery).ok()?;
-    let grouped = matches!(&s.group_by, GroupByExpr::Expressions(e, _) if !e.is_empty())
-        || super::group_updating::has_aggregates(s);
-    let windowed = s
-        .from
-        .iter()
-        .any(|f| matches!(f.relation, TableFactor::TableFunction { .. }));
-    if grouped && !windowed {
-        return Some("a GROUP BY without a window, whose results are updated as rows come");
-    }
-    match s.from.as_slice() {
-        [from] if from.joins.is_empty() => updating_shape(&from.relation),
-        _ => None,
-    }
-}
-
 /// Lowers a SELECT with aggregates over a window (see [`has_over_aggregate`]) to operators
 /// named after `prefix`: its input, the WHERE's filter, an `over`, and the select list's map.
 pub(super) fn lower(
@@ -259,12 +235,6 @@ pub(super) fn lower(
         return Err(unsupported(
             pos(from.relation.span().start),
             "an OVER window over a join in the same SELECT (join in a subquery, and take the OVER window of it)",
-        ));
-    }
-    if let Some(why) = updating_shape(&from.relation) {
-        return Err(unsupported(
-            at,
-            format!("an OVER window over an updating stream ({why})"),
         ));
     }
     let input = match &from.relation {

@@ -12,8 +12,11 @@
 //!   side before the join, so that it keeps fewer rows.
 //!
 //! `WHERE` becomes a filter after the join and the select list a map; their column references
-//! (`a.ts`, `b.ts`, `value`) are rewritten to the names of the join's output columns.
+//! (`a.ts`, `b.ts`, `value`) are rewritten to the names of the join's output columns. A
+//! `GROUP BY` (or aggregates) over the join becomes an updating `aggregate` over the joined
+//! (and filtered) rows instead of the map: `grouped.rs`.
 
+mod grouped;
 mod names;
 mod on;
 
@@ -174,21 +177,33 @@ pub(super) fn lower(
         ));
         stream = filter;
     }
-    match &s.group_by {
-        GroupByExpr::Expressions(exprs, _) if exprs.is_empty() => {}
-        _ => {
+    let mut columns = Vec::new();
+    for item in &s.projection {
+        columns.extend(joined.item_columns(item, tables));
+    }
+    let grouped = match &s.group_by {
+        GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
+            !exprs.is_empty() || s.having.is_some() || super::group_updating::has_aggregates(s)
+        }
+        other => {
             return Err(unsupported(
                 pos(s.select_token.0.span.start),
-                "GROUP BY over a join",
+                format!("GROUP BY {other}"),
             ))
         }
+    };
+    if grouped {
+        let map = grouped::lower(&joined, s, &stream, prefix, spec)?;
+        return Ok(Lowered {
+            stream: format!("{prefix}_select"),
+            map: Some(map),
+            columns,
+        });
     }
     let at = pos(s.select_token.0.span.start);
     let mut items = Vec::new();
-    let mut columns = Vec::new();
     for item in &s.projection {
         items.push(joined.item(item)?);
-        columns.extend(joined.item_columns(item, tables));
     }
     let map = format!("{prefix}_select");
     spec.operators.push(operator(

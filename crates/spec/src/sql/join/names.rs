@@ -235,7 +235,9 @@ impl Joined {
                 _ => None,
             } {
                 match col.map(&name) {
-                    Ok(Some(n)) => *x = Expr::Identifier(Ident::with_quote('"', n)),
+                    Ok(Some(n)) => {
+                        *x = Expr::Identifier(Ident::with_quote_and_span('"', x.span(), n))
+                    }
                     Ok(None) => {}
                     Err(d) => {
                         error = Some(d);
