@@ -16,8 +16,8 @@
 //! the next batch, watermark or end of input).
 
 mod handoff;
+mod waiting;
 
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use anduin_operator_api::rescale::{agreed, combine_moved, Combine, RescaleError, RescaleMeta};
@@ -39,6 +39,7 @@ use anduin_operator_api::{
     BuildContext, Collector, ControlError, DeadLetter, Handed, KeyGroupsGiven, Operator,
     OperatorError, RestoreIn, RowErrors, SnapshotOut, SpreadRole,
 };
+use waiting::{Pending, Waiting};
 
 /// Output rows are sent in batches of at most this many.
 const OUT_BATCH: usize = 8192;
@@ -75,35 +76,6 @@ impl RescaleMeta for Meta {
     }
 }
 
-/// A row waiting for the watermark.
-struct Pending {
-    seq: u64,
-    key: Box<[u8]>,
-    row: Row,
-}
-
-/// Pending rows are ordered as they are released: by event time, ties in arrival order. In a
-/// [`BinaryHeap`] (a max-heap), the row released first must be the greatest.
-impl Ord for Pending {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (other.row.ts, other.seq).cmp(&(self.row.ts, self.seq))
-    }
-}
-
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Pending {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == std::cmp::Ordering::Equal
-    }
-}
-
-impl Eq for Pending {}
-
 /// A row with its partition key, or `None` for a row without an event time (none is left:
 /// such rows go to the dead letters first).
 type Keyed = Option<(Box<[u8]>, Row)>;
@@ -120,9 +92,9 @@ pub(crate) struct PatternOp {
     /// Partition keys as bytes, as the exchange routes by (`None`: one partition).
     keys: Option<KeyEncoder>,
     store: Store,
-    /// Rows waiting for the watermark, the next to release on top: a watermark costs the
+    /// Rows waiting for the watermark, the next to release first: a watermark costs the
     /// rows it releases, not the rows that wait (4 s of events in a Nexmark run).
-    pending: BinaryHeap<Pending>,
+    pending: Waiting,
     seq: u64,
     /// The pending rows numbered up to this have an entry in the store (a snapshot wrote
     /// them); the others do not.
@@ -216,7 +188,7 @@ impl PatternOp {
             forwarded: i64::MIN,
             keys,
             store,
-            pending: BinaryHeap::new(),
+            pending: Waiting::default(),
             seq: 0,
             stored_up_to: 0,
             watermark: i64::MIN,
