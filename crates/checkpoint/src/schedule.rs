@@ -198,9 +198,9 @@ pub struct Scheduler {
     last_warning: Option<u64>,
     /// Lost task instances are being restored ([`Fact::Lost`]).
     restoring: bool,
-    /// Checkpoints the store failed (to begin or to complete) in a row since the last
-    /// complete one.
-    store_failures: u32,
+    /// Checkpoints failed in a row since the last complete one (a task's share, the store, a
+    /// deadline).
+    failures: u32,
     /// No checkpoint is triggered before this time after such failures ([`pause_after`]).
     not_before: Option<u64>,
     /// The first checkpoint this scheduler triggered: one before it that a source ended at
@@ -208,10 +208,10 @@ pub struct Scheduler {
     first_own: Option<Epoch>,
 }
 
-/// How long no checkpoint is triggered after the store failed `failures` in a row: none
-/// after one (tried again at once, as after any failure), then 1 s, doubled each time, at
-/// most a minute — a store that refuses every checkpoint (another run took it over, it is
-/// unreachable) is not asked again at every tick.
+/// How long no checkpoint is triggered after `failures` failed in a row: none after one
+/// (tried again at once), then 1 s, doubled each time, at most a minute — a store that
+/// refuses every checkpoint or every task's upload (another run took it over, it is
+/// unreachable, it denies writes) is not asked again at every tick.
 pub fn pause_after(failures: u32) -> u64 {
     match failures {
         0 | 1 => 0,
@@ -245,7 +245,7 @@ impl Scheduler {
             last_complete: None,
             last_warning: None,
             restoring: false,
-            store_failures: 0,
+            failures: 0,
             not_before: None,
             first_own: None,
         }
@@ -283,7 +283,7 @@ impl Scheduler {
                 reason,
             } => {
                 if let AckOutcome::Failed { epoch, reason } = self.acks.fail(epoch, reason) {
-                    self.ended_badly(epoch);
+                    self.ended_badly(epoch, now_ms);
                     actions.push(Action::Abandon {
                         epoch,
                         reason: format!("task {task}: {reason}"),
@@ -313,9 +313,7 @@ impl Scheduler {
             Fact::Lost => self.restoring = true,
             Fact::Restored => self.restoring = false,
             Fact::TriggerFailed { epoch, reason } | Fact::CompleteFailed { epoch, reason } => {
-                self.ended_badly(epoch);
-                self.store_failures += 1;
-                self.not_before = Some(now_ms.saturating_add(pause_after(self.store_failures)));
+                self.ended_badly(epoch, now_ms);
                 actions.push(Action::Abandon { epoch, reason });
             }
             Fact::Completed { epoch } => {
@@ -324,7 +322,7 @@ impl Scheduler {
                 }
                 self.last_complete = Some(now_ms);
                 self.force_full = false;
-                self.store_failures = 0;
+                self.failures = 0;
                 self.not_before = None;
             }
         }
@@ -395,7 +393,7 @@ impl Scheduler {
             "it did not complete within {timeout} ms: task(s) {missing:?} have not acknowledged it (stuck, or far behind: see --checkpoint-timeout)"
         );
         if let AckOutcome::Failed { epoch, reason } = self.acks.fail(f.epoch, reason) {
-            self.ended_badly(epoch);
+            self.ended_badly(epoch, now_ms);
             actions.push(Action::Expired {
                 epoch,
                 waiting: missing,
@@ -411,7 +409,9 @@ impl Scheduler {
 
     /// Checkpoint `epoch` did not complete: the next one is full. (A last checkpoint that
     /// fails is not taken again: the sources have ended.)
-    fn ended_badly(&mut self, epoch: Epoch) {
+    fn ended_badly(&mut self, epoch: Epoch, now_ms: u64) {
+        self.failures += 1;
+        self.not_before = Some(now_ms.saturating_add(pause_after(self.failures)));
         if let Some(f) = self.in_flight.filter(|f| f.epoch == epoch) {
             self.in_flight = None;
             // The last checkpoint is asked for again (the sources that took its barrier
