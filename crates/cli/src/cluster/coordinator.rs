@@ -104,6 +104,10 @@ pub struct CoordinatorArgs {
     /// Testing: the catalog's write of this edit fails (as on a full disk).
     #[arg(long, hide = true, value_enum, value_name = "EDIT")]
     pub inject_catalog_failure_at: Option<FailingEdit>,
+    /// Testing: the catalog's write of the first completed checkpoint takes this long (as a
+    /// slow object store tried again), the coordinator's state held meanwhile.
+    #[arg(long, hide = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub inject_catalog_stall: Option<Duration>,
     /// Testing: per-task recovery, once it has chosen to restore lost parts alone and the
     /// checkpoint coordinator has named the checkpoint they restore from, holds (at most a
     /// minute) until a source of the attempt reports the end of its input: the window in
@@ -330,18 +334,38 @@ pub fn silent_after(lease: Duration) -> Duration {
     (lease / 2).max(Duration::from_secs(1))
 }
 
-/// Pings every worker and executor four times per `silent_after`, for ever.
+/// Pings every worker and executor four times per `silent_after`, for ever. Whom it pings is
+/// read from the state when the state is free, and the last list kept while another holds it:
+/// a catalog request tried again holds it for seconds, and the workers must not leave a
+/// leader that holds its lease for that (a paused leader's pings stop with the process).
 fn ping(cluster: &Cluster, silent_after: Duration) {
+    let mut workers: Vec<proto::Sender> = Vec::new();
+    let mut executors: Vec<proto::Sender> = Vec::new();
     loop {
         std::thread::sleep(silent_after / 4);
-        let state = cluster.lock();
-        for w in state.workers.values() {
-            w.send(&ToWorker::Ping);
+        let state = match cluster.state.try_lock() {
+            Ok(state) => Some(state),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        if let Some(state) = state {
+            workers = state
+                .workers
+                .values()
+                .filter_map(|w| w.to.clone())
+                .collect();
+            executors = state
+                .queries
+                .values()
+                .filter_map(|q| q.attempt.as_ref())
+                .flat_map(|a| a.executors.values().map(|(to, _)| to.clone()))
+                .collect();
         }
-        for a in state.queries.values().filter_map(|q| q.attempt.as_ref()) {
-            for (to, _) in a.executors.values() {
-                let _ = to.send(&proto::ToExecutor::Ping);
-            }
+        for w in &workers {
+            let _ = w.send(&ToWorker::Ping);
+        }
+        for e in &executors {
+            let _ = e.send(&proto::ToExecutor::Ping);
         }
     }
 }
@@ -355,6 +379,8 @@ pub struct State {
     pub catalog: Catalog,
     /// Testing: the edit whose write fails.
     fail_at: Option<FailingEdit>,
+    /// Testing: the first completed checkpoint's edit stalls this long.
+    stall: Option<Duration>,
     /// Where the queries' life events are appended (`STATE_DIR/events.jsonl`).
     pub life_events: Arc<LifeEvents>,
 }
@@ -406,6 +432,11 @@ impl State {
     pub fn record(&mut self, edit: Edit) {
         // A leader paused past its lease writes nothing once it runs again.
         super::leadership::act_or_step_down();
+        if matches!(edit, Edit::CheckpointCompleted { .. }) {
+            if let Some(stall) = self.stall.take() {
+                std::thread::sleep(stall);
+            }
+        }
         if self.fail_at.is_some_and(|f| f.is(&edit)) {
             self.catalog
                 .poison("a write failure injected by --inject-catalog-failure-at");
@@ -710,6 +741,7 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
     let fence = catalog.fence();
     let (mut state, resumed) = from_catalog(catalog, Arc::clone(&life_events));
     state.fail_at = args.inject_catalog_failure_at;
+    state.stall = args.inject_catalog_stall;
     let registry = Registry::new();
     let api = ApiServer::start(
         ApiConfig {
@@ -925,6 +957,7 @@ fn from_catalog(
         next_worker,
         catalog,
         fail_at: None,
+        stall: None,
         life_events,
     };
     (state, resumed)
