@@ -13,15 +13,12 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use anduin_operator_api::{Bound, BuildContext, Collector, Operator, OperatorError};
-use anduin_types::{change_column, is_updating, ChangeKind};
-use arrow::array::{Array, Float64Array, Int64Array, Int8Array};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use anduin_operator_api::{Collector, Operator, OperatorError};
+use anduin_types::{is_updating, ChangeKind};
+use arrow::array::{Array, Int8Array};
 use arrow::record_batch::RecordBatch;
+use common::over::{cells, columns, framed, frames, naive_cells, Frame, Row};
 use proptest::prelude::*;
-
-/// (key, time, value, id)
-type Row = (i64, i64, Option<i64>, i64);
 
 /// One change upstream: a row added (`+I`, or `+U` if true), or a live row (at an index,
 /// modulo their number) taken out (`-D`, or `-U` if true).
@@ -31,65 +28,16 @@ enum Step {
     Retract(usize, bool),
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Frame {
-    Rows(Option<usize>),
-    Range(Option<i64>),
-}
-
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("k", DataType::Int64, true),
-        Field::new("ts", DataType::Int64, true),
-        Field::new("v", DataType::Int64, true),
-        Field::new("id", DataType::Int64, true),
-        change_column(),
-    ]))
-}
-
-const AGGREGATES: &str = "COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS total, MIN(v) AS low, MAX(v) AS high, AVG(v) AS mean, SUM(v) FILTER (WHERE id > 1) AS some";
-
 fn over(keys: bool, frame: Frame, lsm: bool) -> Box<dyn Operator> {
-    let frame = match frame {
-        Frame::Rows(Some(n)) => format!("rows {n}"),
-        Frame::Rows(None) => "rows unbounded".into(),
-        Frame::Range(Some(x)) => format!("range {x}ms"),
-        Frame::Range(None) => "range unbounded".into(),
-    };
-    let keys = if keys { r#"param keys = "k""# } else { "" };
-    let backend = if lsm { "lsm" } else { "heap" };
-    let src = format!(
-        r#"operator name = "op", type = "over" {{
-  input name = "s" {keys} param time = "ts" param frame = "{frame}"
-  param aggregates = "{AGGREGATES}" param state_backend = "{backend}"
-  output name = "out" }}"#
-    );
-    let spec = anduin_spec::parse_flow(&src).unwrap_or_else(|e| panic!("{src}\n{e}"));
-    let def = spec.operators.first().expect("one operator");
-    let binding = anduin_relational::over::bind(def, &[("s", schema())])
-        .unwrap_or_else(|e| panic!("{src}\n{e}"));
-    assert!(is_updating(&binding.outputs[0]), "updating");
-    let Bound::Operator(factory) = binding.bound else {
-        panic!("an OVER window is an operator")
-    };
-    factory(&BuildContext::default()).expect("builds")
+    common::over::over(keys, frame, lsm, true)
 }
 
 fn batch(rows: &[(Row, ChangeKind)]) -> RecordBatch {
-    let columns: Vec<Arc<dyn Array>> = vec![
-        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0 .0))),
-        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0 .1))),
-        Arc::new(Int64Array::from(
-            rows.iter().map(|r| r.0 .2).collect::<Vec<_>>(),
-        )),
-        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0 .3))),
-        Arc::new(Int8Array::from_iter_values(rows.iter().map(|r| r.1.code()))),
-    ];
-    RecordBatch::try_new(schema(), columns).expect("valid")
-}
-
-fn cell(v: Option<impl std::fmt::Debug>) -> String {
-    v.map_or("NULL".into(), |v| format!("{v:?}"))
+    let mut columns = columns(rows.iter().map(|r| &r.0));
+    columns.push(Arc::new(Int8Array::from_iter_values(
+        rows.iter().map(|r| r.1.code()),
+    )));
+    common::over::batch(columns, true)
 }
 
 /// The changelog folded: each row and how many times it is held.
@@ -106,21 +54,7 @@ impl Collector for Folded {
             .downcast_ref::<Int8Array>()
             .expect("a change kind");
         for i in 0..b.num_rows() {
-            let cells: Vec<String> = b
-                .columns()
-                .iter()
-                .take(width)
-                .map(|c| match c.as_any().downcast_ref::<Int64Array>() {
-                    Some(a) => cell(a.is_valid(i).then(|| a.value(i))),
-                    None => {
-                        let a = c
-                            .as_any()
-                            .downcast_ref::<Float64Array>()
-                            .expect("ints and a double");
-                        cell(a.is_valid(i).then(|| a.value(i)))
-                    }
-                })
-                .collect();
+            let cells = cells(&b.columns()[..width], i);
             let kind = ChangeKind::from_code(kinds.value(i)).expect("a valid kind");
             if kind.adds() {
                 *self.0.entry(cells).or_default() += 1;
@@ -151,34 +85,7 @@ fn naive(live: &[Row], keys: bool, frame: Frame) -> BTreeMap<Vec<String>, usize>
         // By time, then by the values (a null value first).
         rows.sort_by_key(|r| (r.1, r.0, r.2, r.3));
         for (at, r) in rows.iter().enumerate() {
-            let framed: Vec<Row> = match frame {
-                Frame::Rows(n) => rows[n.map_or(0, |n| at.saturating_sub(n))..=at].to_vec(),
-                Frame::Range(d) => rows
-                    .iter()
-                    .filter(|x| x.1 <= r.1 && d.is_none_or(|d| x.1 >= r.1 - d))
-                    .copied()
-                    .collect(),
-            };
-            let vs: Vec<i64> = framed.iter().filter_map(|x| x.2).collect();
-            let some: Vec<i64> = framed
-                .iter()
-                .filter(|x| x.3 > 1)
-                .filter_map(|x| x.2)
-                .collect();
-            let sum = |v: &[i64]| (!v.is_empty()).then(|| v.iter().sum::<i64>());
-            let cells = vec![
-                cell(Some(r.0)),
-                cell(Some(r.1)),
-                cell(r.2),
-                cell(Some(r.3)),
-                cell(Some(framed.len() as i64)),
-                cell(Some(vs.len() as i64)),
-                cell(sum(&vs)),
-                cell(vs.iter().min()),
-                cell(vs.iter().max()),
-                cell(sum(&vs).map(|s| s as f64 / vs.len() as f64)),
-                cell(sum(&some)),
-            ];
+            let cells = naive_cells(r, &framed(rows, at, r, frame));
             *out.entry(cells).or_default() += 1;
         }
     }
@@ -250,13 +157,6 @@ fn steps() -> impl Strategy<Value = Vec<Vec<Step>>> {
         2 => (any::<usize>(), any::<bool>()).prop_map(|(i, u)| Step::Retract(i, u)),
     ];
     prop::collection::vec(prop::collection::vec(step, 0..12), 1..8)
-}
-
-fn frames() -> impl Strategy<Value = Frame> {
-    prop_oneof![
-        prop::option::weighted(0.8, 0usize..4).prop_map(Frame::Rows),
-        prop::option::weighted(0.8, 0i64..4).prop_map(Frame::Range),
-    ]
 }
 
 proptest! {

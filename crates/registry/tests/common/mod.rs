@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod moves;
+pub mod over;
 
 use std::io::Write;
 use std::sync::Arc;
