@@ -488,6 +488,15 @@ impl Cluster {
         })))
     }
 
+    /// Steps down, `peer` (a worker or an executor) having refused this coordinator for
+    /// `why`: it follows a later leader ([`proto::SUPERSEDED`]). The refusal is written as a
+    /// typed event first (`refused_by_fence`, with this leader's term).
+    pub fn refused_by_peer(&self, peer: &str, why: &str) -> ! {
+        self.events
+            .refused(&format!("{peer} connection"), self.term, why);
+        super::leadership::superseded(&format!("{peer} refused it: {why}"))
+    }
+
     /// Exits the process, as a SIGKILL would, when the tests asked for it after `step`.
     pub fn exit_point(&self, step: ExitPoint) {
         if self.exit_after == Some(step) {
@@ -1387,6 +1396,10 @@ fn serve_worker(
                 cluster.exit_point(ExitPoint::PartEndNoted);
             }
             Ok(Some(other)) => tracing::warn!(?other, worker = id, "unexpected from a worker"),
+            Err(e) if let Some(why) = proto::refused_as_superseded(&e) => {
+                drop(state);
+                cluster.refused_by_peer(&format!("worker {name}"), &why)
+            }
             Ok(None) | Err(_) => {
                 let mut left = false;
                 if let Some(w) = state.workers.get_mut(&id) {

@@ -564,6 +564,7 @@ fn attempt(
                 coordinators: None,
                 silent_after_ms: None,
                 incarnation: 0,
+                term: cluster.term,
             };
             if let Some(entry) = state.workers.get(w) {
                 entry.send(&ToWorker::Deploy(Box::new(d)));
@@ -1565,6 +1566,11 @@ pub fn serve_executor(
     mut from: proto::Receiver,
 ) -> Result<()> {
     let (query, attempt, worker) = (r.query.as_str(), r.attempt, r.part);
+    // Said first, before anything else: an executor that follows a later leader refuses this
+    // one before it tells it anything (and this one steps down as it reads that, below).
+    if let Some(term) = cluster.term {
+        to.send(&ToExecutor::Leader { term })?;
+    }
     let events = {
         let mut state = cluster.lock();
         // A restarted coordinator's driver may not have set the attempt up yet: wait a little
@@ -1627,7 +1633,15 @@ pub fn serve_executor(
     // it will send on this one. Once its part is restored elsewhere, what it still sends
     // (it may have been paused) is stale: its acknowledgements must not complete a
     // checkpoint the restored instances take part in.
-    while let Ok(Some(msg)) = from.recv::<proto::ToCoordinator>() {
+    loop {
+        let msg = match from.recv::<proto::ToCoordinator>() {
+            Ok(Some(msg)) => msg,
+            Ok(None) => break,
+            Err(e) => match proto::refused_as_superseded(&e) {
+                Some(why) => cluster.refused_by_peer(&format!("executor of worker {worker}"), &why),
+                None => break,
+            },
+        };
         match msg {
             proto::ToCoordinator::Event(e) => {
                 let mut state = cluster.lock();

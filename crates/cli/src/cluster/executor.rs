@@ -84,8 +84,10 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     let channels = Arc::clone(&listener);
     // An object store this executor cannot use fails the part now, naming the store.
     let share = super::store::Share::open(&d, deployment)?;
+    // The newest leader's term followed (0: none): an older coordinator is refused.
+    let followed = Arc::new(AtomicU64::new(d.term.unwrap_or(0)));
     let (to_coordinator, from_coordinator, addresses, early) =
-        await_start(&d, listener.local_addr(), secret.as_deref())?;
+        await_start(&d, listener.local_addr(), secret.as_deref(), &followed)?;
 
     let (events_tx, events_rx) = crossbeam_channel::unbounded::<Event>();
     let events_rx = share.upload_before_acks(events_rx)?;
@@ -115,6 +117,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         end: Mutex::default(),
         end_changed: Condvar::new(),
         silent_after: d.silent_after_ms.map(Duration::from_millis),
+        followed,
     });
     let forwarder = {
         let link = Arc::clone(&link);
@@ -337,6 +340,7 @@ fn await_start(
     d: &Deployment,
     data: SocketAddr,
     secret: Option<&[u8]>,
+    followed: &AtomicU64,
 ) -> Result<(
     proto::Sender,
     proto::Receiver,
@@ -356,6 +360,13 @@ fn await_start(
                     }
                     Ok(Some(ToExecutor::Command { task, command })) => {
                         early.push((task, command));
+                    }
+                    Ok(Some(ToExecutor::Leader { term })) => {
+                        if !follow(followed, term) {
+                            refuse_superseded(&to, &mut from, followed, term);
+                            coordinators.pass_over();
+                            break;
+                        }
                     }
                     // `Start` holds every executor's latest address.
                     Ok(Some(ToExecutor::Redirect { .. } | ToExecutor::Ping)) => {}
@@ -382,6 +393,14 @@ fn await_start(
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_secs(1));
     }
+}
+
+/// Ends the executor whose coordinator refused it, saying `why`: the coordinator gave its
+/// attempt up (its worker was declared dead, or it was cancelled) or restored its part
+/// elsewhere: nothing of it may go on, nor commit anything.
+fn stop_stale(why: &str) -> ! {
+    eprintln!("anduin: executor stopping: {why}");
+    std::process::exit(i32::from(STALE));
 }
 
 /// Ends the process when its stdin closes: the worker that started it has gone.
@@ -429,6 +448,42 @@ struct Link {
     end_changed: Condvar,
     /// How long the coordinator may be silent before it is left (one elected by a lease).
     silent_after: Option<Duration>,
+    /// The newest leader's term the executor followed (0: none): a coordinator of an older
+    /// one is refused ([`follow`]).
+    followed: Arc<AtomicU64>,
+}
+
+/// Whether the executor, which has followed the leader of term `followed` (0: none yet),
+/// follows a coordinator that says it leads at `term`: not if that term is older (a
+/// superseded leader that still runs); if it is the same or later, it is followed from now on.
+fn follow(followed: &AtomicU64, term: u64) -> bool {
+    followed.fetch_max(term, Ordering::SeqCst) <= term
+}
+
+/// Refuses a coordinator of `term`, older than the one `followed`, as superseded: it steps
+/// down as it reads the refusal.
+fn refuse_superseded(
+    to: &proto::Sender,
+    from: &mut proto::Receiver,
+    followed: &AtomicU64,
+    term: u64,
+) {
+    let why = format!(
+        "this executor follows the leader of term {}; this coordinator's term {term} is older",
+        followed.load(Ordering::SeqCst)
+    );
+    eprintln!("anduin: executor refused a superseded coordinator: {why}");
+    proto::refuse_superseded(to, from, &why);
+}
+
+/// What a new connection to a coordinator came to.
+enum Reconnected {
+    /// The coordinator leads (or no term was ever followed): the commands that come next on
+    /// it are this executor's.
+    Leading(proto::Receiver),
+    /// The coordinator refused this executor at once: its attempt is over, or its part was
+    /// restored elsewhere (why).
+    Stale(String),
 }
 
 /// Where the executor is in asking for leave to end its tasks' input.
@@ -620,10 +675,7 @@ impl Link {
         }
         loop {
             if let Some(why) = self.dispatch_commands(&mut from, registered, &mut tasks) {
-                // The coordinator gave this attempt up (its worker was declared dead, or it
-                // was cancelled): nothing of it may go on, nor commit anything.
-                eprintln!("anduin: executor stopping: {why}");
-                std::process::exit(i32::from(STALE));
+                stop_stale(&why);
             }
             *self.to.lock().unwrap_or_else(|p| p.into_inner()) = None;
             let mut pause = Duration::from_millis(50);
@@ -635,7 +687,8 @@ impl Link {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_secs(1));
                 match self.reconnect() {
-                    Ok(r) => break r,
+                    Ok(Reconnected::Leading(r)) => break r,
+                    Ok(Reconnected::Stale(why)) => stop_stale(&why),
                     Err(e) => {
                         tracing::debug!(error = %format!("{e:#}"), "the coordinator is still away")
                     }
@@ -646,10 +699,34 @@ impl Link {
     }
 
     /// A new connection to the coordinator, on which the executor has reported again and told
-    /// which of its sources have ended.
-    fn reconnect(&self) -> Result<proto::Receiver> {
-        let (to, from) = self.coordinator.connect(self.secret.as_deref())?;
+    /// which of its sources have ended. Once it has followed a leader's term, it tells nothing
+    /// before the coordinator has said its own, and refuses one of an older term (a
+    /// superseded leader could complete a checkpoint from the acknowledgements told again).
+    fn reconnect(&self) -> Result<Reconnected> {
+        let (to, mut from) = self.coordinator.connect(self.secret.as_deref())?;
         to.send(&self.hello)?;
+        if self.followed.load(Ordering::SeqCst) > 0 {
+            let within = self.silent_after.unwrap_or(proto::ANSWER_WITHIN);
+            match from.recv_within::<ToExecutor>(within) {
+                Ok(Some(ToExecutor::Leader { term })) if follow(&self.followed, term) => {}
+                Ok(Some(ToExecutor::Leader { term })) => {
+                    refuse_superseded(&to, &mut from, &self.followed, term);
+                    self.coordinator.pass_over();
+                    bail!("a superseded coordinator (term {term}) was refused");
+                }
+                Err(e) if e.to_string().starts_with(proto::REFUSED) => {
+                    return Ok(Reconnected::Stale(e.to_string()))
+                }
+                Ok(other) => {
+                    self.coordinator.pass_over();
+                    bail!("a coordinator that did not say its term first ({other:?}) was left");
+                }
+                Err(e) => {
+                    self.coordinator.pass_over();
+                    return Err(e.context("a coordinator did not say its term"));
+                }
+            }
+        }
         // Held while the facts are told, so that an event forwarded meanwhile is either
         // among them or sent after them on this connection, never lost between.
         let mut slot = self.to.lock().unwrap_or_else(|p| p.into_inner());
@@ -664,7 +741,7 @@ impl Link {
         drop(slot);
         self.connection.fetch_add(1, Ordering::SeqCst);
         self.end_changed.notify_all();
-        Ok(from)
+        Ok(Reconnected::Leading(from))
     }
 
     /// Delivers the coordinator's commands to the task instances they are for, until the
@@ -689,6 +766,19 @@ impl Link {
                     self.end.lock().unwrap_or_else(|p| p.into_inner()).given = true;
                     self.end_changed.notify_all();
                     continue;
+                }
+                Ok(Some(ToExecutor::Leader { term })) => {
+                    if follow(&self.followed, term) {
+                        continue;
+                    }
+                    // A superseded leader (the first connection's, at a start that came from
+                    // it before a later leader was followed): none of its commands is taken.
+                    let to = self.to.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    if let Some(to) = to {
+                        refuse_superseded(&to, from, &self.followed, term);
+                    }
+                    self.coordinator.pass_over();
+                    return None;
                 }
                 Err(e) if e.to_string().starts_with(proto::REFUSED) => return Some(e.to_string()),
                 Err(e) if self.silent_after.is_some() && proto::timed_out(&e) => {
@@ -770,6 +860,19 @@ mod tests {
                 other => format!("{other:?}"),
             })
             .collect()
+    }
+
+    #[test]
+    fn an_executor_follows_the_same_or_a_later_term_and_refuses_an_older() {
+        let followed = AtomicU64::new(0);
+        // None followed yet: any term is.
+        assert!(follow(&followed, 2));
+        assert!(follow(&followed, 2));
+        assert!(follow(&followed, 5));
+        assert_eq!(followed.load(Ordering::SeqCst), 5);
+        // A leader superseded since: refused, and the term followed stays.
+        assert!(!follow(&followed, 3));
+        assert_eq!(followed.load(Ordering::SeqCst), 5);
     }
 
     #[test]

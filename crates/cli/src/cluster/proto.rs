@@ -207,6 +207,11 @@ pub struct Deployment {
     /// worker from its `Welcome`).
     #[serde(default)]
     pub silent_after_ms: Option<u64>,
+    /// The term of the leader that deployed it (or a later one its worker registered with),
+    /// when the coordinators are elected by a lease: the executor refuses a coordinator of an
+    /// older term ([`ToExecutor::Leader`]).
+    #[serde(default)]
+    pub term: Option<u64>,
 }
 
 /// From the coordinator to an executor.
@@ -228,6 +233,39 @@ pub enum ToExecutor {
     EndAllowed,
     /// Nothing to do: the coordinator is there (see `Deployment::silent_after_ms`).
     Ping,
+    /// The first message on an executor's connection to a coordinator elected by a lease: its
+    /// term. An executor that has followed a later leader refuses it ([`SUPERSEDED`]) before
+    /// it takes any of its commands: a superseded leader that still runs (paused past its
+    /// lease, then let run again) cannot trigger or commit a checkpoint.
+    Leader { term: u64 },
+}
+
+/// How the refusal of a worker or an executor that has followed a later leader than the
+/// coordinator it reached begins: the coordinator, superseded, steps down when it reads it.
+pub const SUPERSEDED: &str = "superseded by a later leader:";
+
+/// Refuses the coordinator of a connection as superseded ([`SUPERSEDED`]), saying `why`, and
+/// reads on until it closes the connection (it steps down as it reads the refusal) or for 2 s
+/// at most: closing at once, with a ping of it unread, would reset the connection and could
+/// throw the refusal away before the coordinator read it.
+pub fn refuse_superseded(to: &Sender, from: &mut Receiver, why: &str) {
+    to.refuse(&format!("{SUPERSEDED} {why}"));
+    to.finish();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        if !matches!(from.recv_within::<serde_json::Value>(left), Ok(Some(_))) {
+            break;
+        }
+    }
+    to.close();
+}
+
+/// Whether `e`, read from a worker's or an executor's connection, is its refusal of this
+/// coordinator as superseded ([`SUPERSEDED`]): why, if so.
+pub fn refused_as_superseded(e: &anyhow::Error) -> Option<String> {
+    let text = e.to_string();
+    let reason = text.strip_prefix(REFUSED)?.trim_start();
+    reason.starts_with(SUPERSEDED).then(|| reason.to_string())
 }
 
 /// The coordinator's answer to a client.
@@ -330,6 +368,12 @@ impl Sender {
             },
         );
         let _ = w.flush();
+    }
+
+    /// Closes the writing direction (the peer's reads end; it may still write).
+    pub fn finish(&self) {
+        let w = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = w.get_ref().shutdown(std::net::Shutdown::Write);
     }
 
     /// Closes both directions (the peer's reads end).
@@ -629,6 +673,39 @@ mod tests {
             why.contains("speaks control protocol 9, this anduin speaks 2"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn a_refusal_as_superseded_reaches_the_coordinator_past_the_pings_left_unread() {
+        let (l, addr) = listener();
+        let (to, mut from) = split(TcpStream::connect(addr).expect("connects")).expect("halves");
+        let (stream, _) = l.accept().expect("the peer");
+        let (c_to, mut c_from) = split(stream).expect("halves");
+        // The coordinator says its term and pings; the peer reads only the term.
+        c_to.send(&ToExecutor::Leader { term: 3 }).expect("sent");
+        for _ in 0..100 {
+            c_to.send(&ToExecutor::Ping).expect("sent");
+        }
+        assert!(matches!(
+            from.recv::<ToExecutor>(),
+            Ok(Some(ToExecutor::Leader { term: 3 }))
+        ));
+        let peer = std::thread::spawn(move || {
+            refuse_superseded(&to, &mut from, "this executor follows the leader of term 4");
+        });
+        let e = c_from
+            .recv::<ToCoordinator>()
+            .expect_err("the refusal, read as an error");
+        let why = refused_as_superseded(&e).expect("a refusal as superseded");
+        assert!(why.contains("term 4"), "{why}");
+        // Any other refusal is not one.
+        assert_eq!(
+            refused_as_superseded(&anyhow::anyhow!("{REFUSED} the attempt is over")),
+            None
+        );
+        // The coordinator steps down: its connection closes, and the peer is done.
+        drop((c_to, c_from));
+        peer.join().expect("no panic");
     }
 
     #[test]

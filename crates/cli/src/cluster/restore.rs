@@ -493,6 +493,7 @@ pub(super) fn restore_part(
             coordinators: None,
             silent_after_ms: None,
             incarnation: incarnations.get(part).copied().unwrap_or(0),
+            term: cluster.term,
         };
         let from = epoch.map_or_else(|| "none (from the beginning)".into(), |e| e.to_string());
         match failed.get(part) {

@@ -214,6 +214,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
             data_host: args.data_host,
             coordinators: args.coordinator.clone(),
             silent_after,
+            term,
         };
         serve(&mut from, &executors, &link, &work_dir, &name, &env);
         link.lock().unwrap_or_else(|p| p.into_inner()).to = None;
@@ -277,7 +278,16 @@ fn register(
         Some(ToWorker::Welcome { term: offered, .. })
             if super::leadership::older_term(term, offered) =>
         {
-            to.close();
+            // Refused as superseded: that coordinator steps down as it reads it.
+            proto::refuse_superseded(
+                &to,
+                &mut from,
+                &format!(
+                    "this worker follows the leader of term {}; this coordinator's term {} is older",
+                    term.unwrap_or_default(),
+                    offered.unwrap_or_default()
+                ),
+            );
             // The next try begins with the next coordinator of the list: this one answers
             // first (it may be a superseded leader that still runs), the leader may be after.
             args.coordinator.pass_over();
@@ -318,6 +328,8 @@ struct Env {
     coordinators: Coordinators,
     /// How long the coordinator may be silent before it is left (one elected by a lease).
     silent_after: Option<Duration>,
+    /// The newest leader's term the worker registered with: its executors refuse an older.
+    term: Option<u64>,
 }
 
 fn serve(
@@ -408,6 +420,7 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
     let d = &Deployment {
         coordinators: Some(env.coordinators.clone()),
         silent_after_ms: env.silent_after.map(|s| s.as_millis() as u64),
+        term: d.term.max(env.term),
         ..d.clone()
     };
     std::fs::write(&deployment, serde_json::to_vec_pretty(d)?)?;

@@ -134,6 +134,30 @@ impl LocalCluster {
         let _ = self.coordinator.0.wait();
     }
 
+    /// Kills the standby coordinator (or the leader it became) with SIGKILL (with
+    /// [`Setup::standby`]).
+    pub fn kill_standby(&mut self) {
+        if let Some(standby) = self.standby.as_mut() {
+            let _ = standby.0.kill();
+            let _ = standby.0.wait();
+        }
+    }
+
+    /// Starts the standby coordinator again, on the address it had (with [`Setup::standby`]).
+    pub fn start_standby_again(&mut self) {
+        let at = std::fs::read_to_string(self.dir.path().join("standby.addr"))
+            .expect("the standby's address")
+            .trim()
+            .to_string();
+        self.kill_standby();
+        self.standby = Some(coordinator_named(
+            self.dir.path(),
+            "standby",
+            &at,
+            &self.setup,
+        ));
+    }
+
     /// The last lines the coordinator and the workers wrote on stderr, for a failure's message.
     pub fn logs(&self) -> String {
         let mut out = String::new();

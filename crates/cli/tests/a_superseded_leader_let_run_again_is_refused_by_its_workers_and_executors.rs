@@ -1,0 +1,133 @@
+//! Two coordinators elected through etcd under 2 s leases, both told never to step down by
+//! their clock or a lost lease (`--inject-no-step-down`, for tests): only the fences stop a
+//! superseded leader. The leader is paused (SIGSTOP) mid-run past its lease; the standby leads
+//! at a later term and completes a checkpoint; then it is killed, and the old leader let run
+//! again (SIGCONT). It believes it still leads, and the workers and executors, which have lost
+//! the new leader, reach it — and refuse it: they have followed a later term. Reading the
+//! refusal it steps down (status 75), the refusal written as a typed event
+//! (`refused_by_fence`, with its term) to its events file. Started again, the standby leads at
+//! a third term and the query finishes with the output of an uninterrupted run.
+
+use std::process::Command;
+
+use crate::common;
+
+use common::cluster::{signal, windowed_reference, LocalCluster, Setup};
+use common::etcd::EtcdServer;
+use common::{output_rows, wait_until};
+
+/// The status of query `q` as the coordinator at `addr` alone gives it.
+fn status_at(addr: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(["status", "q", "--coordinator", addr, "--json"])
+        .output()
+        .expect("status runs");
+    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+}
+
+/// The term a coordinator's log says it leads at (the last, if it led several times).
+fn term(log: &str) -> Option<u64> {
+    let rest = log.rsplit(" leads (term ").next()?;
+    rest.split(')').next()?.parse().ok()
+}
+
+#[test]
+fn a_superseded_leader_let_run_again_is_refused_by_its_workers_and_executors() {
+    let etcd = EtcdServer::start();
+    let work = tempfile::tempdir().expect("tempdir");
+    let expected = windowed_reference(work.path(), 7, 100_000, 10_000);
+    let setup = Setup {
+        standby: true,
+        election: Some(format!("etcd://{}/superseded", etcd.endpoint)),
+        coordinator_flags: vec![
+            "--leader-lease".into(),
+            "2s".into(),
+            "--inject-no-step-down".into(),
+        ],
+        ..Setup::default()
+    };
+    let mut cluster = LocalCluster::start_with(2, 8, setup);
+    let old_term = term(&cluster.coordinator_log()).expect("the leader's term");
+    let standby = std::fs::read_to_string(cluster.dir.path().join("standby.addr"))
+        .expect("the standby's address")
+        .trim()
+        .to_string();
+    let submit = cluster.submit(
+        work.path(),
+        "q.flow",
+        &[
+            "--var",
+            "OUTPUT=out",
+            "--parallelism",
+            "2",
+            "--checkpoint-every",
+            "4000",
+        ],
+    );
+    let mut before = 0;
+    wait_until("a first checkpoint", || {
+        before = cluster.status("q")["last_checkpoint"].as_u64().unwrap_or(0);
+        before >= 1
+    });
+    let leader = cluster.coordinator.pid();
+    signal(leader, libc::SIGSTOP);
+    wait_until("the standby leading", || {
+        cluster.standby_log().contains(" leads (term")
+    });
+    let new_term = term(&cluster.standby_log()).expect("the standby's term");
+    assert!(new_term > old_term, "term {new_term} after {old_term}");
+    wait_until("a checkpoint the new leader completed", || {
+        let s = status_at(&standby);
+        s["last_checkpoint"].as_u64().is_some_and(|e| e > before) || s["state"] == "finished"
+    });
+    // The new leader gone, the old one — which never steps down by itself — is the only
+    // coordinator the workers and executors can reach.
+    cluster.kill_standby();
+    signal(leader, libc::SIGCONT);
+    let mut ended = None;
+    wait_until("the old leader stepping down", || {
+        ended = cluster.coordinator.0.try_wait().expect("its status");
+        ended.is_some()
+    });
+    assert_eq!(
+        ended.expect("read above").code(),
+        Some(75),
+        "{}",
+        cluster.logs()
+    );
+    let events = std::fs::read_to_string(cluster.dir.path().join("coordinator/events.jsonl"))
+        .expect("the old leader's events");
+    let refused: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "refused_by_fence")
+        .collect();
+    assert!(
+        refused.iter().any(|e| e["term"] == old_term
+            && e["act"]
+                .as_str()
+                .is_some_and(|a| a.ends_with(" connection"))
+            && e["why"]
+                .as_str()
+                .is_some_and(|w| w.contains(&format!("term {new_term}")))),
+        "no typed refusal of term {old_term} by a worker or an executor in {events}"
+    );
+
+    // A leader again: the query goes on to the uninterrupted output.
+    cluster.start_standby_again();
+    let out = submit.wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", cluster.logs());
+    assert!(
+        term(&cluster.standby_log()).is_some_and(|t| t > new_term),
+        "{}",
+        cluster.logs()
+    );
+    let got = output_rows(&work.path().join("out"));
+    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
+    assert!(
+        got == expected,
+        "the output differs from the uninterrupted run"
+    );
+    assert_eq!(status_at(&standby)["state"], "finished");
+}
