@@ -8,6 +8,10 @@ use anduin_types::{duration_ms, parse_duration_ms, Diagnostic, Diagnostics};
 use crate::catalog::{OperatorSignature, ParamKind};
 use anduin_types::did_you_mean;
 
+/// The param of a state time-to-live (`anduin run --state-ttl`), refused with its own
+/// message by an operator that takes none.
+const STATE_TTL: &str = "state_ttl";
+
 /// Checks each param of `op` against the operator type's signature.
 pub(crate) fn check_params(op: &OperatorDef, sig: &OperatorSignature, diags: &mut Diagnostics) {
     let mut seen: BTreeMap<&str, &anduin_spec::Param> = BTreeMap::new();
@@ -28,6 +32,16 @@ pub(crate) fn check_params(op: &OperatorDef, sig: &OperatorSignature, diags: &mu
             continue;
         }
         let Some(spec) = sig.param(name).or_else(|| crate::qos::qos_param(name)) else {
+            if name == STATE_TTL {
+                diags.push(Diagnostic::error(
+                    p.name.pos(),
+                    format!(
+                        "operator \"{}\" (type `{}`) keeps no updating state per key that could expire: `state_ttl` is a param of the regular_join, aggregate, over and top_n operators",
+                        op.name, sig.kind
+                    ),
+                ));
+                continue;
+            }
             let known: Vec<&str> = sig.params.iter().map(|p| p.name).collect();
             diags.push(Diagnostic::error(
                 p.name.pos(),

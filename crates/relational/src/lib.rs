@@ -19,5 +19,6 @@ mod replica_safe;
 mod retracting;
 pub mod selector;
 pub mod top_n;
+mod ttl;
 pub mod union;
 pub mod window;

@@ -13,6 +13,8 @@ use arrow::datatypes::Int8Type;
 use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
 
+use crate::ttl::{Incoming, StateTtl};
+
 /// Whether each row of `batch` adds (`+I`, `+U`, any row of an append-only input: no
 /// `change_in` column) or takes out (`-U`, `-D`), for operator `operator`.
 pub(crate) fn adds(
@@ -51,21 +53,28 @@ pub(crate) fn adds(
 struct Meta {
     /// Retractions of rows nothing held, so far.
     unmatched_retractions: u64,
+    /// With a state time-to-live: the now of its time line (`crate::ttl`), in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ttl_now_ms: Option<u64>,
 }
 
 impl RescaleMeta for Meta {
     fn combine(parts: Vec<Self>, how: Combine) -> Result<Self, RescaleError> {
         Ok(Meta {
             unmatched_retractions: how.counter(parts.iter().map(|p| p.unmatched_retractions)),
+            // The instances' time lines went on from one start: the latest is the nearest.
+            ttl_now_ms: parts.iter().filter_map(|p| p.ttl_now_ms).max(),
         })
     }
 }
 
-/// Snapshots `table` (flushed by the caller) with the count `unmatched` inline.
+/// Snapshots `table` (flushed by the caller) with the count `unmatched` and the time of
+/// `ttl`'s time line inline.
 pub(crate) fn snapshot(
     name: &str,
     table: &mut KeyedTable,
     unmatched: u64,
+    ttl: &StateTtl,
     out: &mut dyn SnapshotOut,
 ) -> Result<(), OperatorError> {
     let kind = if out.full_due() {
@@ -75,6 +84,7 @@ pub(crate) fn snapshot(
     };
     let meta = Meta {
         unmatched_retractions: unmatched,
+        ttl_now_ms: ttl.checkpoint_time(),
     };
     out.inline_typed(name, &meta)?;
     let stream = out.stream(kind)?;
@@ -90,14 +100,16 @@ pub(crate) fn rescale_inline(
     anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, how)
 }
 
-/// Restores `table` from `state`, calling `each` with every entry; the count of unmatched
-/// retractions. `what` names the state in the error of a checkpoint without its file.
+/// Restores `table` from `state`, calling `each` with every entry of the operator (the write
+/// times of its keys go to `ttl`); the count of unmatched retractions. `what` names the
+/// state in the error of a checkpoint without its file.
 pub(crate) fn restore(
     name: &str,
     what: &str,
     table: &mut KeyedTable,
+    ttl: &mut StateTtl,
     mut state: RestoreIn,
-    each: impl FnMut(TableEntry<'_>) -> Result<(), OperatorError>,
+    mut each: impl FnMut(TableEntry<'_>) -> Result<(), OperatorError>,
 ) -> Result<u64, OperatorError> {
     let meta: Meta = state.inline_as(name)?;
     let Some((full, changes)) = state.files.split_first_mut() else {
@@ -110,7 +122,14 @@ pub(crate) fn restore(
         .iter_mut()
         .map(|f| f as &mut dyn std::io::Read)
         .collect();
-    table.restore(full, &mut changes, each)?;
+    let mut incoming = Incoming::default();
+    table.restore(full, &mut changes, |e: TableEntry<'_>| {
+        if incoming.take(name, &e)? {
+            return Ok(());
+        }
+        each(e)
+    })?;
+    ttl.restored(meta.ttl_now_ms, incoming, table)?;
     Ok(meta.unmatched_retractions)
 }
 
@@ -122,6 +141,7 @@ pub(crate) fn given(
 ) -> Result<KeyGroupsGiven, OperatorError> {
     let meta = Meta {
         unmatched_retractions: unmatched,
+        ttl_now_ms: None,
     };
     KeyGroupsGiven::new(name, pieces, &meta)
 }
@@ -135,6 +155,7 @@ pub(crate) fn taken(
 ) -> Result<u64, OperatorError> {
     let own = Meta {
         unmatched_retractions: own,
+        ttl_now_ms: None,
     };
     Ok(combine_moved(name, own, inline)?.unmatched_retractions)
 }

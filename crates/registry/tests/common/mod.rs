@@ -68,6 +68,14 @@ pub fn operator_rejecting_to(src: &str, dead_letter: &Arc<DeadLetter>) -> Box<dy
     factory(&context_rejecting_to(Arc::clone(dead_letter))).expect("builds")
 }
 
+/// An instance of the operator named `op` in the query `src`, reading the time from `clock`.
+pub fn operator_on_clock(src: &str, clock: anduin_types::SharedClock) -> Box<dyn Operator> {
+    let Bound::Operator(factory) = bound(src, "op") else {
+        panic!("`op` is not an operator with inputs")
+    };
+    factory(&BuildContext { clock, ..context() }).expect("builds")
+}
+
 /// An instance of the source named `name` in the query `src`.
 pub fn source(src: &str, name: &str) -> Box<dyn Source> {
     let Bound::Source(factory) = bound(src, name) else {

@@ -119,6 +119,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             default: Some("heap"),
             doc: "where the checkpointed copy of the groups is kept: heap (memory) or lsm (an LSM tree on local disk); either way checkpoints write only the groups that changed (default: the query's --state-backend)",
         },
+        crate::ttl::STATE_TTL,
         anduin_operator_api::ON_ERROR,
     ],
 };
@@ -140,6 +141,8 @@ pub(crate) struct GroupSetup {
     /// The input's change-kind column, if the input is updating.
     pub change_in: Option<usize>,
     pub backend: BackendKind,
+    /// The state time-to-live in ms (`state_ttl`; 0: none).
+    pub ttl_ms: u64,
     /// Each aggregate's place in the query, for a row its argument or filter fails on.
     pub sites: Vec<anduin_operator_api::ExprAt>,
     /// The `on_error` param, if set.
@@ -278,6 +281,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         schema: Arc::clone(&schema),
         change_in,
         backend: p.state_backend(),
+        ttl_ms: crate::ttl::ttl_ms(&p),
         sites,
         on_error: anduin_operator_api::OnError::param(&p),
     };

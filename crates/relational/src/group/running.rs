@@ -22,6 +22,7 @@ use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, SortField};
 
 use crate::retracting;
+use crate::ttl::{Incoming, StateTtl};
 
 use super::acc::{Column, Evaluation, Group};
 use super::GroupSetup;
@@ -39,6 +40,8 @@ pub(crate) struct Aggregate {
     dirty: HashSet<Box<[u8]>, RandomState>,
     /// The checkpointed copy of the groups.
     table: KeyedTable,
+    /// When each group was last written, if its state expires (`state_ttl`).
+    ttl: StateTtl,
     /// Compares results, to leave out a change that changes nothing.
     results: RowConverter,
     /// Retractions of rows no group held.
@@ -66,8 +69,10 @@ impl Aggregate {
             setup.on_error,
             ctx,
         );
+        let ttl = StateTtl::new(setup.ttl_ms, 1, Arc::clone(&ctx.clock));
         Ok(Self {
             errors,
+            ttl,
             setup,
             groups: HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
             dirty: HashSet::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
@@ -111,12 +116,30 @@ impl Aggregate {
     /// Writes the groups changed since the last checkpoint to the table (deleting those gone).
     fn flush(&mut self) -> Result<(), OperatorError> {
         for key in self.dirty.drain() {
-            match self.groups.get(&key) {
-                Some(g) => self.table.put(&key, GROUP, &g.encode())?,
-                None => self.table.delete(&key, GROUP)?,
-            }
+            let present = match self.groups.get(&key) {
+                Some(g) => {
+                    self.table.put(&key, GROUP, &g.encode())?;
+                    true
+                }
+                None => {
+                    self.table.delete(&key, GROUP)?;
+                    false
+                }
+            };
+            self.ttl.store(&mut self.table, &key, |_| present)?;
         }
         Ok(())
+    }
+
+    /// Forgets the groups not written for the time-to-live (as of now): a group seen again
+    /// starts afresh, its earlier result not retracted.
+    fn expire(&mut self) {
+        let (groups, dirty) = (&mut self.groups, &mut self.dirty);
+        self.ttl.tick();
+        self.ttl.sweep(|key, _| {
+            groups.remove(key);
+            dirty.insert(key.into());
+        });
     }
 
     fn error(&self, message: impl Into<String>) -> OperatorError {
@@ -269,6 +292,7 @@ impl Operator for Aggregate {
         if n == 0 {
             return Ok(());
         }
+        self.expire();
         let setup = &self.setup;
         let adds = retracting::adds(&self.setup.name, &batch, self.setup.change_in)?;
         let key_columns: Vec<ArrayRef> = setup
@@ -335,6 +359,7 @@ impl Operator for Aggregate {
             if group.rows > 0 {
                 self.groups.insert(key.clone(), group);
             }
+            self.ttl.wrote(key, 0);
             self.dirty.insert(key.clone());
         }
         let (before, after) = (before?, after?);
@@ -391,11 +416,13 @@ impl Operator for Aggregate {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        self.expire();
         self.flush()?;
         retracting::snapshot(
             &self.setup.name,
             &mut self.table,
             self.unmatched_retractions,
+            &self.ttl,
             out,
         )
     }
@@ -417,6 +444,7 @@ impl Operator for Aggregate {
             name,
             "aggregate",
             &mut self.table,
+            &mut self.ttl,
             state,
             |e: TableEntry<'_>| {
                 groups.insert(e.group_key.into(), decode(name, plans, &e)?);
@@ -440,6 +468,8 @@ impl Operator for Aggregate {
         let table = &self.table;
         self.groups
             .retain(|key, _| !retracting::given_away(table, ranges, key));
+        self.ttl
+            .retain(|key| !retracting::given_away(table, ranges, key));
         retracting::given(&self.setup.name, pieces, self.unmatched_retractions)
     }
 
@@ -451,10 +481,14 @@ impl Operator for Aggregate {
         self.unmatched_retractions =
             retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
         let (name, plans) = (&self.setup.name, &self.setup.plans);
+        let mut incoming = Incoming::default();
         for (range, bytes) in pieces {
             let _count = self.table.import(range, &mut bytes.as_slice())?;
             let groups = &mut self.groups;
             self.table.scan(range, |e: TableEntry<'_>| {
+                if incoming.take(name, &e)? {
+                    return Ok(());
+                }
                 let group = decode(name, plans, &e)?;
                 if groups.insert(e.group_key.into(), group).is_some() {
                     return Err(OperatorError::internal(
@@ -468,6 +502,7 @@ impl Operator for Aggregate {
                 Ok::<(), OperatorError>(())
             })?;
         }
+        self.ttl.taken(incoming, &mut self.table)?;
         Ok(())
     }
 
@@ -477,6 +512,7 @@ impl Operator for Aggregate {
             ("unmatched_retractions", self.unmatched_retractions),
         ];
         metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
+        metrics.extend(self.ttl.metrics());
         metrics
     }
 

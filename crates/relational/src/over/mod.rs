@@ -97,6 +97,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             default: Some("heap"),
             doc: "where the checkpointed copy of the partitions is kept: heap (memory) or lsm (an LSM tree on local disk); either way checkpoints write only the partitions that changed (default: the query's --state-backend)",
         },
+        crate::ttl::STATE_TTL,
         anduin_operator_api::ON_ERROR,
     ],
 };
@@ -117,6 +118,8 @@ pub(crate) struct OverSetup {
     /// aggregates.
     pub schema: SchemaRef,
     pub backend: BackendKind,
+    /// The state time-to-live in ms (`state_ttl`; 0: none).
+    pub ttl_ms: u64,
     pub sites: Vec<anduin_operator_api::ExprAt>,
     pub on_error: Option<anduin_operator_api::OnError>,
 }
@@ -255,6 +258,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         arg_types,
         schema: Arc::clone(&schema),
         backend: p.state_backend(),
+        ttl_ms: crate::ttl::ttl_ms(&p),
         sites,
         on_error: anduin_operator_api::OnError::param(&p),
     };

@@ -27,6 +27,7 @@ use hashbrown::HashMap;
 
 use crate::group::acc::{Acc, Evaluation, Group};
 use crate::retracting;
+use crate::ttl::{Incoming, StateTtl};
 
 use super::entry;
 use super::frame::{Held, Partition, Step};
@@ -51,6 +52,8 @@ pub(crate) struct Over {
     pending: BTreeSet<(i64, Box<[u8]>)>,
     /// The checkpointed copy of the partitions.
     table: KeyedTable,
+    /// When each partition was last written, if its state expires (`state_ttl`).
+    ttl: StateTtl,
     /// Rows dropped because their partition had emitted a row as late or later.
     late: u64,
     /// What a row whose aggregate argument or filter fails does.
@@ -155,6 +158,7 @@ impl Over {
         Ok(Self {
             errors,
             dead_letter: Arc::clone(&ctx.dead_letter),
+            ttl: StateTtl::new(setup.ttl_ms, 1, Arc::clone(&ctx.clock)),
             setup,
             values,
             args,
@@ -180,12 +184,34 @@ impl Over {
     /// gone).
     fn flush(&mut self) -> Result<(), OperatorError> {
         for key in self.dirty.drain() {
-            match self.partitions.get(&key) {
-                Some(p) => self.table.put(&key, ROWS, &entry::encode(p))?,
-                None => self.table.delete(&key, ROWS)?,
-            }
+            let present = match self.partitions.get(&key) {
+                Some(p) => {
+                    self.table.put(&key, ROWS, &entry::encode(p))?;
+                    true
+                }
+                None => {
+                    self.table.delete(&key, ROWS)?;
+                    false
+                }
+            };
+            self.ttl.store(&mut self.table, &key, |_| present)?;
         }
         Ok(())
+    }
+
+    /// Forgets the partitions not written for the time-to-live (as of now), with their rows
+    /// waiting for the watermark: a partition seen again starts empty, its
+    /// results emitted before not retracted.
+    fn expire(&mut self) {
+        let (partitions, dirty, pending) =
+            (&mut self.partitions, &mut self.dirty, &mut self.pending);
+        self.ttl.tick();
+        self.ttl.sweep(|key, _| {
+            if let Some(t) = partitions.remove(key).and_then(|p| p.first_pending()) {
+                pending.remove(&(t, Box::from(key)));
+            }
+            dirty.insert(key.into());
+        });
     }
 
     /// Releases the rows whose time the watermark `w` passed, partition by partition (those
@@ -364,6 +390,7 @@ impl Operator for Over {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        self.expire();
         let batch = reject_null_times(batch, self.setup.time, &self.setup.name, &self.dead_letter)?;
         // Row origins index the batch as it came; without null times they would not.
         let origins = origins.filter(|o| o.len() == batch.num_rows());
@@ -416,6 +443,7 @@ impl Operator for Over {
                 }
                 self.pending.insert((t, key.into()));
             }
+            self.ttl.wrote(key, 0);
             if !self.dirty.contains(key) {
                 self.dirty.insert(key.into());
             }
@@ -437,8 +465,9 @@ impl Operator for Over {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        self.expire();
         self.flush()?;
-        retracting::snapshot(&self.setup.name, &mut self.table, 0, out)
+        retracting::snapshot(&self.setup.name, &mut self.table, 0, &self.ttl, out)
     }
 
     fn rescale_inline(
@@ -458,6 +487,7 @@ impl Operator for Over {
             &setup.name,
             "OVER window",
             &mut self.table,
+            &mut self.ttl,
             state,
             |e: TableEntry<'_>| {
                 partitions.insert(e.group_key.into(), decode(setup, &e)?);
@@ -482,6 +512,8 @@ impl Operator for Over {
         let table = &self.table;
         self.partitions
             .retain(|key, _| !retracting::given_away(table, ranges, key));
+        self.ttl
+            .retain(|key| !retracting::given_away(table, ranges, key));
         self.index_pending();
         retracting::given(&self.setup.name, pieces, 0)
     }
@@ -492,11 +524,15 @@ impl Operator for Over {
         inline: Vec<Option<serde_json::Value>>,
     ) -> Result<(), OperatorError> {
         retracting::taken(&self.setup.name, 0, inline)?;
+        let mut incoming = Incoming::default();
         for (range, bytes) in pieces {
             let mut taken = Vec::new();
             let setup = &self.setup;
             self.table
                 .import_scanned(range, &bytes, |e: TableEntry<'_>| {
+                    if incoming.take(&setup.name, &e)? {
+                        return Ok(());
+                    }
                     taken.push((Box::<[u8]>::from(e.group_key), decode(setup, &e)?));
                     Ok::<(), OperatorError>(())
                 })?;
@@ -509,6 +545,7 @@ impl Operator for Over {
                 }
             }
         }
+        self.ttl.taken(incoming, &mut self.table)?;
         self.index_pending();
         Ok(())
     }
@@ -523,6 +560,7 @@ impl Operator for Over {
             ("late_rows_dropped", self.late),
         ];
         metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
+        metrics.extend(self.ttl.metrics());
         metrics
     }
 

@@ -31,6 +31,7 @@ use hashbrown::HashMap;
 
 use crate::group::acc::Group;
 use crate::retracting;
+use crate::ttl::{Incoming, StateTtl};
 
 use super::changes::{self, RowKey, Table};
 use super::entry;
@@ -55,6 +56,8 @@ pub(crate) struct UpdatingOver {
     partitions: HashMap<Box<[u8]>, Table, RandomState>,
     dirty: HashSet<Box<[u8]>, RandomState>,
     table: KeyedTable,
+    /// When each partition was last written, if its state expires (`state_ttl`).
+    ttl: StateTtl,
     /// Retractions of rows no partition held.
     unmatched_retractions: u64,
     errors: anduin_operator_api::RowErrors,
@@ -103,6 +106,7 @@ impl UpdatingOver {
         Ok(Self {
             errors,
             dead_letter: Arc::clone(&ctx.dead_letter),
+            ttl: StateTtl::new(setup.ttl_ms, 1, Arc::clone(&ctx.clock)),
             setup,
             output,
             values,
@@ -243,12 +247,30 @@ impl UpdatingOver {
 
     fn flush(&mut self) -> Result<(), OperatorError> {
         for key in self.dirty.drain() {
-            match self.partitions.get(&key) {
-                Some(p) => self.table.put(&key, ROWS, &entry::encode_table(p))?,
-                None => self.table.delete(&key, ROWS)?,
-            }
+            let present = match self.partitions.get(&key) {
+                Some(p) => {
+                    self.table.put(&key, ROWS, &entry::encode_table(p))?;
+                    true
+                }
+                None => {
+                    self.table.delete(&key, ROWS)?;
+                    false
+                }
+            };
+            self.ttl.store(&mut self.table, &key, |_| present)?;
         }
         Ok(())
+    }
+
+    /// Forgets the partitions not written for the time-to-live (as of now): a partition seen again starts empty, its
+    /// results emitted before not retracted.
+    fn expire(&mut self) {
+        let (partitions, dirty) = (&mut self.partitions, &mut self.dirty);
+        self.ttl.tick();
+        self.ttl.sweep(|key, _| {
+            partitions.remove(key);
+            dirty.insert(key.into());
+        });
     }
 }
 
@@ -294,6 +316,7 @@ impl Operator for UpdatingOver {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        self.expire();
         let frame = self.setup.frame;
         let (mut before, mut after) = (Vec::new(), Vec::new());
         let (mut spans_before, mut spans_after) = (Vec::new(), Vec::new());
@@ -320,6 +343,7 @@ impl Operator for UpdatingOver {
             if table.is_empty() {
                 self.partitions.remove(&key[..]);
             }
+            self.ttl.wrote(&key, 0);
             self.dirty.insert(key);
         }
         let before = self.results(&before, spans_before)?;
@@ -331,11 +355,13 @@ impl Operator for UpdatingOver {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        self.expire();
         self.flush()?;
         retracting::snapshot(
             &self.setup.name,
             &mut self.table,
             self.unmatched_retractions,
+            &self.ttl,
             out,
         )
     }
@@ -357,6 +383,7 @@ impl Operator for UpdatingOver {
             &setup.name,
             "OVER window",
             &mut self.table,
+            &mut self.ttl,
             state,
             |e: TableEntry<'_>| {
                 partitions.insert(e.group_key.into(), decode(setup, &e)?);
@@ -379,6 +406,8 @@ impl Operator for UpdatingOver {
         let table = &self.table;
         self.partitions
             .retain(|key, _| !retracting::given_away(table, ranges, key));
+        self.ttl
+            .retain(|key| !retracting::given_away(table, ranges, key));
         retracting::given(&self.setup.name, pieces, self.unmatched_retractions)
     }
 
@@ -389,11 +418,15 @@ impl Operator for UpdatingOver {
     ) -> Result<(), OperatorError> {
         self.unmatched_retractions =
             retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
+        let mut incoming = Incoming::default();
         for (range, bytes) in pieces {
             let mut taken = Vec::new();
             let setup = &self.setup;
             self.table
                 .import_scanned(range, &bytes, |e: TableEntry<'_>| {
+                    if incoming.take(&setup.name, &e)? {
+                        return Ok(());
+                    }
                     taken.push((Box::<[u8]>::from(e.group_key), decode(setup, &e)?));
                     Ok::<(), OperatorError>(())
                 })?;
@@ -406,6 +439,7 @@ impl Operator for UpdatingOver {
                 }
             }
         }
+        self.ttl.taken(incoming, &mut self.table)?;
         Ok(())
     }
 
@@ -419,6 +453,7 @@ impl Operator for UpdatingOver {
             ("unmatched_retractions", self.unmatched_retractions),
         ];
         metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
+        metrics.extend(self.ttl.metrics());
         metrics
     }
 

@@ -47,6 +47,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "condition", required: false, kind: ParamKind::Text, default: None, doc: "a condition on the joined row (the output's column names, as `on` makes them): a pair joins only if it holds; for an outer join, a row with no pair that holds is padded with nulls" },
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the join, each owning a share of the keys (default: the query's --parallelism)" },
         ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where the checkpointed copy of the rows is kept: heap (memory) or lsm (an LSM tree on local disk); live rows stay in memory either way (default: the query's --state-backend)" },
+        crate::ttl::STATE_TTL,
     ],
 };
 
@@ -95,6 +96,8 @@ pub(crate) struct RegularSetup {
     /// The output: `rows`, and the change kind if it is updating.
     pub schema: SchemaRef,
     pub backend: BackendKind,
+    /// The state time-to-live in ms (`state_ttl`; 0: none).
+    pub ttl_ms: u64,
 }
 
 impl RegularSetup {
@@ -193,6 +196,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         condition,
         schema: Arc::clone(&schema),
         backend: p.state_backend(),
+        ttl_ms: crate::ttl::ttl_ms(&p),
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {

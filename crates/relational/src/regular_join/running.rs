@@ -27,6 +27,7 @@ use arrow::row::{RowConverter, SortField};
 use hashbrown::HashMap;
 
 use crate::retracting;
+use crate::ttl::{Incoming, StateTtl};
 
 use super::changes::{apply, Applied, Emitted, Held, Roles};
 use super::pairs::{condition, gather, internal, null_keys, output, Out};
@@ -51,6 +52,9 @@ pub(crate) struct RegularJoin {
     dirty: HashSet<Box<[u8]>, RandomState>,
     /// The checkpointed copy of the rows.
     table: KeyedTable,
+    /// When each key's rows of each side were last written, if they expire (`state_ttl`):
+    /// the sides expire apart (part 0 the left, 1 the right).
+    ttl: StateTtl,
     unmatched_retractions: u64,
     /// Rows held, copies counted.
     rows_held: u64,
@@ -85,7 +89,9 @@ impl RegularJoin {
             .map_err(|e| internal(&setup.name, e))
         };
         let values = [converter(0)?, converter(1)?];
+        let ttl = StateTtl::new(setup.ttl_ms, 2, Arc::clone(&ctx.clock));
         Ok(Self {
+            ttl,
             setup,
             keys,
             values,
@@ -128,12 +134,33 @@ impl RegularJoin {
     /// Writes the keys changed since the last checkpoint to the table (deleting those gone).
     fn flush(&mut self) -> Result<(), OperatorError> {
         for key in self.dirty.drain() {
-            match self.held.get(&key) {
+            let sides = self.held.get(&key);
+            match sides {
                 Some(sides) => self.table.put(&key, ROWS, &entry::encode(sides))?,
                 None => self.table.delete(&key, ROWS)?,
             }
+            let present = |part: u8| sides.is_some_and(|s| !s[usize::from(part)].is_empty());
+            self.ttl.store(&mut self.table, &key, present)?;
         }
         Ok(())
+    }
+
+    /// Forgets the rows of each key and side not written for the time-to-live (as of now):
+    /// they are matched no more, and the pairs they made are not retracted.
+    fn expire(&mut self) {
+        let (held, dirty, rows_held) = (&mut self.held, &mut self.dirty, &mut self.rows_held);
+        self.ttl.tick();
+        self.ttl.sweep(|key, part| {
+            if let Some(sides) = held.get_mut(key) {
+                let side = &mut sides[usize::from(part.min(1))];
+                *rows_held = rows_held.saturating_sub(side.iter().map(|h| h.count).sum());
+                side.clear();
+                if sides.iter().all(Vec::is_empty) {
+                    held.remove(key);
+                }
+            }
+            dirty.insert(key.into());
+        });
     }
 }
 
@@ -166,6 +193,7 @@ impl Operator for RegularJoin {
         if n == 0 {
             return Ok(());
         }
+        self.expire();
         let side = input.min(1);
         let other = 1 - side;
         let setup = &self.setup;
@@ -266,6 +294,7 @@ impl Operator for RegularJoin {
             if empty {
                 self.held.remove(key);
             }
+            self.ttl.wrote(key, side as u8);
             if !self.dirty.contains(key) {
                 self.dirty.insert(key.into());
             }
@@ -303,11 +332,13 @@ impl Operator for RegularJoin {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        self.expire();
         self.flush()?;
         retracting::snapshot(
             &self.setup.name,
             &mut self.table,
             self.unmatched_retractions,
+            &self.ttl,
             out,
         )
     }
@@ -325,11 +356,17 @@ impl Operator for RegularJoin {
         let held = &mut self.held;
         held.clear();
         self.dirty.clear();
-        self.unmatched_retractions =
-            retracting::restore(name, "join", &mut self.table, state, |e: TableEntry<'_>| {
+        self.unmatched_retractions = retracting::restore(
+            name,
+            "join",
+            &mut self.table,
+            &mut self.ttl,
+            state,
+            |e: TableEntry<'_>| {
                 held.insert(e.group_key.into(), decode(name, &e)?);
                 Ok(())
-            })?;
+            },
+        )?;
         self.rows_held = count_rows(&self.held);
         Ok(())
     }
@@ -348,6 +385,8 @@ impl Operator for RegularJoin {
         let table = &self.table;
         self.held
             .retain(|key, _| !retracting::given_away(table, ranges, key));
+        self.ttl
+            .retain(|key| !retracting::given_away(table, ranges, key));
         self.rows_held = count_rows(&self.held);
         retracting::given(&self.setup.name, pieces, self.unmatched_retractions)
     }
@@ -360,10 +399,14 @@ impl Operator for RegularJoin {
         self.unmatched_retractions =
             retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
         let name = &self.setup.name;
+        let mut incoming = Incoming::default();
         for (range, bytes) in pieces {
             let held = &mut self.held;
             self.table
                 .import_scanned(range, &bytes, |e: TableEntry<'_>| {
+                    if incoming.take(name, &e)? {
+                        return Ok(());
+                    }
                     let sides = decode(name, &e)?;
                     if held.insert(e.group_key.into(), sides).is_some() {
                         return Err(OperatorError::internal(
@@ -377,6 +420,7 @@ impl Operator for RegularJoin {
                     Ok::<(), OperatorError>(())
                 })?;
         }
+        self.ttl.taken(incoming, &mut self.table)?;
         self.rows_held = count_rows(&self.held);
         Ok(())
     }
@@ -388,6 +432,7 @@ impl Operator for RegularJoin {
             ("unmatched_retractions", self.unmatched_retractions),
         ];
         metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
+        metrics.extend(self.ttl.metrics());
         metrics
     }
 

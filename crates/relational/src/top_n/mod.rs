@@ -100,6 +100,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             default: Some("heap"),
             doc: "where the checkpointed copy of the partitions is kept: heap (memory) or lsm (an LSM tree on local disk); either way checkpoints write only the partitions that changed (default: the query's --state-backend)",
         },
+        crate::ttl::STATE_TTL,
     ],
 };
 
@@ -134,6 +135,8 @@ pub(crate) struct TopSetup {
     /// The input's change-kind column, if the input is updating.
     pub change_in: Option<usize>,
     pub backend: BackendKind,
+    /// The state time-to-live in ms (`state_ttl`; 0: none).
+    pub ttl_ms: u64,
 }
 
 /// `name` without the double quotes of a quoted identifier.
@@ -327,6 +330,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         ranked: rank_column.is_some(),
         change_in,
         backend: p.state_backend(),
+        ttl_ms: crate::ttl::ttl_ms(&p),
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {

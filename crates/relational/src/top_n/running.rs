@@ -25,6 +25,7 @@ use arrow::row::{RowConverter, Rows, SortField};
 use hashbrown::HashMap;
 
 use crate::retracting;
+use crate::ttl::{Incoming, StateTtl};
 
 use super::entry;
 use super::rank::{changes, Change, Partition, Ties, Top};
@@ -49,6 +50,8 @@ pub(crate) struct TopN {
     pending: BTreeSet<(i64, Box<[u8]>)>,
     /// The checkpointed copy of the partitions.
     table: KeyedTable,
+    /// When each partition was last written, if its state expires (`state_ttl`).
+    ttl: StateTtl,
     /// Retractions of rows no partition held.
     unmatched_retractions: u64,
     /// Keep-first: rows dropped because their key's row was emitted already.
@@ -86,7 +89,9 @@ impl TopN {
                 .collect(),
         )
         .map_err(|e| internal(&setup.name, e))?;
+        let ttl = StateTtl::new(setup.ttl_ms, 1, Arc::clone(&ctx.clock));
         Ok(Self {
+            ttl,
             setup,
             values,
             sort,
@@ -125,12 +130,34 @@ impl TopN {
     /// gone).
     fn flush(&mut self) -> Result<(), OperatorError> {
         for key in self.dirty.drain() {
-            match self.partitions.get(&key) {
-                Some(p) => self.table.put(&key, ROWS, &entry::encode(p))?,
-                None => self.table.delete(&key, ROWS)?,
-            }
+            let present = match self.partitions.get(&key) {
+                Some(p) => {
+                    self.table.put(&key, ROWS, &entry::encode(p))?;
+                    true
+                }
+                None => {
+                    self.table.delete(&key, ROWS)?;
+                    false
+                }
+            };
+            self.ttl.store(&mut self.table, &key, |_| present)?;
         }
         Ok(())
+    }
+
+    /// Forgets the partitions not written for the time-to-live (as of now), and a
+    /// keep-first partition's row waiting for the watermark with it: a partition seen again
+    /// starts empty, its rows emitted before not retracted.
+    fn expire(&mut self) {
+        let (partitions, dirty, pending) =
+            (&mut self.partitions, &mut self.dirty, &mut self.pending);
+        self.ttl.tick();
+        self.ttl.sweep(|key, _| {
+            if let Some(t) = partitions.remove(key).and_then(|p| p.pending) {
+                pending.remove(&(t, Box::from(key)));
+            }
+            dirty.insert(key.into());
+        });
     }
 
     /// The output batch of `changes`.
@@ -206,6 +233,7 @@ impl TopN {
             if self.partitions.get(key).is_some_and(Partition::is_empty) {
                 self.partitions.remove(key);
             }
+            self.ttl.wrote(key, 0);
             if !self.dirty.contains(key) {
                 self.dirty.insert(key.into());
             }
@@ -251,6 +279,7 @@ impl TopN {
             p.len = 0;
             p.add(sort.as_ref(), values.row(i).as_ref(), Ties::Earliest);
             self.pending.insert((t, key.into()));
+            self.ttl.wrote(key, 0);
             if !self.dirty.contains(key) {
                 self.dirty.insert(key.into());
             }
@@ -318,6 +347,7 @@ impl Operator for TopN {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        self.expire();
         match self.setup.mode {
             Mode::Ranked(ties) => self.ranked(ties, &batch, out),
             Mode::KeepFirst => self.keep_first(&batch),
@@ -348,11 +378,13 @@ impl Operator for TopN {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        self.expire();
         self.flush()?;
         retracting::snapshot(
             &self.setup.name,
             &mut self.table,
             self.unmatched_retractions,
+            &self.ttl,
             out,
         )
     }
@@ -374,6 +406,7 @@ impl Operator for TopN {
             name,
             "top-N",
             &mut self.table,
+            &mut self.ttl,
             state,
             |e: TableEntry<'_>| {
                 partitions.insert(e.group_key.into(), decode(name, &e)?);
@@ -398,6 +431,8 @@ impl Operator for TopN {
         let table = &self.table;
         self.partitions
             .retain(|key, _| !retracting::given_away(table, ranges, key));
+        self.ttl
+            .retain(|key| !retracting::given_away(table, ranges, key));
         self.index_pending();
         retracting::given(&self.setup.name, pieces, self.unmatched_retractions)
     }
@@ -410,10 +445,14 @@ impl Operator for TopN {
         self.unmatched_retractions =
             retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
         let name = &self.setup.name;
+        let mut incoming = Incoming::default();
         for (range, bytes) in pieces {
             let partitions = &mut self.partitions;
             self.table
                 .import_scanned(range, &bytes, |e: TableEntry<'_>| {
+                    if incoming.take(name, &e)? {
+                        return Ok(());
+                    }
                     if partitions
                         .insert(e.group_key.into(), decode(name, &e)?)
                         .is_some()
@@ -429,6 +468,7 @@ impl Operator for TopN {
                     Ok::<(), OperatorError>(())
                 })?;
         }
+        self.ttl.taken(incoming, &mut self.table)?;
         self.index_pending();
         Ok(())
     }
@@ -444,6 +484,7 @@ impl Operator for TopN {
             metrics.push(("duplicates_dropped", self.duplicates_dropped));
         }
         metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
+        metrics.extend(self.ttl.metrics());
         metrics
     }
 
