@@ -52,6 +52,9 @@ impl Dialect for AnduinDialect {
     }
 
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        if let Some(set) = super::settings::parse_quoted_set(parser) {
+            return Some(set);
+        }
         if parser.parse_keywords(&[Keyword::CREATE, Keyword::FUNCTION]) {
             return Some(super::functions::parse_create_function(parser, false));
         }

@@ -29,6 +29,7 @@ pub use match_recognize::PATTERN_AGGREGATES;
 mod reserved;
 pub use reserved::reserved_function;
 mod select_text;
+mod settings;
 mod source_text;
 mod tables;
 mod top_n;
@@ -88,8 +89,14 @@ fn lower_script(
     let mut inserts = Vec::new();
     let mut diags = Diagnostics::default();
     let mut functions: Vec<crate::ast::FunctionDef> = Vec::new();
+    let mut settings = settings::Settings::default();
     for st in &statements {
         match st {
+            Statement::Set(set) => {
+                if let Err(d) = settings.take(set, inserts.is_empty()) {
+                    diags.push(d);
+                }
+            }
             Statement::CreateFunction(cf) => match functions::declare(cf) {
                 Ok(f) => match functions.iter().find(|g| g.name.as_str() == f.name.as_str()) {
                     Some(g) => diags.push(Diagnostic::error(
@@ -114,7 +121,7 @@ fn lower_script(
             other => diags.push(Diagnostic::error(
                 pos(other.span().start),
                 format!(
-                    "`{}` is not supported: a script holds CREATE TABLE … WITH (…), CREATE FUNCTION …, CREATE AGGREGATE … and INSERT INTO … SELECT … statements",
+                    "`{}` is not supported: a script holds SET '…' = '…', CREATE TABLE … WITH (…), CREATE FUNCTION …, CREATE AGGREGATE … and INSERT INTO … SELECT … statements",
                     first_words(&other.to_string())
                 ),
             )),
@@ -147,6 +154,7 @@ fn lower_script(
         return Err(diags);
     }
     tables.finish(&mut spec);
+    settings.apply(&mut spec);
     Ok(spec)
 }
 
