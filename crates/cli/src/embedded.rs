@@ -42,6 +42,13 @@ pub struct EngineArgs {
     /// `heap` (memory) or `lsm` (an LSM tree on local disk, for state larger than memory).
     #[arg(long, value_name = "heap|lsm", value_parser = ["heap", "lsm"])]
     pub state_backend: Option<String>,
+    /// How long the state of a key is kept after its last write in every updating operator
+    /// (regular join, GROUP BY without a window, OVER window, top-N and deduplication) that
+    /// sets no `state_ttl` of its own: Flink's `table.exec.state.ttl`, in processing time. A
+    /// key seen again after that starts afresh (its earlier result is not retracted). `0` or
+    /// absent: kept for the life of the query.
+    #[arg(long, value_name = "DURATION", value_parser = parse_state_ttl)]
+    pub state_ttl: Option<String>,
     /// Where LSM backends keep their working files: a directory of this run's, locked while
     /// it runs and removed when it ends; one left by a killed run is removed by the next run
     /// (default: `anduin-state` in the system's temporary directory).
@@ -80,7 +87,8 @@ impl EngineArgs {
     pub fn defaults(&self) -> Vec<(&str, &str)> {
         let backend = self.state_backend.as_deref().map(|b| ("state_backend", b));
         let on_error = self.on_error.as_deref().map(|e| ("on_error", e));
-        backend.into_iter().chain(on_error).collect()
+        let ttl = self.state_ttl.as_deref().map(|t| ("state_ttl", t));
+        backend.into_iter().chain(on_error).chain(ttl).collect()
     }
 }
 
@@ -92,6 +100,13 @@ pub fn parse_count(s: &str) -> Result<usize, String> {
             "expected a whole number of at least 1, found `{s}`"
         )),
     }
+}
+
+/// `--state-ttl`: a duration such as `90s`, `1h` or `2d`, or `0` for none; as the operators'
+/// `state_ttl` param takes it (`"3600000ms"`).
+pub fn parse_state_ttl(s: &str) -> Result<String, String> {
+    let ms = if s.trim() == "0" { 0 } else { duration_ms(s)? };
+    Ok(format!("{ms}ms"))
 }
 
 /// A duration such as `100ms` or `2s`.
@@ -322,5 +337,56 @@ pub fn report_rejects(dead_letter: &DeadLetter) {
     match dead_letter.path() {
         Some(p) => eprintln!("anduin: {what} went to {}", p.display()),
         None => eprintln!("anduin: {what} were printed to stderr"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser, Debug)]
+    struct Run {
+        #[command(flatten)]
+        engine: EngineArgs,
+    }
+
+    fn defaults(args: &[&str]) -> Result<Vec<(String, String)>, String> {
+        let run = Run::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        Ok(run
+            .engine
+            .defaults()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
+    #[test]
+    fn state_ttl_gives_every_operator_that_takes_it_a_state_ttl_in_milliseconds() {
+        let ttl = |flag: &str| defaults(&["--state-ttl", flag]);
+        assert_eq!(ttl("90s"), Ok(vec![("state_ttl".into(), "90000ms".into())]));
+        assert_eq!(
+            ttl("1h"),
+            Ok(vec![("state_ttl".into(), "3600000ms".into())])
+        );
+        assert_eq!(
+            ttl("2d"),
+            Ok(vec![("state_ttl".into(), "172800000ms".into())])
+        );
+        assert_eq!(ttl("0"), Ok(vec![("state_ttl".into(), "0ms".into())]));
+        assert_eq!(defaults(&[]), Ok(vec![]));
+    }
+
+    #[test]
+    fn a_bad_state_ttl_is_refused_naming_the_flag() {
+        for bad in ["soon", "12", "1.5ms", "3 parsecs"] {
+            let e = defaults(&["--state-ttl", bad]).expect_err(bad);
+            assert!(e.contains("--state-ttl <DURATION>"), "{bad}: {e}");
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
+        let e = defaults(&["--state-ttl", "12"]).expect_err("no unit");
+        assert!(e.contains("has no unit"), "{e}");
     }
 }
