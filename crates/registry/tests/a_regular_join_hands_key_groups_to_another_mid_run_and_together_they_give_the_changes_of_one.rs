@@ -12,14 +12,14 @@ use crate::common::moves::{arrivals, handed_back_and_forth};
 
 use anduin_operator_api::Operator;
 
-fn join(how: &str, backend: &str) -> Box<dyn Operator> {
+fn join(how: &str, backend: &str, ttl: &str) -> Box<dyn Operator> {
     common::operator(&format!(
         r#"type name = "T" {{ column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "v", type = "int" }}
 operator name = "gl", type = "generator" {{ output name = "l", type = "T" }}
 operator name = "gr", type = "generator" {{ output name = "r", type = "T" }}
 operator name = "op", type = "regular_join" {{
   input name = "l" input name = "r" param on = "l.k = r.k" param how = "{how}"
-  param condition = "v < r_v + 40" param state_backend = "{backend}"
+  param condition = "v < r_v + 40" param state_backend = "{backend}" {ttl}
   output name = "out" }}
 operator name = "d", type = "discard" {{ input name = "out" }}"#
     ))
@@ -27,18 +27,24 @@ operator name = "d", type = "discard" {{ input name = "out" }}"#
 
 #[test]
 fn two_regular_joins_handing_key_groups_back_and_forth_give_the_changes_of_one() {
-    for how in ["inner", "full"] {
+    // With a state time-to-live the keys' write times move and are restored with them
+    // (an hour: nothing expires on the real clock in this test).
+    for (how, ttl) in [
+        ("inner", ""),
+        ("full", ""),
+        ("full", r#"param state_ttl = "1h""#),
+    ] {
         for backend in ["heap", "lsm"] {
             for (seed, restore) in [(3u64, false), (11, true)] {
                 let input = arrivals(seed, 60, 20, 2);
                 let (got, expected) =
-                    handed_back_and_forth(&|| join(how, backend), &input, restore);
+                    handed_back_and_forth(&|| join(how, backend, ttl), &input, restore);
                 assert!(
                     expected.len() > 1000,
                     "a test with output: {}",
                     expected.len()
                 );
-                assert_eq!(got, expected, "{how}, {backend}, seed {seed}");
+                assert_eq!(got, expected, "{how} {ttl}, {backend}, seed {seed}");
             }
         }
     }

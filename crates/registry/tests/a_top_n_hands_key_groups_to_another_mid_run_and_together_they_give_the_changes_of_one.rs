@@ -29,7 +29,8 @@ fn two_top_ns_handing_key_groups_back_and_forth_give_the_changes_of_one() {
     let ranked = r#"param order = "v DESC, ts" param limit = 3 param rank_column = "rn""#;
     let first = r#"param order = "ts" param limit = 1 param time = "ts""#;
     for backend in ["heap", "lsm"] {
-        for params in [ranked, first] {
+        let with_ttl = format!(r#"{ranked} param state_ttl = "1h""#);
+        for params in [ranked, first, with_ttl.as_str()] {
             for (seed, restore) in [(3u64, false), (11, true), (0xfeed, true)] {
                 let input = arrivals(seed, 60, 25, 1);
                 let (got, expected) =

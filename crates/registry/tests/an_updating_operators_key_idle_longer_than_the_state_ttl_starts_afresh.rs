@@ -270,6 +270,35 @@ fn a_restore_keeps_the_ages_of_the_keys_on_the_restoring_clock() {
     );
 }
 
+/// A checkpoint taken with a time-to-live restores without one (every key kept, the write
+/// times dropped), and one taken without restores with one (every key as written at the
+/// restore).
+#[test]
+fn a_checkpoint_restores_with_or_without_a_ttl_whichever_it_was_taken_with() {
+    let with = format!(r#"{GROUP} param state_ttl = "1m""#);
+    let clock = Arc::new(ManualClock::new());
+    let mut g = op("aggregate", &with, &clock);
+    let _ = feed(&mut g, 0, rows(&[(1, 1, 10)]), None);
+    let taken_with = common::checkpoint(&mut g, false);
+    let mut plain = common::restored(|| op("aggregate", GROUP, &clock), vec![taken_with]);
+    clock.advance(Duration::from_secs(3_600));
+    assert_eq!(
+        feed(&mut plain, 0, rows(&[(2, 1, 1)]), None),
+        ["1 1 10 -U", "1 2 11 +U"]
+    );
+    // Its next full checkpoint holds no write time any more: restored with a time-to-live,
+    // the key counts as written at the restore.
+    let taken_without = common::checkpoint(&mut plain, false);
+    let mut again = common::restored(|| op("aggregate", &with, &clock), vec![taken_without]);
+    clock.advance(Duration::from_secs(59));
+    assert_eq!(
+        feed(&mut again, 0, rows(&[(3, 1, 1)]), None),
+        ["1 2 11 -U", "1 3 12 +U"]
+    );
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(feed(&mut again, 0, rows(&[(4, 1, 1)]), None), ["1 1 1 +I"]);
+}
+
 #[test]
 fn a_state_ttl_on_an_operator_that_keeps_no_updating_state_per_key_is_refused_naming_it() {
     let src = format!(
