@@ -203,7 +203,7 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use anduin_types::ManualClock;
+    use anduin_types::{ManualClock, SharedClock};
 
     use super::*;
 
@@ -217,7 +217,7 @@ mod tests {
     #[test]
     fn a_key_expires_once_unwritten_for_the_ttl_and_a_write_keeps_it() {
         let clock = Arc::new(ManualClock::new());
-        let mut ttl = StateTtl::new(1_000, 1, clock.clone());
+        let mut ttl = StateTtl::new(1_000, 1, Arc::clone(&clock) as SharedClock);
         ttl.tick();
         ttl.wrote(b"a", 0);
         ttl.wrote(b"b", 0);
@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn the_parts_of_a_key_expire_apart() {
         let clock = Arc::new(ManualClock::new());
-        let mut ttl = StateTtl::new(100, 2, clock.clone());
+        let mut ttl = StateTtl::new(100, 2, Arc::clone(&clock) as SharedClock);
         ttl.tick();
         ttl.wrote(b"k", 0);
         ttl.wrote(b"k", 1);
@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn without_a_ttl_nothing_is_recorded_or_expired() {
         let clock = Arc::new(ManualClock::new());
-        let mut ttl = StateTtl::new(0, 1, clock.clone());
+        let mut ttl = StateTtl::new(0, 1, Arc::clone(&clock) as SharedClock);
         ttl.wrote(b"a", 0);
         clock.advance(Duration::from_secs(3600));
         assert_eq!(swept(&mut ttl), vec![]);
@@ -264,7 +264,7 @@ mod tests {
     #[test]
     fn a_hot_key_keeps_one_entry_in_the_queue() {
         let clock = Arc::new(ManualClock::new());
-        let mut ttl = StateTtl::new(10, 1, clock.clone());
+        let mut ttl = StateTtl::new(10, 1, Arc::clone(&clock) as SharedClock);
         for _ in 0..1_000 {
             clock.advance(Duration::from_millis(3));
             let _ = swept(&mut ttl);

@@ -156,7 +156,7 @@ mod tests {
     use std::time::Duration;
 
     use anduin_state::{BackendKind, KeyGroup};
-    use anduin_types::ManualClock;
+    use anduin_types::{ManualClock, SharedClock};
 
     use super::*;
 
@@ -173,7 +173,7 @@ mod tests {
     fn a_restore_keeps_the_ages_on_the_restoring_clock() -> Result<(), OperatorError> {
         let mut table = KeyedTable::new("op", BackendKind::Heap, None);
         let first = Arc::new(ManualClock::new());
-        let mut ttl = StateTtl::new(1_000, 1, first.clone());
+        let mut ttl = StateTtl::new(1_000, 1, Arc::clone(&first) as SharedClock);
         first.advance(Duration::from_secs(5));
         ttl.tick();
         ttl.wrote(b"old", 0);
@@ -188,7 +188,7 @@ mod tests {
         // Another process, whose clock started elsewhere, much later.
         let second = Arc::new(ManualClock::new());
         second.advance(Duration::from_secs(3_600));
-        let mut back = StateTtl::new(1_000, 1, second.clone());
+        let mut back = StateTtl::new(1_000, 1, Arc::clone(&second) as SharedClock);
         let mut incoming = Incoming::default();
         for (key, sub, value) in [
             (&b"old"[..], &b"g"[..], &b"state"[..]),
