@@ -181,6 +181,23 @@ fn a_top_n_partition_idle_longer_than_the_ttl_starts_empty() {
     assert_eq!(top_at_100s(""), Vec::<String>::new(), "10 stays first");
 }
 
+/// Keep-first deduplication: key 1's first row at 0 s, another at 2 minutes.
+fn deduplicated_at_2m(ttl: &str) -> Vec<String> {
+    let clock = Arc::new(ManualClock::new());
+    let params =
+        format!(r#"param keys = "k" param order = "ts" param limit = 1 param time = "ts" {ttl}"#);
+    let mut t = op("top_n", &params, &clock);
+    assert_eq!(feed(&mut t, 0, rows(&[(1, 1, 10)]), Some(1)), ["1 10"]);
+    clock.advance(Duration::from_secs(120));
+    feed(&mut t, 0, rows(&[(5, 1, 11)]), Some(5))
+}
+
+#[test]
+fn a_deduplicated_key_idle_longer_than_the_ttl_emits_its_next_row_again() {
+    assert_eq!(deduplicated_at_2m(r#"param state_ttl = "1m""#), ["1 11"]);
+    assert_eq!(deduplicated_at_2m(""), Vec::<String>::new());
+}
+
 /// A row of keys 1 and 2 released at 0 s, key 2 written again at 30 s; rows of both at 80 s.
 fn over_at_80s(ttl: &str) -> Vec<String> {
     let clock = Arc::new(ManualClock::new());
@@ -203,6 +220,57 @@ fn an_over_partition_idle_longer_than_the_ttl_starts_empty() {
         "key 1 counts from scratch; key 2 (written at 30 s) goes on"
     );
     assert_eq!(over_at_80s(""), ["1 12 2", "2 12 3"]);
+}
+
+/// As [`over_at_80s`], over an updating input (its own operator, `UpdatingOver`).
+fn updating_over_at_80s(ttl: &str) -> Vec<String> {
+    use anduin_operator_api::{Bound, BuildContext};
+    use arrow::array::Int8Array;
+    let clock = Arc::new(ManualClock::new());
+    let src = format!(
+        r#"operator name = "op", type = "over" {{ input name = "s" param keys = "k" param time = "ts" param frame = "rows unbounded" param aggregates = "COUNT(*) AS n" {ttl} output name = "out" }}"#
+    );
+    let spec = anduin_spec::parse_flow(&src).expect("parses");
+    let def = spec.operators.first().expect("one operator");
+    let binding =
+        anduin_relational::over::bind(def, &[("s", common::over::schema(true))]).expect("binds");
+    let Bound::Operator(factory) = binding.bound else {
+        panic!("an operator")
+    };
+    let mut o = factory(&BuildContext {
+        clock: Arc::clone(&clock) as SharedClock,
+        ..BuildContext::default()
+    })
+    .expect("builds");
+    let inserts = |rows: &[(i64, i64, Option<i64>, i64)]| {
+        let mut columns = common::over::columns(rows.iter());
+        columns.push(Arc::new(Int8Array::from(vec![0i8; rows.len()])));
+        common::over::batch(columns, true)
+    };
+    let _ = feed(
+        &mut o,
+        0,
+        inserts(&[(1, 1, Some(10), 1), (2, 1, Some(10), 2)]),
+        None,
+    );
+    clock.advance(Duration::from_secs(30));
+    let _ = feed(&mut o, 0, inserts(&[(2, 2, Some(11), 3)]), None);
+    clock.advance(Duration::from_secs(50));
+    feed(
+        &mut o,
+        0,
+        inserts(&[(1, 3, Some(12), 4), (2, 3, Some(12), 5)]),
+        None,
+    )
+}
+
+#[test]
+fn an_over_partition_of_an_updating_input_idle_longer_than_the_ttl_starts_empty() {
+    assert_eq!(
+        updating_over_at_80s(r#"param state_ttl = "1m""#),
+        ["1 3 12 4 1 +I", "2 3 12 5 3 +I"]
+    );
+    assert_eq!(updating_over_at_80s(""), ["1 3 12 4 2 +I", "2 3 12 5 3 +I"]);
 }
 
 /// An endless stream of distinct keys, 100 a second, with a time-to-live of a minute: the
