@@ -150,3 +150,13 @@ fn a_regular_join_killed_at_one_parallelism_resumes_at_another_to_the_folded_out
     let p = |n| ["--parallelism", n];
     scenario(&[44], &[&p("3"), &p("1"), &p("2")]);
 }
+
+/// With a state time-to-live longer than the run (a day: nothing expires), the join's and the
+/// GROUP BY's write times go through the checkpoints, and the restores at other
+/// parallelisms, beside their keys' state, and change nothing.
+#[test]
+fn a_regular_join_with_a_state_ttl_killed_and_resumed_at_other_parallelisms_folds_to_the_uninterrupted_output(
+) {
+    let ttl = |n| ["--state-ttl", "1d", "--parallelism", n];
+    scenario(&[45], &[&ttl("2"), &ttl("3"), &ttl("1")]);
+}
