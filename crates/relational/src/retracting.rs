@@ -122,7 +122,7 @@ pub(crate) fn restore(
         .iter_mut()
         .map(|f| f as &mut dyn std::io::Read)
         .collect();
-    let mut incoming = Incoming::default();
+    let mut incoming = Incoming::for_ttl(ttl);
     table.restore(full, &mut changes, |e: TableEntry<'_>| {
         if incoming.take(name, &e)? {
             return Ok(());

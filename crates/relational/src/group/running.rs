@@ -481,7 +481,7 @@ impl Operator for Aggregate {
         self.unmatched_retractions =
             retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
         let (name, plans) = (&self.setup.name, &self.setup.plans);
-        let mut incoming = Incoming::default();
+        let mut incoming = Incoming::for_ttl(&self.ttl);
         for (range, bytes) in pieces {
             let _count = self.table.import(range, &mut bytes.as_slice())?;
             let groups = &mut self.groups;

@@ -524,7 +524,7 @@ impl Operator for Over {
         inline: Vec<Option<serde_json::Value>>,
     ) -> Result<(), OperatorError> {
         retracting::taken(&self.setup.name, 0, inline)?;
-        let mut incoming = Incoming::default();
+        let mut incoming = Incoming::for_ttl(&self.ttl);
         for (range, bytes) in pieces {
             let mut taken = Vec::new();
             let setup = &self.setup;

@@ -418,7 +418,7 @@ impl Operator for UpdatingOver {
     ) -> Result<(), OperatorError> {
         self.unmatched_retractions =
             retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
-        let mut incoming = Incoming::default();
+        let mut incoming = Incoming::for_ttl(&self.ttl);
         for (range, bytes) in pieces {
             let mut taken = Vec::new();
             let setup = &self.setup;

@@ -399,7 +399,7 @@ impl Operator for RegularJoin {
         self.unmatched_retractions =
             retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
         let name = &self.setup.name;
-        let mut incoming = Incoming::default();
+        let mut incoming = Incoming::for_ttl(&self.ttl);
         for (range, bytes) in pieces {
             let held = &mut self.held;
             self.table

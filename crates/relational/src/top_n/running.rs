@@ -445,7 +445,7 @@ impl Operator for TopN {
         self.unmatched_retractions =
             retracting::taken(&self.setup.name, self.unmatched_retractions, inline)?;
         let name = &self.setup.name;
-        let mut incoming = Incoming::default();
+        let mut incoming = Incoming::for_ttl(&self.ttl);
         for (range, bytes) in pieces {
             let partitions = &mut self.partitions;
             self.table

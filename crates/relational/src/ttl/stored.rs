@@ -34,19 +34,29 @@ fn part_of(sub_key: &[u8]) -> Option<u8> {
 }
 
 /// The entries of a restore or of key groups taken at a rescale, as the operator's callback
-/// sees them: the write times set aside, the keys of the operator's entries noted.
+/// sees them: the write times set aside, the keys of the operator's entries noted (only with
+/// a time-to-live: without one, a restore copies no key).
 #[derive(Debug, Default)]
 pub(crate) struct Incoming {
     times: Vec<(Box<[u8]>, u8, u64)>,
     keys: HashSet<Box<[u8]>>,
+    note_keys: bool,
 }
 
 impl Incoming {
+    /// What `ttl` takes in.
+    pub(crate) fn for_ttl(ttl: &StateTtl) -> Self {
+        Self {
+            note_keys: ttl.on(),
+            ..Self::default()
+        }
+    }
+
     /// Whether `e` is a write time (kept here; the operator skips it) rather than an entry of
     /// the operator `name` (whose key is noted).
     pub(crate) fn take(&mut self, name: &str, e: &TableEntry<'_>) -> Result<bool, OperatorError> {
         let Some(part) = part_of(e.sub_key) else {
-            if !self.keys.contains(e.group_key) {
+            if self.note_keys && !self.keys.contains(e.group_key) {
                 self.keys.insert(e.group_key.into());
             }
             return Ok(false);
@@ -189,7 +199,7 @@ mod tests {
         let second = Arc::new(ManualClock::new());
         second.advance(Duration::from_secs(3_600));
         let mut back = StateTtl::new(1_000, 1, Arc::clone(&second) as SharedClock);
-        let mut incoming = Incoming::default();
+        let mut incoming = Incoming::for_ttl(&back);
         for (key, sub, value) in [
             (&b"old"[..], &b"g"[..], &b"state"[..]),
             (b"old", &sub_key(0), &5_000u64.to_le_bytes()),
