@@ -16,7 +16,14 @@
 # with leases of LEASE (default 2s); COUNT rows (default 120000, at 10 000 a second) must
 # outlast the lease.
 #
-# usage: [ELECTION=file|etcd|redlock] [LEASE=2s] [COUNT=N] scripts/bench_failover.sh ANDUIN RUNS
+# ELECTION=kubernetes elects by a Kubernetes Lease, the API played by scripts/fake_kube_leases.py
+# (started here: Leases only, plain HTTP on loopback).
+#
+# STORE=s3 (with a lease-based ELECTION) keeps the checkpoints and the coordinators' catalog
+# in an S3-compatible server (moto, from PyPI, started here) and gives each coordinator a state
+# directory of its own: no shared file system (docs/cluster.md, "No shared file system").
+#
+# usage: [ELECTION=file|etcd|redlock|kubernetes] [STORE=dir|s3] [LEASE=2s] [COUNT=N] scripts/bench_failover.sh ANDUIN RUNS
 set -eu
 A=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); RUNS=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -48,7 +55,25 @@ case "$ELECTION" in
       SERVICE="$SERVICE${SERVICE:+,}127.0.0.1:$P"
     done
     SERVICE="redlock://$SERVICE" ;;
-  *) echo "ELECTION is file, etcd or redlock" >&2; exit 2 ;;
+  kubernetes)
+    python3 -u "$HERE/fake_kube_leases.py" >"$W/kube.port" 2>"$W/kube.log" &
+    SPIDS="$SPIDS $!"
+    until [ -s "$W/kube.port" ]; do sleep 0.05; done
+    KUBE="--kube-api http://127.0.0.1:$(cat "$W/kube.port") --kube-namespace bench" ;;
+  *) echo "ELECTION is file, etcd, redlock or kubernetes" >&2; exit 2 ;;
+esac
+STORE=${STORE:-dir}
+case "$STORE" in
+  dir) ;;
+  s3)
+    [ "$ELECTION" != file ] || { echo "STORE=s3 needs ELECTION=etcd, redlock or kubernetes (a lock file needs a shared file system)" >&2; exit 2; }
+    P=$(free_port)
+    python3 -m moto.server -H 127.0.0.1 -p "$P" >"$W/moto.log" 2>&1 &
+    SPIDS="$SPIDS $!"
+    until curl -sf -X PUT "http://127.0.0.1:$P/bench" >/dev/null; do sleep 0.1; done
+    export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 \
+      AWS_ENDPOINT_URL="http://127.0.0.1:$P" ;;
+  *) echo "STORE is dir or s3" >&2; exit 2 ;;
 esac
 
 cat > "$W/q.flow" <<'Q'
@@ -89,14 +114,19 @@ for i in $(seq "$RUNS"); do
   sed -i "s/param count = [0-9A-Z]*/param count = $COUNT/" "$W/q.flow"
   case "$ELECTION" in
     file) LOCK="file://$C/leader.lock" ;;
+    kubernetes) LOCK="kubernetes://bench-run$i" ;;
     *) LOCK="$SERVICE/bench-run$i" ;;
   esac
-  "$A" coordinator --listen 127.0.0.1:0 --state-dir "$C/state" --checkpoint-store "$C/ck" \
-    --address-file "$C/a1" --leader-election "$LOCK" --leader-lease "$LEASE" 2>"$C/c1.log" &
+  case "$STORE" in
+    dir) CK="$C/ck"; S1="$C/state"; S2="$C/state" ;;
+    s3) CK="s3://bench/run$i"; S1="$C/state1"; S2="$C/state2" ;;
+  esac
+  "$A" coordinator --listen 127.0.0.1:0 --state-dir "$S1" --checkpoint-store "$CK" \
+    --address-file "$C/a1" --leader-election "$LOCK" --leader-lease "$LEASE" ${KUBE:-} 2>"$C/c1.log" &
   C1=$!; PIDS="$PIDS $C1"
   until grep -q ' leads (term' "$C/c1.log" 2>/dev/null; do sleep 0.02; done
-  "$A" coordinator --listen 127.0.0.1:0 --state-dir "$C/state" --checkpoint-store "$C/ck" \
-    --address-file "$C/a2" --leader-election "$LOCK" --leader-lease "$LEASE" 2>"$C/c2.log" &
+  "$A" coordinator --listen 127.0.0.1:0 --state-dir "$S2" --checkpoint-store "$CK" \
+    --address-file "$C/a2" --leader-election "$LOCK" --leader-lease "$LEASE" ${KUBE:-} 2>"$C/c2.log" &
   PIDS="$PIDS $!"
   until grep -q 'standing by' "$C/c2.log" 2>/dev/null; do sleep 0.02; done
   ADDR="$(cat "$C/a1"),$(cat "$C/a2")"
