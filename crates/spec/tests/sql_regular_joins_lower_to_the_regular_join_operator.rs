@@ -166,3 +166,28 @@ fn a_star_keeps_the_tables_names_so_nothing_is_filtered_before_the_join() {
         Some(r#""qty" > 2"#)
     );
 }
+
+/// Both tables have `ts`: the join's output names the right one `s_ts`. Selected without an
+/// alias, `s.ts` is `ts` again, unless an earlier item took that name (Nexmark q20 selects
+/// `B.dateTime, …, A.dateTime` into a table that names them apart): then it keeps its join
+/// output name, and an INSERT's positional names take each column by the name it has.
+#[test]
+fn a_column_of_the_right_table_selected_without_an_alias_is_that_column() {
+    let spec = spec("INSERT INTO out SELECT s.ts, o.qty FROM o JOIN s ON o.item = s.item;");
+    assert_eq!(
+        param(op(&spec, "insert1_select"), "columns").as_deref(),
+        Some("\"s_ts\" AS \"ts\", \"qty\"")
+    );
+    let twice = "
+CREATE TABLE named (o_ts TIMESTAMP, s_ts TIMESTAMP) WITH (connector = 'discard');
+INSERT INTO named SELECT o.ts, s.ts FROM o JOIN s ON o.item = s.item;";
+    let spec = parse_sql(&format!("{TABLES}{twice}")).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(
+        param(op(&spec, "insert1_select"), "columns").as_deref(),
+        Some("\"ts\", \"s_ts\"")
+    );
+    assert_eq!(
+        param(op(&spec, "insert1_insert"), "columns").as_deref(),
+        Some("\"ts\" AS \"o_ts\", \"s_ts\" AS \"s_ts\"")
+    );
+}

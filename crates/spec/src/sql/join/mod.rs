@@ -178,8 +178,12 @@ pub(super) fn lower(
         stream = filter;
     }
     let mut columns = Vec::new();
+    // The name each item of the select list gives its column (its first, for a wildcard).
+    let mut item_names = Vec::new();
     for item in &s.projection {
-        columns.extend(joined.item_columns(item, tables));
+        let cols = joined.item_columns(item, tables, &columns);
+        item_names.push(cols.first().map(|(c, _)| c.clone()));
+        columns.extend(cols);
     }
     let grouped = match &s.group_by {
         GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
@@ -202,8 +206,8 @@ pub(super) fn lower(
     }
     let at = pos(s.select_token.0.span.start);
     let mut items = Vec::new();
-    for item in &s.projection {
-        items.push(joined.item(item)?);
+    for (item, name) in s.projection.iter().zip(&item_names) {
+        items.push(joined.item(item, name.as_deref())?);
     }
     let map = format!("{prefix}_select");
     spec.operators.push(operator(

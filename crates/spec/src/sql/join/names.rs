@@ -254,8 +254,17 @@ impl Joined {
     }
 
     /// The columns one item of the select list gives, and what they are (a time column of a
-    /// side stays a time; the window bounds of a window join stay window bounds).
-    pub(super) fn item_columns(&self, item: &SelectItem, tables: &Tables) -> Vec<(String, Attr)> {
+    /// side stays a time; the window bounds of a window join stay window bounds). A column of
+    /// a side selected without an alias is named as in its table (`A.dateTime` is
+    /// `dateTime`), unless an earlier item of the list (in `earlier`) took that name: then it
+    /// keeps its name in the join's output (`B.dateTime, A.dateTime` give `dateTime` and
+    /// the right table's `…_dateTime`), so that no two columns share a name.
+    pub(super) fn item_columns(
+        &self,
+        item: &SelectItem,
+        tables: &Tables,
+        earlier: &[(String, Attr)],
+    ) -> Vec<(String, Attr)> {
         let attr_of = |c: &str| -> Attr {
             if self.windowed && (c == "window_start" || c == "window_end") {
                 return if c == "window_start" {
@@ -288,15 +297,37 @@ impl Joined {
                 }
                 cols
             }
+            SelectItem::UnnamedExpr(e) => {
+                let named = item_column(item, &attr_of, false);
+                match (named, self.column(e)) {
+                    (Some((name, attr)), Some(Ok(col)))
+                        if earlier.iter().any(|(c, _)| *c == name) =>
+                    {
+                        vec![(self.out_name(&col), attr)]
+                    }
+                    (named, _) => named.into_iter().collect(),
+                }
+            }
             other => item_column(other, &attr_of, false).into_iter().collect(),
         }
     }
 
-    /// One item of the select list, over the join output.
-    pub(super) fn item(&self, item: &SelectItem) -> Result<String, Diagnostic> {
+    /// One item of the select list, over the join output; `name`, the name
+    /// [`Joined::item_columns`] gives its column.
+    pub(super) fn item(&self, item: &SelectItem, name: Option<&str>) -> Result<String, Diagnostic> {
         let at = pos(item.span().start);
         Ok(match item {
-            SelectItem::UnnamedExpr(e) => self.rewrite(e)?.to_string(),
+            SelectItem::UnnamedExpr(e) => {
+                let text = self.rewrite(e)?.to_string();
+                match (self.column(e), name) {
+                    // A column renamed in the join's output (`A.dateTime` as the right
+                    // table's `…_dateTime`) takes its name back.
+                    (Some(Ok(col)), Some(name)) if self.out_name(&col) != name => {
+                        format!("{text} AS {}", quoted(name))
+                    }
+                    _ => text,
+                }
+            }
             SelectItem::ExprWithAlias { expr, alias } => {
                 format!("{} AS {alias}", self.rewrite(expr)?)
             }
