@@ -315,6 +315,8 @@ mod by_hand {
                 auction,
                 bidder,
                 price,
+                channel: String::new(),
+                url: String::new(),
                 date_time,
                 extra: String::new(),
             })

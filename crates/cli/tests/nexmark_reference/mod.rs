@@ -7,6 +7,7 @@
 pub mod cep;
 mod csv;
 pub mod sql;
+pub mod sql_q10_q22;
 
 use std::cmp::Ordering;
 use std::path::Path;
@@ -77,11 +78,13 @@ pub struct Auction {
     pub expires: i64,
 }
 
-/// A bid: `auction`, `bidder`, `price`, `dateTime` (epoch ms), `extra`.
+/// A bid: `auction`, `bidder`, `price`, `channel`, `url`, `dateTime` (epoch ms), `extra`.
 pub struct Bid {
     pub auction: i64,
     pub bidder: i64,
     pub price: i64,
+    pub channel: String,
+    pub url: String,
     pub date_time: i64,
     pub extra: String,
 }
@@ -180,11 +183,14 @@ fn read_bids(path: &Path) -> Vec<Bid> {
     let t = Table::read(path);
     let (auction, bidder, price) = (t.col("auction"), t.col("bidder"), t.col("price"));
     let (time, extra) = (t.col("dateTime"), t.col("extra"));
+    let (channel, url) = (t.col("channel"), t.col("url"));
     (t.rows.iter())
         .map(|r| Bid {
             auction: int(&r[auction]),
             bidder: int(&r[bidder]),
             price: int(&r[price]),
+            channel: r[channel].clone(),
+            url: r[url].clone(),
             date_time: timestamp(&r[time]),
             extra: r[extra].clone(),
         })
@@ -252,12 +258,21 @@ pub type Row = Vec<V>;
 /// The rows of an upsert output (`op` first, then the row, keyed by its first column) folded
 /// into the table they describe: a `+I` or `+U` sets its key's row, a `-D` removes it.
 pub fn folded_upserts(rows: Vec<Row>) -> Vec<Row> {
+    folded_upserts_by(rows, 1)
+}
+
+/// [`folded_upserts`] of rows keyed by their first `key_columns` columns.
+pub fn folded_upserts_by(rows: Vec<Row>, key_columns: usize) -> Vec<Row> {
     let mut table: std::collections::BTreeMap<String, Row> = std::collections::BTreeMap::new();
     for mut r in rows {
         let V::S(op) = r.remove(0) else {
             panic!("an upsert row starts with its op: {r:?}")
         };
-        let key = format!("{:?}", r.first().expect("a key"));
+        assert!(
+            r.len() >= key_columns,
+            "a key of {key_columns} columns: {r:?}"
+        );
+        let key = format!("{:?}", &r[..key_columns]);
         match op.as_str() {
             "+I" | "+U" => {
                 table.insert(key, r);

@@ -1,0 +1,54 @@
+-- -------------------------------------------------------------------------------------------------
+-- Nexmark Query 10: Log to File System (nexmark-flink; not in the original suite)
+-- -------------------------------------------------------------------------------------------------
+-- Every bid, with the day (`dt`) and the minute (`hm`) of its time, to a file: nexmark-flink
+-- writes them to a filesystem sink partitioned by `dt` and `hm` (a directory per day and
+-- minute, each committed a minute after its time).
+-- Departures from the original text: anduin has no partitioned filesystem sink (`PARTITIONED
+-- BY` is refused), so the sink is one CSV file holding `dt` and `hm` as columns; Flink's
+-- `DATE_FORMAT(dateTime, 'yyyy-MM-dd')` and `DATE_FORMAT(dateTime, 'HH:mm')` are DataFusion's
+-- `to_char(dateTime, '%Y-%m-%d')` and `to_char(dateTime, '%H:%M')` (chrono's format letters;
+-- the time in UTC).
+-- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q10.sql.
+--
+-- Run:   anduin run benches/nexmark/q10.sql --var EVENTS=100000 --var OUTPUT=q10.csv
+-- Bench: anduin bench nexmark --query q10 --events 10000000   (the sink becomes a discard)
+-- Vars:  EVENTS (all kinds together; default 10000000), RATE (events per second of event
+--        time; default 10000000, as nexmark-flink), SEED (default 42), OUTPUT (default /dev/null).
+-- -------------------------------------------------------------------------------------------------
+
+CREATE TABLE bid (
+  auction  BIGINT,
+  bidder  BIGINT,
+  price  BIGINT,
+  channel  VARCHAR,
+  url  VARCHAR,
+  dateTime  TIMESTAMP,
+  extra  VARCHAR
+) WITH (
+  connector = 'nexmark',
+  events = '${EVENTS:-10000000}',
+  rate = '${RATE:-10000000}',
+  seed = '${SEED:-42}',
+  event_time = 'dateTime',
+  watermark = '4 seconds'
+);
+
+CREATE TABLE nexmark_q10 (
+  auction  BIGINT,
+  bidder  BIGINT,
+  price  BIGINT,
+  dateTime  TIMESTAMP,
+  extra  VARCHAR,
+  dt  VARCHAR,
+  hm  VARCHAR
+) WITH (
+  connector = 'file',
+  path = '${OUTPUT:-/dev/null}',
+  format = 'csv'
+);
+
+INSERT INTO nexmark_q10
+SELECT auction, bidder, price, dateTime, extra,
+    to_char(dateTime, '%Y-%m-%d'), to_char(dateTime, '%H:%M')
+FROM bid;
