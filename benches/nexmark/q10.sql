@@ -4,11 +4,9 @@
 -- Every bid, with the day (`dt`) and the minute (`hm`) of its time, to a file: nexmark-flink
 -- writes them to a filesystem sink partitioned by `dt` and `hm` (a directory per day and
 -- minute, each committed a minute after its time).
--- Departures from the original text: anduin has no partitioned filesystem sink (`PARTITIONED
--- BY` is refused), so the sink is one CSV file holding `dt` and `hm` as columns; Flink's
--- `DATE_FORMAT(dateTime, 'yyyy-MM-dd')` and `DATE_FORMAT(dateTime, 'HH:mm')` are DataFusion's
--- `to_char(dateTime, '%Y-%m-%d')` and `to_char(dateTime, '%H:%M')` (chrono's format letters;
--- the time in UTC).
+-- Departure from the original text: anduin has no partitioned filesystem sink (`PARTITIONED BY` is
+-- refused), so the sink is one CSV file holding `dt` and `hm` as columns. `DATE_FORMAT` takes
+-- Flink's (Java's) pattern letters, the time in UTC.
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q10.sql.
 --
 -- Run:   anduin run benches/nexmark/q10.sql --var EVENTS=100000 --var OUTPUT=q10.csv
@@ -50,5 +48,5 @@ CREATE TABLE nexmark_q10 (
 
 INSERT INTO nexmark_q10
 SELECT auction, bidder, price, dateTime, extra,
-    to_char(dateTime, '%Y-%m-%d'), to_char(dateTime, '%H:%M')
+    DATE_FORMAT(dateTime, 'yyyy-MM-dd'), DATE_FORMAT(dateTime, 'HH:mm')
 FROM bid;

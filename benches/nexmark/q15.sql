@@ -5,11 +5,10 @@
 -- distinct bidders and the distinct auctions, in all and at three levels of price: several
 -- COUNT(DISTINCT …) with FILTER (WHERE …) in one GROUP BY without a window (an updating
 -- aggregate: each day's counts change, -U/+U, as its bids come).
--- Departures from the original text: Flink's `DATE_FORMAT(dateTime, 'yyyy-MM-dd')` is
--- DataFusion's `to_char(dateTime, '%Y-%m-%d')` (the day in UTC), computed as `day` in a
--- subquery, since anduin groups by columns, not by expressions (`GROUP BY to_char(…)` is
--- refused); the sink table writes upserts keyed by the day (`mode = 'upsert', primary_key =
--- 'day'`; Flink's is a blackhole), since the result is updating.
+-- Departures from the original text: the day, `DATE_FORMAT(dateTime, 'yyyy-MM-dd')` (of UTC), is
+-- computed as `day` in a subquery, since anduin groups by columns, not by expressions (`GROUP BY
+-- DATE_FORMAT(…)` is refused); the sink table writes upserts keyed by the day (`mode = 'upsert',
+-- primary_key = 'day'`; Flink's is a blackhole), since the result is updating.
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q15.sql.
 --
 -- Run:   anduin run benches/nexmark/q15.sql --var EVENTS=100000 --var OUTPUT=q15.csv
@@ -72,5 +71,5 @@ SELECT
     count(DISTINCT auction) FILTER (WHERE price < 10000) AS rank1_auctions,
     count(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_auctions,
     count(DISTINCT auction) FILTER (WHERE price >= 1000000) AS rank3_auctions
-FROM (SELECT bidder, auction, price, to_char(dateTime, '%Y-%m-%d') AS day FROM bid)
+FROM (SELECT bidder, auction, price, DATE_FORMAT(dateTime, 'yyyy-MM-dd') AS day FROM bid)
 GROUP BY day;

@@ -5,12 +5,11 @@
 -- all and at three levels of price, and the latest minute of the day that had a bid: several
 -- COUNT(DISTINCT …) with FILTER (WHERE …) for a key of two columns, in a GROUP BY without a
 -- window (an updating aggregate).
--- Departures from the original text: Flink's `DATE_FORMAT(dateTime, 'yyyy-MM-dd')` and
--- `DATE_FORMAT(dateTime, 'HH:mm')` are DataFusion's `to_char(dateTime, '%Y-%m-%d')` and
--- `to_char(dateTime, '%H:%M')` (UTC), computed as `day` and `minute` in a subquery, since
--- anduin groups by columns, not by expressions; the sink table writes upserts keyed by the
--- channel and the day (`mode = 'upsert', primary_key = 'channel, day'`; Flink's is a
--- blackhole), since the result is updating.
+-- Departures from the original text: `DATE_FORMAT(dateTime, 'yyyy-MM-dd')` and
+-- `DATE_FORMAT(dateTime, 'HH:mm')` (of UTC) are computed as `day` and `minute` in a subquery, since
+-- anduin groups by columns, not by expressions; the sink table writes upserts keyed by the channel
+-- and the day (`mode = 'upsert', primary_key = 'channel, day'`; Flink's is a blackhole), since the
+-- result is updating.
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q16.sql.
 --
 -- Run:   anduin run benches/nexmark/q16.sql --var EVENTS=100000 --var OUTPUT=q16.csv
@@ -79,7 +78,7 @@ SELECT
     count(DISTINCT auction) FILTER (WHERE price >= 1000000) AS rank3_auctions
 FROM (
     SELECT channel, bidder, auction, price,
-        to_char(dateTime, '%Y-%m-%d') AS day, to_char(dateTime, '%H:%M') AS minute
+        DATE_FORMAT(dateTime, 'yyyy-MM-dd') AS day, DATE_FORMAT(dateTime, 'HH:mm') AS minute
     FROM bid
 )
 GROUP BY channel, day;

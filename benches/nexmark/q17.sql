@@ -4,12 +4,11 @@
 -- How many bids does an auction get each day, and at what prices? Per auction and day: the
 -- bids in all and at three levels of price, and the lowest, highest, average and total
 -- price: a GROUP BY without a window (an updating aggregate).
--- Departures from the original text: Flink's `DATE_FORMAT(dateTime, 'yyyy-MM-dd')` is
--- DataFusion's `to_char(dateTime, '%Y-%m-%d')` (UTC), computed as `day` in a subquery, since
--- anduin groups by columns, not by expressions; `avg_price` is a DOUBLE (anduin's AVG of
--- integers; Flink's AVG of BIGINT truncates to a BIGINT); the sink table writes upserts keyed
--- by the auction and the day (`mode = 'upsert', primary_key = 'auction, day'`; Flink's is a
--- blackhole), since the result is updating.
+-- Departures from the original text: the day, `DATE_FORMAT(dateTime, 'yyyy-MM-dd')` (of UTC), is
+-- computed as `day` in a subquery, since anduin groups by columns, not by expressions; `avg_price`
+-- is a DOUBLE (anduin's AVG of integers; Flink's AVG of BIGINT truncates to a BIGINT); the sink
+-- table writes upserts keyed by the auction and the day (`mode = 'upsert', primary_key = 'auction,
+-- day'`; Flink's is a blackhole), since the result is updating.
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q17.sql.
 --
 -- Run:   anduin run benches/nexmark/q17.sql --var EVENTS=100000 --var OUTPUT=q17.csv
@@ -66,5 +65,5 @@ SELECT
     max(price) AS max_price,
     avg(price) AS avg_price,
     sum(price) AS sum_price
-FROM (SELECT auction, price, to_char(dateTime, '%Y-%m-%d') AS day FROM bid)
+FROM (SELECT auction, price, DATE_FORMAT(dateTime, 'yyyy-MM-dd') AS day FROM bid)
 GROUP BY auction, day;

@@ -12,6 +12,7 @@ mod checked;
 mod checked_sum;
 mod coerce;
 mod compile;
+mod date_format;
 mod dialect;
 mod error;
 mod float_order;

@@ -42,6 +42,12 @@ impl FunctionProvider {
             }
             scalars.insert(f.name().to_lowercase(), f);
         }
+        // Flink's DATE_FORMAT with Java's pattern letters (`date_format.rs`), in place of
+        // DataFusion's alias of `to_char`, which takes chrono's.
+        scalars.insert(
+            "date_format".to_string(),
+            Arc::new(crate::date_format::DateFormat::udf()),
+        );
         // The processing time (`proctime.rs`), as Flink's `PROCTIME()`.
         scalars.insert(
             "proctime".to_string(),

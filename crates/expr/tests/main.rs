@@ -4,5 +4,6 @@
 //! `every_test_file_of_the_workspace_is_compiled_into_its_crates_test_binary` says so.
 
 mod calls_the_parser_would_read_again_and_again_are_refused_at_once;
+mod date_format_reads_flink_s_pattern_letters;
 mod float_min_and_max_follow_sql_order_in_any_row_order;
 mod the_expression_compiler_returns_on_any_input;
