@@ -34,6 +34,13 @@ pub(crate) fn parse_create_function(
     aggregate: bool,
 ) -> Result<Statement, ParserError> {
     let name = p.parse_object_name(false)?;
+    if p.peek_keyword(Keyword::AS) {
+        // Flink's `CREATE FUNCTION name AS 'com.example.Class'` (Nexmark q14's count_char).
+        let at = p.peek_token().span.start;
+        return Err(ParserError::ParserError(format!(
+            "`CREATE FUNCTION {name} AS …` (a function of a Java class) is not supported: declare its arguments and result, in JavaScript or WebAssembly: CREATE FUNCTION {name}(s VARCHAR) RETURNS BIGINT LANGUAGE javascript AS $$ … $$ (or LANGUAGE wasm AS 'module.wasm'){at}"
+        )));
+    }
     p.expect_token(&sqlparser::tokenizer::Token::LParen)?;
     let mut args = Vec::new();
     if !p.consume_token(&sqlparser::tokenizer::Token::RParen) {

@@ -63,12 +63,7 @@ pub(super) fn lower(
             Some("window_start") if tvf => has_start = true,
             Some("window_end") if tvf => has_end = true,
             Some(k) => keys.push(k.to_string()),
-            None => {
-                return Err(unsupported(
-                    pos(g.span().start),
-                    format!("grouping by the expression `{g}` (group by columns)"),
-                ))
-            }
+            None => return Err(grouping_expression(g)),
         }
     }
     let mut stream = stream.to_string();
@@ -213,4 +208,30 @@ pub(super) fn lower(
         vec![("columns", Text::join(&columns, ", "))],
     ));
     Ok(spec.operators.len() - 1)
+}
+
+/// The error of a GROUP BY item that is not a column: Flink's legacy group windows
+/// (`GROUP BY k, SESSION(ts, INTERVAL '10' SECOND)`, Nexmark q11's) are the window table
+/// functions in anduin; another expression can be computed as a column of a subquery.
+pub(super) fn grouping_expression(g: &Expr) -> Diagnostic {
+    let at = pos(g.span().start);
+    let window = match unnested(g) {
+        Expr::Function(f) => Some(f.name.to_string().to_uppercase())
+            .filter(|n| ["TUMBLE", "HOP", "SESSION"].contains(&n.as_str())),
+        _ => None,
+    };
+    match window {
+        Some(w) => Diagnostic::error(
+            at,
+            format!(
+                "the group window `{g}` (Flink's legacy GROUP BY {w}(…), with {w}_START and {w}_END) is not supported: use the window table function, FROM TABLE({w}(TABLE t, DESCRIPTOR(ts), …)) … GROUP BY window_start, window_end, …"
+            ),
+        ),
+        None => unsupported(
+            at,
+            format!(
+                "grouping by the expression `{g}` (group by columns: compute it as a column of a subquery, FROM (SELECT …, {g} AS k FROM t) GROUP BY k)"
+            ),
+        ),
+    }
 }

@@ -126,12 +126,7 @@ pub(super) fn lower(
     for g in group {
         match name_of(unnested(g)) {
             Some(k) => keys.push(k),
-            None => {
-                return Err(unsupported(
-                    pos(g.span().start),
-                    format!("grouping by the expression `{g}` (group by columns)"),
-                ))
-            }
+            None => return Err(super::group::grouping_expression(g)),
         }
     }
     let mut aggregates: Vec<Text> = Vec::new();

@@ -301,7 +301,9 @@ pub(super) fn lower_select(
         } => (tables.read(name)?, None),
         TableFactor::TableFunction { expr, .. } => {
             let (table, tvf) = super::window_tvf::window_tvf(expr)?;
-            (tables.read(&table)?, Some(tvf))
+            let stream = tables.read(&table)?;
+            tvf.check_time(&stream, tables)?;
+            (stream, Some(tvf))
         }
         TableFactor::Derived {
             lateral: false,

@@ -32,6 +32,7 @@ mod select_text;
 mod settings;
 mod source_text;
 mod tables;
+mod temporal;
 mod top_n;
 mod window_tvf;
 
@@ -76,6 +77,7 @@ fn lower_script(
     prepared: match_recognize::Prepared,
 ) -> Result<Spec, Diagnostics> {
     let end = end_of(&prepared.tokens);
+    temporal::refuse_for_system_time(&prepared.tokens)?;
     let parsed = Parser::new(dialect)
         .with_recursion_limit(nesting::PARSER_RECURSION_LIMIT)
         .try_with_sql(&prepared.sql)

@@ -10,14 +10,36 @@ use sqlparser::ast::{
 use super::dialect::TABLE_ARGUMENT;
 use super::insert::{name_of, unnested, unsupported};
 use super::source_text::pos;
+use super::tables::Tables;
 
 /// A window table function, as the window operator's params.
 pub(super) struct WindowTvf {
     pub params: Vec<(&'static str, String)>,
     pub time: String,
     pub at: Pos,
+    /// Where its `DESCRIPTOR(…)` is.
+    pub time_at: Pos,
     /// The size of a `TUMBLE`, in milliseconds.
     pub tumble_ms: Option<u64>,
+}
+
+impl WindowTvf {
+    /// Refuses a `DESCRIPTOR(c)` of another column than the event time of `stream`, the
+    /// table it windows: the windows close as that time's watermark passes them, so over
+    /// another column (a processing time, `PROCTIME()`, as Nexmark q12's) they would close at
+    /// random. Flink refuses a column that is not a time attribute likewise.
+    pub(super) fn check_time(&self, stream: &str, tables: &Tables) -> Result<(), Diagnostic> {
+        match tables.event_time(stream) {
+            Some(event_time) if event_time != self.time => Err(Diagnostic::error(
+                self.time_at,
+                format!(
+                    "DESCRIPTOR({}): the windows of `{stream}` are over its event time `{event_time}`; windows over another column, processing-time windows (PROCTIME()) among them, are not supported",
+                    self.time
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// `TUMBLE(TABLE t, DESCRIPTOR(ts), size)`, `HOP(TABLE t, DESCRIPTOR(ts), slide, size)`,
@@ -72,6 +94,7 @@ pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic
             ))
         }
     };
+    let time_at = args.get(1).map_or(at, |d| pos(d.span().start));
     let time = match args.get(1) {
         Some(Expr::Function(d)) if d.name.to_string().eq_ignore_ascii_case("DESCRIPTOR") => {
             match &d.args {
@@ -138,6 +161,7 @@ pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic
         WindowTvf {
             params,
             time,
+            time_at,
             at,
             tumble_ms,
         },

@@ -382,6 +382,7 @@ fn side(
             ));
         };
         let stream = tables.read(&table)?;
+        tvf.check_time(&stream, tables)?;
         Ok(new(stream, alias, Some((size, tvf.time, tvf.at)), tables))
     };
     match rel {
