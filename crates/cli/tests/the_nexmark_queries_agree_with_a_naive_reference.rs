@@ -1,4 +1,4 @@
-//! Every Nexmark query of `benches/nexmark/` (q0 to q11, q14 to q22 and the CEP queries
+//! Every Nexmark query of `benches/nexmark/` (q0 to q11, q13 to q22 and the CEP queries
 //! cep_q0 … cep_q3), run by `anduin` on a small generated input, gives the rows of a naive
 //! reference: its SQL computed over the same events with plain loops, `Vec`s and `BTreeMap`s,
 //! written from the SQL's semantics, not from anduin's code.
@@ -23,7 +23,7 @@ use crate::nexmark_reference;
 use nexmark_reference::cep::{cep_q0, cep_q1, cep_q2, cep_q3};
 use nexmark_reference::sql::{q0, q1, q2, q3, q4, q5, q6, q7, q8, q9};
 use nexmark_reference::sql_q10_q22::{
-    q10, q11, q14, q15, q16, q17, q18, q19, q19_ties_at_the_tenth, q20, q21, q22,
+    q10, q11, q13, q14, q15, q16, q17, q18, q19, q19_ties_at_the_tenth, q20, q21, q22,
 };
 use nexmark_reference::{
     assert_same_rows, folded_changelog, folded_upserts, folded_upserts_by, hand_made_bids, input,
@@ -151,6 +151,13 @@ fn q11_counts_the_bids_of_each_bidder_s_sessions() {
     let input = input();
     let got = run_query(&input, "q11", "iitt");
     assert_same_rows("q11", got, q11(&input.bids), 500);
+}
+
+#[test]
+fn q13_enriches_every_bid_with_its_row_of_the_side_table() {
+    let input = input();
+    let got = run_query(&input, "q13", "iiits");
+    assert_same_rows("q13", got, q13(&input.bids), 40_000);
 }
 
 #[test]

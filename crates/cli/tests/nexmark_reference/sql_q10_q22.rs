@@ -1,4 +1,4 @@
-//! Naive references of nexmark-flink's queries beyond the original suite (q10, q11, q14–q22),
+//! Naive references of nexmark-flink's queries beyond the original suite (q10, q11, q13–q22),
 //! as `benches/nexmark/` writes them: each is the query's SQL computed over the whole input
 //! with loops and `BTreeMap`s. Days, hours and minutes are of UTC.
 
@@ -103,6 +103,23 @@ pub fn q11(bids: &[Bid]) -> Vec<Row> {
         ]);
     }
     rows
+}
+
+/// `SELECT B.auction, B.bidder, B.price, B.dateTime, S.value FROM bid B JOIN side_input S ON
+/// mod(B.auction, 10000) = S.key`, the side input holding `i, 'i'` for i in 0 … 9 999: every
+/// bid, with the text of its auction id modulo 10 000.
+pub fn q13(bids: &[Bid]) -> Vec<Row> {
+    (bids.iter())
+        .map(|b| {
+            vec![
+                V::I(b.auction),
+                V::I(b.bidder),
+                V::I(b.price),
+                V::I(b.date_time),
+                V::S(b.auction.rem_euclid(10_000).to_string()),
+            ]
+        })
+        .collect()
 }
 
 /// `SELECT auction, bidder, 0.908 * price, CASE WHEN HOUR(dateTime) …, dateTime, extra,
