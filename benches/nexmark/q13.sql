@@ -11,9 +11,8 @@
 -- bids), and a bid meets its side row whichever of the two came first; since the side table
 -- does not change, its result is the lookup join's. The side table is generated in the query,
 -- the same 10 000 rows: a `generator` table whose row i has the timestamp i ms, whose key is
--- that number and whose value is its text. `mod(B.auction, 10000)` is `auction % 10000`
--- (DataFusion's remainder, as in q2), computed as a column of a subquery, since a join's keys
--- are columns.
+-- that number and whose value is its text. `mod(B.auction, 10000)` is computed as a column
+-- of a subquery, since a join's keys are columns.
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q13.sql.
 --
 -- Run:   anduin run benches/nexmark/q13.sql --var EVENTS=100000 --var RATE=1000 --var OUTPUT=q13.csv
@@ -68,7 +67,7 @@ SELECT
     B.price,
     B.dateTime,
     S.value
-FROM (SELECT auction, bidder, price, dateTime, auction % 10000 AS side_key FROM bid) AS B
+FROM (SELECT auction, bidder, price, dateTime, mod(auction, 10000) AS side_key FROM bid) AS B
 JOIN (
     SELECT CAST(n AS BIGINT) AS key, CAST(CAST(n AS BIGINT) AS VARCHAR) AS value FROM side_rows
 ) AS S

@@ -7,9 +7,8 @@
 -- Departures from the original text: nexmark-flink's `count_char` is a Java class
 -- (`CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar'`); here it is the
 -- same function in JavaScript (`CREATE FUNCTION … LANGUAGE javascript`: the number of
--- occurrences of the character `c` in `s`). Flink's `HOUR(dateTime)` is `EXTRACT(HOUR FROM
--- dateTime)` (DataFusion has no HOUR function; the hour in UTC). The sink's `price` is a
--- DOUBLE (anduin has no DECIMAL, as in q1).
+-- occurrences of the character `c` in `s`). The sink's `price` is a DOUBLE (anduin has no
+-- DECIMAL, as in q1). `HOUR(dateTime)` is the hour of UTC.
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q14.sql.
 --
 -- Run:   anduin run benches/nexmark/q14.sql --var EVENTS=100000 --var OUTPUT=q14.csv
@@ -63,8 +62,8 @@ SELECT
     bidder,
     0.908 * price AS price,
     CASE
-        WHEN EXTRACT(HOUR FROM dateTime) >= 8 AND EXTRACT(HOUR FROM dateTime) <= 18 THEN 'dayTime'
-        WHEN EXTRACT(HOUR FROM dateTime) <= 6 OR EXTRACT(HOUR FROM dateTime) >= 20 THEN 'nightTime'
+        WHEN HOUR(dateTime) >= 8 AND HOUR(dateTime) <= 18 THEN 'dayTime'
+        WHEN HOUR(dateTime) <= 6 OR HOUR(dateTime) >= 20 THEN 'nightTime'
         ELSE 'otherTime'
     END AS bidTimeType,
     dateTime,

@@ -15,6 +15,8 @@ mod compile;
 mod date_format;
 mod dialect;
 mod error;
+mod flink_aliases;
+mod flink_strings;
 mod float_order;
 mod locate;
 mod narrow;

@@ -48,6 +48,16 @@ impl FunctionProvider {
             "date_format".to_string(),
             Arc::new(crate::date_format::DateFormat::udf()),
         );
+        // Flink's functions that DataFusion lacks or names otherwise (`flink_strings.rs`,
+        // `flink_aliases.rs`).
+        for f in [
+            crate::flink_strings::regexp_extract(),
+            crate::flink_strings::split_index(),
+            crate::flink_aliases::hour(),
+            crate::flink_aliases::modulo(),
+        ] {
+            scalars.insert(f.name().to_string(), Arc::new(f));
+        }
         // The processing time (`proctime.rs`), as Flink's `PROCTIME()`.
         scalars.insert(
             "proctime".to_string(),

@@ -5,5 +5,6 @@
 
 mod calls_the_parser_would_read_again_and_again_are_refused_at_once;
 mod date_format_reads_flink_s_pattern_letters;
+mod flink_s_string_and_time_functions_give_flink_s_results;
 mod float_min_and_max_follow_sql_order_in_any_row_order;
 mod the_expression_compiler_returns_on_any_input;
