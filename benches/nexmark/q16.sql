@@ -5,11 +5,9 @@
 -- all and at three levels of price, and the latest minute of the day that had a bid: several
 -- COUNT(DISTINCT …) with FILTER (WHERE …) for a key of two columns, in a GROUP BY without a
 -- window (an updating aggregate).
--- Departures from the original text: `DATE_FORMAT(dateTime, 'yyyy-MM-dd')` and
--- `DATE_FORMAT(dateTime, 'HH:mm')` (of UTC) are computed as `day` and `minute` in a subquery, since
--- anduin groups by columns, not by expressions; the sink table writes upserts keyed by the channel
--- and the day (`mode = 'upsert', primary_key = 'channel, day'`; Flink's is a blackhole), since the
--- result is updating.
+-- Departure from the original text: the sink table writes upserts keyed by the channel and the day
+-- (`mode = 'upsert', primary_key = 'channel, day'`; Flink's is a blackhole), since the result is
+-- updating. `DATE_FORMAT` takes Flink's pattern letters (of UTC).
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q16.sql.
 --
 -- Run:   anduin run benches/nexmark/q16.sql --var EVENTS=100000 --var OUTPUT=q16.csv
@@ -62,23 +60,19 @@ CREATE TABLE nexmark_q16 (
 INSERT INTO nexmark_q16
 SELECT
     channel,
-    day,
-    max(minute) AS minute,
+    DATE_FORMAT(`dateTime`, 'yyyy-MM-dd') as `day`,
+    max(DATE_FORMAT(`dateTime`, 'HH:mm')) as `minute`,
     count(*) AS total_bids,
-    count(*) FILTER (WHERE price < 10000) AS rank1_bids,
-    count(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bids,
-    count(*) FILTER (WHERE price >= 1000000) AS rank3_bids,
-    count(DISTINCT bidder) AS total_bidders,
-    count(DISTINCT bidder) FILTER (WHERE price < 10000) AS rank1_bidders,
-    count(DISTINCT bidder) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bidders,
-    count(DISTINCT bidder) FILTER (WHERE price >= 1000000) AS rank3_bidders,
-    count(DISTINCT auction) AS total_auctions,
-    count(DISTINCT auction) FILTER (WHERE price < 10000) AS rank1_auctions,
-    count(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_auctions,
-    count(DISTINCT auction) FILTER (WHERE price >= 1000000) AS rank3_auctions
-FROM (
-    SELECT channel, bidder, auction, price,
-        DATE_FORMAT(dateTime, 'yyyy-MM-dd') AS day, DATE_FORMAT(dateTime, 'HH:mm') AS minute
-    FROM bid
-)
-GROUP BY channel, day;
+    count(*) filter (where price < 10000) AS rank1_bids,
+    count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
+    count(*) filter (where price >= 1000000) AS rank3_bids,
+    count(distinct bidder) AS total_bidders,
+    count(distinct bidder) filter (where price < 10000) AS rank1_bidders,
+    count(distinct bidder) filter (where price >= 10000 and price < 1000000) AS rank2_bidders,
+    count(distinct bidder) filter (where price >= 1000000) AS rank3_bidders,
+    count(distinct auction) AS total_auctions,
+    count(distinct auction) filter (where price < 10000) AS rank1_auctions,
+    count(distinct auction) filter (where price >= 10000 and price < 1000000) AS rank2_auctions,
+    count(distinct auction) filter (where price >= 1000000) AS rank3_auctions
+FROM bid
+GROUP BY channel, DATE_FORMAT(`dateTime`, 'yyyy-MM-dd');

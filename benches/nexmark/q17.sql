@@ -4,11 +4,10 @@
 -- How many bids does an auction get each day, and at what prices? Per auction and day: the
 -- bids in all and at three levels of price, and the lowest, highest, average and total
 -- price: a GROUP BY without a window (an updating aggregate).
--- Departures from the original text: the day, `DATE_FORMAT(dateTime, 'yyyy-MM-dd')` (of UTC), is
--- computed as `day` in a subquery, since anduin groups by columns, not by expressions; `avg_price`
--- is a DOUBLE (anduin's AVG of integers; Flink's AVG of BIGINT truncates to a BIGINT); the sink
--- table writes upserts keyed by the auction and the day (`mode = 'upsert', primary_key = 'auction,
--- day'`; Flink's is a blackhole), since the result is updating.
+-- Departures from the original text: `avg_price` is a DOUBLE (anduin's AVG of integers; Flink's AVG
+-- of BIGINT truncates to a BIGINT); the sink table writes upserts keyed by the auction and the day
+-- (`mode = 'upsert', primary_key = 'auction, day'`; Flink's is a blackhole), since the result is
+-- updating. `DATE_FORMAT` takes Flink's pattern letters (of UTC).
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q17.sql.
 --
 -- Run:   anduin run benches/nexmark/q17.sql --var EVENTS=100000 --var OUTPUT=q17.csv
@@ -55,15 +54,15 @@ CREATE TABLE nexmark_q17 (
 
 INSERT INTO nexmark_q17
 SELECT
-    auction,
-    day,
-    count(*) AS total_bids,
-    count(*) FILTER (WHERE price < 10000) AS rank1_bids,
-    count(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bids,
-    count(*) FILTER (WHERE price >= 1000000) AS rank3_bids,
-    min(price) AS min_price,
-    max(price) AS max_price,
-    avg(price) AS avg_price,
-    sum(price) AS sum_price
-FROM (SELECT auction, price, DATE_FORMAT(dateTime, 'yyyy-MM-dd') AS day FROM bid)
-GROUP BY auction, day;
+     auction,
+     DATE_FORMAT(`dateTime`, 'yyyy-MM-dd') as `day`,
+     count(*) AS total_bids,
+     count(*) filter (where price < 10000) AS rank1_bids,
+     count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
+     count(*) filter (where price >= 1000000) AS rank3_bids,
+     min(price) AS min_price,
+     max(price) AS max_price,
+     avg(price) AS avg_price,
+     sum(price) AS sum_price
+FROM bid
+GROUP BY auction, DATE_FORMAT(`dateTime`, 'yyyy-MM-dd');

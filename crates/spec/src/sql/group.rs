@@ -58,17 +58,24 @@ pub(super) fn lower(
     let tvf = matches!(grouping, Grouping::Tvf(_));
     let mut keys = Vec::new();
     let (mut has_start, mut has_end) = (false, false);
+    // The first expression of the GROUP BY that is not a column.
+    let mut expression: Option<&Expr> = None;
     for g in group {
         match name_of(unnested(g)).as_deref() {
             Some("window_start") if tvf => has_start = true,
             Some("window_end") if tvf => has_end = true,
             Some(k) => keys.push(k.to_string()),
+            // Refused below for a window; a GROUP BY without one computes it.
+            None if legacy_window(g).is_none() && expression.is_none() => expression = Some(*g),
             None => return Err(grouping_expression(g)),
         }
     }
     let mut stream = stream.to_string();
     let (window_at, mut params) = match grouping {
         Grouping::Tvf(tvf) => {
+            if let Some(g) = expression {
+                return Err(grouping_expression(g));
+            }
             if !(has_start && has_end) {
                 return Err(Diagnostic::error(
                     tvf.at,
@@ -92,6 +99,9 @@ pub(super) fn lower(
             return super::group_updating::lower(s, group, items, &stream, prefix, spec);
         }
         Grouping::Bounds(Some(d)) => {
+            if let Some(g) = expression {
+                return Err(grouping_expression(g));
+            }
             let g_at = group.first().map_or(at, |g| pos(g.span().start));
             let Some(end) = keys.iter().find(|k| d.attr(k) == Attr::WindowEnd).cloned() else {
                 let ends: Vec<&str> = d
@@ -210,17 +220,22 @@ pub(super) fn lower(
     Ok(spec.operators.len() - 1)
 }
 
+/// `TUMBLE`, `HOP` or `SESSION` if `g` is one of Flink's legacy group windows
+/// (`SESSION(ts, INTERVAL '10' SECOND)`).
+pub(super) fn legacy_window(g: &Expr) -> Option<String> {
+    match unnested(g) {
+        Expr::Function(f) => Some(f.name.to_string().to_uppercase())
+            .filter(|n| ["TUMBLE", "HOP", "SESSION"].contains(&n.as_str())),
+        _ => None,
+    }
+}
+
 /// The error of a GROUP BY item that is not a column: Flink's legacy group windows
 /// (`GROUP BY k, SESSION(ts, INTERVAL '10' SECOND)`, Nexmark q11's) are the window table
 /// functions in anduin; another expression can be computed as a column of a subquery.
 pub(super) fn grouping_expression(g: &Expr) -> Diagnostic {
     let at = pos(g.span().start);
-    let window = match unnested(g) {
-        Expr::Function(f) => Some(f.name.to_string().to_uppercase())
-            .filter(|n| ["TUMBLE", "HOP", "SESSION"].contains(&n.as_str())),
-        _ => None,
-    };
-    match window {
+    match legacy_window(g) {
         Some(w) => Diagnostic::error(
             at,
             format!(

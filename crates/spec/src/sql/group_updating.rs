@@ -110,9 +110,11 @@ pub(super) fn has_aggregates(s: &Select) -> bool {
     found
 }
 
-/// Lowers the GROUP BY (`group`, column names only) of `s` (its select items written as
-/// `items`) over `stream`, with no window: an aggregate `{prefix}_group` and a map
-/// `{prefix}_select`, whose index it returns.
+/// Lowers the GROUP BY (`group`) of `s` (its select items written as `items`) over
+/// `stream`, with no window: an aggregate `{prefix}_group` and a map `{prefix}_select`,
+/// whose index it returns. Expressions of the GROUP BY (`DATE_FORMAT(ts, 'yyyy-MM-dd')`) are
+/// computed first, by a map `{prefix}_group_keys` that adds them as columns `__group1`, …;
+/// a select item that is one of them (as written) reads its column.
 pub(super) fn lower(
     s: &Select,
     group: &[&Expr],
@@ -123,12 +125,40 @@ pub(super) fn lower(
 ) -> Result<usize, Diagnostic> {
     let at = pos(s.select_token.0.span.start);
     let mut keys = Vec::new();
+    // Each expression of the GROUP BY (as written) and the column that holds it.
+    let mut grouped: Vec<(String, String)> = Vec::new();
     for g in group {
         match name_of(unnested(g)) {
             Some(k) => keys.push(k),
-            None => return Err(super::group::grouping_expression(g)),
+            None if super::group::legacy_window(g).is_some() => {
+                return Err(super::group::grouping_expression(g))
+            }
+            None => {
+                let column = format!("__group{}", grouped.len() + 1);
+                grouped.push((unnested(g).to_string(), column.clone()));
+                keys.push(column);
+            }
         }
     }
+    let stream = if grouped.is_empty() {
+        stream.to_string()
+    } else {
+        // The expressions of the GROUP BY, computed beside the input's columns.
+        let mut cols = vec![Text::at("*", at)];
+        for (written, column) in &grouped {
+            cols.push(Text::at(format!("{written} AS {}", quoted(column)), at));
+        }
+        let keyed = format!("{prefix}_group_keys");
+        spec.operators.push(operator(
+            keyed.clone(),
+            "map",
+            at,
+            stream,
+            vec![("columns", Text::join(&cols, ", "))],
+        ));
+        keyed
+    };
+    let stream = stream.as_str();
     let mut aggregates: Vec<Text> = Vec::new();
     // Each aggregate call of the select list as written, and its column.
     let mut computed: Vec<(String, String)> = Vec::new();
@@ -145,6 +175,16 @@ pub(super) fn lower(
             }
         };
         let item_at = pos(item.span().start);
+        let written = unnested(expr).to_string();
+        if let Some((_, column)) = grouped.iter().find(|(w, _)| *w == written) {
+            // An expression of the GROUP BY: its column, under the item's name.
+            let out = alias.unwrap_or(written);
+            columns.push(Text::at(
+                format!("{} AS {}", quoted(column), quoted(&out)),
+                item_at,
+            ));
+            continue;
+        }
         match name_of(unnested(expr)) {
             Some(c) if keys.contains(&c) => columns.push(item_text),
             Some(c) => {
