@@ -6,8 +6,8 @@
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{
-    Expr, GroupByExpr, Insert, Join, JoinConstraint, JoinOperator, Query, Select, SelectItem,
-    SetExpr, TableAlias, TableFactor, TableObject, TableWithJoins,
+    Expr, GroupByExpr, Ident, Insert, Join, JoinConstraint, JoinOperator, Query, Select,
+    SelectItem, SetExpr, TableAlias, TableFactor, TableObject, TableWithJoins,
 };
 
 use super::derived::{item_column, Attr, Derived};
@@ -284,7 +284,7 @@ pub(super) fn lower_select(
     }
     // A top-N consumes the WHERE over it (its bound on the row number, and a filter).
     let mut filtered = false;
-    let (input, window) = match &from.relation {
+    let (input, mut window) = match &from.relation {
         TableFactor::Derived {
             lateral: false,
             subquery,
@@ -338,14 +338,42 @@ pub(super) fn lower_select(
         ));
         stream = name;
     }
-    let items: Vec<Text> = written
+    let mut items: Vec<Text> = written
         .items
         .into_iter()
         .map(|i| unqualified(&from.relation, i))
         .collect();
-    let group: Vec<&Expr> = match &s.group_by {
+    let bounds = ["window_start", "window_end"].map(|b| Expr::Identifier(Ident::new(b)));
+    let mut group: Vec<&Expr> = match &s.group_by {
         GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => exprs.iter().collect(),
         other => return Err(unsupported(at, format!("GROUP BY {other}"))),
+    };
+    // Flink's legacy `GROUP BY k, SESSION(ts, gap)`: the window table function, its
+    // `SESSION_START(…)` and `SESSION_END(…)` the window's bounds.
+    let legacy = match window {
+        None => super::legacy_window::find(&group)?,
+        Some(_) => None,
+    };
+    let rewritten;
+    let s = match legacy {
+        Some(legacy) => {
+            legacy.tvf.check_time(&input, tables)?;
+            let (projection, texts): (Vec<SelectItem>, Vec<Text>) =
+                (s.projection.iter().zip(items))
+                    .map(|(item, text)| legacy.item(item, text))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .into_iter()
+                    .unzip();
+            items = texts;
+            group.splice(legacy.index..=legacy.index, bounds.iter());
+            window = Some(legacy.tvf);
+            rewritten = Select {
+                projection,
+                ..s.clone()
+            };
+            &rewritten
+        }
+        None => s,
     };
     let attr_of = |c: &str| tables.attr(&input, c);
     let columns: Vec<(String, Attr)> = if s

@@ -21,6 +21,7 @@ mod group;
 mod group_updating;
 mod insert;
 mod join;
+mod legacy_window;
 mod match_recognize;
 mod over;
 mod qos;
