@@ -383,13 +383,47 @@ impl Coordinator {
     }
 
     /// Starts checkpoint `epoch`: creates its directory and injects its barrier at every
-    /// source.
+    /// source. The last barrier goes out even when the checkpoint cannot begin (its store
+    /// refuses it): the sources end their input with it, and the run ends as a run without
+    /// checkpoints does (every sink commits what it holds at the end of its input) rather
+    /// than waiting for ever for a store that may never take a checkpoint again.
     fn trigger(&mut self, epoch: Epoch, full: bool, last: bool) -> Result<(), String> {
-        self.store.begin(epoch).map_err(|e| e.to_string())?;
+        let begun = self
+            .faults
+            .checkpoint_begin(epoch)
+            .and_then(|()| self.store.begin(epoch).map_err(std::io::Error::other))
+            .map_err(|e| e.to_string());
+        if let Err(why) = begun {
+            if last {
+                tracing::warn!(epoch = epoch.0, error = %why, "the last checkpoint cannot begin: the sources end their input with its barrier all the same");
+                self.inject(epoch, full, true);
+            }
+            return Err(why);
+        }
         self.counters.started();
         if let Some(c) = &self.control {
             c.checkpoint_started(epoch);
         }
+        let control = self.inject(epoch, full, last);
+        for u in control
+            .iter()
+            .filter(|u| u.param == crate::rescale::PARALLELISM)
+        {
+            if let Ok(owners) = u.value.trim().parse() {
+                self.rescales.push((epoch, u.operator.clone(), owners));
+            }
+        }
+        self.events.publish(EngineEvent::CheckpointStarted {
+            epoch: epoch.0,
+            full,
+            last,
+        });
+        Ok(())
+    }
+
+    /// Injects the barrier of checkpoint `epoch` (the last: `Finish`) at every source, with
+    /// the changes pending, which it returns.
+    fn inject(&mut self, epoch: Epoch, full: bool, last: bool) -> Vec<ControlUpdate> {
         let control = std::mem::take(&mut self.pending_controls);
         for t in self.scheduler.sources() {
             if let Some(tx) = self.tasks.get(&t) {
@@ -411,20 +445,7 @@ impl Coordinator {
                 let _ = tx.send(cmd);
             }
         }
-        for u in control
-            .iter()
-            .filter(|u| u.param == crate::rescale::PARALLELISM)
-        {
-            if let Ok(owners) = u.value.trim().parse() {
-                self.rescales.push((epoch, u.operator.clone(), owners));
-            }
-        }
-        self.events.publish(EngineEvent::CheckpointStarted {
-            epoch: epoch.0,
-            full,
-            last,
-        });
-        Ok(())
+        control
     }
 
     /// Every task acknowledged: writes the manifest, commits the sinks, applies retention.

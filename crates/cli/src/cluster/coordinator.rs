@@ -390,14 +390,24 @@ impl State {
     /// one), its events are logged; the actions it answers are returned for the driver. An
     /// input the life refuses changes nothing and is logged.
     pub fn feed(&mut self, name: &str, input: &Input) -> Vec<Action> {
+        self.try_feed(name, input).unwrap_or_default()
+    }
+
+    /// [`State::feed`], saying why when the life refuses `input` (also logged): for a driver
+    /// that must not go on as if it had been taken.
+    pub fn try_feed(
+        &mut self,
+        name: &str,
+        input: &Input,
+    ) -> Result<Vec<Action>, anduin_coordinator::life::Refused> {
         let Some(q) = self.queries.get_mut(name) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let next = match step(&q.life, input) {
             Ok(next) => next,
             Err(refused) => {
                 tracing::warn!(query = name, %refused, "the query's life refused an input");
-                return Vec::new();
+                return Err(refused);
             }
         };
         // A checkpoint begun or ended is no state to recover: the catalog keeps `running`.
@@ -423,7 +433,7 @@ impl State {
                 state,
             });
         }
-        next.actions
+        Ok(next.actions)
     }
 
     /// Appends `edit` to the catalog (fsynced before this returns). An edit the catalog

@@ -475,6 +475,21 @@ fn lost(state: &State, name: &str, why: &str, worker: Option<(u32, bool)>) -> Ve
     }
 }
 
+/// The workers the life has tasks on that `placement` (the worker of each of `tasks`, in
+/// order) moves them away from: workers that died since the life placed them (a task on a
+/// live worker keeps it).
+fn moved_from(
+    life: &BTreeMap<TaskRef, WorkerId>,
+    tasks: &[TaskRef],
+    placement: &[u32],
+) -> BTreeSet<WorkerId> {
+    tasks
+        .iter()
+        .zip(placement)
+        .filter_map(|(t, w)| life.get(t).filter(|on| on.0 != *w).copied())
+        .collect()
+}
+
 /// One attempt: place, deploy, start, run, and wind down.
 fn attempt(
     cluster: &Arc<Cluster>,
@@ -490,6 +505,18 @@ fn attempt(
         // The life places what awaits a slot: every task at first, the lost ones after a
         // failure (the others keep the workers they had, if alive).
         let mut state = cluster.lock();
+        // A task the life has on a worker that died since (unnamed by the failure it heard
+        // of: another worker's, or one whose restore host died too) is placed anew: the
+        // life hears that worker's death first, so that it places what runs, not a task on
+        // a dead worker.
+        let moved_from = state
+            .queries
+            .get(name)
+            .map(|q| moved_from(q.life.placement(), &compiled.tasks, &placement))
+            .unwrap_or_default();
+        for worker in moved_from {
+            state.feed(name, &Input::WorkerDead { worker });
+        }
         let awaiting: BTreeSet<TaskRef> = state
             .queries
             .get(name)
@@ -818,6 +845,10 @@ fn start_checkpointer(
                     .args
                     .inject_checkpoint_failure
                     .map(anduin_types::Epoch),
+                deny_checkpoints_from: compiled
+                    .args
+                    .inject_checkpoints_denied_from
+                    .map(anduin_types::Epoch),
             },
             remote: None,
         }),
@@ -849,6 +880,25 @@ fn start_checkpointer(
     };
     anduin_runtime::coordinate(&compiled.loaded.graph, &config, remote)
         .context("cannot start the checkpoint coordinator")
+}
+
+/// Why attempt `number` of query `name` fails now and whose loss it is, if one worker's;
+/// otherwise `why` and `lost`, as found before.
+fn trouble_now(
+    cluster: &Cluster,
+    name: &str,
+    number: u64,
+    why: String,
+    lost: (u32, bool),
+) -> (String, (u32, bool)) {
+    match trouble(&cluster.lock(), name, number) {
+        Some(Outcome::Failed {
+            why,
+            worker: Some(lost),
+            ..
+        }) => (why, lost),
+        _ => (why, lost),
+    }
 }
 
 /// Runs an attempt whose executors have started until it ends, and winds it down.
@@ -886,19 +936,23 @@ fn run_to_end(
                             state = cluster.lock();
                             continue;
                         }
+                        // The trouble as it is now: the restore may have failed because another
+                        // worker died meanwhile (its host), which is then the one to name.
                         Ok(Some(fallback)) => {
+                            let (why, lost) = trouble_now(cluster, name, number, why, lost);
                             break Outcome::Failed {
                                 why,
                                 worker: Some(lost),
                                 fallback: Some(fallback),
-                            }
+                            };
                         }
                         Err(e) => {
+                            let (why, lost) = trouble_now(cluster, name, number, why, lost);
                             break Outcome::Failed {
                                 why,
                                 worker: Some(lost),
                                 fallback: Some(format!("restoring its part failed: {e:#}")),
-                            }
+                            };
                         }
                     }
                 }
@@ -1909,6 +1963,21 @@ operator name = "drop", type = "discard" {
   input name = "doubled"
 }
 "#;
+
+    #[test]
+    fn a_new_placement_moves_tasks_only_away_from_workers_that_died() {
+        let (a, b, c) = (TaskRef::new(0, 0), TaskRef::new(1, 0), TaskRef::new(1, 1));
+        // The life has a on 1, b on 2, c on 3 (2 died, unnamed); the attempt keeps a and c
+        // where they were and moves b to 3.
+        let life = [(a, WorkerId(1)), (b, WorkerId(2)), (c, WorkerId(3))].into();
+        assert_eq!(
+            moved_from(&life, &[a, b, c], &[1, 3, 3]),
+            [WorkerId(2)].into()
+        );
+        // A task the life awaits a slot for (not placed) moves from nowhere.
+        let life = [(a, WorkerId(1))].into();
+        assert!(moved_from(&life, &[a, b, c], &[1, 3, 3]).is_empty());
+    }
 
     #[test]
     fn two_split_stages_one_after_the_other_must_run_on_distinct_workers() {

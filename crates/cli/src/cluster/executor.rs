@@ -395,6 +395,21 @@ fn await_start(
     }
 }
 
+/// The first pause before reporting again to a coordinator.
+const FIRST_PAUSE: Duration = Duration::from_millis(50);
+
+/// The pause before reporting again after a connection that lasted `lasted`, the last pause
+/// having been `pause`: from the first again after a connection that held (5 s or more),
+/// otherwise on from where it was. A coordinator that takes the executor's report and closes
+/// at once (an attempt winding down, a stale part) is not asked twenty times a second.
+fn pause_after(pause: Duration, lasted: Duration) -> Duration {
+    if lasted >= Duration::from_secs(5) {
+        FIRST_PAUSE
+    } else {
+        pause
+    }
+}
+
 /// Ends the executor whose coordinator refused it, saying `why`: the coordinator gave its
 /// attempt up (its worker was declared dead, or it was cancelled) or restored its part
 /// elsewhere: nothing of it may go on, nor commit anything.
@@ -673,12 +688,14 @@ impl Link {
         for (task, command) in early {
             self.deliver(task, command, registered, &mut tasks);
         }
+        let mut pause = FIRST_PAUSE;
+        let mut connected = Instant::now();
         loop {
             if let Some(why) = self.dispatch_commands(&mut from, registered, &mut tasks) {
                 stop_stale(&why);
             }
             *self.to.lock().unwrap_or_else(|p| p.into_inner()) = None;
-            let mut pause = Duration::from_millis(50);
+            pause = pause_after(pause, connected.elapsed());
             from = loop {
                 // An ended part reconnects only to tell what a coordinator may not have heard.
                 if self.done.load(Ordering::SeqCst) && !self.confirming.load(Ordering::SeqCst) {
@@ -687,7 +704,10 @@ impl Link {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_secs(1));
                 match self.reconnect() {
-                    Ok(Reconnected::Leading(r)) => break r,
+                    Ok(Reconnected::Leading(r)) => {
+                        connected = Instant::now();
+                        break r;
+                    }
                     Ok(Reconnected::Stale(why)) => stop_stale(&why),
                     Err(e) => {
                         tracing::debug!(error = %format!("{e:#}"), "the coordinator is still away")
@@ -860,6 +880,13 @@ mod tests {
                 other => format!("{other:?}"),
             })
             .collect()
+    }
+
+    #[test]
+    fn a_connection_closed_at_once_does_not_make_the_next_report_come_sooner() {
+        let grown = Duration::from_millis(800);
+        assert_eq!(pause_after(grown, Duration::from_millis(20)), grown);
+        assert_eq!(pause_after(grown, Duration::from_secs(30)), FIRST_PAUSE);
     }
 
     #[test]

@@ -412,7 +412,13 @@ pub(super) fn restore_part(
             Some((t, WorkerId(hosts.get(placement.get(*i)?).copied()?)))
         })
         .collect();
-    state.feed(name, &Input::Placed { placement: placed });
+    // The life must take the restore as planned: a query whose life drifted from what runs
+    // (a bug) is rolled back whole rather than left recovering for ever.
+    if let Err(refused) = state.try_feed(name, &Input::Placed { placement: placed }) {
+        return Ok(Some(format!(
+            "the query's life did not take the restored instances' places ({refused})"
+        )));
+    }
     for (part, host) in &hosts {
         state.record(Edit::PartRestored {
             query: QueryId(name.to_string()),

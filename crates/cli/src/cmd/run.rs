@@ -102,6 +102,10 @@ pub struct RunArgs {
     /// cluster: its manifest, which the coordinator writes).
     #[arg(long, hide = true, value_name = "EPOCH")]
     pub inject_checkpoint_failure: Option<u64>,
+    /// Testing: from this checkpoint on, none can begin, as when the checkpoint store's
+    /// writes are denied (on a cluster: at the coordinator).
+    #[arg(long, hide = true, value_name = "EPOCH")]
+    pub inject_checkpoints_denied_from: Option<u64>,
     /// Run as a cluster's executor: the worker's part of the query that this deployment
     /// (written by the worker) describes.
     #[arg(long, hide = true, value_name = "FILE")]
@@ -446,6 +450,7 @@ fn prepare_checkpoints(args: &RunArgs, remote: Option<Store>) -> Result<Prepared
         restore,
         faults: Faults {
             fail_checkpoint: args.inject_checkpoint_failure.map(Epoch),
+            deny_checkpoints_from: args.inject_checkpoints_denied_from.map(Epoch),
         },
         remote: None,
     })))

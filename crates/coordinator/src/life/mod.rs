@@ -309,12 +309,13 @@ fn cancel(life: &QueryLife) -> Result<Step, Refusal> {
     next.to(QueryState::Cancelled).done()
 }
 
-/// Every task ended: finished.
+/// Every task ended: finished (nothing awaits a slot any more, nor a rollback).
 fn finish(life: &QueryLife) -> Result<Step, Refusal> {
-    Next::from(life)
-        .abort_in_flight("every task finished first")
-        .to(QueryState::Finished)
-        .done()
+    let mut next = Next::from(life).abort_in_flight("every task finished first");
+    let l = next.life();
+    l.awaiting.clear();
+    l.rollback_pending = false;
+    next.to(QueryState::Finished).done()
 }
 
 /// The tasks the failure `input` (a [`Input::TaskFailed`] or [`Input::WorkerDead`]) takes

@@ -7,8 +7,8 @@
 //! is taken while recovering; a cancel ends it all.
 
 use super::{
-    cancel, check_covers, fail, lost, not_now, recover, Action, FailureReason, Input, LifeEvent,
-    Next, QueryLife, QueryState, Refusal, Step,
+    cancel, check_covers, fail, finish, lost, not_now, recover, Action, FailureReason, Input,
+    LifeEvent, Next, QueryLife, QueryState, Refusal, Step,
 };
 
 pub(super) fn on(life: &QueryLife, input: &Input) -> Result<Step, Refusal> {
@@ -86,6 +86,9 @@ pub(super) fn on(life: &QueryLife, input: &Input) -> Result<Step, Refusal> {
             })
         }
         Input::CancelRequested => cancel(life),
+        // Every part of the attempt ended well (the driver says so only then): nothing is
+        // left to restore, whatever still awaited a slot.
+        Input::AllTasksFinished => finish(life),
         _ => not_now(life, input),
     }
 }

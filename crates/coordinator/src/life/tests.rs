@@ -144,6 +144,7 @@ fn every_state_takes_exactly_the_inputs_of_the_transition_table() {
                 I::CancelRequested,
                 I::PerTaskRecoveryImpossible,
                 I::RecoveryFailed,
+                I::AllTasksFinished,
             ],
             StateKind::Stopping => vec![
                 I::TaskFailed,
@@ -175,6 +176,16 @@ fn every_state_takes_exactly_the_inputs_of_the_transition_table() {
             }
         }
     }
+}
+
+#[test]
+fn a_recovering_query_whose_every_part_ended_well_is_finished() {
+    // The driver says every task finished only once every part of the attempt ended well:
+    // what still awaited a slot has nothing left to do.
+    let life = recovering();
+    assert!(!life.awaiting().is_empty());
+    let next = ok(&life, Input::AllTasksFinished);
+    assert_eq!(next.life.state(), &QueryState::Finished);
 }
 
 #[test]
