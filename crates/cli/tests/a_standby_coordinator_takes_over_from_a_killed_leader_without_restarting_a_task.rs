@@ -15,17 +15,11 @@
 
 use crate::common;
 
-use common::cluster::{executors, windowed_generator, LocalCluster, Setup};
+use common::cluster::{executors, leader_term, windowed_generator, LocalCluster, Setup};
 use common::etcd::EtcdServer;
 use common::redis::RedisServer;
 use common::s3::{S3Server, BUCKET};
 use common::{anduin, anduin_ok, output_rows, wait_until};
-
-/// The term a coordinator's log says it leads at.
-fn term(log: &str) -> Option<u64> {
-    let rest = log.split(" leads (term ").nth(1)?;
-    rest.split(')').next()?.parse().ok()
-}
 
 /// The scenario, the leader killed after `after` checkpoints; the coordinators elect by
 /// `election`, or by a lock file, and are started as `more` says beyond that.
@@ -90,12 +84,12 @@ fn scenario(after: u64, election: Option<String>, more: Setup) {
         "the kill must come mid-run"
     );
     let before = executors(&cluster, None);
-    let leader = term(&cluster.coordinator_log()).expect("the leader's term");
+    let leader = leader_term(&cluster.coordinator_log()).expect("the leader's term");
     cluster.kill_leader();
     wait_until("the standby leading", || {
-        term(&cluster.standby_log()).is_some()
+        leader_term(&cluster.standby_log()).is_some()
     });
-    let standby = term(&cluster.standby_log()).expect("read above");
+    let standby = leader_term(&cluster.standby_log()).expect("read above");
     assert!(standby > leader, "{}", cluster.logs());
     if election.is_none() {
         assert_eq!((leader, standby), (1, 2), "a lock file's terms count up");

@@ -13,29 +13,12 @@
 //! (status 75), the refusal written as a typed event (`refused_by_fence`, with its term) to
 //! its events file; the output is exact all the same.
 
-use std::process::Command;
-
 use crate::common;
 
-use common::cluster::{signal, windowed_reference, LocalCluster, Setup};
+use common::cluster::{leader_term, signal, status_at, windowed_reference, LocalCluster, Setup};
 use common::etcd::EtcdServer;
 use common::s3::{S3Server, BUCKET};
 use common::{output_rows, wait_until};
-
-/// The status of query `q` as the coordinator at `addr` alone gives it.
-fn status_at(addr: &str) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .args(["status", "q", "--coordinator", addr, "--json"])
-        .output()
-        .expect("status runs");
-    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
-}
-
-/// The term a coordinator's log says it leads at.
-fn term(log: &str) -> Option<u64> {
-    let rest = log.split(" leads (term ").nth(1)?;
-    rest.split(')').next()?.parse().ok()
-}
 
 #[test]
 fn a_standby_takes_over_from_a_leader_paused_past_its_lease_which_steps_down_as_it_wakes() {
@@ -72,7 +55,7 @@ fn scenario(fenced: Option<&S3Server>) {
         setup.coordinator_flags.push("--inject-no-step-down".into());
     }
     let mut cluster = LocalCluster::start_with(2, 8, setup);
-    let old_term = term(&cluster.coordinator_log()).expect("the leader's term");
+    let old_term = leader_term(&cluster.coordinator_log()).expect("the leader's term");
     let standby = std::fs::read_to_string(cluster.dir.path().join("standby.addr"))
         .expect("the standby's address")
         .trim()
@@ -108,7 +91,7 @@ fn scenario(fenced: Option<&S3Server>) {
         });
     }
     wait_until("a checkpoint the new leader completed", || {
-        let s = status_at(&standby);
+        let s = status_at(&standby, "q");
         s["last_checkpoint"].as_u64().is_some_and(|e| e > before) || s["state"] == "finished"
     });
     assert!(
@@ -157,7 +140,7 @@ fn scenario(fenced: Option<&S3Server>) {
         got == expected,
         "the output differs from the uninterrupted run"
     );
-    let status = status_at(&standby);
+    let status = status_at(&standby, "q");
     assert_eq!(status["state"], "finished", "{status}");
     assert_eq!(
         status["attempt"],
@@ -175,11 +158,6 @@ fn scenario(fenced: Option<&S3Server>) {
     // The catalog is the new leader's term's.
     let current = std::fs::read_to_string(cluster.dir.path().join("coordinator/catalog/CURRENT"))
         .expect("the catalog's pointer");
-    let log = cluster.standby_log();
-    let term = log
-        .split(" leads (term ")
-        .nth(1)
-        .and_then(|r| r.split(')').next())
-        .expect("the standby's term");
-    assert_eq!(current.trim(), format!("term-{:0>20}", term));
+    let term = leader_term(&cluster.standby_log()).expect("the standby's term");
+    assert_eq!(current.trim(), format!("term-{term:0>20}"));
 }

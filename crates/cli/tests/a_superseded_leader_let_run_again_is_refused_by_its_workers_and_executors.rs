@@ -8,28 +8,11 @@
 //! (`refused_by_fence`, with its term) to its events file. Started again, the standby leads at
 //! a third term and the query finishes with the output of an uninterrupted run.
 
-use std::process::Command;
-
 use crate::common;
 
-use common::cluster::{signal, windowed_reference, LocalCluster, Setup};
+use common::cluster::{leader_term, signal, status_at, windowed_reference, LocalCluster, Setup};
 use common::etcd::EtcdServer;
 use common::{output_rows, wait_until};
-
-/// The status of query `q` as the coordinator at `addr` alone gives it.
-fn status_at(addr: &str) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .args(["status", "q", "--coordinator", addr, "--json"])
-        .output()
-        .expect("status runs");
-    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
-}
-
-/// The term a coordinator's log says it leads at (the last, if it led several times).
-fn term(log: &str) -> Option<u64> {
-    let rest = log.rsplit(" leads (term ").next()?;
-    rest.split(')').next()?.parse().ok()
-}
 
 #[test]
 fn a_superseded_leader_let_run_again_is_refused_by_its_workers_and_executors() {
@@ -47,7 +30,7 @@ fn a_superseded_leader_let_run_again_is_refused_by_its_workers_and_executors() {
         ..Setup::default()
     };
     let mut cluster = LocalCluster::start_with(2, 8, setup);
-    let old_term = term(&cluster.coordinator_log()).expect("the leader's term");
+    let old_term = leader_term(&cluster.coordinator_log()).expect("the leader's term");
     let standby = std::fs::read_to_string(cluster.dir.path().join("standby.addr"))
         .expect("the standby's address")
         .trim()
@@ -74,10 +57,10 @@ fn a_superseded_leader_let_run_again_is_refused_by_its_workers_and_executors() {
     wait_until("the standby leading", || {
         cluster.standby_log().contains(" leads (term")
     });
-    let new_term = term(&cluster.standby_log()).expect("the standby's term");
+    let new_term = leader_term(&cluster.standby_log()).expect("the standby's term");
     assert!(new_term > old_term, "term {new_term} after {old_term}");
     wait_until("a checkpoint the new leader completed", || {
-        let s = status_at(&standby);
+        let s = status_at(&standby, "q");
         s["last_checkpoint"].as_u64().is_some_and(|e| e > before) || s["state"] == "finished"
     });
     // The new leader gone, the old one — which never steps down by itself — is the only
@@ -119,7 +102,7 @@ fn a_superseded_leader_let_run_again_is_refused_by_its_workers_and_executors() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}\n{}", cluster.logs());
     assert!(
-        term(&cluster.standby_log()).is_some_and(|t| t > new_term),
+        leader_term(&cluster.standby_log()).is_some_and(|t| t > new_term),
         "{}",
         cluster.logs()
     );
@@ -129,5 +112,5 @@ fn a_superseded_leader_let_run_again_is_refused_by_its_workers_and_executors() {
         got == expected,
         "the output differs from the uninterrupted run"
     );
-    assert_eq!(status_at(&standby)["state"], "finished");
+    assert_eq!(status_at(&standby, "q")["state"], "finished");
 }

@@ -527,6 +527,25 @@ operator name = "out", type = "writer" {
 }
 "#;
 
+/// The status of `query` as the coordinator at `addr` alone gives it (null when it does not
+/// answer: a paused coordinator's kernel accepts connections nobody answers).
+pub fn status_at(addr: &str, query: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .args(["status", query, "--coordinator", addr, "--json"])
+        .output()
+        .expect("status runs");
+    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+}
+
+/// The term a coordinator's log says it leads at (the last, if it led several times).
+pub fn leader_term(log: &str) -> Option<u64> {
+    let rest = log
+        .rsplit(" leads (term ")
+        .next()
+        .filter(|r| r.len() < log.len())?;
+    rest.split(')').next()?.parse().ok()
+}
+
 /// A keyed window over a rate-limited generator of readings, into `${OUTPUT}`: a query that
 /// runs long enough (`count` rows at `rate` a second) to be hit mid-run, with state in every
 /// checkpoint. `window` holds the window's kind params (`param kind = "tumbling"
