@@ -498,6 +498,18 @@ impl Cluster {
         })))
     }
 
+    /// Before `act`, which only the leader may do: steps down if its lease may have run out,
+    /// or if a later leader took the catalog over (the fence where the catalog is kept: its
+    /// objects' leader marks, or the shared state directory's `CURRENT` pointer), writing the
+    /// refusal as a typed event first.
+    pub fn still_leading(&self, act: &str) {
+        super::leadership::act_or_step_down();
+        if let Some(Err(why)) = self.fence.as_ref().map(CatalogFence::check) {
+            self.events.refused(act, self.term, &why);
+            super::leadership::superseded(&why);
+        }
+    }
+
     /// Steps down, `peer` (a worker or an executor) having refused this coordinator for
     /// `why`: it follows a later leader ([`proto::SUPERSEDED`]). The refusal is written as a
     /// typed event first (`refused_by_fence`, with this leader's term).

@@ -1735,6 +1735,9 @@ pub fn serve_executor(
             // Leave to end the input is given only to the executor that runs the part now,
             // and only once its part can no longer be restored elsewhere.
             proto::ToCoordinator::MayEnd => {
+                // Its sinks commit what they hold when they end their input: never on the
+                // word of a leader a later one superseded.
+                cluster.still_leading("leave to end the input");
                 let mut state = cluster.lock();
                 let Some(a) = running_now(&mut state, query, attempt, worker, r.incarnation) else {
                     tracing::warn!(

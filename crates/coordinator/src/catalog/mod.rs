@@ -392,6 +392,14 @@ impl Catalog {
     pub fn fence(&self) -> Option<CatalogFence> {
         match (&self.backing, self.state.leader_term) {
             (Backing::Objects(log), Some(_)) => Some(CatalogFence::new(log.clone())),
+            // A leader's own term directory under a shared state directory (a lease-elected
+            // leader's, [`Catalog::take_over`]): the pointer must still name it.
+            (Backing::Files(f), _) => {
+                let own = f.dir.file_name()?.to_str()?;
+                let root = f.dir.parent()?;
+                (own.starts_with("term-") && root.join(terms::CURRENT).exists())
+                    .then(|| CatalogFence::files(root.join(terms::CURRENT), own.to_string()))
+            }
             _ => None,
         }
     }

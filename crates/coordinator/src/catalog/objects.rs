@@ -344,25 +344,57 @@ impl ObjectLog {
 /// check. It narrows the window of a paused leader's commit to the time between the listing
 /// and the manifest's write; the catalog's own edits are fenced wholly.
 #[derive(Clone, Debug)]
-pub struct CatalogFence {
-    log: ObjectLog,
+pub struct CatalogFence(Fence);
+
+#[derive(Clone, Debug)]
+enum Fence {
+    /// The catalog in an object store: its leader marks.
+    Objects(ObjectLog),
+    /// The catalog in a shared state directory, one directory per term: `current` (the
+    /// `CURRENT` pointer) must still name `own`, this leader's directory.
+    Files {
+        current: std::path::PathBuf,
+        own: String,
+    },
 }
 
 impl CatalogFence {
     pub(super) fn new(log: ObjectLog) -> Self {
-        Self { log }
+        Self(Fence::Objects(log))
+    }
+
+    /// The fence of a catalog in term directory `own` under a shared state directory whose
+    /// pointer is `current`.
+    pub(super) fn files(current: std::path::PathBuf, own: String) -> Self {
+        Self(Fence::Files { current, own })
     }
 
     /// `Err(why)` once a later term took the catalog over (or the store cannot say).
     pub fn check(&self) -> Result<(), String> {
-        match self.log.later_term().map_err(|e| e.to_string())? {
-            None => Ok(()),
-            Some(t) => Err(format!(
-                "the leader of term {t} took the catalog at {} over from this one (term {}), \
-                 which no longer leads",
-                self.log.url(),
-                self.log.term
-            )),
+        match &self.0 {
+            Fence::Objects(log) => match log.later_term().map_err(|e| e.to_string())? {
+                None => Ok(()),
+                Some(t) => Err(format!(
+                    "the leader of term {t} took the catalog at {} over from this one (term \
+                     {}), which no longer leads",
+                    log.url(),
+                    log.term
+                )),
+            },
+            Fence::Files { current, own } => {
+                let named = std::fs::read_to_string(current)
+                    .map_err(|e| format!("cannot read `{}`: {e}", current.display()))?;
+                if named.trim() == own {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "a later leader took the catalog over: `{}` names {}, this leader's \
+                         is {own}",
+                        current.display(),
+                        named.trim()
+                    ))
+                }
+            }
         }
     }
 }

@@ -1,0 +1,113 @@
+//! From a hostile probe: two coordinators elected through etcd share a state directory and a
+//! checkpoint directory, both told never to step down by their clock (`--inject-no-step-down`,
+//! for tests), so that only the fences stop a superseded leader. The leader is paused past
+//! its lease; the standby leads at a later term, takes the catalog over (its term directory,
+//! named by `STATE_DIR/catalog/CURRENT`) and runs the query on. Let run again, the old leader
+//! believes it leads. A fresh worker that has followed no term yet registers with it, and the
+//! old leader restores the query's tasks there and checkpoints them — into the shared
+//! checkpoint directory, which had no fence: its commits interleaved with the new leader's,
+//! and the output held rows twice (its checkpoints' and, at the end of the input it replayed,
+//! what its sinks held). Now its commits are refused (the pointer names another term's
+//! directory) and so is the leave it would give its executors to end their input (it steps
+//! down then, status 75), each refusal written as a typed event (`refused_by_fence`, act
+//! `checkpoint commit` or `leave to end the input`, its term): nothing of its run is
+//! committed, and the output equals an uninterrupted run's.
+
+use std::process::{Command, Stdio};
+
+use crate::common;
+
+use common::cluster::{leader_term, signal, status_at, windowed_reference, LocalCluster, Setup};
+use common::etcd::EtcdServer;
+use common::{output_rows, wait_until, ChildGuard};
+
+#[test]
+fn a_superseded_leader_sharing_a_state_directory_commits_no_checkpoint() {
+    let etcd = EtcdServer::start();
+    let work = tempfile::tempdir().expect("tempdir");
+    let expected = windowed_reference(work.path(), 13, 120_000, 10_000);
+    let setup = Setup {
+        standby: true,
+        election: Some(format!("etcd://{}/shared-dir", etcd.endpoint)),
+        coordinator_flags: vec![
+            "--leader-lease".into(),
+            "2s".into(),
+            "--inject-no-step-down".into(),
+        ],
+        ..Setup::default()
+    };
+    let cluster = LocalCluster::start_with(2, 8, setup);
+    let old_term = leader_term(&cluster.coordinator_log()).expect("the leader's term");
+    let old_addr = std::fs::read_to_string(cluster.dir.path().join("addr"))
+        .expect("the leader's address")
+        .trim()
+        .to_string();
+    let standby = std::fs::read_to_string(cluster.dir.path().join("standby.addr"))
+        .expect("the standby's address")
+        .trim()
+        .to_string();
+    let submit = cluster.submit(
+        work.path(),
+        "q.flow",
+        &[
+            "--var",
+            "OUTPUT=out",
+            "--parallelism",
+            "2",
+            "--checkpoint-every",
+            "4000",
+        ],
+    );
+    wait_until("a first checkpoint", || {
+        cluster.status("q")["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|c| c >= 1)
+    });
+    let leader = cluster.coordinator.pid();
+    signal(leader, libc::SIGSTOP);
+    wait_until("the standby leading", || {
+        cluster.standby_log().contains(" leads (term")
+    });
+    wait_until("the workers reporting to the new leader", || {
+        status_at(&standby, "q")["state"] == "running"
+    });
+    signal(leader, libc::SIGCONT);
+    // A worker that knows only the old leader, and no term.
+    let fresh = ChildGuard(
+        Command::new(env!("CARGO_BIN_EXE_anduin"))
+            .args(["worker", "--coordinator", &old_addr, "--name", "fresh"])
+            .args(["--slots", "8"])
+            .arg("--work-dir")
+            .arg(cluster.dir.path().join("fresh"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("a worker starts"),
+    );
+    let events = cluster.dir.path().join("coordinator/events.jsonl");
+    wait_until("the old leader refused by the fence", || {
+        std::fs::read_to_string(&events).is_ok_and(|all| {
+            all.lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .any(|e| {
+                    e["event"] == "refused_by_fence"
+                        && ["checkpoint commit", "leave to end the input"]
+                            .contains(&e["act"].as_str().unwrap_or(""))
+                        && e["term"] == old_term
+                })
+        })
+    });
+
+    let out = submit.wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", cluster.logs());
+    drop(fresh);
+    let got = output_rows(&work.path().join("out"));
+    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
+    assert!(
+        got == expected,
+        "the output differs from the uninterrupted run"
+    );
+    assert_eq!(status_at(&standby, "q")["state"], "finished");
+}
