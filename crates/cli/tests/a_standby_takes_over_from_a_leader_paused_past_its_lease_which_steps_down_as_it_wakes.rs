@@ -56,10 +56,7 @@ fn scenario(fenced: Option<&S3Server>) {
     }
     let mut cluster = LocalCluster::start_with(2, 8, setup);
     let old_term = leader_term(&cluster.coordinator_log()).expect("the leader's term");
-    let standby = std::fs::read_to_string(cluster.dir.path().join("standby.addr"))
-        .expect("the standby's address")
-        .trim()
-        .to_string();
+    let standby = cluster.standby_addr();
     let submit = cluster.submit(
         work.path(),
         "q.flow",

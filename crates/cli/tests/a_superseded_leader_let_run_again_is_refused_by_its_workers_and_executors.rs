@@ -31,10 +31,7 @@ fn a_superseded_leader_let_run_again_is_refused_by_its_workers_and_executors() {
     };
     let mut cluster = LocalCluster::start_with(2, 8, setup);
     let old_term = leader_term(&cluster.coordinator_log()).expect("the leader's term");
-    let standby = std::fs::read_to_string(cluster.dir.path().join("standby.addr"))
-        .expect("the standby's address")
-        .trim()
-        .to_string();
+    let standby = cluster.standby_addr();
     let submit = cluster.submit(
         work.path(),
         "q.flow",

@@ -42,10 +42,7 @@ fn a_superseded_leader_sharing_a_state_directory_commits_no_checkpoint() {
         .expect("the leader's address")
         .trim()
         .to_string();
-    let standby = std::fs::read_to_string(cluster.dir.path().join("standby.addr"))
-        .expect("the standby's address")
-        .trim()
-        .to_string();
+    let standby = cluster.standby_addr();
     let submit = cluster.submit(
         work.path(),
         "q.flow",

@@ -143,12 +143,17 @@ impl LocalCluster {
         }
     }
 
-    /// Starts the standby coordinator again, on the address it had (with [`Setup::standby`]).
-    pub fn start_standby_again(&mut self) {
-        let at = std::fs::read_to_string(self.dir.path().join("standby.addr"))
+    /// The standby coordinator's address (with [`Setup::standby`]).
+    pub fn standby_addr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("standby.addr"))
             .expect("the standby's address")
             .trim()
-            .to_string();
+            .to_string()
+    }
+
+    /// Starts the standby coordinator again, on the address it had (with [`Setup::standby`]).
+    pub fn start_standby_again(&mut self) {
+        let at = self.standby_addr();
         self.kill_standby();
         self.standby = Some(coordinator_named(
             self.dir.path(),
