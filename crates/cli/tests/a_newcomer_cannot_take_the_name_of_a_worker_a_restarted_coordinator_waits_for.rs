@@ -2,10 +2,12 @@
 //! their executors still run the query's parts. A new worker that registers first under the
 //! name of one of them used to be taken, and the returning worker, whose parts those are, was
 //! refused as a duplicate name and stopped. The name now stays reserved until its worker is
-//! back or declared dead: the newcomer is refused, saying why and what to do, and the
-//! returning worker takes its parts back, the query finishing at its first attempt with the
-//! output of an uninterrupted embedded run. The returning worker is held back with SIGSTOP
-//! (not by timing) until the newcomer has been answered.
+//! back or declared dead: the newcomer waits, saying why and what to do (it may be that
+//! worker, restarted: it would register once the name is free), and the returning worker
+//! takes its parts back, the query finishing at its first attempt with the output of an
+//! uninterrupted embedded run; the newcomer, refused then for a live worker's name, exits.
+//! The returning worker is held back with SIGSTOP (not by timing) until the newcomer has
+//! been answered.
 
 use std::process::{Command, Stdio};
 
@@ -26,6 +28,7 @@ fn a_newcomer_cannot_take_the_name_of_a_worker_a_restarted_coordinator_waits_for
     signal(w0, libc::SIGSTOP);
     t.cluster.restart_coordinator();
     let other_dir = t.cluster.dir.path().join("newcomer");
+    let newcomer_log = t.cluster.dir.path().join("newcomer.log");
     let mut newcomer = ChildGuard(
         Command::new(env!("CARGO_BIN_EXE_anduin"))
             .args(["worker", "--coordinator", &t.cluster.addr, "--name", "w0"])
@@ -33,23 +36,33 @@ fn a_newcomer_cannot_take_the_name_of_a_worker_a_restarted_coordinator_waits_for
             .arg(&other_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(std::fs::File::create(&newcomer_log).expect("a log file"))
             .spawn()
             .expect("a worker starts"),
     );
+    let said = || std::fs::read_to_string(&newcomer_log).unwrap_or_default();
     wait_until("the newcomer to be answered", || {
-        newcomer.0.try_wait().is_ok_and(|s| s.is_some())
+        said().contains("waits: the coordinator refused: the name is held")
     });
-    let out = newcomer.wait_output();
-    let why = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{why}");
+    let why = said();
     assert!(
         why.contains("a worker named w0")
             && why.contains("may come back until it is declared dead")
-            && why.contains("give this one another --name"),
+            && why.contains("another --name"),
         "{why}"
     );
+    assert!(
+        newcomer.0.try_wait().expect("its status").is_none(),
+        "it waits: {why}"
+    );
     signal(w0, libc::SIGCONT);
+    let mut ended = None;
+    wait_until("the newcomer refused for a live worker's name", || {
+        ended = newcomer.0.try_wait().expect("its status");
+        ended.is_some()
+    });
+    assert!(!ended.expect("read above").success(), "{}", said());
+    assert!(said().contains("a live worker named w0"), "{}", said());
     let log = t.assert_same_output_at_attempt_1(submit);
     assert!(!log.contains("restoring"), "{log}");
 }

@@ -18,7 +18,7 @@ use crate::common;
 use common::cluster::{leader_term, signal, status_at, windowed_reference, LocalCluster, Setup};
 use common::etcd::EtcdServer;
 use common::s3::{S3Server, BUCKET};
-use common::{output_rows, wait_until};
+use common::{output_rows, wait_until, wait_until_or_show};
 
 #[test]
 fn a_standby_takes_over_from_a_leader_paused_past_its_lease_which_steps_down_as_it_wakes() {
@@ -82,10 +82,14 @@ fn scenario(fenced: Option<&S3Server>) {
     });
     for w in 0..2 {
         let log = cluster.dir.path().join(format!("w{w}.log"));
-        wait_until("the worker leaving the silent leader", || {
-            std::fs::read_to_string(&log)
-                .is_ok_and(|l| l.contains("the coordinator has been silent for 1s: leaving it"))
-        });
+        wait_until_or_show(
+            "the worker leaving the silent leader",
+            || {
+                std::fs::read_to_string(&log)
+                    .is_ok_and(|l| l.contains("the coordinator has been silent for 1s: leaving it"))
+            },
+            || cluster.logs(),
+        );
     }
     wait_until("a checkpoint the new leader completed", || {
         let s = status_at(&standby, "q");

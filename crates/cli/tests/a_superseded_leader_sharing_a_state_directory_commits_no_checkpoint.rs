@@ -78,30 +78,45 @@ fn a_superseded_leader_sharing_a_state_directory_commits_no_checkpoint() {
             .arg(cluster.dir.path().join("fresh"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(
+                std::fs::File::create(cluster.dir.path().join("fresh.log")).expect("a log file"),
+            )
             .spawn()
             .expect("a worker starts"),
     );
     let events = cluster.dir.path().join("coordinator/events.jsonl");
+    let first_refusal = || {
+        std::fs::read_to_string(&events)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["event"] == "refused_by_fence" && e["term"] == old_term)
+    };
     wait_until("the old leader refused by the fence", || {
-        std::fs::read_to_string(&events).is_ok_and(|all| {
-            all.lines()
-                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .any(|e| {
-                    e["event"] == "refused_by_fence"
-                        && ["checkpoint commit", "leave to end the input"]
-                            .contains(&e["act"].as_str().unwrap_or(""))
-                        && e["term"] == old_term
-                })
-        })
+        first_refusal().is_some()
     });
+    // Its first act on the fresh worker — placing the query's tasks there, whose sinks
+    // would bring the shared output back to its last checkpoint's — is the one refused.
+    let refused = first_refusal().expect("waited for above");
+    assert!(
+        ["deployment of an attempt", "restore of a part"]
+            .contains(&refused["act"].as_str().unwrap_or("")),
+        "the old leader acted before it was refused: {refused}"
+    );
 
     let out = submit.wait_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}\n{}", cluster.logs());
     drop(fresh);
     let got = output_rows(&work.path().join("out"));
-    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "rows lost or duplicated\n{}\n--- fresh.log\n{}\nthe old leader's events:\n{}",
+        cluster.logs(),
+        std::fs::read_to_string(cluster.dir.path().join("fresh.log")).unwrap_or_default(),
+        std::fs::read_to_string(&events).unwrap_or_default()
+    );
     assert!(
         got == expected,
         "the output differs from the uninterrupted run"

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::coordinators::{standing_by, Coordinators, NO_LEADER};
-use super::proto::{QueryStatus, Reply, RuleFile, Submission, ToCoordinator};
+use super::proto::{QueryStatus, Reply, RuleFile, Submission, ToCoordinator, ANSWER_WITHIN};
 use super::secret::SecretArgs;
 
 /// Arguments of `anduin submit`.
@@ -80,23 +80,55 @@ const LEADER_WAIT: Duration = Duration::from_secs(30);
 
 /// One request and its reply, from the coordinator that leads (waiting up to [`LEADER_WAIT`]
 /// while every one stands by or is away, when there are several).
+/// A status answered by a leader that a later one (whose answer came before) superseded is
+/// not taken: the next coordinator is asked.
 fn ask(coordinator: &Coordinators, secret: Option<&[u8]>, msg: &ToCoordinator) -> Result<Reply> {
     let since = std::time::Instant::now();
-    let (to, mut from) = loop {
-        match coordinator.connect(secret) {
-            Ok(c) => break c,
+    loop {
+        let (to, mut from) = match coordinator.connect(secret) {
+            Ok(c) => c,
             Err(e)
                 if (standing_by(&e) || e.to_string().starts_with(NO_LEADER))
                     && since.elapsed() < LEADER_WAIT =>
             {
                 std::thread::sleep(Duration::from_millis(100));
+                continue;
             }
             Err(e) => return Err(e),
+        };
+        to.send(msg)?;
+        let reply = match from.recv_until::<Reply>(Some(ANSWER_WITHIN)) {
+            Ok(reply) => {
+                reply.context("the coordinator closed the connection without answering")?
+            }
+            Err(e) => {
+                // Paused, or cut off: the next coordinator of the list may lead by now.
+                if super::proto::timed_out(&e) {
+                    coordinator.pass_over();
+                }
+                return Err(e);
+            }
+        };
+        let Reply::Status { term, .. } = &reply else {
+            return Ok(reply);
+        };
+        match coordinator.heard_term(*term) {
+            Ok(()) => return Ok(reply),
+            Err(newest) if since.elapsed() < LEADER_WAIT => {
+                tracing::info!(
+                    term = ?term,
+                    newest,
+                    "a superseded leader answered: asking the next coordinator"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(newest) => bail!(
+                "{NO_LEADER}: the coordinator that answered led at term {}, superseded by \
+                 term {newest}",
+                term.unwrap_or_default()
+            ),
         }
-    };
-    to.send(msg)?;
-    from.recv::<Reply>()?
-        .context("the coordinator closed the connection without answering")
+    }
 }
 
 /// Takes `flag` (and its value, when `valued`) out of `args` wherever it stands: the flags of
@@ -347,7 +379,9 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         secret.as_deref(),
         &ToCoordinator::Status { query: args.query },
     )? {
-        Reply::Status { workers, queries } => {
+        Reply::Status {
+            workers, queries, ..
+        } => {
             if args.json && one {
                 println!("{}", serde_json::to_string_pretty(&queries[0])?);
             } else if args.json {

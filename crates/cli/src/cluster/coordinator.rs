@@ -1227,6 +1227,8 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
             to.send(&reply)
         }
         ToCoordinator::Status { query } => {
+            // Not what a leader paused past its lease last knew: it steps down instead.
+            super::leadership::act_or_step_down();
             let state = cluster.lock();
             let list = state
                 .queries
@@ -1257,6 +1259,7 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
                 _ => to.send(&Reply::Status {
                     workers,
                     queries: list,
+                    term: cluster.term,
                 }),
             }
         }
@@ -1315,7 +1318,7 @@ fn serve_worker(
             let why = if e.alive() {
                 format!("a live worker named {name} (id {other}) is registered already: give this one another --name, or wait until that one is declared dead")
             } else {
-                format!("a worker named {name} (id {other}) ran parts before the coordinator restarted and may come back until it is declared dead (--heartbeat-timeout {:?} after the restart): give this one another --name, or start it again after that", cluster.heartbeat_timeout)
+                format!("{} a worker named {name} (id {other}) ran parts before the coordinator restarted and may come back until it is declared dead (--heartbeat-timeout {:?} after the restart); this one is tried again until then: give it another --name if it is another worker", proto::NAME_HELD, cluster.heartbeat_timeout)
             };
             eprintln!("anduin: refused worker {name}: {why}");
             to.refuse(&why);

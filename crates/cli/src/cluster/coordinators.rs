@@ -40,6 +40,9 @@ pub struct Coordinators {
     /// silent, so that a paused one in the list costs little.
     #[serde(skip)]
     answer_within_ms: Arc<AtomicU64>,
+    /// The latest leader's term heard from any of them (0: none).
+    #[serde(skip)]
+    newest_term: Arc<AtomicU64>,
 }
 
 impl PartialEq for Coordinators {
@@ -55,7 +58,23 @@ impl Coordinators {
             addresses: vec![address.to_string()],
             last: Arc::default(),
             answer_within_ms: Arc::default(),
+            newest_term: Arc::default(),
         }
+    }
+
+    /// Whether an answer of a leader of `term` (`None`: not elected) may be taken: not when
+    /// a later leader has answered before — the one that answered was superseded, and the
+    /// next connection begins with the next coordinator.
+    pub fn heard_term(&self, term: Option<u64>) -> Result<(), u64> {
+        let Some(term) = term else {
+            return Ok(());
+        };
+        let newest = self.newest_term.fetch_max(term, Ordering::SeqCst);
+        if newest > term {
+            self.pass_over();
+            return Err(newest);
+        }
+        Ok(())
     }
 
     /// A coordinator that does not answer a new connection within `within` is given up (the
@@ -141,6 +160,7 @@ impl FromStr for Coordinators {
             addresses,
             last: Arc::default(),
             answer_within_ms: Arc::default(),
+            newest_term: Arc::default(),
         })
     }
 }
@@ -169,6 +189,20 @@ mod tests {
             .parse::<Coordinators>()
             .expect_err("refused")
             .contains("twice"));
+    }
+
+    #[test]
+    fn an_answer_of_a_term_older_than_one_heard_is_passed_over() {
+        let c: Coordinators = "127.0.0.1:7400,127.0.0.1:7401".parse().expect("two");
+        assert_eq!(c.heard_term(None), Ok(()), "a coordinator not elected");
+        assert_eq!(c.heard_term(Some(2)), Ok(()));
+        assert_eq!(c.last.load(Ordering::Relaxed), 0);
+        assert_eq!(c.heard_term(Some(5)), Ok(()), "a later leader");
+        assert_eq!(c.heard_term(Some(2)), Err(5), "the superseded one");
+        assert_eq!(c.last.load(Ordering::Relaxed), 1, "the next is asked first");
+        assert_eq!(c.heard_term(Some(5)), Ok(()));
+        // Clones (the threads of one client) share what they heard.
+        assert_eq!(c.clone().heard_term(Some(3)), Err(5));
     }
 
     #[test]

@@ -548,6 +548,9 @@ fn attempt(
         (Vec::new(), reapply.changes)
     };
     let workers: BTreeSet<u32> = placement.iter().copied().collect();
+    // Executors open their sinks, which bring the output back to the restored checkpoint's
+    // (or empty it): never on the word of a leader a later one superseded.
+    cluster.still_leading("deployment of an attempt");
     {
         let mut state = cluster.lock();
         let names = placement_names(&state, &placement);

@@ -277,6 +277,11 @@ pub enum Reply {
     Status {
         workers: Vec<WorkerStatus>,
         queries: Vec<QueryStatus>,
+        /// The answering coordinator's term, when it was elected leader among several: a
+        /// client that has heard a later term passes over it (a superseded leader that has
+        /// not stepped down yet answers with what it last knew).
+        #[serde(default)]
+        term: Option<u64>,
     },
     /// The query is being cancelled.
     Cancelling,
@@ -401,12 +406,19 @@ impl Receiver {
     }
 
     /// The next message, waited for `within` at most (an error after that; the connection is
-    /// then to be dropped: part of a message may have been read).
+    /// then to be dropped: part of a message may have been read). A refusal that came in time
+    /// is the error as it is ([`REFUSED`]…), not a missing answer.
     pub fn recv_within<T: DeserializeOwned>(&mut self, within: Duration) -> Result<Option<T>> {
         self.inner.get_ref().set_read_timeout(Some(within))?;
         let got = self.recv();
         self.inner.get_ref().set_read_timeout(None)?;
-        got.with_context(|| format!("no answer within {within:?}"))
+        got.map_err(|e| {
+            if timed_out(&e) {
+                e.context(format!("no answer within {within:?}"))
+            } else {
+                e
+            }
+        })
     }
 
     /// The next message, waited for `within` at most if given.
@@ -449,6 +461,11 @@ pub fn timed_out(e: &anyhow::Error) -> bool {
             })
     })
 }
+
+/// How the refusal of a worker begins whose name a worker of the catalog of a restarted
+/// coordinator holds until it is back or declared dead: the worker tries again meanwhile (it
+/// may be that worker, restarted).
+pub const NAME_HELD: &str = "the name is held:";
 
 /// How a refusal by the coordinator reads, as an error.
 pub const REFUSED: &str = "the coordinator refused:";

@@ -219,6 +219,9 @@ pub(super) fn restore_part(
             return Ok(Some(why));
         }
     }
+    // A restore opens the part's sinks, which bring their output back to the checkpoint's:
+    // never on the word of a leader a later one superseded.
+    cluster.still_leading("restore of a part");
     // The checkpoint coordinator gives up its checkpoint in flight and says which one the lost
     // instances restore from: none completes in between.
     let mut state = cluster.lock();

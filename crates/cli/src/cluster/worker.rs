@@ -169,6 +169,18 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                 tries = 0;
                 (to, from, silent_after)
             }
+            // The name is held for a worker that may come back (maybe this one, restarted):
+            // tried again until it is back (then refused as a live one) or declared dead.
+            Err(e) if e.to_string().contains(proto::NAME_HELD) => {
+                let why = e.to_string();
+                if refused.as_ref() != Some(&why) {
+                    eprintln!("anduin: worker {name} waits: {why}");
+                    refused = Some(why);
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(1));
+                continue;
+            }
             // Refused (a live worker holds this name; the secret changed): trying again
             // would not help. No leader yet: one comes.
             Err(e) if e.to_string().starts_with(proto::REFUSED) && !standing_by(&e) => {

@@ -243,12 +243,22 @@ impl Drop for ChildGuard {
 /// Polls `condition` until it holds, for at most a minute (a generous bound for a slow,
 /// shared machine: reaching it means the awaited event never came). Waits on an observable
 /// fact, never on time alone.
-pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+pub fn wait_until(what: &str, condition: impl FnMut() -> bool) {
+    wait_until_or_show(what, condition, String::new);
+}
+
+/// [`wait_until`], and what `show` gives (logs) in the failure.
+pub fn wait_until_or_show(
+    what: &str,
+    mut condition: impl FnMut() -> bool,
+    show: impl Fn() -> String,
+) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !condition() {
         assert!(
             std::time::Instant::now() < deadline,
-            "gave up waiting for {what}"
+            "gave up waiting for {what}\n{}",
+            show()
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
