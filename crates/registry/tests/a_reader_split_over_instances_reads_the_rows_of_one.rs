@@ -152,7 +152,8 @@ fn run(path: &str, format: &str, first: usize, then: usize, polls: Option<usize>
     out
 }
 
-/// A CSV field: plain, quoted, quoted with a line break or a quote inside, or broken.
+/// A CSV field: plain, quoted, quoted with a line break or a quote inside, or broken (a
+/// quote inside, left open, or closed lines later with text after it).
 fn field() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => "[a-z]{0,6}",
@@ -162,6 +163,7 @@ fn field() -> impl Strategy<Value = String> {
         1 => Just("x\"y".to_string()),
         1 => Just("\"open".to_string()),
         1 => Just("\"a\r\nb\"".to_string()),
+        1 => "[a-z]{0,8}".prop_map(|s| format!("\"a\rb\"{s}")),
     ]
 }
 
@@ -276,4 +278,45 @@ fn a_checkpoint_from_before_splits_resumes_where_its_one_instance_stood() {
     poll(&mut source, None, &mut out);
     let rows: Vec<&String> = out.rows.keys().collect();
     assert_eq!(rows, [r#"{"a":2,"b":"y"}"#]);
+}
+
+/// Reads the CSV `lines` (one file, after the header `a,b`) at parallelism 1, then at 2 to 4
+/// and checkpointed after `polls` polls and resumed at another parallelism, as the property
+/// test does, and says where a run differs from the first.
+fn csv_reads_as_one(lines: &[&str], polls: usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lines: Vec<String> = lines.iter().map(|l| (*l).to_string()).collect();
+    let path = write_files(dir.path(), &[lines], "a,b\n", "csv");
+    let one = run(&path, "csv", 1, 1, None);
+    for p in 2..=4 {
+        assert_eq!(run(&path, "csv", p, p, None), one, "parallelism {p}");
+    }
+    for (from, to) in [(1, 3), (3, 2), (4, 1), (2, 2)] {
+        assert_eq!(
+            run(&path, "csv", from, to, Some(polls)),
+            one,
+            "checkpointed after {polls} polls at parallelism {from}, resumed at {to}"
+        );
+    }
+}
+
+/// Issue 19: an unclosed quote and bare `\r` line ends across a split boundary lost the dead
+/// letter of line 7 at parallelism 4.
+#[test]
+fn issue_19_a_quote_left_open_before_bare_crs_keeps_every_dead_letter() {
+    csv_reads_as_one(
+        &[
+            "0,\"open\r\n",
+            "10,aaa\r\n",
+            "0,aa\r\n",
+            "10,aaaaaa\n",
+            "10,\"open\r",
+            "54,\"lt\nlt\"\n",
+            "68,\"i\"\"i\"\r\n",
+            "17,vdn\n",
+            "NaN,x\"y\r\n",
+            "19,tswwe\r\n",
+        ],
+        3,
+    );
 }

@@ -4,10 +4,12 @@
 //!
 //! CSV follows the decoder's (csv-core's) rules: `\n`, `\r` and `\r\n` end a record outside
 //! quotes; a `"` at the start of a field opens quotes (elsewhere it is a plain byte); `""`
-//! inside quotes is a quote. A record that grows past `max_record` bytes inside quotes, or
-//! that the end of the file leaves inside quotes, is cut by the decoder from its first line
-//! on, and decoding resumes on the next line: the scanner does the same, so that a stray
-//! quote moves no boundary of the sequential read. JSON Lines: a boundary follows each `\n`.
+//! inside quotes is a quote. A record not ended within `max_record + 1` bytes when a byte
+//! follows them (whether its quotes are still open or closed already, lines after they
+//! opened), or that the end of the file leaves inside quotes, is cut by the decoder from its
+//! first line on, and decoding resumes on the next line: the scanner does the same, so that
+//! a stray quote moves no boundary of the sequential read. JSON Lines: a boundary follows
+//! each `\n`.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -143,7 +145,9 @@ impl Scanner {
                 let n = (before - 1).min(rest.len());
                 let (run, tail) = rest.split_at(n);
                 if self.quote_free(run) {
-                    self.skip_run(run);
+                    if let Some(step) = self.skip_run(run) {
+                        return step;
+                    }
                     rest = tail;
                     continue;
                 }
@@ -166,17 +170,34 @@ impl Scanner {
         }
     }
 
-    /// Passes over `run` (not empty), which holds no quote, outside quotes.
-    fn skip_run(&mut self, run: &[u8]) {
+    /// Passes over `run` (not empty), which holds no quote, outside quotes; `Some` when the
+    /// scan stops (as [`Scanner::byte`] would have stopped on one of its bytes).
+    fn skip_run(&mut self, run: &[u8]) -> Option<Step> {
         let base = self.pos;
-        self.newlines += memchr::memchr_iter(b'\n', run).count() as u64;
-        self.pos += run.len() as u64;
-        let (last_terminator, delimiter) = match self.dialect {
-            Dialect::Csv { delimiter, .. } => {
-                (memchr::memrchr2(b'\n', b'\r', run), Some(delimiter))
-            }
-            Dialect::Lines => (memchr::memrchr(b'\n', run), None),
+        let (first_terminator, last_terminator, delimiter) = match self.dialect {
+            Dialect::Csv { delimiter, .. } => (
+                memchr::memchr2(b'\n', b'\r', run),
+                memchr::memrchr2(b'\n', b'\r', run),
+                Some(delimiter),
+            ),
+            Dialect::Lines => (None, memchr::memrchr(b'\n', run), None),
         };
+        // The record in progress (or one the run starts) sees the run's bytes up to its
+        // first terminator, that one too, and may be too long by then: one whose quotes,
+        // spanning lines, closed before the run is cut from its first line on, as byte by
+        // byte (issue 19).
+        if first_terminator != Some(0) && self.state == State::StartRecord {
+            self.record = Some(Record {
+                start: base,
+                first_line_end: None,
+            });
+        }
+        let seen = first_terminator.unwrap_or(run.len() - 1);
+        if let Some(step) = self.cut_if_too_long(base + seen as u64) {
+            return Some(step);
+        }
+        self.newlines += memchr::memchr_iter(b'\n', run).count() as u64;
+        self.pos = base + run.len() as u64;
         let last = run.last().copied();
         let tail = if last == delimiter {
             State::StartField
@@ -188,6 +209,7 @@ impl Scanner {
                 self.state = State::StartRecord;
                 self.record = None;
                 self.skipping_line = false;
+                None
             }
             Some(i) => {
                 // A record starts after the last terminator, its first line not over.
@@ -197,23 +219,21 @@ impl Scanner {
                     start: base + i as u64 + 1,
                     first_line_end: None,
                 });
+                self.cut_if_too_long(base + run.len() as u64 - 1)
             }
             None => {
-                if self.state == State::StartRecord {
-                    self.record = Some(Record {
-                        start: base,
-                        first_line_end: None,
-                    });
-                }
                 self.state = tail;
+                None
             }
         }
-        self.check_length();
     }
 
     /// One byte; `Some` when the scan stops.
     fn byte(&mut self, b: u8) -> Option<Step> {
         let at = self.pos;
+        if let Some(step) = self.cut_if_too_long(at) {
+            return Some(step);
+        }
         self.pos += 1;
         if b == b'\n' {
             self.newlines += 1;
@@ -259,17 +279,20 @@ impl Scanner {
                 r.first_line_end.get_or_insert((pos, line));
             }
         }
-        self.check_length()
+        None
     }
 
-    /// A record longer than the decoder keeps: it goes on with the line after the record's
-    /// start (back there when that line is over), or drops the first line to its end.
-    fn check_length(&mut self) -> Option<Step> {
+    /// The byte at `at` comes while a record is in progress: past `max_record + 1` bytes of
+    /// it, the record is longer than the decoder keeps (the decoder holds that many, and
+    /// cuts the record when a byte follows them; at the end of the file it is whole). It
+    /// goes on with the line after the record's start (back there when that line is over),
+    /// or drops the first line to its end.
+    fn cut_if_too_long(&mut self, at: u64) -> Option<Step> {
         let Dialect::Csv { max_record, .. } = self.dialect else {
             return None;
         };
         let r = self.record?;
-        if self.pos - r.start <= max_record {
+        if at - r.start <= max_record {
             return None;
         }
         match r.first_line_end {
@@ -283,9 +306,10 @@ impl Scanner {
     }
 
     /// The end of the file: the last record ends with it, unless it is left in quotes with
-    /// lines after its first (the decoder goes on with the line after its start).
+    /// lines after its first (the decoder goes on with the line after its start). A `"` last
+    /// in the file closes its quotes: nothing follows to make it a doubled quote.
     pub(crate) fn finish(&mut self) -> Step {
-        let in_quotes = matches!(self.state, State::Quoted | State::QuoteInQuoted);
+        let in_quotes = self.state == State::Quoted;
         match self.record {
             Some(Record {
                 first_line_end: Some((offset, line)),
@@ -449,6 +473,55 @@ mod tests {
         // Open at the end of the file: the same.
         let text = "1,\"open\n2,x\n";
         assert_eq!(at(text, CSV, 3), (8, 2));
+    }
+
+    #[test]
+    fn a_record_whose_quotes_closed_lines_ago_is_cut_when_too_long() {
+        // Issue 19: the quote opened on line 1 closes on line 2 (`2,"`), and `bcccc` after
+        // it makes the record too long: the decoder reads on from line 2, where that quote
+        // opens a field that holds the next line break. The scanner passed over `cccc`
+        // outside quotes at once, and found a boundary after it.
+        let max = |max_record| Dialect::Csv {
+            delimiter: b',',
+            max_record,
+        };
+        let text = "1,\"aaaaa\n2,\"bcccc\n3,d\"\n4,e\n";
+        assert_eq!(at(text, max(13), 1), (9, 2), "back to line 2");
+        for target in 10..=23 {
+            assert_eq!(at(text, max(13), target), (23, 4), "target {target}");
+            assert_eq!(bytewise(text, max(13), target), (23, 4), "target {target}");
+        }
+        let text = "1,\"aaaaa\r2,\"bcccc\r3,d\"\r4,e\r";
+        for target in 10..=23 {
+            assert_eq!(at(text, max(13), target), (23, 1), "target {target}");
+        }
+        // Long enough to keep, the record ends after `cccc`.
+        assert_eq!(at(text, max(20), 1), (18, 1));
+    }
+
+    #[test]
+    fn a_record_is_too_long_only_when_a_byte_follows_its_first_max_record_plus_one() {
+        let max7 = Dialect::Csv {
+            delimiter: b',',
+            max_record: 7,
+        };
+        // Eight bytes (the bound and one) that the file's end completes: one record, whole
+        // (the decoder rejects it as too long, but reads on after it, at the end).
+        assert_eq!(at("1,\"a\nb\"c", max7, 4), (8, 2));
+        // A byte after them: cut, from line 2 on.
+        assert_eq!(at("1,\"a\nb\"c\n2,x\n", max7, 4), (5, 2));
+        assert_eq!(at("1,\"a\nb\"c\n2,x\n", max7, 6), (9, 3));
+    }
+
+    #[test]
+    fn a_quote_last_in_the_file_closes_its_field() {
+        // Nothing follows the `"` to double it: the quoted field, two lines, ends the file.
+        assert_eq!(at("1,\"a\nb\"", CSV, 4), (7, 2));
+        assert_eq!(
+            at("1,\"a\nb\"\"", CSV, 4),
+            (5, 2),
+            "a doubled quote: still open"
+        );
     }
 
     #[test]

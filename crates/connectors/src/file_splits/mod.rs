@@ -17,6 +17,8 @@
 pub(crate) mod boundary;
 pub(crate) mod input;
 pub(crate) mod plan;
+#[cfg(test)]
+mod split_decode_tests;
 
 /// A byte range of one file that one instance reads: the records that start in
 /// `[from, end)`, reading on to the end of the last of them.
