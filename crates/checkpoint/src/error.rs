@@ -88,6 +88,17 @@ pub enum CheckpointError {
         /// The object that exists (its key under the store).
         what: String,
     },
+    /// The writer may no longer act on the store (its [`crate::CommitGuard`] said why): the
+    /// checkpoint was neither begun (its directory cleared) nor deleted.
+    #[error("{act} of checkpoint {epoch} refused: {why}")]
+    Fenced {
+        /// What was refused (`checkpoint begin`, `checkpoint deletion`).
+        act: String,
+        /// The checkpoint.
+        epoch: u64,
+        /// Why.
+        why: String,
+    },
     /// The writer may no longer commit checkpoints (its [`crate::CommitGuard`] said why):
     /// the manifest was not written.
     #[error("checkpoint {epoch} not committed: {why}")]

@@ -26,9 +26,12 @@ use crate::recovery::{plan_recovery, RecoveryFacts, RecoveryPlan};
 /// The start of a manifest's last line, which holds the CRC32 of the lines before it.
 const CRC_PREFIX: &str = "crc32 ";
 
-/// Asked just before a manifest is written: `Err(why)` if the writer may no longer commit
-/// checkpoints (a coordinator that a later leader superseded).
-pub type CommitGuard = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+/// Asked just before each act that changes what the store holds committed — `"checkpoint
+/// begin"` (which clears the checkpoint's directory), `"checkpoint deletion"`, `"checkpoint
+/// commit"` (the manifest's write): `Err(why)` if the writer may no longer act on the store
+/// (a coordinator that a later leader superseded, which would clear a checkpoint the later
+/// one committed).
+pub type CommitGuard = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
 /// The checkpoints of one query, in one directory or in an object store.
 #[derive(Clone)]
@@ -40,7 +43,7 @@ pub struct Store {
     remote: Option<Arc<Objects>>,
     /// Who uploads a checkpoint's files to the object store.
     uploads: Uploads,
-    /// Asked before each manifest is written.
+    /// Asked before each checkpoint is begun, deleted or committed.
     guard: Option<CommitGuard>,
 }
 
@@ -171,12 +174,25 @@ impl Store {
         self
     }
 
-    /// This store, asking `guard` just before it writes each manifest: a checkpoint `guard`
-    /// refuses is not completed ([`CheckpointError::NotCommitted`]). A cluster's coordinator
-    /// asks whether a later leader superseded it.
+    /// This store, asking `guard` just before it begins, deletes or commits a checkpoint: a
+    /// checkpoint `guard` refuses is not completed ([`CheckpointError::NotCommitted`]), and
+    /// one it refuses to begin or delete is left as it is ([`CheckpointError::Fenced`]). A
+    /// cluster's coordinator asks whether a later leader superseded it.
     pub fn with_commit_guard(mut self, guard: CommitGuard) -> Self {
         self.guard = Some(guard);
         self
+    }
+
+    /// Asks the guard, if any, whether `act` on checkpoint `epoch` may be done.
+    fn guarded(&self, act: &str, epoch: u64) -> Result<(), CheckpointError> {
+        match &self.guard {
+            Some(guard) => guard(act).map_err(|why| CheckpointError::Fenced {
+                act: act.to_string(),
+                epoch,
+                why,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Uploads one writer's files of checkpoint `epoch` (`files`, as it acknowledges them)
@@ -263,6 +279,7 @@ impl Store {
     /// Creates the directory of checkpoint `epoch`, empty (leftovers of an earlier attempt at
     /// the same epoch are removed).
     pub fn begin(&self, epoch: Epoch) -> Result<PathBuf, CheckpointError> {
+        self.guarded("checkpoint begin", epoch.0)?;
         if let Some(r) = &self.remote {
             r.check_fence()?;
         }
@@ -291,7 +308,7 @@ impl Store {
         let crc = crc32fast::hash(&bytes);
         bytes.extend_from_slice(format!("\n{CRC_PREFIX}{crc:08x}\n").as_bytes());
         if let Some(guard) = &self.guard {
-            guard().map_err(|why| CheckpointError::NotCommitted {
+            guard("checkpoint commit").map_err(|why| CheckpointError::NotCommitted {
                 epoch: manifest.epoch,
                 why,
             })?;
@@ -630,6 +647,7 @@ impl Store {
     /// Deletes checkpoint `epoch`'s directory, and with an object store the checkpoint there
     /// (its manifest first; nothing there once another run was found writing to it).
     pub fn delete(&self, epoch: Epoch) -> Result<(), CheckpointError> {
+        self.guarded("checkpoint deletion", epoch.0)?;
         if let Some(r) = &self.remote {
             r.delete(epoch)?;
         }
@@ -815,9 +833,11 @@ mod tests {
         let refuse = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let store = Store::open(dir.path()).expect("opens").with_commit_guard({
             let refuse = std::sync::Arc::clone(&refuse);
-            std::sync::Arc::new(move || {
+            std::sync::Arc::new(move |act: &str| {
                 if refuse.load(std::sync::atomic::Ordering::Relaxed) {
-                    Err("a later leader (term 7) took the catalog over".into())
+                    Err(format!(
+                        "{act}: a later leader (term 7) took the catalog over"
+                    ))
                 } else {
                     Ok(())
                 }
@@ -833,6 +853,19 @@ mod tests {
             "{err}"
         );
         assert!(!store.dir().manifest(Epoch(2)).exists());
+        assert!(store.dir().manifest(Epoch(1)).exists());
+        // Nor is a committed checkpoint cleared by a new begin of its epoch, or deleted: a
+        // superseded leader would clear what the later one committed.
+        let err = store.begin(Epoch(1)).expect_err("refused");
+        assert!(
+            matches!(&err, CheckpointError::Fenced { act, epoch: 1, .. } if act == "checkpoint begin"),
+            "{err}"
+        );
+        let err = store.delete(Epoch(1)).expect_err("refused");
+        assert!(
+            matches!(&err, CheckpointError::Fenced { act, epoch: 1, .. } if act == "checkpoint deletion"),
+            "{err}"
+        );
         assert!(store.dir().manifest(Epoch(1)).exists());
     }
 

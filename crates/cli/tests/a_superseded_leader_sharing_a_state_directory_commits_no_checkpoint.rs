@@ -95,12 +95,19 @@ fn a_superseded_leader_sharing_a_state_directory_commits_no_checkpoint() {
     wait_until("the old leader refused by the fence", || {
         first_refusal().is_some()
     });
-    // Its first act on the fresh worker — placing the query's tasks there, whose sinks
-    // would bring the shared output back to its last checkpoint's — is the one refused.
+    // Refused before it acted: as it woke (its check of the fence), or at its first act —
+    // placing the query's tasks on the fresh worker, whose sinks would bring the shared
+    // output back to its last checkpoint's, or beginning a checkpoint, which would clear the
+    // directory of one the new leader committed — never after a commit or an end.
     let refused = first_refusal().expect("waited for above");
     assert!(
-        ["deployment of an attempt", "restore of a part"]
-            .contains(&refused["act"].as_str().unwrap_or("")),
+        [
+            "leadership check",
+            "checkpoint begin",
+            "deployment of an attempt",
+            "restore of a part"
+        ]
+        .contains(&refused["act"].as_str().unwrap_or("")),
         "the old leader acted before it was refused: {refused}"
     );
 
@@ -122,4 +129,85 @@ fn a_superseded_leader_sharing_a_state_directory_commits_no_checkpoint() {
         "the output differs from the uninterrupted run"
     );
     assert_eq!(status_at(&standby, "q")["state"], "finished");
+}
+
+/// From the hostile probe: the same two coordinators, and no fresh worker. Let run again,
+/// the old leader has nothing it must do — its workers left it — and no deployment, restore
+/// or commit of its own would meet a fence: it lingered, answering clients with what it last
+/// knew (a `submit --wait` that had heard only it waited for ever) and taking submissions
+/// nobody would run. Now a leader checks the fence as it wakes, and every second: it steps
+/// down (status 75), its refusal a typed event; the query finishes under the new leader.
+#[test]
+fn a_superseded_leader_with_nothing_to_do_steps_down_as_it_wakes() {
+    let etcd = EtcdServer::start();
+    let work = tempfile::tempdir().expect("tempdir");
+    let expected = windowed_reference(work.path(), 17, 120_000, 10_000);
+    let setup = Setup {
+        standby: true,
+        election: Some(format!("etcd://{}/idle-superseded", etcd.endpoint)),
+        coordinator_flags: vec![
+            "--leader-lease".into(),
+            "2s".into(),
+            "--inject-no-step-down".into(),
+        ],
+        ..Setup::default()
+    };
+    let mut cluster = LocalCluster::start_with(2, 8, setup);
+    let old_term = leader_term(&cluster.coordinator_log()).expect("the leader's term");
+    let standby = cluster.standby_addr();
+    let submit = cluster.submit(
+        work.path(),
+        "q.flow",
+        &[
+            "--var",
+            "OUTPUT=out",
+            "--parallelism",
+            "2",
+            "--checkpoint-every",
+            "4000",
+        ],
+    );
+    wait_until("a first checkpoint", || {
+        cluster.status("q")["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|c| c >= 1)
+    });
+    let leader = cluster.coordinator.pid();
+    signal(leader, libc::SIGSTOP);
+    wait_until("the standby leading", || {
+        cluster.standby_log().contains(" leads (term")
+    });
+    wait_until("the workers reporting to the new leader", || {
+        status_at(&standby, "q")["state"] == "running"
+    });
+    signal(leader, libc::SIGCONT);
+    let mut ended = None;
+    wait_until("the old leader stepping down", || {
+        ended = cluster.coordinator.0.try_wait().expect("its status");
+        ended.is_some()
+    });
+    assert_eq!(
+        ended.expect("read above").code(),
+        Some(75),
+        "{}",
+        cluster.logs()
+    );
+    let events = std::fs::read_to_string(cluster.dir.path().join("coordinator/events.jsonl"))
+        .unwrap_or_default();
+    assert!(
+        events
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .any(|e| e["event"] == "refused_by_fence" && e["term"] == old_term),
+        "no typed refusal of term {old_term} in {events}"
+    );
+    let out = submit.wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", cluster.logs());
+    let got = output_rows(&work.path().join("out"));
+    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
+    assert!(
+        got == expected,
+        "the output differs from the uninterrupted run"
+    );
 }

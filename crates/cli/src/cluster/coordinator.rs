@@ -482,20 +482,26 @@ impl State {
 }
 
 impl Cluster {
-    /// Query `name`'s checkpoints as its checkpoint coordinator completes them: never by a
-    /// leader whose lease may have run out (it steps down) nor by one a later leader
-    /// superseded in the catalog's object store (the checkpoint is not committed).
+    /// Query `name`'s checkpoints as this leader begins, deletes and completes them: never by
+    /// a leader whose lease may have run out, nor by one a later leader superseded (the
+    /// catalog's fence: its objects' leader marks, or the shared state directory's `CURRENT`
+    /// pointer) — it would clear or delete a checkpoint the later one committed. A refused
+    /// act is written as a typed event, and the leader steps down.
     pub fn committing_store(&self, name: &str) -> Result<anduin_checkpoint::Store> {
         let (fence, events, term) = (self.fence.clone(), Arc::clone(&self.events), self.term);
-        Ok(self.store.store(name)?.with_commit_guard(Arc::new(move || {
-            super::leadership::act_or_step_down();
-            let checked = fence.as_ref().map_or(Ok(()), CatalogFence::check);
-            if let Err(why) = &checked {
-                events.refused("checkpoint commit", term, why);
-                eprintln!("anduin: a checkpoint is not committed: {why}");
-            }
-            checked
-        })))
+        Ok(self
+            .store
+            .store(name)?
+            .with_commit_guard(Arc::new(move |act: &str| {
+                super::leadership::act_or_step_down();
+                let checked = fence.as_ref().map_or(Ok(()), CatalogFence::check);
+                if let Err(why) = &checked {
+                    events.refused(act, term, why);
+                    eprintln!("anduin: {act} refused: {why}");
+                    super::leadership::superseded(why);
+                }
+                checked
+            })))
     }
 
     /// Before `act`, which only the leader may do: steps down if its lease may have run out,
@@ -1010,14 +1016,25 @@ pub fn state_name(s: &QueryState) -> &'static str {
     }
 }
 
+/// How often a leader checks the catalog's fence while it has nothing else to do.
+const LEADERSHIP_CHECK: Duration = Duration::from_secs(1);
+
 /// Declares dead the workers not heard from within the timeout, and those a restarted
 /// coordinator awaited that did not come back within it.
 fn watch_liveness(cluster: &Cluster) {
     let tick = cluster.heartbeat_timeout / 5;
     let mut woke = Instant::now();
+    let mut checked = Instant::now();
     loop {
         std::thread::sleep(tick);
         let slept = std::mem::replace(&mut woke, Instant::now()).elapsed();
+        // A leader a later one superseded steps down even with nothing to do (it would
+        // answer clients with what it last knew, and take submissions nobody runs): at once
+        // when it wakes from a pause, and every second.
+        if slept > tick + cluster.heartbeat_timeout / 2 || checked.elapsed() >= LEADERSHIP_CHECK {
+            cluster.still_leading("leadership check");
+            checked = Instant::now();
+        }
         let mut state = cluster.lock();
         if slept > tick + cluster.heartbeat_timeout / 2 {
             // The coordinator itself did not run (paused, its host starved): the workers'
@@ -1223,6 +1240,8 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
             from,
         ),
         ToCoordinator::Submit(s) => {
+            // Recorded where a later leader would read it, or not taken.
+            cluster.still_leading("submission");
             let reply = submit(cluster, s);
             to.send(&reply)
         }
@@ -1264,6 +1283,7 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
             }
         }
         ToCoordinator::Cancel { query } => {
+            cluster.still_leading("cancellation");
             let mut state = cluster.lock();
             let reply = match state.queries.get_mut(&query) {
                 Some(q) if q.status.is_over() => {

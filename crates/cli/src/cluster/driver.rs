@@ -360,7 +360,7 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
             // (its sinks commit it when restored): nothing is left to recover.
             Outcome::Failed { why, .. }
                 if matches!(
-                    cluster.store.store(name).and_then(|s| recovery(&s)),
+                    cluster.committing_store(name).and_then(|s| recovery(&s)),
                     Ok(Recovery::Finished)
                 ) =>
             {
@@ -534,7 +534,7 @@ fn attempt(
             .collect();
         state.feed(name, &Input::Placed { placement: placed });
     }
-    let restore = match recovery(&cluster.store.store(name)?)? {
+    let restore = match recovery(&cluster.committing_store(name)?)? {
         Recovery::Finished => return Ok(Outcome::Finished),
         Recovery::From(v) => v,
     };
@@ -613,7 +613,12 @@ fn attempt(
     // Numbered after every checkpoint an earlier attempt began: an epoch is never used twice
     // (a new attempt's barrier numbered as one a stale task had would be taken for a replay,
     // and files of a given-up checkpoint could mix with the new one's).
-    let after = numbered_so_far(cluster, name, &cluster.store.store(name)?, restore.as_ref())?;
+    let after = numbered_so_far(
+        cluster,
+        name,
+        &cluster.committing_store(name)?,
+        restore.as_ref(),
+    )?;
     let checkpointer = match start_checkpointer(
         cluster,
         name,
@@ -984,7 +989,7 @@ fn run_to_end(
     if matches!(outcome, Outcome::Finished) {
         // Every part ended well: each sink committed what it had at the end of its input,
         // as in `anduin run`, even when the last checkpoint could not be written.
-        let store = cluster.store.store(name);
+        let store = cluster.committing_store(name);
         if !matches!(store.and_then(|s| recovery(&s)), Ok(Recovery::Finished)) {
             eprintln!("anduin: query {name} finished, but its last checkpoint failed (see the log): its output is complete; a new submission starts from the beginning");
         }
@@ -1066,7 +1071,7 @@ fn take_over(
         Err(outcome) => return Ok(outcome),
     };
     start_the_unstarted(cluster, name, number, &executors);
-    let store = cluster.store.store(name)?;
+    let store = cluster.committing_store(name)?;
     let (_, restore) = store.choose_restore()?;
     // The executors have the changes made since that checkpoint; the control plane is told
     // of them. A rescale among them cannot be taken over.
@@ -1895,7 +1900,7 @@ impl Subscriber for LastCheckpoint {
             drop(state);
             if self.cluster.exit_after == Some(ExitPoint::CheckpointGivenUp) {
                 // As the checkpoint coordinator does next: a kill lands after that.
-                if let Ok(store) = self.cluster.store.store(&self.query) {
+                if let Ok(store) = self.cluster.committing_store(&self.query) {
                     let _ = store.delete(anduin_types::Epoch(*epoch));
                 }
                 self.cluster.exit_point(ExitPoint::CheckpointGivenUp);
