@@ -637,6 +637,9 @@ impl Wires {
             });
             let built = match &route.exchange {
                 Exchange::Gather => Route::One(senders.next().expect("a gather has a channel")),
+                Exchange::Forward => {
+                    Route::One(senders.next().expect("a forward channel has a consumer"))
+                }
                 Exchange::Broadcast => Route::All(senders.collect()),
                 Exchange::RoundRobin => Route::InTurn(InTurnRoute::new(senders.collect())),
                 Exchange::Range(r) => Route::Ranged(RangeRoute::new(r.clone(), senders.collect())),
