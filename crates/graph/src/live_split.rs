@@ -14,7 +14,7 @@
 //! it from the start with the numbers the live split gave (the channels between workers are
 //! named by the plan's channel numbers).
 
-use crate::logical::{LogicalGraph, NodeId};
+use crate::logical::{LogicalGraph, NodeId, StreamId};
 use crate::physical::{ChannelPlan, Partitioning, PhysicalPlan, TaskPlan};
 
 /// One task split off while the query ran.
@@ -43,6 +43,16 @@ impl PhysicalPlan {
     /// channels the moved nodes feed are the new task's from then on. Returns the splits
     /// made, in order.
     pub fn split_live<B>(&mut self, graph: &LogicalGraph<B>, before: &[NodeId]) -> Vec<LiveSplit> {
+        self.split_live_with(|n| graph.node(n).outputs.first().copied(), before)
+    }
+
+    /// [`PhysicalPlan::split_live`], the stream each node's first output carries given by
+    /// `stream_of` (for a caller that keeps no graph).
+    pub fn split_live_with(
+        &mut self,
+        stream_of: impl Fn(NodeId) -> Option<StreamId>,
+        before: &[NodeId],
+    ) -> Vec<LiveSplit> {
         let mut made = Vec::new();
         for &first in before {
             let Some((from_task, at)) = self
@@ -58,7 +68,7 @@ impl PhysicalPlan {
             };
             let before_cut = self.tasks[from_task].chain[feeder];
             // A fused node has one output, read by the next node only.
-            let Some(&stream) = graph.node(before_cut).outputs.first() else {
+            let Some(stream) = stream_of(before_cut) else {
                 continue;
             };
             let task = self.tasks.len();
