@@ -1,0 +1,84 @@
+//! A live split on a cluster, then SIGKILL (issue 15): the query of
+//! `a_chain_split_on_a_cluster_while_it_runs_writes_what_an_unsplit_run_writes` is split twice
+//! while it runs, a checkpoint after the splits completes (it waits for the new tasks'
+//! shares), and the worker that runs the source — with the filter, the map split off it, and
+//! one instance of the window and of the `late` split off it — is killed. Its part is
+//! restored on the other worker from that checkpoint (per-task recovery: the query stays at
+//! its first attempt): the restored executor plans the splits the checkpoint recorded with
+//! the numbers the live splits gave, so that the coordinator, the running executor and the
+//! restored one agree on every task instance. The output is the rows of an uninterrupted
+//! embedded run.
+
+use crate::a_chain_split_on_a_cluster_while_it_runs_writes_what_an_unsplit_run_writes::SplitOnCluster;
+use crate::common;
+
+use common::cluster::{kill_worker_after, worker_of_the_source, Setup};
+use common::wait_until;
+
+#[test]
+fn a_worker_killed_after_a_live_split_on_a_cluster_costs_nothing_of_its_output() {
+    // The executors say what they plan (`anduin_runtime` at `info`).
+    let setup = Setup {
+        worker_env: vec![("RUST_LOG".into(), "anduin_runtime=info".into())],
+        ..Setup::default()
+    };
+    let mut s = SplitOnCluster::start(setup);
+    let victim = worker_of_the_source(&s.cluster);
+    let after = s.split_at + 1;
+    assert!(
+        kill_worker_after(&mut s.cluster, "q", victim, after),
+        "the kill must come mid-run"
+    );
+    let logs = s.finish();
+    let status = s.cluster.status("q");
+    assert_eq!(
+        status["attempt"], 1,
+        "restored alone, not rolled back as a whole: {status}\n{logs}"
+    );
+    // The part restored on the other worker planned both splits, with the live numbers.
+    let host = 1 - victim;
+    let log = std::fs::read_to_string(s.cluster.dir.path().join(format!("w{host}.log")))
+        .expect("the surviving worker's log");
+    let planned = log
+        .lines()
+        .find(|l| l.contains("plans the splits its checkpoint recorded"))
+        .unwrap_or_else(|| panic!("the restored part planned no split\n{logs}"));
+    assert!(planned.contains(r#"["late", "m"]"#), "{planned}");
+}
+
+/// With per-task recovery off, the query rolls back as a whole to that checkpoint: every
+/// executor of the new attempt, and the coordinator, plan the splits it recorded with the
+/// same numbers, and the output is still exact.
+#[test]
+fn a_query_split_on_a_cluster_rolled_back_as_a_whole_keeps_its_splits_and_its_output() {
+    let setup = Setup {
+        coordinator_flags: vec!["--no-per-task-recovery".into()],
+        ..Setup::default()
+    };
+    let mut s = SplitOnCluster::start(setup);
+    let victim = worker_of_the_source(&s.cluster);
+    let after = s.split_at + 1;
+    assert!(
+        kill_worker_after(&mut s.cluster, "q", victim, after),
+        "the kill must come mid-run"
+    );
+    wait_until("the second attempt runs", || {
+        s.cluster.status("q")["attempt"]
+            .as_u64()
+            .is_some_and(|a| a >= 2)
+    });
+    let client = anduin_api::Client::new(&s.api, None).expect("an address");
+    wait_until("the new attempt's control plane lists the split tasks", || {
+        client.query("q").is_ok_and(|q| {
+            let mut t: Vec<Vec<String>> = q
+                .tasks
+                .into_iter()
+                .filter(|t| !t.operators.is_empty())
+                .map(|t| t.operators)
+                .collect();
+            t.sort();
+            t.contains(&vec!["late".to_string()]) && t.contains(&vec!["m".to_string()])
+        })
+    });
+    s.finish();
+}
