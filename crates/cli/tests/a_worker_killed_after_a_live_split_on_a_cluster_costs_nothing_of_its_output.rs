@@ -68,17 +68,20 @@ fn a_query_split_on_a_cluster_rolled_back_as_a_whole_keeps_its_splits_and_its_ou
             .is_some_and(|a| a >= 2)
     });
     let client = anduin_api::Client::new(&s.api, None).expect("an address");
-    wait_until("the new attempt's control plane lists the split tasks", || {
-        client.query("q").is_ok_and(|q| {
-            let mut t: Vec<Vec<String>> = q
-                .tasks
-                .into_iter()
-                .filter(|t| !t.operators.is_empty())
-                .map(|t| t.operators)
-                .collect();
-            t.sort();
-            t.contains(&vec!["late".to_string()]) && t.contains(&vec!["m".to_string()])
-        })
-    });
+    wait_until(
+        "the new attempt's control plane lists the split tasks",
+        || {
+            client.query("q").is_ok_and(|q| {
+                let mut t: Vec<Vec<String>> = q
+                    .tasks
+                    .into_iter()
+                    .filter(|t| !t.operators.is_empty())
+                    .map(|t| t.operators)
+                    .collect();
+                t.sort();
+                t.contains(&vec!["late".to_string()]) && t.contains(&vec!["m".to_string()])
+            })
+        },
+    );
     s.finish();
 }

@@ -149,12 +149,33 @@ mod tests {
         assert_eq!(
             made,
             [
-                LiveSplit { from_task: 0, task: 2, first: NodeId(3), first_id: 4, parallelism: 2 },
-                LiveSplit { from_task: 1, task: 3, first: NodeId(7), first_id: 6, parallelism: 2 },
-                LiveSplit { from_task: 0, task: 4, first: NodeId(2), first_id: 8, parallelism: 2 },
+                LiveSplit {
+                    from_task: 0,
+                    task: 2,
+                    first: NodeId(3),
+                    first_id: 4,
+                    parallelism: 2
+                },
+                LiveSplit {
+                    from_task: 1,
+                    task: 3,
+                    first: NodeId(7),
+                    first_id: 6,
+                    parallelism: 2
+                },
+                LiveSplit {
+                    from_task: 0,
+                    task: 4,
+                    first: NodeId(2),
+                    first_id: 8,
+                    parallelism: 2
+                },
             ]
         );
-        assert_eq!(chains(&plan), [vec![0, 1], vec![5, 6], vec![3, 4], vec![7], vec![2]]);
+        assert_eq!(
+            chains(&plan),
+            [vec![0, 1], vec![5, 6], vec![3, 4], vec![7], vec![2]]
+        );
         // Each new task is fed forward, instance by instance, by the node before the cut (2,
         // moved on by the third split, feeds the first from task 4); channels keep their
         // numbers.
@@ -164,7 +185,10 @@ mod tests {
             .map(|c| (c.id, c.from_task, c.from.0 .0, c.to_task))
             .collect();
         assert_eq!(fed, [(0, 4, 2, 2), (1, 1, 6, 3), (2, 0, 1, 4)]);
-        assert!(plan.channels.iter().all(|c| c.partitioning == Partitioning::Forward));
+        assert!(plan
+            .channels
+            .iter()
+            .all(|c| c.partitioning == Partitioning::Forward));
         assert!(plan.tasks.iter().enumerate().all(|(i, t)| t.id == i));
     }
 
@@ -175,25 +199,44 @@ mod tests {
         let made = plan.split_live(&g, &[NodeId(2), NodeId(4)]);
         assert_eq!(made[1].from_task, 2);
         assert_eq!((made[1].task, made[1].first_id), (3, 3));
-        assert_eq!(chains(&plan), [vec![0, 1], vec![5, 6, 7], vec![2, 3], vec![4]]);
+        assert_eq!(
+            chains(&plan),
+            [vec![0, 1], vec![5, 6, 7], vec![2, 3], vec![4]]
+        );
         // In the other order, the same tasks with other numbers: the order is the changes'.
         let (g, mut other) = two_chains(1);
         let made = other.split_live(&g, &[NodeId(4), NodeId(2)]);
         assert_eq!((made[0].from_task, made[1].from_task), (0, 0));
-        assert_eq!(chains(&other), [vec![0, 1], vec![5, 6, 7], vec![4], vec![2, 3]]);
+        assert_eq!(
+            chains(&other),
+            [vec![0, 1], vec![5, 6, 7], vec![4], vec![2, 3]]
+        );
         // The channel into 4 comes from the task holding 3 in both.
-        let into_4 = other.channels.iter().find(|c| c.to_task == 2).expect("a channel");
+        let into_4 = other
+            .channels
+            .iter()
+            .find(|c| c.to_task == 2)
+            .expect("a channel");
         assert_eq!((into_4.from.0, into_4.from_task), (NodeId(3), 3));
     }
 
     #[test]
     fn a_head_a_source_a_node_split_twice_and_an_unknown_node_split_nothing() {
         let (g, mut plan) = two_chains(3);
-        let made = plan.split_live(&g, &[NodeId(0), NodeId(5), NodeId(1), NodeId(1), NodeId(99)]);
+        let made = plan.split_live(
+            &g,
+            &[NodeId(0), NodeId(5), NodeId(1), NodeId(1), NodeId(99)],
+        );
         // 1 is cut from its source once; the second time it heads its task.
         assert_eq!(
             made,
-            [LiveSplit { from_task: 0, task: 2, first: NodeId(1), first_id: 6, parallelism: 3 }]
+            [LiveSplit {
+                from_task: 0,
+                task: 2,
+                first: NodeId(1),
+                first_id: 6,
+                parallelism: 3
+            }]
         );
         assert_eq!(chains(&plan), [vec![0], vec![5, 6, 7], vec![1, 2, 3, 4]]);
     }
