@@ -12,6 +12,7 @@
 use crate::a_chain_split_on_a_cluster_while_it_runs_writes_what_an_unsplit_run_writes::SplitOnCluster;
 use crate::common;
 
+use anduin_runtime::control::QueryState;
 use common::cluster::{kill_worker_after, worker_of_the_source, Setup};
 use common::wait_until;
 
@@ -58,30 +59,33 @@ fn a_query_split_on_a_cluster_rolled_back_as_a_whole_keeps_its_splits_and_its_ou
     let mut s = SplitOnCluster::start(setup);
     let victim = worker_of_the_source(&s.cluster);
     let after = s.split_at + 1;
+    let client = anduin_api::Client::new(&s.api, None).expect("an address");
+    let first = client.query("q").expect("the first attempt's").started_ms;
     assert!(
         kill_worker_after(&mut s.cluster, "q", victim, after),
         "the kill must come mid-run"
     );
-    wait_until("the second attempt runs", || {
+    // The new attempt's control plane (the first's is served until it replaces it).
+    wait_until("the new attempt runs and lists the split tasks", || {
+        client.query("q").is_ok_and(|q| {
+            if q.started_ms == first || q.state != QueryState::Running {
+                return false;
+            }
+            let mut t: Vec<Vec<String>> = q
+                .tasks
+                .into_iter()
+                .filter(|t| !t.operators.is_empty())
+                .map(|t| t.operators)
+                .collect();
+            t.sort();
+            t.contains(&vec!["late".to_string()]) && t.contains(&vec!["m".to_string()])
+        })
+    });
+    assert!(
         s.cluster.status("q")["attempt"]
             .as_u64()
-            .is_some_and(|a| a >= 2)
-    });
-    let client = anduin_api::Client::new(&s.api, None).expect("an address");
-    wait_until(
-        "the new attempt's control plane lists the split tasks",
-        || {
-            client.query("q").is_ok_and(|q| {
-                let mut t: Vec<Vec<String>> = q
-                    .tasks
-                    .into_iter()
-                    .filter(|t| !t.operators.is_empty())
-                    .map(|t| t.operators)
-                    .collect();
-                t.sort();
-                t.contains(&vec!["late".to_string()]) && t.contains(&vec!["m".to_string()])
-            })
-        },
+            .is_some_and(|a| a >= 2),
+        "rolled back as a whole"
     );
     s.finish();
 }
