@@ -210,6 +210,18 @@ fn a_chain_split_on_a_cluster_while_it_runs_writes_what_an_unsplit_run_writes() 
     let workers: std::collections::BTreeSet<u32> =
         late.instances.iter().map(|i| i.worker).collect();
     assert_eq!(workers.len(), 2, "late's instances run on both workers");
+    // `anduin status` names them, each on the worker of the instance it split from (the
+    // plan's instances keep their names).
+    let status = s.cluster.status("q");
+    let on = |name: &str| {
+        status["instances"][name]
+            .as_str()
+            .unwrap_or_else(|| panic!("no instance {name:?} in {status}"))
+            .to_string()
+    };
+    assert_eq!(on("late #0"), on("w -> late #0"), "{status}");
+    assert_eq!(on("late #1"), on("w -> late #1"), "{status}");
+    assert_eq!(on("m"), on("gen -> f -> m"), "{status}");
     // A checkpoint after the splits waits for the new tasks' shares, and completes.
     let after = s.split_at + 1;
     wait_until("a checkpoint after the splits", || {

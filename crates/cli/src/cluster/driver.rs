@@ -1803,6 +1803,30 @@ fn part_of(
     })
 }
 
+/// The worker (name, by `worker_of` its part) of each instance of a task split while the
+/// query ran, by the instance's name (its task's operators, and ` #i` when the task runs as
+/// several instances), as the attempt's control plane lists them (`listed`): the instances
+/// numbered from `planned` on, which the placement of the plan does not name.
+pub(super) fn split_instance_workers(
+    listed: &anduin_runtime::control::TopologyInfo,
+    planned: usize,
+    worker_of: impl Fn(u32) -> String,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for t in &listed.tasks {
+        let name = t.operators.join(" -> ");
+        for i in t.instances.iter().filter(|i| i.id >= planned) {
+            let named = if t.instances.len() > 1 {
+                format!("{name} #{}", i.instance)
+            } else {
+                name.clone()
+            };
+            out.insert(named, worker_of(i.worker));
+        }
+    }
+    out
+}
+
 /// The instances that send to each instance of `topo`, by number.
 fn producers(topo: &Topology) -> BTreeMap<usize, Vec<usize>> {
     let mut out: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -2015,6 +2039,13 @@ operator name = "drop", type = "discard" {
         assert_eq!(part_of(&placement, Some(&listed), 5), Some(0));
         assert_eq!(part_of(&placement, Some(&listed), 6), None);
         assert_eq!(part_of(&placement, None, 4), None);
+        // `anduin status` names them, on their parts' workers.
+        let named = split_instance_workers(&listed, placement.len(), |p| format!("w{p}"));
+        let expected: BTreeMap<String, String> = [("late #0", "w1"), ("late #1", "w0")]
+            .map(|(n, w)| (n.to_string(), w.to_string()))
+            .into_iter()
+            .collect();
+        assert_eq!(named, expected);
     }
 
     #[test]
