@@ -41,7 +41,7 @@ pub(crate) struct SplitOnCluster {
     pub cluster: LocalCluster,
     pub api: String,
     pub submit: Option<ChildGuard>,
-    /// The epoch of the barrier that carried the second split.
+    /// The epoch of the barrier that carried the last split.
     pub split_at: u64,
 }
 
@@ -69,6 +69,43 @@ impl SplitOnCluster {
     /// (parallelism 2, a checkpoint every 300 ms), splits `late` and then `m` while it runs,
     /// and checks the listing after each. The cluster's processes start as `setup` says.
     pub(crate) fn start(setup: Setup) -> Self {
+        let s = Self::submitted(setup, &["--checkpoint-interval", "300ms"]);
+        let client = anduin_api::Client::new(&s.api, None).expect("an address");
+        assert_eq!(
+            tasks(&client),
+            sorted(&[&["gen", "f", "m"], &["out"], &["w", "late"]])
+        );
+        let mut s = s;
+        s.split("late");
+        // Answered once every instance has split: the listing shows it by then.
+        assert_eq!(
+            tasks(&client),
+            sorted(&[&["gen", "f", "m"], &["late"], &["out"], &["w"]]),
+            "the coordinator's listing once `ctl set` answered"
+        );
+        s.split("m");
+        assert_eq!(
+            tasks(&client),
+            sorted(&[&["gen", "f"], &["late"], &["m"], &["out"], &["w"]])
+        );
+        s
+    }
+
+    /// `ctl set q OP pipeline split`, answered as applied; notes the epoch it applied at.
+    pub(crate) fn split(&mut self, op: &str) {
+        let applied = stdout_ok(&ctl(
+            self.dir(),
+            &self.api,
+            &["set", "q", op, "pipeline", "split"],
+        ));
+        assert!(applied.contains("applied at epoch"), "{applied}");
+        self.split_at = epoch_of(&applied);
+    }
+
+    /// Runs the reference, submits the query slowed down to a coordinator with two workers
+    /// at parallelism 2 with `more` flags, and waits for its first checkpoint (asking for it
+    /// with `ctl checkpoint` when `more` takes checkpoints only on demand).
+    pub(crate) fn submitted(setup: Setup, more: &[&str]) -> Self {
         let work = tempfile::tempdir().expect("tempdir");
         let d = work.path();
         std::fs::write(d.join("ref.flow"), query()).expect("query");
@@ -96,45 +133,34 @@ impl SplitOnCluster {
                 "200",
                 "--linger",
                 "20ms",
-                "--checkpoint-interval",
-                "300ms",
                 "--checkpoint-keep",
                 "1000",
-            ],
+            ]
+            .iter()
+            .chain(more)
+            .copied()
+            .collect::<Vec<_>>(),
         );
+        if more.contains(&"1h") {
+            wait_until("the query runs", || {
+                anduin_api::Client::new(&api, None)
+                    .and_then(|c| c.query("q"))
+                    .is_ok_and(|q| q.state == anduin_runtime::control::QueryState::Running)
+            });
+            stdout_ok(&ctl(d, &api, &["checkpoint", "q"]));
+        }
         wait_until("the query runs with a checkpoint", || {
             cluster.status("q")["last_checkpoint"]
                 .as_u64()
                 .is_some_and(|e| e >= 1)
         });
-        let client = anduin_api::Client::new(&api, None).expect("an address");
-        assert_eq!(
-            tasks(&client),
-            sorted(&[&["gen", "f", "m"], &["out"], &["w", "late"]])
-        );
-
-        let applied = stdout_ok(&ctl(d, &api, &["set", "q", "late", "pipeline", "split"]));
-        assert!(applied.contains("applied at epoch"), "{applied}");
-        // Answered once every instance has split: the listing shows it by then.
-        assert_eq!(
-            tasks(&client),
-            sorted(&[&["gen", "f", "m"], &["late"], &["out"], &["w"]]),
-            "the coordinator's listing once `ctl set` answered"
-        );
-        let applied = stdout_ok(&ctl(d, &api, &["set", "q", "m", "pipeline", "split"]));
-        assert!(applied.contains("applied at epoch"), "{applied}");
-        let split_at = epoch_of(&applied);
-        assert_eq!(
-            tasks(&client),
-            sorted(&[&["gen", "f"], &["late"], &["m"], &["out"], &["w"]])
-        );
         Self {
             work,
             expected,
             cluster,
             api,
             submit: Some(submit),
-            split_at,
+            split_at: 0,
         }
     }
 

@@ -89,3 +89,72 @@ fn a_query_split_on_a_cluster_rolled_back_as_a_whole_keeps_its_splits_and_its_ou
     );
     s.finish();
 }
+
+/// Checkpoints only on demand, and the one whose barrier carries the split of `late` fails
+/// (injected): the last complete checkpoint is from before the split. The worker that does
+/// not run the source is killed; its part — one instance of the window, from which `late`
+/// was split — is restored alone from that checkpoint, unsplit, and splits again when the
+/// replayed barrier that carried the change reaches it, numbering the new instance as the
+/// live split did (task 3, instance 5 or 4). The output is still exact.
+#[test]
+fn a_part_restored_from_before_a_live_split_splits_again_at_the_replayed_barrier() {
+    let setup = Setup {
+        worker_env: vec![("RUST_LOG".into(), "anduin_runtime=info".into())],
+        ..Setup::default()
+    };
+    // Checkpoint 1 asked for; the split's is 2.
+    let mut s = SplitOnCluster::submitted(
+        setup,
+        &[
+            "--checkpoint-interval",
+            "1h",
+            "--inject-checkpoint-failure",
+            "2",
+        ],
+    );
+    s.split("late");
+    assert_eq!(
+        s.split_at, 2,
+        "the split rides on the second checkpoint's barrier"
+    );
+    let victim = 1 - worker_of_the_source(&s.cluster);
+    let host = 1 - victim;
+    let dir = s.cluster.dir.path().to_path_buf();
+    let log = |w: usize| std::fs::read_to_string(dir.join(format!("w{w}.log"))).unwrap_or_default();
+    // The victim split its instance of the window's task: which one, by its new number.
+    let split_line = |text: &str| -> Option<String> {
+        text.lines()
+            .find(|l| {
+                l.contains("split the chain before the operator") && l.contains("operator=late")
+            })
+            .map(str::to_string)
+    };
+    let mut first = None;
+    wait_until("the victim's executor logged its split", || {
+        first = split_line(&log(victim));
+        first.is_some()
+    });
+    let first = first.expect("found above");
+    let id = first
+        .split_whitespace()
+        .find(|f| f.starts_with("task="))
+        .expect("the new instance's number")
+        .to_string();
+    assert_eq!(s.cluster.status("q")["last_checkpoint"], 1);
+    assert!(
+        kill_worker_after(&mut s.cluster, "q", victim, 1),
+        "the kill must come mid-run"
+    );
+    // Restored on the other worker, from checkpoint 1: it splits again, under the same number.
+    wait_until("the restored part split again", || {
+        log(host)
+            .lines()
+            .any(|l| l.contains("split the chain before the operator") && l.contains(&id))
+    });
+    let logs = s.finish();
+    let status = s.cluster.status("q");
+    assert_eq!(
+        status["attempt"], 1,
+        "restored alone, not rolled back as a whole: {status}\n{logs}"
+    );
+}
