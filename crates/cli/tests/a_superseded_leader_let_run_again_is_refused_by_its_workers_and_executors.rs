@@ -5,7 +5,10 @@
 //! again (SIGCONT). It believes it still leads, and the workers and executors, which have lost
 //! the new leader, reach it — and refuse it: they have followed a later term. Reading the
 //! refusal it steps down (status 75), the refusal written as a typed event
-//! (`refused_by_fence`, with its term) to its events file. Started again, the standby leads at
+//! (`refused_by_fence`, with its term) to its events file. (When it would first restore the
+//! parts of the workers it heard nothing from while paused, the shared state directory's
+//! fence refuses that act — the catalog pointer names the new term's directory — with the
+//! same outcome.) Started again, the standby leads at
 //! a third term and the query finishes with the output of an uninterrupted run.
 
 use crate::common;
@@ -82,15 +85,29 @@ fn a_superseded_leader_let_run_again_is_refused_by_its_workers_and_executors() {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|e| e["event"] == "refused_by_fence")
         .collect();
-    assert!(
-        refused.iter().any(|e| e["term"] == old_term
-            && e["act"]
-                .as_str()
-                .is_some_and(|a| a.ends_with(" connection"))
+    // Refused by a worker or an executor that follows the new term, or — when it would
+    // first restore the parts of workers it has not heard from while paused — by the shared
+    // state directory, whose catalog pointer names the new term's directory.
+    let by_peer = |e: &serde_json::Value| {
+        e["act"]
+            .as_str()
+            .is_some_and(|a| a.ends_with(" connection"))
             && e["why"]
                 .as_str()
-                .is_some_and(|w| w.contains(&format!("term {new_term}")))),
-        "no typed refusal of term {old_term} by a worker or an executor in {events}"
+                .is_some_and(|w| w.contains(&format!("term {new_term}")))
+    };
+    let by_directory = |e: &serde_json::Value| {
+        ["restore of a part", "deployment of an attempt"].contains(&e["act"].as_str().unwrap_or(""))
+            && e["why"]
+                .as_str()
+                .is_some_and(|w| w.contains(&format!("term-{new_term:020}")))
+    };
+    assert!(
+        refused
+            .iter()
+            .any(|e| e["term"] == old_term && (by_peer(e) || by_directory(e))),
+        "no typed refusal of term {old_term} by a worker, an executor or the state directory \
+         in {events}"
     );
 
     // A leader again: the query goes on to the uninterrupted output.
