@@ -87,6 +87,7 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
                 format!(", by key ({})", cols.join(", "))
             }
             Partitioning::Broadcast => ", to every instance".into(),
+            Partitioning::Forward => ", each instance to its own".into(),
             Partitioning::RoundRobin => ", round robin".into(),
             Partitioning::Range(r) => {
                 format!(

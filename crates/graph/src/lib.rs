@@ -24,6 +24,7 @@ mod change;
 mod check;
 mod control_input;
 mod explain;
+mod live_split;
 mod logical;
 mod params;
 mod partitioning;
@@ -42,6 +43,7 @@ pub use change::{check_change, check_change_after, fixed_while_running, ChangeRe
 pub use check::{check, schema_of_type};
 pub use control_input::{ControlInput, ControlTime};
 pub use explain::{explain_dot, explain_text};
+pub use live_split::LiveSplit;
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
 pub use partitioning::PartitioningError;
 pub use physical::{

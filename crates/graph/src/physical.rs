@@ -58,6 +58,10 @@ pub enum Partitioning {
     /// Each producer instance sends everything to every consumer instance (a control stream:
     /// every instance of the operator it drives sees every change).
     Broadcast,
+    /// Each producer instance sends everything to the consumer instance of its own number (the
+    /// two run as many instances): a chain split while the query ran
+    /// ([`PhysicalPlan::split_live`]), each instance feeding its own.
+    Forward,
     /// Each producer instance deals its batches to the consumer's instances in turn, starting
     /// again at the first after every barrier (a stateless consumer without keys: a filter or
     /// a map with `parallelism`, the splitter `by = "round-robin"` of the partitioning rule).

@@ -23,9 +23,9 @@
 //! - `pipeline = "split"` (pattern 5) on each operator of a chain splits the chain into one
 //!   task per operator (the stages the pipelining rules place: `crate::pipelining`), on
 //!   distinct workers on a cluster. It
-//!   runs: at plan time, and in an embedded run also live (`anduin ctl set q w pipeline
-//!   split`, or a rule applied at run time), cutting the chain at a barrier; a live split is
-//!   refused on a cluster.
+//!   runs: at plan time, and also live (`anduin ctl set q w pipeline split`, or a rule
+//!   applied at run time), cutting the chain at a barrier, embedded or on a cluster (where
+//!   the new task stays on the worker of the task it split from).
 
 use anduin_spec::{OperatorDef, Spec};
 use anduin_types::{Diagnostic, Diagnostics};

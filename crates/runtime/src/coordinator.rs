@@ -212,6 +212,13 @@ impl Coordinator {
                     self.scheduler.add_task(task);
                     Fact::Tick
                 }
+                // An executor's instance split (a cluster): its control plane shows it.
+                Ok(Event::TaskSplit(split)) => {
+                    if let Some(c) = &self.control {
+                        c.task_split(&split);
+                    }
+                    Fact::Tick
+                }
                 Ok(Event::Control(updates)) => {
                     self.pending_controls.extend(updates);
                     Fact::Wanted

@@ -196,6 +196,19 @@ pub(crate) fn instantiate(
     }
     let mut tasks = Vec::new();
     let mut source_commands = Vec::new();
+    // The instances of the tasks split while an earlier run ran, planned from the start: as
+    // a live split's, their commits come through the instance they split from.
+    let split_from = |at: InstanceRef| {
+        let restored = shared.pipelining.map_or(&[][..], |p| p.restored());
+        restored
+            .iter()
+            .find(|s| s.task == at.task)
+            .map(|s| InstanceRef {
+                task: s.from_task,
+                instance: at.instance,
+            })
+    };
+    let mut via_parent: Vec<(InstanceRef, String, Sender<Command>)> = Vec::new();
     for task in &topology.tasks {
         // The inboxes through which the instances of a rescalable head hand key groups over.
         let head = task
@@ -265,7 +278,14 @@ pub(crate) fn instantiate(
                     checkpointing: wiring.as_deref_mut().map(|w| TaskCheckpointing {
                         task: instance.id,
                         dir: w.dir.clone(),
-                        commands: w.commands_for(instance.id),
+                        commands: match split_from(instance.at) {
+                            Some(parent) => {
+                                let (tx, rx) = crossbeam_channel::unbounded();
+                                via_parent.push((parent, instance.name.clone(), tx));
+                                rx
+                            }
+                            None => w.commands_for(instance.id),
+                        },
                         jobs: w.jobs.clone(),
                         events: w.events.clone(),
                     }),
@@ -287,6 +307,22 @@ pub(crate) fn instantiate(
                 task: built,
             });
         }
+    }
+    for (parent, name, tx) in via_parent {
+        let stage = tasks
+            .iter_mut()
+            .find(|t| t.at == parent)
+            .and_then(|t| match &mut t.task {
+                Task::Source(s) => s.stage.as_mut(),
+                Task::Operator(o) => o.stage.as_mut(),
+            });
+        let Some(stage) = stage else {
+            return Err(RuntimeError::Start(OperatorError::internal(
+                &name,
+                "the task it split from while an earlier run ran does not run here (this is a bug: a split task runs where the task it split from does)",
+            )));
+        };
+        stage.downstream.push(tx);
     }
     Ok(Instantiated {
         tasks,
@@ -637,6 +673,9 @@ impl Wires {
             });
             let built = match &route.exchange {
                 Exchange::Gather => Route::One(senders.next().expect("a gather has a channel")),
+                Exchange::Forward => {
+                    Route::One(senders.next().expect("a forward channel has a consumer"))
+                }
                 Exchange::Broadcast => Route::All(senders.collect()),
                 Exchange::RoundRobin => Route::InTurn(InTurnRoute::new(senders.collect())),
                 Exchange::Range(r) => Route::Ranged(RangeRoute::new(r.clone(), senders.collect())),

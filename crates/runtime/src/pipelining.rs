@@ -21,14 +21,21 @@
 //! the checkpoint keeps; see `run::restored_splits`).
 //!
 //! An operator that heads its task already (or a source) is not split: the change is
-//! accepted and does nothing. Splitting is one way; only embedded runs split (the control
-//! plane refuses the change elsewhere).
+//! accepted and does nothing. Splitting is one way. Embedded runs and a cluster's executors
+//! split (each executor its own instances, the new task in its own process; the control
+//! plane refuses the change with --loopback-workers). The new task's number and its
+//! instances' are a pure function of the plan and the splits asked so far, in the order of
+//! their changes ([`anduin_graph::PhysicalPlan::split_live`]): every executor, the
+//! coordinator and a part restored later number them alike. A run resumed from a checkpoint
+//! taken after a split plans it with those numbers, and its split instances, as a live
+//! split's, get their commits through the instances they split from.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use anduin_checkpoint::CheckpointDir;
+use anduin_graph::{LiveSplit, NodeId, PhysicalPlan, StreamId};
 use anduin_operator_api::OperatorError;
 use anduin_types::{Barrier, ControlUpdate, Epoch, Watermark};
 use crossbeam_channel::Sender;
@@ -87,48 +94,67 @@ pub(crate) fn cuts(links: &[&str], behind_source: bool, updates: &[ControlUpdate
     out
 }
 
-/// What every task of an embedded run shares to split: how to make channels and start
-/// threads, and the tasks split off so far.
+/// What every task of a run shares to split: how to make channels and start threads, and
+/// how to number the tasks split off.
+///
+/// Numbers are never counted here: a cluster's executors each split their own instances of a
+/// task, and the coordinator and a part restored later must call the new instances alike. The
+/// new task and its instances are numbered by [`anduin_graph::PhysicalPlan::split_live`] from
+/// the plan the run started from and the live splits asked so far, in the order of their
+/// changes (see [`Pipelining::number`]).
 pub(crate) struct Pipelining {
     capacity: usize,
     events: Events,
     abort: Arc<AtomicBool>,
     control: Option<Arc<Control>>,
-    /// The next task instance's number in the run.
-    next_id: AtomicUsize,
+    /// The plan the run started from (with the splits its checkpoint recorded, planned).
+    plan: PhysicalPlan,
+    /// Per node, the stream its first output carries, and its name.
+    nodes: Vec<(Option<StreamId>, String)>,
+    /// The splits planned from the start (a resumed run's): their instances get their
+    /// commits through the instance they split from, as a live split's do.
+    restored: Vec<LiveSplit>,
     inner: Mutex<Split>,
 }
 
-/// The tasks split off so far.
+/// The splits asked while running, and the tasks split off so far.
 struct Split {
-    /// Per (task split, first operator moved), the new task's number: every instance of a
-    /// task splits at the same barrier into instances of one new task.
-    tasks: BTreeMap<(usize, usize), usize>,
-    next_task: usize,
+    /// The live `pipeline = "split"` changes seen on barriers so far (by any instance here),
+    /// by change number: the operator each names.
+    asked: BTreeMap<u64, String>,
     /// Their threads, not joined yet.
     running: Vec<Running>,
 }
 
+/// What a run's tasks split with: its plan, and where its instances run.
+pub(crate) struct PipeliningSetup {
+    /// The plan the run started from, and the splits planned in it from the start.
+    pub plan: PhysicalPlan,
+    pub restored: Vec<LiveSplit>,
+    /// Per node of the graph, the stream its first output carries, and its name.
+    pub nodes: Vec<(Option<StreamId>, String)>,
+    /// How many messages a channel holds.
+    pub capacity: usize,
+}
+
 impl Pipelining {
-    /// For a run of `tasks` tasks and `instances` task instances whose channels hold
-    /// `capacity` messages.
+    /// For a run planned as `setup` says.
     pub(crate) fn new(
-        tasks: usize,
-        instances: usize,
-        capacity: usize,
+        setup: PipeliningSetup,
         events: Events,
         abort: Arc<AtomicBool>,
         control: Option<Arc<Control>>,
     ) -> Self {
         Self {
-            capacity,
+            capacity: setup.capacity,
             events,
             abort,
             control,
-            next_id: AtomicUsize::new(instances),
+            plan: setup.plan,
+            nodes: setup.nodes,
+            restored: setup.restored,
             inner: Mutex::new(Split {
-                tasks: BTreeMap::new(),
-                next_task: tasks,
+                asked: BTreeMap::new(),
                 running: Vec::new(),
             }),
         }
@@ -143,6 +169,45 @@ impl Pipelining {
     /// The task instances split off since the last call, running or ended, to join.
     pub(crate) fn take_running(&self) -> Vec<Running> {
         std::mem::take(&mut self.lock().running)
+    }
+
+    /// The splits planned from the start, whose instances get their commits through the
+    /// instance they split from.
+    pub(crate) fn restored(&self) -> &[LiveSplit] {
+        &self.restored
+    }
+
+    /// Notes the live splits `updates` (a barrier's changes) ask. Every instance notes every
+    /// barrier's, whether its own chain is cut or not: a split of a task with no instance here
+    /// still numbers the splits after it.
+    fn note(&self, updates: &[ControlUpdate]) {
+        let mut inner = self.lock();
+        for u in updates
+            .iter()
+            .filter(|u| u.param == PIPELINE && u.value == SPLIT)
+        {
+            inner.asked.insert(u.seq, u.operator.clone());
+        }
+    }
+
+    /// What every split noted so far makes of the plan, by the first node each moved. An
+    /// instance has passed (and noted) every barrier before the one it splits at, so every
+    /// change before that one's is noted: the numbers are those every other process gives (a
+    /// later one noted by a faster instance numbers after it, changing nothing before).
+    fn number(&self) -> BTreeMap<usize, LiveSplit> {
+        let asked: Vec<NodeId> = {
+            self.lock()
+                .asked
+                .values()
+                .filter_map(|name| self.nodes.iter().position(|(_, n)| n == name))
+                .map(NodeId)
+                .collect()
+        };
+        let mut plan = self.plan.clone();
+        plan.split_live_with(|n| self.nodes.get(n.0).and_then(|(s, _)| *s), &asked)
+            .into_iter()
+            .map(|s| (s.first.0, s))
+            .collect()
     }
 }
 
@@ -179,13 +244,17 @@ impl Stage {
 
 /// Carries out the splits `barrier` asks of `chain`, once the barrier has left it: each cut
 /// moves the links from it on to a new task instance. `stage` is `None` where the run cannot
-/// split (the control plane refuses the change there).
+/// split (the control plane refuses the change there). Every barrier comes here, so that the
+/// splits it asks of other tasks are noted for the numbers of later ones.
 pub(crate) fn split(
     stage: Option<&mut Stage>,
     chain: &mut Chain,
     barrier: &Barrier,
     mut with: Splitting<'_>,
 ) -> Result<(), TaskFailure> {
+    if let Some(stage) = &stage {
+        stage.ctx.note(&barrier.control);
+    }
     let cuts = cuts(&chain.names(), with.source.is_some(), &barrier.control);
     // Said applied once carried out: after the task listing shows the new task, so that
     // whoever hears "applied" (`anduin ctl set`) finds the split there.
@@ -213,6 +282,7 @@ pub(crate) fn split(
         )
         .into());
     };
+    let numbers = stage.ctx.number();
     for &at in cuts.at.iter().rev() {
         let moved = names[at..].to_vec();
         let before = match at.checked_sub(1) {
@@ -223,17 +293,15 @@ pub(crate) fn split(
                 .map_or_else(String::new, |s| s.0.to_string()),
         };
         let ctx = Arc::clone(&stage.ctx);
-        let id = ctx.next_id.fetch_add(1, Ordering::SeqCst);
         let first = chain.link_index(at).unwrap_or(usize::MAX);
-        let task = {
-            let mut inner = ctx.lock();
-            let next = inner.next_task;
-            let task = *inner.tasks.entry((stage.at.task, first)).or_insert(next);
-            if task == next {
-                inner.next_task += 1;
-            }
-            task
+        let Some(numbered) = numbers.get(&first) else {
+            return Err(OperatorError::internal(
+                &moved[0],
+                "a live split the plan does not number (this is a bug: every process numbers the splits from the same plan and changes)",
+            )
+            .into());
         };
+        let (task, id) = (numbered.task, numbered.first_id + stage.at.instance);
         let at_ref = InstanceRef {
             task,
             instance: stage.at.instance,
@@ -374,6 +442,62 @@ mod tests {
         );
     }
 
+    /// A context over one task fusing source s (node 0), f (1), m (2), w (3) at parallelism
+    /// 2, and a task fusing source t (4) and g (5).
+    fn context() -> Pipelining {
+        let task = |id: usize, chain: &[usize]| anduin_graph::TaskPlan {
+            id,
+            chain: chain.iter().copied().map(NodeId).collect(),
+            inputs: Vec::new(),
+            parallelism: 2,
+            active: 2,
+        };
+        let names = ["s", "f", "m", "w", "t", "g"];
+        let setup = PipeliningSetup {
+            plan: PhysicalPlan {
+                tasks: vec![task(0, &[0, 1, 2, 3]), task(1, &[4, 5])],
+                channels: Vec::new(),
+            },
+            restored: Vec::new(),
+            nodes: names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (Some(StreamId(i)), (*n).to_string()))
+                .collect(),
+            capacity: 4,
+        };
+        Pipelining::new(setup, Events::default(), Arc::default(), None)
+    }
+
+    fn split_of(seq: u64, operator: &str) -> ControlUpdate {
+        ControlUpdate {
+            seq,
+            ..update(operator, PIPELINE, SPLIT)
+        }
+    }
+
+    #[test]
+    fn processes_number_a_split_alike_whatever_order_their_instances_note_the_changes_in() {
+        // Executor a: an instance splits before m at change 2, then g is split at change 5.
+        let a = context();
+        a.note(&[split_of(2, "m"), update("w", "allowed_lateness", "1s")]);
+        let at_2 = a.number();
+        a.note(&[split_of(5, "g")]);
+        let at_5 = a.number();
+        // Executor b: an instance of the second task passed change 5's barrier first (it has
+        // no instance of the first task, which is slower there); then the first task splits.
+        let b = context();
+        b.note(&[split_of(5, "g")]);
+        b.note(&[split_of(2, "m")]);
+        let both = b.number();
+        assert_eq!(at_2.get(&2), both.get(&2));
+        assert_eq!(at_5.get(&5), both.get(&5));
+        let m = both.get(&2).expect("m is split");
+        let g = both.get(&5).expect("g is split");
+        // After the two tasks (4 instances): m's task, then g's.
+        assert_eq!((m.task, m.first_id, g.task, g.first_id), (2, 4, 3, 6));
+    }
+
     /// Passes nothing on: the test only splits its chain.
     struct Quiet(&'static str);
 
@@ -478,10 +602,28 @@ mod tests {
         chain.control(&barrier).expect("the barrier passes");
         assert_eq!(listed(), [["a", "b"]]);
         assert!(control.history().is_empty(), "{:?}", control.history());
+        // One task fusing a (node 0) and b (node 1), one instance.
+        let plan = PhysicalPlan {
+            tasks: vec![anduin_graph::TaskPlan {
+                id: 0,
+                chain: vec![NodeId(0), NodeId(1)],
+                inputs: Vec::new(),
+                parallelism: 1,
+                active: 1,
+            }],
+            channels: Vec::new(),
+        };
+        let setup = PipeliningSetup {
+            plan,
+            restored: Vec::new(),
+            nodes: vec![
+                (Some(StreamId(0)), "a".to_string()),
+                (Some(StreamId(1)), "b".to_string()),
+            ],
+            capacity: 16,
+        };
         let ctx = Arc::new(Pipelining::new(
-            1,
-            1,
-            16,
+            setup,
             Events::default(),
             Arc::new(AtomicBool::new(false)),
             Some(Arc::clone(&control)),

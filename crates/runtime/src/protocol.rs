@@ -129,13 +129,17 @@ pub enum Event {
     /// begin again.
     TasksRestored,
     /// Task instance `task` joined the run: a running task split its chain at a barrier
-    /// (`pipeline = "split"`, embedded runs only) and hands the operators from the cut on to
+    /// (`pipeline = "split"`) and hands the operators from the cut on to
     /// it. Sent before the splitting task acknowledges that barrier's checkpoint, so every
     /// checkpoint begun after it waits for the new task's acknowledgement.
     TaskAdded {
         /// The new task instance, by its number in the run.
         task: usize,
     },
+    /// An instance of a task split while the query runs (from a cluster's executor, for the
+    /// control plane at the coordinator, which shows the new task): sent before the change's
+    /// [`Event::Applied`].
+    TaskSplit(crate::control::TaskSplit),
     /// Param changes to carry on the next checkpoint's barrier (taken at once).
     Control(Vec<ControlUpdate>),
     /// An instance of a changed operator applied change `seq` at the barrier of `epoch` (from

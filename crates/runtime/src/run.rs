@@ -26,7 +26,7 @@ use crate::events::EngineEvent;
 use crate::fingerprint::fingerprint;
 use crate::instantiate::{instantiate, CheckpointWiring, Instantiated, Shared};
 use crate::net::{EdgeListener, Failures, NetWiring};
-use crate::pipelining::Pipelining;
+use crate::pipelining::{Pipelining, PipeliningSetup};
 use crate::protocol::{Event, WriteJob};
 use crate::restore::check_compatible;
 use crate::spawn::{join_tasks, spawn_helper, spawn_tasks};
@@ -55,7 +55,8 @@ pub fn run(
         .as_ref()
         .and_then(|c| c.restore.as_ref());
     let splits = restore.map_or_else(Vec::new, |r| restored_splits(graph, &r.manifest));
-    let mut plan = PhysicalPlan::plan_split(graph, options, &splits).map_err(RuntimeError::Plan)?;
+    let mut plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
+    let restored = plan.split_live(graph, &splits);
     if let Some(restore) = restore {
         keep_live_rescales(graph, &mut plan, &restore.manifest);
     }
@@ -66,6 +67,7 @@ pub fn run(
         .as_ref()
         .map(|n| start_network(n, config, &mut topology, &abort))
         .transpose()?;
+    inherit_workers(&mut topology, &restored);
     info!(
         tasks = plan.tasks.len(),
         instances = topology.instances().count(),
@@ -96,40 +98,30 @@ pub fn run(
         clock: Arc::clone(&config.clock),
         ..ctx.clone()
     };
-    // Tasks split while the query runs only in an embedded run, whose instances all run
-    // here (the control plane refuses the change elsewhere).
-    let pipelining = config.network.is_none().then(|| {
+    // Tasks split while the query runs in an embedded run and in a cluster's executor, each
+    // split task staying in the process of the task it split from (the control plane refuses
+    // the change with --loopback-workers).
+    let refused = live_pipelining_refused(config.network.as_ref());
+    let pipelining = refused.is_none().then(|| {
         Arc::new(Pipelining::new(
-            plan.tasks.len(),
-            topology.instances().count(),
-            config.channel_capacity,
+            PipeliningSetup {
+                plan: plan.clone(),
+                restored: restored.clone(),
+                nodes: graph
+                    .nodes
+                    .iter()
+                    .map(|n| (n.outputs.first().copied(), n.name().to_string()))
+                    .collect(),
+                capacity: config.channel_capacity,
+            },
             config.events.clone(),
             Arc::clone(&abort),
             config.control.clone(),
         ))
     });
     if let Some(control) = &config.control {
-        control.refuse_live_pipelining(live_pipelining_refused(config.network.as_ref()));
-        // A copy of a hot standby is not split: the new task, not the copy's, would feed the
-        // stream selector, and the loss of the first half would stop the run.
-        let copies = topology.replica_tasks(|n| graph.node(n).survives_input_loss);
-        let held: Vec<String> = topology
-            .tasks
-            .iter()
-            .zip(copies)
-            .filter(|(_, copy)| *copy)
-            .flat_map(|(t, _)| {
-                t.operators
-                    .iter()
-                    .map(|n| graph.node(*n).name().to_string())
-            })
-            .collect();
-        control.refuse_pipelining_of(
-            held,
-            "it runs in a copy of a hot standby, which is not split while the query runs (the \
-             stream selector fails over between whole copies): give the operator \
-             `param pipeline = \"split\"` in the query instead",
-        );
+        control.refuse_live_pipelining(refused);
+        refuse_splitting_copies(control, graph, &topology);
     }
     let shared = Shared {
         config,
@@ -156,6 +148,7 @@ pub fn run(
     let helpers = match (wiring, receivers, &config.checkpointing) {
         (Some(w), Some(r), Some(c)) => {
             let start = CheckpointStart {
+                added: split_instances(&topology, &restored),
                 wiring: w,
                 receivers: r,
                 settings: c,
@@ -268,52 +261,100 @@ fn keep_live_rescales(
 }
 
 /// The operators a resumed run splits its chains before: those a `pipeline = "split"`
-/// change recorded by its checkpoint split while the query ran (`crate::pipelining`), planned
-/// from the start.
+/// change recorded by its checkpoint split while the query ran (`crate::pipelining`), in the
+/// order of the changes, planned from the start with the numbers the live splits gave
+/// ([`PhysicalPlan::split_live`]).
 fn restored_splits(
     graph: &LogicalGraph<Bound>,
     manifest: &anduin_checkpoint::Manifest,
 ) -> Vec<anduin_graph::NodeId> {
-    let split: std::collections::BTreeSet<&str> = manifest
+    let mut asked: Vec<&anduin_checkpoint::ChangeRecord> = manifest
         .controls
         .iter()
         .filter(|r| r.param == crate::pipelining::PIPELINE && r.new == crate::pipelining::SPLIT)
-        .map(|r| r.operator.as_str())
         .collect();
-    let nodes: Vec<_> = graph
-        .topo
+    asked.sort_by_key(|r| r.seq);
+    let nodes: Vec<_> = asked
         .iter()
-        .copied()
-        .filter(|n| split.contains(graph.node(*n).name()))
+        .filter_map(|r| graph.nodes.iter().position(|n| n.name() == r.operator))
+        .map(anduin_graph::NodeId)
         .collect();
     if !nodes.is_empty() {
+        let operators: Vec<&str> = asked.iter().map(|r| r.operator.as_str()).collect();
         info!(
-            operators = ?split,
+            ?operators,
             "plans the splits its checkpoint recorded (`pipeline = \"split\"` while it ran)"
         );
     }
     nodes
 }
 
-/// Why the control plane of a run refuses a live `pipeline` change (`None`: it takes it).
+/// The instances of the tasks `splits` made run where the instance they split from runs.
+fn inherit_workers(topology: &mut Topology, splits: &[anduin_graph::LiveSplit]) {
+    for s in splits {
+        for i in 0..s.parallelism {
+            let from = topology
+                .tasks
+                .get(s.from_task)
+                .and_then(|t| t.instances.get(i))
+                .map(|t| t.worker);
+            let to = topology
+                .tasks
+                .get_mut(s.task)
+                .and_then(|t| t.instances.get_mut(i));
+            if let (Some(worker), Some(to)) = (from, to) {
+                to.worker = worker;
+            }
+        }
+    }
+}
+
+/// The numbers of the instances of the tasks `splits` made.
+fn split_instances(topology: &Topology, splits: &[anduin_graph::LiveSplit]) -> Vec<usize> {
+    splits
+        .iter()
+        .filter_map(|s| topology.tasks.get(s.task))
+        .flat_map(|t| t.instances.iter().map(|i| i.id))
+        .collect()
+}
+
+/// Refuses a live split of the operators of a copy of a hot standby: the new task, not the
+/// copy's, would feed the stream selector, and the loss of the first half would stop the run.
+fn refuse_splitting_copies(control: &Control, graph: &LogicalGraph<Bound>, topology: &Topology) {
+    let copies = topology.replica_tasks(|n| graph.node(n).survives_input_loss);
+    let held: Vec<String> = topology
+        .tasks
+        .iter()
+        .zip(copies)
+        .filter(|(_, copy)| *copy)
+        .flat_map(|(t, _)| {
+            t.operators
+                .iter()
+                .map(|n| graph.node(*n).name().to_string())
+        })
+        .collect();
+    control.refuse_pipelining_of(
+        held,
+        "it runs in a copy of a hot standby, which is not split while the query runs (the \
+         stream selector fails over between whole copies): give the operator \
+         `param pipeline = \"split\"` in the query instead",
+    );
+}
+
+/// Why the control plane of a run refuses a live `pipeline` change (`None`: it takes it):
+/// an embedded run and a cluster's executor split (the split task stays in the process of the
+/// task it split from); a run with --loopback-workers does not.
 fn live_pipelining_refused(network: Option<&NetworkSettings>) -> Option<String> {
     match network.map(|n| &n.placement) {
-        None => None,
+        None | Some(Placement::Assigned { .. }) => None,
         Some(Placement::Loopback { .. }) => Some(
             "a live `pipeline` change is not supported with --loopback-workers (its instances \
              are spread over workers): run without it, or give the operator \
              `param pipeline = \"split\"` in the query"
                 .to_string(),
         ),
-        Some(Placement::Assigned { .. }) => Some(CLUSTER_PIPELINING.to_string()),
     }
 }
-
-/// Why a query on a cluster is not split while it runs.
-const CLUSTER_PIPELINING: &str = "live pipelining runs embedded only (`anduin run`): a query \
-     on a cluster is not split while it runs; give the operator `param pipeline = \"split\"` \
-     in the query and submit it again (`anduin submit`): its plan then runs the operator as a \
-     task of its own, on another worker than the operator before it";
 
 /// The counters of a run's operator instances, and which of them run in this process.
 struct Figures<'a> {
@@ -546,6 +587,9 @@ fn checkpoint_wiring(config: &RunConfig) -> Option<(CheckpointWiring, Checkpoint
 
 /// What the checkpoint coordinator and the committer start from.
 struct CheckpointStart<'a> {
+    /// The instances of tasks split while an earlier run ran, by their number: their commits
+    /// come through the instance they split from, not from the coordinator.
+    added: Vec<usize>,
     wiring: CheckpointWiring,
     receivers: CheckpointReceivers,
     settings: &'a Checkpointing,
@@ -593,6 +637,7 @@ fn start_checkpointing(
     ctx: &BuildContext,
 ) -> Result<Vec<std::thread::JoinHandle<()>>, RuntimeError> {
     let CheckpointStart {
+        added,
         wiring,
         receivers,
         settings: c,
@@ -616,8 +661,11 @@ fn start_checkpointing(
         })?;
         return Ok(vec![committer]);
     };
-    let coordinator =
+    let mut coordinator =
         checkpoint_coordinator(c, wiring.commands, sources, plan, twins, counters, config)?;
+    for task in added {
+        coordinator.scheduler.add_task(task);
+    }
     // The tasks hold the only senders of jobs: the committer ends when the last task does.
     drop(wiring.jobs);
     let (jobs, events) = (receivers.jobs, wiring.events);
@@ -745,7 +793,9 @@ pub fn coordinate(
         .restore
         .as_ref()
         .map_or_else(Vec::new, |r| restored_splits(graph, &r.manifest));
-    let mut plan = PhysicalPlan::plan_split(graph, options, &splits).map_err(RuntimeError::Plan)?;
+    let mut plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
+    // As each executor's run does, with the same numbers.
+    let restored = plan.split_live(graph, &splits);
     if let Some(restore) = &c.restore {
         // As each executor's run does: the plan its manifests record is the one that runs.
         keep_live_rescales(graph, &mut plan, &restore.manifest);
@@ -753,6 +803,7 @@ pub fn coordinate(
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     if !placement.is_empty() {
         topology.assign(|id| WorkerId(placement.get(id).copied().unwrap_or(u32::MAX)));
+        inherit_workers(&mut topology, &restored);
     }
     let plan_print = fingerprint(graph, &plan);
     choose_restore(config, &plan_print)?;
@@ -772,12 +823,17 @@ pub fn coordinate(
     let twins = replica_twins(graph, &plan);
     let mut coordinator =
         checkpoint_coordinator(c, tasks, sources, plan_print, twins, &counters, config)?;
+    // The split instances get their commits through the instances they split from.
+    for task in split_instances(&topology, &restored) {
+        coordinator.scheduler.add_task(task);
+    }
     if let Some(epoch) = taking_over.max(numbered_after) {
         coordinator.scheduler.skip_to(epoch.0 + 1);
     }
     coordinator.taking_over = taking_over.is_some();
     if let (Some(control), Some(tx)) = (&config.control, control_events) {
-        control.refuse_live_pipelining(Some(CLUSTER_PIPELINING.to_string()));
+        // Each executor splits its own instances, in its own process.
+        refuse_splitting_copies(control, graph, &topology);
         if let Some(r) = &c.restore {
             control.restored(r.manifest.epoch, &r.manifest.controls);
         }

@@ -138,6 +138,9 @@ pub enum Exchange {
     },
     /// Everything to every instance of the consumer (a control stream).
     Broadcast,
+    /// Everything to the consumer instance of the producer's own number (a chain split while
+    /// the query ran: each instance feeds its own).
+    Forward,
     /// Batches dealt to the consumer's instances in turn, from the first again after every
     /// barrier; watermarks, barriers and the end to every instance.
     RoundRobin,
@@ -213,12 +216,14 @@ impl Topology {
                 Partitioning::Gather => Exchange::Gather,
                 Partitioning::Hash(keys) => Exchange::Hash { keys: keys.clone() },
                 Partitioning::Broadcast => Exchange::Broadcast,
+                Partitioning::Forward => Exchange::Forward,
                 Partitioning::RoundRobin => Exchange::RoundRobin,
                 Partitioning::Range(r) => Exchange::Range(r.clone()),
             };
             for producer in 0..tasks[c.from_task].parallelism {
                 let receivers = match exchange {
                     Exchange::Gather => 0..consumers.min(1),
+                    Exchange::Forward => producer..(producer + 1).min(consumers),
                     Exchange::Hash { .. }
                     | Exchange::Broadcast
                     | Exchange::RoundRobin

@@ -1258,6 +1258,25 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
                     if let Some(a) = q.attempt.as_ref().filter(|_| !status.is_over()) {
                         let figures = a.figures.lock().unwrap_or_else(|p| p.into_inner());
                         status.operators = super::figures::by_operator(figures.values());
+                        drop(figures);
+                        // The instances of tasks split while the query runs, which the
+                        // placement does not name: where the attempt's control plane lists them.
+                        if let Some(listed) = a.control.as_ref().map(|c| c.topology()) {
+                            let worker_of = |part: u32| {
+                                let host = a.host(part);
+                                state
+                                    .workers
+                                    .get(&host)
+                                    .map_or_else(|| host.to_string(), |e| e.name.clone())
+                            };
+                            status
+                                .instances
+                                .extend(super::driver::split_instance_workers(
+                                    &listed,
+                                    a.placement.len(),
+                                    worker_of,
+                                ));
+                        }
                     }
                     status
                 })

@@ -1789,6 +1789,49 @@ pub fn serve_executor(
     Ok(())
 }
 
+/// The part that runs task instance `instance` of an attempt placed by `placement`: the
+/// placement's, or — for an instance of a task split while the query ran, which the placement
+/// does not number — the part of the instance it split from (it runs in that instance's
+/// executor), as the attempt's control plane lists it (`listed`).
+fn part_of(
+    placement: &[u32],
+    listed: Option<&anduin_runtime::control::TopologyInfo>,
+    instance: usize,
+) -> Option<u32> {
+    placement.get(instance).copied().or_else(|| {
+        listed?
+            .tasks
+            .iter()
+            .flat_map(|t| &t.instances)
+            .find(|i| i.id == instance)
+            .map(|i| i.worker)
+    })
+}
+
+/// The worker (name, by `worker_of` its part) of each instance of a task split while the
+/// query ran, by the instance's name (its task's operators, and ` #i` when the task runs as
+/// several instances), as the attempt's control plane lists them (`listed`): the instances
+/// numbered from `planned` on, which the placement of the plan does not name.
+pub(super) fn split_instance_workers(
+    listed: &anduin_runtime::control::TopologyInfo,
+    planned: usize,
+    worker_of: impl Fn(u32) -> String,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for t in &listed.tasks {
+        let name = t.operators.join(" -> ");
+        for i in t.instances.iter().filter(|i| i.id >= planned) {
+            let named = if t.instances.len() > 1 {
+                format!("{name} #{}", i.instance)
+            } else {
+                name.clone()
+            };
+            out.insert(named, worker_of(i.worker));
+        }
+    }
+    out
+}
+
 /// The instances that send to each instance of `topo`, by number.
 fn producers(topo: &Topology) -> BTreeMap<usize, Vec<usize>> {
     let mut out: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -1871,9 +1914,10 @@ impl Subscriber for LastCheckpoint {
                 .get_mut(&self.query)
                 .and_then(|q| q.attempt.as_mut())
             {
+                let listed = a.control.as_ref().map(|c| c.topology());
                 let held: BTreeSet<u32> = stuck
                     .into_iter()
-                    .filter_map(|i| a.placement.get(i).copied())
+                    .filter_map(|i| part_of(&a.placement, listed.as_ref(), i))
                     .collect();
                 let judged = super::silence::judge_held_back(&held, &a.fresh);
                 for part in judged.stuck {
@@ -1974,6 +2018,40 @@ operator name = "drop", type = "discard" {
   input name = "doubled"
 }
 "#;
+
+    #[test]
+    fn an_instance_split_off_while_running_is_held_by_the_part_of_the_instance_it_split_from() {
+        use anduin_runtime::control::{InstancePlacement, TaskPlacement, TopologyInfo};
+        // Two parts; task 3 split off while running, its instances 4 and 5 listed on the
+        // parts of the instances they split from.
+        let placement = [0, 1, 0, 1];
+        let listed = TopologyInfo {
+            tasks: vec![TaskPlacement {
+                id: 3,
+                operators: vec!["late".into()],
+                instances: [(0, 4, 1), (1, 5, 0)]
+                    .map(|(instance, id, worker)| InstancePlacement {
+                        instance,
+                        id,
+                        worker,
+                    })
+                    .to_vec(),
+            }],
+            ..TopologyInfo::default()
+        };
+        assert_eq!(part_of(&placement, Some(&listed), 2), Some(0));
+        assert_eq!(part_of(&placement, Some(&listed), 4), Some(1));
+        assert_eq!(part_of(&placement, Some(&listed), 5), Some(0));
+        assert_eq!(part_of(&placement, Some(&listed), 6), None);
+        assert_eq!(part_of(&placement, None, 4), None);
+        // `anduin status` names them, on their parts' workers.
+        let named = split_instance_workers(&listed, placement.len(), |p| format!("w{p}"));
+        let expected: BTreeMap<String, String> = [("late #0", "w1"), ("late #1", "w0")]
+            .map(|(n, w)| (n.to_string(), w.to_string()))
+            .into_iter()
+            .collect();
+        assert_eq!(named, expected);
+    }
 
     #[test]
     fn a_new_placement_moves_tasks_only_away_from_workers_that_died() {

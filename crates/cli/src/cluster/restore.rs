@@ -118,6 +118,13 @@ pub(super) fn restore_part(
     dir: &Path,
     number: u64,
 ) -> Result<Option<String>> {
+    // The plan as submitted: a task split while the query ran is not in it, and need not be.
+    // Its instances run in the executors of the instances they split from, fed in process,
+    // and feed what those fed: the edges between parts, which decide what a restore replays,
+    // are the plan's. A lost part's executor restores them with the rest of the part — from
+    // a checkpoint taken after the split, planned from the start with the live split's
+    // numbers; from one before, split again when the replayed barrier that carried the change
+    // comes (a part with a source rolls the query back instead: see `changed_since` below).
     let topo = compiled.topology();
     let (lost, choice, dead_hosts, failed) = {
         let state = cluster.lock();

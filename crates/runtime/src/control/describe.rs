@@ -113,6 +113,7 @@ pub(crate) fn topology<B>(graph: &LogicalGraph<B>, topology: &Topology) -> Topol
                         ("hash", keys)
                     }
                     Exchange::Broadcast => ("broadcast", Vec::new()),
+                    Exchange::Forward => ("forward", Vec::new()),
                     Exchange::RoundRobin => ("round-robin", Vec::new()),
                     Exchange::Range(r) => ("range", vec![r.column.clone()]),
                 };

@@ -26,7 +26,7 @@ mod engine;
 mod figures;
 mod pipelining;
 
-pub(crate) use pipelining::TaskSplit;
+pub use pipelining::TaskSplit;
 
 /// How long `set` waits for a change to reach every instance, by default.
 pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);

@@ -47,7 +47,7 @@ pub enum CtlCommand {
     },
     /// Change a param at a consistent point; prints the epoch it was applied at.
     /// `pipeline split` splits the chain holding the operator right before it, at that
-    /// point (embedded runs only; one way).
+    /// point (embedded or on a cluster, the new task on the same worker; one way).
     Set {
         /// The query's name.
         query: String,

@@ -9,17 +9,20 @@ use crate::control::types::{
 };
 use crate::pipelining::SPLIT;
 
-/// One instance of a task split while the query runs.
-#[derive(Debug, Clone)]
-pub(crate) struct TaskSplit {
+/// One instance of a task split while the query runs (a cluster's executor tells the control
+/// plane at its coordinator, [`crate::Event::TaskSplit`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TaskSplit {
     /// The task it split from.
     pub from_task: usize,
     /// The operator (or source) before the cut, which feeds the new task.
     pub from_operator: String,
     /// The new task.
     pub task: usize,
-    /// Which of its instances this is, and of how many.
+    /// Which of its instances this is (the instance of `from_task` of the same number feeds
+    /// it).
     pub instance: usize,
+    /// How many instances the new task has.
     pub instances: usize,
     /// The instance's number in the run.
     pub id: usize,
@@ -101,8 +104,11 @@ impl Control {
         )))
     }
 
-    /// An instance of a task split while the query runs: the tasks and the topology show it.
+    /// An instance of a task split while the query runs: the tasks and the topology show it,
+    /// the instance on the worker of the instance it split from. Told again (a part restored
+    /// from a checkpoint taken before the split splits again), it changes nothing.
     pub(crate) fn task_split(&self, split: &TaskSplit) {
+        self.report(crate::protocol::Event::TaskSplit(split.clone()));
         let mut inner = self.lock();
         let moved = |name: &String| split.operators.contains(name);
         for t in inner.tasks.iter_mut().filter(|t| t.id == split.from_task) {
@@ -126,11 +132,25 @@ impl Control {
         {
             t.operators.retain(|o| !moved(o));
         }
+        let worker = topology
+            .tasks
+            .iter()
+            .find(|t| t.id == split.from_task)
+            .and_then(|t| t.instances.iter().find(|i| i.instance == split.instance))
+            .map_or(0, |i| i.worker);
         let placement = InstancePlacement {
             instance: split.instance,
             id: split.id,
-            worker: 0,
+            worker,
         };
+        let known = topology
+            .tasks
+            .iter()
+            .find(|t| t.id == split.task)
+            .is_some_and(|t| t.instances.iter().any(|i| i.instance == split.instance));
+        if known {
+            return;
+        }
         match topology.tasks.iter_mut().find(|t| t.id == split.task) {
             Some(t) => t.instances.push(placement),
             None => topology.tasks.push(TaskPlacement {
