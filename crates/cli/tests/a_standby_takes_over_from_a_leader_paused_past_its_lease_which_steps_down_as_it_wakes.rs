@@ -8,8 +8,9 @@
 //!
 //! Then the fences alone: the catalog in S3 (no shared file system) and the old leader told
 //! never to step down by its clock or a lost lease (`--inject-no-step-down`, for tests). Run
-//! again, it acts on until the store refuses it — its next catalog edit's place was taken by
-//! the new leader, or its checkpoint commit finds the new leader's mark — and steps down
+//! again, it is stopped by the store — its check of the new leader's mark as it wakes, or
+//! its next catalog edit's place taken by the new leader, or the mark found as it begins or
+//! commits a checkpoint — and steps down
 //! (status 75), the refusal written as a typed event (`refused_by_fence`, with its term) to
 //! its events file; the output is exact all the same.
 
@@ -126,8 +127,13 @@ fn scenario(fenced: Option<&S3Server>) {
             .collect();
         assert!(
             refused.iter().any(|e| e["term"] == old_term
-                && ["catalog edit", "checkpoint commit"]
-                    .contains(&e["act"].as_str().unwrap_or(""))),
+                && [
+                    "leadership check",
+                    "catalog edit",
+                    "checkpoint begin",
+                    "checkpoint commit"
+                ]
+                .contains(&e["act"].as_str().unwrap_or(""))),
             "no typed refusal of term {old_term} in {events}"
         );
     }

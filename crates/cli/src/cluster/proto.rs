@@ -406,19 +406,12 @@ impl Receiver {
     }
 
     /// The next message, waited for `within` at most (an error after that; the connection is
-    /// then to be dropped: part of a message may have been read). A refusal that came in time
-    /// is the error as it is ([`REFUSED`]…), not a missing answer.
+    /// then to be dropped: part of a message may have been read).
     pub fn recv_within<T: DeserializeOwned>(&mut self, within: Duration) -> Result<Option<T>> {
         self.inner.get_ref().set_read_timeout(Some(within))?;
         let got = self.recv();
         self.inner.get_ref().set_read_timeout(None)?;
-        got.map_err(|e| {
-            if timed_out(&e) {
-                e.context(format!("no answer within {within:?}"))
-            } else {
-                e
-            }
-        })
+        got.with_context(|| format!("no answer within {within:?}"))
     }
 
     /// The next message, waited for `within` at most if given.

@@ -171,8 +171,10 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
             }
             // The name is held for a worker that may come back (maybe this one, restarted):
             // tried again until it is back (then refused as a live one) or declared dead.
-            Err(e) if e.to_string().contains(proto::NAME_HELD) => {
-                let why = e.to_string();
+            Err(e) if format!("{e:#}").contains(proto::NAME_HELD) => {
+                // The refusal, without what the read that carried it adds.
+                let full = format!("{e:#}");
+                let why = full[full.find(proto::REFUSED).unwrap_or(0)..].to_string();
                 if refused.as_ref() != Some(&why) {
                     eprintln!("anduin: worker {name} waits: {why}");
                     refused = Some(why);
