@@ -102,17 +102,7 @@ fn scenario(fenced: Option<&S3Server>) {
         cluster.logs()
     );
     signal(leader, libc::SIGCONT);
-    let mut ended = None;
-    wait_until("the old leader stepping down", || {
-        ended = cluster.coordinator.0.try_wait().expect("its status");
-        ended.is_some()
-    });
-    assert_eq!(
-        ended.expect("read above").code(),
-        Some(75),
-        "{}",
-        cluster.logs()
-    );
+    cluster.assert_coordinator_steps_down();
     let old_log = cluster.coordinator_log();
     assert!(old_log.contains("stepping down"), "{old_log}");
     if fenced.is_some() {

@@ -67,17 +67,7 @@ fn a_superseded_leader_let_run_again_is_refused_by_its_workers_and_executors() {
     // coordinator the workers and executors can reach.
     cluster.kill_standby();
     signal(leader, libc::SIGCONT);
-    let mut ended = None;
-    wait_until("the old leader stepping down", || {
-        ended = cluster.coordinator.0.try_wait().expect("its status");
-        ended.is_some()
-    });
-    assert_eq!(
-        ended.expect("read above").code(),
-        Some(75),
-        "{}",
-        cluster.logs()
-    );
+    cluster.assert_coordinator_steps_down();
     let events = std::fs::read_to_string(cluster.dir.path().join("coordinator/events.jsonl"))
         .expect("the old leader's events");
     let refused: Vec<serde_json::Value> = events

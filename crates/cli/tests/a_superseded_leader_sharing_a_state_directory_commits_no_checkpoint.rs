@@ -21,14 +21,28 @@ use common::cluster::{leader_term, signal, status_at, windowed_reference, LocalC
 use common::etcd::EtcdServer;
 use common::{output_rows, wait_until, ChildGuard};
 
-#[test]
-fn a_superseded_leader_sharing_a_state_directory_commits_no_checkpoint() {
+/// Two coordinators elected through etcd sharing a state directory, neither stepping down by
+/// its clock, and a query under way: the leader paused past its lease, the standby leading
+/// and the workers reporting to it, then the old leader let run again.
+struct Superseded {
+    // Dropped last: the cluster's coordinators use it.
+    _etcd: EtcdServer,
+    work: tempfile::TempDir,
+    expected: Vec<String>,
+    cluster: LocalCluster,
+    old_term: u64,
+    old_addr: String,
+    standby: String,
+    submit: ChildGuard,
+}
+
+fn superseded(prefix: &str, seed: u64) -> Superseded {
     let etcd = EtcdServer::start();
     let work = tempfile::tempdir().expect("tempdir");
-    let expected = windowed_reference(work.path(), 13, 120_000, 10_000);
+    let expected = windowed_reference(work.path(), seed, 120_000, 10_000);
     let setup = Setup {
         standby: true,
-        election: Some(format!("etcd://{}/shared-dir", etcd.endpoint)),
+        election: Some(format!("etcd://{}/{prefix}", etcd.endpoint)),
         coordinator_flags: vec![
             "--leader-lease".into(),
             "2s".into(),
@@ -69,6 +83,30 @@ fn a_superseded_leader_sharing_a_state_directory_commits_no_checkpoint() {
         status_at(&standby, "q")["state"] == "running"
     });
     signal(leader, libc::SIGCONT);
+    Superseded {
+        _etcd: etcd,
+        work,
+        expected,
+        cluster,
+        old_term,
+        old_addr,
+        standby,
+        submit,
+    }
+}
+
+#[test]
+fn a_superseded_leader_sharing_a_state_directory_commits_no_checkpoint() {
+    let Superseded {
+        _etcd,
+        work,
+        expected,
+        cluster,
+        old_term,
+        old_addr,
+        standby,
+        submit,
+    } = superseded("shared-dir", 13);
     // A worker that knows only the old leader, and no term.
     let fresh = ChildGuard(
         Command::new(env!("CARGO_BIN_EXE_anduin"))
@@ -139,59 +177,16 @@ fn a_superseded_leader_sharing_a_state_directory_commits_no_checkpoint() {
 /// down (status 75), its refusal a typed event; the query finishes under the new leader.
 #[test]
 fn a_superseded_leader_with_nothing_to_do_steps_down_as_it_wakes() {
-    let etcd = EtcdServer::start();
-    let work = tempfile::tempdir().expect("tempdir");
-    let expected = windowed_reference(work.path(), 17, 120_000, 10_000);
-    let setup = Setup {
-        standby: true,
-        election: Some(format!("etcd://{}/idle-superseded", etcd.endpoint)),
-        coordinator_flags: vec![
-            "--leader-lease".into(),
-            "2s".into(),
-            "--inject-no-step-down".into(),
-        ],
-        ..Setup::default()
-    };
-    let mut cluster = LocalCluster::start_with(2, 8, setup);
-    let old_term = leader_term(&cluster.coordinator_log()).expect("the leader's term");
-    let standby = cluster.standby_addr();
-    let submit = cluster.submit(
-        work.path(),
-        "q.flow",
-        &[
-            "--var",
-            "OUTPUT=out",
-            "--parallelism",
-            "2",
-            "--checkpoint-every",
-            "4000",
-        ],
-    );
-    wait_until("a first checkpoint", || {
-        cluster.status("q")["last_checkpoint"]
-            .as_u64()
-            .is_some_and(|c| c >= 1)
-    });
-    let leader = cluster.coordinator.pid();
-    signal(leader, libc::SIGSTOP);
-    wait_until("the standby leading", || {
-        cluster.standby_log().contains(" leads (term")
-    });
-    wait_until("the workers reporting to the new leader", || {
-        status_at(&standby, "q")["state"] == "running"
-    });
-    signal(leader, libc::SIGCONT);
-    let mut ended = None;
-    wait_until("the old leader stepping down", || {
-        ended = cluster.coordinator.0.try_wait().expect("its status");
-        ended.is_some()
-    });
-    assert_eq!(
-        ended.expect("read above").code(),
-        Some(75),
-        "{}",
-        cluster.logs()
-    );
+    let Superseded {
+        _etcd,
+        work,
+        expected,
+        mut cluster,
+        old_term,
+        submit,
+        ..
+    } = superseded("idle-superseded", 17);
+    cluster.assert_coordinator_steps_down();
     let events = std::fs::read_to_string(cluster.dir.path().join("coordinator/events.jsonl"))
         .unwrap_or_default();
     assert!(

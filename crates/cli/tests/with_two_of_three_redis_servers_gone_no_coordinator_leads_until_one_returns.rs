@@ -48,17 +48,7 @@ fn with_two_of_three_redis_servers_gone_no_coordinator_leads_until_one_returns()
     let running = executors(&cluster, None);
     servers[0].kill();
     servers[2].kill();
-    let mut ended = None;
-    wait_until("the leader stepping down", || {
-        ended = cluster.coordinator.0.try_wait().expect("its status");
-        ended.is_some()
-    });
-    assert_eq!(
-        ended.expect("read above").code(),
-        Some(75),
-        "{}",
-        cluster.logs()
-    );
+    cluster.assert_coordinator_steps_down();
     wait_until("the standby saying it cannot lead", || {
         cluster
             .standby_log()

@@ -14,7 +14,7 @@ use clap::Args;
 
 use anduin_api::{ApiConfig, ApiServer, Registry};
 use anduin_coordinator::catalog::{
-    Catalog, CatalogFence, CatalogOptions, Edit, QuerySettings, QuerySource,
+    Catalog, CatalogFence, CatalogOptions, Edit, Fenced, QuerySettings, QuerySource,
 };
 use anduin_coordinator::life::{step, Action, Input, LifeEvent, QueryLife, QueryState};
 use anduin_coordinator::{QueryId, WorkerId};
@@ -494,13 +494,19 @@ impl Cluster {
             .store(name)?
             .with_commit_guard(Arc::new(move |act: &str| {
                 super::leadership::act_or_step_down();
-                let checked = fence.as_ref().map_or(Ok(()), CatalogFence::check);
-                if let Err(why) = &checked {
-                    events.refused(act, term, why);
-                    eprintln!("anduin: {act} refused: {why}");
-                    super::leadership::superseded(why);
+                match fence.as_ref().map_or(Ok(()), CatalogFence::check) {
+                    Ok(()) => Ok(()),
+                    Err(Fenced::Superseded(why)) => {
+                        events.refused(act, term, &why);
+                        eprintln!("anduin: {act} refused: {why}");
+                        super::leadership::superseded(&why)
+                    }
+                    // The store failed: not this act now (it is tried again); the lease counts.
+                    Err(unknown @ Fenced::Unknown(_)) => {
+                        tracing::warn!(act, why = %unknown, "not done now");
+                        Err(unknown.to_string())
+                    }
                 }
-                checked
             })))
     }
 
@@ -510,9 +516,17 @@ impl Cluster {
     /// refusal as a typed event first.
     pub fn still_leading(&self, act: &str) {
         super::leadership::act_or_step_down();
-        if let Some(Err(why)) = self.fence.as_ref().map(CatalogFence::check) {
-            self.events.refused(act, self.term, &why);
-            super::leadership::superseded(&why);
+        match self.fence.as_ref().map(CatalogFence::check) {
+            Some(Err(Fenced::Superseded(why))) => {
+                self.events.refused(act, self.term, &why);
+                super::leadership::superseded(&why);
+            }
+            // The store failed, not the lease, which was checked just above: the leader acts
+            // on (a short outage of the store must not leave the cluster without a leader).
+            Some(Err(unknown @ Fenced::Unknown(_))) => {
+                tracing::warn!(act, why = %unknown, "acting on the lease alone");
+            }
+            None | Some(Ok(())) => {}
         }
     }
 

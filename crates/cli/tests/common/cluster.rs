@@ -134,6 +134,22 @@ impl LocalCluster {
         let _ = self.coordinator.0.wait();
     }
 
+    /// Waits for the first coordinator to step down, and asserts it exited with status 75
+    /// (the logs otherwise).
+    pub fn assert_coordinator_steps_down(&mut self) {
+        let mut ended = None;
+        super::wait_until("the coordinator stepping down", || {
+            ended = self.coordinator.0.try_wait().expect("its status");
+            ended.is_some()
+        });
+        assert_eq!(
+            ended.expect("read above").code(),
+            Some(75),
+            "{}",
+            self.logs()
+        );
+    }
+
     /// Kills the standby coordinator (or the leader it became) with SIGKILL (with
     /// [`Setup::standby`]).
     pub fn kill_standby(&mut self) {

@@ -77,7 +77,7 @@ pub use model::{
     CatalogState, CheckpointPointer, ControlRecord, EditRefused, QueryEntry, QuerySettings,
     QuerySource, WorkerEntry, CONTROL_HISTORY_KEPT,
 };
-pub use objects::{CatalogFence, CATALOG_PREFIX};
+pub use objects::{CatalogFence, Fenced, CATALOG_PREFIX};
 
 use crate::ids::Txid;
 use format::{encode_record, encode_snapshot};

@@ -346,6 +346,25 @@ impl ObjectLog {
 #[derive(Clone, Debug)]
 pub struct CatalogFence(Fence);
 
+/// Why a [`CatalogFence`] does not let a leader act.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fenced {
+    /// A later leader took the catalog over: this one no longer leads (why).
+    Superseded(String),
+    /// The store or the directory cannot say now (it failed, why): the act waits, and the
+    /// leader, whose lease still counts, goes on.
+    Unknown(String),
+}
+
+impl std::fmt::Display for Fenced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fenced::Superseded(why) => f.write_str(why),
+            Fenced::Unknown(why) => write!(f, "the catalog's fence cannot say now: {why}"),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Fence {
     /// The catalog in an object store: its leader marks.
@@ -369,33 +388,58 @@ impl CatalogFence {
         Self(Fence::Files { current, own })
     }
 
-    /// `Err(why)` once a later term took the catalog over (or the store cannot say).
-    pub fn check(&self) -> Result<(), String> {
+    /// `Err` once a later term took the catalog over ([`Fenced::Superseded`]), or when the
+    /// store cannot say ([`Fenced::Unknown`]).
+    pub fn check(&self) -> Result<(), Fenced> {
         match &self.0 {
-            Fence::Objects(log) => match log.later_term().map_err(|e| e.to_string())? {
+            Fence::Objects(log) => match log
+                .later_term()
+                .map_err(|e| Fenced::Unknown(e.to_string()))?
+            {
                 None => Ok(()),
-                Some(t) => Err(format!(
+                Some(t) => Err(Fenced::Superseded(format!(
                     "the leader of term {t} took the catalog at {} over from this one (term \
                      {}), which no longer leads",
                     log.url(),
                     log.term
-                )),
+                ))),
             },
             Fence::Files { current, own } => {
-                let named = std::fs::read_to_string(current)
-                    .map_err(|e| format!("cannot read `{}`: {e}", current.display()))?;
+                let named = std::fs::read_to_string(current).map_err(|e| {
+                    Fenced::Unknown(format!("cannot read `{}`: {e}", current.display()))
+                })?;
                 if named.trim() == own {
                     Ok(())
                 } else {
-                    Err(format!(
+                    Err(Fenced::Superseded(format!(
                         "a later leader took the catalog over: `{}` names {}, this leader's \
                          is {own}",
                         current.display(),
                         named.trim()
-                    ))
+                    )))
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod fence_tests {
+    use super::*;
+
+    #[test]
+    fn a_pointer_that_cannot_be_read_cannot_say_and_another_terms_supersedes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let current = dir.path().join("CURRENT");
+        let fence = CatalogFence::files(current.clone(), "term-2".into());
+        assert!(matches!(fence.check(), Err(Fenced::Unknown(_))));
+        std::fs::write(&current, "term-2\n").expect("written");
+        assert_eq!(fence.check(), Ok(()));
+        std::fs::write(&current, "term-5\n").expect("written");
+        let Err(Fenced::Superseded(why)) = fence.check() else {
+            panic!("superseded")
+        };
+        assert!(why.contains("term-5") && why.contains("term-2"), "{why}");
     }
 }
 
@@ -447,7 +491,9 @@ mod tests {
         let fence = new.fence().expect("a catalog in an object store");
         assert_eq!(fence.check(), Ok(()));
         let third = take_over(&b, 3, o).expect("term 3");
-        let why = fence.check().expect_err("superseded");
+        let Err(Fenced::Superseded(why)) = fence.check() else {
+            panic!("superseded")
+        };
         assert!(why.contains("term 3") && why.contains("(term 2)"), "{why}");
         assert_eq!(third.fence().expect("one").check(), Ok(()));
         assert_eq!(workers(&third), vec![1, 2, 5]);
