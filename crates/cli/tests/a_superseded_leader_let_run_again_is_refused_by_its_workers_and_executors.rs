@@ -35,18 +35,7 @@ fn a_superseded_leader_let_run_again_is_refused_by_its_workers_and_executors() {
     let mut cluster = LocalCluster::start_with(2, 8, setup);
     let old_term = leader_term(&cluster.coordinator_log()).expect("the leader's term");
     let standby = cluster.standby_addr();
-    let submit = cluster.submit(
-        work.path(),
-        "q.flow",
-        &[
-            "--var",
-            "OUTPUT=out",
-            "--parallelism",
-            "2",
-            "--checkpoint-every",
-            "4000",
-        ],
-    );
+    let submit = cluster.submit_windowed(work.path());
     let mut before = 0;
     wait_until("a first checkpoint", || {
         before = cluster.status("q")["last_checkpoint"].as_u64().unwrap_or(0);

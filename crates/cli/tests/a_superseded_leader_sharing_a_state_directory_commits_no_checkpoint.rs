@@ -57,18 +57,7 @@ fn superseded(prefix: &str, seed: u64) -> Superseded {
         .trim()
         .to_string();
     let standby = cluster.standby_addr();
-    let submit = cluster.submit(
-        work.path(),
-        "q.flow",
-        &[
-            "--var",
-            "OUTPUT=out",
-            "--parallelism",
-            "2",
-            "--checkpoint-every",
-            "4000",
-        ],
-    );
+    let submit = cluster.submit_windowed(work.path());
     wait_until("a first checkpoint", || {
         cluster.status("q")["last_checkpoint"]
             .as_u64()

@@ -28,18 +28,7 @@ fn with_two_of_three_redis_servers_gone_no_coordinator_leads_until_one_returns()
             ..Setup::default()
         },
     );
-    let submit = cluster.submit(
-        work.path(),
-        "q.flow",
-        &[
-            "--var",
-            "OUTPUT=out",
-            "--parallelism",
-            "2",
-            "--checkpoint-every",
-            "4000",
-        ],
-    );
+    let submit = cluster.submit_windowed(work.path());
     wait_until("a first checkpoint", || {
         cluster.status("q")["last_checkpoint"]
             .as_u64()

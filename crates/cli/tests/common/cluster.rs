@@ -268,6 +268,23 @@ impl LocalCluster {
             .map_or(0, |w| w.iter().filter(|w| w["alive"] == true).count())
     }
 
+    /// `anduin submit q.flow … --wait` of the windowed query of [`windowed_reference`] in
+    /// `work`, at parallelism 2 with a checkpoint every 4000 rows, into `out`.
+    pub fn submit_windowed(&self, work: &Path) -> ChildGuard {
+        self.submit(
+            work,
+            "q.flow",
+            &[
+                "--var",
+                "OUTPUT=out",
+                "--parallelism",
+                "2",
+                "--checkpoint-every",
+                "4000",
+            ],
+        )
+    }
+
     /// `anduin status --json`: workers and queries.
     pub fn all(&self) -> serde_json::Value {
         let out = Command::new(env!("CARGO_BIN_EXE_anduin"))
