@@ -4,9 +4,10 @@
 //! The partitions of every topic, in topic then partition order, are dealt to the instances
 //! in turn (partition *i* to instance *i* mod parallelism); each instance reads its own with
 //! a consumer assigned to them (no consumer group, no rebalancing: anduin's checkpoints
-//! keep the offsets). A checkpoint records, per partition, the offset of the first record
-//! not yet emitted, and with `bounded` the end offsets taken at the first start, so that a
-//! resumed run stops where the interrupted one would have.
+//! keep the offsets). An instance with no partition (more instances than partitions) ends at
+//! once, so that it never holds event time back. A checkpoint records, per partition, the
+//! offset of the first record not yet emitted, and with `bounded` the end offsets taken at
+//! the first start, so that a resumed run stops where the interrupted one would have.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -103,6 +104,14 @@ impl KafkaSource {
             }
         }
         let mine = share(&all, ctx.instance, ctx.parallelism);
+        tracing::debug!(
+            operator = %config.name,
+            instance = ctx.instance,
+            parallelism = ctx.parallelism,
+            partitions = all.len(),
+            reads = mine.len(),
+            "Kafka source instance takes its share of the partitions"
+        );
         let mut splits = Vec::new();
         for (topic, partition) in mine {
             let end = if config.bounded {
