@@ -7,25 +7,28 @@
 //! keep the offsets). An instance with no partition (more instances than partitions) ends at
 //! once, so that it never holds event time back. A checkpoint records, per partition, the
 //! offset of the first record not yet emitted, and with `bounded` the end offsets taken at
-//! the first start, so that a resumed run stops where the interrupted one would have.
+//! the first start, so that a resumed run stops where the interrupted one would have; a run
+//! resumed at another parallelism deals the partitions again, each with the offsets the old
+//! instance that read it kept ([`Source::rescale_inline`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anduin_operator_api::{
-    DeadLetter, OperatorError, RejectedRecord, RestoreIn, SnapshotOut, Source, SourcePoll,
-    WatermarkSpec,
+    DeadLetter, OperatorError, RejectedRecord, RescaleError, RestoreIn, SnapshotOut, Source,
+    SourcePoll, WatermarkSpec,
 };
 use anduin_types::SharedClock;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
+use serde::Deserialize;
 
 use super::decode::{Polled, RecordDecoder};
 use super::error::KafkaError;
 use super::options::{Client, Startup};
-use super::position::{share, Position, SplitPosition};
+use super::position::{reshare, share, Position, SplitPosition};
 use super::split_time::SplitTimes;
 
 /// How long a poll waits for the first record at most (the runtime's deadline may be
@@ -61,6 +64,9 @@ pub(crate) struct SourceConfig {
 pub(crate) struct KafkaSource {
     config: SourceConfig,
     consumer: BaseConsumer,
+    /// Every partition of the topics, in topic then partition order (every instance's).
+    all: Vec<(String, i32)>,
+    /// This instance's share of them.
     splits: Vec<Split>,
     /// The index of each split by (topic, partition).
     index: BTreeMap<(String, i32), usize>,
@@ -148,6 +154,7 @@ impl KafkaSource {
         Ok(Self {
             config,
             consumer,
+            all,
             splits,
             index,
             decoder,
@@ -395,7 +402,7 @@ impl Source for KafkaSource {
         for saved in position.splits {
             let Some(&i) = self.index.get(&(saved.topic.clone(), saved.partition)) else {
                 return Err(self.error(KafkaError::Checkpoint(format!(
-                    "it read {}/{}, which this instance does not (the topics, their partitions or the parallelism changed)",
+                    "it read {}/{}, which this run does not (the topics or their partitions changed)",
                     saved.topic, saved.partition
                 ))));
             };
@@ -407,6 +414,37 @@ impl Source for KafkaSource {
             }
         }
         Ok(())
+    }
+
+    /// The partitions every old instance kept, each to the instance that reads it now, with
+    /// its offsets (see [`reshare`]).
+    fn rescale_inline(
+        &self,
+        parts: &[Option<serde_json::Value>],
+        instance: usize,
+        parallelism: usize,
+    ) -> Result<Option<serde_json::Value>, RescaleError> {
+        let mut kept = Vec::with_capacity(parts.len());
+        for (k, part) in parts.iter().enumerate() {
+            let corrupt = |why: String| RescaleError::Corrupt { instance: k, why };
+            kept.push(match part {
+                Some(v) => Position::deserialize(v).map_err(|e| corrupt(e.to_string()))?,
+                None => Position { splits: Vec::new() },
+            });
+        }
+        let position = reshare(kept, &self.all, instance, parallelism).map_err(|e| {
+            let super::position::ReshareError::Twice { second, .. } = &e;
+            RescaleError::Corrupt {
+                instance: *second,
+                why: e.to_string(),
+            }
+        })?;
+        serde_json::to_value(&position)
+            .map(Some)
+            .map_err(|e| RescaleError::Corrupt {
+                instance,
+                why: e.to_string(),
+            })
     }
 
     fn poll(&mut self, max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {
