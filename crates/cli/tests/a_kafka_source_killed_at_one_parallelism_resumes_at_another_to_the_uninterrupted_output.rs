@@ -3,7 +3,8 @@
 //! seeded number of checkpoints, resumes with three instances or with one (each partition and
 //! its offset dealt to the instance that reads it now), and leaves in its sink topic, read
 //! with `read_committed`, exactly the rows of an uninterrupted run at parallelism 1. So does
-//! one killed with five instances, two of which read nothing, and resumed with two.
+//! one killed with five instances, two of which read nothing, and resumed with two, and one
+//! whose `param parallelism` changes between runs (as `--parallelism` does).
 
 use crate::common;
 
@@ -131,11 +132,12 @@ fn a_kafka_source_killed_at_one_parallelism_resumes_at_another_to_the_uninterrup
 
     // Killed at the first parallelism (then at the next), and on to the end at the last; "pN"
     // is `param parallelism = N`, "N" `--parallelism N`.
-    let scenarios: [(&str, &[&str], &str, u64); 4] = [
+    let scenarios: [(&str, &[&str], &str, u64); 5] = [
         ("out_a", &["2"], "3", 41),
         ("out_b", &["2"], "1", 42),
         ("out_c", &["2", "3"], "1", 43),
         ("out_d", &["5"], "2", 44),
+        ("out_e", &["p2", "3"], "p1", 45),
     ];
     for (topic, killed_at, last, seed) in scenarios {
         cluster.topic(topic, 1);
