@@ -195,19 +195,21 @@ impl KafkaSource {
                         .map_or(Offset::End, |e| e.offset())
                 }
             };
-            // A bounded partition starts at a known offset (the consumer reports no position
-            // before its first record), and one that starts at its end has nothing to read.
+            // A partition starts at a known offset, which the checkpoints keep before its
+            // first record (a resumed run would otherwise look for the latest offset again,
+            // past what came in meanwhile), and a bounded one that starts at its end has
+            // nothing to read.
             let at = match start {
-                Offset::Offset(n) => Some(n),
+                Offset::Offset(n) => n,
                 _ => self.resolve(&s, start)?,
             };
-            let done = s.done || matches!((at, s.end), (Some(at), Some(end)) if at >= end);
+            let done = s.done || s.end.is_some_and(|end| at >= end);
             if let Some(split) = self.splits.get_mut(i) {
                 split.done = done;
-                split.next = split.next.or(at);
+                split.next = Some(at);
             }
             if !done {
-                tpl.add_partition_offset(&s.topic, s.partition, start)
+                tpl.add_partition_offset(&s.topic, s.partition, Offset::Offset(at))
                     .map_err(|e| KafkaError::client("assigning partitions", e))?;
             }
         }
@@ -223,12 +225,9 @@ impl KafkaSource {
         Ok(())
     }
 
-    /// Where a bounded partition starting at `start` (its beginning, its end, or the end
-    /// for a timestamp after its last record) starts, as an offset; `None` when unbounded.
-    fn resolve(&self, s: &Split, start: Offset) -> Result<Option<i64>, KafkaError> {
-        if s.end.is_none() {
-            return Ok(None);
-        }
+    /// Where a partition starting at `start` (its beginning, its end, or the end for a
+    /// timestamp after its last record) starts, as an offset.
+    fn resolve(&self, s: &Split, start: Offset) -> Result<i64, KafkaError> {
         let (low, high) = self
             .consumer
             .fetch_watermarks(&s.topic, s.partition, self.config.client.connect_timeout)
@@ -239,9 +238,9 @@ impl KafkaSource {
                 )
             })?;
         Ok(match start {
-            Offset::Beginning => Some(low),
-            Offset::Offset(n) => Some(n),
-            _ => Some(high),
+            Offset::Beginning => low,
+            Offset::Offset(n) => n,
+            _ => high,
         })
     }
 
