@@ -116,11 +116,7 @@ impl SplitOnCluster {
         let slow = query().replace("param rate = 40000", "param rate = 2000");
         std::fs::write(d.join("q.flow"), slow).expect("query");
         let cluster = LocalCluster::start_with(2, 8, setup);
-        let api = std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
-            .expect("the coordinator wrote its API's URL")
-            .trim()
-            .trim_start_matches("http://")
-            .to_string();
+        let api = cluster.api();
         let submit = cluster.submit(
             d,
             "q.flow",

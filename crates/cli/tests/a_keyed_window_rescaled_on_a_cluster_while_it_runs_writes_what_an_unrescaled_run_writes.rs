@@ -77,11 +77,7 @@ impl Rescaled {
                 ..Setup::default()
             },
         );
-        let api = std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
-            .expect("the coordinator wrote its API's URL")
-            .trim()
-            .trim_start_matches("http://")
-            .to_string();
+        let api = cluster.api();
         let mut flags = vec![
             "--var",
             "OUTPUT=out",
@@ -513,11 +509,7 @@ fn a_keyed_window_rescaled_just_before_its_coordinator_died_rolls_back_as_a_whol
     );
     q.cluster.setup.coordinator_flags.clear();
     q.cluster.restart_coordinator();
-    q.api = std::fs::read_to_string(q.cluster.dir.path().join("coordinator/api.url"))
-        .expect("the restarted coordinator wrote its API's URL")
-        .trim()
-        .trim_start_matches("http://")
-        .to_string();
+    q.api = q.cluster.api();
     // The running instances hold key groups as after the rescale, its last checkpoint as
     // before: the restarted coordinator does not take the attempt over.
     wait_until("the new attempt", || {

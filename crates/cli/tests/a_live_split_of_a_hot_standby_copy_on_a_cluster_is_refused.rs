@@ -22,11 +22,7 @@ fn a_live_split_of_a_hot_standby_copy_on_a_cluster_is_refused() {
     std::fs::write(d.join("q.flow"), query).expect("query");
     // The copies run on distinct workers.
     let cluster = LocalCluster::start(2, 8);
-    let api = std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
-        .expect("the coordinator wrote its API's URL")
-        .trim()
-        .trim_start_matches("http://")
-        .to_string();
+    let api = cluster.api();
     let submit = cluster.submit(
         d,
         "q.flow",

@@ -199,6 +199,15 @@ impl LocalCluster {
         out
     }
 
+    /// The address of the coordinator's API (`127.0.0.1:PORT`), as its latest start wrote it.
+    pub fn api(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("coordinator/api.url"))
+            .expect("the coordinator wrote its API's URL")
+            .trim()
+            .trim_start_matches("http://")
+            .to_string()
+    }
+
     /// Kills the coordinator with SIGKILL and starts it again on the same address and state.
     pub fn restart_coordinator(&mut self) {
         let _ = self.coordinator.0.kill();
