@@ -317,3 +317,73 @@ fn what_spreading_cannot_do_yet_is_refused_saying_why() {
         "{stderr}"
     );
 }
+
+/// [`SPREAD`] with a filter of two instances before the pattern, and `funnel` (a stage of
+/// operators) between the two.
+fn behind_two_instances(funnel: &str) -> String {
+    SPREAD.replace(
+        r#"operator name = "dips", type = "pattern" {
+  input name = "events""#,
+        &format!(
+            r#"operator name = "pre", type = "filter" {{
+  input name = "events"
+  param condition = "value > -1000000"
+  param parallelism = 2
+  output name = "pre"
+}}
+{funnel}operator name = "dips", type = "pattern" {{
+  input name = "{}""#,
+            if funnel.is_empty() { "pre" } else { "one" }
+        ),
+    )
+}
+
+/// The copies hand partial matches over at points of one common order of their input: read
+/// from two instances, each copy would merge them in an order of its own (the handed partial
+/// matches then did not line up: the run failed, "a bug in anduin", or worse). Refused before
+/// the query runs, saying what to do; what it says to do writes what one pattern writes.
+#[test]
+fn a_spreading_pattern_fed_by_several_instances_is_refused_and_the_remedy_it_names_works() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(d.join("q.flow"), behind_two_instances("")).expect("query");
+    let out = anduin(
+        d,
+        &[
+            "run", "q.flow", "--no-api", "--var", "K=3", "--var", "OUTPUT=x",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "operator \"dips\" spreads its partial matches over copies (overflow_instances), which must all read its input in one order, but the input comes from 2 instances of \"pre\""
+        ),
+        "{stderr}"
+    );
+    assert!(!d.join("x").exists(), "refused before anything ran");
+    // One pattern (K = 1) reads the two instances as any operator does.
+    let funnel = r#"operator name = "funnel", type = "map" {
+  input name = "pre"
+  param columns = "*"
+  param parallelism = 1
+  output name = "one"
+}
+"#;
+    let query = behind_two_instances(funnel);
+    for batch in ["64", "1000"] {
+        spread_against_one_with(
+            &query,
+            &[
+                "--var",
+                "K=3",
+                "--batch-size",
+                batch,
+                "--checkpoint-every",
+                "3000",
+                "--checkpoint-store",
+                &format!("ck{batch}"),
+            ],
+        );
+    }
+}
