@@ -197,6 +197,44 @@ fn a_pattern_named_like_a_copy_of_another_operator_spreads_as_any_other() {
     );
 }
 
+/// [`SPREAD`] with the pattern, and so each copy, at two instances.
+fn two_instances() -> String {
+    SPREAD.replace(
+        "param overflow_instances",
+        "param parallelism = 2\n  param overflow_instances",
+    )
+}
+
+/// With `parallelism = 2` one producer splits the input alike for every copy, so instance i
+/// of each copy reads the same key groups: instance i hands to instance i of the next copy.
+#[test]
+fn copies_of_two_instances_each_hand_over_instance_by_instance_and_write_one_patterns_rows() {
+    for batch in ["64", "1000"] {
+        let (stderr, rows) = spread_against_one_with(
+            &two_instances(),
+            &[
+                "--var",
+                "K=3",
+                "--batch-size",
+                batch,
+                "--checkpoint-every",
+                "3000",
+                "--checkpoint-store",
+                &format!("ck{batch}"),
+            ],
+        );
+        let by_copies = figure(&stderr, "dips_replica_1", "matches")
+            + figure(&stderr, "dips_replica_2", "matches");
+        assert!(by_copies > 0, "the copies matched nothing: {stderr}");
+        assert!(figure(&stderr, "dips", "matches") < rows as u64, "{stderr}");
+    }
+}
+
+#[test]
+fn copies_of_two_instances_killed_at_seeded_moments_resume_to_the_output_of_one_pattern() {
+    scenario_with(&two_instances(), &[31, 32], &["--var", "K=3"], 500);
+}
+
 #[test]
 fn a_run_spreading_partial_matches_killed_at_seeded_moments_resumes_to_the_output_of_one_pattern() {
     scenario_with(SPREAD, &[27, 28], &["--var", "K=3"], 500);
