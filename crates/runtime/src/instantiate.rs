@@ -400,7 +400,7 @@ fn build_links(
         bool,
         Option<Handoffs>,
         Option<std::time::Duration>,
-        &mut BTreeMap<(String, usize), crate::spread::Spreader>,
+        &mut crate::spread::Spreaders,
     ),
 ) -> Result<Vec<Link>, RuntimeError> {
     let (i, parallelism) = (instance.at.instance, task.parallelism);

@@ -401,6 +401,9 @@ pub(crate) fn stage_limit(copy: usize, age: u64) -> u64 {
     age.saturating_mul((copy as u64).saturating_add(1))
 }
 
+/// Every copy's spreaders, by the copy's name and the instance.
+pub(crate) type Spreaders = BTreeMap<(String, usize), Spreader>;
+
 /// The spreaders of every instance of every copy of every pattern of `graph` that spreads
 /// its partial matches, by the copy's name and the instance (see
 /// [`anduin_graph::rewriting::spread_chains`]): instance i of each copy chained to instance
@@ -410,7 +413,7 @@ pub(crate) fn spreaders<B>(
     graph: &LogicalGraph<B>,
     instances: &dyn Fn(&str) -> usize,
     abort: &Arc<AtomicBool>,
-) -> BTreeMap<(String, usize), Spreader> {
+) -> Spreaders {
     let mut out = BTreeMap::new();
     for names in anduin_graph::rewriting::spread_chains(graph) {
         let copies = names.len();
