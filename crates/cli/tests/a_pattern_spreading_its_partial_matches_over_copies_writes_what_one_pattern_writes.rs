@@ -121,11 +121,7 @@ fn spread_against_one_with(query: &str, flags: &[&str]) -> (String, usize) {
 #[test]
 fn the_copies_take_over_partial_matches_and_the_output_is_that_of_one_pattern() {
     let (stderr, rows) = spread_against_one(SPREAD);
-    // Partial matches moved along the chain: the copies, which start none, matched some.
-    let by_copies =
-        figure(&stderr, "dips_replica_1", "matches") + figure(&stderr, "dips_replica_2", "matches");
-    assert!(by_copies > 0, "the copies matched nothing: {stderr}");
-    assert!(figure(&stderr, "dips", "matches") < rows as u64, "{stderr}");
+    assert_copies_matched(&stderr, rows);
 }
 
 /// Without checkpoints, the copies hand over between barriers: after every batch that brings
@@ -209,25 +205,40 @@ fn two_instances() -> String {
 /// of each copy reads the same key groups: instance i hands to instance i of the next copy.
 #[test]
 fn copies_of_two_instances_each_hand_over_instance_by_instance_and_write_one_patterns_rows() {
-    for batch in ["64", "1000"] {
-        let (stderr, rows) = spread_against_one_with(
-            &two_instances(),
-            &[
-                "--var",
-                "K=3",
-                "--batch-size",
-                batch,
-                "--checkpoint-every",
-                "3000",
-                "--checkpoint-store",
-                &format!("ck{batch}"),
-            ],
-        );
-        let by_copies = figure(&stderr, "dips_replica_1", "matches")
-            + figure(&stderr, "dips_replica_2", "matches");
-        assert!(by_copies > 0, "the copies matched nothing: {stderr}");
-        assert!(figure(&stderr, "dips", "matches") < rows as u64, "{stderr}");
+    for (stderr, rows) in spread_at_two_batch_sizes(&two_instances()) {
+        assert_copies_matched(&stderr, rows);
     }
+}
+
+/// [`spread_against_one_with`] three copies, with checkpoints every 3000 rows, at batches of
+/// 64 and of 1000 rows (handoff points between barriers come after other batches).
+fn spread_at_two_batch_sizes(query: &str) -> Vec<(String, usize)> {
+    ["64", "1000"]
+        .into_iter()
+        .map(|batch| {
+            spread_against_one_with(
+                query,
+                &[
+                    "--var",
+                    "K=3",
+                    "--batch-size",
+                    batch,
+                    "--checkpoint-every",
+                    "3000",
+                    "--checkpoint-store",
+                    &format!("ck{batch}"),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// Partial matches moved along the chain: the copies, which start none, matched some.
+fn assert_copies_matched(stderr: &str, rows: usize) {
+    let by_copies =
+        figure(stderr, "dips_replica_1", "matches") + figure(stderr, "dips_replica_2", "matches");
+    assert!(by_copies > 0, "the copies matched nothing: {stderr}");
+    assert!(figure(stderr, "dips", "matches") < rows as u64, "{stderr}");
 }
 
 #[test]
@@ -408,20 +419,5 @@ fn a_spreading_pattern_fed_by_several_instances_is_refused_and_the_remedy_it_nam
   output name = "one"
 }
 "#;
-    let query = behind_two_instances(funnel);
-    for batch in ["64", "1000"] {
-        spread_against_one_with(
-            &query,
-            &[
-                "--var",
-                "K=3",
-                "--batch-size",
-                batch,
-                "--checkpoint-every",
-                "3000",
-                "--checkpoint-store",
-                &format!("ck{batch}"),
-            ],
-        );
-    }
+    spread_at_two_batch_sizes(&behind_two_instances(funnel));
 }
