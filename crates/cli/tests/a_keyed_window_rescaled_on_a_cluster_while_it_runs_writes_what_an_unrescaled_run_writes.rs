@@ -28,7 +28,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anduin_checkpoint::Store;
-use common::cluster::{kill_worker_after, LocalCluster, Setup};
+use common::cluster::{assert_submitted_output, kill_worker_after, LocalCluster, Setup};
 use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until, ChildGuard};
 
 /// A query, the output of its unrescaled embedded run, and a coordinator with two workers
@@ -179,25 +179,9 @@ impl Rescaled {
             &self.api,
             &["set", "q", "gen", "rate", "1000000"],
         ));
-        let out = self.submit.take().expect("submitted").wait_output();
-        let logs = self.cluster.logs();
-        assert!(
-            out.status.success(),
-            "{}\n{logs}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let got = output_rows(&self.dir().join("out"));
-        assert_eq!(
-            got.len(),
-            self.expected.len(),
-            "rows lost or duplicated\n{logs}"
-        );
-        if let Some(i) = (0..got.len()).find(|&i| got[i] != self.expected[i]) {
-            panic!(
-                "the output differs from the unrescaled run at sorted row {i}: {:?} instead of {:?}",
-                got[i], self.expected[i]
-            );
-        }
+        let submit = self.submit.take().expect("submitted");
+        let out = self.dir().join("out");
+        assert_submitted_output(&self.cluster, submit, &out, &self.expected);
         let Some(owners) = owners else { return };
         let last = self.cluster.status("q")["last_checkpoint"]
             .as_u64()
