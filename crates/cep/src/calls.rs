@@ -11,7 +11,9 @@ use sqlparser::ast::{
     Value as SqlValue,
 };
 
-use super::expr::{at, compile, numeric, selector, Agg, AggFn, Base, RowRef, Scope, Sel, Typed, E};
+use super::expr::{
+    at, compile, numeric, selector, Agg, AggFn, Base, RowRef, Scope, Sel, Spread, Typed, E,
+};
 use super::navigation::{navigate, Nav};
 
 /// The arguments of a call, as expressions; `*` and `V.*` as `Err(variable)`.
@@ -97,7 +99,7 @@ pub(super) fn function(
 }
 
 /// The aggregates a pattern computes, by the names SQL (and Trino) call them.
-const AGGREGATES: [&str; 12] = anduin_spec::PATTERN_AGGREGATES;
+const AGGREGATES: [&str; 20] = anduin_spec::PATTERN_AGGREGATES;
 
 /// Whether `name` (upper case) is a function of the pattern's own: navigation,
 /// `CLASSIFIER()`, `MATCH_NUMBER()` or an aggregate over a variable's rows.
@@ -210,6 +212,11 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
         "MIN_BY" => AggFn::MinBy,
         "BOOL_AND" | "EVERY" => AggFn::BoolAnd,
         "BOOL_OR" => AggFn::BoolOr,
+        "COUNT_IF" => AggFn::CountIf,
+        "STDDEV" | "STDDEV_SAMP" => AggFn::Spread(Spread::StddevSample),
+        "STDDEV_POP" => AggFn::Spread(Spread::StddevPopulation),
+        "VARIANCE" | "VAR_SAMP" => AggFn::Spread(Spread::VarianceSample),
+        "VAR_POP" | "VAR_POPULATION" => AggFn::Spread(Spread::VariancePopulation),
         _ => AggFn::AnyValue,
     };
     let wrong = || {
@@ -245,7 +252,7 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
     let is = |t: Option<ColumnType>, ok: fn(ColumnType) -> bool| t.is_none_or(ok);
     let ty = match f {
         AggFn::Count => Some(ColumnType::Int),
-        AggFn::Sum | AggFn::Avg if !is(arg.ty, numeric) => {
+        AggFn::Sum | AggFn::Avg | AggFn::Spread(_) if !is(arg.ty, numeric) => {
             return Err(at(
                 exprs[0].span(),
                 format!(
@@ -255,13 +262,16 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
                 ),
             ))
         }
-        AggFn::BoolAnd | AggFn::BoolOr if !is(arg.ty, |t| t == ColumnType::Bool) => {
+        AggFn::BoolAnd | AggFn::BoolOr | AggFn::CountIf
+            if !is(arg.ty, |t| t == ColumnType::Bool) =>
+        {
             return Err(at(
                 exprs[0].span(),
                 format!("{name} needs a boolean, `{}` is not", exprs[0]),
             ))
         }
-        AggFn::Avg => Some(ColumnType::Double),
+        AggFn::Avg | AggFn::Spread(_) => Some(ColumnType::Double),
+        AggFn::CountIf => Some(ColumnType::Int),
         AggFn::BoolAnd | AggFn::BoolOr => Some(ColumnType::Bool),
         AggFn::Sum if arg.ty.is_none() => Some(ColumnType::Int),
         _ => arg.ty,

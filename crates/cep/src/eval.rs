@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::expr::{Agg, AggFn, Base, RowRef, Sel, E};
+use super::expr::{Agg, AggFn, Base, RowRef, Sel, Spread, E};
 use super::matcher::MatchView;
 use super::value::{Eval, EvalError, Value};
 
@@ -283,6 +283,8 @@ struct Acc {
     /// MIN / MAX so far; `any_value`: the last value added.
     best: Value,
     logic: Option<bool>,
+    /// A standard deviation's or variance's values, as numbers.
+    numbers: Vec<f64>,
 }
 
 impl Acc {
@@ -296,6 +298,7 @@ impl Acc {
             floats: false,
             best: Value::Null,
             logic: None,
+            numbers: Vec::new(),
         }
     }
 
@@ -339,6 +342,9 @@ impl Acc {
             }
             // The oldest non-null value (rows are walked newest first): the last one added.
             AggFn::AnyValue => self.best = v.clone(),
+            // The trues, in `int_total`.
+            AggFn::CountIf => self.int_total += i128::from(matches!(v, Value::Bool(true))),
+            AggFn::Spread(_) => self.numbers.push(v.as_f64().unwrap_or(f64::NAN)),
             AggFn::Count | AggFn::MaxBy | AggFn::MinBy => {}
         }
     }
@@ -371,9 +377,34 @@ impl Acc {
             },
             AggFn::BoolAnd | AggFn::BoolOr => self.logic.map_or(Value::Null, Value::Bool),
             AggFn::AnyValue => self.best,
+            AggFn::CountIf => Value::Int(i64::try_from(self.int_total).unwrap_or(i64::MAX)),
+            AggFn::Spread(s) => spread(s, &self.numbers),
             AggFn::MaxBy | AggFn::MinBy => Value::Null,
         })
     }
+}
+
+/// The standard deviation or variance `s` of `values`: the mean first, then the squared
+/// distances from it (two passes, as exact as one pass is not), added in ascending order so
+/// that the result does not depend on the order of the rows. NULL for fewer values than the
+/// measure needs (two for a sample's, one for a population's).
+fn spread(s: Spread, values: &[f64]) -> Value {
+    let sample = matches!(s, Spread::StddevSample | Spread::VarianceSample);
+    let n = values.len();
+    if n == 0 || (sample && n < 2) {
+        return Value::Null;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mean = sorted.iter().sum::<f64>() / n as f64;
+    let mut squares: Vec<f64> = sorted.iter().map(|x| (x - mean) * (x - mean)).collect();
+    squares.sort_by(f64::total_cmp);
+    let divisor = if sample { n - 1 } else { n } as f64;
+    let variance = squares.iter().sum::<f64>() / divisor;
+    Value::Float(match s {
+        Spread::StddevSample | Spread::StddevPopulation => variance.sqrt(),
+        Spread::VarianceSample | Spread::VariancePopulation => variance,
+    })
 }
 
 /// `CAST(v AS to)`, as DataFusion casts (arrow's cast, not "safe"): a float that is not finite

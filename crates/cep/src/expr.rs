@@ -87,6 +87,21 @@ pub(crate) enum AggFn {
     BoolOr,
     /// The first non-null value (Trino's `arbitrary`).
     AnyValue,
+    /// The rows whose argument is true (Trino's `count_if`).
+    CountIf,
+    /// A standard deviation or variance of numbers.
+    Spread(Spread),
+}
+
+/// Which measure of spread: `STDDEV` / `STDDEV_SAMP` and `VARIANCE` / `VAR_SAMP` divide by
+/// n − 1 (NULL for fewer than two values), the `_POP` forms by n (NULL for none), as Trino's
+/// and DataFusion's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spread {
+    StddevSample,
+    StddevPopulation,
+    VarianceSample,
+    VariancePopulation,
 }
 
 /// An aggregate call: `f(arg)` over the rows mapped to `var` (all rows of the match: `None`)

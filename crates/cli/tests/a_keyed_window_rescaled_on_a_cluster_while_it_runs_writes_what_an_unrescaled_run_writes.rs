@@ -28,7 +28,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anduin_checkpoint::Store;
-use common::cluster::{kill_worker_after, LocalCluster, Setup};
+use common::cluster::{assert_submitted_output, kill_worker_after, LocalCluster, Setup};
 use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until, ChildGuard};
 
 /// A query, the output of its unrescaled embedded run, and a coordinator with two workers
@@ -77,11 +77,7 @@ impl Rescaled {
                 ..Setup::default()
             },
         );
-        let api = std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
-            .expect("the coordinator wrote its API's URL")
-            .trim()
-            .trim_start_matches("http://")
-            .to_string();
+        let api = cluster.api();
         let mut flags = vec![
             "--var",
             "OUTPUT=out",
@@ -183,25 +179,9 @@ impl Rescaled {
             &self.api,
             &["set", "q", "gen", "rate", "1000000"],
         ));
-        let out = self.submit.take().expect("submitted").wait_output();
-        let logs = self.cluster.logs();
-        assert!(
-            out.status.success(),
-            "{}\n{logs}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let got = output_rows(&self.dir().join("out"));
-        assert_eq!(
-            got.len(),
-            self.expected.len(),
-            "rows lost or duplicated\n{logs}"
-        );
-        if let Some(i) = (0..got.len()).find(|&i| got[i] != self.expected[i]) {
-            panic!(
-                "the output differs from the unrescaled run at sorted row {i}: {:?} instead of {:?}",
-                got[i], self.expected[i]
-            );
-        }
+        let submit = self.submit.take().expect("submitted");
+        let out = self.dir().join("out");
+        assert_submitted_output(&self.cluster, submit, &out, &self.expected);
         let Some(owners) = owners else { return };
         let last = self.cluster.status("q")["last_checkpoint"]
             .as_u64()
@@ -513,11 +493,7 @@ fn a_keyed_window_rescaled_just_before_its_coordinator_died_rolls_back_as_a_whol
     );
     q.cluster.setup.coordinator_flags.clear();
     q.cluster.restart_coordinator();
-    q.api = std::fs::read_to_string(q.cluster.dir.path().join("coordinator/api.url"))
-        .expect("the restarted coordinator wrote its API's URL")
-        .trim()
-        .trim_start_matches("http://")
-        .to_string();
+    q.api = q.cluster.api();
     // The running instances hold key groups as after the rescale, its last checkpoint as
     // before: the restarted coordinator does not take the attempt over.
     wait_until("the new attempt", || {

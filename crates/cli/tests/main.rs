@@ -3,6 +3,7 @@
 //! link time). A new scenario file needs its `mod` line here, or it never runs: anduin-cli's
 //! `every_test_file_of_the_workspace_is_compiled_into_its_crates_test_binary` says so.
 
+mod a_coordinator_restarted_after_a_live_split_takes_over_the_split_tasks;
 mod a_coordinator_stopped_by_sigterm_lets_go_of_its_lease;
 mod a_coordinator_that_would_lead_another_clusters_state_is_refused_even_when_it_wins;
 

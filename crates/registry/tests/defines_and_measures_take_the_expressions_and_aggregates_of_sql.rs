@@ -30,6 +30,21 @@ fn scalar_functions_and_aggregates_over_expressions_compute_as_in_sql() {
     );
 }
 
+/// Trino's and DataFusion's measures of spread and `count_if`, over the two B rows (−5 and 7:
+/// mean 1, squared distances 36 and 36) and over A's one row (a sample's spread needs two).
+#[test]
+fn standard_deviations_variances_and_count_if_compute_as_in_sql() {
+    let params = r#"param order_by = "ts"
+  param pattern = "A B+ C"
+  param define = "B AS abs(value) < 10"
+  param define = "C AS value = 20"
+  param measures = "count_if(B.value > 0) AS pos, stddev(B.value) AS sd, STDDEV_SAMP(B.value) AS sd2, stddev_pop(B.value) AS sdp, variance(B.value) AS v, var_samp(B.value) AS v2, var_pop(B.value) AS vp, stddev(A.value) AS one, stddev_pop(A.value) AS one_pop, FINAL variance(CAST(value AS DOUBLE)) AS all_v""#;
+    assert_eq!(
+        common::pattern_rows(params, &ROWS),
+        ["1, 8.48528137423857, 8.48528137423857, 6.0, 72.0, 72.0, 36.0, NULL, 0.0, 106.0"]
+    );
+}
+
 #[test]
 fn running_and_final_measures_differ_row_by_row_in_all_rows_per_match() {
     let params = r#"param order_by = "ts"
@@ -70,11 +85,15 @@ fn what_a_pattern_does_not_compute_is_an_error_naming_it_and_its_place() {
     let e = check_error(r#"param define = "B AS value > 1 AND frobnicate(value) > 1""#);
     assert!(e.contains("unknown function `frobnicate`"), "{e}");
     assert!(e.starts_with("4:38: unknown function"), "{e}");
-    let e = check_error(r#"param measures = "stddev(B.value) AS s""#);
+    let e = check_error(r#"param measures = "approx_distinct(B.value) AS s""#);
     assert!(
-        e.contains("the aggregate `stddev` is not supported in a pattern"),
+        e.contains("the aggregate `approx_distinct` is not supported in a pattern"),
         "{e}"
     );
+    let e = check_error(r#"param measures = "stddev(B.value > 1) AS s""#);
+    assert!(e.contains("STDDEV needs a number"), "{e}");
+    let e = check_error(r#"param measures = "count_if(B.value) AS s""#);
+    assert!(e.contains("COUNT_IF needs a boolean"), "{e}");
     let e = check_error(r#"param measures = "SUM(A.value + B.value) AS s""#);
     assert!(e.contains("names the rows of `A` and of `B`"), "{e}");
     let e = check_error(r#"param define = "B AS value > FINAL LAST(A.value)""#);

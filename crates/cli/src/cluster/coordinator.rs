@@ -2,7 +2,7 @@
 //! heartbeat; clients submit, inspect and cancel queries; each query is driven through its
 //! attempts by a driver thread of its own ([`super::driver`]). One thread per connection.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -383,6 +383,9 @@ pub struct State {
     stall: Option<Duration>,
     /// Where the queries' life events are appended (`STATE_DIR/events.jsonl`).
     pub life_events: Arc<LifeEvents>,
+    /// The workers (by name, and the worker whose name they wait for) refused a held name
+    /// so far: said once each, not at every one of their tries.
+    held_said: BTreeSet<(String, u32)>,
 }
 
 impl State {
@@ -1010,6 +1013,7 @@ fn from_catalog(
         fail_at: None,
         stall: None,
         life_events,
+        held_said: BTreeSet::new(),
     };
     (state, resumed)
 }
@@ -1368,12 +1372,21 @@ fn serve_worker(
             .iter()
             .find(|(w, e)| e.name == name && e.link != Link::Dead && Some(**w) != previous)
         {
-            let why = if e.alive() {
-                format!("a live worker named {name} (id {other}) is registered already: give this one another --name, or wait until that one is declared dead")
+            let (why, held) = if e.alive() {
+                (format!("a live worker named {name} (id {other}) is registered already: give this one another --name, or wait until that one is declared dead"), false)
             } else {
-                format!("{} a worker named {name} (id {other}) ran parts before the coordinator restarted and may come back until it is declared dead (--heartbeat-timeout {:?} after the restart); this one is tried again until then: give it another --name if it is another worker", proto::NAME_HELD, cluster.heartbeat_timeout)
+                (format!("{} a worker named {name} (id {other}) ran parts before the coordinator restarted and may come back until it is declared dead (--heartbeat-timeout {:?} after the restart); this one is tried again until then: give it another --name if it is another worker", proto::NAME_HELD, cluster.heartbeat_timeout), true)
             };
-            eprintln!("anduin: refused worker {name}: {why}");
+            // A worker waiting for a held name tries again every second: said once.
+            let key = (name.to_string(), *other);
+            if !held || !state.held_said.contains(&key) {
+                eprintln!("anduin: refused worker {name}: {why}");
+            } else {
+                tracing::debug!(worker = %name, holder = *other, "refused a held name again");
+            }
+            if held {
+                state.held_said.insert(key);
+            }
             to.refuse(&why);
             return Ok(());
         }
