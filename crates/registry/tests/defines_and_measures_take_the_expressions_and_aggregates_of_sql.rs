@@ -177,3 +177,33 @@ fn prev_of_the_classifier_is_the_variable_of_the_row_before_within_the_match() {
         ]
     );
 }
+
+/// `{0}` (and `{0,0}`) repeats a part no time, as in Trino: `A B{0} C` matches what `A C`
+/// matches, its variable still one of the pattern's (its DEFINE allowed, its rows none).
+#[test]
+fn a_part_repeated_zero_times_matches_no_row() {
+    let rows = [
+        (1, 0, 10, "a"),
+        (2, 0, 3, "b"),
+        (3, 0, 20, "c"),
+        (4, 0, 25, "c"),
+    ];
+    let with = |pattern: &str| {
+        common::pattern_rows(
+            &format!(
+                r#"param order_by = "ts"
+  param pattern = "{pattern}"
+  param define = "A AS value = 10 OR value = 3"
+  param define = "B AS value < 5"
+  param define = "C AS value > 15"
+  param measures = "FIRST(A.value) AS a, COUNT(B.*) AS b, LAST(C.value) AS c""#
+            ),
+            &rows,
+        )
+    };
+    // `A C`: 10 is no start (3 follows it), 3 then 20 is.
+    let without = ["3, 0, 20"];
+    assert_eq!(with("A B{0} C"), without);
+    assert_eq!(with("A B{0,0} C"), without);
+    assert_eq!(with("A (B C){0} C"), without);
+}
