@@ -127,12 +127,12 @@ pub(super) fn after_checkpoint(
             old: Some(r.value.clone()),
         });
         eprintln!(
-            "anduin: query {name}: the rollback to {} undoes the change of {}.{} to {:?} (at epoch {}): a rescale no checkpoint covers is not carried over; scale again if it is still wanted",
+            "anduin: query {name}: the rollback to {} undoes the change of {}.{} to {:?} ({}): a rescale no checkpoint covers is not carried over; scale again if it is still wanted",
             restore.map_or_else(|| "the beginning".to_string(), |v| format!("checkpoint {}", v.manifest.epoch)),
             r.operator,
             r.param,
             r.value,
-            r.epoch.map_or(0, |e| e.0),
+            applied_at(r),
         );
     }
     if !reapply.changes.is_empty() {
@@ -150,13 +150,22 @@ pub(super) fn after_checkpoint(
 /// checkpoint.
 pub(super) fn not_taken_over(r: &ControlRecord, restore: Option<&Validated>) -> String {
     format!(
-        "operator \"{}\" was rescaled to {} instances at epoch {} (change #{}), after its last checkpoint ({}): a restarted coordinator does not take over instances whose key groups moved since then, so the query rolls back as a whole, undoing the rescale",
+        "operator \"{}\" was rescaled to {} instances {} (change #{}), after its last checkpoint ({}): a restarted coordinator does not take over instances whose key groups moved since then, so the query rolls back as a whole, undoing the rescale",
         r.operator,
         r.value,
-        r.epoch.map_or(0, |e| e.0),
+        applied_at(r),
         r.change_seq.unwrap_or(0),
         restore.map_or_else(|| "none".to_string(), |v| v.manifest.epoch.to_string()),
     )
+}
+
+/// Where change `r` applied: its barrier's epoch, or, recorded only before its barrier went
+/// out, that.
+fn applied_at(r: &ControlRecord) -> String {
+    match r.epoch {
+        Some(e) => format!("at epoch {}", e.0),
+        None => "at a barrier sent before the last coordinator stopped (it had recorded the change, not yet its epoch)".to_string(),
+    }
 }
 
 /// Sends `changes` again through `control` (an attempt that starts from the beginning after

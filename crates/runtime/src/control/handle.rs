@@ -475,9 +475,11 @@ impl Control {
             return Err(invalid(format!(
                 "operator \"{}\" cannot be rescaled while it runs: only an operator that splits \
                  its input by key (a keyed window, a join, a pattern with partition_by, a GROUP \
-                 BY) can, and only when it runs spare instances: start the query with \
-                 --max-parallelism N (a pattern that spreads its partial matches over \
-                 copies, overflow_instances, is not rescaled: each copy is one instance)",
+                 BY) can, and only when the query runs spare instances of it (started with \
+                 --max-parallelism N); a pattern that spreads its partial matches over copies \
+                 (overflow_instances) is never rescaled while it runs (instance i of each copy \
+                 hands to instance i of the next): change its `parallelism` and resume from a \
+                 checkpoint",
                 request.operator
             )));
         };
