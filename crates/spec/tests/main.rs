@@ -14,4 +14,5 @@ mod sql_regular_joins_lower_to_the_regular_join_operator;
 mod sql_set_table_exec_state_ttl_gives_every_updating_operator_a_state_ttl;
 mod sql_subqueries_lower_to_windows_and_joins;
 mod sql_top_n_lowers_to_the_top_n_operator;
+mod sql_views_are_named_queries_read_as_tables;
 mod the_parsers_return_on_any_input;

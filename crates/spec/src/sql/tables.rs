@@ -10,6 +10,7 @@ use sqlparser::ast::{
 
 use super::derived::{Attr, Derived};
 use super::source_text::{is_word, pos, Source};
+use super::views::{View, ViewState};
 use crate::ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
 use crate::Text;
 
@@ -27,7 +28,7 @@ const CONNECTORS: [&str; 7] = [
 ];
 
 /// A declared table.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Table {
     pub name: String,
     pub pos: Pos,
@@ -39,14 +40,16 @@ pub(crate) struct Table {
 }
 
 /// The tables of a script.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Tables {
     tables: Vec<Table>,
-    /// Streams made by subqueries in FROM.
+    /// Streams made by subqueries in FROM (and by views).
     derived: Vec<Derived>,
+    /// The views declared (`views.rs`).
+    views: Vec<View>,
 }
 
-fn name_of(n: &ObjectName) -> String {
+pub(crate) fn name_of(n: &ObjectName) -> String {
     n.0.iter()
         .filter_map(|p| p.as_ident().map(|i| i.value.clone()))
         .collect::<Vec<_>>()
@@ -62,15 +65,7 @@ impl Tables {
     ) -> Result<(), Diagnostic> {
         let name = name_of(&ct.name);
         let at = pos(ct.name.span().start);
-        if let Some(t) = self.tables.iter().find(|t| t.name == name) {
-            return Err(Diagnostic::error(
-                at,
-                format!(
-                    "table `{name}` is created twice (first at {}:{})",
-                    t.pos.line, t.pos.col
-                ),
-            ));
-        }
+        self.check_free(&name, at)?;
         if ct.query.is_some() {
             return Err(Diagnostic::error(
                 at,
@@ -155,6 +150,42 @@ impl Tables {
             written: false,
         });
         unknown.map_or(Ok(()), Err)
+    }
+
+    /// Refuses `name` for a new table or view (at `at`) when a table or view has it.
+    pub(crate) fn check_free(&self, name: &str, at: Pos) -> Result<(), Diagnostic> {
+        let table = self.tables.iter().find(|t| t.name == name).map(|t| t.pos);
+        let view = self.views.iter().find(|v| v.name == name).map(|v| v.pos);
+        let (what, first) = match (table, view) {
+            (Some(p), _) => ("table", p),
+            (None, Some(p)) => ("view", p),
+            (None, None) => return Ok(()),
+        };
+        Err(Diagnostic::error(
+            at,
+            format!(
+                "`{name}` is created twice (first as a {what} at {}:{})",
+                first.line, first.col
+            ),
+        ))
+    }
+
+    /// Records a view (checked by `views.rs`).
+    pub(crate) fn add_view(&mut self, view: View) {
+        self.views.push(view);
+    }
+
+    /// The view called `name`, if one is.
+    pub(crate) fn view(&self, name: &ObjectName) -> Option<&View> {
+        let n = name_of(name);
+        self.views.iter().find(|v| v.name == n)
+    }
+
+    /// View `name` was lowered to `stream`: its later readers read that.
+    pub(crate) fn view_lowered(&mut self, name: &str, stream: String) {
+        if let Some(v) = self.views.iter_mut().find(|v| v.name == name) {
+            v.state = ViewState::Lowered(stream);
+        }
     }
 
     fn find(&mut self, name: &ObjectName) -> Result<&mut Table, Diagnostic> {
@@ -307,6 +338,15 @@ impl Tables {
         spec: &mut Spec,
     ) -> Result<Option<String>, Diagnostic> {
         let at = pos(name.span().start);
+        if let Some(v) = self.view(name) {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "view `{}` cannot be written: INSERT INTO a table (the view is at {}:{})",
+                    v.name, v.pos.line, v.pos.col
+                ),
+            ));
+        }
         let t = self.find(name)?;
         if t.read {
             return Err(Diagnostic::error(
