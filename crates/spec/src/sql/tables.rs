@@ -4,11 +4,11 @@
 use anduin_types::{did_you_mean, Diagnostic, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{
-    ColumnDef as SqlColumnDef, CreateTable, CreateTableOptions, DataType, Expr,
+    ColumnDef as SqlColumnDef, ColumnOption, CreateTable, CreateTableOptions, DataType, Expr,
     HiveDistributionStyle, ObjectName, SqlOption, Value as SqlValue,
 };
 
-use super::derived::{Attr, Derived};
+use super::derived::{is_proctime, Attr, Derived};
 use super::source_text::{is_word, pos, Source};
 use super::views::{View, ViewState};
 use crate::ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
@@ -35,8 +35,23 @@ pub(crate) struct Table {
     pub columns: Option<Vec<ColumnDef>>,
     pub connector: Text,
     pub options: Vec<Param>,
+    /// Its column computed as `PROCTIME()` (Flink's `p_time AS PROCTIME()`), if any: not
+    /// read from the connector, but added to every row as it is read (a map after the
+    /// source), and a processing time for the windows over it.
+    pub proctime: Option<String>,
     read: bool,
     written: bool,
+}
+
+impl Table {
+    /// The stream its readers read: the table's own, or with a computed `PROCTIME()` column
+    /// the map's that adds it.
+    fn stream(&self) -> String {
+        match &self.proctime {
+            Some(_) => format!("{}_proctime", self.name),
+            None => self.name.clone(),
+        }
+    }
 }
 
 /// The tables of a script.
@@ -75,11 +90,33 @@ impl Tables {
         if let HiveDistributionStyle::PARTITIONED { columns } = &ct.hive_distribution {
             return Err(partitioned(columns, source));
         }
+        let mut proctime = None;
         let columns = if ct.columns.is_empty() {
             None
         } else {
             let mut cols = Vec::new();
             for c in &ct.columns {
+                if let Some(expr) = computed(c) {
+                    let at = pos(c.name.span.start);
+                    if !is_proctime(expr) {
+                        return Err(Diagnostic::error(
+                            at,
+                            format!("column `{}`: a computed column other than `AS PROCTIME()` is not supported: compute it in a view (CREATE VIEW v AS SELECT *, {expr} AS {} FROM {name})", c.name.value, c.name.value),
+                        ));
+                    }
+                    if let Some(first) = &proctime {
+                        return Err(Diagnostic::error(
+                            at,
+                            format!("column `{}`: table `{name}` has a processing time already (`{first}`)", c.name.value),
+                        ));
+                    }
+                    proctime = Some(c.name.value.clone());
+                    cols.push(ColumnDef {
+                        name: Text::at(c.name.value.clone(), at),
+                        ty: Text::at("timestamp", at),
+                    });
+                    continue;
+                }
                 let ty = column_type(&c.data_type).ok_or_else(|| {
                     Diagnostic::error(
                         pos(c.name.span.start),
@@ -146,6 +183,7 @@ impl Tables {
             columns,
             connector,
             options: params,
+            proctime,
             read: false,
             written: false,
         });
@@ -230,7 +268,14 @@ impl Tables {
             ));
         }
         t.read = true;
-        Ok(t.name.clone())
+        Ok(t.stream())
+    }
+
+    /// The declared table whose readers read `stream`.
+    fn table_of(&self, stream: &str) -> Option<&Table> {
+        self.tables
+            .iter()
+            .find(|t| t.name == stream || (t.proctime.is_some() && t.stream() == stream))
     }
 
     /// Records the stream of a subquery.
@@ -248,6 +293,9 @@ impl Tables {
         if let Some(d) = self.derived(name) {
             return d.attr(column);
         }
+        if (self.table_of(name)).is_some_and(|t| t.proctime.as_deref() == Some(column)) {
+            return Attr::ProcTime;
+        }
         if self.time_columns(name).iter().any(|c| c == column) {
             Attr::Time
         } else {
@@ -260,9 +308,7 @@ impl Tables {
         if let Some(d) = self.derived(name) {
             return d.columns.iter().map(|(c, _)| c.clone()).collect();
         }
-        self.tables
-            .iter()
-            .find(|t| t.name == name)
+        self.table_of(name)
             .and_then(|t| t.columns.as_ref())
             .map(|cols| cols.iter().map(|c| c.name.as_str().to_string()).collect())
             .unwrap_or_default()
@@ -273,9 +319,7 @@ impl Tables {
         if let Some(d) = self.derived(name) {
             return d.event_time().map(str::to_string);
         }
-        self.tables
-            .iter()
-            .find(|t| t.name == name)?
+        self.table_of(name)?
             .options
             .iter()
             .find(|o| o.name.as_str() == "event_time")
@@ -294,7 +338,7 @@ impl Tables {
             }
             return out;
         }
-        let Some(t) = self.tables.iter().find(|t| t.name == name) else {
+        let Some(t) = self.table_of(name) else {
             return Vec::new();
         };
         let mut out: Vec<String> = t
@@ -304,7 +348,11 @@ impl Tables {
             .map(|o| o.value.as_text().as_str().to_string())
             .collect();
         for c in t.columns.iter().flatten() {
-            if c.ty.as_str() == "timestamp" && !out.iter().any(|x| x == c.name.as_str()) {
+            let computed = t.proctime.as_deref() == Some(c.name.as_str());
+            if c.ty.as_str() == "timestamp"
+                && !computed
+                && !out.iter().any(|x| x == c.name.as_str())
+            {
                 out.push(c.name.as_str().to_string());
             }
         }
@@ -366,6 +414,15 @@ impl Tables {
                 ),
             ));
         }
+        if let Some(p) = &t.proctime {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "table `{}` has a computed column `{p}`: it can be read, not written",
+                    t.name
+                ),
+            ));
+        }
         t.written = true;
         let kind = match t.connector.as_str() {
             "file" => "writer",
@@ -401,9 +458,14 @@ impl Tables {
         for t in &self.tables {
             if let Some(cols) = &t.columns {
                 if t.read || t.written {
+                    // What the connector reads: not the computed column.
+                    let read: Vec<ColumnDef> = (cols.iter())
+                        .filter(|c| t.proctime.as_deref() != Some(c.name.as_str()))
+                        .cloned()
+                        .collect();
                     spec.types.push(TypeDef {
                         name: Text::at(t.name.clone(), t.pos),
-                        columns: cols.clone(),
+                        columns: read,
                         pos: t.pos,
                     });
                 }
@@ -427,9 +489,36 @@ impl Tables {
                 control: None,
                 pos: t.pos,
             });
+            if let Some(p) = &t.proctime {
+                let columns = format!("*, PROCTIME() AS {}", super::insert::quoted(p));
+                sources.push(super::insert::operator(
+                    t.stream(),
+                    "map",
+                    t.pos,
+                    &t.name,
+                    vec![("columns", Text::at(columns, t.pos))],
+                ));
+            }
         }
         spec.operators.splice(0..0, sources);
     }
+}
+
+/// The expression of a computed column (`name AS expr`, see `dialect.rs`), if `c` is one.
+fn computed(c: &SqlColumnDef) -> Option<&Expr> {
+    let DataType::Custom(name, args) = &c.data_type else {
+        return None;
+    };
+    if !args.is_empty() || !name.to_string().eq_ignore_ascii_case("AS") {
+        return None;
+    }
+    c.options.iter().find_map(|o| match &o.option {
+        ColumnOption::Generated {
+            generation_expr: Some(e),
+            ..
+        } => Some(e),
+        _ => None,
+    })
 }
 
 /// The anduin column type of a SQL type.

@@ -43,7 +43,7 @@ impl WindowTvf {
             Some(event_time) if event_time != self.time => Err(Diagnostic::error(
                 self.time_at,
                 format!(
-                    "DESCRIPTOR({}): the windows of `{stream}` are over its event time `{event_time}`; windows over another column are not supported (a processing time is a column computed as PROCTIME() in a view or subquery)",
+                    "DESCRIPTOR({}): the windows of `{stream}` are over its event time `{event_time}`; windows over another column are not supported (a processing time is a column computed as PROCTIME(): `p_time AS PROCTIME()` in CREATE TABLE, or in a view or subquery)",
                     self.time
                 ),
             )),
