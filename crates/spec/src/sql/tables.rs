@@ -39,6 +39,8 @@ pub(crate) struct Table {
     /// read from the connector, but added to every row as it is read (a map after the
     /// source), and a processing time for the windows over it.
     pub proctime: Option<String>,
+    /// `PARTITIONED BY (…)`: its columns, and where the clause is.
+    pub partitioned: Option<(Vec<String>, Pos)>,
     read: bool,
     written: bool,
 }
@@ -87,9 +89,16 @@ impl Tables {
                 "CREATE TABLE … AS SELECT is not supported: create the table, then INSERT INTO it",
             ));
         }
-        if let HiveDistributionStyle::PARTITIONED { columns } = &ct.hive_distribution {
-            return Err(partitioned(columns, source));
-        }
+        let partitioned = match &ct.hive_distribution {
+            HiveDistributionStyle::PARTITIONED { columns } => Some((
+                columns
+                    .iter()
+                    .map(|c| c.name.value.clone())
+                    .collect::<Vec<_>>(),
+                partitioned_at(columns, source),
+            )),
+            _ => None,
+        };
         let mut proctime = None;
         let columns = if ct.columns.is_empty() {
             None
@@ -163,6 +172,29 @@ impl Tables {
                 });
             }
         }
+        // A bad clause is reported, and the table declared without it: its uses are not
+        // reported again.
+        let mut bad_partition = None;
+        if let Some((cols, p_at)) = &partitioned {
+            let declared: Vec<&str> = (columns.iter().flatten())
+                .map(|c| c.name.as_str())
+                .collect();
+            if declared.is_empty() {
+                bad_partition = Some(Diagnostic::error(
+                    *p_at,
+                    format!("PARTITIONED BY ({}): declare the table's columns, the partition columns among them", cols.join(", ")),
+                ));
+            } else if let Some(c) = cols.iter().find(|c| !declared.contains(&c.as_str())) {
+                bad_partition = Some(Diagnostic::error(
+                    *p_at,
+                    format!(
+                        "PARTITIONED BY: `{c}` is not a column of table `{name}` (columns: {})",
+                        declared.join(", ")
+                    ),
+                ));
+            }
+        }
+        let partitioned = partitioned.filter(|_| bad_partition.is_none());
         let connector = connector.ok_or_else(|| {
             Diagnostic::error(at, format!("table `{name}` needs a connector: WITH (connector = 'file', path = '…') (or 'generator', 'discard')"))
         })?;
@@ -184,10 +216,11 @@ impl Tables {
             connector,
             options: params,
             proctime,
+            partitioned,
             read: false,
             written: false,
         });
-        unknown.map_or(Ok(()), Err)
+        bad_partition.or(unknown).map_or(Ok(()), Err)
     }
 
     /// Refuses `name` for a new table or view (at `at`) when a table or view has it.
@@ -249,6 +282,16 @@ impl Tables {
     pub(crate) fn read(&mut self, name: &ObjectName) -> Result<String, Diagnostic> {
         let at = pos(name.span().start);
         let t = self.find(name)?;
+        if let Some((cols, _)) = &t.partitioned {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "table `{}` is PARTITIONED BY ({}): it is written, as a directory per partition; reading it is not supported",
+                    t.name,
+                    cols.join(", ")
+                ),
+            ));
+        }
         if t.columns.is_none() {
             return Err(Diagnostic::error(
                 at,
@@ -440,10 +483,26 @@ impl Tables {
                 ))
             }
         };
+        let mut params = t.options.clone();
+        if let Some((cols, p_at)) = &t.partitioned {
+            if kind != "writer" {
+                return Err(Diagnostic::error(
+                    *p_at,
+                    format!(
+                        "PARTITIONED BY: a '{}' table is not partitioned; a 'file' table is (a directory per partition)",
+                        t.connector
+                    ),
+                ));
+            }
+            params.push(Param {
+                name: Text::at("partition_by", *p_at),
+                value: Value::String(Text::at(cols.join(", "), *p_at)),
+            });
+        }
         spec.operators.push(OperatorDef {
             name: Text::at(t.name.clone(), t.pos),
             kind: Text::at(kind, t.connector.pos()),
-            params: t.options.clone(),
+            params,
             inputs: vec![Text::at(stream, at)],
             outputs: vec![],
             control: None,
@@ -569,12 +628,10 @@ fn option_value(e: &Expr, source: &Source<'_>) -> Result<Value, Diagnostic> {
     })
 }
 
-/// The error of a `PARTITIONED BY (…)` table (Flink's partitioned filesystem sink, as Nexmark
-/// q10's), at its `PARTITIONED`: it would otherwise be read as a table of one file.
-fn partitioned(columns: &[SqlColumnDef], source: &Source<'_>) -> Diagnostic {
-    let names: Vec<&str> = columns.iter().map(|c| c.name.value.as_str()).collect();
+/// Where a `PARTITIONED BY (…)` clause is: its `PARTITIONED`.
+fn partitioned_at(columns: &[SqlColumnDef], source: &Source<'_>) -> Pos {
     let first = columns.first().map(|c| c.name.span.start);
-    let at = first
+    first
         .and_then(|first| {
             (source.tokens().iter())
                 .take_while(|t| t.tok.span.start < first)
@@ -583,13 +640,5 @@ fn partitioned(columns: &[SqlColumnDef], source: &Source<'_>) -> Diagnostic {
                 .map(|t| pos(t.tok.span.start))
         })
         .or(first.map(pos))
-        .unwrap_or(Pos::new(1, 1));
-    Diagnostic::error(
-        at,
-        format!(
-            "PARTITIONED BY ({}) is not supported: a table's file is one file, not a directory per partition; keep {} as columns of the table",
-            names.join(", "),
-            if names.len() == 1 { "it" } else { "them" }
-        ),
-    )
+        .unwrap_or(Pos::new(1, 1))
 }
