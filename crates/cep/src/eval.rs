@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::expr::{Agg, AggFn, Base, RowRef, Sel, E};
+use super::expr::{Agg, AggFn, Base, RowRef, Sel, Spread, E};
 use super::matcher::MatchView;
 use super::value::{Eval, EvalError, Value};
 
@@ -171,6 +171,9 @@ fn resolve<V: View>(r: &RowRef, c: &Ctx<'_, V>) -> Option<(u64, usize)> {
 /// A running aggregate over the rows of the match so far (walked newest first, without
 /// allocating); a `SUM` of integers that overflows is an error.
 fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
+    if a.filter.is_some() || a.distinct {
+        return modified_aggregate(a, view, vars);
+    }
     let rows = view
         .steps()
         .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)));
@@ -198,6 +201,41 @@ fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
                 acc.add(&arg_at(arg, view, vars, row)?);
             }
         }
+    }
+    acc.finish()
+}
+
+/// An aggregate with `FILTER (WHERE …)` (only the rows where the condition is true) or
+/// `DISTINCT` (each non-null value once, told apart as the summaries tell values apart).
+fn modified_aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
+    let mut acc = Acc::new(a.f);
+    let mut count = 0i64;
+    let mut seen: std::collections::HashSet<Vec<u64>> = std::collections::HashSet::new();
+    for row in view
+        .steps()
+        .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)))
+    {
+        if let Some(cond) = &a.filter {
+            if !matches!(arg_at(cond, view, vars, row)?, Value::Bool(true)) {
+                continue;
+            }
+        }
+        let Some(arg) = &a.arg else {
+            count += 1;
+            continue;
+        };
+        let v = arg_at(arg, view, vars, row)?;
+        if a.distinct && !v.is_null() {
+            let mut key = Vec::new();
+            summary::word(&v, &mut key);
+            if !seen.insert(key) {
+                continue;
+            }
+        }
+        acc.add(&v);
+    }
+    if a.arg.is_none() {
+        return Ok(Value::Int(count));
     }
     acc.finish()
 }
@@ -283,6 +321,8 @@ struct Acc {
     /// MIN / MAX so far; `any_value`: the last value added.
     best: Value,
     logic: Option<bool>,
+    /// A standard deviation's or variance's values, as numbers.
+    numbers: Vec<f64>,
 }
 
 impl Acc {
@@ -296,6 +336,7 @@ impl Acc {
             floats: false,
             best: Value::Null,
             logic: None,
+            numbers: Vec::new(),
         }
     }
 
@@ -339,6 +380,9 @@ impl Acc {
             }
             // The oldest non-null value (rows are walked newest first): the last one added.
             AggFn::AnyValue => self.best = v.clone(),
+            // The trues, in `int_total`.
+            AggFn::CountIf => self.int_total += i128::from(matches!(v, Value::Bool(true))),
+            AggFn::Spread(_) => self.numbers.push(v.as_f64().unwrap_or(f64::NAN)),
             AggFn::Count | AggFn::MaxBy | AggFn::MinBy => {}
         }
     }
@@ -371,9 +415,34 @@ impl Acc {
             },
             AggFn::BoolAnd | AggFn::BoolOr => self.logic.map_or(Value::Null, Value::Bool),
             AggFn::AnyValue => self.best,
+            AggFn::CountIf => Value::Int(i64::try_from(self.int_total).unwrap_or(i64::MAX)),
+            AggFn::Spread(s) => spread(s, &self.numbers),
             AggFn::MaxBy | AggFn::MinBy => Value::Null,
         })
     }
+}
+
+/// The standard deviation or variance `s` of `values`: the mean first, then the squared
+/// distances from it (two passes, as exact as one pass is not), added in ascending order so
+/// that the result does not depend on the order of the rows. NULL for fewer values than the
+/// measure needs (two for a sample's, one for a population's).
+fn spread(s: Spread, values: &[f64]) -> Value {
+    let sample = matches!(s, Spread::StddevSample | Spread::VarianceSample);
+    let n = values.len();
+    if n == 0 || (sample && n < 2) {
+        return Value::Null;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mean = sorted.iter().sum::<f64>() / n as f64;
+    let mut squares: Vec<f64> = sorted.iter().map(|x| (x - mean) * (x - mean)).collect();
+    squares.sort_by(f64::total_cmp);
+    let divisor = if sample { n - 1 } else { n } as f64;
+    let variance = squares.iter().sum::<f64>() / divisor;
+    Value::Float(match s {
+        Spread::StddevSample | Spread::StddevPopulation => variance.sqrt(),
+        Spread::VarianceSample | Spread::VariancePopulation => variance,
+    })
 }
 
 /// `CAST(v AS to)`, as DataFusion casts (arrow's cast, not "safe"): a float that is not finite

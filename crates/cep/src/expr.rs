@@ -87,6 +87,21 @@ pub(crate) enum AggFn {
     BoolOr,
     /// The first non-null value (Trino's `arbitrary`).
     AnyValue,
+    /// The rows whose argument is true (Trino's `count_if`).
+    CountIf,
+    /// A standard deviation or variance of numbers.
+    Spread(Spread),
+}
+
+/// Which measure of spread: `STDDEV` / `STDDEV_SAMP` and `VARIANCE` / `VAR_SAMP` divide by
+/// n − 1 (NULL for fewer than two values), the `_POP` forms by n (NULL for none), as Trino's
+/// and DataFusion's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spread {
+    StddevSample,
+    StddevPopulation,
+    VarianceSample,
+    VariancePopulation,
 }
 
 /// An aggregate call: `f(arg)` over the rows mapped to `var` (all rows of the match: `None`)
@@ -98,6 +113,10 @@ pub(crate) struct Agg {
     pub arg: Option<E>,
     /// The second argument of `max_by` / `min_by`.
     pub by: Option<E>,
+    /// `FILTER (WHERE condition)`: only the rows where it is true are aggregated.
+    pub filter: Option<E>,
+    /// `DISTINCT`: each value once.
+    pub distinct: bool,
 }
 
 /// A compiled expression.
@@ -139,6 +158,7 @@ impl E {
                 a.f == AggFn::Sum
                     || a.arg.as_ref().is_some_and(E::can_fail)
                     || a.by.as_ref().is_some_and(E::can_fail)
+                    || a.filter.as_ref().is_some_and(E::can_fail)
             }
             E::Final(x) => x.can_fail(),
             E::Df(..) => true,
@@ -164,7 +184,7 @@ impl E {
         match self {
             E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber | E::Next { .. } => {}
             E::Agg(a) => {
-                for x in a.arg.iter().chain(&a.by) {
+                for x in a.arg.iter().chain(&a.by).chain(&a.filter) {
                     x.walk(f);
                 }
             }

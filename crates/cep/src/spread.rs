@@ -116,8 +116,9 @@ const MAX_INSTANCES: i64 = 64;
 pub(crate) const DEFAULT_MAX_PARTIAL_MATCHES: u64 = 1_000_000;
 
 /// The params that ask for spreading, checked against the pattern: `None` if they do not ask
-/// for it; refused with the reason where the pattern's matches depend on each other, and
-/// with instances of its own (`parallelism`): each copy runs as one instance.
+/// for it; refused with the reason where the pattern's matches depend on each other. With
+/// `parallelism` each copy runs as many instances, instance i of each handing to instance i
+/// of the next (they read the same key groups).
 pub(crate) fn overflow<'a>(
     p: &Params<'_>,
     pattern: &Pattern,
@@ -182,16 +183,6 @@ pub(crate) fn overflow<'a>(
             .error(
                 "overflow_instances",
                 "a pattern that spreads its partial matches over copies with `timeout_output` is not supported yet (each copy has one output, united with the others'); remove one of them",
-            )
-            .into());
-    }
-    if let Some(n) = p.int("parallelism").filter(|n| *n > 1) {
-        return Err(p
-            .error(
-                "parallelism",
-                format!(
-                    "a pattern that spreads its partial matches (overflow_instances) runs each copy as one instance: `parallelism = {n}` with it is not supported yet; remove one of them"
-                ),
             )
             .into());
     }

@@ -14,7 +14,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::cluster::{LocalCluster, Setup};
+use common::cluster::{assert_submitted_output, LocalCluster, Setup};
 use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until, ChildGuard};
 
 /// [`CHAIN`] with a map after the window, fused with it at two instances.
@@ -116,11 +116,7 @@ impl SplitOnCluster {
         let slow = query().replace("param rate = 40000", "param rate = 2000");
         std::fs::write(d.join("q.flow"), slow).expect("query");
         let cluster = LocalCluster::start_with(2, 8, setup);
-        let api = std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
-            .expect("the coordinator wrote its API's URL")
-            .trim()
-            .trim_start_matches("http://")
-            .to_string();
+        let api = cluster.api();
         let submit = cluster.submit(
             d,
             "q.flow",
@@ -176,24 +172,9 @@ impl SplitOnCluster {
             &self.api,
             &["set", "q", "gen", "rate", "1000000"],
         ));
-        let out = self.submit.take().expect("submitted").wait_output();
-        let logs = self.cluster.logs();
-        assert!(
-            out.status.success(),
-            "{}\n{logs}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let got = output_rows(&self.dir().join("out"));
-        assert_eq!(
-            got.len(),
-            self.expected.len(),
-            "rows lost or duplicated\n{logs}"
-        );
-        assert!(
-            got == self.expected,
-            "the output differs from the uninterrupted run"
-        );
-        logs
+        let submit = self.submit.take().expect("submitted");
+        let out = self.dir().join("out");
+        assert_submitted_output(&self.cluster, submit, &out, &self.expected)
     }
 }
 

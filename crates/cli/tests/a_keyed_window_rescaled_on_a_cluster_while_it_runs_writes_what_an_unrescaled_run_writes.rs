@@ -28,7 +28,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anduin_checkpoint::Store;
-use common::cluster::{kill_worker_after, LocalCluster, Setup};
+use common::cluster::{assert_submitted_output, kill_worker_after, LocalCluster, Setup};
 use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until, ChildGuard};
 
 /// A query, the output of its unrescaled embedded run, and a coordinator with two workers
@@ -77,11 +77,7 @@ impl Rescaled {
                 ..Setup::default()
             },
         );
-        let api = std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
-            .expect("the coordinator wrote its API's URL")
-            .trim()
-            .trim_start_matches("http://")
-            .to_string();
+        let api = cluster.api();
         let mut flags = vec![
             "--var",
             "OUTPUT=out",
@@ -183,25 +179,9 @@ impl Rescaled {
             &self.api,
             &["set", "q", "gen", "rate", "1000000"],
         ));
-        let out = self.submit.take().expect("submitted").wait_output();
-        let logs = self.cluster.logs();
-        assert!(
-            out.status.success(),
-            "{}\n{logs}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let got = output_rows(&self.dir().join("out"));
-        assert_eq!(
-            got.len(),
-            self.expected.len(),
-            "rows lost or duplicated\n{logs}"
-        );
-        if let Some(i) = (0..got.len()).find(|&i| got[i] != self.expected[i]) {
-            panic!(
-                "the output differs from the unrescaled run at sorted row {i}: {:?} instead of {:?}",
-                got[i], self.expected[i]
-            );
-        }
+        let submit = self.submit.take().expect("submitted");
+        let out = self.dir().join("out");
+        assert_submitted_output(&self.cluster, submit, &out, &self.expected);
         let Some(owners) = owners else { return };
         let last = self.cluster.status("q")["last_checkpoint"]
             .as_u64()
@@ -497,11 +477,41 @@ fn a_keyed_window_killed_after_a_rescale_no_checkpoint_covers_rolls_back_as_a_wh
 
 #[test]
 fn a_keyed_window_rescaled_just_before_its_coordinator_died_rolls_back_as_a_whole() {
-    // Checkpoint 1 on demand; the rescale rides on checkpoint 2, and the coordinator exits
-    // once it has recorded the rescale, before checkpoint 2 completes.
+    rescaled_before_the_coordinator_died("parameter-recorded").finish(Some(2));
+}
+
+/// The coordinator dies once every instance has moved its key groups and before it records
+/// that they did (the hostile probe's HIGH finding: the next coordinator knew nothing of the
+/// rescale, took the attempt over, and its checkpoints recorded the assignment from before,
+/// so a later restore lost and invented rows). The rescale was recorded before its barrier
+/// went out: the next coordinator rolls back. A third coordinator, restarted after that
+/// rollback, takes the new attempt over rather than roll back again for the undone rescale.
+#[test]
+fn a_keyed_window_rescaled_as_its_coordinator_died_unrecorded_rolls_back_once() {
+    let mut q = rescaled_before_the_coordinator_died("change-settled");
+    let attempt = q.cluster.status("q")["attempt"].as_u64();
+    q.cluster.restart_coordinator();
+    q.api = q.cluster.api();
+    wait_until("the third coordinator to serve the query", || {
+        anduin_api::Client::new(&q.api, None).is_ok_and(|c| c.query("q").is_ok())
+    });
+    stdout_ok(&ctl(q.dir(), &q.api, &["checkpoint", "q"]));
+    assert_eq!(
+        q.cluster.status("q")["attempt"].as_u64(),
+        attempt,
+        "taken over, not rolled back again\n{}",
+        q.cluster.logs()
+    );
+    q.finish(Some(2));
+}
+
+/// Checkpoint 1 on demand; the rescale of `w` to 4 rides on checkpoint 2, and the coordinator
+/// exits at `exit` (after the rescale is settled: before or after recording it), before
+/// checkpoint 2 completes. The restarted coordinator rolls back, undoing the rescale.
+fn rescaled_before_the_coordinator_died(exit: &'static str) -> Rescaled {
     let mut q = Rescaled::start(&Options {
         on_demand: true,
-        coordinator: vec!["--inject-exit-after", "parameter-recorded"],
+        coordinator: vec!["--inject-exit-after", exit],
         ..Options::default()
     });
     let seen = q.rows_in();
@@ -513,11 +523,7 @@ fn a_keyed_window_rescaled_just_before_its_coordinator_died_rolls_back_as_a_whol
     );
     q.cluster.setup.coordinator_flags.clear();
     q.cluster.restart_coordinator();
-    q.api = std::fs::read_to_string(q.cluster.dir.path().join("coordinator/api.url"))
-        .expect("the restarted coordinator wrote its API's URL")
-        .trim()
-        .trim_start_matches("http://")
-        .to_string();
+    q.api = q.cluster.api();
     // The running instances hold key groups as after the rescale, its last checkpoint as
     // before: the restarted coordinator does not take the attempt over.
     wait_until("the new attempt", || {
@@ -537,5 +543,5 @@ fn a_keyed_window_rescaled_just_before_its_coordinator_died_rolls_back_as_a_whol
         log.contains("rolls back as a whole, undoing the rescale"),
         "{log}"
     );
-    q.finish(Some(2));
+    q
 }

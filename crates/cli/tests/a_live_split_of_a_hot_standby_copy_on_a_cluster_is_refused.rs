@@ -3,7 +3,8 @@
 //! coordinator is refused with the reason (the stream selector fails over between whole
 //! copies), nothing is split or recorded, and the query runs on to its output.
 
-use crate::a_chain_split_while_it_runs_writes_what_an_unsplit_run_writes::{tasks, CHAIN};
+use crate::a_chain_split_while_it_runs_writes_what_an_unsplit_run_writes::CHAIN;
+use crate::a_live_split_of_a_hot_standby_copy_is_refused::assert_copies_refuse_to_split;
 use crate::common;
 
 use common::cluster::LocalCluster;
@@ -22,11 +23,7 @@ fn a_live_split_of_a_hot_standby_copy_on_a_cluster_is_refused() {
     std::fs::write(d.join("q.flow"), query).expect("query");
     // The copies run on distinct workers.
     let cluster = LocalCluster::start(2, 8);
-    let api = std::fs::read_to_string(cluster.dir.path().join("coordinator/api.url"))
-        .expect("the coordinator wrote its API's URL")
-        .trim()
-        .trim_start_matches("http://")
-        .to_string();
+    let api = cluster.api();
     let submit = cluster.submit(
         d,
         "q.flow",
@@ -37,15 +34,7 @@ fn a_live_split_of_a_hot_standby_copy_on_a_cluster_is_refused() {
             .as_u64()
             .is_some_and(|e| e >= 1)
     });
-    let client = anduin_api::Client::new(&api, None).expect("an address");
-    let before = tasks(&client);
-    for op in ["w", "w_replica_1"] {
-        let refused = ctl(d, &api, &["set", "q", op, "pipeline", "split"]);
-        assert_ne!(refused.status.code(), Some(0), "{op}");
-        let why = String::from_utf8_lossy(&refused.stderr);
-        assert!(why.contains("copy of a hot standby"), "{op}: {why}");
-    }
-    assert_eq!(tasks(&client), before, "nothing was split");
+    assert_copies_refuse_to_split(d, &api);
     let history = stdout_ok(&ctl(d, &api, &["history", "q"]));
     assert!(!history.contains("pipeline"), "{history}");
 

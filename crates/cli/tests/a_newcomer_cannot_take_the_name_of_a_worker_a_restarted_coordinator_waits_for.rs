@@ -7,7 +7,8 @@
 //! takes its parts back, the query finishing at its first attempt with the output of an
 //! uninterrupted embedded run; the newcomer, refused then for a live worker's name, exits.
 //! The returning worker is held back with SIGSTOP (not by timing) until the newcomer has
-//! been answered.
+//! been answered, and refused again: the coordinator says the refusal of a held name once,
+//! not at every try.
 
 use std::process::{Command, Stdio};
 
@@ -26,6 +27,10 @@ fn a_newcomer_cannot_take_the_name_of_a_worker_a_restarted_coordinator_waits_for
     let submit = t.submit(&["--no-chaining"]);
     let w0 = t.cluster.workers[0].pid();
     signal(w0, libc::SIGSTOP);
+    t.cluster.setup.env.push((
+        "RUST_LOG".into(),
+        "anduin::cluster::coordinator=debug".into(),
+    ));
     t.cluster.restart_coordinator();
     let other_dir = t.cluster.dir.path().join("newcomer");
     let newcomer_log = t.cluster.dir.path().join("newcomer.log");
@@ -54,6 +59,17 @@ fn a_newcomer_cannot_take_the_name_of_a_worker_a_restarted_coordinator_waits_for
     assert!(
         newcomer.0.try_wait().expect("its status").is_none(),
         "it waits: {why}"
+    );
+    wait_until("the newcomer refused again", || {
+        t.cluster
+            .coordinator_log()
+            .contains("refused a held name again")
+    });
+    let log = t.cluster.coordinator_log();
+    assert_eq!(
+        log.matches("refused worker w0: the name is held").count(),
+        1,
+        "said once: {log}"
     );
     signal(w0, libc::SIGCONT);
     let mut ended = None;

@@ -121,11 +121,7 @@ fn spread_against_one_with(query: &str, flags: &[&str]) -> (String, usize) {
 #[test]
 fn the_copies_take_over_partial_matches_and_the_output_is_that_of_one_pattern() {
     let (stderr, rows) = spread_against_one(SPREAD);
-    // Partial matches moved along the chain: the copies, which start none, matched some.
-    let by_copies =
-        figure(&stderr, "dips_replica_1", "matches") + figure(&stderr, "dips_replica_2", "matches");
-    assert!(by_copies > 0, "the copies matched nothing: {stderr}");
-    assert!(figure(&stderr, "dips", "matches") < rows as u64, "{stderr}");
+    assert_copies_matched(&stderr, rows);
 }
 
 /// Without checkpoints, the copies hand over between barriers: after every batch that brings
@@ -195,6 +191,59 @@ fn a_pattern_named_like_a_copy_of_another_operator_spreads_as_any_other() {
         figure(&stderr, "gen_replica_1_replica_2", "matches") > 0,
         "{stderr}"
     );
+}
+
+/// [`SPREAD`] with the pattern, and so each copy, at two instances.
+fn two_instances() -> String {
+    SPREAD.replace(
+        "param overflow_instances",
+        "param parallelism = 2\n  param overflow_instances",
+    )
+}
+
+/// With `parallelism = 2` one producer splits the input alike for every copy, so instance i
+/// of each copy reads the same key groups: instance i hands to instance i of the next copy.
+#[test]
+fn copies_of_two_instances_each_hand_over_instance_by_instance_and_write_one_patterns_rows() {
+    for (stderr, rows) in spread_at_two_batch_sizes(&two_instances()) {
+        assert_copies_matched(&stderr, rows);
+    }
+}
+
+/// [`spread_against_one_with`] three copies, with checkpoints every 3000 rows, at batches of
+/// 64 and of 1000 rows (handoff points between barriers come after other batches).
+fn spread_at_two_batch_sizes(query: &str) -> Vec<(String, usize)> {
+    ["64", "1000"]
+        .into_iter()
+        .map(|batch| {
+            spread_against_one_with(
+                query,
+                &[
+                    "--var",
+                    "K=3",
+                    "--batch-size",
+                    batch,
+                    "--checkpoint-every",
+                    "3000",
+                    "--checkpoint-store",
+                    &format!("ck{batch}"),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// Partial matches moved along the chain: the copies, which start none, matched some.
+fn assert_copies_matched(stderr: &str, rows: usize) {
+    let by_copies =
+        figure(stderr, "dips_replica_1", "matches") + figure(stderr, "dips_replica_2", "matches");
+    assert!(by_copies > 0, "the copies matched nothing: {stderr}");
+    assert!(figure(stderr, "dips", "matches") < rows as u64, "{stderr}");
+}
+
+#[test]
+fn copies_of_two_instances_killed_at_seeded_moments_resume_to_the_output_of_one_pattern() {
+    scenario_with(&two_instances(), &[31, 32], &["--var", "K=3"], 500);
 }
 
 #[test]
@@ -316,4 +365,59 @@ fn what_spreading_cannot_do_yet_is_refused_saying_why() {
         ),
         "{stderr}"
     );
+}
+
+/// [`SPREAD`] with a filter of two instances before the pattern, and `funnel` (a stage of
+/// operators) between the two.
+fn behind_two_instances(funnel: &str) -> String {
+    SPREAD.replace(
+        r#"operator name = "dips", type = "pattern" {
+  input name = "events""#,
+        &format!(
+            r#"operator name = "pre", type = "filter" {{
+  input name = "events"
+  param condition = "value > -1000000"
+  param parallelism = 2
+  output name = "pre"
+}}
+{funnel}operator name = "dips", type = "pattern" {{
+  input name = "{}""#,
+            if funnel.is_empty() { "pre" } else { "one" }
+        ),
+    )
+}
+
+/// The copies hand partial matches over at points of one common order of their input: read
+/// from two instances, each copy would merge them in an order of its own (the handed partial
+/// matches then did not line up: the run failed, "a bug in anduin", or worse). Refused before
+/// the query runs, saying what to do; what it says to do writes what one pattern writes.
+#[test]
+fn a_spreading_pattern_fed_by_several_instances_is_refused_and_the_remedy_it_names_works() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(d.join("q.flow"), behind_two_instances("")).expect("query");
+    let out = anduin(
+        d,
+        &[
+            "run", "q.flow", "--no-api", "--var", "K=3", "--var", "OUTPUT=x",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "operator \"dips\" spreads its partial matches over copies (overflow_instances), which must all read its input in one order, but the input comes from 2 instances of \"pre\""
+        ),
+        "{stderr}"
+    );
+    assert!(!d.join("x").exists(), "refused before anything ran");
+    // One pattern (K = 1) reads the two instances as any operator does.
+    let funnel = r#"operator name = "funnel", type = "map" {
+  input name = "pre"
+  param columns = "*"
+  param parallelism = 1
+  output name = "one"
+}
+"#;
+    spread_at_two_batch_sizes(&behind_two_instances(funnel));
 }

@@ -16,10 +16,13 @@
 
 use crate::common;
 
-use common::cluster::{leader_term, signal, status_at, windowed_reference, LocalCluster, Setup};
+use common::cluster::{
+    assert_submitted_output, leader_term, signal, status_at, windowed_reference, LocalCluster,
+    Setup,
+};
 use common::etcd::EtcdServer;
 use common::s3::{S3Server, BUCKET};
-use common::{output_rows, wait_until, wait_until_or_show};
+use common::{wait_until, wait_until_or_show};
 
 #[test]
 fn a_standby_takes_over_from_a_leader_paused_past_its_lease_which_steps_down_as_it_wakes() {
@@ -117,15 +120,7 @@ fn scenario(fenced: Option<&S3Server>) {
         );
     }
 
-    let out = submit.wait_output();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}\n{}", cluster.logs());
-    let got = output_rows(&work.path().join("out"));
-    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
-    assert!(
-        got == expected,
-        "the output differs from the uninterrupted run"
-    );
+    assert_submitted_output(&cluster, submit, &work.path().join("out"), &expected);
     let status = status_at(&standby, "q");
     assert_eq!(status["state"], "finished", "{status}");
     assert_eq!(

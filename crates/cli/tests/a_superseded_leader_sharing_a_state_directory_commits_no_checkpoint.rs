@@ -17,7 +17,10 @@ use std::process::{Command, Stdio};
 
 use crate::common;
 
-use common::cluster::{leader_term, signal, status_at, windowed_reference, LocalCluster, Setup};
+use common::cluster::{
+    assert_submitted_output, leader_term, signal, status_at, windowed_reference, LocalCluster,
+    Setup,
+};
 use common::etcd::EtcdServer;
 use common::{output_rows, wait_until, ChildGuard};
 
@@ -185,13 +188,5 @@ fn a_superseded_leader_with_nothing_to_do_steps_down_as_it_wakes() {
             .any(|e| e["event"] == "refused_by_fence" && e["term"] == old_term),
         "no typed refusal of term {old_term} in {events}"
     );
-    let out = submit.wait_output();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}\n{}", cluster.logs());
-    let got = output_rows(&work.path().join("out"));
-    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
-    assert!(
-        got == expected,
-        "the output differs from the uninterrupted run"
-    );
+    assert_submitted_output(&cluster, submit, &work.path().join("out"), &expected);
 }

@@ -7,9 +7,11 @@
 
 use crate::common;
 
-use common::cluster::{executors, windowed_reference, LocalCluster, Setup};
+use common::cluster::{
+    assert_submitted_output, executors, windowed_reference, LocalCluster, Setup,
+};
 use common::redis::RedisServer;
-use common::{output_rows, wait_until};
+use common::wait_until;
 
 #[test]
 fn with_two_of_three_redis_servers_gone_no_coordinator_leads_until_one_returns() {
@@ -60,15 +62,7 @@ fn with_two_of_three_redis_servers_gone_no_coordinator_leads_until_one_returns()
     wait_until("the standby leading", || {
         cluster.standby_log().contains(" leads (term")
     });
-    let out = submit.wait_output();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}\n{}", cluster.logs());
-    let got = output_rows(&work.path().join("out"));
-    assert_eq!(got.len(), expected.len(), "rows lost or duplicated");
-    assert!(
-        got == expected,
-        "the output differs from the uninterrupted run"
-    );
+    assert_submitted_output(&cluster, submit, &work.path().join("out"), &expected);
     let status = cluster.status("q");
     assert_eq!(status["state"], "finished", "{status}");
     assert_eq!(status["attempt"], 1, "tasks restarted: {status}");

@@ -28,6 +28,18 @@ pub enum PlanError {
     /// Its task boundaries: what the pipelining rules make of it.
     #[error(transparent)]
     Pipelining(#[from] PipeliningError),
+    /// A pattern that spreads its partial matches over copies reads its input from several
+    /// instances: each copy would read the input in an order of its own, and the copies hand
+    /// partial matches over at points of one common order.
+    #[error("operator \"{pattern}\" spreads its partial matches over copies (overflow_instances), which must all read its input in one order, but the input comes from {instances} instances of \"{producer}\": give \"{producer}\" `parallelism = 1` (or read the pattern's input through a `map` with `columns = \"*\"` and `parallelism = 1`)")]
+    SpreadInput {
+        /// The pattern (or one of its copies).
+        pattern: String,
+        /// The operator whose instances feed it.
+        producer: String,
+        /// How many instances of it run.
+        instances: usize,
+    },
 }
 
 /// One task: a chain of operators run by one event loop per instance.
@@ -209,6 +221,14 @@ impl PhysicalPlan {
                 let (from_task, to_task) = (task(stream.producer.0), task(consumer));
                 if from_task == to_task {
                     continue;
+                }
+                let instances = tasks[from_task].parallelism;
+                if graph.node(consumer).def.spread_copies().is_some() && instances > 1 {
+                    return Err(PlanError::SpreadInput {
+                        pattern: graph.node(consumer).name().to_string(),
+                        producer: graph.node(stream.producer.0).name().to_string(),
+                        instances,
+                    });
                 }
                 let control = graph.node(consumer).control.as_ref();
                 let partitioning = if control.is_some_and(|c| c.port == port) {

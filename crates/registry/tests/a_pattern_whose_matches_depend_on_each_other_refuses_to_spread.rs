@@ -77,6 +77,8 @@ fn spreadable_overflow_params_check_and_bad_ones_are_refused_saying_why() {
     for params in [
         r#"param after_match = "skip to next row" param overflow_instances = 3 param max_partial_matches = 100000"#,
         r#"param after_match = "skip to next row" param within = "5s" param rows_per_match = "all" param overflow_instances = 2"#,
+        // Copies of several instances each: instance i of each hands to instance i of the next.
+        r#"param after_match = "skip to next row" param overflow_instances = 2 param parallelism = 2"#,
         // A condition that can fail, with on_error = "fail": the query stops either way.
         r#"param after_match = "skip to next row" param define = "C AS value / (value - 3) > 1" param on_error = "fail" param overflow_instances = 2"#,
     ] {
@@ -84,10 +86,6 @@ fn spreadable_overflow_params_check_and_bad_ones_are_refused_saying_why() {
         assert!(errors.is_empty(), "{params}: {errors}");
     }
     for (params, why) in [
-        (
-            r#"param after_match = "skip to next row" param overflow_instances = 2 param parallelism = 2"#,
-            "runs each copy as one instance: `parallelism = 2` with it is not supported yet",
-        ),
         ("param overflow_instances = 0", "must be at least 1"),
         (
             r#"param after_match = "skip to next row" param overflow_instances = 65"#,

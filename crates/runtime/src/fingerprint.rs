@@ -26,8 +26,10 @@ pub fn fingerprint(graph: &LogicalGraph<Bound>, plan: &PhysicalPlan) -> PlanFing
                     .params
                     .iter()
                     // What a bad row does may change between runs (`--on-error fail` to find
-                    // one): it changes no state.
-                    .filter(|p| p.name.as_str() != "on_error")
+                    // one): it changes no state. A `parallelism` of its own is compared as
+                    // `--parallelism` is, by the instances planned (below): the restore
+                    // re-cuts the state of an operator that can be, and refuses the others.
+                    .filter(|p| !matches!(p.name.as_str(), "on_error" | "parallelism"))
                     .map(|p| (p.name.to_string(), p.value.as_text().to_string()))
                     .collect(),
                 inputs: schemas(&node.inputs),

@@ -177,18 +177,24 @@ pub(crate) fn instantiate(
     // The copies of patterns that spread partial matches, chained by in-process channels
     // (over the data plane to a copy in another process): they hand over at checkpoint
     // barriers and between them (`crate::spread`).
-    let mut spreaders = crate::spread::spreaders(graph, shared.abort);
+    let task_of = |name: &str| {
+        let node = graph.nodes.iter().position(|g| g.name() == name)?;
+        topology
+            .tasks
+            .iter()
+            .find(|t| t.operators.contains(&NodeId(node)))
+    };
+    let instances = |name: &str| task_of(name).map_or(1, |t| t.parallelism);
+    let mut spreaders = crate::spread::spreaders(graph, &instances, shared.abort);
     if let Some(n) = net.as_deref() {
-        let worker_of = |name: &str| {
-            let node = graph.nodes.iter().position(|g| g.name() == name)?;
-            let task = topology
-                .tasks
-                .iter()
-                .find(|t| t.operators.contains(&NodeId(node)))?;
-            task.instances.first().map(|i| i.worker)
-        };
         let patience = n.resumption.as_ref().map(|r| r.wait);
-        for (name, s) in spreaders.iter_mut() {
+        for ((name, i), s) in spreaders.iter_mut() {
+            // Where instance i of a copy runs.
+            let worker_of = |name: &str| {
+                task_of(name)
+                    .and_then(|t| t.instances.get(*i))
+                    .map(|i| i.worker)
+            };
             if worker_of(name).is_some_and(|w| n.runs(w)) {
                 s.across(n, &worker_of, patience);
             }
@@ -394,7 +400,7 @@ fn build_links(
         bool,
         Option<Handoffs>,
         Option<std::time::Duration>,
-        &mut BTreeMap<String, crate::spread::Spreader>,
+        &mut crate::spread::Spreaders,
     ),
 ) -> Result<Vec<Link>, RuntimeError> {
     let (i, parallelism) = (instance.at.instance, task.parallelism);
@@ -412,7 +418,7 @@ fn build_links(
         };
         let mut op = factory(&ctx).map_err(RuntimeError::Start)?;
         // A copy of a pattern that spreads partial matches: its role, before its restore.
-        let spreader = spreaders.remove(node.name());
+        let spreader = spreaders.remove(&(node.name().to_string(), i));
         if let Some(s) = &spreader {
             op.set_spread_role(s.role()).map_err(RuntimeError::Start)?;
         }

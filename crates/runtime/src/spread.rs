@@ -114,12 +114,16 @@ enum Next {
     Elsewhere(Box<crate::net::RemoteMate>),
 }
 
-/// One copy's ends of the chain of copies.
+/// One copy's ends of the chain of copies. With `parallelism`, instance i of every copy
+/// reads the key groups of instance i of the others (one producer splits the input alike for
+/// each copy), and the instances i form a chain of their own.
 pub(crate) struct Spreader {
     /// Which copy this is (0: the one that starts matches), of `copies`, and its name.
     copy: usize,
     copies: usize,
     name: String,
+    /// Which instance of the copy this is (the same in the copies before and after it).
+    instance: usize,
     /// The names of the copies before and after it.
     prev: Option<String>,
     next: Option<String>,
@@ -248,7 +252,7 @@ impl Spreader {
             None => return Ok(()),
             Some(Next::Here(tx)) => tx.send(handing).map_err(|_| "it has stopped".to_string()),
             Some(Next::Elsewhere(mate)) => mate
-                .hand(handoff_of(handing))
+                .hand(handoff_of(handing, self.instance))
                 .map_err(|e| format!("on worker {}: {e}", mate.worker())),
         };
         sent.map_err(|why| {
@@ -311,7 +315,8 @@ impl Spreader {
     }
 
     /// Reaches the copies before and after this one that run in another process than this
-    /// one (`here`), over `net`: `worker_of(name)` says where a copy runs. The copies still
+    /// one (`here`), over `net`: `worker_of(name)` says where a copy's instance of this
+    /// instance's number runs. The copies still
     /// hand over at the same points, each handing a round trip over the data plane.
     pub(crate) fn across(
         &mut self,
@@ -324,23 +329,25 @@ impl Spreader {
             let worker = worker_of(name)?;
             (!net.runs(worker)).then(|| (name.to_string(), worker))
         };
+        let i = self.instance;
         if let Some((next, worker)) = elsewhere(&self.next) {
             self.to = Some(Next::Elsewhere(Box::new(
-                net.handoff_to(&next, 0, 0, worker),
+                net.handoff_to(&next, i, i, worker),
             )));
         }
         if elsewhere(&self.prev).is_some() {
             let (tx, rx) = crossbeam_channel::unbounded();
-            net.expect_handoffs(&self.name, 0, tx);
+            net.expect_handoffs(&self.name, i, tx);
             self.from = Some(Prev::Elsewhere(rx));
             self.patience = patience;
         }
     }
 }
 
-/// A handing as a key-group handoff crosses processes: the point and the handed figures in
-/// its inline part, the partial matches' bytes as its state.
-fn handoff_of(h: Handing) -> Handoff {
+/// A handing as a key-group handoff crosses processes, from instance `instance` of a copy:
+/// the point and the handed figures in its inline part, the partial matches' bytes as its
+/// state.
+fn handoff_of(h: Handing, instance: usize) -> Handoff {
     let (kind, epoch, n) = match h.at {
         Point::Barrier(e) => ("barrier", e, 0),
         Point::Rows { after, n } => ("rows", after, n),
@@ -350,7 +357,7 @@ fn handoff_of(h: Handing) -> Handoff {
     );
     Handoff {
         epoch,
-        from: 0,
+        from: instance,
         range: anduin_state::KeyGroupRange::new(0, 0),
         bytes: h.handed.map(|x| x.bytes).unwrap_or_default(),
         inline: Some(serde_json::json!({"point": kind, "n": n, "handed": handed})),
@@ -394,42 +401,52 @@ pub(crate) fn stage_limit(copy: usize, age: u64) -> u64 {
     age.saturating_mul((copy as u64).saturating_add(1))
 }
 
-/// The spreaders of every copy of every pattern of `graph` that spreads its partial matches,
-/// by the copy's name (see [`anduin_graph::rewriting::spread_chains`]), chained by
-/// in-process channels; [`Spreader::across`] reaches a neighbour in another process.
+/// Every copy's spreaders, by the copy's name and the instance.
+pub(crate) type Spreaders = BTreeMap<(String, usize), Spreader>;
+
+/// The spreaders of every instance of every copy of every pattern of `graph` that spreads
+/// its partial matches, by the copy's name and the instance (see
+/// [`anduin_graph::rewriting::spread_chains`]): instance i of each copy chained to instance
+/// i of the next by in-process channels, `instances(name)` instances of each;
+/// [`Spreader::across`] reaches a neighbour in another process.
 pub(crate) fn spreaders<B>(
     graph: &LogicalGraph<B>,
+    instances: &dyn Fn(&str) -> usize,
     abort: &Arc<AtomicBool>,
-) -> BTreeMap<String, Spreader> {
+) -> Spreaders {
     let mut out = BTreeMap::new();
     for names in anduin_graph::rewriting::spread_chains(graph) {
         let copies = names.len();
-        let (senders, receivers): (Vec<_>, Vec<_>) =
-            (1..copies).map(|_| crossbeam_channel::unbounded()).unzip();
-        let mut senders = senders.into_iter().map(Some).collect::<Vec<_>>();
-        let mut receivers = receivers.into_iter().map(Some).collect::<Vec<_>>();
-        for (k, name) in names.iter().enumerate() {
-            let from = k.checked_sub(1).and_then(|j| receivers[j].take());
-            let to = senders.get_mut(k).and_then(Option::take);
-            out.insert(
-                name.clone(),
-                Spreader {
-                    copy: k,
-                    copies,
-                    name: name.clone(),
-                    prev: k.checked_sub(1).map(|j| names[j].clone()),
-                    next: names.get(k + 1).cloned(),
-                    from: from.map(Prev::Here),
-                    to: to.map(Next::Here),
-                    patience: None,
-                    abort: Arc::clone(abort),
-                    held: false,
-                    rows: 0,
-                    every: None,
-                    after: Epoch(0),
-                    n: 0,
-                },
-            );
+        let parallelism = names.first().map_or(1, |n| instances(n));
+        for i in 0..parallelism {
+            let (senders, receivers): (Vec<_>, Vec<_>) =
+                (1..copies).map(|_| crossbeam_channel::unbounded()).unzip();
+            let mut senders = senders.into_iter().map(Some).collect::<Vec<_>>();
+            let mut receivers = receivers.into_iter().map(Some).collect::<Vec<_>>();
+            for (k, name) in names.iter().enumerate() {
+                let from = k.checked_sub(1).and_then(|j| receivers[j].take());
+                let to = senders.get_mut(k).and_then(Option::take);
+                out.insert(
+                    (name.clone(), i),
+                    Spreader {
+                        copy: k,
+                        copies,
+                        name: name.clone(),
+                        instance: i,
+                        prev: k.checked_sub(1).map(|j| names[j].clone()),
+                        next: names.get(k + 1).cloned(),
+                        from: from.map(Prev::Here),
+                        to: to.map(Next::Here),
+                        patience: None,
+                        abort: Arc::clone(abort),
+                        held: false,
+                        rows: 0,
+                        every: None,
+                        after: Epoch(0),
+                        n: 0,
+                    },
+                );
+            }
         }
     }
     out
@@ -511,6 +528,7 @@ mod tests {
             copy,
             copies: 2,
             name: format!("p_replica_{copy}"),
+            instance: 0,
             prev: None,
             next: None,
             from: from.map(Prev::Here),

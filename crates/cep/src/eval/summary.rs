@@ -46,6 +46,10 @@ pub(crate) fn summarize(
     vars: &[Arc<str>],
     out: &mut Vec<u64>,
 ) -> Result<bool, EvalError> {
+    // The rows a FILTER keeps, or DISTINCT values: the rows tell.
+    if a.filter.is_some() || a.distinct {
+        return Ok(false);
+    }
     let rows = || {
         view.steps()
             .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)))
@@ -76,7 +80,10 @@ pub(crate) fn summarize(
     let mut acc = Acc::new(a.f);
     let mut kinds = Kinds::default();
     // The aggregates whose state is not always the summary: their values are kept.
-    let keep = matches!(a.f, AggFn::Sum | AggFn::Avg | AggFn::Min | AggFn::Max);
+    let keep = matches!(
+        a.f,
+        AggFn::Sum | AggFn::Avg | AggFn::Min | AggFn::Max | AggFn::Spread(_)
+    );
     let mut values = Vec::new();
     for row in rows() {
         let v = arg_at(arg, view, vars, row)?;
@@ -119,7 +126,10 @@ impl Acc {
                 self.int_total as u64,
                 (self.int_total >> 64) as u64,
             ]),
-            AggFn::Sum | AggFn::Avg | AggFn::MaxBy | AggFn::MinBy => return false,
+            AggFn::Sum | AggFn::Avg | AggFn::MaxBy | AggFn::MinBy | AggFn::Spread(_) => {
+                return false
+            }
+            AggFn::CountIf => out.push(self.int_total as u64),
             AggFn::Min | AggFn::Max | AggFn::AnyValue => word(&self.best, out),
             AggFn::BoolAnd | AggFn::BoolOr => out.push(match self.logic {
                 None => 0,

@@ -2,7 +2,7 @@
 //! heartbeat; clients submit, inspect and cancel queries; each query is driven through its
 //! attempts by a driver thread of its own ([`super::driver`]). One thread per connection.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -169,6 +169,10 @@ pub enum ExitPoint {
     /// A param change applied by every instance and recorded in the catalog, before `ctl
     /// set` is answered and before the checkpoint whose barrier carried it completes.
     ParameterRecorded,
+    /// A param change every instance has switched to, before the catalog records it so: as
+    /// a kill that lands after the executors carried out a change (a rescale: its key groups
+    /// moved) and before the coordinator recorded them doing so.
+    ChangeSettled,
     /// A cancel recorded in the catalog and answered, before anything acts on it.
     CancelAnswered,
     /// A submission recorded in the catalog, before it is answered or started.
@@ -383,6 +387,9 @@ pub struct State {
     stall: Option<Duration>,
     /// Where the queries' life events are appended (`STATE_DIR/events.jsonl`).
     pub life_events: Arc<LifeEvents>,
+    /// The workers (by name, and the worker whose name they wait for) refused a held name
+    /// so far: said once each, not at every one of their tries.
+    held_said: BTreeSet<(String, u32)>,
 }
 
 impl State {
@@ -1010,6 +1017,7 @@ fn from_catalog(
         fail_at: None,
         stall: None,
         life_events,
+        held_said: BTreeSet::new(),
     };
     (state, resumed)
 }
@@ -1368,12 +1376,21 @@ fn serve_worker(
             .iter()
             .find(|(w, e)| e.name == name && e.link != Link::Dead && Some(**w) != previous)
         {
-            let why = if e.alive() {
-                format!("a live worker named {name} (id {other}) is registered already: give this one another --name, or wait until that one is declared dead")
+            let (why, held) = if e.alive() {
+                (format!("a live worker named {name} (id {other}) is registered already: give this one another --name, or wait until that one is declared dead"), false)
             } else {
-                format!("{} a worker named {name} (id {other}) ran parts before the coordinator restarted and may come back until it is declared dead (--heartbeat-timeout {:?} after the restart); this one is tried again until then: give it another --name if it is another worker", proto::NAME_HELD, cluster.heartbeat_timeout)
+                (format!("{} a worker named {name} (id {other}) ran parts before the coordinator restarted and may come back until it is declared dead (--heartbeat-timeout {:?} after the restart); this one is tried again until then: give it another --name if it is another worker", proto::NAME_HELD, cluster.heartbeat_timeout), true)
             };
-            eprintln!("anduin: refused worker {name}: {why}");
+            // A worker waiting for a held name tries again every second: said once.
+            let key = (name.to_string(), *other);
+            if !held || !state.held_said.contains(&key) {
+                eprintln!("anduin: refused worker {name}: {why}");
+            } else {
+                tracing::debug!(worker = %name, holder = *other, "refused a held name again");
+            }
+            if held {
+                state.held_said.insert(key);
+            }
             to.refuse(&why);
             return Ok(());
         }

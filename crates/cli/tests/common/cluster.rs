@@ -199,6 +199,15 @@ impl LocalCluster {
         out
     }
 
+    /// The address of the coordinator's API (`127.0.0.1:PORT`), as its latest start wrote it.
+    pub fn api(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("coordinator/api.url"))
+            .expect("the coordinator wrote its API's URL")
+            .trim()
+            .trim_start_matches("http://")
+            .to_string()
+    }
+
     /// Kills the coordinator with SIGKILL and starts it again on the same address and state.
     pub fn restart_coordinator(&mut self) {
         let _ = self.coordinator.0.kill();
@@ -499,6 +508,33 @@ pub fn stopped_by_its_worker(cluster: &LocalCluster, pid: u32) -> bool {
     })
 }
 
+/// Waits for `submit` (to `cluster`) to end; asserts that it succeeded and that its output
+/// `out` holds exactly the rows `expected` (sorted), naming the first that differs. The
+/// cluster's logs.
+pub fn assert_submitted_output(
+    cluster: &LocalCluster,
+    submit: ChildGuard,
+    out: &Path,
+    expected: &[String],
+) -> String {
+    let done = submit.wait_output();
+    let logs = cluster.logs();
+    assert!(
+        done.status.success(),
+        "{}\n{logs}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let got = output_rows(out);
+    assert_eq!(got.len(), expected.len(), "rows lost or duplicated\n{logs}");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != expected[i]) {
+        panic!(
+            "the output differs from the uninterrupted run at sorted row {i}: {:?} instead of {:?}",
+            got[i], expected[i]
+        );
+    }
+    logs
+}
+
 /// Kills the coordinator of `cluster` with SIGKILL once query `query` has completed
 /// checkpoint `after` — before the query finished — and starts it again on the same address
 /// and state.
@@ -778,22 +814,11 @@ impl PerTask {
     /// embedded run's, and that the query is still at its first attempt (nothing rolled back
     /// as a whole). The coordinator's log.
     pub fn assert_same_output_at_attempt_1(&self, submit: ChildGuard) -> String {
-        let out = submit.wait_output();
-        let logs = self.cluster.logs();
-        assert!(
-            out.status.success(),
-            "{}\n{logs}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let got = output_rows(&self.work.path().join("out"));
-        assert_eq!(
-            got.len(),
-            self.expected.len(),
-            "rows lost or duplicated\n{logs}"
-        );
-        assert!(
-            got == self.expected,
-            "the output differs from the uninterrupted run"
+        let logs = assert_submitted_output(
+            &self.cluster,
+            submit,
+            &self.work.path().join("out"),
+            &self.expected,
         );
         let status = self.cluster.status("q");
         assert_eq!(

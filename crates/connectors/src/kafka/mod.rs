@@ -1,8 +1,8 @@
 //! `kafka`: a Kafka topic as a source (no input, one output) or as a sink (one input, no
 //! output), on librdkafka (the `rdkafka` crate, built from the C sources it ships).
 //!
-//! The source reads a list of topics (every partition: the operator takes no `parallelism`
-//! and runs as one instance, though [`source`] can deal the partitions over several), from
+//! The source reads a list of topics, its partitions dealt over the source's instances
+//! (`parallelism`, or the query's `--parallelism`; a sink runs as one instance), from
 //! the earliest offsets, the latest, a timestamp, or the checkpoint's; it decodes CSV or
 //! JSON values with the file reader's decoders, takes event time from a column or from the
 //! record timestamp, keeps a watermark per partition, and sends undecodable records to the
@@ -143,6 +143,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             doc: "source: a timestamp column filled with each record's Kafka timestamp instead of decoded from its value",
         },
         ParamSpec {
+            name: "parallelism",
+            required: false,
+            kind: ParamKind::Int,
+            default: Some("1"),
+            doc: "source: how many instances read the topics (default: the query's --parallelism), partition i (in topic then partition order) by instance i mod N; an instance without a partition ends at once. A sink runs as one instance",
+        },
+        ParamSpec {
             name: "on_error",
             required: false,
             kind: ParamKind::OneOf(&["dead_letter", "fail"]),
@@ -252,6 +259,9 @@ fn bind_source(
     p: &Params<'_>,
     declared: &[Option<SchemaRef>],
 ) -> Result<Binding<Bound>, Diagnostics> {
+    if p.int("parallelism").is_some_and(|n| n < 1) {
+        return Err(p.error("parallelism", "must be at least 1").into());
+    }
     let schema = crate::declared_source_schema(op, declared)?;
     let watermarks = anduin_operator_api::event_time::watermark_spec(p, &schema)?;
     let format = format(p)?;
@@ -325,6 +335,16 @@ fn bind_sink(
     p: &Params<'_>,
     schema: &SchemaRef,
 ) -> Result<Binding<Bound>, Diagnostics> {
+    // A sink's exactly-once output (one transactional id, one journal) is one instance's: it
+    // takes `parallelism` only as the hot-standby rewrite sets it, 1.
+    if p.int("parallelism").is_some_and(|n| n != 1) {
+        return Err(p
+            .error(
+                "parallelism",
+                "a Kafka sink runs as one instance: only a source takes `parallelism` above 1",
+            )
+            .into());
+    }
     let format = format(p)?;
     let topic = p.required("topic").to_string();
     if topic.contains(',') || topic.trim().is_empty() {
@@ -380,6 +400,7 @@ fn bind_sink(
         })),
         outputs: vec![],
         warnings: Diagnostics::default(),
-        partition_by: Vec::new(),
+        // Not split by keys: `--parallelism` leaves it at one instance.
+        partition_by: vec![None],
     })
 }

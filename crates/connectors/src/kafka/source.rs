@@ -4,27 +4,31 @@
 //! The partitions of every topic, in topic then partition order, are dealt to the instances
 //! in turn (partition *i* to instance *i* mod parallelism); each instance reads its own with
 //! a consumer assigned to them (no consumer group, no rebalancing: anduin's checkpoints
-//! keep the offsets). A checkpoint records, per partition, the offset of the first record
-//! not yet emitted, and with `bounded` the end offsets taken at the first start, so that a
-//! resumed run stops where the interrupted one would have.
+//! keep the offsets). An instance with no partition (more instances than partitions) ends at
+//! once, so that it never holds event time back. A checkpoint records, per partition, the
+//! offset of the first record not yet emitted, and with `bounded` the end offsets taken at
+//! the first start, so that a resumed run stops where the interrupted one would have; a run
+//! resumed at another parallelism deals the partitions again, each with the offsets the old
+//! instance that read it kept ([`Source::rescale_inline`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anduin_operator_api::{
-    DeadLetter, OperatorError, RejectedRecord, RestoreIn, SnapshotOut, Source, SourcePoll,
-    WatermarkSpec,
+    DeadLetter, OperatorError, RejectedRecord, RescaleError, RestoreIn, SnapshotOut, Source,
+    SourcePoll, WatermarkSpec,
 };
 use anduin_types::SharedClock;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
+use serde::Deserialize;
 
 use super::decode::{Polled, RecordDecoder};
 use super::error::KafkaError;
 use super::options::{Client, Startup};
-use super::position::{share, Position, SplitPosition};
+use super::position::{reshare, share, Position, SplitPosition};
 use super::split_time::SplitTimes;
 
 /// How long a poll waits for the first record at most (the runtime's deadline may be
@@ -60,6 +64,9 @@ pub(crate) struct SourceConfig {
 pub(crate) struct KafkaSource {
     config: SourceConfig,
     consumer: BaseConsumer,
+    /// Every partition of the topics, in topic then partition order (every instance's).
+    all: Vec<(String, i32)>,
+    /// This instance's share of them.
     splits: Vec<Split>,
     /// The index of each split by (topic, partition).
     index: BTreeMap<(String, i32), usize>,
@@ -103,6 +110,14 @@ impl KafkaSource {
             }
         }
         let mine = share(&all, ctx.instance, ctx.parallelism);
+        tracing::debug!(
+            operator = %config.name,
+            instance = ctx.instance,
+            parallelism = ctx.parallelism,
+            partitions = all.len(),
+            reads = mine.len(),
+            "Kafka source instance takes its share of the partitions"
+        );
         let mut splits = Vec::new();
         for (topic, partition) in mine {
             let end = if config.bounded {
@@ -139,6 +154,7 @@ impl KafkaSource {
         Ok(Self {
             config,
             consumer,
+            all,
             splits,
             index,
             decoder,
@@ -179,19 +195,21 @@ impl KafkaSource {
                         .map_or(Offset::End, |e| e.offset())
                 }
             };
-            // A bounded partition starts at a known offset (the consumer reports no position
-            // before its first record), and one that starts at its end has nothing to read.
+            // A partition starts at a known offset, which the checkpoints keep before its
+            // first record (a resumed run would otherwise look for the latest offset again,
+            // past what came in meanwhile), and a bounded one that starts at its end has
+            // nothing to read.
             let at = match start {
-                Offset::Offset(n) => Some(n),
+                Offset::Offset(n) => n,
                 _ => self.resolve(&s, start)?,
             };
-            let done = s.done || matches!((at, s.end), (Some(at), Some(end)) if at >= end);
+            let done = s.done || s.end.is_some_and(|end| at >= end);
             if let Some(split) = self.splits.get_mut(i) {
                 split.done = done;
-                split.next = split.next.or(at);
+                split.next = Some(at);
             }
             if !done {
-                tpl.add_partition_offset(&s.topic, s.partition, start)
+                tpl.add_partition_offset(&s.topic, s.partition, Offset::Offset(at))
                     .map_err(|e| KafkaError::client("assigning partitions", e))?;
             }
         }
@@ -207,12 +225,9 @@ impl KafkaSource {
         Ok(())
     }
 
-    /// Where a bounded partition starting at `start` (its beginning, its end, or the end
-    /// for a timestamp after its last record) starts, as an offset; `None` when unbounded.
-    fn resolve(&self, s: &Split, start: Offset) -> Result<Option<i64>, KafkaError> {
-        if s.end.is_none() {
-            return Ok(None);
-        }
+    /// Where a partition starting at `start` (its beginning, its end, or the end for a
+    /// timestamp after its last record) starts, as an offset.
+    fn resolve(&self, s: &Split, start: Offset) -> Result<i64, KafkaError> {
         let (low, high) = self
             .consumer
             .fetch_watermarks(&s.topic, s.partition, self.config.client.connect_timeout)
@@ -223,9 +238,9 @@ impl KafkaSource {
                 )
             })?;
         Ok(match start {
-            Offset::Beginning => Some(low),
-            Offset::Offset(n) => Some(n),
-            _ => Some(high),
+            Offset::Beginning => low,
+            Offset::Offset(n) => n,
+            _ => high,
         })
     }
 
@@ -386,7 +401,7 @@ impl Source for KafkaSource {
         for saved in position.splits {
             let Some(&i) = self.index.get(&(saved.topic.clone(), saved.partition)) else {
                 return Err(self.error(KafkaError::Checkpoint(format!(
-                    "it read {}/{}, which this instance does not (the topics, their partitions or the parallelism changed)",
+                    "it read {}/{}, which this run does not (the topics or their partitions changed)",
                     saved.topic, saved.partition
                 ))));
             };
@@ -398,6 +413,37 @@ impl Source for KafkaSource {
             }
         }
         Ok(())
+    }
+
+    /// The partitions every old instance kept, each to the instance that reads it now, with
+    /// its offsets (see [`reshare`]).
+    fn rescale_inline(
+        &self,
+        parts: &[Option<serde_json::Value>],
+        instance: usize,
+        parallelism: usize,
+    ) -> Result<Option<serde_json::Value>, RescaleError> {
+        let mut kept = Vec::with_capacity(parts.len());
+        for (k, part) in parts.iter().enumerate() {
+            let corrupt = |why: String| RescaleError::Corrupt { instance: k, why };
+            kept.push(match part {
+                Some(v) => Position::deserialize(v).map_err(|e| corrupt(e.to_string()))?,
+                None => Position { splits: Vec::new() },
+            });
+        }
+        let position = reshare(kept, &self.all, instance, parallelism).map_err(|e| {
+            let super::position::ReshareError::Twice { second, .. } = &e;
+            RescaleError::Corrupt {
+                instance: *second,
+                why: e.to_string(),
+            }
+        })?;
+        serde_json::to_value(&position)
+            .map(Some)
+            .map_err(|e| RescaleError::Corrupt {
+                instance,
+                why: e.to_string(),
+            })
     }
 
     fn poll(&mut self, max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {

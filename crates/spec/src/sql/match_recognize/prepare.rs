@@ -282,7 +282,7 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
 }
 
 /// The aggregates a row pattern computes, by the names SQL (and Trino) call them.
-pub const PATTERN_AGGREGATES: [&str; 12] = [
+pub const PATTERN_AGGREGATES: [&str; 20] = [
     "COUNT",
     "SUM",
     "AVG",
@@ -295,6 +295,14 @@ pub const PATTERN_AGGREGATES: [&str; 12] = [
     "EVERY",
     "ANY_VALUE",
     "ARBITRARY",
+    "COUNT_IF",
+    "STDDEV",
+    "STDDEV_SAMP",
+    "STDDEV_POP",
+    "VARIANCE",
+    "VAR_SAMP",
+    "VAR_POP",
+    "VAR_POPULATION",
 ];
 
 /// The functions `RUNNING` and `FINAL` apply to besides the aggregates: navigation, and the
