@@ -16,6 +16,7 @@ pub mod kafka;
 pub mod nats;
 pub mod nexmark;
 mod pace;
+mod partitioned;
 mod parts;
 pub mod reader;
 mod source_schema;

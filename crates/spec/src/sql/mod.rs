@@ -12,6 +12,7 @@
 //! FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND))
 //! GROUP BY window_start, window_end, sensor;
 //! ```
+//! `CREATE VIEW name AS SELECT …` names a query that FROM reads as a table (`views.rs`).
 //! What it does not support yet is an error naming the construct and its position.
 
 mod derived;
@@ -35,6 +36,7 @@ mod source_text;
 mod tables;
 mod temporal;
 mod top_n;
+mod views;
 mod window_tvf;
 
 use anduin_types::{Diagnostic, Diagnostics, Pos};
@@ -120,11 +122,20 @@ fn lower_script(
                     diags.push(d);
                 }
             }
+            Statement::CreateView(cv) => {
+                let script = insert::Script {
+                    source: &source,
+                    matches: &prepared.matches,
+                };
+                if let Err(d) = views::declare(cv, &script, &mut tables) {
+                    diags.push(d);
+                }
+            }
             Statement::Insert(ins) => inserts.push(ins),
             other => diags.push(Diagnostic::error(
                 pos(other.span().start),
                 format!(
-                    "`{}` is not supported: a script holds SET '…' = '…', CREATE TABLE … WITH (…), CREATE FUNCTION …, CREATE AGGREGATE … and INSERT INTO … SELECT … statements",
+                    "`{}` is not supported: a script holds SET '…' = '…', CREATE TABLE … WITH (…), CREATE VIEW … AS SELECT …, CREATE FUNCTION …, CREATE AGGREGATE … and INSERT INTO … SELECT … statements",
                     first_words(&other.to_string())
                 ),
             )),
