@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::start;
+use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::killed_then_finished;
 use crate::common;
-use common::{anduin, kill_after, Rng};
+use common::anduin;
 
 const QUERY: &str = r#"
 type name = "Event" {
@@ -86,34 +86,7 @@ fn a_killed_partitioned_run_resumes_to_the_partitions_of_an_uninterrupted_one() 
             .collect();
         assert_eq!(partitions.len(), 6, "{partitions:?}");
 
-        let mut rng = Rng(seed);
-        let mut killed = 0;
-        for round in 0..2 + rng.next(2) {
-            let after = if round == 0 { 1 } else { 1 + rng.next(3) };
-            if kill_after(start(dir.path(), &[]), after, rng.next(150)) {
-                killed += 1;
-            }
-        }
-        assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
-        let out = anduin(
-            dir.path(),
-            &[
-                "run",
-                "q.flow",
-                "--var",
-                "OUTPUT=out",
-                "--checkpoint-dir",
-                "ckpt",
-                "--checkpoint-every",
-                "5000",
-            ],
-        );
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "seed {seed}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        killed_then_finished(dir.path(), seed);
         let got = partitioned_rows(&dir.path().join("out"));
         assert_eq!(
             got.len(),

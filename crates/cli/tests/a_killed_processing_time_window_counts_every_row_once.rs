@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::start;
+use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::killed_then_finished;
 use crate::common;
-use common::{anduin, kill_after, Rng};
+use common::anduin;
 
 const QUERY: &str = r#"
 type name = "Event" {
@@ -124,34 +124,7 @@ fn the_counts_of_every_window_add_up_to_the_rows_in_whatever_the_run() {
     for seed in [41, 42] {
         let _ = std::fs::remove_dir_all(dir.path().join("ckpt"));
         let _ = std::fs::remove_dir_all(dir.path().join("out"));
-        let mut rng = Rng(seed);
-        let mut killed = 0;
-        for round in 0..2 + rng.next(2) {
-            let after = if round == 0 { 1 } else { 1 + rng.next(3) };
-            if kill_after(start(dir.path(), &[]), after, rng.next(150)) {
-                killed += 1;
-            }
-        }
-        assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
-        let out = anduin(
-            dir.path(),
-            &[
-                "run",
-                "q.flow",
-                "--var",
-                "OUTPUT=out",
-                "--checkpoint-dir",
-                "ckpt",
-                "--checkpoint-every",
-                "5000",
-            ],
-        );
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "seed {seed}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        killed_then_finished(dir.path(), seed);
         assert_eq!(
             per_sensor(&dir.path().join("out")),
             expected,

@@ -20,6 +20,8 @@ mod partitioned;
 mod parts;
 pub mod reader;
 mod source_schema;
+#[cfg(test)]
+mod test_fakes;
 pub mod writer;
 
 pub use input::resolve as resolve_input_paths;

@@ -350,32 +350,7 @@ mod tests {
     use arrow::array::{Int64Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-    struct Nowhere;
-
-    impl Collector for Nowhere {
-        fn collect(&mut self, _port: usize, _batch: RecordBatch) -> Result<(), OperatorError> {
-            Ok(())
-        }
-    }
-
-    /// A checkpoint of epoch `0.0`.
-    struct At(u64);
-
-    impl SnapshotOut for At {
-        fn epoch(&self) -> Epoch {
-            Epoch(self.0)
-        }
-        fn full_due(&self) -> bool {
-            true
-        }
-        fn inline(&mut self, _value: serde_json::Value) {}
-        fn stream(
-            &mut self,
-            _kind: anduin_types::SnapshotKind,
-        ) -> Result<&mut dyn std::io::Write, OperatorError> {
-            Err(OperatorError::internal("test", "no stream"))
-        }
-    }
+    use crate::test_fakes::{At, Nowhere};
 
     fn schema() -> SchemaRef {
         Arc::new(Schema::new(vec![

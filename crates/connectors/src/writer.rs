@@ -651,34 +651,7 @@ mod tests {
     use arrow::array::Int64Array;
     use arrow::datatypes::{DataType, Field, Schema};
 
-    struct Nowhere;
-
-    impl Collector for Nowhere {
-        fn collect(&mut self, _port: usize, _batch: RecordBatch) -> Result<(), OperatorError> {
-            Ok(())
-        }
-    }
-
-    struct At(u64);
-
-    impl SnapshotOut for At {
-        fn epoch(&self) -> Epoch {
-            Epoch(self.0)
-        }
-        fn full_due(&self) -> bool {
-            true
-        }
-        fn inline(&mut self, _value: serde_json::Value) {}
-        fn stream(
-            &mut self,
-            _kind: anduin_types::SnapshotKind,
-        ) -> Result<&mut dyn std::io::Write, OperatorError> {
-            Err(OperatorError::Execution {
-                operator: "test".into(),
-                message: "no stream".into(),
-            })
-        }
-    }
+    use crate::test_fakes::{At, Nowhere};
 
     /// A checkpoint that keeps what the writer puts inline.
     struct Kept(u64, Option<serde_json::Value>);
