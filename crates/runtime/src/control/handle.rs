@@ -562,7 +562,7 @@ impl Control {
             epoch: 0,
             operator: request.operator.clone(),
             param: request.param.clone(),
-            old: old.clone(),
+            old,
             new: request.value.clone(),
             from: request.from.clone(),
         };
