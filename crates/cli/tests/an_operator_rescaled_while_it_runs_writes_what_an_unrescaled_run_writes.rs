@@ -7,6 +7,7 @@
 //! key groups that move (its log says `directly=true`), not a snapshot of its whole state. A
 //! rescale beyond the instances run, or of an operator that cannot be rescaled, is refused;
 //! so is one to the number of instances it has (nothing would change, nothing is recorded).
+//! A run resumed with fewer instances than its last rescale gave rescales from what runs.
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::{CEP, JOINED, WINDOWED};
 use crate::common;
@@ -140,4 +141,40 @@ fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writ
         got == expected,
         "the output differs from the unrescaled run"
     );
+}
+
+/// Rescaled to 4, checkpointed and killed, then resumed with `--max-parallelism 2`: the run
+/// cannot keep the rescale and runs the window at 2 instances; `ctl scale` starts from those
+/// (a rescale to 2 changes nothing, one to 1 was 2), not from the 4 the checkpoint recorded.
+#[test]
+fn a_run_resumed_with_fewer_instances_than_its_last_rescale_scales_from_what_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::create_dir(d.join("rt")).expect("a runtime dir");
+    let slow = WINDOWED.replace("param rate = 40000", "param rate = 2000");
+    std::fs::write(d.join("q.flow"), slow).expect("query");
+    let (run, api, mut stderr) =
+        slowed::start_checkpointed(d, &["--parallelism", "2", "--max-parallelism", "4"]);
+    slowed::checkpoints(&mut stderr, 1);
+    stdout_ok(&ctl(d, &api, &["scale", "q", "w", "4"]));
+    slowed::checkpoints(&mut stderr, 2);
+    drop(run);
+
+    let (run, api, stderr) =
+        slowed::start_checkpointed(d, &["--parallelism", "2", "--max-parallelism", "2"]);
+    let _drain = slowed::drain(stderr);
+    let client = anduin_api::Client::new(&api, None).expect("an address");
+    assert_eq!(slowed::owners(&client, "w").as_deref(), Some("2"));
+    let same = ctl(d, &api, &["scale", "q", "w", "2"]);
+    let why = String::from_utf8_lossy(&same.stderr);
+    assert!(
+        same.status.code() != Some(0) && why.contains("nothing to change"),
+        "the window runs at 2 already: {why}"
+    );
+    let applied = stdout_ok(&ctl(d, &api, &["scale", "q", "w", "1"]));
+    assert!(
+        applied.contains("w has 1 instance owning its key groups (was 2)"),
+        "{applied}"
+    );
+    drop(run);
 }
