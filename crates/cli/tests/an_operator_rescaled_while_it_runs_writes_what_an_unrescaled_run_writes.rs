@@ -6,7 +6,8 @@
 //! waiting for the watermark) while the rest of the query keeps running; each moves only the
 //! key groups that move (its log says `directly=true`), not a snapshot of its whole state. A
 //! rescale beyond the instances run, or of an operator that cannot be rescaled, is refused;
-//! so is one to the number of instances it has (nothing would change, nothing is recorded).
+//! so is one to the number of instances it has (nothing would change, nothing is recorded);
+//! a param that cannot change is refused with a list of those that can, `parallelism` in it.
 //! A run resumed with fewer instances than its last rescale gave rescales from what runs.
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::{CEP, JOINED, WINDOWED};
@@ -49,6 +50,18 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&s
         why.contains("it does not split its input by key")
             && why.contains(&format!("the operators of this query that can be: {op}")),
         "the reason is the writer's, not --max-parallelism: {why}"
+    );
+    // A param that cannot change is refused naming those that can: `parallelism` among them.
+    let out = ctl(d, &api, &["set", "q", op, "no_such_param", "1"]);
+    assert_ne!(out.status.code(), Some(0), "no such param");
+    let why = String::from_utf8_lossy(&out.stderr);
+    let can = why.split("it can change: ").nth(1).unwrap_or_default();
+    assert!(
+        can.trim_end()
+            .trim_end_matches(')')
+            .split(", ")
+            .any(|p| p == "parallelism"),
+        "the params {op} can change include its parallelism: {why}"
     );
     let same = |n: &str| {
         let out = ctl(d, &api, &["set", "q", op, "parallelism", n]);

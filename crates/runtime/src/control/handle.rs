@@ -391,7 +391,7 @@ impl Control {
             } else if request.param == crate::pipelining::PIPELINE {
                 self.check_pipeline(&request, &earlier)?;
             } else {
-                (self.validate)(&request, &earlier)?;
+                (self.validate)(&request, &earlier).map_err(|e| self.with_own_params(e))?;
             }
             self.inject(&request)?
         };
@@ -426,6 +426,34 @@ impl Control {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
+    }
+
+    /// A refusal of a param that cannot change, whose list of those that can also names the
+    /// params the control plane changes itself (`parallelism`, of an operator rescaled while
+    /// it runs): the validator knows only those of the operator's type.
+    fn with_own_params(&self, failure: ControlFailure) -> ControlFailure {
+        let ControlFailure::NotAdjustable {
+            operator,
+            param,
+            mut can,
+            exists,
+            ..
+        } = failure
+        else {
+            return failure;
+        };
+        let listed: Vec<String> = self
+            .lock()
+            .params
+            .get(&operator)
+            .map(|ps| ps.iter().map(|p| p.name.clone()).collect())
+            .unwrap_or_default();
+        for name in listed {
+            if !can.contains(&name) {
+                can.push(name);
+            }
+        }
+        ControlFailure::not_adjustable(&operator, &param, can, exists)
     }
 
     /// Checks a rescale: the operator can be rescaled while it runs, to between 1 and the
