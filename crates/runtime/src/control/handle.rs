@@ -95,6 +95,9 @@ struct Inner {
     probe: Option<Probe>,
     /// Per operator and param, the value of the last change sent (applied or on its way).
     requested: BTreeMap<(String, String), String>,
+    /// Why the run ended while its query goes on, recovered by a new run (a cluster's
+    /// attempt that lost a worker): what a change still on its way is answered.
+    recovering: Option<String>,
 }
 
 /// Where the live figures of a run come from.
@@ -201,6 +204,7 @@ impl Control {
                 timeline: std::collections::VecDeque::new(),
                 probe: None,
                 requested: BTreeMap::new(),
+                recovering: None,
             }),
             changed: Condvar::new(),
             deadline: DEFAULT_DEADLINE,
@@ -415,6 +419,9 @@ impl Control {
             {
                 let state = inner.state;
                 inner.pending.remove(&seq);
+                if let Some(why) = inner.recovering.clone() {
+                    return Err(self.cut_short(&request, &why));
+                }
                 return Err(self.not_running(
                     state,
                     "it ended before the change reached every instance of the operator",
@@ -681,6 +688,25 @@ impl Control {
             query: self.name.clone(),
             operator: operator.to_string(),
             hint: format!("{suggestion}; its operators are {}", names.join(", ")),
+        }
+    }
+
+    /// `request` was cut short by `why`, which ended the run, and the query is being
+    /// recovered without it.
+    fn cut_short(&self, request: &ChangeRequest, why: &str) -> ControlFailure {
+        let change = if request.param == crate::rescale::PARALLELISM {
+            format!("the rescale of operator \"{}\"", request.operator)
+        } else {
+            format!("the change of {}.{}", request.operator, request.param)
+        };
+        ControlFailure::NotRunning {
+            query: self.name.clone(),
+            state: "recovering".to_string(),
+            what: format!(
+                "{change} was cut short before it reached every instance of the operator \
+                 ({why}); the query is being recovered from its last checkpoint without it: ask \
+                 again once the query runs"
+            ),
         }
     }
 

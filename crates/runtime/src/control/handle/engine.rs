@@ -208,6 +208,15 @@ impl Control {
         self.changed.notify_all();
     }
 
+    /// The run has failed and its query is being recovered by another (a cluster's attempt
+    /// that lost a worker, rolled back to its last checkpoint as a new attempt with a control
+    /// plane of its own), `why`: a change still on its way is answered as cut short by it
+    /// and the query as being recovered, not as failed.
+    pub fn detach_recovering(&self, why: impl Into<String>) {
+        self.lock().recovering = Some(why.into());
+        self.detach(true);
+    }
+
     /// A live rescale (`ctl scale`) that instances may have carried out after the barrier of
     /// checkpoint `epoch`: one applied at a later barrier, or one still on its way to every
     /// instance. `None`: none. Instances restored alone from that checkpoint would route rows
