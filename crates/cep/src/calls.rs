@@ -1,7 +1,9 @@
 //! The pattern's own function calls in DEFINE conditions and MEASURES: navigation (`PREV`,
-//! `NEXT`, `FIRST`, `LAST`, of any expression: [`super::navigation`]), aggregates over a variable's rows (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`,
-//! `MAX_BY`, `MIN_BY`, `BOOL_AND`/`EVERY`, `BOOL_OR`, `ANY_VALUE`/`ARBITRARY`) of any
-//! expression, `CLASSIFIER()` and `MATCH_NUMBER()`, each optionally `FINAL` in a measure.
+//! `NEXT`, `FIRST`, `LAST`, of any expression: [`super::navigation`]), aggregates over a
+//! variable's rows (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`, `MAX_BY`, `MIN_BY`,
+//! `BOOL_AND`/`EVERY`, `BOOL_OR`, `ANY_VALUE`/`ARBITRARY`, `COUNT_IF`, the measures of spread,
+//! `STRING_AGG`/`LISTAGG`, `APPROX_DISTINCT`) of any expression, `CLASSIFIER()` and
+//! `MATCH_NUMBER()`, each optionally `FINAL` in a measure.
 //! Other functions are DataFusion's scalar functions ([`super::df`]).
 
 use anduin_expr::ExprError;
@@ -72,7 +74,23 @@ pub(super) fn function(
             return Err(at(node.span(), "a subquery is not supported in a pattern"))
         }
     };
-    if f.over.is_some() || !f.within_group.is_empty() {
+    if !f.within_group.is_empty() {
+        let without = if matches!(name.as_str(), "LISTAGG" | "STRING_AGG") {
+            format!(
+                "; without it, {} joins the strings in the order of their rows in the match",
+                f.name
+            )
+        } else {
+            String::new()
+        };
+        return Err(at(
+            node.span(),
+            format!(
+                "`{node}`: WITHIN GROUP (ORDER BY …) is not supported in a pattern yet{without}"
+            ),
+        ));
+    }
+    if f.over.is_some() {
         return Err(at(
             node.span(),
             format!("`{node}` is not supported in a pattern yet"),
@@ -84,7 +102,7 @@ pub(super) fn function(
     {
         return Err(at(
             node.span(),
-            format!("`{node}`: DISTINCT and FILTER (WHERE …) apply to the aggregates COUNT, SUM, AVG, MIN, MAX, COUNT_IF, BOOL_AND, BOOL_OR, ANY_VALUE and the measures of spread in a pattern"),
+            format!("`{node}`: DISTINCT and FILTER (WHERE …) apply to the aggregates COUNT, SUM, AVG, MIN, MAX, COUNT_IF, BOOL_AND, BOOL_OR, ANY_VALUE, STRING_AGG, APPROX_DISTINCT and the measures of spread in a pattern"),
         ));
     }
     let name_at = match f.name.0.as_slice() {
@@ -117,7 +135,7 @@ pub(super) fn function(
 }
 
 /// The aggregates a pattern computes, by the names SQL (and Trino) call them.
-const AGGREGATES: [&str; 20] = anduin_spec::PATTERN_AGGREGATES;
+const AGGREGATES: [&str; 23] = anduin_spec::PATTERN_AGGREGATES;
 
 /// Whether `name` (upper case) is a function of the pattern's own: navigation,
 /// `CLASSIFIER()`, `MATCH_NUMBER()` or an aggregate over a variable's rows.
@@ -235,6 +253,8 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
         "STDDEV_POP" => AggFn::Spread(Spread::StddevPopulation),
         "VARIANCE" | "VAR_SAMP" => AggFn::Spread(Spread::VarianceSample),
         "VAR_POP" | "VAR_POPULATION" => AggFn::Spread(Spread::VariancePopulation),
+        "STRING_AGG" | "LISTAGG" => AggFn::StringAgg,
+        "APPROX_DISTINCT" => AggFn::ApproxDistinct,
         _ => AggFn::AnyValue,
     };
     let wrong = || {
@@ -245,6 +265,8 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
                 match f {
                     AggFn::Count => "COUNT(*), COUNT(V.*) or COUNT(expression)",
                     AggFn::MaxBy | AggFn::MinBy => "two expressions (the value, the key)",
+                    AggFn::StringAgg =>
+                        "two arguments, the strings and the separator (a string literal)",
                     _ => "one expression",
                 }
             ),
@@ -257,6 +279,8 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
         (AggFn::Count, [Arg::Star(Some(v))]) => return count_rows(Some(selector(v, s)?)),
         (AggFn::MaxBy | AggFn::MinBy, [Arg::Expr(a), Arg::Expr(b)]) => vec![*a, *b],
         (AggFn::MaxBy | AggFn::MinBy, _) => return Err(wrong()),
+        (AggFn::StringAgg, [Arg::Expr(a), Arg::Expr(_)]) => vec![*a],
+        (AggFn::StringAgg, _) => return Err(wrong()),
         (_, [Arg::Expr(a)]) => vec![*a],
         _ => return Err(wrong()),
     };
@@ -267,6 +291,10 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
     };
     let arg = compile(exprs[0], &inner)?;
     let by = exprs.get(1).map(|b| compile(b, &inner)).transpose()?;
+    let sep = match (f, args) {
+        (AggFn::StringAgg, [_, Arg::Expr(sep)]) => Some(separator(name, sep)?),
+        _ => None,
+    };
     let is = |t: Option<ColumnType>, ok: fn(ColumnType) -> bool| t.is_none_or(ok);
     let ty = match f {
         AggFn::Count => Some(ColumnType::Int),
@@ -288,8 +316,19 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
                 format!("{name} needs a boolean, `{}` is not", exprs[0]),
             ))
         }
+        AggFn::StringAgg if !is(arg.ty, |t| t == ColumnType::String) => {
+            return Err(at(
+                exprs[0].span(),
+                format!(
+                    "{name} needs a string, `{}` is {} (CAST it AS VARCHAR)",
+                    exprs[0],
+                    arg.ty.map_or("NULL", ColumnType::name)
+                ),
+            ))
+        }
         AggFn::Avg | AggFn::Spread(_) => Some(ColumnType::Double),
-        AggFn::CountIf => Some(ColumnType::Int),
+        AggFn::CountIf | AggFn::ApproxDistinct => Some(ColumnType::Int),
+        AggFn::StringAgg => Some(ColumnType::String),
         AggFn::BoolAnd | AggFn::BoolOr => Some(ColumnType::Bool),
         AggFn::Sum if arg.ty.is_none() => Some(ColumnType::Int),
         _ => arg.ty,
@@ -302,9 +341,24 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
             by: by.map(|b| b.e),
             filter: None,
             distinct: false,
+            sep,
         })),
         ty,
     })
+}
+
+/// The separator of `string_agg` / `listagg`: a string literal, as Trino's and DataFusion's
+/// take.
+fn separator(name: &str, sep: &Expr) -> Result<std::sync::Arc<str>, ExprError> {
+    if let Expr::Value(v) = sep {
+        if let SqlValue::SingleQuotedString(s) = &v.value {
+            return Ok(s.as_str().into());
+        }
+    }
+    Err(at(
+        sep.span(),
+        format!("the separator of {name} must be a string literal (`', '`), `{sep}` is not one"),
+    ))
 }
 
 fn count_rows(var: Option<Sel>) -> Result<Typed, ExprError> {
@@ -316,6 +370,7 @@ fn count_rows(var: Option<Sel>) -> Result<Typed, ExprError> {
             by: None,
             filter: None,
             distinct: false,
+            sep: None,
         })),
         ty: Some(ColumnType::Int),
     })

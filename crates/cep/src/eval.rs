@@ -186,7 +186,7 @@ fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
             None => Ok(Value::Null),
         };
     }
-    let mut acc = Acc::new(a.f);
+    let mut acc = Acc::new(a);
     match here_column(arg) {
         // The common `AVG(A.price)`: the cells are read where they are, not copied.
         Some(col) => {
@@ -206,11 +206,13 @@ fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
 }
 
 /// An aggregate with `FILTER (WHERE …)` (only the rows where the condition is true) or
-/// `DISTINCT` (each non-null value once, told apart as the summaries tell values apart).
+/// `DISTINCT` (each non-null value once, at its first row in the match — `string_agg`'s
+/// order —, told apart as the summaries tell values apart).
 fn modified_aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
-    let mut acc = Acc::new(a.f);
+    let mut acc = Acc::new(a);
     let mut count = 0i64;
-    let mut seen: std::collections::HashSet<Vec<u64>> = std::collections::HashSet::new();
+    // The values kept, newest first.
+    let mut values = Vec::new();
     for row in view
         .steps()
         .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)))
@@ -224,18 +226,27 @@ fn modified_aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
             count += 1;
             continue;
         };
-        let v = arg_at(arg, view, vars, row)?;
-        if a.distinct && !v.is_null() {
-            let mut key = Vec::new();
-            summary::word(&v, &mut key);
-            if !seen.insert(key) {
-                continue;
-            }
-        }
-        acc.add(&v);
+        values.push(arg_at(arg, view, vars, row)?);
     }
     if a.arg.is_none() {
         return Ok(Value::Int(count));
+    }
+    if a.distinct {
+        // Oldest first, so that the row a value is kept at is its first.
+        let mut seen: std::collections::HashSet<Vec<u64>> = std::collections::HashSet::new();
+        let mut firsts: Vec<Value> = Vec::with_capacity(values.len());
+        for v in values.into_iter().rev() {
+            let mut key = Vec::new();
+            summary::word(&v, &mut key);
+            if v.is_null() || seen.insert(key) {
+                firsts.push(v);
+            }
+        }
+        firsts.reverse();
+        values = firsts;
+    }
+    for v in &values {
+        acc.add(v);
     }
     acc.finish()
 }
@@ -323,13 +334,18 @@ struct Acc {
     logic: Option<bool>,
     /// A standard deviation's or variance's values, as numbers.
     numbers: Vec<f64>,
+    /// `string_agg`: the strings added (newest first) and the separator.
+    strings: Vec<Arc<str>>,
+    sep: Option<Arc<str>>,
+    /// `approx_distinct`: the values, as words ([`summary::word`]; a NaN canonical).
+    distinct: std::collections::BTreeSet<Vec<u64>>,
 }
 
 impl Acc {
     #[inline]
-    fn new(f: AggFn) -> Self {
+    fn new(a: &Agg) -> Self {
         Acc {
-            f,
+            f: a.f,
             count: 0,
             int_total: 0,
             float_total: 0.0,
@@ -337,6 +353,9 @@ impl Acc {
             best: Value::Null,
             logic: None,
             numbers: Vec::new(),
+            strings: Vec::new(),
+            sep: a.sep.as_ref().map(Arc::clone),
+            distinct: std::collections::BTreeSet::new(),
         }
     }
 
@@ -383,6 +402,22 @@ impl Acc {
             // The trues, in `int_total`.
             AggFn::CountIf => self.int_total += i128::from(matches!(v, Value::Bool(true))),
             AggFn::Spread(_) => self.numbers.push(v.as_f64().unwrap_or(f64::NAN)),
+            AggFn::StringAgg => {
+                if let Value::Str(s) = v {
+                    self.strings.push(Arc::clone(s));
+                }
+            }
+            AggFn::ApproxDistinct => {
+                let mut key = Vec::new();
+                match v {
+                    Value::Float(x) => summary::word(
+                        &Value::Float(anduin_expr::SqlFloat::canonical(*x)),
+                        &mut key,
+                    ),
+                    other => summary::word(other, &mut key),
+                }
+                self.distinct.insert(key);
+            }
             AggFn::Count | AggFn::MaxBy | AggFn::MinBy => {}
         }
     }
@@ -417,8 +452,29 @@ impl Acc {
             AggFn::AnyValue => self.best,
             AggFn::CountIf => Value::Int(i64::try_from(self.int_total).unwrap_or(i64::MAX)),
             AggFn::Spread(s) => spread(s, &self.numbers),
+            AggFn::StringAgg => self.joined(),
+            AggFn::ApproxDistinct => {
+                Value::Int(i64::try_from(self.distinct.len()).unwrap_or(i64::MAX))
+            }
             AggFn::MaxBy | AggFn::MinBy => Value::Null,
         })
+    }
+
+    /// `string_agg`'s strings joined with its separator, in the order of their rows in the
+    /// match (they were added newest first); NULL for none.
+    fn joined(&self) -> Value {
+        if self.strings.is_empty() {
+            return Value::Null;
+        }
+        let sep = self.sep.as_deref().unwrap_or("");
+        let mut joined = String::new();
+        for (i, s) in self.strings.iter().rev().enumerate() {
+            if i > 0 {
+                joined.push_str(sep);
+            }
+            joined.push_str(s);
+        }
+        Value::Str(joined.into())
     }
 }
 

@@ -91,6 +91,12 @@ pub(crate) enum AggFn {
     CountIf,
     /// A standard deviation or variance of numbers.
     Spread(Spread),
+    /// The strings joined with [`Agg::sep`], in the order of their rows in the match
+    /// (`string_agg`, Trino's and Oracle's `listagg` without `WITHIN GROUP`).
+    StringAgg,
+    /// The number of distinct values, computed exactly (Trino's `approx_distinct`: a match
+    /// holds few rows).
+    ApproxDistinct,
 }
 
 /// Which measure of spread: `STDDEV` / `STDDEV_SAMP` and `VARIANCE` / `VAR_SAMP` divide by
@@ -117,6 +123,8 @@ pub(crate) struct Agg {
     pub filter: Option<E>,
     /// `DISTINCT`: each value once.
     pub distinct: bool,
+    /// The separator of `string_agg` (a literal).
+    pub sep: Option<Arc<str>>,
 }
 
 /// A compiled expression.

@@ -2,7 +2,8 @@
 //! (DataFusion's scalar functions, `LIKE`, `IN`, `CASE`, `IF`, `||`, `DECIMAL`), aggregates
 //! over expressions (`AVG(CAST(B.value AS DOUBLE))`, `max(B.value + MATCH_NUMBER())`,
 //! `SUM(PREV(B.value))`,
-//! `count()`, `max_by`, `min_by`, `bool_and`, `bool_or`, `any_value`), and `RUNNING` /
+//! `count()`, `max_by`, `min_by`, `bool_and`, `bool_or`, `any_value`, `string_agg` /
+//! `listagg`, `approx_distinct`), and `RUNNING` /
 //! `FINAL` in ALL ROWS PER MATCH. What it does not take is an error naming the function and
 //! where it is.
 
@@ -43,6 +44,126 @@ fn standard_deviations_variances_and_count_if_compute_as_in_sql() {
         common::pattern_rows(params, &ROWS),
         ["1, 8.48528137423857, 8.48528137423857, 6.0, 72.0, 72.0, 36.0, NULL, 0.0, 106.0"]
     );
+}
+
+/// `string_agg` (and `listagg`, Trino's and Oracle's name) joins the strings of a variable's
+/// rows in their order in the match, skipping NULLs (NULL for none); `approx_distinct` counts
+/// distinct values exactly (0 for none). B's tags: banana, Band (−5 and 7); every row's
+/// initial, lower case: a, b, b, c; C's one row (20) has no value above 100.
+#[test]
+fn string_agg_listagg_and_approx_distinct_compute_as_in_trino() {
+    let params = r#"param order_by = "ts"
+  param pattern = "A B+ C"
+  param define = "B AS abs(value) < 10"
+  param define = "C AS value = 20 AND approx_distinct(B.value > 0) = 2 AND string_agg(B.tag, '') = 'bananaBand'"
+  param measures = "string_agg(B.tag, '/') AS bs, listagg(tag, '-') AS all_tags, string_agg(upper(B.tag), '') AS up, string_agg(A.tag, '+') AS one, string_agg(CASE WHEN B.value > 0 THEN B.tag END, ';') AS pos, string_agg(C.tag, ';') FILTER (WHERE C.value > 100) AS none, approx_distinct(lower(substr(tag, 1, 1))) AS initials, APPROX_DISTINCT(B.value > 0) AS signs, approx_distinct(CASE WHEN value > 100 THEN 1 END) AS no_values""#;
+    assert_eq!(
+        common::pattern_rows(params, &ROWS),
+        ["banana/Band, Apple-banana-Band-cherry, BANANABAND, Apple, Band, NULL, 3, 2, 0"]
+    );
+}
+
+/// Row by row over x (1), y (2), x (2), one match `A B B`: the running string and count grow,
+/// the FINAL ones are the whole match's from the first row; DISTINCT keeps a value at its
+/// first row (`xy`, not `yx`).
+#[test]
+fn string_agg_and_approx_distinct_run_and_finish_as_the_other_aggregates() {
+    let params = r#"param order_by = "ts"
+  param pattern = "A B+"
+  param define = "B AS value >= PREV(value)"
+  param rows_per_match = "all"
+  param measures = "RUNNING string_agg(tag, '/') AS r, FINAL listagg(tag, '/') AS f, string_agg(DISTINCT tag, '') AS d, FINAL string_agg(DISTINCT tag, '') AS fd, approx_distinct(tag) AS n, FINAL approx_distinct(tag) AS fnd""#;
+    let rows = [(1, 0, 1, "x"), (2, 0, 2, "y"), (3, 0, 2, "x")];
+    assert_eq!(
+        common::pattern_rows_after_key(params, &rows),
+        [
+            "1 x x x/y/x x xy 1 2",
+            "2 y x/y x/y/x xy xy 2 2",
+            "2 x x/y/x x/y/x xy xy 2 2",
+        ]
+    );
+}
+
+/// A partial match whose DEFINE and MEASURES hold `string_agg` and `approx_distinct` is
+/// checkpointed (a full snapshot half-way, a changelog) and restored before every row: the
+/// restored runs output what the uninterrupted one does, row for row. B takes at most two
+/// distinct values, its tags joined without `rs` in them. Key 0: `a p q c` (1 1 2 9: 9 would
+/// be B's third value, so C); from `a` (1), B's `r s` would join to `rs`, so no match starts
+/// there; one starts at `r`: `r s t c` (3 3 1 8). Key 1: `a e f c` (2 1 3 7).
+#[test]
+fn a_pattern_restored_mid_match_joins_and_counts_as_an_uninterrupted_one() {
+    let src = r#"type name = "T" { column name = "ts", type = "timestamp" column name = "k", type = "int" column name = "value", type = "int" column name = "tag", type = "string" }
+operator name = "g", type = "generator" { output name = "in", type = "T" }
+operator name = "op", type = "pattern" {
+  input name = "in"
+  param partition_by = "k" param order_by = "ts" param pattern = "A B+ C"
+  param define = "B AS approx_distinct(B.value) <= 2 AND coalesce(string_agg(B.tag, '') NOT LIKE '%rs%', true)"
+  param define = "C AS value > 5"
+  param rows_per_match = "all"
+  param measures = "string_agg(B.tag, ',') AS bs, FINAL string_agg(tag, '') AS whole, approx_distinct(value) AS n"
+  output name = "out" }
+operator name = "d", type = "discard" { input name = "out" }"#;
+    // (ts, key, value, tag)
+    let rows: [(i64, i64, i64, &str); 13] = [
+        (1, 0, 1, "a"),
+        (2, 0, 1, "p"),
+        (3, 1, 2, "a"),
+        (4, 0, 2, "q"),
+        (5, 1, 1, "e"),
+        (6, 0, 9, "c"),
+        (7, 1, 3, "f"),
+        (8, 1, 7, "c"),
+        (9, 0, 1, "a"),
+        (10, 0, 3, "r"),
+        (11, 0, 3, "s"),
+        (12, 0, 1, "t"),
+        (13, 0, 8, "c"),
+    ];
+    let make = || common::operator(src);
+    let run = |restart: Option<usize>| {
+        let mut op = make();
+        let mut full = None;
+        let mut out = common::Formatted::new(" ");
+        for (i, row) in rows.iter().enumerate() {
+            if let Some(at) = restart {
+                if let Some(restored) = common::restart_point(i, at, &mut op, &mut full, make) {
+                    op = restored;
+                }
+            }
+            op.process_batch(0, common::pattern_batch(&[*row]), &mut out)
+                .expect("processes");
+            op.handle_watermark(anduin_types::Watermark(row.0), &mut out)
+                .expect("advances");
+        }
+        op.handle_watermark(anduin_types::Watermark::MAX, &mut out)
+            .expect("advances");
+        op.on_end_of_input(&mut out).expect("ends");
+        out.rows
+    };
+    // (ts, key, value, tag, running string_agg of B, FINAL string_agg, running approx_distinct)
+    let expected: Vec<String> = [
+        (1, 0, 1, "a", "NULL", "apqc", 1),
+        (2, 0, 1, "p", "p", "apqc", 1),
+        (4, 0, 2, "q", "p,q", "apqc", 2),
+        (6, 0, 9, "c", "p,q", "apqc", 3),
+        (3, 1, 2, "a", "NULL", "aefc", 1),
+        (5, 1, 1, "e", "e", "aefc", 2),
+        (7, 1, 3, "f", "e,f", "aefc", 3),
+        (8, 1, 7, "c", "e,f", "aefc", 4),
+        (10, 0, 3, "r", "NULL", "rstc", 1),
+        (11, 0, 3, "s", "s", "rstc", 1),
+        (12, 0, 1, "t", "s,t", "rstc", 2),
+        (13, 0, 8, "c", "s,t", "rstc", 3),
+    ]
+    .iter()
+    .map(|(ts, k, v, tag, bs, whole, n)| {
+        format!("1970-01-01T00:00:00.{ts:03} {k} {v} {tag} {bs} {whole} {n}")
+    })
+    .collect();
+    assert_eq!(run(None), expected);
+    for at in 1..rows.len() {
+        assert_eq!(run(Some(at)), expected, "restored before row {at}");
+    }
 }
 
 /// `FILTER (WHERE …)` keeps the rows where the condition holds (with `COUNT(*)`, the
@@ -100,9 +221,44 @@ fn what_a_pattern_does_not_compute_is_an_error_naming_it_and_its_place() {
     let e = check_error(r#"param define = "B AS value > 1 AND frobnicate(value) > 1""#);
     assert!(e.contains("unknown function `frobnicate`"), "{e}");
     assert!(e.starts_with("4:38: unknown function"), "{e}");
-    let e = check_error(r#"param measures = "approx_distinct(B.value) AS s""#);
+    let e = check_error(r#"param measures = "median(B.value) AS s""#);
     assert!(
-        e.contains("the aggregate `approx_distinct` is not supported in a pattern"),
+        e.contains("the aggregate `median` is not supported in a pattern"),
+        "{e}"
+    );
+    let e = check_error(r#"param measures = "string_agg(B.value, ',') AS s""#);
+    assert!(
+        e.starts_with("4:32: STRING_AGG needs a string, `B.value` is int"),
+        "{e}"
+    );
+    let e = check_error(r#"param define = "B AS string_agg(B.value, '') = '1'""#);
+    assert!(e.starts_with("4:35: STRING_AGG needs a string"), "{e}");
+    let e = check_error(r#"param measures = "listagg(CAST(B.value AS VARCHAR), B.value) AS s""#);
+    assert!(
+        e.starts_with("4:55: the separator of LISTAGG must be a string literal"),
+        "{e}"
+    );
+    let e = check_error(r#"param measures = "string_agg(CAST(B.value AS VARCHAR)) AS s""#);
+    assert!(
+        e.starts_with("4:21: wrong arguments for STRING_AGG") && e.contains("the separator"),
+        "{e}"
+    );
+    let e = check_error(
+        r#"param measures = "listagg(CAST(B.value AS VARCHAR), ',') WITHIN GROUP (ORDER BY B.value) AS s""#,
+    );
+    assert!(
+        e.starts_with("4:21: ")
+            && e.contains("WITHIN GROUP (ORDER BY …) is not supported in a pattern yet"),
+        "{e}"
+    );
+    let e = check_error(r#"param measures = "approx_distinct(B.value, 0.01) AS s""#);
+    assert!(
+        e.starts_with("4:21: wrong arguments for APPROX_DISTINCT"),
+        "{e}"
+    );
+    let e = check_error(r#"param define = "B AS approx_distinct(*) > 1""#);
+    assert!(
+        e.starts_with("4:24: wrong arguments for APPROX_DISTINCT"),
         "{e}"
     );
     let e = check_error(r#"param measures = "stddev(B.value > 1) AS s""#);

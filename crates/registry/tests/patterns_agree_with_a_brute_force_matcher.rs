@@ -301,7 +301,9 @@ fn cond() -> impl Strategy<Value = Cond> {
         1 => w.clone().prop_map(Cond::NotAfterTwoBefore),
         1 => w.clone().prop_map(Cond::AboveDistanceOneBefore),
         1 => w.clone().prop_map(Cond::NotAboveBeforeLast),
-        1 => w.prop_map(Cond::SecondNotA),
+        1 => w.clone().prop_map(Cond::SecondNotA),
+        1 => (w.clone(), 1i64..=2).prop_map(|(w, n)| Cond::DistinctAtMost(w, n)),
+        1 => w.prop_map(Cond::JoinedBelow),
     ]
 }
 
@@ -1022,7 +1024,7 @@ fn an_aggregate_over_each_rows_classifier_keeps_the_partial_matches_it_tells_apa
 // match brute force finds, or report another. The sweep: loops preferring A or B, greedy and
 // reluctant, runs and pairs, with the new kinds of reads (MIN, BOOL_OR, ANY_VALUE, MAX_BY, a
 // float AVG, the first and an earlier row's CLASSIFIER(), PREV(CLASSIFIER(V)) of a variable
-// and of a SUBSET, the third-last row of a variable), every skip, ALL ROWS PER MATCH with the
+// and of a SUBSET, the third-last row of a variable, APPROX_DISTINCT, STRING_AGG), every skip, ALL ROWS PER MATCH with the
 // running aggregates over each row's CLASSIFIER() and the next and previous rows' shown.
 #[test]
 fn no_merge_of_partial_matches_loses_or_changes_a_match_brute_force_finds() {
@@ -1079,6 +1081,8 @@ fn no_merge_of_partial_matches_loses_or_changes_a_match_brute_force_finds() {
         AboveDistanceOneBefore,
         NotAboveBeforeLast,
         SecondNotA,
+        |w| DistinctAtMost(w, 2),
+        JoinedBelow,
     ];
     let data = rows(&[2, 4, 1, 3, 5, 0, 2, 4, 3, 1]);
     let mut checked = 0;

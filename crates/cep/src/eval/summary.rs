@@ -17,6 +17,9 @@
 //! - `BOOL_AND` / `BOOL_OR`: the result so far;
 //! - `ANY_VALUE`: the oldest non-null value (the result, once there is one);
 //! - `MAX_BY` / `MIN_BY`: the extreme key, the oldest of equal ones, and the value there;
+//! - `STRING_AGG`: the strings joined, or NULL for none (later strings are joined after
+//!   them with the same separator);
+//! - `APPROX_DISTINCT`: the distinct values (a later value counts if it is none of them);
 //! - `SUM` and `AVG` of floats: every value, in order (a float total rounds after every
 //!   addition, so two sets of rows with the same total can give another total once a later
 //!   row's value is added before them).
@@ -77,7 +80,7 @@ pub(crate) fn summarize(
         }
         return Ok(true);
     }
-    let mut acc = Acc::new(a.f);
+    let mut acc = Acc::new(a);
     let mut kinds = Kinds::default();
     // The aggregates whose state is not always the summary: their values are kept.
     let keep = matches!(
@@ -130,6 +133,13 @@ impl Acc {
                 return false
             }
             AggFn::CountIf => out.push(self.int_total as u64),
+            AggFn::StringAgg => word(&self.joined(), out),
+            AggFn::ApproxDistinct => {
+                out.push(self.distinct.len() as u64);
+                for key in &self.distinct {
+                    out.extend(key);
+                }
+            }
             AggFn::Min | AggFn::Max | AggFn::AnyValue => word(&self.best, out),
             AggFn::BoolAnd | AggFn::BoolOr => out.push(match self.logic {
                 None => 0,

@@ -215,6 +215,11 @@ pub(crate) enum Cond {
     /// `FIRST(lower(CLASSIFIER(W)) || 'x', 1) IS NULL OR FIRST(lower(CLASSIFIER(W)) || 'x', 1)
     /// <> 'ax'` (W's second row is not an A)
     SecondNotA(usize),
+    /// `APPROX_DISTINCT(W.value) <= n` (computed exactly)
+    DistinctAtMost(usize, i64),
+    /// `coalesce(STRING_AGG(CAST(W.value AS VARCHAR), '') < '23', true)` (W's values joined in
+    /// the order of their rows, compared as a string)
+    JoinedBelow(usize),
 }
 
 impl Cond {
@@ -247,7 +252,9 @@ impl Cond {
             | Cond::NineTwoAfterSeven(w)
             | Cond::AboveDistanceOneBefore(w)
             | Cond::NotAboveBeforeLast(w)
-            | Cond::SecondNotA(w) => Some(w),
+            | Cond::SecondNotA(w)
+            | Cond::DistinctAtMost(w, _)
+            | Cond::JoinedBelow(w) => Some(w),
             _ => None,
         }
     }
@@ -282,6 +289,8 @@ impl Cond {
             Cond::AboveDistanceOneBefore(_) => Cond::AboveDistanceOneBefore(w),
             Cond::NotAboveBeforeLast(_) => Cond::NotAboveBeforeLast(w),
             Cond::SecondNotA(_) => Cond::SecondNotA(w),
+            Cond::DistinctAtMost(_, n) => Cond::DistinctAtMost(w, n),
+            Cond::JoinedBelow(_) => Cond::JoinedBelow(w),
             other => other,
         }
     }
@@ -351,6 +360,11 @@ impl Cond {
             Cond::SecondNotA(w) => format!(
                 "FIRST(lower(CLASSIFIER({w})) || 'x', 1) IS NULL OR FIRST(lower(CLASSIFIER({w})) || 'x', 1) <> 'ax'",
                 w = name(w)
+            ),
+            Cond::DistinctAtMost(w, n) => format!("APPROX_DISTINCT({}.value) <= {n}", name(w)),
+            Cond::JoinedBelow(w) => format!(
+                "coalesce(STRING_AGG(CAST({}.value AS VARCHAR), '') < '23', true)",
+                name(w)
             ),
         })
     }
@@ -456,6 +470,13 @@ impl Cond {
                 .filter(|(_, v)| is_of(w, *v, members))
                 .nth(1)
                 .is_none_or(|(_, v)| *v != 0),
+            Cond::DistinctAtMost(w, n) => {
+                of(w).collect::<std::collections::BTreeSet<_>>().len() as i64 <= n
+            }
+            Cond::JoinedBelow(w) => {
+                let joined: String = of(w).map(|x| x.to_string()).collect();
+                joined.is_empty() || joined.as_str() < "23"
+            }
         }
     }
 }

@@ -195,3 +195,48 @@ fn an_integer_average_does_not_depend_on_the_order_of_the_rows() {
     );
     check(&a, &m1, &m2, &[vec![r(0, 1, 0.0, "")]], false);
 }
+
+// STRING_AGG is summarized by the strings joined: A's rows `p`, `q` and one row `p,q` give
+// every later row the same string; `q`, `p` do not.
+#[test]
+fn joined_strings_summarize_string_agg_and_distinct_values_approx_distinct() {
+    let a = agg("STRING_AGG(A.s, ',')");
+    let m1 = Match(vec![
+        r(0, 0, 0.0, "p"),
+        r(1, 0, 0.0, "z"),
+        r(0, 0, 0.0, "q"),
+    ]);
+    let m2 = Match(vec![r(1, 0, 0.0, "y"), r(0, 0, 0.0, "p,q")]);
+    let laters = [vec![], vec![r(0, 0, 0.0, "r")], vec![r(1, 0, 0.0, "r")]];
+    check(&a, &m1, &m2, &laters, false);
+    assert_eq!(
+        value_after(&a, &m1, &laters[1]),
+        Ok(Value::Str("p,q,r".into()))
+    );
+    let m3 = Match(vec![r(0, 0, 0.0, "q"), r(0, 0, 0.0, "p")]);
+    check(&a, &m1, &m3, &laters, true);
+    // No A row: NULL, not the empty string of an A row `` (a later `r` gives `r`, `,r`).
+    let none = Match(vec![r(1, 0, 0.0, "z")]);
+    let empty = Match(vec![r(0, 0, 0.0, "")]);
+    check(&a, &none, &empty, &laters, true);
+    assert_eq!(value_after(&a, &none, &[]), Ok(Value::Null));
+    assert_eq!(
+        value_after(&a, &empty, &laters[1]),
+        Ok(Value::Str(",r".into()))
+    );
+
+    // APPROX_DISTINCT by the set of values: 1, 2, 1 and 2, 1 alike; 1, 3 (also two) not.
+    let a = agg("APPROX_DISTINCT(A.x)");
+    let m1 = Match(vec![r(0, 1, 0.0, ""), r(0, 2, 0.0, ""), r(0, 1, 0.0, "")]);
+    let m2 = Match(vec![r(0, 2, 0.0, ""), r(1, 7, 0.0, ""), r(0, 1, 0.0, "")]);
+    let laters = [vec![], vec![r(0, 1, 0.0, "")], vec![r(0, 3, 0.0, "")]];
+    check(&a, &m1, &m2, &laters, false);
+    assert_eq!(value_after(&a, &m1, &laters[2]), Ok(Value::Int(3)));
+    let m3 = Match(vec![r(0, 1, 0.0, ""), r(0, 3, 0.0, "")]);
+    check(&a, &m1, &m3, &laters, true);
+    assert_eq!(
+        value_after(&a, &m3, &laters[2]),
+        Ok(Value::Int(2)),
+        "3 is one of them"
+    );
+}

@@ -282,7 +282,7 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
 }
 
 /// The aggregates a row pattern computes, by the names SQL (and Trino) call them.
-pub const PATTERN_AGGREGATES: [&str; 20] = [
+pub const PATTERN_AGGREGATES: [&str; 23] = [
     "COUNT",
     "SUM",
     "AVG",
@@ -303,6 +303,9 @@ pub const PATTERN_AGGREGATES: [&str; 20] = [
     "VAR_SAMP",
     "VAR_POP",
     "VAR_POPULATION",
+    "STRING_AGG",
+    "LISTAGG",
+    "APPROX_DISTINCT",
 ];
 
 /// The functions `RUNNING` and `FINAL` apply to besides the aggregates: navigation, and the
