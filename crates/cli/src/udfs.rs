@@ -4,8 +4,10 @@
 //! query's expressions and aggregates can call them
 //! (`anduin_expr::FunctionProvider::register_scalar`, `register_aggregate`).
 //!
-//! Registration is for the whole process: `anduin run` runs one query. A cluster does not
-//! carry modules to its workers yet, so `anduin submit` refuses a query that declares one.
+//! Registration is for the whole process (`anduin run` runs one query, and so does each
+//! executor of a cluster), or, in a cluster's coordinator, which loads several queries, for
+//! the query it loads (`anduin_expr::FunctionProvider::scoped`). A cluster's modules come
+//! with the submission (`cluster::modules`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -947,6 +947,7 @@ fn from_catalog(
             name: id.0.clone(),
             file_name: q.source.file.clone(),
             source: q.source.text.clone(),
+            modules: q.source.modules.clone(),
             args: q.settings.run_args.clone(),
             cwd: q
                 .settings
@@ -1634,6 +1635,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         source: QuerySource {
             file: s.file_name.clone(),
             text: s.source.clone(),
+            modules: s.modules.clone(),
         },
         settings: QuerySettings {
             run_args: s.args.clone(),
@@ -1641,6 +1643,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
             rules: s.rules.as_ref().map(|r| QuerySource {
                 file: r.name.clone(),
                 text: r.text.clone(),
+                ..QuerySource::default()
             }),
             rules_interval: s.rules.as_ref().and_then(|r| r.interval.clone()),
             ..QuerySettings::default()

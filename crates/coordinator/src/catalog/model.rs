@@ -49,6 +49,21 @@ pub struct QuerySource {
     pub file: String,
     /// The text.
     pub text: String,
+    /// The WebAssembly modules it loads (its `CREATE FUNCTION … LANGUAGE wasm AS 'PATH'`s
+    /// and `--udf` modules), sent with it, so that the coordinator and every worker load
+    /// the same ones whatever their files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<ModuleFile>,
+}
+
+/// A module sent with a query: its path, relative to the query file's folder (as a
+/// `CREATE FUNCTION` names it; a `--udf` module under `udf-modules/`), and its bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleFile {
+    /// Where it goes, relative to the query file's folder.
+    pub path: String,
+    /// Its bytes (a `.wasm` module, or `.wat` text).
+    pub bytes: Vec<u8>,
 }
 
 /// The settings a query was submitted with (the flags of `anduin run` that concern it).
@@ -684,6 +699,7 @@ mod tests {
             source: QuerySource {
                 file: "q2.sql".into(),
                 text: "SELECT 1".into(),
+                ..QuerySource::default()
             },
             settings: QuerySettings::default(),
             at_ms: 1,
