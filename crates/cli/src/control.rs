@@ -127,7 +127,7 @@ impl Outputs {
         let spec = Spec {
             types: Vec::new(),
             operators: graph.nodes.iter().map(|n| n.def.clone()).collect(),
-            functions: Vec::new(),
+            ..Spec::default()
         };
         let mut paths: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for op in spec

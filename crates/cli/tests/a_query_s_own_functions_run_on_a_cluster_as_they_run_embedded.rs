@@ -96,6 +96,57 @@ WHERE add_one(amount) > 13;"
 }
 
 #[test]
+fn a_flow_query_s_udf_block_sends_its_module_too() {
+    let work = tempfile::tempdir().expect("tempdir");
+    modules(work.path());
+    std::fs::write(
+        work.path().join("q.flow"),
+        r#"udf path = "udfs/add_one.wasm"
+type name = "Order" {
+  column name = "ts", type = "timestamp"
+  column name = "customer", type = "string"
+  column name = "amount", type = "int"
+}
+operator name = "src", type = "reader" {
+  param path = "${INPUT}"
+  output name = "orders", type = "Order"
+}
+operator name = "m", type = "map" {
+  input name = "orders"
+  param columns = "add_one(amount) AS next, half(CAST(amount AS DOUBLE)) AS h, customer"
+  output name = "next"
+}
+operator name = "out", type = "writer" {
+  input name = "next"
+  param path = "${OUTPUT}"
+}
+"#,
+    )
+    .expect("query");
+    let input = input();
+    anduin_ok(
+        work.path(),
+        &[
+            "run",
+            "q.flow",
+            "--var",
+            &input,
+            "--var",
+            "OUTPUT=embedded.csv",
+        ],
+    );
+    let expected = output_rows(&work.path().join("embedded.csv"));
+    assert_eq!(expected.len(), 12, "{expected:?}");
+    let cluster = LocalCluster::start(1, 8);
+    let submit = cluster.submit(
+        work.path(),
+        "q.flow",
+        &["--var", &input, "--var", "OUTPUT=out"],
+    );
+    assert_submitted_output(&cluster, submit, &work.path().join("out"), &expected);
+}
+
+#[test]
 fn two_queries_of_one_coordinator_declare_one_name_each_their_own_way() {
     let work = tempfile::tempdir().expect("tempdir");
     let input = input();
@@ -187,6 +238,58 @@ fn a_coordinator_restarted_mid_run_takes_over_with_the_modules_its_catalog_kept(
     restart_coordinator_after(&mut cluster, "q", 2);
     let logs = assert_submitted_output(&cluster, submit, &work.path().join("out"), &expected);
     assert!(logs.contains("taken over"), "{logs}");
+}
+
+#[test]
+fn a_refused_submission_under_a_running_query_s_name_leaves_its_files_alone() {
+    let (first, second) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let query = windowed_generator(
+        3,
+        1_000_000_000,
+        1_000,
+        r#"param kind = "tumbling" param size = "1s""#,
+    )
+    .replace("SUM(value) AS total", "SUM(add_one(value)) AS total");
+    for (work, text) in [(&first, "(module)"), (&second, "(module (memory 1))")] {
+        modules(work.path());
+        std::fs::write(
+            work.path().join("q.flow"),
+            format!("udf path = \"udfs/add_one.wasm\"\n{query}"),
+        )
+        .expect("query");
+        // What tells the two modules apart, sent with each.
+        std::fs::write(work.path().join("udfs/other.wat"), text).expect("module");
+    }
+    let first_flow = std::fs::read_to_string(first.path().join("q.flow")).expect("query");
+    std::fs::write(
+        second.path().join("q.flow"),
+        format!("udf path = \"udfs/other.wat\"\n{first_flow}"),
+    )
+    .expect("query");
+    let cluster = LocalCluster::start(1, 8);
+    let _running = cluster.submit(first.path(), "q.flow", &["--var", "OUTPUT=out"]);
+    common::wait_until("the first query runs", || {
+        cluster.status("q")["state"] == "running"
+    });
+    let refused = cluster
+        .submit(second.path(), "q.flow", &["--var", "OUTPUT=out"])
+        .wait_output();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("is already running"),
+        "{stderr}"
+    );
+    // The running query's copy of its file is its own, and no module of the other was
+    // written beside it.
+    let kept = cluster.dir.path().join("coordinator/queries/q");
+    assert_eq!(
+        std::fs::read_to_string(kept.join("q.flow")).expect("kept"),
+        first_flow
+    );
+    assert!(!kept.join("udfs/other.wat").exists());
 }
 
 #[test]

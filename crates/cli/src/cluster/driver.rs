@@ -199,12 +199,24 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
             bail!("`anduin submit` does not take {refused}: the coordinator chooses it");
         }
     }
+    // A file name, not a path (`anduin submit` sends the file's name): nothing is written
+    // outside the query's folder.
+    let mut parts = Path::new(&s.file_name).components();
+    if !matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    ) {
+        bail!(
+            "the query file's name `{}` is not a file name (this anduin submit sends one)",
+            s.file_name
+        );
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
     let file = dir.join(&s.file_name);
     std::fs::write(&file, &s.source)
         .with_context(|| format!("cannot write `{}`", file.display()))?;
     // Its modules beside it, where its `CREATE FUNCTION`s and `--udf` flags find them.
-    let run_args = super::modules::materialize(dir, &s.modules, &s.args)?;
+    let run_args = super::modules::materialize(dir, &s.file_name, &s.modules, &s.args)?;
     // The rule file is kept beside the query's, and read from there.
     let mut rules_args = Vec::new();
     if let Some(r) = &s.rules {

@@ -1,6 +1,6 @@
 //! The WebAssembly modules of a submitted query. `anduin submit` reads them (the modules its
-//! `CREATE FUNCTION`s and `CREATE AGGREGATE`s name, relative to the query file's folder, and
-//! its `--udf` modules) and sends them with the query; the coordinator keeps them in its
+//! `CREATE FUNCTION`s and `CREATE AGGREGATE`s or its `.flow` `udf` blocks name, relative to
+//! the query file's folder, and its `--udf` modules) and sends them with the query; the coordinator keeps them in its
 //! catalog, and it and each worker write them beside the query file before loading it, so
 //! that every process loads the same modules whatever files it can see (as Flink ships a
 //! job's jar). A module's path must stay inside the query file's folder: a path that climbs
@@ -31,30 +31,26 @@ pub fn collect(query: &Path, source: &str, args: &mut Vec<String>) -> Result<Vec
         *value = path.clone();
         modules.push(ModuleFile { path, bytes: read });
     }
-    if query.extension().is_some_and(|e| e == "sql") {
-        let base = query.parent().unwrap_or(Path::new(""));
-        // A query that does not parse is the coordinator's to refuse, with its positions.
-        let declared = anduin_spec::parse_sql(source)
-            .map(|spec| spec.functions)
-            .unwrap_or_default();
-        for f in declared.iter().filter(|f| f.language.as_str() == "wasm") {
-            let path = f.body.as_str().to_string();
-            if modules.iter().any(|m: &ModuleFile| m.path == path) {
-                continue;
-            }
-            inside(&path).with_context(|| {
-                format!("function `{}`: its module cannot be sent", f.name.as_str())
-            })?;
-            let file = base.join(&path);
-            let bytes = std::fs::read(&file).with_context(|| {
-                format!(
-                    "function `{}`: cannot read its module `{}`",
-                    f.name.as_str(),
-                    file.display()
-                )
-            })?;
-            modules.push(ModuleFile { path, bytes });
+    let base = query.parent().unwrap_or(Path::new(""));
+    let file_name = query.file_name().map(|n| n.to_string_lossy().into_owned());
+    let udfs = modules.len();
+    for (what, path) in declared(query, source) {
+        // One module named by several declarations is sent once (never one of `--udf`'s
+        // for it: those are under a folder a declared path may not name).
+        if modules[udfs..].iter().any(|m: &ModuleFile| m.path == path) {
+            continue;
         }
+        writable(&path, file_name.as_deref())
+            .with_context(|| format!("{what}: its module cannot be sent"))?;
+        if inside(&path)?.starts_with(UDF_DIR) {
+            bail!(
+                "{what}: its module `{path}` is in `{UDF_DIR}/`, where `anduin submit` puts the `--udf` modules: give the folder another name"
+            );
+        }
+        let file = base.join(&path);
+        let bytes = std::fs::read(&file)
+            .with_context(|| format!("{what}: cannot read its module `{}`", file.display()))?;
+        modules.push(ModuleFile { path, bytes });
     }
     let total: usize = modules.iter().map(|m| m.bytes.len()).sum();
     if total > MAX_BYTES {
@@ -65,11 +61,49 @@ pub fn collect(query: &Path, source: &str, args: &mut Vec<String>) -> Result<Vec
     Ok(modules)
 }
 
-/// Writes `modules` under `dir` (the folder of the query file) and returns `args` with each
-/// `--udf` path made the written module's.
-pub fn materialize(dir: &Path, modules: &[ModuleFile], args: &[String]) -> Result<Vec<String>> {
+/// The modules the query names, each with what names it (for messages): its SQL
+/// `CREATE FUNCTION … LANGUAGE wasm`s, its `.flow` `udf` blocks. A query that does not parse
+/// names none here: the coordinator refuses it, with its positions.
+fn declared(query: &Path, source: &str) -> Vec<(String, String)> {
+    match query.extension().and_then(|e| e.to_str()) {
+        Some("sql") => anduin_spec::parse_sql(source)
+            .map(|spec| spec.functions)
+            .unwrap_or_default()
+            .iter()
+            .filter(|f| f.language.as_str() == "wasm")
+            .map(|f| {
+                (
+                    format!("function `{}`", f.name.as_str()),
+                    f.body.as_str().to_string(),
+                )
+            })
+            .collect(),
+        Some("flow") => anduin_spec::parse_flow(source)
+            .map(|spec| spec.modules)
+            .unwrap_or_default()
+            .iter()
+            .map(|m| {
+                let at = m.pos;
+                (
+                    format!("the `udf` block at {}:{}", at.line, at.col),
+                    m.path.as_str().to_string(),
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Writes `modules` under `dir` (the folder of the query file, named `file_name`) and
+/// returns `args` with each `--udf` path made the written module's.
+pub fn materialize(
+    dir: &Path,
+    file_name: &str,
+    modules: &[ModuleFile],
+    args: &[String],
+) -> Result<Vec<String>> {
     for m in modules {
-        let file = dir.join(inside(&m.path)?);
+        let file = dir.join(writable(&m.path, Some(file_name))?);
         if let Some(parent) = file.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create `{}`", parent.display()))?;
@@ -110,16 +144,46 @@ fn udf_values(args: &mut Vec<String>) -> Vec<&mut String> {
     out
 }
 
-/// `path` as a path inside the query file's folder: relative, no `..`, not empty.
+/// The files a coordinator and a worker keep beside the query file (see `worker::
+/// start_executor`, `worker::FAILURE_FILE`, `driver::prepare`): no module may take their
+/// place, nor the query file's.
+const KEPT_BESIDE: [&str; 3] = ["deployment.json", "failure.txt", "rules"];
+
+/// [`inside`], and not a file kept beside the query file (`file_name`) or the query file.
+fn writable(path: &str, file_name: Option<&str>) -> Result<PathBuf> {
+    let p = inside(path)?;
+    let top = p.to_string_lossy();
+    if KEPT_BESIDE.contains(&top.as_ref()) || file_name == Some(top.as_ref()) {
+        bail!(
+            "module path `{path}` is the name of a file a cluster keeps beside the query file ({}, and the query file itself): put the module in a folder or give it another name",
+            KEPT_BESIDE.join(", ")
+        );
+    }
+    Ok(p)
+}
+
+/// `path` as a path inside the query file's folder: relative, no `..`, not empty (`./`
+/// dropped).
 fn inside(path: &str) -> Result<PathBuf> {
+    if path.contains("${") {
+        bail!(
+            "module path `{path}` holds a variable: a query sent to a cluster names its modules by paths written out"
+        );
+    }
     let p = Path::new(path);
-    let ok = !path.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_)));
-    if !ok {
+    let ok = p
+        .components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    let normal: PathBuf = p
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect();
+    if !ok || normal.as_os_str().is_empty() {
         bail!(
             "module path `{path}` is not inside the query file's folder: a query sent to a cluster names its modules by relative paths without `..`"
         );
     }
-    Ok(p.to_path_buf())
+    Ok(normal)
 }
 
 #[cfg(test)]
@@ -154,10 +218,56 @@ mod tests {
             ])
         );
         let there = tempfile::tempdir().expect("tempdir");
-        let run = materialize(there.path(), &modules, &sent).expect("written");
+        let run = materialize(there.path(), "q.flow", &modules, &sent).expect("written");
         let written = there.path().join("udf-modules/1-b.wat");
         assert_eq!(std::fs::read(&written).expect("written"), b"second");
         assert_eq!(run[5], written.display().to_string());
+    }
+
+    #[test]
+    fn the_most_modules_a_submission_carries_fit_in_one_control_message() {
+        let submission = super::super::proto::Submission {
+            name: "q".into(),
+            file_name: "q.sql".into(),
+            source: String::new(),
+            modules: vec![ModuleFile {
+                path: "m.wasm".into(),
+                bytes: vec![0xff; MAX_BYTES],
+            }],
+            args: Vec::new(),
+            cwd: PathBuf::new(),
+            rules: None,
+            resume: false,
+        };
+        let sent = serde_json::to_vec(&super::super::proto::ToCoordinator::Submit(submission))
+            .expect("serialises");
+        assert!(
+            sent.len() < super::super::proto::MESSAGE_LIMIT,
+            "{} bytes",
+            sent.len()
+        );
+    }
+
+    #[test]
+    fn a_declared_module_never_takes_a_udf_module_s_place() {
+        let client = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(client.path().join("udf-modules")).expect("folder");
+        std::fs::write(client.path().join("udf-modules/0-m.wat"), b"declared").expect("module");
+        std::fs::write(client.path().join("m.wat"), b"flag").expect("module");
+        let query = client.path().join("q.sql");
+        let source =
+            "CREATE FUNCTION f(x BIGINT) RETURNS BIGINT LANGUAGE wasm AS 'udf-modules/0-m.wat';
+CREATE TABLE t (x BIGINT) WITH (connector = 'file', path = 'in.csv');
+CREATE TABLE out WITH (connector = 'file', path = 'out.csv');
+INSERT INTO out SELECT f(x) AS y FROM t;";
+        let flag = client.path().join("m.wat").display().to_string();
+        let mut sent = args(&["--udf", &flag]);
+        let e = collect(&query, source, &mut sent).expect_err("refused");
+        assert!(
+            format!("{e:#}")
+                .contains("is in `udf-modules/`, where `anduin submit` puts the `--udf` modules"),
+            "{e:#}"
+        );
     }
 
     #[test]
@@ -168,15 +278,34 @@ mod tests {
                 path: path.into(),
                 bytes: b"x".to_vec(),
             };
-            let e = materialize(there.path(), &[m], &[]).expect_err(path);
+            let e = materialize(there.path(), "q.flow", &[m], &[]).expect_err(path);
             assert!(
                 format!("{e:#}").contains("is not inside the query file's folder"),
                 "{e:#}"
             );
         }
+        // Nor in place of a file kept beside the query file, nor of the query file.
+        for path in ["deployment.json", "./failure.txt", "q.flow"] {
+            let m = ModuleFile {
+                path: path.into(),
+                bytes: b"x".to_vec(),
+            };
+            let e = materialize(there.path(), "q.flow", &[m], &[]).expect_err(path);
+            assert!(format!("{e:#}").contains("a cluster keeps beside"), "{e:#}");
+        }
+        // `./` is the folder itself.
+        assert_eq!(
+            inside("./udfs/m.wat").expect("inside"),
+            Path::new("udfs/m.wat")
+        );
         // A `--udf` the submission did not send is not loaded from wherever it points.
-        let e =
-            materialize(there.path(), &[], &args(&["--udf", "/etc/x.wasm"])).expect_err("not sent");
+        let e = materialize(
+            there.path(),
+            "q.flow",
+            &[],
+            &args(&["--udf", "/etc/x.wasm"]),
+        )
+        .expect_err("not sent");
         assert!(
             format!("{e:#}").contains("was not sent with the query"),
             "{e:#}"

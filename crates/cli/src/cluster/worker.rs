@@ -469,7 +469,12 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
     let file = dir.join(&d.submission.file_name);
     std::fs::write(&file, &d.submission.source)?;
     // Its modules beside it, where its `CREATE FUNCTION`s and `--udf` flags find them.
-    let args = super::modules::materialize(&dir, &d.submission.modules, &d.submission.args)?;
+    let args = super::modules::materialize(
+        &dir,
+        &d.submission.file_name,
+        &d.submission.modules,
+        &d.submission.args,
+    )?;
     let deployment = dir.join("deployment.json");
     let d = &Deployment {
         coordinators: Some(env.coordinators.clone()),
