@@ -2,7 +2,7 @@
 # The one command that checks everything, on a fresh machine as in CI:
 # installs what is missing (cargo-nextest, the moto S3 test server, cmake for librdkafka,
 # nats-server for the NATS tests, etcd and redis-server for the coordinators' leader election,
-# Chromium for the web UI's browser test), then runs rustfmt, clippy (warnings are errors), every test (unit,
+# clang, lld and llvm for the UDF template's build, Chromium for the web UI's browser test), then runs rustfmt, clippy (warnings are errors), every test (unit,
 # scenario, end-to-end against golden outputs) and the doctests.
 #
 #   scripts/test.sh
@@ -67,6 +67,17 @@ if ! command -v cmake >/dev/null 2>&1; then
   if [ "$(id -u)" -ne 0 ]; then as_root="sudo"; fi
   DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q cmake >/dev/null \
     || { $as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q cmake >/dev/null; }
+fi
+
+# `anduin udf new`'s test builds its template with Debian's clang, wasm-ld (lld) and
+# llvm-objcopy (llvm), as its users do.
+if ! command -v clang >/dev/null 2>&1 || ! command -v wasm-ld >/dev/null 2>&1 \
+  || ! command -v llvm-objcopy >/dev/null 2>&1; then
+  step "installing clang, lld and llvm (the WebAssembly UDF template's build)"
+  as_root=""
+  if [ "$(id -u)" -ne 0 ]; then as_root="sudo"; fi
+  DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q clang lld llvm >/dev/null \
+    || { $as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -q clang lld llvm >/dev/null; }
 fi
 
 # The NATS connector's tests start Debian's nats-server (2.9, with JetStream) on loopback.

@@ -42,6 +42,9 @@ pub struct RunPlaces {
     pub query_file: Option<PathBuf>,
     /// The changes recorded by the checkpoint the run resumes from (applied again).
     pub restored: Vec<ChangeRecord>,
+    /// The query's own functions, where the process holds several queries (a cluster's
+    /// coordinator): a change's expression is checked with them. `None`: the process's.
+    pub functions: Option<Arc<anduin_expr::UserFunctions>>,
 }
 
 /// The handle of query `name` (read from `file`), running `graph`, in a run that uses
@@ -61,16 +64,23 @@ pub fn control_of(
         .map(|n| n.name().to_string())
         .collect();
     let query = name.to_string();
+    let functions = places.functions.clone();
     let outputs = Mutex::new(Outputs::new(&graph, places)?);
     let validate = move |r: &ChangeRequest, earlier: &BTreeMap<String, String>| {
-        check_change_after(
-            &graph,
-            &BuiltinCatalog,
-            &r.operator,
-            earlier,
-            &r.param,
-            &r.value,
-        )
+        let check = || {
+            check_change_after(
+                &graph,
+                &BuiltinCatalog,
+                &r.operator,
+                earlier,
+                &r.param,
+                &r.value,
+            )
+        };
+        match &functions {
+            Some(f) => anduin_expr::FunctionProvider::scoped(f, check),
+            None => check(),
+        }
         .map_err(|e| refusal(&query, r, e))?;
         let writer = graph
             .nodes
@@ -117,7 +127,7 @@ impl Outputs {
         let spec = Spec {
             types: Vec::new(),
             operators: graph.nodes.iter().map(|n| n.def.clone()).collect(),
-            functions: Vec::new(),
+            ..Spec::default()
         };
         let mut paths: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for op in spec

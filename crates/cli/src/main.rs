@@ -67,6 +67,10 @@ enum Command {
     Cancel(cluster::client::CancelArgs),
     /// Start a coordinator and N workers on this machine, run a query on them, and stop.
     Cluster(cluster::local::ClusterArgs),
+    /// User-defined functions: `anduin udf new NAME` writes a template project for
+    /// WebAssembly functions in C.
+    #[command(subcommand)]
+    Udf(cmd::udf::UdfCommand),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Command::Status(args) => cluster::client::status(args),
         Command::Cancel(args) => cluster::client::cancel(args),
         Command::Cluster(args) => cluster::local::cluster(args),
+        Command::Udf(c) => cmd::udf::udf(c),
     };
     match result {
         Ok(code) => code,

@@ -4,8 +4,10 @@
 //! query's expressions and aggregates can call them
 //! (`anduin_expr::FunctionProvider::register_scalar`, `register_aggregate`).
 //!
-//! Registration is for the whole process: `anduin run` runs one query. A cluster does not
-//! carry modules to its workers yet, so `anduin submit` refuses a query that declares one.
+//! Registration is for the whole process (`anduin run` runs one query, and so does each
+//! executor of a cluster), or, in a cluster's coordinator, which loads several queries, for
+//! the query it loads (`anduin_expr::FunctionProvider::scoped`). A cluster's modules come
+//! with the submission (`cluster::modules`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -19,9 +21,9 @@ use anduin_udf::{
 };
 use anyhow::Result;
 
-/// Loads the modules of `spec`'s `CREATE FUNCTION`s (paths relative to the folder of
-/// `query`, the query file) and registers each function; every problem is a diagnostic at
-/// the statement (a module that cannot be loaded: at its path).
+/// Loads the modules of `spec`'s `CREATE FUNCTION`s and `udf` blocks (paths relative to the
+/// folder of `query`, the query file) and registers each function; every problem is a
+/// diagnostic at the statement (a module that cannot be loaded: at its path).
 pub fn register_declared(query: &Path, spec: &Spec) -> Result<(), Diagnostics> {
     let base = query.parent().unwrap_or(Path::new(""));
     let mut modules: HashMap<PathBuf, WasmModule> = HashMap::new();
@@ -29,6 +31,11 @@ pub fn register_declared(query: &Path, spec: &Spec) -> Result<(), Diagnostics> {
     for f in &spec.functions {
         if let Err(d) = register_one(base, f, &mut modules) {
             diags.push(d);
+        }
+    }
+    for m in &spec.modules {
+        if let Err(e) = register_module(&base.join(m.path.as_str())) {
+            diags.push(Diagnostic::error(m.path.pos(), format!("{e:#}")));
         }
     }
     if diags.0.is_empty() {
@@ -115,29 +122,31 @@ fn limits() -> Limits {
 /// Loads each module of `--udf` and registers the functions it declares in its
 /// `anduin:functions` section and the aggregates of its `anduin:aggregates` section.
 pub fn register_modules(paths: &[PathBuf]) -> Result<()> {
-    for path in paths {
-        let module = WasmModule::load(path)?;
-        let functions = module.declared_functions(limits())?;
-        let aggregates = module.declared_aggregates(limits())?;
-        let names = functions
-            .iter()
-            .map(|f| f.declaration().name.clone())
-            .chain(aggregates.iter().map(|a| a.declaration().name.clone()));
-        for name in names {
-            if let Some(what) = anduin_spec::reserved_function(&name) {
-                anyhow::bail!(
-                    "module `{}` declares function `{name}`, a reserved name: it is {what}, which the query reads as its own wherever it is called; give yours another name",
-                    path.display()
-                );
-            }
+    paths.iter().try_for_each(|p| register_module(p))
+}
+
+/// Loads the module at `path` and registers the functions and aggregates it declares.
+fn register_module(path: &Path) -> Result<()> {
+    let module = WasmModule::load(path)?;
+    let functions = module.declared_functions(limits())?;
+    let aggregates = module.declared_aggregates(limits())?;
+    let names = functions
+        .iter()
+        .map(|f| f.declaration().name.clone())
+        .chain(aggregates.iter().map(|a| a.declaration().name.clone()));
+    for name in names {
+        if let Some(what) = anduin_spec::reserved_function(&name) {
+            anyhow::bail!(
+                "module `{}` declares function `{name}`, a reserved name: it is {what}, which the query reads as its own wherever it is called; give yours another name",
+                path.display()
+            );
         }
-        for f in functions {
-            register(f).map_err(|e| anyhow::anyhow!("module `{}`: {e}", path.display()))?;
-        }
-        for a in aggregates {
-            register_aggregate(a)
-                .map_err(|e| anyhow::anyhow!("module `{}`: {e}", path.display()))?;
-        }
+    }
+    for f in functions {
+        register(f).map_err(|e| anyhow::anyhow!("module `{}`: {e}", path.display()))?;
+    }
+    for a in aggregates {
+        register_aggregate(a).map_err(|e| anyhow::anyhow!("module `{}`: {e}", path.display()))?;
     }
     Ok(())
 }

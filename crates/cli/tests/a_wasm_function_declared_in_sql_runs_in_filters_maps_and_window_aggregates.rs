@@ -126,6 +126,72 @@ operator name = "out", type = "writer" {
     assert_eq!(out, "customer,next,h\nbob,41,20.0\nalice,91,45.0\n");
 }
 
+/// The `.flow` query of `udf_loads_…`, its module named by a `udf` block instead of `--udf`.
+const FLOW_WITH_UDF_BLOCK: &str = r#"udf path = "MODULE"
+type name = "Order" {
+  column name = "ts", type = "timestamp"
+  column name = "customer", type = "string"
+  column name = "amount", type = "int"
+}
+operator name = "src", type = "reader" {
+  param path = "${INPUT}"
+  output name = "orders", type = "Order"
+}
+operator name = "m", type = "map" {
+  input name = "orders"
+  param columns = "customer, add_one(amount) AS next, half(CAST(amount AS DOUBLE)) AS h"
+  output name = "next"
+}
+operator name = "f", type = "filter" {
+  input name = "next"
+  param condition = "next > 40"
+  output name = "big"
+}
+operator name = "out", type = "writer" {
+  input name = "big"
+  param path = "${OUTPUT}"
+}
+"#;
+
+#[test]
+fn a_udf_block_loads_a_module_for_a_flow_query_as_udf_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    modules(dir.path());
+    // Beside the query file, in a folder of its own: the path is the query's folder's.
+    std::fs::create_dir_all(dir.path().join("q")).expect("folder");
+    std::fs::rename(dir.path().join("udfs"), dir.path().join("q/udfs")).expect("moved");
+    let query = FLOW_WITH_UDF_BLOCK.replace("MODULE", "udfs/add_one.wasm");
+    std::fs::write(dir.path().join("q/q.flow"), query).expect("query");
+    let input = format!("INPUT={}", repo().join("data/orders.csv").display());
+    anduin_ok(
+        dir.path(),
+        &[
+            "run",
+            "q/q.flow",
+            "--var",
+            &input,
+            "--var",
+            "OUTPUT=out.csv",
+        ],
+    );
+    let out = std::fs::read_to_string(dir.path().join("out.csv")).expect("output");
+    assert_eq!(out, "customer,next,h\nbob,41,20.0\nalice,91,45.0\n");
+    // A module that is not there is an error at its block.
+    std::fs::write(
+        dir.path().join("q/q.flow"),
+        FLOW_WITH_UDF_BLOCK.replace("MODULE", "udfs/missing.wasm"),
+    )
+    .expect("query");
+    let out = common::anduin(dir.path(), &["check", "q/q.flow"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("q/q.flow:1:12:")
+            && stderr.contains("missing.wasm"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn the_example_runs_its_text_format_modules_as_documented() {
     let dir = tempfile::tempdir().expect("tempdir");

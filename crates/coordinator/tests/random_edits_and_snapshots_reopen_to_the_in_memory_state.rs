@@ -44,7 +44,7 @@ fn edit() -> impl Strategy<Value = Edit> {
         3 => (query.clone(), "[a-z ]{0,40}", proptest::option::of(1u32..8)).prop_map(|(query, text, parallelism)| {
             Edit::QuerySubmitted {
                 query,
-                source: QuerySource { file: "q.sql".into(), text },
+                source: QuerySource { file: "q.sql".into(), text, ..QuerySource::default() },
                 settings: QuerySettings { parallelism, ..QuerySettings::default() },
                 at_ms: 7,
             }

@@ -34,4 +34,4 @@ pub use compile::{
 pub use error::{ExprError, ExprErrorKind};
 pub use float_order::SqlFloat;
 pub use parse::{parse_text, parse_then, parse_then_with_depth};
-pub use provider::FunctionProvider;
+pub use provider::{FunctionProvider, UserFunctions};

@@ -1,8 +1,10 @@
 //! The functions an expression may call: DataFusion's built-in scalar and aggregate
 //! functions, and the user's scalar and aggregate functions registered for this process
 //! ([`FunctionProvider::register_scalar`], [`FunctionProvider::register_aggregate`]: the
-//! WebAssembly and JavaScript functions of `anduin-udf`).
+//! WebAssembly and JavaScript functions of `anduin-udf`), or for one query of a process that
+//! holds several (a cluster's coordinator: [`FunctionProvider::scoped`]).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
@@ -18,13 +20,38 @@ pub struct FunctionProvider {
     scalars: HashMap<String, Arc<ScalarUDF>>,
     aggregates: HashMap<String, Arc<AggregateUDF>>,
     planners: Vec<Arc<dyn ExprPlanner>>,
-    /// The user's scalar functions, by lower-case name. Registered for the whole process
-    /// (the query it runs), since expressions are compiled wherever operators are built.
-    user: RwLock<HashMap<String, Arc<ScalarUDF>>>,
-    /// The user's aggregate functions, by lower-case name, each with whether it can combine
-    /// two of its states (see [`FunctionProvider::register_aggregate`]).
-    user_aggregates: RwLock<HashMap<String, (Arc<AggregateUDF>, bool)>>,
+    /// The user's functions of the whole process (the query it runs), since expressions are
+    /// compiled wherever operators are built; a thread in a [`FunctionProvider::scoped`]
+    /// call sees that scope's instead.
+    user: Arc<UserFunctions>,
     options: datafusion_common::config::ConfigOptions,
+}
+
+/// The user's functions of one scope: a process's, or one query's
+/// ([`FunctionProvider::scoped`]).
+#[derive(Debug, Default)]
+pub struct UserFunctions {
+    /// Scalar functions, by lower-case name.
+    scalars: RwLock<HashMap<String, Arc<ScalarUDF>>>,
+    /// Aggregate functions, by lower-case name, each with whether it can combine two of its
+    /// states (see [`FunctionProvider::register_aggregate`]).
+    aggregates: RwLock<HashMap<String, (Arc<AggregateUDF>, bool)>>,
+}
+
+thread_local! {
+    /// The scope of the [`FunctionProvider::scoped`] call this thread is in, if any.
+    static SCOPE: RefCell<Option<Arc<UserFunctions>>> = const { RefCell::new(None) };
+}
+
+/// Puts the scope a [`FunctionProvider::scoped`] call replaced back, even when its closure
+/// panics.
+struct ScopeGuard(Option<Arc<UserFunctions>>);
+
+impl Drop for ScopeGuard {
+    fn drop(&mut self) {
+        let before = self.0.take();
+        SCOPE.with(|s| *s.borrow_mut() = before);
+    }
 }
 
 impl FunctionProvider {
@@ -85,10 +112,26 @@ impl FunctionProvider {
             scalars,
             aggregates,
             planners,
-            user: RwLock::default(),
-            user_aggregates: RwLock::default(),
+            user: Arc::default(),
             options: Default::default(),
         }
+    }
+
+    /// Runs `f` with `functions` as the user's functions of this thread: what `f` registers
+    /// goes there, and the expressions it compiles call those (and no other scope's, nor the
+    /// process's). A process that loads several queries (a cluster's coordinator) keeps each
+    /// query's functions apart so: two queries may declare one name, each its own way.
+    pub fn scoped<R>(functions: &Arc<UserFunctions>, f: impl FnOnce() -> R) -> R {
+        let before = SCOPE.with(|s| s.borrow_mut().replace(Arc::clone(functions)));
+        let _back = ScopeGuard(before);
+        f()
+    }
+
+    /// The user's functions this thread sees now.
+    fn user(&self) -> Arc<UserFunctions> {
+        SCOPE
+            .with(|s| s.borrow().clone())
+            .unwrap_or_else(|| Arc::clone(&self.user))
     }
 
     /// Whether `name` (any case) is a scalar function, built in or the user's.
@@ -99,7 +142,8 @@ impl FunctionProvider {
     fn scalar(&self, name: &str) -> Option<Arc<ScalarUDF>> {
         let name = name.to_lowercase();
         self.scalars.get(&name).cloned().or_else(|| {
-            self.user
+            self.user()
+                .scalars
                 .read()
                 .unwrap_or_else(PoisonError::into_inner)
                 .get(&name)
@@ -122,9 +166,13 @@ impl FunctionProvider {
     /// ```
     pub fn register_scalar(&self, f: ScalarUDF) -> Result<(), crate::ExprError> {
         let name = f.name().to_lowercase();
-        let mut user = self.user.write().unwrap_or_else(PoisonError::into_inner);
-        let aggs = self
-            .user_aggregates
+        let scope = self.user();
+        let mut user = scope
+            .scalars
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let aggs = scope
+            .aggregates
             .read()
             .unwrap_or_else(PoisonError::into_inner);
         let before = user
@@ -150,9 +198,13 @@ impl FunctionProvider {
     ) -> Result<(), crate::ExprError> {
         let name = f.name().to_lowercase();
         // Locked in the order `register_scalar` locks them.
-        let user = self.user.write().unwrap_or_else(PoisonError::into_inner);
-        let mut aggs = self
-            .user_aggregates
+        let scope = self.user();
+        let user = scope
+            .scalars
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut aggs = scope
+            .aggregates
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         let before = user
@@ -185,7 +237,8 @@ impl FunctionProvider {
     /// Whether the user's aggregate `name` (any case) can combine two of its states;
     /// `None` if no aggregate of the user's is called so.
     pub fn user_aggregate_merges(&self, name: &str) -> Option<bool> {
-        self.user_aggregates
+        self.user()
+            .aggregates
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&name.to_lowercase())
@@ -200,7 +253,8 @@ impl FunctionProvider {
     fn aggregate(&self, name: &str) -> Option<Arc<AggregateUDF>> {
         let name = name.to_lowercase();
         self.aggregates.get(&name).cloned().or_else(|| {
-            self.user_aggregates
+            self.user()
+                .aggregates
                 .read()
                 .unwrap_or_else(PoisonError::into_inner)
                 .get(&name)
@@ -254,13 +308,15 @@ impl ContextProvider for FunctionProvider {
     }
 
     fn udf_names(&self) -> Vec<String> {
-        let user = self.user.read().unwrap_or_else(PoisonError::into_inner);
+        let scope = self.user();
+        let user = scope.scalars.read().unwrap_or_else(PoisonError::into_inner);
         self.scalars.keys().chain(user.keys()).cloned().collect()
     }
 
     fn udaf_names(&self) -> Vec<String> {
-        let user = self
-            .user_aggregates
+        let scope = self.user();
+        let user = scope
+            .aggregates
             .read()
             .unwrap_or_else(PoisonError::into_inner);
         self.aggregates.keys().chain(user.keys()).cloned().collect()
@@ -272,5 +328,51 @@ impl ContextProvider for FunctionProvider {
 
     fn udwf_names(&self) -> Vec<String> {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion_expr::{create_udf, ColumnarValue, Volatility};
+
+    /// A scalar function `name` that returns its argument.
+    fn same(name: &str) -> ScalarUDF {
+        create_udf(
+            name,
+            vec![DataType::Int64],
+            DataType::Int64,
+            Volatility::Immutable,
+            Arc::new(|args: &[ColumnarValue]| Ok(args[0].clone())),
+        )
+    }
+
+    #[test]
+    fn each_scope_keeps_its_own_functions_apart_from_the_others_and_the_process() {
+        let provider = FunctionProvider::get();
+        let (a, b) = (
+            Arc::new(UserFunctions::default()),
+            Arc::new(UserFunctions::default()),
+        );
+        FunctionProvider::scoped(&a, || provider.register_scalar(same("scoped_same")))
+            .expect("free in a");
+        // Another scope declares the name again, its own way.
+        FunctionProvider::scoped(&b, || provider.register_scalar(same("scoped_same")))
+            .expect("free in b");
+        assert!(FunctionProvider::scoped(&a, || provider.is_scalar("SCOPED_SAME")));
+        assert!(!provider.is_scalar("scoped_same"), "not the process's");
+        let again = FunctionProvider::scoped(&a, || provider.register_scalar(same("scoped_same")))
+            .expect_err("declared twice in a");
+        assert!(
+            again.message.contains("declared twice"),
+            "{}",
+            again.message
+        );
+        // A panic inside a scope leaves the thread out of it.
+        let panicked = std::panic::catch_unwind(|| {
+            FunctionProvider::scoped(&a, || panic!("inside"));
+        });
+        assert!(panicked.is_err());
+        assert!(!provider.is_scalar("scoped_same"));
     }
 }

@@ -686,6 +686,7 @@ impl<'a, C: Catalog> Converter<'a, C> {
             types: self.original.types.clone(),
             operators,
             functions: self.original.functions.clone(),
+            modules: self.original.modules.clone(),
         })
     }
 

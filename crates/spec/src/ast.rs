@@ -14,6 +14,20 @@ pub struct Spec {
     /// User-defined functions (`CREATE FUNCTION` and `CREATE AGGREGATE` in SQL), in file
     /// order.
     pub functions: Vec<FunctionDef>,
+    /// `udf path = "…"` blocks of `.flow`: WebAssembly modules whose declared functions the
+    /// query calls (as `--udf` loads them), in file order.
+    pub modules: Vec<ModuleDef>,
+}
+
+/// A `udf path = "udfs/m.wasm"` block: a WebAssembly module (or its `.wat` text) that
+/// declares its functions in its custom sections, its path relative to the query file's
+/// folder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModuleDef {
+    /// The module's path, as written.
+    pub path: Text,
+    /// Where the block starts.
+    pub pos: Pos,
 }
 
 /// A user-defined scalar function: `CREATE FUNCTION name(a BIGINT) RETURNS BIGINT

@@ -21,6 +21,9 @@ struct JsonSpec {
     types: Vec<JsonType>,
     #[serde(default)]
     operators: Vec<JsonOperator>,
+    /// The paths of the `udf` blocks' modules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    udfs: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -114,6 +117,7 @@ pub fn to_json(spec: &Spec) -> String {
                 }),
             })
             .collect(),
+        udfs: spec.modules.iter().map(|m| m.path.to_string()).collect(),
     };
     serde_json::to_string_pretty(&js).expect("a JSON tree of strings and numbers serialises")
 }
@@ -140,6 +144,12 @@ pub fn from_json(src: &str) -> Result<Spec, Diagnostics> {
     })?;
     let mut diags = Diagnostics::default();
     let mut spec = Spec::default();
+    for path in js.udfs {
+        spec.modules.push(crate::ModuleDef {
+            path: Text::unplaced(path),
+            pos: Pos::default(),
+        });
+    }
     for t in js.types {
         spec.types.push(TypeDef {
             name: Text::unplaced(t.name),
@@ -216,7 +226,8 @@ mod tests {
 
     #[test]
     fn flow_and_json_describe_the_same_spec() {
-        let src = r#"type name = "T" { column name = "x", type = "int" }
+        let src = r#"udf path = "udfs/m.wasm"
+type name = "T" { column name = "x", type = "int" }
 operator name = "g", type = "generator" { param count = 10 param rate = 2.5 param flag = true output name = "s", type = "T" }
 operator name = "w", type = "writer" { input name = "s" param path = "-" }"#;
         let spec = parse_flow(src).expect("parses");
@@ -226,6 +237,7 @@ operator name = "w", type = "writer" { input name = "s" param path = "-" }"#;
         assert_eq!(back.operators[1].inputs, spec.operators[1].inputs);
         assert!(json.contains("\"count\": 10"), "{json}");
         assert!(json.contains("\"rate\": 2.5"), "{json}");
+        assert_eq!(back.modules[0].path.as_str(), "udfs/m.wasm");
     }
 
     #[test]

@@ -24,7 +24,8 @@ mod text;
 mod vars;
 
 pub use ast::{
-    ColumnDef, ControlDef, FunctionDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value,
+    ColumnDef, ControlDef, FunctionDef, ModuleDef, OperatorDef, OutputDef, Param, Spec, TypeDef,
+    Value,
 };
 pub use json::{from_json, to_json};
 pub use parser::parse_flow;

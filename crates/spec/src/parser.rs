@@ -4,6 +4,7 @@
 //! file      := block*
 //! block     := "type" attrs "{" column* "}"
 //!            | "operator" attrs "{" (param | input | control | output)* "}"
+//!            | "udf" attrs                (path: a WebAssembly module, as `--udf`)
 //! column    := "column" attrs            (name, type)
 //! input     := "input" attrs             (name)
 //! control   := "control" attrs           (name, time?)
@@ -17,7 +18,9 @@
 
 use anduin_types::{Diagnostic, Diagnostics, Pos};
 
-use crate::ast::{ColumnDef, ControlDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
+use crate::ast::{
+    ColumnDef, ControlDef, ModuleDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value,
+};
 use crate::lexer::{lex, Token, TokenKind};
 use crate::Text;
 
@@ -92,7 +95,16 @@ impl Parser {
                     self.next();
                     spec.operators.push(self.operator_block(tok.pos)?);
                 }
-                _ => return Err(self.unexpected("`type` or `operator`")),
+                TokenKind::Ident(w) if w == "udf" => {
+                    self.next();
+                    let attrs = self.attrs("udf")?;
+                    let [path] = take_attrs(attrs, "udf", tok.pos, &["path"], &[])?;
+                    spec.modules.push(ModuleDef {
+                        path: expect_string(path.expect("required"), "udf", "path")?,
+                        pos: tok.pos,
+                    });
+                }
+                _ => return Err(self.unexpected("`type`, `operator` or `udf`")),
             }
         }
     }
@@ -422,7 +434,24 @@ operator name = "low", type = "filter" {
     #[test]
     fn a_stray_top_level_word_is_rejected() {
         let d = err("stream name = \"x\"");
-        assert_eq!(d.message, "expected `type` or `operator`, found `stream`");
+        assert_eq!(
+            d.message,
+            "expected `type`, `operator` or `udf`, found `stream`"
+        );
+    }
+
+    #[test]
+    fn a_udf_block_names_a_module_by_its_path() {
+        let spec =
+            parse_flow("udf path = \"udfs/m.wasm\"\nudf path = \"n.wat\"\n").expect("parses");
+        let paths: Vec<&str> = spec.modules.iter().map(|m| m.path.as_str()).collect();
+        assert_eq!(paths, ["udfs/m.wasm", "n.wat"]);
+        assert_eq!(spec.modules[1].pos, Pos::new(2, 1));
+        let d = err("udf file = \"m.wasm\"");
+        assert_eq!(
+            d.message,
+            "unknown attribute `file` in `udf`: expected `path`"
+        );
     }
 
     #[test]

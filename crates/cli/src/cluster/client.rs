@@ -208,6 +208,8 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
     };
     let source = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read `{}`", args.file.display()))?;
+    // Its modules go with it: the coordinator and the workers load these.
+    let modules = super::modules::collect(&args.file, &source, &mut args.run_args)?;
     let name = match &args.name {
         Some(n) => n.clone(),
         None => args
@@ -225,6 +227,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         name: name.clone(),
         file_name,
         source,
+        modules,
         args: args.run_args.clone(),
         cwd: std::env::current_dir().context("cannot read the working directory")?,
         rules,

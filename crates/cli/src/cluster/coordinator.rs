@@ -947,6 +947,7 @@ fn from_catalog(
             name: id.0.clone(),
             file_name: q.source.file.clone(),
             source: q.source.text.clone(),
+            modules: q.source.modules.clone(),
             args: q.settings.run_args.clone(),
             cwd: q
                 .settings
@@ -1529,6 +1530,21 @@ fn cluster_query_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
+/// The refusal of a submission named `name` while a query of that name is not over.
+fn name_in_use(state: &State, name: &str) -> Option<Reply> {
+    let q = state.queries.get(name).filter(|q| !q.status.is_over())?;
+    Some(Reply::Refused(if q.cancel {
+        format!(
+            "the query named \"{name}\" is being cancelled: submit again once `anduin status` says it is cancelled"
+        )
+    } else {
+        format!(
+            "a query named \"{name}\" is already {}: cancel it or choose another name (--name)",
+            q.status.state
+        )
+    }))
+}
+
 /// Accepts a submission: checks it compiles, records it in the catalog, starts its driver.
 fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
     if !cluster_query_name(&s.name) {
@@ -1538,27 +1554,23 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
             anduin_api::MAX_NAME_LEN
         ));
     }
+    // One submission at a time: the checkpoints cleared below are no running query's, and
+    // the query's folder, which `prepare` writes and reads back, is no other submission's.
+    let _one_at_a_time = cluster.submitting.lock().unwrap_or_else(|p| p.into_inner());
+    // Before anything is written there: the folder of a query of that name that runs is its.
+    if let Some(refused) = name_in_use(&cluster.lock(), &s.name) {
+        return refused;
+    }
     let dir = cluster.state_dir.join("queries").join(&s.name);
     let compiled = match driver::prepare(&dir, &s) {
         Ok(c) => c,
         Err(e) => return Reply::Refused(format!("{e:#}")),
     };
-    // One submission at a time: the checkpoints cleared below are no running query's.
-    let _one_at_a_time = cluster.submitting.lock().unwrap_or_else(|p| p.into_inner());
     let state = cluster.lock();
     // A query of that name that is over: forgotten once this one is accepted.
     let taken = state.queries.contains_key(&s.name);
-    if let Some(q) = state.queries.get(&s.name).filter(|q| !q.status.is_over()) {
-        if q.cancel {
-            return Reply::Refused(format!(
-                "the query named \"{}\" is being cancelled: submit again once `anduin status` says it is cancelled",
-                s.name
-            ));
-        }
-        return Reply::Refused(format!(
-            "a query named \"{}\" is already {}: cancel it or choose another name (--name)",
-            s.name, q.status.state
-        ));
+    if let Some(refused) = name_in_use(&state, &s.name) {
+        return refused;
     }
     // Not held while the store is asked: an object store may be slow to answer, and
     // heartbeats must not wait for it.
@@ -1634,6 +1646,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         source: QuerySource {
             file: s.file_name.clone(),
             text: s.source.clone(),
+            modules: s.modules.clone(),
         },
         settings: QuerySettings {
             run_args: s.args.clone(),
@@ -1641,6 +1654,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
             rules: s.rules.as_ref().map(|r| QuerySource {
                 file: r.name.clone(),
                 text: r.text.clone(),
+                ..QuerySource::default()
             }),
             rules_interval: s.rules.as_ref().and_then(|r| r.interval.clone()),
             ..QuerySettings::default()

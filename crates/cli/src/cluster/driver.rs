@@ -64,6 +64,8 @@ pub struct Compiled {
     pub instance_names: Vec<String>,
     /// Its physical plan (the instances are what the partitioning rules made of it).
     pub plan: PhysicalPlan,
+    /// Its own functions (the coordinator loads several queries: each declares its own).
+    pub functions: Arc<anduin_expr::UserFunctions>,
 }
 
 impl Compiled {
@@ -197,10 +199,24 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
             bail!("`anduin submit` does not take {refused}: the coordinator chooses it");
         }
     }
+    // A file name, not a path (`anduin submit` sends the file's name): nothing is written
+    // outside the query's folder.
+    let mut parts = Path::new(&s.file_name).components();
+    if !matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    ) {
+        bail!(
+            "the query file's name `{}` is not a file name (this anduin submit sends one)",
+            s.file_name
+        );
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
     let file = dir.join(&s.file_name);
     std::fs::write(&file, &s.source)
         .with_context(|| format!("cannot write `{}`", file.display()))?;
+    // Its modules beside it, where its `CREATE FUNCTION`s and `--udf` flags find them.
+    let run_args = super::modules::materialize(dir, &s.file_name, &s.modules, &s.args)?;
     // The rule file is kept beside the query's, and read from there.
     let mut rules_args = Vec::new();
     if let Some(r) = &s.rules {
@@ -214,17 +230,20 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     }
     let argv = std::iter::once("anduin submit".to_string())
         .chain(std::iter::once(file.display().to_string()))
-        .chain(s.args.iter().cloned())
+        .chain(run_args)
         .chain(rules_args);
     let args = AsRun::try_parse_from(argv)
         .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?
         .run;
-    if !args.udfs.is_empty() || declares_functions(&file, &s.source) {
-        bail!("user-defined functions (CREATE FUNCTION, CREATE AGGREGATE, --udf) are not supported in a cluster yet: run the query with `anduin run`");
-    }
     crate::embedded::check_max_parallelism(&args.engine)?;
     let rules = s.rules.as_ref().map(|r| (r.name.as_str(), r.text.as_str()));
-    let loaded = match load_to_run(&file, &args.vars, &args.engine.defaults(), rules) {
+    // The query's functions are its own: another query of this coordinator may declare the
+    // same names otherwise.
+    let functions = Arc::new(anduin_expr::UserFunctions::default());
+    let loaded = match anduin_expr::FunctionProvider::scoped(&functions, || {
+        crate::udfs::register_modules(&args.udfs).map_err(LoadError::Other)?;
+        load_to_run(&file, &args.vars, &args.engine.defaults(), rules)
+    }) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
             let lines: Vec<String> = d.0.iter().map(|x| format!("{}:{x}", s.file_name)).collect();
@@ -234,7 +253,7 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     };
     // Refused at submit when its settings cannot work.
     let _autoscale = crate::autoscale::settings(&args.autoscale, &args.engine, &loaded)?;
-    let _rules = rules_of(s, &args, &loaded)?;
+    let _rules = anduin_expr::FunctionProvider::scoped(&functions, || rules_of(s, &args, &loaded))?;
     let plan = PhysicalPlan::plan(&loaded.graph, plan_options(&args))?;
     let topo = topology_of(&loaded, &plan);
     super::slots::check(&topo, &loaded.graph).map_err(anyhow::Error::msg)?;
@@ -253,6 +272,7 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         tasks,
         instance_names,
         plan,
+        functions,
     })
 }
 
@@ -752,6 +772,7 @@ fn start_checkpointer(
                 .as_ref()
                 .map(|v| v.manifest.controls.clone())
                 .unwrap_or_default(),
+            functions: Some(Arc::clone(&compiled.functions)),
             ..crate::control::RunPlaces::default()
         },
     )?);
@@ -787,7 +808,10 @@ fn start_checkpointer(
                 .detach();
         }
         // So do the rules applied at run time, whose changes go through it too.
-        if let Some(rules) = rules_of(&q_submission, &compiled.args, &compiled.loaded)? {
+        let rules = anduin_expr::FunctionProvider::scoped(&compiled.functions, || {
+            rules_of(&q_submission, &compiled.args, &compiled.loaded)
+        })?;
+        if let Some(rules) = rules {
             crate::run_rules::start(
                 Arc::clone(&control),
                 rules,
@@ -1982,14 +2006,6 @@ impl Subscriber for LastCheckpoint {
             });
         }
     }
-}
-
-/// Whether the SQL query `source` (in `file`) declares a function (`CREATE FUNCTION`,
-/// `CREATE AGGREGATE`): its
-/// module would not reach the workers.
-fn declares_functions(file: &std::path::Path, source: &str) -> bool {
-    file.extension().is_some_and(|e| e == "sql")
-        && anduin_spec::parse_sql(source).is_ok_and(|spec| !spec.functions.is_empty())
 }
 
 #[cfg(test)]

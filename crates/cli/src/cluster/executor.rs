@@ -63,6 +63,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         .rules
         .as_ref()
         .map(|r| (r.name.as_str(), r.text.as_str()));
+    crate::udfs::register_modules(&args.udfs)?;
     let loaded = match load_to_run(&args.file, &args.vars, &args.engine.defaults(), rules) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(diags)) => {

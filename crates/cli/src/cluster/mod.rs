@@ -28,6 +28,7 @@ pub mod kubernetes;
 pub mod leadership;
 mod life_events;
 pub mod local;
+mod modules;
 pub mod proto;
 mod restore;
 pub mod scheduler;

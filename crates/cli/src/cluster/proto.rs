@@ -88,6 +88,10 @@ pub struct Submission {
     pub file_name: String,
     /// The query file's text.
     pub source: String,
+    /// The WebAssembly modules the query loads, read by `anduin submit` (see
+    /// [`super::modules`]).
+    #[serde(default)]
+    pub modules: Vec<anduin_coordinator::catalog::ModuleFile>,
     /// The flags of `anduin run` that concern the query (`--var`, `--parallelism`,
     /// `--checkpoint-interval`…).
     pub args: Vec<String>,

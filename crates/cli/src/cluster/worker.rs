@@ -468,6 +468,13 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
     std::fs::create_dir_all(&dir)?;
     let file = dir.join(&d.submission.file_name);
     std::fs::write(&file, &d.submission.source)?;
+    // Its modules beside it, where its `CREATE FUNCTION`s and `--udf` flags find them.
+    let args = super::modules::materialize(
+        &dir,
+        &d.submission.file_name,
+        &d.submission.modules,
+        &d.submission.args,
+    )?;
     let deployment = dir.join("deployment.json");
     let d = &Deployment {
         coordinators: Some(env.coordinators.clone()),
@@ -491,7 +498,7 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
     let child = command
         .arg("run")
         .arg(&file)
-        .args(&d.submission.args)
+        .args(&args)
         .arg("--cluster-part")
         .arg(&deployment)
         .arg("--no-api")

@@ -7,3 +7,4 @@ pub mod ctl;
 pub mod explain;
 pub mod rewritten;
 pub mod run;
+pub mod udf;

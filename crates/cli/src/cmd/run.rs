@@ -245,6 +245,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             .and_then(|c| c.restore.as_ref())
             .map(|v| v.manifest.controls.clone())
             .unwrap_or_default(),
+        // One query: the process's functions are its own.
+        functions: None,
     };
     let control = Arc::new(crate::control::control_of(
         &name,

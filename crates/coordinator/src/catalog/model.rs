@@ -49,6 +49,39 @@ pub struct QuerySource {
     pub file: String,
     /// The text.
     pub text: String,
+    /// The WebAssembly modules it loads (its `CREATE FUNCTION … LANGUAGE wasm AS 'PATH'`s
+    /// and `--udf` modules), sent with it, so that the coordinator and every worker load
+    /// the same ones whatever their files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<ModuleFile>,
+}
+
+/// A module sent with a query: its path, relative to the query file's folder (as a
+/// `CREATE FUNCTION` names it; a `--udf` module under `udf-modules/`), and its bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleFile {
+    /// Where it goes, relative to the query file's folder.
+    pub path: String,
+    /// Its bytes (a `.wasm` module, or `.wat` text), as base64 in JSON (a third more than
+    /// the bytes; an array of numbers is four times as long).
+    #[serde(with = "base64_bytes")]
+    pub bytes: Vec<u8>,
+}
+
+/// `Vec<u8>` as a base64 string.
+mod base64_bytes {
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// The settings a query was submitted with (the flags of `anduin run` that concern it).
@@ -678,12 +711,27 @@ mod tests {
         QueryId::new("q2")
     }
 
+    #[test]
+    fn a_module_s_bytes_are_base64_text_and_come_back_whole() {
+        let m = ModuleFile {
+            path: "udfs/m.wasm".into(),
+            bytes: (0..=255).collect(),
+        };
+        let json = serde_json::to_string(&m).expect("serialises");
+        assert!(json.len() < 400, "base64, not an array of numbers: {json}");
+        let back: ModuleFile = serde_json::from_str(&json).expect("reads back");
+        assert_eq!(back, m);
+        let bad = r#"{"path":"m.wasm","bytes":"not base64!"}"#;
+        assert!(serde_json::from_str::<ModuleFile>(bad).is_err());
+    }
+
     fn submit() -> Edit {
         Edit::QuerySubmitted {
             query: q(),
             source: QuerySource {
                 file: "q2.sql".into(),
                 text: "SELECT 1".into(),
+                ..QuerySource::default()
             },
             settings: QuerySettings::default(),
             at_ms: 1,

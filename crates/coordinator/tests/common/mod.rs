@@ -33,6 +33,7 @@ pub fn edits(n: usize) -> Vec<Edit> {
             source: QuerySource {
                 file: "q2.sql".into(),
                 text: "SELECT auction, price FROM bid WHERE price > ${MIN}".into(),
+                ..QuerySource::default()
             },
             settings: QuerySettings {
                 parallelism: Some(2),

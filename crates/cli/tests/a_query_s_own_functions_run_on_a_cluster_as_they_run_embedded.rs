@@ -1,0 +1,320 @@
+//! Issue 21: user-defined functions on a cluster. `anduin submit` sends the query's
+//! WebAssembly modules with it (those its `CREATE FUNCTION`s name, and its `--udf` modules);
+//! the coordinator keeps them and writes them beside the query file, as each worker does
+//! for its executors, so a query calling a WebAssembly function, an inline JavaScript one and
+//! a `--udf` module's writes on a cluster what it writes embedded. Each query of a
+//! coordinator has its functions to itself: two queries may declare one name, each its own
+//! way. A coordinator restarted mid-run takes such a query over with the modules its catalog
+//! kept. A module path that leaves the query file's folder is refused at submit.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::cluster::{
+    assert_submitted_output, restart_coordinator_after, windowed_generator, LocalCluster,
+};
+use common::{anduin_ok, output_rows, repo};
+
+/// The example modules of examples/udfs, compiled from their text into `dir/udfs/`.
+fn modules(dir: &Path) {
+    std::fs::create_dir_all(dir.join("udfs")).expect("udfs folder");
+    for name in ["add_one", "shout"] {
+        let wasm =
+            wat::parse_file(repo().join(format!("examples/udfs/{name}.wat"))).expect("valid text");
+        std::fs::write(dir.join(format!("udfs/{name}.wasm")), wasm).expect("module");
+    }
+}
+
+const ORDERS: &str = "CREATE TABLE orders (ts TIMESTAMP, customer STRING, amount BIGINT)
+WITH (connector = 'file', path = '${INPUT}', event_time = 'ts');
+CREATE TABLE out WITH (connector = 'file', path = '${OUTPUT}');
+";
+
+fn input() -> String {
+    format!("INPUT={}", repo().join("data/orders.csv").display())
+}
+
+#[test]
+fn a_wasm_a_javascript_and_a_udf_module_s_functions_write_what_they_write_embedded() {
+    let work = tempfile::tempdir().expect("tempdir");
+    modules(work.path());
+    std::fs::write(
+        work.path().join("q.sql"),
+        format!(
+            "CREATE FUNCTION shout(s VARCHAR) RETURNS VARCHAR LANGUAGE wasm AS 'udfs/shout.wasm';
+CREATE FUNCTION twice(x BIGINT) RETURNS BIGINT LANGUAGE javascript AS $$ return 2 * x $$;
+{ORDERS}INSERT INTO out
+SELECT add_one(amount) AS next, shout(customer) AS who, twice(amount) AS doubled
+FROM orders
+WHERE add_one(amount) > 13;"
+        ),
+    )
+    .expect("query");
+    let input = input();
+    let udf = ["--udf", "udfs/add_one.wasm"];
+    anduin_ok(
+        work.path(),
+        &[
+            &[
+                "run",
+                "q.sql",
+                "--var",
+                &input,
+                "--var",
+                "OUTPUT=embedded.csv",
+            ][..],
+            &udf[..],
+        ]
+        .concat(),
+    );
+    let expected = output_rows(&work.path().join("embedded.csv"));
+    assert_eq!(expected.len(), 6, "{expected:?}");
+
+    let cluster = LocalCluster::start(2, 8);
+    let submit = cluster.submit(
+        work.path(),
+        "q.sql",
+        &[
+            &["--var", &input, "--var", "OUTPUT=out", "--parallelism", "2"][..],
+            &udf[..],
+        ]
+        .concat(),
+    );
+    assert_submitted_output(&cluster, submit, &work.path().join("out"), &expected);
+    // The workers loaded the modules sent with the query, written beside its file.
+    let sent = |worker: &str| {
+        std::fs::read_dir(cluster.dir.path().join(worker))
+            .expect("the worker's folder")
+            .filter_map(Result::ok)
+            .any(|part| {
+                part.path().join("udfs/shout.wasm").is_file()
+                    && part.path().join("udf-modules/0-add_one.wasm").is_file()
+            })
+    };
+    assert!(sent("w0") || sent("w1"), "{}", cluster.logs());
+}
+
+#[test]
+fn a_flow_query_s_udf_block_sends_its_module_too() {
+    let work = tempfile::tempdir().expect("tempdir");
+    modules(work.path());
+    std::fs::write(
+        work.path().join("q.flow"),
+        r#"udf path = "udfs/add_one.wasm"
+type name = "Order" {
+  column name = "ts", type = "timestamp"
+  column name = "customer", type = "string"
+  column name = "amount", type = "int"
+}
+operator name = "src", type = "reader" {
+  param path = "${INPUT}"
+  output name = "orders", type = "Order"
+}
+operator name = "m", type = "map" {
+  input name = "orders"
+  param columns = "add_one(amount) AS next, half(CAST(amount AS DOUBLE)) AS h, customer"
+  output name = "next"
+}
+operator name = "out", type = "writer" {
+  input name = "next"
+  param path = "${OUTPUT}"
+}
+"#,
+    )
+    .expect("query");
+    let input = input();
+    anduin_ok(
+        work.path(),
+        &[
+            "run",
+            "q.flow",
+            "--var",
+            &input,
+            "--var",
+            "OUTPUT=embedded.csv",
+        ],
+    );
+    let expected = output_rows(&work.path().join("embedded.csv"));
+    assert_eq!(expected.len(), 12, "{expected:?}");
+    let cluster = LocalCluster::start(1, 8);
+    let submit = cluster.submit(
+        work.path(),
+        "q.flow",
+        &["--var", &input, "--var", "OUTPUT=out"],
+    );
+    assert_submitted_output(&cluster, submit, &work.path().join("out"), &expected);
+}
+
+#[test]
+fn two_queries_of_one_coordinator_declare_one_name_each_their_own_way() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let input = input();
+    let cluster = LocalCluster::start(1, 8);
+    for (name, body) in [("plus", "return x + 1"), ("times", "return x * 10")] {
+        std::fs::write(
+            work.path().join(format!("{name}.sql")),
+            format!(
+                "CREATE FUNCTION f(x BIGINT) RETURNS BIGINT LANGUAGE javascript AS $$ {body} $$;
+{ORDERS}INSERT INTO out SELECT f(amount) AS v, customer FROM orders WHERE amount IS NOT NULL;"
+            ),
+        )
+        .expect("query");
+    }
+    // Both running at once: the second is planned while the first runs.
+    let plus = cluster.submit(
+        work.path(),
+        "plus.sql",
+        &["--var", &input, "--var", "OUTPUT=plus"],
+    );
+    let times = cluster.submit(
+        work.path(),
+        "times.sql",
+        &["--var", &input, "--var", "OUTPUT=times"],
+    );
+    // The rows each must write (data rows start with a digit: see `output_rows`).
+    let rows = |f: &dyn Fn(i64) -> i64| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_to_string(repo().join("data/orders.csv"))
+            .expect("orders")
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let cols: Vec<&str> = l.split(',').collect();
+                let amount: i64 = cols.get(2)?.trim().parse().ok()?;
+                Some(format!("{},{}", f(amount), cols[1]))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_submitted_output(&cluster, plus, &work.path().join("plus"), &rows(&|a| a + 1));
+    assert_submitted_output(
+        &cluster,
+        times,
+        &work.path().join("times"),
+        &rows(&|a| a * 10),
+    );
+}
+
+#[test]
+fn a_coordinator_restarted_mid_run_takes_over_with_the_modules_its_catalog_kept() {
+    let work = tempfile::tempdir().expect("tempdir");
+    modules(work.path());
+    let query = windowed_generator(
+        7,
+        60_000,
+        20_000,
+        r#"param kind = "tumbling" param size = "100ms""#,
+    )
+    .replace("SUM(value) AS total", "SUM(add_one(value)) AS total");
+    std::fs::write(work.path().join("q.flow"), query).expect("query");
+    let udf = ["--udf", "udfs/add_one.wasm"];
+    anduin_ok(
+        work.path(),
+        &[
+            &["run", "q.flow", "--var", "OUTPUT=embedded.csv"][..],
+            &udf[..],
+        ]
+        .concat(),
+    );
+    let expected = output_rows(&work.path().join("embedded.csv"));
+    let mut cluster = LocalCluster::start(2, 8);
+    let submit = cluster.submit(
+        work.path(),
+        "q.flow",
+        &[
+            &[
+                "--var",
+                "OUTPUT=out",
+                "--parallelism",
+                "2",
+                "--checkpoint-every",
+                "4000",
+            ][..],
+            &udf[..],
+        ]
+        .concat(),
+    );
+    restart_coordinator_after(&mut cluster, "q", 2);
+    let logs = assert_submitted_output(&cluster, submit, &work.path().join("out"), &expected);
+    assert!(logs.contains("taken over"), "{logs}");
+}
+
+#[test]
+fn a_refused_submission_under_a_running_query_s_name_leaves_its_files_alone() {
+    let (first, second) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let query = windowed_generator(
+        3,
+        1_000_000_000,
+        1_000,
+        r#"param kind = "tumbling" param size = "1s""#,
+    )
+    .replace("SUM(value) AS total", "SUM(add_one(value)) AS total");
+    for (work, text) in [(&first, "(module)"), (&second, "(module (memory 1))")] {
+        modules(work.path());
+        std::fs::write(
+            work.path().join("q.flow"),
+            format!("udf path = \"udfs/add_one.wasm\"\n{query}"),
+        )
+        .expect("query");
+        // What tells the two modules apart, sent with each.
+        std::fs::write(work.path().join("udfs/other.wat"), text).expect("module");
+    }
+    let first_flow = std::fs::read_to_string(first.path().join("q.flow")).expect("query");
+    std::fs::write(
+        second.path().join("q.flow"),
+        format!("udf path = \"udfs/other.wat\"\n{first_flow}"),
+    )
+    .expect("query");
+    let cluster = LocalCluster::start(1, 8);
+    let _running = cluster.submit(first.path(), "q.flow", &["--var", "OUTPUT=out"]);
+    common::wait_until("the first query runs", || {
+        cluster.status("q")["state"] == "running"
+    });
+    let refused = cluster
+        .submit(second.path(), "q.flow", &["--var", "OUTPUT=out"])
+        .wait_output();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("is already running"),
+        "{stderr}"
+    );
+    // The running query's copy of its file is its own, and no module of the other was
+    // written beside it.
+    let kept = cluster.dir.path().join("coordinator/queries/q");
+    assert_eq!(
+        std::fs::read_to_string(kept.join("q.flow")).expect("kept"),
+        first_flow
+    );
+    assert!(!kept.join("udfs/other.wat").exists());
+}
+
+#[test]
+fn a_module_outside_the_query_s_folder_is_refused_at_submit_naming_it() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let query = work.path().join("q");
+    std::fs::create_dir_all(&query).expect("folder");
+    modules(work.path());
+    std::fs::write(
+        query.join("q.sql"),
+        format!(
+            "CREATE FUNCTION shout(s VARCHAR) RETURNS VARCHAR LANGUAGE wasm AS '../udfs/shout.wasm';
+{ORDERS}INSERT INTO out SELECT shout(customer) AS who FROM orders;"
+        ),
+    )
+    .expect("query");
+    let cluster = LocalCluster::start(1, 8);
+    let out = cluster
+        .submit(&query, "q.sql", &["--var", &input(), "--var", "OUTPUT=out"])
+        .wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("function `shout`")
+            && stderr.contains("`../udfs/shout.wasm` is not inside the query file's folder"),
+        "{stderr}"
+    );
+}
