@@ -29,7 +29,7 @@ use super::coordinators::Coordinators;
 use super::proto::{self, Deployment, ToCoordinator, ToExecutor};
 use crate::cmd::run::RunArgs;
 use crate::embedded::{execute, prepare_outputs, Execution};
-use crate::load::{load_to_run, print_diagnostics, LoadError, Loaded};
+use crate::load::{load_to_run, LoadError, Loaded};
 
 /// Exit code of an executor whose worker went away.
 const ORPHANED: u8 = 3;
@@ -66,9 +66,14 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     crate::udfs::register_modules(&args.udfs)?;
     let loaded = match load_to_run(&args.file, &args.vars, &args.engine.defaults(), rules) {
         Ok(l) => l,
+        // As an error, so that the worker tells the coordinator why (it does not see this
+        // process's stderr).
         Err(LoadError::Diagnostics(diags)) => {
-            print_diagnostics(&args.file, &diags);
-            return Ok(ExitCode::FAILURE);
+            let file = d.submission.file_name.as_str();
+            anyhow::bail!(
+                "this executor cannot load the query: {}",
+                diags.render(file).trim_end()
+            )
         }
         Err(LoadError::Other(e)) => return Err(e),
     };

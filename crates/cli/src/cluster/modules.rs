@@ -20,6 +20,14 @@ const MAX_BYTES: usize = 8 << 20;
 /// Reads the modules of the query `query` (its text `source`) and of the `--udf` flags in
 /// `args`, whose paths are rewritten to where the modules are sent under.
 pub fn collect(query: &Path, source: &str, args: &mut Vec<String>) -> Result<Vec<ModuleFile>> {
+    // Checked here first, so that a bad module is named as the user named it (the
+    // coordinator's copy is under its own folder).
+    let given: Vec<PathBuf> = udf_values(args)
+        .iter()
+        .map(|v| PathBuf::from(&**v))
+        .collect();
+    let scratch = std::sync::Arc::new(anduin_expr::UserFunctions::default());
+    anduin_expr::FunctionProvider::scoped(&scratch, || crate::udfs::register_modules(&given))?;
     let mut modules = Vec::new();
     for (udf, value) in udf_values(args).into_iter().enumerate() {
         let read =
@@ -197,8 +205,24 @@ mod tests {
     #[test]
     fn udf_flags_are_sent_under_their_own_folder_and_written_where_the_query_is() {
         let client = tempfile::tempdir().expect("tempdir");
-        std::fs::write(client.path().join("a.wasm"), b"first").expect("module");
-        std::fs::write(client.path().join("b.wat"), b"second").expect("module");
+        let example = |name: &str| {
+            std::fs::read(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../examples/udfs/{name}")),
+            )
+            .expect("an example module")
+        };
+        std::fs::write(client.path().join("a.wasm"), example("add_one.wat")).expect("module");
+        std::fs::write(client.path().join("b.wat"), example("shout.wat")).expect("module");
+        // A bad one is named as given, before anything is sent.
+        std::fs::write(client.path().join("bad.wat"), b"(module").expect("module");
+        let bad = client.path().join("bad.wat").display().to_string();
+        let e = collect(
+            &client.path().join("q.flow"),
+            "",
+            &mut args(&["--udf", &bad]),
+        )
+        .expect_err("not a module");
+        assert!(format!("{e:#}").contains(&bad), "{e:#}");
         let query = client.path().join("q.flow");
         let (a, b) = (
             client.path().join("a.wasm").display().to_string(),
@@ -220,7 +244,10 @@ mod tests {
         let there = tempfile::tempdir().expect("tempdir");
         let run = materialize(there.path(), "q.flow", &modules, &sent).expect("written");
         let written = there.path().join("udf-modules/1-b.wat");
-        assert_eq!(std::fs::read(&written).expect("written"), b"second");
+        assert_eq!(
+            std::fs::read(&written).expect("written"),
+            example("shout.wat")
+        );
         assert_eq!(run[5], written.display().to_string());
     }
 
@@ -253,7 +280,14 @@ mod tests {
         let client = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(client.path().join("udf-modules")).expect("folder");
         std::fs::write(client.path().join("udf-modules/0-m.wat"), b"declared").expect("module");
-        std::fs::write(client.path().join("m.wat"), b"flag").expect("module");
+        std::fs::write(
+            client.path().join("m.wat"),
+            std::fs::read(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/udfs/add_one.wat"),
+            )
+            .expect("an example module"),
+        )
+        .expect("module");
         let query = client.path().join("q.sql");
         let source =
             "CREATE FUNCTION f(x BIGINT) RETURNS BIGINT LANGUAGE wasm AS 'udf-modules/0-m.wat';
