@@ -123,7 +123,10 @@ fn a_chain_split_while_it_runs_writes_what_an_unsplit_run_writes() {
         rows_in(&client, "w") > seen + 1000
     });
     let applied = stdout_ok(&ctl(d, &api, &["set", "q", "w", "pipeline", "split"]));
-    assert!(applied.contains("applied at epoch"), "{applied}");
+    assert!(
+        applied.contains("applied at epoch") && applied.contains("(was not set: its default)"),
+        "{applied}"
+    );
     // Answered as applied once the barrier has reached the window, a moment before its task
     // has split (and the listing shows it).
     let split = names(&[&["gen", "f", "m"], &["w", "out"]]);

@@ -154,13 +154,18 @@ fn run(args: CtlArgs) -> Result<ExitCode> {
             let r = client(&query)?.set(&query, &operator, &param, &value, &from)?;
             show(args.json, &r, || {
                 let e = |s: &str| table::escape_controls(s, false);
+                // A param the query never set (a first `pipeline split`) had its default.
+                let old = if r.old.is_empty() {
+                    "not set: its default".to_string()
+                } else {
+                    e(&r.old)
+                };
                 format!(
-                    "applied at epoch {}: {}.{} = {} (was {})\n",
+                    "applied at epoch {}: {}.{} = {} (was {old})\n",
                     r.epoch,
                     e(&r.operator),
                     e(&r.param),
                     e(&r.new),
-                    e(&r.old)
                 )
             })?
         }
