@@ -211,7 +211,8 @@ pub fn load_edited(
     })
 }
 
-fn parse(path: &Path, src: &str) -> Result<Spec> {
+/// The spec of `src`, read as `path`'s extension says: `.json`, `.sql`, `.flow` otherwise.
+pub(crate) fn parse(path: &Path, src: &str) -> Result<Spec> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
         "json" => anduin_spec::from_json(src).map_err(anyhow::Error::new),

@@ -33,10 +33,17 @@ pub fn register_declared(query: &Path, spec: &Spec) -> Result<(), Diagnostics> {
             diags.push(d);
         }
     }
+    // A module named by several blocks is loaded once (`a.wat` and `./a.wat` are one).
+    let mut loaded: Vec<PathBuf> = Vec::new();
     for m in &spec.modules {
-        if let Err(e) = register_module(&base.join(m.path.as_str())) {
+        let path: PathBuf = base.join(m.path.as_str()).components().collect();
+        if loaded.contains(&path) {
+            continue;
+        }
+        if let Err(e) = register_module(&path) {
             diags.push(Diagnostic::error(m.path.pos(), format!("{e:#}")));
         }
+        loaded.push(path);
     }
     if diags.0.is_empty() {
         Ok(())

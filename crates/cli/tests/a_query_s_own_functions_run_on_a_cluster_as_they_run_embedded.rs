@@ -144,6 +144,36 @@ operator name = "out", type = "writer" {
         &["--var", &input, "--var", "OUTPUT=out"],
     );
     assert_submitted_output(&cluster, submit, &work.path().join("out"), &expected);
+    // Its JSON form (`"udfs"`), under the same name: its module is sent too, never the one
+    // the first left in the coordinator's and the workers' folders. Its module differs.
+    let json = anduin_ok(work.path(), &["explain", "q.flow", "--format", "json"]);
+    std::fs::write(work.path().join("q.json"), &json.stdout).expect("json");
+    let times = std::fs::read_to_string(repo().join("examples/udfs/add_one.wat"))
+        .expect("module")
+        .replace("i64.const 1\n    i64.add", "i64.const 1000\n    i64.mul");
+    std::fs::write(work.path().join("udfs/add_one.wasm"), times).expect("module");
+    anduin_ok(
+        work.path(),
+        &[
+            "run",
+            "q.json",
+            "--var",
+            &input,
+            "--var",
+            "OUTPUT=embedded-json.csv",
+        ],
+    );
+    let expected = output_rows(&work.path().join("embedded-json.csv"));
+    assert!(
+        expected.iter().any(|r| r.starts_with("30000,")),
+        "{expected:?}"
+    );
+    let submit = cluster.submit(
+        work.path(),
+        "q.json",
+        &["--name", "q", "--var", &input, "--var", "OUTPUT=out-json"],
+    );
+    assert_submitted_output(&cluster, submit, &work.path().join("out-json"), &expected);
 }
 
 #[test]

@@ -160,7 +160,9 @@ fn a_udf_block_loads_a_module_for_a_flow_query_as_udf_does() {
     // Beside the query file, in a folder of its own: the path is the query's folder's.
     std::fs::create_dir_all(dir.path().join("q")).expect("folder");
     std::fs::rename(dir.path().join("udfs"), dir.path().join("q/udfs")).expect("moved");
-    let query = FLOW_WITH_UDF_BLOCK.replace("MODULE", "udfs/add_one.wasm");
+    // Named twice (`./` is the folder): loaded once.
+    let query = FLOW_WITH_UDF_BLOCK.replace("MODULE", "udfs/add_one.wasm")
+        + "udf path = \"./udfs/add_one.wasm\"\n";
     std::fs::write(dir.path().join("q/q.flow"), query).expect("query");
     let input = format!("INPUT={}", repo().join("data/orders.csv").display());
     anduin_ok(

@@ -234,6 +234,14 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
         resume: args.resume,
     };
     let submit = ToCoordinator::Submit(submission);
+    // Said here, before anything is sent: the coordinator would cut the connection.
+    let size = serde_json::to_vec(&submit).map_or(0, |b| b.len());
+    if size > super::proto::MESSAGE_LIMIT {
+        bail!(
+            "the submission (the query's text, its modules and its flags) takes {size} bytes; a coordinator takes at most {}: make the query file or its modules smaller",
+            super::proto::MESSAGE_LIMIT
+        );
+    }
     let reply = match ask(&coordinator, secret.as_deref(), &submit) {
         Ok(reply) => reply,
         // The coordinator went away with the submission, maybe recorded (its leader killed

@@ -251,6 +251,8 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
         }
         Err(LoadError::Other(e)) => return Err(e),
     };
+    // Only the modules sent with it: never one an earlier query of that name left here.
+    super::modules::all_sent(&loaded.spec, &s.modules)?;
     // Refused at submit when its settings cannot work.
     let _autoscale = crate::autoscale::settings(&args.autoscale, &args.engine, &loaded)?;
     let _rules = anduin_expr::FunctionProvider::scoped(&functions, || rules_of(s, &args, &loaded))?;

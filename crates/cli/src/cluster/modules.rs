@@ -69,37 +69,54 @@ pub fn collect(query: &Path, source: &str, args: &mut Vec<String>) -> Result<Vec
     Ok(modules)
 }
 
-/// The modules the query names, each with what names it (for messages): its SQL
-/// `CREATE FUNCTION … LANGUAGE wasm`s, its `.flow` `udf` blocks. A query that does not parse
-/// names none here: the coordinator refuses it, with its positions.
+/// The modules the query (read as `anduin run` reads `query`: by its extension) names, each
+/// with what names it (for messages): its SQL `CREATE FUNCTION … LANGUAGE wasm`s, its `udf`
+/// blocks (`.flow`, or `"udfs"` in JSON). A query that does not parse names none here: the
+/// coordinator refuses it, with its positions.
 fn declared(query: &Path, source: &str) -> Vec<(String, String)> {
-    match query.extension().and_then(|e| e.to_str()) {
-        Some("sql") => anduin_spec::parse_sql(source)
-            .map(|spec| spec.functions)
-            .unwrap_or_default()
-            .iter()
-            .filter(|f| f.language.as_str() == "wasm")
-            .map(|f| {
-                (
-                    format!("function `{}`", f.name.as_str()),
-                    f.body.as_str().to_string(),
-                )
-            })
-            .collect(),
-        Some("flow") => anduin_spec::parse_flow(source)
-            .map(|spec| spec.modules)
-            .unwrap_or_default()
-            .iter()
-            .map(|m| {
-                let at = m.pos;
-                (
-                    format!("the `udf` block at {}:{}", at.line, at.col),
-                    m.path.as_str().to_string(),
-                )
-            })
-            .collect(),
-        _ => Vec::new(),
+    crate::load::parse(query, source)
+        .map(|spec| named(&spec))
+        .unwrap_or_default()
+}
+
+/// The modules `spec` names, each with what names it.
+fn named(spec: &anduin_spec::Spec) -> Vec<(String, String)> {
+    let functions = spec
+        .functions
+        .iter()
+        .filter(|f| f.language.as_str() == "wasm")
+        .map(|f| {
+            (
+                format!("function `{}`", f.name.as_str()),
+                f.body.as_str().to_string(),
+            )
+        });
+    let blocks = spec.modules.iter().map(|m| {
+        let what = if m.pos.is_known() {
+            format!("the `udf` block at {}:{}", m.pos.line, m.pos.col)
+        } else {
+            "a module of `udfs`".to_string()
+        };
+        (what, m.path.as_str().to_string())
+    });
+    functions.chain(blocks).collect()
+}
+
+/// Refuses `spec` (as the coordinator loaded it) when it names a module that did not come
+/// with it: one written beside an earlier query's file would be loaded instead, silently.
+pub fn all_sent(spec: &anduin_spec::Spec, modules: &[ModuleFile]) -> Result<()> {
+    let sent: Vec<PathBuf> = modules
+        .iter()
+        .filter_map(|m| inside(&m.path).ok())
+        .collect();
+    for (what, path) in named(spec) {
+        if !inside(&path).is_ok_and(|p| sent.contains(&p)) {
+            bail!(
+                "{what}: its module `{path}` was not sent with the query (submit it with this anduin's `anduin submit`, from the folder the query names it from)"
+            );
+        }
     }
+    Ok(())
 }
 
 /// Writes `modules` under `dir` (the folder of the query file, named `file_name`) and
@@ -273,6 +290,22 @@ mod tests {
             "{} bytes",
             sent.len()
         );
+    }
+
+    #[test]
+    fn a_query_naming_a_module_not_sent_is_refused_whatever_lies_in_the_folder() {
+        let spec = anduin_spec::parse_flow("udf path = \"udfs/m.wat\"\n").expect("parses");
+        let e = all_sent(&spec, &[]).expect_err("not sent");
+        assert!(
+            format!("{e:#}")
+                .contains("the `udf` block at 1:1: its module `udfs/m.wat` was not sent"),
+            "{e:#}"
+        );
+        let sent = ModuleFile {
+            path: "./udfs/m.wat".into(),
+            bytes: Vec::new(),
+        };
+        all_sent(&spec, &[sent]).expect("sent");
     }
 
     #[test]
