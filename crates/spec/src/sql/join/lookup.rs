@@ -44,9 +44,9 @@ pub(super) fn check_table(
     join_at: Pos,
 ) -> Result<(), Diagnostic> {
     if matches!(how, How::Right | How::Full) {
-        return Err(unsupported(
+        return Err(Diagnostic::error(
             join_at,
-            "a RIGHT or FULL lookup join (FOR SYSTEM_TIME AS OF): a lookup join is INNER or LEFT",
+            "a RIGHT or FULL lookup join (FOR SYSTEM_TIME AS OF) is not supported: a lookup join is INNER or LEFT, the side table on the right",
         ));
     }
     let table = name.to_string();
@@ -85,9 +85,9 @@ pub(super) fn check_time(time: &Expr, stream: &Side) -> Result<(), Diagnostic> {
 /// Checks a lookup join's ON: equal keys only.
 pub(super) fn check_on(condition: &Condition<'_>, on_at: Pos) -> Result<(), Diagnostic> {
     if let Some(c) = condition.residual.first() {
-        return Err(unsupported(
+        return Err(Diagnostic::error(
             pos(c.span().start),
-            format!("the condition `{c}` in the ON of a lookup join (ON takes equalities of a stream column with a side table column, `s.k = d.k`; filter in WHERE)"),
+            format!("the condition `{c}` in the ON of a lookup join is not supported: ON takes equalities of a stream column with a side table column (`s.k = d.k`); filter in WHERE"),
         ));
     }
     if !condition.regular {
