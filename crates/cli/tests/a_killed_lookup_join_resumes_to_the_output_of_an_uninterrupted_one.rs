@@ -72,13 +72,24 @@ fn scenario(seeds: &[u64], extra: &[&[&str]]) {
 
         let out = anduin(
             dir.path(),
-            &["run", "q.flow", "--var", "OUTPUT=reference.csv", "--batch-size", "500"],
+            &[
+                "run",
+                "q.flow",
+                "--var",
+                "OUTPUT=reference.csv",
+                "--batch-size",
+                "500",
+            ],
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
         assert!(stderr.contains("side_rows 90"), "{stderr}");
         let expected = sorted(rows_in_order(&dir.path().join("reference.csv")));
-        assert!(expected.len() > 30000, "even sensors join twice: {}", expected.len());
+        assert!(
+            expected.len() > 30000,
+            "even sensors join twice: {}",
+            expected.len()
+        );
         assert!(
             expected.iter().any(|r| r.ends_with(",,")),
             "some sensors have no side row"

@@ -55,7 +55,14 @@ fn figure(kind: &str, count: u64, name: &str) -> u64 {
     std::fs::write(dir.path().join("q.flow"), query(kind, count)).expect("query");
     let out = anduin_ok(
         dir.path(),
-        &["run", "q.flow", "--checkpoint-dir", "ckpt", "--checkpoint-every", "1000"],
+        &[
+            "run",
+            "q.flow",
+            "--checkpoint-dir",
+            "ckpt",
+            "--checkpoint-every",
+            "1000",
+        ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     let line = stderr
@@ -81,7 +88,10 @@ fn a_lookup_joins_state_is_its_side_table_whatever_the_length_of_the_stream() {
     assert_eq!(short, long, "the state does not grow with the stream");
     assert_eq!(figure("lookup_join", 30_000, "side_rows"), 60);
     let waited = figure("lookup_join", 30_000, "peak_stream_rows_waiting");
-    assert!(waited < 30_000, "not every stream row waited for the side table: {waited}");
+    assert!(
+        waited < 30_000,
+        "not every stream row waited for the side table: {waited}"
+    );
 
     let regular_short = figure("regular_join", 3_000, "state_backend_bytes");
     let regular_long = figure("regular_join", 30_000, "state_backend_bytes");

@@ -63,7 +63,9 @@ pub(crate) struct LookupSetup {
 pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
     let p = Params::new(op);
     let [(sname, stream), (dname, side)] = inputs else {
-        return Err(p.error("on", "a lookup join takes exactly two inputs").into());
+        return Err(p
+            .error("on", "a lookup join takes exactly two inputs")
+            .into());
     };
     for (name, schema) in [(sname, stream), (dname, side)] {
         if is_updating(schema) {

@@ -229,10 +229,15 @@ impl LookupJoin {
         let side_at = UInt32Array::from(side_at);
         let mut columns = Vec::with_capacity(self.setup.schema.fields().len());
         for c in batch.columns() {
-            columns.push(arrow::compute::take(c.as_ref(), &stream_at, None).map_err(|e| internal(name, e))?);
+            columns.push(
+                arrow::compute::take(c.as_ref(), &stream_at, None)
+                    .map_err(|e| internal(name, e))?,
+            );
         }
         for c in &side_columns {
-            columns.push(arrow::compute::take(c.as_ref(), &side_at, None).map_err(|e| internal(name, e))?);
+            columns.push(
+                arrow::compute::take(c.as_ref(), &side_at, None).map_err(|e| internal(name, e))?,
+            );
         }
         let batch = RecordBatch::try_new(Arc::clone(&self.setup.schema), columns)
             .map_err(|e| internal(name, e))?;
@@ -267,8 +272,8 @@ impl LookupJoin {
             let schema = Arc::new(arrow::datatypes::Schema::new(
                 self.setup.schema.fields()[..self.setup.stream_width].to_vec(),
             ));
-            let batch = RecordBatch::try_new(schema, columns)
-                .map_err(|e| internal(&self.setup.name, e))?;
+            let batch =
+                RecordBatch::try_new(schema, columns).map_err(|e| internal(&self.setup.name, e))?;
             self.join(&batch, out)?;
         }
         Ok(())

@@ -26,7 +26,13 @@ fn at(t: &TableFactor) -> (u64, u64) {
 }
 
 fn versioned(t: &TableFactor) -> bool {
-    matches!(t, TableFactor::Table { version: Some(_), .. })
+    matches!(
+        t,
+        TableFactor::Table {
+            version: Some(_),
+            ..
+        }
+    )
 }
 
 impl Visitor for Versions {
