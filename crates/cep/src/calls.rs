@@ -39,15 +39,20 @@ pub(super) fn function(
             )
         }));
     }
+    let mut distinct = false;
     let args: Vec<Arg<'_>> = match &f.args {
         FunctionArguments::None => Vec::new(),
         FunctionArguments::List(list) => {
-            if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+            if !list.clauses.is_empty() {
                 return Err(at(
                     node.span(),
                     format!("`{node}` is not supported in a pattern yet"),
                 ));
             }
+            distinct = matches!(
+                list.duplicate_treatment,
+                Some(sqlparser::ast::DuplicateTreatment::Distinct)
+            );
             list.args
                 .iter()
                 .map(|a| match a {
@@ -67,10 +72,19 @@ pub(super) fn function(
             return Err(at(node.span(), "a subquery is not supported in a pattern"))
         }
     };
-    if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+    if f.over.is_some() || !f.within_group.is_empty() {
         return Err(at(
             node.span(),
             format!("`{node}` is not supported in a pattern yet"),
+        ));
+    }
+    let modified = distinct || f.filter.is_some();
+    if modified
+        && (!AGGREGATES.contains(&name.as_str()) || matches!(name.as_str(), "MAX_BY" | "MIN_BY"))
+    {
+        return Err(at(
+            node.span(),
+            format!("`{node}`: DISTINCT and FILTER (WHERE …) apply to the aggregates COUNT, SUM, AVG, MIN, MAX, COUNT_IF, BOOL_AND, BOOL_OR, ANY_VALUE and the measures of spread in a pattern"),
         ));
     }
     let name_at = match f.name.0.as_slice() {
@@ -87,7 +101,11 @@ pub(super) fn function(
     if fin && s.inside.is_some() {
         return Err(at(node.span(), "FINAL inside an aggregate's argument"));
     }
-    let t = call(node, &name, &args, s)?;
+    let t = if modified {
+        modified_aggregate(node, &name, &args, s, distinct, f.filter.as_deref())?
+    } else {
+        call(node, &name, &args, s)?
+    };
     Ok(if fin {
         Typed {
             e: E::Final(Box::new(t.e)),
@@ -282,6 +300,8 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
             var,
             arg: Some(arg.e),
             by: by.map(|b| b.e),
+            filter: None,
+            distinct: false,
         })),
         ty,
     })
@@ -294,9 +314,64 @@ fn count_rows(var: Option<Sel>) -> Result<Typed, ExprError> {
             var,
             arg: None,
             by: None,
+            filter: None,
+            distinct: false,
         })),
         ty: Some(ColumnType::Int),
     })
+}
+
+/// An aggregate with `DISTINCT` or `FILTER (WHERE condition)`: the aggregate compiled as
+/// without them, then the condition compiled at each row aggregated. The condition names the
+/// aggregated variable or none; with `COUNT(*)`, the variable it names is the one counted.
+fn modified_aggregate(
+    node: &Expr,
+    name: &str,
+    args: &[Arg<'_>],
+    s: &Scope<'_>,
+    distinct: bool,
+    filter: Option<&Expr>,
+) -> Result<Typed, ExprError> {
+    if distinct && matches!(args, [] | [Arg::Star(_)]) {
+        return Err(at(
+            node.span(),
+            format!("`{node}`: DISTINCT needs an expression to tell values apart"),
+        ));
+    }
+    let mut t = aggregate(node, name, args, s)?;
+    let E::Agg(a) = &mut t.e else {
+        return Err(at(node.span(), format!("`{node}` is not an aggregate")));
+    };
+    a.distinct = distinct;
+    if let Some(cond) = filter {
+        // The variable the condition's columns name must be the aggregate's (COUNT(*): it
+        // becomes the aggregate's).
+        let named = aggregated_variable(node, &[cond], s)?;
+        match (a.var, named) {
+            (_, None) => {}
+            (None, Some(v)) if a.arg.is_none() => a.var = Some(v),
+            (Some(w), Some(v)) if w == v => {}
+            _ => {
+                return Err(at(
+                    cond.span(),
+                    format!("the FILTER of `{node}` names other rows than its argument: name the same variable in both"),
+                ))
+            }
+        }
+        let inner = Scope {
+            inside: Some(a.var),
+            ..*s
+        };
+        let c = compile(cond, &inner)?;
+        if c.ty.is_some_and(|t| t != ColumnType::Bool) {
+            return Err(at(
+                cond.span(),
+                format!("the FILTER of `{node}` needs a condition, `{cond}` is not one"),
+            ));
+        }
+        a.filter = Some(c.e);
+    }
+    Ok(t)
 }
 
 /// The variable whose rows an aggregate runs over: the one its arguments' columns name

@@ -171,6 +171,9 @@ fn resolve<V: View>(r: &RowRef, c: &Ctx<'_, V>) -> Option<(u64, usize)> {
 /// A running aggregate over the rows of the match so far (walked newest first, without
 /// allocating); a `SUM` of integers that overflows is an error.
 fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
+    if a.filter.is_some() || a.distinct {
+        return modified_aggregate(a, view, vars);
+    }
     let rows = view
         .steps()
         .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)));
@@ -198,6 +201,41 @@ fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
                 acc.add(&arg_at(arg, view, vars, row)?);
             }
         }
+    }
+    acc.finish()
+}
+
+/// An aggregate with `FILTER (WHERE …)` (only the rows where the condition is true) or
+/// `DISTINCT` (each non-null value once, told apart as the summaries tell values apart).
+fn modified_aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
+    let mut acc = Acc::new(a.f);
+    let mut count = 0i64;
+    let mut seen: std::collections::HashSet<Vec<u64>> = std::collections::HashSet::new();
+    for row in view
+        .steps()
+        .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)))
+    {
+        if let Some(cond) = &a.filter {
+            if !matches!(arg_at(cond, view, vars, row)?, Value::Bool(true)) {
+                continue;
+            }
+        }
+        let Some(arg) = &a.arg else {
+            count += 1;
+            continue;
+        };
+        let v = arg_at(arg, view, vars, row)?;
+        if a.distinct && !v.is_null() {
+            let mut key = Vec::new();
+            summary::word(&v, &mut key);
+            if !seen.insert(key) {
+                continue;
+            }
+        }
+        acc.add(&v);
+    }
+    if a.arg.is_none() {
+        return Ok(Value::Int(count));
     }
     acc.finish()
 }

@@ -113,6 +113,10 @@ pub(crate) struct Agg {
     pub arg: Option<E>,
     /// The second argument of `max_by` / `min_by`.
     pub by: Option<E>,
+    /// `FILTER (WHERE condition)`: only the rows where it is true are aggregated.
+    pub filter: Option<E>,
+    /// `DISTINCT`: each value once.
+    pub distinct: bool,
 }
 
 /// A compiled expression.
@@ -154,6 +158,7 @@ impl E {
                 a.f == AggFn::Sum
                     || a.arg.as_ref().is_some_and(E::can_fail)
                     || a.by.as_ref().is_some_and(E::can_fail)
+                    || a.filter.as_ref().is_some_and(E::can_fail)
             }
             E::Final(x) => x.can_fail(),
             E::Df(..) => true,
@@ -179,7 +184,7 @@ impl E {
         match self {
             E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber | E::Next { .. } => {}
             E::Agg(a) => {
-                for x in a.arg.iter().chain(&a.by) {
+                for x in a.arg.iter().chain(&a.by).chain(&a.filter) {
                     x.walk(f);
                 }
             }

@@ -251,10 +251,6 @@ impl P {
                     "the quantifier's maximum {max} is below its minimum {min}"
                 )));
             }
-            if max == 0 {
-                self.at = open;
-                return Err(self.error("`{0}` matches nothing: remove the part"));
-            }
         }
         if min.max(max.unwrap_or(0)) > MAX_BOUND {
             self.at = open;

@@ -68,6 +68,16 @@ pub fn lock_run(
     if let Some(dir) = checkpoint_dir {
         held.push(OwnerLock::checkpoint_dir(dir)?);
     }
+    // A partitioned writer writes a directory, with checkpoints or without.
+    let partitioned: Vec<PathBuf> = spec
+        .operators
+        .iter()
+        .filter(|o| o.kind.as_str() == "writer" && o.param("partition_by").is_some())
+        .filter_map(|o| {
+            o.param("path")
+                .map(|p| PathBuf::from(p.value.as_text().as_str()))
+        })
+        .collect();
     let mut outputs: Vec<PathBuf> = spec
         .operators
         .iter()
@@ -93,7 +103,7 @@ pub fn lock_run(
             // as it starts or at its first write; made now, empty, it is locked from the start,
             // so that a run under another name or $TMPDIR that makes it too is refused. (If
             // this fails, the writer reports why.)
-            let created = if checkpoint_dir.is_some() {
+            let created = if checkpoint_dir.is_some() || partitioned.contains(path) {
                 std::fs::create_dir_all(path)
             } else {
                 std::fs::OpenOptions::new()

@@ -477,11 +477,41 @@ fn a_keyed_window_killed_after_a_rescale_no_checkpoint_covers_rolls_back_as_a_wh
 
 #[test]
 fn a_keyed_window_rescaled_just_before_its_coordinator_died_rolls_back_as_a_whole() {
-    // Checkpoint 1 on demand; the rescale rides on checkpoint 2, and the coordinator exits
-    // once it has recorded the rescale, before checkpoint 2 completes.
+    rescaled_before_the_coordinator_died("parameter-recorded").finish(Some(2));
+}
+
+/// The coordinator dies once every instance has moved its key groups and before it records
+/// that they did (the hostile probe's HIGH finding: the next coordinator knew nothing of the
+/// rescale, took the attempt over, and its checkpoints recorded the assignment from before,
+/// so a later restore lost and invented rows). The rescale was recorded before its barrier
+/// went out: the next coordinator rolls back. A third coordinator, restarted after that
+/// rollback, takes the new attempt over rather than roll back again for the undone rescale.
+#[test]
+fn a_keyed_window_rescaled_as_its_coordinator_died_unrecorded_rolls_back_once() {
+    let mut q = rescaled_before_the_coordinator_died("change-settled");
+    let attempt = q.cluster.status("q")["attempt"].as_u64();
+    q.cluster.restart_coordinator();
+    q.api = q.cluster.api();
+    wait_until("the third coordinator to serve the query", || {
+        anduin_api::Client::new(&q.api, None).is_ok_and(|c| c.query("q").is_ok())
+    });
+    stdout_ok(&ctl(q.dir(), &q.api, &["checkpoint", "q"]));
+    assert_eq!(
+        q.cluster.status("q")["attempt"].as_u64(),
+        attempt,
+        "taken over, not rolled back again\n{}",
+        q.cluster.logs()
+    );
+    q.finish(Some(2));
+}
+
+/// Checkpoint 1 on demand; the rescale of `w` to 4 rides on checkpoint 2, and the coordinator
+/// exits at `exit` (after the rescale is settled: before or after recording it), before
+/// checkpoint 2 completes. The restarted coordinator rolls back, undoing the rescale.
+fn rescaled_before_the_coordinator_died(exit: &'static str) -> Rescaled {
     let mut q = Rescaled::start(&Options {
         on_demand: true,
-        coordinator: vec!["--inject-exit-after", "parameter-recorded"],
+        coordinator: vec!["--inject-exit-after", exit],
         ..Options::default()
     });
     let seen = q.rows_in();
@@ -513,5 +543,5 @@ fn a_keyed_window_rescaled_just_before_its_coordinator_died_rolls_back_as_a_whol
         log.contains("rolls back as a whole, undoing the rescale"),
         "{log}"
     );
-    q.finish(Some(2));
+    q
 }

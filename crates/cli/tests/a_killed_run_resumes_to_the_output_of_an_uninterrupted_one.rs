@@ -277,6 +277,41 @@ fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {
 }
 
 /// [`scenario`] of a query whose uninterrupted run writes more than `min_rows` rows.
+/// Starts `q.flow` in `dir` (as [`start`] does: checkpoints into `ckpt` every 5000 rows, into
+/// `out`) and kills it with SIGKILL two or three times, each after a number of checkpoints and
+/// a delay drawn from `seed` (the first after the first checkpoint); then runs it to the end
+/// and asserts that it succeeded.
+pub(crate) fn killed_then_finished(dir: &Path, seed: u64) {
+    let mut rng = Rng(seed);
+    let mut killed = 0;
+    for round in 0..2 + rng.next(2) {
+        let after = if round == 0 { 1 } else { 1 + rng.next(3) };
+        if kill_after(start(dir, &[]), after, rng.next(150)) {
+            killed += 1;
+        }
+    }
+    assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
+    let out = anduin(
+        dir,
+        &[
+            "run",
+            "q.flow",
+            "--var",
+            "OUTPUT=out",
+            "--checkpoint-dir",
+            "ckpt",
+            "--checkpoint-every",
+            "5000",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "seed {seed}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 pub(crate) fn scenario_with(query: &str, seeds: &[u64], extra: &[&str], min_rows: usize) {
     for &seed in seeds {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -104,7 +104,7 @@ fn a_sql_statement_other_than_create_table_and_insert_is_named() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "q.sql:1:1: `SELECT 1` is not supported: a script holds SET '…' = '…', CREATE TABLE … WITH (…), CREATE FUNCTION …, CREATE AGGREGATE … and INSERT INTO … SELECT … statements\n"
+        "q.sql:1:1: `SELECT 1` is not supported: a script holds SET '…' = '…', CREATE TABLE … WITH (…), CREATE VIEW … AS SELECT …, CREATE FUNCTION …, CREATE AGGREGATE … and INSERT INTO … SELECT … statements\n"
     );
 }
 

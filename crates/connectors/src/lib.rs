@@ -16,9 +16,12 @@ pub mod kafka;
 pub mod nats;
 pub mod nexmark;
 mod pace;
+mod partitioned;
 mod parts;
 pub mod reader;
 mod source_schema;
+#[cfg(test)]
+mod test_fakes;
 pub mod writer;
 
 pub use input::resolve as resolve_input_paths;

@@ -6,6 +6,10 @@
 //! covers them completes (see [`super::parts`]): exactly once. Stdout is at-least-once: rows
 //! printed after the last checkpoint are printed again after a restore.
 //!
+//! With `partition_by`, `path` is a directory with a directory per partition value
+//! (`path/dt=2026-12-01/hm=10:15/part-…`), as Flink's partitioned filesystem sink: see
+//! [`crate::partitioned`].
+//!
 //! `path` can change while the query runs (a meta query, paper §4.5: the re-targeted
 //! writer): at the barrier that carries the change, the old output is completed — a file is
 //! written out and flushed (with its CSV header even if no row came); with checkpoints the
@@ -28,6 +32,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::changelog::Mode;
 use crate::codec::{CsvEncoder, JsonLinesEncoder, TimestampFormat};
+use crate::partitioned::{PartitionedSetup, PartitionedWriter};
 use crate::parts::Parts;
 use anduin_operator_api::Bound;
 use anduin_operator_api::Params;
@@ -84,6 +89,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             doc: "append (rows of an append-only stream as they are), changelog (every change of an updating stream, with an `op` column first: +I, -U, +U, -D), or upsert (the same without the -U rows, by `primary_key`)",
         },
         ParamSpec {
+            name: "partition_by",
+            required: false,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "columns, comma-separated: `path` becomes a directory with a directory per value of them (`path/dt=2026-12-01/hm=10:15/`), each holding part files committed with checkpoints (at the end of input without); the files hold the other columns; append mode only; `path` then cannot change while running",
+        },
+        ParamSpec {
             name: "primary_key",
             required: false,
             kind: ParamKind::Text,
@@ -97,10 +109,10 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
 pub const ADJUSTABLE: &[&str] = &["path"];
 
 /// How much encoded output is buffered before a write.
-const FLUSH_AT: usize = 1 << 20;
+pub(crate) const FLUSH_AT: usize = 1 << 20;
 
 #[derive(Clone, Copy)]
-enum Format {
+pub(crate) enum Format {
     Csv { delimiter: u8, header: bool },
     Json,
 }
@@ -133,6 +145,29 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     };
     let path = p.required("path").to_string();
     let name = op.name.to_string();
+    if let Some(columns) = p.text("partition_by") {
+        let setup = partitioned_setup(
+            &p,
+            &name,
+            &path,
+            columns.as_str(),
+            &mode,
+            &schema,
+            format,
+            ts,
+        )?;
+        return Ok(Binding {
+            bound: Bound::Operator(Arc::new(move |ctx| {
+                Ok(Box::new(PartitionedWriter::open(
+                    setup.clone(),
+                    ctx.restore_epoch,
+                )?))
+            })),
+            outputs: vec![],
+            warnings: Diagnostics::default(),
+            partition_by: Vec::new(),
+        });
+    }
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {
             let out = open_output(&name, &path, format, ctx.checkpointing, ctx.restore_epoch)?;
@@ -156,6 +191,75 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         outputs: vec![],
         warnings: Diagnostics::default(),
         partition_by: Vec::new(),
+    })
+}
+
+/// The setup of a writer partitioned by `columns` (the `partition_by` param).
+#[allow(clippy::too_many_arguments)]
+fn partitioned_setup(
+    p: &Params<'_>,
+    name: &str,
+    path: &str,
+    columns: &str,
+    mode: &Mode,
+    schema: &SchemaRef,
+    format: Format,
+    ts: TimestampFormat,
+) -> Result<PartitionedSetup, Diagnostics> {
+    if *mode != Mode::Append {
+        return Err(p
+            .error(
+                "partition_by",
+                "a partitioned writer writes append-only streams (mode = \"append\")",
+            )
+            .into());
+    }
+    if path == "-" {
+        return Err(p
+            .error(
+                "partition_by",
+                "stdout cannot be partitioned: give `path` a directory",
+            )
+            .into());
+    }
+    let mut partition = Vec::new();
+    for c in columns.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        let i = schema.index_of(c).map_err(|_| {
+            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            p.error(
+                "partition_by",
+                format!("unknown column `{c}`: the input has {}", names.join(", ")),
+            )
+        })?;
+        if partition.iter().any(|(j, _)| *j == i) {
+            return Err(p
+                .error("partition_by", format!("column `{c}` is named twice"))
+                .into());
+        }
+        partition.push((i, c.to_string()));
+    }
+    if partition.is_empty() {
+        return Err(p.error("partition_by", "name at least one column").into());
+    }
+    let kept: Vec<usize> = (0..schema.fields().len())
+        .filter(|i| !partition.iter().any(|(j, _)| j == i))
+        .collect();
+    if kept.is_empty() {
+        return Err(p
+            .error(
+                "partition_by",
+                "every column is a partition column: the files would hold nothing",
+            )
+            .into());
+    }
+    Ok(PartitionedSetup {
+        name: name.to_string(),
+        root: PathBuf::from(path),
+        format,
+        ts,
+        ext: extension(format),
+        partition,
+        kept,
     })
 }
 
@@ -242,7 +346,7 @@ pub fn check_output_place(path: &Path, checkpointing: bool) -> Result<(), String
     }
 }
 
-fn new_encoder(format: Format, ts: TimestampFormat) -> Encoder {
+pub(crate) fn new_encoder(format: Format, ts: TimestampFormat) -> Encoder {
     match format {
         Format::Csv { delimiter, header } => Encoder::Csv(CsvEncoder::new(delimiter, header, ts)),
         Format::Json => Encoder::Json(JsonLinesEncoder::new(ts)),
@@ -258,7 +362,7 @@ enum Output {
     Parts(Parts),
 }
 
-enum Encoder {
+pub(crate) enum Encoder {
     Csv(CsvEncoder),
     Json(JsonLinesEncoder),
 }
@@ -547,34 +651,7 @@ mod tests {
     use arrow::array::Int64Array;
     use arrow::datatypes::{DataType, Field, Schema};
 
-    struct Nowhere;
-
-    impl Collector for Nowhere {
-        fn collect(&mut self, _port: usize, _batch: RecordBatch) -> Result<(), OperatorError> {
-            Ok(())
-        }
-    }
-
-    struct At(u64);
-
-    impl SnapshotOut for At {
-        fn epoch(&self) -> Epoch {
-            Epoch(self.0)
-        }
-        fn full_due(&self) -> bool {
-            true
-        }
-        fn inline(&mut self, _value: serde_json::Value) {}
-        fn stream(
-            &mut self,
-            _kind: anduin_types::SnapshotKind,
-        ) -> Result<&mut dyn std::io::Write, OperatorError> {
-            Err(OperatorError::Execution {
-                operator: "test".into(),
-                message: "no stream".into(),
-            })
-        }
-    }
+    use crate::test_fakes::{At, Nowhere};
 
     /// A checkpoint that keeps what the writer puts inline.
     struct Kept(u64, Option<serde_json::Value>);

@@ -58,6 +58,9 @@ pub struct Reapply {
     pub not_taken_over: Option<ControlRecord>,
 }
 
+/// The origin of the record a rollback writes for each rescale or live split it undoes.
+pub const UNDONE_BY_ROLLBACK: &str = "coordinator: undone by a rollback";
+
 /// Of the changes in `history` (the catalog's control history of the query), those applied
 /// after the checkpoint of `epoch` whose manifest recorded `covered` (`Epoch(0)` and nothing:
 /// the attempt starts from the beginning), and what becomes of them when the attempt resumes
@@ -69,13 +72,21 @@ pub fn changes_after(
     how: Resumed,
 ) -> Reapply {
     let last_covered = covered.iter().map(|r| r.seq).max().unwrap_or(0);
+    // The changes a rollback undid (recorded so by it): no later resumption counts them.
+    let undone: std::collections::BTreeSet<u64> = history
+        .iter()
+        .filter(|r| r.origin == UNDONE_BY_ROLLBACK)
+        .filter_map(|r| r.change_seq)
+        .collect();
     let mut out = Reapply::default();
     let mut after: Vec<(u64, &ControlRecord)> = history
         .iter()
         .filter_map(|r| r.change_seq.map(|seq| (seq, r)))
-        .filter(|(seq, _)| *seq > last_covered)
+        .filter(|(seq, _)| *seq > last_covered && !undone.contains(seq))
         .collect();
-    after.sort_by_key(|(seq, _)| *seq);
+    // A change recorded as applied (with its epoch) before its intent (recorded before its
+    // barrier was sent, with none).
+    after.sort_by_key(|(seq, r)| (*seq, r.epoch.is_none()));
     after.dedup_by_key(|(seq, _)| *seq);
     for (seq, r) in after {
         let structural = r.param == RESCALE_PARAM || r.param == SPLIT_PARAM;
@@ -182,6 +193,38 @@ mod tests {
         ];
         let r = changes_after(&history, &[covered(2, 4)], Epoch(5), Resumed::TakeOver);
         assert_eq!(r.not_taken_over.map(|l| l.value), Some("4".into()));
+        assert!(r.changes.is_empty());
+    }
+
+    #[test]
+    fn a_rescale_recorded_only_as_an_intent_keeps_the_attempt_from_being_taken_over_until_undone() {
+        // Recorded before its barrier went out (no epoch): the coordinator died before
+        // recording that the executors carried it out.
+        let intent = ControlRecord {
+            epoch: None,
+            ..line(Some(3), 0, RESCALE_PARAM, "4")
+        };
+        let r = changes_after(
+            std::slice::from_ref(&intent),
+            &[covered(2, 4)],
+            Epoch(5),
+            Resumed::TakeOver,
+        );
+        assert_eq!(r.not_taken_over.map(|l| l.value), Some("4".into()));
+        // Recorded as applied too: the applied record is the one told.
+        let history = [intent.clone(), line(Some(3), 7, RESCALE_PARAM, "4")];
+        let r = changes_after(&history, &[covered(2, 4)], Epoch(5), Resumed::Rollback);
+        assert_eq!(r.undone.len(), 1);
+        assert_eq!(r.undone[0].epoch, Some(Epoch(7)));
+        // Undone by a rollback: counted no more.
+        let undone = ControlRecord {
+            origin: UNDONE_BY_ROLLBACK.into(),
+            value: "before".into(),
+            ..line(Some(3), 5, RESCALE_PARAM, "before")
+        };
+        let history = [intent, undone];
+        let r = changes_after(&history, &[covered(2, 4)], Epoch(5), Resumed::TakeOver);
+        assert_eq!(r.not_taken_over, None);
         assert!(r.changes.is_empty());
     }
 

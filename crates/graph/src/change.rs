@@ -66,6 +66,13 @@ pub fn fixed_while_running<B>(graph: &LogicalGraph<B>, node: &Node<B>) -> Option
             "operator \"{operator}\" spreads its partial matches over copies (overflow_instances): changing its params while it runs is not supported yet (the copies would extend the matches they were handed under another definition)"
         ));
     }
+    // A partitioned writer's directories are its path's: a new path would leave the pending
+    // parts of every partition behind.
+    if node.def.kind.as_str() == "writer" && node.def.param("partition_by").is_some() {
+        return Some(format!(
+            "operator \"{operator}\" is a partitioned writer (partition_by): its path cannot change while it runs"
+        ));
+    }
     // Over an updating stream, a row taken back is computed again when its retraction comes:
     // with other params in between, it would not match the row the operator passed on.
     let updating = node

@@ -105,6 +105,49 @@ pub trait Operator: Send {
         Ok(Some(watermark))
     }
 
+    /// How long until the operator wants [`Operator::on_timer`] called (zero: it is due), if
+    /// it waits for the wall clock at all: a processing-time window waits for the end of its
+    /// earliest open window. The task asks after every message and every call, and wakes for
+    /// it even when no row arrives (a task headed by a source checks between polls, at least
+    /// every 100 ms). The default waits for nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use anduin_operator_api::{Collector, Operator, OperatorError};
+    /// use arrow::record_batch::RecordBatch;
+    ///
+    /// /// Counts its rows and wants a timer while it has some.
+    /// struct Ticking { rows: usize, fired: usize }
+    /// impl Operator for Ticking {
+    ///     fn name(&self) -> &str { "ticking" }
+    ///     fn process_batch(&mut self, _input: usize, batch: RecordBatch, _out: &mut dyn Collector)
+    ///         -> Result<(), OperatorError> {
+    ///         self.rows += batch.num_rows();
+    ///         Ok(())
+    ///     }
+    ///     fn timer_due_in(&self) -> Option<Duration> {
+    ///         (self.rows > 0).then_some(Duration::ZERO)
+    ///     }
+    ///     fn on_timer(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
+    ///         self.rows = 0;
+    ///         self.fired += 1;
+    ///         Ok(())
+    ///     }
+    /// }
+    /// assert_eq!(Ticking { rows: 0, fired: 0 }.timer_due_in(), None);
+    /// ```
+    fn timer_due_in(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// The wall clock reached the time [`Operator::timer_due_in`] asked for: do what is due
+    /// (fire the windows that have ended), reading the operator's own clock. Output goes to
+    /// `out`, between the messages before and after. The default does nothing.
+    fn on_timer(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
     /// Event time on input `input` alone is now `watermark` (+∞ once that input has ended, and
     /// while every producer of it is idle), told before [`Operator::handle_watermark`] gets
     /// the minimum over all inputs. For an operator that treats one input apart (a control

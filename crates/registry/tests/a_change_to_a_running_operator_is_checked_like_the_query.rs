@@ -209,3 +209,29 @@ GROUP BY window_start, window_end, sensor;";
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_partitioned_writer_keeps_its_path_and_a_plain_one_may_change_it() {
+    let writers = |partition: &str| {
+        format!(
+            r#"{QUERY}
+operator name = "out", type = "writer" {{
+  input name = "readings"
+  param path = "out"
+  {partition}
+}}"#
+        )
+    };
+    let check = |src: &str| {
+        let spec = anduin_spec::parse_flow(src).expect("parses");
+        let (graph, _) = anduin_graph::check(&spec, &BuiltinCatalog).expect("checks");
+        check_change(&graph, &BuiltinCatalog, "out", "path", "elsewhere")
+    };
+    assert_eq!(check(&writers("")), Ok(()));
+    match check(&writers(r#"param partition_by = "sensor""#)) {
+        Err(ChangeRejected::Invalid(m)) => {
+            assert!(m.contains("is a partitioned writer"), "{m}")
+        }
+        other => panic!("refused: {other:?}"),
+    }
+}

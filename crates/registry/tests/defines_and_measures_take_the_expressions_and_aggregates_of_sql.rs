@@ -45,6 +45,21 @@ fn standard_deviations_variances_and_count_if_compute_as_in_sql() {
     );
 }
 
+/// `FILTER (WHERE …)` keeps the rows where the condition holds (with `COUNT(*)`, the
+/// variable the condition names is counted); `DISTINCT` takes each value once.
+#[test]
+fn filtered_and_distinct_aggregates_compute_as_in_sql() {
+    let params = r#"param order_by = "ts"
+  param pattern = "A B+ C"
+  param define = "B AS abs(value) < 10"
+  param define = "C AS value = 20 AND COUNT(*) FILTER (WHERE B.value > 0) = 1"
+  param measures = "COUNT(B.value) FILTER (WHERE B.value > 0) AS pos, COUNT(*) FILTER (WHERE value > 5) AS big, COUNT(DISTINCT value > 0) AS signs, COUNT(DISTINCT length(tag)) AS lengths, SUM(DISTINCT length(tag)) AS sum_lengths, AVG(B.value) FILTER (WHERE B.tag LIKE 'B%') AS avg_cap, SUM(B.value) FILTER (WHERE B.value > 100) AS none""#;
+    assert_eq!(
+        common::pattern_rows(params, &ROWS),
+        ["1, 3, 2, 3, 15, 7.0, NULL"]
+    );
+}
+
 #[test]
 fn running_and_final_measures_differ_row_by_row_in_all_rows_per_match() {
     let params = r#"param order_by = "ts"
@@ -94,6 +109,14 @@ fn what_a_pattern_does_not_compute_is_an_error_naming_it_and_its_place() {
     assert!(e.contains("STDDEV needs a number"), "{e}");
     let e = check_error(r#"param measures = "count_if(B.value) AS s""#);
     assert!(e.contains("COUNT_IF needs a boolean"), "{e}");
+    let e = check_error(r#"param measures = "COUNT(B.value) FILTER (WHERE A.value > 1) AS s""#);
+    assert!(e.contains("names other rows than its argument"), "{e}");
+    let e = check_error(r#"param measures = "COUNT(DISTINCT *) AS s""#);
+    assert!(e.contains("DISTINCT needs an expression"), "{e}");
+    let e = check_error(r#"param measures = "max_by(DISTINCT B.value, B.ts) AS s""#);
+    assert!(e.contains("DISTINCT and FILTER (WHERE …) apply to"), "{e}");
+    let e = check_error(r#"param measures = "COUNT(B.value) FILTER (WHERE B.value + 1) AS s""#);
+    assert!(e.contains("needs a condition"), "{e}");
     let e = check_error(r#"param measures = "SUM(A.value + B.value) AS s""#);
     assert!(e.contains("names the rows of `A` and of `B`"), "{e}");
     let e = check_error(r#"param define = "B AS value > FINAL LAST(A.value)""#);
@@ -153,4 +176,34 @@ fn prev_of_the_classifier_is_the_variable_of_the_row_before_within_the_match() {
             "1 x C B B B",
         ]
     );
+}
+
+/// `{0}` (and `{0,0}`) repeats a part no time, as in Trino: `A B{0} C` matches what `A C`
+/// matches, its variable still one of the pattern's (its DEFINE allowed, its rows none).
+#[test]
+fn a_part_repeated_zero_times_matches_no_row() {
+    let rows = [
+        (1, 0, 10, "a"),
+        (2, 0, 3, "b"),
+        (3, 0, 20, "c"),
+        (4, 0, 25, "c"),
+    ];
+    let with = |pattern: &str| {
+        common::pattern_rows(
+            &format!(
+                r#"param order_by = "ts"
+  param pattern = "{pattern}"
+  param define = "A AS value = 10 OR value = 3"
+  param define = "B AS value < 5"
+  param define = "C AS value > 15"
+  param measures = "FIRST(A.value) AS a, COUNT(B.*) AS b, LAST(C.value) AS c""#
+            ),
+            &rows,
+        )
+    };
+    // `A C`: 10 is no start (3 follows it), 3 then 20 is.
+    let without = ["3, 0, 20"];
+    assert_eq!(with("A B{0} C"), without);
+    assert_eq!(with("A B{0,0} C"), without);
+    assert_eq!(with("A (B C){0} C"), without);
 }

@@ -203,6 +203,23 @@ impl Chain {
         push_at(&mut self.links, 0, batch, origins).map(|_| ())
     }
 
+    /// How long until an operator of the chain wants its timer (zero: one is due), if any
+    /// waits for the wall clock (see [`Operator::timer_due_in`]).
+    pub(crate) fn timer_due_in(&self) -> Option<Duration> {
+        self.links.iter().filter_map(|l| l.op.timer_due_in()).min()
+    }
+
+    /// Calls the timer of every operator whose timer is due, upstream first: what it emits
+    /// goes through the links after it.
+    pub(crate) fn timers(&mut self) -> Result<(), OperatorError> {
+        for i in 0..self.links.len() {
+            if self.links[i].op.timer_due_in() == Some(Duration::ZERO) {
+                at_link(&mut self.links, i, |op, emit| op.on_timer(emit))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Event time advanced to `wm` at the head: each operator may hold it back or forward it.
     pub(crate) fn watermark(&mut self, wm: Watermark) -> Result<(), OperatorError> {
         watermark_through(&mut self.links, wm)
@@ -713,6 +730,112 @@ mod tests {
             }
             Ok(())
         }
+    }
+
+    /// Wants its timer in `due` (never with `None`); its timer emits one row and logs.
+    struct Timed {
+        due: Option<Duration>,
+        log: Log,
+    }
+
+    impl Operator for Timed {
+        fn name(&self) -> &str {
+            "timed"
+        }
+
+        fn process_batch(
+            &mut self,
+            _input: usize,
+            batch: RecordBatch,
+            out: &mut dyn Collector,
+        ) -> Result<(), OperatorError> {
+            out.collect(0, batch)
+        }
+
+        fn timer_due_in(&self) -> Option<Duration> {
+            self.due
+        }
+
+        fn on_timer(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+            self.log
+                .lock()
+                .expect("not poisoned")
+                .push("timed fires".into());
+            self.due = None;
+            let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, true)]));
+            let rows = Arc::new(Int64Array::from(vec![1]));
+            out.collect(0, RecordBatch::try_new(schema, vec![rows]).expect("valid"))
+        }
+    }
+
+    fn link_of(index: usize, op: Box<dyn Operator>) -> Link {
+        Link {
+            index,
+            instance: 0,
+            parallelism: 1,
+            name: op.name().to_string(),
+            op,
+            outlets: Vec::new(),
+            counters: Arc::new(Counters::default()),
+            origins_after: false,
+            live_at: None,
+            rescaler: None,
+            spreader: None,
+        }
+    }
+
+    #[test]
+    fn a_chain_waits_for_its_earliest_timer_and_fires_only_the_due_ones_through_the_links_after() {
+        let log: Log = Arc::default();
+        let timed = |due| {
+            Box::new(Timed {
+                due,
+                log: Arc::clone(&log),
+            }) as Box<dyn Operator>
+        };
+        let b = Box::new(Logged {
+            name: "b",
+            log: Arc::clone(&log),
+            pending: false,
+        });
+        let later = Some(Duration::from_secs(5));
+        let mut chain = Chain::new(
+            vec![
+                link_of(0, timed(later)),
+                link_of(1, timed(None)),
+                link_of(2, b),
+            ],
+            None,
+        );
+        assert_eq!(chain.timer_due_in(), later);
+        chain.timers().expect("nothing due");
+        assert!(log.lock().expect("not poisoned").is_empty());
+        let mut chain = Chain::new(
+            vec![
+                link_of(0, timed(later)),
+                link_of(1, timed(Some(Duration::ZERO))),
+                link_of(
+                    2,
+                    Box::new(Logged {
+                        name: "b",
+                        log: Arc::clone(&log),
+                        pending: false,
+                    }),
+                ),
+            ],
+            None,
+        );
+        assert_eq!(chain.timer_due_in(), Some(Duration::ZERO));
+        chain.timers().expect("fires");
+        assert_eq!(
+            *log.lock().expect("not poisoned"),
+            vec!["timed fires".to_string(), "b batch".to_string()]
+        );
+        assert_eq!(
+            chain.timer_due_in(),
+            later,
+            "the fired timer is not due again"
+        );
     }
 
     fn link(index: usize, op: Logged) -> Link {

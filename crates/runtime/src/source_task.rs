@@ -132,6 +132,8 @@ impl SourceTask {
                     .min(IDLE_CHECK),
                 None => IDLE_CHECK,
             };
+            // No longer than the chain's next timer (a processing-time window's end).
+            let wait = self.chain.timer_due_in().map_or(wait, |due| wait.min(due));
             let deadline = Instant::now() + wait;
             let want = self.batch_size.saturating_sub(pending.rows).max(1);
             match self.source.poll(want, deadline)? {
@@ -167,6 +169,9 @@ impl SourceTask {
             let elapsed = |t: Instant| clock.now().saturating_duration_since(t);
             if pending.since.is_some_and(|t| elapsed(t) >= self.linger) {
                 self.flush(&mut pending)?;
+            }
+            if self.chain.timer_due_in() == Some(Duration::ZERO) {
+                self.chain.timers()?;
             }
             // With every polled row sent, event time may move on over what the source skipped.
             if pending.rows == 0 && self.emit_progress()? {
@@ -227,13 +232,18 @@ impl SourceTask {
             if self.abort.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            match commands.recv_timeout(IDLE_CHECK) {
+            let wait = (self.chain.timer_due_in()).map_or(IDLE_CHECK, |due| due.min(IDLE_CHECK));
+            match commands.recv_timeout(wait) {
                 Ok(cmd) => {
                     if let Next::Finished = self.command(cmd, pending)? {
                         return Ok(());
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.chain.timer_due_in() == Some(Duration::ZERO) {
+                        self.chain.timers()?;
+                    }
+                }
                 // The coordinator is gone (the run is failing): end as without checkpoints.
                 Err(RecvTimeoutError::Disconnected) => return Ok(self.end(true)?),
             }

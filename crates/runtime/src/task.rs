@@ -2,6 +2,8 @@
 //! commands), feed the chain, track the minimum watermark, align checkpoint barriers, finish
 //! when every input has ended.
 
+use std::time::Duration;
+
 use anduin_operator_api::OperatorError;
 use anduin_types::{BarrierKind, Message, Watermark};
 use crossbeam_channel::{Receiver, Select, Sender};
@@ -66,6 +68,8 @@ enum From {
     /// The notices of an inlet's network end.
     Notice(usize),
     Coordinator,
+    /// No message came before an operator's timer was due.
+    Timer,
 }
 
 impl OperatorTask {
@@ -82,8 +86,16 @@ impl OperatorTask {
         // The latest checkpoint committed (a commit may come before the input's end).
         let mut committed = None;
         while open > 0 {
+            // Timers due while messages kept coming (a processing-time window's end).
+            if self.chain.timer_due_in() == Some(Duration::ZERO) {
+                self.chain.timers()?;
+            }
             let (from, msg) = self.next_message(&aligner, coordinator_open)?;
             let idx = match from {
+                From::Timer => {
+                    self.chain.timers()?;
+                    continue;
+                }
                 From::Notice(i) => {
                     self.notice(i, msg, &mut aligner)?;
                     continue;
@@ -266,7 +278,14 @@ impl OperatorTask {
                 "no input to wait for (barrier alignment)",
             ));
         }
-        let op = select.select();
+        // Wait no longer than the chain's next timer.
+        let op = match self.chain.timer_due_in() {
+            Some(due) => match select.select_timeout(due) {
+                Ok(op) => op,
+                Err(_) => return Ok((From::Timer, None)),
+            },
+            None => select.select(),
+        };
         let k = op.index();
         match map.get(k) {
             Some(From::Inlet(i)) => {
@@ -282,7 +301,7 @@ impl OperatorTask {
                 let rx = commands.expect("mapped only when present");
                 Ok((From::Coordinator, op.recv(rx).ok().map(Got::Command)))
             }
-            None => Err(OperatorError::Execution {
+            Some(From::Timer) | None => Err(OperatorError::Execution {
                 operator: self.name.clone(),
                 message: "select returned an unknown index".into(),
             }),

@@ -553,3 +553,34 @@ fn a_syntax_error_after_a_blanked_clause_keeps_its_place() {
         "{e}"
     );
 }
+
+/// Row pattern recognition in a window (SQL:2016's R020, Oracle's and Trino's `WINDOW w AS
+/// (… MEASURES … PATTERN … DEFINE …)`) is refused at the word the parser could not read,
+/// naming what it is and saying to write MATCH_RECOGNIZE, not as a bare syntax error.
+#[test]
+fn row_pattern_recognition_in_a_window_is_refused_saying_to_write_match_recognize() {
+    for (window, word) in [
+        (
+            "MEASURES A.ts AS a_ts ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING PATTERN (A B+)",
+            "MEASURES",
+        ),
+        (
+            "ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING PATTERN (A B+)",
+            "PATTERN",
+        ),
+    ] {
+        let sql = format!(
+            "INSERT INTO out SELECT sensor, ts, COUNT(*) OVER w AS n FROM ev
+WINDOW w AS (PARTITION BY sensor ORDER BY ts {window} DEFINE B AS B.value < PREV(B.value));"
+        );
+        let script = format!("{TABLES}{sql}");
+        let e = error(&sql);
+        assert!(
+            e.starts_with(&format!(
+                "{}: `{word}` in a window: row pattern recognition in a window",
+                place(&script, &format!("{word} "))
+            )) && e.contains("write the pattern as MATCH_RECOGNIZE"),
+            "{e}"
+        );
+    }
+}

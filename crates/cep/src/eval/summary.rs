@@ -46,6 +46,10 @@ pub(crate) fn summarize(
     vars: &[Arc<str>],
     out: &mut Vec<u64>,
 ) -> Result<bool, EvalError> {
+    // The rows a FILTER keeps, or DISTINCT values: the rows tell.
+    if a.filter.is_some() || a.distinct {
+        return Ok(false);
+    }
     let rows = || {
         view.steps()
             .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)))

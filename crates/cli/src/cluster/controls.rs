@@ -18,7 +18,7 @@ use std::sync::{Arc, Weak};
 
 use anduin_checkpoint::{ChangeRecord, Validated};
 use anduin_coordinator::catalog::{ControlRecord, Edit};
-use anduin_coordinator::controls::{changes_after, Reapply, Resumed};
+use anduin_coordinator::controls::{changes_after, Reapply, Resumed, UNDONE_BY_ROLLBACK};
 use anduin_coordinator::QueryId;
 use anduin_runtime::control::{ChangeRequest, Control, Recorder};
 use anduin_types::Epoch;
@@ -36,6 +36,7 @@ pub(super) fn recorder(cluster: &Arc<Cluster>, query: &str) -> Arc<Recorder> {
         let Some(cluster) = cluster.upgrade() else {
             return;
         };
+        cluster.exit_point(ExitPoint::ChangeSettled);
         cluster.lock().record(Edit::ParameterSet {
             query: QueryId(query.clone()),
             operator: r.operator.clone(),
@@ -56,6 +57,38 @@ pub(super) fn recorder(cluster: &Arc<Cluster>, query: &str) -> Arc<Recorder> {
             "param change recorded in the catalog"
         );
         cluster.exit_point(ExitPoint::ParameterRecorded);
+    })
+}
+
+/// Records each rescale and live split of query `query` in the catalog of `cluster` before
+/// its barrier is sent, with no epoch yet (an intent): a coordinator that takes the query
+/// over finds it after the last checkpoint whether or not the one before lived to record
+/// that the executors carried it out, and rolls the query back rather than take over
+/// instances whose key groups may have moved.
+pub(super) fn intent_recorder(cluster: &Arc<Cluster>, query: &str) -> Arc<Recorder> {
+    let (cluster, query): (Weak<Cluster>, String) = (Arc::downgrade(cluster), query.to_string());
+    Arc::new(move |r: &ChangeRecord| {
+        let Some(cluster) = cluster.upgrade() else {
+            return;
+        };
+        cluster.lock().record(Edit::ParameterSet {
+            query: QueryId(query.clone()),
+            operator: r.operator.clone(),
+            param: r.param.clone(),
+            value: r.new.clone(),
+            origin: r.from.clone(),
+            epoch: None,
+            at_ms: u64::try_from(r.time_ms).unwrap_or(0),
+            seq: Some(r.seq),
+            old: Some(r.old.clone()),
+        });
+        tracing::info!(
+            query = %query,
+            seq = r.seq,
+            operator = %r.operator,
+            param = %r.param,
+            "structural change recorded in the catalog before its barrier"
+        );
     })
 }
 
@@ -81,13 +114,25 @@ pub(super) fn after_checkpoint(
     });
     let reapply = changes_after(&history, covered, epoch, how);
     for r in &reapply.undone {
+        // Recorded as undone, so that a later coordinator does not count it again.
+        cluster.lock().record(Edit::ParameterSet {
+            query: QueryId(name.to_string()),
+            operator: r.operator.clone(),
+            param: r.param.clone(),
+            value: r.old.clone().unwrap_or_default(),
+            origin: UNDONE_BY_ROLLBACK.to_string(),
+            epoch: Some(epoch),
+            at_ms: r.at_ms,
+            seq: r.change_seq,
+            old: Some(r.value.clone()),
+        });
         eprintln!(
-            "anduin: query {name}: the rollback to {} undoes the change of {}.{} to {:?} (at epoch {}): a rescale no checkpoint covers is not carried over; scale again if it is still wanted",
+            "anduin: query {name}: the rollback to {} undoes the change of {}.{} to {:?} ({}): a rescale no checkpoint covers is not carried over; scale again if it is still wanted",
             restore.map_or_else(|| "the beginning".to_string(), |v| format!("checkpoint {}", v.manifest.epoch)),
             r.operator,
             r.param,
             r.value,
-            r.epoch.map_or(0, |e| e.0),
+            applied_at(r),
         );
     }
     if !reapply.changes.is_empty() {
@@ -105,13 +150,22 @@ pub(super) fn after_checkpoint(
 /// checkpoint.
 pub(super) fn not_taken_over(r: &ControlRecord, restore: Option<&Validated>) -> String {
     format!(
-        "operator \"{}\" was rescaled to {} instances at epoch {} (change #{}), after its last checkpoint ({}): a restarted coordinator does not take over instances whose key groups moved since then, so the query rolls back as a whole, undoing the rescale",
+        "operator \"{}\" was rescaled to {} instances {} (change #{}), after its last checkpoint ({}): a restarted coordinator does not take over instances whose key groups moved since then, so the query rolls back as a whole, undoing the rescale",
         r.operator,
         r.value,
-        r.epoch.map_or(0, |e| e.0),
+        applied_at(r),
         r.change_seq.unwrap_or(0),
         restore.map_or_else(|| "none".to_string(), |v| v.manifest.epoch.to_string()),
     )
+}
+
+/// Where change `r` applied: its barrier's epoch, or, recorded only before its barrier went
+/// out, that.
+fn applied_at(r: &ControlRecord) -> String {
+    match r.epoch {
+        Some(e) => format!("at epoch {}", e.0),
+        None => "at a barrier sent before the last coordinator stopped (it had recorded the change, not yet its epoch)".to_string(),
+    }
 }
 
 /// Sends `changes` again through `control` (an attempt that starts from the beginning after

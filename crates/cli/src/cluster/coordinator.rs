@@ -169,6 +169,10 @@ pub enum ExitPoint {
     /// A param change applied by every instance and recorded in the catalog, before `ctl
     /// set` is answered and before the checkpoint whose barrier carried it completes.
     ParameterRecorded,
+    /// A param change every instance has switched to, before the catalog records it so: as
+    /// a kill that lands after the executors carried out a change (a rescale: its key groups
+    /// moved) and before the coordinator recorded them doing so.
+    ChangeSettled,
     /// A cancel recorded in the catalog and answered, before anything acts on it.
     CancelAnswered,
     /// A submission recorded in the catalog, before it is answered or started.

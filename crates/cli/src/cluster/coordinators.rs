@@ -52,6 +52,11 @@ impl PartialEq for Coordinators {
 }
 
 impl Coordinators {
+    /// How many coordinators the list names (more than one: an election among them).
+    pub fn count(&self) -> usize {
+        self.addresses.len()
+    }
+
     /// One coordinator.
     pub fn one(address: SocketAddr) -> Self {
         Self {

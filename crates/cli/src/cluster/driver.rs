@@ -763,6 +763,7 @@ fn start_checkpointer(
         control.restored(0, &carried_alone);
     }
     control.record_changes_with(controls::recorder(cluster, name));
+    control.record_intents_with(controls::intent_recorder(cluster, name));
     cluster.api.remove(name);
     cluster
         .api

@@ -214,7 +214,21 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                 continue;
             }
             Ok(None) => anyhow::bail!("the coordinator refused this worker"),
-            Err(e) => return Err(e),
+            // Never registered: a misconfigured address fails at once; with several
+            // coordinators, the one reached may have stepped down mid-registration (its
+            // standby takes over), so the others are tried a while.
+            Err(e) => match fresh_failure(args.coordinator.count(), tries) {
+                Fresh::GiveUp => return Err(e),
+                Fresh::TryAgain => {
+                    if tries == 0 {
+                        eprintln!("anduin: worker {name} could not register ({e:#}); trying the coordinators again");
+                    }
+                    tries += 1;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+            },
         };
         {
             let mut l = link.lock().unwrap_or_else(|p| p.into_inner());
@@ -233,6 +247,28 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
         serve(&mut from, &executors, &link, &work_dir, &name, &env);
         link.lock().unwrap_or_else(|p| p.into_inner()).to = None;
         eprintln!("anduin: worker {name} lost the coordinator; its executors keep running while it reconnects");
+    }
+}
+
+/// What a worker that has never registered does when a try fails without a refusal.
+#[derive(Debug, PartialEq, Eq)]
+enum Fresh {
+    TryAgain,
+    GiveUp,
+}
+
+/// How many failed tries a fresh worker given several coordinators makes before it gives
+/// up (about half a minute at the backoff's second between tries).
+const FRESH_TRIES: u64 = 30;
+
+/// A fresh worker's answer to its `tries`-th failed try (0: the first) with `coordinators`
+/// coordinators listed: one coordinator, a failure is a misconfiguration (fail fast); several,
+/// the one reached may have been stepping down, and the others are tried a while.
+fn fresh_failure(coordinators: usize, tries: u64) -> Fresh {
+    if coordinators > 1 && tries < FRESH_TRIES {
+        Fresh::TryAgain
+    } else {
+        Fresh::GiveUp
     }
 }
 
@@ -552,6 +588,14 @@ fn watch(key: Key, dir: PathBuf, executors: Executors, link: SharedLink) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fresh_worker_fails_fast_with_one_coordinator_and_tries_a_while_with_several() {
+        assert_eq!(fresh_failure(1, 0), Fresh::GiveUp);
+        assert_eq!(fresh_failure(2, 0), Fresh::TryAgain);
+        assert_eq!(fresh_failure(3, FRESH_TRIES - 1), Fresh::TryAgain);
+        assert_eq!(fresh_failure(3, FRESH_TRIES), Fresh::GiveUp);
+    }
 
     #[test]
     fn heartbeats_must_come_at_least_twice_per_timeout() {

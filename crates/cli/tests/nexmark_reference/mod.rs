@@ -352,7 +352,12 @@ pub fn run_query(input: &Input, query: &str, kinds: &str) -> Vec<Row> {
         "{query}: columns {:?}",
         table.header
     );
-    (table.rows.iter())
+    parsed(query, &table.rows, kinds)
+}
+
+/// `rows` with each column parsed as `kinds` says (see [`run_query`]).
+fn parsed(query: &str, rows: &[Vec<String>], kinds: &str) -> Vec<Row> {
+    rows.iter()
         .map(|r| {
             assert_eq!(r.len(), kinds.len(), "{query}: a row {r:?}");
             (r.iter().zip(kinds.chars()))
@@ -365,6 +370,55 @@ pub fn run_query(input: &Input, query: &str, kinds: &str) -> Vec<Row> {
                 .collect()
         })
         .collect()
+}
+
+/// As [`run_query`], for a query whose sink is partitioned (`PARTITIONED BY`): its `OUTPUT`
+/// is a directory with a directory per partition value (`dt=…/hm=…`); each row of every
+/// file under it is returned followed by the values its directories name, in their order.
+pub fn run_partitioned_query(input: &Input, query: &str, kinds: &str) -> Vec<Row> {
+    let path = repo().join(format!("benches/nexmark/{query}.sql"));
+    let path = path.to_str().expect("a UTF-8 path");
+    anduin_with_vars(
+        input.dir.path(),
+        &["run", path],
+        &[format!("OUTPUT={query}")],
+    );
+    fn walk(
+        dir: &Path,
+        values: &[String],
+        out: &mut Vec<Vec<String>>,
+        header: &mut Option<Vec<String>>,
+    ) {
+        for e in std::fs::read_dir(dir).expect("the output directory lists") {
+            let p = e.expect("an entry").path();
+            let name = p.file_name().expect("a name").to_string_lossy().to_string();
+            if p.is_dir() {
+                let (_, value) = name
+                    .split_once('=')
+                    .unwrap_or_else(|| panic!("a partition directory `{name}`"));
+                let mut values = values.to_vec();
+                values.push(value.to_string());
+                walk(&p, &values, out, header);
+            } else if name.starts_with("part-") {
+                let t = Table::read(&p);
+                header.get_or_insert(t.header);
+                out.extend(t.rows.into_iter().map(|mut r| {
+                    r.extend(values.iter().cloned());
+                    r
+                }));
+            } else {
+                panic!("only committed parts stay after a run: {}", p.display());
+            }
+        }
+    }
+    let (mut rows, mut header) = (Vec::new(), None);
+    walk(&input.dir.path().join(query), &[], &mut rows, &mut header);
+    let header = header.expect("some file");
+    assert!(
+        header.len() < kinds.len(),
+        "{query}: the files hold the other columns: {header:?}"
+    );
+    parsed(query, &rows, kinds)
 }
 
 /// Asserts that `got` and `expected` are the same multiset of rows (doubles within a

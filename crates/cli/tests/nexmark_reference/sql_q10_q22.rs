@@ -105,6 +105,19 @@ pub fn q11(bids: &[Bid]) -> Vec<Row> {
     rows
 }
 
+/// q12's result summed over its processing-time windows, which depend on when each bid is
+/// processed: `SELECT bidder, count(*) FROM bid GROUP BY bidder`, each bidder's bids over all
+/// windows.
+pub fn q12_over_all_windows(bids: &[Bid]) -> Vec<Row> {
+    let mut per_bidder: BTreeMap<i64, i64> = BTreeMap::new();
+    for b in bids {
+        *per_bidder.entry(b.bidder).or_default() += 1;
+    }
+    (per_bidder.into_iter())
+        .map(|(bidder, n)| vec![V::I(bidder), V::I(n)])
+        .collect()
+}
+
 /// `SELECT B.auction, B.bidder, B.price, B.dateTime, S.value FROM bid B JOIN side_input S ON
 /// mod(B.auction, 10000) = S.key`, the side input holding `i, 'i'` for i in 0 … 9 999: every
 /// bid, with the text of its auction id modulo 10 000.

@@ -13,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 
 use super::running::cutoff;
 
-fn schema() -> SchemaRef {
+pub(super) fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("ts", DataType::Timestamp(TimeUnit::Millisecond, None), true),
         Field::new("k", DataType::Int64, true),
@@ -43,13 +43,13 @@ fn tumbling(lateness: &str) -> Box<dyn Operator> {
 }
 
 /// A result: start, end, key, count.
-type Result4 = (i64, i64, i64, i64);
+pub(super) type Result4 = (i64, i64, i64, i64);
 
 /// What the window emitted: results and the times of late rows.
 #[derive(Default)]
-struct Out {
-    results: Vec<Result4>,
-    late: Vec<i64>,
+pub(super) struct Out {
+    pub(super) results: Vec<Result4>,
+    pub(super) late: Vec<i64>,
 }
 
 impl Collector for Out {
@@ -83,7 +83,7 @@ impl Collector for Out {
 
 impl Out {
     /// What came since the last call, sorted.
-    fn take(&mut self) -> (Vec<Result4>, Vec<i64>) {
+    pub(super) fn take(&mut self) -> (Vec<Result4>, Vec<i64>) {
         let (mut results, mut late) = (
             std::mem::take(&mut self.results),
             std::mem::take(&mut self.late),
@@ -95,7 +95,7 @@ impl Out {
 }
 
 /// Rows `(ts, key)`.
-fn rows(op: &mut Box<dyn Operator>, out: &mut Out, rows: &[(i64, i64)]) {
+pub(super) fn rows(op: &mut Box<dyn Operator>, out: &mut Out, rows: &[(i64, i64)]) {
     let batch = RecordBatch::try_new(
         schema(),
         vec![
@@ -112,7 +112,7 @@ fn rows(op: &mut Box<dyn Operator>, out: &mut Out, rows: &[(i64, i64)]) {
 }
 
 /// The watermark `w`; returns the one the window forwards.
-fn watermark(op: &mut Box<dyn Operator>, out: &mut Out, w: i64) -> Option<i64> {
+pub(super) fn watermark(op: &mut Box<dyn Operator>, out: &mut Out, w: i64) -> Option<i64> {
     op.handle_watermark(Watermark(w), out)
         .expect("fires")
         .map(|w| w.0)
@@ -302,7 +302,7 @@ fn a_query_with_a_bad_lateness_is_refused_at_the_param() {
 
 /// A checkpoint in memory: the manifest's inline value and one full snapshot.
 #[derive(Default)]
-struct Memory {
+pub(super) struct Memory {
     inline: Option<serde_json::Value>,
     bytes: Vec<u8>,
 }
@@ -325,7 +325,7 @@ impl anduin_operator_api::SnapshotOut for Memory {
     }
 }
 
-fn restore(op: &mut Box<dyn Operator>, m: Memory) {
+pub(super) fn restore(op: &mut Box<dyn Operator>, m: Memory) {
     op.restore(anduin_operator_api::RestoreIn {
         epoch: anduin_types::Epoch(1),
         inline: m.inline,

@@ -13,6 +13,9 @@
 //! Sliding windows are built from panes (`gcd(size, slide)` long): each row is accumulated
 //! once, into its pane, and a window merges the intermediate states of its panes.
 //!
+//! With `time_kind = "processing"` the windows are over processing time: the window's own
+//! wall clock at the instant it processes a row, not the time column (`proctime.rs`).
+//!
 //! The open windows live in memory; checkpoints go through a keyed table
 //! (`anduin_state::KeyedTable`, heap or LSM, `state_backend`), one entry per key and pane,
 //! session or count window under the key's key group, written when changed (`entries.rs`).
@@ -28,6 +31,9 @@ mod lateness_tests;
 mod moves;
 mod output;
 mod panes;
+pub(crate) mod proctime;
+#[cfg(test)]
+mod proctime_tests;
 pub(crate) mod reject;
 mod running;
 mod session;
@@ -88,6 +94,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             kind: ParamKind::Text,
             default: None,
             doc: "the event-time column (a timestamp, or an int of epoch milliseconds)",
+        },
+        ParamSpec {
+            name: "time_kind",
+            required: false,
+            kind: ParamKind::OneOf(&["event", "processing"]),
+            default: Some("event"),
+            doc: "event: the windows are over the `time` column, fired by the watermark; processing (tumbling and sliding only): over the wall clock at which the window processes each row (the `time` column is overwritten with it), fired when the clock passes their end, even without rows, as Flink's processing-time windows; results depend on timing",
         },
         ParamSpec {
             name: "keys",
@@ -155,6 +168,8 @@ pub(crate) struct WindowSetup {
     pub name: String,
     pub kind: WindowKind,
     pub time_column: usize,
+    /// Over processing time (`time_kind = "processing"`, `proctime.rs`).
+    pub processing: bool,
     pub key_columns: Vec<usize>,
     pub codec: KeyCodec,
     pub aggs: Vec<CompiledAggregate>,
@@ -177,6 +192,37 @@ pub(crate) struct WindowSetup {
 /// Checks this operator's params and inputs as the query declares them, and binds it to a
 /// factory of instances (called by the registry's catalog).
 pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
+    let Checked {
+        setup,
+        outputs,
+        partition_by,
+    } = check(op, inputs)?;
+    Ok(Binding {
+        bound: Bound::Operator(Arc::new(move |ctx| {
+            let setup = WindowSetup {
+                query_file: ctx.query_file.clone(),
+                ..setup.clone()
+            };
+            Ok(Box::new(Window::new(setup, ctx)?))
+        })),
+        outputs,
+        warnings: Diagnostics::default(),
+        partition_by,
+    })
+}
+
+/// A window's params checked against its input: what its instances are built from.
+pub(crate) struct Checked {
+    pub setup: WindowSetup,
+    pub outputs: Vec<SchemaRef>,
+    pub partition_by: Vec<Option<Vec<usize>>>,
+}
+
+/// Checks a window's params and input (see [`bind`]).
+pub(crate) fn check(
+    op: &OperatorDef,
+    inputs: &[(&str, SchemaRef)],
+) -> Result<Checked, Diagnostics> {
     let p = Params::new(op);
     let (stream, input) = inputs.first().expect("arity checked: one input");
     let column = |param: &str, name: &str| -> Result<usize, Diagnostics> {
@@ -203,6 +249,15 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             .error(
                 "time",
                 format!("column `{time_name}` must be a timestamp or an int of epoch milliseconds"),
+            )
+            .into());
+    }
+    let processing = p.str_or("time_kind", "event").as_str() == "processing";
+    if processing && !matches!(kind, WindowKind::Sliding { .. }) {
+        return Err(p
+            .error(
+                "time_kind",
+                "processing-time windows are tumbling or sliding: a session or count window is over event time",
             )
             .into());
     }
@@ -344,6 +399,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         name: op.name.to_string(),
         kind,
         time_column,
+        processing,
         key_columns,
         codec,
         aggs,
@@ -355,16 +411,9 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         on_error: anduin_operator_api::OnError::param(&p),
         query_file: None,
     };
-    Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |ctx| {
-            let setup = WindowSetup {
-                query_file: ctx.query_file.clone(),
-                ..setup.clone()
-            };
-            Ok(Box::new(Window::new(setup, ctx)?))
-        })),
+    Ok(Checked {
+        setup,
         outputs,
-        warnings: Diagnostics::default(),
         partition_by,
     })
 }

@@ -167,6 +167,24 @@ impl Panes {
         self.size == self.slide
     }
 
+    /// The end of the earliest window still to fire, if a pane is open.
+    pub(crate) fn next_end(&self) -> Option<i64> {
+        let mut starts: Vec<i64> = self
+            .live
+            .keys()
+            .chain(self.sealed.keys())
+            .copied()
+            .collect();
+        starts.sort_unstable();
+        if self.tumbling() {
+            return starts.first().map(|s| s.saturating_add(self.size));
+        }
+        starts.into_iter().find_map(|s| {
+            super::assign::window_ends_of_pane(s, self.pane, self.size, self.slide)
+                .find(|e| *e > self.fired_up_to)
+        })
+    }
+
     /// Accumulates on-time rows into their panes.
     pub(crate) fn add(&mut self, p: &Prepared, setup: &WindowSetup) -> Result<(), OperatorError> {
         let n = p.times.len();

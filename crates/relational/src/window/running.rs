@@ -11,6 +11,14 @@
 //! rows before the cutoff already reached stay late (their windows may have fired, and the
 //! output is append-only).
 //!
+//! **Processing time** (`proctime.rs`): the cutoff is the window's wall clock, moved on at
+//! every batch and timer; the watermark of the input is forwarded unchanged and fires
+//! nothing, but +∞ (a finished input) fires every open window. A checkpoint keeps the open
+//! windows and the cutoff; after a restore, the windows whose end the clock passed while the
+//! query was down fire at once, with the rows they held at the checkpoint (rows read again
+//! after it go to the windows of the instants they are processed again), as Flink's
+//! processing-time timers that passed during a recovery fire as it restores.
+//!
 //! A change of `allowed_lateness` ([`Operator::set_param`]) only sets the value: the cutoff
 //! moves with the next watermark later than the last, so rows that arrive before it are
 //! judged, and windows fired, as before the change. That keeps the change a pure function of
@@ -32,6 +40,7 @@ use super::entries::{split_sub_key, Restored, StateRows, COUNT, PANE, SESSION, S
 use super::input::{aggregate_inputs, prepare, split_late, times_of};
 use super::output::Results;
 use super::panes::Panes;
+use super::proctime::{stamped, SystemWallClock, WallClock};
 use super::reject::keep_fitting;
 use super::session::Sessions;
 use super::{lateness_ms, WindowKind, WindowSetup};
@@ -111,6 +120,8 @@ pub(crate) struct Window {
     dead_letter: Arc<DeadLetter>,
     /// What a row whose aggregate arguments fail does.
     errors: anduin_operator_api::RowErrors,
+    /// The wall clock of a processing-time window (`None`: over event time).
+    clock: Option<Arc<dyn WallClock>>,
 }
 
 impl Window {
@@ -122,6 +133,7 @@ impl Window {
         let (setup_name, sites, on_error) =
             (setup.name.clone(), setup.sites.clone(), setup.on_error);
         let lateness = setup.allowed_lateness;
+        let processing = setup.processing;
         let open = match setup.kind {
             WindowKind::Sliding { size, slide } => Open::Panes(Panes::new(size, slide)),
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
@@ -140,7 +152,33 @@ impl Window {
             late: 0,
             dead_letter,
             errors: anduin_operator_api::RowErrors::new(&setup_name, sites, on_error, ctx),
+            clock: processing.then(|| Arc::new(SystemWallClock) as Arc<dyn WallClock>),
         })
+    }
+
+    /// The window reading `clock` for its processing time (tests; a window over event time
+    /// ignores it).
+    #[cfg(test)]
+    pub(crate) fn with_clock(mut self, clock: Arc<dyn WallClock>) -> Self {
+        if self.clock.is_some() {
+            self.clock = Some(clock);
+        }
+        self
+    }
+
+    /// A processing-time window: the clock moved on to `now`; fires the windows that end by
+    /// it. Returns `now`.
+    fn advance_clock(
+        &mut self,
+        clock: &dyn WallClock,
+        out: &mut dyn Collector,
+    ) -> Result<i64, OperatorError> {
+        let now = clock.now_ms();
+        if now > self.cutoff {
+            self.cutoff = now;
+            self.fire(out)?;
+        }
+        Ok(now)
     }
 
     /// The aggregates' inputs on `batch`, after the rows they fail on went to the dead letters
@@ -254,6 +292,13 @@ impl Operator for Window {
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
         let rows_in = batch.num_rows();
+        let batch = match self.clock.clone() {
+            Some(clock) => {
+                let now = self.advance_clock(clock.as_ref(), out)?;
+                stamped(batch, self.setup.time_column, now, &self.setup.name)?
+            }
+            None => batch,
+        };
         let batch = reject_null_times(
             batch,
             self.setup.time_column,
@@ -301,6 +346,18 @@ impl Operator for Window {
         watermark: Watermark,
         out: &mut dyn Collector,
     ) -> Result<Option<Watermark>, OperatorError> {
+        if self.clock.is_some() {
+            // Processing time: event time passes through; only its end closes the windows.
+            if watermark.0 <= self.watermark {
+                return Ok(None);
+            }
+            self.watermark = watermark.0;
+            if watermark == Watermark::MAX {
+                self.cutoff = Watermark::MAX.0;
+                self.fire(out)?;
+            }
+            return Ok(Some(watermark));
+        }
         // Only a watermark that moves event time on moves the cutoff: one sent again (as after
         // a restore, where the sources start from no watermark) must not apply a changed
         // lateness earlier than the run before the restore did.
@@ -316,6 +373,25 @@ impl Operator for Window {
         self.fire(out)?;
         // The results fired are at or after the cutoff: forwarding it keeps them on time.
         Ok(Some(Watermark(self.cutoff)))
+    }
+
+    fn timer_due_in(&self) -> Option<std::time::Duration> {
+        let clock = self.clock.as_ref()?;
+        let Open::Panes(p) = &self.open else {
+            return None;
+        };
+        let end = p.next_end()?;
+        let wait = end.saturating_sub(clock.now_ms()).max(0);
+        Some(std::time::Duration::from_millis(
+            u64::try_from(wait).unwrap_or(u64::MAX),
+        ))
+    }
+
+    fn on_timer(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        if let Some(clock) = self.clock.clone() {
+            self.advance_clock(clock.as_ref(), out)?;
+        }
+        Ok(())
     }
 
     fn adjustable_params(&self) -> &'static [&'static str] {
@@ -372,11 +448,15 @@ impl Operator for Window {
         parts: &[Option<serde_json::Value>],
         how: Combine,
     ) -> Result<Option<serde_json::Value>, anduin_operator_api::RescaleError> {
+        // The instances of a processing-time window each have their own clock's cutoff.
+        if self.clock.is_some() {
+            return Err(RescaleError::NotRescalable);
+        }
         anduin_operator_api::rescale::rescale_inline_as::<Meta>(parts, how)
     }
 
     fn moves_key_groups(&self) -> bool {
-        true
+        self.clock.is_none()
     }
 
     fn give_key_groups(

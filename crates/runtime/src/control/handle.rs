@@ -155,6 +155,9 @@ pub struct Control {
     pipelining_refused_for: Mutex<BTreeMap<String, String>>,
     /// Where each applied change is kept durable, if anywhere.
     recorder: Mutex<Option<Arc<Recorder>>>,
+    /// Given each rescale and live split before its barrier is sent (see
+    /// [`Control::record_intents_with`]).
+    intent: Mutex<Option<Arc<Recorder>>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -207,7 +210,21 @@ impl Control {
             pipelining_refused: Mutex::new(None),
             pipelining_refused_for: Mutex::new(BTreeMap::new()),
             recorder: Mutex::new(None),
+            intent: Mutex::new(None),
         }
+    }
+
+    /// Hands each change that moves key groups or splits a chain (`parallelism`, `pipeline`)
+    /// to `intent` before the barrier that carries it is sent: a cluster's coordinator
+    /// records it in its catalog, so that a coordinator that takes the query over after a
+    /// kill knows of it even when the one before died after the executors carried it out
+    /// and before it recorded them doing so (it then rolls the query back, as for any
+    /// rescale no checkpoint covers).
+    pub fn record_intents_with(&self, intent: Arc<Recorder>) {
+        *self
+            .intent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(intent);
     }
 
     /// Hands each change every instance has switched to to `recorder` before the history
@@ -458,9 +475,11 @@ impl Control {
             return Err(invalid(format!(
                 "operator \"{}\" cannot be rescaled while it runs: only an operator that splits \
                  its input by key (a keyed window, a join, a pattern with partition_by, a GROUP \
-                 BY) can, and only when it runs spare instances: start the query with \
-                 --max-parallelism N (a pattern that spreads its partial matches over \
-                 copies, overflow_instances, is not rescaled: each copy is one instance)",
+                 BY) can, and only when the query runs spare instances of it (started with \
+                 --max-parallelism N); a pattern that spreads its partial matches over copies \
+                 (overflow_instances) is never rescaled while it runs (instance i of each copy \
+                 hands to instance i of the next): change its `parallelism` and resume from a \
+                 checkpoint",
                 request.operator
             )));
         };
@@ -537,6 +556,42 @@ impl Control {
             param: request.param.clone(),
             value: request.value.clone(),
         };
+        let record = ChangeRecord {
+            seq,
+            time_ms: 0,
+            epoch: 0,
+            operator: request.operator.clone(),
+            param: request.param.clone(),
+            old: old.clone(),
+            new: request.value.clone(),
+            from: request.from.clone(),
+        };
+        // A change that moves key groups or splits a chain is recorded before its barrier is
+        // sent (a cluster's catalog): a coordinator killed after the executors carried it out
+        // and before it recorded them doing so must not be succeeded by one that knows
+        // nothing of it (its checkpoints would record the plan from before).
+        let structural = request.param == crate::rescale::PARALLELISM
+            || request.param == crate::pipelining::PIPELINE;
+        let intent = structural
+            .then(|| {
+                self.intent
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone()
+            })
+            .flatten();
+        let reserved = intent.is_some();
+        if let Some(intent) = intent {
+            // The number is kept for this change while the lock is let go.
+            inner.next_seq += 1;
+            drop(inner);
+            intent(&record);
+            inner = self.lock();
+            if inner.state != QueryState::Running {
+                let state = inner.state;
+                return Err(self.not_running(state, "its params cannot be changed now"));
+            }
+        }
         let sent = match inner.injector.as_mut() {
             Some(Injector::Coordinator(events)) => {
                 events.send(Event::Control(vec![update])).is_ok()
@@ -565,21 +620,14 @@ impl Control {
                 "its sources have ended; nothing is left to change",
             ));
         }
-        inner.next_seq += 1;
+        if !reserved {
+            inner.next_seq += 1;
+        }
         inner.requested.insert(key, request.value.clone());
         inner.pending.insert(
             seq,
             Pending {
-                record: ChangeRecord {
-                    seq,
-                    time_ms: 0,
-                    epoch: 0,
-                    operator: request.operator.clone(),
-                    param: request.param.clone(),
-                    old,
-                    new: request.value.clone(),
-                    from: request.from.clone(),
-                },
+                record,
                 waiting,
                 epoch: None,
             },

@@ -7,7 +7,7 @@
 //! as keys of a GROUP BY over them: as in Flink, the window end is the derived stream's
 //! event time.
 
-use sqlparser::ast::{Expr, SelectItem};
+use sqlparser::ast::{Expr, FunctionArguments, SelectItem};
 
 use super::insert::{name_of, unnested};
 
@@ -20,13 +20,17 @@ pub(crate) enum Attr {
     WindowEnd,
     /// Another timestamp (a source's time column passed through).
     Time,
+    /// A processing time: a column computed as `PROCTIME()` (and passed through). A window
+    /// whose `DESCRIPTOR` names it groups rows by the wall clock at which it processes them.
+    ProcTime,
     /// Anything else.
     Plain,
 }
 
 impl Attr {
+    /// Whether the column can be an event time (a processing time cannot).
     pub(crate) fn is_time(self) -> bool {
-        self != Attr::Plain
+        matches!(self, Attr::WindowStart | Attr::WindowEnd | Attr::Time)
     }
 }
 
@@ -75,12 +79,28 @@ pub(crate) fn item_column(
         Some(c) if window && c == "window_start" => Attr::WindowStart,
         Some(c) if window && c == "window_end" => Attr::WindowEnd,
         Some(c) => input(&c),
+        None if is_proctime(expr) => Attr::ProcTime,
         None => Attr::Plain,
     };
     let name = alias
         .or_else(|| column_ref(expr))
         .unwrap_or_else(|| expr.to_string());
     Some((name, attr))
+}
+
+/// Whether `e` is a call of `PROCTIME()`, Flink's processing-time attribute.
+pub(crate) fn is_proctime(e: &Expr) -> bool {
+    match unnested(e) {
+        Expr::Function(f) => {
+            f.name.to_string().eq_ignore_ascii_case("PROCTIME")
+                && match &f.args {
+                    FunctionArguments::None => true,
+                    FunctionArguments::List(l) => l.args.is_empty(),
+                    FunctionArguments::Subquery(_) => false,
+                }
+        }
+        _ => false,
+    }
 }
 
 /// The column `e` names, if it is a plain (possibly qualified) column reference.
@@ -136,6 +156,28 @@ mod tests {
         assert_eq!(cols[1], ("u".to_string(), Attr::Plain));
         // Outside a windowed SELECT, `window_end` is just a column of the input.
         assert_eq!(cols[2], ("window_end".to_string(), Attr::Plain));
+    }
+
+    #[test]
+    fn a_proctime_call_makes_a_processing_time_that_a_plain_reference_keeps() {
+        let plain = |_: &str| Attr::Plain;
+        let cols: Vec<_> = items("PROCTIME() AS p, proctime() AS q, PROCTIME() + 1 AS r")
+            .iter()
+            .map(|i| item_column(i, &plain, false).expect("an expression"))
+            .collect();
+        assert_eq!(cols[0], ("p".to_string(), Attr::ProcTime));
+        assert_eq!(cols[1], ("q".to_string(), Attr::ProcTime));
+        assert_eq!(cols[2], ("r".to_string(), Attr::Plain));
+        let input = |c: &str| {
+            if c == "p" {
+                Attr::ProcTime
+            } else {
+                Attr::Plain
+            }
+        };
+        let passed = item_column(&items("p AS t")[0], &input, false).expect("a column");
+        assert_eq!(passed, ("t".to_string(), Attr::ProcTime));
+        assert!(!Attr::ProcTime.is_time());
     }
 
     #[test]

@@ -5,12 +5,13 @@
 //! ([`crate::rereading`]).
 
 use sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
-    ObjectName, Statement,
+    ColumnOption, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
+    FunctionArguments, GeneratedAs, GeneratedExpressionMode, Ident, ObjectName, Statement,
 };
 use sqlparser::dialect::{Dialect, GenericDialect};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
 
 use crate::rereading::Rereading;
 
@@ -69,6 +70,35 @@ impl Dialect for AnduinDialect {
             return Some(super::functions::parse_create_function(parser, true));
         }
         None
+    }
+
+    /// Flink's computed column `p_time AS PROCTIME()`: sqlparser reads the `AS` as the
+    /// column's type (`DataType::Custom`), then asks here for its options; the expression
+    /// after it becomes a generated column's (`tables.rs` takes it).
+    fn parse_column_option(
+        &self,
+        parser: &mut Parser,
+    ) -> Result<Option<Result<Option<ColumnOption>, ParserError>>, ParserError> {
+        parser.prev_token();
+        let after_as =
+            matches!(&parser.peek_token_ref().token, Token::Word(w) if w.keyword == Keyword::AS);
+        parser.next_token();
+        let ends = matches!(
+            parser.peek_token_ref().token,
+            Token::Comma | Token::RParen | Token::EOF
+        );
+        if !after_as || ends {
+            return Ok(None);
+        }
+        Ok(Some(parser.parse_expr().map(|expr| {
+            Some(ColumnOption::Generated {
+                generated_as: GeneratedAs::Always,
+                sequence_options: None,
+                generation_expr: Some(expr),
+                generation_expr_mode: Some(GeneratedExpressionMode::Virtual),
+                generated_keyword: false,
+            })
+        })))
     }
 
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {

@@ -298,11 +298,11 @@ pub(super) fn lower_select(
         }
         TableFactor::Table {
             name, args: None, ..
-        } => (tables.read(name)?, None),
+        } => (super::views::read(name, script, tables, spec)?, None),
         TableFactor::TableFunction { expr, .. } => {
-            let (table, tvf) = super::window_tvf::window_tvf(expr)?;
-            let stream = tables.read(&table)?;
-            tvf.check_time(&stream, tables)?;
+            let (table, mut tvf) = super::window_tvf::window_tvf(expr)?;
+            let stream = super::views::read(&table, script, tables, spec)?;
+            tvf.resolve_time(&stream, tables)?;
             (stream, Some(tvf))
         }
         TableFactor::Derived {
@@ -356,8 +356,8 @@ pub(super) fn lower_select(
     };
     let rewritten;
     let s = match legacy {
-        Some(legacy) => {
-            legacy.tvf.check_time(&input, tables)?;
+        Some(mut legacy) => {
+            legacy.tvf.resolve_time(&input, tables)?;
             let (projection, texts): (Vec<SelectItem>, Vec<Text>) =
                 (s.projection.iter().zip(items))
                     .map(|(item, text)| legacy.item(item, text))
@@ -376,25 +376,24 @@ pub(super) fn lower_select(
         None => s,
     };
     let attr_of = |c: &str| tables.attr(&input, c);
-    let columns: Vec<(String, Attr)> = if s
+    // `*` stands for the input's columns where it is (`SELECT *, PROCTIME() AS p_time`).
+    let columns: Vec<(String, Attr)> = s
         .projection
         .iter()
-        .any(|i| matches!(i, SelectItem::Wildcard(_)))
-    {
-        tables
-            .columns(&input)
-            .into_iter()
-            .map(|c| {
-                let a = attr_of(&c);
-                (c, a)
-            })
-            .collect()
-    } else {
-        s.projection
-            .iter()
-            .filter_map(|i| item_column(i, &attr_of, window.is_some()))
-            .collect()
-    };
+        .flat_map(|i| match i {
+            SelectItem::Wildcard(_) => tables
+                .columns(&input)
+                .into_iter()
+                .map(|c| {
+                    let a = attr_of(&c);
+                    (c, a)
+                })
+                .collect(),
+            other => item_column(other, &attr_of, window.is_some())
+                .into_iter()
+                .collect::<Vec<_>>(),
+        })
+        .collect();
     if let (Some(h), Some(_)) = (&s.having, &window) {
         return Err(unsupported(
             pos(h.span().start),

@@ -12,6 +12,7 @@
 //! FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND))
 //! GROUP BY window_start, window_end, sensor;
 //! ```
+//! `CREATE VIEW name AS SELECT …` names a query that FROM reads as a table (`views.rs`).
 //! What it does not support yet is an error naming the construct and its position.
 
 mod derived;
@@ -35,6 +36,7 @@ mod source_text;
 mod tables;
 mod temporal;
 mod top_n;
+mod views;
 mod window_tvf;
 
 use anduin_types::{Diagnostic, Diagnostics, Pos};
@@ -120,11 +122,20 @@ fn lower_script(
                     diags.push(d);
                 }
             }
+            Statement::CreateView(cv) => {
+                let script = insert::Script {
+                    source: &source,
+                    matches: &prepared.matches,
+                };
+                if let Err(d) = views::declare(cv, &script, &mut tables) {
+                    diags.push(d);
+                }
+            }
             Statement::Insert(ins) => inserts.push(ins),
             other => diags.push(Diagnostic::error(
                 pos(other.span().start),
                 format!(
-                    "`{}` is not supported: a script holds SET '…' = '…', CREATE TABLE … WITH (…), CREATE FUNCTION …, CREATE AGGREGATE … and INSERT INTO … SELECT … statements",
+                    "`{}` is not supported: a script holds SET '…' = '…', CREATE TABLE … WITH (…), CREATE VIEW … AS SELECT …, CREATE FUNCTION …, CREATE AGGREGATE … and INSERT INTO … SELECT … statements",
                     first_words(&other.to_string())
                 ),
             )),
@@ -175,6 +186,20 @@ fn first_words(s: &str) -> String {
     s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
+/// The word of row pattern recognition in a window (`MEASURES`, `PATTERN`, …) that the
+/// parser met where a window's frame was expected, if that is what `head` (a parser error
+/// without its position) says.
+fn window_pattern_word(head: &str) -> Option<&'static str> {
+    let (expected, found) = head.rsplit_once("found: ")?;
+    if !expected.contains("ROWS, RANGE, GROUPS") && !expected.contains("Expected: )") {
+        return None;
+    }
+    let found = found.trim().trim_end_matches(',').to_ascii_uppercase();
+    ["MEASURES", "PATTERN", "INITIAL", "SEEK", "SUBSET", "DEFINE"]
+        .into_iter()
+        .find(|w| found == *w)
+}
+
 /// A parser error at the position sqlparser reports; at `end`, the end of the text, when the
 /// text ended too early (sqlparser gives no position then).
 pub(crate) fn syntax_error(e: ParserError, end: Pos) -> Diagnostic {
@@ -185,6 +210,12 @@ pub(crate) fn syntax_error(e: ParserError, end: Pos) -> Diagnostic {
     if let Some((head, tail)) = msg.rsplit_once(" at Line: ") {
         if let Some((l, c)) = tail.split_once(", Column: ") {
             if let (Ok(l), Ok(c)) = (l.trim().parse(), c.trim().parse()) {
+                if let Some(word) = window_pattern_word(head) {
+                    return Diagnostic::error(
+                        Pos::new(l, c),
+                        format!("`{word}` in a window: row pattern recognition in a window (`WINDOW w AS (… MEASURES … PATTERN (…) DEFINE …)`, SQL:2016's R020) is not supported; write the pattern as MATCH_RECOGNIZE (PARTITION BY … ORDER BY … MEASURES … PATTERN (…) DEFINE …) after the table"),
+                    );
+                }
                 return Diagnostic::error(Pos::new(l, c), format!("syntax error: {head}"));
             }
         }

@@ -240,7 +240,7 @@ pub(super) fn lower(
     let input = match &from.relation {
         TableFactor::Table {
             name, args: None, ..
-        } => tables.read(name)?,
+        } => super::views::read(name, script, tables, spec)?,
         TableFactor::Derived {
             lateral: false,
             subquery,

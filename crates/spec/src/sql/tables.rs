@@ -4,12 +4,13 @@
 use anduin_types::{did_you_mean, Diagnostic, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{
-    ColumnDef as SqlColumnDef, CreateTable, CreateTableOptions, DataType, Expr,
+    ColumnDef as SqlColumnDef, ColumnOption, CreateTable, CreateTableOptions, DataType, Expr,
     HiveDistributionStyle, ObjectName, SqlOption, Value as SqlValue,
 };
 
-use super::derived::{Attr, Derived};
+use super::derived::{is_proctime, Attr, Derived};
 use super::source_text::{is_word, pos, Source};
+use super::views::{View, ViewState};
 use crate::ast::{ColumnDef, OperatorDef, OutputDef, Param, Spec, TypeDef, Value};
 use crate::Text;
 
@@ -27,26 +28,45 @@ const CONNECTORS: [&str; 7] = [
 ];
 
 /// A declared table.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Table {
     pub name: String,
     pub pos: Pos,
     pub columns: Option<Vec<ColumnDef>>,
     pub connector: Text,
     pub options: Vec<Param>,
+    /// Its column computed as `PROCTIME()` (Flink's `p_time AS PROCTIME()`), if any: not
+    /// read from the connector, but added to every row as it is read (a map after the
+    /// source), and a processing time for the windows over it.
+    pub proctime: Option<String>,
+    /// `PARTITIONED BY (…)`: its columns, and where the clause is.
+    pub partitioned: Option<(Vec<String>, Pos)>,
     read: bool,
     written: bool,
 }
 
-/// The tables of a script.
-#[derive(Debug, Default)]
-pub(crate) struct Tables {
-    tables: Vec<Table>,
-    /// Streams made by subqueries in FROM.
-    derived: Vec<Derived>,
+impl Table {
+    /// The stream its readers read: the table's own, or with a computed `PROCTIME()` column
+    /// the map's that adds it.
+    fn stream(&self) -> String {
+        match &self.proctime {
+            Some(_) => format!("{}_proctime", self.name),
+            None => self.name.clone(),
+        }
+    }
 }
 
-fn name_of(n: &ObjectName) -> String {
+/// The tables of a script.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Tables {
+    tables: Vec<Table>,
+    /// Streams made by subqueries in FROM (and by views).
+    derived: Vec<Derived>,
+    /// The views declared (`views.rs`).
+    views: Vec<View>,
+}
+
+pub(crate) fn name_of(n: &ObjectName) -> String {
     n.0.iter()
         .filter_map(|p| p.as_ident().map(|i| i.value.clone()))
         .collect::<Vec<_>>()
@@ -62,29 +82,50 @@ impl Tables {
     ) -> Result<(), Diagnostic> {
         let name = name_of(&ct.name);
         let at = pos(ct.name.span().start);
-        if let Some(t) = self.tables.iter().find(|t| t.name == name) {
-            return Err(Diagnostic::error(
-                at,
-                format!(
-                    "table `{name}` is created twice (first at {}:{})",
-                    t.pos.line, t.pos.col
-                ),
-            ));
-        }
+        self.check_free(&name, at)?;
         if ct.query.is_some() {
             return Err(Diagnostic::error(
                 at,
                 "CREATE TABLE … AS SELECT is not supported: create the table, then INSERT INTO it",
             ));
         }
-        if let HiveDistributionStyle::PARTITIONED { columns } = &ct.hive_distribution {
-            return Err(partitioned(columns, source));
-        }
+        let partitioned = match &ct.hive_distribution {
+            HiveDistributionStyle::PARTITIONED { columns } => Some((
+                columns
+                    .iter()
+                    .map(|c| c.name.value.clone())
+                    .collect::<Vec<_>>(),
+                partitioned_at(columns, source),
+            )),
+            _ => None,
+        };
+        let mut proctime = None;
         let columns = if ct.columns.is_empty() {
             None
         } else {
             let mut cols = Vec::new();
             for c in &ct.columns {
+                if let Some(expr) = computed(c) {
+                    let at = pos(c.name.span.start);
+                    if !is_proctime(expr) {
+                        return Err(Diagnostic::error(
+                            at,
+                            format!("column `{}`: a computed column other than `AS PROCTIME()` is not supported: compute it in a view (CREATE VIEW v AS SELECT *, {expr} AS {} FROM {name})", c.name.value, c.name.value),
+                        ));
+                    }
+                    if let Some(first) = &proctime {
+                        return Err(Diagnostic::error(
+                            at,
+                            format!("column `{}`: table `{name}` has a processing time already (`{first}`)", c.name.value),
+                        ));
+                    }
+                    proctime = Some(c.name.value.clone());
+                    cols.push(ColumnDef {
+                        name: Text::at(c.name.value.clone(), at),
+                        ty: Text::at("timestamp", at),
+                    });
+                    continue;
+                }
                 let ty = column_type(&c.data_type).ok_or_else(|| {
                     Diagnostic::error(
                         pos(c.name.span.start),
@@ -131,6 +172,29 @@ impl Tables {
                 });
             }
         }
+        // A bad clause is reported, and the table declared without it: its uses are not
+        // reported again.
+        let mut bad_partition = None;
+        if let Some((cols, p_at)) = &partitioned {
+            let declared: Vec<&str> = (columns.iter().flatten())
+                .map(|c| c.name.as_str())
+                .collect();
+            if declared.is_empty() {
+                bad_partition = Some(Diagnostic::error(
+                    *p_at,
+                    format!("PARTITIONED BY ({}): declare the table's columns, the partition columns among them", cols.join(", ")),
+                ));
+            } else if let Some(c) = cols.iter().find(|c| !declared.contains(&c.as_str())) {
+                bad_partition = Some(Diagnostic::error(
+                    *p_at,
+                    format!(
+                        "PARTITIONED BY: `{c}` is not a column of table `{name}` (columns: {})",
+                        declared.join(", ")
+                    ),
+                ));
+            }
+        }
+        let partitioned = partitioned.filter(|_| bad_partition.is_none());
         let connector = connector.ok_or_else(|| {
             Diagnostic::error(at, format!("table `{name}` needs a connector: WITH (connector = 'file', path = '…') (or 'generator', 'discard')"))
         })?;
@@ -151,10 +215,48 @@ impl Tables {
             columns,
             connector,
             options: params,
+            proctime,
+            partitioned,
             read: false,
             written: false,
         });
-        unknown.map_or(Ok(()), Err)
+        bad_partition.or(unknown).map_or(Ok(()), Err)
+    }
+
+    /// Refuses `name` for a new table or view (at `at`) when a table or view has it.
+    pub(crate) fn check_free(&self, name: &str, at: Pos) -> Result<(), Diagnostic> {
+        let table = self.tables.iter().find(|t| t.name == name).map(|t| t.pos);
+        let view = self.views.iter().find(|v| v.name == name).map(|v| v.pos);
+        let (what, first) = match (table, view) {
+            (Some(p), _) => ("table", p),
+            (None, Some(p)) => ("view", p),
+            (None, None) => return Ok(()),
+        };
+        Err(Diagnostic::error(
+            at,
+            format!(
+                "`{name}` is created twice (first as a {what} at {}:{})",
+                first.line, first.col
+            ),
+        ))
+    }
+
+    /// Records a view (checked by `views.rs`).
+    pub(crate) fn add_view(&mut self, view: View) {
+        self.views.push(view);
+    }
+
+    /// The view called `name`, if one is.
+    pub(crate) fn view(&self, name: &ObjectName) -> Option<&View> {
+        let n = name_of(name);
+        self.views.iter().find(|v| v.name == n)
+    }
+
+    /// View `name` was lowered to `stream`: its later readers read that.
+    pub(crate) fn view_lowered(&mut self, name: &str, stream: String) {
+        if let Some(v) = self.views.iter_mut().find(|v| v.name == name) {
+            v.state = ViewState::Lowered(stream);
+        }
     }
 
     fn find(&mut self, name: &ObjectName) -> Result<&mut Table, Diagnostic> {
@@ -180,6 +282,16 @@ impl Tables {
     pub(crate) fn read(&mut self, name: &ObjectName) -> Result<String, Diagnostic> {
         let at = pos(name.span().start);
         let t = self.find(name)?;
+        if let Some((cols, _)) = &t.partitioned {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "table `{}` is PARTITIONED BY ({}): it is written, as a directory per partition; reading it is not supported",
+                    t.name,
+                    cols.join(", ")
+                ),
+            ));
+        }
         if t.columns.is_none() {
             return Err(Diagnostic::error(
                 at,
@@ -199,7 +311,14 @@ impl Tables {
             ));
         }
         t.read = true;
-        Ok(t.name.clone())
+        Ok(t.stream())
+    }
+
+    /// The declared table whose readers read `stream`.
+    fn table_of(&self, stream: &str) -> Option<&Table> {
+        self.tables
+            .iter()
+            .find(|t| t.name == stream || (t.proctime.is_some() && t.stream() == stream))
     }
 
     /// Records the stream of a subquery.
@@ -217,6 +336,9 @@ impl Tables {
         if let Some(d) = self.derived(name) {
             return d.attr(column);
         }
+        if (self.table_of(name)).is_some_and(|t| t.proctime.as_deref() == Some(column)) {
+            return Attr::ProcTime;
+        }
         if self.time_columns(name).iter().any(|c| c == column) {
             Attr::Time
         } else {
@@ -229,9 +351,7 @@ impl Tables {
         if let Some(d) = self.derived(name) {
             return d.columns.iter().map(|(c, _)| c.clone()).collect();
         }
-        self.tables
-            .iter()
-            .find(|t| t.name == name)
+        self.table_of(name)
             .and_then(|t| t.columns.as_ref())
             .map(|cols| cols.iter().map(|c| c.name.as_str().to_string()).collect())
             .unwrap_or_default()
@@ -242,9 +362,7 @@ impl Tables {
         if let Some(d) = self.derived(name) {
             return d.event_time().map(str::to_string);
         }
-        self.tables
-            .iter()
-            .find(|t| t.name == name)?
+        self.table_of(name)?
             .options
             .iter()
             .find(|o| o.name.as_str() == "event_time")
@@ -263,7 +381,7 @@ impl Tables {
             }
             return out;
         }
-        let Some(t) = self.tables.iter().find(|t| t.name == name) else {
+        let Some(t) = self.table_of(name) else {
             return Vec::new();
         };
         let mut out: Vec<String> = t
@@ -273,7 +391,11 @@ impl Tables {
             .map(|o| o.value.as_text().as_str().to_string())
             .collect();
         for c in t.columns.iter().flatten() {
-            if c.ty.as_str() == "timestamp" && !out.iter().any(|x| x == c.name.as_str()) {
+            let computed = t.proctime.as_deref() == Some(c.name.as_str());
+            if c.ty.as_str() == "timestamp"
+                && !computed
+                && !out.iter().any(|x| x == c.name.as_str())
+            {
                 out.push(c.name.as_str().to_string());
             }
         }
@@ -318,6 +440,15 @@ impl Tables {
         spec: &mut Spec,
     ) -> Result<Option<String>, Diagnostic> {
         let at = pos(name.span().start);
+        if let Some(v) = self.view(name) {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "view `{}` cannot be written: INSERT INTO a table (the view is at {}:{})",
+                    v.name, v.pos.line, v.pos.col
+                ),
+            ));
+        }
         let t = self.find(name)?;
         if t.read {
             return Err(Diagnostic::error(
@@ -333,6 +464,15 @@ impl Tables {
                 at,
                 format!(
                     "table `{}` is written by two INSERTs: not supported yet; use two tables",
+                    t.name
+                ),
+            ));
+        }
+        if let Some(p) = &t.proctime {
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "table `{}` has a computed column `{p}`: it can be read, not written",
                     t.name
                 ),
             ));
@@ -354,10 +494,26 @@ impl Tables {
                 ))
             }
         };
+        let mut params = t.options.clone();
+        if let Some((cols, p_at)) = &t.partitioned {
+            if kind != "writer" {
+                return Err(Diagnostic::error(
+                    *p_at,
+                    format!(
+                        "PARTITIONED BY: a '{}' table is not partitioned; a 'file' table is (a directory per partition)",
+                        t.connector
+                    ),
+                ));
+            }
+            params.push(Param {
+                name: Text::at("partition_by", *p_at),
+                value: Value::String(Text::at(cols.join(", "), *p_at)),
+            });
+        }
         spec.operators.push(OperatorDef {
             name: Text::at(t.name.clone(), t.pos),
             kind: Text::at(kind, t.connector.pos()),
-            params: t.options.clone(),
+            params,
             inputs: vec![Text::at(stream, at)],
             outputs: vec![],
             control: None,
@@ -372,9 +528,14 @@ impl Tables {
         for t in &self.tables {
             if let Some(cols) = &t.columns {
                 if t.read || t.written {
+                    // What the connector reads: not the computed column.
+                    let read: Vec<ColumnDef> = (cols.iter())
+                        .filter(|c| t.proctime.as_deref() != Some(c.name.as_str()))
+                        .cloned()
+                        .collect();
                     spec.types.push(TypeDef {
                         name: Text::at(t.name.clone(), t.pos),
-                        columns: cols.clone(),
+                        columns: read,
                         pos: t.pos,
                     });
                 }
@@ -398,9 +559,36 @@ impl Tables {
                 control: None,
                 pos: t.pos,
             });
+            if let Some(p) = &t.proctime {
+                let columns = format!("*, PROCTIME() AS {}", super::insert::quoted(p));
+                sources.push(super::insert::operator(
+                    t.stream(),
+                    "map",
+                    t.pos,
+                    &t.name,
+                    vec![("columns", Text::at(columns, t.pos))],
+                ));
+            }
         }
         spec.operators.splice(0..0, sources);
     }
+}
+
+/// The expression of a computed column (`name AS expr`, see `dialect.rs`), if `c` is one.
+fn computed(c: &SqlColumnDef) -> Option<&Expr> {
+    let DataType::Custom(name, args) = &c.data_type else {
+        return None;
+    };
+    if !args.is_empty() || !name.to_string().eq_ignore_ascii_case("AS") {
+        return None;
+    }
+    c.options.iter().find_map(|o| match &o.option {
+        ColumnOption::Generated {
+            generation_expr: Some(e),
+            ..
+        } => Some(e),
+        _ => None,
+    })
 }
 
 /// The anduin column type of a SQL type.
@@ -451,12 +639,10 @@ fn option_value(e: &Expr, source: &Source<'_>) -> Result<Value, Diagnostic> {
     })
 }
 
-/// The error of a `PARTITIONED BY (…)` table (Flink's partitioned filesystem sink, as Nexmark
-/// q10's), at its `PARTITIONED`: it would otherwise be read as a table of one file.
-fn partitioned(columns: &[SqlColumnDef], source: &Source<'_>) -> Diagnostic {
-    let names: Vec<&str> = columns.iter().map(|c| c.name.value.as_str()).collect();
+/// Where a `PARTITIONED BY (…)` clause is: its `PARTITIONED`.
+fn partitioned_at(columns: &[SqlColumnDef], source: &Source<'_>) -> Pos {
     let first = columns.first().map(|c| c.name.span.start);
-    let at = first
+    first
         .and_then(|first| {
             (source.tokens().iter())
                 .take_while(|t| t.tok.span.start < first)
@@ -465,13 +651,5 @@ fn partitioned(columns: &[SqlColumnDef], source: &Source<'_>) -> Diagnostic {
                 .map(|t| pos(t.tok.span.start))
         })
         .or(first.map(pos))
-        .unwrap_or(Pos::new(1, 1));
-    Diagnostic::error(
-        at,
-        format!(
-            "PARTITIONED BY ({}) is not supported: a table's file is one file, not a directory per partition; keep {} as columns of the table",
-            names.join(", "),
-            if names.len() == 1 { "it" } else { "them" }
-        ),
-    )
+        .unwrap_or(Pos::new(1, 1))
 }

@@ -7,6 +7,7 @@ use sqlparser::ast::{
     Value as SqlValue,
 };
 
+use super::derived::Attr;
 use super::dialect::TABLE_ARGUMENT;
 use super::insert::{name_of, unnested, unsupported};
 use super::source_text::pos;
@@ -26,19 +27,53 @@ pub(super) struct WindowTvf {
 impl WindowTvf {
     /// Refuses a `DESCRIPTOR(c)` of another column than the event time of `stream`, the
     /// table it windows: the windows close as that time's watermark passes them, so over
-    /// another column (a processing time, `PROCTIME()`, as Nexmark q12's) they would close at
-    /// random. Flink refuses a column that is not a time attribute likewise.
+    /// another column they would close at random. Flink refuses a column that is not a time
+    /// attribute likewise. For a window join, whose windows of both sides must close alike.
     pub(super) fn check_time(&self, stream: &str, tables: &Tables) -> Result<(), Diagnostic> {
+        if tables.attr(stream, &self.time) == Attr::ProcTime {
+            return Err(unsupported(
+                self.time_at,
+                format!(
+                    "DESCRIPTOR({}): a window join over a processing time (PROCTIME())",
+                    self.time
+                ),
+            ));
+        }
         match tables.event_time(stream) {
             Some(event_time) if event_time != self.time => Err(Diagnostic::error(
                 self.time_at,
                 format!(
-                    "DESCRIPTOR({}): the windows of `{stream}` are over its event time `{event_time}`; windows over another column, processing-time windows (PROCTIME()) among them, are not supported",
+                    "DESCRIPTOR({}): the windows of `{stream}` are over its event time `{event_time}`; windows over another column are not supported (a processing time is a column computed as PROCTIME(): `p_time AS PROCTIME()` in CREATE TABLE, or in a view or subquery)",
                     self.time
                 ),
             )),
             _ => Ok(()),
         }
+    }
+
+    /// As [`WindowTvf::check_time`], for a window aggregation, which may also be over a
+    /// processing time: a `DESCRIPTOR(c)` naming a column computed as `PROCTIME()` makes the
+    /// window group rows by the wall clock at which it processes them (`time_kind =
+    /// processing`), as Flink's processing-time windows. Tumbling and hopping windows only.
+    pub(super) fn resolve_time(&mut self, stream: &str, tables: &Tables) -> Result<(), Diagnostic> {
+        if tables.attr(stream, &self.time) != Attr::ProcTime {
+            return self.check_time(stream, tables);
+        }
+        if self
+            .params
+            .iter()
+            .any(|(k, v)| *k == "kind" && v == "session")
+        {
+            return Err(unsupported(
+                self.time_at,
+                format!(
+                    "DESCRIPTOR({}): a SESSION window over a processing time (PROCTIME())",
+                    self.time
+                ),
+            ));
+        }
+        self.params.push(("time_kind", "processing".to_string()));
+        Ok(())
     }
 }
 

@@ -1,5 +1,5 @@
--- Nexmark q12's processing-time windows written with a table instead of its view: the window's
--- DESCRIPTOR must name the table's event time.
+-- Nexmark q12's processing-time windows written with a table instead of its view, and no
+-- `p_time AS PROCTIME()` column: the window's DESCRIPTOR names a column the table lacks.
 CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR)
 WITH (connector = 'nexmark', events = '1000', event_time = 'dateTime', watermark = '4 seconds');
 CREATE TABLE nexmark_q12 (bidder BIGINT, bid_count BIGINT, starttime TIMESTAMP, endtime TIMESTAMP)

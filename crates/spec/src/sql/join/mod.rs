@@ -385,18 +385,19 @@ fn side(
         stream,
         window,
     };
-    let windowed = |expr: &Expr, alias: &Option<TableAlias>, tables: &mut Tables| {
-        let (table, tvf) = window_tvf(expr)?;
-        let Some(size) = tvf.tumble_ms else {
-            return Err(unsupported(
-                tvf.at,
-                "a join of HOP or SESSION windows (a window join takes TUMBLE windows)",
-            ));
+    let windowed =
+        |expr: &Expr, alias: &Option<TableAlias>, tables: &mut Tables, spec: &mut Spec| {
+            let (table, tvf) = window_tvf(expr)?;
+            let Some(size) = tvf.tumble_ms else {
+                return Err(unsupported(
+                    tvf.at,
+                    "a join of HOP or SESSION windows (a window join takes TUMBLE windows)",
+                ));
+            };
+            let stream = super::views::read(&table, script, tables, spec)?;
+            tvf.check_time(&stream, tables)?;
+            Ok(new(stream, alias, Some((size, tvf.time, tvf.at)), tables))
         };
-        let stream = tables.read(&table)?;
-        tvf.check_time(&stream, tables)?;
-        Ok(new(stream, alias, Some((size, tvf.time, tvf.at)), tables))
-    };
     match rel {
         TableFactor::Table {
             name,
@@ -404,10 +405,10 @@ fn side(
             args: None,
             ..
         } => {
-            let stream = tables.read(name)?;
+            let stream = super::views::read(name, script, tables, spec)?;
             Ok(new(stream, alias, None, tables))
         }
-        TableFactor::TableFunction { expr, alias } => windowed(expr, alias, tables),
+        TableFactor::TableFunction { expr, alias } => windowed(expr, alias, tables, spec),
         TableFactor::Derived {
             lateral: false,
             subquery,
@@ -423,7 +424,7 @@ fn side(
                 [TableWithJoins {
                     relation: TableFactor::TableFunction { expr, .. },
                     joins,
-                }] if only_star && plain && joins.is_empty() => windowed(expr, alias, tables),
+                }] if only_star && plain && joins.is_empty() => windowed(expr, alias, tables, spec),
                 _ => {
                     let stream =
                         lower_subquery(subquery, alias.as_ref(), prefix, script, tables, spec)?;

@@ -97,7 +97,13 @@ pub(super) fn lower(
     let stream = match table.as_ref() {
         TableFactor::Table {
             name, args: None, ..
-        } => tables.read(name)?,
+        } => {
+            let script = super::insert::Script {
+                source,
+                matches: raws,
+            };
+            super::views::read(name, &script, tables, spec)?
+        }
         other => {
             let p = other.span().start;
             return Err(unsupported(
