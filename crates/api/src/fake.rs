@@ -152,6 +152,8 @@ impl QueryControl for FakeQuery {
                 operator: request.operator,
                 param: request.param,
                 adjustable: "low has `condition`; source and out have none".into(),
+                can: Vec::new(),
+                exists: false,
             });
         }
         if !request.value.contains(['<', '>', '=']) {

@@ -106,11 +106,15 @@ impl Problem {
                 operator,
                 param,
                 adjustable,
+                can,
+                exists,
             } => {
                 short = ControlFailure::NotAdjustable {
                     operator: shown(operator).into_owned(),
                     param: shown(param).into_owned(),
                     adjustable: adjustable.clone(),
+                    can: can.clone(),
+                    exists: *exists,
                 };
                 &short
             }

@@ -322,22 +322,12 @@ fn refusal(query: &str, request: &ChangeRequest, e: ChangeRejected) -> ControlFa
             operator: request.operator.clone(),
             hint: String::new(),
         },
-        ChangeRejected::NotAdjustable { adjustable, exists } => {
-            let can = if adjustable.is_empty() {
-                "it has no param that can".to_string()
-            } else {
-                format!("it can change: {}", adjustable.join(", "))
-            };
-            ControlFailure::NotAdjustable {
-                operator: request.operator.clone(),
-                param: request.param.clone(),
-                adjustable: if exists {
-                    can
-                } else {
-                    format!("it has no such param; {can}")
-                },
-            }
-        }
+        ChangeRejected::NotAdjustable { adjustable, exists } => ControlFailure::not_adjustable(
+            &request.operator,
+            &request.param,
+            adjustable.into_iter().map(str::to_string).collect(),
+            exists,
+        ),
         ChangeRejected::Invalid(message) => ControlFailure::Invalid {
             operator: request.operator.clone(),
             param: request.param.clone(),

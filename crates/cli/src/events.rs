@@ -152,6 +152,10 @@ mod tests {
                 error: "boom".into(),
                 own: true,
             },
+            EngineEvent::EdgeFailed {
+                edge: "channel 4 (m -> out, port 0)".into(),
+                error: "the consumer refused the edge: enough".into(),
+            },
             EngineEvent::LateRows {
                 operator: "w".into(),
                 rows: 4,

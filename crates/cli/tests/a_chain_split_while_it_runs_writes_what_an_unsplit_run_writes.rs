@@ -4,7 +4,8 @@
 //! their own at the barrier that carries the change, then `… f pipeline split` cuts the filter
 //! from the generator. The output is the rows of a run never split, which is also what
 //! `param pipeline = "split"` at plan time writes. Other values are refused, and so is going
-//! back to fused; a split asked of an operator that heads its task already does nothing.
+//! back to fused; a split asked of an operator that heads its task already does nothing, and
+//! one asked again is refused as changing nothing.
 
 use crate::common;
 
@@ -148,9 +149,19 @@ fn a_chain_split_while_it_runs_writes_what_an_unsplit_run_writes() {
     wait_until("the filter cut from the generator", || {
         tasks(&client) == cut
     });
-    // Heads of their tasks already: accepted, nothing changes.
-    for op in ["w", "gen"] {
-        stdout_ok(&ctl(d, &api, &["set", "q", op, "pipeline", "split"]));
+    // The head of its task already: accepted, nothing changes.
+    stdout_ok(&ctl(d, &api, &["set", "q", "gen", "pipeline", "split"]));
+    assert_eq!(tasks(&client).len(), 3);
+    // Asked again: refused, saying that it is split already and that nothing changed.
+    for op in ["w", "f", "gen"] {
+        let again = ctl(d, &api, &["set", "q", op, "pipeline", "split"]);
+        let why = String::from_utf8_lossy(&again.stderr);
+        assert!(
+            again.status.code() != Some(0)
+                && why.contains(&format!("operator \"{op}\" is split already"))
+                && why.contains("nothing changed"),
+            "a second split of {op}: {why}"
+        );
     }
     assert_eq!(tasks(&client).len(), 3);
 

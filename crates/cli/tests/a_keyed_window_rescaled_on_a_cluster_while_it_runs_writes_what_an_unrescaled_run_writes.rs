@@ -20,6 +20,8 @@
 //! A coordinator killed right after recording a rescale (`--inject-exit-after
 //! parameter-recorded`), before the rescale's checkpoint completed, is not taken over by the
 //! restarted one, for the same reason: the query rolls back as a whole, undoing the rescale.
+//! A rescale cut short by a worker killed before its barrier reached every instance is
+//! answered as such, the query as being recovered (not failed).
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::WINDOWED;
 use crate::common;
@@ -544,4 +546,63 @@ fn rescaled_before_the_coordinator_died(exit: &'static str) -> Rescaled {
         "{log}"
     );
     q
+}
+
+/// A rescale cut short by a worker's loss: the executors of `w1` are stopped (the rescale's
+/// barrier cannot reach its instances), `ctl scale` is asked, and once its barrier is out
+/// `w1` is killed. The coordinator rolls the query back as a whole and runs it on; `ctl scale`
+/// answers that the rescale was cut short by the worker's loss and that the query is being
+/// recovered (not that it failed). The rollback undoes the rescale.
+#[test]
+fn a_rescale_cut_short_by_a_killed_worker_says_so_and_that_the_query_is_being_recovered() {
+    let mut q = Rescaled::start(&Options {
+        on_demand: true,
+        ..Options::default()
+    });
+    let stopped: Vec<u32> = common::cluster::children(q.cluster.workers[1].pid());
+    assert!(!stopped.is_empty(), "w1 runs an executor");
+    for pid in &stopped {
+        common::cluster::signal(*pid, libc::SIGSTOP);
+    }
+    let scale = {
+        let (dir, api) = (q.dir().to_path_buf(), q.api.clone());
+        std::thread::spawn(move || ctl(&dir, &api, &["scale", "q", "w", "4"]))
+    };
+    // Its barrier rides on checkpoint 2 (checkpoint 1 was asked for by `start`).
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    wait_until("the rescale's barrier is out", || {
+        client
+            .metrics("q")
+            .ok()
+            .and_then(|m| m.checkpoints)
+            .is_some_and(|c| c.recent.iter().any(|r| r.epoch == 2))
+    });
+    let _ = q.cluster.workers[1].0.kill();
+    let _ = q.cluster.workers[1].0.wait();
+    for pid in &stopped {
+        common::cluster::signal(*pid, libc::SIGKILL);
+    }
+    let out = scale.join().expect("ctl ends");
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "the rescale was not applied");
+    assert!(
+        why.contains("is recovering: the rescale of operator \"w\" was cut short")
+            && why.contains("worker w1 died")
+            && why.contains("being recovered from its last checkpoint"),
+        "{why}\n{}",
+        q.cluster.logs()
+    );
+    assert!(!why.contains("is failed"), "{why}");
+    wait_until("the query running again", || {
+        q.cluster.status("q")["attempt"]
+            .as_u64()
+            .is_some_and(|a| a >= 2)
+            && q.owners().is_some()
+    });
+    assert_eq!(
+        q.owners().as_deref(),
+        Some("2"),
+        "the rollback undoes the rescale"
+    );
+    q.finish(Some(2));
 }

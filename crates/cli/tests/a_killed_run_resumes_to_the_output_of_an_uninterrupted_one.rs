@@ -277,6 +277,23 @@ fn scenario(query: &str, seeds: &[u64], extra: &[&str]) {
 }
 
 /// [`scenario`] of a query whose uninterrupted run writes more than `min_rows` rows.
+/// Runs `q.flow` in `dir` with `extra` flags to the end, resuming from the checkpoints in
+/// `ckpt` (every 5000 rows, into `out`, as [`start`] takes them).
+pub(crate) fn resumed_to_the_end(dir: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "run",
+        "q.flow",
+        "--var",
+        "OUTPUT=out",
+        "--checkpoint-dir",
+        "ckpt",
+        "--checkpoint-every",
+        "5000",
+    ];
+    args.extend_from_slice(extra);
+    anduin(dir, &args)
+}
+
 /// Starts `q.flow` in `dir` (as [`start`] does: checkpoints into `ckpt` every 5000 rows, into
 /// `out`) and kills it with SIGKILL two or three times, each after a number of checkpoints and
 /// a delay drawn from `seed` (the first after the first checkpoint); then runs it to the end
@@ -291,19 +308,7 @@ pub(crate) fn killed_then_finished(dir: &Path, seed: u64) {
         }
     }
     assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
-    let out = anduin(
-        dir,
-        &[
-            "run",
-            "q.flow",
-            "--var",
-            "OUTPUT=out",
-            "--checkpoint-dir",
-            "ckpt",
-            "--checkpoint-every",
-            "5000",
-        ],
-    );
+    let out = resumed_to_the_end(dir, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -354,18 +359,7 @@ pub(crate) fn scenario_with(query: &str, seeds: &[u64], extra: &[&str], min_rows
             }
         }
         assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
-        let mut args = vec![
-            "run",
-            "q.flow",
-            "--var",
-            "OUTPUT=out",
-            "--checkpoint-dir",
-            "ckpt",
-            "--checkpoint-every",
-            "5000",
-        ];
-        args.extend_from_slice(extra);
-        let out = anduin(dir.path(), &args);
+        let out = resumed_to_the_end(dir.path(), extra);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
         let got = output_rows(&dir.path().join("out"));
@@ -430,19 +424,7 @@ fn a_windowed_run_stopped_with_ctrl_c_resumes_to_the_output_of_an_uninterrupted_
     assert_eq!(status.code(), Some(130));
     // The stopped run kept its windows open: no window of the reference is there twice or
     // half-counted once the query has resumed and finished.
-    let out = anduin(
-        dir.path(),
-        &[
-            "run",
-            "q.flow",
-            "--var",
-            "OUTPUT=out",
-            "--checkpoint-dir",
-            "ckpt",
-            "--checkpoint-every",
-            "5000",
-        ],
-    );
+    let out = resumed_to_the_end(dir.path(), &[]);
     assert_eq!(
         out.status.code(),
         Some(0),

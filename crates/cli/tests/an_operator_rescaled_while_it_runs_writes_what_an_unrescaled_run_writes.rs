@@ -6,7 +6,9 @@
 //! waiting for the watermark) while the rest of the query keeps running; each moves only the
 //! key groups that move (its log says `directly=true`), not a snapshot of its whole state. A
 //! rescale beyond the instances run, or of an operator that cannot be rescaled, is refused;
-//! so is one to the number of instances it has (nothing would change, nothing is recorded).
+//! so is one to the number of instances it has (nothing would change, nothing is recorded);
+//! a param that cannot change is refused with a list of those that can, `parallelism` in it.
+//! A run resumed with fewer instances than its last rescale gave rescales from what runs.
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::{CEP, JOINED, WINDOWED};
 use crate::common;
@@ -48,6 +50,18 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&s
         why.contains("it does not split its input by key")
             && why.contains(&format!("the operators of this query that can be: {op}")),
         "the reason is the writer's, not --max-parallelism: {why}"
+    );
+    // A param that cannot change is refused naming those that can: `parallelism` among them.
+    let out = ctl(d, &api, &["set", "q", op, "no_such_param", "1"]);
+    assert_ne!(out.status.code(), Some(0), "no such param");
+    let why = String::from_utf8_lossy(&out.stderr);
+    let can = why.split("it can change: ").nth(1).unwrap_or_default();
+    assert!(
+        can.trim_end()
+            .trim_end_matches(')')
+            .split(", ")
+            .any(|p| p == "parallelism"),
+        "the params {op} can change include its parallelism: {why}"
     );
     let same = |n: &str| {
         let out = ctl(d, &api, &["set", "q", op, "parallelism", n]);
@@ -140,4 +154,40 @@ fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writ
         got == expected,
         "the output differs from the unrescaled run"
     );
+}
+
+/// Rescaled to 4, checkpointed and killed, then resumed with `--max-parallelism 2`: the run
+/// cannot keep the rescale and runs the window at 2 instances; `ctl scale` starts from those
+/// (a rescale to 2 changes nothing, one to 1 was 2), not from the 4 the checkpoint recorded.
+#[test]
+fn a_run_resumed_with_fewer_instances_than_its_last_rescale_scales_from_what_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::create_dir(d.join("rt")).expect("a runtime dir");
+    let slow = WINDOWED.replace("param rate = 40000", "param rate = 2000");
+    std::fs::write(d.join("q.flow"), slow).expect("query");
+    let (run, api, mut stderr) =
+        slowed::start_checkpointed(d, &["--parallelism", "2", "--max-parallelism", "4"]);
+    slowed::checkpoints(&mut stderr, 1);
+    stdout_ok(&ctl(d, &api, &["scale", "q", "w", "4"]));
+    slowed::checkpoints(&mut stderr, 2);
+    drop(run);
+
+    let (run, api, stderr) =
+        slowed::start_checkpointed(d, &["--parallelism", "2", "--max-parallelism", "2"]);
+    let _drain = slowed::drain(stderr);
+    let client = anduin_api::Client::new(&api, None).expect("an address");
+    assert_eq!(slowed::owners(&client, "w").as_deref(), Some("2"));
+    let same = ctl(d, &api, &["scale", "q", "w", "2"]);
+    let why = String::from_utf8_lossy(&same.stderr);
+    assert!(
+        same.status.code() != Some(0) && why.contains("nothing to change"),
+        "the window runs at 2 already: {why}"
+    );
+    let applied = stdout_ok(&ctl(d, &api, &["scale", "q", "w", "1"]));
+    assert!(
+        applied.contains("w has 1 instance owning its key groups (was 2)"),
+        "{applied}"
+    );
+    drop(run);
 }

@@ -42,6 +42,22 @@ pub enum PlanError {
     },
 }
 
+impl PlanError {
+    /// The operator the refusal is about, when it is one operator's (to point at it in the
+    /// query file).
+    pub fn operator(&self) -> Option<&str> {
+        match self {
+            PlanError::Partitioning(PartitioningError::TooMany { operator, .. })
+            | PlanError::Pipelining(PipeliningError::NotPlaced { operator, .. })
+            | PlanError::SpreadInput {
+                pattern: operator, ..
+            } => Some(operator),
+            PlanError::Partitioning(PartitioningError::Rule(_))
+            | PlanError::Pipelining(PipeliningError::Rule(_)) => None,
+        }
+    }
+}
+
 /// One task: a chain of operators run by one event loop per instance.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskPlan {

@@ -90,6 +90,15 @@ pub enum EngineEvent {
         /// selector goes on with another): the run fails with it.
         own: bool,
     },
+    /// A channel between processes failed for a reason other than its peer's loss or
+    /// another failure (a refusal, damaged bytes, a consumer not back in time): the run fails
+    /// with it, and its sources stop.
+    EdgeFailed {
+        /// The channel (`channel 4 (m -> out, port 0)`).
+        edge: String,
+        /// The failure.
+        error: String,
+    },
     /// Operator `operator` dropped `rows` rows that came after the watermark had passed
     /// their time, over the whole run (published once, when the run ends; none when it
     /// dropped none).
@@ -190,6 +199,7 @@ impl Subscriber for LogEvents {
             } => {
                 debug!(task, name, error, own, "task failed");
             }
+            EngineEvent::EdgeFailed { edge, error } => debug!(edge, error, "network edge failed"),
             EngineEvent::LateRows { operator, rows } => {
                 debug!(operator, rows, "rows dropped as late");
             }

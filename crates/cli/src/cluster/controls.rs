@@ -37,17 +37,9 @@ pub(super) fn recorder(cluster: &Arc<Cluster>, query: &str) -> Arc<Recorder> {
             return;
         };
         cluster.exit_point(ExitPoint::ChangeSettled);
-        cluster.lock().record(Edit::ParameterSet {
-            query: QueryId(query.clone()),
-            operator: r.operator.clone(),
-            param: r.param.clone(),
-            value: r.new.clone(),
-            origin: r.from.clone(),
-            epoch: Some(Epoch(r.epoch)),
-            at_ms: u64::try_from(r.time_ms).unwrap_or(0),
-            seq: Some(r.seq),
-            old: Some(r.old.clone()),
-        });
+        cluster
+            .lock()
+            .record(parameter_set(&query, r, Some(Epoch(r.epoch))));
         tracing::info!(
             query = %query,
             seq = r.seq,
@@ -71,17 +63,7 @@ pub(super) fn intent_recorder(cluster: &Arc<Cluster>, query: &str) -> Arc<Record
         let Some(cluster) = cluster.upgrade() else {
             return;
         };
-        cluster.lock().record(Edit::ParameterSet {
-            query: QueryId(query.clone()),
-            operator: r.operator.clone(),
-            param: r.param.clone(),
-            value: r.new.clone(),
-            origin: r.from.clone(),
-            epoch: None,
-            at_ms: u64::try_from(r.time_ms).unwrap_or(0),
-            seq: Some(r.seq),
-            old: Some(r.old.clone()),
-        });
+        cluster.lock().record(parameter_set(&query, r, None));
         tracing::info!(
             query = %query,
             seq = r.seq,
@@ -90,6 +72,22 @@ pub(super) fn intent_recorder(cluster: &Arc<Cluster>, query: &str) -> Arc<Record
             "structural change recorded in the catalog before its barrier"
         );
     })
+}
+
+/// The catalog's edit recording change `r` of query `query`, applied at the barrier of `epoch`
+/// (`None`: its barrier is still to be sent).
+fn parameter_set(query: &str, r: &ChangeRecord, epoch: Option<Epoch>) -> Edit {
+    Edit::ParameterSet {
+        query: QueryId(query.to_string()),
+        operator: r.operator.clone(),
+        param: r.param.clone(),
+        value: r.new.clone(),
+        origin: r.from.clone(),
+        epoch,
+        at_ms: u64::try_from(r.time_ms).unwrap_or(0),
+        seq: Some(r.seq),
+        old: Some(r.old.clone()),
+    }
 }
 
 /// The changes the catalog recorded for query `name` after `restore` (none: the beginning),

@@ -1382,14 +1382,12 @@ fn serve_worker(
                 (format!("{} a worker named {name} (id {other}) ran parts before the coordinator restarted and may come back until it is declared dead (--heartbeat-timeout {:?} after the restart); this one is tried again until then: give it another --name if it is another worker", proto::NAME_HELD, cluster.heartbeat_timeout), true)
             };
             // A worker waiting for a held name tries again every second: said once.
-            let key = (name.to_string(), *other);
-            if !held || !state.held_said.contains(&key) {
-                eprintln!("anduin: refused worker {name}: {why}");
+            let holder = *other;
+            let again = held && !state.held_said.insert((name.to_string(), holder));
+            if again {
+                tracing::debug!(worker = %name, holder, "refused a held name again");
             } else {
-                tracing::debug!(worker = %name, holder = *other, "refused a held name again");
-            }
-            if held {
-                state.held_said.insert(key);
+                eprintln!("anduin: refused worker {name}: {why}");
             }
             to.refuse(&why);
             return Ok(());

@@ -1596,8 +1596,21 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
             to.close();
         }
         a.events = None;
-        if let Some(c) = &a.control {
-            c.detach(true);
+    }
+    // A failure the query recovers from (as `drive` decides next): a change on its way was
+    // cut short by it, the query is not failed.
+    let recovered = match &outcome {
+        Outcome::Failed { why, .. } if number < MAX_ATTEMPTS => state
+            .queries
+            .get(name)
+            .filter(|q| !q.cancel)
+            .map(|_| why.clone()),
+        _ => None,
+    };
+    if let Some(c) = current(&state, name, number).and_then(|a| a.control.as_ref()) {
+        match recovered {
+            Some(why) => c.detach_recovering(why),
+            None => c.detach(true),
         }
     }
     outcome

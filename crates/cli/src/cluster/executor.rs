@@ -249,9 +249,10 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Ends the executor as soon as one of its tasks fails for a reason of its own, leaving the
-/// failure for its worker to tell: its coordinator then restores the part (or rolls the query
-/// back) at once. Waiting for the part's other tasks to end would leave it stuck while they
+/// Ends the executor as soon as one of its tasks fails for a reason of its own, or one of its
+/// channels to other processes fails for a reason other than its peer's loss (the edge's
+/// failure stops only the sources here), leaving the failure for its worker to tell: its
+/// coordinator then restores the part (or rolls the query back) at once. Waiting for the part's other tasks to end would leave it stuck while they
 /// run on, fed by producers on other workers — for ever, on an endless input — and every
 /// producer of the failed task waiting for it to come back. Nothing of the part is worth
 /// keeping: its instances are restored together from the last complete checkpoint, as after
@@ -262,21 +263,34 @@ struct EndAtFailure {
 
 impl anduin_runtime::Subscriber for EndAtFailure {
     fn event(&self, event: &anduin_runtime::EngineEvent) {
-        if let anduin_runtime::EngineEvent::TaskFailed {
+        let Some(failure) = part_failure(event) else {
+            return;
+        };
+        tracing::error!(
+            %failure,
+            "this executor ends its part now, for its coordinator to restore"
+        );
+        let _ = std::fs::write(&self.failure_file, &failure);
+        std::process::exit(1);
+    }
+}
+
+/// The failure that ends the part at `event`, if it is one: a task's own, or a channel's
+/// that is not its peer's loss.
+fn part_failure(event: &anduin_runtime::EngineEvent) -> Option<String> {
+    use anduin_runtime::EngineEvent;
+    match event {
+        EngineEvent::TaskFailed {
             name,
             error,
             own: true,
             ..
-        } = event
-        {
-            tracing::error!(
-                task = %name,
-                error = %error,
-                "a task failed: this executor ends its part now, for its coordinator to restore"
-            );
-            let _ = std::fs::write(&self.failure_file, error);
-            std::process::exit(1);
+        } => {
+            tracing::error!(task = %name, "a task failed");
+            Some(error.clone())
         }
+        EngineEvent::EdgeFailed { edge, error } => Some(format!("{edge}: {error}")),
+        _ => None,
     }
 }
 
@@ -858,6 +872,27 @@ impl Link {
 mod tests {
     use super::*;
     use anduin_types::Epoch;
+
+    #[test]
+    fn a_task_s_own_failure_and_a_channel_s_end_the_part_a_consequence_does_not() {
+        use anduin_runtime::EngineEvent;
+        let task = |own| EngineEvent::TaskFailed {
+            task: 1,
+            name: "m".into(),
+            error: "Divide by zero".into(),
+            own,
+        };
+        assert_eq!(part_failure(&task(true)).as_deref(), Some("Divide by zero"));
+        assert_eq!(part_failure(&task(false)), None);
+        let edge = EngineEvent::EdgeFailed {
+            edge: "channel 2 (gen -> w #1, port 0)".into(),
+            error: "the consumer refused the edge: enough".into(),
+        };
+        assert_eq!(
+            part_failure(&edge).as_deref(),
+            Some("channel 2 (gen -> w #1, port 0): the consumer refused the edge: enough")
+        );
+    }
 
     fn ack(epoch: u64, task: usize) -> Event {
         Event::Ack {

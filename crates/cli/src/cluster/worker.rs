@@ -179,8 +179,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                     eprintln!("anduin: worker {name} waits: {why}");
                     refused = Some(why);
                 }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_secs(1));
+                back_off(&mut pause);
                 continue;
             }
             // Refused (a live worker holds this name; the secret changed): trying again
@@ -195,8 +194,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                     eprintln!("anduin: worker {name} left a coordinator: {why}");
                     refused = Some(why);
                 }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_secs(1));
+                back_off(&mut pause);
                 continue;
             }
             got @ (Ok(None) | Err(_)) if id.is_some() => {
@@ -209,8 +207,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                         .map_or_else(|| "refused".into(), |e| format!("{e:#}"));
                     eprintln!("anduin: worker {name} has not reached a coordinator again in {tries} tries ({why}); trying on");
                 }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_secs(1));
+                back_off(&mut pause);
                 continue;
             }
             Ok(None) => anyhow::bail!("the coordinator refused this worker"),
@@ -224,8 +221,7 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
                         eprintln!("anduin: worker {name} could not register ({e:#}); trying the coordinators again");
                     }
                     tries += 1;
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_secs(1));
+                    back_off(&mut pause);
                     continue;
                 }
             },
@@ -248,6 +244,12 @@ pub fn worker(args: WorkerArgs) -> Result<ExitCode> {
         link.lock().unwrap_or_else(|p| p.into_inner()).to = None;
         eprintln!("anduin: worker {name} lost the coordinator; its executors keep running while it reconnects");
     }
+}
+
+/// Waits `pause` before the next try to register, and doubles it (up to a second).
+fn back_off(pause: &mut Duration) {
+    std::thread::sleep(*pause);
+    *pause = (*pause * 2).min(Duration::from_secs(1));
 }
 
 /// What a worker that has never registered does when a try fails without a refusal.

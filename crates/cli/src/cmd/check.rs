@@ -1,4 +1,8 @@
-//! `anduin check FILE`: parse and type-check without running.
+//! `anduin check FILE`: parse, type-check and plan without running. The plan is made as
+//! `anduin run` makes it by default (the copies of operators in hot standby or spreading
+//! their partial matches, operators fused into tasks, one instance of each that sets no
+//! parallelism of its own), so that a query that `run`, `explain` and `submit` refuse at
+//! planning is refused here too.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,7 +11,10 @@ use anduin_spec::Missing;
 use anyhow::Result;
 use clap::Args;
 
-use crate::load::{load, parse_var, print_diagnostics, LoadError};
+use anduin_graph::{PhysicalPlan, PlanOptions};
+use anduin_types::{Diagnostic, Diagnostics, Pos};
+
+use crate::load::{as_it_runs, load, parse_var, print_diagnostics, LoadError, Loaded};
 
 /// Arguments of `anduin check`.
 #[derive(Args, Debug)]
@@ -28,6 +35,10 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     match load(&args.file, &args.vars, Missing::Keep) {
         Ok(loaded) => {
             print_diagnostics(&args.file, &loaded.warnings);
+            if let Err(d) = plan(&loaded) {
+                print_diagnostics(&args.file, &d);
+                return Ok(ExitCode::FAILURE);
+            }
             crate::load::print_out(&format!(
                 "{}: ok ({} operators, {} streams)\n",
                 args.file.display(),
@@ -42,4 +53,33 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
         }
         Err(LoadError::Other(e)) => Err(e),
     }
+}
+
+/// Plans `loaded` as `anduin run` does with its defaults; why it cannot be, at the operator
+/// the refusal names (where the file declares it).
+fn plan(loaded: &Loaded) -> Result<(), Diagnostics> {
+    let as_run = match as_it_runs(loaded.clone()) {
+        Ok(l) => l,
+        Err(LoadError::Diagnostics(d)) => return Err(d),
+        Err(LoadError::Other(e)) => {
+            return Err(Diagnostic::error(Pos::default(), format!("{e:#}")).into())
+        }
+    };
+    let Err(e) = PhysicalPlan::plan(&as_run.graph, PlanOptions::default()) else {
+        return Ok(());
+    };
+    // The operator as written, or a copy the query as it runs adds (where the copy says).
+    let pos = e
+        .operator()
+        .and_then(|name| {
+            let declared = |o: &&anduin_spec::OperatorDef| o.name.as_str() == name;
+            loaded
+                .spec
+                .operators
+                .iter()
+                .find(declared)
+                .or_else(|| as_run.spec.operators.iter().find(declared))
+        })
+        .map_or_else(Pos::default, |o| o.pos);
+    Err(Diagnostic::error(pos, e.to_string()).into())
 }

@@ -95,6 +95,9 @@ struct Inner {
     probe: Option<Probe>,
     /// Per operator and param, the value of the last change sent (applied or on its way).
     requested: BTreeMap<(String, String), String>,
+    /// Why the run ended while its query goes on, recovered by a new run (a cluster's
+    /// attempt that lost a worker): what a change still on its way is answered.
+    recovering: Option<String>,
 }
 
 /// Where the live figures of a run come from.
@@ -201,6 +204,7 @@ impl Control {
                 timeline: std::collections::VecDeque::new(),
                 probe: None,
                 requested: BTreeMap::new(),
+                recovering: None,
             }),
             changed: Condvar::new(),
             deadline: DEFAULT_DEADLINE,
@@ -391,7 +395,7 @@ impl Control {
             } else if request.param == crate::pipelining::PIPELINE {
                 self.check_pipeline(&request, &earlier)?;
             } else {
-                (self.validate)(&request, &earlier)?;
+                (self.validate)(&request, &earlier).map_err(|e| self.with_own_params(e))?;
             }
             self.inject(&request)?
         };
@@ -415,6 +419,9 @@ impl Control {
             {
                 let state = inner.state;
                 inner.pending.remove(&seq);
+                if let Some(why) = inner.recovering.clone() {
+                    return Err(self.cut_short(&request, &why));
+                }
                 return Err(self.not_running(
                     state,
                     "it ended before the change reached every instance of the operator",
@@ -426,6 +433,34 @@ impl Control {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
+    }
+
+    /// A refusal of a param that cannot change, whose list of those that can also names the
+    /// params the control plane changes itself (`parallelism`, of an operator rescaled while
+    /// it runs): the validator knows only those of the operator's type.
+    fn with_own_params(&self, failure: ControlFailure) -> ControlFailure {
+        let ControlFailure::NotAdjustable {
+            operator,
+            param,
+            mut can,
+            exists,
+            ..
+        } = failure
+        else {
+            return failure;
+        };
+        let listed: Vec<String> = self
+            .lock()
+            .params
+            .get(&operator)
+            .map(|ps| ps.iter().map(|p| p.name.clone()).collect())
+            .unwrap_or_default();
+        for name in listed {
+            if !can.contains(&name) {
+                can.push(name);
+            }
+        }
+        ControlFailure::not_adjustable(&operator, &param, can, exists)
     }
 
     /// Checks a rescale: the operator can be rescaled while it runs, to between 1 and the
@@ -562,7 +597,7 @@ impl Control {
             epoch: 0,
             operator: request.operator.clone(),
             param: request.param.clone(),
-            old: old.clone(),
+            old,
             new: request.value.clone(),
             from: request.from.clone(),
         };
@@ -653,6 +688,25 @@ impl Control {
             query: self.name.clone(),
             operator: operator.to_string(),
             hint: format!("{suggestion}; its operators are {}", names.join(", ")),
+        }
+    }
+
+    /// `request` was cut short by `why`, which ended the run, and the query is being
+    /// recovered without it.
+    fn cut_short(&self, request: &ChangeRequest, why: &str) -> ControlFailure {
+        let change = if request.param == crate::rescale::PARALLELISM {
+            format!("the rescale of operator \"{}\"", request.operator)
+        } else {
+            format!("the change of {}.{}", request.operator, request.param)
+        };
+        ControlFailure::NotRunning {
+            query: self.name.clone(),
+            state: "recovering".to_string(),
+            what: format!(
+                "{change} was cut short before it reached every instance of the operator \
+                 ({why}); the query is being recovered from its last checkpoint without it: ask \
+                 again once the query runs"
+            ),
         }
     }
 

@@ -345,8 +345,15 @@ pub enum ControlFailure {
         operator: String,
         /// The param asked for.
         param: String,
-        /// Which params can, in words.
+        /// Which params can, in words ([`ControlFailure::not_adjustable`] writes them from
+        /// `can` and `exists`).
         adjustable: String,
+        /// The params that can, by name.
+        #[serde(default)]
+        can: Vec<String>,
+        /// Whether the operator has a param of that name at all.
+        #[serde(default)]
+        exists: bool,
     },
     /// The value is not valid for the param: the message is `anduin check`'s, located in
     /// the value (`<value>:1:COL: …`).
@@ -423,6 +430,27 @@ pub enum FailureKind {
 }
 
 impl ControlFailure {
+    /// Param `param` of `operator` cannot be changed while running; the params in `can`
+    /// can, and `exists` says whether the operator has a param of that name at all.
+    pub fn not_adjustable(operator: &str, param: &str, can: Vec<String>, exists: bool) -> Self {
+        let words = if can.is_empty() {
+            "it has no param that can".to_string()
+        } else {
+            format!("it can change: {}", can.join(", "))
+        };
+        ControlFailure::NotAdjustable {
+            operator: operator.to_string(),
+            param: param.to_string(),
+            adjustable: if exists {
+                words
+            } else {
+                format!("it has no such param; {words}")
+            },
+            can,
+            exists,
+        }
+    }
+
     /// Its kind, for a protocol's status.
     pub fn kind(&self) -> FailureKind {
         match self {

@@ -57,7 +57,7 @@ fn consumer(from_copy: bool) -> (Arc<EdgeListener>, Receiver<Envelope>, Failures
     let listener =
         EdgeListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)), 4, None).expect("binds");
     let (tx, rx) = crossbeam_channel::bounded(4);
-    let failures = Failures::new(Arc::new(AtomicBool::new(false)));
+    let failures = Failures::new(Arc::new(AtomicBool::new(false)), crate::Events::default());
     listener.expect(
         &hello(),
         Expecting {

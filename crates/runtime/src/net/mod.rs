@@ -83,6 +83,11 @@ pub(crate) enum NetError {
     /// The consumer's task has stopped (it failed, and says why itself).
     #[error("the consuming task has stopped")]
     ConsumerGone,
+    /// The consumer's process took the connection but closed it before answering the
+    /// handshake: it went away (its executor ended as the connection came). A lost peer, as
+    /// one that refused the connection: the edge waits for its restore.
+    #[error("the consumer closed the connection before answering (its process went away)")]
+    ClosedUnanswered,
     #[error("no address for the consumer's worker")]
     NoAddress,
     #[error("the peer did not come back within {waited:?} (last: {last})")]
@@ -114,6 +119,7 @@ impl NetError {
                 | NetError::Connect { .. }
                 | NetError::ConsumerGone
                 | NetError::ProducerClosed
+                | NetError::ClosedUnanswered
         )
     }
 }
@@ -123,23 +129,31 @@ impl NetError {
 pub(crate) struct Failures {
     first: Arc<Mutex<Option<RuntimeError>>>,
     abort: Arc<AtomicBool>,
+    events: crate::Events,
 }
 
 impl Failures {
-    pub(crate) fn new(abort: Arc<AtomicBool>) -> Self {
+    /// Failures that set `abort` and are published to `events`.
+    pub(crate) fn new(abort: Arc<AtomicBool>, events: crate::Events) -> Self {
         Self {
             first: Arc::default(),
             abort,
+            events,
         }
     }
 
-    /// Records `error` of edge `edge` (a primary one stops the sources, as a task's does).
+    /// Records `error` of edge `edge` (a primary one stops the sources, as a task's does, and
+    /// is published: a cluster's executor ends at it, as at a task's own failure).
     fn record(&self, edge: &str, error: &NetError) {
         tracing::warn!(edge, %error, "network edge failed");
         if error.is_secondary() {
             return;
         }
         self.abort.store(true, Ordering::Relaxed);
+        self.events.publish(crate::events::EngineEvent::EdgeFailed {
+            edge: edge.to_string(),
+            error: error.to_string(),
+        });
         let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
         first.get_or_insert_with(|| RuntimeError::Network {
             edge: edge.to_string(),

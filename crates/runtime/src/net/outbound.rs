@@ -165,13 +165,13 @@ impl Outbound {
             }
             Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
             Some(other) => return Err(NetError::Unexpected(kind_name(&other))),
-            None => return Err(NetError::Refused("closed without an answer".into())),
+            None => return Err(NetError::ClosedUnanswered),
         }
         let asked = match reader.read_frame()? {
             Some(Frame::Hello(h)) => h.from_epoch,
             Some(Frame::Refused { reason }) => return Err(NetError::Refused(reason)),
             Some(other) => return Err(NetError::Unexpected(kind_name(&other))),
-            None => return Err(NetError::Refused("closed without an answer".into())),
+            None => return Err(NetError::ClosedUnanswered),
         };
         writer
             .get_ref()

@@ -55,7 +55,7 @@ fn consumer(restored: u64) -> (Arc<EdgeListener>, Receiver<Envelope>, Receiver<E
         Expecting {
             tx,
             name: "edge 7".into(),
-            failures: Failures::new(Arc::new(AtomicBool::new(false))),
+            failures: Failures::new(Arc::new(AtomicBool::new(false)), crate::Events::default()),
             schema: None,
             restored,
             resumable: Some(Resumable { task: 3, reports }),
@@ -407,6 +407,41 @@ fn a_producer_feeding_a_lost_copy_waits_once_the_backup_is_full_and_loses_nothin
         "each row once, in order"
     );
     sender.join().expect("the sender ran");
+    bridge
+        .join()
+        .expect("no panic")
+        .expect("the edge ran to its end");
+}
+
+#[test]
+fn a_consumer_whose_process_closes_the_connection_unanswered_is_waited_for_as_a_lost_one() {
+    // The consumer's process is going away: its socket still takes connections, and reads
+    // the producer's hello, but closes each without a word.
+    let dying = std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).expect("binds");
+    let dying_at = dying.local_addr().expect("an address");
+    let (closed, closed_one) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for conn in dying.incoming().flatten() {
+            let _ = anduin_wire::FrameReader::new(conn).read_frame();
+            if closed.send(()).is_err() {
+                return;
+            }
+        }
+    });
+    let peers = Peers::new([(1, dying_at)]);
+    let completed = Arc::new(AtomicU64::new(0));
+    let (tx, bridge) = producer(0, &peers, &completed);
+    put(&tx, [rows(0, 10), barrier(1)]);
+    closed_one
+        .recv()
+        .expect("the producer reached the dying process");
+    // Restored elsewhere, the consumer gets the stream: the edge did not fail meanwhile.
+    let (restored, restored_rx, _) = consumer(0);
+    peers.redirect(1, restored.local_addr());
+    put(&tx, [rows(10, 20), Message::End]);
+    let got = take_until(&restored_rx, None);
+    assert_eq!(values(&got), (0..20).collect::<Vec<_>>());
+    completed.store(1, Ordering::SeqCst);
     bridge
         .join()
         .expect("no panic")

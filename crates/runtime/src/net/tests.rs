@@ -74,7 +74,7 @@ fn listening_with(
     // Unknown edges are refused at once here (a cluster's wait for late wiring is 30 s).
     listener.wait_for_unknown_edges(std::time::Duration::ZERO);
     let (tx, rx) = crossbeam_channel::bounded(4);
-    let failures = Failures::new(Arc::new(AtomicBool::new(false)));
+    let failures = Failures::new(Arc::new(AtomicBool::new(false)), crate::Events::default());
     listener.expect(
         &hello("q", 7),
         Expecting {
@@ -289,7 +289,7 @@ fn a_producer_that_comes_before_its_consumer_is_wired_waits_for_it() {
     // The producer connects first; the consumer's end is expected only once it is there.
     let producer = std::thread::spawn(move || send_to(from_producer, addr, hello("q", 7)));
     let (tx, rx) = crossbeam_channel::bounded(4);
-    let failures = Failures::new(Arc::new(AtomicBool::new(false)));
+    let failures = Failures::new(Arc::new(AtomicBool::new(false)), crate::Events::default());
     listener.expect(
         &hello("q", 7),
         Expecting {

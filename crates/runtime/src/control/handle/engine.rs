@@ -34,6 +34,18 @@ impl Control {
         let mut operators = operators;
         for o in &mut operators {
             if let (Some(max), Some(owners)) = (o.max_parallelism, o.owners) {
+                // A resumed run with fewer instances than the last rescale its checkpoint
+                // recorded runs at its parallelism instead: the next rescale starts from
+                // what runs, not from what was recorded.
+                let key = (o.name.clone(), crate::rescale::PARALLELISM.to_string());
+                let kept = inner
+                    .requested
+                    .get(&key)
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .is_none_or(|n| (1..=max).contains(&n));
+                if !kept {
+                    inner.requested.insert(key, owners.to_string());
+                }
                 // Rescaled while running (`ctl scale`): a param of the control plane's own.
                 inner
                     .params
@@ -194,6 +206,15 @@ impl Control {
         };
         drop(inner);
         self.changed.notify_all();
+    }
+
+    /// The run has failed and its query is being recovered by another (a cluster's attempt
+    /// that lost a worker, rolled back to its last checkpoint as a new attempt with a control
+    /// plane of its own), `why`: a change still on its way is answered as cut short by it
+    /// and the query as being recovered, not as failed.
+    pub fn detach_recovering(&self, why: impl Into<String>) {
+        self.lock().recovering = Some(why.into());
+        self.detach(true);
     }
 
     /// A live rescale (`ctl scale`) that instances may have carried out after the barrier of

@@ -51,8 +51,8 @@ impl Control {
         }
     }
 
-    /// Checks a `pipeline` change: only `split`, only where the run can split, and never
-    /// back (`earlier`: the values the changes sent so far gave the operator's params).
+    /// Checks a `pipeline` change: only `split`, only where the run can split, only once, and
+    /// never back (`earlier`: the values the changes sent so far gave the operator's params).
     pub(super) fn check_pipeline(
         &self,
         request: &ChangeRequest,
@@ -80,10 +80,19 @@ impl Control {
         if let Some(why) = refused_here {
             return Err(invalid(format!("operator \"{}\": {why}", request.operator)));
         }
+        let split = earlier.get(&request.param).is_some_and(|v| v == SPLIT);
+        if request.value == SPLIT && split {
+            // Nothing would move: no barrier, no history entry (as a rescale to the
+            // instances it has).
+            return Err(invalid(format!(
+                "operator \"{}\" is split already (`pipeline = \"split\"` was asked for \
+                 before, in this run or in the run its checkpoint is from); nothing changed",
+                request.operator
+            )));
+        }
         if request.value == SPLIT {
             return Ok(());
         }
-        let split = earlier.get(&request.param).is_some_and(|v| v == SPLIT);
         // Going back: a value the plan takes for an operator not split.
         let back = ["fused", "chain", "none", ""].contains(&request.value.as_str());
         if split && back {
