@@ -279,3 +279,49 @@ fn the_paper_cep_example_finds_the_two_dips_worked_out_by_hand() {
         "symbol,a_ts,last_ts,b_cnt,top\nACME,1000,7000,2,13\nACME,8000,14000,3,11\n"
     );
 }
+
+/// Runs the lookup join example (its LEFT JOIN as written, or as an INNER JOIN) in `dir`; the
+/// rows it writes.
+fn lookup_join_example(dir: &std::path::Path, inner: bool) -> String {
+    let text = std::fs::read_to_string(repo().join("examples/lookup_join.sql")).expect("example");
+    let text = if inner {
+        text.replace("LEFT JOIN", "JOIN")
+    } else {
+        text
+    };
+    let query = dir.join(if inner { "inner.sql" } else { "left.sql" });
+    std::fs::write(&query, text).expect("query");
+    let out_path = dir.join(if inner { "inner.csv" } else { "left.csv" });
+    anduin_ok(
+        &repo(),
+        &[
+            "run",
+            query.to_str().expect("utf-8 path"),
+            "--var",
+            "ORDERS=data/orders.csv",
+            "--var",
+            "CUSTOMERS=data/customers.csv",
+            "--var",
+            &format!("OUTPUT={}", out_path.display()),
+        ],
+    );
+    std::fs::read_to_string(&out_path).expect("output")
+}
+
+#[test]
+fn the_lookup_join_example_enriches_each_order_with_every_row_of_its_customer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let left = lookup_join_example(dir.path(), false);
+    assert_golden(&golden().join("outputs/lookup_join.left.csv"), &left);
+    let inner = lookup_join_example(dir.path(), true);
+    assert_golden(&golden().join("outputs/lookup_join.inner.csv"), &inner);
+    // Independently of the golden files: alice's 4 orders twice (two rows of hers), erin's
+    // order (no row) only in the LEFT JOIN, padded; 12 orders in all.
+    let count = |out: &str, what: &str| out.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(count(&left, ",alice,"), 8);
+    assert_eq!(count(&inner, ",alice,"), 8);
+    assert_eq!(count(&left, ",erin,3,,"), 1);
+    assert_eq!(count(&inner, ",erin,"), 0);
+    assert_eq!(left.lines().count(), 1 + 16);
+    assert_eq!(inner.lines().count(), 1 + 15);
+}

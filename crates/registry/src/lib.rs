@@ -12,7 +12,7 @@ use anduin_graph::{Binding, Catalog, ControlInput, OperatorSignature};
 use anduin_operator_api::controlled::controlled;
 use anduin_operator_api::Bound;
 use anduin_relational::{
-    filter, group, join, map, over, regular_join, selector, top_n, union, window,
+    filter, group, join, lookup_join, map, over, regular_join, selector, top_n, union, window,
 };
 use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
@@ -35,6 +35,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &group::SIGNATURE,
     &join::SIGNATURE,
     &regular_join::SIGNATURE,
+    &lookup_join::SIGNATURE,
     &top_n::SIGNATURE,
     &over::SIGNATURE,
     &anduin_cep::SIGNATURE,
@@ -154,6 +155,7 @@ impl Catalog for BuiltinCatalog {
             "aggregate" => group::bind(op, inputs),
             "join" => join::bind(op, inputs),
             "regular_join" => regular_join::bind(op, inputs),
+            "lookup_join" => lookup_join::bind(op, inputs),
             "top_n" => top_n::bind(op, inputs),
             "over" => over::bind(op, inputs),
             "pattern" => anduin_cep::bind(op, inputs),

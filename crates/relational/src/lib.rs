@@ -12,6 +12,7 @@ pub mod filter;
 pub mod group;
 mod in_turn;
 pub mod join;
+pub mod lookup_join;
 pub mod map;
 pub mod over;
 pub mod regular_join;

@@ -214,6 +214,13 @@ impl SourceTask {
             task: c.task,
             stopped,
         });
+        // An exhausted input sends no more rows, but completes its event time only at the last
+        // checkpoint, when every source is done: until then its consumers count it idle, so
+        // that the others' event time goes on, and an operator waiting for this input's end
+        // (a lookup join's side table) goes on too.
+        if !stopped {
+            self.set_idle(true)?;
+        }
         let Some(commands) = self.commands.clone() else {
             return Err(OperatorError::internal(
                 &self.name,

@@ -181,6 +181,11 @@ pub enum ExitPoint {
     /// that checkpoint completed: as a kill that lands while the last checkpoint is in
     /// flight, which the next coordinator must complete.
     LastBarrierTaken,
+    /// Every acknowledgement of the last checkpoint read and every part's executor, its part
+    /// ended, waiting for leave to end, before that checkpoint's manifest is written: as a
+    /// kill that lands between reading the last acknowledgements and completing the last
+    /// checkpoint, which the next coordinator must complete from the executors' facts.
+    LastCheckpointAwaited,
 }
 
 /// The lock file a coordinator holds in its checkpoint directory.
@@ -495,26 +500,31 @@ impl Cluster {
     /// pointer) — it would clear or delete a checkpoint the later one committed. A refused
     /// act is written as a typed event, and the leader steps down.
     pub fn committing_store(&self, name: &str) -> Result<anduin_checkpoint::Store> {
-        let (fence, events, term) = (self.fence.clone(), Arc::clone(&self.events), self.term);
         Ok(self
             .store
             .store(name)?
-            .with_commit_guard(Arc::new(move |act: &str| {
-                super::leadership::act_or_step_down();
-                match fence.as_ref().map_or(Ok(()), CatalogFence::check) {
-                    Ok(()) => Ok(()),
-                    Err(Fenced::Superseded(why)) => {
-                        events.refused(act, term, &why);
-                        eprintln!("anduin: {act} refused: {why}");
-                        super::leadership::superseded(&why)
-                    }
-                    // The store failed: not this act now (it is tried again); the lease counts.
-                    Err(unknown @ Fenced::Unknown(_)) => {
-                        tracing::warn!(act, why = %unknown, "not done now");
-                        Err(unknown.to_string())
-                    }
+            .with_commit_guard(self.commit_guard()))
+    }
+
+    /// The guard of [`Cluster::committing_store`]'s acts.
+    pub fn commit_guard(&self) -> anduin_checkpoint::CommitGuard {
+        let (fence, events, term) = (self.fence.clone(), Arc::clone(&self.events), self.term);
+        Arc::new(move |act: &str| {
+            super::leadership::act_or_step_down();
+            match fence.as_ref().map_or(Ok(()), CatalogFence::check) {
+                Ok(()) => Ok(()),
+                Err(Fenced::Superseded(why)) => {
+                    events.refused(act, term, &why);
+                    eprintln!("anduin: {act} refused: {why}");
+                    super::leadership::superseded(&why)
                 }
-            })))
+                // The store failed: not this act now (it is tried again); the lease counts.
+                Err(unknown @ Fenced::Unknown(_)) => {
+                    tracing::warn!(act, why = %unknown, "not done now");
+                    Err(unknown.to_string())
+                }
+            }
+        })
     }
 
     /// Before `act`, which only the leader may do: steps down if its lease may have run out,

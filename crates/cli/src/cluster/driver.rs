@@ -130,6 +130,13 @@ pub struct Attempt {
     /// The last live figures of each part's executor, which the attempt's control plane
     /// merges (behind a lock of its own: the control plane reads it under its own lock).
     pub figures: Arc<Mutex<BTreeMap<u32, Sample>>>,
+    /// The newest checkpoint that completed (its manifest written) or was given up, or that
+    /// the attempt restored from or found complete: the executors that acknowledged nothing
+    /// later may end ([`super::exiting`]).
+    pub settled: u64,
+    /// The executors whose part ended that wait to end until a checkpoint is settled, by part:
+    /// the newest checkpoint they acknowledged ([`super::exiting`]).
+    pub exiting: BTreeMap<u32, u64>,
 }
 
 impl Attempt {
@@ -163,6 +170,8 @@ impl Attempt {
             heard: BTreeMap::new(),
             unstarted: BTreeSet::new(),
             figures: Arc::default(),
+            settled: 0,
+            exiting: BTreeMap::new(),
         }
     }
 
@@ -581,12 +590,10 @@ fn attempt(
         q.status.attempt = number;
         q.status.placement = names;
         q.status.instances = instances;
-        q.attempt = Some(Attempt::new(
-            number,
-            placement.clone(),
-            BTreeMap::new(),
-            BTreeMap::new(),
-        ));
+        let mut a = Attempt::new(number, placement.clone(), BTreeMap::new(), BTreeMap::new());
+        // The checkpoint restored from is complete.
+        a.settled = restore_epoch.unwrap_or(0);
+        q.attempt = Some(a);
         let submission = q.submission.clone();
         // Every task instance placed again: one more attempt of each.
         state.record(Edit::AttemptDeployed {
@@ -869,7 +876,7 @@ fn start_checkpointer(
         max_parallelism: compiled.args.engine.max_parallelism,
         checkpointing: Some(Checkpointing {
             settings: CheckpointSettings {
-                store: Some(cluster.committing_store(name)?),
+                store: Some(checkpoint_store(cluster, name, number)?),
                 ..checkpoint_settings(&compiled.args, dir)
             },
             restore,
@@ -915,6 +922,27 @@ fn start_checkpointer(
     };
     anduin_runtime::coordinate(&compiled.loaded.graph, &config, remote)
         .context("cannot start the checkpoint coordinator")
+}
+
+/// The store attempt `number` of query `name` completes its checkpoints in; with
+/// `--inject-exit-after last-checkpoint-awaited` (testing), the coordinator exits before the
+/// last manifest is written, once every executor waits to end.
+fn checkpoint_store(cluster: &Arc<Cluster>, name: &str, number: u64) -> Result<Store> {
+    let store = cluster.committing_store(name)?;
+    if cluster.exit_after != Some(ExitPoint::LastCheckpointAwaited) {
+        return Ok(store);
+    }
+    let (guard, cluster, query) = (
+        cluster.commit_guard(),
+        Arc::clone(cluster),
+        name.to_string(),
+    );
+    Ok(store.with_commit_guard(Arc::new(move |act: &str| {
+        if act == "checkpoint commit" {
+            super::exiting::exit_once_every_part_awaits(&cluster, &query, number);
+        }
+        guard(act)
+    })))
 }
 
 /// Why attempt `number` of query `name` fails now and whose loss it is, if one worker's;
@@ -1100,6 +1128,18 @@ fn take_over(
     start_the_unstarted(cluster, name, number, &executors);
     let store = cluster.committing_store(name)?;
     let (_, restore) = store.choose_restore()?;
+    if let Some(v) = &restore {
+        // Complete: an executor waiting on it (its commit did not reach it) may end.
+        let mut state = cluster.lock();
+        if let Some(a) = state
+            .queries
+            .get_mut(name)
+            .and_then(|q| q.attempt.as_mut())
+            .filter(|a| a.number == number)
+        {
+            a.settle(v.manifest.epoch);
+        }
+    }
     // The executors have the changes made since that checkpoint; the control plane is told
     // of them. A rescale among them cannot be taken over.
     let reapply = controls::after_checkpoint(cluster, name, restore.as_ref(), Resumed::TakeOver);
@@ -1804,6 +1844,29 @@ pub fn serve_executor(
                 }
                 a.ending.insert(worker);
             }
+            // An ended part's executor ends once the checkpoint it acknowledged last is
+            // settled (see `exiting`): until then it keeps what it would tell the next
+            // coordinator, should this one die first.
+            proto::ToCoordinator::MayExit { acked } => {
+                let mut state = cluster.lock();
+                let Some(a) = running_now(&mut state, query, attempt, worker, r.incarnation) else {
+                    tracing::warn!(
+                        query,
+                        attempt,
+                        worker,
+                        "a stale executor asked to end: refused"
+                    );
+                    break;
+                };
+                if a.executors.get(&worker).is_none_or(|(_, at)| *at != r.data) {
+                    break;
+                }
+                // Its tasks have ended: it is not restored alone, nor judged silent.
+                a.ending.insert(worker);
+                a.await_exit(worker, acked);
+                drop(state);
+                cluster.changed.notify_all();
+            }
             proto::ToCoordinator::Figures(m) => {
                 let mut state = cluster.lock();
                 let Some(a) = running_now(&mut state, query, attempt, worker, r.incarnation) else {
@@ -1981,6 +2044,14 @@ impl Subscriber for LastCheckpoint {
                 query: QueryId(self.query.clone()),
                 epoch: anduin_types::Epoch(*epoch),
             });
+            // Recorded so: the executors waiting on it may end.
+            if let Some(a) = state
+                .queries
+                .get_mut(&self.query)
+                .and_then(|q| q.attempt.as_mut())
+            {
+                a.settle(*epoch);
+            }
             drop(state);
             if self.cluster.exit_after == Some(ExitPoint::CheckpointGivenUp) {
                 // As the checkpoint coordinator does next: a kill lands after that.
@@ -2006,6 +2077,14 @@ impl Subscriber for LastCheckpoint {
                     location: self.cluster.store.location(&self.query),
                 },
             });
+            // Its manifest is written: the executors waiting on it may end.
+            if let Some(a) = state
+                .queries
+                .get_mut(&self.query)
+                .and_then(|q| q.attempt.as_mut())
+            {
+                a.settle(*epoch);
+            }
         }
     }
 }

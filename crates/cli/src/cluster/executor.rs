@@ -531,15 +531,19 @@ struct EndLeave {
 }
 
 /// How long an executor whose part ended waits, before it ends, for a coordinator to confirm
-/// that it heard its sources' ends and its acknowledgements ([`Link::await_heard`]).
+/// that the checkpoint of its last acknowledgements is settled ([`Link::await_heard`]).
 const HEARD_WITHIN: Duration = Duration::from_secs(60);
 
-/// Whether `facts` hold an acknowledgement of a checkpoint after `complete`: one a
-/// coordinator may still have to hear of to complete it.
-fn unheard(facts: &[Event], complete: u64) -> bool {
+/// The newest checkpoint after `complete` that `facts` hold an acknowledgement of: one a
+/// coordinator may still have to hear of to complete it (`None`: there is none).
+fn unheard(facts: &[Event], complete: u64) -> Option<u64> {
     facts
         .iter()
-        .any(|f| matches!(f, Event::Ack { epoch, .. } if epoch.0 > complete))
+        .filter_map(|f| match f {
+            Event::Ack { epoch, .. } if epoch.0 > complete => Some(epoch.0),
+            _ => None,
+        })
+        .max()
 }
 
 /// Keeps event `e` among the facts told again to a coordinator that comes back (one that
@@ -606,27 +610,29 @@ impl anduin_runtime::EndGate for Link {
 
 impl Link {
     /// Once the part has ended, if it sent acknowledgements of a checkpoint not known
-    /// complete: makes sure a coordinator heard them (and where its sources ended) before the
-    /// process ends. The coordinator they went to may have died since — maybe after it began
-    /// the last checkpoint, which the next one completes from them — and what was written to
-    /// its connection is lost with it. So the executor asks for leave to end once more, and
-    /// waits for the answer: a coordinator answers only after it has read what came before on
-    /// the connection, and one that comes back is told the facts again first. At most
-    /// `within`: without a coordinator, the part ends anyway.
+    /// complete: keeps them (and where its sources ended) until that checkpoint is settled,
+    /// before the process ends. The coordinator they went to may die before it completes the
+    /// checkpoint — the last one, which the next coordinator completes from them — and what
+    /// it read or was written to its connection is lost with it. So the executor asks for
+    /// leave to end ([`ToCoordinator::MayExit`]) and waits for the answer: a coordinator
+    /// answers once that checkpoint has completed (its manifest written) or was given up, and
+    /// one that comes back is told the facts again first. At most `within`: without a
+    /// coordinator, the part ends anyway.
     fn await_heard(&self, within: Duration) {
         let deadline = Instant::now() + within;
         let pending = unheard(
             &self.facts.lock().unwrap_or_else(|p| p.into_inner()),
             self.completed.load(Ordering::SeqCst),
         );
-        if !pending {
+        let Some(acked) = pending else {
             self.confirming.store(false, Ordering::SeqCst);
             return;
-        }
+        };
         let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
         *end = EndLeave::default();
         loop {
-            if end.given {
+            // Its commit came (the checkpoint is complete): nothing is left to tell.
+            if end.given || self.completed.load(Ordering::SeqCst) >= acked {
                 break;
             }
             if Instant::now() >= deadline {
@@ -640,7 +646,7 @@ impl Link {
                 let to = self.to.lock().unwrap_or_else(|p| p.into_inner());
                 if to
                     .as_ref()
-                    .is_some_and(|s| s.send(&ToCoordinator::MayEnd).is_ok())
+                    .is_some_and(|s| s.send(&ToCoordinator::MayExit { acked }).is_ok())
                 {
                     end.asked_on = connection;
                 }
@@ -941,6 +947,25 @@ mod tests {
         // A leader superseded since: refused, and the term followed stays.
         assert!(!follow(&followed, 3));
         assert_eq!(followed.load(Ordering::SeqCst), 5);
+    }
+
+    #[test]
+    fn an_ended_part_waits_on_the_newest_checkpoint_it_acknowledged_that_is_not_complete() {
+        let facts = [
+            ack(2, 0),
+            ack(3, 1),
+            Event::SourceFinished {
+                task: 0,
+                epoch: Epoch(3),
+                stopped: false,
+            },
+            ack(3, 0),
+        ];
+        assert_eq!(unheard(&facts, 1), Some(3));
+        assert_eq!(unheard(&facts, 2), Some(3));
+        // Its commit came: nothing is left for a coordinator to hear.
+        assert_eq!(unheard(&facts, 3), None);
+        assert_eq!(unheard(&[], 0), None);
     }
 
     #[test]

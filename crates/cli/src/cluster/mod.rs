@@ -23,6 +23,7 @@ pub mod coordinator;
 pub mod coordinators;
 mod driver;
 pub mod executor;
+mod exiting;
 pub mod figures;
 pub mod kubernetes;
 pub mod leadership;

@@ -55,6 +55,16 @@ pub enum ToCoordinator {
     /// commits what their sinks hold)? Answered with [`ToExecutor::EndAllowed`] when the
     /// executor still runs its part, by closing the connection when it does not.
     MayEnd,
+    /// An executor whose part has ended, holding acknowledgements of checkpoints up to
+    /// `acked` that it does not know complete: may it end its process (and forget them)?
+    /// Answered with [`ToExecutor::EndAllowed`] once checkpoint `acked` (or a later one) has
+    /// completed or been given up, not when the coordinator has merely read them: a
+    /// coordinator that dies before the manifest is written leaves them to be told again to
+    /// the next, which completes the checkpoint from them.
+    MayExit {
+        /// The newest checkpoint the executor's tasks acknowledged.
+        acked: u64,
+    },
     /// An executor's process has ended (sent by its worker, to every coordinator it
     /// registers with until one answers [`ToWorker::EndNoted`]).
     PartEnded {
@@ -233,7 +243,9 @@ pub enum ToExecutor {
     /// The instances of `worker` were restored in another executor, which listens at
     /// `address`: channels to them go there now.
     Redirect { worker: u32, address: SocketAddr },
-    /// The executor still runs its part: its tasks may end their input.
+    /// The executor still runs its part: its tasks may end their input (answering
+    /// [`ToCoordinator::MayEnd`]); or its part's last acknowledgements are settled: it may end
+    /// (answering [`ToCoordinator::MayExit`]).
     EndAllowed,
     /// Nothing to do: the coordinator is there (see `Deployment::silent_after_ms`).
     Ping,

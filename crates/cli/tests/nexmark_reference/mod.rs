@@ -336,7 +336,14 @@ pub fn run_query(input: &Input, query: &str, kinds: &str) -> Vec<Row> {
     anduin_with_vars(
         input.dir.path(),
         &["run", path],
-        &[format!("OUTPUT={output}")],
+        &[
+            format!("OUTPUT={output}"),
+            // q13's side table, read where the query runs (this test's folder).
+            format!(
+                "SIDE_INPUT={}",
+                repo().join("benches/nexmark/side_input.txt").display()
+            ),
+        ],
     );
     let table = Table::read(&input.dir.path().join(&output));
     assert_eq!(

@@ -52,6 +52,11 @@ impl Dialect for AnduinDialect {
         true
     }
 
+    /// `JOIN side FOR SYSTEM_TIME AS OF s.ts`: a lookup join (`temporal.rs`).
+    fn supports_table_versioning(&self) -> bool {
+        true
+    }
+
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
         if let Some(set) = super::settings::parse_quoted_set(parser) {
             return Some(set);

@@ -80,7 +80,6 @@ fn lower_script(
     prepared: match_recognize::Prepared,
 ) -> Result<Spec, Diagnostics> {
     let end = end_of(&prepared.tokens);
-    temporal::refuse_for_system_time(&prepared.tokens)?;
     let parsed = Parser::new(dialect)
         .with_recursion_limit(nesting::PARSER_RECURSION_LIMIT)
         .try_with_sql(&prepared.sql)
@@ -89,6 +88,7 @@ fn lower_script(
         return Err(Diagnostics::from(Diagnostic::error(pos(e.at), e.message)));
     }
     let statements = parsed.map_err(|e| Diagnostics::from(syntax_error(e, end)))?;
+    temporal::refuse_versions_outside_joins(&statements)?;
     let source = Source::new(src, prepared.tokens);
     let mut tables = Tables::default();
     let mut inserts = Vec::new();

@@ -1,28 +1,81 @@
-//! `FOR SYSTEM_TIME AS OF`: Flink's temporal and lookup joins (`JOIN side FOR SYSTEM_TIME AS
-//! OF b.p_time AS s ON …`, Nexmark q13's join with a bounded side table), which anduin does not
-//! have. sqlparser parses the clause only for dialects with table versions, and otherwise
-//! stops at it with an error about `FOR UPDATE`; it is refused here, before parsing, at its
-//! `FOR`, saying what it is.
+//! `FOR SYSTEM_TIME AS OF`: Flink's lookup join (`JOIN side FOR SYSTEM_TIME AS OF b.p_time AS
+//! s ON b.k = s.k`, Nexmark q13). anduin takes it on the right table of an inner or left
+//! join, the side table, which must be bounded (`join/lookup.rs`); anywhere else the clause
+//! is refused here, after parsing, at the versioned table, saying where it goes.
+
+use std::collections::HashSet;
+use std::ops::ControlFlow;
 
 use anduin_types::{Diagnostic, Diagnostics};
-use sqlparser::tokenizer::{Token, TokenWithSpan};
+use sqlparser::ast::{Query, SetExpr, Spanned, Statement, TableFactor, Visit, Visitor};
 
-use super::source_text::{is_word, pos};
+use super::source_text::pos;
 
-/// Refuses the first `FOR SYSTEM_TIME AS OF` of a script's `tokens`.
-pub(super) fn refuse_for_system_time(tokens: &[TokenWithSpan]) -> Result<(), Diagnostics> {
-    let words: Vec<&TokenWithSpan> = (tokens.iter())
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .collect();
-    let clause = ["FOR", "SYSTEM_TIME", "AS", "OF"];
-    let found = words
-        .windows(clause.len())
-        .find(|w| w.iter().zip(clause).all(|(t, word)| is_word(t, word)));
-    match found {
-        Some(w) => Err(Diagnostics::from(Diagnostic::error(
-            pos(w[0].span.start),
-            "FOR SYSTEM_TIME AS OF (a temporal or lookup join, as Flink's) is not supported: a join of a stream with a bounded table is a regular join on equal columns (`JOIN side AS s ON b.key = s.key`), which keeps both sides",
-        ))),
-        None => Ok(()),
+/// Collects the versioned tables of a script and those that are the right table of a join.
+#[derive(Default)]
+struct Versions {
+    /// Where each versioned table starts (line, column).
+    found: Vec<(u64, u64)>,
+    /// Where each versioned table that is a join's right table starts.
+    joined: HashSet<(u64, u64)>,
+}
+
+fn at(t: &TableFactor) -> (u64, u64) {
+    let s = t.span().start;
+    (s.line, s.column)
+}
+
+fn versioned(t: &TableFactor) -> bool {
+    matches!(
+        t,
+        TableFactor::Table {
+            version: Some(_),
+            ..
+        }
+    )
+}
+
+impl Visitor for Versions {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if let SetExpr::Select(s) = q.body.as_ref() {
+            for from in &s.from {
+                for j in &from.joins {
+                    if versioned(&j.relation) {
+                        self.joined.insert(at(&j.relation));
+                    }
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+        if versioned(t) {
+            self.found.push(at(t));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Refuses every `FOR SYSTEM_TIME AS OF` (or other table version) of `statements` that is
+/// not on the right table of a join.
+pub(super) fn refuse_versions_outside_joins(statements: &[Statement]) -> Result<(), Diagnostics> {
+    let mut v = Versions::default();
+    for st in statements {
+        let _ = st.visit(&mut v);
+    }
+    let mut diags = Diagnostics::default();
+    for (line, column) in v.found.iter().filter(|p| !v.joined.contains(p)) {
+        diags.push(Diagnostic::error(
+            pos(sqlparser::tokenizer::Location::new(*line, *column)),
+            "FOR SYSTEM_TIME AS OF is taken only on the right table of a JOIN (a lookup join: `FROM s JOIN side FOR SYSTEM_TIME AS OF s.ts AS d ON s.k = d.k`)",
+        ));
+    }
+    if diags.0.is_empty() {
+        Ok(())
+    } else {
+        Err(diags)
     }
 }

@@ -17,6 +17,7 @@
 //! (and filtered) rows instead of the map: `grouped.rs`.
 
 mod grouped;
+mod lookup;
 mod names;
 mod on;
 
@@ -75,6 +76,10 @@ pub(super) fn lower(
         }
     };
     let listed = matches!(constraint, JoinConstraint::None);
+    let lookup = lookup::version(&join.relation)?;
+    if let Some((_, table)) = lookup {
+        lookup::check_table(how, table, tables, join_at)?;
+    }
     let left = side(&from.relation, prefix, script, tables, spec)?;
     let right = side(&join.relation, prefix, script, tables, spec)?;
     if left.stream == right.stream {
@@ -105,6 +110,9 @@ pub(super) fn lower(
             ))
         }
     };
+    if let Some((time, _)) = lookup {
+        lookup::check_time(time, &left)?;
+    }
     let mut joined = Joined {
         sides: [left, right],
         windowed,
@@ -115,14 +123,18 @@ pub(super) fn lower(
     // join's (as in Nexmark's q7), the rest filters the joined rows.
     let mut conjuncts = Vec::new();
     on::flatten_and(on, &mut conjuncts);
-    if how == How::Inner && !listed {
+    if how == How::Inner && !listed && lookup.is_none() {
         if let Some(w) = &s.selection {
             on::flatten_and(w, &mut conjuncts);
         }
     }
     let condition = joined.condition(&conjuncts, on_at)?;
     let name = format!("{prefix}_join");
-    let (kind, params, after) = if condition.regular {
+    let (kind, params, after) = if lookup.is_some() {
+        lookup::check_on(&condition, on_at)?;
+        let params = vec![("on", joined.on_text(&condition.keys))];
+        ("lookup_join", params, s.selection.iter().collect())
+    } else if condition.regular {
         regular(&mut joined, condition, how, s, prefix, spec)?
     } else {
         bounded(&joined, condition, how, s, join_at)?
