@@ -8,28 +8,11 @@
 //! kept. A module path that leaves the query file's folder is refused at submit.
 
 use crate::common;
-
-use std::path::Path;
-
 use common::cluster::{
     assert_submitted_output, restart_coordinator_after, windowed_generator, LocalCluster,
 };
+use common::udfs::{example_modules, orders_flow, ORDERS};
 use common::{anduin_ok, output_rows, repo};
-
-/// The example modules of examples/udfs, compiled from their text into `dir/udfs/`.
-fn modules(dir: &Path) {
-    std::fs::create_dir_all(dir.join("udfs")).expect("udfs folder");
-    for name in ["add_one", "shout"] {
-        let wasm =
-            wat::parse_file(repo().join(format!("examples/udfs/{name}.wat"))).expect("valid text");
-        std::fs::write(dir.join(format!("udfs/{name}.wasm")), wasm).expect("module");
-    }
-}
-
-const ORDERS: &str = "CREATE TABLE orders (ts TIMESTAMP, customer STRING, amount BIGINT)
-WITH (connector = 'file', path = '${INPUT}', event_time = 'ts');
-CREATE TABLE out WITH (connector = 'file', path = '${OUTPUT}');
-";
 
 fn input() -> String {
     format!("INPUT={}", repo().join("data/orders.csv").display())
@@ -38,7 +21,7 @@ fn input() -> String {
 #[test]
 fn a_wasm_a_javascript_and_a_udf_module_s_functions_write_what_they_write_embedded() {
     let work = tempfile::tempdir().expect("tempdir");
-    modules(work.path());
+    example_modules(work.path());
     std::fs::write(
         work.path().join("q.sql"),
         format!(
@@ -98,29 +81,10 @@ WHERE add_one(amount) > 13;"
 #[test]
 fn a_flow_query_s_udf_block_sends_its_module_too() {
     let work = tempfile::tempdir().expect("tempdir");
-    modules(work.path());
+    example_modules(work.path());
     std::fs::write(
         work.path().join("q.flow"),
-        r#"udf path = "udfs/add_one.wasm"
-type name = "Order" {
-  column name = "ts", type = "timestamp"
-  column name = "customer", type = "string"
-  column name = "amount", type = "int"
-}
-operator name = "src", type = "reader" {
-  param path = "${INPUT}"
-  output name = "orders", type = "Order"
-}
-operator name = "m", type = "map" {
-  input name = "orders"
-  param columns = "add_one(amount) AS next, half(CAST(amount AS DOUBLE)) AS h, customer"
-  output name = "next"
-}
-operator name = "out", type = "writer" {
-  input name = "next"
-  param path = "${OUTPUT}"
-}
-"#,
+        orders_flow(Some("udfs/add_one.wasm")),
     )
     .expect("query");
     let input = input();
@@ -136,7 +100,7 @@ operator name = "out", type = "writer" {
         ],
     );
     let expected = output_rows(&work.path().join("embedded.csv"));
-    assert_eq!(expected.len(), 12, "{expected:?}");
+    assert_eq!(expected, ["41,20.0,bob", "91,45.0,alice"]);
     let cluster = LocalCluster::start(1, 8);
     let submit = cluster.submit(
         work.path(),
@@ -229,7 +193,7 @@ fn two_queries_of_one_coordinator_declare_one_name_each_their_own_way() {
 #[test]
 fn a_coordinator_restarted_mid_run_takes_over_with_the_modules_its_catalog_kept() {
     let work = tempfile::tempdir().expect("tempdir");
-    modules(work.path());
+    example_modules(work.path());
     let query = windowed_generator(
         7,
         60_000,
@@ -284,7 +248,7 @@ fn a_refused_submission_under_a_running_query_s_name_leaves_its_files_alone() {
     )
     .replace("SUM(value) AS total", "SUM(add_one(value)) AS total");
     for (work, text) in [(&first, "(module)"), (&second, "(module (memory 1))")] {
-        modules(work.path());
+        example_modules(work.path());
         std::fs::write(
             work.path().join("q.flow"),
             format!("udf path = \"udfs/add_one.wasm\"\n{query}"),
@@ -327,7 +291,7 @@ fn a_module_outside_the_query_s_folder_is_refused_at_submit_naming_it() {
     let work = tempfile::tempdir().expect("tempdir");
     let query = work.path().join("q");
     std::fs::create_dir_all(&query).expect("folder");
-    modules(work.path());
+    example_modules(work.path());
     std::fs::write(
         query.join("q.sql"),
         format!(

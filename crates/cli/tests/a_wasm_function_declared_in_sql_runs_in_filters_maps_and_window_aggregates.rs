@@ -6,17 +6,8 @@ use crate::common;
 
 use std::path::Path;
 
+use common::udfs::{example_modules, orders_flow, ORDERS};
 use common::{anduin_ok, repo};
-
-/// The example modules of examples/udfs, compiled from their text into `dir/udfs/`.
-fn modules(dir: &Path) {
-    std::fs::create_dir_all(dir.join("udfs")).expect("udfs folder");
-    for name in ["add_one", "shout"] {
-        let wasm =
-            wat::parse_file(repo().join(format!("examples/udfs/{name}.wat"))).expect("valid text");
-        std::fs::write(dir.join(format!("udfs/{name}.wasm")), wasm).expect("module");
-    }
-}
 
 fn run(dir: &Path, query: &str, more: &[&str]) -> String {
     std::fs::write(dir.join("q.sql"), query).expect("query");
@@ -27,15 +18,10 @@ fn run(dir: &Path, query: &str, more: &[&str]) -> String {
     std::fs::read_to_string(dir.join("out.csv")).expect("output")
 }
 
-const ORDERS: &str = "CREATE TABLE orders (ts TIMESTAMP, customer STRING, amount BIGINT)
-WITH (connector = 'file', path = '${INPUT}', event_time = 'ts');
-CREATE TABLE out WITH (connector = 'file', path = '${OUTPUT}');
-";
-
 #[test]
 fn a_bigint_and_a_string_function_filter_and_compute_columns() {
     let dir = tempfile::tempdir().expect("tempdir");
-    modules(dir.path());
+    example_modules(dir.path());
     let out = run(
         dir.path(),
         &format!(
@@ -57,7 +43,7 @@ WHERE add_one(amount) > 13;"
 #[test]
 fn a_window_aggregates_what_a_function_computes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    modules(dir.path());
+    example_modules(dir.path());
     let out = run(
         dir.path(),
         &format!(
@@ -79,35 +65,8 @@ GROUP BY window_start, window_end;"
 #[test]
 fn udf_loads_the_functions_a_module_declares_for_a_flow_query_too() {
     let dir = tempfile::tempdir().expect("tempdir");
-    modules(dir.path());
-    std::fs::write(
-        dir.path().join("q.flow"),
-        r#"type name = "Order" {
-  column name = "ts", type = "timestamp"
-  column name = "customer", type = "string"
-  column name = "amount", type = "int"
-}
-operator name = "src", type = "reader" {
-  param path = "${INPUT}"
-  output name = "orders", type = "Order"
-}
-operator name = "m", type = "map" {
-  input name = "orders"
-  param columns = "customer, add_one(amount) AS next, half(CAST(amount AS DOUBLE)) AS h"
-  output name = "next"
-}
-operator name = "f", type = "filter" {
-  input name = "next"
-  param condition = "next > 40"
-  output name = "big"
-}
-operator name = "out", type = "writer" {
-  input name = "big"
-  param path = "${OUTPUT}"
-}
-"#,
-    )
-    .expect("query");
+    example_modules(dir.path());
+    std::fs::write(dir.path().join("q.flow"), orders_flow(None)).expect("query");
     let input = format!("INPUT={}", repo().join("data/orders.csv").display());
     anduin_ok(
         dir.path(),
@@ -123,46 +82,18 @@ operator name = "out", type = "writer" {
         ],
     );
     let out = std::fs::read_to_string(dir.path().join("out.csv")).expect("output");
-    assert_eq!(out, "customer,next,h\nbob,41,20.0\nalice,91,45.0\n");
+    assert_eq!(out, "next,h,customer\n41,20.0,bob\n91,45.0,alice\n");
 }
-
-/// The `.flow` query of `udf_loads_…`, its module named by a `udf` block instead of `--udf`.
-const FLOW_WITH_UDF_BLOCK: &str = r#"udf path = "MODULE"
-type name = "Order" {
-  column name = "ts", type = "timestamp"
-  column name = "customer", type = "string"
-  column name = "amount", type = "int"
-}
-operator name = "src", type = "reader" {
-  param path = "${INPUT}"
-  output name = "orders", type = "Order"
-}
-operator name = "m", type = "map" {
-  input name = "orders"
-  param columns = "customer, add_one(amount) AS next, half(CAST(amount AS DOUBLE)) AS h"
-  output name = "next"
-}
-operator name = "f", type = "filter" {
-  input name = "next"
-  param condition = "next > 40"
-  output name = "big"
-}
-operator name = "out", type = "writer" {
-  input name = "big"
-  param path = "${OUTPUT}"
-}
-"#;
 
 #[test]
 fn a_udf_block_loads_a_module_for_a_flow_query_as_udf_does() {
     let dir = tempfile::tempdir().expect("tempdir");
-    modules(dir.path());
+    example_modules(dir.path());
     // Beside the query file, in a folder of its own: the path is the query's folder's.
     std::fs::create_dir_all(dir.path().join("q")).expect("folder");
     std::fs::rename(dir.path().join("udfs"), dir.path().join("q/udfs")).expect("moved");
     // Named twice (`./` is the folder): loaded once.
-    let query = FLOW_WITH_UDF_BLOCK.replace("MODULE", "udfs/add_one.wasm")
-        + "udf path = \"./udfs/add_one.wasm\"\n";
+    let query = orders_flow(Some("udfs/add_one.wasm")) + "udf path = \"./udfs/add_one.wasm\"\n";
     std::fs::write(dir.path().join("q/q.flow"), query).expect("query");
     let input = format!("INPUT={}", repo().join("data/orders.csv").display());
     anduin_ok(
@@ -177,11 +108,11 @@ fn a_udf_block_loads_a_module_for_a_flow_query_as_udf_does() {
         ],
     );
     let out = std::fs::read_to_string(dir.path().join("out.csv")).expect("output");
-    assert_eq!(out, "customer,next,h\nbob,41,20.0\nalice,91,45.0\n");
+    assert_eq!(out, "next,h,customer\n41,20.0,bob\n91,45.0,alice\n");
     // A module that is not there is an error at its block.
     std::fs::write(
         dir.path().join("q/q.flow"),
-        FLOW_WITH_UDF_BLOCK.replace("MODULE", "udfs/missing.wasm"),
+        orders_flow(Some("udfs/missing.wasm")),
     )
     .expect("query");
     let out = common::anduin(dir.path(), &["check", "q/q.flow"]);
@@ -219,7 +150,7 @@ fn the_example_runs_its_text_format_modules_as_documented() {
 #[test]
 fn a_pattern_calls_a_function_in_define_and_measures() {
     let dir = tempfile::tempdir().expect("tempdir");
-    modules(dir.path());
+    example_modules(dir.path());
     let out = run(
         dir.path(),
         &format!(

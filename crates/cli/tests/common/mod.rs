@@ -22,6 +22,7 @@ pub mod nats;
 pub mod redis;
 pub mod s3;
 pub mod slowed;
+pub mod udfs;
 
 /// The repository's root.
 pub fn repo() -> PathBuf {
