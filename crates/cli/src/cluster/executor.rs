@@ -829,10 +829,10 @@ impl Link {
                 Err(e) if e.to_string().starts_with(proto::REFUSED) => return Some(e.to_string()),
                 Err(e) if self.silent_after.is_some() && proto::timed_out(&e) => {
                     // Paused, or cut off: the next coordinator of the list may lead by now.
-                    eprintln!(
+                    super::say(&format!(
                         "anduin: executor: the coordinator has been silent for {:?}: leaving it",
                         self.silent_after.unwrap_or_default()
-                    );
+                    ));
                     self.coordinator.pass_over();
                     return None;
                 }

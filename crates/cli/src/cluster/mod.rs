@@ -38,3 +38,11 @@ mod silence;
 mod slots;
 pub mod store;
 pub mod worker;
+
+/// Writes `line` and a newline to stderr in one write. A worker and its executors share
+/// their stderr, and `eprintln!` writes a formatted line in pieces, which then interleave
+/// with another process's (a script or a test waiting for the line never sees it whole).
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}

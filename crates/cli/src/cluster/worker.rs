@@ -453,7 +453,7 @@ fn serve(
             Err(e) => {
                 if let Some(silent) = env.silent_after.filter(|_| proto::timed_out(&e)) {
                     // Paused, or cut off: the next coordinator of the list may lead by now.
-                    eprintln!("anduin: worker {name}: the coordinator has been silent for {silent:?}: leaving it");
+                    super::say(&format!("anduin: worker {name}: the coordinator has been silent for {silent:?}: leaving it"));
                     env.coordinators.pass_over();
                 }
                 return;
