@@ -1,10 +1,11 @@
 //! The WebAssembly modules of a submitted query. `anduin submit` reads them (the modules its
-//! `CREATE FUNCTION`s and `CREATE AGGREGATE`s or its `.flow` `udf` blocks name, relative to
-//! the query file's folder, and its `--udf` modules) and sends them with the query; the coordinator keeps them in its
-//! catalog, and it and each worker write them beside the query file before loading it, so
-//! that every process loads the same modules whatever files it can see (as Flink ships a
-//! job's jar). A module's path must stay inside the query file's folder: a path that climbs
-//! out of it (or an absolute one) is refused at submit, and again wherever it is written.
+//! `CREATE FUNCTION`s and `CREATE AGGREGATE`s or its `udf` blocks name, relative to the
+//! query file's folder, and its `--udf` modules) and sends them with the query; the
+//! coordinator keeps them in its catalog, and it and each worker write them beside the query
+//! file before loading it, so that every process loads the same modules whatever files it
+//! can see (as Flink ships a job's jar). A module's path must stay inside the query file's
+//! folder: a path that climbs out of it (or an absolute one) is refused at submit, and again
+//! wherever it is written; the coordinator refuses a query naming a module not sent.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -14,7 +15,7 @@ use anyhow::{bail, Context, Result};
 /// Where `--udf` modules go, under the folder of the query file.
 const UDF_DIR: &str = "udf-modules";
 
-/// The most bytes of modules a submission carries (its frame holds them as JSON).
+/// The most bytes of modules a submission carries (its control frame holds them as base64).
 const MAX_BYTES: usize = 8 << 20;
 
 /// Reads the modules of the query `query` (its text `source`) and of the `--udf` flags in
