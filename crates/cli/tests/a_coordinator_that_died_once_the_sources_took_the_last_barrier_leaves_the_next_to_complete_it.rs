@@ -14,83 +14,12 @@
 
 use crate::common;
 
-use common::cluster::{windowed_reference, LocalCluster, Setup};
-use common::{output_rows, stdout_ok, wait_until};
-
 #[test]
 fn a_coordinator_that_died_once_the_sources_took_the_last_barrier_leaves_the_next_to_complete_it() {
-    let work = tempfile::tempdir().expect("tempdir");
-    let expected = windowed_reference(work.path(), 19, 40_000, 20_000);
-    assert!(expected.len() > 1_000, "the query writes enough rows");
-
-    let mut cluster = LocalCluster::start_with(
-        3,
-        8,
-        Setup {
-            coordinator_flags: vec!["--inject-exit-after".into(), "last-barrier-taken".into()],
-            ..Setup::default()
-        },
-    );
-    let submit = cluster.submit(
-        work.path(),
-        "q.flow",
-        &[
-            "--var",
-            "OUTPUT=out",
-            "--parallelism",
-            "3",
-            "--checkpoint-every",
-            "10000",
-        ],
-    );
-    wait_until(
-        "the coordinator to exit once the sources took the last barrier",
-        || cluster.coordinator.0.try_wait().is_ok_and(|s| s.is_some()),
-    );
-    let first = cluster.coordinator_log();
-    assert!(first.contains("exiting after LastBarrierTaken"), "{first}");
-    cluster.setup.coordinator_flags.clear();
-    cluster.restart_coordinator();
-
-    let out = submit.wait_output();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let logs = cluster.logs();
-    assert!(out.status.success(), "{stderr}\n{logs}");
-    let got = output_rows(&work.path().join("out"));
-    assert_eq!(got.len(), expected.len(), "rows lost or duplicated\n{logs}");
-    assert!(
-        got == expected,
-        "the output differs from the embedded run's"
-    );
-    let status = cluster.status("q");
-    assert_eq!(status["state"], "finished", "{status}");
-    assert_eq!(
-        status["attempt"], 1,
-        "a task was restarted: {status}\n{logs}"
-    );
-    let log = cluster.coordinator_log();
-    assert!(
-        !log[first.len()..].contains("its last checkpoint failed"),
-        "{log}\n{logs}"
-    );
-
-    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .arg("checkpoints")
-        .arg("list")
-        .arg(cluster.checkpoints("q"))
-        .output()
-        .expect("anduin runs");
-    let listing = stdout_ok(&listed);
-    let finished = listing
-        .lines()
-        .find(|l| l.contains("complete (finished)"))
-        .unwrap_or_else(|| panic!("no finished checkpoint:\n{listing}\n{logs}"));
-    let last = status["last_checkpoint"]
-        .as_u64()
-        .expect("a last checkpoint");
-    assert_eq!(
-        finished.split_whitespace().next(),
-        Some(last.to_string().as_str()),
-        "the last checkpoint of the status is the finished one:\n{listing}"
+    common::cluster::the_next_coordinator_completes_the_last_checkpoint(
+        19,
+        "last-barrier-taken",
+        "LastBarrierTaken",
+        "once the sources took the last barrier",
     );
 }

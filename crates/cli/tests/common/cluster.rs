@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{output_rows, repo, wait_until, ChildGuard};
+use super::{output_rows, repo, stdout_ok, wait_until, ChildGuard};
 
 /// A coordinator and its workers, with their directories.
 pub struct LocalCluster {
@@ -968,4 +968,93 @@ pub fn wait_for_rows(cluster: &LocalCluster, query: &str, operator: &str) {
                 })
             })
     });
+}
+
+/// A coordinator of three workers running a windowed query (seed `seed`) exits at
+/// `--inject-exit-after exit_point` (logged as `exiting after {logged}`, once `waiting`) and
+/// is started again without it: the next one completes the query's last checkpoint, marked
+/// finished, without restarting a task, and the output is the embedded run's.
+pub fn the_next_coordinator_completes_the_last_checkpoint(
+    seed: u64,
+    exit_point: &str,
+    logged: &str,
+    waiting: &str,
+) {
+    let work = tempfile::tempdir().expect("tempdir");
+    let expected = windowed_reference(work.path(), seed, 40_000, 20_000);
+    assert!(expected.len() > 1_000, "the query writes enough rows");
+
+    let mut cluster = LocalCluster::start_with(
+        3,
+        8,
+        Setup {
+            coordinator_flags: vec!["--inject-exit-after".into(), exit_point.into()],
+            ..Setup::default()
+        },
+    );
+    let submit = cluster.submit(
+        work.path(),
+        "q.flow",
+        &[
+            "--var",
+            "OUTPUT=out",
+            "--parallelism",
+            "3",
+            "--checkpoint-every",
+            "10000",
+        ],
+    );
+    wait_until(&format!("the coordinator to exit {waiting}"), || {
+        cluster.coordinator.0.try_wait().is_ok_and(|s| s.is_some())
+    });
+    let first = cluster.coordinator_log();
+    assert!(
+        first.contains(&format!("exiting after {logged}")),
+        "{first}\n{}",
+        cluster.logs()
+    );
+    cluster.setup.coordinator_flags.clear();
+    cluster.restart_coordinator();
+
+    let out = submit.wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let logs = cluster.logs();
+    assert!(out.status.success(), "{stderr}\n{logs}");
+    let got = output_rows(&work.path().join("out"));
+    assert_eq!(got.len(), expected.len(), "rows lost or duplicated\n{logs}");
+    assert!(
+        got == expected,
+        "the output differs from the embedded run's"
+    );
+    let status = cluster.status("q");
+    assert_eq!(status["state"], "finished", "{status}");
+    assert_eq!(
+        status["attempt"], 1,
+        "a task was restarted: {status}\n{logs}"
+    );
+    let log = cluster.coordinator_log();
+    assert!(
+        !log[first.len()..].contains("its last checkpoint failed"),
+        "{log}\n{logs}"
+    );
+
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_anduin"))
+        .arg("checkpoints")
+        .arg("list")
+        .arg(cluster.checkpoints("q"))
+        .output()
+        .expect("anduin runs");
+    let listing = stdout_ok(&listed);
+    let finished = listing
+        .lines()
+        .find(|l| l.contains("complete (finished)"))
+        .unwrap_or_else(|| panic!("no finished checkpoint:\n{listing}\n{logs}"));
+    let last = status["last_checkpoint"]
+        .as_u64()
+        .expect("a last checkpoint");
+    assert_eq!(
+        finished.split_whitespace().next(),
+        Some(last.to_string().as_str()),
+        "the last checkpoint of the status is the finished one:\n{listing}"
+    );
 }
