@@ -151,7 +151,8 @@ pub trait Operator: Send {
     /// Event time on input `input` alone is now `watermark` (+∞ once that input has ended, and
     /// while every producer of it is idle), told before [`Operator::handle_watermark`] gets
     /// the minimum over all inputs. For an operator that treats one input apart (a control
-    /// input); the default ignores it.
+    /// input); the default ignores it. A +∞ here does not say that the input is over (an
+    /// idle input may wake up): [`Operator::on_input_exhausted`] does.
     fn handle_input_watermark(
         &mut self,
         _input: usize,
@@ -159,6 +160,48 @@ pub trait Operator: Send {
         _out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
         Ok(())
+    }
+
+    /// Input `input` is exhausted: no row will ever come on it again (its sources are bounded
+    /// and were read to their end), though its event time may still be open — with
+    /// checkpoints an exhausted source completes its event time only at the last
+    /// checkpoint, when every source is done — and barriers still pass. Told once per input,
+    /// before the watermark of +∞ when that comes with it, and never for an input that is
+    /// only idle (idleness ends) or stopped (a stop is not an end). An operator that must see
+    /// the whole of one input before it uses another (a lookup join's side table) goes on
+    /// here.
+    ///
+    /// Returns whether this operator's output is exhausted too once every input is (it will
+    /// emit no more rows, whatever event time does), which the runtime then tells the
+    /// operators after it; only the answer to the last input's call counts. The default
+    /// says no, which is always safe: an operator that holds rows until event time moves (a
+    /// window) must; a row-by-row one (a filter) may say yes.
+    ///
+    /// # Examples
+    /// ```
+    /// use anduin_operator_api::{Collector, Operator, OperatorError};
+    /// use arrow::record_batch::RecordBatch;
+    ///
+    /// /// Passes every batch through: once its input is exhausted, so is its output.
+    /// struct Identity;
+    /// impl Operator for Identity {
+    ///     fn name(&self) -> &str { "identity" }
+    ///     fn process_batch(&mut self, _input: usize, batch: RecordBatch, out: &mut dyn Collector)
+    ///         -> Result<(), OperatorError> {
+    ///         out.collect(0, batch)
+    ///     }
+    ///     fn on_input_exhausted(&mut self, _input: usize, _out: &mut dyn Collector)
+    ///         -> Result<bool, OperatorError> {
+    ///         Ok(true)
+    ///     }
+    /// }
+    /// ```
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        _out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        Ok(false)
     }
 
     /// A checkpoint barrier has arrived on every input and everything before it has been

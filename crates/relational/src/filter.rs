@@ -165,6 +165,15 @@ impl Operator for Filter {
         true
     }
 
+    /// Row by row: once its input is exhausted, so is its output.
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        _out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        Ok(true)
+    }
+
     fn adjustable_params(&self) -> &'static [&'static str] {
         ADJUSTABLE
     }

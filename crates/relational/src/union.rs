@@ -102,4 +102,13 @@ impl Operator for Union {
         })?;
         out.collect(0, relabelled)
     }
+
+    /// Row by row: once every input is exhausted, so is its output.
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        _out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        Ok(true)
+    }
 }

@@ -240,6 +240,29 @@ impl Chain {
         })
     }
 
+    /// Input `port` of the head is exhausted (no row will come on it again; `all`: every input
+    /// of the head now is): the head is told, and while each operator says that its output
+    /// is exhausted too, its consumers in other tasks and the operator after it hear so.
+    pub(crate) fn input_exhausted(&mut self, port: usize, all: bool) -> Result<(), OperatorError> {
+        let mut input = port;
+        for i in 0..self.links.len() {
+            let done = at_link(&mut self.links, i, |op, emit| {
+                op.on_input_exhausted(input, emit)
+            })?;
+            // An operator fused after another has one input, the output before it.
+            if !(done && (all || i > 0)) {
+                return Ok(());
+            }
+            let link = &mut self.links[i];
+            tracing::debug!(operator = %link.name, instance = link.instance, "output exhausted");
+            for o in link.outlets.iter_mut() {
+                send_msg(o, Message::Exhausted, &link.name)?;
+            }
+            input = 0;
+        }
+        Ok(())
+    }
+
     /// The task's event time became idle (`true`) or active again (`false`): every operator's
     /// consumers in other tasks are told.
     pub(crate) fn idle(&mut self, idle: bool) -> Result<(), OperatorError> {
@@ -653,6 +676,10 @@ fn send_msg(outlets: &mut [Route], msg: Message, name: &str) -> Result<(), Opera
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "chain_exhaustion_tests.rs"]
+mod exhaustion_tests;
 
 #[cfg(test)]
 mod tests {

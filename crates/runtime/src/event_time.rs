@@ -39,6 +39,18 @@ pub(crate) fn task_time(inputs: &[InputTime]) -> TaskTime {
     )
 }
 
+/// Per input port (`0..ports`), whether every input of it is exhausted, from each input's
+/// `(port, exhausted)`: a port is exhausted when all its producers are, and a port without
+/// inputs never is.
+pub(crate) fn exhausted_ports(inputs: &[(usize, bool)], ports: usize) -> Vec<bool> {
+    (0..ports)
+        .map(|port| {
+            let mut of_port = inputs.iter().filter(|(p, _)| *p == port).peekable();
+            of_port.peek().is_some() && of_port.all(|(_, exhausted)| *exhausted)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +103,13 @@ mod tests {
         );
         assert_eq!(task_time(&[ended]), TaskTime::At(Watermark::MAX));
         assert_eq!(task_time(&[]), TaskTime::At(Watermark::MAX));
+    }
+
+    #[test]
+    fn a_port_is_exhausted_once_every_producer_of_it_is() {
+        let inputs = [(0, true), (1, true), (1, false), (0, true)];
+        assert_eq!(exhausted_ports(&inputs, 3), vec![true, false, false]);
+        let inputs = [(0, true), (1, true), (1, true)];
+        assert_eq!(exhausted_ports(&inputs, 2), vec![true, true]);
     }
 }

@@ -722,6 +722,7 @@ impl Wires {
                 idle: false,
                 ended: false,
                 finished: false,
+                exhausted: false,
                 notices: self.notices.get_mut(i.channel.0).and_then(Option::take),
                 suspended: false,
             })

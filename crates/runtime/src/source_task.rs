@@ -188,6 +188,9 @@ impl SourceTask {
             }
         }
         self.flush(&mut pending)?;
+        if !stopped {
+            self.exhausted()?;
+        }
         if self.checkpointing.is_some() {
             // A last checkpoint records where the source stopped, so that a stopped query
             // resumes there and an exhausted one knows it is done.
@@ -216,8 +219,8 @@ impl SourceTask {
         });
         // An exhausted input sends no more rows, but completes its event time only at the last
         // checkpoint, when every source is done: until then its consumers count it idle, so
-        // that the others' event time goes on, and an operator waiting for this input's end
-        // (a lookup join's side table) goes on too.
+        // that the others' event time goes on. An operator waiting for this input's end (a
+        // lookup join's side table) went on at `Message::Exhausted`, sent before.
         if !stopped {
             self.set_idle(true)?;
         }
@@ -480,6 +483,15 @@ impl SourceTask {
     /// for a source without event time, so that windows behind it fire).
     fn complete_event_time(&mut self) -> Result<(), OperatorError> {
         self.emit_watermark(Watermark::MAX)
+    }
+
+    /// The source is read to its end: its consumers hear that no row will come again (before
+    /// its event time completes, which with checkpoints waits for the last one), and so do
+    /// the operators fused after it.
+    fn exhausted(&mut self) -> Result<(), OperatorError> {
+        tracing::debug!(source = %self.name, instance = self.instance, "source exhausted");
+        send_to_outlets(&mut self.outlets, Message::Exhausted, &self.name)?;
+        self.chain.input_exhausted(0, true)
     }
 
     /// Tells the consumers that the source became idle or active again, if it changed.

@@ -12,7 +12,7 @@ use crate::align::{Aligner, Alignment};
 use crate::chain::Chain;
 use crate::channel::{Envelope, Notice};
 use crate::error::TaskFailure;
-use crate::event_time::{task_time, InputTime, TaskTime};
+use crate::event_time::{exhausted_ports, task_time, InputTime, TaskTime};
 use crate::pipelining::{split, Splitting, Stage};
 use crate::protocol::{Command, WriteJob};
 
@@ -28,6 +28,9 @@ pub(crate) struct Inlet {
     pub ended: bool,
     /// Its producer sent the watermark of +∞ (its input is finished, not stopped).
     pub finished: bool,
+    /// Its producer said that no row will come again ([`Message::Exhausted`]; a watermark of
+    /// +∞ says so too). Unlike `idle`, final.
+    pub exhausted: bool,
     /// What its network end says of its producer (a resumable edge into a head that goes on
     /// without an input).
     pub notices: Option<Receiver<Notice>>,
@@ -80,6 +83,7 @@ impl OperatorTask {
         let mut time = Time {
             watermark: Watermark::MIN,
             ports: Vec::new(),
+            exhausted: Vec::new(),
             idle: self.idle,
         };
         let mut coordinator_open = self.checkpointing.is_some();
@@ -167,9 +171,18 @@ impl OperatorTask {
             match env.msg {
                 Message::Data(batch) => self.chain.push(port, batch)?,
                 Message::Watermark(w) => {
-                    inlet.finished |= w == Watermark::MAX;
+                    let finished = w == Watermark::MAX;
+                    inlet.finished |= finished;
+                    inlet.exhausted |= finished;
                     inlet.watermark = inlet.watermark.max(w);
+                    if finished {
+                        self.exhaust(&mut time)?;
+                    }
                     self.advance(&mut time)?;
+                }
+                Message::Exhausted => {
+                    inlet.exhausted = true;
+                    self.exhaust(&mut time)?;
                 }
                 Message::Idle(idle) => {
                     inlet.idle = idle;
@@ -352,6 +365,30 @@ impl OperatorTask {
             })
     }
 
+    /// Tells the head of each input port whose every inlet is now exhausted, once (the last
+    /// one told is told that every port is).
+    fn exhaust(&mut self, time: &mut Time) -> Result<(), OperatorError> {
+        let ports = self
+            .inlets
+            .iter()
+            .map(|i| i.port)
+            .max()
+            .map_or(0, |p| p + 1);
+        time.exhausted.resize(ports, false);
+        let inputs: Vec<(usize, bool)> =
+            self.inlets.iter().map(|i| (i.port, i.exhausted)).collect();
+        let now = exhausted_ports(&inputs, ports);
+        for (port, now) in now.into_iter().enumerate() {
+            if now && !time.exhausted[port] {
+                time.exhausted[port] = true;
+                let all = time.exhausted.iter().all(|e| *e);
+                tracing::debug!(task = %self.name, port, all, "input exhausted");
+                self.chain.input_exhausted(port, all)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Forwards the minimum watermark over the inputs that are not idle if it moved, and
     /// tells the consumers when the task becomes idle or active.
     fn advance(&mut self, time: &mut Time) -> Result<(), OperatorError> {
@@ -419,6 +456,8 @@ struct Time {
     watermark: Watermark,
     /// Per input port of the head, the event time it was last told of.
     ports: Vec<Watermark>,
+    /// Per input port of the head, whether it was told that the port is exhausted.
+    exhausted: Vec<bool>,
     /// The consumers were told that this task is idle.
     idle: bool,
 }

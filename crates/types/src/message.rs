@@ -102,6 +102,13 @@ pub enum Message {
     Idle(bool),
     /// A barrier (checkpoint, stop, control), which may carry param changes.
     Barrier(Barrier),
+    /// The producer's input is exhausted: no row will ever come on this channel again (a
+    /// bounded source read to its end), though event time may still advance and barriers
+    /// still pass. Unlike [`Message::Idle`], it never ends: a consumer that must see the
+    /// whole of an input (a lookup join's side table) goes on at this, not at idleness. A
+    /// watermark of +∞ says as much (it comes only at the end of every input), and
+    /// [`Message::End`] alone does not (a stopped producer sends it).
+    Exhausted,
     /// The producer has finished: nothing more will come on this channel.
     End,
 }

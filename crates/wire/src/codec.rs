@@ -87,7 +87,7 @@ pub fn encode(frame: &Frame) -> Result<Vec<u8>, WireError> {
             put_u64(&mut body, *seq);
             put_barrier(&mut body, barrier)?;
         }
-        Frame::End { seq } => put_u64(&mut body, *seq),
+        Frame::End { seq } | Frame::Exhausted { seq } => put_u64(&mut body, *seq),
         Frame::Credit { messages } => put_u32(&mut body, *messages),
         Frame::Refused { reason } => put_str(&mut body, reason),
         Frame::Message { body: m } => body.extend_from_slice(m),
@@ -220,6 +220,7 @@ fn read_body(kind: u8, r: &mut Reader<'_>) -> Result<Frame, Short> {
             chunk: r.rest().to_vec(),
         },
         11 => Frame::KeyGroupsTaken,
+        12 => Frame::Exhausted { seq: r.u64()? },
         _ => Frame::Message {
             body: r.rest().to_vec(),
         },

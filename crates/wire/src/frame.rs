@@ -44,6 +44,12 @@ pub enum Frame {
         /// The barrier.
         barrier: Barrier,
     },
+    /// The producer's input is exhausted: no more rows will come on the edge, though event
+    /// time may still advance (unlike `Idle`, final).
+    Exhausted {
+        /// The message's number on the edge.
+        seq: u64,
+    },
     /// The producer has finished.
     End {
         /// The message's number on the edge.
@@ -93,6 +99,7 @@ impl Frame {
             Frame::Message { .. } => 9,
             Frame::KeyGroups { .. } => 10,
             Frame::KeyGroupsTaken => 11,
+            Frame::Exhausted { .. } => 12,
         }
     }
 
@@ -110,6 +117,7 @@ impl Frame {
             9 => "message",
             10 => "key groups",
             11 => "key groups taken",
+            12 => "exhausted",
             _ => "unknown",
         }
     }

@@ -4,7 +4,7 @@
 //! said and what was expected.
 
 /// The version of the frames this build speaks.
-pub const PROTOCOL_VERSION: u16 = 4;
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// What opens an edge.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,6 +16,8 @@
 
 mod entry;
 mod running;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

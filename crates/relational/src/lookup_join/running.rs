@@ -2,6 +2,10 @@
 //! the stream rows that came before then, waiting in arrival order), then each stream batch
 //! joined with them and forgotten. A checkpoint writes one entry per key changed since the
 //! previous one (`entry.rs`), and the side's end inline.
+//!
+//! The side ends when its input is exhausted ([`Operator::on_input_exhausted`]: its sources
+//! were read to their end), never at idleness: a side read with `idle_timeout` that pauses
+//! looks idle, and its event time +∞, to the task, but more rows may come.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -63,6 +67,11 @@ pub(crate) struct LookupJoin {
     /// The checkpointed copy of the rows.
     table: KeyedTable,
     side_ended: bool,
+    /// The stream input is exhausted (not kept: a restored run hears it again).
+    stream_exhausted: bool,
+    /// Event time reached +∞ while the side had not ended (the stream finished while the side
+    /// was idle): forwarded after the waiting rows, when the side ends.
+    held_end: bool,
     next_place: u64,
     side_rows: u64,
     waiting: u64,
@@ -103,6 +112,8 @@ impl LookupJoin {
             dirty: HashSet::with_hasher(hasher()),
             table,
             side_ended: false,
+            stream_exhausted: false,
+            held_end: false,
             next_place: 0,
             side_rows: 0,
             waiting: 0,
@@ -135,12 +146,11 @@ impl LookupJoin {
     /// Keeps the side's rows of `batch` under their keys.
     fn take_side(&mut self, batch: &RecordBatch) -> Result<(), OperatorError> {
         if self.side_ended {
-            // The side's event time went to its end while it still read: its source went idle
-            // (`idle_timeout`), which the join cannot tell from an end.
-            return Err(OperatorError::Execution {
-                operator: self.setup.name.clone(),
-                message: "a row of the side table came after the side was taken as ended: a source feeding the side went idle (`idle_timeout`) before its end, and an idle side looks ended to a lookup join; a side read with `idle_timeout` is not supported yet: remove it from the side's source".into(),
-            });
+            // The side ends only when its input is exhausted, after which no row comes.
+            return Err(internal(
+                &self.setup.name,
+                "a row of the side table came after its input said it was exhausted (this is a bug)",
+            ));
         }
         let (keys, nulls) = self.keys_of(1, batch)?;
         let rows = self.values[1]
@@ -246,7 +256,8 @@ impl LookupJoin {
         out.collect(0, batch)
     }
 
-    /// The side has ended: the waiting stream rows are joined, in arrival order, and forgotten.
+    /// The side has ended: the waiting stream rows are joined, in arrival order, and forgotten;
+    /// then event time goes to +∞ if it was held there.
     fn release(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
         if self.side_ended {
             return Ok(());
@@ -277,6 +288,9 @@ impl LookupJoin {
             let batch =
                 RecordBatch::try_new(schema, columns).map_err(|e| internal(&self.setup.name, e))?;
             self.join(&batch, out)?;
+        }
+        if std::mem::take(&mut self.held_end) {
+            out.watermark(Watermark::MAX)?;
         }
         Ok(())
     }
@@ -314,16 +328,20 @@ impl Operator for LookupJoin {
         }
     }
 
-    fn handle_input_watermark(
+    /// The side ends here, and only here: not when its event time reaches +∞, which it also
+    /// does while the side is idle.
+    fn on_input_exhausted(
         &mut self,
         input: usize,
-        watermark: Watermark,
         out: &mut dyn Collector,
-    ) -> Result<(), OperatorError> {
-        if input == 1 && watermark == Watermark::MAX {
+    ) -> Result<bool, OperatorError> {
+        if input == 0 {
+            self.stream_exhausted = true;
+        } else {
             self.release(out)?;
         }
-        Ok(())
+        // Once both are, every row has been joined.
+        Ok(self.side_ended && self.stream_exhausted)
     }
 
     fn handle_watermark(
@@ -331,12 +349,28 @@ impl Operator for LookupJoin {
         watermark: Watermark,
         _out: &mut dyn Collector,
     ) -> Result<Option<Watermark>, OperatorError> {
-        // Stream rows wait for the side's end: its rows may be older than the watermark.
-        Ok((watermark == Watermark::MAX).then_some(watermark))
+        // Stream rows wait for the side's end: its rows may be older than the watermark. The
+        // end of event time waits for the side's end too (the stream can finish while the
+        // side is idle), so that the rows released then are not late.
+        if watermark != Watermark::MAX {
+            return Ok(None);
+        }
+        if self.side_ended {
+            Ok(Some(watermark))
+        } else {
+            self.held_end = true;
+            Ok(None)
+        }
     }
 
-    fn on_end_of_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
-        self.release(out)
+    fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
+        // Every input ended without the side's being exhausted: the run was stopped (its
+        // last checkpoint keeps the waiting rows, joined when a resumed run reads the side
+        // to its end). Joining them now would join them with part of the side table.
+        if !self.side_ended && self.waiting > 0 {
+            tracing::info!(operator = %self.setup.name, waiting = self.waiting, side_rows = self.side_rows, "input ended before the side table was read to its end (a stop): the waiting stream rows are not joined");
+        }
+        Ok(())
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {

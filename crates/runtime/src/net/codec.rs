@@ -42,6 +42,7 @@ pub(crate) fn to_frame(seq: u64, msg: &Message) -> Result<Frame, CodecError> {
             seq,
             barrier: b.clone(),
         },
+        Message::Exhausted => Frame::Exhausted { seq },
         Message::End => Frame::End { seq },
         other => {
             // A message kind added to anduin-types and not yet to the wire: say so rather
@@ -62,6 +63,7 @@ pub(crate) fn from_frame(frame: Frame) -> Result<Envelope, CodecError> {
         Frame::Watermark { seq, ms } => (seq, Message::Watermark(Watermark(ms))),
         Frame::Idle { seq, idle } => (seq, Message::Idle(idle)),
         Frame::Barrier { seq, barrier } => (seq, Message::Barrier(barrier)),
+        Frame::Exhausted { seq } => (seq, Message::Exhausted),
         Frame::End { seq } => (seq, Message::End),
         Frame::Hello(_) => return Err(CodecError::NotAMessage("hello")),
         Frame::Credit { .. } => return Err(CodecError::NotAMessage("credit")),
@@ -186,6 +188,7 @@ mod tests {
             Message::Watermark(Watermark(42)),
             Message::Idle(true),
             Message::Barrier(Barrier::checkpoint(Epoch(3), true)),
+            Message::Exhausted,
             Message::End,
         ];
         for (i, msg) in messages.into_iter().enumerate() {

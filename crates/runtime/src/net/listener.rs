@@ -518,6 +518,7 @@ pub(super) fn kind_name(f: &Frame) -> &'static str {
         Frame::Idle { .. } => "idle",
         Frame::Barrier { .. } => "barrier",
         Frame::End { .. } => "end",
+        Frame::Exhausted { .. } => "exhausted",
         Frame::Credit { .. } => "credit",
         Frame::Refused { .. } => "refused",
         Frame::Message { .. } => "message",
