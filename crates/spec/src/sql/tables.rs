@@ -407,15 +407,6 @@ impl Tables {
         self.columns(&name_of(name))
     }
 
-    /// Where declared table `name` sets option `key`, if it does.
-    pub(crate) fn option_at(&self, name: &str, key: &str) -> Option<Pos> {
-        let t = self.tables.iter().find(|t| t.name == name)?;
-        t.options
-            .iter()
-            .find(|p| p.name.as_str() == key)
-            .map(|p| p.name.pos())
-    }
-
     /// Whether declared table `name` is bounded, read once to its end: a `file` table, or a
     /// `generator` with a `count`; `None` for no declared table of that name.
     pub(crate) fn bounded(&self, name: &str) -> Option<bool> {

@@ -10,9 +10,6 @@ CREATE TABLE out2 WITH (connector = 'discard');
 CREATE TABLE out3 WITH (connector = 'discard');
 CREATE TABLE out4 WITH (connector = 'discard');
 CREATE TABLE out5 WITH (connector = 'discard');
-CREATE TABLE idle (customer VARCHAR, tier VARCHAR)
-WITH (connector = 'file', path = 'customers.csv', idle_timeout = '1 second');
-CREATE TABLE out6 WITH (connector = 'discard');
 -- An unbounded side table.
 INSERT INTO out1 SELECT o.amount, e.tier
 FROM orders AS o JOIN endless FOR SYSTEM_TIME AS OF o.ts AS e ON o.customer = e.customer;
@@ -29,6 +26,3 @@ FROM orders AS o JOIN customers FOR SYSTEM_TIME AS OF c.tier AS c ON o.customer 
 -- No equal keys.
 INSERT INTO out5 SELECT o.amount, c.tier
 FROM orders AS o JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() AS c ON o.amount > 3;
--- A side table that may go idle before its end.
-INSERT INTO out6 SELECT o.amount, i.tier
-FROM orders AS o JOIN idle FOR SYSTEM_TIME AS OF o.ts AS i ON o.customer = i.customer;

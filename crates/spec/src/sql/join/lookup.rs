@@ -5,7 +5,8 @@
 //! column of the stream or `PROCTIME()`: the side table does not change, so every time sees
 //! the same rows. Refused: another table version, RIGHT and FULL joins, a side that is not a
 //! declared bounded table, and an ON that is not equalities of a stream column with a side
-//! column (an inner join's other conditions go in WHERE).
+//! column (an inner join's other conditions go in WHERE). A side read with `idle_timeout`
+//! is taken: the join waits for the side's end (its input exhausted), not for its idleness.
 
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::{Expr, ObjectName, Spanned, TableFactor, TableVersion};
@@ -51,12 +52,6 @@ pub(super) fn check_table(
     }
     let table = name.to_string();
     let at = pos(name.span().start);
-    if let Some(idle) = tables.option_at(&table, "idle_timeout") {
-        return Err(Diagnostic::error(
-            idle,
-            format!("`idle_timeout` on table `{table}`, the side table of a lookup join (FOR SYSTEM_TIME AS OF), is not supported yet: an idle side looks ended to the join, which would then join the stream with part of the table; remove it (the side is read to its end first)"),
-        ));
-    }
     match tables.bounded(&table) {
         // An unknown table is reported when its side is lowered.
         None | Some(true) => Ok(()),
