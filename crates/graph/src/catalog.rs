@@ -188,6 +188,21 @@ pub trait Catalog {
         false
     }
 
+    /// Whether source `op` (an operator without inputs) ends by itself once it has read its
+    /// input (a file, a generator with a count) rather than running until it is stopped.
+    /// The default: every source does.
+    fn source_ends(&self, _op: &OperatorDef) -> bool {
+        true
+    }
+
+    /// The input of `op` that must end, read to its end before its other inputs are used (a
+    /// lookup join's side table), with what `op` does with it, as a phrase ("reads its side
+    /// table … to its end"); the checker refuses a query where a source that never ends
+    /// ([`Catalog::source_ends`]) feeds that input. The default: none.
+    fn input_that_must_end(&self, _op: &OperatorDef) -> Option<(usize, &'static str)> {
+        None
+    }
+
     /// Checks `op`'s params against the schemas of its inputs and the declared types of its
     /// outputs (`None` where the output's type is to be inferred), and returns the bound
     /// operator with the schema of each output. Errors point into `op`.

@@ -23,6 +23,7 @@ mod catalog;
 mod change;
 mod check;
 mod control_input;
+mod ending;
 mod explain;
 mod live_split;
 mod logical;

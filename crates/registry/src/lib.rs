@@ -90,6 +90,24 @@ impl Catalog for BuiltinCatalog {
         kind == "stream-selector"
     }
 
+    fn source_ends(&self, op: &OperatorDef) -> bool {
+        let p = anduin_operator_api::Params::new(op);
+        match op.kind.as_str() {
+            "generator" => p.int("count").is_some(),
+            "nexmark" => p.int("events").is_some(),
+            "kafka" | "nats" => p.bool_or("bounded", false),
+            // A reader reads files, or stdin to its end.
+            _ => true,
+        }
+    }
+
+    fn input_that_must_end(&self, op: &OperatorDef) -> Option<(usize, &'static str)> {
+        (op.kind.as_str() == "lookup_join").then_some((
+            1,
+            "reads its side table (its second input) to its end before it joins any row of the stream",
+        ))
+    }
+
     fn makes_updates(&self, op: &OperatorDef) -> bool {
         match op.kind.as_str() {
             "aggregate" => true,
