@@ -2,19 +2,19 @@
 //! `NEXT`, `FIRST`, `LAST`, of any expression: [`super::navigation`]), aggregates over a
 //! variable's rows (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`, `MAX_BY`, `MIN_BY`,
 //! `BOOL_AND`/`EVERY`, `BOOL_OR`, `ANY_VALUE`/`ARBITRARY`, `COUNT_IF`, the measures of spread,
-//! `STRING_AGG`/`LISTAGG`, `APPROX_DISTINCT`) of any expression, `CLASSIFIER()` and
+//! `STRING_AGG`/`LISTAGG`, with `WITHIN GROUP (ORDER BY …)`, `APPROX_DISTINCT`) of any expression, `CLASSIFIER()` and
 //! `MATCH_NUMBER()`, each optionally `FINAL` in a measure.
 //! Other functions are DataFusion's scalar functions ([`super::df`]).
 
 use anduin_expr::ExprError;
 use anduin_types::ColumnType;
 use sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectNamePart, Spanned,
-    Value as SqlValue,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArguments, Ident,
+    ObjectNamePart, OrderByExpr, Spanned, Value as SqlValue,
 };
 
 use super::expr::{
-    at, compile, numeric, selector, Agg, AggFn, Base, RowRef, Scope, Sel, Spread, Typed, E,
+    at, compile, numeric, selector, Agg, AggFn, Base, RowRef, Scope, Sel, SortKey, Spread, Typed, E,
 };
 use super::navigation::{navigate, Nav};
 
@@ -42,14 +42,23 @@ pub(super) fn function(
         }));
     }
     let mut distinct = false;
+    // `WITHIN GROUP (ORDER BY …)`, or the same ORDER BY inside the arguments (PostgreSQL's and
+    // DataFusion's `string_agg(x, ',' ORDER BY y)`).
+    let mut order_by: &[OrderByExpr] = &f.within_group;
     let args: Vec<Arg<'_>> = match &f.args {
         FunctionArguments::None => Vec::new(),
         FunctionArguments::List(list) => {
-            if !list.clauses.is_empty() {
-                return Err(at(
-                    node.span(),
-                    format!("`{node}` is not supported in a pattern yet"),
-                ));
+            match list.clauses.as_slice() {
+                [] => {}
+                [FunctionArgumentClause::OrderBy(keys)] if f.within_group.is_empty() => {
+                    order_by = keys
+                }
+                _ => {
+                    return Err(at(
+                        node.span(),
+                        format!("`{node}` is not supported in a pattern yet"),
+                    ))
+                }
             }
             distinct = matches!(
                 list.duplicate_treatment,
@@ -74,20 +83,10 @@ pub(super) fn function(
             return Err(at(node.span(), "a subquery is not supported in a pattern"))
         }
     };
-    if !f.within_group.is_empty() {
-        let without = if matches!(name.as_str(), "LISTAGG" | "STRING_AGG") {
-            format!(
-                "; without it, {} joins the strings in the order of their rows in the match",
-                f.name
-            )
-        } else {
-            String::new()
-        };
+    if !order_by.is_empty() && !matches!(name.as_str(), "LISTAGG" | "STRING_AGG" | "ARRAY_AGG") {
         return Err(at(
             node.span(),
-            format!(
-                "`{node}`: WITHIN GROUP (ORDER BY …) is not supported in a pattern yet{without}"
-            ),
+            format!("`{node}`: WITHIN GROUP (ORDER BY …) orders the values of listagg and string_agg in a pattern, not of {}", f.name),
         ));
     }
     if f.over.is_some() {
@@ -119,11 +118,14 @@ pub(super) fn function(
     if fin && s.inside.is_some() {
         return Err(at(node.span(), "FINAL inside an aggregate's argument"));
     }
-    let t = if modified {
+    let mut t = if modified {
         modified_aggregate(node, &name, &args, s, distinct, f.filter.as_deref())?
     } else {
         call(node, &name, &args, s)?
     };
+    if !order_by.is_empty() {
+        ordered(node, &mut t, order_by, s)?;
+    }
     Ok(if fin {
         Typed {
             e: E::Final(Box::new(t.e)),
@@ -342,6 +344,7 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
             filter: None,
             distinct: false,
             sep,
+            order: Vec::new(),
         })),
         ty,
     })
@@ -371,6 +374,7 @@ fn count_rows(var: Option<Sel>) -> Result<Typed, ExprError> {
             filter: None,
             distinct: false,
             sep: None,
+            order: Vec::new(),
         })),
         ty: Some(ColumnType::Int),
     })
@@ -427,6 +431,49 @@ fn modified_aggregate(
         a.filter = Some(c.e);
     }
     Ok(t)
+}
+
+/// `t`, a `listagg` / `string_agg`, with the keys of its `WITHIN GROUP (ORDER BY …)`: each
+/// compiled at the rows aggregated, naming the aggregated variable or none, as a `FILTER`.
+fn ordered(
+    node: &Expr,
+    t: &mut Typed,
+    keys: &[OrderByExpr],
+    s: &Scope<'_>,
+) -> Result<(), ExprError> {
+    let E::Agg(a) = &mut t.e else {
+        return Err(at(node.span(), format!("`{node}` is not an aggregate")));
+    };
+    let exprs: Vec<&Expr> = keys.iter().map(|k| &k.expr).collect();
+    match (a.var, aggregated_variable(node, &exprs, s)?) {
+        (_, None) => {}
+        (Some(w), Some(v)) if w == v => {}
+        (_, Some(_)) => {
+            return Err(at(
+                keys[0].expr.span(),
+                format!("the ORDER BY of `{node}` names other rows than its argument: name the same variable in both"),
+            ))
+        }
+    }
+    let inner = Scope {
+        inside: Some(a.var),
+        ..*s
+    };
+    for k in keys {
+        if k.with_fill.is_some() {
+            return Err(at(
+                k.expr.span(),
+                format!("`{k}`: WITH FILL is not supported in a pattern"),
+            ));
+        }
+        let desc = k.options.asc == Some(false);
+        a.order.push(SortKey {
+            e: compile(&k.expr, &inner)?.e,
+            desc,
+            nulls_first: k.options.nulls_first.unwrap_or(desc),
+        });
+    }
+    Ok(())
 }
 
 /// The variable whose rows an aggregate runs over: the one its arguments' columns name

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::expr::{Agg, AggFn, Base, RowRef, Sel, Spread, E};
 use super::matcher::MatchView;
+use super::order;
 use super::value::{Eval, EvalError, Value};
 
 mod summary;
@@ -171,7 +172,7 @@ fn resolve<V: View>(r: &RowRef, c: &Ctx<'_, V>) -> Option<(u64, usize)> {
 /// A running aggregate over the rows of the match so far (walked newest first, without
 /// allocating); a `SUM` of integers that overflows is an error.
 fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
-    if a.filter.is_some() || a.distinct {
+    if a.filter.is_some() || a.distinct || !a.order.is_empty() {
         return modified_aggregate(a, view, vars);
     }
     let rows = view
@@ -205,14 +206,16 @@ fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
     acc.finish()
 }
 
-/// An aggregate with `FILTER (WHERE …)` (only the rows where the condition is true) or
+/// An aggregate with `FILTER (WHERE …)` (only the rows where the condition is true),
 /// `DISTINCT` (each non-null value once, at its first row in the match — `string_agg`'s
-/// order —, told apart as the summaries tell values apart).
+/// order —, told apart as the summaries tell values apart) or `WITHIN GROUP (ORDER BY …)`
+/// (the values kept, in the order of their keys, then of their rows in the match).
 fn modified_aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
     let mut acc = Acc::new(a);
     let mut count = 0i64;
-    // The values kept, newest first.
+    // The values kept, newest first, and their keys.
     let mut values = Vec::new();
+    let mut keys: Vec<Vec<Value>> = Vec::new();
     for row in view
         .steps()
         .filter(|(_, v)| a.var.is_none_or(|w| w.has(*v)))
@@ -227,25 +230,49 @@ fn modified_aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
             continue;
         };
         values.push(arg_at(arg, view, vars, row)?);
+        if !a.order.is_empty() {
+            keys.push(
+                a.order
+                    .iter()
+                    .map(|k| arg_at(&k.e, view, vars, row))
+                    .collect::<Result<_, _>>()?,
+            );
+        }
     }
     if a.arg.is_none() {
         return Ok(Value::Int(count));
     }
+    // Oldest first from here on.
+    let mut kept: Vec<(Value, Vec<Value>)> = values
+        .into_iter()
+        .rev()
+        .zip(
+            keys.into_iter()
+                .rev()
+                .chain(std::iter::repeat_with(Vec::new)),
+        )
+        .collect();
     if a.distinct {
-        // Oldest first, so that the row a value is kept at is its first.
+        // The row a value is kept at is its first.
         let mut seen: std::collections::HashSet<Vec<u64>> = std::collections::HashSet::new();
-        let mut firsts: Vec<Value> = Vec::with_capacity(values.len());
-        for v in values.into_iter().rev() {
+        kept.retain(|(v, _)| {
             let mut key = Vec::new();
-            summary::word(&v, &mut key);
-            if v.is_null() || seen.insert(key) {
-                firsts.push(v);
-            }
-        }
-        firsts.reverse();
-        values = firsts;
+            summary::word(v, &mut key);
+            v.is_null() || seen.insert(key)
+        });
     }
-    for v in &values {
+    if !a.order.is_empty() {
+        let ties: Vec<order::Tie> = (a.order.iter().enumerate())
+            .map(|(col, k)| order::Tie {
+                col,
+                desc: k.desc,
+                nulls_first: k.nulls_first,
+            })
+            .collect();
+        // A stable sort: values of equal keys keep their order in the match.
+        kept.sort_by(|(_, x), (_, y)| order::tie_order(&ties, x, y));
+    }
+    for (v, _) in kept.iter().rev() {
         acc.add(v);
     }
     acc.finish()
@@ -564,6 +591,9 @@ fn cast(v: Value, to: anduin_types::ColumnType) -> Eval {
         _ => Value::Null,
     })
 }
+
+#[cfg(test)]
+mod ordered_tests;
 
 #[cfg(test)]
 mod tests {

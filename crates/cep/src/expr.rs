@@ -91,8 +91,9 @@ pub(crate) enum AggFn {
     CountIf,
     /// A standard deviation or variance of numbers.
     Spread(Spread),
-    /// The strings joined with [`Agg::sep`], in the order of their rows in the match
-    /// (`string_agg`, Trino's and Oracle's `listagg` without `WITHIN GROUP`).
+    /// The strings joined with [`Agg::sep`], in the order of their rows in the match, or of
+    /// [`Agg::order`]'s keys (`string_agg`, Trino's and Oracle's `listagg`, `WITHIN GROUP
+    /// (ORDER BY …)`).
     StringAgg,
     /// The number of distinct values, computed exactly (Trino's `approx_distinct`: a match
     /// holds few rows).
@@ -125,6 +126,41 @@ pub(crate) struct Agg {
     pub distinct: bool,
     /// The separator of `string_agg` (a literal).
     pub sep: Option<Arc<str>>,
+    /// `WITHIN GROUP (ORDER BY …)` of `string_agg` / `listagg`: the keys its values are
+    /// joined in the order of (rows equal in every key keep their order in the match).
+    pub order: Vec<SortKey>,
+}
+
+/// A key of `WITHIN GROUP (ORDER BY key [ASC | DESC] [NULLS FIRST | NULLS LAST])`, evaluated
+/// at each row aggregated.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SortKey {
+    pub e: E,
+    pub desc: bool,
+    /// Without `NULLS`: last ascending, first descending, as the pattern's `ORDER BY`
+    /// tie-breakers ([`super::order::parse_tie`]).
+    pub nulls_first: bool,
+}
+
+impl Agg {
+    /// The expressions evaluated at each row aggregated: the argument, `max_by`'s key, the
+    /// `FILTER` and the `WITHIN GROUP` keys.
+    pub(crate) fn parts(&self) -> impl Iterator<Item = &E> {
+        self.arg
+            .iter()
+            .chain(&self.by)
+            .chain(&self.filter)
+            .chain(self.order.iter().map(|k| &k.e))
+    }
+
+    /// [`Agg::parts`], to change.
+    pub(crate) fn parts_mut(&mut self) -> impl Iterator<Item = &mut E> {
+        self.arg
+            .iter_mut()
+            .chain(self.by.iter_mut())
+            .chain(self.filter.iter_mut())
+            .chain(self.order.iter_mut().map(|k| &mut k.e))
+    }
 }
 
 /// A compiled expression.
@@ -162,12 +198,7 @@ impl E {
     pub(crate) fn can_fail(&self) -> bool {
         match self {
             E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber | E::Next { .. } => false,
-            E::Agg(a) => {
-                a.f == AggFn::Sum
-                    || a.arg.as_ref().is_some_and(E::can_fail)
-                    || a.by.as_ref().is_some_and(E::can_fail)
-                    || a.filter.as_ref().is_some_and(E::can_fail)
-            }
+            E::Agg(a) => a.f == AggFn::Sum || a.parts().any(E::can_fail),
             E::Final(x) => x.can_fail(),
             E::Df(..) => true,
             E::Bin(op, l, r) => {
@@ -192,7 +223,7 @@ impl E {
         match self {
             E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber | E::Next { .. } => {}
             E::Agg(a) => {
-                for x in a.arg.iter().chain(&a.by).chain(&a.filter) {
+                for x in a.parts() {
                     x.walk(f);
                 }
             }

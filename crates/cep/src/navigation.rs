@@ -117,12 +117,7 @@ fn refs_mut(e: &mut E, f: &mut impl FnMut(&mut RowRef)) {
         E::Col(r, _) | E::Classifier(r) | E::Next { r, .. } => f(r),
         E::Lit(_) | E::MatchNumber => {}
         E::Agg(a) => {
-            for x in a
-                .arg
-                .iter_mut()
-                .chain(a.by.iter_mut())
-                .chain(a.filter.iter_mut())
-            {
+            for x in a.parts_mut() {
                 refs_mut(x, f);
             }
         }

@@ -79,6 +79,9 @@ pub fn settings(
                 // One instance cannot be rescaled (the run plans none to spare).
                 instances: (anduin_graph::rescalable(node) && max >= 2)
                     .then(|| u32::try_from(max).unwrap_or(u32::MAX)),
+                // An embedded run starts instances beyond those while it runs; a cluster's
+                // caps the bounds at them when it fits them itself.
+                grows: anduin_graph::rescalable(node) && max >= 2,
             }
         })
         .collect();

@@ -123,6 +123,41 @@ fn an_autoscaled_window_follows_its_generator_s_rate_up_and_down() {
     slowed::finish(d, &api, run, &["gen"], &expected);
 }
 
+/// Run with `--max-parallelism 2` and bounds 1..4: the autoscaler scales the window beyond
+/// the instances that run it (they start at the barrier), and the output is unchanged.
+#[test]
+fn an_autoscaled_window_grows_beyond_its_max_parallelism_within_its_bounds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let expected = slowed::prepare(d, WINDOWED);
+    let (run, api) = slowed::start(
+        d,
+        &[
+            "--parallelism",
+            "2",
+            "--max-parallelism",
+            "2",
+            "--autoscale",
+            "--autoscale-interval",
+            "300ms",
+            "--autoscale-set",
+            "target_utilisation=0.0000001",
+            "--autoscale-set",
+            "stabilisation=0ms",
+            "--autoscale-set",
+            "bounds.w=1..4",
+        ],
+    );
+    let client = anduin_api::Client::new(&api, None).expect("an address");
+    wait_until("the window scaled up to 4", || {
+        slowed::owners(&client, "w").as_deref() == Some("4")
+    });
+    let info = client.query("q").expect("the query");
+    let w = info.operators.iter().find(|o| o.name == "w").expect("w");
+    assert_eq!((w.parallelism, w.max_parallelism), (4, Some(4)), "{w:?}");
+    slowed::finish(d, &api, run, &["gen"], &expected);
+}
+
 #[test]
 fn autoscale_settings_that_cannot_work_are_refused_before_the_query_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -155,9 +190,11 @@ fn autoscale_settings_that_cannot_work_are_refused_before_the_query_runs() {
         &[&max[..], &["--autoscale-set", "bounds.gen=1..2"]].concat(),
         "cannot be rescaled",
     );
+    // Above --max-parallelism is fine (instances start while running), above one instance
+    // per key group is not.
     refused(
-        &[&max[..], &["--autoscale-set", "bounds.w=5..6"]].concat(),
-        "--max-parallelism 5",
+        &[&max[..], &["--autoscale-set", "bounds.w=800..900"]].concat(),
+        "above the 720 instances `w` can have",
     );
     refused(
         &[&max[..], &["--autoscale-set", "bounds.nope=1..2"]].concat(),

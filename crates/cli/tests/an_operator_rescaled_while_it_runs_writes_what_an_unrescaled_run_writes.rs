@@ -4,11 +4,14 @@
 //! rows of a run that was never rescaled: at each rescale the instances hand the key groups
 //! they lose to their new owners (open windows, buffered join rows, partial matches and rows
 //! waiting for the watermark) while the rest of the query keeps running; each moves only the
-//! key groups that move (its log says `directly=true`), not a snapshot of its whole state. A
-//! rescale beyond the instances run, or of an operator that cannot be rescaled, is refused;
-//! so is one to the number of instances it has (nothing would change, nothing is recorded);
-//! a param that cannot change is refused with a list of those that can, `parallelism` in it.
-//! A run resumed with fewer instances than its last rescale gave rescales from what runs.
+//! key groups that move (its log says `directly=true`), not a snapshot of its whole state.
+//! Run with `--max-parallelism 2`, they grow beyond it while running: a rescale to more
+//! instances than run starts the new ones at its barrier (embedded; refused on a cluster). A
+//! rescale to more instances than key groups, or of an operator that cannot be rescaled, is
+//! refused; so is one to the number of instances it has (nothing would change, nothing is
+//! recorded); a param that cannot change is refused with a list of those that can,
+//! `parallelism` in it. A run resumed from a checkpoint taken after a rescale beyond its
+//! `--max-parallelism` starts as many instances as the rescale gave.
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::{CEP, JOINED, WINDOWED};
 use crate::common;
@@ -18,13 +21,28 @@ use common::{anduin_ok, ctl, output_rows, slowed, stdout_ok, wait_until};
 /// Runs `query` (its generators slowed down) rescaling `op` at each step of `steps` once
 /// `op` has taken more rows, then lets the generators `sources` run at full speed to the end.
 fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&str]) {
+    rescaled(query, (op, "4"), sources, steps, extra);
+}
+
+/// [`scenario`] with `--max-parallelism max`: steps beyond it start instances while running.
+fn rescaled(
+    query: &str,
+    (op, max): (&str, &str),
+    sources: &[&str],
+    steps: &[&str],
+    extra: &[&str],
+) {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     // Slow: 60000 rows at 2000 a second would take 30 s; the rescales come well before.
     let expected = slowed::prepare(d, query);
     assert!(expected.len() > 10_000, "the query produces enough rows");
-    let flags = [&["--parallelism", "2", "--max-parallelism", "4"][..], extra].concat();
-    let (run, api, log) = slowed::start_logging(d, &flags, "warn,anduin_runtime::rescale=info");
+    let flags = [&["--parallelism", "2", "--max-parallelism", max][..], extra].concat();
+    let (run, api, log) = slowed::start_logging(
+        d,
+        &flags,
+        "warn,anduin_runtime::rescale=info,anduin_runtime::grow=info",
+    );
     let client = anduin_api::Client::new(&api, None).expect("an address");
     let rows_in = || {
         client.metrics("q").map_or(0, |m| {
@@ -35,7 +53,8 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&s
                 .sum::<u64>()
         })
     };
-    for bad in ["0", "5", "two"] {
+    // 721: more instances than key groups.
+    for bad in ["0", "721", "two"] {
         let out = ctl(d, &api, &["set", "q", op, "parallelism", bad]);
         assert_ne!(
             out.status.code(),
@@ -70,7 +89,20 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&s
         assert!(why.contains("nothing to change"), "{why}");
     };
     same("2");
+    if extra.contains(&"--loopback-workers") {
+        let out = ctl(d, &api, &["set", "q", op, "parallelism", "5"]);
+        let why = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() != Some(0) && why.contains("it runs on a cluster"),
+            "growing beyond the instances of a cluster's run is refused: {why}"
+        );
+    }
+    // A step beyond the instances that run `op` starts as many more (`max` at first).
+    let (mut instances, mut added) = (max.parse::<usize>().expect("a number"), 0);
     for step in steps {
+        let n: usize = step.parse().expect("a number");
+        added += n.saturating_sub(instances);
+        instances = instances.max(n);
         let seen = rows_in();
         wait_until("more rows", || rows_in() > seen + 1000);
         let applied = stdout_ok(&ctl(d, &api, &["set", "q", op, "parallelism", step]));
@@ -92,11 +124,34 @@ fn scenario(query: &str, op: &str, sources: &[&str], steps: &[&str], extra: &[&s
     for m in moves {
         assert!(m.contains("directly=true"), "{op} moved by snapshot: {m}");
     }
+    let started = log
+        .iter()
+        .filter(|l| l.contains("started an instance beyond those the query started with"))
+        .count();
+    assert_eq!(started, added, "instances started: {}", log.join("\n"));
 }
 
 #[test]
 fn a_keyed_window_rescaled_while_it_runs_writes_what_an_unrescaled_run_writes() {
     scenario(WINDOWED, "w", &["gen"], &["4", "1", "3"], &[]);
+}
+
+/// Started with 2 instances (`--max-parallelism 2`), grown to 4 and 6 while running: the new
+/// instances take their key groups at the barrier as spare instances would.
+#[test]
+fn a_keyed_window_grown_beyond_its_max_parallelism_while_it_runs_writes_what_an_unrescaled_run_writes(
+) {
+    rescaled(WINDOWED, ("w", "2"), &["gen"], &["4", "6", "1", "3"], &[]);
+}
+
+#[test]
+fn a_join_grown_beyond_its_max_parallelism_while_it_runs_writes_what_an_unrescaled_run_writes() {
+    rescaled(JOINED, ("j", "2"), &["a", "b"], &["5", "1", "3"], &[]);
+}
+
+#[test]
+fn a_pattern_grown_beyond_its_max_parallelism_while_it_runs_writes_what_an_unrescaled_run_writes() {
+    rescaled(CEP, ("p", "2"), &["gen"], &["3", "5", "1"], &[]);
 }
 
 #[test]
@@ -119,6 +174,24 @@ fn a_join_rescaled_while_its_channels_cross_loopback_tcp_writes_what_an_unrescal
 
 #[test]
 fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writes() {
+    let owners = killed_after_rescales("4", ("4", "1"));
+    assert!(["4", "1"].contains(&owners.as_str()), "{owners}");
+}
+
+/// Grown to 5 instances beyond `--max-parallelism 2`, checkpointed, rescaled to 3 and killed:
+/// the resumed run (`--max-parallelism 2` again) starts as many instances as the last rescale
+/// its checkpoint recorded gave, and writes what an unrescaled run writes.
+#[test]
+fn a_run_killed_after_growing_beyond_its_max_parallelism_resumes_with_as_many_instances() {
+    let owners = killed_after_rescales("2", ("5", "3"));
+    assert!(["5", "3"].contains(&owners.as_str()), "{owners}");
+}
+
+/// The windowed query run with `--max-parallelism max`, rescaled to `first`, checkpointed
+/// twice, rescaled to `then` and killed at once; resumed and run to the end at full speed,
+/// its output compared with an unrescaled run's. Returns how many instances owned the
+/// window's key groups when the resumed run started.
+fn killed_after_rescales(max: &str, (first, then): (&str, &str)) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     std::fs::create_dir(d.join("rt")).expect("a runtime dir");
@@ -128,20 +201,21 @@ fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writ
     let slow = WINDOWED.replace("param rate = 40000", "param rate = 2000");
     std::fs::write(d.join("q.flow"), slow).expect("query");
 
-    // Rescaled to 4, a checkpoint after it (owned by 4), rescaled to 1 and killed at once.
-    let (run, api, mut stderr) =
-        slowed::start_checkpointed(d, &["--parallelism", "2", "--max-parallelism", "4"]);
+    // Rescaled, a checkpoint after it (owned so), rescaled again and killed at once.
+    let flags = ["--parallelism", "2", "--max-parallelism", max];
+    let (run, api, mut stderr) = slowed::start_checkpointed(d, &flags);
     slowed::checkpoints(&mut stderr, 1);
-    stdout_ok(&ctl(d, &api, &["scale", "q", "w", "4"]));
+    stdout_ok(&ctl(d, &api, &["scale", "q", "w", first]));
     slowed::checkpoints(&mut stderr, 2);
-    stdout_ok(&ctl(d, &api, &["scale", "q", "w", "1"]));
+    stdout_ok(&ctl(d, &api, &["scale", "q", "w", then]));
     drop(run);
 
     // Resumed: the rescales are kept (or the state re-cut); the rest at full speed.
-    let (run, api, stderr) =
-        slowed::start_checkpointed(d, &["--parallelism", "2", "--max-parallelism", "4"]);
+    let (run, api, stderr) = slowed::start_checkpointed(d, &flags);
     // Its events are read to the end, so that it never waits on a full pipe.
     let drain = slowed::drain(stderr);
+    let client = anduin_api::Client::new(&api, None).expect("an address");
+    let owners = slowed::owners(&client, "w").unwrap_or_default();
     let params = stdout_ok(&ctl(d, &api, &["params", "q", "w"]));
     assert!(params.contains("parallelism"), "{params}");
     stdout_ok(&ctl(d, &api, &["set", "q", "gen", "rate", "1000000"]));
@@ -154,11 +228,12 @@ fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writ
         got == expected,
         "the output differs from the unrescaled run"
     );
+    owners
 }
 
 /// Rescaled to 4, checkpointed and killed, then resumed with `--max-parallelism 2`: the run
-/// cannot keep the rescale and runs the window at 2 instances; `ctl scale` starts from those
-/// (a rescale to 2 changes nothing, one to 1 was 2), not from the 4 the checkpoint recorded.
+/// keeps the rescale, starting 4 instances; `ctl scale` starts from those (a rescale to 4
+/// changes nothing, one to 1 was 4).
 #[test]
 fn a_run_resumed_with_fewer_instances_than_its_last_rescale_scales_from_what_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -177,16 +252,16 @@ fn a_run_resumed_with_fewer_instances_than_its_last_rescale_scales_from_what_run
         slowed::start_checkpointed(d, &["--parallelism", "2", "--max-parallelism", "2"]);
     let _drain = slowed::drain(stderr);
     let client = anduin_api::Client::new(&api, None).expect("an address");
-    assert_eq!(slowed::owners(&client, "w").as_deref(), Some("2"));
-    let same = ctl(d, &api, &["scale", "q", "w", "2"]);
+    assert_eq!(slowed::owners(&client, "w").as_deref(), Some("4"));
+    let same = ctl(d, &api, &["scale", "q", "w", "4"]);
     let why = String::from_utf8_lossy(&same.stderr);
     assert!(
         same.status.code() != Some(0) && why.contains("nothing to change"),
-        "the window runs at 2 already: {why}"
+        "the window runs at 4 already: {why}"
     );
     let applied = stdout_ok(&ctl(d, &api, &["scale", "q", "w", "1"]));
     assert!(
-        applied.contains("w has 1 instance owning its key groups (was 2)"),
+        applied.contains("w has 1 instance owning its key groups (was 4)"),
         "{applied}"
     );
     drop(run);

@@ -3,7 +3,7 @@
 //! over expressions (`AVG(CAST(B.value AS DOUBLE))`, `max(B.value + MATCH_NUMBER())`,
 //! `SUM(PREV(B.value))`,
 //! `count()`, `max_by`, `min_by`, `bool_and`, `bool_or`, `any_value`, `string_agg` /
-//! `listagg`, `approx_distinct`), and `RUNNING` /
+//! `listagg`, with `WITHIN GROUP (ORDER BY …)`, `approx_distinct`), and `RUNNING` /
 //! `FINAL` in ALL ROWS PER MATCH. What it does not take is an error naming the function and
 //! where it is.
 
@@ -81,6 +81,28 @@ fn string_agg_and_approx_distinct_run_and_finish_as_the_other_aggregates() {
             "2 y x/y x/y/x xy xy 2 2",
             "2 x x/y/x x/y/x xy xy 2 2",
         ]
+    );
+}
+
+/// `listagg … WITHIN GROUP (ORDER BY …)` orders the strings by its keys, running and final:
+/// over x (3), y (1), z (2), w (0), B's condition sees `yx`, `yzx`, then `wyzx` at w, which
+/// ends the match (in the match's order, `xyzw`, it would not).
+#[test]
+fn within_group_orders_listagg_running_and_final_in_define_and_measures() {
+    let params = r#"param order_by = "ts"
+  param pattern = "A B+"
+  param define = "B AS value < 5 AND listagg(tag, '') WITHIN GROUP (ORDER BY value) <> 'wyzx'"
+  param rows_per_match = "all"
+  param measures = "RUNNING listagg(tag, '/') WITHIN GROUP (ORDER BY value) AS r, FINAL string_agg(tag, '/') WITHIN GROUP (ORDER BY value DESC) AS f, string_agg(B.tag, '+' ORDER BY B.value) AS b""#;
+    let rows = [
+        (1, 0, 3, "x"),
+        (2, 0, 1, "y"),
+        (3, 0, 2, "z"),
+        (4, 0, 0, "w"),
+    ];
+    assert_eq!(
+        common::pattern_rows_after_key(params, &rows),
+        ["3 x x x/z/y NULL", "1 y y/x x/z/y y", "2 z y/z/x x/z/y y+z",]
     );
 }
 
@@ -243,14 +265,24 @@ fn what_a_pattern_does_not_compute_is_an_error_naming_it_and_its_place() {
         e.starts_with("4:21: wrong arguments for STRING_AGG") && e.contains("the separator"),
         "{e}"
     );
-    let e = check_error(
-        r#"param measures = "listagg(CAST(B.value AS VARCHAR), ',') WITHIN GROUP (ORDER BY B.value) AS s""#,
-    );
+    let e = check_error(r#"param measures = "max(B.value) WITHIN GROUP (ORDER BY B.ts) AS s""#);
     assert!(
         e.starts_with("4:21: ")
-            && e.contains("WITHIN GROUP (ORDER BY …) is not supported in a pattern yet"),
+            && e.contains("WITHIN GROUP (ORDER BY …) orders the values of listagg and string_agg in a pattern, not of max"),
         "{e}"
     );
+    let e = check_error(
+        r#"param measures = "listagg(CAST(B.value AS VARCHAR), ',') WITHIN GROUP (ORDER BY A.value) AS s""#,
+    );
+    assert!(
+        e.starts_with("4:83: the ORDER BY of `listagg")
+            && e.contains("names other rows than its argument"),
+        "{e}"
+    );
+    let e = check_error(
+        r#"param measures = "listagg(CAST(B.value AS VARCHAR), ',') WITHIN GROUP (ORDER BY frobnicate(B.value)) AS s""#,
+    );
+    assert!(e.contains("unknown function `frobnicate`"), "{e}");
     let e = check_error(r#"param measures = "approx_distinct(B.value, 0.01) AS s""#);
     assert!(
         e.starts_with("4:21: wrong arguments for APPROX_DISTINCT"),

@@ -40,6 +40,14 @@ impl Aligner {
         }
     }
 
+    /// `k` inputs more, which take part from the next barrier on.
+    pub(crate) fn add(&mut self, k: usize) {
+        let n = self.arrived.len() + k;
+        self.arrived.resize(n, false);
+        self.ended.resize(n, false);
+        self.rejoin.resize(n, false);
+    }
+
     /// Whether input `i` is held back (its barrier came, others' have not).
     pub(crate) fn is_blocked(&self, i: usize) -> bool {
         self.current.is_some() && self.arrived.get(i).copied().unwrap_or(false)

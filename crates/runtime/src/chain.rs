@@ -37,6 +37,24 @@ pub(crate) struct Link {
     /// How it takes and hands on partial matches at checkpoint barriers (a copy of a pattern
     /// that spreads them, `overflow_instances`).
     pub spreader: Option<crate::spread::Spreader>,
+    /// The params changed so far (restored from a checkpoint, or changed while running), the
+    /// latest value of each: an instance added while the query runs takes them.
+    pub params: std::collections::BTreeMap<String, String>,
+}
+
+/// What instances added while the query runs copy from a chain (`crate::grow`).
+pub(crate) struct Template {
+    pub links: Vec<LinkTemplate>,
+    /// How many instances own key groups before the barrier (the head's rescaler's count).
+    pub owners: usize,
+}
+
+/// One link of a [`Template`].
+pub(crate) struct LinkTemplate {
+    /// Its params as they are after the barrier.
+    pub params: std::collections::BTreeMap<String, String>,
+    /// Per output port, the shape of each route.
+    pub routes: Vec<Vec<crate::channel::RouteShape>>,
 }
 
 /// Operators fused into one task. Output port 0 of each operator but the last feeds input 0
@@ -116,6 +134,57 @@ impl Chain {
     /// The control plane the chain tells of the changes applied, if any.
     pub(crate) fn control_plane(&self) -> Option<&Arc<Control>> {
         self.control.as_ref()
+    }
+
+    /// What an instance added at `barrier` copies from this chain: each link's params once
+    /// the barrier's changes apply, its routes' shapes, and how many instances own key groups
+    /// before the barrier.
+    pub(crate) fn growth_template(&self, barrier: &Barrier) -> Result<Template, OperatorError> {
+        let head = self
+            .links
+            .first()
+            .ok_or_else(|| OperatorError::internal("?", "a task without operators grew"))?;
+        let owners = head.rescaler.as_ref().map(|r| r.active).ok_or_else(|| {
+            OperatorError::internal(&head.name, "a task whose head is not rescaled grew")
+        })?;
+        let links = self
+            .links
+            .iter()
+            .map(|l| {
+                let mut params = l.params.clone();
+                for u in barrier.control.iter().filter(|u| {
+                    u.operator == l.name
+                        && u.param != crate::rescale::PARALLELISM
+                        && u.param != crate::pipelining::PIPELINE
+                }) {
+                    params.insert(u.param.clone(), u.value.clone());
+                }
+                LinkTemplate {
+                    params,
+                    routes: l
+                        .outlets
+                        .iter()
+                        .map(|port| port.iter().map(Route::shape).collect())
+                        .collect(),
+                }
+            })
+            .collect();
+        Ok(Template { links, owners })
+    }
+
+    /// An instance added while the query runs takes its key groups (the rescale of `epoch` to
+    /// `to` instances), before it reads anything.
+    pub(crate) fn rescale_head(&mut self, epoch: Epoch, to: usize) -> Result<(), OperatorError> {
+        let Some(link) = self.links.first_mut() else {
+            return Ok(());
+        };
+        let Some(r) = link.rescaler.as_mut() else {
+            return Err(OperatorError::internal(
+                &link.name,
+                "an instance added while running has no rescaler",
+            ));
+        };
+        crate::rescale::rescale(&link.name, &mut link.op, r, epoch, to)
     }
 
     /// The index in the query of the operator of link `at`.
@@ -536,6 +605,7 @@ fn apply_control(
             link.op
                 .set_param(&u.param, &u.value)
                 .map_err(|e| refused_after_validation(&link.name, u, &e))?;
+            link.params.insert(u.param.clone(), u.value.clone());
             if let Some(r) = link.rescaler.as_mut() {
                 r.applied.insert(u.param.clone(), u.value.clone());
             }
@@ -808,6 +878,7 @@ mod tests {
             live_at: None,
             rescaler: None,
             spreader: None,
+            params: Default::default(),
         }
     }
 
@@ -878,6 +949,7 @@ mod tests {
             live_at: None,
             rescaler: None,
             spreader: None,
+            params: Default::default(),
         }
     }
 

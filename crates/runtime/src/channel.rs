@@ -146,6 +146,76 @@ impl Route {
     }
 }
 
+/// What a route is without its channels: what an instance added while the query runs
+/// copies from instance 0's (`crate::grow`).
+#[derive(Debug, Clone)]
+pub(crate) enum RouteShape {
+    One,
+    All(usize),
+    InTurn(usize),
+    Ranged(Ranges, usize),
+    Hashed {
+        keys: Vec<usize>,
+        consumers: usize,
+        active: usize,
+        consumer: String,
+    },
+}
+
+impl Route {
+    /// Its shape: the exchange and the consumer instances it reaches now.
+    pub(crate) fn shape(&self) -> RouteShape {
+        match self {
+            Route::One(_) => RouteShape::One,
+            Route::All(o) => RouteShape::All(o.len()),
+            Route::InTurn(r) => RouteShape::InTurn(r.outlets.len()),
+            Route::Ranged(r) => RouteShape::Ranged(r.ranges.clone(), r.outlets.len()),
+            Route::Hashed(h) => RouteShape::Hashed {
+                keys: h.keys.clone(),
+                consumers: h.outlets.len(),
+                active: h.active,
+                consumer: h.consumer.clone(),
+            },
+        }
+    }
+}
+
+impl RouteShape {
+    /// How many consumer instances it reaches.
+    pub(crate) fn consumers(&self) -> usize {
+        match self {
+            RouteShape::One => 1,
+            RouteShape::All(n) | RouteShape::InTurn(n) | RouteShape::Ranged(_, n) => *n,
+            RouteShape::Hashed { consumers, .. } => *consumers,
+        }
+    }
+
+    /// A route of this shape over `outlets` (one per consumer instance, in order); a hashed
+    /// one opens channels to instances added to its consumer through `hook`.
+    pub(crate) fn build(
+        &self,
+        mut outlets: Vec<Outlet>,
+        hook: Option<crate::grow::GrowHook>,
+    ) -> Route {
+        match self {
+            RouteShape::One if outlets.len() == 1 => {
+                Route::One(outlets.pop().expect("one outlet, checked"))
+            }
+            RouteShape::One | RouteShape::All(_) => Route::All(outlets),
+            RouteShape::InTurn(_) => Route::InTurn(InTurnRoute::new(outlets)),
+            RouteShape::Ranged(r, _) => Route::Ranged(RangeRoute::new(r.clone(), outlets)),
+            RouteShape::Hashed {
+                keys,
+                active,
+                consumer,
+                ..
+            } => Route::Hashed(
+                HashRoute::new(keys.clone(), outlets, *active, consumer.clone()).growing(hook),
+            ),
+        }
+    }
+}
+
 /// Why a send failed.
 #[derive(Debug)]
 pub(crate) enum SendError {
@@ -167,6 +237,19 @@ pub(crate) struct HashRoute {
     /// The consumer's head operator: a barrier rescaling it switches `active` once it has
     /// gone out (rows after it go by the new assignment).
     consumer: String,
+    /// Where channels to instances added to the consumer while the query runs are opened (an
+    /// embedded run's consumer that can grow, `crate::grow`).
+    grows: Option<Box<Growing>>,
+}
+
+/// A hashed route to a consumer that can grow.
+struct Growing {
+    hook: crate::grow::GrowHook,
+    /// The last watermark sent, whether the last idleness sent said idle, and whether the
+    /// producer's input is exhausted: a channel opened later starts with them.
+    last_watermark: Option<anduin_types::Watermark>,
+    idle: bool,
+    exhausted: bool,
 }
 
 impl HashRoute {
@@ -184,13 +267,69 @@ impl HashRoute {
             outlets,
             encoder: None,
             consumer,
+            grows: None,
         }
+    }
+
+    /// Opens channels to the instances added to the consumer while the query runs through
+    /// `hook`.
+    pub(crate) fn growing(mut self, hook: Option<crate::grow::GrowHook>) -> Self {
+        self.grows = hook.map(|hook| {
+            Box::new(Growing {
+                hook,
+                last_watermark: None,
+                idle: false,
+                exhausted: false,
+            })
+        });
+        self
     }
 
     fn send(&mut self, msg: &Message) -> Result<(), SendError> {
         let Message::Data(batch) = msg else {
+            // A rescale beyond the consumer's instances: channels to the new ones, opened
+            // before the barrier goes out (the consumer's instance 0 builds the new instances
+            // once the barrier has come on all its inputs), which never carry the barrier.
+            let mut added = Vec::new();
+            if let (Message::Barrier(b), Some(g)) = (msg, &self.grows) {
+                let to = crate::rescale::rescaled_to(b, &self.consumer);
+                if let Some(to) = to.filter(|to| *to > self.outlets.len()) {
+                    added = g.hook.open(self.outlets.len()..to, b.epoch);
+                }
+            }
             for o in &mut self.outlets {
                 o.send(msg.clone()).map_err(|_| SendError::Disconnected)?;
+            }
+            if let Some(g) = self.grows.as_mut() {
+                match msg {
+                    Message::Watermark(w) => g.last_watermark = Some(*w),
+                    Message::Idle(idle) => g.idle = *idle,
+                    Message::Exhausted => g.exhausted = true,
+                    _ => {}
+                }
+            }
+            let blocked = self.outlets.first().and_then(|o| o.blocked.clone());
+            for mut o in added {
+                if let Some(c) = &blocked {
+                    o.charge_to(Arc::clone(c));
+                }
+                let g = self
+                    .grows
+                    .as_ref()
+                    .expect("channels are added only where it grows");
+                if let Some(w) = g.last_watermark {
+                    o.send(Message::Watermark(w))
+                        .map_err(|_| SendError::Disconnected)?;
+                }
+                if g.idle {
+                    o.send(Message::Idle(true))
+                        .map_err(|_| SendError::Disconnected)?;
+                }
+                if g.exhausted {
+                    o.send(Message::Exhausted)
+                        .map_err(|_| SendError::Disconnected)?;
+                }
+                self.outlets.push(o);
             }
             if let Message::Barrier(b) = msg {
                 if let Some(active) = crate::rescale::rescaled_to(b, &self.consumer) {

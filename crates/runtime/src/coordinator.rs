@@ -84,6 +84,10 @@ pub(crate) struct Coordinator {
     /// key groups after it. The checkpoints after that epoch record it in their plan (the
     /// one at it holds the state from before the move).
     pub rescales: Vec<(Epoch, String, usize)>,
+    /// The numbers of instances added while the query runs (an embedded run whose tasks can
+    /// grow, `crate::grow`): a rescale beyond a task's instances adds them to every later
+    /// checkpoint as its barrier goes out.
+    pub growth: Option<Arc<crate::grow::Numbers>>,
     /// This coordinator took the query over from another: acknowledgements of checkpoints
     /// not in flight are kept in `early`, for the last checkpoint the other may have begun.
     pub taking_over: bool,
@@ -418,6 +422,14 @@ impl Coordinator {
         {
             if let Ok(owners) = u.value.trim().parse() {
                 self.rescales.push((epoch, u.operator.clone(), owners));
+                // Instances added at this barrier take part in every later checkpoint.
+                let added = self
+                    .growth
+                    .as_ref()
+                    .map_or_else(Vec::new, |g| g.reserve(u.seq, &u.operator, owners));
+                for (_, task) in added {
+                    self.scheduler.add_task(task);
+                }
             }
         }
         self.events.publish(EngineEvent::CheckpointStarted {
@@ -464,9 +476,24 @@ impl Coordinator {
         self.rescales = later;
         for (_, operator, owners) in done {
             if let Some(o) = self.plan.operators.iter_mut().find(|o| o.name == operator) {
-                let instances = o.instance_count();
+                // Instances added beyond those planned (`crate::grow`) count too.
+                let instances = o.instance_count().max(owners);
                 o.parallelism = owners;
                 o.instances = Some(instances).filter(|&n| n != owners);
+            }
+            // The operators after it in its task run as many instances.
+            let chain = self
+                .growth
+                .as_ref()
+                .map_or_else(Vec::new, |g| g.chain_of(&operator));
+            for o in self
+                .plan
+                .operators
+                .iter_mut()
+                .filter(|o| o.name != operator && chain.contains(&o.name))
+            {
+                let instances = o.instance_count().max(owners);
+                o.instances = Some(instances).filter(|&n| n != o.parallelism);
             }
         }
         self.faults

@@ -68,6 +68,8 @@ pub(crate) struct Shared<'a> {
     pub control: Option<&'a Arc<Control>>,
     /// How tasks split while the query runs, where the run can split (embedded).
     pub pipelining: Option<&'a Arc<crate::pipelining::Pipelining>>,
+    /// How tasks get instances beyond those planned while the query runs (embedded).
+    pub growth: Option<&'a Arc<crate::grow::Growth>>,
 }
 
 impl Shared<'_> {
@@ -222,6 +224,9 @@ pub(crate) fn instantiate(
             .map(|n| graph.node(n).name().to_string());
         let (senders, mut inboxes) = if head.is_some() {
             let (senders, inboxes) = crate::rescale::inboxes(task.parallelism);
+            if let (Some(g), Some(h)) = (shared.growth.filter(|g| g.grows(task.task)), &head) {
+                g.planned_inboxes(h, &senders);
+            }
             (senders, inboxes.into_iter().map(Some).collect())
         } else {
             (Vec::new(), Vec::new())
@@ -234,7 +239,8 @@ pub(crate) fn instantiate(
                 }),
                 _ => None,
             };
-            let mut outlets = wires.outlets(graph, topology, task, instance, &replicas);
+            let mut outlets =
+                wires.outlets(graph, topology, (task, instance), &replicas, shared.growth);
             let copy = copy_tasks.get(task.task).copied().unwrap_or(false);
             // Instances in other processes wait this long for a handoff from here.
             let patience = net
@@ -298,6 +304,12 @@ pub(crate) fn instantiate(
                     idle: false,
                     stage: shared.stage(instance, task.parallelism),
                     last_checkpoint: None,
+                    growth: shared.growth.map(|g| crate::grow::GrowPart {
+                        ctx: Arc::clone(g),
+                        at: instance.at,
+                        start: None,
+                        watermark: Watermark::MIN,
+                    }),
                 }),
             };
             let replica = replicas.get(task.task).copied().unwrap_or(false);
@@ -459,6 +471,7 @@ fn build_links(
                 applied: applied.clone(),
                 full_next: false,
                 abort: Arc::clone(shared.abort),
+                grows: shared.growth.filter(|g| g.grows(task.task)).cloned(),
             }
         });
         links.push(Link {
@@ -473,6 +486,7 @@ fn build_links(
             live_at: None,
             rescaler,
             spreader,
+            params: applied,
         });
     }
     Ok(links)
@@ -653,9 +667,9 @@ impl Wires {
         &mut self,
         graph: &LogicalGraph<Bound>,
         topology: &Topology,
-        task: &TaskTopology,
-        instance: &TaskInstance,
+        (task, instance): (&TaskTopology, &TaskInstance),
         replicas: &[bool],
+        growth: Option<&Arc<crate::grow::Growth>>,
     ) -> BTreeMap<NodeId, Vec<Vec<Route>>> {
         let mut outlets: BTreeMap<NodeId, Vec<Vec<Route>>> = task
             .nodes()
@@ -691,12 +705,23 @@ impl Wires {
                         .nodes()
                         .next()
                         .map(|n| graph.node(n).name().to_string());
-                    Route::Hashed(HashRoute::new(
-                        keys.clone(),
-                        senders.collect(),
-                        consumer.active,
-                        head.unwrap_or_default(),
-                    ))
+                    let hook =
+                        growth
+                            .filter(|g| g.grows(route.to_task))
+                            .map(|g| crate::grow::GrowHook {
+                                growth: Arc::clone(g),
+                                to_task: route.to_task,
+                                to_input: route.to_input,
+                            });
+                    Route::Hashed(
+                        HashRoute::new(
+                            keys.clone(),
+                            senders.collect(),
+                            consumer.active,
+                            head.unwrap_or_default(),
+                        )
+                        .growing(hook),
+                    )
                 }
             };
             let (node, port) = route.from;
@@ -712,19 +737,14 @@ impl Wires {
         instance
             .inlets
             .iter()
-            .map(|i| Inlet {
-                rx: self.receivers[i.channel.0]
+            .map(|i| {
+                let rx = self.receivers[i.channel.0]
                     .take()
-                    .expect("a channel has one consumer instance"),
-                port: i.port,
-                last_seq: 0,
-                watermark: Watermark::MIN,
-                idle: false,
-                ended: false,
-                finished: false,
-                exhausted: false,
-                notices: self.notices.get_mut(i.channel.0).and_then(Option::take),
-                suspended: false,
+                    .expect("a channel has one consumer instance");
+                Inlet {
+                    notices: self.notices.get_mut(i.channel.0).and_then(Option::take),
+                    ..Inlet::new(rx, i.port)
+                }
             })
             .collect()
     }

@@ -34,6 +34,7 @@ mod events;
 mod faults;
 mod final_commit;
 mod fingerprint;
+mod grow;
 mod instantiate;
 mod net;
 mod pipelining;

@@ -356,6 +356,7 @@ pub(crate) fn split(
             checkpointing,
             idle: with.idle,
             last_checkpoint: None,
+            growth: None,
             stage: Some(Stage {
                 ctx: Arc::clone(&ctx),
                 at: at_ref,
@@ -530,6 +531,7 @@ mod tests {
             live_at: None,
             rescaler: None,
             spreader: None,
+            params: Default::default(),
         }
     }
 

@@ -98,6 +98,9 @@ pub(crate) struct Rescaler {
     pub full_next: bool,
     /// Set when the run fails: stop waiting for handoffs.
     pub abort: Arc<AtomicBool>,
+    /// Where instances beyond `slots` are added while the query runs (an embedded run's
+    /// operator that can grow, `crate::grow`): a rescale beyond `slots` reaches them there.
+    pub grows: Option<Arc<crate::grow::Growth>>,
 }
 
 /// The inboxes of the `slots` instances of one operator: `(every sender, receivers)`.
@@ -139,6 +142,10 @@ pub(crate) fn rescale(
     let (i, from) = (r.instance, r.active);
     if to == from {
         return Ok(());
+    }
+    if to > r.slots && r.grows.is_some() {
+        // Instances were added at this barrier (`crate::grow`): they take their share.
+        r.slots = to;
     }
     if to == 0 || to > r.slots {
         return Err(OperatorError::internal(
@@ -331,7 +338,12 @@ fn hand_all(
             bytes,
             inline: inline.clone(),
         };
-        let mate = r.mates.get(j).ok_or_else(|| {
+        // An instance added while the query runs is reached through the growth's inboxes.
+        let added = match (r.mates.get(j), &r.grows) {
+            (None, Some(g)) => Some(g.mate(name, j)),
+            _ => None,
+        };
+        let mate = r.mates.get(j).or(added.as_ref()).ok_or_else(|| {
             OperatorError::internal(
                 name,
                 format!("instance {j} is gone: it cannot take its key groups"),

@@ -24,6 +24,7 @@ use crate::coordinator::{schedule_settings, Coordinator};
 use crate::error::RuntimeError;
 use crate::events::EngineEvent;
 use crate::fingerprint::fingerprint;
+use crate::grow::{growable_tasks, Growth, GrowthSetup};
 use crate::instantiate::{instantiate, CheckpointWiring, Instantiated, Shared};
 use crate::net::{EdgeListener, Failures, NetWiring};
 use crate::pipelining::{Pipelining, PipeliningSetup};
@@ -58,7 +59,9 @@ pub fn run(
     let mut plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
     let restored = plan.split_live(graph, &splits);
     if let Some(restore) = restore {
-        keep_live_rescales(graph, &mut plan, &restore.manifest);
+        // Beyond --max-parallelism where the run can start instances beyond those planned.
+        let grows = config.network.is_none() && splits.is_empty();
+        keep_live_rescales(graph, &mut plan, &restore.manifest, grows);
     }
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     let abort = Arc::new(AtomicBool::new(false));
@@ -88,7 +91,7 @@ pub fn run(
             0
         },
     };
-    let counters = node_counters(graph, &topology);
+    let counters = Arc::new(node_counters(graph, &topology));
     let (mut wiring, receivers) = match checkpoint_wiring(config) {
         Some((w, r)) => (Some(w), Some(r)),
         None => (None, None),
@@ -123,6 +126,14 @@ pub fn run(
         control.refuse_live_pipelining(refused);
         refuse_splitting_copies(control, graph, &topology);
     }
+    let growth = growth(
+        graph,
+        &topology,
+        (&restored, wiring.as_ref()),
+        config,
+        &ctx,
+        (&counters, &abort),
+    );
     let shared = Shared {
         config,
         ctx: &ctx,
@@ -130,6 +141,7 @@ pub fn run(
         abort: &abort,
         control: config.control.as_ref(),
         pipelining: pipelining.as_ref(),
+        growth: growth.as_ref(),
     };
     // The control plane's changes go through the coordinator, when there is one (which runs
     // until every sender of its events is gone: only the control plane keeps one).
@@ -155,6 +167,7 @@ pub fn run(
                 sources: source_instances(&topology),
                 plan: plan_print,
                 twins: replica_twins(graph, &plan),
+                numbers: growth.as_ref().map(|g| g.numbers()),
             };
             start_checkpointing(start, &checkpoint_counters, config, &ctx)?
         }
@@ -180,11 +193,15 @@ pub fn run(
         drop(source_commands);
     }
     let mut outcome = join_tasks(spawn_tasks(tasks, &config.events, &abort)?, || {
-        pipelining
+        let mut more = pipelining
             .as_ref()
-            .map_or_else(Vec::new, |p| p.take_running())
+            .map_or_else(Vec::new, |p| p.take_running());
+        more.extend(growth.as_ref().map_or_else(Vec::new, |g| g.take_running()));
+        more
     });
     drop(pipelining);
+    // It holds senders to the committer and the coordinator, which end once none is left.
+    drop(growth);
     if let Some(net) = &mut net {
         net.join();
         // A task that failed because its channel's connection did is not the cause.
@@ -222,11 +239,13 @@ pub fn run(
 /// A resumed run keeps the live rescales its checkpoint recorded (`ctl scale`, as it keeps
 /// every param change): an operator rescaled while running starts with as many instances
 /// owning its key groups as the last rescale said, when it runs at least that many (its
-/// state is re-cut when the checkpoint was taken before that rescale moved it).
+/// state is re-cut when the checkpoint was taken before that rescale moved it); where the
+/// run `grows` its tasks (`crate::grow`), with more instances when the rescale gave more.
 fn keep_live_rescales(
     graph: &LogicalGraph<Bound>,
     plan: &mut PhysicalPlan,
     manifest: &anduin_checkpoint::Manifest,
+    grows: bool,
 ) {
     for task in &mut plan.tasks {
         let Some(head) = task.chain.first().map(|n| graph.node(*n).name()) else {
@@ -239,6 +258,17 @@ fn keep_live_rescales(
             .find(|r| r.operator == head && r.param == crate::rescale::PARALLELISM)
             .and_then(|r| r.new.trim().parse::<usize>().ok());
         match owners {
+            Some(owners) if grows && owners > task.parallelism && task.parallelism > 1 => {
+                info!(
+                    operator = head,
+                    owners,
+                    planned = task.parallelism,
+                    "keeps the rescale its checkpoint recorded, beyond the instances planned: \
+                     runs as many"
+                );
+                task.parallelism = owners;
+                task.active = owners;
+            }
             Some(owners) if (1..=task.parallelism).contains(&owners) => {
                 info!(
                     operator = head,
@@ -316,6 +346,45 @@ fn split_instances(topology: &Topology, splits: &[anduin_graph::LiveSplit]) -> V
         .filter_map(|s| topology.tasks.get(s.task))
         .flat_map(|t| t.instances.iter().map(|i| i.id))
         .collect()
+}
+
+/// How the tasks of an embedded run get instances beyond those planned while it runs
+/// (`crate::grow`); `None` in a cluster's part. The control plane hears which operators can.
+fn growth(
+    graph: &LogicalGraph<Bound>,
+    topology: &Topology,
+    (splits, wiring): (&[anduin_graph::LiveSplit], Option<&CheckpointWiring>),
+    config: &RunConfig,
+    ctx: &BuildContext,
+    (counters, abort): (&Arc<Vec<NodeCounters>>, &Arc<AtomicBool>),
+) -> Option<Arc<Growth>> {
+    let refused = if config.network.is_some() {
+        Some("it runs on a cluster, where instances beyond those started are not supported yet (start it with a larger --max-parallelism)")
+    } else if !splits.is_empty() {
+        Some("the run it resumes split a task while running (`pipeline = \"split\"`); growing a task after a split is not supported yet (start it with a larger --max-parallelism)")
+    } else {
+        None
+    };
+    let (tasks, said) = growable_tasks(graph, topology, refused);
+    if let Some(control) = &config.control {
+        control.allow_growth(said);
+    }
+    if refused.is_some() {
+        return None;
+    }
+    let setup = GrowthSetup {
+        tasks,
+        capacity: config.channel_capacity,
+        ctx: ctx.clone(),
+        counters: Arc::clone(counters),
+        checkpoint: wiring.map(|w| (w.dir.clone(), w.jobs.clone(), w.events.clone())),
+    };
+    Some(Arc::new(Growth::new(
+        setup,
+        config.events.clone(),
+        Arc::clone(abort),
+        config.control.clone(),
+    )))
 }
 
 /// Refuses a live split of the operators of a copy of a hot standby: the new task, not the
@@ -598,6 +667,8 @@ struct CheckpointStart<'a> {
     plan: PlanFingerprint,
     /// The instance keys of each hot standby's replicas.
     twins: Vec<Vec<String>>,
+    /// The numbers of instances added while the query runs, where tasks can grow.
+    numbers: Option<Arc<crate::grow::Numbers>>,
 }
 
 /// The instance keys of the replicas of each hot standby in `graph`, in groups: the
@@ -644,6 +715,7 @@ fn start_checkpointing(
         sources,
         plan,
         twins,
+        numbers,
     } = start;
     let Some(to_coordinator) = receivers.events else {
         // The coordinator runs in another process: it gets the events and sends the commands
@@ -666,6 +738,7 @@ fn start_checkpointing(
     for task in added {
         coordinator.scheduler.add_task(task);
     }
+    coordinator.growth = numbers;
     // The tasks hold the only senders of jobs: the committer ends when the last task does.
     drop(wiring.jobs);
     let (jobs, events) = (receivers.jobs, wiring.events);
@@ -718,6 +791,7 @@ fn checkpoint_coordinator(
         pending_controls: Vec::new(),
         twins,
         rescales: Vec::new(),
+        growth: None,
         taking_over: false,
         early: BTreeMap::new(),
     })
@@ -798,7 +872,7 @@ pub fn coordinate(
     let restored = plan.split_live(graph, &splits);
     if let Some(restore) = &c.restore {
         // As each executor's run does: the plan its manifests record is the one that runs.
-        keep_live_rescales(graph, &mut plan, &restore.manifest);
+        keep_live_rescales(graph, &mut plan, &restore.manifest, false);
     }
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     if !placement.is_empty() {

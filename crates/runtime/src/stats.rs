@@ -50,6 +50,8 @@ impl Default for Counters {
 #[derive(Debug)]
 pub(crate) struct NodeCounters {
     pub instances: Vec<Arc<Counters>>,
+    /// The instances added while the query runs (`crate::grow`), by instance.
+    grown: Mutex<Vec<(usize, Arc<Counters>)>>,
 }
 
 impl NodeCounters {
@@ -57,7 +59,31 @@ impl NodeCounters {
     pub(crate) fn new(parallelism: usize) -> Self {
         Self {
             instances: (0..parallelism.max(1)).map(|_| Arc::default()).collect(),
+            grown: Mutex::default(),
         }
+    }
+
+    /// Counters for instance `i`, added while the query runs.
+    pub(crate) fn grow(&self, i: usize) -> Arc<Counters> {
+        let c = Arc::new(Counters::default());
+        self.grown_now().push((i, Arc::clone(&c)));
+        c
+    }
+
+    fn grown_now(&self) -> std::sync::MutexGuard<'_, Vec<(usize, Arc<Counters>)>> {
+        self.grown
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Every instance's counters: those planned, then those added while running.
+    fn all(&self) -> Vec<Arc<Counters>> {
+        let grown = self.grown_now();
+        self.instances
+            .iter()
+            .cloned()
+            .chain(grown.iter().map(|(_, c)| Arc::clone(c)))
+            .collect()
     }
 
     /// Instance `i`'s (the first's, if there is no such instance).
@@ -71,14 +97,14 @@ impl NodeCounters {
     }
 
     pub(crate) fn rows_in(&self) -> u64 {
-        self.instances
+        self.all()
             .iter()
             .map(|c| c.rows_in.load(Ordering::Relaxed))
             .sum()
     }
 
     pub(crate) fn rows_out(&self) -> u64 {
-        self.instances
+        self.all()
             .iter()
             .map(|c| c.rows_out.load(Ordering::Relaxed))
             .sum()
@@ -87,7 +113,7 @@ impl NodeCounters {
     /// The instances' metrics merged: the maximum of `peak_*`, the sum of the others.
     pub(crate) fn metrics(&self) -> Vec<(String, u64)> {
         let all = Counters::default();
-        for c in &self.instances {
+        for c in &self.all() {
             let mine = c
                 .metrics
                 .lock()

@@ -39,6 +39,24 @@ pub(crate) struct Inlet {
     pub suspended: bool,
 }
 
+impl Inlet {
+    /// Channel `rx` into input `port` of the head, nothing read from it yet.
+    pub(crate) fn new(rx: Receiver<Envelope>, port: usize) -> Self {
+        Self {
+            rx,
+            port,
+            last_seq: 0,
+            watermark: Watermark::MIN,
+            idle: false,
+            ended: false,
+            finished: false,
+            exhausted: false,
+            notices: None,
+            suspended: false,
+        }
+    }
+}
+
 /// What a task needs to take part in checkpoints.
 pub(crate) struct TaskCheckpointing {
     pub task: usize,
@@ -63,6 +81,9 @@ pub(crate) struct OperatorTask {
     /// The last checkpoint barrier that passed the chain: with an operator that commits only
     /// with checkpoints, the end of input waits for its commit.
     pub last_checkpoint: Option<anduin_types::Epoch>,
+    /// Its part in tasks getting instances beyond those planned while the query runs (`None`:
+    /// the run cannot grow its tasks).
+    pub growth: Option<crate::grow::GrowPart>,
 }
 
 /// Where the next message came from.
@@ -78,10 +99,19 @@ enum From {
 impl OperatorTask {
     /// Runs until every input has ended (then flushes) or something fails.
     pub(crate) fn run(mut self) -> Result<(), TaskFailure> {
+        // An instance added while the query runs starts at the event time of the others, and
+        // takes its key groups first.
+        let mut watermark = Watermark::MIN;
+        if let Some((epoch, to, w)) = self.growth.as_mut().and_then(|g| g.start.take()) {
+            if w > Watermark::MIN {
+                self.chain.watermark(w)?;
+                watermark = w;
+            }
+            self.chain.rescale_head(epoch, to)?;
+        }
         let mut aligner = Aligner::new(self.inlets.len());
-        let mut open = self.inlets.len();
         let mut time = Time {
-            watermark: Watermark::MIN,
+            watermark,
             ports: Vec::new(),
             exhausted: Vec::new(),
             idle: self.idle,
@@ -89,7 +119,7 @@ impl OperatorTask {
         let mut coordinator_open = self.checkpointing.is_some();
         // The latest checkpoint committed (a commit may come before the input's end).
         let mut committed = None;
-        while open > 0 {
+        while self.open() > 0 {
             // Timers due while messages kept coming (a processing-time window's end).
             if self.chain.timer_due_in() == Some(Duration::ZERO) {
                 self.chain.timers()?;
@@ -139,9 +169,8 @@ impl OperatorTask {
                 inlet.ended = true;
                 inlet.idle = false;
                 inlet.watermark = Watermark::MAX;
-                open -= 1;
                 let outcome = aligner.on_end(idx);
-                self.aligned(outcome)?;
+                self.aligned(outcome, &mut aligner)?;
                 // The lost input sends no watermark of +∞: when it was the last open one
                 // and the others finished, their +∞ goes on now (the windows after fire).
                 let others_finished = self
@@ -149,7 +178,7 @@ impl OperatorTask {
                     .iter()
                     .enumerate()
                     .all(|(i, inlet)| i == idx || inlet.finished);
-                if open > 0 || others_finished {
+                if self.open() > 0 || others_finished {
                     self.advance(&mut time)?;
                 }
                 continue;
@@ -190,16 +219,15 @@ impl OperatorTask {
                 }
                 Message::Barrier(b) => {
                     let outcome = aligner.on_barrier(idx, b);
-                    self.aligned(outcome)?;
+                    self.aligned(outcome, &mut aligner)?;
                 }
                 Message::End => {
                     inlet.ended = true;
                     inlet.idle = false;
                     inlet.watermark = Watermark::MAX;
-                    open -= 1;
                     let outcome = aligner.on_end(idx);
-                    self.aligned(outcome)?;
-                    if open > 0 {
+                    self.aligned(outcome, &mut aligner)?;
+                    if self.open() > 0 {
                         self.advance(&mut time)?;
                     }
                 }
@@ -244,7 +272,7 @@ impl OperatorTask {
                 inlet.suspended = true;
                 self.chain.input_suspended(port)?;
                 let outcome = aligner.on_end(i);
-                self.aligned(outcome)
+                self.aligned(outcome, aligner)
             }
             Some(Got::Notice(Notice::ProducerBack)) if inlet.suspended => {
                 inlet.suspended = false;
@@ -321,12 +349,42 @@ impl OperatorTask {
         }
     }
 
+    /// How many inputs have not ended.
+    fn open(&self) -> usize {
+        self.inlets.iter().filter(|i| !i.ended).count()
+    }
+
     /// When a barrier is aligned: snapshot the chain (a checkpoint's), apply the changes it
-    /// carries, and forward it.
-    fn aligned(&mut self, outcome: Alignment) -> Result<(), TaskFailure> {
+    /// carries, and forward it. A rescale beyond a task's instances adds instances (instance
+    /// 0 of the task starts them before the barrier goes on) and channels from them (their
+    /// consumers read those once the barrier has gone on): see `crate::grow`.
+    fn aligned(&mut self, outcome: Alignment, aligner: &mut Aligner) -> Result<(), TaskFailure> {
         let Alignment::Aligned(barrier) = outcome else {
             return Ok(());
         };
+        let rescales = barrier
+            .control
+            .iter()
+            .any(|u| u.param == crate::rescale::PARALLELISM);
+        let growth = self.growth.as_ref().filter(|_| rescales);
+        if let Some(g) = growth {
+            let commands = g.ctx.grow((g.at, g.watermark), &barrier, &self.chain)?;
+            if let Some(stage) = self.stage.as_mut() {
+                stage.downstream.extend(commands);
+            }
+        }
+        let epoch = barrier.epoch;
+        self.pass(barrier)?;
+        if let Some(g) = self.growth.as_ref().filter(|_| rescales) {
+            let added = g.ctx.take_inlets(g.at, epoch);
+            aligner.add(added.len());
+            self.inlets.extend(added);
+        }
+        Ok(())
+    }
+
+    /// An aligned barrier passes the chain.
+    fn pass(&mut self, barrier: anduin_types::Barrier) -> Result<(), TaskFailure> {
         if barrier.kind == BarrierKind::Control {
             self.chain.control(&barrier)?;
             let with = Splitting {
@@ -444,6 +502,9 @@ impl OperatorTask {
                 if w > time.watermark {
                     time.watermark = w;
                     self.chain.watermark(w)?;
+                    if let Some(g) = self.growth.as_mut() {
+                        g.watermark = w;
+                    }
                 }
             }
         }

@@ -461,16 +461,6 @@ fn unsupported_clauses_are_errors_at_their_place() {
             "two columns named `sensor`",
         ),
         (
-            over("PATTERN (A B+ C)").replace("FROM ev", "FROM (SELECT * FROM ev)"),
-            "(SELECT",
-            "MATCH_RECOGNIZE over a subquery",
-        ),
-        (
-            over("PATTERN (A B+ C)").replace("FROM ev", "FROM (SELECT * FROM ev) AS s"),
-            "(SELECT",
-            "MATCH_RECOGNIZE over a subquery",
-        ),
-        (
             over("PATTERN (A B+ C)").replace(");", ") AS m (s, t);"),
             "m (s, t)",
             "column names after a MATCH_RECOGNIZE's alias (name the measures with AS, and the other columns in the select list) is not supported yet",

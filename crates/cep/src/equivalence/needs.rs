@@ -92,7 +92,7 @@ impl Needs {
                 // thread), the variable of each (`CLASSIFIER()`), and with `PREV(CLASSIFIER())`
                 // the variable of a row before each, which may be any row's.
                 let (mut classifier, mut before, mut number) = (false, 0, false);
-                for x in a.arg.iter().chain(&a.by).chain(&a.filter) {
+                for x in a.parts() {
                     x.walk(&mut |x| match x {
                         E::Classifier(r) => {
                             classifier = true;

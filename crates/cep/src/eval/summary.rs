@@ -18,7 +18,8 @@
 //! - `ANY_VALUE`: the oldest non-null value (the result, once there is one);
 //! - `MAX_BY` / `MIN_BY`: the extreme key, the oldest of equal ones, and the value there;
 //! - `STRING_AGG`: the strings joined, or NULL for none (later strings are joined after
-//!   them with the same separator);
+//!   them with the same separator); with `WITHIN GROUP (ORDER BY …)` none (a later string
+//!   may go between them: the rows tell, as with `FILTER` and `DISTINCT`);
 //! - `APPROX_DISTINCT`: the distinct values (a later value counts if it is none of them);
 //! - `SUM` and `AVG` of floats: every value, in order (a float total rounds after every
 //!   addition, so two sets of rows with the same total can give another total once a later
@@ -49,8 +50,9 @@ pub(crate) fn summarize(
     vars: &[Arc<str>],
     out: &mut Vec<u64>,
 ) -> Result<bool, EvalError> {
-    // The rows a FILTER keeps, or DISTINCT values: the rows tell.
-    if a.filter.is_some() || a.distinct {
+    // The rows a FILTER keeps, DISTINCT values, or values in the order of keys (a later
+    // value goes between them): the rows tell.
+    if a.filter.is_some() || a.distinct || !a.order.is_empty() {
         return Ok(false);
     }
     let rows = || {

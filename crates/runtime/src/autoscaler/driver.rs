@@ -32,14 +32,18 @@ pub fn start(control: Arc<Control>, settings: AutoscaleSettings) -> std::io::Res
     beside(control, interval, "autoscaler", round)
 }
 
-/// The operators as the settings are fitted to them.
-fn rescalables(operators: &[OperatorInfo]) -> Vec<Rescalable> {
+/// The operators as the settings are fitted to them (`control` says which can get more
+/// instances than run them).
+fn rescalables(control: &Control, operators: &[OperatorInfo]) -> Vec<Rescalable> {
     operators
         .iter()
         .map(|o| Rescalable {
             name: o.name.clone(),
             source: o.inputs.is_empty(),
             instances: o.max_parallelism.and_then(|m| u32::try_from(m).ok()),
+            grows: o
+                .max_parallelism
+                .is_some_and(|m| control.can_grow(&o.name, m + 1)),
         })
         .collect()
 }
@@ -76,7 +80,7 @@ struct Autoscale {
 
 impl Round for Autoscale {
     fn begin(&mut self, control: &Control, operators: &[OperatorInfo]) -> Result<(), String> {
-        let ops = rescalables(operators);
+        let ops = rescalables(control, operators);
         let config = match fit(&self.settings.config, &ops) {
             Ok(fitted) => pin(&fitted, &ops, |name| {
                 operators

@@ -167,6 +167,9 @@ pub struct Rescalable {
     /// The instances it can be rescaled between 1 and while it runs (those
     /// `--max-parallelism` runs); `None`: it cannot be.
     pub instances: Option<u32>,
+    /// It can get more instances than run it while it runs (an embedded run's, `crate::grow`):
+    /// bounds above `instances` are kept.
+    pub grows: bool,
 }
 
 /// `config` fitted to the query's operators: an operator that can be rescaled keeps its
@@ -197,7 +200,18 @@ pub fn fit(
                 ),
             });
         };
-        if bounds.min > instances {
+        let groups = u32::from(anduin_state::DEFAULT_MAX_KEY_GROUPS.get());
+        if op.grows && bounds.min > groups {
+            return Err(SettingError::DoesNotFit {
+                key,
+                why: format!(
+                    "its minimum {} is above the {groups} instances `{name}` can have (one key \
+                     group each)",
+                    bounds.min
+                ),
+            });
+        }
+        if bounds.min > instances && !op.grows {
             return Err(SettingError::DoesNotFit {
                 key,
                 why: format!(
@@ -219,9 +233,13 @@ pub fn fit(
     if !operators.iter().any(|o| o.instances.is_some()) {
         return Err(SettingError::NothingToRescale);
     }
+    // An operator that grows may go as far as its bounds say.
     let most = operators
         .iter()
-        .filter_map(|o| o.instances)
+        .filter_map(|o| {
+            let asked = config.bounds.get(&o.name).filter(|_| o.grows);
+            o.instances.map(|i| asked.map_or(i, |b| b.max.max(i)))
+        })
         .max()
         .unwrap_or(1)
         .min(MAX_PARALLELISM_LIMIT);
@@ -232,7 +250,13 @@ pub fn fit(
                 min: 1,
                 max: instances,
             });
-            let max = given.max.min(instances).min(fitted.max_parallelism);
+            let groups = u32::from(anduin_state::DEFAULT_MAX_KEY_GROUPS.get());
+            let cap = if op.grows {
+                given.max.min(groups)
+            } else {
+                instances
+            };
+            let max = given.max.min(cap).min(fitted.max_parallelism);
             fitted.bounds.insert(
                 op.name.clone(),
                 Bounds {
@@ -273,16 +297,19 @@ mod tests {
                 name: "gen".into(),
                 source: true,
                 instances: None,
+                grows: false,
             },
             Rescalable {
                 name: "w".into(),
                 source: false,
                 instances: Some(4),
+                grows: false,
             },
             Rescalable {
                 name: "out".into(),
                 source: false,
                 instances: None,
+                grows: false,
             },
         ]
     }
@@ -378,5 +405,22 @@ mod tests {
             })
             .collect();
         assert!(refused(&[], &none).contains("--max-parallelism"));
+    }
+
+    #[test]
+    fn an_operator_that_grows_keeps_bounds_above_the_instances_that_run_it() {
+        let grows: Vec<Rescalable> = ops()
+            .into_iter()
+            .map(|o| Rescalable {
+                grows: o.instances.is_some(),
+                ..o
+            })
+            .collect();
+        let fitted = fit(&set(&["bounds.w=5..8"]).expect("parses"), &grows).expect("fits");
+        assert_eq!(fitted.bounds.get("w"), Some(&Bounds { min: 5, max: 8 }));
+        assert_eq!(fitted.max_parallelism, 8);
+        // Without bounds it stays within the instances that run it.
+        let fitted = fit(&set(&[]).expect("parses"), &grows).expect("fits");
+        assert_eq!(fitted.bounds.get("w"), Some(&Bounds { min: 1, max: 4 }));
     }
 }

@@ -24,7 +24,10 @@ use crate::stats::{CheckpointCounters, Counters};
 mod autoscale;
 mod engine;
 mod figures;
+mod growth;
 mod pipelining;
+
+pub(crate) use growth::Growing;
 
 pub use pipelining::TaskSplit;
 
@@ -156,6 +159,8 @@ pub struct Control {
     pipelining_refused: Mutex<Option<String>>,
     /// Operators whose live `pipeline` change is refused, and why.
     pipelining_refused_for: Mutex<BTreeMap<String, String>>,
+    /// Per rescalable operator, whether it can get instances beyond those that run it.
+    growth: Mutex<BTreeMap<String, growth::Growing>>,
     /// Where each applied change is kept durable, if anywhere.
     recorder: Mutex<Option<Arc<Recorder>>>,
     /// Given each rescale and live split before its barrier is sent (see
@@ -213,6 +218,7 @@ impl Control {
             autoscale: Mutex::new(None),
             pipelining_refused: Mutex::new(None),
             pipelining_refused_for: Mutex::new(BTreeMap::new()),
+            growth: Mutex::new(BTreeMap::new()),
             recorder: Mutex::new(None),
             intent: Mutex::new(None),
         }
@@ -518,9 +524,28 @@ impl Control {
                 request.operator
             )));
         };
-        match request.value.parse::<usize>() {
+        let parsed = request
+            .value
+            .parse::<usize>()
+            .ok()
             // Written plainly (`3`, not `03`, `+3` or ` 3`): the history keeps it as written.
-            Ok(n) if (1..=max).contains(&n) && n.to_string() == request.value => {
+            .filter(|n| n.to_string() == request.value);
+        // Beyond the instances that run it: new instances start at the barrier (`crate::grow`).
+        let grows = parsed
+            .filter(|n| *n > max)
+            .and_then(|n| self.may_grow(&request.operator, n));
+        if let Some(Err(why)) = &grows {
+            return Err(invalid(format!(
+                "{:?} is more than the {max} instances that run \"{}\", and it cannot get \
+                 more instances while it runs: {why}",
+                request.value, request.operator
+            )));
+        }
+        if let Some(why) = self.rescale_on_its_way(&request.operator, grows.is_some()) {
+            return Err(invalid(why));
+        }
+        match parsed {
+            Some(n) if (n >= 1 && (n <= max || grows.is_some())) => {
                 if request.value == now {
                     // Nothing would move: no barrier, no history entry, no checkpoint.
                     return Err(invalid(format!(
@@ -537,6 +562,36 @@ impl Control {
                 request.value, request.operator
             ))),
         }
+    }
+
+    /// Why a rescale of `operator` (one beyond its instances: `grows`) must wait, if it must:
+    /// a rescale beyond a task's instances builds the new instances from the routes its
+    /// neighbours have before its barrier, so it never rides on one barrier with another
+    /// rescale.
+    fn rescale_on_its_way(&self, operator: &str, grows: bool) -> Option<String> {
+        let inner = self.lock();
+        let max_of = |op: &str| {
+            inner
+                .operators
+                .iter()
+                .find(|o| o.name == op)
+                .and_then(|o| o.max_parallelism)
+        };
+        let on_its_way = inner.pending.values().map(|p| &p.record).find(|r| {
+            let growth = r
+                .new
+                .parse::<usize>()
+                .ok()
+                .zip(max_of(&r.operator))
+                .is_some_and(|(n, max)| n > max);
+            r.param == crate::rescale::PARALLELISM && (grows || growth)
+        })?;
+        Some(format!(
+            "change #{} (`{}` of \"{}\" to {}) is on its way, and a rescale beyond the \
+             instances that run an operator goes alone: ask for this rescale of \"{operator}\" \
+             again once that one is applied",
+            on_its_way.seq, on_its_way.param, on_its_way.operator, on_its_way.new
+        ))
     }
 
     /// The values that the changes sent so far (in this run, or recorded by the checkpoint it

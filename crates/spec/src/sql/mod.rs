@@ -88,6 +88,9 @@ fn lower_script(
         return Err(Diagnostics::from(Diagnostic::error(pos(e.at), e.message)));
     }
     let statements = parsed.map_err(|e| Diagnostics::from(syntax_error(e, end)))?;
+    let mut prepared = prepared;
+    match_recognize::parse_inputs(&mut prepared.matches, dialect)
+        .map_err(|e| Diagnostics::from(syntax_error(e, end)))?;
     temporal::refuse_versions_outside_joins(&statements)?;
     let source = Source::new(src, prepared.tokens);
     let mut tables = Tables::default();

@@ -240,3 +240,19 @@ fn joined_strings_summarize_string_agg_and_distinct_values_approx_distinct() {
         "3 is one of them"
     );
 }
+
+// STRING_AGG … WITHIN GROUP (ORDER BY …) has no summary: A's rows `p` (x 1) and `q` (x 4) and
+// A's rows `p` (x 1) and `q` (x 2) join to the same `p,q`, but a later `r` (x 3) goes between
+// `p` and `q` in one and after `q` in the other.
+#[test]
+fn ordered_string_agg_has_no_summary_since_a_later_string_may_go_between() {
+    let a = agg("STRING_AGG(A.s, ',') WITHIN GROUP (ORDER BY A.x)");
+    let m1 = Match(vec![r(0, 1, 0.0, "p"), r(0, 4, 0.0, "q")]);
+    let m2 = Match(vec![r(0, 1, 0.0, "p"), r(0, 2, 0.0, "q")]);
+    assert_eq!(value_after(&a, &m1, &[]), value_after(&a, &m2, &[]));
+    let later = [r(0, 3, 0.0, "r")];
+    assert_eq!(value_after(&a, &m1, &later), Ok(Value::Str("p,r,q".into())));
+    assert_eq!(value_after(&a, &m2, &later), Ok(Value::Str("p,q,r".into())));
+    assert_eq!(summary(&a, &m1), None, "the rows tell");
+    assert_eq!(summary(&a, &m2), None, "the rows tell");
+}

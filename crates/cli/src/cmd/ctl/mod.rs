@@ -64,7 +64,8 @@ pub enum CtlCommand {
         from: Option<String>,
     },
     /// Rescale an operator while the query runs: hand its key groups to N instances (of the
-    /// --max-parallelism it runs); the same as `set QUERY OPERATOR parallelism N`.
+    /// --max-parallelism it runs; an embedded run starts more beyond them); the same as `set
+    /// QUERY OPERATOR parallelism N`.
     Scale {
         /// The query's name.
         query: String,

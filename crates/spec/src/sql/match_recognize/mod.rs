@@ -17,14 +17,17 @@
 //! script, so that the operator's errors point into the `.sql` file. sqlparser parses the
 //! clauses, except for what [`prepare`] takes out first. The output of the operator is, for
 //! one row per match, the `PARTITION BY` columns and the measures; for all rows per match,
-//! the input's columns and the measures. The SELECT over it is lowered as over a table.
+//! the input's columns and the measures. The SELECT over it is lowered as over a table. Its
+//! input is a table's name, or a subquery or join in parentheses ([`input`]).
 
 mod clauses;
+mod input;
 mod pattern;
 mod prepare;
 
 pub use prepare::PATTERN_AGGREGATES;
 
+pub(crate) use input::parse as parse_inputs;
 pub(crate) use prepare::{prepare, Prepared, RawMatch};
 
 use anduin_types::{Diagnostic, Pos};
@@ -94,25 +97,36 @@ pub(super) fn lower(
     }
     let raw = raw_of(symbols, raws).ok_or_else(|| internal(pos(rel.span().start), "PATTERN"))?;
     let at = pos(raw.at);
-    let stream = match table.as_ref() {
-        TableFactor::Table {
-            name, args: None, ..
-        } => {
-            let script = super::insert::Script {
-                source,
-                matches: raws,
-            };
-            super::views::read(name, &script, tables, spec)?
+    let script = super::insert::Script {
+        source,
+        matches: raws,
+    };
+    let stream = match (table.as_ref(), &raw.input) {
+        (rel @ TableFactor::Table { alias, .. }, Some(input))
+            if input::is_placeholder(rel, input) =>
+        {
+            input::lower(input, alias.as_ref(), prefix, &script, tables, spec)?
         }
-        other => {
+        (
+            TableFactor::Table {
+                name, args: None, ..
+            },
+            None,
+        ) => super::views::read(name, &script, tables, spec)?,
+        (other, _) => {
             let p = other.span().start;
             return Err(unsupported(
                 if p.line == 0 { at } else { pos(p) },
-                prepare::OVER_TABLE_ONLY,
+                input::OVER_TABLE_FUNCTION,
             ));
         }
     };
     let columns = tables.columns(&stream);
+    // How errors name the input.
+    let named = match &raw.input {
+        Some(input) => input::described(input).to_string(),
+        None => format!("table `{stream}`"),
+    };
     let col = |e: &Expr, clause: &str| -> Result<Text, Diagnostic> {
         let p = pos(e.span().start);
         let Some(c) = name_of(e) else {
@@ -125,7 +139,7 @@ pub(super) fn lower(
             return Err(Diagnostic::error(
                 p,
                 format!(
-                    "{clause}: table `{stream}` has no column `{c}` (columns: {})",
+                    "{clause}: {named} has no column `{c}` (columns: {})",
                     columns.join(", ")
                 ),
             ));
@@ -147,7 +161,7 @@ pub(super) fn lower(
             return Err(Diagnostic::error(
                 time.pos(),
                 format!(
-                    "MATCH_RECOGNIZE orders rows by event time: ORDER BY {et} (the event_time of table `{stream}`), not `{}`",
+                    "MATCH_RECOGNIZE orders rows by event time: ORDER BY {et} (the event_time of {named}), not `{}`",
                     time.as_str()
                 ),
             ));

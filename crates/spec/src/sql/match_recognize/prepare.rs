@@ -8,6 +8,8 @@
 //! - `AFTER MATCH SKIP TO B` (the SQL standard's short form of `SKIP TO LAST B`);
 //! - `RUNNING` / `FINAL` before a function call in `MEASURES` and `DEFINE` (the params keep
 //!   them: the operator reads them).
+//! - a subquery or a join in parentheses before `MATCH_RECOGNIZE`: a placeholder name stands
+//!   in its place, and it is parsed on its own (`input.rs`).
 //!
 //! Each is remembered and blanked with spaces in the SQL given to the parser, so that every
 //! line and column the parser reports is still true of the original script.
@@ -16,8 +18,8 @@ use anduin_types::{Diagnostic, Diagnostics};
 use sqlparser::dialect::Dialect;
 use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan, Tokenizer};
 
+use super::input::{self, Input};
 use super::pattern;
-use crate::sql::insert::unsupported;
 use crate::sql::source_text::{is_word, pos, with_depths, DepthToken};
 
 /// The script as the parser gets it, and what was taken out of each `MATCH_RECOGNIZE`.
@@ -50,11 +52,9 @@ pub(crate) struct RawMatch {
     /// `SUBSET U = (A, B), …` (blanked: sqlparser does not parse it): the text after the
     /// keyword, and the union variables' names (as [`pattern::var_name`] names them).
     pub subset: Option<(Span, Vec<String>)>,
+    /// Its input when that is a subquery or a join in parentheses, not a table's name.
+    pub input: Option<Input>,
 }
-
-/// The error for a `MATCH_RECOGNIZE` over anything but a table's name.
-pub(crate) const OVER_TABLE_ONLY: &str =
-    "MATCH_RECOGNIZE over a subquery, a table function or a join (its input is a table name)";
 
 /// The words that start a clause of `MATCH_RECOGNIZE`, which end the interval of `WITHIN`.
 const CLAUSES: [&str; 9] = [
@@ -94,27 +94,28 @@ pub(crate) fn prepare(src: &str, dialect: &dyn Dialect) -> Result<Prepared, Diag
             i += 1;
             continue;
         }
-        if let Some(end) = subquery_before(&toks, i) {
-            // `FROM (SELECT …) [AS s] MATCH_RECOGNIZE`, which sqlparser does not parse.
-            let mut depth = 0usize;
-            let open = toks[..=end].iter().rev().find(|t| {
-                match t.token {
-                    Token::RParen => depth += 1,
-                    Token::LParen => depth = depth.saturating_sub(1),
-                    _ => {}
-                }
-                depth == 0
-            });
-            diags.push(unsupported(
-                pos(open.unwrap_or(&toks[i]).span.start),
-                OVER_TABLE_ONLY,
-            ));
-        }
+        // `FROM (SELECT …) [AS s] MATCH_RECOGNIZE` and `FROM (a JOIN b ON …) MATCH_RECOGNIZE`,
+        // which sqlparser does not parse: the input gets a placeholder (`input.rs`).
+        let input = match input::before(&toks, i) {
+            None => None,
+            Some(Ok(span)) => Some(span),
+            Some(Err(d)) => {
+                diags.push(d);
+                None
+            }
+        };
         let Some(close) = closing(&toks, i + 1) else {
             break; // unbalanced: the parser says where
         };
         match scan(&toks[i..=close], &mut blanks) {
-            Ok(Some(m)) => matches.push(m),
+            Ok(Some(mut m)) => {
+                m.input = input.map(|span| Input {
+                    span,
+                    sql: String::new(),
+                    relation: None,
+                });
+                matches.push(m);
+            }
             Ok(None) => {}
             Err(d) => diags.push(d),
         }
@@ -123,23 +124,23 @@ pub(crate) fn prepare(src: &str, dialect: &dyn Dialect) -> Result<Prepared, Diag
     if !diags.0.is_empty() {
         return Err(diags);
     }
+    let mut lines = lines_of(src);
+    blank_lines(&mut lines, &blanks);
+    let spans: Vec<Span> = matches
+        .iter()
+        .filter_map(|m| m.input.as_ref().map(|i| i.span))
+        .collect();
+    for input in matches.iter_mut().filter_map(|m| m.input.as_mut()) {
+        input.sql = input::text_of(&lines, input.span, &spans);
+    }
+    for span in &spans {
+        input::put_placeholder(&mut lines, *span);
+    }
     Ok(Prepared {
-        sql: blank(src, &blanks),
+        sql: joined(&lines),
         matches,
         tokens: all,
     })
-}
-
-/// The index of the `)` that ends `(…) [[AS] alias]` just before the token at `i`.
-fn subquery_before(toks: &[TokenWithSpan], i: usize) -> Option<usize> {
-    let mut j = i.checked_sub(1)?;
-    if matches!(toks[j].token, Token::Word(_)) {
-        j = j.checked_sub(1)?;
-        if is_word(&toks[j], "AS") {
-            j = j.checked_sub(1)?;
-        }
-    }
-    (toks[j].token == Token::RParen).then_some(j)
 }
 
 /// The index of the `)` closing the `(` at `open`.
@@ -278,6 +279,7 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
         within,
         skip_to,
         subset,
+        input: None,
     }))
 }
 
@@ -334,14 +336,25 @@ pub(crate) fn is_modifier(body: &[DepthToken], j: usize) -> bool {
             .is_some_and(|b| b.tok.token == Token::LParen)
 }
 
-/// `src` with the characters of each span replaced by spaces (line breaks kept).
-fn blank(src: &str, spans: &[Span]) -> String {
-    if spans.is_empty() {
-        return src.to_string();
-    }
-    let mut lines: Vec<Vec<char>> = src.split('\n').map(|l| l.chars().collect()).collect();
+/// `src` as lines of chars.
+fn lines_of(src: &str) -> Vec<Vec<char>> {
+    src.split('\n').map(|l| l.chars().collect()).collect()
+}
+
+/// `lines` joined again.
+pub(super) fn joined(lines: &[Vec<char>]) -> String {
+    lines
+        .iter()
+        .map(|l| l.iter().collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `lines` with the characters of each span replaced by spaces (line breaks kept).
+pub(super) fn blank_lines(lines: &mut [Vec<char>], spans: &[Span]) {
     for s in spans {
-        for line in s.start.line..=s.end.line {
+        let last = (lines.len() as u64).min(s.end.line);
+        for line in s.start.line..=last {
             let Some(chars) = usize::try_from(line)
                 .ok()
                 .and_then(|l| l.checked_sub(1))
@@ -367,11 +380,6 @@ fn blank(src: &str, spans: &[Span]) -> String {
             }
         }
     }
-    lines
-        .iter()
-        .map(|l| l.iter().collect::<String>())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 impl RawMatch {

@@ -1,0 +1,129 @@
+//! Instances beyond `--max-parallelism` as the control plane sees them: which operators can be
+//! rescaled beyond the instances that run them (see `crate::grow`), and the instances added.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::Control;
+use crate::control::types::{InstancePlacement, TaskPlacement};
+use crate::stats::Counters;
+
+/// The most instances an operator can have: one key group each.
+pub(crate) const MOST_INSTANCES: usize = anduin_state::DEFAULT_MAX_KEY_GROUPS.get() as usize;
+
+/// Whether a rescalable operator can get more instances while it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Growing {
+    /// It can, as long as its task runs these operators (a live split changes them).
+    Yes { operators: Vec<String> },
+    /// It cannot: why, in words that follow "it cannot get more instances while it runs: ".
+    No(String),
+}
+
+impl Control {
+    /// Says, per rescalable operator, whether it can get instances beyond those that run it
+    /// while the query runs.
+    pub(crate) fn allow_growth(&self, growing: BTreeMap<String, Growing>) {
+        *self
+            .growth
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = growing;
+    }
+
+    /// Whether `operator` can grow to `to` instances now: `Err` says why not (to follow "it
+    /// cannot get more instances while it runs: "), `None` when nothing was said of it.
+    pub(crate) fn may_grow(&self, operator: &str, to: usize) -> Option<Result<(), String>> {
+        let growing = self
+            .growth
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(operator)
+            .cloned()?;
+        let operators = match growing {
+            Growing::No(why) => return Some(Err(why)),
+            Growing::Yes { operators } => operators,
+        };
+        if to > MOST_INSTANCES {
+            return Some(Err(format!(
+                "{to} instances cannot share its {MOST_INSTANCES} key groups"
+            )));
+        }
+        let inner = self.lock();
+        let task = inner
+            .operators
+            .iter()
+            .find(|o| o.name == operator)
+            .map(|o| o.task);
+        let same = inner
+            .tasks
+            .iter()
+            .find(|t| Some(t.id) == task)
+            .is_some_and(|t| t.operators == operators);
+        Some(if same {
+            Ok(())
+        } else {
+            Err("its task was split while running (`pipeline = \"split\"`); growing a split task is not supported yet".into())
+        })
+    }
+
+    /// Whether `operator` can grow to `to` instances while it runs.
+    pub(crate) fn can_grow(&self, operator: &str, to: usize) -> bool {
+        matches!(self.may_grow(operator, to), Some(Ok(())))
+    }
+
+    /// Instance `instance` (number `id` in the run) of task `task`, running `operators`, was
+    /// added while the query runs, with `counters` per operator: the listings and the figures
+    /// show it, the operators can be rescaled up to it, and a live split of them is refused.
+    pub(crate) fn task_grown(
+        &self,
+        task: usize,
+        (instance, id): (usize, usize),
+        operators: &[String],
+        counters: Vec<(String, Arc<Counters>)>,
+    ) {
+        self.refuse_pipelining_of(
+            operators.to_vec(),
+            "its task got instances beyond --max-parallelism while running; splitting it is not supported yet",
+        );
+        let mut inner = self.lock();
+        let instances = instance + 1;
+        for t in inner.tasks.iter_mut().filter(|t| t.id == task) {
+            t.instances = t.instances.max(instances);
+        }
+        for o in inner
+            .operators
+            .iter_mut()
+            .filter(|o| operators.contains(&o.name))
+        {
+            o.parallelism = o.parallelism.max(instances);
+            if let Some(max) = o.max_parallelism.as_mut() {
+                *max = (*max).max(instances);
+            }
+        }
+        let placement = InstancePlacement {
+            instance,
+            id,
+            worker: 0,
+        };
+        match inner.topology.tasks.iter_mut().find(|t| t.id == task) {
+            Some(t) if !t.instances.iter().any(|i| i.instance == instance) => {
+                t.instances.push(placement);
+            }
+            Some(_) => {}
+            None => inner.topology.tasks.push(TaskPlacement {
+                id: task,
+                operators: operators.to_vec(),
+                instances: vec![placement],
+            }),
+        }
+        if let Some(super::Probe {
+            instances: super::InstanceFigures::Here { counters: all, .. },
+            ..
+        }) = inner.probe.as_mut()
+        {
+            for (name, c) in counters {
+                all.push((name, instance, false, c));
+            }
+        }
+    }
+}
