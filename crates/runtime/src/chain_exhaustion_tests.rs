@@ -63,6 +63,7 @@ fn link(index: usize, op: Ending) -> (Link, Receiver<Envelope>) {
         live_at: None,
         rescaler: None,
         spreader: None,
+        params: Default::default(),
     };
     (link, rx)
 }
