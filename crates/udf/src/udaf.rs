@@ -294,3 +294,74 @@ impl WasmAggregate {
         aggregate_udf(self)
     }
 }
+
+/// The aggregate as the updating `GROUP BY` steps it ([`anduin_expr::UserAggregate`]): rows
+/// added to and taken out of states kept by the operator.
+fn user_accumulate(
+    f: &dyn Stepper,
+    states: &mut GroupStates,
+    groups: &[usize],
+    args: &[ArrayRef],
+    filter: Option<&BooleanArray>,
+    retract: bool,
+) -> Result<(), String> {
+    aggregate::accumulate(f, states, groups, args, filter, retract).map_err(|e| e.to_string())
+}
+
+impl anduin_expr::UserAggregate for JsAggregate {
+    fn name(&self) -> &str {
+        &self.declaration().name
+    }
+
+    fn merges(&self) -> bool {
+        JsAggregate::merges(self)
+    }
+
+    fn retracts(&self) -> bool {
+        JsAggregate::retracts(self)
+    }
+
+    fn accumulate(
+        &self,
+        states: &mut GroupStates,
+        groups: &[usize],
+        args: &[ArrayRef],
+        filter: Option<&BooleanArray>,
+        retract: bool,
+    ) -> Result<(), String> {
+        user_accumulate(self, states, groups, args, filter, retract)
+    }
+
+    fn finish(&self, states: GroupStates) -> Result<ArrayRef, String> {
+        aggregate::finish(self, states).map_err(|e| e.to_string())
+    }
+}
+
+impl anduin_expr::UserAggregate for WasmAggregate {
+    fn name(&self) -> &str {
+        &self.declaration().name
+    }
+
+    fn merges(&self) -> bool {
+        WasmAggregate::merges(self)
+    }
+
+    fn retracts(&self) -> bool {
+        WasmAggregate::retracts(self)
+    }
+
+    fn accumulate(
+        &self,
+        states: &mut GroupStates,
+        groups: &[usize],
+        args: &[ArrayRef],
+        filter: Option<&BooleanArray>,
+        retract: bool,
+    ) -> Result<(), String> {
+        user_accumulate(self, states, groups, args, filter, retract)
+    }
+
+    fn finish(&self, states: GroupStates) -> Result<ArrayRef, String> {
+        aggregate::finish(self, states).map_err(|e| e.to_string())
+    }
+}
