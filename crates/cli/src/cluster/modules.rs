@@ -308,6 +308,7 @@ mod tests {
         let submission = super::super::proto::Submission {
             name: "q".into(),
             file_name: "q.sql".into(),
+            given_file: None,
             source: String::new(),
             modules: vec![ModuleFile {
                 path: "m.wasm".into(),
