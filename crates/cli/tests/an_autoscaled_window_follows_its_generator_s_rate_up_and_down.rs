@@ -193,8 +193,22 @@ fn autoscale_settings_that_cannot_work_are_refused_before_the_query_runs() {
     // Above --max-parallelism is fine (instances start while running), above one instance
     // per key group is not.
     refused(
-        &[&max[..], &["--autoscale-set", "bounds.w=800..900"]].concat(),
-        "above the 720 instances `w` can have",
+        &[&max[..], &["--autoscale-set", "bounds.w=1..721"]].concat(),
+        "maximum 721 is above the 720 instances `w` can have",
+    );
+    // With loopback workers (a cluster's data plane) no instance starts while running.
+    refused(
+        &[
+            &max[..],
+            &[
+                "--loopback-workers",
+                "2",
+                "--autoscale-set",
+                "bounds.w=5..6",
+            ],
+        ]
+        .concat(),
+        "--max-parallelism 5",
     );
     refused(
         &[&max[..], &["--autoscale-set", "bounds.nope=1..2"]].concat(),
