@@ -15,8 +15,9 @@ use crate::load::Loaded;
 pub struct AutoscaleArgs {
     /// Rescale the query's keyed operators while it runs, by the rates they measure (DS2,
     /// with stabilisation and scale-down guards; docs/autoscale.md). Needs --max-parallelism:
-    /// an operator is rescaled between 1 and the instances that runs. `anduin ctl autoscale
-    /// QUERY` shows its decisions.
+    /// an operator is rescaled between 1 and the instances that run it, or up to its bounds
+    /// (`--autoscale-set bounds.OP=1..N`, instances beyond started while running; not with
+    /// --loopback-workers). `anduin ctl autoscale QUERY` shows its decisions.
     #[arg(long)]
     pub autoscale: bool,
     /// The time between the autoscaler's rounds: each decides on the figures of this window.
@@ -81,7 +82,9 @@ pub fn settings(
                     .then(|| u32::try_from(max).unwrap_or(u32::MAX)),
                 // An embedded run starts instances beyond those while it runs; a cluster's
                 // caps the bounds at them when it fits them itself.
-                grows: anduin_graph::rescalable(node) && max >= 2,
+                grows: anduin_graph::rescalable(node)
+                    && max >= 2
+                    && engine.loopback_workers.is_none(),
             }
         })
         .collect();

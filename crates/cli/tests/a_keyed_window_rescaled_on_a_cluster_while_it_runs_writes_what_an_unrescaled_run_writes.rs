@@ -593,11 +593,17 @@ fn a_rescale_cut_short_by_a_killed_worker_says_so_and_that_the_query_is_being_re
         q.cluster.logs()
     );
     assert!(!why.contains("is failed"), "{why}");
+    // Running again: the second attempt's operators are known (the params the first left
+    // are known before they are).
     wait_until("the query running again", || {
         q.cluster.status("q")["attempt"]
             .as_u64()
             .is_some_and(|a| a >= 2)
             && q.owners().is_some()
+            && client.query("q").is_ok_and(|i| {
+                i.state == anduin_runtime::control::QueryState::Running
+                    && i.operators.iter().any(|o| o.name == "gen")
+            })
     });
     assert_eq!(
         q.owners().as_deref(),

@@ -90,7 +90,8 @@ SELECT * FROM (
 }
 
 #[test]
-fn all_rows_per_match_over_a_subquery_outputs_the_subquery_s_columns_and_the_measures() {
+fn all_rows_per_match_over_a_subquery_outputs_its_partition_and_order_columns_the_measures_then_its_other_columns(
+) {
     let query = format!(
         "INSERT INTO out
 SELECT * FROM (SELECT ts, custkey, totalprice + tax AS gross FROM orders WHERE tax < 30)
@@ -102,15 +103,16 @@ MATCH_RECOGNIZE (
 {PATTERN};
 "
     );
+    // `*` is the standard's order (Trino's): PARTITION BY, ORDER BY, the measures, the rest.
     assert_eq!(
         run(ORDERS_TABLE, &query, &[("orders.csv", ORDERS)]),
         [
-            "2000,1,115,A",
-            "3000,1,105,B",
-            "4000,1,97,B",
-            "7000,1,105,C"
+            "1,2000,A,115",
+            "1,3000,B,105",
+            "1,4000,B,97",
+            "1,7000,C,105"
         ],
-        "ts, custkey, gross, label"
+        "custkey, ts, label, gross"
     );
 }
 

@@ -184,7 +184,7 @@ impl Chain {
                 "an instance added while running has no rescaler",
             ));
         };
-        crate::rescale::rescale(&link.name, &mut link.op, r, epoch, to)
+        crate::rescale::rescale_added(&link.name, &mut link.op, r, epoch, to)
     }
 
     /// The index in the query of the operator of link `at`.

@@ -289,6 +289,25 @@ fn move_by_snapshot(
     let mut owned_now = vec![(kept, kept_piece)];
     owned_now.extend(taken);
     let full = join_full(name, owned_now)?;
+    rebuild(name, op, r, (epoch, inline, full))?;
+    Ok(Moved {
+        directly: false,
+        snapshot_bytes: mine.bytes.len(),
+        given_bytes,
+        taken_bytes,
+        given_at,
+        taken_at,
+    })
+}
+
+/// Replaces `op` by a fresh instance with the params applied so far, restored from `full`
+/// (a full snapshot) and `inline`.
+fn rebuild(
+    name: &str,
+    op: &mut Box<dyn Operator>,
+    r: &Rescaler,
+    (epoch, inline, full): (Epoch, Option<serde_json::Value>, Vec<u8>),
+) -> Result<(), OperatorError> {
     // The old instance first: it may hold files (an LSM backend's) the new one opens.
     *op = Box::new(Rebuilding);
     let mut fresh = (r.rebuild)()?;
@@ -311,14 +330,62 @@ fn move_by_snapshot(
         files: vec![Box::new(std::io::Cursor::new(full))],
     })?;
     *op = fresh;
-    Ok(Moved {
-        directly: false,
-        snapshot_bytes: mine.bytes.len(),
-        given_bytes,
+    Ok(())
+}
+
+/// The first rescale of instance `r.instance`, added while the query runs (`crate::grow`) at
+/// the barrier of `epoch` that rescales its operator to `to` instances: it owns nothing, and
+/// takes its key groups from their owners. Its event-time progress and the rest of what an
+/// instance keeps inline are theirs (a param changed while running, such as a window's
+/// `allowed_lateness`, moved their lateness cutoff in a way a fresh instance cannot
+/// recompute), its counters none of theirs: it is rebuilt as a resumed instance of their
+/// combined metadata would be, then takes the key groups.
+pub(crate) fn rescale_added(
+    name: &str,
+    op: &mut Box<dyn Operator>,
+    r: &mut Rescaler,
+    epoch: Epoch,
+    to: usize,
+) -> Result<(), OperatorError> {
+    r.slots = r.slots.max(to);
+    let takes = senders_to(r.instance, r.active, to, r.slots);
+    r.active = to;
+    if takes.is_empty() {
+        return Ok(());
+    }
+    let began = std::time::Instant::now();
+    let (inline, pieces) = receive_all(name, r, epoch, takes)?;
+    let taken_bytes: usize = pieces.iter().map(|(_, bytes)| bytes.len()).sum();
+    // Counters go whole to instance 0 of a resumed run: never this one (beyond the first).
+    let combine = Combine::Resume {
+        instance: r.instance.max(1),
+    };
+    let meta = op.rescale_inline(&inline, combine).map_err(|e| {
+        OperatorError::internal(name, format!("its instances cannot be combined: {e}"))
+    })?;
+    let directly = op.moves_key_groups();
+    if directly {
+        // Empty, with their metadata; then their key groups, as a running instance takes them.
+        let mut empty = Memory::new(epoch);
+        op.snapshot(&mut empty)?;
+        rebuild(name, op, r, (epoch, meta, empty.bytes))?;
+        op.take_key_groups(pieces, inline)?;
+    } else {
+        let full = join_full(name, pieces)?;
+        rebuild(name, op, r, (epoch, meta, full))?;
+    }
+    r.full_next = true;
+    tracing::info!(
+        operator = name,
+        instance = r.instance,
+        to,
+        epoch = epoch.0,
+        directly,
         taken_bytes,
-        given_at,
-        taken_at,
-    })
+        took_ms = began.elapsed().as_millis(),
+        "key groups moved to an instance added while running"
+    );
+    Ok(())
 }
 
 /// Hands `pieces` (one per entry of `gives`, in order) to the instances of `gives`.

@@ -201,13 +201,13 @@ pub fn fit(
             });
         };
         let groups = u32::from(anduin_state::DEFAULT_MAX_KEY_GROUPS.get());
-        if op.grows && bounds.min > groups {
+        if op.grows && bounds.max > groups {
             return Err(SettingError::DoesNotFit {
                 key,
                 why: format!(
-                    "its minimum {} is above the {groups} instances `{name}` can have (one key \
+                    "its maximum {} is above the {groups} instances `{name}` can have (one key \
                      group each)",
-                    bounds.min
+                    bounds.max
                 ),
             });
         }

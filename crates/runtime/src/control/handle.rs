@@ -556,6 +556,13 @@ impl Control {
                 }
                 Ok(())
             }
+            _ if self.grows_at_all(&request.operator) => Err(invalid(format!(
+                "{:?} is not a number of instances between 1 and {} (one key group each; \
+                 instances beyond the {max} that run \"{}\" start while it runs)",
+                request.value,
+                growth::MOST_INSTANCES,
+                request.operator
+            ))),
             _ => Err(invalid(format!(
                 "{:?} is not a number of instances between 1 and {max} (the query runs {max} \
                  instances of \"{}\"; start it with a larger --max-parallelism to go beyond)",

@@ -284,6 +284,8 @@ pub(super) fn lower_select(
     }
     // A top-N consumes the WHERE over it (its bound on the row number, and a filter).
     let mut filtered = false;
+    // The columns of a MATCH_RECOGNIZE, in the standard's order.
+    let mut matched = None;
     let (input, mut window) = match &from.relation {
         TableFactor::Derived {
             lateral: false,
@@ -314,10 +316,12 @@ pub(super) fn lower_select(
             lower_subquery(subquery, alias.as_ref(), prefix, script, tables, spec)?,
             None,
         ),
-        rel @ TableFactor::MatchRecognize { .. } => (
-            match_recognize::lower(rel, prefix, script.matches, tables, script.source, spec)?,
-            None,
-        ),
+        rel @ TableFactor::MatchRecognize { .. } => {
+            let (stream, output) =
+                match_recognize::lower(rel, prefix, script.matches, tables, script.source, spec)?;
+            matched = Some(output);
+            (stream, None)
+        }
         other => {
             return Err(unsupported(
                 pos(other.span().start),
@@ -338,10 +342,22 @@ pub(super) fn lower_select(
         ));
         stream = name;
     }
-    let mut items: Vec<Text> = written
-        .items
-        .into_iter()
-        .map(|i| unqualified(&from.relation, i))
+    let mut items: Vec<Text> = (s.projection.iter().zip(written.items))
+        .map(|(item, text)| match (item, &matched) {
+            // `*` over a match whose operator orders its columns otherwise: spelled out.
+            (
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..),
+                Some(
+                    m @ match_recognize::Output {
+                        reordered: true, ..
+                    },
+                ),
+            ) => {
+                let names: Vec<String> = m.columns.iter().map(|c| quoted(c)).collect();
+                Text::at(names.join(", "), text.pos())
+            }
+            _ => unqualified(&from.relation, text),
+        })
         .collect();
     let bounds = ["window_start", "window_end"].map(|b| Expr::Identifier(Ident::new(b)));
     let mut group: Vec<&Expr> = match &s.group_by {
@@ -380,8 +396,11 @@ pub(super) fn lower_select(
     let columns: Vec<(String, Attr)> = s
         .projection
         .iter()
-        .flat_map(|i| match i {
-            SelectItem::Wildcard(_) => tables
+        .flat_map(|i| match (i, &matched) {
+            (SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..), Some(m)) => {
+                m.columns.iter().map(|c| (c.clone(), attr_of(c))).collect()
+            }
+            (SelectItem::Wildcard(_), None) => tables
                 .columns(&input)
                 .into_iter()
                 .map(|c| {
@@ -389,7 +408,7 @@ pub(super) fn lower_select(
                     (c, a)
                 })
                 .collect(),
-            other => item_column(other, &attr_of, window.is_some())
+            (other, _) => item_column(other, &attr_of, window.is_some())
                 .into_iter()
                 .collect::<Vec<_>>(),
         })

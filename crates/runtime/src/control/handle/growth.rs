@@ -66,6 +66,17 @@ impl Control {
         })
     }
 
+    /// Whether `operator` can grow at all while it runs (as the run started).
+    pub(super) fn grows_at_all(&self, operator: &str) -> bool {
+        matches!(
+            self.growth
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(operator),
+            Some(Growing::Yes { .. })
+        )
+    }
+
     /// Whether `operator` can grow to `to` instances while it runs.
     pub(crate) fn can_grow(&self, operator: &str, to: usize) -> bool {
         matches!(self.may_grow(operator, to), Some(Ok(())))

@@ -17,17 +17,21 @@
 //! script, so that the operator's errors point into the `.sql` file. sqlparser parses the
 //! clauses, except for what [`prepare`] takes out first. The output of the operator is, for
 //! one row per match, the `PARTITION BY` columns and the measures; for all rows per match,
-//! the input's columns and the measures. The SELECT over it is lowered as over a table. Its
-//! input is a table's name, or a subquery or join in parentheses ([`input`]).
+//! the input's columns and the measures. The SELECT over it is lowered as over a table, its
+//! `*` standing for the columns in the standard's order ([`output`]): for all rows per match,
+//! the `PARTITION BY` and `ORDER BY` columns, the measures, then the input's other columns.
+//! Its input is a table's name, or a subquery or join in parentheses ([`input`]).
 
 mod clauses;
 mod input;
+mod output;
 mod pattern;
 mod prepare;
 
 pub use prepare::PATTERN_AGGREGATES;
 
 pub(crate) use input::parse as parse_inputs;
+pub(crate) use output::Output;
 pub(crate) use prepare::{prepare, Prepared, RawMatch};
 
 use anduin_types::{Diagnostic, Pos};
@@ -64,7 +68,7 @@ fn internal(at: Pos, what: &str) -> Diagnostic {
 }
 
 /// Lowers `rel`, a `MATCH_RECOGNIZE`, to a pattern operator named `{prefix}_pattern`;
-/// returns the name of its output stream.
+/// returns the name of its output stream and its columns in the standard's order.
 pub(super) fn lower(
     rel: &TableFactor,
     prefix: &str,
@@ -72,7 +76,7 @@ pub(super) fn lower(
     tables: &mut Tables,
     source: &Source<'_>,
     spec: &mut Spec,
-) -> Result<String, Diagnostic> {
+) -> Result<(String, Output), Diagnostic> {
     let TableFactor::MatchRecognize {
         table,
         partition_by,
@@ -167,9 +171,12 @@ pub(super) fn lower(
             ));
         }
     }
+    let mut ordered = vec![time.as_str().to_string()];
     let mut order_items = vec![time];
     for (e, desc, nulls_first) in ties {
-        let mut item = vec![col(e, "ORDER BY")?];
+        let tie = col(e, "ORDER BY")?;
+        ordered.push(tie.as_str().to_string());
+        let mut item = vec![tie];
         let end = pos(e.span().end);
         if desc {
             item.push(Text::at("DESC", end));
@@ -221,12 +228,14 @@ pub(super) fn lower(
     if let Some(within) = within(raw)? {
         params.push(("within", within));
     }
-    // The output columns, which the SELECT over the match refers to.
+    // The operator's output columns: a measure may not take the name of another.
+    let keys: Vec<String> = keys.iter().map(|k| k.as_str().to_string()).collect();
     let mut out: Vec<String> = if all_rows == Some(true) {
         columns.clone()
     } else {
-        keys.iter().map(|k| k.as_str().to_string()).collect()
+        keys.clone()
     };
+    let mut measure_names = Vec::with_capacity(measured.len());
     for Measured { name: n, at: p, .. } in measured {
         if out.contains(&n) {
             return Err(Diagnostic::error(
@@ -241,10 +250,18 @@ pub(super) fn lower(
                 ),
             ));
         }
-        out.push(n);
+        out.push(n.clone());
+        measure_names.push(n);
     }
     let name = format!("{prefix}_pattern");
     spec.operators
         .push(operator(name.clone(), "pattern", at, &stream, params));
-    Ok(name)
+    let output = output::output(
+        all_rows == Some(true),
+        &columns,
+        &keys,
+        &ordered,
+        &measure_names,
+    );
+    Ok((name, output))
 }
