@@ -25,6 +25,7 @@ mod proctime;
 mod provider;
 mod strict;
 mod user_aggregate;
+mod user_operator;
 
 pub use aggregate::{compile_aggregates, CompiledAggregate};
 pub use checked_sum::SumOverflow;
@@ -37,3 +38,4 @@ pub use float_order::SqlFloat;
 pub use parse::{parse_text, parse_then, parse_then_with_depth};
 pub use provider::{FunctionProvider, UserFunctions};
 pub use user_aggregate::{UserAggregate, UserStates};
+pub use user_operator::{Emitted, OperatorFailure, UserOperator};

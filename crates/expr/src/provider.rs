@@ -13,7 +13,7 @@ use datafusion_common::{plan_err, Result, TableReference};
 use datafusion_expr::planner::{ContextProvider, ExprPlanner};
 use datafusion_expr::{AggregateUDF, HigherOrderUDF, ScalarUDF, TableSource, WindowUDF};
 
-use crate::UserAggregate;
+use crate::{UserAggregate, UserOperator};
 
 /// Resolves function names for DataFusion's SQL planner. There are no tables: expressions
 /// only see the columns of the stream they are evaluated on.
@@ -38,6 +38,8 @@ pub struct UserFunctions {
     /// Aggregate functions, by lower-case name, each with its stepping face (see
     /// [`FunctionProvider::register_aggregate`]).
     aggregates: RwLock<HashMap<String, UserAggregateFaces>>,
+    /// Operators (table functions called in FROM), by lower-case name.
+    operators: RwLock<HashMap<String, Arc<dyn UserOperator>>>,
 }
 
 /// A user's aggregate as DataFusion calls it, and as an updating `GROUP BY` steps it.
@@ -180,12 +182,17 @@ impl FunctionProvider {
             .aggregates
             .read()
             .unwrap_or_else(PoisonError::into_inner);
+        let ops = scope
+            .operators
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
         let before = user
             .get(&name)
             .map(|b| b.name())
-            .or_else(|| aggs.get(&name).map(|(b, _)| b.name()));
+            .or_else(|| aggs.get(&name).map(|(b, _)| b.name()))
+            .or_else(|| ops.get(&name).map(|o| o.name()));
         self.free(f.name(), before)?;
-        drop(aggs);
+        drop((aggs, ops));
         user.insert(name, Arc::new(f));
         Ok(())
     }
@@ -214,14 +221,62 @@ impl FunctionProvider {
             .aggregates
             .write()
             .unwrap_or_else(PoisonError::into_inner);
+        let ops = scope
+            .operators
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
         let before = scalars
             .get(&name)
             .map(|b| b.name())
-            .or_else(|| aggs.get(&name).map(|(b, _)| b.name()));
+            .or_else(|| aggs.get(&name).map(|(b, _)| b.name()))
+            .or_else(|| ops.get(&name).map(|o| o.name()));
         self.free(f.name(), before)?;
-        drop(scalars);
+        drop((scalars, ops));
         aggs.insert(name, (Arc::new(f), user));
         Ok(())
+    }
+
+    /// Makes the user's operator `op` (a table function: `FROM op(input => TABLE t PARTITION
+    /// BY k)`) available by its name (any case) to the `user_operator`s built in this
+    /// process (or scope) from now on ([`FunctionProvider::user_operator`]), with the
+    /// refusals of [`FunctionProvider::register_scalar`]: operators, functions and aggregates
+    /// share their names.
+    pub fn register_operator(&self, op: Arc<dyn UserOperator>) -> Result<(), crate::ExprError> {
+        let name = op.name().to_lowercase();
+        // Locked in the order `register_scalar` locks them.
+        let scope = self.user();
+        let scalars = scope
+            .scalars
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let aggs = scope
+            .aggregates
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut ops = scope
+            .operators
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = scalars
+            .get(&name)
+            .map(|b| b.name())
+            .or_else(|| aggs.get(&name).map(|(b, _)| b.name()))
+            .or_else(|| ops.get(&name).map(|o| o.name()));
+        self.free(op.name(), before)?;
+        drop((scalars, aggs));
+        ops.insert(name, op);
+        Ok(())
+    }
+
+    /// The user's operator `name` (any case); `None` if no operator of the user's is called
+    /// so.
+    pub fn user_operator(&self, name: &str) -> Option<Arc<dyn UserOperator>> {
+        self.user()
+            .operators
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&name.to_lowercase())
+            .map(Arc::clone)
     }
 
     /// An error unless `name` is free for a function of the user's: not built in, and not

@@ -211,6 +211,29 @@ pub enum UdfError {
         /// What is missing or wrong, and what the ABI asks.
         message: String,
     },
+    /// A user operator's body lacks `process`, exports something other than a function
+    /// under one of the names an operator's functions have; or a function of it gave no
+    /// state (`undefined`), a state that is not plain JSON data, or emitted a row that is
+    /// not of its declared columns.
+    #[error("operator `{function}`: {message}")]
+    Operator {
+        /// The operator.
+        function: String,
+        /// What is wrong, and where.
+        message: String,
+    },
+    /// A WebAssembly operator's module lacks an export its ABI needs, or exports it with
+    /// another type, or declares a state size it may not have, or emitted rows outside its
+    /// memory.
+    #[error("operator `{function}` of module `{module}`: {message}")]
+    WasmOperator {
+        /// The operator.
+        function: String,
+        /// The module's path.
+        module: String,
+        /// What is missing or wrong, and what the ABI asks.
+        message: String,
+    },
     /// Two states of an aggregate must be combined into one, and it has no `merge`.
     #[error("aggregate `{function}` has no `merge`, which {needed} needs: give it one (JavaScript: `export function merge(state1, state2)`; WebAssembly: `{function}_merge`)")]
     NoMerge {

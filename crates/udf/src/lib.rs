@@ -18,7 +18,14 @@
 //! ([`GroupStates`]), so that a window checkpoints and restores them as it does a built-in
 //! aggregate's (their DataFusion face: `into_aggregate_udf`).
 //!
-//! What it is not (yet): whole operators, a template project (`anduin udf new`). It does
+//! Operators with keyed state ([`JsOperator`], [`WasmOperator`]; `CREATE FUNCTION … RETURNS
+//! TABLE (…)`, Flink's process table functions): per key a state of the user's own, kept by
+//! anduin as bytes as an aggregate's, `process(state, row…)` called per row, emitting rows
+//! of the declared columns, and a timer per key (`timer(state)`) after which
+//! `on_timer(state, watermark)` runs; their face for `anduin-relational`'s `user_operator`
+//! is `anduin_expr::UserOperator` (`operator.rs`).
+//!
+//! What it is not: a template project in other languages than C (`anduin udf new`). It does
 //! not parse SQL: `CREATE FUNCTION` and `CREATE AGGREGATE` are read by `anduin-spec`, and
 //! the CLI hands the declarations here. It knows nothing of operators or
 //! dead letters: a call that fails is an error, and the operator evaluating the expression
@@ -114,20 +121,25 @@ mod function;
 mod js;
 mod limits;
 mod module;
+mod operator;
 mod scalar;
 mod stop;
 mod strings;
 mod udaf;
 mod wasm_agg_runner;
 mod wasm_aggregate;
+mod wasm_op_runner;
+mod wasm_operator;
 
 pub use abi::SqlType;
 pub use aggregate::GroupStates;
 pub use declare::Declaration;
 pub use error::UdfError;
 pub use function::WasmFunction;
-pub use js::{JsAggregate, JsFunction};
+pub use js::{JsAggregate, JsFunction, JsOperator};
 pub use limits::Limits;
 pub use module::{WasmModule, DECLARATIONS_SECTION};
+pub use operator::OperatorDeclaration;
 pub use stop::stop_calls_when;
 pub use wasm_aggregate::{WasmAggregate, AGGREGATES_SECTION};
+pub use wasm_operator::{WasmOperator, OPERATORS_SECTION};

@@ -20,6 +20,8 @@ pub struct WasmModule {
     declared: Arc<[Declaration]>,
     /// The aggregates of its `anduin:aggregates` section.
     pub(crate) declared_aggregates: Arc<[Declaration]>,
+    /// The operators of its `anduin:operators` section.
+    pub(crate) declared_operators: Arc<[crate::OperatorDeclaration]>,
 }
 
 impl std::fmt::Debug for WasmModule {
@@ -102,6 +104,13 @@ impl WasmModule {
             module,
             declared: declarations(bytes, label, DECLARATIONS_SECTION)?.into(),
             declared_aggregates: declarations(bytes, label, crate::AGGREGATES_SECTION)?.into(),
+            declared_operators: section(bytes, label, crate::OPERATORS_SECTION)?
+                .iter()
+                .map(|t| crate::OperatorDeclaration::parse_all(t))
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .flatten()
+                .collect(),
         })
     }
 
@@ -119,11 +128,14 @@ impl WasmModule {
     /// Every function the module declares in its [`DECLARATIONS_SECTION`], checked
     /// against its exports; an error if it declares no function nor aggregate.
     pub fn declared_functions(&self, limits: Limits) -> Result<Vec<WasmFunction>, UdfError> {
-        if self.declared.is_empty() && self.declared_aggregates.is_empty() {
+        if self.declared.is_empty()
+            && self.declared_aggregates.is_empty()
+            && self.declared_operators.is_empty()
+        {
             return Err(UdfError::Invalid {
                 module: self.label.to_string(),
                 message: format!(
-                    "it declares no function: list them in a custom section `{DECLARATIONS_SECTION}` (aggregates in `{}`), one `name(TYPE, …) -> TYPE` a line, or declare them with CREATE FUNCTION (CREATE AGGREGATE)", crate::AGGREGATES_SECTION
+                    "it declares no function: list them in a custom section `{DECLARATIONS_SECTION}` (aggregates in `{}`, operators in `{}`), one `name(TYPE, …) -> TYPE` a line, or declare them with CREATE FUNCTION (CREATE AGGREGATE)", crate::AGGREGATES_SECTION, crate::OPERATORS_SECTION
                 ),
             });
         }
@@ -231,6 +243,15 @@ impl WasmModule {
 /// The declarations in the custom sections `name` of module binary `bytes`.
 fn declarations(bytes: &[u8], label: &str, name: &str) -> Result<Vec<Declaration>, UdfError> {
     let mut out = Vec::new();
+    for text in section(bytes, label, name)? {
+        out.extend(Declaration::parse_all(&text)?);
+    }
+    Ok(out)
+}
+
+/// The text of each custom section `name` of module binary `bytes`.
+fn section(bytes: &[u8], label: &str, name: &str) -> Result<Vec<String>, UdfError> {
+    let mut out = Vec::new();
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(|e| UdfError::Invalid {
             module: label.to_string(),
@@ -242,7 +263,7 @@ fn declarations(bytes: &[u8], label: &str, name: &str) -> Result<Vec<Declaration
                     module: label.to_string(),
                     message: format!("its `{name}` section is not UTF-8"),
                 })?;
-                out.extend(Declaration::parse_all(text)?);
+                out.push(text.to_string());
             }
         }
     }

@@ -212,6 +212,7 @@ impl AggEngine {
             parse: restore(&fns.parse)?,
             save: restore(&fns.save)?,
             name,
+            operator: false,
         };
         match job {
             Job::Rows {

@@ -126,9 +126,21 @@ pub(super) struct Live<'js, 'a> {
     pub(super) parse: Function<'js>,
     pub(super) save: Function<'js>,
     pub(super) name: &'a str,
+    /// Whether the states are an operator's (its errors say so) rather than an aggregate's.
+    pub(super) operator: bool,
 }
 
 impl<'js> Live<'js, '_> {
+    /// An error about a state, naming the aggregate or the operator.
+    pub(super) fn state_error(&self, message: String) -> UdfError {
+        let function = self.name.to_string();
+        if self.operator {
+            UdfError::Operator { function, message }
+        } else {
+            UdfError::AggregateState { function, message }
+        }
+    }
+
     fn engine(&self, e: rquickjs::Error) -> Stop {
         Stop {
             call: usize::MAX,
@@ -143,11 +155,9 @@ impl<'js> Live<'js, '_> {
         match state {
             Some(bytes) => {
                 let text = std::str::from_utf8(bytes).map_err(|_| {
-                    Stop::udf(UdfError::AggregateState {
-                        function: self.name.to_string(),
-                        message: "a state it was given is not JSON text (a corrupt checkpoint?)"
-                            .into(),
-                    })
+                    Stop::udf(self.state_error(
+                        "a state it was given is not JSON text (a corrupt checkpoint?)".into(),
+                    ))
                 })?;
                 let text =
                     rquickjs::String::from_str(ctx.clone(), text).map_err(|e| self.engine(e))?;
@@ -162,6 +172,11 @@ impl<'js> Live<'js, '_> {
                     Args::new(ctx.clone(), 0),
                     "create_state()",
                 )?;
+                if self.operator && v.is_undefined() {
+                    return Err(Stop::udf(self.state_error(
+                        "create_state() returned undefined: it must return a fresh state (null: the key holds none)".into(),
+                    )));
+                }
                 given_state(self.name, &v, "create_state()")?;
                 Ok(v)
             }
@@ -195,10 +210,7 @@ impl<'js> Live<'js, '_> {
             .as_array()
             .and_then(|a| a.get::<String>(0).ok())
             .unwrap_or_else(|| show(&saved));
-        Err(Stop::udf(UdfError::AggregateState {
-            function: self.name.to_string(),
-            message: format!("a state it returned holds {what}: a state must be plain JSON data (objects, arrays, strings, finite numbers, booleans, null), since it is written to checkpoints as JSON and must read back the same"),
-        }))
+        Err(Stop::udf(self.state_error(format!("a state it returned holds {what}: a state must be plain JSON data (objects, arrays, strings, finite numbers, booleans, null), since it is written to checkpoints as JSON and must read back the same"))))
     }
 
     pub(super) fn close_all(&mut self, states: Vec<Value<'js>>) -> Result<Vec<Vec<u8>>, Stop> {

@@ -22,6 +22,8 @@ mod aggregate_engine;
 mod aggregate_states;
 mod engine;
 mod meter;
+mod operator;
+mod operator_engine;
 mod sandbox;
 mod values;
 mod worker;
@@ -34,6 +36,7 @@ use crate::columns::each_row;
 use crate::{Declaration, Limits, UdfError};
 pub use aggregate::JsAggregate;
 use engine::{Engine, Source};
+pub use operator::JsOperator;
 
 /// A scalar function's engine on its thread: given a batch's argument columns and its
 /// number of rows, it answers the result column.

@@ -36,12 +36,23 @@ pub(super) fn from_js(
     declared: SqlType,
     v: &Value<'_>,
 ) -> Result<Option<Out>, UdfError> {
+    from_js_as(name, declared, v, "it returned")
+}
+
+/// [`from_js`] of a value that `said` came from (`it returned`, `emit(…) was given, as
+/// column `x`,`), for its error.
+pub(super) fn from_js_as(
+    name: &str,
+    declared: SqlType,
+    v: &Value<'_>,
+    said: &str,
+) -> Result<Option<Out>, UdfError> {
     if v.is_null() || v.is_undefined() {
         return Ok(None);
     }
     let wrong = |found: String| UdfError::JsValue {
         function: name.to_string(),
-        message: format!("it returned {found} where {declared} was declared"),
+        message: format!("{said} {found} where {declared} was declared"),
     };
     match declared {
         SqlType::Bigint => {
