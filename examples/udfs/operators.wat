@@ -7,9 +7,9 @@
 ;;   passes its time, then drops every later row of the key (keep-first deduplication). Its
 ;;   state is 32 bytes, { int64 ts; int64 value; int64 held; int64 emitted; }; its timer is
 ;;   the held row's time until it is emitted.
-;; every_n(value BIGINT) -> TABLE(n BIGINT, total BIGINT): counts the rows of each key and
-;;   adds up their values; every 10th row emits the count and the total so far. Its state is
-;;   16 bytes, { int64 n; int64 total; }; no timer.
+;; every_second(value BIGINT) -> TABLE(n BIGINT, total BIGINT): counts the rows of each key
+;;   and adds up their values; every second row emits the count and the total so far. Its
+;;   state is 16 bytes, { int64 n; int64 total; }; no timer.
 ;;
 ;; The ABI: for operator `name` the module exports name_state_size, name_init (optional:
 ;; zeros otherwise), name_process(state, args…) -> i64, and optionally name_timer(state) ->
@@ -123,10 +123,10 @@
     ;; one row at 512
     i64.const 0x20000000001)
 
-  ;; every_n: { n @0, total @8 }
-  (func (export "every_n_state_size") (result i32)
+  ;; every_second: { n @0, total @8 }
+  (func (export "every_second_state_size") (result i32)
     i32.const 16)
-  (func (export "every_n_process") (param $s i32) (param $v i64) (result i64)
+  (func (export "every_second_process") (param $s i32) (param $v i64) (result i64)
     local.get $s
     local.get $s
     i64.load
@@ -141,7 +141,7 @@
     i64.store offset=8
     local.get $s
     i64.load
-    i64.const 10
+    i64.const 2
     i64.rem_s
     i64.const 0
     i64.ne
@@ -158,4 +158,4 @@
     i64.load offset=8
     i64.store
     i64.const 0x20000000001)
-  (@custom "anduin:operators" "first_row(ts BIGINT, value BIGINT) -> TABLE(ts BIGINT, value BIGINT)\nevery_n(value BIGINT) -> TABLE(n BIGINT, total BIGINT)"))
+  (@custom "anduin:operators" "first_row(ts BIGINT, value BIGINT) -> TABLE(ts BIGINT, value BIGINT)\nevery_second(value BIGINT) -> TABLE(n BIGINT, total BIGINT)"))

@@ -1,8 +1,9 @@
 //! A query's user-defined functions: the WebAssembly modules of its `CREATE FUNCTION`s and
 //! of `--udf`, loaded, checked against their declarations, and its inline JavaScript
-//! functions and aggregates (`CREATE AGGREGATE`), compiled; all registered so that the
-//! query's expressions and aggregates can call them
-//! (`anduin_expr::FunctionProvider::register_scalar`, `register_aggregate`).
+//! functions, aggregates (`CREATE AGGREGATE`) and operators (`RETURNS TABLE`), compiled; all
+//! registered so that the query's expressions, aggregates and `user_operator`s can call them
+//! (`anduin_expr::FunctionProvider::register_scalar`, `register_aggregate`,
+//! `register_operator`).
 //!
 //! Registration is for the whole process (`anduin run` runs one query, and so does each
 //! executor of a cluster), or, in a cluster's coordinator, which loads several queries, for
@@ -17,7 +18,8 @@ use anduin_expr::FunctionProvider;
 use anduin_spec::{FunctionDef, Spec};
 use anduin_types::{Diagnostic, Diagnostics};
 use anduin_udf::{
-    Declaration, JsAggregate, JsFunction, Limits, SqlType, WasmAggregate, WasmFunction, WasmModule,
+    Declaration, JsAggregate, JsFunction, JsOperator, Limits, OperatorDeclaration, SqlType,
+    WasmAggregate, WasmFunction, WasmModule,
 };
 use anyhow::Result;
 
@@ -62,6 +64,9 @@ fn register_one(
             Diagnostic::error(t.pos(), format!("type {} is not supported", t.as_str()))
         })
     };
+    if !f.table.is_empty() {
+        return register_table_function(base, f, modules);
+    }
     let declaration = Declaration {
         name: f.name.as_str().to_string(),
         args: f.args.iter().map(types).collect::<Result<_, _>>()?,
@@ -90,16 +95,7 @@ fn register_one(
             .register_scalar(Arc::new(function).into_scalar_udf())
             .map_err(|e| Diagnostic::error(f.pos, e.message));
     }
-    let path = base.join(f.body.as_str());
-    let module = match modules.get(&path) {
-        Some(m) => m.clone(),
-        None => {
-            let m = WasmModule::load(&path)
-                .map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?;
-            modules.insert(path, m.clone());
-            m
-        }
-    };
+    let module = load(base, f, modules)?;
     if f.aggregate {
         let aggregate = module
             .aggregate(declaration, limits())
@@ -110,6 +106,74 @@ fn register_one(
         .function(declaration, limits())
         .map_err(|e| Diagnostic::error(f.pos, e.to_string()))?;
     register(function).map_err(|e| Diagnostic::error(f.pos, e))
+}
+
+/// A `CREATE FUNCTION … RETURNS TABLE (…)`: an operator with keyed state, in JavaScript or
+/// in a WebAssembly module, registered for the query's `user_operator`s.
+fn register_table_function(
+    base: &Path,
+    f: &FunctionDef,
+    modules: &mut HashMap<PathBuf, WasmModule>,
+) -> Result<(), Diagnostic> {
+    let column = |(n, t): (&anduin_spec::Text, &anduin_spec::Text)| {
+        SqlType::parse(t.as_str())
+            .map(|ty| (n.as_str().to_string(), ty))
+            .ok_or_else(|| {
+                Diagnostic::error(t.pos(), format!("type {} is not supported", t.as_str()))
+            })
+    };
+    let args = f
+        .arg_names
+        .iter()
+        .zip(&f.args)
+        .map(|(n, t)| {
+            let n = n
+                .as_ref()
+                .ok_or_else(|| Diagnostic::error(t.pos(), "an operator's argument needs a name"))?;
+            column((n, t))
+        })
+        .collect::<Result<_, _>>()?;
+    let declaration = OperatorDeclaration {
+        name: f.name.as_str().to_string(),
+        args,
+        output: f
+            .table
+            .iter()
+            .map(|(n, t)| column((n, t)))
+            .collect::<Result<_, _>>()?,
+    };
+    let operator: Arc<dyn anduin_expr::UserOperator> = if f.language.as_str() == "javascript" {
+        Arc::new(
+            JsOperator::new(declaration, f.body.as_str(), limits())
+                .map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?,
+        )
+    } else {
+        let module = load(base, f, modules)?;
+        Arc::new(
+            module
+                .operator(declaration, limits())
+                .map_err(|e| Diagnostic::error(f.pos, e.to_string()))?,
+        )
+    };
+    FunctionProvider::get()
+        .register_operator(operator)
+        .map_err(|e| Diagnostic::error(f.pos, e.message))
+}
+
+/// The module of `f` (its path relative to `base`), loaded once for all the functions that
+/// name it.
+fn load(
+    base: &Path,
+    f: &FunctionDef,
+    modules: &mut HashMap<PathBuf, WasmModule>,
+) -> Result<WasmModule, Diagnostic> {
+    let path = base.join(f.body.as_str());
+    if let Some(m) = modules.get(&path) {
+        return Ok(m.clone());
+    }
+    let m = WasmModule::load(&path).map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?;
+    modules.insert(path, m.clone());
+    Ok(m)
 }
 
 /// The limits of the query's functions: the defaults. `ANDUIN_UDF_BACKSTOP` (a duration;
@@ -137,10 +201,12 @@ fn register_module(path: &Path) -> Result<()> {
     let module = WasmModule::load(path)?;
     let functions = module.declared_functions(limits())?;
     let aggregates = module.declared_aggregates(limits())?;
+    let operators = module.declared_operators(limits())?;
     let names = functions
         .iter()
         .map(|f| f.declaration().name.clone())
-        .chain(aggregates.iter().map(|a| a.declaration().name.clone()));
+        .chain(aggregates.iter().map(|a| a.declaration().name.clone()))
+        .chain(operators.iter().map(|o| o.declaration().name.clone()));
     for name in names {
         if let Some(what) = anduin_spec::reserved_function(&name) {
             anyhow::bail!(
@@ -154,6 +220,11 @@ fn register_module(path: &Path) -> Result<()> {
     }
     for a in aggregates {
         register_aggregate(a).map_err(|e| anyhow::anyhow!("module `{}`: {e}", path.display()))?;
+    }
+    for o in operators {
+        FunctionProvider::get()
+            .register_operator(Arc::new(o))
+            .map_err(|e| anyhow::anyhow!("module `{}`: {}", path.display(), e.message))?;
     }
     Ok(())
 }

@@ -12,7 +12,8 @@ use anduin_graph::{Binding, Catalog, ControlInput, OperatorSignature};
 use anduin_operator_api::controlled::controlled;
 use anduin_operator_api::Bound;
 use anduin_relational::{
-    filter, group, join, lookup_join, map, over, regular_join, selector, top_n, union, window,
+    filter, group, join, lookup_join, map, over, regular_join, selector, top_n, union, user_op,
+    window,
 };
 use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
@@ -38,6 +39,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &lookup_join::SIGNATURE,
     &top_n::SIGNATURE,
     &over::SIGNATURE,
+    &user_op::SIGNATURE,
     &anduin_cep::SIGNATURE,
 ];
 
@@ -176,6 +178,7 @@ impl Catalog for BuiltinCatalog {
             "lookup_join" => lookup_join::bind(op, inputs),
             "top_n" => top_n::bind(op, inputs),
             "over" => over::bind(op, inputs),
+            "user_operator" => user_op::bind(op, inputs),
             "pattern" => anduin_cep::bind(op, inputs),
             other => Err(Diagnostic::error(
                 op.kind.pos(),

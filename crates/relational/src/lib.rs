@@ -1,7 +1,7 @@
 //! anduin's relational operators, one per file or directory: filter, map, union, window,
 //! join (time-bounded), the regular join (no time bound, an updating stream), the updating
-//! aggregate (`group`, a GROUP BY without a window), top-N (`top_n`, also deduplication) and
-//! OVER windows (`over`),
+//! aggregate (`group`, a GROUP BY without a window), top-N (`top_n`, also deduplication),
+//! OVER windows (`over`) and a user's operator with keyed state (`user_op`),
 //! written against `anduin-operator-api`.
 //!
 //! This crate knows how one instance of each processes batches and checkpoints its state. It
@@ -22,4 +22,5 @@ pub mod selector;
 pub mod top_n;
 mod ttl;
 pub mod union;
+pub mod user_op;
 pub mod window;

@@ -32,9 +32,11 @@ pub struct ModuleDef {
 
 /// A user-defined scalar function: `CREATE FUNCTION name(a BIGINT) RETURNS BIGINT
 /// LANGUAGE wasm AS 'module.wasm'`, the export `name` of a WebAssembly module, or
-/// `… LANGUAGE javascript AS $$ return a + 1 $$`, a function body in JavaScript; or a
+/// `… LANGUAGE javascript AS $$ return a + 1 $$`, a function body in JavaScript; a
 /// user-defined aggregate: `CREATE AGGREGATE name(a BIGINT) RETURNS BIGINT LANGUAGE
-/// javascript AS $$ export function create_state() … $$`.
+/// javascript AS $$ export function create_state() … $$`; or an operator with keyed state:
+/// `CREATE FUNCTION name(a BIGINT) RETURNS TABLE (x BIGINT) LANGUAGE javascript AS $$ export
+/// function process(state, a) … $$`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionDef {
     /// The function's name, and that of the module's export.
@@ -55,6 +57,11 @@ pub struct FunctionDef {
     /// Whether it is an aggregate (`CREATE AGGREGATE`): its body exports `create_state`,
     /// `accumulate` and the rest, as RisingWave's.
     pub aggregate: bool,
+    /// The columns of the rows it emits, each name with its type, for an operator with
+    /// keyed state (`RETURNS TABLE (name TYPE, …)`, called in FROM as Flink's process table
+    /// functions: its arguments are the columns of its input row it takes); empty for a
+    /// scalar function or an aggregate.
+    pub table: Vec<(Text, Text)>,
     /// Where the statement starts.
     pub pos: Pos,
 }

@@ -4,7 +4,7 @@
 //! batch's rows, the timers the watermark reaches fired after each batch and at the end —
 //! emit per key what a naive computation gives, on seeded random rows cut into random
 //! batches: the earliest row of each key once the watermark passes it (keep-first
-//! deduplication, through timers), and every 10th row's running count and total.
+//! deduplication, through timers), and every second row's running count and total.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -43,12 +43,12 @@ export function timer(s) { return s.emitted ? null : s.ts; }
 export function on_timer(s, watermark) { emit(s.ts, s.value); s.emitted = true; return s; }
 "#;
 
-const EVERY_N_JS: &str = r#"
+const EVERY_SECOND_JS: &str = r#"
 export function create_state() { return { n: 0, total: 0 }; }
 export function process(s, value) {
   s.n += 1;
   s.total += value;
-  if (s.n % 10 == 0) emit(s.n, s.total);
+  if (s.n % 2 == 0) emit(s.n, s.total);
   return s;
 }
 "#;
@@ -206,15 +206,15 @@ fn naive_first(rows: &[Row]) -> Vec<(i64, Vec<i64>)> {
         .collect()
 }
 
-/// Every 10th row of each key's count and running total, as (key, [n, total]).
-fn naive_every_10th(rows: &[Row]) -> Vec<(i64, Vec<i64>)> {
+/// Every second row of each key's count and running total, as (key, [n, total]).
+fn naive_every_second(rows: &[Row]) -> Vec<(i64, Vec<i64>)> {
     let mut sums: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
     let mut out = Vec::new();
     for (k, _, v) in rows {
         let e = sums.entry(*k).or_default();
         e.0 += 1;
         e.1 += v;
-        if e.0 % 10 == 0 {
+        if e.0 % 2 == 0 {
             out.push((*k, vec![e.0, e.1]));
         }
     }
@@ -243,18 +243,18 @@ fn both_languages_keep_the_first_row_of_each_key_through_their_timers() {
 }
 
 #[test]
-fn both_languages_emit_every_10th_row_of_a_key_with_its_running_total() {
+fn both_languages_emit_every_second_row_of_a_key_with_its_running_total() {
     let wasm = wasm_operators();
     let every_js = js(
-        "every_n(value BIGINT) -> TABLE(n BIGINT, total BIGINT)",
-        EVERY_N_JS,
+        "every_second(value BIGINT) -> TABLE(n BIGINT, total BIGINT)",
+        EVERY_SECOND_JS,
     );
-    let every_wasm = &wasm["every_n"];
+    let every_wasm = &wasm["every_second"];
     assert!(!every_js.has_timers() && !every_wasm.has_timers());
     for seed in [8u64, 9] {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let rows = rows(&mut rng, 400);
-        let expected = naive_every_10th(&rows);
+        let expected = naive_every_second(&rows);
         assert!(expected.len() > 20, "enough rows");
         for op in [&every_js, every_wasm] {
             assert_eq!(

@@ -1,5 +1,6 @@
 //! anduin's SQL dialect: sqlparser's generic dialect, plus Flink's `TABLE name` as an argument
-//! of a window table function (`TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND)`),
+//! of a window table function (`TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '1' SECOND)`)
+//! or of a user operator (`first_row(input => TABLE events PARTITION BY sensor)`),
 //! and `CREATE FUNCTION … LANGUAGE … AS '…'` and `CREATE AGGREGATE …` (parsed by
 //! `functions.rs`), counting how often the parser reads each place of the text
 //! ([`crate::rereading`]).
@@ -17,6 +18,14 @@ use crate::rereading::Rereading;
 
 /// The name under which `TABLE name` appears in the syntax tree: a call `TABLE(name)`.
 pub(crate) const TABLE_ARGUMENT: &str = "TABLE";
+
+/// The name of a table argument's `PARTITION BY k, …` in the syntax tree (a call of the keys
+/// inside the `TABLE(…)` call).
+pub(crate) const PARTITION_BY: &str = "PARTITION BY";
+
+/// The name of a table argument's `ORDER BY …` in the syntax tree (a call without arguments,
+/// placed at `ORDER`, which the frontend refuses).
+pub(crate) const ORDER_BY: &str = "ORDER BY";
 
 /// sqlparser's generic dialect with Flink's table arguments. It counts the readings of one
 /// parse: make one per parser, and check [`Rereading::exceeded`] after parsing.
@@ -108,28 +117,59 @@ impl Dialect for AnduinDialect {
         if !parser.parse_keyword(Keyword::TABLE) {
             return None;
         }
-        Some(parser.parse_object_name(false).map(|name| {
-            Expr::Function(Function {
-                name: ObjectName::from(vec![Ident::new(TABLE_ARGUMENT)]),
-                uses_odbc_syntax: false,
-                parameters: FunctionArguments::None,
-                args: FunctionArguments::List(FunctionArgumentList {
-                    duplicate_treatment: None,
-                    args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(
-                        Expr::CompoundIdentifier(
-                            name.0
-                                .iter()
-                                .filter_map(|p| p.as_ident().cloned())
-                                .collect(),
-                        ),
-                    ))],
-                    clauses: vec![],
-                }),
-                filter: None,
-                null_treatment: None,
-                over: None,
-                within_group: vec![],
-            })
-        }))
+        Some(parse_table_argument(parser))
     }
+}
+
+/// The rest of `TABLE name [PARTITION BY k | PARTITION BY (k, …)] [ORDER BY …]` (Flink's
+/// table argument of a table function), as a call `TABLE(name[, PARTITION BY(k, …)][,
+/// ORDER BY(…)])`: the two clauses are calls named [`PARTITION_BY`] and [`ORDER_BY`], placed
+/// at their first word, for the frontend to take or refuse.
+fn parse_table_argument(parser: &mut Parser) -> Result<Expr, ParserError> {
+    let name = parser.parse_object_name(false)?;
+    let call = |name: Ident, args: Vec<Expr>| {
+        Expr::Function(Function {
+            name: ObjectName::from(vec![name]),
+            uses_odbc_syntax: false,
+            parameters: FunctionArguments::None,
+            args: FunctionArguments::List(FunctionArgumentList {
+                duplicate_treatment: None,
+                args: args
+                    .into_iter()
+                    .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
+                    .collect(),
+                clauses: vec![],
+            }),
+            filter: None,
+            null_treatment: None,
+            over: None,
+            within_group: vec![],
+        })
+    };
+    let mut args = vec![Expr::CompoundIdentifier(
+        name.0
+            .iter()
+            .filter_map(|p| p.as_ident().cloned())
+            .collect(),
+    )];
+    let at = parser.peek_token().span;
+    if parser.parse_keywords(&[Keyword::PARTITION, Keyword::BY]) {
+        let keys = if parser.consume_token(&Token::LParen) {
+            let keys = parser.parse_comma_separated(|p| p.parse_identifier())?;
+            parser.expect_token(&Token::RParen)?;
+            keys
+        } else {
+            vec![parser.parse_identifier()?]
+        };
+        args.push(call(
+            Ident::with_span(at, PARTITION_BY),
+            keys.into_iter().map(Expr::Identifier).collect(),
+        ));
+    }
+    let at = parser.peek_token().span;
+    if parser.parse_keywords(&[Keyword::ORDER, Keyword::BY]) {
+        let _ = parser.parse_comma_separated(Parser::parse_order_by_expr)?;
+        args.push(call(Ident::with_span(at, ORDER_BY), Vec::new()));
+    }
+    Ok(call(Ident::new(TABLE_ARGUMENT), args))
 }

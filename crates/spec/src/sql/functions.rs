@@ -4,6 +4,9 @@
 //! `CREATE AGGREGATE name([arg] TYPE, …) RETURNS TYPE LANGUAGE javascript AS $$ module $$`
 //! (RisingWave's statement; `CREATE AGGREGATE FUNCTION`, BigQuery's words, is the same): a
 //! user-defined aggregate, whose body exports `create_state`, `accumulate` and the rest.
+//! `CREATE FUNCTION name(col TYPE, …) RETURNS TABLE (col TYPE, …) LANGUAGE … AS …`: an
+//! operator with keyed state (Flink's process table function), called in FROM
+//! (`process.rs`), whose body (or module) exports `process` and the rest.
 //!
 //! sqlparser parses `CREATE FUNCTION` only for some dialects (PostgreSQL's, the generic
 //! one), and its parser for them is private, and it has no `CREATE AGGREGATE`; anduin's
@@ -174,7 +177,30 @@ pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
         args.push(typed(&a.data_type, a_at)?);
         arg_names.push(a.name.as_ref().map(|n| Text::at(n.value.clone(), a_at)));
     }
+    let mut table = Vec::new();
     let returns = match &cf.return_type {
+        Some(FunctionReturnType::DataType(DataType::Table(columns))) => {
+            if aggregate {
+                return Err(Diagnostic::error(
+                    at,
+                    format!("aggregate `{name}` returns one value per group, not a table: `RETURNS TYPE` (an operator with keyed state is CREATE FUNCTION … RETURNS TABLE (…))"),
+                ));
+            }
+            for c in columns.iter().flatten() {
+                let c_at = pos(c.name.span.start);
+                table.push((
+                    Text::at(c.name.value.clone(), c_at),
+                    typed(&c.data_type, c_at)?,
+                ));
+            }
+            if table.is_empty() {
+                return Err(Diagnostic::error(
+                    at,
+                    format!("function `{name}` returns a table without columns: `RETURNS TABLE (name TYPE, …)`"),
+                ));
+            }
+            Text::at("TABLE", at)
+        }
         Some(FunctionReturnType::DataType(t)) => typed(t, at)?,
         _ => {
             return Err(Diagnostic::error(
@@ -205,6 +231,7 @@ pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
         }
     };
     let what = match (javascript, aggregate) {
+        (true, _) if !table.is_empty() => "its body, a module exporting `process(state, …)`",
         (true, false) => "its body, e.g. $$ return x + 1 $$",
         (true, true) => "its body, a module exporting `create_state()` and `accumulate(state, …)`",
         (false, _) => "the module's path in quotes",
@@ -235,6 +262,15 @@ pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
             ))
         }
     };
+    // An operator's arguments are the columns of its input row, by name.
+    if !table.is_empty() {
+        if let Some(i) = arg_names.iter().position(Option::is_none) {
+            return Err(Diagnostic::error(
+                args.get(i).map_or(at, Text::pos),
+                format!("function `{name}`: argument {} needs a name: the arguments of a function that returns a table are the columns of its input row it takes, by name (`{name}(price BIGINT, …)`)", i + 1),
+            ));
+        }
+    }
     // An aggregate's functions take their arguments in order, whatever they are called.
     if javascript && !aggregate {
         if let Some(i) = arg_names.iter().position(Option::is_none) {
@@ -252,6 +288,7 @@ pub(crate) fn declare(cf: &CreateFunction) -> Result<FunctionDef, Diagnostic> {
         language: Text::at(if javascript { "javascript" } else { "wasm" }, lang_at),
         body,
         aggregate,
+        table,
         pos: at,
     })
 }

@@ -301,6 +301,36 @@ pub(super) fn lower_select(
         TableFactor::Table {
             name, args: None, ..
         } => (super::views::read(name, script, tables, spec)?, None),
+        TableFactor::Table {
+            name,
+            args: Some(args),
+            alias,
+            ..
+        } => (
+            super::process::lower(
+                name,
+                &args.args,
+                alias.as_ref(),
+                prefix,
+                script,
+                tables,
+                spec,
+            )?,
+            None,
+        ),
+        TableFactor::TableFunction {
+            expr: Expr::Function(f),
+            alias,
+        } if super::process::is_call(&Expr::Function(f.clone()), spec) => {
+            let args = match &f.args {
+                sqlparser::ast::FunctionArguments::List(l) => l.args.as_slice(),
+                _ => &[],
+            };
+            (
+                super::process::lower(&f.name, args, alias.as_ref(), prefix, script, tables, spec)?,
+                None,
+            )
+        }
         TableFactor::TableFunction { expr, .. } => {
             let (table, mut tvf) = super::window_tvf::window_tvf(expr)?;
             let stream = super::views::read(&table, script, tables, spec)?;

@@ -25,6 +25,7 @@ mod join;
 mod legacy_window;
 mod match_recognize;
 mod over;
+mod process;
 mod qos;
 
 pub use match_recognize::PATTERN_AGGREGATES;

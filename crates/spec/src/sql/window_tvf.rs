@@ -104,6 +104,12 @@ pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic
         .collect::<Result<_, _>>()?;
     let table = match args.first() {
         Some(Expr::Function(t)) if t.name.to_string() == TABLE_ARGUMENT => match &t.args {
+            FunctionArguments::List(l) if l.args.len() > 1 => {
+                return Err(unsupported(
+                    l.args.get(1).map_or(at, |a| pos(a.span().start)),
+                    format!("PARTITION BY or ORDER BY in the table argument of {fname} (a window's keys are its GROUP BY's)"),
+                ))
+            }
             FunctionArguments::List(l) => match l.args.first() {
                 Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(
                     ids,
