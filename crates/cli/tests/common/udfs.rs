@@ -86,3 +86,53 @@ pub fn int_avg_module(dir: &Path) {
     )
     .expect("the example module");
 }
+
+/// The SQL table of 60 000 generated events (`ts` their event time, `sensor` 0 to 999,
+/// `value`), for the user operators' scenarios.
+pub const EVENTS: &str = "CREATE TABLE events (ts TIMESTAMP, sensor BIGINT, value BIGINT)
+WITH (connector = 'generator', profile = 'events', seed = '13', count = '60000', event_time = 'ts');
+";
+
+/// User operators with keyed state, for the scenarios that compare them with built-in
+/// queries: keep-first by event time (through a timer per key) and every second row's
+/// running count and total, in JavaScript (`js_first`, `js_every`) and in WebAssembly (`first_row`,
+/// `every_second`, from `operators.wat` beside the query).
+pub const OPERATORS: &str = r#"
+CREATE FUNCTION js_first(ts BIGINT, value BIGINT) RETURNS TABLE (ts BIGINT, value BIGINT)
+LANGUAGE javascript AS $$
+export function process(held, ts, value) {
+  if (held === null) return { ts, value, emitted: false };
+  if (!held.emitted && ts < held.ts) { held.ts = ts; held.value = value; }
+  return held;
+}
+export function timer(held) { return held.emitted ? null : held.ts; }
+export function on_timer(held, watermark) {
+  emit(held.ts, held.value);
+  held.emitted = true;
+  return held;
+}
+$$;
+CREATE FUNCTION js_every(value BIGINT) RETURNS TABLE (n BIGINT, total BIGINT)
+LANGUAGE javascript AS $$
+export function create_state() { return { n: 0, total: 0 }; }
+export function process(s, value) {
+  s.n += 1;
+  s.total += value;
+  if (s.n % 2 == 0) emit(s.n, s.total);
+  return s;
+}
+$$;
+CREATE FUNCTION first_row(ts BIGINT, value BIGINT) RETURNS TABLE (ts BIGINT, value BIGINT)
+LANGUAGE wasm AS 'operators.wat';
+CREATE FUNCTION every_second(value BIGINT) RETURNS TABLE (n BIGINT, total BIGINT)
+LANGUAGE wasm AS 'operators.wat';
+"#;
+
+/// Copies examples/udfs/operators.wat into `dir`.
+pub fn operators_module(dir: &std::path::Path) {
+    std::fs::copy(
+        repo().join("examples/udfs/operators.wat"),
+        dir.join("operators.wat"),
+    )
+    .expect("the example module");
+}
