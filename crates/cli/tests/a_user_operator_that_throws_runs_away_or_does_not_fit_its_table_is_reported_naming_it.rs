@@ -20,7 +20,11 @@ CREATE TABLE out WITH (connector = 'file', path = 'out.csv');
 /// with data/orders.csv and examples/udfs/operators.wat; its exit code and stderr.
 fn run(functions: &str, insert: &str, extra: &[&str]) -> (tempfile::TempDir, Option<i32>, String) {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::copy(repo().join("data/orders.csv"), dir.path().join("orders.csv")).expect("data");
+    std::fs::copy(
+        repo().join("data/orders.csv"),
+        dir.path().join("orders.csv"),
+    )
+    .expect("data");
     std::fs::copy(
         repo().join("examples/udfs/operators.wat"),
         dir.path().join("operators.wat"),
@@ -38,7 +42,8 @@ fn run(functions: &str, insert: &str, extra: &[&str]) -> (tempfile::TempDir, Opt
     (dir, out.status.code(), stderr)
 }
 
-const THROWS: &str = "CREATE FUNCTION f(amount BIGINT) RETURNS TABLE (n BIGINT) LANGUAGE javascript AS $$
+const THROWS: &str =
+    "CREATE FUNCTION f(amount BIGINT) RETURNS TABLE (n BIGINT) LANGUAGE javascript AS $$
 export function process(s, amount) {
   if (amount == 90) throw new RangeError('no nineties');
   emit(amount);
@@ -52,7 +57,11 @@ const CALL: &str = "INSERT INTO out SELECT * FROM f(input => TABLE orders PARTIT
 fn a_row_on_which_process_throws_goes_to_the_dead_letters_or_stops_the_query() {
     let (dir, code, stderr) = run(THROWS, CALL, &[]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(rows_in_order(&dir.path().join("out.csv")).len(), 11, "the other rows");
+    assert_eq!(
+        rows_in_order(&dir.path().join("out.csv")).len(),
+        11,
+        "the other rows"
+    );
     let rejected = dead_letters(&dir.path().join("out.csv.rejected"));
     let [entry] = rejected.as_slice() else {
         panic!("one rejected row: {rejected:?}")
@@ -96,7 +105,11 @@ $$;";
     assert_ne!(looping, text, "the export is found");
     let wasm = "CREATE FUNCTION every_second(amount BIGINT) RETURNS TABLE (n BIGINT, total BIGINT) LANGUAGE wasm AS 'spin.wat';";
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::copy(repo().join("data/orders.csv"), dir.path().join("orders.csv")).expect("data");
+    std::fs::copy(
+        repo().join("data/orders.csv"),
+        dir.path().join("orders.csv"),
+    )
+    .expect("data");
     std::fs::write(dir.path().join("spin.wat"), looping).expect("module");
     std::fs::write(
         dir.path().join("q.sql"),
@@ -114,7 +127,8 @@ $$;";
 
 #[test]
 fn an_on_timer_that_throws_stops_the_query_naming_the_key() {
-    let timer = "CREATE FUNCTION f(amount BIGINT) RETURNS TABLE (n BIGINT) LANGUAGE javascript AS $$
+    let timer =
+        "CREATE FUNCTION f(amount BIGINT) RETURNS TABLE (n BIGINT) LANGUAGE javascript AS $$
 export function process(s, amount) { return amount; }
 export function timer(s) { return 0; }
 export function on_timer(s, watermark) { if (s == 3) throw new Error('erin'); return null; }

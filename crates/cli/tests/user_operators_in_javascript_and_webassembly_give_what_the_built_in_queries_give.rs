@@ -118,3 +118,34 @@ fn user_operators_in_javascript_and_webassembly_give_what_the_built_in_queries_g
         "the .flow query's user_operator"
     );
 }
+
+/// `examples/user_operators.sql`, as docs/sql.md shows it: the first bid of each auction
+/// (JavaScript, through its timers) and every second bid of a bidder (WebAssembly).
+#[test]
+fn the_example_gives_its_documented_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (first, every) = (dir.path().join("first.csv"), dir.path().join("every.csv"));
+    anduin_ok(
+        &common::repo(),
+        &[
+            "run",
+            "examples/user_operators.sql",
+            "--no-api",
+            "--var",
+            "INPUT=data/bids.csv",
+            "--var",
+            &format!("OUTPUT={}", first.display()),
+            "--var",
+            &format!("OUTPUT2={}", every.display()),
+        ],
+    );
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).expect("output");
+    assert_eq!(
+        read(&first),
+        "auction,ts,bidder,price\n1,1700000000500,10,4\n2,1700000001100,11,7\n3,1700000001600,16,1\n"
+    );
+    assert_eq!(
+        read(&every),
+        "bidder,n,total\n10,2,9\n17,2,12\n11,2,22\n12,2,13\n"
+    );
+}

@@ -131,7 +131,7 @@ fn lower_script(
                     source: &source,
                     matches: &prepared.matches,
                 };
-                if let Err(d) = views::declare(cv, &script, &mut tables) {
+                if let Err(d) = views::declare(cv, &script, &mut tables, &functions) {
                     diags.push(d);
                 }
             }

@@ -344,4 +344,18 @@ CREATE TABLE o WITH (connector = 'file', path = 'out.csv');
             "{m}"
         );
     }
+
+    /// A view may call a table function declared before it (its query is checked when it
+    /// is declared).
+    #[test]
+    fn a_view_calls_a_table_function_declared_before_it() {
+        let spec = parse_sql(&format!(
+            "{FIRST}{TABLES}CREATE VIEW v AS SELECT * FROM first_row(input => TABLE t PARTITION BY k);\nINSERT INTO o SELECT k, v FROM v;"
+        ))
+        .unwrap_or_else(|d| panic!("{d:?}"));
+        assert!(spec
+            .operators
+            .iter()
+            .any(|o| o.kind.as_str() == "user_operator"));
+    }
 }

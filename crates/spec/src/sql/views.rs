@@ -38,12 +38,13 @@ pub(crate) enum ViewState {
     Lowered(String),
 }
 
-/// Records a `CREATE VIEW`, after checking its query against the tables and views declared
-/// before it.
+/// Records a `CREATE VIEW`, after checking its query against the tables, views and
+/// `functions` declared before it.
 pub(super) fn declare(
     cv: &CreateView,
     script: &Script<'_, '_>,
     tables: &mut Tables,
+    functions: &[crate::ast::FunctionDef],
 ) -> Result<(), Diagnostic> {
     let at = pos(cv.name.span().start);
     let name = super::tables::name_of(&cv.name);
@@ -71,7 +72,11 @@ pub(super) fn declare(
     };
     // Lowered on copies: what it reads is not marked read, no operator is kept.
     let mut scratch = tables.clone();
-    let checked = lower(&view, script, &mut scratch, &mut Spec::default());
+    let mut spec = Spec {
+        functions: functions.to_vec(),
+        ..Spec::default()
+    };
+    let checked = lower(&view, script, &mut scratch, &mut spec);
     let refused = checked.is_err();
     tables.add_view(View {
         state: if refused {
