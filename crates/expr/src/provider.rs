@@ -415,6 +415,66 @@ mod tests {
         )
     }
 
+    /// An operator of no use but its name.
+    #[derive(Debug)]
+    struct Named(&'static str);
+
+    impl UserOperator for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn args(&self) -> Vec<(String, DataType)> {
+            Vec::new()
+        }
+        fn output(&self) -> Vec<(String, DataType)> {
+            Vec::new()
+        }
+        fn has_timers(&self) -> bool {
+            false
+        }
+        fn process(
+            &self,
+            _: crate::UserStates,
+            _: &[arrow::array::ArrayRef],
+            _: &[(usize, usize)],
+        ) -> Result<crate::Emitted, crate::OperatorFailure> {
+            Ok(crate::Emitted::default())
+        }
+        fn on_timer(
+            &self,
+            _: crate::UserStates,
+            _: i64,
+        ) -> Result<crate::Emitted, crate::OperatorFailure> {
+            Ok(crate::Emitted::default())
+        }
+    }
+
+    /// Operators share their names with functions and aggregates, in any case.
+    #[test]
+    fn an_operator_is_found_by_name_and_takes_no_name_a_function_has() {
+        let provider = FunctionProvider::get();
+        let scope = Arc::new(UserFunctions::default());
+        FunctionProvider::scoped(&scope, || {
+            provider.register_scalar(same("shared_name")).expect("free");
+            let e = provider
+                .register_operator(Arc::new(Named("Shared_Name")))
+                .expect_err("a function's name");
+            assert!(e.message.contains("declared twice"), "{}", e.message);
+            provider
+                .register_operator(Arc::new(Named("Dedup")))
+                .expect("free");
+            assert!(provider.user_operator("DEDUP").is_some());
+            let e = provider
+                .register_scalar(same("dedup"))
+                .expect_err("an operator's name");
+            assert!(e.message.contains("declared twice"), "{}", e.message);
+        });
+        assert!(
+            provider.user_operator("dedup").is_none(),
+            "not the process's"
+        );
+    }
+
     #[test]
     fn each_scope_keeps_its_own_functions_apart_from_the_others_and_the_process() {
         let provider = FunctionProvider::get();
