@@ -6,7 +6,10 @@
 //! `ROW_NUMBER() … = 1` keeps it; and every second event of a sensor with its running count
 //! and total, as `COUNT(*)` and `SUM` over `ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW`
 //! filtered to even counts give them. A `.flow` query naming the module's operator in a
-//! `user_operator` block gives the same rows; so do two instances of each operator.
+//! `user_operator` block gives the same rows; so do two instances of each operator; and a
+//! rewriting rule that puts the module's keep-first in place of a `.flow` query's `top_n`
+//! writes the rows the `top_n` writes. `examples/user_operators.sql` gives its documented
+//! output.
 
 use crate::common;
 
@@ -148,4 +151,84 @@ fn the_example_gives_its_documented_output() {
         read(&every),
         "bidder,n,total\n10,2,9\n17,2,12\n11,2,22\n12,2,13\n"
     );
+}
+
+/// A `.flow` keep-first deduplication by the built-in `top_n`, and the rule that exchanges it
+/// for the module's `first_row` (the paper's rewriting rules exchanging an operator's
+/// implementation, §4.1).
+const DEDUP_FLOW: &str = r#"udf path = "operators.wat"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "events", type = "generator" {
+  param profile = "events"
+  param seed = 13
+  param count = 20000
+  param event_time = "ts"
+  output name = "events", type = "Event"
+}
+operator name = "first", type = "top_n" {
+  input name = "events"
+  param keys = "sensor"
+  param order = "ts"
+  param limit = 1
+  param time = "ts"
+  output name = "first"
+}
+operator name = "out", type = "writer" {
+  input name = "first"
+  param path = "${OUT}"
+}
+"#;
+
+const DEDUP_RULE: &str = r#"# keep-first deduplication by a user's operator instead of the built-in top_n
+rule user_dedup:
+  w := writer(t := top_n(a := any*)) [param(t, "limit") = "1"]
+    => w(user_operator{function = "first_row", keys = "sensor"}(a))
+"#;
+
+#[test]
+fn a_rewriting_rule_exchanges_a_built_in_deduplication_for_a_user_operator() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    operators_module(dir.path());
+    std::fs::write(dir.path().join("q.flow"), DEDUP_FLOW).expect("query");
+    std::fs::write(dir.path().join("my.rules"), DEDUP_RULE).expect("rules");
+    anduin_ok(
+        dir.path(),
+        &["run", "q.flow", "--no-api", "--var", "OUT=builtin.csv"],
+    );
+    let out = anduin_ok(
+        dir.path(),
+        &[
+            "run",
+            "q.flow",
+            "--no-api",
+            "--var",
+            "OUT=user.csv",
+            "--rules",
+            "my.rules",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[user_operator] 20000 rows in, 1000 rows out")
+            && !stderr.contains("[top_n]"),
+        "the rule put the user's operator in the top-N's place: {stderr}"
+    );
+    // The built-in writes ts, sensor, value; the user's operator its key first.
+    let builtin: Vec<String> = {
+        let mut rows: Vec<String> = output_rows(&dir.path().join("builtin.csv"))
+            .iter()
+            .map(|r| {
+                let c: Vec<&str> = r.split(',').collect();
+                format!("{},{},{}", c[1], c[0], c[2])
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    assert_eq!(builtin.len(), 1000);
+    assert!(output_rows(&dir.path().join("user.csv")) == builtin);
 }
