@@ -292,3 +292,35 @@ fn a_null_state_is_no_state() {
     assert_eq!(out.states, vec![None], "null: no state");
     assert_eq!(out.columns[0].len(), 1);
 }
+
+/// A JavaScript operator takes and emits strings and NULLs: a NULL column arrives as `null`,
+/// and `null` (or `undefined`) emitted is a NULL.
+#[test]
+fn strings_and_nulls_travel_both_ways_in_javascript() {
+    let op = js(
+        "joined(name VARCHAR, n BIGINT) -> TABLE(names VARCHAR, missing BIGINT)",
+        r#"export function create_state() { return { names: [], missing: 0 }; }
+export function process(s, name, n) {
+  if (n === null) s.missing += 1; else s.names.push(name);
+  emit(s.names.join('+'), n === null ? s.missing : null);
+  return s;
+}"#,
+    );
+    let names: ArrayRef = Arc::new(arrow::array::StringArray::from(vec!["ann", "bo", "cy"]));
+    let n: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, Some(3)]));
+    let out = op
+        .process(vec![None], &[names, n], &[(0, 0), (1, 0), (2, 0)])
+        .expect("no throw");
+    let joined = out.columns[0].as_string::<i32>();
+    let got: Vec<&str> = (0..joined.len()).map(|i| joined.value(i)).collect();
+    assert_eq!(got, ["ann", "ann", "ann+cy"]);
+    let missing = out.columns[1].as_primitive::<Int64Type>();
+    let got: Vec<Option<i64>> = (0..missing.len())
+        .map(|i| missing.is_valid(i).then(|| missing.value(i)))
+        .collect();
+    assert_eq!(got, [None, Some(1), None]);
+    assert_eq!(
+        out.states,
+        vec![Some(br#"{"names":["ann","cy"],"missing":1}"#.to_vec())]
+    );
+}
