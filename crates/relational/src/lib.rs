@@ -23,3 +23,6 @@ pub mod top_n;
 mod ttl;
 pub mod union;
 pub mod window;
+
+#[cfg(test)]
+mod exhaustion_tests;
