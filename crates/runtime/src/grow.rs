@@ -168,6 +168,19 @@ struct Reserved {
 }
 
 impl Numbers {
+    /// The numbers of a run whose only growable task is `task`, headed by `head`, with
+    /// `instances` at the start.
+    #[cfg(test)]
+    pub(crate) fn for_tests(task: usize, head: &str, instances: usize) -> Self {
+        Self {
+            tasks: BTreeMap::from([(task, (head.to_string(), vec![head.to_string()]))]),
+            inner: Mutex::new(Reserved {
+                instances: BTreeMap::from([(task, instances)]),
+                ..Reserved::default()
+            }),
+        }
+    }
+
     /// The operators of the task headed by `head`, if it can grow.
     pub(crate) fn chain_of(&self, head: &str) -> Vec<String> {
         self.tasks

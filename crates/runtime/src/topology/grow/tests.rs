@@ -220,3 +220,22 @@ fn a_task_feeding_instance_by_instance_or_not_planned_is_refused() {
     assert_eq!(t.grow(w, 3), Err(GrowRefused::Forward { task: w, to }));
     assert_eq!(t, before, "a refused growth changes nothing");
 }
+
+#[test]
+fn the_numbers_a_topology_gives_are_those_the_checkpoint_coordinator_reserves() {
+    let (mut t, w) = spread(2);
+    let numbers = crate::grow::Numbers::for_tests(w, "w", 2);
+    // Change 3: w to 4; change 4: w to 1 (nothing added); change 5: w to 6.
+    for (seq, to) in [(3, 4), (4, 1), (5, 6)] {
+        let reserved = numbers.reserve(seq, "w", to);
+        let added: Vec<(usize, usize)> = match t.grow(w, to).expect("it grows") {
+            Some(g) => g
+                .added
+                .iter()
+                .map(|a| (a.instance, t.instance(*a).expect("added").id))
+                .collect(),
+            None => Vec::new(),
+        };
+        assert_eq!(added, reserved, "change {seq}");
+    }
+}
