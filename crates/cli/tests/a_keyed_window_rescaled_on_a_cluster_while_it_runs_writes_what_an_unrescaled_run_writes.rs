@@ -222,6 +222,15 @@ fn a_keyed_window_rescaled_on_a_cluster_while_it_runs_writes_what_an_unrescaled_
             "{bad} instances must be refused"
         );
     }
+    // Beyond the instances started, saying that a cluster does not start more yet.
+    let beyond = ctl(q.dir(), &q.api, &["scale", "q", "w", "5"]);
+    let said = String::from_utf8_lossy(&beyond.stderr);
+    assert!(
+        said.contains(
+            "it runs on a cluster, where instances beyond those started are not supported yet"
+        ),
+        "{said}"
+    );
     q.scale("4");
     assert_eq!(q.owners().as_deref(), Some("4"));
     q.scale("1");

@@ -359,7 +359,7 @@ fn growth(
     (counters, abort): (&Arc<Vec<NodeCounters>>, &Arc<AtomicBool>),
 ) -> Option<Arc<Growth>> {
     let refused = if config.network.is_some() {
-        Some("it runs on a cluster, where instances beyond those started are not supported yet (start it with a larger --max-parallelism)")
+        Some(crate::grow::NOT_ON_A_CLUSTER)
     } else if !splits.is_empty() {
         Some("the run it resumes split a task while running (`pipeline = \"split\"`); growing a task after a split is not supported yet (start it with a larger --max-parallelism)")
     } else {
@@ -927,6 +927,9 @@ pub fn coordinate(
             true,
             Arc::clone(&config.stop),
         );
+        // A rescale beyond the instances is refused saying why (the executors do not grow).
+        let (_, said) = growable_tasks(graph, &topology, Some(crate::grow::NOT_ON_A_CLUSTER));
+        control.allow_growth(said);
     }
     spawn_helper("anduin-coordinator", move || coordinator.run(events))
 }
