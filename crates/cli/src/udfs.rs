@@ -70,9 +70,9 @@ fn register_one(
     if f.aggregate && f.language.as_str() == "javascript" {
         let aggregate = JsAggregate::new(declaration, f.body.as_str(), limits())
             .map_err(|e| Diagnostic::error(f.body.pos(), e.to_string()))?;
-        let merges = aggregate.merges();
+        let aggregate = Arc::new(aggregate);
         return FunctionProvider::get()
-            .register_aggregate(Arc::new(aggregate).into_aggregate_udf(), merges)
+            .register_aggregate(Arc::clone(&aggregate).into_aggregate_udf(), aggregate)
             .map_err(|e| Diagnostic::error(f.pos, e.message));
     }
     if f.language.as_str() == "javascript" {
@@ -159,9 +159,9 @@ fn register_module(path: &Path) -> Result<()> {
 }
 
 fn register_aggregate(a: WasmAggregate) -> Result<(), String> {
-    let merges = a.merges();
+    let a = Arc::new(a);
     FunctionProvider::get()
-        .register_aggregate(Arc::new(a).into_aggregate_udf(), merges)
+        .register_aggregate(Arc::clone(&a).into_aggregate_udf(), a)
         .map_err(|e| e.message)
 }
 

@@ -312,3 +312,53 @@ fn a_module_outside_the_query_s_folder_is_refused_at_submit_naming_it() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_function_failing_on_a_row_on_a_cluster_names_the_query_file_as_the_user_gave_it() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let folder = work.path().join("queries");
+    std::fs::create_dir_all(&folder).expect("folder");
+    let wasm = wat::parse_file(repo().join("crates/udf/testdata/hostile.wat")).expect("valid");
+    std::fs::write(folder.join("hostile.wasm"), wasm).expect("module");
+    std::fs::write(
+        folder.join("q.sql"),
+        format!(
+            "CREATE FUNCTION boom(x BIGINT) RETURNS BIGINT LANGUAGE wasm AS 'hostile.wasm';
+{ORDERS}INSERT INTO out SELECT customer, boom(amount) AS r FROM orders;"
+        ),
+    )
+    .expect("query");
+    let args = [
+        "--var",
+        &input(),
+        "--var",
+        "OUTPUT=out",
+        "--on-error",
+        "fail",
+    ];
+    // Embedded, the place is `queries/q.sql:5:34`.
+    let out = common::anduin(
+        work.path(),
+        &[&["run", "queries/q.sql", "--no-api"][..], &args[..]].concat(),
+    );
+    let embedded = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && embedded.contains("`boom(amount)` failed at queries/q.sql:5:34"),
+        "{embedded}"
+    );
+    let cluster = LocalCluster::start(1, 8);
+    let out = cluster
+        .submit(work.path(), "queries/q.sql", &args)
+        .wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("function `boom` trapped")
+            && stderr.contains("`boom(amount)` failed at queries/q.sql:5:34"),
+        "{stderr}\n{}",
+        cluster.logs()
+    );
+    // Never the executor's copy of the file.
+    let copies = cluster.dir.path().display().to_string();
+    assert!(!stderr.contains(&copies), "{stderr}");
+}

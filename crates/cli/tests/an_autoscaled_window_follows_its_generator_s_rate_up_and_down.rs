@@ -13,25 +13,33 @@ use crate::common;
 use anduin_coordinator::autoscale::Decision;
 use common::{anduin, ctl, slowed, stdout_ok, wait_until};
 
+/// The slowed query with `flags`, autoscaled every 300 ms with no stabilisation, at a target
+/// utilisation so low that any arrival needs every instance it may have.
+fn start_autoscaled(d: &std::path::Path, flags: &[&str]) -> (common::ChildGuard, String) {
+    let autoscale = [
+        "--autoscale",
+        "--autoscale-interval",
+        "300ms",
+        "--autoscale-set",
+        "target_utilisation=0.0000001",
+        "--autoscale-set",
+        "stabilisation=0ms",
+    ];
+    slowed::start(d, &[flags, &autoscale[..]].concat())
+}
+
 #[test]
 fn an_autoscaled_window_follows_its_generator_s_rate_up_and_down() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     let expected = slowed::prepare(d, WINDOWED);
-    let (run, api) = slowed::start(
+    let (run, api) = start_autoscaled(
         d,
         &[
             "--parallelism",
             "1",
             "--max-parallelism",
             "4",
-            "--autoscale",
-            "--autoscale-interval",
-            "300ms",
-            "--autoscale-set",
-            "target_utilisation=0.0000001",
-            "--autoscale-set",
-            "stabilisation=0ms",
             "--autoscale-set",
             "scale_down_delay=2s",
             "--autoscale-set",
@@ -130,23 +138,10 @@ fn an_autoscaled_window_grows_beyond_its_max_parallelism_within_its_bounds() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     let expected = slowed::prepare(d, WINDOWED);
-    let (run, api) = slowed::start(
+    let flags = ["--parallelism", "2", "--max-parallelism", "2"];
+    let (run, api) = start_autoscaled(
         d,
-        &[
-            "--parallelism",
-            "2",
-            "--max-parallelism",
-            "2",
-            "--autoscale",
-            "--autoscale-interval",
-            "300ms",
-            "--autoscale-set",
-            "target_utilisation=0.0000001",
-            "--autoscale-set",
-            "stabilisation=0ms",
-            "--autoscale-set",
-            "bounds.w=1..4",
-        ],
+        &[&flags[..], &["--autoscale-set", "bounds.w=1..4"]].concat(),
     );
     let client = anduin_api::Client::new(&api, None).expect("an address");
     wait_until("the window scaled up to 4", || {

@@ -6,77 +6,26 @@
 //! (`--max-parallelism 8`). Found by the probe of the growth: the run failed ("its instances
 //! were at different lateness cutoffs").
 
+use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::{CEP, WINDOWED};
 use crate::common;
 
 use common::{ctl, output_rows, slowed, stdout_ok};
 
-/// Events whose timestamps are shifted back by up to 900 ms (late rows), counted per sensor
-/// in sliding windows. Slowed to almost nothing until the steps are done.
-const LATE: &str = r#"type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
+/// The windowed query with its events' timestamps shifted back by up to 900 ms (late rows),
+/// slowed to almost nothing until the steps are done.
+fn late() -> String {
+    WINDOWED
+        .replace("param rate = 40000", "param rate = 0.001")
+        .replace(
+            "operator name = \"w\", type = \"window\" {\n  input name = \"events\"",
+            "operator name = \"m\", type = \"map\" {\n  input name = \"events\"\n  param columns = \"to_timestamp_millis(CAST(ts AS BIGINT) - (value % 10) * 100) AS ts, sensor, value\"\n  output name = \"shifted\"\n}\noperator name = \"w\", type = \"window\" {\n  input name = \"shifted\"",
+        )
 }
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param seed = 11
-  param count = 60000
-  param rate = 0.001
-  param event_time = "ts"
-  output name = "events", type = "Event"
-}
-operator name = "m", type = "map" {
-  input name = "events"
-  param columns = "to_timestamp_millis(CAST(ts AS BIGINT) - (value % 10) * 100) AS ts, sensor, value"
-  output name = "shifted"
-}
-operator name = "w", type = "window" {
-  input name = "shifted"
-  param kind = "sliding"
-  param size = "200ms"
-  param slide = "50ms"
-  param time = "ts"
-  param keys = "sensor"
-  param aggregates = "COUNT(*) AS n, SUM(value) AS total, MAX(value) AS hi"
-  output name = "counts"
-}
-operator name = "out", type = "writer" {
-  input name = "counts"
-  param path = "${OUTPUT}"
-}
-"#;
 
-/// Runs of falling then rising values per sensor, within 1.5 s. Slowed as [`LATE`].
-const RUNS: &str = r#"type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
+/// The pattern query, slowed as [`late`].
+fn runs() -> String {
+    CEP.replace("param rate = 40000", "param rate = 0.001")
 }
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param seed = 21
-  param count = 60000
-  param rate = 0.001
-  param event_time = "ts"
-  output name = "events", type = "Event"
-}
-operator name = "p", type = "pattern" {
-  input name = "events"
-  param partition_by = "sensor"
-  param order_by = "ts"
-  param pattern = "A B+ C+"
-  param define = "B AS value < PREV(value), C AS value > PREV(value)"
-  param measures = "MATCH_NUMBER() AS n, A.ts AS a_ts, LAST(C.ts) AS c_ts, COUNT(B.*) AS falls, MIN(B.value) AS low"
-  param within = "1500ms"
-  param after_match = "skip to next row"
-  param rows_per_match = "all"
-  output name = "runs"
-}
-operator name = "out", type = "writer" {
-  input name = "runs"
-  param path = "${OUTPUT}"
-}
-"#;
 
 /// `query` run with `--max-parallelism max`, `changes` made one after another (`ctl`
 /// arguments), then its generator at full speed to the end: its sorted output.
@@ -114,8 +63,10 @@ fn same_with_growth(query: &str, changes: &[&[&str]]) {
 
 #[test]
 fn a_window_whose_lateness_grew_while_running_grows_to_what_spare_instances_write() {
+    let query = late();
+    assert!(query.contains("input name = \"shifted\""), "the map is in");
     same_with_growth(
-        LATE,
+        &query,
         &[
             &["set", "q", "w", "allowed_lateness", "2s"],
             &["scale", "q", "w", "3"],
@@ -127,7 +78,7 @@ fn a_window_whose_lateness_grew_while_running_grows_to_what_spare_instances_writ
 #[test]
 fn a_pattern_whose_time_bound_changed_while_running_grows_to_what_spare_instances_write() {
     same_with_growth(
-        RUNS,
+        &runs(),
         &[
             &["set", "q", "p", "within", "700ms"],
             &["scale", "q", "p", "3"],

@@ -62,6 +62,12 @@ fn rescaled(
             "parallelism {bad} must be refused"
         );
     }
+    let out = ctl(d, &api, &["set", "q", op, "parallelism", "721"]);
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        why.contains("at most 720 (one key group each)"),
+        "the key groups are the limit: {why}"
+    );
     let out = ctl(d, &api, &["set", "q", "out", "parallelism", "2"]);
     assert_ne!(out.status.code(), Some(0), "a writer is not rescaled");
     let why = String::from_utf8_lossy(&out.stderr);

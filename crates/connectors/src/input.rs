@@ -140,7 +140,7 @@ impl Input {
             } => {
                 if !*started {
                     *started = true;
-                    *chunks = Some(spawn_stdin_reader());
+                    *chunks = Some(read_on_a_thread(std::io::stdin(), "stdin"));
                     return Ok(Chunk::FileStart("-".into()));
                 }
                 let Some(rx) = chunks else {
@@ -178,37 +178,39 @@ fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-/// Reads stdin on a thread of its own, so that a reader waiting for input can still flush
-/// what it has and notice a stop request. The channel closes at end of input.
-fn spawn_stdin_reader() -> Receiver<std::io::Result<Vec<u8>>> {
+/// Reads `source` (stdin, a named pipe: `what`) on a thread of its own, so that a reader
+/// waiting for input can still flush what it has, take barriers and notice a stop request.
+/// The channel closes at end of input; the thread ends there, or once the channel's receiver
+/// is gone and its next read returns.
+pub(crate) fn read_on_a_thread<R: Read + Send + 'static>(
+    mut source: R,
+    what: &str,
+) -> Receiver<std::io::Result<Vec<u8>>> {
     let (tx, rx) = crossbeam_channel::bounded(4);
     let failed = tx.clone();
     let spawned = std::thread::Builder::new()
-        .name("anduin-stdin".into())
-        .spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            loop {
-                let mut buf = vec![0u8; 64 * 1024];
-                match stdin.read(&mut buf) {
-                    Ok(0) => return,
-                    Ok(n) => {
-                        buf.truncate(n);
-                        if tx.send(Ok(buf)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
+        .name("anduin-read".into())
+        .spawn(move || loop {
+            let mut buf = vec![0u8; 64 * 1024];
+            match source.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    buf.truncate(n);
+                    if tx.send(Ok(buf)).is_err() {
                         return;
                     }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
                 }
             }
         });
     if let Err(e) = spawned {
         // The reader sees the error instead of an empty stdin.
         let _ = failed.send(Err(std::io::Error::other(format!(
-            "cannot start the thread that reads stdin: {e}"
+            "cannot start the thread that reads {what}: {e}"
         ))));
     }
     rx

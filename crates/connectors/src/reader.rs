@@ -723,12 +723,13 @@ impl Source for Reader {
                     }
                 }
                 Bytes::Splits(input) => match input
-                    .next_at_most(budget)
+                    .next_at_most(budget, deadline)
                     .map_err(|e| split_error(name, e))?
                 {
                     Next::Start { path, first } => Piece::Start(path, Some(first)),
                     Next::Data(bytes) => Piece::Data(bytes),
                     Next::End => Piece::End,
+                    Next::Idle => Piece::Idle,
                     Next::Done => Piece::Done,
                 },
             };

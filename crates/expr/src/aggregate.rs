@@ -127,6 +127,12 @@ impl CompiledAggregate {
         (crate::FunctionProvider::get().user_aggregate_merges(name) == Some(false)).then_some(name)
     }
 
+    /// The user-defined aggregate it calls, as an operator that keeps its groups' states
+    /// steps it ([`crate::UserAggregate`]); `None` for a built-in function.
+    pub fn user(&self) -> Option<Arc<dyn crate::UserAggregate>> {
+        crate::FunctionProvider::get().user_aggregate(self.function_name())
+    }
+
     /// Whether it aggregates the distinct values of its argument (`COUNT(DISTINCT x)`).
     pub fn is_distinct(&self) -> bool {
         self.expr.is_distinct()

@@ -24,6 +24,7 @@ mod parse;
 mod proctime;
 mod provider;
 mod strict;
+mod user_aggregate;
 
 pub use aggregate::{compile_aggregates, CompiledAggregate};
 pub use checked_sum::SumOverflow;
@@ -35,3 +36,4 @@ pub use error::{ExprError, ExprErrorKind};
 pub use float_order::SqlFloat;
 pub use parse::{parse_text, parse_then, parse_then_with_depth};
 pub use provider::{FunctionProvider, UserFunctions};
+pub use user_aggregate::{UserAggregate, UserStates};

@@ -13,6 +13,8 @@ use datafusion_common::{plan_err, Result, TableReference};
 use datafusion_expr::planner::{ContextProvider, ExprPlanner};
 use datafusion_expr::{AggregateUDF, HigherOrderUDF, ScalarUDF, TableSource, WindowUDF};
 
+use crate::UserAggregate;
+
 /// Resolves function names for DataFusion's SQL planner. There are no tables: expressions
 /// only see the columns of the stream they are evaluated on.
 #[derive(Debug)]
@@ -33,10 +35,13 @@ pub struct FunctionProvider {
 pub struct UserFunctions {
     /// Scalar functions, by lower-case name.
     scalars: RwLock<HashMap<String, Arc<ScalarUDF>>>,
-    /// Aggregate functions, by lower-case name, each with whether it can combine two of its
-    /// states (see [`FunctionProvider::register_aggregate`]).
-    aggregates: RwLock<HashMap<String, (Arc<AggregateUDF>, bool)>>,
+    /// Aggregate functions, by lower-case name, each with its stepping face (see
+    /// [`FunctionProvider::register_aggregate`]).
+    aggregates: RwLock<HashMap<String, UserAggregateFaces>>,
 }
+
+/// A user's aggregate as DataFusion calls it, and as an updating `GROUP BY` steps it.
+type UserAggregateFaces = (Arc<AggregateUDF>, Arc<dyn UserAggregate>);
 
 thread_local! {
     /// The scope of the [`FunctionProvider::scoped`] call this thread is in, if any.
@@ -188,18 +193,20 @@ impl FunctionProvider {
     /// Makes the user's aggregate function `f` callable by its name (any case) from every
     /// aggregate compiled in this process from now on (a window's `aggregates`), as
     /// [`FunctionProvider::register_scalar`] does for a scalar function, and with the same
-    /// refusals (a scalar function and an aggregate share their names). `merges` says
-    /// whether it can combine two of its states, which the panes of a sliding window and
-    /// sessions that meet need ([`FunctionProvider::user_aggregate_merges`]).
+    /// refusals (a scalar function and an aggregate share their names). `user` is the same
+    /// aggregate as an updating `GROUP BY` steps it, adding and taking out rows
+    /// ([`FunctionProvider::user_aggregate`]); it says whether it can combine two of its
+    /// states, which the panes of a sliding window and sessions that meet need
+    /// ([`FunctionProvider::user_aggregate_merges`]).
     pub fn register_aggregate(
         &self,
         f: AggregateUDF,
-        merges: bool,
+        user: Arc<dyn UserAggregate>,
     ) -> Result<(), crate::ExprError> {
         let name = f.name().to_lowercase();
         // Locked in the order `register_scalar` locks them.
         let scope = self.user();
-        let user = scope
+        let scalars = scope
             .scalars
             .write()
             .unwrap_or_else(PoisonError::into_inner);
@@ -207,13 +214,13 @@ impl FunctionProvider {
             .aggregates
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        let before = user
+        let before = scalars
             .get(&name)
             .map(|b| b.name())
             .or_else(|| aggs.get(&name).map(|(b, _)| b.name()));
         self.free(f.name(), before)?;
-        drop(user);
-        aggs.insert(name, (Arc::new(f), merges));
+        drop(scalars);
+        aggs.insert(name, (Arc::new(f), user));
         Ok(())
     }
 
@@ -237,12 +244,18 @@ impl FunctionProvider {
     /// Whether the user's aggregate `name` (any case) can combine two of its states;
     /// `None` if no aggregate of the user's is called so.
     pub fn user_aggregate_merges(&self, name: &str) -> Option<bool> {
+        self.user_aggregate(name).map(|u| u.merges())
+    }
+
+    /// The user's aggregate `name` (any case) as an updating `GROUP BY` steps it; `None` if
+    /// no aggregate of the user's is called so.
+    pub fn user_aggregate(&self, name: &str) -> Option<Arc<dyn UserAggregate>> {
         self.user()
             .aggregates
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&name.to_lowercase())
-            .map(|(_, merges)| *merges)
+            .map(|(_, user)| Arc::clone(user))
     }
 
     /// Whether `name` (any case) is an aggregate function.

@@ -308,7 +308,9 @@ impl HashRoute {
                     _ => {}
                 }
             }
-            let blocked = self.outlets.first().and_then(|o| o.blocked.clone());
+            let blocked = (!added.is_empty())
+                .then(|| self.outlets.first().and_then(|o| o.blocked.clone()))
+                .flatten();
             for mut o in added {
                 if let Some(c) = &blocked {
                     o.charge_to(Arc::clone(c));

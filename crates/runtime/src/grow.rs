@@ -52,8 +52,8 @@ use crate::stats::{Counters, NodeCounters};
 use crate::task::{Inlet, OperatorTask, TaskCheckpointing};
 use crate::topology::{Exchange, InstanceRef, Outbound, Topology};
 
-/// Why a cluster's run does not grow its tasks (yet): the design of its growth is under way
-/// (`crate::topology::grow` numbers, places and wires the new instances alike everywhere).
+/// Why a cluster's run does not grow its tasks (yet): its executors would have to open and
+/// accept network edges to the new instances, and its coordinator place them on workers.
 pub(crate) const NOT_ON_A_CLUSTER: &str = "it runs on a cluster, where instances beyond those started are not supported yet (start it with a larger --max-parallelism)";
 
 /// The numbers in the run of instances added while it runs start here: apart from those the

@@ -32,4 +32,4 @@ pub use parser::parse_flow;
 pub use source::{decode, without_bom};
 pub use sql::{parse_sql, reserved_function, PATTERN_AGGREGATES};
 pub use text::Text;
-pub use vars::{substitute, Missing};
+pub use vars::{substitute, substitute_module_paths, Missing};

@@ -17,7 +17,9 @@ pub enum Missing {
 }
 
 /// Replaces every `${NAME}` (or `${NAME:-default}`) in the string values of `spec` by the
-/// variable's value. `$${` stands for a literal `${`. A variable that is not set and has no
+/// variable's value, and in the paths of its WebAssembly modules (a `CREATE FUNCTION …
+/// LANGUAGE wasm AS '${DIR}/m.wasm'`, a `udf path = "${DIR}/m.wasm"` block; never in a
+/// JavaScript body, whose `${…}` are its own template literals). `$${` stands for a literal `${`. A variable that is not set and has no
 /// default is an error at its position, naming it, or with [`Missing::Keep`] a warning.
 /// Returns the warnings.
 ///
@@ -47,6 +49,7 @@ pub fn substitute(
         }
         Err(d) => diags.push(d),
     };
+    module_paths(spec, &mut apply);
     for ty in &mut spec.types {
         apply(&mut ty.name);
         for c in &mut ty.columns {
@@ -74,6 +77,43 @@ pub fn substitute(
         Err(diags)
     } else {
         Ok(diags)
+    }
+}
+
+/// [`substitute`] in the paths of `spec`'s WebAssembly modules only (what `anduin submit`
+/// reads and sends with the query, before the coordinator substitutes the rest).
+pub fn substitute_module_paths(
+    spec: &mut Spec,
+    vars: &BTreeMap<String, String>,
+    missing: Missing,
+) -> Result<Diagnostics, Diagnostics> {
+    let mut diags = Diagnostics::default();
+    module_paths(
+        spec,
+        &mut |t: &mut Text| match substitute_text(t, vars, missing) {
+            Ok((new, warnings)) => {
+                *t = new;
+                diags.extend(warnings);
+            }
+            Err(d) => diags.push(d),
+        },
+    );
+    if diags.has_errors() {
+        Err(diags)
+    } else {
+        Ok(diags)
+    }
+}
+
+/// Calls `apply` on each path of a WebAssembly module of `spec`.
+fn module_paths(spec: &mut Spec, apply: &mut impl FnMut(&mut Text)) {
+    for f in &mut spec.functions {
+        if f.language.as_str() == "wasm" {
+            apply(&mut f.body);
+        }
+    }
+    for m in &mut spec.modules {
+        apply(&mut m.path);
     }
 }
 
@@ -187,5 +227,23 @@ mod tests {
         let (kept, warnings) = substitute_text(&t, &vars(&[]), Missing::Keep).expect("kept");
         assert_eq!(kept.as_str(), "in/${INPUT}");
         assert_eq!(warnings.0.len(), 1);
+    }
+
+    #[test]
+    fn module_paths_are_substituted_and_javascript_bodies_left_alone() {
+        let mut spec = crate::parse_sql(
+            "CREATE FUNCTION f(x BIGINT) RETURNS BIGINT LANGUAGE wasm AS '${DIR}/m.wasm';
+CREATE FUNCTION g(x BIGINT) RETURNS VARCHAR LANGUAGE javascript AS $$ return `${x}` $$;
+CREATE TABLE t (x BIGINT) WITH (connector = 'file', path = 'in.csv');
+CREATE TABLE o WITH (connector = 'file', path = 'out.csv');
+INSERT INTO o SELECT f(x) AS y, g(x) AS z FROM t;",
+        )
+        .expect("parses");
+        substitute(&mut spec, &vars(&[("DIR", "udfs")]), Missing::Error).expect("DIR is set");
+        assert_eq!(spec.functions[0].body.as_str(), "udfs/m.wasm");
+        assert_eq!(spec.functions[1].body.as_str().trim(), "return `${x}`");
+        let mut flow = crate::parse_flow("udf path = \"${DIR}/m.wasm\"\n").expect("parses");
+        let e = substitute_module_paths(&mut flow, &vars(&[]), Missing::Error).expect_err("unset");
+        assert_eq!(e.0[0].pos, Pos::new(1, 13));
     }
 }

@@ -294,3 +294,42 @@ impl WasmAggregate {
         aggregate_udf(self)
     }
 }
+
+/// The aggregate as the updating `GROUP BY` steps it ([`anduin_expr::UserAggregate`]): rows
+/// added to and taken out of states kept by the operator. The same for both languages.
+macro_rules! user_aggregate {
+    ($t:ty) => {
+        impl anduin_expr::UserAggregate for $t {
+            fn name(&self) -> &str {
+                &self.declaration().name
+            }
+
+            fn merges(&self) -> bool {
+                <$t>::merges(self)
+            }
+
+            fn retracts(&self) -> bool {
+                <$t>::retracts(self)
+            }
+
+            fn accumulate(
+                &self,
+                states: &mut GroupStates,
+                groups: &[usize],
+                args: &[ArrayRef],
+                filter: Option<&BooleanArray>,
+                retract: bool,
+            ) -> Result<(), String> {
+                aggregate::accumulate(self, states, groups, args, filter, retract)
+                    .map_err(|e| e.to_string())
+            }
+
+            fn finish(&self, states: GroupStates) -> Result<ArrayRef, String> {
+                aggregate::finish(self, states).map_err(|e| e.to_string())
+            }
+        }
+    };
+}
+
+user_aggregate!(JsAggregate);
+user_aggregate!(WasmAggregate);

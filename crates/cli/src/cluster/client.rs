@@ -226,6 +226,7 @@ pub fn submit(args: SubmitArgs) -> Result<ExitCode> {
     let submission = Submission {
         name: name.clone(),
         file_name,
+        given_file: Some(args.file.display().to_string()),
         source,
         modules,
         args: args.run_args.clone(),

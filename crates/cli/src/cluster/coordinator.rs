@@ -956,6 +956,7 @@ fn from_catalog(
         let submission = Submission {
             name: id.0.clone(),
             file_name: q.source.file.clone(),
+            given_file: q.source.given.clone(),
             source: q.source.text.clone(),
             modules: q.source.modules.clone(),
             args: q.settings.run_args.clone(),
@@ -1655,6 +1656,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
         query: QueryId(s.name.clone()),
         source: QuerySource {
             file: s.file_name.clone(),
+            given: s.given_file.clone().filter(|g| *g != s.file_name),
             text: s.source.clone(),
             modules: s.modules.clone(),
         },

@@ -56,6 +56,8 @@ struct AsRun {
 pub struct Compiled {
     /// The query's file, as kept in the coordinator's state directory.
     pub file: std::path::PathBuf,
+    /// The query's file as the user gave it to `anduin submit`, for the places in errors.
+    pub shown_file: String,
     pub args: RunArgs,
     pub loaded: Loaded,
     /// Each task instance of its plan as the catalog names it, by its number in the run.
@@ -255,7 +257,10 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     }) {
         Ok(l) => l,
         Err(LoadError::Diagnostics(d)) => {
-            let lines: Vec<String> = d.0.iter().map(|x| format!("{}:{x}", s.file_name)).collect();
+            let lines: Vec<String> =
+                d.0.iter()
+                    .map(|x| format!("{}:{x}", s.shown_file()))
+                    .collect();
             bail!("the query has problems:\n{}", lines.join("\n"))
         }
         Err(LoadError::Other(e)) => return Err(e),
@@ -278,6 +283,7 @@ pub fn prepare(dir: &Path, s: &Submission) -> Result<Compiled> {
     let instance_names = topo.instances().map(|i| i.name.clone()).collect();
     Ok(Compiled {
         file,
+        shown_file: s.shown_file().to_string(),
         args,
         loaded,
         tasks,
@@ -771,7 +777,7 @@ fn start_checkpointer(
     // barriers this coordinator injects.
     let control = Arc::new(crate::control::control_of(
         name,
-        Some(compiled.file.display().to_string()),
+        Some(compiled.shown_file.clone()),
         Arc::clone(&compiled.loaded.graph),
         crate::control::RunPlaces {
             checkpointing: true,

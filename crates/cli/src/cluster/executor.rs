@@ -69,7 +69,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         // As an error, so that the worker tells the coordinator why (it does not see this
         // process's stderr).
         Err(LoadError::Diagnostics(diags)) => {
-            let file = d.submission.file_name.as_str();
+            let file = d.submission.shown_file();
             anyhow::bail!(
                 "this executor cannot load the query: {}",
                 diags.render(file).trim_end()
@@ -191,9 +191,11 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     };
     // The instances report the changes they apply (and the ends of their inputs) to the
     // control plane at the coordinator, through the checkpoint events.
+    // The places in errors name the query file as the user gave it, not this copy.
+    let shown = d.submission.shown_file().to_string();
     let control = crate::control::control_of(
         &d.query,
-        Some(args.file.display().to_string()),
+        Some(shown.clone()),
         Arc::clone(&loaded.graph),
         crate::control::RunPlaces {
             checkpointing: true,
@@ -220,7 +222,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
             dead_letter,
             checkpointing: Some(checkpointing),
             stop: Arc::new(AtomicBool::new(false)),
-            query_file: Some(args.file.display().to_string()),
+            query_file: Some(shown),
             events: anduin_runtime::Events::logged().with(Arc::new(EndAtFailure {
                 failure_file: super::worker::failure_file(deployment),
             })),

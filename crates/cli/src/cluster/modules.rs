@@ -43,7 +43,7 @@ pub fn collect(query: &Path, source: &str, args: &mut Vec<String>) -> Result<Vec
     let base = query.parent().unwrap_or(Path::new(""));
     let file_name = query.file_name().map(|n| n.to_string_lossy().into_owned());
     let udfs = modules.len();
-    for (what, path) in declared(query, source) {
+    for (what, path) in declared(query, source, &vars_of(args))? {
         // One module named by several declarations is sent once (never one of `--udf`'s
         // for it: those are under a folder a declared path may not name).
         if modules[udfs..].iter().any(|m: &ModuleFile| m.path == path) {
@@ -72,12 +72,46 @@ pub fn collect(query: &Path, source: &str, args: &mut Vec<String>) -> Result<Vec
 
 /// The modules the query (read as `anduin run` reads `query`: by its extension) names, each
 /// with what names it (for messages): its SQL `CREATE FUNCTION … LANGUAGE wasm`s, its `udf`
-/// blocks (`.flow`, or `"udfs"` in JSON). A query that does not parse names none here: the
+/// blocks (`.flow`, or `"udfs"` in JSON), their paths' `${NAME}` replaced by the `--var`
+/// values `vars` as the coordinator will (a variable that is not set is refused here, at its
+/// place, as `anduin run` refuses it). A query that does not parse names none here: the
 /// coordinator refuses it, with its positions.
-fn declared(query: &Path, source: &str) -> Vec<(String, String)> {
-    crate::load::parse(query, source)
-        .map(|spec| named(&spec))
-        .unwrap_or_default()
+fn declared(
+    query: &Path,
+    source: &str,
+    vars: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<(String, String)>> {
+    let Ok(mut spec) = crate::load::parse(query, source) else {
+        return Ok(Vec::new());
+    };
+    if let Err(d) =
+        anduin_spec::substitute_module_paths(&mut spec, vars, anduin_spec::Missing::Error)
+    {
+        bail!("{}", d.render(&query.display().to_string()).trim_end());
+    }
+    Ok(named(&spec))
+}
+
+/// The variables of the `--var NAME=VALUE` (or `--var=NAME=VALUE`) flags in `args`; the
+/// last of one name wins, as with `anduin run`.
+fn vars_of(args: &[String]) -> std::collections::BTreeMap<String, String> {
+    let mut vars = std::collections::BTreeMap::new();
+    let mut next_is_value = false;
+    for a in args {
+        let value = if next_is_value {
+            next_is_value = false;
+            Some(a.as_str())
+        } else if a == "--var" {
+            next_is_value = true;
+            None
+        } else {
+            a.strip_prefix("--var=")
+        };
+        if let Some((k, v)) = value.and_then(|v| crate::load::parse_var(v).ok()) {
+            vars.insert(k, v);
+        }
+    }
+    vars
 }
 
 /// The modules `spec` names, each with what names it.
@@ -274,6 +308,7 @@ mod tests {
         let submission = super::super::proto::Submission {
             name: "q".into(),
             file_name: "q.sql".into(),
+            given_file: None,
             source: String::new(),
             modules: vec![ModuleFile {
                 path: "m.wasm".into(),

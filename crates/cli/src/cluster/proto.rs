@@ -96,6 +96,11 @@ pub struct Submission {
     pub name: String,
     /// The query file's name (its extension says .flow, .sql or .json).
     pub file_name: String,
+    /// The query file as the user gave it to `anduin submit` (`queries/q.sql`), for the
+    /// places the query's errors name: not the copy the coordinator and the executors load.
+    /// `None` from an older client (the name is used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_file: Option<String>,
     /// The query file's text.
     pub source: String,
     /// The WebAssembly modules the query loads, read by `anduin submit` (see
@@ -114,6 +119,13 @@ pub struct Submission {
     /// (`--resume`), rather than start from the beginning.
     #[serde(default)]
     pub resume: bool,
+}
+
+impl Submission {
+    /// The query file as the user named it, for the places in errors.
+    pub fn shown_file(&self) -> &str {
+        self.given_file.as_deref().unwrap_or(&self.file_name)
+    }
 }
 
 /// A rule file sent with a submission (`--rules FILE`, docs/rewriting.md "Rules at run

@@ -6,12 +6,12 @@ use std::process::{Child, Command, Stdio};
 
 use super::{anduin, kill_after, rows_in_order, Rng};
 
-/// The flags of every run: `q.flow` into `OUTPUT=out`, a checkpoint every 5000 rows in
+/// The flags of every run: `query` into `OUTPUT=out`, a checkpoint every 5000 rows in
 /// `ckpt`, batches of 500, then `extra`.
-fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+fn args<'a>(query: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "run",
-        "q.flow",
+        query,
         "--var",
         "OUTPUT=out",
         "--checkpoint-dir",
@@ -25,9 +25,9 @@ fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
-fn start(dir: &Path, extra: &[&str]) -> Child {
+fn start(dir: &Path, query: &str, extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_anduin"))
-        .args(args(extra))
+        .args(args(query, extra))
         .current_dir(dir)
         .args(["--events", "-"])
         .env_remove("RUST_LOG")
@@ -41,6 +41,16 @@ fn start(dir: &Path, extra: &[&str]) -> Child {
 /// a seeded number of checkpoints and milliseconds), run `i` with the flags
 /// `extra[i % extra.len()]`, then to its end with the last; the output's lines in order.
 pub fn killed_then_finished(dir: &Path, seed: u64, extra: &[&[&str]]) -> Vec<String> {
+    killed_then_finished_query(dir, "q.flow", seed, extra)
+}
+
+/// [`killed_then_finished`] for the query file `query` of `dir` (`q.sql`).
+pub fn killed_then_finished_query(
+    dir: &Path,
+    query: &str,
+    seed: u64,
+    extra: &[&[&str]],
+) -> Vec<String> {
     let mut rng = Rng(seed);
     let kills = 2 + rng.next(3);
     let mut killed = 0;
@@ -51,12 +61,12 @@ pub fn killed_then_finished(dir: &Path, seed: u64, extra: &[&[&str]]) -> Vec<Str
         let after = if i == 0 { 1 } else { drawn };
         let delay_ms = rng.next(150);
         let flags = extra[usize::try_from(i).expect("small") % extra.len()];
-        if kill_after(start(dir, flags), after, delay_ms) {
+        if kill_after(start(dir, query, flags), after, delay_ms) {
             killed += 1;
         }
     }
     assert!(killed >= 1, "seed {seed}: the run was never killed mid-way");
-    let out = anduin(dir, &args(extra.last().expect("flags")));
+    let out = anduin(dir, &args(query, extra.last().expect("flags")));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
     rows_in_order(&dir.join("out"))

@@ -55,3 +55,34 @@ operator name = "out", type = "writer" {{
 "#
     )
 }
+
+/// User aggregates with a `retract`, for GROUP BYs without a window: `js_sum` (JavaScript,
+/// its state a number), `js_max` (JavaScript, its state a multiset of values, so that any
+/// value can be taken out) and `int_avg` (WebAssembly, `int_avg.wat` beside the query: copy
+/// it with [`int_avg_module`]); they give what `SUM`, `MAX` and `AVG` give.
+pub const RETRACTING_AGGREGATES: &str = r#"
+CREATE AGGREGATE js_sum(x BIGINT) RETURNS BIGINT LANGUAGE javascript AS $$
+export function create_state() { return 0; }
+export function accumulate(s, x) { return s + x; }
+export function retract(s, x) { return s - x; }
+$$;
+CREATE AGGREGATE js_max(x BIGINT) RETURNS BIGINT LANGUAGE javascript AS $$
+export function create_state() { return {}; }
+export function accumulate(s, x) { s[x] = (s[x] || 0) + 1; return s; }
+export function retract(s, x) { if (s[x] > 1) { s[x] -= 1; } else { delete s[x]; } return s; }
+export function finish(s) {
+  const held = Object.keys(s).map(Number);
+  return held.length == 0 ? null : Math.max(...held);
+}
+$$;
+CREATE AGGREGATE int_avg(x BIGINT) RETURNS DOUBLE LANGUAGE wasm AS 'int_avg.wat';
+"#;
+
+/// Copies examples/udfs/int_avg.wat (`int_avg`, with its `retract`) into `dir`.
+pub fn int_avg_module(dir: &Path) {
+    std::fs::copy(
+        repo().join("examples/udfs/int_avg.wat"),
+        dir.join("int_avg.wat"),
+    )
+    .expect("the example module");
+}

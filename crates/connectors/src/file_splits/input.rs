@@ -6,6 +6,9 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::boundary::{self, Boundary, Dialect};
 use super::Split;
@@ -53,6 +56,8 @@ pub(crate) enum Next<'a> {
     Data(&'a [u8]),
     /// The split has ended: it is read.
     End,
+    /// Nothing arrived before the deadline (a named pipe whose writer is quiet).
+    Idle,
     /// Every split has been read.
     Done,
 }
@@ -64,6 +69,9 @@ struct Open {
     pos: u64,
     /// Where the split ends ([`UNSIZED`]: at the end of the file).
     stop: u64,
+    /// A file of unknown size (a named pipe) is read on a thread of its own, so that a reader
+    /// waiting for its writer still takes barriers, changes and stops meanwhile: its chunks.
+    piped: Option<Receiver<std::io::Result<Vec<u8>>>>,
 }
 
 /// The splits of one instance, read in order.
@@ -102,8 +110,13 @@ impl SplitInput {
         self.open = None;
     }
 
-    /// The next bytes, at most `max` of them.
-    pub(crate) fn next_at_most(&mut self, max: usize) -> Result<Next<'_>, SplitError> {
+    /// The next bytes, at most `max` of them, waiting at most until `deadline` for a named
+    /// pipe's writer.
+    pub(crate) fn next_at_most(
+        &mut self,
+        max: usize,
+        deadline: Instant,
+    ) -> Result<Next<'_>, SplitError> {
         loop {
             let Some(split) = self.splits.front() else {
                 return Ok(Next::Done);
@@ -140,6 +153,27 @@ impl SplitInput {
                 self.open = None;
                 self.splits.pop_front();
                 return Ok(Next::End);
+            }
+            if let Some(rx) = open.piped.as_ref() {
+                let wait = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(wait) {
+                    Ok(Ok(bytes)) => {
+                        let n = bytes.len();
+                        if self.buf.len() < n {
+                            self.buf.resize(n, 0);
+                        }
+                        let into = self.buf.get_mut(..n).unwrap_or_default();
+                        into.copy_from_slice(&bytes);
+                        open.pos += n as u64;
+                        return Ok(Next::Data(self.buf.get(..n).unwrap_or_default()));
+                    }
+                    Ok(Err(cause)) => return Err(io(cause)),
+                    Err(RecvTimeoutError::Timeout) => return Ok(Next::Idle),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        open.stop = open.pos;
+                        continue;
+                    }
+                }
             }
             let want = usize::try_from(open.stop - open.pos)
                 .unwrap_or(usize::MAX)
@@ -208,10 +242,12 @@ fn open_split(split: &Split, dialect: Dialect) -> Result<Option<(Open, Boundary)
             offset: split.from,
             line,
         };
+        let reading = file.try_clone()?;
         let open = Open {
             file,
             pos: split.from,
             stop: UNSIZED,
+            piped: Some(crate::input::read_on_a_thread(reading, &split.path)),
         };
         return Ok(Some((open, first)));
     }
@@ -252,6 +288,7 @@ fn open_split(split: &Split, dialect: Dialect) -> Result<Option<(Open, Boundary)
         file,
         pos: first.offset,
         stop,
+        piped: None,
     };
     Ok(Some((open, first)))
 }

@@ -44,9 +44,12 @@ pub struct WorkerEntry {
 /// A query's source text.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuerySource {
-    /// The file it was read from, as the user named it (`q2.sql`): its extension says the
-    /// language.
+    /// The file it was read from, its name (`q2.sql`): its extension says the language.
     pub file: String,
+    /// The file as the user gave it (`queries/q2.sql`), for the places in errors, when it
+    /// is more than its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<String>,
     /// The text.
     pub text: String,
     /// The WebAssembly modules it loads (its `CREATE FUNCTION … LANGUAGE wasm AS 'PATH'`s

@@ -15,6 +15,7 @@
 //! | `AVG(x)` | as `SUM` | sum / count, a double |
 //! | `MIN(x)`, `MAX(x)` | a multiset of the values (Arrow's row format, which orders as SQL does, NaN above every number) | its first or last value |
 //! | `COUNT(DISTINCT x)` | the same multiset | how many distinct values |
+//! | a user's aggregate (`CREATE AGGREGATE`, `--udf`) | its state's bytes | its `finish` |
 //!
 //! A `FILTER (WHERE …)` leaves out the rows it does not keep, added or taken out. Taking out a
 //! value the aggregate does not hold (a retraction of a row it never saw) changes nothing.
@@ -25,6 +26,11 @@
 //! both infinities are held, else ±∞ while one is); finite values whose sum leaves the
 //! double range give ±∞ until every value is taken out. A multiset holds every NaN as the one
 //! canonical NaN (the largest value, as a window's `MIN`/`MAX` order them).
+//!
+//! A user's aggregate is stepped a batch at a time, not a row at a time (each step is a call
+//! into its sandbox): [`AggPlan::apply`] leaves its state alone, and the operator hands the
+//! rows to its `accumulate` afterwards (`running.rs`), in runs of added and taken out rows,
+//! in their order.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,6 +38,8 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, UInt32Array};
 use arrow::datatypes::{DataType, Float64Type, Int64Type};
 use arrow::row::{RowConverter, Rows, SortField};
+
+use anduin_expr::UserAggregate;
 
 /// Which aggregate, as far as its state goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +56,8 @@ pub(crate) enum Fun {
     Max,
     /// `COUNT(DISTINCT x)`.
     CountDistinct,
+    /// A user's aggregate ([`AggPlan::user`]).
+    User,
 }
 
 impl Fun {
@@ -111,6 +121,8 @@ pub(crate) enum Acc {
     },
     /// A multiset of values (in Arrow's row format) and how many times each is held.
     Values(BTreeMap<Vec<u8>, u64>),
+    /// A user's aggregate's state, `None` before its first row.
+    User(Option<Vec<u8>>),
 }
 
 impl Acc {
@@ -125,6 +137,7 @@ impl Acc {
                 n: 0,
             },
             Fun::Min | Fun::Max | Fun::CountDistinct => Acc::Values(BTreeMap::new()),
+            Fun::User => Acc::User(None),
         }
     }
 }
@@ -139,6 +152,8 @@ pub(crate) enum Column {
     Floats(Float64Array),
     /// Values for a multiset, in row format; the argument for their nulls.
     Values(Rows, ArrayRef),
+    /// A user's aggregate's arguments.
+    Args(Vec<ArrayRef>),
 }
 
 /// How one aggregate adds rows to its state and reads its value.
@@ -147,6 +162,8 @@ pub(crate) struct AggPlan {
     pub fun: Fun,
     /// For a multiset: the converter of the argument's values.
     values: Option<Arc<RowConverter>>,
+    /// For a user's aggregate: its functions.
+    pub user: Option<Arc<dyn UserAggregate>>,
 }
 
 impl AggPlan {
@@ -159,7 +176,32 @@ impl AggPlan {
         } else {
             None
         };
-        Ok(Self { fun, values })
+        Ok(Self {
+            fun,
+            values,
+            user: None,
+        })
+    }
+
+    /// The plan of the user's aggregate `user`.
+    pub(crate) fn user(user: Arc<dyn UserAggregate>) -> Self {
+        Self {
+            fun: Fun::User,
+            values: None,
+            user: Some(user),
+        }
+    }
+
+    /// The arguments `args` of a batch prepared for [`AggPlan::apply`] (a user's aggregate
+    /// takes them all, a built-in one the first; an error without one).
+    pub(crate) fn columns(&self, args: Vec<ArrayRef>) -> Result<Column, String> {
+        if self.fun == Fun::User {
+            return Ok(Column::Args(args));
+        }
+        let arg = args
+            .first()
+            .ok_or_else(|| "an aggregate without an argument".to_string())?;
+        self.column(arg)
     }
 
     /// The argument `arg` of a batch prepared for [`AggPlan::apply`].
@@ -185,11 +227,13 @@ impl AggPlan {
                     .map_err(|e| e.to_string())?;
                 Column::Values(rows, Arc::clone(arg))
             }
+            Fun::User => Column::Args(vec![Arc::clone(arg)]),
         })
     }
 
     /// Adds row `i` of `column` to `acc` (`add`), or takes it out; a row `filter` leaves out,
-    /// or whose argument is null, changes nothing.
+    /// or whose argument is null, changes nothing. A user's aggregate's state is left alone:
+    /// its rows are stepped a batch at a time (see the module's doc).
     pub(crate) fn apply(
         &self,
         acc: &mut Acc,
@@ -317,6 +361,16 @@ impl AggPlan {
                 arrow::compute::take(&values, &UInt32Array::from(index), None)
                     .map_err(|e| Evaluation::Other(e.to_string()))?
             }
+            Fun::User => {
+                let user = self.user.as_ref().expect("a user's aggregate has its plan");
+                let states = accs
+                    .map(|a| match a {
+                        Acc::User(s) => s.clone(),
+                        _ => None,
+                    })
+                    .collect();
+                user.finish(states).map_err(Evaluation::Failed)?
+            }
         })
     }
 }
@@ -348,6 +402,8 @@ fn canonical_nans(values: &ArrayRef) -> ArrayRef {
 pub(crate) enum Evaluation {
     /// An integer sum left `BIGINT`: the index of its group and the sum.
     Overflow { group: usize, sum: i128 },
+    /// A user's aggregate's `finish` failed (the message names it).
+    Failed(String),
     /// Anything else (a bug in anduin).
     Other(String),
 }
@@ -371,8 +427,9 @@ impl Group {
     /// The group's bytes in a checkpoint: the rows (8 bytes), then each aggregate's state
     /// after a tag byte: `c` a count (8), `s` a sum (16 + 8 + 8), `f` a sum that holds NaN
     /// or infinities (the same, then 3 × 8 for how many of each), `v` a multiset (4 for the
-    /// number of values, then each as 4 for its length, its bytes, and 8 for its count). All
-    /// little-endian.
+    /// number of values, then each as 4 for its length, its bytes, and 8 for its count), `u`
+    /// a user's aggregate's state (4 for its length, then its bytes), `n` a user's aggregate
+    /// without one. All little-endian.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(8 + 33 * self.accs.len());
         out.extend_from_slice(&self.rows.to_le_bytes());
@@ -392,6 +449,13 @@ impl Group {
                             out.extend_from_slice(&o.to_le_bytes());
                         }
                     }
+                }
+                Acc::User(None) => out.push(b'n'),
+                Acc::User(Some(state)) => {
+                    out.push(b'u');
+                    let len = u32::try_from(state.len()).unwrap_or(u32::MAX);
+                    out.extend_from_slice(&len.to_le_bytes());
+                    out.extend_from_slice(state);
                 }
                 Acc::Values(set) => {
                     out.push(b'v');
@@ -441,6 +505,11 @@ impl Group {
                         set.insert(v, c);
                     }
                     Acc::Values(set)
+                }
+                (b'n', Fun::User) => Acc::User(None),
+                (b'u', Fun::User) => {
+                    let len = u32::from_le_bytes(r.take()?) as usize;
+                    Acc::User(Some(r.bytes(len)?.to_vec()))
                 }
                 _ => return None,
             };
@@ -529,6 +598,58 @@ mod tests {
         assert_eq!(Group::decode(&bytes, &plans), Some(g));
         assert_eq!(Group::decode(&bytes[..bytes.len() - 1], &plans), None);
         assert_eq!(Group::decode(&bytes, &plans[..2]), None, "bytes left over");
+    }
+
+    #[test]
+    fn a_user_aggregates_state_survives_its_bytes_with_or_without_one() {
+        #[derive(Debug)]
+        struct Stateful;
+        impl UserAggregate for Stateful {
+            fn name(&self) -> &str {
+                "stateful"
+            }
+            fn merges(&self) -> bool {
+                false
+            }
+            fn retracts(&self) -> bool {
+                false
+            }
+            fn accumulate(
+                &self,
+                _: &mut anduin_expr::UserStates,
+                _: &[usize],
+                _: &[ArrayRef],
+                _: Option<&BooleanArray>,
+                _: bool,
+            ) -> Result<(), String> {
+                Ok(())
+            }
+            fn finish(&self, states: anduin_expr::UserStates) -> Result<ArrayRef, String> {
+                Ok(Arc::new(Int64Array::from_iter(
+                    states.iter().map(|s| s.as_ref().map(|s| s.len() as i64)),
+                )))
+            }
+        }
+        let plans = vec![
+            AggPlan::user(Arc::new(Stateful)),
+            plan(Fun::Count, DataType::Int64),
+            AggPlan::user(Arc::new(Stateful)),
+        ];
+        let g = Group {
+            rows: 2,
+            accs: vec![
+                Acc::User(Some(b"{\"n\":2}".to_vec())),
+                Acc::Count(2),
+                Acc::User(None),
+            ],
+        };
+        let bytes = g.encode();
+        assert_eq!(Group::decode(&bytes, &plans), Some(g.clone()));
+        assert_eq!(Group::decode(&bytes[..bytes.len() - 2], &plans), None);
+        let value = plans[0]
+            .evaluate(std::iter::once(&g.accs[0]))
+            .expect("finish");
+        assert_eq!(value.as_primitive::<Int64Type>().value(0), 7);
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! Its input may be append-only, or updating (another `aggregate`'s output, filtered or
 //! projected): a `+I` or `+U` row is added to its group, a `-U` or `-D` row taken out of it.
 //! The aggregates are `COUNT`, `SUM`, `AVG`, `MIN`, `MAX` (a multiset of values, so that any
-//! row can be taken out) and `COUNT(DISTINCT …)`, each with an optional `FILTER (WHERE …)`
-//! (`acc.rs`). The changes a batch makes are emitted after it, one change per group touched
+//! row can be taken out), `COUNT(DISTINCT …)` and the user's aggregates (WebAssembly or
+//! JavaScript; over an updating input only those with a `retract`, refused otherwise), each
+//! with an optional `FILTER (WHERE …)` (`acc.rs`). The changes a batch makes are emitted after it, one change per group touched
 //! (a mini-batch of one input batch): the changes of a group never cancel out in between, and
 //! a group whose result did not change emits nothing. A row an aggregate's argument or
 //! filter fails on goes to the dead letters (or stops the query, with `on_error = "fail"`),
@@ -40,12 +41,14 @@ use acc::{AggPlan, Fun};
 /// How the accumulators of an updating operator (GROUP BY, OVER) compute aggregate `a` of
 /// `p`'s `aggregates` (`context` says where, in a refusal): its plan, the type of its
 /// argument (`Null` for `COUNT(*)`), and its output column. `empty` is the input's schema
-/// with no rows.
+/// with no rows. A user's aggregate is planned only where `users` (a GROUP BY); elsewhere it
+/// is refused as any aggregate the operator does not know.
 pub(crate) fn plan_aggregate(
     p: &Params,
     a: &anduin_expr::CompiledAggregate,
     empty: &RecordBatch,
     context: &str,
+    users: bool,
 ) -> Result<(AggPlan, arrow::datatypes::DataType, Field), Diagnostics> {
     let unsupported = |message: String| -> Diagnostics {
         p.error("aggregates", format!("aggregate `{}`: {message}", a.name))
@@ -53,6 +56,17 @@ pub(crate) fn plan_aggregate(
     };
     let args = a.arguments(empty).map_err(|e| unsupported(e.message))?;
     let arg_type = args.first().map(|c| c.data_type().clone());
+    if let Some(user) = a.user().filter(|_| users) {
+        if ColumnType::carrying(&a.data_type()).is_none() {
+            return Err(unsupported(format!(
+                "of type {}, which a stream cannot carry",
+                a.data_type()
+            )));
+        }
+        let field = Field::new(&a.name, a.data_type(), true);
+        let arg_type = arg_type.unwrap_or(arrow::datatypes::DataType::Null);
+        return Ok((AggPlan::user(user), arg_type, field));
+    }
     let fun = Fun::of(
         a.function_name(),
         a.is_distinct(),
@@ -96,7 +110,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: true,
             kind: ParamKind::Text,
             default: None,
-            doc: "aggregate columns: \"COUNT(*) AS cnt, SUM(value) AS total, MAX(value) AS max\"; COUNT, SUM, AVG, MIN, MAX, COUNT(DISTINCT …), each with an optional FILTER (WHERE …)",
+            doc: "aggregate columns: \"COUNT(*) AS cnt, SUM(value) AS total, MAX(value) AS max\"; COUNT, SUM, AVG, MIN, MAX, COUNT(DISTINCT …) and the user's aggregates (over an updating input, those with a `retract`), each with an optional FILTER (WHERE …)",
         },
         ParamSpec {
             name: "having",
@@ -226,7 +240,25 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let mut plans = Vec::new();
     let mut fields = key_fields;
     for a in &aggs {
-        let (plan, _, field) = plan_aggregate(&p, a, &empty, "in a GROUP BY without a window")?;
+        let (plan, _, field) =
+            plan_aggregate(&p, a, &empty, "in a GROUP BY without a window", true)?;
+        if let Some(user) = plan.user.as_ref().filter(|u| !u.retracts()) {
+            if change_in.is_some() {
+                return Err(p.expr_error(
+                    "aggregates",
+                    &text,
+                    anduin_expr::ExprError::at(
+                        a.site.line,
+                        a.site.col,
+                        format!(
+                            "aggregate `{}` has no `retract`, and its input is updating (the changes of a GROUP BY or a join): a row the input takes back (-U, -D) must be taken out of its group's state. Give the aggregate a `retract` (JavaScript: `export function retract(state, …)`; WebAssembly: `{}_retract`), or aggregate an append-only stream",
+                            user.name(),
+                            user.name(),
+                        ),
+                    ),
+                ));
+            }
+        }
         plans.push(plan);
         fields.push(field);
     }

@@ -24,7 +24,7 @@ use arrow::row::{RowConverter, SortField};
 use crate::retracting;
 use crate::ttl::{Incoming, StateTtl};
 
-use super::acc::{Column, Evaluation, Group};
+use super::acc::{Acc, Column, Evaluation, Group};
 use super::GroupSetup;
 
 /// The sub-key of a group's entry.
@@ -48,6 +48,8 @@ pub(crate) struct Aggregate {
     unmatched_retractions: u64,
     /// What a row whose aggregate argument or filter fails does.
     errors: anduin_operator_api::RowErrors,
+    /// The query file's name as the user gave it, for the place of an aggregate in an error.
+    query_file: Option<Arc<str>>,
 }
 
 impl Aggregate {
@@ -72,6 +74,7 @@ impl Aggregate {
         let ttl = StateTtl::new(setup.ttl_ms, 1, Arc::clone(&ctx.clock));
         Ok(Self {
             errors,
+            query_file: ctx.query_file.clone(),
             ttl,
             setup,
             groups: HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
@@ -149,6 +152,70 @@ impl Aggregate {
         }
     }
 
+    /// The error of aggregate `a`, a user's, whose function failed with `message`.
+    fn user_failed(&self, a: usize, message: &str) -> OperatorError {
+        let site = self.setup.sites.get(a);
+        let at = site
+            .and_then(|s| s.at(self.query_file.as_deref()))
+            .map(|at| format!(" at {at}"))
+            .unwrap_or_default();
+        self.error(format!(
+            "aggregate `{}`{at} failed: {message}. The query stops: an aggregate's state holds many rows, so there is no single row to send to the dead letters",
+            self.setup.aggs.get(a).map_or("?", |a| a.site.text.as_str()),
+        ))
+    }
+
+    /// Steps the user's aggregates of `work` (the groups touched) over the rows of a batch:
+    /// row `i` of `columns` belongs to group `ids[i]`, and is added (`adds[i]`) or taken out
+    /// where `applied[i]` (a retraction that found no row is not). Runs of rows of one kind
+    /// go to the aggregate's `accumulate` at once, in their order.
+    fn step_users(
+        &self,
+        work: &mut [Group],
+        ids: &[usize],
+        columns: &[Column],
+        filters: &[Option<BooleanArray>],
+        adds: &[bool],
+        applied: &[bool],
+    ) -> Result<(), OperatorError> {
+        for (k, plan) in self.setup.plans.iter().enumerate() {
+            let (Some(user), Column::Args(args)) = (&plan.user, &columns[k]) else {
+                continue;
+            };
+            let mut states: Vec<Option<Vec<u8>>> = work
+                .iter_mut()
+                .map(|g| match &mut g.accs[k] {
+                    Acc::User(s) => s.take(),
+                    _ => None,
+                })
+                .collect();
+            let mut start = 0;
+            while start < ids.len() {
+                let add = adds[start];
+                let end = (start..ids.len())
+                    .find(|i| adds[*i] != add)
+                    .unwrap_or(ids.len());
+                let len = end - start;
+                let keep = BooleanArray::from_iter((start..end).map(|i| {
+                    Some(
+                        applied[i]
+                            && filters[k]
+                                .as_ref()
+                                .is_none_or(|f| f.is_valid(i) && f.value(i)),
+                    )
+                }));
+                let run: Vec<ArrayRef> = args.iter().map(|a| a.slice(start, len)).collect();
+                user.accumulate(&mut states, &ids[start..end], &run, Some(&keep), !add)
+                    .map_err(|m| self.user_failed(k, &m))?;
+                start = end;
+            }
+            for (g, state) in work.iter_mut().zip(states) {
+                g.accs[k] = Acc::User(state);
+            }
+        }
+        Ok(())
+    }
+
     /// Every aggregate's value in `groups` (rows: keys then aggregates), keyed by `keys`.
     fn results(&self, keys: &[ArrayRef], groups: &[Group]) -> Result<RecordBatch, OperatorError> {
         let mut columns = keys.to_vec();
@@ -160,6 +227,7 @@ impl Aggregate {
                     self.setup.aggs[a].site.text,
                     key_text(&self.setup, keys, group),
                 )),
+                Evaluation::Failed(m) => self.user_failed(a, &m),
                 Evaluation::Other(m) => internal(&self.setup.name, m),
             })?;
             columns.push(values);
@@ -227,8 +295,8 @@ fn key_text(setup: &GroupSetup, keys: &[ArrayRef], g: usize) -> String {
     }
 }
 
-/// Per aggregate, its argument and its filter's rows on `batch`.
-type Inputs = Vec<(ArrayRef, Option<BooleanArray>)>;
+/// Per aggregate, its arguments and its filter's rows on `batch`.
+type Inputs = Vec<(Vec<ArrayRef>, Option<BooleanArray>)>;
 
 /// The aggregates' inputs on `batch`, or the first aggregate whose argument or filter fails
 /// and its error.
@@ -238,17 +306,7 @@ fn inputs(
 ) -> Result<Inputs, (usize, anduin_expr::ExprError)> {
     let mut out = Vec::with_capacity(setup.aggs.len());
     for (i, a) in setup.aggs.iter().enumerate() {
-        let arg = a
-            .arguments(batch)
-            .map_err(|e| (i, e))?
-            .into_iter()
-            .next()
-            .ok_or_else(|| {
-                (
-                    i,
-                    anduin_expr::ExprError::whole("an aggregate without an argument"),
-                )
-            })?;
+        let arg = a.arguments(batch).map_err(|e| (i, e))?;
         let filter = a.filter(batch).map_err(|e| (i, e))?;
         out.push((arg, filter));
     }
@@ -303,8 +361,8 @@ impl Operator for Aggregate {
         let key_rows = setup.codec.rows(&key_columns, n, &setup.name)?;
         let mut columns: Vec<Column> = Vec::with_capacity(setup.aggs.len());
         let mut filters: Vec<Option<BooleanArray>> = Vec::with_capacity(setup.aggs.len());
-        for (plan, (arg, filter)) in setup.plans.iter().zip(inputs) {
-            columns.push(plan.column(&arg).map_err(|m| internal(&setup.name, m))?);
+        for (plan, (args, filter)) in setup.plans.iter().zip(inputs) {
+            columns.push(plan.columns(args).map_err(|m| internal(&setup.name, m))?);
             filters.push(filter);
         }
 
@@ -337,6 +395,7 @@ impl Operator for Aggregate {
         let before = self.results(&keys, &work);
 
         // The rows, into their groups.
+        let mut applied = vec![true; n];
         for i in 0..n {
             let g = &mut work[ids[i]];
             if adds[i] {
@@ -345,14 +404,16 @@ impl Operator for Aggregate {
                 g.rows -= 1;
             } else {
                 self.unmatched_retractions += 1;
+                applied[i] = false;
                 continue;
             }
             for (k, plan) in self.setup.plans.iter().enumerate() {
                 plan.apply(&mut g.accs[k], &columns[k], filters[k].as_ref(), i, adds[i]);
             }
         }
+        let stepped = self.step_users(&mut work, &ids, &columns, &filters, &adds, &applied);
         let setup = &self.setup;
-        let after = self.results(&keys, &work);
+        let after = stepped.and_then(|()| self.results(&keys, &work));
         // Put the groups back (before stopping on an error, so that the state stays whole).
         let rows_after: Vec<bool> = work.iter().map(|g| g.rows > 0).collect();
         for (key, group) in touched.iter().zip(work) {

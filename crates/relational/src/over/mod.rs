@@ -220,7 +220,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         .collect();
     for a in &aggs {
         let (plan, arg_type, field) =
-            crate::group::plan_aggregate(&p, a, &empty, "in an OVER window")?;
+            crate::group::plan_aggregate(&p, a, &empty, "in an OVER window", false)?;
         plans.push(plan);
         arg_types.push(arg_type);
         fields.push(field);

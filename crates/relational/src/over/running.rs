@@ -341,7 +341,8 @@ pub(super) fn emitted<'g>(
                         setup.aggs[a].site.text
                     ),
                 },
-                Evaluation::Other(m) => internal(name, m),
+                // A user's aggregate, which an OVER window refuses when it is bound.
+                Evaluation::Failed(m) | Evaluation::Other(m) => internal(name, m),
             })?;
         output.push(values);
     }

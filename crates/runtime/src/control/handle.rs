@@ -530,6 +530,13 @@ impl Control {
             .ok()
             // Written plainly (`3`, not `03`, `+3` or ` 3`): the history keeps it as written.
             .filter(|n| n.to_string() == request.value);
+        if let Some(n) = parsed.filter(|n| *n > growth::MOST_INSTANCES) {
+            return Err(invalid(format!(
+                "{n} is more instances than \"{}\" can have: at most {} (one key group each)",
+                request.operator,
+                growth::MOST_INSTANCES
+            )));
+        }
         // Beyond the instances that run it: new instances start at the barrier (`crate::grow`).
         let grows = parsed
             .filter(|n| *n > max)

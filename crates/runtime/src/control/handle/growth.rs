@@ -45,7 +45,7 @@ impl Control {
         };
         if to > MOST_INSTANCES {
             return Some(Err(format!(
-                "{to} instances cannot share its {MOST_INSTANCES} key groups"
+                "{to} instances cannot share its {MOST_INSTANCES} key groups (one each at most)"
             )));
         }
         let inner = self.lock();
