@@ -407,7 +407,7 @@ fn hand_all(
         };
         // An instance added while the query runs is reached through the growth's inboxes.
         let added = match (r.mates.get(j), &r.grows) {
-            (None, Some(g)) => Some(g.mate(name, j)),
+            (None, Some(g)) => Some(g.mate(name, r.instance, j)),
             _ => None,
         };
         let mate = r.mates.get(j).or(added.as_ref()).ok_or_else(|| {

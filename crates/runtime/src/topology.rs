@@ -25,9 +25,9 @@
 
 use anduin_graph::{LogicalGraph, Node, NodeId, Partitioning, PhysicalPlan};
 
-// Not called yet outside its tests: a cluster's growth (issue 15) is being wired to it.
-#[allow(dead_code)]
 pub(crate) mod grow;
+
+pub(crate) use grow::Grown;
 
 /// The worker an instance runs on. In an embedded run every instance runs in this process
 /// ([`WorkerId::LOCAL`]); a topology spread over workers gives each instance its own, and a

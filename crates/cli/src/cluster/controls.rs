@@ -157,6 +157,37 @@ pub(super) fn not_taken_over(r: &ControlRecord, restore: Option<&Validated>) -> 
     )
 }
 
+/// Why a running attempt is not taken over: its last checkpoint records more instances of an
+/// operator than the query's plan starts (a rescale added them while it ran, `anduin ctl
+/// scale` beyond `--max-parallelism`): the coordinator taking over plans without them, and
+/// would complete checkpoints that lack their state. `None`: none was added.
+pub(super) fn grown_not_taken_over(
+    compiled: &super::driver::Compiled,
+    restore: Option<&Validated>,
+) -> Option<String> {
+    let v = restore?;
+    let topology = compiled.topology();
+    let graph = &compiled.loaded.graph;
+    v.manifest.plan.operators.iter().find_map(|o| {
+        let planned = topology
+            .tasks
+            .iter()
+            .find(|t| t.operators.iter().any(|n| graph.node(*n).name() == o.name))?
+            .instances
+            .len();
+        (o.instance_count() > planned).then(|| {
+            format!(
+                "operator \"{}\" ran {} instances at checkpoint {}, {} of them added while it ran: a restarted coordinator does not take over instances the plan does not start, so the query rolls back as a whole to {} instances (its state re-cut to them)",
+                o.name,
+                o.instance_count(),
+                v.manifest.epoch,
+                o.instance_count() - planned,
+                planned,
+            )
+        })
+    })
+}
+
 /// Where change `r` applied: its barrier's epoch, or, recorded only before its barrier went
 /// out, that.
 fn applied_at(r: &ControlRecord) -> String {

@@ -1149,8 +1149,12 @@ fn take_over(
     // The executors have the changes made since that checkpoint; the control plane is told
     // of them. A rescale among them cannot be taken over.
     let reapply = controls::after_checkpoint(cluster, name, restore.as_ref(), Resumed::TakeOver);
-    if let Some(r) = &reapply.not_taken_over {
-        let why = controls::not_taken_over(r, restore.as_ref());
+    let not_taken_over = reapply
+        .not_taken_over
+        .as_ref()
+        .map(|r| controls::not_taken_over(r, restore.as_ref()))
+        .or_else(|| controls::grown_not_taken_over(compiled, restore.as_ref()));
+    if let Some(why) = not_taken_over {
         eprintln!("anduin: query {name}, attempt {number}: {why}");
         return Ok(wind_down(
             cluster,

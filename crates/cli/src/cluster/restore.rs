@@ -225,6 +225,10 @@ pub(super) fn restore_part(
         if let Some(why) = finishing(a, &lost, &compiled.instance_names) {
             return Ok(Some(why));
         }
+        // Instances added while running: the restored part would be planned without them.
+        if let Some(why) = a.control.as_ref().and_then(|c| c.grown()) {
+            return Ok(Some(why));
+        }
     }
     // A restore opens the part's sinks, which bring their output back to the checkpoint's:
     // never on the word of a leader a later one superseded.

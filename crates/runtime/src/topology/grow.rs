@@ -44,21 +44,6 @@ pub(crate) enum GrowRefused {
     Forward { task: usize, to: usize },
 }
 
-/// What one worker's process does at the barrier that grows a task (see [`Grown::part`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct GrownPart {
-    /// The new instances it runs, each with the instance of the task here that builds it.
-    pub build: Vec<(InstanceRef, InstanceRef)>,
-    /// The new channels whose producer runs here and whose consumer runs elsewhere (a
-    /// producer end of the network each).
-    pub send: Vec<ChannelId>,
-    /// The new channels whose consumer runs here and whose producer runs elsewhere (a
-    /// consumer end of the network each).
-    pub receive: Vec<ChannelId>,
-    /// The new channels with both ends here (an in-process queue each).
-    pub within: Vec<ChannelId>,
-}
-
 impl Topology {
     /// Adds instances to task `task` so that it has `to` (see the module's doc); `None` when
     /// it has as many already.
@@ -129,13 +114,11 @@ impl Topology {
                 }
             }
         }
-        // Out of the new instances: routes shaped as instance 0's.
+        // Out of the new instances: routes shaped as instance 0's, in its order (a route at the
+        // same index as instance 0's: the instances added find theirs so).
         for &from in &added {
             for r in &template {
-                let Some(plan_channel) = r.channels.first().and_then(|c| self.plan_channel(*c))
-                else {
-                    continue;
-                };
+                let plan_channel = r.channels.first().and_then(|c| self.plan_channel(*c));
                 let consumers = match r.exchange {
                     Exchange::Gather => 1,
                     _ => self.tasks.get(r.to_task).map_or(0, |t| t.instances.len()),
@@ -144,11 +127,13 @@ impl Topology {
                     channels: Vec::with_capacity(consumers),
                     ..r.clone()
                 };
-                for instance in 0..consumers {
+                // A route without a plan channel (none) stays empty, at its index.
+                for instance in plan_channel.map_or(0..0, |_| 0..consumers) {
                     let to = InstanceRef {
                         task: r.to_task,
                         instance,
                     };
+                    let plan_channel = plan_channel.unwrap_or_default();
                     route
                         .channels
                         .push(self.push_channel(plan_channel, from, to, r.to_input));
@@ -222,32 +207,21 @@ impl Topology {
 }
 
 impl Grown {
-    /// What the process of `worker` does at the barrier: the instances it builds (each by
-    /// the task's instance there, [`Topology::builder_on`]) and the ends of the new channels
-    /// it holds. `topology` is the one grown.
-    pub(crate) fn part(&self, topology: &Topology, worker: WorkerId) -> GrownPart {
-        let mut part = GrownPart::default();
-        if let Some(builder) = topology.builder_on(self.task, self.before, worker) {
-            part.build = self
-                .added
-                .iter()
-                .filter(|at| topology.worker_of(**at) == worker)
-                .map(|at| (*at, builder))
-                .collect();
-        }
-        for id in &self.channels {
-            let Some(c) = topology.channels.get(id.0) else {
-                continue;
-            };
-            let (from, to) = (topology.worker_of(c.from), topology.worker_of(c.to));
-            match (from == worker, to == worker) {
-                (true, true) => part.within.push(*id),
-                (true, false) => part.send.push(*id),
-                (false, true) => part.receive.push(*id),
-                (false, false) => {}
-            }
-        }
-        part
+    /// The instances added that the process of `worker` builds, each with the instance of
+    /// the task there that builds it ([`Topology::builder_on`]). `topology` is the one grown.
+    pub(crate) fn built_on(
+        &self,
+        topology: &Topology,
+        worker: WorkerId,
+    ) -> Vec<(InstanceRef, InstanceRef)> {
+        let Some(builder) = topology.builder_on(self.task, self.before, worker) else {
+            return Vec::new();
+        };
+        self.added
+            .iter()
+            .filter(|at| topology.worker_of(**at) == worker)
+            .map(|at| (*at, builder))
+            .collect()
     }
 }
 

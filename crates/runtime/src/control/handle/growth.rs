@@ -82,13 +82,33 @@ impl Control {
         matches!(self.may_grow(operator, to), Some(Ok(())))
     }
 
+    /// Why the run's lost instances cannot be restored alone, if instances were added to a
+    /// task while it ran: the restored instances would be planned without them (a cluster
+    /// then rolls the query back as a whole).
+    pub fn grown(&self) -> Option<String> {
+        let inner = self.lock();
+        let (task, added) = inner.topology.tasks.iter().find_map(|t| {
+            let added = t
+                .instances
+                .iter()
+                .filter(|i| i.id >= crate::grow::GROWN_IDS)
+                .count();
+            (added > 0).then_some((t, added))
+        })?;
+        let operator = task.operators.first().map_or("?", String::as_str);
+        Some(format!(
+            "operator \"{operator}\" got {added} instance(s) beyond those the run started with while it ran, which instances restored alone would not be wired to"
+        ))
+    }
+
     /// Instance `instance` (number `id` in the run) of task `task`, running `operators`, was
-    /// added while the query runs, with `counters` per operator: the listings and the figures
-    /// show it, the operators can be rescaled up to it, and a live split of them is refused.
+    /// added on `worker` while the query runs, with `counters` per operator (none where the
+    /// figures are gathered from the workers): the listings and the figures show it, the
+    /// operators can be rescaled up to it, and a live split of them is refused.
     pub(crate) fn task_grown(
         &self,
         task: usize,
-        (instance, id): (usize, usize),
+        (instance, id, worker): (usize, usize, crate::topology::WorkerId),
         operators: &[String],
         counters: Vec<(String, Arc<Counters>)>,
     ) {
@@ -114,7 +134,7 @@ impl Control {
         let placement = InstancePlacement {
             instance,
             id,
-            worker: 0,
+            worker: worker.0,
         };
         match inner.topology.tasks.iter_mut().find(|t| t.id == task) {
             Some(t) if !t.instances.iter().any(|i| i.instance == instance) => {
