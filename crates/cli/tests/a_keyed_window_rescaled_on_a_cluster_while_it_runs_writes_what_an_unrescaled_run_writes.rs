@@ -448,6 +448,8 @@ fn a_keyed_window_rescaled_on_a_cluster_recovers_its_killed_workers_instances_wi
         "the recovery keeps the rescale\n{}",
         q.cluster.logs()
     );
+    // The listing shows the restored instances where they run now: on the live worker.
+    assert_eq!(q.window_workers().len(), 1, "{:?}", q.window_workers());
     q.scale("1");
     q.finish(Some(1));
 }

@@ -440,6 +440,10 @@ pub(super) fn restore_part(
             host: WorkerId(*host),
         });
     }
+    // The listings (`ctl topology`, the web UI) show the part's instances where they run now.
+    if let Some(control) = current(&state, name, number).and_then(|a| a.control.as_ref()) {
+        control.instances_moved(|id| placement.get(id).and_then(|p| hosts.get(p)).copied());
+    }
     cluster.exit_point(ExitPoint::PartRestored);
     let submission = state
         .queries

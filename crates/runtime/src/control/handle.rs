@@ -322,6 +322,30 @@ impl Control {
         self.lock().topology.clone()
     }
 
+    /// The instances `moved` gives a worker for (by their number in the run) run there now
+    /// (a cluster restored their part on it).
+    pub fn instances_moved(&self, moved: impl Fn(usize) -> Option<u32>) {
+        let mut inner = self.lock();
+        let topology = &mut inner.topology;
+        for i in topology
+            .tasks
+            .iter_mut()
+            .flat_map(|t| t.instances.iter_mut())
+        {
+            if let Some(w) = moved(i.id) {
+                i.worker = w;
+            }
+        }
+        let mut workers: Vec<u32> = topology
+            .tasks
+            .iter()
+            .flat_map(|t| t.instances.iter().map(|i| i.worker))
+            .collect();
+        workers.sort_unstable();
+        workers.dedup();
+        topology.workers = workers;
+    }
+
     /// The adjustable params of `operator` with their current values.
     pub fn params(&self, operator: &str) -> Result<Vec<ParamInfo>, ControlFailure> {
         let inner = self.lock();
