@@ -94,13 +94,13 @@ export class Console {
   /** An ended query takes no change, checkpoint or stop: its buttons say so. */
   showState(info) {
     if (this.closed) return;
-    const over = info.state === "finished" || info.state === "failed";
+    const over = info.state === "finished" || info.state === "failed" || info.state === "cancelled";
     for (const f of this.fields.values()) f.apply.disabled = over || f.busy;
     if (this.checkpointButton) this.checkpointButton.disabled = over || !info.checkpointing || this.checkpointBusy;
     if (this.stopButton) this.stopButton.disabled = over || this.stopBusy;
     const ended = this.actionsEl.querySelector("#query-ended");
     if (over && !ended) {
-      this.actionsEl.append(h("p", { class: "muted", id: "query-ended", text: `The query has ${info.state === "failed" ? "failed" : "finished"}: nothing can be changed any more.` }));
+      this.actionsEl.append(h("p", { class: "muted", id: "query-ended", text: `The query has ${info.state === "finished" ? "finished" : info.state === "cancelled" ? "been cancelled" : "failed"}: nothing can be changed any more.` }));
     }
   }
 

@@ -139,6 +139,8 @@ pub struct Attempt {
     /// The executors whose part ended that wait to end until a checkpoint is settled, by part:
     /// the newest checkpoint they acknowledged ([`super::exiting`]).
     pub exiting: BTreeMap<u32, u64>,
+    /// A stop was asked (`anduin ctl stop`): its executors were told to stop their sources.
+    pub stopping: bool,
 }
 
 impl Attempt {
@@ -174,6 +176,7 @@ impl Attempt {
             figures: Arc::default(),
             settled: 0,
             exiting: BTreeMap::new(),
+            stopping: false,
         }
     }
 
@@ -732,6 +735,33 @@ fn numbered_so_far(
     Ok(begun.max(started.unwrap_or(begun)))
 }
 
+/// How `anduin ctl stop` (the API's stop, the web UI's button) stops attempt `number` of
+/// query `name`: the query's life takes the request (refused while it recovers, say), and
+/// every executor of the attempt stops its sources, which take a last checkpoint (not the
+/// end of the input: `anduin submit --resume` goes on from it) and end; the parts then
+/// finish what they hold and end, and the query finishes.
+fn stopper(cluster: &Arc<Cluster>, name: &str, number: u64) -> anduin_runtime::control::Stopper {
+    let (cluster, name) = (Arc::clone(cluster), name.to_string());
+    Arc::new(move || {
+        let mut state = cluster.lock();
+        state
+            .try_feed(&name, &Input::StopRequested)
+            .map_err(|refused| refused.to_string())?;
+        let a = state
+            .queries
+            .get_mut(&name)
+            .and_then(|q| q.attempt.as_mut())
+            .filter(|a| a.number == number)
+            .ok_or_else(|| format!("attempt {number} is over"))?;
+        a.stopping = true;
+        for (to, _) in a.executors.values() {
+            let _ = to.send(&ToExecutor::Drain);
+        }
+        eprintln!("anduin: query {name}, attempt {number}: stopping: its sources stop and take a last checkpoint, then it ends (`anduin submit --resume` goes on from that checkpoint)");
+        Ok(())
+    })
+}
+
 /// Starts the checkpoint coordinator of an attempt whose executors have reported (all, or all
 /// but those of parts lost while no coordinator ran): each task instance's commands go to the
 /// executor that runs its part. `carried`: the param changes the catalog recorded after
@@ -791,9 +821,7 @@ fn start_checkpointer(
             ..crate::control::RunPlaces::default()
         },
     )?);
-    control.refuse_stop(format!(
-        "stopping a query on a cluster is not supported yet: cancel it with `anduin cancel {name}` (its output stays exactly once, up to its last checkpoint)"
-    ));
+    control.stop_with(stopper(cluster, name, number));
     if !carried_alone.is_empty() {
         // Taken over before any checkpoint completed: the changes are all it knows.
         control.restored(0, &carried_alone);
@@ -1038,6 +1066,7 @@ fn run_to_end(
             state = cluster.wait(state, Duration::from_millis(500));
         }
     };
+    let stopped = current(&cluster.lock(), name, number).is_some_and(|a| a.stopping);
     let outcome = match outcome {
         Outcome::Finished => {
             end_events(cluster, name, number, false);
@@ -1047,7 +1076,17 @@ fn run_to_end(
     };
     // Its event senders are gone with the attempt: it has completed what it could.
     let _ = checkpointer.join();
-    if matches!(outcome, Outcome::Finished) {
+    if matches!(outcome, Outcome::Finished) && stopped {
+        // Stopped (`anduin ctl stop`): its sources took a last checkpoint that is not the end
+        // of their input.
+        let last = cluster
+            .committing_store(name)
+            .and_then(|s| Ok(s.choose_restore()?.1.map(|v| v.manifest.epoch)));
+        match last {
+            Ok(Some(epoch)) => eprintln!("anduin: query {name} stopped at checkpoint {epoch}: `anduin submit --resume` goes on from it"),
+            _ => eprintln!("anduin: query {name} stopped, but its last checkpoint failed (see the log): `anduin submit --resume` goes on from the one before, if any"),
+        }
+    } else if matches!(outcome, Outcome::Finished) {
         // Every part ended well: each sink committed what it had at the end of its input,
         // as in `anduin run`, even when the last checkpoint could not be written.
         let store = cluster.committing_store(name);
@@ -1675,17 +1714,15 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
     }
     // A failure the query recovers from (as `drive` decides next): a change on its way was
     // cut short by it, the query is not failed.
+    let cancelled = state.queries.get(name).is_some_and(|q| q.cancel);
     let recovered = match &outcome {
-        Outcome::Failed { why, .. } if number < MAX_ATTEMPTS => state
-            .queries
-            .get(name)
-            .filter(|q| !q.cancel)
-            .map(|_| why.clone()),
+        Outcome::Failed { why, .. } if number < MAX_ATTEMPTS && !cancelled => Some(why.clone()),
         _ => None,
     };
     if let Some(c) = current(&state, name, number).and_then(|a| a.control.as_ref()) {
         match recovered {
             Some(why) => c.detach_recovering(why),
+            None if cancelled => c.detach_cancelled(),
             None => c.detach(true),
         }
     }
@@ -1773,6 +1810,10 @@ pub fn serve_executor(
             a.unstarted.remove(&worker);
         } else {
             a.unstarted.insert(worker);
+        }
+        if a.stopping {
+            // A part restored while the query stops stops its sources too.
+            let _ = to.send(&ToExecutor::Drain);
         }
         if let Some((old, _)) = a.executors.insert(worker, (to, r.data)) {
             old.close();

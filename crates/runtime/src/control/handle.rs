@@ -131,6 +131,9 @@ pub(crate) enum InstanceFigures {
     Gathered(crate::control::Gather),
 }
 
+/// What stops a query whose sources run elsewhere (see [`Control::stop_with`]).
+pub type Stopper = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
 /// The control plane's handle of one running query (see the module's documentation).
 pub struct Control {
     name: String,
@@ -151,8 +154,9 @@ pub struct Control {
     /// In a cluster's executor: where the instances' reports (a change applied, an input
     /// ended) also go, for the control plane at the coordinator.
     forward: Mutex<Option<crossbeam_channel::Sender<crate::protocol::Event>>>,
-    /// Why `stop` is refused, where the query cannot be stopped (yet).
-    stop_refused: Mutex<Option<String>>,
+    /// What stops the query where its sources are not this process's (a cluster's: the
+    /// coordinator tells the executors); `Err` says why it cannot stop now.
+    stopper: Mutex<Option<Stopper>>,
     /// What its autoscaler did, when it runs one.
     autoscale: Mutex<Option<crate::autoscaler::AutoscaleReport>>,
     /// Why a live `pipeline` change is refused, where the run cannot split its tasks.
@@ -214,7 +218,7 @@ impl Control {
             changed: Condvar::new(),
             deadline: DEFAULT_DEADLINE,
             forward: Mutex::new(None),
-            stop_refused: Mutex::new(None),
+            stopper: Mutex::new(None),
             autoscale: Mutex::new(None),
             pipelining_refused: Mutex::new(None),
             pipelining_refused_for: Mutex::new(BTreeMap::new()),
@@ -247,13 +251,14 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(recorder);
     }
 
-    /// `stop` is refused with `why` (a query on a cluster cannot be stopped cleanly yet): an
-    /// answer that says so rather than a stop that does nothing.
-    pub fn refuse_stop(&self, why: impl Into<String>) {
+    /// `stop` asks `stopper` to stop the query (a cluster's coordinator tells its executors
+    /// to stop their sources), rather than the run's own flag; its `Err` is the reason the
+    /// answer gives.
+    pub fn stop_with(&self, stopper: Stopper) {
         *self
-            .stop_refused
+            .stopper
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why.into());
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(stopper);
     }
 
     /// Also sends the instances' reports (a change applied at a barrier, an operator's input
@@ -380,16 +385,18 @@ impl Control {
     /// it resumes there.
     pub fn stop(&self) -> Result<(), ControlFailure> {
         let state = self.lock().state;
-        let refused = self
-            .stop_refused
+        if state.ended() {
+            return Err(self.not_running(state, "it cannot be stopped"));
+        }
+        let stopper = self
+            .stopper
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        if let Some(why) = refused {
-            return Err(self.not_running(state, &why));
-        }
-        if matches!(state, QueryState::Finished | QueryState::Failed) {
-            return Err(self.not_running(state, "it cannot be stopped"));
+        if let Some(stopper) = stopper {
+            stopper().map_err(|why| self.not_running(state, &why))?;
+            self.lock().state = QueryState::Stopping;
+            return Ok(());
         }
         let stop = self
             .stop
@@ -444,9 +451,7 @@ impl Control {
                     waited_s: self.deadline.as_secs_f64(),
                 });
             }
-            if matches!(inner.state, QueryState::Finished | QueryState::Failed)
-                && !inner.recording.contains_key(&seq)
-            {
+            if inner.state.ended() && !inner.recording.contains_key(&seq) {
                 let state = inner.state;
                 inner.pending.remove(&seq);
                 if let Some(why) = inner.recovering.clone() {
@@ -841,6 +846,7 @@ fn state_words(state: QueryState) -> &'static str {
         QueryState::Stopping => "stopping",
         QueryState::Finished => "finished",
         QueryState::Failed => "failed",
+        QueryState::Cancelled => "cancelled",
     }
 }
 

@@ -54,6 +54,20 @@ pub enum QueryState {
     Finished,
     /// An operator failed.
     Failed,
+    /// Cancelled at a user's request (a cluster's `anduin cancel`): ended at once, without a
+    /// last checkpoint.
+    Cancelled,
+}
+
+impl QueryState {
+    /// Whether the query has ended (finished, failed or cancelled): nothing changes it any
+    /// more.
+    pub fn ended(self) -> bool {
+        matches!(
+            self,
+            QueryState::Finished | QueryState::Failed | QueryState::Cancelled
+        )
+    }
 }
 
 /// One operator of a query.

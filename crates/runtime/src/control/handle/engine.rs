@@ -217,6 +217,13 @@ impl Control {
         self.changed.notify_all();
     }
 
+    /// The run was cancelled (a cluster's `anduin cancel`): it ended at once.
+    pub fn detach_cancelled(&self) {
+        self.detach(true);
+        self.lock().state = QueryState::Cancelled;
+        self.changed.notify_all();
+    }
+
     /// The run has failed and its query is being recovered by another (a cluster's attempt
     /// that lost a worker, rolled back to its last checkpoint as a new attempt with a control
     /// plane of its own), `why`: a change still on its way is answered as cut short by it
