@@ -968,6 +968,8 @@ pub fn coordinate(
             checkpoints: Some(Arc::clone(&counters)),
             checkpoint_dir: Some(c.settings.dir.clone()),
         });
+        // Before it is attached: the `parallelism` param says how far it goes.
+        control.allow_growth(said);
         control.attach(
             crate::control::operators(graph, &topology),
             crate::control::tasks(graph, &topology),
@@ -976,7 +978,6 @@ pub fn coordinate(
             true,
             Arc::clone(&config.stop),
         );
-        control.allow_growth(said);
     }
     spawn_helper("anduin-coordinator", move || coordinator.run(events))
 }

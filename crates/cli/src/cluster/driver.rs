@@ -1027,6 +1027,12 @@ fn run_to_end(
                     worker: Some(lost),
                     ..
                 }) if cluster.per_task_recovery => {
+                    // No growth beside parts restored alone (the restore refuses one that
+                    // came before).
+                    if let Some(c) = current(&state, name, number).and_then(|a| a.control.as_ref())
+                    {
+                        c.stop_growing("a worker of the query was lost while it ran, and its part is restored alone: instances beyond those started are not added in this attempt (not supported yet)");
+                    }
                     drop(state);
                     match super::restore::restore_part(cluster, name, compiled, dir, number) {
                         Ok(None) => {

@@ -30,6 +30,20 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = growing;
     }
 
+    /// From now on no operator grows while the query runs, for `why` (a cluster's attempt
+    /// that lost a part: instances are not added beside parts restored alone).
+    pub fn stop_growing(&self, why: &str) {
+        let mut growth = self
+            .growth
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for g in growth.values_mut() {
+            if matches!(g, Growing::Yes { .. }) {
+                *g = Growing::No(why.to_string());
+            }
+        }
+    }
+
     /// Whether `operator` can grow to `to` instances now: `Err` says why not (to follow "it
     /// cannot get more instances while it runs: "), `None` when nothing was said of it.
     pub(crate) fn may_grow(&self, operator: &str, to: usize) -> Option<Result<(), String>> {
