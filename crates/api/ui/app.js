@@ -5,7 +5,7 @@
 import { api, ApiError } from "./api.js";
 import { h, fill } from "./dom.js";
 import { sample, instanceRates, operatorFigures, classify } from "./figures.js";
-import { draw, update } from "./graph.js";
+import { draw, drawWritten, update } from "./graph.js";
 import * as panels from "./panels.js";
 import { Console } from "./console.js";
 
@@ -156,6 +156,7 @@ async function choose(name) {
   $("empty").hidden = true;
   panels.summary($("summary"), info, topology);
   state.view = draw($("graph"), info, topology);
+  showWritten(info);
   const console = new Console($("console"), $("history-panel"), $("actions"), () => tick(true));
   state.console = console;
   await console.show(info);
@@ -298,3 +299,10 @@ $("login-form").addEventListener("submit", (ev) => {
 });
 window.addEventListener("hashchange", route);
 route();
+
+/** The query as written, beside the graph as it runs, when rules reshaped it. */
+function showWritten(info) {
+  const written = info.written || [];
+  $("written-details").hidden = written.length === 0;
+  if (written.length > 0) drawWritten($("written"), written);
+}

@@ -65,6 +65,11 @@ fn the_web_ui_draws_a_running_query_and_changes_its_filter_in_a_real_browser() {
         "[...document.querySelectorAll('#graph g.edge')].map(e => e.dataset.from + '>' + e.dataset.to).sort()",
     );
     assert_eq!(edges, serde_json::json!(["gen>low", "low>out"]));
+    // No rule reshaped it: the query as written is the graph, not drawn twice.
+    assert_eq!(
+        page.eval("document.querySelector('#written-details').hidden"),
+        serde_json::json!(true)
+    );
     assert!(
         page.eval("document.querySelectorAll('#graph g.task').length")
             .as_u64()

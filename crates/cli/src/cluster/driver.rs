@@ -822,6 +822,9 @@ fn start_checkpointer(
         },
     )?);
     control.stop_with(stopper(cluster, name, number));
+    if let Some(written) = &compiled.loaded.written {
+        control.as_written(anduin_runtime::control::written(written));
+    }
     if !carried_alone.is_empty() {
         // Taken over before any checkpoint completed: the changes are all it knows.
         control.restored(0, &carried_alone);

@@ -101,6 +101,8 @@ struct Inner {
     /// Why the run ended while its query goes on, recovered by a new run (a cluster's
     /// attempt that lost a worker): what a change still on its way is answered.
     recovering: Option<String>,
+    /// The query as written, when rules reshaped it (see [`QueryInfo::written`]).
+    written: Vec<crate::control::WrittenOperator>,
 }
 
 /// Where the live figures of a run come from.
@@ -214,6 +216,7 @@ impl Control {
                 probe: None,
                 requested: BTreeMap::new(),
                 recovering: None,
+                written: Vec::new(),
             }),
             changed: Condvar::new(),
             deadline: DEFAULT_DEADLINE,
@@ -318,7 +321,14 @@ impl Control {
             checkpointing: inner.checkpointing,
             operators: inner.operators.clone(),
             tasks: inner.tasks.clone(),
+            written: inner.written.clone(),
         }
+    }
+
+    /// The query as written, when rules reshaped it before it ran: the API and the web UI
+    /// show it beside the query as it runs.
+    pub fn as_written(&self, operators: Vec<crate::control::WrittenOperator>) {
+        self.lock().written = operators;
     }
 
     /// Where the query's instances run and how its tasks feed each other (empty until it
