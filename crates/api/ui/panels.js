@@ -254,10 +254,18 @@ const EVENT_LABELS = {
   task_started: "task started",
   task_finished: "task finished",
   task_failed: "task failed",
+  param_changed: "param changed",
   late_rows: "late rows",
   rejected: "rejected",
   lagged: "missed events",
 };
+
+/** What the events list calls event `kind`: a rescale and a live split by their names. */
+function eventLabel(kind, data) {
+  if (kind === "param_changed" && data && data.param === "parallelism") return "rescaled";
+  if (kind === "param_changed" && data && data.param === "pipeline") return "task split";
+  return Object.hasOwn(EVENT_LABELS, kind) ? EVENT_LABELS[kind] : String(kind);
+}
 
 const BAD = new Set(["checkpoint_failed", "task_failed", "lagged", "checkpoint_stale"]);
 
@@ -274,7 +282,7 @@ export function addEvent(ol, kind, data) {
       { class: BAD.has(kind) ? "bad" : kind === "checkpoint_completed" ? "good" : "", "data-kind": kind },
       h("time", { text: new Date().toLocaleTimeString([], { hour12: false }) }),
       " ",
-      h("strong", { text: Object.hasOwn(EVENT_LABELS, kind) ? EVENT_LABELS[kind] : String(kind) }),
+      h("strong", { text: eventLabel(kind, data) }),
       details ? " " + details : "",
     ),
   );

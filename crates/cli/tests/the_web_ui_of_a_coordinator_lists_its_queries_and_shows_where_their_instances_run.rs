@@ -207,6 +207,17 @@ fn the_web_ui_of_a_coordinator_lists_its_queries_and_shows_where_their_instances
 
     // The console: a change applies through the coordinator.
     page.apply_in_console("low.condition", "value < 42", "value >= 42");
+    // The change is an event too, as it applies.
+    let changed = page.wait_for(
+        "the change among the events",
+        "document.querySelector('#events li[data-kind=\"param_changed\"]')?.textContent",
+    );
+    assert!(
+        changed
+            .as_str()
+            .is_some_and(|t| t.contains("param changed") && t.contains("value >= 42")),
+        "{changed}"
+    );
     page.screenshot("2-console.png");
 
     // A late answer for a query the page has left: beta's topology is held back (DevTools'

@@ -603,6 +603,7 @@ fn attach_control(
             next_epoch: 1,
         },
     };
+    control.publish_changes_to(config.events.clone());
     control.attach(
         crate::control::operators(graph, topology),
         crate::control::tasks(graph, topology),
@@ -970,6 +971,7 @@ pub fn coordinate(
         });
         // Before it is attached: the `parallelism` param says how far it goes.
         control.allow_growth(said);
+        control.publish_changes_to(config.events.clone());
         control.attach(
             crate::control::operators(graph, &topology),
             crate::control::tasks(graph, &topology),

@@ -169,6 +169,8 @@ pub struct Control {
     growth: Mutex<BTreeMap<String, growth::Growing>>,
     /// Where each applied change is kept durable, if anywhere.
     recorder: Mutex<Option<Arc<Recorder>>>,
+    /// Where each change every instance switched to is published (the run's engine events).
+    published: Mutex<Option<crate::Events>>,
     /// Given each rescale and live split before its barrier is sent (see
     /// [`Control::record_intents_with`]).
     intent: Mutex<Option<Arc<Recorder>>>,
@@ -227,6 +229,7 @@ impl Control {
             pipelining_refused_for: Mutex::new(BTreeMap::new()),
             growth: Mutex::new(BTreeMap::new()),
             recorder: Mutex::new(None),
+            published: Mutex::new(None),
             intent: Mutex::new(None),
         }
     }
@@ -242,6 +245,15 @@ impl Control {
             .intent
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(intent);
+    }
+
+    /// Publishes each change every instance has switched to on `events`
+    /// ([`crate::EngineEvent::ParamChanged`]: the events file, the API's event stream).
+    pub fn publish_changes_to(&self, events: crate::Events) {
+        *self
+            .published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(events);
     }
 
     /// Hands each change every instance has switched to to `recorder` before the history

@@ -347,6 +347,21 @@ impl Control {
                 new = %record.new,
                 "param changed"
             );
+            if let Some(events) = self
+                .published
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_ref()
+            {
+                events.publish(crate::EngineEvent::ParamChanged {
+                    operator: record.operator.clone(),
+                    param: record.param.clone(),
+                    old: record.old.clone(),
+                    new: record.new.clone(),
+                    epoch: record.epoch,
+                    from: record.from.clone(),
+                });
+            }
             // The params show a change when the history has it: once recorded, if it is.
             if recorded {
                 inner.recording.insert(record.seq, record.clone());
