@@ -253,6 +253,13 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
         doc.contains("(1 to 720)"),
         "the param says how far it goes: {doc}"
     );
+    // Each added instance takes a slot of a worker that runs the window (8 each here).
+    let crowded = ctl(q.dir(), &q.api, &["scale", "q", "w", "40"]);
+    let why = String::from_utf8_lossy(&crowded.stderr);
+    assert!(
+        crowded.status.code() != Some(0) && why.contains("free slot(s): scale to at most"),
+        "{why}"
+    );
     q.scale("4");
     assert_eq!(q.owners().as_deref(), Some("4"));
     let topology = client.topology("q").expect("the topology");

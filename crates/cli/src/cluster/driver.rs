@@ -762,6 +762,49 @@ fn stopper(cluster: &Arc<Cluster>, name: &str, number: u64) -> anduin_runtime::c
     })
 }
 
+/// Where a query's attempt (its control plane `control`) has room for instances added while it runs
+/// (`anduin ctl scale` beyond `--max-parallelism`): they go on the workers that run the task
+/// already, each taking a slot as a planned instance does, so the workers' free slots bound
+/// them (those in use: every query's planned instances where they run now, and this query's
+/// instances added so far).
+fn growth_room(
+    cluster: &Arc<Cluster>,
+    control: std::sync::Weak<Control>,
+) -> anduin_runtime::control::Room {
+    let cluster = Arc::clone(cluster);
+    Arc::new(move |added, on| {
+        let added_here = control
+            .upgrade()
+            .map(|c| c.added_by_worker())
+            .unwrap_or_default();
+        let state = cluster.lock();
+        let mut used: BTreeMap<u32, usize> = added_here;
+        for a in state.queries.values().filter_map(|q| q.attempt.as_ref()) {
+            for part in &a.placement {
+                *used.entry(a.host(*part)).or_default() += 1;
+            }
+        }
+        let free: usize = on
+            .keys()
+            .filter_map(|w| state.workers.get(w).filter(|e| e.alive()).map(|e| (w, e)))
+            .map(|(w, e)| {
+                usize::try_from(e.slots)
+                    .unwrap_or(usize::MAX)
+                    .saturating_sub(used.get(w).copied().unwrap_or(0))
+            })
+            .sum();
+        if added <= free {
+            return Ok(());
+        }
+        let workers: Vec<String> = on.keys().map(|w| format!("w{w}")).collect();
+        Err(format!(
+            "the {added} instance(s) it would add go on the workers that run it ({}), which have {free} free slot(s): scale to at most {}, or give those workers more slots (`anduin worker --slots`)",
+            workers.join(", "),
+            on.values().sum::<usize>() + free,
+        ))
+    })
+}
+
 /// Starts the checkpoint coordinator of an attempt whose executors have reported (all, or all
 /// but those of parts lost while no coordinator ran): each task instance's commands go to the
 /// executor that runs its part. `carried`: the param changes the catalog recorded after
@@ -822,6 +865,7 @@ fn start_checkpointer(
         },
     )?);
     control.stop_with(stopper(cluster, name, number));
+    control.grow_within(growth_room(cluster, Arc::downgrade(&control)));
     if let Some(written) = &compiled.loaded.written {
         control.as_written(anduin_runtime::control::written(written));
     }

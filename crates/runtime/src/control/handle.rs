@@ -25,6 +25,8 @@ mod autoscale;
 mod engine;
 mod figures;
 mod growth;
+
+pub use growth::Room;
 mod pipelining;
 
 pub(crate) use growth::Growing;
@@ -167,6 +169,9 @@ pub struct Control {
     pipelining_refused_for: Mutex<BTreeMap<String, String>>,
     /// Per rescalable operator, whether it can get instances beyond those that run it.
     growth: Mutex<BTreeMap<String, growth::Growing>>,
+    /// Where instances added while running need room (a cluster's slots): see
+    /// [`Control::grow_within`].
+    room: Mutex<Option<growth::Room>>,
     /// Where each applied change is kept durable, if anywhere.
     recorder: Mutex<Option<Arc<Recorder>>>,
     /// Where each change every instance switched to is published (the run's engine events).
@@ -228,6 +233,7 @@ impl Control {
             pipelining_refused: Mutex::new(None),
             pipelining_refused_for: Mutex::new(BTreeMap::new()),
             growth: Mutex::new(BTreeMap::new()),
+            room: Mutex::new(None),
             recorder: Mutex::new(None),
             published: Mutex::new(None),
             intent: Mutex::new(None),

@@ -8,7 +8,7 @@ mod types;
 
 pub use describe::written;
 pub(crate) use describe::{operators, tasks, topology};
-pub use handle::{Control, Recorder, Stopper, TaskSplit, Validator, DEFAULT_DEADLINE};
+pub use handle::{Control, Recorder, Room, Stopper, TaskSplit, Validator, DEFAULT_DEADLINE};
 pub(crate) use handle::{Growing, Injector, InstanceFigures, Probe};
 
 /// The last live figures of each process that runs some of a query's instances (a cluster's

@@ -11,6 +11,10 @@ use crate::stats::Counters;
 /// The most instances an operator can have: one key group each.
 pub(crate) const MOST_INSTANCES: usize = anduin_state::DEFAULT_MAX_KEY_GROUPS.get() as usize;
 
+/// Whether `added` more instances fit on the workers that run a task now (by worker: the
+/// task's instances there, planned and added): `Err` says why not.
+pub type Room = Arc<dyn Fn(usize, &BTreeMap<u32, usize>) -> Result<(), String> + Send + Sync>;
+
 /// Whether a rescalable operator can get more instances while it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Growing {
@@ -28,6 +32,15 @@ impl Control {
             .growth
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = growing;
+    }
+
+    /// Instances added while running go where `room` says they fit (a cluster's coordinator:
+    /// the free slots of the workers that run the task).
+    pub fn grow_within(&self, room: Room) {
+        *self
+            .room
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(room);
     }
 
     /// From now on no operator grows while the query runs, for `why` (a cluster's attempt
@@ -73,10 +86,30 @@ impl Control {
             .iter()
             .find(|t| Some(t.id) == task)
             .is_some_and(|t| t.operators == operators);
-        Some(if same {
-            Ok(())
-        } else {
-            Err("its task was split while running (`pipeline = \"split\"`); growing a split task is not supported yet".into())
+        if !same {
+            return Some(Err("its task was split while running (`pipeline = \"split\"`); growing a split task is not supported yet".into()));
+        }
+        // Where the task runs now, by worker, and how many instances it would add.
+        let mut on: BTreeMap<u32, usize> = BTreeMap::new();
+        for i in inner
+            .topology
+            .tasks
+            .iter()
+            .filter(|t| Some(t.id) == task)
+            .flat_map(|t| t.instances.iter())
+        {
+            *on.entry(i.worker).or_default() += 1;
+        }
+        drop(inner);
+        let added = to.saturating_sub(on.values().sum());
+        let room = self
+            .room
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        Some(match room {
+            Some(room) if added > 0 => room(added, &on),
+            _ => Ok(()),
         })
     }
 
@@ -94,6 +127,22 @@ impl Control {
     /// Whether `operator` can grow to `to` instances while it runs.
     pub(crate) fn can_grow(&self, operator: &str, to: usize) -> bool {
         matches!(self.may_grow(operator, to), Some(Ok(())))
+    }
+
+    /// How many instances were added while the query runs, by worker.
+    pub fn added_by_worker(&self) -> BTreeMap<u32, usize> {
+        let mut by_worker = BTreeMap::new();
+        for i in self
+            .lock()
+            .topology
+            .tasks
+            .iter()
+            .flat_map(|t| t.instances.iter())
+            .filter(|i| i.id >= crate::grow::GROWN_IDS)
+        {
+            *by_worker.entry(i.worker).or_default() += 1;
+        }
+        by_worker
     }
 
     /// Why the run's lost instances cannot be restored alone, if instances were added to a
