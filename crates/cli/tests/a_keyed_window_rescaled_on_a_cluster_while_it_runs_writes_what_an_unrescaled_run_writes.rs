@@ -260,8 +260,16 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
         crowded.status.code() != Some(0) && why.contains("free slot(s): scale to at most"),
         "{why}"
     );
+    let tasks_on = || -> u64 {
+        q.cluster.status("q")["placement"]
+            .as_object()
+            .map_or(0, |p| p.values().filter_map(|n| n.as_u64()).sum())
+    };
+    let before = tasks_on();
     q.scale("4");
     assert_eq!(q.owners().as_deref(), Some("4"));
+    // `anduin status` counts the added instances on their workers.
+    assert_eq!(tasks_on(), before + 2);
     let topology = client.topology("q").expect("the topology");
     let window: Vec<(usize, u32)> = topology
         .tasks
