@@ -283,7 +283,15 @@ async function route() {
     routeSoon(2000);
     return;
   }
-  const name = queries.some((q) => q.name === wanted) ? wanted : queries[0].name;
+  const served = queries.some((q) => q.name === wanted);
+  const name = served ? wanted : queries[0].name;
+  // A query the address names that is not served (yet: a cluster's query waiting for
+  // workers): said, and looked for again until it is.
+  $("not-served").hidden = !wanted || served;
+  if (wanted && !served) {
+    $("not-served").textContent = `Query "${wanted}" is not served here (yet): showing "${name}" until it is.`;
+    routeSoon(2000);
+  }
   if (name !== state.name) await choose(name);
   await listQueries();
 }

@@ -100,7 +100,10 @@ export class Console {
     if (this.stopButton) this.stopButton.disabled = over || this.stopBusy;
     const ended = this.actionsEl.querySelector("#query-ended");
     if (over && !ended) {
-      this.actionsEl.append(h("p", { class: "muted", id: "query-ended", text: `The query has ${info.state === "finished" ? "finished" : info.state === "cancelled" ? "been cancelled" : "failed"}: nothing can be changed any more.` }));
+      const how = info.state === "finished" ? "finished" : info.state === "cancelled" ? "been cancelled" : "failed";
+      // Stopped from this page: it goes on from its last checkpoint when run again.
+      const stopped = info.state === "finished" && this.stopBusy && info.checkpointing ? " (stopped after a last checkpoint, which a new run of it goes on from: `anduin submit --resume` on a cluster)" : "";
+      this.actionsEl.append(h("p", { class: "muted", id: "query-ended", text: `The query has ${how}${stopped}: nothing can be changed any more.` }));
     }
   }
 

@@ -107,6 +107,7 @@ export function drawWritten(svg, operators) {
   svg.setAttribute("viewBox", `0 0 ${g.width} ${g.height}`);
   svg.style.width = "100%";
   svg.style.maxWidth = g.width + "px";
+  svg.style.minWidth = Math.round(g.width * 0.6) + "px";
   svg.append(
     s(
       "defs",

@@ -34,7 +34,17 @@ export function summary(el, info, topology) {
       h("dt", { text: "operators" }),
       h("dd", { text: String(info.operators.length) }),
       h("dt", { text: "tasks" }),
-      h("dd", { text: info.tasks.map((t) => `${t.id}: ${t.operators.join(" → ")} ×${t.instances}`).join("; ") }),
+      // Each name isolated: a right-to-left mark in one does not turn the rest around.
+      h(
+        "dd",
+        {},
+        info.tasks.map((t, i) => [
+          i ? "; " : "",
+          `${t.id}: `,
+          t.operators.map((o, j) => [j ? " → " : "", h("bdi", { text: o })]),
+          ` ×${t.instances}`,
+        ]),
+      ),
       h("dt", { text: "workers" }),
       h("dd", { id: "workers", text: workersText(topology) }),
       h("dt", { text: "checkpoints" }),
@@ -215,7 +225,7 @@ export function rejects(el, metrics, figures) {
                 "tr",
                 {},
                 h("td", { text: o }),
-                h("td", { class: "n", text: count((metrics.dead_letters_by_operator || {})[o] || 0) }),
+                h("td", { class: "n", text: count(new Map(by).get(o) || 0) }),
                 h("td", { class: "n", text: count((figures.get(o) || {}).lateRows || 0) }),
               ),
             ),

@@ -28,6 +28,15 @@ pub struct Loaded {
     pub written: Option<std::sync::Arc<LogicalGraph<Bound>>>,
 }
 
+impl Loaded {
+    /// The query as written, when rules reshaped it (other operators or streams: a rule that
+    /// only set params leaves the graph as written), for the API and the web UI.
+    pub fn reshaped(&self) -> Option<Vec<anduin_runtime::control::WrittenOperator>> {
+        let written = anduin_runtime::control::written(self.written.as_deref()?);
+        (written != anduin_runtime::control::written(&self.graph)).then_some(written)
+    }
+}
+
 /// Why a query could not be loaded.
 pub enum LoadError {
     /// The file has problems, each with a position.

@@ -38,7 +38,17 @@ fn the_web_ui_draws_the_query_as_written_beside_the_graph_its_rules_reshaped() {
     let (_run, api, _stderr) = common::start_with_api(c);
 
     let mut page = Browser::launch(&artefacts, 1440, 1000);
-    page.navigate(&format!("http://{api}/"));
+    // An address naming a query not served (yet): said, the one served shown meanwhile.
+    page.navigate(&format!("http://{api}/#q=later"));
+    let said = page.wait_for(
+        "the query named in the address said not served",
+        "(() => { const n = document.querySelector('#not-served'); return n && !n.hidden ? n.textContent : null; })()",
+    );
+    assert_eq!(
+        said,
+        json!("Query \"later\" is not served here (yet): showing \"q\" until it is.")
+    );
+    page.navigate(&format!("http://{api}/#q=q"));
     // The graph that runs: the rule's filter before the writer.
     let running = page.wait_for(
         "the graph as it runs",
@@ -75,4 +85,36 @@ fn the_web_ui_draws_the_query_as_written_beside_the_graph_its_rules_reshaped() {
     let as_written: Vec<&str> = info.written.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(as_written, ["gen", "low", "out"]);
     assert_eq!(info.operators.len(), 4);
+    assert_eq!(
+        page.eval("document.querySelector('#not-served').hidden"),
+        json!(true)
+    );
+}
+
+/// A rule that only sets a param leaves the graph as written: the API has no `written`.
+#[test]
+fn a_rule_that_only_sets_a_param_leaves_no_query_as_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(
+        d.join("q.flow"),
+        common::generated_filtered(50, "value < 42"),
+    )
+    .expect("query");
+    std::fs::write(
+        d.join("param.rules"),
+        "rule lower:\n  f := filter(a := any*) => f{condition = \"value < 20\"}(a)\n",
+    )
+    .expect("rules");
+    std::fs::create_dir(d.join("rt")).expect("a runtime dir");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_anduin"));
+    c.args(["run", "q.flow", "-q", "--rules", "param.rules"])
+        .current_dir(d)
+        .env("XDG_RUNTIME_DIR", d.join("rt"))
+        .env_remove("RUST_LOG");
+    let (_run, api, _stderr) = common::start_with_api(c);
+    let client = anduin_api::Client::new(&api, None).expect("an address");
+    let info = client.query("q").expect("the query");
+    assert!(info.written.is_empty(), "{:?}", info.written);
+    assert_eq!(info.operators.len(), 3);
 }

@@ -744,15 +744,19 @@ fn stopper(cluster: &Arc<Cluster>, name: &str, number: u64) -> anduin_runtime::c
     let (cluster, name) = (Arc::clone(cluster), name.to_string());
     Arc::new(move || {
         let mut state = cluster.lock();
+        let now = state
+            .queries
+            .get(&name)
+            .map_or("gone", |q| super::coordinator::state_name(q.life.state()));
         state
             .try_feed(&name, &Input::StopRequested)
-            .map_err(|refused| refused.to_string())?;
+            .map_err(|refused| (now.to_string(), refused.to_string()))?;
         let a = state
             .queries
             .get_mut(&name)
             .and_then(|q| q.attempt.as_mut())
             .filter(|a| a.number == number)
-            .ok_or_else(|| format!("attempt {number} is over"))?;
+            .ok_or_else(|| (now.to_string(), format!("attempt {number} is over")))?;
         a.stopping = true;
         for (to, _) in a.executors.values() {
             let _ = to.send(&ToExecutor::Drain);
@@ -866,8 +870,8 @@ fn start_checkpointer(
     )?);
     control.stop_with(stopper(cluster, name, number));
     control.grow_within(growth_room(cluster, Arc::downgrade(&control)));
-    if let Some(written) = &compiled.loaded.written {
-        control.as_written(anduin_runtime::control::written(written));
+    if let Some(written) = compiled.loaded.reshaped() {
+        control.as_written(written);
     }
     if !carried_alone.is_empty() {
         // Taken over before any checkpoint completed: the changes are all it knows.

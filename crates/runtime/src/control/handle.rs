@@ -135,8 +135,9 @@ pub(crate) enum InstanceFigures {
     Gathered(crate::control::Gather),
 }
 
-/// What stops a query whose sources run elsewhere (see [`Control::stop_with`]).
-pub type Stopper = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+/// What stops a query whose sources run elsewhere (see [`Control::stop_with`]): `Err` holds
+/// the query's state in words, as it sees it, and why it cannot stop now.
+pub type Stopper = Arc<dyn Fn() -> Result<(), (String, String)> + Send + Sync>;
 
 /// The control plane's handle of one running query (see the module's documentation).
 pub struct Control {
@@ -422,7 +423,11 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         if let Some(stopper) = stopper {
-            stopper().map_err(|why| self.not_running(state, &why))?;
+            stopper().map_err(|(state, what)| ControlFailure::NotRunning {
+                query: self.name.clone(),
+                state,
+                what,
+            })?;
             self.lock().state = QueryState::Stopping;
             return Ok(());
         }
