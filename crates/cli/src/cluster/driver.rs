@@ -1123,7 +1123,15 @@ fn run_to_end(
             state = cluster.wait(state, Duration::from_millis(500));
         }
     };
-    let stopped = current(&cluster.lock(), name, number).is_some_and(|a| a.stopping);
+    // Stopped (by this coordinator, or by one before it that this one took over from).
+    let stopped = {
+        let state = cluster.lock();
+        current(&state, name, number).is_some_and(|a| a.stopping)
+            || state
+                .queries
+                .get(name)
+                .is_some_and(|q| matches!(q.life.state(), QueryState::Stopping))
+    };
     let outcome = match outcome {
         Outcome::Finished => {
             end_events(cluster, name, number, false);
@@ -1136,11 +1144,15 @@ fn run_to_end(
     if matches!(outcome, Outcome::Finished) && stopped {
         // Stopped (`anduin ctl stop`): its sources took a last checkpoint that is not the end
         // of their input.
-        let last = cluster
-            .committing_store(name)
-            .and_then(|s| Ok(s.choose_restore()?.1.map(|v| v.manifest.epoch)));
+        let last = cluster.committing_store(name).and_then(|s| {
+            Ok(s.choose_restore()?
+                .1
+                .map(|v| (v.manifest.epoch, v.manifest.finished)))
+        });
         match last {
-            Ok(Some(epoch)) => eprintln!("anduin: query {name} stopped at checkpoint {epoch}: `anduin submit --resume` goes on from it"),
+            // The stop came as every input ended: nothing is left to resume.
+            Ok(Some((epoch, true))) => eprintln!("anduin: query {name} finished at checkpoint {epoch} as it stopped: its input had ended, its output is complete"),
+            Ok(Some((epoch, false))) => eprintln!("anduin: query {name} stopped at checkpoint {epoch}: `anduin submit --resume` goes on from it"),
             _ => eprintln!("anduin: query {name} stopped, but its last checkpoint failed (see the log): `anduin submit --resume` goes on from the one before, if any"),
         }
     } else if matches!(outcome, Outcome::Finished) {
