@@ -127,6 +127,7 @@ impl QueryControl for FakeQuery {
                 operators: vec!["source".into(), "low".into(), "out".into()],
                 instances: 1,
             }],
+            written: Vec::new(),
         }
     }
 

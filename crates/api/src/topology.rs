@@ -100,6 +100,7 @@ mod tests {
                     instances: 1,
                 },
             ],
+            written: Vec::new(),
         };
         let t = topology_of(&info);
         let ids: Vec<(usize, usize)> = t

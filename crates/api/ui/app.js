@@ -5,7 +5,7 @@
 import { api, ApiError } from "./api.js";
 import { h, fill } from "./dom.js";
 import { sample, instanceRates, operatorFigures, classify } from "./figures.js";
-import { draw, update } from "./graph.js";
+import { draw, drawWritten, update } from "./graph.js";
 import * as panels from "./panels.js";
 import { Console } from "./console.js";
 
@@ -156,6 +156,7 @@ async function choose(name) {
   $("empty").hidden = true;
   panels.summary($("summary"), info, topology);
   state.view = draw($("graph"), info, topology);
+  showWritten(info);
   const console = new Console($("console"), $("history-panel"), $("actions"), () => tick(true));
   state.console = console;
   await console.show(info);
@@ -282,7 +283,15 @@ async function route() {
     routeSoon(2000);
     return;
   }
-  const name = queries.some((q) => q.name === wanted) ? wanted : queries[0].name;
+  const served = queries.some((q) => q.name === wanted);
+  const name = served ? wanted : queries[0].name;
+  // A query the address names that is not served (yet: a cluster's query waiting for
+  // workers): said, and looked for again until it is.
+  $("not-served").hidden = !wanted || served;
+  if (wanted && !served) {
+    $("not-served").textContent = `Query "${wanted}" is not served here (yet): showing "${name}" until it is.`;
+    routeSoon(2000);
+  }
   if (name !== state.name) await choose(name);
   await listQueries();
 }
@@ -298,3 +307,10 @@ $("login-form").addEventListener("submit", (ev) => {
 });
 window.addEventListener("hashchange", route);
 route();
+
+/** The query as written, beside the graph as it runs, when rules reshaped it. */
+function showWritten(info) {
+  const written = info.written || [];
+  $("written-details").hidden = written.length === 0;
+  if (written.length > 0) drawWritten($("written"), written);
+}

@@ -94,13 +94,16 @@ export class Console {
   /** An ended query takes no change, checkpoint or stop: its buttons say so. */
   showState(info) {
     if (this.closed) return;
-    const over = info.state === "finished" || info.state === "failed";
+    const over = info.state === "finished" || info.state === "failed" || info.state === "cancelled";
     for (const f of this.fields.values()) f.apply.disabled = over || f.busy;
     if (this.checkpointButton) this.checkpointButton.disabled = over || !info.checkpointing || this.checkpointBusy;
     if (this.stopButton) this.stopButton.disabled = over || this.stopBusy;
     const ended = this.actionsEl.querySelector("#query-ended");
     if (over && !ended) {
-      this.actionsEl.append(h("p", { class: "muted", id: "query-ended", text: `The query has ${info.state === "failed" ? "failed" : "finished"}: nothing can be changed any more.` }));
+      const how = info.state === "finished" ? "finished" : info.state === "cancelled" ? "been cancelled" : "failed";
+      // Stopped from this page: it goes on from its last checkpoint when run again.
+      const stopped = info.state === "finished" && this.stopBusy && info.checkpointing ? " (stopped after a last checkpoint, which a new run of it goes on from: `anduin submit --resume` on a cluster)" : "";
+      this.actionsEl.append(h("p", { class: "muted", id: "query-ended", text: `The query has ${how}${stopped}: nothing can be changed any more.` }));
     }
   }
 

@@ -98,6 +98,60 @@ function edgePath(a, b) {
 }
 
 /**
+ * Draws `operators` (the query as written: QueryInfo.written) into `svg`: its operators and
+ * the streams between them, without tasks or figures.
+ */
+export function drawWritten(svg, operators) {
+  const g = layout(operators);
+  svg.replaceChildren();
+  svg.setAttribute("viewBox", `0 0 ${g.width} ${g.height}`);
+  svg.style.width = "100%";
+  svg.style.maxWidth = g.width + "px";
+  svg.style.minWidth = Math.round(g.width * 0.6) + "px";
+  svg.append(
+    s(
+      "defs",
+      {},
+      s(
+        "marker",
+        { id: "arrow-written", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+        s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }),
+      ),
+      s("clipPath", { id: "written-clip" }, s("rect", { x: 0, y: 0, width: NODE_W - 8, height: NODE_H })),
+    ),
+  );
+  const edges = s("g", { class: "edges" });
+  for (const e of g.edges) {
+    const p = edgePath(g.nodes.get(e.from), g.nodes.get(e.to));
+    edges.append(
+      s(
+        "g",
+        { class: "edge", "data-from": e.from, "data-to": e.to, "data-stream": e.stream },
+        s("title", { text: `${e.stream}: ${e.from} → ${e.to}` }),
+        s("path", { d: p.d, class: "edge-line", "marker-end": "url(#arrow-written)" }),
+        s("text", { x: p.mx, y: p.my - 8, class: "edge-detail", text: e.stream }),
+      ),
+    );
+  }
+  svg.append(edges);
+  const nodes = s("g", { class: "nodes" });
+  for (const o of operators) {
+    const at = g.nodes.get(o.name);
+    nodes.append(
+      s(
+        "g",
+        { class: "node state-unknown", "data-operator": o.name, transform: `translate(${at.x}, ${at.y})` },
+        s("title", { text: `${o.name} (${o.kind})` }),
+        s("rect", { width: NODE_W, height: NODE_H, rx: 8, class: "node-box" }),
+        s("text", { x: 12, y: 20, class: "node-name", "clip-path": "url(#written-clip)", text: o.name }),
+        s("text", { x: 12, y: 34, class: "node-kind", "clip-path": "url(#written-clip)", text: o.kind }),
+      ),
+    );
+  }
+  svg.append(nodes);
+}
+
+/**
  * Draws the graph of `info` (QueryInfo) placed as `topology` (TopologyInfo) says into
  * `svg`; returns what `update` needs.
  */

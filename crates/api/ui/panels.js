@@ -34,7 +34,17 @@ export function summary(el, info, topology) {
       h("dt", { text: "operators" }),
       h("dd", { text: String(info.operators.length) }),
       h("dt", { text: "tasks" }),
-      h("dd", { text: info.tasks.map((t) => `${t.id}: ${t.operators.join(" → ")} ×${t.instances}`).join("; ") }),
+      // Each name isolated: a right-to-left mark in one does not turn the rest around.
+      h(
+        "dd",
+        {},
+        info.tasks.map((t, i) => [
+          i ? "; " : "",
+          `${t.id}: `,
+          t.operators.map((o, j) => [j ? " → " : "", h("bdi", { text: o })]),
+          ` ×${t.instances}`,
+        ]),
+      ),
       h("dt", { text: "workers" }),
       h("dd", { id: "workers", text: workersText(topology) }),
       h("dt", { text: "checkpoints" }),
@@ -215,7 +225,7 @@ export function rejects(el, metrics, figures) {
                 "tr",
                 {},
                 h("td", { text: o }),
-                h("td", { class: "n", text: count((metrics.dead_letters_by_operator || {})[o] || 0) }),
+                h("td", { class: "n", text: count(new Map(by).get(o) || 0) }),
                 h("td", { class: "n", text: count((figures.get(o) || {}).lateRows || 0) }),
               ),
             ),
@@ -254,10 +264,18 @@ const EVENT_LABELS = {
   task_started: "task started",
   task_finished: "task finished",
   task_failed: "task failed",
+  param_changed: "param changed",
   late_rows: "late rows",
   rejected: "rejected",
   lagged: "missed events",
 };
+
+/** What the events list calls event `kind`: a rescale and a live split by their names. */
+function eventLabel(kind, data) {
+  if (kind === "param_changed" && data && data.param === "parallelism") return "rescaled";
+  if (kind === "param_changed" && data && data.param === "pipeline") return "task split";
+  return Object.hasOwn(EVENT_LABELS, kind) ? EVENT_LABELS[kind] : String(kind);
+}
 
 const BAD = new Set(["checkpoint_failed", "task_failed", "lagged", "checkpoint_stale"]);
 
@@ -274,7 +292,7 @@ export function addEvent(ol, kind, data) {
       { class: BAD.has(kind) ? "bad" : kind === "checkpoint_completed" ? "good" : "", "data-kind": kind },
       h("time", { text: new Date().toLocaleTimeString([], { hour12: false }) }),
       " ",
-      h("strong", { text: Object.hasOwn(EVENT_LABELS, kind) ? EVENT_LABELS[kind] : String(kind) }),
+      h("strong", { text: eventLabel(kind, data) }),
       details ? " " + details : "",
     ),
   );

@@ -17,6 +17,7 @@ use super::expr::{
     at, compile, numeric, selector, Agg, AggFn, Base, RowRef, Scope, Sel, SortKey, Spread, Typed, E,
 };
 use super::navigation::{navigate, Nav};
+use super::value::Value;
 
 /// The arguments of a call, as expressions; `*` and `V.*` as `Err(variable)`.
 enum Arg<'a> {
@@ -268,7 +269,7 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
                     AggFn::Count => "COUNT(*), COUNT(V.*) or COUNT(expression)",
                     AggFn::MaxBy | AggFn::MinBy => "two expressions (the value, the key)",
                     AggFn::StringAgg =>
-                        "two arguments, the strings and the separator (a string literal)",
+                        "two arguments, the strings and the separator (a string constant)",
                     _ => "one expression",
                 }
             ),
@@ -294,7 +295,7 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
     let arg = compile(exprs[0], &inner)?;
     let by = exprs.get(1).map(|b| compile(b, &inner)).transpose()?;
     let sep = match (f, args) {
-        (AggFn::StringAgg, [_, Arg::Expr(sep)]) => Some(separator(name, sep)?),
+        (AggFn::StringAgg, [_, Arg::Expr(sep)]) => Some(separator(name, sep, s)?),
         _ => None,
     };
     let is = |t: Option<ColumnType>, ok: fn(ColumnType) -> bool| t.is_none_or(ok);
@@ -350,18 +351,76 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
     })
 }
 
-/// The separator of `string_agg` / `listagg`: a string literal, as Trino's and DataFusion's
-/// take.
-fn separator(name: &str, sep: &Expr) -> Result<std::sync::Arc<str>, ExprError> {
+/// The separator of `string_agg` / `listagg`: one string for every match, computed once
+/// here. The standard and Trino take a string literal; Oracle and DB2 a constant expression,
+/// as this does (`', ' || ' '`, `CAST(1 AS VARCHAR)`, `chr(59)`): one that reads no row
+/// (no column, navigation, aggregate, `CLASSIFIER()` or `MATCH_NUMBER()`) and calls no
+/// function whose value changes between calls (`random()`). A NULL one joins the strings
+/// without a separator, as Oracle's default.
+fn separator(name: &str, sep: &Expr, s: &Scope<'_>) -> Result<std::sync::Arc<str>, ExprError> {
     if let Expr::Value(v) = sep {
         if let SqlValue::SingleQuotedString(s) = &v.value {
             return Ok(s.as_str().into());
         }
     }
-    Err(at(
-        sep.span(),
-        format!("the separator of {name} must be a string literal (`', '`), `{sep}` is not one"),
-    ))
+    let t = compile(sep, s)?;
+    let mut per_row = None;
+    t.e.walk(&mut |x| {
+        let what = match x {
+            E::Col(..) | E::Next { .. } => Some("a row's column".to_string()),
+            E::Classifier(_) => Some("CLASSIFIER()".to_string()),
+            E::MatchNumber => Some("MATCH_NUMBER()".to_string()),
+            E::Agg(_) | E::Final(_) => Some("an aggregate of the match's rows".to_string()),
+            E::Df(df, _) => df
+                .volatile_function()
+                .map(|f| format!("`{f}()`, whose value changes between calls")),
+            _ => None,
+        };
+        if per_row.is_none() {
+            per_row = what;
+        }
+    });
+    if let Some(what) = per_row {
+        return Err(at(
+            sep.span(),
+            format!("the separator of {name} must be the same for every match: `{sep}` reads {what}. Give a string literal (`', '`) or a constant expression (`', ' || ' '`), as Oracle does (Trino and the standard take a literal)"),
+        ));
+    }
+    if t.ty.is_some_and(|ty| ty != ColumnType::String) {
+        return Err(at(
+            sep.span(),
+            format!(
+                "the separator of {name} must be a string, `{sep}` is {} (CAST it AS VARCHAR)",
+                t.ty.map_or("NULL", ColumnType::name)
+            ),
+        ));
+    }
+    match super::eval::eval(&t.e, &NoMatch, &[]) {
+        Ok(Value::Str(text)) => Ok(text),
+        Ok(_) => Ok("".into()),
+        Err(e) => Err(at(
+            sep.span(),
+            format!(
+                "the separator of {name}, `{sep}`, has no value: {}",
+                e.message()
+            ),
+        )),
+    }
+}
+
+/// What a constant is evaluated in: no row, no match.
+struct NoMatch;
+
+impl super::eval::View for NoMatch {
+    fn steps(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+        std::iter::empty()
+    }
+    fn cell(&self, _row: u64, _col: usize) -> Option<&Value> {
+        None
+    }
+    fn match_number(&self) -> i64 {
+        0
+    }
 }
 
 fn count_rows(var: Option<Sel>) -> Result<Typed, ExprError> {

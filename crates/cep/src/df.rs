@@ -214,6 +214,11 @@ pub(crate) fn compile_df(e: &Expr, s: &Scope<'_>) -> Result<Typed, ExprError> {
 }
 
 impl Df {
+    /// The first function it calls whose value changes between calls (`random()`), if any.
+    pub(crate) fn volatile_function(&self) -> Option<String> {
+        self.compiled.volatile_function()
+    }
+
     /// The value over the slots' values `args`.
     pub(crate) fn eval(&self, args: &[Value]) -> Result<Value, EvalError> {
         let columns: Vec<ArrayRef> = args

@@ -124,7 +124,8 @@ pub(crate) struct Agg {
     pub filter: Option<E>,
     /// `DISTINCT`: each value once.
     pub distinct: bool,
-    /// The separator of `string_agg` (a literal).
+    /// The separator of `string_agg` (a literal, or a constant expression computed when the
+    /// pattern is compiled).
     pub sep: Option<Arc<str>>,
     /// `WITHIN GROUP (ORDER BY …)` of `string_agg` / `listagg`: the keys its values are
     /// joined in the order of (rows equal in every key keep their order in the match).

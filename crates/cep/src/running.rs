@@ -15,6 +15,8 @@
 //! ([`Operator::handle_param_changes`], which the runtime calls right after the barrier, or
 //! the next batch, watermark or end of input).
 
+#[cfg(test)]
+mod exhaustion_tests;
 mod handoff;
 mod waiting;
 
@@ -404,6 +406,33 @@ impl PatternOp {
         Ok(())
     }
 
+    /// The input is over (read to its end, or ended): every row waiting for the watermark is
+    /// matched, the attempts end (those waiting at `$` complete, the others fail), and what
+    /// they found goes out. Finds nothing to do when called again.
+    fn finish_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+        self.take_effect(out)?;
+        self.release(None)?;
+        self.advance(i64::MAX)?;
+        let setup = Arc::clone(&self.setup);
+        for part in self.store.all_live() {
+            let before = part.attempts_kept();
+            part.finish(&setup.pattern, &mut self.outcomes);
+            self.figures.partial(before, part);
+            self.figures.outcomes(&self.outcomes);
+            render(
+                &setup,
+                part,
+                &mut self.outcomes,
+                &mut self.main,
+                &mut self.timeouts,
+                &self.errors,
+            )?;
+            let dropped = part.trim(&setup.pattern);
+            self.figures.kept(part, 0, dropped);
+        }
+        self.flush(out)
+    }
+
     /// Whether a change is still to take effect.
     #[cfg(test)]
     pub(crate) fn switching(&self) -> bool {
@@ -573,11 +602,17 @@ impl Operator for PatternOp {
         self.take_effect(out)?;
         if watermark.0 > self.watermark {
             self.watermark = watermark.0;
-            // At +∞ (the end of input) every row is released, also one at i64::MAX, before
-            // the time bounds end the attempts it may still extend.
-            self.release((watermark != Watermark::MAX).then_some(watermark.0))?;
-            self.advance(watermark.0)?;
-            self.flush(out)?;
+            if watermark == Watermark::MAX {
+                // The end of event time: no row can come in time any more, so the partial
+                // matches end now, as at the end of input, and what they find goes out
+                // before the +∞ does (after it, an event-time operator downstream would take
+                // it for late, and a lookup join whose side this is for a row after the end).
+                self.finish_input(out)?;
+            } else {
+                self.release(Some(watermark.0))?;
+                self.advance(watermark.0)?;
+                self.flush(out)?;
+            }
             self.store
                 .spill()
                 .map_err(|e| store_error(&self.setup.name, e))?;
@@ -596,31 +631,25 @@ impl Operator for PatternOp {
     }
 
     fn on_end_of_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
-        self.take_effect(out)?;
-        self.release(None)?;
-        self.advance(i64::MAX)?;
-        let setup = Arc::clone(&self.setup);
-        for part in self.store.all_live() {
-            let before = part.attempts_kept();
-            part.finish(&setup.pattern, &mut self.outcomes);
-            self.figures.partial(before, part);
-            self.figures.outcomes(&self.outcomes);
-            render(
-                &setup,
-                part,
-                &mut self.outcomes,
-                &mut self.main,
-                &mut self.timeouts,
-                &self.errors,
-            )?;
-            let dropped = part.trim(&setup.pattern);
-            self.figures.kept(part, 0, dropped);
-        }
-        self.flush(out)?;
+        self.finish_input(out)?;
         if self.late > 0 {
             tracing::info!(operator = %self.setup.name, late_rows = self.late, "late rows dropped (behind the watermark)");
         }
         Ok(())
+    }
+
+    /// No row will come: every row waiting for the watermark is matched, and every partial
+    /// match ends, as at the end of input (after an exhausted input the next watermark is
+    /// +∞, and then the end), so the output is exhausted too. What the end does after this
+    /// finds nothing left. The watermark stays where it is (event time is not over: a
+    /// checkpoint, or an instance rescaled beside this one, must agree on it).
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        self.finish_input(out)?;
+        Ok(true)
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {

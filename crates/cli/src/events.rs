@@ -156,6 +156,14 @@ mod tests {
                 edge: "channel 4 (m -> out, port 0)".into(),
                 error: "the consumer refused the edge: enough".into(),
             },
+            EngineEvent::ParamChanged {
+                operator: "w".into(),
+                param: "parallelism".into(),
+                old: "2".into(),
+                new: "4".into(),
+                epoch: 7,
+                from: "ctl".into(),
+            },
             EngineEvent::LateRows {
                 operator: "w".into(),
                 rows: 4,

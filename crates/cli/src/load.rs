@@ -24,6 +24,17 @@ pub struct Loaded {
     pub spec: Spec,
     pub graph: std::sync::Arc<LogicalGraph<Bound>>,
     pub warnings: Diagnostics,
+    /// The query as written, when rules reshaped it into `graph` (the web UI draws both).
+    pub written: Option<std::sync::Arc<LogicalGraph<Bound>>>,
+}
+
+impl Loaded {
+    /// The query as written, when rules reshaped it (other operators or streams: a rule that
+    /// only set params leaves the graph as written), for the API and the web UI.
+    pub fn reshaped(&self) -> Option<Vec<anduin_runtime::control::WrittenOperator>> {
+        let written = anduin_runtime::control::written(self.written.as_deref()?);
+        (written != anduin_runtime::control::written(&self.graph)).then_some(written)
+    }
 }
 
 /// Why a query could not be loaded.
@@ -115,6 +126,7 @@ pub fn by_rules(path: &Path, loaded: Loaded, rules: RuleText<'_>) -> Result<Load
         spec,
         graph: std::sync::Arc::new(graph),
         warnings,
+        written: Some(loaded.written.unwrap_or(loaded.graph)),
     })
 }
 
@@ -158,6 +170,7 @@ pub fn as_it_runs(loaded: Loaded) -> Result<Loaded, LoadError> {
         spec,
         graph: std::sync::Arc::new(graph),
         warnings: loaded.warnings,
+        written: Some(loaded.written.unwrap_or(loaded.graph)),
     })
 }
 
@@ -208,6 +221,7 @@ pub fn load_edited(
         spec,
         graph: std::sync::Arc::new(graph),
         warnings,
+        written: None,
     })
 }
 

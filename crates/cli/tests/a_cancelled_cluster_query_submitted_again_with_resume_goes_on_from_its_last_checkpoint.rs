@@ -76,6 +76,13 @@ fn a_cancelled_cluster_query_submitted_again_with_resume_goes_on_from_its_last_c
         "a cancelled query's submission fails"
     );
     assert_eq!(cluster.status("q")["state"], "cancelled");
+    // Its control plane (the API, the web UI) says so too, not `failed`.
+    let client = anduin_api::Client::new(&cluster.api(), None).expect("an address");
+    wait_until("the API says cancelled", || {
+        client
+            .query("q")
+            .is_ok_and(|i| i.state == anduin_runtime::control::QueryState::Cancelled)
+    });
     let kept = cluster.status("q")["last_checkpoint"]
         .as_u64()
         .expect("a checkpoint");

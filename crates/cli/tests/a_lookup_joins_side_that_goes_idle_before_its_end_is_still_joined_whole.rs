@@ -1,10 +1,12 @@
 //! A lookup join whose side table is read with `idle_timeout` (stdin, kept open) and pauses
 //! before its end: the side is idle for a while, but a lookup join takes it as ended only
 //! when its input is exhausted (stdin closed), so every stream row is joined with the whole
-//! side table, from SQL as from `.flow`, and with the join's instances on two workers (the
-//! side's end crossing loopback TCP). (Stdin cannot be checkpointed; with checkpoints,
+//! side table, from SQL as from `.flow`, with a window between the side and the join (which
+//! passes the side's exhaustion on once it has fired), and with the join's instances on two
+//! workers (the side's end crossing loopback TCP). (Stdin cannot be checkpointed; with checkpoints,
 //! the side's end reaching the join before the end of the whole input is what
-//! `a_lookup_joins_state_is_its_side_table_whatever_the_length_of_the_stream` shows.)
+//! `a_lookup_joins_state_is_its_side_table_whatever_the_length_of_the_stream` shows, and
+//! through stateful operators `a_lookup_joins_side_behind_stateful_operators_ends_when_its_source_is_read`.)
 //!
 //! Deterministic without sleeps: the test writes the side's rows only after the side source
 //! has said (a debug line) that it is idle, and the rest only after it has gone idle again
@@ -55,6 +57,21 @@ WITH (connector = 'file', path = '-', event_time = 'ts', idle_timeout = '20ms');
 CREATE TABLE out WITH (connector = 'file', path = 'out.csv');
 INSERT INTO out SELECT r.k, r.v, l.label
 FROM readings AS r JOIN labels FOR SYSTEM_TIME AS OF PROCTIME() AS l ON r.k = l.id;
+";
+
+/// [`SQL`] with a window between the side and the join (a view): the window holds its rows
+/// until its input is exhausted, and is not told so at the side's idleness either.
+const SQL_WINDOWED: &str = "
+CREATE TABLE readings (k BIGINT, v BIGINT) WITH (connector = 'file', path = 'stream.csv');
+CREATE TABLE labels (ts TIMESTAMP, id BIGINT, label VARCHAR)
+WITH (connector = 'file', path = '-', event_time = 'ts', idle_timeout = '20ms');
+CREATE TABLE out WITH (connector = 'file', path = 'out.csv');
+CREATE VIEW per_minute AS
+SELECT id, MAX(label) AS label
+FROM TABLE(TUMBLE(TABLE labels, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+GROUP BY window_start, window_end, id;
+INSERT INTO out SELECT r.k, r.v, l.label
+FROM readings AS r JOIN per_minute FOR SYSTEM_TIME AS OF PROCTIME() AS l ON r.k = l.id;
 ";
 
 /// The side's rows, read in two parts with a pause between: key 1 has a row in each.
@@ -169,6 +186,12 @@ fn k_v_label(rows: Vec<String>) -> Vec<String> {
 fn a_lookup_joins_side_that_goes_idle_before_its_end_is_still_joined_whole() {
     assert_eq!(k_v_label(run("q.flow", FLOW, &[])), expected(), ".flow");
     assert_eq!(k_v_label(run("q.sql", SQL, &[])), expected(), "SQL");
+    // Through a window: key 1's row of the window of both parts (the greater label).
+    assert_eq!(
+        k_v_label(run("q.sql", SQL_WINDOWED, &[])),
+        ["1,10,a2", "1,11,a2", "2,20,b", "3,30,c"],
+        "SQL, the side through a window"
+    );
     // Two join instances on two workers: the side's end crosses the network to one of them.
     let spread = ["--parallelism", "2", "--loopback-workers", "2"];
     assert_eq!(

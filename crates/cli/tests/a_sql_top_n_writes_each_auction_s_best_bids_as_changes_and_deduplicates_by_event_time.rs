@@ -4,7 +4,8 @@
 //! bids deduplicated per bidder by event time: keeping the first (`ORDER BY ts`, `rn = 1`)
 //! writes each bidder's earliest bid once, append-only, though a bid earlier than one seen
 //! comes later (within the watermark's delay); keeping the last (`ORDER BY ts DESC`) writes
-//! upserts by bidder that end at each bidder's latest bid.
+//! upserts by bidder that end at each bidder's latest bid. The auctions ranked by their count
+//! of bids (`ORDER BY COUNT(*) DESC` in the OVER of a GROUP BY) fold to the naive ranking.
 
 use crate::common;
 
@@ -147,4 +148,34 @@ fn keeping_the_last_bid_of_each_bidder_writes_upserts_that_end_at_its_latest() {
         fold_changes(rows.iter().map(String::as_str), true),
         expected
     );
+}
+
+#[test]
+fn the_auctions_ranked_by_their_count_of_bids_fold_to_the_naive_top_two() {
+    // A top-N over aggregated results (Nexmark's hot items): ordered by an aggregate of the
+    // GROUP BY, which the query does not select.
+    let written = run(
+        "CREATE TABLE bids (ts TIMESTAMP, auction BIGINT, bidder BIGINT, price BIGINT)
+WITH (connector = 'file', path = '${INPUT}', event_time = 'ts', watermark = '1 second');
+CREATE TABLE hot WITH (connector = 'file', path = '${OUTPUT}', mode = 'changelog');
+INSERT INTO hot
+SELECT auction, rn FROM (
+  SELECT auction, ROW_NUMBER() OVER (ORDER BY COUNT(*) DESC, auction) AS rn
+  FROM bids GROUP BY auction)
+WHERE rn <= 2;",
+    );
+    assert!(written.starts_with("op,auction,rn\n"), "{written}");
+    let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+    for b in bids() {
+        *counts.entry(b[1]).or_default() += 1;
+    }
+    let mut ranked: Vec<(i64, i64)> = counts.into_iter().collect();
+    ranked.sort_by_key(|(auction, n)| (std::cmp::Reverse(*n), *auction));
+    let expected: BTreeMap<String, usize> = ranked
+        .iter()
+        .take(2)
+        .enumerate()
+        .map(|(i, (auction, _))| (format!("{auction},{}", i + 1), 1))
+        .collect();
+    assert_eq!(folded(&written), expected, "{written}");
 }

@@ -100,3 +100,34 @@ FROM orders MATCH_RECOGNIZE (
         "ts, so_far, whole"
     );
 }
+
+#[test]
+fn a_constant_separator_joins_as_its_value_and_a_per_row_one_is_refused_at_its_place() {
+    let query = format!(
+        "{TABLES}INSERT INTO out
+SELECT * FROM orders MATCH_RECOGNIZE (
+  PARTITION BY custkey
+  ORDER BY ts
+  MEASURES
+    listagg(CAST(totalprice AS VARCHAR), ',' || ' ') WITHIN GROUP (ORDER BY totalprice) AS prices
+  ONE ROW PER MATCH
+{PATTERN};
+"
+    );
+    assert_eq!(
+        run(&query),
+        ["1,\"70, 75, 85\"", "1,\"80, 85, 90, 92, 95\""],
+        "custkey, prices (quoted: they hold the separator's comma)"
+    );
+    // The separator read from each row: Oracle and DB2 want a constant, Trino a literal.
+    let per_row = query.replace("',' || ' '", "CAST(A.tax AS VARCHAR)");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("q.sql"), per_row).expect("query");
+    let out = common::anduin(dir.path(), &["check", "q.sql"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("q.sql:9:47: the separator of LISTAGG must be the same for every match: `CAST(A.tax AS VARCHAR)` reads a row's column"),
+        "{stderr}"
+    );
+}

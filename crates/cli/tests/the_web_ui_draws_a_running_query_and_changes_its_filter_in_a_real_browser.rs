@@ -65,6 +65,11 @@ fn the_web_ui_draws_a_running_query_and_changes_its_filter_in_a_real_browser() {
         "[...document.querySelectorAll('#graph g.edge')].map(e => e.dataset.from + '>' + e.dataset.to).sort()",
     );
     assert_eq!(edges, serde_json::json!(["gen>low", "low>out"]));
+    // No rule reshaped it: the query as written is the graph, not drawn twice.
+    assert_eq!(
+        page.eval("document.querySelector('#written-details').hidden"),
+        serde_json::json!(true)
+    );
     assert!(
         page.eval("document.querySelectorAll('#graph g.task').length")
             .as_u64()
@@ -100,6 +105,17 @@ fn the_web_ui_draws_a_running_query_and_changes_its_filter_in_a_real_browser() {
     let input = "input[data-param=\"low.condition\"]";
     let current = "[data-current=\"low.condition\"]";
     page.apply_in_console("low.condition", "value < 42", "value >= 42");
+    // The change is an event too, as it applies.
+    let changed = page.wait_for(
+        "the change among the events",
+        "document.querySelector('#events li[data-kind=\"param_changed\"]')?.textContent",
+    );
+    assert!(
+        changed
+            .as_str()
+            .is_some_and(|t| t.contains("param changed") && t.contains("value >= 42")),
+        "{changed}"
+    );
     assert_eq!(page.text(current), "value >= 42");
     page.wait_for(
         "the change in the history",

@@ -3,9 +3,10 @@
 //! graph is drawn with every instance on the worker the coordinator placed it on (two
 //! workers here), and the instances table names them; the live figures and dead letters the
 //! executors send to the coordinator are shown and exported; the checkpoints the coordinator
-//! completes fill the timeline and the events; a change through the console applies, a stop
-//! is refused saying to cancel. Switching between the queries quickly never mixes their
-//! pages; a query cancelled while the page is open is shown as ended, its buttons disabled.
+//! completes fill the timeline and the events; a change through the console applies.
+//! Switching between the queries quickly never mixes their pages; a query cancelled while the
+//! page is open is shown as cancelled, its buttons disabled; one stopped from the page (a last
+//! checkpoint, then the end) is shown as finished.
 //! Screenshots in `$CARGO_TARGET_TMPDIR/web-ui-coordinator/`.
 
 use crate::common;
@@ -204,19 +205,18 @@ fn the_web_ui_of_a_coordinator_lists_its_queries_and_shows_where_their_instances
     );
     page.screenshot("1-alpha.png");
 
-    // The console: a change applies through the coordinator; a stop is refused, saying why.
+    // The console: a change applies through the coordinator.
     page.apply_in_console("low.condition", "value < 42", "value >= 42");
-    page.click("#stop");
-    page.click("#stop");
-    let refused = page.wait_for(
-        "the stop refused",
-        "document.querySelector('#action-result .error')?.textContent",
+    // The change is an event too, as it applies.
+    let changed = page.wait_for(
+        "the change among the events",
+        "document.querySelector('#events li[data-kind=\"param_changed\"]')?.textContent",
     );
     assert!(
-        refused
+        changed
             .as_str()
-            .is_some_and(|t| t.contains("not supported yet") && t.contains("anduin cancel alpha")),
-        "{refused}"
+            .is_some_and(|t| t.contains("param changed") && t.contains("value >= 42")),
+        "{changed}"
     );
     page.screenshot("2-console.png");
 
@@ -312,7 +312,7 @@ fn the_web_ui_of_a_coordinator_lists_its_queries_and_shows_where_their_instances
     assert!(
         ended
             .as_str()
-            .is_some_and(|t| t.starts_with("The query has")),
+            .is_some_and(|t| t.starts_with("The query has been cancelled")),
         "{ended}"
     );
     assert_eq!(
@@ -324,6 +324,33 @@ fn the_web_ui_of_a_coordinator_lists_its_queries_and_shows_where_their_instances
         json!([true, true])
     );
     page.screenshot("3-beta-ended.png");
+
+    // alpha stopped from the page: a last checkpoint, then it ends, shown as finished.
+    page.eval("location.hash = '#q=alpha'; true");
+    page.wait_for(
+        "alpha shown again to stop it",
+        "document.querySelector('#summary h2')?.textContent === 'alpha' && document.querySelector('#stop') && !document.querySelector('#stop').disabled",
+    );
+    page.click("#stop");
+    page.click("#stop");
+    let stopping = page.wait_for(
+        "the stop accepted",
+        "document.querySelector('#action-result .ok')?.textContent",
+    );
+    assert!(
+        stopping.as_str().is_some_and(|t| t.starts_with("stopping")),
+        "{stopping}"
+    );
+    let finished = page.wait_for(
+        "alpha shown as finished",
+        "document.querySelector('#query-ended')?.textContent",
+    );
+    assert!(
+        finished
+            .as_str()
+            .is_some_and(|t| t.starts_with("The query has finished")),
+        "{finished}"
+    );
     assert_eq!(
         page.eval("window.__anduinProblems.length"),
         0,

@@ -255,9 +255,31 @@ fn what_a_pattern_does_not_compute_is_an_error_naming_it_and_its_place() {
     );
     let e = check_error(r#"param define = "B AS string_agg(B.value, '') = '1'""#);
     assert!(e.starts_with("4:35: STRING_AGG needs a string"), "{e}");
+    // A separator is one string for every match: a literal or a constant expression.
     let e = check_error(r#"param measures = "listagg(CAST(B.value AS VARCHAR), B.value) AS s""#);
     assert!(
-        e.starts_with("4:55: the separator of LISTAGG must be a string literal"),
+        e.starts_with("4:55: the separator of LISTAGG must be the same for every match: `B.value` reads a row's column"),
+        "{e}"
+    );
+    let e = check_error(
+        r#"param measures = "listagg(CAST(B.value AS VARCHAR), lower(CLASSIFIER())) AS s""#,
+    );
+    assert!(
+        e.starts_with("4:55: the separator of LISTAGG must be the same for every match")
+            && e.contains("CLASSIFIER()"),
+        "{e}"
+    );
+    let e = check_error(
+        r#"param measures = "string_agg(CAST(B.value AS VARCHAR), CAST(random() AS VARCHAR)) AS s""#,
+    );
+    assert!(
+        e.starts_with("4:63: the separator of STRING_AGG must be the same for every match")
+            && e.contains("random"),
+        "{e}"
+    );
+    let e = check_error(r#"param measures = "listagg(CAST(B.value AS VARCHAR), 1 + 1) AS s""#);
+    assert!(
+        e.starts_with("4:55: the separator of LISTAGG must be a string, `1 + 1` is int"),
         "{e}"
     );
     let e = check_error(r#"param measures = "string_agg(CAST(B.value AS VARCHAR)) AS s""#);

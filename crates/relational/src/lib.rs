@@ -24,3 +24,6 @@ mod ttl;
 pub mod union;
 pub mod user_op;
 pub mod window;
+
+#[cfg(test)]
+mod exhaustion_tests;

@@ -742,6 +742,12 @@ fn send_msg(outlets: &mut [Route], msg: Message, name: &str) -> Result<(), Opera
                 operator: name.to_string(),
                 message: format!("cannot split rows by key: {message}"),
             },
+            SendError::Grow(message) => OperatorError::Execution {
+                operator: name.to_string(),
+                message: format!(
+                    "cannot open channels to the instances added to the operator it feeds: {message}"
+                ),
+            },
         })?;
     }
     Ok(())

@@ -223,6 +223,8 @@ pub(crate) enum SendError {
     Disconnected,
     /// The rows could not be split by key.
     Partition(String),
+    /// Channels to instances added to the consumer could not be opened.
+    Grow(String),
 }
 
 /// Splits batches by the key group of their key columns, encoded as the keyed operators
@@ -292,9 +294,14 @@ impl HashRoute {
             // once the barrier has come on all its inputs), which never carry the barrier.
             let mut added = Vec::new();
             if let (Message::Barrier(b), Some(g)) = (msg, &self.grows) {
+                // Every rescale, in barrier order, numbers and places what it adds alike.
+                g.hook.growth.apply(b);
                 let to = crate::rescale::rescaled_to(b, &self.consumer);
                 if let Some(to) = to.filter(|to| *to > self.outlets.len()) {
-                    added = g.hook.open(self.outlets.len()..to, b.epoch);
+                    added = g
+                        .hook
+                        .open(self.outlets.len()..to, b.epoch)
+                        .map_err(SendError::Grow)?;
                 }
             }
             for o in &mut self.outlets {

@@ -423,12 +423,21 @@ impl Coordinator {
             if let Ok(owners) = u.value.trim().parse() {
                 self.rescales.push((epoch, u.operator.clone(), owners));
                 // Instances added at this barrier take part in every later checkpoint.
-                let added = self
-                    .growth
-                    .as_ref()
-                    .map_or_else(Vec::new, |g| g.reserve(u.seq, &u.operator, owners));
-                for (_, task) in added {
-                    self.scheduler.add_task(task);
+                let Some(g) = &self.growth else {
+                    continue;
+                };
+                let added = g.reserve(u.seq, &u.operator, owners);
+                for &(_, id) in &added {
+                    self.scheduler.add_task(id);
+                }
+                // A cluster's instances run on the workers: the listings say where.
+                let grown = g.task_of(&u.operator).filter(|_| !added.is_empty());
+                if let (Some(c), Some((task, operators))) = (&self.control, grown) {
+                    for (j, id) in added {
+                        if let Some(worker) = g.worker_of(id) {
+                            c.task_grown(task, (j, id, worker), &operators, Vec::new());
+                        }
+                    }
                 }
             }
         }

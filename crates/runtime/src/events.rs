@@ -99,6 +99,23 @@ pub enum EngineEvent {
         /// The failure.
         error: String,
     },
+    /// A change of a param every instance of `operator` switched to, at the barrier of
+    /// `epoch` (`anduin ctl set` or `scale`, the autoscaler, a rule applied at run time):
+    /// a live rescale when `param` is `parallelism`, a live split when it is `pipeline`.
+    ParamChanged {
+        /// The operator.
+        operator: String,
+        /// The param.
+        param: String,
+        /// Its value before.
+        old: String,
+        /// Its value now.
+        new: String,
+        /// The checkpoint whose barrier carried it.
+        epoch: u64,
+        /// Who asked (`ctl`, `autoscaler`, `rule:NAME`, …).
+        from: String,
+    },
     /// Operator `operator` dropped `rows` rows that came after the watermark had passed
     /// their time, over the whole run (published once, when the run ends; none when it
     /// dropped none).
@@ -200,6 +217,13 @@ impl Subscriber for LogEvents {
                 debug!(task, name, error, own, "task failed");
             }
             EngineEvent::EdgeFailed { edge, error } => debug!(edge, error, "network edge failed"),
+            EngineEvent::ParamChanged {
+                operator,
+                param,
+                new,
+                epoch,
+                ..
+            } => debug!(operator, param, new, epoch, "param changed"),
             EngineEvent::LateRows { operator, rows } => {
                 debug!(operator, rows, "rows dropped as late");
             }

@@ -23,8 +23,16 @@
 //!   move, as with every rescale. A run resumed from a later checkpoint plans the task with as
 //!   many instances as its last rescale gave (`run::keep_live_rescales`).
 //!
-//! Not here: a cluster's run (new instances would need workers from the scheduler); a task
-//! whose chain holds a sink or a second stateful operator, that is fed other than by key, that
+//! On a cluster ([`GrowNet`]) every process grows its copy of the run's topology alike
+//! ([`Topology::grow`]: numbers, workers and channels from the rescale alone, in barrier
+//! order): the coordinator as it injects the barrier, each executor at the first of its
+//! tasks the barrier reaches that feeds, runs or reads a task that grows. A new instance runs
+//! on a worker that runs the task already, built by the task's lowest instance there; a
+//! channel between two workers gets its network ends (the producer's bridge starts at once,
+//! the listener holds a connection that comes before its consumer is built), and key groups
+//! go to an instance on another worker over the network, as between planned ones.
+//!
+//! Not here: a task whose chain holds a sink or a second stateful operator, that is fed other than by key, that
 //! feeds a consumer instance by instance, or whose chain was split while running. The control
 //! plane refuses a rescale beyond the instances of those with the reason [`growable`] gives.
 
@@ -45,16 +53,18 @@ use crate::control::{Control, Growing};
 use crate::error::TaskFailure;
 use crate::events::Events;
 use crate::instantiate::{ReadyTask, Task};
+use crate::net::{edge_name, NetReach, StandbyEnd};
 use crate::protocol::{Command, Event, WriteJob};
 use crate::rescale::{rescaled_to, Handoff, Mate, Rescaler, PARALLELISM};
 use crate::spawn::{spawn_one, Running};
 use crate::stats::{Counters, NodeCounters};
 use crate::task::{Inlet, OperatorTask, TaskCheckpointing};
-use crate::topology::{Exchange, InstanceRef, Outbound, Topology};
+use crate::topology::{
+    Channel, ChannelId, Exchange, Grown, InstanceRef, Outbound, Topology, WorkerId,
+};
 
-/// Why a cluster's run does not grow its tasks (yet): its executors would have to open and
-/// accept network edges to the new instances, and its coordinator place them on workers.
-pub(crate) const NOT_ON_A_CLUSTER: &str = "it runs on a cluster, where instances beyond those started are not supported yet (start it with a larger --max-parallelism)";
+/// Why a run resumed after a live split does not grow its tasks.
+pub(crate) const AFTER_A_SPLIT: &str = "the run it resumes split a task while running (`pipeline = \"split\"`); growing a task after a split is not supported yet (start it with a larger --max-parallelism)";
 
 /// The numbers in the run of instances added while it runs start here: apart from those the
 /// plan and its live splits give (`anduin_graph::PhysicalPlan::split_live`).
@@ -141,6 +151,20 @@ pub(crate) struct GrowthSetup {
     pub counters: Arc<Vec<NodeCounters>>,
     /// With checkpoints: where snapshots are written, the committer, the coordinator.
     pub checkpoint: Option<(CheckpointDir, Sender<WriteJob>, Sender<Event>)>,
+    /// A cluster executor's: the instances run elsewhere too.
+    pub net: Option<GrowNet>,
+}
+
+/// A cluster executor's part in growth: where it runs, how it reaches the other processes,
+/// and the run's topology as placed, which every process grows alike
+/// ([`Topology::grow`]): the coordinator as it injects a rescale, each executor as the
+/// rescale's barrier reaches its first task that feeds, runs or reads a task that grows.
+pub(crate) struct GrowNet {
+    pub reach: NetReach,
+    pub here: WorkerId,
+    pub topology: Topology,
+    /// Per plan channel, the type of its rows (checked as they arrive from the network).
+    pub schemas: HashMap<usize, arrow::datatypes::SchemaRef>,
 }
 
 /// What every task of an embedded run shares to start instances beyond those planned.
@@ -169,9 +193,124 @@ struct Reserved {
     next_id: usize,
     /// Per rescale (the change's number): the instances it adds and their numbers.
     by_change: BTreeMap<u64, Vec<(usize, usize)>>,
+    /// A cluster's: the run's topology as placed, grown by every rescale as it is reserved.
+    placed: Option<Placed>,
+}
+
+/// A cluster's topology, grown by the rescales reserved so far.
+struct Placed {
+    topology: Topology,
+    /// Per rescale (the change's number) that added instances: what it added.
+    grown: BTreeMap<u64, Grown>,
+}
+
+impl Placed {
+    /// The instances rescale `seq` adds that instance `at` of the task builds on `here`,
+    /// with their numbers: those placed there, when `at` is the task's lowest instance
+    /// there ([`Topology::builder_on`]).
+    fn to_build(&self, seq: u64, at: InstanceRef, here: WorkerId) -> Vec<(usize, usize)> {
+        let Some(grown) = self.grown.get(&seq).filter(|g| g.task == at.task) else {
+            return Vec::new();
+        };
+        grown
+            .built_on(&self.topology, here)
+            .into_iter()
+            .filter(|(_, builder)| *builder == at)
+            .filter_map(|(a, _)| self.topology.instance(a))
+            .map(|i| (i.at.instance, i.id))
+            .collect()
+    }
+
+    /// Channel `id`, the workers of its two ends, and its name.
+    fn channel(&self, id: ChannelId) -> Option<(Channel, (WorkerId, WorkerId), String)> {
+        let c = *self.topology.channels.get(id.0)?;
+        let name = |at| self.topology.instance(at).map_or("?", |i| i.name.as_str());
+        let workers = (
+            self.topology.worker_of(c.from),
+            self.topology.worker_of(c.to),
+        );
+        let edge = edge_name(&c, name(c.from), name(c.to));
+        Some((c, workers, edge))
+    }
 }
 
 impl Numbers {
+    /// The numbers of a run whose tasks `tasks` can grow; `placed`: a cluster's topology as
+    /// placed, grown alike.
+    pub(crate) fn new(tasks: &BTreeMap<usize, Growable>, placed: Option<Topology>) -> Self {
+        Self {
+            tasks: tasks
+                .iter()
+                .map(|(t, g)| {
+                    let ops = g.nodes.iter().map(|(_, n, _)| n.clone()).collect();
+                    (*t, (g.head.clone(), ops))
+                })
+                .collect(),
+            inner: Mutex::new(Reserved {
+                instances: tasks.iter().map(|(t, g)| (*t, g.instances)).collect(),
+                placed: placed.map(|topology| Placed {
+                    topology,
+                    grown: BTreeMap::new(),
+                }),
+                ..Reserved::default()
+            }),
+        }
+    }
+
+    /// The numbers of a run whose only growable task is `task`, headed by `head`, with
+    /// `instances` at the start.
+    #[cfg(test)]
+    pub(crate) fn for_tests(task: usize, head: &str, instances: usize) -> Self {
+        Self {
+            tasks: BTreeMap::from([(task, (head.to_string(), vec![head.to_string()]))]),
+            inner: Mutex::new(Reserved {
+                instances: BTreeMap::from([(task, instances)]),
+                ..Reserved::default()
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Reserved> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Reserves what every rescale `barrier` carries adds (see [`Numbers::reserve`]): what
+    /// each task that meets a rescale's barrier first does, in barrier order, so that the
+    /// rescales number and place in the same order everywhere.
+    pub(crate) fn apply(&self, barrier: &Barrier) {
+        for u in barrier.control.iter().filter(|u| u.param == PARALLELISM) {
+            if let Ok(to) = u.value.trim().parse() {
+                self.reserve(u.seq, &u.operator, to);
+            }
+        }
+    }
+
+    /// What the cluster's topology as grown so far says, when the run has one.
+    fn placed<R>(&self, f: impl FnOnce(&Placed) -> R) -> Option<R> {
+        self.lock().placed.as_ref().map(f)
+    }
+
+    /// The task headed by `head`, if it can grow, and its operators.
+    pub(crate) fn task_of(&self, head: &str) -> Option<(usize, Vec<String>)> {
+        self.tasks
+            .iter()
+            .find(|(_, (h, _))| h == head)
+            .map(|(t, (_, ops))| (*t, ops.clone()))
+    }
+
+    /// The worker of the instance added with number `id` (a cluster's).
+    pub(crate) fn worker_of(&self, id: usize) -> Option<WorkerId> {
+        self.placed(|p| {
+            p.topology
+                .instances()
+                .find(|i| i.id == id)
+                .map(|i| i.worker)
+        })
+        .flatten()
+    }
+
     /// The operators of the task headed by `head`, if it can grow.
     pub(crate) fn chain_of(&self, head: &str) -> Vec<String> {
         self.tasks
@@ -188,10 +327,7 @@ impl Numbers {
         let Some((&task, _)) = self.tasks.iter().find(|(_, (h, _))| h == operator) else {
             return Vec::new();
         };
-        let mut inner = self
-            .inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut inner = self.lock();
         if let Some(done) = inner.by_change.get(&seq) {
             return done.clone();
         }
@@ -205,6 +341,25 @@ impl Numbers {
             .collect();
         inner.instances.insert(task, now.max(to));
         inner.by_change.insert(seq, added.clone());
+        if let Some(placed) = inner.placed.as_mut() {
+            match placed.topology.grow(task, now.max(to)) {
+                Ok(Some(grown)) => {
+                    let ids: Vec<usize> = grown
+                        .added
+                        .iter()
+                        .filter_map(|a| placed.topology.instance(*a).map(|i| i.id))
+                        .collect();
+                    if ids != added.iter().map(|(_, id)| *id).collect::<Vec<_>>() {
+                        tracing::error!(operator, seq, ?ids, ?added, "the topology numbered the instances a rescale adds otherwise than the reservation (a bug)");
+                    }
+                    placed.grown.insert(seq, grown);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(operator, seq, error = %e, "the topology cannot add the instances a rescale adds");
+                }
+            }
+        }
         added
     }
 }
@@ -239,28 +394,72 @@ pub(crate) struct GrowHook {
     pub growth: Arc<Growth>,
     pub to_task: usize,
     pub to_input: usize,
+    /// The producer instance, and the index of the route among its routes in the topology
+    /// (where a cluster's grown topology has the new channels).
+    pub from: InstanceRef,
+    pub route: usize,
 }
 
 impl GrowHook {
-    /// Opens a channel from the producer to each of `instances` of its consumer, leaving their
-    /// receiving ends for them at barrier `epoch`; the sending ends, in instance order.
-    pub(crate) fn open(&self, instances: Range<usize>, epoch: Epoch) -> Vec<Outlet> {
-        let mut inner = self.growth.lock();
-        instances
-            .map(|j| {
-                let (outlet, rx) = channel(self.growth.setup.capacity);
-                let at = InstanceRef {
-                    task: self.to_task,
-                    instance: j,
-                };
-                inner
-                    .inlets
-                    .entry((at, epoch))
-                    .or_default()
-                    .push(Inlet::new(rx, self.to_input));
-                outlet
+    /// Opens a channel from the producer to each of `instances` of its consumer, leaving the
+    /// receiving ends of those in this process for them at barrier `epoch` (a cluster's
+    /// consumer elsewhere gets the channel's network end, whose stream starts after `epoch`);
+    /// the sending ends, in instance order.
+    pub(crate) fn open(
+        &self,
+        instances: Range<usize>,
+        epoch: Epoch,
+    ) -> Result<Vec<Outlet>, String> {
+        let capacity = self.growth.setup.capacity;
+        let Some(net) = &self.growth.setup.net else {
+            return Ok(instances
+                .map(|j| {
+                    let (outlet, rx) = channel(capacity);
+                    let at = InstanceRef {
+                        task: self.to_task,
+                        instance: j,
+                    };
+                    self.growth
+                        .deposit(at, epoch, Inlet::new(rx, self.to_input));
+                    outlet
+                })
+                .collect());
+        };
+        let channels = self
+            .growth
+            .numbers
+            .placed(|p| {
+                let route = p
+                    .topology
+                    .instance(self.from)
+                    .and_then(|i| i.routes.get(self.route))
+                    .ok_or("the producer's route is not in the topology")?;
+                instances
+                    .clone()
+                    .map(|j| {
+                        route
+                            .channels
+                            .get(j)
+                            .and_then(|c| p.channel(*c))
+                            .ok_or("the grown topology lacks a channel to an instance added")
+                    })
+                    .collect::<Result<Vec<_>, _>>()
             })
-            .collect()
+            .ok_or("the run has no topology to grow")?
+            .map_err(str::to_string)?;
+        let mut outlets = Vec::with_capacity(channels.len());
+        for (c, (_, to), name) in channels {
+            let (outlet, rx) = channel(capacity);
+            if to == net.here {
+                self.growth.deposit(c.to, epoch, Inlet::new(rx, c.to_input));
+            } else {
+                net.reach
+                    .producer_end_now(&c, to, rx, (name, epoch.0))
+                    .map_err(|e| e.to_string())?;
+            }
+            outlets.push(outlet);
+        }
+        Ok(outlets)
     }
 }
 
@@ -283,20 +482,8 @@ impl Growth {
         abort: Arc<AtomicBool>,
         control: Option<Arc<Control>>,
     ) -> Self {
-        let numbers = Numbers {
-            tasks: setup
-                .tasks
-                .iter()
-                .map(|(t, g)| {
-                    let ops = g.nodes.iter().map(|(_, n, _)| n.clone()).collect();
-                    (*t, (g.head.clone(), ops))
-                })
-                .collect(),
-            inner: Mutex::new(Reserved {
-                instances: setup.tasks.iter().map(|(t, g)| (*t, g.instances)).collect(),
-                ..Reserved::default()
-            }),
-        };
+        let placed = setup.net.as_ref().map(|n| n.topology.clone());
+        let numbers = Numbers::new(&setup.tasks, placed);
         Self {
             setup,
             events,
@@ -330,13 +517,98 @@ impl Growth {
             .insert(head.to_string(), senders.to_vec());
     }
 
-    /// The channels left for instance `at` at barrier `epoch`.
-    pub(crate) fn take_inlets(&self, at: InstanceRef, epoch: Epoch) -> Vec<Inlet> {
-        self.lock().inlets.remove(&(at, epoch)).unwrap_or_default()
+    /// Numbers and places what the rescales `barrier` carries add (see [`Numbers::apply`]).
+    pub(crate) fn apply(&self, barrier: &Barrier) {
+        self.numbers.apply(barrier);
     }
 
-    /// Where instance `j` of `head` takes handoffs, for an instance that hands it key groups.
-    pub(crate) fn mate(&self, head: &str, j: usize) -> Mate {
+    /// Leaves the receiving end of a channel opened at barrier `epoch` for instance `at`.
+    fn deposit(&self, at: InstanceRef, epoch: Epoch, inlet: Inlet) {
+        self.lock()
+            .inlets
+            .entry((at, epoch))
+            .or_default()
+            .push(inlet);
+    }
+
+    /// The channels left for instance `at` at barrier `epoch`, and on a cluster, the network
+    /// ends of those into it from instances that rescales `seqs` (that barrier's) added on
+    /// other workers.
+    pub(crate) fn take_inlets(&self, at: InstanceRef, epoch: Epoch, seqs: &[u64]) -> Vec<Inlet> {
+        let mut inlets = self.lock().inlets.remove(&(at, epoch)).unwrap_or_default();
+        if self.setup.net.is_some() {
+            let channels = self
+                .numbers
+                .placed(|p| {
+                    seqs.iter()
+                        .filter_map(|s| p.grown.get(s))
+                        .flat_map(|g| g.channels.iter().copied())
+                        .filter(|c| p.topology.channels.get(c.0).is_some_and(|c| c.to == at))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+            inlets.extend(self.network_inlets(at, epoch, &channels));
+        }
+        inlets
+    }
+
+    /// The network ends, into instance `at`, of those of `channels` whose producer runs on
+    /// another worker, their streams starting after the barrier of `epoch`.
+    fn network_inlets(&self, at: InstanceRef, epoch: Epoch, channels: &[ChannelId]) -> Vec<Inlet> {
+        let Some(net) = &self.setup.net else {
+            return Vec::new();
+        };
+        let found = self.numbers.placed(|p| {
+            let id = p.topology.instance(at).map_or(usize::MAX, |i| i.id);
+            let crossing: Vec<_> = channels
+                .iter()
+                .filter_map(|c| p.channel(*c))
+                .filter(|(_, (from, _), _)| *from != net.here)
+                .collect();
+            (id, crossing)
+        });
+        let Some((id, crossing)) = found else {
+            return Vec::new();
+        };
+        crossing
+            .into_iter()
+            .map(|(c, _, name)| {
+                let (tx, rx) = crossbeam_channel::bounded(self.setup.capacity.max(1));
+                let schema = net.schemas.get(&c.plan_channel).cloned();
+                let standby = StandbyEnd {
+                    notices: None,
+                    from_copy: false,
+                };
+                net.reach
+                    .consumer_end(&c, (id, tx), (name, schema), standby, epoch.0);
+                Inlet::new(rx, c.to_input)
+            })
+            .collect()
+    }
+
+    /// Where instance `j` of `head` takes handoffs, for its instance `i` that hands it key
+    /// groups: on a cluster, through the network when `j` runs on another worker.
+    pub(crate) fn mate(&self, head: &str, i: usize, j: usize) -> Mate {
+        if let Some(net) = &self.setup.net {
+            let task = self
+                .setup
+                .tasks
+                .iter()
+                .find(|(_, g)| g.head == head)
+                .map(|(t, _)| *t);
+            let worker = task.and_then(|task| {
+                self.numbers
+                    .placed(|p| {
+                        p.topology
+                            .instance(InstanceRef { task, instance: j })
+                            .map(|i| i.worker)
+                    })
+                    .flatten()
+            });
+            if let Some(w) = worker.filter(|w| *w != net.here) {
+                return Mate::Elsewhere(net.reach.handoff_to(head, i, j, w));
+            }
+        }
         let mut inner = self.lock();
         if let Some(tx) = inner.planned.get(head).and_then(|p| p.get(j)) {
             return Mate::Here(tx.clone());
@@ -368,16 +640,18 @@ impl Growth {
     }
 
     /// Instance `at` of its task has aligned `barrier`: when it is instance 0 of a growable
-    /// task and the barrier rescales the task beyond its instances, it builds and starts the
-    /// new ones (see the module's doc), shaped as `chain`. Returns the command channels of the
-    /// new instances with checkpoints (their commits come through instance 0).
+    /// task (on a cluster: the task's lowest instance on this worker) and the barrier
+    /// rescales the task beyond its instances, it builds and starts the new ones (those
+    /// placed here, on a cluster; see the module's doc), shaped as `chain`. Returns the
+    /// command channels of the new instances with checkpoints (their commits come through
+    /// the instance that built them).
     pub(crate) fn grow(
         self: &Arc<Self>,
         (at, watermark): (InstanceRef, Watermark),
         barrier: &Barrier,
         chain: &Chain,
     ) -> Result<Vec<Sender<Command>>, TaskFailure> {
-        let Some(g) = self.setup.tasks.get(&at.task).filter(|_| at.instance == 0) else {
+        let Some(g) = self.setup.tasks.get(&at.task) else {
             return Ok(Vec::new());
         };
         let Some(to) = rescaled_to(barrier, &g.head) else {
@@ -389,7 +663,16 @@ impl Growth {
             .rev()
             .find(|u| u.operator == g.head && u.param == PARALLELISM)
             .map_or(0, |u| u.seq);
-        let added = self.numbers.reserve(seq, &g.head, to);
+        let added = match &self.setup.net {
+            None if at.instance == 0 => self.numbers.reserve(seq, &g.head, to),
+            None => Vec::new(),
+            Some(net) => {
+                self.numbers.reserve(seq, &g.head, to);
+                self.numbers
+                    .placed(|p| p.to_build(seq, at, net.here))
+                    .unwrap_or_default()
+            }
+        };
         if added.is_empty() {
             return Ok(Vec::new());
         }
@@ -427,7 +710,8 @@ impl Growth {
             self.lock().running.push(running);
             if let Some(control) = &self.control {
                 let operators: Vec<String> = g.nodes.iter().map(|(_, n, _)| n.clone()).collect();
-                control.task_grown(at.task, (j, id), &operators, counters);
+                let worker = self.setup.net.as_ref().map_or(WorkerId::LOCAL, |n| n.here);
+                control.task_grown(at.task, (j, id, worker), &operators, counters);
             }
         }
         Ok(commands)
@@ -443,11 +727,24 @@ impl Growth {
         template: &crate::chain::Template,
     ) -> Result<Built, TaskFailure> {
         let at = InstanceRef { task, instance: j };
-        let inlets = self.take_inlets(at, epoch);
+        let mut inlets = self.take_inlets(at, epoch, &[]);
+        if self.setup.net.is_some() {
+            // Every channel into it is new: those from other workers come through the network.
+            let into: Vec<ChannelId> = self
+                .numbers
+                .placed(|p| {
+                    p.topology
+                        .instance(at)
+                        .map(|i| i.inlets.iter().map(|i| i.channel).collect())
+                        .unwrap_or_default()
+                })
+                .unwrap_or_default();
+            inlets.extend(self.network_inlets(at, epoch, &into));
+        }
         let mut outlets: BTreeMap<NodeId, Vec<Vec<Route>>> = BTreeMap::new();
         // The k-th route of a node's port is the k-th outbound route from it, in plan order.
         let mut seen: BTreeMap<(NodeId, usize), usize> = BTreeMap::new();
-        for ob in &g.routes {
+        for (route, ob) in g.routes.iter().enumerate() {
             let link = g
                 .nodes
                 .iter()
@@ -472,17 +769,22 @@ impl Growth {
                 }
                 _ => 0..shape.consumers(),
             };
-            let sent: Vec<Outlet> = GrowHook {
+            let hook = GrowHook {
                 growth: Arc::clone(self),
                 to_task: ob.to_task,
                 to_input: ob.to_input,
-            }
-            .open(consumers, epoch);
-            let hook = self.grows(ob.to_task).then(|| GrowHook {
-                growth: Arc::clone(self),
-                to_task: ob.to_task,
-                to_input: ob.to_input,
-            });
+                from: at,
+                route,
+            };
+            let sent: Vec<Outlet> = hook.open(consumers, epoch).map_err(|why| {
+                internal(
+                    &g.head,
+                    &format!(
+                        "cannot open the channels of instance {j}, added while running: {why}"
+                    ),
+                )
+            })?;
+            let hook = self.grows(ob.to_task).then_some(hook);
             let route = shape.build(sent, hook);
             let ports = outlets.entry(ob.from.0).or_default();
             if ports.len() <= ob.from.1 {
@@ -510,6 +812,10 @@ impl Growth {
                 })?;
             }
             let rescaler = (i == 0).then(|| {
+                if let (Some(net), Mate::Here(tx)) = (&self.setup.net, self.mate(name, j, j)) {
+                    // Instances on other workers hand it key groups through the network.
+                    net.reach.expect_handoffs(name, j, tx);
+                }
                 let (factory, ctx) = (Arc::clone(factory), ctx.clone());
                 Rescaler {
                     instance: j,

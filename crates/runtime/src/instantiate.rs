@@ -647,7 +647,7 @@ impl Wires {
                     notices: tell,
                     from_copy: copies.get(c.from.task) == Some(&true),
                 };
-                net.consumer_end(c, task, from_network, name, schema_of(c), standby);
+                net.consumer_end(c, (task, from_network), name, schema_of(c), standby);
                 receivers.push(Some(inlet));
                 notices.push(told);
             } else {
@@ -680,7 +680,7 @@ impl Wires {
                 )
             })
             .collect();
-        for route in &instance.routes {
+        for (k, route) in instance.routes.iter().enumerate() {
             let replica = replicas.get(route.to_task).copied().unwrap_or(false);
             let mut senders = route.channels.iter().map(|c| {
                 let mut outlet = self.senders[c.0]
@@ -712,6 +712,8 @@ impl Wires {
                                 growth: Arc::clone(g),
                                 to_task: route.to_task,
                                 to_input: route.to_input,
+                                from: instance.at,
+                                route: k,
                             });
                     Route::Hashed(
                         HashRoute::new(

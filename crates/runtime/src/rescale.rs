@@ -407,7 +407,7 @@ fn hand_all(
         };
         // An instance added while the query runs is reached through the growth's inboxes.
         let added = match (r.mates.get(j), &r.grows) {
-            (None, Some(g)) => Some(g.mate(name, j)),
+            (None, Some(g)) => Some(g.mate(name, r.instance, j)),
             _ => None,
         };
         let mate = r.mates.get(j).or(added.as_ref()).ok_or_else(|| {
@@ -416,14 +416,14 @@ fn hand_all(
                 format!("instance {j} is gone: it cannot take its key groups"),
             )
         })?;
-        mate.hand(handoff).map_err(|why| {
-            OperatorError::internal(
-                name,
-                format!(
-                    "cannot hand key groups {range} to instance {j} at the rescale of epoch {}: {why}",
-                    epoch.0
-                ),
-            )
+        // Its instance stopped, or its process went away: a failure of the run (recovered as
+        // any), not of anduin's logic.
+        mate.hand(handoff).map_err(|why| OperatorError::Execution {
+            operator: name.to_string(),
+            message: format!(
+                "cannot hand key groups {range} to instance {j} at the rescale of epoch {}: {why}",
+                epoch.0
+            ),
         })?;
     }
     Ok(())

@@ -128,7 +128,7 @@ pub fn run(
     }
     let growth = growth(
         graph,
-        &topology,
+        (&topology, net.as_ref()),
         (&restored, wiring.as_ref()),
         config,
         &ctx,
@@ -348,20 +348,20 @@ fn split_instances(topology: &Topology, splits: &[anduin_graph::LiveSplit]) -> V
         .collect()
 }
 
-/// How the tasks of an embedded run get instances beyond those planned while it runs
-/// (`crate::grow`); `None` in a cluster's part. The control plane hears which operators can.
+/// How the tasks of a run get instances beyond those planned while it runs (`crate::grow`):
+/// an embedded run's, one with loopback workers (as an embedded one), a cluster executor's
+/// (its instances, with the network to the others). The control plane hears which
+/// operators can.
 fn growth(
     graph: &LogicalGraph<Bound>,
-    topology: &Topology,
+    (topology, net): (&Topology, Option<&NetWiring>),
     (splits, wiring): (&[anduin_graph::LiveSplit], Option<&CheckpointWiring>),
     config: &RunConfig,
     ctx: &BuildContext,
     (counters, abort): (&Arc<Vec<NodeCounters>>, &Arc<AtomicBool>),
 ) -> Option<Arc<Growth>> {
-    let refused = if config.network.is_some() {
-        Some(crate::grow::NOT_ON_A_CLUSTER)
-    } else if !splits.is_empty() {
-        Some("the run it resumes split a task while running (`pipeline = \"split\"`); growing a task after a split is not supported yet (start it with a larger --max-parallelism)")
+    let refused = if !splits.is_empty() {
+        Some(crate::grow::AFTER_A_SPLIT)
     } else {
         None
     };
@@ -372,12 +372,21 @@ fn growth(
     if refused.is_some() {
         return None;
     }
+    let net = net.and_then(|n| {
+        Some(crate::grow::GrowNet {
+            reach: n.reach(),
+            here: n.here?,
+            topology: topology.clone(),
+            schemas: channel_schemas(graph, topology),
+        })
+    });
     let setup = GrowthSetup {
         tasks,
         capacity: config.channel_capacity,
         ctx: ctx.clone(),
         counters: Arc::clone(counters),
         checkpoint: wiring.map(|w| (w.dir.clone(), w.jobs.clone(), w.events.clone())),
+        net,
     };
     Some(Arc::new(Growth::new(
         setup,
@@ -385,6 +394,30 @@ fn growth(
         Arc::clone(abort),
         config.control.clone(),
     )))
+}
+
+/// The type of the rows of each plan channel of `topology`.
+fn channel_schemas(
+    graph: &LogicalGraph<Bound>,
+    topology: &Topology,
+) -> std::collections::HashMap<usize, arrow::datatypes::SchemaRef> {
+    let mut schemas = std::collections::HashMap::new();
+    for route in topology.instances().flat_map(|i| i.routes.iter()) {
+        let (node, port) = route.from;
+        let Some(stream) = graph.node(node).outputs.get(port) else {
+            continue;
+        };
+        for c in route
+            .channels
+            .iter()
+            .filter_map(|c| topology.channels.get(c.0))
+        {
+            schemas
+                .entry(c.plan_channel)
+                .or_insert_with(|| Arc::clone(&graph.stream(*stream).schema));
+        }
+    }
+    schemas
 }
 
 /// Refuses a live split of the operators of a copy of a hot standby: the new task, not the
@@ -570,6 +603,7 @@ fn attach_control(
             next_epoch: 1,
         },
     };
+    control.publish_changes_to(config.events.clone());
     control.attach(
         crate::control::operators(graph, topology),
         crate::control::tasks(graph, topology),
@@ -897,6 +931,22 @@ pub fn coordinate(
     let twins = replica_twins(graph, &plan);
     let mut coordinator =
         checkpoint_coordinator(c, tasks, sources, plan_print, twins, &counters, config)?;
+    // The executors grow the tasks that can (those placed, and no task split while an
+    // earlier run ran); every checkpoint after a growth waits for the instances added.
+    let refused = if placement.is_empty() {
+        Some("the coordinator was not told where the instances run (start it with a larger --max-parallelism)")
+    } else if !restored.is_empty() {
+        Some(crate::grow::AFTER_A_SPLIT)
+    } else {
+        None
+    };
+    let (growable, said) = growable_tasks(graph, &topology, refused);
+    if refused.is_none() {
+        coordinator.growth = Some(Arc::new(crate::grow::Numbers::new(
+            &growable,
+            Some(topology.clone()),
+        )));
+    }
     // The split instances get their commits through the instances they split from.
     for task in split_instances(&topology, &restored) {
         coordinator.scheduler.add_task(task);
@@ -919,6 +969,9 @@ pub fn coordinate(
             checkpoints: Some(Arc::clone(&counters)),
             checkpoint_dir: Some(c.settings.dir.clone()),
         });
+        // Before it is attached: the `parallelism` param says how far it goes.
+        control.allow_growth(said);
+        control.publish_changes_to(config.events.clone());
         control.attach(
             crate::control::operators(graph, &topology),
             crate::control::tasks(graph, &topology),
@@ -927,9 +980,6 @@ pub fn coordinate(
             true,
             Arc::clone(&config.stop),
         );
-        // A rescale beyond the instances is refused saying why (the executors do not grow).
-        let (_, said) = growable_tasks(graph, &topology, Some(crate::grow::NOT_ON_A_CLUSTER));
-        control.allow_growth(said);
     }
     spawn_helper("anduin-coordinator", move || coordinator.run(events))
 }

@@ -367,7 +367,15 @@ impl OperatorTask {
             .iter()
             .any(|u| u.param == crate::rescale::PARALLELISM);
         let growth = self.growth.as_ref().filter(|_| rescales);
+        let seqs: Vec<u64> = barrier
+            .control
+            .iter()
+            .filter(|u| u.param == crate::rescale::PARALLELISM)
+            .map(|u| u.seq)
+            .collect();
         if let Some(g) = growth {
+            // Every rescale, in barrier order, numbers and places what it adds alike.
+            g.ctx.apply(&barrier);
             let commands = g.ctx.grow((g.at, g.watermark), &barrier, &self.chain)?;
             if let Some(stage) = self.stage.as_mut() {
                 stage.downstream.extend(commands);
@@ -376,7 +384,7 @@ impl OperatorTask {
         let epoch = barrier.epoch;
         self.pass(barrier)?;
         if let Some(g) = self.growth.as_ref().filter(|_| rescales) {
-            let added = g.ctx.take_inlets(g.at, epoch);
+            let added = g.ctx.take_inlets(g.at, epoch, &seqs);
             aligner.add(added.len());
             self.inlets.extend(added);
         }

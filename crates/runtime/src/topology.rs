@@ -25,6 +25,10 @@
 
 use anduin_graph::{LogicalGraph, Node, NodeId, Partitioning, PhysicalPlan};
 
+pub(crate) mod grow;
+
+pub(crate) use grow::Grown;
+
 /// The worker an instance runs on. In an embedded run every instance runs in this process
 /// ([`WorkerId::LOCAL`]); a topology spread over workers gives each instance its own, and a
 /// channel between two workers crosses the network.

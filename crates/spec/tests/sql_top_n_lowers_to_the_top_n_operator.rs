@@ -3,7 +3,10 @@
 //! select list over it: `rn <= N`, `rn < N`, `rn = 1` (either way round) set its limit, the
 //! other conditions of that WHERE filter its output, and the number is a column only if the
 //! outer query reads it. `rn = 1` ordered by the table's event time is a deduplication (the
-//! `time` param). Everything else with a ranking function is refused at its position.
+//! `time` param). What the OVER partitions or orders by that the subquery does not select (an
+//! aggregate of its GROUP BY, an expression, a column) is computed there under a hidden name
+//! and dropped after the top-N. Everything else with a ranking function is refused at its
+//! position.
 
 use anduin_spec::{parse_sql, OperatorDef, Spec, Value};
 
@@ -115,6 +118,81 @@ fn rn_1_ordered_by_the_event_time_is_a_deduplication_and_by_another_time_is_not(
 }
 
 #[test]
+fn an_aggregate_the_over_orders_by_is_computed_by_the_group_by_and_dropped_after_the_top_n() {
+    let ranked = spec(
+        "INSERT INTO out SELECT * FROM (
+           SELECT auction, ROW_NUMBER() OVER (ORDER BY COUNT(*) DESC, MAX(price)) AS rn
+           FROM b GROUP BY auction)
+         WHERE rn <= 3;",
+    );
+    assert_eq!(
+        kinds(&ranked),
+        [
+            "b [reader]",
+            "insert1_subquery1_group [aggregate]",
+            "insert1_subquery1_select [map]",
+            "insert1_subquery1_top [top_n]",
+            "insert1_subquery1_ranked [map]",
+            "insert1_select [map]",
+            "out [discard]"
+        ]
+    );
+    let group = &ranked.operators[1];
+    assert_eq!(
+        param(group, "aggregates").as_deref(),
+        Some("COUNT(*) AS __over_1, MAX(price) AS __over_2")
+    );
+    let t = top(&ranked);
+    assert_eq!(
+        param(t, "order").as_deref(),
+        Some("\"__over_1\" DESC, \"__over_2\"")
+    );
+    assert_eq!(param(t, "rank_column").as_deref(), Some("\"rn\""));
+    assert_eq!(
+        param(&ranked.operators[4], "columns").as_deref(),
+        Some("\"auction\", \"rn\""),
+        "the hidden columns go after the top-N"
+    );
+    // An aggregate the subquery selects too is its column.
+    let selected = spec(
+        "INSERT INTO out SELECT * FROM (
+           SELECT auction, COUNT(*) AS n, ROW_NUMBER() OVER (ORDER BY COUNT(*) DESC) AS rn
+           FROM b GROUP BY auction)
+         WHERE rn <= 3;",
+    );
+    assert_eq!(
+        param(top(&selected), "order").as_deref(),
+        Some("\"n\" DESC")
+    );
+    assert!(!kinds(&selected).iter().any(|k| k.contains("_ranked")));
+}
+
+#[test]
+fn an_expression_or_a_column_the_subquery_does_not_select_is_computed_there() {
+    let computed = spec(
+        "INSERT INTO out SELECT * FROM (
+           SELECT auction, ROW_NUMBER() OVER (PARTITION BY bidder % 2 ORDER BY price + 1) AS rn
+           FROM b)
+         WHERE rn <= 3;",
+    );
+    assert_eq!(
+        param(&computed.operators[1], "columns").as_deref(),
+        Some("auction, bidder % 2 AS __over_1, price + 1 AS __over_2")
+    );
+    assert_eq!(
+        param(top(&computed), "keys").as_deref(),
+        Some("\"__over_1\"")
+    );
+    // The event time, not selected: still a deduplication.
+    let first = spec(
+        "INSERT INTO out SELECT * FROM (
+           SELECT bidder, price, ROW_NUMBER() OVER (PARTITION BY bidder ORDER BY ts) AS n FROM b)
+         WHERE n = 1;",
+    );
+    assert_eq!(param(top(&first), "time").as_deref(), Some("\"__over_1\""));
+}
+
+#[test]
 fn what_is_not_a_top_n_is_refused_at_its_position() {
     let sub = |over: &str, rest: &str| {
         format!("INSERT INTO out SELECT * FROM (SELECT *, {over} FROM b) {rest};")
@@ -148,12 +226,9 @@ fn what_is_not_a_top_n_is_refused_at_its_position() {
             "needs an ORDER BY",
         ),
         (
-            sub(
-                "ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price + 1) AS rn",
-                "WHERE rn <= 2",
-            ),
-            "3:91",
-            "the expression `price + 1`",
+            "INSERT INTO out SELECT * FROM (SELECT auction, ROW_NUMBER() OVER (ORDER BY SUM(price) / COUNT(*)) AS rn FROM b GROUP BY auction) WHERE rn <= 2;".into(),
+            "3:76",
+            "`SUM(price) / COUNT(*)`, an expression over aggregates",
         ),
         (
             "INSERT INTO out SELECT ROW_NUMBER() OVER (ORDER BY price) AS rn FROM b;".into(),

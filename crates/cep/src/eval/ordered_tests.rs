@@ -291,3 +291,30 @@ fn rows_of_equal_keys_keep_their_order_in_the_match() {
     // Without WITHIN GROUP: the order of the match.
     assert_eq!(value("listagg(A.s, ',')"), s("c,a,b,n,d"));
 }
+
+#[test]
+fn a_constant_separator_is_computed_once_and_joins_as_its_literal_would() {
+    let s = |v: &str| Value::Str(v.into());
+    let m = Match(vec![
+        (0, [Value::Int(2), Value::Null, s("c")]),
+        (0, [Value::Int(1), Value::Null, s("a")]),
+        (0, [Value::Null, Value::Null, s("b")]),
+    ]);
+    let vars = [Arc::from("A"), Arc::from("B")];
+    let value = |text: &str| eval(&compiled(text), &m, &vars).expect("evaluates");
+    assert_eq!(value("listagg(A.s, ',' || ' ')"), s("c, a, b"));
+    assert_eq!(
+        value("listagg(A.s, CAST(0 AS VARCHAR)) WITHIN GROUP (ORDER BY A.x)"),
+        s("a0c0b")
+    );
+    assert_eq!(
+        value("string_agg(A.s, concat('-', upper('x'), '-'))"),
+        s("c-X-a-X-b")
+    );
+    assert_eq!(
+        value("string_agg(A.s, chr(59) ORDER BY A.s DESC)"),
+        s("c;b;a")
+    );
+    // A NULL separator joins without one, as Oracle's default.
+    assert_eq!(value("listagg(A.s, CAST(NULL AS VARCHAR))"), s("cab"));
+}

@@ -14,11 +14,14 @@
 //! A rescale after the checkpoint is never given again: a rollback undoes it, and a running
 //! attempt that carried one out is not taken over (the query rolls back instead).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
 use anduin_checkpoint::{ChangeRecord, Validated};
 use anduin_coordinator::catalog::{ControlRecord, Edit};
-use anduin_coordinator::controls::{changes_after, Reapply, Resumed, UNDONE_BY_ROLLBACK};
+use anduin_coordinator::controls::{
+    changes_after, Reapply, Resumed, RESCALE_PARAM, UNDONE_BY_ROLLBACK,
+};
 use anduin_coordinator::QueryId;
 use anduin_runtime::control::{ChangeRequest, Control, Recorder};
 use anduin_types::Epoch;
@@ -157,12 +160,64 @@ pub(super) fn not_taken_over(r: &ControlRecord, restore: Option<&Validated>) -> 
     )
 }
 
+/// Why a running attempt is not taken over: its last checkpoint records a rescale of an
+/// operator, or instances of it, beyond those the query's plan starts (`anduin ctl scale`
+/// beyond `--max-parallelism` added them while it ran; the rescale's own checkpoint records
+/// the rescale, not yet its instances): the coordinator taking over plans without them, and
+/// would complete checkpoints that lack their state. `None`: none was added.
+pub(super) fn grown_not_taken_over(
+    compiled: &super::driver::Compiled,
+    restore: Option<&Validated>,
+) -> Option<String> {
+    let v = restore?;
+    let topology = compiled.topology();
+    let graph = &compiled.loaded.graph;
+    let planned = |operator: &str| {
+        topology
+            .tasks
+            .iter()
+            .find(|t| {
+                t.operators
+                    .iter()
+                    .any(|n| graph.node(*n).name() == operator)
+            })
+            .map(|t| t.instances.len())
+    };
+    // The last rescale of each operator the checkpoint records, and its instances.
+    let mut most: BTreeMap<&str, usize> = BTreeMap::new();
+    for o in &v.manifest.plan.operators {
+        most.insert(&o.name, o.instance_count());
+    }
+    let mut rescales: Vec<&ChangeRecord> = v
+        .manifest
+        .controls
+        .iter()
+        .filter(|c| c.param == RESCALE_PARAM)
+        .collect();
+    rescales.sort_by_key(|c| c.seq);
+    for c in rescales {
+        if let Ok(n) = c.new.trim().parse::<usize>() {
+            let m = most.entry(&c.operator).or_default();
+            *m = (*m).max(n);
+        }
+    }
+    most.into_iter().find_map(|(operator, n)| {
+        let planned = planned(operator)?;
+        (n > planned).then(|| {
+            format!(
+                "operator \"{operator}\" was rescaled to {n} instances while it ran (checkpoint {} records it), beyond the {planned} it started with: a restarted coordinator does not take over instances the plan does not start, so the query rolls back as a whole to {planned} instances (its state re-cut to them)",
+                v.manifest.epoch,
+            )
+        })
+    })
+}
+
 /// Where change `r` applied: its barrier's epoch, or, recorded only before its barrier went
 /// out, that.
 fn applied_at(r: &ControlRecord) -> String {
     match r.epoch {
         Some(e) => format!("at epoch {}", e.0),
-        None => "at a barrier sent before the last coordinator stopped (it had recorded the change, not yet its epoch)".to_string(),
+        None => "at a barrier whose epoch was not recorded (the change was recorded as it went out, and cut short or lost with the coordinator before it was applied)".to_string(),
     }
 }
 

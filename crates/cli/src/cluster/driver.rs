@@ -139,6 +139,8 @@ pub struct Attempt {
     /// The executors whose part ended that wait to end until a checkpoint is settled, by part:
     /// the newest checkpoint they acknowledged ([`super::exiting`]).
     pub exiting: BTreeMap<u32, u64>,
+    /// A stop was asked (`anduin ctl stop`): its executors were told to stop their sources.
+    pub stopping: bool,
 }
 
 impl Attempt {
@@ -174,6 +176,7 @@ impl Attempt {
             figures: Arc::default(),
             settled: 0,
             exiting: BTreeMap::new(),
+            stopping: false,
         }
     }
 
@@ -732,6 +735,80 @@ fn numbered_so_far(
     Ok(begun.max(started.unwrap_or(begun)))
 }
 
+/// How `anduin ctl stop` (the API's stop, the web UI's button) stops attempt `number` of
+/// query `name`: the query's life takes the request (refused while it recovers, say), and
+/// every executor of the attempt stops its sources, which take a last checkpoint (not the
+/// end of the input: `anduin submit --resume` goes on from it) and end; the parts then
+/// finish what they hold and end, and the query finishes.
+fn stopper(cluster: &Arc<Cluster>, name: &str, number: u64) -> anduin_runtime::control::Stopper {
+    let (cluster, name) = (Arc::clone(cluster), name.to_string());
+    Arc::new(move || {
+        let mut state = cluster.lock();
+        let now = state
+            .queries
+            .get(&name)
+            .map_or("gone", |q| super::coordinator::state_name(q.life.state()));
+        state
+            .try_feed(&name, &Input::StopRequested)
+            .map_err(|refused| (now.to_string(), refused.to_string()))?;
+        let a = state
+            .queries
+            .get_mut(&name)
+            .and_then(|q| q.attempt.as_mut())
+            .filter(|a| a.number == number)
+            .ok_or_else(|| (now.to_string(), format!("attempt {number} is over")))?;
+        a.stopping = true;
+        for (to, _) in a.executors.values() {
+            let _ = to.send(&ToExecutor::Drain);
+        }
+        eprintln!("anduin: query {name}, attempt {number}: stopping: its sources stop and take a last checkpoint, then it ends (`anduin submit --resume` goes on from that checkpoint)");
+        Ok(())
+    })
+}
+
+/// Where a query's attempt (its control plane `control`) has room for instances added while it runs
+/// (`anduin ctl scale` beyond `--max-parallelism`): they go on the workers that run the task
+/// already, each taking a slot as a planned instance does, so the workers' free slots bound
+/// them (those in use: every query's planned instances where they run now, and this query's
+/// instances added so far).
+fn growth_room(
+    cluster: &Arc<Cluster>,
+    control: std::sync::Weak<Control>,
+) -> anduin_runtime::control::Room {
+    let cluster = Arc::clone(cluster);
+    Arc::new(move |added, on| {
+        let added_here = control
+            .upgrade()
+            .map(|c| c.added_by_worker())
+            .unwrap_or_default();
+        let state = cluster.lock();
+        let mut used: BTreeMap<u32, usize> = added_here;
+        for a in state.queries.values().filter_map(|q| q.attempt.as_ref()) {
+            for part in &a.placement {
+                *used.entry(a.host(*part)).or_default() += 1;
+            }
+        }
+        let free: usize = on
+            .keys()
+            .filter_map(|w| state.workers.get(w).filter(|e| e.alive()).map(|e| (w, e)))
+            .map(|(w, e)| {
+                usize::try_from(e.slots)
+                    .unwrap_or(usize::MAX)
+                    .saturating_sub(used.get(w).copied().unwrap_or(0))
+            })
+            .sum();
+        if added <= free {
+            return Ok(());
+        }
+        let workers: Vec<String> = on.keys().map(|w| format!("w{w}")).collect();
+        Err(format!(
+            "the {added} instance(s) it would add go on the workers that run it ({}), which have {free} free slot(s): scale to at most {}, or give those workers more slots (`anduin worker --slots`)",
+            workers.join(", "),
+            on.values().sum::<usize>() + free,
+        ))
+    })
+}
+
 /// Starts the checkpoint coordinator of an attempt whose executors have reported (all, or all
 /// but those of parts lost while no coordinator ran): each task instance's commands go to the
 /// executor that runs its part. `carried`: the param changes the catalog recorded after
@@ -791,9 +868,11 @@ fn start_checkpointer(
             ..crate::control::RunPlaces::default()
         },
     )?);
-    control.refuse_stop(format!(
-        "stopping a query on a cluster is not supported yet: cancel it with `anduin cancel {name}` (its output stays exactly once, up to its last checkpoint)"
-    ));
+    control.stop_with(stopper(cluster, name, number));
+    control.grow_within(growth_room(cluster, Arc::downgrade(&control)));
+    if let Some(written) = compiled.loaded.reshaped() {
+        control.as_written(written);
+    }
     if !carried_alone.is_empty() {
         // Taken over before any checkpoint completed: the changes are all it knows.
         control.restored(0, &carried_alone);
@@ -999,6 +1078,12 @@ fn run_to_end(
                     worker: Some(lost),
                     ..
                 }) if cluster.per_task_recovery => {
+                    // No growth beside parts restored alone (the restore refuses one that
+                    // came before).
+                    if let Some(c) = current(&state, name, number).and_then(|a| a.control.as_ref())
+                    {
+                        c.stop_growing("a worker of the query was lost while it ran, and its part is restored alone: instances beyond those started are not added in this attempt (not supported yet)");
+                    }
                     drop(state);
                     match super::restore::restore_part(cluster, name, compiled, dir, number) {
                         Ok(None) => {
@@ -1038,6 +1123,15 @@ fn run_to_end(
             state = cluster.wait(state, Duration::from_millis(500));
         }
     };
+    // Stopped (by this coordinator, or by one before it that this one took over from).
+    let stopped = {
+        let state = cluster.lock();
+        current(&state, name, number).is_some_and(|a| a.stopping)
+            || state
+                .queries
+                .get(name)
+                .is_some_and(|q| matches!(q.life.state(), QueryState::Stopping))
+    };
     let outcome = match outcome {
         Outcome::Finished => {
             end_events(cluster, name, number, false);
@@ -1047,7 +1141,21 @@ fn run_to_end(
     };
     // Its event senders are gone with the attempt: it has completed what it could.
     let _ = checkpointer.join();
-    if matches!(outcome, Outcome::Finished) {
+    if matches!(outcome, Outcome::Finished) && stopped {
+        // Stopped (`anduin ctl stop`): its sources took a last checkpoint that is not the end
+        // of their input.
+        let last = cluster.committing_store(name).and_then(|s| {
+            Ok(s.choose_restore()?
+                .1
+                .map(|v| (v.manifest.epoch, v.manifest.finished)))
+        });
+        match last {
+            // The stop came as every input ended: nothing is left to resume.
+            Ok(Some((epoch, true))) => eprintln!("anduin: query {name} finished at checkpoint {epoch} as it stopped: its input had ended, its output is complete"),
+            Ok(Some((epoch, false))) => eprintln!("anduin: query {name} stopped at checkpoint {epoch}: `anduin submit --resume` goes on from it"),
+            _ => eprintln!("anduin: query {name} stopped, but its last checkpoint failed (see the log): `anduin submit --resume` goes on from the one before, if any"),
+        }
+    } else if matches!(outcome, Outcome::Finished) {
         // Every part ended well: each sink committed what it had at the end of its input,
         // as in `anduin run`, even when the last checkpoint could not be written.
         let store = cluster.committing_store(name);
@@ -1149,8 +1257,12 @@ fn take_over(
     // The executors have the changes made since that checkpoint; the control plane is told
     // of them. A rescale among them cannot be taken over.
     let reapply = controls::after_checkpoint(cluster, name, restore.as_ref(), Resumed::TakeOver);
-    if let Some(r) = &reapply.not_taken_over {
-        let why = controls::not_taken_over(r, restore.as_ref());
+    let not_taken_over = reapply
+        .not_taken_over
+        .as_ref()
+        .map(|r| controls::not_taken_over(r, restore.as_ref()))
+        .or_else(|| controls::grown_not_taken_over(compiled, restore.as_ref()));
+    if let Some(why) = not_taken_over {
         eprintln!("anduin: query {name}, attempt {number}: {why}");
         return Ok(wind_down(
             cluster,
@@ -1671,17 +1783,15 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
     }
     // A failure the query recovers from (as `drive` decides next): a change on its way was
     // cut short by it, the query is not failed.
+    let cancelled = state.queries.get(name).is_some_and(|q| q.cancel);
     let recovered = match &outcome {
-        Outcome::Failed { why, .. } if number < MAX_ATTEMPTS => state
-            .queries
-            .get(name)
-            .filter(|q| !q.cancel)
-            .map(|_| why.clone()),
+        Outcome::Failed { why, .. } if number < MAX_ATTEMPTS && !cancelled => Some(why.clone()),
         _ => None,
     };
     if let Some(c) = current(&state, name, number).and_then(|a| a.control.as_ref()) {
         match recovered {
             Some(why) => c.detach_recovering(why),
+            None if cancelled => c.detach_cancelled(),
             None => c.detach(true),
         }
     }
@@ -1769,6 +1879,10 @@ pub fn serve_executor(
             a.unstarted.remove(&worker);
         } else {
             a.unstarted.insert(worker);
+        }
+        if a.stopping {
+            // A part restored while the query stops stops its sources too.
+            let _ = to.send(&ToExecutor::Drain);
         }
         if let Some((old, _)) = a.executors.insert(worker, (to, r.data)) {
             old.close();

@@ -92,8 +92,14 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     let share = super::store::Share::open(&d, deployment)?;
     // The newest leader's term followed (0: none): an older coordinator is refused.
     let followed = Arc::new(AtomicU64::new(d.term.unwrap_or(0)));
-    let (to_coordinator, from_coordinator, addresses, early) =
-        await_start(&d, listener.local_addr(), secret.as_deref(), &followed)?;
+    // `anduin ctl stop` (`ToExecutor::Drain`): the sources stop.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (to_coordinator, from_coordinator, addresses, early) = await_start(
+        &d,
+        (listener.local_addr(), &stop),
+        secret.as_deref(),
+        &followed,
+    )?;
 
     let (events_tx, events_rx) = crossbeam_channel::unbounded::<Event>();
     let events_rx = share.upload_before_acks(events_rx)?;
@@ -124,6 +130,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         end_changed: Condvar::new(),
         silent_after: d.silent_after_ms.map(Duration::from_millis),
         followed,
+        stop: Arc::clone(&stop),
     });
     let forwarder = {
         let link = Arc::clone(&link);
@@ -221,7 +228,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         Execution {
             dead_letter,
             checkpointing: Some(checkpointing),
-            stop: Arc::new(AtomicBool::new(false)),
+            stop,
             query_file: Some(shown),
             events: anduin_runtime::Events::logged().with(Arc::new(EndAtFailure {
                 failure_file: super::worker::failure_file(deployment),
@@ -360,7 +367,7 @@ type Early = Vec<(usize, Command)>;
 /// the tasks. A refusal (the attempt is over) ends the executor.
 fn await_start(
     d: &Deployment,
-    data: SocketAddr,
+    (data, stop): (SocketAddr, &AtomicBool),
     secret: Option<&[u8]>,
     followed: &AtomicU64,
 ) -> Result<(
@@ -392,6 +399,7 @@ fn await_start(
                     }
                     // `Start` holds every executor's latest address.
                     Ok(Some(ToExecutor::Redirect { .. } | ToExecutor::Ping)) => {}
+                    Ok(Some(ToExecutor::Drain)) => stop.store(true, Ordering::SeqCst),
                     Ok(Some(other)) => {
                         bail!("the coordinator sent {other:?} before starting the executor")
                     }
@@ -488,6 +496,8 @@ struct Link {
     /// The newest leader's term the executor followed (0: none): a coordinator of an older
     /// one is refused ([`follow`]).
     followed: Arc<AtomicU64>,
+    /// Set by `ToExecutor::Drain` (`anduin ctl stop`): the run's sources stop.
+    stop: Arc<AtomicBool>,
 }
 
 /// Whether the executor, which has followed the leader of term `followed` (0: none yet),
@@ -813,6 +823,11 @@ impl Link {
                 Ok(Some(ToExecutor::EndAllowed)) => {
                     self.end.lock().unwrap_or_else(|p| p.into_inner()).given = true;
                     self.end_changed.notify_all();
+                    continue;
+                }
+                Ok(Some(ToExecutor::Drain)) => {
+                    tracing::info!("stopping the sources (anduin ctl stop)");
+                    self.stop.store(true, Ordering::SeqCst);
                     continue;
                 }
                 Ok(Some(ToExecutor::Leader { term })) => {

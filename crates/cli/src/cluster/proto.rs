@@ -259,6 +259,9 @@ pub enum ToExecutor {
     /// [`ToCoordinator::MayEnd`]); or its part's last acknowledgements are settled: it may end
     /// (answering [`ToCoordinator::MayExit`]).
     EndAllowed,
+    /// `anduin ctl stop`: the part's sources stop and take a last checkpoint (not the end of
+    /// their input), and the part ends once it has finished what it holds.
+    Drain,
     /// Nothing to do: the coordinator is there (see `Deployment::silent_after_ms`).
     Ping,
     /// The first message on an executor's connection to a coordinator elected by a lease: its

@@ -225,6 +225,10 @@ pub(super) fn restore_part(
         if let Some(why) = finishing(a, &lost, &compiled.instance_names) {
             return Ok(Some(why));
         }
+        // Instances added while running: the restored part would be planned without them.
+        if let Some(why) = a.control.as_ref().and_then(|c| c.grown()) {
+            return Ok(Some(why));
+        }
     }
     // A restore opens the part's sinks, which bring their output back to the checkpoint's:
     // never on the word of a leader a later one superseded.
@@ -435,6 +439,10 @@ pub(super) fn restore_part(
             part: WorkerId(*part),
             host: WorkerId(*host),
         });
+    }
+    // The listings (`ctl topology`, the web UI) show the part's instances where they run now.
+    if let Some(control) = current(&state, name, number).and_then(|a| a.control.as_ref()) {
+        control.instances_moved(|id| placement.get(id).and_then(|p| hosts.get(p)).copied());
     }
     cluster.exit_point(ExitPoint::PartRestored);
     let submission = state

@@ -254,6 +254,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Arc::clone(&loaded.graph),
         places,
     )?);
+    if let Some(written) = loaded.reshaped() {
+        control.as_written(written);
+    }
     // Served until the run ends (dropped at the end of this function).
     let api = crate::api::start_api(&args.api, &name)?;
     let mut run_events = events.events.clone();

@@ -56,6 +56,8 @@ pub fn controlled(
             applied: initial.clone(),
             held: Held::new(Arc::clone(&schema)),
             control_watermark: Watermark::MIN,
+            data_exhausted: false,
+            control_exhausted: false,
             made: 0,
             refused: 0,
             late_changes: 0,
@@ -78,6 +80,10 @@ struct Controlled {
     held: Held,
     /// The control stream's own event time.
     control_watermark: Watermark,
+    /// Whether the data input, and the control input, are exhausted (not kept: a restored
+    /// run hears it again).
+    data_exhausted: bool,
+    control_exhausted: bool,
     /// Changes taken, and control rows refused.
     made: u64,
     refused: u64,
@@ -405,6 +411,29 @@ impl Operator for Controlled {
                 self.control.stream
             ),
         })
+    }
+
+    /// Once both the data and the control stream are exhausted, no change and no row will
+    /// come: every row waiting for the control stream goes now (as at its +∞), and the inner
+    /// operator hears that its input is exhausted, and answers for both.
+    fn on_input_exhausted(
+        &mut self,
+        input: usize,
+        out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        if input == self.control.port {
+            self.control_exhausted = true;
+        } else {
+            self.data_exhausted = true;
+        }
+        if !(self.control_exhausted && self.data_exhausted) {
+            return Ok(false);
+        }
+        self.control_watermark = Watermark::MAX;
+        for batch in self.held.take_all() {
+            self.evaluate(batch, out)?;
+        }
+        self.inner.on_input_exhausted(0, out)
     }
 
     fn on_end_of_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {

@@ -476,6 +476,16 @@ impl Operator for Aggregate {
         out.collect(0, changes)
     }
 
+    /// Each batch's changes go out with it (and a key forgotten by its time-to-live emits
+    /// nothing): once the input is exhausted, so is the output.
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        _out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        Ok(true)
+    }
+
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
         self.expire();
         self.flush()?;

@@ -36,6 +36,8 @@ pub(crate) struct Join {
     keys: KeyEncoder,
     watermark: i64,
     late: u64,
+    /// Which inputs are exhausted (not kept: a restored run hears it again).
+    exhausted: [bool; 2],
     /// Where rejected rows go: rows without an event time, and a window join's rows whose
     /// window would not fit in a timestamp.
     dead_letter: Arc<DeadLetter>,
@@ -133,6 +135,7 @@ impl Join {
             keys,
             watermark: i64::MIN,
             late: 0,
+            exhausted: [false; 2],
             dead_letter,
         })
     }
@@ -383,6 +386,24 @@ impl Operator for Join {
             return Ok(Some(watermark));
         }
         Ok(Some(Watermark(watermark.0.saturating_sub(behind))))
+    }
+
+    /// Once both inputs are exhausted no row will come: what the end of event time would
+    /// emit goes out now (a window join's windows, a left join's rows left without a
+    /// partner), as at that +∞ (after exhausted inputs the next watermark is that), so the
+    /// output is exhausted too. The watermark stays where it is (event time is not over: a
+    /// checkpoint, or an instance rescaled beside this one, must agree on it).
+    fn on_input_exhausted(
+        &mut self,
+        input: usize,
+        out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        self.exhausted[input.min(1)] = true;
+        if self.exhausted != [true, true] {
+            return Ok(false);
+        }
+        self.advance(i64::MAX, out)?;
+        Ok(true)
     }
 
     fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {

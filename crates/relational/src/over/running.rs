@@ -465,6 +465,17 @@ impl Operator for Over {
         self.release(Watermark::MAX, out)
     }
 
+    /// No row will come: every waiting row goes out now, as at the end of event time (after
+    /// an exhausted input the next watermark is that +∞), so the output is exhausted too.
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        self.release(Watermark::MAX, out)?;
+        Ok(true)
+    }
+
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
         self.expire();
         self.flush()?;

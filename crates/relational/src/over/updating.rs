@@ -354,6 +354,16 @@ impl Operator for UpdatingOver {
         }
     }
 
+    /// Each batch's changes go out with it (nothing waits for the watermark): once the input
+    /// is exhausted, so is the output.
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        _out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        Ok(true)
+    }
+
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
         self.expire();
         self.flush()?;

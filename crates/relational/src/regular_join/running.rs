@@ -331,6 +331,16 @@ impl Operator for RegularJoin {
         Ok((watermark == Watermark::MAX).then_some(watermark))
     }
 
+    /// Each batch's changes go out with it (an outer join's padded rows too): once both
+    /// inputs are exhausted, so is the output (the runtime asks only then).
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        _out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        Ok(true)
+    }
+
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
         self.expire();
         self.flush()?;

@@ -140,6 +140,16 @@ impl<B: Rows, W: Ord + Copy> Selector<B, W> {
             .sum()
     }
 
+    /// Whether every row a replica not lost has sent went out: once each replica is
+    /// exhausted, nothing more will (a paused active replica that others are ahead of has
+    /// not: its rows come again when it is back).
+    pub fn caught_up(&self) -> bool {
+        self.replicas
+            .iter()
+            .filter(|r| !r.lost)
+            .all(|r| r.seen <= self.forwarded)
+    }
+
     /// Whether `w` is past the last watermark that went out.
     fn is_new(&self, w: W) -> bool {
         self.watermark.is_none_or(|last| w > last)
@@ -359,6 +369,23 @@ mod tests {
         assert_eq!(s.held_rows(), 0);
         assert_eq!(flat(s.rows(1, vec![3]).expect("rows")), Vec::<u32>::new());
         assert_eq!(s.held_rows(), 0, "a duplicate is not held");
+    }
+
+    #[test]
+    fn the_selector_is_caught_up_once_what_every_live_replica_sent_went_out() {
+        let mut s = Sel::new(3);
+        assert!(s.caught_up(), "nothing came");
+        s.rows(1, vec![0, 1, 2]).expect("rows");
+        assert!(!s.caught_up(), "a standby is ahead");
+        s.rows(0, vec![0, 1, 2]).expect("rows");
+        assert!(s.caught_up());
+        s.rows(2, vec![0, 1, 2, 3]).expect("rows");
+        assert!(!s.caught_up(), "row 3 has not gone out");
+        s.lost(2).expect("not active");
+        assert!(s.caught_up(), "a lost replica's rows are not expected");
+        s.suspend(0).expect("paused");
+        s.rows(1, vec![3]).expect("rows");
+        assert!(s.caught_up(), "the standby took over and its row went out");
     }
 
     #[test]

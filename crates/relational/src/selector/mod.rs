@@ -126,6 +126,16 @@ impl Operator for StreamSelector {
         Ok((watermark == Watermark::MAX).then_some(watermark))
     }
 
+    /// Once every replica is exhausted its output is, unless a replica not lost sent rows
+    /// that have not gone out (a paused active one's come when it is back).
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        _out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        Ok(self.selector.caught_up())
+    }
+
     fn on_input_suspended(
         &mut self,
         input: usize,

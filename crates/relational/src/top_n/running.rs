@@ -377,6 +377,20 @@ impl Operator for TopN {
         Ok(())
     }
 
+    /// No row will come: a keep-first deduplication emits every key's first row now, as at
+    /// the end of event time (after an exhausted input the next watermark is that +∞); a
+    /// ranking emits each batch's changes with it. Either way the output is exhausted too.
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        if self.setup.mode == Mode::KeepFirst {
+            self.emit_first(Watermark::MAX, out)?;
+        }
+        Ok(true)
+    }
+
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
         self.expire();
         self.flush()?;

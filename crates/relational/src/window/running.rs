@@ -375,6 +375,26 @@ impl Operator for Window {
         Ok(Some(Watermark(self.cutoff)))
     }
 
+    /// No row will come: every open window fires now, as at the end of event time (after an
+    /// exhausted input the next watermark is that +∞: its other producers are idle or done),
+    /// so the output is exhausted too. The cutoff and the watermark stay where they are:
+    /// event time is not over (a checkpoint, or an instance rescaled beside this one, must
+    /// agree on them), and the watermarks still to come are forwarded as before, firing
+    /// nothing. A count window's incomplete windows never fire, as at the end of input.
+    fn on_input_exhausted(
+        &mut self,
+        _input: usize,
+        out: &mut dyn Collector,
+    ) -> Result<bool, OperatorError> {
+        let results = match &mut self.open {
+            Open::Panes(p) => p.fire(Watermark::MAX.0, &self.setup)?,
+            Open::Sessions(s) => s.fire(Watermark::MAX.0, &self.setup)?,
+            Open::Count(_) => Results::default(),
+        };
+        self.emit(results, out)?;
+        Ok(true)
+    }
+
     fn timer_due_in(&self) -> Option<std::time::Duration> {
         let clock = self.clock.as_ref()?;
         let Open::Panes(p) = &self.open else {

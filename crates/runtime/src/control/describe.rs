@@ -7,16 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::types::{
     ExchangeInfo, InstancePlacement, OperatorInfo, TaskInfo, TaskPlacement, TopologyInfo,
+    WrittenOperator,
 };
 use crate::topology::{Exchange, Topology};
 
 /// Every operator of `graph`, in topological order, with the task it runs in.
 pub(crate) fn operators<B>(graph: &LogicalGraph<B>, topology: &Topology) -> Vec<OperatorInfo> {
-    let stream_names = |ids: &[anduin_graph::StreamId]| -> Vec<String> {
-        ids.iter()
-            .filter_map(|s| graph.streams.get(s.0).map(|s| s.name.clone()))
-            .collect()
-    };
+    let stream_names = |ids: &[anduin_graph::StreamId]| stream_names(graph, ids);
     graph
         .topo
         .iter()
@@ -38,6 +35,31 @@ pub(crate) fn operators<B>(graph: &LogicalGraph<B>, topology: &Topology) -> Vec<
                 owners: rescalable.map(|t| t.active),
             }
         })
+        .collect()
+}
+
+/// Every operator of `graph` (the query as written), in topological order.
+pub fn written<B>(graph: &LogicalGraph<B>) -> Vec<WrittenOperator> {
+    let stream_names = |ids: &[anduin_graph::StreamId]| stream_names(graph, ids);
+    graph
+        .topo
+        .iter()
+        .map(|id| {
+            let node = graph.node(*id);
+            WrittenOperator {
+                name: node.name().to_string(),
+                kind: node.kind().to_string(),
+                inputs: stream_names(&node.inputs),
+                outputs: stream_names(&node.outputs),
+            }
+        })
+        .collect()
+}
+
+/// The names of streams `ids` of `graph`.
+fn stream_names<B>(graph: &LogicalGraph<B>, ids: &[anduin_graph::StreamId]) -> Vec<String> {
+    ids.iter()
+        .filter_map(|s| graph.streams.get(s.0).map(|s| s.name.clone()))
         .collect()
 }
 

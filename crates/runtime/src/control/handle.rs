@@ -25,6 +25,8 @@ mod autoscale;
 mod engine;
 mod figures;
 mod growth;
+
+pub use growth::Room;
 mod pipelining;
 
 pub(crate) use growth::Growing;
@@ -101,6 +103,8 @@ struct Inner {
     /// Why the run ended while its query goes on, recovered by a new run (a cluster's
     /// attempt that lost a worker): what a change still on its way is answered.
     recovering: Option<String>,
+    /// The query as written, when rules reshaped it (see [`QueryInfo::written`]).
+    written: Vec<crate::control::WrittenOperator>,
 }
 
 /// Where the live figures of a run come from.
@@ -131,6 +135,10 @@ pub(crate) enum InstanceFigures {
     Gathered(crate::control::Gather),
 }
 
+/// What stops a query whose sources run elsewhere (see [`Control::stop_with`]): `Err` holds
+/// the query's state in words, as it sees it, and why it cannot stop now.
+pub type Stopper = Arc<dyn Fn() -> Result<(), (String, String)> + Send + Sync>;
+
 /// The control plane's handle of one running query (see the module's documentation).
 pub struct Control {
     name: String,
@@ -151,8 +159,9 @@ pub struct Control {
     /// In a cluster's executor: where the instances' reports (a change applied, an input
     /// ended) also go, for the control plane at the coordinator.
     forward: Mutex<Option<crossbeam_channel::Sender<crate::protocol::Event>>>,
-    /// Why `stop` is refused, where the query cannot be stopped (yet).
-    stop_refused: Mutex<Option<String>>,
+    /// What stops the query where its sources are not this process's (a cluster's: the
+    /// coordinator tells the executors); `Err` says why it cannot stop now.
+    stopper: Mutex<Option<Stopper>>,
     /// What its autoscaler did, when it runs one.
     autoscale: Mutex<Option<crate::autoscaler::AutoscaleReport>>,
     /// Why a live `pipeline` change is refused, where the run cannot split its tasks.
@@ -161,8 +170,13 @@ pub struct Control {
     pipelining_refused_for: Mutex<BTreeMap<String, String>>,
     /// Per rescalable operator, whether it can get instances beyond those that run it.
     growth: Mutex<BTreeMap<String, growth::Growing>>,
+    /// Where instances added while running need room (a cluster's slots): see
+    /// [`Control::grow_within`].
+    room: Mutex<Option<growth::Room>>,
     /// Where each applied change is kept durable, if anywhere.
     recorder: Mutex<Option<Arc<Recorder>>>,
+    /// Where each change every instance switched to is published (the run's engine events).
+    published: Mutex<Option<crate::Events>>,
     /// Given each rescale and live split before its barrier is sent (see
     /// [`Control::record_intents_with`]).
     intent: Mutex<Option<Arc<Recorder>>>,
@@ -210,16 +224,19 @@ impl Control {
                 probe: None,
                 requested: BTreeMap::new(),
                 recovering: None,
+                written: Vec::new(),
             }),
             changed: Condvar::new(),
             deadline: DEFAULT_DEADLINE,
             forward: Mutex::new(None),
-            stop_refused: Mutex::new(None),
+            stopper: Mutex::new(None),
             autoscale: Mutex::new(None),
             pipelining_refused: Mutex::new(None),
             pipelining_refused_for: Mutex::new(BTreeMap::new()),
             growth: Mutex::new(BTreeMap::new()),
+            room: Mutex::new(None),
             recorder: Mutex::new(None),
+            published: Mutex::new(None),
             intent: Mutex::new(None),
         }
     }
@@ -237,6 +254,15 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(intent);
     }
 
+    /// Publishes each change every instance has switched to on `events`
+    /// ([`crate::EngineEvent::ParamChanged`]: the events file, the API's event stream).
+    pub fn publish_changes_to(&self, events: crate::Events) {
+        *self
+            .published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(events);
+    }
+
     /// Hands each change every instance has switched to to `recorder` before the history
     /// takes it and `set` answers: a cluster's coordinator records it in its catalog, so that
     /// an acknowledged change survives the coordinator and a rollback.
@@ -247,13 +273,14 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(recorder);
     }
 
-    /// `stop` is refused with `why` (a query on a cluster cannot be stopped cleanly yet): an
-    /// answer that says so rather than a stop that does nothing.
-    pub fn refuse_stop(&self, why: impl Into<String>) {
+    /// `stop` asks `stopper` to stop the query (a cluster's coordinator tells its executors
+    /// to stop their sources), rather than the run's own flag; its `Err` is the reason the
+    /// answer gives.
+    pub fn stop_with(&self, stopper: Stopper) {
         *self
-            .stop_refused
+            .stopper
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why.into());
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(stopper);
     }
 
     /// Also sends the instances' reports (a change applied at a barrier, an operator's input
@@ -313,13 +340,44 @@ impl Control {
             checkpointing: inner.checkpointing,
             operators: inner.operators.clone(),
             tasks: inner.tasks.clone(),
+            written: inner.written.clone(),
         }
+    }
+
+    /// The query as written, when rules reshaped it before it ran: the API and the web UI
+    /// show it beside the query as it runs.
+    pub fn as_written(&self, operators: Vec<crate::control::WrittenOperator>) {
+        self.lock().written = operators;
     }
 
     /// Where the query's instances run and how its tasks feed each other (empty until it
     /// runs).
     pub fn topology(&self) -> TopologyInfo {
         self.lock().topology.clone()
+    }
+
+    /// The instances `moved` gives a worker for (by their number in the run) run there now
+    /// (a cluster restored their part on it).
+    pub fn instances_moved(&self, moved: impl Fn(usize) -> Option<u32>) {
+        let mut inner = self.lock();
+        let topology = &mut inner.topology;
+        for i in topology
+            .tasks
+            .iter_mut()
+            .flat_map(|t| t.instances.iter_mut())
+        {
+            if let Some(w) = moved(i.id) {
+                i.worker = w;
+            }
+        }
+        let mut workers: Vec<u32> = topology
+            .tasks
+            .iter()
+            .flat_map(|t| t.instances.iter().map(|i| i.worker))
+            .collect();
+        workers.sort_unstable();
+        workers.dedup();
+        topology.workers = workers;
     }
 
     /// The adjustable params of `operator` with their current values.
@@ -356,16 +414,22 @@ impl Control {
     /// it resumes there.
     pub fn stop(&self) -> Result<(), ControlFailure> {
         let state = self.lock().state;
-        let refused = self
-            .stop_refused
+        if state.ended() {
+            return Err(self.not_running(state, "it cannot be stopped"));
+        }
+        let stopper = self
+            .stopper
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        if let Some(why) = refused {
-            return Err(self.not_running(state, &why));
-        }
-        if matches!(state, QueryState::Finished | QueryState::Failed) {
-            return Err(self.not_running(state, "it cannot be stopped"));
+        if let Some(stopper) = stopper {
+            stopper().map_err(|(state, what)| ControlFailure::NotRunning {
+                query: self.name.clone(),
+                state,
+                what,
+            })?;
+            self.lock().state = QueryState::Stopping;
+            return Ok(());
         }
         let stop = self
             .stop
@@ -420,9 +484,7 @@ impl Control {
                     waited_s: self.deadline.as_secs_f64(),
                 });
             }
-            if matches!(inner.state, QueryState::Finished | QueryState::Failed)
-                && !inner.recording.contains_key(&seq)
-            {
+            if inner.state.ended() && !inner.recording.contains_key(&seq) {
                 let state = inner.state;
                 inner.pending.remove(&seq);
                 if let Some(why) = inner.recovering.clone() {
@@ -817,6 +879,7 @@ fn state_words(state: QueryState) -> &'static str {
         QueryState::Stopping => "stopping",
         QueryState::Finished => "finished",
         QueryState::Failed => "failed",
+        QueryState::Cancelled => "cancelled",
     }
 }
 

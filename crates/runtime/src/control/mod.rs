@@ -6,8 +6,9 @@ mod handle;
 mod history;
 mod types;
 
+pub use describe::written;
 pub(crate) use describe::{operators, tasks, topology};
-pub use handle::{Control, Recorder, TaskSplit, Validator, DEFAULT_DEADLINE};
+pub use handle::{Control, Recorder, Room, Stopper, TaskSplit, Validator, DEFAULT_DEADLINE};
 pub(crate) use handle::{Growing, Injector, InstanceFigures, Probe};
 
 /// The last live figures of each process that runs some of a query's instances (a cluster's
@@ -18,5 +19,5 @@ pub use types::{
     ChangeRecord, ChangeRequest, CheckpointInfo, CheckpointMetrics, CheckpointOutcome,
     CheckpointRecord, ControlFailure, ExchangeInfo, FailureKind, InstanceMetrics,
     InstancePlacement, OperatorInfo, ParamInfo, QueryInfo, QueryMetrics, QueryState, RecentReject,
-    TaskInfo, TaskPlacement, TopologyInfo, RECENT_CHECKPOINTS,
+    TaskInfo, TaskPlacement, TopologyInfo, WrittenOperator, RECENT_CHECKPOINTS,
 };

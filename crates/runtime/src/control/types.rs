@@ -54,6 +54,20 @@ pub enum QueryState {
     Finished,
     /// An operator failed.
     Failed,
+    /// Cancelled at a user's request (a cluster's `anduin cancel`): ended at once, without a
+    /// last checkpoint.
+    Cancelled,
+}
+
+impl QueryState {
+    /// Whether the query has ended (finished, failed or cancelled): nothing changes it any
+    /// more.
+    pub fn ended(self) -> bool {
+        matches!(
+            self,
+            QueryState::Finished | QueryState::Failed | QueryState::Cancelled
+        )
+    }
 }
 
 /// One operator of a query.
@@ -177,6 +191,24 @@ pub struct QueryInfo {
     pub operators: Vec<OperatorInfo>,
     /// Its tasks (the physical graph).
     pub tasks: Vec<TaskInfo>,
+    /// The query as written, when rules reshaped it before it ran (a user's `--rules`, the
+    /// built-in hot standby): its operators, in topological order. Empty otherwise: then
+    /// `operators` is the query as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub written: Vec<WrittenOperator>,
+}
+
+/// An operator of the query as written (see [`QueryInfo::written`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrittenOperator {
+    /// Its name.
+    pub name: String,
+    /// Its type (`reader`, `filter`, …).
+    pub kind: String,
+    /// The streams it reads, in input order.
+    pub inputs: Vec<String>,
+    /// The streams it writes, in output order.
+    pub outputs: Vec<String>,
 }
 
 /// Live figures of one operator instance. A figure the runtime does not measure is `None`

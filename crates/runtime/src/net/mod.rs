@@ -167,26 +167,43 @@ impl Failures {
     }
 }
 
-/// Where each instance runs and how this process reaches the others: what a run needs to cut
-/// its channels across processes.
-pub(crate) struct NetWiring {
+/// How this process reaches the others' listeners and takes their connections: what an end
+/// of a channel or of a handoff needs, shared by the run's wiring and by the instances added
+/// while it runs (`crate::grow`).
+#[derive(Clone)]
+pub(crate) struct NetReach {
     pub query: String,
     pub listener: Arc<EdgeListener>,
     pub failures: Failures,
-    /// The worker this process is, when it runs only part of the instances; `None`: it runs
-    /// every worker's.
-    pub here: Option<WorkerId>,
     /// The query's attempt, in every handshake.
     pub attempt: u64,
-    /// The checkpoint this process's tasks were restored from (0: none): where their streams
-    /// start.
-    pub restored: u64,
     /// Resumable edges (a cluster's).
     pub resumption: Option<crate::config::Resumption>,
     peers: Arc<Peers>,
+    /// The producer ends' bridges started, until the run joins them.
+    running: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+/// Where each instance runs and how this process reaches the others: what a run needs to cut
+/// its channels across processes.
+pub(crate) struct NetWiring {
+    reach: NetReach,
+    /// The worker this process is, when it runs only part of the instances; `None`: it runs
+    /// every worker's.
+    pub here: Option<WorkerId>,
+    /// The checkpoint this process's tasks were restored from (0: none): where their streams
+    /// start.
+    pub restored: u64,
     /// Producer ends built and waiting to connect.
     pending: Vec<(outbound::Outbound, String)>,
-    running: Vec<JoinHandle<()>>,
+}
+
+impl std::ops::Deref for NetWiring {
+    type Target = NetReach;
+
+    fn deref(&self) -> &NetReach {
+        &self.reach
+    }
 }
 
 impl NetWiring {
@@ -206,30 +223,190 @@ impl NetWiring {
             None => Peers::new(addresses.iter().map(|(w, a)| (w.0, *a))),
         };
         Self {
-            query,
-            listener,
-            failures,
+            reach: NetReach {
+                query,
+                listener,
+                failures,
+                attempt,
+                resumption,
+                peers,
+                running: Arc::default(),
+            },
             here,
-            attempt,
             restored,
-            resumption,
-            peers,
             pending: Vec::new(),
-            running: Vec::new(),
         }
     }
 
-    fn hello(&self, c: &Channel, attempt: u64) -> Hello {
+    /// How this process reaches the others, for ends made while the run runs.
+    pub(crate) fn reach(&self) -> NetReach {
+        self.reach.clone()
+    }
+
+    /// Whether this process runs the instances of `worker`.
+    pub(crate) fn runs(&self, worker: WorkerId) -> bool {
+        self.here.is_none_or(|h| h == worker)
+    }
+
+    /// The producer's end of channel `c`, whose consumer runs on worker `to`: the bridge
+    /// takes what the producer puts on `rx` once [`NetWiring::connect`] starts it.
+    /// `to_copy`: the consumer is a copy of a hot standby (once it is lost, the producer is
+    /// not held up: see [`outbound::Outbound::to_copy`]).
+    pub(crate) fn producer_end(
+        &mut self,
+        c: &Channel,
+        to: WorkerId,
+        rx: Receiver<Envelope>,
+        name: String,
+        to_copy: bool,
+    ) -> Result<(), RuntimeError> {
+        let out = self
+            .reach
+            .outbound(c, (to, to_copy), rx, self.restored, &name)?;
+        self.pending.push((out, name));
+        Ok(())
+    }
+
+    /// The consumer's end of channel `c`, whose consumer is the task with checkpoint id
+    /// `task`: the listener hands what arrives to `tx`.
+    pub(crate) fn consumer_end(
+        &self,
+        c: &Channel,
+        (task, tx): (usize, crossbeam_channel::Sender<Envelope>),
+        name: String,
+        schema: Option<arrow::datatypes::SchemaRef>,
+        standby: StandbyEnd,
+    ) {
+        self.reach
+            .consumer_end(c, (task, tx), (name, schema), standby, self.restored);
+    }
+
+    /// Starts the producer ends' bridges: each connects to its consumer's worker.
+    pub(crate) fn connect(&mut self) -> Result<(), RuntimeError> {
+        for (out, name) in std::mem::take(&mut self.pending) {
+            self.reach.start(out, name)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every producer end to have sent all it had (or failed), those started while
+    /// the run ran included.
+    pub(crate) fn join(&mut self) {
+        let running =
+            std::mem::take(&mut *self.reach.running.lock().unwrap_or_else(|p| p.into_inner()));
+        for h in running {
+            let _ = h.join();
+        }
+    }
+}
+
+impl NetReach {
+    /// The handshake of channel `c`, whose stream starts after the barrier of `from_epoch`.
+    fn hello(&self, c: &Channel, from_epoch: u64) -> Hello {
         Hello {
             version: PROTOCOL_VERSION,
             query: self.query.clone(),
             edge: u32::try_from(c.plan_channel).unwrap_or(u32::MAX),
             from_instance: u32::try_from(c.from.instance).unwrap_or(u32::MAX),
             to_instance: u32::try_from(c.to.instance).unwrap_or(u32::MAX),
-            attempt,
-            from_epoch: self.restored,
+            attempt: self.attempt,
+            from_epoch,
             incarnation: self.resumption.as_ref().map_or(0, |r| r.incarnation),
         }
+    }
+
+    /// The producer's end of channel `c` to worker `to` (`to_copy`: see
+    /// [`NetWiring::producer_end`]), whose stream starts after the barrier of `from_epoch`,
+    /// not started.
+    fn outbound(
+        &self,
+        c: &Channel,
+        (to, to_copy): (WorkerId, bool),
+        rx: Receiver<Envelope>,
+        from_epoch: u64,
+        name: &str,
+    ) -> Result<outbound::Outbound, RuntimeError> {
+        if self.peers.get(to).is_none() {
+            return Err(RuntimeError::Network {
+                edge: name.to_string(),
+                message: format!("no address for worker {}", to.0),
+            });
+        }
+        Ok(outbound::Outbound {
+            rx,
+            peers: Arc::clone(&self.peers),
+            to,
+            hello: self.hello(c, from_epoch),
+            secret: self.listener.secret(),
+            resumption: self.resumption.clone(),
+            to_copy,
+        })
+    }
+
+    /// Starts a producer end's bridge.
+    fn start(&self, out: outbound::Outbound, name: String) -> Result<(), RuntimeError> {
+        let failures = self.failures.clone();
+        let thread = format!("anduin-net-out-{}", out.hello.edge);
+        let handle = std::thread::Builder::new()
+            .name(thread)
+            .spawn(move || {
+                if let Err(e) = out.run() {
+                    failures.record(&name, &e);
+                }
+            })
+            .map_err(|cause| RuntimeError::SpawnHelper {
+                thread: "anduin-net-out",
+                cause,
+            })?;
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(handle);
+        Ok(())
+    }
+
+    /// The producer's end of channel `c`, added while the run runs, to worker `to`: its
+    /// bridge starts at once and sends what the producer puts on `rx`, a stream that starts
+    /// after the barrier of `from_epoch`.
+    pub(crate) fn producer_end_now(
+        &self,
+        c: &Channel,
+        to: WorkerId,
+        rx: Receiver<Envelope>,
+        (name, from_epoch): (String, u64),
+    ) -> Result<(), RuntimeError> {
+        let out = self.outbound(c, (to, false), rx, from_epoch, &name)?;
+        self.start(out, name)
+    }
+
+    /// The consumer's end of channel `c`, whose consumer is the task with checkpoint id
+    /// `task`, and whose stream starts after the barrier of `from_epoch`: the listener hands
+    /// what arrives to `tx`.
+    pub(crate) fn consumer_end(
+        &self,
+        c: &Channel,
+        (task, tx): (usize, crossbeam_channel::Sender<Envelope>),
+        (name, schema): (String, Option<arrow::datatypes::SchemaRef>),
+        standby: StandbyEnd,
+        from_epoch: u64,
+    ) {
+        let hello = self.hello(c, from_epoch);
+        self.listener.expect(
+            &hello,
+            listener::Expecting {
+                tx,
+                name,
+                failures: self.failures.clone(),
+                schema,
+                restored: from_epoch,
+                resumable: self.resumption.as_ref().map(|r| listener::Resumable {
+                    task,
+                    reports: r.reports.clone(),
+                }),
+                notices: standby.notices.filter(|_| self.resumption.is_some()),
+                from_copy: standby.from_copy,
+            },
+        );
     }
 
     /// The way from instance `from` of rescalable `operator` to its instance `to`, which runs
@@ -272,100 +449,6 @@ impl NetWiring {
         self.listener
             .handoffs()
             .open(&self.query, operator, instance, self.attempt, tx);
-    }
-
-    /// Whether this process runs the instances of `worker`.
-    pub(crate) fn runs(&self, worker: WorkerId) -> bool {
-        self.here.is_none_or(|h| h == worker)
-    }
-
-    /// The producer's end of channel `c`, whose consumer runs on worker `to`: the bridge
-    /// takes what the producer puts on `rx` once [`NetWiring::connect`] starts it.
-    /// `to_copy`: the consumer is a copy of a hot standby (once it is lost, the producer is
-    /// not held up: see [`outbound::Outbound::to_copy`]).
-    pub(crate) fn producer_end(
-        &mut self,
-        c: &Channel,
-        to: WorkerId,
-        rx: Receiver<Envelope>,
-        name: String,
-        to_copy: bool,
-    ) -> Result<(), RuntimeError> {
-        if self.peers.get(to).is_none() {
-            return Err(RuntimeError::Network {
-                edge: name,
-                message: format!("no address for worker {}", to.0),
-            });
-        }
-        let out = outbound::Outbound {
-            rx,
-            peers: Arc::clone(&self.peers),
-            to,
-            hello: self.hello(c, self.attempt),
-            secret: self.listener.secret(),
-            resumption: self.resumption.clone(),
-            to_copy,
-        };
-        self.pending.push((out, name));
-        Ok(())
-    }
-
-    /// The consumer's end of channel `c`, whose consumer is the task with checkpoint id
-    /// `task`: the listener hands what arrives to `tx`.
-    pub(crate) fn consumer_end(
-        &self,
-        c: &Channel,
-        task: usize,
-        tx: crossbeam_channel::Sender<Envelope>,
-        name: String,
-        schema: Option<arrow::datatypes::SchemaRef>,
-        standby: StandbyEnd,
-    ) {
-        let hello = self.hello(c, self.attempt);
-        self.listener.expect(
-            &hello,
-            listener::Expecting {
-                tx,
-                name,
-                failures: self.failures.clone(),
-                schema,
-                restored: self.restored,
-                resumable: self.resumption.as_ref().map(|r| listener::Resumable {
-                    task,
-                    reports: r.reports.clone(),
-                }),
-                notices: standby.notices.filter(|_| self.resumption.is_some()),
-                from_copy: standby.from_copy,
-            },
-        );
-    }
-
-    /// Starts the producer ends' bridges: each connects to its consumer's worker.
-    pub(crate) fn connect(&mut self) -> Result<(), RuntimeError> {
-        for (out, name) in self.pending.drain(..) {
-            let failures = self.failures.clone();
-            let thread = format!("anduin-net-out-{}", out.hello.edge);
-            let handle = std::thread::Builder::new()
-                .name(thread)
-                .spawn(move || {
-                    if let Err(e) = out.run() {
-                        failures.record(&name, &e);
-                    }
-                })
-                .map_err(|cause| RuntimeError::SpawnHelper {
-                    thread: "anduin-net-out",
-                    cause,
-                })?;
-            self.running.push(handle);
-        }
-        Ok(())
-    }
-
-    /// Waits for every producer end to have sent all it had (or failed).
-    pub(crate) fn join(&mut self) {
-        for h in self.running.drain(..) {
-            let _ = h.join();
-        }
     }
 }
 

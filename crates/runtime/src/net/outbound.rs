@@ -266,6 +266,7 @@ impl Outbound {
         loop {
             if r.completed.load(Ordering::SeqCst) >= progress.last_barrier {
                 let _ = link.writer.get_ref().shutdown(Shutdown::Write);
+                drain_until_closed(&mut link.reader, deadline);
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -298,6 +299,24 @@ impl Outbound {
                     return Err(NetError::ConsumerGone);
                 }
             }
+        }
+    }
+}
+
+/// Reads what the consumer still sends (credit) until it closes the connection, or until
+/// `deadline`: a process that ended with frames of the connection unread would reset it, and
+/// a reset can throw away the end before the consumer has read it (it would then wait for a
+/// producer that finished).
+fn drain_until_closed(reader: &mut FrameReader<TcpStream>, deadline: Instant) {
+    while Instant::now() < deadline {
+        match reader.read_frame() {
+            Ok(Some(_)) => {}
+            Err(FrameError::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Ok(None) | Err(_) => return,
         }
     }
 }

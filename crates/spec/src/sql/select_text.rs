@@ -41,7 +41,7 @@ pub(super) fn written(source: &Source<'_>, s: &Select) -> Written {
         .iter()
         .enumerate()
         .map(|(i, item)| {
-            let range = cut.as_ref().and_then(|c| c.items.get(i).copied());
+            let range = cut.as_ref().and_then(|c| c.items.get(i).copied().flatten());
             cut_text(range).unwrap_or_else(|| rendered(item, item.span()))
         })
         .collect();
@@ -52,9 +52,10 @@ pub(super) fn written(source: &Source<'_>, s: &Select) -> Written {
     Written { items, condition }
 }
 
-/// The first and last token of each select item and of the condition.
+/// The first and last token of each select item (none for an item not written in the script)
+/// and of the condition.
 struct Cut {
-    items: Vec<(usize, usize)>,
+    items: Vec<Option<(usize, usize)>>,
     condition: Option<(usize, usize)>,
 }
 
@@ -91,21 +92,22 @@ fn cut(toks: &[DepthToken], s: &Select) -> Option<Cut> {
             break stop;
         }
     };
-    let items = if items.len() == s.projection.len() {
-        items
+    let items = if items.len() == s.projection.len() && s.projection.iter().all(is_written) {
+        items.into_iter().map(Some).collect()
     } else {
-        // A SELECT lowered without some of its items (a top-N's row number): each item kept
-        // is the one written where it is.
+        // A SELECT lowered without some of its items (a top-N's row number), or with items
+        // of its own (what a top-N's OVER (…) computes): each item kept is the one written
+        // where it is; one made while lowering, rendered.
         s.projection
             .iter()
             .map(|item| {
                 let span = item_span(item);
-                if span.start.line == 0 {
+                if span.start.line == 0 || !is_written(item) {
                     return None;
                 }
                 items.iter().copied().find(|r| agrees(toks, *r, span))
             })
-            .collect::<Option<Vec<_>>>()?
+            .collect()
     };
     let condition = match &s.selection {
         None => None,
@@ -130,6 +132,12 @@ fn cut(toks: &[DepthToken], s: &Select) -> Option<Cut> {
         }
     };
     Some(Cut { items, condition })
+}
+
+/// Whether `item` was written in the script, not made while lowering (a named item whose
+/// name has no place in the script).
+fn is_written(item: &SelectItem) -> bool {
+    !matches!(item, SelectItem::ExprWithAlias { alias, .. } if alias.span.start.line == 0)
 }
 
 /// The span of an item's expression and alias (its own span may be empty).

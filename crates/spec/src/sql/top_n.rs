@@ -21,11 +21,12 @@ use std::ops::ControlFlow;
 
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::{
-    visit_expressions, BinaryOperator, Expr, FunctionArguments, Query, Select, SelectItem, Spanned,
-    TableFactor, Value as SqlValue, WindowType,
+    visit_expressions, BinaryOperator, Expr, FunctionArguments, Ident, Query, Select, SelectItem,
+    Spanned, TableFactor, Value as SqlValue, WindowType,
 };
 
 use super::derived::{Attr, Derived};
+use super::group_updating::is_aggregate_call;
 use super::insert::{
     lower_select, name_of, operator, plain_select, quoted, subquery_name, unnested, unsupported,
     Script,
@@ -160,9 +161,22 @@ fn limit_of(c: &Expr, rn: &str) -> Result<u64, Diagnostic> {
     Ok(limit)
 }
 
-/// The column of the subquery `inner` (its output `columns`) that `e`, an expression of its
-/// `OVER (…)`, names: a select item written as `e`, or a column of that name.
-fn column_of(e: &Expr, inner: &Select, columns: &[(String, Attr)]) -> Result<String, Diagnostic> {
+/// The prefix of the hidden columns a top-N's subquery computes for its `OVER (…)`.
+const HIDDEN: &str = "__over_";
+
+/// Where `e`, an expression of the `OVER (…)` of the row number of the subquery `inner`, is
+/// in the subquery without its number (`unnumbered`): a select item written as `e`, a column
+/// passed on under its name or another (`ts AS t` for `b.ts`), or a column of `*`; else it is
+/// added to `unnumbered` as a hidden column (named in `hidden`), computed there — an aggregate
+/// of its GROUP BY (`ORDER BY COUNT(*) DESC`), an expression, a column it does not select —
+/// and dropped after the top-N, as Flink plans an aggregate or an expression in an OVER
+/// clause. Returns the column's name.
+fn over_column(
+    e: &Expr,
+    inner: &Select,
+    unnumbered: &mut Select,
+    hidden: &mut Vec<String>,
+) -> Result<String, Diagnostic> {
     let e = unnested(e);
     for item in &inner.projection {
         match item {
@@ -177,7 +191,8 @@ fn column_of(e: &Expr, inner: &Select, columns: &[(String, Attr)]) -> Result<Str
             _ => {}
         }
     }
-    // Then a column passed on under another name (`ts AS t` for `b.ts`).
+    // Then a column passed on under another name (`ts AS t` for `b.ts`), or a name the
+    // subquery gives (`n` for `COUNT(*) AS n`).
     let name = name_of(e);
     for item in &inner.projection {
         if let SelectItem::ExprWithAlias { expr, alias } = item {
@@ -186,17 +201,66 @@ fn column_of(e: &Expr, inner: &Select, columns: &[(String, Attr)]) -> Result<Str
             }
         }
     }
-    match name {
-        Some(n) if columns.iter().any(|(c, _)| *c == n) => Ok(n),
-        Some(n) => Err(Diagnostic::error(
-            pos(e.span().start),
-            format!("`{e}` in the OVER (…) of ROW_NUMBER() is not a column the subquery selects: select `{n}` too"),
-        )),
-        None => Err(unsupported(
-            pos(e.span().start),
-            format!("partitioning or ordering ROW_NUMBER() by the expression `{e}` (select it as a column of the subquery, and name that)"),
-        )),
+    for item in &inner.projection {
+        match item {
+            SelectItem::ExprWithAlias { alias, .. } if Some(&alias.value) == name.as_ref() => {
+                return Ok(alias.value.clone())
+            }
+            SelectItem::UnnamedExpr(x) if name.is_some() && name_of(unnested(x)) == name => {
+                return Ok(name.unwrap_or_default())
+            }
+            _ => {}
+        }
     }
+    let wildcard = inner.projection.iter().any(|i| {
+        matches!(
+            i,
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+        )
+    });
+    if let (Some(n), true) = (&name, wildcard) {
+        return Ok(n.clone());
+    }
+    // Computed in the subquery, once per expression: one aggregate call at most, as the
+    // select list of a GROUP BY takes.
+    let mut calls = 0;
+    let _ = visit_expressions(e, |x| {
+        if is_aggregate_call(x) {
+            calls += 1;
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    if calls > 0 && !is_aggregate_call(e) {
+        return Err(unsupported(
+            pos(e.span().start),
+            format!("partitioning or ordering ROW_NUMBER() by `{e}`, an expression over aggregates (order by one aggregate call, `COUNT(*)`)"),
+        ));
+    }
+    for item in &unnumbered.projection {
+        if let SelectItem::ExprWithAlias { expr, alias } = item {
+            if unnested(expr) == e && hidden.contains(&alias.value) {
+                return Ok(alias.value.clone());
+            }
+        }
+    }
+    let column = format!("{HIDDEN}{}", hidden.len() + 1);
+    unnumbered.projection.push(SelectItem::ExprWithAlias {
+        expr: e.clone(),
+        alias: Ident::new(column.clone()),
+    });
+    hidden.push(column.clone());
+    Ok(column)
+}
+
+/// Checks that `column`, which `e` names, is a column of the subquery (`columns`).
+fn check_selected(e: &Expr, column: &str, columns: &[(String, Attr)]) -> Result<(), Diagnostic> {
+    if columns.iter().any(|(c, _)| c == column) {
+        return Ok(());
+    }
+    Err(Diagnostic::error(
+        pos(e.span().start),
+        format!("`{e}` in the OVER (…) of ROW_NUMBER() is not a column of the subquery"),
+    ))
 }
 
 /// The column of the subquery's input that its output column `column` passes on unchanged,
@@ -322,19 +386,32 @@ pub(super) fn lower(
         | SelectItem::ExprWithAliases { expr: e, .. } => reads(e, &rn),
     }) || outer.having.as_ref().is_some_and(|h| reads(h, &rn));
 
-    // The subquery without its number.
+    // The subquery without its number, computing what its OVER (…) reads that it does not
+    // select.
     let name = subquery_name(alias, prefix, spec)?;
     let mut unnumbered = inner.clone();
     unnumbered.projection.remove(k);
+    let mut hidden = Vec::new();
+    let key_columns = over
+        .partition_by
+        .iter()
+        .map(|e| over_column(e, inner, &mut unnumbered, &mut hidden))
+        .collect::<Result<Vec<_>, _>>()?;
+    let order_by = over
+        .order_by
+        .iter()
+        .map(|o| over_column(&o.expr, inner, &mut unnumbered, &mut hidden))
+        .collect::<Result<Vec<_>, _>>()?;
     let lowered = lower_select(&unnumbered, &name, script, tables, spec)?;
     let mut keys = Vec::new();
-    for e in &over.partition_by {
-        keys.push(quoted(&column_of(e, inner, &lowered.columns)?));
+    for (e, c) in over.partition_by.iter().zip(&key_columns) {
+        check_selected(e, c, &lowered.columns)?;
+        keys.push(quoted(c));
     }
     let mut order = Vec::new();
     let mut order_columns = Vec::new();
-    for o in &over.order_by {
-        let c = column_of(&o.expr, inner, &lowered.columns)?;
+    for (o, c) in over.order_by.iter().zip(order_by) {
+        check_selected(&o.expr, &c, &lowered.columns)?;
         let mut item = quoted(&c);
         if o.options.asc == Some(false) {
             item.push_str(" DESC");
@@ -358,11 +435,15 @@ pub(super) fn lower(
     // Ordered by the event time of the table it reads, passed on: a deduplication by time.
     if let [c] = order_columns.as_slice() {
         let time = event_time(inner, tables);
-        if time.is_some() && source_column(c, inner) == time {
+        if time.is_some() && source_column(c, &unnumbered) == time {
             params.push(("time", Text::at(quoted(c), over_at)));
         }
     }
-    let mut columns = lowered.columns;
+    let mut columns: Vec<(String, Attr)> = lowered
+        .columns
+        .into_iter()
+        .filter(|(c, _)| !hidden.contains(c))
+        .collect();
     if ranked {
         params.push(("rank_column", Text::at(quoted(&rn), over_at)));
         columns.push((rn, Attr::Plain));
@@ -376,6 +457,19 @@ pub(super) fn lower(
         params,
     ));
     let mut stream = top;
+    if !hidden.is_empty() {
+        // The hidden columns go once the top-N has ordered by them.
+        let visible: Vec<String> = columns.iter().map(|(c, _)| quoted(c)).collect();
+        let project = format!("{name}_ranked");
+        spec.operators.push(operator(
+            project.clone(),
+            "map",
+            over_at,
+            &stream,
+            vec![("columns", Text::at(visible.join(", "), over_at))],
+        ));
+        stream = project;
+    }
     if let Some(first) = rest.first() {
         let where_at = pos(first.span().start);
         let texts: Vec<String> = rest.iter().map(|c| format!("({c})")).collect();

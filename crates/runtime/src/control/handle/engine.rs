@@ -217,6 +217,13 @@ impl Control {
         self.changed.notify_all();
     }
 
+    /// The run was cancelled (a cluster's `anduin cancel`): it ended at once.
+    pub fn detach_cancelled(&self) {
+        self.detach(true);
+        self.lock().state = QueryState::Cancelled;
+        self.changed.notify_all();
+    }
+
     /// The run has failed and its query is being recovered by another (a cluster's attempt
     /// that lost a worker, rolled back to its last checkpoint as a new attempt with a control
     /// plane of its own), `why`: a change still on its way is answered as cut short by it
@@ -340,6 +347,21 @@ impl Control {
                 new = %record.new,
                 "param changed"
             );
+            if let Some(events) = self
+                .published
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_ref()
+            {
+                events.publish(crate::EngineEvent::ParamChanged {
+                    operator: record.operator.clone(),
+                    param: record.param.clone(),
+                    old: record.old.clone(),
+                    new: record.new.clone(),
+                    epoch: record.epoch,
+                    from: record.from.clone(),
+                });
+            }
             // The params show a change when the history has it: once recorded, if it is.
             if recorded {
                 inner.recording.insert(record.seq, record.clone());

@@ -40,7 +40,7 @@ impl Control {
                     }),
                 };
             }
-            if matches!(inner.state, QueryState::Finished | QueryState::Failed) {
+            if inner.state.ended() {
                 let state = inner.state;
                 return Err(self.not_running(state, "it ended before the checkpoint completed"));
             }

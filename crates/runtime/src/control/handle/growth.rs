@@ -11,6 +11,10 @@ use crate::stats::Counters;
 /// The most instances an operator can have: one key group each.
 pub(crate) const MOST_INSTANCES: usize = anduin_state::DEFAULT_MAX_KEY_GROUPS.get() as usize;
 
+/// Whether `added` more instances fit on the workers that run a task now (by worker: the
+/// task's instances there, planned and added): `Err` says why not.
+pub type Room = Arc<dyn Fn(usize, &BTreeMap<u32, usize>) -> Result<(), String> + Send + Sync>;
+
 /// Whether a rescalable operator can get more instances while it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Growing {
@@ -28,6 +32,29 @@ impl Control {
             .growth
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = growing;
+    }
+
+    /// Instances added while running go where `room` says they fit (a cluster's coordinator:
+    /// the free slots of the workers that run the task).
+    pub fn grow_within(&self, room: Room) {
+        *self
+            .room
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(room);
+    }
+
+    /// From now on no operator grows while the query runs, for `why` (a cluster's attempt
+    /// that lost a part: instances are not added beside parts restored alone).
+    pub fn stop_growing(&self, why: &str) {
+        let mut growth = self
+            .growth
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for g in growth.values_mut() {
+            if matches!(g, Growing::Yes { .. }) {
+                *g = Growing::No(why.to_string());
+            }
+        }
     }
 
     /// Whether `operator` can grow to `to` instances now: `Err` says why not (to follow "it
@@ -59,10 +86,30 @@ impl Control {
             .iter()
             .find(|t| Some(t.id) == task)
             .is_some_and(|t| t.operators == operators);
-        Some(if same {
-            Ok(())
-        } else {
-            Err("its task was split while running (`pipeline = \"split\"`); growing a split task is not supported yet".into())
+        if !same {
+            return Some(Err("its task was split while running (`pipeline = \"split\"`); growing a split task is not supported yet".into()));
+        }
+        // Where the task runs now, by worker, and how many instances it would add.
+        let mut on: BTreeMap<u32, usize> = BTreeMap::new();
+        for i in inner
+            .topology
+            .tasks
+            .iter()
+            .filter(|t| Some(t.id) == task)
+            .flat_map(|t| t.instances.iter())
+        {
+            *on.entry(i.worker).or_default() += 1;
+        }
+        drop(inner);
+        let added = to.saturating_sub(on.values().sum());
+        let room = self
+            .room
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        Some(match room {
+            Some(room) if added > 0 => room(added, &on),
+            _ => Ok(()),
         })
     }
 
@@ -82,13 +129,49 @@ impl Control {
         matches!(self.may_grow(operator, to), Some(Ok(())))
     }
 
+    /// How many instances were added while the query runs, by worker.
+    pub fn added_by_worker(&self) -> BTreeMap<u32, usize> {
+        let mut by_worker = BTreeMap::new();
+        for i in self
+            .lock()
+            .topology
+            .tasks
+            .iter()
+            .flat_map(|t| t.instances.iter())
+            .filter(|i| i.id >= crate::grow::GROWN_IDS)
+        {
+            *by_worker.entry(i.worker).or_default() += 1;
+        }
+        by_worker
+    }
+
+    /// Why the run's lost instances cannot be restored alone, if instances were added to a
+    /// task while it ran: the restored instances would be planned without them (a cluster
+    /// then rolls the query back as a whole).
+    pub fn grown(&self) -> Option<String> {
+        let inner = self.lock();
+        let (task, added) = inner.topology.tasks.iter().find_map(|t| {
+            let added = t
+                .instances
+                .iter()
+                .filter(|i| i.id >= crate::grow::GROWN_IDS)
+                .count();
+            (added > 0).then_some((t, added))
+        })?;
+        let operator = task.operators.first().map_or("?", String::as_str);
+        Some(format!(
+            "operator \"{operator}\" got {added} instance(s) beyond those the run started with while it ran, which instances restored alone would not be wired to"
+        ))
+    }
+
     /// Instance `instance` (number `id` in the run) of task `task`, running `operators`, was
-    /// added while the query runs, with `counters` per operator: the listings and the figures
-    /// show it, the operators can be rescaled up to it, and a live split of them is refused.
+    /// added on `worker` while the query runs, with `counters` per operator (none where the
+    /// figures are gathered from the workers): the listings and the figures show it, the
+    /// operators can be rescaled up to it, and a live split of them is refused.
     pub(crate) fn task_grown(
         &self,
         task: usize,
-        (instance, id): (usize, usize),
+        (instance, id, worker): (usize, usize, crate::topology::WorkerId),
         operators: &[String],
         counters: Vec<(String, Arc<Counters>)>,
     ) {
@@ -114,7 +197,7 @@ impl Control {
         let placement = InstancePlacement {
             instance,
             id,
-            worker: 0,
+            worker: worker.0,
         };
         match inner.topology.tasks.iter_mut().find(|t| t.id == task) {
             Some(t) if !t.instances.iter().any(|i| i.instance == instance) => {

@@ -1,0 +1,94 @@
+//! A clean stop on a cluster (Flink's `stop` with a savepoint): `anduin ctl stop q` against
+//! the coordinator's API stops the sources of every executor, which take a last checkpoint
+//! that is not the end of their input; the parts finish what they hold and end, `submit
+//! --wait` exits 0, and the coordinator says at which checkpoint the query stopped. Submitted
+//! again with `--resume`, the query goes on from that checkpoint and writes, in all, exactly
+//! what an uninterrupted run writes. A second stop while it stops is refused, saying so.
+
+use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::WINDOWED;
+use crate::common;
+
+use common::cluster::{assert_submitted_output, LocalCluster, Setup};
+use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until};
+
+#[test]
+fn a_query_stopped_on_a_cluster_resumes_from_its_last_checkpoint_to_the_output_of_an_uninterrupted_run(
+) {
+    let cluster = LocalCluster::start_with(2, 4, Setup::default());
+    let d = cluster.dir.path();
+    std::fs::write(d.join("ref.flow"), WINDOWED).expect("query");
+    anduin_ok(d, &["run", "ref.flow", "--var", "OUTPUT=reference.csv"]);
+    let expected = output_rows(&d.join("reference.csv"));
+    assert!(expected.len() > 10_000, "the query produces enough rows");
+    // Slow: 60000 rows at 2000 a second would take 30 s; the stop comes well before.
+    let slow = WINDOWED.replace("param rate = 40000", "param rate = 2000");
+    std::fs::write(d.join("q.flow"), &slow).expect("query");
+    let flags = [
+        "--var",
+        "OUTPUT=out",
+        "--parallelism",
+        "2",
+        "--checkpoint-interval",
+        "300ms",
+    ];
+    let submit = cluster.submit(d, "q.flow", &flags);
+    wait_until("a checkpoint", || {
+        cluster.status("q")["last_checkpoint"]
+            .as_u64()
+            .is_some_and(|e| e >= 2)
+    });
+    let api = cluster.api();
+    stdout_ok(&ctl(d, &api, &["stop", "q"]));
+    let again = ctl(d, &api, &["stop", "q"]);
+    if again.status.code() != Some(0) {
+        let why = String::from_utf8_lossy(&again.stderr);
+        assert!(
+            why.contains("stopping") || why.contains("finished"),
+            "a second stop says why it is refused: {why}"
+        );
+    }
+    let done = submit.wait_output();
+    let logs = cluster.logs();
+    assert!(
+        done.status.success(),
+        "{}\n{logs}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let log = cluster.coordinator_log();
+    let at: u64 = log
+        .split("query q stopped at checkpoint ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .and_then(|e| e.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the coordinator says where it stopped\n{log}"));
+    let store = anduin_checkpoint::Store::open(cluster.checkpoints("q")).expect("opens");
+    let manifest = store
+        .manifest(anduin_types::Epoch(at))
+        .expect("reads")
+        .unwrap_or_else(|| panic!("checkpoint {at} is complete"));
+    assert!(!manifest.finished, "a stop is not the end of the input");
+    let so_far = output_rows(&d.join("out"));
+    assert!(
+        !so_far.is_empty() && so_far.len() < expected.len(),
+        "stopped mid-run: {} of {} rows",
+        so_far.len(),
+        expected.len()
+    );
+    // The rest from that checkpoint (the same query: a changed param is refused), at full
+    // speed once it runs.
+    let resume = [&flags[..], &["--resume"]].concat();
+    let submit = cluster.submit(d, "q.flow", &resume);
+    wait_until("the resumed query takes a faster rate", || {
+        ctl(d, &cluster.api(), &["set", "q", "gen", "rate", "1000000"])
+            .status
+            .success()
+    });
+    assert_submitted_output(&cluster, submit, &d.join("out"), &expected);
+    assert!(
+        cluster
+            .coordinator_log()
+            .contains(&format!("query q resumes from checkpoint {at}")),
+        "{}",
+        cluster.coordinator_log()
+    );
+}

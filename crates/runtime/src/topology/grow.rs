@@ -1,0 +1,240 @@
+//! Instances added to a task while the query runs (`crate::grow`), as a topology sees them: a
+//! pure function of the topology and the rescale, so that every process of a cluster (the
+//! coordinator and each executor) numbers, places and wires them alike without being told.
+//!
+//! A rescale of task T from `n` instances to `to > n` adds instances `n..to`:
+//! - numbered in the run from [`crate::grow::GROWN_IDS`] on, after those added before (the
+//!   order in which [`crate::grow::Numbers::reserve`] gives numbers: the changes' order);
+//! - each placed on the least-loaded worker among those that run an instance of T (the
+//!   instances of the run on it, those added included; ties: the lowest worker), one after
+//!   the other: there an instance of T (the lowest, [`Topology::builder_on`]) builds it;
+//! - with channels appended to [`Topology::channels`] in a fixed order: every route into T of
+//!   every producer instance (task, instance, route order) to each new instance, then every
+//!   new instance's routes (shaped as instance 0's) to each consumer instance. A channel's
+//!   handshake names its plan channel and its two instances, never its number.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{
+    Channel, ChannelId, Exchange, Inbound, InstanceRef, Outbound, TaskInstance, Topology, WorkerId,
+};
+use crate::grow::GROWN_IDS;
+
+/// What a rescale beyond a task's instances added to a topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Grown {
+    /// The task.
+    pub task: usize,
+    /// How many instances it had before.
+    pub before: usize,
+    /// The instances added, in instance order.
+    pub added: Vec<InstanceRef>,
+    /// The channels added, in the order of [`Topology::channels`].
+    pub channels: Vec<ChannelId>,
+}
+
+/// Why a task cannot get instances in the topology.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum GrowRefused {
+    #[error("task {0} is not in the plan")]
+    NoTask(usize),
+    #[error("task {0} has no instance to copy the routes of")]
+    NoInstance(usize),
+    #[error("task {task} feeds task {to} instance by instance (a chain split while running)")]
+    Forward { task: usize, to: usize },
+}
+
+impl Topology {
+    /// Adds instances to task `task` so that it has `to` (see the module's doc); `None` when
+    /// it has as many already.
+    pub(crate) fn grow(&mut self, task: usize, to: usize) -> Result<Option<Grown>, GrowRefused> {
+        let t = self.tasks.get(task).ok_or(GrowRefused::NoTask(task))?;
+        let before = t.instances.len();
+        if to <= before {
+            return Ok(None);
+        }
+        let template = t
+            .instances
+            .first()
+            .ok_or(GrowRefused::NoInstance(task))?
+            .routes
+            .clone();
+        if let Some(r) = template
+            .iter()
+            .find(|r| matches!(r.exchange, Exchange::Forward))
+        {
+            return Err(GrowRefused::Forward {
+                task,
+                to: r.to_task,
+            });
+        }
+        let candidates: BTreeSet<WorkerId> = t.instances.iter().map(|i| i.worker).collect();
+        let mut load: BTreeMap<WorkerId, usize> = BTreeMap::new();
+        for i in self.instances() {
+            *load.entry(i.worker).or_default() += 1;
+        }
+        let first_id = GROWN_IDS + self.instances().filter(|i| i.id >= GROWN_IDS).count();
+        let name = t.name.clone();
+        let mut added = Vec::with_capacity(to - before);
+        for (id, j) in (first_id..).zip(before..to) {
+            let worker = least_loaded(&candidates, &load).unwrap_or(WorkerId::LOCAL);
+            *load.entry(worker).or_default() += 1;
+            let at = InstanceRef { task, instance: j };
+            self.tasks[task].instances.push(TaskInstance {
+                at,
+                id,
+                name: format!("{name} #{j}"),
+                worker,
+                routes: Vec::new(),
+                inlets: Vec::new(),
+            });
+            added.push(at);
+        }
+        self.tasks[task].parallelism = to;
+        self.tasks[task].active = to;
+        let first = self.channels.len();
+        // Into the new instances: every producer's routes into the task.
+        let feeding: Vec<(InstanceRef, usize, usize, usize)> = self
+            .instances()
+            .filter(|i| i.at.task != task)
+            .flat_map(|i| {
+                i.routes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.to_task == task)
+                    .map(move |(k, r)| (i.at, k, r.to_input, r.channels.first().copied()))
+            })
+            .filter_map(|(from, k, port, c)| Some((from, k, port, self.plan_channel(c?)?)))
+            .collect();
+        for (from, k, port, plan_channel) in feeding {
+            for &to in &added {
+                let id = self.push_channel(plan_channel, from, to, port);
+                if let Some(route) = self.route_mut(from, k) {
+                    route.channels.push(id);
+                }
+            }
+        }
+        // Out of the new instances: routes shaped as instance 0's, in its order (a route at the
+        // same index as instance 0's: the instances added find theirs so).
+        for &from in &added {
+            for r in &template {
+                let plan_channel = r.channels.first().and_then(|c| self.plan_channel(*c));
+                let consumers = match r.exchange {
+                    Exchange::Gather => 1,
+                    _ => self.tasks.get(r.to_task).map_or(0, |t| t.instances.len()),
+                };
+                let mut route = Outbound {
+                    channels: Vec::with_capacity(consumers),
+                    ..r.clone()
+                };
+                // A route without a plan channel (none) stays empty, at its index.
+                for instance in plan_channel.map_or(0..0, |_| 0..consumers) {
+                    let to = InstanceRef {
+                        task: r.to_task,
+                        instance,
+                    };
+                    let plan_channel = plan_channel.unwrap_or_default();
+                    route
+                        .channels
+                        .push(self.push_channel(plan_channel, from, to, r.to_input));
+                }
+                if let Some(i) = self.instance_mut(from) {
+                    i.routes.push(route);
+                }
+            }
+        }
+        Ok(Some(Grown {
+            task,
+            before,
+            added,
+            channels: (first..self.channels.len()).map(ChannelId).collect(),
+        }))
+    }
+
+    /// The instance of task `task` among its first `planned` that builds the instances added
+    /// on `worker`: the lowest one that runs there.
+    pub(crate) fn builder_on(
+        &self,
+        task: usize,
+        planned: usize,
+        worker: WorkerId,
+    ) -> Option<InstanceRef> {
+        self.tasks
+            .get(task)?
+            .instances
+            .iter()
+            .take(planned)
+            .find(|i| i.worker == worker)
+            .map(|i| i.at)
+    }
+
+    fn plan_channel(&self, c: ChannelId) -> Option<usize> {
+        self.channels.get(c.0).map(|c| c.plan_channel)
+    }
+
+    fn push_channel(
+        &mut self,
+        plan_channel: usize,
+        from: InstanceRef,
+        to: InstanceRef,
+        to_input: usize,
+    ) -> ChannelId {
+        let id = ChannelId(self.channels.len());
+        self.channels.push(Channel {
+            id,
+            plan_channel,
+            from,
+            to,
+            to_input,
+        });
+        if let Some(i) = self.instance_mut(to) {
+            i.inlets.push(Inbound {
+                channel: id,
+                port: to_input,
+                from,
+            });
+        }
+        id
+    }
+
+    fn instance_mut(&mut self, at: InstanceRef) -> Option<&mut TaskInstance> {
+        self.tasks.get_mut(at.task)?.instances.get_mut(at.instance)
+    }
+
+    fn route_mut(&mut self, at: InstanceRef, k: usize) -> Option<&mut Outbound> {
+        self.instance_mut(at)?.routes.get_mut(k)
+    }
+}
+
+impl Grown {
+    /// The instances added that the process of `worker` builds, each with the instance of
+    /// the task there that builds it ([`Topology::builder_on`]). `topology` is the one grown.
+    pub(crate) fn built_on(
+        &self,
+        topology: &Topology,
+        worker: WorkerId,
+    ) -> Vec<(InstanceRef, InstanceRef)> {
+        let Some(builder) = topology.builder_on(self.task, self.before, worker) else {
+            return Vec::new();
+        };
+        self.added
+            .iter()
+            .filter(|at| topology.worker_of(**at) == worker)
+            .map(|at| (*at, builder))
+            .collect()
+    }
+}
+
+/// The worker of `candidates` with the least `load` (the lowest of those tied).
+fn least_loaded(
+    candidates: &BTreeSet<WorkerId>,
+    load: &BTreeMap<WorkerId, usize>,
+) -> Option<WorkerId> {
+    candidates
+        .iter()
+        .min_by_key(|w| (load.get(w).copied().unwrap_or(0), **w))
+        .copied()
+}
+
+#[cfg(test)]
+mod tests;
