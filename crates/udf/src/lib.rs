@@ -130,6 +130,8 @@ mod wasm_agg_runner;
 mod wasm_aggregate;
 mod wasm_op_runner;
 mod wasm_operator;
+mod wasm_state;
+mod wasm_stateful;
 
 pub use abi::SqlType;
 pub use aggregate::GroupStates;

@@ -21,22 +21,17 @@
 //! and results are `BIGINT` (`i64`), `DOUBLE` (`f64`) or `BOOLEAN` (`i32`), as for a scalar
 //! function; `VARCHAR` is not supported yet in an aggregate. Every call gets its own fuel.
 
-use std::sync::{Mutex, PoisonError};
-
 use arrow::array::{ArrayRef, BinaryArray, BooleanArray};
 use wasmtime::ValType;
 
-use crate::abi::{same, show_wasm};
 use crate::aggregate::{self, Answer, Exports, GroupStates, Job, Stepper};
 use crate::wasm_agg_runner::AggRunner;
+use crate::wasm_stateful::{check_exports, check_memory_abi, state_size, Idle, Wanted};
 use crate::{Declaration, Limits, SqlType, UdfError, WasmModule};
 
 /// The custom section in which a module declares its aggregates, one a line
 /// (`name(TYPE, …) -> TYPE`, as [`crate::DECLARATIONS_SECTION`] declares functions).
 pub const AGGREGATES_SECTION: &str = "anduin:aggregates";
-
-/// The largest state a WebAssembly aggregate may declare: 1 MiB.
-const MAX_STATE: usize = 1 << 20;
 
 /// An aggregate of a module, checked against its declaration, ready to call from any
 /// thread: each caller at a time gets an instance of its own, kept for later calls; an
@@ -48,7 +43,7 @@ pub struct WasmAggregate {
     exports: Exports,
     /// The bytes of a state.
     size: usize,
-    idle: Mutex<Vec<AggRunner>>,
+    idle: Idle<AggRunner>,
 }
 
 impl std::fmt::Debug for WasmAggregate {
@@ -62,7 +57,7 @@ impl std::fmt::Debug for WasmAggregate {
 }
 
 /// The exports of aggregate `d`: each name, its WebAssembly type, and whether it is required.
-fn wanted(d: &Declaration) -> Vec<(String, Vec<ValType>, Vec<ValType>, bool)> {
+fn wanted(d: &Declaration) -> Vec<Wanted> {
     let name = &d.name;
     let mut row = vec![ValType::I32];
     row.extend(d.args.iter().flat_map(|a| a.params().iter().cloned()));
@@ -115,50 +110,21 @@ impl WasmModule {
                 "{t} is not supported yet in a WebAssembly aggregate (BIGINT, DOUBLE and BOOLEAN are)"
             )));
         }
-        let mut exports = Exports::default();
-        for (export, params, results, required) in wanted(&declaration) {
-            match self.func_type(&export) {
-                None if required => {
-                    return Err(wrong(format!(
-                        "it exports no `{export}`, which the aggregate ABI needs: `{export}{}`",
-                        show_wasm(&params, &results)
-                    )))
-                }
-                None => {}
-                Some((p, r)) if same(&p, &params) && same(&r, &results) => {
-                    if export.ends_with("_merge") {
-                        exports.merge = true;
-                    } else if export.ends_with("_retract") {
-                        exports.retract = true;
-                    }
-                }
-                Some((p, r)) => {
-                    return Err(wrong(format!(
-                    "it exports `{export}` as {}, but the aggregate ABI asks {} for {declaration}",
-                    show_wasm(&p, &r),
-                    show_wasm(&params, &results)
-                )))
-                }
-            }
-        }
-        let missing = self.missing_memory_abi();
-        if !missing.is_empty() {
-            return Err(wrong(format!(
-                "it must export {}, where anduin keeps the states of a batch",
-                missing.join(" and ")
-            )));
-        }
+        let found = check_exports(
+            self,
+            wanted(&declaration),
+            "aggregate",
+            &declaration,
+            &wrong,
+        )?;
+        let exports = Exports {
+            merge: found.iter().any(|e| e.ends_with("_merge")),
+            retract: found.iter().any(|e| e.ends_with("_retract")),
+        };
+        check_memory_abi(self, &wrong)?;
         let mut first = AggRunner::new(self, &declaration, limits)?;
-        let size = first.state_size(&declaration.name, limits)?;
-        let size = usize::try_from(size)
-            .ok()
-            .filter(|s| (1..=MAX_STATE).contains(s))
-            .ok_or_else(|| {
-                wrong(format!(
-                    "`{}_state_size()` says {size} bytes: a state has 1 to {MAX_STATE} bytes",
-                    declaration.name
-                ))
-            })?;
+        let said = first.state_size(&declaration.name, limits)?;
+        let size = state_size(said, &declaration.name, &wrong)?;
         first.set_size(size);
         Ok(WasmAggregate {
             module: self.clone(),
@@ -166,7 +132,7 @@ impl WasmModule {
             limits,
             exports,
             size,
-            idle: Mutex::new(vec![first]),
+            idle: Idle::new(first),
         })
     }
 
@@ -243,25 +209,13 @@ impl Stepper for WasmAggregate {
     }
 
     fn step(&self, job: Job) -> Result<Answer, UdfError> {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let mut runner = match idle {
-            Some(r) => r,
-            None => {
+        self.idle.run(
+            || {
                 let mut r = AggRunner::new(&self.module, &self.declaration, self.limits)?;
                 r.set_size(self.size);
-                r
-            }
-        };
-        // On an error the runner is dropped: its instance may be half-way through.
-        let out = runner.run(&self.declaration, self.limits, &job)?;
-        self.idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(runner);
-        Ok(out)
+                Ok(r)
+            },
+            |runner| runner.run(&self.declaration, self.limits, &job),
+        )
     }
 }

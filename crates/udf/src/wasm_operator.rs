@@ -23,21 +23,16 @@
 //! `i64`, `DOUBLE` `f64`, `BOOLEAN` `i32`); `VARCHAR` is not supported in a WebAssembly
 //! operator, and it emits no NULL. The watermark at the end of the input is `i64::MAX`.
 
-use std::sync::{Mutex, PoisonError};
-
 use wasmtime::ValType;
 
-use crate::abi::{same, show_wasm};
 use crate::operator::{user_operator, OpAnswer, OpFailure, OpJob, OperatorDeclaration};
 use crate::wasm_op_runner::OpRunner;
+use crate::wasm_stateful::{check_exports, check_memory_abi, state_size, Idle, Wanted};
 use crate::{Limits, SqlType, UdfError, WasmModule};
 
 /// The custom section in which a module declares its operators, one a line
 /// (`name(col TYPE, …) -> TABLE(col TYPE, …)`: [`OperatorDeclaration::parse`]).
 pub const OPERATORS_SECTION: &str = "anduin:operators";
-
-/// The largest state a WebAssembly operator may declare: 1 MiB.
-const MAX_STATE: usize = 1 << 20;
 
 /// An operator of a module, checked against its declaration, ready to call from any thread:
 /// each caller at a time gets an instance of its own, kept for later calls; an instance
@@ -49,7 +44,7 @@ pub struct WasmOperator {
     timers: bool,
     /// The bytes of a state.
     size: usize,
-    idle: Mutex<Vec<OpRunner>>,
+    idle: Idle<OpRunner>,
 }
 
 impl std::fmt::Debug for WasmOperator {
@@ -63,7 +58,7 @@ impl std::fmt::Debug for WasmOperator {
 }
 
 /// The exports of operator `d`: each name, its WebAssembly type, and whether it is required.
-pub(crate) fn wanted(d: &OperatorDeclaration) -> Vec<(String, Vec<ValType>, Vec<ValType>, bool)> {
+pub(crate) fn wanted(d: &OperatorDeclaration) -> Vec<Wanted> {
     let name = &d.name;
     let mut row = vec![ValType::I32];
     row.extend(d.args.iter().flat_map(|(_, t)| t.params().iter().cloned()));
@@ -115,26 +110,7 @@ impl WasmModule {
                 "column `{column}` is {t}, which is not supported yet in a WebAssembly operator (BIGINT, DOUBLE and BOOLEAN are)"
             )));
         }
-        let mut found = Vec::new();
-        for (export, params, results, required) in wanted(&declaration) {
-            match self.func_type(&export) {
-                None if required => {
-                    return Err(wrong(format!(
-                        "it exports no `{export}`, which the operator ABI needs: `{export}{}`",
-                        show_wasm(&params, &results)
-                    )))
-                }
-                None => {}
-                Some((p, r)) if same(&p, &params) && same(&r, &results) => found.push(export),
-                Some((p, r)) => {
-                    return Err(wrong(format!(
-                    "it exports `{export}` as {}, but the operator ABI asks {} for {declaration}",
-                    show_wasm(&p, &r),
-                    show_wasm(&params, &results)
-                )))
-                }
-            }
-        }
+        let found = check_exports(self, wanted(&declaration), "operator", &declaration, &wrong)?;
         let has = |suffix: &str| {
             found
                 .iter()
@@ -147,24 +123,10 @@ impl WasmModule {
                 "it exports `{name}_timer` or `{name}_on_timer` without the other: a timer is `{name}_timer(state)`, the event time at which `{name}_on_timer(state, watermark)` is called; export both or neither"
             )));
         }
-        let missing = self.missing_memory_abi();
-        if !missing.is_empty() {
-            return Err(wrong(format!(
-                "it must export {}, where anduin keeps the states of a batch",
-                missing.join(" and ")
-            )));
-        }
+        check_memory_abi(self, &wrong)?;
         let mut first = OpRunner::new(self, &declaration, limits)?;
-        let size = first.state_size(&declaration.name, limits)?;
-        let size = usize::try_from(size)
-            .ok()
-            .filter(|s| (1..=MAX_STATE).contains(s))
-            .ok_or_else(|| {
-                wrong(format!(
-                    "`{}_state_size()` says {size} bytes: a state has 1 to {MAX_STATE} bytes",
-                    declaration.name
-                ))
-            })?;
+        let said = first.state_size(&declaration.name, limits)?;
+        let size = state_size(said, &declaration.name, &wrong)?;
         first.set_size(size);
         Ok(WasmOperator {
             module: self.clone(),
@@ -172,7 +134,7 @@ impl WasmModule {
             limits,
             timers,
             size,
-            idle: Mutex::new(vec![first]),
+            idle: Idle::new(first),
         })
     }
 
@@ -204,26 +166,14 @@ impl WasmOperator {
 
     /// Does `job` on an instance of its own.
     fn run(&self, job: OpJob) -> Result<OpAnswer, OpFailure> {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let mut runner = match idle {
-            Some(r) => r,
-            None => {
+        self.idle.run(
+            || {
                 let mut r = OpRunner::new(&self.module, &self.declaration, self.limits)?;
                 r.set_size(self.size);
-                r
-            }
-        };
-        // On an error the runner is dropped: its instance may be half-way through.
-        let out = runner.run(&self.declaration, self.limits, &job)?;
-        self.idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(runner);
-        Ok(out)
+                Ok(r)
+            },
+            |runner| runner.run(&self.declaration, self.limits, &job),
+        )
     }
 }
 
