@@ -118,6 +118,7 @@ mod columns;
 mod declare;
 mod error;
 mod function;
+mod idle;
 mod js;
 mod limits;
 mod module;

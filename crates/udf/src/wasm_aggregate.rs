@@ -25,8 +25,9 @@ use arrow::array::{ArrayRef, BinaryArray, BooleanArray};
 use wasmtime::ValType;
 
 use crate::aggregate::{self, Answer, Exports, GroupStates, Job, Stepper};
+use crate::idle::Idle;
 use crate::wasm_agg_runner::AggRunner;
-use crate::wasm_stateful::{check_exports, check_memory_abi, state_size, Idle, Wanted};
+use crate::wasm_stateful::{check_exports, check_memory_abi, state_size, Wanted};
 use crate::{Declaration, Limits, SqlType, UdfError, WasmModule};
 
 /// The custom section in which a module declares its aggregates, one a line

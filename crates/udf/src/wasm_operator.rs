@@ -25,9 +25,10 @@
 
 use wasmtime::ValType;
 
+use crate::idle::Idle;
 use crate::operator::{user_operator, OpAnswer, OpFailure, OpJob, OperatorDeclaration};
 use crate::wasm_op_runner::OpRunner;
-use crate::wasm_stateful::{check_exports, check_memory_abi, state_size, Idle, Wanted};
+use crate::wasm_stateful::{check_exports, check_memory_abi, state_size, Wanted};
 use crate::{Limits, SqlType, UdfError, WasmModule};
 
 /// The custom section in which a module declares its operators, one a line

@@ -1,13 +1,12 @@
 //! What a stateful WebAssembly export — an aggregate (`wasm_aggregate.rs`) or an operator
 //! (`wasm_operator.rs`) — has in common when it is loaded and called: its exports checked
 //! against the ABI's list, the `memory` / `alloc` / `dealloc` it needs, the size of a state
-//! it declares checked, and its pool of idle instances (one per caller at a time).
+//! it declares checked (its pool of idle instances is `crate::idle`'s).
 //!
 //! What it is not: the ABIs themselves (the lists of exports stay with each kind), nor the
 //! calls on an instance (`wasm_state.rs` and the runners).
 
 use std::fmt::Display;
-use std::sync::{Mutex, PoisonError};
 
 use wasmtime::ValType;
 
@@ -88,35 +87,4 @@ pub(crate) fn state_size(
                 "`{name}_state_size()` says {said} bytes: a state has 1 to {MAX_STATE} bytes"
             ))
         })
-}
-
-/// Instances (runners) kept between calls: each caller at a time takes one of its own (or a
-/// new one), and gives it back only if its job succeeded.
-pub(crate) struct Idle<R>(Mutex<Vec<R>>);
-
-impl<R> Idle<R> {
-    /// A pool holding `first`.
-    pub(crate) fn new(first: R) -> Idle<R> {
-        Idle(Mutex::new(vec![first]))
-    }
-
-    /// Does `job` on an idle runner, or on one `make` makes. On an error the runner is
-    /// dropped: its instance may be half-way through.
-    pub(crate) fn run<T, E: From<UdfError>>(
-        &self,
-        make: impl FnOnce() -> Result<R, UdfError>,
-        job: impl FnOnce(&mut R) -> Result<T, E>,
-    ) -> Result<T, E> {
-        let idle = self.0.lock().unwrap_or_else(PoisonError::into_inner).pop();
-        let mut runner = match idle {
-            Some(r) => r,
-            None => make()?,
-        };
-        let out = job(&mut runner)?;
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(runner);
-        Ok(out)
-    }
 }

@@ -21,7 +21,7 @@
 //! Rows whose arguments hold a NULL are skipped (as SQL's own aggregates skip them); a group
 //! that got no row (all NULL, or filtered out) gives `finish(create_state())`.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BinaryArray, BooleanArray};
 
@@ -29,6 +29,7 @@ use super::aggregate_engine::AggEngine;
 use super::sandbox::Sandbox;
 use super::worker;
 use crate::aggregate::{self, Answer, Exports, GroupStates, Job, Stepper};
+use crate::idle::Idle;
 use crate::{Declaration, Limits, UdfError};
 
 /// What a JavaScript aggregate's engine is asked.
@@ -55,7 +56,7 @@ pub struct JsAggregate {
     body: Arc<str>,
     limits: Limits,
     exports: Exports,
-    idle: Mutex<Vec<Worker>>,
+    idle: Idle<Worker>,
 }
 
 impl std::fmt::Debug for JsAggregate {
@@ -104,7 +105,7 @@ impl JsAggregate {
             body,
             limits,
             exports,
-            idle: Mutex::new(vec![first]),
+            idle: Idle::new(first),
         })
     }
 
@@ -171,21 +172,10 @@ impl Stepper for JsAggregate {
     }
 
     fn step(&self, job: Job) -> Result<Answer, UdfError> {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let worker = match idle {
-            Some(w) => w,
-            None => start(&self.declaration, &self.body, self.limits)?,
-        };
-        // On an error the worker is dropped (and abandoned if its call is still running).
-        let out = worker.call(Ask::Work(job))?;
-        self.idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(worker);
+        let out = self.idle.run(
+            || start(&self.declaration, &self.body, self.limits),
+            |worker| worker.call(Ask::Work(job)),
+        )?;
         match out {
             Told::Done(answer) => Ok(answer),
             Told::Exports(_) => Err(lost(&self.declaration.name)),

@@ -11,10 +11,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rquickjs::function::Args;
-use rquickjs::{CatchResultExt, Ctx, Function, Module, Persistent, Value};
+use rquickjs::{Ctx, Function, Persistent, Value};
 
-use super::aggregate_states::{given_state, state_of, Calls, Live, Stop, HELPERS};
-use super::sandbox::{checks, Failure, Sandbox};
+use super::aggregate_states::{given_state, state_of, Calls, Live, Stop};
+use super::module_body::{run_body, state_helpers};
+use super::sandbox::{Failure, Sandbox};
 use super::values::{from_js, to_js};
 use crate::aggregate::{Answer, Exports, Job};
 use crate::columns::{Builder, Column};
@@ -50,86 +51,57 @@ impl AggEngine {
         limits: Limits,
     ) -> Result<AggEngine, UdfError> {
         let name = declaration.name.clone();
-        let engine = |e: rquickjs::Error| UdfError::Engine(e.to_string());
-        let (parse, save) = sandbox.context.with(|ctx| {
-            let helpers: rquickjs::Array = ctx.eval(HELPERS).map_err(engine)?;
-            let parse: Function = helpers.get(0).map_err(engine)?;
-            let save: Function = helpers.get(1).map_err(engine)?;
-            Ok::<_, UdfError>((Persistent::save(&ctx, parse), Persistent::save(&ctx, save)))
-        })?;
-        sandbox.lock_down()?;
-        sandbox.meter.begin(checks(limits));
-        let meter = &sandbox.meter;
-        let named = |f: Failure| {
-            f.named(&name, limits, |message| UdfError::JsCompile {
-                function: name.clone(),
-                message,
-            })
-        };
+        let (parse, save) = state_helpers(&sandbox)?;
         let body_error = |message: String| UdfError::AggregateBody {
             function: name.clone(),
             message,
         };
-        let (fns, exports) = sandbox.context.with(|ctx| {
-            let declared = Module::declare(ctx.clone(), name.as_str(), body)
-                .catch(&ctx)
-                .map_err(|e| named(Failure::of(meter, &e)))?;
-            let (module, done) = declared
-                .eval()
-                .catch(&ctx)
-                .map_err(|e| named(Failure::of(meter, &e)))?;
-            match done.finish::<Value>() {
-                Err(rquickjs::Error::WouldBlock) => {
-                    return Err(body_error(
-                        "its top level waits (`await`) for something that never comes".into(),
-                    ))
-                }
-                other => {
-                    other
-                        .catch(&ctx)
-                        .map_err(|e| named(Failure::of(meter, &e)))?;
-                }
-            }
-            let export = |key: &str, usage: &str| -> Result<Option<Function>, UdfError> {
-                let v: Value = module.get(key).map_err(engine)?;
-                if v.is_undefined() {
-                    return Ok(None);
-                }
-                v.into_function().map(Some).ok_or_else(|| {
-                    body_error(format!(
-                        "it exports `{key}` as something other than a function: write `export function {usage} {{ … }}`"
-                    ))
-                })
-            };
-            let required = |key: &str, usage: &str, what: &str| {
-                export(key, usage)?.ok_or_else(|| {
+        let (fns, exports) = run_body(
+            &sandbox,
+            &name,
+            body,
+            limits,
+            &body_error,
+            |ctx, module| {
+                let export = |key: &str, usage: &str| module.get(key, usage);
+                let required = |key: &str, usage: &str, what: &str| {
+                    export(key, usage)?.ok_or_else(|| {
                     body_error(format!(
                         "its body exports no `{key}`, which {what}: write `export function {usage} {{ … }}` (the body is a module, as RisingWave's)"
                     ))
                 })
-            };
-            let create_state = required("create_state", "create_state()", "makes a group's first state")?;
-            let accumulate = required("accumulate", "accumulate(state, …)", "adds a row to a state")?;
-            let retract = export("retract", "retract(state, …)")?;
-            let merge = export("merge", "merge(state1, state2)")?;
-            let finish = export("finish", "finish(state)")?;
-            let exports = Exports {
-                retract: retract.is_some(),
-                merge: merge.is_some(),
-            };
-            Ok((
-                Fns {
-                    create_state: Persistent::save(&ctx, create_state),
-                    accumulate: Persistent::save(&ctx, accumulate),
-                    retract: retract.map(|f| Persistent::save(&ctx, f)),
-                    merge: merge.map(|f| Persistent::save(&ctx, f)),
-                    finish: finish.map(|f| Persistent::save(&ctx, f)),
-                    parse,
-                    save,
-                },
-                exports,
-            ))
-        })?;
+                };
+                let create_state = required(
+                    "create_state",
+                    "create_state()",
+                    "makes a group's first state",
+                )?;
+                let accumulate = required(
+                    "accumulate",
+                    "accumulate(state, …)",
+                    "adds a row to a state",
+                )?;
+                let retract = export("retract", "retract(state, …)")?;
+                let merge = export("merge", "merge(state1, state2)")?;
+                let finish = export("finish", "finish(state)")?;
+                let exports = Exports {
+                    retract: retract.is_some(),
+                    merge: merge.is_some(),
+                };
+                Ok((
+                    Fns {
+                        create_state: Persistent::save(ctx, create_state),
+                        accumulate: Persistent::save(ctx, accumulate),
+                        retract: retract.map(|f| Persistent::save(ctx, f)),
+                        merge: merge.map(|f| Persistent::save(ctx, f)),
+                        finish: finish.map(|f| Persistent::save(ctx, f)),
+                        parse,
+                        save,
+                    },
+                    exports,
+                ))
+            },
+        )?;
         Ok(AggEngine {
             fns: Some(fns),
             sandbox,

@@ -22,6 +22,7 @@ mod aggregate_engine;
 mod aggregate_states;
 mod engine;
 mod meter;
+mod module_body;
 mod operator;
 mod operator_engine;
 mod sandbox;

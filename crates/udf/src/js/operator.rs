@@ -14,11 +14,12 @@
 //! A key's state lives in anduin as JSON text, checked as an aggregate's is, so that a
 //! checkpoint holds it and a restore gives it back.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use super::operator_engine::OpEngine;
 use super::sandbox::Sandbox;
 use super::worker;
+use crate::idle::Idle;
 use crate::operator::{user_operator, OpAnswer, OpFailure, OpJob, OperatorDeclaration};
 use crate::{Limits, UdfError};
 
@@ -47,7 +48,7 @@ pub struct JsOperator {
     body: Arc<str>,
     limits: Limits,
     timers: bool,
-    idle: Mutex<Vec<Worker>>,
+    idle: Idle<Worker>,
 }
 
 impl std::fmt::Debug for JsOperator {
@@ -102,7 +103,7 @@ impl JsOperator {
             body,
             limits,
             timers,
-            idle: Mutex::new(vec![first]),
+            idle: Idle::new(first),
         })
     }
 
@@ -118,27 +119,13 @@ impl JsOperator {
 
     /// Does `job` on an engine of its own.
     fn run(&self, job: OpJob) -> Result<OpAnswer, OpFailure> {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let worker = match idle {
-            Some(w) => w,
-            None => start(&self.declaration, &self.body, self.limits)?,
-        };
-        // On an error the worker is dropped (and abandoned if its call is still running).
-        match worker.call(Ask::Work(job))? {
-            Told::Done(Ok(answer)) => {
-                self.idle
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(worker);
-                Ok(answer)
-            }
-            Told::Done(Err(failure)) => Err(failure),
-            Told::Timers(_) => Err(lost(&self.declaration.name).into()),
-        }
+        self.idle.run(
+            || start(&self.declaration, &self.body, self.limits),
+            |worker| match worker.call(Ask::Work(job))? {
+                Told::Done(done) => done,
+                Told::Timers(_) => Err(lost(&self.declaration.name).into()),
+            },
+        )
     }
 }
 

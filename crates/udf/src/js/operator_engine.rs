@@ -12,10 +12,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rquickjs::function::Args;
-use rquickjs::{CatchResultExt, Ctx, Function, Module, Persistent, Value};
+use rquickjs::{Ctx, Function, Persistent, Value};
 
-use super::aggregate_states::{state_of, Calls, Live, Stop, HELPERS};
-use super::sandbox::{checks, Failure, Sandbox};
+use super::aggregate_states::{state_of, Calls, Live, Stop};
+use super::module_body::{engine, run_body, state_helpers};
+use super::sandbox::{Failure, Sandbox};
 use super::values::{from_js_as, show, to_js};
 use crate::call::Out;
 use crate::columns::Column;
@@ -84,65 +85,19 @@ impl OpEngine {
         limits: Limits,
     ) -> Result<OpEngine, UdfError> {
         let name = declaration.name.clone();
-        let engine = |e: rquickjs::Error| UdfError::Engine(e.to_string());
-        let (parse, save, take, fresh) = sandbox.context.with(|ctx| {
-            let helpers: rquickjs::Array = ctx.eval(HELPERS).map_err(engine)?;
-            let parse: Function = helpers.get(0).map_err(engine)?;
-            let save: Function = helpers.get(1).map_err(engine)?;
+        let (parse, save) = state_helpers(&sandbox)?;
+        let (take, fresh) = sandbox.context.with(|ctx| {
             let mine: rquickjs::Array = ctx.eval(OPERATOR_HELPERS).map_err(engine)?;
             let take: Function = mine.get(0).map_err(engine)?;
             let fresh: Function = mine.get(1).map_err(engine)?;
-            Ok::<_, UdfError>((
-                Persistent::save(&ctx, parse),
-                Persistent::save(&ctx, save),
-                Persistent::save(&ctx, take),
-                Persistent::save(&ctx, fresh),
-            ))
+            Ok::<_, UdfError>((Persistent::save(&ctx, take), Persistent::save(&ctx, fresh)))
         })?;
-        sandbox.lock_down()?;
-        sandbox.meter.begin(checks(limits));
-        let meter = &sandbox.meter;
-        let named = |f: Failure| {
-            f.named(&name, limits, |message| UdfError::JsCompile {
-                function: name.clone(),
-                message,
-            })
-        };
         let body_error = |message: String| UdfError::Operator {
             function: name.clone(),
             message,
         };
-        let fns = sandbox.context.with(|ctx| {
-            let declared = Module::declare(ctx.clone(), name.as_str(), body)
-                .catch(&ctx)
-                .map_err(|e| named(Failure::of(meter, &e)))?;
-            let (module, done) = declared
-                .eval()
-                .catch(&ctx)
-                .map_err(|e| named(Failure::of(meter, &e)))?;
-            match done.finish::<Value>() {
-                Err(rquickjs::Error::WouldBlock) => {
-                    return Err(body_error(
-                        "its top level waits (`await`) for something that never comes".into(),
-                    ))
-                }
-                other => {
-                    other
-                        .catch(&ctx)
-                        .map_err(|e| named(Failure::of(meter, &e)))?;
-                }
-            }
-            let export = |key: &str, usage: &str| -> Result<Option<Function>, UdfError> {
-                let v: Value = module.get(key).map_err(engine)?;
-                if v.is_undefined() {
-                    return Ok(None);
-                }
-                v.into_function().map(Some).ok_or_else(|| {
-                    body_error(format!(
-                        "it exports `{key}` as something other than a function: write `export function {usage} {{ … }}`"
-                    ))
-                })
-            };
+        let fns = run_body(&sandbox, &name, body, limits, &body_error, |ctx, module| {
+            let export = |key: &str, usage: &str| module.get(key, usage);
             let process = export("process", "process(state, …)")?.ok_or_else(|| {
                 body_error("its body exports no `process`, which is called for each row: write `export function process(state, …) { … }` (the body is a module)".into())
             })?;
@@ -160,14 +115,14 @@ impl OpEngine {
                 )));
             }
             let create_state = match create_state {
-                Some(f) => Persistent::save(&ctx, f),
+                Some(f) => Persistent::save(ctx, f),
                 None => fresh,
             };
             Ok(Fns {
                 create_state,
-                process: Persistent::save(&ctx, process),
-                timer: timer.map(|f| Persistent::save(&ctx, f)),
-                on_timer: on_timer.map(|f| Persistent::save(&ctx, f)),
+                process: Persistent::save(ctx, process),
+                timer: timer.map(|f| Persistent::save(ctx, f)),
+                on_timer: on_timer.map(|f| Persistent::save(ctx, f)),
                 parse,
                 save,
                 take,
