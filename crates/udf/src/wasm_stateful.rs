@@ -21,8 +21,8 @@ const MAX_STATE: usize = 1 << 20;
 pub(crate) type Wanted = (String, Vec<ValType>, Vec<ValType>, bool);
 
 /// Checks `module`'s exports against `wanted` (of the `abi` ABI, for `declaration`) and
-/// that it exports `memory`, `alloc` and `dealloc`; the optional exports it has, of the
-/// right type. Each problem is reported by `wrong`.
+/// that it exports `memory`, `alloc` and `dealloc`; the exports it has (of the right
+/// type). Each problem is reported by `wrong`.
 pub(crate) fn check_exports(
     module: &WasmModule,
     wanted: Vec<Wanted>,
@@ -40,11 +40,7 @@ pub(crate) fn check_exports(
                 )))
             }
             None => {}
-            Some((p, r)) if same(&p, &params) && same(&r, &results) => {
-                if !required {
-                    found.push(export);
-                }
-            }
+            Some((p, r)) if same(&p, &params) && same(&r, &results) => found.push(export),
             Some((p, r)) => {
                 return Err(wrong(format!(
                     "it exports `{export}` as {}, but the {abi} ABI asks {} for {declaration}",
