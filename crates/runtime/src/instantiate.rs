@@ -566,6 +566,7 @@ fn source_task(
         batch_size: config.batch_size.max(1),
         linger: config.linger,
         stop: Arc::clone(&config.stop),
+        read_to_end: false,
         abort: Arc::clone(shared.abort),
         watermark: None,
         idle: false,

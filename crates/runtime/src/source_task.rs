@@ -51,6 +51,10 @@ pub(crate) struct SourceTask {
     pub linger: Duration,
     /// Stop cleanly (Ctrl-C).
     pub stop: Arc<AtomicBool>,
+    /// It read its input to the end before any stop was asked: a stop asked afterwards (the
+    /// run's flag, shared by every source) does not make it a stopped source, whose event
+    /// time stays open for a resume; it completes its event time at the last barrier.
+    pub read_to_end: bool,
     /// Another task failed: stop without finishing.
     pub abort: Arc<AtomicBool>,
     pub checkpointing: Option<SourceCheckpointing>,
@@ -189,6 +193,7 @@ impl SourceTask {
         }
         self.flush(&mut pending)?;
         if !stopped {
+            self.read_to_end = true;
             self.exhausted()?;
         }
         if self.checkpointing.is_some() {
@@ -330,8 +335,11 @@ impl SourceTask {
                 self.flush(pending)?;
                 // An exhausted input completes event time before the last checkpoint, so that
                 // the windows it fires are in that checkpoint's output; a stopped query keeps
-                // them open, to resume.
-                if !self.stop.load(Ordering::Relaxed) {
+                // them open, to resume. Read to its end first, a source is exhausted, whatever
+                // stop came after (it said so to the coordinator, whose last checkpoint is
+                // then the end of its input).
+                let stopped = !self.read_to_end && self.stop.load(Ordering::Relaxed);
+                if !stopped {
                     self.complete_event_time()?;
                 }
                 self.barrier(epoch, BarrierKind::Checkpoint { full }, control)?;
@@ -339,7 +347,7 @@ impl SourceTask {
                     let _ = c.events.send(Event::SourceFinished {
                         task: c.task,
                         epoch,
-                        stopped: self.stop.load(Ordering::Relaxed),
+                        stopped,
                     });
                 }
                 if self.chain.commits_only_with_checkpoints() {

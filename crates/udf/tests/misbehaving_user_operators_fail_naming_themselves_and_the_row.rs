@@ -71,6 +71,14 @@ fn rows_and_states_an_operator_may_not_give_are_errors_saying_what_to_write() {
             "operator `f`: a state it returned holds a Map: a state must be plain JSON data (objects, arrays, strings, finite numbers, booleans, null), since it is written to checkpoints as JSON and must read back the same",
         ),
         (
+            "export function process(s, v) { return { toJSON() { return 5; }, z: 1 }; }",
+            "operator `f`: a state it returned holds a toJSON method: a state must be plain JSON data (objects, arrays, strings, finite numbers, booleans, null), since it is written to checkpoints as JSON and must read back the same",
+        ),
+        (
+            "export function process(s, v) { return Object.defineProperty({ z: 2 }, 'x', { value: 1, enumerable: false }); }",
+            "operator `f`: a state it returned holds a property that is not enumerable: a state must be plain JSON data (objects, arrays, strings, finite numbers, booleans, null), since it is written to checkpoints as JSON and must read back the same",
+        ),
+        (
             "export function process(s, v) { s = v; }",
             "operator `f`: process(state, …) returned undefined: it must return the key's state (`return state;` at the end of `process`; null: the key keeps no state)",
         ),

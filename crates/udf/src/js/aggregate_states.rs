@@ -19,6 +19,9 @@ pub(super) const HELPERS: &str = r#"(() => {
   "use strict";
   const stringify = JSON.stringify;
   const getPrototypeOf = Object.getPrototypeOf;
+  const ownNames = Object.getOwnPropertyNames;
+  const ownSymbols = Object.getOwnPropertySymbols;
+  const keys = Object.keys;
   const isFinite = Number.isFinite;
   const plainObject = Object.prototype;
   const plainArray = Array.prototype;
@@ -34,7 +37,15 @@ pub(super) const HELPERS: &str = r#"(() => {
       case "object": {
         if (v === null) return null;
         const p = getPrototypeOf(v);
-        if (p === plainObject || p === plainArray || p === null) return null;
+        if (p === plainObject || p === plainArray || p === null) {
+          // What JSON would write otherwise than the object is: a `toJSON` method writes
+          // what it returns, and hidden or symbol-keyed properties are left out.
+          if ("toJSON" in v) return "a toJSON method";
+          const hidden = ownNames(v).length - keys(v).length - (p === plainArray ? 1 : 0);
+          if (hidden > 0) return "a property that is not enumerable";
+          if (ownSymbols(v).length > 0) return "a property keyed by a symbol";
+          return null;
+        }
         const c = p.constructor;
         return "a " + (typeof c === "function" && c.name ? c.name : "object of a class");
       }
