@@ -77,6 +77,16 @@ fn the_web_ui_draws_the_query_as_written_beside_the_graph_its_rules_reshaped() {
         "[...document.querySelectorAll('#written g.edge')].map(e => e.dataset.from + '>' + e.dataset.to).sort()",
     );
     assert_eq!(streams, json!(["gen>low", "low>out"]));
+    // The summary names the tasks' operators as text (each isolated from the others).
+    let tasks = page.eval(
+        "[...document.querySelectorAll('#summary dd')].map(d => d.textContent).find(t => t.includes('→'))",
+    );
+    assert!(
+        tasks
+            .as_str()
+            .is_some_and(|t| t.starts_with("0: gen → low → ") && !t.contains("object")),
+        "{tasks}"
+    );
     page.eval("document.querySelector('#written-details').open = true; true");
     page.screenshot("written.png");
     // The API says the same.
