@@ -42,6 +42,13 @@ pub struct UserFunctions {
     operators: RwLock<HashMap<String, Arc<dyn UserOperator>>>,
 }
 
+/// The maps of one scope's user functions, locked for a registration.
+struct Registered<'a> {
+    scalars: std::sync::RwLockWriteGuard<'a, HashMap<String, Arc<ScalarUDF>>>,
+    aggregates: std::sync::RwLockWriteGuard<'a, HashMap<String, UserAggregateFaces>>,
+    operators: std::sync::RwLockWriteGuard<'a, HashMap<String, Arc<dyn UserOperator>>>,
+}
+
 /// A user's aggregate as DataFusion calls it, and as an updating `GROUP BY` steps it.
 type UserAggregateFaces = (Arc<AggregateUDF>, Arc<dyn UserAggregate>);
 
@@ -172,29 +179,10 @@ impl FunctionProvider {
     /// assert_eq!(e.message, "function `upper` is built in: give yours another name");
     /// ```
     pub fn register_scalar(&self, f: ScalarUDF) -> Result<(), crate::ExprError> {
-        let name = f.name().to_lowercase();
-        let scope = self.user();
-        let mut user = scope
-            .scalars
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let aggs = scope
-            .aggregates
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let ops = scope
-            .operators
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let before = user
-            .get(&name)
-            .map(|b| b.name())
-            .or_else(|| aggs.get(&name).map(|(b, _)| b.name()))
-            .or_else(|| ops.get(&name).map(|o| o.name()));
-        self.free(f.name(), before)?;
-        drop((aggs, ops));
-        user.insert(name, Arc::new(f));
-        Ok(())
+        let (shown, name) = (f.name().to_string(), f.name().to_lowercase());
+        self.register_user(&shown, |r| {
+            r.scalars.insert(name, Arc::new(f));
+        })
     }
 
     /// Makes the user's aggregate function `f` callable by its name (any case) from every
@@ -210,30 +198,10 @@ impl FunctionProvider {
         f: AggregateUDF,
         user: Arc<dyn UserAggregate>,
     ) -> Result<(), crate::ExprError> {
-        let name = f.name().to_lowercase();
-        // Locked in the order `register_scalar` locks them.
-        let scope = self.user();
-        let scalars = scope
-            .scalars
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut aggs = scope
-            .aggregates
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let ops = scope
-            .operators
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let before = scalars
-            .get(&name)
-            .map(|b| b.name())
-            .or_else(|| aggs.get(&name).map(|(b, _)| b.name()))
-            .or_else(|| ops.get(&name).map(|o| o.name()));
-        self.free(f.name(), before)?;
-        drop((scalars, ops));
-        aggs.insert(name, (Arc::new(f), user));
-        Ok(())
+        let (shown, name) = (f.name().to_string(), f.name().to_lowercase());
+        self.register_user(&shown, |r| {
+            r.aggregates.insert(name, (Arc::new(f), user));
+        })
     }
 
     /// Makes the user's operator `op` (a table function: `FROM op(input => TABLE t PARTITION
@@ -242,29 +210,45 @@ impl FunctionProvider {
     /// refusals of [`FunctionProvider::register_scalar`]: operators, functions and aggregates
     /// share their names.
     pub fn register_operator(&self, op: Arc<dyn UserOperator>) -> Result<(), crate::ExprError> {
-        let name = op.name().to_lowercase();
-        // Locked in the order `register_scalar` locks them.
+        let (shown, name) = (op.name().to_string(), op.name().to_lowercase());
+        self.register_user(&shown, |r| {
+            r.operators.insert(name, op);
+        })
+    }
+
+    /// Registers a user's function, aggregate or operator called `name` once it is free (not
+    /// built in, not declared before in any case, [`FunctionProvider::free`]): `insert` puts it
+    /// in its map. The three maps are locked together, always in this order, so that two
+    /// declarations of one name cannot both find it free.
+    fn register_user(
+        &self,
+        name: &str,
+        insert: impl FnOnce(&mut Registered<'_>),
+    ) -> Result<(), crate::ExprError> {
         let scope = self.user();
-        let scalars = scope
+        let mut r = Registered {
+            scalars: scope
+                .scalars
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+            aggregates: scope
+                .aggregates
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+            operators: scope
+                .operators
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+        };
+        let lower = name.to_lowercase();
+        let before = r
             .scalars
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let aggs = scope
-            .aggregates
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut ops = scope
-            .operators
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let before = scalars
-            .get(&name)
+            .get(&lower)
             .map(|b| b.name())
-            .or_else(|| aggs.get(&name).map(|(b, _)| b.name()))
-            .or_else(|| ops.get(&name).map(|o| o.name()));
-        self.free(op.name(), before)?;
-        drop((scalars, aggs));
-        ops.insert(name, op);
+            .or_else(|| r.aggregates.get(&lower).map(|(b, _)| b.name()))
+            .or_else(|| r.operators.get(&lower).map(|o| o.name()));
+        self.free(name, before)?;
+        insert(&mut r);
         Ok(())
     }
 

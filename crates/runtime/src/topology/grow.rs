@@ -128,15 +128,16 @@ impl Topology {
                     ..r.clone()
                 };
                 // A route without a plan channel (none) stays empty, at its index.
-                for instance in plan_channel.map_or(0..0, |_| 0..consumers) {
-                    let to = InstanceRef {
-                        task: r.to_task,
-                        instance,
-                    };
-                    let plan_channel = plan_channel.unwrap_or_default();
-                    route
-                        .channels
-                        .push(self.push_channel(plan_channel, from, to, r.to_input));
+                if let Some(plan_channel) = plan_channel {
+                    for instance in 0..consumers {
+                        let to = InstanceRef {
+                            task: r.to_task,
+                            instance,
+                        };
+                        route
+                            .channels
+                            .push(self.push_channel(plan_channel, from, to, r.to_input));
+                    }
                 }
                 if let Some(i) = self.instance_mut(from) {
                     i.routes.push(route);
