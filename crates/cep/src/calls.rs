@@ -2,7 +2,7 @@
 //! `NEXT`, `FIRST`, `LAST`, of any expression: [`super::navigation`]), aggregates over a
 //! variable's rows (`COUNT`, `SUM`, `AVG`, `MIN`, `MAX`, `MAX_BY`, `MIN_BY`,
 //! `BOOL_AND`/`EVERY`, `BOOL_OR`, `ANY_VALUE`/`ARBITRARY`, `COUNT_IF`, the measures of spread,
-//! `STRING_AGG`/`LISTAGG`, with `WITHIN GROUP (ORDER BY …)`, `APPROX_DISTINCT`) of any expression, `CLASSIFIER()` and
+//! `STRING_AGG`/`LISTAGG` and `ARRAY_AGG` (a measure's whole expression), with `WITHIN GROUP (ORDER BY …)`, `APPROX_DISTINCT`) of any expression, `CLASSIFIER()` and
 //! `MATCH_NUMBER()`, each optionally `FINAL` in a measure.
 //! Other functions are DataFusion's scalar functions ([`super::df`]).
 
@@ -87,7 +87,7 @@ pub(super) fn function(
     if !order_by.is_empty() && !matches!(name.as_str(), "LISTAGG" | "STRING_AGG" | "ARRAY_AGG") {
         return Err(at(
             node.span(),
-            format!("`{node}`: WITHIN GROUP (ORDER BY …) orders the values of listagg and string_agg in a pattern, not of {}", f.name),
+            format!("`{node}`: WITHIN GROUP (ORDER BY …) orders the values of listagg, string_agg and array_agg in a pattern, not of {}", f.name),
         ));
     }
     if f.over.is_some() {
@@ -102,13 +102,23 @@ pub(super) fn function(
     {
         return Err(at(
             node.span(),
-            format!("`{node}`: DISTINCT and FILTER (WHERE …) apply to the aggregates COUNT, SUM, AVG, MIN, MAX, COUNT_IF, BOOL_AND, BOOL_OR, ANY_VALUE, STRING_AGG, APPROX_DISTINCT and the measures of spread in a pattern"),
+            format!("`{node}`: DISTINCT and FILTER (WHERE …) apply to the aggregates COUNT, SUM, AVG, MIN, MAX, COUNT_IF, BOOL_AND, BOOL_OR, ANY_VALUE, STRING_AGG, ARRAY_AGG, APPROX_DISTINCT and the measures of spread in a pattern"),
         ));
     }
     let name_at = match f.name.0.as_slice() {
         [ObjectNamePart::Identifier(id)] => id.span.start,
         _ => node.span().start,
     };
+    if name == "ARRAY_AGG" && !s.lists.contains(&(name_at.line, name_at.column)) {
+        return Err(at(
+            node.span(),
+            if s.measure {
+                format!("`{node}`: array_agg must be a measure of its own (`array_agg(A.price) AS prices`, RUNNING or FINAL): its list goes to a list column, and no expression computes on a list in a pattern yet")
+            } else {
+                format!("`{node}`: array_agg in DEFINE is not supported: a condition cannot compute on a list (use count, string_agg or the other aggregates)")
+            },
+        ));
+    }
     let fin = s.finals.contains(&(name_at.line, name_at.column));
     if fin && !s.measure {
         return Err(at(
@@ -138,14 +148,14 @@ pub(super) fn function(
 }
 
 /// The aggregates a pattern computes, by the names SQL (and Trino) call them.
-const AGGREGATES: [&str; 23] = anduin_spec::PATTERN_AGGREGATES;
+const AGGREGATES: [&str; 24] = anduin_spec::PATTERN_AGGREGATES;
 
 /// Whether `name` (upper case) is a function of the pattern's own: navigation,
 /// `CLASSIFIER()`, `MATCH_NUMBER()` or an aggregate over a variable's rows.
 pub(crate) fn is_pattern_function(name: &str) -> bool {
     matches!(
         name,
-        "PREV" | "NEXT" | "FIRST" | "LAST" | "CLASSIFIER" | "MATCH_NUMBER" | "ARRAY_AGG"
+        "PREV" | "NEXT" | "FIRST" | "LAST" | "CLASSIFIER" | "MATCH_NUMBER"
     ) || AGGREGATES.contains(&name)
 }
 
@@ -220,10 +230,6 @@ fn call(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result<Type
             ColumnType::String,
         ),
         ("MATCH_NUMBER", []) => typed(E::MatchNumber, ColumnType::Int),
-        ("ARRAY_AGG", _) => Err(at(
-            node.span(),
-            "array_agg is not supported in a pattern yet: a stream carries no arrays (aggregate the values with another function)",
-        )),
         (_, _) if AGGREGATES.contains(&name) => aggregate(node, name, args, s),
         ("PREV" | "NEXT" | "FIRST" | "LAST" | "CLASSIFIER" | "MATCH_NUMBER", _) => Err(at(
             node.span(),
@@ -258,6 +264,7 @@ fn aggregate(node: &Expr, name: &str, args: &[Arg<'_>], s: &Scope<'_>) -> Result
         "VAR_POP" | "VAR_POPULATION" => AggFn::Spread(Spread::VariancePopulation),
         "STRING_AGG" | "LISTAGG" => AggFn::StringAgg,
         "APPROX_DISTINCT" => AggFn::ApproxDistinct,
+        "ARRAY_AGG" => AggFn::ArrayAgg,
         _ => AggFn::AnyValue,
     };
     let wrong = || {

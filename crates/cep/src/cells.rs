@@ -1,14 +1,17 @@
-//! Rows of Arrow batches as cells for the matcher, and cells back to Arrow columns.
+//! Rows of Arrow batches as cells for the matcher, and cells back to Arrow columns (a
+//! measure's lists to a list column).
 
 use std::sync::Arc;
 
 use anduin_types::ColumnType;
 use arrow::array::{
     Array, ArrayRef, BooleanArray, BooleanBuilder, Float64Array, Float64Builder, Int64Array,
-    Int64Builder, StringArray, StringBuilder, TimestampMillisecondArray,
+    Int64Builder, ListArray, StringArray, StringBuilder, TimestampMillisecondArray,
     TimestampMillisecondBuilder,
 };
+use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::compute::cast;
+use arrow::datatypes::{DataType, Field};
 
 use super::value::Value;
 
@@ -148,6 +151,65 @@ pub(crate) fn cells_to_column<'a>(
         }
         _ => arrow::array::new_null_array(&t.arrow_type(), values.count()),
     }
+}
+
+/// The type of an output column: cells of a column type, or lists of them (a measure
+/// that is an `array_agg`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OutType {
+    Cell(ColumnType),
+    List(ColumnType),
+}
+
+impl OutType {
+    /// The Arrow type of the column: a list is Arrow's `List` of nullable items.
+    pub(crate) fn arrow_type(self) -> DataType {
+        match self {
+            OutType::Cell(t) => t.arrow_type(),
+            OutType::List(t) => {
+                DataType::List(Arc::new(Field::new_list_field(t.arrow_type(), true)))
+            }
+        }
+    }
+}
+
+/// One output column of type `t` from `values`; `Err` when a batch's lists hold more values
+/// than an Arrow list column can (2^31 − 1).
+pub(crate) fn out_column<'a>(
+    values: impl Iterator<Item = &'a Value>,
+    t: OutType,
+) -> Result<ArrayRef, String> {
+    let item = match t {
+        OutType::Cell(t) => return Ok(cells_to_column(values, t)),
+        OutType::List(item) => item,
+    };
+    let mut offsets: Vec<i32> = vec![0];
+    let mut valid = Vec::new();
+    let mut items: Vec<&Value> = Vec::new();
+    for v in values {
+        match v {
+            Value::List(list) => {
+                items.extend(list.iter());
+                valid.push(true);
+            }
+            _ => valid.push(false),
+        }
+        offsets.push(i32::try_from(items.len()).map_err(|_| {
+            format!(
+                "the lists of one output batch hold more than {} values",
+                i32::MAX
+            )
+        })?);
+    }
+    let field = Arc::new(Field::new_list_field(item.arrow_type(), true));
+    let list = ListArray::try_new(
+        field,
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        cells_to_column(items.into_iter(), item),
+        Some(NullBuffer::from(valid)),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(Arc::new(list))
 }
 
 /// A row of cells of the columns `schema` (of the stream types `types`) as a JSON object, as

@@ -208,7 +208,8 @@ fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
 
 /// An aggregate with `FILTER (WHERE …)` (only the rows where the condition is true),
 /// `DISTINCT` (each non-null value once, at its first row in the match — `string_agg`'s
-/// order —, told apart as the summaries tell values apart) or `WITHIN GROUP (ORDER BY …)`
+/// order —, told apart as the summaries tell values apart; `array_agg` lists one NULL too)
+/// or `WITHIN GROUP (ORDER BY …)`
 /// (the values kept, in the order of their keys, then of their rows in the match).
 fn modified_aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
     let mut acc = Acc::new(a);
@@ -258,7 +259,7 @@ fn modified_aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
         kept.retain(|(v, _)| {
             let mut key = Vec::new();
             summary::word(v, &mut key);
-            v.is_null() || seen.insert(key)
+            (v.is_null() && a.f != AggFn::ArrayAgg) || seen.insert(key)
         });
     }
     if !a.order.is_empty() {
@@ -366,6 +367,8 @@ struct Acc {
     sep: Option<Arc<str>>,
     /// `approx_distinct`: the values, as words ([`summary::word`]; a NaN canonical).
     distinct: std::collections::BTreeSet<Vec<u64>>,
+    /// `array_agg`: the values added (newest first), NULLs too.
+    values: Vec<Value>,
 }
 
 impl Acc {
@@ -383,13 +386,19 @@ impl Acc {
             strings: Vec::new(),
             sep: a.sep.as_ref().map(Arc::clone),
             distinct: std::collections::BTreeSet::new(),
+            values: Vec::new(),
         }
     }
 
-    /// Adds a value (a NULL is skipped, as SQL's aggregates skip it).
+    /// Adds a value (a NULL is skipped, as SQL's aggregates skip it, except by `array_agg`,
+    /// which lists it).
     #[inline]
     fn add(&mut self, v: &Value) {
         use std::cmp::Ordering;
+        if self.f == AggFn::ArrayAgg {
+            self.values.push(v.clone());
+            return;
+        }
         if v.is_null() {
             return;
         }
@@ -445,7 +454,7 @@ impl Acc {
                 }
                 self.distinct.insert(key);
             }
-            AggFn::Count | AggFn::MaxBy | AggFn::MinBy => {}
+            AggFn::Count | AggFn::MaxBy | AggFn::MinBy | AggFn::ArrayAgg => {}
         }
     }
 
@@ -484,6 +493,9 @@ impl Acc {
                 Value::Int(i64::try_from(self.distinct.len()).unwrap_or(i64::MAX))
             }
             AggFn::MaxBy | AggFn::MinBy => Value::Null,
+            // In the order of their rows in the match (they were added newest first).
+            AggFn::ArrayAgg if self.values.is_empty() => Value::Null,
+            AggFn::ArrayAgg => Value::List(self.values.into_iter().rev().collect()),
         })
     }
 
@@ -592,6 +604,8 @@ fn cast(v: Value, to: anduin_types::ColumnType) -> Eval {
     })
 }
 
+#[cfg(test)]
+mod array_agg_tests;
 #[cfg(test)]
 mod ordered_tests;
 

@@ -98,6 +98,10 @@ pub(crate) enum AggFn {
     /// The number of distinct values, computed exactly (Trino's `approx_distinct`: a match
     /// holds few rows).
     ApproxDistinct,
+    /// The values (NULLs too) as a list, in the order of their rows in the match, or of
+    /// [`Agg::order`]'s keys; NULL for no row. Only a measure's whole expression
+    /// ([`E::is_list`]): the list goes to an Arrow list column and nothing computes on it.
+    ArrayAgg,
 }
 
 /// Which measure of spread: `STDDEV` / `STDDEV_SAMP` and `VARIANCE` / `VAR_SAMP` divide by
@@ -217,6 +221,16 @@ impl E {
 }
 
 impl E {
+    /// Whether `e` computes a list: an `array_agg` (RUNNING or FINAL), which is only ever a
+    /// measure's whole expression.
+    pub(crate) fn is_list(&self) -> bool {
+        match self {
+            E::Agg(a) => a.f == AggFn::ArrayAgg,
+            E::Final(x) => x.is_list(),
+            _ => false,
+        }
+    }
+
     /// Calls `f` on `e` and every expression inside it (aggregates' arguments and the slots
     /// of DataFusion's parts included).
     pub(crate) fn walk(&self, f: &mut impl FnMut(&E)) {
@@ -275,6 +289,9 @@ pub(crate) struct Scope<'a> {
     pub finals: &'a [(u64, u64)],
     /// A measure (FINAL allowed), not a condition.
     pub measure: bool,
+    /// Where the `array_agg` calls that are a measure's whole expression stand (the
+    /// (line, column) of the call's name): the only place a list may be computed.
+    pub lists: &'a [(u64, u64)],
     /// A bound on the depth of the text's tree.
     pub depth: usize,
 }
@@ -289,6 +306,7 @@ impl<'a> Scope<'a> {
             subsets: &[],
             finals: &[],
             measure: false,
+            lists: &[],
             depth: 1,
         }
     }
@@ -379,14 +397,33 @@ pub(crate) fn compile_measures(
     };
     let (text, finals) = modifiers(text);
     parse_then_with_depth(&text, parse, |items, depth| {
+        let lists: Vec<(u64, u64)> = items.iter().filter_map(|(e, _)| list_call(e)).collect();
         let scope = Scope {
             finals: &finals,
             measure: true,
+            lists: &lists,
             depth,
             ..*scope
         };
         measures(items, &scope)
     })
+}
+
+/// Where the name of `e`'s call stands, if `e` (in parentheses or not) is an `array_agg(…)`
+/// call.
+fn list_call(e: &Expr) -> Option<(u64, u64)> {
+    match e {
+        Expr::Nested(inner) => list_call(inner),
+        Expr::Function(f) => match f.name.0.as_slice() {
+            [sqlparser::ast::ObjectNamePart::Identifier(id)]
+                if id.value.eq_ignore_ascii_case("ARRAY_AGG") =>
+            {
+                Some((id.span.start.line, id.span.start.column))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn measures(

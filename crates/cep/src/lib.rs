@@ -111,7 +111,7 @@ pub(crate) struct Setup {
     /// The result's columns: partition columns (one row per match) or every input column
     /// (all rows), then the measures.
     pub schema: SchemaRef,
-    pub out_types: Vec<ColumnType>,
+    pub out_types: Vec<cells::OutType>,
     /// The output port of timed-out partial matches.
     pub timeout_port: Option<usize>,
     /// Where partitions are kept, and (LSM) how many stay in memory.
@@ -324,7 +324,7 @@ pub(crate) fn compile(
     };
     for c in shown {
         fields.push(input.field(c).as_ref().clone().with_nullable(true));
-        out_types.push(columns[c].1);
+        out_types.push(cells::OutType::Cell(columns[c].1));
     }
     for (name, t) in &measures {
         if fields.iter().any(|f| f.name() == name) {
@@ -335,7 +335,12 @@ pub(crate) fn compile(
                 )
                 .into());
         }
-        let ty = t.ty.unwrap_or(ColumnType::Int);
+        let item = t.ty.unwrap_or(ColumnType::Int);
+        let ty = if t.e.is_list() {
+            cells::OutType::List(item)
+        } else {
+            cells::OutType::Cell(item)
+        };
         fields.push(Field::new(name, ty.arrow_type(), true));
         out_types.push(ty);
     }

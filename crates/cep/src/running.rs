@@ -28,7 +28,7 @@ use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{ArrayRef, RecordBatch};
 use serde::{Deserialize, Serialize};
 
-use super::cells::{cells_to_column, columns_to_cells, row_json};
+use super::cells::{columns_to_cells, out_column, row_json};
 use super::matcher::{Outcome, Refused, Row, Scratch, Starts, TooManyThreads};
 use super::order::tie_order;
 use super::output::{render, Figures};
@@ -567,8 +567,9 @@ impl PatternOp {
                 .out_types
                 .iter()
                 .enumerate()
-                .map(|(c, t)| cells_to_column(chunk.iter().map(|r| &r[c]), *t))
-                .collect();
+                .map(|(c, t)| out_column(chunk.iter().map(|r| &r[c]), *t))
+                .collect::<Result<_, _>>()
+                .map_err(|e| err(&self.setup.name, e))?;
             let batch = RecordBatch::try_new(Arc::clone(&self.setup.schema), columns)
                 .map_err(|e| err(&self.setup.name, e))?;
             out.collect(port, batch)?;

@@ -548,7 +548,8 @@ fn put_row(out: &mut Vec<u8>, row: &Row) {
         out.extend_from_slice(&(row.cells.len() as u32).to_le_bytes());
         for c in row.cells.iter() {
             match c {
-                Value::Null => out.push(0),
+                // A row holds the cells of an input row: no list (only a measure computes one).
+                Value::Null | Value::List(_) => out.push(0),
                 Value::Bool(false) => out.push(1),
                 Value::Bool(true) => out.push(2),
                 Value::Int(i) => {

@@ -18,6 +18,9 @@ pub(crate) enum Value {
     Int(i64),
     Float(f64),
     Str(Arc<str>),
+    /// `array_agg`'s values, in order (NULLs kept): only ever a measure's result, written to
+    /// an Arrow list column; no operation takes one.
+    List(Arc<[Value]>),
 }
 
 /// Why an expression has no value on a row: the message DataFusion gives for the same

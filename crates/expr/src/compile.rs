@@ -188,6 +188,16 @@ impl CompiledExpr {
             site: self.site,
         })
     }
+
+    /// [`Self::into_stream_type`], except that a list of one of the column types (a
+    /// pattern's `array_agg` measure, see [`ColumnType::list_item`]) passes as it is: a
+    /// `map` carries it on to a writer.
+    pub fn into_stream_type_or_list(self) -> Result<Self, ExprError> {
+        if ColumnType::list_item(&self.data_type).is_some() {
+            return Ok(self);
+        }
+        self.into_stream_type()
+    }
 }
 
 /// Compiles one expression, such as `readings.value * 2 + 1`.

@@ -290,7 +290,7 @@ fn what_a_pattern_does_not_compute_is_an_error_naming_it_and_its_place() {
     let e = check_error(r#"param measures = "max(B.value) WITHIN GROUP (ORDER BY B.ts) AS s""#);
     assert!(
         e.starts_with("4:21: ")
-            && e.contains("WITHIN GROUP (ORDER BY …) orders the values of listagg and string_agg in a pattern, not of max"),
+            && e.contains("WITHIN GROUP (ORDER BY …) orders the values of listagg, string_agg and array_agg in a pattern, not of max"),
         "{e}"
     );
     let e = check_error(
@@ -331,11 +331,8 @@ fn what_a_pattern_does_not_compute_is_an_error_naming_it_and_its_place() {
     assert!(e.contains("names the rows of `A` and of `B`"), "{e}");
     let e = check_error(r#"param define = "B AS value > FINAL LAST(A.value)""#);
     assert!(e.contains("FINAL in DEFINE"), "{e}");
-    let e = check_error(r#"param measures = "array_agg(B.value) AS a""#);
-    assert!(
-        e.contains("array_agg is not supported in a pattern yet"),
-        "{e}"
-    );
+    let e = check_error(r#"param measures = "coalesce(array_agg(B.value), NULL) AS a""#);
+    assert!(e.contains("array_agg must be a measure of its own"), "{e}");
 }
 
 #[test]

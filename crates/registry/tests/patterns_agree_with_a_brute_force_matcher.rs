@@ -10,7 +10,8 @@
 //! SUBSET union variable
 //! in conditions and skips, every AFTER MATCH strategy and an optional `within`. Each output
 //! row is a row of a match with its MATCH_NUMBER and CLASSIFIER (half the time with its
-//! match's FINAL COUNT(*) and the NEXT and PREV rows' CLASSIFIER, joined by `||`), so the comparison
+//! match's FINAL COUNT(*) and the NEXT and PREV rows' CLASSIFIER, joined by `||`, and lists
+//! of `array_agg`: running with a FILTER, FINAL, over the SUBSET), so the comparison
 //! pins down every mapping. An operator snapshotted (a full snapshot, then a changelog) and
 //! restored half-way, keeping its state in the heap or in the LSM backend (with one partition
 //! in memory, so that idle ones go to the LSM tree and come back), gives the same rows as one
@@ -36,6 +37,7 @@ use anduin_types::Watermark;
 use arrow::array::{Array, Int64Array, StringArray, TimestampMillisecondArray};
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
 use proptest::prelude::*;
 
 use brute_force::*;
@@ -80,14 +82,27 @@ impl Collector for Collect {
             .as_any()
             .downcast_ref::<StringArray>()
             .expect("string");
+        // The columns after `cls` (the lists of a rich case): appended to it.
+        let options = FormatOptions::default().with_null("NULL");
+        let lists: Vec<ArrayFormatter<'_>> = b.columns()[5..]
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).expect("formats"))
+            .collect();
         for i in 0..b.num_rows() {
+            let cls = cls.is_valid(i).then(|| {
+                let mut text = cls.value(i).to_string();
+                for l in &lists {
+                    text += &format!("/{}", l.value(i));
+                }
+                text
+            });
             self.rows.push((
                 ts[i].expect("ts"),
                 k[i].expect("k"),
                 v[i].expect("value"),
                 // An unmatched row's is NULL.
                 m[i].unwrap_or(0),
-                cls.is_valid(i).then(|| cls.value(i).to_string()),
+                cls,
             ));
         }
         Ok(())

@@ -65,7 +65,7 @@ fn compile_columns(
         if e.name == CHANGE_COLUMN {
             return Err(reserved_name(&e));
         }
-        columns.push(e.into_stream_type()?);
+        columns.push(e.into_stream_type_or_list()?);
     }
     Ok(columns)
 }

@@ -111,6 +111,29 @@ impl ColumnType {
         })
     }
 
+    /// The item type of `dt` if it is a list of one of the column types, as a pattern's
+    /// `array_agg` measure makes (Arrow `List` of the type's own Arrow type): a column no
+    /// type names, which a `map` passes on to a writer and nothing else computes on.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use arrow::datatypes::{DataType, Field};
+    /// use anduin_types::ColumnType;
+    /// let list = |t| DataType::List(Arc::new(Field::new_list_field(t, true)));
+    /// assert_eq!(ColumnType::list_item(&list(DataType::Utf8)), Some(ColumnType::String));
+    /// assert_eq!(ColumnType::list_item(&list(DataType::Int32)), None);
+    /// assert_eq!(ColumnType::list_item(&DataType::Int64), None);
+    /// ```
+    pub fn list_item(dt: &DataType) -> Option<Self> {
+        match dt {
+            DataType::List(item) => {
+                Self::from_arrow(item.data_type()).filter(|t| t.arrow_type() == *item.data_type())
+            }
+            _ => None,
+        }
+    }
+
     /// The canonical name, as `explain` prints it.
     pub fn name(self) -> &'static str {
         match self {

@@ -52,7 +52,8 @@ pub(crate) fn summarize(
 ) -> Result<bool, EvalError> {
     // The rows a FILTER keeps, DISTINCT values, or values in the order of keys (a later
     // value goes between them): the rows tell.
-    if a.filter.is_some() || a.distinct || !a.order.is_empty() {
+    // `array_agg` (a measure's, never a DEFINE's): the rows tell too.
+    if a.filter.is_some() || a.distinct || !a.order.is_empty() || a.f == AggFn::ArrayAgg {
         return Ok(false);
     }
     let rows = || {
@@ -131,9 +132,13 @@ impl Acc {
                 self.int_total as u64,
                 (self.int_total >> 64) as u64,
             ]),
-            AggFn::Sum | AggFn::Avg | AggFn::MaxBy | AggFn::MinBy | AggFn::Spread(_) => {
-                return false
-            }
+            // (`array_agg` is a measure, never in a DEFINE: its values are the summary.)
+            AggFn::Sum
+            | AggFn::Avg
+            | AggFn::MaxBy
+            | AggFn::MinBy
+            | AggFn::Spread(_)
+            | AggFn::ArrayAgg => return false,
             AggFn::CountIf => out.push(self.int_total as u64),
             AggFn::StringAgg => word(&self.joined(), out),
             AggFn::ApproxDistinct => {
@@ -189,6 +194,12 @@ pub(crate) fn word(v: &Value, out: &mut Vec<u64>) {
                     *d = *b;
                 }
                 out.push(u64::from_le_bytes(w));
+            }
+        }
+        Value::List(values) => {
+            out.extend([5, values.len() as u64]);
+            for v in values.iter() {
+                word(v, out);
             }
         }
     }

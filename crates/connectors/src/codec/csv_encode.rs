@@ -13,6 +13,10 @@
 //!   lexical-core: whole numbers keep a fraction (`50.0`), large and small magnitudes use an
 //!   exponent (`1.0e20`, `5.0e-324`), and non-finite values are `NaN`, `inf`, `-inf`.
 //! * `Boolean`: `true` / `false`. Timestamps: see [`TimestampFormat`].
+//! * A list of those types (a pattern's `array_agg` measure): as Trino prints an array,
+//!   `[1, 2, NULL]`, its items written as above (strings unquoted) and NULL for a null item;
+//!   a field that holds the delimiter is quoted as any text (`"[1, 2, NULL]"`). Not read
+//!   back as a list.
 //! * Columns of other types are written as Arrow display text.
 
 use arrow::record_batch::RecordBatch;

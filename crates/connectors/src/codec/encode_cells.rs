@@ -1,12 +1,16 @@
 //! Typed, row-addressable views of a batch's columns for the encoders.
 //!
 //! The encoders write row-major, so each column is downcast once per batch and each cell is
-//! then a cheap match on [`Cells`] plus an index. Columns of types outside anduin's five are
-//! not expected; they are still written, as text from Arrow's display formatter, rather than
-//! dropped or panicked on.
+//! then a cheap match on [`Cells`] plus an index. A list of one of anduin's five types (a
+//! pattern's `array_agg` measure) is written as Trino prints an array, `[1, 2, NULL]`
+//! (its items as the encoders write cells, strings unquoted, NULL for a null item), by the
+//! CSV encoder, and as a JSON array by the JSON encoder ([`Cells::List`]). Columns of other
+//! types are not expected; they are still written, as text from Arrow's display formatter,
+//! rather than dropped or panicked on.
 
 use arrow::array::{
-    Array, BooleanArray, Float64Array, Int64Array, StringArray, TimestampMillisecondArray,
+    Array, BooleanArray, Float64Array, Int64Array, ListArray, StringArray,
+    TimestampMillisecondArray,
 };
 use arrow::datatypes::{DataType, TimeUnit};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -28,6 +32,8 @@ pub(crate) enum Cells<'a> {
     Utf8(&'a StringArray),
     /// `Timestamp(Millisecond, _)`; values are UTC epoch milliseconds whatever the zone.
     TimestampMs(&'a TimestampMillisecondArray),
+    /// `List` of one of the types above: the lists, and their items.
+    List(&'a ListArray, Box<Cells<'a>>),
     /// Any other type, written as display text.
     Other(&'a dyn Array, ArrayFormatter<'a>),
     /// A type Arrow cannot display; written as null.
@@ -62,6 +68,9 @@ impl<'a> Cells<'a> {
             DataType::Timestamp(TimeUnit::Millisecond, _) => {
                 any.downcast_ref().map(Cells::TimestampMs)
             }
+            DataType::List(item) if is_scalar(item.data_type()) => any
+                .downcast_ref::<ListArray>()
+                .map(|list| Cells::List(list, Box::new(Cells::new(list.values().as_ref())))),
             _ => None,
         };
         view.unwrap_or_else(
@@ -140,7 +149,54 @@ impl<'a> Cells<'a> {
                     Err(_) => Cell::Null,
                 }
             }
+            Cells::List(list, items) => {
+                if list.is_null(row) {
+                    return Cell::Null;
+                }
+                text.clear();
+                text.push('[');
+                let mut item_num: NumberBuf = [0; lexical_core::BUFFER_SIZE];
+                let mut item_text = String::new();
+                for (n, i) in Self::items(list, row).enumerate() {
+                    if n > 0 {
+                        text.push_str(", ");
+                    }
+                    match items.get(i, format, rfc3339, &mut item_num, &mut item_text) {
+                        Cell::Null => text.push_str("NULL"),
+                        Cell::Bare(b) | Cell::Rfc3339(b) | Cell::NonFinite(b) => {
+                            text.push_str(std::str::from_utf8(b).unwrap_or_default())
+                        }
+                        Cell::Text(s) => text.push_str(s),
+                    }
+                }
+                text.push(']');
+                Cell::Text(text)
+            }
             Cells::Unprintable => Cell::Null,
         }
     }
+
+    /// The rows of a list column's items that the list at `row` holds.
+    pub(crate) fn items(list: &ListArray, row: usize) -> std::ops::Range<usize> {
+        let offsets = list.value_offsets();
+        let start = offsets
+            .get(row)
+            .map_or(0, |o| usize::try_from(*o).unwrap_or(0));
+        let end = offsets
+            .get(row + 1)
+            .map_or(start, |o| usize::try_from(*o).unwrap_or(start));
+        start..end
+    }
+}
+
+/// Whether `t` is one of the types the encoders write themselves (as a list's item type).
+fn is_scalar(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Int64
+            | DataType::Float64
+            | DataType::Boolean
+            | DataType::Utf8
+            | DataType::Timestamp(TimeUnit::Millisecond, _)
+    )
 }

@@ -6,10 +6,13 @@
 //! (`\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, other control characters as `\u00XX`; non-ASCII
 //! text is written as is). Numbers are formatted as by [`CsvEncoder`](super::CsvEncoder),
 //! which is valid JSON for finite values. Timestamps follow [`TimestampFormat`]: a number, or
-//! an RFC 3339 string. Columns of other types are written as strings of their Arrow display
-//! text.
+//! an RFC 3339 string. A list of those types (a pattern's `array_agg` measure) is a JSON
+//! array of its items written so: `[1,2,null]`. Columns of other types are written as
+//! strings of their Arrow display text.
 
 use arrow::record_batch::RecordBatch;
+
+use arrow::array::Array;
 
 use super::encode_cells::{Cell, Cells, NumberBuf};
 use super::timestamp::Rfc3339Writer;
@@ -57,20 +60,43 @@ impl JsonLinesEncoder {
             }
             for (key, column) in keys.iter().zip(&columns) {
                 out.extend_from_slice(key);
-                match column.get(row, self.format, &mut self.rfc3339, &mut num, &mut text) {
-                    Cell::Null | Cell::NonFinite(_) => out.extend_from_slice(b"null"),
-                    Cell::Bare(bytes) => out.extend_from_slice(bytes),
-                    Cell::Rfc3339(bytes) => {
-                        out.push(b'"');
-                        out.extend_from_slice(bytes);
-                        out.push(b'"');
+                if let Cells::List(list, items) = column {
+                    if list.is_null(row) {
+                        out.extend_from_slice(b"null");
+                        continue;
                     }
-                    Cell::Text(s) => write_json_string(s, out),
+                    out.push(b'[');
+                    for (n, i) in Cells::items(list, row).enumerate() {
+                        if n > 0 {
+                            out.push(b',');
+                        }
+                        let cell =
+                            items.get(i, self.format, &mut self.rfc3339, &mut num, &mut text);
+                        write_cell(cell, out);
+                    }
+                    out.push(b']');
+                    continue;
                 }
+                let cell = column.get(row, self.format, &mut self.rfc3339, &mut num, &mut text);
+                write_cell(cell, out);
             }
             out.extend_from_slice(b"}\n");
         }
         self.text = text;
+    }
+}
+
+/// Writes one cell's JSON value.
+fn write_cell(cell: Cell<'_>, out: &mut Vec<u8>) {
+    match cell {
+        Cell::Null | Cell::NonFinite(_) => out.extend_from_slice(b"null"),
+        Cell::Bare(bytes) => out.extend_from_slice(bytes),
+        Cell::Rfc3339(bytes) => {
+            out.push(b'"');
+            out.extend_from_slice(bytes);
+            out.push(b'"');
+        }
+        Cell::Text(s) => write_json_string(s, out),
     }
 }
 

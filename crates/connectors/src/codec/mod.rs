@@ -55,6 +55,8 @@ mod encode_cells;
 mod error;
 mod json_decode;
 mod json_encode;
+#[cfg(test)]
+mod list_encode_tests;
 mod long_record;
 #[cfg(test)]
 mod long_record_tests;

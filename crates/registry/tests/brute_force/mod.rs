@@ -527,7 +527,9 @@ pub(crate) struct Case {
     /// The classifier column also shows `FINAL COUNT(*)`, `NEXT(CLASSIFIER())` and
     /// `PREV(CLASSIFIER())`, and the running `SUM` of A's values and `COUNT` of B's rows
     /// (over every row, by `CLASSIFIER()`), through DataFusion's `||`: `B/5/C/A/7/2` (`-`
-    /// past the match's last row, before its first, or for a sum of no rows).
+    /// past the match's last row, before its first, or for a sum of no rows); then lists
+    /// (`array_agg`): of A's values × 2 + 1 so far (a FILTER), of every row's variable
+    /// (FINAL) and of U's values so far (with a SUBSET): `…/[1, 5]/[A, B, A]/[0, 2]`.
     pub(crate) rich: bool,
 }
 
@@ -601,11 +603,17 @@ impl Case {
             Mode::Omit => "  param rows_per_match = \"all omit empty\"\n",
             Mode::Unmatched => "  param rows_per_match = \"all with unmatched\"\n",
         };
-        params += if self.rich {
-            "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() || '/' || CAST(FINAL COUNT(*) AS VARCHAR) || '/' || coalesce(NEXT(CLASSIFIER()), '-') || '/' || coalesce(PREV(CLASSIFIER()), '-') || '/' || coalesce(CAST(SUM(CASE WHEN CLASSIFIER() = 'A' THEN value END) AS VARCHAR), '-') || '/' || CAST(COUNT(CASE WHEN CLASSIFIER() = 'B' THEN 1 END) AS VARCHAR) || '/' || coalesce(CAST(NEXT(value * 10 + 1) AS VARCHAR), '-') || '/' || coalesce(FIRST(lower(CLASSIFIER()), 1), '-') || '/' || coalesce(CAST(PREV(value - 1) AS VARCHAR), '-') AS cls\"\n"
+        if self.rich {
+            // The lists (array_agg) are columns after `cls`: the operator's test collector
+            // appends them to it.
+            params += "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() || '/' || CAST(FINAL COUNT(*) AS VARCHAR) || '/' || coalesce(NEXT(CLASSIFIER()), '-') || '/' || coalesce(PREV(CLASSIFIER()), '-') || '/' || coalesce(CAST(SUM(CASE WHEN CLASSIFIER() = 'A' THEN value END) AS VARCHAR), '-') || '/' || CAST(COUNT(CASE WHEN CLASSIFIER() = 'B' THEN 1 END) AS VARCHAR) || '/' || coalesce(CAST(NEXT(value * 10 + 1) AS VARCHAR), '-') || '/' || coalesce(FIRST(lower(CLASSIFIER()), 1), '-') || '/' || coalesce(CAST(PREV(value - 1) AS VARCHAR), '-') AS cls, array_agg(value * 2 + 1) FILTER (WHERE CLASSIFIER() = 'A') AS a_vals, FINAL array_agg(CLASSIFIER()) AS classes";
+            if self.union != 0 {
+                params += ", array_agg(U.value) AS u_vals";
+            }
+            params += "\"\n";
         } else {
-            "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() AS cls\"\n"
-        };
+            params += "  param measures = \"MATCH_NUMBER() AS m, CLASSIFIER() AS cls\"\n";
+        }
         params += &format!("  param after_match = \"{}\"\n", self.skip.text());
         if let Some(w) = self.within {
             params += &format!("  param within = \"{w}ms\"\n");
@@ -885,8 +893,37 @@ pub(crate) fn brute_force(case: &Case, rows: &[Row]) -> Result<Vec<Out>, OutOfBu
                     let before = r
                         .checked_sub(1)
                         .map_or("-".to_string(), |p| (part[p].2 - 1).to_string());
+                    // The lists (array_agg): A's values × 2 + 1 so far, every row's
+                    // variable (FINAL), U's values so far; NULL for no row.
+                    let list = |items: Vec<String>| {
+                        if items.is_empty() {
+                            "NULL".to_string()
+                        } else {
+                            format!("[{}]", items.join(", "))
+                        }
+                    };
+                    let a_vals = list(
+                        so_far
+                            .iter()
+                            .filter(|(_, w)| *w == 0)
+                            .map(|(r, _)| (part[*r].2 * 2 + 1).to_string())
+                            .collect(),
+                    );
+                    let classes = list(mapping.iter().map(|(_, w)| VARS[*w].to_string()).collect());
+                    let u_vals = if case.union == 0 {
+                        String::new()
+                    } else {
+                        let u = list(
+                            so_far
+                                .iter()
+                                .filter(|(_, w)| is_of(U, *w, case.union))
+                                .map(|(r, _)| part[*r].2.to_string())
+                                .collect(),
+                        );
+                        format!("/{u}")
+                    };
                     format!(
-                        "{}/{}/{next}/{prev}/{sum_a}/{count_b}/{next_x}/{second}/{before}",
+                        "{}/{}/{next}/{prev}/{sum_a}/{count_b}/{next_x}/{second}/{before}/{a_vals}/{classes}{u_vals}",
                         VARS[var],
                         mapping.len()
                     )

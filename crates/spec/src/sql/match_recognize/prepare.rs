@@ -284,7 +284,7 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
 }
 
 /// The aggregates a row pattern computes, by the names SQL (and Trino) call them.
-pub const PATTERN_AGGREGATES: [&str; 23] = [
+pub const PATTERN_AGGREGATES: [&str; 24] = [
     "COUNT",
     "SUM",
     "AVG",
@@ -308,6 +308,7 @@ pub const PATTERN_AGGREGATES: [&str; 23] = [
     "STRING_AGG",
     "LISTAGG",
     "APPROX_DISTINCT",
+    "ARRAY_AGG",
 ];
 
 /// The functions `RUNNING` and `FINAL` apply to besides the aggregates: navigation, and the
