@@ -15,23 +15,17 @@ use arrow::datatypes::{DataType, Field};
 
 use super::value::Value;
 
-/// Each column of `columns` (of the stream types `types`) as cells, column-major; the
-/// columns not `kept` as nulls (no string is copied for a column nothing reads).
+/// The columns `kept` of `columns` (of the stream types `types`) as cells, column-major, in
+/// the order of `kept` (no string is copied for a column nothing reads).
 pub(crate) fn columns_to_cells(
     columns: &[ArrayRef],
     types: &[ColumnType],
-    kept: &[bool],
+    kept: &[usize],
 ) -> Result<Vec<Vec<Value>>, String> {
-    columns
-        .iter()
-        .zip(types)
-        .zip(kept)
-        .map(|((c, t), kept)| {
-            if *kept {
-                column_to_cells(c, *t)
-            } else {
-                Ok(vec![Value::Null; c.len()])
-            }
+    kept.iter()
+        .map(|c| match (columns.get(*c), types.get(*c)) {
+            (Some(column), Some(t)) => column_to_cells(column, *t),
+            _ => Err(format!("the input has no column {c}")),
         })
         .collect()
 }
@@ -251,7 +245,7 @@ mod tests {
             Arc::new(StringArray::from(vec![Some("x"), None])),
         ];
         let types = [ColumnType::Int, ColumnType::Timestamp, ColumnType::String];
-        let cells = columns_to_cells(&cols, &types, &vec![true; types.len()]).expect("converts");
+        let cells = columns_to_cells(&cols, &types, &[0, 1, 2]).expect("converts");
         for (i, t) in types.iter().enumerate() {
             let back = cells_to_column(cells[i].iter(), *t);
             assert_eq!(back.as_ref(), cols[i].as_ref());

@@ -221,6 +221,37 @@ impl E {
 }
 
 impl E {
+    /// Renumbers the input columns `e` reads: column `c` becomes `slot[c]` (rows keep only
+    /// the columns something reads, see `Setup::cells_of`).
+    pub(crate) fn renumber_columns(&mut self, slot: &[usize]) {
+        let to = |c: &mut usize| {
+            if let Some(s) = slot.get(*c) {
+                *c = *s;
+            }
+        };
+        match self {
+            E::Col(_, c) | E::Next { col: Some(c), .. } => to(c),
+            E::Lit(_) | E::Classifier(_) | E::MatchNumber | E::Next { col: None, .. } => {}
+            E::Agg(a) => {
+                for x in a.parts_mut() {
+                    x.renumber_columns(slot);
+                }
+            }
+            E::Df(_, args) => {
+                for x in args {
+                    x.renumber_columns(slot);
+                }
+            }
+            E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => {
+                a.renumber_columns(slot);
+                b.renumber_columns(slot);
+            }
+            E::Final(a) | E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => {
+                a.renumber_columns(slot)
+            }
+        }
+    }
+
     /// Whether `e` computes a list: an `array_agg` (RUNNING or FINAL), which is only ever a
     /// measure's whole expression.
     pub(crate) fn is_list(&self) -> bool {

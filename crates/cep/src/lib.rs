@@ -88,14 +88,21 @@ pub(crate) struct Setup {
     /// The input's columns and their types.
     pub input: SchemaRef,
     pub types: Vec<ColumnType>,
-    /// The input columns rows keep (the others become nulls as they arrive): all of them
-    /// when a row may be shown whole (ALL ROWS PER MATCH; the dead letters of a condition or
-    /// measure that can fail), else those the order, the partition and the expressions read.
-    pub kept: Vec<bool>,
+    /// The input columns a row's cells hold, in order: all of them when a row may be shown
+    /// whole (ALL ROWS PER MATCH; the dead letters of a condition or measure that can fail),
+    /// else only those the order, the partition and the expressions read (cep_q0 keeps 4 of
+    /// a bid's 7: the rows waiting for the watermark are most of the memory). Every cell
+    /// index below (and in the compiled expressions) counts among these.
+    pub cells_of: Vec<usize>,
+    /// The partition columns: among the input's (keys), among a row's cells (output).
     pub partition: Vec<usize>,
+    pub partition_cells: Vec<usize>,
+    /// The event time: among the input's columns, among a row's cells.
     pub order: usize,
-    /// The columns after the event time in `order_by`, which order rows of one event time
-    /// (descending: `true`); rows equal in them keep their arrival order.
+    pub order_cell: usize,
+    /// The columns after the event time in `order_by` (among a row's cells), which order
+    /// rows of one event time (descending: `true`); rows equal in them keep their arrival
+    /// order.
     pub ties: Vec<order::Tie>,
     pub measures: Vec<(String, E)>,
     /// The DEFINE conditions and then the measures, as a row they fail on names them: the
@@ -377,6 +384,8 @@ pub(crate) fn compile(
     }
     let whole =
         all_rows || matcher::fallible(&defines) || measures.iter().any(|(_, t)| t.e.can_fail());
+    let mut defines = defines;
+    let mut measures = measures;
     let mut kept = vec![whole; columns.len()];
     kept[order] = true;
     for t in &ties {
@@ -392,6 +401,24 @@ pub(crate) fn compile(
     {
         read_columns(e, &mut kept);
     }
+    // A row's cells: the columns kept, renumbered in order (the identity when all are).
+    let cells_of: Vec<usize> = (0..columns.len()).filter(|c| kept[*c]).collect();
+    let mut slot = vec![usize::MAX; columns.len()];
+    for (i, c) in cells_of.iter().enumerate() {
+        slot[*c] = i;
+    }
+    for e in defines
+        .iter_mut()
+        .flatten()
+        .chain(measures.iter_mut().map(|(_, t)| &mut t.e))
+    {
+        e.renumber_columns(&slot);
+    }
+    for t in &mut ties {
+        t.col = slot[t.col];
+    }
+    let partition_cells: Vec<usize> = partition.iter().map(|c| slot[*c]).collect();
+    let order_cell = slot[order];
     let mut max_back = 0;
     for e in defines
         .iter()
@@ -427,9 +454,11 @@ pub(crate) fn compile(
         pattern,
         input: Arc::clone(input),
         types: columns.iter().map(|(_, t)| *t).collect(),
-        kept,
+        cells_of,
         partition,
+        partition_cells,
         order,
+        order_cell,
         ties,
         measures: measures.into_iter().map(|(n, t)| (n, t.e)).collect(),
         sites,

@@ -101,7 +101,7 @@ pub(crate) fn render(
         let cells = |row: u64| -> Vec<Value> {
             part.row(row)
                 .map(|r| r.cells.to_vec())
-                .unwrap_or_else(|| vec![Value::Null; setup.types.len()])
+                .unwrap_or_else(|| vec![Value::Null; setup.cells_of.len()])
         };
         // The measures over the first `upto` rows of the match, appended to `row`; false if
         // one failed (the row went to `errors`).
@@ -155,7 +155,11 @@ pub(crate) fn render(
             }
         } else {
             let first = cells(steps.first().map_or(start, |(r, _)| *r));
-            let mut row: Vec<Value> = setup.partition.iter().map(|c| first[*c].clone()).collect();
+            let mut row: Vec<Value> = setup
+                .partition_cells
+                .iter()
+                .map(|c| first.get(*c).cloned().unwrap_or(Value::Null))
+                .collect();
             if measures(steps.len(), &mut row)? {
                 out.push(row);
             }

@@ -16,6 +16,8 @@
 //! the next batch, watermark or end of input).
 
 #[cfg(test)]
+mod cells_of_tests;
+#[cfg(test)]
 mod exhaustion_tests;
 mod handoff;
 mod waiting;
@@ -210,8 +212,9 @@ impl PatternOp {
     fn rows_of(&self, batch: &RecordBatch) -> Result<Vec<Keyed>, OperatorError> {
         let name = &self.setup.name;
         let n = batch.num_rows();
-        let mut columns = columns_to_cells(batch.columns(), &self.setup.types, &self.setup.kept)
-            .map_err(|e| err(name, e))?;
+        let mut columns =
+            columns_to_cells(batch.columns(), &self.setup.types, &self.setup.cells_of)
+                .map_err(|e| err(name, e))?;
         let keys = match &self.keys {
             None => None,
             Some(conv) => {
@@ -234,7 +237,7 @@ impl PatternOp {
                 .iter_mut()
                 .map(|it| it.next().unwrap_or(Value::Null))
                 .collect();
-            let Value::Int(ts) = cells[self.setup.order] else {
+            let Value::Int(ts) = cells[self.setup.order_cell] else {
                 out.push(None);
                 continue;
             };
