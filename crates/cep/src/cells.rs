@@ -15,19 +15,80 @@ use arrow::datatypes::{DataType, Field};
 
 use super::value::Value;
 
-/// The columns `kept` of `columns` (of the stream types `types`) as cells, column-major, in
-/// the order of `kept` (no string is copied for a column nothing reads).
-pub(crate) fn columns_to_cells(
-    columns: &[ArrayRef],
-    types: &[ColumnType],
-    kept: &[usize],
-) -> Result<Vec<Vec<Value>>, String> {
-    kept.iter()
-        .map(|c| match (columns.get(*c), types.get(*c)) {
-            (Some(column), Some(t)) => column_to_cells(column, *t),
-            _ => Err(format!("the input has no column {c}")),
+/// A column of a batch, read cell by cell as rows are built (no column of cells is made
+/// first: at cep_q0's rates that copy was a batch-sized allocation per batch).
+pub(crate) enum ColumnCells {
+    Int(Int64Array),
+    Timestamp(TimestampMillisecondArray),
+    Double(Float64Array),
+    Bool(BooleanArray),
+    String(StringArray),
+}
+
+impl ColumnCells {
+    /// Column `c` of the stream type `t` (cast to `t`'s Arrow type if it is another).
+    pub(crate) fn new(c: &ArrayRef, t: ColumnType) -> Result<Self, String> {
+        let c = if *c.data_type() == t.arrow_type() {
+            Arc::clone(c)
+        } else {
+            cast(c, &t.arrow_type()).map_err(|e| e.to_string())?
+        };
+        let wrong = || format!("a column of type {} holds {}", t.name(), c.data_type());
+        let any = c.as_any();
+        Ok(match t {
+            ColumnType::Int => {
+                ColumnCells::Int(any.downcast_ref::<Int64Array>().ok_or_else(wrong)?.clone())
+            }
+            ColumnType::Timestamp => ColumnCells::Timestamp(
+                any.downcast_ref::<TimestampMillisecondArray>()
+                    .ok_or_else(wrong)?
+                    .clone(),
+            ),
+            ColumnType::Double => ColumnCells::Double(
+                any.downcast_ref::<Float64Array>()
+                    .ok_or_else(wrong)?
+                    .clone(),
+            ),
+            ColumnType::Bool => ColumnCells::Bool(
+                any.downcast_ref::<BooleanArray>()
+                    .ok_or_else(wrong)?
+                    .clone(),
+            ),
+            ColumnType::String => {
+                ColumnCells::String(any.downcast_ref::<StringArray>().ok_or_else(wrong)?.clone())
+            }
+            _ => {
+                return Err(format!(
+                    "the column type {} is not supported by `pattern`",
+                    t.name()
+                ))
+            }
         })
-        .collect()
+    }
+
+    /// The cell of row `i`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> Value {
+        fn at<A: Array, T>(
+            a: &A,
+            i: usize,
+            get: impl Fn(&A, usize) -> T,
+            wrap: impl Fn(T) -> Value,
+        ) -> Value {
+            if a.is_null(i) {
+                Value::Null
+            } else {
+                wrap(get(a, i))
+            }
+        }
+        match self {
+            ColumnCells::Int(a) => at(a, i, |a, i| a.value(i), Value::Int),
+            ColumnCells::Timestamp(a) => at(a, i, |a, i| a.value(i), Value::Int),
+            ColumnCells::Double(a) => at(a, i, |a, i| a.value(i), Value::Float),
+            ColumnCells::Bool(a) => at(a, i, |a, i| a.value(i), Value::Bool),
+            ColumnCells::String(a) => at(a, i, |a, i| Arc::<str>::from(a.value(i)), Value::Str),
+        }
+    }
 }
 
 pub(crate) fn column_to_cells(c: &ArrayRef, t: ColumnType) -> Result<Vec<Value>, String> {
@@ -245,10 +306,12 @@ mod tests {
             Arc::new(StringArray::from(vec![Some("x"), None])),
         ];
         let types = [ColumnType::Int, ColumnType::Timestamp, ColumnType::String];
-        let cells = columns_to_cells(&cols, &types, &[0, 1, 2]).expect("converts");
-        for (i, t) in types.iter().enumerate() {
-            let back = cells_to_column(cells[i].iter(), *t);
-            assert_eq!(back.as_ref(), cols[i].as_ref());
+        for (c, t) in cols.iter().zip(types) {
+            let read = ColumnCells::new(c, t).expect("reads");
+            let cells: Vec<Value> = (0..c.len()).map(|i| read.get(i)).collect();
+            assert_eq!(cells, column_to_cells(c, t).expect("converts"));
+            let back = cells_to_column(cells.iter(), t);
+            assert_eq!(back.as_ref(), c.as_ref());
         }
     }
 }

@@ -30,7 +30,7 @@ use anduin_types::{SnapshotKind, Watermark};
 use arrow::array::{ArrayRef, RecordBatch};
 use serde::{Deserialize, Serialize};
 
-use super::cells::{columns_to_cells, out_column, row_json};
+use super::cells::{out_column, row_json, ColumnCells};
 use super::matcher::{Outcome, Refused, Row, Scratch, Starts, TooManyThreads};
 use super::order::tie_order;
 use super::output::{render, Figures};
@@ -212,9 +212,10 @@ impl PatternOp {
     fn rows_of(&self, batch: &RecordBatch) -> Result<Vec<Keyed>, OperatorError> {
         let name = &self.setup.name;
         let n = batch.num_rows();
-        let mut columns =
-            columns_to_cells(batch.columns(), &self.setup.types, &self.setup.cells_of)
-                .map_err(|e| err(name, e))?;
+        let columns: Vec<ColumnCells> = (self.setup.cells_of.iter())
+            .map(|c| ColumnCells::new(batch.column(*c), self.setup.types[*c]))
+            .collect::<Result<_, _>>()
+            .map_err(|e| err(name, e))?;
         let keys = match &self.keys {
             None => None,
             Some(conv) => {
@@ -227,16 +228,9 @@ impl PatternOp {
                 Some(conv.encode(&cols).map_err(|e| err(name, e))?)
             }
         };
-        let mut iters: Vec<_> = columns
-            .iter_mut()
-            .map(|c| std::mem::take(c).into_iter())
-            .collect();
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
-            let cells: Box<[Value]> = iters
-                .iter_mut()
-                .map(|it| it.next().unwrap_or(Value::Null))
-                .collect();
+            let cells: Box<[Value]> = columns.iter().map(|c| c.get(i)).collect();
             let Value::Int(ts) = cells[self.setup.order_cell] else {
                 out.push(None);
                 continue;
