@@ -870,6 +870,10 @@ fn start_checkpointer(
     )?);
     control.stop_with(stopper(cluster, name, number));
     control.grow_within(growth_room(cluster, Arc::downgrade(&control)));
+    if let (Numbering::After(_), Some(v)) = (numbering, restore.as_ref()) {
+        // A rollback starts at the planned instances: those a growth added come again.
+        controls::grow_again(name, &control, &v.manifest.controls);
+    }
     if let Some(written) = compiled.loaded.reshaped() {
         control.as_written(written);
     }
