@@ -292,6 +292,9 @@ pub struct QueryEntry {
     pub life: QueryLife,
     pub status: QueryStatus,
     pub cancel: bool,
+    /// A clean stop (`ctl stop`) was accepted: an attempt that rolls back as a whole before
+    /// it ends stops again as soon as the next one runs.
+    pub stop_asked: bool,
     /// The current attempt's state, while one runs.
     pub attempt: Option<Attempt>,
 }
@@ -1007,6 +1010,7 @@ fn from_catalog(
                 },
                 // A cancel answered before the coordinator went is carried out by this one.
                 cancel: q.cancel_requested,
+                stop_asked: false,
                 attempt: None,
             },
         );
@@ -1699,6 +1703,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
                 operators: Vec::new(),
             },
             cancel: false,
+            stop_asked: false,
             attempt: None,
         },
     );

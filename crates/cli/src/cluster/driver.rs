@@ -751,12 +751,13 @@ fn stopper(cluster: &Arc<Cluster>, name: &str, number: u64) -> anduin_runtime::c
         state
             .try_feed(&name, &Input::StopRequested)
             .map_err(|refused| (now.to_string(), refused.to_string()))?;
-        let a = state
+        let q = state
             .queries
             .get_mut(&name)
-            .and_then(|q| q.attempt.as_mut())
-            .filter(|a| a.number == number)
+            .filter(|q| q.attempt.as_ref().is_some_and(|a| a.number == number))
             .ok_or_else(|| (now.to_string(), format!("attempt {number} is over")))?;
+        q.stop_asked = true;
+        let a = q.attempt.as_mut().expect("the attempt was just found");
         a.stopping = true;
         for (to, _) in a.executors.values() {
             let _ = to.send(&ToExecutor::Drain);
@@ -764,6 +765,57 @@ fn stopper(cluster: &Arc<Cluster>, name: &str, number: u64) -> anduin_runtime::c
         eprintln!("anduin: query {name}, attempt {number}: stopping: its sources stop and take a last checkpoint, then it ends (`anduin submit --resume` goes on from that checkpoint)");
         Ok(())
     })
+}
+
+/// Stops attempt `number` of query `name` (its control plane `control`) as soon as it runs:
+/// the attempt before it was asked to stop, and rolled back as a whole before it had.
+fn stop_again(cluster: &Arc<Cluster>, name: &str, number: u64, control: &Arc<Control>) {
+    let (name, weak) = (name.to_string(), Arc::downgrade(control));
+    let cluster = Arc::downgrade(cluster);
+    control.when_running(move || {
+        let (Some(control), Some(cluster)) = (weak.upgrade(), cluster.upgrade()) else {
+            return;
+        };
+        // Not on the thread that starts the attempt: the stop takes the cluster's lock, and
+        // waits for the query's life to end its recovery (a recovering query takes no stop).
+        let spawned = std::thread::Builder::new()
+            .name("anduin-stop-again".into())
+            .spawn({
+                let name = name.clone();
+                move || {
+                    let mut state = cluster.lock();
+                    loop {
+                        if current(&state, &name, number).is_none() {
+                            return;
+                        }
+                        let recovering = state.queries.get(&name).is_some_and(|q| {
+                            matches!(q.life.state(), QueryState::Recovering { .. })
+                        });
+                        if !recovering {
+                            break;
+                        }
+                        state = cluster.wait(state, Duration::from_millis(200));
+                    }
+                    drop(state);
+                    stopped_again(&name, number, control.stop());
+                }
+            });
+        if let Err(e) = spawned {
+            eprintln!("anduin: query {name}: cannot stop again after the rollback: {e}; ask again with `anduin ctl stop`");
+        }
+    });
+}
+
+/// What the coordinator says of the stop it asked again of attempt `number` of query `name`.
+fn stopped_again(
+    name: &str,
+    number: u64,
+    result: Result<(), anduin_runtime::control::ControlFailure>,
+) {
+    match result {
+                    Ok(()) => eprintln!("anduin: query {name}, attempt {number}: stopping again: the stop asked of the attempt before it was interrupted by its rollback"),
+                    Err(e) => eprintln!("anduin: query {name}, attempt {number}: the stop asked before the rollback could not be carried out: {e}; ask again with `anduin ctl stop`"),
+    }
 }
 
 /// Where a query's attempt (its control plane `control`) has room for instances added while it runs
@@ -873,6 +925,14 @@ fn start_checkpointer(
     if let (Numbering::After(_), Some(v)) = (numbering, restore.as_ref()) {
         // A rollback starts at the planned instances: those a growth added come again.
         controls::grow_again(name, &control, &v.manifest.controls);
+    }
+    let stop_asked = cluster
+        .lock()
+        .queries
+        .get(name)
+        .is_some_and(|q| q.stop_asked);
+    if stop_asked && matches!(numbering, Numbering::After(_)) {
+        stop_again(cluster, name, number, &control);
     }
     if let Some(written) = compiled.loaded.reshaped() {
         control.as_written(written);

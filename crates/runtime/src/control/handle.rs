@@ -142,8 +142,8 @@ pub type Stopper = Arc<dyn Fn() -> Result<(), (String, String)> + Send + Sync>;
 /// The control plane's handle of one running query (see the module's documentation).
 pub struct Control {
     name: String,
-    /// Called once, when the query starts running.
-    on_running: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Called once each, in order, when the query starts running.
+    on_running: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     file: Option<String>,
     started_ms: i64,
     validate: Validator,
@@ -199,7 +199,7 @@ impl Control {
     ) -> Self {
         Self {
             name: name.into(),
-            on_running: Mutex::new(None),
+            on_running: Mutex::new(Vec::new()),
             file,
             started_ms: now_ms(),
             validate,
@@ -303,13 +303,15 @@ impl Control {
         }
     }
 
-    /// Calls `f` once, when the query starts running (every operator built and restored):
-    /// `anduin run` announces its API then, so that a query that cannot start says only why.
+    /// Calls `f` once, when the query starts running (every operator built and restored),
+    /// after those given before: `anduin run` announces its API then, so that a query that
+    /// cannot start says only why. `f` must not wait for the query (it runs on the thread
+    /// that starts it).
     pub fn when_running(&self, f: impl FnOnce() + Send + 'static) {
-        *self
-            .on_running
+        self.on_running
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Box::new(f));
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Box::new(f));
     }
 
     /// This handle, with `set` waiting at most `deadline` for a change to be applied.

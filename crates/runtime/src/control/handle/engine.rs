@@ -84,12 +84,13 @@ impl Control {
         }
         inner.state = QueryState::Running;
         drop(inner);
-        let announce = self
-            .on_running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(f) = announce {
+        let announce = std::mem::take(
+            &mut *self
+                .on_running
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for f in announce {
             f();
         }
     }
