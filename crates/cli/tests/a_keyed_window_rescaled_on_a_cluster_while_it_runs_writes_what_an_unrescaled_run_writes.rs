@@ -529,6 +529,40 @@ fn grown_again(q: &Rescaled) {
     );
 }
 
+/// A worker lost before any growth, its part restored alone (per-task recovery): no instance
+/// is added in that attempt (they would be wired beside a part restored alone), and the
+/// refusal says so; `ctl params` no longer says the window grows; within its instances it
+/// still rescales, and the output is the unrescaled run's.
+#[test]
+fn a_keyed_window_whose_worker_was_restored_alone_does_not_grow_in_that_attempt() {
+    let mut q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        ..Options::default()
+    });
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    let doc = || {
+        client
+            .params("q", "w")
+            .expect("the window's params")
+            .iter()
+            .find(|p| p.name == "parallelism")
+            .map(|p| p.doc.clone())
+            .unwrap_or_default()
+    };
+    assert!(doc().contains("(1 to 720)"), "{}", doc());
+    let attempt = kill_and_recover(&mut q, 2);
+    assert_eq!(attempt, 1, "per-task recovery\n{}", q.cluster.logs());
+    let refused = ctl(q.dir(), &q.api, &["scale", "q", "w", "4"]);
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        refused.status.code() != Some(0) && why.contains("not added in this attempt"),
+        "{why}"
+    );
+    assert!(doc().contains("(1 to 2)"), "{}", doc());
+    q.scale("1");
+    q.finish(Some(1));
+}
+
 /// A coordinator restarted after the window grew beyond `--max-parallelism` (and a checkpoint
 /// recorded it) does not take the attempt over: it would not know of the instances added.
 /// The query rolls back as a whole, grows again to the recorded 4, and writes the unrescaled

@@ -55,19 +55,7 @@ impl Control {
                         name: crate::rescale::PARALLELISM.into(),
                         kind: "number".into(),
                         value: owners.to_string(),
-                        doc: if self.grows_at_all(&o.name) {
-                            format!(
-                                "how many instances own its key groups; `anduin ctl scale` \
-                                 changes it (1 to {most}) while the query runs, starting \
-                                 instances beyond the {max} it started with",
-                                most = super::growth::MOST_INSTANCES
-                            )
-                        } else {
-                            format!(
-                                "how many of its {max} instances own its key groups; `anduin \
-                                 ctl scale` changes it (1 to {max}) while the query runs"
-                            )
-                        },
+                        doc: super::growth::parallelism_doc(self.grows_at_all(&o.name), max),
                     });
             }
             if let Some(params) = inner.params.get(&o.name) {

@@ -46,13 +46,36 @@ impl Control {
     /// From now on no operator grows while the query runs, for `why` (a cluster's attempt
     /// that lost a part: instances are not added beside parts restored alone).
     pub fn stop_growing(&self, why: &str) {
-        let mut growth = self
-            .growth
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for g in growth.values_mut() {
-            if matches!(g, Growing::Yes { .. }) {
-                *g = Growing::No(why.to_string());
+        let mut stopped = Vec::new();
+        {
+            let mut growth = self
+                .growth
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (operator, g) in growth.iter_mut() {
+                if matches!(g, Growing::Yes { .. }) {
+                    *g = Growing::No(why.to_string());
+                    stopped.push(operator.clone());
+                }
+            }
+        }
+        // `ctl params` no longer says they grow.
+        let mut inner = self.lock();
+        for operator in stopped {
+            let Some(max) = inner
+                .operators
+                .iter()
+                .find(|o| o.name == operator)
+                .and_then(|o| o.max_parallelism)
+            else {
+                continue;
+            };
+            let param = inner.params.get_mut(&operator).and_then(|ps| {
+                ps.iter_mut()
+                    .find(|p| p.name == crate::rescale::PARALLELISM)
+            });
+            if let Some(p) = param {
+                p.doc = parallelism_doc(false, max);
             }
         }
     }
@@ -219,5 +242,22 @@ impl Control {
                 all.push((name, instance, false, c));
             }
         }
+    }
+}
+
+/// What `ctl params` says of the `parallelism` of an operator run by `max` instances, which
+/// `grows` beyond them while the query runs or not.
+pub(super) fn parallelism_doc(grows: bool, max: usize) -> String {
+    if grows {
+        format!(
+            "how many instances own its key groups; `anduin ctl scale` changes it (1 to \
+             {MOST_INSTANCES}) while the query runs, starting instances beyond the {max} it \
+             started with"
+        )
+    } else {
+        format!(
+            "how many of its {max} instances own its key groups; `anduin ctl scale` changes it \
+             (1 to {max}) while the query runs"
+        )
     }
 }
