@@ -415,10 +415,13 @@ impl Control {
     /// Asks the query to stop (as Ctrl-C does): with checkpoints, a last one is taken so that
     /// it resumes there.
     pub fn stop(&self) -> Result<(), ControlFailure> {
-        let state = self.lock().state;
-        if state.ended() {
-            return Err(self.not_running(state, "it cannot be stopped"));
-        }
+        let state = {
+            let inner = self.lock();
+            if inner.state.ended() {
+                return Err(self.not_running_now(&inner, "it cannot be stopped"));
+            }
+            inner.state
+        };
         let stopper = self
             .stopper
             .lock()
@@ -689,8 +692,7 @@ impl Control {
     fn inject(&self, request: &ChangeRequest) -> Result<u64, ControlFailure> {
         let mut inner = self.lock();
         if inner.state != QueryState::Running {
-            let state = inner.state;
-            return Err(self.not_running(state, "its params cannot be changed now"));
+            return Err(self.not_running_now(&inner, "its params cannot be changed now"));
         }
         let parallelism = inner
             .operators
@@ -840,6 +842,22 @@ impl Control {
                  ({why}); the query is being recovered from its last checkpoint without it: ask \
                  again once the query runs"
             ),
+        }
+    }
+
+    /// Why a request finds the query not running (`inner`: its state): an attempt that failed
+    /// and is being recovered by another (a cluster's rollback) says so, not that it failed.
+    fn not_running_now(&self, inner: &Inner, what: &str) -> ControlFailure {
+        match &inner.recovering {
+            Some(why) if inner.state.ended() => ControlFailure::NotRunning {
+                query: self.name.clone(),
+                state: "recovering".to_string(),
+                what: format!(
+                    "{why}; the query is being recovered from its last checkpoint: ask again \
+                     once it runs ({what})"
+                ),
+            },
+            _ => self.not_running(inner.state, what),
         }
     }
 

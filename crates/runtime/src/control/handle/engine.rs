@@ -529,6 +529,21 @@ mod tests {
     }
 
     #[test]
+    fn a_stop_asked_while_another_attempt_recovers_the_query_says_it_recovers_not_that_it_failed() {
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        control.detach_recovering("worker w1 died");
+        let why = control
+            .stop()
+            .expect_err("a rolled-back attempt takes no stop")
+            .to_string();
+        assert!(
+            why.contains("is recovering") && why.contains("worker w1 died"),
+            "{why}"
+        );
+        assert!(!why.contains("failed"), "{why}");
+    }
+
+    #[test]
     fn figures_kept_elsewhere_are_said_to_be_missing_and_the_checkpoints_are_still_here() {
         let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
         let counters = Arc::new(CheckpointCounters::default());
