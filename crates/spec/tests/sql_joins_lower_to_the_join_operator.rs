@@ -123,3 +123,45 @@ fn a_window_join_takes_its_size_and_times_from_the_tumble_windows() {
     assert_eq!(param(&ps, "size"), "2000ms");
     assert_eq!(param(&ps, "how"), "inner");
 }
+
+#[test]
+fn the_join_keeps_only_the_columns_the_rest_of_the_query_reads() {
+    let keep = |sql: &str| {
+        params(sql, "join")
+            .into_iter()
+            .find(|(n, _)| n == "keep")
+            .map(|(_, v)| v)
+    };
+    let between = "o.ts BETWEEN s.ts - INTERVAL '5' SECOND AND s.ts";
+    // The select list and the filter after the join; keys and times are the join's own.
+    assert_eq!(
+        keep(&format!(
+            "INSERT INTO out SELECT o.qty, s.level * 2 AS l FROM o JOIN s ON o.item = s.item AND {between} WHERE o.qty > s.level + 1;"
+        ))
+        .as_deref(),
+        Some("\"qty\", \"level\"")
+    );
+    // A column of the right side named as one of the left keeps its output name.
+    assert_eq!(
+        keep(&format!(
+            "INSERT INTO out SELECT s.ts, s.item FROM o JOIN s ON o.item = s.item AND {between};"
+        ))
+        .as_deref(),
+        Some("\"s_ts\", \"s_item\"")
+    );
+    // A wildcard reads every column.
+    assert_eq!(
+        keep(&format!(
+            "INSERT INTO out SELECT * FROM o JOIN s ON o.item = s.item AND {between};"
+        )),
+        None
+    );
+    // A GROUP BY over the join reads its keys and its aggregates' arguments.
+    assert_eq!(
+        keep(&format!(
+            "INSERT INTO out SELECT o.item, SUM(o.qty) AS q FROM o JOIN s ON o.item = s.item AND {between} GROUP BY o.item;"
+        ))
+        .as_deref(),
+        Some("\"item\", \"qty\"")
+    );
+}

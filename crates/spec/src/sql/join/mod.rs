@@ -28,7 +28,7 @@ use sqlparser::ast::{
     TableFactor, TableWithJoins,
 };
 
-use super::insert::{lower_subquery, operator, plain_select, unsupported, Lowered, Script};
+use super::insert::{lower_subquery, operator, plain_select, quoted, unsupported, Lowered, Script};
 use super::source_text::pos;
 use super::tables::Tables;
 use super::window_tvf::window_tvf;
@@ -139,6 +139,14 @@ pub(super) fn lower(
     } else {
         bounded(&joined, condition, how, s, join_at)?
     };
+    let mut params = params;
+    if kind == "join" {
+        // The join keeps (in its state, and in its output) only the columns read after it.
+        if let Some(read) = joined.read_outputs(s, &after) {
+            let names: Vec<String> = read.iter().map(|c| quoted(c)).collect();
+            params.push(("keep", names.join(", ")));
+        }
+    }
     let mut params: Vec<Param> = params
         .into_iter()
         .map(|(k, v)| Param {
