@@ -1,4 +1,4 @@
-//! Window table functions (`TUMBLE`, `HOP`, `SESSION`) and SQL intervals.
+//! Window table functions (`TUMBLE`, `HOP`, `CUMULATE`, `SESSION`) and SQL intervals.
 
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::Spanned;
@@ -59,16 +59,18 @@ impl WindowTvf {
         if tables.attr(stream, &self.time) != Attr::ProcTime {
             return self.check_time(stream, tables);
         }
-        if self
+        let kind = self
             .params
             .iter()
-            .any(|(k, v)| *k == "kind" && v == "session")
-        {
+            .find(|(k, _)| *k == "kind")
+            .map(|(_, v)| v.as_str());
+        if let Some(w @ ("session" | "cumulate")) = kind {
             return Err(unsupported(
                 self.time_at,
                 format!(
-                    "DESCRIPTOR({}): a SESSION window over a processing time (PROCTIME())",
-                    self.time
+                    "DESCRIPTOR({}): a {} window over a processing time (PROCTIME())",
+                    self.time,
+                    w.to_uppercase()
                 ),
             ));
         }
@@ -78,7 +80,7 @@ impl WindowTvf {
 }
 
 /// `TUMBLE(TABLE t, DESCRIPTOR(ts), size)`, `HOP(TABLE t, DESCRIPTOR(ts), slide, size)`,
-/// `SESSION(TABLE t, DESCRIPTOR(ts), gap)`.
+/// `CUMULATE(TABLE t, DESCRIPTOR(ts), step, size)`, `SESSION(TABLE t, DESCRIPTOR(ts), gap)`.
 pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic> {
     let at = pos(e.span().start);
     let Expr::Function(f) = e else {
@@ -189,11 +191,38 @@ pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic
             ("kind", "session".to_string()),
             ("gap", duration(2, "gap")?),
         ],
-        "CUMULATE" => return Err(unsupported(at, "CUMULATE")),
+        "CUMULATE" => {
+            if args.len() > 4 {
+                return Err(unsupported(
+                    args.get(4).map_or(at, |a| pos(a.span().start)),
+                    "the offset argument of CUMULATE",
+                ));
+            }
+            let step = args
+                .get(2)
+                .ok_or_else(|| Diagnostic::error(at, "CUMULATE needs its step: an INTERVAL"))?;
+            let size = args.get(3).ok_or_else(|| {
+                Diagnostic::error(at, "CUMULATE needs its maximum size: an INTERVAL")
+            })?;
+            let (step_ms, size_ms) = (interval_ms(step)?, interval_ms(size)?);
+            if size_ms % step_ms != 0 {
+                return Err(Diagnostic::error(
+                    pos(size.span().start),
+                    format!("CUMULATE's maximum size ({size_ms} ms) must be a multiple of its step ({step_ms} ms)"),
+                ));
+            }
+            vec![
+                ("kind", "cumulate".to_string()),
+                ("step", format!("{step_ms}ms")),
+                ("size", format!("{size_ms}ms")),
+            ]
+        }
         _ => {
             return Err(Diagnostic::error(
                 at,
-                format!("unknown window table function {fname}: expected TUMBLE, HOP or SESSION"),
+                format!(
+                "unknown window table function {fname}: expected TUMBLE, HOP, CUMULATE or SESSION"
+            ),
             ))
         }
     };

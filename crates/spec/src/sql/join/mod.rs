@@ -390,9 +390,9 @@ fn side(
             let (table, tvf) = window_tvf(expr)?;
             let Some(size) = tvf.tumble_ms else {
                 return Err(unsupported(
-                    tvf.at,
-                    "a join of HOP or SESSION windows (a window join takes TUMBLE windows)",
-                ));
+                tvf.at,
+                "a join of HOP, CUMULATE or SESSION windows (a window join takes TUMBLE windows)",
+            ));
             };
             let stream = super::views::read(&table, script, tables, spec)?;
             tvf.check_time(&stream, tables)?;
