@@ -83,6 +83,7 @@ pub(super) fn lower(
                     "a window table function needs GROUP BY window_start, window_end (and the key columns)",
                 ));
             }
+            check_partition(&tvf, &keys)?;
             let mut params: Vec<(&str, Text)> = tvf
                 .params
                 .iter()
@@ -277,6 +278,29 @@ pub(super) fn lower(
         vec![("columns", Text::join(&columns, ", "))],
     ));
     Ok(spec.operators.len() - 1)
+}
+
+/// A `SESSION(TABLE t PARTITION BY k, …)` of a GROUP BY by `keys`: the window keys its
+/// sessions by the GROUP BY's keys, so a partition of other columns (sessions over several
+/// groups, or groups within a session) is refused, at its first column.
+fn check_partition(tvf: &WindowTvf, keys: &[String]) -> Result<(), Diagnostic> {
+    let Some((_, at)) = tvf.partition.first() else {
+        return Ok(());
+    };
+    let partition: Vec<&str> = tvf.partition.iter().map(|(c, _)| c.as_str()).collect();
+    let same = partition.iter().all(|p| keys.iter().any(|k| k == p))
+        && keys.iter().all(|k| partition.contains(&k.as_str()));
+    if same {
+        return Ok(());
+    }
+    Err(unsupported(
+        *at,
+        format!(
+            "SESSION partitioned by ({}) and grouped by ({}) (a window aggregation's sessions are those of its groups: PARTITION BY the GROUP BY's key columns, or leave PARTITION BY out)",
+            partition.join(", "),
+            keys.join(", ")
+        ),
+    ))
 }
 
 /// `TUMBLE`, `HOP` or `SESSION` if `g` is one of Flink's legacy group windows

@@ -8,7 +8,7 @@ use sqlparser::ast::{
 };
 
 use super::derived::Attr;
-use super::dialect::TABLE_ARGUMENT;
+use super::dialect::{PARTITION_BY, TABLE_ARGUMENT};
 use super::insert::{name_of, unnested, unsupported};
 use super::source_text::pos;
 use super::tables::Tables;
@@ -22,6 +22,9 @@ pub(super) struct WindowTvf {
     pub time_at: Pos,
     /// The size of a `TUMBLE`, in milliseconds.
     pub tumble_ms: Option<u64>,
+    /// The columns of a `SESSION`'s `PARTITION BY` (Flink 1.19's `SESSION(TABLE t PARTITION
+    /// BY k, …)`), each where it is written.
+    pub partition: Vec<(String, Pos)>,
 }
 
 impl WindowTvf {
@@ -104,13 +107,40 @@ pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic
             )),
         })
         .collect::<Result<_, _>>()?;
+    let mut partition = Vec::new();
     let table = match args.first() {
         Some(Expr::Function(t)) if t.name.to_string() == TABLE_ARGUMENT => match &t.args {
             FunctionArguments::List(l) if l.args.len() > 1 => {
-                return Err(unsupported(
-                    l.args.get(1).map_or(at, |a| pos(a.span().start)),
-                    format!("PARTITION BY or ORDER BY in the table argument of {fname} (a window's keys are its GROUP BY's)"),
-                ))
+                for clause in &l.args[1..] {
+                    match clause {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Function(p)))
+                            if fname == "SESSION" && p.name.to_string() == PARTITION_BY =>
+                        {
+                            partition = partition_keys(p);
+                        }
+                        other => {
+                            return Err(unsupported(
+                                pos(other.span().start),
+                                if fname == "SESSION" {
+                                    "ORDER BY in the table argument of SESSION (a session's rows are ordered by its DESCRIPTOR's time)".to_string()
+                                } else {
+                                    format!("PARTITION BY or ORDER BY in the table argument of {fname} (a window's keys are its GROUP BY's; SESSION takes PARTITION BY)")
+                                },
+                            ));
+                        }
+                    }
+                }
+                match l.args.first() {
+                    Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                        Expr::CompoundIdentifier(ids),
+                    ))) => ObjectName::from(ids.clone()),
+                    _ => {
+                        return Err(Diagnostic::error(
+                            at,
+                            "expected `TABLE name` as the first argument",
+                        ))
+                    }
+                }
             }
             FunctionArguments::List(l) => match l.args.first() {
                 Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(
@@ -234,8 +264,25 @@ pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic
             time_at,
             at,
             tumble_ms,
+            partition,
         },
     ))
+}
+
+/// The columns of a `PARTITION BY(k, …)` clause, each with its place.
+fn partition_keys(clause: &sqlparser::ast::Function) -> Vec<(String, Pos)> {
+    let FunctionArguments::List(l) = &clause.args else {
+        return Vec::new();
+    };
+    l.args
+        .iter()
+        .filter_map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(id))) => {
+                Some((id.value.clone(), pos(id.span.start)))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The milliseconds of an `INTERVAL '1' SECOND` (or `INTERVAL '1.5 seconds'`), positive.
