@@ -89,3 +89,21 @@ fn a_column_neither_grouped_nor_aggregated_in_an_expression_is_refused_where_it_
         );
     }
 }
+
+/// The script's own aggregates count as aggregates in an expression and in HAVING, called in
+/// any case, quoted or not.
+#[test]
+fn the_script_s_own_aggregate_is_computed_by_the_operator_in_an_expression() {
+    let s = spec(
+        "CREATE AGGREGATE \"Mean\"(x BIGINT) RETURNS DOUBLE LANGUAGE javascript AS $$ $$;
+INSERT INTO out SELECT k, \"Mean\"(a) * 2 AS m2 FROM t GROUP BY k HAVING MEAN(b) > 1;",
+    );
+    assert_eq!(
+        param(&s, "insert1_group", "aggregates"),
+        "\"Mean\"(a) AS \"__agg1\", MEAN(b) AS \"__having1\""
+    );
+    assert_eq!(
+        param(&s, "insert1_select", "columns"),
+        "k, \"__agg1\" * 2 AS \"m2\""
+    );
+}

@@ -59,11 +59,16 @@ impl Calls {
         }
     }
 
-    /// Whether `e` calls an aggregate: a built-in one or one of the script's.
+    /// Whether `e` calls an aggregate: a built-in one or one of the script's (in any case,
+    /// quoted or not, as functions are named).
     pub(super) fn is_aggregate(&self, e: &Expr) -> bool {
-        is_aggregate_call(e)
-            || matches!(e, Expr::Function(f) if f.over.is_none()
-                && self.user.contains(&f.name.to_string().to_lowercase()))
+        let user = |f: &sqlparser::ast::Function| {
+            f.over.is_none()
+                && matches!(f.name.0.as_slice(), [part] if part
+                    .as_ident()
+                    .is_some_and(|i| self.user.contains(&i.value.to_lowercase())))
+        };
+        is_aggregate_call(e) || matches!(e, Expr::Function(f) if user(f))
     }
 
     /// Whether `e` holds an aggregate call anywhere.
