@@ -332,6 +332,15 @@ pub(super) fn send_again(name: &str, control: Arc<Control>, changes: Vec<ChangeR
         .spawn(move || {
             let name = query;
             for c in latest {
+                let now = control.params(&c.operator).ok().and_then(|ps| {
+                    ps.into_iter()
+                        .find(|p| p.name == c.param)
+                        .map(|p| p.value)
+                });
+                if now.as_deref() == Some(c.new.as_str()) {
+                    // Changed back to the query's own value: nothing to send.
+                    continue;
+                }
                 let request = ChangeRequest {
                     operator: c.operator.clone(),
                     param: c.param.clone(),

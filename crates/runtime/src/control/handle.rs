@@ -471,6 +471,7 @@ impl Control {
                 self.check_pipeline(&request, &earlier)?;
             } else {
                 (self.validate)(&request, &earlier).map_err(|e| self.with_own_params(e))?;
+                self.check_not_current(&request, &earlier)?;
             }
             self.inject(&request)?
         };
@@ -643,6 +644,29 @@ impl Control {
                 request.value, request.operator
             ))),
         }
+    }
+
+    /// A change to the value the param has already (or was asked for last) is refused: it
+    /// would move nothing, yet take a barrier, a history entry and an event.
+    fn check_not_current(
+        &self,
+        request: &ChangeRequest,
+        earlier: &BTreeMap<String, String>,
+    ) -> Result<(), ControlFailure> {
+        let now = earlier.get(&request.param).cloned().unwrap_or_else(|| {
+            current_value(&self.lock().params, &request.operator, &request.param)
+        });
+        if request.value != now {
+            return Ok(());
+        }
+        Err(ControlFailure::Invalid {
+            operator: request.operator.clone(),
+            param: request.param.clone(),
+            message: format!(
+                "{}.{} is {now:?} already (or was asked for last); nothing to change",
+                request.operator, request.param
+            ),
+        })
     }
 
     /// Why a rescale of `operator` (one beyond its instances: `grows`) must wait, if it must:

@@ -529,6 +529,54 @@ mod tests {
     }
 
     #[test]
+    fn a_param_set_to_the_value_it_has_is_refused_without_a_barrier() {
+        use crate::control::types::{ChangeRequest, OperatorInfo, TopologyInfo};
+        use std::sync::atomic::AtomicBool;
+        let params = BTreeMap::from([(
+            "low".to_string(),
+            vec![crate::control::types::ParamInfo {
+                name: "condition".into(),
+                kind: "expression".into(),
+                value: "value > 0".into(),
+                doc: String::new(),
+            }],
+        )]);
+        let control = Control::new("q", None, params, Box::new(|_, _| Ok(())));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        control.attach(
+            vec![OperatorInfo {
+                name: "low".into(),
+                kind: "filter".into(),
+                inputs: Vec::new(),
+                outputs: Vec::new(),
+                parallelism: 1,
+                task: 0,
+                stateful: false,
+                adjustable: vec!["condition".into()],
+                max_parallelism: None,
+                owners: None,
+            }],
+            Vec::new(),
+            TopologyInfo::default(),
+            super::super::Injector::Coordinator(tx),
+            true,
+            Arc::new(AtomicBool::new(false)),
+        );
+        let why = control
+            .set(ChangeRequest {
+                operator: "low".into(),
+                param: "condition".into(),
+                value: "value > 0".into(),
+                from: "test".into(),
+            })
+            .expect_err("nothing to change")
+            .to_string();
+        assert!(why.contains("nothing to change"), "{why}");
+        assert!(rx.try_recv().is_err(), "no barrier carries it");
+        assert!(control.history().is_empty());
+    }
+
+    #[test]
     fn a_stop_asked_while_another_attempt_recovers_the_query_says_it_recovers_not_that_it_failed() {
         let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
         control.detach_recovering("worker w1 died");
