@@ -921,6 +921,10 @@ fn start_checkpointer(
         },
     )?);
     control.stop_with(stopper(cluster, name, number));
+    if number < MAX_ATTEMPTS {
+        // A failure rolls the query back as a new attempt (`drive`), unless cancelled.
+        control.recovered_on_failure();
+    }
     control.grow_within(growth_room(cluster, Arc::downgrade(&control)));
     if let (Numbering::After(_), Some(v)) = (numbering, restore.as_ref()) {
         // A rollback starts at the planned instances: those a growth added come again.
@@ -1856,7 +1860,7 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
         match recovered {
             Some(why) => c.detach_recovering(why),
             None if cancelled => c.detach_cancelled(),
-            None => c.detach(true),
+            None => c.detach_failed(),
         }
     }
     outcome

@@ -103,6 +103,10 @@ struct Inner {
     /// Why the run ended while its query goes on, recovered by a new run (a cluster's
     /// attempt that lost a worker): what a change still on its way is answered.
     recovering: Option<String>,
+    /// A failure of the run is recovered by a new run (a cluster's attempts, until the
+    /// coordinator decides otherwise): between the run's end and that decision, requests
+    /// are answered as of a query that recovers.
+    recovered_on_failure: bool,
     /// The query as written, when rules reshaped it (see [`QueryInfo::written`]).
     written: Vec<crate::control::WrittenOperator>,
 }
@@ -224,6 +228,7 @@ impl Control {
                 probe: None,
                 requested: BTreeMap::new(),
                 recovering: None,
+                recovered_on_failure: false,
                 written: Vec::new(),
             }),
             changed: Condvar::new(),

@@ -197,6 +197,9 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let mut inner = self.lock();
         inner.injector = None;
+        if failed && inner.recovered_on_failure && inner.recovering.is_none() {
+            inner.recovering = Some("its attempt failed".to_string());
+        }
         inner.state = if failed {
             QueryState::Failed
         } else {
@@ -206,10 +209,28 @@ impl Control {
         self.changed.notify_all();
     }
 
+    /// A failure of the run will be recovered by a new run (a cluster's attempt): until
+    /// [`Control::detach_recovering`] says why, or [`Control::detach_failed`] that it will
+    /// not be, a failed run answers as a query that recovers, not as a failed one.
+    pub fn recovered_on_failure(&self) {
+        self.lock().recovered_on_failure = true;
+    }
+
+    /// The run failed, and its query is not recovered (no attempt left): it is failed.
+    pub fn detach_failed(&self) {
+        self.detach(true);
+        self.lock().recovering = None;
+        self.changed.notify_all();
+    }
+
     /// The run was cancelled (a cluster's `anduin cancel`): it ended at once.
     pub fn detach_cancelled(&self) {
         self.detach(true);
-        self.lock().state = QueryState::Cancelled;
+        {
+            let mut inner = self.lock();
+            inner.state = QueryState::Cancelled;
+            inner.recovering = None;
+        }
         self.changed.notify_all();
     }
 
@@ -574,6 +595,19 @@ mod tests {
         assert!(why.contains("nothing to change"), "{why}");
         assert!(rx.try_recv().is_err(), "no barrier carries it");
         assert!(control.history().is_empty());
+    }
+
+    #[test]
+    fn a_run_whose_failure_is_recovered_answers_as_recovering_until_told_it_is_failed() {
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        control.recovered_on_failure();
+        // The run ends failed before its coordinator has decided to recover it.
+        control.detach(true);
+        let why = control.stop().expect_err("ended").to_string();
+        assert!(why.contains("is recovering"), "{why}");
+        control.detach_failed();
+        let why = control.stop().expect_err("ended").to_string();
+        assert!(why.contains("is failed"), "{why}");
     }
 
     #[test]
