@@ -257,7 +257,9 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
     let crowded = ctl(q.dir(), &q.api, &["scale", "q", "w", "40"]);
     let why = String::from_utf8_lossy(&crowded.stderr);
     assert!(
-        crowded.status.code() != Some(0) && why.contains("free slot(s): scale to at most"),
+        crowded.status.code() != Some(0)
+            && why.contains("within their free slots (w")
+            && why.contains("scale to at most"),
         "{why}"
     );
     let tasks_on = || -> u64 {

@@ -107,6 +107,9 @@ struct Inner {
     /// coordinator decides otherwise): between the run's end and that decision, requests
     /// are answered as of a query that recovers.
     recovered_on_failure: bool,
+    /// The run ended failed and its coordinator has not said yet whether a new run recovers
+    /// the query (with `recovered_on_failure`).
+    awaiting_recovery: bool,
     /// The query as written, when rules reshaped it (see [`QueryInfo::written`]).
     written: Vec<crate::control::WrittenOperator>,
 }
@@ -229,6 +232,7 @@ impl Control {
                 requested: BTreeMap::new(),
                 recovering: None,
                 recovered_on_failure: false,
+                awaiting_recovery: false,
                 written: Vec::new(),
             }),
             changed: Condvar::new(),
@@ -495,7 +499,11 @@ impl Control {
                     waited_s: self.deadline.as_secs_f64(),
                 });
             }
-            if inner.state.ended() && !inner.recording.contains_key(&seq) {
+            // Ended, and not waiting for the coordinator to say why (soon).
+            if inner.state.ended()
+                && !inner.recording.contains_key(&seq)
+                && !inner.awaiting_recovery
+            {
                 let state = inner.state;
                 inner.pending.remove(&seq);
                 if let Some(why) = inner.recovering.clone() {
@@ -877,7 +885,11 @@ impl Control {
     /// Why a request finds the query not running (`inner`: its state): an attempt that failed
     /// and is being recovered by another (a cluster's rollback) says so, not that it failed.
     fn not_running_now(&self, inner: &Inner, what: &str) -> ControlFailure {
-        match &inner.recovering {
+        let why = inner
+            .recovering
+            .as_deref()
+            .or(inner.awaiting_recovery.then_some("its attempt failed"));
+        match why {
             Some(why) if inner.state.ended() => ControlFailure::NotRunning {
                 query: self.name.clone(),
                 state: "recovering".to_string(),

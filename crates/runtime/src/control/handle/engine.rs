@@ -197,9 +197,8 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let mut inner = self.lock();
         inner.injector = None;
-        if failed && inner.recovered_on_failure && inner.recovering.is_none() {
-            inner.recovering = Some("its attempt failed".to_string());
-        }
+        inner.awaiting_recovery =
+            failed && inner.recovered_on_failure && inner.recovering.is_none();
         inner.state = if failed {
             QueryState::Failed
         } else {
@@ -219,7 +218,12 @@ impl Control {
     /// The run failed, and its query is not recovered (no attempt left): it is failed.
     pub fn detach_failed(&self) {
         self.detach(true);
-        self.lock().recovering = None;
+        {
+            let mut inner = self.lock();
+            inner.recovering = None;
+            inner.awaiting_recovery = false;
+            inner.recovered_on_failure = false;
+        }
         self.changed.notify_all();
     }
 
@@ -230,6 +234,8 @@ impl Control {
             let mut inner = self.lock();
             inner.state = QueryState::Cancelled;
             inner.recovering = None;
+            inner.awaiting_recovery = false;
+            inner.recovered_on_failure = false;
         }
         self.changed.notify_all();
     }
