@@ -257,7 +257,9 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
     let crowded = ctl(q.dir(), &q.api, &["scale", "q", "w", "40"]);
     let why = String::from_utf8_lossy(&crowded.stderr);
     assert!(
-        crowded.status.code() != Some(0) && why.contains("free slot(s): scale to at most"),
+        crowded.status.code() != Some(0)
+            && why.contains("within their free slots (w")
+            && why.contains("scale to at most"),
         "{why}"
     );
     let tasks_on = || -> u64 {
@@ -516,7 +518,7 @@ fn grown_again(q: &Rescaled) {
     );
     let log = q.cluster.coordinator_log();
     assert!(
-        log.contains("operator \"w\" grown again to 4 instances after the rollback"),
+        log.contains("operator \"w\" grown again to 4 instances after the rollback (or resume)"),
         "{log}"
     );
     let client = anduin_api::Client::new(&q.api, None).expect("an address");
@@ -527,6 +529,46 @@ fn grown_again(q: &Rescaled) {
             .any(|c| c.param == "parallelism" && c.new == "4" && c.from.contains("grown again")),
         "the history says who grew it again: {history:?}"
     );
+}
+
+/// A growth that cannot come back after the rollback (the live worker lacks the slots for
+/// 6 more instances): the coordinator says so and the query runs at its planned instances,
+/// though its checkpoints still record the rescale to 8; a coordinator restarted then takes
+/// the attempt over (no instance was added in it) instead of rolling it back again.
+#[test]
+fn a_growth_that_could_not_come_back_does_not_keep_a_restarted_coordinator_from_taking_over() {
+    let mut q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        ..Options::default()
+    });
+    let epoch = q.scale("8");
+    let attempt = kill_and_recover(&mut q, epoch + 1);
+    assert_eq!(attempt, 2, "a whole rollback\n{}", q.cluster.logs());
+    wait_until_or_show(
+        "the coordinator giving up the growth",
+        || {
+            q.cluster
+                .coordinator_log()
+                .contains("could not be grown again to the 8 instances")
+        },
+        || q.cluster.logs(),
+    );
+    assert_eq!(q.owners().as_deref(), Some("2"));
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    let now = client.checkpoint("q").expect("a checkpoint");
+    common::cluster::restart_coordinator_after(&mut q.cluster, "q", now);
+    q.api = q.cluster.api();
+    wait_until("the restarted coordinator runs the query", || {
+        q.owners().is_some()
+    });
+    let log = q.cluster.coordinator_log();
+    assert!(
+        log.contains("attempt 2: taken over, nothing restarted"),
+        "{log}"
+    );
+    assert!(!log.contains("does not take over"), "{log}");
+    q.scale("1");
+    q.finish(Some(1));
 }
 
 /// A worker lost before any growth, its part restored alone (per-task recovery): no instance

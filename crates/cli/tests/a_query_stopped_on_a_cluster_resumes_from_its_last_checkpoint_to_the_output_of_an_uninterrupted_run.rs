@@ -40,7 +40,8 @@ fn stop_and_resume(interrupted: bool) {
             ..Setup::default()
         },
     );
-    let d = cluster.dir.path();
+    let work = cluster.dir.path().to_path_buf();
+    let d = work.as_path();
     std::fs::write(d.join("ref.flow"), WINDOWED).expect("query");
     anduin_ok(d, &["run", "ref.flow", "--var", "OUTPUT=reference.csv"]);
     let expected = output_rows(&d.join("reference.csv"));
@@ -121,6 +122,16 @@ fn stop_and_resume(interrupted: bool) {
         so_far.len(),
         expected.len()
     );
+    if !interrupted {
+        // A coordinator restarted since still serves the ended query, with its state.
+        cluster.restart_coordinator();
+        let client = anduin_api::Client::new(&cluster.api(), None).expect("an address");
+        wait_until("the restarted coordinator's API", || {
+            client.queries().is_ok()
+        });
+        let info = client.query("q").expect("the ended query is served");
+        assert_eq!(info.state, anduin_runtime::control::QueryState::Finished);
+    }
     // The rest from that checkpoint (the same query: a changed param is refused), at full
     // speed once it runs.
     let resume = [&flags[..], &["--resume"]].concat();

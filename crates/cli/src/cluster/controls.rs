@@ -186,7 +186,10 @@ pub(super) fn grown_not_taken_over(
             })
             .map(|t| t.instances.len())
     };
-    // The last rescale of each operator the checkpoint records, and its instances.
+    // The instances of each operator the checkpoint records, and a rescale at its own
+    // barrier (whose instances start at that barrier, after the state was taken). An older
+    // rescale beyond the planned instances whose instances the checkpoint does not record
+    // was undone by a rollback whose growth again failed: the attempt runs the planned ones.
     let mut most: BTreeMap<&str, usize> = BTreeMap::new();
     for o in &v.manifest.plan.operators {
         most.insert(&o.name, o.instance_count());
@@ -195,7 +198,7 @@ pub(super) fn grown_not_taken_over(
         .manifest
         .controls
         .iter()
-        .filter(|c| c.param == RESCALE_PARAM)
+        .filter(|c| c.param == RESCALE_PARAM && c.epoch >= v.manifest.epoch)
         .collect();
     rescales.sort_by_key(|c| c.seq);
     for c in rescales {
@@ -286,12 +289,23 @@ pub(super) fn grow_again(name: &str, control: &Arc<Control>, restored: &[ChangeR
                         };
                         match control.set(request) {
                             Ok(r) => eprintln!(
-                                "anduin: query {name}: operator \"{operator}\" grown again to {n} instances after the rollback (its checkpoint recorded that rescale), at epoch {}",
+                                "anduin: query {name}: operator \"{operator}\" grown again to {n} instances after the rollback (or resume) to a checkpoint that recorded that rescale, at epoch {}",
                                 r.epoch
                             ),
-                            Err(e) => eprintln!(
-                                "anduin: query {name}: operator \"{operator}\" could not be grown again to the {n} instances its checkpoint recorded: {e}; it runs at the instances it was submitted with (`anduin ctl scale` once there is room)"
-                            ),
+                            Err(e) => {
+                                let now = control
+                                    .params(&operator)
+                                    .ok()
+                                    .and_then(|ps| {
+                                        ps.into_iter()
+                                            .find(|p| p.name == RESCALE_PARAM)
+                                            .map(|p| p.value)
+                                    })
+                                    .unwrap_or_else(|| "?".to_string());
+                                eprintln!(
+                                    "anduin: query {name}: operator \"{operator}\" could not be grown again to the {n} instances its checkpoint recorded: {e}; {now} instance(s) own its key groups (`anduin ctl scale` once the workers that run it have room)"
+                                );
+                            }
                         }
                     }
                 }
@@ -332,6 +346,15 @@ pub(super) fn send_again(name: &str, control: Arc<Control>, changes: Vec<ChangeR
         .spawn(move || {
             let name = query;
             for c in latest {
+                let now = control.params(&c.operator).ok().and_then(|ps| {
+                    ps.into_iter()
+                        .find(|p| p.name == c.param)
+                        .map(|p| p.value)
+                });
+                if now.as_deref() == Some(c.new.as_str()) {
+                    // Changed back to the query's own value: nothing to send.
+                    continue;
+                }
                 let request = ChangeRequest {
                     operator: c.operator.clone(),
                     param: c.param.clone(),

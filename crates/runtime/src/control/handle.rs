@@ -103,6 +103,13 @@ struct Inner {
     /// Why the run ended while its query goes on, recovered by a new run (a cluster's
     /// attempt that lost a worker): what a change still on its way is answered.
     recovering: Option<String>,
+    /// A failure of the run is recovered by a new run (a cluster's attempts, until the
+    /// coordinator decides otherwise): between the run's end and that decision, requests
+    /// are answered as of a query that recovers.
+    recovered_on_failure: bool,
+    /// The run ended failed and its coordinator has not said yet whether a new run recovers
+    /// the query (with `recovered_on_failure`).
+    awaiting_recovery: bool,
     /// The query as written, when rules reshaped it (see [`QueryInfo::written`]).
     written: Vec<crate::control::WrittenOperator>,
 }
@@ -224,6 +231,8 @@ impl Control {
                 probe: None,
                 requested: BTreeMap::new(),
                 recovering: None,
+                recovered_on_failure: false,
+                awaiting_recovery: false,
                 written: Vec::new(),
             }),
             changed: Condvar::new(),
@@ -471,6 +480,7 @@ impl Control {
                 self.check_pipeline(&request, &earlier)?;
             } else {
                 (self.validate)(&request, &earlier).map_err(|e| self.with_own_params(e))?;
+                self.check_not_current(&request, &earlier)?;
             }
             self.inject(&request)?
         };
@@ -489,7 +499,11 @@ impl Control {
                     waited_s: self.deadline.as_secs_f64(),
                 });
             }
-            if inner.state.ended() && !inner.recording.contains_key(&seq) {
+            // Ended, and not waiting for the coordinator to say why (soon).
+            if inner.state.ended()
+                && !inner.recording.contains_key(&seq)
+                && !inner.awaiting_recovery
+            {
                 let state = inner.state;
                 inner.pending.remove(&seq);
                 if let Some(why) = inner.recovering.clone() {
@@ -643,6 +657,29 @@ impl Control {
                 request.value, request.operator
             ))),
         }
+    }
+
+    /// A change to the value the param has already (or was asked for last) is refused: it
+    /// would move nothing, yet take a barrier, a history entry and an event.
+    fn check_not_current(
+        &self,
+        request: &ChangeRequest,
+        earlier: &BTreeMap<String, String>,
+    ) -> Result<(), ControlFailure> {
+        let now = earlier.get(&request.param).cloned().unwrap_or_else(|| {
+            current_value(&self.lock().params, &request.operator, &request.param)
+        });
+        if request.value != now {
+            return Ok(());
+        }
+        Err(ControlFailure::Invalid {
+            operator: request.operator.clone(),
+            param: request.param.clone(),
+            message: format!(
+                "{}.{} is {now:?} already (or was asked for last); nothing to change",
+                request.operator, request.param
+            ),
+        })
     }
 
     /// Why a rescale of `operator` (one beyond its instances: `grows`) must wait, if it must:
@@ -848,7 +885,11 @@ impl Control {
     /// Why a request finds the query not running (`inner`: its state): an attempt that failed
     /// and is being recovered by another (a cluster's rollback) says so, not that it failed.
     fn not_running_now(&self, inner: &Inner, what: &str) -> ControlFailure {
-        match &inner.recovering {
+        let why = inner
+            .recovering
+            .as_deref()
+            .or(inner.awaiting_recovery.then_some("its attempt failed"));
+        match why {
             Some(why) if inner.state.ended() => ControlFailure::NotRunning {
                 query: self.name.clone(),
                 state: "recovering".to_string(),

@@ -12,8 +12,11 @@ use crate::stats::Counters;
 pub(crate) const MOST_INSTANCES: usize = anduin_state::DEFAULT_MAX_KEY_GROUPS.get() as usize;
 
 /// Whether `added` more instances fit on the workers that run a task now (by worker: the
-/// task's instances there, planned and added): `Err` says why not.
-pub type Room = Arc<dyn Fn(usize, &BTreeMap<u32, usize>) -> Result<(), String> + Send + Sync>;
+/// task's instances there, planned and added; then the query's instances by worker, from
+/// which each added one goes to the least loaded of those workers): `Err` says why not.
+pub type Room = Arc<
+    dyn Fn(usize, &BTreeMap<u32, usize>, &BTreeMap<u32, usize>) -> Result<(), String> + Send + Sync,
+>;
 
 /// Whether a rescalable operator can get more instances while it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +126,12 @@ impl Control {
         {
             *on.entry(i.worker).or_default() += 1;
         }
+        // The query's instances by worker: each added one goes to the least loaded worker
+        // that runs the task (`Topology::grow`).
+        let mut load: BTreeMap<u32, usize> = BTreeMap::new();
+        for i in inner.topology.tasks.iter().flat_map(|t| t.instances.iter()) {
+            *load.entry(i.worker).or_default() += 1;
+        }
         drop(inner);
         let added = to.saturating_sub(on.values().sum());
         let room = self
@@ -131,7 +140,7 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         Some(match room {
-            Some(room) if added > 0 => room(added, &on),
+            Some(room) if added > 0 => room(added, &on, &load),
             _ => Ok(()),
         })
     }

@@ -21,6 +21,10 @@ pub(super) struct Side {
     /// The stream the join reads instead of `stream`: a filter of it (conditions of an
     /// inner join on this side alone, applied before the join).
     pub(super) filtered: Option<String>,
+    /// The stream the join reads instead of `stream` when nothing filters it: a map (`*`)
+    /// of it, the right side of a self-join, so that the join's two inputs are two streams
+    /// of the one source.
+    pub(super) copy: Option<String>,
     pub(super) alias: String,
     pub(super) columns: Vec<String>,
     /// Columns that can be the event time (the `event_time` option, TIMESTAMP columns).
@@ -50,7 +54,10 @@ pub(super) struct Joined {
 impl Side {
     /// The stream the join reads.
     pub(super) fn input(&self) -> &str {
-        self.filtered.as_deref().unwrap_or(&self.stream)
+        self.filtered
+            .as_deref()
+            .or(self.copy.as_deref())
+            .unwrap_or(&self.stream)
     }
 }
 
