@@ -20,6 +20,9 @@
 #   rescaled 9 s in).
 #   PATTERN=1: a pattern per sensor instead of the window (`A B` with B's value above A's,
 #   skip past last row: a match every other row or so of each sensor; rescaled 3 s in).
+#   GROW=1: the live run starts with --max-parallelism 2, so that the rescale to 4 starts two
+#   instances while it runs (growth beyond the instances planned) instead of handing key
+#   groups to two that wait.
 set -eu
 A=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); RUNS=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -117,9 +120,11 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 settle() { sleep "$WAIT"; }
 
 for i in $(seq "$RUNS"); do
-  # Live: two instances of w own its key groups, two wait; scaled to 4 while running.
+  # Live: two instances of w own its key groups, two wait (GROW=1: none wait, two start);
+  # scaled to 4 while running.
   C="$W/live$i"; mkdir -p "$C"; PORT=$((47300 + i))
-  (cd "$C" && "$A" run "$W/q.flow" -q --name q --linger 5ms --parallelism 2 --max-parallelism 4 \
+  if [ "${GROW:-}" ]; then MAX=2; else MAX=4; fi
+  (cd "$C" && "$A" run "$W/q.flow" -q --name q --linger 5ms --parallelism 2 --max-parallelism $MAX \
      --api 127.0.0.1:$PORT --var OUTPUT="$C/out.csv" 2>"$C/run.log") &
   RP=$!; PIDS="$PIDS $RP"
   settle

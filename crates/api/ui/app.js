@@ -132,6 +132,7 @@ async function choose(name) {
   clearTimeout(state.timer);
   Object.assign(state, { name, info: null, topology: null, view: null, samples: [], events: null, console: null });
   fill($("events"));
+  delete $("events").dataset.dropped;
   if (!name) return;
   let info;
   let topology;

@@ -279,7 +279,11 @@ function eventLabel(kind, data) {
 
 const BAD = new Set(["checkpoint_failed", "task_failed", "lagged", "checkpoint_stale"]);
 
-/** Adds event `kind` (its JSON `data`) at the top of the list `ol`, keeping the last 200. */
+/** How many events the list keeps. */
+const EVENTS_KEPT = 200;
+
+/** Adds event `kind` (its JSON `data`) at the top of the list `ol`, keeping the last
+ * [`EVENTS_KEPT`]; a last item says how many earlier ones it let go. */
 export function addEvent(ol, kind, data) {
   const fields = data !== null && typeof data === "object" ? Object.entries(data) : [["data", data]];
   const details = fields
@@ -296,5 +300,19 @@ export function addEvent(ol, kind, data) {
       details ? " " + details : "",
     ),
   );
-  while (ol.children.length > 200) ol.lastChild.remove();
+  const note = ol.querySelector(":scope > li.dropped");
+  if (ol.children.length - (note ? 1 : 0) <= EVENTS_KEPT) return;
+  if (note) note.remove();
+  let dropped = Number(ol.dataset.dropped || 0);
+  while (ol.children.length > EVENTS_KEPT) {
+    ol.lastChild.remove();
+    dropped += 1;
+  }
+  ol.dataset.dropped = String(dropped);
+  ol.append(
+    h("li", {
+      class: "dropped",
+      text: `… and ${dropped} earlier event(s) not shown: the page keeps the last ${EVENTS_KEPT} (\`anduin run --events FILE\` keeps them all)`,
+    }),
+  );
 }

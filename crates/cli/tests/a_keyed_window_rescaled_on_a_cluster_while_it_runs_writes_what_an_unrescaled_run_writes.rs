@@ -31,7 +31,7 @@ use std::path::Path;
 
 use anduin_checkpoint::Store;
 use common::cluster::{assert_submitted_output, kill_worker_after, LocalCluster, Setup};
-use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until, ChildGuard};
+use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until, wait_until_or_show, ChildGuard};
 
 /// A query, the output of its unrescaled embedded run, and a coordinator with two workers
 /// running it slowed down, rescalable up to 4 instances.
@@ -257,7 +257,9 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
     let crowded = ctl(q.dir(), &q.api, &["scale", "q", "w", "40"]);
     let why = String::from_utf8_lossy(&crowded.stderr);
     assert!(
-        crowded.status.code() != Some(0) && why.contains("free slot(s): scale to at most"),
+        crowded.status.code() != Some(0)
+            && why.contains("within their free slots (w")
+            && why.contains("scale to at most"),
         "{why}"
     );
     let tasks_on = || -> u64 {
@@ -481,8 +483,9 @@ fn a_keyed_window_rescaled_on_a_cluster_recovers_its_killed_workers_instances_wi
 
 /// A worker killed after the window grew beyond `--max-parallelism`: instances restored alone
 /// would be planned without those added, so the query rolls back as a whole, to the
-/// instances it starts with (its state re-cut to them), and still writes the unrescaled
-/// run's output.
+/// instances it starts with (its state re-cut to them); as soon as it runs, the coordinator
+/// grows it again to the 4 instances its checkpoint recorded (all on the live worker, which
+/// has the slots), and it still writes the unrescaled run's output.
 #[test]
 fn a_keyed_window_grown_on_a_cluster_and_killed_rolls_back_as_a_whole() {
     let mut q = Rescaled::start(&Options {
@@ -499,18 +502,113 @@ fn a_keyed_window_grown_on_a_cluster_and_killed_rolls_back_as_a_whole() {
         "the coordinator says why it rolls back\n{}",
         q.cluster.coordinator_log()
     );
-    assert_eq!(
-        q.owners().as_deref(),
-        Some("2"),
-        "back to the planned instances"
+    grown_again(&q);
+    assert_eq!(q.window_workers().len(), 1, "{:?}", q.window_workers());
+    q.scale("1");
+    q.finish(Some(1));
+}
+
+/// Waits until the coordinator has grown the window again to the 4 instances the checkpoint
+/// of its rollback recorded (a rollback starts at the planned instances).
+fn grown_again(q: &Rescaled) {
+    wait_until_or_show(
+        "the window grown again to 4 instances",
+        || q.owners().as_deref() == Some("4"),
+        || q.cluster.logs(),
     );
+    let log = q.cluster.coordinator_log();
+    assert!(
+        log.contains("operator \"w\" grown again to 4 instances after the rollback (or resume)"),
+        "{log}"
+    );
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    let history = client.history("q").expect("the history");
+    assert!(
+        history
+            .iter()
+            .any(|c| c.param == "parallelism" && c.new == "4" && c.from.contains("grown again")),
+        "the history says who grew it again: {history:?}"
+    );
+}
+
+/// A growth that cannot come back after the rollback (the live worker lacks the slots for
+/// 6 more instances): the coordinator says so and the query runs at its planned instances,
+/// though its checkpoints still record the rescale to 8; a coordinator restarted then takes
+/// the attempt over (no instance was added in it) instead of rolling it back again.
+#[test]
+fn a_growth_that_could_not_come_back_does_not_keep_a_restarted_coordinator_from_taking_over() {
+    let mut q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        ..Options::default()
+    });
+    let epoch = q.scale("8");
+    let attempt = kill_and_recover(&mut q, epoch + 1);
+    assert_eq!(attempt, 2, "a whole rollback\n{}", q.cluster.logs());
+    wait_until_or_show(
+        "the coordinator giving up the growth",
+        || {
+            q.cluster
+                .coordinator_log()
+                .contains("could not be grown again to the 8 instances")
+        },
+        || q.cluster.logs(),
+    );
+    assert_eq!(q.owners().as_deref(), Some("2"));
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    let now = client.checkpoint("q").expect("a checkpoint");
+    common::cluster::restart_coordinator_after(&mut q.cluster, "q", now);
+    q.api = q.cluster.api();
+    wait_until("the restarted coordinator runs the query", || {
+        q.owners().is_some()
+    });
+    let log = q.cluster.coordinator_log();
+    assert!(
+        log.contains("attempt 2: taken over, nothing restarted"),
+        "{log}"
+    );
+    assert!(!log.contains("does not take over"), "{log}");
+    q.scale("1");
+    q.finish(Some(1));
+}
+
+/// A worker lost before any growth, its part restored alone (per-task recovery): no instance
+/// is added in that attempt (they would be wired beside a part restored alone), and the
+/// refusal says so; `ctl params` no longer says the window grows; within its instances it
+/// still rescales, and the output is the unrescaled run's.
+#[test]
+fn a_keyed_window_whose_worker_was_restored_alone_does_not_grow_in_that_attempt() {
+    let mut q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        ..Options::default()
+    });
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    let doc = || {
+        client
+            .params("q", "w")
+            .expect("the window's params")
+            .iter()
+            .find(|p| p.name == "parallelism")
+            .map(|p| p.doc.clone())
+            .unwrap_or_default()
+    };
+    assert!(doc().contains("(1 to 720)"), "{}", doc());
+    let attempt = kill_and_recover(&mut q, 2);
+    assert_eq!(attempt, 1, "per-task recovery\n{}", q.cluster.logs());
+    let refused = ctl(q.dir(), &q.api, &["scale", "q", "w", "4"]);
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        refused.status.code() != Some(0) && why.contains("not added in this attempt"),
+        "{why}"
+    );
+    assert!(doc().contains("(1 to 2)"), "{}", doc());
     q.scale("1");
     q.finish(Some(1));
 }
 
 /// A coordinator restarted after the window grew beyond `--max-parallelism` (and a checkpoint
 /// recorded it) does not take the attempt over: it would not know of the instances added.
-/// The query rolls back as a whole and writes the unrescaled run's output.
+/// The query rolls back as a whole, grows again to the recorded 4, and writes the unrescaled
+/// run's output.
 #[test]
 fn a_keyed_window_grown_on_a_cluster_is_rolled_back_by_a_restarted_coordinator() {
     grown_then_coordinator_restarted(false);
@@ -550,11 +648,7 @@ fn grown_then_coordinator_restarted(at_once: bool) {
     wait_until("the new attempt runs", || q.owners().is_some());
     let log = q.cluster.coordinator_log();
     assert!(log.contains("beyond the 2 it started with"), "{log}");
-    assert_eq!(
-        q.owners().as_deref(),
-        Some("2"),
-        "back to the planned instances"
-    );
+    grown_again(&q);
     q.scale("1");
     q.finish(Some(1));
 }

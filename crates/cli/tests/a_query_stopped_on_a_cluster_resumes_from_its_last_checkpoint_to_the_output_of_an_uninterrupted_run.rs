@@ -3,7 +3,9 @@
 //! that is not the end of their input; the parts finish what they hold and end, `submit
 //! --wait` exits 0, and the coordinator says at which checkpoint the query stopped. Submitted
 //! again with `--resume`, the query goes on from that checkpoint and writes, in all, exactly
-//! what an uninterrupted run writes. A second stop while it stops is refused, saying so.
+//! what an uninterrupted run writes. A second stop while it stops is refused, saying so. A
+//! stop interrupted by a rollback as a whole (a worker lost before the last checkpoint) is
+//! carried out by the next attempt as soon as it runs.
 
 use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::WINDOWED;
 use crate::common;
@@ -14,8 +16,32 @@ use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until};
 #[test]
 fn a_query_stopped_on_a_cluster_resumes_from_its_last_checkpoint_to_the_output_of_an_uninterrupted_run(
 ) {
-    let cluster = LocalCluster::start_with(2, 4, Setup::default());
-    let d = cluster.dir.path();
+    stop_and_resume(false);
+}
+
+/// The executors of `w1` are paused (its sources cannot take the stop's last checkpoint),
+/// `ctl stop` is accepted, then `w1` is killed: without per-task recovery the query rolls
+/// back as a whole, and the new attempt (on `w0` alone) stops as soon as it runs.
+#[test]
+fn a_stop_interrupted_by_a_rollback_is_carried_out_by_the_next_attempt() {
+    stop_and_resume(true);
+}
+
+fn stop_and_resume(interrupted: bool) {
+    let mut cluster = LocalCluster::start_with(
+        2,
+        8,
+        Setup {
+            coordinator_flags: if interrupted {
+                vec!["--no-per-task-recovery".to_string()]
+            } else {
+                Vec::new()
+            },
+            ..Setup::default()
+        },
+    );
+    let work = cluster.dir.path().to_path_buf();
+    let d = work.as_path();
     std::fs::write(d.join("ref.flow"), WINDOWED).expect("query");
     anduin_ok(d, &["run", "ref.flow", "--var", "OUTPUT=reference.csv"]);
     let expected = output_rows(&d.join("reference.csv"));
@@ -38,6 +64,14 @@ fn a_query_stopped_on_a_cluster_resumes_from_its_last_checkpoint_to_the_output_o
             .is_some_and(|e| e >= 2)
     });
     let api = cluster.api();
+    let paused: Vec<u32> = if interrupted {
+        common::cluster::children(cluster.workers[1].pid())
+    } else {
+        Vec::new()
+    };
+    for pid in &paused {
+        common::cluster::signal(*pid, libc::SIGSTOP);
+    }
     stdout_ok(&ctl(d, &api, &["stop", "q"]));
     let again = ctl(d, &api, &["stop", "q"]);
     if again.status.code() != Some(0) {
@@ -47,6 +81,14 @@ fn a_query_stopped_on_a_cluster_resumes_from_its_last_checkpoint_to_the_output_o
             "a second stop says why it is refused: {why}"
         );
     }
+    if interrupted {
+        assert!(!paused.is_empty(), "w1 runs an executor");
+        let _ = cluster.workers[1].0.kill();
+        let _ = cluster.workers[1].0.wait();
+        for pid in &paused {
+            common::cluster::signal(*pid, libc::SIGKILL);
+        }
+    }
     let done = submit.wait_output();
     let logs = cluster.logs();
     assert!(
@@ -55,6 +97,12 @@ fn a_query_stopped_on_a_cluster_resumes_from_its_last_checkpoint_to_the_output_o
         String::from_utf8_lossy(&done.stderr)
     );
     let log = cluster.coordinator_log();
+    if interrupted {
+        assert!(
+            log.contains("attempt 2: stopping again"),
+            "the next attempt stops\n{log}"
+        );
+    }
     let at: u64 = log
         .split("query q stopped at checkpoint ")
         .nth(1)
@@ -74,6 +122,16 @@ fn a_query_stopped_on_a_cluster_resumes_from_its_last_checkpoint_to_the_output_o
         so_far.len(),
         expected.len()
     );
+    if !interrupted {
+        // A coordinator restarted since still serves the ended query, with its state.
+        cluster.restart_coordinator();
+        let client = anduin_api::Client::new(&cluster.api(), None).expect("an address");
+        wait_until("the restarted coordinator's API", || {
+            client.queries().is_ok()
+        });
+        let info = client.query("q").expect("the ended query is served");
+        assert_eq!(info.state, anduin_runtime::control::QueryState::Finished);
+    }
     // The rest from that checkpoint (the same query: a changed param is refused), at full
     // speed once it runs.
     let resume = [&flags[..], &["--resume"]].concat();

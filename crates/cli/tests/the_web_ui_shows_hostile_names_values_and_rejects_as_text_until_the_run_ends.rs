@@ -167,6 +167,22 @@ fn the_web_ui_shows_hostile_names_values_and_rejects_as_text_until_the_run_ends(
     assert_eq!(page.eval(PWNED), serde_json::Value::Null);
     page.screenshot("1-hostile.png");
 
+    // The events list keeps the last 200, and says how many earlier ones it let go.
+    let kept = page.eval(
+        "import('/ui/panels.js').then(m => { const ol = document.createElement('ol'); \
+         for (let i = 0; i <= 205; i++) m.addEvent(ol, 'checkpoint_started', { epoch: i }); \
+         return [ol.children.length, ol.firstChild.textContent.includes('epoch 205'), \
+         ol.lastChild.textContent]; })",
+    );
+    assert_eq!(kept[0], 201, "200 events and the notice: {kept}");
+    assert_eq!(kept[1], true, "the newest on top: {kept}");
+    assert!(
+        kept[2]
+            .as_str()
+            .is_some_and(|t| t.contains("6 earlier event(s) not shown")),
+        "{kept}"
+    );
+
     // A hostile value set through the console applies, and shows as text in the history.
     page.type_into(&input_sel, SET);
     page.click(&format!("button[data-apply={}]", quote(&field)));

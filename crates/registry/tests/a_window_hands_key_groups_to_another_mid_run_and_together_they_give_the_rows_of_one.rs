@@ -1,4 +1,4 @@
-//! Issue 15's live rescale on a window (tumbling, sliding, session, count), as the runtime
+//! Issue 15's live rescale on a window (tumbling, sliding, cumulate, session, count), as the runtime
 //! does it for an operator that moves key groups itself (`Operator::give_key_groups` and
 //! `take_key_groups`): one instance runs alone while another, idle, sees only the
 //! watermarks; half the key groups move to the idle one; both checkpoint and are restored
@@ -32,6 +32,7 @@ fn two_instances_handing_key_groups_back_and_forth_give_the_rows_of_one() {
         r#"param kind = "tumbling" param size = "40ms""#,
         r#"param kind = "sliding" param size = "90ms" param slide = "30ms""#,
         r#"param kind = "sliding" param size = "100ms" param slide = "20ms""#,
+        r#"param kind = "cumulate" param size = "90ms" param step = "30ms""#,
         r#"param kind = "session" param gap = "15ms""#,
         r#"param kind = "count" param size = 7"#,
     ];

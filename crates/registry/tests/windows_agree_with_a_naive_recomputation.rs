@@ -1,4 +1,4 @@
-//! Every kind of window, over seeded random rows that arrive out of order (some of them
+//! Every kind of window (tumbling, sliding, cumulating, session, count), over seeded random rows that arrive out of order (some of them
 //! late), with a random `allowed_lateness` that changes while it runs, gives what a naive
 //! recomputation from the rows gives, each result when the naive model says it is due; a
 //! window checkpointed twice (a full snapshot, then the changes since) and restored from
@@ -49,6 +49,8 @@ type Out = (
 #[derive(Debug, Clone, Copy)]
 enum Kind {
     Sliding(i64, i64),
+    /// Cumulating windows: size, step.
+    Cumulate(i64, i64),
     Session(i64),
     Count(u64),
 }
@@ -82,6 +84,9 @@ fn window_by(kind: Kind, lsm: bool, keys: &str, lateness: i64) -> Box<dyn Operat
     let kind_params = match kind {
         Kind::Sliding(size, slide) => {
             format!(r#"param kind = "sliding" param size = "{size}ms" param slide = "{slide}ms""#)
+        }
+        Kind::Cumulate(size, step) => {
+            format!(r#"param kind = "cumulate" param size = "{size}ms" param step = "{step}ms""#)
         }
         Kind::Session(gap) => format!(r#"param kind = "session" param gap = "{gap}ms""#),
         Kind::Count(n) => format!(r#"param kind = "count" param size = {n}"#),
@@ -324,7 +329,7 @@ fn timed(kind: Kind, windows: Vec<(Out, usize)>, cutoffs: &[i64]) -> Vec<Timed> 
         .map(|(w, last_batch)| {
             let end = w.1;
             let step = match kind {
-                Kind::Sliding(..) => at_watermark(&|c| c >= end),
+                Kind::Sliding(..) | Kind::Cumulate(..) => at_watermark(&|c| c >= end),
                 Kind::Session(_) => at_watermark(&|c| c > end),
                 Kind::Count(_) => 2 * last_batch,
             };
@@ -380,6 +385,23 @@ fn naive(kind: Kind, rows: &[(Row, usize)]) -> Vec<(Out, usize)> {
             }
             for ((s, k), rs) in windows {
                 out.push(aggregate(s, s + size, k, &rs));
+            }
+        }
+        Kind::Cumulate(size, step) => {
+            let mut windows: BTreeMap<(i64, i64, i64), Vec<(Row, usize)>> = BTreeMap::new();
+            for r in rows {
+                let ts = r.0 .0;
+                // The row's cycle [s, s + size), and every window of it that ends after ts
+                // at a multiple of step.
+                let s = ts.div_euclid(size) * size;
+                let mut e = ts.div_euclid(step) * step + step;
+                while e <= s + size {
+                    windows.entry((s, e, r.0 .1)).or_default().push(*r);
+                    e += step;
+                }
+            }
+            for ((s, e, k), rs) in windows {
+                out.push(aggregate(s, e, k, &rs));
             }
         }
         Kind::Session(gap) => {
@@ -450,6 +472,7 @@ fn kind() -> impl Strategy<Value = Kind> {
     prop_oneof![
         (1i64..60).prop_map(|s| Kind::Sliding(s, s)),
         (1i64..6, 1i64..20).prop_map(|(m, slide)| Kind::Sliding(slide * m, slide)),
+        (1i64..6, 1i64..20).prop_map(|(m, step)| Kind::Cumulate(step * m, step)),
         (1i64..40).prop_map(Kind::Session),
         (1u64..6).prop_map(Kind::Count),
     ]
@@ -466,24 +489,62 @@ fn lateness() -> impl Strategy<Value = Lateness> {
         .prop_map(|(initial, changes)| Lateness { initial, changes })
 }
 
+/// The naive result of `kind` over `bs` is what one window gives straight through, restored
+/// before a batch (heap and LSM), keyed or global, and split over four instances.
+fn agrees(
+    kind: Kind,
+    bs: &[Vec<Row>],
+    delay: i64,
+    lateness: &Lateness,
+    restart: prop::sample::Index,
+) -> Result<(), TestCaseError> {
+    let want = expected(kind, bs, delay, lateness);
+    prop_assert_eq!(&run(kind, bs, delay, lateness, None, false), &want);
+    let at = restart.index(bs.len());
+    for lsm in [false, true] {
+        prop_assert_eq!(
+            &run(kind, bs, delay, lateness, Some((at, lsm)), false),
+            &want,
+            "restored before batch {} (lsm: {})",
+            at,
+            lsm
+        );
+    }
+    // A global window: every row of key 0.
+    let bs: Vec<Vec<Row>> = bs
+        .iter()
+        .map(|rows| rows.iter().map(|r| (r.0, 0, r.2)).collect())
+        .collect();
+    let want = expected(kind, &bs, delay, lateness);
+    for lsm in [false, true] {
+        prop_assert_eq!(
+            &run(kind, &bs, delay, lateness, Some((at, lsm)), true),
+            &want,
+            "global, restored before batch {} (lsm: {})",
+            at,
+            lsm
+        );
+    }
+    prop_assert_eq!(
+        &run_split(kind, &bs, delay, lateness),
+        &want,
+        "four instances"
+    );
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     #[test]
     fn every_window_kind_matches_the_naive_result(kind in kind(), bs in batches(), delay in 0i64..40, lateness in lateness(), restart in any::<prop::sample::Index>()) {
-        let want = expected(kind, &bs, delay, &lateness);
-        prop_assert_eq!(&run(kind, &bs, delay, &lateness, None, false), &want);
-        let at = restart.index(bs.len());
-        for lsm in [false, true] {
-            prop_assert_eq!(&run(kind, &bs, delay, &lateness, Some((at, lsm)), false), &want, "restored before batch {} (lsm: {})", at, lsm);
-        }
-        // A global window: every row of key 0.
-        let bs: Vec<Vec<Row>> = bs.iter().map(|rows| rows.iter().map(|r| (r.0, 0, r.2)).collect()).collect();
-        let want = expected(kind, &bs, delay, &lateness);
-        for lsm in [false, true] {
-            prop_assert_eq!(&run(kind, &bs, delay, &lateness, Some((at, lsm)), true), &want, "global, restored before batch {} (lsm: {})", at, lsm);
-        }
-        prop_assert_eq!(&run_split(kind, &bs, delay, &lateness), &want, "four instances");
+        agrees(kind, &bs, delay, &lateness, restart)?;
+    }
+
+    /// Cumulating windows (issue 17's CUMULATE) more often: cycles of 1 to 8 steps.
+    #[test]
+    fn cumulating_windows_match_the_naive_result(step in 1i64..25, steps in 1i64..9, bs in batches(), delay in 0i64..40, lateness in lateness(), restart in any::<prop::sample::Index>()) {
+        agrees(Kind::Cumulate(step * steps, step), &bs, delay, &lateness, restart)?;
     }
 }
 
@@ -528,6 +589,7 @@ fn a_changelog_holds_only_the_keys_that_changed() {
     for kind in [
         Kind::Sliding(1000, 1000),
         Kind::Sliding(2000, 500),
+        Kind::Cumulate(2000, 500),
         Kind::Session(100),
         Kind::Count(5),
     ] {

@@ -123,3 +123,91 @@ fn a_window_join_takes_its_size_and_times_from_the_tumble_windows() {
     assert_eq!(param(&ps, "size"), "2000ms");
     assert_eq!(param(&ps, "how"), "inner");
 }
+
+#[test]
+fn the_join_keeps_only_the_columns_the_rest_of_the_query_reads() {
+    let keep = |sql: &str| {
+        params(sql, "join")
+            .into_iter()
+            .find(|(n, _)| n == "keep")
+            .map(|(_, v)| v)
+    };
+    let between = "o.ts BETWEEN s.ts - INTERVAL '5' SECOND AND s.ts";
+    // The select list and the filter after the join; keys and times are the join's own.
+    assert_eq!(
+        keep(&format!(
+            "INSERT INTO out SELECT o.qty, s.level * 2 AS l FROM o JOIN s ON o.item = s.item AND {between} WHERE o.qty > s.level + 1;"
+        ))
+        .as_deref(),
+        Some("\"qty\", \"level\"")
+    );
+    // A column of the right side named as one of the left keeps its output name.
+    assert_eq!(
+        keep(&format!(
+            "INSERT INTO out SELECT s.ts, s.item FROM o JOIN s ON o.item = s.item AND {between};"
+        ))
+        .as_deref(),
+        Some("\"s_ts\", \"s_item\"")
+    );
+    // A wildcard reads every column.
+    assert_eq!(
+        keep(&format!(
+            "INSERT INTO out SELECT * FROM o JOIN s ON o.item = s.item AND {between};"
+        )),
+        None
+    );
+    // A GROUP BY over the join reads its keys and its aggregates' arguments.
+    assert_eq!(
+        keep(&format!(
+            "INSERT INTO out SELECT o.item, SUM(o.qty) AS q FROM o JOIN s ON o.item = s.item AND {between} GROUP BY o.item;"
+        ))
+        .as_deref(),
+        Some("\"item\", \"qty\"")
+    );
+}
+
+/// A table joined with itself (issue 17) is read once: the right side reads its stream
+/// through a map `insert1_{alias}` that keeps every column, and the join's condition names
+/// that map; a lookup join of a table with itself is refused.
+#[test]
+fn a_self_join_reads_its_table_once_through_a_copy_for_the_right_side() {
+    let t = "CREATE TABLE bid (ts TIMESTAMP, auction BIGINT, price BIGINT) WITH (connector = 'file', path = 'b.csv', event_time = 'ts');
+CREATE TABLE o WITH (connector = 'file', path = 'o.csv');
+";
+    let spec = anduin_spec::parse_sql(&format!(
+        "{t}INSERT INTO o SELECT a.auction, a.price, b.price AS later FROM bid a JOIN bid b ON a.auction = b.auction AND a.ts BETWEEN b.ts - INTERVAL '1' SECOND AND b.ts;"
+    ))
+    .unwrap_or_else(|d| panic!("{d}"));
+    let kinds: Vec<(&str, &str)> = spec
+        .operators
+        .iter()
+        .map(|o| (o.name.as_str(), o.kind.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("bid", "reader"),
+            ("insert1_b", "map"),
+            ("insert1_join", "join"),
+            ("insert1_select", "map"),
+            ("o", "writer")
+        ]
+    );
+    let join = &spec.operators[2];
+    let inputs: Vec<&str> = join.inputs.iter().map(|i| i.as_str()).collect();
+    assert_eq!(inputs, ["bid", "insert1_b"]);
+    assert_eq!(spec.operators[1].inputs[0].as_str(), "bid");
+    let on = join.param("on").expect("on").value.as_text().to_string();
+    assert_eq!(on, "\"bid\".\"auction\" = \"insert1_b\".\"auction\"");
+    let d = anduin_spec::parse_sql(&format!(
+        "CREATE TABLE r (ts TIMESTAMP, id BIGINT, v BIGINT) WITH (connector = 'file', path = 'r.csv', event_time = 'ts');
+{t}INSERT INTO o SELECT a.id, b.v FROM r a JOIN r FOR SYSTEM_TIME AS OF a.ts AS b ON a.id = b.id;"
+    ))
+    .expect_err("a lookup self-join");
+    assert!(
+        d.0[0]
+            .message
+            .contains("a lookup join of a table with itself"),
+        "{d}"
+    );
+}

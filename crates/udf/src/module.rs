@@ -80,6 +80,20 @@ impl WasmModule {
         if bytes.starts_with(b"\0asm") {
             return Self::from_binary(&label, &bytes);
         }
+        let script = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "js" | "mjs" | "cjs"));
+        if script {
+            return Err(UdfError::Invalid {
+                module: label,
+                message: "it is a JavaScript file, and a module given to `--udf` or a `.flow` \
+                          `udf` block must be WebAssembly (`.wasm`, or `.wat` text); functions, \
+                          aggregates and operators in JavaScript are declared in SQL, with their \
+                          body: `CREATE FUNCTION f(…) RETURNS … LANGUAGE javascript AS $$ … $$`"
+                    .to_string(),
+            });
+        }
         let binary = wat::parse_bytes(&bytes).map_err(|e| UdfError::Invalid {
             module: label.clone(),
             message: e.to_string(),
@@ -268,4 +282,22 @@ fn section(bytes: &[u8], label: &str, name: &str) -> Result<Vec<String>, UdfErro
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_javascript_file_given_as_a_module_is_refused_saying_where_javascript_goes() {
+        let path = std::env::temp_dir().join(format!("anduin-udf-{}.mjs", std::process::id()));
+        std::fs::write(&path, "export function f(x) { return x; }\n").expect("a file");
+        let err = WasmModule::load(&path).expect_err("not WebAssembly");
+        let _ = std::fs::remove_file(&path);
+        let said = err.to_string();
+        assert!(
+            said.contains("it is a JavaScript file") && said.contains("LANGUAGE javascript"),
+            "{said}"
+        );
+    }
 }

@@ -90,6 +90,10 @@ fn rows_and_states_an_operator_may_not_give_are_errors_saying_what_to_write() {
             "export function process(s, v) { return 1; }\nexport function timer(s) { return 1.5; }\nexport function on_timer(s, w) { return s; }",
             "operator `f`: timer(state) returned the number 1.5: it must return an event time in milliseconds, an integer number (or null: no timer)",
         ),
+        (
+            "export function process(s, v) { return 1; }\nexport function timer(s) { if (s > 5) return 1; }\nexport function on_timer(s, w) { return s; }",
+            "operator `f`: timer(state) returned undefined: it must return an event time in milliseconds, an integer number, or null for no timer (`return null;`)",
+        ),
     ] {
         let e = process(&js(body), &[5]).expect_err(body);
         assert_eq!(e.message, expected, "{body}");

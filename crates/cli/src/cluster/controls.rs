@@ -31,6 +31,9 @@ use super::coordinator::{Cluster, ExitPoint};
 /// Who a change sent again is from, in the history.
 const AGAIN_FROM: &str = "coordinator: sent again after a rollback";
 
+/// Who a rescale given again to an attempt that rolled back is from, in the history.
+const GROWN_AGAIN_FROM: &str = "coordinator: grown again after a rollback";
+
 /// Records each change of query `query` that every instance has switched to in the catalog
 /// of `cluster` (an edit fsynced before the control plane answers).
 pub(super) fn recorder(cluster: &Arc<Cluster>, query: &str) -> Arc<Recorder> {
@@ -183,7 +186,10 @@ pub(super) fn grown_not_taken_over(
             })
             .map(|t| t.instances.len())
     };
-    // The last rescale of each operator the checkpoint records, and its instances.
+    // The instances of each operator the checkpoint records, and a rescale at its own
+    // barrier (whose instances start at that barrier, after the state was taken). An older
+    // rescale beyond the planned instances whose instances the checkpoint does not record
+    // was undone by a rollback whose growth again failed: the attempt runs the planned ones.
     let mut most: BTreeMap<&str, usize> = BTreeMap::new();
     for o in &v.manifest.plan.operators {
         most.insert(&o.name, o.instance_count());
@@ -192,7 +198,7 @@ pub(super) fn grown_not_taken_over(
         .manifest
         .controls
         .iter()
-        .filter(|c| c.param == RESCALE_PARAM)
+        .filter(|c| c.param == RESCALE_PARAM && c.epoch >= v.manifest.epoch)
         .collect();
     rescales.sort_by_key(|c| c.seq);
     for c in rescales {
@@ -205,11 +211,109 @@ pub(super) fn grown_not_taken_over(
         let planned = planned(operator)?;
         (n > planned).then(|| {
             format!(
-                "operator \"{operator}\" was rescaled to {n} instances while it ran (checkpoint {} records it), beyond the {planned} it started with: a restarted coordinator does not take over instances the plan does not start, so the query rolls back as a whole to {planned} instances (its state re-cut to them)",
+                "operator \"{operator}\" was rescaled to {n} instances while it ran (checkpoint {} records it), beyond the {planned} it started with: a restarted coordinator does not take over instances the plan does not start, so the query rolls back as a whole to {planned} instances (its state re-cut to them), and grows again once it runs if the last rescale it records is beyond them",
                 v.manifest.epoch,
             )
         })
     })
+}
+
+/// The operators whose last rescale `restored` (the changes of the checkpoint an attempt
+/// restores) records gave them more instances than the attempt starts (`anduin ctl scale`
+/// beyond `--max-parallelism`), and how many: the attempt starts them at their planned
+/// instances, their state re-cut, and is grown again to as many as soon as it runs
+/// ([`grow_again`]).
+fn grown_before(
+    restored: &[ChangeRecord],
+    planned: impl Fn(&str) -> Option<usize>,
+) -> Vec<(String, usize)> {
+    let mut last: BTreeMap<&str, (u64, usize)> = BTreeMap::new();
+    for c in restored.iter().filter(|c| c.param == RESCALE_PARAM) {
+        let Ok(n) = c.new.trim().parse::<usize>() else {
+            continue;
+        };
+        let entry = last.entry(&c.operator).or_insert((c.seq, n));
+        if c.seq >= entry.0 {
+            *entry = (c.seq, n);
+        }
+    }
+    last.into_iter()
+        .filter_map(|(operator, (_, n))| {
+            let planned = planned(operator)?;
+            (n > planned).then(|| (operator.to_string(), n))
+        })
+        .collect()
+}
+
+/// Grows again, once the attempt of `control` runs, each operator whose last rescale
+/// `restored` records was beyond the instances the attempt starts: a rollback keeps the
+/// rescales its checkpoint recorded (as it does within `--max-parallelism`), through the
+/// live growth those instances came from — on the workers that run the operator, within
+/// their free slots. One that cannot grow (too few slots left after a worker's loss) runs at
+/// its planned instances, and the coordinator says why.
+pub(super) fn grow_again(name: &str, control: &Arc<Control>, restored: &[ChangeRecord]) {
+    let restored: Vec<ChangeRecord> = restored
+        .iter()
+        .filter(|c| c.param == RESCALE_PARAM)
+        .cloned()
+        .collect();
+    if restored.is_empty() {
+        return;
+    }
+    let (name, weak) = (name.to_string(), Arc::downgrade(control));
+    control.when_running(move || {
+        let Some(control) = weak.upgrade() else {
+            return;
+        };
+        let operators = control.info().operators;
+        let wanted = grown_before(&restored, |op| {
+            operators
+                .iter()
+                .find(|o| o.name == op)
+                .and_then(|o| o.max_parallelism)
+        });
+        if wanted.is_empty() {
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("anduin-grow-again".into())
+            .spawn({
+                let name = name.clone();
+                move || {
+                    for (operator, n) in wanted {
+                        let request = ChangeRequest {
+                            operator: operator.clone(),
+                            param: RESCALE_PARAM.to_string(),
+                            value: n.to_string(),
+                            from: GROWN_AGAIN_FROM.to_string(),
+                        };
+                        match control.set(request) {
+                            Ok(r) => eprintln!(
+                                "anduin: query {name}: operator \"{operator}\" grown again to {n} instances after the rollback (or resume) to a checkpoint that recorded that rescale, at epoch {}",
+                                r.epoch
+                            ),
+                            Err(e) => {
+                                let now = control
+                                    .params(&operator)
+                                    .ok()
+                                    .and_then(|ps| {
+                                        ps.into_iter()
+                                            .find(|p| p.name == RESCALE_PARAM)
+                                            .map(|p| p.value)
+                                    })
+                                    .unwrap_or_else(|| "?".to_string());
+                                eprintln!(
+                                    "anduin: query {name}: operator \"{operator}\" could not be grown again to the {n} instances its checkpoint recorded: {e}; {now} instance(s) own its key groups (`anduin ctl scale` once the workers that run it have room)"
+                                );
+                            }
+                        }
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            eprintln!("anduin: query {name}: cannot grow its operators again after the rollback: {e}; scale them again with `anduin ctl scale`");
+        }
+    });
 }
 
 /// Where change `r` applied: its barrier's epoch, or, recorded only before its barrier went
@@ -242,6 +346,15 @@ pub(super) fn send_again(name: &str, control: Arc<Control>, changes: Vec<ChangeR
         .spawn(move || {
             let name = query;
             for c in latest {
+                let now = control.params(&c.operator).ok().and_then(|ps| {
+                    ps.into_iter()
+                        .find(|p| p.name == c.param)
+                        .map(|p| p.value)
+                });
+                if now.as_deref() == Some(c.new.as_str()) {
+                    // Changed back to the query's own value: nothing to send.
+                    continue;
+                }
                 let request = ChangeRequest {
                     operator: c.operator.clone(),
                     param: c.param.clone(),
@@ -262,5 +375,46 @@ pub(super) fn send_again(name: &str, control: Arc<Control>, changes: Vec<ChangeR
         });
     if let Err(e) = spawned {
         eprintln!("anduin: query {name}: cannot send again the changes made before the rollback: {e}; set them again with `anduin ctl set`");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rescale(seq: u64, operator: &str, to: &str) -> ChangeRecord {
+        ChangeRecord {
+            seq,
+            time_ms: 0,
+            epoch: seq,
+            operator: operator.into(),
+            param: RESCALE_PARAM.into(),
+            old: String::new(),
+            new: to.into(),
+            from: "ctl".into(),
+        }
+    }
+
+    #[test]
+    fn only_an_operators_last_rescale_beyond_its_planned_instances_is_grown_again() {
+        let mut rate = rescale(4, "gen", "9");
+        rate.param = "rate".into();
+        let restored = vec![
+            rescale(1, "w", "6"),
+            rescale(2, "j", "8"),
+            rescale(3, "j", "2"),
+            rate,
+            rescale(5, "p", "3"),
+            rescale(6, "x", "5"),
+        ];
+        let planned = |op: &str| match op {
+            "w" | "j" | "p" => Some(2),
+            _ => None,
+        };
+        assert_eq!(
+            grown_before(&restored, planned),
+            vec![("p".to_string(), 3), ("w".to_string(), 6)],
+            "j came back within its instances; x is no rescalable operator of this run"
+        );
     }
 }

@@ -292,6 +292,9 @@ pub struct QueryEntry {
     pub life: QueryLife,
     pub status: QueryStatus,
     pub cancel: bool,
+    /// A clean stop (`ctl stop`) was accepted: an attempt that rolls back as a whole before
+    /// it ends stops again as soon as the next one runs.
+    pub stop_asked: bool,
     /// The current attempt's state, while one runs.
     pub attempt: Option<Attempt>,
 }
@@ -807,7 +810,7 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
         _ => Box::new(Static),
     };
     let fence = catalog.fence();
-    let (mut state, resumed) = from_catalog(catalog, Arc::clone(&life_events));
+    let (mut state, resumed, ended) = from_catalog(catalog, Arc::clone(&life_events));
     state.fail_at = args.inject_catalog_failure_at;
     state.stall = args.inject_catalog_stall;
     let registry = Registry::new();
@@ -850,6 +853,7 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
             .spawn(move || ping(&cluster, every))?;
     }
     stop_on_signals(&cluster);
+    serve_ended(&cluster, ended);
     for (name, submission) in resumed {
         start_driver(&cluster, &name, &submission, true)?;
     }
@@ -927,10 +931,13 @@ fn write_address(file: Option<&std::path::Path>, addr: SocketAddr) -> Result<()>
 
 /// What the catalog of a restarted coordinator says: its workers (awaited until they
 /// reconnect) and the queries it was running, to re-attach to.
+/// A query that had ended before this coordinator started: its name, file and final state.
+type Ended = (String, String, anduin_coordinator::life::StateKind);
+
 fn from_catalog(
     catalog: Catalog,
     life_events: Arc<LifeEvents>,
-) -> (State, Vec<(String, Submission)>) {
+) -> (State, Vec<(String, Submission)>, Vec<Ended>) {
     let c = catalog.state();
     let now = Instant::now();
     let workers: BTreeMap<u32, WorkerEntry> = c
@@ -952,6 +959,7 @@ fn from_catalog(
     let next_worker = c.highest_worker.map_or(1, |w| w.0 + 1);
     let mut queries = BTreeMap::new();
     let mut resumed = Vec::new();
+    let mut ended = Vec::new();
     for (id, q) in &c.queries {
         let submission = Submission {
             name: id.0.clone(),
@@ -1007,10 +1015,13 @@ fn from_catalog(
                 },
                 // A cancel answered before the coordinator went is carried out by this one.
                 cancel: q.cancel_requested,
+                stop_asked: false,
                 attempt: None,
             },
         );
-        if !over {
+        if over {
+            ended.push((id.0.clone(), q.source.file.clone(), q.state.kind()));
+        } else {
             resumed.push((id.0.clone(), submission));
         }
     }
@@ -1031,7 +1042,33 @@ fn from_catalog(
         life_events,
         held_said: BTreeSet::new(),
     };
-    (state, resumed)
+    (state, resumed, ended)
+}
+
+/// Serves through the API the queries that had ended before this coordinator started, with
+/// their final state (`GET /api/v1/queries`, the web UI), as the coordinator that ran them
+/// did: no operators, figures or history (those went with it).
+fn serve_ended(cluster: &Cluster, ended: Vec<Ended>) {
+    use anduin_coordinator::life::StateKind;
+    for (name, file, kind) in ended {
+        let control = anduin_runtime::control::Control::new(
+            &name,
+            Some(file),
+            BTreeMap::new(),
+            Box::new(|_, _| Ok(())),
+        );
+        match kind {
+            StateKind::Cancelled => control.detach_cancelled(),
+            StateKind::Failed => control.detach(true),
+            _ => control.detach(false),
+        }
+        if let Err(e) = cluster
+            .api
+            .add(Arc::new(control) as Arc<dyn anduin_api::QueryControl>)
+        {
+            tracing::warn!(query = %name, error = %e, "an ended query is not served by the API");
+        }
+    }
 }
 
 /// The name `anduin status` gives a state of the catalog.
@@ -1699,6 +1736,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
                 operators: Vec::new(),
             },
             cancel: false,
+            stop_asked: false,
             attempt: None,
         },
     );

@@ -751,12 +751,13 @@ fn stopper(cluster: &Arc<Cluster>, name: &str, number: u64) -> anduin_runtime::c
         state
             .try_feed(&name, &Input::StopRequested)
             .map_err(|refused| (now.to_string(), refused.to_string()))?;
-        let a = state
+        let q = state
             .queries
             .get_mut(&name)
-            .and_then(|q| q.attempt.as_mut())
-            .filter(|a| a.number == number)
+            .filter(|q| q.attempt.as_ref().is_some_and(|a| a.number == number))
             .ok_or_else(|| (now.to_string(), format!("attempt {number} is over")))?;
+        q.stop_asked = true;
+        let a = q.attempt.as_mut().expect("the attempt was just found");
         a.stopping = true;
         for (to, _) in a.executors.values() {
             let _ = to.send(&ToExecutor::Drain);
@@ -764,6 +765,57 @@ fn stopper(cluster: &Arc<Cluster>, name: &str, number: u64) -> anduin_runtime::c
         eprintln!("anduin: query {name}, attempt {number}: stopping: its sources stop and take a last checkpoint, then it ends (`anduin submit --resume` goes on from that checkpoint)");
         Ok(())
     })
+}
+
+/// Stops attempt `number` of query `name` (its control plane `control`) as soon as it runs:
+/// the attempt before it was asked to stop, and rolled back as a whole before it had.
+fn stop_again(cluster: &Arc<Cluster>, name: &str, number: u64, control: &Arc<Control>) {
+    let (name, weak) = (name.to_string(), Arc::downgrade(control));
+    let cluster = Arc::downgrade(cluster);
+    control.when_running(move || {
+        let (Some(control), Some(cluster)) = (weak.upgrade(), cluster.upgrade()) else {
+            return;
+        };
+        // Not on the thread that starts the attempt: the stop takes the cluster's lock, and
+        // waits for the query's life to end its recovery (a recovering query takes no stop).
+        let spawned = std::thread::Builder::new()
+            .name("anduin-stop-again".into())
+            .spawn({
+                let name = name.clone();
+                move || {
+                    let mut state = cluster.lock();
+                    loop {
+                        if current(&state, &name, number).is_none() {
+                            return;
+                        }
+                        let recovering = state.queries.get(&name).is_some_and(|q| {
+                            matches!(q.life.state(), QueryState::Recovering { .. })
+                        });
+                        if !recovering {
+                            break;
+                        }
+                        state = cluster.wait(state, Duration::from_millis(200));
+                    }
+                    drop(state);
+                    stopped_again(&name, number, control.stop());
+                }
+            });
+        if let Err(e) = spawned {
+            eprintln!("anduin: query {name}: cannot stop again after the rollback: {e}; ask again with `anduin ctl stop`");
+        }
+    });
+}
+
+/// What the coordinator says of the stop it asked again of attempt `number` of query `name`.
+fn stopped_again(
+    name: &str,
+    number: u64,
+    result: Result<(), anduin_runtime::control::ControlFailure>,
+) {
+    match result {
+                    Ok(()) => eprintln!("anduin: query {name}, attempt {number}: stopping again: the stop asked of the attempt before it was interrupted by its rollback"),
+                    Err(e) => eprintln!("anduin: query {name}, attempt {number}: the stop asked before the rollback could not be carried out: {e}; ask again with `anduin ctl stop`"),
+    }
 }
 
 /// Where a query's attempt (its control plane `control`) has room for instances added while it runs
@@ -776,7 +828,7 @@ fn growth_room(
     control: std::sync::Weak<Control>,
 ) -> anduin_runtime::control::Room {
     let cluster = Arc::clone(cluster);
-    Arc::new(move |added, on| {
+    Arc::new(move |added, on, load| {
         let added_here = control
             .upgrade()
             .map(|c| c.added_by_worker())
@@ -788,25 +840,63 @@ fn growth_room(
                 *used.entry(a.host(*part)).or_default() += 1;
             }
         }
-        let free: usize = on
+        // A dead worker has no room.
+        let free: BTreeMap<u32, usize> = on
             .keys()
-            .filter_map(|w| state.workers.get(w).filter(|e| e.alive()).map(|e| (w, e)))
-            .map(|(w, e)| {
-                usize::try_from(e.slots)
-                    .unwrap_or(usize::MAX)
-                    .saturating_sub(used.get(w).copied().unwrap_or(0))
+            .map(|w| {
+                let room = state.workers.get(w).filter(|e| e.alive()).map_or(0, |e| {
+                    usize::try_from(e.slots)
+                        .unwrap_or(usize::MAX)
+                        .saturating_sub(used.get(w).copied().unwrap_or(0))
+                });
+                (*w, room)
             })
-            .sum();
-        if added <= free {
+            .collect();
+        let fit = fitting(added, load, &free);
+        if fit == added {
             return Ok(());
         }
-        let workers: Vec<String> = on.keys().map(|w| format!("w{w}")).collect();
+        let name = |w: &u32| {
+            state
+                .workers
+                .get(w)
+                .map_or_else(|| format!("worker id {w}"), |e| e.name.clone())
+        };
+        let workers: Vec<String> = on.keys().map(name).collect();
+        let free_now: Vec<String> = free
+            .iter()
+            .map(|(w, n)| format!("{} {n}", name(w)))
+            .collect();
         Err(format!(
-            "the {added} instance(s) it would add go on the workers that run it ({}), which have {free} free slot(s): scale to at most {}, or give those workers more slots (`anduin worker --slots`)",
+            "the {added} instance(s) it would add go one by one on the least loaded of the workers that run it ({}), within their free slots ({}): scale to at most {}, or give those workers more slots (`anduin worker --slots`)",
             workers.join(", "),
-            on.values().sum::<usize>() + free,
+            free_now.join(", "),
+            on.values().sum::<usize>() + fit,
         ))
     })
+}
+
+/// How many of `added` instances fit, placed one by one on the least loaded (by `load`, the
+/// query's instances per worker; the lowest id of those tied) of the workers of `free`
+/// (their free slots), as `Topology::grow` places them: the first that lands on a worker
+/// with no free slot left stops the count.
+fn fitting(added: usize, load: &BTreeMap<u32, usize>, free: &BTreeMap<u32, usize>) -> usize {
+    let mut load: BTreeMap<u32, usize> = free
+        .keys()
+        .map(|w| (*w, load.get(w).copied().unwrap_or(0)))
+        .collect();
+    let mut free = free.clone();
+    for placed in 0..added {
+        let Some(w) = load.iter().min_by_key(|(w, n)| (**n, **w)).map(|(w, _)| *w) else {
+            return placed;
+        };
+        match free.get_mut(&w) {
+            Some(room) if *room > 0 => *room -= 1,
+            _ => return placed,
+        }
+        *load.entry(w).or_default() += 1;
+    }
+    added
 }
 
 /// Starts the checkpoint coordinator of an attempt whose executors have reported (all, or all
@@ -869,7 +959,23 @@ fn start_checkpointer(
         },
     )?);
     control.stop_with(stopper(cluster, name, number));
+    if number < MAX_ATTEMPTS {
+        // A failure rolls the query back as a new attempt (`drive`), unless cancelled.
+        control.recovered_on_failure();
+    }
     control.grow_within(growth_room(cluster, Arc::downgrade(&control)));
+    if let (Numbering::After(_), Some(v)) = (numbering, restore.as_ref()) {
+        // A rollback starts at the planned instances: those a growth added come again.
+        controls::grow_again(name, &control, &v.manifest.controls);
+    }
+    let stop_asked = cluster
+        .lock()
+        .queries
+        .get(name)
+        .is_some_and(|q| q.stop_asked);
+    if stop_asked && matches!(numbering, Numbering::After(_)) {
+        stop_again(cluster, name, number, &control);
+    }
     if let Some(written) = compiled.loaded.reshaped() {
         control.as_written(written);
     }
@@ -1792,7 +1898,7 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
         match recovered {
             Some(why) => c.detach_recovering(why),
             None if cancelled => c.detach_cancelled(),
-            None => c.detach(true),
+            None => c.detach_failed(),
         }
     }
     outcome
@@ -2212,6 +2318,24 @@ impl Subscriber for LastCheckpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn added_instances_fit_as_they_are_placed_not_as_the_free_slots_add_up() {
+        // Worker 1 runs 3 of the query's instances with 6 free slots, worker 2 runs 3 with 2
+        // free: the least loaded takes each (ties to the lowest id), so worker 2 gets the
+        // second and the fourth, and the sixth would land on it full: 5 fit, although 8
+        // slots are free in all.
+        let load = BTreeMap::from([(1, 3), (2, 3), (3, 9)]);
+        let free = BTreeMap::from([(1, 6), (2, 2)]);
+        assert_eq!(fitting(4, &load, &free), 4);
+        assert_eq!(fitting(5, &load, &free), 5);
+        assert_eq!(fitting(6, &load, &free), 5);
+        assert_eq!(fitting(8, &load, &free), 5);
+        // Ties go to the lowest id: one free slot on worker 1 only takes the first.
+        assert_eq!(fitting(2, &load, &BTreeMap::from([(1, 1), (2, 0)])), 1);
+        assert_eq!(fitting(1, &load, &BTreeMap::from([(1, 0), (2, 5)])), 0);
+        assert_eq!(fitting(3, &load, &BTreeMap::new()), 0);
+    }
     use anduin_registry::BuiltinCatalog;
 
     /// The placement constraints of `query` (as `anduin submit` plans it, with chaining).

@@ -7,11 +7,19 @@
 //! the state is bounded by the watermark. The rows live in memory; checkpoints keep a copy
 //! in the state backend (heap or LSM), one entry per key under its key group, written for
 //! the keys that changed since the previous checkpoint.
+//!
+//! A buffered row holds only the columns the rest of the query reads (`keep`, which the SQL
+//! planner sets), copied out of its input batch into a batch of the rows buffered from it:
+//! the input batch, its unread columns and its rows that are late or dropped are let go at
+//! once (`store.rs`). Keys and times are read from the input before that, so that neither
+//! needs to be kept unless read.
 
 mod checkpoint;
 pub(crate) mod codec;
 mod output;
 mod running;
+#[cfg(test)]
+mod state_tests;
 mod store;
 
 use std::sync::Arc;
@@ -43,6 +51,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "lower", required: false, kind: ParamKind::Text, default: None, doc: "interval: the smallest `right time - left time` that matches, e.g. \"-5s\"" },
         ParamSpec { name: "upper", required: false, kind: ParamKind::Text, default: None, doc: "interval: the largest `right time - left time` that matches, e.g. \"5s\"" },
         ParamSpec { name: "size", required: false, kind: ParamKind::Duration, default: None, doc: "window: the tumbling window's length" },
+        ParamSpec { name: "keep", required: false, kind: ParamKind::Text, default: None, doc: "the output columns the rest of the query reads, by output name, separated by commas: the others are left out of the output and of the state (default: every column; the SQL planner sets it)" },
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the join, each owning a share of the keys (default: the query's --parallelism)" },
         ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where the checkpointed copy of the rows is kept: heap (memory) or lsm (an LSM tree on local disk); live rows stay in memory either way (default: the query's --state-backend)" },
     ],
@@ -69,7 +78,10 @@ pub(crate) struct JoinSetup {
     pub left_time: usize,
     pub right_time: usize,
     pub left_schema: SchemaRef,
-    pub right_schema: SchemaRef,
+    /// Per side, the input columns a buffered row keeps (and the output carries), in order.
+    pub stored: [Vec<usize>; 2],
+    /// Per side, those columns' schema.
+    pub stored_schemas: [SchemaRef; 2],
     /// The result: [window_start, window_end,] left columns, right columns.
     pub schema: SchemaRef,
     /// Where the checkpointed copy of the rows is kept.
@@ -160,15 +172,48 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             false,
         ));
     }
-    for (stream, schema) in [(lname, left), (rname, right)] {
-        for f in schema.fields() {
+    // Every input column's output name, as if every column were kept (so that a name does
+    // not depend on which others are read).
+    let mut named: Vec<Field> = fields.clone();
+    let mut sides: [Vec<(usize, Field)>; 2] = [Vec::new(), Vec::new()];
+    for ((stream, schema), side) in [(lname, left), (rname, right)].into_iter().zip(&mut sides) {
+        for (i, f) in schema.fields().iter().enumerate() {
             let mut name = f.name().clone();
-            while fields.iter().any(|x| *x.name() == name) {
+            while named.iter().any(|x| *x.name() == name) {
                 name = format!("{stream}_{name}");
             }
-            fields.push(f.as_ref().clone().with_name(name).with_nullable(true));
+            let field = f.as_ref().clone().with_name(name).with_nullable(true);
+            named.push(field.clone());
+            side.push((i, field));
         }
     }
+    let keep = kept(&p, &named)?;
+    let times = [left_time, right_time];
+    let mut stored: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+    for ((side, stored), time) in sides.iter().zip(&mut stored).zip(times) {
+        stored.extend(
+            side.iter()
+                .filter(|(_, f)| keep.as_ref().is_none_or(|k| k.contains(f.name())))
+                .map(|(i, _)| *i),
+        );
+        if stored.is_empty() {
+            // A batch has at least one column: a side none of whose columns is read keeps
+            // its time (8 bytes a row).
+            stored.push(time);
+        }
+        fields.extend(
+            side.iter()
+                .filter(|(i, _)| stored.contains(i))
+                .map(|(_, f)| f.clone()),
+        );
+    }
+    let project = |schema: &SchemaRef, columns: &[usize]| -> Result<SchemaRef, Diagnostics> {
+        schema
+            .project(columns)
+            .map(Arc::new)
+            .map_err(|e| Diagnostics::from(p.error("keep", e.to_string())))
+    };
+    let stored_schemas = [project(left, &stored[0])?, project(right, &stored[1])?];
     let schema: SchemaRef = Arc::new(Schema::new(fields));
     let setup = JoinSetup {
         name: op.name.to_string(),
@@ -179,7 +224,8 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         left_time,
         right_time,
         left_schema: Arc::clone(left),
-        right_schema: Arc::clone(right),
+        stored,
+        stored_schemas,
         schema: Arc::clone(&schema),
         backend: p.state_backend(),
     };
@@ -191,6 +237,38 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         warnings: Diagnostics::default(),
         partition_by: vec![Some(left_keys), Some(right_keys)],
     })
+}
+
+/// The output names `keep` lists (`None`: every column), each checked to be one of `named`.
+fn kept(p: &Params<'_>, named: &[Field]) -> Result<Option<Vec<String>>, Diagnostics> {
+    let Some(text) = p.text("keep") else {
+        return Ok(None);
+    };
+    if text.as_str().trim().is_empty() {
+        return Ok(Some(Vec::new()));
+    }
+    let idents = anduin_expr::parse_text(text.as_str(), |parser| {
+        parser.parse_comma_separated(|q| q.parse_identifier())
+    })
+    .map_err(|e| p.expr_error("keep", &text, e))?;
+    let mut names = Vec::with_capacity(idents.len());
+    for id in idents {
+        if !named.iter().any(|f| *f.name() == id.value) {
+            let all: Vec<&str> = named.iter().map(|f| f.name().as_str()).collect();
+            return Err(p
+                .error(
+                    "keep",
+                    format!(
+                        "unknown column `{}`: the join's output columns are {}",
+                        id.value,
+                        all.join(", ")
+                    ),
+                )
+                .into());
+        }
+        names.push(id.value);
+    }
+    Ok(Some(names))
 }
 
 /// `-5s`, `5s`, `+250ms` in milliseconds.

@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use anduin_operator_api::rescale::{agreed, combine_moved, Combine, RescaleError, RescaleMeta};
 use anduin_types::{SnapshotKind, Watermark};
+use arrow::array::UInt32Array;
 use arrow::array::{Array, ArrayRef, Int64Array, TimestampMillisecondArray};
 use arrow::buffer::NullBuffer;
+use arrow::compute::take_record_batch;
 use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +38,8 @@ pub(crate) struct Join {
     keys: KeyEncoder,
     watermark: i64,
     late: u64,
+    /// The most bytes the buffered rows held in memory (after a batch), this run.
+    peak_bytes: usize,
     /// Which inputs are exhausted (not kept: a restored run hears it again).
     exhausted: [bool; 2],
     /// Where rejected rows go: rows without an event time, and a window join's rows whose
@@ -107,6 +111,19 @@ fn times(batch: &RecordBatch, column: usize) -> Vec<Option<i64>> {
     vec![None; batch.num_rows()]
 }
 
+/// The `columns` of the rows of `batch` that stay (`staying`, by input row), copied into a
+/// batch of their own: it holds none of `batch`'s buffers (a source's batch is often a slice of
+/// a larger one), so `batch` and its unread columns are let go.
+fn compact(
+    batch: &RecordBatch,
+    columns: &[usize],
+    staying: &[(u32, i64, bool)],
+) -> Result<RecordBatch, arrow::error::ArrowError> {
+    let indices = UInt32Array::from_iter_values(staying.iter().map(|(i, _, _)| *i));
+    let projected = batch.project(columns)?;
+    take_record_batch(&projected, &indices)
+}
+
 impl Join {
     /// A join of `setup`, built with `ctx`: rejected rows go to its dead letters; with the LSM
     /// backend, its working files go in its backend directory (a temporary one if none).
@@ -123,8 +140,8 @@ impl Join {
             setup.backend,
             dir,
             [
-                Arc::clone(&setup.left_schema),
-                Arc::clone(&setup.right_schema),
+                Arc::clone(&setup.stored_schemas[0]),
+                Arc::clone(&setup.stored_schemas[1]),
             ],
         )
         .map_err(|e| err(&setup.name, e))?;
@@ -135,6 +152,7 @@ impl Join {
             keys,
             watermark: i64::MIN,
             late: 0,
+            peak_bytes: 0,
             exhausted: [false; 2],
             dead_letter,
         })
@@ -142,9 +160,10 @@ impl Join {
 
     /// Buffers the rows of `batch` from `side` (0 left, 1 right): the pairs they complete
     /// (interval join), and the left rows of a left join that can have no partner because a
-    /// key column is null (SQL's `NULL = NULL` is not true), which are not buffered. The
-    /// batch stays in its side's chunks, at the index returned, until `drop_if_unused` after
-    /// the result is emitted.
+    /// key column is null (SQL's `NULL = NULL` is not true), which are not buffered. Those rows'
+    /// kept columns are copied into a batch of their own, which stays in its side's chunks,
+    /// at the index returned, until `drop_if_unused` after the result is emitted (or until
+    /// its last buffered row is dropped); `batch` itself is let go.
     fn add(&mut self, side: usize, batch: RecordBatch) -> Result<Added, OperatorError> {
         let (key_cols, time_col) = if side == 0 {
             (&self.setup.left_keys, self.setup.left_time)
@@ -161,32 +180,46 @@ impl Join {
             .map_err(|e| err(&self.setup.name, e))?;
         let null_key = null_keys(&columns);
         let ts = times(&batch, time_col);
-        let Store { chunks, keys } = &mut self.store;
-        let [left_chunks, right_chunks] = chunks;
-        let chunks = if side == 0 { left_chunks } else { right_chunks };
-        let chunk = chunks.add(batch);
-        let mut added = Added {
-            chunk,
-            pairs: Vec::new(),
-            unpaired: Vec::new(),
-        };
+        // The rows that stay (their input row, time, and whether they are buffered or a left
+        // join's row without a partner): not the late ones, nor the others with a null key.
+        let mut staying: Vec<(u32, i64, bool)> = Vec::new();
         for (i, t) in ts.iter().enumerate() {
             let Some(t) = (*t).filter(|t| *t >= self.watermark) else {
                 self.late += 1;
                 continue;
             };
-            if null_key.as_ref().is_some_and(|n| n.is_null(i)) {
+            let i = u32::try_from(i).map_err(|e| err(&self.setup.name, e))?;
+            if null_key.as_ref().is_some_and(|n| n.is_null(i as usize)) {
                 // Equal to no key: never buffered; a left join's left row is emitted alone.
                 if side == 0 && self.setup.left_outer {
-                    added.unpaired.push(((chunk, i), t));
+                    staying.push((i, t, false));
                 }
                 continue;
             }
-            let (key, k) = keys.key_mut(rows.row(i).as_ref());
+            staying.push((i, t, true));
+        }
+        let kept = compact(&batch, &self.setup.stored[side], &staying)
+            .map_err(|e| err(&self.setup.name, e))?;
+        drop(batch);
+        let Store { chunks, keys } = &mut self.store;
+        let [left_chunks, right_chunks] = chunks;
+        let chunks = if side == 0 { left_chunks } else { right_chunks };
+        let chunk = chunks.add(kept);
+        let mut added = Added {
+            chunk,
+            pairs: Vec::new(),
+            unpaired: Vec::new(),
+        };
+        for (j, (i, t, buffered)) in staying.into_iter().enumerate() {
+            if !buffered {
+                added.unpaired.push(((chunk, j), t));
+                continue;
+            }
+            let (key, k) = keys.key_mut(rows.row(i as usize).as_ref());
             let (_, other) = k.own_and_other(side);
             let mut entry = Entry {
                 time: t,
-                at: (chunk, i),
+                at: (chunk, j),
                 matched: false,
             };
             if let JoinKind::Interval { lower, upper } = self.setup.kind {
@@ -366,6 +399,7 @@ impl Operator for Join {
         }
         let [left, right] = &mut self.store.chunks;
         if input == 0 { left } else { right }.drop_if_unused(chunk);
+        self.peak_bytes = self.peak_bytes.max(self.store.size_bytes());
         Ok(())
     }
 
@@ -495,8 +529,19 @@ impl Operator for Join {
         Ok(())
     }
 
+    /// Late rows, and the bytes the buffered rows hold in memory (`state_bytes`, while there
+    /// are any: their kept columns, keys and indexes; `peak_state_bytes`, the most after a
+    /// batch in this run).
     fn metrics(&self) -> Vec<(&'static str, u64)> {
-        vec![("late_rows", self.late)]
+        let mut metrics = vec![("late_rows", self.late)];
+        if self.peak_bytes > 0 {
+            metrics.push(("peak_state_bytes", self.peak_bytes as u64));
+        }
+        let bytes = self.store.size_bytes();
+        if bytes > 0 {
+            metrics.push(("state_bytes", bytes as u64));
+        }
+        metrics
     }
 
     fn is_stateless(&self) -> bool {

@@ -1,6 +1,7 @@
-//! The rows a join holds in memory: per side the batches they came in, and per key both
-//! sides' rows still waiting for partners, with a mark saying how they relate to the key's
-//! checkpointed copy in the state backend (see `checkpoint.rs`).
+//! The rows a join holds in memory: per side the batches they are kept in (one per input
+//! batch: its buffered rows' kept columns, copied out of it), and per key both sides' rows
+//! still waiting for partners, with a mark saying how they relate to the key's checkpointed
+//! copy in the state backend (see `checkpoint.rs`).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -87,21 +88,38 @@ impl Key {
     }
 }
 
-/// The batches one side's rows came in.
+/// The batches one side's rows are kept in.
 #[derive(Debug, Default)]
 pub(crate) struct Chunks {
     /// A batch none of whose rows is buffered anymore is dropped (`None`).
     pub batches: Vec<Option<RecordBatch>>,
     /// Rows still buffered per batch.
     live: Vec<usize>,
+    /// The memory the batches not dropped hold.
+    bytes: usize,
+    /// Rows buffered in all.
+    rows: usize,
 }
 
 impl Chunks {
     /// Adds a batch; returns its index for entries.
     pub(crate) fn add(&mut self, batch: RecordBatch) -> usize {
+        self.bytes += batch.get_array_memory_size();
         self.batches.push(Some(batch));
         self.live.push(0);
         self.batches.len() - 1
+    }
+
+    /// The memory the batches hold, and how many rows are buffered in them.
+    pub(crate) fn size(&self) -> (usize, usize) {
+        (self.bytes, self.rows)
+    }
+
+    /// Drops batch `chunk`.
+    fn drop_chunk(&mut self, chunk: usize) {
+        if let Some(Some(b)) = self.batches.get_mut(chunk).map(Option::take) {
+            self.bytes = self.bytes.saturating_sub(b.get_array_memory_size());
+        }
     }
 
     /// Adds a batch all of whose rows are buffered (rebuilt by a restore).
@@ -110,6 +128,7 @@ impl Chunks {
         let chunk = self.add(batch);
         if let Some(n) = self.live.get_mut(chunk) {
             *n = rows;
+            self.rows += rows;
         }
         chunk
     }
@@ -118,15 +137,14 @@ impl Chunks {
     pub(crate) fn hold(&mut self, chunk: usize) {
         if let Some(n) = self.live.get_mut(chunk) {
             *n += 1;
+            self.rows += 1;
         }
     }
 
     /// Drops batch `chunk` if none of its rows is buffered (all late, or none at all).
     pub(crate) fn drop_if_unused(&mut self, chunk: usize) {
         if self.live.get(chunk) == Some(&0) {
-            if let Some(c) = self.batches.get_mut(chunk) {
-                *c = None;
-            }
+            self.drop_chunk(chunk);
         }
     }
 
@@ -134,11 +152,12 @@ impl Chunks {
     pub(crate) fn release(&mut self, gone: &[(KeyBytes, Entry)]) {
         for (_, e) in gone {
             if let Some(n) = self.live.get_mut(e.at.0) {
-                *n = n.saturating_sub(1);
+                if *n > 0 {
+                    *n -= 1;
+                    self.rows -= 1;
+                }
                 if *n == 0 {
-                    if let Some(c) = self.batches.get_mut(e.at.0) {
-                        *c = None;
-                    }
+                    self.drop_chunk(e.at.0);
                 }
             }
         }
@@ -151,6 +170,20 @@ pub(crate) struct Store {
     /// The batches of the left and of the right side.
     pub chunks: [Chunks; 2],
     pub keys: Keys,
+}
+
+impl Store {
+    /// Bytes the buffered rows hold, about: their batches, keys and indexes (none when no
+    /// row is buffered).
+    pub(crate) fn size_bytes(&self) -> usize {
+        let (left, left_rows) = self.chunks[0].size();
+        let (right, right_rows) = self.chunks[1].size();
+        let rows = left_rows + right_rows;
+        if rows == 0 && left + right == 0 {
+            return 0;
+        }
+        left + right + self.keys.size_bytes(rows)
+    }
 }
 
 /// Both sides' rows by key (the Arrow row-format bytes of the key columns). A key whose rows
@@ -168,9 +201,27 @@ pub(crate) struct Keys {
     slab: Vec<Option<(KeyBytes, Key)>>,
     free: Vec<u32>,
     due: [BTreeMap<i64, Vec<u32>>; 2],
+    /// The bytes of the keys held.
+    key_bytes: usize,
 }
 
 impl Keys {
+    /// Bytes the keys and their entries hold, about (`rows` buffered in all): the index, the
+    /// slab, each key's bytes and rows, the time index.
+    pub(crate) fn size_bytes(&self, rows: usize) -> usize {
+        use std::mem::size_of;
+        let index = self.index.capacity() * (size_of::<(KeyBytes, u32)>() + 1);
+        let slab = self.slab.capacity() * size_of::<Option<(KeyBytes, Key)>>();
+        // An Arc's counts, and its bytes.
+        let keys = self.index.len() * 2 * size_of::<usize>() + self.key_bytes;
+        let due: usize = self.due.iter().map(BTreeMap::len).sum();
+        index
+            + slab
+            + keys
+            + rows * (size_of::<Entry>() + size_of::<u32>())
+            + due * (size_of::<(i64, Vec<u32>)>() + 8)
+    }
+
     /// The rows of `key` (new and empty if there are none), marked as changed, and its slot.
     pub(crate) fn key_mut(&mut self, key: &[u8]) -> (u32, &mut Key) {
         let slot = match self.index.entry_ref(key) {
@@ -180,6 +231,7 @@ impl Keys {
                     self.slab.push(None);
                     u32::try_from(self.slab.len() - 1).expect("fewer than 2^32 keys")
                 });
+                self.key_bytes += key.len();
                 let o = v.insert_entry(slot);
                 self.slab[slot as usize] = Some((
                     Arc::clone(o.key()),
@@ -216,6 +268,7 @@ impl Keys {
     pub(crate) fn insert(&mut self, key: &[u8], k: Key) {
         let bytes: KeyBytes = key.into();
         let slot = u32::try_from(self.slab.len()).expect("fewer than 2^32 keys");
+        self.key_bytes += bytes.len();
         self.slab.push(Some((Arc::clone(&bytes), k)));
         self.index.insert(bytes, slot);
     }
@@ -238,6 +291,7 @@ impl Keys {
             }
             if let Some((key, k)) = entry.take() {
                 self.index.remove(&key);
+                self.key_bytes = self.key_bytes.saturating_sub(key.len());
                 for (list, gone) in k.sides.into_iter().zip(&mut gone) {
                     gone.extend(list.into_iter().map(|e| (Arc::clone(&key), e)));
                 }
@@ -257,6 +311,7 @@ impl Keys {
             k.mark = Mark::Saved;
             if k.is_empty() {
                 self.index.remove(bytes);
+                self.key_bytes = self.key_bytes.saturating_sub(bytes.len());
                 self.slab[slot] = None;
                 self.free
                     .push(u32::try_from(slot).expect("fewer than 2^32 keys"));
@@ -337,6 +392,7 @@ impl Keys {
             // A key the backend never saw needs no delete.
             if k.mark == Mark::New && k.is_empty() {
                 self.index.remove(key);
+                self.key_bytes = self.key_bytes.saturating_sub(key.len());
                 self.slab[slot as usize] = None;
                 self.free.push(slot);
             }

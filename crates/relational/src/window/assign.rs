@@ -55,6 +55,11 @@ pub(crate) fn fits(kind: WindowKind, ts: i64) -> Result<(), Unfit> {
     let t = i128::from(ts);
     match kind {
         WindowKind::Sliding { size, slide } => sliding_fits(ts, size, slide),
+        WindowKind::Cumulate { size, .. } => {
+            // Every window holding the row lies within its cycle `[s, s + size)`.
+            let start = t.div_euclid(i128::from(size)) * i128::from(size);
+            window(start, start + i128::from(size))
+        }
         WindowKind::Session { gap } => window(t, t + i128::from(gap)),
         WindowKind::Count { .. } => window(t, t + 1),
     }
@@ -118,6 +123,25 @@ pub(crate) fn window_ends_of_pane(
         .filter_map(|e| i64::try_from(e).ok())
 }
 
+/// The ends of the cumulating windows (from each multiple of `size`, `step` longer each)
+/// that contain the pane `[start, start + step)`: each later multiple of `step` up to the end
+/// of the pane's cycle, in increasing order; only those that are timestamps.
+pub(crate) fn cumulate_ends_of_pane(start: i64, step: i64, size: i64) -> Vec<i64> {
+    let (start, step, size) = (i128::from(start), i128::from(step), i128::from(size));
+    let cycle_end = start.div_euclid(size) * size + size;
+    (1..)
+        .map(|k| start + k * step)
+        .take_while(|e| *e <= cycle_end)
+        .filter_map(|e| i64::try_from(e).ok())
+        .collect()
+}
+
+/// The start of the cumulating window (of cycles `size` long) that ends at `end`.
+pub(crate) fn cumulate_start(end: i64, size: i64) -> i64 {
+    // `end` is in `(s, s + size]`: `end - 1` is in the cycle.
+    (end - 1).div_euclid(size) * size
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +172,30 @@ mod tests {
         // Tumbling (size = slide = pane): one window.
         let ends: Vec<i64> = window_ends_of_pane(5000, 1000, 1000, 1000).collect();
         assert_eq!(ends, vec![6000]);
+    }
+
+    #[test]
+    fn a_pane_belongs_to_the_cumulating_windows_of_its_cycle_that_end_after_it() {
+        // Cycles of 10 s growing by 2 s: [4 s, 6 s) is in the windows ending 6, 8 and 10 s.
+        assert_eq!(
+            cumulate_ends_of_pane(4000, 2000, 10_000),
+            vec![6000, 8000, 10_000]
+        );
+        // The last pane of a cycle is in its last window only; the next cycle starts afresh.
+        assert_eq!(cumulate_ends_of_pane(8000, 2000, 10_000), vec![10_000]);
+        assert_eq!(cumulate_ends_of_pane(10_000, 2000, 10_000)[0], 12_000);
+        // Before the epoch too.
+        assert_eq!(cumulate_ends_of_pane(-2000, 1000, 3000), vec![-1000, 0]);
+        assert_eq!(cumulate_start(6000, 10_000), 0);
+        assert_eq!(cumulate_start(10_000, 10_000), 0);
+        assert_eq!(cumulate_start(12_000, 10_000), 10_000);
+        assert_eq!(cumulate_start(-1000, 3000), -3000);
+        let kind = WindowKind::Cumulate {
+            size: 1000,
+            step: 100,
+        };
+        assert!(fits(kind, i64::MAX - 808).is_ok());
+        assert!(fits(kind, i64::MAX - 807).is_err());
     }
 
     #[test]

@@ -63,16 +63,23 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec {
             name: "kind",
             required: true,
-            kind: ParamKind::OneOf(&["tumbling", "sliding", "hop", "session", "count"]),
+            kind: ParamKind::OneOf(&["tumbling", "sliding", "hop", "cumulate", "session", "count"]),
             default: None,
-            doc: "tumbling (fixed, back to back), sliding (`hop`: `size` long every `slide`), session (rows of a key closer than `gap`), count (`size` rows of a key)",
+            doc: "tumbling (fixed, back to back), sliding (`hop`: `size` long every `slide`), cumulate (from each multiple of `size`, windows growing by `step` up to `size`, as Flink's CUMULATE), session (rows of a key closer than `gap`), count (`size` rows of a key)",
         },
         ParamSpec {
             name: "size",
             required: false,
             kind: ParamKind::Text,
             default: None,
-            doc: "tumbling and sliding: the window's length (\"1s\"); count: the number of rows",
+            doc: "tumbling and sliding: the window's length (\"1s\"); cumulate: the longest window's; count: the number of rows",
+        },
+        ParamSpec {
+            name: "step",
+            required: false,
+            kind: ParamKind::Duration,
+            default: None,
+            doc: "cumulate: how much each window is longer than the one before (`size` is a multiple of it); a window fires when the watermark passes its end",
         },
         ParamSpec {
             name: "slide",
@@ -156,6 +163,8 @@ pub const ADJUSTABLE: &[&str] = &["allowed_lateness"];
 pub(crate) enum WindowKind {
     /// `size` long every `slide` (tumbling when equal).
     Sliding { size: i64, slide: i64 },
+    /// From each multiple of `size`, windows `step`, `2 step`, … up to `size` long.
+    Cumulate { size: i64, step: i64 },
     /// Rows of a key closer than `gap`.
     Session { gap: i64 },
     /// Every `size` rows of a key.
@@ -257,7 +266,7 @@ pub(crate) fn check(
         return Err(p
             .error(
                 "time_kind",
-                "processing-time windows are tumbling or sliding: a session or count window is over event time",
+                "processing-time windows are tumbling or sliding: a cumulate, session or count window is over event time",
             )
             .into());
     }
@@ -291,6 +300,9 @@ pub(crate) fn check(
     let merging = match kind {
         WindowKind::Sliding { size, slide } if size != slide => {
             Some("a sliding window (it combines the states of its panes)")
+        }
+        WindowKind::Cumulate { size, step } if size != step => {
+            Some("a cumulate window (it combines the states of its panes)")
         }
         WindowKind::Session { .. } => {
             Some("a session window (sessions that meet combine their states)")
@@ -461,6 +473,19 @@ fn window_kind(p: &Params<'_>) -> Result<WindowKind, Diagnostics> {
                 return Err(p.error("slide", "a slide longer than the window would skip rows; use a tumbling window or a shorter slide").into());
             }
             WindowKind::Sliding { size, slide }
+        }
+        "cumulate" => {
+            let size = duration("size")?;
+            let step = duration("step")?;
+            if size % step != 0 {
+                return Err(p
+                    .error(
+                        "size",
+                        format!("a cumulate window's size ({size} ms) must be a multiple of its step ({step} ms)"),
+                    )
+                    .into());
+            }
+            WindowKind::Cumulate { size, step }
         }
         "session" => WindowKind::Session {
             gap: duration("gap")?,

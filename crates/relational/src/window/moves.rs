@@ -189,7 +189,7 @@ impl Panes {
                 }
             }
         }
-        if self.size != self.slide {
+        if !self.tumbling() {
             self.seal(cutoff, setup)?;
         }
         Ok(())

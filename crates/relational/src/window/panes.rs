@@ -1,5 +1,8 @@
-//! Tumbling and sliding windows, from panes. A row is accumulated once, into the pane
-//! (`gcd(size, slide)` long) that holds its event time. A tumbling window is one pane and
+//! Tumbling, sliding and cumulating windows, from panes. A row is accumulated once, into the
+//! pane (`gcd(size, slide)` long; a cumulating window's `step`) that holds its event time.
+//! Cumulating windows (Flink's CUMULATE) start at each multiple of `size` and end at each
+//! multiple of `step` up to the next: the window ending at `e` merges the panes from its
+//! cycle's start to `e`. A tumbling window is one pane and
 //! fires from it directly; a pane of sliding windows is sealed (its intermediate state
 //! taken) when the cutoff (the watermark less the allowed lateness, `running.rs`) passes its
 //! end, and each window merges the sealed states of its `size / pane` panes when the cutoff
@@ -15,7 +18,7 @@ use arrow::array::ArrayRef;
 use arrow::row::Rows;
 
 use super::accs::{group_key, Accs};
-use super::assign::{gcd, slice_start, window_ends_of_pane};
+use super::assign::{cumulate_ends_of_pane, cumulate_start, gcd, slice_start, window_ends_of_pane};
 use super::entries::{sub_key, Restored, StateRows, PANE};
 use super::input::Prepared;
 use super::keys::{KeyCodec, KeyMap};
@@ -111,12 +114,15 @@ pub(crate) struct Sealed {
     pub(super) changed: Changed,
 }
 
-/// The panes of a tumbling or sliding window operator.
+/// The panes of a tumbling, sliding or cumulating window operator.
 #[derive(Debug)]
 pub(crate) struct Panes {
     pub size: i64,
+    /// How far apart consecutive windows end (a cumulating window's step).
     pub slide: i64,
     pub pane: i64,
+    /// Cumulating windows (`slide` is their step) rather than sliding ones.
+    cumulate: bool,
     pub live: BTreeMap<i64, Slice>,
     pub sealed: BTreeMap<i64, Sealed>,
     /// Every window ending at or before this has fired.
@@ -132,11 +138,54 @@ impl Panes {
             size,
             slide,
             pane: gcd(size, slide),
+            cumulate: false,
             live: BTreeMap::new(),
             sealed: BTreeMap::new(),
             fired_up_to: i64::MIN,
             ids: Vec::new(),
             gone: Vec::new(),
+        }
+    }
+
+    /// Cumulating windows: from each multiple of `size`, one ending at each multiple of
+    /// `step` (a divisor of `size`) up to the next.
+    pub(crate) fn cumulate(size: i64, step: i64) -> Self {
+        Self {
+            cumulate: true,
+            pane: step,
+            ..Self::new(size, step)
+        }
+    }
+
+    /// The ends of the windows that contain the pane starting at `start`, in order.
+    fn ends_of(&self, start: i64) -> Vec<i64> {
+        if self.cumulate {
+            cumulate_ends_of_pane(start, self.pane, self.size)
+        } else {
+            window_ends_of_pane(start, self.pane, self.size, self.slide).collect()
+        }
+    }
+
+    /// The start of the window that ends at `end`.
+    fn start_of(&self, end: i64) -> i64 {
+        if self.cumulate {
+            cumulate_start(end, self.size)
+        } else {
+            end - self.size
+        }
+    }
+
+    /// The start of the first window after the one ending at `end`: the panes before it are
+    /// in no window to come (written so that it stays a timestamp when `end + slide` would
+    /// not be).
+    fn next_start(&self, end: i64) -> i64 {
+        if !self.cumulate {
+            end - (self.size - self.slide)
+        } else if end.rem_euclid(self.size) == 0 {
+            // The end of a cycle: the next cycle starts there.
+            end
+        } else {
+            cumulate_start(end, self.size)
         }
     }
 
@@ -163,7 +212,8 @@ impl Panes {
         live + sealed
     }
 
-    fn tumbling(&self) -> bool {
+    /// Whether each window is one pane (a cumulating window whose step is its size too).
+    pub(super) fn tumbling(&self) -> bool {
         self.size == self.slide
     }
 
@@ -179,14 +229,20 @@ impl Panes {
         if self.tumbling() {
             return starts.first().map(|s| s.saturating_add(self.size));
         }
-        starts.into_iter().find_map(|s| {
-            super::assign::window_ends_of_pane(s, self.pane, self.size, self.slide)
-                .find(|e| *e > self.fired_up_to)
-        })
+        starts
+            .into_iter()
+            .find_map(|s| self.ends_of(s).into_iter().find(|e| *e > self.fired_up_to))
     }
 
     /// Accumulates on-time rows into their panes.
     pub(crate) fn add(&mut self, p: &Prepared, setup: &WindowSetup) -> Result<(), OperatorError> {
+        let window = if self.tumbling() {
+            "window"
+        } else if self.cumulate {
+            "pane (of the cumulating windows)"
+        } else {
+            "pane (of the sliding windows)"
+        };
         let n = p.times.len();
         let mut i = 0;
         while i < n {
@@ -206,11 +262,7 @@ impl Panes {
             slice.keys.group_ids(&p.keys, i, j, &mut self.ids);
             slice.changed.mark(&self.ids);
             let inputs = p.inputs.slice(i, j - i);
-            let window = if self.size == self.slide {
-                "window"
-            } else {
-                "pane (of the sliding windows)"
-            };
+
             slice
                 .accs
                 .update(&inputs, &self.ids, slice.keys.len())
@@ -252,11 +304,11 @@ impl Panes {
         let ends: BTreeSet<i64> = self
             .sealed
             .keys()
-            .flat_map(|s| window_ends_of_pane(*s, self.pane, self.size, self.slide))
+            .flat_map(|s| self.ends_of(*s))
             .filter(|e| *e <= cutoff && *e > self.fired_up_to)
             .collect();
         for end in ends {
-            let start = end - self.size;
+            let start = self.start_of(end);
             let mut keys = KeyMap::new(&setup.codec);
             let mut accs = Accs::new(&setup.aggs, &setup.name)?;
             for (_, pane) in self.sealed.range(start..end) {
@@ -275,9 +327,8 @@ impl Panes {
             let key_columns = setup.codec.columns(keys.keys().iter(), &setup.name)?;
             results.add(start, end, key_columns, values);
             self.fired_up_to = end;
-            // Panes before the next window's start are in no window to come (written so
-            // that it stays a timestamp when `end + slide` would not be).
-            let next_start = end - (self.size - self.slide);
+            // Panes before the next window's start are in no window to come.
+            let next_start = self.next_start(end);
             let kept = self.sealed.split_off(&next_start);
             for (start, pane) in std::mem::replace(&mut self.sealed, kept) {
                 pane.changed

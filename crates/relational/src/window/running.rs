@@ -136,6 +136,7 @@ impl Window {
         let processing = setup.processing;
         let open = match setup.kind {
             WindowKind::Sliding { size, slide } => Open::Panes(Panes::new(size, slide)),
+            WindowKind::Cumulate { size, step } => Open::Panes(Panes::cumulate(size, step)),
             WindowKind::Session { gap } => Open::Sessions(Sessions::new(gap)),
             WindowKind::Count { size } => Open::Count(Counting::new(size)),
         };
@@ -252,7 +253,7 @@ impl Window {
     /// The tag of its checkpointed entries.
     fn tag(&self) -> u8 {
         match self.setup.kind {
-            WindowKind::Sliding { .. } => PANE,
+            WindowKind::Sliding { .. } | WindowKind::Cumulate { .. } => PANE,
             WindowKind::Session { .. } => SESSION,
             WindowKind::Count { .. } => COUNT,
         }

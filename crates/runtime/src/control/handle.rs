@@ -103,6 +103,13 @@ struct Inner {
     /// Why the run ended while its query goes on, recovered by a new run (a cluster's
     /// attempt that lost a worker): what a change still on its way is answered.
     recovering: Option<String>,
+    /// A failure of the run is recovered by a new run (a cluster's attempts, until the
+    /// coordinator decides otherwise): between the run's end and that decision, requests
+    /// are answered as of a query that recovers.
+    recovered_on_failure: bool,
+    /// The run ended failed and its coordinator has not said yet whether a new run recovers
+    /// the query (with `recovered_on_failure`).
+    awaiting_recovery: bool,
     /// The query as written, when rules reshaped it (see [`QueryInfo::written`]).
     written: Vec<crate::control::WrittenOperator>,
 }
@@ -142,8 +149,8 @@ pub type Stopper = Arc<dyn Fn() -> Result<(), (String, String)> + Send + Sync>;
 /// The control plane's handle of one running query (see the module's documentation).
 pub struct Control {
     name: String,
-    /// Called once, when the query starts running.
-    on_running: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Called once each, in order, when the query starts running.
+    on_running: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     file: Option<String>,
     started_ms: i64,
     validate: Validator,
@@ -199,7 +206,7 @@ impl Control {
     ) -> Self {
         Self {
             name: name.into(),
-            on_running: Mutex::new(None),
+            on_running: Mutex::new(Vec::new()),
             file,
             started_ms: now_ms(),
             validate,
@@ -224,6 +231,8 @@ impl Control {
                 probe: None,
                 requested: BTreeMap::new(),
                 recovering: None,
+                recovered_on_failure: false,
+                awaiting_recovery: false,
                 written: Vec::new(),
             }),
             changed: Condvar::new(),
@@ -303,13 +312,15 @@ impl Control {
         }
     }
 
-    /// Calls `f` once, when the query starts running (every operator built and restored):
-    /// `anduin run` announces its API then, so that a query that cannot start says only why.
+    /// Calls `f` once, when the query starts running (every operator built and restored),
+    /// after those given before: `anduin run` announces its API then, so that a query that
+    /// cannot start says only why. `f` must not wait for the query (it runs on the thread
+    /// that starts it).
     pub fn when_running(&self, f: impl FnOnce() + Send + 'static) {
-        *self
-            .on_running
+        self.on_running
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Box::new(f));
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Box::new(f));
     }
 
     /// This handle, with `set` waiting at most `deadline` for a change to be applied.
@@ -413,10 +424,13 @@ impl Control {
     /// Asks the query to stop (as Ctrl-C does): with checkpoints, a last one is taken so that
     /// it resumes there.
     pub fn stop(&self) -> Result<(), ControlFailure> {
-        let state = self.lock().state;
-        if state.ended() {
-            return Err(self.not_running(state, "it cannot be stopped"));
-        }
+        let state = {
+            let inner = self.lock();
+            if inner.state.ended() {
+                return Err(self.not_running_now(&inner, "it cannot be stopped"));
+            }
+            inner.state
+        };
         let stopper = self
             .stopper
             .lock()
@@ -466,6 +480,7 @@ impl Control {
                 self.check_pipeline(&request, &earlier)?;
             } else {
                 (self.validate)(&request, &earlier).map_err(|e| self.with_own_params(e))?;
+                self.check_not_current(&request, &earlier)?;
             }
             self.inject(&request)?
         };
@@ -484,7 +499,11 @@ impl Control {
                     waited_s: self.deadline.as_secs_f64(),
                 });
             }
-            if inner.state.ended() && !inner.recording.contains_key(&seq) {
+            // Ended, and not waiting for the coordinator to say why (soon).
+            if inner.state.ended()
+                && !inner.recording.contains_key(&seq)
+                && !inner.awaiting_recovery
+            {
                 let state = inner.state;
                 inner.pending.remove(&seq);
                 if let Some(why) = inner.recovering.clone() {
@@ -640,6 +659,29 @@ impl Control {
         }
     }
 
+    /// A change to the value the param has already (or was asked for last) is refused: it
+    /// would move nothing, yet take a barrier, a history entry and an event.
+    fn check_not_current(
+        &self,
+        request: &ChangeRequest,
+        earlier: &BTreeMap<String, String>,
+    ) -> Result<(), ControlFailure> {
+        let now = earlier.get(&request.param).cloned().unwrap_or_else(|| {
+            current_value(&self.lock().params, &request.operator, &request.param)
+        });
+        if request.value != now {
+            return Ok(());
+        }
+        Err(ControlFailure::Invalid {
+            operator: request.operator.clone(),
+            param: request.param.clone(),
+            message: format!(
+                "{}.{} is {now:?} already (or was asked for last); nothing to change",
+                request.operator, request.param
+            ),
+        })
+    }
+
     /// Why a rescale of `operator` (one beyond its instances: `grows`) must wait, if it must:
     /// a rescale beyond a task's instances builds the new instances from the routes its
     /// neighbours have before its barrier, so it never rides on one barrier with another
@@ -687,8 +729,7 @@ impl Control {
     fn inject(&self, request: &ChangeRequest) -> Result<u64, ControlFailure> {
         let mut inner = self.lock();
         if inner.state != QueryState::Running {
-            let state = inner.state;
-            return Err(self.not_running(state, "its params cannot be changed now"));
+            return Err(self.not_running_now(&inner, "its params cannot be changed now"));
         }
         let parallelism = inner
             .operators
@@ -838,6 +879,26 @@ impl Control {
                  ({why}); the query is being recovered from its last checkpoint without it: ask \
                  again once the query runs"
             ),
+        }
+    }
+
+    /// Why a request finds the query not running (`inner`: its state): an attempt that failed
+    /// and is being recovered by another (a cluster's rollback) says so, not that it failed.
+    fn not_running_now(&self, inner: &Inner, what: &str) -> ControlFailure {
+        let why = inner
+            .recovering
+            .as_deref()
+            .or(inner.awaiting_recovery.then_some("its attempt failed"));
+        match why {
+            Some(why) if inner.state.ended() => ControlFailure::NotRunning {
+                query: self.name.clone(),
+                state: "recovering".to_string(),
+                what: format!(
+                    "{why}; the query is being recovered from its last checkpoint: ask again \
+                     once it runs ({what})"
+                ),
+            },
+            _ => self.not_running(inner.state, what),
         }
     }
 

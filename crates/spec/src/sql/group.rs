@@ -20,6 +20,7 @@ use sqlparser::ast::{Expr, Select, SelectItem};
 
 use super::derived::{Attr, Derived};
 use super::insert::{name_of, operator, quoted, unnested, unsupported};
+use super::over_aggregates::{Calls, Item};
 use super::source_text::pos;
 use super::window_tvf::WindowTvf;
 use crate::ast::Spec;
@@ -82,6 +83,7 @@ pub(super) fn lower(
                     "a window table function needs GROUP BY window_start, window_end (and the key columns)",
                 ));
             }
+            check_partition(&tvf, &keys)?;
             let mut params: Vec<(&str, Text)> = tvf
                 .params
                 .iter()
@@ -155,6 +157,30 @@ pub(super) fn lower(
     };
     let mut aggregates = Vec::new();
     let mut columns = Vec::new();
+    // Each aggregate call of the select list and HAVING, and its column.
+    let mut calls = Calls::new(spec);
+    // The names of the aggregates' columns (which HAVING may read).
+    let mut outputs: Vec<String> = Vec::new();
+    // The window's column that a column reference of an expression reads.
+    let key = |c: &str| {
+        if tvf && (c == "window_start" || c == "window_end") {
+            Some(c.to_string())
+        } else {
+            keys.iter().any(|k| k == c).then(|| internal(c))
+        }
+    };
+    for item in &s.projection {
+        // The select items that are aggregate calls first: an expression or HAVING that
+        // calls one of them reads its column.
+        let (expr, out) = match item {
+            SelectItem::UnnamedExpr(e) => (e, e.to_string()),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+            _ => continue,
+        };
+        if calls.is_aggregate(unnested(expr)) {
+            calls.item(unnested(expr).to_string(), out);
+        }
+    }
     for (item, item_text) in s.projection.iter().zip(items) {
         let (expr, alias) = match item {
             SelectItem::UnnamedExpr(e) => (e, None),
@@ -188,11 +214,33 @@ pub(super) fn lower(
             }
             None => {
                 let out = alias.unwrap_or_else(|| expr.to_string());
-                aggregates.push(item_text);
-                columns.push(Text::at(quoted(&out), item_at));
+                match calls.item_over(expr, &[], &key)? {
+                    Item::Aggregate => {
+                        calls.item(unnested(expr).to_string(), out.clone());
+                        outputs.push(out.clone());
+                        aggregates.push(item_text);
+                        columns.push(Text::at(quoted(&out), item_at));
+                    }
+                    // An expression over aggregates, the window's bounds and keys: computed
+                    // by the map from the window's columns.
+                    Item::Computed(over) => {
+                        columns.push(Text::at(format!("{over} AS {}", quoted(&out)), item_at));
+                    }
+                }
             }
         }
     }
+    // HAVING: a filter of the windows' results, before the map leaves the hidden columns out.
+    let having = match &s.having {
+        Some(h) => {
+            let readable =
+                |c: &str| key(c).or_else(|| outputs.iter().any(|o| o == c).then(|| c.to_string()));
+            let cond = calls.rewrite(h, "__having", &[], &readable)?;
+            Some(Text::at(cond.to_string(), pos(h.span().start)))
+        }
+        None => None,
+    };
+    aggregates.append(&mut calls.hidden);
     if aggregates.is_empty() {
         // Each group once: the window needs an aggregate, which the map then drops.
         aggregates.push(Text::at("COUNT(*) AS \"__rows\"", at));
@@ -210,14 +258,49 @@ pub(super) fn lower(
         &stream,
         params,
     ));
+    let mut results = window;
+    if let Some(cond) = having {
+        let name = format!("{prefix}_having");
+        spec.operators.push(operator(
+            name.clone(),
+            "filter",
+            cond.pos(),
+            &results,
+            vec![("condition", cond)],
+        ));
+        results = name;
+    }
     spec.operators.push(operator(
         format!("{prefix}_select"),
         "map",
         at,
-        &window,
+        &results,
         vec![("columns", Text::join(&columns, ", "))],
     ));
     Ok(spec.operators.len() - 1)
+}
+
+/// A `SESSION(TABLE t PARTITION BY k, …)` of a GROUP BY by `keys`: the window keys its
+/// sessions by the GROUP BY's keys, so a partition of other columns (sessions over several
+/// groups, or groups within a session) is refused, at its first column.
+fn check_partition(tvf: &WindowTvf, keys: &[String]) -> Result<(), Diagnostic> {
+    let Some((_, at)) = tvf.partition.first() else {
+        return Ok(());
+    };
+    let partition: Vec<&str> = tvf.partition.iter().map(|(c, _)| c.as_str()).collect();
+    let same = partition.iter().all(|p| keys.iter().any(|k| k == p))
+        && keys.iter().all(|k| partition.contains(&k.as_str()));
+    if same {
+        return Ok(());
+    }
+    Err(unsupported(
+        *at,
+        format!(
+            "SESSION partitioned by ({}) and grouped by ({}) (a window aggregation's sessions are those of its groups: PARTITION BY the GROUP BY's key columns, or leave PARTITION BY out)",
+            partition.join(", "),
+            keys.join(", ")
+        ),
+    ))
 }
 
 /// `TUMBLE`, `HOP` or `SESSION` if `g` is one of Flink's legacy group windows

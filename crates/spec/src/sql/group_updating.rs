@@ -17,9 +17,10 @@
 use std::ops::ControlFlow;
 
 use anduin_types::Diagnostic;
-use sqlparser::ast::{visit_expressions_mut, Expr, Ident, Select, SelectItem, Spanned};
+use sqlparser::ast::{visit_expressions_mut, Expr, Select, SelectItem, Spanned};
 
 use super::insert::{name_of, operator, quoted, unnested, unsupported};
+use super::over_aggregates::{Calls, Item};
 use super::source_text::pos;
 use crate::ast::Spec;
 use crate::Text;
@@ -160,9 +161,24 @@ pub(super) fn lower(
     };
     let stream = stream.as_str();
     let mut aggregates: Vec<Text> = Vec::new();
-    // Each aggregate call of the select list as written, and its column.
-    let mut computed: Vec<(String, String)> = Vec::new();
+    // Each aggregate call of the select list and HAVING, and its column.
+    let mut calls = Calls::new(spec);
+    // The names of the aggregates' columns (which HAVING may read).
+    let mut outputs: Vec<String> = Vec::new();
     let mut columns = Vec::new();
+    let key = |c: &str| keys.iter().any(|k| k == c).then(|| c.to_string());
+    for item in &s.projection {
+        // The select items that are aggregate calls first: an expression or HAVING that
+        // calls one of them reads its column.
+        let (expr, out) = match item {
+            SelectItem::UnnamedExpr(e) => (e, e.to_string()),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+            _ => continue,
+        };
+        if calls.is_aggregate(unnested(expr)) {
+            calls.item(unnested(expr).to_string(), out);
+        }
+    }
     for (item, item_text) in s.projection.iter().zip(items) {
         let (expr, alias) = match item {
             SelectItem::UnnamedExpr(e) => (e, None),
@@ -175,6 +191,7 @@ pub(super) fn lower(
             }
         };
         let item_at = pos(item.span().start);
+        let alias_given = alias.is_some();
         let written = unnested(expr).to_string();
         if let Some((_, column)) = grouped.iter().find(|(w, _)| *w == written) {
             // An expression of the GROUP BY: its column, under the item's name.
@@ -194,17 +211,29 @@ pub(super) fn lower(
                 ))
             }
             None => {
-                let named = alias.is_some();
                 let out = alias.unwrap_or_else(|| expr.to_string());
-                computed.push((unnested(expr).to_string(), out.clone()));
-                // Unnamed, it is named as written (`AVG(q.x)`, not `AVG(x)`, the text the
-                // aggregate reads over its input).
-                aggregates.push(if named {
-                    item_text
-                } else {
-                    Text::at(format!("{} AS {}", item_text.as_str(), quoted(&out)), item_at)
-                });
-                columns.push(Text::at(quoted(&out), item_at));
+                match calls.item_over(expr, &grouped, &key)? {
+                    Item::Aggregate => {
+                        calls.item(written, out.clone());
+                        outputs.push(out.clone());
+                        // Unnamed, it is named as written (`AVG(q.x)`, not `AVG(x)`, the
+                        // text the aggregate reads over its input).
+                        aggregates.push(if alias_given {
+                            item_text
+                        } else {
+                            Text::at(
+                                format!("{} AS {}", item_text.as_str(), quoted(&out)),
+                                item_at,
+                            )
+                        });
+                        columns.push(Text::at(quoted(&out), item_at));
+                    }
+                    // An expression over aggregates and keys: computed by the map, for each
+                    // change of its group's result.
+                    Item::Computed(over) => {
+                        columns.push(Text::at(format!("{over} AS {}", quoted(&out)), item_at));
+                    }
+                }
             }
         }
     }
@@ -212,28 +241,18 @@ pub(super) fn lower(
     if !keys.is_empty() {
         params.push(("keys", Text::at(keys.join(", "), at)));
     }
+    let mut having = None;
     if let Some(h) = &s.having {
         let h_at = pos(h.span().start);
-        let mut cond = h.clone();
-        let mut hidden = 0;
-        let _ = visit_expressions_mut(&mut cond, |e| {
-            if is_aggregate_call(e) {
-                let written = e.to_string();
-                let column = match computed.iter().find(|(w, _)| *w == written) {
-                    Some((_, c)) => c.clone(),
-                    None => {
-                        hidden += 1;
-                        let c = format!("__having{hidden}");
-                        aggregates.push(Text::at(format!("{written} AS {}", quoted(&c)), h_at));
-                        computed.push((written, c.clone()));
-                        c
-                    }
-                };
-                *e = Expr::Identifier(Ident::with_quote('"', column));
-            }
-            ControlFlow::<()>::Continue(())
-        });
-        params.push(("having", Text::at(cond.to_string(), h_at)));
+        // HAVING reads the keys, the aggregates' columns by their names, and its own calls.
+        let readable =
+            |c: &str| key(c).or_else(|| outputs.iter().any(|o| o == c).then(|| c.to_string()));
+        let cond = calls.rewrite(h, "__having", &grouped, &readable)?;
+        having = Some(Text::at(cond.to_string(), h_at));
+    }
+    aggregates.append(&mut calls.hidden);
+    if let Some(h) = having {
+        params.push(("having", h));
     }
     if aggregates.is_empty() {
         // Each group once: the aggregate needs an aggregate, which the map then drops.

@@ -443,12 +443,6 @@ pub(super) fn lower_select(
                 .collect::<Vec<_>>(),
         })
         .collect();
-    if let (Some(h), Some(_)) = (&s.having, &window) {
-        return Err(unsupported(
-            pos(h.span().start),
-            "HAVING over a window table function",
-        ));
-    }
     let grouping = match window {
         Some(tvf) => Grouping::Tvf(tvf),
         None if group.is_empty()

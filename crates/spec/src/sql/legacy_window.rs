@@ -96,6 +96,7 @@ pub(super) fn find(group: &[&Expr]) -> Result<Option<Legacy>, Diagnostic> {
                 at,
                 time_at: pos(args[0].span().start),
                 tumble_ms,
+                partition: Vec::new(),
             },
             kind,
             args: written,

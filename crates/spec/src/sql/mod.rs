@@ -25,6 +25,7 @@ mod join;
 mod legacy_window;
 mod match_recognize;
 mod over;
+mod over_aggregates;
 mod process;
 mod qos;
 

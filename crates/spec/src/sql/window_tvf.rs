@@ -1,4 +1,4 @@
-//! Window table functions (`TUMBLE`, `HOP`, `SESSION`) and SQL intervals.
+//! Window table functions (`TUMBLE`, `HOP`, `CUMULATE`, `SESSION`) and SQL intervals.
 
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::Spanned;
@@ -8,7 +8,7 @@ use sqlparser::ast::{
 };
 
 use super::derived::Attr;
-use super::dialect::TABLE_ARGUMENT;
+use super::dialect::{PARTITION_BY, TABLE_ARGUMENT};
 use super::insert::{name_of, unnested, unsupported};
 use super::source_text::pos;
 use super::tables::Tables;
@@ -22,6 +22,9 @@ pub(super) struct WindowTvf {
     pub time_at: Pos,
     /// The size of a `TUMBLE`, in milliseconds.
     pub tumble_ms: Option<u64>,
+    /// The columns of a `SESSION`'s `PARTITION BY` (Flink 1.19's `SESSION(TABLE t PARTITION
+    /// BY k, …)`), each where it is written.
+    pub partition: Vec<(String, Pos)>,
 }
 
 impl WindowTvf {
@@ -59,16 +62,18 @@ impl WindowTvf {
         if tables.attr(stream, &self.time) != Attr::ProcTime {
             return self.check_time(stream, tables);
         }
-        if self
+        let kind = self
             .params
             .iter()
-            .any(|(k, v)| *k == "kind" && v == "session")
-        {
+            .find(|(k, _)| *k == "kind")
+            .map(|(_, v)| v.as_str());
+        if let Some(w @ ("session" | "cumulate")) = kind {
             return Err(unsupported(
                 self.time_at,
                 format!(
-                    "DESCRIPTOR({}): a SESSION window over a processing time (PROCTIME())",
-                    self.time
+                    "DESCRIPTOR({}): a {} window over a processing time (PROCTIME())",
+                    self.time,
+                    w.to_uppercase()
                 ),
             ));
         }
@@ -78,7 +83,7 @@ impl WindowTvf {
 }
 
 /// `TUMBLE(TABLE t, DESCRIPTOR(ts), size)`, `HOP(TABLE t, DESCRIPTOR(ts), slide, size)`,
-/// `SESSION(TABLE t, DESCRIPTOR(ts), gap)`.
+/// `CUMULATE(TABLE t, DESCRIPTOR(ts), step, size)`, `SESSION(TABLE t, DESCRIPTOR(ts), gap)`.
 pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic> {
     let at = pos(e.span().start);
     let Expr::Function(f) = e else {
@@ -102,13 +107,40 @@ pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic
             )),
         })
         .collect::<Result<_, _>>()?;
+    let mut partition = Vec::new();
     let table = match args.first() {
         Some(Expr::Function(t)) if t.name.to_string() == TABLE_ARGUMENT => match &t.args {
             FunctionArguments::List(l) if l.args.len() > 1 => {
-                return Err(unsupported(
-                    l.args.get(1).map_or(at, |a| pos(a.span().start)),
-                    format!("PARTITION BY or ORDER BY in the table argument of {fname} (a window's keys are its GROUP BY's)"),
-                ))
+                for clause in &l.args[1..] {
+                    match clause {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Function(p)))
+                            if fname == "SESSION" && p.name.to_string() == PARTITION_BY =>
+                        {
+                            partition = partition_keys(p);
+                        }
+                        other => {
+                            return Err(unsupported(
+                                pos(other.span().start),
+                                if fname == "SESSION" {
+                                    "ORDER BY in the table argument of SESSION (a session's rows are ordered by its DESCRIPTOR's time)".to_string()
+                                } else {
+                                    format!("PARTITION BY or ORDER BY in the table argument of {fname} (a window's keys are its GROUP BY's; SESSION takes PARTITION BY)")
+                                },
+                            ));
+                        }
+                    }
+                }
+                match l.args.first() {
+                    Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                        Expr::CompoundIdentifier(ids),
+                    ))) => ObjectName::from(ids.clone()),
+                    _ => {
+                        return Err(Diagnostic::error(
+                            at,
+                            "expected `TABLE name` as the first argument",
+                        ))
+                    }
+                }
             }
             FunctionArguments::List(l) => match l.args.first() {
                 Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(
@@ -189,11 +221,38 @@ pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic
             ("kind", "session".to_string()),
             ("gap", duration(2, "gap")?),
         ],
-        "CUMULATE" => return Err(unsupported(at, "CUMULATE")),
+        "CUMULATE" => {
+            if args.len() > 4 {
+                return Err(unsupported(
+                    args.get(4).map_or(at, |a| pos(a.span().start)),
+                    "the offset argument of CUMULATE",
+                ));
+            }
+            let step = args
+                .get(2)
+                .ok_or_else(|| Diagnostic::error(at, "CUMULATE needs its step: an INTERVAL"))?;
+            let size = args.get(3).ok_or_else(|| {
+                Diagnostic::error(at, "CUMULATE needs its maximum size: an INTERVAL")
+            })?;
+            let (step_ms, size_ms) = (interval_ms(step)?, interval_ms(size)?);
+            if size_ms % step_ms != 0 {
+                return Err(Diagnostic::error(
+                    pos(size.span().start),
+                    format!("CUMULATE's maximum size ({size_ms} ms) must be a multiple of its step ({step_ms} ms)"),
+                ));
+            }
+            vec![
+                ("kind", "cumulate".to_string()),
+                ("step", format!("{step_ms}ms")),
+                ("size", format!("{size_ms}ms")),
+            ]
+        }
         _ => {
             return Err(Diagnostic::error(
                 at,
-                format!("unknown window table function {fname}: expected TUMBLE, HOP or SESSION"),
+                format!(
+                "unknown window table function {fname}: expected TUMBLE, HOP, CUMULATE or SESSION"
+            ),
             ))
         }
     };
@@ -205,8 +264,25 @@ pub(super) fn window_tvf(e: &Expr) -> Result<(ObjectName, WindowTvf), Diagnostic
             time_at,
             at,
             tumble_ms,
+            partition,
         },
     ))
+}
+
+/// The columns of a `PARTITION BY(k, …)` clause, each with its place.
+fn partition_keys(clause: &sqlparser::ast::Function) -> Vec<(String, Pos)> {
+    let FunctionArguments::List(l) = &clause.args else {
+        return Vec::new();
+    };
+    l.args
+        .iter()
+        .filter_map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(id))) => {
+                Some((id.value.clone(), pos(id.span.start)))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The milliseconds of an `INTERVAL '1' SECOND` (or `INTERVAL '1.5 seconds'`), positive.

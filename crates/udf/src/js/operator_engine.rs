@@ -358,11 +358,17 @@ impl OpEngine {
         Ok(())
     }
 
-    /// The event time a `timer(state)` result asks for: `null` (or `undefined`) for none,
-    /// else an integer number of milliseconds.
+    /// The event time a `timer(state)` result asks for: `null` for none, else an integer
+    /// number of milliseconds. `undefined` (a forgotten `return`) is an error, as for the
+    /// state.
     fn timer_of(&self, v: &Value<'_>) -> Result<Option<i64>, Stop> {
-        if v.is_null() || v.is_undefined() {
+        if v.is_null() {
             return Ok(None);
+        }
+        if v.is_undefined() {
+            return Err(self.error(
+                "timer(state) returned undefined: it must return an event time in milliseconds, an integer number, or null for no timer (`return null;`)".to_string(),
+            ));
         }
         match v.as_number() {
             Some(n) if n.fract() == 0.0 && n.abs() <= EXACT => Ok(Some(n as i64)),

@@ -10,6 +10,7 @@ CREATE TABLE out2 WITH (connector = 'discard');
 CREATE TABLE out3 WITH (connector = 'discard');
 CREATE TABLE out4 WITH (connector = 'discard');
 CREATE TABLE out5 WITH (connector = 'discard');
+CREATE TABLE out6 WITH (connector = 'discard');
 -- An unbounded side table.
 INSERT INTO out1 SELECT o.amount, e.tier
 FROM orders AS o JOIN endless FOR SYSTEM_TIME AS OF o.ts AS e ON o.customer = e.customer;
@@ -26,3 +27,6 @@ FROM orders AS o JOIN customers FOR SYSTEM_TIME AS OF c.tier AS c ON o.customer 
 -- No equal keys.
 INSERT INTO out5 SELECT o.amount, c.tier
 FROM orders AS o JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() AS c ON o.amount > 3;
+-- The side table is the stream's own table (a self-join is interval, window or regular).
+INSERT INTO out6 SELECT a.tier, b.tier AS other
+FROM customers AS a JOIN customers FOR SYSTEM_TIME AS OF PROCTIME() AS b ON a.customer = b.customer;

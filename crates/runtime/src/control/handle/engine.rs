@@ -55,19 +55,7 @@ impl Control {
                         name: crate::rescale::PARALLELISM.into(),
                         kind: "number".into(),
                         value: owners.to_string(),
-                        doc: if self.grows_at_all(&o.name) {
-                            format!(
-                                "how many instances own its key groups; `anduin ctl scale` \
-                                 changes it (1 to {most}) while the query runs, starting \
-                                 instances beyond the {max} it started with",
-                                most = super::growth::MOST_INSTANCES
-                            )
-                        } else {
-                            format!(
-                                "how many of its {max} instances own its key groups; `anduin \
-                                 ctl scale` changes it (1 to {max}) while the query runs"
-                            )
-                        },
+                        doc: super::growth::parallelism_doc(self.grows_at_all(&o.name), max),
                     });
             }
             if let Some(params) = inner.params.get(&o.name) {
@@ -84,12 +72,13 @@ impl Control {
         }
         inner.state = QueryState::Running;
         drop(inner);
-        let announce = self
-            .on_running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(f) = announce {
+        let announce = std::mem::take(
+            &mut *self
+                .on_running
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for f in announce {
             f();
         }
     }
@@ -208,6 +197,8 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let mut inner = self.lock();
         inner.injector = None;
+        inner.awaiting_recovery =
+            failed && inner.recovered_on_failure && inner.recovering.is_none();
         inner.state = if failed {
             QueryState::Failed
         } else {
@@ -217,10 +208,35 @@ impl Control {
         self.changed.notify_all();
     }
 
+    /// A failure of the run will be recovered by a new run (a cluster's attempt): until
+    /// [`Control::detach_recovering`] says why, or [`Control::detach_failed`] that it will
+    /// not be, a failed run answers as a query that recovers, not as a failed one.
+    pub fn recovered_on_failure(&self) {
+        self.lock().recovered_on_failure = true;
+    }
+
+    /// The run failed, and its query is not recovered (no attempt left): it is failed.
+    pub fn detach_failed(&self) {
+        self.detach(true);
+        {
+            let mut inner = self.lock();
+            inner.recovering = None;
+            inner.awaiting_recovery = false;
+            inner.recovered_on_failure = false;
+        }
+        self.changed.notify_all();
+    }
+
     /// The run was cancelled (a cluster's `anduin cancel`): it ended at once.
     pub fn detach_cancelled(&self) {
         self.detach(true);
-        self.lock().state = QueryState::Cancelled;
+        {
+            let mut inner = self.lock();
+            inner.state = QueryState::Cancelled;
+            inner.recovering = None;
+            inner.awaiting_recovery = false;
+            inner.recovered_on_failure = false;
+        }
         self.changed.notify_all();
     }
 
@@ -537,6 +553,82 @@ mod tests {
             .rescaled_since(4)
             .expect("rescaled after checkpoint 4");
         assert!(why.contains("rescaled to 4 instances at epoch 5"), "{why}");
+    }
+
+    #[test]
+    fn a_param_set_to_the_value_it_has_is_refused_without_a_barrier() {
+        use crate::control::types::{ChangeRequest, OperatorInfo, TopologyInfo};
+        use std::sync::atomic::AtomicBool;
+        let params = BTreeMap::from([(
+            "low".to_string(),
+            vec![crate::control::types::ParamInfo {
+                name: "condition".into(),
+                kind: "expression".into(),
+                value: "value > 0".into(),
+                doc: String::new(),
+            }],
+        )]);
+        let control = Control::new("q", None, params, Box::new(|_, _| Ok(())));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        control.attach(
+            vec![OperatorInfo {
+                name: "low".into(),
+                kind: "filter".into(),
+                inputs: Vec::new(),
+                outputs: Vec::new(),
+                parallelism: 1,
+                task: 0,
+                stateful: false,
+                adjustable: vec!["condition".into()],
+                max_parallelism: None,
+                owners: None,
+            }],
+            Vec::new(),
+            TopologyInfo::default(),
+            super::super::Injector::Coordinator(tx),
+            true,
+            Arc::new(AtomicBool::new(false)),
+        );
+        let why = control
+            .set(ChangeRequest {
+                operator: "low".into(),
+                param: "condition".into(),
+                value: "value > 0".into(),
+                from: "test".into(),
+            })
+            .expect_err("nothing to change")
+            .to_string();
+        assert!(why.contains("nothing to change"), "{why}");
+        assert!(rx.try_recv().is_err(), "no barrier carries it");
+        assert!(control.history().is_empty());
+    }
+
+    #[test]
+    fn a_run_whose_failure_is_recovered_answers_as_recovering_until_told_it_is_failed() {
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        control.recovered_on_failure();
+        // The run ends failed before its coordinator has decided to recover it.
+        control.detach(true);
+        let why = control.stop().expect_err("ended").to_string();
+        assert!(why.contains("is recovering"), "{why}");
+        control.detach_failed();
+        let why = control.stop().expect_err("ended").to_string();
+        assert!(why.contains("is failed"), "{why}");
+    }
+
+    #[test]
+    fn a_stop_asked_while_another_attempt_recovers_the_query_says_it_recovers_not_that_it_failed() {
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        control.detach_recovering("worker w1 died");
+        let why = control
+            .stop()
+            .expect_err("a rolled-back attempt takes no stop")
+            .to_string();
+        assert!(
+            why.contains("is recovering") && why.contains("worker w1 died"),
+            "{why}"
+        );
+        assert!(!why.contains("failed"), "{why}");
     }
 
     #[test]

@@ -12,8 +12,11 @@ use crate::stats::Counters;
 pub(crate) const MOST_INSTANCES: usize = anduin_state::DEFAULT_MAX_KEY_GROUPS.get() as usize;
 
 /// Whether `added` more instances fit on the workers that run a task now (by worker: the
-/// task's instances there, planned and added): `Err` says why not.
-pub type Room = Arc<dyn Fn(usize, &BTreeMap<u32, usize>) -> Result<(), String> + Send + Sync>;
+/// task's instances there, planned and added; then the query's instances by worker, from
+/// which each added one goes to the least loaded of those workers): `Err` says why not.
+pub type Room = Arc<
+    dyn Fn(usize, &BTreeMap<u32, usize>, &BTreeMap<u32, usize>) -> Result<(), String> + Send + Sync,
+>;
 
 /// Whether a rescalable operator can get more instances while it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,13 +49,36 @@ impl Control {
     /// From now on no operator grows while the query runs, for `why` (a cluster's attempt
     /// that lost a part: instances are not added beside parts restored alone).
     pub fn stop_growing(&self, why: &str) {
-        let mut growth = self
-            .growth
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for g in growth.values_mut() {
-            if matches!(g, Growing::Yes { .. }) {
-                *g = Growing::No(why.to_string());
+        let mut stopped = Vec::new();
+        {
+            let mut growth = self
+                .growth
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (operator, g) in growth.iter_mut() {
+                if matches!(g, Growing::Yes { .. }) {
+                    *g = Growing::No(why.to_string());
+                    stopped.push(operator.clone());
+                }
+            }
+        }
+        // `ctl params` no longer says they grow.
+        let mut inner = self.lock();
+        for operator in stopped {
+            let Some(max) = inner
+                .operators
+                .iter()
+                .find(|o| o.name == operator)
+                .and_then(|o| o.max_parallelism)
+            else {
+                continue;
+            };
+            let param = inner.params.get_mut(&operator).and_then(|ps| {
+                ps.iter_mut()
+                    .find(|p| p.name == crate::rescale::PARALLELISM)
+            });
+            if let Some(p) = param {
+                p.doc = parallelism_doc(false, max);
             }
         }
     }
@@ -100,6 +126,12 @@ impl Control {
         {
             *on.entry(i.worker).or_default() += 1;
         }
+        // The query's instances by worker: each added one goes to the least loaded worker
+        // that runs the task (`Topology::grow`).
+        let mut load: BTreeMap<u32, usize> = BTreeMap::new();
+        for i in inner.topology.tasks.iter().flat_map(|t| t.instances.iter()) {
+            *load.entry(i.worker).or_default() += 1;
+        }
         drop(inner);
         let added = to.saturating_sub(on.values().sum());
         let room = self
@@ -108,7 +140,7 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         Some(match room {
-            Some(room) if added > 0 => room(added, &on),
+            Some(room) if added > 0 => room(added, &on, &load),
             _ => Ok(()),
         })
     }
@@ -219,5 +251,22 @@ impl Control {
                 all.push((name, instance, false, c));
             }
         }
+    }
+}
+
+/// What `ctl params` says of the `parallelism` of an operator run by `max` instances, which
+/// `grows` beyond them while the query runs or not.
+pub(super) fn parallelism_doc(grows: bool, max: usize) -> String {
+    if grows {
+        format!(
+            "how many instances own its key groups; `anduin ctl scale` changes it (1 to \
+             {MOST_INSTANCES}) while the query runs, starting instances beyond the {max} it \
+             started with"
+        )
+    } else {
+        format!(
+            "how many of its {max} instances own its key groups; `anduin ctl scale` changes it \
+             (1 to {max}) while the query runs"
+        )
     }
 }

@@ -11,6 +11,9 @@
 //!   `regular_join`, of any kind. An inner join's conditions on one side alone filter that
 //!   side before the join, so that it keeps fewer rows.
 //!
+//! A table joined with itself is read once: the right side reads it through a map
+//! (`self_join_copy`).
+//!
 //! `WHERE` becomes a filter after the join and the select list a map; their column references
 //! (`a.ts`, `b.ts`, `value`) are rewritten to the names of the join's output columns. A
 //! `GROUP BY` (or aggregates) over the join becomes an updating `aggregate` over the joined
@@ -28,7 +31,7 @@ use sqlparser::ast::{
     TableFactor, TableWithJoins,
 };
 
-use super::insert::{lower_subquery, operator, plain_select, unsupported, Lowered, Script};
+use super::insert::{lower_subquery, operator, plain_select, quoted, unsupported, Lowered, Script};
 use super::source_text::pos;
 use super::tables::Tables;
 use super::window_tvf::window_tvf;
@@ -81,10 +84,7 @@ pub(super) fn lower(
         lookup::check_table(how, table, tables, join_at)?;
     }
     let left = side(&from.relation, prefix, script, tables, spec)?;
-    let right = side(&join.relation, prefix, script, tables, spec)?;
-    if left.stream == right.stream {
-        return Err(unsupported(join_at, "a join of a table with itself"));
-    }
+    let mut right = side(&join.relation, prefix, script, tables, spec)?;
     if left.alias == right.alias {
         return Err(Diagnostic::error(
             join_at,
@@ -113,6 +113,12 @@ pub(super) fn lower(
     if let Some((time, _)) = lookup {
         lookup::check_time(time, &left)?;
     }
+    if left.stream == right.stream {
+        if lookup.is_some() {
+            return Err(unsupported(join_at, "a lookup join of a table with itself"));
+        }
+        right.copy = Some(self_join_copy(&right, prefix, join_at, spec));
+    }
     let mut joined = Joined {
         sides: [left, right],
         windowed,
@@ -139,6 +145,14 @@ pub(super) fn lower(
     } else {
         bounded(&joined, condition, how, s, join_at)?
     };
+    let mut params = params;
+    if kind == "join" {
+        // The join keeps (in its state, and in its output) only the columns read after it.
+        if let Some(read) = joined.read_outputs(s, &after) {
+            let names: Vec<String> = read.iter().map(|c| quoted(c)).collect();
+            params.push(("keep", names.join(", ")));
+        }
+    }
     let mut params: Vec<Param> = params
         .into_iter()
         .map(|(k, v)| Param {
@@ -341,7 +355,7 @@ fn regular<'e>(
                 filter.clone(),
                 "filter",
                 at,
-                &joined.sides[i].stream,
+                joined.sides[i].input(),
                 vec![("condition", Text::at(texts.join(" AND "), at))],
             ));
             joined.sides[i].filtered = Some(filter);
@@ -363,6 +377,29 @@ fn regular<'e>(
     Ok(("regular_join", params, after))
 }
 
+/// The right side of a self-join (`FROM bids a JOIN bids b`) reads its table's stream through
+/// a map `{prefix}_{alias}` that keeps every column: the table is read once, its stream feeds
+/// both sides (each row reaches both, with the one watermark), and the join's two inputs
+/// are distinct streams, which its condition (`"bids"."auction" = "insert1_b"."auction"`)
+/// tells apart. Reading the table twice would run its source twice: twice the input read,
+/// and for a Kafka or NATS source a second consumer with offsets of its own.
+fn self_join_copy(right: &Side, prefix: &str, at: anduin_types::Pos, spec: &mut Spec) -> String {
+    let base = format!("{prefix}_{}", right.alias);
+    let taken = |n: &str| spec.operators.iter().any(|o| o.name.as_str() == n);
+    let name = std::iter::once(base.clone())
+        .chain((2..).map(|k| format!("{base}{k}")))
+        .find(|n| !taken(n))
+        .expect("some name is free");
+    spec.operators.push(operator(
+        name.clone(),
+        "map",
+        at,
+        &right.stream,
+        vec![("columns", Text::at("*", at))],
+    ));
+    name
+}
+
 /// A joined table: `t [AS a]`, `TABLE(TUMBLE(…)) [AS a]`, `(SELECT * FROM TABLE(TUMBLE(…)))
 /// a` (a window join's side), or any other subquery `(SELECT …) a`.
 fn side(
@@ -382,6 +419,7 @@ fn side(
         event_time: tables.event_time(&stream),
         out: Vec::new(),
         filtered: None,
+        copy: None,
         stream,
         window,
     };
@@ -390,9 +428,9 @@ fn side(
             let (table, tvf) = window_tvf(expr)?;
             let Some(size) = tvf.tumble_ms else {
                 return Err(unsupported(
-                    tvf.at,
-                    "a join of HOP or SESSION windows (a window join takes TUMBLE windows)",
-                ));
+                tvf.at,
+                "a join of HOP, CUMULATE or SESSION windows (a window join takes TUMBLE windows)",
+            ));
             };
             let stream = super::views::read(&table, script, tables, spec)?;
             tvf.check_time(&stream, tables)?;

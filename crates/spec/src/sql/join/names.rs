@@ -6,7 +6,8 @@ use std::ops::ControlFlow;
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{
-    visit_expressions_mut, Expr, Ident, SelectItem, SelectItemQualifiedWildcardKind,
+    visit_expressions, visit_expressions_mut, Expr, Ident, Select, SelectItem,
+    SelectItemQualifiedWildcardKind,
 };
 
 use super::super::derived::{item_column, Attr};
@@ -20,6 +21,10 @@ pub(super) struct Side {
     /// The stream the join reads instead of `stream`: a filter of it (conditions of an
     /// inner join on this side alone, applied before the join).
     pub(super) filtered: Option<String>,
+    /// The stream the join reads instead of `stream` when nothing filters it: a map (`*`)
+    /// of it, the right side of a self-join, so that the join's two inputs are two streams
+    /// of the one source.
+    pub(super) copy: Option<String>,
     pub(super) alias: String,
     pub(super) columns: Vec<String>,
     /// Columns that can be the event time (the `event_time` option, TIMESTAMP columns).
@@ -49,7 +54,10 @@ pub(super) struct Joined {
 impl Side {
     /// The stream the join reads.
     pub(super) fn input(&self) -> &str {
-        self.filtered.as_deref().unwrap_or(&self.stream)
+        self.filtered
+            .as_deref()
+            .or(self.copy.as_deref())
+            .unwrap_or(&self.stream)
     }
 }
 
@@ -205,6 +213,53 @@ impl Joined {
             Some(d) => Err(d),
             None => Ok(read),
         }
+    }
+
+    /// The join's output columns that the rest of the query reads, by output name: those
+    /// `s` reads outside its FROM and WHERE, and those the conjuncts `after` (the WHERE's and
+    /// ON's that filter the joined rows) read. `None` (every column) for a wildcard in the
+    /// select list, or a column reference that names no column of the join (then which
+    /// columns are read is not known here).
+    pub(super) fn read_outputs(&self, s: &Select, after: &[&Expr]) -> Option<Vec<String>> {
+        if s.projection.iter().any(|i| {
+            matches!(
+                i,
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+            )
+        }) {
+            return None;
+        }
+        let mut rest = s.clone();
+        rest.from.clear();
+        rest.selection = None;
+        let mut read: Vec<String> = Vec::new();
+        let mut known = true;
+        let mut visit = |x: &Expr| {
+            if let Some(col) = match x {
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.column(x),
+                _ => None,
+            } {
+                match col {
+                    Ok(col @ Col::Of(..)) => {
+                        let name = self.out_name(&col);
+                        if !read.contains(&name) {
+                            read.push(name);
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        known = false;
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        };
+        let _ = visit_expressions(&rest, &mut visit);
+        for e in after {
+            let _ = visit_expressions(*e, &mut visit);
+        }
+        known.then_some(read)
     }
 
     /// `e`, which reads columns of one side only, over that side's own columns.

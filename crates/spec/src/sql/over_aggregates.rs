@@ -1,0 +1,224 @@
+//! Expressions over aggregates in a grouped SELECT and its HAVING, as Flink takes them:
+//!
+//! ```sql
+//! SELECT k, SUM(a) / COUNT(*) AS avg_a, MAX(b) - MIN(b) AS spread
+//! FROM t GROUP BY k HAVING MAX(b) - MIN(b) > 10
+//! ```
+//!
+//! The `window` and `aggregate` operators compute one aggregate call per column; each call
+//! inside an expression is computed as a column of its own (`__agg1`, …, or `__having1`, …
+//! for those only the HAVING reads; a call written twice is computed once, and a call that
+//! is also a select item is read from that item's column), and the map after the operator
+//! computes the expression over those columns and the keys. Over an updating result (a GROUP
+//! BY without a window) the map computes it for each change: `-U` carries the expression's
+//! old value, `+U` its new one.
+
+use std::ops::ControlFlow;
+
+use anduin_types::Diagnostic;
+use sqlparser::ast::{Expr, Ident, Spanned, VisitMut, VisitorMut};
+
+use super::group_updating::is_aggregate_call;
+use super::insert::{quoted, unnested};
+use super::source_text::pos;
+use crate::ast::Spec;
+use crate::Text;
+
+/// The aggregate calls of one grouped SELECT and the columns of the operator that hold them.
+#[derive(Default)]
+pub(super) struct Calls {
+    /// Each call as written (sqlparser's rendering) and its column.
+    computed: Vec<(String, String)>,
+    /// The aggregates the operator computes for expressions (`… AS "__agg1"`).
+    pub hidden: Vec<Text>,
+    /// How many hidden columns each prefix has named.
+    named: Vec<(&'static str, usize)>,
+    /// The script's aggregates, in lower case.
+    user: Vec<String>,
+}
+
+/// How a select item of a grouped SELECT is computed.
+pub(super) enum Item {
+    /// By the operator, as one of its aggregates.
+    Aggregate,
+    /// By the map after the operator: the expression over the operator's columns, as text.
+    Computed(String),
+}
+
+impl Calls {
+    /// No calls yet; the script's own aggregates (`CREATE AGGREGATE`) count as aggregates.
+    pub(super) fn new(spec: &Spec) -> Self {
+        Self {
+            user: spec
+                .functions
+                .iter()
+                .filter(|f| f.aggregate)
+                .map(|f| f.name.as_str().to_lowercase())
+                .collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Whether `e` calls an aggregate: a built-in one or one of the script's (in any case,
+    /// quoted or not, as functions are named).
+    pub(super) fn is_aggregate(&self, e: &Expr) -> bool {
+        let user = |f: &sqlparser::ast::Function| {
+            f.over.is_none()
+                && matches!(f.name.0.as_slice(), [part] if part
+                    .as_ident()
+                    .is_some_and(|i| self.user.contains(&i.value.to_lowercase())))
+        };
+        is_aggregate_call(e) || matches!(e, Expr::Function(f) if user(f))
+    }
+
+    /// Whether `e` holds an aggregate call anywhere.
+    fn holds_aggregate(&self, e: &Expr) -> bool {
+        holds(e, |x| self.is_aggregate(x))
+    }
+
+    /// How the select item `expr` is computed: by the operator, as one of its aggregates
+    /// (an aggregate call; or, holding none and reading other columns than the keys, what
+    /// the operator makes of it), or by the map after it, over the operator's columns.
+    pub(super) fn item_over(
+        &mut self,
+        expr: &Expr,
+        grouped: &[(String, String)],
+        key: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Item, Diagnostic> {
+        let e = unnested(expr);
+        if self.is_aggregate(e) {
+            return Ok(Item::Aggregate);
+        }
+        if self.holds_aggregate(e) {
+            return self
+                .rewrite(e, "__agg", grouped, key)
+                .map(|over| Item::Computed(over.to_string()));
+        }
+        // Over the keys alone (`k * 2`, a constant), computed by the map; with a call that
+        // reads other columns (an aggregate not known here) left to the operator, which
+        // names what it is; without, the first column neither grouped nor aggregated.
+        match self.rewrite(e, "__agg", grouped, key) {
+            Ok(over) => Ok(Item::Computed(over.to_string())),
+            Err(_) if holds(e, |x| matches!(x, Expr::Function(_))) => Ok(Item::Aggregate),
+            Err(d) => Err(d),
+        }
+    }
+
+    /// Records that the select item `written`, an aggregate call, is computed as `column`.
+    pub(super) fn item(&mut self, written: String, column: String) {
+        self.computed.push((written, column));
+    }
+
+    /// The column computing `call` (as written), a new hidden one named `{prefix}{n}` if no
+    /// column computes it yet.
+    fn column(&mut self, call: &Expr, prefix: &'static str) -> String {
+        let written = call.to_string();
+        if let Some((_, c)) = self.computed.iter().find(|(w, _)| *w == written) {
+            return c.clone();
+        }
+        let n = match self.named.iter_mut().find(|(p, _)| *p == prefix) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                self.named.push((prefix, 1));
+                1
+            }
+        };
+        let column = format!("{prefix}{n}");
+        self.hidden.push(Text::at(
+            format!("{written} AS {}", quoted(&column)),
+            pos(call.span().start),
+        ));
+        self.computed.push((written, column.clone()));
+        column
+    }
+
+    /// `e` rewritten over the operator's output: each aggregate call a column (new ones
+    /// named `{prefix}1`, …), each expression of the GROUP BY in `grouped` (as written, its
+    /// column) its column, each column reference the name `key` gives it (none: the column
+    /// is neither grouped nor aggregated, an error at its place).
+    pub(super) fn rewrite(
+        &mut self,
+        e: &Expr,
+        prefix: &'static str,
+        grouped: &[(String, String)],
+        key: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Expr, Diagnostic> {
+        let mut out = unnested(e).clone();
+        let mut v = Rewriter {
+            calls: self,
+            prefix,
+            grouped,
+            key,
+        };
+        match out.visit(&mut v) {
+            ControlFlow::Continue(()) => Ok(out),
+            ControlFlow::Break(d) => Err(*d),
+        }
+    }
+}
+
+/// Whether `e` or an expression in it is one that `what` picks.
+fn holds(e: &Expr, what: impl Fn(&Expr) -> bool) -> bool {
+    let mut e = e.clone();
+    let mut found = false;
+    let _ = sqlparser::ast::visit_expressions_mut(&mut e, |x| {
+        found |= what(x);
+        ControlFlow::<()>::Continue(())
+    });
+    found
+}
+
+struct Rewriter<'a> {
+    calls: &'a mut Calls,
+    prefix: &'static str,
+    grouped: &'a [(String, String)],
+    key: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Rewriter<'_> {
+    fn reference(&self, ident: &Ident) -> ControlFlow<Box<Diagnostic>, Expr> {
+        match (self.key)(&ident.value) {
+            Some(c) if c == ident.value => ControlFlow::Continue(Expr::Identifier(ident.clone())),
+            Some(c) => ControlFlow::Continue(Expr::Identifier(Ident::with_quote('"', c))),
+            None => ControlFlow::Break(Box::new(Diagnostic::error(
+                pos(ident.span.start),
+                format!(
+                    "column `{}` is neither grouped by nor aggregated: add it to GROUP BY, or aggregate it",
+                    ident.value
+                ),
+            ))),
+        }
+    }
+}
+
+impl VisitorMut for Rewriter<'_> {
+    type Break = Box<Diagnostic>;
+
+    fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<Self::Break> {
+        if !self.grouped.is_empty() {
+            let written = e.to_string();
+            if let Some((_, c)) = self.grouped.iter().find(|(w, _)| *w == written) {
+                *e = Expr::Identifier(Ident::with_quote('"', c.clone()));
+                return ControlFlow::Continue(());
+            }
+        }
+        if self.calls.is_aggregate(e) {
+            let c = self.calls.column(e, self.prefix);
+            *e = Expr::Identifier(Ident::with_quote('"', c));
+            return ControlFlow::Continue(());
+        }
+        let replaced = match e {
+            Expr::Identifier(i) => self.reference(i)?,
+            Expr::CompoundIdentifier(ids) => match ids.last() {
+                Some(last) => self.reference(last)?,
+                None => return ControlFlow::Continue(()),
+            },
+            _ => return ControlFlow::Continue(()),
+        };
+        *e = replaced;
+        ControlFlow::Continue(())
+    }
+}
