@@ -64,6 +64,10 @@ struct Meta {
     /// The instance only extends the partial matches handed to it (see `handoff.rs`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     extend_only: bool,
+    /// The input columns a stored row holds (`Setup::cells_of`); absent in checkpoints
+    /// written before rows kept only the columns read: every column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cells: Option<Vec<usize>>,
 }
 
 impl RescaleMeta for Meta {
@@ -76,8 +80,24 @@ impl RescaleMeta for Meta {
             seq: parts.iter().map(|p| p.seq).max().unwrap_or(0),
             forwarded: agreed("forwarded watermarks", parts.iter().map(|p| p.forwarded))?,
             extend_only: agreed("spread roles", parts.iter().map(|p| p.extend_only))?,
+            // Every instance of one run keeps the same columns.
+            cells: parts.first().and_then(|p| p.cells.clone()),
         })
     }
+}
+
+/// Whether the rows of a checkpoint, which hold the input columns `written` (absent: every
+/// one of the `columns`, as before rows kept only those read), are rows of a pattern that
+/// keeps `cells_of`: `Err` says why not (a row read with other columns would be misread).
+fn rows_fit(written: Option<&[usize]>, cells_of: &[usize], columns: usize) -> Result<(), String> {
+    let every: Vec<usize> = (0..columns).collect();
+    let written = written.unwrap_or(&every);
+    if written == cells_of {
+        return Ok(());
+    }
+    Err(format!(
+        "the checkpoint's rows hold the input columns {written:?}, and this pattern keeps {cells_of:?} of a row: the checkpoint was written by another version of anduin (rows held every column before 2026-12-05) or for another query; resume it with the anduin that wrote it, or start without it"
+    ))
 }
 
 /// A row with its partition key, or `None` for a row without an event time (none is left:
@@ -486,6 +506,7 @@ impl PatternOp {
             seq: self.seq,
             forwarded: Some(self.forwarded),
             extend_only: self.extend_only(),
+            cells: Some(self.setup.cells_of.clone()),
         }
     }
 
@@ -687,6 +708,12 @@ impl Operator for PatternOp {
         self.switch()?;
         debug_assert!(self.main.is_empty() && self.timeouts.is_empty());
         let meta: Meta = state.inline_as(&name)?;
+        rows_fit(
+            meta.cells.as_deref(),
+            &self.setup.cells_of,
+            self.setup.types.len(),
+        )
+        .map_err(|why| err(&name, why))?;
         self.watermark = meta.watermark;
         self.late = meta.late;
         self.forwarded = meta.forwarded.unwrap_or(i64::MIN);

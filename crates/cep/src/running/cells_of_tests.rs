@@ -146,3 +146,14 @@ fn rows_keep_only_the_columns_read_and_match_as_whole_rows_do() {
         ]
     );
 }
+
+#[test]
+fn a_checkpoint_whose_rows_hold_other_columns_is_refused_not_misread() {
+    use super::rows_fit;
+    // Written before rows kept only the columns read: every column.
+    assert!(rows_fit(None, &[0, 1, 2], 3).is_ok());
+    let why = rows_fit(None, &[0, 2], 3).expect_err("rows of 3 columns read as rows of 2");
+    assert!(why.contains("another version of anduin"), "{why}");
+    assert!(rows_fit(Some(&[0, 2]), &[0, 2], 3).is_ok());
+    assert!(rows_fit(Some(&[0, 1]), &[0, 2], 3).is_err());
+}
