@@ -86,6 +86,7 @@ impl Calls {
         key: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Item, Diagnostic> {
         let e = unnested(expr);
+        self.check_nesting(e)?;
         if self.is_aggregate(e) {
             return Ok(Item::Aggregate);
         }
@@ -146,6 +147,7 @@ impl Calls {
         grouped: &[(String, String)],
         key: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Expr, Diagnostic> {
+        self.check_nesting(unnested(e))?;
         let mut out = unnested(e).clone();
         let mut v = Rewriter {
             calls: self,
@@ -157,6 +159,50 @@ impl Calls {
             ControlFlow::Continue(()) => Ok(out),
             ControlFlow::Break(d) => Err(*d),
         }
+    }
+}
+
+impl Calls {
+    /// Refuses, at its place, what a grouped select list or HAVING cannot compute: an
+    /// aggregate inside another's argument or `FILTER` (`COUNT(*) FILTER (WHERE b > MAX(a))`),
+    /// and a subquery.
+    fn check_nesting(&self, e: &Expr) -> Result<(), Diagnostic> {
+        let mut found: Option<Diagnostic> = None;
+        let mut e = e.clone();
+        let _ = sqlparser::ast::visit_expressions_mut(&mut e, |x| {
+            if found.is_some() {
+                return ControlFlow::Break(());
+            }
+            match x {
+                Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => {
+                    found = Some(Diagnostic::error(
+                        pos(x.span().start),
+                        "a subquery in a grouped select list or HAVING is not supported: join \
+                         with it, or compute it in a subquery of the FROM",
+                    ));
+                }
+                _ if self.is_aggregate(x) => {
+                    let outer = x.to_string();
+                    let mut inner = x.clone();
+                    let _ = sqlparser::ast::visit_expressions_mut(&mut inner, |y| {
+                        // Every expression in it, the call itself last.
+                        if self.is_aggregate(y) && y.to_string() != outer {
+                            found = Some(Diagnostic::error(
+                                pos(y.span().start),
+                                format!(
+                                    "an aggregate inside another aggregate (`{y}` in `{outer}`) is not supported: compute the inner one in a subquery first"
+                                ),
+                            ));
+                            return ControlFlow::Break(());
+                        }
+                        ControlFlow::Continue(())
+                    });
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        });
+        found.map_or(Ok(()), Err)
     }
 }
 
