@@ -435,12 +435,8 @@ mod tests {
     use crate::control::types::{ChangeRecord, CheckpointOutcome, RECENT_CHECKPOINTS};
     use crate::stats::CheckpointCounters;
 
-    #[test]
-    fn a_recorded_change_is_recorded_before_the_history_and_its_set_have_it() {
-        use crate::control::types::{ChangeRequest, OperatorInfo, TopologyInfo};
-        use std::sync::atomic::AtomicBool;
-        use std::sync::Mutex;
-
+    /// The control plane of a query whose filter `low` has the condition `value > 0`.
+    fn filter_control() -> Control {
         let params = BTreeMap::from([(
             "low".to_string(),
             vec![crate::control::types::ParamInfo {
@@ -450,7 +446,44 @@ mod tests {
                 doc: String::new(),
             }],
         )]);
-        let control = Arc::new(Control::new("q", None, params, Box::new(|_, _| Ok(()))));
+        Control::new("q", None, params, Box::new(|_, _| Ok(())))
+    }
+
+    /// Attaches `control` to a run of `parallelism` instances of `low`: where its changes go.
+    fn attach_filter(
+        control: &Control,
+        parallelism: usize,
+    ) -> crossbeam_channel::Receiver<crate::protocol::Event> {
+        use crate::control::types::{OperatorInfo, TopologyInfo};
+        let (tx, rx) = crossbeam_channel::unbounded();
+        control.attach(
+            vec![OperatorInfo {
+                name: "low".into(),
+                kind: "filter".into(),
+                inputs: Vec::new(),
+                outputs: Vec::new(),
+                parallelism,
+                task: 0,
+                stateful: false,
+                adjustable: vec!["condition".into()],
+                max_parallelism: None,
+                owners: None,
+            }],
+            Vec::new(),
+            TopologyInfo::default(),
+            super::super::Injector::Coordinator(tx),
+            true,
+            Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        );
+        rx
+    }
+
+    #[test]
+    fn a_recorded_change_is_recorded_before_the_history_and_its_set_have_it() {
+        use crate::control::types::ChangeRequest;
+        use std::sync::Mutex;
+
+        let control = Arc::new(filter_control());
         // What the history held, and the param's value, when the recorder was called, for
         // each change recorded.
         type Seen = Vec<(u64, usize, Option<String>)>;
@@ -465,26 +498,7 @@ mod tests {
                     .push((r.seq, held, shown));
             }));
         }
-        let (tx, rx) = crossbeam_channel::unbounded();
-        control.attach(
-            vec![OperatorInfo {
-                name: "low".into(),
-                kind: "filter".into(),
-                inputs: Vec::new(),
-                outputs: Vec::new(),
-                parallelism: 2,
-                task: 0,
-                stateful: false,
-                adjustable: vec!["condition".into()],
-                max_parallelism: None,
-                owners: None,
-            }],
-            Vec::new(),
-            TopologyInfo::default(),
-            super::super::Injector::Coordinator(tx),
-            true,
-            Arc::new(AtomicBool::new(false)),
-        );
+        let rx = attach_filter(&control, 2);
         let setter = {
             let control = Arc::clone(&control);
             std::thread::spawn(move || {
@@ -557,38 +571,9 @@ mod tests {
 
     #[test]
     fn a_param_set_to_the_value_it_has_is_refused_without_a_barrier() {
-        use crate::control::types::{ChangeRequest, OperatorInfo, TopologyInfo};
-        use std::sync::atomic::AtomicBool;
-        let params = BTreeMap::from([(
-            "low".to_string(),
-            vec![crate::control::types::ParamInfo {
-                name: "condition".into(),
-                kind: "expression".into(),
-                value: "value > 0".into(),
-                doc: String::new(),
-            }],
-        )]);
-        let control = Control::new("q", None, params, Box::new(|_, _| Ok(())));
-        let (tx, rx) = crossbeam_channel::unbounded();
-        control.attach(
-            vec![OperatorInfo {
-                name: "low".into(),
-                kind: "filter".into(),
-                inputs: Vec::new(),
-                outputs: Vec::new(),
-                parallelism: 1,
-                task: 0,
-                stateful: false,
-                adjustable: vec!["condition".into()],
-                max_parallelism: None,
-                owners: None,
-            }],
-            Vec::new(),
-            TopologyInfo::default(),
-            super::super::Injector::Coordinator(tx),
-            true,
-            Arc::new(AtomicBool::new(false)),
-        );
+        use crate::control::types::ChangeRequest;
+        let control = filter_control();
+        let rx = attach_filter(&control, 1);
         let why = control
             .set(ChangeRequest {
                 operator: "low".into(),
