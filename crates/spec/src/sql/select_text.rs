@@ -185,23 +185,36 @@ fn agrees(toks: &[DepthToken], (from, to): (usize, usize), span: Span) -> bool {
 }
 
 /// `text`, a select item or the WHERE over `rel`, without the qualifier `m.` in `m.column`
-/// when `rel` has the alias `m` (`MATCH_RECOGNIZE (…) AS m`, `(SELECT …) AS m`, `bid AS m`):
-/// the operators after it know its columns by their names alone.
+/// when `rel` has the alias `m` (`MATCH_RECOGNIZE (…) AS m`, `(SELECT …) AS m`, `bid AS m`),
+/// or is a table or view `m` without one (a view's stream has a name of its own): the
+/// operators after it know its columns by their names alone.
 pub(super) fn unqualified(rel: &TableFactor, text: Text) -> Text {
-    let (TableFactor::MatchRecognize {
-        alias: Some(alias), ..
-    }
-    | TableFactor::Derived {
-        alias: Some(alias), ..
-    }
-    | TableFactor::Table {
-        alias: Some(alias), ..
-    }
-    | TableFactor::TableFunction {
-        alias: Some(alias), ..
-    }) = rel
-    else {
-        return text;
+    let qualifier = match rel {
+        TableFactor::MatchRecognize {
+            alias: Some(alias), ..
+        }
+        | TableFactor::Derived {
+            alias: Some(alias), ..
+        }
+        | TableFactor::Table {
+            alias: Some(alias), ..
+        }
+        | TableFactor::TableFunction {
+            alias: Some(alias), ..
+        } => alias.name.value.clone(),
+        TableFactor::Table {
+            alias: None,
+            name,
+            args: None,
+            ..
+        } => match name.0.as_slice() {
+            [part] => match part.as_ident() {
+                Some(i) => i.value.clone(),
+                None => return text,
+            },
+            _ => return text,
+        },
+        _ => return text,
     };
     let dialect = AnduinDialect::default();
     let Ok(toks) = Tokenizer::new(&dialect, text.as_str()).tokenize_with_location() else {
@@ -232,7 +245,7 @@ pub(super) fn unqualified(rel: &TableFactor, text: Text) -> Text {
         let Token::Word(w) = &t.token else {
             continue;
         };
-        let qualifies = w.value.eq_ignore_ascii_case(&alias.name.value)
+        let qualifies = w.value.eq_ignore_ascii_case(&qualifier)
             && toks.get(k + 1).is_some_and(|n| n.token == Token::Period)
             && toks
                 .get(k + 2)
