@@ -107,7 +107,11 @@ fn checkpoints_list_reads_an_s3_store() {
         .filter(|l| l.contains(" complete"))
         .filter_map(|l| l.split_whitespace().next()?.parse().ok())
         .collect();
-    assert!(complete.len() >= 3, "{listed}");
+    // One begun by the count (4 000 of the 20 000 rows), and the last at the end of the
+    // input; how many more begin meanwhile depends on how fast the uploads go (a count that
+    // comes while one is in flight starts none): at least these two, whatever the machine's
+    // load (it asked for 3 and failed under CI load with 2).
+    assert!(complete.len() >= 2, "{listed}");
     assert!(listed.contains("complete (finished)"), "{listed}");
     // Nothing was written beside the run's output and cache: the listing keeps no cache.
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
