@@ -31,6 +31,8 @@ mod running;
 mod spread;
 mod store;
 mod syntax;
+#[cfg(test)]
+mod test_rng;
 mod value;
 
 use std::sync::Arc;
