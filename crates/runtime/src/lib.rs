@@ -64,6 +64,6 @@ pub use run::run;
 pub use run::{coordinate, Coordinated};
 pub use stats::{ChannelCount, CheckpointSummary, OperatorStats, RunSummary};
 pub use topology::{
-    Channel, ChannelId, Exchange, Inbound, InstanceRef, Outbound, TaskInstance, TaskTopology,
-    Topology, WorkerId,
+    least_loaded, Channel, ChannelId, Exchange, Inbound, InstanceRef, Outbound, TaskInstance,
+    TaskTopology, Topology, WorkerId,
 };

@@ -27,6 +27,8 @@ use anduin_graph::{LogicalGraph, Node, NodeId, Partitioning, PhysicalPlan};
 
 pub(crate) mod grow;
 
+pub use grow::least_loaded;
+
 pub(crate) use grow::Grown;
 
 /// The worker an instance runs on. In an embedded run every instance runs in this process

@@ -877,20 +877,20 @@ fn growth_room(
 }
 
 /// How many of `added` instances fit, placed one by one on the least loaded (by `load`, the
-/// query's instances per worker; the lowest id of those tied) of the workers of `free`
-/// (their free slots), as `Topology::grow` places them: the first that lands on a worker
-/// with no free slot left stops the count.
+/// query's instances per worker) of the workers of `free` (their free slots), as
+/// `Topology::grow` places them (`anduin_runtime::least_loaded`): the first that lands on a
+/// worker with no free slot left stops the count.
 fn fitting(added: usize, load: &BTreeMap<u32, usize>, free: &BTreeMap<u32, usize>) -> usize {
-    let mut load: BTreeMap<u32, usize> = free
-        .keys()
-        .map(|w| (*w, load.get(w).copied().unwrap_or(0)))
-        .collect();
+    use anduin_runtime::WorkerId;
+    let candidates: BTreeSet<WorkerId> = free.keys().map(|w| WorkerId(*w)).collect();
+    let mut load: BTreeMap<WorkerId, usize> =
+        load.iter().map(|(w, n)| (WorkerId(*w), *n)).collect();
     let mut free = free.clone();
     for placed in 0..added {
-        let Some(w) = load.iter().min_by_key(|(w, n)| (**n, **w)).map(|(w, _)| *w) else {
+        let Some(w) = anduin_runtime::least_loaded(&candidates, &load) else {
             return placed;
         };
-        match free.get_mut(&w) {
+        match free.get_mut(&w.0) {
             Some(room) if *room > 0 => *room -= 1,
             _ => return placed,
         }

@@ -72,6 +72,14 @@ struct Pending {
 }
 
 /// What changes while the query runs.
+impl Inner {
+    /// The run ended failed and its coordinator has not said yet whether a new run recovers
+    /// the query (with `recovered_on_failure`).
+    fn awaiting_recovery(&self) -> bool {
+        self.recovered_on_failure && self.state == QueryState::Failed && self.recovering.is_none()
+    }
+}
+
 struct Inner {
     state: QueryState,
     injector: Option<Injector>,
@@ -107,9 +115,6 @@ struct Inner {
     /// coordinator decides otherwise): between the run's end and that decision, requests
     /// are answered as of a query that recovers.
     recovered_on_failure: bool,
-    /// The run ended failed and its coordinator has not said yet whether a new run recovers
-    /// the query (with `recovered_on_failure`).
-    awaiting_recovery: bool,
     /// The query as written, when rules reshaped it (see [`QueryInfo::written`]).
     written: Vec<crate::control::WrittenOperator>,
 }
@@ -232,7 +237,6 @@ impl Control {
                 requested: BTreeMap::new(),
                 recovering: None,
                 recovered_on_failure: false,
-                awaiting_recovery: false,
                 written: Vec::new(),
             }),
             changed: Condvar::new(),
@@ -502,7 +506,7 @@ impl Control {
             // Ended, and not waiting for the coordinator to say why (soon).
             if inner.state.ended()
                 && !inner.recording.contains_key(&seq)
-                && !inner.awaiting_recovery
+                && !inner.awaiting_recovery()
             {
                 let state = inner.state;
                 inner.pending.remove(&seq);
@@ -888,7 +892,7 @@ impl Control {
         let why = inner
             .recovering
             .as_deref()
-            .or(inner.awaiting_recovery.then_some("its attempt failed"));
+            .or(inner.awaiting_recovery().then_some("its attempt failed"));
         match why {
             Some(why) if inner.state.ended() => ControlFailure::NotRunning {
                 query: self.name.clone(),

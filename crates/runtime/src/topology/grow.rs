@@ -226,8 +226,10 @@ impl Grown {
     }
 }
 
-/// The worker of `candidates` with the least `load` (the lowest of those tied).
-fn least_loaded(
+/// The worker of `candidates` with the least `load` (the lowest of those tied): where each
+/// instance added while running goes, one after the other (a cluster's coordinator asks it
+/// too, to check the workers' slots before a growth).
+pub fn least_loaded(
     candidates: &BTreeSet<WorkerId>,
     load: &BTreeMap<WorkerId, usize>,
 ) -> Option<WorkerId> {

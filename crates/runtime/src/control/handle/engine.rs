@@ -197,8 +197,6 @@ impl Control {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let mut inner = self.lock();
         inner.injector = None;
-        inner.awaiting_recovery =
-            failed && inner.recovered_on_failure && inner.recovering.is_none();
         inner.state = if failed {
             QueryState::Failed
         } else {
@@ -221,7 +219,6 @@ impl Control {
         {
             let mut inner = self.lock();
             inner.recovering = None;
-            inner.awaiting_recovery = false;
             inner.recovered_on_failure = false;
         }
         self.changed.notify_all();
@@ -234,7 +231,6 @@ impl Control {
             let mut inner = self.lock();
             inner.state = QueryState::Cancelled;
             inner.recovering = None;
-            inner.awaiting_recovery = false;
             inner.recovered_on_failure = false;
         }
         self.changed.notify_all();
