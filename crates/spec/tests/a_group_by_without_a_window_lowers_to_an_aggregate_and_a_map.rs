@@ -132,3 +132,24 @@ fn an_expression_of_the_group_by_is_computed_before_the_aggregate() {
         "{e}"
     );
 }
+
+/// Every expression of a GROUP BY without a window is a column of its own (the second was
+/// refused as "not supported yet", though the aggregate takes any number of keys).
+#[test]
+fn several_expressions_of_the_group_by_are_each_computed_before_the_aggregate() {
+    let s = spec(
+        "INSERT INTO out SELECT k % 10 AS d, v > 0 AS up, COUNT(*) AS n FROM t GROUP BY k % 10, v > 0;",
+    );
+    assert_eq!(
+        param(op(&s, "insert1_group_keys"), "columns").as_deref(),
+        Some("*, k % 10 AS \"__group1\", v > 0 AS \"__group2\"")
+    );
+    assert_eq!(
+        param(op(&s, "insert1_group"), "keys").as_deref(),
+        Some("__group1, __group2")
+    );
+    assert_eq!(
+        param(op(&s, "insert1_select"), "columns").as_deref(),
+        Some("\"__group1\" AS \"d\", \"__group2\" AS \"up\", \"n\"")
+    );
+}

@@ -59,15 +59,17 @@ pub(super) fn lower(
     let tvf = matches!(grouping, Grouping::Tvf(_));
     let mut keys = Vec::new();
     let (mut has_start, mut has_end) = (false, false);
-    // The first expression of the GROUP BY that is not a column.
+    // The first expression of the GROUP BY that is not a column (there may be more).
     let mut expression: Option<&Expr> = None;
     for g in group {
         match name_of(unnested(g)).as_deref() {
             Some("window_start") if tvf => has_start = true,
             Some("window_end") if tvf => has_end = true,
             Some(k) => keys.push(k.to_string()),
-            // Refused below for a window; a GROUP BY without one computes it.
-            None if legacy_window(g).is_none() && expression.is_none() => expression = Some(*g),
+            // Refused below for a window; a GROUP BY without one computes each.
+            None if legacy_window(g).is_none() => {
+                expression.get_or_insert(*g);
+            }
             None => return Err(grouping_expression(g)),
         }
     }
