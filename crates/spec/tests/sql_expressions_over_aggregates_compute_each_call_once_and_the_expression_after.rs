@@ -107,3 +107,41 @@ INSERT INTO out SELECT k, \"Mean\"(a) * 2 AS m2 FROM t GROUP BY k HAVING MEAN(b)
         "k, \"__agg1\" * 2 AS \"m2\""
     );
 }
+
+/// HAVING may name a select item's alias (Flink refuses it; DataFusion and MySQL read it):
+/// the alias stands for the item's expression, whose calls the select list computes already.
+/// A name the GROUP BY groups by is that column; inside an aggregate a name is a column.
+#[test]
+fn having_reads_a_select_alias_as_the_expression_it_names() {
+    let s = spec(
+        "INSERT INTO out SELECT k, COUNT(*) AS n, MAX(b) - MIN(b) AS spread FROM t GROUP BY k HAVING n > 1 AND spread > 2;",
+    );
+    assert_eq!(
+        param(&s, "insert1_group", "aggregates"),
+        "COUNT(*) AS n, MAX(b) AS \"__agg1\", MIN(b) AS \"__agg2\""
+    );
+    assert_eq!(
+        param(&s, "insert1_group", "having"),
+        "(\"n\") > 1 AND (\"__agg1\" - \"__agg2\") > 2"
+    );
+    let windowed = spec(
+        "INSERT INTO out SELECT window_start, k, SUM(a) * 2 AS s2 FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY window_start, window_end, k HAVING s2 > 10;",
+    );
+    assert_eq!(
+        param(&windowed, "insert1_having", "condition"),
+        "(\"__agg1\" * 2) > 10"
+    );
+    // A name inside an aggregate's argument stays a column (of the input, which the
+    // aggregate operator then checks), and a grouped name is the key, alias or not.
+    let s = spec(
+        "INSERT INTO out SELECT k, COUNT(*) AS n FROM t GROUP BY k HAVING SUM(n) > 1 AND k > 0;",
+    );
+    assert_eq!(
+        param(&s, "insert1_group", "aggregates"),
+        "COUNT(*) AS n, SUM(n) AS \"__having1\""
+    );
+    assert_eq!(
+        param(&s, "insert1_group", "having"),
+        "\"__having1\" > 1 AND k > 0"
+    );
+}

@@ -401,7 +401,8 @@ pub(super) fn lower_select(
         Some(_) => None,
     };
     let rewritten;
-    let s = match legacy {
+    let dealiased;
+    let mut s = match legacy {
         Some(mut legacy) => {
             legacy.tvf.resolve_time(&input, tables)?;
             let (projection, texts): (Vec<SelectItem>, Vec<Text>) =
@@ -421,6 +422,30 @@ pub(super) fn lower_select(
         }
         None => s,
     };
+    // The select list's aliases: refused in GROUP BY (where the input's columns are known
+    // here), read in HAVING (`aliases.rs`).
+    let mut input_columns = tables.columns(&input);
+    if !input_columns.is_empty() {
+        if window.is_some() {
+            input_columns.extend(["window_start", "window_end"].map(String::from));
+        }
+        let is_column = |c: &str| input_columns.iter().any(|x| x == c);
+        if let Some(d) = group
+            .iter()
+            .find_map(|g| super::aliases::group_by_alias(g, s, &is_column, window.is_some()))
+        {
+            return Err(d);
+        }
+    }
+    let calls = super::over_aggregates::Calls::new(spec);
+    let grouped = super::aliases::grouped_names(&group, window.is_some());
+    if let Some(h) = super::aliases::having_over_aliases(s, &grouped, &|e| calls.is_aggregate(e)) {
+        dealiased = Select {
+            having: Some(h),
+            ..s.clone()
+        };
+        s = &dealiased;
+    }
     let attr_of = |c: &str| tables.attr(&input, c);
     // `*` stands for the input's columns where it is (`SELECT *, PROCTIME() AS p_time`).
     let columns: Vec<(String, Attr)> = s

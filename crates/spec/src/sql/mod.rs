@@ -15,6 +15,7 @@
 //! `CREATE VIEW name AS SELECT …` names a query that FROM reads as a table (`views.rs`).
 //! What it does not support yet is an error naming the construct and its position.
 
+mod aliases;
 mod derived;
 mod dialect;
 mod functions;

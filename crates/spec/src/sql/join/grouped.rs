@@ -21,9 +21,11 @@
 use anduin_types::Diagnostic;
 use sqlparser::ast::{Expr, GroupByExpr, Ident, Select, SelectItem, Spanned};
 
+use super::super::aliases;
 use super::super::derived::item_column;
 use super::super::derived::Attr;
 use super::super::insert::{name_of, unnested, unsupported};
+use super::super::over_aggregates::Calls;
 use super::super::source_text::pos;
 use super::names::Joined;
 use crate::ast::Spec;
@@ -44,10 +46,23 @@ pub(super) fn lower(
         .iter()
         .map(|item| item_over(joined, item))
         .collect::<Result<_, _>>()?;
+    // The select list's aliases: refused in GROUP BY, read in HAVING (`aliases.rs`).
+    let is_column = |c: &str| {
+        (joined.windowed && (c == "window_start" || c == "window_end"))
+            || joined
+                .sides
+                .iter()
+                .any(|side| side.columns.iter().any(|x| x == c))
+    };
     let group: Vec<Expr> = match &s.group_by {
         GroupByExpr::Expressions(exprs, _) => exprs
             .iter()
-            .map(|g| joined.rewrite(g))
+            .map(
+                |g| match aliases::group_by_alias(g, s, &is_column, joined.windowed) {
+                    Some(d) => Err(d),
+                    None => joined.rewrite(g),
+                },
+            )
             .collect::<Result<_, _>>()?,
         GroupByExpr::All(_) => {
             return Err(unsupported(
@@ -56,7 +71,14 @@ pub(super) fn lower(
             ))
         }
     };
-    over.having = s.having.as_ref().map(|h| joined.rewrite(h)).transpose()?;
+    let calls = Calls::new(spec);
+    let written: Vec<&Expr> = match &s.group_by {
+        GroupByExpr::Expressions(exprs, _) => exprs.iter().collect(),
+        GroupByExpr::All(_) => Vec::new(),
+    };
+    let grouped = aliases::grouped_names(&written, joined.windowed);
+    let having = aliases::having_over_aliases(s, &grouped, &|e| calls.is_aggregate(e));
+    over.having = having.as_ref().map(|h| joined.rewrite(h)).transpose()?;
     let items: Vec<Text> = over
         .projection
         .iter()
