@@ -90,10 +90,10 @@ fn a_group_by_over_a_join_groups_the_joined_rows_under_the_names_written() {
     );
     let g = op(&s, "insert1_group");
     assert_eq!(param(g, "keys").as_deref(), Some("k"));
-    // `b.ts` is the join's `u_ts` (`ts` is taken by `a.ts`); each item keeps its written name.
+    // `b.ts` is the join's `b_ts` (`ts` is taken by `a.ts`); each item keeps its written name.
     assert_eq!(
         param(g, "aggregates").as_deref(),
-        Some("MAX(\"w\") AS top, COUNT(\"u_ts\") AS \"COUNT(b.ts)\", SUM(\"v\") AS \"__having1\"")
+        Some("MAX(\"w\") AS top, COUNT(\"b_ts\") AS \"COUNT(b.ts)\", SUM(\"v\") AS \"__having1\"")
     );
     assert_eq!(param(g, "having").as_deref(), Some("\"__having1\" > 0"));
     assert_eq!(

@@ -87,7 +87,7 @@ fn keys_times_and_the_kind_of_join_come_from_the_statement() {
     );
     assert_eq!(
         param(&ps, "on"),
-        r#""o"."item" = "s"."item" AND "o"."qty" = "s"."level""#
+        r#""a"."item" = "b"."item" AND "a"."qty" = "b"."level""#
     );
     assert_eq!(param(&ps, "how"), "left");
     assert_eq!(param(&ps, "left_time"), "ts");
@@ -101,7 +101,7 @@ fn columns_are_renamed_to_the_join_outputs() {
     let map = params(sql, "map");
     assert_eq!(
         param(&map, "columns"),
-        r#""ts", "s_ts" AS stock_time, "qty" + "level" AS total, "s_ts", "s_item", "level""#
+        r#""ts", "s_ts" AS stock_time, "qty" + "level" AS total, "s_ts", "s_item" AS "item", "level""#
     );
     let filter = params(sql, "filter");
     assert_eq!(
@@ -197,8 +197,17 @@ CREATE TABLE o WITH (connector = 'file', path = 'o.csv');
     let inputs: Vec<&str> = join.inputs.iter().map(|i| i.as_str()).collect();
     assert_eq!(inputs, ["bid", "insert1_b"]);
     assert_eq!(spec.operators[1].inputs[0].as_str(), "bid");
+    // The join knows its inputs by the query's aliases: its `on`, its output's names and its
+    // messages say `a` and `b`, not the names of the streams (`insert1_b`).
     let on = join.param("on").expect("on").value.as_text().to_string();
-    assert_eq!(on, "\"bid\".\"auction\" = \"insert1_b\".\"auction\"");
+    assert_eq!(on, "\"a\".\"auction\" = \"b\".\"auction\"");
+    let names = join
+        .param("names")
+        .expect("names")
+        .value
+        .as_text()
+        .to_string();
+    assert_eq!(names, "a, b");
     let d = anduin_spec::parse_sql(&format!(
         "CREATE TABLE r (ts TIMESTAMP, id BIGINT, v BIGINT) WITH (connector = 'file', path = 'r.csv', event_time = 'ts');
 {t}INSERT INTO o SELECT a.id, b.v FROM r a JOIN r FOR SYSTEM_TIME AS OF a.ts AS b ON a.id = b.id;"
@@ -209,5 +218,55 @@ CREATE TABLE o WITH (connector = 'file', path = 'o.csv');
             .message
             .contains("a lookup join of a table with itself"),
         "{d}"
+    );
+}
+
+/// `b.*` gives the right table's columns under their own names (not the join's `b_ts`, nor,
+/// in a self-join, the planner's `insert1_b_ts`), unless an earlier item took a name; `*`
+/// names a right column whose name the left took after the right alias.
+#[test]
+fn a_qualified_star_gives_a_tables_columns_their_own_names() {
+    let map = |sql: &str| param(&params(sql, "map"), "columns");
+    // The self-join's copy of `o` is a map too: the select list is the last one.
+    let last_map = |sql: &str| {
+        let spec = parse_sql(&format!("{TABLES}{sql}")).unwrap_or_else(|d| panic!("{sql}: {d}"));
+        let op = spec
+            .operators
+            .iter()
+            .rfind(|o| o.kind.as_str() == "map")
+            .expect("a map");
+        match &op.param("columns").expect("columns").value {
+            Value::String(t) => t.as_str().to_string(),
+            other => format!("{other:?}"),
+        }
+    };
+    assert_eq!(
+        map("INSERT INTO out SELECT b.* FROM o a JOIN s b ON a.item = b.item;"),
+        r#""b_ts" AS "ts", "b_item" AS "item", "level""#
+    );
+    assert_eq!(
+        last_map("INSERT INTO out SELECT b.* FROM o a JOIN o b ON a.item = b.item;"),
+        r#""b_ts" AS "ts", "b_item" AS "item", "b_qty" AS "qty""#
+    );
+    assert_eq!(
+        last_map("INSERT INTO out SELECT b.*, a.* FROM o a JOIN o b ON a.item = b.item;"),
+        r#""b_ts" AS "ts", "b_item" AS "item", "b_qty" AS "qty", "ts" AS "a_ts", "item" AS "a_item", "qty" AS "a_qty""#
+    );
+    assert_eq!(
+        last_map("INSERT INTO out SELECT * FROM o a JOIN o b ON a.item = b.item;"),
+        "*"
+    );
+    let spec = parse_sql(&format!(
+        "{TABLES}INSERT INTO out SELECT * FROM o a JOIN o b ON a.item = b.item;"
+    ))
+    .expect("a self-join");
+    let join = spec
+        .operators
+        .iter()
+        .find(|o| o.kind.as_str() == "regular_join")
+        .expect("a join");
+    assert_eq!(
+        join.param("names").map(|p| p.value.as_text().to_string()),
+        Some("a, b".to_string())
     );
 }

@@ -61,7 +61,7 @@ fn an_inner_join_filters_each_table_by_its_own_conditions_before_joining() {
     let join = op(&spec, "insert1_join");
     assert_eq!(
         param(join, "on").as_deref(),
-        Some(r#""insert1_left_where"."item" = "insert1_right_where"."item""#)
+        Some(r#""o"."item" = "s"."item""#)
     );
     assert_eq!(param(join, "how").as_deref(), Some("inner"));
     assert_eq!(param(join, "condition"), None);
@@ -142,7 +142,7 @@ fn tables_listed_in_from_are_an_inner_join_on_the_where() {
     assert_eq!(param(join, "how").as_deref(), Some("inner"));
     assert_eq!(
         param(join, "on").as_deref(),
-        Some(r#""insert1_left_where"."item" = "s"."item""#)
+        Some(r#""o"."item" = "s"."item""#)
     );
     assert_eq!(
         param(op(&spec, "insert1_left_where"), "condition").as_deref(),

@@ -62,7 +62,7 @@ fn q5_groups_the_windows_of_a_subquery_and_joins_on_the_window_end() {
     assert_eq!(param(join, "upper").as_deref(), Some("0ms"));
     assert_eq!(
         param(join, "on").as_deref(),
-        Some("\"insert1_AuctionBids_select\".\"starttime\" = \"insert1_MaxBids_select\".\"starttime\"")
+        Some("\"AuctionBids\".\"starttime\" = \"MaxBids\".\"starttime\"")
     );
     // `num >= maxn` is neither a key nor a time: it filters the joined rows.
     let filter = op(&spec, "insert1_where");
@@ -179,6 +179,6 @@ WHERE B.dateTime <= A.expires;"
     assert_eq!(param(join, "upper").as_deref(), Some("10000ms"));
     assert_eq!(
         param(op(&spec, "insert1_where"), "condition").as_deref(),
-        Some("\"bid_dateTime\" <= \"expires\"")
+        Some("\"B_dateTime\" <= \"expires\"")
     );
 }

@@ -45,7 +45,8 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     params: &[
         ParamSpec { name: "kind", required: true, kind: ParamKind::OneOf(&["interval", "window"]), default: None, doc: "interval: rows whose times are within [lower, upper] of each other; window: rows of the same tumbling window of `size`" },
         ParamSpec { name: "how", required: false, kind: ParamKind::OneOf(&["inner", "left"]), default: Some("inner"), doc: "inner: matched pairs only; left: also every left row without a partner, with nulls on the right" },
-        ParamSpec { name: "on", required: true, kind: ParamKind::Text, default: None, doc: "equal keys: \"orders.item = stock.item AND …\" (columns qualified by their stream's name)" },
+        ParamSpec { name: "on", required: true, kind: ParamKind::Text, default: None, doc: "equal keys: \"orders.item = stock.item AND …\" (columns qualified by their input's name: see `names`)" },
+        ParamSpec { name: "names", required: false, kind: ParamKind::Text, default: None, doc: "the names the two inputs go by, left then right (\"a, b\"): `on` qualifies its columns by them, and a right column whose name is taken is named after its input's (`b_price`) (default: the streams' names; the SQL planner sets the tables' aliases)" },
         ParamSpec { name: "left_time", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column of the first input" },
         ParamSpec { name: "right_time", required: true, kind: ParamKind::Text, default: None, doc: "the event-time column of the second input" },
         ParamSpec { name: "lower", required: false, kind: ParamKind::Text, default: None, doc: "interval: the smallest `right time - left time` that matches, e.g. \"-5s\"" },
@@ -95,13 +96,15 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let [(lname, left), (rname, right)] = inputs else {
         return Err(p.error("on", "a join takes exactly two inputs").into());
     };
+    let (lname, rname) = input_names(&p, lname, rname)?;
+    let (lname, rname) = (lname.as_str(), rname.as_str());
     let (left_keys, right_keys) = keys(&p, (lname, left), (rname, right))?;
     let time = |param: &str, schema: &Schema, stream: &str| -> Result<usize, Diagnostics> {
         let name = p.required(param).to_string();
         let i = schema.index_of(name.trim()).map_err(|_| {
             Diagnostics::from(p.error(
                 param,
-                format!("unknown column `{name}` in stream `{stream}`"),
+                format!("unknown column `{name}` in input `{stream}`"),
             ))
         })?;
         match ColumnType::from_arrow(schema.field(i).data_type()) {
@@ -281,6 +284,27 @@ fn signed_duration(text: &str) -> Option<i64> {
     parse_duration_ms(rest.trim())
         .and_then(|ms| i64::try_from(ms).ok())
         .map(|ms| sign * ms)
+}
+
+/// The names the inputs go by (`names`, or the streams' `lname` and `rname`): in `on`, and
+/// in the output's names of right columns whose names are taken.
+pub(crate) fn input_names(
+    p: &Params<'_>,
+    lname: &str,
+    rname: &str,
+) -> Result<(String, String), Diagnostics> {
+    let Some(text) = p.text("names") else {
+        return Ok((lname.to_string(), rname.to_string()));
+    };
+    match text.as_str().split(',').map(str::trim).collect::<Vec<_>>()[..] {
+        [l, r] if !l.is_empty() && !r.is_empty() && l != r => Ok((l.to_string(), r.to_string())),
+        _ => Err(p
+            .error(
+                "names",
+                format!("expected two different names, the left input's and the right's (\"a, b\"), found \"{text}\""),
+            )
+            .into()),
+    }
 }
 
 /// The key columns of each side from `on`: `a.k = b.k AND a.k2 = b.k2`.

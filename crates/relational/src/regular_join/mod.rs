@@ -42,7 +42,8 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     outputs: Arity::Exactly(1),
     stateful: true,
     params: &[
-        ParamSpec { name: "on", required: true, kind: ParamKind::Text, default: None, doc: "equal keys: \"orders.item = stock.item AND …\" (columns qualified by their stream's name)" },
+        ParamSpec { name: "on", required: true, kind: ParamKind::Text, default: None, doc: "equal keys: \"orders.item = stock.item AND …\" (columns qualified by their input's name: see `names`)" },
+        ParamSpec { name: "names", required: false, kind: ParamKind::Text, default: None, doc: "the names the two inputs go by, left then right (\"a, b\"): `on` qualifies its columns by them, and a right column whose name is taken is named after its input's (`b_price`) (default: the streams' names; the SQL planner sets the tables' aliases)" },
         ParamSpec { name: "how", required: false, kind: ParamKind::OneOf(&["inner", "left", "right", "full"]), default: Some("inner"), doc: "inner: matched pairs only; left, right, full: also every row of that side (both for full) without a partner, with nulls on the other side, retracted when its first partner comes" },
         ParamSpec { name: "condition", required: false, kind: ParamKind::Text, default: None, doc: "a condition on the joined row (the output's column names, as `on` makes them): a pair joins only if it holds; for an outer join, a row with no pair that holds is padded with nulls" },
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the join, each owning a share of the keys (default: the query's --parallelism)" },
@@ -114,6 +115,8 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     let [(lname, left), (rname, right)] = inputs else {
         return Err(p.error("on", "a join takes exactly two inputs").into());
     };
+    let (lname, rname) = crate::join::input_names(&p, lname, rname)?;
+    let (lname, rname) = (lname.as_str(), rname.as_str());
     let (left_keys, right_keys) = crate::join::keys(&p, (lname, left), (rname, right))?;
     for (keys, schema) in [(&left_keys, left), (&right_keys, right)] {
         if keys
@@ -150,7 +153,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         side(right, right_keys.clone()),
     ];
     // Named as the time-bounded join names them: a right column whose name is taken gets its
-    // stream's name in front.
+    // input's name in front.
     let mut fields: Vec<Field> = Vec::new();
     for ((stream, schema), s) in [(lname, left), (rname, right)].into_iter().zip(&sides) {
         for i in &s.values {

@@ -14,7 +14,7 @@
 //! each change out of or into its group.
 //!
 //! The select list, GROUP BY and HAVING are rewritten over the join's output columns (`A.id`
-//! to `id`, `B.dateTime` to `bid_dateTime` where the name is taken); each select item keeps
+//! to `id`, `B.dateTime` to `B_dateTime` where the name is taken); each select item keeps
 //! the name it is written with (`A.category` stays `category`, `MAX(B.price)` stays
 //! `MAX(B.price)`), as over a single table.
 
@@ -86,6 +86,7 @@ pub(super) fn lower(
         .collect();
     let group: Vec<&Expr> = group.iter().collect();
     super::super::group_updating::lower(&over, &group, items, stream, prefix, spec)
+        .map_err(|d| joined.as_written(d))
 }
 
 /// `item` over the join's output columns, named as it is written: a column renamed by the

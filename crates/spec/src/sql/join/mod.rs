@@ -122,6 +122,7 @@ pub(super) fn lower(
     let mut joined = Joined {
         sides: [left, right],
         windowed,
+        by_alias: lookup.is_none(),
     };
     joined.name_outputs();
     let on_at = pos(on.span().start);
@@ -146,6 +147,9 @@ pub(super) fn lower(
         bounded(&joined, condition, how, s, join_at)?
     };
     let mut params = params;
+    if joined.by_alias {
+        params.push(("names", joined.names_param()));
+    }
     if kind == "join" {
         // The join keeps (in its state, and in its output) only the columns read after it.
         if let Some(read) = joined.read_outputs(s, &after) {
@@ -204,11 +208,11 @@ pub(super) fn lower(
         stream = filter;
     }
     let mut columns = Vec::new();
-    // The name each item of the select list gives its column (its first, for a wildcard).
+    // The names each item of the select list gives its columns.
     let mut item_names = Vec::new();
     for item in &s.projection {
         let cols = joined.item_columns(item, tables, &columns);
-        item_names.push(cols.first().map(|(c, _)| c.clone()));
+        item_names.push(cols.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>());
         columns.extend(cols);
     }
     let grouped = match &s.group_by {
@@ -233,7 +237,7 @@ pub(super) fn lower(
     let at = pos(s.select_token.0.span.start);
     let mut items = Vec::new();
     for (item, name) in s.projection.iter().zip(&item_names) {
-        items.push(joined.item(item, name.as_deref())?);
+        items.push(joined.item(item, name)?);
     }
     let map = format!("{prefix}_select");
     spec.operators.push(operator(

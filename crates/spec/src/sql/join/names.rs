@@ -49,6 +49,9 @@ pub(super) enum Col {
 pub(super) struct Joined {
     pub(super) sides: [Side; 2],
     pub(super) windowed: bool,
+    /// Whether the join operator knows its inputs by the sides' aliases (its `names`, as
+    /// `join` and `regular_join` take it), or by their streams' names (`lookup_join`).
+    pub(super) by_alias: bool,
 }
 
 impl Side {
@@ -62,24 +65,58 @@ impl Side {
 }
 
 impl Joined {
+    /// The name the join operator knows side `i` by: in its `on`, and before the names of
+    /// that side's columns whose names are taken.
+    pub(super) fn side_name(&self, i: usize) -> &str {
+        let side = &self.sides[i];
+        if self.by_alias {
+            &side.alias
+        } else {
+            side.input()
+        }
+    }
+
+    /// The join operator's `names` param: the sides' aliases, which the user wrote (its
+    /// messages and the output's names then say `b_price`, not the name of a stream the
+    /// planner made).
+    pub(super) fn names_param(&self) -> String {
+        format!("{}, {}", self.sides[0].alias, self.sides[1].alias)
+    }
+
     /// Output names as the join operator gives them: window bounds, left columns, right
-    /// columns (renamed `{right table}_{name}` where the name is taken).
+    /// columns (renamed `{right alias}_{name}` where the name is taken).
     pub(super) fn name_outputs(&mut self) {
         let mut taken: Vec<String> = Vec::new();
         if self.windowed {
             taken.extend(["window_start".to_string(), "window_end".to_string()]);
         }
-        for side in &mut self.sides {
+        let names = [self.side_name(0).to_string(), self.side_name(1).to_string()];
+        for (side, prefix) in self.sides.iter_mut().zip(&names) {
             side.out.clear();
             for c in &side.columns {
                 let mut n = c.clone();
                 while taken.contains(&n) {
-                    n = format!("{}_{n}", side.input());
+                    n = format!("{prefix}_{n}");
                 }
                 taken.push(n.clone());
                 side.out.push(n);
             }
         }
+    }
+
+    /// `d` with each column of the join's output that the join renamed (`` `b_price` ``)
+    /// named as the query writes it (`` `b.price` ``).
+    pub(super) fn as_written(&self, mut d: Diagnostic) -> Diagnostic {
+        for side in &self.sides {
+            for (c, o) in side.columns.iter().zip(&side.out) {
+                if c != o {
+                    d.message = d
+                        .message
+                        .replace(&format!("`{o}`"), &format!("`{}.{c}`", side.alias));
+                }
+            }
+        }
+        d
     }
 
     pub(super) fn out_name(&self, col: &Col) -> String {
@@ -339,6 +376,27 @@ impl Joined {
                 .unwrap_or(Attr::Plain)
         };
         match item {
+            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(q), _) => {
+                // `b.*`: the side's columns under their own names, but those an earlier item
+                // (or column) took, which keep their names in the join's output.
+                let Some(side) = self.sides.iter().find(|s| s.alias == q.to_string()) else {
+                    return Vec::new(); // an error of `item`
+                };
+                let mut cols: Vec<(String, Attr)> = Vec::new();
+                if side.window.is_some() {
+                    cols.push(("window_start".to_string(), Attr::WindowStart));
+                    cols.push(("window_end".to_string(), Attr::WindowEnd));
+                }
+                for (c, o) in side.columns.iter().zip(&side.out) {
+                    let taken = |n: &str| earlier.iter().chain(cols.iter()).any(|(x, _)| x == n);
+                    let mut name = if taken(c) { o.clone() } else { c.clone() };
+                    while taken(&name) {
+                        name = format!("{}_{name}", side.alias);
+                    }
+                    cols.push((name, tables.attr(&side.stream, c)));
+                }
+                cols
+            }
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
                 let mut cols = Vec::new();
                 if self.windowed {
@@ -367,17 +425,17 @@ impl Joined {
         }
     }
 
-    /// One item of the select list, over the join output; `name`, the name
-    /// [`Joined::item_columns`] gives its column.
-    pub(super) fn item(&self, item: &SelectItem, name: Option<&str>) -> Result<String, Diagnostic> {
+    /// One item of the select list, over the join output; `names`, the names
+    /// [`Joined::item_columns`] gives its columns.
+    pub(super) fn item(&self, item: &SelectItem, names: &[String]) -> Result<String, Diagnostic> {
         let at = pos(item.span().start);
         Ok(match item {
             SelectItem::UnnamedExpr(e) => {
                 let text = self.rewrite(e)?.to_string();
-                match (self.column(e), name) {
+                match (self.column(e), names.first()) {
                     // A column renamed in the join's output (`A.dateTime` as the right
                     // table's `…_dateTime`) takes its name back.
-                    (Some(Ok(col)), Some(name)) if self.out_name(&col) != name => {
+                    (Some(Ok(col)), Some(name)) if self.out_name(&col) != *name => {
                         format!("{text} AS {}", quoted(name))
                     }
                     _ => text,
@@ -405,6 +463,12 @@ impl Joined {
                     cols.extend(["window_start", "window_end"].map(quoted));
                 }
                 cols.extend(side.out.iter().map(|c| quoted(c)));
+                // Each under the name `item_columns` gives it (its own, unless taken).
+                for (col, name) in cols.iter_mut().zip(names) {
+                    if *col != quoted(name) {
+                        *col = format!("{col} AS {}", quoted(name));
+                    }
+                }
                 cols.join(", ")
             }
             other => return Err(unsupported(at, format!("`{other}` in a join's SELECT"))),

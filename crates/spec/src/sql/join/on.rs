@@ -258,9 +258,9 @@ impl Joined {
             .map(|(l, r)| {
                 format!(
                     "{}.{} = {}.{}",
-                    quoted(self.sides[0].input()),
+                    quoted(self.side_name(0)),
                     quoted(l),
-                    quoted(self.sides[1].input()),
+                    quoted(self.side_name(1)),
                     quoted(r)
                 )
             })
