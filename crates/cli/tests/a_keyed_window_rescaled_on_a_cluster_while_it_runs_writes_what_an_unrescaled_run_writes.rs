@@ -57,6 +57,8 @@ struct Options {
     files: Vec<(&'static str, &'static str)>,
     /// The window's instances started (`--max-parallelism`; 4 if not given).
     max_parallelism: Option<&'static str>,
+    /// How many workers (2 if not given).
+    workers: Option<usize>,
 }
 
 impl Rescaled {
@@ -74,7 +76,7 @@ impl Rescaled {
             std::fs::write(d.join(name), text).expect("a file beside the query");
         }
         let cluster = LocalCluster::start_with(
-            2,
+            options.workers.unwrap_or(2),
             8,
             Setup {
                 coordinator_flags: options.coordinator.iter().map(|f| f.to_string()).collect(),
@@ -137,6 +139,14 @@ impl Rescaled {
 
     /// The workers that run the window's instances.
     fn window_workers(&self) -> BTreeSet<u32> {
+        self.instances_of("w")
+            .into_iter()
+            .map(|(_, worker)| worker)
+            .collect()
+    }
+
+    /// The instances of the task headed by `operator`, with their workers.
+    fn instances_of(&self, operator: &str) -> Vec<(usize, u32)> {
         let client = anduin_api::Client::new(&self.api, None).expect("an address");
         let topology = client
             .topology("q")
@@ -144,8 +154,8 @@ impl Rescaled {
         topology
             .tasks
             .iter()
-            .filter(|t| t.operators.first().is_some_and(|o| o == "w"))
-            .flat_map(|t| t.instances.iter().map(|i| i.worker))
+            .filter(|t| t.operators.first().is_some_and(|o| o == operator))
+            .flat_map(|t| t.instances.iter().map(|i| (i.instance, i.worker)))
             .collect()
     }
 
@@ -286,6 +296,70 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
     wait_until("rows into both added instances", || {
         client.metrics("q").is_ok_and(|m| {
             (2..4).all(|j| {
+                m.instances
+                    .iter()
+                    .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)
+            })
+        })
+    });
+    q.scale("1");
+    q.finish(Some(1));
+}
+
+/// Beyond `--max-parallelism` on a worker that does not run the operator (issue 15): on
+/// three workers, the generator, the window's two instances and the writer each go to the
+/// least used worker in turn, so one worker runs the generator and the writer and none of
+/// the window's. After a change of the window's params, a rescale to 5 puts each added
+/// instance on the least loaded of the workers that run or read the window: one on each of
+/// the window's workers (built by the window's instance there, which checks that its own
+/// chain agrees with what the barriers brought), then the fifth on the writer's worker,
+/// built by the writer there from what the barriers brought, fed from the generator and
+/// handed its key groups over the network. The output is the unrescaled run's.
+#[test]
+fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_only_reads_it() {
+    let q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        workers: Some(3),
+        ..Options::default()
+    });
+    let window = q.window_workers();
+    let readers: BTreeSet<u32> = q
+        .instances_of("out")
+        .into_iter()
+        .map(|(_, w)| w)
+        .filter(|w| !window.contains(w))
+        .collect();
+    assert_eq!(
+        readers.len(),
+        1,
+        "one worker runs the writer and not the window: window {window:?}, writer {:?}",
+        q.instances_of("out")
+    );
+    // The same lateness (none) written otherwise: a change each added instance copies.
+    stdout_ok(&ctl(
+        q.dir(),
+        &q.api,
+        &["set", "q", "w", "allowed_lateness", "0ms"],
+    ));
+    q.scale("5");
+    assert_eq!(q.owners().as_deref(), Some("5"));
+    let added: Vec<(usize, u32)> = q
+        .instances_of("w")
+        .into_iter()
+        .filter(|(i, _)| *i >= 2)
+        .collect();
+    assert_eq!(added.len(), 3, "{added:?}");
+    assert!(
+        added.iter().any(|(_, w)| readers.contains(w)),
+        "an added instance runs where only the writer ran: {added:?}, {readers:?}; {:?}",
+        anduin_api::Client::new(&q.api, None)
+            .expect("an address")
+            .topology("q")
+    );
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    wait_until("rows into every added instance", || {
+        client.metrics("q").is_ok_and(|m| {
+            (2..5).all(|j| {
                 m.instances
                     .iter()
                     .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)

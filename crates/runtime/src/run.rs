@@ -378,6 +378,8 @@ fn growth(
             here: n.here?,
             topology: topology.clone(),
             schemas: channel_schemas(graph, topology),
+            heads: crate::grow::task_heads(graph, topology),
+            params: restored_params(&tasks, wiring),
         })
     });
     let setup = GrowthSetup {
@@ -388,12 +390,31 @@ fn growth(
         checkpoint: wiring.map(|w| (w.dir.clone(), w.jobs.clone(), w.events.clone())),
         net,
     };
-    Some(Arc::new(Growth::new(
+    let growth = Arc::new(Growth::new(
         setup,
         config.events.clone(),
         Arc::clone(abort),
         config.control.clone(),
-    )))
+    ));
+    growth.open_inboxes_as_they_come();
+    Some(growth)
+}
+
+/// The params of the operators of `tasks` that the checkpoint the run restores from had
+/// changed (what their chains start with), by operator.
+fn restored_params(
+    tasks: &std::collections::BTreeMap<usize, crate::grow::Growable>,
+    wiring: Option<&CheckpointWiring>,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
+    let Some(resume) = wiring.and_then(CheckpointWiring::resume) else {
+        return Default::default();
+    };
+    tasks
+        .values()
+        .flat_map(|g| g.nodes.iter().map(|(_, name, _)| name))
+        .map(|name| (name.clone(), resume.latest_params(name)))
+        .filter(|(_, params)| !params.is_empty())
+        .collect()
 }
 
 /// The type of the rows of each plan channel of `topology`.
@@ -942,9 +963,10 @@ pub fn coordinate(
     };
     let (growable, said) = growable_tasks(graph, &topology, refused);
     if refused.is_none() {
+        let heads = crate::grow::task_heads(graph, &topology);
         coordinator.growth = Some(Arc::new(crate::grow::Numbers::new(
             &growable,
-            Some(topology.clone()),
+            Some((topology.clone(), heads, Default::default())),
         )));
     }
     // The split instances get their commits through the instances they split from.

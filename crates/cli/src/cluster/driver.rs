@@ -868,7 +868,7 @@ fn growth_room(
             .map(|(w, n)| format!("{} {n}", name(w)))
             .collect();
         Err(format!(
-            "the {added} instance(s) it would add go one by one on the least loaded of the workers that run it ({}), within their free slots ({}): scale to at most {}, or give those workers more slots (`anduin worker --slots`)",
+            "the {added} instance(s) it would add go one by one on the least loaded of the workers that run it or read its output ({}), within their free slots ({}): scale to at most {}, or give those workers more slots (`anduin worker --slots`)",
             workers.join(", "),
             free_now.join(", "),
             on.values().sum::<usize>() + fit,

@@ -29,7 +29,7 @@ mod growth;
 pub use growth::Room;
 mod pipelining;
 
-pub(crate) use growth::Growing;
+pub(crate) use growth::{Growing, MOST_INSTANCES};
 
 pub use pipelining::TaskSplit;
 

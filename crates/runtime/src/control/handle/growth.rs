@@ -11,9 +11,10 @@ use crate::stats::Counters;
 /// The most instances an operator can have: one key group each.
 pub(crate) const MOST_INSTANCES: usize = anduin_state::DEFAULT_MAX_KEY_GROUPS.get() as usize;
 
-/// Whether `added` more instances fit on the workers that run a task now (by worker: the
-/// task's instances there, planned and added; then the query's instances by worker, from
-/// which each added one goes to the least loaded of those workers): `Err` says why not.
+/// Whether `added` more instances fit on the workers that run a task now or read its output
+/// (by worker: the task's instances there, planned and added, 0 where it only reads; then
+/// the query's instances by worker, from which each added one goes to the least loaded of
+/// those workers): `Err` says why not.
 pub type Room = Arc<
     dyn Fn(usize, &BTreeMap<u32, usize>, &BTreeMap<u32, usize>) -> Result<(), String> + Send + Sync,
 >;
@@ -115,8 +116,25 @@ impl Control {
         if !same {
             return Some(Err("its task was split while running (`pipeline = \"split\"`); growing a split task is not supported yet".into()));
         }
-        // Where the task runs now, by worker, and how many instances it would add.
+        // Where the task runs now, by worker, and how many instances it would add; the
+        // workers that run the tasks it feeds may take some too.
         let mut on: BTreeMap<u32, usize> = BTreeMap::new();
+        let readers: Vec<usize> = inner
+            .topology
+            .exchanges
+            .iter()
+            .filter(|e| Some(e.from_task) == task)
+            .map(|e| e.to_task)
+            .collect();
+        for i in inner
+            .topology
+            .tasks
+            .iter()
+            .filter(|t| readers.contains(&t.id))
+            .flat_map(|t| t.instances.iter())
+        {
+            on.entry(i.worker).or_default();
+        }
         for i in inner
             .topology
             .tasks
@@ -127,7 +145,7 @@ impl Control {
             *on.entry(i.worker).or_default() += 1;
         }
         // The query's instances by worker: each added one goes to the least loaded worker
-        // that runs the task (`Topology::grow`).
+        // that runs or reads the task (`Topology::grow`).
         let mut load: BTreeMap<u32, usize> = BTreeMap::new();
         for i in inner.topology.tasks.iter().flat_map(|t| t.instances.iter()) {
             *load.entry(i.worker).or_default() += 1;
