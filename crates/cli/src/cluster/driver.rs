@@ -405,6 +405,15 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                 ) =>
             {
                 eprintln!("anduin: query {name}: {why}, after its last checkpoint had completed at the end of every input: nothing to recover");
+                // Its control plane says so too (it took the failure for one it recovers).
+                let control = cluster
+                    .lock()
+                    .queries
+                    .get(name)
+                    .and_then(|q| q.attempt.as_ref().and_then(|a| a.control.clone()));
+                if let Some(c) = control {
+                    c.detach_finished();
+                }
                 Outcome::Finished
             }
             other => other,
