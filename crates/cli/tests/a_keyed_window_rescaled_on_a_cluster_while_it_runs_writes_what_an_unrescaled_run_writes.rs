@@ -578,6 +578,13 @@ fn a_keyed_window_grown_on_a_cluster_and_killed_rolls_back_as_a_whole() {
     );
     grown_again(&q);
     assert_eq!(q.window_workers().len(), 1, "{:?}", q.window_workers());
+    // No process warns that the rescale is not kept (the coordinator grows it again).
+    for i in 0..q.cluster.workers.len() {
+        let log = std::fs::read_to_string(q.cluster.dir.path().join(format!("w{i}.log")))
+            .unwrap_or_default();
+        assert!(!log.contains("to keep the rescale"), "w{i}:\n{log}");
+    }
+    assert!(!q.cluster.coordinator_log().contains("to keep the rescale"));
     q.scale("1");
     q.finish(Some(1));
 }
