@@ -623,6 +623,17 @@ fn a_growth_that_could_not_come_back_does_not_keep_a_restarted_coordinator_from_
         ..Options::default()
     });
     let epoch = q.scale("8");
+    // The API's event stream, read from now on: the refusal comes on it too.
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    let events = client.events(Some("q")).expect("the event stream");
+    let (tx, refusals) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for e in events.flatten() {
+            if e.event == "change_refused" && tx.send(e.data).is_err() {
+                break;
+            }
+        }
+    });
     let attempt = kill_and_recover(&mut q, epoch + 1);
     assert_eq!(attempt, 2, "a whole rollback\n{}", q.cluster.logs());
     wait_until_or_show(
@@ -634,8 +645,14 @@ fn a_growth_that_could_not_come_back_does_not_keep_a_restarted_coordinator_from_
         },
         || q.cluster.logs(),
     );
+    let refusal = refusals
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("a change_refused event");
+    assert!(
+        refusal.contains("\"value\":\"8\"") && refusal.contains("grown again"),
+        "{refusal}"
+    );
     assert_eq!(q.owners().as_deref(), Some("2"));
-    let client = anduin_api::Client::new(&q.api, None).expect("an address");
     let now = client.checkpoint("q").expect("a checkpoint");
     common::cluster::restart_coordinator_after(&mut q.cluster, "q", now);
     q.api = q.cluster.api();

@@ -287,7 +287,7 @@ pub(super) fn grow_again(name: &str, control: &Arc<Control>, restored: &[ChangeR
                             value: n.to_string(),
                             from: GROWN_AGAIN_FROM.to_string(),
                         };
-                        match control.set(request) {
+                        match control.set(request.clone()) {
                             Ok(r) => eprintln!(
                                 "anduin: query {name}: operator \"{operator}\" grown again to {n} instances after the rollback (or resume) to a checkpoint that recorded that rescale, at epoch {}",
                                 r.epoch
@@ -302,9 +302,11 @@ pub(super) fn grow_again(name: &str, control: &Arc<Control>, restored: &[ChangeR
                                             .map(|p| p.value)
                                     })
                                     .unwrap_or_else(|| "?".to_string());
+                                let why = format!("{e}; {now} instance(s) own its key groups (`anduin ctl scale` once the workers that run it have room)");
                                 eprintln!(
-                                    "anduin: query {name}: operator \"{operator}\" could not be grown again to the {n} instances its checkpoint recorded: {e}; {now} instance(s) own its key groups (`anduin ctl scale` once the workers that run it have room)"
+                                    "anduin: query {name}: operator \"{operator}\" could not be grown again to the {n} instances its checkpoint recorded: {why}"
                                 );
+                                control.publish_refusal(&request, &why);
                             }
                         }
                     }

@@ -224,6 +224,25 @@ impl Control {
         self.changed.notify_all();
     }
 
+    /// Says that `request`, asked by the query's own coordinator, was refused for `why`
+    /// ([`crate::EngineEvent::ChangeRefused`]: the events file, the API's event stream).
+    pub fn publish_refusal(&self, request: &crate::control::types::ChangeRequest, why: &str) {
+        if let Some(events) = self
+            .published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+        {
+            events.publish(crate::EngineEvent::ChangeRefused {
+                operator: request.operator.clone(),
+                param: request.param.clone(),
+                value: request.value.clone(),
+                from: request.from.clone(),
+                why: why.to_string(),
+            });
+        }
+    }
+
     /// The run failed, but its query is over all the same (a cluster's worker lost once
     /// every input had ended and the last checkpoint had completed: nothing to recover): it
     /// finished.
