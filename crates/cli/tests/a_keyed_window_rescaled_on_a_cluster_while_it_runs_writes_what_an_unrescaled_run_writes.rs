@@ -186,8 +186,8 @@ impl Rescaled {
 
     /// Lets the generator run at full speed to the end; asserts that the query finished and
     /// wrote exactly the unrescaled run's rows, and that its last checkpoint records
-    /// `owners` owners of the window's key groups (if given).
-    fn finish(mut self, owners: Option<usize>) {
+    /// `owners` owners of the window's key groups (if given). Its status at the end.
+    fn finish(mut self, owners: Option<usize>) -> serde_json::Value {
         stdout_ok(&ctl(
             self.dir(),
             &self.api,
@@ -196,7 +196,8 @@ impl Rescaled {
         let submit = self.submit.take().expect("submitted");
         let out = self.dir().join("out");
         assert_submitted_output(&self.cluster, submit, &out, &self.expected);
-        let Some(owners) = owners else { return };
+        let status = self.cluster.status("q");
+        let Some(owners) = owners else { return status };
         let last = self.cluster.status("q")["last_checkpoint"]
             .as_u64()
             .expect("a last checkpoint");
@@ -215,6 +216,7 @@ impl Rescaled {
             w.parallelism, owners,
             "the last checkpoint records the last rescale"
         );
+        status
     }
 }
 
@@ -272,11 +274,12 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
             && why.contains("scale to at most"),
         "{why}"
     );
-    let tasks_on = || -> u64 {
-        q.cluster.status("q")["placement"]
+    let on = |status: serde_json::Value| -> u64 {
+        status["placement"]
             .as_object()
             .map_or(0, |p| p.values().filter_map(|n| n.as_u64()).sum())
     };
+    let tasks_on = || on(q.cluster.status("q"));
     let before = tasks_on();
     q.scale("4");
     assert_eq!(q.owners().as_deref(), Some("4"));
@@ -303,7 +306,9 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
         })
     });
     q.scale("1");
-    q.finish(Some(1));
+    // Once it is over, `anduin status` still counts every instance that ran.
+    let status = q.finish(Some(1));
+    assert_eq!(on(status.clone()), before + 2, "{status}");
 }
 
 /// Beyond `--max-parallelism` on a worker that does not run the operator (issue 15): on
