@@ -1248,9 +1248,9 @@ operator name = "w", type = "window" {{
         }
     }
 
-    #[test]
-    fn a_keyed_window_grows_embedded_and_not_on_a_cluster() {
-        let map = r#"
+    /// The window's counts doubled by a map (a task of its own: a rescalable task fuses
+    /// nothing after it), written.
+    const MAPPED: &str = r#"
 operator name = "m", type = "map" {
   input name = "counts"
   param columns = "sensor, n * 2 AS twice"
@@ -1260,6 +1260,10 @@ operator name = "out", type = "writer" {
   input name = "twice"
   param path = "out.csv"
 }"#;
+
+    #[test]
+    fn a_keyed_window_grows_embedded_and_not_on_a_cluster() {
+        let map = MAPPED;
         // The map runs as a task of its own (a rescalable task fuses nothing after it).
         assert_eq!(window_grows(map), Ok(vec!["w".to_string()]));
         // Nothing grows where the run cannot (a cluster's).
@@ -1290,16 +1294,7 @@ operator name = "out", type = "writer" {
 
     #[test]
     fn a_process_shapes_an_instance_added_from_the_changes_its_barriers_brought_in_any_order() {
-        let map = r#"
-operator name = "m", type = "map" {
-  input name = "counts"
-  param columns = "sensor, n * 2 AS twice"
-  output name = "twice"
-}
-operator name = "out", type = "writer" {
-  input name = "twice"
-  param path = "out.csv"
-}"#;
+        let map = MAPPED;
         let (mut placed, graph) = topology(&query(map));
         placed.spread(2);
         let (tasks, _) = growable_tasks(&graph, &placed, None);
