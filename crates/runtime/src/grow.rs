@@ -72,6 +72,10 @@ use crate::topology::{
     Channel, ChannelId, Exchange, Grown, InstanceRef, Outbound, Topology, WorkerId,
 };
 
+/// Why no task grows once a task of the run was split while it runs: a rollback would
+/// restart it split, and could not grow it again ([`AFTER_A_SPLIT`]).
+pub(crate) const SPLIT_WHILE_RUNNING: &str = "a task of the query was split while it runs (`pipeline = \"split\"`); growing beyond --max-parallelism after a split is not supported yet (a run that resumes split could not grow it again): start it with a larger --max-parallelism";
+
 /// Why a run resumed after a live split does not grow its tasks.
 pub(crate) const AFTER_A_SPLIT: &str = "the run it resumes split a task while running (`pipeline = \"split\"`); growing a task after a split is not supported yet (start it with a larger --max-parallelism)";
 

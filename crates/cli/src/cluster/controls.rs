@@ -334,7 +334,13 @@ fn regrowth_failed(
             None,
         );
     }
-    let why = format!("{e}; {now} instance(s) own its key groups (`anduin ctl scale` once the workers that run it have room)");
+    // Room can come (a worker back, more slots); other reasons hold for the whole attempt.
+    let hint = if e.to_string().contains("free slots") {
+        "`anduin ctl scale` once the workers that run it have room"
+    } else {
+        "it cannot grow in this attempt"
+    };
+    let why = format!("{e}; {now} instance(s) own its key groups ({hint})");
     (
         format!("operator \"{operator}\" could not be grown again to the {n} instances its checkpoint recorded: {why}"),
         Some(why),
@@ -437,7 +443,7 @@ mod tests {
         let full = ControlFailure::Invalid {
             operator: "w".into(),
             param: RESCALE_PARAM.into(),
-            message: "no free slot left".into(),
+            message: "… go one by one … within their free slots (w0 0): scale to at most 2".into(),
         };
         let (line, refused) = regrowth_failed("w", 4, &full, "2");
         assert!(
@@ -446,7 +452,23 @@ mod tests {
         );
         let why = refused.expect("a refusal");
         assert!(
-            why.contains("no free slot left") && why.contains("2 instance(s) own"),
+            why.contains("free slots (w0 0)") && why.contains("2 instance(s) own"),
+            "{why}"
+        );
+        assert!(
+            why.contains("once the workers that run it have room"),
+            "{why}"
+        );
+        // A reason that holds for the attempt gives no hope of room.
+        let split = ControlFailure::Invalid {
+            operator: "w".into(),
+            param: RESCALE_PARAM.into(),
+            message: "it cannot get more instances while it runs: a task was split".into(),
+        };
+        let (_, refused) = regrowth_failed("w", 4, &split, "2");
+        let why = refused.expect("a refusal");
+        assert!(
+            why.contains("it cannot grow in this attempt") && !why.contains("room"),
             "{why}"
         );
     }

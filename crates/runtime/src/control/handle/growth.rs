@@ -288,3 +288,38 @@ pub(super) fn parallelism_doc(grows: bool, max: usize) -> String {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::{Control, TaskSplit};
+    use super::Growing;
+
+    #[test]
+    fn a_split_of_any_task_while_running_stops_every_growth() {
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        control.allow_growth(BTreeMap::from([(
+            "w".to_string(),
+            Growing::Yes {
+                operators: vec!["w".to_string()],
+            },
+        )]));
+        assert!(control.grows_at_all("w"));
+        // The writer after the map is split off the map's task, not the window's.
+        control.task_split(&TaskSplit {
+            from_task: 2,
+            from_operator: "m".into(),
+            task: 3,
+            instance: 0,
+            instances: 1,
+            id: 9,
+            operators: vec!["out".into()],
+        });
+        assert_eq!(
+            control.may_grow("w", 5),
+            Some(Err(crate::grow::SPLIT_WHILE_RUNNING.to_string()))
+        );
+        assert!(!control.grows_at_all("w"));
+    }
+}
