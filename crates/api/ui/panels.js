@@ -265,6 +265,7 @@ const EVENT_LABELS = {
   task_finished: "task finished",
   task_failed: "task failed",
   param_changed: "param changed",
+  change_refused: "change refused",
   late_rows: "late rows",
   rejected: "rejected",
   lagged: "missed events",
@@ -277,7 +278,7 @@ function eventLabel(kind, data) {
   return Object.hasOwn(EVENT_LABELS, kind) ? EVENT_LABELS[kind] : String(kind);
 }
 
-const BAD = new Set(["checkpoint_failed", "task_failed", "lagged", "checkpoint_stale"]);
+const BAD = new Set(["checkpoint_failed", "task_failed", "lagged", "checkpoint_stale", "change_refused"]);
 
 /** How many events the list keeps. */
 const EVENTS_KEPT = 200;

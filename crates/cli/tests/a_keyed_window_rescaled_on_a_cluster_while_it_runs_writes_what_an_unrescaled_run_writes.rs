@@ -57,6 +57,8 @@ struct Options {
     files: Vec<(&'static str, &'static str)>,
     /// The window's instances started (`--max-parallelism`; 4 if not given).
     max_parallelism: Option<&'static str>,
+    /// How many workers (2 if not given).
+    workers: Option<usize>,
 }
 
 impl Rescaled {
@@ -74,7 +76,7 @@ impl Rescaled {
             std::fs::write(d.join(name), text).expect("a file beside the query");
         }
         let cluster = LocalCluster::start_with(
-            2,
+            options.workers.unwrap_or(2),
             8,
             Setup {
                 coordinator_flags: options.coordinator.iter().map(|f| f.to_string()).collect(),
@@ -137,6 +139,14 @@ impl Rescaled {
 
     /// The workers that run the window's instances.
     fn window_workers(&self) -> BTreeSet<u32> {
+        self.instances_of("w")
+            .into_iter()
+            .map(|(_, worker)| worker)
+            .collect()
+    }
+
+    /// The instances of the task headed by `operator`, with their workers.
+    fn instances_of(&self, operator: &str) -> Vec<(usize, u32)> {
         let client = anduin_api::Client::new(&self.api, None).expect("an address");
         let topology = client
             .topology("q")
@@ -144,8 +154,8 @@ impl Rescaled {
         topology
             .tasks
             .iter()
-            .filter(|t| t.operators.first().is_some_and(|o| o == "w"))
-            .flat_map(|t| t.instances.iter().map(|i| i.worker))
+            .filter(|t| t.operators.first().is_some_and(|o| o == operator))
+            .flat_map(|t| t.instances.iter().map(|i| (i.instance, i.worker)))
             .collect()
     }
 
@@ -176,8 +186,8 @@ impl Rescaled {
 
     /// Lets the generator run at full speed to the end; asserts that the query finished and
     /// wrote exactly the unrescaled run's rows, and that its last checkpoint records
-    /// `owners` owners of the window's key groups (if given).
-    fn finish(mut self, owners: Option<usize>) {
+    /// `owners` owners of the window's key groups (if given). Its status at the end.
+    fn finish(mut self, owners: Option<usize>) -> serde_json::Value {
         stdout_ok(&ctl(
             self.dir(),
             &self.api,
@@ -186,7 +196,8 @@ impl Rescaled {
         let submit = self.submit.take().expect("submitted");
         let out = self.dir().join("out");
         assert_submitted_output(&self.cluster, submit, &out, &self.expected);
-        let Some(owners) = owners else { return };
+        let status = self.cluster.status("q");
+        let Some(owners) = owners else { return status };
         let last = self.cluster.status("q")["last_checkpoint"]
             .as_u64()
             .expect("a last checkpoint");
@@ -205,6 +216,7 @@ impl Rescaled {
             w.parallelism, owners,
             "the last checkpoint records the last rescale"
         );
+        status
     }
 }
 
@@ -262,11 +274,12 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
             && why.contains("scale to at most"),
         "{why}"
     );
-    let tasks_on = || -> u64 {
-        q.cluster.status("q")["placement"]
+    let on = |status: serde_json::Value| -> u64 {
+        status["placement"]
             .as_object()
             .map_or(0, |p| p.values().filter_map(|n| n.as_u64()).sum())
     };
+    let tasks_on = || on(q.cluster.status("q"));
     let before = tasks_on();
     q.scale("4");
     assert_eq!(q.owners().as_deref(), Some("4"));
@@ -286,6 +299,72 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
     wait_until("rows into both added instances", || {
         client.metrics("q").is_ok_and(|m| {
             (2..4).all(|j| {
+                m.instances
+                    .iter()
+                    .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)
+            })
+        })
+    });
+    q.scale("1");
+    // Once it is over, `anduin status` still counts every instance that ran.
+    let status = q.finish(Some(1));
+    assert_eq!(on(status.clone()), before + 2, "{status}");
+}
+
+/// Beyond `--max-parallelism` on a worker that does not run the operator (issue 15): on
+/// three workers, the generator, the window's two instances and the writer each go to the
+/// least used worker in turn, so one worker runs the generator and the writer and none of
+/// the window's. After a change of the window's params, a rescale to 5 puts each added
+/// instance on the least loaded of the workers that run or read the window: one on each of
+/// the window's workers (built by the window's instance there, which checks that its own
+/// chain agrees with what the barriers brought), then the fifth on the writer's worker,
+/// built by the writer there from what the barriers brought, fed from the generator and
+/// handed its key groups over the network. The output is the unrescaled run's.
+#[test]
+fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_only_reads_it() {
+    let q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        workers: Some(3),
+        ..Options::default()
+    });
+    let window = q.window_workers();
+    let readers: BTreeSet<u32> = q
+        .instances_of("out")
+        .into_iter()
+        .map(|(_, w)| w)
+        .filter(|w| !window.contains(w))
+        .collect();
+    assert_eq!(
+        readers.len(),
+        1,
+        "one worker runs the writer and not the window: window {window:?}, writer {:?}",
+        q.instances_of("out")
+    );
+    // The same lateness (none) written otherwise: a change each added instance copies.
+    stdout_ok(&ctl(
+        q.dir(),
+        &q.api,
+        &["set", "q", "w", "allowed_lateness", "0ms"],
+    ));
+    q.scale("5");
+    assert_eq!(q.owners().as_deref(), Some("5"));
+    let added: Vec<(usize, u32)> = q
+        .instances_of("w")
+        .into_iter()
+        .filter(|(i, _)| *i >= 2)
+        .collect();
+    assert_eq!(added.len(), 3, "{added:?}");
+    assert!(
+        added.iter().any(|(_, w)| readers.contains(w)),
+        "an added instance runs where only the writer ran: {added:?}, {readers:?}; {:?}",
+        anduin_api::Client::new(&q.api, None)
+            .expect("an address")
+            .topology("q")
+    );
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    wait_until("rows into every added instance", || {
+        client.metrics("q").is_ok_and(|m| {
+            (2..5).all(|j| {
                 m.instances
                     .iter()
                     .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)
@@ -504,6 +583,13 @@ fn a_keyed_window_grown_on_a_cluster_and_killed_rolls_back_as_a_whole() {
     );
     grown_again(&q);
     assert_eq!(q.window_workers().len(), 1, "{:?}", q.window_workers());
+    // No process warns that the rescale is not kept (the coordinator grows it again).
+    for i in 0..q.cluster.workers.len() {
+        let log = std::fs::read_to_string(q.cluster.dir.path().join(format!("w{i}.log")))
+            .unwrap_or_default();
+        assert!(!log.contains("to keep the rescale"), "w{i}:\n{log}");
+    }
+    assert!(!q.cluster.coordinator_log().contains("to keep the rescale"));
     q.scale("1");
     q.finish(Some(1));
 }
@@ -542,6 +628,17 @@ fn a_growth_that_could_not_come_back_does_not_keep_a_restarted_coordinator_from_
         ..Options::default()
     });
     let epoch = q.scale("8");
+    // The API's event stream, read from now on: the refusal comes on it too.
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    let events = client.events(Some("q")).expect("the event stream");
+    let (tx, refusals) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for e in events.flatten() {
+            if e.event == "change_refused" && tx.send(e.data).is_err() {
+                break;
+            }
+        }
+    });
     let attempt = kill_and_recover(&mut q, epoch + 1);
     assert_eq!(attempt, 2, "a whole rollback\n{}", q.cluster.logs());
     wait_until_or_show(
@@ -553,8 +650,14 @@ fn a_growth_that_could_not_come_back_does_not_keep_a_restarted_coordinator_from_
         },
         || q.cluster.logs(),
     );
+    let refusal = refusals
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("a change_refused event");
+    assert!(
+        refusal.contains("\"value\":\"8\"") && refusal.contains("grown again"),
+        "{refusal}"
+    );
     assert_eq!(q.owners().as_deref(), Some("2"));
-    let client = anduin_api::Client::new(&q.api, None).expect("an address");
     let now = client.checkpoint("q").expect("a checkpoint");
     common::cluster::restart_coordinator_after(&mut q.cluster, "q", now);
     q.api = q.cluster.api();

@@ -32,4 +32,12 @@ fn a_worker_lost_after_its_query_completed_its_last_checkpoint_costs_no_rollback
     if !log.contains("instances restored") {
         assert!(log.contains("nothing to recover"), "{log}");
     }
+    // The coordinator's API says it finished (it said it was recovering).
+    let client = anduin_api::Client::new(&t.cluster.api(), None).expect("an address");
+    let info = client.query("q").expect("the coordinator serves the query");
+    assert_eq!(
+        info.state,
+        anduin_runtime::control::QueryState::Finished,
+        "{log}"
+    );
 }

@@ -5,7 +5,9 @@
 //! there) equals a naive join of the rows live on each side at that point. The same holds for
 //! a join checkpointed twice (a full snapshot, then the changes since) and restored from both,
 //! with its state in the heap or in the LSM backend. Some keys are null: they join nothing,
-//! and an outer side keeps their rows padded with nulls.
+//! and an outer side keeps their rows padded with nulls. A join that keeps only the values
+//! (`keep = "v, w"`, as the SQL planner asks when the keys are not read after it) gives the
+//! naive join with its keys left out.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -52,12 +54,23 @@ fn schema(value: &str, updating: bool) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// A regular join of `l (k, v)` and `r (k, w)`.
-fn join(how: &str, condition: bool, updating: [bool; 2], lsm: bool) -> Box<dyn Operator> {
+/// A regular join of `l (k, v)` and `r (k, w)`; `keep`: of the values only.
+fn join(
+    how: &str,
+    condition: bool,
+    updating: [bool; 2],
+    lsm: bool,
+    keep: bool,
+) -> Box<dyn Operator> {
     let condition = if condition {
         r#"param condition = "v <= w + 2""#
     } else {
         ""
+    };
+    let condition = if keep {
+        format!(r#"{condition} param keep = "v, w""#)
+    } else {
+        condition.to_string()
     };
     let backend = if lsm { "lsm" } else { "heap" };
     let src = format!(
@@ -115,7 +128,11 @@ struct Folded {
 
 impl Collector for Folded {
     fn collect(&mut self, _port: usize, b: RecordBatch) -> Result<(), OperatorError> {
-        let int = |i: usize| -> Vec<Option<i64>> {
+        // By name: a join that keeps the values only has no key columns.
+        let int = |name: &str| -> Vec<Option<i64>> {
+            let Ok(i) = b.schema().index_of(name) else {
+                return vec![None; b.num_rows()];
+            };
             let a = b
                 .column(i)
                 .as_any()
@@ -123,10 +140,10 @@ impl Collector for Folded {
                 .expect("int");
             a.iter().collect()
         };
-        let (lk, v, rk, w) = (int(0), int(1), int(2), int(3));
+        let (lk, v, rk, w) = (int("k"), int("v"), int("r_k"), int("w"));
         let kinds: Vec<ChangeKind> = if is_updating(&b.schema()) {
             let a = b
-                .column(4)
+                .column(b.num_columns() - 1)
                 .as_any()
                 .downcast_ref::<Int8Array>()
                 .expect("a change kind");
@@ -186,8 +203,18 @@ fn check(
     updating: [bool; 2],
     restart_at: Option<(usize, bool)>,
 ) {
+    check_keeping(batches, (how, condition, updating), restart_at, false);
+}
+
+/// [`check`], the join keeping the values only when `keep`.
+fn check_keeping(
+    batches: &[Batch],
+    (how, condition, updating): (&str, bool, [bool; 2]),
+    restart_at: Option<(usize, bool)>,
+    keep: bool,
+) {
     let lsm = restart_at.is_some_and(|(_, lsm)| lsm);
-    let make = || join(how, condition, updating, lsm);
+    let make = || join(how, condition, updating, lsm, keep);
     let mut op = make();
     let mut folded = Folded::default();
     let mut live: [Vec<Row>; 2] = [vec![], vec![]];
@@ -217,10 +244,18 @@ fn check(
         let value = if side == 0 { "v" } else { "w" };
         op.process_batch(side, batch(&rows, value, updating[side]), &mut folded)
             .expect("processes");
+        let mut want = naive(&live, how, condition);
+        if keep {
+            let mut projected: BTreeMap<Joined, i64> = BTreeMap::new();
+            for ((l, r), n) in want {
+                let key_out = |s: Option<Row>| s.map(|(_, v)| (None, v));
+                *projected.entry((key_out(l), key_out(r))).or_default() += n;
+            }
+            want = projected;
+        }
         assert_eq!(
-            folded.rows,
-            naive(&live, how, condition),
-            "{how}, condition {condition}, updating {updating:?}: after batch {i} of {batches:?}"
+            folded.rows, want,
+            "{how}, condition {condition}, updating {updating:?}, keep {keep}: after batch {i} of {batches:?}"
         );
     }
     op.on_end_of_input(&mut folded).expect("ends");
@@ -253,6 +288,7 @@ proptest! {
         check(&bs, how, condition, updating, None);
         let at = restart.index(bs.len());
         check(&bs, how, condition, updating, Some((at, lsm)));
+        check_keeping(&bs, (how, condition, updating), Some((at, lsm)), true);
     }
 }
 
@@ -352,4 +388,94 @@ fn a_volatile_condition_is_refused() {
             .contains("`random()` gives another value at each call"),
         "{e}"
     );
+}
+
+/// A join whose left side carries a 1 KB string nobody reads holds, with `keep`, only the
+/// values read: its state (the operator's `state_bytes`) is a small part of what it holds
+/// keeping every column, and it writes the same pairs.
+#[test]
+fn a_regular_join_over_a_wide_input_holds_only_the_columns_read() {
+    let wide: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, true),
+        Field::new("v", DataType::Int64, false),
+        Field::new("pad", DataType::Utf8, false),
+    ]));
+    let build = |keep: &str| {
+        let src = format!(
+            r#"operator name = "op", type = "regular_join" {{
+  input name = "l" input name = "r" param on = "l.k = r.k" {keep}
+  output name = "out" }}"#
+        );
+        let spec = anduin_spec::parse_flow(&src).unwrap_or_else(|e| panic!("{src}\n{e}"));
+        let def = spec.operators.first().expect("one operator");
+        let inputs = [("l", Arc::clone(&wide)), ("r", schema("w", false))];
+        let binding = anduin_relational::regular_join::bind(def, &inputs)
+            .unwrap_or_else(|e| panic!("{src}\n{e}"));
+        let Bound::Operator(factory) = binding.bound else {
+            panic!("a join is an operator")
+        };
+        factory(&BuildContext::default()).expect("builds")
+    };
+    let rows = 200i64;
+    let left = RecordBatch::try_new(
+        Arc::clone(&wide),
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..rows)),
+            Arc::new(Int64Array::from_iter_values((0..rows).map(|i| i * 10))),
+            Arc::new(arrow::array::StringArray::from_iter_values(
+                (0..rows).map(|i| format!("{i:>1024}")),
+            )),
+        ],
+    )
+    .expect("valid");
+    let right = batch(
+        &(0..rows).map(|i| ((Some(i), i), true)).collect::<Vec<_>>(),
+        "w",
+        false,
+    );
+    let state = |op: &dyn Operator| {
+        op.metrics()
+            .into_iter()
+            .find(|(n, _)| *n == "state_bytes")
+            .map(|(_, b)| b)
+            .expect("a state_bytes metric")
+    };
+    let mut all = build("");
+    let mut read = build(r#"param keep = "v, w""#);
+    let (mut wide_out, mut narrow_out) = (Folded::default(), Folded::default());
+    for (op, out) in [(&mut all, &mut wide_out), (&mut read, &mut narrow_out)] {
+        op.process_batch(0, left.clone(), &mut Collected(out))
+            .expect("processes");
+        op.process_batch(1, right.clone(), &mut Collected(out))
+            .expect("processes");
+    }
+    let (everything, kept) = (state(all.as_ref()), state(read.as_ref()));
+    assert!(
+        everything > (rows as u64) * 1024 && kept * 8 < everything,
+        "kept {kept} bytes against {everything}"
+    );
+    // The same pairs, keys left out.
+    let projected: BTreeMap<Joined, i64> = wide_out
+        .rows
+        .iter()
+        .map(|((l, r), n)| ((l.map(|(_, v)| (None, v)), r.map(|(_, w)| (None, w))), *n))
+        .collect();
+    assert_eq!(narrow_out.rows, projected);
+    assert_eq!(projected.len(), rows as usize);
+}
+
+/// Folds only the `k`, `v`, `r_k`, `w` columns of a join's output (a wide one too).
+struct Collected<'a>(&'a mut Folded);
+
+impl Collector for Collected<'_> {
+    fn collect(&mut self, port: usize, b: RecordBatch) -> Result<(), OperatorError> {
+        let keep: Vec<usize> = ["k", "v", "r_k", "w"]
+            .iter()
+            .filter_map(|n| b.schema().index_of(n).ok())
+            .collect();
+        let b = b
+            .project(&keep)
+            .map_err(|e| OperatorError::internal("op", e.to_string()))?;
+        self.0.collect(port, b)
+    }
 }

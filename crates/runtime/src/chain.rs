@@ -43,6 +43,7 @@ pub(crate) struct Link {
 }
 
 /// What instances added while the query runs copy from a chain (`crate::grow`).
+#[derive(Debug, PartialEq)]
 pub(crate) struct Template {
     pub links: Vec<LinkTemplate>,
     /// How many instances own key groups before the barrier (the head's rescaler's count).
@@ -50,6 +51,7 @@ pub(crate) struct Template {
 }
 
 /// One link of a [`Template`].
+#[derive(Debug, PartialEq)]
 pub(crate) struct LinkTemplate {
     /// Its params as they are after the barrier.
     pub params: std::collections::BTreeMap<String, String>,

@@ -148,7 +148,7 @@ impl Route {
 
 /// What a route is without its channels: what an instance added while the query runs
 /// copies from instance 0's (`crate::grow`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RouteShape {
     One,
     All(usize),

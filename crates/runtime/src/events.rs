@@ -116,6 +116,21 @@ pub enum EngineEvent {
         /// Who asked (`ctl`, `autoscaler`, `rule:NAME`, …).
         from: String,
     },
+    /// A change the query's own coordinator asked for could not be applied (an operator
+    /// grown beyond `--max-parallelism` that cannot be grown again after a rollback, for
+    /// lack of room): the query runs on without it.
+    ChangeRefused {
+        /// The operator.
+        operator: String,
+        /// The param.
+        param: String,
+        /// The value asked for.
+        value: String,
+        /// Who asked (`coordinator: grown again after a rollback`).
+        from: String,
+        /// Why it was refused, and what the query does instead.
+        why: String,
+    },
     /// Operator `operator` dropped `rows` rows that came after the watermark had passed
     /// their time, over the whole run (published once, when the run ends; none when it
     /// dropped none).
@@ -224,6 +239,13 @@ impl Subscriber for LogEvents {
                 epoch,
                 ..
             } => debug!(operator, param, new, epoch, "param changed"),
+            EngineEvent::ChangeRefused {
+                operator,
+                param,
+                value,
+                why,
+                ..
+            } => debug!(operator, param, value, why, "a change was refused"),
             EngineEvent::LateRows { operator, rows } => {
                 debug!(operator, rows, "rows dropped as late");
             }

@@ -27,10 +27,19 @@
 //! ([`Topology::grow`]: numbers, workers and channels from the rescale alone, in barrier
 //! order): the coordinator as it injects the barrier, each executor at the first of its
 //! tasks the barrier reaches that feeds, runs or reads a task that grows. A new instance runs
-//! on a worker that runs the task already, built by the task's lowest instance there; a
-//! channel between two workers gets its network ends (the producer's bridge starts at once,
+//! on a worker that runs the task or a task it feeds ([`Topology::grow`]), built by the
+//! task's lowest instance there, or on a worker without one by the first instance of a task
+//! it feeds to align the barrier (after every instance of the task has passed it on). Such a
+//! builder has no chain of the task to copy: every process keeps what a new instance copies
+//! from the barriers that reach it ([`Numbers::apply`]: each operator's params as changed so
+//! far, how many instances of each consumer own key groups), and shapes it from that and the
+//! topology ([`Placed::template`]); where the task's own instance builds, the two must agree.
+//! Such an instance starts at the lowest event time: the state it takes carries the givers'
+//! event time, and its producers send their last watermark on its channels before any row.
+//! A channel between two workers gets its network ends (the producer's bridge starts at once,
 //! the listener holds a connection that comes before its consumer is built), and key groups
-//! go to an instance on another worker over the network, as between planned ones.
+//! go to an instance on another worker over the network, as between planned ones (into an
+//! inbox opened as they come when the instance is not built yet: [`Growth::inbox_for`]).
 //!
 //! Not here: a task whose chain holds a sink or a second stateful operator, that is fed other than by key, that
 //! feeds a consumer instance by instance, or whose chain was split while running. The control
@@ -47,8 +56,8 @@ use anduin_operator_api::{Bound, BuildContext, OperatorError, OperatorFactory};
 use anduin_types::{Barrier, Epoch, Watermark};
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::chain::{Chain, Link};
-use crate::channel::{channel, Outlet, Route};
+use crate::chain::{Chain, Link, LinkTemplate, Template};
+use crate::channel::{channel, Outlet, Route, RouteShape};
 use crate::control::{Control, Growing};
 use crate::error::TaskFailure;
 use crate::events::Events;
@@ -62,6 +71,10 @@ use crate::task::{Inlet, OperatorTask, TaskCheckpointing};
 use crate::topology::{
     Channel, ChannelId, Exchange, Grown, InstanceRef, Outbound, Topology, WorkerId,
 };
+
+/// Why no task grows once a task of the run was split while it runs: a rollback would
+/// restart it split, and could not grow it again ([`AFTER_A_SPLIT`]).
+pub(crate) const SPLIT_WHILE_RUNNING: &str = "a task of the query was split while it runs (`pipeline = \"split\"`); growing beyond --max-parallelism after a split is not supported yet (a run that resumes split could not grow it again): start it with a larger --max-parallelism";
 
 /// Why a run resumed after a live split does not grow its tasks.
 pub(crate) const AFTER_A_SPLIT: &str = "the run it resumes split a task while running (`pipeline = \"split\"`); growing a task after a split is not supported yet (start it with a larger --max-parallelism)";
@@ -139,6 +152,8 @@ pub(crate) struct Growable {
     pub nodes: Vec<(NodeId, String, OperatorFactory)>,
     /// The routes of its instance 0, whose shape every new instance's take.
     pub routes: Vec<Outbound>,
+    /// Per operator (as `nodes`), how many outputs it has.
+    pub ports: Vec<usize>,
     /// How many instances it has at the start.
     pub instances: usize,
 }
@@ -165,6 +180,12 @@ pub(crate) struct GrowNet {
     pub topology: Topology,
     /// Per plan channel, the type of its rows (checked as they arrive from the network).
     pub schemas: HashMap<usize, arrow::datatypes::SchemaRef>,
+    /// Per task of the topology, the name of its first operator (a route to it switches the
+    /// instances it sends to when a barrier rescales that operator).
+    pub heads: Vec<String>,
+    /// The params of the growable tasks' operators that the checkpoint the run restored
+    /// from had changed, by operator.
+    pub params: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// What every task of an embedded run shares to start instances beyond those planned.
@@ -175,6 +196,9 @@ pub(crate) struct Growth {
     control: Option<Arc<Control>>,
     numbers: Arc<Numbers>,
     inner: Mutex<Registry>,
+    /// A cluster's: the rescales whose instances this process has built, held while one is
+    /// built (the first reader to align a barrier builds; the others wait and find it done).
+    built: Mutex<std::collections::BTreeSet<u64>>,
 }
 
 /// The numbers of the instances added: what the checkpoint coordinator shares with the tasks
@@ -197,28 +221,132 @@ struct Reserved {
     placed: Option<Placed>,
 }
 
-/// A cluster's topology, grown by the rescales reserved so far.
+/// A cluster's topology, grown by the rescales reserved so far, and what the barriers that
+/// reached this process changed.
 struct Placed {
     topology: Topology,
     /// Per rescale (the change's number) that added instances: what it added.
     grown: BTreeMap<u64, Grown>,
+    /// Per task, the name of its first operator.
+    heads: Vec<String>,
+    /// Per task, the change that last rescaled it (its `active` in `topology` is that one's).
+    rescaled: BTreeMap<usize, u64>,
+    /// The params of the growable tasks' operators as changed so far, with the change that
+    /// set each (0: the checkpoint restored), by operator and param.
+    params: BTreeMap<String, BTreeMap<String, (u64, String)>>,
 }
 
 impl Placed {
-    /// The instances rescale `seq` adds that instance `at` of the task builds on `here`,
-    /// with their numbers: those placed there, when `at` is the task's lowest instance
-    /// there ([`Topology::builder_on`]).
+    /// The instances rescale `seq` adds that instance `at` builds on `here`, with their
+    /// numbers (see [`Grown::to_build`]).
     fn to_build(&self, seq: u64, at: InstanceRef, here: WorkerId) -> Vec<(usize, usize)> {
-        let Some(grown) = self.grown.get(&seq).filter(|g| g.task == at.task) else {
+        let Some(grown) = self.grown.get(&seq) else {
             return Vec::new();
         };
         grown
-            .built_on(&self.topology, here)
+            .to_build(&self.topology, at, here)
             .into_iter()
-            .filter(|(_, builder)| *builder == at)
-            .filter_map(|(a, _)| self.topology.instance(a))
+            .filter_map(|a| self.topology.instance(a))
             .map(|i| (i.at.instance, i.id))
             .collect()
+    }
+
+    /// Notes what `u` changes: the instances of the tasks it rescales that own key groups,
+    /// or a param of an operator of a growable task (`operators`). Once per change, in any
+    /// order: a change older than the last applied is not applied again.
+    fn note(&mut self, u: &anduin_types::ControlUpdate, operators: &[&String]) {
+        if u.param == PARALLELISM {
+            let Ok(to) = u.value.trim().parse::<usize>() else {
+                return;
+            };
+            for (task, head) in self.heads.iter().enumerate() {
+                if *head != u.operator || self.rescaled.get(&task).is_some_and(|s| *s >= u.seq) {
+                    continue;
+                }
+                self.rescaled.insert(task, u.seq);
+                if let Some(t) = self.topology.tasks.get_mut(task) {
+                    t.active = to.clamp(1, t.instances.len().max(1));
+                }
+            }
+        } else if u.param != crate::pipelining::PIPELINE && operators.contains(&&u.operator) {
+            let param = self
+                .params
+                .entry(u.operator.clone())
+                .or_default()
+                .entry(u.param.clone())
+                .or_insert((0, u.value.clone()));
+            if param.0 <= u.seq {
+                *param = (u.seq, u.value.clone());
+            }
+        }
+    }
+
+    /// What an instance of `g` (task `task`) added by rescale `seq` copies, from the
+    /// topology (its instance 0's routes, its consumers' instances that own key groups) and
+    /// the params changed so far: what the chain of one of its instances would give
+    /// ([`Chain::growth_template`]).
+    fn template(&self, seq: u64, task: usize, g: &Growable) -> Result<Template, String> {
+        let grown = self
+            .grown
+            .get(&seq)
+            .ok_or("the topology has no growth for the rescale")?;
+        let zero = self
+            .topology
+            .tasks
+            .get(task)
+            .and_then(|t| t.instances.first())
+            .ok_or("the task has no instance 0")?;
+        let mut links: Vec<LinkTemplate> = g
+            .nodes
+            .iter()
+            .zip(&g.ports)
+            .map(|((_, name, _), ports)| LinkTemplate {
+                params: self
+                    .params
+                    .get(name)
+                    .map(|ps| {
+                        ps.iter()
+                            .map(|(p, (_, v))| (p.clone(), v.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                routes: vec![Vec::new(); *ports],
+            })
+            .collect();
+        for r in &zero.routes {
+            let link = g
+                .nodes
+                .iter()
+                .position(|(n, _, _)| *n == r.from.0)
+                .and_then(|l| links.get_mut(l))
+                .ok_or("a route from outside the task's chain")?;
+            let n = r.channels.len();
+            let shape = match &r.exchange {
+                Exchange::Gather | Exchange::Forward => RouteShape::One,
+                Exchange::Broadcast => RouteShape::All(n),
+                Exchange::RoundRobin => RouteShape::InTurn(n),
+                Exchange::Range(ranges) => RouteShape::Ranged(ranges.clone(), n),
+                Exchange::Hash { keys } => RouteShape::Hashed {
+                    keys: keys.clone(),
+                    consumers: n,
+                    active: self
+                        .topology
+                        .tasks
+                        .get(r.to_task)
+                        .map_or(1, |t| t.active)
+                        .clamp(1, n.max(1)),
+                    consumer: self.heads.get(r.to_task).cloned().unwrap_or_default(),
+                },
+            };
+            if link.routes.len() <= r.from.1 {
+                link.routes.resize_with(r.from.1 + 1, Vec::new);
+            }
+            link.routes[r.from.1].push(shape);
+        }
+        Ok(Template {
+            links,
+            owners: grown.owners_before,
+        })
     }
 
     /// Channel `id`, the workers of its two ends, and its name.
@@ -236,8 +364,9 @@ impl Placed {
 
 impl Numbers {
     /// The numbers of a run whose tasks `tasks` can grow; `placed`: a cluster's topology as
-    /// placed, grown alike.
-    pub(crate) fn new(tasks: &BTreeMap<usize, Growable>, placed: Option<Topology>) -> Self {
+    /// placed (grown alike), with the name of each task's first operator and the params
+    /// changed before the run started ([`GrowNet`]'s).
+    pub(crate) fn new(tasks: &BTreeMap<usize, Growable>, placed: Option<Placing>) -> Self {
         Self {
             tasks: tasks
                 .iter()
@@ -248,9 +377,15 @@ impl Numbers {
                 .collect(),
             inner: Mutex::new(Reserved {
                 instances: tasks.iter().map(|(t, g)| (*t, g.instances)).collect(),
-                placed: placed.map(|topology| Placed {
+                placed: placed.map(|(topology, heads, params)| Placed {
                     topology,
                     grown: BTreeMap::new(),
+                    heads,
+                    rescaled: BTreeMap::new(),
+                    params: params
+                        .into_iter()
+                        .map(|(op, ps)| (op, ps.into_iter().map(|(p, v)| (p, (0, v))).collect()))
+                        .collect(),
                 }),
                 ..Reserved::default()
             }),
@@ -276,13 +411,23 @@ impl Numbers {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Reserves what every rescale `barrier` carries adds (see [`Numbers::reserve`]): what
-    /// each task that meets a rescale's barrier first does, in barrier order, so that the
-    /// rescales number and place in the same order everywhere.
+    /// Reserves what every rescale `barrier` carries adds (see [`Numbers::reserve`]), and on
+    /// a cluster notes every change it carries that a new instance copies: what each task
+    /// that meets a barrier with changes does, in barrier order, so that the rescales number
+    /// and place in the same order everywhere.
     pub(crate) fn apply(&self, barrier: &Barrier) {
+        if barrier.control.is_empty() {
+            return;
+        }
         for u in barrier.control.iter().filter(|u| u.param == PARALLELISM) {
             if let Ok(to) = u.value.trim().parse() {
                 self.reserve(u.seq, &u.operator, to);
+            }
+        }
+        let operators: Vec<&String> = self.tasks.values().flat_map(|(_, ops)| ops).collect();
+        if let Some(placed) = self.lock().placed.as_mut() {
+            for u in &barrier.control {
+                placed.note(u, &operators);
             }
         }
     }
@@ -344,6 +489,9 @@ impl Numbers {
         if let Some(placed) = inner.placed.as_mut() {
             match placed.topology.grow(task, now.max(to)) {
                 Ok(Some(grown)) => {
+                    // Its instances that own key groups are this change's.
+                    let last = placed.rescaled.entry(task).or_insert(seq);
+                    *last = (*last).max(seq);
                     let ids: Vec<usize> = grown
                         .added
                         .iter()
@@ -363,6 +511,14 @@ impl Numbers {
         added
     }
 }
+
+/// A cluster's topology as placed, the name of each task's first operator, and the params
+/// changed before the run started (see [`Numbers::new`]).
+pub(crate) type Placing = (
+    Topology,
+    Vec<String>,
+    BTreeMap<String, BTreeMap<String, String>>,
+);
 
 /// An added instance's inbox: its sending end, and its receiving end until it takes it.
 type Inbox = (Sender<Handoff>, Option<Receiver<Handoff>>);
@@ -482,7 +638,10 @@ impl Growth {
         abort: Arc<AtomicBool>,
         control: Option<Arc<Control>>,
     ) -> Self {
-        let placed = setup.net.as_ref().map(|n| n.topology.clone());
+        let placed = setup
+            .net
+            .as_ref()
+            .map(|n| (n.topology.clone(), n.heads.clone(), n.params.clone()));
         let numbers = Numbers::new(&setup.tasks, placed);
         Self {
             setup,
@@ -491,6 +650,7 @@ impl Growth {
             control,
             numbers: Arc::new(numbers),
             inner: Mutex::new(Registry::default()),
+            built: Mutex::new(std::collections::BTreeSet::new()),
         }
     }
 
@@ -620,6 +780,35 @@ impl Growth {
         Mate::Here(tx.clone())
     }
 
+    /// A cluster's: key groups for an instance added to this process while running that come
+    /// before it is built wait in its inbox (the instances of its task elsewhere hand them
+    /// as they align the barrier, maybe before any instance here does).
+    pub(crate) fn open_inboxes_as_they_come(self: &Arc<Self>) {
+        let Some(net) = &self.setup.net else {
+            return;
+        };
+        let growth = Arc::downgrade(self);
+        net.reach
+            .open_inboxes_as_they_come(Arc::new(move |head: &str, j: usize| {
+                growth.upgrade()?.inbox_for(head, j)
+            }));
+    }
+
+    /// Where key groups for instance `j` of `head` go, when it is an instance added while
+    /// running (built or to be built).
+    fn inbox_for(&self, head: &str, j: usize) -> Option<Sender<Handoff>> {
+        let g = self.setup.tasks.values().find(|g| g.head == head)?;
+        if j < g.instances || j >= crate::control::MOST_INSTANCES {
+            return None;
+        }
+        let mut inner = self.lock();
+        let (tx, _) = inner.added.entry((head.to_string(), j)).or_insert_with(|| {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            (tx, Some(rx))
+        });
+        Some(tx.clone())
+    }
+
     /// The inbox of added instance `j` of `head`.
     fn inbox(&self, head: &str, j: usize) -> Receiver<Handoff> {
         let mut inner = self.lock();
@@ -640,65 +829,108 @@ impl Growth {
     }
 
     /// Instance `at` of its task has aligned `barrier`: when it is instance 0 of a growable
-    /// task (on a cluster: the task's lowest instance on this worker) and the barrier
-    /// rescales the task beyond its instances, it builds and starts the new ones (those
-    /// placed here, on a cluster; see the module's doc), shaped as `chain`. Returns the
-    /// command channels of the new instances with checkpoints (their commits come through
-    /// the instance that built them).
+    /// task (on a cluster: the task's lowest instance on this worker, or where none runs,
+    /// the first instance of a task it feeds) and the barrier rescales the task beyond its
+    /// instances, it builds and starts the new ones (those placed here, on a cluster; see
+    /// the module's doc). Returns the command channels of the new instances with
+    /// checkpoints (their commits come through the instance that built them).
     pub(crate) fn grow(
         self: &Arc<Self>,
         (at, watermark): (InstanceRef, Watermark),
         barrier: &Barrier,
         chain: &Chain,
     ) -> Result<Vec<Sender<Command>>, TaskFailure> {
-        let Some(g) = self.setup.tasks.get(&at.task) else {
-            return Ok(Vec::new());
-        };
-        let Some(to) = rescaled_to(barrier, &g.head) else {
-            return Ok(Vec::new());
-        };
-        let seq = barrier
-            .control
-            .iter()
-            .rev()
-            .find(|u| u.operator == g.head && u.param == PARALLELISM)
-            .map_or(0, |u| u.seq);
-        let added = match &self.setup.net {
-            None if at.instance == 0 => self.numbers.reserve(seq, &g.head, to),
-            None => Vec::new(),
-            Some(net) => {
-                self.numbers.reserve(seq, &g.head, to);
-                self.numbers
-                    .placed(|p| p.to_build(seq, at, net.here))
-                    .unwrap_or_default()
+        let mut commands = Vec::new();
+        for (&task, g) in &self.setup.tasks {
+            let Some(to) = rescaled_to(barrier, &g.head) else {
+                continue;
+            };
+            let seq = barrier
+                .control
+                .iter()
+                .rev()
+                .find(|u| u.operator == g.head && u.param == PARALLELISM)
+                .map_or(0, |u| u.seq);
+            let Some(net) = &self.setup.net else {
+                if at.task == task && at.instance == 0 {
+                    let added = self.numbers.reserve(seq, &g.head, to);
+                    if !added.is_empty() {
+                        let template = chain.growth_template(barrier)?;
+                        let start = (to, barrier.epoch, watermark);
+                        commands.extend(self.start_all((task, g), added, start, &template)?);
+                    }
+                }
+                continue;
+            };
+            self.numbers.reserve(seq, &g.head, to);
+            // Held while they are built: another reader aligning the barrier here waits,
+            // then finds them built (and the channels from them left for it).
+            let mut built = self
+                .built
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if built.contains(&seq) {
+                continue;
             }
-        };
-        if added.is_empty() {
-            return Ok(Vec::new());
+            let (added, template) = self
+                .numbers
+                .placed(|p| {
+                    let added = p.to_build(seq, at, net.here);
+                    let template = (!added.is_empty()).then(|| p.template(seq, task, g));
+                    (added, template)
+                })
+                .unwrap_or_default();
+            let Some(template) = template else {
+                continue;
+            };
+            built.insert(seq);
+            let template = template.map_err(|why| {
+                internal(
+                    &g.head,
+                    &format!("cannot shape the instances added while running: {why}"),
+                )
+            })?;
+            // Its own instance builds them: what its chain has is what the barriers said.
+            let watermark = if at.task == task {
+                let own = chain.growth_template(barrier)?;
+                if own != template {
+                    return Err(internal(&g.head, &format!("the instances added while running would be shaped otherwise than the task's own (a bug): {own:?} against {template:?}")).into());
+                }
+                watermark
+            } else {
+                Watermark::MIN
+            };
+            let start = (to, barrier.epoch, watermark);
+            commands.extend(self.start_all((task, g), added, start, &template)?);
         }
-        let template = chain.growth_template(barrier)?;
+        Ok(commands)
+    }
+
+    /// Builds and starts instances `added` (instance, number) of task `task` (`g`), added at
+    /// barrier `epoch` that rescales it to `to`, at event time `watermark`, shaped as
+    /// `template`; their command channels.
+    fn start_all(
+        self: &Arc<Self>,
+        (task, g): (usize, &Growable),
+        added: Vec<(usize, usize)>,
+        (to, epoch, watermark): (usize, Epoch, Watermark),
+        template: &Template,
+    ) -> Result<Vec<Sender<Command>>, TaskFailure> {
         let mut commands = Vec::new();
         for (j, id) in added {
-            let (built, tx, counters) = self.build(
-                g,
-                (at.task, j, id),
-                (to, barrier.epoch, watermark),
-                &template,
-            )?;
+            let (built, tx, counters) =
+                self.build(g, (task, j, id), (to, epoch, watermark), template)?;
             commands.extend(tx);
             let name = built.name.clone();
             let ready = ReadyTask {
                 id,
-                at: InstanceRef {
-                    task: at.task,
-                    instance: j,
-                },
+                at: InstanceRef { task, instance: j },
                 name: name.clone(),
                 replica: false,
                 lost: None,
                 task: Task::Operator(built),
             };
-            tracing::info!(operator = %g.head, epoch = barrier.epoch.0, instance = j, task = id, name = %name, "started an instance beyond those the query started with");
+            tracing::info!(operator = %g.head, epoch = epoch.0, instance = j, task = id, name = %name, "started an instance beyond those the query started with");
             let running = spawn_one(ready, &self.events, &self.abort).map_err(|e| {
                 OperatorError::Execution {
                     operator: g.head.clone(),
@@ -711,7 +943,7 @@ impl Growth {
             if let Some(control) = &self.control {
                 let operators: Vec<String> = g.nodes.iter().map(|(_, n, _)| n.clone()).collect();
                 let worker = self.setup.net.as_ref().map_or(WorkerId::LOCAL, |n| n.here);
-                control.task_grown(at.task, (j, id, worker), &operators, counters);
+                control.task_grown(task, (j, id, worker), &operators, counters);
             }
         }
         Ok(commands)
@@ -724,7 +956,7 @@ impl Growth {
         g: &Growable,
         (task, j, id): (usize, usize, usize),
         (to, epoch, watermark): (usize, Epoch, Watermark),
-        template: &crate::chain::Template,
+        template: &Template,
     ) -> Result<Built, TaskFailure> {
         let at = InstanceRef { task, instance: j };
         let mut inlets = self.take_inlets(at, epoch, &[]);
@@ -889,6 +1121,21 @@ fn internal(operator: &str, message: &str) -> OperatorError {
     OperatorError::internal(operator, message.to_string())
 }
 
+/// Per task of `topology`, the name of its first node (what a route to it calls its
+/// consumer, [`crate::channel::HashRoute`]).
+pub(crate) fn task_heads(graph: &LogicalGraph<Bound>, topology: &Topology) -> Vec<String> {
+    topology
+        .tasks
+        .iter()
+        .map(|t| {
+            t.nodes()
+                .next()
+                .map(|n| graph.node(n).name().to_string())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 /// The tasks of `topology` that can grow, and for the control plane, per rescalable operator,
 /// whether it can. `refused`: why none can in this run (a cluster's, or one that split tasks
 /// while an earlier run ran).
@@ -921,6 +1168,10 @@ pub(crate) fn growable_tasks(
             })
             .collect();
         let operators = nodes.iter().map(|(_, n, _)| n.clone()).collect();
+        let ports = nodes
+            .iter()
+            .map(|(n, _, _)| graph.node(*n).outputs.len())
+            .collect();
         said.insert(head.clone(), Growing::Yes { operators });
         tasks.insert(
             t.task,
@@ -933,6 +1184,7 @@ pub(crate) fn growable_tasks(
                     .first()
                     .map(|i| i.routes.clone())
                     .unwrap_or_default(),
+                ports,
                 instances: t.parallelism,
             },
         );
@@ -1000,9 +1252,9 @@ operator name = "w", type = "window" {{
         }
     }
 
-    #[test]
-    fn a_keyed_window_grows_embedded_and_not_on_a_cluster() {
-        let map = r#"
+    /// The window's counts doubled by a map (a task of its own: a rescalable task fuses
+    /// nothing after it), written.
+    const MAPPED: &str = r#"
 operator name = "m", type = "map" {
   input name = "counts"
   param columns = "sensor, n * 2 AS twice"
@@ -1012,6 +1264,10 @@ operator name = "out", type = "writer" {
   input name = "twice"
   param path = "out.csv"
 }"#;
+
+    #[test]
+    fn a_keyed_window_grows_embedded_and_not_on_a_cluster() {
+        let map = MAPPED;
         // The map runs as a task of its own (a rescalable task fuses nothing after it).
         assert_eq!(window_grows(map), Ok(vec!["w".to_string()]));
         // Nothing grows where the run cannot (a cluster's).
@@ -1019,6 +1275,80 @@ operator name = "out", type = "writer" {
         let (tasks, said) = growable_tasks(&graph, &topology, Some("on a cluster"));
         assert!(tasks.is_empty());
         assert_eq!(said.get("w"), Some(&Growing::No("on a cluster".into())));
+    }
+
+    /// A barrier of `epoch` carrying `changes` (change number, operator, param, value).
+    fn carrying(epoch: u64, changes: &[(u64, &str, &str, &str)]) -> Barrier {
+        Barrier {
+            epoch: Epoch(epoch),
+            kind: anduin_types::BarrierKind::Control,
+            control: changes
+                .iter()
+                .map(
+                    |(seq, operator, param, value)| anduin_types::ControlUpdate {
+                        seq: *seq,
+                        operator: operator.to_string(),
+                        param: param.to_string(),
+                        value: value.to_string(),
+                    },
+                )
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_process_shapes_an_instance_added_from_the_changes_its_barriers_brought_in_any_order() {
+        let map = MAPPED;
+        let (mut placed, graph) = topology(&query(map));
+        placed.spread(2);
+        let (tasks, _) = growable_tasks(&graph, &placed, None);
+        let (&w, g) = tasks.iter().next().expect("the window's task grows");
+        let restored = BTreeMap::from([(
+            "w".to_string(),
+            BTreeMap::from([("allowed_lateness".to_string(), "5s".to_string())]),
+        )]);
+        let heads = task_heads(&graph, &placed);
+        let numbers = Numbers::new(&tasks, Some((placed, heads, restored)));
+        // Change 2 (a later barrier) reaches this process before change 1 does, from
+        // another task: the later value stays. A param of an operator that does not grow,
+        // and a split, are not noted.
+        numbers.apply(&carrying(
+            5,
+            &[(2, "w", "allowed_lateness", "1s"), (2, "gen", "rate", "10")],
+        ));
+        numbers.apply(&carrying(4, &[(1, "w", "allowed_lateness", "3s")]));
+        numbers.apply(&carrying(5, &[(2, "w", "allowed_lateness", "1s")]));
+        numbers.apply(&carrying(6, &[(3, "w", "pipeline", "split")]));
+        // Down to 1 (change 4), then up to 4 (change 5) adds two instances.
+        numbers.apply(&carrying(7, &[(4, "w", PARALLELISM, "1")]));
+        numbers.apply(&carrying(8, &[(5, "w", PARALLELISM, "4")]));
+        let template = numbers
+            .placed(|p| p.template(5, w, g))
+            .expect("a cluster's")
+            .expect("shaped");
+        assert_eq!(template.owners, 1, "the owners before the growth");
+        let params: Vec<&BTreeMap<String, String>> =
+            template.links.iter().map(|l| &l.params).collect();
+        let want = BTreeMap::from([("allowed_lateness".to_string(), "1s".to_string())]);
+        assert_eq!(params, [&want]);
+        // Its route to the map reaches the map's instances, as instance 0's does.
+        let readers = numbers
+            .placed(|p| {
+                let m = p.topology.readers_of(w).into_iter().next();
+                m.and_then(|m| p.topology.tasks.get(m))
+                    .map(|t| t.parallelism)
+            })
+            .flatten()
+            .expect("the window feeds the map");
+        let routes = &template.links[0].routes;
+        assert_eq!(routes.len(), 1, "the window has one output");
+        let consumers: Vec<usize> = routes[0].iter().map(RouteShape::consumers).collect();
+        assert_eq!(consumers, [readers]);
+        // No template for a change that added nothing.
+        assert!(numbers
+            .placed(|p| p.template(4, w, g))
+            .expect("a cluster's")
+            .is_err());
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl CheckpointWiring {
     }
 
     /// The checkpoint to resume from, if any.
-    fn resume(&self) -> Option<Resume<'_>> {
+    pub(crate) fn resume(&self) -> Option<Resume<'_>> {
         self.restore.as_ref().map(|from| Resume {
             dir: &self.dir,
             from,

@@ -59,9 +59,14 @@ pub fn run(
     let mut plan = PhysicalPlan::plan(graph, options).map_err(RuntimeError::Plan)?;
     let restored = plan.split_live(graph, &splits);
     if let Some(restore) = restore {
-        // Beyond --max-parallelism where the run can start instances beyond those planned.
-        let grows = config.network.is_none() && splits.is_empty();
-        keep_live_rescales(graph, &mut plan, &restore.manifest, grows);
+        // Beyond --max-parallelism where the run can start instances beyond those planned;
+        // a cluster's coordinator grows them again once the run runs.
+        let beyond = match (config.network.is_none(), splits.is_empty()) {
+            (true, true) => Beyond::Planned,
+            (false, true) => Beyond::GrownLater,
+            _ => Beyond::Not,
+        };
+        keep_live_rescales(graph, &mut plan, &restore.manifest, beyond);
     }
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     let abort = Arc::new(AtomicBool::new(false));
@@ -240,12 +245,13 @@ pub fn run(
 /// every param change): an operator rescaled while running starts with as many instances
 /// owning its key groups as the last rescale said, when it runs at least that many (its
 /// state is re-cut when the checkpoint was taken before that rescale moved it); where the
-/// run `grows` its tasks (`crate::grow`), with more instances when the rescale gave more.
+/// run grows its tasks (`crate::grow`), with more instances when the rescale gave more
+/// (`beyond`).
 fn keep_live_rescales(
     graph: &LogicalGraph<Bound>,
     plan: &mut PhysicalPlan,
     manifest: &anduin_checkpoint::Manifest,
-    grows: bool,
+    beyond: Beyond,
 ) {
     for task in &mut plan.tasks {
         let Some(head) = task.chain.first().map(|n| graph.node(*n).name()) else {
@@ -258,7 +264,11 @@ fn keep_live_rescales(
             .find(|r| r.operator == head && r.param == crate::rescale::PARALLELISM)
             .and_then(|r| r.new.trim().parse::<usize>().ok());
         match owners {
-            Some(owners) if grows && owners > task.parallelism && task.parallelism > 1 => {
+            Some(owners)
+                if beyond == Beyond::Planned
+                    && owners > task.parallelism
+                    && task.parallelism > 1 =>
+            {
                 info!(
                     operator = head,
                     owners,
@@ -276,6 +286,14 @@ fn keep_live_rescales(
                 );
                 task.active = owners;
             }
+            Some(owners) if beyond == Beyond::GrownLater && task.parallelism > 1 => info!(
+                operator = head,
+                owners,
+                instances = task.parallelism,
+                "the last rescale the checkpoint recorded gave more owners than the run starts \
+                 instances: it starts at its instances, its state re-cut, and the coordinator \
+                 grows it again as soon as it runs"
+            ),
             Some(owners) => tracing::warn!(
                 operator = head,
                 owners,
@@ -288,6 +306,19 @@ fn keep_live_rescales(
             None => {}
         }
     }
+}
+
+/// What a resumed run does with a rescale its checkpoint recorded beyond the instances it
+/// plans ([`keep_live_rescales`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Beyond {
+    /// It plans as many (an embedded run's).
+    Planned,
+    /// It starts at its instances; the coordinator grows them again once it runs (a
+    /// cluster's, `anduin_cli`'s `grow_again`).
+    GrownLater,
+    /// It runs at its instances (a run that split tasks while an earlier one ran).
+    Not,
 }
 
 /// The operators a resumed run splits its chains before: those a `pipeline = "split"`
@@ -378,6 +409,8 @@ fn growth(
             here: n.here?,
             topology: topology.clone(),
             schemas: channel_schemas(graph, topology),
+            heads: crate::grow::task_heads(graph, topology),
+            params: restored_params(&tasks, wiring),
         })
     });
     let setup = GrowthSetup {
@@ -388,12 +421,31 @@ fn growth(
         checkpoint: wiring.map(|w| (w.dir.clone(), w.jobs.clone(), w.events.clone())),
         net,
     };
-    Some(Arc::new(Growth::new(
+    let growth = Arc::new(Growth::new(
         setup,
         config.events.clone(),
         Arc::clone(abort),
         config.control.clone(),
-    )))
+    ));
+    growth.open_inboxes_as_they_come();
+    Some(growth)
+}
+
+/// The params of the operators of `tasks` that the checkpoint the run restores from had
+/// changed (what their chains start with), by operator.
+fn restored_params(
+    tasks: &std::collections::BTreeMap<usize, crate::grow::Growable>,
+    wiring: Option<&CheckpointWiring>,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
+    let Some(resume) = wiring.and_then(CheckpointWiring::resume) else {
+        return Default::default();
+    };
+    tasks
+        .values()
+        .flat_map(|g| g.nodes.iter().map(|(_, name, _)| name))
+        .map(|name| (name.clone(), resume.latest_params(name)))
+        .filter(|(_, params)| !params.is_empty())
+        .collect()
 }
 
 /// The type of the rows of each plan channel of `topology`.
@@ -906,7 +958,12 @@ pub fn coordinate(
     let restored = plan.split_live(graph, &splits);
     if let Some(restore) = &c.restore {
         // As each executor's run does: the plan its manifests record is the one that runs.
-        keep_live_rescales(graph, &mut plan, &restore.manifest, false);
+        let beyond = if splits.is_empty() {
+            Beyond::GrownLater
+        } else {
+            Beyond::Not
+        };
+        keep_live_rescales(graph, &mut plan, &restore.manifest, beyond);
     }
     let mut topology = Topology::new(graph, &plan, |n| matches!(n.bound, Bound::Source(_)));
     if !placement.is_empty() {
@@ -942,9 +999,10 @@ pub fn coordinate(
     };
     let (growable, said) = growable_tasks(graph, &topology, refused);
     if refused.is_none() {
+        let heads = crate::grow::task_heads(graph, &topology);
         coordinator.growth = Some(Arc::new(crate::grow::Numbers::new(
             &growable,
-            Some(topology.clone()),
+            Some((topology.clone(), heads, Default::default())),
         )));
     }
     // The split instances get their commits through the instances they split from.

@@ -366,16 +366,18 @@ impl OperatorTask {
             .control
             .iter()
             .any(|u| u.param == crate::rescale::PARALLELISM);
-        let growth = self.growth.as_ref().filter(|_| rescales);
         let seqs: Vec<u64> = barrier
             .control
             .iter()
             .filter(|u| u.param == crate::rescale::PARALLELISM)
             .map(|u| u.seq)
             .collect();
-        if let Some(g) = growth {
-            // Every rescale, in barrier order, numbers and places what it adds alike.
+        if let Some(g) = self.growth.as_ref().filter(|_| !barrier.control.is_empty()) {
+            // Every rescale, in barrier order, numbers and places what it adds alike; every
+            // change is noted for the instances added later.
             g.ctx.apply(&barrier);
+        }
+        if let Some(g) = self.growth.as_ref().filter(|_| rescales) {
             let commands = g.ctx.grow((g.at, g.watermark), &barrier, &self.chain)?;
             if let Some(stage) = self.stage.as_mut() {
                 stage.downstream.extend(commands);

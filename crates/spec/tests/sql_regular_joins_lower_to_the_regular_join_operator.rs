@@ -114,6 +114,35 @@ fn outer_joins_keep_their_on_conditions_in_the_join_and_filter_after_it_by_where
 }
 
 #[test]
+fn a_regular_join_keeps_only_the_columns_read_after_it_and_by_its_condition() {
+    let keep = |sql: &str| param(op(&spec(sql), "insert1_join"), "keep");
+    assert_eq!(
+        keep("INSERT INTO out SELECT o.qty FROM o JOIN s ON o.item = s.item;").as_deref(),
+        Some(r#""qty""#)
+    );
+    // An outer join's condition reads its columns in the join; WHERE reads them after it.
+    assert_eq!(
+        keep(
+            "INSERT INTO out SELECT o.qty FROM o LEFT JOIN s ON o.item = s.item AND o.ts < s.ts WHERE s.level > 1;"
+        )
+        .as_deref(),
+        Some(r#""qty", "level", "ts", "s_ts""#)
+    );
+    // An inner join's condition on both tables filters after it: read there.
+    assert_eq!(
+        keep(
+            "INSERT INTO out SELECT s.level FROM o JOIN s ON o.item = s.item AND o.qty < s.level;"
+        )
+        .as_deref(),
+        Some(r#""level", "qty""#)
+    );
+    assert_eq!(
+        keep("INSERT INTO out SELECT * FROM o JOIN s ON o.item = s.item;"),
+        None
+    );
+}
+
+#[test]
 fn a_time_condition_bounded_one_way_makes_a_regular_join_filtered_by_it() {
     let spec =
         spec("INSERT INTO out SELECT o.qty FROM o JOIN s ON o.item = s.item AND o.ts >= s.ts;");

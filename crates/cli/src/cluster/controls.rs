@@ -23,7 +23,7 @@ use anduin_coordinator::controls::{
     changes_after, Reapply, Resumed, RESCALE_PARAM, UNDONE_BY_ROLLBACK,
 };
 use anduin_coordinator::QueryId;
-use anduin_runtime::control::{ChangeRequest, Control, Recorder};
+use anduin_runtime::control::{ChangeRequest, Control, ControlFailure, Recorder};
 use anduin_types::Epoch;
 
 use super::coordinator::{Cluster, ExitPoint};
@@ -287,7 +287,7 @@ pub(super) fn grow_again(name: &str, control: &Arc<Control>, restored: &[ChangeR
                             value: n.to_string(),
                             from: GROWN_AGAIN_FROM.to_string(),
                         };
-                        match control.set(request) {
+                        match control.set(request.clone()) {
                             Ok(r) => eprintln!(
                                 "anduin: query {name}: operator \"{operator}\" grown again to {n} instances after the rollback (or resume) to a checkpoint that recorded that rescale, at epoch {}",
                                 r.epoch
@@ -302,9 +302,11 @@ pub(super) fn grow_again(name: &str, control: &Arc<Control>, restored: &[ChangeR
                                             .map(|p| p.value)
                                     })
                                     .unwrap_or_else(|| "?".to_string());
-                                eprintln!(
-                                    "anduin: query {name}: operator \"{operator}\" could not be grown again to the {n} instances its checkpoint recorded: {e}; {now} instance(s) own its key groups (`anduin ctl scale` once the workers that run it have room)"
-                                );
+                                let (line, refused) = regrowth_failed(&operator, n, &e, &now);
+                                eprintln!("anduin: query {name}: {line}");
+                                if let Some(why) = refused {
+                                    control.publish_refusal(&request, &why);
+                                }
                             }
                         }
                     }
@@ -314,6 +316,35 @@ pub(super) fn grow_again(name: &str, control: &Arc<Control>, restored: &[ChangeR
             eprintln!("anduin: query {name}: cannot grow its operators again after the rollback: {e}; scale them again with `anduin ctl scale`");
         }
     });
+}
+
+/// What the coordinator says when growing `operator` again to `n` instances failed with `e`
+/// (`now`: the instances that own its key groups): its log line, and why it was refused when
+/// it was (not when a failure cut it short: the attempt that recovers the query from that
+/// grows it again, or says why not).
+fn regrowth_failed(
+    operator: &str,
+    n: usize,
+    e: &ControlFailure,
+    now: &str,
+) -> (String, Option<String>) {
+    if matches!(e, ControlFailure::NotRunning { state, .. } if state == "recovering") {
+        return (
+            format!("growing operator \"{operator}\" again to {n} instances was cut short ({e}); the attempt that recovers the query grows it again"),
+            None,
+        );
+    }
+    // Room can come (a worker back, more slots); other reasons hold for the whole attempt.
+    let hint = if e.to_string().contains("free slots") {
+        "`anduin ctl scale` once the workers that run it have room"
+    } else {
+        "it cannot grow in this attempt"
+    };
+    let why = format!("{e}; {now} instance(s) own its key groups ({hint})");
+    (
+        format!("operator \"{operator}\" could not be grown again to the {n} instances its checkpoint recorded: {why}"),
+        Some(why),
+    )
 }
 
 /// Where change `r` applied: its barrier's epoch, or, recorded only before its barrier went
@@ -393,6 +424,53 @@ mod tests {
             new: to.into(),
             from: "ctl".into(),
         }
+    }
+
+    #[test]
+    fn a_regrowth_cut_short_by_a_recovery_is_not_a_refusal_and_a_refusal_says_what_runs() {
+        let recovering = ControlFailure::NotRunning {
+            query: "q".into(),
+            state: "recovering".into(),
+            what: "worker w1 died; the query is being recovered".into(),
+        };
+        let (line, refused) = regrowth_failed("w", 4, &recovering, "2");
+        assert!(
+            line.contains("was cut short") && line.contains("grows it again"),
+            "{line}"
+        );
+        assert!(!line.contains("room"), "{line}");
+        assert_eq!(refused, None);
+        let full = ControlFailure::Invalid {
+            operator: "w".into(),
+            param: RESCALE_PARAM.into(),
+            message: "… go one by one … within their free slots (w0 0): scale to at most 2".into(),
+        };
+        let (line, refused) = regrowth_failed("w", 4, &full, "2");
+        assert!(
+            line.contains("could not be grown again to the 4 instances"),
+            "{line}"
+        );
+        let why = refused.expect("a refusal");
+        assert!(
+            why.contains("free slots (w0 0)") && why.contains("2 instance(s) own"),
+            "{why}"
+        );
+        assert!(
+            why.contains("once the workers that run it have room"),
+            "{why}"
+        );
+        // A reason that holds for the attempt gives no hope of room.
+        let split = ControlFailure::Invalid {
+            operator: "w".into(),
+            param: RESCALE_PARAM.into(),
+            message: "it cannot get more instances while it runs: a task was split".into(),
+        };
+        let (_, refused) = regrowth_failed("w", 4, &split, "2");
+        let why = refused.expect("a refusal");
+        assert!(
+            why.contains("it cannot grow in this attempt") && !why.contains("room"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -1330,27 +1330,7 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
                         let figures = a.figures.lock().unwrap_or_else(|p| p.into_inner());
                         status.operators = super::figures::by_operator(figures.values());
                         drop(figures);
-                        // The instances of tasks split while the query runs, and those added
-                        // beyond --max-parallelism, which the placement does not name: where
-                        // the attempt's control plane lists them, counted on their workers.
-                        if let Some(listed) = a.control.as_ref().map(|c| c.topology()) {
-                            let worker_of = |part: u32| {
-                                let host = a.host(part);
-                                state
-                                    .workers
-                                    .get(&host)
-                                    .map_or_else(|| host.to_string(), |e| e.name.clone())
-                            };
-                            let more = super::driver::split_instance_workers(
-                                &listed,
-                                a.placement.len(),
-                                worker_of,
-                            );
-                            for w in more.values() {
-                                *status.placement.entry(w.clone()).or_default() += 1;
-                            }
-                            status.instances.extend(more);
-                        }
+                        super::driver::count_unplanned(&state, a, &mut status);
                     }
                     status
                 })

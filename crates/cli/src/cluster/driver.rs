@@ -405,14 +405,34 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                 ) =>
             {
                 eprintln!("anduin: query {name}: {why}, after its last checkpoint had completed at the end of every input: nothing to recover");
+                // Its control plane says so too (it took the failure for one it recovers).
+                let control = cluster
+                    .lock()
+                    .queries
+                    .get(name)
+                    .and_then(|q| q.attempt.as_ref().and_then(|a| a.control.clone()));
+                if let Some(c) = control {
+                    c.detach_finished();
+                }
                 Outcome::Finished
             }
             other => other,
         };
         let mut state = cluster.lock();
+        // What the attempt ran beyond its placement stays in the status once it is over.
+        let mut ended = state.queries.get(name).map(|q| q.status.clone());
+        if let (Some(status), Some(a)) = (
+            ended.as_mut(),
+            state.queries.get(name).and_then(|q| q.attempt.as_ref()),
+        ) {
+            count_unplanned(&state, a, status);
+        }
         let Some(q) = state.queries.get_mut(name) else {
             return;
         };
+        if let Some(status) = ended {
+            q.status = status;
+        }
         q.attempt = None;
         let cancelled = q.cancel;
         let over = match outcome {
@@ -868,7 +888,7 @@ fn growth_room(
             .map(|(w, n)| format!("{} {n}", name(w)))
             .collect();
         Err(format!(
-            "the {added} instance(s) it would add go one by one on the least loaded of the workers that run it ({}), within their free slots ({}): scale to at most {}, or give those workers more slots (`anduin worker --slots`)",
+            "the {added} instance(s) it would add go one by one on the least loaded of the workers that run it or read its output ({}), within their free slots ({}): scale to at most {}, or give those workers more slots (`anduin worker --slots`)",
             workers.join(", "),
             free_now.join(", "),
             on.values().sum::<usize>() + fit,
@@ -2135,6 +2155,27 @@ fn part_of(
             .find(|i| i.id == instance)
             .map(|i| i.worker)
     })
+}
+
+/// Counts in `status` the instances of tasks split while the query runs, and those added
+/// beyond --max-parallelism, which the placement of attempt `a` does not name: where its
+/// control plane lists them, on their workers.
+pub(super) fn count_unplanned(state: &State, a: &Attempt, status: &mut proto::QueryStatus) {
+    let Some(listed) = a.control.as_ref().map(|c| c.topology()) else {
+        return;
+    };
+    let worker_of = |part: u32| {
+        let host = a.host(part);
+        state
+            .workers
+            .get(&host)
+            .map_or_else(|| host.to_string(), |e| e.name.clone())
+    };
+    let more = split_instance_workers(&listed, a.placement.len(), worker_of);
+    for w in more.values() {
+        *status.placement.entry(w.clone()).or_default() += 1;
+    }
+    status.instances.extend(more);
 }
 
 /// The worker (name, by `worker_of` its part) of each instance of a task split while the

@@ -243,7 +243,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
 }
 
 /// The output names `keep` lists (`None`: every column), each checked to be one of `named`.
-fn kept(p: &Params<'_>, named: &[Field]) -> Result<Option<Vec<String>>, Diagnostics> {
+pub(crate) fn kept(p: &Params<'_>, named: &[Field]) -> Result<Option<Vec<String>>, Diagnostics> {
     let Some(text) = p.text("keep") else {
         return Ok(None);
     };

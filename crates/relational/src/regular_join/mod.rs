@@ -10,6 +10,10 @@
 //! row whose key has a null column joins nothing (SQL's `NULL = NULL` is not true): it is not
 //! kept, and an outer side emits it padded with nulls.
 //!
+//! A kept row holds only the columns the rest of the query reads (`keep`, which the SQL
+//! planner sets; every column when not given): two rows that differ only in columns nobody
+//! reads are kept once, counted twice.
+//!
 //! The rows live in memory; checkpoints keep a copy in a keyed table (heap or LSM), one entry
 //! per key under its key group, written for the keys changed since the previous checkpoint,
 //! so the join rescales by key group like the window, join and aggregate (`running.rs`).
@@ -46,6 +50,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "names", required: false, kind: ParamKind::Text, default: None, doc: "the names the two inputs go by, left then right (\"a, b\"): `on` qualifies its columns by them, and a right column whose name is taken is named after its input's (`b_price`) (default: the streams' names; the SQL planner sets the tables' aliases)" },
         ParamSpec { name: "how", required: false, kind: ParamKind::OneOf(&["inner", "left", "right", "full"]), default: Some("inner"), doc: "inner: matched pairs only; left, right, full: also every row of that side (both for full) without a partner, with nulls on the other side, retracted when its first partner comes" },
         ParamSpec { name: "condition", required: false, kind: ParamKind::Text, default: None, doc: "a condition on the joined row (the output's column names, as `on` makes them): a pair joins only if it holds; for an outer join, a row with no pair that holds is padded with nulls" },
+        ParamSpec { name: "keep", required: false, kind: ParamKind::Text, default: None, doc: "the output columns the rest of the query reads (and the condition), by output name, separated by commas: the others are left out of the output and of the state (default: every column; the SQL planner sets it)" },
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the join, each owning a share of the keys (default: the query's --parallelism)" },
         ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where the checkpointed copy of the rows is kept: heap (memory) or lsm (an LSM tree on local disk); live rows stay in memory either way (default: the query's --state-backend)" },
         crate::ttl::STATE_TTL,
@@ -78,7 +83,8 @@ impl How {
 pub(crate) struct SideSetup {
     /// Its key columns, pairwise equal to the other side's.
     pub keys: Vec<usize>,
-    /// Its columns but the change kind: the values a row is kept and joined with.
+    /// Its columns (but the change kind) that a row is kept and joined with: those `keep`
+    /// names, or its first key column when it names none of them.
     pub values: Vec<usize>,
     /// Its change-kind column, if it is updating.
     pub change: Option<usize>,
@@ -90,6 +96,8 @@ pub(crate) struct RegularSetup {
     pub name: String,
     pub how: How,
     pub sides: [SideSetup; 2],
+    /// The types of the key columns (the left side's).
+    pub key_types: Vec<arrow::datatypes::DataType>,
     /// A joined row: the left values, then the right values.
     pub rows: SchemaRef,
     /// The residual condition, over `rows`.
@@ -148,22 +156,46 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             change,
         }
     };
-    let sides = [
+    let mut sides = [
         side(left, left_keys.clone()),
         side(right, right_keys.clone()),
     ];
     // Named as the time-bounded join names them: a right column whose name is taken gets its
-    // input's name in front.
-    let mut fields: Vec<Field> = Vec::new();
-    for ((stream, schema), s) in [(lname, left), (rname, right)].into_iter().zip(&sides) {
+    // input's name in front (every column named, so that a name does not depend on which
+    // others are kept).
+    let mut named: Vec<Field> = Vec::new();
+    let mut by_side: [Vec<(usize, Field)>; 2] = [Vec::new(), Vec::new()];
+    for (((stream, schema), s), out) in [(lname, left), (rname, right)]
+        .into_iter()
+        .zip(&sides)
+        .zip(&mut by_side)
+    {
         for i in &s.values {
             let f = schema.field(*i);
             let mut name = f.name().clone();
-            while fields.iter().any(|x| *x.name() == name) {
+            while named.iter().any(|x| *x.name() == name) {
                 name = format!("{stream}_{name}");
             }
-            fields.push(Field::new(name, f.data_type().clone(), true));
+            let field = Field::new(name, f.data_type().clone(), true);
+            named.push(field.clone());
+            out.push((*i, field));
         }
+    }
+    let keep = crate::join::kept(&p, &named)?;
+    let mut fields: Vec<Field> = Vec::new();
+    for (s, all) in sides.iter_mut().zip(by_side) {
+        let mut kept: Vec<(usize, Field)> = all
+            .iter()
+            .filter(|(_, f)| keep.as_ref().is_none_or(|k| k.contains(f.name())))
+            .cloned()
+            .collect();
+        if kept.is_empty() {
+            // A row has at least one column: a side none of whose columns is read keeps its
+            // first key column.
+            kept.extend(all.into_iter().filter(|(i, _)| s.keys.first() == Some(i)));
+        }
+        s.values = kept.iter().map(|(i, _)| *i).collect();
+        fields.extend(kept.into_iter().map(|(_, f)| f));
     }
     let rows: SchemaRef = Arc::new(Schema::new(fields.clone()));
     let condition = match p.text("condition") {
@@ -191,10 +223,15 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             return Err(p.error("parallelism", "must be at least 1").into());
         }
     }
+    let key_types = left_keys
+        .iter()
+        .map(|k| left.field(*k).data_type().clone())
+        .collect();
     let setup = RegularSetup {
         name: op.name.to_string(),
         how,
         sides,
+        key_types,
         rows,
         condition,
         schema: Arc::clone(&schema),

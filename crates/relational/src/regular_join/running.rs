@@ -58,21 +58,17 @@ pub(crate) struct RegularJoin {
     unmatched_retractions: u64,
     /// Rows held, copies counted.
     rows_held: u64,
+    /// The bytes of the keys and distinct rows held (live state), and the most so far.
+    state_bytes: u64,
+    peak_state_bytes: u64,
 }
 
 impl RegularJoin {
     pub(crate) fn new(setup: RegularSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
         let dir = ctx.backend_dir(&setup.name);
         let table = KeyedTable::new(&setup.name, setup.backend, dir);
-        let left = &setup.sides[0];
-        let keys = KeyEncoder::new(left.keys.iter().map(|i| {
-            setup
-                .rows
-                .field(rows_index(&setup, 0, *i))
-                .data_type()
-                .clone()
-        }))
-        .map_err(|e| internal(&setup.name, e))?;
+        let keys = KeyEncoder::new(setup.key_types.iter().cloned())
+            .map_err(|e| internal(&setup.name, e))?;
         let converter = |side: usize| {
             let width = setup.sides[0].values.len();
             let range = if side == 0 {
@@ -100,6 +96,8 @@ impl RegularJoin {
             table,
             unmatched_retractions: 0,
             rows_held: 0,
+            state_bytes: 0,
+            peak_state_bytes: 0,
         })
     }
 
@@ -149,32 +147,21 @@ impl RegularJoin {
     /// they are matched no more, and the pairs they made are not retracted.
     fn expire(&mut self) {
         let (held, dirty, rows_held) = (&mut self.held, &mut self.dirty, &mut self.rows_held);
+        let bytes = &mut self.state_bytes;
         self.ttl.tick();
         self.ttl.sweep(|key, part| {
             if let Some(sides) = held.get_mut(key) {
                 let side = &mut sides[usize::from(part.min(1))];
                 *rows_held = rows_held.saturating_sub(side.iter().map(|h| h.count).sum());
+                *bytes = bytes.saturating_sub(side.iter().map(|h| h.values.len() as u64).sum());
                 side.clear();
                 if sides.iter().all(Vec::is_empty) {
                     held.remove(key);
+                    *bytes = bytes.saturating_sub(key.len() as u64);
                 }
             }
             dirty.insert(key.into());
         });
-    }
-}
-
-/// Where column `i` of input `side` is in a joined row.
-fn rows_index(setup: &RegularSetup, side: usize, i: usize) -> usize {
-    let at = setup.sides[side]
-        .values
-        .iter()
-        .position(|v| *v == i)
-        .unwrap_or(0);
-    if side == 0 {
-        at
-    } else {
-        setup.sides[0].values.len() + at
     }
 }
 
@@ -270,11 +257,13 @@ impl Operator for RegularJoin {
                 continue;
             }
             // The key's bytes are copied only for a key not held yet.
+            let new_key = !self.held.contains_key(key);
             let sides = self.held.entry_ref(key).or_default();
             let [l, r] = sides;
             let (own, theirs) = if side == 0 { (l, r) } else { (r, l) };
+            let distinct = own.len();
             emitted.clear();
-            match apply(
+            let applied = apply(
                 kind,
                 roles,
                 own,
@@ -282,7 +271,17 @@ impl Operator for RegularJoin {
                 &matches,
                 rows.row(i).as_ref(),
                 &mut emitted,
-            ) {
+            );
+            // A row held for the first time, or no more, adds or takes its bytes.
+            let row_bytes = rows.row(i).as_ref().len() as u64;
+            match own.len().cmp(&distinct) {
+                std::cmp::Ordering::Greater => self.state_bytes += row_bytes,
+                std::cmp::Ordering::Less => {
+                    self.state_bytes = self.state_bytes.saturating_sub(row_bytes);
+                }
+                std::cmp::Ordering::Equal => {}
+            }
+            match applied {
                 Applied::Done if kind.adds() => self.rows_held += 1,
                 Applied::Done => self.rows_held -= 1,
                 Applied::NotHeld => {
@@ -291,9 +290,14 @@ impl Operator for RegularJoin {
                 }
             }
             let empty = sides.iter().all(Vec::is_empty);
+            if new_key {
+                self.state_bytes += key.len() as u64;
+            }
             if empty {
                 self.held.remove(key);
+                self.state_bytes = self.state_bytes.saturating_sub(key.len() as u64);
             }
+            self.peak_state_bytes = self.peak_state_bytes.max(self.state_bytes);
             self.ttl.wrote(key, side as u8);
             if !self.dirty.contains(key) {
                 self.dirty.insert(key.into());
@@ -377,7 +381,8 @@ impl Operator for RegularJoin {
                 Ok(())
             },
         )?;
-        self.rows_held = count_rows(&self.held);
+        (self.rows_held, self.state_bytes) = count_rows(&self.held);
+        self.peak_state_bytes = self.peak_state_bytes.max(self.state_bytes);
         Ok(())
     }
 
@@ -397,7 +402,8 @@ impl Operator for RegularJoin {
             .retain(|key, _| !retracting::given_away(table, ranges, key));
         self.ttl
             .retain(|key| !retracting::given_away(table, ranges, key));
-        self.rows_held = count_rows(&self.held);
+        (self.rows_held, self.state_bytes) = count_rows(&self.held);
+        self.peak_state_bytes = self.peak_state_bytes.max(self.state_bytes);
         retracting::given(&self.setup.name, pieces, self.unmatched_retractions)
     }
 
@@ -431,7 +437,8 @@ impl Operator for RegularJoin {
                 })?;
         }
         self.ttl.taken(incoming, &mut self.table)?;
-        self.rows_held = count_rows(&self.held);
+        (self.rows_held, self.state_bytes) = count_rows(&self.held);
+        self.peak_state_bytes = self.peak_state_bytes.max(self.state_bytes);
         Ok(())
     }
 
@@ -439,6 +446,8 @@ impl Operator for RegularJoin {
         let mut metrics = vec![
             ("keys", self.held.len() as u64),
             ("rows_held", self.rows_held),
+            ("state_bytes", self.state_bytes),
+            ("peak_state_bytes", self.peak_state_bytes),
             ("unmatched_retractions", self.unmatched_retractions),
         ];
         metrics.extend(self.table.size_bytes().map(|b| ("state_backend_bytes", b)));
@@ -451,12 +460,24 @@ impl Operator for RegularJoin {
     }
 }
 
-/// The rows `held` holds, copies counted.
-fn count_rows(held: &HashMap<Box<[u8]>, Sides, RandomState>) -> u64 {
-    held.values()
+/// The rows `held` holds, copies counted, and the bytes of its keys and distinct rows.
+fn count_rows(held: &HashMap<Box<[u8]>, Sides, RandomState>) -> (u64, u64) {
+    let rows = held
+        .values()
         .flat_map(|s| s.iter().flatten())
         .map(|h| h.count)
-        .sum()
+        .sum();
+    let bytes = held
+        .iter()
+        .map(|(k, s)| {
+            k.len() as u64
+                + s.iter()
+                    .flatten()
+                    .map(|h| h.values.len() as u64)
+                    .sum::<u64>()
+        })
+        .sum();
+    (rows, bytes)
 }
 
 /// The rows a checkpointed entry holds.

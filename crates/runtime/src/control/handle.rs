@@ -29,7 +29,7 @@ mod growth;
 pub use growth::Room;
 mod pipelining;
 
-pub(crate) use growth::Growing;
+pub(crate) use growth::{Growing, MOST_INSTANCES};
 
 pub use pipelining::TaskSplit;
 
@@ -96,6 +96,9 @@ struct Inner {
     /// Changes every instance has switched to, handed to the [`Recorder`] and not in the
     /// history yet (`set` answers once they are).
     recording: BTreeMap<u64, ChangeRecord>,
+    /// Changes whose barrier reached no instance (each had ended its input first): they
+    /// changed nothing, and `set` says so.
+    missed: BTreeMap<u64, ChangeRecord>,
     /// Operator instances whose input has ended: no barrier reaches them any more.
     ended: BTreeSet<(String, usize)>,
     /// The last checkpoint begun (0: none yet).
@@ -229,6 +232,7 @@ impl Control {
                 history: History::new(HISTORY_KEPT),
                 pending: BTreeMap::new(),
                 recording: BTreeMap::new(),
+                missed: BTreeMap::new(),
                 ended: BTreeSet::new(),
                 last_started: 0,
                 checkpoints_ended: BTreeMap::new(),
@@ -493,6 +497,15 @@ impl Control {
         loop {
             if let Some(record) = inner.history.find(seq) {
                 return Ok(record.clone());
+            }
+            if inner.missed.remove(&seq).is_some() {
+                return Err(self.not_running(
+                    QueryState::Running,
+                    &format!(
+                        "every instance of operator \"{}\" ended its input before the change reached it; nothing changed",
+                        request.operator
+                    ),
+                ));
             }
             let left = until.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {

@@ -236,7 +236,14 @@ fn decode(payload: Vec<u8>) -> Result<(Header, Handoff), String> {
 #[derive(Default)]
 pub(crate) struct Inboxes {
     open: Mutex<HashMap<InboxKey, (u64, Sender<Handoff>)>>,
+    /// Per query, its attempt and where the inbox of an instance not started yet is opened
+    /// as its key groups come (an instance added while running: see `crate::grow`).
+    openers: Mutex<HashMap<String, (u64, Opener)>>,
 }
+
+/// The inbox of instance `instance` of `operator`, opened when that instance will run here
+/// (an instance added while the query runs, before it is built).
+pub(crate) type Opener = Arc<dyn Fn(&str, usize) -> Option<Sender<Handoff>> + Send + Sync>;
 
 /// Query, operator, instance.
 type InboxKey = (String, String, usize);
@@ -258,17 +265,41 @@ impl Inboxes {
         );
     }
 
+    /// The instances of query `query` (attempt `attempt`) added while it runs take handoffs
+    /// that come before they are built into the inboxes `opener` opens.
+    pub(crate) fn open_as_they_come(&self, query: &str, attempt: u64, opener: Opener) {
+        self.openers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(query.to_string(), (attempt, opener));
+    }
+
     /// Closes every inbox.
     pub(crate) fn clear(&self) {
         self.open.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.openers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     fn get(&self, query: &str, operator: &str, instance: usize) -> Option<(u64, Sender<Handoff>)> {
-        self.open
+        let open = self
+            .open
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(&(query.to_string(), operator.to_string(), instance))
-            .cloned()
+            .cloned();
+        if open.is_some() {
+            return open;
+        }
+        let (attempt, opener) = self
+            .openers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(query)
+            .cloned()?;
+        opener(operator, instance).map(|tx| (attempt, tx))
     }
 }
 

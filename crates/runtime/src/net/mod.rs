@@ -440,6 +440,14 @@ impl NetReach {
 
     /// Instance `instance` of rescalable `operator`, which runs here, takes the key groups
     /// that instances in other processes hand it into `tx` (its inbox).
+    /// Instances added to this query while it runs take handoffs that come before they are
+    /// built into the inboxes `opener` opens.
+    pub(crate) fn open_inboxes_as_they_come(&self, opener: handoff::Opener) {
+        self.listener
+            .handoffs()
+            .open_as_they_come(&self.query, self.attempt, opener);
+    }
+
     pub(crate) fn expect_handoffs(
         &self,
         operator: &str,

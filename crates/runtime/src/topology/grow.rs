@@ -5,9 +5,12 @@
 //! A rescale of task T from `n` instances to `to > n` adds instances `n..to`:
 //! - numbered in the run from [`crate::grow::GROWN_IDS`] on, after those added before (the
 //!   order in which [`crate::grow::Numbers::reserve`] gives numbers: the changes' order);
-//! - each placed on the least-loaded worker among those that run an instance of T (the
-//!   instances of the run on it, those added included; ties: the lowest worker), one after
-//!   the other: there an instance of T (the lowest, [`Topology::builder_on`]) builds it;
+//! - each placed on the least-loaded worker among those that run an instance of T or of a
+//!   task T feeds (the instances of the run on it, those added included; ties: the lowest
+//!   worker), one after the other. There the lowest instance of T builds it
+//!   ([`Topology::builder_on`]); on a worker without one, the first instance of a task T
+//!   feeds that aligns the barrier does (every one of them aligns it, after T's instances
+//!   have passed it on, and before it reads the channels from the new instance);
 //! - with channels appended to [`Topology::channels`] in a fixed order: every route into T of
 //!   every producer instance (task, instance, route order) to each new instance, then every
 //!   new instance's routes (shaped as instance 0's) to each consumer instance. A channel's
@@ -27,6 +30,8 @@ pub(crate) struct Grown {
     pub task: usize,
     /// How many instances it had before.
     pub before: usize,
+    /// How many of them owned key groups before (a rescale down leaves the others spare).
+    pub owners_before: usize,
     /// The instances added, in instance order.
     pub added: Vec<InstanceRef>,
     /// The channels added, in the order of [`Topology::channels`].
@@ -68,7 +73,20 @@ impl Topology {
                 to: r.to_task,
             });
         }
-        let candidates: BTreeSet<WorkerId> = t.instances.iter().map(|i| i.worker).collect();
+        let owners_before = t.active;
+        // The workers that run the task or read its output: each aligns the barrier.
+        let readers = self.readers_of(task);
+        let candidates: BTreeSet<WorkerId> = t
+            .instances
+            .iter()
+            .chain(
+                readers
+                    .iter()
+                    .filter_map(|r| self.tasks.get(*r))
+                    .flat_map(|r| r.instances.iter()),
+            )
+            .map(|i| i.worker)
+            .collect();
         let mut load: BTreeMap<WorkerId, usize> = BTreeMap::new();
         for i in self.instances() {
             *load.entry(i.worker).or_default() += 1;
@@ -147,6 +165,7 @@ impl Topology {
         Ok(Some(Grown {
             task,
             before,
+            owners_before,
             added,
             channels: (first..self.channels.len()).map(ChannelId).collect(),
         }))
@@ -167,6 +186,15 @@ impl Topology {
             .take(planned)
             .find(|i| i.worker == worker)
             .map(|i| i.at)
+    }
+
+    /// The tasks that task `task` feeds (through the routes of its instance 0).
+    pub(crate) fn readers_of(&self, task: usize) -> BTreeSet<usize> {
+        self.tasks
+            .get(task)
+            .and_then(|t| t.instances.first())
+            .map(|i| i.routes.iter().map(|r| r.to_task).collect())
+            .unwrap_or_default()
     }
 
     fn plan_channel(&self, c: ChannelId) -> Option<usize> {
@@ -207,22 +235,54 @@ impl Topology {
     }
 }
 
+/// Who builds the instances added on a worker (see the module's doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Builder {
+    /// The task's lowest instance there.
+    Instance(InstanceRef),
+    /// The first instance there of a task it feeds to align the barrier.
+    FirstReader,
+}
+
 impl Grown {
-    /// The instances added that the process of `worker` builds, each with the instance of
-    /// the task there that builds it ([`Topology::builder_on`]). `topology` is the one grown.
+    /// The instances added that the process of `worker` builds, and who builds them there.
+    /// `topology` is the one grown.
     pub(crate) fn built_on(
         &self,
         topology: &Topology,
         worker: WorkerId,
-    ) -> Vec<(InstanceRef, InstanceRef)> {
-        let Some(builder) = topology.builder_on(self.task, self.before, worker) else {
-            return Vec::new();
-        };
-        self.added
+    ) -> (Vec<InstanceRef>, Builder) {
+        let added: Vec<InstanceRef> = self
+            .added
             .iter()
             .filter(|at| topology.worker_of(**at) == worker)
-            .map(|at| (*at, builder))
-            .collect()
+            .copied()
+            .collect();
+        let builder = topology
+            .builder_on(self.task, self.before, worker)
+            .map_or(Builder::FirstReader, Builder::Instance);
+        (added, builder)
+    }
+
+    /// Whether instance `at` running on `worker` builds there the instances added (and which,
+    /// when it is the first of the task's readers to ask: the caller makes sure only one
+    /// does).
+    pub(crate) fn to_build(
+        &self,
+        topology: &Topology,
+        at: InstanceRef,
+        worker: WorkerId,
+    ) -> Vec<InstanceRef> {
+        let (added, builder) = self.built_on(topology, worker);
+        let builds = match builder {
+            Builder::Instance(b) => b == at,
+            Builder::FirstReader => topology.readers_of(self.task).contains(&at.task),
+        };
+        if builds {
+            added
+        } else {
+            Vec::new()
+        }
     }
 }
 

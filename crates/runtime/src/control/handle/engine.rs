@@ -186,6 +186,8 @@ impl Control {
         let settled = self.settle(&mut inner);
         drop(inner);
         self.record(settled);
+        // A change it settled may have reached no instance: `set` says so.
+        self.changed.notify_all();
     }
 
     /// The run has ended (`failed` or not): no change is applied any more, and the control
@@ -216,6 +218,38 @@ impl Control {
     /// The run failed, and its query is not recovered (no attempt left): it is failed.
     pub fn detach_failed(&self) {
         self.detach(true);
+        {
+            let mut inner = self.lock();
+            inner.recovering = None;
+            inner.recovered_on_failure = false;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Says that `request`, asked by the query's own coordinator, was refused for `why`
+    /// ([`crate::EngineEvent::ChangeRefused`]: the events file, the API's event stream).
+    pub fn publish_refusal(&self, request: &crate::control::types::ChangeRequest, why: &str) {
+        if let Some(events) = self
+            .published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+        {
+            events.publish(crate::EngineEvent::ChangeRefused {
+                operator: request.operator.clone(),
+                param: request.param.clone(),
+                value: request.value.clone(),
+                from: request.from.clone(),
+                why: why.to_string(),
+            });
+        }
+    }
+
+    /// The run failed, but its query is over all the same (a cluster's worker lost once
+    /// every input had ended and the last checkpoint had completed: nothing to recover): it
+    /// finished.
+    pub fn detach_finished(&self) {
+        self.detach(false);
         {
             let mut inner = self.lock();
             inner.recovering = None;
@@ -348,8 +382,17 @@ impl Control {
             let mut record = p.record;
             record.time_ms = now_ms();
             // Every instance ended before the barrier reached it: the change took effect
-            // nowhere, at the end of the input.
-            record.epoch = p.epoch.unwrap_or(0);
+            // nowhere. It is not a change of the query (no history entry, no record); the
+            // value asked for before it is the one asked for last again.
+            let Some(epoch) = p.epoch else {
+                let key = (record.operator.clone(), record.param.clone());
+                if inner.requested.get(&key) == Some(&record.new) {
+                    inner.requested.insert(key, record.old.clone());
+                }
+                inner.missed.insert(record.seq, record);
+                continue;
+            };
+            record.epoch = epoch;
             tracing::info!(
                 query = %self.name,
                 seq = record.seq,
@@ -523,6 +566,40 @@ mod tests {
         );
         assert_eq!(control.history().len(), 1);
         assert_eq!(condition(&control).as_deref(), Some("value > 1"));
+    }
+
+    #[test]
+    fn a_change_whose_every_instance_ended_before_its_barrier_is_refused_and_changes_nothing() {
+        use crate::control::types::ChangeRequest;
+
+        let control = Arc::new(filter_control());
+        let rx = attach_filter(&control, 2);
+        let change = |value: &str| ChangeRequest {
+            operator: "low".into(),
+            param: "condition".into(),
+            value: value.into(),
+            from: "test".into(),
+        };
+        let setter = {
+            let control = Arc::clone(&control);
+            let request = change("value > 1");
+            std::thread::spawn(move || control.set(request))
+        };
+        rx.recv().expect("the change is sent");
+        // Both instances end their input before the barrier reaches them.
+        control.ended("low", 0);
+        control.ended("low", 1);
+        let e = setter
+            .join()
+            .expect("no panic")
+            .expect_err("no instance applied it")
+            .to_string();
+        assert!(
+            e.contains("ended its input before the change reached it; nothing changed"),
+            "{e}"
+        );
+        assert!(control.history().is_empty(), "{:?}", control.history());
+        assert_eq!(condition(&control).as_deref(), Some("value > 0"));
     }
 
     /// The value the params of `low` show for `condition`, if any.

@@ -11,9 +11,10 @@ use crate::stats::Counters;
 /// The most instances an operator can have: one key group each.
 pub(crate) const MOST_INSTANCES: usize = anduin_state::DEFAULT_MAX_KEY_GROUPS.get() as usize;
 
-/// Whether `added` more instances fit on the workers that run a task now (by worker: the
-/// task's instances there, planned and added; then the query's instances by worker, from
-/// which each added one goes to the least loaded of those workers): `Err` says why not.
+/// Whether `added` more instances fit on the workers that run a task now or read its output
+/// (by worker: the task's instances there, planned and added, 0 where it only reads; then
+/// the query's instances by worker, from which each added one goes to the least loaded of
+/// those workers): `Err` says why not.
 pub type Room = Arc<
     dyn Fn(usize, &BTreeMap<u32, usize>, &BTreeMap<u32, usize>) -> Result<(), String> + Send + Sync,
 >;
@@ -115,8 +116,25 @@ impl Control {
         if !same {
             return Some(Err("its task was split while running (`pipeline = \"split\"`); growing a split task is not supported yet".into()));
         }
-        // Where the task runs now, by worker, and how many instances it would add.
+        // Where the task runs now, by worker, and how many instances it would add; the
+        // workers that run the tasks it feeds may take some too.
         let mut on: BTreeMap<u32, usize> = BTreeMap::new();
+        let readers: Vec<usize> = inner
+            .topology
+            .exchanges
+            .iter()
+            .filter(|e| Some(e.from_task) == task)
+            .map(|e| e.to_task)
+            .collect();
+        for i in inner
+            .topology
+            .tasks
+            .iter()
+            .filter(|t| readers.contains(&t.id))
+            .flat_map(|t| t.instances.iter())
+        {
+            on.entry(i.worker).or_default();
+        }
         for i in inner
             .topology
             .tasks
@@ -127,7 +145,7 @@ impl Control {
             *on.entry(i.worker).or_default() += 1;
         }
         // The query's instances by worker: each added one goes to the least loaded worker
-        // that runs the task (`Topology::grow`).
+        // that runs or reads the task (`Topology::grow`).
         let mut load: BTreeMap<u32, usize> = BTreeMap::new();
         for i in inner.topology.tasks.iter().flat_map(|t| t.instances.iter()) {
             *load.entry(i.worker).or_default() += 1;
@@ -268,5 +286,40 @@ pub(super) fn parallelism_doc(grows: bool, max: usize) -> String {
             "how many of its {max} instances own its key groups; `anduin ctl scale` changes it \
              (1 to {max}) while the query runs"
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::{Control, TaskSplit};
+    use super::Growing;
+
+    #[test]
+    fn a_split_of_any_task_while_running_stops_every_growth() {
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        control.allow_growth(BTreeMap::from([(
+            "w".to_string(),
+            Growing::Yes {
+                operators: vec!["w".to_string()],
+            },
+        )]));
+        assert!(control.grows_at_all("w"));
+        // The writer after the map is split off the map's task, not the window's.
+        control.task_split(&TaskSplit {
+            from_task: 2,
+            from_operator: "m".into(),
+            task: 3,
+            instance: 0,
+            instances: 1,
+            id: 9,
+            operators: vec!["out".into()],
+        });
+        assert_eq!(
+            control.may_grow("w", 5),
+            Some(Err(crate::grow::SPLIT_WHILE_RUNNING.to_string()))
+        );
+        assert!(!control.grows_at_all("w"));
     }
 }

@@ -118,6 +118,9 @@ impl Control {
     /// from a checkpoint taken before the split splits again), it changes nothing.
     pub(crate) fn task_split(&self, split: &TaskSplit) {
         self.report(crate::protocol::Event::TaskSplit(split.clone()));
+        // No growth from now on: a rollback would restart the query split, and a run that
+        // resumes split does not grow (it would lose the rescale).
+        self.stop_growing(crate::grow::SPLIT_WHILE_RUNNING);
         let mut inner = self.lock();
         let moved = |name: &String| split.operators.contains(name);
         for t in inner.tasks.iter_mut().filter(|t| t.id == split.from_task) {

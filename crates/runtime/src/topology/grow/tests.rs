@@ -165,17 +165,21 @@ fn growing_again_numbers_after_the_instances_added_before_and_nothing_below_adds
 fn each_worker_builds_its_new_instances_and_holds_one_end_of_each_new_channel_across() {
     let (mut t, w) = spread(2);
     let grown = t.grow(w, 4).expect("it grows").expect("it adds");
-    let built: Vec<Vec<(InstanceRef, InstanceRef)>> =
+    let built: Vec<(Vec<InstanceRef>, Builder)> =
         (0..2).map(|k| grown.built_on(&t, WorkerId(k))).collect();
     // Every new instance is built once, by the task's lowest instance on its worker.
-    let mut all: Vec<InstanceRef> = built.iter().flatten().map(|(at, _)| *at).collect();
+    let mut all: Vec<InstanceRef> = built.iter().flat_map(|(a, _)| a.clone()).collect();
     all.sort();
     assert_eq!(all, grown.added);
-    for (k, b) in built.iter().enumerate() {
-        for (at, builder) in b {
+    for (k, (added, builder)) in built.iter().enumerate() {
+        let Builder::Instance(builder) = builder else {
+            panic!("worker {k} runs the window: {builder:?}");
+        };
+        assert_eq!(t.worker_of(*builder), WorkerId(k as u32));
+        assert!(builder.instance < grown.before);
+        for at in added {
             assert_eq!(t.worker_of(*at), WorkerId(k as u32));
-            assert_eq!(t.worker_of(*builder), WorkerId(k as u32));
-            assert!(builder.instance < grown.before);
+            assert_eq!(grown.to_build(&t, *builder, WorkerId(k as u32)), *added);
         }
     }
     // Each new channel has its two ends on the workers of its instances, some across.
@@ -186,7 +190,62 @@ fn each_worker_builds_its_new_instances_and_holds_one_end_of_each_new_channel_ac
         .count();
     assert!(across > 0 && across < grown.channels.len());
     // A worker that runs none of the window's instances builds nothing.
-    assert!(grown.built_on(&t, WorkerId(7)).is_empty());
+    assert!(grown.built_on(&t, WorkerId(7)).0.is_empty());
+}
+
+/// The window's instances on worker `window`, its reader's (the map's) on worker 1,
+/// everything else on worker 0.
+fn window_beside_its_reader(window: u32) -> (Topology, usize, usize) {
+    let (mut t, w) = spread(1);
+    let m = *t
+        .readers_of(w)
+        .iter()
+        .next()
+        .expect("the window feeds the map");
+    let (ws, ms): (Vec<usize>, Vec<usize>) = (
+        t.tasks[w].instances.iter().map(|i| i.id).collect(),
+        t.tasks[m].instances.iter().map(|i| i.id).collect(),
+    );
+    t.assign(|id| match (ws.contains(&id), ms.contains(&id)) {
+        (true, _) => WorkerId(window),
+        (_, true) => WorkerId(1),
+        _ => WorkerId(0),
+    });
+    (t, w, m)
+}
+
+#[test]
+fn instances_added_go_to_a_worker_that_only_reads_the_task_when_it_is_the_least_loaded() {
+    let (mut t, w, m) = window_beside_its_reader(0);
+    let grown = t.grow(w, 4).expect("it grows").expect("it adds");
+    let workers: Vec<WorkerId> = grown.added.iter().map(|a| t.worker_of(*a)).collect();
+    // The least loaded of the workers that run or read the window, one after the other:
+    // worker 1 runs the map's 2 instances, worker 0 the window's and 3 more.
+    assert_eq!(workers, [WorkerId(1), WorkerId(1)]);
+    assert_eq!(grown.owners_before, 2);
+    assert_consistent(&t);
+    // On worker 1 no instance of the window builds them: the first instance of the map
+    // there to align the barrier does; no other task's instance does.
+    let (added, builder) = grown.built_on(&t, WorkerId(1));
+    assert_eq!(
+        (added.clone(), builder),
+        (grown.added.clone(), Builder::FirstReader)
+    );
+    for i in t.tasks[m].instances.iter() {
+        assert_eq!(grown.to_build(&t, i.at, WorkerId(1)), added);
+    }
+    let other = t.instances().find(|i| i.at.task != m && i.at.task != w);
+    let other = other.expect("a task besides the window and the map").at;
+    assert!(grown.to_build(&t, other, WorkerId(1)).is_empty());
+    assert!(grown.built_on(&t, WorkerId(0)).0.is_empty());
+    // A worker that neither runs nor reads it gets none: with the window beside the map
+    // on worker 1, worker 0 (the generator and the writer) stays out however loaded.
+    let (mut beside, w1, _) = window_beside_its_reader(1);
+    beside.grow(w1, 6).expect("it grows");
+    assert!(beside.tasks[w1]
+        .instances
+        .iter()
+        .all(|i| i.worker == WorkerId(1)));
 }
 
 #[test]

@@ -340,7 +340,7 @@ fn regular<'e>(
                 SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
             )
         });
-        for c in condition.residual {
+        for c in condition.residual.iter().copied() {
             match joined.sides_read(c)? {
                 [true, false] if !star => before[0].push(c),
                 [false, true] if !star => before[1].push(c),
@@ -378,6 +378,16 @@ fn regular<'e>(
         s.selection.iter().collect()
     };
     params.insert(0, ("on", joined.on_text(&condition.keys)));
+    // The join keeps (in its state, and in its output) only the columns read after it and
+    // by its condition.
+    let mut read_by: Vec<&Expr> = after.clone();
+    if how != How::Inner {
+        read_by.extend(condition.residual.iter().copied());
+    }
+    if let Some(read) = joined.read_outputs(s, &read_by) {
+        let names: Vec<String> = read.iter().map(|c| quoted(c)).collect();
+        params.push(("keep", names.join(", ")));
+    }
     Ok(("regular_join", params, after))
 }
 
