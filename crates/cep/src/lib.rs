@@ -20,6 +20,7 @@ mod df;
 mod equivalence;
 mod eval;
 mod expr;
+mod key;
 mod label_classes;
 mod matcher;
 mod modifiers;

@@ -141,6 +141,20 @@ impl Partition {
         dropped
     }
 
+    /// When the time bound of `p` next ends one of the partition's partial matches: the
+    /// bound of the first attempt in flight that has not passed at event time `after`
+    /// (`None`: no such attempt, or no bound). Attempts start in event-time order, so the
+    /// first is the earliest; one whose bound passed at `after` is in flight only while its
+    /// threads wait for the end of the input (`$`), and the next row ends it.
+    pub(crate) fn next_deadline(&self, p: &Pattern, after: i64) -> Option<i64> {
+        let w = p.within?;
+        self.attempts
+            .iter()
+            .filter(|a| !a.ended())
+            .map(|a| a.start_ts.saturating_add(w))
+            .find(|due| *due > after)
+    }
+
     /// Whether no partial match is in flight (only rows PREV may reach are kept).
     pub(crate) fn is_idle(&self) -> bool {
         self.attempts.is_empty()
