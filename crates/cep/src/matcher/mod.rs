@@ -434,6 +434,12 @@ impl Partition {
     ) -> Result<(), Refused> {
         let idx = self.next();
         let ts = row.ts;
+        // A Nexmark run has millions of partitions of a row or two, each with an attempt:
+        // room for one row and one attempt first, not the four a first push makes (a fifth of
+        // such a partition's memory, all of it fresh pages the kernel zeroes).
+        if self.rows.capacity() == 0 {
+            self.rows.reserve_exact(1);
+        }
         self.rows.push_back(row);
         let mut started = idx >= self.resume && starts.admits(idx);
         // Whether the attempts in flight stand for later ones in this row (the new one's
@@ -471,6 +477,9 @@ impl Partition {
                 s.spare.push(threads);
                 started = false;
             } else {
+                if self.attempts.capacity() == 0 {
+                    self.attempts.reserve_exact(1);
+                }
                 self.attempts.push_back(Attempt {
                     start: idx,
                     start_ts: ts,

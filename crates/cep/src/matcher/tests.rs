@@ -150,6 +150,22 @@ fn a_step_and_a_partition_stay_as_small_as_they_were() {
     assert_eq!(std::mem::size_of::<Partition>(), 96);
 }
 
+/// Most partitions of a Nexmark run hold a row and an attempt: room for one of each, grown
+/// as usual from there.
+#[test]
+fn a_partition_of_one_row_holds_room_for_one_row_and_one_attempt() {
+    let p = compiled("A B+", "B AS value > 0");
+    let mut part = Partition::default();
+    let mut s = Scratch::default();
+    let mut out = Vec::new();
+    part.push(&p, &mut s, row_of(1, 0), &mut out).expect("taken");
+    assert_eq!((part.rows.capacity(), part.attempts.capacity()), (1, 1));
+    part.push(&p, &mut s, row_of(2, 0), &mut out).expect("taken");
+    assert_eq!(part.rows.len(), 2);
+    assert!(part.rows.capacity() >= 2 && part.attempts.capacity() >= 2);
+    assert!(out.is_empty());
+}
+
 #[test]
 fn a_row_a_condition_fails_on_leaves_the_partition_as_if_it_had_never_arrived() {
     let mut refusals = 0;
