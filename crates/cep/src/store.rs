@@ -21,12 +21,10 @@
 //! ends (`deadlines.rs`), so that a watermark visits those whose time has come.
 
 mod deadlines;
+mod table;
 
 use std::path::PathBuf;
 
-use ahash::RandomState;
-use hashbrown::hash_map::EntryRef;
-use hashbrown::HashMap;
 use std::io::{Read, Write};
 
 use anduin_state::{
@@ -37,6 +35,7 @@ use super::key::Key;
 use super::matcher::{Partition, Pattern, Refused, Row, Starts};
 use super::value::Value;
 use deadlines::{Deadlines, UNQUEUED};
+use table::Table;
 
 /// Why the store failed.
 #[derive(Debug)]
@@ -92,7 +91,7 @@ impl Held {
 }
 
 /// Partitions in memory by key.
-type Live = HashMap<Key, Held, RandomState>;
+type Live = Table<Held>;
 
 /// A partition in memory, marked as changed, and its place in the queue of deadlines.
 pub(crate) struct Slot<'s> {
@@ -180,7 +179,7 @@ impl Store {
         Self {
             kind,
             table: KeyedTable::new(operator, kind, dir),
-            live: HashMap::default(),
+            live: Table::default(),
             cache: cache.max(1),
             spilled: 0,
             row_bytes: Vec::new(),
@@ -275,25 +274,22 @@ impl Store {
             deadlines,
             ..
         } = self;
-        let h = match live.entry_ref(key) {
-            EntryRef::Occupied(o) => o.into_mut(),
-            EntryRef::Vacant(v) => {
-                // Only the LSM backend drops partitions from memory: with the heap one, the
-                // table holds none that is not in memory too.
-                let bytes = match kind {
-                    BackendKind::Heap => None,
-                    _ => table.get(key, PARTITION)?,
-                };
-                let (part, stored) = match bytes {
-                    Some(bytes) => {
-                        *spilled = spilled.saturating_sub(1);
-                        (decode(p, &bytes, table.key_group(key))?, true)
-                    }
-                    None => (Partition::default(), false),
-                };
-                v.insert(Held::new(part, true, stored))
-            }
-        };
+        let h = live.get_or_try_insert(key, || {
+            // Only the LSM backend drops partitions from memory: with the heap one, the
+            // table holds none that is not in memory too.
+            let bytes = match kind {
+                BackendKind::Heap => None,
+                _ => table.get(key, PARTITION)?,
+            };
+            let (part, stored) = match bytes {
+                Some(bytes) => {
+                    *spilled = spilled.saturating_sub(1);
+                    (decode(p, &bytes, table.key_group(key))?, true)
+                }
+                None => (Partition::default(), false),
+            };
+            Ok::<_, StoreError>(Held::new(part, true, stored))
+        })?;
         h.changed = true;
         Ok(Slot {
             part: &mut h.part,

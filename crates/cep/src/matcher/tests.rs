@@ -158,9 +158,11 @@ fn a_partition_of_one_row_holds_room_for_one_row_and_one_attempt() {
     let mut part = Partition::default();
     let mut s = Scratch::default();
     let mut out = Vec::new();
-    part.push(&p, &mut s, row_of(1, 0), &mut out).expect("taken");
+    part.push(&p, &mut s, row_of(1, 0), &mut out)
+        .expect("taken");
     assert_eq!((part.rows.capacity(), part.attempts.capacity()), (1, 1));
-    part.push(&p, &mut s, row_of(2, 0), &mut out).expect("taken");
+    part.push(&p, &mut s, row_of(2, 0), &mut out)
+        .expect("taken");
     assert_eq!(part.rows.len(), 2);
     assert!(part.rows.capacity() >= 2 && part.attempts.capacity() >= 2);
     assert!(out.is_empty());
