@@ -23,6 +23,8 @@ mod deadline_tests;
 mod exhaustion_tests;
 mod handoff;
 #[cfg(test)]
+mod shed_tests;
+#[cfg(test)]
 mod test_op;
 mod waiting;
 
@@ -399,6 +401,9 @@ impl PatternOp {
         let dropped = part.trim(&setup.pattern);
         self.figures.kept(part, 1, dropped);
         self.figures.partial(before, part);
+        if !setup.shed.is_empty() && self.role.is_none() && !self.scratch.ended_match() {
+            part.shed_last(&setup.shed);
+        }
         if part.is_blank(&setup.pattern) || (extend && part.is_idle()) {
             self.figures.kept(part, 0, part.rows_kept());
             self.store

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use super::super::equivalence::Pruner;
 use super::super::expr::Sel;
 use super::super::program::Inst;
+use super::super::value::Value;
 use super::closure::{closure, At, Seen};
 use super::views::{excluded_rows, to_steps};
 use super::{Attempt, Outcome, Partition, Pattern, Refused, Row, Scratch, Skip, Starts};
@@ -153,6 +154,22 @@ impl Partition {
             .filter(|a| !a.ended())
             .map(|a| a.start_ts.saturating_add(w))
             .find(|due| *due > after)
+    }
+
+    /// Drops the cells `cold` (they become NULL) of the last row taken, if still kept: cells
+    /// nothing reads, kept only for a dead letter that can no longer show the row (see
+    /// `Setup::shed`). Call only when [`Scratch::ended_match`](super::Scratch::ended_match)
+    /// says the row ends no match.
+    pub(crate) fn shed_last(&mut self, cold: &[usize]) {
+        // The last row taken is the last kept, if any is.
+        let Some(row) = self.rows.back_mut() else {
+            return;
+        };
+        for c in cold {
+            if let Some(cell) = row.cells.get_mut(*c) {
+                *cell = Value::Null;
+            }
+        }
     }
 
     /// Whether no partial match is in flight (only rows PREV may reach are kept).

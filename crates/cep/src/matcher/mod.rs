@@ -389,6 +389,17 @@ pub(crate) struct Scratch {
     /// An attempt other than the front one ended with nothing to report in the row being
     /// pushed.
     emptied: bool,
+    /// An attempt found a match ending at the row being pushed (the last one pushed, once
+    /// it is taken).
+    ended_match: bool,
+}
+
+impl Scratch {
+    /// Whether the last row taken is the last row of a match an attempt found with it
+    /// (one that may be reported later, or has been).
+    pub(crate) fn ended_match(&self) -> bool {
+        self.ended_match
+    }
 }
 
 impl Partition {
@@ -434,6 +445,7 @@ impl Partition {
     ) -> Result<(), Refused> {
         let idx = self.next();
         let ts = row.ts;
+        s.ended_match = false;
         // A Nexmark run has millions of partitions of a row or two, each with an attempt:
         // room for one row and one attempt first, not the four a first push makes (a fifth of
         // such a partition's memory, all of it fresh pages the kernel zeroes).
@@ -469,6 +481,8 @@ impl Partition {
             };
             let best =
                 closure(p, &mut s.seen, &mut s.prune, at, 0, None, &mut threads).then_some(None);
+            // An empty match: shown as its start row.
+            s.ended_match |= best.is_some();
             if rival {
                 s.prune.end_row();
             }
@@ -683,6 +697,7 @@ impl Partition {
                 return Err(failed);
             }
             a.threads = next;
+            s.ended_match |= found.is_some();
             let best = found.map(|h| a.best.replace(h));
             if rivals {
                 if stands_for_later(reach, a) {
