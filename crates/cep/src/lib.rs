@@ -456,6 +456,7 @@ pub(crate) fn compile(
         ends,
         excluded,
         unmatched,
+        timed_out_rows: timeout_port.is_some(),
     };
     let warnings = Diagnostics::default();
     let overflow = spread::overflow(&p, &pattern, measures.iter().map(|(_, t)| &t.e))?;

@@ -113,10 +113,15 @@ impl Partition {
                 }
                 None => {
                     if let Some(partial) = a.timed_out {
+                        let (steps, excluded) = if p.timed_out_rows {
+                            (to_steps(partial.as_ref()), excluded_rows(partial.as_ref()))
+                        } else {
+                            (Vec::new(), Vec::new())
+                        };
                         out.push(Outcome::TimedOut {
                             start: a.start,
-                            steps: to_steps(partial.as_ref()),
-                            excluded: excluded_rows(partial.as_ref()),
+                            steps,
+                            excluded,
                         });
                     }
                     if p.unmatched && a.start >= self.covered {
