@@ -20,6 +20,7 @@ mod df;
 mod equivalence;
 mod eval;
 mod expr;
+mod key;
 mod label_classes;
 mod matcher;
 mod modifiers;
@@ -96,6 +97,12 @@ pub(crate) struct Setup {
     /// a bid's 7: the rows waiting for the watermark are most of the memory). Every cell
     /// index below (and in the compiled expressions) counts among these.
     pub cells_of: Vec<usize>,
+    /// The cells (among a row's) that only a dead letter shows, which a row drops once it
+    /// is taken without ending a match, where that is the only dead letter that could show
+    /// it later (see `compile`); empty otherwise. cep_q3 keeps every column of a bid for its
+    /// dead letters (its conditions can overflow): its `channel`, `url` and `extra` strings
+    /// go as the row is taken, not 5 s later with its partial match.
+    pub shed: Vec<usize>,
     /// The partition columns: among the input's (keys), among a row's cells (output).
     pub partition: Vec<usize>,
     pub partition_cells: Vec<usize>,
@@ -388,21 +395,24 @@ pub(crate) fn compile(
         all_rows || matcher::fallible(&defines) || measures.iter().any(|(_, t)| t.e.can_fail());
     let mut defines = defines;
     let mut measures = measures;
-    let mut kept = vec![whole; columns.len()];
-    kept[order] = true;
+    // The columns something reads: the order, the tie-breakers, the partition, the
+    // expressions.
+    let mut read = vec![false; columns.len()];
+    read[order] = true;
     for t in &ties {
-        kept[t.col] = true;
+        read[t.col] = true;
     }
     for c in &partition {
-        kept[*c] = true;
+        read[*c] = true;
     }
     for e in defines
         .iter()
         .flatten()
         .chain(measures.iter().map(|(_, t)| &t.e))
     {
-        read_columns(e, &mut kept);
+        read_columns(e, &mut read);
     }
+    let kept: Vec<bool> = read.iter().map(|r| whole || *r).collect();
     // A row's cells: the columns kept, renumbered in order (the identity when all are).
     let cells_of: Vec<usize> = (0..columns.len()).filter(|c| kept[*c]).collect();
     let mut slot = vec![usize::MAX; columns.len()];
@@ -446,9 +456,29 @@ pub(crate) fn compile(
         ends,
         excluded,
         unmatched,
+        timed_out_rows: timeout_port.is_some(),
     };
     let warnings = Diagnostics::default();
     let overflow = spread::overflow(&p, &pattern, measures.iter().map(|(_, t)| &t.e))?;
+    // A row is shown whole only by a dead letter of its own condition (while it is pushed)
+    // or of a measure of a match it ends, unless a match may end at the end of the input
+    // (`$`), a partial match timed out is output, every row is, or copies spread partial
+    // matches (and replay rows): then the columns nothing reads go once a row is taken
+    // without ending a match.
+    let shed: Vec<usize> = if whole
+        && !all_rows
+        && !pattern.unmatched
+        && !pattern.ends
+        && timeout_port.is_none()
+        && overflow.is_none()
+    {
+        (0..columns.len())
+            .filter(|c| !read[*c])
+            .map(|c| slot[c])
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(Setup {
         name: op.name.to_string(),
         def: op.clone(),
@@ -457,6 +487,7 @@ pub(crate) fn compile(
         input: Arc::clone(input),
         types: columns.iter().map(|(_, t)| *t).collect(),
         cells_of,
+        shed,
         partition,
         partition_cells,
         order,

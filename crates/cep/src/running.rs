@@ -18,8 +18,14 @@
 #[cfg(test)]
 mod cells_of_tests;
 #[cfg(test)]
+mod deadline_tests;
+#[cfg(test)]
 mod exhaustion_tests;
 mod handoff;
+#[cfg(test)]
+mod shed_tests;
+#[cfg(test)]
+mod test_op;
 mod waiting;
 
 use std::sync::Arc;
@@ -31,6 +37,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use serde::{Deserialize, Serialize};
 
 use super::cells::{out_column, row_json, ColumnCells};
+use super::key::Key;
 use super::matcher::{Outcome, Refused, Row, Scratch, Starts, TooManyThreads};
 use super::order::tie_order;
 use super::output::{render, Figures};
@@ -102,7 +109,7 @@ fn rows_fit(written: Option<&[usize]>, cells_of: &[usize], columns: usize) -> Re
 
 /// A row with its partition key, or `None` for a row without an event time (none is left:
 /// such rows go to the dead letters first).
-type Keyed = Option<(Box<[u8]>, Row)>;
+type Keyed = Option<(Key, Row)>;
 
 /// A running `pattern` operator.
 pub(crate) struct PatternOp {
@@ -137,6 +144,13 @@ pub(crate) struct PatternOp {
     figures: Figures,
     /// Its role among the copies that spread partial matches (`None`: it never took part).
     role: Option<SpreadRole>,
+    /// Tests: how many partitions watermarks visited, and whether a watermark visits every
+    /// partition with a partial match (as before the queue of deadlines) instead of the
+    /// queued ones: what the queue must agree with.
+    #[cfg(test)]
+    visits: u64,
+    #[cfg(test)]
+    visit_all: bool,
 }
 
 fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
@@ -225,6 +239,10 @@ impl PatternOp {
             timeouts: Vec::new(),
             figures: Figures::default(),
             role: None,
+            #[cfg(test)]
+            visits: 0,
+            #[cfg(test)]
+            visit_all: false,
         })
     }
 
@@ -255,9 +273,9 @@ impl PatternOp {
                 out.push(None);
                 continue;
             };
-            let key: Box<[u8]> = match &keys {
-                None => Box::new([]),
-                Some(k) => k.row(i).as_ref().into(),
+            let key = match &keys {
+                None => Key::from(&[][..]),
+                Some(k) => Key::from(k.row(i).as_ref()),
             };
             out.push(Some((key, Row { ts, cells })));
         }
@@ -321,10 +339,10 @@ impl PatternOp {
                 .map_err(|e| store_error(&setup.name, e))?;
         }
         let extend = self.extend_only();
-        let part = if extend {
+        let mut slot = if extend {
             // Only partitions with partial matches handed to it matter.
             match self.store.live_mut(&p.key) {
-                Some(part) => part,
+                Some(slot) => slot,
                 None => return Ok(()),
             }
         } else {
@@ -332,6 +350,7 @@ impl PatternOp {
                 .get_mut(&setup.pattern, &p.key)
                 .map_err(|e| store_error(&setup.name, e))?
         };
+        let part = &mut *slot.part;
         let starts = if extend { Starts::Never } else { Starts::Every };
         let before = part.attempts_kept();
         match part.push_starting(
@@ -382,44 +401,84 @@ impl PatternOp {
         let dropped = part.trim(&setup.pattern);
         self.figures.kept(part, 1, dropped);
         self.figures.partial(before, part);
+        if !setup.shed.is_empty() && self.role.is_none() && !self.scratch.ended_match() {
+            part.shed_last(&setup.shed);
+        }
         if part.is_blank(&setup.pattern) || (extend && part.is_idle()) {
             self.figures.kept(part, 0, part.rows_kept());
             self.store
                 .forget(&setup.pattern, &p.key)
                 .map_err(|e| store_error(&setup.name, e))?;
+        } else {
+            slot.queue(&setup.pattern, &p.key);
         }
         Ok(())
     }
 
-    /// Ends the attempts whose time bound has passed.
+    /// Ends the attempts whose time bound has passed: those of the partitions queued by
+    /// then (see `store/deadlines.rs`), each queued again at its next bound.
     fn advance(&mut self, watermark: i64) -> Result<(), OperatorError> {
-        let setup = Arc::clone(&self.setup);
-        if setup.pattern.within.is_none() {
+        if self.setup.pattern.within.is_none() {
             return Ok(());
         }
-        for part in self.store.busy() {
-            let before = part.attempts_kept();
-            part.advance(&setup.pattern, watermark, &mut self.outcomes);
-            self.figures.partial(before, part);
-            if !self.outcomes.is_empty() {
-                self.figures.outcomes(&self.outcomes);
-                render(
-                    &setup,
-                    part,
-                    &mut self.outcomes,
-                    &mut self.main,
-                    &mut self.timeouts,
-                    &self.errors,
-                )?;
-                let dropped = part.trim(&setup.pattern);
-                self.figures.kept(part, 0, dropped);
+        #[cfg(test)]
+        if self.visit_all {
+            let mut busy = Vec::new();
+            self.store.each_live(|key, part| {
+                if !part.is_idle() {
+                    busy.push(Key::from(key));
+                }
+                false
+            });
+            for key in busy {
+                self.visit(&key, watermark)?;
             }
+            return Ok(());
         }
-        let forgotten = self
-            .store
-            .forget_blank(&setup.pattern)
-            .map_err(|e| store_error(&setup.name, e))?;
-        self.figures.kept = self.figures.kept.saturating_sub(forgotten);
+        while let Some(key) = self.store.next_due(watermark) {
+            self.visit(&key, watermark)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the attempts of partition `key` whose time bound passed by `watermark`; forgets
+    /// the partition if that leaves it blank, or else queues it at its next bound.
+    fn visit(&mut self, key: &[u8], watermark: i64) -> Result<(), OperatorError> {
+        #[cfg(test)]
+        {
+            self.visits += 1;
+        }
+        let setup = Arc::clone(&self.setup);
+        let extend = self.extend_only();
+        let Some(mut slot) = self.store.live_mut(key) else {
+            return Ok(());
+        };
+        let part = &mut *slot.part;
+        let before = part.attempts_kept();
+        part.advance(&setup.pattern, watermark, &mut self.outcomes);
+        self.figures.partial(before, part);
+        if !self.outcomes.is_empty() {
+            self.figures.outcomes(&self.outcomes);
+            render(
+                &setup,
+                part,
+                &mut self.outcomes,
+                &mut self.main,
+                &mut self.timeouts,
+                &self.errors,
+            )?;
+            let dropped = part.trim(&setup.pattern);
+            self.figures.kept(part, 0, dropped);
+        }
+        if part.is_blank(&setup.pattern) || (extend && part.is_idle()) {
+            self.figures.kept(part, 0, part.rows_kept());
+            self.store
+                .forget(&setup.pattern, key)
+                .map_err(|e| store_error(&setup.name, e))?;
+        } else {
+            let due = part.next_deadline(&setup.pattern, watermark);
+            slot.queue_at(key, due);
+        }
         Ok(())
     }
 
@@ -546,6 +605,8 @@ impl PatternOp {
             self.pending.push(Pending { seq, key, row });
         }
         self.stored_up_to = self.seq;
+        self.store
+            .queue_all(|part| part.next_deadline(pattern, watermark));
     }
 
     /// Refuses a live rescale's move where it cannot be done directly: a change still to

@@ -16,19 +16,26 @@
 //!
 //! A waiting row is written by the first snapshot after it arrived and deleted when the
 //! watermark releases it, so that every row moves with its partition's key group.
+//!
+//! Partitions with a partial match that a time bound ends are also queued by the time it
+//! ends (`deadlines.rs`), so that a watermark visits those whose time has come.
 
-use std::collections::HashMap;
+mod deadlines;
+mod table;
+
 use std::path::PathBuf;
 
-use ahash::RandomState;
 use std::io::{Read, Write};
 
 use anduin_state::{
     BackendKind, KeyGroup, KeyGroupRange, KeyedTable, SnapshotKind, TableEntry, TableError,
 };
 
+use super::key::Key;
 use super::matcher::{Partition, Pattern, Refused, Row, Starts};
 use super::value::Value;
+use deadlines::{Deadlines, UNQUEUED};
+use table::Table;
 
 /// Why the store failed.
 #[derive(Debug)]
@@ -51,18 +58,76 @@ impl From<TableError> for StoreError {
 }
 
 /// A row waiting for the watermark: its sequence number, its partition key and the row.
-pub(crate) type Waiting = (u64, Box<[u8]>, Row);
+pub(crate) type Waiting = (u64, Key, Row);
 
 /// What a restore or a live rescale's take read back: the rows waiting for the watermark,
 /// by sequence number, and the keys of the partitions rebuilt in memory.
 pub(crate) struct Loaded {
     pub(crate) waiting: Vec<Waiting>,
-    pub(crate) partitions: Vec<Box<[u8]>>,
+    pub(crate) partitions: Vec<Key>,
 }
 
-/// Partitions in memory, each with whether it changed since the last snapshot and whether
-/// the table has an entry of it.
-type Live = HashMap<Box<[u8]>, (Partition, bool, bool), RandomState>;
+/// A partition in memory.
+#[derive(Debug)]
+struct Held {
+    part: Partition,
+    /// It changed since the last snapshot.
+    changed: bool,
+    /// The table has an entry of it.
+    stored: bool,
+    /// The time at which it is queued in [`Store::deadlines`] ([`UNQUEUED`]: it is not).
+    due: i64,
+}
+
+impl Held {
+    fn new(part: Partition, changed: bool, stored: bool) -> Self {
+        Self {
+            part,
+            changed,
+            stored,
+            due: UNQUEUED,
+        }
+    }
+}
+
+/// Partitions in memory by key.
+type Live = Table<Held>;
+
+/// A partition in memory, marked as changed, and its place in the queue of deadlines.
+pub(crate) struct Slot<'s> {
+    pub(crate) part: &'s mut Partition,
+    due: &'s mut i64,
+    deadlines: &'s mut Deadlines,
+}
+
+impl Slot<'_> {
+    /// After rows were pushed to the partition (of `key`, under `p`): queues it at the time
+    /// the time bound ends its first partial match, if it has one and is not queued. (One
+    /// queued stays queued: its partial matches end no earlier than the time it is queued
+    /// at, as attempts start in event-time order, and the visit at that time queues it again
+    /// at its next.)
+    pub(crate) fn queue(&mut self, p: &Pattern, key: &[u8]) {
+        if *self.due == UNQUEUED && p.within.is_some() {
+            let due = self.part.next_deadline(p, i64::MIN);
+            queue(self.deadlines, self.due, key, due);
+        }
+    }
+
+    /// After a visit at a watermark ([`Store::next_due`]), which left the partition (of
+    /// `key`) unqueued: queues it at `due`, when the time bound next ends one of its partial
+    /// matches (`None`: never).
+    pub(crate) fn queue_at(&mut self, key: &[u8], due: Option<i64>) {
+        queue(self.deadlines, self.due, key, due);
+    }
+}
+
+/// [`Slot::queue`] of a partition recording `slot`.
+fn queue(deadlines: &mut Deadlines, slot: &mut i64, key: &[u8], due: Option<i64>) {
+    if let Some(due) = due.filter(|d| *slot == UNQUEUED && *d != UNQUEUED) {
+        *slot = due;
+        deadlines.push(due, Key::from(key));
+    }
+}
 
 /// The sub-key of a partition.
 const PARTITION: &[u8] = b"p";
@@ -98,6 +163,8 @@ pub(crate) struct Store {
     /// The instance only extends the partial matches handed to it: a partition without
     /// one is forgotten, and a snapshot keeps the start rows of its attempts.
     extend_only: bool,
+    /// The partitions with partial matches a time bound ends, by when (see `deadlines.rs`).
+    deadlines: Deadlines,
 }
 
 impl Store {
@@ -112,11 +179,12 @@ impl Store {
         Self {
             kind,
             table: KeyedTable::new(operator, kind, dir),
-            live: HashMap::default(),
+            live: Table::default(),
             cache: cache.max(1),
             spilled: 0,
             row_bytes: Vec::new(),
             extend_only: false,
+            deadlines: Deadlines::default(),
         }
     }
 
@@ -133,26 +201,55 @@ impl Store {
     }
 
     /// The partition of `key` if it is in memory, marked as changed.
-    pub(crate) fn live_mut(&mut self, key: &[u8]) -> Option<&mut Partition> {
-        self.live.get_mut(key).map(|(part, changed, _)| {
-            *changed = true;
-            part
+    pub(crate) fn live_mut(&mut self, key: &[u8]) -> Option<Slot<'_>> {
+        let Store {
+            live, deadlines, ..
+        } = self;
+        live.get_mut(key).map(|h| {
+            h.changed = true;
+            Slot {
+                part: &mut h.part,
+                due: &mut h.due,
+                deadlines,
+            }
         })
     }
 
     /// Calls `f` with every partition in memory and its key; marks those it says it
     /// changed.
     pub(crate) fn each_live(&mut self, mut f: impl FnMut(&[u8], &mut Partition) -> bool) {
-        for (k, (p, changed, _)) in self.live.iter_mut() {
-            if f(k, p) {
-                *changed = true;
+        for (k, h) in self.live.iter_mut() {
+            if f(k, &mut h.part) {
+                h.changed = true;
             }
         }
     }
 
     /// The partitions in memory (to count what they hold).
     pub(crate) fn live(&self) -> impl Iterator<Item = &Partition> {
-        self.live.values().map(|(p, _, _)| p)
+        self.live.values().map(|h| &h.part)
+    }
+
+    /// The next partition whose time bound ends a partial match by `watermark`, no longer
+    /// queued (see `deadlines.rs`); after changing it, [`Slot::queue_at`] queues it again.
+    pub(crate) fn next_due(&mut self, watermark: i64) -> Option<Key> {
+        while let Some((due, key)) = self.deadlines.pop_due(watermark) {
+            // An entry the partition does not record is one it outlived (it was forgotten, or
+            // visited at that time already).
+            if let Some(h) = self.live.get_mut(key.as_bytes()).filter(|h| h.due == due) {
+                h.due = UNQUEUED;
+                return Some(key);
+            }
+        }
+        None
+    }
+
+    /// Queues every partition in memory that is not, at `due(partition)` (after a restore,
+    /// a live rescale's take, or partial matches taken from another instance).
+    pub(crate) fn queue_all(&mut self, mut due: impl FnMut(&Partition) -> Option<i64>) {
+        for (k, h) in self.live.iter_mut() {
+            queue(&mut self.deadlines, &mut h.due, k, due(&h.part));
+        }
     }
 
     /// How many partitions there are (in memory and only in the table).
@@ -166,25 +263,39 @@ impl Store {
     }
 
     /// The partition of `key`, read back from the table if it was dropped from memory, or a
-    /// new one; marked as changed.
-    pub(crate) fn get_mut(
-        &mut self,
-        p: &Pattern,
-        key: &[u8],
-    ) -> Result<&mut Partition, StoreError> {
-        if !self.live.contains_key(key) {
-            let (part, stored) = match self.table.get(key, PARTITION)? {
+    /// new one; marked as changed. (One hash of the key: a Nexmark run looks up a partition
+    /// per row, most of them new.)
+    pub(crate) fn get_mut(&mut self, p: &Pattern, key: &[u8]) -> Result<Slot<'_>, StoreError> {
+        let Store {
+            kind,
+            table,
+            live,
+            spilled,
+            deadlines,
+            ..
+        } = self;
+        let h = live.get_or_try_insert(key, || {
+            // Only the LSM backend drops partitions from memory: with the heap one, the
+            // table holds none that is not in memory too.
+            let bytes = match kind {
+                BackendKind::Heap => None,
+                _ => table.get(key, PARTITION)?,
+            };
+            let (part, stored) = match bytes {
                 Some(bytes) => {
-                    self.spilled = self.spilled.saturating_sub(1);
-                    (decode(p, &bytes, self.table.key_group(key))?, true)
+                    *spilled = spilled.saturating_sub(1);
+                    (decode(p, &bytes, table.key_group(key))?, true)
                 }
                 None => (Partition::default(), false),
             };
-            self.live.insert(key.into(), (part, true, stored));
-        }
-        let (part, changed, _) = self.live.get_mut(key).expect("inserted above if absent");
-        *changed = true;
-        Ok(part)
+            Ok::<_, StoreError>(Held::new(part, true, stored))
+        })?;
+        h.changed = true;
+        Ok(Slot {
+            part: &mut h.part,
+            due: &mut h.due,
+            deadlines,
+        })
     }
 
     /// Forgets the partition of `key` (in memory and in the table), which is
@@ -193,12 +304,12 @@ impl Store {
     /// that only extends also forgets a partition without partial matches (one handed to it
     /// later comes with the rows it needs).
     pub(crate) fn forget(&mut self, p: &Pattern, key: &[u8]) -> Result<(), StoreError> {
-        if let Some((part, _, stored)) = self.live.remove(key) {
+        if let Some(h) = self.live.remove(key) {
             debug_assert!(
-                self.unneeded(p, &part),
+                self.unneeded(p, &h.part),
                 "only an unneeded partition is forgotten"
             );
-            if stored {
+            if h.stored {
                 self.table.delete(key, PARTITION)?;
             }
         }
@@ -217,12 +328,12 @@ impl Store {
         } = self;
         let mut failed = None;
         let mut rows = 0;
-        live.retain(|key, (part, _, stored)| {
-            if !(part.is_blank(p) || (*extend_only && part.is_idle())) {
+        live.retain(|key, h| {
+            if !(h.part.is_blank(p) || (*extend_only && h.part.is_idle())) {
                 return true;
             }
-            rows += part.rows_kept();
-            if *stored {
+            rows += h.part.rows_kept();
+            if h.stored {
                 if let Err(e) = table.delete(key, PARTITION) {
                     failed.get_or_insert(e);
                 }
@@ -232,22 +343,11 @@ impl Store {
         failed.map_or(Ok(rows), |e| Err(e.into()))
     }
 
-    /// Every partition in memory with a partial match in flight, marked as changed.
-    pub(crate) fn busy(&mut self) -> impl Iterator<Item = &mut Partition> {
-        self.live
-            .values_mut()
-            .filter(|(p, _, _)| !p.is_idle())
-            .map(|(p, changed, _)| {
-                *changed = true;
-                p
-            })
-    }
-
     /// Every partition in memory, marked as changed.
     pub(crate) fn all_live(&mut self) -> impl Iterator<Item = &mut Partition> {
-        self.live.values_mut().map(|(p, changed, _)| {
-            *changed = true;
-            p
+        self.live.values_mut().map(|h| {
+            h.changed = true;
+            &mut h.part
         })
     }
 
@@ -257,18 +357,18 @@ impl Store {
         if self.kind != BackendKind::Lsm || self.live.len() <= self.cache {
             return Ok(());
         }
-        let idle: Vec<Box<[u8]>> = self
+        let idle: Vec<Key> = self
             .live
             .iter()
-            .filter(|(_, (part, _, _))| part.is_idle())
+            .filter(|(_, h)| h.part.is_idle())
             .map(|(k, _)| k.clone())
             .take(self.live.len() - self.cache)
             .collect();
         for key in idle {
-            if let Some((part, changed, _)) = self.live.remove(&key) {
-                if changed {
+            if let Some(h) = self.live.remove(key.as_bytes()) {
+                if h.changed {
                     self.table
-                        .put(&key, PARTITION, &encode(&part, self.extend_only))?;
+                        .put(&key, PARTITION, &encode(&h.part, self.extend_only))?;
                 }
                 self.spilled += 1;
             }
@@ -281,6 +381,7 @@ impl Store {
     /// them): a pattern that switched to a new definition starts afresh.
     pub(crate) fn clear(&mut self) -> Result<(), StoreError> {
         self.live.clear();
+        self.deadlines.clear();
         self.spilled = 0;
         let all = self.table.all_key_groups();
         let _removed = self.table.export(all, &mut std::io::sink())?;
@@ -300,11 +401,11 @@ impl Store {
         &mut self,
         new_waiting: impl Iterator<Item = (u64, &'a [u8], &'a Row)>,
     ) -> Result<(), StoreError> {
-        for (key, (part, changed, stored)) in self.live.iter_mut() {
-            if std::mem::take(changed) {
+        for (key, h) in self.live.iter_mut() {
+            if std::mem::take(&mut h.changed) {
                 self.table
-                    .put(key, PARTITION, &encode(part, self.extend_only))?;
-                *stored = true;
+                    .put(key, PARTITION, &encode(&h.part, self.extend_only))?;
+                h.stored = true;
             }
         }
         for (seq, key, row) in new_waiting {
@@ -358,11 +459,11 @@ impl Store {
             }
         }
         let pieces = table.export_each(ranges)?;
-        live.retain(|key, (part, _, _)| {
+        live.retain(|key, h| {
             let kg = table.key_group(key);
             let leaves = ranges.iter().any(|r| r.contains(kg));
             if leaves {
-                gone(part);
+                gone(&h.part);
             }
             !leaves
         });
@@ -400,10 +501,10 @@ impl Store {
 
     /// Calls `f` with each partition of `keys` in memory, not marking them as changed (a
     /// restore or a take settles what it read back).
-    pub(crate) fn each_of(&mut self, keys: &[Box<[u8]>], mut f: impl FnMut(&mut Partition)) {
+    pub(crate) fn each_of(&mut self, keys: &[Key], mut f: impl FnMut(&mut Partition)) {
         for key in keys {
-            if let Some((part, _, _)) = self.live.get_mut(key) {
-                f(part);
+            if let Some(h) = self.live.get_mut(key.as_bytes()) {
+                f(&mut h.part);
             }
         }
     }
@@ -418,6 +519,7 @@ impl Store {
         changes: &mut [&mut dyn Read],
     ) -> Result<Loaded, StoreError> {
         self.live.clear();
+        self.deadlines.clear();
         self.spilled = 0;
         let (table, mut loader) = self.loading();
         table.restore(full, changes, |e: TableEntry<'_>| loader.load(p, e))?;
@@ -442,9 +544,9 @@ impl Loader<'_> {
             }
             let part = decode(p, e.value, e.kg)?;
             if self.kind == BackendKind::Heap || !part.is_idle() {
-                let key: Box<[u8]> = e.group_key.into();
+                let key = Key::from(e.group_key);
                 self.loaded.partitions.push(key.clone());
-                self.live.insert(key, (part, false, true));
+                self.live.insert(key, Held::new(part, false, true));
             } else {
                 *self.spilled += 1;
             }
@@ -453,7 +555,7 @@ impl Loader<'_> {
             let row = get_row(&mut r)
                 .filter(|_| r.is_empty())
                 .ok_or(StoreError::Corrupt("waiting row", e.kg))?;
-            self.loaded.waiting.push((seq, e.group_key.into(), row));
+            self.loaded.waiting.push((seq, Key::from(e.group_key), row));
         } else {
             return Err(StoreError::UnknownEntry(
                 e.kg,

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use super::super::equivalence::Pruner;
 use super::super::expr::Sel;
 use super::super::program::Inst;
+use super::super::value::Value;
 use super::closure::{closure, At, Seen};
 use super::views::{excluded_rows, to_steps};
 use super::{Attempt, Outcome, Partition, Pattern, Refused, Row, Scratch, Skip, Starts};
@@ -112,10 +113,15 @@ impl Partition {
                 }
                 None => {
                     if let Some(partial) = a.timed_out {
+                        let (steps, excluded) = if p.timed_out_rows {
+                            (to_steps(partial.as_ref()), excluded_rows(partial.as_ref()))
+                        } else {
+                            (Vec::new(), Vec::new())
+                        };
                         out.push(Outcome::TimedOut {
                             start: a.start,
-                            steps: to_steps(partial.as_ref()),
-                            excluded: excluded_rows(partial.as_ref()),
+                            steps,
+                            excluded,
                         });
                     }
                     if p.unmatched && a.start >= self.covered {
@@ -139,6 +145,36 @@ impl Partition {
             dropped += 1;
         }
         dropped
+    }
+
+    /// When the time bound of `p` next ends one of the partition's partial matches: the
+    /// bound of the first attempt in flight that has not passed at event time `after`
+    /// (`None`: no such attempt, or no bound). Attempts start in event-time order, so the
+    /// first is the earliest; one whose bound passed at `after` is in flight only while its
+    /// threads wait for the end of the input (`$`), and the next row ends it.
+    pub(crate) fn next_deadline(&self, p: &Pattern, after: i64) -> Option<i64> {
+        let w = p.within?;
+        self.attempts
+            .iter()
+            .filter(|a| !a.ended())
+            .map(|a| a.start_ts.saturating_add(w))
+            .find(|due| *due > after)
+    }
+
+    /// Drops the cells `cold` (they become NULL) of the last row taken, if still kept: cells
+    /// nothing reads, kept only for a dead letter that can no longer show the row (see
+    /// `Setup::shed`). Call only when [`Scratch::ended_match`](super::Scratch::ended_match)
+    /// says the row ends no match.
+    pub(crate) fn shed_last(&mut self, cold: &[usize]) {
+        // The last row taken is the last kept, if any is.
+        let Some(row) = self.rows.back_mut() else {
+            return;
+        };
+        for c in cold {
+            if let Some(cell) = row.cells.get_mut(*c) {
+                *cell = Value::Null;
+            }
+        }
     }
 
     /// Whether no partial match is in flight (only rows PREV may reach are kept).

@@ -77,6 +77,11 @@ pub(crate) struct Pattern {
     /// Report the rows in no match ([`Outcome::Unmatched`]: ALL ROWS PER MATCH WITH
     /// UNMATCHED ROWS).
     pub unmatched: bool,
+    /// Timed-out partial matches are output (`timeout_output`): an
+    /// [`Outcome::TimedOut`] carries the partial match's rows. Without, it carries none (it
+    /// is only counted): cep_q3 times out a partial match per bid, and listing their rows
+    /// for nothing was a few per cent of its time.
+    pub timed_out_rows: bool,
 }
 
 impl Pattern {
@@ -389,6 +394,17 @@ pub(crate) struct Scratch {
     /// An attempt other than the front one ended with nothing to report in the row being
     /// pushed.
     emptied: bool,
+    /// An attempt found a match ending at the row being pushed (the last one pushed, once
+    /// it is taken).
+    ended_match: bool,
+}
+
+impl Scratch {
+    /// Whether the last row taken is the last row of a match an attempt found with it
+    /// (one that may be reported later, or has been).
+    pub(crate) fn ended_match(&self) -> bool {
+        self.ended_match
+    }
 }
 
 impl Partition {
@@ -434,6 +450,13 @@ impl Partition {
     ) -> Result<(), Refused> {
         let idx = self.next();
         let ts = row.ts;
+        s.ended_match = false;
+        // A Nexmark run has millions of partitions of a row or two, each with an attempt:
+        // room for one row and one attempt first, not the four a first push makes (a fifth of
+        // such a partition's memory, all of it fresh pages the kernel zeroes).
+        if self.rows.capacity() == 0 {
+            self.rows.reserve_exact(1);
+        }
         self.rows.push_back(row);
         let mut started = idx >= self.resume && starts.admits(idx);
         // Whether the attempts in flight stand for later ones in this row (the new one's
@@ -463,6 +486,8 @@ impl Partition {
             };
             let best =
                 closure(p, &mut s.seen, &mut s.prune, at, 0, None, &mut threads).then_some(None);
+            // An empty match: shown as its start row.
+            s.ended_match |= best.is_some();
             if rival {
                 s.prune.end_row();
             }
@@ -471,6 +496,9 @@ impl Partition {
                 s.spare.push(threads);
                 started = false;
             } else {
+                if self.attempts.capacity() == 0 {
+                    self.attempts.reserve_exact(1);
+                }
                 self.attempts.push_back(Attempt {
                     start: idx,
                     start_ts: ts,
@@ -674,6 +702,7 @@ impl Partition {
                 return Err(failed);
             }
             a.threads = next;
+            s.ended_match |= found.is_some();
             let best = found.map(|h| a.best.replace(h));
             if rivals {
                 if stands_for_later(reach, a) {

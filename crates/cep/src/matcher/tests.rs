@@ -87,6 +87,7 @@ fn pattern(rng: &mut Rng) -> (Pattern, String) {
         anchored: false,
         excluded: Vec::new(),
         unmatched: false,
+        timed_out_rows: true,
         ends: false,
     };
     let what = format!("pattern {text}, define {defines_text}, {skip:?}, within {within:?}");
@@ -148,6 +149,24 @@ fn run(p: &Pattern, rows: &[Row]) -> (Vec<Outcome>, Vec<State>, Vec<usize>) {
 fn a_step_and_a_partition_stay_as_small_as_they_were() {
     assert_eq!(std::mem::size_of::<Step>(), 56);
     assert_eq!(std::mem::size_of::<Partition>(), 96);
+}
+
+/// Most partitions of a Nexmark run hold a row and an attempt: room for one of each, grown
+/// as usual from there.
+#[test]
+fn a_partition_of_one_row_holds_room_for_one_row_and_one_attempt() {
+    let p = compiled("A B+", "B AS value > 0");
+    let mut part = Partition::default();
+    let mut s = Scratch::default();
+    let mut out = Vec::new();
+    part.push(&p, &mut s, row_of(1, 0), &mut out)
+        .expect("taken");
+    assert_eq!((part.rows.capacity(), part.attempts.capacity()), (1, 1));
+    part.push(&p, &mut s, row_of(2, 0), &mut out)
+        .expect("taken");
+    assert_eq!(part.rows.len(), 2);
+    assert!(part.rows.capacity() >= 2 && part.attempts.capacity() >= 2);
+    assert!(out.is_empty());
 }
 
 #[test]
@@ -228,6 +247,7 @@ fn a_refused_row_keeps_partial_matches_best_matches_and_time_outs() {
         anchored: false,
         excluded: Vec::new(),
         unmatched: false,
+        timed_out_rows: true,
         ends: false,
     };
     let mut part = Partition::default();
@@ -288,6 +308,7 @@ pub(super) fn compiled(pattern: &str, defines: &str) -> Pattern {
         anchored: false,
         excluded: Vec::new(),
         unmatched: false,
+        timed_out_rows: true,
         ends: false,
     }
 }
@@ -695,6 +716,7 @@ fn compiled_with(pattern: &str, subsets: &[(&str, &[&str])], defines: &str) -> P
         max_back: 3,
         max_threads: 100_000,
         unmatched: false,
+        timed_out_rows: true,
     }
 }
 
@@ -777,5 +799,32 @@ fn no_pattern_of_the_literature_reaches_the_guard_over_a_few_hundred_rows() {
                 }
             }
         }
+    }
+}
+
+/// A partial match the time bound ends is reported with its rows only where they are output
+/// (`timeout_output`); otherwise only that it timed out, for the count.
+#[test]
+fn a_timed_out_partial_match_lists_its_rows_only_when_they_are_output() {
+    for rows_out in [true, false] {
+        let mut p = compiled("A B", "B AS value > 100");
+        p.within = Some(10);
+        p.timed_out_rows = rows_out;
+        let mut part = Partition::default();
+        let mut s = Scratch::default();
+        let mut out = Vec::new();
+        part.push(&p, &mut s, row_of(0, 0), &mut out)
+            .expect("taken");
+        part.push(&p, &mut s, row_of(20, 0), &mut out)
+            .expect("taken");
+        let steps = if rows_out { vec![(0, 0)] } else { Vec::new() };
+        assert_eq!(
+            out,
+            [Outcome::TimedOut {
+                start: 0,
+                steps,
+                excluded: Vec::new(),
+            }]
+        );
     }
 }

@@ -5,77 +5,10 @@
 //! the end. Either way every row comes before the +∞ goes on (a row after it would be late
 //! for an event-time operator downstream, and after the end for a lookup join's side).
 
-use std::sync::Arc;
-
-use anduin_operator_api::{BuildContext, Collector, Operator, OperatorError};
+use anduin_operator_api::Operator;
 use anduin_types::Watermark;
-use arrow::array::{Array, Int64Array, RecordBatch};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use super::super::compile;
-use super::PatternOp;
-
-/// Event time (ms), sensor, value.
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("ts", DataType::Int64, true),
-        Field::new("sensor", DataType::Int64, true),
-        Field::new("value", DataType::Int64, true),
-    ]))
-}
-
-fn batch(rows: &[(i64, i64, i64)]) -> RecordBatch {
-    let col = |f: fn(&(i64, i64, i64)) -> i64| -> Arc<dyn Array> {
-        Arc::new(Int64Array::from_iter_values(rows.iter().map(f)))
-    };
-    RecordBatch::try_new(schema(), vec![col(|r| r.0), col(|r| r.1), col(|r| r.2)]).expect("valid")
-}
-
-/// What the pattern emitted: a row (its port and int values), or the mark of its input's
-/// exhaustion.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Event {
-    Row(usize, Vec<Option<i64>>),
-    /// The end of event time, forwarded.
-    End,
-    Exhausted,
-}
-
-#[derive(Default)]
-struct Seen(Vec<Event>);
-
-impl Collector for Seen {
-    fn collect(&mut self, port: usize, batch: RecordBatch) -> Result<(), OperatorError> {
-        for r in 0..batch.num_rows() {
-            let values = batch
-                .columns()
-                .iter()
-                .map(|c| {
-                    let c = c.as_any().downcast_ref::<Int64Array>().expect("ints");
-                    (!c.is_null(r)).then(|| c.value(r))
-                })
-                .collect();
-            self.0.push(Event::Row(port, values));
-        }
-        Ok(())
-    }
-}
-
-/// A pattern over stream `s` with `params` (`.flow` param lines), partitioned by sensor.
-fn pattern(params: &str) -> PatternOp {
-    let late = if params.contains("timeout_output") {
-        "  output name = \"late\"\n"
-    } else {
-        ""
-    };
-    let src = format!(
-        "operator name = \"p\", type = \"pattern\" {{\n  input name = \"s\"\n  param order_by = \"ts\"\n  param partition_by = \"sensor\"\n{params}\n  output name = \"m\"\n{late}}}\n"
-    );
-    let spec = anduin_spec::parse_flow(&src).expect("parses");
-    let def = spec.operators.into_iter().next().expect("one operator");
-    let setup = compile(&def, &[("s", schema())]).unwrap_or_else(|e| panic!("compiles: {e:?}"));
-    PatternOp::new(Arc::new(setup), &BuildContext::default()).expect("builds")
-}
+use super::test_op::{batch, pattern, Event, Seen};
 
 /// Rises above 50 followed by drops below 10, of two sensors; the watermark passes the first
 /// rows, and the last rows of each sensor wait for it.

@@ -159,7 +159,8 @@ impl PatternOp {
             let part = self
                 .store
                 .get_mut(&setup.pattern, &key)
-                .map_err(|e| store_error(&setup.name, e))?;
+                .map_err(|e| store_error(&setup.name, e))?
+                .part;
             let before = part.attempts_kept();
             let rows_before = part.rows_kept();
             part.adopt(&setup.pattern, &mut self.scratch, piece, &mut self.outcomes)
@@ -185,6 +186,10 @@ impl PatternOp {
             .forget_blank(&setup.pattern)
             .map_err(|e| store_error(&setup.name, e))?;
         self.figures.kept = self.figures.kept.saturating_sub(forgotten);
+        // The attempts taken end by their time bounds as the others do.
+        let watermark = self.watermark;
+        self.store
+            .queue_all(|part| part.next_deadline(&setup.pattern, watermark));
         tracing::info!(
             operator = %setup.name,
             partial_matches = handed.partial_matches,

@@ -10,12 +10,13 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
+use super::super::key::Key;
 use super::super::matcher::Row;
 
 /// A row waiting for the watermark.
 pub(super) struct Pending {
     pub seq: u64,
-    pub key: Box<[u8]>,
+    pub key: Key,
     pub row: Row,
 }
 
@@ -121,7 +122,7 @@ mod tests {
     fn pending(seq: u64, ts: i64) -> Pending {
         Pending {
             seq,
-            key: Box::new([]),
+            key: Key::from(&[][..]),
             row: Row {
                 ts,
                 cells: Box::new([]),
