@@ -64,8 +64,10 @@ fn def(measures: &str) -> OperatorDef {
     spec.operators.into_iter().next().expect("one operator")
 }
 
+/// The rows an operator emits, as integer cells (a null as `None`); the other tests of the
+/// pattern operator collect with it too.
 #[derive(Default)]
-struct Ints(Vec<Vec<Option<i64>>>);
+pub(super) struct Ints(pub(super) Vec<Vec<Option<i64>>>);
 
 impl Collector for Ints {
     fn collect(&mut self, _port: usize, b: RecordBatch) -> Result<(), OperatorError> {

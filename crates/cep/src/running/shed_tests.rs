@@ -7,9 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anduin_operator_api::{
-    BuildContext, Collector, DeadLetter, DeadLetterTarget, Operator, OperatorError,
-};
+use anduin_operator_api::{BuildContext, DeadLetter, DeadLetterTarget, Operator};
 use anduin_types::Watermark;
 use arrow::array::{Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -17,6 +15,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use super::super::compile;
 use super::super::test_rng::Rng;
 use super::super::value::Value;
+use super::cells_of_tests::Ints;
 use super::PatternOp;
 
 /// Event time (ms), sensor, value, and a note nothing reads.
@@ -46,26 +45,6 @@ fn batch(rows: &[In]) -> RecordBatch {
         vec![col(|r| r.0), col(|r| r.1), col(|r| r.2), Arc::new(notes)],
     )
     .expect("valid")
-}
-
-#[derive(Default)]
-struct Ints(Vec<Vec<Option<i64>>>);
-
-impl Collector for Ints {
-    fn collect(&mut self, _port: usize, b: RecordBatch) -> Result<(), OperatorError> {
-        for r in 0..b.num_rows() {
-            self.0.push(
-                b.columns()
-                    .iter()
-                    .map(|c| {
-                        let c = c.as_any().downcast_ref::<Int64Array>().expect("ints");
-                        (!c.is_null(r)).then(|| c.value(r))
-                    })
-                    .collect(),
-            );
-        }
-        Ok(())
-    }
 }
 
 /// Nexmark's cep_q3 on (sensor, value): `A.value - 50` overflows for a value near the
