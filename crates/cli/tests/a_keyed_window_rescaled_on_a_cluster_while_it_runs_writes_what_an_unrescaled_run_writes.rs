@@ -59,6 +59,8 @@ struct Options {
     max_parallelism: Option<&'static str>,
     /// How many workers (2 if not given).
     workers: Option<usize>,
+    /// Each worker's slots (8 if not given).
+    slots: Option<u32>,
 }
 
 impl Rescaled {
@@ -77,7 +79,7 @@ impl Rescaled {
         }
         let cluster = LocalCluster::start_with(
             options.workers.unwrap_or(2),
-            8,
+            options.slots.unwrap_or(8),
             Setup {
                 coordinator_flags: options.coordinator.iter().map(|f| f.to_string()).collect(),
                 ..Setup::default()
@@ -365,6 +367,68 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_only_reads_it() {
     wait_until("rows into every added instance", || {
         client.metrics("q").is_ok_and(|m| {
             (2..5).all(|j| {
+                m.instances
+                    .iter()
+                    .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)
+            })
+        })
+    });
+    q.scale("1");
+    q.finish(Some(1));
+}
+
+/// Beyond `--max-parallelism` on a worker that runs nothing of the query (issue 15): two
+/// workers of two slots each run the generator, the window's two instances and the writer,
+/// full; a third worker joins. A rescale to 4 places both added instances on it (the least
+/// loaded, with room): the coordinator starts a part of the query there that runs none of
+/// its planned instances, tells every other executor where it listens, and tells it the
+/// barriers it sends, from which it builds the instances the rescale placed on it (nothing
+/// there aligns the barrier). They take rows from the generator and key groups from the
+/// window's instances over the network, and give them back at a rescale to 1; the output is
+/// the unrescaled run's. A rescale beyond every worker's room is refused, saying so.
+#[test]
+fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_ran_nothing_of_it() {
+    let mut q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        slots: Some(2),
+        ..Options::default()
+    });
+    let before: BTreeSet<u32> = ["gen", "w", "out"]
+        .iter()
+        .flat_map(|op| q.instances_of(op))
+        .map(|(_, w)| w)
+        .collect();
+    assert_eq!(before.len(), 2, "the query runs on both workers");
+    let crowded = ctl(q.dir(), &q.api, &["scale", "q", "w", "3"]);
+    let why = String::from_utf8_lossy(&crowded.stderr);
+    assert!(
+        crowded.status.code() != Some(0) && why.contains("or add workers"),
+        "no worker has room yet: {why}"
+    );
+    q.cluster.add_worker("w3", 2);
+    wait_until("the third worker joins", || q.cluster.workers_joined() == 3);
+    let crowded = ctl(q.dir(), &q.api, &["scale", "q", "w", "5"]);
+    let why = String::from_utf8_lossy(&crowded.stderr);
+    assert!(
+        crowded.status.code() != Some(0) && why.contains("scale to at most 4"),
+        "two instances fit on the third worker, not three: {why}"
+    );
+    q.scale("4");
+    assert_eq!(q.owners().as_deref(), Some("4"));
+    let added: Vec<(usize, u32)> = q
+        .instances_of("w")
+        .into_iter()
+        .filter(|(i, _)| *i >= 2)
+        .collect();
+    assert_eq!(added.len(), 2, "{added:?}");
+    assert!(
+        added.iter().all(|(_, w)| !before.contains(w)),
+        "the added instances run on the third worker: {added:?}, the query ran on {before:?}"
+    );
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    wait_until("rows into both added instances", || {
+        client.metrics("q").is_ok_and(|m| {
+            (2..4).all(|j| {
                 m.instances
                     .iter()
                     .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)

@@ -1039,6 +1039,7 @@ mod tests {
                 operator: "a".into(),
                 param: "x".into(),
                 value: "1".into(),
+                onto: Vec::new(),
             }],
         };
         let dir = tempfile::tempdir().expect("tempdir");

@@ -416,6 +416,11 @@ impl Coordinator {
             c.checkpoint_started(epoch);
         }
         let control = self.inject(epoch, full, last);
+        if let Some(c) = &self.control {
+            // Processes that align no barrier hear of it (a cluster's parts that run only
+            // instances added while running, or none yet).
+            c.barrier_sent(epoch, &control, last);
+        }
         for u in control
             .iter()
             .filter(|u| u.param == crate::rescale::PARALLELISM)
@@ -426,7 +431,7 @@ impl Coordinator {
                 let Some(g) = &self.growth else {
                     continue;
                 };
-                let added = g.reserve(u.seq, &u.operator, owners);
+                let added = g.reserve_onto(u.seq, &u.operator, owners, &u.onto);
                 for &(_, id) in &added {
                     self.scheduler.add_task(id);
                 }

@@ -199,6 +199,10 @@ pub(crate) struct Growth {
     /// A cluster's: the rescales whose instances this process has built, held while one is
     /// built (the first reader to align a barrier builds; the others wait and find it done).
     built: Mutex<std::collections::BTreeSet<u64>>,
+    /// A cluster's part that runs none of the planned instances: the run lasts until the
+    /// coordinator has told it the query's last barrier ([`Growth::told`]).
+    awaiting: Mutex<bool>,
+    more: std::sync::Condvar,
 }
 
 /// The numbers of the instances added: what the checkpoint coordinator shares with the tasks
@@ -237,6 +241,20 @@ struct Placed {
 }
 
 impl Placed {
+    /// The instances rescale `seq` adds on `here` where nothing aligns its barrier, with
+    /// their numbers (see [`Grown::alone_on`]).
+    fn alone(&self, seq: u64, here: WorkerId) -> Vec<(usize, usize)> {
+        let Some(grown) = self.grown.get(&seq) else {
+            return Vec::new();
+        };
+        grown
+            .alone_on(&self.topology, here)
+            .into_iter()
+            .filter_map(|a| self.topology.instance(a))
+            .map(|i| (i.at.instance, i.id))
+            .collect()
+    }
+
     /// The instances rescale `seq` adds that instance `at` builds on `here`, with their
     /// numbers (see [`Grown::to_build`]).
     fn to_build(&self, seq: u64, at: InstanceRef, here: WorkerId) -> Vec<(usize, usize)> {
@@ -421,7 +439,7 @@ impl Numbers {
         }
         for u in barrier.control.iter().filter(|u| u.param == PARALLELISM) {
             if let Ok(to) = u.value.trim().parse() {
-                self.reserve(u.seq, &u.operator, to);
+                self.reserve_onto(u.seq, &u.operator, to, &u.onto);
             }
         }
         let operators: Vec<&String> = self.tasks.values().flat_map(|(_, ops)| ops).collect();
@@ -468,7 +486,20 @@ impl Numbers {
     /// The instances change `seq` (a rescale of `operator` to `to`) adds, with their numbers
     /// in the run: reserved by whoever asks first (the coordinator as it injects the change,
     /// or instance 0 of the task as the barrier reaches it), the same for every later ask.
+    #[cfg(test)]
     pub(crate) fn reserve(&self, seq: u64, operator: &str, to: usize) -> Vec<(usize, usize)> {
+        self.reserve_onto(seq, operator, to, &[])
+    }
+
+    /// [`Numbers::reserve`] of a rescale that may place on `onto` too, workers that ran
+    /// nothing of the query ([`Topology::grow_onto`]).
+    pub(crate) fn reserve_onto(
+        &self,
+        seq: u64,
+        operator: &str,
+        to: usize,
+        onto: &[u32],
+    ) -> Vec<(usize, usize)> {
         let Some((&task, _)) = self.tasks.iter().find(|(_, (h, _))| h == operator) else {
             return Vec::new();
         };
@@ -487,7 +518,7 @@ impl Numbers {
         inner.instances.insert(task, now.max(to));
         inner.by_change.insert(seq, added.clone());
         if let Some(placed) = inner.placed.as_mut() {
-            match placed.topology.grow(task, now.max(to)) {
+            match placed.topology.grow_onto(task, now.max(to), onto) {
                 Ok(Some(grown)) => {
                     // Its instances that own key groups are this change's.
                     let last = placed.rescaled.entry(task).or_insert(seq);
@@ -534,6 +565,9 @@ struct Registry {
     added: HashMap<(String, usize), Inbox>,
     /// The threads of instances added, not joined yet.
     running: Vec<Running>,
+    /// The command channels of instances built alone ([`Growth::told`]): no instance here
+    /// passes them its commits, and they must not see their coordinator gone.
+    kept: Vec<Sender<Command>>,
 }
 
 /// An instance added: its task, the command channel to it (with checkpoints), and its
@@ -651,7 +685,109 @@ impl Growth {
             numbers: Arc::new(numbers),
             inner: Mutex::new(Registry::default()),
             built: Mutex::new(std::collections::BTreeSet::new()),
+            awaiting: Mutex::new(false),
+            more: std::sync::Condvar::new(),
         }
+    }
+
+    /// A cluster's part that runs none of the planned instances: it runs until told the
+    /// query's last barrier, building the instances rescales place on it meanwhile.
+    pub(crate) fn await_barriers(&self) {
+        *self
+            .awaiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+    }
+
+    /// The coordinator tells this process `barriers` it sent (every barrier with changes
+    /// since the last told, in order; `last`: the query's last is among them): what they
+    /// add is numbered and placed as everywhere, and the instances placed here where
+    /// nothing aligns the barrier ([`crate::topology::Builder::Alone`]) are built and
+    /// started, at the lowest event time (as where a reader builds them).
+    pub(crate) fn told(
+        self: &Arc<Self>,
+        barriers: &[Barrier],
+        last: bool,
+    ) -> Result<(), TaskFailure> {
+        let result = self.build_told(barriers);
+        if last || result.is_err() {
+            *self
+                .awaiting
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+        }
+        self.more.notify_all();
+        result
+    }
+
+    /// [`Growth::told`], whose failure fails the run (as the failure of the first instance it
+    /// would have built).
+    pub(crate) fn hear(self: &Arc<Self>, barriers: &[Barrier], last: bool) {
+        let Err(cause) = self.told(barriers, last) else {
+            return;
+        };
+        tracing::error!(error = %cause, "cannot build the instances a rescale placed on this part");
+        let at = InstanceRef {
+            task: self.setup.tasks.keys().next().copied().unwrap_or(0),
+            instance: 0,
+        };
+        let who = (GROWN_IDS, at, "an instance added while running".to_string());
+        match crate::spawn::failed(who, cause, &self.events, &self.abort) {
+            Ok(running) => self.lock().running.push(running),
+            Err(e) => tracing::error!(error = %e, "cannot start a thread to report it"),
+        }
+        self.more.notify_all();
+    }
+
+    fn build_told(self: &Arc<Self>, barriers: &[Barrier]) -> Result<(), TaskFailure> {
+        let Some(net) = &self.setup.net else {
+            return Ok(());
+        };
+        for barrier in barriers {
+            self.numbers.apply(barrier);
+            for (&task, g) in &self.setup.tasks {
+                let Some(u) = barrier
+                    .control
+                    .iter()
+                    .rev()
+                    .find(|u| u.operator == g.head && u.param == PARALLELISM)
+                else {
+                    continue;
+                };
+                let Ok(to) = u.value.trim().parse::<usize>() else {
+                    continue;
+                };
+                let mut built = self
+                    .built
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if built.contains(&u.seq) {
+                    continue;
+                }
+                let (added, template) = self
+                    .numbers
+                    .placed(|p| {
+                        let added = p.alone(u.seq, net.here);
+                        let template = (!added.is_empty()).then(|| p.template(u.seq, task, g));
+                        (added, template)
+                    })
+                    .unwrap_or_default();
+                let Some(template) = template else {
+                    continue;
+                };
+                built.insert(u.seq);
+                let template = template.map_err(|why| {
+                    internal(
+                        &g.head,
+                        &format!("cannot shape the instances added while running: {why}"),
+                    )
+                })?;
+                let start = (to, barrier.epoch, Watermark::MIN);
+                let commands = self.start_all((task, g), added, start, &template)?;
+                self.lock().kept.extend(commands);
+            }
+        }
+        Ok(())
     }
 
     /// The numbers of the instances added, for the checkpoint coordinator.
@@ -823,9 +959,29 @@ impl Growth {
         }
     }
 
-    /// The threads of instances added since the last call, running or ended, to join.
+    /// The threads of instances added since the last call, running or ended, to join; a
+    /// part that awaits its barriers ([`Growth::await_barriers`]) waits for some, until told
+    /// the last barrier or the run is aborted.
     pub(crate) fn take_running(&self) -> Vec<Running> {
-        std::mem::take(&mut self.lock().running)
+        let mut awaiting = self
+            .awaiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            let running = std::mem::take(&mut self.lock().running);
+            if !running.is_empty()
+                || !*awaiting
+                || self.abort.load(std::sync::atomic::Ordering::Relaxed)
+            {
+                return running;
+            }
+            // The abort flag is not notified: looked at now and then.
+            awaiting = self
+                .more
+                .wait_timeout(awaiting, std::time::Duration::from_millis(200))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
     }
 
     /// Instance `at` of its task has aligned `barrier`: when it is instance 0 of a growable
@@ -845,15 +1001,15 @@ impl Growth {
             let Some(to) = rescaled_to(barrier, &g.head) else {
                 continue;
             };
-            let seq = barrier
+            let (seq, onto) = barrier
                 .control
                 .iter()
                 .rev()
                 .find(|u| u.operator == g.head && u.param == PARALLELISM)
-                .map_or(0, |u| u.seq);
+                .map_or((0, &[][..]), |u| (u.seq, &u.onto[..]));
             let Some(net) = &self.setup.net else {
                 if at.task == task && at.instance == 0 {
-                    let added = self.numbers.reserve(seq, &g.head, to);
+                    let added = self.numbers.reserve_onto(seq, &g.head, to, onto);
                     if !added.is_empty() {
                         let template = chain.growth_template(barrier)?;
                         let start = (to, barrier.epoch, watermark);
@@ -862,7 +1018,7 @@ impl Growth {
                 }
                 continue;
             };
-            self.numbers.reserve(seq, &g.head, to);
+            self.numbers.reserve_onto(seq, &g.head, to, onto);
             // Held while they are built: another reader aligning the barrier here waits,
             // then finds them built (and the channels from them left for it).
             let mut built = self
@@ -1290,6 +1446,7 @@ operator name = "out", type = "writer" {
                         operator: operator.to_string(),
                         param: param.to_string(),
                         value: value.to_string(),
+                        onto: Vec::new(),
                     },
                 )
                 .collect(),

@@ -412,6 +412,7 @@ mod tests {
             operator: operator.into(),
             param: param.into(),
             value: value.into(),
+            onto: Vec::new(),
         }
     }
 

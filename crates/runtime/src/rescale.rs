@@ -623,6 +623,7 @@ mod tests {
             operator: operator.into(),
             param: param.into(),
             value: value.into(),
+            onto: Vec::new(),
         };
         let mut b = Barrier::checkpoint(Epoch(3), false);
         b.control = vec![update("w", PARALLELISM, "4"), update("j", "lower", "-1s")];

@@ -403,6 +403,13 @@ fn growth(
     if refused.is_some() {
         return None;
     }
+    // A cluster's part that runs none of the planned instances (started for those a rescale
+    // places on it).
+    let (cluster, alone) = (
+        net.is_some(),
+        net.and_then(|n| n.here)
+            .is_some_and(|here| topology.instances().all(|i| i.worker != here)),
+    );
     let net = net.and_then(|n| {
         Some(crate::grow::GrowNet {
             reach: n.reach(),
@@ -428,6 +435,20 @@ fn growth(
         config.control.clone(),
     ));
     growth.open_inboxes_as_they_come();
+    if let (true, Some(control)) = (cluster, &config.control) {
+        // A cluster's executor hears the barriers its coordinator sent: a part that runs
+        // none of the planned instances builds there the instances rescales place on it, and
+        // lasts until the query's last barrier.
+        if alone {
+            growth.await_barriers();
+        }
+        let heard = Arc::downgrade(&growth);
+        control.hear_barriers_with(Arc::new(move |barriers, last| {
+            if let Some(g) = heard.upgrade() {
+                g.hear(barriers, last);
+            }
+        }));
+    }
     Some(growth)
 }
 

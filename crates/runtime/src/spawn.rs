@@ -71,6 +71,35 @@ pub(crate) fn spawn_one(
     })
 }
 
+/// A thread that ends at once with `cause`, the failure of instance `at` (number `id`,
+/// `name`) before it could start (an instance added while running that could not be built
+/// where nothing else ran): the run fails with it as with an instance's own failure.
+pub(crate) fn failed(
+    (id, at, name): (usize, InstanceRef, String),
+    cause: TaskFailure,
+    events: &Events,
+    abort: &Arc<AtomicBool>,
+) -> std::io::Result<Running> {
+    abort.store(true, Ordering::Relaxed);
+    let error = TaskError::new(id, at, name.clone(), cause);
+    events.publish(EngineEvent::TaskFailed {
+        task: id,
+        name: name.clone(),
+        error: error.to_string(),
+        own: true,
+    });
+    let handle = std::thread::Builder::new()
+        .name(format!("anduin-task-{id}"))
+        .spawn(move || (Err(error), Instant::now()))?;
+    Ok(Running {
+        id,
+        at,
+        name,
+        replica: false,
+        handle,
+    })
+}
+
 /// The body of a task instance's thread.
 fn run_task(
     ready: ReadyTask,

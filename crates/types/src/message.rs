@@ -85,6 +85,11 @@ pub struct ControlUpdate {
     pub param: String,
     /// The new value, as it would be written in the `.flow` file.
     pub value: String,
+    /// A rescale beyond the instances that run the operator, on a cluster: the workers that
+    /// run nothing of the query and may take instances it adds (where those that run the
+    /// operator or read its output have no room left). Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub onto: Vec<u32>,
 }
 
 /// One message on a channel. Channels are FIFO, so a barrier or watermark separates the data

@@ -263,6 +263,10 @@ fn put_barrier(out: &mut Vec<u8>, b: &Barrier) -> Result<(), WireError> {
         put_str(out, &u.operator);
         put_str(out, &u.param);
         put_str(out, &u.value);
+        put_u32(out, u32::try_from(u.onto.len()).unwrap_or(u32::MAX));
+        for w in &u.onto {
+            put_u32(out, *w);
+        }
     }
     Ok(())
 }
@@ -327,15 +331,24 @@ impl<'a> Reader<'a> {
             _ => return Err(Short(format!("barrier kind {kind}/{full}"))),
         };
         let n = self.u32()? as usize;
-        // Each update takes at least 20 bytes: a count beyond that is a lie, not an
+        // Each update takes at least 24 bytes: a count beyond that is a lie, not an
         // allocation.
-        let mut control = Vec::with_capacity(n.min(self.0.len() / 20));
+        let mut control = Vec::with_capacity(n.min(self.0.len() / 24));
         for _ in 0..n {
+            let (seq, operator, param, value) =
+                (self.u64()?, self.str()?, self.str()?, self.str()?);
+            let workers = self.u32()? as usize;
+            // Four bytes each, as above.
+            let mut onto = Vec::with_capacity(workers.min(self.0.len() / 4));
+            for _ in 0..workers {
+                onto.push(self.u32()?);
+            }
             control.push(ControlUpdate {
-                seq: self.u64()?,
-                operator: self.str()?,
-                param: self.str()?,
-                value: self.str()?,
+                seq,
+                operator,
+                param,
+                value,
+                onto,
             });
         }
         Ok(Barrier {

@@ -3,8 +3,9 @@
 //! `Hello` it cannot accept refuses the edge, saying why. Pure: [`check_hello`] takes what was
 //! said and what was expected.
 
-/// The version of the frames this build speaks.
-pub const PROTOCOL_VERSION: u16 = 5;
+/// The version of the frames this build speaks (6: a barrier's changes carry the workers a
+/// rescale may place instances on).
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// What opens an edge.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -20,14 +20,20 @@ fn barrier() -> impl Strategy<Value = Barrier> {
             Just(BarrierKind::Control),
         ],
         prop::collection::vec(
-            (any::<u64>(), text(), text(), text()).prop_map(|(seq, operator, param, value)| {
-                ControlUpdate {
+            (
+                any::<u64>(),
+                text(),
+                text(),
+                text(),
+                prop::collection::vec(any::<u32>(), 0..3),
+            )
+                .prop_map(|(seq, operator, param, value, onto)| ControlUpdate {
                     seq,
                     operator,
                     param,
                     value,
-                }
-            }),
+                    onto,
+                }),
             0..3,
         ),
     )

@@ -141,6 +141,18 @@ pub struct Attempt {
     pub exiting: BTreeMap<u32, u64>,
     /// A stop was asked (`anduin ctl stop`): its executors were told to stop their sources.
     pub stopping: bool,
+    /// What each part was deployed with (its worker aside): a part started while the query
+    /// runs, for instances a rescale adds ([`super::growth`]), is deployed alike.
+    pub template: Option<Deployment>,
+    /// The parts started while the query runs that run only instances added (none planned).
+    pub alone: BTreeSet<u32>,
+    /// Those of them that were started (and hear the barriers sent).
+    pub alone_started: BTreeSet<u32>,
+    /// Every barrier with changes the checkpoint coordinator sent, in order: its epoch and
+    /// its changes (told to the parts of `alone`).
+    pub barriers_sent: Vec<(u64, Vec<anduin_types::ControlUpdate>)>,
+    /// The query's last barrier was sent.
+    pub last_sent: bool,
 }
 
 impl Attempt {
@@ -177,6 +189,11 @@ impl Attempt {
             settled: 0,
             exiting: BTreeMap::new(),
             stopping: false,
+            template: None,
+            alone: BTreeSet::new(),
+            alone_started: BTreeSet::new(),
+            barriers_sent: Vec::new(),
+            last_sent: false,
         }
     }
 
@@ -653,7 +670,11 @@ fn attempt(
                 silent_after_ms: None,
                 incarnation: 0,
                 term: cluster.term,
+                alone: false,
             };
+            if let Some(a) = state.queries.get_mut(name).and_then(|q| q.attempt.as_mut()) {
+                a.template.get_or_insert_with(|| d.clone());
+            }
             if let Some(entry) = state.workers.get(w) {
                 entry.send(&ToWorker::Deploy(Box::new(d)));
             }
@@ -838,87 +859,6 @@ fn stopped_again(
     }
 }
 
-/// Where a query's attempt (its control plane `control`) has room for instances added while it runs
-/// (`anduin ctl scale` beyond `--max-parallelism`): they go on the workers that run the task
-/// already, each taking a slot as a planned instance does, so the workers' free slots bound
-/// them (those in use: every query's planned instances where they run now, and this query's
-/// instances added so far).
-fn growth_room(
-    cluster: &Arc<Cluster>,
-    control: std::sync::Weak<Control>,
-) -> anduin_runtime::control::Room {
-    let cluster = Arc::clone(cluster);
-    Arc::new(move |added, on, load| {
-        let added_here = control
-            .upgrade()
-            .map(|c| c.added_by_worker())
-            .unwrap_or_default();
-        let state = cluster.lock();
-        let mut used: BTreeMap<u32, usize> = added_here;
-        for a in state.queries.values().filter_map(|q| q.attempt.as_ref()) {
-            for part in &a.placement {
-                *used.entry(a.host(*part)).or_default() += 1;
-            }
-        }
-        // A dead worker has no room.
-        let free: BTreeMap<u32, usize> = on
-            .keys()
-            .map(|w| {
-                let room = state.workers.get(w).filter(|e| e.alive()).map_or(0, |e| {
-                    usize::try_from(e.slots)
-                        .unwrap_or(usize::MAX)
-                        .saturating_sub(used.get(w).copied().unwrap_or(0))
-                });
-                (*w, room)
-            })
-            .collect();
-        let fit = fitting(added, load, &free);
-        if fit == added {
-            return Ok(());
-        }
-        let name = |w: &u32| {
-            state
-                .workers
-                .get(w)
-                .map_or_else(|| format!("worker id {w}"), |e| e.name.clone())
-        };
-        let workers: Vec<String> = on.keys().map(name).collect();
-        let free_now: Vec<String> = free
-            .iter()
-            .map(|(w, n)| format!("{} {n}", name(w)))
-            .collect();
-        Err(format!(
-            "the {added} instance(s) it would add go one by one on the least loaded of the workers that run it or read its output ({}), within their free slots ({}): scale to at most {}, or give those workers more slots (`anduin worker --slots`)",
-            workers.join(", "),
-            free_now.join(", "),
-            on.values().sum::<usize>() + fit,
-        ))
-    })
-}
-
-/// How many of `added` instances fit, placed one by one on the least loaded (by `load`, the
-/// query's instances per worker) of the workers of `free` (their free slots), as
-/// `Topology::grow` places them (`anduin_runtime::least_loaded`): the first that lands on a
-/// worker with no free slot left stops the count.
-fn fitting(added: usize, load: &BTreeMap<u32, usize>, free: &BTreeMap<u32, usize>) -> usize {
-    use anduin_runtime::WorkerId;
-    let candidates: BTreeSet<WorkerId> = free.keys().map(|w| WorkerId(*w)).collect();
-    let mut load: BTreeMap<WorkerId, usize> =
-        load.iter().map(|(w, n)| (WorkerId(*w), *n)).collect();
-    let mut free = free.clone();
-    for placed in 0..added {
-        let Some(w) = anduin_runtime::least_loaded(&candidates, &load) else {
-            return placed;
-        };
-        match free.get_mut(&w.0) {
-            Some(room) if *room > 0 => *room -= 1,
-            _ => return placed,
-        }
-        *load.entry(w).or_default() += 1;
-    }
-    added
-}
-
 /// Starts the checkpoint coordinator of an attempt whose executors have reported (all, or all
 /// but those of parts lost while no coordinator ran): each task instance's commands go to the
 /// executor that runs its part. `carried`: the param changes the catalog recorded after
@@ -983,7 +923,13 @@ fn start_checkpointer(
         // A failure rolls the query back as a new attempt (`drive`), unless cancelled.
         control.recovered_on_failure();
     }
-    control.grow_within(growth_room(cluster, Arc::downgrade(&control)));
+    control.grow_within(super::growth::growth_room(
+        cluster,
+        (name, number),
+        Arc::downgrade(&control),
+    ));
+    control.prepare_growth_with(super::growth::prepare_parts(cluster, name, number));
+    control.tell_barriers_to(super::growth::barriers_told(cluster, name, number));
     if let (Numbering::After(_), Some(v)) = (numbering, restore.as_ref()) {
         // A rollback starts at the planned instances: those a growth added come again.
         controls::grow_again(name, &control, &v.manifest.controls);
@@ -2014,6 +1960,10 @@ pub fn serve_executor(
             old.close();
             tracing::info!(query, attempt, worker, "an executor reported again");
         }
+        if r.started {
+            // A part started for instances added while running hears the barriers again.
+            super::growth::tell_again(a, worker);
+        }
         cluster.changed.notify_all();
         events
     };
@@ -2360,23 +2310,6 @@ impl Subscriber for LastCheckpoint {
 mod tests {
     use super::*;
 
-    #[test]
-    fn added_instances_fit_as_they_are_placed_not_as_the_free_slots_add_up() {
-        // Worker 1 runs 3 of the query's instances with 6 free slots, worker 2 runs 3 with 2
-        // free: the least loaded takes each (ties to the lowest id), so worker 2 gets the
-        // second and the fourth, and the sixth would land on it full: 5 fit, although 8
-        // slots are free in all.
-        let load = BTreeMap::from([(1, 3), (2, 3), (3, 9)]);
-        let free = BTreeMap::from([(1, 6), (2, 2)]);
-        assert_eq!(fitting(4, &load, &free), 4);
-        assert_eq!(fitting(5, &load, &free), 5);
-        assert_eq!(fitting(6, &load, &free), 5);
-        assert_eq!(fitting(8, &load, &free), 5);
-        // Ties go to the lowest id: one free slot on worker 1 only takes the first.
-        assert_eq!(fitting(2, &load, &BTreeMap::from([(1, 1), (2, 0)])), 1);
-        assert_eq!(fitting(1, &load, &BTreeMap::from([(1, 0), (2, 5)])), 0);
-        assert_eq!(fitting(3, &load, &BTreeMap::new()), 0);
-    }
     use anduin_registry::BuiltinCatalog;
 
     /// The placement constraints of `query` (as `anduin submit` plans it, with chaining).

@@ -131,6 +131,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         silent_after: d.silent_after_ms.map(Duration::from_millis),
         followed,
         stop: Arc::clone(&stop),
+        told: Mutex::default(),
     });
     let forwarder = {
         let link = Arc::clone(&link);
@@ -220,6 +221,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
         control.forward_reports(remote.events.clone());
     }
     let control = Arc::new(control);
+    link.told_to(&control);
     // The coordinator's control plane shows them (its API, metrics and web UI).
     let _ = figures_of.set(Arc::clone(&control));
     let executed = execute(
@@ -498,6 +500,16 @@ struct Link {
     followed: Arc<AtomicU64>,
     /// Set by `ToExecutor::Drain` (`anduin ctl stop`): the run's sources stop.
     stop: Arc<AtomicBool>,
+    /// The barriers the coordinator told ([`ToExecutor::Barriers`]), for the run's control
+    /// plane once there is one.
+    told: Mutex<Told>,
+}
+
+/// Barriers told before the run's control plane was made, and that plane once it is.
+#[derive(Default)]
+struct Told {
+    control: Option<Arc<anduin_runtime::control::Control>>,
+    early: Vec<(Vec<anduin_types::Barrier>, bool)>,
 }
 
 /// Whether the executor, which has followed the leader of term `followed` (0: none yet),
@@ -820,6 +832,10 @@ impl Link {
                     peers.redirect(worker, address);
                     continue;
                 }
+                Ok(Some(ToExecutor::Barriers { barriers, last })) => {
+                    self.tell(barriers, last);
+                    continue;
+                }
                 Ok(Some(ToExecutor::EndAllowed)) => {
                     self.end.lock().unwrap_or_else(|p| p.into_inner()).given = true;
                     self.end_changed.notify_all();
@@ -864,6 +880,32 @@ impl Link {
             };
             self.deliver(task, command, registered, tasks);
         }
+    }
+
+    /// The coordinator told `barriers` (see [`ToExecutor::Barriers`]): the run hears them.
+    fn tell(&self, barriers: Vec<(u64, Vec<anduin_types::ControlUpdate>)>, last: bool) {
+        let barriers: Vec<anduin_types::Barrier> = barriers
+            .into_iter()
+            .map(|(epoch, control)| anduin_types::Barrier {
+                control,
+                ..anduin_types::Barrier::checkpoint(Epoch(epoch), false)
+            })
+            .collect();
+        let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
+        match told.control.clone() {
+            Some(control) => control.told_barriers(barriers, last),
+            None => told.early.push((barriers, last)),
+        }
+    }
+
+    /// The run's control plane is made: it hears the barriers told so far, and those told
+    /// from now on.
+    fn told_to(&self, control: &Arc<anduin_runtime::control::Control>) {
+        let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
+        for (barriers, last) in std::mem::take(&mut told.early) {
+            control.told_barriers(barriers, last);
+        }
+        told.control = Some(Arc::clone(control));
     }
 
     /// Delivers `command` to task instance `task`, once the run has registered it.

@@ -25,6 +25,7 @@ mod driver;
 pub mod executor;
 mod exiting;
 pub mod figures;
+mod growth;
 pub mod kubernetes;
 pub mod leadership;
 mod life_events;

@@ -238,6 +238,10 @@ pub struct Deployment {
     /// older term ([`ToExecutor::Leader`]).
     #[serde(default)]
     pub term: Option<u64>,
+    /// The part runs none of the planned instances: it was started while the query runs, for
+    /// those a rescale places on its worker ([`ToExecutor::Barriers`]).
+    #[serde(default)]
+    pub alone: bool,
 }
 
 /// From the coordinator to an executor.
@@ -264,6 +268,14 @@ pub enum ToExecutor {
     Drain,
     /// Nothing to do: the coordinator is there (see `Deployment::silent_after_ms`).
     Ping,
+    /// The barriers with changes the coordinator sent since it last said (each: its epoch
+    /// and its changes, in order; all of the attempt's at first), and whether the query's
+    /// last barrier was sent: told to the parts that run only instances added while running
+    /// (where nothing aligns them), which build those placed on them as they hear them.
+    Barriers {
+        barriers: Vec<(u64, Vec<anduin_types::ControlUpdate>)>,
+        last: bool,
+    },
     /// The first message on an executor's connection to a coordinator elected by a lease: its
     /// term. An executor that has followed a later leader refuses it ([`SUPERSEDED`]) before
     /// it takes any of its commands: a superseded leader that still runs (paused past its

@@ -229,6 +229,10 @@ pub(super) fn restore_part(
         if let Some(why) = a.control.as_ref().and_then(|c| c.grown()) {
             return Ok(Some(why));
         }
+        // A part started for instances added while running has nothing planned to restore.
+        if let Some(part) = lost.iter().find(|p| a.alone.contains(p)) {
+            return Ok(Some(format!("the part on worker id {part} was started for instances added while running (none planned): it is not restored alone")));
+        }
     }
     // A restore opens the part's sinks, which bring their output back to the checkpoint's:
     // never on the word of a leader a later one superseded.
@@ -518,6 +522,7 @@ pub(super) fn restore_part(
             silent_after_ms: None,
             incarnation: incarnations.get(part).copied().unwrap_or(0),
             term: cluster.term,
+            alone: false,
         };
         let from = epoch.map_or_else(|| "none (from the beginning)".into(), |e| e.to_string());
         match failed.get(part) {

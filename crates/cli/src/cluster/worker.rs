@@ -480,6 +480,7 @@ fn start_executor(d: &Deployment, work_dir: &Path, env: &Env) -> Result<Child> {
         coordinators: Some(env.coordinators.clone()),
         silent_after_ms: env.silent_after.map(|s| s.as_millis() as u64),
         term: d.term.max(env.term),
+        alone: d.alone,
         ..d.clone()
     };
     std::fs::write(&deployment, serde_json::to_vec_pretty(d)?)?;

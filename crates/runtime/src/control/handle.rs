@@ -26,7 +26,7 @@ mod engine;
 mod figures;
 mod growth;
 
-pub use growth::Room;
+pub use growth::{BarrierSent, Prepare, Room};
 mod pipelining;
 
 pub(crate) use growth::{Growing, MOST_INSTANCES};
@@ -188,6 +188,13 @@ pub struct Control {
     /// Where instances added while running need room (a cluster's slots): see
     /// [`Control::grow_within`].
     room: Mutex<Option<growth::Room>>,
+    /// What makes workers that run nothing of the query ready to take instances (see
+    /// [`Control::prepare_growth_with`]).
+    prepare: Mutex<Option<growth::Prepare>>,
+    /// Told every barrier sent (see [`Control::tell_barriers_to`]).
+    barriers_told: Mutex<Option<growth::BarrierSent>>,
+    /// A cluster's executor: how its run hears the barriers the coordinator tells it.
+    telling: Mutex<growth::Telling>,
     /// Where each applied change is kept durable, if anywhere.
     recorder: Mutex<Option<Arc<Recorder>>>,
     /// Where each change every instance switched to is published (the run's engine events).
@@ -252,6 +259,9 @@ impl Control {
             pipelining_refused_for: Mutex::new(BTreeMap::new()),
             growth: Mutex::new(BTreeMap::new()),
             room: Mutex::new(None),
+            prepare: Mutex::new(None),
+            barriers_told: Mutex::new(None),
+            telling: Mutex::default(),
             recorder: Mutex::new(None),
             published: Mutex::new(None),
             intent: Mutex::new(None),
@@ -482,15 +492,26 @@ impl Control {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let earlier = self.requested_of(&request.operator);
+            let mut onto = Vec::new();
             if request.param == crate::rescale::PARALLELISM {
-                self.check_rescale(&request, &earlier)?;
+                onto = self.check_rescale(&request, &earlier)?;
             } else if request.param == crate::pipelining::PIPELINE {
                 self.check_pipeline(&request, &earlier)?;
             } else {
                 (self.validate)(&request, &earlier).map_err(|e| self.with_own_params(e))?;
                 self.check_not_current(&request, &earlier)?;
             }
-            self.inject(&request)?
+            // Workers that run nothing of the query yet, where the instances it adds go.
+            self.prepare_onto(&onto)
+                .map_err(|why| ControlFailure::Invalid {
+                    operator: request.operator.clone(),
+                    param: request.param.clone(),
+                    message: format!(
+                        "{:?} is more than the instances that run \"{}\" and the workers that run it or read its output have room for, and no other worker could be made ready to take the rest: {why}",
+                        request.value, request.operator
+                    ),
+                })?;
+            self.inject(&request, onto)?
         };
         let until = std::time::Instant::now() + self.deadline;
         let mut inner = self.lock();
@@ -569,12 +590,13 @@ impl Control {
 
     /// Checks a rescale: the operator can be rescaled while it runs, to between 1 and the
     /// instances that run it, and to another number than it has (`earlier`: the values asked
-    /// for so far).
+    /// for so far); `Ok`: the workers that run nothing of the query the instances it adds
+    /// need (see [`Room`]).
     fn check_rescale(
         &self,
         request: &ChangeRequest,
         earlier: &BTreeMap<String, String>,
-    ) -> Result<(), ControlFailure> {
+    ) -> Result<Vec<u32>, ControlFailure> {
         let (max, rescalable, now) = {
             let inner = self.lock();
             let now = earlier
@@ -659,7 +681,10 @@ impl Control {
                         request.operator
                     )));
                 }
-                Ok(())
+                Ok(match grows {
+                    Some(Ok(onto)) => onto,
+                    _ => Vec::new(),
+                })
             }
             _ if self.grows_at_all(&request.operator) => Err(invalid(format!(
                 "{:?} is not a number of instances between 1 and {} (one key group each; \
@@ -743,7 +768,7 @@ impl Control {
     }
 
     /// Registers `request` as pending and sends it towards the sources.
-    fn inject(&self, request: &ChangeRequest) -> Result<u64, ControlFailure> {
+    fn inject(&self, request: &ChangeRequest, onto: Vec<u32>) -> Result<u64, ControlFailure> {
         let mut inner = self.lock();
         if inner.state != QueryState::Running {
             return Err(self.not_running_now(&inner, "its params cannot be changed now"));
@@ -779,6 +804,7 @@ impl Control {
             operator: request.operator.clone(),
             param: request.param.clone(),
             value: request.value.clone(),
+            onto,
         };
         let record = ChangeRecord {
             seq,

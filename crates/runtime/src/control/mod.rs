@@ -8,7 +8,9 @@ mod types;
 
 pub use describe::written;
 pub(crate) use describe::{operators, tasks, topology};
-pub use handle::{Control, Recorder, Room, Stopper, TaskSplit, Validator, DEFAULT_DEADLINE};
+pub use handle::{
+    BarrierSent, Control, Prepare, Recorder, Room, Stopper, TaskSplit, Validator, DEFAULT_DEADLINE,
+};
 pub(crate) use handle::{Growing, Injector, InstanceFigures, Probe, MOST_INSTANCES};
 
 /// The last live figures of each process that runs some of a query's instances (a cluster's

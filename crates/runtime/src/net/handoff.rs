@@ -160,7 +160,7 @@ impl RemoteMate {
         let deadline = Instant::now() + CONNECT_FOR;
         let mut pause = Duration::from_millis(10);
         loop {
-            let (addr, _) = self.peers.get(self.worker).ok_or(NetError::NoAddress)?;
+            let (addr, _) = self.peers.reach(self.worker).ok_or(NetError::NoAddress)?;
             match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
                 Ok(s) => return Ok(s),
                 Err(e)

@@ -326,7 +326,7 @@ impl NetReach {
         from_epoch: u64,
         name: &str,
     ) -> Result<outbound::Outbound, RuntimeError> {
-        if self.peers.get(to).is_none() {
+        if self.peers.reach(to).is_none() {
             return Err(RuntimeError::Network {
                 edge: name.to_string(),
                 message: format!("no address for worker {}", to.0),

@@ -80,7 +80,7 @@ impl Outbound {
             last_barrier: self.hello.from_epoch,
             held: None,
         };
-        let mut at = self.peers.get(self.to).ok_or(NetError::NoAddress)?;
+        let mut at = self.peers.reach(self.to).ok_or(NetError::NoAddress)?;
         let mut connect_for = CONNECT_FOR;
         loop {
             let lost = match self.session(&mut at, connect_for, &mut progress) {

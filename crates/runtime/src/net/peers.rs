@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use crate::topology::WorkerId;
 
+/// How long a channel or a handoff waits for the address of a worker not known yet
+/// ([`Peers::reach`]).
+pub(super) const UNKNOWN_FOR: Duration = Duration::from_secs(30);
+
 /// The workers' addresses, and the connections to each.
 #[derive(Debug, Default)]
 pub struct Peers {
@@ -67,12 +71,26 @@ impl Peers {
         self.changed.notify_all();
     }
 
+    #[cfg(test)]
     pub(super) fn get(&self, worker: WorkerId) -> Option<(SocketAddr, u64)> {
         self.at
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(&worker)
             .copied()
+    }
+
+    /// Worker `worker`'s address, waiting up to [`UNKNOWN_FOR`] for one not known yet: a
+    /// worker that ran nothing of the query when the run started, where a rescale places
+    /// instances (the coordinator tells every process its address before it sends the
+    /// rescale's barrier, but not through the channels the barrier travels on).
+    pub(super) fn reach(&self, worker: WorkerId) -> Option<(SocketAddr, u64)> {
+        let at = self.at.lock().unwrap_or_else(|p| p.into_inner());
+        let (at, _) = self
+            .changed
+            .wait_timeout_while(at, UNKNOWN_FOR, |at| !at.contains_key(&worker))
+            .unwrap_or_else(|p| p.into_inner());
+        at.get(&worker).copied()
     }
 
     /// Worker `worker`'s address once it is no longer the `seen`th (waiting up to `wait`).

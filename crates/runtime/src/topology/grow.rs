@@ -6,11 +6,14 @@
 //! - numbered in the run from [`crate::grow::GROWN_IDS`] on, after those added before (the
 //!   order in which [`crate::grow::Numbers::reserve`] gives numbers: the changes' order);
 //! - each placed on the least-loaded worker among those that run an instance of T or of a
-//!   task T feeds (the instances of the run on it, those added included; ties: the lowest
-//!   worker), one after the other. There the lowest instance of T builds it
-//!   ([`Topology::builder_on`]); on a worker without one, the first instance of a task T
-//!   feeds that aligns the barrier does (every one of them aligns it, after T's instances
-//!   have passed it on, and before it reads the channels from the new instance);
+//!   task T feeds, and those the rescale names that run nothing of the query yet (its
+//!   `onto`: where the others have no room left; the instances of the run on each, those
+//!   added included; ties: the lowest worker), one after the other. There the lowest
+//!   instance of T builds it ([`Topology::builder_on`]); on a worker without one, the first
+//!   instance of a task T feeds that aligns the barrier does (every one of them aligns it,
+//!   after T's instances have passed it on, and before it reads the channels from the new
+//!   instance); on a worker with neither, nothing aligns the barrier: its process builds the
+//!   instances once the coordinator tells it the barrier ([`Builder::Alone`]);
 //! - with channels appended to [`Topology::channels`] in a fixed order: every route into T of
 //!   every producer instance (task, instance, route order) to each new instance, then every
 //!   new instance's routes (shaped as instance 0's) to each consumer instance. A channel's
@@ -52,7 +55,19 @@ pub(crate) enum GrowRefused {
 impl Topology {
     /// Adds instances to task `task` so that it has `to` (see the module's doc); `None` when
     /// it has as many already.
+    #[cfg(test)]
     pub(crate) fn grow(&mut self, task: usize, to: usize) -> Result<Option<Grown>, GrowRefused> {
+        self.grow_onto(task, to, &[])
+    }
+
+    /// Adds instances to task `task` so that it has `to`, on the workers that run it or read
+    /// its output and on `onto` (see the module's doc); `None` when it has as many already.
+    pub(crate) fn grow_onto(
+        &mut self,
+        task: usize,
+        to: usize,
+        onto: &[u32],
+    ) -> Result<Option<Grown>, GrowRefused> {
         let t = self.tasks.get(task).ok_or(GrowRefused::NoTask(task))?;
         let before = t.instances.len();
         if to <= before {
@@ -86,6 +101,7 @@ impl Topology {
                     .flat_map(|r| r.instances.iter()),
             )
             .map(|i| i.worker)
+            .chain(onto.iter().map(|w| WorkerId(*w)))
             .collect();
         let mut load: BTreeMap<WorkerId, usize> = BTreeMap::new();
         for i in self.instances() {
@@ -242,6 +258,9 @@ pub(crate) enum Builder {
     Instance(InstanceRef),
     /// The first instance there of a task it feeds to align the barrier.
     FirstReader,
+    /// None: nothing there aligns the barrier (a worker that ran nothing of the query), and
+    /// its process builds them when the coordinator tells it the barrier.
+    Alone,
 }
 
 impl Grown {
@@ -258,9 +277,15 @@ impl Grown {
             .filter(|at| topology.worker_of(**at) == worker)
             .copied()
             .collect();
-        let builder = topology
-            .builder_on(self.task, self.before, worker)
-            .map_or(Builder::FirstReader, Builder::Instance);
+        let readers = topology.readers_of(self.task);
+        let reads_here = topology
+            .instances()
+            .any(|i| i.worker == worker && readers.contains(&i.at.task));
+        let builder = match topology.builder_on(self.task, self.before, worker) {
+            Some(at) => Builder::Instance(at),
+            None if reads_here => Builder::FirstReader,
+            None => Builder::Alone,
+        };
         (added, builder)
     }
 
@@ -277,11 +302,21 @@ impl Grown {
         let builds = match builder {
             Builder::Instance(b) => b == at,
             Builder::FirstReader => topology.readers_of(self.task).contains(&at.task),
+            Builder::Alone => false,
         };
         if builds {
             added
         } else {
             Vec::new()
+        }
+    }
+
+    /// The instances added on `worker` that nothing there aligns the barrier to build
+    /// ([`Builder::Alone`]): its process builds them when told the barrier.
+    pub(crate) fn alone_on(&self, topology: &Topology, worker: WorkerId) -> Vec<InstanceRef> {
+        match self.built_on(topology, worker) {
+            (added, Builder::Alone) => added,
+            _ => Vec::new(),
         }
     }
 }

@@ -14,10 +14,34 @@ pub(crate) const MOST_INSTANCES: usize = anduin_state::DEFAULT_MAX_KEY_GROUPS.ge
 /// Whether `added` more instances fit on the workers that run a task now or read its output
 /// (by worker: the task's instances there, planned and added, 0 where it only reads; then
 /// the query's instances by worker, from which each added one goes to the least loaded of
-/// those workers): `Err` says why not.
+/// those workers, and of those `Ok` names): `Ok` holds the workers that run nothing of the
+/// query yet that they need besides (empty: those suffice); `Err` says why they do not fit.
 pub type Room = Arc<
-    dyn Fn(usize, &BTreeMap<u32, usize>, &BTreeMap<u32, usize>) -> Result<(), String> + Send + Sync,
+    dyn Fn(usize, &BTreeMap<u32, usize>, &BTreeMap<u32, usize>) -> Result<Vec<u32>, String>
+        + Send
+        + Sync,
 >;
+
+/// Told every barrier the checkpoint coordinator sends: its epoch, the changes it carries,
+/// and whether it is the query's last (a cluster's coordinator passes it on to the parts
+/// that align no barrier: see `crate::grow`'s `Growth::told`).
+pub type BarrierSent =
+    Arc<dyn Fn(anduin_types::Epoch, &[anduin_types::ControlUpdate], bool) + Send + Sync>;
+
+/// How a run hears the barriers its coordinator sent (see [`Control::told_barriers`]).
+pub type Told = Arc<dyn Fn(&[anduin_types::Barrier], bool) + Send + Sync>;
+
+/// The barriers told before the run could hear them, and what hears them once it can.
+#[derive(Default)]
+pub(crate) struct Telling {
+    hear: Option<Told>,
+    early: Vec<(Vec<anduin_types::Barrier>, bool)>,
+}
+
+/// Makes workers that run nothing of the query ready to take instances a rescale adds
+/// (a cluster's coordinator starts a part of the query there that runs none of its planned
+/// instances): called before the rescale's barrier is sent; `Err` says why it could not.
+pub type Prepare = Arc<dyn Fn(&[u32]) -> Result<(), String> + Send + Sync>;
 
 /// Whether a rescalable operator can get more instances while it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +69,83 @@ impl Control {
             .room
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(room);
+    }
+
+    /// Workers that run nothing of the query are made ready by `prepare` before a rescale
+    /// places instances on them (see [`Prepare`]).
+    pub fn prepare_growth_with(&self, prepare: Prepare) {
+        *self
+            .prepare
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(prepare);
+    }
+
+    /// Every barrier sent from now on is told to `told` (see [`BarrierSent`]).
+    pub fn tell_barriers_to(&self, told: BarrierSent) {
+        *self
+            .barriers_told
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(told);
+    }
+
+    /// The checkpoint coordinator sent barrier `epoch` carrying `control` (the last: `last`).
+    pub(crate) fn barrier_sent(
+        &self,
+        epoch: anduin_types::Epoch,
+        control: &[anduin_types::ControlUpdate],
+        last: bool,
+    ) {
+        let told = self
+            .barriers_told
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(told) = told {
+            told(epoch, control, last);
+        }
+    }
+
+    /// A cluster's executor: the coordinator sent `barriers` (those with changes since the
+    /// last told, in order; `last`: the query's last is among them). The run hears them
+    /// (building the instances placed on a part where nothing aligns them), once it can.
+    pub fn told_barriers(&self, barriers: Vec<anduin_types::Barrier>, last: bool) {
+        let mut telling = self
+            .telling
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Heard under the lock, so that they are heard in the order told.
+        match telling.hear.clone() {
+            Some(hear) => hear(&barriers, last),
+            None => telling.early.push((barriers, last)),
+        }
+    }
+
+    /// The run hears the barriers told from now on with `hear` (those told before, at once).
+    pub(crate) fn hear_barriers_with(&self, hear: Told) {
+        let mut telling = self
+            .telling
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        telling.hear = Some(Arc::clone(&hear));
+        for (barriers, last) in std::mem::take(&mut telling.early) {
+            hear(&barriers, last);
+        }
+    }
+
+    /// Makes `onto` ready to take instances (see [`Prepare`]); without a way to, refuses.
+    pub(crate) fn prepare_onto(&self, onto: &[u32]) -> Result<(), String> {
+        if onto.is_empty() {
+            return Ok(());
+        }
+        let prepare = self
+            .prepare
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match prepare {
+            Some(prepare) => prepare(onto),
+            None => Err("no worker that runs nothing of the query can be started here".into()),
+        }
     }
 
     /// From now on no operator grows while the query runs, for `why` (a cluster's attempt
@@ -85,8 +186,9 @@ impl Control {
     }
 
     /// Whether `operator` can grow to `to` instances now: `Err` says why not (to follow "it
-    /// cannot get more instances while it runs: "), `None` when nothing was said of it.
-    pub(crate) fn may_grow(&self, operator: &str, to: usize) -> Option<Result<(), String>> {
+    /// cannot get more instances while it runs: "), `None` when nothing was said of it;
+    /// `Ok`: the workers that run nothing of the query it needs (see [`Room`]).
+    pub(crate) fn may_grow(&self, operator: &str, to: usize) -> Option<Result<Vec<u32>, String>> {
         let growing = self
             .growth
             .lock()
@@ -159,7 +261,7 @@ impl Control {
             .clone();
         Some(match room {
             Some(room) if added > 0 => room(added, &on, &load),
-            _ => Ok(()),
+            _ => Ok(Vec::new()),
         })
     }
 
@@ -176,7 +278,7 @@ impl Control {
 
     /// Whether `operator` can grow to `to` instances while it runs.
     pub(crate) fn can_grow(&self, operator: &str, to: usize) -> bool {
-        matches!(self.may_grow(operator, to), Some(Ok(())))
+        matches!(self.may_grow(operator, to), Some(Ok(_)))
     }
 
     /// How many instances were added while the query runs, by worker.
@@ -321,5 +423,49 @@ mod tests {
             Some(Err(crate::grow::SPLIT_WHILE_RUNNING.to_string()))
         );
         assert!(!control.grows_at_all("w"));
+    }
+
+    #[test]
+    fn barriers_told_before_the_run_hears_them_are_heard_first_and_in_order() {
+        use std::sync::{Arc, Mutex};
+
+        use anduin_types::{Barrier, Epoch};
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        let told = |e: u64| vec![Barrier::checkpoint(Epoch(e), false)];
+        control.told_barriers(told(3), false);
+        control.told_barriers(told(5), true);
+        let heard: Arc<Mutex<Vec<(u64, bool)>>> = Arc::default();
+        let into = Arc::clone(&heard);
+        control.hear_barriers_with(Arc::new(move |barriers, last| {
+            let mut heard = into.lock().expect("not poisoned");
+            heard.extend(barriers.iter().map(|b| (b.epoch.0, last)));
+        }));
+        control.told_barriers(told(6), false);
+        assert_eq!(
+            *heard.lock().expect("not poisoned"),
+            [(3, false), (5, true), (6, false)]
+        );
+    }
+
+    #[test]
+    fn a_rescale_onto_workers_that_run_nothing_of_the_query_needs_a_way_to_start_parts_there() {
+        let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+        assert_eq!(control.prepare_onto(&[]), Ok(()));
+        assert!(
+            control.prepare_onto(&[3]).is_err(),
+            "nothing can start a part"
+        );
+        control.prepare_growth_with(std::sync::Arc::new(|onto: &[u32]| {
+            if onto == [3] {
+                Ok(())
+            } else {
+                Err(format!("worker {onto:?} is gone"))
+            }
+        }));
+        assert_eq!(control.prepare_onto(&[3]), Ok(()));
+        assert_eq!(
+            control.prepare_onto(&[4]),
+            Err("worker [4] is gone".to_string())
+        );
     }
 }

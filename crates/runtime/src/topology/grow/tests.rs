@@ -249,6 +249,45 @@ fn instances_added_go_to_a_worker_that_only_reads_the_task_when_it_is_the_least_
 }
 
 #[test]
+fn instances_added_go_to_a_worker_the_rescale_names_that_runs_nothing_and_its_process_builds_them_alone(
+) {
+    let (mut t, w, m) = window_beside_its_reader(0);
+    // Worker 7 runs nothing of the query: named by the rescale, it is the least loaded.
+    let grown = t.grow_onto(w, 5, &[7]).expect("it grows").expect("it adds");
+    let workers: Vec<WorkerId> = grown.added.iter().map(|a| t.worker_of(*a)).collect();
+    // 7 (no instance), then 1 (the map's one; tied with 7 at 1, the lowest), then 7 (1
+    // against 2).
+    assert_eq!(workers, [WorkerId(7), WorkerId(1), WorkerId(7)]);
+    assert_consistent(&t);
+    // Nothing on worker 7 aligns the barrier: its process builds them when told it, and no
+    // instance anywhere does.
+    let (added, builder) = grown.built_on(&t, WorkerId(7));
+    assert_eq!(builder, Builder::Alone);
+    assert_eq!(added, [grown.added[0], grown.added[2]]);
+    assert_eq!(grown.alone_on(&t, WorkerId(7)), added);
+    for i in t.instances() {
+        assert!(
+            grown.to_build(&t, i.at, WorkerId(7)).is_empty(),
+            "{:?} builds nothing of worker 7",
+            i.at
+        );
+    }
+    // On worker 1 the map's first instance to align it builds the one there, as before.
+    assert_eq!(grown.built_on(&t, WorkerId(1)).1, Builder::FirstReader);
+    assert!(grown.alone_on(&t, WorkerId(1)).is_empty());
+    // A later rescale places on worker 7 as on any that runs the window (tied with 1 at 2,
+    // then the least loaded), where the window's lowest instance there builds.
+    let again = t.grow_onto(w, 7, &[]).expect("it grows").expect("it adds");
+    let workers: Vec<WorkerId> = again.added.iter().map(|a| t.worker_of(*a)).collect();
+    assert_eq!(workers, [WorkerId(1), WorkerId(7)]);
+    assert_eq!(
+        again.built_on(&t, WorkerId(7)).1,
+        Builder::Instance(grown.added[0])
+    );
+    assert!(t.readers_of(w).contains(&m));
+}
+
+#[test]
 fn the_least_loaded_worker_is_chosen_the_lowest_of_those_tied() {
     let candidates = BTreeSet::from([WorkerId(1), WorkerId(2), WorkerId(3)]);
     let load = BTreeMap::from([(WorkerId(1), 3), (WorkerId(2), 2), (WorkerId(3), 2)]);

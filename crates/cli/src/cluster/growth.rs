@@ -1,0 +1,332 @@
+//! Instances added while a query runs on a cluster (`anduin ctl scale` beyond
+//! `--max-parallelism`), as the coordinator sees them: where they have room, and the parts
+//! started for them on workers that ran nothing of the query.
+//!
+//! The runtime places each added instance on the least loaded of the workers that run the
+//! operator's task or read its output (`anduin_runtime::least_loaded`); each takes a slot there.
+//! When those workers' free slots cannot take them all, the rescale also names workers that
+//! run nothing of the query and have free slots (its `onto`, [`growth_room`]), and before its
+//! barrier is sent the coordinator starts a part of the query on each ([`prepare_parts`]):
+//! an executor that runs none of the planned instances, whose address every other executor
+//! is told. Nothing there aligns the rescale's barrier, so the coordinator tells such a part
+//! every barrier with changes it sends, and the last one ([`barriers_told`]): the part
+//! numbers and places what they add as every process does, builds the instances placed on
+//! it, and runs until the query's last barrier has passed them (or at once, when none were).
+//!
+//! Not here: giving such a worker back while the query runs (after a scale-down, its part
+//! runs instances that own no key groups until the query ends).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anduin_runtime::control::{BarrierSent, Control, Prepare, Room};
+use anduin_runtime::WorkerId;
+use anduin_types::ControlUpdate;
+
+use super::coordinator::{Cluster, State};
+use super::driver::{current, Attempt};
+use super::proto::{ToExecutor, ToWorker};
+
+/// How long a part started for instances added has to report before the rescale is refused.
+const REPORT_WITHIN: Duration = Duration::from_secs(30);
+
+/// Where attempt `number` of query `name` (its control plane `control`) has room for
+/// instances added while it runs: on the workers that run the task already or read its
+/// output, each taking a slot as a planned instance does (those in use: every query's
+/// planned instances where they run now, and the instances added so far); beyond those, on
+/// workers that run nothing of the query, with free slots (most free first, then the lowest).
+pub(super) fn growth_room(
+    cluster: &Arc<Cluster>,
+    (name, number): (&str, u64),
+    control: std::sync::Weak<Control>,
+) -> Room {
+    let cluster = Arc::clone(cluster);
+    let name = name.to_string();
+    Arc::new(move |added, on, load| {
+        let added_here = control
+            .upgrade()
+            .map(|c| c.added_by_worker())
+            .unwrap_or_default();
+        let state = cluster.lock();
+        let used = used_slots(&state, added_here);
+        let free_of = |w: &u32| {
+            // A dead worker has no room.
+            state.workers.get(w).filter(|e| e.alive()).map_or(0, |e| {
+                usize::try_from(e.slots)
+                    .unwrap_or(usize::MAX)
+                    .saturating_sub(used.get(w).copied().unwrap_or(0))
+            })
+        };
+        let mut free: BTreeMap<u32, usize> = on.keys().map(|w| (*w, free_of(w))).collect();
+        if fitting(added, load, &free) == added {
+            return Ok(Vec::new());
+        }
+        // Workers that run nothing of the query, with room: one more at a time until they fit.
+        let busy: BTreeSet<u32> = current(&state, &name, number)
+            .map(|a| a.workers.iter().map(|w| a.host(*w)).collect())
+            .unwrap_or_default();
+        let mut idle: Vec<(u32, usize)> = state
+            .workers
+            .keys()
+            .filter(|w| !busy.contains(w) && !on.contains_key(w))
+            .map(|w| (*w, free_of(w)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        idle.sort_by_key(|(w, n)| (std::cmp::Reverse(*n), *w));
+        let mut onto = Vec::new();
+        for (w, n) in idle {
+            free.insert(w, n);
+            onto.push(w);
+            if fitting(added, load, &free) == added {
+                return Ok(onto);
+            }
+        }
+        // With every worker that has room.
+        let fit = fitting(added, load, &free);
+        let name = |w: &u32| {
+            state
+                .workers
+                .get(w)
+                .map_or_else(|| format!("worker id {w}"), |e| e.name.clone())
+        };
+        let workers: Vec<String> = on.keys().map(name).collect();
+        let free_now: Vec<String> = free
+            .iter()
+            .map(|(w, n)| format!("{} {n}", name(w)))
+            .collect();
+        Err(format!(
+            "the {added} instance(s) it would add go one by one on the least loaded of the workers that run it or read its output ({}), and of those that run nothing of the query, within their free slots ({}): scale to at most {}, give the workers more slots (`anduin worker --slots`), or add workers",
+            workers.join(", "),
+            free_now.join(", "),
+            on.values().sum::<usize>() + fit,
+        ))
+    })
+}
+
+/// The slots in use on each worker: every query's planned instances where they run now, and
+/// `added`, the instances this query added so far.
+fn used_slots(state: &State, added: BTreeMap<u32, usize>) -> BTreeMap<u32, usize> {
+    let mut used = added;
+    for a in state.queries.values().filter_map(|q| q.attempt.as_ref()) {
+        for part in &a.placement {
+            *used.entry(a.host(*part)).or_default() += 1;
+        }
+    }
+    used
+}
+
+/// How many of `added` instances fit, placed one by one on the least loaded (by `load`, the
+/// query's instances per worker) of the workers of `free` (their free slots), as
+/// `Topology::grow` places them (`anduin_runtime::least_loaded`): the first that lands on a
+/// worker with no free slot left stops the count.
+pub(super) fn fitting(
+    added: usize,
+    load: &BTreeMap<u32, usize>,
+    free: &BTreeMap<u32, usize>,
+) -> usize {
+    let candidates: BTreeSet<WorkerId> = free.keys().map(|w| WorkerId(*w)).collect();
+    let mut load: BTreeMap<WorkerId, usize> =
+        load.iter().map(|(w, n)| (WorkerId(*w), *n)).collect();
+    let mut free = free.clone();
+    for placed in 0..added {
+        let Some(w) = anduin_runtime::least_loaded(&candidates, &load) else {
+            return placed;
+        };
+        match free.get_mut(&w.0) {
+            Some(room) if *room > 0 => *room -= 1,
+            _ => return placed,
+        }
+        *load.entry(w).or_default() += 1;
+    }
+    added
+}
+
+/// Starts a part of attempt `number` of query `name` on each of the workers a rescale names
+/// that has none yet, and waits until each has reported and been started: then every
+/// executor of the attempt knows where it listens, and it has been told the barriers sent so
+/// far (see the module's doc).
+pub(super) fn prepare_parts(cluster: &Arc<Cluster>, name: &str, number: u64) -> Prepare {
+    let cluster = Arc::clone(cluster);
+    let name = name.to_string();
+    Arc::new(move |onto: &[u32]| {
+        let mut state = cluster.lock();
+        for w in onto {
+            let Some(to) = state
+                .workers
+                .get(w)
+                .filter(|e| e.alive())
+                .map(|e| e.to.clone())
+            else {
+                return Err(format!("worker id {w} is not there any more"));
+            };
+            let a = current_mut(&mut state, &name, number).ok_or("the attempt is over")?;
+            if a.workers.contains(w) {
+                continue;
+            }
+            let mut d = a
+                .template
+                .clone()
+                .ok_or("the attempt was not deployed here")?;
+            d.worker = *w;
+            d.alone = true;
+            a.workers.insert(*w);
+            a.alone.insert(*w);
+            match to {
+                Some(to) => {
+                    let _ = to.send(&ToWorker::Deploy(Box::new(d)));
+                }
+                None => return Err(format!("worker id {w} is not connected")),
+            }
+            tracing::info!(query = %name, attempt = number, worker = w, "started a part for instances added while running");
+        }
+        let deadline = Instant::now() + REPORT_WITHIN;
+        loop {
+            let a = current(&state, &name, number).ok_or("the attempt is over")?;
+            if let Some(w) = onto
+                .iter()
+                .find(|w| matches!(a.ended.get(w), Some(Some(_))))
+            {
+                let why = a.ended.get(w).cloned().flatten().unwrap_or_default();
+                return Err(format!("its part on worker id {w} failed: {why}"));
+            }
+            if onto.iter().all(|w| a.executors.contains_key(w)) {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "the parts started on worker ids {onto:?} did not report within {REPORT_WITHIN:?}"
+                ));
+            }
+            state = cluster.wait(state, Duration::from_millis(100));
+        }
+        let a = current_mut(&mut state, &name, number).ok_or("the attempt is over")?;
+        start_parts(a, onto);
+        Ok(())
+    })
+}
+
+/// Starts the parts of `onto` that have reported and are not started yet (`Start` with every
+/// executor's address, then the barriers sent so far), and tells every other executor where
+/// they listen.
+fn start_parts(a: &mut Attempt, onto: &[u32]) {
+    let addresses: BTreeMap<u32, SocketAddr> = a
+        .executors
+        .iter()
+        .map(|(w, (_, addr))| (*w, *addr))
+        .collect();
+    for w in onto {
+        if !a.alone_started.insert(*w) {
+            continue;
+        }
+        a.unstarted.remove(w);
+        let Some((to, address)) = a.executors.get(w) else {
+            continue;
+        };
+        let _ = to.send(&ToExecutor::Start {
+            addresses: addresses.clone(),
+        });
+        let _ = to.send(&ToExecutor::Barriers {
+            barriers: a.barriers_sent.clone(),
+            last: a.last_sent,
+        });
+        for (part, (other, _)) in &a.executors {
+            if part != w {
+                let _ = other.send(&ToExecutor::Redirect {
+                    worker: *w,
+                    address: *address,
+                });
+            }
+        }
+    }
+}
+
+/// The executor of part `part`, which runs only instances added while running, reported
+/// again (after losing its connection): it is told every barrier sent so far again (what it
+/// heard already changes nothing).
+pub(super) fn tell_again(a: &Attempt, part: u32) {
+    if !a.alone_started.contains(&part) {
+        return;
+    }
+    if let Some((to, _)) = a.executors.get(&part) {
+        let _ = to.send(&ToExecutor::Barriers {
+            barriers: a.barriers_sent.clone(),
+            last: a.last_sent,
+        });
+    }
+}
+
+/// What the checkpoint coordinator of attempt `number` of query `name` tells of every
+/// barrier it sends: those with changes, and the last, are kept and told to the parts that
+/// run only instances added while running.
+pub(super) fn barriers_told(cluster: &Arc<Cluster>, name: &str, number: u64) -> BarrierSent {
+    let cluster = Arc::clone(cluster);
+    let name = name.to_string();
+    Arc::new(
+        move |epoch: anduin_types::Epoch, control: &[ControlUpdate], last: bool| {
+            if control.is_empty() && !last {
+                return;
+            }
+            let mut state = cluster.lock();
+            let Some(a) = current_mut(&mut state, &name, number) else {
+                return;
+            };
+            let told = (!control.is_empty()).then(|| (epoch.0, control.to_vec()));
+            a.barriers_sent.extend(told.clone());
+            a.last_sent |= last;
+            for part in &a.alone_started {
+                if let Some((to, _)) = a.executors.get(part) {
+                    let _ = to.send(&ToExecutor::Barriers {
+                        barriers: told.iter().cloned().collect(),
+                        last,
+                    });
+                }
+            }
+        },
+    )
+}
+
+fn current_mut<'a>(state: &'a mut State, name: &str, number: u64) -> Option<&'a mut Attempt> {
+    state
+        .queries
+        .get_mut(name)?
+        .attempt
+        .as_mut()
+        .filter(|a| a.number == number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn added_instances_fit_as_they_are_placed_not_as_the_free_slots_add_up() {
+        // Worker 1 runs 3 of the query's instances with 6 free slots, worker 2 runs 3 with 2
+        // free: the least loaded takes each (ties to the lowest id), so worker 2 gets the
+        // second and the fourth, and the sixth would land on it full: 5 fit, although 8
+        // slots are free in all.
+        let load = BTreeMap::from([(1, 3), (2, 3), (3, 9)]);
+        let free = BTreeMap::from([(1, 6), (2, 2)]);
+        assert_eq!(fitting(4, &load, &free), 4);
+        assert_eq!(fitting(5, &load, &free), 5);
+        assert_eq!(fitting(6, &load, &free), 5);
+        assert_eq!(fitting(8, &load, &free), 5);
+        // Ties go to the lowest id: one free slot on worker 1 only takes the first.
+        assert_eq!(fitting(2, &load, &BTreeMap::from([(1, 1), (2, 0)])), 1);
+        assert_eq!(fitting(1, &load, &BTreeMap::from([(1, 0), (2, 5)])), 0);
+        assert_eq!(fitting(3, &load, &BTreeMap::new()), 0);
+    }
+    #[test]
+    fn instances_fit_as_the_runtime_places_them_one_by_one_on_the_least_loaded() {
+        // Worker 1 runs 3 instances of the query, worker 2 one: the first two added go to 2.
+        let load = BTreeMap::from([(1, 3), (2, 1)]);
+        let free = BTreeMap::from([(1, 5), (2, 1)]);
+        // The second lands on 2 again (2 against 3), which has no slot left.
+        assert_eq!(fitting(3, &load, &free), 1);
+        // A worker that runs nothing of the query (load 0) takes the first ones.
+        let with_idle = BTreeMap::from([(1, 5), (2, 1), (3, 2)]);
+        assert_eq!(fitting(3, &load, &with_idle), 3);
+        assert_eq!(fitting(5, &load, &with_idle), 3);
+    }
+}
