@@ -61,6 +61,9 @@ struct Options {
     workers: Option<usize>,
     /// Each worker's slots (8 if not given).
     slots: Option<u32>,
+    /// How many workers the coordinator's scheduler starts (`--scheduler process`): the
+    /// query is submitted once they have joined.
+    scheduled: Option<usize>,
 }
 
 impl Rescaled {
@@ -85,6 +88,11 @@ impl Rescaled {
                 ..Setup::default()
             },
         );
+        if let Some(n) = options.scheduled {
+            wait_until("the scheduler's workers join", || {
+                cluster.workers_joined() == n
+            });
+        }
         let api = cluster.api();
         let mut flags = vec![
             "--var",
@@ -426,15 +434,78 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_ran_nothing_of_it() {
         "the added instances run on the third worker: {added:?}, the query ran on {before:?}"
     );
     let client = anduin_api::Client::new(&q.api, None).expect("an address");
-    wait_until("rows into both added instances", || {
-        client.metrics("q").is_ok_and(|m| {
-            (2..4).all(|j| {
-                m.instances
-                    .iter()
-                    .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)
+    wait_until_or_show(
+        "rows into both added instances",
+        || {
+            client.metrics("q").is_ok_and(|m| {
+                (2..4).all(|j| {
+                    m.instances
+                        .iter()
+                        .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)
+                })
             })
-        })
+        },
+        || format!("{:?}\n{}", client.metrics("q"), q.cluster.logs()),
+    );
+    q.scale("1");
+    q.finish(Some(1));
+}
+
+/// Beyond `--max-parallelism` on a worker the coordinator's scheduler starts for it (issue
+/// 15): `--scheduler process --workers 2 --max-workers 3 --slots 2` starts two full workers;
+/// a rescale to 4 finds no free slot on them and none on another registered worker, so the
+/// scheduler starts a third, and both added instances run there (as on any worker that ran
+/// nothing of the query). The output is the unrescaled run's; a rescale beyond what even
+/// the workers it may start could take is refused, saying so.
+#[test]
+fn a_keyed_window_on_a_cluster_grows_onto_a_worker_its_scheduler_starts_for_it() {
+    let q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        workers: Some(0),
+        scheduled: Some(2),
+        coordinator: vec![
+            "--scheduler",
+            "process",
+            "--workers",
+            "2",
+            "--max-workers",
+            "3",
+            "--slots",
+            "2",
+            "--workers-die-with-coordinator",
+        ],
+        ..Options::default()
     });
+    let before: BTreeSet<u32> = ["gen", "w", "out"]
+        .iter()
+        .flat_map(|op| q.instances_of(op))
+        .map(|(_, w)| w)
+        .collect();
+    let crowded = ctl(q.dir(), &q.api, &["scale", "q", "w", "5"]);
+    let why = String::from_utf8_lossy(&crowded.stderr);
+    assert!(
+        crowded.status.code() != Some(0)
+            && why.contains("a worker the scheduler may start 2")
+            && why.contains("scale to at most 4"),
+        "one more worker of two slots at most: {why}"
+    );
+    assert_eq!(q.cluster.workers_joined(), 2, "a refusal starts no worker");
+    q.scale("4");
+    assert_eq!(
+        q.cluster.workers_joined(),
+        3,
+        "the scheduler started a third"
+    );
+    let added: Vec<(usize, u32)> = q
+        .instances_of("w")
+        .into_iter()
+        .filter(|(i, _)| *i >= 2)
+        .collect();
+    assert_eq!(added.len(), 2, "{added:?}");
+    assert!(
+        added.iter().all(|(_, w)| !before.contains(w)),
+        "the added instances run on the new worker: {added:?}, the query ran on {before:?}"
+    );
     q.scale("1");
     q.finish(Some(1));
 }

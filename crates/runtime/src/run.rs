@@ -194,6 +194,7 @@ pub fn run(
             control_events,
             source_commands,
         );
+        hear_told_barriers(growth.as_ref(), net.is_some(), control);
     } else {
         drop(source_commands);
     }
@@ -405,11 +406,9 @@ fn growth(
     }
     // A cluster's part that runs none of the planned instances (started for those a rescale
     // places on it).
-    let (cluster, alone) = (
-        net.is_some(),
-        net.and_then(|n| n.here)
-            .is_some_and(|here| topology.instances().all(|i| i.worker != here)),
-    );
+    let alone = net
+        .and_then(|n| n.here)
+        .is_some_and(|here| topology.instances().all(|i| i.worker != here));
     let net = net.and_then(|n| {
         Some(crate::grow::GrowNet {
             reach: n.reach(),
@@ -435,21 +434,27 @@ fn growth(
         config.control.clone(),
     ));
     growth.open_inboxes_as_they_come();
-    if let (true, Some(control)) = (cluster, &config.control) {
-        // A cluster's executor hears the barriers its coordinator sent: a part that runs
-        // none of the planned instances builds there the instances rescales place on it, and
-        // lasts until the query's last barrier.
-        if alone {
-            growth.await_barriers();
-        }
-        let heard = Arc::downgrade(&growth);
-        control.hear_barriers_with(Arc::new(move |barriers, last| {
-            if let Some(g) = heard.upgrade() {
-                g.hear(barriers, last);
-            }
-        }));
+    if alone {
+        // It lasts until the query's last barrier (see `hear_told_barriers`).
+        growth.await_barriers();
     }
     Some(growth)
+}
+
+/// A cluster's executor hears the barriers its coordinator sent (once its control plane
+/// lists its instances, so that those it builds are listed too): a part that runs none of
+/// the planned instances builds there the instances rescales place on it, and lasts until
+/// the query's last barrier.
+fn hear_told_barriers(growth: Option<&Arc<Growth>>, net: bool, control: &Arc<Control>) {
+    let Some(growth) = growth.filter(|_| net) else {
+        return;
+    };
+    let heard = Arc::downgrade(growth);
+    control.hear_barriers_with(Arc::new(move |barriers, last| {
+        if let Some(g) = heard.upgrade() {
+            g.hear(barriers, last);
+        }
+    }));
 }
 
 /// The params of the operators of `tasks` that the checkpoint the run restores from had

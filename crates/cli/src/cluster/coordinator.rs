@@ -90,6 +90,12 @@ pub struct CoordinatorArgs {
     /// With `--scheduler process` or `kubernetes`: the slots of each worker (default 4).
     #[arg(long, value_name = "N")]
     pub slots: Option<u32>,
+    /// With `--scheduler process`: how many workers it may start in all (default: --workers)
+    /// when instances added to a running query (`anduin ctl scale` beyond its
+    /// --max-parallelism) find no free slot on the workers there are; those it starts so run
+    /// until the coordinator stops.
+    #[arg(long, value_name = "N")]
+    pub max_workers: Option<u32>,
     /// With `--scheduler process`: the workers end with the coordinator however it ends (for
     /// `anduin cluster`, whose coordinator is its own).
     #[arg(long, hide = true)]
@@ -605,6 +611,16 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
         ),
         _ => {}
     }
+    match (args.scheduler, args.max_workers, args.workers) {
+        (SchedulerKind::Process, Some(m), Some(n)) if m < n || m > scheduler::MAX_LOCAL_WORKERS => bail!(
+            "--max-workers {m}: give at least --workers ({n}) and at most {}",
+            scheduler::MAX_LOCAL_WORKERS
+        ),
+        (SchedulerKind::Process, _, _) | (_, None, _) => {}
+        (_, Some(_), _) => bail!(
+            "--max-workers is for --scheduler process (the kubernetes scheduler does not start pods for instances added while running yet; with the static scheduler, start more workers with `anduin worker --coordinator ADDR`)"
+        ),
+    }
     let by_kube_lease = matches!(
         args.leader_election,
         Some(super::leadership::Election::Kubernetes(_))
@@ -799,7 +815,8 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
                 args.secret.cluster_secret_file.clone(),
                 args.workers_die_with_coordinator,
             )
-            .context("cannot find the anduin executable to start workers with")?,
+            .context("cannot find the anduin executable to start workers with")?
+            .at_most(args.max_workers.unwrap_or(n)),
         ),
         (SchedulerKind::Kubernetes, Some(n)) => {
             let settings = args.kube.settings(addr, n, args.slots.unwrap_or(4))?;

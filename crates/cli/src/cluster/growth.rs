@@ -21,7 +21,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anduin_runtime::control::{BarrierSent, Control, Prepare, Room};
+use anduin_runtime::control::{BarrierSent, Control, Onto, Prepare, Room};
 use anduin_runtime::WorkerId;
 use anduin_types::ControlUpdate;
 
@@ -31,6 +31,8 @@ use super::proto::{ToExecutor, ToWorker};
 
 /// How long a part started for instances added has to report before the rescale is refused.
 const REPORT_WITHIN: Duration = Duration::from_secs(30);
+/// How long a worker the scheduler started for them has to register.
+const REGISTER_WITHIN: Duration = Duration::from_secs(60);
 
 /// Where attempt `number` of query `name` (its control plane `control`) has room for
 /// instances added while it runs: on the workers that run the task already or read its
@@ -61,7 +63,7 @@ pub(super) fn growth_room(
         };
         let mut free: BTreeMap<u32, usize> = on.keys().map(|w| (*w, free_of(w))).collect();
         if fitting(added, load, &free) == added {
-            return Ok(Vec::new());
+            return Ok(Onto::default());
         }
         // Workers that run nothing of the query, with room: one more at a time until they fit.
         let busy: BTreeSet<u32> = current(&state, &name, number)
@@ -75,12 +77,29 @@ pub(super) fn growth_room(
             .filter(|(_, n)| *n > 0)
             .collect();
         idle.sort_by_key(|(w, n)| (std::cmp::Reverse(*n), *w));
-        let mut onto = Vec::new();
+        let mut onto = Onto::default();
         for (w, n) in idle {
             free.insert(w, n);
-            onto.push(w);
+            onto.workers.push(w);
             if fitting(added, load, &free) == added {
                 return Ok(onto);
+            }
+        }
+        // Then workers the scheduler may start (none yet, each with its slots), numbered
+        // after every worker there is.
+        let startable = cluster
+            .scheduler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .may_add();
+        if let Some((more, slots)) = startable {
+            let slots = usize::try_from(slots).unwrap_or(usize::MAX);
+            for i in 0..more {
+                free.insert(u32::MAX - i, slots);
+                onto.fresh += 1;
+                if fitting(added, load, &free) == added {
+                    return Ok(onto);
+                }
             }
         }
         // With every worker that has room.
@@ -94,7 +113,10 @@ pub(super) fn growth_room(
         let workers: Vec<String> = on.keys().map(name).collect();
         let free_now: Vec<String> = free
             .iter()
-            .map(|(w, n)| format!("{} {n}", name(w)))
+            .map(|(w, n)| match state.workers.contains_key(w) {
+                true => format!("{} {n}", name(w)),
+                false => format!("a worker the scheduler may start {n}"),
+            })
             .collect();
         Err(format!(
             "the {added} instance(s) it would add go one by one on the least loaded of the workers that run it or read its output ({}), and of those that run nothing of the query, within their free slots ({}): scale to at most {}, give the workers more slots (`anduin worker --slots`), or add workers",
@@ -143,14 +165,20 @@ pub(super) fn fitting(
     added
 }
 
-/// Starts a part of attempt `number` of query `name` on each of the workers a rescale names
+/// Has the scheduler start the fresh workers a rescale needs (waiting for them to register),
+/// then starts a part of attempt `number` of query `name` on each of the workers it names
 /// that has none yet, and waits until each has reported and been started: then every
 /// executor of the attempt knows where it listens, and it has been told the barriers sent so
 /// far (see the module's doc).
 pub(super) fn prepare_parts(cluster: &Arc<Cluster>, name: &str, number: u64) -> Prepare {
     let cluster = Arc::clone(cluster);
     let name = name.to_string();
-    Arc::new(move |onto: &[u32]| {
+    Arc::new(move |onto: &Onto| {
+        let mut onto_workers = onto.workers.clone();
+        if onto.fresh > 0 {
+            onto_workers.extend(start_workers(&cluster, onto.fresh)?);
+        }
+        let onto = &onto_workers[..];
         let mut state = cluster.lock();
         for w in onto {
             let Some(to) = state
@@ -203,8 +231,47 @@ pub(super) fn prepare_parts(cluster: &Arc<Cluster>, name: &str, number: u64) -> 
         }
         let a = current_mut(&mut state, &name, number).ok_or("the attempt is over")?;
         start_parts(a, onto);
-        Ok(())
+        Ok(onto_workers.clone())
     })
+}
+
+/// Has the scheduler start `fresh` workers, and waits until they have registered: their
+/// numbers.
+fn start_workers(cluster: &Cluster, fresh: usize) -> Result<Vec<u32>, String> {
+    let more = u32::try_from(fresh).map_err(|_| format!("{fresh} workers"))?;
+    let names = cluster
+        .scheduler
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .add(more)?;
+    eprintln!(
+        "anduin: scheduler: starting worker(s) {} for instances added while a query runs",
+        names.join(", ")
+    );
+    let deadline = Instant::now() + REGISTER_WITHIN;
+    let mut state = cluster.lock();
+    loop {
+        let ids: Vec<u32> = names
+            .iter()
+            .filter_map(|n| {
+                state
+                    .workers
+                    .iter()
+                    .find(|(_, e)| e.name == *n && e.alive())
+                    .map(|(id, _)| *id)
+            })
+            .collect();
+        if ids.len() == names.len() {
+            return Ok(ids);
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the worker(s) {} the scheduler started did not register within {REGISTER_WITHIN:?}",
+                names.join(", ")
+            ));
+        }
+        state = cluster.wait(state, Duration::from_millis(100));
+    }
 }
 
 /// Starts the parts of `onto` that have reported and are not started yet (`Start` with every

@@ -44,6 +44,19 @@ pub trait Scheduler: Send {
     fn tend(&mut self, known: &BTreeMap<String, Link>);
     /// Stops the workers it started (the coordinator stops).
     fn stop(&mut self);
+    /// How many more workers it may start for instances added while a query runs, and the
+    /// slots of each; `None` when it starts none.
+    fn may_add(&self) -> Option<(u32, u32)> {
+        None
+    }
+    /// Starts `more` workers beyond those it keeps (kept as those, until the coordinator
+    /// stops); their names.
+    fn add(&mut self, _more: u32) -> Result<Vec<String>, String> {
+        Err(format!(
+            "the {} scheduler starts no worker for them: start more with `anduin worker --coordinator …`, or give the workers more slots",
+            self.kind()
+        ))
+    }
 }
 
 /// Workers register themselves.
@@ -105,6 +118,9 @@ pub struct Processes {
     exe: PathBuf,
     coordinator: SocketAddr,
     workers: u32,
+    /// How many it may keep in all when instances added while a query runs need room
+    /// (`--max-workers`).
+    max_workers: u32,
     slots: u32,
     /// Their work directories and logs go here.
     dir: PathBuf,
@@ -116,6 +132,12 @@ pub struct Processes {
 }
 
 impl Processes {
+    /// It may start up to `max` workers in all for instances added while queries run.
+    pub fn at_most(mut self, max: u32) -> Self {
+        self.max_workers = max.max(self.workers);
+        self
+    }
+
     /// A scheduler of `workers` workers of `slots` slots that reach the coordinator at
     /// `coordinator`, their directories under `dir`.
     pub fn new(
@@ -130,6 +152,7 @@ impl Processes {
             exe: std::env::current_exe()?,
             coordinator,
             workers,
+            max_workers: workers,
             slots,
             dir,
             secret_file,
@@ -253,9 +276,29 @@ impl Scheduler for Processes {
         }
     }
 
+    fn may_add(&self) -> Option<(u32, u32)> {
+        let more = self.max_workers.saturating_sub(self.workers);
+        (more > 0).then_some((more, self.slots))
+    }
+
+    fn add(&mut self, more: u32) -> Result<Vec<String>, String> {
+        let to = self.workers.saturating_add(more);
+        if to > self.max_workers {
+            return Err(format!(
+                "it would take {to} workers, and the coordinator starts at most {} (`--max-workers`)",
+                self.max_workers
+            ));
+        }
+        let names = (self.workers..to).map(|i| format!("local-{i}")).collect();
+        // Started on its next tick, as those it keeps.
+        self.workers = to;
+        Ok(names)
+    }
+
     fn stop(&mut self) {
-        // Its own, and those it adopted from a coordinator before it.
-        for i in 0..self.workers {
+        // Its own, and those it adopted from a coordinator before it (those it may have added
+        // too: a coordinator before it may have).
+        for i in 0..self.max_workers.max(self.workers) {
             self.kill(&format!("local-{i}"));
         }
     }
@@ -343,5 +386,27 @@ mod tests {
         assert_eq!(tend(Some(Link::Dead), process(true, 100)), Tend::Replace);
         // Never registered within the time it had.
         assert_eq!(tend(None, process(true, 31)), Tend::Replace);
+    }
+
+    #[test]
+    fn the_process_scheduler_adds_workers_up_to_its_most_and_the_static_one_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+        let mut s = Processes::new(addr, 2, 3, dir.path().to_path_buf(), None, false)
+            .expect("the executable")
+            .at_most(4);
+        assert_eq!(s.may_add(), Some((2, 3)));
+        assert!(s.add(3).is_err(), "5 workers is more than 4");
+        assert_eq!(s.add(1), Ok(vec!["local-2".to_string()]));
+        assert_eq!(s.may_add(), Some((1, 3)));
+        assert_eq!(s.add(1), Ok(vec!["local-3".to_string()]));
+        assert_eq!(s.may_add(), None);
+        // Without --max-workers it keeps its --workers.
+        let kept = Processes::new(addr, 2, 3, dir.path().to_path_buf(), None, false)
+            .expect("the executable");
+        assert_eq!(kept.may_add(), None);
+        assert_eq!(Static.may_add(), None);
+        let why = Static.add(1).expect_err("the static scheduler starts none");
+        assert!(why.contains("anduin worker --coordinator"), "{why}");
     }
 }

@@ -26,7 +26,7 @@ mod engine;
 mod figures;
 mod growth;
 
-pub use growth::{BarrierSent, Prepare, Room};
+pub use growth::{BarrierSent, Onto, Prepare, Room};
 mod pipelining;
 
 pub(crate) use growth::{Growing, MOST_INSTANCES};
@@ -492,7 +492,7 @@ impl Control {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let earlier = self.requested_of(&request.operator);
-            let mut onto = Vec::new();
+            let mut onto = Onto::default();
             if request.param == crate::rescale::PARALLELISM {
                 onto = self.check_rescale(&request, &earlier)?;
             } else if request.param == crate::pipelining::PIPELINE {
@@ -502,7 +502,8 @@ impl Control {
                 self.check_not_current(&request, &earlier)?;
             }
             // Workers that run nothing of the query yet, where the instances it adds go.
-            self.prepare_onto(&onto)
+            let onto = self
+                .prepare_onto(&onto)
                 .map_err(|why| ControlFailure::Invalid {
                     operator: request.operator.clone(),
                     param: request.param.clone(),
@@ -596,7 +597,7 @@ impl Control {
         &self,
         request: &ChangeRequest,
         earlier: &BTreeMap<String, String>,
-    ) -> Result<Vec<u32>, ControlFailure> {
+    ) -> Result<Onto, ControlFailure> {
         let (max, rescalable, now) = {
             let inner = self.lock();
             let now = earlier
@@ -683,7 +684,7 @@ impl Control {
                 }
                 Ok(match grows {
                     Some(Ok(onto)) => onto,
-                    _ => Vec::new(),
+                    _ => Onto::default(),
                 })
             }
             _ if self.grows_at_all(&request.operator) => Err(invalid(format!(

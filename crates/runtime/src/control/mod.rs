@@ -9,7 +9,8 @@ mod types;
 pub use describe::written;
 pub(crate) use describe::{operators, tasks, topology};
 pub use handle::{
-    BarrierSent, Control, Prepare, Recorder, Room, Stopper, TaskSplit, Validator, DEFAULT_DEADLINE,
+    BarrierSent, Control, Onto, Prepare, Recorder, Room, Stopper, TaskSplit, Validator,
+    DEFAULT_DEADLINE,
 };
 pub(crate) use handle::{Growing, Injector, InstanceFigures, Probe, MOST_INSTANCES};
 

@@ -14,13 +14,30 @@ pub(crate) const MOST_INSTANCES: usize = anduin_state::DEFAULT_MAX_KEY_GROUPS.ge
 /// Whether `added` more instances fit on the workers that run a task now or read its output
 /// (by worker: the task's instances there, planned and added, 0 where it only reads; then
 /// the query's instances by worker, from which each added one goes to the least loaded of
-/// those workers, and of those `Ok` names): `Ok` holds the workers that run nothing of the
-/// query yet that they need besides (empty: those suffice); `Err` says why they do not fit.
+/// those workers, and of those `Ok` names): `Ok` says what they need besides (nothing:
+/// those suffice); `Err` says why they do not fit.
 pub type Room = Arc<
-    dyn Fn(usize, &BTreeMap<u32, usize>, &BTreeMap<u32, usize>) -> Result<Vec<u32>, String>
+    dyn Fn(usize, &BTreeMap<u32, usize>, &BTreeMap<u32, usize>) -> Result<Onto, String>
         + Send
         + Sync,
 >;
+
+/// Where instances a rescale adds need room besides the workers that run the task or read
+/// its output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Onto {
+    /// Workers that run nothing of the query yet.
+    pub workers: Vec<u32>,
+    /// How many workers the cluster's scheduler is to start for them besides.
+    pub fresh: usize,
+}
+
+impl Onto {
+    /// Nothing besides.
+    pub fn is_empty(&self) -> bool {
+        self.workers.is_empty() && self.fresh == 0
+    }
+}
 
 /// Told every barrier the checkpoint coordinator sends: its epoch, the changes it carries,
 /// and whether it is the query's last (a cluster's coordinator passes it on to the parts
@@ -38,10 +55,12 @@ pub(crate) struct Telling {
     early: Vec<(Vec<anduin_types::Barrier>, bool)>,
 }
 
-/// Makes workers that run nothing of the query ready to take instances a rescale adds
-/// (a cluster's coordinator starts a part of the query there that runs none of its planned
-/// instances): called before the rescale's barrier is sent; `Err` says why it could not.
-pub type Prepare = Arc<dyn Fn(&[u32]) -> Result<(), String> + Send + Sync>;
+/// Makes the workers of an [`Onto`] ready to take instances a rescale adds (a cluster's
+/// coordinator has its scheduler start the fresh ones, and starts a part of the query on
+/// each that runs none of its planned instances): called before the rescale's barrier is
+/// sent. `Ok`: every worker the rescale may place on besides (what its barrier names);
+/// `Err` says why they could not be made ready.
+pub type Prepare = Arc<dyn Fn(&Onto) -> Result<Vec<u32>, String> + Send + Sync>;
 
 /// Whether a rescalable operator can get more instances while it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,9 +152,9 @@ impl Control {
     }
 
     /// Makes `onto` ready to take instances (see [`Prepare`]); without a way to, refuses.
-    pub(crate) fn prepare_onto(&self, onto: &[u32]) -> Result<(), String> {
+    pub(crate) fn prepare_onto(&self, onto: &Onto) -> Result<Vec<u32>, String> {
         if onto.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let prepare = self
             .prepare
@@ -188,7 +207,7 @@ impl Control {
     /// Whether `operator` can grow to `to` instances now: `Err` says why not (to follow "it
     /// cannot get more instances while it runs: "), `None` when nothing was said of it;
     /// `Ok`: the workers that run nothing of the query it needs (see [`Room`]).
-    pub(crate) fn may_grow(&self, operator: &str, to: usize) -> Option<Result<Vec<u32>, String>> {
+    pub(crate) fn may_grow(&self, operator: &str, to: usize) -> Option<Result<Onto, String>> {
         let growing = self
             .growth
             .lock()
@@ -261,7 +280,7 @@ impl Control {
             .clone();
         Some(match room {
             Some(room) if added > 0 => room(added, &on, &load),
-            _ => Ok(Vec::new()),
+            _ => Ok(Onto::default()),
         })
     }
 
@@ -449,22 +468,29 @@ mod tests {
 
     #[test]
     fn a_rescale_onto_workers_that_run_nothing_of_the_query_needs_a_way_to_start_parts_there() {
+        use super::Onto;
         let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
-        assert_eq!(control.prepare_onto(&[]), Ok(()));
+        let onto = |workers: &[u32], fresh| Onto {
+            workers: workers.to_vec(),
+            fresh,
+        };
+        assert_eq!(control.prepare_onto(&Onto::default()), Ok(Vec::new()));
         assert!(
-            control.prepare_onto(&[3]).is_err(),
+            control.prepare_onto(&onto(&[3], 0)).is_err(),
             "nothing can start a part"
         );
-        control.prepare_growth_with(std::sync::Arc::new(|onto: &[u32]| {
-            if onto == [3] {
-                Ok(())
+        // A fresh worker the scheduler starts gets the next number.
+        control.prepare_growth_with(std::sync::Arc::new(|onto: &Onto| {
+            if onto.workers == [3] {
+                Ok((3..4 + onto.fresh as u32).collect())
             } else {
-                Err(format!("worker {onto:?} is gone"))
+                Err(format!("worker {:?} is gone", onto.workers))
             }
         }));
-        assert_eq!(control.prepare_onto(&[3]), Ok(()));
+        assert_eq!(control.prepare_onto(&onto(&[3], 0)), Ok(vec![3]));
+        assert_eq!(control.prepare_onto(&onto(&[3], 1)), Ok(vec![3, 4]));
         assert_eq!(
-            control.prepare_onto(&[4]),
+            control.prepare_onto(&onto(&[4], 0)),
             Err("worker [4] is gone".to_string())
         );
     }
