@@ -169,6 +169,43 @@ impl Rescaled {
             .collect()
     }
 
+    /// The workers that run any of the query's instances.
+    fn query_workers(&self) -> BTreeSet<u32> {
+        ["gen", "w", "out"]
+            .iter()
+            .flat_map(|op| self.instances_of(op))
+            .map(|(_, w)| w)
+            .collect()
+    }
+
+    /// The window's instances beyond its first two (those added while running), with their
+    /// workers.
+    fn added(&self) -> Vec<(usize, u32)> {
+        self.instances_of("w")
+            .into_iter()
+            .filter(|(i, _)| *i >= 2)
+            .collect()
+    }
+
+    /// Waits until each of the window's instances `instances` has taken rows, as the
+    /// executors' figures say (the figures and the logs shown if they never do).
+    fn await_rows_into(&self, instances: std::ops::Range<usize>) {
+        let client = anduin_api::Client::new(&self.api, None).expect("an address");
+        wait_until_or_show(
+            "rows into every added instance",
+            || {
+                client.metrics("q").is_ok_and(|m| {
+                    instances.clone().all(|j| {
+                        m.instances
+                            .iter()
+                            .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)
+                    })
+                })
+            },
+            || format!("{:?}\n{}", client.metrics("q"), self.cluster.logs()),
+        );
+    }
+
     /// Once the window has taken more rows, rescales it to `to` instances through the
     /// coordinator; the epoch it applied at.
     fn scale(&self, to: &str) -> u64 {
@@ -306,15 +343,7 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
     assert_eq!(q.window_workers().len(), 2, "{window:?}");
     // The added instances take rows (over the network from the generator on the other
     // worker, for one of them), as their executors' figures say.
-    wait_until("rows into both added instances", || {
-        client.metrics("q").is_ok_and(|m| {
-            (2..4).all(|j| {
-                m.instances
-                    .iter()
-                    .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)
-            })
-        })
-    });
+    q.await_rows_into(2..4);
     q.scale("1");
     // Once it is over, `anduin status` still counts every instance that ran.
     let status = q.finish(Some(1));
@@ -358,11 +387,7 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_only_reads_it() {
     ));
     q.scale("5");
     assert_eq!(q.owners().as_deref(), Some("5"));
-    let added: Vec<(usize, u32)> = q
-        .instances_of("w")
-        .into_iter()
-        .filter(|(i, _)| *i >= 2)
-        .collect();
+    let added = q.added();
     assert_eq!(added.len(), 3, "{added:?}");
     assert!(
         added.iter().any(|(_, w)| readers.contains(w)),
@@ -371,16 +396,7 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_only_reads_it() {
             .expect("an address")
             .topology("q")
     );
-    let client = anduin_api::Client::new(&q.api, None).expect("an address");
-    wait_until("rows into every added instance", || {
-        client.metrics("q").is_ok_and(|m| {
-            (2..5).all(|j| {
-                m.instances
-                    .iter()
-                    .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)
-            })
-        })
-    });
+    q.await_rows_into(2..5);
     q.scale("1");
     q.finish(Some(1));
 }
@@ -401,11 +417,7 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_ran_nothing_of_it() {
         slots: Some(2),
         ..Options::default()
     });
-    let before: BTreeSet<u32> = ["gen", "w", "out"]
-        .iter()
-        .flat_map(|op| q.instances_of(op))
-        .map(|(_, w)| w)
-        .collect();
+    let before = q.query_workers();
     assert_eq!(before.len(), 2, "the query runs on both workers");
     let crowded = ctl(q.dir(), &q.api, &["scale", "q", "w", "3"]);
     let why = String::from_utf8_lossy(&crowded.stderr);
@@ -423,30 +435,13 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_ran_nothing_of_it() {
     );
     q.scale("4");
     assert_eq!(q.owners().as_deref(), Some("4"));
-    let added: Vec<(usize, u32)> = q
-        .instances_of("w")
-        .into_iter()
-        .filter(|(i, _)| *i >= 2)
-        .collect();
+    let added = q.added();
     assert_eq!(added.len(), 2, "{added:?}");
     assert!(
         added.iter().all(|(_, w)| !before.contains(w)),
         "the added instances run on the third worker: {added:?}, the query ran on {before:?}"
     );
-    let client = anduin_api::Client::new(&q.api, None).expect("an address");
-    wait_until_or_show(
-        "rows into both added instances",
-        || {
-            client.metrics("q").is_ok_and(|m| {
-                (2..4).all(|j| {
-                    m.instances
-                        .iter()
-                        .any(|i| i.operator == "w" && i.instance == j && i.rows_in > 0)
-                })
-            })
-        },
-        || format!("{:?}\n{}", client.metrics("q"), q.cluster.logs()),
-    );
+    q.await_rows_into(2..4);
     q.scale("1");
     q.finish(Some(1));
 }
@@ -476,11 +471,7 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_its_scheduler_starts_for_it()
         ],
         ..Options::default()
     });
-    let before: BTreeSet<u32> = ["gen", "w", "out"]
-        .iter()
-        .flat_map(|op| q.instances_of(op))
-        .map(|(_, w)| w)
-        .collect();
+    let before = q.query_workers();
     let crowded = ctl(q.dir(), &q.api, &["scale", "q", "w", "5"]);
     let why = String::from_utf8_lossy(&crowded.stderr);
     assert!(
@@ -496,11 +487,7 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_its_scheduler_starts_for_it()
         3,
         "the scheduler started a third"
     );
-    let added: Vec<(usize, u32)> = q
-        .instances_of("w")
-        .into_iter()
-        .filter(|(i, _)| *i >= 2)
-        .collect();
+    let added = q.added();
     assert_eq!(added.len(), 2, "{added:?}");
     assert!(
         added.iter().all(|(_, w)| !before.contains(w)),
