@@ -844,6 +844,9 @@ impl Link {
                 Ok(Some(ToExecutor::Drain)) => {
                     tracing::info!("stopping the sources (anduin ctl stop)");
                     self.stop.store(true, Ordering::SeqCst);
+                    // No rescale comes after a stop: a part that runs only instances added
+                    // while running ends with them (or at once, without).
+                    self.tell(Vec::new(), true);
                     continue;
                 }
                 Ok(Some(ToExecutor::Leader { term })) => {
