@@ -196,7 +196,7 @@ pub(super) fn prepare_parts(cluster: &Arc<Cluster>, name: &str, number: u64) -> 
             let mut d = a
                 .template
                 .clone()
-                .ok_or("the attempt was not deployed here")?;
+                .ok_or("this coordinator took the running attempt over from another, and starting a part of it on another worker is not supported yet (it is once the query is rolled back or resubmitted)")?;
             d.worker = *w;
             d.alone = true;
             a.workers.insert(*w);
