@@ -446,6 +446,35 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_ran_nothing_of_it() {
     q.finish(Some(1));
 }
 
+/// A rescale onto a worker that runs nothing of the query, whose part there cannot start
+/// (its directory cannot be made: a file holds its name), is refused, saying why; the part is
+/// forgotten, and the query runs on in the same attempt (no rollback) to the unrescaled
+/// run's output.
+#[test]
+fn a_growth_whose_part_cannot_start_is_refused_and_the_query_runs_on() {
+    let mut q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        slots: Some(2),
+        ..Options::default()
+    });
+    let w3 = q.cluster.dir.path().join("w3");
+    std::fs::create_dir_all(&w3).expect("the worker's directory");
+    for part in 0..10 {
+        std::fs::write(w3.join(format!("q-1-{part}")), "").expect("a file in the way");
+    }
+    q.cluster.add_worker("w3", 2);
+    wait_until("the third worker joins", || q.cluster.workers_joined() == 3);
+    let refused = ctl(q.dir(), &q.api, &["scale", "q", "w", "4"]);
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        refused.status.code() != Some(0) && why.contains("could be made ready"),
+        "{why}"
+    );
+    assert_eq!(q.cluster.status("q")["attempt"], 1, "no rollback");
+    assert_eq!(q.owners().as_deref(), Some("2"));
+    q.finish(None);
+}
+
 /// Beyond `--max-parallelism` on a worker the coordinator's scheduler starts for it (issue
 /// 15): `--scheduler process --workers 2 --max-workers 3 --slots 2` starts two full workers;
 /// a rescale to 4 finds no free slot on them and none on another registered worker, so the

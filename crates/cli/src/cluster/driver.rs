@@ -520,13 +520,16 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
 }
 
 /// What the query's life is told of a failure: the worker that died, the task that failed
-/// (the first of those on the worker its part failed on), or — a failure of no one worker —
-/// every placed task.
+/// (the first of those on the worker its part failed on), or — a failure of no one worker,
+/// or of a worker that runs none of the planned tasks (a part started for instances added
+/// while running) — every placed task.
 fn lost(state: &State, name: &str, why: &str, worker: Option<(u32, bool)>) -> Vec<Input> {
     let Some(q) = state.queries.get(name) else {
         return Vec::new();
     };
     let placement = q.life.placement();
+    let planned_on = |w: u32| placement.values().any(|on| on.0 == w);
+    let worker = worker.filter(|(w, _)| planned_on(*w));
     match worker {
         Some((w, true)) => vec![Input::WorkerDead {
             worker: WorkerId(w),
@@ -923,11 +926,7 @@ fn start_checkpointer(
         // A failure rolls the query back as a new attempt (`drive`), unless cancelled.
         control.recovered_on_failure();
     }
-    control.grow_within(super::growth::growth_room(
-        cluster,
-        (name, number),
-        Arc::downgrade(&control),
-    ));
+    control.grow_within(super::growth::growth_room(cluster, (name, number)));
     control.prepare_growth_with(super::growth::prepare_parts(cluster, name, number));
     control.tell_barriers_to(super::growth::barriers_told(cluster, name, number));
     if let (Numbering::After(_), Some(v)) = (numbering, restore.as_ref()) {
@@ -1666,7 +1665,14 @@ fn place(cluster: &Cluster, name: &str, compiled: &Compiled) -> Result<Option<Ve
         if state.queries.get(name).is_none_or(|q| q.cancel) {
             return Ok(None);
         }
-        let mut used: BTreeMap<u32, u32> = BTreeMap::new();
+        // The instances other queries added while running take slots too.
+        drop(state);
+        let added = super::growth::added_by_worker(cluster, Some(name));
+        state = cluster.lock();
+        let mut used: BTreeMap<u32, u32> = added
+            .into_iter()
+            .map(|(w, n)| (w, u32::try_from(n).unwrap_or(u32::MAX)))
+            .collect();
         for (q, entry) in &state.queries {
             if let Some(a) = entry.attempt.as_ref().filter(|_| q != name) {
                 for w in &a.placement {
@@ -1786,7 +1792,10 @@ pub(super) fn trouble(state: &State, name: &str, number: u64) -> Option<Outcome>
         return Some(Outcome::Cancelled);
     }
     let a = current(state, name, number)?;
-    for w in &a.workers {
+    // A part being started for a rescale (not started yet): its loss refuses the rescale,
+    // it does not fail the attempt (`super::growth`).
+    let starting = |w: &u32| a.alone.contains(w) && !a.alone_started.contains(w);
+    for w in a.workers.iter().filter(|w| !starting(w)) {
         let host = a.host(*w);
         let worker = state.workers.get(&host).map_or("?", |e| e.name.as_str());
         if let Some(Some(why)) = a.ended.get(w) {

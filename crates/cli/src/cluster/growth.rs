@@ -39,20 +39,13 @@ const REGISTER_WITHIN: Duration = Duration::from_secs(60);
 /// output, each taking a slot as a planned instance does (those in use: every query's
 /// planned instances where they run now, and the instances added so far); beyond those, on
 /// workers that run nothing of the query, with free slots (most free first, then the lowest).
-pub(super) fn growth_room(
-    cluster: &Arc<Cluster>,
-    (name, number): (&str, u64),
-    control: std::sync::Weak<Control>,
-) -> Room {
+pub(super) fn growth_room(cluster: &Arc<Cluster>, (name, number): (&str, u64)) -> Room {
     let cluster = Arc::clone(cluster);
     let name = name.to_string();
     Arc::new(move |added, on, load| {
-        let added_here = control
-            .upgrade()
-            .map(|c| c.added_by_worker())
-            .unwrap_or_default();
+        let added_so_far = added_by_worker(&cluster, None);
         let state = cluster.lock();
-        let used = used_slots(&state, added_here);
+        let used = used_slots(&state, added_so_far);
         let free_of = |w: &u32| {
             // A dead worker has no room.
             state.workers.get(w).filter(|e| e.alive()).map_or(0, |e| {
@@ -127,8 +120,30 @@ pub(super) fn growth_room(
     })
 }
 
+/// The instances every query (but `except`) added while running, by worker: each takes a
+/// slot there. Asked of their control planes with the cluster's lock let go (a control
+/// plane may take it while it holds its own).
+pub(super) fn added_by_worker(cluster: &Cluster, except: Option<&str>) -> BTreeMap<u32, usize> {
+    let controls: Vec<Arc<Control>> = {
+        let state = cluster.lock();
+        state
+            .queries
+            .iter()
+            .filter(|(q, _)| except != Some(q.as_str()))
+            .filter_map(|(_, e)| e.attempt.as_ref()?.control.clone())
+            .collect()
+    };
+    let mut added: BTreeMap<u32, usize> = BTreeMap::new();
+    for c in controls {
+        for (w, n) in c.added_by_worker() {
+            *added.entry(w).or_default() += n;
+        }
+    }
+    added
+}
+
 /// The slots in use on each worker: every query's planned instances where they run now, and
-/// `added`, the instances this query added so far.
+/// `added`, the instances the queries added so far.
 fn used_slots(state: &State, added: BTreeMap<u32, usize>) -> BTreeMap<u32, usize> {
     let mut used = added;
     for a in state.queries.values().filter_map(|q| q.attempt.as_ref()) {
@@ -178,61 +193,106 @@ pub(super) fn prepare_parts(cluster: &Arc<Cluster>, name: &str, number: u64) -> 
         if onto.fresh > 0 {
             onto_workers.extend(start_workers(&cluster, onto.fresh)?);
         }
-        let onto = &onto_workers[..];
-        let mut state = cluster.lock();
-        for w in onto {
-            let Some(to) = state
-                .workers
-                .get(w)
-                .filter(|e| e.alive())
-                .map(|e| e.to.clone())
-            else {
-                return Err(format!("worker id {w} is not there any more"));
-            };
-            let a = current_mut(&mut state, &name, number).ok_or("the attempt is over")?;
-            if a.workers.contains(w) {
-                continue;
-            }
-            let mut d = a
-                .template
-                .clone()
-                .ok_or("this coordinator took the running attempt over from another, and starting a part of it on another worker is not supported yet (it is once the query is rolled back or resubmitted)")?;
-            d.worker = *w;
-            d.alone = true;
-            a.workers.insert(*w);
-            a.alone.insert(*w);
-            match to {
-                Some(to) => {
-                    let _ = to.send(&ToWorker::Deploy(Box::new(d)));
-                }
-                None => return Err(format!("worker id {w} is not connected")),
-            }
-            tracing::info!(query = %name, attempt = number, worker = w, "started a part for instances added while running");
+        let mut deployed = Vec::new();
+        let prepared = deploy_parts(&cluster, (&name, number), &onto_workers, &mut deployed);
+        if prepared.is_err() {
+            // The rescale is refused: the parts started for it are no part of the query.
+            forget_parts(&cluster, (&name, number), &deployed);
         }
-        let deadline = Instant::now() + REPORT_WITHIN;
-        loop {
-            let a = current(&state, &name, number).ok_or("the attempt is over")?;
-            if let Some(w) = onto
-                .iter()
-                .find(|w| matches!(a.ended.get(w), Some(Some(_))))
-            {
-                let why = a.ended.get(w).cloned().flatten().unwrap_or_default();
+        prepared.map(|()| onto_workers)
+    })
+}
+
+/// Deploys a part of attempt `number` of query `name` on each of `onto` that has none
+/// (noting them in `deployed`), waits until each has reported, and starts them.
+fn deploy_parts(
+    cluster: &Cluster,
+    (name, number): (&str, u64),
+    onto: &[u32],
+    deployed: &mut Vec<u32>,
+) -> Result<(), String> {
+    let mut state = cluster.lock();
+    for w in onto {
+        let Some(to) = state
+            .workers
+            .get(w)
+            .filter(|e| e.alive())
+            .map(|e| e.to.clone())
+        else {
+            return Err(format!("worker id {w} is not there any more"));
+        };
+        let a = current_mut(&mut state, name, number).ok_or("the attempt is over")?;
+        if a.workers.contains(w) {
+            continue;
+        }
+        let mut d = a
+            .template
+            .clone()
+            .ok_or("this coordinator took the running attempt over from another, and starting a part of it on another worker is not supported yet (it is once the query is rolled back or resubmitted)")?;
+        d.worker = *w;
+        d.alone = true;
+        let Some(to) = to else {
+            return Err(format!("worker id {w} is not connected"));
+        };
+        a.workers.insert(*w);
+        a.alone.insert(*w);
+        deployed.push(*w);
+        let _ = to.send(&ToWorker::Deploy(Box::new(d)));
+        tracing::info!(query = %name, attempt = number, worker = w, "started a part for instances added while running");
+    }
+    let deadline = Instant::now() + REPORT_WITHIN;
+    loop {
+        let a = current(&state, name, number).ok_or("the attempt is over")?;
+        for w in onto {
+            if let Some(Some(why)) = a.ended.get(w) {
                 return Err(format!("its part on worker id {w} failed: {why}"));
             }
-            if onto.iter().all(|w| a.executors.contains_key(w)) {
-                break;
+            if !state.workers.get(w).is_some_and(|e| e.alive()) {
+                return Err(format!("worker id {w} was lost while its part started"));
             }
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "the parts started on worker ids {onto:?} did not report within {REPORT_WITHIN:?}"
-                ));
-            }
-            state = cluster.wait(state, Duration::from_millis(100));
         }
-        let a = current_mut(&mut state, &name, number).ok_or("the attempt is over")?;
-        start_parts(a, onto);
-        Ok(onto_workers.clone())
-    })
+        if onto.iter().all(|w| a.executors.contains_key(w)) {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the parts started on worker ids {onto:?} did not report within {REPORT_WITHIN:?}"
+            ));
+        }
+        state = cluster.wait(state, Duration::from_millis(100));
+    }
+    let a = current_mut(&mut state, name, number).ok_or("the attempt is over")?;
+    start_parts(a, onto);
+    Ok(())
+}
+
+/// The parts `parts` of attempt `number` of query `name`, started for a rescale that was
+/// refused, are no part of it any more: their executors are turned away (cancelled on
+/// their workers, refused if they report later).
+fn forget_parts(cluster: &Cluster, (name, number): (&str, u64), parts: &[u32]) {
+    let mut state = cluster.lock();
+    if let Some(a) = current_mut(&mut state, name, number) {
+        for w in parts {
+            a.workers.remove(w);
+            a.alone.remove(w);
+            a.alone_started.remove(w);
+            a.unstarted.remove(w);
+            a.ended.remove(w);
+            a.heard.remove(w);
+            if let Some((to, _)) = a.executors.remove(w) {
+                to.close();
+            }
+        }
+    }
+    for w in parts {
+        if let Some(entry) = state.workers.get(w).filter(|e| e.alive()) {
+            entry.send(&ToWorker::Cancel {
+                query: name.to_string(),
+                attempt: number,
+            });
+        }
+    }
+    cluster.changed.notify_all();
 }
 
 /// Has the scheduler start `fresh` workers, and waits until they have registered: their
