@@ -161,20 +161,36 @@ impl Partition {
             .find(|due| *due > after)
     }
 
-    /// Drops the cells `cold` (they become NULL) of the last row taken, if still kept: cells
-    /// nothing reads, kept only for a dead letter that can no longer show the row (see
-    /// `Setup::shed`). Call only when [`Scratch::ended_match`](super::Scratch::ended_match)
-    /// says the row ends no match.
-    pub(crate) fn shed_last(&mut self, cold: &[usize]) {
+    /// Appends `rest` to the cells of the last row taken (if still kept): a row fed with
+    /// only the cells something reads gets the others, which a dead letter of a match it
+    /// ends shows (see `Setup::shed`).
+    pub(crate) fn complete_last(&mut self, rest: impl Iterator<Item = Value>) {
         // The last row taken is the last kept, if any is.
         let Some(row) = self.rows.back_mut() else {
             return;
         };
-        for c in cold {
-            if let Some(cell) = row.cells.get_mut(*c) {
-                *cell = Value::Null;
-            }
-        }
+        let mut cells = std::mem::take(&mut row.cells).into_vec();
+        cells.extend(rest);
+        row.cells = cells.into_boxed_slice();
+    }
+
+    /// Whether event time reaching `t` (a watermark at `t`) would end every partial match of
+    /// the partition with nothing to report but time-outs (no match, no row in no match) and
+    /// leave it [`Partition::is_blank`]: under `p` with a `within`, and without `$`, `^`,
+    /// `PREV` or unmatched rows.
+    pub(crate) fn ends_blank_by(&self, p: &Pattern, t: i64) -> bool {
+        let Some(w) = p.within else {
+            return false;
+        };
+        !p.ends
+            && !p.anchored
+            && !p.unmatched
+            && p.max_back == 0
+            && self.matches == 0
+            && self
+                .attempts
+                .iter()
+                .all(|a| a.best.is_none() && (a.ended() || a.start_ts.saturating_add(w) <= t))
     }
 
     /// Whether no partial match is in flight (only rows PREV may reach are kept).
