@@ -10,7 +10,7 @@ use super::super::program::Inst;
 use super::super::value::Value;
 use super::closure::{closure, At, Seen};
 use super::views::{excluded_rows, to_steps};
-use super::{Attempt, Outcome, Partition, Pattern, Refused, Row, Scratch, Skip, Starts};
+use super::{Attempt, Found, Outcome, Partition, Pattern, Refused, Row, Scratch, Skip, Starts};
 
 impl Partition {
     /// Event time has passed `watermark`: every row still to come has `ts >= watermark`, so
@@ -65,7 +65,7 @@ impl Partition {
                 scratch.clear();
                 let hist = t.hist.clone();
                 if closure(p, &mut seen, &mut prune, at, t.pc + 1, hist, &mut scratch) {
-                    a.best = Some(t.hist);
+                    a.found = Found::Match(t.hist);
                     break;
                 }
             }
@@ -77,8 +77,8 @@ impl Partition {
     pub(super) fn settle(&mut self, p: &Pattern, out: &mut Vec<Outcome>) {
         while self.attempts.front().is_some_and(Attempt::ended) {
             let a = self.attempts.pop_front().expect("front exists");
-            match a.best {
-                Some(hist) => {
+            match a.found {
+                Found::Match(hist) => {
                     let steps = to_steps(hist.as_ref());
                     let excluded = excluded_rows(hist.as_ref());
                     self.matches += 1;
@@ -111,8 +111,8 @@ impl Partition {
                         excluded,
                     });
                 }
-                None => {
-                    if let Some(partial) = a.timed_out {
+                other => {
+                    if let Found::TimedOut(partial) = other {
                         let (steps, excluded) = if p.timed_out_rows {
                             (to_steps(partial.as_ref()), excluded_rows(partial.as_ref()))
                         } else {
@@ -190,7 +190,7 @@ impl Partition {
             && self
                 .attempts
                 .iter()
-                .all(|a| a.best.is_none() && (a.ended() || a.start_ts.saturating_add(w) <= t))
+                .all(|a| !a.has_match() && (a.ended() || a.start_ts.saturating_add(w) <= t))
     }
 
     /// Whether no partial match is in flight (only rows PREV may reach are kept).
@@ -293,7 +293,7 @@ fn time_out(p: &Pattern, a: &mut Attempt) {
     } else {
         a.threads.clear();
     }
-    if a.best.is_none() && a.threads.is_empty() {
-        a.timed_out = Some(first);
+    if !a.has_match() && a.threads.is_empty() {
+        a.found = Found::TimedOut(first);
     }
 }

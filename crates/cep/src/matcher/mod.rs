@@ -336,16 +336,29 @@ pub(crate) struct Thread {
     pub hist: Option<Arc<Step>>,
 }
 
+/// The match attempt from one start row.
+///
+/// Most partitions of a Nexmark run hold one, for seconds: it is 56 bytes (the allocator's
+/// 56-byte class), with one field for what it found, a match or a time-out (80 with one
+/// for each).
 #[derive(Debug)]
 struct Attempt {
     start: u64,
     start_ts: i64,
     /// Live threads in preference order, each waiting at a `Label`.
     threads: Vec<Thread>,
-    /// The most preferred complete match found so far (`Some(None)`: the empty match).
-    best: Option<Option<Arc<Step>>>,
-    /// Set when the time bound ended it with live threads and no match.
-    timed_out: Option<Option<Arc<Step>>>,
+    found: Found,
+}
+
+/// What an attempt has found so far.
+#[derive(Debug)]
+enum Found {
+    Nothing,
+    /// Its most preferred complete match so far (`None`: the empty match).
+    Match(Option<Arc<Step>>),
+    /// No match: the time bound ended it with live threads (its most preferred partial
+    /// match).
+    TimedOut(Option<Arc<Step>>),
 }
 
 impl Attempt {
@@ -353,11 +366,17 @@ impl Attempt {
         self.threads.is_empty()
     }
 
+    /// Whether it has found a complete match.
+    fn has_match(&self) -> bool {
+        matches!(self.found, Found::Match(_))
+    }
+
     /// The last row of the match it has found (its start for an empty match).
     fn best_end(&self) -> Option<u64> {
-        self.best
-            .as_ref()
-            .map(|b| b.as_ref().map_or(self.start, |s| s.row))
+        match &self.found {
+            Found::Match(b) => Some(b.as_ref().map_or(self.start, |s| s.row)),
+            _ => None,
+        }
     }
 }
 
@@ -368,19 +387,14 @@ fn stands_for_later(reach: Option<u64>, a: &Attempt) -> bool {
     reach.is_none_or(|r| r < a.start)
 }
 
-/// An attempt's `best` (or `timed_out`) match.
-type Best = Option<Option<Arc<Step>>>;
-
 /// What a row changed in one attempt, kept until the row is taken so that a condition that
 /// fails on it can undo everything: the attempt's threads before the row (their vector is
-/// reused once the row is taken) and, if the row changed it, its `best` before.
+/// reused once the row is taken) and, if the row changed it, what it had found before.
 #[derive(Debug)]
 struct Undo {
     attempt: usize,
     threads: Vec<Thread>,
-    best: Option<Best>,
-    /// The row timed the attempt out.
-    timed_out: bool,
+    found: Option<Found>,
 }
 
 /// One partition's rows and attempts.
@@ -529,8 +543,7 @@ impl Partition {
                     start: idx,
                     start_ts: ts,
                     threads,
-                    best,
-                    timed_out: None,
+                    found: best.map_or(Found::Nothing, Found::Match),
                 });
             }
         }
@@ -566,7 +579,7 @@ impl Partition {
         // that stands for them they are most rows' attempts.
         if std::mem::take(&mut s.emptied) && !p.unmatched {
             self.attempts
-                .retain(|a| !a.ended() || a.best.is_some() || a.timed_out.is_some());
+                .retain(|a| !a.ended() || !matches!(a.found, Found::Nothing));
         }
         self.drop_covered(p);
         // Keep about as many spare lists as the next row may need.
@@ -608,10 +621,9 @@ impl Partition {
         let Some(front) = self.attempts.front().filter(|a| !a.ended()) else {
             return;
         };
-        let Some(best) = &front.best else {
+        let Some(end) = front.best_end() else {
             return;
         };
-        let end = best.as_ref().map_or(front.start, |s| s.row);
         let covered = self
             .attempts
             .iter()
@@ -650,15 +662,15 @@ impl Partition {
             {
                 let a = &mut self.attempts[i];
                 let mut threads = std::mem::take(&mut a.threads);
-                if a.best.is_none() {
-                    a.timed_out = Some(threads.first().and_then(|t| t.hist.clone()));
-                }
+                let found = (!a.has_match()).then(|| {
+                    let partial = threads.first().and_then(|t| t.hist.clone());
+                    std::mem::replace(&mut a.found, Found::TimedOut(partial))
+                });
                 if p.fallible {
                     s.undo.push(Undo {
                         attempt: i,
                         threads,
-                        best: None,
-                        timed_out: true,
+                        found,
                     });
                 } else {
                     // No condition can fail: nothing will be undone.
@@ -743,13 +755,13 @@ impl Partition {
             }
             a.threads = next;
             s.ended_match |= found.is_some();
-            let best = found.map(|h| a.best.replace(h));
+            let before = found.map(|h| std::mem::replace(&mut a.found, Found::Match(h)));
             if rivals {
                 if stands_for_later(reach, a) {
                     s.prune.claim(p, &a.threads);
                 }
                 reach = reach.max(a.best_end());
-                if i > 0 && a.ended() && a.best.is_none() {
+                if i > 0 && a.ended() && !a.has_match() {
                     s.emptied = true;
                 }
             }
@@ -757,8 +769,7 @@ impl Partition {
                 s.undo.push(Undo {
                     attempt: i,
                     threads,
-                    best,
-                    timed_out: false,
+                    found: before,
                 });
             } else {
                 let mut old = threads;
@@ -781,11 +792,8 @@ impl Partition {
             let mut new = std::mem::replace(&mut a.threads, u.threads);
             new.clear();
             s.spare.push(new);
-            if let Some(best) = u.best {
-                a.best = best;
-            }
-            if u.timed_out {
-                a.timed_out = None;
+            if let Some(found) = u.found {
+                a.found = found;
             }
         }
         if started {
