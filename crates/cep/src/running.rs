@@ -109,7 +109,7 @@ fn rows_fit(written: Option<&[usize]>, cells_of: &[usize], columns: usize) -> Re
         return Ok(());
     }
     Err(format!(
-        "the checkpoint's rows hold the input columns {written:?}, and this pattern keeps {cells_of:?} of a row: the checkpoint was written by another version of anduin (rows held every column before 2026-12-05) or for another query; resume it with the anduin that wrote it, or start without it"
+        "the checkpoint's rows hold the input columns {written:?}, and this pattern keeps {cells_of:?} of a row: the checkpoint was written by another version of anduin (rows held every column before 2026-12-05, in the input's order before 2026-12-06) or for another query; resume it with the anduin that wrote it, or start without it"
     ))
 }
 
