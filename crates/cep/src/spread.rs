@@ -90,7 +90,8 @@ pub(crate) fn spreadable<'a>(
     Ok(())
 }
 
-fn numbers(e: &E) -> bool {
+/// Whether `e` reads `MATCH_NUMBER()`.
+pub(crate) fn numbers(e: &E) -> bool {
     let mut found = false;
     e.walk(&mut |e| found |= matches!(e, E::MatchNumber));
     found

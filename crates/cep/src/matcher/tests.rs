@@ -87,6 +87,7 @@ fn pattern(rng: &mut Rng) -> (Pattern, String) {
         anchored: false,
         excluded: Vec::new(),
         unmatched: false,
+        numbered: true,
         timed_out_rows: true,
         ends: false,
     };
@@ -248,6 +249,7 @@ fn a_refused_row_keeps_partial_matches_best_matches_and_time_outs() {
         anchored: false,
         excluded: Vec::new(),
         unmatched: false,
+        numbered: true,
         timed_out_rows: true,
         ends: false,
     };
@@ -309,6 +311,7 @@ pub(super) fn compiled(pattern: &str, defines: &str) -> Pattern {
         anchored: false,
         excluded: Vec::new(),
         unmatched: false,
+        numbered: true,
         timed_out_rows: true,
         ends: false,
     }
@@ -717,6 +720,7 @@ fn compiled_with(pattern: &str, subsets: &[(&str, &[&str])], defines: &str) -> P
         max_back: 3,
         max_threads: 100_000,
         unmatched: false,
+        numbered: true,
         timed_out_rows: true,
     }
 }

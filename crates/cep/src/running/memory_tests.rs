@@ -145,3 +145,40 @@ fn a_waiting_row_and_a_partition_of_one_row_hold_less_than_their_bounds() {
         "{partition} bytes per partition of one row"
     );
 }
+
+/// Rises above 50 followed by a drop below 10, `within` 1 s, measured with and without
+/// `MATCH_NUMBER()`.
+fn rise_and_drop(measures: &str) -> String {
+    format!(
+        r#"  param partition_by = "sensor"
+  param pattern = "UP DOWN"
+  param define = "UP AS value > 50, DOWN AS value < 10"
+  param measures = "{measures}"
+  param within = "1s""#
+    )
+}
+
+#[test]
+fn a_partition_whose_matches_are_reported_goes_unless_match_number_counts_them() {
+    // 1,000 sensors, each a rise and a drop: a match each, reported at its drop.
+    let rows: Vec<(i64, i64, i64)> = (0..1_000)
+        .flat_map(|s| [(2 * s, s, 60), (2 * s + 1, s, 5)])
+        .collect();
+    let left = |measures: &str| {
+        let mut op = super::test_op::pattern(&rise_and_drop(measures));
+        let mut out = super::test_op::Seen::default();
+        op.process_batch(0, super::test_op::batch(&rows), &mut out)
+            .expect("rows");
+        op.handle_watermark(Watermark(10_000), &mut out)
+            .expect("a watermark");
+        assert_eq!(out.0.len(), 1_000, "a match per sensor");
+        op.store.partitions()
+    };
+    assert_eq!(left("UP.ts AS up_ts, DOWN.ts AS down_ts"), 0);
+    // The next match of a sensor would be its second: every partition stays.
+    assert_eq!(
+        left("UP.ts AS up_ts, MATCH_NUMBER() AS n"),
+        1_000,
+        "MATCH_NUMBER() counts from a partition's first match"
+    );
+}
