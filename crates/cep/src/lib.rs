@@ -483,9 +483,6 @@ pub(crate) fn compile(
         max_back = max_back.max(deepest_prev(e));
     }
     let anchored = prog.contains(&program::Inst::Start);
-    let numbered = (defines.iter().flatten())
-        .chain(measures.iter().map(|(_, t)| &t.e))
-        .any(spread::numbers);
     let pattern = Pattern {
         classes: label_classes::label_classes(&prog),
         prog,
@@ -501,7 +498,6 @@ pub(crate) fn compile(
         ends,
         excluded,
         unmatched,
-        numbered,
         timed_out_rows: timeout_port.is_some(),
     };
     let warnings = Diagnostics::default();

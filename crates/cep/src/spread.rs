@@ -90,8 +90,7 @@ pub(crate) fn spreadable<'a>(
     Ok(())
 }
 
-/// Whether `e` reads `MATCH_NUMBER()`.
-pub(crate) fn numbers(e: &E) -> bool {
+fn numbers(e: &E) -> bool {
     let mut found = false;
     e.walk(&mut |e| found |= matches!(e, E::MatchNumber));
     found

@@ -186,7 +186,7 @@ impl Partition {
             && !p.anchored
             && !p.unmatched
             && p.max_back == 0
-            && (self.matches == 0 || !p.numbered)
+            && self.matches == 0
             && self
                 .attempts
                 .iter()
@@ -199,13 +199,13 @@ impl Partition {
     }
 
     /// Whether the partition is as good as a new one under pattern `p`: no partial match,
-    /// no row kept, no match numbered yet where `MATCH_NUMBER()` is read (the row indices
-    /// differ, but only their differences matter), and no row seen if `p` has `^` (a new
-    /// partition would take its next row for the partition's first).
+    /// no row kept, no match numbered yet (the row indices differ, but only their
+    /// differences matter), and no row seen if `p` has `^` (a new partition would take its
+    /// next row for the partition's first).
     pub(crate) fn is_blank(&self, p: &Pattern) -> bool {
         self.attempts.is_empty()
             && self.rows.is_empty()
-            && (self.matches == 0 || !p.numbered)
+            && self.matches == 0
             && !(p.anchored && self.next() > 0)
     }
 

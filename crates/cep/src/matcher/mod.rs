@@ -77,12 +77,6 @@ pub(crate) struct Pattern {
     /// Report the rows in no match ([`Outcome::Unmatched`]: ALL ROWS PER MATCH WITH
     /// UNMATCHED ROWS).
     pub unmatched: bool,
-    /// A condition or a measure reads `MATCH_NUMBER()`: a partition's count of matches is
-    /// kept for good. Without, a partition whose matches are all reported, with no row and
-    /// no partial match left, is as good as a new one and goes (cep_q3 finds a match in a
-    /// fifth of its (auction, bidder) partitions: kept, they were 193 K partitions of
-    /// nothing after 3 M events).
-    pub numbered: bool,
     /// Timed-out partial matches are output (`timeout_output`): an
     /// [`Outcome::TimedOut`] carries the partial match's rows. Without, it carries none (it
     /// is only counted): cep_q3 times out a partial match per bid, and listing their rows

@@ -87,7 +87,6 @@ fn pattern(rng: &mut Rng) -> (Pattern, String) {
         anchored: false,
         excluded: Vec::new(),
         unmatched: false,
-        numbered: true,
         timed_out_rows: true,
         ends: false,
     };
@@ -249,7 +248,6 @@ fn a_refused_row_keeps_partial_matches_best_matches_and_time_outs() {
         anchored: false,
         excluded: Vec::new(),
         unmatched: false,
-        numbered: true,
         timed_out_rows: true,
         ends: false,
     };
@@ -311,7 +309,6 @@ pub(super) fn compiled(pattern: &str, defines: &str) -> Pattern {
         anchored: false,
         excluded: Vec::new(),
         unmatched: false,
-        numbered: true,
         timed_out_rows: true,
         ends: false,
     }
@@ -720,7 +717,6 @@ fn compiled_with(pattern: &str, subsets: &[(&str, &[&str])], defines: &str) -> P
         max_back: 3,
         max_threads: 100_000,
         unmatched: false,
-        numbered: true,
         timed_out_rows: true,
     }
 }
