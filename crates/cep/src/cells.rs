@@ -7,10 +7,10 @@ use anduin_types::ColumnType;
 use arrow::array::{
     Array, ArrayRef, BooleanArray, BooleanBuilder, Float64Array, Float64Builder, Int64Array,
     Int64Builder, ListArray, StringArray, StringBuilder, TimestampMillisecondArray,
-    TimestampMillisecondBuilder,
+    TimestampMillisecondBuilder, UInt32Array,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow::compute::cast;
+use arrow::compute::{cast, take};
 use arrow::datatypes::{DataType, Field};
 
 use super::value::Value;
@@ -89,6 +89,85 @@ impl ColumnCells {
             ColumnCells::String(a) => at(a, i, |a, i| Arc::<str>::from(a.value(i)), Value::Str),
         }
     }
+}
+
+/// The kept columns (`Setup::cells_of`, in its order) of one input batch, shared by its rows
+/// while they wait for the watermark: a waiting row is a reference to these and its index,
+/// and becomes cells only when it is released.
+///
+/// At a million events per second of event time a Nexmark run holds 4 s of rows waiting
+/// (≈ 3.7 M). As cells each was a boxed slice of 24-byte values (7 for cep_q3's bids, 168
+/// bytes in a 192-byte block) and a block per string (`channel`, `url`, `extra`: three more
+/// allocations, ≈ 200 bytes): more than twice what the Arrow columns hold, all of it fresh
+/// memory for the kernel to zero. The columns are freed when the last row of the batch is
+/// released.
+pub(crate) struct BatchCells(Vec<ColumnCells>);
+
+impl BatchCells {
+    /// The columns `kept` (in order) of `batch`, of the stream types `types` (by input column).
+    pub(crate) fn new(
+        batch: &arrow::record_batch::RecordBatch,
+        kept: &[usize],
+        types: &[ColumnType],
+    ) -> Result<Self, String> {
+        let columns = kept
+            .iter()
+            .map(|c| ColumnCells::new(&tight(batch.column(*c))?, types[*c]))
+            .collect::<Result<_, _>>()?;
+        Ok(Self(columns))
+    }
+
+    /// Rows of cells (each as many as `types`, of those types) as columns: the rows waiting
+    /// for the watermark that a restore read back.
+    pub(crate) fn of_rows<'a>(
+        rows: impl Iterator<Item = &'a [Value]> + Clone,
+        types: &[ColumnType],
+    ) -> Result<Self, String> {
+        let columns = types
+            .iter()
+            .enumerate()
+            .map(|(c, t)| {
+                let values = rows.clone().map(|r| r.get(c).unwrap_or(&Value::Null));
+                ColumnCells::new(&cells_to_column(values, *t), *t)
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self(columns))
+    }
+
+    /// The cell `c` of row `i`.
+    #[inline]
+    pub(crate) fn cell(&self, c: usize, i: usize) -> Value {
+        self.0.get(c).map_or(Value::Null, |col| col.get(i))
+    }
+
+    /// The first `n` cells of row `i` (all of them if `n` is more).
+    pub(crate) fn cells(&self, i: usize, n: usize) -> Box<[Value]> {
+        self.0.iter().take(n).map(|col| col.get(i)).collect()
+    }
+
+    /// The cells of row `i` from cell `from` on.
+    pub(crate) fn cells_from(&self, i: usize, from: usize) -> impl Iterator<Item = Value> + '_ {
+        self.0.iter().skip(from).map(move |col| col.get(i))
+    }
+
+    /// How many cells a row has.
+    pub(crate) fn width(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Column `c`, or a copy of it in buffers of its size where its own hold much more: the
+/// builders of a batch grow their buffers by doubling (a Nexmark batch's `url` and `extra`
+/// strings have up to twice the room they use), and a waiting row holds its batch's buffers
+/// for seconds.
+fn tight(c: &ArrayRef) -> Result<ArrayRef, String> {
+    let data = c.to_data();
+    let used = data.get_slice_memory_size().map_err(|e| e.to_string())?;
+    if data.get_buffer_memory_size() <= used + used / 4 {
+        return Ok(Arc::clone(c));
+    }
+    let rows = u32::try_from(c.len()).map_err(|_| format!("a batch of {} rows", c.len()))?;
+    take(c, &UInt32Array::from_iter_values(0..rows), None).map_err(|e| e.to_string())
 }
 
 pub(crate) fn column_to_cells(c: &ArrayRef, t: ColumnType) -> Result<Vec<Value>, String> {

@@ -95,13 +95,16 @@ pub(crate) struct Setup {
     /// whole (ALL ROWS PER MATCH; the dead letters of a condition or measure that can fail),
     /// else only those the order, the partition and the expressions read (cep_q0 keeps 4 of
     /// a bid's 7: the rows waiting for the watermark are most of the memory). Every cell
-    /// index below (and in the compiled expressions) counts among these.
+    /// index below (and in the compiled expressions) counts among these. In input order,
+    /// except that the cells of [`Setup::shed`] come last.
     pub cells_of: Vec<usize>,
-    /// The cells (among a row's) that only a dead letter shows, which a row drops once it
-    /// is taken without ending a match, where that is the only dead letter that could show
-    /// it later (see `compile`); empty otherwise. cep_q3 keeps every column of a bid for its
-    /// dead letters (its conditions can overflow): its `channel`, `url` and `extra` strings
-    /// go as the row is taken, not 5 s later with its partial match.
+    /// The cells (among a row's) that only a dead letter shows, where that dead letter can
+    /// show a row only while it is taken or when a match it ends is reported (see
+    /// `compile`); empty otherwise. They are the last cells of a row, and a row taken
+    /// without ending a match never holds them: cep_q3 keeps every column of a bid for its
+    /// dead letters (its conditions can overflow), but its rows in partial matches, 5 s each,
+    /// hold 4 cells, not 7 with the `channel`, `url` and `extra` strings (a dead letter of a
+    /// row being taken shows it from its batch, see `running.rs`).
     pub shed: Vec<usize>,
     /// The partition columns: among the input's (keys), among a row's cells (output).
     pub partition: Vec<usize>,
@@ -137,6 +140,26 @@ pub(crate) struct Setup {
     pub overflow: Option<spread::Overflow>,
     /// Warnings for `anduin check` (spreading asked for is not run yet).
     pub warnings: Diagnostics,
+}
+
+impl Setup {
+    /// How many cells a row keeps once it is taken without ending a match: the first ones,
+    /// those something reads (all of them without [`Setup::shed`]).
+    pub(crate) fn kept(&self) -> usize {
+        self.cells_of.len() - self.shed.len()
+    }
+
+    /// A row of cells (those of [`Setup::cells_of`], in its order; missing ones NULL) as a
+    /// dead letter shows it: a JSON object of the input's columns.
+    pub(crate) fn row_json(&self, cells: &[value::Value]) -> serde_json::Value {
+        let mut ordered = vec![value::Value::Null; self.types.len()];
+        for (cell, c) in cells.iter().zip(&self.cells_of) {
+            if let Some(o) = ordered.get_mut(*c) {
+                *o = cell.clone();
+            }
+        }
+        cells::row_json(&self.input, &self.types, &ordered)
+    }
 }
 
 /// The most threads (partial matches in flight) one start row may have.
@@ -412,9 +435,29 @@ pub(crate) fn compile(
     {
         read_columns(e, &mut read);
     }
+    let ends = prog.contains(&program::Inst::End);
+    // A row is shown whole only by a dead letter of its own condition (while it is pushed)
+    // or of a measure of a match it ends, unless a match may end at the end of the input
+    // (`$`), a partial match timed out is output, every row is, or copies spread partial
+    // matches (and replay rows): then a row taken without ending a match holds only the
+    // columns something reads (see `Setup::shed`). (`overflow_instances` above 1 spreads, or
+    // is refused below.)
+    let sheds = whole
+        && !all_rows
+        && !unmatched
+        && !ends
+        && timeout_port.is_none()
+        && p.int("overflow_instances").is_none_or(|n| n <= 1);
     let kept: Vec<bool> = read.iter().map(|r| whole || *r).collect();
-    // A row's cells: the columns kept, renumbered in order (the identity when all are).
-    let cells_of: Vec<usize> = (0..columns.len()).filter(|c| kept[*c]).collect();
+    // A row's cells: the columns kept, renumbered in order (the identity when all are); where
+    // rows drop the columns only dead letters show, those come last, so that a row without
+    // them is the beginning of one with them.
+    let cells_of: Vec<usize> = if sheds {
+        let (unread, read): (Vec<usize>, Vec<usize>) = (0..columns.len()).partition(|c| !read[*c]);
+        read.into_iter().chain(unread).collect()
+    } else {
+        (0..columns.len()).filter(|c| kept[*c]).collect()
+    };
     let mut slot = vec![usize::MAX; columns.len()];
     for (i, c) in cells_of.iter().enumerate() {
         slot[*c] = i;
@@ -440,7 +483,6 @@ pub(crate) fn compile(
         max_back = max_back.max(deepest_prev(e));
     }
     let anchored = prog.contains(&program::Inst::Start);
-    let ends = prog.contains(&program::Inst::End);
     let pattern = Pattern {
         classes: label_classes::label_classes(&prog),
         prog,
@@ -460,18 +502,11 @@ pub(crate) fn compile(
     };
     let warnings = Diagnostics::default();
     let overflow = spread::overflow(&p, &pattern, measures.iter().map(|(_, t)| &t.e))?;
-    // A row is shown whole only by a dead letter of its own condition (while it is pushed)
-    // or of a measure of a match it ends, unless a match may end at the end of the input
-    // (`$`), a partial match timed out is output, every row is, or copies spread partial
-    // matches (and replay rows): then the columns nothing reads go once a row is taken
-    // without ending a match.
-    let shed: Vec<usize> = if whole
-        && !all_rows
-        && !pattern.unmatched
-        && !pattern.ends
-        && timeout_port.is_none()
-        && overflow.is_none()
-    {
+    debug_assert!(
+        !sheds || overflow.is_none(),
+        "a pattern that spreads keeps rows whole"
+    );
+    let shed: Vec<usize> = if sheds {
         (0..columns.len())
             .filter(|c| !read[*c])
             .map(|c| slot[c])

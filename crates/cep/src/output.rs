@@ -2,7 +2,6 @@
 //! the match with running measures) and of timed-out partial matches, and the figures the run
 //! summary reports.
 
-use super::cells::row_json;
 use super::eval::eval;
 use super::matcher::{MatchView, Outcome, Partition};
 use super::value::Value;
@@ -125,7 +124,7 @@ pub(crate) fn render(
                     Err(error) => {
                         let last = steps[..upto].last().map_or(start, |(r, _)| *r);
                         errors.reject_row(
-                            || row_json(&setup.input, &setup.types, &cells(last)),
+                            || setup.row_json(&cells(last)),
                             setup.measure_sites + m,
                             error.message(),
                             None,

@@ -23,7 +23,12 @@ mod deadline_tests;
 mod exhaustion_tests;
 mod handoff;
 #[cfg(test)]
+mod memory_tests;
+#[cfg(test)]
 mod shed_tests;
+mod sweep;
+#[cfg(test)]
+mod sweep_tests;
 #[cfg(test)]
 mod test_op;
 mod waiting;
@@ -32,11 +37,11 @@ use std::sync::Arc;
 
 use anduin_operator_api::rescale::{agreed, combine_moved, Combine, RescaleError, RescaleMeta};
 use anduin_state::KeyGroupRange;
-use anduin_types::{SnapshotKind, Watermark};
+use anduin_types::{ColumnType, SnapshotKind, Watermark};
 use arrow::array::{ArrayRef, RecordBatch};
 use serde::{Deserialize, Serialize};
 
-use super::cells::{out_column, row_json, ColumnCells};
+use super::cells::{out_column, BatchCells};
 use super::key::Key;
 use super::matcher::{Outcome, Refused, Row, Scratch, Starts, TooManyThreads};
 use super::order::tie_order;
@@ -50,6 +55,7 @@ use anduin_operator_api::{
     BuildContext, Collector, ControlError, DeadLetter, Handed, KeyGroupsGiven, Operator,
     OperatorError, RestoreIn, RowErrors, SnapshotOut, SpreadRole,
 };
+use sweep::Sweep;
 use waiting::{Pending, Waiting};
 
 /// Output rows are sent in batches of at most this many.
@@ -103,13 +109,9 @@ fn rows_fit(written: Option<&[usize]>, cells_of: &[usize], columns: usize) -> Re
         return Ok(());
     }
     Err(format!(
-        "the checkpoint's rows hold the input columns {written:?}, and this pattern keeps {cells_of:?} of a row: the checkpoint was written by another version of anduin (rows held every column before 2026-12-05) or for another query; resume it with the anduin that wrote it, or start without it"
+        "the checkpoint's rows hold the input columns {written:?}, and this pattern keeps {cells_of:?} of a row: the checkpoint was written by another version of anduin (rows held every column before 2026-12-05, in the input's order before 2026-12-06) or for another query; resume it with the anduin that wrote it, or start without it"
     ))
 }
-
-/// A row with its partition key, or `None` for a row without an event time (none is left:
-/// such rows go to the dead letters first).
-type Keyed = Option<(Key, Row)>;
 
 /// A running `pattern` operator.
 pub(crate) struct PatternOp {
@@ -151,6 +153,10 @@ pub(crate) struct PatternOp {
     visits: u64,
     #[cfg(test)]
     visit_all: bool,
+    /// Tests: the end of the input feeds every row before it ends any partial match, as
+    /// before [`PatternOp::sweep`]: what the sweep must agree with.
+    #[cfg(test)]
+    no_sweep: bool,
 }
 
 fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
@@ -243,17 +249,22 @@ impl PatternOp {
             visits: 0,
             #[cfg(test)]
             visit_all: false,
+            #[cfg(test)]
+            no_sweep: false,
         })
     }
 
-    /// The rows of `batch` as keys and rows (`None` for a row without an event time).
-    fn rows_of(&self, batch: &RecordBatch) -> Result<Vec<Keyed>, OperatorError> {
+    /// Takes the rows of `batch` to wait for the watermark (those behind it are late, when
+    /// `check_late`): each a reference to the batch's columns kept (see [`BatchCells`]) with
+    /// its partition key and event time. A row without an event time is counted late (none
+    /// is left: such rows go to the dead letters first).
+    fn accept(&mut self, batch: &RecordBatch, check_late: bool) -> Result<(), OperatorError> {
         let name = &self.setup.name;
         let n = batch.num_rows();
-        let columns: Vec<ColumnCells> = (self.setup.cells_of.iter())
-            .map(|c| ColumnCells::new(batch.column(*c), self.setup.types[*c]))
-            .collect::<Result<_, _>>()
-            .map_err(|e| err(name, e))?;
+        let from = Arc::new(
+            BatchCells::new(batch, &self.setup.cells_of, &self.setup.types)
+                .map_err(|e| err(name, e))?,
+        );
         let keys = match &self.keys {
             None => None,
             Some(conv) => {
@@ -266,72 +277,118 @@ impl PatternOp {
                 Some(conv.encode(&cols).map_err(|e| err(name, e))?)
             }
         };
-        let mut out = Vec::with_capacity(n);
+        let index = |i: usize| {
+            u32::try_from(i).map_err(|_| {
+                err(
+                    name,
+                    format!("a batch of {n} rows: a pattern takes batches of fewer than 2^32"),
+                )
+            })
+        };
         for i in 0..n {
-            let cells: Box<[Value]> = columns.iter().map(|c| c.get(i)).collect();
-            let Value::Int(ts) = cells[self.setup.order_cell] else {
-                out.push(None);
-                continue;
+            let ts = match from.cell(self.setup.order_cell, i) {
+                Value::Int(ts) if !check_late || ts >= self.watermark => ts,
+                _ => {
+                    self.late += 1;
+                    continue;
+                }
             };
             let key = match &keys {
                 None => Key::from(&[][..]),
                 Some(k) => Key::from(k.row(i).as_ref()),
             };
-            out.push(Some((key, Row { ts, cells })));
-        }
-        Ok(out)
-    }
-
-    fn accept(&mut self, batch: &RecordBatch, check_late: bool) -> Result<(), OperatorError> {
-        for r in self.rows_of(batch)? {
-            match r {
-                Some((key, row)) if !check_late || row.ts >= self.watermark => {
-                    self.seq += 1;
-                    self.pending.push(Pending {
-                        seq: self.seq,
-                        key,
-                        row,
-                    });
-                }
-                _ => self.late += 1,
-            }
+            self.seq += 1;
+            self.pending.push(Pending {
+                seq: self.seq,
+                key,
+                ts,
+                from: Arc::clone(&from),
+                index: index(i)?,
+            });
         }
         self.figures.peak_pending = self.figures.peak_pending.max(self.pending.len());
         Ok(())
     }
 
     /// Feeds the rows before `watermark` (all rows: `None`) to their partitions in order: by
-    /// event time, then by the tie-breakers of `order_by`, then in arrival order.
-    fn release(&mut self, watermark: Option<i64>) -> Result<(), OperatorError> {
+    /// event time, then by the tie-breakers of `order_by`, then in arrival order. At the
+    /// `end` of the input, as it feeds them it forgets the partitions whose partial matches
+    /// have ended with nothing to report and which no row to come reaches (see `sweep.rs`).
+    fn release(&mut self, watermark: Option<i64>, end: bool) -> Result<(), OperatorError> {
         let setup = Arc::clone(&self.setup);
+        let width = self.row_width();
+        let sweeps = end
+            && watermark.is_none()
+            && setup.pattern.within.is_some()
+            && setup.timeout_port.is_none()
+            && self.role.is_none();
+        #[cfg(test)]
+        let sweeps = sweeps && !self.no_sweep;
+        let mut sweep =
+            sweeps.then(|| Sweep::new(self.pending.len(), self.pending.iter().map(|p| &p.key)));
         while let Some(p) = self.pending.peek() {
-            if watermark.is_some_and(|w| p.row.ts >= w) {
+            if watermark.is_some_and(|w| p.ts >= w) {
                 break;
             }
+            if let Some(sweep) = &mut sweep {
+                let ts = p.ts;
+                self.sweep(sweep, ts)?;
+            }
             let p = self.pending.pop().expect("peeked");
+            if let Some(sweep) = &mut sweep {
+                sweep.fed(&p.key);
+            }
             if setup.ties.is_empty() {
-                self.feed(p)?;
+                let row = p.row(width);
+                self.feed(p, row)?;
                 continue;
             }
             // The rows of one event time leave the heap together (a watermark passes all of
-            // them or none) in arrival order: a stable sort by the tie-breakers.
+            // them or none) in arrival order: a stable sort by the tie-breakers (which a row
+            // keeps: they are read).
             let mut run = vec![p];
             while let Some(q) = self.pending.peek() {
-                if q.row.ts != run[0].row.ts {
+                if q.ts != run[0].ts {
                     break;
                 }
-                run.push(self.pending.pop().expect("peeked"));
+                let q = self.pending.pop().expect("peeked");
+                if let Some(sweep) = &mut sweep {
+                    sweep.fed(&q.key);
+                }
+                run.push(q);
             }
-            run.sort_by(|a, b| tie_order(&setup.ties, &a.row.cells, &b.row.cells));
-            for p in run {
-                self.feed(p)?;
+            let mut run: Vec<(Pending, Row)> = run
+                .into_iter()
+                .map(|p| {
+                    let row = p.row(width);
+                    (p, row)
+                })
+                .collect();
+            run.sort_by(|a, b| tie_order(&setup.ties, &a.1.cells, &b.1.cells));
+            for (p, row) in run {
+                self.feed(p, row)?;
             }
+        }
+        if let Some(sweep) = sweep {
+            self.store.requeue(sweep.aside);
         }
         Ok(())
     }
 
-    /// Feeds one released row to its partition.
-    fn feed(&mut self, p: Pending) -> Result<(), OperatorError> {
+    /// How many cells a row fed to a partition gets: those something reads when the others
+    /// are only for a dead letter that can show the row only while it is taken (see
+    /// `Setup::shed`; they are added if it ends a match), else all.
+    fn row_width(&self) -> usize {
+        if self.role.is_none() {
+            self.setup.kept()
+        } else {
+            self.setup.cells_of.len()
+        }
+    }
+
+    /// Feeds one released row (`p`, whose cells `row` holds, all or those read) to its
+    /// partition.
+    fn feed(&mut self, p: Pending, row: Row) -> Result<(), OperatorError> {
         let setup = Arc::clone(&self.setup);
         if p.seq <= self.stored_up_to {
             self.store
@@ -353,17 +410,24 @@ impl PatternOp {
         let part = &mut *slot.part;
         let starts = if extend { Starts::Never } else { Starts::Every };
         let before = part.attempts_kept();
+        let width = row.cells.len();
+        let lean = width < p.from.width();
         match part.push_starting(
             &setup.pattern,
             &mut self.scratch,
-            p.row,
+            row,
             &mut self.outcomes,
             starts,
         ) {
+            // A row that ends a match may be shown whole by a dead letter of a measure of
+            // it, when the match is reported (now or later): it gets every cell.
+            Ok(()) if lean && self.scratch.ended_match() => {
+                part.complete_last(p.from.cells_from(p.index as usize, width));
+            }
             Ok(()) => {}
             Err(Refused::TooManyThreads(e)) => return Err(too_many(&setup.name, e)),
             // The partition is as if the row had never arrived.
-            Err(Refused::Condition { row, var, error }) => {
+            Err(Refused::Condition { var, error, .. }) => {
                 if part.is_blank(&setup.pattern) || (extend && part.is_idle()) {
                     self.figures.kept(part, 0, part.rows_kept());
                     self.store
@@ -379,7 +443,7 @@ impl PatternOp {
                     ));
                 }
                 self.errors.reject_row(
-                    || row_json(&setup.input, &setup.types, &row.cells),
+                    || setup.row_json(&p.cells()),
                     site.unwrap_or(usize::MAX),
                     error.message(),
                     None,
@@ -401,9 +465,6 @@ impl PatternOp {
         let dropped = part.trim(&setup.pattern);
         self.figures.kept(part, 1, dropped);
         self.figures.partial(before, part);
-        if !setup.shed.is_empty() && self.role.is_none() && !self.scratch.ended_match() {
-            part.shed_last(&setup.shed);
-        }
         if part.is_blank(&setup.pattern) || (extend && part.is_idle()) {
             self.figures.kept(part, 0, part.rows_kept());
             self.store
@@ -487,7 +548,7 @@ impl PatternOp {
     /// they found goes out. Finds nothing to do when called again.
     fn finish_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
         self.take_effect(out)?;
-        self.release(None)?;
+        self.release(None, true)?;
         self.advance(i64::MAX)?;
         let setup = Arc::clone(&self.setup);
         for part in self.store.all_live() {
@@ -533,7 +594,7 @@ impl PatternOp {
         let Some(next) = self.next.take() else {
             return Ok(());
         };
-        self.release(None)?;
+        self.release(None, false)?;
         let old = Arc::clone(&self.setup);
         for part in self.store.all_live() {
             part.finish(&old.pattern, &mut self.outcomes);
@@ -577,7 +638,7 @@ impl PatternOp {
             .pending
             .iter()
             .filter(|p| p.seq > stored_up_to)
-            .map(|p| (p.seq, &p.key[..], &p.row));
+            .map(|p| (p.seq, &p.key[..], p.row(usize::MAX)));
         self.store
             .save(new_waiting)
             .map_err(|e| store_error(&self.setup.name, e))?;
@@ -589,7 +650,7 @@ impl PatternOp {
     /// watermark (reporting nothing: they were at it), and the waiting rows wait again,
     /// keeping their numbers (their entries are stored under them); rows to come are numbered
     /// after the last.
-    fn settle(&mut self, loaded: Loaded) {
+    fn settle(&mut self, loaded: Loaded) -> Result<(), OperatorError> {
         let pattern = &self.setup.pattern;
         let (watermark, outcomes, figures) =
             (self.watermark, &mut self.outcomes, &mut self.figures);
@@ -600,13 +661,36 @@ impl PatternOp {
             figures.kept(part, part.rows_kept(), 0);
             figures.partial(0, part);
         });
-        for (seq, key, row) in loaded.waiting {
+        let types: Vec<ColumnType> = (self.setup.cells_of.iter())
+            .map(|c| self.setup.types[*c])
+            .collect();
+        let name = &self.setup.name;
+        let from = Arc::new(
+            BatchCells::of_rows(
+                loaded.waiting.iter().map(|(_, _, row)| &row.cells[..]),
+                &types,
+            )
+            .map_err(|e| err(name, e))?,
+        );
+        for (i, (seq, key, row)) in loaded.waiting.into_iter().enumerate() {
             self.seq = self.seq.max(seq);
-            self.pending.push(Pending { seq, key, row });
+            self.pending.push(Pending {
+                seq,
+                key,
+                ts: row.ts,
+                from: Arc::clone(&from),
+                index: u32::try_from(i).map_err(|_| {
+                    err(
+                        name,
+                        "a checkpoint with 2^32 rows or more waiting for the watermark",
+                    )
+                })?,
+            });
         }
         self.stored_up_to = self.seq;
         self.store
             .queue_all(|part| part.next_deadline(pattern, watermark));
+        Ok(())
     }
 
     /// Refuses a live rescale's move where it cannot be done directly: a change still to
@@ -689,7 +773,7 @@ impl Operator for PatternOp {
                 // it for late, and a lookup join whose side this is for a row after the end).
                 self.finish_input(out)?;
             } else {
-                self.release(Some(watermark.0))?;
+                self.release(Some(watermark.0), false)?;
                 self.advance(watermark.0)?;
                 self.flush(out)?;
             }
@@ -797,8 +881,7 @@ impl Operator for PatternOp {
             .map_err(|e| store_error(&name, e))?;
         self.seq = meta.seq;
         self.pending.clear();
-        self.settle(loaded);
-        Ok(())
+        self.settle(loaded)
     }
 
     /// Partitions move with their key groups, and so do their rows waiting for the
@@ -849,8 +932,7 @@ impl Operator for PatternOp {
         self.late = meta.late;
         self.forwarded = meta.forwarded.unwrap_or(self.forwarded);
         self.seq = meta.seq;
-        self.settle(loaded);
-        Ok(())
+        self.settle(loaded)
     }
 
     fn adjustable_params(&self) -> &'static [&'static str] {

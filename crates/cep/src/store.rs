@@ -244,6 +244,30 @@ impl Store {
         None
     }
 
+    /// The next partition queued by `watermark`, with the time it is queued at: out of the
+    /// queue, but still recording that time, so that rows pushed to it do not queue it
+    /// elsewhere; [`Store::requeue`] puts it back as it was (or forget it).
+    pub(crate) fn pop_due(&mut self, watermark: i64) -> Option<(i64, Key)> {
+        while let Some((due, key)) = self.deadlines.pop_due(watermark) {
+            if self
+                .live
+                .get_mut(key.as_bytes())
+                .is_some_and(|h| h.due == due)
+            {
+                return Some((due, key));
+            }
+        }
+        None
+    }
+
+    /// Puts back entries [`Store::pop_due`] took (those of partitions forgotten since are
+    /// skipped when due, as any entry a partition outlived).
+    pub(crate) fn requeue(&mut self, entries: Vec<(i64, Key)>) {
+        for (due, key) in entries {
+            self.deadlines.push(due, key);
+        }
+    }
+
     /// Queues every partition in memory that is not, at `due(partition)` (after a restore,
     /// a live rescale's take, or partial matches taken from another instance).
     pub(crate) fn queue_all(&mut self, mut due: impl FnMut(&Partition) -> Option<i64>) {
@@ -399,7 +423,7 @@ impl Store {
     /// holds every partition and waiting row as they are in memory.
     pub(crate) fn save<'a>(
         &mut self,
-        new_waiting: impl Iterator<Item = (u64, &'a [u8], &'a Row)>,
+        new_waiting: impl Iterator<Item = (u64, &'a [u8], Row)>,
     ) -> Result<(), StoreError> {
         for (key, h) in self.live.iter_mut() {
             if std::mem::take(&mut h.changed) {
@@ -410,7 +434,7 @@ impl Store {
         }
         for (seq, key, row) in new_waiting {
             self.row_bytes.clear();
-            put_row(&mut self.row_bytes, row);
+            put_row(&mut self.row_bytes, &row);
             self.table
                 .put(key, &waiting_sub_key(seq), &self.row_bytes)?;
         }

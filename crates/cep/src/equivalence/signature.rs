@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::super::eval::{summarize, value_words};
 use super::super::expr::Sel;
-use super::super::matcher::{Partition, Past, Step, NO_ROW, TRACKED};
+use super::super::matcher::{Partition, Past, Step, TRACKED};
 use super::super::value::Value;
 use super::{CellsOf, Needs, VarsOf};
 
@@ -146,8 +146,8 @@ pub(super) fn cells_of(
     let mut rows: Vec<u64> = Vec::with_capacity(need.k);
     match (need.sel, hist) {
         // The last row of one of the first variables is in the newest step.
-        (Sel::One(v), Some(s)) if !need.first && need.k == 1 && v < TRACKED => {
-            rows.extend(s.last.get(v).filter(|r| **r != NO_ROW));
+        (Sel::One(v), Some(s)) if !need.first && need.k == 1 && s.last(v).is_some() => {
+            rows.extend(s.last(v).flatten());
         }
         _ => {
             let mut cur = hist;
@@ -217,7 +217,7 @@ pub(super) fn signature(needs: &Needs, hist: Option<&Arc<Step>>) -> Box<[u64]> {
         // Whether no row before this step is mapped to `v` (known for the first variables:
         // the walk stops there rather than at the start of the match).
         let none_before =
-            |v: usize| v < TRACKED && s.prev.as_ref().is_none_or(|p| p.last[v] == NO_ROW);
+            |v: usize| v < TRACKED && s.prev.as_ref().is_none_or(|p| p.last(v) == Some(None));
         let done = needs.head == 0
             && tail.len() == needs.tail
             && needs.all.iter().all(|v| none_before(*v));

@@ -10,7 +10,7 @@ use super::super::program::Inst;
 use super::super::value::Value;
 use super::closure::{closure, At, Seen};
 use super::views::{excluded_rows, to_steps};
-use super::{Attempt, Outcome, Partition, Pattern, Refused, Row, Scratch, Skip, Starts};
+use super::{Attempt, Found, Outcome, Partition, Pattern, Refused, Row, Scratch, Skip, Starts};
 
 impl Partition {
     /// Event time has passed `watermark`: every row still to come has `ts >= watermark`, so
@@ -65,7 +65,7 @@ impl Partition {
                 scratch.clear();
                 let hist = t.hist.clone();
                 if closure(p, &mut seen, &mut prune, at, t.pc + 1, hist, &mut scratch) {
-                    a.best = Some(t.hist);
+                    a.found = Found::Match(t.hist);
                     break;
                 }
             }
@@ -77,8 +77,8 @@ impl Partition {
     pub(super) fn settle(&mut self, p: &Pattern, out: &mut Vec<Outcome>) {
         while self.attempts.front().is_some_and(Attempt::ended) {
             let a = self.attempts.pop_front().expect("front exists");
-            match a.best {
-                Some(hist) => {
+            match a.found {
+                Found::Match(hist) => {
                     let steps = to_steps(hist.as_ref());
                     let excluded = excluded_rows(hist.as_ref());
                     self.matches += 1;
@@ -111,8 +111,8 @@ impl Partition {
                         excluded,
                     });
                 }
-                None => {
-                    if let Some(partial) = a.timed_out {
+                other => {
+                    if let Found::TimedOut(partial) = other {
                         let (steps, excluded) = if p.timed_out_rows {
                             (to_steps(partial.as_ref()), excluded_rows(partial.as_ref()))
                         } else {
@@ -161,20 +161,36 @@ impl Partition {
             .find(|due| *due > after)
     }
 
-    /// Drops the cells `cold` (they become NULL) of the last row taken, if still kept: cells
-    /// nothing reads, kept only for a dead letter that can no longer show the row (see
-    /// `Setup::shed`). Call only when [`Scratch::ended_match`](super::Scratch::ended_match)
-    /// says the row ends no match.
-    pub(crate) fn shed_last(&mut self, cold: &[usize]) {
+    /// Appends `rest` to the cells of the last row taken (if still kept): a row fed with
+    /// only the cells something reads gets the others, which a dead letter of a match it
+    /// ends shows (see `Setup::shed`).
+    pub(crate) fn complete_last(&mut self, rest: impl Iterator<Item = Value>) {
         // The last row taken is the last kept, if any is.
         let Some(row) = self.rows.back_mut() else {
             return;
         };
-        for c in cold {
-            if let Some(cell) = row.cells.get_mut(*c) {
-                *cell = Value::Null;
-            }
-        }
+        let mut cells = std::mem::take(&mut row.cells).into_vec();
+        cells.extend(rest);
+        row.cells = cells.into_boxed_slice();
+    }
+
+    /// Whether event time reaching `t` (a watermark at `t`) would end every partial match of
+    /// the partition with nothing to report but time-outs (no match, no row in no match) and
+    /// leave it [`Partition::is_blank`]: under `p` with a `within`, and without `$`, `^`,
+    /// `PREV` or unmatched rows.
+    pub(crate) fn ends_blank_by(&self, p: &Pattern, t: i64) -> bool {
+        let Some(w) = p.within else {
+            return false;
+        };
+        !p.ends
+            && !p.anchored
+            && !p.unmatched
+            && p.max_back == 0
+            && self.matches == 0
+            && self
+                .attempts
+                .iter()
+                .all(|a| !a.has_match() && (a.ended() || a.start_ts.saturating_add(w) <= t))
     }
 
     /// Whether no partial match is in flight (only rows PREV may reach are kept).
@@ -277,7 +293,7 @@ fn time_out(p: &Pattern, a: &mut Attempt) {
     } else {
         a.threads.clear();
     }
-    if a.best.is_none() && a.threads.is_empty() {
-        a.timed_out = Some(first);
+    if !a.has_match() && a.threads.is_empty() {
+        a.found = Found::TimedOut(first);
     }
 }

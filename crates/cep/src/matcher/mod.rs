@@ -203,12 +203,9 @@ pub(crate) struct TooManyThreads {
 /// Why a row was not taken; the partition is as it was before the row.
 #[derive(Debug)]
 pub(crate) enum Refused {
-    /// The condition of variable `var` failed on the row (it goes to the dead letters).
-    Condition {
-        row: Row,
-        var: usize,
-        error: EvalError,
-    },
+    /// The condition of variable `var` failed on the row (it goes to the dead letters, as
+    /// the caller has it: the partition dropped it).
+    Condition { var: usize, error: EvalError },
     /// The pattern is too ambiguous to follow (the query stops).
     TooManyThreads(TooManyThreads),
 }
@@ -217,15 +214,16 @@ pub(crate) enum Refused {
 #[derive(Debug)]
 ///
 /// A Nexmark run keeps a step or two per partition and millions of partitions: the
-/// variable is 32 bits so that the exclusion flag fits in the padding, and a step stays in
-/// the allocator's 80-byte size class (with 64 bits and the flag, it took 8 bytes more, and
-/// cep_q3 about 10% more memory).
+/// variable is 32 bits so that the exclusion flag fits in the padding, and the last rows
+/// of the tracked variables are 32-bit distances, so that a step (40 bytes, 56 with its
+/// reference counts) is in the allocator's 56-byte size class (with 64-bit rows it was in
+/// the 80-byte one).
 pub(crate) struct Step {
     pub row: u64,
     pub prev: Option<Arc<Step>>,
-    /// The last row mapped to each of the first [`TRACKED`] variables up to this step
-    /// ([`NO_ROW`]: none), so that `A.price` in a later condition needs no walk back to A.
-    pub last: [u64; TRACKED],
+    /// The last row mapped to each of the first [`TRACKED`] variables up to this step, so
+    /// that `A.price` in a later condition needs no walk back to A: see [`Step::last`].
+    last: [u32; TRACKED],
     /// The variable, see [`Step::var`].
     var: u32,
     /// Matched inside an exclusion `{- … -}`: part of the match, not of ALL ROWS PER MATCH.
@@ -235,7 +233,10 @@ pub(crate) struct Step {
 /// How many variables a step remembers the last rows of (a pattern with more walks the
 /// history for the others).
 pub(crate) const TRACKED: usize = 4;
-pub(crate) const NO_ROW: u64 = u64::MAX;
+/// In [`Step::last`]: no row of the variable up to the step.
+const NO_ROW: u32 = 0;
+/// In [`Step::last`]: a row too far back to say (2^32 rows or more): walk the history.
+const FAR: u32 = u32::MAX;
 
 /// A history is a chain as long as its match: dropped link by link, each dropping the next,
 /// a match of a million rows (`A+` over a run without `within`) overflowed the stack. The
@@ -261,9 +262,23 @@ impl Step {
         prev: Option<Arc<Step>>,
         excluded: bool,
     ) -> Arc<Step> {
-        let mut last = prev.as_ref().map_or([NO_ROW; TRACKED], |p| p.last);
+        // Distances back from this row: the row itself is 1 back, the one before it 2… (0 is
+        // NO_ROW); those of the step before, moved by the rows between.
+        let mut last = [NO_ROW; TRACKED];
+        if let Some(p) = &prev {
+            let gap = row.saturating_sub(p.row);
+            for (l, d) in last.iter_mut().zip(p.last) {
+                *l = match d {
+                    NO_ROW | FAR => d,
+                    d => u64::from(d)
+                        .checked_add(gap)
+                        .and_then(|d| u32::try_from(d).ok())
+                        .unwrap_or(FAR),
+                };
+            }
+        }
         if let Some(l) = last.get_mut(var) {
-            *l = row;
+            *l = 1;
         }
         Arc::new(Step {
             row,
@@ -279,6 +294,17 @@ impl Step {
     /// The variable the row is mapped to.
     pub(crate) fn var(&self) -> usize {
         self.var as usize
+    }
+
+    /// The last row mapped to variable `var` up to this step: `Some(None)` if none is,
+    /// `None` if the step does not say (a variable after the first [`TRACKED`], or a row
+    /// 2^32 rows back or more): walk the history.
+    pub(crate) fn last(&self, var: usize) -> Option<Option<u64>> {
+        match *self.last.get(var)? {
+            NO_ROW => Some(None),
+            FAR => None,
+            d => Some(Some(self.row.saturating_sub(u64::from(d - 1)))),
+        }
     }
 }
 
@@ -310,16 +336,29 @@ pub(crate) struct Thread {
     pub hist: Option<Arc<Step>>,
 }
 
+/// The match attempt from one start row.
+///
+/// Most partitions of a Nexmark run hold one, for seconds: it is 56 bytes (the allocator's
+/// 56-byte class), with one field for what it found, a match or a time-out (80 with one
+/// for each).
 #[derive(Debug)]
 struct Attempt {
     start: u64,
     start_ts: i64,
     /// Live threads in preference order, each waiting at a `Label`.
     threads: Vec<Thread>,
-    /// The most preferred complete match found so far (`Some(None)`: the empty match).
-    best: Option<Option<Arc<Step>>>,
-    /// Set when the time bound ended it with live threads and no match.
-    timed_out: Option<Option<Arc<Step>>>,
+    found: Found,
+}
+
+/// What an attempt has found so far.
+#[derive(Debug)]
+enum Found {
+    Nothing,
+    /// Its most preferred complete match so far (`None`: the empty match).
+    Match(Option<Arc<Step>>),
+    /// No match: the time bound ended it with live threads (its most preferred partial
+    /// match).
+    TimedOut(Option<Arc<Step>>),
 }
 
 impl Attempt {
@@ -327,11 +366,17 @@ impl Attempt {
         self.threads.is_empty()
     }
 
+    /// Whether it has found a complete match.
+    fn has_match(&self) -> bool {
+        matches!(self.found, Found::Match(_))
+    }
+
     /// The last row of the match it has found (its start for an empty match).
     fn best_end(&self) -> Option<u64> {
-        self.best
-            .as_ref()
-            .map(|b| b.as_ref().map_or(self.start, |s| s.row))
+        match &self.found {
+            Found::Match(b) => Some(b.as_ref().map_or(self.start, |s| s.row)),
+            _ => None,
+        }
     }
 }
 
@@ -342,19 +387,14 @@ fn stands_for_later(reach: Option<u64>, a: &Attempt) -> bool {
     reach.is_none_or(|r| r < a.start)
 }
 
-/// An attempt's `best` (or `timed_out`) match.
-type Best = Option<Option<Arc<Step>>>;
-
 /// What a row changed in one attempt, kept until the row is taken so that a condition that
 /// fails on it can undo everything: the attempt's threads before the row (their vector is
-/// reused once the row is taken) and, if the row changed it, its `best` before.
+/// reused once the row is taken) and, if the row changed it, what it had found before.
 #[derive(Debug)]
 struct Undo {
     attempt: usize,
     threads: Vec<Thread>,
-    best: Option<Best>,
-    /// The row timed the attempt out.
-    timed_out: bool,
+    found: Option<Found>,
 }
 
 /// One partition's rows and attempts.
@@ -503,8 +543,7 @@ impl Partition {
                     start: idx,
                     start_ts: ts,
                     threads,
-                    best,
-                    timed_out: None,
+                    found: best.map_or(Found::Nothing, Found::Match),
                 });
             }
         }
@@ -514,6 +553,20 @@ impl Partition {
         }
         if let Err(failed) = stepped {
             return Err(self.roll_back(s, started, failed));
+        }
+        if started {
+            // The new attempt's threads are in a list of the working space's, with room for
+            // more: most partitions of a Nexmark run keep the attempt of their one row for
+            // seconds (cep_q3) or to the end (cep_q0), with a thread or two (16 bytes each)
+            // in room for four. It keeps a list of its size, and the roomy one goes back.
+            if let Some(a) = self.attempts.back_mut() {
+                if a.threads.capacity() > a.threads.len() {
+                    let tight = a.threads.to_vec();
+                    let mut roomy = std::mem::replace(&mut a.threads, tight);
+                    roomy.clear();
+                    s.spare.push(roomy);
+                }
+            }
         }
         // The row is taken: the threads before it go.
         for u in s.undo.drain(..) {
@@ -526,7 +579,7 @@ impl Partition {
         // that stands for them they are most rows' attempts.
         if std::mem::take(&mut s.emptied) && !p.unmatched {
             self.attempts
-                .retain(|a| !a.ended() || a.best.is_some() || a.timed_out.is_some());
+                .retain(|a| !a.ended() || !matches!(a.found, Found::Nothing));
         }
         self.drop_covered(p);
         // Keep about as many spare lists as the next row may need.
@@ -568,10 +621,9 @@ impl Partition {
         let Some(front) = self.attempts.front().filter(|a| !a.ended()) else {
             return;
         };
-        let Some(best) = &front.best else {
+        let Some(end) = front.best_end() else {
             return;
         };
-        let end = best.as_ref().map_or(front.start, |s| s.row);
         let covered = self
             .attempts
             .iter()
@@ -610,15 +662,15 @@ impl Partition {
             {
                 let a = &mut self.attempts[i];
                 let mut threads = std::mem::take(&mut a.threads);
-                if a.best.is_none() {
-                    a.timed_out = Some(threads.first().and_then(|t| t.hist.clone()));
-                }
+                let found = (!a.has_match()).then(|| {
+                    let partial = threads.first().and_then(|t| t.hist.clone());
+                    std::mem::replace(&mut a.found, Found::TimedOut(partial))
+                });
                 if p.fallible {
                     s.undo.push(Undo {
                         attempt: i,
                         threads,
-                        best: None,
-                        timed_out: true,
+                        found,
                     });
                 } else {
                     // No condition can fail: nothing will be undone.
@@ -703,13 +755,13 @@ impl Partition {
             }
             a.threads = next;
             s.ended_match |= found.is_some();
-            let best = found.map(|h| a.best.replace(h));
+            let before = found.map(|h| std::mem::replace(&mut a.found, Found::Match(h)));
             if rivals {
                 if stands_for_later(reach, a) {
                     s.prune.claim(p, &a.threads);
                 }
                 reach = reach.max(a.best_end());
-                if i > 0 && a.ended() && a.best.is_none() {
+                if i > 0 && a.ended() && !a.has_match() {
                     s.emptied = true;
                 }
             }
@@ -717,8 +769,7 @@ impl Partition {
                 s.undo.push(Undo {
                     attempt: i,
                     threads,
-                    best,
-                    timed_out: false,
+                    found: before,
                 });
             } else {
                 let mut old = threads;
@@ -741,11 +792,8 @@ impl Partition {
             let mut new = std::mem::replace(&mut a.threads, u.threads);
             new.clear();
             s.spare.push(new);
-            if let Some(best) = u.best {
-                a.best = best;
-            }
-            if u.timed_out {
-                a.timed_out = None;
+            if let Some(found) = u.found {
+                a.found = found;
             }
         }
         if started {
@@ -757,9 +805,9 @@ impl Partition {
             threads.clear();
             s.spare.push(threads);
         }
-        let row = self.rows.pop_back().expect("the row was pushed");
+        self.rows.pop_back().expect("the row was pushed");
         match failed {
-            StepFailed::Condition { var, error } => Refused::Condition { row, var, error },
+            StepFailed::Condition { var, error } => Refused::Condition { var, error },
             StepFailed::TooManyThreads(e) => Refused::TooManyThreads(e),
         }
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::super::eval::View;
 use super::super::value::Value;
-use super::{Partition, Step, NO_ROW, TRACKED};
+use super::{Partition, Step, TRACKED};
 
 /// A partial match extended by the row being classified, `head` (row, variable).
 pub(super) struct HistView<'a> {
@@ -37,11 +37,10 @@ impl View for HistView<'_> {
         if var >= TRACKED {
             return None;
         }
-        Some(
-            self.hist
-                .and_then(|s| s.last.get(var).copied())
-                .filter(|r| *r != NO_ROW),
-        )
+        match self.hist {
+            None => Some(None),
+            Some(s) => s.last(var),
+        }
     }
 }
 

@@ -60,16 +60,25 @@ impl Collector for Seen {
 /// A pattern over stream `s` with `params` (`.flow` param lines), partitioned by sensor; with
 /// `timeout_output`, its second output is named `late`.
 pub(super) fn pattern(params: &str) -> PatternOp {
+    pattern_over(
+        schema(),
+        &format!("  param partition_by = \"sensor\"\n{params}"),
+    )
+}
+
+/// A pattern over stream `s` of `schema`, ordered by its column `ts`, with `params`, as
+/// [`pattern`] makes one.
+pub(super) fn pattern_over(schema: SchemaRef, params: &str) -> PatternOp {
     let late = if params.contains("timeout_output") {
         "  output name = \"late\"\n"
     } else {
         ""
     };
     let src = format!(
-        "operator name = \"p\", type = \"pattern\" {{\n  input name = \"s\"\n  param order_by = \"ts\"\n  param partition_by = \"sensor\"\n{params}\n  output name = \"m\"\n{late}}}\n"
+        "operator name = \"p\", type = \"pattern\" {{\n  input name = \"s\"\n  param order_by = \"ts\"\n{params}\n  output name = \"m\"\n{late}}}\n"
     );
     let spec = anduin_spec::parse_flow(&src).expect("parses");
     let def = spec.operators.into_iter().next().expect("one operator");
-    let setup = compile(&def, &[("s", schema())]).unwrap_or_else(|e| panic!("compiles: {e:?}"));
+    let setup = compile(&def, &[("s", schema)]).unwrap_or_else(|e| panic!("compiles: {e:?}"));
     PatternOp::new(Arc::new(setup), &BuildContext::default()).expect("builds")
 }

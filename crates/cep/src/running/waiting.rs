@@ -9,21 +9,40 @@
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
 
+use super::super::cells::BatchCells;
 use super::super::key::Key;
 use super::super::matcher::Row;
+use super::super::value::Value;
 
-/// A row waiting for the watermark.
+/// A row waiting for the watermark: its cells are row `index` of the batch `from` (they
+/// become a [`Row`] when it is released, see [`BatchCells`]).
 pub(super) struct Pending {
     pub seq: u64,
     pub key: Key,
-    pub row: Row,
+    pub ts: i64,
+    pub from: Arc<BatchCells>,
+    pub index: u32,
 }
 
 impl Pending {
     /// The order rows are released in: by event time, then by arrival.
     fn order(&self) -> (i64, u64) {
-        (self.row.ts, self.seq)
+        (self.ts, self.seq)
+    }
+
+    /// Its row, with its first `n` cells (all of them if `n` is more).
+    pub(super) fn row(&self, n: usize) -> Row {
+        Row {
+            ts: self.ts,
+            cells: self.from.cells(self.index as usize, n),
+        }
+    }
+
+    /// Every cell of its row.
+    pub(super) fn cells(&self) -> Box<[Value]> {
+        self.from.cells(self.index as usize, usize::MAX)
     }
 }
 
@@ -123,10 +142,9 @@ mod tests {
         Pending {
             seq,
             key: Key::from(&[][..]),
-            row: Row {
-                ts,
-                cells: Box::new([]),
-            },
+            ts,
+            from: Arc::new(BatchCells::of_rows(std::iter::empty(), &[]).expect("no columns")),
+            index: 0,
         }
     }
 
@@ -173,7 +191,7 @@ mod tests {
         let mut all: Vec<u64> = w.iter().map(|p| p.seq).collect();
         all.sort();
         assert_eq!(all, [1, 3, 5]);
-        let order: Vec<i64> = std::iter::from_fn(|| w.pop().map(|p| p.row.ts)).collect();
+        let order: Vec<i64> = std::iter::from_fn(|| w.pop().map(|p| p.ts)).collect();
         assert_eq!(order, [5, 7, 9]);
     }
 }
