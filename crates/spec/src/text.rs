@@ -11,6 +11,9 @@ pub struct Text {
     positions: Vec<Pos>,
     /// Position of the token the text came from (the opening quote of a string).
     start: Pos,
+    /// Names the text uses that the planner made, each with the name as the query writes
+    /// it (a join's `b_price` is the query's `b.price`): see [`Text::as_written`].
+    written: Vec<(String, String)>,
 }
 
 impl PartialEq for Text {
@@ -30,6 +33,7 @@ impl Text {
             value,
             positions,
             start,
+            written: Vec::new(),
         }
     }
 
@@ -40,6 +44,7 @@ impl Text {
             value,
             positions,
             start,
+            written: Vec::new(),
         }
     }
 
@@ -49,7 +54,26 @@ impl Text {
             value: value.into(),
             positions: Vec::new(),
             start: Pos::default(),
+            written: Vec::new(),
         }
+    }
+
+    /// The text, whose names `names` (pairs of the name in the text and the name as the query
+    /// writes it) the planner made: messages about it say the written ones.
+    pub fn with_written_names(mut self, names: Vec<(String, String)>) -> Self {
+        self.written = names;
+        self
+    }
+
+    /// `message` (about this text) with each name the planner made in the text as the query
+    /// writes it: `` type mismatch: `b_b` is string `` becomes `` type mismatch: `b.b` is
+    /// string ``. A name is replaced where it stands as a whole word.
+    pub fn as_written(&self, message: &str) -> String {
+        let mut message = message.to_string();
+        for (made, written) in &self.written {
+            message = replace_word(&message, made, written);
+        }
+        message
     }
 
     /// The text itself.
@@ -120,7 +144,7 @@ impl Text {
             .take(to.saturating_sub(from))
             .collect();
         if self.positions.is_empty() {
-            return Text::unplaced(value);
+            return Text::unplaced(value).with_written_names(self.written.clone());
         }
         let positions: Vec<Pos> = self
             .positions
@@ -130,7 +154,7 @@ impl Text {
             .copied()
             .collect();
         let start = positions.first().copied().unwrap_or(self.start);
-        Text::with_positions(value, positions, start)
+        Text::with_positions(value, positions, start).with_written_names(self.written.clone())
     }
 
     /// `parts` joined by `sep`; the separator's characters take the position of the part
@@ -150,12 +174,40 @@ impl Text {
             positions.extend_from_slice(&p.positions);
         }
         let start = parts.first().map(|p| p.start).unwrap_or_default();
-        if placed {
+        let mut written: Vec<(String, String)> = Vec::new();
+        for pair in parts.iter().flat_map(|p| &p.written) {
+            if !written.contains(pair) {
+                written.push(pair.clone());
+            }
+        }
+        let joined = if placed {
             Text::with_positions(value, positions, start)
         } else {
             Text::unplaced(value)
-        }
+        };
+        joined.with_written_names(written)
     }
+}
+
+/// `text` with every occurrence of `word` that is not part of a longer identifier replaced
+/// by `by`.
+fn replace_word(text: &str, word: &str, by: &str) -> String {
+    if word.is_empty() {
+        return text.to_string();
+    }
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + word.len()..];
+        let whole = !out.chars().next_back().is_some_and(is_ident)
+            && !after.chars().next().is_some_and(is_ident);
+        out.push_str(if whole { by } else { word });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 impl std::fmt::Display for Text {
@@ -175,6 +227,23 @@ mod tests {
         assert_eq!(t.pos_at_byte(8), Pos::new(7, 28));
         assert_eq!(t.pos_at_line_col(1, 9), Pos::new(7, 28));
         assert_eq!(t.pos_at_byte(100), Pos::new(7, 30));
+    }
+
+    #[test]
+    fn messages_name_what_the_planner_made_as_the_query_writes_it() {
+        let t = Text::at("\"b_b\" = 1", Pos::new(1, 1))
+            .with_written_names(vec![("b_b".into(), "b.b".into())]);
+        assert_eq!(
+            t.as_written("type mismatch: `b_b` is string but `1` is int"),
+            "type mismatch: `b.b` is string but `1` is int"
+        );
+        assert_eq!(
+            t.as_written("`b_b + 1`, `a_b_b`, `b_bx`, b_b"),
+            "`b.b + 1`, `a_b_b`, `b_bx`, b.b",
+            "only whole words"
+        );
+        let joined = Text::join(&[t, Text::at("x", Pos::new(1, 9))], " AND ");
+        assert_eq!(joined.as_written("`b_b`"), "`b.b`", "a join keeps them");
     }
 
     #[test]

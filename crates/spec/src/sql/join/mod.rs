@@ -168,6 +168,8 @@ pub(super) fn lower(
         name: Text::at("how", join_at),
         value: Value::String(Text::at(how.param(), join_at)),
     });
+    // The join and the operators after it read the join's output names.
+    let first_after = spec.operators.len();
     spec.operators.push(OperatorDef {
         name: Text::at(name.clone(), join_at),
         kind: Text::at(kind, join_at),
@@ -228,6 +230,7 @@ pub(super) fn lower(
     };
     if grouped {
         let map = grouped::lower(&joined, s, &stream, prefix, spec)?;
+        name_as_written(&joined, &mut spec.operators[first_after..]);
         return Ok(Lowered {
             stream: format!("{prefix}_select"),
             map: Some(map),
@@ -247,11 +250,26 @@ pub(super) fn lower(
         &stream,
         vec![("columns", Text::at(items.join(", "), at))],
     ));
+    name_as_written(&joined, &mut spec.operators[first_after..]);
     Ok(Lowered {
         stream: map,
         map: Some(spec.operators.len() - 1),
         columns,
     })
+}
+
+/// The params of `ops` (the join and the operators that read its output) with the names the
+/// join gave columns, as the query writes them: their messages say `b.price`, not `b_price`.
+fn name_as_written(joined: &Joined, ops: &mut [OperatorDef]) {
+    let names = joined.written_names();
+    if names.is_empty() {
+        return;
+    }
+    for p in ops.iter_mut().flat_map(|op| op.params.iter_mut()) {
+        if let Value::String(t) = &mut p.value {
+            *t = std::mem::take(t).with_written_names(names.clone());
+        }
+    }
 }
 
 /// Which rows a join keeps without a partner.

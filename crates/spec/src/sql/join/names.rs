@@ -104,6 +104,21 @@ impl Joined {
         }
     }
 
+    /// The columns of the join's output that the join renamed, each with its name as the
+    /// query writes it (`b_price`, `b.price`): the texts of the operators after the join
+    /// carry them, so that their messages say the written names.
+    pub(super) fn written_names(&self) -> Vec<(String, String)> {
+        let mut names = Vec::new();
+        for side in &self.sides {
+            for (c, o) in side.columns.iter().zip(&side.out) {
+                if c != o {
+                    names.push((o.clone(), format!("{}.{c}", side.alias)));
+                }
+            }
+        }
+        names
+    }
+
     /// `d` with each column of the join's output that the join renamed (`` `b_price` ``)
     /// named as the query writes it (`` `b.price` ``).
     pub(super) fn as_written(&self, mut d: Diagnostic) -> Diagnostic {
