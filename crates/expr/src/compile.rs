@@ -524,7 +524,7 @@ mod tests {
         assert_eq!((e.line, e.col), (1, 16));
         assert_eq!(
             e.message,
-            "type mismatch in `ts BETWEEN ts AND value`: `ts` is timestamp but its bound `value` is int; CAST the bound to timestamp (e.g. CAST(value AS TIMESTAMP))"
+            "type mismatch in `ts BETWEEN ts AND value`: `ts` is timestamp but its bound `value` is int; CAST the bound to timestamp (e.g. `CAST(value AS TIMESTAMP)`)"
         );
         let e = compile_predicate("value NOT BETWEEN 'a' AND 3", &scope()).expect_err("must fail");
         assert!(

@@ -160,7 +160,7 @@ fn between_mismatch(
         loc.line,
         loc.column,
         format!(
-            "type mismatch in `{written}`: `{}` is {} but its bound `{}` is {}; CAST the bound to {} (e.g. CAST({} AS {}))",
+            "type mismatch in `{written}`: `{}` is {} but its bound `{}` is {}; CAST the bound to {} (e.g. `CAST({} AS {})`)",
             show(&b.expr),
             type_name(t),
             show(bound),
