@@ -66,14 +66,43 @@ impl Text {
     }
 
     /// `message` (about this text) with each name the planner made in the text as the query
-    /// writes it: `` type mismatch: `b_b` is string `` becomes `` type mismatch: `b.b` is
-    /// string ``. A name is replaced where it stands as a whole word.
+    /// writes it, where it stands as a whole name between backticks: `` type mismatch: `b_b`
+    /// is string `` becomes `` type mismatch: `b.b` is string ``.
     pub fn as_written(&self, message: &str) -> String {
-        let mut message = message.to_string();
-        for (made, written) in &self.written {
-            message = replace_word(&message, made, written);
+        if self.written.is_empty() {
+            return message.to_string();
         }
+        // Odd pieces are between backticks.
         message
+            .split('`')
+            .enumerate()
+            .map(|(i, piece)| match i % 2 {
+                1 => self.names_written(piece),
+                _ => piece.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("`")
+    }
+
+    /// `code` with each name (a run of letters, digits, `_` and `.`) the planner made as the
+    /// query writes it, in one pass.
+    fn names_written(&self, code: &str) -> String {
+        let is_name = |c: char| c.is_alphanumeric() || c == '_' || c == '.';
+        let mut out = String::with_capacity(code.len());
+        let mut rest = code;
+        while let Some(start) = rest.find(is_name) {
+            out.push_str(&rest[..start]);
+            let name = &rest[start..];
+            let end = name.find(|c: char| !is_name(c)).unwrap_or(name.len());
+            let (name, after) = name.split_at(end);
+            match self.written.iter().find(|(made, _)| made == name) {
+                Some((_, written)) => out.push_str(written),
+                None => out.push_str(name),
+            }
+            rest = after;
+        }
+        out.push_str(rest);
+        out
     }
 
     /// The text itself.
@@ -189,27 +218,6 @@ impl Text {
     }
 }
 
-/// `text` with every occurrence of `word` that is not part of a longer identifier replaced
-/// by `by`.
-fn replace_word(text: &str, word: &str, by: &str) -> String {
-    if word.is_empty() {
-        return text.to_string();
-    }
-    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(word) {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + word.len()..];
-        let whole = !out.chars().next_back().is_some_and(is_ident)
-            && !after.chars().next().is_some_and(is_ident);
-        out.push_str(if whole { by } else { word });
-        rest = after;
-    }
-    out.push_str(rest);
-    out
-}
-
 impl std::fmt::Display for Text {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.value)
@@ -231,17 +239,21 @@ mod tests {
 
     #[test]
     fn messages_name_what_the_planner_made_as_the_query_writes_it() {
-        let t = Text::at("\"b_b\" = 1", Pos::new(1, 1))
-            .with_written_names(vec![("b_b".into(), "b.b".into())]);
+        let t = Text::at("\"b_b\" = 1 AND \"a\" > 2", Pos::new(1, 1)).with_written_names(vec![
+            ("b_b".into(), "b.b".into()),
+            ("a".into(), "b.a".into()),
+            ("ts".into(), "a.ts".into()),
+        ]);
         assert_eq!(
             t.as_written("type mismatch: `b_b` is string but `1` is int"),
             "type mismatch: `b.b` is string but `1` is int"
         );
         assert_eq!(
-            t.as_written("`b_b + 1`, `a_b_b`, `b_bx`, b_b"),
-            "`b.b + 1`, `a_b_b`, `b_bx`, b.b",
-            "only whole words"
+            t.as_written("in `ts BETWEEN b.ts AND a`: `a` is a column, a b_b outside"),
+            "in `a.ts BETWEEN b.ts AND b.a`: `b.a` is a column, a b_b outside",
+            "whole names between backticks only, each once"
         );
+        assert_eq!(t.as_written("`a_b_b`, `b_bx`"), "`a_b_b`, `b_bx`");
         let joined = Text::join(&[t, Text::at("x", Pos::new(1, 9))], " AND ");
         assert_eq!(joined.as_written("`b_b`"), "`b.b`", "a join keeps them");
     }
