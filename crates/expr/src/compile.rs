@@ -516,6 +516,28 @@ mod tests {
     }
 
     #[test]
+    fn a_between_whose_bound_has_another_type_is_a_type_mismatch_not_an_internal_error() {
+        // A timestamp between a timestamp and an integer: DataFusion fails to coerce the
+        // types and says its own code has a bug (issue 17).
+        let e = compile_predicate("sensor = 1 AND ts BETWEEN ts AND value", &scope())
+            .expect_err("must fail");
+        assert_eq!((e.line, e.col), (1, 16));
+        assert_eq!(
+            e.message,
+            "type mismatch in `ts BETWEEN ts AND value`: `ts` is timestamp but its bound `value` is int; CAST the bound to timestamp (e.g. `CAST(value AS TIMESTAMP)`)"
+        );
+        let e = compile_predicate("value NOT BETWEEN 'a' AND 3", &scope()).expect_err("must fail");
+        assert!(
+            e.message.starts_with("type mismatch in `value NOT BETWEEN 'a' AND 3`: `value` is int but its bound `'a'` is string"),
+            "{}",
+            e.message
+        );
+        compile_predicate("ts BETWEEN ts AND ts + INTERVAL '1' SECOND", &scope())
+            .expect("bounds of the column's type");
+        compile_predicate("value BETWEEN 1 AND sensor", &scope()).expect("integers");
+    }
+
+    #[test]
     fn a_syntax_error_is_located() {
         let e = compile_predicate("value < < 3", &scope()).expect_err("must fail");
         assert_eq!((e.line, e.col), (1, 9));

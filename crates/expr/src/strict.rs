@@ -4,8 +4,8 @@
 use arrow::datatypes::DataType;
 use datafusion_common::tree_node::{TreeNode, TreeNodeRecursion, TreeNodeVisitor};
 use datafusion_common::DFSchema;
-use datafusion_expr::type_coercion::binary::BinaryTypeCoercer;
-use datafusion_expr::{BinaryExpr, Expr, ExprSchemable, Operator};
+use datafusion_expr::type_coercion::binary::{comparison_coercion, BinaryTypeCoercer};
+use datafusion_expr::{Between, BinaryExpr, Expr, ExprSchemable, Operator};
 use sqlparser::tokenizer::Location;
 
 use crate::ExprError;
@@ -73,6 +73,23 @@ impl<'n> TreeNodeVisitor<'n> for Comparisons<'_> {
                     _ => None,
                 }
             }
+            Expr::Between(b) => {
+                let known = |i: usize, e: &Expr| {
+                    children
+                        .get(i)
+                        .cloned()
+                        .flatten()
+                        .or_else(|| e.get_type(self.schema).ok())
+                };
+                let types = (known(0, &b.expr), known(1, &b.low), known(2, &b.high));
+                if let (Some(t), Some(low), Some(high)) = types {
+                    if let Some(e) = between_mismatch(b, node, [&t, &low, &high], self.start) {
+                        self.err = Some(e);
+                        return Ok(TreeNodeRecursion::Stop);
+                    }
+                }
+                Some(DataType::Boolean)
+            }
             Expr::Column(_) | Expr::Literal(..) | Expr::Cast(_) | Expr::TryCast(_) => {
                 node.get_type(self.schema).ok()
             }
@@ -108,6 +125,65 @@ fn mismatch(
             type_name(rt)
         ),
     )
+}
+
+/// `x BETWEEN low AND high` whose bounds cannot be compared with `x` (types `[x, low,
+/// high]`): a timestamp between integers, a number between strings. DataFusion would
+/// report it as an internal error ("likely caused by a bug in DataFusion's code"), or
+/// compare numbers as text.
+fn between_mismatch(
+    b: &Between,
+    node: &Expr,
+    [t, low, high]: [&DataType; 3],
+    start: Location,
+) -> Option<ExprError> {
+    let comparable = |a: &DataType, b: &DataType| {
+        (!mismatched(a, b))
+            .then(|| comparison_coercion(a, b))
+            .flatten()
+    };
+    let (bound, bound_type) = match (comparable(t, low), comparable(t, high)) {
+        (None, _) => (&b.low, low),
+        (_, None) => (&b.high, high),
+        (Some(l), Some(h)) if comparison_coercion(&l, &h).is_none() => (&b.high, high),
+        _ => return None,
+    };
+    let loc = first_span(node).unwrap_or(start);
+    let written = format!(
+        "{} {}BETWEEN {} AND {}",
+        show(&b.expr),
+        if b.negated { "NOT " } else { "" },
+        show(&b.low),
+        show(&b.high)
+    );
+    Some(ExprError::at(
+        loc.line,
+        loc.column,
+        format!(
+            "type mismatch in `{written}`: `{}` is {} but its bound `{}` is {}; CAST the bound to {} (e.g. `CAST({} AS {})`)",
+            show(&b.expr),
+            type_name(t),
+            show(bound),
+            type_name(bound_type),
+            type_name(t),
+            show(bound),
+            sql_type_name(t),
+        ),
+    ))
+}
+
+/// The SQL name of a column type, for a CAST in a message.
+fn sql_type_name(t: &DataType) -> String {
+    match t {
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => "BIGINT",
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => "BIGINT",
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => "DOUBLE",
+        DataType::Boolean => "BOOLEAN",
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "VARCHAR",
+        DataType::Timestamp(_, _) => "TIMESTAMP",
+        other => return other.to_string(),
+    }
+    .to_string()
 }
 
 /// Rejects what a streaming expression cannot evaluate row by row: aggregates (they need a

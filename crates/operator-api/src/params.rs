@@ -138,7 +138,8 @@ impl<'a> Params<'a> {
             pos,
             format!(
                 "{} (in param `{name}` of operator \"{}\")",
-                e.message, self.op.name
+                text.as_written(&e.message),
+                self.op.name
             ),
         )
         .into()

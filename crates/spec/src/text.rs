@@ -11,6 +11,9 @@ pub struct Text {
     positions: Vec<Pos>,
     /// Position of the token the text came from (the opening quote of a string).
     start: Pos,
+    /// Names the text uses that the planner made, each with the name as the query writes
+    /// it (a join's `b_price` is the query's `b.price`): see [`Text::as_written`].
+    written: Vec<(String, String)>,
 }
 
 impl PartialEq for Text {
@@ -30,6 +33,7 @@ impl Text {
             value,
             positions,
             start,
+            written: Vec::new(),
         }
     }
 
@@ -40,6 +44,7 @@ impl Text {
             value,
             positions,
             start,
+            written: Vec::new(),
         }
     }
 
@@ -49,7 +54,55 @@ impl Text {
             value: value.into(),
             positions: Vec::new(),
             start: Pos::default(),
+            written: Vec::new(),
         }
+    }
+
+    /// The text, whose names `names` (pairs of the name in the text and the name as the query
+    /// writes it) the planner made: messages about it say the written ones.
+    pub fn with_written_names(mut self, names: Vec<(String, String)>) -> Self {
+        self.written = names;
+        self
+    }
+
+    /// `message` (about this text) with each name the planner made in the text as the query
+    /// writes it, where it stands as a whole name between backticks: `` type mismatch: `b_b`
+    /// is string `` becomes `` type mismatch: `b.b` is string ``.
+    pub fn as_written(&self, message: &str) -> String {
+        if self.written.is_empty() {
+            return message.to_string();
+        }
+        // Odd pieces are between backticks.
+        message
+            .split('`')
+            .enumerate()
+            .map(|(i, piece)| match i % 2 {
+                1 => self.names_written(piece),
+                _ => piece.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("`")
+    }
+
+    /// `code` with each name (a run of letters, digits, `_` and `.`) the planner made as the
+    /// query writes it, in one pass.
+    fn names_written(&self, code: &str) -> String {
+        let is_name = |c: char| c.is_alphanumeric() || c == '_' || c == '.';
+        let mut out = String::with_capacity(code.len());
+        let mut rest = code;
+        while let Some(start) = rest.find(is_name) {
+            out.push_str(&rest[..start]);
+            let name = &rest[start..];
+            let end = name.find(|c: char| !is_name(c)).unwrap_or(name.len());
+            let (name, after) = name.split_at(end);
+            match self.written.iter().find(|(made, _)| made == name) {
+                Some((_, written)) => out.push_str(written),
+                None => out.push_str(name),
+            }
+            rest = after;
+        }
+        out.push_str(rest);
+        out
     }
 
     /// The text itself.
@@ -120,7 +173,7 @@ impl Text {
             .take(to.saturating_sub(from))
             .collect();
         if self.positions.is_empty() {
-            return Text::unplaced(value);
+            return Text::unplaced(value).with_written_names(self.written.clone());
         }
         let positions: Vec<Pos> = self
             .positions
@@ -130,7 +183,7 @@ impl Text {
             .copied()
             .collect();
         let start = positions.first().copied().unwrap_or(self.start);
-        Text::with_positions(value, positions, start)
+        Text::with_positions(value, positions, start).with_written_names(self.written.clone())
     }
 
     /// `parts` joined by `sep`; the separator's characters take the position of the part
@@ -150,11 +203,18 @@ impl Text {
             positions.extend_from_slice(&p.positions);
         }
         let start = parts.first().map(|p| p.start).unwrap_or_default();
-        if placed {
+        let mut written: Vec<(String, String)> = Vec::new();
+        for pair in parts.iter().flat_map(|p| &p.written) {
+            if !written.contains(pair) {
+                written.push(pair.clone());
+            }
+        }
+        let joined = if placed {
             Text::with_positions(value, positions, start)
         } else {
             Text::unplaced(value)
-        }
+        };
+        joined.with_written_names(written)
     }
 }
 
@@ -175,6 +235,27 @@ mod tests {
         assert_eq!(t.pos_at_byte(8), Pos::new(7, 28));
         assert_eq!(t.pos_at_line_col(1, 9), Pos::new(7, 28));
         assert_eq!(t.pos_at_byte(100), Pos::new(7, 30));
+    }
+
+    #[test]
+    fn messages_name_what_the_planner_made_as_the_query_writes_it() {
+        let t = Text::at("\"b_b\" = 1 AND \"a\" > 2", Pos::new(1, 1)).with_written_names(vec![
+            ("b_b".into(), "b.b".into()),
+            ("a".into(), "b.a".into()),
+            ("ts".into(), "a.ts".into()),
+        ]);
+        assert_eq!(
+            t.as_written("type mismatch: `b_b` is string but `1` is int"),
+            "type mismatch: `b.b` is string but `1` is int"
+        );
+        assert_eq!(
+            t.as_written("in `ts BETWEEN b.ts AND a`: `a` is a column, a b_b outside"),
+            "in `a.ts BETWEEN b.ts AND b.a`: `b.a` is a column, a b_b outside",
+            "whole names between backticks only, each once"
+        );
+        assert_eq!(t.as_written("`a_b_b`, `b_bx`"), "`a_b_b`, `b_bx`");
+        let joined = Text::join(&[t, Text::at("x", Pos::new(1, 9))], " AND ");
+        assert_eq!(joined.as_written("`b_b`"), "`b.b`", "a join keeps them");
     }
 
     #[test]

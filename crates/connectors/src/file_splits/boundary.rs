@@ -334,8 +334,17 @@ pub(crate) fn find<F: Read + Seek>(
 ) -> std::io::Result<Boundary> {
     let mut scanner = Scanner::new(dialect, target, from.offset);
     scanner.restart(from.offset, from.line);
+    scan_on(file, scanner)
+}
+
+/// The boundary `scanner` looks for, reading `file` from where the scanner stands (it was
+/// fed the bytes before).
+pub(crate) fn scan_on<F: Read + Seek>(
+    file: &mut F,
+    mut scanner: Scanner,
+) -> std::io::Result<Boundary> {
     let mut buf = vec![0u8; 1 << 16];
-    file.seek(SeekFrom::Start(from.offset))?;
+    file.seek(SeekFrom::Start(scanner.pos))?;
     loop {
         let n = match file.read(&mut buf) {
             Ok(n) => n,

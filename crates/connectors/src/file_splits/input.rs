@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
-use super::boundary::{self, Boundary, Dialect};
+use super::boundary::{self, Boundary, Dialect, Step};
 use super::Split;
 
 /// How much is read at a time.
@@ -67,11 +67,27 @@ struct Open {
     file: File,
     /// The offset of the next byte.
     pos: u64,
-    /// Where the split ends ([`UNSIZED`]: at the end of the file).
+    /// Where the split ends ([`UNSIZED`]: at the end of the file); while `ending` looks for
+    /// it, the end of the file.
     stop: u64,
+    /// The split ends inside the file, before a boundary not found yet: a scanner fed the
+    /// split's bytes as they are read (up to its target, the split's `end`), instead of a
+    /// read of them all before the first (see [`Ending`]).
+    ending: Option<Ending>,
     /// A file of unknown size (a named pipe) is read on a thread of its own, so that a reader
     /// waiting for its writer still takes barriers, changes and stops meanwhile: its chunks.
     piped: Option<Receiver<std::io::Result<Vec<u8>>>>,
+}
+
+/// The search for where a split ends, done while the split is read: the bytes before its
+/// `end` are the split's whatever the boundary, so they are read (and fed to the scanner)
+/// at once; at `end` the scanner reads on to the boundary, usually a few bytes further.
+/// Reading a split does not wait for a scan of it first (a second pass over half the file
+/// at parallelism 2, issue 19).
+struct Ending {
+    scanner: boundary::Scanner,
+    /// The split's `end`: the boundary is the first at or after it.
+    target: u64,
 }
 
 /// The splits of one instance, read in order.
@@ -139,6 +155,15 @@ impl SplitInput {
                     }
                 }
             };
+            if open.ending.as_ref().is_some_and(|e| open.pos >= e.target) {
+                // At the split's `end`: the scanner reads on to the boundary.
+                if let Some(e) = open.ending.take() {
+                    open.stop = boundary::scan_on(&mut open.file, e.scanner)
+                        .map_err(io)?
+                        .offset;
+                    open.file.seek(SeekFrom::Start(open.pos)).map_err(io)?;
+                }
+            }
             if open.pos >= open.stop {
                 let size = split.size;
                 if open.stop == size {
@@ -175,12 +200,35 @@ impl SplitInput {
                     }
                 }
             }
-            let want = usize::try_from(open.stop - open.pos)
+            // While the end is looked for, reads stop at the split's `end`.
+            let limit = open.ending.as_ref().map_or(open.stop, |e| e.target);
+            let want = usize::try_from(limit - open.pos)
                 .unwrap_or(usize::MAX)
                 .min(max.max(1))
                 .min(self.buf.len());
             let n = read_some(&mut open.file, self.buf.get_mut(..want).unwrap_or_default())
                 .map_err(io)?;
+            if let Some(e) = open.ending.as_mut().filter(|_| n > 0) {
+                match e.scanner.feed(self.buf.get(..n).unwrap_or_default()) {
+                    Step::More => {}
+                    Step::Found(b) => {
+                        open.stop = b.offset;
+                        open.ending = None;
+                    }
+                    Step::Restart { offset, line } => {
+                        // A record too long to keep, cut from a line already read: the
+                        // boundary is found from there, as a scan before the read would have
+                        // (the bytes read are before `end`, the split's whatever it is).
+                        let target = e.target;
+                        let mut scan = File::open(&path).map_err(io)?;
+                        let from = Boundary { offset, line };
+                        open.stop = boundary::find(&mut scan, self.dialect, target, from)
+                            .map_err(io)?
+                            .offset;
+                        open.ending = None;
+                    }
+                }
+            }
             if n == 0 {
                 if open.stop == UNSIZED {
                     open.stop = open.pos;
@@ -247,6 +295,7 @@ fn open_split(split: &Split, dialect: Dialect) -> Result<Option<(Open, Boundary)
             file,
             pos: split.from,
             stop: UNSIZED,
+            ending: None,
             piped: Some(crate::input::read_on_a_thread(reading, &split.path)),
         };
         return Ok(Some((open, first)));
@@ -275,10 +324,20 @@ fn open_split(split: &Split, dialect: Dialect) -> Result<Option<(Open, Boundary)
         };
         boundary::find(&mut file, dialect, split.from.max(start), from_start)?
     };
-    let stop = if split.end >= size {
-        size
+    let (stop, ending) = if split.end >= size {
+        (size, None)
+    } else if split.end > first.offset {
+        // Found while the split is read.
+        let mut scanner = boundary::Scanner::new(dialect, split.end, first.offset);
+        scanner.restart(first.offset, first.line);
+        let ending = Ending {
+            scanner,
+            target: split.end,
+        };
+        (size, Some(ending))
     } else {
-        boundary::find(&mut file, dialect, split.end, first)?.offset
+        let stop = boundary::find(&mut file, dialect, split.end, first)?.offset;
+        (stop, None)
     };
     if stop <= first.offset && !(split.exact && split.from == 0) {
         return Ok(None);
@@ -288,6 +347,7 @@ fn open_split(split: &Split, dialect: Dialect) -> Result<Option<(Open, Boundary)
         file,
         pos: first.offset,
         stop,
+        ending,
         piped: None,
     };
     Ok(Some((open, first)))

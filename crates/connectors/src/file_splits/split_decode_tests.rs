@@ -288,3 +288,118 @@ proptest! {
         }
     }
 }
+
+/// The bytes [`SplitInput`](super::input::SplitInput) gives for each split of `text` (a file
+/// cut at `cuts`), read `chunk` bytes at most at a time, each with the first boundary it
+/// starts at.
+fn split_input_reads(text: &[u8], max: u64, cuts: &[u64], chunk: usize) -> Vec<(u64, Vec<u8>)> {
+    use super::input::{Next, SplitInput};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("f.csv");
+    std::fs::write(&path, text).expect("written");
+    let path = path.display().to_string();
+    let size = text.len() as u64;
+    let dialect = Dialect::Csv {
+        delimiter: b',',
+        max_record: max,
+    };
+    let mut edges = vec![0];
+    edges.extend(cuts.iter().copied().filter(|&c| c > 0 && c < size));
+    edges.push(size);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut out = Vec::new();
+    for w in edges.windows(2) {
+        let split = super::Split::new(&path, w[0], w[1], size);
+        let mut input = SplitInput::new(dialect, vec![split]);
+        let mut read: Option<(u64, Vec<u8>)> = None;
+        loop {
+            match input.next_at_most(chunk, deadline).expect("reads") {
+                Next::Start { first, .. } => read = Some((first.offset, Vec::new())),
+                Next::Data(bytes) => read
+                    .as_mut()
+                    .expect("data after the start")
+                    .1
+                    .extend_from_slice(bytes),
+                Next::End | Next::Idle => {}
+                Next::Done => break,
+            }
+        }
+        out.extend(read);
+    }
+    out
+}
+
+/// Each split from the first boundary at or after its start to the first at or after its
+/// end, both found by a scan before the read (as the reader did before issue 19's change).
+fn scanned_before(text: &[u8], max: u64, cuts: &[u64]) -> Vec<(u64, Vec<u8>)> {
+    let size = text.len() as u64;
+    let start = Boundary { offset: 0, line: 1 };
+    let mut edges = vec![0];
+    edges.extend(cuts.iter().copied().filter(|&c| c > 0 && c < size));
+    edges.push(size);
+    let mut out = Vec::new();
+    for w in edges.windows(2) {
+        let (from, end) = (w[0], w[1]);
+        let first = match from {
+            0 => start,
+            _ => boundary(text, max, from, start, 1 << 16),
+        };
+        let stop = match end {
+            e if e >= size => size,
+            e => boundary(text, max, e, first, 1 << 16).offset,
+        };
+        if stop > first.offset || from == 0 {
+            let bytes = text[first.offset as usize..stop.max(first.offset) as usize].to_vec();
+            out.push((first.offset, bytes));
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn a_split_read_finds_its_end_as_a_scan_before_the_read_does(
+        lines in proptest::collection::vec(csv_line(), 0..16),
+        max in 4u64..48,
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..4),
+        chunk in prop_oneof![Just(1usize << 20), 1usize..16],
+    ) {
+        let text = lines.concat();
+        let bytes = text.as_bytes();
+        let mut cuts: Vec<u64> = cuts.iter().map(|c| c.index(bytes.len() + 1) as u64).collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        prop_assert_eq!(
+            split_input_reads(bytes, max, &cuts, chunk),
+            scanned_before(bytes, max, &cuts),
+            "cuts {:?} of {:?} (max_record {}, read {} bytes at a time)", cuts, text, max, chunk
+        );
+    }
+}
+
+#[test]
+fn a_split_whose_end_falls_in_a_record_too_long_ends_where_a_scan_before_the_read_ends_it() {
+    // Records cut as too long around the split's end: the scanner fed while the split is
+    // read starts again from a line already read.
+    for text in [
+        "1,\"a\nb\"cccccccccccc\n2,x\n3,y\n",
+        "1,\"aaaaa\n2,\"bcccc\n3,d\"\n4,e\n",
+        "1,\"aaaaa\r\n2,\"bcccc\r\n3,d\"\r\n4,e\r\n",
+        "a,b\n0,\"open\r\n10,aaa\r\n0,aa\r\n10,aaaaaa\n10,\"open\r54,\"lt\nlt\"\n",
+    ] {
+        let bytes = text.as_bytes();
+        for max in [6, 12, 20, 40] {
+            for cut in 1..bytes.len() as u64 {
+                for chunk in [1, 5, 1 << 20] {
+                    assert_eq!(
+                        split_input_reads(bytes, max, &[cut], chunk),
+                        scanned_before(bytes, max, &[cut]),
+                        "cut at {cut} of {text:?} (max_record {max}, read {chunk} bytes at a time)"
+                    );
+                }
+            }
+        }
+    }
+}

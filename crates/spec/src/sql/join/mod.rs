@@ -168,6 +168,8 @@ pub(super) fn lower(
         name: Text::at("how", join_at),
         value: Value::String(Text::at(how.param(), join_at)),
     });
+    // The join and the operators after it read the join's output names.
+    let first_after = spec.operators.len();
     spec.operators.push(OperatorDef {
         name: Text::at(name.clone(), join_at),
         kind: Text::at(kind, join_at),
@@ -188,16 +190,11 @@ pub(super) fn lower(
     if let Some(first) = after.first() {
         let at = pos(first.span().start);
         let filter = format!("{prefix}_where");
-        let mut texts = Vec::new();
+        let mut conds = Vec::new();
         for c in &after {
-            let c = joined.rewrite(c)?;
-            texts.push(if after.len() > 1 {
-                format!("({c})")
-            } else {
-                c.to_string()
-            });
+            conds.push((joined.rewrite(c)?.to_string(), pos(c.span().start)));
         }
-        let text = Text::at(texts.join(" AND "), at);
+        let text = conjunction(&conds, conds.len() > 1);
         spec.operators.push(operator(
             filter.clone(),
             "filter",
@@ -228,6 +225,7 @@ pub(super) fn lower(
     };
     if grouped {
         let map = grouped::lower(&joined, s, &stream, prefix, spec)?;
+        name_as_written(&joined, &mut spec.operators[first_after..]);
         return Ok(Lowered {
             stream: format!("{prefix}_select"),
             map: Some(map),
@@ -247,11 +245,50 @@ pub(super) fn lower(
         &stream,
         vec![("columns", Text::at(items.join(", "), at))],
     ));
+    name_as_written(&joined, &mut spec.operators[first_after..]);
     Ok(Lowered {
         stream: map,
         map: Some(spec.operators.len() - 1),
         columns,
     })
+}
+
+/// The conjunction of `conds` (rewritten conditions, each with where it is written), `(c1) AND
+/// (c2)` (without brackets unless `brackets`), each condition placed where it is written (its
+/// brackets too, and the ` AND ` before it), so that an error in it points into it.
+fn conjunction(conds: &[(String, anduin_types::Pos)], brackets: bool) -> Text {
+    let parts: Vec<Text> = conds
+        .iter()
+        .map(|(c, at)| match brackets {
+            false => Text::at(c.as_str(), *at),
+            true => {
+                let n = c.chars().count();
+                let mut positions = vec![*at];
+                positions.extend((0..n).map(|i| at.right(i)));
+                positions.push(at.right(n));
+                Text::with_positions(format!("({c})"), positions, *at)
+            }
+        })
+        .collect();
+    Text::join(&parts, " AND ")
+}
+
+/// The expressions of `ops` (the join, whose `condition` reads its output, and the operators
+/// after it) with the names of the join's output columns as the query writes them: their
+/// messages say `b.price`, not `b_price`.
+fn name_as_written(joined: &Joined, ops: &mut [OperatorDef]) {
+    let names = joined.written_names();
+    for (i, op) in ops.iter_mut().enumerate() {
+        for p in &mut op.params {
+            // The join's other params name its sides' columns, not its output's.
+            if i == 0 && p.name.as_str() != "condition" {
+                continue;
+            }
+            if let Value::String(t) = &mut p.value {
+                *t = std::mem::take(t).with_written_names(names.clone());
+            }
+        }
+    }
 }
 
 /// Which rows a join keeps without a partner.
@@ -352,7 +389,7 @@ fn regular<'e>(
             let at = pos(first.span().start);
             let mut texts = Vec::new();
             for c in conds {
-                texts.push(format!("({})", joined.rewrite_for_side(c)?));
+                texts.push((joined.rewrite_for_side(c)?.to_string(), pos(c.span().start)));
             }
             let filter = format!("{prefix}_{}_where", ["left", "right"][i]);
             spec.operators.push(operator(
@@ -360,7 +397,10 @@ fn regular<'e>(
                 "filter",
                 at,
                 joined.sides[i].input(),
-                vec![("condition", Text::at(texts.join(" AND "), at))],
+                vec![(
+                    "condition",
+                    conjunction(&texts, true).with_written_names(joined.side_written_names(i)),
+                )],
             ));
             joined.sides[i].filtered = Some(filter);
         }

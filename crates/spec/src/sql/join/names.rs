@@ -104,6 +104,29 @@ impl Joined {
         }
     }
 
+    /// The columns of the join's output, each with its name as the query writes it, qualified
+    /// (`b_price` is `b.price`, `ts` is `a.ts`): the texts of the operators after the join
+    /// carry them, so that their messages say the written names.
+    pub(super) fn written_names(&self) -> Vec<(String, String)> {
+        let mut names = Vec::new();
+        for side in &self.sides {
+            for (c, o) in side.columns.iter().zip(&side.out) {
+                names.push((o.clone(), format!("{}.{c}", side.alias)));
+            }
+        }
+        names
+    }
+
+    /// The columns of side `i`, each with its name qualified by the side's alias: the texts
+    /// of the filter before the join over that side carry them.
+    pub(super) fn side_written_names(&self, i: usize) -> Vec<(String, String)> {
+        let side = &self.sides[i];
+        side.columns
+            .iter()
+            .map(|c| (c.clone(), format!("{}.{c}", side.alias)))
+            .collect()
+    }
+
     /// `d` with each column of the join's output that the join renamed (`` `b_price` ``)
     /// named as the query writes it (`` `b.price` ``).
     pub(super) fn as_written(&self, mut d: Diagnostic) -> Diagnostic {
