@@ -273,23 +273,31 @@ impl Join {
                 // input (+∞) none at all.
                 let (wm, lower, upper) = (i128::from(wm), i128::from(lower), i128::from(upper));
                 let end = wm == i128::from(i64::MAX);
-                let [gone_left, gone_right] = self
-                    .store
-                    .keys
-                    .prune([&|t| end || i128::from(t) + upper < wm, &|t| {
+                let expired: [&dyn Fn(i64) -> bool; 2] =
+                    [&|t| end || i128::from(t) + upper < wm, &|t| {
                         end || i128::from(t) - lower < wm
-                    }]);
-                if self.setup.left_outer {
-                    let pairs: Vec<Pair> = gone_left
-                        .iter()
-                        .filter(|(_, e)| !e.matched())
-                        .map(|(_, e)| (e.at(), None))
-                        .collect();
+                    }];
+                // Each row's batch is let go as soon as its last row is pruned (the end of input
+                // prunes every row: none is listed), but for a left join's left rows without a
+                // partner, which are emitted first.
+                let Store { chunks, keys } = &mut self.store;
+                let outer = self.setup.left_outer;
+                let mut alone: Vec<Entry> = Vec::new();
+                keys.prune_each(expired, &mut |side, _, e| {
+                    if outer && side == 0 && !e.matched() {
+                        alone.push(e);
+                    } else if let Some(c) = chunks.get_mut(side) {
+                        c.release_one(&e);
+                    }
+                });
+                if !alone.is_empty() {
+                    alone.sort_by_key(Entry::at);
+                    let pairs: Vec<Pair> = alone.iter().map(|e| (e.at(), None)).collect();
                     self.emit(&pairs, None, out)?;
+                    for e in &alone {
+                        self.store.chunks[0].release_one(e);
+                    }
                 }
-                self.store.chunks[0].release(&gone_left);
-                self.store.chunks[1].release(&gone_right);
-                self.store.keys.drop_emptied();
             }
             JoinKind::Window { size } => {
                 let end = |t: i64| t.div_euclid(size) * size + size;

@@ -406,15 +406,20 @@ impl Chunks {
     /// Forgets rows pruned earlier: a batch none of whose rows is buffered is dropped.
     pub(crate) fn release(&mut self, gone: &[(u32, Entry)]) {
         for (_, e) in gone {
-            let chunk = e.at().0;
-            if let Some(n) = self.live.get_mut(chunk) {
-                if *n > 0 {
-                    *n -= 1;
-                    self.rows -= 1;
-                }
-                if *n == 0 {
-                    self.drop_chunk(chunk);
-                }
+            self.release_one(e);
+        }
+    }
+
+    /// Forgets one row pruned earlier: its batch is dropped if it was its last.
+    pub(crate) fn release_one(&mut self, e: &Entry) {
+        let chunk = e.at().0;
+        if let Some(n) = self.live.get_mut(chunk) {
+            if *n > 0 {
+                *n -= 1;
+                self.rows -= 1;
+            }
+            if *n == 0 {
+                self.drop_chunk(chunk);
             }
         }
     }
@@ -442,6 +447,73 @@ impl Store {
     }
 }
 
+/// Slots of a slab per page: a page is 3 MB at most, so that the slab grows by pages, never
+/// by copying every slot into an allocation twice as large (millions of keys: hundreds of MB
+/// held twice for a moment). The last page grows as a vector does, so a small join holds a
+/// few slots, not a page.
+const PAGE_BITS: u32 = 16;
+const PAGE: usize = 1 << PAGE_BITS;
+
+/// The keys and their rows, by slot number, in pages.
+#[derive(Debug, Default)]
+struct Slab {
+    pages: Vec<Vec<Option<(KeyBuf, Key)>>>,
+    /// Slots handed out so far (in use or free).
+    len: usize,
+}
+
+impl Slab {
+    fn place(slot: u32) -> (usize, usize) {
+        ((slot >> PAGE_BITS) as usize, slot as usize & (PAGE - 1))
+    }
+
+    fn get(&self, slot: u32) -> Option<&(KeyBuf, Key)> {
+        let (page, at) = Self::place(slot);
+        self.pages.get(page)?.get(at)?.as_ref()
+    }
+
+    fn get_mut(&mut self, slot: u32) -> Option<&mut (KeyBuf, Key)> {
+        let (page, at) = Self::place(slot);
+        self.pages.get_mut(page)?.get_mut(at)?.as_mut()
+    }
+
+    fn cell(&mut self, slot: u32) -> Option<&mut Option<(KeyBuf, Key)>> {
+        let (page, at) = Self::place(slot);
+        self.pages.get_mut(page)?.get_mut(at)
+    }
+
+    /// A new slot, past the last.
+    fn grow(&mut self) -> u32 {
+        let slot = u32::try_from(self.len).expect("fewer than 2^32 keys");
+        if self.pages.last().is_none_or(|p| p.len() == PAGE) {
+            self.pages.push(Vec::new());
+        }
+        if let Some(page) = self.pages.last_mut() {
+            page.push(None);
+        }
+        self.len += 1;
+        slot
+    }
+
+    /// The slots handed out, in order.
+    fn slots(&self) -> std::ops::Range<u32> {
+        0..u32::try_from(self.len).expect("fewer than 2^32 keys")
+    }
+
+    /// Every key in use and its slot.
+    fn iter(&self) -> impl Iterator<Item = (u32, &(KeyBuf, Key))> {
+        self.slots()
+            .zip(self.pages.iter().flat_map(|p| p.iter()))
+            .filter_map(|(s, c)| Some((s, c.as_ref()?)))
+    }
+
+    /// The bytes of the pages.
+    fn size_bytes(&self) -> usize {
+        let slots: usize = self.pages.iter().map(Vec::capacity).sum();
+        slots * std::mem::size_of::<Option<(KeyBuf, Key)>>()
+    }
+}
+
 /// Both sides' rows by key (the Arrow row-format bytes of the key columns). A key whose rows
 /// are all gone stays, empty and [`Mark::Changed`], until the next snapshot deletes its entry
 /// from the backend, unless the backend never saw it.
@@ -456,7 +528,7 @@ impl Store {
 pub(crate) struct Keys {
     hasher: RandomState,
     index: HashTable<u32>,
-    slab: Vec<Option<(KeyBuf, Key)>>,
+    slab: Slab,
     free: Vec<u32>,
     due: [BTreeMap<i64, Vec<u32>>; 2],
     /// Slots whose keys [`Keys::prune`] emptied and the backend never saw, to be freed by
@@ -475,8 +547,7 @@ impl Keys {
         use std::mem::size_of;
         // A table of n slots has about n / 7 * 8 buckets of a slot and a control byte.
         let index = self.index.capacity() / 7 * 8 * (size_of::<u32>() + 1);
-        // A slab beyond its pages in use takes address space, not memory.
-        let slab = self.slab.len() * size_of::<Option<(KeyBuf, Key)>>();
+        let slab = self.slab.size_bytes();
         // A long key's box: its bytes and the allocator's header.
         let keys = self.key_bytes + self.heap_keys * 2 * size_of::<usize>();
         let due: usize = self.due.iter().map(BTreeMap::len).sum();
@@ -496,30 +567,26 @@ impl Keys {
         let slab = &self.slab;
         self.index
             .find(self.hash(key), |s| {
-                slab.get(*s as usize)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|(b, _)| b.as_slice() == key)
+                slab.get(*s).is_some_and(|(b, _)| b.as_slice() == key)
             })
             .copied()
     }
 
     /// Puts `key` with `k` in a free slot and indexes it; returns the slot.
     fn add(&mut self, key: &[u8], k: Key) -> u32 {
-        let slot = self.free.pop().unwrap_or_else(|| {
-            self.slab.push(None);
-            u32::try_from(self.slab.len() - 1).expect("fewer than 2^32 keys")
-        });
+        let slot = self.free.pop().unwrap_or_else(|| self.slab.grow());
         let buf = KeyBuf::new(key);
         if matches!(buf, KeyBuf::Heap(_)) {
             self.key_bytes += buf.heap_bytes();
             self.heap_keys += 1;
         }
-        self.slab[slot as usize] = Some((buf, k));
+        if let Some(cell) = self.slab.cell(slot) {
+            *cell = Some((buf, k));
+        }
         let hash = self.hash(key);
         let (hasher, slab) = (&self.hasher, &self.slab);
         self.index.insert_unique(hash, slot, |s| {
-            slab.get(*s as usize)
-                .and_then(Option::as_ref)
+            slab.get(*s)
                 .map_or(0, |(b, _)| hasher.hash_one(b.as_slice()))
         });
         slot
@@ -527,7 +594,7 @@ impl Keys {
 
     /// Frees `slot`: out of the index and the slab.
     fn remove(&mut self, slot: u32) -> Option<(KeyBuf, Key)> {
-        let (buf, k) = self.slab.get_mut(slot as usize)?.take()?;
+        let (buf, k) = self.slab.cell(slot)?.take()?;
         let hash = self.hash(buf.as_slice());
         if let Ok(entry) = self.index.find_entry(hash, |s| *s == slot) {
             entry.remove();
@@ -546,8 +613,9 @@ impl Keys {
             Some(slot) => slot,
             None => self.add(key, Key::new(Mark::New)),
         };
-        let (_, k) = self.slab[slot as usize]
-            .as_mut()
+        let (_, k) = self
+            .slab
+            .get_mut(slot)
             .expect("an indexed slot holds its key");
         k.touch();
         (slot, k)
@@ -556,10 +624,7 @@ impl Keys {
     /// The bytes of the key in `slot` (also of one [`Keys::prune`] emptied, until
     /// [`Keys::drop_emptied`]).
     pub(crate) fn key_of(&self, slot: u32) -> Option<&[u8]> {
-        self.slab
-            .get(slot as usize)
-            .and_then(Option::as_ref)
-            .map(|(b, _)| b.as_slice())
+        self.slab.get(slot).map(|(b, _)| b.as_slice())
     }
 
     /// Records that the key in `slot` holds a row of `side` with time `time`.
@@ -571,7 +636,7 @@ impl Keys {
 
     /// Every key and its rows.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &Key)> {
-        self.slab.iter().flatten().map(|(b, k)| (b.as_slice(), k))
+        self.slab.iter().map(|(_, (b, k))| (b.as_slice(), k))
     }
 
     /// Adds a key restored from a checkpoint (its rows pushed already); call
@@ -590,9 +655,8 @@ impl Keys {
     pub(crate) fn remove_where(&mut self, moved: impl Fn(&[u8]) -> bool) -> [Vec<(u32, Entry)>; 2] {
         self.drop_emptied();
         let mut gone: [Vec<(u32, Entry)>; 2] = [Vec::new(), Vec::new()];
-        for slot in 0..self.slab.len() {
-            let slot = u32::try_from(slot).expect("fewer than 2^32 keys");
-            if !self.key_of(slot).is_some_and(|key| moved(key)) {
+        for slot in self.slab.slots() {
+            if !self.key_of(slot).is_some_and(&moved) {
                 continue;
             }
             if let Some((_, k)) = self.remove(slot) {
@@ -607,13 +671,13 @@ impl Keys {
     /// Marks every key as saved, forgetting the empty ones (after a snapshot wrote them).
     pub(crate) fn saved(&mut self) {
         self.drop_emptied();
-        for slot in 0..self.slab.len() {
-            let Some((_, k)) = self.slab[slot].as_mut() else {
+        for slot in self.slab.slots() {
+            let Some((_, k)) = self.slab.get_mut(slot) else {
                 continue;
             };
             k.mark = Mark::Saved;
             if k.is_empty() {
-                self.remove(u32::try_from(slot).expect("fewer than 2^32 keys"));
+                self.remove(slot);
             }
         }
     }
@@ -621,11 +685,7 @@ impl Keys {
     /// Rebuilds the time index from the rows (after a restore).
     pub(crate) fn reindex(&mut self) {
         let mut due: [BTreeMap<i64, Vec<u32>>; 2] = Default::default();
-        for (slot, entry) in self.slab.iter().enumerate() {
-            let Some((_, k)) = entry else {
-                continue;
-            };
-            let slot = u32::try_from(slot).expect("fewer than 2^32 keys");
+        for (slot, (_, k)) in self.slab.iter() {
             for (side, due) in due.iter_mut().enumerate() {
                 for e in k.side(side) {
                     due.entry(e.time).or_default().push(slot);
@@ -641,34 +701,69 @@ impl Keys {
     /// keys it empties that the backend never saw stay readable ([`Keys::key_of`]) until
     /// [`Keys::drop_emptied`].
     pub(crate) fn prune(&mut self, expired: [&dyn Fn(i64) -> bool; 2]) -> [Vec<(u32, Entry)>; 2] {
-        self.drop_emptied();
-        // A slot listed twice is visited twice; the second visit finds nothing to remove.
-        let mut visit: Vec<u32> = Vec::new();
-        for (due, expired) in self.due.iter_mut().zip(expired) {
-            while due.first_key_value().is_some_and(|(t, _)| expired(*t)) {
-                if let Some((_, slots)) = due.pop_first() {
-                    visit.extend(slots);
-                }
-            }
-        }
         let mut gone: [Vec<(u32, Entry)>; 2] = [Vec::new(), Vec::new()];
-        for slot in visit {
-            let Some(Some((_, k))) = self.slab.get_mut(slot as usize) else {
-                continue;
-            };
-            let removed = k.remove_expired(expired, slot, &mut gone);
-            if removed {
-                k.touch();
+        self.visit_expired(expired, true, &mut |side, slot, e| {
+            if let Some(g) = gone.get_mut(side) {
+                g.push((slot, e));
             }
-            // A key the backend never saw needs no delete.
-            if removed && k.mark == Mark::New && k.is_empty() {
-                self.emptied.push(slot);
-            }
-        }
+        });
         for g in &mut gone {
             g.sort_by_key(|(_, e)| e.at());
         }
         gone
+    }
+
+    /// [`Keys::prune`] that hands each row removed to `each` (its side, its key's slot) as it
+    /// goes, in no particular order, and frees the keys it empties that the backend never saw
+    /// at once: the end of input can expire millions of rows without listing them.
+    pub(crate) fn prune_each(
+        &mut self,
+        expired: [&dyn Fn(i64) -> bool; 2],
+        each: &mut dyn FnMut(usize, u32, Entry),
+    ) {
+        self.visit_expired(expired, false, each);
+    }
+
+    fn visit_expired(
+        &mut self,
+        expired: [&dyn Fn(i64) -> bool; 2],
+        keep_emptied: bool,
+        each: &mut dyn FnMut(usize, u32, Entry),
+    ) {
+        self.drop_emptied();
+        let mut gone: [Vec<(u32, Entry)>; 2] = [Vec::new(), Vec::new()];
+        for side in 0..2 {
+            // One time's keys at a time; a key listed twice is visited twice, the second visit
+            // finds nothing to remove.
+            while let Some(first) = self.due.get_mut(side).and_then(BTreeMap::first_entry) {
+                if !expired[side](*first.key()) {
+                    break;
+                }
+                for slot in first.remove() {
+                    let Some((_, k)) = self.slab.get_mut(slot) else {
+                        continue;
+                    };
+                    let removed = k.remove_expired(expired, slot, &mut gone);
+                    if !removed {
+                        continue;
+                    }
+                    k.touch();
+                    for (side, gone) in gone.iter_mut().enumerate() {
+                        for (slot, e) in gone.drain(..) {
+                            each(side, slot, e);
+                        }
+                    }
+                    // A key the backend never saw needs no delete.
+                    if k.mark == Mark::New && k.is_empty() {
+                        if keep_emptied {
+                            self.emptied.push(slot);
+                        } else {
+                            self.remove(slot);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Frees the keys the last [`Keys::prune`] emptied that the backend never saw (if no row
@@ -677,8 +772,7 @@ impl Keys {
         for slot in std::mem::take(&mut self.emptied) {
             let empty_new = self
                 .slab
-                .get(slot as usize)
-                .and_then(Option::as_ref)
+                .get(slot)
                 .is_some_and(|(_, k)| k.mark == Mark::New && k.is_empty());
             if empty_new {
                 self.remove(slot);
@@ -719,6 +813,25 @@ mod tests {
     }
 
     #[test]
+    fn keys_past_a_page_of_slots_are_found_and_freed_slots_reused() {
+        let mut keys = Keys::default();
+        let n = PAGE as u64 + 5_000;
+        for i in 0..n {
+            let (slot, k) = keys.key_mut(&key(i, 9));
+            k.push(0, Entry::new(0, (0, 0), false));
+            keys.due(0, 0, slot);
+        }
+        assert_eq!(keys.iter().count() as u64, n);
+        assert!((0..n).all(|i| keys.contains(&key(i, 9))));
+        // Every key expires and, never saved, goes.
+        let mut gone = 0;
+        keys.prune_each([&|_| true, &|_| true], &mut |_, _, _| gone += 1);
+        assert_eq!((gone, keys.iter().count()), (n, 0));
+        keys.key_mut(&key(n, 9));
+        assert_eq!(keys.slab.pages.len(), 2, "a freed slot is used again");
+    }
+
+    #[test]
     fn entries_round_trip_their_place_and_mark() {
         let mut e = Entry::new(-7, (3, (1 << 31) - 1), false);
         assert_eq!(
@@ -750,7 +863,20 @@ mod tests {
                     0 => {
                         // A watermark: each side's rows before it (the right's a bit earlier).
                         let (wl, wr) = (t - 50, t - 50 - next(30) as i64);
-                        let [gl, gr] = keys.prune([&|x| x < wl, &|x| x < wr]);
+                        let each = next(2) == 0;
+                        let [gl, gr] = if each {
+                            // Rows as they go, keys emptied freed at once: compared by entry.
+                            let mut gone: [Vec<(u32, Entry)>; 2] = Default::default();
+                            keys.prune_each([&|x| x < wl, &|x| x < wr], &mut |side, _, e| {
+                                gone[side].push((u32::MAX, e));
+                            });
+                            for g in &mut gone {
+                                g.sort_by_key(|(_, e)| e.at());
+                            }
+                            gone
+                        } else {
+                            keys.prune([&|x| x < wl, &|x| x < wr])
+                        };
                         let mut want: [Vec<(Vec<u8>, Entry)>; 2] = Default::default();
                         for (k, (sides, mark)) in &mut naive {
                             let mut removed = false;
@@ -768,9 +894,21 @@ mod tests {
                         for (side, got) in [gl, gr].into_iter().enumerate() {
                             let got: Vec<(Vec<u8>, Entry)> = got
                                 .into_iter()
-                                .map(|(s, e)| (keys.key_of(s).expect("readable").to_vec(), e))
+                                .map(|(s, e)| {
+                                    let k = if each {
+                                        Vec::new()
+                                    } else {
+                                        keys.key_of(s).expect("readable").to_vec()
+                                    };
+                                    (k, e)
+                                })
                                 .collect();
                             want[side].sort_by_key(|(_, e)| e.at());
+                            if each {
+                                for (k, _) in &mut want[side] {
+                                    k.clear();
+                                }
+                            }
                             assert_eq!(got, want[side], "seed {seed} step {step} side {side}");
                         }
                         keys.drop_emptied();
