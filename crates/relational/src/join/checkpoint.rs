@@ -136,14 +136,13 @@ impl Checkpointed {
             .keys
             .iter()
             .filter(|(_, k)| k.mark != Mark::Saved)
-            .map(|(key, k)| (&key[..], k))
             .collect();
         // The changed keys' rows of each side as row-format bytes, in one conversion per side.
         let mut values = Vec::with_capacity(2);
         for side in 0..2 {
             let at: Vec<(usize, usize)> = changed
                 .iter()
-                .flat_map(|(_, k)| k.sides[side].iter().map(|e| e.at))
+                .flat_map(|(_, k)| k.side(side).map(Entry::at))
                 .collect();
             values.push(self.rows_at(side, &store.chunks[side], &at)?);
         }
@@ -157,10 +156,10 @@ impl Checkpointed {
             bytes.clear();
             for side in 0..2 {
                 let first = next[side];
-                next[side] += k.sides[side].len();
-                let rows = k.sides[side].iter().enumerate().map(|(i, e)| StoredRow {
+                next[side] += k.side(side).len();
+                let rows = k.side(side).enumerate().map(|(i, e)| StoredRow {
                     time: e.time,
-                    matched: e.matched,
+                    matched: e.matched(),
                     values: values[side].row(first + i).data(),
                 });
                 put_side(&mut bytes, rows);
@@ -248,22 +247,18 @@ impl Loader {
             return Err(CheckpointError::SubKey(e.kg, e.sub_key.len()));
         }
         let sides = get_sides(e.value).ok_or(CheckpointError::Corrupt(e.kg))?;
-        let mut k = Key {
-            sides: Default::default(),
-            mark: Mark::Saved,
-            in_order: [true, true],
-        };
+        let mut k = Key::new(Mark::Saved);
         for (side, rows) in sides.iter().enumerate() {
             for r in rows {
                 // The stream's checksum vouches for the bytes the converter reads.
                 self.values[side].push(self.parsers[side].parse(r.values));
                 k.push(
                     side,
-                    Entry {
-                        time: r.time,
-                        at: (self.chunk[side], self.values[side].num_rows() - 1),
-                        matched: r.matched,
-                    },
+                    Entry::new(
+                        r.time,
+                        (self.chunk[side], self.values[side].num_rows() - 1),
+                        r.matched,
+                    ),
                 );
             }
         }

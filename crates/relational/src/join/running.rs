@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::checkpoint::{CheckpointError, Checkpointed};
 use super::output::{joined, Pair};
-use super::store::{Entry, KeyBytes, Store};
+use super::store::{Entry, Store};
 use super::{JoinKind, JoinSetup};
 use crate::window::assign::sliding_fits;
 use crate::window::reject::keep_fitting;
@@ -71,6 +71,11 @@ fn err(operator: &str, e: impl std::fmt::Display) -> OperatorError {
         operator: operator.to_string(),
         message: e.to_string(),
     }
+}
+
+/// A pruned row's key is gone from the slab: a bug.
+fn lost_key(operator: &str) -> OperatorError {
+    OperatorError::internal(operator, "a pruned row's key is no longer held")
 }
 
 /// A table's error names the operator itself; the others are named here.
@@ -216,23 +221,18 @@ impl Join {
                 continue;
             }
             let (key, k) = keys.key_mut(rows.row(i as usize).as_ref());
-            let (_, other) = k.own_and_other(side);
-            let mut entry = Entry {
-                time: t,
-                at: (chunk, j),
-                matched: false,
-            };
+            let mut entry = Entry::new(t, (chunk, j), false);
             if let JoinKind::Interval { lower, upper } = self.setup.kind {
-                for o in other.iter_mut() {
+                for o in k.side_mut(1 - side) {
                     let (l, r) = if side == 0 { (t, o.time) } else { (o.time, t) };
                     let d = i128::from(r) - i128::from(l);
                     if d >= i128::from(lower) && d <= i128::from(upper) {
                         if side == 0 {
-                            added.pairs.push((entry.at, Some(o.at)));
-                            entry.matched = true;
+                            added.pairs.push((entry.at(), Some(o.at())));
+                            entry.set_matched();
                         } else {
-                            added.pairs.push((o.at, Some(entry.at)));
-                            o.matched = true;
+                            added.pairs.push((o.at(), Some(entry.at())));
+                            o.set_matched();
                         }
                     }
                 }
@@ -273,22 +273,31 @@ impl Join {
                 // input (+∞) none at all.
                 let (wm, lower, upper) = (i128::from(wm), i128::from(lower), i128::from(upper));
                 let end = wm == i128::from(i64::MAX);
-                let [gone_left, gone_right] = self
-                    .store
-                    .keys
-                    .prune([&|t| end || i128::from(t) + upper < wm, &|t| {
+                let expired: [&dyn Fn(i64) -> bool; 2] =
+                    [&|t| end || i128::from(t) + upper < wm, &|t| {
                         end || i128::from(t) - lower < wm
-                    }]);
-                if self.setup.left_outer {
-                    let pairs: Vec<Pair> = gone_left
-                        .iter()
-                        .filter(|(_, e)| !e.matched)
-                        .map(|(_, e)| (e.at, None))
-                        .collect();
+                    }];
+                // Each row's batch is let go as soon as its last row is pruned (the end of input
+                // prunes every row: none is listed), but for a left join's left rows without a
+                // partner, which are emitted first.
+                let Store { chunks, keys } = &mut self.store;
+                let outer = self.setup.left_outer;
+                let mut alone: Vec<Entry> = Vec::new();
+                keys.prune_each(expired, &mut |side, _, e| {
+                    if outer && side == 0 && !e.matched() {
+                        alone.push(e);
+                    } else if let Some(c) = chunks.get_mut(side) {
+                        c.release_one(&e);
+                    }
+                });
+                if !alone.is_empty() {
+                    alone.sort_by_key(Entry::at);
+                    let pairs: Vec<Pair> = alone.iter().map(|e| (e.at(), None)).collect();
                     self.emit(&pairs, None, out)?;
+                    for e in &alone {
+                        self.store.chunks[0].release_one(e);
+                    }
                 }
-                self.store.chunks[0].release(&gone_left);
-                self.store.chunks[1].release(&gone_right);
             }
             JoinKind::Window { size } => {
                 let end = |t: i64| t.div_euclid(size) * size + size;
@@ -296,19 +305,27 @@ impl Join {
                     .store
                     .keys
                     .prune([&|t| end(t) <= wm, &|t| end(t) <= wm]);
-                // Group by window and key.
+                // Group by window and key (the keys pruning emptied are readable until
+                // `drop_emptied`).
                 type Sides = (Vec<Entry>, Vec<Entry>);
-                let mut groups: BTreeMap<(i64, KeyBytes), Sides> = BTreeMap::new();
-                for (k, e) in &gone_left {
+                let keys = &self.store.keys;
+                let mut groups: BTreeMap<(i64, &[u8]), Sides> = BTreeMap::new();
+                for (slot, e) in &gone_left {
+                    let key = keys
+                        .key_of(*slot)
+                        .ok_or_else(|| lost_key(&self.setup.name))?;
                     groups
-                        .entry((e.time.div_euclid(size), Arc::clone(k)))
+                        .entry((e.time.div_euclid(size), key))
                         .or_default()
                         .0
                         .push(*e);
                 }
-                for (k, e) in &gone_right {
+                for (slot, e) in &gone_right {
+                    let key = keys
+                        .key_of(*slot)
+                        .ok_or_else(|| lost_key(&self.setup.name))?;
                     groups
-                        .entry((e.time.div_euclid(size), Arc::clone(k)))
+                        .entry((e.time.div_euclid(size), key))
                         .or_default()
                         .1
                         .push(*e);
@@ -319,22 +336,24 @@ impl Join {
                     for l in ls {
                         if rs.is_empty() {
                             if self.setup.left_outer {
-                                pairs.push((l.at, None));
+                                pairs.push((l.at(), None));
                                 starts.push(w * size);
                                 ends.push(w * size + size);
                             }
                             continue;
                         }
                         for r in rs {
-                            pairs.push((l.at, Some(r.at)));
+                            pairs.push((l.at(), Some(r.at())));
                             starts.push(w * size);
                             ends.push(w * size + size);
                         }
                     }
                 }
+                drop(groups);
                 self.emit(&pairs, Some((starts, ends)), out)?;
                 self.store.chunks[0].release(&gone_left);
                 self.store.chunks[1].release(&gone_right);
+                self.store.keys.drop_emptied();
             }
         }
         Ok(())
