@@ -174,14 +174,13 @@ fn between_mismatch(
 
 /// The SQL name of a column type, for a CAST in a message.
 fn sql_type_name(t: &DataType) -> String {
-    match t {
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => "BIGINT",
-        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => "BIGINT",
-        DataType::Float16 | DataType::Float32 | DataType::Float64 => "DOUBLE",
-        DataType::Boolean => "BOOLEAN",
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "VARCHAR",
-        DataType::Timestamp(_, _) => "TIMESTAMP",
-        other => return other.to_string(),
+    match anduin_types_name(t).as_deref() {
+        Some("int") => "BIGINT",
+        Some("double") => "DOUBLE",
+        Some("bool") => "BOOLEAN",
+        Some("string") => "VARCHAR",
+        Some("timestamp") => "TIMESTAMP",
+        _ => return t.to_string(),
     }
     .to_string()
 }

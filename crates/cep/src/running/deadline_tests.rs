@@ -7,16 +7,13 @@ use anduin_operator_api::Operator;
 use anduin_types::Watermark;
 
 use super::super::test_rng::Rng;
-use super::test_op::{batch, pattern, Event, Seen};
+use super::test_op::{batch, pattern, random_input, Event, Input, Seen};
 use super::PatternOp;
 
 /// Nexmark's cep_q3 on (sensor, value): a drop of more than 50 within the bound.
 const DROP: &str = r#"  param pattern = "A B* C"
   param define = "B AS B.value > A.value - 50, C AS C.value < A.value - 50"
   param measures = "A.ts AS a_ts, C.ts AS c_ts, A.value - C.value AS diff""#;
-
-/// Batches of rows (event time, sensor, value), each followed by its watermark, if any.
-type Input = [(Vec<(i64, i64, i64)>, Option<i64>)];
 
 /// The rows a run emitted, each with the number of the input (batch, watermark, end) after
 /// which it came, sorted within each: the order of partitions at one watermark is the
@@ -94,31 +91,6 @@ fn a_watermark_visits_the_partitions_whose_bound_it_passes_not_every_one_in_flig
     assert_eq!(seen.0 .0, seen.1 .0, "nothing matched, nothing timed out");
 }
 
-/// Random rows of up to 40 sensors, in event-time order but for some late ones, in batches
-/// of 1–20, each followed now and then by a watermark some milliseconds behind.
-fn random_input(rng: &mut Rng) -> Box<Input> {
-    let sensors = 1 + rng.below(40) as i64;
-    let delay = rng.below(20) as i64;
-    let mut ts = 0i64;
-    let mut batches = Vec::new();
-    for _ in 0..20 + rng.below(40) {
-        let rows: Vec<_> = (0..1 + rng.below(20))
-            .map(|_| {
-                ts += rng.below(4) as i64;
-                let t = if rng.below(10) == 0 {
-                    ts - rng.below(30) as i64
-                } else {
-                    ts
-                };
-                (t, rng.below(sensors as u64) as i64, rng.below(120) as i64)
-            })
-            .collect();
-        let wm = (rng.below(3) > 0).then_some(ts - delay);
-        batches.push((rows, wm));
-    }
-    batches.into()
-}
-
 #[test]
 fn the_queue_of_deadlines_finds_what_visiting_every_partition_finds_on_random_input() {
     let patterns = [
@@ -147,7 +119,7 @@ fn the_queue_of_deadlines_finds_what_visiting_every_partition_finds_on_random_in
     // Rows emitted on each port over the rounds: matches and partial matches timed out.
     let mut ports = [0; 2];
     for round in 0..40 {
-        let input = random_input(&mut rng);
+        let input = random_input(&mut rng, |_, _| true);
         for params in &patterns {
             let queued = run(op(params, false), &input);
             let all = run(op(params, true), &input);

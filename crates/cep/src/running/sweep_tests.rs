@@ -7,16 +7,13 @@ use anduin_operator_api::Operator;
 use anduin_types::Watermark;
 
 use super::super::test_rng::Rng;
-use super::test_op::{batch, pattern, Event, Seen};
+use super::test_op::{batch, pattern, random_input, Event, Input, Seen};
 use super::PatternOp;
 
 /// Nexmark's cep_q3 on (sensor, value): a drop of more than 50 within the bound.
 const DROP: &str = r#"  param pattern = "A B* C"
   param define = "B AS B.value > A.value - 50, C AS C.value < A.value - 50"
   param measures = "A.ts AS a_ts, C.ts AS c_ts, A.value - C.value AS diff""#;
-
-/// Batches of rows (event time, sensor, value), each followed by its watermark, if any.
-type Input = [(Vec<(i64, i64, i64)>, Option<i64>)];
 
 /// A pattern with `params` that sweeps at the end of the input or not.
 fn op(params: &str, sweeps: bool) -> PatternOp {
@@ -45,33 +42,6 @@ fn run(mut op: PatternOp, input: &Input) -> (Vec<Event>, u64) {
     (out.0, peak)
 }
 
-/// Random rows of up to 40 sensors, in event-time order but for some late ones, in batches
-/// of 1–20; watermarks some milliseconds behind now and then, and none in the last half, so
-/// that many rows wait at the end.
-fn random_input(rng: &mut Rng) -> Box<Input> {
-    let sensors = 1 + rng.below(40) as i64;
-    let delay = rng.below(20) as i64;
-    let n = 20 + rng.below(40);
-    let mut ts = 0i64;
-    let mut batches = Vec::new();
-    for b in 0..n {
-        let rows: Vec<_> = (0..1 + rng.below(20))
-            .map(|_| {
-                ts += rng.below(4) as i64;
-                let t = if rng.below(10) == 0 {
-                    ts - rng.below(30) as i64
-                } else {
-                    ts
-                };
-                (t, rng.below(sensors as u64) as i64, rng.below(120) as i64)
-            })
-            .collect();
-        let wm = (b < n / 2 && rng.below(3) > 0).then_some(ts - delay);
-        batches.push((rows, wm));
-    }
-    batches.into()
-}
-
 #[test]
 fn the_end_of_the_input_emits_what_it_emitted_before_it_swept_in_the_same_order() {
     let patterns = [
@@ -98,7 +68,7 @@ fn the_end_of_the_input_emits_what_it_emitted_before_it_swept_in_the_same_order(
     let mut rng = Rng(1818);
     let (mut rows, mut lower) = (0, 0);
     for round in 0..40 {
-        let input = random_input(&mut rng);
+        let input = random_input(&mut rng, |b, n| b < n / 2);
         for params in &patterns {
             let (swept, peak) = run(op(params, true), &input);
             let (whole, whole_peak) = run(op(params, false), &input);

@@ -82,3 +82,36 @@ pub(super) fn pattern_over(schema: SchemaRef, params: &str) -> PatternOp {
     let setup = compile(&def, &[("s", schema)]).unwrap_or_else(|e| panic!("compiles: {e:?}"));
     PatternOp::new(Arc::new(setup), &BuildContext::default()).expect("builds")
 }
+
+/// Rows and the watermark after them, batch by batch.
+pub(super) type Input = [(Vec<(i64, i64, i64)>, Option<i64>)];
+
+/// Random rows of up to 40 sensors, in event-time order but for some late ones, in batches
+/// of 1–20, each followed now and then by a watermark some milliseconds behind, where
+/// `watermark_at(batch, batches)` allows one.
+pub(super) fn random_input(
+    rng: &mut super::super::test_rng::Rng,
+    watermark_at: impl Fn(u64, u64) -> bool,
+) -> Box<Input> {
+    let sensors = 1 + rng.below(40) as i64;
+    let delay = rng.below(20) as i64;
+    let n = 20 + rng.below(40);
+    let mut ts = 0i64;
+    let mut batches = Vec::new();
+    for b in 0..n {
+        let rows: Vec<_> = (0..1 + rng.below(20))
+            .map(|_| {
+                ts += rng.below(4) as i64;
+                let t = if rng.below(10) == 0 {
+                    ts - rng.below(30) as i64
+                } else {
+                    ts
+                };
+                (t, rng.below(sensors as u64) as i64, rng.below(120) as i64)
+            })
+            .collect();
+        let wm = (watermark_at(b, n) && rng.below(3) > 0).then_some(ts - delay);
+        batches.push((rows, wm));
+    }
+    batches.into()
+}
