@@ -34,7 +34,7 @@ const REPORT_WITHIN: Duration = Duration::from_secs(30);
 /// How long a worker the scheduler started for them has to register.
 const REGISTER_WITHIN: Duration = Duration::from_secs(60);
 
-/// Where attempt `number` of query `name` (its control plane `control`) has room for
+/// Where attempt `number` of query `name` has room for
 /// instances added while it runs: on the workers that run the task already or read its
 /// output, each taking a slot as a planned instance does (those in use: every query's
 /// planned instances where they run now, and the instances added so far); beyond those, on
