@@ -446,6 +446,67 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_ran_nothing_of_it() {
     q.finish(Some(1));
 }
 
+/// The autoscaler beyond `--max-parallelism` on a cluster (issue 15): its bounds (`1..5`) are
+/// kept although no worker has room when the query starts; while none has, its rescales fail
+/// saying why, and once a worker with 2 free slots joins, the next round asks for what fits
+/// there (4, not the 5 it decided). The output is the unrescaled run's.
+#[test]
+fn an_autoscaled_window_on_a_cluster_grows_onto_a_worker_that_joins_later_as_far_as_it_fits() {
+    let mut q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        slots: Some(2),
+        submit: vec![
+            "--autoscale",
+            "--autoscale-interval",
+            "1s",
+            "--autoscale-set",
+            "target_utilisation=0.0000001",
+            "--autoscale-set",
+            "stabilisation=0ms",
+            "--autoscale-set",
+            "scale_down_delay=1h",
+            "--autoscale-set",
+            "bounds.w=1..5",
+        ],
+        ..Options::default()
+    });
+    let client = anduin_api::Client::new(&q.api, None).expect("an address");
+    wait_until("a rescale failed for want of room", || {
+        client.autoscale("q").is_ok_and(|r| {
+            r.failures
+                .iter()
+                .any(|f| f.message.contains("rescale to 5") && f.message.contains("or add workers"))
+        })
+    });
+    assert_eq!(q.owners().as_deref(), Some("2"));
+    let before = q.query_workers();
+    q.cluster.add_worker("w3", 2);
+    wait_until("the window grew onto the third worker", || {
+        q.owners().as_deref() == Some("4")
+    });
+    let added = q.added();
+    assert_eq!(added.len(), 2, "{added:?}");
+    assert!(
+        added.iter().all(|(_, w)| !before.contains(w)),
+        "the added instances run on the third worker: {added:?}, the query ran on {before:?}"
+    );
+    let scaled: Vec<String> = client
+        .history("q")
+        .expect("the history")
+        .into_iter()
+        .filter(|r| r.from == "autoscaler")
+        .map(|r| format!("{}→{}", r.old, r.new))
+        .collect();
+    assert_eq!(scaled, ["2→4"], "what fits, not the 5 decided");
+    let listed = client.topology("q").expect("the topology").workers;
+    assert!(
+        added.iter().all(|(_, w)| listed.contains(w)),
+        "the topology lists the third worker: {listed:?}"
+    );
+    q.await_rows_into(2..4);
+    q.finish(Some(4));
+}
+
 /// A rescale onto a worker that runs nothing of the query, whose part there cannot start
 /// (its directory cannot be made: a file holds its name), is refused, saying why; the part is
 /// forgotten, and the query runs on in the same attempt (no rollback) to the unrescaled

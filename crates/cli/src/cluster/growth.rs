@@ -96,7 +96,7 @@ pub(super) fn growth_room(cluster: &Arc<Cluster>, (name, number): (&str, u64)) -
             }
         }
         // With every worker that has room.
-        let fit = fitting(added, load, &free);
+        let (fit, full) = placing(added, load, &free);
         let name = |w: &u32| {
             state
                 .workers
@@ -111,11 +111,25 @@ pub(super) fn growth_room(cluster: &Arc<Cluster>, (name, number): (&str, u64)) -
                 false => format!("a worker the scheduler may start {n}"),
             })
             .collect();
+        // Free slots left where the next would not go: the least loaded rule, not the
+        // slots in all, stops it.
+        let spare: usize = free.values().sum::<usize>().saturating_sub(fit);
+        let stopped = match full.filter(|_| spare > 0) {
+            Some(w) if state.workers.contains_key(&w) => format!(
+                "; after {fit} of them, the next would go on {}, the least loaded of them, which has no free slot (an instance never goes to a busier worker, even one with free slots), so give {} more slots (`anduin worker --slots`), scale to at most {}, or add workers",
+                name(&w),
+                name(&w),
+                on.values().sum::<usize>() + fit,
+            ),
+            _ => format!(
+                ": scale to at most {}, give the workers more slots (`anduin worker --slots`), or add workers",
+                on.values().sum::<usize>() + fit,
+            ),
+        };
         Err(format!(
-            "the {added} instance(s) it would add go one by one on the least loaded of the workers that run it or read its output ({}), and of those that run nothing of the query, within their free slots ({}): scale to at most {}, give the workers more slots (`anduin worker --slots`), or add workers",
+            "the {added} instance(s) it would add go one by one on the least loaded of the workers that run it or read its output ({}), and of those that run nothing of the query, within their free slots ({}){stopped}",
             workers.join(", "),
             free_now.join(", "),
-            on.values().sum::<usize>() + fit,
         ))
     })
 }
@@ -163,21 +177,30 @@ pub(super) fn fitting(
     load: &BTreeMap<u32, usize>,
     free: &BTreeMap<u32, usize>,
 ) -> usize {
+    placing(added, load, free).0
+}
+
+/// As [`fitting`], with the worker the first that does not fit would land on (full).
+fn placing(
+    added: usize,
+    load: &BTreeMap<u32, usize>,
+    free: &BTreeMap<u32, usize>,
+) -> (usize, Option<u32>) {
     let candidates: BTreeSet<WorkerId> = free.keys().map(|w| WorkerId(*w)).collect();
     let mut load: BTreeMap<WorkerId, usize> =
         load.iter().map(|(w, n)| (WorkerId(*w), *n)).collect();
     let mut free = free.clone();
     for placed in 0..added {
         let Some(w) = anduin_runtime::least_loaded(&candidates, &load) else {
-            return placed;
+            return (placed, None);
         };
         match free.get_mut(&w.0) {
             Some(room) if *room > 0 => *room -= 1,
-            _ => return placed,
+            _ => return (placed, Some(w.0)),
         }
         *load.entry(w).or_default() += 1;
     }
-    added
+    (added, None)
 }
 
 /// Has the scheduler start the fresh workers a rescale needs (waiting for them to register),
@@ -455,5 +478,9 @@ mod tests {
         let with_idle = BTreeMap::from([(1, 5), (2, 1), (3, 2)]);
         assert_eq!(fitting(3, &load, &with_idle), 3);
         assert_eq!(fitting(5, &load, &with_idle), 3);
+        // Worker 2 stops it, full, with 4 slots free on worker 1.
+        assert_eq!(placing(3, &load, &free), (1, Some(2)));
+        assert_eq!(placing(3, &load, &with_idle), (3, None));
+        assert_eq!(placing(5, &load, &with_idle), (3, Some(2)));
     }
 }

@@ -158,6 +158,10 @@ pub(super) fn restore_part(
             .copied()
             .filter(|p| !alive(a.host(*p)) || failed.contains_key(p))
             .collect();
+        // A part started for instances added while running has nothing planned to restore.
+        if let Some(part) = lost.iter().find(|p| a.alone.contains(p)) {
+            return Ok(Some(format!("the part on worker id {part} was started for instances added while running (none planned): it is not restored alone")));
+        }
         let dead_hosts: BTreeSet<u32> = lost
             .iter()
             .map(|p| a.host(*p))
@@ -228,10 +232,6 @@ pub(super) fn restore_part(
         // Instances added while running: the restored part would be planned without them.
         if let Some(why) = a.control.as_ref().and_then(|c| c.grown()) {
             return Ok(Some(why));
-        }
-        // A part started for instances added while running has nothing planned to restore.
-        if let Some(part) = lost.iter().find(|p| a.alone.contains(p)) {
-            return Ok(Some(format!("the part on worker id {part} was started for instances added while running (none planned): it is not restored alone")));
         }
     }
     // A restore opens the part's sinks, which bring their output back to the checkpoint's:

@@ -41,9 +41,9 @@ fn rescalables(control: &Control, operators: &[OperatorInfo]) -> Vec<Rescalable>
             name: o.name.clone(),
             source: o.inputs.is_empty(),
             instances: o.max_parallelism.and_then(|m| u32::try_from(m).ok()),
-            grows: o
-                .max_parallelism
-                .is_some_and(|m| control.can_grow(&o.name, m + 1)),
+            // Whether it has room now or not: workers may join later, and each rescale asks
+            // for what fits then (`Autoscale::fitting`).
+            grows: o.max_parallelism.is_some() && control.grows_at_all(&o.name),
         })
         .collect()
 }
@@ -140,6 +140,17 @@ impl Autoscale {
     /// has handed over or taken its key groups) and records how long it took.
     fn rescale(&mut self, control: &Control, operator: &str, to: u32, at_ms: u64, history: usize) {
         let started_at_ms = now_ms().max(at_ms);
+        let to = match fitting(control, operator, to) {
+            Ok(to) => to,
+            Err(why) => {
+                self.failed_once(
+                    control,
+                    operator,
+                    format!("rescale to {to} is not made: {why}"),
+                );
+                return;
+            }
+        };
         let request = ChangeRequest {
             operator: operator.to_string(),
             param: crate::rescale::PARALLELISM.to_string(),
@@ -166,20 +177,73 @@ impl Autoscale {
                 self.rescales.drain(..drop);
             }
             Err(e) => {
-                if self.warned.insert(format!("{operator} {e}")) {
-                    tracing::warn!(query = control.name(), operator, to, error = %e, "the autoscaler's rescale failed");
-                } else {
-                    tracing::debug!(query = control.name(), operator, to, error = %e, "the autoscaler's rescale failed again");
-                }
-                failed(
-                    control,
-                    now_ms(),
-                    Some(operator),
-                    format!("rescale to {to} failed: {e}"),
-                );
+                self.failed_once(control, operator, format!("rescale to {to} failed: {e}"));
             }
         }
     }
+
+    /// Records that a rescale of `operator` failed for `message`: a warning the first time,
+    /// at debug level after.
+    fn failed_once(&mut self, control: &Control, operator: &str, message: String) {
+        if self.warned.insert(format!("{operator} {message}")) {
+            tracing::warn!(query = control.name(), operator, error = %message, "the autoscaler's rescale failed");
+        } else {
+            tracing::debug!(query = control.name(), operator, error = %message, "the autoscaler's rescale failed again");
+        }
+        failed(control, now_ms(), Some(operator), message);
+    }
+}
+
+/// What a rescale beyond the `running` instances of an operator (`owning` of them own its key
+/// groups) asks for, when `fits` instances at most fit: those, or all that run it when not
+/// one more fits but fewer own its key groups.
+fn asked(running: usize, owning: usize, fits: Result<usize, String>) -> Result<usize, String> {
+    match fits {
+        Err(_) if owning < running => Ok(running),
+        fits => fits,
+    }
+}
+
+/// What a rescale of `operator` to `to` instances asks for: beyond the instances that run it,
+/// the most that fit where the query runs now (the workers that join later are used by a
+/// later round), or all that run it when not one more fits but fewer own its key groups now;
+/// `Err` when nothing more fits, saying why.
+fn fitting(control: &Control, operator: &str, to: u32) -> Result<u32, String> {
+    let info = control.info();
+    let Some(o) = info.operators.iter().find(|o| o.name == operator) else {
+        return Ok(to);
+    };
+    let Some(running) = o.max_parallelism else {
+        return Ok(to);
+    };
+    let wanted = usize::try_from(to).unwrap_or(usize::MAX);
+    if wanted <= running || !control.grows_at_all(operator) {
+        return Ok(to);
+    }
+    let owning = control
+        .params(operator)
+        .ok()
+        .and_then(|ps| {
+            ps.into_iter()
+                .find(|p| p.name == crate::rescale::PARALLELISM)
+        })
+        .and_then(|p| p.value.parse::<usize>().ok())
+        .unwrap_or(running);
+    let fits = asked(
+        running,
+        owning,
+        control.most_that_fit(operator, running, wanted),
+    )?;
+    if fits < wanted {
+        tracing::info!(
+            query = control.name(),
+            operator,
+            wanted,
+            fits,
+            "the autoscaler asks for the instances that fit"
+        );
+    }
+    Ok(u32::try_from(fits).unwrap_or(to))
 }
 
 fn failed(control: &Control, at_ms: u64, operator: Option<&str>, message: String) {
@@ -197,6 +261,22 @@ fn failed(control: &Control, at_ms: u64, operator: Option<&str>, message: String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rescale_beyond_the_instances_that_run_an_operator_asks_for_what_fits() {
+        use crate::control::window_control;
+        // `w` runs 2 instances, both owning key groups.
+        let fits = |room_for, to| fitting(&window_control(room_for).0, "w", to);
+        assert_eq!(fits(3, 9), Ok(5));
+        assert_eq!(fits(3, 4), Ok(4));
+        assert_eq!(fits(3, 1), Ok(1), "a scale-down");
+        assert_eq!(fits(0, 3), Err("1 do not fit, 0 do".to_string()));
+        // Fewer own its key groups than run it: all that run it, when not one more fits.
+        let none = || Err("no room".to_string());
+        assert_eq!(asked(4, 2, none()), Ok(4));
+        assert_eq!(asked(4, 4, none()), none());
+        assert_eq!(asked(4, 2, Ok(6)), Ok(6));
+    }
 
     fn change(operator: &str, param: &str, time_ms: i64) -> ChangeRecord {
         ChangeRecord {

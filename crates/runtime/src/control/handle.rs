@@ -29,6 +29,8 @@ mod growth;
 pub use growth::{BarrierSent, Onto, Prepare, Room};
 mod pipelining;
 
+#[cfg(test)]
+pub(crate) use growth::window_control;
 pub(crate) use growth::{Growing, MOST_INSTANCES};
 
 pub use pipelining::TaskSplit;
@@ -658,6 +660,12 @@ impl Control {
                 growth::MOST_INSTANCES
             )));
         }
+        // A rescale beyond them while another is on its way waits for it, whatever room there
+        // is (the room of the one on its way is not counted yet).
+        let beyond = parsed.is_some_and(|n| n > max) && self.grows_at_all(&request.operator);
+        if let Some(why) = self.rescale_on_its_way(&request.operator, beyond) {
+            return Err(invalid(why));
+        }
         // Beyond the instances that run it: new instances start at the barrier (`crate::grow`).
         let grows = parsed
             .filter(|n| *n > max)
@@ -668,9 +676,6 @@ impl Control {
                  more instances while it runs: {why}",
                 request.value, request.operator
             )));
-        }
-        if let Some(why) = self.rescale_on_its_way(&request.operator, grows.is_some()) {
-            return Err(invalid(why));
         }
         match parsed {
             Some(n) if (n >= 1 && (n <= max || grows.is_some())) => {

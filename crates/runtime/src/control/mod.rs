@@ -8,6 +8,8 @@ mod types;
 
 pub use describe::written;
 pub(crate) use describe::{operators, tasks, topology};
+#[cfg(test)]
+pub(crate) use handle::window_control;
 pub use handle::{
     BarrierSent, Control, Onto, Prepare, Recorder, Room, Stopper, TaskSplit, Validator,
     DEFAULT_DEADLINE,

@@ -284,8 +284,9 @@ impl Control {
         })
     }
 
-    /// Whether `operator` can grow at all while it runs (as the run started).
-    pub(super) fn grows_at_all(&self, operator: &str) -> bool {
+    /// Whether `operator` can grow at all while it runs (as the run started, or until a lost
+    /// part stopped it).
+    pub(crate) fn grows_at_all(&self, operator: &str) -> bool {
         matches!(
             self.growth
                 .lock()
@@ -295,9 +296,27 @@ impl Control {
         )
     }
 
-    /// Whether `operator` can grow to `to` instances while it runs.
-    pub(crate) fn can_grow(&self, operator: &str, to: usize) -> bool {
-        matches!(self.may_grow(operator, to), Some(Ok(_)))
+    /// The most instances `operator`, run by `from` now, can grow to now, at most `to` (the
+    /// autoscaler asks for what fits rather than a rescale the room refuses): `Err` says why
+    /// not even `from + 1` fit; `Ok(to)` when nothing was said of its growth (the rescale
+    /// then says why it is refused).
+    pub(crate) fn most_that_fit(
+        &self,
+        operator: &str,
+        from: usize,
+        to: usize,
+    ) -> Result<usize, String> {
+        let mut why = None;
+        for n in (from.saturating_add(1)..=to).rev() {
+            match self.may_grow(operator, n) {
+                Some(Ok(_)) => return Ok(n),
+                None => return Ok(to),
+                Some(Err(e)) => {
+                    why.get_or_insert(e);
+                }
+            }
+        }
+        why.map_or(Ok(to), Err)
     }
 
     /// How many instances were added while the query runs, by worker.
@@ -370,6 +389,10 @@ impl Control {
             id,
             worker: worker.0,
         };
+        // A worker that ran nothing of the query before is one of its workers now.
+        if let Err(at) = inner.topology.workers.binary_search(&worker.0) {
+            inner.topology.workers.insert(at, worker.0);
+        }
         match inner.topology.tasks.iter_mut().find(|t| t.id == task) {
             Some(t) if !t.instances.iter().any(|i| i.instance == instance) => {
                 t.instances.push(placement);
@@ -410,12 +433,135 @@ pub(super) fn parallelism_doc(grows: bool, max: usize) -> String {
     }
 }
 
+/// A running query's control plane whose keyed window `w` runs 2 instances (on workers 0 and
+/// 1), both owning its key groups, that can grow while running where `room_for` more
+/// instances fit; and the events its changes are sent as.
+#[cfg(test)]
+pub(crate) fn window_control(
+    room_for: usize,
+) -> (Control, crossbeam_channel::Receiver<crate::protocol::Event>) {
+    use crate::control::types::{OperatorInfo, TaskInfo, TopologyInfo};
+    let control = Control::new("q", None, BTreeMap::new(), Box::new(|_, _| Ok(())));
+    control.allow_growth(BTreeMap::from([(
+        "w".to_string(),
+        Growing::Yes {
+            operators: vec!["w".to_string()],
+        },
+    )]));
+    let (tx, events) = crossbeam_channel::unbounded();
+    control.attach(
+        vec![OperatorInfo {
+            name: "w".into(),
+            kind: "window".into(),
+            inputs: vec!["in".into()],
+            outputs: Vec::new(),
+            parallelism: 2,
+            task: 0,
+            stateful: true,
+            adjustable: Vec::new(),
+            max_parallelism: Some(2),
+            owners: Some(2),
+        }],
+        vec![TaskInfo {
+            id: 0,
+            operators: vec!["w".into()],
+            instances: 2,
+        }],
+        TopologyInfo {
+            workers: vec![0, 1],
+            tasks: vec![TaskPlacement {
+                id: 0,
+                operators: vec!["w".into()],
+                instances: (0..2)
+                    .map(|i| InstancePlacement {
+                        instance: i,
+                        id: i,
+                        worker: u32::try_from(i).expect("two workers"),
+                    })
+                    .collect(),
+            }],
+            exchanges: Vec::new(),
+        },
+        super::Injector::Coordinator(tx),
+        false,
+        Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
+    control.grow_within(Arc::new(move |added, _, _| match added <= room_for {
+        true => Ok(Onto::default()),
+        false => Err(format!("{added} do not fit, {room_for} do")),
+    }));
+    (control, events)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
     use super::super::{Control, TaskSplit};
-    use super::Growing;
+    use super::{window_control, Growing};
+
+    #[test]
+    fn the_most_instances_that_fit_are_those_the_room_takes_and_none_is_said_why() {
+        let (control, _events) = window_control(3);
+        assert_eq!(control.most_that_fit("w", 2, 8), Ok(5));
+        assert_eq!(control.most_that_fit("w", 2, 4), Ok(4));
+        assert_eq!(
+            window_control(0).0.most_that_fit("w", 2, 8),
+            Err("6 do not fit, 0 do".to_string()),
+            "the refusal of the instances asked for"
+        );
+        // An operator nothing was said of: the rescale says why it is refused.
+        assert_eq!(control.most_that_fit("x", 2, 8), Ok(8));
+    }
+
+    #[test]
+    fn a_rescale_beyond_the_instances_while_another_is_on_its_way_waits_for_it_whatever_room() {
+        use crate::control::types::ChangeRequest;
+        let request = |to: &str| ChangeRequest {
+            operator: "w".into(),
+            param: crate::rescale::PARALLELISM.into(),
+            value: to.into(),
+            from: "test".into(),
+        };
+        // Room for 2 more: 4 fits, 6 would not.
+        let (control, _events) = window_control(2);
+        control
+            .inject(&request("4"), Vec::new())
+            .unwrap_or_else(|e| panic!("the rescale to 4 is sent: {e}"));
+        let earlier = control.requested_of("w");
+        let refused = control
+            .check_rescale(&request("6"), &earlier)
+            .expect_err("a rescale beyond is on its way");
+        assert!(refused.to_string().contains("is on its way"), "{refused}");
+        // With none on its way, the room says why.
+        let (control, _events) = window_control(2);
+        let refused = control
+            .check_rescale(&request("6"), &control.requested_of("w"))
+            .expect_err("no room");
+        assert!(refused.to_string().contains("4 do not fit"), "{refused}");
+    }
+
+    #[test]
+    fn an_instance_added_on_a_worker_that_ran_nothing_of_the_query_lists_that_worker() {
+        let (control, _events) = window_control(3);
+        let id = crate::grow::GROWN_IDS;
+        control.task_grown(
+            0,
+            (2, id, crate::topology::WorkerId(7)),
+            &["w".into()],
+            Vec::new(),
+        );
+        control.task_grown(
+            0,
+            (3, id + 1, crate::topology::WorkerId(1)),
+            &["w".into()],
+            Vec::new(),
+        );
+        let topology = control.topology();
+        assert_eq!(topology.workers, [0, 1, 7]);
+        assert_eq!(topology.tasks[0].instances.len(), 4);
+        assert_eq!(control.added_by_worker(), BTreeMap::from([(1, 1), (7, 1)]));
+    }
 
     #[test]
     fn a_split_of_any_task_while_running_stops_every_growth() {
