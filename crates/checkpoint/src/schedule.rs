@@ -260,6 +260,13 @@ impl Scheduler {
         }
     }
 
+    /// Task `task` leaves the run (an instance added while running, retired by a scale-down):
+    /// no checkpoint begun from now on waits for it; the one in flight still does (its
+    /// barrier reached the task before its input ended).
+    pub fn remove_task(&mut self, task: usize) {
+        self.tasks.retain(|t| *t != task);
+    }
+
     /// The next checkpoint is `epoch` or later (a coordinator taking over from another skips
     /// the epochs that one may have begun); it is full.
     pub fn skip_to(&mut self, epoch: u64) {
@@ -813,6 +820,41 @@ mod tests {
         assert_eq!(
             s.on(Fact::Restored, 510),
             vec![trigger(2, true, false, false)]
+        );
+    }
+
+    #[test]
+    fn a_task_removed_in_flight_is_waited_for_by_that_checkpoint_only() {
+        let mut s = scheduler(Some(100));
+        assert_eq!(s.on(Fact::Tick, 100), vec![trigger(1, true, false, false)]);
+        // Task 2 retires at checkpoint 1's barrier.
+        s.remove_task(2);
+        let acked = |s: &mut Scheduler, epoch: u64, task: usize| {
+            s.on(
+                Fact::Acked {
+                    epoch: Epoch(epoch),
+                    task,
+                },
+                150,
+            )
+        };
+        assert_eq!(acked(&mut s, 1, 0), vec![]);
+        assert_eq!(
+            acked(&mut s, 1, 1),
+            vec![],
+            "task 2 took part in checkpoint 1"
+        );
+        assert_eq!(
+            acked(&mut s, 1, 2),
+            vec![Action::Complete { epoch: Epoch(1) }]
+        );
+        let _ = s.on(Fact::Completed { epoch: Epoch(1) }, 160);
+        assert_eq!(s.on(Fact::Tick, 200), vec![trigger(2, false, false, false)]);
+        assert_eq!(acked(&mut s, 2, 0), vec![]);
+        assert_eq!(
+            acked(&mut s, 2, 1),
+            vec![Action::Complete { epoch: Epoch(2) }],
+            "checkpoint 2 began after task 2 retired"
         );
     }
 

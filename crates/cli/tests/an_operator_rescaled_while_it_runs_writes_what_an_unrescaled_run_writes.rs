@@ -7,7 +7,9 @@
 //! key groups that move (its log says `directly=true`), not a snapshot of its whole state.
 //! Run with `--max-parallelism 2`, they grow beyond it while running: a rescale to more
 //! instances than run starts the new ones at its barrier (here embedded, and with loopback
-//! workers; on a cluster: `a_keyed_window_rescaled_on_a_cluster_while_it_runs…`). A
+//! workers; on a cluster: `a_keyed_window_rescaled_on_a_cluster_while_it_runs…`), and a
+//! scale-down below the instances added retires them (embedded: their threads end; a later
+//! rescale beyond starts new ones). A
 //! rescale to more instances than key groups, or of an operator that cannot be rescaled, is
 //! refused; so is one to the number of instances it has (nothing would change, nothing is
 //! recorded); a param that cannot change is refused with a list of those that can,
@@ -42,7 +44,7 @@ fn rescaled(
     let (run, api, log) = slowed::start_logging(
         d,
         &flags,
-        "warn,anduin_runtime::rescale=info,anduin_runtime::grow=info",
+        "warn,anduin_runtime::rescale=info,anduin_runtime::grow=info,anduin_runtime::task=info",
     );
     let client = anduin_api::Client::new(&api, None).expect("an address");
     let rows_in = || {
@@ -96,12 +98,16 @@ fn rescaled(
         assert!(why.contains("nothing to change"), "{why}");
     };
     same("2");
-    // A step beyond the instances that run `op` starts as many more (`max` at first).
-    let (mut instances, mut added) = (max.parse::<usize>().expect("a number"), 0);
+    // A step beyond the instances that run `op` starts as many more (`max` at first); one
+    // below those added retires them down to it (not below `max`).
+    let planned = max.parse::<usize>().expect("a number");
+    let (mut instances, mut added, mut retired) = (planned, 0, 0);
     for step in steps {
         let n: usize = step.parse().expect("a number");
         added += n.saturating_sub(instances);
-        instances = instances.max(n);
+        let kept = n.max(planned);
+        retired += instances.saturating_sub(kept);
+        instances = kept.max(n);
         let seen = rows_in();
         wait_until("more rows", || rows_in() > seen + 1000);
         let applied = stdout_ok(&ctl(d, &api, &["set", "q", op, "parallelism", step]));
@@ -128,6 +134,11 @@ fn rescaled(
         .filter(|l| l.contains("started an instance beyond those the query started with"))
         .count();
     assert_eq!(started, added, "instances started: {}", log.join("\n"));
+    let ended = log
+        .iter()
+        .filter(|l| l.contains("retires: a scale-down left it no key group"))
+        .count();
+    assert_eq!(ended, retired, "instances retired: {}", log.join("\n"));
 }
 
 #[test]
@@ -136,7 +147,8 @@ fn a_keyed_window_rescaled_while_it_runs_writes_what_an_unrescaled_run_writes() 
 }
 
 /// Started with 2 instances (`--max-parallelism 2`), grown to 4 and 6 while running: the new
-/// instances take their key groups at the barrier as spare instances would.
+/// instances take their key groups at the barrier as spare instances would; scaled down to 1,
+/// the 4 added retire, and grown to 3 again, a new one starts.
 #[test]
 fn a_keyed_window_grown_beyond_its_max_parallelism_while_it_runs_writes_what_an_unrescaled_run_writes(
 ) {
@@ -165,7 +177,7 @@ fn a_pattern_rescaled_while_it_runs_writes_what_an_unrescaled_run_writes() {
 
 /// Every operator a task, spread over three workers whose channels cross loopback TCP: the
 /// producers' routes switch on network edges too, and the join grows beyond its 4 instances
-/// (the new ones in the process, over in-process channels).
+/// (the new ones in the process, over in-process channels) and retires them.
 #[test]
 fn a_join_rescaled_while_its_channels_cross_loopback_tcp_writes_what_an_unrescaled_run_writes() {
     let tcp = ["--no-chaining", "--loopback-workers", "3"];
@@ -174,7 +186,7 @@ fn a_join_rescaled_while_its_channels_cross_loopback_tcp_writes_what_an_unrescal
 
 #[test]
 fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writes() {
-    let owners = killed_after_rescales("4", ("4", "1"));
+    let owners = killed_after_rescales("4", ("4", "1"), 0);
     assert!(["4", "1"].contains(&owners.as_str()), "{owners}");
 }
 
@@ -183,15 +195,25 @@ fn a_run_killed_right_after_live_rescales_resumes_to_what_an_unrescaled_run_writ
 /// its checkpoint recorded gave, and writes what an unrescaled run writes.
 #[test]
 fn a_run_killed_after_growing_beyond_its_max_parallelism_resumes_with_as_many_instances() {
-    let owners = killed_after_rescales("2", ("5", "3"));
+    let owners = killed_after_rescales("2", ("5", "3"), 0);
     assert!(["5", "3"].contains(&owners.as_str()), "{owners}");
 }
 
+/// Grown to 5 instances beyond `--max-parallelism 2`, scaled down to 1 (the 3 added retire),
+/// checkpointed twice after (without them) and killed: the resumed run starts the planned 2
+/// instances, 1 owning the key groups, and writes what an unrescaled run writes.
+#[test]
+fn a_run_killed_after_its_added_instances_retired_resumes_from_a_checkpoint_without_them() {
+    let owners = killed_after_rescales("2", ("5", "1"), 2);
+    assert_eq!(owners, "1");
+}
+
 /// The windowed query run with `--max-parallelism max`, rescaled to `first`, checkpointed
-/// twice, rescaled to `then` and killed at once; resumed and run to the end at full speed,
+/// twice, rescaled to `then`, checkpointed `after` times more and killed; resumed and run to
+/// the end at full speed,
 /// its output compared with an unrescaled run's. Returns how many instances owned the
 /// window's key groups when the resumed run started.
-fn killed_after_rescales(max: &str, (first, then): (&str, &str)) -> String {
+fn killed_after_rescales(max: &str, (first, then): (&str, &str), after: usize) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     std::fs::create_dir(d.join("rt")).expect("a runtime dir");
@@ -208,6 +230,8 @@ fn killed_after_rescales(max: &str, (first, then): (&str, &str)) -> String {
     stdout_ok(&ctl(d, &api, &["scale", "q", "w", first]));
     slowed::checkpoints(&mut stderr, 2);
     stdout_ok(&ctl(d, &api, &["scale", "q", "w", then]));
+    // The first may be the one whose barrier carried the rescale (the state before it).
+    slowed::checkpoints(&mut stderr, after);
     drop(run);
 
     // Resumed: the rescales are kept (or the state re-cut); the rest at full speed.

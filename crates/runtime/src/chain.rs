@@ -103,6 +103,14 @@ impl Chain {
         self
     }
 
+    /// The chain's instance retires at the scale-down whose barrier has just left it (see
+    /// `crate::grow`): its input ends next, and the control plane is not told that it did —
+    /// the instance is no longer among the operators' (a later rescale may add a new one with
+    /// its number).
+    pub(crate) fn retire(&mut self) {
+        self.control = None;
+    }
+
     /// Asks `gate` before the end of the input is handled; `task` names the task instance.
     pub(crate) fn with_end_gate(
         mut self,

@@ -307,6 +307,18 @@ impl HashRoute {
             for o in &mut self.outlets {
                 o.send(msg.clone()).map_err(|_| SendError::Disconnected)?;
             }
+            // A scale-down below the instances added while running (an embedded run's): the
+            // barrier was their last message but the end; they retire (`crate::grow`).
+            let keep = match (msg, &self.grows) {
+                (Message::Barrier(b), Some(g)) => crate::rescale::rescaled_to(b, &self.consumer)
+                    .and_then(|to| g.hook.growth.kept(g.hook.to_task, to)),
+                _ => None,
+            };
+            if let Some(keep) = keep.filter(|k| *k < self.outlets.len()) {
+                for mut o in self.outlets.drain(keep..) {
+                    o.send(Message::End).map_err(|_| SendError::Disconnected)?;
+                }
+            }
             if let Some(g) = self.grows.as_mut() {
                 match msg {
                     Message::Watermark(w) => g.last_watermark = Some(*w),

@@ -82,8 +82,9 @@ pub(crate) struct Coordinator {
     pub twins: Vec<Vec<String>>,
     /// Live rescales sent on a barrier: its epoch, the operator, how many instances own its
     /// key groups after it. The checkpoints after that epoch record it in their plan (the
-    /// one at it holds the state from before the move).
-    pub rescales: Vec<(Epoch, String, usize)>,
+    /// one at it holds the state from before the move); and the instances left, when it
+    /// retired instances added while running.
+    pub rescales: Vec<(Epoch, String, usize, Option<usize>)>,
     /// The numbers of instances added while the query runs (an embedded run whose tasks can
     /// grow, `crate::grow`): a rescale beyond a task's instances adds them to every later
     /// checkpoint as its barrier goes out.
@@ -426,15 +427,27 @@ impl Coordinator {
             .filter(|u| u.param == crate::rescale::PARALLELISM)
         {
             if let Ok(owners) = u.value.trim().parse() {
-                self.rescales.push((epoch, u.operator.clone(), owners));
                 // Instances added at this barrier take part in every later checkpoint.
                 let Some(g) = &self.growth else {
+                    self.rescales
+                        .push((epoch, u.operator.clone(), owners, None));
                     continue;
                 };
                 let added = g.reserve_onto(u.seq, &u.operator, owners, &u.onto);
                 for &(_, id) in &added {
                     self.scheduler.add_task(id);
                 }
+                // Instances a scale-down retires take part in this checkpoint, not in later ones.
+                let retired = g.retired(u.seq);
+                for &(_, id) in &retired {
+                    self.scheduler.remove_task(id);
+                }
+                let left = g
+                    .task_of(&u.operator)
+                    .filter(|_| !retired.is_empty())
+                    .and_then(|(task, _)| g.instances_of(task));
+                self.rescales
+                    .push((epoch, u.operator.clone(), owners, left));
                 // A cluster's instances run on the workers: the listings say where.
                 let grown = g.task_of(&u.operator).filter(|_| !added.is_empty());
                 if let (Some(c), Some((task, operators))) = (&self.control, grown) {
@@ -486,12 +499,15 @@ impl Coordinator {
         // The rescales whose barrier came before this checkpoint's: its state is cut so.
         let (done, later) = std::mem::take(&mut self.rescales)
             .into_iter()
-            .partition(|(epoch, _, _)| *epoch < f.epoch);
+            .partition(|(epoch, _, _, _)| *epoch < f.epoch);
         self.rescales = later;
-        for (_, operator, owners) in done {
+        for (_, operator, owners, left) in done {
+            // Instances added beyond those planned (`crate::grow`) count too, until retired.
+            let count = |o: &anduin_checkpoint::plan::OperatorFingerprint| {
+                left.unwrap_or_else(|| o.instance_count().max(owners))
+            };
             if let Some(o) = self.plan.operators.iter_mut().find(|o| o.name == operator) {
-                // Instances added beyond those planned (`crate::grow`) count too.
-                let instances = o.instance_count().max(owners);
+                let instances = count(o);
                 o.parallelism = owners;
                 o.instances = Some(instances).filter(|&n| n != owners);
             }
@@ -506,7 +522,7 @@ impl Coordinator {
                 .iter_mut()
                 .filter(|o| o.name != operator && chain.contains(&o.name))
             {
-                let instances = o.instance_count().max(owners);
+                let instances = count(o);
                 o.instances = Some(instances).filter(|&n| n != o.parallelism);
             }
         }

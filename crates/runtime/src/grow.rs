@@ -41,6 +41,14 @@
 //! go to an instance on another worker over the network, as between planned ones (into an
 //! inbox opened as they come when the instance is not built yet: [`Growth::inbox_for`]).
 //!
+//! A scale-down below the instances added (an embedded run's, [`Numbers::retired`]) retires
+//! those beyond its owners and the instances the run started with: each producer sends them
+//! its barrier, then ends their channels ([`Growth::kept`]); each hands its key groups away at
+//! that barrier as any instance that loses them does, passes it on, and ends with its input
+//! ([`Growth::retires`]); the checkpoint coordinator stops counting them after that barrier,
+//! and their inboxes go, so that a later rescale beyond starts new instances in their places.
+//! A cluster's keep them, owning nothing, until the query ends.
+//!
 //! Not here: a task whose chain holds a sink or a second stateful operator, that is fed other than by key, that
 //! feeds a consumer instance by instance, or whose chain was split while running. The control
 //! plane refuses a rescale beyond the instances of those with the reason [`growable`] gives.
@@ -210,6 +218,11 @@ pub(crate) struct Growth {
 pub(crate) struct Numbers {
     /// Per growable task, its head and its operators (head first).
     tasks: BTreeMap<usize, (String, Vec<String>)>,
+    /// Per growable task, the instances the run started with: those never retire.
+    planned: BTreeMap<usize, usize>,
+    /// A scale-down retires the instances added beyond its owners (an embedded run's; a
+    /// cluster's keep them, owning nothing, until the query ends).
+    retires: bool,
     inner: Mutex<Reserved>,
 }
 
@@ -221,6 +234,11 @@ struct Reserved {
     next_id: usize,
     /// Per rescale (the change's number): the instances it adds and their numbers.
     by_change: BTreeMap<u64, Vec<(usize, usize)>>,
+    /// The number of each instance added that runs, by task and instance.
+    ids: BTreeMap<(usize, usize), usize>,
+    /// Per scale-down (the change's number) that retires instances added while running (an
+    /// embedded run's): those instances and their numbers.
+    retired: BTreeMap<u64, Vec<(usize, usize)>>,
     /// A cluster's: the run's topology as placed, grown by every rescale as it is reserved.
     placed: Option<Placed>,
 }
@@ -393,6 +411,8 @@ impl Numbers {
                     (*t, (g.head.clone(), ops))
                 })
                 .collect(),
+            planned: tasks.iter().map(|(t, g)| (*t, g.instances)).collect(),
+            retires: placed.is_none(),
             inner: Mutex::new(Reserved {
                 instances: tasks.iter().map(|(t, g)| (*t, g.instances)).collect(),
                 placed: placed.map(|(topology, heads, params)| Placed {
@@ -416,11 +436,20 @@ impl Numbers {
     pub(crate) fn for_tests(task: usize, head: &str, instances: usize) -> Self {
         Self {
             tasks: BTreeMap::from([(task, (head.to_string(), vec![head.to_string()]))]),
+            planned: BTreeMap::from([(task, instances)]),
+            retires: true,
             inner: Mutex::new(Reserved {
                 instances: BTreeMap::from([(task, instances)]),
                 ..Reserved::default()
             }),
         }
+    }
+
+    /// These numbers as a cluster's: a scale-down retires nothing.
+    #[cfg(test)]
+    pub(crate) fn on_a_cluster(mut self) -> Self {
+        self.retires = false;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Reserved> {
@@ -448,6 +477,20 @@ impl Numbers {
                 placed.note(u, &operators);
             }
         }
+    }
+
+    /// The instances added while running that scale-down `seq` retires (instance, number):
+    /// an embedded run's scale-down below the instances added ends those beyond its owners
+    /// (and beyond the instances the run started with) at its barrier — their producers end
+    /// the channels to them after it, the checkpoints begun after it do not wait for them,
+    /// and a later rescale beyond adds new ones, with new numbers.
+    pub(crate) fn retired(&self, seq: u64) -> Vec<(usize, usize)> {
+        self.lock().retired.get(&seq).cloned().unwrap_or_default()
+    }
+
+    /// How many instances task `task` runs now (those reserved included), if it can grow.
+    pub(crate) fn instances_of(&self, task: usize) -> Option<usize> {
+        self.lock().instances.get(&task).copied()
     }
 
     /// What the cluster's topology as grown so far says, when the run has one.
@@ -508,6 +551,18 @@ impl Numbers {
             return done.clone();
         }
         let now = inner.instances.get(&task).copied().unwrap_or(0);
+        // An embedded run's scale-down retires the instances added beyond its owners (see
+        // [`Numbers::retired`]); a cluster's keeps them (they own nothing until it ends).
+        let keep = to.max(self.planned.get(&task).copied().unwrap_or(0));
+        if keep < now && self.retires {
+            let retired: Vec<(usize, usize)> = (keep..now)
+                .filter_map(|j| inner.ids.remove(&(task, j)).map(|id| (j, id)))
+                .collect();
+            inner.instances.insert(task, keep);
+            inner.retired.insert(seq, retired);
+            inner.by_change.insert(seq, Vec::new());
+            return Vec::new();
+        }
         let added: Vec<(usize, usize)> = (now..to.max(now))
             .map(|j| {
                 let id = GROWN_IDS + inner.next_id;
@@ -517,6 +572,9 @@ impl Numbers {
             .collect();
         inner.instances.insert(task, now.max(to));
         inner.by_change.insert(seq, added.clone());
+        for &(j, id) in &added {
+            inner.ids.insert((task, j), id);
+        }
         if let Some(placed) = inner.placed.as_mut() {
             match placed.topology.grow_onto(task, now.max(to), onto) {
                 Ok(Some(grown)) => {
@@ -813,9 +871,50 @@ impl Growth {
             .insert(head.to_string(), senders.to_vec());
     }
 
-    /// Numbers and places what the rescales `barrier` carries add (see [`Numbers::apply`]).
+    /// Numbers and places what the rescales `barrier` carries add (see [`Numbers::apply`]);
+    /// the inboxes of the instances its scale-downs retire go (a later rescale adds new
+    /// instances in their place, with inboxes of their own).
     pub(crate) fn apply(&self, barrier: &Barrier) {
         self.numbers.apply(barrier);
+        for u in barrier.control.iter().filter(|u| u.param == PARALLELISM) {
+            let retired = self.numbers.retired(u.seq);
+            if retired.is_empty() {
+                continue;
+            }
+            {
+                let mut inner = self.lock();
+                for (j, _) in &retired {
+                    inner.added.remove(&(u.operator.clone(), *j));
+                }
+            }
+            if let (Some(control), Some((task, operators))) =
+                (&self.control, self.numbers.task_of(&u.operator))
+            {
+                control.task_retired(task, &retired, &operators);
+            }
+        }
+    }
+
+    /// How many instances of task `task` are left once a scale-down to `to` owners has
+    /// passed: an embedded run's retires the instances added beyond both (see
+    /// [`Numbers::retired`]); `None` on a cluster, whose instances all stay.
+    pub(crate) fn kept(&self, task: usize, to: usize) -> Option<usize> {
+        if !self.numbers.retires {
+            return None;
+        }
+        let planned = self.numbers.planned.get(&task).copied()?;
+        Some(to.max(planned))
+    }
+
+    /// Whether instance `at` retires at `barrier` (a scale-down below it, see
+    /// [`Growth::kept`]): it ends once its producers have ended their channels to it.
+    pub(crate) fn retires(&self, at: InstanceRef, barrier: &Barrier) -> bool {
+        let Some(head) = self.setup.tasks.get(&at.task).map(|g| &g.head) else {
+            return false;
+        };
+        rescaled_to(barrier, head)
+            .and_then(|to| self.kept(at.task, to))
+            .is_some_and(|keep| at.instance >= keep)
     }
 
     /// Leaves the receiving end of a channel opened at barrier `epoch` for instance `at`.
@@ -1510,22 +1609,29 @@ operator name = "out", type = "writer" {
 
     #[test]
     fn the_instances_a_rescale_adds_are_numbered_once_whoever_asks_first() {
-        let numbers = Numbers {
-            tasks: BTreeMap::from([(1, ("w".to_string(), vec!["w".to_string()]))]),
-            inner: Mutex::new(Reserved {
-                instances: BTreeMap::from([(1, 2)]),
-                ..Reserved::default()
-            }),
-        };
+        // `w`'s task (task 1) starts with 2 instances.
+        let numbers = Numbers::for_tests(1, "w", 2);
         // The coordinator injects change 3 (w to 4); instance 0 of w's task asks again.
         let added = numbers.reserve(3, "w", 4);
         assert_eq!(added, [(2, GROWN_IDS), (3, GROWN_IDS + 1)]);
         assert_eq!(numbers.reserve(3, "w", 4), added);
-        // Down to 1, then up to 3: the 4 instances run still; nothing is added.
-        assert!(numbers.reserve(4, "w", 1).is_empty());
-        assert!(numbers.reserve(5, "w", 3).is_empty());
-        // Beyond them: numbered after every number given so far.
-        assert_eq!(numbers.reserve(6, "w", 5), [(4, GROWN_IDS + 2)]);
+        assert_eq!(numbers.instances_of(1), Some(4));
+        // Down to 3: the last one added retires, the others run on.
+        assert!(numbers.reserve(4, "w", 3).is_empty());
+        assert_eq!(numbers.retired(4), [(3, GROWN_IDS + 1)]);
+        assert!(numbers.reserve(4, "w", 3).is_empty(), "once");
+        assert_eq!(numbers.instances_of(1), Some(3));
+        // Down to 1: the planned instances stay, the rest retires.
+        assert!(numbers.reserve(5, "w", 1).is_empty());
+        assert_eq!(numbers.retired(5), [(2, GROWN_IDS)]);
+        assert_eq!(numbers.instances_of(1), Some(2));
+        // Beyond them again: new instances in their places, numbered after every number given
+        // so far.
+        assert_eq!(
+            numbers.reserve(6, "w", 4),
+            [(2, GROWN_IDS + 2), (3, GROWN_IDS + 3)]
+        );
+        assert!(numbers.retired(6).is_empty());
         // An operator that does not head a task that grows adds nothing.
         assert!(numbers.reserve(7, "gen", 9).is_empty());
         assert_eq!(numbers.chain_of("w"), ["w"]);

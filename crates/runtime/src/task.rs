@@ -384,11 +384,20 @@ impl OperatorTask {
             }
         }
         let epoch = barrier.epoch;
+        let retires = self
+            .growth
+            .as_ref()
+            .filter(|_| rescales)
+            .is_some_and(|g| g.ctx.retires(g.at, &barrier));
         self.pass(barrier)?;
         if let Some(g) = self.growth.as_ref().filter(|_| rescales) {
             let added = g.ctx.take_inlets(g.at, epoch, &seqs);
             aligner.add(added.len());
             self.inlets.extend(added);
+        }
+        if retires {
+            tracing::info!(task = %self.name, epoch = epoch.0, "retires: a scale-down left it no key group, and it was added while running");
+            self.chain.retire();
         }
         Ok(())
     }

@@ -416,6 +416,59 @@ impl Control {
     }
 }
 
+impl Control {
+    /// Instances `retired` (instance, number in the run) of task `task`, running
+    /// `operators`, were added while the query runs and retired by a scale-down: the listings
+    /// no longer show them, and the operators can be rescaled up to the instances left
+    /// without adding any. Once per scale-down or more (the second time changes nothing).
+    pub(crate) fn task_retired(
+        &self,
+        task: usize,
+        retired: &[(usize, usize)],
+        operators: &[String],
+    ) {
+        let mut inner = self.lock();
+        let Some(t) = inner.topology.tasks.iter_mut().find(|t| t.id == task) else {
+            return;
+        };
+        t.instances
+            .retain(|i| !retired.iter().any(|(_, id)| *id == i.id));
+        let left = t.instances.len();
+        let mut workers: Vec<u32> = inner
+            .topology
+            .tasks
+            .iter()
+            .flat_map(|t| t.instances.iter().map(|i| i.worker))
+            .collect();
+        workers.sort_unstable();
+        workers.dedup();
+        inner.topology.workers = workers;
+        for t in inner.tasks.iter_mut().filter(|t| t.id == task) {
+            t.instances = left;
+        }
+        for o in inner
+            .operators
+            .iter_mut()
+            .filter(|o| operators.contains(&o.name))
+        {
+            o.parallelism = left;
+            if let Some(max) = o.max_parallelism.as_mut() {
+                *max = left;
+            }
+        }
+        if let Some(super::Probe {
+            instances: super::InstanceFigures::Here { counters: all, .. },
+            ..
+        }) = inner.probe.as_mut()
+        {
+            // The figures of the retired instances go with them (a later one may take its number).
+            all.retain(|(name, instance, _, _)| {
+                !(operators.contains(name) && retired.iter().any(|(j, _)| j == instance))
+            });
+        }
+    }
+}
+
 /// What `ctl params` says of the `parallelism` of an operator run by `max` instances, which
 /// `grows` beyond them while the query runs or not.
 pub(super) fn parallelism_doc(grows: bool, max: usize) -> String {

@@ -314,8 +314,8 @@ fn a_task_feeding_instance_by_instance_or_not_planned_is_refused() {
 #[test]
 fn the_numbers_a_topology_gives_are_those_the_checkpoint_coordinator_reserves() {
     let (mut t, w) = spread(2);
-    let numbers = crate::grow::Numbers::for_tests(w, "w", 2);
-    // Change 3: w to 4; change 4: w to 1 (nothing added); change 5: w to 6.
+    let numbers = crate::grow::Numbers::for_tests(w, "w", 2).on_a_cluster();
+    // Change 3: w to 4; change 4: w to 1 (nothing added, nothing retired); change 5: w to 6.
     for (seq, to) in [(3, 4), (4, 1), (5, 6)] {
         let reserved = numbers.reserve(seq, "w", to);
         let added: Vec<(usize, usize)> = match t.grow(w, to).expect("it grows") {
