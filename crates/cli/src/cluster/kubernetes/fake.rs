@@ -126,6 +126,11 @@ impl FakeApi {
     pub fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// What it holds, for another thread (a scenario's stand-in for the kubelet).
+    pub fn shared(&self) -> Arc<Mutex<State>> {
+        Arc::clone(&self.state)
+    }
 }
 
 impl Drop for FakeApi {

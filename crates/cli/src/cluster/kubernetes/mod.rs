@@ -233,7 +233,9 @@ impl Kubernetes {
     }
 
     /// How many more workers it may create for instances added while a query runs, and the
-    /// slots of each; `None` when it may create none.
+    /// slots of each; `None` when it may create none (the coordinator asks
+    /// [`Background::may_add`], which reads the same count).
+    #[cfg(test)]
     pub fn may_add(&self) -> Option<(u32, u32)> {
         may_add(self.settings.max_workers, self.kept(), self.settings.slots)
     }
