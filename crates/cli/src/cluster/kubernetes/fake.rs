@@ -128,6 +128,7 @@ impl FakeApi {
     }
 
     /// What it holds, for another thread (a scenario's stand-in for the kubelet).
+    #[allow(dead_code)] // by the scenarios only
     pub fn shared(&self) -> Arc<Mutex<State>> {
         Arc::clone(&self.state)
     }
