@@ -64,6 +64,10 @@ struct Options {
     /// How many workers the coordinator's scheduler starts (`--scheduler process`): the
     /// query is submitted once they have joined.
     scheduled: Option<usize>,
+    /// More flags of the coordinator's, made at run time (a fake API's address).
+    coordinator_made: Vec<String>,
+    /// Variables of the environment of the coordinator, its workers and the clients.
+    env: Vec<(String, String)>,
 }
 
 impl Rescaled {
@@ -84,7 +88,13 @@ impl Rescaled {
             options.workers.unwrap_or(2),
             options.slots.unwrap_or(8),
             Setup {
-                coordinator_flags: options.coordinator.iter().map(|f| f.to_string()).collect(),
+                coordinator_flags: options
+                    .coordinator
+                    .iter()
+                    .map(|f| f.to_string())
+                    .chain(options.coordinator_made.iter().cloned())
+                    .collect(),
+                env: options.env.clone(),
                 ..Setup::default()
             },
         );
@@ -583,6 +593,110 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_its_scheduler_starts_for_it()
         added.iter().all(|(_, w)| !before.contains(w)),
         "the added instances run on the new worker: {added:?}, the query ran on {before:?}"
     );
+    q.scale("1");
+    q.finish(Some(1));
+}
+
+/// The same on Kubernetes (issue 15): `--scheduler kubernetes --workers 2 --max-workers 3
+/// --slots 2` against a fake API server, whose pods a stand-in kubelet runs as local
+/// processes (their container's command as the scheduler wrote it). The two pods it keeps
+/// are full; a rescale to 4 while the namespace's ResourceQuota allows no more pods is
+/// refused with the API's reason; once the quota allows one, the rescale creates a third pod
+/// made as the other two, its worker registers, and both added instances run there. The
+/// output is the unrescaled run's; the pods go with the coordinator.
+#[test]
+fn a_keyed_window_on_kubernetes_grows_onto_a_pod_its_scheduler_creates_for_it() {
+    let fake = common::kube_fake::FakeApi::start("streams");
+    let pods = tempfile::tempdir().expect("tempdir");
+    let secret = vec![(
+        "ANDUIN_CLUSTER_SECRET".to_string(),
+        "kubernetes-growth".to_string(),
+    )];
+    let _kubelet = common::kubelet::Kubelet::start(&fake, pods.path(), secret.clone());
+    fake.state().pod_quota = Some(2);
+    let q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        workers: Some(0),
+        scheduled: Some(2),
+        coordinator: vec![
+            "--scheduler",
+            "kubernetes",
+            "--workers",
+            "2",
+            "--max-workers",
+            "3",
+            "--slots",
+            "2",
+            "--kube-namespace",
+            "streams",
+            "--kube-worker-image",
+            "example.org/anduin:test",
+            "--kube-worker-secret",
+            "anduin",
+        ],
+        coordinator_made: vec!["--kube-api".into(), fake.url()],
+        env: secret,
+        ..Options::default()
+    });
+    let before = q.query_workers();
+    let crowded = ctl(q.dir(), &q.api, &["scale", "q", "w", "5"]);
+    let why = String::from_utf8_lossy(&crowded.stderr);
+    assert!(
+        crowded.status.code() != Some(0)
+            && why.contains("a worker the scheduler may start 2")
+            && why.contains("scale to at most 4"),
+        "one more pod of two slots at most: {why}"
+    );
+    let quota = ctl(q.dir(), &q.api, &["scale", "q", "w", "4"]);
+    let why = String::from_utf8_lossy(&quota.stderr);
+    assert!(
+        quota.status.code() != Some(0)
+            && why.contains("cannot create pod anduin-worker-2 in namespace streams")
+            && why.contains("exceeded quota")
+            && why.contains("ResourceQuota"),
+        "the API's refusal, named: {why}"
+    );
+    assert_eq!(q.owners().as_deref(), Some("2"));
+    assert_eq!(fake.state().pods.len(), 2, "a refusal keeps no pod");
+    fake.state().pod_quota = Some(3);
+    q.scale("4");
+    assert_eq!(
+        q.cluster.workers_joined(),
+        3,
+        "the third pod's worker joined"
+    );
+    {
+        let state = fake.state();
+        let pod = &state.pods["anduin-worker-2"];
+        let kept = &state.pods["anduin-worker-0"];
+        assert_eq!(
+            pod["metadata"]["labels"]["anduin.io/worker"],
+            "anduin-worker-2"
+        );
+        assert_eq!(
+            pod["metadata"]["labels"]["anduin.io/coordinator"],
+            kept["metadata"]["labels"]["anduin.io/coordinator"]
+        );
+        assert_eq!(
+            pod["spec"]["containers"][0]["image"],
+            kept["spec"]["containers"][0]["image"]
+        );
+        assert_eq!(pod["spec"]["containers"][0]["command"][7], "2", "its slots");
+    }
+    let added = q.added();
+    assert_eq!(added.len(), 2, "{added:?}");
+    assert!(
+        added.iter().all(|(_, w)| !before.contains(w)),
+        "the added instances run on the new pod's worker: {added:?}, the query ran on {before:?}"
+    );
+    assert!(
+        q.cluster
+            .coordinator_log()
+            .contains("created worker pod anduin-worker-2"),
+        "{}",
+        q.cluster.coordinator_log()
+    );
+    q.await_rows_into(2..4);
     q.scale("1");
     q.finish(Some(1));
 }

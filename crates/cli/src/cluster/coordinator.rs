@@ -90,10 +90,10 @@ pub struct CoordinatorArgs {
     /// With `--scheduler process` or `kubernetes`: the slots of each worker (default 4).
     #[arg(long, value_name = "N")]
     pub slots: Option<u32>,
-    /// With `--scheduler process`: how many workers it may start in all (default: --workers)
-    /// when instances added to a running query (`anduin ctl scale` beyond its
-    /// --max-parallelism) find no free slot on the workers there are; those it starts so run
-    /// until the coordinator stops.
+    /// With `--scheduler process` or `kubernetes`: how many workers (processes, pods) it may
+    /// start in all (default: --workers) when instances added to a running query (`anduin
+    /// ctl scale` beyond its --max-parallelism) find no free slot on the workers there are;
+    /// those it starts so run until the coordinator stops.
     #[arg(long, value_name = "N")]
     pub max_workers: Option<u32>,
     /// With `--scheduler process`: the workers end with the coordinator however it ends (for
@@ -616,9 +616,10 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
             "--max-workers {m}: give at least --workers ({n}) and at most {}",
             scheduler::MAX_LOCAL_WORKERS
         ),
-        (SchedulerKind::Process, _, _) | (_, None, _) => {}
-        (_, Some(_), _) => bail!(
-            "--max-workers is for --scheduler process (the kubernetes scheduler does not start pods for instances added while running yet; with the static scheduler, start more workers with `anduin worker --coordinator ADDR`)"
+        // Checked with its other flags (`Settings::at_most`).
+        (SchedulerKind::Process | SchedulerKind::Kubernetes, _, _) | (_, None, _) => {}
+        (SchedulerKind::Static, Some(_), _) => bail!(
+            "--max-workers is for --scheduler process or kubernetes; with the static scheduler, start more workers with `anduin worker --coordinator ADDR`"
         ),
     }
     let by_kube_lease = matches!(
@@ -678,7 +679,8 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
             );
         }
         args.kube
-            .settings(args.listen, n, args.slots.unwrap_or(4))?;
+            .settings(args.listen, n, args.slots.unwrap_or(4))?
+            .at_most(args.max_workers.unwrap_or(n))?;
     }
     std::fs::create_dir_all(&args.state_dir)
         .with_context(|| format!("cannot create `{}`", args.state_dir.display()))?;
@@ -819,7 +821,10 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
             .at_most(args.max_workers.unwrap_or(n)),
         ),
         (SchedulerKind::Kubernetes, Some(n)) => {
-            let settings = args.kube.settings(addr, n, args.slots.unwrap_or(4))?;
+            let settings = args
+                .kube
+                .settings(addr, n, args.slots.unwrap_or(4))?
+                .at_most(args.max_workers.unwrap_or(n))?;
             Box::new(super::kubernetes::Background::start(
                 super::kubernetes::Kubernetes::connect(settings)?,
             )?)
@@ -1240,11 +1245,14 @@ fn tend_workers(cluster: &Cluster) {
         }
         known
     };
-    cluster
-        .scheduler
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .tend(&known);
+    // Busy starting workers for a rescale (the kubernetes scheduler waits for the API):
+    // tended on a later tick, so that this one declares the dead in time.
+    let mut scheduler = match cluster.scheduler.try_lock() {
+        Ok(s) => s,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    scheduler.tend(&known);
 }
 
 /// SIGINT and SIGTERM stop the coordinator, and the workers its scheduler started with it

@@ -44,6 +44,13 @@ pub(super) fn growth_room(cluster: &Arc<Cluster>, (name, number): (&str, u64)) -
     let name = name.to_string();
     Arc::new(move |added, on, load| {
         let added_so_far = added_by_worker(&cluster, None);
+        // Asked before the cluster's state is locked: the scheduler may be busy starting
+        // workers for another rescale (and the coordinator's state must not wait for it).
+        let startable = cluster
+            .scheduler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .may_add();
         let state = cluster.lock();
         let used = used_slots(&state, added_so_far);
         let free_of = |w: &u32| {
@@ -80,11 +87,6 @@ pub(super) fn growth_room(cluster: &Arc<Cluster>, (name, number): (&str, u64)) -
         }
         // Then workers the scheduler may start (none yet, each with its slots), numbered
         // after every worker there is.
-        let startable = cluster
-            .scheduler
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .may_add();
         if let Some((more, slots)) = startable {
             let slots = usize::try_from(slots).unwrap_or(usize::MAX);
             for i in 0..more {

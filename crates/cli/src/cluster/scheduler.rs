@@ -17,6 +17,10 @@
 //!
 //! - `kubernetes` ([`super::kubernetes::Kubernetes`]): the coordinator keeps N worker pods
 //!   through the Kubernetes API, and replaces a pod that ended or whose worker it gave up.
+//!
+//! `process` and `kubernetes` also start workers (up to `--max-workers` in all) for instances
+//! added while a query runs that find no free slot on the workers there are
+//! ([`Scheduler::may_add`], [`Scheduler::add`]); they keep them until the coordinator stops.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -50,7 +54,10 @@ pub trait Scheduler: Send {
         None
     }
     /// Starts `more` workers beyond those it keeps (kept as those, until the coordinator
-    /// stops); their names.
+    /// stops); their names, once they are on their way (the coordinator waits for them to
+    /// register). Its error says why it cannot (its bound, the refusal of whatever starts
+    /// them): the rescale that asked is refused with it. The coordinator's liveness watch
+    /// skips [`Scheduler::tend`] while this runs.
     fn add(&mut self, _more: u32) -> Result<Vec<String>, String> {
         Err(format!(
             "the {} scheduler starts no worker for them: start more with `anduin worker --coordinator …`, or give the workers more slots",

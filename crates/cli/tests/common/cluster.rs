@@ -25,7 +25,8 @@ pub struct Setup {
     /// The coordinator's `--checkpoint-store` (default: `checkpoints` in the cluster's
     /// directory).
     pub checkpoint_store: Option<String>,
-    /// Variables of every process's environment (the coordinator's and the workers').
+    /// Variables of every process's environment (the coordinator's, the workers', and those
+    /// of `status` and `submit`).
     pub env: Vec<(String, String)>,
     /// Variables of the workers' environment, set after `env`.
     pub worker_env: Vec<(String, String)>,
@@ -298,6 +299,7 @@ impl LocalCluster {
     pub fn all(&self) -> serde_json::Value {
         let out = Command::new(env!("CARGO_BIN_EXE_anduin"))
             .args(["status", "--coordinator", &self.addr, "--json"])
+            .envs(self.setup.env.iter().map(|(k, v)| (k, v)))
             .output()
             .expect("status runs");
         serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
@@ -309,6 +311,7 @@ impl LocalCluster {
             Command::new(env!("CARGO_BIN_EXE_anduin"))
                 .args(["submit", file, "--coordinator", &self.addr, "--wait"])
                 .args(args)
+                .envs(self.setup.env.iter().map(|(k, v)| (k, v)))
                 .current_dir(cwd)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -323,6 +326,7 @@ impl LocalCluster {
     pub fn status(&self, query: &str) -> serde_json::Value {
         let out = Command::new(env!("CARGO_BIN_EXE_anduin"))
             .args(["status", query, "--coordinator", &self.addr, "--json"])
+            .envs(self.setup.env.iter().map(|(k, v)| (k, v)))
             .output()
             .expect("status runs");
         serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)

@@ -18,6 +18,7 @@ pub mod killed;
 #[path = "../../src/cluster/kubernetes/fake.rs"]
 #[allow(dead_code, clippy::duplicate_mod)]
 pub mod kube_fake;
+pub mod kubelet;
 pub mod nats;
 pub mod redis;
 pub mod s3;

@@ -98,6 +98,20 @@ pub enum ApiError {
         call: Call,
         message: String,
     },
+    /// 403 that is no RBAC denial: the namespace's ResourceQuota, a LimitRange or an
+    /// admission policy (Pod Security) refuses the pod.
+    #[error(
+        "cannot {call} in namespace {namespace}: the Kubernetes API at {api} refuses it \
+         ({message}); the namespace's ResourceQuota, LimitRange or Pod Security admission does \
+         not let it in (`kubectl describe quota,limitrange -n {namespace}`): raise them, or \
+         lower --max-workers or --slots"
+    )]
+    Refused {
+        api: String,
+        namespace: String,
+        call: Call,
+        message: String,
+    },
     /// 409 on a create: a pod of that name is still there (being deleted).
     #[error(
         "cannot {call} in namespace {namespace} at {api}: a pod of that name is still there \
@@ -346,6 +360,12 @@ impl Api {
                     Some(_) => message,
                 },
             },
+            403 if !by_rbac(&message) => ApiError::Refused {
+                api,
+                namespace,
+                call,
+                message,
+            },
             403 => ApiError::Forbidden {
                 api,
                 namespace,
@@ -361,6 +381,22 @@ impl Api {
             },
         }
     }
+}
+
+/// Whether a 403's message is RBAC's (`… is forbidden: User "…" cannot create resource
+/// "pods" …`), not an admission's that refuses the object itself (`pods "w-2" is forbidden:
+/// exceeded quota: …`, `… violates PodSecurity …`, a LimitRange's `maximum cpu usage …`).
+fn by_rbac(message: &str) -> bool {
+    let admission = [
+        "exceeded quota",
+        "violates PodSecurity",
+        "LimitRange",
+        "maximum ",
+        "minimum ",
+        "must specify limits",
+        "must specify requests",
+    ];
+    !admission.iter().any(|a| message.contains(a))
 }
 
 /// TLS that trusts the certificates of `ca_file` only, with rustls's ring provider.

@@ -1,5 +1,5 @@
 //! A fake Kubernetes API server for the scheduler's tests: pods in one namespace, kept in
-//! memory, listed by label selector, created and deleted, and Leases read, created and
+//! memory, listed by label selector, created (within a pod quota, if given) and deleted, and Leases read, created and
 //! replaced under optimistic concurrency (a stale `resourceVersion` is a 409), on 127.0.0.1
 //! (a port the system chooses). One connection at a time, each closed after its answer. A test changes the
 //! pods (a phase, a deletion) between the scheduler's ticks, which are synchronous: no
@@ -35,6 +35,9 @@ pub struct State {
     pub version: u64,
     /// Answer every request 403 with this message.
     pub forbid: Option<String>,
+    /// A ResourceQuota of this many pods: a create beyond it is answered 403, as Kubernetes'
+    /// quota admission answers.
+    pub pod_quota: Option<usize>,
     pub requests: Vec<Request>,
 }
 
@@ -123,6 +126,12 @@ impl FakeApi {
     pub fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// What it holds, for another thread (a scenario's stand-in for the kubelet).
+    #[allow(dead_code)] // by the scenarios only
+    pub fn shared(&self) -> Arc<Mutex<State>> {
+        Arc::clone(&self.state)
+    }
 }
 
 impl Drop for FakeApi {
@@ -194,7 +203,22 @@ fn serve(stream: impl Read + Write, state: &Mutex<State>, namespace: &str) -> st
     } else if method == "POST" && path == pods {
         let mut pod: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let (used, quota) = (state.pods.len(), state.pod_quota);
         match state.pods.entry(name) {
+            std::collections::btree_map::Entry::Vacant(e) if quota.is_some_and(|q| used >= q) => {
+                let limit = quota.unwrap_or_default();
+                (
+                    403,
+                    status_object(
+                        403,
+                        "Forbidden",
+                        &format!(
+                            "pods \"{}\" is forbidden: exceeded quota: pods, requested: pods=1, used: pods={used}, limited: pods={limit}",
+                            e.key()
+                        ),
+                    ),
+                )
+            }
             std::collections::btree_map::Entry::Occupied(e) => (
                 409,
                 status_object(

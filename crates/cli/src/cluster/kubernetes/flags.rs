@@ -74,7 +74,8 @@ impl KubeArgs {
     }
 
     /// The scheduler's settings, with the defaults of a pod's service account, for `workers`
-    /// workers of `slots` slots of the coordinator listening on `listen`.
+    /// workers of `slots` slots of the coordinator listening on `listen` (and no more for
+    /// instances added while queries run: [`Settings::at_most`]).
     pub fn settings(&self, listen: SocketAddr, workers: u32, slots: u32) -> Result<Settings> {
         let endpoint = self.endpoint(None, "--scheduler kubernetes")?;
         let namespace = endpoint.namespace.clone();
@@ -106,6 +107,7 @@ impl KubeArgs {
             env_secret,
             coordinator_address,
             workers,
+            max_workers: workers,
             slots,
         })
     }

@@ -1,5 +1,6 @@
 //! The `kubernetes` [`Scheduler`]: the coordinator keeps `--workers N` worker pods in its
-//! namespace, as the `process` scheduler keeps worker processes on its machine.
+//! namespace, as the `process` scheduler keeps worker processes on its machine, and creates
+//! more (up to `--max-workers` in all) for instances added while a query runs.
 //!
 //! Its pods are named `{kube-name}-worker-{i}` and labelled
 //! `app.kubernetes.io/managed-by=anduin`, `anduin.io/coordinator={kube-name}` and
@@ -11,10 +12,19 @@
 //! each worker ([`tend_pod`], pure): a missing pod is created; a pod whose worker ended
 //! (`Failed`, `Succeeded`: its pods are never restarted in place) or that the coordinator
 //! gave up (declared dead, or never registered) is deleted and created again; a pod of a
-//! worker beyond `--workers` is deleted. A coordinator that restarts adopts the pods of its
-//! predecessor of the same `--kube-name` (their workers register again). Stopping the
-//! coordinator (SIGINT, SIGTERM: Kubernetes stopping its pod) deletes its pods; a killed one
-//! leaves them running their queries, as any worker runs on without a coordinator.
+//! worker beyond `--max-workers` is deleted. A coordinator that restarts adopts the pods of
+//! its predecessor of the same `--kube-name` (their workers register again), those it added
+//! too while they run. Stopping the coordinator (SIGINT, SIGTERM: Kubernetes stopping its
+//! pod) deletes its pods; a killed one leaves them running their queries, as any worker runs
+//! on without a coordinator.
+//!
+//! Growth ([`Kubernetes::add`], issue 15): when instances added to a running query (`anduin
+//! ctl scale` beyond `--max-parallelism`) find no free slot on the registered workers, the
+//! coordinator asks for more workers: the scheduler creates the next pods of its naming at
+//! once, as those it keeps (same manifest, labels and slots), and keeps them as those until
+//! the coordinator stops. A pod the API refuses (a ResourceQuota, RBAC, a Pod Security
+//! admission) refuses the rescale with the API's reason, and the pods created for it are
+//! deleted again.
 //!
 //! It speaks the API in plain JSON over HTTPS ([`api`]: `ureq` with rustls, the CA of
 //! `--kube-ca-file`, the bearer token of `--kube-token-file`, read again on every call as
@@ -25,7 +35,8 @@
 //!
 //! Not here yet: watching pods (a list per tick, one call per second by default); a worker
 //! pod template (resources, node selectors: the pod is [`pod::WorkerPod`]'s); pods labelled
-//! by query and generation (a worker serves every query of its coordinator); standby
+//! by query and generation (a worker serves every query of its coordinator); giving an added
+//! pod back while the coordinator runs (after a scale-down its worker idles); standby
 //! coordinators across pods (`--leader-election` takes only a local lock file).
 
 mod api;
@@ -38,9 +49,11 @@ mod tests;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use chrono::{DateTime, Utc};
 
 pub use api::{Api, ApiError, Endpoint};
@@ -67,7 +80,33 @@ pub struct Settings {
     pub env_secret: String,
     pub coordinator_address: SocketAddr,
     pub workers: u32,
+    /// How many it may keep in all when instances added while a query runs need room
+    /// (`--max-workers`; `workers` unless [`Settings::at_most`]).
+    pub max_workers: u32,
     pub slots: u32,
+}
+
+impl Settings {
+    /// It may create up to `max` worker pods in all for instances added while queries run:
+    /// at least those it keeps, at most [`MAX_PODS`].
+    pub fn at_most(self, max: u32) -> Result<Self> {
+        if max < self.workers {
+            bail!(
+                "--max-workers {max} is below --workers {}: the kubernetes scheduler keeps \
+                 --workers pods, and creates more, up to --max-workers in all, only for \
+                 instances added while a query runs; give at least {}",
+                self.workers,
+                self.workers
+            );
+        }
+        if max > MAX_PODS {
+            bail!("--max-workers {max}: the kubernetes scheduler keeps at most {MAX_PODS} pods; give each more --slots instead");
+        }
+        Ok(Self {
+            max_workers: max,
+            ..self
+        })
+    }
 }
 
 /// What to do about one worker the `kubernetes` scheduler keeps.
@@ -127,8 +166,12 @@ pub enum Deleted {
     Ended(Phase),
     /// The coordinator gave its worker up (declared dead, or it never registered).
     GivenUp,
-    /// Its worker is beyond `--workers`.
+    /// Its worker is beyond those it may keep (`--max-workers`), or its name is not one of
+    /// its naming.
     Unwanted,
+    /// It was created for instances added while a query runs, and another pod for them was
+    /// refused (so was the rescale).
+    Withdrawn,
     /// The coordinator stops.
     Stopping,
 }
@@ -147,10 +190,13 @@ pub enum Event {
     Failed(ApiError),
 }
 
-/// Keeps `workers` worker pods.
+/// Keeps `workers` worker pods, and those added for instances added while queries run.
 pub struct Kubernetes {
     api: Api,
     settings: Settings,
+    /// How many workers it keeps (`--workers`, then more as it adds them): read by the
+    /// coordinator's [`Background::may_add`] while this runs on its thread.
+    kept: Arc<AtomicU32>,
     /// The reason each stuck pod was told for, so that it is told once.
     told: BTreeMap<String, String>,
 }
@@ -163,6 +209,7 @@ impl Kubernetes {
         api.list(&WorkerPod::selector(&settings.name))?;
         Ok(Self {
             api,
+            kept: Arc::new(AtomicU32::new(settings.workers)),
             settings,
             told: BTreeMap::new(),
         })
@@ -172,9 +219,84 @@ impl Kubernetes {
         format!("{}-worker-{i}", self.settings.name)
     }
 
-    fn create(&self, name: &str, events: &mut Vec<Event>) {
+    /// The number `i` of a pod named `{kube-name}-worker-{i}`.
+    fn worker_number(&self, pod: &str) -> Option<u32> {
+        pod.strip_prefix(&self.settings.name)?
+            .strip_prefix("-worker-")?
+            .parse()
+            .ok()
+    }
+
+    /// How many workers it keeps now.
+    pub fn kept(&self) -> u32 {
+        self.kept.load(Ordering::SeqCst)
+    }
+
+    /// How many more workers it may create for instances added while a query runs, and the
+    /// slots of each; `None` when it may create none (the coordinator asks
+    /// [`Background::may_add`], which reads the same count).
+    #[cfg(test)]
+    pub fn may_add(&self) -> Option<(u32, u32)> {
+        may_add(self.settings.max_workers, self.kept(), self.settings.slots)
+    }
+
+    /// Creates `more` worker pods beyond those it keeps, as those (the next numbers of its
+    /// naming not taken by a pod there is: a predecessor's added pods are adopted), and keeps
+    /// them until the coordinator stops; their names. Refused beyond `--max-workers`, or when
+    /// the API refuses one of them (its error says why: a ResourceQuota, RBAC, an admission
+    /// policy): the pods created for them are deleted again, and it keeps what it kept.
+    pub fn add(&mut self, more: u32, events: &mut Vec<Event>) -> Result<Vec<String>, String> {
+        let there: BTreeMap<String, PodFacts> = self
+            .api
+            .list(&WorkerPod::selector(&self.settings.name))
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|p| (p.name.clone(), p))
+            .collect();
+        let kept = self.kept();
+        let mut names = Vec::new();
+        let mut next = kept;
+        while names.len() < usize::try_from(more).unwrap_or(usize::MAX) {
+            if next >= self.settings.max_workers {
+                return Err(format!(
+                    "it would take {more} more worker pod(s) beyond the {kept} it keeps{}, and the coordinator keeps at most {} (`--max-workers`)",
+                    match next - kept - u32::try_from(names.len()).unwrap_or(0) {
+                        0 => String::new(),
+                        taken => format!(" and {taken} of its predecessor's it adopts"),
+                    },
+                    self.settings.max_workers
+                ));
+            }
+            let name = self.worker_name(next);
+            if !there.contains_key(&name) {
+                names.push(name);
+            }
+            next += 1;
+        }
+        let mut created = Vec::new();
+        for name in &names {
+            match self.api.create(name, &self.manifest(name)) {
+                Ok(()) => {
+                    created.push(name.clone());
+                    events.push(Event::Created { pod: name.clone() });
+                }
+                // Created since it listed them: it is there.
+                Err(ApiError::AlreadyExists { .. }) => {}
+                Err(e) => {
+                    for pod in &created {
+                        self.delete(pod, Deleted::Withdrawn, events);
+                    }
+                    return Err(e.to_string());
+                }
+            }
+        }
+        self.kept.store(next, Ordering::SeqCst);
+        Ok(names)
+    }
+
+    fn manifest(&self, name: &str) -> serde_json::Value {
         let address = self.settings.coordinator_address.to_string();
-        let manifest = WorkerPod {
+        WorkerPod {
             coordinator: &self.settings.name,
             name,
             image: &self.settings.image,
@@ -182,8 +304,11 @@ impl Kubernetes {
             slots: self.settings.slots,
             env_secret: &self.settings.env_secret,
         }
-        .manifest();
-        events.push(match self.api.create(name, &manifest) {
+        .manifest()
+    }
+
+    fn create(&self, name: &str, events: &mut Vec<Event>) {
+        events.push(match self.api.create(name, &self.manifest(name)) {
             Ok(()) => Event::Created {
                 pod: name.to_string(),
             },
@@ -207,8 +332,8 @@ impl Kubernetes {
         }
     }
 
-    /// Brings the pods to `--workers`, given what the coordinator knows of the workers by
-    /// name, at `now`; what it did.
+    /// Brings the pods to those it keeps (`--workers`, and those it added), given what the
+    /// coordinator knows of the workers by name, at `now`; what it did.
     pub fn tick(&mut self, known: &BTreeMap<String, Link>, now: DateTime<Utc>) -> Vec<Event> {
         let mut events = Vec::new();
         let pods = match self.api.list(&WorkerPod::selector(&self.settings.name)) {
@@ -217,7 +342,7 @@ impl Kubernetes {
         };
         let mut pods: BTreeMap<String, PodFacts> =
             pods.into_iter().map(|p| (p.name.clone(), p)).collect();
-        for i in 0..self.settings.workers {
+        for i in 0..self.kept() {
             let name = self.worker_name(i);
             let pod = pods.remove(&name);
             match tend_pod(known.get(&name).copied(), pod.as_ref(), now) {
@@ -246,10 +371,20 @@ impl Kubernetes {
                 }
             }
         }
-        // Pods of workers beyond --workers (a coordinator restarted with fewer).
+        // Pods beyond those it keeps: a predecessor's added ones are adopted while they run
+        // (it may add them again), as the process scheduler adopts its workers; those beyond
+        // --max-workers (a coordinator restarted with fewer) go.
         for (name, pod) in pods {
+            let adopted = self
+                .worker_number(&name)
+                .is_some_and(|i| i < self.settings.max_workers);
+            let why = match pod.phase {
+                Phase::Failed | Phase::Succeeded if adopted => Deleted::Ended(pod.phase),
+                _ if adopted => continue,
+                _ => Deleted::Unwanted,
+            };
             if !pod.terminating {
-                self.delete(&name, Deleted::Unwanted, &mut events);
+                self.delete(&name, why, &mut events);
             }
         }
         events
@@ -270,6 +405,12 @@ impl Kubernetes {
     }
 }
 
+/// How many more of `max` workers may be created when `kept` are, with `slots` each.
+fn may_add(max: u32, kept: u32, slots: u32) -> Option<(u32, u32)> {
+    let more = max.saturating_sub(kept);
+    (more > 0).then_some((more, slots))
+}
+
 /// Tells what a tick did on the coordinator's standard error.
 fn tell(events: Vec<Event>) {
     for event in events {
@@ -279,7 +420,13 @@ fn tell(events: Vec<Event>) {
                 let why = match why {
                     Deleted::Ended(phase) => format!("its worker ended ({phase:?})"),
                     Deleted::GivenUp => "the coordinator gave its worker up".to_string(),
-                    Deleted::Unwanted => "its worker is beyond --workers".to_string(),
+                    Deleted::Unwanted => {
+                        "its worker is beyond those the coordinator keeps (--max-workers)"
+                            .to_string()
+                    }
+                    Deleted::Withdrawn => {
+                        "created for a rescale that another pod's refusal refused".to_string()
+                    }
                     Deleted::Stopping => "the coordinator stops".to_string(),
                 };
                 eprintln!("anduin: scheduler: deleted worker pod {pod}: {why}");
@@ -299,30 +446,71 @@ fn tell(events: Vec<Event>) {
     }
 }
 
+/// How long the coordinator waits for the scheduler's thread to create the pods it asks
+/// for (the tick under way first: a few calls, each within [`api::CALL_WITHIN`]).
+const ADD_WITHIN: Duration = Duration::from_secs(30);
+
+/// Workers asked for while a query runs: their number, until when the asker waits, and
+/// where the answer goes.
+struct Add {
+    more: u32,
+    by: Instant,
+    answer: crossbeam_channel::Sender<Result<Vec<String>, String>>,
+}
+
 /// The `kubernetes` scheduler as the coordinator runs it: its ticks on a thread of their
 /// own, so that an API that answers slowly (each call may take [`api::CALL_WITHIN`]) never
 /// holds up the coordinator's liveness watch, whose ticks declare workers dead. A tick asked
-/// for while one runs and another waits is skipped (the next one brings newer facts).
+/// for while one runs and another waits is skipped (the next one brings newer facts). Pods
+/// asked for while a query runs ([`Scheduler::add`]) are created on that thread too, between
+/// ticks, and the asker waits for them.
 pub struct Background {
     to: Option<crossbeam_channel::Sender<BTreeMap<String, Link>>>,
+    adds: Option<crossbeam_channel::Sender<Add>>,
+    kept: Arc<AtomicU32>,
+    max_workers: u32,
+    slots: u32,
     thread: Option<std::thread::JoinHandle<Kubernetes>>,
 }
 
 impl Background {
     /// Runs the ticks of `scheduler` on a thread.
     pub fn start(scheduler: Kubernetes) -> std::io::Result<Self> {
-        let (to, from) = crossbeam_channel::bounded::<BTreeMap<String, Link>>(1);
+        let (to, ticks) = crossbeam_channel::bounded::<BTreeMap<String, Link>>(1);
+        let (adds, asked) = crossbeam_channel::unbounded::<Add>();
+        let kept = Arc::clone(&scheduler.kept);
+        let (max_workers, slots) = (scheduler.settings.max_workers, scheduler.settings.slots);
         let thread = std::thread::Builder::new()
             .name("anduin-kubernetes".into())
             .spawn(move || {
                 let mut scheduler = scheduler;
-                for known in from {
-                    tell(scheduler.tick(&known, Utc::now()));
+                loop {
+                    crossbeam_channel::select! {
+                        recv(asked) -> add => {
+                            let Ok(add) = add else { break };
+                            // Given up by the asker: nothing is created for it.
+                            if Instant::now() > add.by {
+                                continue;
+                            }
+                            let mut events = Vec::new();
+                            let answer = scheduler.add(add.more, &mut events);
+                            tell(events);
+                            let _ = add.answer.send(answer);
+                        }
+                        recv(ticks) -> known => {
+                            let Ok(known) = known else { break };
+                            tell(scheduler.tick(&known, Utc::now()));
+                        }
+                    }
                 }
                 scheduler
             })?;
         Ok(Self {
             to: Some(to),
+            adds: Some(adds),
+            kept,
+            max_workers,
+            slots,
             thread: Some(thread),
         })
     }
@@ -339,9 +527,37 @@ impl Scheduler for Background {
         }
     }
 
+    fn may_add(&self) -> Option<(u32, u32)> {
+        may_add(
+            self.max_workers,
+            self.kept.load(Ordering::SeqCst),
+            self.slots,
+        )
+    }
+
+    /// Has its thread create the pods, and waits for them to be created (not yet running:
+    /// the coordinator waits for their workers to register).
+    fn add(&mut self, more: u32) -> Result<Vec<String>, String> {
+        let Some(adds) = &self.adds else {
+            return Err("the coordinator stops".into());
+        };
+        let (answer, answered) = crossbeam_channel::bounded(1);
+        let by = Instant::now() + ADD_WITHIN;
+        adds.send(Add { more, by, answer })
+            .map_err(|_| "the kubernetes scheduler's thread ended (a bug in anduin)".to_string())?;
+        // The thread's last start, its listing, a create and perhaps a delete of each pod.
+        match answered.recv_deadline(by + api::CALL_WITHIN * more.saturating_mul(2).saturating_add(1)) {
+            Ok(answer) => answer,
+            Err(_) => Err(format!(
+                "the Kubernetes API did not let the scheduler create {more} worker pod(s) within {ADD_WITHIN:?} (it answers slowly, or not at all: see the coordinator's log)"
+            )),
+        }
+    }
+
     /// Waits for the tick under way, then deletes the pods.
     fn stop(&mut self) {
         drop(self.to.take());
+        drop(self.adds.take());
         if let Some(thread) = self.thread.take() {
             match thread.join() {
                 Ok(mut scheduler) => tell(scheduler.stop_pods()),

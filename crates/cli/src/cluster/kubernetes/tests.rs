@@ -106,9 +106,14 @@ fn kubernetes_a_pod_being_deleted_is_waited_for() {
 
 /// A scheduler of `workers` workers against `fake`, its token in `dir`.
 fn scheduler(fake: &FakeApi, dir: &Path, workers: u32) -> Result<Kubernetes> {
+    Kubernetes::connect(settings(fake, dir, workers)?)
+}
+
+/// The settings of [`scheduler`].
+fn settings(fake: &FakeApi, dir: &Path, workers: u32) -> Result<Settings> {
     let token = dir.join("token");
     std::fs::write(&token, "sesame\n")?;
-    Kubernetes::connect(Settings {
+    Ok(Settings {
         endpoint: Endpoint {
             api: fake.url(),
             namespace: fake.namespace.clone(),
@@ -120,8 +125,21 @@ fn scheduler(fake: &FakeApi, dir: &Path, workers: u32) -> Result<Kubernetes> {
         env_secret: "anduin".into(),
         coordinator_address: "10.0.0.7:7400".parse()?,
         workers,
+        max_workers: workers,
         slots: 2,
     })
+}
+
+/// A scheduler of `workers` workers against `fake` that may add up to `max` in all.
+fn growing(fake: &FakeApi, dir: &Path, workers: u32, max: u32) -> Result<Kubernetes> {
+    Kubernetes::connect(settings(fake, dir, workers)?.at_most(max)?)
+}
+
+/// Pod `name` of `fake` as created, with what names it taken out (to compare two pods).
+fn unnamed(fake: &FakeApi, name: &str) -> String {
+    let pod = fake.state().pods[name].clone();
+    pod["metadata"]["labels"].to_string().replace(name, "POD")
+        + &pod["spec"].to_string().replace(name, "POD")
 }
 
 fn created(events: &[Event]) -> Vec<&str> {
@@ -319,6 +337,7 @@ fn kubernetes_scheduler_says_what_to_give_when_it_cannot_reach_the_api() {
         env_secret: "s".into(),
         coordinator_address: free,
         workers: 1,
+        max_workers: 1,
         slots: 1,
     };
     let e = Kubernetes::connect(settings(format!("http://{free}"), None))
@@ -368,6 +387,7 @@ fn kubernetes_scheduler_reaches_an_https_api_with_the_ca_it_is_given() -> Result
         env_secret: "s".into(),
         coordinator_address: fake.addr,
         workers: 1,
+        max_workers: 1,
         slots: 1,
     };
     let mut k = Kubernetes::connect(settings(testdata.join("ca.crt")))?;
@@ -417,9 +437,175 @@ fn kubernetes_flags_are_checked_with_what_to_give() {
     let s = args.settings(listen, 3, 2).expect("settings");
     assert_eq!(s.coordinator_address.port(), 7400);
     assert_eq!(s.endpoint.api, "https://kubernetes.default.svc");
+    // --max-workers: at least the pods it keeps, at most MAX_PODS.
+    let e = format!("{:#}", s.clone().at_most(2).expect_err("below --workers"));
+    assert!(
+        e.contains("--max-workers 2 is below --workers 3") && e.contains("give at least 3"),
+        "{e}"
+    );
+    let e = format!(
+        "{:#}",
+        s.clone().at_most(MAX_PODS + 1).expect_err("too many")
+    );
+    assert!(e.contains("at most 1000 pods"), "{e}");
+    assert_eq!(s.clone().at_most(3).expect("as many").max_workers, 3);
+    assert_eq!(s.at_most(8).expect("more").max_workers, 8);
     let bad = KubeArgs {
         kube_name: "Anduin_1".into(),
         ..args
     };
     assert!(bad.settings(listen, 1, 1).is_err());
+}
+
+#[test]
+fn kubernetes_scheduler_adds_pods_made_as_those_it_keeps_up_to_max_workers() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let fake = FakeApi::start("streams");
+    let mut k = growing(&fake, dir.path(), 2, 4)?;
+    k.tick(&BTreeMap::new(), Utc::now());
+    assert_eq!(k.may_add(), Some((2, 2)), "two more of two slots each");
+    let mut events = Vec::new();
+    assert_eq!(
+        k.add(1, &mut events),
+        Ok(vec!["anduin-worker-2".to_string()])
+    );
+    assert_eq!(created(&events), ["anduin-worker-2"], "{events:?}");
+    // Created at once, as the pods it keeps are: the same labels, image, Secret, command.
+    assert_eq!(
+        unnamed(&fake, "anduin-worker-2"),
+        unnamed(&fake, "anduin-worker-0")
+    );
+    let pod = fake.state().pods["anduin-worker-2"].clone();
+    assert_eq!(
+        pod["metadata"]["labels"]["anduin.io/worker"],
+        "anduin-worker-2"
+    );
+    assert_eq!(
+        pod["spec"]["containers"][0]["command"][5],
+        "anduin-worker-2"
+    );
+    assert_eq!((k.kept(), k.may_add()), (3, Some((1, 2))));
+    // Kept as those: left to start, created again once it failed.
+    let events = k.tick(&BTreeMap::new(), Utc::now());
+    assert!(events.is_empty(), "{events:?}");
+    fake.state().set_phase("anduin-worker-2", "Failed");
+    let events = k.tick(&BTreeMap::new(), Utc::now());
+    assert_eq!(created(&events), ["anduin-worker-2"], "{events:?}");
+    // Beyond --max-workers: refused, saying so, and nothing is created.
+    let mut events = Vec::new();
+    let why = k.add(2, &mut events).expect_err("5 pods is more than 4");
+    assert!(
+        why.contains("at most 4 (`--max-workers`)") && why.contains("2 more worker pod(s)"),
+        "{why}"
+    );
+    assert!(events.is_empty(), "{events:?}");
+    assert_eq!(fake.state().pods.len(), 3);
+    assert_eq!(
+        k.add(1, &mut events),
+        Ok(vec!["anduin-worker-3".to_string()])
+    );
+    assert_eq!(k.may_add(), None);
+    assert!(k.add(1, &mut events).is_err());
+    // Gone with the coordinator, as those it keeps.
+    assert_eq!(k.stop_pods().len(), 4);
+    assert!(fake.state().pods.is_empty());
+    // Without --max-workers it keeps its --workers.
+    assert_eq!(scheduler(&fake, dir.path(), 2)?.may_add(), None);
+    Ok(())
+}
+
+#[test]
+fn kubernetes_a_pod_the_api_refuses_refuses_the_growth_with_the_api_s_reason() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let fake = FakeApi::start("streams");
+    let mut k = growing(&fake, dir.path(), 2, 5)?;
+    k.tick(&BTreeMap::new(), Utc::now());
+    // A ResourceQuota of 3 pods: the first added is created, the second refused.
+    fake.state().pod_quota = Some(3);
+    let mut events = Vec::new();
+    let why = k.add(2, &mut events).expect_err("beyond the quota");
+    for part in [
+        "cannot create pod anduin-worker-3 in namespace streams",
+        "exceeded quota: pods, requested: pods=1, used: pods=3, limited: pods=3",
+        "ResourceQuota",
+        &fake.url(),
+    ] {
+        assert!(why.contains(part), "`{part}` not in: {why}");
+    }
+    assert!(!why.contains("RBAC"), "a quota is no RBAC denial: {why}");
+    // The pod created for the refused growth is deleted again; it keeps what it kept.
+    assert!(
+        matches!(&events[..], [
+            Event::Created { pod: a },
+            Event::Deleted { pod: b, why: Deleted::Withdrawn },
+        ] if a == "anduin-worker-2" && b == a),
+        "{events:?}"
+    );
+    assert_eq!(fake.state().pods.len(), 2);
+    assert_eq!((k.kept(), k.may_add()), (2, Some((3, 2))));
+    let events = k.tick(&BTreeMap::new(), Utc::now());
+    assert!(events.is_empty(), "nothing tried again: {events:?}");
+    // RBAC that does not let it create pods: named as such.
+    fake.state().pod_quota = None;
+    fake.state().forbid = Some(
+        "pods is forbidden: User \"system:serviceaccount:streams:anduin\" cannot create \
+         resource \"pods\" in API group \"\" in the namespace \"streams\""
+            .into(),
+    );
+    let why = k.add(1, &mut Vec::new()).expect_err("forbidden");
+    assert!(
+        why.contains("RBAC") && why.contains("system:serviceaccount:streams:anduin"),
+        "{why}"
+    );
+    fake.state().forbid = None;
+    assert_eq!(
+        k.add(1, &mut Vec::new()),
+        Ok(vec!["anduin-worker-2".to_string()])
+    );
+    Ok(())
+}
+
+#[test]
+fn kubernetes_a_restarted_coordinator_adopts_the_pods_its_predecessor_added() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let fake = FakeApi::start("streams");
+    let mut k = growing(&fake, dir.path(), 2, 4)?;
+    k.tick(&BTreeMap::new(), Utc::now());
+    k.add(1, &mut Vec::new()).map_err(anyhow::Error::msg)?;
+    fake.state().set_phase("anduin-worker-2", "Running");
+    // Its successor keeps --workers, and leaves the added pod to run (its worker registers
+    // again and takes instances as any worker does) rather than deleting it.
+    let mut k = growing(&fake, dir.path(), 2, 4)?;
+    let events = k.tick(&BTreeMap::new(), Utc::now());
+    assert!(events.is_empty(), "{events:?}");
+    assert_eq!(fake.state().pods.len(), 3);
+    // Asked for one more, it creates the next free name.
+    assert_eq!(
+        k.add(1, &mut Vec::new()),
+        Ok(vec!["anduin-worker-3".to_string()])
+    );
+    assert_eq!((k.kept(), k.may_add()), (4, None));
+    Ok(())
+}
+
+#[test]
+fn kubernetes_the_coordinator_asks_its_scheduler_thread_for_pods_and_waits_for_them() -> Result<()>
+{
+    let dir = tempfile::tempdir()?;
+    let fake = FakeApi::start("streams");
+    let mut b = Background::start(growing(&fake, dir.path(), 1, 3)?)?;
+    assert_eq!(b.may_add(), Some((2, 2)));
+    // Created by the time the answer comes.
+    assert_eq!(b.add(1), Ok(vec!["anduin-worker-1".to_string()]));
+    assert!(fake.state().pods.contains_key("anduin-worker-1"));
+    assert_eq!(b.may_add(), Some((1, 2)));
+    // (No tick yet: the kept worker-0 has no pod.)
+    fake.state().pod_quota = Some(1);
+    let why = b.add(1).expect_err("beyond the quota");
+    assert!(why.contains("exceeded quota"), "{why}");
+    assert_eq!(b.may_add(), Some((1, 2)));
+    b.stop();
+    assert!(fake.state().pods.is_empty());
+    assert!(b.add(1).is_err(), "a stopped scheduler adds none");
+    Ok(())
 }
