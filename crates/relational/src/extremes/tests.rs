@@ -94,7 +94,11 @@ fn script(seed: u64) -> Vec<Step> {
             .map(|_| {
                 t += next(120) as i64;
                 id += 1;
-                let mut time = if next(8) == 0 { t - next(2_500) as i64 } else { t };
+                let mut time = if next(8) == 0 {
+                    t - next(2_500) as i64
+                } else {
+                    t
+                };
                 if next(6) == 0 {
                     time = time.div_euclid(SIZE) * SIZE;
                 }
@@ -359,11 +363,17 @@ fn a_filter_holds_only_the_windows_a_row_on_time_can_still_reach() {
             .map(|(_, v)| v)
     };
     for w in 0..50 {
-        let rows: Vec<Row> = (0..10).map(|i| (w * SIZE + i * 90, Some(i), w * 10 + i)).collect();
+        let rows: Vec<Row> = (0..10)
+            .map(|i| (w * SIZE + i * 90, Some(i), w * 10 + i))
+            .collect();
         op.process_batch(0, batch(&rows), &mut out).expect("runs");
         op.handle_watermark(Watermark(w * SIZE + 950), &mut out)
             .expect("a watermark");
-        assert!(held(op.as_ref()) <= Some(2), "window {w}: {:?}", held(op.as_ref()));
+        assert!(
+            held(op.as_ref()) <= Some(2),
+            "window {w}: {:?}",
+            held(op.as_ref())
+        );
     }
     // Per window the first row (0) is judged before the later ones come; the top (9) stays.
     assert!(out.kept.len() < 50 * 4, "{} kept", out.kept.len());
