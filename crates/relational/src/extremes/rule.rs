@@ -373,6 +373,17 @@ fn place(spec: &mut Spec, p: &Placement) {
         control: None,
         pos: at,
     };
+    // The join's `on` and the names of its output columns name its inputs: they keep the
+    // names of the streams it read.
+    let join = &mut spec.operators[join_at];
+    if join.param("names").is_none() {
+        let names: Vec<&str> = join.inputs.iter().map(|i| i.as_str()).collect();
+        let names = names.join(", ");
+        join.params.push(Param {
+            name: Text::at("names", at),
+            value: Value::String(Text::at(names, at)),
+        });
+    }
     if let Some(input) = spec.operators[join_at].inputs.get_mut(p.side) {
         *input = Text::at(name, input.pos());
     }
