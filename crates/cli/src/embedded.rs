@@ -49,6 +49,11 @@ pub struct EngineArgs {
     /// absent: kept for the life of the query.
     #[arg(long, value_name = "DURATION", value_parser = parse_state_ttl)]
     pub state_ttl: Option<String>,
+    /// Buffer every row in joins with a window's MAX or MIN: the planner places no
+    /// `extreme_filter` before them (`prune = "off"` on every join that sets none; for
+    /// measuring what the filter saves).
+    #[arg(long)]
+    pub no_join_pruning: bool,
     /// Where LSM backends keep their working files: a directory of this run's, locked while
     /// it runs and removed when it ends; one left by a killed run is removed by the next run
     /// (default: `anduin-state` in the system's temporary directory).
@@ -88,7 +93,13 @@ impl EngineArgs {
         let backend = self.state_backend.as_deref().map(|b| ("state_backend", b));
         let on_error = self.on_error.as_deref().map(|e| ("on_error", e));
         let ttl = self.state_ttl.as_deref().map(|t| ("state_ttl", t));
-        backend.into_iter().chain(on_error).chain(ttl).collect()
+        let prune = self.no_join_pruning.then_some(("prune", "off"));
+        backend
+            .into_iter()
+            .chain(on_error)
+            .chain(ttl)
+            .chain(prune)
+            .collect()
     }
 }
 

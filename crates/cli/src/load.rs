@@ -217,6 +217,22 @@ pub fn load_edited(
     })?;
     warnings.extend(more);
     warnings.sort();
+    // The planner's rewrites of the checked query, checked again: a filter before a join
+    // with a window's extreme (`prune = "off"` on the join keeps it out).
+    if let Some(pruned) = anduin_registry::prune_extremes(&spec, &graph) {
+        let (graph, _) = anduin_graph::check(&pruned, &BuiltinCatalog).map_err(|d| {
+            LoadError::Other(anyhow::anyhow!(
+                "the query with its joins' rows pruned (a bug in anduin: `anduin run --no-join-pruning` runs it without) has problems:\n{}",
+                d.render(&path.display().to_string())
+            ))
+        })?;
+        return Ok(Loaded {
+            spec: pruned,
+            graph: std::sync::Arc::new(graph),
+            warnings,
+            written: None,
+        });
+    }
     Ok(Loaded {
         spec,
         graph: std::sync::Arc::new(graph),

@@ -73,6 +73,23 @@ pub fn fixed_while_running<B>(graph: &LogicalGraph<B>, node: &Node<B>) -> Option
             "operator \"{operator}\" is a partitioned writer (partition_by): its path cannot change while it runs"
         ));
     }
+    // A filter that drops rows before a join relies on what the operators between a window
+    // and the join compute (the planner names them in its `relies_on`).
+    let relied_on_by = graph.nodes.iter().find(|n| {
+        n.def.param("relies_on").is_some_and(|p| {
+            p.value
+                .as_text()
+                .as_str()
+                .split(',')
+                .any(|o| o.trim() == operator)
+        })
+    });
+    if let Some(filter) = relied_on_by {
+        return Some(format!(
+            "operator \"{operator}\" computes what \"{}\" relies on to drop rows before a join (the extreme of a window): changing its params while it runs could join other rows than those it keeps (run with --no-join-pruning to change it)",
+            filter.name()
+        ));
+    }
     // Over an updating stream, a row taken back is computed again when its retraction comes:
     // with other params in between, it would not match the row the operator passed on.
     let updating = node

@@ -12,10 +12,14 @@ use anduin_graph::{Binding, Catalog, ControlInput, OperatorSignature};
 use anduin_operator_api::controlled::controlled;
 use anduin_operator_api::Bound;
 use anduin_relational::{
-    filter, group, join, lookup_join, map, over, regular_join, selector, top_n, union, user_op,
-    window,
+    extremes, filter, group, join, lookup_join, map, over, regular_join, selector, top_n, union,
+    user_op, window,
 };
 use anduin_spec::OperatorDef;
+
+/// The planner's rewrite that drops, before a join, the rows that can never equal the
+/// extreme of a window they are joined with (`anduin_relational::extremes`).
+pub use anduin_relational::extremes::rule::prune_extremes;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
 
@@ -35,6 +39,7 @@ pub static SIGNATURES: &[&OperatorSignature] = &[
     &window::SIGNATURE,
     &group::SIGNATURE,
     &join::SIGNATURE,
+    &extremes::SIGNATURE,
     &regular_join::SIGNATURE,
     &lookup_join::SIGNATURE,
     &top_n::SIGNATURE,
@@ -174,6 +179,7 @@ impl Catalog for BuiltinCatalog {
             "window" => window::bind(op, inputs),
             "aggregate" => group::bind(op, inputs),
             "join" => join::bind(op, inputs),
+            "extreme_filter" => extremes::bind(op, inputs),
             "regular_join" => regular_join::bind(op, inputs),
             "lookup_join" => lookup_join::bind(op, inputs),
             "top_n" => top_n::bind(op, inputs),

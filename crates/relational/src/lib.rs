@@ -8,6 +8,7 @@
 //! does not run them (`anduin-runtime`), parse queries (`anduin-spec`), or name them to the
 //! graph checker (`anduin-registry`). Row patterns are in `anduin-cep`.
 
+pub mod extremes;
 pub mod filter;
 pub mod group;
 mod in_turn;

@@ -79,6 +79,7 @@ pub struct Auction {
 }
 
 /// A bid: `auction`, `bidder`, `price`, `channel`, `url`, `dateTime` (epoch ms), `extra`.
+#[derive(Clone)]
 pub struct Bid {
     pub auction: i64,
     pub bidder: i64,
@@ -102,8 +103,8 @@ pub struct Input {
 }
 
 /// `anduin` with `args` followed by the `--var`s of `EVENTS`, `RATE`, `SEED` and `extra`,
-/// and `-q`, run in `dir`; it must succeed.
-fn anduin_with_vars(dir: &Path, args: &[&str], extra: &[String]) {
+/// run in `dir`; it must succeed.
+fn anduin_with_vars(dir: &Path, args: &[&str], extra: &[String]) -> std::process::Output {
     let vars = [
         format!("EVENTS={EVENTS}"),
         format!("RATE={RATE}"),
@@ -113,15 +114,14 @@ fn anduin_with_vars(dir: &Path, args: &[&str], extra: &[String]) {
     for v in vars.iter().chain(extra) {
         all.extend(["--var", v]);
     }
-    all.push("-q");
-    anduin_ok(dir, &all);
+    anduin_ok(dir, &all)
 }
 
 /// Generates the three streams with anduin's `nexmark` operator and reads them back.
 pub fn input() -> Input {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("generate.flow"), GENERATE).expect("generator query");
-    anduin_with_vars(dir.path(), &["run", "generate.flow"], &[]);
+    anduin_with_vars(dir.path(), &["run", "generate.flow", "-q"], &[]);
     let people = read_people(&dir.path().join("person.csv"));
     let auctions = read_auctions(&dir.path().join("auction.csv"));
     let bids = read_bids(&dir.path().join("bid.csv"));
@@ -321,6 +321,17 @@ fn cmp_rows(a: &Row, b: &Row, by: fn(&V, &V) -> Ordering) -> Ordering {
 /// `SEED`) and returns its rows, each column parsed as `kinds` says: `i` integer, `t`
 /// timestamp, `f` double, `s` text.
 pub fn run_query(input: &Input, query: &str, kinds: &str) -> Vec<Row> {
+    run_query_with(input, query, kinds, &["-q"]).0
+}
+
+/// [`run_query`] with `flags` after the query file: its rows, and what `anduin` wrote to
+/// stderr (without `-q`, the run's summary, with the operators' metrics).
+pub fn run_query_with(
+    input: &Input,
+    query: &str,
+    kinds: &str,
+    flags: &[&str],
+) -> (Vec<Row>, String) {
     let path = repo().join(format!("benches/nexmark/{query}.sql"));
     assert!(path.exists(), "{} is not in the repository", path.display());
     let output = format!("{query}.csv");
@@ -333,9 +344,11 @@ pub fn run_query(input: &Input, query: &str, kinds: &str) -> Vec<Row> {
         path
     };
     let path = path.to_str().expect("a UTF-8 path");
-    anduin_with_vars(
+    let mut args = vec!["run", path];
+    args.extend_from_slice(flags);
+    let out = anduin_with_vars(
         input.dir.path(),
-        &["run", path],
+        &args,
         &[
             format!("OUTPUT={output}"),
             // q13's side table, read where the query runs (this test's folder).
@@ -352,7 +365,8 @@ pub fn run_query(input: &Input, query: &str, kinds: &str) -> Vec<Row> {
         "{query}: columns {:?}",
         table.header
     );
-    parsed(query, &table.rows, kinds)
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (parsed(query, &table.rows, kinds), stderr)
 }
 
 /// `rows` with each column parsed as `kinds` says (see [`run_query`]).
@@ -380,7 +394,7 @@ pub fn run_partitioned_query(input: &Input, query: &str, kinds: &str) -> Vec<Row
     let path = path.to_str().expect("a UTF-8 path");
     anduin_with_vars(
         input.dir.path(),
-        &["run", path],
+        &["run", path, "-q"],
         &[format!("OUTPUT={query}")],
     );
     fn walk(

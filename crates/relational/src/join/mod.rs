@@ -54,6 +54,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec { name: "size", required: false, kind: ParamKind::Duration, default: None, doc: "window: the tumbling window's length" },
         ParamSpec { name: "keep", required: false, kind: ParamKind::Text, default: None, doc: "the output columns the rest of the query reads, by output name, separated by commas: the others are left out of the output and of the state (default: every column; the SQL planner sets it)" },
         ParamSpec { name: "parallelism", required: false, kind: ParamKind::Int, default: Some("1"), doc: "how many instances run the join, each owning a share of the keys (default: the query's --parallelism)" },
+        ParamSpec { name: "prune", required: false, kind: ParamKind::OneOf(&["on", "off"]), default: Some("on"), doc: "on: when one input is joined with the MAX (or MIN) of its own column over a tumbling window, the planner drops the rows that can never equal it before the join buffers them (an `extreme_filter`, shown by `anduin explain`); off: every row is buffered (`anduin run --no-join-pruning`)" },
         ParamSpec { name: "state_backend", required: false, kind: ParamKind::OneOf(&["heap", "lsm"]), default: Some("heap"), doc: "where the checkpointed copy of the rows is kept: heap (memory) or lsm (an LSM tree on local disk); live rows stay in memory either way (default: the query's --state-backend)" },
     ],
 };
@@ -275,7 +276,7 @@ pub(crate) fn kept(p: &Params<'_>, named: &[Field]) -> Result<Option<Vec<String>
 }
 
 /// `-5s`, `5s`, `+250ms` in milliseconds.
-fn signed_duration(text: &str) -> Option<i64> {
+pub(crate) fn signed_duration(text: &str) -> Option<i64> {
     let t = text.trim();
     let (sign, rest) = match t.strip_prefix('-') {
         Some(r) => (-1, r),
