@@ -243,3 +243,45 @@ fn what_is_not_a_top_n_is_refused_at_its_position() {
         );
     }
 }
+
+#[test]
+fn a_top_n_partitioned_by_a_window_s_bounds_is_a_window_top_n_naming_its_end() {
+    // Over a window aggregate's results (issue 17's window top-N).
+    let s = spec(
+        "INSERT INTO out SELECT * FROM (
+           SELECT window_start, window_end, auction, c,
+                  ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY c DESC) AS rn
+           FROM (SELECT window_start, window_end, auction, COUNT(*) AS c
+                 FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+                 GROUP BY window_start, window_end, auction))
+         WHERE rn <= 2;",
+    );
+    let t = top(&s);
+    assert_eq!(
+        param(t, "keys").as_deref(),
+        Some("\"window_start\", \"window_end\"")
+    );
+    assert_eq!(param(t, "window_end").as_deref(), Some("\"window_end\""));
+    // Its bounds under other names, with another key: a window deduplication.
+    let s = spec(
+        "INSERT INTO out SELECT s, e, auction, c FROM (
+           SELECT window_start AS s, window_end AS e, auction, c,
+                  ROW_NUMBER() OVER (PARTITION BY window_start, window_end, auction ORDER BY c DESC) AS rn
+           FROM (SELECT window_start, window_end, auction, bidder, COUNT(*) AS c
+                 FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+                 GROUP BY window_start, window_end, auction, bidder))
+         WHERE rn = 1;",
+    );
+    assert_eq!(param(top(&s), "window_end").as_deref(), Some("\"e\""));
+    // One bound alone is no window partition.
+    let s = spec(
+        "INSERT INTO out SELECT * FROM (
+           SELECT window_end, auction, c,
+                  ROW_NUMBER() OVER (PARTITION BY window_end ORDER BY c DESC) AS rn
+           FROM (SELECT window_start, window_end, auction, COUNT(*) AS c
+                 FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+                 GROUP BY window_start, window_end, auction))
+         WHERE rn <= 3;",
+    );
+    assert_eq!(param(top(&s), "window_end"), None);
+}

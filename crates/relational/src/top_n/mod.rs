@@ -21,13 +21,21 @@
 //! - ordered by `time DESC`, it **keeps the last**: the latest row (of equal times, the one
 //!   that came last) replaces the previous one (`-U`, `+U`).
 //!
+//! Window top-N (`window_end` set to a key column holding each row's window end, the keys
+//! holding a window's bounds): of an append-only input, each window's first `limit` rows
+//! (per the other keys) are held until the watermark reaches the window's end, then emitted
+//! once with their rank and their state dropped; the output is append-only (`windowed.rs`).
+//! Of an updating input the param is ignored: the running top-N ranks the rows.
+//!
 //! The partitions live in memory; checkpoints go through a keyed table (heap or LSM), one
 //! entry per partition under its key's group key, written when changed (`running.rs`), so
 //! the operator rescales by key group like the aggregate.
 
 mod entry;
 mod rank;
+mod rows;
 mod running;
+mod windowed;
 
 use std::sync::Arc;
 
@@ -42,6 +50,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use crate::window::keys::KeyCodec;
 use rank::Ties;
 use running::TopN;
+use windowed::WindowTopN;
 
 /// The `top_n` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -85,6 +94,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             kind: ParamKind::Text,
             default: None,
             doc: "the event-time column; with limit 1 and order \"<time>\" (ASC) the first row of each key is kept and emitted once the watermark passes it (append-only output); with order \"<time> DESC\" the last row is kept, of equal times the latest to come",
+        },
+        ParamSpec {
+            name: "window_end",
+            required: false,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "the column of `keys` holding each row's window end, when `keys` hold a window's bounds (a window aggregate's results, a windowing table function's rows): of an append-only input, a window top-N — each window's first rows are emitted once, with their rank, when the watermark reaches its end, and its state dropped (append-only output; late rows dropped)",
         },
         ParamSpec {
             name: "parallelism",
@@ -251,11 +267,39 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             }
         }
     };
+    let window_end = match p.text("window_end") {
+        None => None,
+        Some(t) => {
+            let i = column("window_end", &unquoted(t.as_str()))?;
+            if !key_columns.contains(&i) {
+                return Err(p
+                    .error(
+                        "window_end",
+                        format!("`{}` is not one of `keys`: a window top-N is partitioned by its window", t.as_str()),
+                    )
+                    .into());
+            }
+            match input.field(i).data_type() {
+                DataType::Int64 | DataType::Timestamp(TimeUnit::Millisecond, _) => Some(i),
+                other => {
+                    return Err(p
+                        .error(
+                            "window_end",
+                            format!("the window end is a {other}: a timestamp or an int of epoch milliseconds"),
+                        )
+                        .into())
+                }
+            }
+        }
+    };
+    // Of an updating input, a window's rows may still change after it ends: the running
+    // top-N ranks them.
+    let windowed = window_end.filter(|_| change_in.is_none());
     let by_time = |descending: bool| {
         limit == 1
             && matches!(order.as_slice(), [(c, o)] if Some(*c) == time && o.descending == descending)
     };
-    let mode = if by_time(false) && change_in.is_none() {
+    let mode = if by_time(false) && change_in.is_none() && windowed.is_none() {
         Mode::KeepFirst
     } else if by_time(true) {
         Mode::Ranked(Ties::Latest)
@@ -297,7 +341,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     } else if limit == 1 {
         row_key = Some(key_columns.iter().map(key_at).collect());
     }
-    let schema: SchemaRef = if mode == Mode::KeepFirst {
+    let schema: SchemaRef = if mode == Mode::KeepFirst || windowed.is_some() {
         Arc::new(Schema::new(fields))
     } else {
         fields.push(change_column());
@@ -333,8 +377,9 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         ttl_ms: crate::ttl::ttl_ms(&p),
     };
     Ok(Binding {
-        bound: Bound::Operator(Arc::new(move |ctx| {
-            Ok(Box::new(TopN::new(setup.clone(), ctx)?))
+        bound: Bound::Operator(Arc::new(move |ctx| match windowed {
+            Some(end) => Ok(Box::new(WindowTopN::new(setup.clone(), end, ctx)?)),
+            None => Ok(Box::new(TopN::new(setup.clone(), ctx)?)),
         })),
         outputs: vec![schema],
         warnings: Diagnostics::default(),
@@ -343,7 +388,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
 }
 
 /// Whether a `top_n` with these params makes an updating stream of an append-only input:
-/// every one but the keep-first deduplication by event time.
+/// every one but the keep-first deduplication by event time and the window top-N.
 pub fn makes_updates(op: &OperatorDef) -> bool {
     let param = |n: &str| op.param(n).map(|p| p.value.as_text().to_string());
     let keep_first = param("limit").is_some_and(|l| l.trim() == "1")
@@ -353,7 +398,7 @@ pub fn makes_updates(op: &OperatorDef) -> bool {
             }),
             _ => false,
         };
-    !keep_first
+    !keep_first && op.param("window_end").is_none()
 }
 
 #[cfg(test)]

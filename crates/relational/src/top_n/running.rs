@@ -19,9 +19,7 @@ use anduin_operator_api::{
 };
 use anduin_state::{KeyGroupRange, KeyedTable, TableEntry};
 use anduin_types::{ChangeKind, Watermark};
-use arrow::array::{ArrayRef, Int64Array, Int8Array};
 use arrow::record_batch::RecordBatch;
-use arrow::row::{RowConverter, Rows, SortField};
 use hashbrown::HashMap;
 
 use crate::retracting;
@@ -29,6 +27,7 @@ use crate::ttl::{Incoming, StateTtl};
 
 use super::entry;
 use super::rank::{changes, Change, Partition, Ties, Top};
+use super::rows::{internal, Codecs};
 use super::{Mode, TopSetup};
 
 /// The sub-key of a partition's entry.
@@ -37,10 +36,8 @@ const ROWS: &[u8] = b"t";
 /// A running top-N.
 pub(crate) struct TopN {
     setup: TopSetup,
-    /// A row's values to row-format bytes and back.
-    values: RowConverter,
-    /// A row's order columns to bytes that compare in the order.
-    sort: RowConverter,
+    /// A row's values and order columns to row-format bytes and back.
+    codecs: Codecs,
     /// The partitions holding rows (or the mark of an emitted first row), by their key's bytes
     /// (the bytes the hash exchange routes by; empty for one partition of every row).
     partitions: HashMap<Box<[u8]>, Partition, RandomState>,
@@ -58,43 +55,16 @@ pub(crate) struct TopN {
     duplicates_dropped: u64,
 }
 
-fn internal(operator: &str, e: impl std::fmt::Display) -> OperatorError {
-    OperatorError::internal(operator, e.to_string())
-}
-
 impl TopN {
     pub(crate) fn new(setup: TopSetup, ctx: &BuildContext) -> Result<Self, OperatorError> {
         let dir = ctx.backend_dir(&setup.name);
         let table = KeyedTable::new(&setup.name, setup.backend, dir);
-        let values = RowConverter::new(
-            setup
-                .values
-                .iter()
-                .map(|i| {
-                    SortField::new(setup.schema.field(value_at(&setup, *i)).data_type().clone())
-                })
-                .collect(),
-        )
-        .map_err(|e| internal(&setup.name, e))?;
-        let sort = RowConverter::new(
-            setup
-                .order
-                .iter()
-                .map(|(i, options)| {
-                    SortField::new_with_options(
-                        setup.schema.field(value_at(&setup, *i)).data_type().clone(),
-                        *options,
-                    )
-                })
-                .collect(),
-        )
-        .map_err(|e| internal(&setup.name, e))?;
+        let codecs = Codecs::new(&setup)?;
         let ttl = StateTtl::new(setup.ttl_ms, 1, Arc::clone(&ctx.clock));
         Ok(Self {
             ttl,
             setup,
-            values,
-            sort,
+            codecs,
             partitions: HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
             dirty: HashSet::with_hasher(RandomState::with_seeds(1, 2, 3, 4)),
             pending: BTreeSet::new(),
@@ -102,28 +72,6 @@ impl TopN {
             unmatched_retractions: 0,
             duplicates_dropped: 0,
         })
-    }
-
-    /// The rows of `batch` as partition keys, values and sort keys.
-    fn rows(&self, batch: &RecordBatch) -> Result<(Rows, Rows, Rows), OperatorError> {
-        let setup = &self.setup;
-        let pick = |columns: &mut dyn Iterator<Item = usize>| -> Vec<ArrayRef> {
-            columns.map(|i| Arc::clone(batch.column(i))).collect()
-        };
-        let keys = setup.codec.rows(
-            &pick(&mut setup.key_columns.iter().copied()),
-            batch.num_rows(),
-            &setup.name,
-        )?;
-        let values = self
-            .values
-            .convert_columns(&pick(&mut setup.values.iter().copied()))
-            .map_err(|e| internal(&setup.name, e))?;
-        let sort = self
-            .sort
-            .convert_columns(&pick(&mut setup.order.iter().map(|(i, _)| *i)))
-            .map_err(|e| internal(&setup.name, e))?;
-        Ok((keys, values, sort))
     }
 
     /// Writes the partitions changed since the last checkpoint to the table (deleting those
@@ -160,29 +108,6 @@ impl TopN {
         });
     }
 
-    /// The output batch of `changes`.
-    fn output(&self, changes: &[Change]) -> Result<RecordBatch, OperatorError> {
-        let name = &self.setup.name;
-        let parser = self.values.parser();
-        let mut columns = self
-            .values
-            .convert_rows(changes.iter().map(|c| parser.parse(&c.row)))
-            .map_err(|e| internal(name, e))?;
-        if self.setup.ranked {
-            columns.push(Arc::new(Int64Array::from_iter_values(
-                changes
-                    .iter()
-                    .map(|c| i64::try_from(c.rank).unwrap_or(i64::MAX)),
-            )));
-        }
-        if self.setup.mode != Mode::KeepFirst {
-            columns.push(Arc::new(Int8Array::from_iter_values(
-                changes.iter().map(|c| c.kind.code()),
-            )));
-        }
-        RecordBatch::try_new(Arc::clone(&self.setup.schema), columns).map_err(|e| internal(name, e))
-    }
-
     /// Ranked: applies a batch's rows and emits the changes of the partitions it touched.
     fn ranked(
         &mut self,
@@ -191,7 +116,7 @@ impl TopN {
         out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
         let adds = retracting::adds(&self.setup.name, batch, self.setup.change_in)?;
-        let (keys, values, sort) = self.rows(batch)?;
+        let (keys, values, sort) = self.codecs.rows(&self.setup, batch)?;
         let (limit, append_only) = (self.setup.limit, self.setup.change_in.is_none());
         // The partitions this batch touches, in order of first touch, and their first rows
         // before it.
@@ -241,14 +166,14 @@ impl TopN {
         if emitted.is_empty() {
             return Ok(());
         }
-        let batch = self.output(&emitted)?;
+        let batch = self.codecs.output(&self.setup, &emitted)?;
         out.collect(0, batch)
     }
 
     /// Keep-first: each row replaces its key's held row if it is earlier; a key whose row was
     /// emitted drops it.
     fn keep_first(&mut self, batch: &RecordBatch) -> Result<(), OperatorError> {
-        let (keys, values, sort) = self.rows(batch)?;
+        let (keys, values, sort) = self.codecs.rows(&self.setup, batch)?;
         let time = self.setup.time.ok_or_else(|| {
             internal(
                 &self.setup.name,
@@ -314,7 +239,7 @@ impl TopN {
         if emitted.is_empty() {
             return Ok(());
         }
-        let batch = self.output(&emitted)?;
+        let batch = self.codecs.output(&self.setup, &emitted)?;
         out.collect(0, batch)
     }
 
@@ -326,11 +251,6 @@ impl TopN {
             .filter_map(|(k, p)| p.pending.map(|t| (t, k.clone())))
             .collect();
     }
-}
-
-/// Where input column `i` is in the output (the values come first, in input order).
-fn value_at(setup: &TopSetup, i: usize) -> usize {
-    setup.values.iter().position(|v| *v == i).unwrap_or(0)
 }
 
 impl Operator for TopN {

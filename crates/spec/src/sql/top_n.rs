@@ -15,6 +15,11 @@
 //! only if the query over the subquery reads it (`*`, or `rn` in its select list): then a row
 //! whose rank changes is updated. `rn = 1` ordered by the table's event time is a
 //! deduplication: ascending, keep the first row (append-only); descending, keep the last.
+//! Partitioned by both bounds of a window (`PARTITION BY window_start, window_end, …` over a
+//! window aggregate's results or a windowing table function's rows), it is a window top-N
+//! (Flink's Window Top-N; with `rn = 1`, its Window Deduplication): the `top_n` gets the
+//! window end column as `window_end`, and of an append-only input emits each window's rows
+//! once the watermark passes its end, append-only.
 //! Anything else with a ranking function is refused, naming it and its position.
 
 use std::ops::ControlFlow;
@@ -431,6 +436,16 @@ pub(super) fn lower(
     ];
     if !keys.is_empty() {
         params.insert(0, ("keys", Text::at(keys.join(", "), over_at)));
+    }
+    // Partitioned by a window's start and end: a window top-N (if the input is append-only;
+    // the operator decides, knowing its input).
+    let bound_key = |attr: Attr| {
+        key_columns
+            .iter()
+            .find(|c| lowered.columns.iter().any(|(n, a)| n == *c && *a == attr))
+    };
+    if let (Some(_), Some(end)) = (bound_key(Attr::WindowStart), bound_key(Attr::WindowEnd)) {
+        params.push(("window_end", Text::at(quoted(end), over_at)));
     }
     // Ordered by the event time of the table it reads, passed on: a deduplication by time.
     if let [c] = order_columns.as_slice() {
