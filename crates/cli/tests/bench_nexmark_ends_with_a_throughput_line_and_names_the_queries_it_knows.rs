@@ -103,7 +103,10 @@ fn q13_finds_its_side_table_beside_the_queries_from_any_directory() {
         let stdout = String::from_utf8(out.stdout).expect("utf-8");
         let last = stdout.lines().last().expect("some output");
         assert!(
-            matches("q13: 2000 events in #.?? s, #.?? cores, # events/s/core", last),
+            matches(
+                "q13: 2000 events in #.?? s, #.?? cores, # events/s/core",
+                last
+            ),
             "{args:?}: last line: {last}\nstdout:\n{stdout}"
         );
     }

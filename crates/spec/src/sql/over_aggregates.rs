@@ -15,7 +15,7 @@
 
 use std::ops::ControlFlow;
 
-use anduin_types::Diagnostic;
+use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::{Expr, Ident, Spanned, VisitMut, VisitorMut};
 
 use super::group_updating::is_aggregate_call;
@@ -35,6 +35,19 @@ pub(super) struct Calls {
     named: Vec<(&'static str, usize)>,
     /// The script's aggregates, in lower case.
     user: Vec<String>,
+    /// The columns the grouped SELECT reads, where the frontend knows them.
+    known: Option<Known>,
+}
+
+/// The columns of the input of a grouped SELECT, where the frontend knows them (a declared
+/// table, a subquery, a window table function over either): a column reference that is none
+/// of them is an unknown column, not one neither grouped by nor aggregated.
+#[derive(Debug, Clone)]
+pub(super) struct Known {
+    /// How an error names the input: ``stream `t` ``, ``subquery `q` ``.
+    pub owner: String,
+    /// Its columns.
+    pub columns: Vec<String>,
 }
 
 /// How a select item of a grouped SELECT is computed.
@@ -56,6 +69,35 @@ impl Calls {
                 .map(|f| f.name.as_str().to_lowercase())
                 .collect(),
             ..Self::default()
+        }
+    }
+
+    /// The same, over an input whose columns are `known` (if the frontend knows them).
+    pub(super) fn reading(mut self, known: Option<Known>) -> Self {
+        self.known = known;
+        self
+    }
+
+    /// The error for `column`, read at `at` in a grouped select list or HAVING, that is
+    /// neither a key nor an aggregate's column: an unknown column, naming the columns there
+    /// are, if the input's columns are known and it is none of them; else a column neither
+    /// grouped by nor aggregated.
+    pub(super) fn ungrouped(&self, column: &str, at: Pos) -> Diagnostic {
+        match &self.known {
+            Some(k) if !k.columns.iter().any(|c| c.eq_ignore_ascii_case(column)) => {
+                Diagnostic::error(
+                    at,
+                    format!(
+                        "unknown column `{column}`: {} has {}",
+                        k.owner,
+                        k.columns.join(", ")
+                    ),
+                )
+            }
+            _ => Diagnostic::error(
+                at,
+                format!("column `{column}` is neither grouped by nor aggregated: add it to GROUP BY, or aggregate it"),
+            ),
         }
     }
 
@@ -229,13 +271,9 @@ impl Rewriter<'_> {
         match (self.key)(&ident.value) {
             Some(c) if c == ident.value => ControlFlow::Continue(Expr::Identifier(ident.clone())),
             Some(c) => ControlFlow::Continue(Expr::Identifier(Ident::with_quote('"', c))),
-            None => ControlFlow::Break(Box::new(Diagnostic::error(
-                pos(ident.span.start),
-                format!(
-                    "column `{}` is neither grouped by nor aggregated: add it to GROUP BY, or aggregate it",
-                    ident.value
-                ),
-            ))),
+            None => ControlFlow::Break(Box::new(
+                self.calls.ungrouped(&ident.value, pos(ident.span.start)),
+            )),
         }
     }
 }
