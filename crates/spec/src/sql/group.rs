@@ -189,7 +189,7 @@ pub(super) fn lower(
     let mut aggregates = Vec::new();
     let mut columns = Vec::new();
     // Each aggregate call of the select list and HAVING, and its column.
-    let mut calls = Calls::new(spec).reading(known);
+    let mut calls = Calls::new(spec).reading(known, true);
     // The names of the aggregates' columns (which HAVING may read).
     let mut outputs: Vec<String> = Vec::new();
     // The window's column that a column reference of an expression reads.

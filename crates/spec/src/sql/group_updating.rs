@@ -27,7 +27,8 @@ use crate::ast::Spec;
 use crate::Text;
 
 /// The aggregate functions the `aggregate` operator knows (others are refused by it, naming
-/// them).
+/// them), and Flink's `listagg`, which DataFusion does not know (refused by the frontend:
+/// [`Calls`](super::over_aggregates::Calls)).
 const AGGREGATES: &[&str] = &[
     "count",
     "sum",
@@ -45,6 +46,7 @@ const AGGREGATES: &[&str] = &[
     "last_value",
     "array_agg",
     "string_agg",
+    "listagg",
     "median",
     "approx_distinct",
 ];
@@ -164,7 +166,7 @@ pub(super) fn lower(
     let stream = stream.as_str();
     let mut aggregates: Vec<Text> = Vec::new();
     // Each aggregate call of the select list and HAVING, and its column.
-    let mut calls = Calls::new(spec).reading(known);
+    let mut calls = Calls::new(spec).reading(known, false);
     // The names of the aggregates' columns (which HAVING may read).
     let mut outputs: Vec<String> = Vec::new();
     let mut columns = Vec::new();

@@ -37,6 +37,10 @@ pub(super) struct Calls {
     user: Vec<String>,
     /// The columns the grouped SELECT reads, where the frontend knows them.
     known: Option<Known>,
+    /// Whether the SELECT groups windows (its aggregates are DataFusion's, `STRING_AGG`
+    /// among them) rather than a stream without windows (`COUNT`, `SUM`, `AVG`, `MIN`,
+    /// `MAX`, `COUNT(DISTINCT …)` and the script's own, kept under retraction).
+    windowed: bool,
 }
 
 /// The columns of the input of a grouped SELECT, where the frontend knows them (a declared
@@ -72,9 +76,11 @@ impl Calls {
         }
     }
 
-    /// The same, over an input whose columns are `known` (if the frontend knows them).
-    pub(super) fn reading(mut self, known: Option<Known>) -> Self {
+    /// The same, over an input whose columns are `known` (if the frontend knows them), of a
+    /// SELECT that groups windows (`windowed`) or a stream without windows.
+    pub(super) fn reading(mut self, known: Option<Known>, windowed: bool) -> Self {
         self.known = known;
+        self.windowed = windowed;
         self
     }
 
@@ -207,7 +213,8 @@ impl Calls {
 impl Calls {
     /// Refuses, at its place, what a grouped select list or HAVING cannot compute: an
     /// aggregate inside another's argument or `FILTER` (`COUNT(*) FILTER (WHERE b > MAX(a))`),
-    /// and a subquery.
+    /// a subquery, and Flink's `LISTAGG` (which DataFusion does not have: its `STRING_AGG`
+    /// is, in a window).
     fn check_nesting(&self, e: &Expr) -> Result<(), Diagnostic> {
         let mut found: Option<Diagnostic> = None;
         let mut e = e.clone();
@@ -222,6 +229,9 @@ impl Calls {
                         "a subquery in a grouped select list or HAVING is not supported: join \
                          with it, or compute it in a subquery of the FROM",
                     ));
+                }
+                Expr::Function(f) if f.over.is_none() && is_listagg(f) => {
+                    found = Some(Diagnostic::error(pos(f.span().start), self.listagg(f)));
                 }
                 _ if self.is_aggregate(x) => {
                     let outer = x.to_string();
@@ -246,6 +256,30 @@ impl Calls {
         });
         found.map_or(Ok(()), Err)
     }
+}
+
+impl Calls {
+    /// The error for `f`, a `LISTAGG(…)` call: what to write instead.
+    fn listagg(&self, f: &sqlparser::ast::Function) -> String {
+        if self.windowed {
+            format!(
+                "{}(…) is not supported yet: write STRING_AGG(x, ',') (DataFusion's; its separator is not optional)",
+                f.name
+            )
+        } else {
+            format!(
+                "{}(…) is not supported yet in a GROUP BY without a window: the aggregates there are COUNT, SUM, AVG, MIN, MAX, COUNT(DISTINCT …) and the script's own (CREATE AGGREGATE); STRING_AGG(x, ',') is supported in a window's GROUP BY",
+                f.name
+            )
+        }
+    }
+}
+
+/// Whether `f` is `LISTAGG(…)` (in any case).
+fn is_listagg(f: &sqlparser::ast::Function) -> bool {
+    matches!(f.name.0.as_slice(), [part] if part
+        .as_ident()
+        .is_some_and(|i| i.value.eq_ignore_ascii_case("listagg")))
 }
 
 /// Whether `e` or an expression in it is one that `what` picks.
