@@ -20,7 +20,8 @@
 -- Vars:  EVENTS (all kinds together; default 10000000), RATE (events per second of event
 --        time; default 10000000, as nexmark-flink), SEED (default 42), OUTPUT (default
 --        /dev/null), SIDE_INPUT (default benches/nexmark/side_input.txt: run from the
---        repository's root, or give its path).
+--        repository's root, or give its path; `anduin bench nexmark` sets it to the
+--        side_input.txt beside the query file, wherever it runs).
 -- -------------------------------------------------------------------------------------------------
 
 CREATE TABLE bid (

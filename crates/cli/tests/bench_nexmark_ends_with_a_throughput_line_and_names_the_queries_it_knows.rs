@@ -79,3 +79,35 @@ fn the_template_matcher_tells_the_format_apart() {
         "q0: 20000 events in 0.12 s, 0.98 cores, 170940.5 events/s/core"
     ));
 }
+
+/// q13 reads its side table, `side_input.txt`, beside the query files the bench found: run
+/// from another directory (issue 17's probe: `cd /tmp && anduin bench nexmark --query q13`),
+/// with or without `--dir`, it still finds it.
+#[test]
+fn q13_finds_its_side_table_beside_the_queries_from_any_directory() {
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let copied = elsewhere.path().join("queries");
+    std::fs::create_dir(&copied).expect("mkdir");
+    for f in ["q13.sql", "side_input.txt"] {
+        std::fs::copy(repo().join("benches/nexmark").join(f), copied.join(f)).expect("copy");
+    }
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let dir = copied.display().to_string();
+    for args in [
+        vec!["bench", "nexmark", "--query", "q13", "--events", "2000"],
+        vec![
+            "bench", "nexmark", "--query", "q13", "--events", "2000", "--dir", &dir,
+        ],
+    ] {
+        let out = anduin_ok(cwd.path(), &args);
+        let stdout = String::from_utf8(out.stdout).expect("utf-8");
+        let last = stdout.lines().last().expect("some output");
+        assert!(
+            matches(
+                "q13: 2000 events in #.?? s, #.?? cores, # events/s/core",
+                last
+            ),
+            "{args:?}: last line: {last}\nstdout:\n{stdout}"
+        );
+    }
+}

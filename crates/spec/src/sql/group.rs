@@ -20,7 +20,7 @@ use sqlparser::ast::{Expr, Select, SelectItem};
 
 use super::derived::{Attr, Derived};
 use super::insert::{name_of, operator, quoted, unnested, unsupported};
-use super::over_aggregates::{Calls, Item};
+use super::over_aggregates::{Calls, Item, Known};
 use super::source_text::pos;
 use super::window_tvf::WindowTvf;
 use crate::ast::Spec;
@@ -34,6 +34,14 @@ pub(super) enum Grouping {
     Bounds(Option<Derived>),
 }
 
+/// The stream a grouped SELECT reads, and its columns where the frontend knows them.
+pub(super) struct Input<'a> {
+    /// The stream's name.
+    pub stream: &'a str,
+    /// Its columns, if known: a column reference that is none of them is unknown.
+    pub known: Option<Known>,
+}
+
 /// The name a key column has in the window operator: its own, unless that is one of the
 /// window's own columns.
 fn internal(c: &str) -> String {
@@ -44,17 +52,18 @@ fn internal(c: &str) -> String {
     }
 }
 
-/// Lowers the GROUP BY of `s` (its select items written as `items`) over `stream`; returns
+/// Lowers the GROUP BY of `s` (its select items written as `items`) over `input`; returns
 /// the index of the map that ends it, named `{prefix}_select`.
 pub(super) fn lower(
     s: &Select,
     group: &[&Expr],
     items: Vec<Text>,
     grouping: Grouping,
-    stream: &str,
+    input: Input<'_>,
     prefix: &str,
     spec: &mut Spec,
 ) -> Result<usize, Diagnostic> {
+    let Input { stream, known } = input;
     let at = pos(s.select_token.0.span.start);
     let tvf = matches!(grouping, Grouping::Tvf(_));
     let mut keys = Vec::new();
@@ -96,11 +105,31 @@ pub(super) fn lower(
         }
         Grouping::Bounds(None) => {
             // No window: the groups last as long as the stream, and their results update.
-            return super::group_updating::lower(s, group, items, &stream, prefix, spec);
+            return super::group_updating::lower(
+                s,
+                group,
+                items,
+                Input {
+                    stream: &stream,
+                    known,
+                },
+                prefix,
+                spec,
+            );
         }
         Grouping::Bounds(Some(d)) if !d.columns.iter().any(|(_, a)| *a == Attr::WindowEnd) => {
             // A subquery without windows: grouped as a stream without windows.
-            return super::group_updating::lower(s, group, items, &stream, prefix, spec);
+            return super::group_updating::lower(
+                s,
+                group,
+                items,
+                Input {
+                    stream: &stream,
+                    known,
+                },
+                prefix,
+                spec,
+            );
         }
         Grouping::Bounds(Some(d)) => {
             if let Some(g) = expression {
@@ -160,7 +189,7 @@ pub(super) fn lower(
     let mut aggregates = Vec::new();
     let mut columns = Vec::new();
     // Each aggregate call of the select list and HAVING, and its column.
-    let mut calls = Calls::new(spec);
+    let mut calls = Calls::new(spec).reading(known, true);
     // The names of the aggregates' columns (which HAVING may read).
     let mut outputs: Vec<String> = Vec::new();
     // The window's column that a column reference of an expression reads.
@@ -208,12 +237,7 @@ pub(super) fn lower(
                     ));
                 }
             }
-            Some(c) => {
-                return Err(Diagnostic::error(
-                    item_at,
-                    format!("column `{c}` is neither grouped by nor aggregated: add it to GROUP BY, or aggregate it"),
-                ))
-            }
+            Some(c) => return Err(calls.ungrouped(&c, item_at)),
             None => {
                 let out = alias.unwrap_or_else(|| expr.to_string());
                 match calls.item_over(expr, &[], &key)? {

@@ -19,6 +19,7 @@ use std::ops::ControlFlow;
 use anduin_types::Diagnostic;
 use sqlparser::ast::{visit_expressions_mut, Expr, Select, SelectItem, Spanned};
 
+use super::group::Input;
 use super::insert::{name_of, operator, quoted, unnested, unsupported};
 use super::over_aggregates::{Calls, Item};
 use super::source_text::pos;
@@ -26,7 +27,8 @@ use crate::ast::Spec;
 use crate::Text;
 
 /// The aggregate functions the `aggregate` operator knows (others are refused by it, naming
-/// them).
+/// them), and Flink's `listagg`, which DataFusion does not know (refused by the frontend:
+/// [`Calls`](super::over_aggregates::Calls)).
 const AGGREGATES: &[&str] = &[
     "count",
     "sum",
@@ -44,6 +46,7 @@ const AGGREGATES: &[&str] = &[
     "last_value",
     "array_agg",
     "string_agg",
+    "listagg",
     "median",
     "approx_distinct",
 ];
@@ -112,7 +115,7 @@ pub(super) fn has_aggregates(s: &Select) -> bool {
 }
 
 /// Lowers the GROUP BY (`group`) of `s` (its select items written as `items`) over
-/// `stream`, with no window: an aggregate `{prefix}_group` and a map `{prefix}_select`,
+/// `input`, with no window: an aggregate `{prefix}_group` and a map `{prefix}_select`,
 /// whose index it returns. Expressions of the GROUP BY (`DATE_FORMAT(ts, 'yyyy-MM-dd')`) are
 /// computed first, by a map `{prefix}_group_keys` that adds them as columns `__group1`, …;
 /// a select item that is one of them (as written) reads its column.
@@ -120,10 +123,11 @@ pub(super) fn lower(
     s: &Select,
     group: &[&Expr],
     items: Vec<Text>,
-    stream: &str,
+    input: Input<'_>,
     prefix: &str,
     spec: &mut Spec,
 ) -> Result<usize, Diagnostic> {
+    let Input { stream, known } = input;
     let at = pos(s.select_token.0.span.start);
     let mut keys = Vec::new();
     // Each expression of the GROUP BY (as written) and the column that holds it.
@@ -162,7 +166,7 @@ pub(super) fn lower(
     let stream = stream.as_str();
     let mut aggregates: Vec<Text> = Vec::new();
     // Each aggregate call of the select list and HAVING, and its column.
-    let mut calls = Calls::new(spec);
+    let mut calls = Calls::new(spec).reading(known, false);
     // The names of the aggregates' columns (which HAVING may read).
     let mut outputs: Vec<String> = Vec::new();
     let mut columns = Vec::new();
@@ -204,12 +208,7 @@ pub(super) fn lower(
         }
         match name_of(unnested(expr)) {
             Some(c) if keys.contains(&c) => columns.push(item_text),
-            Some(c) => {
-                return Err(Diagnostic::error(
-                    item_at,
-                    format!("column `{c}` is neither grouped by nor aggregated: add it to GROUP BY, or aggregate it"),
-                ))
-            }
+            Some(c) => return Err(calls.ungrouped(&c, item_at)),
             None => {
                 let out = alias.unwrap_or_else(|| expr.to_string());
                 match calls.item_over(expr, &grouped, &key)? {

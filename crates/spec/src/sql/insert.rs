@@ -9,10 +9,12 @@ use sqlparser::ast::{
     Expr, GroupByExpr, Ident, Insert, Join, JoinConstraint, JoinOperator, Query, Select,
     SelectItem, SetExpr, TableAlias, TableFactor, TableObject, TableWithJoins,
 };
+use sqlparser::tokenizer::Location;
 
 use super::derived::{item_column, Attr, Derived};
 use super::group::Grouping;
 use super::match_recognize::{self, RawMatch};
+use super::over_aggregates::Known;
 use super::select_text::{unqualified, written};
 use super::source_text::{pos, Source};
 use super::tables::Tables;
@@ -87,6 +89,59 @@ pub(crate) fn lower(
                 out.ty = Some(Text::at(ty, pos(target.span().start)));
             }
         }
+    }
+    Ok(())
+}
+
+/// How an error about the columns of `relation`, the FROM of a SELECT, names it.
+fn owner(relation: &TableFactor) -> String {
+    match relation {
+        TableFactor::Table {
+            name, args: None, ..
+        } => format!("stream `{name}`"),
+        TableFactor::Derived { alias: Some(a), .. } => format!("subquery `{}`", a.name.value),
+        TableFactor::Derived { .. } => "the subquery".to_string(),
+        TableFactor::TableFunction {
+            expr: Expr::Function(f),
+            ..
+        } => format!("`{}(…)`", f.name),
+        other => format!("`{other}`"),
+    }
+}
+
+/// Refuses `GROUP BY ROLLUP(…)`, `CUBE(…)` and `GROUPING SETS (…)` of the SELECT at
+/// `select`, at their keyword: the word before the first of their expressions (which
+/// sqlparser's spans start at), or with none the first such word after the SELECT.
+pub(super) fn refuse_grouping_sets(
+    group: &[&Expr],
+    select: Location,
+    source: &Source<'_>,
+) -> Result<(), Diagnostic> {
+    for g in group {
+        let (what, word) = match unnested(g) {
+            Expr::Rollup(_) => ("ROLLUP(…)", "ROLLUP"),
+            Expr::Cube(_) => ("CUBE(…)", "CUBE"),
+            Expr::GroupingSets(_) => ("GROUPING SETS (…)", "GROUPING"),
+            _ => continue,
+        };
+        let start = g.span().start;
+        let key = |l: Location| (l.line, l.column);
+        let words = || {
+            source
+                .tokens()
+                .iter()
+                .filter(|t| super::source_text::is_word(&t.tok, word))
+                .map(|t| t.tok.span.start)
+        };
+        let at = if start.line > 0 {
+            words().filter(|l| key(*l) < key(start)).last()
+        } else {
+            words().find(|l| key(*l) > key(select))
+        };
+        return Err(Diagnostic::error(
+            pos(at.unwrap_or(select)),
+            format!("GROUP BY {what} is not supported yet: group by the columns of one grouping (GROUP BY a, b), with an INSERT for each grouping"),
+        ));
     }
     Ok(())
 }
@@ -394,6 +449,7 @@ pub(super) fn lower_select(
         GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => exprs.iter().collect(),
         other => return Err(unsupported(at, format!("GROUP BY {other}"))),
     };
+    refuse_grouping_sets(&group, s.select_token.0.span.start, script.source)?;
     // Flink's legacy `GROUP BY k, SESSION(ts, gap)`: the window table function, its
     // `SESSION_START(…)` and `SESSION_END(…)` the window's bounds.
     let legacy = match window {
@@ -437,6 +493,11 @@ pub(super) fn lower_select(
             return Err(d);
         }
     }
+    // What a grouped select list or HAVING may read: a name that is none of them is unknown.
+    let known = (!input_columns.is_empty() && matched.is_none()).then(|| Known {
+        owner: owner(&from.relation),
+        columns: input_columns.clone(),
+    });
     let calls = super::over_aggregates::Calls::new(spec);
     let grouped = super::aliases::grouped_names(&group, window.is_some());
     if let Some(h) = super::aliases::having_over_aliases(s, &grouped, &|e| calls.is_aggregate(e)) {
@@ -474,7 +535,11 @@ pub(super) fn lower_select(
             && (s.having.is_some() || super::group_updating::has_aggregates(s)) =>
         {
             // Aggregates of every row: one group, updated as rows come.
-            let map = super::group_updating::lower(s, &group, items, &stream, prefix, spec)?;
+            let input = super::group::Input {
+                stream: &stream,
+                known,
+            };
+            let map = super::group_updating::lower(s, &group, items, input, prefix, spec)?;
             return Ok(Lowered {
                 stream: format!("{prefix}_select"),
                 map: Some(map),
@@ -498,7 +563,11 @@ pub(super) fn lower_select(
         }
         None => Grouping::Bounds(tables.derived(&input).cloned()),
     };
-    let map = super::group::lower(s, &group, items, grouping, &stream, prefix, spec)?;
+    let input = super::group::Input {
+        stream: &stream,
+        known,
+    };
+    let map = super::group::lower(s, &group, items, grouping, input, prefix, spec)?;
     Ok(Lowered {
         stream: format!("{prefix}_select"),
         map: Some(map),

@@ -15,7 +15,7 @@
 
 use std::ops::ControlFlow;
 
-use anduin_types::Diagnostic;
+use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::{Expr, Ident, Spanned, VisitMut, VisitorMut};
 
 use super::group_updating::is_aggregate_call;
@@ -35,6 +35,23 @@ pub(super) struct Calls {
     named: Vec<(&'static str, usize)>,
     /// The script's aggregates, in lower case.
     user: Vec<String>,
+    /// The columns the grouped SELECT reads, where the frontend knows them.
+    known: Option<Known>,
+    /// Whether the SELECT groups windows (its aggregates are DataFusion's, `STRING_AGG`
+    /// among them) rather than a stream without windows (`COUNT`, `SUM`, `AVG`, `MIN`,
+    /// `MAX`, `COUNT(DISTINCT …)` and the script's own, kept under retraction).
+    windowed: bool,
+}
+
+/// The columns of the input of a grouped SELECT, where the frontend knows them (a declared
+/// table, a subquery, a window table function over either): a column reference that is none
+/// of them is an unknown column, not one neither grouped by nor aggregated.
+#[derive(Debug, Clone)]
+pub(super) struct Known {
+    /// How an error names the input: ``stream `t` ``, ``subquery `q` ``.
+    pub owner: String,
+    /// Its columns.
+    pub columns: Vec<String>,
 }
 
 /// How a select item of a grouped SELECT is computed.
@@ -56,6 +73,37 @@ impl Calls {
                 .map(|f| f.name.as_str().to_lowercase())
                 .collect(),
             ..Self::default()
+        }
+    }
+
+    /// The same, over an input whose columns are `known` (if the frontend knows them), of a
+    /// SELECT that groups windows (`windowed`) or a stream without windows.
+    pub(super) fn reading(mut self, known: Option<Known>, windowed: bool) -> Self {
+        self.known = known;
+        self.windowed = windowed;
+        self
+    }
+
+    /// The error for `column`, read at `at` in a grouped select list or HAVING, that is
+    /// neither a key nor an aggregate's column: an unknown column, naming the columns there
+    /// are, if the input's columns are known and it is none of them; else a column neither
+    /// grouped by nor aggregated.
+    pub(super) fn ungrouped(&self, column: &str, at: Pos) -> Diagnostic {
+        match &self.known {
+            Some(k) if !k.columns.iter().any(|c| c.eq_ignore_ascii_case(column)) => {
+                Diagnostic::error(
+                    at,
+                    format!(
+                        "unknown column `{column}`: {} has {}",
+                        k.owner,
+                        k.columns.join(", ")
+                    ),
+                )
+            }
+            _ => Diagnostic::error(
+                at,
+                format!("column `{column}` is neither grouped by nor aggregated: add it to GROUP BY, or aggregate it"),
+            ),
         }
     }
 
@@ -165,7 +213,8 @@ impl Calls {
 impl Calls {
     /// Refuses, at its place, what a grouped select list or HAVING cannot compute: an
     /// aggregate inside another's argument or `FILTER` (`COUNT(*) FILTER (WHERE b > MAX(a))`),
-    /// and a subquery.
+    /// a subquery, and Flink's `LISTAGG` (which DataFusion does not have: its `STRING_AGG`
+    /// is, in a window).
     fn check_nesting(&self, e: &Expr) -> Result<(), Diagnostic> {
         let mut found: Option<Diagnostic> = None;
         let mut e = e.clone();
@@ -180,6 +229,9 @@ impl Calls {
                         "a subquery in a grouped select list or HAVING is not supported: join \
                          with it, or compute it in a subquery of the FROM",
                     ));
+                }
+                Expr::Function(f) if f.over.is_none() && is_listagg(f) => {
+                    found = Some(Diagnostic::error(pos(f.span().start), self.listagg(f)));
                 }
                 _ if self.is_aggregate(x) => {
                     let outer = x.to_string();
@@ -206,6 +258,30 @@ impl Calls {
     }
 }
 
+impl Calls {
+    /// The error for `f`, a `LISTAGG(…)` call: what to write instead.
+    fn listagg(&self, f: &sqlparser::ast::Function) -> String {
+        if self.windowed {
+            format!(
+                "{}(…) is not supported yet: write STRING_AGG(x, ',') (DataFusion's; its separator is not optional)",
+                f.name
+            )
+        } else {
+            format!(
+                "{}(…) is not supported yet in a GROUP BY without a window: the aggregates there are COUNT, SUM, AVG, MIN, MAX, COUNT(DISTINCT …) and the script's own (CREATE AGGREGATE); STRING_AGG(x, ',') is supported in a window's GROUP BY",
+                f.name
+            )
+        }
+    }
+}
+
+/// Whether `f` is `LISTAGG(…)` (in any case).
+fn is_listagg(f: &sqlparser::ast::Function) -> bool {
+    matches!(f.name.0.as_slice(), [part] if part
+        .as_ident()
+        .is_some_and(|i| i.value.eq_ignore_ascii_case("listagg")))
+}
+
 /// Whether `e` or an expression in it is one that `what` picks.
 fn holds(e: &Expr, what: impl Fn(&Expr) -> bool) -> bool {
     let mut e = e.clone();
@@ -229,13 +305,9 @@ impl Rewriter<'_> {
         match (self.key)(&ident.value) {
             Some(c) if c == ident.value => ControlFlow::Continue(Expr::Identifier(ident.clone())),
             Some(c) => ControlFlow::Continue(Expr::Identifier(Ident::with_quote('"', c))),
-            None => ControlFlow::Break(Box::new(Diagnostic::error(
-                pos(ident.span.start),
-                format!(
-                    "column `{}` is neither grouped by nor aggregated: add it to GROUP BY, or aggregate it",
-                    ident.value
-                ),
-            ))),
+            None => ControlFlow::Break(Box::new(
+                self.calls.ungrouped(&ident.value, pos(ident.span.start)),
+            )),
         }
     }
 }

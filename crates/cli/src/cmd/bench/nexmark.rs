@@ -40,7 +40,9 @@ pub struct NexmarkArgs {
     #[arg(long, default_value_t = 1, value_name = "K", value_parser = parse_count)]
     pub repeat: usize,
     /// The directory of the query files. Default: `benches/nexmark` in the current
-    /// directory, else in the source tree this anduin was built from.
+    /// directory, else in the source tree this anduin was built from. The files the queries
+    /// read are taken from there too: q13's side table is `DIR/side_input.txt` (sets
+    /// ${SIDE_INPUT} unless a `--var SIDE_INPUT=…` gives another).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Set another variable used as ${NAME} in the query files (repeatable).
@@ -93,7 +95,7 @@ pub fn nexmark(args: NexmarkArgs) -> Result<ExitCode> {
     let dir = query_dir(args.dir.as_deref())?;
     let available = queries_in(&dir)?;
     let selected = select(&args.query, &available).map_err(|e| anyhow::anyhow!(e))?;
-    let vars = vars(&args);
+    let vars = vars(&args, &dir);
     let several = selected.len() > 1;
     let mut results = Vec::new();
     for name in &selected {
@@ -146,10 +148,19 @@ pub fn nexmark(args: NexmarkArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The variables the query files get: `--var`s, then `--events`, `--rate`, `--seed` (which
-/// win over a `--var` of the same name).
-fn vars(args: &NexmarkArgs) -> Vec<(String, String)> {
-    let mut vars = args.vars.clone();
+/// The file of q13's side table, beside the queries (nexmark-flink's `side_input.txt`).
+const SIDE_INPUT: &str = "side_input.txt";
+
+/// The variables the query files get: `SIDE_INPUT`, the side table beside the queries in
+/// `dir` (so that the bench finds it wherever it runs; a `--var SIDE_INPUT=…` wins), then the
+/// `--var`s, then `--events`, `--rate`, `--seed` (which win over a `--var` of the same name).
+fn vars(args: &NexmarkArgs, dir: &Path) -> Vec<(String, String)> {
+    let mut vars = Vec::new();
+    let side_input = dir.join(SIDE_INPUT);
+    if side_input.is_file() {
+        vars.push(("SIDE_INPUT".to_string(), side_input.display().to_string()));
+    }
+    vars.extend(args.vars.iter().cloned());
     vars.push(("EVENTS".to_string(), args.events.to_string()));
     if let Some(rate) = args.rate {
         vars.push(("RATE".to_string(), rate.to_string()));

@@ -24,6 +24,7 @@ use sqlparser::ast::{Expr, GroupByExpr, Ident, Select, SelectItem, Spanned};
 use super::super::aliases;
 use super::super::derived::item_column;
 use super::super::derived::Attr;
+use super::super::group::Input;
 use super::super::insert::{name_of, unnested, unsupported};
 use super::super::over_aggregates::Calls;
 use super::super::source_text::pos;
@@ -85,7 +86,12 @@ pub(super) fn lower(
         .map(|i| Text::at(i.to_string(), pos(i.span().start)))
         .collect();
     let group: Vec<&Expr> = group.iter().collect();
-    super::super::group_updating::lower(&over, &group, items, stream, prefix, spec)
+    // The join's columns were resolved above (an unknown one named there).
+    let input = Input {
+        stream,
+        known: None,
+    };
+    super::super::group_updating::lower(&over, &group, items, input, prefix, spec)
         .map_err(|d| joined.as_written(d))
 }
 

@@ -214,6 +214,12 @@ pub(super) fn lower(
     }
     let grouped = match &s.group_by {
         GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
+            let group: Vec<&Expr> = exprs.iter().collect();
+            super::insert::refuse_grouping_sets(
+                &group,
+                s.select_token.0.span.start,
+                script.source,
+            )?;
             !exprs.is_empty() || s.having.is_some() || super::group_updating::has_aggregates(s)
         }
         other => {
