@@ -665,8 +665,9 @@ fn aggregates_tell_partial_matches_apart_by_what_the_rows_gave_them_not_by_the_r
 #[test]
 fn a_history_as_long_as_a_run_of_a_million_rows_is_dropped_without_overflowing_the_stack() {
     let mut h = None;
+    // Alternating variables: a step per row (a run of one variable is one step).
     for row in 0..1_000_000 {
-        h = Some(Step::after(row, 0, h));
+        h = Some(Step::after(row, (row % 2) as usize, h));
     }
     // A second history sharing all but the newest step keeps the shared part alive.
     let shared = h.as_ref().and_then(|s| s.prev.clone());
