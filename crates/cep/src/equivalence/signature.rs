@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::super::eval::{summarize, value_words};
 use super::super::expr::Sel;
-use super::super::matcher::{Partition, Past, Step, TRACKED};
+use super::super::matcher::{walk, Partition, Past, Step, TRACKED};
 use super::super::value::Value;
 use super::{CellsOf, Needs, VarsOf};
 
@@ -62,11 +62,9 @@ pub(super) fn key(needs: &Needs, hist: Option<&Arc<Step>>, rows: Option<Rows<'_>
             out.truncate(start);
             out.extend([ROWS, 0]);
             let mut n = 0u64;
-            let mut cur = hist;
-            while let Some(s) = cur {
-                out.extend([s.row, s.var() as u64]);
+            for (row, var) in walk(hist) {
+                out.extend([row, var as u64]);
                 n += 1;
-                cur = s.prev.as_ref();
             }
             if let Some(count) = out.get_mut(start + 1) {
                 *count = n;
@@ -90,12 +88,7 @@ pub(super) fn vars_of(need: &VarsOf, hist: Option<&Arc<Step>>, out: &mut Vec<u64
     let start = out.len();
     let mut found = 0;
     if need.first {
-        let mut all = Vec::new();
-        let mut cur = hist;
-        while let Some(s) = cur {
-            all.push(s.var());
-            cur = s.prev.as_ref();
-        }
+        let mut all: Vec<usize> = walk(hist).map(|(_, v)| v).collect();
         all.reverse();
         for (i, v) in all.iter().enumerate() {
             if found == need.k {
@@ -111,23 +104,20 @@ pub(super) fn vars_of(need: &VarsOf, hist: Option<&Arc<Step>>, out: &mut Vec<u64
             }
         }
     } else {
-        let mut cur = hist;
-        while let Some(s) = cur {
+        let mut rows = walk(hist);
+        while let Some((_, var)) = rows.next() {
             if found == need.k {
                 break;
             }
-            if need.sel.has(s.var()) {
-                out.push(s.var() as u64);
+            if need.sel.has(var) {
+                out.push(var as u64);
                 if need.back > 0 {
-                    let mut before: Option<&Step> = Some(s);
-                    for _ in 0..need.back {
-                        before = before.and_then(|b| b.prev.as_deref());
-                    }
-                    out.push(before.map_or(OUT, |b| b.var() as u64));
+                    // The walk is at the row before this one.
+                    let before = rows.clone().nth(need.back - 1);
+                    out.push(before.map_or(OUT, |(_, w)| w as u64));
                 }
                 found += 1;
             }
-            cur = s.prev.as_ref();
         }
     }
     out.resize(start + need.k * width, NONE);
@@ -150,23 +140,21 @@ pub(super) fn cells_of(
             rows.extend(s.last(v).flatten());
         }
         _ => {
-            let mut cur = hist;
-            while let Some(s) = cur {
-                if need.sel.has(s.var()) {
+            for (row, var) in walk(hist) {
+                if need.sel.has(var) {
                     if need.first {
                         // Walking from the newest, the first rows are the last ones met.
                         if rows.len() == need.k {
                             rows.remove(0);
                         }
-                        rows.push(s.row);
+                        rows.push(row);
                     } else {
-                        rows.push(s.row);
+                        rows.push(row);
                         if rows.len() == need.k {
                             break;
                         }
                     }
                 }
-                cur = s.prev.as_ref();
             }
             if need.first {
                 rows.reverse();
@@ -197,32 +185,39 @@ pub(super) fn signature(needs: &Needs, hist: Option<&Arc<Step>>) -> Box<[u64]> {
     let mut head: Vec<u64> = Vec::with_capacity(needs.head);
     let mut all: Vec<Vec<u64>> = vec![Vec::new(); needs.all.len()];
     let mut cur = hist;
-    while let Some(s) = cur {
+    'walk: while let Some(s) = cur {
         let var = s.var() as u64;
-        if tail.len() < needs.tail {
-            tail.push(var);
-        }
-        for (v, rows) in needs.all.iter().zip(&mut all) {
-            if s.var() == *v {
-                rows.push(s.row);
+        // The run's rows, newest first.
+        for back in 0..s.len() {
+            if tail.len() < needs.tail {
+                tail.push(var);
             }
-        }
-        // Walking from the newest step, the first rows are the last ones met: a window.
-        if needs.head > 0 {
-            if head.len() == needs.head {
-                head.remove(0);
+            for (v, rows) in needs.all.iter().zip(&mut all) {
+                if s.var() == *v {
+                    rows.push(s.row.saturating_sub(back));
+                }
             }
-            head.push(var);
-        }
-        // Whether no row before this step is mapped to `v` (known for the first variables:
-        // the walk stops there rather than at the start of the match).
-        let none_before =
-            |v: usize| v < TRACKED && s.prev.as_ref().is_none_or(|p| p.last(v) == Some(None));
-        let done = needs.head == 0
-            && tail.len() == needs.tail
-            && needs.all.iter().all(|v| none_before(*v));
-        if done {
-            break;
+            // Walking from the newest row, the first rows are the last ones met: a window.
+            if needs.head > 0 {
+                if head.len() == needs.head {
+                    head.remove(0);
+                }
+                head.push(var);
+            }
+            // Whether no row before this one is mapped to `v` (known for the first
+            // variables: the walk stops there rather than at the start of the match).
+            let first_of_run = back + 1 == s.len();
+            let none_before = |v: usize| {
+                v < TRACKED
+                    && (v != s.var() || first_of_run)
+                    && s.prev.as_ref().is_none_or(|p| p.last(v) == Some(None))
+            };
+            let done = needs.head == 0
+                && tail.len() == needs.tail
+                && needs.all.iter().all(|v| none_before(*v));
+            if done {
+                break 'walk;
+            }
         }
         cur = s.prev.as_ref();
     }

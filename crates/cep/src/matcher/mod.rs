@@ -210,24 +210,31 @@ pub(crate) enum Refused {
     TooManyThreads(TooManyThreads),
 }
 
-/// A row of a partial match, mapped to a variable, after the rows before it.
-#[derive(Debug)]
+/// Rows of a partial match mapped to one variable, after the rows before them: a run of
+/// consecutive rows of the partition (the rows of a match are), all mapped alike.
 ///
 /// A Nexmark run keeps a step or two per partition and millions of partitions: the
-/// variable is 32 bits so that the exclusion flag fits in the padding, and the last rows
-/// of the tracked variables are 32-bit distances, so that a step (40 bytes, 56 with its
-/// reference counts) is in the allocator's 56-byte size class (with 64-bit rows it was in
-/// the 80-byte one).
+/// variable is 31 bits with the exclusion flag beside it, and the last rows of the tracked
+/// variables are 32-bit distances, so that a step (40 bytes, 56 with its reference counts)
+/// is in the allocator's 56-byte size class (with 64-bit rows it was in the 80-byte one).
+///
+/// A run is one step: cep_q3's `A B* C` keeps the attempts of the cheapest bids of a hot
+/// (auction, bidder) pair for 5 s, each mapping every later bid of the pair to `B`; with a
+/// step per row they held ≈ 0.3 MB a pair, most of what a pair held (see
+/// [`Step::marked`]).
+#[derive(Debug)]
 pub(crate) struct Step {
+    /// The last row of the run.
     pub row: u64,
     pub prev: Option<Arc<Step>>,
     /// The last row mapped to each of the first [`TRACKED`] variables up to this step, so
     /// that `A.price` in a later condition needs no walk back to A: see [`Step::last`].
     last: [u32; TRACKED],
-    /// The variable, see [`Step::var`].
+    /// The variable, and the exclusion flag in the top bit ([`EXCLUDED`]): see
+    /// [`Step::var`], [`Step::excluded`].
     var: u32,
-    /// Matched inside an exclusion `{- … -}`: part of the match, not of ALL ROWS PER MATCH.
-    pub excluded: bool,
+    /// How many rows the run has: rows `row + 1 - len ..= row` (at least 1).
+    len: u32,
 }
 
 /// How many variables a step remembers the last rows of (a pattern with more walks the
@@ -237,6 +244,9 @@ pub(crate) const TRACKED: usize = 4;
 const NO_ROW: u32 = 0;
 /// In [`Step::last`]: a row too far back to say (2^32 rows or more): walk the history.
 const FAR: u32 = u32::MAX;
+/// In [`Step::var`]: the rows were matched inside an exclusion `{- … -}` (part of the
+/// match, not of ALL ROWS PER MATCH).
+const EXCLUDED: u32 = 1 << 31;
 
 /// A history is a chain as long as its match: dropped link by link, each dropping the next,
 /// a match of a million rows (`A+` over a run without `within`) overflowed the stack. The
@@ -255,13 +265,23 @@ impl Step {
         Step::marked(row, var, prev, false)
     }
 
-    /// [`Step::after`], `excluded` or not.
+    /// [`Step::after`], `excluded` or not. Where `prev` is a run of the same variable (and
+    /// flag) ending at the row before, the new step is that run one row longer, after the
+    /// step before it: `prev` itself goes once no other thread holds it. The rows are the
+    /// same, one step fewer.
     pub(crate) fn marked(
         row: u64,
         var: usize,
         prev: Option<Arc<Step>>,
         excluded: bool,
     ) -> Arc<Step> {
+        let var = u32::try_from(var)
+            .ok()
+            .filter(|v| v & EXCLUDED == 0)
+            .expect(
+                "a pattern has fewer than 2^31 variables (its program is bounded by MAX_PROGRAM)",
+            )
+            | if excluded { EXCLUDED } else { 0 };
         // Distances back from this row: the row itself is 1 back, the one before it 2… (0 is
         // NO_ROW); those of the step before, moved by the rows between.
         let mut last = [NO_ROW; TRACKED];
@@ -277,23 +297,37 @@ impl Step {
                 };
             }
         }
-        if let Some(l) = last.get_mut(var) {
+        if let Some(l) = last.get_mut((var & !EXCLUDED) as usize) {
             *l = 1;
         }
+        let (prev, len) = match prev {
+            Some(p) if p.var == var && p.row.checked_add(1) == Some(row) && p.len < u32::MAX => {
+                (p.prev.clone(), p.len + 1)
+            }
+            prev => (prev, 1),
+        };
         Arc::new(Step {
             row,
-            var: u32::try_from(var).expect(
-                "a pattern has fewer than 2^32 variables (its program is bounded by MAX_PROGRAM)",
-            ),
             prev,
             last,
-            excluded,
+            var,
+            len,
         })
     }
 
-    /// The variable the row is mapped to.
+    /// The variable the rows are mapped to.
     pub(crate) fn var(&self) -> usize {
-        self.var as usize
+        (self.var & !EXCLUDED) as usize
+    }
+
+    /// Whether the rows were matched inside an exclusion `{- … -}`.
+    pub(crate) fn excluded(&self) -> bool {
+        self.var & EXCLUDED != 0
+    }
+
+    /// How many rows the step maps (the run ends at [`Step::row`]).
+    pub(crate) fn len(&self) -> u64 {
+        u64::from(self.len)
     }
 
     /// The last row mapped to variable `var` up to this step: `Some(None)` if none is,
@@ -305,6 +339,37 @@ impl Step {
             FAR => None,
             d => Some(Some(self.row.saturating_sub(u64::from(d - 1)))),
         }
+    }
+}
+
+/// The rows of history `hist`, newest first, as (row, variable): each step's run row by row.
+pub(crate) fn walk(hist: Option<&Arc<Step>>) -> Walk<'_> {
+    Walk {
+        step: hist.map(|s| &**s),
+        back: 0,
+    }
+}
+
+/// See [`walk`]: a clone walks on from where it is.
+#[derive(Debug, Clone)]
+pub(crate) struct Walk<'a> {
+    step: Option<&'a Step>,
+    /// How many rows of `step`'s run were walked.
+    back: u32,
+}
+
+impl Iterator for Walk<'_> {
+    type Item = (u64, usize);
+
+    fn next(&mut self) -> Option<(u64, usize)> {
+        let s = self.step?;
+        let row = s.row.saturating_sub(u64::from(self.back));
+        self.back += 1;
+        if self.back >= s.len {
+            self.step = s.prev.as_deref();
+            self.back = 0;
+        }
+        Some((row, s.var()))
     }
 }
 
@@ -437,6 +502,11 @@ pub(crate) struct Scratch {
     /// An attempt found a match ending at the row being pushed (the last one pushed, once
     /// it is taken).
     ended_match: bool,
+    /// Tests: only the attempts inside the front attempt's match go early, as before the
+    /// attempts inside any match that covers them for good did (see
+    /// [`Partition::drop_covered`]): what that must agree with.
+    #[cfg(test)]
+    pub(crate) front_only: bool,
 }
 
 impl Scratch {
@@ -581,7 +651,11 @@ impl Partition {
             self.attempts
                 .retain(|a| !a.ended() || !matches!(a.found, Found::Nothing));
         }
-        self.drop_covered(p);
+        #[cfg(test)]
+        let front_only = s.front_only;
+        #[cfg(not(test))]
+        let front_only = false;
+        self.drop_covered(p, front_only);
         // Keep about as many spare lists as the next row may need.
         s.spare.truncate(self.attempts.len() + 2);
         self.settle(p, out);
@@ -610,29 +684,47 @@ impl Partition {
         }
     }
 
-    /// Past the last row, the front attempt (the next to be reported) that has found a
-    /// match ending at row `e` will report it or a preferred one, which ends later (its live
-    /// partial matches have consumed every row so far): the attempts that start by `e` are
-    /// inside it and go now, as they would when it is reported.
-    fn drop_covered(&mut self, p: &Pattern) {
-        if p.skip != Skip::PastLastRow {
+    /// Past the last row, the attempts inside a match found by an earlier attempt go now if
+    /// that match is reported or else one that covers them too: they are never reported. So
+    /// a hot (auction, bidder) pair of cep_q3 keeps, behind the attempt of a cheap bid that
+    /// waits 5 s for its time bound, the attempts whose matches would follow its time-out,
+    /// not one per bid.
+    ///
+    /// Attempt `a` with a match (ended, or live: a live one ends with that match or a
+    /// preferred one, which ends later, as its live partial matches have consumed every row so
+    /// far) covers a later attempt `b` when `b` starts within the match, and `b` is reported
+    /// only if a match reported before `a`'s ends before `b`'s start without covering `a`'s
+    /// start, or `a`'s start and not `b`'s. A match an attempt before `a` finds from now on
+    /// ends at a row yet to come, after `b`'s start; so `a`'s matches cover `b` for good when
+    /// the matches found before `a` (all ended) end before `a`'s start. (With `a` the front
+    /// attempt, the next to be reported, this always holds.)
+    /// (`front_only`: only the front attempt covers later ones, for tests.)
+    fn drop_covered(&mut self, p: &Pattern, front_only: bool) {
+        if p.skip != Skip::PastLastRow || self.attempts.len() < 2 {
             return;
         }
-        let Some(front) = self.attempts.front().filter(|a| !a.ended()) else {
-            return;
-        };
-        let Some(end) = front.best_end() else {
-            return;
-        };
-        let covered = self
-            .attempts
-            .iter()
-            .skip(1)
-            .take_while(|a| a.start <= end)
-            .count();
-        if covered > 0 {
-            self.attempts.drain(1..=covered);
-        }
+        // The last row of the matches found by the attempts kept so far (all ended while
+        // `certain`), and the end of the match that covers the attempts up to it for good.
+        let mut reach: Option<u64> = None;
+        let mut certain = true;
+        let mut cover: Option<u64> = None;
+        self.attempts.retain(|a| {
+            if cover.is_some_and(|end| a.start <= end) {
+                return false;
+            }
+            if let Some(end) = a.best_end() {
+                if certain && reach.is_none_or(|r| r < a.start) {
+                    cover = Some(end);
+                }
+                if a.ended() {
+                    reach = reach.max(Some(end));
+                } else {
+                    certain = false;
+                }
+            }
+            certain &= !front_only;
+            true
+        });
     }
 
     /// Advances every attempt by row `idx` (the last row, at time `ts`), recording in

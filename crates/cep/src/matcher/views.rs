@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::super::eval::View;
 use super::super::value::Value;
-use super::{Partition, Step, TRACKED};
+use super::{walk, Partition, Step, TRACKED};
 
 /// A partial match extended by the row being classified, `head` (row, variable).
 pub(super) struct HistView<'a> {
@@ -17,12 +17,7 @@ pub(super) struct HistView<'a> {
 
 impl View for HistView<'_> {
     fn steps(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
-        let mut cur = self.hist;
-        std::iter::once(self.head).chain(std::iter::from_fn(move || {
-            let s = cur?;
-            cur = s.prev.as_ref();
-            Some((s.row, s.var()))
-        }))
+        std::iter::once(self.head).chain(walk(self.hist))
     }
     fn cell(&self, row: u64, col: usize) -> Option<&Value> {
         self.part.cell(row, col)
@@ -54,12 +49,7 @@ pub(crate) struct Past<'a> {
 
 impl View for Past<'_> {
     fn steps(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
-        let mut cur = self.hist;
-        std::iter::from_fn(move || {
-            let s = cur?;
-            cur = s.prev.as_ref();
-            Some((s.row, s.var()))
-        })
+        walk(self.hist)
     }
     fn cell(&self, row: u64, col: usize) -> Option<&Value> {
         self.part.cell(row, col)
@@ -104,8 +94,8 @@ impl View for MatchView<'_> {
 pub(super) fn excluded_rows(mut hist: Option<&Arc<Step>>) -> Vec<u64> {
     let mut out = Vec::new();
     while let Some(s) = hist {
-        if s.excluded {
-            out.push(s.row);
+        if s.excluded() {
+            out.extend((0..s.len()).map(|back| s.row.saturating_sub(back)));
         }
         hist = s.prev.as_ref();
     }
@@ -113,12 +103,8 @@ pub(super) fn excluded_rows(mut hist: Option<&Arc<Step>>) -> Vec<u64> {
 }
 
 /// The rows of `hist`, oldest first, as (row, variable).
-pub(super) fn to_steps(mut hist: Option<&Arc<Step>>) -> Vec<(u64, usize)> {
-    let mut out = Vec::new();
-    while let Some(s) = hist {
-        out.push((s.row, s.var()));
-        hist = s.prev.as_ref();
-    }
+pub(super) fn to_steps(hist: Option<&Arc<Step>>) -> Vec<(u64, usize)> {
+    let mut out: Vec<(u64, usize)> = walk(hist).collect();
     out.reverse();
     out
 }
