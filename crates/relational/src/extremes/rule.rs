@@ -53,13 +53,13 @@ struct Placement {
 pub fn prune_extremes<B>(spec: &Spec, graph: &LogicalGraph<B>) -> Option<Spec> {
     let mut windows_used = BTreeSet::new();
     let mut placements = Vec::new();
-    for (i, node) in graph.nodes.iter().enumerate() {
+    for i in 0..graph.nodes.len() {
+        // A window feeds one filter: a second join with it keeps all its rows.
         if let Some(p) = placement(graph, NodeId(i)) {
             if windows_used.insert(p.window.clone()) {
                 placements.push(p);
             }
         }
-        let _ = node;
     }
     if placements.is_empty() {
         return None;

@@ -22,7 +22,7 @@ const EVERY: usize = 1;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Meta {
-    #[serde(flatten)]
+    /// The watermark and the best value of each window held.
     best: Saved,
     /// Rows dropped so far.
     pruned: u64,
