@@ -122,6 +122,70 @@ fn explain_names_the_updating_operators() {
     );
 }
 
+/// `--format json` and `--format dot` say it too (issue 17's probe found only the text did):
+/// each JSON operator has `"changes"` and, when updating, `"updating_from"`; dot labels the
+/// updating operators as the text does and draws them and their streams bold.
+#[test]
+fn explain_as_json_and_as_dot_names_the_updating_operators_too() {
+    let explain = |format: &str| {
+        let out = anduin_ok(
+            &repo(),
+            &[
+                "explain",
+                "examples/group_by.sql",
+                "--format",
+                format,
+                "--var",
+                "INPUT=data/orders.csv",
+                "--var",
+                "OUTPUT=/dev/null",
+            ],
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let json: serde_json::Value = serde_json::from_str(&explain("json")).expect("JSON");
+    let operators = json["operators"].as_array().expect("operators");
+    let of = |name: &str| {
+        let op = operators
+            .iter()
+            .find(|o| o["name"] == name)
+            .unwrap_or_else(|| panic!("no operator {name} in {json}"));
+        (op["changes"].clone(), op["updating_from"].clone())
+    };
+    assert_eq!(
+        of("orders"),
+        ("append-only".into(), serde_json::Value::Null)
+    );
+    for name in ["insert1_group", "insert1_select", "totals"] {
+        assert_eq!(
+            of(name),
+            ("updating".into(), "insert1_group".into()),
+            "{name}"
+        );
+    }
+    let dot = explain("dot");
+    let line = |name: &str| {
+        dot.lines()
+            .find(|l| l.contains(&format!("label=\"{name}\\n")))
+            .unwrap_or_else(|| panic!("no node {name} in {dot}"))
+            .to_string()
+    };
+    assert!(
+        line("insert1_group").ends_with("[aggregate]\\nupdating (+I -U +U -D)\", style=bold];"),
+        "{dot}"
+    );
+    assert!(
+        line("totals").ends_with("[writer]\\ntakes updating (from insert1_group)\", style=bold];"),
+        "{dot}"
+    );
+    assert!(line("orders").ends_with("[reader]\"];"), "{dot}");
+    assert!(
+        dot.lines()
+            .any(|l| l.contains("[label=\"insert1_group\", style=bold]")),
+        "the aggregate's stream is drawn bold: {dot}"
+    );
+}
+
 #[test]
 fn an_append_only_output_of_a_group_by_is_refused_before_anything_runs() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -106,7 +106,11 @@ pub fn explain_text<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     out
 }
 
-/// The graph as Graphviz `dot`: one cluster per task, one edge per stream consumer.
+/// The graph as Graphviz `dot`: one cluster per task, one edge per stream consumer. An
+/// operator whose output is updating (a sink: whose input is) says so on a third line of its
+/// label, as the text does (`updating (+I -U +U -D)`, `updating (from NAME)`, `takes updating
+/// (from NAME)`), and is drawn bold; so are the edges of updating streams. Append-only ones
+/// are drawn as before, without a third line.
 pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     let mut out = String::from(
         "digraph anduin {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n",
@@ -121,9 +125,13 @@ pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
         );
         for n in &t.chain {
             let node = graph.node(*n);
+            let updating = match updating_from(graph, *n) {
+                Some(_) => format!("\\n{}\", style=bold", escape(&changes(graph, *n))),
+                None => "\"".to_string(),
+            };
             let _ = writeln!(
                 out,
-                "    n{} [label=\"{}\\n[{}]\"];",
+                "    n{} [label=\"{}\\n[{}]{updating}];",
                 n.0,
                 escape(node.name()),
                 escape(node.kind())
@@ -138,13 +146,18 @@ pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
                 .control
                 .as_ref()
                 .is_some_and(|c| c.port == *port);
+            let style = match (control, s.updating_from.is_some()) {
+                (true, true) => ", style=\"dashed,bold\"",
+                (true, false) => ", style=dashed",
+                (false, true) => ", style=bold",
+                (false, false) => "",
+            };
             let _ = writeln!(
                 out,
-                "  n{} -> n{} [label=\"{}\"{}];",
+                "  n{} -> n{} [label=\"{}\"{style}];",
                 s.producer.0 .0,
                 consumer.0,
                 escape(&s.name),
-                if control { ", style=dashed" } else { "" }
             );
         }
     }
@@ -152,17 +165,28 @@ pub fn explain_dot<B>(graph: &LogicalGraph<B>, plan: &PhysicalPlan) -> String {
     out
 }
 
+/// The operator that makes the stream operator `id` emits (a sink: the stream it takes) an
+/// updating one (`id` itself, or one upstream), or `None` if it is append-only. `anduin
+/// explain` shows it in every format.
+pub fn updating_from<B>(graph: &LogicalGraph<B>, id: NodeId) -> Option<NodeId> {
+    let node = graph.node(id);
+    let streams = if node.outputs.is_empty() {
+        node.data_inputs()
+    } else {
+        node.outputs.as_slice()
+    };
+    streams.iter().find_map(|s| graph.stream(*s).updating_from)
+}
+
 /// Whether operator `id` emits an append-only or an updating stream (a sink: which it takes),
 /// and for an updating one, which operator made it so.
 fn changes<B>(graph: &LogicalGraph<B>, id: NodeId) -> String {
-    let node = graph.node(id);
-    let (verb, streams) = if node.outputs.is_empty() {
-        ("takes ", node.data_inputs())
+    let verb = if graph.node(id).outputs.is_empty() {
+        "takes "
     } else {
-        ("", node.outputs.as_slice())
+        ""
     };
-    let from = streams.iter().find_map(|s| graph.stream(*s).updating_from);
-    match from {
+    match updating_from(graph, id) {
         None => format!("{verb}append-only"),
         Some(f) if f == id => format!("{verb}updating (+I -U +U -D)"),
         Some(f) => format!("{verb}updating (from {})", graph.node(f).name()),

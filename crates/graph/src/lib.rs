@@ -43,7 +43,7 @@ pub use catalog::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSp
 pub use change::{check_change, check_change_after, fixed_while_running, ChangeRejected};
 pub use check::{check, schema_of_type};
 pub use control_input::{ControlInput, ControlTime};
-pub use explain::{explain_dot, explain_text};
+pub use explain::{explain_dot, explain_text, updating_from};
 pub use live_split::LiveSplit;
 pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
 pub use partitioning::PartitioningError;

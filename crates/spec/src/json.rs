@@ -55,6 +55,29 @@ struct JsonOperator {
     outputs: Vec<JsonOutput>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     control: Option<JsonControl>,
+    /// `append-only` or `updating`: what the operator emits (a sink: takes), as `anduin
+    /// explain` shows it. Derived by the planner: ignored when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    changes: Option<String>,
+    /// The operator that makes an updating stream so (itself, or one upstream). Derived by
+    /// the planner: ignored when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    updating_from: Option<String>,
+}
+
+/// What an operator emits (a sink: what it takes), as `anduin explain --format json` adds it
+/// to each operator (`"changes"`, and `"updating_from"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Changes {
+    /// Rows that stay true once emitted.
+    AppendOnly,
+    /// Changes of a table (`+I -U +U -D`), made so by operator `from` (this one, or one
+    /// upstream).
+    Updating {
+        /// The operator that makes the stream updating.
+        from: String,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -75,6 +98,30 @@ struct JsonOutput {
 
 /// The spec as pretty-printed JSON. Params keep their kinds (string, integer, number, boolean).
 pub fn to_json(spec: &Spec) -> String {
+    to_json_with(spec, &|_| None)
+}
+
+/// The spec as [`to_json`] writes it, each operator with what it emits (a sink: takes), as
+/// `changes` names it (`None`: nothing said): `"changes": "append-only"`, or `"changes":
+/// "updating", "updating_from": "NAME"`. [`from_json`] reads it back, ignoring both.
+///
+/// # Examples
+/// ```
+/// let spec = anduin_spec::parse_flow(
+///     "operator name = \"w\", type = \"writer\" { input name = \"s\" param path = \"-\" }",
+/// ).expect("parses");
+/// let json = anduin_spec::to_json_explained(&spec, &|_| {
+///     Some(anduin_spec::Changes::Updating { from: "g".to_string() })
+/// });
+/// assert!(json.contains("\"changes\": \"updating\""), "{json}");
+/// assert!(json.contains("\"updating_from\": \"g\""), "{json}");
+/// assert_eq!(anduin_spec::to_json(&anduin_spec::from_json(&json).expect("reads")), anduin_spec::to_json(&spec));
+/// ```
+pub fn to_json_explained(spec: &Spec, changes: &dyn Fn(&str) -> Option<Changes>) -> String {
+    to_json_with(spec, changes)
+}
+
+fn to_json_with(spec: &Spec, changes: &dyn Fn(&str) -> Option<Changes>) -> String {
     let js = JsonSpec {
         types: spec
             .types
@@ -115,6 +162,14 @@ pub fn to_json(spec: &Spec) -> String {
                     name: c.stream.to_string(),
                     time: c.time.as_ref().map(Text::to_string),
                 }),
+                changes: changes(o.name.as_str()).map(|c| match c {
+                    Changes::AppendOnly => "append-only".to_string(),
+                    Changes::Updating { .. } => "updating".to_string(),
+                }),
+                updating_from: match changes(o.name.as_str()) {
+                    Some(Changes::Updating { from }) => Some(from),
+                    _ => None,
+                },
             })
             .collect(),
         udfs: spec.modules.iter().map(|m| m.path.to_string()).collect(),

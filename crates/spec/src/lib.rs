@@ -27,7 +27,7 @@ pub use ast::{
     ColumnDef, ControlDef, FunctionDef, ModuleDef, OperatorDef, OutputDef, Param, Spec, TypeDef,
     Value,
 };
-pub use json::{from_json, to_json};
+pub use json::{from_json, to_json, to_json_explained, Changes};
 pub use parser::parse_flow;
 pub use source::{decode, without_bom};
 pub use sql::{parse_sql, reserved_function, PATTERN_AGGREGATES};

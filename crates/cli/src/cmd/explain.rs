@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anduin_graph::{explain_dot, explain_text, PhysicalPlan};
-use anduin_spec::Missing;
+use anduin_graph::{explain_dot, explain_text, updating_from, NodeId, PhysicalPlan};
+use anduin_spec::{Changes, Missing};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
@@ -17,9 +17,12 @@ use crate::load::{load, parse_var, print_diagnostics, LoadError};
 pub enum Format {
     /// Indented text.
     Text,
-    /// The query's intermediate representation as JSON (readable by `anduin run`).
+    /// The query's intermediate representation as JSON (readable by `anduin run`), each
+    /// operator with `"changes"` (`append-only` or `updating`) and, when updating, the
+    /// `"updating_from"` operator.
     Json,
-    /// Graphviz: `anduin explain q.flow --format dot | dot -Tsvg > q.svg`.
+    /// Graphviz: `anduin explain q.flow --format dot | dot -Tsvg > q.svg`; updating streams
+    /// and the operators that emit or take them drawn bold, with `updating …` in the label.
     Dot,
 }
 
@@ -120,7 +123,19 @@ pub fn explain(args: ExplainArgs) -> Result<ExitCode> {
     let out = match args.format {
         Format::Text => explain_text(&loaded.graph, &plan),
         Format::Dot => explain_dot(&loaded.graph, &plan),
-        Format::Json => anduin_spec::to_json(&loaded.spec) + "\n",
+        Format::Json => {
+            let graph = &loaded.graph;
+            let changes = |name: &str| {
+                let id = graph.nodes.iter().position(|n| n.name() == name)?;
+                Some(match updating_from(graph, NodeId(id)) {
+                    None => Changes::AppendOnly,
+                    Some(f) => Changes::Updating {
+                        from: graph.node(f).name().to_string(),
+                    },
+                })
+            };
+            anduin_spec::to_json_explained(&loaded.spec, &changes) + "\n"
+        }
     };
     crate::load::print_out(&out)?;
     Ok(ExitCode::SUCCESS)
