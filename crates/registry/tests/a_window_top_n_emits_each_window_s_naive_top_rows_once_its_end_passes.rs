@@ -173,11 +173,13 @@ fn check(batches: &[(Vec<Row>, i64)], shape: Shape, restart_at: Option<(usize, b
         }
         let mut out = Emitted::default();
         if !rows.is_empty() {
-            op.process_batch(0, batch(rows), &mut out).expect("processes");
+            op.process_batch(0, batch(rows), &mut out)
+                .expect("processes");
         }
         assert!(out.0.is_empty(), "nothing before a watermark");
         let wm = (*wm).max(watermark);
-        op.handle_watermark(Watermark(wm), &mut out).expect("advances");
+        op.handle_watermark(Watermark(wm), &mut out)
+            .expect("advances");
         watermark = wm;
         let ended: BTreeMap<(i64, i64), Vec<Row>> = held
             .iter()
@@ -186,7 +188,11 @@ fn check(batches: &[(Vec<Row>, i64)], shape: Shape, restart_at: Option<(usize, b
             .collect();
         held.retain(|(end, _), _| *end > wm);
         // Windows come out in order of their ends, each with its ranks in order.
-        let ends: Vec<i64> = out.0.iter().map(|r| r[1].parse().expect("an end")).collect();
+        let ends: Vec<i64> = out
+            .0
+            .iter()
+            .map(|r| r[1].parse().expect("an end"))
+            .collect();
         assert!(ends.windows(2).all(|w| w[0] <= w[1]), "{ends:?}");
         let mut got = out.0;
         got.sort();
@@ -200,7 +206,11 @@ fn check(batches: &[(Vec<Row>, i64)], shape: Shape, restart_at: Option<(usize, b
     op.on_end_of_input(&mut out).expect("ends");
     let mut got = out.0;
     got.sort();
-    assert_eq!(got, naive(&held, shape), "at the end of {shape:?}: {batches:?}");
+    assert_eq!(
+        got,
+        naive(&held, shape),
+        "at the end of {shape:?}: {batches:?}"
+    );
     let metrics: BTreeMap<_, _> = op.metrics().into_iter().collect();
     assert_eq!(metrics["late_rows_dropped"], late, "{batches:?}");
     assert_eq!(metrics["rows_held"], 0, "every window's state dropped");
@@ -214,10 +224,7 @@ fn batches() -> impl Strategy<Value = Vec<(Vec<Row>, i64)>> {
         prop::option::weighted(0.85, 0i64..5),
         0i64..4,
     );
-    prop::collection::vec(
-        (prop::collection::vec(row, 0..12), 0i64..80),
-        1..10,
-    )
+    prop::collection::vec((prop::collection::vec(row, 0..12), 0i64..80), 1..10)
 }
 
 proptest! {
@@ -246,7 +253,10 @@ fn of_an_updating_input_the_top_n_stays_updating_and_the_window_end_must_be_a_ke
         limit: 2,
     };
     let (_, out) = bind(shape, false, true).expect("binds");
-    assert!(is_updating(&out), "the running top-N ranks an updating input");
+    assert!(
+        is_updating(&out),
+        "the running top-N ranks an updating input"
+    );
     let src = r#"operator name = "op", type = "top_n" {
   input name = "s" param keys = "ws" param window_end = "we" param order = "v" param limit = 1
   output name = "out" }"#;
