@@ -52,7 +52,11 @@ fn input(seed: u64, n: usize) -> Vec<(i64, String, i64)> {
             at += i64::try_from(rng.next(100)).expect("small");
             let ts = at - i64::try_from(rng.next(400)).expect("small");
             let k = ["a", "b", "c", "d", "e", "ü"][usize::try_from(rng.next(6)).expect("small")];
-            (ts, k.to_string(), i64::try_from(rng.next(50)).expect("small"))
+            (
+                ts,
+                k.to_string(),
+                i64::try_from(rng.next(50)).expect("small"),
+            )
         })
         .collect()
 }

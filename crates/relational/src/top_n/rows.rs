@@ -35,7 +35,9 @@ impl Codecs {
             setup
                 .values
                 .iter()
-                .map(|i| SortField::new(setup.schema.field(value_at(setup, *i)).data_type().clone()))
+                .map(|i| {
+                    SortField::new(setup.schema.field(value_at(setup, *i)).data_type().clone())
+                })
                 .collect(),
         )
         .map_err(|e| internal(&setup.name, e))?;

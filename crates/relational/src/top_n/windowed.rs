@@ -155,13 +155,16 @@ impl WindowTopN {
                     "a window waiting for the watermark holds no partition",
                 ));
             };
-            emitted.extend(p.top(self.setup.limit).into_iter().zip(1..).map(
-                |(row, rank)| Change {
-                    row,
-                    rank,
-                    kind: ChangeKind::Insert,
-                },
-            ));
+            emitted.extend(
+                p.top(self.setup.limit)
+                    .into_iter()
+                    .zip(1..)
+                    .map(|(row, rank)| Change {
+                        row,
+                        rank,
+                        kind: ChangeKind::Insert,
+                    }),
+            );
             self.dirty.insert(key);
         }
         if emitted.is_empty() {
