@@ -134,7 +134,7 @@ pub(super) fn refuse_grouping_sets(
                 .map(|t| t.tok.span.start)
         };
         let at = if start.line > 0 {
-            words().filter(|l| key(*l) < key(start)).last()
+            words().rfind(|l| key(*l) < key(start))
         } else {
             words().find(|l| key(*l) > key(select))
         };
