@@ -76,13 +76,14 @@ pub fn fixed_while_running<B>(graph: &LogicalGraph<B>, node: &Node<B>) -> Option
     // A filter that drops rows before a join relies on what the operators between a window
     // and the join compute (the planner names them in its `relies_on`).
     let relied_on_by = graph.nodes.iter().find(|n| {
-        n.def.param("relies_on").is_some_and(|p| {
-            p.value
-                .as_text()
-                .as_str()
-                .split(',')
-                .any(|o| o.trim() == operator)
-        })
+        n.kind() == "extreme_filter"
+            && n.def.param("relies_on").is_some_and(|p| {
+                p.value
+                    .as_text()
+                    .as_str()
+                    .split(',')
+                    .any(|o| o.trim() == operator)
+            })
     });
     if let Some(filter) = relied_on_by {
         return Some(format!(
