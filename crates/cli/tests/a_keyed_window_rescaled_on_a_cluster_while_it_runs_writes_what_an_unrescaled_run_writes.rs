@@ -355,9 +355,11 @@ fn a_keyed_window_on_a_cluster_grows_beyond_its_max_parallelism_while_it_runs() 
     // worker, for one of them), as their executors' figures say.
     q.await_rows_into(2..4);
     q.scale("1");
-    // Once it is over, `anduin status` still counts every instance that ran.
+    // Down to 1, the added instances retire: the listings and `anduin status` drop them.
+    wait_until("the added instances retire", || q.added().is_empty());
+    wait_until("the status counts what runs", || tasks_on() == before);
     let status = q.finish(Some(1));
-    assert_eq!(on(status.clone()), before + 2, "{status}");
+    assert_eq!(on(status.clone()), before, "{status}");
 }
 
 /// Beyond `--max-parallelism` on a worker that does not run the operator (issue 15): on
@@ -419,7 +421,10 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_only_reads_it() {
 /// barriers it sends, from which it builds the instances the rescale placed on it (nothing
 /// there aligns the barrier). They take rows from the generator and key groups from the
 /// window's instances over the network, and give them back at a rescale to 1; the output is
-/// the unrescaled run's. A rescale beyond every worker's room is refused, saying so.
+/// the unrescaled run's. A rescale beyond every worker's room is refused, saying so. Down to
+/// 1, the added instances retire: the third worker's part ends, the listings drop them, and
+/// the worker is free again — a second rescale to 4 starts a new part there, whose instances
+/// take new numbers (their channels are not those of the retired ones).
 #[test]
 fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_ran_nothing_of_it() {
     let mut q = Rescaled::start(&Options {
@@ -450,6 +455,30 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_ran_nothing_of_it() {
     assert!(
         added.iter().all(|(_, w)| !before.contains(w)),
         "the added instances run on the third worker: {added:?}, the query ran on {before:?}"
+    );
+    q.await_rows_into(2..4);
+    q.scale("1");
+    wait_until_or_show(
+        "the third worker's part ends",
+        || {
+            q.cluster
+                .coordinator_log()
+                .contains("a scale-down retired them all: it ended")
+        },
+        || q.cluster.logs(),
+    );
+    assert!(q.added().is_empty(), "{:?}", q.added());
+    assert_eq!(
+        q.query_workers(),
+        before,
+        "nothing runs on the third worker"
+    );
+    q.scale("4");
+    let again = q.added();
+    assert_eq!(again.len(), 2, "{again:?}");
+    assert!(
+        again.iter().all(|(_, w)| !before.contains(w)),
+        "grown onto the third worker again: {again:?}, the query ran on {before:?}"
     );
     q.await_rows_into(2..4);
     q.scale("1");
@@ -551,7 +580,8 @@ fn a_growth_whose_part_cannot_start_is_refused_and_the_query_runs_on() {
 /// a rescale to 4 finds no free slot on them and none on another registered worker, so the
 /// scheduler starts a third, and both added instances run there (as on any worker that ran
 /// nothing of the query). The output is the unrescaled run's; a rescale beyond what even
-/// the workers it may start could take is refused, saying so.
+/// the workers it may start could take is refused, saying so. Down to 1, the added instances
+/// retire and the scheduler stops the third worker (gives it back).
 #[test]
 fn a_keyed_window_on_a_cluster_grows_onto_a_worker_its_scheduler_starts_for_it() {
     let q = Rescaled::start(&Options {
@@ -594,6 +624,17 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_its_scheduler_starts_for_it()
         "the added instances run on the new worker: {added:?}, the query ran on {before:?}"
     );
     q.scale("1");
+    // Once its instances retired, the worker the scheduler started is stopped.
+    wait_until_or_show(
+        "the scheduler gives the third worker back",
+        || {
+            q.cluster.workers_joined() == 2
+                && q.cluster
+                    .coordinator_log()
+                    .contains("stopping worker local-2")
+        },
+        || q.cluster.logs(),
+    );
     q.finish(Some(1));
 }
 
@@ -602,8 +643,9 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_its_scheduler_starts_for_it()
 /// processes (their container's command as the scheduler wrote it). The two pods it keeps
 /// are full; a rescale to 4 while the namespace's ResourceQuota allows no more pods is
 /// refused with the API's reason; once the quota allows one, the rescale creates a third pod
-/// made as the other two, its worker registers, and both added instances run there. The
-/// output is the unrescaled run's; the pods go with the coordinator.
+/// made as the other two, its worker registers, and both added instances run there. Down to
+/// 1, they retire and the scheduler deletes the third pod (gives it back). The output is the
+/// unrescaled run's; the pods go with the coordinator.
 #[test]
 fn a_keyed_window_on_kubernetes_grows_onto_a_pod_its_scheduler_creates_for_it() {
     let fake = common::kube_fake::FakeApi::start("streams");
@@ -698,6 +740,19 @@ fn a_keyed_window_on_kubernetes_grows_onto_a_pod_its_scheduler_creates_for_it() 
     );
     q.await_rows_into(2..4);
     q.scale("1");
+    wait_until_or_show(
+        "the scheduler deletes the third pod",
+        || !fake.state().pods.contains_key("anduin-worker-2"),
+        || q.cluster.logs(),
+    );
+    assert!(
+        q.cluster
+            .coordinator_log()
+            .contains("deleted worker pod anduin-worker-2: created for instances added"),
+        "{}",
+        q.cluster.coordinator_log()
+    );
+    assert_eq!(fake.state().pods.len(), 2, "it keeps its --workers");
     q.finish(Some(1));
 }
 

@@ -307,8 +307,8 @@ impl HashRoute {
             for o in &mut self.outlets {
                 o.send(msg.clone()).map_err(|_| SendError::Disconnected)?;
             }
-            // A scale-down below the instances added while running (an embedded run's): the
-            // barrier was their last message but the end; they retire (`crate::grow`).
+            // A scale-down below the instances added while running: the barrier was their
+            // last message but the end; they retire (`crate::grow`).
             let keep = match (msg, &self.grows) {
                 (Message::Barrier(b), Some(g)) => crate::rescale::rescaled_to(b, &self.consumer)
                     .and_then(|to| g.hook.growth.kept(g.hook.to_task, to)),

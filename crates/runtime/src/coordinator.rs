@@ -442,6 +442,13 @@ impl Coordinator {
                 for &(_, id) in &retired {
                     self.scheduler.remove_task(id);
                 }
+                // A cluster's listings (and the slots its coordinator counts) lose them.
+                if let (Some(c), Some((task, operators))) = (
+                    &self.control,
+                    g.task_of(&u.operator).filter(|_| !retired.is_empty()),
+                ) {
+                    c.task_retired(task, &retired, &operators);
+                }
                 let left = g
                     .task_of(&u.operator)
                     .filter(|_| !retired.is_empty())

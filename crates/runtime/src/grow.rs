@@ -41,13 +41,16 @@
 //! go to an instance on another worker over the network, as between planned ones (into an
 //! inbox opened as they come when the instance is not built yet: [`Growth::inbox_for`]).
 //!
-//! A scale-down below the instances added (an embedded run's, [`Numbers::retired`]) retires
-//! those beyond its owners and the instances the run started with: each producer sends them
-//! its barrier, then ends their channels ([`Growth::kept`]); each hands its key groups away at
-//! that barrier as any instance that loses them does, passes it on, and ends with its input
+//! A scale-down below the instances added ([`Numbers::retired`]) retires those beyond its
+//! owners and the instances the run started with: each producer sends them its barrier, then
+//! ends their channels ([`Growth::kept`]); each hands its key groups away at that barrier as
+//! any instance that loses them does, passes it on, and ends with its input
 //! ([`Growth::retires`]); the checkpoint coordinator stops counting them after that barrier,
 //! and their inboxes go, so that a later rescale beyond starts new instances in their places.
-//! A cluster's keep them, owning nothing, until the query ends.
+//! On a cluster every process retires them from its topology alike ([`Topology::retire`]):
+//! a later instance takes a retired one's index, never its number, which names its channels
+//! in their handshakes; a part that ran only instances added ends once they all retired
+//! ([`Growth::told`]), and its worker is free for another.
 //!
 //! Not here: a task whose chain holds a sink or a second stateful operator, that is fed other than by key, that
 //! feeds a consumer instance by instance, or whose chain was split while running. The control
@@ -220,9 +223,6 @@ pub(crate) struct Numbers {
     tasks: BTreeMap<usize, (String, Vec<String>)>,
     /// Per growable task, the instances the run started with: those never retire.
     planned: BTreeMap<usize, usize>,
-    /// A scale-down retires the instances added beyond its owners (an embedded run's; a
-    /// cluster's keep them, owning nothing, until the query ends).
-    retires: bool,
     inner: Mutex<Reserved>,
 }
 
@@ -236,8 +236,8 @@ struct Reserved {
     by_change: BTreeMap<u64, Vec<(usize, usize)>>,
     /// The number of each instance added that runs, by task and instance.
     ids: BTreeMap<(usize, usize), usize>,
-    /// Per scale-down (the change's number) that retires instances added while running (an
-    /// embedded run's): those instances and their numbers.
+    /// Per scale-down (the change's number) that retires instances added while running:
+    /// those instances and their numbers.
     retired: BTreeMap<u64, Vec<(usize, usize)>>,
     /// A cluster's: the run's topology as placed, grown by every rescale as it is reserved.
     placed: Option<Placed>,
@@ -412,7 +412,6 @@ impl Numbers {
                 })
                 .collect(),
             planned: tasks.iter().map(|(t, g)| (*t, g.instances)).collect(),
-            retires: placed.is_none(),
             inner: Mutex::new(Reserved {
                 instances: tasks.iter().map(|(t, g)| (*t, g.instances)).collect(),
                 placed: placed.map(|(topology, heads, params)| Placed {
@@ -437,19 +436,11 @@ impl Numbers {
         Self {
             tasks: BTreeMap::from([(task, (head.to_string(), vec![head.to_string()]))]),
             planned: BTreeMap::from([(task, instances)]),
-            retires: true,
             inner: Mutex::new(Reserved {
                 instances: BTreeMap::from([(task, instances)]),
                 ..Reserved::default()
             }),
         }
-    }
-
-    /// These numbers as a cluster's: a scale-down retires nothing.
-    #[cfg(test)]
-    pub(crate) fn on_a_cluster(mut self) -> Self {
-        self.retires = false;
-        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Reserved> {
@@ -480,12 +471,17 @@ impl Numbers {
     }
 
     /// The instances added while running that scale-down `seq` retires (instance, number):
-    /// an embedded run's scale-down below the instances added ends those beyond its owners
-    /// (and beyond the instances the run started with) at its barrier — their producers end
-    /// the channels to them after it, the checkpoints begun after it do not wait for them,
-    /// and a later rescale beyond adds new ones, with new numbers.
+    /// a scale-down below the instances added ends those beyond its owners (and beyond the
+    /// instances the run started with) at its barrier — their producers end the channels to
+    /// them after it, the checkpoints begun after it do not wait for them, and a later
+    /// rescale beyond adds new ones, with new numbers.
     pub(crate) fn retired(&self, seq: u64) -> Vec<(usize, usize)> {
         self.lock().retired.get(&seq).cloned().unwrap_or_default()
+    }
+
+    /// Whether the instance added with number `id` runs (it has not retired).
+    pub(crate) fn runs(&self, id: usize) -> bool {
+        self.lock().ids.values().any(|i| *i == id)
     }
 
     /// How many instances task `task` runs now (those reserved included), if it can grow.
@@ -551,16 +547,19 @@ impl Numbers {
             return done.clone();
         }
         let now = inner.instances.get(&task).copied().unwrap_or(0);
-        // An embedded run's scale-down retires the instances added beyond its owners (see
-        // [`Numbers::retired`]); a cluster's keeps them (they own nothing until it ends).
+        // A scale-down retires the instances added beyond its owners (see
+        // [`Numbers::retired`]).
         let keep = to.max(self.planned.get(&task).copied().unwrap_or(0));
-        if keep < now && self.retires {
+        if keep < now {
             let retired: Vec<(usize, usize)> = (keep..now)
                 .filter_map(|j| inner.ids.remove(&(task, j)).map(|id| (j, id)))
                 .collect();
             inner.instances.insert(task, keep);
             inner.retired.insert(seq, retired);
             inner.by_change.insert(seq, Vec::new());
+            if let Some(placed) = inner.placed.as_mut() {
+                placed.topology.retire(task, keep);
+            }
             return Vec::new();
         }
         let added: Vec<(usize, usize)> = (now..to.max(now))
@@ -601,6 +600,28 @@ impl Numbers {
     }
 }
 
+/// Per barrier of `barriers`, per growable task (`tasks`: its head and the instances the run
+/// started with), the fewest instances a later one of them keeps: a scale-down retires those
+/// beyond both its owners and the instances started with (see [`Growth::kept`]).
+fn fewest_kept_after(
+    barriers: &[Barrier],
+    tasks: &BTreeMap<usize, (&str, usize)>,
+) -> Vec<BTreeMap<usize, usize>> {
+    let mut keeps = vec![BTreeMap::new(); barriers.len()];
+    let mut fewest: BTreeMap<usize, usize> = BTreeMap::new();
+    for (k, barrier) in barriers.iter().enumerate().rev() {
+        keeps[k] = fewest.clone();
+        for (&task, &(head, planned)) in tasks {
+            if let Some(to) = rescaled_to(barrier, head) {
+                let keep = to.max(planned);
+                let f = fewest.entry(task).or_insert(keep);
+                *f = (*f).min(keep);
+            }
+        }
+    }
+    keeps
+}
+
 /// A cluster's topology as placed, the name of each task's first operator, and the params
 /// changed before the run started (see [`Numbers::new`]).
 pub(crate) type Placing = (
@@ -626,6 +647,11 @@ struct Registry {
     /// The command channels of instances built alone ([`Growth::told`]): no instance here
     /// passes them its commits, and they must not see their coordinator gone.
     kept: Vec<Sender<Command>>,
+    /// The numbers of the instances built alone here ([`Growth::told`]).
+    built_alone: std::collections::BTreeSet<usize>,
+    /// A part that ran only instances added has seen them all retire: it builds nothing
+    /// more, and ends once they have (a later growth there starts another part).
+    over: bool,
 }
 
 /// An instance added: its task, the command channel to it (with checkpoints), and its
@@ -762,20 +788,40 @@ impl Growth {
     /// add is numbered and placed as everywhere, and the instances placed here where
     /// nothing aligns the barrier ([`crate::topology::Builder::Alone`]) are built and
     /// started, at the lowest event time (as where a reader builds them).
+    ///
+    /// A part that runs none of the planned instances ends once every instance it built has
+    /// retired (a scale-down below them): it builds nothing after that, its threads end with
+    /// their input, and a later growth onto its worker starts another part there.
     pub(crate) fn told(
         self: &Arc<Self>,
         barriers: &[Barrier],
         last: bool,
     ) -> Result<(), TaskFailure> {
         let result = self.build_told(barriers);
-        if last || result.is_err() {
-            *self
-                .awaiting
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+        let mut awaiting = self
+            .awaiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let over = *awaiting && self.all_built_alone_retired();
+        if over {
+            tracing::info!("every instance this part ran was retired by a scale-down: the part ends once they have");
         }
+        if last || result.is_err() || over {
+            *awaiting = false;
+        }
+        drop(awaiting);
         self.more.notify_all();
         result
+    }
+
+    /// Whether this part built instances alone and every one of them has retired since
+    /// (then it builds nothing more).
+    fn all_built_alone_retired(&self) -> bool {
+        let mut inner = self.lock();
+        let all = !inner.built_alone.is_empty()
+            && inner.built_alone.iter().all(|id| !self.numbers.runs(*id));
+        inner.over |= all;
+        inner.over
     }
 
     /// [`Growth::told`], whose failure fails the run (as the failure of the first instance it
@@ -801,8 +847,20 @@ impl Growth {
         let Some(net) = &self.setup.net else {
             return Ok(());
         };
-        for barrier in barriers {
-            self.numbers.apply(barrier);
+        if self.lock().over {
+            return Ok(());
+        }
+        // A part told the barriers sent so far at once (started for a later growth) builds
+        // none of the instances a later one of them retires again.
+        let heads: BTreeMap<usize, (&str, usize)> = self
+            .setup
+            .tasks
+            .iter()
+            .map(|(t, g)| (*t, (g.head.as_str(), g.instances)))
+            .collect();
+        let keeps = fewest_kept_after(barriers, &heads);
+        for (k, barrier) in barriers.iter().enumerate() {
+            self.apply(barrier);
             for (&task, g) in &self.setup.tasks {
                 let Some(u) = barrier
                     .control
@@ -822,10 +880,12 @@ impl Growth {
                 if built.contains(&u.seq) {
                     continue;
                 }
+                let keep = keeps.get(k).and_then(|m| m.get(&task)).copied();
                 let (added, template) = self
                     .numbers
                     .placed(|p| {
-                        let added = p.alone(u.seq, net.here);
+                        let mut added = p.alone(u.seq, net.here);
+                        added.retain(|(j, _)| keep.is_none_or(|keep| *j < keep));
                         let template = (!added.is_empty()).then(|| p.template(u.seq, task, g));
                         (added, template)
                     })
@@ -841,8 +901,11 @@ impl Growth {
                     )
                 })?;
                 let start = (to, barrier.epoch, Watermark::MIN);
+                let ids: Vec<usize> = added.iter().map(|(_, id)| *id).collect();
                 let commands = self.start_all((task, g), added, start, &template)?;
-                self.lock().kept.extend(commands);
+                let mut inner = self.lock();
+                inner.kept.extend(commands);
+                inner.built_alone.extend(ids);
             }
         }
         Ok(())
@@ -896,12 +959,9 @@ impl Growth {
     }
 
     /// How many instances of task `task` are left once a scale-down to `to` owners has
-    /// passed: an embedded run's retires the instances added beyond both (see
-    /// [`Numbers::retired`]); `None` on a cluster, whose instances all stay.
+    /// passed: the instances added beyond both retire (see [`Numbers::retired`]); `None`
+    /// for a task that does not grow.
     pub(crate) fn kept(&self, task: usize, to: usize) -> Option<usize> {
-        if !self.numbers.retires {
-            return None;
-        }
         let planned = self.numbers.planned.get(&task).copied()?;
         Some(to.max(planned))
     }
@@ -1605,6 +1665,27 @@ operator name = "out", type = "writer" {
             .placed(|p| p.template(4, w, g))
             .expect("a cluster's")
             .is_err());
+    }
+
+    #[test]
+    fn a_part_told_every_barrier_at_once_builds_only_the_instances_no_later_one_retires() {
+        // Task 1 (`w`) started with 2: up to 4 (epoch 3), down to 1 (epoch 4: keeps 2), up
+        // to 5 (epoch 5), down to 4 (epoch 6).
+        let told = [
+            carrying(3, &[(1, "w", PARALLELISM, "4")]),
+            carrying(4, &[(2, "w", PARALLELISM, "1")]),
+            carrying(5, &[(3, "w", PARALLELISM, "5"), (4, "m", "x", "1")]),
+            carrying(6, &[(5, "w", PARALLELISM, "4")]),
+            carrying(7, &[(6, "m", "x", "2")]),
+        ];
+        let tasks = BTreeMap::from([(1, ("w", 2))]);
+        let keeps = fewest_kept_after(&told, &tasks);
+        let of = |k: usize| keeps[k].get(&1).copied();
+        // Epoch 3's instances 2 and 3 retire at epoch 4; epoch 5's instance 4 at epoch 6.
+        assert_eq!(
+            [of(0), of(1), of(2), of(3), of(4)],
+            [Some(2), Some(4), Some(4), None, None]
+        );
     }
 
     #[test]

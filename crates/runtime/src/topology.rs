@@ -64,6 +64,9 @@ pub struct Topology {
     /// Every channel between two instances, in the order the plan's channels, their producer
     /// instances and then their consumer instances come.
     pub channels: Vec<Channel>,
+    /// How many instances were added while the query runs so far, those retired since
+    /// included: the next one added is numbered after them (a number is never used twice).
+    pub grown: usize,
 }
 
 /// One task of the plan and its instances.
@@ -193,6 +196,10 @@ pub struct Channel {
     pub from: InstanceRef,
     /// The consuming instance.
     pub to: InstanceRef,
+    /// The numbers in the run of the producing and the consuming instance
+    /// ([`TaskInstance::id`]): a channel's handshake names an instance added while running
+    /// by it, since its index is taken again by an instance added after it retired.
+    pub ids: (usize, usize),
     /// The input port of the consumer's head.
     pub to_input: usize,
 }
@@ -257,6 +264,10 @@ impl Topology {
                         plan_channel: c.id,
                         from,
                         to,
+                        ids: (
+                            tasks[c.from_task].instances[producer].id,
+                            tasks[c.to_task].instances[consumer].id,
+                        ),
                         to_input: c.to_input,
                     });
                     route.channels.push(id);
@@ -269,7 +280,11 @@ impl Topology {
                 tasks[c.from_task].instances[producer].routes.push(route);
             }
         }
-        Topology { tasks, channels }
+        Topology {
+            tasks,
+            channels,
+            grown: 0,
+        }
     }
 
     /// Every task instance, task by task.

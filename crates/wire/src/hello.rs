@@ -3,9 +3,9 @@
 //! `Hello` it cannot accept refuses the edge, saying why. Pure: [`check_hello`] takes what was
 //! said and what was expected.
 
-/// The version of the frames this build speaks (6: a barrier's changes carry the workers a
-/// rescale may place instances on).
-pub const PROTOCOL_VERSION: u16 = 6;
+/// The version of the frames this build speaks (7: a channel's handshake names an instance
+/// added while the query runs by its number in the run, not by its index among its task's).
+pub const PROTOCOL_VERSION: u16 = 7;
 
 /// What opens an edge.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,9 +16,12 @@ pub struct Hello {
     pub query: String,
     /// The edge: the plan's channel between the two tasks.
     pub edge: u32,
-    /// The producer's instance.
+    /// The producer instance: its index among its task's instances, or for an instance added
+    /// while the query runs, its number in the run (from 2^24 on, never taken again: its
+    /// index is taken again by an instance added after it retired). For a handoff of key
+    /// groups, the giving instance's index among the operator's.
     pub from_instance: u32,
-    /// The consumer's instance.
+    /// The consumer instance, named alike (for a handoff, the taking instance's index).
     pub to_instance: u32,
     /// The attempt of the consumer's task the edge is for (a restored task is a new attempt:
     /// frames of an earlier attempt are stale).

@@ -93,7 +93,8 @@ pub struct CoordinatorArgs {
     /// With `--scheduler process` or `kubernetes`: how many workers (processes, pods) it may
     /// start in all (default: --workers) when instances added to a running query (`anduin
     /// ctl scale` beyond its --max-parallelism) find no free slot on the workers there are;
-    /// those it starts so run until the coordinator stops.
+    /// those it starts so are given back (the last first) once a scale-down retired what
+    /// ran there and no query runs a part on them, or when the coordinator stops.
     #[arg(long, value_name = "N")]
     pub max_workers: Option<u32>,
     /// With `--scheduler process`: the workers end with the coordinator however it ends (for
@@ -1253,6 +1254,7 @@ fn tend_workers(cluster: &Cluster) {
         Err(std::sync::TryLockError::WouldBlock) => return,
     };
     scheduler.tend(&known);
+    super::growth::give_back(cluster, &mut **scheduler);
 }
 
 /// SIGINT and SIGTERM stop the coordinator, and the workers its scheduler started with it
@@ -1537,6 +1539,9 @@ fn serve_worker(
                             && a.incarnation(part) == incarnation
                     })
                 {
+                    if error.is_none() && a.alone.contains(&part) && !a.last_sent {
+                        eprintln!("anduin: query {query}: the part on worker {name} ran only instances added while the query runs, and a scale-down retired them all: it ended, and the worker is free for another");
+                    }
                     a.ended.insert(part, error);
                 }
                 cluster.changed.notify_all();

@@ -1795,7 +1795,9 @@ pub(super) fn trouble(state: &State, name: &str, number: u64) -> Option<Outcome>
     // A part being started for a rescale (not started yet): its loss refuses the rescale,
     // it does not fail the attempt (`super::growth`).
     let starting = |w: &u32| a.alone.contains(w) && !a.alone_started.contains(w);
-    for w in a.workers.iter().filter(|w| !starting(w)) {
+    // A part whose instances added while running all retired has nothing left to lose.
+    let retired = |w: &u32| super::growth::ended_alone(a, *w);
+    for w in a.workers.iter().filter(|w| !starting(w) && !retired(w)) {
         let host = a.host(*w);
         let worker = state.workers.get(&host).map_or("?", |e| e.name.as_str());
         if let Some(Some(why)) = a.ended.get(w) {

@@ -13,8 +13,11 @@
 //! numbers and places what they add as every process does, builds the instances placed on
 //! it, and runs until the query's last barrier has passed them (or at once, when none were).
 //!
-//! Not here: giving such a worker back while the query runs (after a scale-down, its part
-//! runs instances that own no key groups until the query ends).
+//! A scale-down below the instances added retires them (`anduin_runtime`'s growth): a part
+//! whose instances all retired ends ([`ended_alone`]); its worker counts as free for a later
+//! growth, which starts another part there (a new incarnation of it), and a worker the
+//! scheduler started for them is given back once no query runs a part on it
+//! ([`give_back`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -65,9 +68,16 @@ pub(super) fn growth_room(cluster: &Arc<Cluster>, (name, number): (&str, u64)) -
         if fitting(added, load, &free) == added {
             return Ok(Onto::default());
         }
-        // Workers that run nothing of the query, with room: one more at a time until they fit.
+        // Workers that run nothing of the query, with room: one more at a time until they fit
+        // (a part whose instances all retired runs nothing).
         let busy: BTreeSet<u32> = current(&state, &name, number)
-            .map(|a| a.workers.iter().map(|w| a.host(*w)).collect())
+            .map(|a| {
+                a.workers
+                    .iter()
+                    .filter(|w| !ended_alone(a, **w))
+                    .map(|w| a.host(*w))
+                    .collect()
+            })
             .unwrap_or_default();
         let mut idle: Vec<(u32, usize)> = state
             .workers
@@ -247,8 +257,11 @@ fn deploy_parts(
             return Err(format!("worker id {w} is not there any more"));
         };
         let a = current_mut(&mut state, name, number).ok_or("the attempt is over")?;
-        if a.workers.contains(w) {
+        if a.workers.contains(w) && !ended_alone(a, *w) {
             continue;
+        }
+        if a.workers.contains(w) {
+            again(a, *w);
         }
         let mut d = a
             .template
@@ -256,6 +269,7 @@ fn deploy_parts(
             .ok_or("this coordinator took the running attempt over from another, and starting a part of it on another worker is not supported yet (it is once the query is rolled back or resubmitted)")?;
         d.worker = *w;
         d.alone = true;
+        d.incarnation = a.incarnation(*w);
         let Some(to) = to else {
             return Err(format!("worker id {w} is not connected"));
         };
@@ -289,6 +303,84 @@ fn deploy_parts(
     let a = current_mut(&mut state, name, number).ok_or("the attempt is over")?;
     start_parts(a, onto);
     Ok(())
+}
+
+/// Whether `part` of attempt `a` ran only instances added while running and has ended well
+/// (a scale-down retired them all): it runs nothing, and its worker is free.
+pub(super) fn ended_alone(a: &Attempt, part: u32) -> bool {
+    a.alone.contains(&part) && matches!(a.ended.get(&part), Some(None))
+}
+
+/// Part `part` of `a`, which ran only instances added and ended, is started again for a later
+/// growth: a new incarnation of it (its old executor, which may still wait to exit, is cut
+/// off and turned away as stale when it reports again), told the barriers from the first.
+fn again(a: &mut Attempt, part: u32) {
+    if let Some((old, _)) = a.executors.remove(&part) {
+        old.close();
+    }
+    a.ended.remove(&part);
+    a.exiting.remove(&part);
+    a.ending.remove(&part);
+    a.alone_started.remove(&part);
+    a.unstarted.remove(&part);
+    a.heard.remove(&part);
+    a.figures
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&part);
+    *a.incarnations.entry(part).or_insert(0) += 1;
+}
+
+/// Gives back the worker `scheduler` started last for instances added while queries run,
+/// once it served one (a part ran there) and every part on it ran only instances added, which
+/// a scale-down retired: each has ended and been let exit. Those parts are forgotten (a later
+/// growth there would start another), and the scheduler stops the worker.
+pub(super) fn give_back(cluster: &Cluster, scheduler: &mut dyn super::scheduler::Scheduler) {
+    let Some(last) = scheduler.last_added() else {
+        return;
+    };
+    let mut state = cluster.lock();
+    let Some(id) = state
+        .workers
+        .iter()
+        .find(|(_, e)| e.name == last && e.alive())
+        .map(|(id, _)| *id)
+    else {
+        return;
+    };
+    let mut parts: Vec<(String, u32)> = Vec::new();
+    for (name, q) in &state.queries {
+        let Some(a) = q.attempt.as_ref() else {
+            continue;
+        };
+        for part in a.workers.iter().filter(|p| a.host(**p) == id) {
+            if !ended_alone(a, *part) || a.exiting.contains_key(part) {
+                return;
+            }
+            parts.push((name.clone(), *part));
+        }
+    }
+    // One that never ran a part may be on its way to a growth.
+    if parts.is_empty() {
+        return;
+    }
+    for (name, part) in &parts {
+        if let Some(a) = state.queries.get_mut(name).and_then(|q| q.attempt.as_mut()) {
+            a.workers.remove(part);
+            a.alone.remove(part);
+            again(a, *part);
+            a.alone_started.remove(part);
+        }
+    }
+    drop(state);
+    match scheduler.release(&last) {
+        Ok(()) => {
+            tracing::info!(worker = %last, "gave back a worker started for instances added while running")
+        }
+        Err(why) => {
+            tracing::warn!(worker = %last, %why, "cannot give back a worker; tried again later")
+        }
+    }
 }
 
 /// The parts `parts` of attempt `number` of query `name`, started for a rescale that was

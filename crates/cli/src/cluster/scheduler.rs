@@ -20,7 +20,9 @@
 //!
 //! `process` and `kubernetes` also start workers (up to `--max-workers` in all) for instances
 //! added while a query runs that find no free slot on the workers there are
-//! ([`Scheduler::may_add`], [`Scheduler::add`]); they keep them until the coordinator stops.
+//! ([`Scheduler::may_add`], [`Scheduler::add`]), and give them back, the last added first,
+//! once a scale-down has retired what ran there and no query runs a part on them
+//! ([`Scheduler::last_added`], [`Scheduler::release`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -53,14 +55,28 @@ pub trait Scheduler: Send {
     fn may_add(&self) -> Option<(u32, u32)> {
         None
     }
-    /// Starts `more` workers beyond those it keeps (kept as those, until the coordinator
-    /// stops); their names, once they are on their way (the coordinator waits for them to
+    /// Starts `more` workers beyond those it keeps (kept as those, until given back or the
+    /// coordinator stops); their names, once they are on their way (the coordinator waits for them to
     /// register). Its error says why it cannot (its bound, the refusal of whatever starts
     /// them): the rescale that asked is refused with it. The coordinator's liveness watch
     /// skips [`Scheduler::tend`] while this runs.
     fn add(&mut self, _more: u32) -> Result<Vec<String>, String> {
         Err(format!(
             "the {} scheduler starts no worker for them: start more with `anduin worker --coordinator …`, or give the workers more slots",
+            self.kind()
+        ))
+    }
+    /// The worker it started last for instances added while queries run, while it keeps one
+    /// beyond those it was asked to keep: the first to give back.
+    fn last_added(&self) -> Option<String> {
+        None
+    }
+    /// Gives back worker `name`, its [`Scheduler::last_added`] (no query runs a part on it):
+    /// stops it and keeps one fewer. Its error says why it could not (it is tried again on a
+    /// later tick).
+    fn release(&mut self, name: &str) -> Result<(), String> {
+        Err(format!(
+            "the {} scheduler started no worker {name} to give back",
             self.kind()
         ))
     }
@@ -124,7 +140,11 @@ struct Started {
 pub struct Processes {
     exe: PathBuf,
     coordinator: SocketAddr,
+    /// How many it keeps now: `--workers`, and those added for instances added while a
+    /// query runs.
     workers: u32,
+    /// How many it was asked to keep (`--workers`): those are never given back.
+    asked: u32,
     /// How many it may keep in all when instances added while a query runs need room
     /// (`--max-workers`).
     max_workers: u32,
@@ -159,6 +179,7 @@ impl Processes {
             exe: std::env::current_exe()?,
             coordinator,
             workers,
+            asked: workers,
             max_workers: workers,
             slots,
             dir,
@@ -302,6 +323,23 @@ impl Scheduler for Processes {
         Ok(names)
     }
 
+    fn last_added(&self) -> Option<String> {
+        (self.workers > self.asked).then(|| format!("local-{}", self.workers - 1))
+    }
+
+    fn release(&mut self, name: &str) -> Result<(), String> {
+        if self.last_added().as_deref() != Some(name) {
+            return Err(format!(
+                "worker {name} is not the last one it added for instances added while a query runs"
+            ));
+        }
+        self.workers -= 1;
+        eprintln!("anduin: scheduler: stopping worker {name}: it was started for instances added while a query runs, a scale-down retired them, and no query runs a part on it");
+        self.kill(name);
+        let _ = std::fs::remove_file(self.dir.join(format!("{name}.pid")));
+        Ok(())
+    }
+
     fn stop(&mut self) {
         // Its own, and those it adopted from a coordinator before it (those it may have added
         // too: a coordinator before it may have).
@@ -408,11 +446,22 @@ mod tests {
         assert_eq!(s.may_add(), Some((1, 3)));
         assert_eq!(s.add(1), Ok(vec!["local-3".to_string()]));
         assert_eq!(s.may_add(), None);
+        // Given back the last added first; those it was asked to keep never.
+        assert_eq!(s.last_added().as_deref(), Some("local-3"));
+        assert!(s.release("local-2").is_err(), "not the last added");
+        assert_eq!(s.release("local-3"), Ok(()));
+        assert_eq!(s.release("local-2"), Ok(()));
+        assert_eq!(s.last_added(), None);
+        assert!(s.release("local-1").is_err(), "one of its --workers");
+        assert_eq!(s.may_add(), Some((2, 3)));
+        assert_eq!(s.add(1), Ok(vec!["local-2".to_string()]));
         // Without --max-workers it keeps its --workers.
         let kept = Processes::new(addr, 2, 3, dir.path().to_path_buf(), None, false)
             .expect("the executable");
         assert_eq!(kept.may_add(), None);
+        assert_eq!(kept.last_added(), None);
         assert_eq!(Static.may_add(), None);
+        assert!(Static.release("w1").is_err());
         let why = Static.add(1).expect_err("the static scheduler starts none");
         assert!(why.contains("anduin worker --coordinator"), "{why}");
     }

@@ -307,8 +307,8 @@ impl NetReach {
             version: PROTOCOL_VERSION,
             query: self.query.clone(),
             edge: u32::try_from(c.plan_channel).unwrap_or(u32::MAX),
-            from_instance: u32::try_from(c.from.instance).unwrap_or(u32::MAX),
-            to_instance: u32::try_from(c.to.instance).unwrap_or(u32::MAX),
+            from_instance: handshake_name(c.from, c.ids.0),
+            to_instance: handshake_name(c.to, c.ids.1),
             attempt: self.attempt,
             from_epoch,
             incarnation: self.resumption.as_ref().map_or(0, |r| r.incarnation),
@@ -467,6 +467,20 @@ pub(crate) struct StandbyEnd {
     pub notices: Option<crossbeam_channel::Sender<crate::channel::Notice>>,
     /// The producer is a copy of a hot standby (see [`listener::Expecting::from_copy`]).
     pub from_copy: bool,
+}
+
+/// What a channel's handshake calls instance `at`, number `id` in the run: a planned instance
+/// (or one of a task split while running) by its index among its task's, which every process
+/// and every restored part gives it alike; an instance added while running by its number in
+/// the run, never taken again, since its index is taken again by an instance added after it
+/// retired (so that a producer can never reach the retired one's end in its stead).
+pub(crate) fn handshake_name(at: crate::topology::InstanceRef, id: usize) -> u32 {
+    let name = if id >= crate::grow::GROWN_IDS {
+        id
+    } else {
+        at.instance
+    };
+    u32::try_from(name).unwrap_or(u32::MAX)
 }
 
 /// A channel's name in errors and logs.

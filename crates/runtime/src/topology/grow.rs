@@ -17,7 +17,13 @@
 //! - with channels appended to [`Topology::channels`] in a fixed order: every route into T of
 //!   every producer instance (task, instance, route order) to each new instance, then every
 //!   new instance's routes (shaped as instance 0's) to each consumer instance. A channel's
-//!   handshake names its plan channel and its two instances, never its number.
+//!   handshake names its plan channel and its two instances (an added one by its number in
+//!   the run), never its own number.
+//!
+//! A scale-down below the instances added retires those beyond its owners and the instances
+//! the run started with ([`Topology::retire`]): they leave the task, the routes into it and
+//! the inlets from them; their channels keep their numbers, reached by nothing, and an
+//! instance added later takes a retired one's index with a number of its own.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -107,7 +113,8 @@ impl Topology {
         for i in self.instances() {
             *load.entry(i.worker).or_default() += 1;
         }
-        let first_id = GROWN_IDS + self.instances().filter(|i| i.id >= GROWN_IDS).count();
+        let first_id = GROWN_IDS + self.grown;
+        self.grown += to - before;
         let name = t.name.clone();
         let mut added = Vec::with_capacity(to - before);
         for (id, j) in (first_id..).zip(before..to) {
@@ -187,6 +194,30 @@ impl Topology {
         }))
     }
 
+    /// Retires instances `keep..` of task `task` (added while running; a scale-down left them
+    /// no key group): they leave the task, each route into the task keeps only its channels
+    /// to the instances left, and each consumer's inlets lose the channels from them. The
+    /// channels stay in [`Topology::channels`] at their numbers. The instances retired, in
+    /// instance order.
+    pub(crate) fn retire(&mut self, task: usize, keep: usize) -> Vec<InstanceRef> {
+        let Some(t) = self.tasks.get_mut(task) else {
+            return Vec::new();
+        };
+        if keep >= t.instances.len() {
+            return Vec::new();
+        }
+        let retired: Vec<InstanceRef> = t.instances.drain(keep..).map(|i| i.at).collect();
+        t.parallelism = keep;
+        t.active = t.active.clamp(1, keep.max(1));
+        for i in self.tasks.iter_mut().flat_map(|t| t.instances.iter_mut()) {
+            for r in i.routes.iter_mut().filter(|r| r.to_task == task) {
+                r.channels.truncate(keep);
+            }
+            i.inlets.retain(|inlet| !retired.contains(&inlet.from));
+        }
+        retired
+    }
+
     /// The instance of task `task` among its first `planned` that builds the instances added
     /// on `worker`: the lowest one that runs there.
     pub(crate) fn builder_on(
@@ -225,11 +256,14 @@ impl Topology {
         to_input: usize,
     ) -> ChannelId {
         let id = ChannelId(self.channels.len());
+        let number = |at| self.instance(at).map_or(usize::MAX, |i| i.id);
+        let ids = (number(from), number(to));
         self.channels.push(Channel {
             id,
             plan_channel,
             from,
             to,
+            ids,
             to_input,
         });
         if let Some(i) = self.instance_mut(to) {

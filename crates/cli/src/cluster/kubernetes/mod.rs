@@ -22,7 +22,9 @@
 //! ctl scale` beyond `--max-parallelism`) find no free slot on the registered workers, the
 //! coordinator asks for more workers: the scheduler creates the next pods of its naming at
 //! once, as those it keeps (same manifest, labels and slots), and keeps them as those until
-//! the coordinator stops. A pod the API refuses (a ResourceQuota, RBAC, a Pod Security
+//! a scale-down retires what ran there and no query runs a part on them: then the coordinator
+//! gives them back, the last created first ([`Kubernetes::release`]: the pod is deleted, and
+//! it keeps one fewer). A pod the API refuses (a ResourceQuota, RBAC, a Pod Security
 //! admission) refuses the rescale with the API's reason, and the pods created for it are
 //! deleted again.
 //!
@@ -35,8 +37,7 @@
 //!
 //! Not here yet: watching pods (a list per tick, one call per second by default); a worker
 //! pod template (resources, node selectors: the pod is [`pod::WorkerPod`]'s); pods labelled
-//! by query and generation (a worker serves every query of its coordinator); giving an added
-//! pod back while the coordinator runs (after a scale-down its worker idles); standby
+//! by query and generation (a worker serves every query of its coordinator); standby
 //! coordinators across pods (`--leader-election` takes only a local lock file).
 
 mod api;
@@ -172,6 +173,9 @@ pub enum Deleted {
     /// It was created for instances added while a query runs, and another pod for them was
     /// refused (so was the rescale).
     Withdrawn,
+    /// It was created for instances added while a query runs, a scale-down retired them,
+    /// and no query runs a part on it any more.
+    GivenBack,
     /// The coordinator stops.
     Stopping,
 }
@@ -242,7 +246,8 @@ impl Kubernetes {
 
     /// Creates `more` worker pods beyond those it keeps, as those (the next numbers of its
     /// naming not taken by a pod there is: a predecessor's added pods are adopted), and keeps
-    /// them until the coordinator stops; their names. Refused beyond `--max-workers`, or when
+    /// them until they are given back ([`Kubernetes::release`]) or the coordinator stops;
+    /// their names. Refused beyond `--max-workers`, or when
     /// the API refuses one of them (its error says why: a ResourceQuota, RBAC, an admission
     /// policy): the pods created for them are deleted again, and it keeps what it kept.
     pub fn add(&mut self, more: u32, events: &mut Vec<Event>) -> Result<Vec<String>, String> {
@@ -292,6 +297,30 @@ impl Kubernetes {
         }
         self.kept.store(next, Ordering::SeqCst);
         Ok(names)
+    }
+
+    /// The pod it created last for instances added while queries run, while it keeps one
+    /// beyond `--workers`.
+    pub fn last_added(&self) -> Option<String> {
+        let kept = self.kept();
+        (kept > self.settings.workers).then(|| self.worker_name(kept - 1))
+    }
+
+    /// Gives back pod `name`, its [`Kubernetes::last_added`]: deletes it and keeps one fewer
+    /// (kept as it was when the API refuses: tried again later).
+    pub fn release(&mut self, name: &str, events: &mut Vec<Event>) -> Result<(), String> {
+        if self.last_added().as_deref() != Some(name) {
+            return Err(format!(
+                "pod {name} is not the last one it created for instances added while a query runs"
+            ));
+        }
+        if !self.delete(name, Deleted::GivenBack, events) {
+            return Err(format!(
+                "the Kubernetes API did not delete pod {name} (see the log)"
+            ));
+        }
+        self.kept.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
     }
 
     fn manifest(&self, name: &str) -> serde_json::Value {
@@ -427,6 +456,7 @@ fn tell(events: Vec<Event>) {
                     Deleted::Withdrawn => {
                         "created for a rescale that another pod's refusal refused".to_string()
                     }
+                    Deleted::GivenBack => "created for instances added while a query runs, which a scale-down retired; no query runs a part on it".to_string(),
                     Deleted::Stopping => "the coordinator stops".to_string(),
                 };
                 eprintln!("anduin: scheduler: deleted worker pod {pod}: {why}");
@@ -458,16 +488,33 @@ struct Add {
     answer: crossbeam_channel::Sender<Result<Vec<String>, String>>,
 }
 
+/// How long a pod asked to be given back is not asked again while it is kept.
+const RELEASE_AGAIN_AFTER: Duration = Duration::from_secs(30);
+
+/// A pod to give back ([`Kubernetes::release`]), asked of the scheduler's thread.
+struct Release {
+    pod: String,
+    answer: crossbeam_channel::Sender<Result<(), String>>,
+}
+
 /// The `kubernetes` scheduler as the coordinator runs it: its ticks on a thread of their
 /// own, so that an API that answers slowly (each call may take [`api::CALL_WITHIN`]) never
 /// holds up the coordinator's liveness watch, whose ticks declare workers dead. A tick asked
 /// for while one runs and another waits is skipped (the next one brings newer facts). Pods
 /// asked for while a query runs ([`Scheduler::add`]) are created on that thread too, between
-/// ticks, and the asker waits for them.
+/// ticks, and the asker waits for them. A pod given back is deleted there too, without the
+/// asker waiting (it asks once per count of pods kept).
 pub struct Background {
     to: Option<crossbeam_channel::Sender<BTreeMap<String, Link>>>,
     adds: Option<crossbeam_channel::Sender<Add>>,
+    releases: Option<crossbeam_channel::Sender<Release>>,
     kept: Arc<AtomicU32>,
+    /// `--workers`, and the name of its pods' naming.
+    workers: u32,
+    name: String,
+    /// The pods kept when it last asked to give one back, and when (asked again after
+    /// [`RELEASE_AGAIN_AFTER`] if the API refused).
+    released_at: Option<(u32, Instant)>,
     max_workers: u32,
     slots: u32,
     thread: Option<std::thread::JoinHandle<Kubernetes>>,
@@ -478,8 +525,10 @@ impl Background {
     pub fn start(scheduler: Kubernetes) -> std::io::Result<Self> {
         let (to, ticks) = crossbeam_channel::bounded::<BTreeMap<String, Link>>(1);
         let (adds, asked) = crossbeam_channel::unbounded::<Add>();
+        let (releases, to_release) = crossbeam_channel::unbounded::<Release>();
         let kept = Arc::clone(&scheduler.kept);
         let (max_workers, slots) = (scheduler.settings.max_workers, scheduler.settings.slots);
+        let (workers, name) = (scheduler.settings.workers, scheduler.settings.name.clone());
         let thread = std::thread::Builder::new()
             .name("anduin-kubernetes".into())
             .spawn(move || {
@@ -501,6 +550,16 @@ impl Background {
                             let Ok(known) = known else { break };
                             tell(scheduler.tick(&known, Utc::now()));
                         }
+                        recv(to_release) -> release => {
+                            let Ok(release) = release else { break };
+                            let mut events = Vec::new();
+                            let answer = scheduler.release(&release.pod, &mut events);
+                            tell(events);
+                            if let Err(why) = &answer {
+                                tracing::warn!(pod = %release.pod, why = %why, "cannot give the pod back; tried again later");
+                            }
+                            let _ = release.answer.send(answer);
+                        }
                     }
                 }
                 scheduler
@@ -508,7 +567,11 @@ impl Background {
         Ok(Self {
             to: Some(to),
             adds: Some(adds),
+            releases: Some(releases),
             kept,
+            workers,
+            name,
+            released_at: None,
             max_workers,
             slots,
             thread: Some(thread),
@@ -554,10 +617,41 @@ impl Scheduler for Background {
         }
     }
 
+    fn last_added(&self) -> Option<String> {
+        let kept = self.kept.load(Ordering::SeqCst);
+        (kept > self.workers).then(|| format!("{}-worker-{}", self.name, kept - 1))
+    }
+
+    /// Has its thread delete the pod (the coordinator's liveness watch, which asks, does not
+    /// wait for the API): asked once while it keeps as many pods (again after a while, should
+    /// the API have refused).
+    fn release(&mut self, name: &str) -> Result<(), String> {
+        let kept = self.kept.load(Ordering::SeqCst);
+        if self
+            .released_at
+            .is_some_and(|(k, at)| k == kept && at.elapsed() < RELEASE_AGAIN_AFTER)
+        {
+            return Ok(());
+        }
+        let Some(releases) = &self.releases else {
+            return Err("the coordinator stops".into());
+        };
+        let (answer, _) = crossbeam_channel::bounded(1);
+        releases
+            .send(Release {
+                pod: name.to_string(),
+                answer,
+            })
+            .map_err(|_| "the kubernetes scheduler's thread ended (a bug in anduin)".to_string())?;
+        self.released_at = Some((kept, Instant::now()));
+        Ok(())
+    }
+
     /// Waits for the tick under way, then deletes the pods.
     fn stop(&mut self) {
         drop(self.to.take());
         drop(self.adds.take());
+        drop(self.releases.take());
         if let Some(thread) = self.thread.take() {
             match thread.join() {
                 Ok(mut scheduler) => tell(scheduler.stop_pods()),

@@ -65,11 +65,25 @@ fn spread(workers: u32) -> (Topology, usize) {
 }
 
 /// Every channel is where its number says, in the routes of its producer and the inlets of
-/// its consumer; every route and inlet names a channel that exists.
+/// its consumer (but those of instances retired, which nothing reaches); every route and
+/// inlet names a channel that exists.
 fn assert_consistent(t: &Topology) {
+    let routed: BTreeSet<ChannelId> = t
+        .instances()
+        .flat_map(|i| i.routes.iter().flat_map(|r| r.channels.iter().copied()))
+        .collect();
     for (k, c) in t.channels.iter().enumerate() {
         assert_eq!(c.id, ChannelId(k));
+        if !routed.contains(&c.id) {
+            assert!(
+                t.instances()
+                    .all(|i| i.inlets.iter().all(|x| x.channel != c.id)),
+                "channel {k} is an inlet but no route's"
+            );
+            continue;
+        }
         let from = t.instance(c.from).expect("the producer exists");
+        assert_eq!(c.ids, (from.id, t.instance(c.to).expect("the consumer").id));
         assert!(from.routes.iter().any(|r| r.channels.contains(&c.id)));
         let to = t.instance(c.to).expect("the consumer exists");
         assert!(to
@@ -159,6 +173,50 @@ fn growing_again_numbers_after_the_instances_added_before_and_nothing_below_adds
     // Each new instance went to the least-loaded worker of the window's.
     let on = |w0: u32| t.instances().filter(|i| i.worker == WorkerId(w0)).count();
     assert!(on(0).abs_diff(on(1)) <= 1, "{} and {}", on(0), on(1));
+}
+
+#[test]
+fn a_scale_down_retires_the_instances_added_and_those_added_later_are_named_by_new_numbers() {
+    let (mut t, w) = spread(2);
+    let planned = t.clone();
+    t.grow(w, 4).expect("it grows");
+    let grown = t.clone();
+    assert_eq!(t.retire(w, 4), []);
+    assert_eq!(t.retire(9, 1), []);
+    let retired = t.retire(w, 2);
+    assert_eq!(
+        retired.iter().map(|a| a.instance).collect::<Vec<_>>(),
+        [2, 3]
+    );
+    let task = &t.tasks[w];
+    assert_eq!((task.parallelism, task.instances.len()), (2, 2));
+    // Routes and inlets are those planned again; the channels keep their numbers.
+    for (now, then) in t.instances().zip(planned.instances()) {
+        assert_eq!(now.routes, then.routes, "{}", now.name);
+        assert_eq!(now.inlets, then.inlets, "{}", now.name);
+    }
+    assert_eq!(t.channels, grown.channels);
+    assert_consistent(&t);
+    // Grown again: the same indices, new numbers, new channels after the old ones.
+    let again = t.grow(w, 4).expect("it grows").expect("it adds");
+    let ids: Vec<usize> = t.tasks[w].instances[2..].iter().map(|i| i.id).collect();
+    assert_eq!(ids, [GROWN_IDS + 2, GROWN_IDS + 3]);
+    assert_eq!(
+        again.channels.first(),
+        Some(&ChannelId(grown.channels.len()))
+    );
+    assert_consistent(&t);
+    // No two channels are named alike in a handshake (plan channel, the instances' numbers),
+    // those of the retired instances included: a producer cannot reach a retired end.
+    let name = |c: &Channel| {
+        (
+            c.plan_channel,
+            crate::net::handshake_name(c.from, c.ids.0),
+            crate::net::handshake_name(c.to, c.ids.1),
+        )
+    };
+    let names: BTreeSet<(usize, u32, u32)> = t.channels.iter().map(name).collect();
+    assert_eq!(names.len(), t.channels.len());
 }
 
 #[test]
@@ -314,10 +372,22 @@ fn a_task_feeding_instance_by_instance_or_not_planned_is_refused() {
 #[test]
 fn the_numbers_a_topology_gives_are_those_the_checkpoint_coordinator_reserves() {
     let (mut t, w) = spread(2);
-    let numbers = crate::grow::Numbers::for_tests(w, "w", 2).on_a_cluster();
-    // Change 3: w to 4; change 4: w to 1 (nothing added, nothing retired); change 5: w to 6.
-    for (seq, to) in [(3, 4), (4, 1), (5, 6)] {
+    let numbers = crate::grow::Numbers::for_tests(w, "w", 2);
+    // Change 3: w to 4; change 4: w to 1 (the two added retire); change 5: w to 6; change
+    // 6: w to 5 (the last retires); change 7: w to 6.
+    for (seq, to) in [(3, 4), (4, 1), (5, 6), (6, 5), (7, 6)] {
         let reserved = numbers.reserve(seq, "w", to);
+        let retired: Vec<(usize, usize)> = t
+            .retire(w, to.max(2))
+            .into_iter()
+            .map(|a| (a.instance, 0))
+            .collect();
+        let numbered: Vec<(usize, usize)> = numbers
+            .retired(seq)
+            .into_iter()
+            .map(|(j, _)| (j, 0))
+            .collect();
+        assert_eq!(retired, numbered, "change {seq}");
         let added: Vec<(usize, usize)> = match t.grow(w, to).expect("it grows") {
             Some(g) => g
                 .added
