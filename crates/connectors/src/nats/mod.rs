@@ -45,7 +45,7 @@ const SOURCE_ONLY: &[&str] = &[
 ];
 
 /// Params only a sink takes.
-const SINK_ONLY: &[&str] = &["timestamp_format", "min_duplicate_window"];
+const SINK_ONLY: &[&str] = &["timestamp_format", "min_duplicate_window", "delivery"];
 
 /// The `nats` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -127,6 +127,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             kind: ParamKind::Duration,
             default: Some("1m"),
             doc: "sink, with checkpoints: the shortest duplicate window of the stream the sink accepts (a resumed run's rows written again later than the window are stored twice)",
+        },
+        ParamSpec {
+            name: "delivery",
+            required: false,
+            kind: ParamKind::OneOf(&["exactly-once", "at-least-once"]),
+            default: Some("exactly-once"),
+            doc: "sink: `exactly-once` gives each row a message id that a resumed run gives it again (its input must come in one order on every run: one ordered chain from one source instance); `at-least-once` gives each run ids of its own, so a resumed run writes again the rows after its checkpoint (any input)",
         },
     ],
 };
@@ -277,6 +284,7 @@ fn bind_sink(op: &OperatorDef, p: &Params<'_>) -> Result<Binding<Bound>, Diagnos
         min_duplicate_window: Duration::from_millis(
             p.duration_ms_or("min_duplicate_window", 60_000),
         ),
+        exactly_once: p.str_or("delivery", "exactly-once").as_str() != "at-least-once",
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {
