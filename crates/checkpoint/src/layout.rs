@@ -96,11 +96,11 @@ fn epoch_dir_name(epoch: Epoch) -> String {
     format!("chk-{:08}", epoch.0)
 }
 
-/// Where everything of a checkpoint store lives in an object store: the names of
 /// The file, beside the checkpoints' directories, that keeps their lineage
 /// ([`crate::Store::lineage`]).
 pub const LINEAGE_NAME: &str = "lineage";
 
+/// Where everything of a checkpoint store lives in an object store: the names of
 /// [`CheckpointDir`] under a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ObjectLayout {
