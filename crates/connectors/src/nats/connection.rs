@@ -90,6 +90,16 @@ impl Connection {
             .block_on(f)
     }
 
+    /// How many times the client has connected: 1 after [`Connection::open`], one more for
+    /// each reconnection after a lost server (the client reconnects on its own).
+    pub(crate) fn connects(&self) -> u64 {
+        self.js
+            .client()
+            .statistics()
+            .connects
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Stream `name`, with its info as of now; a missing stream, or a server without
     /// JetStream, is the user's to fix.
     pub(crate) fn stream(&self, name: &str) -> Result<Stream, NatsError> {
