@@ -1,5 +1,5 @@
 //! A NATS source or sink that cannot start says why, in bounded time: a server that does not
-//! answer (within `connect.timeout`), a server without JetStream, a stream that does not exist, a sink's subject the
+//! answer (within `connect.timeout`), a server without JetStream, a stream that does not exist, a source's or a sink's subject the
 //! stream does not keep, and (with checkpoints) a stream whose duplicate window is shorter
 //! than the sink's `min_duplicate_window`.
 
@@ -122,6 +122,25 @@ fn a_sink_subject_outside_its_stream_fails_the_start_naming_both() {
         stderr.contains("subject `elsewhere` is not one of stream `OUT`'s subjects (out.>)"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_source_subject_outside_its_stream_fails_the_start_naming_the_source() {
+    let server = NatsServer::start();
+    let window = Duration::from_secs(120);
+    server.stream("EVENTS", &["events.>"], window);
+    server.stream("OUT", &["out"], window);
+    let q = query(&server.url, "EVENTS", "OUT", "out").replace(
+        "param bounded = true",
+        "param bounded = true\n  param subject = \"evnets.a\"",
+    );
+    let (code, stderr, _) = run(&q, &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("subject `evnets.a` is not one of stream `EVENTS`'s subjects (events.>): the source would read none of the stream's messages"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sink"), "{stderr}");
 }
 
 #[test]

@@ -29,7 +29,7 @@ use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
 
-pub use error::NatsError;
+pub use error::{NatsError, Role};
 
 use crate::codec::TimestampFormat;
 use crate::kafka::decode::RecordDecoder;
@@ -299,15 +299,48 @@ fn bind_sink(op: &OperatorDef, p: &Params<'_>) -> Result<Binding<Bound>, Diagnos
 }
 
 /// Refuses a literal `subject` that none of the stream's `subjects` stands for (a filter
-/// with wildcards is left to the server).
-fn check_subject(subject: &str, stream: &str, subjects: &[String]) -> Result<(), NatsError> {
+/// with wildcards is left to the server), saying what it means for `role`.
+fn check_subject(
+    role: Role,
+    subject: &str,
+    stream: &str,
+    subjects: &[String],
+) -> Result<(), NatsError> {
     let literal = !subject.contains(['*', '>']);
     if !literal || subjects.iter().any(|s| dedup::subject_matches(s, subject)) {
         return Ok(());
     }
     Err(NatsError::SubjectOutsideStream {
+        role,
         subject: subject.to_string(),
         stream: stream.to_string(),
         subjects: subjects.join(", "),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subject_outside_the_stream_is_refused_saying_what_it_means_for_a_source_or_a_sink() {
+        let subjects = ["events.>".to_string()];
+        check_subject(Role::Source, "events.a", "EVENTS", &subjects).expect("kept");
+        check_subject(Role::Source, "other.*", "EVENTS", &subjects).expect("left to the server");
+        let source = check_subject(Role::Source, "other", "EVENTS", &subjects)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            source.starts_with("subject `other` is not one of stream `EVENTS`'s subjects (events.>): the source would read none"),
+            "{source}"
+        );
+        assert!(!source.contains("sink"), "{source}");
+        let sink = check_subject(Role::Sink, "other", "EVENTS", &subjects)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            sink.contains("what the sink published would not be stored"),
+            "{sink}"
+        );
+    }
 }

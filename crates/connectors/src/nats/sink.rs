@@ -94,7 +94,12 @@ impl NatsSink {
         )?;
         let stream = conn.stream(&config.stream)?;
         let info = stream.cached_info();
-        super::check_subject(&config.subject, &config.stream, &info.config.subjects)?;
+        super::check_subject(
+            super::Role::Sink,
+            &config.subject,
+            &config.stream,
+            &info.config.subjects,
+        )?;
         let window = info.config.duplicate_window;
         let exactly_once = ctx.checkpointing && config.exactly_once;
         match check_window(window, config.min_duplicate_window, exactly_once) {

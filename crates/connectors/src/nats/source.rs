@@ -124,7 +124,12 @@ impl NatsSource {
         let stream = conn.stream(&config.stream)?;
         let info = stream.cached_info();
         if let Some(subject) = &config.subject {
-            super::check_subject(subject, &config.stream, &info.config.subjects)?;
+            super::check_subject(
+                super::Role::Source,
+                subject,
+                &config.stream,
+                &info.config.subjects,
+            )?;
         }
         let end = config.bounded.then_some(info.state.last_sequence);
         // A stream is one ordered log: instance 0 reads it, the others have nothing to read.
