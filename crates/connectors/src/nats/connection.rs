@@ -56,6 +56,12 @@ impl Connection {
         {
             Err(_) => return Err(unreachable("timed out".into())),
             Ok(Err(e)) => match e.kind() {
+                ConnectErrorKind::Io if refused(&e) => {
+                    return Err(NatsError::Refused {
+                        server: server.to_string(),
+                        cause: e.to_string(),
+                    })
+                }
                 ConnectErrorKind::TimedOut
                 | ConnectErrorKind::Io
                 | ConnectErrorKind::Dns
@@ -136,6 +142,21 @@ impl Connection {
             }
         })
     }
+}
+
+/// Whether a failed connection was refused (nothing listens at the address), as the OS
+/// said, rather than left unanswered.
+fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// Whether a failed JetStream request found nobody answering (a server without JetStream).

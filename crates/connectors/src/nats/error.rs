@@ -17,6 +17,14 @@ pub enum NatsError {
         /// What the client said.
         cause: String,
     },
+    /// Nothing listens at the address: the connection was refused at once.
+    #[error("the connection to the NATS server at {server} was refused ({cause}): nothing listens there; check `server` (nats://host:port) or start the server")]
+    Refused {
+        /// The `server` param.
+        server: String,
+        /// What the client said.
+        cause: String,
+    },
     /// The server answered but has no JetStream.
     #[error("the NATS server at {server} has no JetStream ({cause}): start it with JetStream enabled (`nats-server -js`)")]
     NoJetStream {
