@@ -3,8 +3,10 @@
 //! is traced back to its record (partition and offset).
 //!
 //! A JSON value's line breaks are blanks to JSON (they may stand only between tokens), so a
-//! value is made one line. A CSV value is one record (no header; columns in the type's
-//! order), whose quoted fields may hold line breaks: it spans as many lines. A record
+//! value is made one line (a value of several objects is then one undecodable line, rejected
+//! whole, never read as its first object alone). A CSV value is records (no header; columns
+//! in the type's order), usually one, whose quoted fields may hold line breaks: it spans as
+//! many lines, and a value of several records gives a row each, all traced to it. A record
 //! without a value (a tombstone) or with an empty one is no row: it is counted and skipped.
 //! With a record-timestamp column, that column is not decoded but filled from each record's
 //! Kafka timestamp.
@@ -308,6 +310,48 @@ mod tests {
         assert_eq!(rows.empty, 1);
         assert_eq!(rows.bad.len(), 1);
         assert_eq!((rows.bad[0].split, rows.bad[0].offset), (1, 9));
+    }
+
+    /// A NATS message or a Kafka record may hold several lines: every CSV record is read
+    /// (each traced to the message), a JSON value with several objects is rejected whole,
+    /// never read as its first object alone.
+    #[test]
+    fn a_value_with_several_records_gives_them_all_in_csv_and_is_rejected_whole_in_json() {
+        let mut d = RecordDecoder::new(
+            schema(),
+            Format::Csv { delimiter: b',' },
+            None,
+            None,
+            1 << 20,
+        );
+        let rows = d
+            .decode(&[rec(0, 7, "1,1\n2,2\r\n3,3\n"), rec(0, 8, "4,4")])
+            .expect("decodes");
+        assert_eq!(rows.from, [0, 0, 0, 1]);
+        assert!(rows.bad.is_empty(), "{:?}", rows.bad);
+        let batch = rows.batch.expect("rows");
+        let v = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ints");
+        assert_eq!(v.values().to_vec(), [1, 2, 3, 4]);
+
+        let mut d = RecordDecoder::new(schema(), Format::Json, None, None, 1 << 20);
+        let rows = d
+            .decode(&[
+                rec(0, 7, "{\"ts\":1,\"v\":1}\n{\"ts\":2,\"v\":2}"),
+                rec(0, 8, "{\"ts\":4,\"v\":4}"),
+            ])
+            .expect("decodes");
+        assert_eq!(rows.from, [1]);
+        assert_eq!(rows.bad.len(), 1);
+        assert_eq!(rows.bad[0].offset, 7);
+        assert!(
+            rows.bad[0].reason.contains("trailing characters"),
+            "{:?}",
+            rows.bad
+        );
     }
 
     #[test]

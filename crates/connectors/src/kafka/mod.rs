@@ -98,7 +98,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: false,
             kind: ParamKind::OneOf(&["csv", "json", "jsonl"]),
             default: Some("csv"),
-            doc: "a record's value: one CSV record (no header, columns in the type's order), or one JSON object (`jsonl` is a synonym)",
+            doc: "a record's value: CSV records (no header, columns in the type's order; a value of several lines gives a row each), or one JSON object (`jsonl` is a synonym; a value of several objects is rejected whole)",
         },
         ParamSpec {
             name: "csv.field-delimiter",

@@ -81,7 +81,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: false,
             kind: ParamKind::OneOf(&["csv", "json", "jsonl"]),
             default: Some("csv"),
-            doc: "a message's payload: one CSV record (no header, columns in the type's order), or one JSON object (`jsonl` is a synonym)",
+            doc: "a message's payload: CSV records (no header, columns in the type's order; a payload of several lines gives a row each), or one JSON object (`jsonl` is a synonym; a payload of several objects is rejected whole)",
         },
         ParamSpec {
             name: "csv.field-delimiter",
