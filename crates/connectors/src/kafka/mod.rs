@@ -254,6 +254,39 @@ pub(crate) fn format(p: &Params<'_>) -> Result<Format, Diagnostics> {
     }
 }
 
+/// The column of `schema` that `metadata.timestamp` names, filled from each record's
+/// timestamp (a Kafka record's, a NATS message's publish time) instead of decoded: `None`
+/// without the param; refused when there is no such column or it is not a timestamp.
+pub(crate) fn timestamp_column(
+    p: &Params<'_>,
+    schema: &SchemaRef,
+) -> Result<Option<usize>, Diagnostics> {
+    let Some(col) = p.text("metadata.timestamp") else {
+        return Ok(None);
+    };
+    let found = schema
+        .fields()
+        .iter()
+        .position(|f| f.name() == col.as_str());
+    match found.and_then(|i| schema.fields().get(i).map(|f| (i, f))) {
+        Some((i, f)) if ColumnType::from_arrow(f.data_type()) == Some(ColumnType::Timestamp) => {
+            Ok(Some(i))
+        }
+        Some(_) => Err(p
+            .error(
+                "metadata.timestamp",
+                format!("column `{col}` is not a timestamp"),
+            )
+            .into()),
+        None => Err(p
+            .error(
+                "metadata.timestamp",
+                format!("no column `{col}` in the output"),
+            )
+            .into()),
+    }
+}
+
 fn bind_source(
     op: &OperatorDef,
     p: &Params<'_>,
@@ -265,38 +298,7 @@ fn bind_source(
     let schema = crate::declared_source_schema(op, declared)?;
     let watermarks = anduin_operator_api::event_time::watermark_spec(p, &schema)?;
     let format = format(p)?;
-    let timestamp_column = match p.text("metadata.timestamp") {
-        None => None,
-        Some(col) => {
-            let found = schema
-                .fields()
-                .iter()
-                .position(|f| f.name() == col.as_str());
-            match found.and_then(|i| schema.fields().get(i).map(|f| (i, f))) {
-                Some((i, f))
-                    if ColumnType::from_arrow(f.data_type()) == Some(ColumnType::Timestamp) =>
-                {
-                    Some(i)
-                }
-                Some(_) => {
-                    return Err(p
-                        .error(
-                            "metadata.timestamp",
-                            format!("column `{col}` is not a timestamp"),
-                        )
-                        .into())
-                }
-                None => {
-                    return Err(p
-                        .error(
-                            "metadata.timestamp",
-                            format!("no column `{col}` in the output"),
-                        )
-                        .into())
-                }
-            }
-        }
-    };
+    let timestamp_column = timestamp_column(p, &schema)?;
     let topics = options::topics(p.required("topic").as_str());
     if topics.is_empty() {
         return Err(p.error("topic", "no topic given").into());

@@ -3,7 +3,8 @@
 //!
 //! The source reads a stream's messages (those of a subject, when given) in stream order with
 //! an ordered pull consumer, decodes CSV or JSON payloads with the file reader's decoders,
-//! takes event time from a column, sends undecodable messages to the dead letters with
+//! takes event time from a column (decoded, or the message's publish time with
+//! `metadata.timestamp`), sends undecodable messages to the dead letters with
 //! their stream and sequence, and keeps the next stream sequence in the checkpoints. With
 //! `bounded`, it stops at the stream's last sequence as of its first start. See [`source`].
 //!
@@ -38,6 +39,7 @@ use crate::kafka::encode::RowEncoder;
 /// Params only a source takes.
 const SOURCE_ONLY: &[&str] = &[
     "bounded",
+    "metadata.timestamp",
     "on_error",
     "event_time",
     "watermark",
@@ -103,6 +105,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             kind: ParamKind::Bool,
             default: Some("false"),
             doc: "source: stop at the stream's last message as of the first start (for tests and backfills)",
+        },
+        ParamSpec {
+            name: "metadata.timestamp",
+            required: false,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "source: a timestamp column filled with each message's publish time (when the stream stored it) instead of decoded from its payload; it may be the event time",
         },
         ParamSpec {
             name: "on_error",
@@ -211,6 +220,7 @@ fn bind_source(
     let schema = crate::declared_source_schema(op, declared)?;
     let watermarks = anduin_operator_api::event_time::watermark_spec(p, &schema)?;
     let format = crate::kafka::format(p)?;
+    let timestamp_column = crate::kafka::timestamp_column(p, &schema)?;
     let (server, stream) = server_and_stream(p)?;
     let config = source::SourceConfig {
         name: op.name.to_string(),
@@ -231,7 +241,7 @@ fn bind_source(
             let decoder = RecordDecoder::new(
                 Arc::clone(&out),
                 format,
-                None,
+                timestamp_column,
                 config.watermarks.map(|w| w.column),
                 crate::codec::DEFAULT_MAX_RECORD_BYTES,
             );
