@@ -1,7 +1,8 @@
 //! `kafka`: a Kafka topic as a source (no input, one output) or as a sink (one input, no
 //! output), on librdkafka (the `rdkafka` crate, built from the C sources it ships).
 //!
-//! The source reads a list of topics, its partitions dealt over the source's instances
+//! The source reads a list of topics (or those whose names match `topic-pattern`), its
+//! partitions dealt over the source's instances
 //! (`parallelism`, or the query's `--parallelism`; a sink runs as one instance), from
 //! the earliest offsets, the latest, a timestamp, or the checkpoint's; it decodes CSV or
 //! JSON values with the file reader's decoders, takes event time from a column or from the
@@ -42,10 +43,11 @@ pub use error::KafkaError;
 use crate::codec::TimestampFormat;
 use decode::{Format, RecordDecoder};
 use encode::RowEncoder;
-use options::{Client, Delivery, Startup};
+use options::{Client, Delivery, Startup, Topics};
 
 /// Params only a source takes.
 const SOURCE_ONLY: &[&str] = &[
+    "topic-pattern",
     "scan.startup.mode",
     "scan.startup.timestamp-millis",
     "bounded",
@@ -74,10 +76,17 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     params: &[
         ParamSpec {
             name: "topic",
-            required: true,
+            required: false,
             kind: ParamKind::Text,
             default: None,
-            doc: "source: the topics read, comma-separated; sink: the topic written",
+            doc: "source: the topics read, comma-separated (or `topic-pattern`); sink: the topic written (required)",
+        },
+        ParamSpec {
+            name: "topic-pattern",
+            required: false,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "source, instead of `topic`: a regular expression; the topics whose whole names it matches when the source starts are read, in name order (never Kafka's own `__` topics)",
         },
         ParamSpec {
             name: "properties.bootstrap.servers",
@@ -299,14 +308,12 @@ fn bind_source(
     let watermarks = anduin_operator_api::event_time::watermark_spec(p, &schema)?;
     let format = format(p)?;
     let timestamp_column = timestamp_column(p, &schema)?;
-    let topics = options::topics(p.required("topic").as_str());
-    if topics.is_empty() {
-        return Err(p.error("topic", "no topic given").into());
-    }
+    let topics = Topics::from_params(p)?;
     let config = source::SourceConfig {
         name: op.name.to_string(),
         client: Client::from_params(op, p)?,
         topics,
+        pattern_shown: p.str_or("topic-pattern", ""),
         startup: Startup::from_params(p)?,
         bounded: p.bool_or("bounded", false),
         fail_on_error: p.str_or("on_error", "dead_letter") == "fail",
@@ -348,7 +355,16 @@ fn bind_sink(
             .into());
     }
     let format = format(p)?;
-    let topic = p.required("topic").to_string();
+    let Some(topic) = p.text("topic").map(|t| t.to_string()) else {
+        return Err(Diagnostic::error(
+            op.pos,
+            format!(
+                "operator \"{}\": a `kafka` sink needs `topic`, the topic it writes",
+                op.name
+            ),
+        )
+        .into());
+    };
     if topic.contains(',') || topic.trim().is_empty() {
         return Err(p.error("topic", "a sink writes one topic").into());
     }
