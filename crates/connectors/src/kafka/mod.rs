@@ -105,9 +105,9 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec {
             name: "format",
             required: false,
-            kind: ParamKind::OneOf(&["csv", "json", "jsonl"]),
+            kind: ParamKind::OneOf(&["csv", "json", "jsonl", "raw"]),
             default: Some("csv"),
-            doc: "a record's value: CSV records (no header, columns in the type's order; a value of several lines gives a row each), or one JSON object (`jsonl` is a synonym; a value of several objects is rejected whole)",
+            doc: "a record's value: `raw` (source: the value whole as the text of the one `string` column beside `metadata.timestamp`), CSV records (no header, columns in the type's order; a value of several lines gives a row each), or one JSON object (`jsonl` is a synonym; a value of several objects is rejected whole)",
         },
         ParamSpec {
             name: "csv.field-delimiter",
@@ -244,6 +244,7 @@ fn only(op: &OperatorDef, p: &Params<'_>, others: &[&str], role: &str) -> Result
 pub(crate) fn format(p: &Params<'_>) -> Result<Format, Diagnostics> {
     match p.str_or("format", "csv").as_str() {
         "json" | "jsonl" => Ok(Format::Json),
+        "raw" => Ok(Format::Raw),
         _ => {
             let d = p.str_or("csv.field-delimiter", ",");
             let d = match d.as_str() {
@@ -296,6 +297,37 @@ pub(crate) fn timestamp_column(
     }
 }
 
+/// Refuses a `raw` source whose output is not one `string` column (beside the
+/// `metadata.timestamp` one): the value whole is that column's text.
+fn check_raw_schema(
+    p: &Params<'_>,
+    schema: &SchemaRef,
+    timestamp_column: Option<usize>,
+) -> Result<(), Diagnostics> {
+    let decoded: Vec<_> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != timestamp_column)
+        .map(|(_, f)| f)
+        .collect();
+    match decoded.as_slice() {
+        [f] if ColumnType::from_arrow(f.data_type()) == Some(ColumnType::String) => Ok(()),
+        _ => {
+            let names: Vec<String> = decoded.iter().map(|f| format!("`{}`", f.name())).collect();
+            Err(p
+                .error(
+                    "format",
+                    format!(
+                        "format `raw` reads each value whole into one `string` column (and a `timestamp` column with `metadata.timestamp`); the output has {}",
+                        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    ),
+                )
+                .into())
+        }
+    }
+}
+
 fn bind_source(
     op: &OperatorDef,
     p: &Params<'_>,
@@ -308,6 +340,9 @@ fn bind_source(
     let watermarks = anduin_operator_api::event_time::watermark_spec(p, &schema)?;
     let format = format(p)?;
     let timestamp_column = timestamp_column(p, &schema)?;
+    if matches!(format, Format::Raw) {
+        check_raw_schema(p, &schema, timestamp_column)?;
+    }
     let topics = Topics::from_params(p)?;
     let config = source::SourceConfig {
         name: op.name.to_string(),
@@ -355,6 +390,14 @@ fn bind_sink(
             .into());
     }
     let format = format(p)?;
+    if matches!(format, Format::Raw) {
+        return Err(p
+            .error(
+                "format",
+                "format `raw` is read by a source only: a sink writes `csv` or `json`",
+            )
+            .into());
+    }
     let Some(topic) = p.text("topic").map(|t| t.to_string()) else {
         return Err(Diagnostic::error(
             op.pos,
