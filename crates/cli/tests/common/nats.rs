@@ -76,10 +76,17 @@ impl NatsServer {
     /// store, as a broker lost and back; the test's client connects anew. What its clients
     /// see meanwhile is a lost connection, then a server that answers again.
     pub fn restart(&mut self) {
+        self.restart_with(self.jetstream);
+    }
+
+    /// [`NatsServer::restart`], with JetStream or without (a server whose JetStream is not
+    /// there yet: its clients connect, but no stream answers).
+    pub fn restart_with(&mut self, jetstream: bool) {
         let _ = self.child.0.kill();
         let _ = self.child.0.wait();
-        let (child, _) = spawn(self.jetstream, self._store.path(), Some(self.port));
+        let (child, _) = spawn(jetstream, self._store.path(), Some(self.port));
         self.child = child;
+        self.jetstream = jetstream;
         self.js = connect(&self.runtime, &self.url);
     }
 
