@@ -261,6 +261,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(written) = loaded.reshaped() {
         control.as_written(written);
     }
+    // A run that fails once it runs keeps the outputs it made (what it wrote until then).
+    control.when_running(locks.when_running());
     // Served until the run ends (dropped at the end of this function).
     let api = crate::api::start_api(&args.api, &name)?;
     let mut run_events = events.events.clone();
