@@ -410,6 +410,13 @@ fn a_keyed_window_on_a_cluster_grows_onto_a_worker_that_only_reads_it() {
     );
     q.await_rows_into(2..5);
     q.scale("1");
+    // Once retired, grown again: the instance added on the writer's worker takes its key
+    // groups there, not in the retired one's inbox (an index taken again).
+    wait_until("the added instances retire", || q.added().is_empty());
+    q.scale("5");
+    assert_eq!(q.added().len(), 3, "{:?}", q.added());
+    q.await_rows_into(2..5);
+    q.scale("1");
     q.finish(Some(1));
 }
 
@@ -573,6 +580,51 @@ fn a_growth_whose_part_cannot_start_is_refused_and_the_query_runs_on() {
     assert_eq!(q.cluster.status("q")["attempt"], 1, "no rollback");
     assert_eq!(q.owners().as_deref(), Some("2"));
     q.finish(None);
+}
+
+/// A growth onto two workers that ran nothing of the query, refused because the part on one
+/// cannot start (a file holds its directory's name): the part started on the other is
+/// cancelled, and its end (a kill) is that of a part forgotten, not a failure of the part a
+/// later growth starts there. The same growth again starts new parts on both (new
+/// incarnations, in directories of their own), and the output is the unrescaled run's.
+#[test]
+fn a_growth_refused_for_a_part_that_cannot_start_leaves_both_workers_to_the_next_one() {
+    let mut q = Rescaled::start(&Options {
+        max_parallelism: Some("2"),
+        slots: Some(2),
+        ..Options::default()
+    });
+    let w3 = q.cluster.dir.path().join("w3");
+    std::fs::create_dir_all(&w3).expect("the worker's directory");
+    for part in 0..10 {
+        std::fs::write(w3.join(format!("q-1-{part}")), "").expect("a file in the way");
+    }
+    q.cluster.add_worker("w3", 2);
+    wait_until("the third worker joins", || q.cluster.workers_joined() == 3);
+    q.cluster.add_worker("w4", 1);
+    wait_until("the fourth worker joins", || {
+        q.cluster.workers_joined() == 4
+    });
+    let before = q.query_workers();
+    // Three added: two on w3 (the most free), one on w4.
+    let refused = ctl(q.dir(), &q.api, &["scale", "q", "w", "5"]);
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        refused.status.code() != Some(0) && why.contains("could be made ready"),
+        "{why}"
+    );
+    q.scale("5");
+    let added = q.added();
+    assert_eq!(added.len(), 3, "{added:?}");
+    let onto: BTreeSet<u32> = added.iter().map(|(_, w)| *w).collect();
+    assert_eq!(onto.len(), 2, "on both new workers: {added:?}");
+    assert!(
+        onto.is_disjoint(&before),
+        "{added:?}, the query ran on {before:?}"
+    );
+    q.await_rows_into(2..5);
+    q.scale("1");
+    q.finish(Some(1));
 }
 
 /// Beyond `--max-parallelism` on a worker the coordinator's scheduler starts for it (issue

@@ -950,6 +950,11 @@ impl Growth {
                     inner.added.remove(&(u.operator.clone(), *j));
                 }
             }
+            if let Some(net) = &self.setup.net {
+                for (j, _) in &retired {
+                    net.reach.close_handoffs(&u.operator, *j);
+                }
+            }
             if let (Some(control), Some((task, operators))) =
                 (&self.control, self.numbers.task_of(&u.operator))
             {

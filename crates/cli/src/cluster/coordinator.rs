@@ -339,6 +339,9 @@ pub struct Cluster {
     pub hold_restore: bool,
     /// Which workers there are.
     pub scheduler: Mutex<Box<dyn Scheduler>>,
+    /// How many growths are preparing parts (starting workers, deploying): a worker the
+    /// scheduler added is not given back meanwhile (it may be on its way to one).
+    pub growing: std::sync::atomic::AtomicUsize,
     /// The leader's term (`--leader-election`), which workers hold against an older one.
     pub term: Option<u64>,
     /// Elected by a lease: how long workers and executors wait for a word before they leave
@@ -866,6 +869,7 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
         exit_after: args.inject_exit_after,
         hold_restore: args.inject_hold_restore,
         scheduler: Mutex::new(scheduler),
+        growing: std::sync::atomic::AtomicUsize::new(0),
         term: leadership.as_ref().map(|(l, _)| l.term),
         silent_after: by_lease.map(|_| silent_after(args.leader_lease)),
     });
@@ -1476,16 +1480,18 @@ fn serve_worker(
             address: name.clone(),
             slots,
         });
+        // Welcomed before the lock goes: once it is, a growth may deploy a part on it, and
+        // a worker takes anything before its welcome as a refusal.
+        to.send(&ToWorker::Welcome {
+            worker: id,
+            heartbeat_timeout_ms: u64::try_from(cluster.heartbeat_timeout.as_millis()).ok(),
+            term: cluster.term,
+            silent_after_ms: cluster
+                .silent_after
+                .and_then(|s| u64::try_from(s.as_millis()).ok()),
+        })?;
         id
     };
-    to.send(&ToWorker::Welcome {
-        worker: id,
-        heartbeat_timeout_ms: u64::try_from(cluster.heartbeat_timeout.as_millis()).ok(),
-        term: cluster.term,
-        silent_after_ms: cluster
-            .silent_after
-            .and_then(|s| u64::try_from(s.as_millis()).ok()),
-    })?;
     let again = if previous == Some(id) { " again" } else { "" };
     eprintln!("anduin: worker {name} (id {id}) joined{again} with {slots} slots");
     cluster.changed.notify_all();

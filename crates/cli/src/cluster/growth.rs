@@ -224,6 +224,7 @@ pub(super) fn prepare_parts(cluster: &Arc<Cluster>, name: &str, number: u64) -> 
     let cluster = Arc::clone(cluster);
     let name = name.to_string();
     Arc::new(move |onto: &Onto| {
+        let _growing = Growing::new(&cluster);
         let mut onto_workers = onto.workers.clone();
         if onto.fresh > 0 {
             onto_workers.extend(start_workers(&cluster, onto.fresh)?);
@@ -331,14 +332,39 @@ fn again(a: &mut Attempt, part: u32) {
     *a.incarnations.entry(part).or_insert(0) += 1;
 }
 
+/// A growth preparing its parts: counted in [`Cluster::growing`] while it lives.
+struct Growing<'a>(&'a Cluster);
+
+impl<'a> Growing<'a> {
+    fn new(cluster: &'a Cluster) -> Self {
+        cluster
+            .growing
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self(cluster)
+    }
+}
+
+impl Drop for Growing<'_> {
+    fn drop(&mut self) {
+        self.0
+            .growing
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Gives back the worker `scheduler` started last for instances added while queries run,
-/// once it served one (a part ran there) and every part on it ran only instances added, which
-/// a scale-down retired: each has ended and been let exit. Those parts are forgotten (a later
-/// growth there would start another), and the scheduler stops the worker.
+/// once nothing runs on it: every part there ran only instances added, which a scale-down
+/// retired (each has ended and been let exit), or none is there while no growth prepares
+/// parts and every query that is not over runs an attempt (one restarted or rolled back may
+/// have been planned over it: then it runs a part, and stays). Those parts are forgotten (a
+/// later growth there would start another), and the scheduler stops the worker.
 pub(super) fn give_back(cluster: &Cluster, scheduler: &mut dyn super::scheduler::Scheduler) {
     let Some(last) = scheduler.last_added() else {
         return;
     };
+    if cluster.growing.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        return;
+    }
     let mut state = cluster.lock();
     let Some(id) = state
         .workers
@@ -360,8 +386,12 @@ pub(super) fn give_back(cluster: &Cluster, scheduler: &mut dyn super::scheduler:
             parts.push((name.clone(), *part));
         }
     }
-    // One that never ran a part may be on its way to a growth.
-    if parts.is_empty() {
+    // Between two attempts of a query, the next may be planned over it.
+    let between = state
+        .queries
+        .values()
+        .any(|q| !q.status.is_over() && q.attempt.is_none());
+    if parts.is_empty() && between {
         return;
     }
     for (name, part) in &parts {
@@ -385,11 +415,13 @@ pub(super) fn give_back(cluster: &Cluster, scheduler: &mut dyn super::scheduler:
 
 /// The parts `parts` of attempt `number` of query `name`, started for a rescale that was
 /// refused, are no part of it any more: their executors are turned away (cancelled on
-/// their workers, refused if they report later).
+/// their workers, refused if they report later; their end, a kill, is of an incarnation
+/// gone, so that a later growth there starts a new one).
 fn forget_parts(cluster: &Cluster, (name, number): (&str, u64), parts: &[u32]) {
     let mut state = cluster.lock();
     if let Some(a) = current_mut(&mut state, name, number) {
         for w in parts {
+            *a.incarnations.entry(*w).or_insert(0) += 1;
             a.workers.remove(w);
             a.alone.remove(w);
             a.alone_started.remove(w);

@@ -42,10 +42,19 @@ pub(super) const PART_FAILURES_RESTORED: u32 = 3;
 /// barrier ends the sources, would end a restored one where its checkpoint left it); a part
 /// other than the lost ones has ended, not failed (it commits everything, and replays
 /// nothing; a failed one is restored in its turn); or a part
-/// was given leave to end its input (its sinks commit what they hold — a lost one too).
-/// `names`: the instances' names, by number.
+/// was given leave to end its input (its sinks commit what they hold — a lost one too). A
+/// part that ran only instances added while running, all retired by a scale-down, ended
+/// without the query finishing: it is left out. `names`: the instances' names, by number.
 fn finishing(a: &Attempt, lost: &BTreeSet<u32>, names: &[String]) -> Option<String> {
-    finishing_of(&a.exhausted, &a.ended, &a.ending, lost, names)
+    let retired = |p: &u32| super::growth::ended_alone(a, *p);
+    let ended: BTreeMap<u32, Option<String>> = a
+        .ended
+        .iter()
+        .filter(|(p, _)| !retired(p))
+        .map(|(p, e)| (*p, e.clone()))
+        .collect();
+    let ending: BTreeSet<u32> = a.ending.iter().filter(|p| !retired(p)).copied().collect();
+    finishing_of(&a.exhausted, &ended, &ending, lost, names)
 }
 
 /// [`finishing`] of the facts it reads: the sources that read all their input, the parts that

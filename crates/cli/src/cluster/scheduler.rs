@@ -145,6 +145,8 @@ pub struct Processes {
     workers: u32,
     /// How many it was asked to keep (`--workers`): those are never given back.
     asked: u32,
+    /// The workers it gave back (not adopted again while they still show as registered).
+    released: std::collections::BTreeSet<String>,
     /// How many it may keep in all when instances added while a query runs need room
     /// (`--max-workers`).
     max_workers: u32,
@@ -180,6 +182,7 @@ impl Processes {
             coordinator,
             workers,
             asked: workers,
+            released: std::collections::BTreeSet::new(),
             max_workers: workers,
             slots,
             dir,
@@ -275,6 +278,14 @@ impl Scheduler for Processes {
     }
 
     fn tend(&mut self, known: &BTreeMap<String, Link>) {
+        // Workers a coordinator before it added for growth, registered again: kept as added,
+        // so that they are given back once nothing runs on them.
+        while self.workers < self.max_workers
+            && known.get(&format!("local-{}", self.workers)) == Some(&Link::Alive)
+            && !self.released.contains(&format!("local-{}", self.workers))
+        {
+            self.workers += 1;
+        }
         let mut starts = 0;
         for i in 0..self.workers {
             if starts == STARTS_PER_TICK {
@@ -317,7 +328,10 @@ impl Scheduler for Processes {
                 self.max_workers
             ));
         }
-        let names = (self.workers..to).map(|i| format!("local-{i}")).collect();
+        let names: Vec<String> = (self.workers..to).map(|i| format!("local-{i}")).collect();
+        for name in &names {
+            self.released.remove(name);
+        }
         // Started on its next tick, as those it keeps.
         self.workers = to;
         Ok(names)
@@ -334,6 +348,7 @@ impl Scheduler for Processes {
             ));
         }
         self.workers -= 1;
+        self.released.insert(name.to_string());
         eprintln!("anduin: scheduler: stopping worker {name}: it was started for instances added while a query runs, a scale-down retired them, and no query runs a part on it");
         self.kill(name);
         let _ = std::fs::remove_file(self.dir.join(format!("{name}.pid")));
@@ -431,6 +446,30 @@ mod tests {
         assert_eq!(tend(Some(Link::Dead), process(true, 100)), Tend::Replace);
         // Never registered within the time it had.
         assert_eq!(tend(None, process(true, 31)), Tend::Replace);
+    }
+
+    #[test]
+    fn a_worker_a_predecessor_added_is_adopted_as_added_and_one_given_back_is_not_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+        let mut s = Processes::new(addr, 2, 3, dir.path().to_path_buf(), None, false)
+            .expect("the executable")
+            .at_most(4);
+        let known = |names: &[&str]| -> BTreeMap<String, Link> {
+            names.iter().map(|n| (n.to_string(), Link::Alive)).collect()
+        };
+        // local-2 and local-3 registered again after a restart (local-5 is not next).
+        s.tend(&known(&[
+            "local-0", "local-1", "local-2", "local-3", "local-5",
+        ]));
+        assert_eq!(s.last_added().as_deref(), Some("local-3"));
+        assert_eq!(s.release("local-3"), Ok(()));
+        // Still registered for a moment after it is stopped: not adopted again.
+        s.tend(&known(&["local-0", "local-1", "local-2", "local-3"]));
+        assert_eq!(s.last_added().as_deref(), Some("local-2"));
+        // Added again for a later growth, it is kept again.
+        assert_eq!(s.add(1), Ok(vec!["local-3".to_string()]));
+        assert_eq!(s.last_added().as_deref(), Some("local-3"));
     }
 
     #[test]

@@ -274,6 +274,16 @@ impl Inboxes {
             .insert(query.to_string(), (attempt, opener));
     }
 
+    /// Instance `instance` of `operator` (query `query`) retired: its inbox goes, so that key
+    /// groups for an instance added later at its index reach that one's (opened as they come
+    /// until it is built), never the retired one's closed inbox.
+    pub(crate) fn close(&self, query: &str, operator: &str, instance: usize) {
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(query.to_string(), operator.to_string(), instance));
+    }
+
     /// Closes every inbox.
     pub(crate) fn clear(&self) {
         self.open.lock().unwrap_or_else(|p| p.into_inner()).clear();

@@ -448,6 +448,14 @@ impl NetReach {
             .open_as_they_come(&self.query, self.attempt, opener);
     }
 
+    /// Instance `instance` of rescalable `operator` retired: its inbox here goes (see
+    /// [`handoff::Inboxes::close`]).
+    pub(crate) fn close_handoffs(&self, operator: &str, instance: usize) {
+        self.listener
+            .handoffs()
+            .close(&self.query, operator, instance);
+    }
+
     pub(crate) fn expect_handoffs(
         &self,
         operator: &str,

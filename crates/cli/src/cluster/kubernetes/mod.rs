@@ -401,8 +401,25 @@ impl Kubernetes {
             }
         }
         // Pods beyond those it keeps: a predecessor's added ones are adopted while they run
-        // (it may add them again), as the process scheduler adopts its workers; those beyond
-        // --max-workers (a coordinator restarted with fewer) go.
+        // (it may add them again), as the process scheduler adopts its workers — the next of
+        // its naming, whose worker registered, is kept as added, so that it is given back
+        // once nothing runs on it; those beyond --max-workers (a coordinator restarted with
+        // fewer) go.
+        loop {
+            let next = self.kept();
+            let name = self.worker_name(next);
+            let running = pods.get(&name).is_some_and(|p| {
+                !p.terminating && !matches!(p.phase, Phase::Failed | Phase::Succeeded)
+            });
+            if next >= self.settings.max_workers
+                || !running
+                || known.get(&name) != Some(&Link::Alive)
+            {
+                break;
+            }
+            pods.remove(&name);
+            self.kept.store(next + 1, Ordering::SeqCst);
+        }
         for (name, pod) in pods {
             let adopted = self
                 .worker_number(&name)
