@@ -29,7 +29,7 @@ AP=${ANDUIN_PARALLELISM:-1}; FP=${FLINK_PARALLELISM:-2}
 VENV=${VENV:-$HOME/.cache/anduin-peers}; PY=$VENV/flink/bin/python
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 QUERIES=${3:-$(cd "$REPO/bench/nexmark-csv" && ls q*.sql | sed 's/\.sql$//' | sort -V | paste -sd,)}
-[ -x "$PY" ] || { echo "no Flink in $VENV: cd bench/peers && ./install.sh flink (see its README)" >&2; exit 1; }
+[ -x "$PY" ] || { echo "no Flink in $VENV/flink: see docs/benchmarks.md, \"Nexmark beside Flink on the same machine\"" >&2; exit 1; }
 
 sitting() {
   echo "# $1: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname) ($(nproc) cores); load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -44,7 +44,7 @@ echo "# events: $EVENTS at $RATE/s of event time, seed $SEED, in $DATA"
 
 STAMP="$EVENTS $RATE $SEED"
 if [ "$(cat "$DATA/dumped" 2>/dev/null)" != "$STAMP" ]; then
-  rm -rf "$DATA"
+  rm -f "$DATA/person.csv" "$DATA/auction.csv" "$DATA/bid.csv" "$DATA/dumped"
   nice -n 10 "$ANDUIN" bench nexmark --dump "$DATA" --events "$EVENTS" --rate "$RATE" --seed "$SEED" 2>/dev/null | sed 's/^/# /'
   echo "$STAMP" > "$DATA/dumped"
 fi
@@ -53,7 +53,7 @@ fi
 json() { "$PY" -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d.get('$1', 'failed: ' + d.get('error', '?')[:80]))"; }
 
 if [ "${CHECK:-}" = 1 ]; then
-  OUT=${OUT:-$DATA/check}; rm -rf "$OUT"; mkdir -p "$OUT/anduin" "$OUT/flink"
+  OUT=${OUT:-$DATA/check}; rm -rf "$OUT/anduin" "$OUT/flink"; mkdir -p "$OUT/anduin" "$OUT/flink"
   printf '%-5s %11s %17s %11s %17s  %s\n' query anduin_rows anduin_checksum flink_rows flink_checksum agree
   summary() { "$PY" -c "import json,sys; d=json.load(sys.stdin); print(d['rows'], d['checksum'])"; }
   for q in ${QUERIES//,/ }; do
@@ -68,7 +68,7 @@ if [ "${CHECK:-}" = 1 ]; then
     if nice -n 10 "$PY" "$REPO/bench/peers/flink_nexmark_all.py" "$DATA" "$q" --parallelism "$FP" --output "$OUT/flink" > "$OUT/flink/$q.log" 2>&1; then
       fr=$(python3 "$REPO/bench/peers/nexmark_normalize.py" "$q" "$OUT/flink/$q.csv" | summary)
     else
-      note="$note flink: $(grep '^{' "$OUT/flink/$q.log" | tail -1 | json error | cut -c1-100)"
+      note="$note flink: $(grep '^{' "$OUT/flink/$q.log" | tail -1 | json error 2>/dev/null | cut -c1-100 || echo "no result, see $OUT/flink/$q.log")"
     fi
     agree=no; [ "$ar" = "$fr" ] && [ "$ar" != "- -" ] && agree=yes
     printf '%-5s %11s %17s %11s %17s  %s\n' "$q" ${ar% *} "${ar#* }" ${fr% *} "${fr#* }" "$agree$note"
