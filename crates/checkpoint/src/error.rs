@@ -16,6 +16,14 @@ pub enum CheckpointError {
         /// The OS error.
         cause: std::io::Error,
     },
+    /// The file that keeps the checkpoints' lineage holds something else than a lineage.
+    #[error("the lineage of the checkpoints, {at}, holds `{found}`, not a lineage (1 to 64 letters and digits): remove it if no run with these checkpoints is to be repeated, or start over with --from-scratch")]
+    BadLineage {
+        /// The file or object.
+        at: String,
+        /// What it holds (its start).
+        found: String,
+    },
     /// A manifest is not valid JSON of the expected form.
     #[error("checkpoint {epoch}: manifest {path} is malformed: {message}")]
     BadManifest {

@@ -96,6 +96,10 @@ fn epoch_dir_name(epoch: Epoch) -> String {
     format!("chk-{:08}", epoch.0)
 }
 
+/// The file, beside the checkpoints' directories, that keeps their lineage
+/// ([`crate::Store::lineage`]).
+pub const LINEAGE_NAME: &str = "lineage";
+
 /// Where everything of a checkpoint store lives in an object store: the names of
 /// [`CheckpointDir`] under a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +133,11 @@ impl ObjectLayout {
     /// A file of checkpoint `epoch`.
     pub(crate) fn file(&self, epoch: Epoch, name: &str) -> object_store::path::Path {
         self.epoch_dir(epoch).join(name)
+    }
+
+    /// The object that keeps the lineage of the checkpoints ([`LINEAGE_NAME`]).
+    pub(crate) fn lineage(&self) -> object_store::path::Path {
+        self.prefix.clone().join(LINEAGE_NAME)
     }
 
     /// The object a store's preflight writes and removes (`tag` makes it this process's).

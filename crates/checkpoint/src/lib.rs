@@ -32,10 +32,10 @@ mod store;
 pub use bucket::{Bucket, Created};
 pub use error::CheckpointError;
 pub use files::{write_file_atomically, CrcWriter, FinishedFile, PendingFile};
-pub use layout::{instance_key, state_file, CheckpointDir};
+pub use layout::{instance_key, state_file, CheckpointDir, LINEAGE_NAME};
 pub use location::{S3Settings, StoreLocation, SUPPORTED};
 pub use lock::{output_locks_dir, LockError, OwnerLock, LOCK_NAME};
 pub use manifest::{
     ChangeRecord, FileEntry, Manifest, OperatorState, StateFileRef, MANIFEST_FORMAT, READ_FORMATS,
 };
-pub use store::{CheckpointListing, CheckpointStatus, CommitGuard, Store, Validated};
+pub use store::{draw_lineage, CheckpointListing, CheckpointStatus, CommitGuard, Store, Validated};

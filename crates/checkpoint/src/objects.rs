@@ -279,6 +279,46 @@ impl Objects {
             .map_err(|e| self.failed(format!("read {shown}"), e))
     }
 
+    /// The bytes of the lineage object, and its key as messages show it; `None` if there is
+    /// none.
+    pub(crate) fn lineage(&self) -> Result<Option<(Vec<u8>, String)>, CheckpointError> {
+        let key = self.layout.lineage();
+        let shown = self.show(&key);
+        let store = Arc::clone(&self.store);
+        let got = self.block(async move {
+            match store.get(&key).await {
+                Ok(r) => r.bytes().await.map(Some),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        got.map(|b| b.map(|b| (b.to_vec(), shown.clone())))
+            .map_err(|e| self.failed(format!("read {shown}"), e))
+    }
+
+    /// Writes the lineage object (over the one there, if any).
+    pub(crate) fn put_lineage(&self, lineage: &str) -> Result<(), CheckpointError> {
+        self.check_fence()?;
+        let key = self.layout.lineage();
+        let shown = self.show(&key);
+        let store = Arc::clone(&self.store);
+        let payload = PutPayload::from(format!("{lineage}\n").into_bytes());
+        self.block(async move { store.put(&key, payload).await })?
+            .map(drop)
+            .map_err(|e| self.failed(format!("write {shown}"), e))
+    }
+
+    /// Removes the lineage object, if any.
+    pub(crate) fn delete_lineage(&self) -> Result<(), CheckpointError> {
+        let key = self.layout.lineage();
+        let shown = self.show(&key);
+        let store = Arc::clone(&self.store);
+        match self.block(async move { store.delete(&key).await })? {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.failed(format!("remove {shown}"), e)),
+        }
+    }
+
     /// Whether checkpoint `epoch` has a manifest (an error counts as yes: reading it says why).
     pub(crate) fn has_manifest(&self, epoch: Epoch) -> bool {
         let key = self.layout.manifest(epoch);

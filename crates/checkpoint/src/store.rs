@@ -17,7 +17,7 @@ use anduin_types::Epoch;
 use crate::decide::{choose_restore, to_delete, CheckpointFacts, RestoreDecision};
 use crate::error::CheckpointError;
 use crate::files::write_file_atomically;
-use crate::layout::{CheckpointDir, MANIFEST_NAME};
+use crate::layout::{CheckpointDir, LINEAGE_NAME, MANIFEST_NAME};
 use crate::location::{S3Settings, StoreLocation};
 use crate::manifest::{Manifest, MANIFEST_FORMAT, READ_FORMATS};
 use crate::objects::{cached, Fetch, Objects};
@@ -680,13 +680,91 @@ impl Store {
         Ok(doomed)
     }
 
-    /// Deletes every checkpoint (to start over).
+    /// Deletes every checkpoint (to start over), and their lineage: the next run draws
+    /// another.
     pub fn clear(&self) -> Result<(), CheckpointError> {
         for e in self.epochs()? {
             self.delete(e)?;
         }
+        let path = self.dir.root().join(LINEAGE_NAME);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(CheckpointError::io(&path, e)),
+        }
+        if let Some(r) = &self.remote {
+            r.delete_lineage()?;
+        }
         Ok(())
     }
+
+    /// The lineage of the checkpoints here: the one kept beside them, or, when none is kept
+    /// or `anew` (a deliberate start over), `draw()`'s, kept (a local file written whole and
+    /// synced, or an object written) before it is returned. A run with checkpoints takes it
+    /// when it starts: a run started again here before its first checkpoint completed finds
+    /// the lineage of the run it repeats, and runs with checkpoints elsewhere have others.
+    /// A lineage is 1 to 64 ASCII letters and digits; a file holding anything else is refused,
+    /// naming it.
+    pub fn lineage(
+        &self,
+        anew: bool,
+        draw: impl FnOnce() -> String,
+    ) -> Result<String, CheckpointError> {
+        let path = self.dir.root().join(LINEAGE_NAME);
+        if !anew {
+            let kept = match &self.remote {
+                None => match std::fs::read(&path) {
+                    Ok(b) => Some((b, path.display().to_string())),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) => return Err(CheckpointError::io(&path, e)),
+                },
+                Some(r) => r.lineage()?,
+            };
+            if let Some((bytes, at)) = kept {
+                let text = String::from_utf8_lossy(&bytes).trim().to_string();
+                if !valid_lineage(&text) {
+                    return Err(CheckpointError::BadLineage {
+                        at,
+                        found: text.chars().take(80).collect(),
+                    });
+                }
+                return Ok(text);
+            }
+        }
+        let drawn = draw();
+        if !valid_lineage(&drawn) {
+            return Err(CheckpointError::BadLineage {
+                at: "the lineage drawn".into(),
+                found: drawn,
+            });
+        }
+        match &self.remote {
+            None => {
+                write_file_atomically(&path, format!("{drawn}\n").as_bytes())?;
+            }
+            Some(r) => r.put_lineage(&drawn)?,
+        }
+        Ok(drawn)
+    }
+}
+
+/// A new lineage for [`Store::lineage`]: 16 hex digits from the OS's random source (the
+/// clock and the process id when it has none).
+pub fn draw_lineage() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mixed = (nanos as u64) ^ (u64::from(std::process::id()) << 32);
+        bytes = mixed.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `s` may be a lineage: 1 to 64 ASCII letters and digits.
+fn valid_lineage(s: &str) -> bool {
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 /// A checkpoint and the outcome of its validation (why it is unusable).
@@ -1233,5 +1311,35 @@ mod tests {
             e.contains("missing in mem://test/q/1/chk-00000001/op.full"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_lineage_is_kept_found_again_drawn_anew_on_a_start_over_and_cleared() {
+        let local = tempfile::tempdir().expect("tempdir");
+        let memory = Arc::new(object_store::memory::InMemory::new());
+        let cache = tempfile::tempdir().expect("tempdir");
+        for store in [
+            Store::open(local.path()).expect("opens"),
+            in_memory(&memory, cache.path()),
+        ] {
+            let first = store.lineage(false, draw_lineage).expect("drawn");
+            assert_eq!(first.len(), 16);
+            let again = store
+                .lineage(false, || unreachable!("kept"))
+                .expect("found");
+            assert_eq!(again, first, "{}", store.location());
+            let anew = store.lineage(true, || "b2".into()).expect("drawn anew");
+            assert_eq!(anew, "b2");
+            assert_eq!(store.lineage(false, draw_lineage).expect("found"), "b2");
+            store.clear().expect("clears");
+            assert_eq!(store.lineage(false, || "c3".into()).expect("drawn"), "c3");
+        }
+        std::fs::write(local.path().join(LINEAGE_NAME), "not/a lineage\n").expect("writes");
+        let e = Store::open(local.path())
+            .expect("opens")
+            .lineage(false, draw_lineage)
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("holds `not/a lineage`"), "{e}");
     }
 }

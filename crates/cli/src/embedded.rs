@@ -180,6 +180,9 @@ pub struct Execution {
     pub network: Option<NetworkSettings>,
     /// Whose leave the tasks need to end their input (a cluster's coordinator's).
     pub end_gate: Option<Arc<dyn anduin_runtime::EndGate>>,
+    /// The lineage of the run's checkpoints (`anduin_checkpoint::Store::lineage`), when it
+    /// takes them: sinks name what they write by it.
+    pub lineage: Option<String>,
 }
 
 /// Refuses a `--max-parallelism` that cannot run: more instances than key groups (an
@@ -228,6 +231,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         control,
         network,
         end_gate,
+        lineage,
     } = execution;
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {
@@ -255,6 +259,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
             .as_ref()
             .and_then(|c: &Checkpointing| c.restore.as_ref())
             .map(|v| Epoch(v.manifest.epoch)),
+        lineage: lineage.map(Arc::from),
         query_file: query_file.map(Arc::from),
         query: control.as_ref().map(|c| Arc::from(c.name())),
         // The runtime sets the instance, the parallelism and the run's clock for each

@@ -11,6 +11,8 @@
 //! from the start.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anduin_checkpoint::{output_locks_dir, OwnerLock};
 use anduin_operator_api::DeadLetterTarget;
@@ -25,22 +27,34 @@ pub struct RunLocks {
     /// The outputs made here (they did not exist): removed when the run does not get to run
     /// and leaves them empty (see [`RunLocks::ran`]).
     made: Vec<PathBuf>,
-    ran: bool,
+    /// Whether the run ran: set by [`RunLocks::ran`], or by the query as it starts running
+    /// ([`RunLocks::when_running`]).
+    ran: Arc<AtomicBool>,
 }
 
 impl RunLocks {
-    /// The run ran (to its end, or until stopped): the outputs it made are its own, empty or
-    /// not. Until this is called, an output made by [`lock_run`] and still empty is removed
-    /// when the locks are released, so that a run refused before it starts (a planning error,
-    /// a missing input) leaves no empty file behind where there was none.
+    /// The run ran (to its end, until stopped, or until it failed while running): the
+    /// outputs it made are its own, empty or not, as what it wrote to them until then is.
+    /// Until this is called, an output made by [`lock_run`] and still empty is removed when
+    /// the locks are released, so that a run refused before it starts (a planning error, a
+    /// missing input) leaves no empty file behind where there was none.
     pub fn ran(&mut self) {
-        self.ran = true;
+        self.ran.store(true, Ordering::SeqCst);
+    }
+
+    /// What to call once the query runs (every operator built and restored: see
+    /// `QueryHandle::when_running`), as [`RunLocks::ran`]: a run that fails after that (an
+    /// overflowing SUM, a bad row) keeps the outputs it made, even those it had not written
+    /// to yet.
+    pub fn when_running(&self) -> impl FnOnce() + Send + 'static {
+        let ran = Arc::clone(&self.ran);
+        move || ran.store(true, Ordering::SeqCst)
     }
 }
 
 impl Drop for RunLocks {
     fn drop(&mut self) {
-        if self.ran {
+        if self.ran.load(Ordering::SeqCst) {
             return;
         }
         for path in &self.made {
@@ -135,7 +149,7 @@ pub fn lock_run(
     Ok(RunLocks {
         _held: held,
         made,
-        ran: false,
+        ran: Arc::new(AtomicBool::new(false)),
     })
 }
 

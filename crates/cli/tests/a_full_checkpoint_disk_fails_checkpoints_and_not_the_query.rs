@@ -122,7 +122,7 @@ fn checkpoints_on_a_full_file_system_fail_alone_and_leave_nothing_behind() {
         })
         .unwrap_or_else(|| panic!("one complete checkpoint (the last) and some failed: {stderr}"));
     assert!(failed >= 1, "{stderr}");
-    // What stays on the small disk: the lock and the one complete checkpoint. Nothing of the
+    // What stays on the small disk: the lock, the lineage and the one complete checkpoint. Nothing of the
     // failed ones; the checkpoint after them is full (although --checkpoint-full-every 100
     // would otherwise have it write only changes).
     let listing = std::fs::read_to_string(root.join("listing")).expect("listing");
@@ -135,8 +135,8 @@ fn checkpoints_on_a_full_file_system_fail_alone_and_leave_nothing_behind() {
     let window_file = format!("{last}/001-insert1_window.full");
     for f in &files {
         assert!(
-            [".", "./LOCK", last].contains(f) || f.starts_with(&format!("{last}/")),
-            "only the lock and the complete checkpoint remain: {listing}"
+            [".", "./LOCK", "./lineage", last].contains(f) || f.starts_with(&format!("{last}/")),
+            "only the lock, the lineage and the complete checkpoint remain: {listing}"
         );
     }
     assert!(files.contains(&window_file.as_str()), "{listing}");

@@ -1,5 +1,6 @@
-//! A NATS source or sink that cannot start says why, in bounded time: a server that does not
-//! answer (within `connect.timeout`), a server without JetStream, a stream that does not exist, a sink's subject the
+//! A NATS source or sink that cannot start says why, in bounded time: a server that refuses
+//! the connection (at once), a server that does not answer (within `connect.timeout`), a
+//! server without JetStream, a stream that does not exist, a source's or a sink's subject the
 //! stream does not keep, and (with checkpoints) a stream whose duplicate window is shorter
 //! than the sink's `min_duplicate_window`.
 
@@ -51,8 +52,8 @@ fn run(q: &str, extra: &[&str]) -> (Option<i32>, String, Duration) {
 }
 
 #[test]
-fn a_server_that_does_not_answer_fails_the_start_within_the_connect_timeout() {
-    // Nothing listens on a port just bound and released.
+fn a_server_that_refuses_the_connection_fails_the_start_saying_so() {
+    // Nothing listens on a port just bound and released: the OS refuses at once.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
@@ -62,11 +63,34 @@ fn a_server_that_does_not_answer_fails_the_start_within_the_connect_timeout() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!(
+            "the connection to the NATS server at {server} was refused"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("answered within"), "{stderr}");
+    assert!(stderr.contains("check `server`"), "{stderr}");
+    assert!(took < Duration::from_secs(30), "took {took:?}: {stderr}");
+}
+
+#[test]
+fn a_server_that_does_not_answer_fails_the_start_within_the_connect_timeout() {
+    // A listener that accepts connections but never says a word (a NATS server greets its
+    // clients first): the client waits for the greeting until the timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+    let server = format!(
+        "nats://127.0.0.1:{}",
+        silent.local_addr().expect("its address").port()
+    );
+    let (code, stderr, took) = run(&query(&server, "EVENTS", "OUT", "out"), &[]);
+    drop(silent);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
             "no NATS server at {server} answered within 2000 ms"
         )),
         "{stderr}"
     );
-    assert!(stderr.contains("check `server`"), "{stderr}");
+    assert!(took >= Duration::from_secs(2), "took {took:?}: {stderr}");
     assert!(took < Duration::from_secs(30), "took {took:?}: {stderr}");
 }
 
@@ -122,6 +146,25 @@ fn a_sink_subject_outside_its_stream_fails_the_start_naming_both() {
         stderr.contains("subject `elsewhere` is not one of stream `OUT`'s subjects (out.>)"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_source_subject_outside_its_stream_fails_the_start_naming_the_source() {
+    let server = NatsServer::start();
+    let window = Duration::from_secs(120);
+    server.stream("EVENTS", &["events.>"], window);
+    server.stream("OUT", &["out"], window);
+    let q = query(&server.url, "EVENTS", "OUT", "out").replace(
+        "param bounded = true",
+        "param bounded = true\n  param subject = \"evnets.a\"",
+    );
+    let (code, stderr, _) = run(&q, &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("subject `evnets.a` is not one of stream `EVENTS`'s subjects (events.>): the source would read none of the stream's messages"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sink"), "{stderr}");
 }
 
 #[test]

@@ -328,18 +328,22 @@ fn a_function_failing_on_a_row_on_a_cluster_names_the_query_file_as_the_user_gav
         ),
     )
     .expect("query");
-    let args = [
-        "--var",
-        &input(),
-        "--var",
-        "OUTPUT=out",
-        "--on-error",
-        "fail",
-    ];
-    // Embedded, the place is `queries/q.sql:5:34`.
+    let args = ["--var", &input(), "--on-error", "fail"];
+    // Embedded, the place is `queries/q.sql:5:34`. (Its output stays, as a run that fails
+    // while running keeps what it made: the cluster's goes elsewhere.)
     let out = common::anduin(
         work.path(),
-        &[&["run", "queries/q.sql", "--no-api"][..], &args[..]].concat(),
+        &[
+            &[
+                "run",
+                "queries/q.sql",
+                "--no-api",
+                "--var",
+                "OUTPUT=embedded.csv",
+            ][..],
+            &args[..],
+        ]
+        .concat(),
     );
     let embedded = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -348,7 +352,11 @@ fn a_function_failing_on_a_row_on_a_cluster_names_the_query_file_as_the_user_gav
     );
     let cluster = LocalCluster::start(1, 8);
     let out = cluster
-        .submit(work.path(), "queries/q.sql", &args)
+        .submit(
+            work.path(),
+            "queries/q.sql",
+            &[&args[..], &["--var", "OUTPUT=out"][..]].concat(),
+        )
         .wait_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -31,6 +31,44 @@ operator name = "out", type = "writer" {
 }
 "#;
 
+/// `-q` leaves out the summary and the progress line, not where the run's API is (`anduin ctl`
+/// needs it; docs/cli.md says so): a quiet run's stderr is the `api: http://…` line alone,
+/// and with `--no-api` nothing.
+#[test]
+fn a_quiet_run_prints_only_where_its_api_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("pipe.flow"), PIPE).expect("query");
+    for (extra, api) in [(None, true), (Some("--no-api"), false)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_anduin"))
+            .args(["run", "pipe.flow", "-q"])
+            .args(extra)
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starts");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"ts,sensor,value\n1700000000000,1,10\n")
+            .expect("writes");
+        let out = child.wait_with_output().expect("finishes");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        if api {
+            assert!(
+                matches!(lines.as_slice(), [l] if l.starts_with("api: http://127.0.0.1:")),
+                "{stderr}"
+            );
+        } else {
+            assert!(lines.is_empty(), "{stderr}");
+        }
+    }
+}
+
 #[test]
 fn a_query_reads_stdin_and_writes_stdout() {
     let dir = tempfile::tempdir().expect("tempdir");

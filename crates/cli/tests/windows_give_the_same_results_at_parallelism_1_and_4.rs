@@ -1,6 +1,8 @@
 //! Every kind of window gives the same results at parallelism 1 and 4 (and the operator's own
 //! oracle test checks parallelism 1 against a naive recomputation): seeded random rows, out of
-//! order with some late ones, read from a file with a watermark delay, windowed by key.
+//! order with some late ones, read from a file with a watermark delay, windowed by key. The
+//! file is read by one instance: which rows are late depends on the readers' watermarks, so,
+//! with several, on timing (docs/flow-language.md, late rows); the windows run as 4.
 
 use crate::common;
 
@@ -43,6 +45,7 @@ operator name = "rows", type = "reader" {{
   param path = "in.csv"
   param event_time = "ts"
   param watermark = "300ms"
+  param parallelism = 1
   output name = "rows", type = "R"
 }}
 operator name = "w", type = "window" {{

@@ -201,9 +201,12 @@ fn identifies_rows(key: &[usize], schema: &Schema) -> Result<(), (&'static str, 
         return Ok(());
     }
     let Some(row_key) = row_key(schema) else {
+        let why = anduin_types::no_row_key(schema).unwrap_or(
+            "the columns of the GROUP BY that makes the stream updating must reach the writer as they are (not computed over, not dropped); keep them in the SELECT, or write with mode = 'changelog'",
+        );
         return Err((
             "primary_key",
-            "no column of the input is known to identify its rows: the columns of the GROUP BY that makes the stream updating must reach the writer as they are (not computed over, not dropped); keep them in the SELECT, or write with mode = 'changelog'".into(),
+            format!("no column of the input is known to identify its rows: {why}"),
         ));
     };
     let missing: Vec<&str> = row_key
@@ -221,9 +224,11 @@ fn identifies_rows(key: &[usize], schema: &Schema) -> Result<(), (&'static str, 
     Err((
         "primary_key",
         format!(
-            "the primary key does not identify the rows of the updating input: it lacks {} (the rows are identified by {}, the columns of the GROUP BY that makes the stream updating); two rows would share a key and overwrite each other",
+            "the primary key does not identify the rows of the updating input: it lacks {} (the rows are identified by {}, {}); two rows would share a key and overwrite each other",
             missing.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "),
-            needed.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            needed.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "),
+            anduin_types::row_key_of(schema)
+                .unwrap_or("the columns of the GROUP BY that makes the stream updating")
         ),
     ))
 }

@@ -52,9 +52,19 @@ struct Partition {
     buf: Vec<u8>,
 }
 
+/// The epoch the parts of a run without checkpoints are named after (`part-00000000-…`):
+/// no checkpoint has it (the first is 1), and none is ever restored.
+const NO_CHECKPOINTS: Epoch = Epoch(0);
+
+/// The epoch the parts written after a checkpointed run's last barrier are named after: none
+/// (a restore removes them; their rows are produced again).
+const AFTER_THE_LAST_CHECKPOINT: Epoch = Epoch(u64::MAX);
+
 /// A running partitioned writer.
 pub(crate) struct PartitionedWriter {
     setup: PartitionedSetup,
+    /// Whether the run takes checkpoints (the epoch its last parts are named after).
+    checkpointing: bool,
     /// By directory relative to the root.
     partitions: BTreeMap<PathBuf, Partition>,
     /// The root is a device (`/dev/null`): rows are discarded.
@@ -63,9 +73,10 @@ pub(crate) struct PartitionedWriter {
 
 impl PartitionedWriter {
     /// Opens the root (see the module's documentation): fresh, or brought back to checkpoint
-    /// `restore`.
+    /// `restore`, for a run that takes checkpoints (`checkpointing`) or not.
     pub(crate) fn open(
         setup: PartitionedSetup,
+        checkpointing: bool,
         restore: Option<Epoch>,
     ) -> Result<Self, OperatorError> {
         let io = |path: &Path, e: std::io::Error| OperatorError::Io {
@@ -80,6 +91,7 @@ impl PartitionedWriter {
         if device {
             return Ok(Self {
                 setup,
+                checkpointing,
                 partitions: BTreeMap::new(),
                 discard: true,
             });
@@ -126,6 +138,7 @@ impl PartitionedWriter {
         }
         Ok(Self {
             setup,
+            checkpointing,
             partitions,
             discard: false,
         })
@@ -301,8 +314,14 @@ impl Operator for PartitionedWriter {
 
     fn on_end_of_input(&mut self, _out: &mut dyn Collector) -> Result<(), OperatorError> {
         // As the plain writer's parts: the query succeeded, what is pending is committed.
-        self.close_for(Epoch(u64::MAX))?;
-        self.commit(Epoch(u64::MAX))
+        // Without checkpoints every part is named after epoch 0.
+        let epoch = if self.checkpointing {
+            AFTER_THE_LAST_CHECKPOINT
+        } else {
+            NO_CHECKPOINTS
+        };
+        self.close_for(epoch)?;
+        self.commit(epoch)
     }
 }
 
@@ -374,8 +393,15 @@ mod tests {
         w.process_batch(0, batch, &mut Nowhere).expect("writes");
     }
 
-    /// A writer of `root` partitioned by `dt, hm`, resumed from `restore`.
+    /// A writer of `root` partitioned by `dt, hm`, in a run with checkpoints, resumed from
+    /// `restore`.
     fn writer(root: &Path, restore: Option<Epoch>) -> Box<dyn Operator> {
+        writer_of(root, true, restore)
+    }
+
+    /// A writer of `root` partitioned by `dt, hm`, in a run with checkpoints or not
+    /// (`checkpointing`), resumed from `restore`.
+    fn writer_of(root: &Path, checkpointing: bool, restore: Option<Epoch>) -> Box<dyn Operator> {
         let src = format!(
             "operator name = \"out\", type = \"writer\" {{\n  input name = \"s\"\n  param path = \"{}\"\n  param partition_by = \"dt, hm\"\n}}\n",
             root.display()
@@ -387,7 +413,7 @@ mod tests {
             panic!("an operator")
         };
         factory(&BuildContext {
-            checkpointing: true,
+            checkpointing,
             restore_epoch: restore,
             ..BuildContext::default()
         })
@@ -421,7 +447,7 @@ mod tests {
     fn rows_go_to_the_directory_of_their_values_without_the_partition_columns() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let root = tmp.path().join("out");
-        let mut w = writer(&root, None);
+        let mut w = writer_of(&root, false, None);
         write(
             &mut w,
             &[
@@ -432,7 +458,9 @@ mod tests {
         );
         write(&mut w, &[(4, Some("2026-12-01"), "10:15")]);
         w.on_end_of_input(&mut Nowhere).expect("ends");
-        let last = u64::MAX;
+        // Without checkpoints the parts are named after epoch 0 (issue 17's probe found them
+        // named after u64::MAX, `part-18446744073709551615-000000.csv`).
+        let last = 0;
         assert_eq!(
             files(&root),
             [

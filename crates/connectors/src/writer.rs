@@ -160,6 +160,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
             bound: Bound::Operator(Arc::new(move |ctx| {
                 Ok(Box::new(PartitionedWriter::open(
                     setup.clone(),
+                    ctx.checkpointing,
                     ctx.restore_epoch,
                 )?))
             })),

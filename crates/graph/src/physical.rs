@@ -40,6 +40,17 @@ pub enum PlanError {
         /// How many instances of it run.
         instances: usize,
     },
+    /// A sink that numbers its rows in their order of arrival (a NATS sink with exactly-once
+    /// delivery: [`anduin_spec::OperatorDef::needs_one_ordered_input`]) reads an input whose
+    /// interleaving changes from run to run: a run started again would give rows the numbers
+    /// (the message ids) of others, dropping some as duplicates and writing others twice.
+    #[error("operator \"{sink}\" (a NATS sink, exactly once) gives each row a message id from its place in the order the rows reach it, and a run started again must give them in the same order, but its input interleaves {why}, whose order changes from run to run: a restarted run would lose some rows as duplicates of others and write others twice. Feed it through one ordered chain from one source instance (`parallelism = 1` on the operators before it, no union or shuffle), or give it `param delivery = \"at-least-once\"` (a resumed run may then write rows twice)")]
+    InterleavedInput {
+        /// The sink.
+        sink: String,
+        /// What interleaves: `3 instances of "in"`, `the inputs of union "u"`.
+        why: String,
+    },
 }
 
 impl PlanError {
@@ -51,7 +62,8 @@ impl PlanError {
             | PlanError::Pipelining(PipeliningError::NotPlaced { operator, .. })
             | PlanError::SpreadInput {
                 pattern: operator, ..
-            } => Some(operator),
+            }
+            | PlanError::InterleavedInput { sink: operator, .. } => Some(operator),
             PlanError::Partitioning(PartitioningError::Rule(_))
             | PlanError::Pipelining(PipeliningError::Rule(_)) => None,
         }
@@ -278,7 +290,64 @@ impl PhysicalPlan {
                 tasks[to_task].inputs.push(id);
             }
         }
-        Ok(PhysicalPlan { tasks, channels })
+        let plan = PhysicalPlan { tasks, channels };
+        plan.check_ordered_inputs(graph)?;
+        Ok(plan)
+    }
+
+    /// Refuses a sink that must read its rows in one order on every run
+    /// ([`anduin_spec::OperatorDef::needs_one_ordered_input`]) fed by an interleaving of
+    /// several inputs.
+    fn check_ordered_inputs<B>(&self, graph: &LogicalGraph<B>) -> Result<(), PlanError> {
+        if !graph.nodes.iter().any(|n| n.def.needs_one_ordered_input()) {
+            return Ok(());
+        }
+        // Why each task's output interleaves several inputs, if it does; tasks are numbered in
+        // topological order, so a producer's is known before its consumers'.
+        let mut interleaves: Vec<Option<String>> = Vec::with_capacity(self.tasks.len());
+        for task in &self.tasks {
+            let head = graph.node(task.chain[0]);
+            let data: Vec<&ChannelPlan> = task
+                .inputs
+                .iter()
+                .map(|c| &self.channels[*c])
+                .filter(|c| !matches!(c.partitioning, Partitioning::Broadcast))
+                .collect();
+            let why = if data.len() > 1 {
+                Some(format!("the inputs of {} \"{}\"", head.kind(), head.name()))
+            } else if let Some(c) = data.first() {
+                let producer = graph.node(c.from.0).name();
+                let instances = self.tasks[c.from_task].parallelism;
+                if instances > 1 {
+                    Some(format!("{instances} instances of \"{producer}\""))
+                } else if !matches!(c.partitioning, Partitioning::Gather | Partitioning::Hash(_)) {
+                    Some(format!(
+                        "the batches of \"{producer}\" spread in turn over {} instances of \"{}\"",
+                        task.parallelism,
+                        head.name()
+                    ))
+                } else {
+                    interleaves[c.from_task].clone()
+                }
+            } else {
+                None
+            };
+            if let Some(why) = &why {
+                if let Some(sink) = task
+                    .chain
+                    .iter()
+                    .map(|n| graph.node(*n))
+                    .find(|n| n.def.needs_one_ordered_input())
+                {
+                    return Err(PlanError::InterleavedInput {
+                        sink: sink.name().to_string(),
+                        why: why.clone(),
+                    });
+                }
+            }
+            interleaves.push(why);
+        }
+        Ok(())
     }
 
     /// How many instances run node `n`: its task's (1 for a node the plan does not hold).
@@ -536,6 +605,75 @@ pub(crate) mod tests {
                 assert_eq!(keyed.chain.first(), Some(&NodeId(1)));
             }
         }
+    }
+
+    /// `g` with node `n` made a NATS sink (`delivery`, when given).
+    fn nats_sink(mut g: LogicalGraph<()>, n: usize, delivery: Option<&str>) -> LogicalGraph<()> {
+        let def = &mut g.nodes[n].def;
+        def.kind = Text::unplaced("nats");
+        def.inputs = vec![Text::unplaced("in")];
+        if let Some(d) = delivery {
+            def.params.push(anduin_spec::Param {
+                name: Text::unplaced("delivery"),
+                value: anduin_spec::Value::String(Text::unplaced(d)),
+            });
+        }
+        g
+    }
+
+    fn plan_at(g: &LogicalGraph<()>, parallelism: usize) -> Result<PhysicalPlan, PlanError> {
+        PhysicalPlan::plan(
+            g,
+            PlanOptions {
+                chaining: true,
+                default_parallelism: parallelism,
+                max_parallelism: None,
+            },
+        )
+    }
+
+    #[test]
+    fn an_exactly_once_nats_sink_after_one_ordered_chain_plans() {
+        // 0 source, 1 map, 2 sink: one chain; then without chaining, one instance each.
+        let g = nats_sink(graph(3, &[(0, 1), (1, 2)]), 2, None);
+        plan_at(&g, 3).expect("one chain plans");
+        PhysicalPlan::from_graph(&g, false).expect("one instance each plans");
+        // A keyed operator at one instance between them: still one order.
+        let mut g = g;
+        g.nodes[1].partition_by = vec![Some(vec![0])];
+        g.nodes[1].parallelizable = true;
+        plan_at(&g, 1).expect("a hash into one instance plans");
+    }
+
+    #[test]
+    fn an_exactly_once_nats_sink_reading_several_instances_or_a_union_is_refused() {
+        // A source read by 3 instances, gathered into the sink.
+        let mut g = nats_sink(graph(2, &[(0, 1)]), 1, None);
+        g.nodes[0].parallelizable = true;
+        let e = plan_at(&g, 3).expect_err("3 instances into one sink");
+        assert!(
+            matches!(&e, PlanError::InterleavedInput { sink, why } if sink == "n1" && why == "3 instances of \"n0\""),
+            "{e}"
+        );
+        assert_eq!(e.operator(), Some("n1"));
+        assert!(
+            e.to_string().contains("delivery = \"at-least-once\""),
+            "{e}"
+        );
+        // The same, a map between them at one instance: the interleaving goes on.
+        let mut g = nats_sink(graph(3, &[(0, 1), (1, 2)]), 2, None);
+        g.nodes[0].parallelizable = true;
+        g.nodes[1].parallelism = Some(1);
+        let e = plan_at(&g, 3).expect_err("3 instances through a map into one sink");
+        assert!(e.to_string().contains("3 instances of \"n0\""), "{e}");
+        // A union of two sources.
+        let g = nats_sink(graph(4, &[(0, 2), (1, 2), (2, 3)]), 3, None);
+        let e = plan_at(&g, 1).expect_err("a union into one sink");
+        assert!(e.to_string().contains("the inputs of x \"n2\""), "{e}");
+        // At least once: no order needed.
+        let mut g = nats_sink(graph(2, &[(0, 1)]), 1, Some("at-least-once"));
+        g.nodes[0].parallelizable = true;
+        plan_at(&g, 3).expect("at least once plans");
     }
 
     /// The chains of `plan` with their parallelism.

@@ -19,6 +19,15 @@ pub struct BuildContext {
     /// The checkpoint the query resumes from, if it does (sinks clean up what was written
     /// after it); `None` for a fresh start.
     pub restore_epoch: Option<anduin_types::Epoch>,
+    /// The lineage of the run's checkpoints, when it takes them: drawn by the first run that
+    /// started with no checkpoint to resume from, kept in the checkpoint location beside the
+    /// checkpoints (written before anything runs), and found again by a run started once
+    /// more in the same location before a checkpoint completed; a deliberate start over
+    /// (`--from-scratch`) draws another. A sink that names what it writes by the run (the
+    /// NATS sink's message ids) names it by this, so that two runs with checkpoints in
+    /// different locations never share names, and a run killed before its first checkpoint
+    /// and started again keeps them. `None`: the runner keeps none.
+    pub lineage: Option<Arc<str>>,
     /// Which instance the factory builds, from 0 (`instance < parallelism`). The runtime sets
     /// it for each instance it builds; made elsewhere, a context says 0.
     pub instance: usize,
@@ -45,6 +54,7 @@ impl Default for BuildContext {
             dead_letter: Arc::new(DeadLetter::new(crate::DeadLetterTarget::Stderr)),
             checkpointing: false,
             restore_epoch: None,
+            lineage: None,
             instance: 0,
             parallelism: 1,
             state_dir: None,

@@ -8,7 +8,10 @@ use crate::replica_safe::replica_safe;
 use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_spec::OperatorDef;
 use anduin_types::Diagnostics;
-use anduin_types::{change_column, is_updating, row_key, with_row_key, CHANGE_COLUMN};
+use anduin_types::{
+    change_column, is_updating, no_row_key, row_key, row_key_of, with_row_key, with_row_key_of,
+    without_row_key, CHANGE_COLUMN,
+};
 use arrow::array::{Array, ArrayRef};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
@@ -119,15 +122,34 @@ fn output_schema(exprs: &[CompiledExpr], input: &Schema) -> Schema {
     }
     fields.push(change_column());
     let Some(key) = row_key(input) else {
-        return Schema::new(fields);
+        // Why there is none, as the input says it.
+        return match no_row_key(input) {
+            Some(why) => without_row_key(fields, why),
+            None => Schema::new(fields),
+        };
     };
     let kept: Option<Vec<usize>> = key
         .iter()
         .map(|k| exprs.iter().position(|e| e.column() == Some(*k)))
         .collect();
-    match kept {
-        Some(kept) => with_row_key(fields, &kept),
-        None => Schema::new(fields),
+    let of = row_key_of(input);
+    match (kept, of) {
+        (Some(kept), Some(of)) => with_row_key_of(fields, &kept, of),
+        (Some(kept), None) => with_row_key(fields, &kept),
+        (None, Some(of)) => {
+            let names: Vec<String> = key
+                .iter()
+                .map(|k| format!("`{}`", input.field(*k).name()))
+                .collect();
+            without_row_key(
+                fields,
+                &format!(
+                    "its rows are identified by {} ({of}), which must reach the writer as they are (not computed over, not dropped); keep them in the SELECT, or write with mode = 'changelog'",
+                    names.join(", ")
+                ),
+            )
+        }
+        (None, None) => Schema::new(fields),
     }
 }
 

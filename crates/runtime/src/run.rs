@@ -46,6 +46,10 @@ pub fn run(
     ctx: &BuildContext,
 ) -> Result<RunSummary, RuntimeError> {
     let started = Instant::now();
+    // Whatever ends the run below, the control plane lets go of it.
+    let detach = DetachAtReturn {
+        control: config.control.as_deref(),
+    };
     let options = PlanOptions {
         chaining: config.chaining,
         default_parallelism: config.parallelism,
@@ -220,9 +224,7 @@ pub fn run(
         }
     }
     drop(net);
-    if let Some(control) = &config.control {
-        control.detach(outcome.is_err());
-    }
+    detach.now(outcome.is_err());
     // With every task gone, the committer drains its last jobs and the coordinator its last
     // acknowledgements (completing the last checkpoint), then both stop.
     for h in helpers {
@@ -653,6 +655,34 @@ fn start_network(
                 restored,
                 settings.resumption.clone(),
             ))
+        }
+    }
+}
+
+/// The control plane's hold on a run, let go of ([`Control::detach`]) when the run returns,
+/// however it returns: at its end by [`DetachAtReturn::now`], or as failed when it is dropped
+/// first, as a run that fails before its tasks start is (an operator that cannot be built, a
+/// channel that cannot connect, a checkpoint coordinator that cannot start). Until then the
+/// control plane answers that the query is starting and keeps the sender of reports it was
+/// given (`Control::forward_reports`): a cluster's executor, which waits for every such sender
+/// to go before it reports its part's end, would wait for ever, and its query with it.
+struct DetachAtReturn<'a> {
+    control: Option<&'a Control>,
+}
+
+impl DetachAtReturn<'_> {
+    /// The run has ended (`failed` or not), its tasks gone: the control plane lets go now.
+    fn now(mut self, failed: bool) {
+        if let Some(control) = self.control.take() {
+            control.detach(failed);
+        }
+    }
+}
+
+impl Drop for DetachAtReturn<'_> {
+    fn drop(&mut self) {
+        if let Some(control) = self.control.take() {
+            control.detach(true);
         }
     }
 }

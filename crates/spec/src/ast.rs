@@ -130,6 +130,19 @@ impl OperatorDef {
             .filter(|n| *n >= 2)
     }
 
+    /// Whether it numbers the rows it reads in their order of arrival, and that order must be
+    /// the same when a run is started again: a `nats` sink with exactly-once delivery (its
+    /// default; `param delivery = "at-least-once"` lifts it), whose message ids count rows
+    /// (`anduin_connectors::nats`). The planner then refuses an input whose interleaving
+    /// changes from run to run.
+    pub fn needs_one_ordered_input(&self) -> bool {
+        self.kind.as_str() == "nats"
+            && !self.inputs.is_empty()
+            && self
+                .param("delivery")
+                .is_none_or(|p| p.value.as_text().as_str() != "at-least-once")
+    }
+
     /// Every param named `name`, in file order (for params that may be repeated).
     pub fn params_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Param> + 'a {
         self.params.iter().filter(move |p| p.name.as_str() == name)

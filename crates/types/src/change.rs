@@ -120,6 +120,49 @@ pub fn with_row_key(fields: Vec<Field>, key: &[usize]) -> Schema {
     Schema::new_with_metadata(fields, metadata)
 }
 
+/// The schema metadata that says what an updating stream's row key is made of, in words (for
+/// a message: "the columns of the GROUP BY", "the partition columns and the row number of the
+/// top-N"); see [`with_row_key_of`]. Absent: the columns of a GROUP BY.
+pub const ROW_KEY_OF_METADATA: &str = "anduin.row_key_of";
+
+/// The schema metadata that says why the rows of an updating stream have no known key, and
+/// what to do instead (set by the operator that made the stream so, or lost its key); see
+/// [`without_row_key`].
+pub const NO_ROW_KEY_METADATA: &str = "anduin.no_row_key";
+
+/// [`with_row_key`], saying what the key is made of (`of`, for messages: [`row_key_of`]).
+pub fn with_row_key_of(fields: Vec<Field>, key: &[usize], of: &str) -> Schema {
+    let schema = with_row_key(fields, key);
+    let mut metadata = schema.metadata().clone();
+    metadata.insert(ROW_KEY_OF_METADATA.to_string(), of.to_string());
+    schema.with_metadata(metadata)
+}
+
+/// `fields` as an updating stream whose rows have no known key, and why (`why`, for the
+/// message of a writer asked to upsert them: [`no_row_key`]).
+pub fn without_row_key(fields: Vec<Field>, why: &str) -> Schema {
+    Schema::new_with_metadata(
+        fields,
+        [(NO_ROW_KEY_METADATA.to_string(), why.to_string())].into(),
+    )
+}
+
+/// What the row key of this schema is made of, in words ([`with_row_key_of`]), if said.
+pub fn row_key_of(schema: &Schema) -> Option<&str> {
+    schema
+        .metadata()
+        .get(ROW_KEY_OF_METADATA)
+        .map(String::as_str)
+}
+
+/// Why the rows of this schema have no known key ([`without_row_key`]), if said.
+pub fn no_row_key(schema: &Schema) -> Option<&str> {
+    schema
+        .metadata()
+        .get(NO_ROW_KEY_METADATA)
+        .map(String::as_str)
+}
+
 /// The row key of an updating stream of this schema (column indices), if it is known: the
 /// columns [`with_row_key`] marked, kept by every operator since. `None` when no operator
 /// said, or when one on the way dropped or computed over a key column.

@@ -17,7 +17,9 @@ mod suggest;
 mod time;
 
 pub use change::{
-    change_column, is_updating, row_key, with_row_key, ChangeKind, CHANGE_COLUMN, ROW_KEY_METADATA,
+    change_column, is_updating, no_row_key, row_key, row_key_of, with_row_key, with_row_key_of,
+    without_row_key, ChangeKind, CHANGE_COLUMN, NO_ROW_KEY_METADATA, ROW_KEY_METADATA,
+    ROW_KEY_OF_METADATA,
 };
 pub use clock::{elapsed_ms, Clock, ManualClock, SharedClock, SystemClock};
 pub use column_type::ColumnType;

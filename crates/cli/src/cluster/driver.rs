@@ -619,6 +619,11 @@ fn attempt(
         Recovery::From(v) => v,
     };
     let restore_epoch = restore.as_ref().map(|v| v.manifest.epoch);
+    // Kept in the store before any executor runs: every attempt of the query finds it again.
+    let lineage = cluster
+        .committing_store(name)?
+        .lineage(false, anduin_checkpoint::draw_lineage)
+        .context("cannot keep the lineage of the query's checkpoints")?;
     // The changes made after that checkpoint: restored with it, or sent again when there
     // is none.
     let reapply = controls::after_checkpoint(cluster, name, restore.as_ref(), Resumed::Rollback);
@@ -667,6 +672,7 @@ fn attempt(
                 checkpoint_dir: dir.to_path_buf(),
                 checkpoint_store: cluster.store.for_executors(name),
                 restore: restore_epoch,
+                lineage: Some(lineage.clone()),
                 controls: carried.clone(),
                 coordinator: cluster.addr,
                 coordinators: None,

@@ -211,6 +211,11 @@ pub struct Deployment {
     pub checkpoint_store: Option<String>,
     /// The checkpoint to resume from.
     pub restore: Option<u64>,
+    /// The lineage of the query's checkpoints, which the coordinator keeps in their store
+    /// (`anduin_checkpoint::Store::lineage`): the same for every executor and every attempt
+    /// until the query is submitted anew. `None` from a coordinator that keeps none.
+    #[serde(default)]
+    pub lineage: Option<String>,
     /// The param changes the coordinator's catalog recorded after that checkpoint (a whole
     /// rollback): applied after the restored state, with the changes its manifest recorded
     /// at its own epoch.

@@ -488,6 +488,8 @@ pub(super) fn restore_part(
         }
     }
     let incarnations = a.incarnations.clone();
+    // The attempt's, as its first deployment had it.
+    let lineage = a.template.as_ref().and_then(|t| t.lineage.clone());
     let running_on: Vec<u32> = a.placement.iter().map(|p| a.host(*p)).collect();
     for (part, on, incarnation) in stuck {
         if let Some(w) = state.workers.get(&on).filter(|e| e.alive()) {
@@ -517,6 +519,7 @@ pub(super) fn restore_part(
             checkpoint_dir: dir.to_path_buf(),
             checkpoint_store: cluster.store.for_executors(name),
             restore: epoch,
+            lineage: lineage.clone(),
             coordinator: cluster.addr,
             coordinators: None,
             silent_after_ms: None,

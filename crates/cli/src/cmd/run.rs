@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anduin_checkpoint::recovery::RecoveryPlan;
-use anduin_checkpoint::{Store, StoreLocation, Validated};
+use anduin_checkpoint::{draw_lineage, Store, StoreLocation, Validated};
 use anduin_operator_api::{DeadLetter, DeadLetterTarget};
 use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunSummary};
 use anduin_types::Epoch;
@@ -208,6 +208,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     // Emptied now that it is this run's alone.
     let events = crate::events::open(args.events.as_deref(), Arc::clone(&stop))?;
+    let mut lineage = None;
     let checkpointing = match prepare_checkpoints(&args, remote)? {
         Prepared::None => None,
         Prepared::Finished(epoch) => {
@@ -225,7 +226,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             remove_stale_state_dirs(&loaded, &args.engine);
             return Ok(ExitCode::FAILURE);
         }
-        Prepared::Run(c) => Some(*c),
+        Prepared::Run(c, l) => {
+            lineage = Some(l);
+            Some(*c)
+        }
     };
     let signals = crate::signals::install(Arc::clone(&stop));
     // A user-defined function's call stuck in a built-in must not hold the stop up.
@@ -257,6 +261,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(written) = loaded.reshaped() {
         control.as_written(written);
     }
+    // A run that fails once it runs keeps the outputs it made (what it wrote until then).
+    control.when_running(locks.when_running());
     // Served until the run ends (dropped at the end of this function).
     let api = crate::api::start_api(&args.api, &name)?;
     let mut run_events = events.events.clone();
@@ -288,6 +294,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             control: Some(control),
             network: None,
             end_gate: None,
+            lineage,
         },
     );
     drop(progress);
@@ -366,8 +373,8 @@ enum Prepared {
     Finished(u64),
     /// No checkpoint can be restored and --from-scratch was not given (reported).
     Unusable,
-    /// Run with these checkpoint settings.
-    Run(Box<Checkpointing>),
+    /// Run with these checkpoint settings, in this lineage ([`Store::lineage`]).
+    Run(Box<Checkpointing>, String),
 }
 
 impl RunArgs {
@@ -398,6 +405,13 @@ fn prepare_checkpoints(args: &RunArgs, remote: Option<Store>) -> Result<Prepared
         None => open_checked(location, &dir, true)?,
     };
     let (plan, validated) = store.recovery(args.from_scratch)?;
+    // Kept before anything runs (and, on a start over, before the earlier checkpoints go): a
+    // run started again here before its first checkpoint completed finds it again.
+    let lineage = match &plan {
+        RecoveryPlan::Fresh { asked, .. } => store.lineage(*asked, draw_lineage)?,
+        RecoveryPlan::Restore { .. } => store.lineage(false, draw_lineage)?,
+        RecoveryPlan::Finished { .. } | RecoveryPlan::Unusable { .. } => String::new(),
+    };
     let restore: Option<Validated> = match plan {
         RecoveryPlan::Fresh { remove, asked } => {
             store.remove(&remove).context(if asked {
@@ -447,18 +461,21 @@ fn prepare_checkpoints(args: &RunArgs, remote: Option<Store>) -> Result<Prepared
             return Ok(Prepared::Unusable);
         }
     };
-    Ok(Prepared::Run(Box::new(Checkpointing {
-        settings: CheckpointSettings {
-            store: store.is_remote().then(|| store.clone()),
-            ..checkpoint_settings(args, &dir)
-        },
-        restore,
-        faults: Faults {
-            fail_checkpoint: args.inject_checkpoint_failure.map(Epoch),
-            deny_checkpoints_from: args.inject_checkpoints_denied_from.map(Epoch),
-        },
-        remote: None,
-    })))
+    Ok(Prepared::Run(
+        Box::new(Checkpointing {
+            settings: CheckpointSettings {
+                store: store.is_remote().then(|| store.clone()),
+                ..checkpoint_settings(args, &dir)
+            },
+            restore,
+            faults: Faults {
+                fail_checkpoint: args.inject_checkpoint_failure.map(Epoch),
+                deny_checkpoints_from: args.inject_checkpoints_denied_from.map(Epoch),
+            },
+            remote: None,
+        }),
+        lineage,
+    ))
 }
 
 fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {

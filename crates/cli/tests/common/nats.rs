@@ -32,6 +32,10 @@ pub struct NatsServer {
     /// Killed (by PID) when dropped, before its store goes (fields drop in order).
     child: ChildGuard,
     _store: tempfile::TempDir,
+    /// Started with JetStream.
+    jetstream: bool,
+    /// The port it listens on (kept across [`NatsServer::restart`]).
+    port: u16,
     /// `nats://127.0.0.1:PORT`.
     pub url: String,
     runtime: tokio::runtime::Runtime,
@@ -49,59 +53,41 @@ impl NatsServer {
     /// [`NatsServer::start`], with JetStream or without.
     pub fn start_with(jetstream: bool) -> NatsServer {
         let store = tempfile::tempdir().expect("a store directory");
-        let mut child = Command::new(binary())
-            .args(if jetstream { &["-js"][..] } else { &[] })
-            .args(["-a", "127.0.0.1", "-p", "-1", "-sd"])
-            .arg(store.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "nats-server does not start ({e}): run scripts/test.sh, which installs it, \
-                     or `apt-get install nats-server`"
-                )
-            });
-        // The server says where it listens in its log (stderr); keep draining it so that
-        // the server never blocks on a full pipe.
-        let stderr = child.stderr.take().expect("stderr");
-        let child = ChildGuard(child);
-        let (tx, rx) = mpsc::channel::<u16>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.split("Listening for client connections on ").nth(1) {
-                    if let Some(port) = rest.rsplit(':').next().and_then(|p| p.trim().parse().ok())
-                    {
-                        let _ = tx.send(port);
-                    }
-                }
-            }
-        });
-        let port = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("nats-server said which port it listens on within a minute");
+        let (child, port) = spawn(jetstream, store.path(), None);
         let url = format!("nats://127.0.0.1:{port}");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .expect("a runtime");
-        let client = runtime
-            .block_on(async_nats::connect(url.as_str()))
-            .expect("the test connects to its server");
-        let js = {
-            let _entered = runtime.enter();
-            jetstream::new(client)
-        };
+        let js = connect(&runtime, &url);
         NatsServer {
             child,
             _store: store,
+            jetstream,
+            port,
             url,
             runtime,
             js,
         }
+    }
+
+    /// Kills the server (SIGKILL, by PID) and starts it again on the same port with the same
+    /// store, as a broker lost and back; the test's client connects anew. What its clients
+    /// see meanwhile is a lost connection, then a server that answers again.
+    pub fn restart(&mut self) {
+        self.restart_with(self.jetstream);
+    }
+
+    /// [`NatsServer::restart`], with JetStream or without (a server whose JetStream is not
+    /// there yet: its clients connect, but no stream answers).
+    pub fn restart_with(&mut self, jetstream: bool) {
+        let _ = self.child.0.kill();
+        let _ = self.child.0.wait();
+        let (child, _) = spawn(jetstream, self._store.path(), Some(self.port));
+        self.child = child;
+        self.jetstream = jetstream;
+        self.js = connect(&self.runtime, &self.url);
     }
 
     /// The server's PID.
@@ -177,4 +163,52 @@ impl NatsServer {
             values
         })
     }
+}
+
+/// Starts `nats-server` (with JetStream, when asked) on loopback, on `port` or (`None`) one of
+/// the OS's choosing, storing in `store`; the server and the port it says it listens on.
+fn spawn(jetstream: bool, store: &std::path::Path, port: Option<u16>) -> (ChildGuard, u16) {
+    let port_arg = port.map_or_else(|| "-1".to_string(), |p| p.to_string());
+    let mut child = Command::new(binary())
+        .args(if jetstream { &["-js"][..] } else { &[] })
+        .args(["-a", "127.0.0.1", "-p", port_arg.as_str(), "-sd"])
+        .arg(store)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "nats-server does not start ({e}): run scripts/test.sh, which installs it, \
+                 or `apt-get install nats-server`"
+            )
+        });
+    // The server says where it listens in its log (stderr); keep draining it so that the
+    // server never blocks on a full pipe.
+    let stderr = child.stderr.take().expect("stderr");
+    let child = ChildGuard(child);
+    let (tx, rx) = mpsc::channel::<u16>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.split("Listening for client connections on ").nth(1) {
+                if let Some(port) = rest.rsplit(':').next().and_then(|p| p.trim().parse().ok()) {
+                    let _ = tx.send(port);
+                }
+            }
+        }
+    });
+    let port = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("nats-server said which port it listens on within a minute");
+    (child, port)
+}
+
+/// A JetStream client of the server at `url`, on `runtime`.
+fn connect(runtime: &tokio::runtime::Runtime, url: &str) -> jetstream::Context {
+    let client = runtime
+        .block_on(async_nats::connect(url))
+        .expect("the test connects to its server");
+    let _entered = runtime.enter();
+    jetstream::new(client)
 }

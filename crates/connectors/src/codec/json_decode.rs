@@ -8,7 +8,9 @@
 //!
 //! * `Int64`: a whole number within `i64`, also written with an exponent (`1e3`); `4.5` and
 //!   `"3"` are rejected.
-//! * `Float64`: any number (integers included), parsed exactly (correctly rounded).
+//! * `Float64`: any number (integers included), parsed exactly (correctly rounded); and
+//!   the strings `"NaN"`, `"Infinity"`, `"-Infinity"`, which JSON numbers cannot express,
+//!   as anduin's and Flink's JSON writers write non-finite values (no other string).
 //! * `Boolean`: `true` / `false`.
 //! * `Utf8`: a string.
 //! * Timestamps: a whole number (epoch milliseconds) or an RFC 3339 / ISO 8601 string (see
@@ -405,6 +407,12 @@ fn cell(kind: ColumnKind, v: &Value) -> Result<Cell, String> {
             .map(Cell::Int)
             .ok_or_else(|| format!("{} is not an RFC 3339 timestamp", excerpt(v))),
         (ColumnKind::Float64, Value::Number(n)) => n.as_f64().map(Cell::Float).ok_or_else(wrong),
+        (ColumnKind::Float64, Value::String(s)) => match s.as_str() {
+            "NaN" => Ok(Cell::Float(f64::NAN)),
+            "Infinity" => Ok(Cell::Float(f64::INFINITY)),
+            "-Infinity" => Ok(Cell::Float(f64::NEG_INFINITY)),
+            _ => Err(wrong()),
+        },
         (ColumnKind::Boolean, Value::Bool(b)) => Ok(Cell::Bool(*b)),
         (ColumnKind::Utf8, Value::String(s)) => Ok(Cell::Str(s.clone())),
         _ => Err(wrong()),
@@ -653,6 +661,20 @@ nonsense
         let out = d.decode(b"\xbf{\"sensor\": 1}\n").expect("decode");
         assert_eq!((out.num_rows(), out.rejected.len()), (1, 0));
         assert_eq!(d.consumed_offset(), 17);
+    }
+
+    #[test]
+    fn non_finite_floats_are_read_from_the_strings_flink_writes_and_no_other() {
+        let (batch, rejected) = run(
+            &mut decoder(),
+            &[b"{\"value\": \"NaN\"}\n{\"value\": \"Infinity\"}\n{\"value\": \"-Infinity\"}\n{\"value\": \"3.5\"}\n{\"value\": \"nan\"}\n"],
+        );
+        let values = column::<Float64Array>(&batch, "value");
+        assert_eq!(values.len(), 3);
+        assert!(values.value(0).is_nan());
+        assert_eq!(values.value(1), f64::INFINITY);
+        assert_eq!(values.value(2), f64::NEG_INFINITY);
+        assert_eq!(rejected.len(), 2, "{rejected:?}");
     }
 
     #[test]

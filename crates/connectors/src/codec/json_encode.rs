@@ -1,8 +1,11 @@
 //! JSON Lines encoding of record batches.
 //!
 //! Each row becomes one object with every column, in schema order:
-//! `{"ts":1700000000000,"sensor":3,"value":50.0}`. Nulls are `null`; so are NaN and
-//! infinite floats, which JSON cannot express. Strings are escaped as serde_json does
+//! `{"ts":1700000000000,"sensor":3,"value":50.0}`. Nulls are `null`. NaN and infinite
+//! floats, which JSON numbers cannot express, are the strings `"NaN"`, `"Infinity"` and
+//! `"-Infinity"`, as Flink's JSON format writes them (Jackson's `WRITE_NAN_AS_STRINGS`, on
+//! by default) and as [`JsonDecoder`](super::JsonDecoder) reads them back: never `null`,
+//! which is SQL's NULL. Strings are escaped as serde_json does
 //! (`\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, other control characters as `\u00XX`; non-ASCII
 //! text is written as is). Numbers are formatted as by [`CsvEncoder`](super::CsvEncoder),
 //! which is valid JSON for finite values. Timestamps follow [`TimestampFormat`]: a number, or
@@ -89,7 +92,8 @@ impl JsonLinesEncoder {
 /// Writes one cell's JSON value.
 fn write_cell(cell: Cell<'_>, out: &mut Vec<u8>) {
     match cell {
-        Cell::Null | Cell::NonFinite(_) => out.extend_from_slice(b"null"),
+        Cell::Null => out.extend_from_slice(b"null"),
+        Cell::NonFinite(text) => out.extend_from_slice(non_finite(text)),
         Cell::Bare(bytes) => out.extend_from_slice(bytes),
         Cell::Rfc3339(bytes) => {
             out.push(b'"');
@@ -97,6 +101,16 @@ fn write_cell(cell: Cell<'_>, out: &mut Vec<u8>) {
             out.push(b'"');
         }
         Cell::Text(s) => write_json_string(s, out),
+    }
+}
+
+/// The JSON string for a non-finite float, from its text (lexical-core's `NaN`, `inf`,
+/// `-inf`): `"NaN"`, `"Infinity"`, `"-Infinity"`, as Jackson writes them.
+fn non_finite(text: &[u8]) -> &'static [u8] {
+    match text {
+        b"inf" => b"\"Infinity\"",
+        b"-inf" => b"\"-Infinity\"",
+        _ => b"\"NaN\"",
     }
 }
 
@@ -161,7 +175,7 @@ mod tests {
     }
 
     #[test]
-    fn rows_become_objects_with_nulls_and_non_finite_floats_as_null() {
+    fn rows_become_objects_with_nulls_as_null_and_non_finite_floats_as_strings() {
         let batch = RecordBatch::try_from_iter([
             (
                 "ts",
@@ -185,7 +199,7 @@ mod tests {
         assert_eq!(
             encode(TimestampFormat::EpochMillis, &batch),
             "{\"ts\":1700000000000,\"sensor\":3,\"value\":50.0,\"ok\":false,\"na\\\"me\":\"q\\\"\\\\\\n\\u0001é\"}\n\
-             {\"ts\":null,\"sensor\":null,\"value\":null,\"ok\":null,\"na\\\"me\":null}\n"
+             {\"ts\":null,\"sensor\":null,\"value\":\"Infinity\",\"ok\":null,\"na\\\"me\":null}\n"
         );
         let first = encode(
             TimestampFormat::Rfc3339,

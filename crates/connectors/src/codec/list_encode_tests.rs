@@ -77,7 +77,7 @@ fn json_writes_a_list_as_an_array_of_its_items() {
     JsonLinesEncoder::new(TimestampFormat::EpochMillis).encode(&batch(), &mut out);
     assert_eq!(
         String::from_utf8(out).expect("UTF-8"),
-        "{\"i\":[1,null,3],\"f\":[0.5,null,null],\"s\":[\"a\\\"b\",null,\"\"],\"t\":[1700000000123,null,0]}\n\
+        "{\"i\":[1,null,3],\"f\":[0.5,null,\"NaN\"],\"s\":[\"a\\\"b\",null,\"\"],\"t\":[1700000000123,null,0]}\n\
          {\"i\":[],\"f\":[],\"s\":[],\"t\":[]}\n\
          {\"i\":null,\"f\":null,\"s\":null,\"t\":null}\n"
     );

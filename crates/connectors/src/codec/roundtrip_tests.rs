@@ -203,7 +203,7 @@ fn json_round_trips_the_extreme_values_of_every_type() {
 }
 
 #[test]
-fn non_finite_floats_survive_csv_but_become_null_in_json() {
+fn non_finite_floats_survive_csv_and_json() {
     let rows: Vec<Row> = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY]
         .into_iter()
         .map(|v| (None, None, Some(v), None, Some("x".into())))
@@ -226,6 +226,19 @@ fn non_finite_floats_survive_csv_but_become_null_in_json() {
 
     let mut json = Vec::new();
     JsonLinesEncoder::new(TimestampFormat::EpochMillis).encode(&batch, &mut json);
+    assert!(
+        String::from_utf8_lossy(&json).contains("\"value\":\"-Infinity\""),
+        "not null, which is SQL's NULL"
+    );
     let out = JsonDecoder::new(schema()).decode(&json).expect("decode");
-    assert_eq!(out.batch.expect("three rows").column(2).null_count(), 3);
+    let values = out.batch.expect("three rows");
+    let values = values
+        .column(2)
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .expect("Float64");
+    assert_eq!(arrow::array::Array::null_count(values), 0);
+    assert!(values.value(0).is_nan());
+    assert_eq!(values.value(1), f64::INFINITY);
+    assert_eq!(values.value(2), f64::NEG_INFINITY);
 }

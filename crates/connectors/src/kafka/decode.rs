@@ -3,15 +3,17 @@
 //! is traced back to its record (partition and offset).
 //!
 //! A JSON value's line breaks are blanks to JSON (they may stand only between tokens), so a
-//! value is made one line. A CSV value is one record (no header; columns in the type's
-//! order), whose quoted fields may hold line breaks: it spans as many lines. A record
+//! value is made one line (a value of several objects is then one undecodable line, rejected
+//! whole, never read as its first object alone). A CSV value is records (no header; columns
+//! in the type's order), usually one, whose quoted fields may hold line breaks: it spans as
+//! many lines, and a value of several records gives a row each, all traced to it. A record
 //! without a value (a tombstone) or with an empty one is no row: it is counted and skipped.
 //! With a record-timestamp column, that column is not decoded but filled from each record's
 //! Kafka timestamp.
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, TimestampMillisecondArray};
+use arrow::array::{ArrayRef, StringArray, TimestampMillisecondArray};
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
@@ -66,6 +68,10 @@ pub(crate) enum Format {
     },
     /// One JSON object a value.
     Json,
+    /// The value itself, as the text of the one decoded column (Flink's `raw` format with a
+    /// `STRING` column): not split, not trimmed; a record without a value gives a null, one
+    /// that is not UTF-8 goes to the dead letters.
+    Raw,
 }
 
 /// Decodes polled records into rows of the output schema.
@@ -81,6 +87,8 @@ pub(crate) struct RecordDecoder {
 enum Inner {
     Csv(Box<CsvDecoder>),
     Json(Box<JsonDecoder>),
+    /// The schema of the one decoded column.
+    Raw(SchemaRef),
 }
 
 impl RecordDecoder {
@@ -136,6 +144,8 @@ impl RecordDecoder {
                 }
                 Inner::Json(Box::new(d))
             }
+            // Its one column is text: never the event time, which is then the record's.
+            Format::Raw => Inner::Raw(decoded_schema),
         };
         Self {
             format,
@@ -147,6 +157,10 @@ impl RecordDecoder {
 
     /// The rows of `polled`.
     pub(crate) fn decode(&mut self, polled: &[Polled]) -> Result<Rows, CodecError> {
+        if let Inner::Raw(schema) = &self.inner {
+            let rows = raw_rows(schema, polled)?;
+            return self.stamped(rows, polled);
+        }
         let mut text = Vec::new();
         // For each record with a value: its index and the line it starts on (1-based).
         let mut starts: Vec<(u64, usize)> = Vec::new();
@@ -168,7 +182,8 @@ impl RecordDecoder {
                         *b
                     }
                 })),
-                Format::Csv { .. } => {
+                // Raw values never reach here (decoded above); as text, like CSV.
+                Format::Csv { .. } | Format::Raw => {
                     text.extend_from_slice(value);
                     line += memchr::memchr_iter(b'\n', value).count() as u64;
                 }
@@ -192,6 +207,7 @@ impl RecordDecoder {
                 d.start_file("kafka");
                 (d.decode(&text)?, d.finish_file()?)
             }
+            Inner::Raw(_) => return Ok(rows),
         };
         let record_at = |line: u64| -> usize {
             let k = starts.partition_point(|(s, _)| *s <= line);
@@ -236,10 +252,15 @@ impl RecordDecoder {
         };
         let batch = arrow::compute::concat_batches(&first.schema(), &batches)
             .map_err(|e| CodecError::internal("kafka", &e))?;
-        rows.batch = Some(match self.timestamp_column {
-            Some(c) => self.with_timestamps(&batch, c, &rows.from, polled)?,
-            None => batch,
-        });
+        rows.batch = Some(batch);
+        self.stamped(rows, polled)
+    }
+
+    /// `rows` with the record-timestamp column filled in, when there is one.
+    fn stamped(&self, mut rows: Rows, polled: &[Polled]) -> Result<Rows, CodecError> {
+        if let (Some(c), Some(batch)) = (self.timestamp_column, &rows.batch) {
+            rows.batch = Some(self.with_timestamps(batch, c, &rows.from, polled)?);
+        }
         Ok(rows)
     }
 
@@ -262,6 +283,39 @@ impl RecordDecoder {
     }
 }
 
+/// The rows of `polled` in the `raw` format: each value as the text of `schema`'s one
+/// column (null without a value); a value that is not UTF-8 is a reject.
+fn raw_rows(schema: &SchemaRef, polled: &[Polled]) -> Result<Rows, CodecError> {
+    let mut rows = Rows::default();
+    let mut texts: Vec<Option<&str>> = Vec::with_capacity(polled.len());
+    for (i, p) in polled.iter().enumerate() {
+        match p.value.as_deref().map(std::str::from_utf8) {
+            None => texts.push(None),
+            Some(Ok(t)) => texts.push(Some(t)),
+            Some(Err(e)) => {
+                rows.bad.push(Bad {
+                    split: p.split,
+                    offset: p.offset,
+                    reason: format!("format `raw`: the value is not UTF-8 text ({e})"),
+                    record: String::from_utf8_lossy(p.value.as_deref().unwrap_or_default())
+                        .into_owned(),
+                });
+                continue;
+            }
+        }
+        rows.from.push(i);
+    }
+    if texts.is_empty() {
+        return Ok(rows);
+    }
+    let column: ArrayRef = Arc::new(StringArray::from(texts));
+    rows.batch = Some(
+        RecordBatch::try_new(Arc::clone(schema), vec![column])
+            .map_err(|e| CodecError::internal("kafka", &e))?,
+    );
+    Ok(rows)
+}
+
 /// `value` without one trailing line break.
 fn trim_line_end(value: &[u8]) -> &[u8] {
     let v = value.strip_suffix(b"\n").unwrap_or(value);
@@ -271,7 +325,7 @@ fn trim_line_end(value: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::Int64Array;
+    use arrow::array::{Int64Array, StringArray};
     use arrow::datatypes::{DataType, Field, TimeUnit};
 
     fn schema() -> SchemaRef {
@@ -308,6 +362,91 @@ mod tests {
         assert_eq!(rows.empty, 1);
         assert_eq!(rows.bad.len(), 1);
         assert_eq!((rows.bad[0].split, rows.bad[0].offset), (1, 9));
+    }
+
+    /// A NATS message or a Kafka record may hold several lines: every CSV record is read
+    /// (each traced to the message), a JSON value with several objects is rejected whole,
+    /// never read as its first object alone.
+    #[test]
+    fn a_value_with_several_records_gives_them_all_in_csv_and_is_rejected_whole_in_json() {
+        let mut d = RecordDecoder::new(
+            schema(),
+            Format::Csv { delimiter: b',' },
+            None,
+            None,
+            1 << 20,
+        );
+        let rows = d
+            .decode(&[rec(0, 7, "1,1\n2,2\r\n3,3\n"), rec(0, 8, "4,4")])
+            .expect("decodes");
+        assert_eq!(rows.from, [0, 0, 0, 1]);
+        assert!(rows.bad.is_empty(), "{:?}", rows.bad);
+        let batch = rows.batch.expect("rows");
+        let v = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ints");
+        assert_eq!(v.values().to_vec(), [1, 2, 3, 4]);
+
+        let mut d = RecordDecoder::new(schema(), Format::Json, None, None, 1 << 20);
+        let rows = d
+            .decode(&[
+                rec(0, 7, "{\"ts\":1,\"v\":1}\n{\"ts\":2,\"v\":2}"),
+                rec(0, 8, "{\"ts\":4,\"v\":4}"),
+            ])
+            .expect("decodes");
+        assert_eq!(rows.from, [1]);
+        assert_eq!(rows.bad.len(), 1);
+        assert_eq!(rows.bad[0].offset, 7);
+        assert!(
+            rows.bad[0].reason.contains("trailing characters"),
+            "{:?}",
+            rows.bad
+        );
+    }
+
+    #[test]
+    fn raw_values_are_the_text_of_one_column_whole_with_nulls_and_rejects() {
+        let s = Arc::new(Schema::new(vec![
+            Field::new("value", DataType::Utf8, true),
+            Field::new("ts", DataType::Timestamp(TimeUnit::Millisecond, None), true),
+        ]));
+        let mut d = RecordDecoder::new(s, Format::Raw, Some(1), Some(1), 1 << 20);
+        let polled = [
+            rec(0, 0, "a,b\n\"c\"\n"),
+            Polled {
+                value: None,
+                ..rec(1, 1, "")
+            },
+            Polled {
+                value: Some(vec![0x66, 0xff]),
+                ..rec(0, 2, "")
+            },
+            rec(1, 3, ""),
+        ];
+        let rows = d.decode(&polled).expect("decodes");
+        assert_eq!(rows.from, [0, 1, 3]);
+        assert_eq!(rows.empty, 0);
+        assert_eq!(rows.bad.len(), 1);
+        assert_eq!((rows.bad[0].split, rows.bad[0].offset), (0, 2));
+        assert!(rows.bad[0].reason.contains("not UTF-8"), "{:?}", rows.bad);
+        let batch = rows.batch.expect("rows");
+        let text = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .expect("text");
+        assert_eq!(
+            text.iter().collect::<Vec<_>>(),
+            [Some("a,b\n\"c\"\n"), None, Some("")]
+        );
+        let ts = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<TimestampMillisecondArray>()
+            .expect("timestamps");
+        assert_eq!(ts.values().to_vec(), [1000, 1001, 1003]);
     }
 
     #[test]

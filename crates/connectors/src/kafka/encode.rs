@@ -1,5 +1,6 @@
 //! Rows to record values and keys, one record a row, with the writer's encoders.
 
+use arrow::array::{Array, StringArray};
 use arrow::record_batch::RecordBatch;
 
 use crate::codec::{CsvEncoder, JsonLinesEncoder, TimestampFormat};
@@ -30,6 +31,19 @@ impl RowEncoder {
                         CsvEncoder::new(delimiter, false, self.ts).encode(&row, &mut out)
                     }
                     Format::Json => JsonLinesEncoder::new(self.ts).encode(&row, &mut out),
+                    // Sinks refuse `raw` when bound (a null has no value to be); its value is
+                    // the text of the row's first column.
+                    Format::Raw => {
+                        if let Some(t) = row
+                            .columns()
+                            .first()
+                            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+                            .filter(|t| t.is_valid(0))
+                        {
+                            out.extend_from_slice(t.value(0).as_bytes());
+                        }
+                        return out;
+                    }
                 }
                 if out.last() == Some(&b'\n') {
                     out.pop();
@@ -46,7 +60,7 @@ impl RowEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Int64Array, StringArray};
+    use arrow::array::Int64Array;
     use arrow::datatypes::{DataType, Field, Schema};
     use std::sync::Arc;
 

@@ -28,6 +28,14 @@ pub enum KafkaError {
         /// `properties.bootstrap.servers`.
         servers: String,
     },
+    /// No topic of the cluster matches the source's `topic-pattern`.
+    #[error("no topic on the Kafka cluster at {servers} matches `topic-pattern` `{pattern}` (the whole name must match; topics whose names start with `__` are Kafka's own and never match): create one first, or fix the pattern")]
+    NoTopicMatches {
+        /// The pattern.
+        pattern: String,
+        /// `properties.bootstrap.servers`.
+        servers: String,
+    },
     /// A call to the cluster failed while running.
     #[error("{what}: {cause}")]
     Client {

@@ -1,6 +1,6 @@
 //! The first call every Kafka operator makes: the partitions of its topics, which also tells
 //! a broker that cannot be reached (within the connect timeout) and a topic that does not
-//! exist apart from everything else.
+//! exist apart from everything else; and, for a `topic-pattern`, the topics it matches.
 
 use std::time::Duration;
 
@@ -9,6 +9,38 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::types::RDKafkaRespErr;
 
 use super::error::KafkaError;
+
+/// The topics of the cluster at `servers` that `pattern` (a `topic-pattern`) picks, in name
+/// order ([`super::options::pattern_picks`]); none is an error that names the pattern.
+pub(crate) fn matching<C: ClientContext>(
+    client: &Client<C>,
+    pattern: &regex::Regex,
+    shown: &str,
+    servers: &str,
+    timeout: Duration,
+) -> Result<Vec<String>, KafkaError> {
+    let metadata = client
+        .fetch_metadata(None, timeout)
+        .map_err(|e| KafkaError::Unreachable {
+            servers: servers.to_string(),
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            cause: e.to_string(),
+        })?;
+    let mut topics: Vec<String> = metadata
+        .topics()
+        .iter()
+        .filter(|t| t.error().is_none() && super::options::pattern_picks(pattern, t.name()))
+        .map(|t| t.name().to_string())
+        .collect();
+    topics.sort_unstable();
+    if topics.is_empty() {
+        return Err(KafkaError::NoTopicMatches {
+            pattern: shown.to_string(),
+            servers: servers.to_string(),
+        });
+    }
+    Ok(topics)
+}
 
 /// The partitions of `topic`, in order, as the cluster at `servers` reports them within
 /// `timeout`.

@@ -1,7 +1,8 @@
 //! `kafka`: a Kafka topic as a source (no input, one output) or as a sink (one input, no
 //! output), on librdkafka (the `rdkafka` crate, built from the C sources it ships).
 //!
-//! The source reads a list of topics, its partitions dealt over the source's instances
+//! The source reads a list of topics (or those whose names match `topic-pattern`), its
+//! partitions dealt over the source's instances
 //! (`parallelism`, or the query's `--parallelism`; a sink runs as one instance), from
 //! the earliest offsets, the latest, a timestamp, or the checkpoint's; it decodes CSV or
 //! JSON values with the file reader's decoders, takes event time from a column or from the
@@ -42,10 +43,11 @@ pub use error::KafkaError;
 use crate::codec::TimestampFormat;
 use decode::{Format, RecordDecoder};
 use encode::RowEncoder;
-use options::{Client, Delivery, Startup};
+use options::{Client, Delivery, Startup, Topics};
 
 /// Params only a source takes.
 const SOURCE_ONLY: &[&str] = &[
+    "topic-pattern",
     "scan.startup.mode",
     "scan.startup.timestamp-millis",
     "bounded",
@@ -74,10 +76,17 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     params: &[
         ParamSpec {
             name: "topic",
-            required: true,
+            required: false,
             kind: ParamKind::Text,
             default: None,
-            doc: "source: the topics read, comma-separated; sink: the topic written",
+            doc: "source: the topics read, comma-separated (or `topic-pattern`); sink: the topic written (required)",
+        },
+        ParamSpec {
+            name: "topic-pattern",
+            required: false,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "source, instead of `topic`: a regular expression; the topics whose whole names it matches when the source starts are read, in name order (never Kafka's own `__` topics)",
         },
         ParamSpec {
             name: "properties.bootstrap.servers",
@@ -96,9 +105,9 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
         ParamSpec {
             name: "format",
             required: false,
-            kind: ParamKind::OneOf(&["csv", "json", "jsonl"]),
+            kind: ParamKind::OneOf(&["csv", "json", "jsonl", "raw"]),
             default: Some("csv"),
-            doc: "a record's value: one CSV record (no header, columns in the type's order), or one JSON object (`jsonl` is a synonym)",
+            doc: "a record's value: `raw` (source: the value whole as the text of the one `string` column beside `metadata.timestamp`), CSV records (no header, columns in the type's order; a value of several lines gives a row each), or one JSON object (`jsonl` is a synonym; a value of several objects is rejected whole)",
         },
         ParamSpec {
             name: "csv.field-delimiter",
@@ -235,6 +244,7 @@ fn only(op: &OperatorDef, p: &Params<'_>, others: &[&str], role: &str) -> Result
 pub(crate) fn format(p: &Params<'_>) -> Result<Format, Diagnostics> {
     match p.str_or("format", "csv").as_str() {
         "json" | "jsonl" => Ok(Format::Json),
+        "raw" => Ok(Format::Raw),
         _ => {
             let d = p.str_or("csv.field-delimiter", ",");
             let d = match d.as_str() {
@@ -254,6 +264,70 @@ pub(crate) fn format(p: &Params<'_>) -> Result<Format, Diagnostics> {
     }
 }
 
+/// The column of `schema` that `metadata.timestamp` names, filled from each record's
+/// timestamp (a Kafka record's, a NATS message's publish time) instead of decoded: `None`
+/// without the param; refused when there is no such column or it is not a timestamp.
+pub(crate) fn timestamp_column(
+    p: &Params<'_>,
+    schema: &SchemaRef,
+) -> Result<Option<usize>, Diagnostics> {
+    let Some(col) = p.text("metadata.timestamp") else {
+        return Ok(None);
+    };
+    let found = schema
+        .fields()
+        .iter()
+        .position(|f| f.name() == col.as_str());
+    match found.and_then(|i| schema.fields().get(i).map(|f| (i, f))) {
+        Some((i, f)) if ColumnType::from_arrow(f.data_type()) == Some(ColumnType::Timestamp) => {
+            Ok(Some(i))
+        }
+        Some(_) => Err(p
+            .error(
+                "metadata.timestamp",
+                format!("column `{col}` is not a timestamp"),
+            )
+            .into()),
+        None => Err(p
+            .error(
+                "metadata.timestamp",
+                format!("no column `{col}` in the output"),
+            )
+            .into()),
+    }
+}
+
+/// Refuses a `raw` source whose output is not one `string` column (beside the
+/// `metadata.timestamp` one): the value whole is that column's text.
+fn check_raw_schema(
+    p: &Params<'_>,
+    schema: &SchemaRef,
+    timestamp_column: Option<usize>,
+) -> Result<(), Diagnostics> {
+    let decoded: Vec<_> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != timestamp_column)
+        .map(|(_, f)| f)
+        .collect();
+    match decoded.as_slice() {
+        [f] if ColumnType::from_arrow(f.data_type()) == Some(ColumnType::String) => Ok(()),
+        _ => {
+            let names: Vec<String> = decoded.iter().map(|f| format!("`{}`", f.name())).collect();
+            Err(p
+                .error(
+                    "format",
+                    format!(
+                        "format `raw` reads each value whole into one `string` column (and a `timestamp` column with `metadata.timestamp`); the output has {}",
+                        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    ),
+                )
+                .into())
+        }
+    }
+}
+
 fn bind_source(
     op: &OperatorDef,
     p: &Params<'_>,
@@ -265,46 +339,16 @@ fn bind_source(
     let schema = crate::declared_source_schema(op, declared)?;
     let watermarks = anduin_operator_api::event_time::watermark_spec(p, &schema)?;
     let format = format(p)?;
-    let timestamp_column = match p.text("metadata.timestamp") {
-        None => None,
-        Some(col) => {
-            let found = schema
-                .fields()
-                .iter()
-                .position(|f| f.name() == col.as_str());
-            match found.and_then(|i| schema.fields().get(i).map(|f| (i, f))) {
-                Some((i, f))
-                    if ColumnType::from_arrow(f.data_type()) == Some(ColumnType::Timestamp) =>
-                {
-                    Some(i)
-                }
-                Some(_) => {
-                    return Err(p
-                        .error(
-                            "metadata.timestamp",
-                            format!("column `{col}` is not a timestamp"),
-                        )
-                        .into())
-                }
-                None => {
-                    return Err(p
-                        .error(
-                            "metadata.timestamp",
-                            format!("no column `{col}` in the output"),
-                        )
-                        .into())
-                }
-            }
-        }
-    };
-    let topics = options::topics(p.required("topic").as_str());
-    if topics.is_empty() {
-        return Err(p.error("topic", "no topic given").into());
+    let timestamp_column = timestamp_column(p, &schema)?;
+    if matches!(format, Format::Raw) {
+        check_raw_schema(p, &schema, timestamp_column)?;
     }
+    let topics = Topics::from_params(p)?;
     let config = source::SourceConfig {
         name: op.name.to_string(),
         client: Client::from_params(op, p)?,
         topics,
+        pattern_shown: p.str_or("topic-pattern", ""),
         startup: Startup::from_params(p)?,
         bounded: p.bool_or("bounded", false),
         fail_on_error: p.str_or("on_error", "dead_letter") == "fail",
@@ -346,7 +390,24 @@ fn bind_sink(
             .into());
     }
     let format = format(p)?;
-    let topic = p.required("topic").to_string();
+    if matches!(format, Format::Raw) {
+        return Err(p
+            .error(
+                "format",
+                "format `raw` is read by a source only: a sink writes `csv` or `json`",
+            )
+            .into());
+    }
+    let Some(topic) = p.text("topic").map(|t| t.to_string()) else {
+        return Err(Diagnostic::error(
+            op.pos,
+            format!(
+                "operator \"{}\": a `kafka` sink needs `topic`, the topic it writes",
+                op.name
+            ),
+        )
+        .into());
+    };
     if topic.contains(',') || topic.trim().is_empty() {
         return Err(p.error("topic", "a sink writes one topic").into());
     }

@@ -128,6 +128,62 @@ impl Delivery {
     }
 }
 
+/// What a source reads: the topics named, or every topic whose whole name matches a pattern
+/// (Flink's `topic-pattern`), found when the source starts.
+#[derive(Debug, Clone)]
+pub(crate) enum Topics {
+    /// `topic`: these, in this order.
+    Named(Vec<String>),
+    /// `topic-pattern`: the topics of the cluster it matches, in name order.
+    Pattern(regex::Regex),
+}
+
+impl Topics {
+    /// `topic` or `topic-pattern`, exactly one of them.
+    pub(crate) fn from_params(p: &Params<'_>) -> Result<Self, Diagnostics> {
+        match (p.text("topic"), p.text("topic-pattern")) {
+            (Some(_), Some(_)) => Err(p
+                .error(
+                    "topic-pattern",
+                    "give `topic` (the topics read) or `topic-pattern` (a pattern of their names), not both",
+                )
+                .into()),
+            (None, None) => Err(p
+                .error(
+                    "topic",
+                    "a source needs `topic` (the topics read, comma-separated) or `topic-pattern` (a pattern of their names)",
+                )
+                .into()),
+            (Some(t), None) => {
+                let topics = topics(t.as_str());
+                if topics.is_empty() {
+                    return Err(p.error("topic", "no topic given").into());
+                }
+                Ok(Topics::Named(topics))
+            }
+            (None, Some(pattern)) => {
+                // The whole name must match, as in Flink (Java's `Pattern.matches`).
+                regex::Regex::new(&format!("^(?:{})$", pattern.as_str()))
+                    .map(Topics::Pattern)
+                    .map_err(|e| {
+                        p.error(
+                            "topic-pattern",
+                            format!("not a regular expression: {e}"),
+                        )
+                        .into()
+                    })
+            }
+        }
+    }
+}
+
+/// Whether `pattern` (a `topic-pattern`) picks topic `name`: it matches the whole name, and
+/// the topic is not one of Kafka's own (`__consumer_offsets`, `__transaction_state`: names
+/// that start with `__`).
+pub(crate) fn pattern_picks(pattern: &regex::Regex, name: &str) -> bool {
+    !name.starts_with("__") && pattern.is_match(name)
+}
+
 /// The topics of a source's `topic` param: a comma-separated list.
 pub(crate) fn topics(text: &str) -> Vec<String> {
     text.split(',')
@@ -145,5 +201,16 @@ mod tests {
     fn a_topic_list_is_split_at_commas_and_trimmed() {
         assert_eq!(topics(" a, b ,,c"), ["a", "b", "c"]);
         assert!(topics(" ").is_empty());
+    }
+
+    #[test]
+    fn a_topic_pattern_picks_whole_names_and_never_kafkas_own_topics() {
+        let r = regex::Regex::new("^(?:events-.*|audit)$").expect("a pattern");
+        assert!(pattern_picks(&r, "events-eu"));
+        assert!(pattern_picks(&r, "audit"));
+        assert!(!pattern_picks(&r, "audit-old"), "the whole name");
+        assert!(!pattern_picks(&r, "old-events-eu"), "the whole name");
+        let all = regex::Regex::new("^(?:.*)$").expect("a pattern");
+        assert!(!pattern_picks(&all, "__consumer_offsets"));
     }
 }

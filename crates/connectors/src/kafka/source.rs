@@ -27,7 +27,7 @@ use serde::Deserialize;
 
 use super::decode::{Polled, RecordDecoder};
 use super::error::KafkaError;
-use super::options::{Client, Startup};
+use super::options::{Client, Startup, Topics};
 use super::position::{reshare, share, Position, SplitPosition};
 use super::split_time::SplitTimes;
 
@@ -53,7 +53,9 @@ struct Split {
 pub(crate) struct SourceConfig {
     pub name: String,
     pub client: Client,
-    pub topics: Vec<String>,
+    pub topics: Topics,
+    /// `topic-pattern` as the user wrote it, for messages (empty with `topic`).
+    pub pattern_shown: String,
     pub startup: Startup,
     pub bounded: bool,
     pub fail_on_error: bool,
@@ -98,8 +100,22 @@ impl KafkaSource {
             ])
             .create()
             .map_err(|e| KafkaError::Settings(e.to_string()))?;
+        let topics = match &config.topics {
+            Topics::Named(t) => t.clone(),
+            Topics::Pattern(r) => {
+                let found = super::metadata::matching(
+                    consumer.client(),
+                    r,
+                    &config.pattern_shown,
+                    &c.servers,
+                    c.connect_timeout,
+                )?;
+                tracing::info!(operator = %config.name, pattern = %config.pattern_shown, topics = ?found, "Kafka source reads the topics its pattern matches");
+                found
+            }
+        };
         let mut all = Vec::new();
-        for topic in &config.topics {
+        for topic in &topics {
             for p in super::metadata::partitions(
                 consumer.client(),
                 topic,

@@ -56,6 +56,12 @@ impl Connection {
         {
             Err(_) => return Err(unreachable("timed out".into())),
             Ok(Err(e)) => match e.kind() {
+                ConnectErrorKind::Io if refused(&e) => {
+                    return Err(NatsError::Refused {
+                        server: server.to_string(),
+                        cause: e.to_string(),
+                    })
+                }
                 ConnectErrorKind::TimedOut
                 | ConnectErrorKind::Io
                 | ConnectErrorKind::Dns
@@ -88,6 +94,16 @@ impl Connection {
             .as_ref()
             .expect("only the drop takes the runtime")
             .block_on(f)
+    }
+
+    /// How many times the client has connected: 1 after [`Connection::open`], one more for
+    /// each reconnection after a lost server (the client reconnects on its own).
+    pub(crate) fn connects(&self) -> u64 {
+        self.js
+            .client()
+            .statistics()
+            .connects
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Stream `name`, with its info as of now; a missing stream, or a server without
@@ -126,6 +142,21 @@ impl Connection {
             }
         })
     }
+}
+
+/// Whether a failed connection was refused (nothing listens at the address), as the OS
+/// said, rather than left unanswered.
+fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// Whether a failed JetStream request found nobody answering (a server without JetStream).

@@ -11,13 +11,14 @@
 //! lineage), so a resumed run numbers the rows after the checkpoint as the interrupted run
 //! did.
 //!
-//! The lineage of a fresh start with checkpoints is [`CHECKPOINTED_LINEAGE`], the same for
-//! every fresh start: a run killed before its first checkpoint completed is started again
-//! from nothing, and its rows must get the ids they had. The price: a run started over on
-//! purpose (`--from-scratch`) within the duplicate window of an earlier run of the same query
-//! name writes nothing at the ids the earlier run used (the sink warns when a fresh lineage
-//! meets duplicates). Without checkpoints no run resumes: each run draws a lineage of its own
-//! and writes all its rows.
+//! The lineage of a fresh start with checkpoints is the run's, which the runner draws when a
+//! run starts with no checkpoint to resume from and keeps in the checkpoint location
+//! (`BuildContext::lineage`): a run killed before its first checkpoint completed is started
+//! again from nothing in the same location, finds the same lineage, and its rows get the ids
+//! they had; another run (another checkpoint location, or `--from-scratch`) has another
+//! lineage and writes all its rows. A runner that keeps none gives [`CHECKPOINTED_LINEAGE`]
+//! to every fresh start (the sink warns when a fresh lineage meets duplicates). Without
+//! checkpoints no run resumes: each run draws a lineage of its own and writes all its rows.
 //!
 //! Why not the checkpoint epoch and the row's index within it: barriers come on a timer, so
 //! the rows between two barriers of the resumed run are not those of the interrupted run; a
@@ -40,16 +41,17 @@ pub(crate) fn message_id(
     format!("{query}/{sink}/{instance}/{lineage}/{row}")
 }
 
-/// The lineage of a fresh start with checkpoints.
+/// The lineage of a fresh start with checkpoints when the runner keeps none.
 pub(crate) const CHECKPOINTED_LINEAGE: &str = "0";
 
-/// The lineage of a fresh start: [`CHECKPOINTED_LINEAGE`] with checkpoints, a new one
-/// without.
-pub(crate) fn fresh_lineage(checkpointing: bool) -> String {
-    if checkpointing {
-        CHECKPOINTED_LINEAGE.to_string()
-    } else {
-        new_lineage()
+/// The lineage of a fresh start: with ids that a resumed run gives again (exactly once, with
+/// checkpoints), the run's (`kept`, the runner's), or [`CHECKPOINTED_LINEAGE`] when it keeps
+/// none; otherwise a new one.
+pub(crate) fn fresh_lineage(resumable: bool, kept: Option<&str>) -> String {
+    match (resumable, kept) {
+        (true, Some(l)) => l.to_string(),
+        (true, None) => CHECKPOINTED_LINEAGE.to_string(),
+        (false, _) => new_lineage(),
     }
 }
 
@@ -117,9 +119,11 @@ mod tests {
     }
 
     #[test]
-    fn fresh_starts_share_a_lineage_with_checkpoints_and_draw_one_without() {
-        assert_eq!(fresh_lineage(true), fresh_lineage(true));
-        let (a, b) = (fresh_lineage(false), fresh_lineage(false));
+    fn fresh_starts_take_the_runs_lineage_with_checkpoints_and_draw_one_without() {
+        assert_eq!(fresh_lineage(true, Some("1a2b")), "1a2b");
+        assert_eq!(fresh_lineage(true, None), CHECKPOINTED_LINEAGE);
+        assert_ne!(fresh_lineage(false, Some("1a2b")), "1a2b");
+        let (a, b) = (fresh_lineage(false, None), fresh_lineage(false, None));
         assert_eq!(a.len(), 16);
         assert_ne!(a, b);
     }

@@ -17,6 +17,14 @@ pub enum NatsError {
         /// What the client said.
         cause: String,
     },
+    /// Nothing listens at the address: the connection was refused at once.
+    #[error("the connection to the NATS server at {server} was refused ({cause}): nothing listens there; check `server` (nats://host:port) or start the server")]
+    Refused {
+        /// The `server` param.
+        server: String,
+        /// What the client said.
+        cause: String,
+    },
     /// The server answered but has no JetStream.
     #[error("the NATS server at {server} has no JetStream ({cause}): start it with JetStream enabled (`nats-server -js`)")]
     NoJetStream {
@@ -33,9 +41,11 @@ pub enum NatsError {
         /// The `server` param.
         server: String,
     },
-    /// The sink's subject is not one the stream keeps.
-    #[error("subject `{subject}` is not one of stream `{stream}`'s subjects ({subjects}): what the sink published would not be stored; write a subject of the stream, or add it to the stream")]
+    /// A source's or a sink's subject is not one the stream keeps.
+    #[error("subject `{subject}` is not one of stream `{stream}`'s subjects ({subjects}): {}", .role.outside_stream())]
     SubjectOutsideStream {
+        /// Whose subject: a source's filter or a sink's.
+        role: Role,
         /// The `subject` param.
         subject: String,
         /// The stream.
@@ -67,6 +77,26 @@ pub enum NatsError {
     /// The checkpoint does not fit this run (its stream).
     #[error("the checkpoint does not fit: {0}; start over with --from-scratch")]
     Checkpoint(String),
+}
+
+/// Which end of a stream a `nats` operator is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Role {
+    /// It reads the stream.
+    Source,
+    /// It publishes to the stream.
+    Sink,
+}
+
+impl Role {
+    /// What a subject outside the stream means for it, and what to do.
+    fn outside_stream(self) -> &'static str {
+        match self {
+            Role::Source => "the source would read none of the stream's messages; filter on a subject of the stream, or leave `subject` out to read all of it",
+            Role::Sink => "what the sink published would not be stored; write a subject of the stream, or add it to the stream",
+        }
+    }
 }
 
 impl NatsError {

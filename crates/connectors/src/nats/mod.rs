@@ -3,7 +3,8 @@
 //!
 //! The source reads a stream's messages (those of a subject, when given) in stream order with
 //! an ordered pull consumer, decodes CSV or JSON payloads with the file reader's decoders,
-//! takes event time from a column, sends undecodable messages to the dead letters with
+//! takes event time from a column (decoded, or the message's publish time with
+//! `metadata.timestamp`), sends undecodable messages to the dead letters with
 //! their stream and sequence, and keeps the next stream sequence in the checkpoints. With
 //! `bounded`, it stops at the stream's last sequence as of its first start. See [`source`].
 //!
@@ -29,7 +30,7 @@ use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
 
-pub use error::NatsError;
+pub use error::{NatsError, Role};
 
 use crate::codec::TimestampFormat;
 use crate::kafka::decode::RecordDecoder;
@@ -38,6 +39,7 @@ use crate::kafka::encode::RowEncoder;
 /// Params only a source takes.
 const SOURCE_ONLY: &[&str] = &[
     "bounded",
+    "metadata.timestamp",
     "on_error",
     "event_time",
     "watermark",
@@ -45,7 +47,7 @@ const SOURCE_ONLY: &[&str] = &[
 ];
 
 /// Params only a sink takes.
-const SINK_ONLY: &[&str] = &["timestamp_format", "min_duplicate_window"];
+const SINK_ONLY: &[&str] = &["timestamp_format", "min_duplicate_window", "delivery"];
 
 /// The `nats` operator type.
 pub const SIGNATURE: OperatorSignature = OperatorSignature {
@@ -81,7 +83,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: false,
             kind: ParamKind::OneOf(&["csv", "json", "jsonl"]),
             default: Some("csv"),
-            doc: "a message's payload: one CSV record (no header, columns in the type's order), or one JSON object (`jsonl` is a synonym)",
+            doc: "a message's payload: CSV records (no header, columns in the type's order; a payload of several lines gives a row each), or one JSON object (`jsonl` is a synonym; a payload of several objects is rejected whole)",
         },
         ParamSpec {
             name: "csv.field-delimiter",
@@ -103,6 +105,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             kind: ParamKind::Bool,
             default: Some("false"),
             doc: "source: stop at the stream's last message as of the first start (for tests and backfills)",
+        },
+        ParamSpec {
+            name: "metadata.timestamp",
+            required: false,
+            kind: ParamKind::Text,
+            default: None,
+            doc: "source: a timestamp column filled with each message's publish time (when the stream stored it) instead of decoded from its payload; it may be the event time",
         },
         ParamSpec {
             name: "on_error",
@@ -127,6 +136,13 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             kind: ParamKind::Duration,
             default: Some("1m"),
             doc: "sink, with checkpoints: the shortest duplicate window of the stream the sink accepts (a resumed run's rows written again later than the window are stored twice)",
+        },
+        ParamSpec {
+            name: "delivery",
+            required: false,
+            kind: ParamKind::OneOf(&["exactly-once", "at-least-once"]),
+            default: Some("exactly-once"),
+            doc: "sink: `exactly-once` gives each row a message id that a resumed run gives it again (its input must come in one order on every run: one ordered chain from one source instance); `at-least-once` gives each run ids of its own, so a resumed run writes again the rows after its checkpoint (any input)",
         },
     ],
 };
@@ -204,6 +220,7 @@ fn bind_source(
     let schema = crate::declared_source_schema(op, declared)?;
     let watermarks = anduin_operator_api::event_time::watermark_spec(p, &schema)?;
     let format = crate::kafka::format(p)?;
+    let timestamp_column = crate::kafka::timestamp_column(p, &schema)?;
     let (server, stream) = server_and_stream(p)?;
     let config = source::SourceConfig {
         name: op.name.to_string(),
@@ -224,7 +241,7 @@ fn bind_source(
             let decoder = RecordDecoder::new(
                 Arc::clone(&out),
                 format,
-                None,
+                timestamp_column,
                 config.watermarks.map(|w| w.column),
                 crate::codec::DEFAULT_MAX_RECORD_BYTES,
             );
@@ -277,6 +294,7 @@ fn bind_sink(op: &OperatorDef, p: &Params<'_>) -> Result<Binding<Bound>, Diagnos
         min_duplicate_window: Duration::from_millis(
             p.duration_ms_or("min_duplicate_window", 60_000),
         ),
+        exactly_once: p.str_or("delivery", "exactly-once").as_str() != "at-least-once",
     };
     Ok(Binding {
         bound: Bound::Operator(Arc::new(move |ctx| {
@@ -291,15 +309,48 @@ fn bind_sink(op: &OperatorDef, p: &Params<'_>) -> Result<Binding<Bound>, Diagnos
 }
 
 /// Refuses a literal `subject` that none of the stream's `subjects` stands for (a filter
-/// with wildcards is left to the server).
-fn check_subject(subject: &str, stream: &str, subjects: &[String]) -> Result<(), NatsError> {
+/// with wildcards is left to the server), saying what it means for `role`.
+fn check_subject(
+    role: Role,
+    subject: &str,
+    stream: &str,
+    subjects: &[String],
+) -> Result<(), NatsError> {
     let literal = !subject.contains(['*', '>']);
     if !literal || subjects.iter().any(|s| dedup::subject_matches(s, subject)) {
         return Ok(());
     }
     Err(NatsError::SubjectOutsideStream {
+        role,
         subject: subject.to_string(),
         stream: stream.to_string(),
         subjects: subjects.join(", "),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subject_outside_the_stream_is_refused_saying_what_it_means_for_a_source_or_a_sink() {
+        let subjects = ["events.>".to_string()];
+        check_subject(Role::Source, "events.a", "EVENTS", &subjects).expect("kept");
+        check_subject(Role::Source, "other.*", "EVENTS", &subjects).expect("left to the server");
+        let source = check_subject(Role::Source, "other", "EVENTS", &subjects)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            source.starts_with("subject `other` is not one of stream `EVENTS`'s subjects (events.>): the source would read none"),
+            "{source}"
+        );
+        assert!(!source.contains("sink"), "{source}");
+        let sink = check_subject(Role::Sink, "other", "EVENTS", &subjects)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            sink.contains("what the sink published would not be stored"),
+            "{sink}"
+        );
+    }
 }

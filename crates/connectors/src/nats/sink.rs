@@ -39,6 +39,10 @@ pub(crate) struct SinkConfig {
     pub subject: String,
     pub connect_timeout: Duration,
     pub min_duplicate_window: Duration,
+    /// `delivery = 'exactly-once'` (the default): a resumed run gives rows the ids they had.
+    /// Otherwise each start draws a lineage of its own and a resumed run writes again the
+    /// rows after its checkpoint under new ids.
+    pub exactly_once: bool,
 }
 
 /// What a checkpoint keeps of a sink instance.
@@ -90,9 +94,15 @@ impl NatsSink {
         )?;
         let stream = conn.stream(&config.stream)?;
         let info = stream.cached_info();
-        super::check_subject(&config.subject, &config.stream, &info.config.subjects)?;
+        super::check_subject(
+            super::Role::Sink,
+            &config.subject,
+            &config.stream,
+            &info.config.subjects,
+        )?;
         let window = info.config.duplicate_window;
-        match check_window(window, config.min_duplicate_window, ctx.checkpointing) {
+        let exactly_once = ctx.checkpointing && config.exactly_once;
+        match check_window(window, config.min_duplicate_window, exactly_once) {
             WindowCheck::Enough | WindowCheck::NotNeeded => {}
             WindowCheck::TooShort => {
                 return Err(NatsError::ShortDuplicateWindow {
@@ -106,7 +116,7 @@ impl NatsSink {
         Ok(Self {
             query: ctx.query.as_deref().unwrap_or("query").to_string(),
             instance: ctx.instance,
-            lineage: fresh_lineage(ctx.checkpointing),
+            lineage: fresh_lineage(exactly_once, ctx.lineage.as_deref()),
             fresh: true,
             next_row: 0,
             pending: Vec::new(),
@@ -230,9 +240,13 @@ impl Operator for NatsSink {
 
     fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
         let inline: Inline = state.inline_as(&self.config.name)?;
-        self.lineage = inline.lineage;
-        self.fresh = false;
-        self.next_row = inline.next_row;
+        // At least once, a resumed run keeps the lineage it drew: the rows after the
+        // checkpoint, in whatever order they come, are written again under new ids.
+        if self.config.exactly_once {
+            self.lineage = inline.lineage;
+            self.fresh = false;
+            self.next_row = inline.next_row;
+        }
         Ok(())
     }
 

@@ -16,6 +16,14 @@
 //! read all of it): the operator takes no `parallelism`, and should it run more instances,
 //! instance 0 reads and the others end at once.
 //!
+//! After a lost server, the client reconnects on its own; the ordered consumer would make
+//! itself again only at its second missed idle heartbeat (a miss is noticed 30 s after the
+//! last message or heartbeat, twice the 15 s heartbeat: a minute's stall), and from the
+//! stream's first message when it had delivered none yet. So the source makes its consumer again itself, from the sequence after the last
+//! message it emitted, as soon as it sees the client connected anew ([`Connection::connects`]);
+//! a consumer that cannot be made yet (JetStream still starting) is tried again with backoff
+//! while the source stays idle. Only the first start's failure fails the query.
+//!
 //! With `bounded`, it stops at the stream's last sequence as of its first start (kept in the
 //! checkpoint, so that a resumed run stops where the interrupted one would have): after the
 //! message at that sequence, or after the last message of its subject before it (the
@@ -40,6 +48,13 @@ use crate::kafka::decode::{Bad, Polled, RecordDecoder};
 /// How long a poll waits for the first message at most (the runtime's deadline may be
 /// shorter).
 const POLL_WAIT: Duration = Duration::from_millis(100);
+
+/// The first wait before making a consumer again after a failed try; it doubles up to
+/// [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+
+/// The longest wait between two tries to make a consumer again.
+const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// What a source instance is made of (read from its params when bound).
 #[derive(Clone)]
@@ -84,6 +99,14 @@ pub(crate) struct NatsSource {
     dead_letter: Arc<DeadLetter>,
     /// Messages without a payload, skipped.
     empty: u64,
+    /// A consumer was made once: a later failure to make one is retried, not fatal.
+    started: bool,
+    /// The client's [`Connection::connects`] when the consumer was made: another count means
+    /// the server was lost and found again, and the consumer is made again.
+    connects: u64,
+    /// After a failed try to make the consumer again: when to try next, and the wait after
+    /// that.
+    retry: Option<(Instant, Duration)>,
 }
 
 impl NatsSource {
@@ -101,7 +124,12 @@ impl NatsSource {
         let stream = conn.stream(&config.stream)?;
         let info = stream.cached_info();
         if let Some(subject) = &config.subject {
-            super::check_subject(subject, &config.stream, &info.config.subjects)?;
+            super::check_subject(
+                super::Role::Source,
+                subject,
+                &config.stream,
+                &info.config.subjects,
+            )?;
         }
         let end = config.bounded.then_some(info.state.last_sequence);
         // A stream is one ordered log: instance 0 reads it, the others have nothing to read.
@@ -120,6 +148,9 @@ impl NatsSource {
             decoder,
             dead_letter: Arc::clone(&ctx.dead_letter),
             empty: 0,
+            started: false,
+            connects: 0,
+            retry: None,
         })
     }
 
@@ -166,6 +197,31 @@ impl NatsSource {
         Ok(())
     }
 
+    /// Makes the consumer (again) unless a retry is not due yet; whether there is one now
+    /// (or the source is done). The first start's failure is the query's; a later one (the
+    /// server back but JetStream not ready yet) is tried again with backoff.
+    fn ensure_consumer(&mut self) -> Result<bool, OperatorError> {
+        if self.retry.is_some_and(|(at, _)| Instant::now() < at) {
+            return Ok(false);
+        }
+        let connects = self.conn.connects();
+        match self.start() {
+            Ok(()) => {
+                self.started = true;
+                self.connects = connects;
+                self.retry = None;
+                Ok(true)
+            }
+            Err(e) if !self.started => Err(self.error(e)),
+            Err(e) => {
+                let wait = self.retry.map_or(RETRY_FIRST, |(_, w)| w);
+                tracing::warn!(operator = %self.config.name, error = %e, retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "the NATS consumer cannot be made again yet");
+                self.retry = Some((Instant::now() + wait, (wait * 2).min(RETRY_MAX)));
+                Ok(false)
+            }
+        }
+    }
+
     /// Up to `max` messages, waiting until `deadline` at most for the first.
     fn fetch(&mut self, max: usize, deadline: Instant) -> Result<Vec<Polled>, NatsError> {
         let Some(messages) = self.messages.as_mut() else {
@@ -175,6 +231,7 @@ impl NatsSource {
             .saturating_duration_since(Instant::now())
             .min(POLL_WAIT);
         let end = self.end;
+        let from = self.next;
         let stream = self.config.stream.as_str();
         let name = self.config.name.as_str();
         let (polled, next, done) = self.conn.block_on(async {
@@ -207,6 +264,12 @@ impl NatsSource {
                     .info()
                     .map_err(|e| NatsError::client("reading a message's metadata", e))?;
                 let seq = info.stream_sequence;
+                // Emitted already: a consumer the client made again on its own starts at the
+                // stream's first message when the one before had delivered none.
+                if seq < next.unwrap_or(from) {
+                    tracing::debug!(operator = %name, seq, "a message before the source's position, skipped");
+                    continue;
+                }
                 if end.is_some_and(|end| seq > end) {
                     done = true;
                     break;
@@ -306,8 +369,12 @@ impl Source for NatsSource {
     }
 
     fn poll(&mut self, max_rows: usize, deadline: Instant) -> Result<SourcePoll, OperatorError> {
-        if self.messages.is_none() && !self.done {
-            self.start().map_err(|e| self.error(e))?;
+        if self.messages.is_some() && self.conn.connects() != self.connects {
+            tracing::info!(operator = %self.config.name, stream = %self.config.stream, from = self.next, "connected to the NATS server again: the consumer is made again from the source's position");
+            self.messages = None;
+        }
+        if self.messages.is_none() && !self.done && !self.ensure_consumer()? {
+            return Ok(SourcePoll::Idle);
         }
         if self.done {
             return Ok(SourcePoll::Exhausted);

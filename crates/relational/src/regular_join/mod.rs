@@ -33,7 +33,10 @@ use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_operator_api::{Bound, Params};
 use anduin_spec::OperatorDef;
 use anduin_state::BackendKind;
-use anduin_types::{change_column, is_updating, Diagnostics, CHANGE_COLUMN};
+use anduin_types::{
+    change_column, is_updating, no_row_key, row_key, with_row_key_of, without_row_key, Diagnostics,
+    CHANGE_COLUMN,
+};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 
 use running::RegularJoin;
@@ -214,10 +217,20 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
                 .map_err(|e| p.expr_error("condition", &text, e))?,
         ),
     };
-    if how != How::Inner || sides.iter().any(|s| s.change.is_some()) {
+    let schema: SchemaRef = if how != How::Inner || sides.iter().any(|s| s.change.is_some()) {
+        let key = row_key_of_pairs(how, &sides, [(lname, left), (rname, right)], &fields);
         fields.push(change_column());
-    }
-    let schema: SchemaRef = Arc::new(Schema::new(fields));
+        Arc::new(match key {
+            Ok((key, names)) => with_row_key_of(
+                fields,
+                &key,
+                &format!("the row keys of both joined inputs ({names})"),
+            ),
+            Err(why) => without_row_key(fields, &why),
+        })
+    } else {
+        Arc::new(Schema::new(fields))
+    };
     if let Some(n) = p.int("parallelism") {
         if n < 1 {
             return Err(p.error("parallelism", "must be at least 1").into());
@@ -246,6 +259,51 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         warnings: Diagnostics::default(),
         partition_by: vec![Some(left_keys), Some(right_keys)],
     })
+}
+
+/// The row key of a regular join's updating output (positions in `fields`, its columns
+/// without the change kind) and their names, or why it has none. An output row is a pair of
+/// one row of each side, or one side's row padded with nulls: where each input's rows are
+/// identified by a key, the two keys together identify the pairs, and (left, right) an
+/// inner, LEFT or RIGHT join's padded rows too — a row is padded only while it has no partner.
+/// A FULL join's can collide: a left row padded with nulls and a right one, both with a null
+/// key, would have the same key. An append-only input's rows have no key (equal rows may
+/// come twice).
+fn row_key_of_pairs(
+    how: How,
+    sides: &[SideSetup; 2],
+    inputs: [(&str, &SchemaRef); 2],
+    fields: &[Field],
+) -> Result<(Vec<usize>, String), String> {
+    if how == How::Full {
+        return Err("a FULL join's rows are not known to be identified by a key: a left row padded with nulls and a right one may share it (when both inputs hold a row with a null key); write with mode = 'changelog', or join with LEFT, RIGHT or INNER".to_string());
+    }
+    let mut key = Vec::new();
+    let mut offset = 0;
+    for (side, (name, schema)) in sides.iter().zip(inputs) {
+        let Some(own) = row_key(schema).filter(|_| is_updating(schema)) else {
+            return Err(match no_row_key(schema) {
+                Some(why) => format!("a join's rows are identified by the row keys of both its inputs, and `{name}` has none: {why}"),
+                None if !is_updating(schema) => format!("a join's rows are identified by the row keys of both its inputs, and `{name}` is append-only (two of its rows may be equal, so two joined rows may be); write with mode = 'changelog'"),
+                None => format!("a join's rows are identified by the row keys of both its inputs, and the rows of `{name}` have no known key; write with mode = 'changelog'"),
+            });
+        };
+        for k in own {
+            let Some(at) = side.values.iter().position(|v| *v == k) else {
+                return Err(format!(
+                    "a join's rows are identified by the row keys of both its inputs, and `{}` of `{name}` is not selected; keep it in the SELECT, or write with mode = 'changelog'",
+                    schema.field(k).name()
+                ));
+            };
+            key.push(offset + at);
+        }
+        offset += side.values.len();
+    }
+    let names: Vec<String> = key
+        .iter()
+        .filter_map(|k| fields.get(*k).map(|f| format!("`{}`", f.name())))
+        .collect();
+    Ok((key, names.join(", ")))
 }
 
 /// Whether a `regular_join` with these params makes an updating stream of append-only

@@ -43,7 +43,9 @@ use anduin_graph::{Arity, Binding, OperatorSignature, ParamKind, ParamSpec};
 use anduin_operator_api::{Bound, Params};
 use anduin_spec::OperatorDef;
 use anduin_state::BackendKind;
-use anduin_types::{change_column, is_updating, with_row_key, Diagnostics, CHANGE_COLUMN};
+use anduin_types::{
+    change_column, is_updating, with_row_key_of, without_row_key, Diagnostics, CHANGE_COLUMN,
+};
 use arrow::compute::SortOptions;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
@@ -345,9 +347,28 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         Arc::new(Schema::new(fields))
     } else {
         fields.push(change_column());
+        let partition: Vec<String> = key_columns
+            .iter()
+            .map(|i| format!("`{}`", input.field(*i).name()))
+            .collect();
+        let partition = if partition.is_empty() {
+            "no partition column".to_string()
+        } else {
+            partition.join(", ")
+        };
         Arc::new(match &row_key {
-            Some(k) => with_row_key(fields, k),
-            None => Schema::new(fields),
+            Some(k) if rank_column.is_some() => with_row_key_of(
+                fields,
+                k,
+                "the top-N's partition columns and its row number",
+            ),
+            Some(k) => with_row_key_of(fields, k, "the top-N's partition columns (one row each)"),
+            None => without_row_key(
+                fields,
+                &format!(
+                    "a top-N keeps up to {limit} rows per partition ({partition}), told apart by their row number: select the row number (`… AS rn` of ROW_NUMBER()) and put it in the primary key with the partition columns, or write with mode = 'changelog'"
+                ),
+            ),
         })
     };
     let key_fields: Vec<Field> = key_columns

@@ -229,6 +229,7 @@ fn measure(loaded: &Loaded, args: &NexmarkArgs) -> Result<Measurement> {
                     control: None,
                     network: None,
                     end_gate: None,
+                    lineage: None,
                 },
             )
         })
