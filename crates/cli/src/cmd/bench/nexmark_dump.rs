@@ -67,6 +67,7 @@ pub fn dump(dir: &Path, vars: &[(String, String)], engine: &EngineArgs) -> Resul
             control: None,
             network: None,
             end_gate: None,
+            lineage: None,
         },
     )
     .context("the nexmark dump failed")?;
