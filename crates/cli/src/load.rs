@@ -187,6 +187,20 @@ pub fn load_edited(
         .with_context(|| format!("cannot read query file `{}`", path.display()))
         .map_err(LoadError::Other)?;
     let src = anduin_spec::decode(&bytes).map_err(|d| LoadError::Diagnostics(d.into()))?;
+    load_text_edited(path, src, vars, missing, defaults, edit)
+}
+
+/// [`load_edited`] of the text `src` rather than of the file's: `path` names the query (its
+/// extension says how to parse it; UDF paths are relative to its folder) and need not exist
+/// (`bench nexmark --dump` runs a query built into anduin).
+pub fn load_text_edited(
+    path: &Path,
+    src: &str,
+    vars: &[(String, String)],
+    missing: Missing,
+    defaults: &[(&str, &str)],
+    edit: impl FnOnce(&mut Spec),
+) -> Result<Loaded, LoadError> {
     let mut spec = parse(path, src).map_err(|e| match e.downcast::<Diagnostics>() {
         Ok(d) => LoadError::Diagnostics(d),
         Err(e) => LoadError::Other(e),

@@ -8,6 +8,7 @@ use clap::Subcommand;
 
 pub mod measure;
 pub mod nexmark;
+mod nexmark_dump;
 
 /// The benchmark suites.
 #[derive(Subcommand, Debug)]
@@ -22,6 +23,9 @@ pub enum BenchCommand {
     /// computes it. The last line of output reads
     /// `q5: 10000000 events in 4.21 s, 1.97 cores, 1205000 events/s/core`
     /// (with several queries, one such line per query ends the output).
+    ///
+    /// `--dump DIR` runs no query: it writes the generated events to DIR/person.csv,
+    /// DIR/auction.csv and DIR/bid.csv, for Flink to read the same (scripts/bench_nexmark_flink.sh).
     Nexmark(nexmark::NexmarkArgs),
 }
 

@@ -24,8 +24,13 @@ const DEFAULT_DIR: &str = "benches/nexmark";
 pub struct NexmarkArgs {
     /// The query: the name of a .sql file in the query directory (`q5`, `cep_q0`), `all`
     /// (every `qN` in turn) or `cep` (every `cep_qN` in turn).
-    #[arg(long, value_name = "NAME|all|cep")]
-    pub query: String,
+    #[arg(long, value_name = "NAME|all|cep", required_unless_present = "dump")]
+    pub query: Option<String>,
+    /// Run no query: write the events of `--events`, `--rate` and `--seed` to
+    /// DIR/person.csv, DIR/auction.csv and DIR/bid.csv (every column, no header, timestamps
+    /// in epoch milliseconds), for another engine to read the same events.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["query", "repeat", "dir"])]
+    pub dump: Option<PathBuf>,
     /// Events to generate, of the three kinds together (sets ${EVENTS}).
     #[arg(long, default_value_t = 10_000_000, value_name = "N", value_parser = parse_events)]
     pub events: u64,
@@ -92,9 +97,13 @@ impl Outcome {
 }
 
 pub fn nexmark(args: NexmarkArgs) -> Result<ExitCode> {
+    if let Some(out) = &args.dump {
+        return super::nexmark_dump::dump(out, &generator_vars(&args), &args.engine);
+    }
+    let query = args.query.as_deref().context("--query or --dump")?;
     let dir = query_dir(args.dir.as_deref())?;
     let available = queries_in(&dir)?;
-    let selected = select(&args.query, &available).map_err(|e| anyhow::anyhow!(e))?;
+    let selected = select(query, &available).map_err(|e| anyhow::anyhow!(e))?;
     let vars = vars(&args, &dir);
     let several = selected.len() > 1;
     let mut results = Vec::new();
@@ -160,7 +169,14 @@ fn vars(args: &NexmarkArgs, dir: &Path) -> Vec<(String, String)> {
     if side_input.is_file() {
         vars.push(("SIDE_INPUT".to_string(), side_input.display().to_string()));
     }
-    vars.extend(args.vars.iter().cloned());
+    vars.extend(generator_vars(args));
+    vars
+}
+
+/// The `--var`s, then `--events`, `--rate`, `--seed` (which win over a `--var` of the same
+/// name).
+fn generator_vars(args: &NexmarkArgs) -> Vec<(String, String)> {
+    let mut vars = args.vars.clone();
     vars.push(("EVENTS".to_string(), args.events.to_string()));
     if let Some(rate) = args.rate {
         vars.push(("RATE".to_string(), rate.to_string()));

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Writes bench/nexmark-csv/qN.sql from benches/nexmark/qN.sql (issue 23): the same query, its
+`nexmark` tables read instead from the CSV files of `anduin bench nexmark --dump DATA`
+(DATA/person.csv, DATA/auction.csv, DATA/bid.csv), and an updating result written as a
+changelog (so that bench/peers/nexmark_normalize.py folds every engine's output the same way).
+Run it again after a query of benches/nexmark changes:  python3 bench/nexmark-csv/make.py
+"""
+import pathlib
+import re
+
+HERE = pathlib.Path(__file__).resolve().parent
+SOURCE = HERE.parent.parent / "benches" / "nexmark"
+
+NEXMARK_TABLE = re.compile(
+    r"CREATE TABLE (person|auction|bid) \((?P<cols>[^;]*?)\) WITH \((?P<opts>[^;]*?connector = 'nexmark'[^;]*?)\);",
+    re.S,
+)
+UPSERT = re.compile(r"mode = 'upsert',\s*primary_key = '[^']*'")
+
+
+def file_table(m: re.Match) -> str:
+    kind = m.group(1)
+    return (
+        f"CREATE TABLE {kind} ({m.group('cols')}) WITH (\n"
+        f"  connector = 'file',\n"
+        f"  path = '${{DATA}}/{kind}.csv',\n"
+        f"  format = 'csv',\n"
+        f"  header = 'false',\n"
+        f"  event_time = 'dateTime',\n"
+        f"  watermark = '4 seconds'\n"
+        f");"
+    )
+
+
+def header(name: str) -> str:
+    return f"""-- -------------------------------------------------------------------------------------------------
+-- Nexmark {name} over the events of `anduin bench nexmark --dump DATA` (issue 23: beside Flink on the
+-- same events). Made by bench/nexmark-csv/make.py from benches/nexmark/{name}.sql (whose comments
+-- say how the text departs from nexmark-flink's): its `nexmark` tables read DATA/person.csv,
+-- DATA/auction.csv, DATA/bid.csv (event time `dateTime`, watermark 4 s behind, as nexmark-flink's
+-- DDL); an updating result is written as a changelog. Do not edit: run make.py again.
+--
+-- Run:   anduin run bench/nexmark-csv/{name}.sql --var DATA=/tmp/nexmark --var OUTPUT={name}.csv
+-- Bench: anduin bench nexmark --dir bench/nexmark-csv --query {name} --events N --var DATA=/tmp/nexmark
+-- -------------------------------------------------------------------------------------------------
+"""
+
+
+def main() -> None:
+    for src in sorted(SOURCE.glob("q*.sql")):
+        text = src.read_text()
+        body = text[text.index("\nCREATE ") + 1:]
+        body, n = NEXMARK_TABLE.subn(file_table, body)
+        assert n >= 1, f"{src}: no nexmark table"
+        assert "'nexmark'" not in body, f"{src}: a nexmark table left"
+        body = UPSERT.sub("mode = 'changelog'", body)
+        (HERE / src.name).write_text(header(src.stem) + "\n" + body)
+
+
+if __name__ == "__main__":
+    main()

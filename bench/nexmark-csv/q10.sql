@@ -1,0 +1,46 @@
+-- -------------------------------------------------------------------------------------------------
+-- Nexmark q10 over the events of `anduin bench nexmark --dump DATA` (issue 23: beside Flink on the
+-- same events). Made by bench/nexmark-csv/make.py from benches/nexmark/q10.sql (whose comments
+-- say how the text departs from nexmark-flink's): its `nexmark` tables read DATA/person.csv,
+-- DATA/auction.csv, DATA/bid.csv (event time `dateTime`, watermark 4 s behind, as nexmark-flink's
+-- DDL); an updating result is written as a changelog. Do not edit: run make.py again.
+--
+-- Run:   anduin run bench/nexmark-csv/q10.sql --var DATA=/tmp/nexmark --var OUTPUT=q10.csv
+-- Bench: anduin bench nexmark --dir bench/nexmark-csv --query q10 --events N --var DATA=/tmp/nexmark
+-- -------------------------------------------------------------------------------------------------
+
+CREATE TABLE bid (
+  auction  BIGINT,
+  bidder  BIGINT,
+  price  BIGINT,
+  channel  VARCHAR,
+  url  VARCHAR,
+  dateTime  TIMESTAMP,
+  extra  VARCHAR
+) WITH (
+  connector = 'file',
+  path = '${DATA}/bid.csv',
+  format = 'csv',
+  header = 'false',
+  event_time = 'dateTime',
+  watermark = '4 seconds'
+);
+
+CREATE TABLE nexmark_q10 (
+  auction  BIGINT,
+  bidder  BIGINT,
+  price  BIGINT,
+  dateTime  TIMESTAMP,
+  extra  VARCHAR,
+  dt  VARCHAR,
+  hm  VARCHAR
+) PARTITIONED BY (dt, hm) WITH (
+  connector = 'file',
+  path = '${OUTPUT:-/dev/null}',
+  format = 'csv'
+);
+
+INSERT INTO nexmark_q10
+SELECT auction, bidder, price, dateTime, extra,
+    DATE_FORMAT(dateTime, 'yyyy-MM-dd'), DATE_FORMAT(dateTime, 'HH:mm')
+FROM bid;
