@@ -553,6 +553,18 @@ fn an_autoscaled_window_on_a_cluster_grows_onto_a_worker_that_joins_later_as_far
     q.finish(Some(4));
 }
 
+/// Adds a third worker, w3 with 2 slots, on which no part of the query's first attempt can
+/// start: a file holds the name of each part's directory there.
+fn add_blocked_worker(q: &mut Rescaled) {
+    let w3 = q.cluster.dir.path().join("w3");
+    std::fs::create_dir_all(&w3).expect("the worker's directory");
+    for part in 0..10 {
+        std::fs::write(w3.join(format!("q-1-{part}")), "").expect("a file in the way");
+    }
+    q.cluster.add_worker("w3", 2);
+    wait_until("the third worker joins", || q.cluster.workers_joined() == 3);
+}
+
 /// A rescale onto a worker that runs nothing of the query, whose part there cannot start
 /// (its directory cannot be made: a file holds its name), is refused, saying why; the part is
 /// forgotten, and the query runs on in the same attempt (no rollback) to the unrescaled
@@ -564,13 +576,7 @@ fn a_growth_whose_part_cannot_start_is_refused_and_the_query_runs_on() {
         slots: Some(2),
         ..Options::default()
     });
-    let w3 = q.cluster.dir.path().join("w3");
-    std::fs::create_dir_all(&w3).expect("the worker's directory");
-    for part in 0..10 {
-        std::fs::write(w3.join(format!("q-1-{part}")), "").expect("a file in the way");
-    }
-    q.cluster.add_worker("w3", 2);
-    wait_until("the third worker joins", || q.cluster.workers_joined() == 3);
+    add_blocked_worker(&mut q);
     let refused = ctl(q.dir(), &q.api, &["scale", "q", "w", "4"]);
     let why = String::from_utf8_lossy(&refused.stderr);
     assert!(
@@ -594,13 +600,7 @@ fn a_growth_refused_for_a_part_that_cannot_start_leaves_both_workers_to_the_next
         slots: Some(2),
         ..Options::default()
     });
-    let w3 = q.cluster.dir.path().join("w3");
-    std::fs::create_dir_all(&w3).expect("the worker's directory");
-    for part in 0..10 {
-        std::fs::write(w3.join(format!("q-1-{part}")), "").expect("a file in the way");
-    }
-    q.cluster.add_worker("w3", 2);
-    wait_until("the third worker joins", || q.cluster.workers_joined() == 3);
+    add_blocked_worker(&mut q);
     q.cluster.add_worker("w4", 1);
     wait_until("the fourth worker joins", || {
         q.cluster.workers_joined() == 4
