@@ -7,8 +7,10 @@ use super::matcher::MatchView;
 use super::order;
 use super::value::{Eval, EvalError, Value};
 
+mod grown;
 mod summary;
 
+pub(crate) use grown::{grows, Grown};
 pub(crate) use summary::{summarize, word as value_words};
 
 /// A match in progress, as expressions see it.
@@ -28,6 +30,18 @@ pub(crate) trait View {
     /// view is all there is.
     fn whole(&self) -> Option<MatchView<'_>> {
         None
+    }
+    /// The state of aggregate `a` over the rows of the view, grown row by row as the match
+    /// grew (see `eval/grown.rs`), where the view keeps one: its value and summary need no
+    /// walk over the rows.
+    fn grown(&self, _a: &Agg) -> Option<&Grown> {
+        None
+    }
+    /// The value of aggregate `a` over the view's rows where the view knows it without a
+    /// walk (a [`View::grown`] state, or a `FINAL` one computed once per match); `None`:
+    /// walk the rows.
+    fn known(&self, a: &Agg) -> Option<Eval> {
+        self.grown(a).and_then(Grown::value)
     }
 }
 
@@ -172,6 +186,35 @@ fn resolve<V: View>(r: &RowRef, c: &Ctx<'_, V>) -> Option<(u64, usize)> {
 /// A running aggregate over the rows of the match so far (walked newest first, without
 /// allocating); a `SUM` of integers that overflows is an error.
 fn aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
+    if let Some(known) = view.known(a) {
+        return known;
+    }
+    walked_aggregate(a, view, vars)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Rows the aggregates walked over on this thread (tests assert on the work done).
+    static WALKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Rows the aggregates have walked over on this thread (tests).
+#[cfg(test)]
+pub(crate) fn rows_walked() -> u64 {
+    WALKED.with(std::cell::Cell::get)
+}
+
+/// Counts the rows of `view` a walk goes over (tests).
+fn walking(view: &impl View) {
+    #[cfg(test)]
+    WALKED.with(|w| w.set(w.get() + view.steps().count() as u64));
+    #[cfg(not(test))]
+    let _ = view;
+}
+
+/// [`aggregate`] by a walk over the rows of `view`.
+pub(crate) fn walked_aggregate(a: &Agg, view: &impl View, vars: &[Arc<str>]) -> Eval {
+    walking(view);
     if a.filter.is_some() || a.distinct || !a.order.is_empty() {
         return modified_aggregate(a, view, vars);
     }
@@ -344,9 +387,14 @@ fn here_column(e: &E) -> Option<usize> {
     }
 }
 
-/// The running state of an aggregate other than `max_by` / `min_by`.
+/// The running state of an aggregate other than `max_by` / `min_by`, fed the rows newest
+/// first (a walk back over a match) or oldest first ([`Acc::growing`]: a match as it grows,
+/// `grown.rs`); either gives the same value.
+#[derive(Debug, Clone)]
 struct Acc {
     f: AggFn,
+    /// Fed oldest first.
+    oldest_first: bool,
     /// The non-null values added.
     count: i64,
     /// SUM (and AVG) of integers in 128 bits: it fails only when its total does not fit in
@@ -357,17 +405,22 @@ struct Acc {
     int_total: i128,
     float_total: f64,
     floats: bool,
-    /// MIN / MAX so far; `any_value`: the last value added.
+    /// MIN / MAX so far; `any_value`: the oldest value added.
     best: Value,
     logic: Option<bool>,
-    /// A standard deviation's or variance's values, as numbers.
+    /// A standard deviation's or variance's values, as numbers (not kept oldest first, see
+    /// [`Acc::spread_lost`]).
     numbers: Vec<f64>,
-    /// `string_agg`: the strings added (newest first) and the separator.
+    /// A standard deviation's or variance's integers: their squares, added exactly (their
+    /// total is `int_total`); `None` once a value is not an integer or the squares overflow
+    /// 128 bits (then the values in `numbers` decide).
+    squares: Option<i128>,
+    /// `string_agg`: the strings added (in the order fed) and the separator.
     strings: Vec<Arc<str>>,
     sep: Option<Arc<str>>,
     /// `approx_distinct`: the values, as words ([`summary::word`]; a NaN canonical).
     distinct: std::collections::BTreeSet<Vec<u64>>,
-    /// `array_agg`: the values added (newest first), NULLs too.
+    /// `array_agg`: the values added (in the order fed), NULLs too.
     values: Vec<Value>,
 }
 
@@ -376,6 +429,7 @@ impl Acc {
     fn new(a: &Agg) -> Self {
         Acc {
             f: a.f,
+            oldest_first: false,
             count: 0,
             int_total: 0,
             float_total: 0.0,
@@ -383,11 +437,27 @@ impl Acc {
             best: Value::Null,
             logic: None,
             numbers: Vec::new(),
+            squares: Some(0),
             strings: Vec::new(),
             sep: a.sep.as_ref().map(Arc::clone),
             distinct: std::collections::BTreeSet::new(),
             values: Vec::new(),
         }
+    }
+
+    /// An accumulator fed oldest first.
+    fn growing(a: &Agg) -> Self {
+        Acc {
+            oldest_first: true,
+            ..Acc::new(a)
+        }
+    }
+
+    /// Whether a standard deviation or variance fed oldest first met a value that is not an
+    /// integer (or integers whose squares overflow): it keeps no values, so its value is
+    /// unknown and the rows are walked (the values sorted decide, whatever their order).
+    fn spread_lost(&self) -> bool {
+        self.oldest_first && matches!(self.f, AggFn::Spread(_)) && self.squares.is_none()
     }
 
     /// Adds a value (a NULL is skipped, as SQL's aggregates skip it, except by `array_agg`,
@@ -414,11 +484,11 @@ impl Acc {
                 }
             },
             AggFn::Min | AggFn::Max => {
+                // Of equal values the newest is kept (as the summary has it).
                 let better = match self.best.order(v) {
                     None => true,
-                    Some(o) => {
-                        (o == Ordering::Greater) == (self.f == AggFn::Min) && o != Ordering::Equal
-                    }
+                    Some(Ordering::Equal) => self.oldest_first,
+                    Some(o) => (o == Ordering::Greater) == (self.f == AggFn::Min),
                 };
                 if better {
                     self.best = v.clone();
@@ -433,11 +503,27 @@ impl Acc {
                     });
                 }
             }
-            // The oldest non-null value (rows are walked newest first): the last one added.
-            AggFn::AnyValue => self.best = v.clone(),
+            // The oldest non-null value: the last one added walking newest first, the first
+            // growing.
+            AggFn::AnyValue => {
+                if !self.oldest_first || self.best.is_null() {
+                    self.best = v.clone();
+                }
+            }
             // The trues, in `int_total`.
             AggFn::CountIf => self.int_total += i128::from(matches!(v, Value::Bool(true))),
-            AggFn::Spread(_) => self.numbers.push(v.as_f64().unwrap_or(f64::NAN)),
+            AggFn::Spread(_) => {
+                self.squares = match (v, self.squares) {
+                    (Value::Int(i), Some(q)) => {
+                        self.int_total += i128::from(*i);
+                        q.checked_add(i128::from(*i) * i128::from(*i))
+                    }
+                    _ => None,
+                };
+                if !self.oldest_first {
+                    self.numbers.push(v.as_f64().unwrap_or(f64::NAN));
+                }
+            }
             AggFn::StringAgg => {
                 if let Value::Str(s) = v {
                     self.strings.push(Arc::clone(s));
@@ -459,7 +545,7 @@ impl Acc {
     }
 
     #[inline]
-    fn finish(self) -> Eval {
+    fn finish(&self) -> Eval {
         Ok(match self.f {
             AggFn::Count => Value::Int(self.count),
             AggFn::Sum if self.count == 0 => Value::Null,
@@ -480,22 +566,26 @@ impl Acc {
                 Value::Float((self.float_total + self.int_total as f64) / self.count as f64)
             }
             // Every NaN is the same value: the result is the canonical one.
-            AggFn::Min | AggFn::Max => match self.best {
-                Value::Float(x) => Value::Float(anduin_expr::SqlFloat::canonical(x)),
-                other => other,
+            AggFn::Min | AggFn::Max => match &self.best {
+                Value::Float(x) => Value::Float(anduin_expr::SqlFloat::canonical(*x)),
+                other => other.clone(),
             },
             AggFn::BoolAnd | AggFn::BoolOr => self.logic.map_or(Value::Null, Value::Bool),
-            AggFn::AnyValue => self.best,
+            AggFn::AnyValue => self.best.clone(),
             AggFn::CountIf => Value::Int(i64::try_from(self.int_total).unwrap_or(i64::MAX)),
-            AggFn::Spread(s) => spread(s, &self.numbers),
+            AggFn::Spread(s) => match exact_spread(s, self.count, self.int_total, self.squares) {
+                Some(v) => v,
+                None => spread(s, &self.numbers),
+            },
             AggFn::StringAgg => self.joined(),
             AggFn::ApproxDistinct => {
                 Value::Int(i64::try_from(self.distinct.len()).unwrap_or(i64::MAX))
             }
             AggFn::MaxBy | AggFn::MinBy => Value::Null,
-            // In the order of their rows in the match (they were added newest first).
+            // In the order of their rows in the match.
             AggFn::ArrayAgg if self.values.is_empty() => Value::Null,
-            AggFn::ArrayAgg => Value::List(self.values.into_iter().rev().collect()),
+            AggFn::ArrayAgg if self.oldest_first => Value::List(self.values.clone().into()),
+            AggFn::ArrayAgg => Value::List(self.values.iter().rev().cloned().collect()),
         })
     }
 
@@ -507,14 +597,43 @@ impl Acc {
         }
         let sep = self.sep.as_deref().unwrap_or("");
         let mut joined = String::new();
-        for (i, s) in self.strings.iter().rev().enumerate() {
+        let mut push = |i: usize, s: &str| {
             if i > 0 {
                 joined.push_str(sep);
             }
             joined.push_str(s);
+        };
+        if self.oldest_first {
+            self.strings
+                .iter()
+                .enumerate()
+                .for_each(|(i, s)| push(i, s));
+        } else {
+            (self.strings.iter().rev().enumerate()).for_each(|(i, s)| push(i, s));
         }
         Value::Str(joined.into())
     }
+}
+
+/// The standard deviation or variance `s` of `n` integers whose total is `total` and whose
+/// squares add up to `squares`, computed exactly (n·Σx² − (Σx)² in 128 bits, then one
+/// division): whatever the order of the rows, as [`spread`]. `None` where the squares are
+/// unknown (a value is not an integer) or the numerator overflows.
+fn exact_spread(s: Spread, n: i64, total: i128, squares: Option<i128>) -> Option<Value> {
+    let sample = matches!(s, Spread::StddevSample | Spread::VarianceSample);
+    if n == 0 || (sample && n < 2) {
+        return Some(Value::Null);
+    }
+    let n128 = i128::from(n);
+    let numerator = n128
+        .checked_mul(squares?)?
+        .checked_sub(total.checked_mul(total)?)?;
+    let divisor = n128.checked_mul(if sample { n128 - 1 } else { n128 })?;
+    let variance = numerator as f64 / divisor as f64;
+    Some(Value::Float(match s {
+        Spread::StddevSample | Spread::StddevPopulation => variance.sqrt(),
+        Spread::VarianceSample | Spread::VariancePopulation => variance,
+    }))
 }
 
 /// The standard deviation or variance `s` of `values`: the mean first, then the squared

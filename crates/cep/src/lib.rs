@@ -488,6 +488,7 @@ pub(crate) fn compile(
         prog,
         fallible: matcher::fallible(&defines),
         needs: equivalence::Needs::of(&defines),
+        running: matcher::Running::of(&defines),
         defines,
         vars: parsed.vars.iter().map(|v| Arc::from(v.as_str())).collect(),
         within,

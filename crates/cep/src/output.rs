@@ -2,8 +2,9 @@
 //! the match with running measures) and of timed-out partial matches, and the figures the run
 //! summary reports.
 
-use super::eval::eval;
-use super::matcher::{MatchView, Outcome, Partition};
+use super::eval::{eval, grows, walked_aggregate, Grown};
+use super::expr::{Agg, E};
+use super::matcher::{MatchView, Memo, Outcome, Partition};
 use super::value::Value;
 use super::Setup;
 use anduin_operator_api::{OperatorError, RowErrors};
@@ -102,14 +103,19 @@ pub(crate) fn render(
                 .map(|r| r.cells.to_vec())
                 .unwrap_or_else(|| vec![Value::Null; setup.cells_of.len()])
         };
-        // The measures over the first `upto` rows of the match, appended to `row`; false if
-        // one failed (the row went to `errors`).
-        let measures = |upto: usize, row: &mut Vec<Value>| -> Result<bool, OperatorError> {
+        // The measures over the first `upto` rows of the match, appended to `row`, with the
+        // aggregates `memo` knows; false if one failed (the row went to `errors`).
+        let measures = |upto: usize,
+                        memo: Option<&Memo>,
+                        row: &mut Vec<Value>|
+         -> Result<bool, OperatorError> {
             let view = MatchView {
                 part,
                 steps: &steps[..upto],
                 all: &steps,
                 number,
+                memo,
+                whole: false,
             };
             for (m, (_, e)) in setup.measures.iter().enumerate() {
                 match eval(e, &view, &setup.pattern.vars) {
@@ -136,19 +142,33 @@ pub(crate) fn render(
             Ok(true)
         };
         if setup.all_rows {
+            let mut memo = memo_of(setup, part, &steps, number);
             if steps.is_empty() && !setup.omit_empty {
                 let mut row = cells(start);
-                if measures(0, &mut row)? {
+                if measures(0, Some(&memo), &mut row)? {
                     out.push(row);
                 }
             }
-            for (i, (r, _)) in steps.iter().enumerate() {
+            for (i, (r, var)) in steps.iter().enumerate() {
+                // The running aggregates grow by the row (excluded or not: it is part of the
+                // match).
+                let view = MatchView {
+                    part,
+                    steps: &steps[..=i],
+                    all: &steps,
+                    number,
+                    memo: None,
+                    whole: false,
+                };
+                for (_, a, g) in &mut memo.running {
+                    g.add(a, &view, &setup.pattern.vars, (*r, *var));
+                }
                 // A row matched inside `{- … -}` is part of the match, not of its output.
                 if excluded.contains(r) {
                     continue;
                 }
                 let mut row = cells(*r);
-                if measures(i + 1, &mut row)? {
+                if measures(i + 1, Some(&memo), &mut row)? {
                     out.push(row);
                 }
             }
@@ -159,10 +179,55 @@ pub(crate) fn render(
                 .iter()
                 .map(|c| first.get(*c).cloned().unwrap_or(Value::Null))
                 .collect();
-            if measures(steps.len(), &mut row)? {
+            if measures(steps.len(), None, &mut row)? {
                 out.push(row);
             }
         }
     }
     Ok(())
+}
+
+/// The aggregates of ALL ROWS PER MATCH's measures over the match `steps` (see [`Memo`]):
+/// the running ones that grow, over no row yet; the `FINAL` ones, computed over the whole
+/// match (an error stays that aggregate's value).
+fn memo_of(setup: &Setup, part: &Partition, steps: &[(u64, usize)], number: i64) -> Memo {
+    let mut found = Vec::new();
+    for (_, e) in &setup.measures {
+        aggregates(e, false, &mut found);
+    }
+    let whole = MatchView {
+        part,
+        steps,
+        all: steps,
+        number,
+        memo: None,
+        whole: true,
+    };
+    let mut memo = Memo::default();
+    for (a, in_final) in found {
+        let addr = std::ptr::from_ref(a) as usize;
+        if in_final {
+            memo.finals
+                .push((addr, walked_aggregate(a, &whole, &setup.pattern.vars)));
+        } else if grows(a) {
+            memo.running.push((addr, a.clone(), Grown::new(a)));
+        }
+    }
+    memo
+}
+
+/// The aggregates of `e` (not those inside an aggregate's argument), each with whether it is
+/// under `FINAL`.
+fn aggregates<'a>(e: &'a E, in_final: bool, out: &mut Vec<(&'a Agg, bool)>) {
+    match e {
+        E::Agg(a) => out.push((a, in_final)),
+        E::Final(x) => aggregates(x, true, out),
+        E::Lit(_) | E::Col(..) | E::Classifier(_) | E::MatchNumber | E::Next { .. } => {}
+        E::Df(_, args) => args.iter().for_each(|x| aggregates(x, in_final, out)),
+        E::Bin(_, a, b) | E::And(a, b) | E::Or(a, b) => {
+            aggregates(a, in_final, out);
+            aggregates(b, in_final, out);
+        }
+        E::Not(x) | E::Neg(x) | E::IsNull(x, _) | E::Cast(x, _) => aggregates(x, in_final, out),
+    }
 }

@@ -21,6 +21,8 @@ mod cells_of_tests;
 mod deadline_tests;
 #[cfg(test)]
 mod exhaustion_tests;
+#[cfg(test)]
+mod grown_measures_tests;
 mod handoff;
 #[cfg(test)]
 mod memory_tests;

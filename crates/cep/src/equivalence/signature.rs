@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::super::eval::{summarize, value_words};
 use super::super::expr::Sel;
-use super::super::matcher::{walk, Partition, Past, Step, TRACKED};
+use super::super::matcher::{walk, GrownStates, Partition, Past, Running, Step, TRACKED};
 use super::super::value::Value;
 use super::{CellsOf, Needs, VarsOf};
 
@@ -18,6 +18,10 @@ pub(crate) struct Rows<'a> {
     pub vars: &'a [Arc<str>],
     /// MATCH_NUMBER() as the conditions see it now (no summarized argument reads it).
     pub number: i64,
+    /// The conditions' running aggregates and their states per history: a summary is the
+    /// state where it can be, without a walk.
+    pub running: &'a Running,
+    pub grown: &'a GrownStates,
 }
 
 /// Where an aggregate has no summary (its argument fails on a row, or no [`Rows`] were
@@ -55,6 +59,7 @@ pub(super) fn key(needs: &Needs, hist: Option<&Arc<Step>>, rows: Option<Rows<'_>
                 part: r.part,
                 hist,
                 number: r.number,
+                grown: r.grown.get(hist).map(|g| (r.running, g)),
             };
             summarize(a, &past, r.vars, &mut out).unwrap_or(false)
         });

@@ -37,7 +37,7 @@ use super::super::value::{EvalError, Value};
 use super::{arg_at, chosen_by, Acc, View};
 
 /// The summary is the state of the accumulator.
-const STATE: u64 = 1;
+pub(super) const STATE: u64 = 1;
 /// The summary is every value, newest first (after their number of words).
 const VALUES: u64 = 2;
 
@@ -55,6 +55,10 @@ pub(crate) fn summarize(
     // `array_agg` (a measure's, never a DEFINE's): the rows tell too.
     if a.filter.is_some() || a.distinct || !a.order.is_empty() || a.f == AggFn::ArrayAgg {
         return Ok(false);
+    }
+    // The state grown with the partial match, where it is the summary: no walk.
+    if view.grown(a).is_some_and(|g| g.summary(a, out)) {
+        return Ok(true);
     }
     let rows = || {
         view.steps()
@@ -118,7 +122,7 @@ impl Acc {
     /// Appends the state that decides the result whatever values are added before the ones
     /// added so far (see the module's notes); false where only the values themselves do (a
     /// float total).
-    fn state(&self, out: &mut Vec<u64>) -> bool {
+    pub(super) fn state(&self, out: &mut Vec<u64>) -> bool {
         match self.f {
             AggFn::Count => out.push(self.count as u64),
             // A SUM is NULL without values, else the total, whatever their number.
@@ -159,14 +163,18 @@ impl Acc {
 }
 
 /// Which kinds of non-null values were seen.
-#[derive(Default)]
-struct Kinds {
+#[derive(Debug, Clone, Default)]
+pub(super) struct Kinds {
     first: Option<std::mem::Discriminant<Value>>,
     mixed: bool,
 }
 
 impl Kinds {
-    fn see(&mut self, v: &Value) {
+    pub(super) fn mixed(&self) -> bool {
+        self.mixed
+    }
+
+    pub(super) fn see(&mut self, v: &Value) {
         if v.is_null() {
             return;
         }

@@ -12,6 +12,7 @@
 
 mod closure;
 mod ending;
+mod grown_states;
 mod handing;
 mod views;
 
@@ -29,9 +30,10 @@ use super::expr::{Sel, E};
 use super::program::Inst;
 use super::value::{EvalError, Value};
 use closure::{closure, At, Seen};
+pub(crate) use grown_states::{GrownStates, Running};
 pub(crate) use handing::{AdoptError, HandedPart};
 use views::HistView;
-pub(crate) use views::{MatchView, Past};
+pub(crate) use views::{MatchView, Memo, Past};
 
 /// What follows a match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +55,9 @@ pub(crate) struct Pattern {
     pub classes: Vec<usize>,
     /// Each variable's condition (`None`: any row).
     pub defines: Vec<Option<E>>,
+    /// The aggregates of `defines` that grow with a partial match (`grown_states.rs`):
+    /// made from `defines` ([`Running::of`]) and kept beside them.
+    pub running: Running,
     pub vars: Vec<Arc<str>>,
     /// A row joins a match only while `row.ts - first.ts < within`.
     pub within: Option<i64>,
@@ -492,6 +497,8 @@ pub(crate) struct Scratch {
     /// Of an attempt's row: which threads are equivalent, which steps exist.
     prune: Pruner,
     steps: Steps,
+    /// The states of the conditions' running aggregates per partial match.
+    pub(crate) grown: GrownStates,
     /// Empty thread lists whose allocations the next steps reuse.
     spare: Vec<Vec<Thread>>,
     /// What the row being pushed changed (empty between rows).
@@ -592,7 +599,7 @@ impl Partition {
             let at = At {
                 first: idx == 0,
                 ended: false,
-                rows: Some(self.rows(p)),
+                rows: Some(self.rows(p, &s.grown)),
             };
             let best =
                 closure(p, &mut s.seen, &mut s.prune, at, 0, None, &mut threads).then_some(None);
@@ -675,12 +682,15 @@ impl Partition {
         }
     }
 
-    /// What the pruner reads of the partition (for the summaries of aggregates).
-    fn rows<'a>(&'a self, p: &'a Pattern) -> Rows<'a> {
+    /// What the pruner reads of the partition (for the summaries of aggregates), with the
+    /// states of the running aggregates `grown`.
+    fn rows<'a>(&'a self, p: &'a Pattern, grown: &'a GrownStates) -> Rows<'a> {
         Rows {
             part: self,
             vars: &p.vars,
             number: self.matches + 1,
+            running: &p.running,
+            grown,
         }
     }
 
@@ -779,10 +789,25 @@ impl Partition {
             s.prune.set_rival(rivals && i > 0);
             // Equal histories are one allocation only where equivalence looks at them.
             let share = !p.needs.nothing() && threads.len() > 1;
+            // How many threads still to extend each history in this row: the last takes the
+            // history's aggregate states rather than a copy.
+            // Short partial matches walk their rows (cheaper than keeping states: cep_q1's
+            // are a few rows); from GROW_AFTER rows on, the states grow with them.
+            let grow = !p.running.is_empty()
+                && idx.saturating_sub(self.attempts[i].start) >= grown_states::GROW_AFTER;
+            if grow {
+                s.grown.count_users(&threads);
+            }
             for t in &threads {
                 let Inst::Label(var) = p.prog[t.pc] else {
                     continue;
                 };
+                let number = self.matches + 1;
+                let grown = grow.then(|| {
+                    let last = s.grown.last_use(t.hist.as_ref());
+                    s.grown
+                        .extended(p, self, number, t.hist.as_ref(), (idx, var), last)
+                });
                 let ok = match &p.defines[var] {
                     None => true,
                     Some(cond) => {
@@ -790,7 +815,8 @@ impl Partition {
                             part: self,
                             head: (idx, var),
                             hist: t.hist.as_ref(),
-                            number: self.matches + 1,
+                            number,
+                            grown: grown.as_deref().map(|g| (&p.running, g)),
                         };
                         match eval(cond, &view, &p.vars) {
                             Ok(v) => v == Value::Bool(true),
@@ -805,17 +831,21 @@ impl Partition {
                     continue;
                 }
                 let excluded = p.excluded.get(t.pc).copied().unwrap_or(false);
-                let hist = Some(if share {
+                let step = if share {
                     s.steps.after(idx, var, t.hist.as_ref(), excluded)
                 } else {
                     Step::marked(idx, var, t.hist.clone(), excluded)
-                });
+                };
+                if let Some(states) = grown {
+                    s.grown.keep(&step, states);
+                }
+                let hist = Some(step);
                 let done = closure(
                     p,
                     &mut s.seen,
                     &mut s.prune,
                     At {
-                        rows: Some(self.rows(p)),
+                        rows: Some(self.rows(p, &s.grown)),
                         ..At::default()
                     },
                     t.pc + 1,
@@ -910,3 +940,6 @@ enum StepFailed {
     Condition { var: usize, error: EvalError },
     TooManyThreads(TooManyThreads),
 }
+
+#[cfg(test)]
+mod grown_tests;

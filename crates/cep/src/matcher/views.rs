@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
-use super::super::eval::View;
-use super::super::value::Value;
+use super::super::eval::{Grown, View};
+use super::super::expr::Agg;
+use super::super::value::{Eval, Value};
+use super::grown_states::{find, Running};
 use super::{walk, Partition, Step, TRACKED};
 
 /// A partial match extended by the row being classified, `head` (row, variable).
@@ -13,6 +15,8 @@ pub(super) struct HistView<'a> {
     pub head: (u64, usize),
     pub hist: Option<&'a Arc<Step>>,
     pub number: i64,
+    /// The states of the running aggregates after `hist` and `head` (`grown_states.rs`).
+    pub grown: Option<(&'a Running, &'a [Grown])>,
 }
 
 impl View for HistView<'_> {
@@ -24,6 +28,9 @@ impl View for HistView<'_> {
     }
     fn match_number(&self) -> i64 {
         self.number
+    }
+    fn grown(&self, a: &Agg) -> Option<&Grown> {
+        find(self.grown, a)
     }
     fn last_of(&self, var: usize) -> Option<Option<u64>> {
         if self.head.1 == var {
@@ -45,6 +52,8 @@ pub(crate) struct Past<'a> {
     pub part: &'a Partition,
     pub hist: Option<&'a Arc<Step>>,
     pub number: i64,
+    /// The states of the running aggregates after `hist` (`grown_states.rs`).
+    pub grown: Option<(&'a Running, &'a [Grown])>,
 }
 
 impl View for Past<'_> {
@@ -57,6 +66,9 @@ impl View for Past<'_> {
     fn match_number(&self) -> i64 {
         self.number
     }
+    fn grown(&self, a: &Agg) -> Option<&Grown> {
+        find(self.grown, a)
+    }
 }
 
 /// A finished match (or partial one) as expressions see it.
@@ -68,6 +80,20 @@ pub(crate) struct MatchView<'a> {
     /// the one output).
     pub all: &'a [(u64, usize)],
     pub number: i64,
+    /// The aggregates of the measures known without a walk (ALL ROWS PER MATCH: see
+    /// [`Memo`]); `whole`: this is the view of `FINAL`, over `all`.
+    pub memo: Option<&'a Memo>,
+    pub whole: bool,
+}
+
+/// The aggregates of ALL ROWS PER MATCH's measures over a match (issue 18: none is computed
+/// over the whole match at every row): running ones grown row by row as the rows are output,
+/// `FINAL` ones computed once per match. Found by the address of the aggregate in the
+/// measures.
+#[derive(Debug, Default)]
+pub(crate) struct Memo {
+    pub running: Vec<(usize, Agg, Grown)>,
+    pub finals: Vec<(usize, Eval)>,
 }
 
 impl View for MatchView<'_> {
@@ -86,7 +112,26 @@ impl View for MatchView<'_> {
             steps: self.all,
             all: self.all,
             number: self.number,
+            memo: self.memo,
+            whole: true,
         })
+    }
+    fn grown(&self, a: &Agg) -> Option<&Grown> {
+        let addr = std::ptr::from_ref(a) as usize;
+        let memo = self.memo.filter(|_| !self.whole)?;
+        (memo.running.iter())
+            .find(|(at, _, _)| *at == addr)
+            .map(|(_, _, g)| g)
+    }
+    fn known(&self, a: &Agg) -> Option<Eval> {
+        if !self.whole {
+            return self.grown(a).and_then(Grown::value);
+        }
+        let addr = std::ptr::from_ref(a) as usize;
+        let memo = self.memo?;
+        (memo.finals.iter())
+            .find(|(at, _)| *at == addr)
+            .map(|(_, v)| v.clone())
     }
 }
 
