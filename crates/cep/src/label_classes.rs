@@ -10,13 +10,20 @@
 //! start grouped by variable, and a group splits while its labels' successors fall in other
 //! groups, until none does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::program::Inst;
 
 /// Beyond this many instructions, every label is its own class (the work is the program's
 /// length times its labels, per round).
 const MAX_PROGRAM: usize = 4096;
+
+/// Beyond this many moves between labels (the successors of every label, added up), every
+/// label is its own class: a round of the refinement costs that many steps, and it may take
+/// a round per label. Nested optional copies make the moves quadratic in the bound
+/// (`(A?){1000} B`: each of the 1000 labels of A reaches every later one, 500 000 moves; a
+/// refinement of those took hours): such a pattern is matched without merging its labels.
+const MAX_MOVES: usize = 1 << 14;
 
 /// Where the moves after consuming a row lead, in preference order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,8 +45,16 @@ pub(crate) fn label_classes(prog: &[Inst]) -> Vec<usize> {
     let labels: Vec<usize> = (0..prog.len())
         .filter(|pc| matches!(prog[*pc], Inst::Label(_)))
         .collect();
-    let after: HashMap<usize, Vec<Next>> =
-        labels.iter().map(|pc| (*pc, moves(prog, pc + 1))).collect();
+    let mut after: HashMap<usize, Vec<Next>> = HashMap::new();
+    let mut total = 0;
+    for pc in &labels {
+        let m = moves(prog, pc + 1);
+        total += m.len();
+        if total > MAX_MOVES {
+            return class;
+        }
+        after.insert(*pc, m);
+    }
     // Grouped by variable to begin with.
     for pc in &labels {
         let Inst::Label(v) = prog[*pc] else {
@@ -80,16 +95,17 @@ pub(crate) fn label_classes(prog: &[Inst]) -> Vec<usize> {
 /// follows them after a row (not at the partition's first row: `^` stops them).
 fn moves(prog: &[Inst], pc: usize) -> Vec<Next> {
     let mut out = Vec::new();
-    let mut seen: Vec<(usize, u64)> = Vec::new();
+    // Sets, not lists: a label of `(A?){n}` reaches n others (a list made it n² per label).
+    let mut seen: HashSet<(usize, u64)> = HashSet::new();
+    let mut waits: HashSet<usize> = HashSet::new();
     let mut stack = vec![(pc, 0u64)];
     while let Some((pc, fresh)) = stack.pop() {
-        if seen.contains(&(pc, fresh)) {
+        if !seen.insert((pc, fresh)) {
             continue;
         }
-        seen.push((pc, fresh));
         match prog[pc] {
             Inst::Label(_) | Inst::End => {
-                if !out.contains(&Next::Wait(pc)) {
+                if waits.insert(pc) {
                     out.push(Next::Wait(pc));
                 }
             }
@@ -157,5 +173,17 @@ mod tests {
         assert_eq!(groups("(A+ | A+?) B").len(), 3);
         // Which variable a row is mapped to tells them apart.
         assert_eq!(groups("(A | B)* C").len(), 3);
+    }
+
+    #[test]
+    fn nested_optional_copies_are_classed_in_few_moves_or_left_alone() {
+        // Issue 18 (H1): `(A?){1000} B` took hours to class; its moves are too many to
+        // refine (each label of A reaches every later one), so its labels stay apart.
+        let prog = compile(&parse("(A?){1000} B").expect("parses").pat).expect("compiles");
+        let class = label_classes(&prog);
+        assert!((0..prog.len()).all(|pc| class[pc] == pc));
+        // A small bound is still classed: the copies of A with the same future are one.
+        let g = groups("(A?){3} B");
+        assert_eq!(g.len(), 4, "{g:?}");
     }
 }
