@@ -201,11 +201,22 @@ fn store_error(operator: &str, e: StoreError) -> OperatorError {
 }
 
 fn too_many(operator: &str, e: TooManyThreads) -> OperatorError {
+    let limit = super::MAX_THREADS;
+    let what = if e.attempts > 1 {
+        format!(
+            "the {} matches starting at row {} of its partition and after have {} partial matches in flight between them, more than {limit} beyond one each",
+            e.attempts, e.start, e.threads
+        )
+    } else {
+        format!(
+            "a match starting at row {} of its partition has {} partial matches in flight, more than {limit}",
+            e.start, e.threads
+        )
+    };
     err(
         operator,
         format!(
-            "the pattern is too ambiguous: a match starting at row {} of its partition has {} partial matches in flight; make the variables' conditions exclude each other or add `within`",
-            e.start, e.threads
+            "the pattern is too ambiguous: {what}; make the variables' conditions exclude each other or add `within`"
         ),
     )
 }

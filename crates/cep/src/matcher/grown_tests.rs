@@ -77,3 +77,29 @@ fn a_distinct_count_in_a_condition_ends_the_match_where_a_walk_would() {
     };
     assert_eq!(steps.len(), 31, "30 rows of A, then B at value 30");
 }
+
+#[test]
+fn start_rows_whose_partial_matches_pile_up_stop_at_the_partition_s_guard() {
+    // Issue 18 (H3): every start row keeps a partial match per (count of A, count of B), so
+    // after n rows the partition has n² of them, each evaluated at every row: no start row
+    // reaches the guard of one, the partition reaches its own.
+    let mut p = compiled(
+        "(A | B)+ C",
+        "A AS count(A.*) >= 0, B AS count(B.*) >= 0, C AS value < 0",
+    );
+    p.max_threads = 200;
+    let mut part = Partition::default();
+    let mut s = Scratch::default();
+    let mut out = Vec::new();
+    let refused = (0..1_000).find_map(|i| {
+        part.push(&p, &mut s, row_of(i, 1), &mut out)
+            .err()
+            .map(|e| (i, e))
+    });
+    let Some((row, super::Refused::TooManyThreads(e))) = refused else {
+        panic!("the guard stops the partition, found {refused:?}");
+    };
+    assert!(row < 40, "at row {row}: {e:?}");
+    assert!(e.attempts > 1 && e.threads > 200, "{e:?}");
+    assert_eq!(e.start, 0, "{e:?}");
+}

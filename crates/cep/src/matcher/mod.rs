@@ -198,11 +198,16 @@ pub(crate) enum Outcome {
     Unmatched { row: u64 },
 }
 
-/// The pattern is too ambiguous to follow.
+/// The pattern is too ambiguous to follow: one start row has more than
+/// [`Pattern::max_threads`] partial matches in flight, or (`attempts` > 1) the start rows of a
+/// partition have that many between them beyond one each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TooManyThreads {
+    /// The (first) start row.
     pub start: u64,
     pub threads: usize,
+    /// How many start rows share `threads` (1: one start row's).
+    pub attempts: usize,
 }
 
 /// Why a row was not taken; the partition is as it was before the row.
@@ -754,6 +759,8 @@ impl Partition {
         if rivals {
             s.prune.start_row(p.prog.len());
         }
+        // The attempts advanced so far, their partial matches, and the first one's start.
+        let (mut live, mut in_flight, mut first_live) = (0usize, 0usize, None);
         for i in 0..self.attempts.len() {
             if self.attempts[i].ended() {
                 reach = reach.max(self.attempts[i].best_end());
@@ -860,11 +867,25 @@ impl Partition {
                     failed = Some(StepFailed::TooManyThreads(TooManyThreads {
                         start: self.attempts[i].start,
                         threads: next.len(),
+                        attempts: 1,
                     }));
                     break;
                 }
             }
             s.steps.clear();
+            // The partition's guard: the partial matches of its start rows beyond one each
+            // (`(A | B)+ C` with `count(A.*)` and `count(B.*)` over rows that are both: every
+            // start row keeps one per count, n² after n rows, each evaluated at every row).
+            live += 1;
+            in_flight += next.len();
+            if failed.is_none() && in_flight.saturating_sub(live) > p.max_threads {
+                failed = Some(StepFailed::TooManyThreads(TooManyThreads {
+                    start: first_live.unwrap_or(self.attempts[i].start),
+                    threads: in_flight,
+                    attempts: live,
+                }));
+            }
+            first_live.get_or_insert(self.attempts[i].start);
             let a = &mut self.attempts[i];
             if let Some(failed) = failed {
                 a.threads = threads;
