@@ -273,15 +273,8 @@ pub(crate) fn compile(
             ),
         ))
     })?;
-    let (prog, excluded) = program::compile_marked(&parsed.pat).map_err(|e| {
-        Diagnostics::from(p.error(
-            "pattern",
-            match e {
-                program::TooBig::Steps => "the pattern unrolls to more than 100000 steps: use smaller bounds in {n,m}",
-                program::TooBig::Loops => "the pattern has more than 64 unbounded quantifiers once {n,m} are unrolled: use fewer",
-            },
-        ))
-    })?;
+    let (prog, excluded) = program::compile_marked(&parsed.pat)
+        .map_err(|e| Diagnostics::from(p.error("pattern", too_big(e, pattern_text.as_str()))))?;
     let subsets = match p.text("subset") {
         None => Vec::new(),
         Some(t) => subsets(t.as_str(), &parsed.vars)
@@ -655,6 +648,30 @@ fn subsets(text: &str, vars: &[String]) -> Result<Vec<(String, u64)>, String> {
     Ok(out)
 }
 
+/// Why a pattern does not compile, naming what made it too big: bounded repetitions
+/// (`{n}`, `{n,m}`, `?` inside them) are copied, `PERMUTE` is the alternation of every order
+/// of its parts, each copy with its own quantifiers.
+fn too_big(e: program::TooBig, text: &str) -> String {
+    let permute = text.to_ascii_uppercase().contains("PERMUTE");
+    let how = if permute {
+        "PERMUTE is expanded into every order of its parts (4 parts: 24 orders) and each `{n}` / `{n,m}` copies its part n to m times, every copy with its own quantifiers"
+    } else {
+        "each `{n}` / `{n,m}` copies its part n to m times, every copy with its own quantifiers"
+    };
+    match e {
+        program::TooBig::Steps => format!(
+            "the pattern is too big: {how}, and it comes to more than {} steps, the limit: use smaller bounds{}",
+            program::MAX_PROGRAM,
+            if permute { " or fewer parts in PERMUTE" } else { "" }
+        ),
+        program::TooBig::Loops(n) => format!(
+            "the pattern is too big: {how}, and it comes to {n} unbounded quantifiers (`*`, `+`, `{{n,}}`), more than the limit of {}: put the unbounded quantifiers outside {}",
+            program::MAX_LOOPS,
+            if permute { "PERMUTE and the repeated groups, or use fewer parts" } else { "the repeated group (`(A*){200} B` matches what `A* B` does)" }
+        ),
+    }
+}
+
 /// The largest PREV offset in `e`.
 fn deepest_prev(e: &E) -> usize {
     let mut deepest = 0;
@@ -675,4 +692,34 @@ fn read_columns(e: &E, kept: &mut [bool]) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod too_big_tests {
+    use super::{program, syntax, too_big};
+
+    fn refusal(pattern: &str) -> String {
+        let parsed = syntax::parse(pattern).expect("parses");
+        let e = program::compile_marked(&parsed.pat).expect_err("too big");
+        too_big(e, pattern)
+    }
+
+    #[test]
+    fn a_pattern_too_big_to_compile_names_permute_or_the_repetition_and_the_limit() {
+        // Issue 18 (M1, M2): these said "{n,m} unrolled" whatever made them big.
+        let e = refusal("PERMUTE(A+, B+, C+, D)");
+        assert!(e.contains("PERMUTE is expanded into every order"), "{e}");
+        assert!(
+            e.contains("72 unbounded quantifiers") && e.contains("limit of 64"),
+            "{e}"
+        );
+        let e = refusal("(A*){200} B");
+        assert!(!e.contains("PERMUTE"), "{e}");
+        assert!(
+            e.contains("200 unbounded quantifiers") && e.contains("limit of 64"),
+            "{e}"
+        );
+        let e = refusal("((A{1000}){1000}){1000}");
+        assert!(e.contains("more than 100000 steps, the limit"), "{e}");
+    }
 }

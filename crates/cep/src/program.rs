@@ -50,7 +50,7 @@ pub(crate) fn compile_marked(pat: &Pat) -> Result<(Vec<Inst>, Vec<bool>), TooBig
     c.emit_pat(pat).ok_or(TooBig::Steps)?;
     c.push(Inst::Done).ok_or(TooBig::Steps)?;
     if c.loops > MAX_LOOPS {
-        return Err(TooBig::Loops);
+        return Err(TooBig::Loops(c.loops));
     }
     Ok((c.prog, c.excluded))
 }
@@ -60,8 +60,8 @@ pub(crate) fn compile_marked(pat: &Pat) -> Result<(Vec<Inst>, Vec<bool>), TooBig
 pub(crate) enum TooBig {
     /// More than [`MAX_PROGRAM`] instructions once unrolled.
     Steps,
-    /// More than [`MAX_LOOPS`] unbounded quantifiers once unrolled.
-    Loops,
+    /// More than [`MAX_LOOPS`] unbounded quantifiers once unrolled (how many).
+    Loops(usize),
 }
 
 struct Compiler {
@@ -252,6 +252,6 @@ mod tests {
         let p = parse("((A{1000}){1000}){1000}").expect("parses");
         assert_eq!(compile(&p.pat), Err(TooBig::Steps));
         let p = parse("(A+){65}").expect("parses");
-        assert_eq!(compile(&p.pat), Err(TooBig::Loops));
+        assert_eq!(compile(&p.pat), Err(TooBig::Loops(65)));
     }
 }
