@@ -162,6 +162,10 @@ impl Setup {
     }
 }
 
+/// The farthest `PREV` (and `PREV` inside `FIRST` / `LAST`, `NEXT`'s reference) may go back:
+/// a partition keeps that many rows before a match's first.
+const MAX_PREV: usize = 100_000;
+
 /// The most threads (partial matches in flight) one start row may have.
 const MAX_THREADS: usize = 100_000;
 
@@ -468,12 +472,21 @@ pub(crate) fn compile(
     let partition_cells: Vec<usize> = partition.iter().map(|c| slot[*c]).collect();
     let order_cell = slot[order];
     let mut max_back = 0;
-    for e in defines
-        .iter()
-        .flatten()
-        .chain(measures.iter().map(|(_, t)| &t.e))
-    {
-        max_back = max_back.max(deepest_prev(e));
+    let sources = (defines.iter().flatten().map(|e| ("define", e)))
+        .chain(measures.iter().map(|(_, t)| ("measures", &t.e)));
+    for (param, e) in sources {
+        let back = deepest_prev(e);
+        // Every row of a partition is kept while a PREV may still reach it from a match's
+        // first row: an offset beyond the limit would keep all of them.
+        if back > MAX_PREV {
+            return Err(p
+                .error(
+                    param,
+                    format!("PREV goes back {back} rows, more than the limit of {MAX_PREV}: a partition keeps that many rows before every match's first"),
+                )
+                .into());
+        }
+        max_back = max_back.max(back);
     }
     let anchored = prog.contains(&program::Inst::Start);
     let pattern = Pattern {
@@ -702,6 +715,32 @@ mod too_big_tests {
         let parsed = syntax::parse(pattern).expect("parses");
         let e = program::compile_marked(&parsed.pat).expect_err("too big");
         too_big(e, pattern)
+    }
+
+    #[test]
+    fn a_prev_offset_beyond_the_limit_is_refused_naming_it() {
+        // Issue 18 (M4): PREV(v, 1000000000000) kept every row of the partition.
+        let op = |define: &str| {
+            let src = format!("operator name = \"p\", type = \"pattern\" {{\n  input name = \"s\"\n  param order_by = \"ts\"\n  param pattern = \"A\"\n  param define = \"{define}\"\n  output name = \"m\"\n}}\n");
+            let spec = anduin_spec::parse_flow(&src).expect("parses");
+            spec.operators.into_iter().next().expect("one operator")
+        };
+        let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(vec![
+            arrow::datatypes::Field::new("ts", arrow::datatypes::DataType::Int64, true),
+            arrow::datatypes::Field::new("v", arrow::datatypes::DataType::Int64, true),
+        ]));
+        let far = super::compile(
+            &op("A AS coalesce(PREV(v, 1000000000000), -1) > 100"),
+            &[("s", std::sync::Arc::clone(&schema))],
+        )
+        .expect_err("refused");
+        let e = format!("{far:?}");
+        assert!(
+            e.contains("PREV goes back 1000000000000 rows, more than the limit of 100000"),
+            "{e}"
+        );
+        let near = super::compile(&op("A AS PREV(v, 100000) > 1"), &[("s", schema)]);
+        assert!(near.is_ok(), "{near:?}");
     }
 
     #[test]
