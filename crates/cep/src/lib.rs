@@ -667,7 +667,7 @@ fn subsets(text: &str, vars: &[String]) -> Result<Vec<(String, u64)>, String> {
 fn too_big(e: program::TooBig, text: &str) -> String {
     let permute = text.to_ascii_uppercase().contains("PERMUTE");
     let how = if permute {
-        "PERMUTE is expanded into every order of its parts (4 parts: 24 orders) and each `{n}` / `{n,m}` copies its part n to m times, every copy with its own quantifiers"
+        "PERMUTE is expanded into every order of its parts (n parts: n! orders) and each `{n}` / `{n,m}` copies its part n to m times, every copy with its own quantifiers"
     } else {
         "each `{n}` / `{n,m}` copies its part n to m times, every copy with its own quantifiers"
     };
@@ -680,7 +680,7 @@ fn too_big(e: program::TooBig, text: &str) -> String {
         program::TooBig::Loops(n) => format!(
             "the pattern is too big: {how}, and it comes to {n} unbounded quantifiers (`*`, `+`, `{{n,}}`), more than the limit of {}: put the unbounded quantifiers outside {}",
             program::MAX_LOOPS,
-            if permute { "PERMUTE and the repeated groups, or use fewer parts" } else { "the repeated group (`(A*){200} B` matches what `A* B` does)" }
+            if permute { "PERMUTE and the repeated groups, or use fewer parts" } else { "the repeated group (`(A*){n}` matches what `A*` does)" }
         ),
     }
 }
