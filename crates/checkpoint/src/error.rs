@@ -17,7 +17,7 @@ pub enum CheckpointError {
         cause: std::io::Error,
     },
     /// The file that keeps the checkpoints' lineage holds something else than a lineage.
-    #[error("the lineage of the checkpoints, {at}, holds `{found}`, not a lineage (1 to 64 letters and digits): remove it if no run with these checkpoints is to be repeated, or start over with --from-scratch")]
+    #[error("the lineage of the checkpoints, {at}, holds `{found}`, not a lineage (1 to 64 letters and digits, then perhaps a line `query` and the digest of the query it was drawn for): remove it if no run with these checkpoints is to be repeated, or start over with --from-scratch")]
     BadLineage {
         /// The file or object.
         at: String,

@@ -3,8 +3,8 @@
 //! and a manifest written last, whose presence is what makes a checkpoint complete.
 //!
 //! The decisions (which checkpoint is complete, what may be deleted, which one to restore,
-//! whether a changed query may restore at all) are pure functions of facts, in [`decide`] and
-//! [`plan`], tested without any I/O. The I/O (writing files, reading and validating
+//! whether a changed query may restore at all, whether a start keeps the checkpoints' lineage)
+//! are pure functions of facts, in [`decide`], [`plan`] and [`lineage`], tested without any I/O. The I/O (writing files, reading and validating
 //! manifests, listing a directory) is a thin shell around them.
 //!
 //! The store is a local directory or an object store (`s3://bucket/prefix`, through the
@@ -20,6 +20,7 @@ pub mod decide;
 mod error;
 mod files;
 mod layout;
+pub mod lineage;
 mod location;
 mod lock;
 mod manifest;
@@ -33,6 +34,7 @@ pub use bucket::{Bucket, Created};
 pub use error::CheckpointError;
 pub use files::{write_file_atomically, CrcWriter, FinishedFile, PendingFile};
 pub use layout::{instance_key, state_file, CheckpointDir, LINEAGE_NAME};
+pub use lineage::{LineageStart, TakenLineage};
 pub use location::{S3Settings, StoreLocation, SUPPORTED};
 pub use lock::{output_locks_dir, LockError, OwnerLock, LOCK_NAME};
 pub use manifest::{

@@ -296,13 +296,13 @@ impl Objects {
             .map_err(|e| self.failed(format!("read {shown}"), e))
     }
 
-    /// Writes the lineage object (over the one there, if any).
-    pub(crate) fn put_lineage(&self, lineage: &str) -> Result<(), CheckpointError> {
+    /// Writes the lineage object, `text` (over the one there, if any).
+    pub(crate) fn put_lineage(&self, text: &str) -> Result<(), CheckpointError> {
         self.check_fence()?;
         let key = self.layout.lineage();
         let shown = self.show(&key);
         let store = Arc::clone(&self.store);
-        let payload = PutPayload::from(format!("{lineage}\n").into_bytes());
+        let payload = PutPayload::from(text.as_bytes().to_vec());
         self.block(async move { store.put(&key, payload).await })?
             .map(drop)
             .map_err(|e| self.failed(format!("write {shown}"), e))

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// What a checkpoint remembers of one operator.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +54,35 @@ fn one() -> usize {
 pub struct PlanFingerprint {
     /// Every operator, in the query's order.
     pub operators: Vec<OperatorFingerprint>,
+}
+
+/// Params that only say where an input ends (`bounded`: stop at the end of the stream as of
+/// the start), not which rows come before that end nor their order: a run that stops there
+/// writes a prefix of the rows of one that reads on, under the same numbers.
+const WHERE_INPUT_ENDS: &[&str] = &["bounded"];
+
+impl PlanFingerprint {
+    /// A digest of the rows this query writes and their order, as far as its fingerprint
+    /// tells them (32 hex digits of the SHA-256 of its JSON): what a run's lineage is drawn
+    /// for (`crate::Store::lineage`). Equal for the same query ([`Compatibility::Identical`])
+    /// and for one that differs only in [`WHERE_INPUT_ENDS`]; any other change — a filter's
+    /// condition, a param, a column, another parallelism (each instance numbers its own rows)
+    /// — gives another. A fingerprint of another form (another anduin) gives another too:
+    /// a new lineage, never a reused one.
+    pub fn lineage_digest(&self) -> String {
+        let mut rows = self.clone();
+        for o in &mut rows.operators {
+            o.params
+                .retain(|k, _| !WHERE_INPUT_ENDS.contains(&k.as_str()));
+        }
+        let json = serde_json::to_vec(&rows)
+            .expect("a fingerprint of strings, numbers, booleans and string maps serialises");
+        Sha256::digest(&json)
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
 }
 
 /// The verdict of [`compare`].
@@ -198,6 +228,43 @@ mod tests {
 
     fn plan(ops: Vec<OperatorFingerprint>) -> PlanFingerprint {
         PlanFingerprint { operators: ops }
+    }
+
+    #[test]
+    fn the_lineage_digest_changes_with_the_rows_and_not_with_where_the_input_ends() {
+        let p = plan(vec![
+            op(
+                "src",
+                "nats",
+                true,
+                &[("bounded", "false"), ("stream", "IN")],
+            ),
+            op("low", "filter", false, &[("condition", "value < 50")]),
+        ]);
+        let digest = p.lineage_digest();
+        assert_eq!(digest.len(), 32);
+        assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()), "{digest}");
+        assert_eq!(p.clone().lineage_digest(), digest, "stable");
+        let mut bounded = p.clone();
+        bounded.operators[0]
+            .params
+            .insert("bounded".into(), "true".into());
+        assert_eq!(
+            bounded.lineage_digest(),
+            digest,
+            "only where the input ends"
+        );
+        let mut edited = p.clone();
+        edited.operators[1]
+            .params
+            .insert("condition".into(), "value >= 50".into());
+        assert_ne!(edited.lineage_digest(), digest, "another filter");
+        let mut wider = p.clone();
+        wider.operators[1].parallelism = 2;
+        assert_ne!(wider.lineage_digest(), digest, "another parallelism");
+        let mut renamed = p;
+        renamed.operators[1].name = "high".into();
+        assert_ne!(renamed.lineage_digest(), digest, "another operator");
     }
 
     #[test]

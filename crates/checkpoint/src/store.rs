@@ -18,6 +18,7 @@ use crate::decide::{choose_restore, to_delete, CheckpointFacts, RestoreDecision}
 use crate::error::CheckpointError;
 use crate::files::write_file_atomically;
 use crate::layout::{CheckpointDir, LINEAGE_NAME, MANIFEST_NAME};
+use crate::lineage::{valid_lineage, KeptLineage, LineageDecision, LineageStart, TakenLineage};
 use crate::location::{S3Settings, StoreLocation};
 use crate::manifest::{Manifest, MANIFEST_FORMAT, READ_FORMATS};
 use crate::objects::{cached, Fetch, Objects};
@@ -698,21 +699,27 @@ impl Store {
         Ok(())
     }
 
-    /// The lineage of the checkpoints here: the one kept beside them, or, when none is kept
-    /// or `anew` (a deliberate start over), `draw()`'s, kept (a local file written whole and
-    /// synced, or an object written) before it is returned. A run with checkpoints takes it
-    /// when it starts: a run started again here before its first checkpoint completed finds
-    /// the lineage of the run it repeats, and runs with checkpoints elsewhere have others.
+    /// The lineage of the checkpoints here, for a run of the query of digest `query`
+    /// ([`crate::plan::PlanFingerprint::lineage_digest`]) that starts as `start` says: the one
+    /// kept beside them, or `draw()`'s when [`crate::lineage::decide`] says so (none kept, a
+    /// deliberate start over, or a fresh start of another query than the kept one was drawn
+    /// for), kept with `query` (a local file written whole and synced, or an object written)
+    /// before it is returned. A run with checkpoints takes it when it starts: a run of the same
+    /// query started again here before its first checkpoint completed finds the lineage of the
+    /// run it repeats; an edited query, and runs with checkpoints elsewhere, have others.
     /// A lineage is 1 to 64 ASCII letters and digits; a file holding anything else is refused,
     /// naming it.
     pub fn lineage(
         &self,
-        anew: bool,
+        start: LineageStart,
+        query: &str,
         draw: impl FnOnce() -> String,
-    ) -> Result<String, CheckpointError> {
+    ) -> Result<TakenLineage, CheckpointError> {
         let path = self.dir.root().join(LINEAGE_NAME);
-        if !anew {
-            let kept = match &self.remote {
+        let kept = if start == LineageStart::StartOver {
+            None
+        } else {
+            let read = match &self.remote {
                 None => match std::fs::read(&path) {
                     Ok(b) => Some((b, path.display().to_string())),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -720,16 +727,26 @@ impl Store {
                 },
                 Some(r) => r.lineage()?,
             };
-            if let Some((bytes, at)) = kept {
-                let text = String::from_utf8_lossy(&bytes).trim().to_string();
-                if !valid_lineage(&text) {
-                    return Err(CheckpointError::BadLineage {
-                        at,
-                        found: text.chars().take(80).collect(),
-                    });
+            match read {
+                None => None,
+                Some((bytes, at)) => {
+                    let text = String::from_utf8_lossy(&bytes).trim().to_string();
+                    let Some(k) = KeptLineage::parse(&text) else {
+                        return Err(CheckpointError::BadLineage {
+                            at,
+                            found: text.chars().take(80).collect(),
+                        });
+                    };
+                    Some(k)
                 }
-                return Ok(text);
             }
+        };
+        let decision = crate::lineage::decide(kept.as_ref(), start, query);
+        if let (LineageDecision::Keep, Some(k)) = (decision, kept) {
+            return Ok(TakenLineage {
+                lineage: k.lineage,
+                decision,
+            });
         }
         let drawn = draw();
         if !valid_lineage(&drawn) {
@@ -738,13 +755,21 @@ impl Store {
                 found: drawn,
             });
         }
+        let text = KeptLineage {
+            lineage: drawn.clone(),
+            query: Some(query.to_string()),
+        }
+        .to_text();
         match &self.remote {
             None => {
-                write_file_atomically(&path, format!("{drawn}\n").as_bytes())?;
+                write_file_atomically(&path, text.as_bytes())?;
             }
-            Some(r) => r.put_lineage(&drawn)?,
+            Some(r) => r.put_lineage(&text)?,
         }
-        Ok(drawn)
+        Ok(TakenLineage {
+            lineage: drawn,
+            decision,
+        })
     }
 }
 
@@ -760,11 +785,6 @@ pub fn draw_lineage() -> String {
         bytes = mixed.to_le_bytes();
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Whether `s` may be a lineage: 1 to 64 ASCII letters and digits.
-fn valid_lineage(s: &str) -> bool {
-    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 /// A checkpoint and the outcome of its validation (why it is unusable).
@@ -1315,29 +1335,95 @@ mod tests {
 
     #[test]
     fn a_lineage_is_kept_found_again_drawn_anew_on_a_start_over_and_cleared() {
+        use crate::lineage::{DrawReason, LineageDecision, LineageStart};
         let local = tempfile::tempdir().expect("tempdir");
         let memory = Arc::new(object_store::memory::InMemory::new());
         let cache = tempfile::tempdir().expect("tempdir");
+        let (fresh, resume, over) = (
+            LineageStart::Fresh,
+            LineageStart::Resume,
+            LineageStart::StartOver,
+        );
         for store in [
             Store::open(local.path()).expect("opens"),
             in_memory(&memory, cache.path()),
         ] {
-            let first = store.lineage(false, draw_lineage).expect("drawn");
-            assert_eq!(first.len(), 16);
+            let first = store.lineage(fresh, "0c5b", draw_lineage).expect("drawn");
+            assert_eq!(first.lineage.len(), 16);
+            assert_eq!(first.decision, LineageDecision::Draw(DrawReason::NoneKept));
             let again = store
-                .lineage(false, || unreachable!("kept"))
+                .lineage(fresh, "0c5b", || unreachable!("kept"))
                 .expect("found");
-            assert_eq!(again, first, "{}", store.location());
-            let anew = store.lineage(true, || "b2".into()).expect("drawn anew");
-            assert_eq!(anew, "b2");
-            assert_eq!(store.lineage(false, draw_lineage).expect("found"), "b2");
+            assert_eq!(again.lineage, first.lineage, "{}", store.location());
+            assert_eq!(again.decision, LineageDecision::Keep);
+            let anew = store.lineage(over, "0c5b", || "b2".into()).expect("drawn");
+            assert_eq!(anew.lineage, "b2");
+            assert_eq!(
+                store
+                    .lineage(fresh, "0c5b", draw_lineage)
+                    .expect("found")
+                    .lineage,
+                "b2"
+            );
             store.clear().expect("clears");
-            assert_eq!(store.lineage(false, || "c3".into()).expect("drawn"), "c3");
+            let c3 = store.lineage(fresh, "0c5b", || "c3".into()).expect("drawn");
+            assert_eq!(c3.lineage, "c3");
+
+            // The query edited before its first checkpoint: a new lineage, kept for it.
+            let edited = store.lineage(fresh, "9d7e", || "d4".into()).expect("drawn");
+            assert_eq!(
+                edited,
+                TakenLineage {
+                    lineage: "d4".into(),
+                    decision: LineageDecision::Draw(DrawReason::QueryChanged)
+                }
+            );
+            assert_eq!(
+                store
+                    .lineage(fresh, "9d7e", || unreachable!("kept"))
+                    .expect("found")
+                    .lineage,
+                "d4"
+            );
+            // A resumed run keeps the lineage whichever query it was drawn for.
+            let resumed = store
+                .lineage(resume, "0c5b", || unreachable!("kept"))
+                .expect("found");
+            assert_eq!(resumed.lineage, "d4");
         }
-        std::fs::write(local.path().join(LINEAGE_NAME), "not/a lineage\n").expect("writes");
+        let path = local.path().join(LINEAGE_NAME);
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("reads"),
+            "d4\nquery 9d7e\n",
+            "the lineage and the query it was drawn for"
+        );
+
+        // A lineage kept by an older anduin, alone: a resumed run keeps it, a fresh start
+        // cannot tell whether it was drawn for this query and draws another.
+        for store in [
+            Store::open(local.path()).expect("opens"),
+            in_memory(&memory, cache.path()),
+        ] {
+            match &store.remote {
+                None => std::fs::write(&path, "e5\n").expect("writes"),
+                Some(r) => r.put_lineage("e5\n").expect("writes"),
+            }
+            let resumed = store
+                .lineage(resume, "9d7e", || unreachable!("kept"))
+                .expect("found");
+            assert_eq!(resumed.lineage, "e5");
+            let started = store.lineage(fresh, "9d7e", || "f6".into()).expect("drawn");
+            assert_eq!(
+                started.decision,
+                LineageDecision::Draw(DrawReason::QueryUnknown)
+            );
+            assert_eq!(started.lineage, "f6");
+        }
+
+        std::fs::write(&path, "not/a lineage\n").expect("writes");
         let e = Store::open(local.path())
             .expect("opens")
-            .lineage(false, draw_lineage)
+            .lineage(fresh, "0c5b", draw_lineage)
             .expect_err("refused")
             .to_string();
         assert!(e.contains("holds `not/a lineage`"), "{e}");

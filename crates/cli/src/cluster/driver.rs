@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use anduin_checkpoint::lineage::{LineageDecision, LineageStart};
 use anduin_checkpoint::recovery::RecoveryPlan;
 use anduin_checkpoint::{Store, Validated};
 use anduin_graph::{PhysicalPlan, PlanOptions};
@@ -619,11 +620,26 @@ fn attempt(
         Recovery::From(v) => v,
     };
     let restore_epoch = restore.as_ref().map(|v| v.manifest.epoch);
-    // Kept in the store before any executor runs: every attempt of the query finds it again.
-    let lineage = cluster
-        .committing_store(name)?
-        .lineage(false, anduin_checkpoint::draw_lineage)
+    // Kept in the store before any executor runs: every attempt of the query finds it again,
+    // unless it starts from nothing as another query than the one it was drawn for.
+    let store = cluster.committing_store(name)?;
+    let taken = store
+        .lineage(
+            if restore.is_some() {
+                LineageStart::Resume
+            } else {
+                LineageStart::Fresh
+            },
+            &anduin_runtime::fingerprint(&compiled.loaded.graph, &compiled.plan).lineage_digest(),
+            anduin_checkpoint::draw_lineage,
+        )
         .context("cannot keep the lineage of the query's checkpoints")?;
+    if let LineageDecision::Draw(why) = taken.decision {
+        if let Some(notice) = why.notice() {
+            eprintln!("anduin: query {name}: {notice} in {}", store.location());
+        }
+    }
+    let lineage = taken.lineage;
     // The changes made after that checkpoint: restored with it, or sent again when there
     // is none.
     let reapply = controls::after_checkpoint(cluster, name, restore.as_ref(), Resumed::Rollback);

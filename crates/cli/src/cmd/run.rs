@@ -6,10 +6,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anduin_checkpoint::lineage::{LineageDecision, LineageStart};
 use anduin_checkpoint::recovery::RecoveryPlan;
 use anduin_checkpoint::{draw_lineage, Store, StoreLocation, Validated};
+use anduin_graph::{PhysicalPlan, PlanOptions};
 use anduin_operator_api::{DeadLetter, DeadLetterTarget};
-use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunSummary};
+use anduin_runtime::{CheckpointSettings, Checkpointing, Faults, RunSummary, RuntimeError};
 use anduin_types::Epoch;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -18,7 +20,7 @@ use crate::embedded::{
     execute, parse_count, parse_duration, prepare_outputs, remove_stale_state_dirs, report_rejects,
     state_root, uses_lsm, EngineArgs, Executed, Execution,
 };
-use crate::load::{load_to_run, parse_var, print_diagnostics, LoadError};
+use crate::load::{load_to_run, parse_var, print_diagnostics, LoadError, Loaded};
 use crate::locks::lock_run;
 use crate::preflight::{check_events_file, RunFiles};
 use crate::store::{local_dir, open_checked, parse_store};
@@ -209,7 +211,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     // Emptied now that it is this run's alone.
     let events = crate::events::open(args.events.as_deref(), Arc::clone(&stop))?;
     let mut lineage = None;
-    let checkpointing = match prepare_checkpoints(&args, remote)? {
+    let checkpointing = match prepare_checkpoints(&args, &loaded, remote)? {
         Prepared::None => None,
         Prepared::Finished(epoch) => {
             remove_stale_state_dirs(&loaded, &args.engine);
@@ -391,9 +393,9 @@ impl RunArgs {
     }
 }
 
-/// What the checkpoint store says about this run (`remote`: the object store, already
-/// checked).
-fn prepare_checkpoints(args: &RunArgs, remote: Option<Store>) -> Result<Prepared> {
+/// What the checkpoint store says about this run of `loaded` (`remote`: the object store,
+/// already checked).
+fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -> Result<Prepared> {
     let (Some(location), Some(dir)) = (&args.checkpoint_store, args.checkpoint_dir()) else {
         if args.checkpoint_interval.is_some() || args.checkpoint_every.is_some() {
             anyhow::bail!("--checkpoint-interval and --checkpoint-every need --checkpoint-store");
@@ -407,10 +409,25 @@ fn prepare_checkpoints(args: &RunArgs, remote: Option<Store>) -> Result<Prepared
     let (plan, validated) = store.recovery(args.from_scratch)?;
     // Kept before anything runs (and, on a start over, before the earlier checkpoints go): a
     // run started again here before its first checkpoint completed finds it again.
-    let lineage = match &plan {
-        RecoveryPlan::Fresh { asked, .. } => store.lineage(*asked, draw_lineage)?,
-        RecoveryPlan::Restore { .. } => store.lineage(false, draw_lineage)?,
-        RecoveryPlan::Finished { .. } | RecoveryPlan::Unusable { .. } => String::new(),
+    // Kept with the query it is drawn for: a fresh start of an edited query draws another.
+    let start = match &plan {
+        RecoveryPlan::Fresh { asked: true, .. } => Some(LineageStart::StartOver),
+        RecoveryPlan::Fresh { asked: false, .. } => Some(LineageStart::Fresh),
+        RecoveryPlan::Restore { .. } => Some(LineageStart::Resume),
+        RecoveryPlan::Finished { .. } | RecoveryPlan::Unusable { .. } => None,
+    };
+    let lineage = match start {
+        Some(start) => {
+            let taken =
+                store.lineage(start, &lineage_digest(loaded, &args.engine)?, draw_lineage)?;
+            if let LineageDecision::Draw(why) = taken.decision {
+                if let Some(notice) = why.notice() {
+                    eprintln!("anduin: {notice} in {}", store.location());
+                }
+            }
+            taken.lineage
+        }
+        None => String::new(),
     };
     let restore: Option<Validated> = match plan {
         RecoveryPlan::Fresh { remove, asked } => {
@@ -476,6 +493,19 @@ fn prepare_checkpoints(args: &RunArgs, remote: Option<Store>) -> Result<Prepared
         }),
         lineage,
     ))
+}
+
+/// The digest of `loaded` as a run with `engine`'s options plans it from nothing: what its
+/// checkpoints' lineage is drawn for ([`Store::lineage`]). A query that cannot be planned is
+/// refused here as the runtime would refuse it.
+fn lineage_digest(loaded: &Loaded, engine: &EngineArgs) -> Result<String> {
+    let options = PlanOptions {
+        chaining: !engine.no_chaining,
+        default_parallelism: engine.parallelism,
+        max_parallelism: engine.max_parallelism,
+    };
+    let plan = PhysicalPlan::plan(&loaded.graph, options).map_err(RuntimeError::Plan)?;
+    Ok(anduin_runtime::fingerprint(&loaded.graph, &plan).lineage_digest())
 }
 
 fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {

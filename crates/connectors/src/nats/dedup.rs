@@ -15,8 +15,9 @@
 //! run starts with no checkpoint to resume from and keeps in the checkpoint location
 //! (`BuildContext::lineage`): a run killed before its first checkpoint completed is started
 //! again from nothing in the same location, finds the same lineage, and its rows get the ids
-//! they had; another run (another checkpoint location, or `--from-scratch`) has another
-//! lineage and writes all its rows. A runner that keeps none gives [`CHECKPOINTED_LINEAGE`]
+//! they had; another run (another checkpoint location, `--from-scratch`, or the query edited
+//! in between, whose rows are other rows: `anduin_checkpoint::lineage`) has another lineage
+//! and writes all its rows. A runner that keeps none gives [`CHECKPOINTED_LINEAGE`]
 //! to every fresh start (the sink warns when a fresh lineage meets duplicates). Without
 //! checkpoints no run resumes: each run draws a lineage of its own and writes all its rows.
 //!

@@ -1,0 +1,227 @@
+//! The lineage of a store's checkpoints and the query it was drawn for: what is kept beside
+//! them, and whether a start keeps it or draws another ([`decide`]). [`crate::Store::lineage`]
+//! is the I/O around it.
+//!
+//! Sinks name what they write by the lineage (a NATS sink's message ids end with the row's
+//! number in it), so a run started again before its first checkpoint completed, with the same
+//! lineage, gives its rows the ids they had and the stream drops the ones it already stored.
+//! That holds only if the rows are the same: a query edited between the two runs (another
+//! filter) gives other rows the same numbers, and the stream would drop them as duplicates,
+//! silently. So the lineage is kept with the digest of the query it was drawn for
+//! ([`crate::plan::PlanFingerprint::lineage_digest`]), and a start with no checkpoint keeps it
+//! only for the same query.
+//!
+//! The file (or object) holds the lineage on its first line and, since the digest is kept,
+//! `query DIGEST` on a second:
+//!
+//! ```text
+//! 3f9c0a5be2d14471
+//! query 0c5b7e1f9a2d4e6b8c0d1f2a3b4c5d6e
+//! ```
+//!
+//! One of an older anduin holds the lineage alone: the query it was drawn for is unknown, and
+//! a start with no checkpoint draws another (the rows the earlier run wrote may then be written
+//! twice, which shows, rather than another query's rows dropped, which does not).
+
+/// What the lineage file or object holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptLineage {
+    /// The lineage: 1 to 64 ASCII letters and digits.
+    pub lineage: String,
+    /// The digest of the query it was drawn for; `None` when kept by an older anduin.
+    pub query: Option<String>,
+}
+
+/// The prefix of the line that names the query.
+const QUERY_LINE: &str = "query ";
+
+impl KeptLineage {
+    /// Reads the text of a lineage file; `None` if it is not one (a bad lineage, a second line
+    /// that is not `query DIGEST`, or more lines).
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let mut lines = text.trim().lines().map(str::trim);
+        let lineage = lines.next().filter(|l| valid_lineage(l))?.to_string();
+        let query = match lines.next() {
+            None => None,
+            Some(line) => {
+                let digest = line.strip_prefix(QUERY_LINE)?.trim();
+                if !valid_digest(digest) {
+                    return None;
+                }
+                Some(digest.to_string())
+            }
+        };
+        if lines.next().is_some() {
+            return None;
+        }
+        Some(Self { lineage, query })
+    }
+
+    /// The text of its file.
+    pub(crate) fn to_text(&self) -> String {
+        match &self.query {
+            Some(q) => format!("{}\n{QUERY_LINE}{q}\n", self.lineage),
+            None => format!("{}\n", self.lineage),
+        }
+    }
+}
+
+/// How a run starts, as far as its lineage goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LineageStart {
+    /// From a checkpoint: its sinks number their rows in the lineage the checkpoint recorded.
+    Resume,
+    /// From nothing, with no checkpoint to resume from (none yet, or only incomplete ones):
+    /// perhaps a run killed before its first checkpoint, started again.
+    Fresh,
+    /// From nothing, on purpose (`--from-scratch`): its earlier output is not to be repeated.
+    StartOver,
+}
+
+/// What a start does with the kept lineage: the verdict of [`decide`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+#[non_exhaustive]
+pub enum LineageDecision {
+    /// Keep it: a resumed run, or a fresh start of the query it was drawn for.
+    Keep,
+    /// Draw another, and keep it with the query's digest.
+    Draw(DrawReason),
+}
+
+/// Why a start draws a new lineage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DrawReason {
+    /// None is kept: the first run with checkpoints here.
+    NoneKept,
+    /// A deliberate start over.
+    StartOver,
+    /// A fresh start of another query than the one the kept lineage was drawn for: reusing
+    /// it would give its rows the ids of the other query's rows, dropped as duplicates.
+    QueryChanged,
+    /// A fresh start, and the kept lineage does not say which query it was drawn for (kept by
+    /// an older anduin): it may be another's, so it is not reused.
+    QueryUnknown,
+}
+
+impl DrawReason {
+    /// What to tell the user, when a lineage they may have expected to be kept is not (the
+    /// earlier run's rows are written again rather than deduplicated).
+    pub fn notice(self) -> Option<&'static str> {
+        match self {
+            DrawReason::NoneKept | DrawReason::StartOver => None,
+            DrawReason::QueryChanged => Some("the query changed since the lineage was drawn: a new lineage"),
+            DrawReason::QueryUnknown => Some(
+                "the lineage kept does not say which query it was drawn for (an older anduin kept it): a new lineage",
+            ),
+        }
+    }
+}
+
+/// Whether a start of the query of digest `query`, `start`ing as it does, keeps the lineage
+/// `kept` (if any) or draws another.
+pub fn decide(kept: Option<&KeptLineage>, start: LineageStart, query: &str) -> LineageDecision {
+    match (start, kept) {
+        (LineageStart::StartOver, _) => LineageDecision::Draw(DrawReason::StartOver),
+        (_, None) => LineageDecision::Draw(DrawReason::NoneKept),
+        // The sinks take the lineage their checkpoint recorded: the one kept stays as it is.
+        (LineageStart::Resume, Some(_)) => LineageDecision::Keep,
+        (LineageStart::Fresh, Some(k)) => match k.query.as_deref() {
+            Some(q) if q == query => LineageDecision::Keep,
+            Some(_) => LineageDecision::Draw(DrawReason::QueryChanged),
+            None => LineageDecision::Draw(DrawReason::QueryUnknown),
+        },
+    }
+}
+
+/// The lineage a start takes ([`crate::Store::lineage`]), and how it came by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct TakenLineage {
+    /// The lineage.
+    pub lineage: String,
+    /// Kept, or drawn and why.
+    pub decision: LineageDecision,
+}
+
+/// Whether `s` may be a lineage: 1 to 64 ASCII letters and digits.
+pub(crate) fn valid_lineage(s: &str) -> bool {
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// Whether `s` may be a query's digest: 1 to 128 hex digits.
+fn valid_digest(s: &str) -> bool {
+    (1..=128).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(query: Option<&str>) -> KeptLineage {
+        KeptLineage {
+            lineage: "3f9c0a5be2d14471".into(),
+            query: query.map(String::from),
+        }
+    }
+
+    #[test]
+    fn a_fresh_start_keeps_the_lineage_of_its_own_query_only() {
+        let same = kept(Some("0c5b"));
+        assert_eq!(
+            decide(Some(&same), LineageStart::Fresh, "0c5b"),
+            LineageDecision::Keep
+        );
+        assert_eq!(
+            decide(Some(&same), LineageStart::Fresh, "9d7e"),
+            LineageDecision::Draw(DrawReason::QueryChanged)
+        );
+        assert_eq!(
+            decide(Some(&kept(None)), LineageStart::Fresh, "0c5b"),
+            LineageDecision::Draw(DrawReason::QueryUnknown)
+        );
+        assert_eq!(
+            decide(None, LineageStart::Fresh, "0c5b"),
+            LineageDecision::Draw(DrawReason::NoneKept)
+        );
+    }
+
+    #[test]
+    fn a_resumed_run_keeps_whatever_is_kept_and_a_start_over_never() {
+        for k in [kept(Some("9d7e")), kept(None)] {
+            assert_eq!(
+                decide(Some(&k), LineageStart::Resume, "0c5b"),
+                LineageDecision::Keep
+            );
+            assert_eq!(
+                decide(Some(&k), LineageStart::StartOver, "9d7e"),
+                LineageDecision::Draw(DrawReason::StartOver)
+            );
+        }
+        assert_eq!(
+            decide(None, LineageStart::Resume, "0c5b"),
+            LineageDecision::Draw(DrawReason::NoneKept)
+        );
+    }
+
+    #[test]
+    fn the_file_holds_the_lineage_and_its_query_and_an_older_one_the_lineage_alone() {
+        let k = kept(Some("0c5b7e1f"));
+        assert_eq!(k.to_text(), "3f9c0a5be2d14471\nquery 0c5b7e1f\n");
+        assert_eq!(KeptLineage::parse(&k.to_text()), Some(k));
+        assert_eq!(KeptLineage::parse("3f9c0a5be2d14471\n"), Some(kept(None)));
+        assert_eq!(kept(None).to_text(), "3f9c0a5be2d14471\n");
+        for bad in [
+            "",
+            "not/a lineage\n",
+            "3f9c\nquery\n",
+            "3f9c\nquery xyz\n",
+            "3f9c\nplan 0c5b\n",
+            "3f9c\nquery 0c5b\nmore\n",
+        ] {
+            assert_eq!(KeptLineage::parse(bad), None, "{bad:?}");
+        }
+    }
+}
