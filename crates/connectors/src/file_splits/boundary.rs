@@ -14,7 +14,7 @@
 use std::io::{Read, Seek, SeekFrom};
 
 /// How records end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Dialect {
     /// CSV with this delimiter; a record longer than `max_record` bytes is cut.
     Csv {

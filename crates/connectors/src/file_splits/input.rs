@@ -322,7 +322,9 @@ fn open_split(split: &Split, dialect: Dialect) -> Result<Option<(Open, Boundary)
             offset: start,
             line: 1,
         };
-        boundary::find(&mut file, dialect, split.from.max(start), from_start)?
+        // From the last boundary found in the file before it (by this instance or another).
+        let target = split.from.max(start);
+        super::known::find(&mut file, &split.path, size, dialect, target, from_start)?
     };
     let (stop, ending) = if split.end >= size {
         (size, None)

@@ -7,8 +7,13 @@
 //! * [`boundary`] (a pure scanner and its thin I/O shell): a split takes the records that
 //!   *start* in its range, so it begins at the first record boundary at or after its start
 //!   and ends before the first one at or after its end. For CSV the scanner follows quotes
-//!   from the file's start (a quoted field may hold line breaks), with the decoder's rules for
-//!   a record too long to keep; for JSON Lines a boundary follows every `\n`.
+//!   from the file's start or from a boundary before (a quoted field may hold line breaks),
+//!   with the decoder's rules for a record too long to keep; for JSON Lines a boundary
+//!   follows every `\n`.
+//! * [`known`]: the boundaries found in a file, kept for the instances of this process that
+//!   read it: a split's first boundary is scanned for from the last one found before it, not
+//!   from the file's start, so that finding them all costs one scan of the file, not one per
+//!   instance (a file of quoted fields is scanned byte by byte).
 //! * [`input`]: the bytes of an instance's splits, one after the other, for the reader.
 //!
 //! A split's position in a checkpoint is where its next record starts (`from`, then
@@ -16,6 +21,7 @@
 
 pub(crate) mod boundary;
 pub(crate) mod input;
+pub(crate) mod known;
 pub(crate) mod plan;
 #[cfg(test)]
 mod split_decode_tests;
