@@ -8,8 +8,18 @@
 //! That holds only if the rows are the same: a query edited between the two runs (another
 //! filter) gives other rows the same numbers, and the stream would drop them as duplicates,
 //! silently. So the lineage is kept with the digest of the query it was drawn for
-//! ([`crate::plan::PlanFingerprint::lineage_digest`]), and a start with no checkpoint keeps it
-//! only for the same query.
+//! ([`crate::plan::PlanFingerprint::lineage_digest`]), and a start keeps it only for the same
+//! query.
+//!
+//! The same holds for a run resumed from a checkpoint: its sinks number the rows after the
+//! checkpoint from the count the checkpoint kept, and the killed run had given those numbers
+//! to the rows it wrote after that checkpoint. A query edited in a way the checkpoint still
+//! fits (another filter) makes other rows, which the stream would drop as duplicates. So a
+//! resumed run of another query than the one the lineage was drawn for draws another too, and
+//! its sinks take the runner's lineage rather than the one their checkpoint recorded (they
+//! keep the checkpoint's count: numbers in a new lineage are new ids whatever they start
+//! from). A run of the edited query killed before its own first checkpoint, resumed from the
+//! same checkpoint, finds the lineage drawn for it and gives its rows the ids they had.
 //!
 //! The file (or object) holds the lineage on its first line and, since the digest is kept,
 //! `query DIGEST` on a second:
@@ -70,7 +80,7 @@ impl KeptLineage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LineageStart {
-    /// From a checkpoint: its sinks number their rows in the lineage the checkpoint recorded.
+    /// From a checkpoint: its sinks number the rows after it from the count it recorded.
     Resume,
     /// From nothing, with no checkpoint to resume from (none yet, or only incomplete ones):
     /// perhaps a run killed before its first checkpoint, started again.
@@ -84,7 +94,7 @@ pub enum LineageStart {
 #[must_use]
 #[non_exhaustive]
 pub enum LineageDecision {
-    /// Keep it: a resumed run, or a fresh start of the query it was drawn for.
+    /// Keep it: a start of the query it was drawn for.
     Keep,
     /// Draw another, and keep it with the query's digest.
     Draw(DrawReason),
@@ -98,11 +108,11 @@ pub enum DrawReason {
     NoneKept,
     /// A deliberate start over.
     StartOver,
-    /// A fresh start of another query than the one the kept lineage was drawn for: reusing
-    /// it would give its rows the ids of the other query's rows, dropped as duplicates.
+    /// A start of another query than the one the kept lineage was drawn for: reusing it would
+    /// give its rows the ids of the other query's rows, dropped as duplicates.
     QueryChanged,
-    /// A fresh start, and the kept lineage does not say which query it was drawn for (kept by
-    /// an older anduin): it may be another's, so it is not reused.
+    /// The kept lineage does not say which query it was drawn for (kept by an older anduin):
+    /// it may be another's, so it is not reused.
     QueryUnknown,
 }
 
@@ -126,9 +136,7 @@ pub fn decide(kept: Option<&KeptLineage>, start: LineageStart, query: &str) -> L
     match (start, kept) {
         (LineageStart::StartOver, _) => LineageDecision::Draw(DrawReason::StartOver),
         (_, None) => LineageDecision::Draw(DrawReason::NoneKept),
-        // The sinks take the lineage their checkpoint recorded: the one kept stays as it is.
-        (LineageStart::Resume, Some(_)) => LineageDecision::Keep,
-        (LineageStart::Fresh, Some(k)) => match k.query.as_deref() {
+        (LineageStart::Fresh | LineageStart::Resume, Some(k)) => match k.query.as_deref() {
             Some(q) if q == query => LineageDecision::Keep,
             Some(_) => LineageDecision::Draw(DrawReason::QueryChanged),
             None => LineageDecision::Draw(DrawReason::QueryUnknown),
@@ -168,42 +176,36 @@ mod tests {
     }
 
     #[test]
-    fn a_fresh_start_keeps_the_lineage_of_its_own_query_only() {
+    fn a_fresh_or_resumed_start_keeps_the_lineage_of_its_own_query_only() {
+        // Issue 19: a resumed run of an edited query kept the checkpoint's lineage, and the
+        // rows it wrote after the checkpoint got the ids of the killed run's, dropped.
         let same = kept(Some("0c5b"));
-        assert_eq!(
-            decide(Some(&same), LineageStart::Fresh, "0c5b"),
-            LineageDecision::Keep
-        );
-        assert_eq!(
-            decide(Some(&same), LineageStart::Fresh, "9d7e"),
-            LineageDecision::Draw(DrawReason::QueryChanged)
-        );
-        assert_eq!(
-            decide(Some(&kept(None)), LineageStart::Fresh, "0c5b"),
-            LineageDecision::Draw(DrawReason::QueryUnknown)
-        );
-        assert_eq!(
-            decide(None, LineageStart::Fresh, "0c5b"),
-            LineageDecision::Draw(DrawReason::NoneKept)
-        );
+        for start in [LineageStart::Fresh, LineageStart::Resume] {
+            assert_eq!(decide(Some(&same), start, "0c5b"), LineageDecision::Keep);
+            assert_eq!(
+                decide(Some(&same), start, "9d7e"),
+                LineageDecision::Draw(DrawReason::QueryChanged),
+                "{start:?}"
+            );
+            assert_eq!(
+                decide(Some(&kept(None)), start, "0c5b"),
+                LineageDecision::Draw(DrawReason::QueryUnknown)
+            );
+            assert_eq!(
+                decide(None, start, "0c5b"),
+                LineageDecision::Draw(DrawReason::NoneKept)
+            );
+        }
     }
 
     #[test]
-    fn a_resumed_run_keeps_whatever_is_kept_and_a_start_over_never() {
+    fn a_start_over_never_keeps_the_lineage() {
         for k in [kept(Some("9d7e")), kept(None)] {
-            assert_eq!(
-                decide(Some(&k), LineageStart::Resume, "0c5b"),
-                LineageDecision::Keep
-            );
             assert_eq!(
                 decide(Some(&k), LineageStart::StartOver, "9d7e"),
                 LineageDecision::Draw(DrawReason::StartOver)
             );
         }
-        assert_eq!(
-            decide(None, LineageStart::Resume, "0c5b"),
-            LineageDecision::Draw(DrawReason::NoneKept)
-        );
     }
 
     #[test]

@@ -702,8 +702,8 @@ impl Store {
     /// The lineage of the checkpoints here, for a run of the query of digest `query`
     /// ([`crate::plan::PlanFingerprint::lineage_digest`]) that starts as `start` says: the one
     /// kept beside them, or `draw()`'s when [`crate::lineage::decide`] says so (none kept, a
-    /// deliberate start over, or a fresh start of another query than the kept one was drawn
-    /// for), kept with `query` (a local file written whole and synced, or an object written)
+    /// deliberate start over, or a start, fresh or resumed, of another query than the kept one
+    /// was drawn for), kept with `query` (a local file written whole and synced, or an object written)
     /// before it is returned. A run with checkpoints takes it when it starts: a run of the same
     /// query started again here before its first checkpoint completed finds the lineage of the
     /// run it repeats; an edited query, and runs with checkpoints elsewhere, have others.
@@ -1385,21 +1385,29 @@ mod tests {
                     .lineage,
                 "d4"
             );
-            // A resumed run keeps the lineage whichever query it was drawn for.
+            // A resumed run keeps the lineage of its own query, and draws another for another.
             let resumed = store
-                .lineage(resume, "0c5b", || unreachable!("kept"))
+                .lineage(resume, "9d7e", || unreachable!("kept"))
                 .expect("found");
             assert_eq!(resumed.lineage, "d4");
+            let resumed = store
+                .lineage(resume, "0c5b", || "e4".into())
+                .expect("drawn");
+            assert_eq!(
+                resumed.decision,
+                LineageDecision::Draw(DrawReason::QueryChanged)
+            );
+            assert_eq!(resumed.lineage, "e4");
         }
         let path = local.path().join(LINEAGE_NAME);
         assert_eq!(
             std::fs::read_to_string(&path).expect("reads"),
-            "d4\nquery 9d7e\n",
+            "e4\nquery 0c5b\n",
             "the lineage and the query it was drawn for"
         );
 
-        // A lineage kept by an older anduin, alone: a resumed run keeps it, a fresh start
-        // cannot tell whether it was drawn for this query and draws another.
+        // A lineage kept by an older anduin, alone: no start can tell whether it was drawn
+        // for its query, and each draws another.
         for store in [
             Store::open(local.path()).expect("opens"),
             in_memory(&memory, cache.path()),
@@ -1409,9 +1417,17 @@ mod tests {
                 Some(r) => r.put_lineage("e5\n").expect("writes"),
             }
             let resumed = store
-                .lineage(resume, "9d7e", || unreachable!("kept"))
-                .expect("found");
-            assert_eq!(resumed.lineage, "e5");
+                .lineage(resume, "9d7e", || "e6".into())
+                .expect("drawn");
+            assert_eq!(
+                resumed.decision,
+                LineageDecision::Draw(DrawReason::QueryUnknown)
+            );
+            assert_eq!(resumed.lineage, "e6");
+            match &store.remote {
+                None => std::fs::write(&path, "e5\n").expect("writes"),
+                Some(r) => r.put_lineage("e5\n").expect("writes"),
+            }
             let started = store.lineage(fresh, "9d7e", || "f6".into()).expect("drawn");
             assert_eq!(
                 started.decision,

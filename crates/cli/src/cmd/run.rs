@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anduin_checkpoint::lineage::{LineageDecision, LineageStart};
+use anduin_checkpoint::plan::{compare, Compatibility, PlanFingerprint};
 use anduin_checkpoint::recovery::RecoveryPlan;
 use anduin_checkpoint::{draw_lineage, Store, StoreLocation, Validated};
 use anduin_graph::{PhysicalPlan, PlanOptions};
@@ -416,10 +417,24 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
         RecoveryPlan::Restore { .. } => Some(LineageStart::Resume),
         RecoveryPlan::Finished { .. } | RecoveryPlan::Unusable { .. } => None,
     };
+    let fingerprint = plan_fingerprint(loaded, &args.engine)?;
+    // A checkpoint the query cannot resume from is refused before the lineage is taken: a
+    // refused run leaves the lineage as it was.
+    if let (RecoveryPlan::Restore { .. }, Some(v)) = (&plan, &validated) {
+        if let Compatibility::Incompatible { operator, what } =
+            compare(&v.manifest.plan, &fingerprint)
+        {
+            return Err(RuntimeError::IncompatibleCheckpoint {
+                epoch: v.manifest.epoch,
+                operator,
+                what,
+            }
+            .into());
+        }
+    }
     let lineage = match start {
         Some(start) => {
-            let taken =
-                store.lineage(start, &lineage_digest(loaded, &args.engine)?, draw_lineage)?;
+            let taken = store.lineage(start, &fingerprint.lineage_digest(), draw_lineage)?;
             if let LineageDecision::Draw(why) = taken.decision {
                 if let Some(notice) = why.notice() {
                     eprintln!("anduin: {notice} in {}", store.location());
@@ -495,17 +510,17 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
     ))
 }
 
-/// The digest of `loaded` as a run with `engine`'s options plans it from nothing: what its
-/// checkpoints' lineage is drawn for ([`Store::lineage`]). A query that cannot be planned is
-/// refused here as the runtime would refuse it.
-fn lineage_digest(loaded: &Loaded, engine: &EngineArgs) -> Result<String> {
+/// The fingerprint of `loaded` as a run with `engine`'s options plans it from nothing: whose
+/// digest its checkpoints' lineage is drawn for ([`Store::lineage`]). A query that cannot be
+/// planned is refused here as the runtime would refuse it.
+fn plan_fingerprint(loaded: &Loaded, engine: &EngineArgs) -> Result<PlanFingerprint> {
     let options = PlanOptions {
         chaining: !engine.no_chaining,
         default_parallelism: engine.parallelism,
         max_parallelism: engine.max_parallelism,
     };
     let plan = PhysicalPlan::plan(&loaded.graph, options).map_err(RuntimeError::Plan)?;
-    Ok(anduin_runtime::fingerprint(&loaded.graph, &plan).lineage_digest())
+    Ok(anduin_runtime::fingerprint(&loaded.graph, &plan))
 }
 
 fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {

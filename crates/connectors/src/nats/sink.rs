@@ -71,6 +71,9 @@ pub(crate) struct NatsSink {
     query: String,
     instance: usize,
     lineage: String,
+    /// Whether the lineage is the runner's (`BuildContext::lineage`): a restore keeps it
+    /// rather than the checkpoint's, which the runner replaces when the query changed.
+    runners: bool,
     /// Whether the lineage began with this run (no restore).
     fresh: bool,
     next_row: u64,
@@ -117,6 +120,7 @@ impl NatsSink {
             query: ctx.query.as_deref().unwrap_or("query").to_string(),
             instance: ctx.instance,
             lineage: fresh_lineage(exactly_once, ctx.lineage.as_deref()),
+            runners: exactly_once && ctx.lineage.is_some(),
             fresh: true,
             next_row: 0,
             pending: Vec::new(),
@@ -241,9 +245,14 @@ impl Operator for NatsSink {
     fn restore(&mut self, state: RestoreIn) -> Result<(), OperatorError> {
         let inline: Inline = state.inline_as(&self.config.name)?;
         // At least once, a resumed run keeps the lineage it drew: the rows after the
-        // checkpoint, in whatever order they come, are written again under new ids.
+        // checkpoint, in whatever order they come, are written again under new ids. Exactly
+        // once, it numbers them on from the checkpoint's count, in the runner's lineage when
+        // it keeps one: the checkpoint's, or another when the query changed since it was
+        // drawn (the rows after the checkpoint are other rows: `anduin_checkpoint::lineage`).
         if self.config.exactly_once {
-            self.lineage = inline.lineage;
+            if !self.runners {
+                self.lineage = inline.lineage;
+            }
             self.fresh = false;
             self.next_row = inline.next_row;
         }
