@@ -5,16 +5,17 @@
 # usage: scripts/bench_nexmark_flink.sh ANDUIN EVENTS [QUERIES]
 #   ANDUIN   the anduin binary (a release build for figures)
 #   EVENTS   events of the three kinds together, as `anduin bench nexmark --events`
-#   QUERIES  q0,q5,... (default: every query of bench/nexmark-csv)
+#   QUERIES  q0,q5,... (default: every query of benches/nexmark)
 # env: RATE (events/s of event time, default 200000), SEED (42), DATA (where the events go,
-#   default /tmp/anduin-nexmark-csv-EVENTS-RATE-SEED, reused when it holds this dump),
+#   default /tmp/anduin-nexmark-csv-EVENTS-RATE-SEED, reused when it holds this dump; the
+#   queries over its files are made afresh by bench/nexmark-csv/make.py into DATA/queries),
 #   ANDUIN_PARALLELISM (1), FLINK_PARALLELISM (2), VENV (~/.cache/anduin-peers, where
 #   bench/peers' install.sh put Flink), JAVA_HOME (Java 17),
 #   CHECK=1: no timing; both engines write their results (OUT, default DATA/check) and
 #   bench/peers/nexmark_normalize.py compares them (rows and checksum per query).
 #
 # Dumps the events with `anduin bench nexmark --dump` once, then for each query runs anduin
-# (`anduin bench nexmark --dir bench/nexmark-csv`: the query over the dumped CSVs, into a
+# (`anduin bench nexmark --dir DATA/queries`: the query over the dumped CSVs, into a
 # discard sink; its wall time) and Flink (bench/peers/flink_nexmark_all.py: the same text over
 # the same files, into a blackhole sink; its job time), one after the other, everything at
 # nice 10, and prints a table: query, anduin s, flink s, flink/anduin. The date, the host, its
@@ -28,8 +29,9 @@ DATA=${DATA:-/tmp/anduin-nexmark-csv-$EVENTS-$RATE-$SEED}
 AP=${ANDUIN_PARALLELISM:-1}; FP=${FLINK_PARALLELISM:-2}
 VENV=${VENV:-$HOME/.cache/anduin-peers}; PY=$VENV/flink/bin/python
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
-QUERIES=${3:-$(cd "$REPO/bench/nexmark-csv" && ls q*.sql | sed 's/\.sql$//' | sort -V | paste -sd,)}
 [ -x "$PY" ] || { echo "no Flink in $VENV/flink: see docs/benchmarks.md, \"Nexmark beside Flink on the same machine\"" >&2; exit 1; }
+QDIR=$DATA/queries; rm -rf "$QDIR"; python3 "$REPO/bench/nexmark-csv/make.py" "$QDIR"
+QUERIES=${3:-$(cd "$QDIR" && ls q*.sql | sed 's/\.sql$//' | sort -V | paste -sd,)}
 
 sitting() {
   echo "# $1: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname) ($(nproc) cores); load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -59,13 +61,13 @@ if [ "${CHECK:-}" = 1 ]; then
   for q in ${QUERIES//,/ }; do
     a=$OUT/anduin/$q.csv; [ "$q" = q10 ] && a=$OUT/anduin/q10
     ar="- -"; fr="- -"; note=""
-    if nice -n 10 "$ANDUIN" run "$REPO/bench/nexmark-csv/$q.sql" --var DATA="$DATA" --var OUTPUT="$a" \
-        --var SIDE_INPUT="$REPO/bench/nexmark-csv/side_input.txt" --parallelism "$AP" -q > "$OUT/anduin/$q.log" 2>&1; then
+    if nice -n 10 "$ANDUIN" run "$QDIR/$q.sql" --var DATA="$DATA" --var OUTPUT="$a" \
+        --var SIDE_INPUT="$QDIR/side_input.txt" --parallelism "$AP" -q > "$OUT/anduin/$q.log" 2>&1; then
       ar=$(python3 "$REPO/bench/peers/nexmark_normalize.py" "$q" "$a" | summary)
     else
       note="anduin failed (see $OUT/anduin/$q.log)"
     fi
-    if nice -n 10 "$PY" "$REPO/bench/peers/flink_nexmark_all.py" "$DATA" "$q" --parallelism "$FP" --output "$OUT/flink" > "$OUT/flink/$q.log" 2>&1; then
+    if nice -n 10 "$PY" "$REPO/bench/peers/flink_nexmark_all.py" "$DATA" "$q" --parallelism "$FP" --output "$OUT/flink" --queries-dir "$QDIR" > "$OUT/flink/$q.log" 2>&1; then
       fr=$(python3 "$REPO/bench/peers/nexmark_normalize.py" "$q" "$OUT/flink/$q.csv" | summary)
     else
       note="$note flink: $(grep '^{' "$OUT/flink/$q.log" | tail -1 | json error 2>/dev/null | cut -c1-100 || echo "no result, see $OUT/flink/$q.log")"
@@ -79,9 +81,9 @@ fi
 
 printf '%-5s %10s %10s %12s  %s\n' query anduin_s flink_s flink/anduin note
 for q in ${QUERIES//,/ }; do
-  a=$(nice -n 10 "$ANDUIN" bench nexmark --dir "$REPO/bench/nexmark-csv" --query "$q" --events "$EVENTS" \
+  a=$(nice -n 10 "$ANDUIN" bench nexmark --dir "$QDIR" --query "$q" --events "$EVENTS" \
       --parallelism "$AP" --var DATA="$DATA" 2>/dev/null | tail -1 | sed -n "s/^$q: .* events in \([0-9.]*\) s,.*/\1/p")
-  f=$(nice -n 10 "$PY" "$REPO/bench/peers/flink_nexmark_all.py" "$DATA" "$q" --parallelism "$FP" 2>/dev/null | json job_s || true)
+  f=$(nice -n 10 "$PY" "$REPO/bench/peers/flink_nexmark_all.py" "$DATA" "$q" --parallelism "$FP" --queries-dir "$QDIR" 2>/dev/null | json job_s || true)
   note=""; case $f in failed:*) note=${f#failed: }; f=failed ;; esac
   r=$("$PY" -c "a,f='${a:-x}','${f:-x}'
 try: print('%.1f' % (float(f) / float(a)))

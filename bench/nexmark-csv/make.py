@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Writes bench/nexmark-csv/qN.sql from benches/nexmark/qN.sql (issue 23): the same query, its
-`nexmark` tables read instead from the CSV files of `anduin bench nexmark --dump DATA`
-(DATA/person.csv, DATA/auction.csv, DATA/bid.csv), and an updating result written as a
-changelog (so that bench/peers/nexmark_normalize.py folds every engine's output the same way).
-Run it again after a query of benches/nexmark changes:  python3 bench/nexmark-csv/make.py
+"""Writes OUT/qN.sql from benches/nexmark/qN.sql (issue 23): the same query, its `nexmark`
+tables read instead from the CSV files of `anduin bench nexmark --dump DATA` (DATA/person.csv,
+DATA/auction.csv, DATA/bid.csv), and an updating result written as a changelog (so that
+bench/peers/nexmark_normalize.py folds every engine's output the same way); and OUT/side_input.txt,
+q13's side table. The queries are made afresh from benches/nexmark at each use, never kept:
+scripts/bench_nexmark_flink.sh, bench/peers/flink_nexmark_all.py and a test call this.
+
+usage: python3 bench/nexmark-csv/make.py OUT
 """
 import pathlib
 import re
+import shutil
+import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCE = HERE.parent.parent / "benches" / "nexmark"
@@ -38,15 +43,20 @@ def header(name: str) -> str:
 -- same events). Made by bench/nexmark-csv/make.py from benches/nexmark/{name}.sql (whose comments
 -- say how the text departs from nexmark-flink's): its `nexmark` tables read DATA/person.csv,
 -- DATA/auction.csv, DATA/bid.csv (event time `dateTime`, watermark 4 s behind, as nexmark-flink's
--- DDL); an updating result is written as a changelog. Do not edit: run make.py again.
+-- DDL); an updating result is written as a changelog. Made afresh at each use from the query.
 --
--- Run:   anduin run bench/nexmark-csv/{name}.sql --var DATA=/tmp/nexmark --var OUTPUT={name}.csv
--- Bench: anduin bench nexmark --dir bench/nexmark-csv --query {name} --events N --var DATA=/tmp/nexmark
+-- Run:   anduin run OUT/{name}.sql --var DATA=/tmp/nexmark --var OUTPUT={name}.csv
+-- Bench: anduin bench nexmark --dir OUT --query {name} --events N --var DATA=/tmp/nexmark
 -- -------------------------------------------------------------------------------------------------
 """
 
 
 def main() -> None:
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    out = pathlib.Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SOURCE / "side_input.txt", out / "side_input.txt")
     for src in sorted(SOURCE.glob("q*.sql")):
         text = src.read_text()
         body = text[text.index("\nCREATE ") + 1:]
@@ -54,7 +64,7 @@ def main() -> None:
         assert n >= 1, f"{src}: no nexmark table"
         assert "'nexmark'" not in body, f"{src}: a nexmark table left"
         body = UPSERT.sub("mode = 'changelog'", body)
-        (HERE / src.name).write_text(header(src.stem) + "\n" + body)
+        (out / src.name).write_text(header(src.stem) + "\n" + body)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,18 @@
 """Apache Flink (PyFlink 2.x) runs of the Nexmark queries over the events of
 `anduin bench nexmark --dump DATA` (issue 23: both engines on the same events, same machine).
 
-usage: python flink_nexmark_all.py DATA QUERIES [--parallelism P] [--output DIR]
+usage: python flink_nexmark_all.py DATA QUERIES [--parallelism P] [--output DIR] [--queries-dir DIR]
   DATA     the directory of person.csv, auction.csv, bid.csv (no header, timestamps in epoch ms)
-  QUERIES  q0,q5,... or `all` (every query of bench/nexmark-csv)
+  QUERIES  q0,q5,... or `all` (every query of benches/nexmark)
+  --queries-dir  the queries over the files, as bench/nexmark-csv/make.py writes them (default:
+           made afresh into a temporary directory)
   --output write each query's result to DIR/qN.csv (a changelog: `op` then the columns, as
            anduin's `mode = 'changelog'` writes it, an update as -D of the old row and +I of
            the new; timestamps as epoch ms) instead of into a blackhole sink, for
            bench/peers/nexmark_normalize.py to compare with anduin's (job_s then includes
            writing the files).
 
-Each query's text is anduin's, the INSERT of bench/nexmark-csv/qN.sql (nexmark-flink's text, with
+Each query's text is anduin's, the INSERT of qN.sql as bench/nexmark-csv/make.py writes it (nexmark-flink's text, with
 the departures its comments give), run as nexmark-flink runs it: the three kinds of events as
 views over tables with `dateTime` as event time and a watermark 4 s behind, the result into a
 blackhole sink. FLINK_EDITS lists the few words Flink spells otherwise. Prints one JSON line per
@@ -30,7 +32,9 @@ import sys
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
-QUERIES = HERE.parent / "nexmark-csv"
+MAKE = HERE.parent / "nexmark-csv" / "make.py"
+# The directory of the queries over the files (main sets it).
+QUERIES = pathlib.Path()
 
 # The events: raw tables over the files (the timestamps are epoch ms: `dateTime` is computed as
 # a TIMESTAMP(3) of UTC), and views with nexmark-flink's columns in its order (ddl_views.sql).
@@ -75,7 +79,7 @@ FLINK_EDITS = [
 
 
 def query_text(name):
-    """The views and the SELECT of bench/nexmark-csv/NAME.sql, with FLINK_EDITS applied."""
+    """The views and the SELECT of QUERIES/NAME.sql, with FLINK_EDITS applied."""
     text = (QUERIES / f"{name}.sql").read_text()
     text = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("--"))
     views = re.findall(r"(CREATE VIEW .*?);", text, re.S)
@@ -190,7 +194,15 @@ def main():
     p.add_argument("queries")
     p.add_argument("--parallelism", type=int, default=2)
     p.add_argument("--output")
+    p.add_argument("--queries-dir")
     a = p.parse_args()
+    global QUERIES
+    if a.queries_dir:
+        QUERIES = pathlib.Path(a.queries_dir)
+    else:
+        import tempfile
+        QUERIES = pathlib.Path(tempfile.mkdtemp(prefix="nexmark-csv-"))
+        subprocess.run([sys.executable, str(MAKE), str(QUERIES)], check=True)
     java_home = os.environ.get("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
     data = str(pathlib.Path(a.data).resolve())
     names = sorted((f.stem for f in QUERIES.glob("q*.sql")), key=lambda n: int(n[1:])) if a.queries == "all" else a.queries.split(",")

@@ -2,7 +2,7 @@
 """Rows and a checksum of a Nexmark query's result, comparable across engines (issue 23).
 
 usage: python3 nexmark_normalize.py QUERY PATH
-  PATH  anduin's output (`anduin run bench/nexmark-csv/qN.sql --var OUTPUT=PATH`: a CSV with a
+  PATH  anduin's output (`anduin run QDIR/qN.sql --var OUTPUT=PATH`, QDIR made by bench/nexmark-csv/make.py: a CSV with a
         header, a changelog with an `op` column first for an updating result, a directory of
         partitions for q10) or Flink's (flink_nexmark_all.py --output: always a changelog).
 Prints one JSON line: {"query", "rows", "checksum"} of the result as it stands at the end (a

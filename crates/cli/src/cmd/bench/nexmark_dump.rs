@@ -1,6 +1,6 @@
 //! `anduin bench nexmark --dump DIR`: writes the events the `nexmark` source generates for
 //! `--events`, `--rate` and `--seed` to CSV files, so that another engine (Flink, in
-//! `bench/peers/flink_nexmark_all.py`) and anduin itself (`bench/nexmark-csv/`) read the very
+//! `bench/peers/flink_nexmark_all.py`) and anduin itself (the queries `bench/nexmark-csv/make.py` writes) read the very
 //! same events. The query is built in (`nexmark_dump.sql`): one `nexmark` table per kind of
 //! event, each into a `file` sink.
 
