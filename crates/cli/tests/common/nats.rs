@@ -90,6 +90,24 @@ impl NatsServer {
         self.js = connect(&self.runtime, &self.url);
     }
 
+    /// Kills the server (SIGKILL, by PID) and starts it again on the same port with an empty
+    /// store, as a broker back without its disk: every stream is gone.
+    pub fn restart_empty(&mut self) {
+        let _ = self.child.0.kill();
+        let _ = self.child.0.wait();
+        self._store = tempfile::tempdir().expect("a store directory");
+        let (child, _) = spawn(self.jetstream, self._store.path(), Some(self.port));
+        self.child = child;
+        self.js = connect(&self.runtime, &self.url);
+    }
+
+    /// Deletes stream `name`, and its messages.
+    pub fn delete_stream(&self, name: &str) {
+        self.runtime
+            .block_on(self.js.delete_stream(name))
+            .expect("the stream is deleted");
+    }
+
     /// The server's PID.
     pub fn pid(&self) -> u32 {
         self.child.pid()

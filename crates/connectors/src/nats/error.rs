@@ -41,6 +41,20 @@ pub enum NatsError {
         /// The `server` param.
         server: String,
     },
+    /// A running source's stream went away: the server answered, again and again for the
+    /// grace it gives, that the stream does not exist (deleted, or the server came back
+    /// without its store).
+    #[error("stream `{stream}` no longer exists on the NATS server at {server} (the source had read it up to sequence {read_to}, then found it gone for {waited_ms} ms: deleted, or the server came back without its store): recreate it (`nats stream add {stream} --subjects …`, with its messages if they matter) and run the query again, which resumes from its last checkpoint")]
+    StreamLost {
+        /// The stream.
+        stream: String,
+        /// The `server` param.
+        server: String,
+        /// How long the source found it missing before giving up.
+        waited_ms: u64,
+        /// The last sequence the source read (0: none).
+        read_to: u64,
+    },
     /// A source's or a sink's subject is not one the stream keeps.
     #[error("subject `{subject}` is not one of stream `{stream}`'s subjects ({subjects}): {}", .role.outside_stream())]
     SubjectOutsideStream {

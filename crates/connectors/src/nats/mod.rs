@@ -13,7 +13,8 @@
 //! window. See [`sink`] and [`dedup`].
 //!
 //! Neither creates streams: a missing stream, like a server that does not answer, fails the
-//! start saying what to do.
+//! start saying what to do; a stream gone while the query runs fails it too, once the source
+//! has found it missing for `connect.timeout` (a lost server is waited for).
 
 mod connection;
 mod dedup;
@@ -97,7 +98,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: false,
             kind: ParamKind::Duration,
             default: Some("10s"),
-            doc: "how long the start waits for the server before it fails",
+            doc: "how long the start waits for the server before it fails; also how long a running source waits for its stream to be made again once the server says it is gone",
         },
         ParamSpec {
             name: "bounded",

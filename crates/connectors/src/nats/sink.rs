@@ -203,8 +203,22 @@ async fn drain(
     Ok(())
 }
 
-/// A publish that failed.
+/// A publish that failed. No stream taking the subject is said in the user's terms: the
+/// sink does not wait for its stream to come back (a publish that nobody stores is not
+/// retried; the query fails and resumes from its checkpoint once the stream is there).
 fn publishing(config: &SinkConfig, e: jetstream::context::PublishError) -> NatsError {
+    if e.kind() == jetstream::context::PublishErrorKind::StreamNotFound {
+        return NatsError::client(
+            format!(
+                "publishing to subject `{}` of stream `{}` on the NATS server at {}",
+                config.subject, config.stream, config.server
+            ),
+            format!(
+                "{e}: the stream is gone (deleted, or the server came back without its store) or JetStream is not up yet; recreate the stream if it is gone (`nats stream add {} --subjects {}`) and run the query again, which resumes from its last checkpoint",
+                config.stream, config.subject
+            ),
+        );
+    }
     NatsError::client(
         format!(
             "publishing to subject `{}` of stream `{}`",

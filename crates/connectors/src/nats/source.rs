@@ -21,8 +21,17 @@
 //! last message or heartbeat, twice the 15 s heartbeat: a minute's stall), and from the
 //! stream's first message when it had delivered none yet. So the source makes its consumer again itself, from the sequence after the last
 //! message it emitted, as soon as it sees the client connected anew ([`Connection::connects`]);
-//! a consumer that cannot be made yet (JetStream still starting) is tried again with backoff
-//! while the source stays idle. Only the first start's failure fails the query.
+//! a consumer that cannot be made yet (the server still gone, JetStream still starting) is
+//! tried again with backoff while the source stays idle, for as long as it takes.
+//!
+//! A stream that the server says does not exist is another matter: deleted, or the server came
+//! back without its store, it will not come back by waiting, and a source retrying for ever
+//! would stall its query silently. So the source gives it a grace of `connect.timeout` from the
+//! first answer that it is missing (room for an operator's script, or a cluster electing a
+//! leader, to make it again), then fails the query naming the stream, the server and what to
+//! do ([`NatsError::StreamLost`]). The ordered consumer does not say that its stream went away
+//! while the client stayed connected (it makes itself again, for ever, on its own): so a
+//! source idle for [`STREAM_CHECK`] while connected asks whether its stream is still there.
 //!
 //! With `bounded`, it stops at the stream's last sequence as of its first start (kept in the
 //! checkpoint, so that a resumed run stops where the interrupted one would have): after the
@@ -55,6 +64,10 @@ const RETRY_FIRST: Duration = Duration::from_millis(100);
 
 /// The longest wait between two tries to make a consumer again.
 const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// How long a source connected to its server stays idle before it asks whether its stream
+/// still exists.
+const STREAM_CHECK: Duration = Duration::from_secs(5);
 
 /// What a source instance is made of (read from its params when bound).
 #[derive(Clone)]
@@ -107,6 +120,10 @@ pub(crate) struct NatsSource {
     /// After a failed try to make the consumer again: when to try next, and the wait after
     /// that.
     retry: Option<(Instant, Duration)>,
+    /// Since when the server has said the stream does not exist (until a consumer is made).
+    missing_since: Option<Instant>,
+    /// When the source last had a message, made its consumer, or saw its stream there.
+    last_seen: Instant,
 }
 
 impl NatsSource {
@@ -151,6 +168,8 @@ impl NatsSource {
             started: false,
             connects: 0,
             retry: None,
+            missing_since: None,
+            last_seen: Instant::now(),
         })
     }
 
@@ -163,6 +182,10 @@ impl NatsSource {
         if self.end.is_some_and(|end| self.next > end) {
             self.done = true;
             return Ok(());
+        }
+        if self.started {
+            // Found again (the open found it): the stream may be gone, or made again.
+            self.stream = self.conn.stream(&self.config.stream)?;
         }
         let state = &self.stream.cached_info().state;
         if self.next > 1 && self.next < state.first_sequence {
@@ -199,7 +222,8 @@ impl NatsSource {
 
     /// Makes the consumer (again) unless a retry is not due yet; whether there is one now
     /// (or the source is done). The first start's failure is the query's; a later one (the
-    /// server back but JetStream not ready yet) is tried again with backoff.
+    /// server still gone, or back but JetStream not ready yet) is tried again with backoff,
+    /// except a stream the server has said is missing for longer than the grace.
     fn ensure_consumer(&mut self) -> Result<bool, OperatorError> {
         if self.retry.is_some_and(|(at, _)| Instant::now() < at) {
             return Ok(false);
@@ -210,15 +234,67 @@ impl NatsSource {
                 self.started = true;
                 self.connects = connects;
                 self.retry = None;
+                self.missing_since = None;
+                self.last_seen = Instant::now();
                 Ok(true)
             }
             Err(e) if !self.started => Err(self.error(e)),
             Err(e) => {
-                let wait = self.retry.map_or(RETRY_FIRST, |(_, w)| w);
+                let now = Instant::now();
+                let mut wait = self.retry.map_or(RETRY_FIRST, |(_, w)| w);
+                if matches!(e, NatsError::NoStream { .. }) {
+                    let since = *self.missing_since.get_or_insert(now);
+                    match missing_stream(now.duration_since(since), self.config.connect_timeout) {
+                        Missing::GiveUp => return Err(self.error(self.lost(since, now))),
+                        // The last try comes as the grace ends.
+                        Missing::Wait(left) => wait = wait.min(left),
+                    }
+                }
                 tracing::warn!(operator = %self.config.name, error = %e, retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "the NATS consumer cannot be made again yet");
-                self.retry = Some((Instant::now() + wait, (wait * 2).min(RETRY_MAX)));
+                self.retry = Some((now + wait, (wait * 2).min(RETRY_MAX)));
                 Ok(false)
             }
+        }
+    }
+
+    /// The stream, missing from `since` to `now`, given up.
+    fn lost(&self, since: Instant, now: Instant) -> NatsError {
+        NatsError::StreamLost {
+            stream: self.config.stream.clone(),
+            server: self.config.server.clone(),
+            waited_ms: u64::try_from(now.duration_since(since).as_millis()).unwrap_or(u64::MAX),
+            read_to: self.next.saturating_sub(1),
+        }
+    }
+
+    /// After [`STREAM_CHECK`] without a message while connected: whether the stream is still
+    /// there. When the server says it is not, the consumer is dropped, so that the next polls
+    /// make it again, within the grace, or fail.
+    fn check_stream(&mut self) -> Result<(), OperatorError> {
+        let now = Instant::now();
+        if self.messages.is_none() || now.duration_since(self.last_seen) < STREAM_CHECK {
+            return Ok(());
+        }
+        self.last_seen = now;
+        let connected =
+            self.conn.js.client().connection_state() == async_nats::connection::State::Connected;
+        if !connected {
+            return Ok(());
+        }
+        match self.conn.stream(&self.config.stream) {
+            Err(e @ NatsError::NoStream { .. }) => {
+                tracing::warn!(operator = %self.config.name, error = %e, "the source's stream went away while it read it: it is looked for again until `connect.timeout` is out");
+                self.missing_since = Some(now);
+                self.messages = None;
+                Ok(())
+            }
+            // Anything else (the server lost meanwhile, JetStream restarting) is the
+            // consumer's and the client's to get over.
+            Err(e) => {
+                tracing::debug!(operator = %self.config.name, error = %e, "the source's stream could not be looked up");
+                Ok(())
+            }
+            Ok(_) => Ok(()),
         }
     }
 
@@ -381,12 +457,13 @@ impl Source for NatsSource {
         }
         let polled = self.fetch(max_rows, deadline).map_err(|e| self.error(e))?;
         if polled.is_empty() {
-            return Ok(if self.done {
-                SourcePoll::Exhausted
-            } else {
-                SourcePoll::Idle
-            });
+            if self.done {
+                return Ok(SourcePoll::Exhausted);
+            }
+            self.check_stream()?;
+            return Ok(SourcePoll::Idle);
         }
+        self.last_seen = Instant::now();
         let rows = self
             .decoder
             .decode(&polled)
@@ -401,5 +478,65 @@ impl Source for NatsSource {
             // Only rejects: a bounded source that is done says so at the next poll.
             _ => SourcePoll::Idle,
         })
+    }
+}
+
+/// What a source does about a stream the server has said is missing for `missing`.
+#[derive(Debug, PartialEq, Eq)]
+enum Missing {
+    /// Look for it again, at the latest once this is out (the rest of the grace).
+    Wait(Duration),
+    /// Fail the query: it did not come back within the grace.
+    GiveUp,
+}
+
+/// Whether a stream missing for `missing` may still come back within `grace`.
+fn missing_stream(missing: Duration, grace: Duration) -> Missing {
+    match grace.checked_sub(missing) {
+        Some(left) if !left.is_zero() => Missing::Wait(left),
+        _ => Missing::GiveUp,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_stream_is_looked_for_again_until_the_grace_is_out_then_given_up() {
+        let grace = Duration::from_secs(10);
+        assert_eq!(missing_stream(Duration::ZERO, grace), Missing::Wait(grace));
+        assert_eq!(
+            missing_stream(Duration::from_secs(7), grace),
+            Missing::Wait(Duration::from_secs(3))
+        );
+        assert_eq!(missing_stream(grace, grace), Missing::GiveUp);
+        assert_eq!(
+            missing_stream(Duration::from_secs(11), grace),
+            Missing::GiveUp
+        );
+        assert_eq!(
+            missing_stream(Duration::ZERO, Duration::ZERO),
+            Missing::GiveUp
+        );
+    }
+
+    #[test]
+    fn a_lost_stream_names_itself_its_server_and_what_to_do() {
+        let e = NatsError::StreamLost {
+            stream: "EVENTS".into(),
+            server: "nats://127.0.0.1:4222".into(),
+            waited_ms: 10_000,
+            read_to: 3,
+        }
+        .to_string();
+        for part in [
+            "stream `EVENTS` no longer exists on the NATS server at nats://127.0.0.1:4222",
+            "up to sequence 3",
+            "recreate it (`nats stream add EVENTS",
+            "resumes from its last checkpoint",
+        ] {
+            assert!(e.contains(part), "{part} not in {e}");
+        }
     }
 }

@@ -218,7 +218,7 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         ),
     };
     let schema: SchemaRef = if how != How::Inner || sides.iter().any(|s| s.change.is_some()) {
-        let key = row_key_of_pairs(how, &sides, [(lname, left), (rname, right)], &fields);
+        let key = row_key_of_pairs(how, &sides, [(lname, left), (rname, right)]);
         fields.push(change_column());
         Arc::new(match key {
             Ok((key, names)) => with_row_key_of(
@@ -261,8 +261,8 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     })
 }
 
-/// The row key of a regular join's updating output (positions in `fields`, its columns
-/// without the change kind) and their names, or why it has none. An output row is a pair of
+/// The row key of a regular join's updating output (positions in its columns without the
+/// change kind) and their names as the query writes them (`side.column`), or why it has none. An output row is a pair of
 /// one row of each side, or one side's row padded with nulls: where each input's rows are
 /// identified by a key, the two keys together identify the pairs, and (left, right) an
 /// inner, LEFT or RIGHT join's padded rows too — a row is padded only while it has no partner.
@@ -273,12 +273,14 @@ fn row_key_of_pairs(
     how: How,
     sides: &[SideSetup; 2],
     inputs: [(&str, &SchemaRef); 2],
-    fields: &[Field],
 ) -> Result<(Vec<usize>, String), String> {
     if how == How::Full {
         return Err("a FULL join's rows are not known to be identified by a key: a left row padded with nulls and a right one may share it (when both inputs hold a row with a null key); write with mode = 'changelog', or join with LEFT, RIGHT or INNER".to_string());
     }
     let mut key = Vec::new();
+    // Each key column as the query writes it, `side.column` (`y.k`), not as the output names
+    // it (`y_k`, where the left side has a `k`): a user who wrote `y.k AS b` never sees `y_k`.
+    let mut names: Vec<String> = Vec::new();
     let mut offset = 0;
     for (side, (name, schema)) in sides.iter().zip(inputs) {
         let Some(own) = row_key(schema).filter(|_| is_updating(schema)) else {
@@ -296,13 +298,10 @@ fn row_key_of_pairs(
                 ));
             };
             key.push(offset + at);
+            names.push(format!("`{name}.{}`", schema.field(k).name()));
         }
         offset += side.values.len();
     }
-    let names: Vec<String> = key
-        .iter()
-        .filter_map(|k| fields.get(*k).map(|f| format!("`{}`", f.name())))
-        .collect();
     Ok((key, names.join(", ")))
 }
 

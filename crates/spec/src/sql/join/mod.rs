@@ -27,8 +27,8 @@ mod on;
 use anduin_types::Diagnostic;
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{
-    Expr, GroupByExpr, JoinConstraint, JoinOperator, Select, SelectItem, SetExpr, TableAlias,
-    TableFactor, TableWithJoins,
+    Expr, GroupByExpr, JoinConstraint, JoinOperator, ObjectName, Select, SelectItem, SetExpr,
+    TableAlias, TableFactor, TableWithJoins,
 };
 
 use super::insert::{lower_subquery, operator, plain_select, quoted, unsupported, Lowered, Script};
@@ -470,19 +470,27 @@ fn side(
     spec: &mut Spec,
 ) -> Result<Side, Diagnostic> {
     let at = pos(rel.span().start);
-    let new = |stream: String, alias: &Option<TableAlias>, window, tables: &Tables| Side {
-        alias: alias
-            .as_ref()
-            .map_or_else(|| stream.clone(), |a| a.name.value.clone()),
-        columns: tables.columns(&stream),
-        time_columns: tables.time_columns(&stream),
-        event_time: tables.event_time(&stream),
-        out: Vec::new(),
-        filtered: None,
-        copy: None,
-        stream,
-        window,
+    // The name the query reads a side by: a view's own, not its stream's (`view_v_select`).
+    let written = |name: &ObjectName, stream: &str, tables: &Tables| {
+        tables
+            .view(name)
+            .map_or_else(|| stream.to_string(), |v| v.name.clone())
     };
+    let new =
+        |stream: String, table: String, alias: &Option<TableAlias>, window, tables: &Tables| Side {
+            alias: alias
+                .as_ref()
+                .map_or_else(|| table.clone(), |a| a.name.value.clone()),
+            table,
+            columns: tables.columns(&stream),
+            time_columns: tables.time_columns(&stream),
+            event_time: tables.event_time(&stream),
+            out: Vec::new(),
+            filtered: None,
+            copy: None,
+            stream,
+            window,
+        };
     let windowed =
         |expr: &Expr, alias: &Option<TableAlias>, tables: &mut Tables, spec: &mut Spec| {
             let (table, tvf) = window_tvf(expr)?;
@@ -494,7 +502,14 @@ fn side(
             };
             let stream = super::views::read(&table, script, tables, spec)?;
             tvf.check_time(&stream, tables)?;
-            Ok(new(stream, alias, Some((size, tvf.time, tvf.at)), tables))
+            let table = written(&table, &stream, tables);
+            Ok(new(
+                stream,
+                table,
+                alias,
+                Some((size, tvf.time, tvf.at)),
+                tables,
+            ))
         };
     match rel {
         TableFactor::Table {
@@ -504,7 +519,8 @@ fn side(
             ..
         } => {
             let stream = super::views::read(name, script, tables, spec)?;
-            Ok(new(stream, alias, None, tables))
+            let table = written(name, &stream, tables);
+            Ok(new(stream, table, alias, None, tables))
         }
         TableFactor::TableFunction { expr, alias } => windowed(expr, alias, tables, spec),
         TableFactor::Derived {
@@ -526,7 +542,7 @@ fn side(
                 _ => {
                     let stream =
                         lower_subquery(subquery, alias.as_ref(), prefix, script, tables, spec)?;
-                    Ok(new(stream, alias, None, tables))
+                    Ok(new(stream.clone(), stream, alias, None, tables))
                 }
             }
         }

@@ -26,6 +26,9 @@ pub(super) struct Side {
     /// of the one source.
     pub(super) copy: Option<String>,
     pub(super) alias: String,
+    /// The table or view the query reads on this side, by the name it writes (a subquery's:
+    /// its stream).
+    pub(super) table: String,
     pub(super) columns: Vec<String>,
     /// Columns that can be the event time (the `event_time` option, TIMESTAMP columns).
     pub(super) time_columns: Vec<String>,
@@ -157,10 +160,10 @@ impl Joined {
     pub(super) fn tables_text(&self) -> String {
         let [a, b] = &self.sides;
         let one = |s: &Side| {
-            if s.alias == s.stream {
-                format!("`{}`", s.stream)
+            if s.alias == s.table {
+                format!("`{}`", s.table)
             } else {
-                format!("`{}` (table `{}`)", s.alias, s.stream)
+                format!("`{}` (table `{}`)", s.alias, s.table)
             }
         };
         format!("{} and {}", one(a), one(b))
