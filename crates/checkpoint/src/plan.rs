@@ -70,6 +70,13 @@ impl PlanFingerprint {
     /// — gives another. A fingerprint of another form (another anduin) gives another too:
     /// a new lineage, never a reused one.
     pub fn lineage_digest(&self) -> String {
+        self.lineage_digest_with(&[])
+    }
+
+    /// [`Self::lineage_digest`] of the query with the code it calls: the bytes of each UDF
+    /// module it loads, in order (a module edited between two runs makes other rows from the
+    /// same text). Without modules, the same as [`Self::lineage_digest`].
+    pub fn lineage_digest_with(&self, modules: &[Vec<u8>]) -> String {
         let mut rows = self.clone();
         for o in &mut rows.operators {
             o.params
@@ -77,7 +84,12 @@ impl PlanFingerprint {
         }
         let json = serde_json::to_vec(&rows)
             .expect("a fingerprint of strings, numbers, booleans and string maps serialises");
-        Sha256::digest(&json)
+        let mut h = Sha256::new();
+        h.update(&json);
+        for m in modules {
+            h.update(Sha256::digest(m));
+        }
+        h.finalize()
             .iter()
             .take(16)
             .map(|b| format!("{b:02x}"))
@@ -262,9 +274,18 @@ mod tests {
         let mut wider = p.clone();
         wider.operators[1].parallelism = 2;
         assert_ne!(wider.lineage_digest(), digest, "another parallelism");
-        let mut renamed = p;
+        let mut renamed = p.clone();
         renamed.operators[1].name = "high".into();
         assert_ne!(renamed.lineage_digest(), digest, "another operator");
+        // Issue 19: a UDF module edited between two runs of the same text.
+        assert_eq!(p.lineage_digest_with(&[]), digest, "no modules");
+        let shift30 = p.lineage_digest_with(&[b"(module add 30)".to_vec()]);
+        assert_ne!(shift30, digest, "a module");
+        assert_ne!(
+            p.lineage_digest_with(&[b"(module add 0)".to_vec()]),
+            shift30,
+            "another module"
+        );
     }
 
     #[test]

@@ -183,6 +183,8 @@ pub struct Execution {
     /// The lineage of the run's checkpoints (`anduin_checkpoint::Store::lineage`), when it
     /// takes them: sinks name what they write by it.
     pub lineage: Option<String>,
+    /// The digest of the query as it runs (`BuildContext::query_digest`), when known.
+    pub query_digest: Option<String>,
 }
 
 /// Refuses a `--max-parallelism` that cannot run: more instances than key groups (an
@@ -232,6 +234,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         network,
         end_gate,
         lineage,
+        query_digest,
     } = execution;
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {
@@ -260,6 +263,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
             .and_then(|c: &Checkpointing| c.restore.as_ref())
             .map(|v| Epoch(v.manifest.epoch)),
         lineage: lineage.map(Arc::from),
+        query_digest: query_digest.map(Arc::from),
         query_file: query_file.map(Arc::from),
         query: control.as_ref().map(|c| Arc::from(c.name())),
         // The runtime sets the instance, the parallelism and the run's clock for each

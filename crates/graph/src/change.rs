@@ -106,6 +106,29 @@ pub fn fixed_while_running<B>(graph: &LogicalGraph<B>, node: &Node<B>) -> Option
     None
 }
 
+/// The sink downstream of `node` that must read its rows in one order on every run
+/// ([`anduin_spec::OperatorDef::needs_one_ordered_input`]), if there is one.
+fn ordered_sink_downstream<B>(
+    graph: &LogicalGraph<B>,
+    node: &crate::logical::Node<B>,
+) -> Option<String> {
+    let mut seen = vec![false; graph.nodes.len()];
+    let mut next: Vec<crate::StreamId> = node.outputs.clone();
+    while let Some(s) = next.pop() {
+        for (consumer, _) in &graph.stream(s).consumers {
+            if std::mem::replace(&mut seen[consumer.0], true) {
+                continue;
+            }
+            let n = graph.node(*consumer);
+            if n.def.needs_one_ordered_input() {
+                return Some(n.name().to_string());
+            }
+            next.extend(n.outputs.iter().copied());
+        }
+    }
+    None
+}
+
 /// Checks that `param` of `operator` in `graph` may become `value` after the changes that
 /// gave the operator's params the values of `earlier` (param → its last new value); see the
 /// module's documentation.
@@ -131,6 +154,11 @@ pub fn check_change_after<C: Catalog>(
     // Before the params its type could change: this operator takes none while it runs.
     if let Some(why) = fixed_while_running(graph, node) {
         return Err(ChangeRejected::Invalid(why));
+    }
+    if let Some(sink) = ordered_sink_downstream(graph, node) {
+        return Err(ChangeRejected::Invalid(format!(
+            "operator \"{operator}\" feeds \"{sink}\", a NATS sink that writes exactly once by giving each row a message id from its place in the order the rows reach it: a change applied while the query runs lands between other rows in a run started again from a checkpoint, which would make other rows under the ids of those written before, and the stream would drop them as duplicates. Change it through a control stream with a `time` column (the change then applies by event time, at the same rows in every run), restart the query with the new value, or give \"{sink}\" `param delivery = \"at-least-once\"`"
+        )));
     }
     let adjustable = catalog.adjustable(node.kind());
     if !adjustable.contains(&param) {

@@ -51,6 +51,18 @@ pub enum PlanError {
         /// What interleaves: `3 instances of "in"`, `the inputs of union "u"`.
         why: String,
     },
+    /// A sink that must read its rows in one order on every run fed by an operator whose
+    /// rows depend on when rows arrive rather than on the rows: a run started again makes
+    /// other rows, which would get the ids of those the interrupted run wrote and be dropped.
+    #[error("operator \"{sink}\" (a NATS sink, exactly once) gives each row a message id from its place in the order the rows reach it, and a run started again must make the same rows, but {why}: a restarted run would make other rows under the ids of those written before, and the stream would drop them as duplicates. {fix}, or give the sink `param delivery = \"at-least-once\"` (a resumed run may then write rows twice)")]
+    TimingDependentInput {
+        /// The sink.
+        sink: String,
+        /// What depends on timing.
+        why: String,
+        /// What would not.
+        fix: String,
+    },
 }
 
 impl PlanError {
@@ -63,7 +75,8 @@ impl PlanError {
             | PlanError::SpreadInput {
                 pattern: operator, ..
             }
-            | PlanError::InterleavedInput { sink: operator, .. } => Some(operator),
+            | PlanError::InterleavedInput { sink: operator, .. }
+            | PlanError::TimingDependentInput { sink: operator, .. } => Some(operator),
             PlanError::Partitioning(PartitioningError::Rule(_))
             | PlanError::Pipelining(PipeliningError::Rule(_)) => None,
         }
@@ -305,6 +318,8 @@ impl PhysicalPlan {
         // Why each task's output interleaves several inputs, if it does; tasks are numbered in
         // topological order, so a producer's is known before its consumers'.
         let mut interleaves: Vec<Option<String>> = Vec::with_capacity(self.tasks.len());
+        // Why each task's output depends on when rows arrive, if it does (and what would not).
+        let mut timing: Vec<Option<(String, String)>> = Vec::with_capacity(self.tasks.len());
         for task in &self.tasks {
             let head = graph.node(task.chain[0]);
             let data: Vec<&ChannelPlan> = task
@@ -313,6 +328,24 @@ impl PhysicalPlan {
                 .map(|c| &self.channels[*c])
                 .filter(|c| !matches!(c.partitioning, Partitioning::Broadcast))
                 .collect();
+            let mut timed = data
+                .iter()
+                .find_map(|c| timing.get(c.from_task).cloned().flatten());
+            for n in task.chain.iter().map(|n| graph.node(*n)) {
+                if let Some(sink) = n.def.needs_one_ordered_input().then_some(n) {
+                    if let Some((why, fix)) = &timed {
+                        return Err(PlanError::TimingDependentInput {
+                            sink: sink.name().to_string(),
+                            why: why.clone(),
+                            fix: fix.clone(),
+                        });
+                    }
+                }
+                if timed.is_none() {
+                    timed = timing_dependent(n);
+                }
+            }
+            timing.push(timed);
             let why = if data.len() > 1 {
                 Some(format!("the inputs of {} \"{}\"", head.kind(), head.name()))
             } else if let Some(c) = data.first() {
@@ -371,6 +404,37 @@ impl PhysicalPlan {
     pub fn outputs_of(&self, task: usize) -> impl Iterator<Item = &ChannelPlan> {
         self.channels.iter().filter(move |c| c.from_task == task)
     }
+}
+
+/// Why the rows of `node` depend on when rows arrive rather than on the rows, if they do, and
+/// what would not: windows over processing time, changes from a control stream applied as they
+/// arrive.
+fn timing_dependent<B>(node: &crate::logical::Node<B>) -> Option<(String, String)> {
+    if let Some(c) = node.control.as_ref().filter(|c| c.time.is_none()) {
+        return Some((
+            format!(
+                "{} \"{}\" applies the changes of control stream \"{}\" as they arrive (it has no `time`), to whichever rows come then",
+                node.kind(),
+                node.name(),
+                c.stream
+            ),
+            "Give the control input a `time` column (the changes then apply by event time)".to_string(),
+        ));
+    }
+    let processing = node
+        .def
+        .param("time_kind")
+        .is_some_and(|p| p.value.as_text().as_str() == "processing");
+    processing.then(|| {
+        (
+            format!(
+                "{} \"{}\" groups rows by processing time (`time_kind = \"processing\"`, PROCTIME() in SQL): by the clock when they arrive",
+                node.kind(),
+                node.name()
+            ),
+            "Window by event time".to_string(),
+        )
+    })
 }
 
 /// Whether `node` can be rescaled while it runs: it splits its input by key (its state is

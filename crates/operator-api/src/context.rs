@@ -28,6 +28,13 @@ pub struct BuildContext {
     /// different locations never share names, and a run killed before its first checkpoint
     /// and started again keeps them. `None`: the runner keeps none.
     pub lineage: Option<Arc<str>>,
+    /// The digest of the query as this run runs it (its plan, and the contents of its UDF
+    /// modules), when the runner knows it. A sink that names its rows by the lineage keeps it
+    /// in its checkpoints: restored from a checkpoint another query took (the query edited in
+    /// between), it names the rows after it in a lineage of their own, since they are other
+    /// rows than those the interrupted run wrote after it. `None`: unknown, the checkpoint's
+    /// lineage is kept.
+    pub query_digest: Option<Arc<str>>,
     /// Which instance the factory builds, from 0 (`instance < parallelism`). The runtime sets
     /// it for each instance it builds; made elsewhere, a context says 0.
     pub instance: usize,
@@ -55,6 +62,7 @@ impl Default for BuildContext {
             checkpointing: false,
             restore_epoch: None,
             lineage: None,
+            query_digest: None,
             instance: 0,
             parallelism: 1,
             state_dir: None,

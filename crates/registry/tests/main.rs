@@ -8,6 +8,7 @@ mod brute_force;
 mod common;
 
 mod a_change_to_a_running_operator_is_checked_like_the_query;
+mod a_change_to_an_operator_before_an_exactly_once_nats_sink_is_refused;
 mod a_control_input_is_checked_before_the_query_runs;
 mod a_fault_tolerance_request_is_checked_against_the_operator_it_is_on;
 mod a_filter_following_a_control_stream_agrees_with_a_naive_reference;

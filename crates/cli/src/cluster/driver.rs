@@ -623,6 +623,8 @@ fn attempt(
     // Kept in the store before any executor runs: every attempt of the query finds it again,
     // unless it starts from nothing as another query than the one it was drawn for.
     let store = cluster.committing_store(name)?;
+    let digest =
+        anduin_runtime::fingerprint(&compiled.loaded.graph, &compiled.plan).lineage_digest();
     let taken = store
         .lineage(
             if restore.is_some() {
@@ -630,7 +632,7 @@ fn attempt(
             } else {
                 LineageStart::Fresh
             },
-            &anduin_runtime::fingerprint(&compiled.loaded.graph, &compiled.plan).lineage_digest(),
+            &digest,
             anduin_checkpoint::draw_lineage,
         )
         .context("cannot keep the lineage of the query's checkpoints")?;
@@ -689,6 +691,7 @@ fn attempt(
                 checkpoint_store: cluster.store.for_executors(name),
                 restore: restore_epoch,
                 lineage: Some(lineage.clone()),
+                query_digest: Some(digest.clone()),
                 controls: carried.clone(),
                 coordinator: cluster.addr,
                 coordinators: None,

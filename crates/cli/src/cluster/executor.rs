@@ -238,6 +238,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
             control: Some(Arc::clone(&control)),
             end_gate: Some(Arc::clone(&link) as Arc<dyn anduin_runtime::EndGate>),
             lineage: d.lineage.clone(),
+            query_digest: d.query_digest.clone(),
             network: Some(NetworkSettings {
                 query: d.query.clone(),
                 placement: Placement::Assigned {

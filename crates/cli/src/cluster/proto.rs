@@ -216,6 +216,11 @@ pub struct Deployment {
     /// until the query is submitted anew. `None` from a coordinator that keeps none.
     #[serde(default)]
     pub lineage: Option<String>,
+    /// The digest of the query as it runs (`anduin_operator_api::BuildContext::query_digest`):
+    /// a sink restored from a checkpoint another query took names its rows anew. `None` from
+    /// a coordinator that does not say.
+    #[serde(default)]
+    pub query_digest: Option<String>,
     /// The param changes the coordinator's catalog recorded after that checkpoint (a whole
     /// rollback): applied after the restored state, with the changes its manifest recorded
     /// at its own epoch.

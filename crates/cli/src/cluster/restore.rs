@@ -499,6 +499,7 @@ pub(super) fn restore_part(
     let incarnations = a.incarnations.clone();
     // The attempt's, as its first deployment had it.
     let lineage = a.template.as_ref().and_then(|t| t.lineage.clone());
+    let query_digest = a.template.as_ref().and_then(|t| t.query_digest.clone());
     let running_on: Vec<u32> = a.placement.iter().map(|p| a.host(*p)).collect();
     for (part, on, incarnation) in stuck {
         if let Some(w) = state.workers.get(&on).filter(|e| e.alive()) {
@@ -529,6 +530,7 @@ pub(super) fn restore_part(
             checkpoint_store: cluster.store.for_executors(name),
             restore: epoch,
             lineage: lineage.clone(),
+            query_digest: query_digest.clone(),
             coordinator: cluster.addr,
             coordinators: None,
             silent_after_ms: None,

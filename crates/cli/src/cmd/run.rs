@@ -212,6 +212,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     // Emptied now that it is this run's alone.
     let events = crate::events::open(args.events.as_deref(), Arc::clone(&stop))?;
     let mut lineage = None;
+    let mut query_digest = None;
     let checkpointing = match prepare_checkpoints(&args, &loaded, remote)? {
         Prepared::None => None,
         Prepared::Finished(epoch) => {
@@ -229,8 +230,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             remove_stale_state_dirs(&loaded, &args.engine);
             return Ok(ExitCode::FAILURE);
         }
-        Prepared::Run(c, l) => {
+        Prepared::Run(c, l, d) => {
             lineage = Some(l);
+            query_digest = Some(d);
             Some(*c)
         }
     };
@@ -298,6 +300,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             network: None,
             end_gate: None,
             lineage,
+            query_digest,
         },
     );
     drop(progress);
@@ -376,8 +379,9 @@ enum Prepared {
     Finished(u64),
     /// No checkpoint can be restored and --from-scratch was not given (reported).
     Unusable,
-    /// Run with these checkpoint settings, in this lineage ([`Store::lineage`]).
-    Run(Box<Checkpointing>, String),
+    /// Run with these checkpoint settings, in this lineage ([`Store::lineage`]), as the query
+    /// of this digest ([`PlanFingerprint::lineage_digest_with`]).
+    Run(Box<Checkpointing>, String, String),
 }
 
 impl RunArgs {
@@ -418,6 +422,13 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
         RecoveryPlan::Finished { .. } | RecoveryPlan::Unusable { .. } => None,
     };
     let fingerprint = plan_fingerprint(loaded, &args.engine)?;
+    // The query and the code it calls: a UDF module edited between two runs makes other rows.
+    let modules = args
+        .udfs
+        .iter()
+        .map(|p| std::fs::read(p).with_context(|| format!("cannot read {}", p.display())))
+        .collect::<Result<Vec<_>>>()?;
+    let digest = fingerprint.lineage_digest_with(&modules);
     // A checkpoint the query cannot resume from is refused before the lineage is taken: a
     // refused run leaves the lineage as it was.
     if let (RecoveryPlan::Restore { .. }, Some(v)) = (&plan, &validated) {
@@ -434,7 +445,7 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
     }
     let lineage = match start {
         Some(start) => {
-            let taken = store.lineage(start, &fingerprint.lineage_digest(), draw_lineage)?;
+            let taken = store.lineage(start, &digest, draw_lineage)?;
             if let LineageDecision::Draw(why) = taken.decision {
                 if let Some(notice) = why.notice() {
                     eprintln!("anduin: {notice} in {}", store.location());
@@ -507,6 +518,7 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
             remote: None,
         }),
         lineage,
+        digest,
     ))
 }
 

@@ -21,6 +21,15 @@
 //! to every fresh start (the sink warns when a fresh lineage meets duplicates). Without
 //! checkpoints no run resumes: each run draws a lineage of its own and writes all its rows.
 //!
+//! A resumed run numbers the rows after its checkpoint as the interrupted run did only if it
+//! makes the same rows: the same query. The checkpoint keeps the digest of the query that took
+//! it (`BuildContext::query_digest`); a run of another query (edited: another filter, another
+//! UDF module) restored from it names the rows after it in [`resumed_lineage`], a lineage of
+//! the checkpoint's lineage, the checkpoint and the new query's digest: two runs of that query
+//! from that checkpoint agree (a run of it killed and started again writes nothing twice),
+//! and no run that made other rows after another position shares its ids (the stream would
+//! drop their rows as duplicates, silently).
+//!
 //! Why not the checkpoint epoch and the row's index within it: barriers come on a timer, so
 //! the rows between two barriers of the resumed run are not those of the interrupted run; a
 //! row would get another id on replay and be stored twice. A count since the lineage's start
@@ -40,6 +49,37 @@ pub(crate) fn message_id(
     row: u64,
 ) -> String {
     format!("{query}/{sink}/{instance}/{lineage}/{row}")
+}
+
+/// The lineage a run restored from checkpoint `epoch` names the rows after it in: the
+/// checkpoint's (`kept`) if the same query took it (`taken_by`, the digest it recorded, equals
+/// `query`), or one derived from the three when the query differs or one of them is unknown
+/// (a checkpoint of an older anduin: deriving writes rows twice at worst, keeping could drop
+/// another query's rows). `query` `None`: the runner does not say, the checkpoint's is kept.
+pub(crate) fn resumed_lineage(
+    kept: &str,
+    taken_by: Option<&str>,
+    query: Option<&str>,
+    epoch: u64,
+) -> String {
+    use sha2::{Digest, Sha256};
+    match query {
+        None => kept.to_string(),
+        Some(q) if taken_by == Some(q) => kept.to_string(),
+        Some(q) => {
+            let mut h = Sha256::new();
+            h.update(kept.as_bytes());
+            h.update([0]);
+            h.update(q.as_bytes());
+            h.update([0]);
+            h.update(epoch.to_le_bytes());
+            h.finalize()
+                .iter()
+                .take(8)
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        }
+    }
 }
 
 /// The lineage of a fresh start with checkpoints when the runner keeps none.
@@ -117,6 +157,33 @@ mod tests {
     #[test]
     fn a_rows_id_names_query_sink_instance_lineage_and_row() {
         assert_eq!(message_id("q", "out", 1, "00ff", 7), "q/out/1/00ff/7");
+    }
+
+    #[test]
+    fn a_resumed_run_keeps_the_checkpoints_lineage_only_for_the_query_that_took_it() {
+        // Issue 19: an edited query resumed from a checkpoint, or from an older one after a
+        // run of it from a newer one, gave other rows the ids of stored ones.
+        assert_eq!(resumed_lineage("3f9c", Some("q1"), Some("q1"), 8), "3f9c");
+        assert_eq!(resumed_lineage("3f9c", Some("q1"), None, 8), "3f9c");
+        let edited = resumed_lineage("3f9c", Some("q1"), Some("q2"), 8);
+        assert_ne!(edited, "3f9c");
+        assert_eq!(edited.len(), 16);
+        assert_eq!(
+            resumed_lineage("3f9c", Some("q1"), Some("q2"), 8),
+            edited,
+            "two runs of the edited query from one checkpoint agree"
+        );
+        assert_ne!(
+            resumed_lineage("3f9c", Some("q1"), Some("q2"), 7),
+            edited,
+            "from another checkpoint, other ids"
+        );
+        assert_ne!(resumed_lineage("3f9c", Some("q1"), Some("q3"), 8), edited);
+        assert_ne!(
+            resumed_lineage("3f9c", None, Some("q1"), 8),
+            "3f9c",
+            "taken by an unknown query"
+        );
     }
 
     #[test]

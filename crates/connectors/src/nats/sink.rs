@@ -22,7 +22,7 @@ use async_nats::jetstream::context::PublishAckFuture;
 use async_nats::jetstream::message::PublishMessage;
 
 use super::connection::Connection;
-use super::dedup::{check_window, fresh_lineage, message_id, WindowCheck};
+use super::dedup::{check_window, fresh_lineage, message_id, resumed_lineage, WindowCheck};
 use super::error::NatsError;
 use crate::kafka::encode::RowEncoder;
 
@@ -53,6 +53,10 @@ struct Inline {
     lineage: String,
     /// The rows received before the checkpoint: the number of the next one.
     next_row: u64,
+    /// The digest of the query that took the checkpoint (`BuildContext::query_digest`);
+    /// `None` in a checkpoint of an older anduin, or from a runner that does not say.
+    #[serde(default)]
+    query: Option<String>,
 }
 
 /// Rows stored and rows the stream dropped as duplicates.
@@ -71,11 +75,13 @@ pub(crate) struct NatsSink {
     query: String,
     instance: usize,
     lineage: String,
-    /// Whether the lineage is the runner's (`BuildContext::lineage`): a restore keeps it
-    /// rather than the checkpoint's, which the runner replaces when the query changed.
-    runners: bool,
+    /// The digest of the query as it runs, and the checkpoint it was restored from.
+    digest: Option<String>,
+    restore_epoch: u64,
     /// Whether the lineage began with this run (no restore).
     fresh: bool,
+    /// Whether it said that a fresh start met duplicates.
+    warned: bool,
     next_row: u64,
     /// Publishes not yet acknowledged, in order.
     pending: Vec<PublishAckFuture>,
@@ -120,8 +126,10 @@ impl NatsSink {
             query: ctx.query.as_deref().unwrap_or("query").to_string(),
             instance: ctx.instance,
             lineage: fresh_lineage(exactly_once, ctx.lineage.as_deref()),
-            runners: exactly_once && ctx.lineage.is_some(),
+            digest: ctx.query_digest.as_deref().map(String::from),
+            restore_epoch: ctx.restore_epoch.map_or(0, |e| e.0),
             fresh: true,
+            warned: false,
             next_row: 0,
             pending: Vec::new(),
             acked: Acked::default(),
@@ -176,13 +184,19 @@ impl NatsSink {
             acked,
             ..
         } = self;
-        let before = acked.duplicates;
         conn.block_on(drain(pending, acked, config))
             .map_err(|e| e.for_operator(&config.name))?;
-        if self.fresh && before == 0 && self.acked.duplicates > 0 {
+        self.warn_once();
+        Ok(())
+    }
+
+    /// Says once that a fresh start met duplicates (they are counted as acknowledgements are
+    /// awaited, in bulk while publishing and at a flush).
+    fn warn_once(&mut self) {
+        if self.fresh && !self.warned && self.acked.duplicates > 0 {
+            self.warned = true;
             tracing::warn!(operator = %self.config.name, stream = %self.config.stream, "this run started afresh, and the stream already held rows with its message ids (an earlier run of this query within the duplicate window): it keeps those and drops these. Expected after a run killed before its first checkpoint; if this run started over on purpose, give it another --name or wait out the window");
         }
-        Ok(())
     }
 }
 
@@ -240,7 +254,9 @@ impl Operator for NatsSink {
         _out: &mut dyn Collector,
     ) -> Result<(), OperatorError> {
         let values = self.encoder.rows(&batch);
-        self.publish(values).map_err(|e| self.error(e))
+        self.publish(values).map_err(|e| self.error(e))?;
+        self.warn_once();
+        Ok(())
     }
 
     fn is_stateless(&self) -> bool {
@@ -252,6 +268,7 @@ impl Operator for NatsSink {
         let inline = Inline {
             lineage: self.lineage.clone(),
             next_row: self.next_row,
+            query: self.digest.clone(),
         };
         out.inline_typed(&self.config.name, &inline)
     }
@@ -260,13 +277,15 @@ impl Operator for NatsSink {
         let inline: Inline = state.inline_as(&self.config.name)?;
         // At least once, a resumed run keeps the lineage it drew: the rows after the
         // checkpoint, in whatever order they come, are written again under new ids. Exactly
-        // once, it numbers them on from the checkpoint's count, in the runner's lineage when
-        // it keeps one: the checkpoint's, or another when the query changed since it was
-        // drawn (the rows after the checkpoint are other rows: `anduin_checkpoint::lineage`).
+        // once, it numbers them on from the checkpoint's count, in the checkpoint's lineage if
+        // the same query took it, else in one of their own (`resumed_lineage`).
         if self.config.exactly_once {
-            if !self.runners {
-                self.lineage = inline.lineage;
-            }
+            self.lineage = resumed_lineage(
+                &inline.lineage,
+                inline.query.as_deref(),
+                self.digest.as_deref(),
+                self.restore_epoch,
+            );
             self.fresh = false;
             self.next_row = inline.next_row;
         }

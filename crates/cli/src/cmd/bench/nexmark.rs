@@ -230,6 +230,7 @@ fn measure(loaded: &Loaded, args: &NexmarkArgs) -> Result<Measurement> {
                     network: None,
                     end_gate: None,
                     lineage: None,
+                    query_digest: None,
                 },
             )
         })

@@ -68,6 +68,7 @@ pub fn dump(dir: &Path, vars: &[(String, String)], engine: &EngineArgs) -> Resul
             network: None,
             end_gate: None,
             lineage: None,
+            query_digest: None,
         },
     )
     .context("the nexmark dump failed")?;

@@ -1,0 +1,118 @@
+//! An exactly-once NATS sink names each row by its place in the order the rows reach it, so a
+//! run started again from a checkpoint must make the same rows after it. A window over
+//! processing time, or a filter following a control stream without `time` (its changes apply
+//! to whichever rows come when they arrive), makes other rows in another run: they would get
+//! the ids of the rows written before and be dropped as duplicates, silently. Such a query is
+//! refused before it runs, naming the operator and what to do; `delivery = 'at-least-once'`
+//! lifts it.
+
+use crate::common;
+
+use common::anduin;
+
+const SINK: &str = r#"
+operator name = "out", type = "nats" {
+  input name = "${INPUT}"
+  param server = "nats://127.0.0.1:4222"
+  param stream = "OUT"
+  param subject = "out"
+  ${DELIVERY}
+}
+"#;
+
+const PROCESSING_TIME: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 1000
+  output name = "events", type = "Event"
+}
+operator name = "stamp", type = "map" {
+  input name = "events"
+  param columns = "sensor, PROCTIME() AS pt"
+  output name = "stamped"
+}
+operator name = "w", type = "window" {
+  input name = "stamped"
+  param kind = "tumbling"
+  param size = "100ms"
+  param time = "pt"
+  param time_kind = "processing"
+  param keys = "sensor"
+  param aggregates = "COUNT(*) AS n"
+  output name = "counts"
+}
+"#;
+
+const CONTROL_WITHOUT_TIME: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+type name = "Change" {
+  column name = "operator", type = "string"
+  column name = "param", type = "string"
+  column name = "value", type = "string"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 1000
+  output name = "events", type = "Event"
+}
+operator name = "changes", type = "reader" {
+  param path = "changes.csv"
+  output name = "changeRows", type = "Change"
+}
+operator name = "low", type = "filter" {
+  input name = "events"
+  control name = "changeRows"
+  param condition = "value < 42"
+  output name = "kept", type = "Event"
+}
+"#;
+
+fn check(query: &str, input: &str, delivery: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        "{query}{}",
+        SINK.replace("${INPUT}", input)
+            .replace("${DELIVERY}", delivery)
+    );
+    std::fs::write(dir.path().join("q.flow"), text).expect("query");
+    std::fs::write(dir.path().join("changes.csv"), "").expect("changes");
+    let out = anduin(dir.path(), &["check", "q.flow"]);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_nats_sink_after_operators_whose_rows_depend_on_timing_is_refused_unless_at_least_once() {
+    let (code, stderr) = check(PROCESSING_TIME, "counts", "");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(r#"operator "out" (a NATS sink, exactly once)"#)
+            && stderr.contains(r#"window "w" groups rows by processing time"#)
+            && stderr.contains("Window by event time")
+            && stderr.contains(r#"delivery = "at-least-once""#),
+        "{stderr}"
+    );
+    let (code, stderr) = check(CONTROL_WITHOUT_TIME, "kept", "");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            r#"filter "low" applies the changes of control stream "changeRows" as they arrive"#
+        ) && stderr.contains("Give the control input a `time` column"),
+        "{stderr}"
+    );
+    for query in [(PROCESSING_TIME, "counts"), (CONTROL_WITHOUT_TIME, "kept")] {
+        let (code, stderr) = check(query.0, query.1, r#"param delivery = "at-least-once""#);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+}
