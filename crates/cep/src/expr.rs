@@ -629,6 +629,7 @@ pub(super) fn column(
             ))
         }
     };
+    let qualifier = var;
     let var = var.map(|v| selector(v, s)).transpose()?;
     let col = s
         .columns
@@ -636,11 +637,21 @@ pub(super) fn column(
         .position(|(n, _)| *n == name.value)
         .ok_or_else(|| {
             let names: Vec<&str> = s.columns.iter().map(|(n, _)| n.as_str()).collect();
+            let written = match qualifier {
+                Some(v) => format!("`{}` in `{}.{}`", name.value, v.value, name.value),
+                None => format!("`{}`", name.value),
+            };
+            // Column names are case-sensitive, variables' names are not.
+            let hint = names
+                .iter()
+                .find(|n| n.eq_ignore_ascii_case(&name.value))
+                .map_or(String::new(), |n| {
+                    format!(" (column names are case-sensitive: write `{n}`)")
+                });
             at(
                 name.span,
                 format!(
-                    "unknown column `{}`: the input has {}",
-                    name.value,
+                    "unknown column {written}: the input has {}{hint}",
                     names.join(", ")
                 ),
             )

@@ -640,6 +640,12 @@ fn subsets(text: &str, vars: &[String]) -> Result<Vec<(String, u64)>, String> {
         if out.iter().any(|(n, _)| *n == union) {
             return Err(format!("`{union}` is defined twice"));
         }
+        if inside.trim().is_empty() {
+            return Err(format!(
+                "`{union} = ()` names no variable: list the pattern's variables it stands for, such as `{union} = (A, B)` (the pattern has {})",
+                vars.join(", ")
+            ));
+        }
         let mut mask = 0u64;
         for member in inside.split(',') {
             let m = name(member)?;

@@ -28,6 +28,8 @@ mod handoff;
 mod memory_tests;
 #[cfg(test)]
 mod shed_tests;
+#[cfg(test)]
+mod stop_tests;
 mod sweep;
 #[cfg(test)]
 mod sweep_tests;
@@ -55,7 +57,7 @@ use anduin_operator_api::keys::KeyEncoder;
 use anduin_operator_api::null_time::reject_null_times;
 use anduin_operator_api::{
     BuildContext, Collector, ControlError, DeadLetter, Handed, KeyGroupsGiven, Operator,
-    OperatorError, RestoreIn, RowErrors, SnapshotOut, SpreadRole,
+    OperatorError, RestoreIn, RowErrors, SnapshotOut, SpreadRole, StopDeadline,
 };
 use sweep::Sweep;
 use waiting::{Pending, Waiting};
@@ -115,6 +117,23 @@ fn rows_fit(written: Option<&[usize]>, cells_of: &[usize], columns: usize) -> Re
     ))
 }
 
+/// Whether [`PatternOp::release`] fed every row it was to feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fed {
+    /// Every row before the watermark (every row, at the end).
+    All,
+    /// It gave up after a stop (see [`PatternOp::deadline`]): the rows not fed still wait,
+    /// each partition is whole (as if the input had ended at the last row fed).
+    GaveUp,
+}
+
+/// Whether [`PatternOp::release`] may give up after a stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnStop {
+    GiveUp,
+    Finish,
+}
+
 /// A running `pattern` operator.
 pub(crate) struct PatternOp {
     setup: Arc<Setup>,
@@ -148,6 +167,17 @@ pub(crate) struct PatternOp {
     figures: Figures,
     /// Its role among the copies that spread partial matches (`None`: it never took part).
     role: Option<SpreadRole>,
+    /// When it gives up feeding rows after the run was asked to stop: a pattern whose
+    /// partial matches pile up can take minutes over the rows read (issue 18, M3: an hour
+    /// after a SIGTERM), and a row fed costs every partial match of its partition. It checks
+    /// between rows, where each partition is whole.
+    deadline: StopDeadline,
+    /// Whether the run takes checkpoints: the end of the input is then its end for good (a
+    /// stopped run is not ended, it resumes), and the rows read are all fed.
+    checkpointing: bool,
+    /// Rows read that it gave up matching at the end of a stopped run (the `given_up_rows`
+    /// metric, there only when not 0: the run's last words say so).
+    given_up: u64,
     /// Tests: how many partitions watermarks visited, and whether a watermark visits every
     /// partition with a partial match (as before the queue of deadlines) instead of the
     /// queued ones: what the queue must agree with.
@@ -258,6 +288,9 @@ impl PatternOp {
             timeouts: Vec::new(),
             figures: Figures::default(),
             role: None,
+            deadline: StopDeadline::new(ctx.stop.clone(), Arc::clone(&ctx.clock)),
+            checkpointing: ctx.checkpointing,
+            given_up: 0,
             #[cfg(test)]
             visits: 0,
             #[cfg(test)]
@@ -327,7 +360,14 @@ impl PatternOp {
     /// event time, then by the tie-breakers of `order_by`, then in arrival order. At the
     /// `end` of the input, as it feeds them it forgets the partitions whose partial matches
     /// have ended with nothing to report and which no row to come reaches (see `sweep.rs`).
-    fn release(&mut self, watermark: Option<i64>, end: bool) -> Result<(), OperatorError> {
+    /// Where `on_stop` lets it, it gives up between two rows once the run has been asked to
+    /// stop for [`anduin_operator_api::GRACE`] (see [`PatternOp::deadline`]).
+    fn release(
+        &mut self,
+        watermark: Option<i64>,
+        end: bool,
+        on_stop: OnStop,
+    ) -> Result<Fed, OperatorError> {
         let setup = Arc::clone(&self.setup);
         let width = self.row_width();
         let sweeps = end
@@ -339,8 +379,13 @@ impl PatternOp {
         let sweeps = sweeps && !self.no_sweep;
         let mut sweep =
             sweeps.then(|| Sweep::new(self.pending.len(), self.pending.iter().map(|p| &p.key)));
+        let mut fed = Fed::All;
         while let Some(p) = self.pending.peek() {
             if watermark.is_some_and(|w| p.ts >= w) {
+                break;
+            }
+            if on_stop == OnStop::GiveUp && self.deadline.passed() {
+                fed = Fed::GaveUp;
                 break;
             }
             if let Some(sweep) = &mut sweep {
@@ -385,7 +430,7 @@ impl PatternOp {
         if let Some(sweep) = sweep {
             self.store.requeue(sweep.aside);
         }
-        Ok(())
+        Ok(fed)
     }
 
     /// How many cells a row fed to a partition gets: those something reads when the others
@@ -489,6 +534,15 @@ impl PatternOp {
         Ok(())
     }
 
+    /// The time up to which every row has been fed to its partition: the watermark, or the
+    /// earliest row a stop gave up feeding behind it (it and the rows after it are still to
+    /// come: a partial match whose time bound has not passed it may take them).
+    fn fed_to(&self) -> i64 {
+        self.pending
+            .peek()
+            .map_or(self.watermark, |p| p.ts.min(self.watermark))
+    }
+
     /// Ends the attempts whose time bound has passed: those of the partitions queued by
     /// then (see `store/deadlines.rs`), each queued again at its next bound.
     fn advance(&mut self, watermark: i64) -> Result<(), OperatorError> {
@@ -559,9 +613,27 @@ impl PatternOp {
     /// The input is over (read to its end, or ended): every row waiting for the watermark is
     /// matched, the attempts end (those waiting at `$` complete, the others fail), and what
     /// they found goes out. Finds nothing to do when called again.
+    ///
+    /// Without checkpoints, a run asked to stop gives up feeding the rows still waiting a
+    /// [`anduin_operator_api::GRACE`] later: the partial matches end as if the input had
+    /// ended at the last row fed, and the rows not fed are dropped, said in a warning.
     fn finish_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
         self.take_effect(out)?;
-        self.release(None, true)?;
+        let on_stop = if self.checkpointing {
+            OnStop::Finish
+        } else {
+            OnStop::GiveUp
+        };
+        if self.release(None, true, on_stop)? == Fed::GaveUp {
+            tracing::warn!(
+                operator = %self.setup.name,
+                rows = self.pending.len(),
+                "the run was asked to stop: the pattern gave up matching the rows still waiting {}s later; its output lacks their matches",
+                anduin_operator_api::GRACE.as_secs()
+            );
+            self.given_up += self.pending.len() as u64;
+            self.pending.clear();
+        }
         self.advance(i64::MAX)?;
         let setup = Arc::clone(&self.setup);
         for part in self.store.all_live() {
@@ -607,7 +679,8 @@ impl PatternOp {
         let Some(next) = self.next.take() else {
             return Ok(());
         };
-        self.release(None, false)?;
+        // The rows before the switch are the old definition's: all of them are fed.
+        self.release(None, false, OnStop::Finish)?;
         let old = Arc::clone(&self.setup);
         for part in self.store.all_live() {
             part.finish(&old.pattern, &mut self.outcomes);
@@ -665,8 +738,13 @@ impl PatternOp {
     /// after the last.
     fn settle(&mut self, loaded: Loaded) -> Result<(), OperatorError> {
         let pattern = &self.setup.pattern;
-        let (watermark, outcomes, figures) =
-            (self.watermark, &mut self.outcomes, &mut self.figures);
+        // Rows a stop gave up wait behind the watermark (in the checkpoint too): the
+        // partitions were fed up to the earliest of them (see [`PatternOp::fed_to`]).
+        let earliest = (loaded.waiting.iter().map(|(_, _, row)| row.ts))
+            .chain(self.pending.peek().map(|p| p.ts))
+            .min();
+        let watermark = earliest.map_or(self.watermark, |t| t.min(self.watermark));
+        let (outcomes, figures) = (&mut self.outcomes, &mut self.figures);
         self.store.each_of(&loaded.partitions, |part| {
             part.advance(pattern, watermark, outcomes);
             debug_assert!(outcomes.is_empty(), "a restore reports nothing again");
@@ -786,13 +864,21 @@ impl Operator for PatternOp {
                 // it for late, and a lookup join whose side this is for a row after the end).
                 self.finish_input(out)?;
             } else {
-                self.release(Some(watermark.0), false)?;
-                self.advance(watermark.0)?;
+                // Given up after a stop, the rows not fed wait on (a last checkpoint keeps
+                // them), and the time bounds they could still meet do not end.
+                self.release(Some(watermark.0), false, OnStop::GiveUp)?;
+                self.advance(self.fed_to())?;
                 self.flush(out)?;
             }
             self.store
                 .spill()
                 .map_err(|e| store_error(&self.setup.name, e))?;
+        }
+        // Rows behind the watermark wait only when a stop gave up feeding them (also in the
+        // checkpoint this run resumed from): their matches are still to come, and the
+        // watermark does not go on past them.
+        if self.pending.peek().is_some_and(|p| p.ts < self.watermark) {
+            return Ok(Some(Watermark(self.forwarded)));
         }
         // A match is emitted up to `within` after its first row: hold the watermark back by
         // that much so that downstream event-time operators do not see its times as late.
@@ -1011,6 +1097,9 @@ impl Operator for PatternOp {
             ),
             ("peak_waiting_rows", f.peak_pending as u64),
         ];
+        if self.given_up > 0 {
+            figures.push(("given_up_rows", self.given_up));
+        }
         // What spreading asks for, beside what it is measured against.
         if let Some(o) = &self.setup.overflow {
             match o.stage_age_ms {

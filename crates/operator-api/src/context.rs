@@ -7,6 +7,7 @@ use anduin_state::RunStateDir;
 use anduin_types::{SharedClock, SystemClock};
 
 use crate::dead_letter::DeadLetter;
+use crate::stop::StopRequest;
 use crate::{Operator, OperatorError, Source};
 
 /// What an instance is built with.
@@ -52,6 +53,10 @@ pub struct BuildContext {
     /// The run's clock: a source paced to a rate reads the time from it (the runtime sets
     /// its `RunConfig::clock`).
     pub clock: SharedClock,
+    /// Whether the run was asked to stop (the runtime sets its `RunConfig::stop`): an
+    /// operator whose work can go on for long gives it up [`crate::GRACE`] after (see
+    /// [`crate::StopDeadline`]).
+    pub stop: StopRequest,
 }
 
 impl Default for BuildContext {
@@ -69,6 +74,7 @@ impl Default for BuildContext {
             query_file: None,
             query: None,
             clock: Arc::new(SystemClock),
+            stop: StopRequest::default(),
         }
     }
 }

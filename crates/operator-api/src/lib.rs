@@ -31,6 +31,7 @@ pub mod rescale;
 mod row_errors;
 mod source;
 pub mod spread;
+mod stop;
 
 pub use checkpointing::{RestoreIn, SnapshotOut};
 pub use context::{Bound, BuildContext, OperatorFactory, SourceFactory};
@@ -50,3 +51,4 @@ pub use row_errors::{
 };
 pub use source::{Source, SourcePoll};
 pub use spread::{Handed, SpreadRole};
+pub use stop::{StopDeadline, StopRequest, GRACE};

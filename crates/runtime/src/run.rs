@@ -105,9 +105,10 @@ pub fn run(
         Some((w, r)) => (Some(w), Some(r)),
         None => (None, None),
     };
-    // Every instance reads the run's clock.
+    // Every instance reads the run's clock, and sees its stop.
     let ctx = BuildContext {
         clock: Arc::clone(&config.clock),
+        stop: anduin_operator_api::StopRequest::new(Arc::clone(&config.stop)),
         ..ctx.clone()
     };
     // Tasks split while the query runs in an embedded run and in a cluster's executor, each

@@ -94,9 +94,9 @@ impl Drop for Removed {
 
 /// A checkpoint in memory: the manifest's inline value and one full snapshot.
 #[derive(Default)]
-struct Memory {
-    inline: Option<serde_json::Value>,
-    bytes: Vec<u8>,
+pub(super) struct Memory {
+    pub(super) inline: Option<serde_json::Value>,
+    pub(super) bytes: Vec<u8>,
 }
 
 impl SnapshotOut for Memory {

@@ -11,7 +11,7 @@ use super::super::compile;
 use super::PatternOp;
 
 /// Event time (ms), sensor, value.
-fn schema() -> SchemaRef {
+pub(super) fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("ts", DataType::Int64, true),
         Field::new("sensor", DataType::Int64, true),
@@ -69,6 +69,11 @@ pub(super) fn pattern(params: &str) -> PatternOp {
 /// A pattern over stream `s` of `schema`, ordered by its column `ts`, with `params`, as
 /// [`pattern`] makes one.
 pub(super) fn pattern_over(schema: SchemaRef, params: &str) -> PatternOp {
+    pattern_built(schema, params, &BuildContext::default())
+}
+
+/// A pattern as [`pattern_over`] makes one, built with `ctx`.
+pub(super) fn pattern_built(schema: SchemaRef, params: &str, ctx: &BuildContext) -> PatternOp {
     let late = if params.contains("timeout_output") {
         "  output name = \"late\"\n"
     } else {
@@ -80,7 +85,7 @@ pub(super) fn pattern_over(schema: SchemaRef, params: &str) -> PatternOp {
     let spec = anduin_spec::parse_flow(&src).expect("parses");
     let def = spec.operators.into_iter().next().expect("one operator");
     let setup = compile(&def, &[("s", schema)]).unwrap_or_else(|e| panic!("compiles: {e:?}"));
-    PatternOp::new(Arc::new(setup), &BuildContext::default()).expect("builds")
+    PatternOp::new(Arc::new(setup), ctx).expect("builds")
 }
 
 /// Rows and the watermark after them, batch by batch.

@@ -327,9 +327,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         return Err(failure);
     }
     if summary.stopped {
+        let done = processed(&summary);
         let Some(by) = signals.received() else {
             eprintln!(
-                "anduin: stopped through the API (anduin ctl stop); everything read so far was processed and written{}",
+                "anduin: stopped through the API (anduin ctl stop); {done}{}",
                 if args.checkpoint_store.is_some() {
                     "; run it again with the same --checkpoint-store to resume"
                 } else {
@@ -338,10 +339,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             );
             return Ok(ExitCode::SUCCESS);
         };
-        eprintln!(
-            "anduin: stopped by {}; everything read so far was processed and written",
-            by.describe()
-        );
+        eprintln!("anduin: stopped by {}; {done}", by.describe());
         return Ok(ExitCode::from(by.exit_code()));
     }
     Ok(ExitCode::SUCCESS)
@@ -576,4 +574,25 @@ fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {
         eprintln!("anduin: no malformed records");
     }
     report_rejects(dead_letter);
+}
+
+/// What a stopped run did with the rows it read: all processed and written, unless an
+/// operator still busy with them a second after the stop gave some up (a `pattern`'s
+/// `given_up_rows`).
+fn processed(summary: &anduin_runtime::RunSummary) -> String {
+    let given_up: Vec<String> = summary
+        .operators
+        .iter()
+        .filter_map(|o| {
+            let (_, n) = o.metrics.iter().find(|(m, _)| m == "given_up_rows")?;
+            (*n > 0).then(|| format!("`{}` gave up matching {n} of them", o.name))
+        })
+        .collect();
+    if given_up.is_empty() {
+        return "everything read so far was processed and written".to_string();
+    }
+    format!(
+        "everything read so far was written but for what was still being matched a second after the stop: {} (their matches are missing)",
+        given_up.join(", ")
+    )
 }

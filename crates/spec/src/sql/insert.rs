@@ -151,8 +151,20 @@ pub(super) fn plain_select(q: &Query) -> Result<&Select, Diagnostic> {
     if q.with.is_some() {
         return Err(unsupported(at, "WITH (common table expressions)"));
     }
-    if q.order_by.is_some() {
-        return Err(unsupported(at, "ORDER BY on a stream"));
+    if let Some(o) = &q.order_by {
+        // At its first key (sqlparser keeps no place for the keyword), not at the SELECT.
+        let start = o.span().start;
+        return Err(Diagnostic::error(
+            if start.line > 0 { pos(start) } else { at },
+            format!(
+                "`{o}` after the SELECT is not supported: a stream's rows go out as they are computed, and it has no end to sort them at; leave it out (and sort the output afterwards: `sort` or a batch tool){}",
+                if has_match_recognize(q) {
+                    " — MATCH_RECOGNIZE orders the rows it matches with the ORDER BY inside its parentheses"
+                } else {
+                    ""
+                }
+            ),
+        ));
     }
     if q.limit_clause.is_some() || q.fetch.is_some() {
         return Err(unsupported(at, "LIMIT on a stream"));
@@ -164,6 +176,16 @@ pub(super) fn plain_select(q: &Query) -> Result<&Select, Diagnostic> {
             "a query other than SELECT … FROM … (UNION, VALUES, …)",
         )),
     }
+}
+
+/// Whether the SELECT of `q` reads from a MATCH_RECOGNIZE.
+fn has_match_recognize(q: &Query) -> bool {
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return false;
+    };
+    s.from
+        .iter()
+        .any(|t| matches!(t.relation, TableFactor::MatchRecognize { .. }))
 }
 
 /// `e` without the parentheses around it: `(x)` as `x`.

@@ -174,6 +174,16 @@ pub(super) fn lower(
     let mut ordered = vec![time.as_str().to_string()];
     let mut order_items = vec![time];
     for (e, desc, nulls_first) in ties {
+        if name_of(e).is_none() {
+            return Err(Diagnostic::error(
+                pos(e.span().start),
+                format!(
+                    "MATCH_RECOGNIZE's ORDER BY takes columns, not the expression `{e}`: the event time, then tie-breaker columns, each with ASC or DESC and NULLS FIRST or LAST; compute it as a column of the input, `FROM (SELECT *, {e} AS k FROM {}) MATCH_RECOGNIZE (… ORDER BY {}, k …)`",
+                    if raw.input.is_none() { stream.as_str() } else { "(…)" },
+                    ordered[0]
+                ),
+            ));
+        }
         let tie = col(e, "ORDER BY")?;
         ordered.push(tie.as_str().to_string());
         let mut item = vec![tie];

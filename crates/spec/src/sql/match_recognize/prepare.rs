@@ -105,7 +105,12 @@ pub(crate) fn prepare(src: &str, dialect: &dyn Dialect) -> Result<Prepared, Diag
             }
         };
         let Some(close) = closing(&toks, i + 1) else {
-            break; // unbalanced: the parser says where
+            // Unbalanced: a clause inside a `(` left open says which; else the parser says
+            // where.
+            if let Some(d) = unclosed(&toks, i + 1) {
+                diags.push(d);
+            }
+            break;
         };
         match scan(&toks[i..=close], &mut blanks) {
             Ok(Some(mut m)) => {
@@ -161,6 +166,88 @@ fn closing(toks: &[TokenWithSpan], open: usize) -> Option<usize> {
     None
 }
 
+/// The clause keywords that never stand inside an expression: one found inside a `(` of the
+/// body shows that `(` left open.
+const OPENING: [&str; 5] = ["DEFINE", "PATTERN", "MEASURES", "SUBSET", "PARTITION"];
+
+/// In a `MATCH_RECOGNIZE (` at `open` whose parentheses do not balance: the `(` left open
+/// before the first clause keyword found inside one (`PATTERN (A (B) DEFINE …`).
+fn unclosed(toks: &[TokenWithSpan], open: usize) -> Option<Diagnostic> {
+    let mut opened: Vec<(usize, &TokenWithSpan)> = Vec::new();
+    for (j, t) in toks.iter().enumerate().skip(open) {
+        match t.token {
+            Token::LParen => opened.push((j, t)),
+            Token::RParen => {
+                opened.pop();
+            }
+            _ => {}
+        }
+        let [_, .., (at, left)] = opened.as_slice() else {
+            continue;
+        };
+        let Some(word) = OPENING.iter().find(|w| is_word(t, w)) else {
+            continue;
+        };
+        let of = at
+            .checked_sub(1)
+            .and_then(|k| toks.get(k))
+            .filter(|b| OPENING.iter().any(|w| is_word(b, w)))
+            .map_or(String::new(), |b| format!(" of {}", b.token));
+        return Some(Diagnostic::error(
+            pos(left.span.start),
+            format!(
+                "this `(`{of} is not closed before {word} (at {}:{}): MATCH_RECOGNIZE's clauses come one after the other, each `(` closed by a `)` before the next",
+                t.span.start.line, t.span.start.column
+            ),
+        ));
+    }
+    None
+}
+
+/// The word at body index `j` (at depth 0), if it is one.
+fn word_at(body: &[DepthToken], j: usize) -> Option<&TokenWithSpan> {
+    body.get(j)
+        .filter(|b| b.depth == 0 && matches!(b.tok.token, Token::Word(_)))
+        .map(|b| &b.tok)
+}
+
+/// Clauses sqlparser would only say it expected `PATTERN` at: `ONE ROW PER MATCHES`, and
+/// the standard's `INITIAL` / `SEEK` before `PATTERN`.
+fn misworded(body: &[DepthToken], j: usize) -> Option<Diagnostic> {
+    let top = |k: usize, w: &str| word_at(body, k).is_some_and(|t| is_word(t, w));
+    let one = top(j, "ONE") && top(j + 1, "ROW");
+    let all = top(j, "ALL") && top(j + 1, "ROWS");
+    if (one || all) && top(j + 2, "PER") && !top(j + 3, "MATCH") {
+        let wrong = body.get(j + 3)?;
+        let rows = if one { "ONE ROW" } else { "ALL ROWS" };
+        return Some(Diagnostic::error(
+            pos(wrong.tok.span.start),
+            format!(
+                "`{rows} PER {}` is not a clause of MATCH_RECOGNIZE: write ONE ROW PER MATCH, or ALL ROWS PER MATCH [SHOW EMPTY MATCHES | OMIT EMPTY MATCHES | WITH UNMATCHED ROWS]",
+                wrong.tok.token
+            ),
+        ));
+    }
+    for (w, what) in [
+        (
+            "INITIAL",
+            "every match already starts at the row its attempt starts at, as INITIAL asks",
+        ),
+        (
+            "SEEK",
+            "a match starts at the row its attempt starts at, never at a later one",
+        ),
+    ] {
+        if top(j, w) && top(j + 1, "PATTERN") {
+            return Some(Diagnostic::error(
+                pos(body[j].tok.span.start),
+                format!("{w} before PATTERN is not supported in MATCH_RECOGNIZE ({what}): leave {w} out"),
+            ));
+        }
+    }
+    None
+}
+
 /// One `MATCH_RECOGNIZE ( … )`: `toks` runs from the keyword to the closing parenthesis.
 /// `None` when it has no `PATTERN (…)` (the parser reports that).
 fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatch>, Diagnostic> {
@@ -180,6 +267,9 @@ fn scan(toks: &[TokenWithSpan], blanks: &mut Vec<Span>) -> Result<Option<RawMatc
     let mut j = 0;
     while j < body.len() {
         let b = &body[j];
+        if let Some(d) = misworded(&body, j) {
+            return Err(d);
+        }
         if top(j, "SUBSET") {
             let stop = (j + 1..body.len())
                 .find(|&k| CLAUSES.iter().any(|c| *c != "SUBSET" && top(k, c)))
