@@ -178,12 +178,7 @@ fn same(a: &Expr, b: &Expr, inner: &Select) -> bool {
         return true;
     }
     let single = matches!(inner.from.as_slice(), [f] if f.joins.is_empty());
-    let column = |e: &Expr| {
-        matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
-            .then(|| name_of(e))
-            .flatten()
-    };
-    single && column(a).is_some() && column(a) == column(b)
+    single && name_of(a).is_some() && name_of(a) == name_of(b)
 }
 
 /// The names the select list of `inner` gives its columns, but `*`'s.
@@ -238,12 +233,7 @@ fn over_column(
             // column of `*`, which a join may rename) takes that name.
             SelectItem::UnnamedExpr(x) if !wildcard && same(x, e, inner) => {
                 if let Some(n) = name_of(unnested(x)).filter(|n| alone(n)) {
-                    if matches!(
-                        unnested(x),
-                        Expr::Identifier(_) | Expr::CompoundIdentifier(_)
-                    ) {
-                        return Ok(n);
-                    }
+                    return Ok(n);
                 }
             }
             _ => {}
@@ -255,10 +245,8 @@ fn over_column(
         .projection
         .iter()
         .any(|i| matches!(i, SelectItem::Wildcard(_)));
-    if let (Some(n), true) = (name_of(e), star && single) {
-        if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) && !names.contains(&n) {
-            return Ok(n);
-        }
+    if let Some(n) = name_of(e).filter(|n| star && single && !names.contains(n)) {
+        return Ok(n);
     }
     // Computed in the subquery, once per expression: one aggregate call at most, as the
     // select list of a GROUP BY takes.
