@@ -53,7 +53,7 @@ impl Mode {
         if mode != "append" && data_columns(schema).iter().any(|c| c == OP_COLUMN) {
             return Err((
                 "mode",
-                format!("the input has a column named `{OP_COLUMN}`, the name of the change column a {mode} output writes first: rename that column (AS …)"),
+                format!("the input has a column named `{OP_COLUMN}`, the name of the change column {} {mode} output writes first: rename that column (AS …)", if mode == "upsert" { "an" } else { "a" }),
             ));
         }
         match mode {
@@ -202,7 +202,7 @@ fn identifies_rows(key: &[usize], schema: &Schema) -> Result<(), (&'static str, 
     }
     let Some(row_key) = row_key(schema) else {
         let why = anduin_types::no_row_key(schema).unwrap_or(
-            "the columns of the GROUP BY that makes the stream updating must reach the writer as they are (not computed over, not dropped); keep them in the SELECT, or write with mode = 'changelog'",
+            "the operators before the writer do not say which columns identify the rows of the updating stream (as a GROUP BY's grouping columns or a top-N's partition columns do, when they reach the writer as they are: not computed over, not dropped); write with mode = 'changelog'",
         );
         return Err((
             "primary_key",

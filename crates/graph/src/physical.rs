@@ -63,6 +63,26 @@ pub enum PlanError {
         /// What would not.
         fix: String,
     },
+    /// An upsert sink reads, through operators that keep its rows as they are, a regular
+    /// join run as several instances whose key is not determined by the row keys of its
+    /// inputs: a row whose join key changes is retracted by the instance of its old key and
+    /// added by that of its new one, which reach the sink in either order, and a `-U` the
+    /// sink meets after its `+U` deletes the key.
+    #[error("operator \"{sink}\" writes upserts by key, but its rows come from {instances} instances of the regular join \"{join}\", whose key ({key}) is not one of the columns that identify the rows of its input \"{input}\" (a value of an aggregate or any column that can change for a row): a row whose {column} changes is retracted by one instance and added again by another, the two reach the sink in either order, and a retraction after the addition would delete the key. Write with mode = 'changelog' (a changelog folds right as a multiset whatever the order), or run the join as one instance (`--parallelism 1`, or `param parallelism = 1` on \"{join}\" in .flow)")]
+    UpsertAfterMovingJoin {
+        /// The upsert sink.
+        sink: String,
+        /// The join.
+        join: String,
+        /// Its instances.
+        instances: usize,
+        /// Its key, as its `on` param writes it.
+        key: String,
+        /// The input whose row key does not hold the join key.
+        input: String,
+        /// The first of its join key columns outside its row key.
+        column: String,
+    },
 }
 
 impl PlanError {
@@ -76,7 +96,8 @@ impl PlanError {
                 pattern: operator, ..
             }
             | PlanError::InterleavedInput { sink: operator, .. }
-            | PlanError::TimingDependentInput { sink: operator, .. } => Some(operator),
+            | PlanError::TimingDependentInput { sink: operator, .. }
+            | PlanError::UpsertAfterMovingJoin { sink: operator, .. } => Some(operator),
             PlanError::Partitioning(PartitioningError::Rule(_))
             | PlanError::Pipelining(PipeliningError::Rule(_)) => None,
         }
@@ -305,7 +326,88 @@ impl PhysicalPlan {
         }
         let plan = PhysicalPlan { tasks, channels };
         plan.check_ordered_inputs(graph)?;
+        plan.check_upserts_after_joins(graph)?;
         Ok(plan)
+    }
+
+    /// Refuses an upsert sink ([`PlanError::UpsertAfterMovingJoin`]) that reads, through
+    /// stateless operators, a regular join run as more than one instance whose key columns
+    /// are not all in the row key of each of its updating inputs (a column of a GROUP BY's
+    /// keys is; an aggregate's value, which changes for a row, is not).
+    fn check_upserts_after_joins<B>(&self, graph: &LogicalGraph<B>) -> Result<(), PlanError> {
+        let upserts = graph.nodes.iter().enumerate().filter(|(_, n)| {
+            n.outputs.is_empty()
+                && n.def
+                    .param("mode")
+                    .is_some_and(|m| m.value.as_text().as_str() == "upsert")
+        });
+        for (sink, node) in upserts {
+            // The operators whose rows reach the sink as they are, up to a stateful one.
+            let mut todo: Vec<NodeId> = node
+                .inputs
+                .iter()
+                .map(|s| graph.streams[s.0].producer.0)
+                .collect();
+            let mut seen: Vec<NodeId> = Vec::new();
+            while let Some(id) = todo.pop() {
+                if seen.contains(&id) {
+                    continue;
+                }
+                seen.push(id);
+                let n = graph.node(id);
+                if n.def.kind.as_str() == "regular_join" {
+                    self.check_join_key(graph, id, graph.node(NodeId(sink)).name())?;
+                } else if !n.stateful {
+                    todo.extend(n.inputs.iter().map(|s| graph.streams[s.0].producer.0));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Self::check_upserts_after_joins`] of the regular join `id`, read by `sink`.
+    fn check_join_key<B>(
+        &self,
+        graph: &LogicalGraph<B>,
+        id: NodeId,
+        sink: &str,
+    ) -> Result<(), PlanError> {
+        let instances = self
+            .tasks
+            .iter()
+            .find(|t| t.chain.contains(&id))
+            .map_or(1, |t| t.active);
+        if instances < 2 {
+            return Ok(());
+        }
+        let join = graph.node(id);
+        for (port, stream) in join.inputs.iter().enumerate() {
+            let stream = &graph.streams[stream.0];
+            // An append-only input's rows never change, nor does their join key.
+            if !anduin_types::is_updating(&stream.schema) {
+                continue;
+            }
+            let keys = join.partition_by.get(port).cloned().flatten();
+            let row_key = anduin_types::row_key(&stream.schema).unwrap_or_default();
+            let outside = keys
+                .unwrap_or_default()
+                .into_iter()
+                .find(|k| !row_key.contains(k));
+            if let Some(k) = outside {
+                return Err(PlanError::UpsertAfterMovingJoin {
+                    sink: sink.to_string(),
+                    join: join.name().to_string(),
+                    instances,
+                    key: join
+                        .def
+                        .param("on")
+                        .map_or_else(String::new, |p| p.value.as_text().as_str().to_string()),
+                    input: stream.name.clone(),
+                    column: stream.schema.field(k).name().clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Refuses a sink that must read its rows in one order on every run

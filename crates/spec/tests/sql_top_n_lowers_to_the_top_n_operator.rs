@@ -285,3 +285,110 @@ fn a_top_n_partitioned_by_a_window_s_bounds_is_a_window_top_n_naming_its_end() {
     );
     assert_eq!(param(top(&s), "window_end"), None);
 }
+
+/// Two tables with the same columns, for a top-N over their join.
+const JOINED: &str = "CREATE TABLE l (ts TIMESTAMP, k BIGINT, s VARCHAR, v BIGINT) WITH (connector = 'file', path = 'l.jsonl', format = 'jsonl');
+CREATE TABLE r (ts TIMESTAMP, k BIGINT, s VARCHAR, v BIGINT) WITH (connector = 'file', path = 'r.jsonl', format = 'jsonl');
+CREATE TABLE out WITH (connector = 'discard');
+";
+
+fn joined(sql: &str) -> Result<Spec, String> {
+    parse_sql(&format!("{JOINED}{sql}")).map_err(|d| d.to_string())
+}
+
+/// The text of the select item (of any map of `spec`) that computes the hidden column
+/// `column`.
+fn computed(spec: &Spec, column: &str) -> String {
+    let quoted = format!("AS \"{column}\"");
+    let bare = format!("AS {column}");
+    spec.operators
+        .iter()
+        .filter_map(|o| param(o, "columns"))
+        .flat_map(|c| c.split(", ").map(str::to_string).collect::<Vec<_>>())
+        .find(|item| item.ends_with(&quoted) || item.ends_with(&bare))
+        .unwrap_or_else(|| panic!("no map computes {column}: {:?}", kinds(spec)))
+}
+
+#[test]
+fn the_over_of_a_top_n_reads_the_columns_of_its_from_clause_by_their_qualifiers_not_the_select_lists_names(
+) {
+    // Issue 17's probe: over a join, `r.v` and `l.s` were read as the selected `l.v` and
+    // `r.s` (by their bare names); `ORDER BY v` as the alias `v` of `s`.
+    let s = joined(
+        "INSERT INTO out SELECT lk, lv, rs FROM (
+           SELECT l.k AS lk, l.v AS lv, r.s AS rs,
+                  ROW_NUMBER() OVER (PARTITION BY l.k ORDER BY r.v DESC, l.s) AS rn
+           FROM l JOIN r ON l.k = r.k)
+         WHERE rn = 1;",
+    )
+    .expect("plans");
+    let t = top(&s);
+    assert_eq!(param(t, "keys").as_deref(), Some("\"lk\""));
+    assert_eq!(
+        param(t, "order").as_deref(),
+        Some("\"__over_1\" DESC, \"__over_2\"")
+    );
+    // The join names the right table's `v` `r_v` (the left's is `v`), and the left's `s`
+    // `s` (the right's is `r_s`).
+    assert!(
+        computed(&s, "__over_1").starts_with("\"r_v\""),
+        "{}",
+        computed(&s, "__over_1")
+    );
+    assert!(
+        computed(&s, "__over_2").starts_with("\"s\""),
+        "{}",
+        computed(&s, "__over_2")
+    );
+    // `PARTITION BY r.s` beside a selected `l.s`.
+    let s = joined(
+        "INSERT INTO out SELECT ls, lv FROM (
+           SELECT l.s AS ls, l.v AS lv, ROW_NUMBER() OVER (PARTITION BY r.s ORDER BY l.v) AS rn
+           FROM l JOIN r ON l.k = r.k)
+         WHERE rn = 1;",
+    )
+    .expect("plans");
+    assert_eq!(param(top(&s), "keys").as_deref(), Some("\"__over_1\""));
+    assert_eq!(param(top(&s), "order").as_deref(), Some("\"lv\""));
+    assert!(computed(&s, "__over_1").starts_with("\"r_s\""));
+    // One table: `ORDER BY v` is the table's `v`, not the alias `v` of `s`…
+    let s = joined(
+        "INSERT INTO out SELECT k, v FROM (
+           SELECT k, s AS v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM l)
+         WHERE rn = 1;",
+    )
+    .expect("plans");
+    assert_eq!(
+        param(top(&s), "order").as_deref(),
+        Some("\"__over_1\" DESC")
+    );
+    assert!(
+        computed(&s, "__over_1").starts_with('v'),
+        "{}",
+        computed(&s, "__over_1")
+    );
+    // …and with the aliases swapped, it is the item that passes `v` on as `s`.
+    let s = joined(
+        "INSERT INTO out SELECT a, b FROM (
+           SELECT s AS v, v AS s, s AS a, v AS b,
+                  ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM l)
+         WHERE rn = 1;",
+    )
+    .expect("plans");
+    assert_eq!(param(top(&s), "order").as_deref(), Some("\"s\" DESC"));
+}
+
+#[test]
+fn a_column_of_a_top_ns_over_that_both_joined_tables_have_is_refused_at_its_position() {
+    let e = joined(
+        "INSERT INTO out SELECT lk FROM (
+  SELECT l.k AS lk, ROW_NUMBER() OVER (PARTITION BY l.k ORDER BY v DESC) AS rn
+  FROM l JOIN r ON l.k = r.k)
+WHERE rn = 1;",
+    )
+    .expect_err("ambiguous");
+    assert!(
+        e.contains("5:66: ") && e.contains("column `v` is in both joined tables"),
+        "{e}"
+    );
+}

@@ -262,7 +262,7 @@ impl Aggregate {
                     .unwrap_or((String::new(), e.message));
                 return Err(self.error(format!(
                     "the HAVING condition `{}` failed on the result {group}: {message}. The query stops: the result of a group is no single row's fault, so it cannot go to the dead letters. Guard the condition (e.g. `CASE WHEN n = 0 THEN … END`, `NULLIF(n, 0)`)",
-                    h.site.text
+                    having_as_written(&h.site.text, &self.setup.aggs)
                 )));
             }
         };
@@ -608,4 +608,22 @@ fn decode(
                 e.kg
             ),
         })
+}
+
+/// `having`, the text of a HAVING condition, with each aggregate the SQL planner computed
+/// for it under a hidden name (`"__having1"`) written as the call it is (`COUNT(*)`).
+fn having_as_written(having: &str, aggs: &[anduin_expr::CompiledAggregate]) -> String {
+    let mut text = having.to_string();
+    // The longest names first: `__having10` before `__having1`.
+    let mut hidden: Vec<&anduin_expr::CompiledAggregate> = aggs
+        .iter()
+        .filter(|a| a.name.starts_with("__having"))
+        .collect();
+    hidden.sort_by_key(|a| std::cmp::Reverse(a.name.len()));
+    for a in hidden {
+        text = text
+            .replace(&format!("\"{}\"", a.name), &a.site.text)
+            .replace(&a.name, &a.site.text);
+    }
+    text
 }

@@ -108,11 +108,14 @@ pub(crate) fn apply(
         pairs(other, matches, pair_kind, out);
         Applied::Done
     } else {
-        if !take(own, values) {
+        let Some(degree) = take(own, values) else {
             return Applied::NotHeld;
-        }
+        };
         if matches.is_empty() {
-            if roles.input_outer {
+            // Padded only if it never had a partner: a row whose partners expired
+            // (`state_ttl`) keeps their count, and its pairs, emitted, are gone with their
+            // state: nothing is retracted (the result is stale, as in Flink).
+            if roles.input_outer && degree == 0 {
                 out.push(Emitted::InputAlone(ChangeKind::Delete));
             }
             return Applied::Done;
@@ -168,17 +171,16 @@ fn add(own: &mut Vec<Held>, values: &[u8], partners: u64, count: bool) {
     }
 }
 
-/// Takes out a copy of `values`; whether one was held.
-fn take(own: &mut Vec<Held>, values: &[u8]) -> bool {
-    let Some(i) = own.iter().position(|h| *h.values == *values) else {
-        return false;
-    };
+/// Takes out a copy of `values`; the degree it had, if one was held.
+fn take(own: &mut Vec<Held>, values: &[u8]) -> Option<u64> {
+    let i = own.iter().position(|h| *h.values == *values)?;
     let h = &mut own[i];
+    let degree = h.degree;
     h.count -= 1;
     if h.count == 0 {
         own.swap_remove(i);
     }
-    true
+    Some(degree)
 }
 
 #[cfg(test)]
@@ -310,6 +312,38 @@ mod tests {
             let _ = run(Insert, updating, &mut own, &mut other, &[0], b"a");
         }
         assert_eq!(own, [held(b"a", 2, 1)]);
+    }
+
+    #[test]
+    fn an_outer_row_whose_partners_expired_retracts_nothing_padded() {
+        // left +I(a), right +I(b): the pair, a's degree 1.
+        let (mut left, mut right) = (Vec::new(), Vec::new());
+        assert_eq!(
+            run(Insert, LEFT, &mut left, &mut right, &[], b"a"),
+            [InputAlone(Insert)]
+        );
+        let right_in = Roles {
+            input_outer: false,
+            other_outer: true,
+            input_updating: true,
+        };
+        let _ = run(Insert, right_in, &mut right, &mut left, &[0], b"b");
+        // The right side of the key expires (`state_ttl` drops its rows, the left keeps
+        // a's count of partners); then left -D(a): a's padded row was retracted when b came,
+        // so no `-D(a, null)`, and the pair's state is gone with b.
+        right.clear();
+        assert_eq!(
+            run(Delete, LEFT, &mut left, &mut right, &[], b"a"),
+            [],
+            "a retraction of a padded row never emitted"
+        );
+        assert!(left.is_empty());
+        // A row that never had a partner still retracts its padded row.
+        let _ = run(Insert, LEFT, &mut left, &mut right, &[], b"c");
+        assert_eq!(
+            run(Delete, LEFT, &mut left, &mut right, &[], b"c"),
+            [InputAlone(Delete)]
+        );
     }
 
     #[test]

@@ -51,7 +51,14 @@ pub(super) fn group_by_alias(
         unnested(expr),
         Expr::Identifier(_) | Expr::CompoundIdentifier(_)
     );
-    let instead = if windowed && !column {
+    let mut calls = false;
+    let _ = sqlparser::ast::visit_expressions(expr, |x| {
+        calls |= super::group_updating::is_aggregate_call(x);
+        ControlFlow::<()>::Continue(())
+    });
+    let instead = if calls {
+        format!("`{expr}` is an aggregate, computed over each group, and cannot make the groups: group by columns of the FROM (to group by an aggregate's result, compute it in a subquery and group the query over it)")
+    } else if windowed && !column {
         format!("compute it as a column of a subquery, FROM (SELECT …, {expr} AS {alias} FROM …), and group by that")
     } else {
         format!("repeat the expression: GROUP BY {expr}")

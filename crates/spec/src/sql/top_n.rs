@@ -169,13 +169,44 @@ fn limit_of(c: &Expr, rn: &str) -> Result<u64, Diagnostic> {
 /// The prefix of the hidden columns a top-N's subquery computes for its `OVER (…)`.
 const HIDDEN: &str = "__over_";
 
+/// Whether `a` and `b`, expressions of the subquery `inner`, are one expression over its
+/// FROM clause: written alike, or (FROM one table, where a qualifier names that table) the
+/// same column with or without its qualifier (`b.ts` and `ts`).
+fn same(a: &Expr, b: &Expr, inner: &Select) -> bool {
+    let (a, b) = (unnested(a), unnested(b));
+    if a == b {
+        return true;
+    }
+    let single = matches!(inner.from.as_slice(), [f] if f.joins.is_empty());
+    single && name_of(a).is_some() && name_of(a) == name_of(b)
+}
+
+/// The names the select list of `inner` gives its columns, but `*`'s.
+fn item_names(inner: &Select) -> Vec<String> {
+    inner
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+            SelectItem::UnnamedExpr(x) => name_of(unnested(x)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Where `e`, an expression of the `OVER (…)` of the row number of the subquery `inner`, is
-/// in the subquery without its number (`unnumbered`): a select item written as `e`, a column
-/// passed on under its name or another (`ts AS t` for `b.ts`), or a column of `*`; else it is
-/// added to `unnumbered` as a hidden column (named in `hidden`), computed there — an aggregate
-/// of its GROUP BY (`ORDER BY COUNT(*) DESC`), an expression, a column it does not select —
-/// and dropped after the top-N, as Flink plans an aggregate or an expression in an OVER
-/// clause. Returns the column's name.
+/// in the subquery without its number (`unnumbered`). The OVER clause sees the columns of
+/// the subquery's FROM clause, not the names its select list gives (as in Flink and DuckDB:
+/// in `SELECT k, s AS v, ROW_NUMBER() OVER (ORDER BY v)`, `v` is the table's `v`), so `e` is
+/// a column of the subquery only where the subquery passes it on unchanged under a name it
+/// alone has: a select item computing the same (`ts AS t` for `b.ts`, `n` for `COUNT(*) AS
+/// n`, `l.k` for `l.k`), or a column of `*` over one table. Anything else — a column of a
+/// join's side the subquery passes on under a name the join may have changed, a column it
+/// does not select, an aggregate of its GROUP BY (`ORDER BY COUNT(*) DESC`), an expression
+/// — is added to `unnumbered` as a hidden column (named in `hidden`) and dropped after the
+/// top-N, as Flink plans an expression in an OVER clause: the subquery's planner resolves it
+/// in its FROM clause as any select item (a qualifier names a side of a join; a name both
+/// sides have is refused there, where it is). Returns the column's name.
 fn over_column(
     e: &Expr,
     inner: &Select,
@@ -183,48 +214,39 @@ fn over_column(
     hidden: &mut Vec<String>,
 ) -> Result<String, Diagnostic> {
     let e = unnested(e);
-    for item in &inner.projection {
-        match item {
-            SelectItem::ExprWithAlias { expr, alias } if unnested(expr) == e => {
-                return Ok(alias.value.clone())
-            }
-            SelectItem::UnnamedExpr(x) if unnested(x) == e => {
-                if let Some(n) = name_of(e) {
-                    return Ok(n);
-                }
-            }
-            _ => {}
-        }
-    }
-    // Then a column passed on under another name (`ts AS t` for `b.ts`), or a name the
-    // subquery gives (`n` for `COUNT(*) AS n`).
-    let name = name_of(e);
-    for item in &inner.projection {
-        if let SelectItem::ExprWithAlias { expr, alias } = item {
-            if name.is_some() && name_of(unnested(expr)) == name {
-                return Ok(alias.value.clone());
-            }
-        }
-    }
-    for item in &inner.projection {
-        match item {
-            SelectItem::ExprWithAlias { alias, .. } if Some(&alias.value) == name.as_ref() => {
-                return Ok(alias.value.clone())
-            }
-            SelectItem::UnnamedExpr(x) if name.is_some() && name_of(unnested(x)) == name => {
-                return Ok(name.unwrap_or_default())
-            }
-            _ => {}
-        }
-    }
+    let names = item_names(inner);
+    let alone = |n: &str| names.iter().filter(|x| x.as_str() == n).count() == 1;
     let wildcard = inner.projection.iter().any(|i| {
         matches!(
             i,
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
         )
     });
-    if let (Some(n), true) = (&name, wildcard) {
-        return Ok(n.clone());
+    for item in &inner.projection {
+        match item {
+            SelectItem::ExprWithAlias { expr, alias } if same(expr, e, inner) => {
+                if alone(&alias.value) {
+                    return Ok(alias.value.clone());
+                }
+            }
+            // A column selected as it is: named as in its table, unless another item (or a
+            // column of `*`, which a join may rename) takes that name.
+            SelectItem::UnnamedExpr(x) if !wildcard && same(x, e, inner) => {
+                if let Some(n) = name_of(unnested(x)).filter(|n| alone(n)) {
+                    return Ok(n);
+                }
+            }
+            _ => {}
+        }
+    }
+    // A column of `*` over one table, under its own name.
+    let single = matches!(inner.from.as_slice(), [f] if f.joins.is_empty());
+    let star = inner
+        .projection
+        .iter()
+        .any(|i| matches!(i, SelectItem::Wildcard(_)));
+    if let Some(n) = name_of(e).filter(|n| star && single && !names.contains(n)) {
+        return Ok(n);
     }
     // Computed in the subquery, once per expression: one aggregate call at most, as the
     // select list of a GROUP BY takes.
