@@ -92,7 +92,7 @@ fn the_run_fails_naming_the_stream_once(lose: impl FnOnce(&mut NatsServer)) {
         "{stderr}"
     );
     assert!(
-        stderr.contains("resumes from its last checkpoint"),
+        stderr.contains("run the query again with --from-scratch"),
         "{stderr}"
     );
     assert!(took >= Duration::from_secs(2), "no grace: took {took:?}");

@@ -43,6 +43,7 @@ pub use error::KafkaError;
 use crate::codec::TimestampFormat;
 use decode::{Format, RecordDecoder};
 use encode::RowEncoder;
+pub(crate) use options::connect_timeout;
 use options::{Client, Delivery, Startup, Topics};
 
 /// Params only a source takes.

@@ -22,6 +22,25 @@ pub(crate) struct Client {
     pub connect_timeout: Duration,
 }
 
+/// The `connect.timeout` param of `p` (10 s when absent), refused below `least_ms` with a
+/// message that says `least` is the least.
+pub(crate) fn connect_timeout(
+    p: &Params<'_>,
+    least_ms: u64,
+    least: &str,
+) -> Result<Duration, Diagnostics> {
+    let ms = p.duration_ms_or("connect.timeout", 10_000);
+    if ms < least_ms {
+        return Err(p
+            .error(
+                "connect.timeout",
+                format!("a connect.timeout of {ms} ms is too short: at least {least}"),
+            )
+            .into());
+    }
+    Ok(Duration::from_millis(ms))
+}
+
 impl Client {
     /// Reads the client params of `op`.
     pub(crate) fn from_params(op: &OperatorDef, p: &Params<'_>) -> Result<Self, Diagnostics> {
@@ -42,7 +61,12 @@ impl Client {
                 Some((key.to_string(), param.value.as_text().to_string()))
             })
             .collect();
-        let connect_timeout = Duration::from_millis(p.duration_ms_or("connect.timeout", 10_000));
+        // librdkafka takes no connection setup timeout under a second.
+        let connect_timeout = connect_timeout(
+            p,
+            1_000,
+            "1s, the least the Kafka client (librdkafka) waits for a broker",
+        )?;
         Ok(Self {
             servers,
             properties,

@@ -44,7 +44,7 @@ pub enum NatsError {
     /// A running source's stream went away: the server answered, again and again for the
     /// grace it gives, that the stream does not exist (deleted, or the server came back
     /// without its store).
-    #[error("stream `{stream}` no longer exists on the NATS server at {server} (the source had read it up to sequence {read_to}, then found it gone for {waited_ms} ms: deleted, or the server came back without its store): recreate it (`nats stream add {stream} --subjects …`, with its messages if they matter) and run the query again, which resumes from its last checkpoint")]
+    #[error("stream `{stream}` no longer exists on the NATS server at {server} (the source had read it up to sequence {read_to}, then found it gone for {waited_ms} ms: deleted, or the server came back without its store): recreate it (`nats stream add {stream} --subjects …`) and run the query again with --from-scratch: a stream made again numbers its messages from 1 again, so no checkpoint's position is one of its")]
     StreamLost {
         /// The stream.
         stream: String,
@@ -54,6 +54,24 @@ pub enum NatsError {
         waited_ms: u64,
         /// The last sequence the source read (0: none).
         read_to: u64,
+    },
+    /// The stream a source reads (or its checkpoint read) is not the one it was: deleted and
+    /// made again, it numbers its messages from 1 again, and reading on from the sequence
+    /// reached would skip as many of the new stream's messages without a word.
+    #[error("stream `{stream}` on the NATS server at {server} was made again ({then} then, {now} now){}: it numbers its messages from 1 again, so reading on from sequence {next} would skip the new stream's first messages. Run the query with --from-scratch to read the new stream from its start", if *.restored { " since the checkpoint" } else { " while the source read it" })]
+    StreamRemade {
+        /// The stream.
+        stream: String,
+        /// The `server` param.
+        server: String,
+        /// When the stream read was made.
+        then: String,
+        /// When the stream there now was made.
+        now: String,
+        /// The sequence the source would read next.
+        next: u64,
+        /// Found on a restore (else while running).
+        restored: bool,
     },
     /// A source's or a sink's subject is not one the stream keeps.
     #[error("subject `{subject}` is not one of stream `{stream}`'s subjects ({subjects}): {}", .role.outside_stream())]

@@ -209,8 +209,9 @@ fn server_and_stream(p: &Params<'_>) -> Result<(String, String), Diagnostics> {
     Ok((server, stream))
 }
 
-fn connect_timeout(p: &Params<'_>) -> Duration {
-    Duration::from_millis(p.duration_ms_or("connect.timeout", 10_000))
+/// `connect.timeout`: 0 would fail every start before the server could answer.
+fn connect_timeout(p: &Params<'_>) -> Result<Duration, Diagnostics> {
+    crate::kafka::connect_timeout(p, 1, "1ms (a start waits that long for the server)")
 }
 
 fn bind_source(
@@ -231,7 +232,7 @@ fn bind_source(
             .text("subject")
             .map(|s| s.to_string())
             .filter(|s| !s.trim().is_empty()),
-        connect_timeout: connect_timeout(p),
+        connect_timeout: connect_timeout(p)?,
         bounded: p.bool_or("bounded", false),
         fail_on_error: p.str_or("on_error", "dead_letter") == "fail",
         watermarks,
@@ -291,7 +292,7 @@ fn bind_sink(op: &OperatorDef, p: &Params<'_>) -> Result<Binding<Bound>, Diagnos
         server,
         stream,
         subject,
-        connect_timeout: connect_timeout(p),
+        connect_timeout: connect_timeout(p)?,
         min_duplicate_window: Duration::from_millis(
             p.duration_ms_or("min_duplicate_window", 60_000),
         ),

@@ -93,6 +93,10 @@ struct Position {
     next: u64,
     /// With `bounded`: the last sequence read.
     end: Option<u64>,
+    /// When the stream read was made (as the server says it; absent in checkpoints of
+    /// earlier versions).
+    #[serde(default)]
+    created: Option<String>,
 }
 
 /// A running NATS source instance.
@@ -124,6 +128,9 @@ pub(crate) struct NatsSource {
     missing_since: Option<Instant>,
     /// When the source last had a message, made its consumer, or saw its stream there.
     last_seen: Instant,
+    /// When the stream read was made: a stream found again with another time was made
+    /// again, and numbers its messages from 1 again ([`NatsError::StreamRemade`]).
+    created: String,
 }
 
 impl NatsSource {
@@ -149,6 +156,7 @@ impl NatsSource {
             )?;
         }
         let end = config.bounded.then_some(info.state.last_sequence);
+        let created = info.created.to_string();
         // A stream is one ordered log: instance 0 reads it, the others have nothing to read.
         let others = ctx.instance > 0;
         if others {
@@ -170,6 +178,24 @@ impl NatsSource {
             retry: None,
             missing_since: None,
             last_seen: Instant::now(),
+            created,
+        })
+    }
+
+    /// Refuses the stream `info` describes when it is not the one read so far (made at
+    /// another time).
+    fn same_stream(&self, info: &async_nats::jetstream::stream::Info) -> Result<(), NatsError> {
+        let now = info.created.to_string();
+        if now == self.created {
+            return Ok(());
+        }
+        Err(NatsError::StreamRemade {
+            stream: self.config.stream.clone(),
+            server: self.config.server.clone(),
+            then: self.created.clone(),
+            now,
+            next: self.next,
+            restored: false,
         })
     }
 
@@ -186,6 +212,7 @@ impl NatsSource {
         if self.started {
             // Found again (the open found it): the stream may be gone, or made again.
             self.stream = self.conn.stream(&self.config.stream)?;
+            self.same_stream(self.stream.cached_info())?;
         }
         let state = &self.stream.cached_info().state;
         if self.next > 1 && self.next < state.first_sequence {
@@ -239,6 +266,7 @@ impl NatsSource {
                 Ok(true)
             }
             Err(e) if !self.started => Err(self.error(e)),
+            Err(e @ NatsError::StreamRemade { .. }) => Err(self.error(e)),
             Err(e) => {
                 let now = Instant::now();
                 let mut wait = self.retry.map_or(RETRY_FIRST, |(_, w)| w);
@@ -294,7 +322,9 @@ impl NatsSource {
                 tracing::debug!(operator = %self.config.name, error = %e, "the source's stream could not be looked up");
                 Ok(())
             }
-            Ok(_) => Ok(()),
+            Ok(stream) => self
+                .same_stream(stream.cached_info())
+                .map_err(|e| self.error(e)),
         }
     }
 
@@ -425,6 +455,7 @@ impl Source for NatsSource {
             stream: self.config.stream.clone(),
             next: self.next,
             end: self.end,
+            created: Some(self.created.clone()),
         };
         out.inline_typed(&self.config.name, &position)
     }
@@ -436,6 +467,16 @@ impl Source for NatsSource {
                 "it read stream `{}`, this run reads `{}`",
                 position.stream, self.config.stream
             ))));
+        }
+        if let Some(then) = position.created.filter(|c| *c != self.created) {
+            return Err(self.error(NatsError::StreamRemade {
+                stream: self.config.stream.clone(),
+                server: self.config.server.clone(),
+                then,
+                now: self.created.clone(),
+                next: position.next,
+                restored: true,
+            }));
         }
         self.next = position.next;
         if position.end.is_some() {

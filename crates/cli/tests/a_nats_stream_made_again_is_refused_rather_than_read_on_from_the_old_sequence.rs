@@ -1,0 +1,161 @@
+//! A NATS stream deleted and made again numbers its messages from 1 again. A source that read
+//! on from the sequence it had reached would skip as many of the new stream's messages without
+//! a word (issue 19's probe: a resumed source waited for the old sequence). A run resumed from
+//! a checkpoint of the old stream is refused, naming the stream and saying to start with
+//! `--from-scratch`, which then reads the new stream from its start; a running source that
+//! finds its stream made again fails the query, saying the same.
+
+use crate::common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::nats::NatsServer;
+use common::{wait_until, ChildGuard};
+
+const QUERY: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "value", type = "int"
+}
+operator name = "in", type = "nats" {
+  param server = "${SERVER}"
+  param stream = "EVENTS"
+  param format = "csv"
+  param connect.timeout = "2s"
+  output name = "events", type = "Event"
+}
+operator name = "out", type = "nats" {
+  input name = "events"
+  param server = "${SERVER}"
+  param stream = "OUT"
+  param subject = "out"
+  param format = "csv"
+}
+"#;
+
+fn rows(from: u64, to: u64) -> Vec<String> {
+    (from..to)
+        .map(|i| format!("{},{i}", 1_700_000_000_000 + i))
+        .collect()
+}
+
+/// `anduin run q.flow` in `dir` against `server`, with `extra` arguments.
+fn start(dir: &std::path::Path, server: &NatsServer, extra: &[&str]) -> ChildGuard {
+    let var = format!("SERVER={}", server.url);
+    ChildGuard(
+        Command::new(env!("CARGO_BIN_EXE_anduin"))
+            .args(["run", "q.flow", "--var", &var])
+            .args(extra)
+            .current_dir(dir)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starts"),
+    )
+}
+
+const CHECKPOINTS: [&str; 4] = [
+    "--checkpoint-dir",
+    "ckpt",
+    "--checkpoint-interval",
+    "200ms",
+];
+
+#[test]
+fn a_run_resumed_after_its_stream_was_made_again_is_refused_and_from_scratch_reads_the_new_stream()
+{
+    let server = NatsServer::start();
+    let window = Duration::from_secs(120);
+    server.stream("EVENTS", &["events"], window);
+    server.stream("OUT", &["out"], window);
+    server.publish("events", &rows(0, 5));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+    let run = start(dir.path(), &server, &CHECKPOINTS);
+    wait_until("the old stream's rows in OUT", || server.count("OUT") == 5);
+    let ckpt = dir.path().join("ckpt");
+    // The newest checkpoint's epoch (0: none yet).
+    let newest = || {
+        std::fs::read_dir(&ckpt).map_or(0, |d| {
+            d.filter_map(Result::ok)
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().to_string();
+                    name.strip_prefix("chk-")?.parse::<u64>().ok()
+                })
+                .max()
+                .unwrap_or(0)
+        })
+    };
+    // A checkpoint whose barrier left the source after it had read the 5 rows.
+    let seen = newest();
+    wait_until("a checkpoint after the rows", || newest() >= seen + 3);
+    drop(run);
+
+    server.delete_stream("EVENTS");
+    server.stream("EVENTS", &["events"], window);
+    server.publish("events", &rows(100, 103));
+
+    let out = start(dir.path(), &server, &CHECKPOINTS).wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "stream `EVENTS` on the NATS server at {} was made again (",
+            server.url
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("now) since the checkpoint"), "{stderr}");
+    assert!(
+        stderr.contains("reading on from sequence 6 would skip the new stream's first messages"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--from-scratch"), "{stderr}");
+    assert_eq!(server.count("OUT"), 5, "the refused run wrote nothing");
+
+    let mut again = CHECKPOINTS.to_vec();
+    again.push("--from-scratch");
+    let _run = start(dir.path(), &server, &again);
+    wait_until("the new stream's 3 rows in OUT", || server.count("OUT") == 8);
+    let written = server.read("OUT");
+    for row in rows(100, 103) {
+        assert!(written.contains(&row), "{row} missing from {written:?}");
+    }
+}
+
+#[test]
+fn a_running_source_whose_stream_is_made_again_fails_the_query_naming_it() {
+    let server = NatsServer::start();
+    let window = Duration::from_secs(120);
+    server.stream("EVENTS", &["events"], window);
+    server.stream("OUT", &["out"], window);
+    server.publish("events", &rows(0, 3));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+    let mut run = start(dir.path(), &server, &[]);
+    wait_until("the old stream's rows in OUT", || server.count("OUT") == 3);
+
+    server.delete_stream("EVENTS");
+    server.stream("EVENTS", &["events"], window);
+    server.publish("events", &rows(100, 105));
+    wait_until("the run to end once its stream is made again", || {
+        run.0.try_wait().expect("its state").is_some()
+    });
+    let out = run.wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("stream `EVENTS` on the NATS server at"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("now) while the source read it"), "{stderr}");
+    assert!(
+        stderr.contains("reading on from sequence 4 would skip"),
+        "{stderr}"
+    );
+    assert_eq!(server.count("OUT"), 3, "nothing of the new stream was written");
+}
