@@ -58,7 +58,7 @@ pub enum NatsError {
     /// The stream a source reads (or its checkpoint read) is not the one it was: deleted and
     /// made again, it numbers its messages from 1 again, and reading on from the sequence
     /// reached would skip as many of the new stream's messages without a word.
-    #[error("stream `{stream}` on the NATS server at {server} was made again ({then} then, {now} now){}: it numbers its messages from 1 again, so reading on from sequence {next} would skip the new stream's first messages. Run the query with --from-scratch to read the new stream from its start", if *.restored { " since the checkpoint" } else { " while the source read it" })]
+    #[error("stream `{stream}` on the NATS server at {server} was made again ({then} then, {now} now){}. Run the query with --from-scratch to read the new stream from its start", remade_what(*.restored, *.next))]
     StreamRemade {
         /// The stream.
         stream: String,
@@ -119,6 +119,15 @@ pub enum Role {
     Source,
     /// It publishes to the stream.
     Sink,
+}
+
+/// What a stream made again means for a source at sequence `next`.
+fn remade_what(restored: bool, next: u64) -> String {
+    if restored {
+        format!(" since the checkpoint: it numbers its messages from 1 again, so reading on from sequence {next} would skip the new stream's first messages")
+    } else {
+        format!(" while the source read it: it numbers its messages from 1 again, so the source, reading on from the sequence it had reached, went past the new stream's first messages (it is at sequence {next}; what it read of the new stream since its last checkpoint is in no checkpoint)")
+    }
 }
 
 impl Role {

@@ -295,6 +295,23 @@ impl NatsSource {
         }
     }
 
+    /// Fails with [`NatsError::StreamRemade`] when the server, if it can be asked now, has
+    /// another stream of that name than the one read (once one is read).
+    fn check_same_stream(&self) -> Result<(), OperatorError> {
+        let connected =
+            self.conn.js.client().connection_state() == async_nats::connection::State::Connected;
+        if !self.started || !connected {
+            return Ok(());
+        }
+        match self.conn.stream(&self.config.stream) {
+            Ok(stream) => self
+                .same_stream(stream.cached_info())
+                .map_err(|e| self.error(e)),
+            // Gone, or not to be asked now: the polls find out and wait or fail.
+            Err(_) => Ok(()),
+        }
+    }
+
     /// After [`STREAM_CHECK`] without a message while connected: whether the stream is still
     /// there. When the server says it is not, the consumer is dropped, so that the next polls
     /// make it again, within the grace, or fail.
@@ -451,6 +468,10 @@ impl Source for NatsSource {
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
+        // The consumer reads on from its sequence in a stream made again without a word:
+        // no checkpoint keeps a position in it (the rows read from it since the last one
+        // are then in none).
+        self.check_same_stream()?;
         let position = Position {
             stream: self.config.stream.clone(),
             next: self.next,
