@@ -32,6 +32,10 @@
 //! do ([`NatsError::StreamLost`]). The ordered consumer does not say that its stream went away
 //! while the client stayed connected (it makes itself again, for ever, on its own): so a
 //! source idle for [`STREAM_CHECK`] while connected asks whether its stream is still there.
+//! A stream deleted and made again numbers its messages from 1 again, and the consumer reads
+//! on from its sequence in it: so the source keeps when its stream was made (in checkpoints
+//! too), and compares at a restore, at each checkpoint, when it finds its stream again, and
+//! every [`STREAM_CHECK`] while busy ([`NatsError::StreamRemade`]).
 //!
 //! With `bounded`, it stops at the stream's last sequence as of its first start (kept in the
 //! checkpoint, so that a resumed run stops where the interrupted one would have): after the
@@ -128,6 +132,8 @@ pub(crate) struct NatsSource {
     missing_since: Option<Instant>,
     /// When the source last had a message, made its consumer, or saw its stream there.
     last_seen: Instant,
+    /// When a busy source last asked whether its stream is the one it reads.
+    stream_checked: Instant,
     /// When the stream read was made: a stream found again with another time was made
     /// again, and numbers its messages from 1 again ([`NatsError::StreamRemade`]).
     created: String,
@@ -178,6 +184,7 @@ impl NatsSource {
             retry: None,
             missing_since: None,
             last_seen: Instant::now(),
+            stream_checked: Instant::now(),
             created,
         })
     }
@@ -526,6 +533,12 @@ impl Source for NatsSource {
             return Ok(SourcePoll::Idle);
         }
         self.last_seen = Instant::now();
+        // A busy source's consumer reads on from its sequence in a stream made again: it asks
+        // every STREAM_CHECK, before passing on what it read.
+        if self.last_seen.duration_since(self.stream_checked) >= STREAM_CHECK {
+            self.stream_checked = self.last_seen;
+            self.check_same_stream()?;
+        }
         let rows = self
             .decoder
             .decode(&polled)
