@@ -54,6 +54,60 @@ pub fn register_declared(query: &Path, spec: &Spec) -> Result<(), Diagnostics> {
     }
 }
 
+/// The code a query runs beside its text, for the lineage digest: the bytes of each `--udf`
+/// module (`udfs`), then [`code_of`] the query `query` (its functions and modules).
+pub fn lineage_code(query: &Path, udfs: &[PathBuf], spec: &Spec) -> Result<Vec<Vec<u8>>> {
+    let mut code = udfs
+        .iter()
+        .map(|p| std::fs::read(p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display())))
+        .collect::<Result<Vec<_>>>()?;
+    code.extend(code_of(query, spec));
+    Ok(code)
+}
+
+/// The code `spec`'s functions run, for the lineage digest (a function edited between two
+/// runs makes other rows from the same text): each function's text (name, types, language
+/// and body: an inline JavaScript body, or a module's path) and the bytes of each module a
+/// `CREATE FUNCTION` or a `udf` block loads, in the query's order (paths relative to the folder
+/// of `query`). A module that cannot be read adds its path (loading it fails the run anyway).
+pub fn code_of(query: &Path, spec: &Spec) -> Vec<Vec<u8>> {
+    let base = query.parent().unwrap_or(Path::new(""));
+    let module = |path: &str| {
+        let path: PathBuf = base.join(path).components().collect();
+        std::fs::read(&path).unwrap_or_else(|_| path.to_string_lossy().as_bytes().to_vec())
+    };
+    let mut code = Vec::new();
+    for f in &spec.functions {
+        // The text without positions: a line added above it changes no row.
+        let text = |t: &anduin_spec::Text| t.as_str().to_string();
+        let names: Vec<String> = f.arg_names.iter().flatten().map(text).collect();
+        let table: Vec<String> = f
+            .table
+            .iter()
+            .map(|(n, t)| format!("{} {}", n.as_str(), t.as_str()))
+            .collect();
+        let args: Vec<String> = f.args.iter().map(text).collect();
+        code.push(
+            format!(
+                "{}({args:?} {names:?}) {} {table:?} {} {} {}",
+                f.name.as_str(),
+                f.returns.as_str(),
+                f.language.as_str(),
+                f.aggregate,
+                f.body.as_str()
+            )
+            .into_bytes(),
+        );
+        if f.language.as_str() != "javascript" {
+            code.push(module(f.body.as_str()));
+        }
+    }
+    for m in &spec.modules {
+        code.push(module(m.path.as_str()));
+    }
+    code
+}
+
 fn register_one(
     base: &Path,
     f: &FunctionDef,

@@ -5,7 +5,9 @@
 //! they would get the killed run's ids and the stream would drop them as duplicates,
 //! silently. The edited query draws a new lineage, and the killed run's rows after the
 //! checkpoint stay beside the edited query's. A run of a query the checkpoint does not fit is
-//! refused before it takes the lineage, and leaves it as it was.
+//! refused before it takes the lineage, and leaves it as it was. The same holds when only a
+//! function the query declares is edited (an inline JavaScript body: the query's text is
+//! otherwise the same, and so is its plan).
 
 use crate::common;
 
@@ -45,6 +47,20 @@ operator name = "out", type = "nats" {{
     )
 }
 
+/// The SQL query, whose filter is a JavaScript function returning `condition` of `v`.
+fn sql_query(condition: &str) -> String {
+    format!(
+        r#"
+CREATE FUNCTION pick(v BIGINT) RETURNS BOOLEAN LANGUAGE javascript AS $$ return {condition}; $$;
+CREATE TABLE events (ts TIMESTAMP, sensor BIGINT, value BIGINT)
+WITH (connector = 'nats', server = '${{SERVER}}', stream = 'EVENTS', format = 'csv');
+CREATE TABLE out
+WITH (connector = 'nats', server = '${{SERVER}}', stream = 'OUT', subject = 'out', format = 'csv');
+INSERT INTO out SELECT * FROM events WHERE pick(value);
+"#
+    )
+}
+
 fn value(row: &str) -> u32 {
     row.rsplit(',')
         .next()
@@ -76,6 +92,26 @@ fn read_at_checkpoint(dir: &std::path::Path) -> usize {
 #[test]
 fn a_nats_run_killed_after_a_checkpoint_then_edited_and_resumed_writes_every_row_of_the_edited_query_after_it(
 ) {
+    killed_edited_resumed(
+        ["low.flow", "high.flow"],
+        [query("value < 50"), query("value >= 50")],
+    );
+}
+
+#[test]
+fn a_nats_run_killed_after_a_checkpoint_then_its_javascript_function_edited_writes_every_row_after_it(
+) {
+    killed_edited_resumed(
+        ["low.sql", "high.sql"],
+        [sql_query("v < 50"), sql_query("v >= 50")],
+    );
+}
+
+/// Runs `queries[0]` (picking values below 50) in file `files[0]`, kills it after its
+/// checkpoint, then resumes from it with `queries[1]` (picking the others).
+fn killed_edited_resumed(files: [&'static str; 2], queries: [String; 2]) {
+    let [low_file, high_file] = files;
+    let [low_query, high_query] = queries;
     let window = Duration::from_secs(120);
     let server = NatsServer::start();
     server.stream("EVENTS", &["events"], window);
@@ -106,7 +142,7 @@ fn a_nats_run_killed_after_a_checkpoint_then_edited_and_resumed_writes_every_row
 
     // The first run reads the whole stream and waits for more (not bounded): one checkpoint,
     // after 7 000 rows, and every row it picks written, the last 3 000 rows' after it.
-    std::fs::write(dir.path().join("low.flow"), query("value < 50")).expect("query");
+    std::fs::write(dir.path().join(low_file), low_query).expect("query");
     let start = |q: &'static str| {
         ChildGuard(
             Command::new(env!("CARGO_BIN_EXE_anduin"))
@@ -120,7 +156,7 @@ fn a_nats_run_killed_after_a_checkpoint_then_edited_and_resumed_writes_every_row
                 .expect("starts"),
         )
     };
-    let mut child = start("low.flow");
+    let mut child = start(low_file);
     let stderr = BufReader::new(child.0.stderr.take().expect("stderr"));
     let (completed, checkpoints) = std::sync::mpsc::channel();
     // Reads stderr to its end, so that the run never blocks on it.
@@ -172,8 +208,8 @@ fn a_nats_run_killed_after_a_checkpoint_then_edited_and_resumed_writes_every_row
     // both queries pick, tells when the resumed run has written everything before it.
     let last = format!("{},0,99", 1_700_000_000_000 + ROWS);
     server.publish("events", std::slice::from_ref(&last));
-    std::fs::write(dir.path().join("high.flow"), query("value >= 50")).expect("query");
-    let mut resumed = start("high.flow");
+    std::fs::write(dir.path().join(high_file), high_query).expect("query");
+    let mut resumed = start(high_file);
     let stderr = BufReader::new(resumed.0.stderr.take().expect("stderr"));
     let said = std::thread::spawn(move || {
         stderr

@@ -623,8 +623,11 @@ fn attempt(
     // Kept in the store before any executor runs: every attempt of the query finds it again,
     // unless it starts from nothing as another query than the one it was drawn for.
     let store = cluster.committing_store(name)?;
-    let digest =
-        anduin_runtime::fingerprint(&compiled.loaded.graph, &compiled.plan).lineage_digest();
+    // The query and the code it calls, as an embedded run's (`cmd/run.rs`).
+    let code =
+        crate::udfs::lineage_code(&compiled.file, &compiled.args.udfs, &compiled.loaded.spec)?;
+    let digest = anduin_runtime::fingerprint(&compiled.loaded.graph, &compiled.plan)
+        .lineage_digest_with(&code);
     let taken = store
         .lineage(
             if restore.is_some() {

@@ -421,11 +421,8 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
     };
     let fingerprint = plan_fingerprint(loaded, &args.engine)?;
     // The query and the code it calls: a UDF module edited between two runs makes other rows.
-    let modules = args
-        .udfs
-        .iter()
-        .map(|p| std::fs::read(p).with_context(|| format!("cannot read {}", p.display())))
-        .collect::<Result<Vec<_>>>()?;
+    // Those of `--udf`, then those the query declares (inline bodies too).
+    let modules = crate::udfs::lineage_code(&args.file, &args.udfs, &loaded.spec)?;
     let digest = fingerprint.lineage_digest_with(&modules);
     // A checkpoint the query cannot resume from is refused before the lineage is taken: a
     // refused run leaves the lineage as it was.
