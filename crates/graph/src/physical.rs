@@ -331,7 +331,7 @@ impl PhysicalPlan {
     }
 
     /// Refuses an upsert sink ([`PlanError::UpsertAfterMovingJoin`]) that reads, through
-    /// stateless operators, a regular join run as more than one instance whose key columns
+    /// stateless operators and regular joins, a regular join run as more than one instance whose key columns
     /// are not all in the row key of each of its updating inputs (a column of a GROUP BY's
     /// keys is; an aggregate's value, which changes for a row, is not).
     fn check_upserts_after_joins<B>(&self, graph: &LogicalGraph<B>) -> Result<(), PlanError> {
@@ -357,6 +357,9 @@ impl PhysicalPlan {
                 let n = graph.node(id);
                 if n.def.kind.as_str() == "regular_join" {
                     self.check_join_key(graph, id, graph.node(NodeId(sink)).name())?;
+                    // A join passes on the changes of its inputs' rows in the order they
+                    // reach it: those of a join before it, out of order, stay so.
+                    todo.extend(n.inputs.iter().map(|s| graph.streams[s.0].producer.0));
                 } else if !n.stateful {
                     todo.extend(n.inputs.iter().map(|s| graph.streams[s.0].producer.0));
                 }
