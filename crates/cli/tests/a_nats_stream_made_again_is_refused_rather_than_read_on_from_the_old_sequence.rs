@@ -58,6 +58,27 @@ fn start(dir: &std::path::Path, server: &NatsServer, extra: &[&str]) -> ChildGua
     )
 }
 
+/// The output of `run` once it has ended by itself (a run that goes on is a failure).
+fn ended(mut run: ChildGuard) -> std::process::Output {
+    wait_until("the run to end by itself", || {
+        run.0.try_wait().expect("its state").is_some()
+    });
+    run.wait_output()
+}
+
+/// The newest checkpoint's epoch in `ckpt` (0: none yet).
+fn newest(ckpt: &std::path::Path) -> u64 {
+    std::fs::read_dir(ckpt).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                name.strip_prefix("chk-")?.parse::<u64>().ok()
+            })
+            .max()
+            .unwrap_or(0)
+    })
+}
+
 const CHECKPOINTS: [&str; 4] = ["--checkpoint-dir", "ckpt", "--checkpoint-interval", "200ms"];
 
 #[test]
@@ -74,28 +95,16 @@ fn a_run_resumed_after_its_stream_was_made_again_is_refused_and_from_scratch_rea
     let run = start(dir.path(), &server, &CHECKPOINTS);
     wait_until("the old stream's rows in OUT", || server.count("OUT") == 5);
     let ckpt = dir.path().join("ckpt");
-    // The newest checkpoint's epoch (0: none yet).
-    let newest = || {
-        std::fs::read_dir(&ckpt).map_or(0, |d| {
-            d.filter_map(Result::ok)
-                .filter_map(|e| {
-                    let name = e.file_name().to_string_lossy().to_string();
-                    name.strip_prefix("chk-")?.parse::<u64>().ok()
-                })
-                .max()
-                .unwrap_or(0)
-        })
-    };
     // A checkpoint whose barrier left the source after it had read the 5 rows.
-    let seen = newest();
-    wait_until("a checkpoint after the rows", || newest() >= seen + 3);
+    let seen = newest(&ckpt);
+    wait_until("a checkpoint after the rows", || newest(&ckpt) >= seen + 3);
     drop(run);
 
     server.delete_stream("EVENTS");
     server.stream("EVENTS", &["events"], window);
     server.publish("events", &rows(100, 103));
 
-    let out = start(dir.path(), &server, &CHECKPOINTS).wait_output();
+    let out = ended(start(dir.path(), &server, &CHECKPOINTS));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -137,6 +146,9 @@ fn a_running_source_whose_stream_is_made_again_fails_the_query_naming_it() {
     std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
     let mut run = start(dir.path(), &server, &CHECKPOINTS);
     wait_until("the old stream's rows in OUT", || server.count("OUT") == 3);
+    // A checkpoint of the old stream to resume from.
+    let ckpt = dir.path().join("ckpt");
+    wait_until("a checkpoint", || newest(&ckpt) >= 2);
 
     server.delete_stream("EVENTS");
     server.stream("EVENTS", &["events"], window);
@@ -157,7 +169,7 @@ fn a_running_source_whose_stream_is_made_again_fails_the_query_naming_it() {
         "{stderr}"
     );
     // No checkpoint holds a position in the new stream: a resumed run is refused.
-    let out = start(dir.path(), &server, &CHECKPOINTS).wait_output();
+    let out = ended(start(dir.path(), &server, &CHECKPOINTS));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("now) since the checkpoint"), "{stderr}");

@@ -404,7 +404,7 @@ impl PhysicalPlan {
                     key: join
                         .def
                         .param("on")
-                        .map_or_else(String::new, |p| p.value.as_text().as_str().to_string()),
+                        .map_or_else(String::new, |p| p.value.as_text().as_str().replace('"', "")),
                     input: stream.name.clone(),
                     column: stream.schema.field(k).name().clone(),
                 });

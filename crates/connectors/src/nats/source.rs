@@ -609,7 +609,7 @@ mod tests {
             "stream `EVENTS` no longer exists on the NATS server at nats://127.0.0.1:4222",
             "up to sequence 3",
             "recreate it (`nats stream add EVENTS",
-            "resumes from its last checkpoint",
+            "run the query again with --from-scratch",
         ] {
             assert!(e.contains(part), "{part} not in {e}");
         }

@@ -27,7 +27,7 @@ use std::ops::ControlFlow;
 use anduin_types::{Diagnostic, Pos};
 use sqlparser::ast::{
     visit_expressions, BinaryOperator, Expr, FunctionArguments, Ident, Query, Select, SelectItem,
-    Spanned, TableFactor, Value as SqlValue, WindowType,
+    SelectItemQualifiedWildcardKind, Spanned, TableFactor, Value as SqlValue, WindowType,
 };
 
 use super::derived::{Attr, Derived};
@@ -247,6 +247,25 @@ fn over_column(
         .any(|i| matches!(i, SelectItem::Wildcard(_)));
     if let Some(n) = name_of(e).filter(|n| star && single && !names.contains(n)) {
         return Ok(n);
+    }
+    // A column of the one `q.*` (and no `*`), written `q.c`, under its own name: `A.id` for
+    // `SELECT A.*, B.price … FROM auction A, bid B` (Nexmark q9).
+    let qualified: Vec<String> = inner
+        .projection
+        .iter()
+        .filter_map(|i| match i {
+            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(q), _) => {
+                Some(q.to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    if let (Expr::CompoundIdentifier(parts), [q], false) = (e, qualified.as_slice(), star) {
+        if let [table, column] = parts.as_slice() {
+            if table.to_string() == *q && !names.contains(&column.value) {
+                return Ok(column.value.clone());
+            }
+        }
     }
     // Computed in the subquery, once per expression: one aggregate call at most, as the
     // select list of a GROUP BY takes.
