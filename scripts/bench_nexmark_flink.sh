@@ -36,7 +36,7 @@ QUERIES=${3:-$(cd "$QDIR" && ls q*.sql | sed 's/\.sql$//' | sort -V | paste -sd,
 sitting() {
   echo "# $1: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname) ($(nproc) cores); load $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "# busiest processes now (%cpu, command):"
-  top -b -n 1 -o %CPU | awk 'NR > 7 && $9 > 0 { print "#   " $9 " " $12 }' | grep -v -e ' top$' | head -5
+  top -b -n 1 -o %CPU | awk 'NR > 7 && $9 > 0 { print "#   " $9 " " $12 }' | { grep -v -e ' top$' || true; } | head -5
 }
 
 sitting start
