@@ -68,7 +68,7 @@ pub enum PlanError {
     /// inputs: a row whose join key changes is retracted by the instance of its old key and
     /// added by that of its new one, which reach the sink in either order, and a `-U` the
     /// sink meets after its `+U` deletes the key.
-    #[error("operator \"{sink}\" writes upserts by key, but its rows come from {instances} instances of the regular join \"{join}\", whose key ({key}) is not one of the columns that identify the rows of its input \"{input}\" (a value of an aggregate or any column that can change for a row): a row whose {column} changes is retracted by one instance and added again by another, the two reach the sink in either order, and a retraction after the addition would delete the key. Write with mode = 'changelog' (a changelog folds right as a multiset whatever the order), or run the join as one instance (`--parallelism 1`, or `param parallelism = 1` on \"{join}\" in .flow)")]
+    #[error("operator \"{sink}\" writes upserts by key, but its rows come from {instances} instances of the regular join \"{join}\", whose key ({}) is not one of the columns that identify the rows of its input \"{}\" (a value of an aggregate or any column that can change for a row): a row whose {} changes is retracted by one instance and added again by another, the two reach the sink in either order, and a retraction after the addition would delete the key. Write with mode = 'changelog' (a changelog folds right as a multiset whatever the order), or run the join as one instance (`--parallelism 1`, or `param parallelism = 1` on \"{join}\" in .flow)", .moving.key, .moving.input, .moving.column)]
     UpsertAfterMovingJoin {
         /// The upsert sink.
         sink: String,
@@ -76,13 +76,21 @@ pub enum PlanError {
         join: String,
         /// Its instances.
         instances: usize,
-        /// Its key, as its `on` param writes it.
-        key: String,
-        /// The input whose row key does not hold the join key.
-        input: String,
-        /// The first of its join key columns outside its row key.
-        column: String,
+        /// Its key and the input it moves rows of (boxed: the error stays small).
+        moving: Box<MovingKey>,
     },
+}
+
+/// The key of a regular join that moves the rows of an updating input between its instances
+/// ([`PlanError::UpsertAfterMovingJoin`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MovingKey {
+    /// The join's key, as its `on` param writes it (unquoted).
+    pub key: String,
+    /// The input whose row key does not hold the join key.
+    pub input: String,
+    /// The first of its join key columns outside its row key.
+    pub column: String,
 }
 
 impl PlanError {
@@ -401,12 +409,13 @@ impl PhysicalPlan {
                     sink: sink.to_string(),
                     join: join.name().to_string(),
                     instances,
-                    key: join
-                        .def
-                        .param("on")
-                        .map_or_else(String::new, |p| p.value.as_text().as_str().replace('"', "")),
-                    input: stream.name.clone(),
-                    column: stream.schema.field(k).name().clone(),
+                    moving: Box::new(MovingKey {
+                        key: join.def.param("on").map_or_else(String::new, |p| {
+                            p.value.as_text().as_str().replace('"', "")
+                        }),
+                        input: stream.name.clone(),
+                        column: stream.schema.field(k).name().clone(),
+                    }),
                 });
             }
         }

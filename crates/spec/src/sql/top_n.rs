@@ -224,10 +224,10 @@ fn over_column(
     });
     for item in &inner.projection {
         match item {
-            SelectItem::ExprWithAlias { expr, alias } if same(expr, e, inner) => {
-                if alone(&alias.value) {
-                    return Ok(alias.value.clone());
-                }
+            SelectItem::ExprWithAlias { expr, alias }
+                if same(expr, e, inner) && alone(&alias.value) =>
+            {
+                return Ok(alias.value.clone());
             }
             // A column selected as it is: named as in its table, unless another item (or a
             // column of `*`, which a join may rename) takes that name.
