@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::nats::NatsServer;
+use common::nats::{events, NatsServer};
 use common::{wait_until, ChildGuard};
 
 const QUERY: &str = r#"
@@ -35,19 +35,13 @@ operator name = "out", type = "nats" {
 }
 "#;
 
-fn rows(from: u64, to: u64) -> Vec<String> {
-    (from..to)
-        .map(|i| format!("{},{i}", 1_700_000_000_000 + i))
-        .collect()
-}
-
 #[test]
 fn a_nats_source_resumes_promptly_once_its_lost_server_is_back() {
     let mut server = NatsServer::start();
     let window = Duration::from_secs(120);
     server.stream("EVENTS", &["events"], window);
     server.stream("OUT", &["out"], window);
-    server.publish("events", &rows(0, 3));
+    server.publish("events", &events(0, 3));
 
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
@@ -67,14 +61,14 @@ fn a_nats_source_resumes_promptly_once_its_lost_server_is_back() {
     });
 
     server.restart();
-    server.publish("events", &rows(3, 6));
+    server.publish("events", &events(3, 6));
     // The source reads on once its client is connected again (a few seconds at most on a
     // loaded machine). The bound only turns a stall into a failure: without the fix the
     // source waited for two missed idle heartbeats, 30 s each, before reading again.
     wait_for_rows(&server, 6, Duration::from_secs(25));
     assert_eq!(
         server.read("OUT"),
-        rows(0, 6),
+        events(0, 6),
         "rows lost, twice, or out of order"
     );
 }
@@ -98,7 +92,7 @@ fn a_nats_source_whose_server_comes_back_without_jetstream_at_first_tries_again_
     let window = Duration::from_secs(120);
     server.stream("EVENTS", &["events"], window);
     server.stream("OUT", &["out"], window);
-    server.publish("events", &rows(0, 3));
+    server.publish("events", &events(0, 3));
 
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
@@ -146,12 +140,12 @@ fn a_nats_source_whose_server_comes_back_without_jetstream_at_first_tries_again_
     );
 
     server.restart_with(true);
-    server.publish("events", &rows(3, 6));
+    server.publish("events", &events(3, 6));
     // Tries come at most 5 s apart; the bound only turns a stall into a failure.
     wait_for_rows(&server, 6, Duration::from_secs(25));
     assert_eq!(
         server.read("OUT"),
-        rows(0, 6),
+        events(0, 6),
         "rows lost, twice, or out of order"
     );
 }

@@ -12,35 +12,8 @@ use crate::common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::nats::NatsServer;
+use common::nats::{events, NatsServer, EVENTS_TO_OUT as QUERY};
 use common::{wait_until, ChildGuard};
-
-const QUERY: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "value", type = "int"
-}
-operator name = "in", type = "nats" {
-  param server = "${SERVER}"
-  param stream = "EVENTS"
-  param format = "csv"
-  param connect.timeout = "2s"
-  output name = "events", type = "Event"
-}
-operator name = "out", type = "nats" {
-  input name = "events"
-  param server = "${SERVER}"
-  param stream = "OUT"
-  param subject = "out"
-  param format = "csv"
-}
-"#;
-
-fn rows(from: u64, to: u64) -> Vec<String> {
-    (from..to)
-        .map(|i| format!("{},{i}", 1_700_000_000_000 + i))
-        .collect()
-}
 
 /// Runs the query until its 3 rows are in OUT, takes the stream away with `lose`, and
 /// checks that the run ends, failing, naming the stream.
@@ -49,7 +22,7 @@ fn the_run_fails_naming_the_stream_once(lose: impl FnOnce(&mut NatsServer)) {
     let window = Duration::from_secs(120);
     server.stream("EVENTS", &["events"], window);
     server.stream("OUT", &["out"], window);
-    server.publish("events", &rows(0, 3));
+    server.publish("events", &events(0, 3));
 
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
@@ -114,7 +87,7 @@ fn a_nats_sink_whose_stream_is_deleted_fails_the_query_at_its_next_checkpoint_na
     let window = Duration::from_secs(120);
     server.stream("EVENTS", &["events"], window);
     server.stream("OUT", &["out"], window);
-    server.publish("events", &rows(0, 3));
+    server.publish("events", &events(0, 3));
 
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
@@ -136,7 +109,7 @@ fn a_nats_sink_whose_stream_is_deleted_fails_the_query_at_its_next_checkpoint_na
     });
 
     server.delete_stream("OUT");
-    server.publish("events", &rows(3, 4));
+    server.publish("events", &events(3, 4));
     wait_until("the run to end once its sink's stream is gone", || {
         run.0.try_wait().expect("its state").is_some()
     });

@@ -12,35 +12,8 @@ use crate::common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::nats::NatsServer;
+use common::nats::{events, NatsServer, EVENTS_TO_OUT as QUERY};
 use common::{wait_until, ChildGuard};
-
-const QUERY: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "value", type = "int"
-}
-operator name = "in", type = "nats" {
-  param server = "${SERVER}"
-  param stream = "EVENTS"
-  param format = "csv"
-  param connect.timeout = "2s"
-  output name = "events", type = "Event"
-}
-operator name = "out", type = "nats" {
-  input name = "events"
-  param server = "${SERVER}"
-  param stream = "OUT"
-  param subject = "out"
-  param format = "csv"
-}
-"#;
-
-fn rows(from: u64, to: u64) -> Vec<String> {
-    (from..to)
-        .map(|i| format!("{},{i}", 1_700_000_000_000 + i))
-        .collect()
-}
 
 /// `anduin run q.flow` in `dir` against `server`, with `extra` arguments.
 fn start(dir: &std::path::Path, server: &NatsServer, extra: &[&str]) -> ChildGuard {
@@ -88,7 +61,7 @@ fn a_run_resumed_after_its_stream_was_made_again_is_refused_and_from_scratch_rea
     let window = Duration::from_secs(120);
     server.stream("EVENTS", &["events"], window);
     server.stream("OUT", &["out"], window);
-    server.publish("events", &rows(0, 5));
+    server.publish("events", &events(0, 5));
 
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
@@ -102,7 +75,7 @@ fn a_run_resumed_after_its_stream_was_made_again_is_refused_and_from_scratch_rea
 
     server.delete_stream("EVENTS");
     server.stream("EVENTS", &["events"], window);
-    server.publish("events", &rows(100, 103));
+    server.publish("events", &events(100, 103));
 
     let out = ended(start(dir.path(), &server, &CHECKPOINTS));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -129,7 +102,7 @@ fn a_run_resumed_after_its_stream_was_made_again_is_refused_and_from_scratch_rea
         server.count("OUT") == 8
     });
     let written = server.read("OUT");
-    for row in rows(100, 103) {
+    for row in events(100, 103) {
         assert!(written.contains(&row), "{row} missing from {written:?}");
     }
 }
@@ -140,7 +113,7 @@ fn a_running_source_whose_stream_is_made_again_fails_the_query_naming_it() {
     let window = Duration::from_secs(120);
     server.stream("EVENTS", &["events"], window);
     server.stream("OUT", &["out"], window);
-    server.publish("events", &rows(0, 3));
+    server.publish("events", &events(0, 3));
 
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
@@ -152,7 +125,7 @@ fn a_running_source_whose_stream_is_made_again_fails_the_query_naming_it() {
 
     server.delete_stream("EVENTS");
     server.stream("EVENTS", &["events"], window);
-    server.publish("events", &rows(100, 105));
+    server.publish("events", &events(100, 105));
     wait_until("the run to end once its stream is made again", || {
         run.0.try_wait().expect("its state").is_some()
     });

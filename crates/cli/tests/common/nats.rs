@@ -230,3 +230,33 @@ fn connect(runtime: &tokio::runtime::Runtime, url: &str) -> jetstream::Context {
     let _entered = runtime.enter();
     jetstream::new(client)
 }
+
+/// A query copying stream `EVENTS` (rows `ts,value`) into stream `OUT` (subject `out`) on the
+/// server `${SERVER}`, its source waiting 2 s for a stream gone or made again.
+pub const EVENTS_TO_OUT: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "value", type = "int"
+}
+operator name = "in", type = "nats" {
+  param server = "${SERVER}"
+  param stream = "EVENTS"
+  param format = "csv"
+  param connect.timeout = "2s"
+  output name = "events", type = "Event"
+}
+operator name = "out", type = "nats" {
+  input name = "events"
+  param server = "${SERVER}"
+  param stream = "OUT"
+  param subject = "out"
+  param format = "csv"
+}
+"#;
+
+/// The rows `ts,value` of [`EVENTS_TO_OUT`] numbered `from..to`.
+pub fn events(from: u64, to: u64) -> Vec<String> {
+    (from..to)
+        .map(|i| format!("{},{i}", 1_700_000_000_000 + i))
+        .collect()
+}

@@ -73,11 +73,7 @@ pub(crate) fn resumed_lineage(
             h.update(q.as_bytes());
             h.update([0]);
             h.update(epoch.to_le_bytes());
-            h.finalize()
-                .iter()
-                .take(8)
-                .map(|b| format!("{b:02x}"))
-                .collect()
+            hex(&h.finalize()[..8])
         }
     }
 }
@@ -107,6 +103,11 @@ fn new_lineage() -> String {
         let mixed = (nanos as u64) ^ (u64::from(std::process::id()) << 32);
         bytes = mixed.to_le_bytes();
     }
+    hex(&bytes)
+}
+
+/// `bytes` in lowercase hexadecimal.
+fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

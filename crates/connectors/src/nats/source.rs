@@ -305,9 +305,7 @@ impl NatsSource {
     /// Fails with [`NatsError::StreamRemade`] when the server, if it can be asked now, has
     /// another stream of that name than the one read (once one is read).
     fn check_same_stream(&self) -> Result<(), OperatorError> {
-        let connected =
-            self.conn.js.client().connection_state() == async_nats::connection::State::Connected;
-        if !self.started || !connected {
+        if !self.started || !self.connected() {
             return Ok(());
         }
         match self.conn.stream(&self.config.stream) {
@@ -319,6 +317,11 @@ impl NatsSource {
         }
     }
 
+    /// Whether the client is connected now (a lookup would otherwise wait for the server).
+    fn connected(&self) -> bool {
+        self.conn.js.client().connection_state() == async_nats::connection::State::Connected
+    }
+
     /// After [`STREAM_CHECK`] without a message while connected: whether the stream is still
     /// there. When the server says it is not, the consumer is dropped, so that the next polls
     /// make it again, within the grace, or fail.
@@ -328,9 +331,7 @@ impl NatsSource {
             return Ok(());
         }
         self.last_seen = now;
-        let connected =
-            self.conn.js.client().connection_state() == async_nats::connection::State::Connected;
-        if !connected {
+        if !self.connected() {
             return Ok(());
         }
         match self.conn.stream(&self.config.stream) {
