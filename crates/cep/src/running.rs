@@ -569,6 +569,26 @@ impl PatternOp {
         Ok(())
     }
 
+    /// At the end of the input, ends the attempts of every partition with a time bound still
+    /// to pass, in the order of their keys: the order of the times they are queued at
+    /// depends on the partitions' history (a restored one is queued at its next bound, one
+    /// that ran on at an earlier one it outlived), and the end must report in one order on
+    /// every run.
+    fn end_time_bounds(&mut self) -> Result<(), OperatorError> {
+        if self.setup.pattern.within.is_none() {
+            return Ok(());
+        }
+        let mut due = Vec::new();
+        while let Some(key) = self.store.next_due(i64::MAX) {
+            due.push(key);
+        }
+        due.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        for key in due {
+            self.visit(&key, i64::MAX)?;
+        }
+        Ok(())
+    }
+
     /// Ends the attempts of partition `key` whose time bound passed by `watermark`; forgets
     /// the partition if that leaves it blank, or else queues it at its next bound.
     fn visit(&mut self, key: &[u8], watermark: i64) -> Result<(), OperatorError> {
@@ -634,7 +654,7 @@ impl PatternOp {
             self.given_up += self.pending.len() as u64;
             self.pending.clear();
         }
-        self.advance(i64::MAX)?;
+        self.end_time_bounds()?;
         let setup = Arc::clone(&self.setup);
         for part in self.store.all_live() {
             let before = part.attempts_kept();

@@ -367,9 +367,13 @@ impl Store {
         failed.map_or(Ok(rows), |e| Err(e.into()))
     }
 
-    /// Every partition in memory, marked as changed.
+    /// Every partition in memory, marked as changed, in the order of their keys.
     pub(crate) fn all_live(&mut self) -> impl Iterator<Item = &mut Partition> {
-        self.live.values_mut().map(|h| {
+        let mut live: Vec<_> = self.live.iter_mut().collect();
+        // In the order of their keys, not of their slots (which a restored table does not
+        // repeat): what ending them reports comes out in one order on every run.
+        live.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        live.into_iter().map(|(_, h)| {
             h.changed = true;
             &mut h.part
         })

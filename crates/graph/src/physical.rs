@@ -535,6 +535,15 @@ fn timing_dependent<B>(node: &crate::logical::Node<B>) -> Option<(String, String
             "Give the control input a `time` column (the changes then apply by event time)".to_string(),
         ));
     }
+    if node.def.kind.as_str() == "pattern" && node.def.param("within").is_some() {
+        return Some((
+            format!(
+                "pattern \"{}\" ends its partial matches at their time bound (`within`, WITHIN in SQL) when a watermark passes it, and what it reports then comes before or after the matches of the rows read meanwhile as the watermarks fall, which changes from run to run",
+                node.name()
+            ),
+            "Drop the time bound".to_string(),
+        ));
+    }
     let processing = node
         .def
         .param("time_kind")
@@ -821,6 +830,25 @@ pub(crate) mod tests {
         g.nodes[1].partition_by = vec![Some(vec![0])];
         g.nodes[1].parallelizable = true;
         plan_at(&g, 1).expect("a hash into one instance plans");
+    }
+
+    #[test]
+    fn an_exactly_once_nats_sink_after_a_pattern_with_a_time_bound_is_refused() {
+        // 0 source, 1 pattern, 2 sink.
+        let mut g = nats_sink(graph(3, &[(0, 1), (1, 2)]), 2, None);
+        g.nodes[1].def.kind = Text::unplaced("pattern");
+        plan_at(&g, 1).expect("a pattern without a time bound plans");
+        g.nodes[1].def.params.push(anduin_spec::Param {
+            name: Text::unplaced("within"),
+            value: anduin_spec::Value::String(Text::unplaced("5s")),
+        });
+        let e = plan_at(&g, 1).expect_err("a time bound ends matches at watermarks");
+        assert!(
+            matches!(&e, PlanError::TimingDependentInput { sink, why, .. } if sink == "n2" && why.contains("`within`")),
+            "{e}"
+        );
+        let g = nats_sink(g, 2, Some("at-least-once"));
+        plan_at(&g, 1).expect("at least once plans");
     }
 
     #[test]

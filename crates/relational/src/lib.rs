@@ -27,4 +27,6 @@ pub mod user_op;
 pub mod window;
 
 #[cfg(test)]
+mod checkpoint_tests;
+#[cfg(test)]
 mod exhaustion_tests;

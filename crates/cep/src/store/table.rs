@@ -204,10 +204,6 @@ impl<V> Table<V> {
         self.iter().map(|(_, v)| v)
     }
 
-    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.iter_mut().map(|(_, v)| v)
-    }
-
     /// Keeps the entries `keep` says to keep.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Key, &mut V) -> bool) {
         let mut gone = Vec::new();

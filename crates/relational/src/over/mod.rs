@@ -27,6 +27,8 @@
 mod changes;
 mod entry;
 mod frame;
+#[cfg(test)]
+mod order_tests;
 mod running;
 mod updating;
 

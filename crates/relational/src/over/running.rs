@@ -259,7 +259,7 @@ impl Over {
             &self.values,
             &self.args,
             &steps,
-            groups.iter_mut().zip(spans),
+            groups.iter_mut().zip(spans.iter().cloned()),
         );
         for (key, group) in keys.iter().zip(groups) {
             if let Some(p) = self.partitions.get_mut(key) {
@@ -270,6 +270,7 @@ impl Over {
         let name = &self.setup.name;
         let batch = RecordBatch::try_new(Arc::clone(&self.setup.schema), output)
             .map_err(|e| internal(name, e))?;
+        let batch = in_time_order(&self.setup, batch, &keys, &steps, &spans)?;
         out.collect(0, batch)
     }
 
@@ -281,6 +282,47 @@ impl Over {
             .filter_map(|(k, p)| p.first_pending().map(|t| (t, k.clone())))
             .collect();
     }
+}
+
+/// The rows released at once (`batch`, partition after partition: `keys[i]`'s are those of
+/// the `Emit` steps in `steps[spans[i]]`) in the order of their event times, then of their
+/// partitions' keys, then as they came.
+///
+/// Released partition by partition, a watermark's rows come out in an order that depends on
+/// which watermarks came (two watermarks release two partitions' rows interleaved in time,
+/// one releases them partition after partition); in time order, every run emits them in one
+/// order, whatever its watermarks, which a sink that names rows by their place needs (NATS
+/// exactly once: `anduin_connectors::nats::dedup`).
+fn in_time_order(
+    setup: &OverSetup,
+    batch: RecordBatch,
+    keys: &[Box<[u8]>],
+    steps: &[Step],
+    spans: &[std::ops::Range<usize>],
+) -> Result<RecordBatch, OperatorError> {
+    let times = event_times(&batch, setup.time);
+    let mut partition = Vec::with_capacity(batch.num_rows());
+    for (i, span) in spans.iter().enumerate() {
+        let emits = steps[span.clone()]
+            .iter()
+            .filter(|s| matches!(s, Step::Emit(_)))
+            .count();
+        partition.extend(std::iter::repeat_n(i, emits));
+    }
+    if partition.len() != times.len() {
+        return Err(internal(
+            &setup.name,
+            "the released rows do not match the partitions' emits",
+        ));
+    }
+    let place = |r: usize| (times[r], &keys[partition[r]]);
+    if (1..times.len()).all(|r| place(r - 1) <= place(r)) {
+        return Ok(batch);
+    }
+    let mut order: Vec<u32> = (0..times.len() as u32).collect();
+    order.sort_by(|a, b| place(*a as usize).cmp(&place(*b as usize)));
+    let order = arrow::array::UInt32Array::from(order);
+    arrow::compute::take_record_batch(&batch, &order).map_err(|e| internal(&setup.name, e))
 }
 
 /// The rows `steps` emit, as the output's columns (the input's, then one per aggregate): each

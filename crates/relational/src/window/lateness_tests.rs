@@ -22,7 +22,7 @@ pub(super) fn schema() -> SchemaRef {
 
 /// A window `w` of `kind_params` over `(ts, k)` counting rows per key, with `lateness` (a
 /// `param allowed_lateness = …` or nothing) and a late output.
-fn window(kind_params: &str, lateness: &str) -> Box<dyn Operator> {
+pub(super) fn window(kind_params: &str, lateness: &str) -> Box<dyn Operator> {
     let src = format!(
         r#"operator name = "w", type = "window" {{
   input name = "s" {kind_params} {lateness} param time = "ts" param keys = "k"
@@ -300,39 +300,7 @@ fn a_query_with_a_bad_lateness_is_refused_at_the_param() {
     assert!(message.contains("duration"), "{message}");
 }
 
-/// A checkpoint in memory: the manifest's inline value and one full snapshot.
-#[derive(Default)]
-pub(super) struct Memory {
-    inline: Option<serde_json::Value>,
-    bytes: Vec<u8>,
-}
-
-impl anduin_operator_api::SnapshotOut for Memory {
-    fn epoch(&self) -> anduin_types::Epoch {
-        anduin_types::Epoch(1)
-    }
-    fn full_due(&self) -> bool {
-        true
-    }
-    fn inline(&mut self, value: serde_json::Value) {
-        self.inline = Some(value);
-    }
-    fn stream(
-        &mut self,
-        _kind: anduin_types::SnapshotKind,
-    ) -> Result<&mut dyn std::io::Write, OperatorError> {
-        Ok(&mut self.bytes)
-    }
-}
-
-pub(super) fn restore(op: &mut Box<dyn Operator>, m: Memory) {
-    op.restore(anduin_operator_api::RestoreIn {
-        epoch: anduin_types::Epoch(1),
-        inline: m.inline,
-        files: vec![Box::new(std::io::Cursor::new(m.bytes))],
-    })
-    .expect("restores");
-}
+pub(super) use crate::checkpoint_tests::{restore, Memory};
 
 #[test]
 fn a_checkpoint_keeps_the_cutoff_and_the_restore_takes_the_lateness_from_the_query() {

@@ -29,6 +29,8 @@ pub(crate) mod keys;
 #[cfg(test)]
 mod lateness_tests;
 mod moves;
+#[cfg(test)]
+mod order_tests;
 mod output;
 mod panes;
 pub(crate) mod proctime;

@@ -274,7 +274,8 @@ impl Panes {
         Ok(())
     }
 
-    /// Fires every window that ends at or before `cutoff`.
+    /// Fires every window that ends at or before `cutoff`: windows in the order of their
+    /// ends, each window's groups in the order of their keys (the same on every run).
     pub(crate) fn fire(
         &mut self,
         cutoff: i64,
@@ -294,8 +295,14 @@ impl Panes {
                 let values = slice.accs.evaluate().map_err(|e| {
                     e.in_window(setup, "window", start, |g| group_key(slice.keys.keys(), g))
                 })?;
-                let keys = setup.codec.columns(slice.keys.keys().iter(), &setup.name)?;
-                results.add(start, start + self.size, keys, values);
+                results.add_in_key_order(
+                    start,
+                    start + self.size,
+                    &setup.codec,
+                    slice.keys.keys(),
+                    values,
+                    &setup.name,
+                )?;
             }
             return Ok(results);
         }
@@ -324,8 +331,7 @@ impl Panes {
             let values = accs
                 .evaluate()
                 .map_err(|e| e.in_window(setup, "window", start, |g| group_key(keys.keys(), g)))?;
-            let key_columns = setup.codec.columns(keys.keys().iter(), &setup.name)?;
-            results.add(start, end, key_columns, values);
+            results.add_in_key_order(start, end, &setup.codec, keys.keys(), values, &setup.name)?;
             self.fired_up_to = end;
             // Panes before the next window's start are in no window to come.
             let next_start = self.next_start(end);

@@ -106,12 +106,16 @@ impl Sessions {
 
     /// Fires every session that ends before `cutoff`. (A session ending exactly at the
     /// cutoff stays open: a row at that time, which is not late, still touches it.)
+    ///
+    /// Sessions come out in the order of their ends, then keys: the order in which a
+    /// sequence of cutoffs closes them, whatever the cutoffs and the map's own order, so
+    /// that every run (restored from a checkpoint or not) emits them in one order.
     pub(crate) fn fire(
         &mut self,
         cutoff: i64,
         setup: &WindowSetup,
     ) -> Result<Results, OperatorError> {
-        let mut results = Results::default();
+        let mut fired: Vec<(i64, OwnedRow, i64, Vec<ArrayRef>)> = Vec::new();
         let mut emptied = Vec::new();
         for (bytes, (key, sessions)) in self.by_key.iter_mut() {
             let mut k = 0;
@@ -126,8 +130,7 @@ impl Sessions {
                         .accs
                         .evaluate()
                         .map_err(|e| e.in_window(setup, "session", s.start, |_| Some(key.row())))?;
-                    let keys = setup.codec.columns([key.row()], &setup.name)?;
-                    results.add(s.start, s.end, keys, values);
+                    fired.push((s.end, key.clone(), s.start, values));
                 } else {
                     k += 1;
                 }
@@ -138,6 +141,12 @@ impl Sessions {
         }
         for b in emptied {
             self.by_key.remove(&b);
+        }
+        fired.sort_unstable_by(|a, b| (a.0, a.1.row(), a.2).cmp(&(b.0, b.1.row(), b.2)));
+        let mut results = Results::default();
+        for (end, key, start, values) in fired {
+            let keys = setup.codec.columns([key.row()], &setup.name)?;
+            results.add(start, end, keys, values);
         }
         Ok(results)
     }
