@@ -347,9 +347,15 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         Arc::new(Schema::new(fields))
     } else {
         fields.push(change_column());
+        // A hidden column the SQL planner computed for an expression of PARTITION BY has a
+        // name the user never wrote: said as what it is.
         let partition: Vec<String> = key_columns
             .iter()
-            .map(|i| format!("`{}`", input.field(*i).name()))
+            .map(|i| input.field(*i).name())
+            .map(|n| match n.starts_with("__") {
+                true => "an expression of PARTITION BY (select it as a column, `… AS p`, and partition by that)".to_string(),
+                false => format!("`{n}`"),
+            })
             .collect();
         let partition = if partition.is_empty() {
             "no partition column".to_string()

@@ -96,6 +96,26 @@ pub(super) fn refuse_over(s: &Select) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+/// An error for an aggregate call in GROUP BY expression `g` (`GROUP BY COUNT(*)`): a group's
+/// key is known before its rows are counted.
+fn refuse_aggregate_key(g: &Expr) -> Result<(), Diagnostic> {
+    let mut e = g.clone();
+    let mut found = None;
+    let _ = visit_expressions_mut(&mut e, |x| {
+        if is_aggregate_call(x) && found.is_none() {
+            found = Some((x.to_string(), pos(x.span().start)));
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    match found {
+        Some((call, at)) => Err(Diagnostic::error(
+            at,
+            format!("`{call}` is an aggregate, and GROUP BY takes what each row has (columns, expressions of them): a group's rows are aggregated after they are grouped. Group by columns, and aggregate in the select list (or filter groups by an aggregate with HAVING)"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Whether any select item of `s` holds an aggregate call.
 pub(super) fn has_aggregates(s: &Select) -> bool {
     let mut found = false;
@@ -133,6 +153,7 @@ pub(super) fn lower(
     // Each expression of the GROUP BY (as written) and the column that holds it.
     let mut grouped: Vec<(String, String)> = Vec::new();
     for g in group {
+        refuse_aggregate_key(g)?;
         match name_of(unnested(g)) {
             Some(k) => keys.push(k),
             None if super::group::legacy_window(g).is_some() => {

@@ -9,6 +9,7 @@ CREATE TABLE o6 WITH (connector = 'discard');
 CREATE TABLE o7 WITH (connector = 'discard');
 CREATE TABLE o8 WITH (connector = 'discard');
 CREATE TABLE o9 WITH (connector = 'file', path = 'o9.csv', mode = 'changelog');
+CREATE TABLE o10 WITH (connector = 'file', path = 'o10.csv', mode = 'changelog');
 -- A name that is no column of the FROM, in the select list or HAVING of a GROUP BY, is an
 -- unknown column (naming the columns there are), not one "neither grouped by nor aggregated".
 INSERT INTO o1 SELECT nosuch, COUNT(*) AS n FROM t GROUP BY k;
@@ -23,3 +24,5 @@ INSERT INTO o7 SELECT k, COUNT(*) AS n FROM t GROUP BY GROUPING SETS ((k), ());
 INSERT INTO o8 SELECT t.k, COUNT(*) AS n FROM t JOIN u ON t.k = u.k GROUP BY ROLLUP(t.k);
 -- A column of the FROM neither grouped by nor aggregated is still named so.
 INSERT INTO o9 SELECT k, v, COUNT(*) AS n FROM t GROUP BY k;
+-- An aggregate as a GROUP BY key says why it cannot be one.
+INSERT INTO o10 SELECT COUNT(*) AS n FROM t GROUP BY COUNT(*);

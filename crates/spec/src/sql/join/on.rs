@@ -164,6 +164,9 @@ impl Joined {
                 // No time bound: a regular join, every row of both sides kept. Comparisons
                 // of time columns that bound nothing filter the joined rows.
                 if equalities.is_empty() {
+                    if let Some(e) = expression_equality(&residual) {
+                        return Err(e);
+                    }
                     return Err(unsupported(
                         at,
                         "a join without equal keys and without a time bound (a regular join takes `a.key = b.key`; a time-bounded one `a.ts BETWEEN b.ts - INTERVAL '5' SECOND AND b.ts + INTERVAL '5' SECOND`)",
@@ -237,6 +240,9 @@ impl Joined {
             (lt, rt)
         };
         if equalities.is_empty() {
+            if let Some(e) = expression_equality(&residual) {
+                return Err(e);
+            }
             return Err(unsupported(
                 at,
                 "a join without equal keys (add `AND a.key = b.key`)",
@@ -366,4 +372,19 @@ pub(super) fn flatten_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
         Expr::Nested(inner) => flatten_and(inner, out),
         other => out.push(other),
     }
+}
+
+/// The error for a join whose only equality compares an expression (`a.k = b.k + 1`): a key is
+/// a column of each side, so the expression must become one first.
+fn expression_equality(residual: &[&Expr]) -> Option<Diagnostic> {
+    residual.iter().find_map(|c| match c {
+        Expr::BinaryOp {
+            op: BinaryOperator::Eq,
+            ..
+        } => Some(Diagnostic::error(
+            pos(c.span().start),
+            format!("`{c}` compares an expression, and a join key is a column of each side (`a.key = b.key`): an expression as a join key is not supported yet; compute it as a column of its side in a subquery, e.g. `(SELECT *, k + 1 AS k1 FROM b) AS b`, and join on that column"),
+        )),
+        _ => None,
+    })
 }
