@@ -172,12 +172,17 @@ pub(crate) struct PatternOp {
     /// after a SIGTERM), and a row fed costs every partial match of its partition. It checks
     /// between rows, where each partition is whole.
     deadline: StopDeadline,
-    /// Whether the run takes checkpoints: the end of the input is then its end for good (a
-    /// stopped run is not ended, it resumes), and the rows read are all fed.
+    /// Whether the run takes checkpoints: rows it gives up matching at the end of its input
+    /// after a stop are then matched by a run resumed from the last checkpoint (see
+    /// [`PatternOp::finish_input`]).
     checkpointing: bool,
     /// Rows read that it gave up matching at the end of a stopped run (the `given_up_rows`
     /// metric, there only when not 0: the run's last words say so).
     given_up: u64,
+    /// With checkpoints, it gave up the end of its input after a stop: the rows not fed
+    /// still wait and the partial matches are not ended, and no checkpoint may take it for
+    /// done (see [`Operator::gave_up`]).
+    stopped_short: bool,
     /// Tests: how many partitions watermarks visited, and whether a watermark visits every
     /// partition with a partial match (as before the queue of deadlines) instead of the
     /// queued ones: what the queue must agree with.
@@ -291,6 +296,7 @@ impl PatternOp {
             deadline: StopDeadline::new(ctx.stop.clone(), Arc::clone(&ctx.clock)),
             checkpointing: ctx.checkpointing,
             given_up: 0,
+            stopped_short: false,
             #[cfg(test)]
             visits: 0,
             #[cfg(test)]
@@ -632,26 +638,41 @@ impl PatternOp {
 
     /// The input is over (read to its end, or ended): every row waiting for the watermark is
     /// matched, the attempts end (those waiting at `$` complete, the others fail), and what
-    /// they found goes out. Finds nothing to do when called again.
+    /// they found goes out. Finds nothing to do when called again. Returns whether it did
+    /// all that ([`Fed::All`]) or gave up after a stop.
     ///
-    /// Without checkpoints, a run asked to stop gives up feeding the rows still waiting a
-    /// [`anduin_operator_api::GRACE`] later: the partial matches end as if the input had
-    /// ended at the last row fed, and the rows not fed are dropped, said in a warning.
-    fn finish_input(&mut self, out: &mut dyn Collector) -> Result<(), OperatorError> {
+    /// A run asked to stop gives up feeding the rows still waiting a
+    /// [`anduin_operator_api::GRACE`] later (matching what was read can take hours: issue 18).
+    /// Without checkpoints, the partial matches then end as if the input had ended at the
+    /// last row fed, and the rows not fed are dropped, said in a warning. With checkpoints,
+    /// neither happens (nothing truncated goes out): the operator stays as it was, and no
+    /// checkpoint takes the end of its input for done (see [`Operator::gave_up`]), so a run
+    /// resumed from the last checkpoint matches those rows; a warning says so.
+    fn finish_input(&mut self, out: &mut dyn Collector) -> Result<Fed, OperatorError> {
         self.take_effect(out)?;
-        let on_stop = if self.checkpointing {
-            OnStop::Finish
-        } else {
-            OnStop::GiveUp
-        };
-        if self.release(None, true, on_stop)? == Fed::GaveUp {
+        if self.release(None, true, OnStop::GiveUp)? == Fed::GaveUp {
+            let rows = self.pending.len();
+            if self.checkpointing {
+                if !self.stopped_short {
+                    tracing::warn!(
+                        operator = %self.setup.name,
+                        rows,
+                        "the run was asked to stop: the pattern gave up matching the rows still waiting {}s later; run again with the same checkpoints, the query matches them",
+                        anduin_operator_api::GRACE.as_secs()
+                    );
+                }
+                self.stopped_short = true;
+                self.given_up = rows as u64;
+                self.flush(out)?;
+                return Ok(Fed::GaveUp);
+            }
             tracing::warn!(
                 operator = %self.setup.name,
-                rows = self.pending.len(),
+                rows,
                 "the run was asked to stop: the pattern gave up matching the rows still waiting {}s later; its output lacks their matches",
                 anduin_operator_api::GRACE.as_secs()
             );
-            self.given_up += self.pending.len() as u64;
+            self.given_up += rows as u64;
             self.pending.clear();
         }
         self.end_time_bounds()?;
@@ -672,7 +693,8 @@ impl PatternOp {
             let dropped = part.trim(&setup.pattern);
             self.figures.kept(part, 0, dropped);
         }
-        self.flush(out)
+        self.flush(out)?;
+        Ok(Fed::All)
     }
 
     /// Whether a change is still to take effect.
@@ -931,8 +953,7 @@ impl Operator for PatternOp {
         _input: usize,
         out: &mut dyn Collector,
     ) -> Result<bool, OperatorError> {
-        self.finish_input(out)?;
-        Ok(true)
+        Ok(self.finish_input(out)? == Fed::All)
     }
 
     fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> Result<(), OperatorError> {
@@ -1133,6 +1154,17 @@ impl Operator for PatternOp {
 
     fn is_stateless(&self) -> bool {
         false
+    }
+
+    /// With checkpoints, it gave up matching the rows waiting at the end of its input after
+    /// a stop (see [`PatternOp::finish_input`]).
+    fn gave_up(&self) -> Option<String> {
+        self.stopped_short.then(|| {
+            format!(
+                "the pattern gave up matching {} rows waiting at the end of its input",
+                self.given_up
+            )
+        })
     }
 
     fn set_spread_role(&mut self, role: SpreadRole) -> Result<(), OperatorError> {

@@ -89,4 +89,8 @@ SELECT * FROM t MATCH_RECOGNIZE (
         stderr.contains("the pattern gave up matching the rows still waiting"),
         "{stderr}"
     );
+    // The last words say what a stop without checkpoints cost: the rows given up, and a match
+    // open where the pattern gave up, which ended there as at the end of the input.
+    assert!(stderr.contains("stopped after"), "{stderr}");
+    assert!(stderr.contains("it may be cut short"), "{stderr}");
 }

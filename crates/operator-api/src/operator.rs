@@ -436,4 +436,35 @@ pub trait Operator: Send {
     fn is_stateless(&self) -> bool {
         true
     }
+
+    /// Why the operator gave up work that the end of its input asked of it, if it did,
+    /// because the run was asked to stop (see [`crate::StopDeadline`]): a checkpoint taken
+    /// now would take that work for done, and the last one says the query finished. The
+    /// runtime then fails every checkpoint this operator would take part in (saying why: a
+    /// run resumed from the checkpoint before does the work again) and ends the run as
+    /// stopped, not finished. Work given up in a way its snapshot keeps (rows left waiting
+    /// behind the watermark) needs no answer here. The default: never.
+    ///
+    /// # Examples
+    /// ```
+    /// use anduin_operator_api::{Collector, Operator, OperatorError};
+    /// use arrow::record_batch::RecordBatch;
+    ///
+    /// /// Drops its rows; it gave up the end of its input once, after a stop.
+    /// struct Stopped;
+    /// impl Operator for Stopped {
+    ///     fn name(&self) -> &str { "stopped" }
+    ///     fn process_batch(&mut self, _input: usize, _batch: RecordBatch, _out: &mut dyn Collector)
+    ///         -> Result<(), OperatorError> {
+    ///         Ok(())
+    ///     }
+    ///     fn gave_up(&self) -> Option<String> {
+    ///         Some("it gave up matching 12 rows".into())
+    ///     }
+    /// }
+    /// assert!(Stopped.gave_up().is_some());
+    /// ```
+    fn gave_up(&self) -> Option<String> {
+        None
+    }
 }

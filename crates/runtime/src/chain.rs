@@ -441,7 +441,16 @@ impl Chain {
                 (link.index, link.instance, link.parallelism),
                 &link.name,
             );
-            match take(slot, |slot| link.op.snapshot(slot))? {
+            // An operator that gave up the end of its input after a stop takes no part in a
+            // checkpoint any more: the checkpoint would take the work it gave up for done.
+            let taken = match link.op.gave_up() {
+                Some(why) => Taken::Failed(format!(
+                    "operator \"{}\" gave up work after the run was asked to stop ({why}); a run resumed from the last complete checkpoint does it again",
+                    link.name
+                )),
+                None => take(slot, |slot| link.op.snapshot(slot))?,
+            };
+            match taken {
                 Taken::Done(s) => out.push(s),
                 Taken::Failed(why) => {
                     failure.get_or_insert(why);
@@ -482,6 +491,13 @@ impl Chain {
             }
         }
         Ok(())
+    }
+
+    /// Whether an operator of the chain gave up work after a stop (see
+    /// [`Operator::gave_up`]): the run then ends as stopped, even when its sources read their
+    /// input to the end.
+    pub(crate) fn gave_up(&self) -> bool {
+        self.links.iter().any(|l| l.op.gave_up().is_some())
     }
 
     /// Checkpoint `epoch` is complete: sinks commit.

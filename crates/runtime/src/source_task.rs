@@ -99,7 +99,9 @@ enum Next {
 
 impl SourceTask {
     /// Runs until the source is exhausted (and, with checkpoints, the last barrier has gone
-    /// out), a stop is requested, or something fails. Returns whether the run was stopped.
+    /// out), a stop is requested, or something fails. Returns whether the run was stopped:
+    /// the source stopped reading, or an operator of its chain gave up the end of its input
+    /// (see [`Chain::gave_up`]).
     pub(crate) fn run(mut self) -> Result<bool, TaskFailure> {
         let mut pending = Pending::default();
         if self.origins {
@@ -122,7 +124,7 @@ impl SourceTask {
             if let Next::Finished =
                 self.handle_commands(&mut pending, &mut rows_since_barrier, &mut asked)?
             {
-                return Ok(false);
+                return Ok(self.chain.gave_up());
             }
             if self.stop.load(Ordering::Relaxed) {
                 stopped = true;
@@ -200,11 +202,11 @@ impl SourceTask {
             // A last checkpoint records where the source stopped, so that a stopped query
             // resumes there and an exhausted one knows it is done.
             self.drain_checkpoints(&mut pending, stopped)?;
-            return Ok(stopped);
+            return Ok(stopped || self.chain.gave_up());
         }
         // Without checkpoints an end is final, also after Ctrl-C: every window fires.
         self.end(true)?;
-        Ok(stopped)
+        Ok(stopped || self.chain.gave_up())
     }
 
     /// The input is exhausted (or a stop was asked for): keep answering the coordinator

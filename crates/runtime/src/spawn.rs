@@ -120,7 +120,7 @@ fn run_task(
     });
     let result = match task {
         Task::Source(s) => s.run(),
-        Task::Operator(o) => o.run().map(|()| false),
+        Task::Operator(o) => o.run(),
     };
     let result = match result {
         Ok(stopped) => {

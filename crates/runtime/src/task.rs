@@ -97,8 +97,10 @@ enum From {
 }
 
 impl OperatorTask {
-    /// Runs until every input has ended (then flushes) or something fails.
-    pub(crate) fn run(mut self) -> Result<(), TaskFailure> {
+    /// Runs until every input has ended (then flushes) or something fails. Returns whether
+    /// an operator of its chain gave up the end of its input after a stop (see
+    /// [`Chain::gave_up`]): the run then ends as stopped.
+    pub(crate) fn run(mut self) -> Result<bool, TaskFailure> {
         // An instance added while the query runs starts at the event time of the others, and
         // takes its key groups first.
         let mut watermark = Watermark::MIN;
@@ -250,7 +252,8 @@ impl OperatorTask {
                 })?;
             }
         }
-        Ok(self.chain.end_of_input()?)
+        self.chain.end_of_input()?;
+        Ok(self.chain.gave_up())
     }
 
     /// Input `i`'s network end said `notice` (`None`: it has no more to say): a lost

@@ -327,19 +327,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         return Err(failure);
     }
     if summary.stopped {
-        let done = processed(&summary);
+        let checkpointing = args.checkpoint_store.is_some();
+        let done = processed(&summary, checkpointing);
+        let resume = if checkpointing {
+            "; run it again with the same --checkpoint-store to resume"
+        } else {
+            ""
+        };
         let Some(by) = signals.received() else {
-            eprintln!(
-                "anduin: stopped through the API (anduin ctl stop); {done}{}",
-                if args.checkpoint_store.is_some() {
-                    "; run it again with the same --checkpoint-store to resume"
-                } else {
-                    ""
-                }
-            );
+            eprintln!("anduin: stopped through the API (anduin ctl stop); {done}{resume}");
             return Ok(ExitCode::SUCCESS);
         };
-        eprintln!("anduin: stopped by {}; {done}", by.describe());
+        eprintln!("anduin: stopped by {}; {done}{resume}", by.describe());
         return Ok(ExitCode::from(by.exit_code()));
     }
     Ok(ExitCode::SUCCESS)
@@ -532,8 +531,13 @@ fn plan_fingerprint(loaded: &Loaded, engine: &EngineArgs) -> Result<PlanFingerpr
 
 fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {
     eprintln!(
-        "anduin: {} finished in {:.2} s",
+        "anduin: {} {} {:.2} s",
         args.file.display(),
+        if s.stopped {
+            "stopped after"
+        } else {
+            "finished in"
+        },
         s.elapsed.as_secs_f64()
     );
     if s.channels.network > 0 {
@@ -575,8 +579,10 @@ fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {
 
 /// What a stopped run did with the rows it read: all processed and written, unless an
 /// operator still busy with them a second after the stop gave some up (a `pattern`'s
-/// `given_up_rows`).
-fn processed(summary: &anduin_runtime::RunSummary) -> String {
+/// `given_up_rows`). Without checkpoints their matches are missing for good, and a match
+/// still open where the pattern gave up ended there, as at the end of the input: it may be
+/// cut short. With checkpoints, nothing was cut short, and a resumed run matches them.
+fn processed(summary: &anduin_runtime::RunSummary, checkpointing: bool) -> String {
     let given_up: Vec<String> = summary
         .operators
         .iter()
@@ -588,8 +594,15 @@ fn processed(summary: &anduin_runtime::RunSummary) -> String {
     if given_up.is_empty() {
         return "everything read so far was processed and written".to_string();
     }
-    format!(
-        "everything read so far was written but for what was still being matched a second after the stop: {} (their matches are missing)",
-        given_up.join(", ")
-    )
+    if checkpointing {
+        format!(
+            "everything read so far was written but for what was still being matched a second after the stop: {} (a resumed run matches them)",
+            given_up.join(", ")
+        )
+    } else {
+        format!(
+            "everything read so far was written but for what was still being matched a second after the stop: {} (their matches are missing, and a match still open there ended where it gave up, as at the end of the input: it may be cut short)",
+            given_up.join(", ")
+        )
+    }
 }

@@ -445,6 +445,10 @@ impl Operator for Controlled {
         self.inner.on_end_of_input(out)
     }
 
+    fn gave_up(&self) -> Option<String> {
+        self.inner.gave_up()
+    }
+
     fn metrics(&self) -> Vec<(&'static str, u64)> {
         let mut m = self.inner.metrics();
         m.push(("control_changes", self.made));

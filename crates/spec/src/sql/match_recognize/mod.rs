@@ -60,6 +60,15 @@ pub(super) fn position(rel: &TableFactor, raws: &[RawMatch]) -> Option<Pos> {
     Some(raw_of(symbols, raws).map_or_else(|| pos(rel.span().start), |r| pos(r.at)))
 }
 
+/// A name for a column to add to an input with `columns`: `k`, or `k2`, `k3`, … when the
+/// input has a column of that name in any case.
+fn fresh_name(columns: &[String]) -> String {
+    std::iter::once("k".to_string())
+        .chain((2..).map(|i| format!("k{i}")))
+        .find(|n| !columns.iter().any(|c| c.eq_ignore_ascii_case(n)))
+        .expect("some name is free")
+}
+
 fn internal(at: Pos, what: &str) -> Diagnostic {
     Diagnostic::error(
         at,
@@ -140,10 +149,17 @@ pub(super) fn lower(
             ));
         };
         if !columns.contains(&c) {
+            // Column names are case-sensitive (a quoted name keeps its case in the table).
+            let hint = columns
+                .iter()
+                .find(|n| n.eq_ignore_ascii_case(&c))
+                .map_or(String::new(), |n| {
+                    format!("; column names are case-sensitive: write `{n}`")
+                });
             return Err(Diagnostic::error(
                 p,
                 format!(
-                    "{clause}: {named} has no column `{c}` (columns: {})",
+                    "{clause}: {named} has no column `{c}` (columns: {}){hint}",
                     columns.join(", ")
                 ),
             ));
@@ -175,10 +191,13 @@ pub(super) fn lower(
     let mut order_items = vec![time];
     for (e, desc, nulls_first) in ties {
         if name_of(e).is_none() {
+            // The rewrite names the new column after none the input has, and goes in pieces
+            // short enough that a message quotes each whole (see `abbreviate`).
+            let k = fresh_name(&columns);
             return Err(Diagnostic::error(
                 pos(e.span().start),
                 format!(
-                    "MATCH_RECOGNIZE's ORDER BY takes columns, not the expression `{e}`: the event time, then tie-breaker columns, each with ASC or DESC and NULLS FIRST or LAST; compute it as a column of the input, `FROM (SELECT *, {e} AS k FROM {}) MATCH_RECOGNIZE (… ORDER BY {}, k …)`",
+                    "MATCH_RECOGNIZE's ORDER BY takes columns, not the expression `{e}`: the event time, then tie-breaker columns, each with ASC or DESC and NULLS FIRST or LAST; compute it as a column of the input, `FROM (SELECT *, {e} AS {k} FROM {})`, and order by it: `ORDER BY {}, {k}`",
                     if raw.input.is_none() { stream.as_str() } else { "(…)" },
                     ordered[0]
                 ),
