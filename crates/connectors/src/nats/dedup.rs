@@ -17,7 +17,10 @@
 //! again from nothing in the same location, finds the same lineage, and its rows get the ids
 //! they had; another run (another checkpoint location, `--from-scratch`, or the query edited
 //! in between, whose rows are other rows: `anduin_checkpoint::lineage`) has another lineage
-//! and writes all its rows. A runner that keeps none gives [`CHECKPOINTED_LINEAGE`]
+//! and writes all its rows. Its rows are the earlier run's only if it reads what that run
+//! read: a NATS source keeps when its stream was made beside the lineage
+//! (`BuildContext::lineage_facts`) and refuses a fresh start of the lineage on a stream made
+//! again since (see [`super::source`]). A runner that keeps none gives [`CHECKPOINTED_LINEAGE`]
 //! to every fresh start (the sink warns when a fresh lineage meets duplicates). Without
 //! checkpoints no run resumes: each run draws a lineage of its own and writes all its rows.
 //!

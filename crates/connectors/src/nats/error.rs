@@ -58,7 +58,7 @@ pub enum NatsError {
     /// The stream a source reads (or its checkpoint read) is not the one it was: deleted and
     /// made again, it numbers its messages from 1 again, and reading on from the sequence
     /// reached would skip as many of the new stream's messages without a word.
-    #[error("stream `{stream}` on the NATS server at {server} was made again ({then} then, {now} now){}. Run the query with --from-scratch to read the new stream from its start", remade_what(*.restored, *.next))]
+    #[error("stream `{stream}` on the NATS server at {server} was made again ({then} then, {now} now){}. Run the query with --from-scratch to read the new stream from its start", remade_what(*.found, *.next))]
     StreamRemade {
         /// The stream.
         stream: String,
@@ -70,8 +70,8 @@ pub enum NatsError {
         now: String,
         /// The sequence the source would read next.
         next: u64,
-        /// Found on a restore (else while running).
-        restored: bool,
+        /// When it was found.
+        found: RemadeFound,
     },
     /// A source's or a sink's subject is not one the stream keeps.
     #[error("subject `{subject}` is not one of stream `{stream}`'s subjects ({subjects}): {}", .role.outside_stream())]
@@ -121,12 +121,25 @@ pub enum Role {
     Sink,
 }
 
-/// What a stream made again means for a source at sequence `next`.
-fn remade_what(restored: bool, next: u64) -> String {
-    if restored {
-        format!(" since the checkpoint: it numbers its messages from 1 again, so reading on from sequence {next} would skip the new stream's first messages")
-    } else {
-        format!(" while the source read it: it numbers its messages from 1 again, so the source, reading on from the sequence it had reached, went past the new stream's first messages (it is at sequence {next}; what it read of the new stream since its last checkpoint is in no checkpoint)")
+/// When a source found its stream made again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RemadeFound {
+    /// While it read it.
+    Reading,
+    /// On a restore: the checkpoint read another stream.
+    Restoring,
+    /// At a fresh start: the earlier run of the lineage (killed before its first checkpoint
+    /// completed) read another stream, as the facts kept beside the lineage say.
+    StartingAgain,
+}
+
+/// What a stream made again means for a source at sequence `next`, found as `found` says.
+fn remade_what(found: RemadeFound, next: u64) -> String {
+    match found {
+        RemadeFound::Restoring => format!(" since the checkpoint: it numbers its messages from 1 again, so reading on from sequence {next} would skip the new stream's first messages"),
+        RemadeFound::Reading => format!(" while the source read it: it numbers its messages from 1 again, so the source, reading on from the sequence it had reached, went past the new stream's first messages (it is at sequence {next}; what it read of the new stream since its last checkpoint is in no checkpoint)"),
+        RemadeFound::StartingAgain => " since an earlier run of this query with these checkpoints, which stopped before its first checkpoint completed: it numbers its messages from 1 again, so this run would give the rows it makes of them the names the earlier run gave its rows (an exactly-once NATS sink's message ids) and they would be dropped as duplicates".to_string(),
     }
 }
 

@@ -31,7 +31,7 @@ use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
 
-pub use error::{NatsError, Role};
+pub use error::{NatsError, RemadeFound, Role};
 
 use crate::codec::TimestampFormat;
 use crate::kafka::decode::RecordDecoder;
