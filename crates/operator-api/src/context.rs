@@ -35,6 +35,11 @@ pub struct BuildContext {
     /// checkpoint refuses another input rather than read it under the earlier run's lineage
     /// (see [`crate::LineageFacts`]). `None`: nothing is kept.
     pub lineage_facts: Option<Arc<dyn crate::LineageFacts>>,
+    /// How often the run takes checkpoints, when it takes them on a timer (the runtime sets
+    /// it): a sink that deduplicates what a resumed run writes again within a window (the
+    /// NATS sink's message ids) refuses a window shorter than this. `None`: no checkpoints,
+    /// or only every so many rows.
+    pub checkpoint_interval: Option<std::time::Duration>,
     /// The digest of the query as this run runs it (its plan, and the contents of its UDF
     /// modules), when the runner knows it. A sink that names its rows by the lineage keeps it
     /// in its checkpoints: restored from a checkpoint another query took (the query edited in
@@ -74,6 +79,7 @@ impl Default for BuildContext {
             restore_epoch: None,
             lineage: None,
             lineage_facts: None,
+            checkpoint_interval: None,
             query_digest: None,
             instance: 0,
             parallelism: 1,

@@ -105,9 +105,13 @@ pub fn run(
         Some((w, r)) => (Some(w), Some(r)),
         None => (None, None),
     };
-    // Every instance reads the run's clock, and sees its stop; with checkpoints, operators
-    // keep facts beside the lineage in the checkpoint store.
+    // Every instance reads the run's clock, and sees its stop; with checkpoints, how often
+    // they are taken, and operators keep facts beside the lineage in the checkpoint store.
     let ctx = BuildContext {
+        checkpoint_interval: config
+            .checkpointing
+            .as_ref()
+            .and_then(|c| c.settings.interval),
         clock: Arc::clone(&config.clock),
         stop: anduin_operator_api::StopRequest::new(Arc::clone(&config.stop)),
         lineage_facts: ctx.lineage_facts.clone().or_else(|| {

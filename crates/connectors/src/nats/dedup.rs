@@ -122,19 +122,30 @@ pub(crate) enum WindowCheck {
     Enough,
     /// The window is shorter than `min_duplicate_window`: the sink refuses to start.
     TooShort,
+    /// The window is shorter than the checkpoint interval: the rows a killed run wrote after
+    /// its last checkpoint are written again up to an interval later, after the stream forgot
+    /// their ids, and stored twice. The sink refuses to start.
+    ShorterThanCheckpoints,
     /// The run has no checkpoints, so never resumes: the window does not matter.
     NotNeeded,
 }
 
 /// Whether a stream that keeps message ids for `window` serves a sink that asks for
-/// `needed`, in a run with or without checkpoints.
-pub(crate) fn check_window(window: Duration, needed: Duration, checkpointing: bool) -> WindowCheck {
+/// `needed`, in a run with or without checkpoints (taken every `interval`, when on a timer).
+pub(crate) fn check_window(
+    window: Duration,
+    needed: Duration,
+    checkpointing: bool,
+    interval: Option<Duration>,
+) -> WindowCheck {
     if !checkpointing {
         WindowCheck::NotNeeded
-    } else if window >= needed {
-        WindowCheck::Enough
-    } else {
+    } else if window < needed {
         WindowCheck::TooShort
+    } else if interval.is_some_and(|i| window < i) {
+        WindowCheck::ShorterThanCheckpoints
+    } else {
+        WindowCheck::Enough
     }
 }
 
@@ -203,10 +214,44 @@ mod tests {
     #[test]
     fn a_window_shorter_than_asked_is_refused_only_with_checkpoints() {
         let s = Duration::from_secs;
-        assert_eq!(check_window(s(120), s(60), true), WindowCheck::Enough);
-        assert_eq!(check_window(s(60), s(60), true), WindowCheck::Enough);
-        assert_eq!(check_window(s(10), s(60), true), WindowCheck::TooShort);
-        assert_eq!(check_window(s(10), s(60), false), WindowCheck::NotNeeded);
+        assert_eq!(check_window(s(120), s(60), true, None), WindowCheck::Enough);
+        assert_eq!(check_window(s(60), s(60), true, None), WindowCheck::Enough);
+        assert_eq!(
+            check_window(s(10), s(60), true, None),
+            WindowCheck::TooShort
+        );
+        assert_eq!(
+            check_window(s(10), s(60), false, Some(s(600))),
+            WindowCheck::NotNeeded
+        );
+    }
+
+    #[test]
+    fn a_window_shorter_than_the_checkpoint_interval_is_refused() {
+        // Issue 19 (M1): checkpoints every 3 minutes on a stream that keeps ids for 2 were
+        // accepted, and a resumed run stored its last interval's rows twice.
+        let s = Duration::from_secs;
+        assert_eq!(
+            check_window(s(120), s(60), true, Some(s(180))),
+            WindowCheck::ShorterThanCheckpoints
+        );
+        assert_eq!(
+            check_window(s(30), s(60), true, Some(s(45))),
+            WindowCheck::TooShort,
+            "`min_duplicate_window` first: a window raised to it is often enough for both"
+        );
+        assert_eq!(
+            check_window(s(30), s(10), true, Some(s(45))),
+            WindowCheck::ShorterThanCheckpoints
+        );
+        assert_eq!(
+            check_window(s(120), s(60), true, Some(s(120))),
+            WindowCheck::Enough
+        );
+        assert_eq!(
+            check_window(s(120), s(60), true, Some(s(10))),
+            WindowCheck::Enough
+        );
     }
 
     #[test]

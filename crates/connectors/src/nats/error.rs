@@ -95,6 +95,20 @@ pub enum NatsError {
         /// `min_duplicate_window`.
         needed_ms: u64,
     },
+    /// An exactly-once sink's stream forgets message ids sooner than the run takes
+    /// checkpoints: the rows a killed run wrote after its last checkpoint are written again by
+    /// the resumed run up to an interval later, and stored twice.
+    #[error("the NATS sink \"{sink}\" writes exactly once only if its stream `{stream}` still knows a row's message id when a resumed run writes the row again, but `{stream}` keeps message ids for {window_ms} ms and the run takes a checkpoint only every {interval_ms} ms: the rows written after the last checkpoint before a crash would be written again after the stream forgot their ids, and stored twice. Take checkpoints more often than the window (`--checkpoint-interval` below {window_ms} ms, with room for the restart), or raise the stream's duplicate window well above the interval (`nats stream edit {stream} --dupe-window {}s`), or give \"{sink}\" `delivery = \"at-least-once\"`", suggested_window_s(*.interval_ms))]
+    WindowShorterThanCheckpoints {
+        /// The sink.
+        sink: String,
+        /// Its stream.
+        stream: String,
+        /// The stream's duplicate window.
+        window_ms: u64,
+        /// The checkpoint interval.
+        interval_ms: u64,
+    },
     /// The client's background runtime could not be made.
     #[error("the NATS client's runtime could not start: {0}")]
     Runtime(String),
@@ -119,6 +133,12 @@ pub enum Role {
     Source,
     /// It publishes to the stream.
     Sink,
+}
+
+/// A duplicate window to suggest for checkpoints every `interval_ms`: twice the interval (room
+/// for the restart and the replay), in whole seconds.
+fn suggested_window_s(interval_ms: u64) -> u64 {
+    interval_ms.saturating_mul(2).div_ceil(1000)
 }
 
 /// When a source found its stream made again.
