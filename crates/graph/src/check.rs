@@ -407,6 +407,7 @@ pub fn check<C: Catalog>(
     diags.extend(crate::ending::check_ending(
         spec, catalog, &topo, &inputs_of, &streams,
     ));
+    diags.extend(crate::feedback::check_feedback(spec, catalog));
     diags.extend(crate::qos::check_qos(spec, catalog));
     diags.extend(crate::qos::check_selectors(spec, catalog));
     diags.sort();

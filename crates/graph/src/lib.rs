@@ -25,6 +25,7 @@ mod check;
 mod control_input;
 mod ending;
 mod explain;
+mod feedback;
 mod live_split;
 mod logical;
 mod params;

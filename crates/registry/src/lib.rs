@@ -108,6 +108,10 @@ impl Catalog for BuiltinCatalog {
         }
     }
 
+    fn feeds_back(&self, source: &OperatorDef, sink: &OperatorDef) -> Option<String> {
+        nats::feeds_back(source, sink)
+    }
+
     fn input_that_must_end(&self, op: &OperatorDef) -> Option<(usize, &'static str)> {
         (op.kind.as_str() == "lookup_join").then_some((
             1,

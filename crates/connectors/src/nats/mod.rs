@@ -19,6 +19,7 @@
 mod connection;
 mod dedup;
 mod error;
+mod feedback;
 mod sink;
 mod source;
 
@@ -32,6 +33,7 @@ use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
 
 pub use error::{NatsError, RemadeFound, Role};
+pub use feedback::feeds_back;
 
 use crate::codec::TimestampFormat;
 use crate::kafka::decode::RecordDecoder;
