@@ -24,6 +24,26 @@ pub enum CheckpointError {
         /// What it holds (its start).
         found: String,
     },
+    /// An operator's facts kept beside the lineage hold something else than facts.
+    #[error("the facts operator \"{operator}\" kept beside the lineage of the checkpoints, {at}, hold `{found}`, not facts (a line `lineage` and the lineage, then a name and a value a line): remove the file if no run with these checkpoints is to be repeated")]
+    BadLineageFacts {
+        /// The operator.
+        operator: String,
+        /// The file or object.
+        at: String,
+        /// What it holds (its start).
+        found: String,
+    },
+    /// A fact to keep beside the lineage cannot be kept (a bug in the operator that keeps it).
+    #[error("operator \"{operator}\" cannot keep fact `{fact}` = `{value}` beside the lineage: a fact's name is 1 to 64 letters, digits, `.`, `-` and `_`, and its value one line (a bug in anduin)")]
+    BadLineageFact {
+        /// The operator.
+        operator: String,
+        /// The fact's name.
+        fact: String,
+        /// Its value.
+        value: String,
+    },
     /// A manifest is not valid JSON of the expected form.
     #[error("checkpoint {epoch}: manifest {path} is malformed: {message}")]
     BadManifest {

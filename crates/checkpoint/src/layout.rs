@@ -100,6 +100,10 @@ fn epoch_dir_name(epoch: Epoch) -> String {
 /// ([`crate::Store::lineage`]).
 pub const LINEAGE_NAME: &str = "lineage";
 
+/// The directory (or key prefix), beside the lineage, where operators keep facts for it: one
+/// file per operator ([`crate::lineage::KeptFacts`], [`crate::Store::keep_lineage_fact`]).
+pub const LINEAGE_FACTS_DIR: &str = "lineage-facts";
+
 /// Where everything of a checkpoint store lives in an object store: the names of
 /// [`CheckpointDir`] under a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,6 +142,15 @@ impl ObjectLayout {
     /// The object that keeps the lineage of the checkpoints ([`LINEAGE_NAME`]).
     pub(crate) fn lineage(&self) -> object_store::path::Path {
         self.prefix.clone().join(LINEAGE_NAME)
+    }
+
+    /// The object where operator `operator` keeps facts for the lineage
+    /// ([`LINEAGE_FACTS_DIR`]).
+    pub(crate) fn lineage_facts(&self, operator: &str) -> object_store::path::Path {
+        self.prefix
+            .clone()
+            .join(LINEAGE_FACTS_DIR)
+            .join(crate::lineage::facts_file_name(operator))
     }
 
     /// The object a store's preflight writes and removes (`tag` makes it this process's).

@@ -33,8 +33,8 @@ mod store;
 pub use bucket::{Bucket, Created};
 pub use error::CheckpointError;
 pub use files::{write_file_atomically, CrcWriter, FinishedFile, PendingFile};
-pub use layout::{instance_key, state_file, CheckpointDir, LINEAGE_NAME};
-pub use lineage::{LineageStart, TakenLineage};
+pub use layout::{instance_key, state_file, CheckpointDir, LINEAGE_FACTS_DIR, LINEAGE_NAME};
+pub use lineage::{FactCheck, LineageStart, TakenLineage};
 pub use location::{S3Settings, StoreLocation, SUPPORTED};
 pub use lock::{output_locks_dir, LockError, OwnerLock, LOCK_NAME};
 pub use manifest::{

@@ -32,6 +32,23 @@
 //! One of an older anduin holds the lineage alone: the query it was drawn for is unknown, and
 //! a start with no checkpoint draws another (the rows the earlier run wrote may then be written
 //! twice, which shows, rather than another query's rows dropped, which does not).
+//!
+//! The same query may still make other rows when what it reads is not what it read: a NATS
+//! stream deleted and made again numbers its messages from 1 again. A run killed before its
+//! first checkpoint and started again then reads the new stream under the earlier run's
+//! lineage, and its sink gives the new rows the ids of the earlier ones, dropped as duplicates.
+//! A checkpoint keeps what a source needs to tell (when its stream was made); before the first
+//! one, the lineage does: each operator may keep facts beside it ([`KeptFacts`], one file or
+//! object per operator under [`crate::LINEAGE_FACTS_DIR`], [`crate::Store::keep_lineage_fact`]),
+//! and a fresh start of the same lineage compares its own with them ([`decide_fact`]). Facts
+//! kept for another lineage are another run's: a new lineage starts with none.
+//!
+//! ```text
+//! lineage 3f9c0a5be2d14471
+//! stream.created 2024-05-01 10:00:00.123 +00:00:00
+//! ```
+
+use std::collections::BTreeMap;
 
 /// What the lineage file or object holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,6 +181,136 @@ fn valid_digest(s: &str) -> bool {
     (1..=128).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// What an operator kept beside the lineage: facts of its own, by name, for one lineage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptFacts {
+    /// The lineage they were kept for.
+    pub lineage: String,
+    /// Fact name → value: a name of letters, digits, `.`, `-` and `_`; a value of one line.
+    pub facts: BTreeMap<String, String>,
+}
+
+/// The prefix of the line that names the lineage facts were kept for.
+const LINEAGE_LINE: &str = "lineage ";
+
+impl KeptFacts {
+    /// Reads the text of an operator's facts file; `None` if it is not one.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let mut lines = text.trim().lines().map(str::trim);
+        let lineage = lines
+            .next()?
+            .strip_prefix(LINEAGE_LINE)
+            .map(str::trim)
+            .filter(|l| valid_lineage(l))?
+            .to_string();
+        let mut facts = BTreeMap::new();
+        for line in lines {
+            let (name, value) = line.split_once(' ')?;
+            if !valid_fact_name(name) {
+                return None;
+            }
+            facts.insert(name.to_string(), value.trim().to_string());
+        }
+        Some(Self { lineage, facts })
+    }
+
+    /// The text of its file.
+    pub(crate) fn to_text(&self) -> String {
+        let mut text = format!("{LINEAGE_LINE}{}\n", self.lineage);
+        for (name, value) in &self.facts {
+            text.push_str(&format!("{name} {value}\n"));
+        }
+        text
+    }
+}
+
+/// What a fresh start's fact is beside the one kept for its lineage: the verdict of
+/// [`decide_fact`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+#[non_exhaustive]
+pub enum FactDecision {
+    /// The same value is kept: the start sees what the earlier run of its lineage saw.
+    Same,
+    /// None is kept for this lineage (its first run, or a run before it kept none): keep
+    /// these facts (the kept ones of the lineage and this one).
+    Keep(KeptFacts),
+    /// Another value is kept: what the earlier run of the lineage saw (`kept`) is not what
+    /// this start sees.
+    Differs {
+        /// The value kept.
+        kept: String,
+    },
+}
+
+/// What a fresh start in lineage `lineage` that sees `value` for fact `fact` makes of the
+/// facts its operator kept (`kept`, if any).
+pub fn decide_fact(
+    kept: Option<&KeptFacts>,
+    lineage: &str,
+    fact: &str,
+    value: &str,
+) -> FactDecision {
+    let mut facts = match kept {
+        Some(k) if k.lineage == lineage => match k.facts.get(fact) {
+            Some(v) if v == value => return FactDecision::Same,
+            Some(v) => return FactDecision::Differs { kept: v.clone() },
+            None => k.facts.clone(),
+        },
+        // Another lineage's: another run's, not to be compared with.
+        _ => BTreeMap::new(),
+    };
+    facts.insert(fact.to_string(), value.to_string());
+    FactDecision::Keep(KeptFacts {
+        lineage: lineage.to_string(),
+        facts,
+    })
+}
+
+/// What [`crate::Store::keep_lineage_fact`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+#[non_exhaustive]
+pub enum FactCheck {
+    /// None was kept for the lineage: this one is now.
+    New,
+    /// The same was kept.
+    Same,
+    /// Another was kept, which stays.
+    Differs {
+        /// The value kept.
+        kept: String,
+    },
+}
+
+/// Whether `s` may name a fact: 1 to 64 ASCII letters, digits, `.`, `-` and `_`.
+pub(crate) fn valid_fact_name(s: &str) -> bool {
+    (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+/// Whether `s` may be a fact's value: one line.
+pub(crate) fn valid_fact_value(s: &str) -> bool {
+    !s.contains(['\n', '\r']) && s.trim() == s
+}
+
+/// The name of operator `operator`'s facts file: the name itself when it is made of ASCII
+/// letters, digits, `-` and `_` (and not too long), else `=` and its bytes in hexadecimal (a
+/// name no plain one can be).
+pub fn facts_file_name(operator: &str) -> String {
+    let plain = (1..=100).contains(&operator.len())
+        && operator
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'));
+    if plain {
+        operator.to_string()
+    } else {
+        let hex: String = operator.bytes().map(|b| format!("{b:02x}")).collect();
+        format!("={hex}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +372,67 @@ mod tests {
         ] {
             assert_eq!(KeptLineage::parse(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_fresh_start_compares_its_fact_with_the_one_kept_for_its_lineage_only() {
+        // Issue 19 (H6): a stream made again before the first checkpoint was read under the
+        // earlier run's lineage, and the sink dropped the new rows as duplicates.
+        let created = "2024-05-01 10:00:00.0 +00:00:00";
+        let first = decide_fact(None, "3f9c", "stream.created", created);
+        let FactDecision::Keep(kept) = first else {
+            panic!("kept: {first:?}")
+        };
+        assert_eq!(kept.lineage, "3f9c");
+        assert_eq!(
+            decide_fact(Some(&kept), "3f9c", "stream.created", created),
+            FactDecision::Same
+        );
+        assert_eq!(
+            decide_fact(Some(&kept), "3f9c", "stream.created", "2024-05-02"),
+            FactDecision::Differs {
+                kept: created.into()
+            },
+            "the stream was made again since the earlier run of the lineage"
+        );
+        let other = decide_fact(Some(&kept), "77aa", "stream.created", "2024-05-02");
+        assert!(
+            matches!(&other, FactDecision::Keep(k) if k.lineage == "77aa" && k.facts.len() == 1),
+            "another lineage's facts are not compared: {other:?}"
+        );
+        let more = decide_fact(Some(&kept), "3f9c", "other", "x");
+        assert!(
+            matches!(&more, FactDecision::Keep(k) if k.facts.len() == 2),
+            "{more:?}"
+        );
+    }
+
+    #[test]
+    fn a_facts_file_holds_its_lineage_then_a_fact_a_line() {
+        let k = KeptFacts {
+            lineage: "3f9c".into(),
+            facts: [(
+                "stream.created".to_string(),
+                "2024-05-01 10:00 +0".to_string(),
+            )]
+            .into(),
+        };
+        assert_eq!(
+            k.to_text(),
+            "lineage 3f9c\nstream.created 2024-05-01 10:00 +0\n"
+        );
+        assert_eq!(KeptFacts::parse(&k.to_text()), Some(k));
+        for bad in [
+            "",
+            "3f9c\n",
+            "lineage not/one\n",
+            "lineage 3f9c\nno-value\n",
+            "lineage 3f9c\nbad/name x\n",
+        ] {
+            assert_eq!(KeptFacts::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(facts_file_name("in_1-a"), "in_1-a");
+        assert_eq!(facts_file_name("a b"), "=612062");
+        assert_eq!(facts_file_name("../x"), "=2e2e2f78");
     }
 }

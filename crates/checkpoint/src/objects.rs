@@ -308,6 +308,43 @@ impl Objects {
             .map_err(|e| self.failed(format!("write {shown}"), e))
     }
 
+    /// The bytes of operator `operator`'s facts object
+    /// ([`crate::layout::LINEAGE_FACTS_DIR`]), and its key as messages show it; `None` if there
+    /// is none.
+    pub(crate) fn lineage_facts(
+        &self,
+        operator: &str,
+    ) -> Result<Option<(Vec<u8>, String)>, CheckpointError> {
+        let key = self.layout.lineage_facts(operator);
+        let shown = self.show(&key);
+        let store = Arc::clone(&self.store);
+        let got = self.block(async move {
+            match store.get(&key).await {
+                Ok(r) => r.bytes().await.map(Some),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        got.map(|b| b.map(|b| (b.to_vec(), shown.clone())))
+            .map_err(|e| self.failed(format!("read {shown}"), e))
+    }
+
+    /// Writes operator `operator`'s facts object, `text` (over the one there, if any).
+    pub(crate) fn put_lineage_facts(
+        &self,
+        operator: &str,
+        text: &str,
+    ) -> Result<(), CheckpointError> {
+        self.check_fence()?;
+        let key = self.layout.lineage_facts(operator);
+        let shown = self.show(&key);
+        let store = Arc::clone(&self.store);
+        let payload = PutPayload::from(text.as_bytes().to_vec());
+        self.block(async move { store.put(&key, payload).await })?
+            .map(drop)
+            .map_err(|e| self.failed(format!("write {shown}"), e))
+    }
+
     /// Removes the lineage object, if any.
     pub(crate) fn delete_lineage(&self) -> Result<(), CheckpointError> {
         let key = self.layout.lineage();

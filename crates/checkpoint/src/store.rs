@@ -771,6 +771,76 @@ impl Store {
             decision,
         })
     }
+
+    /// Keeps fact `fact` = `value` of operator `operator` for lineage `lineage` beside the
+    /// checkpoints, unless one is kept already ([`crate::lineage::decide_fact`]): a fresh
+    /// start sees whether what it reads is what the earlier run of its lineage read (a run
+    /// killed before its first checkpoint, started again). The operator's file (or object),
+    /// under [`crate::LINEAGE_FACTS_DIR`], is written whole and synced; one operator instance
+    /// keeps its facts (another writing the same file would overwrite them).
+    pub fn keep_lineage_fact(
+        &self,
+        lineage: &str,
+        operator: &str,
+        fact: &str,
+        value: &str,
+    ) -> Result<crate::lineage::FactCheck, CheckpointError> {
+        use crate::lineage::{
+            decide_fact, valid_fact_name, valid_fact_value, FactCheck, FactDecision, KeptFacts,
+        };
+        if !valid_fact_name(fact) || !valid_fact_value(value) {
+            return Err(CheckpointError::BadLineageFact {
+                operator: operator.to_string(),
+                fact: fact.to_string(),
+                value: value.to_string(),
+            });
+        }
+        let path = self
+            .dir
+            .root()
+            .join(crate::LINEAGE_FACTS_DIR)
+            .join(crate::lineage::facts_file_name(operator));
+        let read = match &self.remote {
+            None => match std::fs::read(&path) {
+                Ok(b) => Some((b, path.display().to_string())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(CheckpointError::io(&path, e)),
+            },
+            Some(r) => r.lineage_facts(operator)?,
+        };
+        let kept = match read {
+            None => None,
+            Some((bytes, at)) => {
+                let text = String::from_utf8_lossy(&bytes).trim().to_string();
+                let Some(k) = KeptFacts::parse(&text) else {
+                    return Err(CheckpointError::BadLineageFacts {
+                        operator: operator.to_string(),
+                        at,
+                        found: text.chars().take(80).collect(),
+                    });
+                };
+                Some(k)
+            }
+        };
+        match decide_fact(kept.as_ref(), lineage, fact, value) {
+            FactDecision::Same => Ok(FactCheck::Same),
+            FactDecision::Differs { kept } => Ok(FactCheck::Differs { kept }),
+            FactDecision::Keep(facts) => {
+                let text = facts.to_text();
+                match &self.remote {
+                    None => {
+                        if let Some(dir) = path.parent() {
+                            std::fs::create_dir_all(dir)
+                                .map_err(|e| CheckpointError::io(dir, e))?;
+                        }
+                        write_file_atomically(&path, text.as_bytes())?;
+                    }
+                    Some(r) => r.put_lineage_facts(operator, &text)?,
+                }
+                Ok(FactCheck::New)
+            }
+        }
+    }
 }
 
 /// A new lineage for [`Store::lineage`]: 16 hex digits from the OS's random source (the
@@ -1443,5 +1513,52 @@ mod tests {
             .expect_err("refused")
             .to_string();
         assert!(e.contains("holds `not/a lineage`"), "{e}");
+    }
+
+    #[test]
+    fn an_operators_fact_is_kept_for_its_lineage_and_compared_by_a_fresh_start() {
+        use crate::lineage::FactCheck;
+        let local = tempfile::tempdir().expect("tempdir");
+        let memory = Arc::new(object_store::memory::InMemory::new());
+        let cache = tempfile::tempdir().expect("tempdir");
+        for store in [
+            Store::open(local.path()).expect("opens"),
+            in_memory(&memory, cache.path()),
+        ] {
+            let keep = |lineage: &str, value: &str| {
+                store
+                    .keep_lineage_fact(lineage, "in put", "stream.created", value)
+                    .expect("kept")
+            };
+            assert_eq!(keep("3f9c", "t1"), FactCheck::New);
+            assert_eq!(keep("3f9c", "t1"), FactCheck::Same);
+            assert_eq!(keep("3f9c", "t2"), FactCheck::Differs { kept: "t1".into() });
+            assert_eq!(keep("3f9c", "t1"), FactCheck::Same, "the kept one stays");
+            assert_eq!(keep("77aa", "t2"), FactCheck::New, "another lineage's");
+            assert_eq!(keep("77aa", "t2"), FactCheck::Same);
+            let e = store
+                .keep_lineage_fact("77aa", "in", "stream.created", "two\nlines")
+                .expect_err("refused")
+                .to_string();
+            assert!(e.contains("a bug in anduin"), "{e}");
+        }
+        let path = local
+            .path()
+            .join(crate::LINEAGE_FACTS_DIR)
+            .join("=696e20707574");
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("reads"),
+            "lineage 77aa\nstream.created t2\n"
+        );
+        std::fs::write(&path, "garbage").expect("writes");
+        let e = Store::open(local.path())
+            .expect("opens")
+            .keep_lineage_fact("77aa", "in put", "stream.created", "t2")
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.contains(r#"operator "in put" kept"#) && e.contains("`garbage`"),
+            "{e}"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! the connection (at once), a server that does not answer (within `connect.timeout`), a
 //! server without JetStream, a stream that does not exist, a source's or a sink's subject the
 //! stream does not keep, and (with checkpoints) a stream whose duplicate window is shorter
-//! than the sink's `min_duplicate_window`.
+//! than the sink's `min_duplicate_window` or than the checkpoint interval.
 
 use crate::common;
 
@@ -184,6 +184,38 @@ fn a_duplicate_window_shorter_than_asked_is_refused_with_checkpoints_only() {
     );
     // Without checkpoints no run resumes: the window does not matter.
     let (code, stderr, _) = run(&q, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(server.read("OUT"), ["1700000000000,1"]);
+}
+
+#[test]
+fn a_checkpoint_interval_longer_than_the_duplicate_window_is_refused_naming_both() {
+    // Issue 19 (M1): accepted silently, and a resumed run stored its last interval's rows
+    // twice, the stream having forgotten their ids.
+    let server = NatsServer::start();
+    server.stream("EVENTS", &["events"], Duration::from_secs(120));
+    server.stream("OUT", &["out"], Duration::from_secs(120));
+    server.publish("events", &["1700000000000,1".to_string()]);
+    let q = query(&server.url, "EVENTS", "OUT", "out");
+    let (code, stderr, _) = run(
+        &q,
+        &["--checkpoint-dir", "ckpt", "--checkpoint-interval", "3m"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    for part in [
+        r#"operator "out": the NATS sink "out" writes exactly once"#,
+        "`OUT` keeps message ids for 120000 ms and the run takes a checkpoint only every 180000 ms",
+        "`--checkpoint-interval` below 120000 ms",
+        "nats stream edit OUT --dupe-window 360s",
+        r#"delivery = "at-least-once""#,
+    ] {
+        assert!(stderr.contains(part), "{part} not in {stderr}");
+    }
+    assert_eq!(server.count("OUT"), 0, "nothing written");
+    let (code, stderr, _) = run(
+        &q,
+        &["--checkpoint-dir", "ckpt", "--checkpoint-interval", "1m"],
+    );
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(server.read("OUT"), ["1700000000000,1"]);
 }

@@ -4,7 +4,11 @@
 //! to whichever rows come when they arrive), makes other rows in another run: they would get
 //! the ids of the rows written before and be dropped as duplicates, silently. Such a query is
 //! refused before it runs, naming the operator and what to do; `delivery = 'at-least-once'`
-//! lifts it.
+//! lifts it. So are (issue 19, H5) a control stream with `time` whose source has
+//! `idle_timeout` (once silent that long, its watermark no longer holds the rows back, so
+//! whether a change applies to a row depends on when each arrives), and a filter or map
+//! calling a function whose value changes from call to call (`random()`, `PROCTIME()`),
+//! named with its position.
 
 use crate::common;
 
@@ -76,6 +80,55 @@ operator name = "low", type = "filter" {
 }
 "#;
 
+const CONTROL_WITH_AN_IDLE_SOURCE: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+type name = "Change" {
+  column name = "operator", type = "string"
+  column name = "param", type = "string"
+  column name = "value", type = "string"
+  column name = "ts", type = "timestamp"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 1000
+  output name = "events", type = "Event"
+}
+operator name = "changes", type = "reader" {
+  param path = "changes.csv"
+  param event_time = "ts"
+  param idle_timeout = "5s"
+  output name = "changeRows", type = "Change"
+}
+operator name = "low", type = "filter" {
+  input name = "events"
+  control name = "changeRows", time = "ts"
+  param condition = "value < 42"
+  output name = "kept", type = "Event"
+}
+"#;
+
+const VOLATILE: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 1000
+  output name = "events", type = "Event"
+}
+operator name = "sample", type = "filter" {
+  input name = "events"
+  param condition = "random() < 0.5"
+  output name = "kept", type = "Event"
+}
+"#;
+
 fn check(query: &str, input: &str, delivery: &str) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let text = format!(
@@ -111,7 +164,31 @@ fn a_nats_sink_after_operators_whose_rows_depend_on_timing_is_refused_unless_at_
         ) && stderr.contains("Give the control input a `time` column"),
         "{stderr}"
     );
-    for query in [(PROCESSING_TIME, "counts"), (CONTROL_WITHOUT_TIME, "kept")] {
+    let (code, stderr) = check(CONTROL_WITH_AN_IDLE_SOURCE, "kept", "");
+    assert_eq!(code, Some(1), "{stderr}");
+    for part in [
+        r#"operator "out" (a NATS sink, exactly once)"#,
+        r#"filter "low" applies the changes of control stream "changeRows" by event time, and its source "changes" has `idle_timeout`"#,
+        "whether a change applies to a row depends on when each arrives",
+        r#"Leave `idle_timeout` out of source "changes""#,
+    ] {
+        assert!(stderr.contains(part), "{part} not in {stderr}");
+    }
+    let (code, stderr) = check(VOLATILE, "kept", "");
+    assert_eq!(code, Some(1), "{stderr}");
+    for part in [
+        r#"operator "out" (a NATS sink, exactly once)"#,
+        r#"filter "sample" calls `random()` (at 14:22)"#,
+        "Take the value from the input instead of calling `random()` in the query",
+    ] {
+        assert!(stderr.contains(part), "{part} not in {stderr}");
+    }
+    for query in [
+        (PROCESSING_TIME, "counts"),
+        (CONTROL_WITHOUT_TIME, "kept"),
+        (CONTROL_WITH_AN_IDLE_SOURCE, "kept"),
+        (VOLATILE, "kept"),
+    ] {
         let (code, stderr) = check(query.0, query.1, r#"param delivery = "at-least-once""#);
         assert_eq!(code, Some(0), "{stderr}");
     }

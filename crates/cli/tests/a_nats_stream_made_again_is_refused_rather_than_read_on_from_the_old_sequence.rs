@@ -9,48 +9,13 @@
 
 use crate::common;
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::nats::{events, NatsServer, EVENTS_TO_OUT as QUERY};
-use common::{wait_until, ChildGuard};
-
-/// `anduin run q.flow` in `dir` against `server`, with `extra` arguments.
-fn start(dir: &std::path::Path, server: &NatsServer, extra: &[&str]) -> ChildGuard {
-    let var = format!("SERVER={}", server.url);
-    ChildGuard(
-        Command::new(env!("CARGO_BIN_EXE_anduin"))
-            .args(["run", "q.flow", "--var", &var])
-            .args(extra)
-            .current_dir(dir)
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starts"),
-    )
-}
-
-/// The output of `run` once it has ended by itself (a run that goes on is a failure).
-fn ended(mut run: ChildGuard) -> std::process::Output {
-    wait_until("the run to end by itself", || {
-        run.0.try_wait().expect("its state").is_some()
-    });
-    run.wait_output()
-}
-
-/// The newest checkpoint's epoch in `ckpt` (0: none yet).
-fn newest(ckpt: &std::path::Path) -> u64 {
-    std::fs::read_dir(ckpt).map_or(0, |d| {
-        d.filter_map(Result::ok)
-            .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().to_string();
-                name.strip_prefix("chk-")?.parse::<u64>().ok()
-            })
-            .max()
-            .unwrap_or(0)
-    })
-}
+use common::nats::{
+    ended, events, newest_checkpoint as newest, start_run as start, NatsServer,
+    EVENTS_TO_OUT as QUERY,
+};
+use common::wait_until;
 
 const CHECKPOINTS: [&str; 4] = ["--checkpoint-dir", "ckpt", "--checkpoint-interval", "200ms"];
 

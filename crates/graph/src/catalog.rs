@@ -203,6 +203,27 @@ pub trait Catalog {
         None
     }
 
+    /// The first call in `op`'s expressions (over inputs of the schemas `inputs`) of a
+    /// function whose value changes from call to call (`random()`), if any: asked of every
+    /// operator that binds; the planner refuses one upstream of a sink that must get the same
+    /// rows on every run (an exactly-once NATS sink). The default: none.
+    fn volatile_call(
+        &self,
+        _op: &OperatorDef,
+        _inputs: &[(&str, SchemaRef)],
+    ) -> Option<crate::VolatileCall> {
+        None
+    }
+
+    /// Whether sink `sink` (an operator without outputs) writes where source `source` (an
+    /// operator without inputs) reads, so that the query would read its own output again: what
+    /// they share, as a phrase ("stream `EVENTS` on nats://…, subject `events.out`"), or
+    /// `None`. Asked of every source and sink of a query ([`crate::check`] refuses such a
+    /// feedback loop). The default: never.
+    fn feeds_back(&self, _source: &OperatorDef, _sink: &OperatorDef) -> Option<String> {
+        None
+    }
+
     /// Checks `op`'s params against the schemas of its inputs and the declared types of its
     /// outputs (`None` where the output's type is to be inferred), and returns the bound
     /// operator with the schema of each output. Errors point into `op`.

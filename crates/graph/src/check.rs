@@ -283,6 +283,8 @@ pub fn check<C: Catalog>(
         spec.operators.iter().map(|_| Vec::new()).collect();
     let mut failed = vec![false; spec.operators.len()];
     let mut controls: Vec<Option<ControlInput>> = spec.operators.iter().map(|_| None).collect();
+    let mut volatile: Vec<Option<crate::VolatileCall>> =
+        spec.operators.iter().map(|_| None).collect();
     for &id in &topo {
         let op = &spec.operators[id.0];
         let ins = &inputs_of[id.0];
@@ -358,6 +360,7 @@ pub fn check<C: Catalog>(
                 diags.extend(d);
             }
             Ok(b) => {
+                volatile[id.0] = catalog.volatile_call(op, &inputs);
                 diags.extend(b.warnings);
                 for (port, schema) in b.outputs.into_iter().enumerate() {
                     let Some(sid) = outputs_of[id.0].get(port) else {
@@ -407,6 +410,7 @@ pub fn check<C: Catalog>(
     diags.extend(crate::ending::check_ending(
         spec, catalog, &topo, &inputs_of, &streams,
     ));
+    diags.extend(crate::feedback::check_feedback(spec, catalog));
     diags.extend(crate::qos::check_qos(spec, catalog));
     diags.extend(crate::qos::check_selectors(spec, catalog));
     diags.sort();
@@ -418,10 +422,15 @@ pub fn check<C: Catalog>(
         .iter()
         .zip(bound)
         .zip(inputs_of.into_iter().zip(outputs_of))
-        .zip(partitions.into_iter().zip(controls))
+        .zip(
+            partitions
+                .into_iter()
+                .zip(controls.into_iter().zip(volatile)),
+        )
         .map(
-            |(((def, b), (inputs, outputs)), (partition_by, control))| Node {
+            |(((def, b), (inputs, outputs)), (partition_by, (control, volatile)))| Node {
                 control,
+                volatile,
                 parallelism: def
                     .param("parallelism")
                     .and_then(|p| p.value.as_text().as_str().parse().ok())

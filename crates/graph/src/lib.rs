@@ -25,6 +25,7 @@ mod check;
 mod control_input;
 mod ending;
 mod explain;
+mod feedback;
 mod live_split;
 mod logical;
 mod params;
@@ -45,7 +46,7 @@ pub use check::{check, schema_of_type};
 pub use control_input::{ControlInput, ControlTime};
 pub use explain::{explain_dot, explain_text, updating_from};
 pub use live_split::LiveSplit;
-pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId};
+pub use logical::{LogicalGraph, Node, NodeId, Stream, StreamId, VolatileCall};
 pub use partitioning::PartitioningError;
 pub use physical::{
     rescalable, splits, ChannelPlan, Partitioning, PhysicalPlan, PlanError, PlanOptions, TaskPlan,

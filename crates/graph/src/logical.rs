@@ -41,6 +41,19 @@ pub struct Node<B> {
     pub survives_input_loss: bool,
     /// Its control input (`control name = …`), if it has one.
     pub control: Option<ControlInput>,
+    /// The first function its expressions call whose value changes from call to call
+    /// (`random()`), if the catalog finds one ([`crate::Catalog::volatile_call`]).
+    pub volatile: Option<VolatileCall>,
+}
+
+/// A call, in an operator's params, of a function whose value changes from call to call
+/// (`random()`, `uuid()`, `PROCTIME()`): a run started again computes other values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VolatileCall {
+    /// The function, as the expression names it (lowercase).
+    pub function: String,
+    /// Where, in the query file: the expression that calls it.
+    pub pos: anduin_types::Pos,
 }
 
 impl<B> Node<B> {
@@ -123,6 +136,7 @@ impl<B> LogicalGraph<B> {
                     stateful: n.stateful,
                     survives_input_loss: n.survives_input_loss,
                     control: n.control,
+                    volatile: n.volatile,
                 })
                 .collect(),
             streams: self.streams,

@@ -433,7 +433,7 @@ impl PhysicalPlan {
         // topological order, so a producer's is known before its consumers'.
         let mut interleaves: Vec<Option<String>> = Vec::with_capacity(self.tasks.len());
         // Why each task's output depends on when rows arrive, if it does (and what would not).
-        let mut timing: Vec<Option<(String, String)>> = Vec::with_capacity(self.tasks.len());
+        let mut timing: Vec<Option<Timed>> = Vec::with_capacity(self.tasks.len());
         for task in &self.tasks {
             let head = graph.node(task.chain[0]);
             let data: Vec<&ChannelPlan> = task
@@ -444,20 +444,19 @@ impl PhysicalPlan {
                 .collect();
             let mut timed = data
                 .iter()
-                .find_map(|c| timing.get(c.from_task).cloned().flatten());
+                .map(|c| timing.get(c.from_task).cloned().flatten())
+                .fold(None, Timed::rather);
             for n in task.chain.iter().map(|n| graph.node(*n)) {
                 if let Some(sink) = n.def.needs_one_ordered_input().then_some(n) {
-                    if let Some((why, fix)) = &timed {
+                    if let Some(t) = &timed {
                         return Err(PlanError::TimingDependentInput {
                             sink: sink.name().to_string(),
-                            why: why.clone(),
-                            fix: fix.clone(),
+                            why: t.why.clone(),
+                            fix: t.fix.clone(),
                         });
                     }
                 }
-                if timed.is_none() {
-                    timed = timing_dependent(n);
-                }
+                timed = Timed::rather(timed, timing_dependent(graph, n));
             }
             timing.push(timed);
             let why = if data.len() > 1 {
@@ -520,20 +519,67 @@ impl PhysicalPlan {
     }
 }
 
-/// Why the rows of `node` depend on when rows arrive rather than on the rows, if they do, and
-/// what would not: windows over processing time, changes from a control stream applied as they
-/// arrive.
-fn timing_dependent<B>(node: &crate::logical::Node<B>) -> Option<(String, String)> {
-    if let Some(c) = node.control.as_ref().filter(|c| c.time.is_none()) {
-        return Some((
-            format!(
-                "{} \"{}\" applies the changes of control stream \"{}\" as they arrive (it has no `time`), to whichever rows come then",
-                node.kind(),
-                node.name(),
-                c.stream
-            ),
-            "Give the control input a `time` column (the changes then apply by event time)".to_string(),
-        ));
+/// Why rows depend on when they arrive or are computed rather than on the input, and what
+/// would not ([`PlanError::TimingDependentInput`]).
+#[derive(Clone, Debug)]
+struct Timed {
+    why: String,
+    fix: String,
+    /// Said by the operator that makes the rows depend on it (a window over processing time),
+    /// rather than by one that only calls a function whose value changes from call to call
+    /// (`PROCTIME()` before such a window): said first.
+    decisive: bool,
+}
+
+impl Timed {
+    /// `a`, unless `b` is decisive and `a` is not.
+    fn rather(a: Option<Timed>, b: Option<Timed>) -> Option<Timed> {
+        match (a, b) {
+            (Some(a), Some(b)) if !a.decisive && b.decisive => Some(b),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Why the rows of `node` (in `graph`) depend on when rows arrive, or on when they are
+/// computed, rather than on the rows, if they do, and what would not: windows over processing
+/// time, changes from a control stream applied as they arrive (without `time`, or with a
+/// source that goes idle: its watermark then no longer holds the rows back), functions whose
+/// value changes from call to call.
+fn timing_dependent<B>(graph: &LogicalGraph<B>, node: &crate::logical::Node<B>) -> Option<Timed> {
+    if let Some(c) = node.control.as_ref() {
+        if c.time.is_none() {
+            return Some(Timed {
+                why: format!(
+                    "{} \"{}\" applies the changes of control stream \"{}\" as they arrive (it has no `time`), to whichever rows come then",
+                    node.kind(),
+                    node.name(),
+                    c.stream
+                ),
+                fix: "Give the control input a `time` column (the changes then apply by event time)".to_string(),
+                decisive: true,
+            });
+        }
+        if let Some(source) = node
+            .inputs
+            .get(c.port)
+            .and_then(|s| idle_source_upstream(graph, *s))
+        {
+            return Some(Timed {
+                why: format!(
+                    "{} \"{}\" applies the changes of control stream \"{}\" by event time, and its source \"{}\" has `idle_timeout`: once the control stream is silent that long (wall-clock time), its watermark no longer holds the rows back, so whether a change applies to a row depends on when each arrives",
+                    node.kind(),
+                    node.name(),
+                    c.stream,
+                    source.name()
+                ),
+                fix: format!(
+                    "Leave `idle_timeout` out of source \"{}\" (a control stream's watermark then holds the rows back until its changes are in)",
+                    source.name()
+                ),
+                decisive: true,
+            });
+        }
     }
     if node.def.kind.as_str() == "pattern" && node.def.param("within").is_some() {
         return Some((
@@ -548,16 +594,59 @@ fn timing_dependent<B>(node: &crate::logical::Node<B>) -> Option<(String, String
         .def
         .param("time_kind")
         .is_some_and(|p| p.value.as_text().as_str() == "processing");
-    processing.then(|| {
-        (
-            format!(
+    if processing {
+        return Some(Timed {
+            why: format!(
                 "{} \"{}\" groups rows by processing time (`time_kind = \"processing\"`, PROCTIME() in SQL): by the clock when they arrive",
                 node.kind(),
                 node.name()
             ),
-            "Window by event time".to_string(),
-        )
+            fix: "Window by event time".to_string(),
+            decisive: true,
+        });
+    }
+    node.volatile.as_ref().map(|v| Timed {
+            why: format!(
+                "{} \"{}\" calls `{}()` (at {}:{}), whose value changes from call to call, so a run started again computes other values (and other rows, where they are filtered or matched on)",
+                node.kind(),
+                node.name(),
+                v.function,
+                v.pos.line,
+                v.pos.col
+            ),
+            fix: format!(
+                "Take the value from the input instead of calling `{}()` in the query",
+                v.function
+            ),
+            decisive: false,
     })
+}
+
+/// The first source (an operator without inputs) feeding stream `stream`, directly or through
+/// other operators, that goes idle after `idle_timeout`.
+fn idle_source_upstream<B>(
+    graph: &LogicalGraph<B>,
+    stream: StreamId,
+) -> Option<&crate::logical::Node<B>> {
+    let mut seen = vec![false; graph.nodes.len()];
+    let mut next = vec![graph.stream(stream).producer.0];
+    while let Some(id) = next.pop() {
+        if std::mem::replace(&mut seen[id.0], true) {
+            continue;
+        }
+        let n = graph.node(id);
+        if n.inputs.is_empty() {
+            if n.def
+                .param("idle_timeout")
+                .is_some_and(|p| !p.value.as_text().as_str().trim().is_empty())
+            {
+                return Some(n);
+            }
+            continue;
+        }
+        next.extend(n.inputs.iter().map(|s| graph.stream(*s).producer.0));
+    }
+    None
 }
 
 /// Whether `node` can be rescaled while it runs: it splits its input by key (its state is
@@ -673,6 +762,7 @@ pub(crate) mod tests {
                     stateful: false,
                     survives_input_loss: false,
                     control: None,
+                    volatile: None,
                 })
                 .collect(),
             streams,
@@ -684,6 +774,37 @@ pub(crate) mod tests {
             g.streams[p].consumers.push((NodeId(c), port));
         }
         g
+    }
+
+    #[test]
+    fn what_makes_rows_depend_on_timing_is_said_before_a_function_that_only_feeds_it() {
+        // Issue 19 (H5): `PROCTIME()` in a map before a window over processing time; the
+        // window is what to change.
+        let timed = |why: &str, decisive| Timed {
+            why: why.into(),
+            fix: String::new(),
+            decisive,
+        };
+        let why = |t: Option<Timed>| t.map(|t| t.why);
+        let (stamp, window) = (timed("stamp", false), timed("window", true));
+        assert_eq!(
+            why(Timed::rather(Some(stamp.clone()), Some(window.clone()))).as_deref(),
+            Some("window")
+        );
+        assert_eq!(
+            why(Timed::rather(Some(window.clone()), Some(stamp.clone()))).as_deref(),
+            Some("window")
+        );
+        assert_eq!(
+            why(Timed::rather(Some(window), Some(timed("later", true)))).as_deref(),
+            Some("window"),
+            "the first decisive one"
+        );
+        assert_eq!(
+            why(Timed::rather(None, Some(stamp))).as_deref(),
+            Some("stamp")
+        );
+        assert_eq!(why(Timed::rather(None, None)), None);
     }
 
     #[test]

@@ -29,6 +29,17 @@ pub struct BuildContext {
     /// different locations never share names, and a run killed before its first checkpoint
     /// and started again keeps them. `None`: the runner keeps none.
     pub lineage: Option<Arc<str>>,
+    /// Where an operator keeps facts for the lineage (the runtime sets it when the run takes
+    /// checkpoints and keeps a lineage): a source whose input may be replaced under the same
+    /// name keeps what tells it apart, so that a run started again before the first
+    /// checkpoint refuses another input rather than read it under the earlier run's lineage
+    /// (see [`crate::LineageFacts`]). `None`: nothing is kept.
+    pub lineage_facts: Option<Arc<dyn crate::LineageFacts>>,
+    /// How often the run takes checkpoints, when it takes them on a timer (the runtime sets
+    /// it): a sink that deduplicates what a resumed run writes again within a window (the
+    /// NATS sink's message ids) refuses a window shorter than this. `None`: no checkpoints,
+    /// or only every so many rows.
+    pub checkpoint_interval: Option<std::time::Duration>,
     /// The digest of the query as this run runs it (its plan, and the contents of its UDF
     /// modules), when the runner knows it. A sink that names its rows by the lineage keeps it
     /// in its checkpoints: restored from a checkpoint another query took (the query edited in
@@ -67,6 +78,8 @@ impl Default for BuildContext {
             checkpointing: false,
             restore_epoch: None,
             lineage: None,
+            lineage_facts: None,
+            checkpoint_interval: None,
             query_digest: None,
             instance: 0,
             parallelism: 1,

@@ -23,6 +23,7 @@ mod error;
 pub mod event_time;
 pub mod fs_check;
 pub mod keys;
+mod lineage_facts;
 pub mod null_time;
 mod operator;
 mod origins;
@@ -41,6 +42,7 @@ pub use dead_letter::{
 };
 pub use error::{BadRow, ControlError, OperatorError};
 pub use event_time::WatermarkSpec;
+pub use lineage_facts::{KeptFact, LineageFacts};
 pub use operator::{Collector, Operator};
 pub use origins::RowOrigins;
 pub use params::Params;

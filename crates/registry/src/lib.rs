@@ -108,6 +108,22 @@ impl Catalog for BuiltinCatalog {
         }
     }
 
+    fn volatile_call(
+        &self,
+        op: &OperatorDef,
+        inputs: &[(&str, SchemaRef)],
+    ) -> Option<anduin_graph::VolatileCall> {
+        match op.kind.as_str() {
+            "filter" => filter::volatile_call(op, inputs),
+            "map" => map::volatile_call(op, inputs),
+            _ => None,
+        }
+    }
+
+    fn feeds_back(&self, source: &OperatorDef, sink: &OperatorDef) -> Option<String> {
+        nats::feeds_back(source, sink)
+    }
+
     fn input_that_must_end(&self, op: &OperatorDef) -> Option<(usize, &'static str)> {
         (op.kind.as_str() == "lookup_join").then_some((
             1,

@@ -80,6 +80,21 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     })
 }
 
+/// The first function the condition calls whose value changes from call to call, and where
+/// (see [`anduin_graph::Catalog::volatile_call`]); `None` if none, or if it does not compile
+/// (the binding says why).
+pub fn volatile_call(
+    op: &OperatorDef,
+    inputs: &[(&str, SchemaRef)],
+) -> Option<anduin_graph::VolatileCall> {
+    let (stream, schema) = inputs.first()?;
+    let text = Params::new(op).text("condition")?;
+    let scope = Scope::new(*stream, Arc::clone(schema));
+    let c = compile_predicate(text.as_str(), &scope).ok()?;
+    let function = c.volatile_function()?;
+    Some(crate::volatile::call_at(&text, function, &c.site))
+}
+
 /// A running filter.
 struct Filter {
     name: String,

@@ -24,6 +24,7 @@ pub mod top_n;
 mod ttl;
 pub mod union;
 pub mod user_op;
+mod volatile;
 pub mod window;
 
 #[cfg(test)]

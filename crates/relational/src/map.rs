@@ -193,6 +193,25 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     })
 }
 
+/// The first function the columns call whose value changes from call to call, and where (see
+/// [`anduin_graph::Catalog::volatile_call`]); `None` if none, or if they do not compile (the
+/// binding says why).
+pub fn volatile_call(
+    op: &OperatorDef,
+    inputs: &[(&str, SchemaRef)],
+) -> Option<anduin_graph::VolatileCall> {
+    let (stream, schema) = inputs.first()?;
+    let text = Params::new(op).text("columns")?;
+    let scope = Scope::new(*stream, Arc::clone(schema));
+    compile_projection(text.as_str(), &scope)
+        .ok()?
+        .iter()
+        .find_map(|e| {
+            let function = e.volatile_function()?;
+            Some(crate::volatile::call_at(&text, function, &e.site))
+        })
+}
+
 /// A running map.
 struct Map {
     name: String,

@@ -36,6 +36,7 @@ mod final_commit;
 mod fingerprint;
 mod grow;
 mod instantiate;
+mod lineage_facts;
 mod net;
 mod pipelining;
 mod protocol;

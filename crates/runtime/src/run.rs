@@ -105,10 +105,21 @@ pub fn run(
         Some((w, r)) => (Some(w), Some(r)),
         None => (None, None),
     };
-    // Every instance reads the run's clock, and sees its stop.
+    // Every instance reads the run's clock, and sees its stop; with checkpoints, how often
+    // they are taken, and operators keep facts beside the lineage in the checkpoint store.
     let ctx = BuildContext {
+        checkpoint_interval: config
+            .checkpointing
+            .as_ref()
+            .and_then(|c| c.settings.interval),
         clock: Arc::clone(&config.clock),
         stop: anduin_operator_api::StopRequest::new(Arc::clone(&config.stop)),
+        lineage_facts: ctx.lineage_facts.clone().or_else(|| {
+            crate::lineage_facts::StoreFacts::of(
+                config.checkpointing.as_ref(),
+                ctx.lineage.as_deref(),
+            )
+        }),
         ..ctx.clone()
     };
     // Tasks split while the query runs in an embedded run and in a cluster's executor, each

@@ -12,7 +12,7 @@ use async_nats::jetstream;
 use async_nats::jetstream::consumer::pull::OrderedConfig;
 use futures_util::StreamExt;
 
-use super::ChildGuard;
+use super::{wait_until, ChildGuard};
 
 /// The server binary: `$ANDUIN_NATS_SERVER`, or Debian's (in /usr/sbin, which a user's PATH
 /// may lack), or `nats-server` on the PATH.
@@ -259,4 +259,42 @@ pub fn events(from: u64, to: u64) -> Vec<String> {
     (from..to)
         .map(|i| format!("{},{i}", 1_700_000_000_000 + i))
         .collect()
+}
+
+/// `anduin run q.flow` in `dir` against `server` (`--var SERVER=…`), with `extra` arguments,
+/// stderr piped.
+pub fn start_run(dir: &std::path::Path, server: &NatsServer, extra: &[&str]) -> ChildGuard {
+    let var = format!("SERVER={}", server.url);
+    ChildGuard(
+        Command::new(env!("CARGO_BIN_EXE_anduin"))
+            .args(["run", "q.flow", "--var", &var])
+            .args(extra)
+            .current_dir(dir)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starts"),
+    )
+}
+
+/// The output of `run` once it has ended by itself (a run that goes on is a failure).
+pub fn ended(mut run: ChildGuard) -> std::process::Output {
+    wait_until("the run to end by itself", || {
+        run.0.try_wait().expect("its state").is_some()
+    });
+    run.wait_output()
+}
+
+/// The newest checkpoint's epoch in `ckpt` (0: none yet).
+pub fn newest_checkpoint(ckpt: &std::path::Path) -> u64 {
+    std::fs::read_dir(ckpt).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                name.strip_prefix("chk-")?.parse::<u64>().ok()
+            })
+            .max()
+            .unwrap_or(0)
+    })
 }

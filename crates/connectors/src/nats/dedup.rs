@@ -17,7 +17,10 @@
 //! again from nothing in the same location, finds the same lineage, and its rows get the ids
 //! they had; another run (another checkpoint location, `--from-scratch`, or the query edited
 //! in between, whose rows are other rows: `anduin_checkpoint::lineage`) has another lineage
-//! and writes all its rows. A runner that keeps none gives [`CHECKPOINTED_LINEAGE`]
+//! and writes all its rows. Its rows are the earlier run's only if it reads what that run
+//! read: a NATS source keeps when its stream was made beside the lineage
+//! (`BuildContext::lineage_facts`) and refuses a fresh start of the lineage on a stream made
+//! again since (see [`super::source`]). A runner that keeps none gives [`CHECKPOINTED_LINEAGE`]
 //! to every fresh start (the sink warns when a fresh lineage meets duplicates). Without
 //! checkpoints no run resumes: each run draws a lineage of its own and writes all its rows.
 //!
@@ -119,19 +122,30 @@ pub(crate) enum WindowCheck {
     Enough,
     /// The window is shorter than `min_duplicate_window`: the sink refuses to start.
     TooShort,
+    /// The window is shorter than the checkpoint interval: the rows a killed run wrote after
+    /// its last checkpoint are written again up to an interval later, after the stream forgot
+    /// their ids, and stored twice. The sink refuses to start.
+    ShorterThanCheckpoints,
     /// The run has no checkpoints, so never resumes: the window does not matter.
     NotNeeded,
 }
 
 /// Whether a stream that keeps message ids for `window` serves a sink that asks for
-/// `needed`, in a run with or without checkpoints.
-pub(crate) fn check_window(window: Duration, needed: Duration, checkpointing: bool) -> WindowCheck {
+/// `needed`, in a run with or without checkpoints (taken every `interval`, when on a timer).
+pub(crate) fn check_window(
+    window: Duration,
+    needed: Duration,
+    checkpointing: bool,
+    interval: Option<Duration>,
+) -> WindowCheck {
     if !checkpointing {
         WindowCheck::NotNeeded
-    } else if window >= needed {
-        WindowCheck::Enough
-    } else {
+    } else if window < needed {
         WindowCheck::TooShort
+    } else if interval.is_some_and(|i| window < i) {
+        WindowCheck::ShorterThanCheckpoints
+    } else {
+        WindowCheck::Enough
     }
 }
 
@@ -200,10 +214,44 @@ mod tests {
     #[test]
     fn a_window_shorter_than_asked_is_refused_only_with_checkpoints() {
         let s = Duration::from_secs;
-        assert_eq!(check_window(s(120), s(60), true), WindowCheck::Enough);
-        assert_eq!(check_window(s(60), s(60), true), WindowCheck::Enough);
-        assert_eq!(check_window(s(10), s(60), true), WindowCheck::TooShort);
-        assert_eq!(check_window(s(10), s(60), false), WindowCheck::NotNeeded);
+        assert_eq!(check_window(s(120), s(60), true, None), WindowCheck::Enough);
+        assert_eq!(check_window(s(60), s(60), true, None), WindowCheck::Enough);
+        assert_eq!(
+            check_window(s(10), s(60), true, None),
+            WindowCheck::TooShort
+        );
+        assert_eq!(
+            check_window(s(10), s(60), false, Some(s(600))),
+            WindowCheck::NotNeeded
+        );
+    }
+
+    #[test]
+    fn a_window_shorter_than_the_checkpoint_interval_is_refused() {
+        // Issue 19 (M1): checkpoints every 3 minutes on a stream that keeps ids for 2 were
+        // accepted, and a resumed run stored its last interval's rows twice.
+        let s = Duration::from_secs;
+        assert_eq!(
+            check_window(s(120), s(60), true, Some(s(180))),
+            WindowCheck::ShorterThanCheckpoints
+        );
+        assert_eq!(
+            check_window(s(30), s(60), true, Some(s(45))),
+            WindowCheck::TooShort,
+            "`min_duplicate_window` first: a window raised to it is often enough for both"
+        );
+        assert_eq!(
+            check_window(s(30), s(10), true, Some(s(45))),
+            WindowCheck::ShorterThanCheckpoints
+        );
+        assert_eq!(
+            check_window(s(120), s(60), true, Some(s(120))),
+            WindowCheck::Enough
+        );
+        assert_eq!(
+            check_window(s(120), s(60), true, Some(s(10))),
+            WindowCheck::Enough
+        );
     }
 
     #[test]

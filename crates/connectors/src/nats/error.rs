@@ -58,7 +58,7 @@ pub enum NatsError {
     /// The stream a source reads (or its checkpoint read) is not the one it was: deleted and
     /// made again, it numbers its messages from 1 again, and reading on from the sequence
     /// reached would skip as many of the new stream's messages without a word.
-    #[error("stream `{stream}` on the NATS server at {server} was made again ({then} then, {now} now){}. Run the query with --from-scratch to read the new stream from its start", remade_what(*.restored, *.next))]
+    #[error("stream `{stream}` on the NATS server at {server} was made again ({then} then, {now} now){}. Run the query with --from-scratch to read the new stream from its start", remade_what(*.found, *.next))]
     StreamRemade {
         /// The stream.
         stream: String,
@@ -70,8 +70,8 @@ pub enum NatsError {
         now: String,
         /// The sequence the source would read next.
         next: u64,
-        /// Found on a restore (else while running).
-        restored: bool,
+        /// When it was found.
+        found: RemadeFound,
     },
     /// A source's or a sink's subject is not one the stream keeps.
     #[error("subject `{subject}` is not one of stream `{stream}`'s subjects ({subjects}): {}", .role.outside_stream())]
@@ -94,6 +94,20 @@ pub enum NatsError {
         window_ms: u64,
         /// `min_duplicate_window`.
         needed_ms: u64,
+    },
+    /// An exactly-once sink's stream forgets message ids sooner than the run takes
+    /// checkpoints: the rows a killed run wrote after its last checkpoint are written again by
+    /// the resumed run up to an interval later, and stored twice.
+    #[error("the NATS sink \"{sink}\" writes exactly once only if its stream `{stream}` still knows a row's message id when a resumed run writes the row again, but `{stream}` keeps message ids for {window_ms} ms and the run takes a checkpoint only every {interval_ms} ms: the rows written after the last checkpoint before a crash would be written again after the stream forgot their ids, and stored twice. Take checkpoints more often than the window (`--checkpoint-interval` below {window_ms} ms, with room for the restart), or raise the stream's duplicate window well above the interval (`nats stream edit {stream} --dupe-window {}s`), or give \"{sink}\" `delivery = \"at-least-once\"`", suggested_window_s(*.interval_ms))]
+    WindowShorterThanCheckpoints {
+        /// The sink.
+        sink: String,
+        /// Its stream.
+        stream: String,
+        /// The stream's duplicate window.
+        window_ms: u64,
+        /// The checkpoint interval.
+        interval_ms: u64,
     },
     /// The client's background runtime could not be made.
     #[error("the NATS client's runtime could not start: {0}")]
@@ -121,12 +135,31 @@ pub enum Role {
     Sink,
 }
 
-/// What a stream made again means for a source at sequence `next`.
-fn remade_what(restored: bool, next: u64) -> String {
-    if restored {
-        format!(" since the checkpoint: it numbers its messages from 1 again, so reading on from sequence {next} would skip the new stream's first messages")
-    } else {
-        format!(" while the source read it: it numbers its messages from 1 again, so the source, reading on from the sequence it had reached, went past the new stream's first messages (it is at sequence {next}; what it read of the new stream since its last checkpoint is in no checkpoint)")
+/// A duplicate window to suggest for checkpoints every `interval_ms`: twice the interval (room
+/// for the restart and the replay), in whole seconds.
+fn suggested_window_s(interval_ms: u64) -> u64 {
+    interval_ms.saturating_mul(2).div_ceil(1000)
+}
+
+/// When a source found its stream made again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RemadeFound {
+    /// While it read it.
+    Reading,
+    /// On a restore: the checkpoint read another stream.
+    Restoring,
+    /// At a fresh start: the earlier run of the lineage (killed before its first checkpoint
+    /// completed) read another stream, as the facts kept beside the lineage say.
+    StartingAgain,
+}
+
+/// What a stream made again means for a source at sequence `next`, found as `found` says.
+fn remade_what(found: RemadeFound, next: u64) -> String {
+    match found {
+        RemadeFound::Restoring => format!(" since the checkpoint: it numbers its messages from 1 again, so reading on from sequence {next} would skip the new stream's first messages"),
+        RemadeFound::Reading => format!(" while the source read it: it numbers its messages from 1 again, so the source, reading on from the sequence it had reached, went past the new stream's first messages (it is at sequence {next}; what it read of the new stream since its last checkpoint is in no checkpoint)"),
+        RemadeFound::StartingAgain => " since an earlier run of this query with these checkpoints, which stopped before its first checkpoint completed: it numbers its messages from 1 again, so this run would give the rows it makes of them the names the earlier run gave its rows (an exactly-once NATS sink's message ids) and they would be dropped as duplicates".to_string(),
     }
 }
 

@@ -19,6 +19,7 @@
 mod connection;
 mod dedup;
 mod error;
+mod feedback;
 mod sink;
 mod source;
 
@@ -31,7 +32,8 @@ use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
 
-pub use error::{NatsError, Role};
+pub use error::{NatsError, RemadeFound, Role};
+pub use feedback::feeds_back;
 
 use crate::codec::TimestampFormat;
 use crate::kafka::decode::RecordDecoder;

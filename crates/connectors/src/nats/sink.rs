@@ -111,14 +111,22 @@ impl NatsSink {
         )?;
         let window = info.config.duplicate_window;
         let exactly_once = ctx.checkpointing && config.exactly_once;
-        match check_window(window, config.min_duplicate_window, exactly_once) {
+        let interval = ctx.checkpoint_interval;
+        match check_window(window, config.min_duplicate_window, exactly_once, interval) {
             WindowCheck::Enough | WindowCheck::NotNeeded => {}
+            WindowCheck::ShorterThanCheckpoints => {
+                return Err(NatsError::WindowShorterThanCheckpoints {
+                    sink: config.name.clone(),
+                    stream: config.stream.clone(),
+                    window_ms: millis(window),
+                    interval_ms: millis(interval.unwrap_or_default()),
+                })
+            }
             WindowCheck::TooShort => {
                 return Err(NatsError::ShortDuplicateWindow {
                     stream: config.stream.clone(),
-                    window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
-                    needed_ms: u64::try_from(config.min_duplicate_window.as_millis())
-                        .unwrap_or(u64::MAX),
+                    window_ms: millis(window),
+                    needed_ms: millis(config.min_duplicate_window),
                 })
             }
         }
@@ -198,6 +206,11 @@ impl NatsSink {
             tracing::warn!(operator = %self.config.name, stream = %self.config.stream, "this run started afresh, and the stream already held rows with its message ids (an earlier run of this query within the duplicate window): it keeps those and drops these. Expected after a run killed before its first checkpoint; if this run started over on purpose, give it another --name or wait out the window");
         }
     }
+}
+
+/// `d` in milliseconds, for messages.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Waits for the acknowledgements of `pending`, counting them into `acked`.

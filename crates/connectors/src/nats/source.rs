@@ -35,7 +35,13 @@
 //! A stream deleted and made again numbers its messages from 1 again, and the consumer reads
 //! on from its sequence in it: so the source keeps when its stream was made (in checkpoints
 //! too), and compares at a restore, at each checkpoint, when it finds its stream again, and
-//! every [`STREAM_CHECK`] while busy ([`NatsError::StreamRemade`]).
+//! every [`STREAM_CHECK`] while busy ([`NatsError::StreamRemade`]). Before the first
+//! checkpoint, it keeps it beside the run's lineage (`BuildContext::lineage_facts`): a run
+//! killed before its first checkpoint and started again takes the earlier run's lineage, and
+//! its sink the earlier run's message ids; reading a stream made again in between, it would
+//! give the new rows the ids of the earlier ones, dropped as duplicates. So a fresh start
+//! refuses a stream made at another time than the one its lineage's earlier run read, and
+//! `--from-scratch` (a new lineage) reads it.
 //!
 //! With `bounded`, it stops at the stream's last sequence as of its first start (kept in the
 //! checkpoint, so that a resumed run stops where the interrupted one would have): after the
@@ -46,8 +52,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anduin_operator_api::{
-    DeadLetter, OperatorError, RejectedRecord, RestoreIn, SnapshotOut, Source, SourcePoll,
-    WatermarkSpec,
+    DeadLetter, KeptFact, OperatorError, RejectedRecord, RestoreIn, SnapshotOut, Source,
+    SourcePoll, WatermarkSpec,
 };
 use async_nats::jetstream::consumer::pull::{Ordered, OrderedConfig};
 use async_nats::jetstream::consumer::DeliverPolicy;
@@ -55,7 +61,7 @@ use async_nats::jetstream::stream::Stream;
 use futures_util::StreamExt;
 
 use super::connection::Connection;
-use super::error::NatsError;
+use super::error::{NatsError, RemadeFound};
 use crate::kafka::decode::{Bad, Polled, RecordDecoder};
 
 /// How long a poll waits for the first message at most (the runtime's deadline may be
@@ -167,6 +173,8 @@ impl NatsSource {
         let others = ctx.instance > 0;
         if others {
             tracing::info!(operator = %config.name, instance = ctx.instance, "a NATS stream is read by instance 0 of its source: this one ends at once");
+        } else if ctx.restore_epoch.is_none() {
+            same_stream_as_earlier_run(&config, &created, ctx)?;
         }
         Ok(Self {
             config,
@@ -202,7 +210,7 @@ impl NatsSource {
             then: self.created.clone(),
             now,
             next: self.next,
-            restored: false,
+            found: RemadeFound::Reading,
         })
     }
 
@@ -504,7 +512,7 @@ impl Source for NatsSource {
                 then,
                 now: self.created.clone(),
                 next: position.next,
-                restored: true,
+                found: RemadeFound::Restoring,
             }));
         }
         self.next = position.next;
@@ -556,6 +564,36 @@ impl Source for NatsSource {
         })
     }
 }
+
+/// At a fresh start with a lineage: refuses a stream made at another time than the one the
+/// earlier run of the lineage read (a run killed before its first checkpoint, started again),
+/// as kept beside the lineage; keeps this one's when none is kept.
+fn same_stream_as_earlier_run(
+    config: &SourceConfig,
+    created: &str,
+    ctx: &anduin_operator_api::BuildContext,
+) -> Result<(), NatsError> {
+    let Some(facts) = &ctx.lineage_facts else {
+        return Ok(());
+    };
+    let kept = facts
+        .keep(&config.name, STREAM_CREATED, created)
+        .map_err(|e| NatsError::client("keeping when the stream was made beside the lineage", e))?;
+    match kept {
+        KeptFact::Differs { kept } => Err(NatsError::StreamRemade {
+            stream: config.stream.clone(),
+            server: config.server.clone(),
+            then: kept,
+            now: created.to_string(),
+            next: 1,
+            found: RemadeFound::StartingAgain,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The fact a source keeps beside the lineage: when its stream was made.
+const STREAM_CREATED: &str = "stream.created";
 
 /// What a source does about a stream the server has said is missing for `missing`.
 #[derive(Debug, PartialEq, Eq)]
