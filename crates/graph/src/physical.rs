@@ -582,13 +582,14 @@ fn timing_dependent<B>(graph: &LogicalGraph<B>, node: &crate::logical::Node<B>) 
         }
     }
     if node.def.kind.as_str() == "pattern" && node.def.param("within").is_some() {
-        return Some((
-            format!(
+        return Some(Timed {
+            why: format!(
                 "pattern \"{}\" ends its partial matches at their time bound (`within`, WITHIN in SQL) when a watermark passes it, and what it reports then comes before or after the matches of the rows read meanwhile as the watermarks fall, which changes from run to run",
                 node.name()
             ),
-            "Drop the time bound".to_string(),
-        ));
+            fix: "Drop the time bound".to_string(),
+            decisive: true,
+        });
     }
     let processing = node
         .def
