@@ -273,9 +273,11 @@ fn adjustable_params(graph: &LogicalGraph<Bound>) -> BTreeMap<String, Vec<ParamI
         let Some(sig) = BuiltinCatalog.signature(node.kind()) else {
             continue;
         };
-        // An operator following a control stream takes its changes from there only; some
-        // take none while running (copies that must stay alike, over an updating stream).
-        if node.control.is_some() || anduin_graph::fixed_while_running(graph, node).is_some() {
+        // Those `ctl set` refuses whatever the param (`check_change_after` asks the same):
+        // an operator following a control stream takes its changes from there only; some
+        // take none while running (copies that must stay alike, over an updating stream,
+        // before an exactly-once NATS sink).
+        if anduin_graph::fixed_while_running(graph, node).is_some() {
             continue;
         }
         let params: Vec<ParamInfo> = BuiltinCatalog
@@ -393,6 +395,83 @@ operator name = "out", type = "writer" {
   param path = "out.csv"
 }
 "#;
+
+    const BEFORE_A_NATS_SINK: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 10
+  output name = "events", type = "Event"
+}
+operator name = "low", type = "filter" {
+  input name = "events"
+  param condition = "value < 50"
+  output name = "kept", type = "Event"
+}
+operator name = "out", type = "nats" {
+  input name = "kept"
+  param server = "nats://127.0.0.1:4222"
+  param stream = "OUT"
+  param subject = "out"
+  DELIVERY
+}
+"#;
+
+    /// Every param `anduin ctl params` lists for `query` with a value is one `anduin ctl set`
+    /// takes (with that value); the listing.
+    fn listed_and_taken(query: &str) -> BTreeMap<String, Vec<String>> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.flow");
+        std::fs::write(&path, query).expect("query");
+        let loaded = match crate::load::load_to_run(&path, &[], &[], None) {
+            Ok(loaded) => loaded,
+            Err(crate::load::LoadError::Diagnostics(d)) => panic!("{}", d.render("q.flow")),
+            Err(crate::load::LoadError::Other(e)) => panic!("{e:#}"),
+        };
+        let listed = adjustable_params(&loaded.graph);
+        for (op, params) in &listed {
+            // (A param without a value, such as a generator's `rate`, has none to set again.)
+            for p in params.iter().filter(|p| !p.value.is_empty()) {
+                let taken = anduin_graph::check_change(
+                    &loaded.graph,
+                    &BuiltinCatalog,
+                    op,
+                    &p.name,
+                    &p.value,
+                );
+                assert_eq!(taken, Ok(()), "ctl params lists {op}.{}", p.name);
+            }
+        }
+        listed
+            .into_iter()
+            .map(|(op, params)| (op, params.into_iter().map(|p| p.name).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn an_operator_before_an_exactly_once_nats_sink_lists_no_param_that_ctl_set_would_refuse() {
+        // Issue 19 (L1): `ctl params` listed the filter's condition, and `ctl set` refused it.
+        let exactly_once = listed_and_taken(&BEFORE_A_NATS_SINK.replace("DELIVERY", ""));
+        assert!(!exactly_once.contains_key("low"), "{exactly_once:?}");
+        let at_least_once = listed_and_taken(
+            &BEFORE_A_NATS_SINK.replace("DELIVERY", r#"param delivery = "at-least-once""#),
+        );
+        assert_eq!(
+            at_least_once.get("low"),
+            Some(&vec!["condition".to_string()]),
+            "{at_least_once:?}"
+        );
+        for extra in [
+            "",
+            "param overflow_instances = 3\n  param max_partial_matches = 10",
+        ] {
+            listed_and_taken(&PATTERN.replace("EXTRA", extra));
+        }
+    }
 
     #[test]
     fn copies_that_must_stay_alike_list_no_param_that_ctl_set_would_refuse() {

@@ -1,5 +1,6 @@
 //! A NATS source or sink that cannot start says why, in bounded time: a server that refuses
-//! the connection (at once), a server that does not answer (within `connect.timeout`), a
+//! the connection (at once), a server that does not answer (within `connect.timeout`, which
+//! may be too short when under a second), a
 //! server without JetStream, a stream that does not exist, a source's or a sink's subject the
 //! stream does not keep, and (with checkpoints) a stream whose duplicate window is shorter
 //! than the sink's `min_duplicate_window` or than the checkpoint interval.
@@ -92,6 +93,30 @@ fn a_server_that_does_not_answer_fails_the_start_within_the_connect_timeout() {
     );
     assert!(took >= Duration::from_secs(2), "took {took:?}: {stderr}");
     assert!(took < Duration::from_secs(30), "took {took:?}: {stderr}");
+}
+
+#[test]
+fn a_start_that_times_out_under_a_second_says_the_timeout_may_be_too_short() {
+    // Issue 19 (L2): `connect.timeout = "1ms"` against a live server said only that no server
+    // answered. A silent listener times every start out, whatever the timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+    let server = format!(
+        "nats://127.0.0.1:{}",
+        silent.local_addr().expect("its address").port()
+    );
+    let q = query(&server, "EVENTS", "OUT", "out").replace(
+        r#"param connect.timeout = "2s""#,
+        r#"param connect.timeout = "5ms""#,
+    );
+    let (code, stderr, _) = run(&q, &[]);
+    drop(silent);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "no NATS server at {server} answered within 5 ms (timed out): `connect.timeout` (5 ms) may be too short for a server to answer, even one that runs: raise it"
+        )),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -54,6 +54,14 @@ pub fn check_change<C: Catalog>(
 /// type's adjustable params may.
 pub fn fixed_while_running<B>(graph: &LogicalGraph<B>, node: &Node<B>) -> Option<String> {
     let operator = node.name();
+    // It takes its changes from a control stream only, so that a replay applies them at the
+    // same point.
+    if let Some(control) = &node.control {
+        return Some(format!(
+            "operator \"{operator}\" takes its changes from control stream \"{}\": send the change there (a row with operator, param and value), so that a replay applies it at the same point",
+            control.stream
+        ));
+    }
     // The copies of a hot standby must compute the same rows: one changed alone would not.
     if node.def.asks_hot_standby() {
         return Some(format!(
@@ -103,6 +111,13 @@ pub fn fixed_while_running<B>(graph: &LogicalGraph<B>, node: &Node<B>) -> Option
             graph.stream(*s).name
         ));
     }
+    // A sink that numbers rows in their order of arrival must get the same rows after a
+    // checkpoint in every run.
+    if let Some(sink) = ordered_sink_downstream(graph, node) {
+        return Some(format!(
+            "operator \"{operator}\" feeds \"{sink}\", a NATS sink that writes exactly once by giving each row a message id from its place in the order the rows reach it: a change applied while the query runs lands between other rows in a run started again from a checkpoint, which would make other rows under the ids of those written before, and the stream would drop them as duplicates. Change it through a control stream with a `time` column (the change then applies by event time, at the same rows in every run), restart the query with the new value, or give \"{sink}\" `param delivery = \"at-least-once\"`"
+        ));
+    }
     None
 }
 
@@ -145,20 +160,10 @@ pub fn check_change_after<C: Catalog>(
         .iter()
         .find(|n| n.name() == operator)
         .ok_or(ChangeRejected::UnknownOperator)?;
-    if let Some(control) = &node.control {
-        return Err(ChangeRejected::Invalid(format!(
-            "operator \"{operator}\" takes its changes from control stream \"{}\": send the change there (a row with operator, param and value), so that a replay applies it at the same point",
-            control.stream
-        )));
-    }
-    // Before the params its type could change: this operator takes none while it runs.
+    // Before the params its type could change: this operator takes none while it runs (and
+    // `anduin ctl params` lists none of its).
     if let Some(why) = fixed_while_running(graph, node) {
         return Err(ChangeRejected::Invalid(why));
-    }
-    if let Some(sink) = ordered_sink_downstream(graph, node) {
-        return Err(ChangeRejected::Invalid(format!(
-            "operator \"{operator}\" feeds \"{sink}\", a NATS sink that writes exactly once by giving each row a message id from its place in the order the rows reach it: a change applied while the query runs lands between other rows in a run started again from a checkpoint, which would make other rows under the ids of those written before, and the stream would drop them as duplicates. Change it through a control stream with a `time` column (the change then applies by event time, at the same rows in every run), restart the query with the new value, or give \"{sink}\" `param delivery = \"at-least-once\"`"
-        )));
     }
     let adjustable = catalog.adjustable(node.kind());
     if !adjustable.contains(&param) {

@@ -125,6 +125,27 @@ impl NatsServer {
             .expect("the stream is made");
     }
 
+    /// Makes stream `name` of `subjects`, keeping message ids for `duplicate_window` and only
+    /// its last `max_messages` messages (older ones are removed as new ones come).
+    pub fn stream_keeping(
+        &self,
+        name: &str,
+        subjects: &[&str],
+        duplicate_window: Duration,
+        max_messages: i64,
+    ) {
+        self.runtime
+            .block_on(self.js.create_stream(jetstream::stream::Config {
+                name: name.to_string(),
+                subjects: subjects.iter().map(|s| s.to_string()).collect(),
+                duplicate_window,
+                max_messages,
+                discard: jetstream::stream::DiscardPolicy::Old,
+                ..Default::default()
+            }))
+            .expect("the stream is made");
+    }
+
     /// Publishes `values` to `subject`, and waits until every one is acknowledged.
     pub fn publish(&self, subject: &str, values: &[String]) {
         self.runtime.block_on(async {

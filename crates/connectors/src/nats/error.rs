@@ -7,8 +7,9 @@ use anduin_operator_api::OperatorError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NatsError {
-    /// No server answered in time: the address is wrong or the server is down.
-    #[error("no NATS server at {server} answered within {timeout_ms} ms ({cause}): check `server` (nats://host:port), start the server, or raise `connect.timeout`")]
+    /// No server answered in time: the address is wrong, the server is down, or the timeout
+    /// is too short for it to answer.
+    #[error("no NATS server at {server} answered within {timeout_ms} ms ({cause}): {}", unreachable_advice(*.timeout_ms))]
     Unreachable {
         /// The `server` param.
         server: String,
@@ -135,6 +136,21 @@ pub enum Role {
     Sink,
 }
 
+/// A timeout under which a live server may well not answer in time: a connection takes a
+/// TCP handshake and the server's greeting, milliseconds on one machine, more across a
+/// network.
+const SHORT_CONNECT_TIMEOUT_MS: u64 = 1000;
+
+/// What to do when no server answered within `timeout_ms`: first raise a timeout that may be
+/// too short for a live server to answer, else check the address and the server.
+fn unreachable_advice(timeout_ms: u64) -> String {
+    if timeout_ms < SHORT_CONNECT_TIMEOUT_MS {
+        format!("`connect.timeout` ({timeout_ms} ms) may be too short for a server to answer, even one that runs: raise it (10s by default); else check `server` (nats://host:port) and start the server")
+    } else {
+        "check `server` (nats://host:port), start the server, or raise `connect.timeout`".into()
+    }
+}
+
 /// A duplicate window to suggest for checkpoints every `interval_ms`: twice the interval (room
 /// for the restart and the replay), in whole seconds.
 fn suggested_window_s(interval_ms: u64) -> u64 {
@@ -195,5 +211,32 @@ impl NatsError {
                 message: self.to_string(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_that_timed_out_under_a_second_says_the_timeout_may_be_too_short() {
+        // Issue 19 (L2): with `connect.timeout = "1ms"` and a live server, the start said
+        // only that no server answered.
+        let unreachable = |timeout_ms| {
+            NatsError::Unreachable {
+                server: "nats://127.0.0.1:4222".into(),
+                timeout_ms,
+                cause: "timed out".into(),
+            }
+            .to_string()
+        };
+        let short = unreachable(1);
+        assert!(
+            short.starts_with("no NATS server at nats://127.0.0.1:4222 answered within 1 ms (timed out): `connect.timeout` (1 ms) may be too short for a server to answer, even one that runs: raise it"),
+            "{short}"
+        );
+        let long = unreachable(10_000);
+        assert!(!long.contains("too short"), "{long}");
+        assert!(long.ends_with("or raise `connect.timeout`"), "{long}");
     }
 }

@@ -126,6 +126,9 @@ pub(crate) struct NatsSource {
     dead_letter: Arc<DeadLetter>,
     /// Messages without a payload, skipped.
     empty: u64,
+    /// Messages the stream removed before the source read them (its limits and discard
+    /// policy, or a delete): counted in the run's summary (`messages_removed_unread`).
+    removed: u64,
     /// A consumer was made once: a later failure to make one is retried, not fatal.
     started: bool,
     /// The client's [`Connection::connects`] when the consumer was made: another count means
@@ -187,6 +190,7 @@ impl NatsSource {
             decoder,
             dead_letter: Arc::clone(&ctx.dead_letter),
             empty: 0,
+            removed: 0,
             started: false,
             connects: 0,
             retry: None,
@@ -230,8 +234,12 @@ impl NatsSource {
             self.same_stream(self.stream.cached_info())?;
         }
         let state = &self.stream.cached_info().state;
-        if self.next > 1 && self.next < state.first_sequence {
-            tracing::warn!(operator = %self.config.name, stream = %self.config.stream, from = self.next, first = state.first_sequence, "the stream no longer holds the messages from the checkpoint's sequence to its first one (removed by its limits): they are not read");
+        let removed = removed_before(self.next, state.first_sequence);
+        if removed > 0 {
+            tracing::warn!(operator = %self.config.name, stream = %self.config.stream, from = self.next, first = state.first_sequence, removed, "the stream no longer holds the messages from the source's sequence to its first one (removed by its limits or deleted): they are not read, and the run's summary counts them (messages_removed_unread)");
+            self.removed += removed;
+            // Counted once: the consumer starts at the first message there is.
+            self.next = state.first_sequence;
         }
         if self.next > state.last_sequence.saturating_add(1) {
             tracing::warn!(operator = %self.config.name, stream = %self.config.stream, from = self.next, last = state.last_sequence, "the checkpoint read further than the stream's last sequence: was the stream made again? messages are read from the checkpoint's sequence on");
@@ -373,10 +381,13 @@ impl NatsSource {
         let from = self.next;
         let stream = self.config.stream.as_str();
         let name = self.config.name.as_str();
-        let (polled, next, done) = self.conn.block_on(async {
+        // Without a filter, every sequence is the source's: one skipped was removed.
+        let every_sequence = self.config.subject.is_none();
+        let (polled, next, done, removed) = self.conn.block_on(async {
             let mut polled = Vec::new();
             let mut next = None;
             let mut done = false;
+            let mut removed = 0;
             while polled.len() < max && !done {
                 let wait = if polled.is_empty() {
                     first_wait
@@ -413,6 +424,9 @@ impl NatsSource {
                     done = true;
                     break;
                 }
+                if every_sequence {
+                    removed += removed_before(next.unwrap_or(from), seq);
+                }
                 next = Some(seq + 1);
                 // The last message of the stream as of the start, or the last of the subject
                 // before it.
@@ -427,10 +441,14 @@ impl NatsSource {
                     value: Some(m.payload.to_vec()),
                 });
             }
-            Ok((polled, next, done))
+            Ok((polled, next, done, removed))
         })?;
         if let Some(n) = next {
             self.next = n;
+        }
+        if removed > 0 {
+            tracing::warn!(operator = %self.config.name, stream = %self.config.stream, removed, "messages of the stream were removed before the source read them (by its limits, or deleted): they are not read, and the run's summary counts them (messages_removed_unread)");
+            self.removed += removed;
         }
         self.done |= done;
         Ok(polled)
@@ -473,10 +491,13 @@ impl Source for NatsSource {
     }
 
     fn metrics(&self) -> Vec<(&'static str, u64)> {
-        match self.empty {
-            0 => Vec::new(),
-            n => vec![("empty_records", n)],
-        }
+        [
+            ("empty_records", self.empty),
+            ("messages_removed_unread", self.removed),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect()
     }
 
     fn can_resume(&self) -> Result<(), String> {
@@ -595,6 +616,18 @@ fn same_stream_as_earlier_run(
 /// The fact a source keeps beside the lineage: when its stream was made.
 const STREAM_CREATED: &str = "stream.created";
 
+/// How many messages the stream removed before a source whose next message is at sequence
+/// `next` came to them, when the first it has (or delivers) is at `first`: none at the start
+/// of the stream (`next` 1: a stream whose first messages went before the source ever read
+/// it has lost nothing of the source's).
+fn removed_before(next: u64, first: u64) -> u64 {
+    if next > 1 {
+        first.saturating_sub(next)
+    } else {
+        0
+    }
+}
+
 /// What a source does about a stream the server has said is missing for `missing`.
 #[derive(Debug, PartialEq, Eq)]
 enum Missing {
@@ -615,6 +648,20 @@ fn missing_stream(missing: Duration, grace: Duration) -> Missing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_removed_after_the_sources_position_are_counted_and_none_before_it_starts() {
+        // Issue 19 (L3): messages lost to the stream's limits were only in a WARN.
+        assert_eq!(removed_before(6, 16), 10);
+        assert_eq!(removed_before(6, 6), 0);
+        assert_eq!(removed_before(6, 3), 0, "a message before the position");
+        assert_eq!(
+            removed_before(1, 16),
+            0,
+            "a fresh start reads what there is"
+        );
+        assert_eq!(removed_before(0, 16), 0);
+    }
 
     #[test]
     fn a_missing_stream_is_looked_for_again_until_the_grace_is_out_then_given_up() {
