@@ -581,6 +581,24 @@ fn timing_dependent<B>(graph: &LogicalGraph<B>, node: &crate::logical::Node<B>) 
             });
         }
     }
+    let ttl = node
+        .def
+        .param("state_ttl")
+        .map(|p| p.value.as_text().to_string());
+    if let Some(ttl) = ttl.filter(|t| anduin_types::duration_ms(t).is_ok_and(|ms| ms > 0)) {
+        return Some(Timed {
+            why: format!(
+                "{} \"{}\" forgets a key's state `state_ttl` ({ttl}) of processing time after its last change (`--state-ttl` or the param): whether a row meets its key's state depends on the clock when it arrives",
+                node.kind(),
+                node.name()
+            ),
+            fix: format!(
+                "Leave the state time-to-live out of \"{}\" (no `state_ttl`, no `--state-ttl`)",
+                node.name()
+            ),
+            decisive: true,
+        });
+    }
     if node.def.kind.as_str() == "pattern" && node.def.param("within").is_some() {
         return Some(Timed {
             why: format!(
@@ -952,6 +970,24 @@ pub(crate) mod tests {
         g.nodes[1].partition_by = vec![Some(vec![0])];
         g.nodes[1].parallelizable = true;
         plan_at(&g, 1).expect("a hash into one instance plans");
+    }
+
+    #[test]
+    fn an_exactly_once_nats_sink_after_state_with_a_time_to_live_is_refused() {
+        // 0 source, 1 aggregate, 2 sink.
+        let mut g = nats_sink(graph(3, &[(0, 1), (1, 2)]), 2, None);
+        let ttl = |v: &str| anduin_spec::Param {
+            name: Text::unplaced("state_ttl"),
+            value: anduin_spec::Value::String(Text::unplaced(v)),
+        };
+        g.nodes[1].def.params.push(ttl("0"));
+        plan_at(&g, 1).expect("no time-to-live plans");
+        g.nodes[1].def.params = vec![ttl("3600000ms")];
+        let e = plan_at(&g, 1).expect_err("state forgotten by the clock");
+        assert!(
+            matches!(&e, PlanError::TimingDependentInput { why, .. } if why.contains("state_ttl")),
+            "{e}"
+        );
     }
 
     #[test]

@@ -529,7 +529,8 @@ impl Group {
                     if f == Fun::CountDistinct {
                         let mut set = Distinct::default();
                         set.0.reserve(values.len());
-                        set.0.extend(values.into_iter().map(|(v, c)| (Box::from(v), c)));
+                        set.0
+                            .extend(values.into_iter().map(|(v, c)| (Box::from(v), c)));
                         Acc::Distinct(set)
                     } else {
                         Acc::Values(values.into_iter().map(|(v, c)| (v.to_vec(), c)).collect())

@@ -93,12 +93,13 @@ impl Partition {
         self.pending.values().map(Vec::len).sum()
     }
 
-    /// Releases the rows whose time the watermark `w` passed, pushing what that does to
+    /// Releases the rows whose time the watermark `w` passed (before `w`: a row at `w` may
+    /// still come; all at the end of event time, `i64::MAX`), pushing what that does to
     /// `steps`.
     pub(crate) fn release(&mut self, frame: Frame, w: i64, steps: &mut Vec<Step>) {
         while let Some(entry) = self.pending.first_entry() {
             let t = *entry.key();
-            if t > w {
+            if !passed(t, w) {
                 break;
             }
             let rows = entry.remove();
@@ -139,6 +140,13 @@ impl Partition {
             self.last = Some(t);
         }
     }
+}
+
+/// Whether watermark `w` passed time `t`: no row before `w` comes any more, so a row at `w`
+/// may (the watermark trails the largest time seen by the delay, 0 by default: a row of that
+/// same time can follow); the end of event time (`i64::MAX`) passes every time.
+pub(crate) fn passed(t: i64, w: i64) -> bool {
+    t < w || w == i64::MAX
 }
 
 #[cfg(test)]

@@ -119,3 +119,21 @@ fn an_over_window_emits_one_order_whatever_its_watermarks_and_restores() {
         }
     }
 }
+
+/// Rows in time order, three of each time, followed by a watermark at each batch's latest
+/// time (a source without a delay): a row at the watermark's time is still on time, so no row
+/// is dropped, however the batches cut the rows of one time apart.
+#[test]
+fn rows_at_the_watermark_s_time_are_on_time_however_the_input_is_batched() {
+    let rows: Vec<(i64, i64)> = (0..300).map(|i| (i / 3, i % 5)).collect();
+    let whole = run(&rows, 300, 0, None);
+    assert_eq!(whole.len(), rows.len());
+    for batch in [1, 2, 7] {
+        assert_eq!(run(&rows, batch, 0, None), whole, "batches of {batch}");
+        assert_eq!(
+            run(&rows, batch, 0, Some(5)),
+            whole,
+            "batches of {batch}, restored"
+        );
+    }
+}

@@ -30,7 +30,7 @@ use crate::retracting;
 use crate::ttl::{Incoming, StateTtl};
 
 use super::entry;
-use super::frame::{Held, Partition, Step};
+use super::frame::{passed, Held, Partition, Step};
 use super::OverSetup;
 
 /// The sub-key of a partition's entry.
@@ -218,7 +218,7 @@ impl Over {
     /// whose earliest waiting row is earliest first), and emits them with their aggregates.
     fn release(&mut self, w: Watermark, out: &mut dyn Collector) -> Result<(), OperatorError> {
         let mut keys = Vec::new();
-        while self.pending.first().is_some_and(|(t, _)| *t <= w.0) {
+        while self.pending.first().is_some_and(|(t, _)| passed(*t, w.0)) {
             if let Some((_, key)) = self.pending.pop_first() {
                 keys.push(key);
             }
