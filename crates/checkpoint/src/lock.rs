@@ -28,6 +28,9 @@ pub const LOCK_NAME: &str = "LOCK";
 pub struct OwnerLock {
     // Held for its lock: closing the file releases it.
     _file: File,
+    /// A checkpoint directory's own lock, beside its `LOCK` file's
+    /// ([`OwnerLock::checkpoint_dir`]); released with it.
+    _dir: Option<File>,
     path: PathBuf,
 }
 
@@ -100,11 +103,18 @@ impl OwnerLock {
         writeln!(file, "{}", std::process::id()).map_err(io)?;
         Ok(OwnerLock {
             _file: file,
+            _dir: None,
             path: lock_file.to_path_buf(),
         })
     }
 
-    /// Locks the checkpoint directory `root` (created if missing) through `<root>/LOCK`.
+    /// Locks the checkpoint directory `root` (created if missing) through the directory
+    /// itself and through `<root>/LOCK`, holding both. The directory's own lock (an `flock`
+    /// on it, opened for reading) stays with the directory whatever is done to the files in
+    /// it: a `LOCK` removed while a run holds it (a cleanup script, a user) would let a second
+    /// run lock a new `LOCK` and share the directory, and the directory's lock refuses it. The
+    /// `LOCK` file says the holder's PID (and is what an older anduin locks); the directory's
+    /// holder is read from `/proc/locks`.
     pub fn checkpoint_dir(root: &Path) -> Result<OwnerLock, LockError> {
         let what = format!("the checkpoint directory `{}`", root.display());
         std::fs::create_dir_all(root).map_err(|cause| LockError::Io {
@@ -112,7 +122,14 @@ impl OwnerLock {
             path: root.join(LOCK_NAME),
             cause,
         })?;
-        OwnerLock::acquire(&root.join(LOCK_NAME), &what)
+        let dir = match OwnerLock::output_itself_named(root, &what)? {
+            Some(lock) => lock._file,
+            // A directory this user may not read: its `LOCK` file is all there is.
+            None => return OwnerLock::acquire(&root.join(LOCK_NAME), &what),
+        };
+        let mut lock = OwnerLock::acquire(&root.join(LOCK_NAME), &what)?;
+        lock._dir = Some(dir);
+        Ok(lock)
     }
 
     /// Locks the output `path` (a file or a directory of part files, existing or not)
@@ -179,6 +196,7 @@ impl OwnerLock {
         match file.try_lock() {
             Ok(()) => Ok(Some(OwnerLock {
                 _file: file,
+                _dir: None,
                 path: path.to_path_buf(),
             })),
             Err(TryLockError::WouldBlock) => Err(LockError::Held {
@@ -297,6 +315,23 @@ mod tests {
         drop(first);
         let again = OwnerLock::checkpoint_dir(dir.path()).expect("free again");
         assert!(again.path().ends_with(LOCK_NAME));
+    }
+
+    #[test]
+    fn a_checkpoint_directory_whose_lock_file_was_removed_is_still_locked_by_the_directory() {
+        // Issue 19: removing `LOCK` while a run held it let a second run share the directory.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = OwnerLock::checkpoint_dir(dir.path()).expect("free");
+        std::fs::remove_file(dir.path().join(LOCK_NAME)).expect("removed");
+        match OwnerLock::checkpoint_dir(dir.path()).expect_err("held by the directory") {
+            LockError::Held { what, pid } => {
+                assert!(what.contains("checkpoint directory"), "{what}");
+                assert_eq!(pid, Some(std::process::id()), "read from /proc/locks");
+            }
+            other => panic!("expected Held, got {other:?}"),
+        }
+        drop(first);
+        let _again = OwnerLock::checkpoint_dir(dir.path()).expect("free once the first is dropped");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! One owner at a time for what a run writes: its checkpoint directory and its output files
 //! (writers' paths, the dead-letter file and the events file) are locked before anything is read or written,
 //! and stay locked until the run ends. A second run on any of them is refused, naming the PID
-//! of the run that holds it (see `anduin_checkpoint::OwnerLock`).
+//! of the run that holds it (see `anduin_checkpoint::OwnerLock`). The checkpoint directory is
+//! locked twice too: by its `LOCK` file and by the directory itself, so that a `LOCK` removed
+//! while a run holds it does not let a second run share the directory.
 //!
 //! Each output is locked twice: by its path (a lock file in `$TMPDIR/anduin-locks`, which
 //! covers an output that does not exist yet) and, once it exists, by the file or directory

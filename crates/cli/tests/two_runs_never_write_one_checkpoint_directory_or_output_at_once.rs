@@ -1,6 +1,7 @@
 //! Issue 22, point 1: two runs on one checkpoint directory lost rows and both exited as if
 //! nothing happened. A checkpoint directory and an output have one owner at a time: a second
-//! run is refused, naming the PID of the first, and the lock dies with its holder.
+//! run is refused, naming the PID of the first, and the lock dies with its holder; removing
+//! the directory's `LOCK` file does not free it (issue 19: the directory is locked itself).
 
 use crate::common;
 
@@ -65,6 +66,36 @@ fn a_second_run_on_a_held_checkpoint_directory_or_output_is_refused_with_the_hol
     );
     assert!(
         !dir.path().join("o2").exists(),
+        "the refused run wrote nothing"
+    );
+    // Issue 19: with its `LOCK` file removed, the directory is still locked (by itself).
+    std::fs::remove_file(dir.path().join("ck/LOCK")).expect("LOCK removed");
+    // (Spawned, so that a run let in is killed rather than waited for.)
+    let mut refused = spawn(
+        dir.path(),
+        &[
+            "run",
+            "slow.flow",
+            "--var",
+            "OUTPUT=o3",
+            "--checkpoint-dir",
+            "ck",
+        ],
+    );
+    wait_until(
+        "the run on the directory without its LOCK file to be refused",
+        || refused.0.try_wait().expect("its state").is_some(),
+    );
+    let without_lock_file = refused.wait_output();
+    assert_eq!(without_lock_file.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&without_lock_file.stderr);
+    assert!(
+        stderr.contains("the checkpoint directory `ck` is in use by another anduin run")
+            && stderr.contains(&format!("PID {pid}")),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("o3").exists(),
         "the refused run wrote nothing"
     );
 
