@@ -283,29 +283,14 @@ impl Objects {
     /// none.
     pub(crate) fn lineage(&self) -> Result<Option<(Vec<u8>, String)>, CheckpointError> {
         let key = self.layout.lineage();
-        let shown = self.show(&key);
-        let store = Arc::clone(&self.store);
-        let got = self.block(async move {
-            match store.get(&key).await {
-                Ok(r) => r.bytes().await.map(Some),
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(e),
-            }
-        })?;
-        got.map(|b| b.map(|b| (b.to_vec(), shown.clone())))
-            .map_err(|e| self.failed(format!("read {shown}"), e))
+        self.get_small(key)
     }
 
     /// Writes the lineage object, `text` (over the one there, if any).
     pub(crate) fn put_lineage(&self, text: &str) -> Result<(), CheckpointError> {
         self.check_fence()?;
         let key = self.layout.lineage();
-        let shown = self.show(&key);
-        let store = Arc::clone(&self.store);
-        let payload = PutPayload::from(text.as_bytes().to_vec());
-        self.block(async move { store.put(&key, payload).await })?
-            .map(drop)
-            .map_err(|e| self.failed(format!("write {shown}"), e))
+        self.put_small(key, text)
     }
 
     /// The bytes of operator `operator`'s facts object
@@ -316,6 +301,23 @@ impl Objects {
         operator: &str,
     ) -> Result<Option<(Vec<u8>, String)>, CheckpointError> {
         let key = self.layout.lineage_facts(operator);
+        self.get_small(key)
+    }
+
+    /// Writes operator `operator`'s facts object, `text` (over the one there, if any).
+    pub(crate) fn put_lineage_facts(
+        &self,
+        operator: &str,
+        text: &str,
+    ) -> Result<(), CheckpointError> {
+        self.check_fence()?;
+        let key = self.layout.lineage_facts(operator);
+        self.put_small(key, text)
+    }
+
+    /// The bytes of the small object at `key` (the lineage, an operator's facts), and its key
+    /// as messages show it; `None` if there is none.
+    fn get_small(&self, key: Key) -> Result<Option<(Vec<u8>, String)>, CheckpointError> {
         let shown = self.show(&key);
         let store = Arc::clone(&self.store);
         let got = self.block(async move {
@@ -329,14 +331,8 @@ impl Objects {
             .map_err(|e| self.failed(format!("read {shown}"), e))
     }
 
-    /// Writes operator `operator`'s facts object, `text` (over the one there, if any).
-    pub(crate) fn put_lineage_facts(
-        &self,
-        operator: &str,
-        text: &str,
-    ) -> Result<(), CheckpointError> {
-        self.check_fence()?;
-        let key = self.layout.lineage_facts(operator);
+    /// Writes `text` to the small object at `key` (over the one there, if any).
+    fn put_small(&self, key: Key, text: &str) -> Result<(), CheckpointError> {
         let shown = self.show(&key);
         let store = Arc::clone(&self.store);
         let payload = PutPayload::from(text.as_bytes().to_vec());

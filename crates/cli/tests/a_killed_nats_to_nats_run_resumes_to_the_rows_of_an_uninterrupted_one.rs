@@ -19,7 +19,8 @@ use std::time::Duration;
 use common::nats::NatsServer;
 use common::{anduin, kill_after, Rng};
 
-const FILTER: &str = r#"
+/// The source every query here reads (operators of the query follow it).
+const SOURCE: &str = r#"
 type name = "Event" {
   column name = "ts", type = "timestamp"
   column name = "sensor", type = "int"
@@ -32,13 +33,12 @@ operator name = "in", type = "nats" {
   param bounded = true
   output name = "events", type = "Event"
 }
-operator name = "low", type = "filter" {
-  input name = "events"
-  param condition = "value < 50"
-  output name = "low", type = "Event"
-}
+"#;
+
+/// The sink every query here writes, reading the stream `rows` the query makes.
+const SINK: &str = r#"
 operator name = "out", type = "nats" {
-  input name = "low"
+  input name = "rows"
   param server = "${SERVER}"
   param stream = "${OUT}"
   param subject = "${OUT}.rows"
@@ -46,20 +46,17 @@ operator name = "out", type = "nats" {
 }
 "#;
 
+/// Keeps the rows whose value is below 50.
+const FILTER: &str = r#"
+operator name = "low", type = "filter" {
+  input name = "events"
+  param condition = "value < 50"
+  output name = "rows", type = "Event"
+}
+"#;
+
 /// Counts per 1 s window and (sensor, value): 700 keys in each of 30 windows.
 const WINDOW: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "in", type = "nats" {
-  param server = "${SERVER}"
-  param stream = "EVENTS"
-  param format = "csv"
-  param bounded = true
-  output name = "events", type = "Event"
-}
 operator name = "counts", type = "window" {
   input name = "events"
   param kind = "tumbling"
@@ -73,13 +70,6 @@ operator name = "rows", type = "map" {
   input name = "counts"
   param columns = "CAST(window_start AS BIGINT) AS w, sensor, value, n"
   output name = "rows"
-}
-operator name = "out", type = "nats" {
-  input name = "rows"
-  param server = "${SERVER}"
-  param stream = "${OUT}"
-  param subject = "${OUT}.rows"
-  param format = "csv"
 }
 "#;
 
@@ -181,10 +171,11 @@ fn a_killed_nats_to_nats_run_checkpointing_on_a_timer_resumes_to_the_rows_of_an_
     );
 }
 
-/// Runs `query` uninterrupted, checks it wrote `naive`'s rows (in the same order, or, where
+/// Runs the query of operators `ops` (between [`SOURCE`] and [`SINK`]) uninterrupted, checks it wrote `naive`'s rows (in the same order, or, where
 /// the query orders them itself, as many of each), then kills a run of it at moments drawn
 /// from each seed and resumes it, and checks it wrote the uninterrupted run's rows in order.
-fn scenario(query: &str, naive: fn(&[String]) -> Vec<String>, seeds: &[u64], extra: &[&str]) {
+fn scenario(ops: &str, naive: fn(&[String]) -> Vec<String>, seeds: &[u64], extra: &[&str]) {
+    let query = format!("{SOURCE}{ops}{SINK}");
     let window = Duration::from_secs(120);
     for &seed in seeds {
         let server = NatsServer::start();
@@ -199,7 +190,7 @@ fn scenario(query: &str, naive: fn(&[String]) -> Vec<String>, seeds: &[u64], ext
 
         // The reference: an uninterrupted run with checkpoints, into its own stream.
         let reference = tempfile::tempdir().expect("tempdir");
-        std::fs::write(reference.path().join("q.flow"), query).expect("query");
+        std::fs::write(reference.path().join("q.flow"), &query).expect("query");
         let out = anduin(reference.path(), &args(&var, "OUT=REFERENCE", extra));
         assert_eq!(
             out.status.code(),
@@ -219,13 +210,13 @@ fn scenario(query: &str, naive: fn(&[String]) -> Vec<String>, seeds: &[u64], ext
             expected.len(),
             naive.len()
         );
-        if query == FILTER {
+        if ops == FILTER {
             assert!(expected == naive, "a filter keeps the input's order");
         }
         assert!(expected.len() > 10_000, "the query writes enough rows");
 
         let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("q.flow"), query).expect("query");
+        std::fs::write(dir.path().join("q.flow"), &query).expect("query");
         let mut rng = Rng(seed);
         let kills = 2 + rng.next(3);
         let mut killed = 0;
