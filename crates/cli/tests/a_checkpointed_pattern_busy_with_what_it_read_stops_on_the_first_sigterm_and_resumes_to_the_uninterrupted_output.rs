@@ -96,32 +96,13 @@ fn stopped_then_resumed(
     wait_until(&format!("{name}: {progress}"), || {
         std::fs::read_to_string(&events).is_ok_and(|e| e.contains(progress))
     });
-    let status = Command::new("kill")
-        .args(["-TERM", &child.pid().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
     // One signal only: the run ends on it, or the failsafe of `wait_until` fails the test.
-    let mut exited = None;
-    wait_until(
-        &format!("{name}: the run to stop on the first SIGTERM"),
-        || {
-            exited = child.0.try_wait().expect("waits");
-            exited.is_some()
-        },
-    );
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(child.0.stderr.as_mut().expect("stderr"), &mut stderr)
-        .expect("reads");
-    assert_eq!(exited.and_then(|s| s.code()), Some(143), "{name}: {stderr}");
-    assert!(stderr.contains("stopping on SIGTERM"), "{name}: {stderr}");
-    assert!(!stderr.contains("second signal"), "{name}: {stderr}");
+    let stderr = child.stop_on_one_sigterm(name);
     // It gave up the rows still to match, for the resumed run to match them.
     assert!(
         stderr.contains("run again with the same checkpoints, the query matches them"),
         "{name}: {stderr}"
     );
-    assert!(stderr.contains("stopped after"), "{name}: {stderr}");
 
     let args = args(name, layout);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

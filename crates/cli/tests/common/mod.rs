@@ -219,6 +219,34 @@ impl ChildGuard {
         self.0.id()
     }
 
+    /// Sends the child one SIGTERM and waits for it to end on that signal alone (`wait_until`
+    /// fails the test if it does not); checks it ended as a stop on SIGTERM does (exit 143,
+    /// no second signal needed, "stopped after" in its last words) and returns its stderr
+    /// (piped). `what` names the run in failures.
+    pub fn stop_on_one_sigterm(&mut self, what: &str) -> String {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        let mut exited = None;
+        wait_until(
+            &format!("{what}: the run to stop on the first SIGTERM"),
+            || {
+                exited = self.0.try_wait().expect("waits");
+                exited.is_some()
+            },
+        );
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(self.0.stderr.as_mut().expect("stderr"), &mut stderr)
+            .expect("reads");
+        assert_eq!(exited.and_then(|s| s.code()), Some(143), "{what}: {stderr}");
+        assert!(stderr.contains("stopping on SIGTERM"), "{what}: {stderr}");
+        assert!(!stderr.contains("second signal"), "{what}: {stderr}");
+        assert!(stderr.contains("stopped after"), "{what}: {stderr}");
+        stderr
+    }
+
     /// Waits for the child to end; what it wrote to stderr (piped) and how it ended.
     pub fn wait_output(mut self) -> Output {
         use std::io::Read;
