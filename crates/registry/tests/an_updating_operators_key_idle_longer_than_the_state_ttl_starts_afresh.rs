@@ -205,11 +205,11 @@ fn over_at_80s(ttl: &str) -> Vec<String> {
         r#"param keys = "k" param time = "ts" param frame = "rows unbounded" param aggregates = "COUNT(*) AS n" {ttl}"#
     );
     let mut o = op("over", &params, &clock);
-    let _ = feed(&mut o, 0, rows(&[(1, 1, 10), (1, 2, 10)]), Some(1));
+    let _ = feed(&mut o, 0, rows(&[(1, 1, 10), (1, 2, 10)]), Some(2));
     clock.advance(Duration::from_secs(30));
-    let _ = feed(&mut o, 0, rows(&[(2, 2, 11)]), Some(2));
+    let _ = feed(&mut o, 0, rows(&[(2, 2, 11)]), Some(3));
     clock.advance(Duration::from_secs(50));
-    feed(&mut o, 0, rows(&[(3, 1, 12), (3, 2, 12)]), Some(3))
+    feed(&mut o, 0, rows(&[(3, 1, 12), (3, 2, 12)]), Some(4))
 }
 
 #[test]

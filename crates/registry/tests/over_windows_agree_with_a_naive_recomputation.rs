@@ -1,7 +1,7 @@
 //! The `over` operator over seeded random rows and watermarks: after every batch, the rows it
 //! emitted equal a naive recomputation. The naive one keeps a row unless its partition had
-//! emitted a row as late or later when it came (rows of time up to the last watermark, that
-//! came before it), releases the rows the last watermark passed, and gives each the
+//! emitted a row as late or later when it came (rows of time before the last watermark, that
+//! came before it), releases the rows the last watermark passed (times strictly before it), and gives each the
 //! aggregates of its frame computed from scratch: its partition's kept rows in (time,
 //! arrival) order, the `n` before it (`rows n`), those at most `x` ms older (`range x`, peers
 //! of equal time included), or all before it (unbounded). One partition or keyed; COUNT(*),
@@ -60,7 +60,7 @@ fn naive(seen: &[Seen], w: i64, w_at: usize, keys: bool, frame: Frame) -> Vec<Ve
         // The time of the last row its partition emitted before it came.
         let last = kept
             .iter()
-            .filter(|(j, x)| part(x) == part(r) && j < at_then && x.1 <= *w_then)
+            .filter(|(j, x)| part(x) == part(r) && j < at_then && x.1 < *w_then)
             .map(|(_, x)| x.1)
             .max();
         if last.is_none_or(|l| r.1 > l) {
@@ -69,7 +69,7 @@ fn naive(seen: &[Seen], w: i64, w_at: usize, keys: bool, frame: Frame) -> Vec<Ve
     }
     let mut out = Vec::new();
     for (i, r) in &kept {
-        if !(*i < w_at && r.1 <= w) {
+        if !(*i < w_at && (r.1 < w || w == i64::MAX)) {
             continue;
         }
         let mut rows: Vec<(usize, Row)> = kept
@@ -181,7 +181,7 @@ fn a_row_behind_its_partition_s_last_emitted_one_is_dropped_and_counted() {
     )
     .expect("processes");
     assert!(out.0.is_empty(), "nothing before the watermark");
-    op.handle_watermark(Watermark(5), &mut out).expect("fires");
+    op.handle_watermark(Watermark(6), &mut out).expect("fires");
     // Time 3 then time 5: 5's frame holds both.
     assert_eq!(out.0.len(), 2);
     assert_eq!(out.0[1][6], "11", "{:?}", out.0);
