@@ -12,9 +12,15 @@
 //! up: the resumed run goes on from there), and the pattern in a task of its own, stopped once
 //! the source has read the whole file (it gives up draining what it was sent, before the last
 //! checkpoint, which would say the query finished and fails: the resumed run starts over).
+//!
+//! In both, what the stopped run committed stays as it is: the resumed run adds parts and
+//! changes none (probe39: the file writer after a pattern that gave up, in a task of its own,
+//! committed its pending part at the end of its input, and the resumed run wrote that part
+//! again under the same name).
 
 use crate::common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -71,9 +77,26 @@ fn args(name: &str, layout: &[&str]) -> Vec<String> {
     args
 }
 
+/// The parts committed in output directory `out` (those whose names do not start with a
+/// dot), by name, with their content.
+fn committed(out: &Path) -> BTreeMap<String, String> {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return BTreeMap::new();
+    };
+    entries
+        .map(|e| e.expect("entry").path())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_string_lossy().to_string();
+            let content = std::fs::read_to_string(&p).expect("part");
+            (!name.starts_with('.')).then_some((name, content))
+        })
+        .collect()
+}
+
 /// Runs the query in `layout`, sends one SIGTERM once its events (`--events`) show `progress`,
 /// and requires the run to end on it, saying the pattern gave up; then resumes it to the end
-/// and requires `expected`, the rows of an uninterrupted run.
+/// and requires `expected`, the rows of an uninterrupted run, with every part the stopped run
+/// committed unchanged.
 fn stopped_then_resumed(
     dir: &Path,
     name: &str,
@@ -103,12 +126,20 @@ fn stopped_then_resumed(
         stderr.contains("run again with the same checkpoints, the query matches them"),
         "{name}: {stderr}"
     );
+    let before = committed(&dir.join(format!("out-{name}")));
 
     let args = args(name, layout);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = anduin(dir, &args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{name}: {stderr}");
+    let after = committed(&dir.join(format!("out-{name}")));
+    for (part, content) in &before {
+        assert!(
+            after.get(part) == Some(content),
+            "{name}: part {part}, committed by the stopped run, changed when the run resumed"
+        );
+    }
     let got = output_rows(&dir.join(format!("out-{name}")));
     assert_eq!(got.len(), expected.len(), "{name}: rows lost or twice");
     assert!(

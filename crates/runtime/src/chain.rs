@@ -71,6 +71,9 @@ pub(crate) struct Chain {
     /// Test-only fault injection: the head fails once it has been given more than this many
     /// rows (see [`crate::RunConfig::fail_after`]).
     fail_after: Option<u64>,
+    /// A producer of the head's input gave up the end of its input after a stop
+    /// ([`Message::GaveUp`]): no operator of this chain handles the end of its input.
+    upstream_gave_up: bool,
 }
 
 impl Chain {
@@ -88,6 +91,7 @@ impl Chain {
             control,
             end_gate: None,
             fail_after: None,
+            upstream_gave_up: false,
         }
     }
 
@@ -383,7 +387,18 @@ impl Chain {
         })
     }
 
+    /// A producer of the head's input gave up the end of its input after a stop
+    /// ([`Message::GaveUp`]): at [`Chain::end_of_input`] no operator flushes, and the run
+    /// ends as stopped ([`Chain::gave_up`]).
+    pub(crate) fn upstream_gave_up(&mut self) {
+        self.upstream_gave_up = true;
+    }
+
     /// Every input of the head has ended: each operator in turn flushes, then its outlets end.
+    /// Once an operator gave up the end of its input after a stop (or a producer upstream
+    /// did), those after it do not flush — a sink would commit output that no checkpoint
+    /// covers, and that the run resumed from the last one writes again — and the outlets
+    /// say [`Message::GaveUp`] before they end.
     pub(crate) fn end_of_input(&mut self) -> Result<(), OperatorError> {
         if let Some((gate, task)) = &self.end_gate {
             gate.may_end(task)
@@ -392,14 +407,23 @@ impl Chain {
                     message: format!("may not end its input: {message}"),
                 })?;
         }
+        let mut gave_up = self.upstream_gave_up;
         for i in 0..self.links.len() {
-            at_link(&mut self.links, i, |op, emit| op.on_end_of_input(emit))?;
+            if gave_up {
+                tracing::info!(operator = %self.links[i].name, "not ended: an operator before it gave up the end of its input after a stop");
+            } else {
+                at_link(&mut self.links, i, |op, emit| op.on_end_of_input(emit))?;
+            }
             let link = &mut self.links[i];
+            gave_up |= link.op.gave_up().is_some();
             link.counters.add_metrics(link.op.metrics());
             if let Some(control) = &self.control {
                 control.ended(&link.name, link.instance);
             }
             for o in link.outlets.iter_mut() {
+                if gave_up {
+                    send_msg(o, Message::GaveUp, &link.name)?;
+                }
                 send_msg(o, Message::End, &link.name)?;
             }
         }
@@ -493,11 +517,11 @@ impl Chain {
         Ok(())
     }
 
-    /// Whether an operator of the chain gave up work after a stop (see
-    /// [`Operator::gave_up`]): the run then ends as stopped, even when its sources read their
-    /// input to the end.
+    /// Whether an operator of the chain, or a producer upstream, gave up work after a stop
+    /// (see [`Operator::gave_up`]): the run then ends as stopped, even when its sources read
+    /// their input to the end.
     pub(crate) fn gave_up(&self) -> bool {
-        self.links.iter().any(|l| l.op.gave_up().is_some())
+        self.upstream_gave_up || self.links.iter().any(|l| l.op.gave_up().is_some())
     }
 
     /// Checkpoint `epoch` is complete: sinks commit.
@@ -782,6 +806,10 @@ fn send_msg(outlets: &mut [Route], msg: Message, name: &str) -> Result<(), Opera
 #[cfg(test)]
 #[path = "chain_exhaustion_tests.rs"]
 mod exhaustion_tests;
+
+#[cfg(test)]
+#[path = "chain_give_up_tests.rs"]
+mod give_up_tests;
 
 #[cfg(test)]
 mod tests {

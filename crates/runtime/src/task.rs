@@ -223,6 +223,7 @@ impl OperatorTask {
                     let outcome = aligner.on_barrier(idx, b);
                     self.aligned(outcome, &mut aligner)?;
                 }
+                Message::GaveUp => self.chain.upstream_gave_up(),
                 Message::End => {
                     inlet.ended = true;
                     inlet.idle = false;

@@ -114,6 +114,12 @@ pub enum Message {
     /// watermark of +∞ says as much (it comes only at the end of every input), and
     /// [`Message::End`] alone does not (a stopped producer sends it).
     Exhausted,
+    /// The producer gave up the end of its input after the run was asked to stop (an
+    /// operator's `Operator::gave_up`): the [`Message::End`] that follows ends no finished
+    /// input. The consumer ends as stopped, its operators neither flushing nor committing
+    /// what the end of their input would (a sink's pending output stays uncommitted): a run
+    /// resumed from the last complete checkpoint does that work again.
+    GaveUp,
     /// The producer has finished: nothing more will come on this channel.
     End,
 }

@@ -87,7 +87,9 @@ pub fn encode(frame: &Frame) -> Result<Vec<u8>, WireError> {
             put_u64(&mut body, *seq);
             put_barrier(&mut body, barrier)?;
         }
-        Frame::End { seq } | Frame::Exhausted { seq } => put_u64(&mut body, *seq),
+        Frame::End { seq } | Frame::Exhausted { seq } | Frame::GaveUp { seq } => {
+            put_u64(&mut body, *seq)
+        }
         Frame::Credit { messages } => put_u32(&mut body, *messages),
         Frame::Refused { reason } => put_str(&mut body, reason),
         Frame::Message { body: m } => body.extend_from_slice(m),
@@ -221,6 +223,7 @@ fn read_body(kind: u8, r: &mut Reader<'_>) -> Result<Frame, Short> {
         },
         11 => Frame::KeyGroupsTaken,
         12 => Frame::Exhausted { seq: r.u64()? },
+        13 => Frame::GaveUp { seq: r.u64()? },
         _ => Frame::Message {
             body: r.rest().to_vec(),
         },

@@ -50,6 +50,12 @@ pub enum Frame {
         /// The message's number on the edge.
         seq: u64,
     },
+    /// The producer gave up the end of its input after a stop: its `End` follows, and the
+    /// consumer ends as stopped, without flushing or committing.
+    GaveUp {
+        /// The message's number on the edge.
+        seq: u64,
+    },
     /// The producer has finished.
     End {
         /// The message's number on the edge.
@@ -100,6 +106,7 @@ impl Frame {
             Frame::KeyGroups { .. } => 10,
             Frame::KeyGroupsTaken => 11,
             Frame::Exhausted { .. } => 12,
+            Frame::GaveUp { .. } => 13,
         }
     }
 
@@ -118,6 +125,7 @@ impl Frame {
             10 => "key groups",
             11 => "key groups taken",
             12 => "exhausted",
+            13 => "gave up",
             _ => "unknown",
         }
     }

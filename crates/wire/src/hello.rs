@@ -3,9 +3,10 @@
 //! `Hello` it cannot accept refuses the edge, saying why. Pure: [`check_hello`] takes what was
 //! said and what was expected.
 
-/// The version of the frames this build speaks (7: a channel's handshake names an instance
-/// added while the query runs by its number in the run, not by its index among its task's).
-pub const PROTOCOL_VERSION: u16 = 7;
+/// The version of the frames this build speaks (8: `GaveUp`, a producer that gave up the end
+/// of its input after a stop; 7: a channel's handshake names an instance added while the
+/// query runs by its number in the run, not by its index among its task's).
+pub const PROTOCOL_VERSION: u16 = 8;
 
 /// What opens an edge.
 #[derive(Clone, Debug, PartialEq, Eq)]

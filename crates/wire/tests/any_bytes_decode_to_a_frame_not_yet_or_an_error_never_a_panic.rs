@@ -86,6 +86,7 @@ fn frame() -> impl Strategy<Value = Frame> {
         (any::<u64>(), barrier()).prop_map(|(seq, barrier)| Frame::Barrier { seq, barrier }),
         any::<u64>().prop_map(|seq| Frame::End { seq }),
         any::<u64>().prop_map(|seq| Frame::Exhausted { seq }),
+        any::<u64>().prop_map(|seq| Frame::GaveUp { seq }),
         any::<u32>().prop_map(|messages| Frame::Credit { messages }),
         text().prop_map(|reason| Frame::Refused { reason }),
         prop::collection::vec(any::<u8>(), 0..64).prop_map(|body| Frame::Message { body }),

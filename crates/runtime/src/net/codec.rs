@@ -43,6 +43,7 @@ pub(crate) fn to_frame(seq: u64, msg: &Message) -> Result<Frame, CodecError> {
             barrier: b.clone(),
         },
         Message::Exhausted => Frame::Exhausted { seq },
+        Message::GaveUp => Frame::GaveUp { seq },
         Message::End => Frame::End { seq },
         other => {
             // A message kind added to anduin-types and not yet to the wire: say so rather
@@ -64,6 +65,7 @@ pub(crate) fn from_frame(frame: Frame) -> Result<Envelope, CodecError> {
         Frame::Idle { seq, idle } => (seq, Message::Idle(idle)),
         Frame::Barrier { seq, barrier } => (seq, Message::Barrier(barrier)),
         Frame::Exhausted { seq } => (seq, Message::Exhausted),
+        Frame::GaveUp { seq } => (seq, Message::GaveUp),
         Frame::End { seq } => (seq, Message::End),
         Frame::Hello(_) => return Err(CodecError::NotAMessage("hello")),
         Frame::Credit { .. } => return Err(CodecError::NotAMessage("credit")),
@@ -189,6 +191,7 @@ mod tests {
             Message::Idle(true),
             Message::Barrier(Barrier::checkpoint(Epoch(3), true)),
             Message::Exhausted,
+            Message::GaveUp,
             Message::End,
         ];
         for (i, msg) in messages.into_iter().enumerate() {

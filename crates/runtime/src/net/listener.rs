@@ -519,6 +519,7 @@ pub(super) fn kind_name(f: &Frame) -> &'static str {
         Frame::Barrier { .. } => "barrier",
         Frame::End { .. } => "end",
         Frame::Exhausted { .. } => "exhausted",
+        Frame::GaveUp { .. } => "gave up",
         Frame::Credit { .. } => "credit",
         Frame::Refused { .. } => "refused",
         Frame::Message { .. } => "message",
