@@ -210,7 +210,7 @@ impl NatsSource {
         }
         Err(NatsError::StreamRemade {
             stream: self.config.stream.clone(),
-            server: self.config.server.clone(),
+            server: super::connection::shown(&self.config.server),
             then: self.created.clone(),
             now,
             next: self.next,
@@ -312,7 +312,7 @@ impl NatsSource {
     fn lost(&self, since: Instant, now: Instant) -> NatsError {
         NatsError::StreamLost {
             stream: self.config.stream.clone(),
-            server: self.config.server.clone(),
+            server: super::connection::shown(&self.config.server),
             waited_ms: u64::try_from(now.duration_since(since).as_millis()).unwrap_or(u64::MAX),
             read_to: self.next.saturating_sub(1),
         }
@@ -529,7 +529,7 @@ impl Source for NatsSource {
         if let Some(then) = position.created.filter(|c| *c != self.created) {
             return Err(self.error(NatsError::StreamRemade {
                 stream: self.config.stream.clone(),
-                server: self.config.server.clone(),
+                server: super::connection::shown(&self.config.server),
                 then,
                 now: self.created.clone(),
                 next: position.next,
@@ -603,7 +603,7 @@ fn same_stream_as_earlier_run(
     match kept {
         KeptFact::Differs { kept } => Err(NatsError::StreamRemade {
             stream: config.stream.clone(),
-            server: config.server.clone(),
+            server: super::connection::shown(&config.server),
             then: kept,
             now: created.to_string(),
             next: 1,
