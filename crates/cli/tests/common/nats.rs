@@ -191,6 +191,14 @@ impl NatsServer {
         });
     }
 
+    /// Removes every message of `stream` (its sequence goes on from where it was).
+    pub fn purge(&self, stream: &str) {
+        self.runtime.block_on(async {
+            let s = self.js.get_stream(stream).await.expect("the stream");
+            s.purge().await.expect("purged");
+        });
+    }
+
     /// How many messages `stream` holds.
     pub fn count(&self, stream: &str) -> u64 {
         self.runtime.block_on(async {
