@@ -38,6 +38,8 @@ pub struct NatsServer {
     port: u16,
     /// `nats://127.0.0.1:PORT`.
     pub url: String,
+    /// The user and password its clients must give, if any.
+    login: Option<(String, String)>,
     runtime: tokio::runtime::Runtime,
     js: jetstream::Context,
 }
@@ -52,21 +54,31 @@ impl NatsServer {
 
     /// [`NatsServer::start`], with JetStream or without.
     pub fn start_with(jetstream: bool) -> NatsServer {
+        Self::start_full(jetstream, None)
+    }
+
+    /// [`NatsServer::start`], its clients logging in as `user` with `password`.
+    pub fn start_with_login(user: &str, password: &str) -> NatsServer {
+        Self::start_full(true, Some((user.to_string(), password.to_string())))
+    }
+
+    fn start_full(jetstream: bool, login: Option<(String, String)>) -> NatsServer {
         let store = tempfile::tempdir().expect("a store directory");
-        let (child, port) = spawn(jetstream, store.path(), None);
+        let (child, port) = spawn(jetstream, store.path(), None, login.as_ref());
         let url = format!("nats://127.0.0.1:{port}");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .expect("a runtime");
-        let js = connect(&runtime, &url);
+        let js = connect(&runtime, &url, login.as_ref());
         NatsServer {
             child,
             _store: store,
             jetstream,
             port,
             url,
+            login,
             runtime,
             js,
         }
@@ -84,10 +96,15 @@ impl NatsServer {
     pub fn restart_with(&mut self, jetstream: bool) {
         let _ = self.child.0.kill();
         let _ = self.child.0.wait();
-        let (child, _) = spawn(jetstream, self._store.path(), Some(self.port));
+        let (child, _) = spawn(
+            jetstream,
+            self._store.path(),
+            Some(self.port),
+            self.login.as_ref(),
+        );
         self.child = child;
         self.jetstream = jetstream;
-        self.js = connect(&self.runtime, &self.url);
+        self.js = connect(&self.runtime, &self.url, self.login.as_ref());
     }
 
     /// Kills the server (SIGKILL, by PID) and starts it again on the same port with an empty
@@ -96,9 +113,14 @@ impl NatsServer {
         let _ = self.child.0.kill();
         let _ = self.child.0.wait();
         self._store = tempfile::tempdir().expect("a store directory");
-        let (child, _) = spawn(self.jetstream, self._store.path(), Some(self.port));
+        let (child, _) = spawn(
+            self.jetstream,
+            self._store.path(),
+            Some(self.port),
+            self.login.as_ref(),
+        );
         self.child = child;
-        self.js = connect(&self.runtime, &self.url);
+        self.js = connect(&self.runtime, &self.url, self.login.as_ref());
     }
 
     /// Deletes stream `name`, and its messages.
@@ -169,6 +191,14 @@ impl NatsServer {
         });
     }
 
+    /// Removes every message of `stream` (its sequence goes on from where it was).
+    pub fn purge(&self, stream: &str) {
+        self.runtime.block_on(async {
+            let s = self.js.get_stream(stream).await.expect("the stream");
+            s.purge().await.expect("purged");
+        });
+    }
+
     /// How many messages `stream` holds.
     pub fn count(&self, stream: &str) -> u64 {
         self.runtime.block_on(async {
@@ -206,10 +236,18 @@ impl NatsServer {
 
 /// Starts `nats-server` (with JetStream, when asked) on loopback, on `port` or (`None`) one of
 /// the OS's choosing, storing in `store`; the server and the port it says it listens on.
-fn spawn(jetstream: bool, store: &std::path::Path, port: Option<u16>) -> (ChildGuard, u16) {
+fn spawn(
+    jetstream: bool,
+    store: &std::path::Path,
+    port: Option<u16>,
+    login: Option<&(String, String)>,
+) -> (ChildGuard, u16) {
     let port_arg = port.map_or_else(|| "-1".to_string(), |p| p.to_string());
     let mut child = Command::new(binary())
         .args(if jetstream { &["-js"][..] } else { &[] })
+        .args(login.map_or_else(Vec::new, |(user, password)| {
+            vec!["--user", user.as_str(), "--pass", password.as_str()]
+        }))
         .args(["-a", "127.0.0.1", "-p", port_arg.as_str(), "-sd"])
         .arg(store)
         .stdin(Stdio::null())
@@ -243,10 +281,19 @@ fn spawn(jetstream: bool, store: &std::path::Path, port: Option<u16>) -> (ChildG
     (child, port)
 }
 
-/// A JetStream client of the server at `url`, on `runtime`.
-fn connect(runtime: &tokio::runtime::Runtime, url: &str) -> jetstream::Context {
+/// A JetStream client of the server at `url`, on `runtime`, logged in with `login`.
+fn connect(
+    runtime: &tokio::runtime::Runtime,
+    url: &str,
+    login: Option<&(String, String)>,
+) -> jetstream::Context {
+    let options = async_nats::ConnectOptions::new();
+    let options = match login {
+        Some((user, password)) => options.user_and_password(user.clone(), password.clone()),
+        None => options,
+    };
     let client = runtime
-        .block_on(async_nats::connect(url))
+        .block_on(options.connect(url))
         .expect("the test connects to its server");
     let _entered = runtime.enter();
     jetstream::new(client)

@@ -24,13 +24,15 @@ pub(crate) struct Connection {
     runtime: Option<tokio::runtime::Runtime>,
     /// The JetStream API of the client.
     pub js: jetstream::Context,
-    /// The `server` param, for messages.
+    /// The `server` param, for messages (a password in it shown as `***`).
     pub server: String,
 }
 
 impl Connection {
-    /// Connects to `server` (`nats://host:port`, comma-separated for a cluster) as client
-    /// `name`, failing within `timeout` when no server answers.
+    /// Connects to `server` (`nats://[user:password@]host:port`, comma-separated for a
+    /// cluster) as client `name`, failing within `timeout` when no server answers. The user
+    /// and password (or a token: a user without a password) of the first address that has
+    /// them log the client in; messages show the password as `***`.
     pub(crate) fn open(server: &str, timeout: Duration, name: &str) -> Result<Self, NatsError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -43,15 +45,21 @@ impl Connection {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
+        let login = addrs.iter().find_map(|a| login(a));
+        // From here on, `server` is for messages.
+        let server = &shown(server);
         let unreachable = |cause: String| NatsError::Unreachable {
             server: server.to_string(),
             timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             cause,
         };
-        let connect = ConnectOptions::new()
-            .name(name)
-            .connection_timeout(timeout)
-            .connect(addrs);
+        let options = ConnectOptions::new().name(name).connection_timeout(timeout);
+        let options = match login {
+            Some(Login::UserPassword(user, password)) => options.user_and_password(user, password),
+            Some(Login::Token(token)) => options.token(token),
+            None => options,
+        };
+        let connect = options.connect(addrs);
         let client = match runtime.block_on(async { tokio::time::timeout(timeout, connect).await })
         {
             Err(_) => return Err(unreachable("timed out".into())),
@@ -144,6 +152,69 @@ impl Connection {
     }
 }
 
+/// How a client logs in.
+#[derive(Debug, PartialEq, Eq)]
+enum Login {
+    UserPassword(String, String),
+    Token(String),
+}
+
+/// The login written in address `addr` (`nats://user:password@host:port`, or
+/// `nats://token@host:port`), percent-decoded; `None` without one, or when `addr` is not a
+/// URL (the connect says why).
+fn login(addr: &str) -> Option<Login> {
+    let parsed: async_nats::ServerAddr = addr.parse().ok()?;
+    let user = decoded(parsed.username()?);
+    Some(match parsed.password() {
+        Some(password) => Login::UserPassword(user, decoded(password)),
+        None => Login::Token(user),
+    })
+}
+
+/// `server` for messages: the password of each address shown as `***`.
+pub(crate) fn shown(server: &str) -> String {
+    server
+        .split(',')
+        .map(|addr| {
+            let Some((scheme, rest)) = addr.split_once("://") else {
+                return addr.to_string();
+            };
+            match rest.rsplit_once('@') {
+                Some((login, host)) => match login.split_once(':') {
+                    Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+                    None => format!("{scheme}://***@{host}"),
+                },
+                None => addr.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `s` with its `%XX` escapes decoded (as a URL's user and password are written).
+fn decoded(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Whether a failed connection was refused (nothing listens at the address), as the OS
 /// said, rather than left unanswered.
 fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
@@ -171,5 +242,33 @@ impl Drop for Connection {
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_and_password_or_a_token_in_the_address_log_the_client_in() {
+        assert_eq!(
+            login("nats://u:p%40ss@127.0.0.1:4222"),
+            Some(Login::UserPassword("u".into(), "p@ss".into()))
+        );
+        assert_eq!(
+            login("nats://s3cr3t@127.0.0.1:4222"),
+            Some(Login::Token("s3cr3t".into()))
+        );
+        assert_eq!(login("nats://127.0.0.1:4222"), None);
+        assert_eq!(login("not a url"), None);
+    }
+
+    #[test]
+    fn messages_show_no_password_or_token() {
+        assert_eq!(
+            shown("nats://u:p@a:1, nats://t@b:2,nats://c:3"),
+            "nats://u:***@a:1, nats://***@b:2,nats://c:3"
+        );
+        assert_eq!(shown("nats://"), "nats://");
     }
 }

@@ -87,7 +87,7 @@ pub enum NatsError {
         subjects: String,
     },
     /// The stream forgets message ids sooner than a resumed run may write a row again.
-    #[error("stream `{stream}` keeps message ids for {window_ms} ms, less than `min_duplicate_window` ({needed_ms} ms): a row written before a crash and written again by the resumed run after that would be stored twice; raise the stream's duplicate window (`nats stream edit {stream} --dupe-window 2m`), or lower `min_duplicate_window` knowingly")]
+    #[error("stream `{stream}` keeps message ids for {window_ms} ms, less than `min_duplicate_window` ({needed_ms} ms): a row written before a crash and written again by the resumed run after that would be stored twice; raise the stream's duplicate window to at least that (`nats stream edit {stream} --dupe-window {}s`), or lower `min_duplicate_window` knowingly", .needed_ms.div_ceil(1000))]
     ShortDuplicateWindow {
         /// The stream.
         stream: String,
@@ -238,5 +238,19 @@ mod tests {
         let long = unreachable(10_000);
         assert!(!long.contains("too short"), "{long}");
         assert!(long.ends_with("or raise `connect.timeout`"), "{long}");
+    }
+
+    #[test]
+    fn a_short_duplicate_window_is_told_the_window_it_needs() {
+        let e = NatsError::ShortDuplicateWindow {
+            stream: "OUT".into(),
+            window_ms: 120_000,
+            needed_ms: 300_000,
+        }
+        .to_string();
+        assert!(
+            e.contains("`nats stream edit OUT --dupe-window 300s`"),
+            "{e}"
+        );
     }
 }

@@ -65,7 +65,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             required: true,
             kind: ParamKind::Text,
             default: None,
-            doc: "the server, `nats://[user:password@]host:port` (comma-separated for a cluster)",
+            doc: "the server, `nats://[user:password@]host:port` or `nats://token@host:port` (comma-separated for a cluster)",
         },
         ParamSpec {
             name: "stream",

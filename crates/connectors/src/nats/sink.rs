@@ -238,7 +238,9 @@ fn publishing(config: &SinkConfig, e: jetstream::context::PublishError) -> NatsE
         return NatsError::client(
             format!(
                 "publishing to subject `{}` of stream `{}` on the NATS server at {}",
-                config.subject, config.stream, config.server
+                config.subject,
+                config.stream,
+                super::connection::shown(&config.server)
             ),
             format!(
                 "{e}: the stream is gone (deleted, or the server came back without its store) or JetStream is not up yet; recreate the stream if it is gone (`nats stream add {} --subjects {}`) and run the query again, which resumes from its last checkpoint",

@@ -210,7 +210,7 @@ impl NatsSource {
         }
         Err(NatsError::StreamRemade {
             stream: self.config.stream.clone(),
-            server: self.config.server.clone(),
+            server: super::connection::shown(&self.config.server),
             then: self.created.clone(),
             now,
             next: self.next,
@@ -232,6 +232,10 @@ impl NatsSource {
             // Found again (the open found it): the stream may be gone, or made again.
             self.stream = self.conn.stream(&self.config.stream)?;
             self.same_stream(self.stream.cached_info())?;
+        }
+        self.end_removed(self.stream.cached_info().state.first_sequence);
+        if self.done {
+            return Ok(());
         }
         let state = &self.stream.cached_info().state;
         let removed = removed_before(self.next, state.first_sequence);
@@ -312,7 +316,7 @@ impl NatsSource {
     fn lost(&self, since: Instant, now: Instant) -> NatsError {
         NatsError::StreamLost {
             stream: self.config.stream.clone(),
-            server: self.config.server.clone(),
+            server: super::connection::shown(&self.config.server),
             waited_ms: u64::try_from(now.duration_since(since).as_millis()).unwrap_or(u64::MAX),
             read_to: self.next.saturating_sub(1),
         }
@@ -363,10 +367,31 @@ impl NatsSource {
                 tracing::debug!(operator = %self.config.name, error = %e, "the source's stream could not be looked up");
                 Ok(())
             }
-            Ok(stream) => self
-                .same_stream(stream.cached_info())
-                .map_err(|e| self.error(e)),
+            Ok(stream) => {
+                let info = stream.cached_info();
+                self.same_stream(info).map_err(|e| self.error(e))?;
+                self.end_removed(info.state.first_sequence);
+                Ok(())
+            }
         }
+    }
+
+    /// A bounded source whose stream's first message is now past the end (those up to it
+    /// were purged or deleted before it read them) has nothing left to read: it is done, and
+    /// counts what was removed (without a subject filter, where every sequence is its own).
+    fn end_removed(&mut self, first: u64) {
+        let Some(end) = self.end.filter(|end| first > *end) else {
+            return;
+        };
+        let removed = if self.config.subject.is_none() {
+            removed_before(self.next, end + 1)
+        } else {
+            0
+        };
+        tracing::warn!(operator = %self.config.name, stream = %self.config.stream, from = self.next, end, first, removed, "the stream no longer holds the messages from the source's sequence to its end (purged or deleted): they are not read, the source ends, and the run's summary counts them (messages_removed_unread)");
+        self.removed += removed;
+        self.next = end + 1;
+        self.done = true;
     }
 
     /// Up to `max` messages, waiting until `deadline` at most for the first.
@@ -420,7 +445,12 @@ impl NatsSource {
                     tracing::debug!(operator = %name, seq, "a message before the source's position, skipped");
                     continue;
                 }
-                if end.is_some_and(|end| seq > end) {
+                if let Some(end) = end.filter(|end| seq > *end) {
+                    // Past the end: the messages up to it that were not read were removed
+                    // (a purge, then messages published after it).
+                    if every_sequence {
+                        removed += removed_before(next.unwrap_or(from), end + 1);
+                    }
                     done = true;
                     break;
                 }
@@ -529,7 +559,7 @@ impl Source for NatsSource {
         if let Some(then) = position.created.filter(|c| *c != self.created) {
             return Err(self.error(NatsError::StreamRemade {
                 stream: self.config.stream.clone(),
-                server: self.config.server.clone(),
+                server: super::connection::shown(&self.config.server),
                 then,
                 now: self.created.clone(),
                 next: position.next,
@@ -603,7 +633,7 @@ fn same_stream_as_earlier_run(
     match kept {
         KeptFact::Differs { kept } => Err(NatsError::StreamRemade {
             stream: config.stream.clone(),
-            server: config.server.clone(),
+            server: super::connection::shown(&config.server),
             then: kept,
             now: created.to_string(),
             next: 1,
