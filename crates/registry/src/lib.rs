@@ -116,6 +116,10 @@ impl Catalog for BuiltinCatalog {
         match op.kind.as_str() {
             "filter" => filter::volatile_call(op, inputs),
             "map" => map::volatile_call(op, inputs),
+            "aggregate" => group::volatile_call(op, inputs),
+            "window" => window::volatile_call(op, inputs),
+            "over" => over::volatile_call(op, inputs),
+            "pattern" => anduin_cep::volatile_call(op, inputs),
             _ => None,
         }
     }
