@@ -124,8 +124,16 @@ impl Catalog for BuiltinCatalog {
         }
     }
 
-    fn feeds_back(&self, source: &OperatorDef, sink: &OperatorDef) -> Option<String> {
-        nats::feeds_back(source, sink)
+    fn feeds_back(
+        &self,
+        source: &OperatorDef,
+        sink: &OperatorDef,
+    ) -> Option<anduin_graph::FeedbackLoop> {
+        match (source.kind.as_str(), sink.kind.as_str()) {
+            ("nats", "nats") => nats::feeds_back(source, sink),
+            ("kafka", "kafka") => kafka::feeds_back(source, sink),
+            _ => None,
+        }
     }
 
     fn input_that_must_end(&self, op: &OperatorDef) -> Option<(usize, &'static str)> {
