@@ -198,6 +198,33 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
     })
 }
 
+/// The first function the pattern's conditions (`define`, DEFINE in SQL) or measures
+/// (`measures`, MEASURES) call whose value changes from call to call (`random()`), and where
+/// (see [`anduin_graph::Catalog::volatile_call`]); `None` if none, or if the pattern does not
+/// compile (the binding says why).
+pub fn volatile_call(
+    op: &OperatorDef,
+    inputs: &[(&str, SchemaRef)],
+) -> Option<anduin_graph::VolatileCall> {
+    let setup = compile(op, inputs).ok()?;
+    let defines = (setup.pattern.defines.iter().zip(&setup.define_site))
+        .filter_map(|(e, site)| Some((e.as_ref()?, (*site)?)));
+    let measures =
+        (setup.measures.iter().enumerate()).map(|(m, (_, e))| (e, setup.measure_sites + m));
+    defines.chain(measures).find_map(|(e, site)| {
+        let mut function = None;
+        e.walk(&mut |x| {
+            if let (None, E::Df(df, _)) = (&function, x) {
+                function = df.volatile_function();
+            }
+        });
+        Some(anduin_graph::VolatileCall {
+            function: function?,
+            pos: setup.sites.get(site)?.pos,
+        })
+    })
+}
+
 /// The program of pattern operator `op` over `inputs` (one: its stream's name and columns),
 /// checked as `anduin check` checks it. A running pattern compiles its definition again,
 /// with a param changed, to switch to it.

@@ -8,7 +8,10 @@
 //! `idle_timeout` (once silent that long, its watermark no longer holds the rows back, so
 //! whether a change applies to a row depends on when each arrives), and a filter or map
 //! calling a function whose value changes from call to call (`random()`, `PROCTIME()`),
-//! named with its position.
+//! named with its position; and so (issue 19, probe39) is such a call in the aggregates of a
+//! window (its FILTER too) or an OVER window, and in a pattern's DEFINE or MEASURES. (A GROUP
+//! BY makes an updating stream, which a NATS sink does not take; a join's condition refuses
+//! such a call itself.)
 
 use crate::common;
 
@@ -129,6 +132,97 @@ operator name = "sample", type = "filter" {
 }
 "#;
 
+const IN_A_WINDOW_FILTER: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 1000
+  param event_time = "ts"
+  output name = "events", type = "Event"
+}
+operator name = "w", type = "window" {
+  input name = "events"
+  param kind = "tumbling"
+  param size = "1s"
+  param time = "ts"
+  param keys = "sensor"
+  param aggregates = "COUNT(*) AS n, COUNT(*) FILTER (WHERE random() < 0.5) AS some"
+  output name = "counts"
+}
+"#;
+
+const IN_AN_OVER_WINDOW: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 1000
+  param event_time = "ts"
+  output name = "events", type = "Event"
+}
+operator name = "last4", type = "over" {
+  input name = "events"
+  param keys = "sensor"
+  param time = "ts"
+  param frame = "rows 3"
+  param aggregates = "SUM(value) AS total, MAX(value * random()) AS noisy"
+  output name = "stats"
+}
+"#;
+
+const IN_A_PATTERN_DEFINE: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 1000
+  param event_time = "ts"
+  output name = "events", type = "Event"
+}
+operator name = "dips", type = "pattern" {
+  input name = "events"
+  param partition_by = "sensor"
+  param order_by = "ts"
+  param pattern = "A B+"
+  param define = "B AS B.value < PREV(B.value) * random()"
+  param measures = "A.ts AS a_ts, COUNT(B.*) AS b_cnt"
+  output name = "dips"
+}
+"#;
+
+const IN_A_PATTERN_MEASURE: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 1000
+  param event_time = "ts"
+  output name = "events", type = "Event"
+}
+operator name = "dips", type = "pattern" {
+  input name = "events"
+  param partition_by = "sensor"
+  param order_by = "ts"
+  param pattern = "A B+"
+  param define = "B AS B.value < PREV(B.value)"
+  param measures = "A.ts AS a_ts, uuid() AS id"
+  output name = "dips"
+}
+"#;
+
 fn check(query: &str, input: &str, delivery: &str) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let text = format!(
@@ -183,7 +277,44 @@ fn a_nats_sink_after_operators_whose_rows_depend_on_timing_is_refused_unless_at_
     ] {
         assert!(stderr.contains(part), "{part} not in {stderr}");
     }
+    for (query, input, part) in [
+        (
+            IN_A_WINDOW_FILTER,
+            "counts",
+            r#"window "w" calls `random()` (at 19:38)"#,
+        ),
+        (
+            IN_AN_OVER_WINDOW,
+            "stats",
+            r#"over "last4" calls `random()` (at 18:44)"#,
+        ),
+        (
+            IN_A_PATTERN_DEFINE,
+            "dips",
+            r#"pattern "dips" calls `random()` (at 18:24)"#,
+        ),
+        (
+            IN_A_PATTERN_MEASURE,
+            "dips",
+            r#"pattern "dips" calls `uuid()` (at 19:35)"#,
+        ),
+    ] {
+        let (code, stderr) = check(query, input, "");
+        assert_eq!(code, Some(1), "{stderr}");
+        for part in [
+            r#"operator "out" (a NATS sink, exactly once)"#,
+            part,
+            "whose value changes from call to call",
+            "Take the value from the input instead of calling",
+        ] {
+            assert!(stderr.contains(part), "{part} not in {stderr}");
+        }
+    }
     for query in [
+        (IN_A_WINDOW_FILTER, "counts"),
+        (IN_AN_OVER_WINDOW, "stats"),
+        (IN_A_PATTERN_DEFINE, "dips"),
+        (IN_A_PATTERN_MEASURE, "dips"),
         (PROCESSING_TIME, "counts"),
         (CONTROL_WITHOUT_TIME, "kept"),
         (CONTROL_WITH_AN_IDLE_SOURCE, "kept"),

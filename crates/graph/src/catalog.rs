@@ -129,6 +129,17 @@ pub struct Binding<B> {
     pub partition_by: Vec<Option<Vec<usize>>>,
 }
 
+/// Where a sink writes what a source of its own query reads ([`Catalog::feeds_back`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FeedbackLoop {
+    /// What they share, as a phrase: "subject `events.out` of stream `EVENTS` on
+    /// nats://127.0.0.1:4222", "topic `events` of the Kafka cluster at 127.0.0.1:9092".
+    pub shared: String,
+    /// What the user can do instead, as a sentence without its full stop: "Write to another
+    /// topic, …".
+    pub fix: String,
+}
+
 /// The operator types a query may use. Implemented by the operators crate; tests of this
 /// crate implement a small one.
 pub trait Catalog {
@@ -216,11 +227,10 @@ pub trait Catalog {
     }
 
     /// Whether sink `sink` (an operator without outputs) writes where source `source` (an
-    /// operator without inputs) reads, so that the query would read its own output again: what
-    /// they share, as a phrase ("stream `EVENTS` on nats://…, subject `events.out`"), or
-    /// `None`. Asked of every source and sink of a query ([`crate::check`] refuses such a
-    /// feedback loop). The default: never.
-    fn feeds_back(&self, _source: &OperatorDef, _sink: &OperatorDef) -> Option<String> {
+    /// operator without inputs) reads, so that the query would read its own output again:
+    /// what they share and what would not, or `None`. Asked of every source and sink of a
+    /// query ([`crate::check`] refuses such a feedback loop). The default: never.
+    fn feeds_back(&self, _source: &OperatorDef, _sink: &OperatorDef) -> Option<FeedbackLoop> {
         None
     }
 

@@ -40,7 +40,7 @@ mod schema;
 mod topo;
 
 pub use anduin_types::did_you_mean;
-pub use catalog::{Arity, Binding, Catalog, OperatorSignature, ParamKind, ParamSpec};
+pub use catalog::{Arity, Binding, Catalog, FeedbackLoop, OperatorSignature, ParamKind, ParamSpec};
 pub use change::{check_change, check_change_after, fixed_while_running, ChangeRejected};
 pub use check::{check, schema_of_type};
 pub use control_input::{ControlInput, ControlTime};

@@ -44,12 +44,15 @@ pub enum PlanError {
     /// delivery: [`anduin_spec::OperatorDef::needs_one_ordered_input`]) reads an input whose
     /// interleaving changes from run to run: a run started again would give rows the numbers
     /// (the message ids) of others, dropping some as duplicates and writing others twice.
-    #[error("operator \"{sink}\" (a NATS sink, exactly once) gives each row a message id from its place in the order the rows reach it, and a run started again must give them in the same order, but its input interleaves {why}, whose order changes from run to run: a restarted run would lose some rows as duplicates of others and write others twice. Feed it through one ordered chain from one source instance (`parallelism = 1` on the operators before it, no union or shuffle), or give it `param delivery = \"at-least-once\"` (a resumed run may then write rows twice)")]
+    #[error("operator \"{sink}\" (a NATS sink, exactly once) gives each row a message id from its place in the order the rows reach it, and a run started again must give them in the same order, but its input interleaves {why}, whose order changes from run to run: a restarted run would lose some rows as duplicates of others and write others twice. {fix}, or give it `param delivery = \"at-least-once\"` (a resumed run may then write rows twice)")]
     InterleavedInput {
         /// The sink.
         sink: String,
-        /// What interleaves: `3 instances of "in"`, `the inputs of union "u"`.
+        /// What interleaves, as the query names it: `3 instances of "in"`, `the inputs of
+        /// union "u"`, the copies a pattern spreads its partial matches over.
         why: String,
+        /// What would not interleave.
+        fix: String,
     },
     /// A sink that must read its rows in one order on every run fed by an operator whose
     /// rows depend on when rows arrive rather than on the rows: a run started again makes
@@ -429,9 +432,14 @@ impl PhysicalPlan {
         if !graph.nodes.iter().any(|n| n.def.needs_one_ordered_input()) {
             return Ok(());
         }
-        // Why each task's output interleaves several inputs, if it does; tasks are numbered in
-        // topological order, so a producer's is known before its consumers'.
-        let mut interleaves: Vec<Option<String>> = Vec::with_capacity(self.tasks.len());
+        // Why each task's output interleaves several inputs, if it does, and what would not;
+        // tasks are numbered in topological order, so a producer's is known before its
+        // consumers'.
+        let mut interleaves: Vec<Option<(String, String)>> = Vec::with_capacity(self.tasks.len());
+        let spreads = crate::rewriting::spread_chains(graph);
+        let one_chain = || {
+            "Feed it through one ordered chain from one source instance (`parallelism = 1` on the operators before it, no union or shuffle)".to_string()
+        };
         // Why each task's output depends on when rows arrive, if it does (and what would not).
         let mut timing: Vec<Option<Timed>> = Vec::with_capacity(self.tasks.len());
         for task in &self.tasks {
@@ -460,17 +468,43 @@ impl PhysicalPlan {
             }
             timing.push(timed);
             let why = if data.len() > 1 {
-                Some(format!("the inputs of {} \"{}\"", head.kind(), head.name()))
+                // The union that the copies of a pattern spreading its partial matches feed
+                // (`overflow_instances`) is the planner's, not the query's: named by the
+                // pattern and its param.
+                let producers: Vec<&str> =
+                    data.iter().map(|c| graph.node(c.from.0).name()).collect();
+                let spread = spreads
+                    .iter()
+                    .find(|chain| producers.iter().all(|p| chain.iter().any(|c| c == p)));
+                Some(match spread.and_then(|chain| chain.first()) {
+                    Some(pattern) => (
+                        format!(
+                            "the matches of the {} copies pattern \"{pattern}\" spreads its partial matches over (`overflow_instances`)",
+                            spread.map_or(0, Vec::len)
+                        ),
+                        format!("Leave `overflow_instances` out of pattern \"{pattern}\" (one instance then finds its matches in one order)"),
+                    ),
+                    None => (
+                        format!("the inputs of {} \"{}\"", head.kind(), head.name()),
+                        one_chain(),
+                    ),
+                })
             } else if let Some(c) = data.first() {
                 let producer = graph.node(c.from.0).name();
                 let instances = self.tasks[c.from_task].parallelism;
                 if instances > 1 {
-                    Some(format!("{instances} instances of \"{producer}\""))
+                    Some((
+                        format!("{instances} instances of \"{producer}\""),
+                        one_chain(),
+                    ))
                 } else if !matches!(c.partitioning, Partitioning::Gather | Partitioning::Hash(_)) {
-                    Some(format!(
-                        "the batches of \"{producer}\" spread in turn over {} instances of \"{}\"",
-                        task.parallelism,
-                        head.name()
+                    Some((
+                        format!(
+                            "the batches of \"{producer}\" spread in turn over {} instances of \"{}\"",
+                            task.parallelism,
+                            head.name()
+                        ),
+                        one_chain(),
                     ))
                 } else {
                     interleaves[c.from_task].clone()
@@ -478,7 +512,7 @@ impl PhysicalPlan {
             } else {
                 None
             };
-            if let Some(why) = &why {
+            if let Some((why, fix)) = &why {
                 if let Some(sink) = task
                     .chain
                     .iter()
@@ -488,6 +522,7 @@ impl PhysicalPlan {
                     return Err(PlanError::InterleavedInput {
                         sink: sink.name().to_string(),
                         why: why.clone(),
+                        fix: fix.clone(),
                     });
                 }
             }
@@ -1016,7 +1051,7 @@ pub(crate) mod tests {
         g.nodes[0].parallelizable = true;
         let e = plan_at(&g, 3).expect_err("3 instances into one sink");
         assert!(
-            matches!(&e, PlanError::InterleavedInput { sink, why } if sink == "n1" && why == "3 instances of \"n0\""),
+            matches!(&e, PlanError::InterleavedInput { sink, why, .. } if sink == "n1" && why == "3 instances of \"n0\""),
             "{e}"
         );
         assert_eq!(e.operator(), Some("n1"));

@@ -116,12 +116,24 @@ impl Catalog for BuiltinCatalog {
         match op.kind.as_str() {
             "filter" => filter::volatile_call(op, inputs),
             "map" => map::volatile_call(op, inputs),
+            "aggregate" => group::volatile_call(op, inputs),
+            "window" => window::volatile_call(op, inputs),
+            "over" => over::volatile_call(op, inputs),
+            "pattern" => anduin_cep::volatile_call(op, inputs),
             _ => None,
         }
     }
 
-    fn feeds_back(&self, source: &OperatorDef, sink: &OperatorDef) -> Option<String> {
-        nats::feeds_back(source, sink)
+    fn feeds_back(
+        &self,
+        source: &OperatorDef,
+        sink: &OperatorDef,
+    ) -> Option<anduin_graph::FeedbackLoop> {
+        match (source.kind.as_str(), sink.kind.as_str()) {
+            ("nats", "nats") => nats::feeds_back(source, sink),
+            ("kafka", "kafka") => kafka::feeds_back(source, sink),
+            _ => None,
+        }
     }
 
     fn input_that_must_end(&self, op: &OperatorDef) -> Option<(usize, &'static str)> {

@@ -3,6 +3,7 @@
 //! link time). A new scenario file needs its `mod` line here, or it never runs: anduin-cli's
 //! `every_test_file_of_the_workspace_is_compiled_into_its_crates_test_binary` says so.
 
+mod a_group_by_calling_a_volatile_function_in_its_aggregates_is_marked_so;
 mod a_reader_split_over_instances_reads_the_rows_of_one;
 mod brute_force;
 mod common;

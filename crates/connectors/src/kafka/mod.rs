@@ -21,6 +21,7 @@ pub(crate) mod decode;
 mod deliveries;
 pub(crate) mod encode;
 mod error;
+mod feedback;
 mod journal;
 mod metadata;
 mod options;
@@ -39,6 +40,7 @@ use anduin_types::{ColumnType, Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
 
 pub use error::KafkaError;
+pub use feedback::feeds_back;
 
 use crate::codec::TimestampFormat;
 use decode::{Format, RecordDecoder};

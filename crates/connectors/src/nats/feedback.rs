@@ -5,14 +5,15 @@
 //! left out; `localhost` as `127.0.0.1`; port 4222 when none is given); two names of one
 //! machine that do not look alike are not told apart.
 
+use anduin_graph::FeedbackLoop;
 use anduin_spec::OperatorDef;
 
 use super::dedup::subject_matches;
 
 /// What sink `sink` and source `source` share when the sink publishes what the source reads
-/// (`stream \`EVENTS\` on nats://…, subject \`events.out\``), or `None`. Both must be `nats`
-/// operators (`None` otherwise).
-pub fn feeds_back(source: &OperatorDef, sink: &OperatorDef) -> Option<String> {
+/// (`subject \`events.out\` of stream \`EVENTS\` on nats://…`), and what to do, or `None`.
+/// Both must be `nats` operators (`None` otherwise).
+pub fn feeds_back(source: &OperatorDef, sink: &OperatorDef) -> Option<FeedbackLoop> {
     if source.kind.as_str() != "nats" || sink.kind.as_str() != "nats" {
         return None;
     }
@@ -32,11 +33,12 @@ pub fn feeds_back(source: &OperatorDef, sink: &OperatorDef) -> Option<String> {
         None => true,
         Some(filter) => subject_matches(filter.trim(), subject),
     };
-    reads.then(|| {
-        format!(
+    reads.then(|| FeedbackLoop {
+        shared: format!(
             "subject `{subject}` of stream `{}` on nats://{shared}",
             stream.trim()
-        )
+        ),
+        fix: "Write to another stream or subject, or filter the source on subjects the sink does not write".to_string(),
     })
 }
 
@@ -100,8 +102,10 @@ mod tests {
         let sink = op(true, server, "EVENTS", Some("events.out"));
         for filter in [None, Some("events.>"), Some("events.*"), Some("events.out")] {
             assert_eq!(
-                feeds_back(&op(false, server, "EVENTS", filter), &sink).as_deref(),
-                Some("subject `events.out` of stream `EVENTS` on nats://127.0.0.1:4222"),
+                feeds_back(&op(false, server, "EVENTS", filter), &sink).map(|f| f.shared),
+                Some(
+                    "subject `events.out` of stream `EVENTS` on nats://127.0.0.1:4222".to_string()
+                ),
                 "{filter:?}"
             );
         }

@@ -152,6 +152,16 @@ pub(crate) fn parse_frame(text: &str) -> Result<Frame, String> {
     }
 }
 
+/// The first function an OVER window's aggregates call (in their arguments or FILTER) whose value
+/// changes from call to call, and where (see [`anduin_graph::Catalog::volatile_call`]); `None`
+/// if none, or if they do not compile (the binding says why).
+pub fn volatile_call(
+    op: &OperatorDef,
+    inputs: &[(&str, SchemaRef)],
+) -> Option<anduin_graph::VolatileCall> {
+    crate::volatile::in_aggregates(op, inputs)
+}
+
 /// Checks this operator's params and inputs as the query declares them, and binds it to a
 /// factory of instances (called by the registry's catalog).
 pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bound>, Diagnostics> {
