@@ -11,42 +11,18 @@
 
 use crate::common;
 
-use std::process::Command;
 use std::time::Duration;
 
-use common::nats::{ended, events, start_run, NatsServer};
+use common::cluster::signal;
+use common::nats::{ended, events, start_run, NatsServer, EVENTS_TO_OUT};
 use common::wait_until;
 
-const QUERY: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "value", type = "int"
+/// [`EVENTS_TO_OUT`], its source bounded.
+fn query() -> String {
+    EVENTS_TO_OUT.replace(r#"param connect.timeout = "2s""#, "param bounded = true")
 }
-operator name = "in", type = "nats" {
-  param server = "${SERVER}"
-  param stream = "EVENTS"
-  param format = "csv"
-  param bounded = true
-  output name = "events", type = "Event"
-}
-operator name = "out", type = "nats" {
-  input name = "events"
-  param server = "${SERVER}"
-  param stream = "OUT"
-  param subject = "out"
-  param format = "csv"
-}
-"#;
 
 const N: u64 = 20_000;
-
-fn signal(pid: u32, sig: &str) {
-    let status = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
-}
 
 /// Runs the query over a stream of [`N`] messages, purges the stream once the first rows
 /// are out (the run paused meanwhile), publishes `after` more; returns the rows out and the
@@ -57,13 +33,13 @@ fn purged_while_read(after: u64) -> (u64, u64) {
     server.stream("OUT", &["out"], Duration::from_secs(120));
     server.publish("events", &events(0, N));
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+    std::fs::write(dir.path().join("q.flow"), query()).expect("query");
     let run = start_run(dir.path(), &server, &["--batch-size", "100"]);
     wait_until("the first rows out", || server.count("OUT") > 0);
-    signal(run.pid(), "-STOP");
+    signal(run.pid(), libc::SIGSTOP);
     server.purge("EVENTS");
     server.publish("events", &events(N, N + after));
-    signal(run.pid(), "-CONT");
+    signal(run.pid(), libc::SIGCONT);
     let done = ended(run);
     let stderr = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(0), "{stderr}");

@@ -132,7 +132,9 @@ operator name = "sample", type = "filter" {
 }
 "#;
 
-const IN_A_WINDOW_FILTER: &str = r#"
+/// The events with event time that the operators below read (each is written after it, so
+/// that the positions the errors name are those of the whole text).
+const TIMED_EVENTS: &str = r#"
 type name = "Event" {
   column name = "ts", type = "timestamp"
   column name = "sensor", type = "int"
@@ -144,7 +146,14 @@ operator name = "gen", type = "generator" {
   param event_time = "ts"
   output name = "events", type = "Event"
 }
-operator name = "w", type = "window" {
+"#;
+
+/// `operator` after [`TIMED_EVENTS`].
+fn timed(operator: &str) -> String {
+    format!("{TIMED_EVENTS}{operator}")
+}
+
+const IN_A_WINDOW_FILTER: &str = r#"operator name = "w", type = "window" {
   input name = "events"
   param kind = "tumbling"
   param size = "1s"
@@ -155,19 +164,7 @@ operator name = "w", type = "window" {
 }
 "#;
 
-const IN_AN_OVER_WINDOW: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param count = 1000
-  param event_time = "ts"
-  output name = "events", type = "Event"
-}
-operator name = "last4", type = "over" {
+const IN_AN_OVER_WINDOW: &str = r#"operator name = "last4", type = "over" {
   input name = "events"
   param keys = "sensor"
   param time = "ts"
@@ -177,19 +174,7 @@ operator name = "last4", type = "over" {
 }
 "#;
 
-const IN_A_PATTERN_DEFINE: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param count = 1000
-  param event_time = "ts"
-  output name = "events", type = "Event"
-}
-operator name = "dips", type = "pattern" {
+const IN_A_PATTERN_DEFINE: &str = r#"operator name = "dips", type = "pattern" {
   input name = "events"
   param partition_by = "sensor"
   param order_by = "ts"
@@ -200,19 +185,7 @@ operator name = "dips", type = "pattern" {
 }
 "#;
 
-const IN_A_PATTERN_MEASURE: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "gen", type = "generator" {
-  param profile = "events"
-  param count = 1000
-  param event_time = "ts"
-  output name = "events", type = "Event"
-}
-operator name = "dips", type = "pattern" {
+const IN_A_PATTERN_MEASURE: &str = r#"operator name = "dips", type = "pattern" {
   input name = "events"
   param partition_by = "sensor"
   param order_by = "ts"
@@ -299,7 +272,7 @@ fn a_nats_sink_after_operators_whose_rows_depend_on_timing_is_refused_unless_at_
             r#"pattern "dips" calls `uuid()` (at 19:35)"#,
         ),
     ] {
-        let (code, stderr) = check(query, input, "");
+        let (code, stderr) = check(&timed(query), input, "");
         assert_eq!(code, Some(1), "{stderr}");
         for part in [
             r#"operator "out" (a NATS sink, exactly once)"#,
@@ -311,16 +284,16 @@ fn a_nats_sink_after_operators_whose_rows_depend_on_timing_is_refused_unless_at_
         }
     }
     for query in [
-        (IN_A_WINDOW_FILTER, "counts"),
-        (IN_AN_OVER_WINDOW, "stats"),
-        (IN_A_PATTERN_DEFINE, "dips"),
-        (IN_A_PATTERN_MEASURE, "dips"),
-        (PROCESSING_TIME, "counts"),
-        (CONTROL_WITHOUT_TIME, "kept"),
-        (CONTROL_WITH_AN_IDLE_SOURCE, "kept"),
-        (VOLATILE, "kept"),
+        (timed(IN_A_WINDOW_FILTER), "counts"),
+        (timed(IN_AN_OVER_WINDOW), "stats"),
+        (timed(IN_A_PATTERN_DEFINE), "dips"),
+        (timed(IN_A_PATTERN_MEASURE), "dips"),
+        (PROCESSING_TIME.to_string(), "counts"),
+        (CONTROL_WITHOUT_TIME.to_string(), "kept"),
+        (CONTROL_WITH_AN_IDLE_SOURCE.to_string(), "kept"),
+        (VOLATILE.to_string(), "kept"),
     ] {
-        let (code, stderr) = check(query.0, query.1, r#"param delivery = "at-least-once""#);
+        let (code, stderr) = check(&query.0, query.1, r#"param delivery = "at-least-once""#);
         assert_eq!(code, Some(0), "{stderr}");
     }
 }

@@ -6,6 +6,7 @@
 //! Each connector is written against `anduin-operator-api`. This crate does not run them
 //! (`anduin-runtime`) and does not name them to the graph checker (`anduin-registry`).
 
+mod addresses;
 pub mod changelog;
 pub mod codec;
 pub mod discard;

@@ -46,26 +46,7 @@ pub fn feeds_back(source: &OperatorDef, sink: &OperatorDef) -> Option<FeedbackLo
 /// comma-separated, with or without a scheme, `localhost` as `127.0.0.1`, port 9092 by
 /// default.
 fn brokers(servers: &str) -> Vec<String> {
-    servers
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|b| {
-            let rest = b.split_once("://").map_or(b, |(_, r)| r);
-            let rest = rest.split('/').next().unwrap_or(rest).to_ascii_lowercase();
-            let (host, port) = match rest.rsplit_once(':') {
-                Some((h, p)) if !h.ends_with(':') && !p.is_empty() && !p.contains(']') => {
-                    (h.to_string(), p.to_string())
-                }
-                _ => (rest.clone(), "9092".to_string()),
-            };
-            let host = match host.as_str() {
-                "localhost" | "[::1]" => "127.0.0.1".to_string(),
-                _ => host,
-            };
-            format!("{host}:{port}")
-        })
-        .collect()
+    crate::addresses::normalized(servers, "9092")
 }
 
 #[cfg(test)]

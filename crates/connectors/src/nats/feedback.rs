@@ -45,27 +45,7 @@ pub fn feeds_back(source: &OperatorDef, sink: &OperatorDef) -> Option<FeedbackLo
 /// The addresses (`host:port`, lowercase) a `server` param names: comma-separated URLs with or
 /// without a scheme and a user, `localhost` as `127.0.0.1`, port 4222 by default.
 fn addresses(server: &str) -> Vec<String> {
-    server
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|url| {
-            let rest = url.split_once("://").map_or(url, |(_, r)| r);
-            let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-            let rest = rest.split('/').next().unwrap_or(rest).to_ascii_lowercase();
-            let (host, port) = match rest.rsplit_once(':') {
-                Some((h, p)) if !h.ends_with(':') && !p.is_empty() && !p.contains(']') => {
-                    (h.to_string(), p.to_string())
-                }
-                _ => (rest.clone(), "4222".to_string()),
-            };
-            let host = match host.as_str() {
-                "localhost" | "[::1]" => "127.0.0.1".to_string(),
-                _ => host,
-            };
-            format!("{host}:{port}")
-        })
-        .collect()
+    crate::addresses::normalized(server, "4222")
 }
 
 #[cfg(test)]
