@@ -42,6 +42,27 @@ pub(crate) struct Link {
     pub params: std::collections::BTreeMap<String, String>,
 }
 
+#[cfg(test)]
+impl Link {
+    /// Instance 0 of 1 of `op`, operator `index` of the query, with `outlets` (for tests).
+    pub(crate) fn for_test(index: usize, op: Box<dyn Operator>, outlets: Vec<Vec<Route>>) -> Link {
+        Link {
+            index,
+            instance: 0,
+            parallelism: 1,
+            name: op.name().to_string(),
+            op,
+            outlets,
+            counters: Arc::new(Counters::default()),
+            origins_after: false,
+            live_at: None,
+            rescaler: None,
+            spreader: None,
+            params: Default::default(),
+        }
+    }
+}
+
 /// What instances added while the query runs copy from a chain (`crate::grow`).
 #[derive(Debug, PartialEq)]
 pub(crate) struct Template {
@@ -997,20 +1018,7 @@ mod tests {
     }
 
     fn link(index: usize, op: Logged) -> Link {
-        Link {
-            index,
-            instance: 0,
-            parallelism: 1,
-            name: op.name.to_string(),
-            op: Box::new(op),
-            outlets: Vec::new(),
-            counters: Arc::new(Counters::default()),
-            origins_after: false,
-            live_at: None,
-            rescaler: None,
-            spreader: None,
-            params: Default::default(),
-        }
+        Link::for_test(index, Box::new(op), Vec::new())
     }
 
     /// Answers every task with `answer`.

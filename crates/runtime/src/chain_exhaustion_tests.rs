@@ -11,7 +11,6 @@ use crossbeam_channel::Receiver;
 
 use super::{Chain, Link};
 use crate::channel::{channel, Envelope, Route};
-use crate::stats::Counters;
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -51,20 +50,7 @@ impl Operator for Ending {
 /// A link of `op` with one outlet, and what that outlet receives.
 fn link(index: usize, op: Ending) -> (Link, Receiver<Envelope>) {
     let (outlet, rx) = channel(8);
-    let link = Link {
-        index,
-        instance: 0,
-        parallelism: 1,
-        name: op.name.to_string(),
-        op: Box::new(op),
-        outlets: vec![vec![Route::One(outlet)]],
-        counters: Arc::new(Counters::default()),
-        origins_after: false,
-        live_at: None,
-        rescaler: None,
-        spreader: None,
-        params: Default::default(),
-    };
+    let link = Link::for_test(index, Box::new(op), vec![vec![Route::One(outlet)]]);
     (link, rx)
 }
 

@@ -11,7 +11,6 @@ use crossbeam_channel::Receiver;
 
 use super::{Chain, Link};
 use crate::channel::{channel, Envelope, Route};
-use crate::stats::Counters;
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -66,20 +65,11 @@ fn chain(
             ended: false,
             log: Arc::clone(log),
         };
-        links.push(Link {
+        links.push(Link::for_test(
             index,
-            instance: 0,
-            parallelism: 1,
-            name: name.to_string(),
-            op: Box::new(op),
-            outlets: vec![vec![Route::One(outlet)]],
-            counters: Arc::new(Counters::default()),
-            origins_after: false,
-            live_at: None,
-            rescaler: None,
-            spreader: None,
-            params: Default::default(),
-        });
+            Box::new(op),
+            vec![vec![Route::One(outlet)]],
+        ));
         receivers.push(rx);
     }
     (Chain::new(links, None), receivers)

@@ -520,20 +520,7 @@ mod tests {
     }
 
     fn link(index: usize, name: &'static str) -> Link {
-        Link {
-            index,
-            instance: 0,
-            parallelism: 1,
-            name: name.into(),
-            op: Box::new(Quiet(name)),
-            outlets: Vec::new(),
-            counters: Arc::new(Counters::default()),
-            origins_after: false,
-            live_at: None,
-            rescaler: None,
-            spreader: None,
-            params: Default::default(),
-        }
+        Link::for_test(index, Box::new(Quiet(name)), Vec::new())
     }
 
     fn info(name: &str) -> OperatorInfo {
