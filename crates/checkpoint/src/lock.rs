@@ -117,17 +117,26 @@ impl OwnerLock {
     /// holder is read from `/proc/locks`.
     pub fn checkpoint_dir(root: &Path) -> Result<OwnerLock, LockError> {
         let what = format!("the checkpoint directory `{}`", root.display());
+        OwnerLock::directory(root, LOCK_NAME, &what)
+    }
+
+    /// Locks directory `root` (created if missing) through the directory itself and through
+    /// its file `lock_name`, holding both, as [`OwnerLock::checkpoint_dir`] does for a
+    /// checkpoint directory (a coordinator's checkpoint store takes `COORDINATOR.LOCK`): the
+    /// file says the holder's PID, the directory's lock outlives the file's removal. `what`
+    /// names the directory in errors.
+    pub fn directory(root: &Path, lock_name: &str, what: &str) -> Result<OwnerLock, LockError> {
         std::fs::create_dir_all(root).map_err(|cause| LockError::Io {
-            what: what.clone(),
-            path: root.join(LOCK_NAME),
+            what: what.to_string(),
+            path: root.join(lock_name),
             cause,
         })?;
-        let dir = match OwnerLock::output_itself_named(root, &what)? {
+        let dir = match OwnerLock::output_itself_named(root, what)? {
             Some(lock) => lock._file,
-            // A directory this user may not read: its `LOCK` file is all there is.
-            None => return OwnerLock::acquire(&root.join(LOCK_NAME), &what),
+            // A directory this user may not read: its lock file is all there is.
+            None => return OwnerLock::acquire(&root.join(lock_name), what),
         };
-        let mut lock = OwnerLock::acquire(&root.join(LOCK_NAME), &what)?;
+        let mut lock = OwnerLock::acquire(&root.join(lock_name), what)?;
         lock._dir = Some(dir);
         Ok(lock)
     }

@@ -798,11 +798,13 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
     // One coordinator per checkpoint directory: a second, with a catalog of its own, would
     // take the first's queries' checkpoints for leftovers of its own and remove them. (A
     // leader elected by a lease is the only one of its term: the one before, paused, may
-    // hold the lock still.)
+    // hold the lock still.) The directory itself is locked too: a `COORDINATOR.LOCK` removed
+    // while this one runs (a cleanup script, a user) lets no second coordinator in.
     let _store_lock = match &store {
         ClusterStore::Shared(dir) if by_lease.is_none() => {
-            Some(anduin_checkpoint::OwnerLock::acquire(
-                &dir.join(STORE_LOCK),
+            Some(anduin_checkpoint::OwnerLock::directory(
+                dir,
+                STORE_LOCK,
                 &format!(
                     "the checkpoint store `{}` (another coordinator uses it: give each coordinator a store of its own)",
                     dir.display()
