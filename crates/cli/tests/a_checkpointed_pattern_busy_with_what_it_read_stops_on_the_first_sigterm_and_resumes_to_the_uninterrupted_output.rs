@@ -93,6 +93,31 @@ fn committed(out: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Requires every checkpoint that `--events` file `events` says began to have ended there,
+/// completed or failed (probe40 L8: the stop's last checkpoint, which a run whose pattern gave
+/// up cannot complete, was left `checkpoint_started` with no outcome).
+fn every_checkpoint_has_an_outcome(name: &str, events: &Path) {
+    let text = std::fs::read_to_string(events).expect("events");
+    let mut open = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let e: serde_json::Value = serde_json::from_str(line).expect("an event per line");
+        let epoch = e["epoch"].as_u64();
+        match (e["event"].as_str(), epoch) {
+            (Some("checkpoint_started"), Some(epoch)) => {
+                open.insert(epoch);
+            }
+            (Some("checkpoint_completed" | "checkpoint_failed"), Some(epoch)) => {
+                open.remove(&epoch);
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        open.is_empty(),
+        "{name}: checkpoints {open:?} began and never ended: {text}"
+    );
+}
+
 /// Runs the query in `layout`, sends one SIGTERM once its events (`--events`) show `progress`,
 /// and requires the run to end on it, saying the pattern gave up; then resumes it to the end
 /// and requires `expected`, the rows of an uninterrupted run, with every part the stopped run
@@ -126,6 +151,7 @@ fn stopped_then_resumed(
         stderr.contains("run again with the same checkpoints, the query matches them"),
         "{name}: {stderr}"
     );
+    every_checkpoint_has_an_outcome(name, &events);
     let before = committed(&dir.join(format!("out-{name}")));
 
     let args = args(name, layout);

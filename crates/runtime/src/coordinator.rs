@@ -246,7 +246,12 @@ impl Coordinator {
                     Fact::Tick
                 }
                 Err(RecvTimeoutError::Timeout) => Fact::Tick,
-                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Disconnected) => {
+                    if let Some(f) = in_flight.take() {
+                        self.ended_unfinished(&f);
+                    }
+                    return;
+                }
             };
             let mut actions: VecDeque<Action> = self.scheduler.on(fact, now_ms()).into();
             while let Some(action) = actions.pop_front() {
@@ -581,6 +586,25 @@ impl Coordinator {
             warn!(error = %e, "cannot delete old checkpoints");
         }
         Ok(())
+    }
+
+    /// The run ended with checkpoint `f` in flight (a stopped run whose operators gave up the
+    /// end of their input cannot take its last checkpoint): it failed, and says so as a failed
+    /// checkpoint does (probe40 L8: `--events` left it begun with no outcome). Its files stay
+    /// for the next run's start to clear, as a killed run's do.
+    fn ended_unfinished(&mut self, f: &InFlight) {
+        let reason = format!(
+            "the run ended before every task acknowledged it ({} did); a run resumed from these checkpoints starts from the one before",
+            f.acked.len()
+        );
+        self.counters.failed();
+        if let Some(c) = &self.control {
+            c.checkpoint_ended(f.epoch, Err(reason.clone()));
+        }
+        self.events.publish(EngineEvent::CheckpointFailed {
+            epoch: f.epoch.0,
+            reason,
+        });
     }
 
     fn failed(&mut self, epoch: Epoch, reason: &str) {

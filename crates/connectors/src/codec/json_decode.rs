@@ -394,9 +394,15 @@ fn cell(kind: ColumnKind, v: &Value) -> Result<Cell, String> {
                 (None, Some(f)) if f.fract() == 0.0 && f > -LIMIT && f < LIMIT => {
                     Ok(Cell::Int(f as i64))
                 }
-                (None, Some(f)) if f.fract() == 0.0 => {
-                    Err(format!("{n} is out of range for {}", kind.noun()))
-                }
+                // Beyond u64, the number was read as a float: it is shown as one, not as
+                // its rounded digits (probe40 L10: `99999999999999999999` read `1e+20`).
+                (None, Some(f)) if f.fract() == 0.0 => Err(match n.as_u64() {
+                    Some(u) => format!("{u} is out of range for {}", kind.noun()),
+                    None => format!(
+                        "a number of about {f:e} is out of range for {}",
+                        kind.noun()
+                    ),
+                }),
                 _ => Err(format!(
                     "{n} is not a whole number, as {} must be",
                     kind.noun()
@@ -564,7 +570,10 @@ nonsense
                 ),
                 (11, "column `ok`: expected a boolean, found a number 1"),
                 (12, "column `name`: expected a string, found a number 5"),
-                (13, "column `sensor`: 1e+20 is out of range for an int"),
+                (
+                    13,
+                    "column `sensor`: a number of about 1e20 is out of range for an int"
+                ),
                 (16, "invalid JSON: trailing characters at line 1 column 15"),
                 (17, "invalid JSON: trailing comma at line 1 column 26"),
                 (18, "invalid JSON: expected ident at line 1 column 2"),
@@ -620,7 +629,7 @@ nonsense
         assert_eq!(lines, bad);
         assert_eq!(
             rejected[0].reason,
-            "column `ts`: 1e+300 is out of range for a timestamp"
+            "column `ts`: a number of about 1e300 is out of range for a timestamp"
         );
         assert_eq!(
             rejected[1].reason,

@@ -44,7 +44,7 @@ pub(crate) fn csv_too_long(max: usize) -> String {
 
 /// Why a CSV record that the end of its file cuts inside a quoted field is rejected.
 pub(crate) fn csv_unclosed_quote() -> String {
-    "a quoted field is never closed (the file ends inside it): the record's first line is rejected and reading goes on with the next line".into()
+    "a quoted field is never closed (the input ends inside it: the file, or the message a broker's source decodes): the record's first line is rejected and reading goes on with the next line".into()
 }
 
 /// Why a line longer than the bound is rejected (a JSON line, or a CSV line with no record

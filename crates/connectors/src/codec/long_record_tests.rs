@@ -124,6 +124,15 @@ fn a_csv_quote_that_the_end_of_the_file_leaves_open_costs_one_line() {
     assert_eq!(lines(&out.rejected), [3]);
     assert_eq!(out.rejected[0].record, "2,\"b");
     assert!(out.rejected[0].reason.contains("never closed"));
+    // The same decoder reads a broker's messages: the reason does not say a file ends
+    // (probe40 L10).
+    assert!(
+        out.rejected[0]
+            .reason
+            .contains("the input ends inside it: the file, or the message"),
+        "{}",
+        out.rejected[0].reason
+    );
     let out = run_csv(csv_decoder(), &[b"ts,v\n1,\"a"]);
     assert_eq!((out.batch.num_rows(), lines(&out.rejected)), (0, vec![2]));
 }

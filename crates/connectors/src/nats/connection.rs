@@ -15,7 +15,7 @@ use async_nats::jetstream::context::{GetStreamErrorKind, RequestError, RequestEr
 use async_nats::jetstream::stream::Stream;
 use async_nats::{ConnectErrorKind, ConnectOptions};
 
-use super::error::NatsError;
+use super::error::{ConnectFailure, NatsError};
 
 /// A client of one server (or cluster), connected.
 pub(crate) struct Connection {
@@ -59,7 +59,13 @@ impl Connection {
             Some(Login::Token(token)) => options.token(token),
             None => options,
         };
+        let failed = |why, cause| NatsError::ConnectFailed {
+            server: server.to_string(),
+            why,
+            cause,
+        };
         let connect = options.connect(addrs);
+        let started = std::time::Instant::now();
         let client = match runtime.block_on(async { tokio::time::timeout(timeout, connect).await })
         {
             Err(_) => return Err(unreachable("timed out".into())),
@@ -70,9 +76,17 @@ impl Connection {
                         cause: e.to_string(),
                     })
                 }
+                ConnectErrorKind::Dns => {
+                    return Err(failed(ConnectFailure::UnknownHost, e.to_string()))
+                }
+                ConnectErrorKind::Tls => return Err(failed(ConnectFailure::Tls, e.to_string())),
+                // An I/O failure well before the timeout is the network's answer, not
+                // silence (issue 19, probe40 L5).
+                ConnectErrorKind::Io if started.elapsed() < timeout / 2 => {
+                    return Err(failed(ConnectFailure::Network, e.to_string()))
+                }
                 ConnectErrorKind::TimedOut
                 | ConnectErrorKind::Io
-                | ConnectErrorKind::Dns
                 | ConnectErrorKind::MaxReconnects => return Err(unreachable(e.to_string())),
                 _ => {
                     return Err(NatsError::client(
@@ -248,6 +262,39 @@ impl Drop for Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_name_that_does_not_resolve_is_said_so_not_called_a_silent_server() {
+        // Issue 19 (probe40 L5): an immediate DNS failure read "no NATS server … answered
+        // within 30000 ms".
+        let opened = Connection::open(
+            "nats://no-such-host.invalid:4222",
+            Duration::from_secs(30),
+            "test",
+        );
+        let Err(e) = opened else {
+            panic!("a host under .invalid resolved")
+        };
+        assert!(
+            matches!(
+                e,
+                NatsError::ConnectFailed {
+                    why: ConnectFailure::UnknownHost,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let message = e.to_string();
+        assert!(
+            message.starts_with(
+                "could not connect to the NATS server at nats://no-such-host.invalid:4222 ("
+            ) && message.ends_with(
+                "the host name does not resolve; check the host of `server` (nats://host:port)"
+            ),
+            "{message}"
+        );
+    }
 
     #[test]
     fn a_user_and_password_or_a_token_in_the_address_log_the_client_in() {

@@ -165,9 +165,49 @@ pub(crate) fn subject_matches(pattern: &str, subject: &str) -> bool {
     }
 }
 
+/// Whether some subject is one of those both `a` and `b` stand for (either may have
+/// wildcards): the test JetStream makes of a consumer's filter against the stream's subjects.
+pub(crate) fn subjects_overlap(a: &str, b: &str) -> bool {
+    let mut a = a.split('.');
+    let mut b = b.split('.');
+    loop {
+        match (a.next(), b.next()) {
+            (Some(">"), Some(_)) | (Some(_), Some(">")) => return true,
+            (Some(x), Some(y)) if x == "*" || y == "*" || x == y => {}
+            (None, None) => return true,
+            _ => return false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_subjects_overlap_when_one_subject_is_both_of_theirs() {
+        for (a, b) in [
+            ("events.>", "events.a"),
+            ("events.>", "*.b.c"),
+            ("events.*", "*.a"),
+            ("events.a", "events.a"),
+            (">", "x"),
+            ("events.*.c", "events.b.>"),
+        ] {
+            assert!(subjects_overlap(a, b), "{a} {b}");
+            assert!(subjects_overlap(b, a), "{b} {a}");
+        }
+        for (a, b) in [
+            ("events.>", "other.*"),
+            ("events.>", "events"),
+            ("events.*", "events.a.b"),
+            ("events.a", "events.b"),
+            ("events.*.c", "events.b.d"),
+        ] {
+            assert!(!subjects_overlap(a, b), "{a} {b}");
+            assert!(!subjects_overlap(b, a), "{b} {a}");
+        }
+    }
 
     #[test]
     fn a_rows_id_names_query_sink_instance_lineage_and_row() {

@@ -26,6 +26,17 @@ pub enum NatsError {
         /// What the client said.
         cause: String,
     },
+    /// The connection failed at once, for a reason other than a refusal: a host name that
+    /// does not resolve, a failed TLS handshake, a network that cannot reach the host.
+    #[error("could not connect to the NATS server at {server} ({cause}): {}", .why.advice())]
+    ConnectFailed {
+        /// The `server` param.
+        server: String,
+        /// What failed.
+        why: ConnectFailure,
+        /// What the client said.
+        cause: String,
+    },
     /// The server answered but has no JetStream.
     #[error("the NATS server at {server} has no JetStream ({cause}): start it with JetStream enabled (`nats-server -js`)")]
     NoJetStream {
@@ -134,6 +145,35 @@ pub enum Role {
     Source,
     /// It publishes to the stream.
     Sink,
+}
+
+/// Why a connection failed before its timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectFailure {
+    /// The host name does not resolve.
+    UnknownHost,
+    /// The TLS handshake failed.
+    Tls,
+    /// Another failure of the network (no route to the host, a reset connection).
+    Network,
+}
+
+impl ConnectFailure {
+    /// What to do about it.
+    fn advice(self) -> &'static str {
+        match self {
+            ConnectFailure::UnknownHost => {
+                "the host name does not resolve; check the host of `server` (nats://host:port)"
+            }
+            ConnectFailure::Tls => {
+                "the TLS handshake failed; check whether the server requires TLS (a `tls://` address) and trusts this client, or serves no TLS at all (a `nats://` address)"
+            }
+            ConnectFailure::Network => {
+                "check `server` (nats://host:port) and that the host is reachable from here"
+            }
+        }
+    }
 }
 
 /// A timeout under which a live server may well not answer in time: a connection takes a

@@ -32,7 +32,7 @@ use anduin_spec::OperatorDef;
 use anduin_types::{Diagnostic, Diagnostics};
 use arrow::datatypes::SchemaRef;
 
-pub use error::{NatsError, RemadeFound, Role};
+pub use error::{ConnectFailure, NatsError, RemadeFound, Role};
 pub use feedback::feeds_back;
 
 use crate::codec::TimestampFormat;
@@ -312,16 +312,16 @@ fn bind_sink(op: &OperatorDef, p: &Params<'_>) -> Result<Binding<Bound>, Diagnos
     })
 }
 
-/// Refuses a literal `subject` that none of the stream's `subjects` stands for (a filter
-/// with wildcards is left to the server), saying what it means for `role`.
+/// Refuses a `subject` that none of the stream's `subjects` stands for (with wildcards: that
+/// stands for none of theirs, as JetStream would refuse the consumer), saying what it means
+/// for `role`.
 fn check_subject(
     role: Role,
     subject: &str,
     stream: &str,
     subjects: &[String],
 ) -> Result<(), NatsError> {
-    let literal = !subject.contains(['*', '>']);
-    if !literal || subjects.iter().any(|s| dedup::subject_matches(s, subject)) {
+    if subjects.iter().any(|s| dedup::subjects_overlap(s, subject)) {
         return Ok(());
     }
     Err(NatsError::SubjectOutsideStream {
@@ -340,7 +340,16 @@ mod tests {
     fn a_subject_outside_the_stream_is_refused_saying_what_it_means_for_a_source_or_a_sink() {
         let subjects = ["events.>".to_string()];
         check_subject(Role::Source, "events.a", "EVENTS", &subjects).expect("kept");
-        check_subject(Role::Source, "other.*", "EVENTS", &subjects).expect("left to the server");
+        check_subject(Role::Source, "*.a", "EVENTS", &subjects).expect("overlaps");
+        // Issue 19 (probe40 L6): a wildcard filter outside the stream got JetStream's raw
+        // error.
+        let wildcard = check_subject(Role::Source, "other.*", "EVENTS", &subjects)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            wildcard.starts_with("subject `other.*` is not one of stream `EVENTS`'s subjects"),
+            "{wildcard}"
+        );
         let source = check_subject(Role::Source, "other", "EVENTS", &subjects)
             .expect_err("refused")
             .to_string();
