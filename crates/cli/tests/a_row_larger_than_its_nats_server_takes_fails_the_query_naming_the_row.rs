@@ -23,7 +23,7 @@ fn a_row_larger_than_its_nats_server_takes_fails_the_query_naming_the_row() {
     std::fs::write(
         dir.path().join("q.sql"),
         format!(
-            "CREATE TABLE events (ts TIMESTAMP, note VARCHAR) WITH (connector = 'file', path = 'in.csv', format = 'csv');
+            "CREATE TABLE events (ts TIMESTAMP, note VARCHAR) WITH (connector = 'file', path = 'in.csv', format = 'csv', max_record_bytes = '4MB');
 CREATE TABLE copied WITH (connector = 'nats', server = '{}', stream = 'OUT', subject = 'out', format = 'csv');
 INSERT INTO copied SELECT * FROM events;",
             server.url
