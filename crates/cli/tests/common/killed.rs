@@ -51,6 +51,13 @@ pub fn killed_then_finished_query(
     seed: u64,
     extra: &[&[&str]],
 ) -> Vec<String> {
+    killed_then_ended(dir, query, seed, extra);
+    rows_in_order(&dir.join("out"))
+}
+
+/// [`killed_then_finished_query`] for a query that writes more than `OUTPUT=out` (files
+/// under it, say): the runs alone, the outputs left to the caller to read.
+pub fn killed_then_ended(dir: &Path, query: &str, seed: u64, extra: &[&[&str]]) {
     let mut rng = Rng(seed);
     let kills = 2 + rng.next(3);
     let mut killed = 0;
@@ -69,5 +76,4 @@ pub fn killed_then_finished_query(
     let out = anduin(dir, &args(query, extra.last().expect("flags")));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "seed {seed}: {stderr}");
-    rows_in_order(&dir.join("out"))
 }
