@@ -165,6 +165,28 @@ pub(crate) fn subject_matches(pattern: &str, subject: &str) -> bool {
     }
 }
 
+/// What makes `subject` no NATS subject or subject filter, if anything: its tokens are
+/// separated by dots, none empty; `*` and `>` stand alone as tokens, `>` only as the last; no
+/// whitespace.
+pub(crate) fn subject_problem(subject: &str) -> Option<&'static str> {
+    if subject.contains(char::is_whitespace) {
+        return Some("a subject holds no whitespace");
+    }
+    let tokens: Vec<&str> = subject.split('.').collect();
+    for (i, t) in tokens.iter().enumerate() {
+        if t.is_empty() {
+            return Some("a token between dots is empty");
+        }
+        if t.len() > 1 && t.contains(['*', '>']) {
+            return Some("`*` and `>` are wildcards only as whole tokens between dots");
+        }
+        if *t == ">" && i + 1 < tokens.len() {
+            return Some("`>` stands for the tokens to the end, so it comes last");
+        }
+    }
+    None
+}
+
 /// Whether some subject is one of those both `a` and `b` stand for (either may have
 /// wildcards): the test JetStream makes of a consumer's filter against the stream's subjects.
 pub(crate) fn subjects_overlap(a: &str, b: &str) -> bool {
@@ -183,6 +205,19 @@ pub(crate) fn subjects_overlap(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subject_with_a_wildcard_inside_a_token_or_before_the_end_is_no_subject() {
+        // probe41 M4: `ev.>.x` passed `check`, then JetStream refused the consumer.
+        for ok in ["events", "events.a", "events.*", "events.>", "*.b.>", ">"] {
+            assert_eq!(subject_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "ev.>.x", "ev..a", ".ev", "ev.", "ev.a*", "ev.>x", "ev a", "",
+        ] {
+            assert!(subject_problem(bad).is_some(), "{bad}");
+        }
+    }
 
     #[test]
     fn two_subjects_overlap_when_one_subject_is_both_of_theirs() {

@@ -226,6 +226,16 @@ fn bind_source(
     let format = crate::kafka::format(p)?;
     let timestamp_column = crate::kafka::timestamp_column(p, &schema)?;
     let (server, stream) = server_and_stream(p)?;
+    if let Some(s) = p.text("subject").filter(|s| !s.as_str().trim().is_empty()) {
+        if let Some(problem) = dedup::subject_problem(s.as_str()) {
+            return Err(p
+                .error(
+                    "subject",
+                    format!("`{}` is not a NATS subject filter: {problem}", s.as_str()),
+                )
+                .into());
+        }
+    }
     let config = source::SourceConfig {
         name: op.name.to_string(),
         server,
@@ -263,14 +273,18 @@ fn bind_sink(op: &OperatorDef, p: &Params<'_>) -> Result<Binding<Bound>, Diagnos
     let format = crate::kafka::format(p)?;
     let (server, stream) = server_and_stream(p)?;
     let subject = match p.text("subject") {
-        Some(s) if !s.as_str().trim().is_empty() && !s.as_str().contains(['*', '>', ' ']) => {
+        Some(s)
+            if !s.as_str().trim().is_empty()
+                && !s.as_str().contains(['*', '>'])
+                && dedup::subject_problem(s.as_str()).is_none() =>
+        {
             s.to_string()
         }
         Some(_) => {
             return Err(p
                 .error(
                     "subject",
-                    "a sink publishes to one subject, without wildcards",
+                    "a sink publishes to one subject, without wildcards: tokens separated by single dots, no whitespace",
                 )
                 .into())
         }
