@@ -89,13 +89,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
             default: Some("dead_letter"),
             doc: "what a malformed record does: `dead_letter` sends it to the dead-letter file and goes on; `fail` stops the query",
         },
-        ParamSpec {
-            name: "max_record_bytes",
-            required: false,
-            kind: ParamKind::Text,
-            default: Some("1MB"),
-            doc: "the longest record read (\"1MB\", \"64KB\", \"4096\"; powers of 1024): a longer one, such as a quote that is never closed, is malformed from its first line on and reading goes on with the next line",
-        },
+        MAX_RECORD_BYTES,
         ParamSpec {
             name: "on_null_event_time",
             required: false,
@@ -129,6 +123,15 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
 
 /// The params a running reader can change.
 pub const ADJUSTABLE: &[&str] = &["rate"];
+
+/// The bound on a record's length, a param of every reading connector (files, Kafka, NATS).
+pub(crate) const MAX_RECORD_BYTES: ParamSpec = ParamSpec {
+    name: "max_record_bytes",
+    required: false,
+    kind: ParamKind::Text,
+    default: Some("1MB"),
+    doc: "the longest record read (\"1MB\", \"64KB\", \"4096\"; powers of 1024): a longer one, such as a quote that is never closed, is malformed from its first line on and reading goes on with the next line (a message of a broker: the whole message is)",
+};
 
 /// The smallest split of a file read in parallel, unless `min_split_bytes` says otherwise.
 const DEFAULT_MIN_SPLIT: usize = 1 << 20;

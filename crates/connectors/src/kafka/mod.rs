@@ -50,6 +50,7 @@ use options::{Client, Delivery, Startup, Topics};
 
 /// Params only a source takes.
 const SOURCE_ONLY: &[&str] = &[
+    "max_record_bytes",
     "topic-pattern",
     "scan.startup.mode",
     "scan.startup.timestamp-millis",
@@ -77,6 +78,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     outputs: Arity::AtMost(1),
     stateful: true,
     params: &[
+        crate::reader::MAX_RECORD_BYTES,
         ParamSpec {
             name: "topic",
             required: false,
@@ -357,6 +359,7 @@ fn bind_source(
         fail_on_error: p.str_or("on_error", "dead_letter") == "fail",
         watermarks,
     };
+    let max_record = p.byte_size_or("max_record_bytes", crate::codec::DEFAULT_MAX_RECORD_BYTES)?;
     let out = Arc::clone(&schema);
     Ok(Binding {
         bound: Bound::Source(Arc::new(move |ctx| {
@@ -365,7 +368,7 @@ fn bind_source(
                 format,
                 timestamp_column,
                 config.watermarks.map(|w| w.column),
-                crate::codec::DEFAULT_MAX_RECORD_BYTES,
+                max_record,
             );
             let s = source::KafkaSource::open(config.clone(), decoder, ctx)
                 .map_err(|e| e.for_operator(&config.name))?;

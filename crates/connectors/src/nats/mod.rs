@@ -41,6 +41,7 @@ use crate::kafka::encode::RowEncoder;
 
 /// Params only a source takes.
 const SOURCE_ONLY: &[&str] = &[
+    "max_record_bytes",
     "bounded",
     "metadata.timestamp",
     "on_error",
@@ -60,6 +61,7 @@ pub const SIGNATURE: OperatorSignature = OperatorSignature {
     outputs: Arity::AtMost(1),
     stateful: true,
     params: &[
+        crate::reader::MAX_RECORD_BYTES,
         ParamSpec {
             name: "server",
             required: true,
@@ -249,6 +251,7 @@ fn bind_source(
         fail_on_error: p.str_or("on_error", "dead_letter") == "fail",
         watermarks,
     };
+    let max_record = p.byte_size_or("max_record_bytes", crate::codec::DEFAULT_MAX_RECORD_BYTES)?;
     let out = Arc::clone(&schema);
     Ok(Binding {
         bound: Bound::Source(Arc::new(move |ctx| {
@@ -257,7 +260,7 @@ fn bind_source(
                 format,
                 timestamp_column,
                 config.watermarks.map(|w| w.column),
-                crate::codec::DEFAULT_MAX_RECORD_BYTES,
+                max_record,
             );
             let s = source::NatsSource::open(config.clone(), decoder, ctx)
                 .map_err(|e| e.for_operator(&config.name))?;
